@@ -1,0 +1,41 @@
+# pumice: two commands matter. `make demo` runs the main job, `make test` runs the tests.
+# Both set up .venv themselves on a fresh machine.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint unit venv clean bench
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[ray,dev,plots]'
+	$(PY) tools/install_kubectl.py $(VENV)/bin
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# The main job: the embedded control plane runs the upstream sample RayJob on real Ray.
+demo: $(STAMP)
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/pumice demo
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check pumice tests bench tools
+	$(VENV)/bin/mypy pumice
+	$(VENV)/bin/lint-imports
+
+unit: $(STAMP)
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest -q -m "not ray"
+
+# Everything: lint, type checks, layering, then the whole test suite (real kubectl, real Ray).
+test: $(STAMP)
+	$(MAKE) lint
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest -q
+
+bench: $(STAMP)
+	for b in bench/*.py; do PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

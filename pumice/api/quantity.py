@@ -1,0 +1,116 @@
+"""Kubernetes resource quantities (``500m``, ``1Gi``, ``1G``, ``2e3``).
+
+Mirrors: kubernetes staging/src/k8s.io/apimachinery/pkg/api/resource/quantity.go (parsing rules,
+and the rounding of ``Value()`` and ``MilliValue()``, which round up).
+
+Units: :func:`milli_value` gives milli-units (cpu in millicores), :func:`value` gives whole units
+(memory in bytes). ``1G`` is 10**9 bytes, ``1Gi`` is 2**30 bytes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal, InvalidOperation, localcontext
+from fractions import Fraction
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 10**3),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+_RE = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?\d+|[numkMGTPE]?)$")
+
+
+class QuantityError(ValueError):
+    """A string that is not a Kubernetes quantity; the message quotes it."""
+
+
+def parse_quantity(q: str | int | float) -> Fraction:
+    """Parse a quantity into an exact rational number of base units.
+
+    Args:
+        q: ``"500m"``, ``"1Gi"``, ``"2"``, ``2``, ``0.5`` ...
+    Returns:
+        The exact value as a Fraction (cpu in cores, memory in bytes).
+    Raises:
+        QuantityError: the string does not match the quantity grammar.
+    """
+    if isinstance(q, bool):
+        raise QuantityError(f"quantities must match the regular expression: {q!r}")
+    if isinstance(q, int):
+        return Fraction(q)
+    if isinstance(q, float):
+        return Fraction(Decimal(repr(q)))
+    s = str(q).strip()
+    m = _RE.match(s)
+    if not m:
+        raise QuantityError(
+            f"quantities must match the regular expression "
+            f"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {s!r}"
+        )
+    number, suffix = m.group(1), m.group(2)
+    try:
+        base = Fraction(Decimal(number))
+    except InvalidOperation as e:  # pragma: no cover - regex prevents this
+        raise QuantityError(f"invalid quantity {s!r}") from e
+    if suffix in _BINARY:
+        return base * _BINARY[suffix]
+    if suffix and suffix[0] in "eE":
+        exp = int(suffix[1:])
+        return base * (Fraction(10) ** exp)
+    return base * _DECIMAL[suffix]
+
+
+def milli_value(q: str | int | float) -> int:
+    """Quantity in milli-units, rounded up (cpu ``"1.5"`` -> 1500, ``"100m"`` -> 100)."""
+    return math.ceil(parse_quantity(q) * 1000)
+
+
+def value(q: str | int | float) -> int:
+    """Quantity in whole units, rounded up (memory ``"1Gi"`` -> 1073741824)."""
+    return math.ceil(parse_quantity(q))
+
+
+def is_quantity(q: object) -> bool:
+    """True when ``q`` parses as a quantity."""
+    try:
+        parse_quantity(q)  # type: ignore[arg-type]
+    except (QuantityError, TypeError):
+        return False
+    return True
+
+
+def format_millis(millis: int) -> str:
+    """Canonical string for a milli-unit amount: 1500 -> ``"1500m"``, 2000 -> ``"2"``."""
+    if millis % 1000 == 0:
+        return str(millis // 1000)
+    return f"{millis}m"
+
+
+def format_bytes(n: int) -> str:
+    """Canonical string for a byte amount, binary suffix when exact: 2**30 -> ``"1Gi"``."""
+    if n == 0:
+        return "0"
+    for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
+        mult = _BINARY[suffix]
+        if n % mult == 0:
+            return f"{n // mult}{suffix}"
+    return str(n)
+
+
+def format_decimal(x: Fraction) -> str:
+    """Plain decimal string of an exact value, without exponent (for status fields)."""
+    with localcontext() as ctx:
+        ctx.prec = 40
+        d = Decimal(x.numerator) / Decimal(x.denominator)
+    s = format(d.normalize(), "f")
+    return s

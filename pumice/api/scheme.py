@@ -1,0 +1,183 @@
+"""Which kinds exist: group, version, kind, plural, scope, short names, subresources.
+
+The API server serves the built-in kinds listed here plus every CustomResourceDefinition applied
+to it; clients (informers, controllers, kubectl helpers) resolve ``(apiVersion, kind)`` to a URL
+through the same table. Custom kinds are added at run time with :meth:`Scheme.add`.
+
+Mirrors: the kube-apiserver discovery documents (``/api/v1``, ``/apis/<g>/<v>``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class ResourceKind:
+    """One served resource.
+
+    Attributes:
+        group: API group, ``""`` for core.
+        version: e.g. ``"v1"``.
+        kind: e.g. ``"Pod"``.
+        plural: URL segment, e.g. ``"pods"``.
+        namespaced: True for namespaced kinds.
+        singular: lower-case singular name.
+        short_names: kubectl short names (``po``).
+        categories: kubectl categories (``all``).
+        subresources: e.g. ``("status", "binding", "eviction", "log")``.
+        list_kind: e.g. ``"PodList"``.
+    """
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool = True
+    singular: str = ""
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    subresources: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = (
+        "create", "delete", "deletecollection", "get", "list", "patch", "update", "watch",
+    )
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def group_version(self) -> str:
+        return self.api_version
+
+    @property
+    def list_kind(self) -> str:
+        return f"{self.kind}List"
+
+    @property
+    def singular_name(self) -> str:
+        return self.singular or self.kind.lower()
+
+    def path(self, namespace: str | None = None, name: str | None = None, sub: str | None = None) -> str:
+        """URL path for this kind: collection, object, or subresource.
+
+        ``namespace`` is ignored for cluster-scoped kinds; when None on a namespaced kind the path
+        is the all-namespaces collection.
+        """
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace is not None:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        if name is not None:
+            base += f"/{name}"
+            if sub:
+                base += f"/{sub}"
+        return base
+
+
+_STD = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
+BUILTIN_KINDS: tuple[ResourceKind, ...] = (
+    ResourceKind("", "v1", "Namespace", "namespaces", namespaced=False, short_names=("ns",),
+                 subresources=("status", "finalize"),
+                 verbs=("create", "delete", "get", "list", "patch", "update", "watch")),
+    ResourceKind("", "v1", "Pod", "pods", short_names=("po",), categories=("all",),
+                 subresources=("status", "binding", "eviction", "log")),
+    ResourceKind("", "v1", "Node", "nodes", namespaced=False, short_names=("no",),
+                 subresources=("status",)),
+    ResourceKind("", "v1", "Service", "services", short_names=("svc",), categories=("all",),
+                 subresources=("status",),
+                 verbs=("create", "delete", "get", "list", "patch", "update", "watch")),
+    ResourceKind("", "v1", "Endpoints", "endpoints", short_names=("ep",), singular="endpoints"),
+    ResourceKind("", "v1", "ConfigMap", "configmaps", short_names=("cm",)),
+    ResourceKind("", "v1", "Secret", "secrets"),
+    ResourceKind("", "v1", "ServiceAccount", "serviceaccounts", short_names=("sa",)),
+    ResourceKind("", "v1", "Event", "events", short_names=("ev",)),
+    ResourceKind("apps", "v1", "Deployment", "deployments", short_names=("deploy",), categories=("all",),
+                 subresources=("status", "scale")),
+    ResourceKind("apps", "v1", "ReplicaSet", "replicasets", short_names=("rs",), categories=("all",),
+                 subresources=("status", "scale")),
+    ResourceKind("batch", "v1", "Job", "jobs", categories=("all",), subresources=("status",)),
+    ResourceKind("coordination.k8s.io", "v1", "Lease", "leases"),
+    ResourceKind("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", namespaced=False,
+                 short_names=("pc",)),
+    ResourceKind("rbac.authorization.k8s.io", "v1", "Role", "roles"),
+    ResourceKind("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings"),
+    ResourceKind("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", namespaced=False),
+    ResourceKind("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings",
+                 namespaced=False),
+    ResourceKind("events.k8s.io", "v1", "Event", "events", short_names=("ev",)),
+    ResourceKind("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices"),
+    ResourceKind("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
+                 namespaced=False, short_names=("crd", "crds"), subresources=("status",)),
+)
+
+
+@dataclass
+class Scheme:
+    """A mutable, thread-safe registry of served kinds, keyed by ``(group, version, plural)``.
+
+    Lookups: :meth:`by_api_version_kind` (``("v1", "Pod")``), :meth:`by_plural`
+    (``("", "v1", "pods")``), :meth:`resolve` (kubectl-style names: ``po``, ``pods.v1.``,
+    ``rayjobs.ray.io``).
+    """
+
+    _by_plural: dict[tuple[str, str, str], ResourceKind] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def builtin(cls) -> Scheme:
+        s = cls()
+        for rk in BUILTIN_KINDS:
+            s.add(rk)
+        return s
+
+    def add(self, rk: ResourceKind) -> None:
+        with self._lock:
+            self._by_plural[(rk.group, rk.version, rk.plural)] = rk
+
+    def remove(self, group: str, version: str, plural: str) -> None:
+        with self._lock:
+            self._by_plural.pop((group, version, plural), None)
+
+    def __iter__(self) -> Iterator[ResourceKind]:
+        with self._lock:
+            return iter(list(self._by_plural.values()))
+
+    def by_plural(self, group: str, version: str, plural: str) -> ResourceKind | None:
+        return self._by_plural.get((group, version, plural))
+
+    def by_api_version_kind(self, api_version: str, kind: str) -> ResourceKind | None:
+        group, _, version = api_version.rpartition("/")
+        for rk in self:
+            if rk.group == group and rk.version == version and rk.kind == kind:
+                return rk
+        return None
+
+    def group_versions(self) -> list[tuple[str, str]]:
+        """Served (group, version) pairs, core first, then groups in name order."""
+        gvs = sorted({(rk.group, rk.version) for rk in self})
+        return gvs
+
+    def kinds_in(self, group: str, version: str) -> list[ResourceKind]:
+        return sorted((rk for rk in self if rk.group == group and rk.version == version),
+                      key=lambda r: r.plural)
+
+    def resolve(self, name: str) -> ResourceKind | None:
+        """Resolve a kubectl-style resource name (plural, singular, short name or kind,
+        optionally qualified with ``.group``)."""
+        lowered = name.lower()
+        base, _, group = lowered.partition(".")
+        for rk in self:
+            if group and rk.group != group and f"{rk.version}.{rk.group}" != group:
+                continue
+            if base in (rk.plural, rk.singular_name, rk.kind.lower(), *rk.short_names):
+                return rk
+        return None
+
+
+def iter_kinds(kinds: Iterable[ResourceKind]) -> list[str]:
+    """Human list ``pods, nodes, ...`` for error messages."""
+    return sorted(rk.plural for rk in kinds)

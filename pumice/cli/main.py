@@ -1,0 +1,64 @@
+"""``pumice`` command line: one click group whose subcommands live in their own modules and are
+imported only when run (so ``pumice --help`` stays fast and a broken component does not break the
+others).
+
+Errors: a subcommand that fails on bad input prints one line to stderr and exits non-zero
+(click's UsageError exits 2).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+# command name -> "module:attribute" of a click.Command
+COMMANDS: dict[str, tuple[str, str]] = {
+    "apiserver": ("pumice.cli.apiserver", "Run the Kubernetes-compatible API server alone."),
+    "controller-manager": ("pumice.cli.controller_manager", "Run controllers against a kubeconfig."),
+    "scheduler": ("pumice.cli.scheduler", "Run the default or the Volcano scheduler."),
+    "node-agent": ("pumice.cli.node_agent", "Run the node agent (kubelet) against a kubeconfig."),
+    "up": ("pumice.cli.up", "Run the whole embedded control plane on this machine."),
+    "demo": ("pumice.cli.demo", "The main job: run the upstream sample RayJob on real Ray."),
+    "volcano": ("pumice.cli.volcano", "Volcano tools (session dry run)."),
+    "explain": ("pumice.cli.explain", "Say which gate holds a PodGroup, vcjob, RayJob or Pod."),
+    "simulate": ("pumice.cli.simulate", "Run the stack on a virtual clock over a cluster trace."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        try:
+            module = importlib.import_module(entry[0])
+        except ModuleNotFoundError as e:
+            if e.name == entry[0]:
+                return _missing(cmd_name, entry[1])
+            raise
+        cmd = getattr(module, "command", None)
+        if not isinstance(cmd, click.Command):
+            return _missing(cmd_name, entry[1])
+        return cmd
+
+
+def _missing(name: str, help_text: str) -> click.Command:
+    @click.command(name=name, help=f"{help_text} (not built yet)")
+    def _cmd() -> None:
+        raise click.ClickException(f"'pumice {name}' is not built yet in this version")
+
+    return _cmd
+
+
+@click.group(cls=LazyGroup)
+@click.version_option(package_name="pumice")
+def main() -> None:
+    """pumice: KubeRay + Volcano in Python, running real Ray."""
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+"""The client seam every pumice component talks through.
+
+Objects are plain JSON dicts in wire form (camelCase keys, ``apiVersion``/``kind``/``metadata``).
+Kinds are named by :class:`pumice.api.scheme.ResourceKind` (resolve with the client's ``scheme``).
+
+Implementations:
+- :class:`pumice.client.kube.Client` over lightkube's ``AsyncClient`` (HTTP to any API server named
+  by a kubeconfig, or the in-process streaming ASGI transport);
+- counting/recording wrappers in :mod:`pumice.testing` for idempotence tests.
+
+Errors: every non-2xx answer raises :class:`ApiError` carrying the server's ``Status`` object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from pumice.api.scheme import ResourceKind, Scheme
+
+Obj = dict[str, Any]
+PatchType = Literal["merge", "json", "strategic", "apply"]
+WatchEventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]
+
+
+@dataclass
+class ApiError(Exception):
+    """A failed API call.
+
+    Attributes:
+        code: HTTP status (404, 409, 410, 422 ...).
+        reason: the Status ``reason`` (``NotFound``, ``AlreadyExists``, ``Conflict``, ``Invalid``,
+            ``Expired``, ``Gone``, ``BadRequest`` ...).
+        message: the Status ``message``.
+        status: the whole Status object as received.
+    """
+
+    code: int
+    reason: str = ""
+    message: str = ""
+    status: Obj = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return f"{self.code} {self.reason}: {self.message}"
+
+
+def is_not_found(e: BaseException) -> bool:
+    return isinstance(e, ApiError) and e.code == 404
+
+
+def is_conflict(e: BaseException) -> bool:
+    """409 Conflict (stale resourceVersion), not AlreadyExists."""
+    return isinstance(e, ApiError) and e.code == 409 and e.reason == "Conflict"
+
+
+def is_already_exists(e: BaseException) -> bool:
+    return isinstance(e, ApiError) and e.code == 409 and e.reason == "AlreadyExists"
+
+
+def is_gone(e: BaseException) -> bool:
+    """410: the requested resourceVersion was compacted; relist."""
+    return isinstance(e, ApiError) and e.code == 410
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    """One watch event: ``type`` and the object (a Status dict for ERROR)."""
+
+    type: WatchEventType
+    object: Obj
+
+
+@dataclass(frozen=True)
+class ObjectList:
+    """A list answer: items, the list's resourceVersion, and the continue token (``""`` at end)."""
+
+    items: list[Obj]
+    resource_version: str
+    continue_: str = ""
+
+
+class KubeClient(Protocol):
+    """Async access to a Kubernetes API. All methods raise :class:`ApiError` on non-2xx answers.
+
+    ``kind`` arguments accept a :class:`ResourceKind`; ``namespace`` is ignored for cluster-scoped
+    kinds and means "all namespaces" when None on list/watch.
+    """
+
+    scheme: Scheme
+
+    async def get(self, kind: ResourceKind, name: str, namespace: str | None = None) -> Obj: ...
+
+    async def list(
+        self,
+        kind: ResourceKind,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        continue_: str | None = None,
+        resource_version: str | None = None,
+    ) -> ObjectList: ...
+
+    async def create(self, obj: Obj, *, dry_run: bool = False) -> Obj:
+        """POST ``obj`` (its apiVersion/kind/metadata.namespace select the collection)."""
+        ...
+
+    async def update(self, obj: Obj) -> Obj:
+        """PUT the whole object (status ignored by the server); 409 on stale resourceVersion."""
+        ...
+
+    async def update_status(self, obj: Obj) -> Obj:
+        """PUT ``.../status`` (only status is taken); 409 on stale resourceVersion."""
+        ...
+
+    async def patch(
+        self,
+        kind: ResourceKind,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        patch_type: PatchType = "merge",
+        subresource: str | None = None,
+        field_manager: str | None = None,
+        force: bool = False,
+    ) -> Obj: ...
+
+    async def delete(
+        self,
+        kind: ResourceKind,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation_policy: str | None = None,
+        grace_period_seconds: int | None = None,
+        preconditions: Mapping[str, str] | None = None,
+    ) -> Obj | None:
+        """DELETE; returns the object (with deletionTimestamp) while finalizers or grace hold it,
+        or the Status/final object when gone. 404 raises."""
+        ...
+
+    def watch(
+        self,
+        kind: ResourceKind,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        timeout_seconds: int | None = None,
+        allow_bookmarks: bool = True,
+    ) -> AsyncIterator[WatchEvent]:
+        """Stream events after ``resource_version``. Raises ApiError(410) when it is compacted
+        (either as an HTTP 410 or as an ERROR event carrying a 410 Status)."""
+        ...
+
+    async def bind(self, namespace: str, pod_name: str, node_name: str, *, pod_uid: str | None = None) -> None:
+        """POST ``pods/<name>/binding`` (a v1 Binding)."""
+        ...
+
+    async def evict(self, namespace: str, pod_name: str, *, grace_period_seconds: int | None = None) -> None:
+        """POST ``pods/<name>/eviction`` (a policy/v1 Eviction)."""
+        ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,1 @@
+"""pumice.controllers.ray."""
