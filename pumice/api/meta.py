@@ -5,7 +5,6 @@ Conditions follow metav1.Condition / the core condition shape: ``type``, ``statu
 "False", "Unknown"), ``reason``, ``message``, ``lastTransitionTime``.
 """
 
-from __future__ import annotations
 
 from typing import Any
 
