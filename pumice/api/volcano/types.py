@@ -1,0 +1,313 @@
+"""Typed models of the Volcano kinds: scheduling.volcano.sh/v1beta1 Queue and PodGroup,
+batch.volcano.sh/v1alpha1 Job, bus.volcano.sh/v1alpha1 Command.
+
+Wire names are upstream's camelCase JSON names. Resource lists are quantity maps
+(``{"cpu": "2", "memory": "4Gi"}``). Embedded Kubernetes types are lightkube's models, published
+in the CRDs as opaque objects.
+
+Mirrors: volcano-sh/apis pkg/apis/scheduling/v1beta1/types.go, pkg/apis/batch/v1alpha1/job.go,
+pkg/apis/bus/v1alpha1/types.go.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from lightkube.models.core_v1 import PersistentVolumeClaimSpec, PodTemplateSpec
+from lightkube.models.meta_v1 import LabelSelector, ObjectMeta
+
+from pumice.api.schema import DateTime, Int32, ResourceList, crd_default, extra
+from pumice.api.volcano import constants as c
+
+DNS1123_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+DNS1123_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+
+class _Wire(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """Base of every nested Volcano struct: keyword-only, camelCase, defaults omitted."""
+
+
+class _TopLevel(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """Base of the top-level kinds; ``apiVersion``/``kind`` are filled in so they always encode."""
+
+    api_version: str | None = None
+    kind: str | None = None
+    metadata: ObjectMeta | None = None
+
+    __api_version__ = ""
+    __kind__ = ""
+
+    def __post_init__(self) -> None:
+        if self.api_version is None:
+            self.api_version = self.__api_version__
+        if self.kind is None:
+            self.kind = self.__kind__ or type(self).__name__
+
+
+NonNegInt32 = Annotated[Int32, extra(minimum=0)]
+
+
+class NetworkTopologySpec(_Wire):
+    highest_tier_allowed: Annotated[int, extra(minimum=0)] | None = None
+    highest_tier_name: Annotated[str, extra(maxLength=253)] | None = None
+    mode: Annotated[str, crd_default(enum=[m.value for m in c.NetworkTopologyMode])] = "hard"
+
+
+# --- Queue ------------------------------------------------------------------------------------
+
+
+class NodeGroupAffinity(_Wire):
+    preferred_during_scheduling_ignored_during_execution: list[str] | None = None
+    required_during_scheduling_ignored_during_execution: list[str] | None = None
+
+
+class QueueAffinity(_Wire):
+    node_group_affinity: NodeGroupAffinity | None = None
+    node_group_anti_affinity: NodeGroupAffinity | None = None
+
+
+class Cluster(_Wire):
+    name: str | None = None
+    weight: Int32 | None = None
+    capacity: ResourceList | None = None
+
+
+class Guarantee(_Wire):
+    resource: ResourceList | None = None
+
+
+class QueueSpec(_Wire):
+    """``Queue.spec``; ``weight`` 1..65535, ``capability``/``deserved`` quantity maps."""
+
+    weight: Annotated[Int32, crd_default(minimum=1, maximum=65535)] = 1
+    capability: ResourceList | None = None
+    deserved: ResourceList | None = None
+    guarantee: Guarantee | None = None
+    reclaimable: bool | None = None
+    parent: Annotated[str, extra(maxLength=253, pattern=DNS1123_SUBDOMAIN_PATTERN)] | None = None
+    priority: NonNegInt32 | None = None
+    dequeue_strategy: Annotated[str, crd_default(enum=[m.value for m in c.DequeueStrategy])] = "traverse"
+    affinity: QueueAffinity | None = None
+    extend_clusters: list[Cluster] | None = None
+    type: Annotated[str, extra(maxLength=253)] | None = None
+
+
+class Reservation(_Wire):
+    nodes: list[str] | None = None
+    resource: ResourceList | None = None
+
+
+class QueueStatus(_Wire):
+    """``Queue.status``: state and PodGroup counts by phase."""
+
+    state: Annotated[str, extra(enum=[m.value for m in c.QueueState])] | None = None
+    pending: NonNegInt32 | None = None
+    running: NonNegInt32 | None = None
+    unknown: NonNegInt32 | None = None
+    inqueue: NonNegInt32 | None = None
+    completed: NonNegInt32 | None = None
+    allocated: ResourceList | None = None
+    reservation: Reservation | None = None
+
+
+class Queue(_TopLevel):
+    __api_version__ = c.SCHEDULING_API_VERSION
+    spec: QueueSpec | None = None
+    status: QueueStatus | None = None
+
+
+# --- PodGroup ---------------------------------------------------------------------------------
+
+
+class SubGroupPolicySpec(_Wire):
+    name: Annotated[str, extra(maxLength=253)] | None = None
+    network_topology: NetworkTopologySpec | None = None
+    sub_group_size: Annotated[Int32, crd_default(minimum=1)] = 1
+    min_sub_groups: Annotated[Int32, crd_default(minimum=0)] = 0
+    label_selector: LabelSelector | None = None
+    match_label_keys: Annotated[list[str], extra(**{"x-kubernetes-list-type": "atomic"})] | None = None
+
+
+class PodGroupSpec(_Wire):
+    """``PodGroup.spec``: gang size, per-role minimums and the queue."""
+
+    min_member: NonNegInt32 | None = None
+    min_task_member: dict[str, Int32] | None = None
+    min_resources: ResourceList | None = None
+    queue: Annotated[
+        str, crd_default(maxLength=253, pattern=DNS1123_SUBDOMAIN_PATTERN)
+    ] = c.DEFAULT_QUEUE
+    priority_class_name: Annotated[str, extra(maxLength=253)] | None = None
+    network_topology: NetworkTopologySpec | None = None
+    sub_group_policy: list[SubGroupPolicySpec] | None = None
+
+
+class PodGroupCondition(_Wire):
+    type: str | None = None
+    status: str | None = None
+    transition_id: str | None = msgspec.field(default=None, name="transitionID")
+    last_transition_time: DateTime | None = None
+    reason: str | None = None
+    message: str | None = None
+
+
+class PodGroupStatus(_Wire):
+    phase: Annotated[str, extra(enum=["Pending", "Running", "Unknown", "Inqueue", "Completed"])] | None = None
+    conditions: list[PodGroupCondition] | None = None
+    running: NonNegInt32 | None = None
+    succeeded: NonNegInt32 | None = None
+    failed: NonNegInt32 | None = None
+
+
+class PodGroup(_TopLevel):
+    __api_version__ = c.SCHEDULING_API_VERSION
+    spec: PodGroupSpec | None = None
+    status: PodGroupStatus | None = None
+
+
+# --- batch Job --------------------------------------------------------------------------------
+
+_EVENTS = [e.value for e in c.Event]
+
+
+class LifecyclePolicy(_Wire):
+    action: str | None = None
+    event: Annotated[str, extra(enum=_EVENTS)] | None = None
+    events: list[Annotated[str, extra(enum=_EVENTS)]] | None = None
+    exit_code: Int32 | None = None
+    timeout: str | None = None  # Go duration, e.g. "10m"
+
+
+class DependsOn(_Wire):
+    name: list[str] | None = None
+    iteration: str | None = None
+
+
+class PartitionPolicySpec(_Wire):
+    total_partitions: Annotated[Int32, extra(minimum=1)]
+    partition_size: Annotated[Int32, extra(minimum=1)]
+    network_topology: NetworkTopologySpec | None = None
+    min_partitions: Annotated[Int32, crd_default(minimum=0)] = 0
+
+
+class TaskSpec(_Wire):
+    name: Annotated[str, extra(maxLength=63, pattern=DNS1123_LABEL_PATTERN)] | None = None
+    replicas: NonNegInt32 | None = None
+    min_available: NonNegInt32 | None = None
+    template: PodTemplateSpec | None = None
+    policies: list[LifecyclePolicy] | None = None
+    topology_policy: Annotated[str, extra(enum=[p.value for p in c.TopologyPolicy])] | None = None
+    max_retry: NonNegInt32 | None = None
+    depends_on: DependsOn | None = None
+    partition_policy: PartitionPolicySpec | None = None
+
+
+class VolumeSpec(_Wire):
+    mount_path: Annotated[str, extra(minLength=1, pattern="^[^:]+$")]
+    volume_claim_name: str | None = None
+    volume_claim: PersistentVolumeClaimSpec | None = None
+
+
+class JobSpec(_Wire):
+    """``batch.volcano.sh`` Job spec."""
+
+    scheduler_name: Annotated[str, extra(maxLength=63)] | None = None
+    min_available: NonNegInt32 | None = None
+    volumes: list[VolumeSpec] | None = None
+    tasks: Annotated[list[TaskSpec], extra(minItems=1)] | None = None
+    policies: list[LifecyclePolicy] | None = None
+    plugins: dict[str, list[str]] | None = None
+    running_estimate: str | None = None
+    queue: Annotated[
+        str, crd_default(maxLength=253, pattern=DNS1123_SUBDOMAIN_PATTERN)
+    ] = c.DEFAULT_QUEUE
+    max_retry: Annotated[Int32, crd_default(minimum=0)] = 3
+    ttl_seconds_after_finished: NonNegInt32 | None = None
+    priority_class_name: Annotated[str, extra(maxLength=253, pattern=DNS1123_SUBDOMAIN_PATTERN)] | None = None
+    min_success: Annotated[Int32, extra(minimum=1)] | None = None
+    network_topology: NetworkTopologySpec | None = None
+
+
+class JobState(_Wire):
+    phase: Annotated[str, extra(enum=[p.value for p in c.JobPhase])] | None = None
+    reason: str | None = None
+    message: str | None = None
+    last_transition_time: DateTime | None = None
+
+
+class TaskState(_Wire):
+    phase: dict[str, Int32] | None = None
+
+
+class JobCondition(_Wire):
+    status: str
+    last_transition_time: DateTime | None = None
+
+
+class JobStatus(_Wire):
+    """``batch.volcano.sh`` Job status; ``taskStatusCount[task].phase[podPhase]`` is a count."""
+
+    state: JobState | None = None
+    min_available: NonNegInt32 | None = None
+    task_status_count: dict[str, TaskState] | None = None
+    pending: NonNegInt32 | None = None
+    running: NonNegInt32 | None = None
+    succeeded: NonNegInt32 | None = None
+    failed: NonNegInt32 | None = None
+    terminating: NonNegInt32 | None = None
+    unknown: NonNegInt32 | None = None
+    version: NonNegInt32 | None = None
+    retry_count: NonNegInt32 | None = None
+    running_duration: str | None = None
+    controlled_resources: dict[str, str] | None = None
+    conditions: list[JobCondition] | None = None
+
+
+class Job(_TopLevel):
+    __api_version__ = c.BATCH_API_VERSION
+    spec: JobSpec | None = None
+    status: JobStatus | None = None
+
+
+# --- bus Command ------------------------------------------------------------------------------
+
+
+class OwnerReference(_Wire):
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+class Command(_TopLevel):
+    """``bus.volcano.sh`` Command: an ``action`` aimed at ``target`` (a Job or Queue)."""
+
+    __api_version__ = c.BUS_API_VERSION
+    action: str | None = None
+    target: Annotated[OwnerReference, extra(**{"x-kubernetes-map-type": "atomic"})] | None = None
+    reason: str | None = None
+    message: str | None = None
+
+
+def to_wire(obj: msgspec.Struct) -> dict[str, Any]:
+    """Encode a model to its wire dict (camelCase keys, defaults and Nones omitted).
+
+    Raises:
+        TypeError: when ``obj`` does not encode to an object.
+    """
+    out = msgspec.to_builtins(obj)
+    if not isinstance(out, dict):
+        raise TypeError(f"{type(obj).__name__} does not encode to an object")
+    return out
+
+
+def from_wire(obj: dict[str, Any], cls: type[Any]) -> Any:
+    """Decode a wire dict into ``cls`` (unknown fields ignored).
+
+    Raises:
+        msgspec.ValidationError: on a wrong type or a missing required field.
+    """
+    return msgspec.convert(obj, cls)
