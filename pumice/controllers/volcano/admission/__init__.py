@@ -1,0 +1,24 @@
+"""Volcano admission plugins (the vc-webhook-manager webhooks, as in-process plugins).
+
+Mirrors: volcano pkg/webhooks/admission.
+"""
+
+from __future__ import annotations
+
+from pumice.controllers.volcano.admission.jobs import JobMutator, JobPolicyValidator, JobValidator
+from pumice.controllers.volcano.admission.podgroups import PodGroupMutator, PodGroupValidator
+from pumice.controllers.volcano.admission.pods import PodMutator, PodValidator, ResourceGroup
+from pumice.controllers.volcano.admission.queues import QueueMutator, QueueValidator
+
+__all__ = [
+    "JobMutator",
+    "JobPolicyValidator",
+    "JobValidator",
+    "PodGroupMutator",
+    "PodGroupValidator",
+    "PodMutator",
+    "PodValidator",
+    "QueueMutator",
+    "QueueValidator",
+    "ResourceGroup",
+]
