@@ -17,6 +17,10 @@ import msgspec
 #: by the CRD generator. Fields without it publish no default (Go zero values are not defaults).
 CRD_DEFAULT_MARK = "x-pumice-crd-default"
 
+#: JSON-schema key marking a field the CRD lists as required although the model gives it a
+#: default (upstream ``minReplicas``: required, defaulted by the server before validation).
+CRD_REQUIRED_MARK = "x-pumice-crd-required"
+
 #: Upstream's resource.Quantity pattern (apimachinery ``resource.Quantity`` OpenAPI definition).
 QUANTITY_PATTERN = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
@@ -38,12 +42,16 @@ Quantity = Annotated[
 ResourceList = dict[str, Quantity]
 
 
-def crd_default(**extra: Any) -> msgspec.Meta:
+def crd_default(*, required: bool = False, **extra: Any) -> msgspec.Meta:
     """Meta marking the field's Python default as the CRD's published ``default:``.
 
-    ``extra`` adds further schema keys (``minimum=1``, ``enum=[...]``) to the field.
+    ``required`` also lists the field in its parent's ``required``; ``extra`` adds further schema
+    keys (``minimum=1``, ``enum=[...]``) to the field.
     """
-    return msgspec.Meta(extra_json_schema={CRD_DEFAULT_MARK: True, **extra})
+    marks: dict[str, Any] = {CRD_DEFAULT_MARK: True}
+    if required:
+        marks[CRD_REQUIRED_MARK] = True
+    return msgspec.Meta(extra_json_schema={**marks, **extra})
 
 
 def extra(**schema: Any) -> msgspec.Meta:

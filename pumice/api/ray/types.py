@@ -141,8 +141,8 @@ class WorkerGroupSpec(_Wire):
 
     group_name: str
     template: PodTemplateSpec
-    min_replicas: Annotated[Int32, extra(default=0)]
-    max_replicas: Annotated[Int32, extra(default=c.DEFAULT_MAX_REPLICAS)]
+    min_replicas: Annotated[Int32, crd_default(required=True)] = 0
+    max_replicas: Annotated[Int32, crd_default(required=True)] = c.DEFAULT_MAX_REPLICAS
     replicas: Annotated[Int32, crd_default()] = 0
     num_of_hosts: Annotated[Int32, crd_default()] = 1
     priority: Annotated[Int32, crd_default()] = 0
