@@ -1,0 +1,359 @@
+"""The vectorized scheduling core: Node facts as numpy columns, filter and score in one pass.
+
+Columns (one row per Node slot): ``alloc`` and ``free`` (allocatable, allocatable minus
+requested; int64, one column per resource, ``pods`` counted 1 per Pod), ``nz`` (non-zero
+requested cpu millicores and memory bytes for LeastAllocated), ``present``, ``unsched``,
+``taint_sig`` (an id per distinct effective taint list), and one int32 code column per label key
+(-1 when the Node lacks the label). Binding a Pod updates one row.
+
+Answers equal :class:`pumice.scheduler.default.core.LoopCore`'s (same filters, same integer and
+float arithmetic, same tie-break).
+
+Mirrors: the same upstream plugins as :mod:`pumice.scheduler.default.plugins`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pumice.scheduler.default import plugins
+from pumice.scheduler.default.core import CoreBase, Decision
+from pumice.scheduler.default.podinfo import PodInfo, Requirement, Taint, Term, effective_taints
+from pumice.scheduler.default.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, node_allocatable
+
+Obj = dict[str, Any]
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
+
+_BASE_RESOURCES = (PODS, CPU, MEMORY, EPHEMERAL_STORAGE)
+_UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
+
+
+class _LabelColumn:
+    def __init__(self, capacity: int) -> None:
+        self.codes = np.full(capacity, -1, dtype=np.int32)
+        self.values: dict[str, int] = {}
+        self._numeric: npt.NDArray[np.float64] | None = None
+
+    def code(self, v: str) -> int:
+        c = self.values.get(v)
+        if c is None:
+            c = self.values[v] = len(self.values)
+            self._numeric = None
+        return c
+
+    def numeric(self) -> npt.NDArray[np.float64]:
+        """Each value code's integer value (NaN when the label is not an integer)."""
+        if self._numeric is None:
+            out = np.full(len(self.values) + 1, np.nan)
+            for v, c in self.values.items():
+                try:
+                    out[c] = int(v)
+                except ValueError:
+                    pass
+            self._numeric = out
+        return self._numeric
+
+
+class VectorCore(CoreBase):
+    """Numpy-backed scheduling core (see module docstring)."""
+
+    def __init__(self, seed: int = 0, capacity: int = 64) -> None:
+        super().__init__(seed)
+        self._cap = capacity
+        self._res: dict[str, int] = {r: i for i, r in enumerate(_BASE_RESOURCES)}
+        self.alloc = np.zeros((capacity, len(self._res)), dtype=np.int64)
+        self.free = np.zeros((capacity, len(self._res)), dtype=np.int64)
+        self.nz = np.zeros((capacity, 2), dtype=np.int64)
+        self.present = np.zeros(capacity, dtype=bool)
+        self.unsched = np.zeros(capacity, dtype=bool)
+        self.taint_sig = np.zeros(capacity, dtype=np.int32)
+        self._sigs: list[tuple[Taint, ...]] = [()]
+        self._sig_ids: dict[tuple[Taint, ...], int] = {(): 0}
+        self._labels: dict[str, _LabelColumn] = {}
+        self._node_labels: dict[int, dict[str, str]] = {}
+        # (protocol, port) -> slot -> Counter of host IPs in use
+        self._ports: dict[tuple[str, int], dict[int, Counter[str]]] = {}
+        self._tol_cache: dict[tuple[Any, ...], tuple[BoolArray, IntArray]] = {}
+        self._n = 0  # rows in use (max slot + 1)
+
+    # -- storage ------------------------------------------------------------------------------
+    def _grow(self, need: int) -> None:
+        if need <= self._cap:
+            return
+        cap = max(need, self._cap * 2)
+
+        def grow(a: Any, fill: Any = 0) -> Any:
+            shape = (cap, *a.shape[1:])
+            b = np.full(shape, fill, dtype=a.dtype)
+            b[: self._cap] = a
+            return b
+
+        self.alloc, self.free, self.nz = grow(self.alloc), grow(self.free), grow(self.nz)
+        self.present, self.unsched, self.taint_sig = grow(self.present), grow(self.unsched), grow(self.taint_sig)
+        for col in self._labels.values():
+            col.codes = grow(col.codes, -1)
+        self._cap = cap
+
+    def _resource_col(self, name: str) -> int:
+        c = self._res.get(name)
+        if c is None:
+            c = self._res[name] = len(self._res)
+            pad = np.zeros((self._cap, 1), dtype=np.int64)
+            self.alloc = np.hstack([self.alloc, pad])
+            self.free = np.hstack([self.free, pad.copy()])
+        return c
+
+    def _store_node(self, slot: int, node: Obj) -> None:
+        self._grow(slot + 1)
+        self._n = max(self._n, slot + 1)
+        self._clear_node(slot)
+        alloc = node_allocatable(node)
+        for r, v in alloc.items():
+            c = self._resource_col(r)
+            self.alloc[slot, c] = v
+            self.free[slot, c] = v
+        self.present[slot] = True
+        self.unsched[slot] = bool((node.get("spec") or {}).get("unschedulable"))
+        taints = effective_taints(node)
+        sig = self._sig_ids.get(taints)
+        if sig is None:
+            sig = self._sig_ids[taints] = len(self._sigs)
+            self._sigs.append(taints)
+        self.taint_sig[slot] = sig
+        labels = dict((node.get("metadata") or {}).get("labels") or {})
+        for k, v in labels.items():
+            col = self._labels.get(k)
+            if col is None:
+                col = self._labels[k] = _LabelColumn(self._cap)
+            col.codes[slot] = col.code(v)
+        self._node_labels[slot] = labels
+
+    def _clear_node(self, slot: int) -> None:
+        self.alloc[slot] = 0
+        self.free[slot] = 0
+        self.nz[slot] = 0
+        self.present[slot] = False
+        self.unsched[slot] = False
+        self.taint_sig[slot] = 0
+        for k in self._node_labels.pop(slot, {}):
+            self._labels[k].codes[slot] = -1
+        for users in self._ports.values():
+            users.pop(slot, None)
+
+    def _account(self, slot: int, pod: PodInfo, sign: int) -> None:
+        for r, v in pod.requests.items():
+            self.free[slot, self._resource_col(r)] -= sign * v
+        self.nz[slot, 0] += sign * pod.nonzero[0]
+        self.nz[slot, 1] += sign * pod.nonzero[1]
+        for proto, ip, port in pod.host_ports:
+            users = self._ports.setdefault((proto, port), {})
+            ips = users.setdefault(slot, Counter())
+            ips[ip] += sign
+            if ips[ip] <= 0:
+                del ips[ip]
+            if not ips:
+                del users[slot]
+
+    # -- filters as masks ---------------------------------------------------------------------
+    def _taint_tables(self, pod: PodInfo) -> tuple[BoolArray, IntArray]:
+        """Per taint signature: tolerated (filter) and untolerated PreferNoSchedule count."""
+        key = (pod.tolerations, len(self._sigs))
+        hit = self._tol_cache.get(key)
+        if hit is None:
+            ok = np.array([plugins.first_untolerated_taint(pod, s) is None for s in self._sigs], dtype=bool)
+            tols = [t for t in pod.tolerations if t.effect in ("", "PreferNoSchedule")]
+            prefer = np.array([
+                sum(1 for taint in s if taint.effect == "PreferNoSchedule"
+                    and not any(t.tolerates(taint) for t in tols))
+                for s in self._sigs], dtype=np.int64)
+            if len(self._tol_cache) > 1024:
+                self._tol_cache.clear()
+            hit = self._tol_cache[key] = (ok, prefer)
+        return hit
+
+    def _requirement_mask(self, req: Requirement, n: int) -> BoolArray:
+        if req.field:
+            named = req.key == "metadata.name"
+            mask = np.zeros(n, dtype=bool)
+            if named:
+                for v in req.values:
+                    s = self._slot.get(v)
+                    if s is not None and s < n:
+                        mask[s] = True
+            op = req.operator
+            if op == "In":
+                return mask
+            if op == "NotIn":
+                return ~mask
+            if op == "Exists":
+                return np.full(n, named, dtype=bool)
+            if op == "DoesNotExist":
+                return np.full(n, not named, dtype=bool)
+            return np.zeros(n, dtype=bool)
+        col = self._labels.get(req.key)
+        if col is None:
+            present = np.zeros(n, dtype=bool)
+            codes = np.full(n, -1, dtype=np.int32)
+        else:
+            codes = col.codes[:n]
+            present = codes >= 0
+        op = req.operator
+        if op in ("In", "NotIn"):
+            wanted = [c for c in (col.values.get(v) for v in req.values) if c is not None] if col else []
+            hit = np.isin(codes, wanted) if wanted else np.zeros(n, dtype=bool)
+            return hit if op == "In" else ~hit
+        if op == "Exists":
+            return present
+        if op == "DoesNotExist":
+            return ~present
+        if col is None:
+            return present
+        try:
+            rhs = int(req.values[0])
+        except (ValueError, IndexError):
+            return np.zeros(n, dtype=bool)
+        nums = col.numeric()[np.where(present, codes, len(col.values))]
+        with np.errstate(invalid="ignore"):
+            return present & ((nums > rhs) if op == "Gt" else (nums < rhs))
+
+    def _term_mask(self, term: Term, n: int) -> BoolArray:
+        if not term:
+            return np.zeros(n, dtype=bool)
+        mask = np.ones(n, dtype=bool)
+        for r in term:
+            mask &= self._requirement_mask(r, n)
+        return mask
+
+    def _affinity_mask(self, pod: PodInfo, n: int) -> BoolArray | None:
+        if not pod.selector and pod.affinity_terms is None:
+            return None
+        mask = self._term_mask(pod.selector, n) if pod.selector else np.ones(n, dtype=bool)
+        if pod.affinity_terms is not None:
+            anyterm = np.zeros(n, dtype=bool)
+            for t in pod.affinity_terms:
+                anyterm |= self._term_mask(t, n)
+            mask &= anyterm
+        return mask
+
+    def _ports_mask(self, pod: PodInfo, n: int) -> BoolArray | None:
+        if not pod.host_ports:
+            return None
+        mask = np.ones(n, dtype=bool)
+        for proto, ip, port in pod.host_ports:
+            for slot, ips in self._ports.get((proto, port), {}).items():
+                if ip in ips or ip == "0.0.0.0" or "0.0.0.0" in ips:
+                    mask[slot] = False
+        return mask
+
+    def _stages(self, pod: PodInfo, n: int) -> list[tuple[str, BoolArray | None]]:
+        """Filter masks in upstream plugin order (None: the plugin passes every Node)."""
+        stages: list[tuple[str, BoolArray | None]] = []
+        unsched = None
+        if not pod.tolerates(_UNSCHEDULABLE_TAINT) and self.unsched[:n].any():
+            unsched = ~self.unsched[:n]
+        stages.append(("unschedulable", unsched))
+        name_mask = None
+        if pod.node_name:
+            name_mask = np.zeros(n, dtype=bool)
+            s = self._slot.get(pod.node_name)
+            if s is not None:
+                name_mask[s] = True
+        stages.append(("nodename", name_mask))
+        ok, _ = self._taint_tables(pod)
+        stages.append(("taints", None if ok.all() else ok[self.taint_sig[:n]]))
+        stages.append(("affinity", self._affinity_mask(pod, n)))
+        stages.append(("ports", self._ports_mask(pod, n)))
+        return stages
+
+    def _pod_columns(self, pod: PodInfo) -> list[tuple[str, int, int]]:
+        return [(r, self._resource_col(r), v) for r, v in pod.requests.items() if v > 0]
+
+    # -- schedule -----------------------------------------------------------------------------
+    def schedule(self, pod: PodInfo) -> Decision:
+        n = self._n
+        cols = self._pod_columns(pod)
+        stages = self._stages(pod, n)
+        mask = self.present[:n].copy()
+        for _, m in stages:
+            if m is not None:
+                mask &= m
+        free = self.free
+        for _, c, v in cols:
+            mask &= free[:n, c] >= v
+        idx = np.flatnonzero(mask)
+        if idx.size == 0:
+            return self._diagnose(pod, n, stages, cols)
+        alloc_cpu = self.alloc[idx, 1]
+        alloc_mem = self.alloc[idx, 2]
+        has_cpu = alloc_cpu > 0
+        has_mem = alloc_mem > 0
+        safe_cpu = np.where(has_cpu, alloc_cpu, 1)
+        safe_mem = np.where(has_mem, alloc_mem, 1)
+        # LeastAllocated on non-zero requests.
+        req_cpu = self.nz[idx, 0] + pod.nonzero[0]
+        req_mem = self.nz[idx, 1] + pod.nonzero[1]
+        s_cpu = np.where(has_cpu & (req_cpu <= alloc_cpu), (alloc_cpu - req_cpu) * 100 // safe_cpu, 0)
+        s_mem = np.where(has_mem & (req_mem <= alloc_mem), (alloc_mem - req_mem) * 100 // safe_mem, 0)
+        weights = has_cpu.astype(np.int64) + has_mem
+        least = (s_cpu * has_cpu + s_mem * has_mem) // np.maximum(weights, 1)
+        # BalancedAllocation on actual requests.
+        used_cpu = alloc_cpu - free[idx, 1] + pod.requests.get(CPU, 0)
+        used_mem = alloc_mem - free[idx, 2] + pod.requests.get(MEMORY, 0)
+        f_cpu = np.minimum(1.0, used_cpu / safe_cpu)
+        f_mem = np.minimum(1.0, used_mem / safe_mem)
+        std = np.where(has_cpu & has_mem, np.abs((f_cpu - f_mem) / 2), 0.0)
+        balanced = ((1 - std) * plugins.MAX_NODE_SCORE).astype(np.int64)
+        total = plugins.WEIGHT_LEAST_ALLOCATED * least + plugins.WEIGHT_BALANCED_ALLOCATION * balanced
+        _, prefer = self._taint_tables(pod)
+        if prefer.any():
+            raw = prefer[self.taint_sig[idx]]
+            top = int(raw.max())
+            norm = (plugins.MAX_NODE_SCORE - plugins.MAX_NODE_SCORE * raw // top) if top else plugins.MAX_NODE_SCORE
+            total = total + plugins.WEIGHT_TAINT_TOLERATION * norm
+        else:
+            total = total + plugins.WEIGHT_TAINT_TOLERATION * plugins.MAX_NODE_SCORE
+        best = np.flatnonzero(total == total.max())
+        return Decision(self._pick([int(i) for i in idx[best]]) if best.size > 1 else self._pick([int(idx[best[0]])]))
+
+    def _diagnose(self, pod: PodInfo, n: int, stages: list[tuple[str, BoolArray | None]],
+                  cols: list[tuple[str, int, int]]) -> Decision:
+        alive = self.present[:n].copy()
+        total = int(alive.sum())
+        reasons: Counter[str] = Counter()
+        unresolvable = 0
+        for stage, m in stages:
+            if m is None:
+                continue
+            failing = alive & ~m
+            count = int(failing.sum())
+            if not count:
+                continue
+            if stage == "taints":
+                ok, _ = self._taint_tables(pod)
+                sigs = self.taint_sig[:n][failing]
+                for sig, c in zip(*np.unique(sigs, return_counts=True), strict=True):
+                    t = plugins.first_untolerated_taint(pod, self._sigs[int(sig)])
+                    assert t is not None and not ok[int(sig)]
+                    reasons[t.reason()] += int(c)
+            else:
+                reasons[{
+                    "unschedulable": plugins.REASON_UNSCHEDULABLE,
+                    "nodename": plugins.REASON_NODE_NAME,
+                    "affinity": plugins.REASON_NODE_AFFINITY,
+                    "ports": plugins.REASON_NODE_PORTS,
+                }[stage]] += count
+            if stage != "ports":
+                unresolvable += count
+            alive &= m
+        order = {r: i for i, r in enumerate(_BASE_RESOURCES)}
+        for r, c, v in sorted(cols, key=lambda x: (order.get(x[0], len(order)), x[0])):
+            short = int((alive & (self.free[:n, c] < v)).sum())
+            if short:
+                reasons[plugins.insufficient(r)] += short
+        msg = plugins.fit_error_message(total, reasons, unresolvable)
+        return Decision(None, msg, tuple(sorted(reasons.items())))
