@@ -1,0 +1,88 @@
+"""``pumice scheduler``: run the default scheduler or the Volcano scheduler against a kubeconfig.
+
+    pumice scheduler --kubeconfig K [--name default-scheduler|volcano] [--schedule-period 1s]
+                     [--scheduler-conf FILE]
+
+``--name default-scheduler`` (the default) runs :mod:`pumice.scheduler.default`; ``--name volcano``
+runs :func:`pumice.scheduler.volcano.run`. Bad input prints one line and exits non-zero.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import re
+import signal
+from typing import Any
+
+import click
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m)?$")
+
+
+def parse_duration(text: str) -> float:
+    """``"1s"``, ``"500ms"``, ``"2m"``, ``"1.5"`` -> seconds.
+
+    Raises:
+        click.BadParameter: not a duration.
+    """
+    m = _DURATION.match(text.strip())
+    if not m:
+        raise click.BadParameter(f"{text!r} is not a duration (e.g. 1s, 500ms, 2m)")
+    n, unit = float(m.group(1)), m.group(2) or "s"
+    return n / 1000 if unit == "ms" else n * 60 if unit == "m" else n
+
+
+async def _make_client(kubeconfig: str | None) -> Any:
+    try:
+        kube = importlib.import_module("pumice.client.kube")
+    except ModuleNotFoundError as e:
+        raise click.ClickException(f"the API client is not available in this build ({e.name})") from e
+    factory = getattr(kube, "from_kubeconfig", None)
+    if factory is not None:
+        return await factory(kubeconfig) if asyncio.iscoroutinefunction(factory) else factory(kubeconfig)
+    return kube.Client.from_kubeconfig(kubeconfig)
+
+
+async def _run(kubeconfig: str | None, name: str, period: float, conf: str | None) -> None:
+    client = await _make_client(kubeconfig)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        if name == "volcano":
+            try:
+                volcano = importlib.import_module("pumice.scheduler.volcano")
+                run = volcano.run
+            except (ModuleNotFoundError, AttributeError) as e:
+                raise click.ClickException(f"the Volcano scheduler is not available in this build: {e}") from e
+            task = asyncio.create_task(run(client, conf_path=conf, schedule_period=period, scheduler_name="volcano"))
+            await asyncio.wait([task, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        else:
+            from pumice.scheduler.default.scheduler import run_scheduler
+
+            await run_scheduler(client, scheduler_name=name, stop_event=stop)
+    finally:
+        with contextlib.suppress(Exception):
+            await client.close()
+
+
+@click.command(name="scheduler")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="kubeconfig file")
+@click.option("--name", "name", default="default-scheduler", show_default=True,
+              help="schedulerName served: default-scheduler (or another name for the default scheduler), volcano")
+@click.option("--schedule-period", default="1s", show_default=True, help="Volcano session period")
+@click.option("--scheduler-conf", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Volcano scheduler configuration (YAML)")
+def command(kubeconfig: str | None, name: str, schedule_period: str, scheduler_conf: str | None) -> None:
+    """Run the default or the Volcano scheduler."""
+    period = parse_duration(schedule_period)
+    if scheduler_conf and name != "volcano":
+        raise click.UsageError("--scheduler-conf applies to --name volcano only")
+    asyncio.run(_run(kubeconfig, name, period, scheduler_conf))

@@ -1,0 +1,322 @@
+"""The default scheduler process: watch Pods and Nodes, schedule one Pod at a time, bind.
+
+Responsibility: Pods whose ``spec.schedulerName`` is ``scheduler_name`` (``"default-scheduler"``
+also takes Pods with an empty schedulerName); Pods of any other schedulerName are never touched.
+Assigned Pods of every scheduler count against their Node; Succeeded/Failed Pods do not.
+
+The cycle: pop the next Pod from the :class:`SchedulingQueue`, run the vectorized core, then
+either *assume* the Pod on the chosen Node (it counts there at once, so the next cycle never
+double-books the Node) and bind it through ``pods/binding`` on a background task, or write
+``PodScheduled=False`` (reason ``Unschedulable``, the FitError message) and a ``FailedScheduling``
+Event and park the Pod until a cluster change or its backoff expires. A failed bind forgets the
+assumption and sends the Pod back to the queue.
+
+Mirrors: kubernetes pkg/scheduler/schedule_one.go (scheduleOne, assume, bindingCycle,
+handleSchedulingFailure), pkg/scheduler/eventhandlers.go (which informer events move Pods).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import logging
+from typing import Any
+
+from pumice._util.clock import Clock, default_clock, rfc3339
+from pumice.api.scheme import ResourceKind
+from pumice.client.base import ApiError, KubeClient, is_not_found
+from pumice.client.informer import SharedInformerFactory
+from pumice.runtime.events import EventRecorder
+from pumice.scheduler.default.core import CoreBase
+from pumice.scheduler.default.podinfo import PodInfo, PodSpecError, effective_taints
+from pumice.scheduler.default.queue import SchedulingQueue
+from pumice.scheduler.default.resources import node_allocatable
+from pumice.scheduler.default.vector import VectorCore
+
+Obj = dict[str, Any]
+log = logging.getLogger(__name__)
+
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+POD = ResourceKind("", "v1", "Pod", "pods", subresources=("status", "binding", "eviction", "log"))
+NODE = ResourceKind("", "v1", "Node", "nodes", namespaced=False, subresources=("status",))
+
+REASON_UNSCHEDULABLE = "Unschedulable"
+REASON_SCHEDULER_ERROR = "SchedulerError"
+
+
+def _terminal(pod: Obj) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def _uid(pod: Obj) -> str:
+    md = pod.get("metadata") or {}
+    return str(md.get("uid") or f"{md.get('namespace', '')}/{md.get('name', '')}")
+
+
+def _node_signature(node: Obj) -> tuple[Any, ...]:
+    """What the scheduler reads from a Node; a heartbeat-only update leaves it unchanged."""
+    md = node.get("metadata") or {}
+    return (
+        tuple(sorted((md.get("labels") or {}).items())),
+        effective_taints(node),
+        bool((node.get("spec") or {}).get("unschedulable")),
+        tuple(sorted(node_allocatable(node).items())),
+    )
+
+
+class DefaultScheduler:
+    """kube-scheduler subset, usable in-process.
+
+    Args:
+        client: API client.
+        clock: time source (backoff, condition timestamps).
+        scheduler_name: the ``spec.schedulerName`` served.
+        informers: a shared informer factory to reuse (one is created otherwise).
+        seed: seed of the tie-break random generator.
+        core: the scheduling core (default :class:`VectorCore`).
+        max_binds_in_flight: concurrent ``pods/binding`` calls.
+
+    Attributes:
+        bound_count: Pods bound by this scheduler so far.
+        attempts: scheduling attempts so far.
+    """
+
+    def __init__(
+        self, client: KubeClient, *, clock: Clock | None = None, scheduler_name: str = DEFAULT_SCHEDULER_NAME,
+        informers: SharedInformerFactory | None = None, seed: int = 0, core: CoreBase | None = None,
+        max_binds_in_flight: int = 64, record_scheduled_events: bool = True,
+    ) -> None:
+        self.client = client
+        self.clock = clock or default_clock()
+        self.scheduler_name = scheduler_name
+        self.informers = informers or SharedInformerFactory(client, clock=self.clock)
+        self._own_informers = informers is None
+        self.core = core or VectorCore(seed=seed)
+        self.queue = SchedulingQueue()
+        self.recorder = EventRecorder(client, scheduler_name, clock=self.clock)
+        self.record_scheduled_events = record_scheduled_events
+        self._bind_slots = asyncio.Semaphore(max_binds_in_flight)
+        self._assumed: dict[str, str] = {}
+        self._node_sigs: dict[str, tuple[Any, ...]] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._stopped = asyncio.Event()
+        self.bound_count = 0
+        self.attempts = 0
+        self._pods = self.informers.informer(POD)
+        self._nodes = self.informers.informer(NODE)
+        self._nodes.add_event_handler(self._on_node_add, self._on_node_update, self._on_node_delete)
+        self._pods.add_event_handler(self._on_pod_add, self._on_pod_update, self._on_pod_delete)
+
+    # -- responsibility ------------------------------------------------------------------------
+    def responsible_for(self, pod: Obj) -> bool:
+        name = (pod.get("spec") or {}).get("schedulerName") or ""
+        return name == self.scheduler_name or (not name and self.scheduler_name == DEFAULT_SCHEDULER_NAME)
+
+    def _now(self) -> float:
+        return self.clock.monotonic()
+
+    # -- Node events -------------------------------------------------------------------------
+    def _on_node_add(self, node: Obj) -> None:
+        name = str(node["metadata"]["name"])
+        self._node_sigs[name] = _node_signature(node)
+        self.core.set_node(node)
+        self.queue.move_all_to_active_or_backoff(self._now())
+
+    def _on_node_update(self, old: Obj, node: Obj) -> None:
+        name = str(node["metadata"]["name"])
+        sig = _node_signature(node)
+        if self._node_sigs.get(name) == sig and self.core.has_node(name):
+            return
+        self._node_sigs[name] = sig
+        self.core.set_node(node)
+        self.queue.move_all_to_active_or_backoff(self._now())
+
+    def _on_node_delete(self, node: Obj) -> None:
+        name = str(node["metadata"]["name"])
+        self._node_sigs.pop(name, None)
+        self.core.remove_node(name)
+
+    # -- Pod events --------------------------------------------------------------------------
+    def _track_assigned(self, pod: Obj) -> None:
+        uid = _uid(pod)
+        node = (pod.get("spec") or {}).get("nodeName")
+        if _terminal(pod):
+            self._forget(uid)
+            return
+        self._assumed.pop(uid, None)
+        if self.core.pod_node(uid) == node:
+            return
+        try:
+            self.core.add_pod(PodInfo.from_pod(pod), str(node))
+        except PodSpecError:
+            log.warning("assigned pod %s has unreadable requests; not counted", uid)
+
+    def _forget(self, uid: str) -> bool:
+        self._assumed.pop(uid, None)
+        if self.core.pod_node(uid) is None:
+            return False
+        self.core.remove_pod(uid)
+        return True
+
+    def _on_pod_add(self, pod: Obj) -> None:
+        if (pod.get("spec") or {}).get("nodeName"):
+            self._track_assigned(pod)
+        elif self.responsible_for(pod) and not _terminal(pod) and not pod["metadata"].get("deletionTimestamp"):
+            if (pod.get("spec") or {}).get("schedulingGates"):
+                return
+            md = pod["metadata"]
+            self.queue.add(_uid(pod), md.get("namespace", ""), md["name"],
+                           int((pod.get("spec") or {}).get("priority") or 0), self._now())
+
+    def _on_pod_update(self, old: Obj, pod: Obj) -> None:
+        if (pod.get("spec") or {}).get("nodeName"):
+            self.queue.delete(_uid(pod))
+            freed = _terminal(pod) and self.core.pod_node(_uid(pod)) is not None
+            self._track_assigned(pod)
+            if freed:
+                self.queue.move_all_to_active_or_backoff(self._now())
+            return
+        if (old.get("spec") or {}) != (pod.get("spec") or {}) or (
+                (old.get("metadata") or {}).get("labels") != (pod.get("metadata") or {}).get("labels")):
+            self._on_pod_add(pod)
+
+    def _on_pod_delete(self, pod: Obj) -> None:
+        uid = _uid(pod)
+        self.queue.delete(uid)
+        if self._forget(uid):
+            self.queue.move_all_to_active_or_backoff(self._now())
+
+    # -- the cycle ---------------------------------------------------------------------------
+    async def schedule_one(self) -> None:
+        """Pop one Pod and run a scheduling cycle for it."""
+        qp = await self.queue.pop()
+        pod = self._pods.store.get(qp.namespace, qp.name)
+        if (pod is None or _uid(pod) != qp.uid or (pod.get("spec") or {}).get("nodeName")
+                or pod["metadata"].get("deletionTimestamp")):
+            self.queue.delete(qp.uid)
+            self.queue.done(qp.uid)
+            return
+        self.attempts += 1
+        try:
+            info = PodInfo.from_pod(pod)
+        except PodSpecError as e:
+            self.queue.failed(qp.uid, self._now())
+            await self._record_failure(pod, REASON_SCHEDULER_ERROR, str(e))
+            return
+        decision = self.core.schedule(info)
+        if decision.node is None:
+            self.queue.failed(qp.uid, self._now())
+            await self._record_failure(pod, REASON_UNSCHEDULABLE, decision.message)
+            return
+        self.core.add_pod(info, decision.node)
+        self._assumed[info.uid] = decision.node
+        self.queue.done(qp.uid)
+        await self._bind_slots.acquire()
+        task = asyncio.create_task(self._bind(pod, info, decision.node))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _bind(self, pod: Obj, info: PodInfo, node: str) -> None:
+        try:
+            await self.client.bind(info.namespace, info.name, node, pod_uid=info.uid)
+        except ApiError as e:
+            if self._assumed.get(info.uid) == node:
+                self._forget(info.uid)
+            if is_not_found(e):
+                return
+            log.info("binding %s to %s failed: %s", info.key, node, e)
+            self.queue.add(info.uid, info.namespace, info.name, info.priority, self._now())
+            self.queue.failed(info.uid, self._now())
+            self.recorder.event(pod, "Warning", "FailedScheduling", f"Binding rejected: {e.message or e}")
+            return
+        finally:
+            self._bind_slots.release()
+        self.bound_count += 1
+        if self.record_scheduled_events:
+            self.recorder.event(pod, "Normal", "Scheduled",
+                                f"Successfully assigned {info.namespace}/{info.name} to {node}")
+
+    async def _record_failure(self, pod: Obj, reason: str, message: str) -> None:
+        self.recorder.event(pod, "Warning", "FailedScheduling", message)
+        conds: list[Obj] = copy.deepcopy((pod.get("status") or {}).get("conditions") or [])
+        want = {"type": "PodScheduled", "status": "False", "reason": reason, "message": message}
+        for c in conds:
+            if c.get("type") == "PodScheduled":
+                if all(c.get(k) == v for k, v in want.items()):
+                    return
+                if c.get("status") != "False":
+                    c["lastTransitionTime"] = rfc3339(self.clock.now())
+                c.update(want)
+                c.setdefault("lastTransitionTime", rfc3339(self.clock.now()))
+                c["lastProbeTime"] = None
+                break
+        else:
+            conds.append({**want, "lastProbeTime": None, "lastTransitionTime": rfc3339(self.clock.now())})
+        md = pod["metadata"]
+        try:
+            await self.client.patch(POD, md["name"], {"status": {"conditions": conds}}, md.get("namespace"),
+                                    subresource="status")
+        except ApiError as e:
+            if not is_not_found(e):
+                log.info("updating PodScheduled of %s/%s failed: %s", md.get("namespace"), md["name"], e)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    async def _flush_loop(self) -> None:
+        while True:
+            await self.clock.sleep(1.0)
+            self.queue.flush(self._now())
+
+    async def _schedule_loop(self) -> None:
+        while True:
+            try:
+                await self.schedule_one()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("scheduling cycle failed")
+                await self.clock.sleep(0.1)
+            await asyncio.sleep(0)
+
+    async def start(self) -> None:
+        """Start informers (if owned), wait for their caches, then the scheduling loops."""
+        await self.informers.start()
+        await self.informers.wait_for_cache_sync([self._pods, self._nodes])
+        for coro in (self._flush_loop(), self._schedule_loop()):
+            task = asyncio.create_task(coro)
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def run(self, stop_event: asyncio.Event | None = None) -> None:
+        """Run until ``stop_event`` is set (or :meth:`stop` is called)."""
+        await self.start()
+        waiters = [asyncio.create_task(self._stopped.wait())]
+        if stop_event is not None:
+            waiters.append(asyncio.create_task(stop_event.wait()))
+        try:
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waiters:
+                w.cancel()
+            await self.stop()
+
+    async def stop(self) -> None:
+        """Cancel the loops and in-flight binds; stop the informers this scheduler created."""
+        self._stopped.set()
+        for t in list(self._tasks):
+            t.cancel()
+        for t in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        await self.recorder.close()
+        if self._own_informers:
+            await self.informers.stop()
+
+
+async def run_scheduler(
+    client: KubeClient, *, clock: Clock | None = None, scheduler_name: str = DEFAULT_SCHEDULER_NAME,
+    stop_event: asyncio.Event | None = None,
+) -> None:
+    """Run the default scheduler until ``stop_event`` is set (forever when None)."""
+    sched = DefaultScheduler(client, clock=clock, scheduler_name=scheduler_name)
+    await sched.run(stop_event)
