@@ -1,0 +1,278 @@
+"""A controller: watches that enqueue Requests, a work queue, and N workers calling a reconciler.
+
+Built with :class:`pumice.runtime.builder.Builder` (``mgr.controller(name).for_(...)...``) and run
+by the :class:`pumice.runtime.manager.Manager` while it leads. On start it registers its event
+handlers on the shared informers (which replays every cached object as an add, so each object is
+reconciled once at start), waits for those informers to sync, then runs
+``max_concurrent_reconciles`` workers. A Request is never reconciled by two workers at once.
+
+Outcome mapping (see :mod:`pumice.runtime.reconcile`): TerminalError -> forget + error metric;
+other exception -> add_rate_limited + error metric; ``Result(requeue_after=s)`` -> forget +
+add_after(s); otherwise forget.
+
+Mirrors: controller-runtime pkg/internal/controller/controller.go and pkg/handler
+(EnqueueRequestForObject, EnqueueRequestForOwner with OnlyControllerOwner,
+EnqueueRequestsFromMapFunc).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pumice._util.clock import Clock, default_clock
+from pumice.api.scheme import ResourceKind
+from pumice.client.informer import EventHandlerRegistration, Informer
+from pumice.client.workqueue import QueueShutDown, RateLimiter, RateLimitingQueue
+from pumice.runtime import metrics
+from pumice.runtime.predicates import Predicate
+from pumice.runtime.reconcile import Reconciler, Request, Result, TerminalError
+
+Obj = dict[str, Any]
+MapFunc = Callable[[Obj], Iterable[Request]]
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Controller", "MapFunc", "Watch", "enqueue_for_object", "enqueue_for_owner"]
+
+
+def enqueue_for_object(obj: Obj) -> list[Request]:
+    """The Request naming ``obj`` itself (controller-runtime EnqueueRequestForObject)."""
+    return [Request.for_object(obj)]
+
+
+def enqueue_for_owner(owner_kind: ResourceKind) -> MapFunc:
+    """A map function: the Request of ``obj``'s *controller* owner when it is of ``owner_kind``
+    (group and kind compared, version ignored), else nothing.
+
+    Mirrors: controller-runtime handler.EnqueueRequestForOwner(..., OnlyControllerOwner()).
+    """
+
+    def mapper(obj: Obj) -> list[Request]:
+        md = obj.get("metadata") or {}
+        for ref in md.get("ownerReferences") or []:
+            if not ref.get("controller"):
+                continue
+            group = str(ref.get("apiVersion", "")).rpartition("/")[0]
+            if group != owner_kind.group or ref.get("kind") != owner_kind.kind:
+                return []
+            ns = (md.get("namespace") or "") if owner_kind.namespaced else ""
+            return [Request(ns, str(ref.get("name", "")))]
+        return []
+
+    return mapper
+
+
+@dataclass
+class Watch:
+    """One event source of a controller: an informer, a map function and predicates.
+
+    Attributes:
+        informer: the shared informer the events come from.
+        map_fn: object -> Requests to enqueue.
+        predicates: all must pass for an event to enqueue.
+        map_old: on update, also map the old object (owner or mapped keys may have changed).
+    """
+
+    informer: Informer
+    map_fn: MapFunc
+    predicates: list[Predicate] = field(default_factory=list)
+    map_old: bool = True
+
+
+class Controller:
+    """Run a reconciler over Requests produced by its watches.
+
+    Args:
+        name: unique per manager; metrics label and queue name.
+        reconciler: the :class:`Reconciler`.
+        watches: event sources.
+        max_concurrent_reconciles: number of workers (>= 1).
+        rate_limiter: for the queue (default: 5 ms..1000 s per item, 10 qps / burst 100).
+        clock: time source.
+        graceful_shutdown_timeout: seconds :meth:`stop` waits for in-flight reconciles before
+            cancelling them.
+
+    Raises:
+        ValueError: when ``max_concurrent_reconciles < 1``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        reconciler: Reconciler,
+        watches: Iterable[Watch] = (),
+        *,
+        max_concurrent_reconciles: int = 1,
+        rate_limiter: RateLimiter[Request] | None = None,
+        clock: Clock | None = None,
+        graceful_shutdown_timeout: float = 30.0,
+    ) -> None:
+        if max_concurrent_reconciles < 1:
+            raise ValueError(f"max_concurrent_reconciles must be >= 1, got {max_concurrent_reconciles}")
+        self.name = name
+        self.reconciler = reconciler
+        self.watches: list[Watch] = list(watches)
+        self.max_concurrent_reconciles = max_concurrent_reconciles
+        self.clock = clock or default_clock()
+        self.graceful_shutdown_timeout = graceful_shutdown_timeout
+        self._rate_limiter = rate_limiter
+        self.queue: RateLimitingQueue[Request] = self._new_queue()
+        self._registrations: list[tuple[Informer, EventHandlerRegistration]] = []
+        self._workers: list[asyncio.Task[None]] = []
+        self._stopping = False
+        self.started = asyncio.Event()
+        """Set once handlers are registered, informers synced and workers running."""
+        self._total = {r: metrics.RECONCILE_TOTAL.labels(name, r)
+                       for r in ("success", "error", "requeue_after", "requeue")}
+        self._errors = metrics.RECONCILE_ERRORS.labels(name)
+        self._terminal = metrics.TERMINAL_RECONCILE_ERRORS.labels(name)
+        self._time = metrics.RECONCILE_TIME.labels(name)
+        self._active = metrics.ACTIVE_WORKERS.labels(name)
+
+    def _new_queue(self) -> RateLimitingQueue[Request]:
+        return RateLimitingQueue(self.name, rate_limiter=self._rate_limiter, clock=self.clock)
+
+    def watch(self, watch: Watch) -> None:
+        """Add an event source (before :meth:`start`; added later it takes effect at next start)."""
+        self.watches.append(watch)
+
+    def informers(self) -> list[Informer]:
+        out: list[Informer] = []
+        for w in self.watches:
+            if w.informer not in out:
+                out.append(w.informer)
+        return out
+
+    # -- event handlers ----------------------------------------------------------------------
+
+    def _handlers(self, w: Watch) -> EventHandlerRegistration:
+        q = self.queue
+
+        def enqueue(objs: Iterable[Obj]) -> None:
+            for obj in objs:
+                try:
+                    reqs = list(w.map_fn(obj))
+                except Exception:
+                    log.exception("controller %s: map function failed", self.name)
+                    continue
+                for req in reqs:
+                    q.add(req)
+
+        def on_add(obj: Obj) -> None:
+            if all(p.create(obj) for p in w.predicates):
+                enqueue((obj,))
+
+        def on_update(old: Obj, new: Obj) -> None:
+            if all(p.update(old, new) for p in w.predicates):
+                enqueue((old, new) if w.map_old else (new,))
+
+        def on_delete(obj: Obj) -> None:
+            if all(p.delete(obj) for p in w.predicates):
+                enqueue((obj,))
+
+        return EventHandlerRegistration(on_add, on_update, on_delete)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Register handlers, wait for the informers to sync, run the workers until cancelled or
+        :meth:`stop`. Returns after the workers have ended."""
+        if self.queue.shutting_down:
+            self.queue = self._new_queue()
+        self._stopping = False
+        metrics.MAX_CONCURRENT_RECONCILES.labels(self.name).set(self.max_concurrent_reconciles)
+        for w in self.watches:
+            h = self._handlers(w)
+            reg = w.informer.add_event_handler(h.on_add, h.on_update, h.on_delete)
+            self._registrations.append((w.informer, reg))
+        try:
+            for inf in self.informers():
+                inf.start()
+            await asyncio.gather(*(inf.wait_synced() for inf in self.informers()))
+            log.info("controller %s: starting %d workers", self.name, self.max_concurrent_reconciles)
+            self._workers = [
+                asyncio.get_running_loop().create_task(self._worker(), name=f"{self.name}-worker-{i}")
+                for i in range(self.max_concurrent_reconciles)
+            ]
+            self.started.set()
+            try:
+                await asyncio.gather(*self._workers)
+            except asyncio.CancelledError:
+                await self._shutdown_workers()
+                raise
+        finally:
+            for inf, reg in self._registrations:
+                inf.remove_event_handler(reg)
+            self._registrations.clear()
+            self.queue.shutdown()
+            self.started.clear()
+
+    async def stop(self) -> None:
+        """Stop taking new Requests; wait up to ``graceful_shutdown_timeout`` for in-flight
+        reconciles, then cancel them."""
+        await self._shutdown_workers()
+
+    async def _shutdown_workers(self) -> None:
+        self._stopping = True
+        self.queue.shutdown()
+        workers = [t for t in self._workers if not t.done()]
+        if workers:
+            _, pending = await asyncio.wait(workers, timeout=self.graceful_shutdown_timeout)
+            for t in pending:
+                t.cancel()
+            for t in pending:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await t
+
+    async def _worker(self) -> None:
+        while not self._stopping:
+            try:
+                req = await self.queue.get()
+            except QueueShutDown:
+                return
+            if self._stopping:
+                self.queue.done(req)
+                return
+            try:
+                await self.reconcile_handler(req)
+            finally:
+                self.queue.done(req)
+
+    async def reconcile_handler(self, req: Request) -> None:
+        """Reconcile ``req`` once and map the outcome onto the queue (see the module doc)."""
+        self._active.inc()
+        t0 = self.clock.monotonic()
+        try:
+            result = await self.reconciler.reconcile(req)
+        except asyncio.CancelledError:
+            raise
+        except TerminalError as e:
+            self.queue.forget(req)
+            self._errors.inc()
+            self._terminal.inc()
+            self._total["error"].inc()
+            log.error("controller %s: %s: terminal error: %s", self.name, req, e)
+        except Exception:
+            self.queue.add_rate_limited(req)
+            self._errors.inc()
+            self._total["error"].inc()
+            log.exception("controller %s: %s: reconcile failed (requeue #%d)",
+                          self.name, req, self.queue.num_requeues(req))
+        else:
+            if result is not None and not isinstance(result, Result):
+                log.warning("controller %s: reconcile returned %r, not a Result", self.name, result)
+            after = getattr(result, "requeue_after", None)
+            self.queue.forget(req)
+            if after is not None and after > 0:
+                self.queue.add_after(req, after)
+                self._total["requeue_after"].inc()
+            else:
+                self._total["success"].inc()
+        finally:
+            self._time.observe(max(0.0, self.clock.monotonic() - t0))
+            self._active.dec()

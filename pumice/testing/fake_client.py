@@ -1,0 +1,415 @@
+"""FakeClient: an in-memory :class:`~pumice.client.base.KubeClient` for fast controller tests.
+
+It keeps objects per kind with a global resourceVersion counter, assigns uid, generation and
+creationTimestamp like the API server, honours optimistic concurrency (409 Conflict on a stale
+resourceVersion), finalizers (delete sets deletionTimestamp while finalizers remain), merge
+patches, the status subresource (``update`` keeps status, ``update_status`` takes only status),
+and streams watch events with resourceVersion resume and bookmarks. Test hooks:
+
+- :attr:`FakeClient.actions`: every call as ``(verb, plural, namespace, name)``;
+  :meth:`FakeClient.writes` filters the mutating ones (for "a second reconcile writes nothing");
+- :meth:`FakeClient.compact`: forget history so older watch resourceVersions get 410 Gone;
+- :meth:`FakeClient.close_watches`: end every open watch stream (as a server restart does);
+- :attr:`FakeClient.interceptor`: ``fn(verb, plural, namespace, name)`` called before each call;
+  raise from it to inject failures (controller-runtime ``client/interceptor`` in spirit).
+
+It is not the API server: no admission, no validation, no garbage collection. For that use
+``pumice.testing.cluster.local_cluster()``.
+
+Mirrors: controller-runtime pkg/client/fake + pkg/client/interceptor (in spirit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import itertools
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
+
+from pumice._util.clock import Clock, default_clock, rfc3339
+from pumice.api.scheme import ResourceKind, Scheme
+from pumice.client.base import ApiError, ObjectList, PatchType, WatchEvent
+
+Obj = dict[str, Any]
+Interceptor = Callable[[str, str, str, str], None]
+
+__all__ = ["FakeClient", "merge_patch"]
+
+WRITE_VERBS = frozenset({"create", "update", "update_status", "patch", "delete", "bind", "evict"})
+
+
+def _status(code: int, reason: str, message: str) -> ApiError:
+    return ApiError(code, reason, message, {
+        "kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message,
+        "reason": reason, "code": code,
+    })
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch (null deletes a key). Returns the patched copy."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_patch(out.get(k), v)
+    return out
+
+
+def _parse_selector(sel: str | None) -> list[tuple[str, str, str]]:
+    out = []
+    for part in (sel or "").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "!=" in part:
+            k, v = part.split("!=", 1)
+            out.append((k.strip(), "!=", v.strip()))
+        elif "=" in part:
+            k, v = part.split("=", 1)
+            out.append((k.strip(), "=", v.strip().lstrip("=")))
+        else:
+            out.append((part.lstrip("!"), "!" if part.startswith("!") else "exists", ""))
+    return out
+
+
+def _match(labels: Mapping[str, str], reqs: list[tuple[str, str, str]]) -> bool:
+    for k, op, v in reqs:
+        if op == "=" and labels.get(k) != v:
+            return False
+        if op == "!=" and labels.get(k) == v:
+            return False
+        if op == "exists" and k not in labels:
+            return False
+        if op == "!" and k in labels:
+            return False
+    return True
+
+
+class FakeClient:
+    """In-memory KubeClient. See the module doc for the behaviour and the test hooks.
+
+    Args:
+        scheme: kinds served (default: the built-in kinds).
+        clock: for creationTimestamp / deletionTimestamp.
+    """
+
+    def __init__(self, scheme: Scheme | None = None, *, clock: Clock | None = None) -> None:
+        self.scheme = scheme or Scheme.builtin()
+        self.clock = clock or default_clock()
+        self._objects: dict[tuple[str, str], dict[str, Obj]] = {}
+        self._rv = 0
+        self._history: list[tuple[int, tuple[str, str], str, Obj]] = []
+        self._compacted = 0
+        self._uids = itertools.count(1)
+        self._changed: asyncio.Condition | None = None
+        self._generation_epoch = 0  # bumped by close_watches
+        self.actions: list[tuple[str, str, str, str]] = []
+        self.interceptor: Interceptor | None = None
+        self.closed = False
+
+    # -- hooks -------------------------------------------------------------------------------
+
+    def writes(self) -> list[tuple[str, str, str, str]]:
+        """The mutating calls recorded in :attr:`actions`."""
+        return [a for a in self.actions if a[0] in WRITE_VERBS]
+
+    def compact(self) -> None:
+        """Drop the event history: watches from any older resourceVersion now get 410 Gone."""
+        self._compacted = self._rv
+        self._history.clear()
+
+    async def close_watches(self) -> None:
+        """End every open watch stream (clients must re-watch)."""
+        self._generation_epoch += 1
+        await self._notify()
+
+    @property
+    def resource_version(self) -> int:
+        return self._rv
+
+    def _record(self, verb: str, rk: ResourceKind, namespace: str | None, name: str) -> None:
+        self.actions.append((verb, rk.plural, namespace or "", name))
+        if self.interceptor is not None:
+            self.interceptor(verb, rk.plural, namespace or "", name)
+
+    def _cond(self) -> asyncio.Condition:
+        if self._changed is None:
+            self._changed = asyncio.Condition()
+        return self._changed
+
+    async def _notify(self) -> None:
+        cond = self._cond()
+        async with cond:
+            cond.notify_all()
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _kind_of(self, obj: Obj) -> ResourceKind:
+        rk = self.scheme.by_api_version_kind(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+        if rk is None:
+            raise _status(404, "NotFound", f"the server could not find the requested resource "
+                                           f"({obj.get('apiVersion')} {obj.get('kind')})")
+        return rk
+
+    def _bucket(self, rk: ResourceKind) -> dict[str, Obj]:
+        return self._objects.setdefault((rk.group, rk.plural), {})
+
+    @staticmethod
+    def _key(rk: ResourceKind, namespace: str | None, name: str) -> str:
+        return f"{namespace}/{name}" if rk.namespaced and namespace else name
+
+    def _emit(self, rk: ResourceKind, etype: str, obj: Obj) -> None:
+        self._history.append((self._rv, (rk.group, rk.plural), etype, copy.deepcopy(obj)))
+
+    def _bump(self, obj: Obj) -> None:
+        self._rv += 1
+        obj["metadata"]["resourceVersion"] = str(self._rv)
+
+    def _not_found(self, rk: ResourceKind, name: str) -> ApiError:
+        group = f".{rk.group}" if rk.group else ""
+        return _status(404, "NotFound", f'{rk.plural}{group} "{name}" not found')
+
+    # -- reads -------------------------------------------------------------------------------
+
+    async def get(self, kind: ResourceKind, name: str, namespace: str | None = None) -> Obj:
+        self._record("get", kind, namespace, name)
+        obj = self._bucket(kind).get(self._key(kind, namespace, name))
+        if obj is None:
+            raise self._not_found(kind, name)
+        return copy.deepcopy(obj)
+
+    async def list(
+        self, kind: ResourceKind, namespace: str | None = None, *, label_selector: str | None = None,
+        field_selector: str | None = None, limit: int | None = None, continue_: str | None = None,
+        resource_version: str | None = None,
+    ) -> ObjectList:
+        self._record("list", kind, namespace, "")
+        reqs = _parse_selector(label_selector)
+        items = [
+            o for k, o in sorted(self._bucket(kind).items())
+            if (not namespace or not kind.namespaced or o["metadata"].get("namespace") == namespace)
+            and _match(o["metadata"].get("labels") or {}, reqs)
+        ]
+        start, rv = 0, str(self._rv)
+        if continue_:
+            rv_s, _, start_s = continue_.partition(":")
+            if int(rv_s) < self._compacted:
+                raise _status(410, "Expired", "The provided continue parameter is too old")
+            start, rv = int(start_s), rv_s
+        end = len(items) if not limit else start + limit
+        page = [copy.deepcopy(o) for o in items[start:end]]
+        for o in page:  # list items carry no apiVersion/kind, as the real server's
+            o.pop("apiVersion", None)
+            o.pop("kind", None)
+        cont = f"{rv}:{end}" if end < len(items) else ""
+        return ObjectList(page, rv, cont)
+
+    async def watch(
+        self, kind: ResourceKind, namespace: str | None = None, *, resource_version: str | None = None,
+        label_selector: str | None = None, field_selector: str | None = None,
+        timeout_seconds: int | None = None, allow_bookmarks: bool = True,
+    ) -> AsyncIterator[WatchEvent]:
+        self._record("watch", kind, namespace, "")
+        since = int(resource_version) if resource_version else self._rv
+        if since < self._compacted:
+            raise _status(410, "Expired", f"too old resource version: {since} ({self._compacted})")
+        reqs = _parse_selector(label_selector)
+        epoch = self._generation_epoch
+        gk = (kind.group, kind.plural)
+        cond = self._cond()
+        while True:
+            if self.closed or epoch != self._generation_epoch:
+                return
+            if since < self._compacted:
+                yield WatchEvent("ERROR", {"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                                           "reason": "Expired", "code": 410,
+                                           "message": f"too old resource version: {since}"})
+                return
+            pending = [h for h in self._history if h[0] > since and h[1] == gk]
+            for rv, _, etype, obj in pending:
+                since = rv
+                if namespace and kind.namespaced and obj["metadata"].get("namespace") != namespace:
+                    continue
+                if not _match(obj["metadata"].get("labels") or {}, reqs):
+                    continue
+                yield WatchEvent(etype, copy.deepcopy(obj))  # type: ignore[arg-type]
+            async with cond:
+                if not any(h[0] > since and h[1] == gk for h in self._history) \
+                        and epoch == self._generation_epoch and not self.closed:
+                    await cond.wait()
+
+    # -- writes ------------------------------------------------------------------------------
+
+    async def create(self, obj: Obj, *, dry_run: bool = False) -> Obj:
+        rk = self._kind_of(obj)
+        md = obj.get("metadata") or {}
+        name = md.get("name") or ""
+        if not name and md.get("generateName"):
+            name = f"{md['generateName']}{next(self._uids):05x}"
+        self._record("create", rk, md.get("namespace"), name)
+        if not name:
+            raise _status(422, "Invalid", "metadata.name: Required value: name or generateName is required")
+        if rk.namespaced and not md.get("namespace"):
+            raise _status(422, "Invalid", "metadata.namespace: Required value")
+        key = self._key(rk, md.get("namespace"), name)
+        bucket = self._bucket(rk)
+        if key in bucket:
+            group = f".{rk.group}" if rk.group else ""
+            raise _status(409, "AlreadyExists", f'{rk.plural}{group} "{name}" already exists')
+        new = copy.deepcopy(obj)
+        new["apiVersion"], new["kind"] = rk.api_version, rk.kind
+        nmd = new.setdefault("metadata", {})
+        nmd["name"] = name
+        if not rk.namespaced:
+            nmd.pop("namespace", None)
+        nmd["uid"] = f"00000000-0000-0000-0000-{next(self._uids):012d}"
+        nmd["creationTimestamp"] = rfc3339(self.clock.now())
+        nmd["generation"] = 1
+        if dry_run:
+            return new
+        self._bump(new)
+        bucket[key] = new
+        self._emit(rk, "ADDED", new)
+        await self._notify()
+        return copy.deepcopy(new)
+
+    async def _replace(self, rk: ResourceKind, old: Obj, new: Obj) -> Obj:
+        md = new["metadata"]
+        key = self._key(rk, md.get("namespace"), md["name"])
+        for f in ("uid", "creationTimestamp", "deletionTimestamp", "generation"):
+            if f in old["metadata"]:
+                md[f] = old["metadata"][f]
+            else:
+                md.pop(f, None)
+        spec_old = {k: v for k, v in old.items() if k not in ("metadata", "status")}
+        spec_new = {k: v for k, v in new.items() if k not in ("metadata", "status")}
+        if spec_old != spec_new:
+            md["generation"] = int(old["metadata"].get("generation", 1)) + 1
+        if new == old:
+            return copy.deepcopy(old)  # no-op writes keep the resourceVersion, as the server does
+        if md.get("deletionTimestamp") and not md.get("finalizers"):
+            del self._bucket(rk)[key]
+            self._bump(new)
+            self._emit(rk, "DELETED", new)
+        else:
+            self._bump(new)
+            self._bucket(rk)[key] = new
+            self._emit(rk, "MODIFIED", new)
+        await self._notify()
+        return copy.deepcopy(new)
+
+    def _current(self, rk: ResourceKind, namespace: str | None, name: str) -> Obj:
+        old = self._bucket(rk).get(self._key(rk, namespace, name))
+        if old is None:
+            raise self._not_found(rk, name)
+        return old
+
+    async def update(self, obj: Obj) -> Obj:
+        rk = self._kind_of(obj)
+        md = obj.get("metadata") or {}
+        self._record("update", rk, md.get("namespace"), md.get("name", ""))
+        old = self._current(rk, md.get("namespace"), md.get("name", ""))
+        if md.get("resourceVersion") and md["resourceVersion"] != old["metadata"]["resourceVersion"]:
+            raise _status(409, "Conflict", f'Operation cannot be fulfilled on {rk.plural} "{md.get("name")}": '
+                                           "the object has been modified; please apply your changes to the "
+                                           "latest version and try again")
+        new = copy.deepcopy(obj)
+        new["apiVersion"], new["kind"] = rk.api_version, rk.kind
+        new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        if "status" in rk.subresources:
+            if "status" in old:
+                new["status"] = copy.deepcopy(old["status"])
+            else:
+                new.pop("status", None)
+        return await self._replace(rk, old, new)
+
+    async def update_status(self, obj: Obj) -> Obj:
+        rk = self._kind_of(obj)
+        md = obj.get("metadata") or {}
+        self._record("update_status", rk, md.get("namespace"), md.get("name", ""))
+        old = self._current(rk, md.get("namespace"), md.get("name", ""))
+        if md.get("resourceVersion") and md["resourceVersion"] != old["metadata"]["resourceVersion"]:
+            raise _status(409, "Conflict", f'Operation cannot be fulfilled on {rk.plural} "{md.get("name")}": '
+                                           "the object has been modified")
+        new = copy.deepcopy(old)
+        if "status" in obj:
+            new["status"] = copy.deepcopy(obj["status"])
+        else:
+            new.pop("status", None)
+        return await self._replace(rk, old, new)
+
+    async def patch(
+        self, kind: ResourceKind, name: str, patch: Any, namespace: str | None = None, *,
+        patch_type: PatchType = "merge", subresource: str | None = None, field_manager: str | None = None,
+        force: bool = False,
+    ) -> Obj:
+        self._record("patch", kind, namespace, name)
+        if patch_type not in ("merge", "strategic"):
+            raise _status(415, "UnsupportedMediaType", f"FakeClient supports merge patches only, not {patch_type}")
+        old = self._current(kind, namespace, name)
+        new = merge_patch(old, patch)
+        rv = ((patch.get("metadata") or {}).get("resourceVersion") if isinstance(patch, dict) else None)
+        if rv and rv != old["metadata"]["resourceVersion"]:
+            raise _status(409, "Conflict", f'Operation cannot be fulfilled on {kind.plural} "{name}"')
+        new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        if "status" in kind.subresources:
+            if subresource == "status":
+                new = {**copy.deepcopy(old), "status": new.get("status")}
+                if new["status"] is None:
+                    new.pop("status")
+            elif "status" in old:
+                new["status"] = copy.deepcopy(old["status"])
+            else:
+                new.pop("status", None)
+        return await self._replace(kind, old, new)
+
+    async def delete(
+        self, kind: ResourceKind, name: str, namespace: str | None = None, *,
+        propagation_policy: str | None = None, grace_period_seconds: int | None = None,
+        preconditions: Mapping[str, str] | None = None,
+    ) -> Obj | None:
+        self._record("delete", kind, namespace, name)
+        old = self._current(kind, namespace, name)
+        if preconditions:
+            if preconditions.get("uid") and preconditions["uid"] != old["metadata"].get("uid"):
+                raise _status(409, "Conflict", "Precondition failed: UID in precondition does not match")
+            if preconditions.get("resourceVersion") and \
+                    preconditions["resourceVersion"] != old["metadata"]["resourceVersion"]:
+                raise _status(409, "Conflict", "Precondition failed: ResourceVersion does not match")
+        if old["metadata"].get("finalizers"):
+            if old["metadata"].get("deletionTimestamp"):
+                return copy.deepcopy(old)
+            new = copy.deepcopy(old)
+            new["metadata"]["deletionTimestamp"] = rfc3339(self.clock.now())
+            return await self._replace(kind, old, new)
+        key = self._key(kind, namespace, name)
+        gone = self._bucket(kind).pop(key)
+        self._bump(gone)
+        self._emit(kind, "DELETED", gone)
+        await self._notify()
+        return copy.deepcopy(gone)
+
+    async def bind(self, namespace: str, pod_name: str, node_name: str, *, pod_uid: str | None = None) -> None:
+        pods = self.scheme.by_api_version_kind("v1", "Pod")
+        assert pods is not None
+        self._record("bind", pods, namespace, pod_name)
+        old = self._current(pods, namespace, pod_name)
+        if old.get("spec", {}).get("nodeName"):
+            raise _status(409, "Conflict", f"pod {pod_name} is already assigned to node "
+                                           f"{old['spec']['nodeName']!r}")
+        new = copy.deepcopy(old)
+        new.setdefault("spec", {})["nodeName"] = node_name
+        await self._replace(pods, old, new)
+
+    async def evict(self, namespace: str, pod_name: str, *, grace_period_seconds: int | None = None) -> None:
+        pods = self.scheme.by_api_version_kind("v1", "Pod")
+        assert pods is not None
+        await self.delete(pods, pod_name, namespace, grace_period_seconds=grace_period_seconds)
+
+    async def close(self) -> None:
+        self.closed = True
+        await self._notify()
