@@ -9,9 +9,14 @@ defaults are published in the CRD).
 
 from __future__ import annotations
 
+import copy
+import json
+import re
 from typing import Annotated, Any
 
 import msgspec
+
+from pumice.api.admission import FieldCause
 
 #: JSON-schema key marking a field whose Python default is also the CRD ``default:``; removed
 #: by the CRD generator. Fields without it publish no default (Go zero values are not defaults).
@@ -57,3 +62,313 @@ def crd_default(*, required: bool = False, **extra: Any) -> msgspec.Meta:
 def extra(**schema: Any) -> msgspec.Meta:
     """Meta adding schema keys (``minimum``, ``maximum``, ``enum``, ``maxLength``...) verbatim."""
     return msgspec.Meta(extra_json_schema=schema)
+
+
+# --- validation -----------------------------------------------------------------------------------
+
+_JSON_TYPE_NAMES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"),
+                    (dict, "object"), (list, "array"))
+
+
+def json_type_name(value: Any) -> str:
+    """The JSON type of a decoded value: ``string``, ``integer``, ``number``, ``boolean``,
+    ``object``, ``array`` or ``null``."""
+    if value is None:
+        return "null"
+    for py, name in _JSON_TYPE_NAMES:
+        if isinstance(value, py):
+            return name
+    return type(value).__name__
+
+
+def format_value(value: Any) -> str:
+    """A bad value as kube-apiserver prints it in a field error (strings quoted, numbers bare)."""
+    if isinstance(value, str):
+        return _quote(value)
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return _num(value)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _quote(s: str) -> str:
+    return json.dumps(s, ensure_ascii=False)
+
+
+def _num(v: float | int) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def _matches_type(want: str, value: Any) -> bool:
+    if want == "object":
+        return isinstance(value, dict)
+    if want == "array":
+        return isinstance(value, list)
+    if want == "string":
+        return isinstance(value, str)
+    if want == "boolean":
+        return isinstance(value, bool)
+    if want == "integer":
+        if isinstance(value, bool):
+            return False
+        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    if want == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    return True
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+_INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+
+
+def validate(schema: dict[str, Any], obj: Any, path: str = "") -> list[FieldCause]:
+    """Validate a decoded object against a structural schema, as the apiextensions-apiserver does.
+
+    Args:
+        schema: an ``openAPIV3Schema`` (dict), or any sub-schema of one.
+        obj: the decoded JSON value (a whole custom resource at the root).
+        path: field path of ``obj`` (``""`` at the root, ``"spec"``...).
+
+    Returns:
+        One :class:`FieldCause` per violation, in document order; ``[]`` when valid. Paths look
+        like ``spec.workerGroupSpecs[0].replicas``; reasons and messages follow kube-apiserver:
+
+        * wrong type: ``FieldValueTypeInvalid``, ``Invalid value: "x": spec.replicas in body must
+          be of type integer: "string"`` (the last part names the JSON type that was given);
+        * missing required: ``FieldValueRequired``, ``Required value``;
+        * enum: ``FieldValueNotSupported``, ``Unsupported value: "x": supported values: "a", "b"``;
+        * maxLength / maxItems: ``FieldValueTooLong`` / ``FieldValueTooMany``;
+        * minimum, maximum, pattern, minLength, minItems, int32 range: ``FieldValueInvalid``.
+
+        ``metadata`` at the root is left to the API server's object-meta validation.
+    """
+    causes: list[FieldCause] = []
+    _validate(schema, obj, path, causes, root=(path == ""))
+    return causes
+
+
+def _validate(schema: dict[str, Any], value: Any, path: str, out: list[FieldCause], root: bool = False) -> None:
+    if not isinstance(schema, dict):
+        return
+    shown = path or "<root>"
+    if value is None:
+        if schema.get("nullable") or (not schema.get("type") and not schema.get("x-kubernetes-int-or-string")):
+            return
+        want = schema.get("type") or "integer"
+        out.append(FieldCause(path, f"Invalid value: null: {shown} in body must be of type {want}: \"null\"",
+                              "FieldValueTypeInvalid"))
+        return
+    if schema.get("x-kubernetes-int-or-string") and (isinstance(value, bool) or not isinstance(value, int | str)):
+        out.append(FieldCause(
+            path,
+            f"Invalid value: {format_value(value)}: {shown} in body must be of type integer,string: "
+            f"\"{json_type_name(value)}\"",
+            "FieldValueTypeInvalid"))
+        return
+    want = schema.get("type")
+    if want and not _matches_type(want, value):
+        out.append(FieldCause(
+            path,
+            f"Invalid value: {format_value(value)}: {shown} in body must be of type {want}: "
+            f"\"{json_type_name(value)}\"",
+            "FieldValueTypeInvalid"))
+        return
+
+    before = len(out)
+    _value_checks(schema, value, path, shown, out)
+
+    if isinstance(value, dict):
+        props: dict[str, Any] = schema.get("properties") or {}
+        for name in schema.get("required") or ():
+            if name not in value or (value[name] is None and not (props.get(name) or {}).get("nullable")):
+                out.append(FieldCause(_join(path, name), "Required value", "FieldValueRequired"))
+        if schema.get("x-kubernetes-embedded-resource"):
+            for name in ("apiVersion", "kind"):
+                if not value.get(name):
+                    out.append(FieldCause(_join(path, name), "Required value", "FieldValueRequired"))
+        for name, sub in props.items():
+            if name in value and not (root and name == "metadata"):
+                if value[name] is None and name in (schema.get("required") or ()):
+                    continue  # already reported as required
+                _validate(sub, value[name], _join(path, name), out)
+        addl = schema.get("additionalProperties")
+        if isinstance(addl, dict):
+            for name in value:
+                if name not in props:
+                    _validate(addl, value[name], _join(path, name), out)
+    elif isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for i, item in enumerate(value):
+                _validate(items, item, f"{path}[{i}]", out)
+
+    for sub in schema.get("allOf") or ():
+        _validate(sub, value, path, out)
+    branches = (schema.get("anyOf") or []) + (schema.get("oneOf") or [])
+    if branches and len(out) == before and not schema.get("x-kubernetes-int-or-string"):
+        trials = []
+        for sub in branches:
+            errs: list[FieldCause] = []
+            _validate(sub, value, path, errs)
+            if not errs:
+                break
+            trials.append(errs)
+        else:
+            out.extend(trials[0])
+
+
+def _value_checks(schema: dict[str, Any], value: Any, path: str, shown: str, out: list[FieldCause]) -> None:
+    bad = format_value(value)
+    enum = schema.get("enum")
+    if enum is not None and value not in enum:
+        supported = ", ".join(format_value(e) for e in enum)
+        out.append(FieldCause(path, f"Unsupported value: {bad}: supported values: {supported}",
+                              "FieldValueNotSupported"))
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        lo, hi = schema.get("minimum"), schema.get("maximum")
+        if lo is not None:
+            if schema.get("exclusiveMinimum") and value <= lo:
+                out.append(FieldCause(path, f"Invalid value: {bad}: {shown} in body should be greater than {_num(lo)}"))
+            elif value < lo:
+                out.append(FieldCause(
+                    path, f"Invalid value: {bad}: {shown} in body should be greater than or equal to {_num(lo)}"))
+        if hi is not None:
+            if schema.get("exclusiveMaximum") and value >= hi:
+                out.append(FieldCause(path, f"Invalid value: {bad}: {shown} in body should be less than {_num(hi)}"))
+            elif value > hi:
+                out.append(FieldCause(
+                    path, f"Invalid value: {bad}: {shown} in body should be less than or equal to {_num(hi)}"))
+        rng = _INT_RANGES.get(schema.get("format", ""))
+        if rng and isinstance(value, int) and not rng[0] <= value <= rng[1]:
+            out.append(FieldCause(path, f"Invalid value: {bad}: {shown} in body must be of type {schema['format']}"))
+    if isinstance(value, str):
+        max_len, min_len = schema.get("maxLength"), schema.get("minLength")
+        if max_len is not None and len(value) > max_len:
+            out.append(FieldCause(path, f"Too long: may not be more than {max_len} bytes", "FieldValueTooLong"))
+        if min_len is not None and len(value) < min_len:
+            out.append(FieldCause(path, f"Invalid value: {bad}: {shown} in body should be at least {min_len} chars long"))
+        pattern = schema.get("pattern")
+        if pattern is not None and not _search(pattern, value):
+            out.append(FieldCause(path, f"Invalid value: {bad}: {shown} in body should match '{pattern}'"))
+    if isinstance(value, list):
+        max_items, min_items = schema.get("maxItems"), schema.get("minItems")
+        if max_items is not None and len(value) > max_items:
+            out.append(FieldCause(path, f"Too many: {len(value)}: must have at most {max_items} items",
+                                  "FieldValueTooMany"))
+        if min_items is not None and len(value) < min_items:
+            out.append(FieldCause(path, f"Invalid value: {len(value)}: {shown} in body should have at least {min_items} items"))
+    if isinstance(value, dict):
+        max_p, min_p = schema.get("maxProperties"), schema.get("minProperties")
+        if max_p is not None and len(value) > max_p:
+            out.append(FieldCause(path, f"Too many: {len(value)}: must have at most {max_p} items", "FieldValueTooMany"))
+        if min_p is not None and len(value) < min_p:
+            out.append(FieldCause(path, f"Invalid value: {len(value)}: {shown} in body should have at least {min_p} properties"))
+
+
+_PATTERNS: dict[str, Any] = {}
+
+
+def _search(pattern: str, value: str) -> bool:
+    rx = _PATTERNS.get(pattern)
+    if rx is None:
+        try:
+            rx = re.compile(pattern)
+        except re.error:
+            return True  # an ECMA pattern Python cannot compile is not held against the object
+        _PATTERNS[pattern] = rx
+    return rx.search(value) is not None
+
+
+# --- defaulting -----------------------------------------------------------------------------------
+
+
+def default(schema: dict[str, Any], obj: Any) -> None:
+    """Apply the schema's ``default:`` values to ``obj`` in place, recursively.
+
+    A missing property gets a deep copy of its default; a ``null`` property that is not
+    ``nullable`` is replaced by its default too. Defaults are applied top-down, so a defaulted
+    object is itself defaulted. Values of the wrong type are left alone (validation reports them).
+
+    Mirrors: apiextensions-apiserver pkg/apiserver/schema/defaulting/algorithm.go Default.
+    """
+    if not isinstance(schema, dict):
+        return
+    if isinstance(obj, dict):
+        props: dict[str, Any] = schema.get("properties") or {}
+        for name, sub in props.items():
+            if not isinstance(sub, dict) or "default" not in sub:
+                continue
+            if name not in obj or (obj[name] is None and not sub.get("nullable")):
+                obj[name] = copy.deepcopy(sub["default"])
+        for name, sub in props.items():
+            if name in obj:
+                default(sub, obj[name])
+        addl = schema.get("additionalProperties")
+        if isinstance(addl, dict):
+            for name, val in obj.items():
+                if name not in props:
+                    default(addl, val)
+    elif isinstance(obj, list):
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for item in obj:
+                default(items, item)
+
+
+# --- pruning --------------------------------------------------------------------------------------
+
+_ROOT_KEEP = ("apiVersion", "kind", "metadata")
+
+
+def prune(schema: dict[str, Any], obj: Any) -> list[str]:
+    """Remove, in place, every field the schema does not specify; return the removed paths.
+
+    ``x-kubernetes-preserve-unknown-fields: true`` keeps unknown fields (known ones are still
+    pruned recursively); ``x-kubernetes-int-or-string`` values are never descended into;
+    ``apiVersion``, ``kind`` and ``metadata`` are kept at the root and in embedded resources.
+
+    Returns:
+        Paths such as ``".spec.foo"`` or ``".spec.workerGroupSpecs[0].bar"``, in document order.
+        The API server rejects with ``unknown field "spec.foo"`` under ``fieldValidation=Strict``.
+
+    Mirrors: apiextensions-apiserver pkg/apiserver/schema/pruning/algorithm.go.
+    """
+    removed: list[str] = []
+    _prune(schema, obj, "", removed, root=True)
+    return removed
+
+
+def _prune(schema: dict[str, Any], obj: Any, path: str, removed: list[str], root: bool = False) -> None:
+    if not isinstance(schema, dict) or schema.get("x-kubernetes-int-or-string"):
+        return
+    if isinstance(obj, dict):
+        props: dict[str, Any] = schema.get("properties") or {}
+        addl = schema.get("additionalProperties")
+        preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields")) or addl is True
+        keep_meta = root or bool(schema.get("x-kubernetes-embedded-resource"))
+        for name in list(obj):
+            child = f"{path}.{name}"
+            if keep_meta and name in _ROOT_KEEP and name not in props:
+                continue
+            if root and name == "metadata":
+                continue
+            if name in props:
+                _prune(props[name], obj[name], child, removed)
+            elif isinstance(addl, dict):
+                _prune(addl, obj[name], child, removed)
+            elif not preserve:
+                del obj[name]
+                removed.append(child)
+    elif isinstance(obj, list):
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for i, item in enumerate(obj):
+                _prune(items, item, f"{path}[{i}]", removed)

@@ -1,0 +1,123 @@
+from __future__ import annotations
+
+import copy
+
+from pumice.api.scheme import Scheme
+from pumice.api.validation import DNS1123_SUBDOMAIN_ERR, validate_object
+
+SCHEME = Scheme.builtin()
+POD = SCHEME.by_api_version_kind("v1", "Pod")
+NS = SCHEME.by_api_version_kind("v1", "Namespace")
+SVC = SCHEME.by_api_version_kind("v1", "Service")
+DEPLOY = SCHEME.by_api_version_kind("apps/v1", "Deployment")
+JOB = SCHEME.by_api_version_kind("batch/v1", "Job")
+PC = SCHEME.by_api_version_kind("scheduling.k8s.io/v1", "PriorityClass")
+
+
+def pod(name="p1", **spec):
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}], **spec}}
+
+
+def fields(causes):
+    return [(c.field, c.reason) for c in causes]
+
+
+def test_a_valid_pod_has_no_causes():
+    assert validate_object(POD, pod(), None) == []
+
+
+def test_name_must_be_a_dns_subdomain_with_the_upstream_message():
+    [cause] = validate_object(POD, pod("Bad_Name"), None)
+    assert cause.field == "metadata.name"
+    assert cause.message == f'Invalid value: "Bad_Name": {DNS1123_SUBDOMAIN_ERR}'
+    assert "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*'" in cause.message
+
+
+def test_name_or_generate_name_is_required():
+    obj = pod()
+    del obj["metadata"]["name"]
+    [cause] = validate_object(POD, obj, None)
+    assert (cause.field, cause.message) == ("metadata.name", "Required value: name or generateName is required")
+    obj["metadata"]["generateName"] = "web-"
+    assert validate_object(POD, obj, None) == []
+
+
+def test_namespace_names_are_dns_labels():
+    obj = {"metadata": {"name": "a.b"}}
+    [cause] = validate_object(NS, obj, None)
+    assert "a lowercase RFC 1123 label must consist of" in cause.message
+
+
+def test_label_keys_and_values_are_checked():
+    obj = pod()
+    obj["metadata"]["labels"] = {"good/key": "ok", "-bad": "v", "k": "not valid!"}
+    assert fields(validate_object(POD, obj, None)) == [("metadata.labels", "FieldValueInvalid")] * 2
+
+
+def test_namespace_is_immutable():
+    old = pod()
+    new = copy.deepcopy(old)
+    new["metadata"]["namespace"] = "other"
+    assert ("metadata.namespace", "FieldValueInvalid") in fields(validate_object(POD, new, old))
+
+
+def test_pod_container_rules():
+    obj = pod(containers=[{"name": "c", "image": "i"}, {"name": "c"}, {"name": "Bad", "image": "i",
+              "resources": {"limits": {"cpu": "lots"}}}], restartPolicy="Sometimes")
+    got = fields(validate_object(POD, obj, None))
+    assert ("spec.containers[1].name", "FieldValueDuplicate") in got
+    assert ("spec.containers[1].image", "FieldValueRequired") in got
+    assert ("spec.containers[2].name", "FieldValueInvalid") in got
+    assert ("spec.containers[2].resources.limits[cpu]", "FieldValueInvalid") in got
+    assert ("spec.restartPolicy", "FieldValueNotSupported") in got
+    assert fields(validate_object(POD, pod(containers=[]), None)) == [("spec.containers", "FieldValueRequired")]
+
+
+def test_pod_update_may_change_image_and_add_tolerations_only():
+    old = pod()
+    new = copy.deepcopy(old)
+    new["spec"]["containers"][0]["image"] = "busybox:2"
+    new["spec"]["tolerations"] = [{"key": "k", "operator": "Exists"}]
+    assert validate_object(POD, new, old) == []
+    new["spec"]["restartPolicy"] = "Never"
+    [cause] = validate_object(POD, new, old)
+    assert cause.field == "spec" and cause.reason == "FieldValueForbidden"
+    assert cause.message.startswith("Forbidden: pod updates may not change fields other than")
+
+
+def test_service_ports():
+    svc = {"metadata": {"name": "s", "namespace": "default"},
+           "spec": {"ports": [{"port": 80}, {"port": 70000, "name": "b"}]}}
+    got = fields(validate_object(SVC, svc, None))
+    assert got == [("spec.ports[0].name", "FieldValueRequired"), ("spec.ports[1].port", "FieldValueInvalid")]
+    headless = {"metadata": {"name": "s", "namespace": "default"}, "spec": {"clusterIP": "None"}}
+    assert validate_object(SVC, headless, None) == []
+
+
+def test_deployment_selector_must_match_template_labels():
+    dep = {"metadata": {"name": "d", "namespace": "default"},
+           "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "a"}},
+                    "template": {"metadata": {"labels": {"app": "b"}},
+                                 "spec": {"containers": [{"name": "c", "image": "i"}]}}}}
+    [cause] = validate_object(DEPLOY, dep, None)
+    assert cause.field == "spec.template.metadata.labels"
+    assert "`selector` does not match template `labels`" in cause.message
+    del dep["spec"]["selector"]
+    assert ("spec.selector", "FieldValueRequired") in fields(validate_object(DEPLOY, dep, None))
+
+
+def test_job_restart_policy_and_counts():
+    job = {"metadata": {"name": "j", "namespace": "default"},
+           "spec": {"completions": -1, "template": {"spec": {"restartPolicy": "Always",
+                                                             "containers": [{"name": "c", "image": "i"}]}}}}
+    got = fields(validate_object(JOB, job, None))
+    assert got == [("spec.completions", "FieldValueInvalid"),
+                   ("spec.template.spec.restartPolicy", "FieldValueNotSupported")]
+
+
+def test_priority_class_value_limit():
+    pc = {"metadata": {"name": "huge"}, "value": 2_000_000_000}
+    [cause] = validate_object(PC, pc, None)
+    assert cause.field == "value" and cause.reason == "FieldValueForbidden"
+    assert validate_object(PC, {"metadata": {"name": "system-x"}, "value": 2_000_000_000}, None) == []
