@@ -1,1 +1,67 @@
-"""pumice.controllers.ray."""
+"""The KubeRay operator: RayCluster and RayJob controllers, with a batch-scheduler adapter.
+
+Entry point: :func:`setup` registers both controllers on a :class:`pumice.runtime` Manager.
+
+Mirrors: kuberay ray-operator/main.go (controller registration, ``--batch-scheduler``).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from pumice.controllers.ray import kinds
+from pumice.controllers.ray.batchscheduler import UnknownBatchSchedulerError, new_batch_scheduler
+from pumice.controllers.ray.dashboard import DashboardClientFactory
+from pumice.controllers.ray.raycluster import RayClusterOptions, RayClusterReconciler
+from pumice.controllers.ray.rayjob import RayJobOptions, RayJobReconciler
+
+__all__ = [
+    "RayClusterReconciler",
+    "RayJobReconciler",
+    "UnknownBatchSchedulerError",
+    "setup",
+]
+
+
+def setup(mgr: Any, *, batch_scheduler: str | None = None, dashboard_client_factory: DashboardClientFactory | None = None,
+          reconcile_concurrency: int = 1, seed: int | None = None,
+          raycluster_options: RayClusterOptions = RayClusterOptions(),
+          rayjob_options: RayJobOptions = RayJobOptions()) -> tuple[RayClusterReconciler, RayJobReconciler]:
+    """Register the RayCluster and RayJob controllers on ``mgr``.
+
+    Args:
+        mgr: a pumice.runtime Manager (``mgr.client``, ``mgr.clock``, ``mgr.event_recorder(name)``,
+            ``mgr.controller(name)`` builder).
+        batch_scheduler: ``"volcano"`` or None (``--batch-scheduler``; the deprecated
+            ``--enable-batch-scheduler`` means ``"volcano"``).
+        dashboard_client_factory: ``(ray_cluster, dashboard_url) -> RayDashboardClient``; default is
+            the HTTP client dialing the head Pod IP.
+        seed: seed of the generator for generated names (None: OS entropy, drawn here, not at import).
+    Returns:
+        The two reconcilers (tests and benchmarks read their counters).
+    Raises:
+        UnknownBatchSchedulerError: ``batch_scheduler`` is not implemented.
+    """
+    client = mgr.client
+    clock = getattr(mgr, "clock", None)
+    scheduler = new_batch_scheduler(batch_scheduler, client)
+    rng = random.Random(seed)
+
+    def recorder(component: str) -> Any:
+        fn = getattr(mgr, "event_recorder", None)
+        return fn(component) if fn is not None else None
+
+    rc = RayClusterReconciler(client, recorder=recorder("raycluster-controller"), clock=clock,
+                              batch_scheduler=scheduler, options=raycluster_options,
+                              rng=random.Random(rng.random()))
+    rj = RayJobReconciler(client, recorder=recorder("rayjob-controller"), clock=clock, batch_scheduler=scheduler,
+                          dashboard_client_factory=dashboard_client_factory, options=rayjob_options,
+                          rng=random.Random(rng.random()))
+    b = mgr.controller("raycluster").for_(kinds.RAY_CLUSTER).owns(kinds.POD).owns(kinds.SERVICE)
+    if batch_scheduler == "volcano":
+        b = b.owns(kinds.POD_GROUP)
+    b.with_options(max_concurrent_reconciles=reconcile_concurrency).complete(rc)
+    b2 = mgr.controller("rayjob").for_(kinds.RAY_JOB).owns(kinds.RAY_CLUSTER).owns(kinds.SERVICE).owns(kinds.JOB)
+    b2.with_options(max_concurrent_reconciles=reconcile_concurrency).complete(rj)
+    return rc, rj

@@ -1,0 +1,153 @@
+"""Resource arithmetic over Pod specs and RayCluster specs.
+
+Amounts are exact :class:`fractions.Fraction` values in base units (cpu in cores, memory in
+bytes), keyed by resource name; :func:`format_resource_list` renders them as canonical quantity
+strings (cpu ``"1268m"``, memory ``"968Mi"``, counts ``"2"``).
+
+Mirrors: kuberay ray-operator/controllers/ray/utils/util.go (CalculatePodResource,
+CalculateDesiredResources, CalculateMinResources, SumResourceList, GetWorkerGroupDesiredReplicas,
+CalculateDesiredReplicas, CalculateMinReplicas, CalculateMaxReplicas) and utils/resources.go.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from fractions import Fraction
+from typing import Any
+
+from pumice.api.quantity import format_bytes, format_millis, parse_quantity
+from pumice.controllers.ray import constants as c
+
+Obj = dict[str, Any]
+ResourceList = dict[str, Fraction]
+
+_MIG = re.compile(r"nvidia\.com/mig-\d+g\.\d+gb$")
+_BYTE_RESOURCES = ("memory", "ephemeral-storage")
+
+
+def is_gpu_resource_key(key: str) -> bool:
+    """A key ending in ``gpu`` or an NVIDIA MIG profile."""
+    return key.endswith("gpu") or bool(_MIG.search(key))
+
+
+def container_resources(container: Obj) -> ResourceList:
+    """Requests, with limits filling the names requests do not set."""
+    res = container.get("resources") or {}
+    out: ResourceList = {k: parse_quantity(v) for k, v in (res.get("requests") or {}).items()}
+    for k, v in (res.get("limits") or {}).items():
+        out.setdefault(k, parse_quantity(v))
+    return out
+
+
+def pod_resources(pod_spec: Obj) -> ResourceList:
+    """Sum of :func:`container_resources` over the regular containers (init containers excluded)."""
+    return sum_resource_lists(container_resources(ct) for ct in pod_spec.get("containers") or [])
+
+
+def sum_resource_lists(lists: Iterable[ResourceList]) -> ResourceList:
+    total: ResourceList = {}
+    for rl in lists:
+        for k, v in rl.items():
+            total[k] = total.get(k, Fraction(0)) + v
+    return total
+
+
+def scale(rl: ResourceList, n: int) -> ResourceList:
+    return {k: v * n for k, v in rl.items()}
+
+
+def format_quantity(name: str, amount: Fraction) -> str:
+    """Canonical quantity string for one resource."""
+    if name == "cpu":
+        return format_millis(int(amount * 1000))
+    if name in _BYTE_RESOURCES or name.startswith("hugepages-"):
+        return format_bytes(int(amount))
+    if amount.denominator == 1:
+        return str(amount.numerator)
+    return format_millis(int(amount * 1000))
+
+
+def format_resource_list(rl: ResourceList) -> dict[str, str]:
+    return {k: format_quantity(k, rl[k]) for k in sorted(rl)}
+
+
+# --- replica arithmetic -------------------------------------------------------------------------
+
+def num_of_hosts(group: Obj) -> int:
+    """``numOfHosts``; a missing or non-positive value counts as 1 (upstream issue #2084)."""
+    n = int(group.get("numOfHosts") or 1)
+    return n if n > 0 else 1
+
+
+def is_group_suspended(group: Obj) -> bool:
+    return bool(group.get("suspend"))
+
+
+def group_min_max(group: Obj) -> tuple[int, int]:
+    mn = group.get("minReplicas")
+    mx = group.get("maxReplicas")
+    return (int(mn) if mn is not None else 0, int(mx) if mx is not None else c.MAX_INT32)
+
+
+def group_desired_replicas(group: Obj) -> int:
+    """clamp(replicas, min, max) (replica units, not pods); 0 for a suspended group.
+
+    Mirrors: utils.GetWorkerGroupDesiredReplicas.
+    """
+    if is_group_suspended(group):
+        return 0
+    mn, mx = group_min_max(group)
+    replicas = group.get("replicas")
+    r = int(replicas) if replicas is not None else 0
+    if replicas is None or r < mn:
+        return mn
+    return min(r, mx)
+
+
+def desired_worker_pods(spec: Obj) -> int:
+    """Σ desired replicas × numOfHosts over the worker groups."""
+    return sum(group_desired_replicas(g) * num_of_hosts(g) for g in spec.get("workerGroupSpecs") or [])
+
+
+def min_worker_pods(spec: Obj) -> int:
+    return _saturate(sum(group_min_max(g)[0] * num_of_hosts(g)
+                         for g in spec.get("workerGroupSpecs") or [] if not is_group_suspended(g)))
+
+
+def max_worker_pods(spec: Obj) -> int:
+    return _saturate(sum(group_min_max(g)[1] * num_of_hosts(g)
+                         for g in spec.get("workerGroupSpecs") or [] if not is_group_suspended(g)))
+
+
+def _saturate(n: int) -> int:
+    return min(n, c.MAX_INT32)
+
+
+def desired_resources(spec: Obj) -> ResourceList:
+    """Head pod + Σ per-pod × raw ``replicas`` × numOfHosts (suspended groups skipped).
+
+    Note: uses the raw ``replicas`` value, not the clamped one, as upstream does.
+    """
+    parts = [pod_resources(spec.get("headGroupSpec", {}).get("template", {}).get("spec", {}))]
+    for g in spec.get("workerGroupSpecs") or []:
+        if is_group_suspended(g):
+            continue
+        n = int(g.get("replicas") or 0) * num_of_hosts(g)
+        parts.append(scale(pod_resources(g.get("template", {}).get("spec", {})), n))
+    return sum_resource_lists(parts)
+
+
+def min_resources(spec: Obj) -> ResourceList:
+    """Head pod + Σ per-pod × minReplicas × numOfHosts (suspended groups skipped)."""
+    parts = [pod_resources(spec.get("headGroupSpec", {}).get("template", {}).get("spec", {}))]
+    for g in spec.get("workerGroupSpecs") or []:
+        if is_group_suspended(g):
+            continue
+        n = group_min_max(g)[0] * num_of_hosts(g)
+        parts.append(scale(pod_resources(g.get("template", {}).get("spec", {})), n))
+    return sum_resource_lists(parts)
+
+
+def is_autoscaling_enabled(spec: Obj) -> bool:
+    return bool(spec.get("enableInTreeAutoscaling"))

@@ -1,0 +1,171 @@
+"""Services of a RayCluster: the head Service, the headless worker Service (multi-host groups), and
+the RayJob's own head Service.
+
+Mirrors: kuberay ray-operator/controllers/ray/common/service.go (BuildServiceForHeadPod,
+BuildHeadlessServiceForRayCluster) and common/job.go (BuildHeadServiceForRayJob).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from pumice.controllers.ray import association as assoc
+from pumice.controllers.ray import constants as c
+
+Obj = dict[str, Any]
+
+DEFAULT_HEAD_PORTS = {
+    c.CLIENT_PORT_NAME: c.DEFAULT_CLIENT_PORT,
+    c.GCS_SERVER_PORT_NAME: c.DEFAULT_GCS_SERVER_PORT,
+    c.DASHBOARD_PORT_NAME: c.DEFAULT_DASHBOARD_PORT,
+    c.METRICS_PORT_NAME: c.DEFAULT_METRICS_PORT,
+    c.SERVING_PORT_NAME: c.DEFAULT_SERVING_PORT,
+}
+
+
+@dataclass(frozen=True)
+class ServiceOptions:
+    """``ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE``: a ClusterIP head Service instead of a headless one."""
+
+    enable_head_cluster_ip_service: bool = False
+
+
+DEFAULT_SERVICE_OPTIONS = ServiceOptions()
+
+
+def _owner_reference(owner: Obj) -> Obj:
+    return {
+        "apiVersion": owner.get("apiVersion", "ray.io/v1"),
+        "kind": owner.get("kind", "RayCluster"),
+        "name": owner["metadata"]["name"],
+        "uid": owner["metadata"].get("uid", ""),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def head_service_ports(cluster: Obj) -> dict[str, int]:
+    """Named container ports of the head's Ray container (unnamed → ``<port>-port``); the default
+    set when it declares none; ``metrics: 8080`` added when missing."""
+    containers = cluster.get("spec", {}).get("headGroupSpec", {}).get("template", {}).get("spec", {}).get(
+        "containers") or []
+    declared = (containers[c.RAY_CONTAINER_INDEX].get("ports") or []) if containers else []
+    if not declared:
+        ports = dict(DEFAULT_HEAD_PORTS)
+    else:
+        ports = {}
+        for p in declared:
+            name = p.get("name") or f"{p['containerPort']}-port"
+            ports[name] = int(p["containerPort"])
+    ports.setdefault(c.METRICS_PORT_NAME, c.DEFAULT_METRICS_PORT)
+    return ports
+
+
+def head_service_labels(cluster: Obj) -> dict[str, str]:
+    name = cluster["metadata"]["name"]
+    head_labels = (cluster.get("spec", {}).get("headGroupSpec", {}).get("template", {}).get("metadata") or {}).get(
+        "labels") or {}
+    return {
+        c.RAY_CLUSTER_LABEL: name,
+        c.RAY_NODE_TYPE_LABEL: str(c.RayNodeType.HEAD),
+        c.RAY_ID_LABEL: assoc.identifier(name, c.RayNodeType.HEAD),
+        c.K8S_APP_NAME_LABEL: head_labels.get(c.K8S_APP_NAME_LABEL, c.APPLICATION_NAME),
+        c.K8S_CREATED_BY_LABEL: c.COMPONENT_NAME,
+    }
+
+
+def build_head_service(cluster: Obj, options: ServiceOptions = DEFAULT_SERVICE_OPTIONS) -> Obj:
+    """The head Service ``<cluster>-head-svc``.
+
+    Headless (``clusterIP: None``, ``publishNotReadyAddresses: true``) when the type is empty or
+    ClusterIP and the ClusterIP option is off; ports sorted by name, appProtocol ``tcp``; a user
+    ``headService`` keeps its fields, gets the selector forced and the ports appended.
+
+    Raises:
+        ValueError: the Service would have no ports.
+    """
+    spec = cluster.get("spec", {})
+    head = spec.get("headGroupSpec") or {}
+    labels = head_service_labels(cluster)
+    selector = dict(labels)
+    svc_type = head.get("serviceType") or ""
+    ports = [{"name": n, "port": p, "appProtocol": c.DEFAULT_SERVICE_APP_PROTOCOL}
+             for n, p in head_service_ports(cluster).items()]
+    annotations = dict(spec.get("headServiceAnnotations") or {})
+    user = head.get("headService")
+    if user:
+        svc = copy.deepcopy(user)
+        svc.setdefault("apiVersion", "v1")
+        svc.setdefault("kind", "Service")
+        meta = svc.setdefault("metadata", {})
+        meta.setdefault("annotations", {}).update(annotations)
+        if not meta["annotations"]:
+            meta.pop("annotations")
+        meta["labels"] = {**(meta.get("labels") or {}), **labels}
+        meta["name"] = meta.get("name") or assoc.head_service_name(cluster)
+        meta["namespace"] = cluster["metadata"].get("namespace", "default")
+        sspec = svc.setdefault("spec", {})
+        sspec["selector"] = selector
+        sspec["ports"] = [*(sspec.get("ports") or []), *ports]
+        if not sspec.get("type") and svc_type:
+            sspec["type"] = svc_type
+    else:
+        meta = {"name": assoc.head_service_name(cluster), "namespace": cluster["metadata"].get("namespace", "default"),
+                "labels": labels}
+        if annotations:
+            meta["annotations"] = annotations
+        sspec = {"selector": selector, "ports": sorted(ports, key=lambda p: p["name"])}
+        if svc_type:
+            sspec["type"] = svc_type
+        if not options.enable_head_cluster_ip_service and svc_type in ("", "ClusterIP"):
+            sspec["clusterIP"] = "None"
+            sspec["publishNotReadyAddresses"] = True
+        svc = {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": sspec}
+    if not svc["spec"].get("ports"):
+        raise ValueError(f"head Service of RayCluster {cluster['metadata']['name']} would have no ports")
+    svc["metadata"]["ownerReferences"] = [_owner_reference(cluster)]
+    return svc
+
+
+def needs_headless_service(cluster: Obj) -> bool:
+    return any(int(g.get("numOfHosts") or 1) > 1 for g in cluster.get("spec", {}).get("workerGroupSpecs") or [])
+
+
+def build_headless_service(cluster: Obj) -> Obj:
+    """``<cluster>-headless``: peer DNS for multi-host worker groups."""
+    name = cluster["metadata"]["name"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": assoc.headless_service_name(name),
+            "namespace": cluster["metadata"].get("namespace", "default"),
+            "labels": {c.RAY_HEADLESS_WORKER_SVC_LABEL: name},
+            "ownerReferences": [_owner_reference(cluster)],
+        },
+        "spec": {
+            "clusterIP": "None",
+            "selector": {c.RAY_CLUSTER_LABEL: name, c.RAY_NODE_TYPE_LABEL: c.RayNodeType.WORKER},
+            "publishNotReadyAddresses": True,
+        },
+    }
+
+
+def build_rayjob_head_service(rayjob: Obj, cluster: Obj, options: ServiceOptions = DEFAULT_SERVICE_OPTIONS) -> Obj:
+    """``<rayjob>-head-svc``: a copy of the cluster's head Service owned by the RayJob."""
+    svc = build_head_service(cluster, options)
+    job_name = rayjob["metadata"]["name"]
+    svc["metadata"] = {
+        "name": assoc.owner_head_service_name(job_name),
+        "namespace": rayjob["metadata"].get("namespace", "default"),
+        "labels": {
+            c.RAY_ORIGINATED_FROM_CR_NAME_LABEL: job_name,
+            c.RAY_ORIGINATED_FROM_CRD_LABEL: c.CRDType.RAY_JOB,
+            c.RAY_NODE_TYPE_LABEL: str(c.RayNodeType.HEAD),
+            c.RAY_ID_LABEL: assoc.identifier(job_name, c.RayNodeType.HEAD),
+        },
+        "ownerReferences": [_owner_reference(rayjob)],
+    }
+    return svc

@@ -1,0 +1,150 @@
+"""Wire strings and defaults of the KubeRay operator: label and annotation keys, ports, env names,
+state names, reasons and timings.
+
+Every value is the exact upstream string (they are interface facts: users select on these labels,
+dashboards read these states).
+
+Mirrors: kuberay ray-operator/controllers/ray/utils/constant.go and
+ray-operator/apis/ray/v1/{raycluster,rayjob}_types.go.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pumice.api.ray import constants as _api
+from pumice.api.ray.constants import (
+    TERMINAL_JOB_DEPLOYMENT_STATUSES,
+    TERMINAL_JOB_STATUSES,
+    ClusterState,
+    DeletionPolicyType,
+    JobDeploymentStatus,
+    JobFailedReason,
+    JobStatus,
+    JobSubmissionMode,
+    RayClusterConditionReason,
+    RayClusterConditionType,
+    RayNodeType,
+)
+
+__all__ = [
+    "TERMINAL_JOB_DEPLOYMENT_STATUSES",
+    "TERMINAL_JOB_STATUSES",
+    "CRDType",
+    "ClusterState",
+    "DeletionPolicyType",
+    "JobDeploymentStatus",
+    "JobFailedReason",
+    "JobStatus",
+    "JobSubmissionMode",
+    "RayClusterConditionReason",
+    "RayClusterConditionType",
+    "RayNodeType",
+]
+
+# --- label keys ---------------------------------------------------------------------------------
+RAY_CLUSTER_LABEL = _api.RAY_CLUSTER_LABEL_KEY
+RAY_NODE_TYPE_LABEL = _api.RAY_NODE_TYPE_LABEL_KEY
+RAY_NODE_GROUP_LABEL = _api.RAY_NODE_GROUP_LABEL_KEY
+RAY_NODE_LABEL = _api.RAY_IS_RAY_NODE_LABEL_KEY
+RAY_ID_LABEL = _api.RAY_ID_LABEL_KEY
+K8S_APP_NAME_LABEL = "app.kubernetes.io/name"
+K8S_CREATED_BY_LABEL = "app.kubernetes.io/created-by"
+RAY_ORIGINATED_FROM_CR_NAME_LABEL = "ray.io/originated-from-cr-name"
+RAY_ORIGINATED_FROM_CRD_LABEL = "ray.io/originated-from-crd"
+RAY_JOB_SUBMISSION_MODE_LABEL = "ray.io/job-submission-mode"
+RAY_HEADLESS_WORKER_SVC_LABEL = "ray.io/headless-worker-svc"
+RAY_WORKER_REPLICA_INDEX_LABEL = "ray.io/worker-group-replica-index"
+RAY_WORKER_REPLICA_NAME_LABEL = "ray.io/worker-group-replica-name"
+RAY_HOST_INDEX_LABEL = "ray.io/replica-host-index"
+RAY_PRIORITY_CLASS_NAME_LABEL = "ray.io/priority-class-name"
+RAY_SERVE_LABEL = "ray.io/serve"
+
+APPLICATION_NAME = "kuberay"
+COMPONENT_NAME = "kuberay-operator"
+KUBERAY_VERSION = "nightly"
+
+HEAD_GROUP_NAME = "headgroup"
+SUBMITTER_GROUP_NAME = "submittergroup"
+
+# --- annotation keys ----------------------------------------------------------------------------
+RAY_FT_ENABLED_ANNOTATION = "ray.io/ft-enabled"
+RAY_EXTERNAL_STORAGE_NS_ANNOTATION = "ray.io/external-storage-namespace"
+RAY_GCS_FT_DELETION_TIMEOUT_ANNOTATION = "ray.io/gcs-ft-deletion-timeout"
+RAY_OVERWRITE_CONTAINER_CMD_ANNOTATION = "ray.io/overwrite-container-cmd"
+DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION = "ray.io/disable-provisioned-head-restart"
+ENABLE_SERVE_SERVICE_ANNOTATION = "ray.io/enable-serve-service"
+
+# --- finalizers ---------------------------------------------------------------------------------
+GCS_FT_REDIS_CLEANUP_FINALIZER = "ray.io/gcs-ft-redis-cleanup-finalizer"
+RAYJOB_STOP_JOB_FINALIZER = "ray.io/rayjob-finalizer"
+
+# --- ports --------------------------------------------------------------------------------------
+DEFAULT_GCS_SERVER_PORT = 6379
+DEFAULT_DASHBOARD_PORT = 8265
+DEFAULT_CLIENT_PORT = 10001
+DEFAULT_METRICS_PORT = 8080
+DEFAULT_SERVING_PORT = 8000
+DEFAULT_DASHBOARD_AGENT_LISTEN_PORT = 52365
+GCS_SERVER_PORT_NAME = "gcs-server"
+DASHBOARD_PORT_NAME = "dashboard"
+CLIENT_PORT_NAME = "client"
+METRICS_PORT_NAME = "metrics"
+SERVING_PORT_NAME = "serve"
+DEFAULT_SERVICE_APP_PROTOCOL = "tcp"
+DEFAULT_CLUSTER_DOMAIN = "cluster.local"
+
+# --- containers ---------------------------------------------------------------------------------
+RAY_CONTAINER_INDEX = 0
+SUBMITTER_CONTAINER_NAME = "ray-job-submitter"
+WAIT_GCS_READY_INIT_CONTAINER = "wait-gcs-ready"
+SHARED_MEMORY_VOLUME_NAME = "shared-mem"
+SHARED_MEMORY_VOLUME_MOUNT_PATH = "/dev/shm"
+
+# --- probes -------------------------------------------------------------------------------------
+READINESS_PROBE = {"initialDelaySeconds": 10, "timeoutSeconds": 2, "headTimeoutSeconds": 5,
+                   "periodSeconds": 5, "successThreshold": 1, "failureThreshold": 10}
+LIVENESS_PROBE = {"initialDelaySeconds": 30, "timeoutSeconds": 2, "headTimeoutSeconds": 5,
+                  "periodSeconds": 5, "successThreshold": 1, "failureThreshold": 120}
+RAY_NODE_HEALTH_PATH = "/api/healthz"
+RAY_AGENT_RAYLET_HEALTH_PATH = "api/local_raylet_healthz"
+RAY_DASHBOARD_GCS_HEALTH_PATH = "api/gcs_healthz"
+BASE_WGET_HEALTH_COMMAND = "wget --tries 1 -T {timeout} -q -O- http://localhost:{port}/{path} | grep success"
+BASE_PYTHON_HEALTH_COMMAND = (
+    "python -c \"import urllib.request; r=urllib.request.urlopen('{url}', timeout={timeout}); "
+    "exit(0 if b'success' in r.read() else 1)\""
+)
+RAY_DASHBOARD_GCS_HEALTH_CHECK_TIMEOUT_SECONDS = 10
+
+# --- timings (seconds) --------------------------------------------------------------------------
+RAYCLUSTER_DEFAULT_REQUEUE_SECONDS = 300.0
+RAYCLUSTER_REQUEUE_AFTER_CHANGE_SECONDS = 2.0
+RAYJOB_DEFAULT_REQUEUE_SECONDS = 3.0
+RAYJOB_SUBMITTER_FINISHED_TIMEOUT_SECONDS = 30.0
+RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS = 300.0
+RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS = 300.0
+SCALE_EXPECTATION_CREATE_TIMEOUT_SECONDS = 30.0
+DEFAULT_GCS_FT_DELETION_TIMEOUT_SECONDS = 300
+DELETION_RULE_REQUEUE_SLACK_SECONDS = 2.0
+
+# --- misc ---------------------------------------------------------------------------------------
+MAX_RAYCLUSTER_NAME_LENGTH = 53
+MAX_RAYJOB_NAME_LENGTH = 47
+CLUSTER_SELECTOR_KEY = RAY_CLUSTER_LABEL
+MAX_INT32 = 2147483647
+
+
+class CRDType(StrEnum):
+    """``ray.io/originated-from-crd`` values."""
+
+    RAY_CLUSTER = "RayCluster"
+    RAY_JOB = "RayJob"
+    RAY_SERVICE = "RayService"
+
+
+def is_job_terminal(status: str) -> bool:
+    return status in TERMINAL_JOB_STATUSES
+
+
+def is_job_deployment_terminal(status: str) -> bool:
+    return status in TERMINAL_JOB_DEPLOYMENT_STATUSES

@@ -1,0 +1,230 @@
+"""The Ray dashboard seam: the Jobs REST API (and the Serve API for RayService).
+
+:class:`RayDashboardClient` is the Protocol the controllers use; :class:`HttpDashboardClient` is
+the real one over httpx2; :class:`pumice.testing.ray_dashboard.FakeRayDashboardClient` is the fake.
+
+Where the dashboard is: upstream dials ``http://<head-svc>.<ns>.svc.<domain>:<dashboard port>``
+(the ``status.dashboardURL`` of a RayJob), which resolves inside the cluster network. The pumice
+operator runs on the host, where Service names do not resolve but Pod IPs are reachable, so
+:func:`http_dashboard_client_factory` dials the head Pod IP from ``RayCluster.status.head.podIP``
+and the head Service's ``dashboard`` port, and falls back to the dashboard URL only when the Pod IP
+is not known yet. ``status.dashboardURL`` still holds the Service FQDN form, because the submitter
+Pod (inside the Pod network, with Service names in its hosts file) uses it.
+
+Mirrors: kuberay ray-operator/controllers/ray/utils/dashboardclient/dashboard_httpclient.go and
+utils/types/dashboard_httpclient.go.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import httpx2
+
+from pumice.controllers.ray import constants as c
+from pumice.controllers.ray.common.job import runtime_env_json
+
+Obj = dict[str, Any]
+
+DIRECT_TIMEOUT_SECONDS = 2.0
+
+
+class DashboardError(Exception):
+    """A dashboard call failed (connection error, timeout, or an unexpected HTTP status)."""
+
+
+@dataclass(frozen=True)
+class RayJobInfo:
+    """One Ray job as the dashboard reports it (``GET /api/jobs/{id}``).
+
+    Attributes:
+        job_status: ``PENDING`` | ``RUNNING`` | ``STOPPED`` | ``SUCCEEDED`` | ``FAILED``.
+        start_time / end_time: epoch milliseconds (0 when unset).
+    """
+
+    job_status: str
+    entrypoint: str = ""
+    job_id: str = ""
+    submission_id: str = ""
+    message: str = ""
+    error_type: str = ""
+    start_time: int = 0
+    end_time: int = 0
+    metadata: dict[str, str] = field(default_factory=dict)
+    runtime_env: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_wire(cls, d: Obj) -> RayJobInfo:
+        return cls(
+            job_status=str(d.get("status") or ""),
+            entrypoint=str(d.get("entrypoint") or ""),
+            job_id=str(d.get("job_id") or ""),
+            submission_id=str(d.get("submission_id") or ""),
+            message=str(d.get("message") or ""),
+            error_type=str(d.get("error_type") or ""),
+            start_time=int(d.get("start_time") or 0),
+            end_time=int(d.get("end_time") or 0),
+            metadata=dict(d.get("metadata") or {}),
+            runtime_env=dict(d.get("runtime_env") or {}),
+        )
+
+
+def submit_request_body(rayjob: Obj) -> Obj:
+    """``POST /api/jobs/`` body for a RayJob (HTTPMode): entrypoint, submission_id (status.jobId),
+    runtime_env, metadata, entrypoint_num_cpus/gpus/resources."""
+    spec = rayjob.get("spec", {})
+    body: Obj = {"entrypoint": spec.get("entrypoint", ""),
+                 "submission_id": (rayjob.get("status") or {}).get("jobId", "")}
+    renv = runtime_env_json(rayjob)
+    if renv:
+        body["runtime_env"] = json.loads(renv)
+    if spec.get("metadata"):
+        body["metadata"] = dict(spec["metadata"])
+    if spec.get("entrypointNumCpus"):
+        body["entrypoint_num_cpus"] = float(spec["entrypointNumCpus"])
+    if spec.get("entrypointNumGpus"):
+        body["entrypoint_num_gpus"] = float(spec["entrypointNumGpus"])
+    if spec.get("entrypointResources"):
+        body["entrypoint_resources"] = json.loads(spec["entrypointResources"])
+    return body
+
+
+class RayDashboardClient(Protocol):
+    """What the controllers ask the Ray dashboard. Every method raises :class:`DashboardError`."""
+
+    async def get_job_info(self, job_id: str) -> RayJobInfo | None:
+        """The job, or None when the dashboard does not know ``job_id`` (HTTP 404)."""
+        ...
+
+    async def list_jobs(self) -> list[RayJobInfo]: ...
+
+    async def submit_job(self, rayjob: Obj) -> str:
+        """Submit with ``status.jobId`` as submission id; an "already used" answer is success.
+        Returns the submission id."""
+        ...
+
+    async def get_job_log(self, job_id: str) -> str: ...
+
+    async def stop_job(self, job_id: str) -> None:
+        """Stop; when the dashboard says not stopped, accept a job that is already terminal."""
+        ...
+
+    async def delete_job(self, job_id: str) -> None: ...
+
+    async def get_serve_details(self) -> Obj:
+        """``GET /api/serve/applications/?api_type=declarative``."""
+        ...
+
+    async def update_deployments(self, config: Obj) -> None:
+        """``PUT /api/serve/applications/`` with the Serve config (JSON)."""
+        ...
+
+
+DashboardClientFactory = Callable[[Obj, str], RayDashboardClient]
+"""``(ray_cluster, dashboard_url) -> client``."""
+
+
+class HttpDashboardClient:
+    """:class:`RayDashboardClient` over HTTP.
+
+    Args:
+        base_url: ``http://host:port`` of the dashboard.
+        timeout: seconds per request (upstream: 2 s direct).
+        token: optional Ray auth token (header ``x-ray-authorization: Bearer <token>``).
+    """
+
+    def __init__(self, base_url: str, *, timeout: float = DIRECT_TIMEOUT_SECONDS, token: str | None = None,
+                 transport: Any = None) -> None:
+        if not base_url.startswith(("http://", "https://")):
+            base_url = "http://" + base_url
+        self.base_url = base_url.rstrip("/")
+        headers = {"x-ray-authorization": f"Bearer {token}"} if token else {}
+        kwargs: Obj = {"timeout": timeout, "headers": headers}
+        if transport is not None:
+            kwargs["transport"] = transport
+        self._kwargs = kwargs
+
+    async def _request(self, method: str, path: str, **kw: Any) -> httpx2.Response:
+        try:
+            async with httpx2.AsyncClient(**self._kwargs) as http:
+                return await http.request(method, self.base_url + path, **kw)
+        except httpx2.HTTPError as e:
+            raise DashboardError(f"{method} {self.base_url}{path}: {e!r}") from e
+
+    async def get_job_info(self, job_id: str) -> RayJobInfo | None:
+        r = await self._request("GET", f"/api/jobs/{job_id}")
+        if r.status_code == 404:
+            return None
+        if r.status_code != 200:
+            raise DashboardError(f"GET /api/jobs/{job_id}: HTTP {r.status_code}: {r.text[:200]}")
+        return RayJobInfo.from_wire(r.json())
+
+    async def list_jobs(self) -> list[RayJobInfo]:
+        r = await self._request("GET", "/api/jobs/")
+        if r.status_code != 200:
+            raise DashboardError(f"GET /api/jobs/: HTTP {r.status_code}: {r.text[:200]}")
+        return [RayJobInfo.from_wire(d) for d in r.json()]
+
+    async def submit_job(self, rayjob: Obj) -> str:
+        body = submit_request_body(rayjob)
+        r = await self._request("POST", "/api/jobs/", json=body)
+        if r.status_code == 200:
+            return str(r.json().get("submission_id") or body["submission_id"])
+        if "Please use a different submission_id" in r.text:
+            return str(body["submission_id"])
+        raise DashboardError(f"POST /api/jobs/: HTTP {r.status_code}: {r.text[:300]}")
+
+    async def get_job_log(self, job_id: str) -> str:
+        r = await self._request("GET", f"/api/jobs/{job_id}/logs")
+        if r.status_code != 200:
+            raise DashboardError(f"GET /api/jobs/{job_id}/logs: HTTP {r.status_code}")
+        return str(r.json().get("logs", ""))
+
+    async def stop_job(self, job_id: str) -> None:
+        r = await self._request("POST", f"/api/jobs/{job_id}/stop")
+        if r.status_code != 200:
+            raise DashboardError(f"POST /api/jobs/{job_id}/stop: HTTP {r.status_code}: {r.text[:200]}")
+        if not r.json().get("stopped", False):
+            info = await self.get_job_info(job_id)
+            if info is None or not c.is_job_terminal(info.job_status):
+                raise DashboardError(f"failed to stop job {job_id}: not stopped and not terminal")
+
+    async def delete_job(self, job_id: str) -> None:
+        r = await self._request("DELETE", f"/api/jobs/{job_id}")
+        if r.status_code not in (200, 404):
+            raise DashboardError(f"DELETE /api/jobs/{job_id}: HTTP {r.status_code}")
+
+    async def get_serve_details(self) -> Obj:
+        r = await self._request("GET", "/api/serve/applications/", params={"api_type": "declarative"})
+        if r.status_code != 200:
+            raise DashboardError(f"GET /api/serve/applications/: HTTP {r.status_code}")
+        data: Obj = r.json()
+        return data
+
+    async def update_deployments(self, config: Obj) -> None:
+        r = await self._request("PUT", "/api/serve/applications/", json=config)
+        if r.status_code != 200:
+            raise DashboardError(f"PUT /api/serve/applications/: HTTP {r.status_code}: {r.text[:200]}")
+
+
+def dashboard_port_of(cluster: Obj) -> int:
+    """The ``dashboard`` container port of the head's Ray container (8265 by default)."""
+    containers = cluster.get("spec", {}).get("headGroupSpec", {}).get("template", {}).get("spec", {}).get(
+        "containers") or []
+    if containers:
+        for p in containers[0].get("ports") or []:
+            if p.get("name") == c.DASHBOARD_PORT_NAME:
+                return int(p["containerPort"])
+    return c.DEFAULT_DASHBOARD_PORT
+
+
+def http_dashboard_client_factory(cluster: Obj, dashboard_url: str) -> RayDashboardClient:
+    """Dial the head Pod IP (``status.head.podIP``) on the dashboard port; fall back to
+    ``dashboard_url`` while the Pod IP is unknown (see the module docstring)."""
+    pod_ip = ((cluster.get("status") or {}).get("head") or {}).get("podIP")
+    if pod_ip:
+        return HttpDashboardClient(f"http://{pod_ip}:{dashboard_port_of(cluster)}")
+    return HttpDashboardClient(dashboard_url)

@@ -1,0 +1,603 @@
+"""The RayCluster controller.
+
+One pass: observe (the RayCluster, its Pods and Services), converge (ordered idempotent
+sub-reconcilers: head Service → headless Service → Pods, stopping at the first error), then compute
+the status from what was observed plus that error and write it once, only if a meaningful field
+changed.
+
+Requeue: error or status change → 2 s; otherwise 300 s (``RAYCLUSTER_DEFAULT_REQUEUE_SECONDS``).
+
+Mirrors: kuberay ray-operator/controllers/ray/raycluster_controller.go (rayClusterReconcile,
+reconcileHeadService, reconcileHeadlessService, reconcilePods, shouldDeletePod, calculateStatus,
+updateEndpoints, updateHeadInfo) and utils/consistency.go (InconsistentRayClusterStatus).
+
+Deviates:
+- GCS fault tolerance with the Redis backend: the Ray side is configured (env, annotations), but
+  the Redis-cleanup finalizer and its cleanup Job are not implemented: no finalizer is added, so
+  deleting such a cluster leaves its Redis keys behind. Every status write of such a cluster
+  emits a Warning event ``RedisCleanupNotImplemented`` saying so, and ``status.reason`` carries
+  the same message while the cluster is not ready.
+- Autoscaler RBAC, Ingress, auth Secret, serve Service and the GCS PVC sub-reconcilers are not
+  implemented (the in-tree autoscaler and RayService come later); upgradeStrategy Recreate is not
+  implemented.
+- Pods and Services are read with direct list calls (label selectors), not from an informer
+  cache; the scale expectations are kept anyway (creates are of generateName Pods).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Protocol
+
+from pumice._util.clock import Clock, default_clock, rfc3339
+from pumice.client.base import KubeClient, is_already_exists, is_not_found
+from pumice.controllers.ray import association as assoc
+from pumice.controllers.ray import constants as c
+from pumice.controllers.ray import kinds
+from pumice.controllers.ray.batchscheduler import BatchScheduler, DefaultBatchScheduler
+from pumice.controllers.ray.common import pod as podb
+from pumice.controllers.ray.common import resources as res
+from pumice.controllers.ray.common import service as svcb
+from pumice.controllers.ray.expectations import ScaleExpectations
+from pumice.controllers.ray.validation import ValidationError, validate_raycluster
+from pumice.runtime.reconcile import Request, Result
+
+Obj = dict[str, Any]
+log = logging.getLogger(__name__)
+
+HEAD_GROUP_KEY = ""
+MANAGED_BY_KUBERAY = "ray.io/kuberay-operator"
+REDIS_CLEANUP_STUB_MESSAGE = (
+    "GCS fault tolerance with Redis: pumice does not implement the Redis cleanup finalizer; "
+    "deleting this RayCluster will not delete its keys in Redis")
+
+
+class EventRecorder(Protocol):
+    def event(self, obj: Obj, type: str, reason: str, message: str) -> Any: ...
+
+
+class NullRecorder:
+    def event(self, obj: Obj, type: str, reason: str, message: str) -> None:
+        log.debug("event %s %s %s: %s", assoc.selector_string({}), type, reason, message)
+
+
+class ReplicaFailureError(Exception):
+    """A Pod create/delete failed; ``reason`` is the ReplicaFailure condition reason (or ``""``)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class RayClusterOptions:
+    """Operator-wide switches of the RayCluster controller.
+
+    Attributes:
+        default_requeue_seconds: ``RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV`` (300).
+        enable_random_pod_delete: ``ENABLE_RANDOM_POD_DELETE``.
+    """
+
+    pod: podb.PodOptions = podb.DEFAULT_POD_OPTIONS
+    service: svcb.ServiceOptions = svcb.DEFAULT_SERVICE_OPTIONS
+    default_requeue_seconds: float = c.RAYCLUSTER_DEFAULT_REQUEUE_SECONDS
+    enable_random_pod_delete: bool = False
+
+
+def _is_true(conds: Sequence[Obj] | None, ctype: str) -> bool:
+    return any(x.get("type") == ctype and x.get("status") == "True" for x in conds or [])
+
+
+def _pod_running_and_ready(pod: Obj) -> bool:
+    if (pod.get("status") or {}).get("phase") != "Running":
+        return False
+    return any(x.get("type") == "Ready" and x.get("status") == "True" for x in pod["status"].get("conditions") or [])
+
+
+def all_pods_running(pods: Sequence[Obj]) -> bool:
+    """Every Pod Running and none with Ready != True (and at least one Pod)."""
+    if not pods:
+        return False
+    for p in pods:
+        st = p.get("status") or {}
+        if st.get("phase") != "Running":
+            return False
+        if any(x.get("type") == "Ready" and x.get("status") != "True" for x in st.get("conditions") or []):
+            return False
+    return True
+
+
+def should_delete_pod(pod: Obj) -> tuple[bool, str]:
+    """Failed/Succeeded → delete; Running with the Ray container terminated → delete only when
+    ``restartPolicy: Never``; otherwise keep. Returns (delete?, reason)."""
+    st = pod.get("status") or {}
+    phase = st.get("phase")
+    name = pod["metadata"].get("name")
+    if phase in ("Failed", "Succeeded"):
+        return True, f"The Pod {name} is in phase {phase}; it will not restart, so it is deleted and recreated."
+    if phase == "Running":
+        containers = pod.get("spec", {}).get("containers") or []
+        ray_name = containers[0].get("name") if containers else None
+        for cs in st.get("containerStatuses") or []:
+            if cs.get("name") == ray_name and (cs.get("state") or {}).get("terminated"):
+                if pod.get("spec", {}).get("restartPolicy") == "Never":
+                    return True, (f"The Pod {name} is Running but its Ray container is terminated and "
+                                  f"restartPolicy is Never; it is deleted and recreated.")
+                return False, ""
+    return False, ""
+
+
+def head_pod_ready_condition(head: Obj | None) -> Obj:
+    """``HeadPodReady`` from the head Pod's Ready condition (see module docs)."""
+    if head is None:
+        return {"type": c.RayClusterConditionType.HEAD_POD_READY, "status": "False",
+                "reason": c.RayClusterConditionReason.HEAD_POD_NOT_FOUND, "message": "Head Pod not found"}
+    cond = {"type": c.RayClusterConditionType.HEAD_POD_READY, "status": "False", "reason": "Unknown", "message": ""}
+    for pc in (head.get("status") or {}).get("conditions") or []:
+        if pc.get("type") != "Ready":
+            continue
+        cond["status"] = pc.get("status", "False")
+        cond["message"] = pc.get("message", "")
+        reason = pc.get("reason") or ""
+        if pc.get("status") == "True" and not reason:
+            reason = c.RayClusterConditionReason.HEAD_POD_RUNNING_AND_READY
+        if reason:
+            cond["reason"] = reason
+        if reason == "ContainersNotReady":
+            for cs in (head.get("status") or {}).get("containerStatuses") or []:
+                state = cs.get("state") or {}
+                detail = state.get("waiting") or state.get("terminated")
+                if detail and detail.get("reason"):
+                    cond["reason"] = detail["reason"]
+                    extra = detail.get("message", "")
+                    cond["message"] = f"{cond['message']}; {extra}" if cond["message"] else extra
+                    break
+        break
+    return cond
+
+
+def _set_condition(status: Obj, cond: Obj, now: str) -> None:
+    conds: list[Obj] = status.setdefault("conditions", [])
+    for i, old in enumerate(conds):
+        if old.get("type") == cond["type"]:
+            new = {**old, **cond}
+            new["lastTransitionTime"] = now if old.get("status") != cond["status"] else old.get(
+                "lastTransitionTime", now)
+            conds[i] = new
+            return
+    conds.append({**cond, "lastTransitionTime": now})
+
+
+def _remove_condition(status: Obj, ctype: str) -> None:
+    status["conditions"] = [x for x in status.get("conditions") or [] if x.get("type") != ctype]
+
+
+def suspend_status(status: Obj) -> str:
+    """``RayClusterSuspending``, ``RayClusterSuspended`` or ``""`` from the conditions."""
+    conds = status.get("conditions") or []
+    if _is_true(conds, c.RayClusterConditionType.RAY_CLUSTER_SUSPENDING):
+        return c.RayClusterConditionType.RAY_CLUSTER_SUSPENDING
+    if _is_true(conds, c.RayClusterConditionType.RAY_CLUSTER_SUSPENDED):
+        return c.RayClusterConditionType.RAY_CLUSTER_SUSPENDED
+    return ""
+
+
+_STATUS_KEYS = ("state", "reason", "readyWorkerReplicas", "availableWorkerReplicas", "desiredWorkerReplicas",
+                "minWorkerReplicas", "maxWorkerReplicas", "endpoints", "head", "observedGeneration")
+
+
+def _conditions_key(conds: Sequence[Obj] | None) -> list[tuple[str, str, str, str]]:
+    return sorted((x.get("type", ""), x.get("status", ""), x.get("reason", ""), x.get("message", "")) for x in conds or [])
+
+
+def inconsistent_status(old: Obj, new: Obj) -> bool:
+    """Whether ``new`` differs from ``old`` in a field worth a write (not lastUpdateTime).
+
+    Mirrors: utils/consistency.go InconsistentRayClusterStatus.
+    """
+    for k in _STATUS_KEYS:
+        if (old.get(k) or None) != (new.get(k) or None):
+            return True
+    for k in ("desiredCPU", "desiredMemory", "desiredGPU", "desiredTPU"):
+        if (old.get(k) or "0") != (new.get(k) or "0"):
+            return True
+    return _conditions_key(old.get("conditions")) != _conditions_key(new.get("conditions"))
+
+
+class RayClusterReconciler:
+    """Reconciles ``ray.io/v1`` RayCluster.
+
+    Args:
+        client: the API client.
+        recorder: event recorder (``event(obj, type, reason, message)``).
+        clock: time source.
+        batch_scheduler: the configured adapter (no-op default).
+        rng: seeded generator for multi-host replica names.
+    """
+
+    def __init__(self, client: KubeClient, *, recorder: EventRecorder | None = None, clock: Clock | None = None,
+                 batch_scheduler: BatchScheduler | None = None, options: RayClusterOptions = RayClusterOptions(),
+                 rng: random.Random | None = None) -> None:
+        self.client = client
+        self.recorder: EventRecorder = recorder or NullRecorder()
+        self.clock = clock or default_clock()
+        self.batch_scheduler: BatchScheduler = batch_scheduler or DefaultBatchScheduler()
+        self.options = options
+        self.rng = rng or random.Random(0)
+        self.expectations = ScaleExpectations()
+        self.reconcile_count = 0
+
+    # --- entry -----------------------------------------------------------------------------
+
+    async def reconcile(self, req: Request) -> Result:
+        self.reconcile_count += 1
+        try:
+            cluster = await self.client.get(kinds.RAY_CLUSTER, req.name, req.namespace)
+        except Exception as e:
+            if is_not_found(e):
+                self.expectations.delete_cluster(req.namespace, req.name)
+                return Result()
+            raise
+        managed_by = cluster.get("spec", {}).get("managedBy")
+        if managed_by and managed_by != MANAGED_BY_KUBERAY:
+            return Result()
+        cluster.setdefault("spec", {}).setdefault("headGroupSpec", {})
+        try:
+            validate_raycluster(cluster)
+        except ValidationError as e:
+            self.recorder.event(cluster, "Warning", "InvalidRayClusterSpec", str(e))
+            return Result()
+        status = cluster.get("status") or {}
+        if _is_true(status.get("conditions"), c.RayClusterConditionType.RAY_CLUSTER_SUSPENDING) and _is_true(
+                status.get("conditions"), c.RayClusterConditionType.RAY_CLUSTER_SUSPENDED):
+            self.recorder.event(cluster, "Warning", "InvalidRayClusterStatus",
+                                "RayClusterSuspending and RayClusterSuspended are both True")
+            return Result(requeue_after=c.RAYCLUSTER_REQUEUE_AFTER_CHANGE_SECONDS)
+        if cluster["metadata"].get("deletionTimestamp"):
+            return Result()
+
+        ns = cluster["metadata"].get("namespace", "default")
+        reconcile_err: Exception | None = None
+        try:
+            await self._reconcile_head_service(cluster)
+            await self._reconcile_headless_service(cluster)
+            await self._reconcile_pods(cluster)
+        except Exception as e:  # the status pass records it; re-raised below after the write
+            reconcile_err = e
+            log.info("RayCluster %s/%s reconcile error: %s", ns, req.name, e)
+
+        pods = await self._list_pods(ns, assoc.cluster_pods_selector(req.name))
+        new_status = await self._calculate_status(cluster, pods, reconcile_err)
+        changed = inconsistent_status(status, new_status)
+        if changed:
+            if podb.is_gcs_ft_enabled(cluster):
+                self.recorder.event(cluster, "Warning", "RedisCleanupNotImplemented", REDIS_CLEANUP_STUB_MESSAGE)
+            updated = dict(cluster)
+            updated["status"] = new_status
+            await self.client.update_status(updated)
+        if reconcile_err is not None:
+            if isinstance(reconcile_err, ReplicaFailureError | ValueError):
+                return Result(requeue_after=c.RAYCLUSTER_REQUEUE_AFTER_CHANGE_SECONDS)
+            raise reconcile_err
+        if changed:
+            return Result(requeue_after=c.RAYCLUSTER_REQUEUE_AFTER_CHANGE_SECONDS)
+        return Result(requeue_after=self.options.default_requeue_seconds)
+
+    # --- reads -----------------------------------------------------------------------------
+
+    async def _list_pods(self, ns: str, sel: dict[str, str]) -> list[Obj]:
+        lst = await self.client.list(kinds.POD, ns, label_selector=assoc.selector_string(sel))
+        return sorted(lst.items, key=lambda p: (p["metadata"].get("creationTimestamp", ""), p["metadata"]["name"]))
+
+    async def _pod_exists(self, ns: str, name: str) -> bool:
+        try:
+            await self.client.get(kinds.POD, name, ns)
+        except Exception as e:
+            if is_not_found(e):
+                return False
+            raise
+        return True
+
+    # --- services --------------------------------------------------------------------------
+
+    async def _reconcile_head_service(self, cluster: Obj) -> None:
+        ns = cluster["metadata"].get("namespace", "default")
+        sel = assoc.head_service_selector(cluster["metadata"]["name"])
+        found = (await self.client.list(kinds.SERVICE, ns, label_selector=assoc.selector_string(sel))).items
+        if len(found) == 1:
+            return
+        if len(found) > 1:
+            raise RuntimeError(f"found {len(found)} head Services for RayCluster {ns}/{cluster['metadata']['name']}")
+        svc = svcb.build_head_service(cluster, self.options.service)
+        try:
+            await self.client.create(svc)
+        except Exception as e:
+            if not is_already_exists(e):
+                self.recorder.event(cluster, "Warning", "FailedToCreateService", f"Failed to create head Service: {e}")
+                raise
+            return
+        self.recorder.event(cluster, "Normal", "CreatedService",
+                            f"Created head Service {ns}/{svc['metadata']['name']}")
+
+    async def _reconcile_headless_service(self, cluster: Obj) -> None:
+        if not svcb.needs_headless_service(cluster):
+            return
+        svc = svcb.build_headless_service(cluster)
+        try:
+            await self.client.create(svc)
+        except Exception as e:
+            if not is_already_exists(e):
+                raise
+
+    # --- pods ------------------------------------------------------------------------------
+
+    async def _create_pod(self, cluster: Obj, pod: Obj, group_key: str, failure_reason: str) -> str:
+        try:
+            created = await self.client.create(pod)
+        except Exception as e:
+            self.recorder.event(cluster, "Warning", "FailedToCreatePod", f"Failed to create Pod: {e}")
+            raise ReplicaFailureError(failure_reason, f"Failed to create Pod: {e}") from e
+        name = str(created["metadata"]["name"])
+        ns = cluster["metadata"].get("namespace", "default")
+        self.expectations.expect(ns, cluster["metadata"]["name"], group_key, name, "create", self.clock.now())
+        self.recorder.event(cluster, "Normal", "CreatedPod", f"Created Pod {ns}/{name}")
+        return name
+
+    async def _delete_pod(self, cluster: Obj, name: str, group_key: str, failure_reason: str) -> bool:
+        """Delete ``name`` (NotFound ignored). Returns True when a delete call was made."""
+        ns = cluster["metadata"].get("namespace", "default")
+        try:
+            await self.client.delete(kinds.POD, name, ns)
+        except Exception as e:
+            if is_not_found(e):
+                return False
+            self.recorder.event(cluster, "Warning", "FailedToDeletePod", f"Failed to delete Pod {ns}/{name}: {e}")
+            raise ReplicaFailureError(failure_reason, f"Failed to delete Pod {ns}/{name}: {e}") from e
+        self.expectations.expect(ns, cluster["metadata"]["name"], group_key, name, "delete", self.clock.now())
+        self.recorder.event(cluster, "Normal", "DeletedPod", f"Deleted Pod {ns}/{name}")
+        return True
+
+    async def _reconcile_pods(self, cluster: Obj) -> None:
+        name = cluster["metadata"]["name"]
+        ns = cluster["metadata"].get("namespace", "default")
+        status = cluster.get("status") or {}
+        susp = suspend_status(status)
+        if susp == c.RayClusterConditionType.RAY_CLUSTER_SUSPENDING:
+            pods = await self._list_pods(ns, assoc.cluster_pods_selector(name))
+            for p in pods:
+                if p["metadata"].get("deletionTimestamp"):
+                    continue
+                try:
+                    await self.client.delete(kinds.POD, p["metadata"]["name"], ns)
+                except Exception as e:
+                    if not is_not_found(e):
+                        raise ReplicaFailureError(c.RayClusterConditionReason.FAILED_DELETE_ALL_PODS,
+                                                  f"Failed to delete all Pods: {e}") from e
+            self.expectations.delete_cluster(ns, name)
+            return
+        if susp == c.RayClusterConditionType.RAY_CLUSTER_SUSPENDED or cluster["spec"].get("suspend"):
+            return
+
+        await self.batch_scheduler.do_batch_scheduling_on_submission(cluster)
+
+        now = self.clock.now()
+        all_pods = await self._list_pods(ns, assoc.cluster_pods_selector(name))
+        heads = [p for p in all_pods if (p["metadata"].get("labels") or {}).get(c.RAY_NODE_TYPE_LABEL) == "head"]
+        if await self.expectations.is_satisfied(ns, name, HEAD_GROUP_KEY, now, self._pod_exists):
+            if len(heads) == 1:
+                delete, reason = should_delete_pod(heads[0])
+                if delete:
+                    await self._delete_pod(cluster, heads[0]["metadata"]["name"], HEAD_GROUP_KEY,
+                                           c.RayClusterConditionReason.FAILED_DELETE_HEAD_POD)
+                    raise ReplicaFailureError("", reason)
+            elif not heads:
+                ann = cluster["metadata"].get("annotations") or {}
+                provisioned = _is_true(status.get("conditions"), c.RayClusterConditionType.RAY_CLUSTER_PROVISIONED)
+                if provisioned and ann.get(c.DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION) == "true":
+                    log.info("RayCluster %s/%s: head Pod gone; not recreating (provisioned head restart disabled)",
+                             ns, name)
+                else:
+                    head = podb.build_head_pod(cluster, self.options.pod)
+                    self.batch_scheduler.add_metadata_to_child_resource(cluster, head, c.HEAD_GROUP_NAME)
+                    await self._create_pod(cluster, head, HEAD_GROUP_KEY,
+                                           c.RayClusterConditionReason.FAILED_CREATE_HEAD_POD)
+            else:
+                raise RuntimeError(f"{len(heads)} head Pods found for RayCluster {ns}/{name}; delete the extra "
+                                   f"head Pods")
+
+        for group in cluster["spec"].get("workerGroupSpecs") or []:
+            await self._reconcile_worker_group(cluster, group, all_pods, now)
+
+    async def _reconcile_worker_group(self, cluster: Obj, group: Obj, all_pods: list[Obj], now: float) -> None:
+        name = cluster["metadata"]["name"]
+        ns = cluster["metadata"].get("namespace", "default")
+        gname = group["groupName"]
+        if not await self.expectations.is_satisfied(ns, name, gname, now, self._pod_exists):
+            return
+        desired = res.group_desired_replicas(group) * res.num_of_hosts(group)
+        pods = [p for p in all_pods
+                if (p["metadata"].get("labels") or {}).get(c.RAY_NODE_GROUP_LABEL) == gname
+                and (p["metadata"].get("labels") or {}).get(c.RAY_NODE_TYPE_LABEL) == "worker"]
+        fail_del = c.RayClusterConditionReason.FAILED_DELETE_WORKER_POD
+        fail_create = c.RayClusterConditionReason.FAILED_CREATE_WORKER_POD
+        if res.is_group_suspended(group):
+            for p in pods:
+                if not p["metadata"].get("deletionTimestamp"):
+                    await self._delete_pod(cluster, p["metadata"]["name"], gname, fail_del)
+            return
+        if res.num_of_hosts(group) > 1 and self.options.pod.multi_host_indexing:
+            await self._reconcile_multi_host_group(cluster, group, pods, desired)
+            return
+        deleted_unhealthy = []
+        for p in pods:
+            delete, reason = should_delete_pod(p)
+            if delete:
+                await self._delete_pod(cluster, p["metadata"]["name"], gname, fail_del)
+                deleted_unhealthy.append(reason)
+        if deleted_unhealthy:
+            raise ReplicaFailureError("", "; ".join(deleted_unhealthy))
+        to_delete = list(((group.get("scaleStrategy") or {}).get("workersToDelete")) or [])
+        deleted = set()
+        for pname in to_delete:
+            await self._delete_pod(cluster, pname, gname, fail_del)
+            deleted.add(pname)
+        remaining = [p for p in pods if p["metadata"]["name"] not in deleted]
+        diff = desired - len(remaining)
+        if diff > 0:
+            used = {(p["metadata"].get("labels") or {}).get(c.RAY_WORKER_REPLICA_INDEX_LABEL) for p in remaining}
+            idx = 0
+            for _ in range(diff):
+                while str(idx) in used:
+                    idx += 1
+                used.add(str(idx))
+                pod = podb.build_worker_pod(cluster, group, self.options.pod, replica_index=idx)
+                self.batch_scheduler.add_metadata_to_child_resource(cluster, pod, gname)
+                await self._create_pod(cluster, pod, gname, fail_create)
+        elif diff < 0:
+            if res.is_autoscaling_enabled(cluster["spec"]) and not self.options.enable_random_pod_delete:
+                return
+            for p in remaining[:-diff]:
+                await self._delete_pod(cluster, p["metadata"]["name"], gname, fail_del)
+
+    async def _reconcile_multi_host_group(self, cluster: Obj, group: Obj, pods: list[Obj], desired: int) -> None:
+        """Replica-atomic scaling: replicas are created and deleted as units of numOfHosts Pods."""
+        gname = group["groupName"]
+        hosts = res.num_of_hosts(group)
+        fail_del = c.RayClusterConditionReason.FAILED_DELETE_WORKER_POD
+        replicas: dict[str, list[Obj]] = {}
+        for p in pods:
+            rname = (p["metadata"].get("labels") or {}).get(c.RAY_WORKER_REPLICA_NAME_LABEL, "")
+            replicas.setdefault(rname, []).append(p)
+        to_delete = set(((group.get("scaleStrategy") or {}).get("workersToDelete")) or [])
+        doomed: list[str] = []
+        for rname, members in sorted(replicas.items()):
+            if len(members) < hosts or any(should_delete_pod(p)[0] for p in members) or \
+                    any(p["metadata"]["name"] in to_delete for p in members):
+                doomed.append(rname)
+        for rname in doomed:
+            for p in replicas.pop(rname):
+                await self._delete_pod(cluster, p["metadata"]["name"], gname, fail_del)
+        if doomed:
+            raise ReplicaFailureError("", f"deleted incomplete or unhealthy replicas {doomed} of group {gname}")
+        want = desired // hosts
+        have = sorted(replicas)
+        if len(have) < want:
+            used = {(m[0]["metadata"].get("labels") or {}).get(c.RAY_WORKER_REPLICA_INDEX_LABEL) for m in
+                    replicas.values()}
+            idx = 0
+            for _ in range(want - len(have)):
+                while str(idx) in used:
+                    idx += 1
+                used.add(str(idx))
+                rname = f"{gname}-{assoc.random_suffix(self.rng)}"
+                for h in range(hosts):
+                    pod = podb.build_worker_pod(cluster, group, self.options.pod, replica_index=idx,
+                                                replica_name=rname, host_index=h)
+                    self.batch_scheduler.add_metadata_to_child_resource(cluster, pod, gname)
+                    await self._create_pod(cluster, pod, gname, c.RayClusterConditionReason.FAILED_CREATE_WORKER_POD)
+        elif len(have) > want and not res.is_autoscaling_enabled(cluster["spec"]):
+            for rname in have[: len(have) - want]:
+                for p in replicas[rname]:
+                    await self._delete_pod(cluster, p["metadata"]["name"], gname, fail_del)
+
+    # --- status ----------------------------------------------------------------------------
+
+    async def _calculate_status(self, cluster: Obj, pods: list[Obj], err: Exception | None) -> Obj:
+        old = cluster.get("status") or {}
+        st = copy.deepcopy(old)
+        now = rfc3339(self.clock.now())
+        spec = cluster["spec"]
+        if err is not None:
+            reason = getattr(err, "reason", "")
+            if reason:
+                _set_condition(st, {"type": c.RayClusterConditionType.RAY_CLUSTER_REPLICA_FAILURE, "status": "True",
+                                    "reason": reason, "message": str(err)}, now)
+        else:
+            _remove_condition(st, c.RayClusterConditionType.RAY_CLUSTER_REPLICA_FAILURE)
+        st["observedGeneration"] = cluster["metadata"].get("generation", 0)
+        workers = [p for p in pods if (p["metadata"].get("labels") or {}).get(c.RAY_NODE_TYPE_LABEL) == "worker"]
+        st["readyWorkerReplicas"] = sum(1 for p in workers if _pod_running_and_ready(p))
+        st["availableWorkerReplicas"] = sum(1 for p in workers if (p.get("status") or {}).get("phase") == "Running")
+        st["desiredWorkerReplicas"] = res.desired_worker_pods(spec)
+        st["minWorkerReplicas"] = res.min_worker_pods(spec)
+        st["maxWorkerReplicas"] = res.max_worker_pods(spec)
+        total = res.desired_resources(spec)
+        st["desiredCPU"] = res.format_quantity("cpu", total.get("cpu", Fraction(0)))
+        st["desiredMemory"] = res.format_quantity("memory", total.get("memory", Fraction(0)))
+        gpus = sum((v for k, v in total.items() if res.is_gpu_resource_key(k)), Fraction(0))
+        st["desiredGPU"] = res.format_quantity("gpu", gpus)
+        st["desiredTPU"] = res.format_quantity("google.com/tpu", total.get("google.com/tpu", Fraction(0)))
+        if err is None and len(pods) == st["desiredWorkerReplicas"] + 1 and all_pods_running(pods):
+            st["state"] = c.ClusterState.READY.value
+            st.pop("reason", None)
+
+        heads = [p for p in pods if (p["metadata"].get("labels") or {}).get(c.RAY_NODE_TYPE_LABEL) == "head"]
+        head = heads[0] if heads else None
+        _set_condition(st, head_pod_ready_condition(head), now)
+        susp = suspend_status(old)
+        if not _is_true(st.get("conditions"), c.RayClusterConditionType.RAY_CLUSTER_PROVISIONED) and \
+                susp != c.RayClusterConditionType.RAY_CLUSTER_SUSPENDED:
+            if all_pods_running(pods):
+                _set_condition(st, {"type": c.RayClusterConditionType.RAY_CLUSTER_PROVISIONED, "status": "True",
+                                    "reason": c.RayClusterConditionReason.ALL_POD_RUNNING_AND_READY_FIRST_TIME,
+                                    "message": "All Ray Pods are ready for the first time"}, now)
+            else:
+                _set_condition(st, {"type": c.RayClusterConditionType.RAY_CLUSTER_PROVISIONED, "status": "False",
+                                    "reason": c.RayClusterConditionReason.RAY_CLUSTER_PODS_PROVISIONING,
+                                    "message": "RayCluster Pods are being provisioned for first time"}, now)
+        suspending = c.RayClusterConditionType.RAY_CLUSTER_SUSPENDING
+        suspended = c.RayClusterConditionType.RAY_CLUSTER_SUSPENDED
+        if susp == suspending:
+            if not pods:
+                _set_condition(st, {"type": c.RayClusterConditionType.RAY_CLUSTER_PROVISIONED, "status": "False",
+                                    "reason": c.RayClusterConditionReason.RAY_CLUSTER_PODS_PROVISIONING,
+                                    "message": "RayCluster has been suspended"}, now)
+                _set_condition(st, {"type": suspending, "status": "False", "reason": suspending, "message": ""}, now)
+                _set_condition(st, {"type": suspended, "status": "True", "reason": suspended, "message": ""}, now)
+        elif susp == suspended:
+            if not spec.get("suspend"):
+                _set_condition(st, {"type": suspended, "status": "False", "reason": suspended, "message": ""}, now)
+        else:
+            _set_condition(st, {"type": suspended, "status": "False", "reason": suspended, "message": ""}, now)
+            _set_condition(st, {"type": suspending, "status": "True" if spec.get("suspend") else "False",
+                                "reason": suspending, "message": ""}, now)
+        if spec.get("suspend") and not pods:
+            st["state"] = c.ClusterState.SUSPENDED.value
+        if podb.is_gcs_ft_enabled(cluster) and st.get("state") != c.ClusterState.READY:
+            st["reason"] = REDIS_CLEANUP_STUB_MESSAGE
+
+        await self._update_endpoints_and_head(cluster, st, head)
+        st["lastUpdateTime"] = now
+        if old.get("state") != st.get("state") and st.get("state"):
+            st.setdefault("stateTransitionTimes", {})[st["state"]] = now
+        return st
+
+    async def _update_endpoints_and_head(self, cluster: Obj, st: Obj, head: Obj | None) -> None:
+        ns = cluster["metadata"].get("namespace", "default")
+        sel = assoc.head_service_selector(cluster["metadata"]["name"])
+        svcs = (await self.client.list(kinds.SERVICE, ns, label_selector=assoc.selector_string(sel))).items
+        head_info: Obj = {"podIP": "", "podName": ""}
+        if head is not None:
+            head_info = {"podIP": (head.get("status") or {}).get("podIP", ""), "podName": head["metadata"]["name"]}
+        if svcs:
+            svc = svcs[0]
+            eps = dict(st.get("endpoints") or {})
+            for port in svc.get("spec", {}).get("ports") or []:
+                if not port.get("name"):
+                    continue
+                if port.get("nodePort"):
+                    eps[port["name"]] = str(port["nodePort"])
+                elif port.get("targetPort") not in (None, 0, ""):
+                    eps[port["name"]] = str(port["targetPort"])
+                else:
+                    eps[port["name"]] = str(port.get("port"))
+            st["endpoints"] = eps
+            cluster_ip = svc.get("spec", {}).get("clusterIP", "")
+            head_info["serviceName"] = svc["metadata"]["name"]
+            head_info["serviceIP"] = head_info["podIP"] if cluster_ip in ("None", "") else cluster_ip
+        st["head"] = {k: v for k, v in head_info.items() if v}

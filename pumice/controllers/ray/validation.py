@@ -1,0 +1,172 @@
+"""Spec validation the controllers perform before acting (invalid → event / ValidationFailed,
+nothing created).
+
+Mirrors: kuberay ray-operator/controllers/ray/utils/validation.go (ValidateRayClusterSpec,
+ValidateRayJobMetadata, ValidateRayJobSpec, ValidateRayJobStatus), the subset that applies to
+the features pumice implements.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+from pumice.controllers.ray import constants as c
+
+Obj = dict[str, Any]
+
+_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+class ValidationError(ValueError):
+    """The object is invalid; the message says why."""
+
+
+def validate_raycluster_spec(spec: Obj, annotations: dict[str, str] | None = None) -> None:
+    """Raises:
+        ValidationError: see module docstring for the rules."""
+    annotations = annotations or {}
+    head = spec.get("headGroupSpec") or {}
+    if not ((head.get("template") or {}).get("spec") or {}).get("containers"):
+        raise ValidationError("headGroupSpec should have at least one container")
+    autoscaling = bool(spec.get("enableInTreeAutoscaling"))
+    names = set()
+    for g in spec.get("workerGroupSpecs") or []:
+        gname = g.get("groupName", "")
+        if gname in names:
+            raise ValidationError(f"worker group names must be unique: {gname} is repeated")
+        names.add(gname)
+        if not ((g.get("template") or {}).get("spec") or {}).get("containers"):
+            raise ValidationError(f"workerGroupSpec {gname} should have at least one container")
+        mn, mx = g.get("minReplicas"), g.get("maxReplicas")
+        if mn is not None and int(mn) < 0:
+            raise ValidationError(f"minReplicas ({mn}) must be greater than or equal to 0")
+        if mx is not None and int(mx) < 0:
+            raise ValidationError(f"maxReplicas ({mx}) must be greater than or equal to 0")
+        if mn is not None and mx is not None and int(mn) > int(mx):
+            raise ValidationError(f"minReplicas ({mn}) must be less than or equal to maxReplicas ({mx})")
+        if g.get("suspend") and autoscaling:
+            raise ValidationError(f"suspending worker groups is not supported with Autoscaler enabled: {gname}")
+        if "labels" in (g.get("rayStartParams") or {}):
+            raise ValidationError(f"rayStartParams['labels'] is not allowed in worker group {gname}; use the labels field")
+        if g.get("resources") and any(k in (g.get("rayStartParams") or {}) for k in ("num-cpus", "num-gpus", "memory", "resources")):
+            raise ValidationError(f"resources must not be set both in rayStartParams and the resources field of {gname}")
+    if "labels" in (head.get("rayStartParams") or {}):
+        raise ValidationError("rayStartParams['labels'] is not allowed in headGroupSpec; use the labels field")
+    if annotations.get(c.RAY_FT_ENABLED_ANNOTATION) is not None and spec.get("gcsFaultToleranceOptions"):
+        raise ValidationError(f"{c.RAY_FT_ENABLED_ANNOTATION} annotation and GcsFaultToleranceOptions are both set. "
+                              "Please use only GcsFaultToleranceOptions to configure GCS fault tolerance")
+
+
+def validate_raycluster(cluster: Obj) -> None:
+    meta = cluster.get("metadata") or {}
+    name = meta.get("name", "")
+    if len(name) > c.MAX_RAYCLUSTER_NAME_LENGTH:
+        raise ValidationError(f"RayCluster name should be no more than {c.MAX_RAYCLUSTER_NAME_LENGTH} characters")
+    if not _DNS1035.match(name):
+        raise ValidationError(f"RayCluster name should be a valid DNS-1035 label: {name}")
+    validate_raycluster_spec(cluster.get("spec") or {}, meta.get("annotations") or {})
+
+
+def validate_rayjob(rayjob: Obj) -> None:
+    """Raises:
+        ValidationError: name, spec or status invalid (see module docstring)."""
+    meta = rayjob.get("metadata") or {}
+    name = meta.get("name", "")
+    if len(name) > c.MAX_RAYJOB_NAME_LENGTH:
+        raise ValidationError(f"The RayJob metadata.name {name} should be no more than "
+                              f"{c.MAX_RAYJOB_NAME_LENGTH} characters")
+    if not _DNS1035.match(name):
+        raise ValidationError(f"The RayJob metadata.name {name} should be a valid DNS-1035 label")
+    spec = rayjob.get("spec") or {}
+    mode = spec.get("submissionMode") or c.JobSubmissionMode.K8S_JOB_MODE
+    if mode not in {m.value for m in c.JobSubmissionMode}:
+        raise ValidationError(f"unknown submissionMode {mode!r}")
+    selector = spec.get("clusterSelector") or {}
+    cluster_spec = spec.get("rayClusterSpec")
+    if not selector and not cluster_spec:
+        raise ValidationError("one of RayClusterSpec or ClusterSelector must be set")
+    if selector and cluster_spec:
+        raise ValidationError("only one of RayClusterSpec and ClusterSelector can be set")
+    if selector and not selector.get(c.CLUSTER_SELECTOR_KEY):
+        raise ValidationError(f"clusterSelector must contain the key {c.CLUSTER_SELECTOR_KEY}")
+    if selector and mode == c.JobSubmissionMode.SIDECAR_MODE:
+        raise ValidationError("ClusterSelector is not supported in SidecarMode")
+    backoff = spec.get("backoffLimit")
+    if backoff is not None and int(backoff) < 0:
+        raise ValidationError("backoffLimit must be a positive integer")
+    if backoff is not None and int(backoff) > 0:
+        if selector:
+            raise ValidationError("BackoffLimit is incompatible with ClusterSelector")
+        if mode == c.JobSubmissionMode.INTERACTIVE_MODE:
+            raise ValidationError("BackoffLimit is incompatible with InteractiveMode")
+    if spec.get("suspend"):
+        if selector:
+            raise ValidationError("the ClusterSelector mode doesn't support the suspend operation")
+        if not spec.get("shutdownAfterJobFinishes"):
+            raise ValidationError("a RayJob with shutdownAfterJobFinishes set to false is not allowed to be suspended")
+    if mode == c.JobSubmissionMode.SIDECAR_MODE:
+        if spec.get("submitterPodTemplate"):
+            raise ValidationError("Currently, SidecarMode doesn't support SubmitterPodTemplate")
+        if spec.get("submitterConfig"):
+            raise ValidationError("Currently, SidecarMode doesn't support SubmitterConfig")
+        rp = ((cluster_spec or {}).get("headGroupSpec", {}).get("template", {}).get("spec") or {}).get("restartPolicy")
+        if rp not in (None, "", "Never"):
+            raise ValidationError("restartPolicy for head Pod should be Never or unset when using SidecarMode")
+    if spec.get("runtimeEnvYAML"):
+        try:
+            yaml.safe_load(spec["runtimeEnvYAML"])
+        except yaml.YAMLError as e:
+            raise ValidationError(f"failed to unmarshal RuntimeEnvYAML: {e}") from e
+    for field_name, minimum in (("activeDeadlineSeconds", 1), ("preRunningDeadlineSeconds", 1)):
+        v = spec.get(field_name)
+        if v is not None and int(v) < minimum:
+            raise ValidationError(f"{field_name} must be a positive integer")
+    ttl = int(spec.get("ttlSecondsAfterFinished") or 0)
+    if ttl < 0:
+        raise ValidationError("TTLSecondsAfterFinished must be a non-negative integer")
+    strategy = spec.get("deletionStrategy")
+    if strategy:
+        _validate_deletion_strategy(spec, strategy)
+    elif ttl > 0 and not spec.get("shutdownAfterJobFinishes"):
+        raise ValidationError("a RayJob with shutdownAfterJobFinishes set to false cannot have TTLSecondsAfterFinished")
+    if cluster_spec:
+        validate_raycluster_spec(cluster_spec)
+    status = rayjob.get("status") or {}
+    if status.get("jobDeploymentStatus") == c.JobDeploymentStatus.WAITING and mode != c.JobSubmissionMode.INTERACTIVE_MODE:
+        raise ValidationError("JobDeploymentStatus cannot be `Waiting` when SubmissionMode is not InteractiveMode")
+
+
+def _validate_deletion_strategy(spec: Obj, strategy: Obj) -> None:
+    rules = strategy.get("deletionRules")
+    legacy = strategy.get("onSuccess") is not None or strategy.get("onFailure") is not None
+    policies = {p.value for p in c.DeletionPolicyType}
+    if rules is not None:
+        if legacy:
+            raise ValidationError("deletionRules and onSuccess/onFailure cannot be used together")
+        if spec.get("shutdownAfterJobFinishes"):
+            raise ValidationError("deletionRules cannot be used together with shutdownAfterJobFinishes")
+        if int(spec.get("ttlSecondsAfterFinished") or 0) > 0:
+            raise ValidationError("deletionRules cannot be used together with the global TTLSecondsAfterFinished")
+        if spec.get("clusterSelector"):
+            raise ValidationError("deletionRules are not supported with ClusterSelector")
+        for rule in rules:
+            if rule.get("policy") not in policies:
+                raise ValidationError(f"unknown deletion policy {rule.get('policy')!r}")
+            cond = rule.get("condition") or {}
+            has_js, has_jds = cond.get("jobStatus") is not None, cond.get("jobDeploymentStatus") is not None
+            if has_js == has_jds:
+                raise ValidationError("exactly one of condition.jobStatus and condition.jobDeploymentStatus must be set")
+            if int(cond.get("ttlSeconds") or 0) < 0:
+                raise ValidationError("condition.ttlSeconds must be non-negative")
+        return
+    if strategy.get("onSuccess") is None or strategy.get("onFailure") is None:
+        raise ValidationError("both DeletionStrategy.OnSuccess and DeletionStrategy.OnFailure must be set")
+    for which in ("onSuccess", "onFailure"):
+        pol = (strategy[which] or {}).get("policy")
+        if pol not in policies:
+            raise ValidationError(f"the {which} policy {pol!r} is not a deletion policy")
+    if spec.get("shutdownAfterJobFinishes"):
+        raise ValidationError("DeletionStrategy cannot be used together with shutdownAfterJobFinishes")

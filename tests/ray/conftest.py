@@ -1,0 +1,48 @@
+"""Shared helpers for the KubeRay controller tests: sample loading and keyword builders."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pumice.api.scheme import Scheme
+from pumice.controllers.ray import kinds
+from pumice.testing.fake_client import FakeClient
+
+Obj = dict[str, Any]
+
+
+def shared_dir() -> Path:
+    try:
+        from pumice.testing.paths import shared_dir as sd  # type: ignore[import-not-found]
+
+        return Path(sd())
+    except ImportError:
+        p = Path(__file__).resolve().parents[2] / ".." / "shared"
+        return p if p.exists() else Path("/work/shared")
+
+
+def load_sample(name: str, kind: str | None = None) -> Obj:
+    """The first document of ``samples/kuberay/<name>`` (of ``kind`` when given), namespaced."""
+    docs = [d for d in yaml.safe_load_all((shared_dir() / "samples" / "kuberay" / name).read_text()) if d]
+    for d in docs:
+        if kind is None or d.get("kind") == kind:
+            d.setdefault("metadata", {}).setdefault("namespace", "default")
+            return copy.deepcopy(d)
+    raise LookupError(f"{kind} not in {name}")
+
+
+def ray_scheme() -> Scheme:
+    s = Scheme.builtin()
+    for rk in (kinds.RAY_CLUSTER, kinds.RAY_JOB, kinds.POD_GROUP):
+        s.add(rk)
+    return s
+
+
+@pytest.fixture
+def client() -> FakeClient:
+    return FakeClient(ray_scheme())
