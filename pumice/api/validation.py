@@ -10,7 +10,8 @@ pkg/apis/apps/validation, pkg/apis/batch/validation, pkg/apis/scheduling/validat
 apimachinery pkg/util/validation (name, label and qualified-name rules).
 
 Deviates: only the rules listed per kind below are checked (a subset of upstream's); a Job
-without ``spec.selector`` is accepted (upstream generates one before validating).
+without ``spec.selector`` is accepted (upstream generates one before validating);
+CustomResourceDefinition specs are checked by the API server (pumice.apiserver.crds), not here.
 """
 
 from __future__ import annotations
@@ -674,42 +675,6 @@ def _validate_priority_class(obj: Obj, old: Obj | None) -> list[FieldCause]:
     return out
 
 
-def _validate_crd(obj: Obj, old: Obj | None) -> list[FieldCause]:
-    out: list[FieldCause] = []
-    spec = obj.get("spec")
-    if not isinstance(spec, dict):
-        return [_required("spec")]
-    group = spec.get("group") or ""
-    names = spec.get("names") or {}
-    plural = names.get("plural") or ""
-    if not group:
-        out.append(_required("spec.group"))
-    elif "." not in group:
-        out.append(_invalid("spec.group", group, "should be a domain with at least one dot"))
-    if not plural:
-        out.append(_required("spec.names.plural"))
-    if not names.get("kind"):
-        out.append(_required("spec.names.kind"))
-    name = (obj.get("metadata") or {}).get("name") or ""
-    if plural and group and name != f"{plural}.{group}":
-        out.append(_invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group'))
-    scope = spec.get("scope")
-    if scope not in ("Namespaced", "Cluster"):
-        out.append(_not_supported("spec.scope", scope, ["Cluster", "Namespaced"]))
-    versions = spec.get("versions") or []
-    if not versions:
-        out.append(_required("spec.versions"))
-    elif sum(1 for v in versions if isinstance(v, dict) and v.get("storage")) != 1:
-        out.append(_invalid("spec.versions", versions, "must have exactly one version marked as storage version"))
-    if old is not None:
-        ospec = old.get("spec") or {}
-        if ospec.get("scope") != scope:
-            out.append(_invalid("spec.scope", scope, "field is immutable"))
-        if (ospec.get("names") or {}).get("plural") != plural or ospec.get("group") != group:
-            out.append(_invalid("spec.names.plural", plural, "field is immutable"))
-    return out
-
-
 KindValidator = Callable[[Obj, "Obj | None"], list[FieldCause]]
 
 
@@ -730,7 +695,6 @@ _KIND_RULES: dict[tuple[str, str], KindValidator] = {
     ("apps", "ReplicaSet"): _validate_replicated,
     ("batch", "Job"): _validate_job,
     ("scheduling.k8s.io", "PriorityClass"): _validate_priority_class,
-    ("apiextensions.k8s.io", "CustomResourceDefinition"): _validate_crd,
 }
 
 

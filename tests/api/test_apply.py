@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import pytest
+
+from pumice.api.apply import ApplyConflict, parse_fields_v1, server_side_apply
+
+
+def deployment(replicas=1, image="app:1", labels=None):
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "namespace": "default", "labels": labels or {"app": "d"}},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "d"}},
+                     "template": {"metadata": {"labels": {"app": "d"}},
+                                  "spec": {"containers": [{"name": "app", "image": image}]}}}}
+
+
+def test_create_records_an_apply_entry_for_the_manager():
+    out = server_side_apply(None, deployment(), manager="kubectl", kind="Deployment", force=False)
+    [entry] = out["metadata"]["managedFields"]
+    assert entry["manager"] == "kubectl" and entry["operation"] == "Apply" and entry["fieldsType"] == "FieldsV1"
+    assert entry["apiVersion"] == "apps/v1"
+    fv1 = entry["fieldsV1"]
+    assert "f:replicas" in fv1["f:spec"]
+    assert 'k:{"name":"app"}' in fv1["f:spec"]["f:template"]["f:spec"]["f:containers"]
+    assert "f:name" not in fv1["f:metadata"]
+
+
+def test_reapply_updates_values_and_keeps_other_live_fields():
+    live = server_side_apply(None, deployment(), manager="kubectl", kind="Deployment", force=False)
+    live["status"] = {"replicas": 1}
+    live["metadata"]["uid"] = "u"
+    out = server_side_apply(live, deployment(replicas=3, image="app:2"), manager="kubectl", kind="Deployment",
+                            force=False)
+    assert out["spec"]["replicas"] == 3
+    assert out["spec"]["template"]["spec"]["containers"] == [{"name": "app", "image": "app:2"}]
+    assert out["status"] == {"replicas": 1} and out["metadata"]["uid"] == "u"
+    assert len(out["metadata"]["managedFields"]) == 1
+
+
+def test_fields_dropped_from_the_applied_config_are_removed():
+    live = server_side_apply(None, deployment(labels={"app": "d", "tier": "web"}), manager="m", kind="Deployment",
+                             force=False)
+    out = server_side_apply(live, deployment(labels={"app": "d"}), manager="m", kind="Deployment", force=False)
+    assert out["metadata"]["labels"] == {"app": "d"}
+
+
+def test_containers_merge_by_name_between_managers():
+    live = server_side_apply(None, deployment(), manager="a", kind="Deployment", force=False)
+    sidecar = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+               "spec": {"template": {"spec": {"containers": [{"name": "side", "image": "s"}]}}}}
+    out = server_side_apply(live, sidecar, manager="b", kind="Deployment", force=False)
+    assert [c["name"] for c in out["spec"]["template"]["spec"]["containers"]] == ["app", "side"]
+    assert {e["manager"] for e in out["metadata"]["managedFields"]} == {"a", "b"}
+
+
+def test_changing_a_field_another_manager_owns_conflicts_unless_forced():
+    live = server_side_apply(None, deployment(replicas=1), manager="a", kind="Deployment", force=False)
+    change = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {"replicas": 5}}
+    with pytest.raises(ApplyConflict) as err:
+        server_side_apply(live, change, manager="b", kind="Deployment", force=False)
+    assert str(err.value) == 'Apply failed with 1 conflict: conflict with "a": .spec.replicas'
+    out = server_side_apply(live, change, manager="b", kind="Deployment", force=True)
+    assert out["spec"]["replicas"] == 5
+    owners = {e["manager"]: parse_fields_v1(e["fieldsV1"]) for e in out["metadata"]["managedFields"]}
+    assert (("f", "spec"), ("f", "replicas")) not in owners["a"]
+    assert (("f", "spec"), ("f", "replicas")) in owners["b"]
+
+
+def test_same_value_from_two_managers_is_shared_not_a_conflict():
+    live = server_side_apply(None, deployment(replicas=2), manager="a", kind="Deployment", force=False)
+    same = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {"replicas": 2}}
+    out = server_side_apply(live, same, manager="b", kind="Deployment", force=False)
+    assert out["spec"]["replicas"] == 2
+
+
+def test_custom_resource_lists_are_atomic():
+    rc = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "r"},
+          "spec": {"workerGroupSpecs": [{"groupName": "a", "replicas": 1}, {"groupName": "b", "replicas": 1}]}}
+    live = server_side_apply(None, rc, manager="m", kind="RayCluster", force=False)
+    rc2 = {**rc, "spec": {"workerGroupSpecs": [{"groupName": "a", "replicas": 2}]}}
+    out = server_side_apply(live, rc2, manager="m", kind="RayCluster", force=False)
+    assert out["spec"]["workerGroupSpecs"] == [{"groupName": "a", "replicas": 2}]

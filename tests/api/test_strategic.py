@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import pytest
+
+from pumice.api.strategic import strategic_merge_patch
+
+
+def pod():
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "labels": {"a": "1", "b": "2"}, "finalizers": ["x"],
+                     "ownerReferences": [{"uid": "u1", "name": "rs", "kind": "ReplicaSet", "apiVersion": "apps/v1"}]},
+        "spec": {
+            "containers": [
+                {"name": "app", "image": "app:1", "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}],
+                 "ports": [{"containerPort": 80, "name": "http"}]},
+                {"name": "side", "image": "side:1"},
+            ],
+            "tolerations": [{"key": "k1", "operator": "Exists"}],
+            "volumes": [{"name": "v1", "emptyDir": {}}],
+        },
+        "status": {"conditions": [{"type": "Ready", "status": "False"}, {"type": "PodScheduled", "status": "True"}]},
+    }
+
+
+def test_containers_merge_by_name():
+    out = strategic_merge_patch(pod(), {"spec": {"containers": [{"name": "side", "image": "side:2"},
+                                                               {"name": "new", "image": "n"}]}}, "Pod")
+    assert [(c["name"], c["image"]) for c in out["spec"]["containers"]] == [
+        ("app", "app:1"), ("side", "side:2"), ("new", "n")]
+    assert out["spec"]["containers"][0]["env"][0] == {"name": "A", "value": "1"}
+
+
+def test_env_merges_by_name_inside_a_container():
+    out = strategic_merge_patch(pod(), {"spec": {"containers": [
+        {"name": "app", "env": [{"name": "B", "value": "20"}, {"name": "C", "value": "3"}]}]}}, "Pod")
+    assert out["spec"]["containers"][0]["env"] == [
+        {"name": "A", "value": "1"}, {"name": "B", "value": "20"}, {"name": "C", "value": "3"}]
+
+
+def test_patch_delete_removes_a_list_element():
+    out = strategic_merge_patch(pod(), {"spec": {"containers": [{"name": "side", "$patch": "delete"}]}}, "Pod")
+    assert [c["name"] for c in out["spec"]["containers"]] == ["app"]
+
+
+def test_patch_replace_in_a_list_and_in_a_map():
+    out = strategic_merge_patch(pod(), {"spec": {"containers": [{"$patch": "replace"}, {"name": "only", "image": "o"}]}},
+                                "Pod")
+    assert out["spec"]["containers"] == [{"name": "only", "image": "o"}]
+    out = strategic_merge_patch(pod(), {"metadata": {"labels": {"$patch": "replace", "c": "3"}}}, "Pod")
+    assert out["metadata"]["labels"] == {"c": "3"}
+
+
+def test_patch_delete_on_a_map_removes_it():
+    out = strategic_merge_patch(pod(), {"status": {"$patch": "delete"}}, "Pod")
+    assert "status" not in out
+
+
+def test_null_deletes_a_key_and_maps_merge():
+    out = strategic_merge_patch(pod(), {"metadata": {"labels": {"a": None, "c": "3"}}}, "Pod")
+    assert out["metadata"]["labels"] == {"b": "2", "c": "3"}
+
+
+def test_tolerations_are_replaced():
+    out = strategic_merge_patch(pod(), {"spec": {"tolerations": [{"key": "k2", "operator": "Exists"}]}}, "Pod")
+    assert out["spec"]["tolerations"] == [{"key": "k2", "operator": "Exists"}]
+
+
+def test_conditions_merge_by_type_and_owner_references_by_uid():
+    out = strategic_merge_patch(pod(), {"status": {"conditions": [{"type": "Ready", "status": "True"}]},
+                                        "metadata": {"ownerReferences": [{"uid": "u2", "name": "x"}]}}, "Pod")
+    assert out["status"]["conditions"] == [{"type": "Ready", "status": "True"}, {"type": "PodScheduled", "status": "True"}]
+    assert [o["uid"] for o in out["metadata"]["ownerReferences"]] == ["u1", "u2"]
+
+
+def test_finalizers_union_and_delete_from_primitive_list():
+    out = strategic_merge_patch(pod(), {"metadata": {"finalizers": ["y"]}}, "Pod")
+    assert out["metadata"]["finalizers"] == ["x", "y"]
+    out = strategic_merge_patch(pod(), {"metadata": {"$deleteFromPrimitiveList/finalizers": ["x"]}}, "Pod")
+    assert out["metadata"]["finalizers"] == []
+
+
+def test_set_element_order_reorders_the_merged_list():
+    out = strategic_merge_patch(pod(), {"spec": {"$setElementOrder/containers": [{"name": "side"}, {"name": "app"}],
+                                                 "containers": [{"name": "app", "image": "app:2"}]}}, "Pod")
+    assert [c["name"] for c in out["spec"]["containers"]] == ["side", "app"]
+
+
+def test_retain_keys_drops_unlisted_keys():
+    dep = {"spec": {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}}}
+    out = strategic_merge_patch(dep, {"spec": {"strategy": {"$retainKeys": ["type"], "type": "Recreate"}}}, "Deployment")
+    assert out["spec"]["strategy"] == {"type": "Recreate"}
+
+
+def test_deployment_template_containers_merge_by_name():
+    dep = {"spec": {"template": {"spec": {"containers": [{"name": "a", "image": "1"}, {"name": "b", "image": "1"}]}}}}
+    out = strategic_merge_patch(dep, {"spec": {"template": {"spec": {"containers": [{"name": "b", "image": "2"}]}}}},
+                                "Deployment")
+    assert out["spec"]["template"]["spec"]["containers"] == [{"name": "a", "image": "1"}, {"name": "b", "image": "2"}]
+
+
+def test_original_is_not_modified():
+    original = pod()
+    strategic_merge_patch(original, {"spec": {"containers": [{"name": "app", "image": "x"}]}}, "Pod")
+    assert original == pod()
+
+
+@pytest.mark.parametrize("patch, words", [
+    ({"spec": {"containers": [{"image": "x"}]}}, "does not contain declared merge key: name"),
+    ({"metadata": {"$patch": "explode"}}, "unknown patch type"),
+    ({"metadata": {"$setElementOrder/finalizers": "x"}}, "must be a list"),
+])
+def test_bad_patches_raise_value_error(patch, words):
+    with pytest.raises(ValueError, match=words):
+        strategic_merge_patch(pod(), patch, "Pod")
