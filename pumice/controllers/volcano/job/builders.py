@@ -1,0 +1,238 @@
+"""Pure builders for what the vcjob controller creates: the PodGroup and the task Pods.
+
+No client, clock or environment here; every function takes wire dicts and returns new ones.
+
+Mirrors: volcano pkg/controllers/job/job_controller_util.go (createJobPod, TasksPriority,
+CalcFirstCountResources, CalcPGMinResources) and job_controller_actions.go
+(createOrUpdatePodGroup, getMinTaskMember, shouldUpdateExistingPodGroup).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from pumice.api.meta import owner_reference
+from pumice.controllers.volcano import keys
+from pumice.controllers.volcano.job import resources as res
+
+Obj = dict[str, Any]
+
+
+def pod_name(job_name: str, task_name: str, index: int) -> str:
+    """``<job>-<task>-<index>`` (upstream PodNameFmt)."""
+    return f"{job_name}-{task_name}-{index}"
+
+
+def podgroup_name(job: Obj) -> str:
+    """``<job>-<job uid>``."""
+    return f"{job['metadata']['name']}-{job['metadata'].get('uid', '')}"
+
+
+def tasks(job: Obj) -> list[Obj]:
+    return list((job.get("spec") or {}).get("tasks") or [])
+
+
+def total_replicas(job: Obj) -> int:
+    return sum(int(t.get("replicas") or 0) for t in tasks(job))
+
+
+def total_task_min_available(job: Obj) -> int:
+    return sum(int(t["minAvailable"]) if t.get("minAvailable") is not None else int(t.get("replicas") or 0)
+               for t in tasks(job))
+
+
+def min_task_member(task: Obj) -> int:
+    if task.get("minAvailable") is not None:
+        return int(task["minAvailable"])
+    pp = task.get("partitionPolicy") or {}
+    if pp.get("minPartitions") and pp.get("partitionSize"):
+        return int(pp["minPartitions"]) * int(pp["partitionSize"])
+    return int(task.get("replicas") or 0)
+
+
+def _sorted_by_priority(job: Obj, priority_of: Callable[[str], int | None]) -> list[Obj]:
+    prio: list[tuple[int, int, Obj]] = []
+    for i, t in enumerate(tasks(job)):
+        pc = ((t.get("template") or {}).get("spec") or {}).get("priorityClassName") or ""
+        p = (priority_of(pc) if pc else None) or 0
+        prio.append((-p, i, t))
+    return [t for _, _, t in sorted(prio, key=lambda x: (x[0], x[1]))]
+
+
+def pg_min_resources(job: Obj, priority_of: Callable[[str], int | None] = lambda _: None) -> dict[str, str]:
+    """The PodGroup's ``minResources``: the requests of the first ``minAvailable`` Pods, tasks
+    walked highest template priority first (see reference §1.4.2)."""
+    job_min = int((job.get("spec") or {}).get("minAvailable") or 0)
+    ordered = _sorted_by_priority(job, priority_of)
+    total: res.Res = {}
+
+    def spec_of(t: Obj) -> Obj:
+        return (t.get("template") or {}).get("spec") or {}
+
+    if job_min < total_task_min_available(job):
+        count = job_min
+        for t in ordered:
+            reps = int(t.get("replicas") or 0)
+            if count <= reps:
+                total = res.add(total, res.task_requests(spec_of(t), count))
+                break
+            total = res.add(total, res.task_requests(spec_of(t), reps))
+            count -= reps
+        return res.fmt(total)
+    pods = 0
+    for t in ordered:
+        if t.get("minAvailable") is None:
+            continue
+        valid = min(int(t["minAvailable"]), job_min - pods)
+        total = res.add(total, res.task_requests(spec_of(t), valid))
+        pods += valid
+        if pods >= job_min:
+            break
+    if pods >= job_min:
+        return res.fmt(total)
+    left = job_min - pods
+    for t in ordered:
+        reps = int(t.get("replicas") or 0)
+        rest = reps
+        if t.get("minAvailable") is not None:
+            if int(t["minAvailable"]) == reps:
+                continue
+            rest = reps - int(t["minAvailable"])
+        n = min(left, rest)
+        total = res.add(total, res.task_requests(spec_of(t), n))
+        left -= n
+        if left <= 0:
+            break
+    return res.fmt(total)
+
+
+def build_podgroup(job: Obj, priority_of: Callable[[str], int | None] = lambda _: None) -> Obj:
+    """The PodGroup of a vcjob, owned by it; annotations and labels copied from the job."""
+    md, spec = job["metadata"], job.get("spec") or {}
+    pg_spec: Obj = {
+        "minMember": int(spec.get("minAvailable") or 0),
+        "minTaskMember": {t.get("name", ""): min_task_member(t) for t in tasks(job)},
+        "queue": spec.get("queue") or keys.DEFAULT_QUEUE,
+        "minResources": pg_min_resources(job, priority_of),
+    }
+    if spec.get("priorityClassName"):
+        pg_spec["priorityClassName"] = spec["priorityClassName"]
+    nt = spec.get("networkTopology")
+    if nt:
+        pnt: Obj = {"mode": nt.get("mode")}
+        if nt.get("highestTierAllowed") is not None:
+            pnt["highestTierAllowed"] = nt["highestTierAllowed"]
+        elif nt.get("highestTierName"):
+            pnt["highestTierName"] = nt["highestTierName"]
+        pg_spec["networkTopology"] = pnt
+    meta: Obj = {
+        "name": podgroup_name(job),
+        "namespace": md.get("namespace", "default"),
+        "ownerReferences": [owner_reference(job)],
+    }
+    if md.get("annotations"):
+        meta["annotations"] = dict(md["annotations"])
+    if md.get("labels"):
+        meta["labels"] = dict(md["labels"])
+    return {"apiVersion": keys.SCHEDULING_API_VERSION, "kind": "PodGroup", "metadata": meta, "spec": pg_spec}
+
+
+def podgroup_spec_update(pg: Obj, job: Obj, priority_of: Callable[[str], int | None] = lambda _: None) -> Obj | None:
+    """The PodGroup with its spec brought in line with the job (minMember, minResources,
+    minTaskMember, priorityClassName), or None when nothing changes."""
+    want = build_podgroup(job, priority_of)["spec"]
+    new = copy.deepcopy(pg)
+    spec = new.setdefault("spec", {})
+    changed = False
+    for k in ("minMember", "minResources", "priorityClassName"):
+        if spec.get(k) != want.get(k) and not (k == "priorityClassName" and not spec.get(k) and not want.get(k)):
+            if want.get(k) is None:
+                spec.pop(k, None)
+            else:
+                spec[k] = want[k]
+            changed = True
+    mtm = dict(spec.get("minTaskMember") or {})
+    for t, n in want["minTaskMember"].items():
+        if mtm.get(t) != n:
+            mtm[t] = n
+            changed = True
+    spec["minTaskMember"] = mtm
+    return new if changed else None
+
+
+def build_pod(job: Obj, task: Obj, index: int) -> Obj:
+    """A task Pod ``<job>-<task>-<index>`` with the upstream labels and annotations (before job
+    plugins run)."""
+    md, spec = job["metadata"], job.get("spec") or {}
+    status = job.get("status") or {}
+    tmpl = copy.deepcopy(task.get("template") or {})
+    tname = task.get("name") or keys.DEFAULT_TASK_SPEC
+    tmeta = tmpl.get("metadata") or {}
+    pod_spec = tmpl.get("spec") or {}
+    if not pod_spec.get("schedulerName"):
+        pod_spec["schedulerName"] = spec.get("schedulerName") or keys.DEFAULT_SCHEDULER_NAME
+    if not pod_spec.get("priorityClassName") and spec.get("priorityClassName"):
+        pod_spec["priorityClassName"] = spec["priorityClassName"]
+    ann = dict(tmeta.get("annotations") or {})
+    idx = str(index)
+    queue = spec.get("queue") or keys.DEFAULT_QUEUE
+    ann.update({
+        keys.TASK_INDEX_KEY: idx,
+        keys.TASK_SPEC_KEY: tname,
+        keys.KUBE_GROUP_NAME_KEY: podgroup_name(job),
+        keys.JOB_NAME_KEY: md["name"],
+        keys.QUEUE_NAME_KEY: queue,
+        keys.JOB_VERSION_KEY: str(int(status.get("version") or 0)),
+        keys.POD_TEMPLATE_KEY: f"{md['name']}-{tname}",
+        keys.JOB_RETRY_COUNT_KEY: str(int(status.get("retryCount") or 0)),
+    })
+    if task.get("topologyPolicy"):
+        ann[keys.NUMA_POLICY_KEY] = str(task["topologyPolicy"])
+    jann = md.get("annotations") or {}
+    for k in (keys.POD_PREEMPTABLE, keys.COOLDOWN_TIME, keys.REVOCABLE_ZONE):
+        if k in jann:
+            ann[k] = jann[k]
+    if keys.JDB_MIN_AVAILABLE in jann:
+        ann[keys.JDB_MIN_AVAILABLE] = jann[keys.JDB_MIN_AVAILABLE]
+    elif keys.JDB_MAX_UNAVAILABLE in jann:
+        ann[keys.JDB_MAX_UNAVAILABLE] = jann[keys.JDB_MAX_UNAVAILABLE]
+    labels = dict(tmeta.get("labels") or {})
+    labels.update({
+        keys.TASK_INDEX_KEY: idx,
+        keys.JOB_NAME_KEY: md["name"],
+        keys.TASK_SPEC_KEY: tname,
+        keys.JOB_NAMESPACE_KEY: md.get("namespace", "default"),
+        keys.QUEUE_NAME_KEY: queue,
+    })
+    jlabels = md.get("labels") or {}
+    for k in (keys.POD_PREEMPTABLE, keys.COOLDOWN_TIME):
+        if k in jlabels:
+            labels[k] = jlabels[k]
+    pp = task.get("partitionPolicy")
+    if pp:
+        size = int(pp.get("partitionSize") or 0)
+        labels["volcano.sh/partition-id"] = str(index // size if size > 0 else 0)
+    for vol in spec.get("volumes") or []:
+        claim = vol.get("volumeClaimName")
+        if not claim:
+            continue
+        vname = f"{md['name']}-{claim}"[:63]
+        vols = pod_spec.setdefault("volumes", [])
+        if not any(v.get("name") == vname for v in vols):
+            vols.append({"name": vname, "persistentVolumeClaim": {"claimName": claim}})
+        for c in pod_spec.get("containers") or []:
+            c.setdefault("volumeMounts", []).append({"mountPath": vol.get("mountPath"), "name": vname})
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": pod_name(md["name"], tname, index),
+            "namespace": md.get("namespace", "default"),
+            "labels": labels,
+            "annotations": ann,
+            "ownerReferences": [owner_reference(job)],
+        },
+        "spec": pod_spec,
+    }

@@ -1,0 +1,723 @@
+"""The vcjob controller (``batch.volcano.sh/v1alpha1`` Job).
+
+One reconcile of a Job:
+
+1. reads the Job and its PodGroup fresh from the API, its Pods from the cache;
+2. derives the job events upstream's informer handlers would have sent, by comparing the Pods
+   (uid, phase) and the PodGroup phase with what this controller saw last time (kept in memory,
+   as upstream keeps its job cache): PodPending, PodRunning, PodFailed (+ exit code),
+   TaskCompleted, PodEvicted (a Pod that vanished without this controller deleting it),
+   Unknown (PodGroup phase became Unknown), OutOfSync; plus a pending ``bus.volcano.sh`` Command
+   aimed at the Job (which is deleted and wins);
+3. resolves the action from the task-level then job-level ``policies`` (first match; ``*``;
+   exitCode; PodPending only with a timeout; a timeout delays the action, kept in memory and
+   cancelled as upstream does) and defaults to SyncJob;
+4. runs the step of the current phase from :data:`~pumice.controllers.volcano.job.state.JOB_STEPS`;
+5. handles ``ttlSecondsAfterFinished`` (the Job is deleted that long after it finished).
+
+Deviates: a kill counts the Pods it keeps (Succeeded/Failed) in the status counts (upstream
+leaves them out, so a finished Job's counts drop to 0 on the next event); the "force
+TerminateJob after N failed retries" of upstream is not done (failures retry with backoff).
+
+Mirrors: volcano pkg/controllers/job/job_controller.go, job_controller_handler.go,
+job_controller_actions.go, job_controller_util.go (applyPolicies) and
+pkg/controllers/garbagecollector (TTL).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pumice._util.clock import Clock, parse_rfc3339, rfc3339
+from pumice.client.base import KubeClient, is_already_exists, is_not_found
+from pumice.controllers.volcano import keys
+from pumice.controllers.volcano.job import builders
+from pumice.controllers.volcano.job import plugins as job_plugins
+from pumice.controllers.volcano.job.state import (
+    FINISHED,
+    RETAIN_SOFT,
+    StateAction,
+    Target,
+    UpdateFn,
+    step_for,
+)
+from pumice.controllers.volcano.keys import Action, Event, JobPhase, PodGroupPhase
+
+Obj = dict[str, Any]
+log = logging.getLogger(__name__)
+
+INTERNAL_EVENTS = frozenset({Event.OUT_OF_SYNC, Event.COMMAND_ISSUED, Event.POD_RUNNING})
+INTERNAL_ACTIONS = frozenset({Action.SYNC_JOB, Action.ENQUEUE, Action.SYNC_QUEUE, Action.OPEN_QUEUE,
+                              Action.CLOSE_QUEUE})
+
+
+@dataclass(frozen=True)
+class JobEvent:
+    """One derived job event (upstream apis.Request)."""
+
+    event: Event
+    task: str = ""
+    pod: str = ""
+    pod_uid: str = ""
+    exit_code: int = 0
+    version: int = 0
+
+
+@dataclass
+class Delayed:
+    event: Event
+    action: Action
+    target: Target | None
+    deadline: float
+    pod: str
+    pod_uid: str
+    task: str
+
+
+@dataclass
+class _Memory:
+    pods: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (uid, phase)
+    killed: set[str] = field(default_factory=set)  # pod uids this controller deleted
+    pg_phase: str = ""
+    delayed: dict[str, Delayed] = field(default_factory=dict)  # pod name -> delayed action
+
+
+def _events_of(policy: Obj) -> list[str]:
+    ev = list(policy.get("events") or [])
+    if policy.get("event"):
+        ev.append(policy["event"])
+    return ev
+
+
+def parse_go_duration(v: Any) -> float:
+    """A metav1.Duration string (``"10s"``, ``"1m30s"``, ``"500ms"``) -> seconds."""
+    if isinstance(v, int | float):
+        return float(v)
+    s, total, num = str(v), 0.0, ""
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+    i = 0
+    while i < len(s):
+        ch = s[i]
+        if ch.isdigit() or ch == ".":
+            num += ch
+            i += 1
+            continue
+        unit = s[i:i + 2] if s[i:i + 2] in units else ch
+        total += float(num or 0) * units.get(unit, 0.0)
+        num = ""
+        i += len(unit)
+    return total
+
+
+def go_duration(seconds: float) -> str:
+    """Seconds -> a Go duration string (``"1m2.5s"``)."""
+    if seconds <= 0:
+        return "0s"
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    out = ""
+    if h:
+        out += f"{int(h)}h"
+    if h or m:
+        out += f"{int(m)}m"
+    out += f"{s:g}s"
+    return out
+
+
+def apply_policies(job: Obj, ev: JobEvent) -> tuple[Action, float]:
+    """The action (and its delay in seconds) for one event (upstream applyPolicies)."""
+    if ev.event in INTERNAL_EVENTS:
+        return Action.SYNC_JOB, 0.0
+    status_version = int((job.get("status") or {}).get("version") or 0)
+    if ev.version < status_version:
+        return Action.SYNC_JOB, 0.0
+
+    def match(policy: Obj) -> tuple[Action, float] | None:
+        events = _events_of(policy)
+        hit = bool(events) and (ev.event in events or Event.ANY in events) and (
+            ev.event != Event.POD_PENDING or policy.get("timeout") is not None)
+        if not hit and policy.get("exitCode") is not None:
+            hit = int(policy["exitCode"]) == ev.exit_code and ev.exit_code != 0
+        if hit:
+            return Action(str(policy.get("action") or "")), parse_go_duration(policy.get("timeout") or 0)
+        return None
+
+    if ev.task:
+        for t in builders.tasks(job):
+            if t.get("name") == ev.task:
+                for p in t.get("policies") or []:
+                    r = match(p)
+                    if r:
+                        return r
+                break
+    for p in (job.get("spec") or {}).get("policies") or []:
+        r = match(p)
+        if r:
+            return r
+    return Action.SYNC_JOB, 0.0
+
+
+def target_of(action: Action, ev: JobEvent | None) -> Target | None:
+    if ev is None:
+        return None
+    if action == Action.RESTART_TASK:
+        return Target("task", task_name=ev.task)
+    if action == Action.RESTART_POD:
+        return Target("pod", task_name=ev.task, pod_name=ev.pod)
+    if action == Action.RESTART_PARTITION:
+        return Target("partition", task_name=ev.task, pod_name=ev.pod)
+    return None
+
+
+def _action_type(a: Action) -> str:
+    return {Action.RESTART_TASK: "task", Action.RESTART_POD: "pod",
+            Action.RESTART_PARTITION: "partition"}.get(a, "job")
+
+
+def _phase(obj: Obj | None) -> str:
+    return str(((obj or {}).get("status") or {}).get("phase") or "")
+
+
+def _pod_phase(pod: Obj) -> str:
+    return str((pod.get("status") or {}).get("phase") or "Pending")
+
+
+def _ann(obj: Obj) -> dict[str, str]:
+    return (obj.get("metadata") or {}).get("annotations") or {}
+
+
+def _exit_code(pod: Obj) -> int:
+    cs = (pod.get("status") or {}).get("containerStatuses") or []
+    if cs:
+        term = (cs[0].get("state") or {}).get("terminated") or {}
+        return int(term.get("exitCode") or 0)
+    return 0
+
+
+def classify(pods: list[Obj]) -> tuple[dict[str, int], dict[str, Obj]]:
+    """Counts (pending/running/succeeded/failed/unknown) and taskStatusCount of live Pods."""
+    counts = {"pending": 0, "running": 0, "succeeded": 0, "failed": 0, "unknown": 0}
+    per_task: dict[str, Obj] = {}
+    name = {"Pending": "pending", "Running": "running", "Succeeded": "succeeded", "Failed": "failed"}
+    for pod in pods:
+        ph = _pod_phase(pod)
+        counts[name.get(ph, "unknown")] += 1
+        task = _ann(pod).get(keys.TASK_SPEC_KEY)
+        if task is None:
+            continue
+        phases = per_task.setdefault(task, {"phase": {}})["phase"]
+        key = ph if ph in name else "Unknown"
+        phases[key] = phases.get(key, 0) + 1
+    return counts, per_task
+
+
+class JobReconciler:
+    """Reconciles one vcjob (Request = namespace/name)."""
+
+    def __init__(self, client: KubeClient, *, pods: Any, podgroups: Any, queues: Any, commands: Any,
+                 priorityclasses: Any = None, clock: Clock, recorder: Any = None) -> None:
+        self.client = client
+        self.pods = pods
+        self.podgroups = podgroups
+        self.queues = queues
+        self.commands = commands
+        self.priorityclasses = priorityclasses
+        self.clock = clock
+        self.recorder = recorder
+        self.plugin_client = job_plugins.PluginClient(client)
+        self._mem: dict[str, _Memory] = {}
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def priority_of(self, name: str) -> int | None:
+        if self.priorityclasses is None:
+            return None
+        pc = self.priorityclasses.get(None, name)
+        return int(pc.get("value", 0)) if pc else None
+
+    def job_pods(self, job: Obj) -> list[Obj]:
+        uid = job["metadata"].get("uid", "")
+        pods = self.pods.by_index("owner-uid", uid) if uid else []
+        return sorted(pods, key=lambda p: p["metadata"]["name"])
+
+    async def _get(self, kind: Any, name: str, ns: str | None) -> Obj | None:
+        try:
+            return await self.client.get(kind, name, ns)
+        except Exception as e:
+            if is_not_found(e):
+                return None
+            raise
+
+    async def get_podgroup(self, job: Obj) -> Obj | None:
+        ns = job["metadata"].get("namespace")
+        pg = await self._get(keys.PODGROUP, builders.podgroup_name(job), ns)
+        return pg
+
+    def _event(self, obj: Obj, etype: str, reason: str, message: str) -> None:
+        if self.recorder is not None:
+            try:
+                self.recorder.event(obj, etype, reason, message)
+            except Exception:  # events are best effort
+                log.debug("event not recorded", exc_info=True)
+
+    # -- events --------------------------------------------------------------------------------
+
+    def observe(self, job: Obj, pods: list[Obj], pg: Obj | None, mem: _Memory) -> tuple[list[JobEvent], _Memory]:
+        """Derive job events from what changed since ``mem``; returns them and the new memory."""
+        new = _Memory(pods={}, killed=set(mem.killed), pg_phase=_phase(pg), delayed=dict(mem.delayed))
+        events: list[JobEvent] = []
+        by_task_succeeded: dict[str, int] = {}
+        for p in pods:
+            if _pod_phase(p) == "Succeeded":
+                t = _ann(p).get(keys.TASK_SPEC_KEY, "")
+                by_task_succeeded[t] = by_task_succeeded.get(t, 0) + 1
+        replicas = {t.get("name", ""): int(t.get("replicas") or 0) for t in builders.tasks(job)}
+        for p in pods:
+            md = p["metadata"]
+            name, uid, ph = md["name"], md.get("uid", ""), _pod_phase(p)
+            ann = _ann(p)
+            task = ann.get(keys.TASK_SPEC_KEY, "")
+            try:
+                version = int(ann.get(keys.JOB_VERSION_KEY, "0"))
+            except ValueError:
+                continue
+            new.pods[name] = (uid, ph)
+            prev = mem.pods.get(name)
+            out_of_sync = keys.OUT_OF_SYNC_KEY in ann or uid in mem.killed
+            ev: Event | None = None
+            code = 0
+            if prev is None or prev[0] != uid:
+                ev = Event.OUT_OF_SYNC if out_of_sync else Event.POD_PENDING
+            elif prev[1] != ph:
+                if ph == "Failed":
+                    ev, code = Event.POD_FAILED, _exit_code(p)
+                elif ph == "Succeeded":
+                    ev = Event.TASK_COMPLETED if by_task_succeeded.get(task, 0) >= replicas.get(task, 0) \
+                        else Event.OUT_OF_SYNC
+                elif ph == "Running":
+                    ev = Event.POD_RUNNING
+                elif ph == "Pending":
+                    ev = Event.POD_PENDING
+                else:
+                    ev = Event.OUT_OF_SYNC
+                if out_of_sync:
+                    ev = Event.OUT_OF_SYNC
+            if ev is not None:
+                events.append(JobEvent(ev, task, name, uid, code, version))
+        live = {p["metadata"]["name"] for p in pods}
+        for name, (uid, _ph) in sorted(mem.pods.items()):
+            if name in live:
+                continue
+            ev = Event.OUT_OF_SYNC if uid in mem.killed else Event.POD_EVICTED
+            # the deleted Pod's task and version are not in the cache any more: recover them
+            task, version = _task_of(job, name), int((job.get("status") or {}).get("version") or 0)
+            events.append(JobEvent(ev, task, name, uid, 0, version))
+            new.killed.discard(uid)
+        if pg is not None and new.pg_phase != mem.pg_phase and new.pg_phase == PodGroupPhase.UNKNOWN:
+            events.append(JobEvent(Event.JOB_UNKNOWN, version=int((job.get("status") or {}).get("version") or 0)))
+        return events, new
+
+    async def take_command(self, job: Obj) -> Action | None:
+        md = job["metadata"]
+        mine = [c for c in self.commands.list(md.get("namespace"))
+                if (c.get("target") or {}).get("kind") == "Job" and (c.get("target") or {}).get("name") == md["name"]]
+        mine.sort(key=lambda c: (c["metadata"].get("creationTimestamp", ""), c["metadata"]["name"]))
+        for cmd in mine:
+            try:
+                await self.client.delete(keys.COMMAND, cmd["metadata"]["name"], cmd["metadata"].get("namespace"))
+            except Exception as e:
+                if is_not_found(e):
+                    continue
+                raise
+            self._event(job, "Normal", "CommandIssued",
+                        f"Start to execute command {cmd.get('action')}, and clean it up to make sure executed "
+                        "not more than once.")
+            try:
+                return Action(cmd.get("action") or "")
+            except ValueError:
+                log.warning("job %s: ignoring command with unknown action %r", md["name"], cmd.get("action"))
+        return None
+
+    # -- reconcile ---------------------------------------------------------------------------
+
+    async def reconcile(self, req: Any) -> Any:
+        from pumice.runtime.reconcile import Result
+
+        job = await self._get(keys.VCJOB, req.name, req.namespace)
+        key = f"{req.namespace}/{req.name}"
+        if job is None:
+            for k in [k for k in self._mem if k.startswith(key + "/")]:
+                del self._mem[k]
+            return Result()
+        if job["metadata"].get("deletionTimestamp"):
+            return Result()
+        mkey = f"{key}/{job['metadata'].get('uid', '')}"
+        mem = self._mem.get(mkey, _Memory())
+        pods = self.job_pods(job)
+        pg = await self.get_podgroup(job)
+        events, new_mem = self.observe(job, pods, pg, mem)
+        now = self.clock.now()
+
+        # cancel delayed actions the way upstream's CleanPodDelayActionsIfNeed does
+        for ev in events:
+            d = new_mem.delayed.get(ev.pod)
+            if d is None or ev.event == Event.POD_PENDING:
+                continue
+            if (d.event == Event.POD_PENDING and d.pod_uid == ev.pod_uid) or (
+                    d.event in (Event.POD_FAILED, Event.POD_EVICTED) and ev.event == Event.POD_RUNNING):
+                del new_mem.delayed[ev.pod]
+
+        act = StateAction(Action.SYNC_JOB)
+        chosen: JobEvent | None = None
+        cmd = await self.take_command(job)
+        if cmd is not None:
+            act = StateAction(cmd)
+        else:
+            for ev in events:
+                action, delay = apply_policies(job, ev)
+                if delay > 0:
+                    new_mem.delayed[ev.pod] = Delayed(ev.event, action, target_of(action, ev), now + delay,
+                                                      ev.pod, ev.pod_uid, ev.task)
+                    self._event(job, "Normal", "ExecuteAction", f"Execute action {action} after {go_duration(delay)}")
+                    continue
+                if action != Action.SYNC_JOB:
+                    act, chosen = StateAction(action, target_of(action, ev)), ev
+                    break
+            if act.action == Action.SYNC_JOB:
+                due = sorted((d for d in new_mem.delayed.values() if d.deadline <= now), key=lambda d: d.deadline)
+                if due:
+                    d = due[0]
+                    act = StateAction(d.action, d.target)
+                    chosen = JobEvent(d.event, d.task, d.pod, d.pod_uid)
+                    new_mem.delayed.pop(d.pod, None)
+        if act.action != Action.SYNC_JOB:
+            self._event(job, "Normal", "ExecuteAction", f"Start to execute action {act.action} ")
+        ops = _Ops(self, job, pods, pg, new_mem)
+        await step_for(str(((job.get("status") or {}).get("state") or {}).get("phase") or ""))(ops, act)
+        if act.action not in INTERNAL_ACTIONS:
+            at = _action_type(act.action)
+            for pname, d in list(new_mem.delayed.items()):
+                if _action_type(d.action) != at:
+                    continue
+                if at == "task" and chosen is not None and d.task != chosen.task:
+                    continue
+                if at in ("pod", "partition") and chosen is not None and d.pod != chosen.pod:
+                    continue
+                del new_mem.delayed[pname]
+        self._mem[mkey] = new_mem
+
+        waits = [d.deadline - now for d in new_mem.delayed.values()]
+        ttl_wait = await self._ttl(ops.job)
+        if ttl_wait is not None:
+            waits.append(ttl_wait)
+        waits = [max(w, 0.001) for w in waits]
+        return Result(requeue_after=min(waits)) if waits else Result()
+
+    async def _ttl(self, job: Obj) -> float | None:
+        """Delete a finished Job once ``ttlSecondsAfterFinished`` passed; else seconds to wait."""
+        ttl = (job.get("spec") or {}).get("ttlSecondsAfterFinished")
+        state = (job.get("status") or {}).get("state") or {}
+        if ttl is None or state.get("phase") not in FINISHED:
+            return None
+        since = state.get("lastTransitionTime")
+        finished = parse_rfc3339(since) if since else self.clock.now()
+        left = finished + float(ttl) - self.clock.now()
+        if left > 0:
+            return left
+        try:
+            await self.client.delete(keys.VCJOB, job["metadata"]["name"], job["metadata"].get("namespace"),
+                                     propagation_policy="Background")
+        except Exception as e:
+            if not is_not_found(e):
+                raise
+        return None
+
+
+def _task_of(job: Obj, pod_name: str) -> str:
+    jname = job["metadata"]["name"]
+    for t in builders.tasks(job):
+        prefix = f"{jname}-{t.get('name', '')}-"
+        rest = pod_name[len(prefix):] if pod_name.startswith(prefix) else ""
+        if rest.isdigit():
+            return str(t.get("name", ""))
+    return ""
+
+
+class _Ops:
+    """The three primitives of the phase table over one Job (see state.py)."""
+
+    def __init__(self, r: JobReconciler, job: Obj, pods: list[Obj], pg: Obj | None, mem: _Memory) -> None:
+        self.r = r
+        self.job = copy.deepcopy(job)
+        self.pods = pods
+        self.pg = pg
+        self.mem = mem
+
+    @property
+    def now(self) -> str:
+        return rfc3339(self.r.clock.now())
+
+    def _plugins(self) -> list[job_plugins.JobPlugin]:
+        out = []
+        for name, args in sorted(((self.job.get("spec") or {}).get("plugins") or {}).items()):
+            try:
+                out.append(job_plugins.build(name, list(args or [])))
+            except KeyError as e:
+                self.r._event(self.job, "Warning", "PluginError", str(e))
+        return out
+
+    def _stamp(self, status: Obj) -> None:
+        state = status.setdefault("state", {})
+        state["lastTransitionTime"] = self.now
+        cond = {"status": state.get("phase", ""), "lastTransitionTime": state["lastTransitionTime"]}
+        status["conditions"] = [c for c in status.get("conditions") or [] if c.get("status") != cond["status"]] + [cond]
+
+    async def _write_status(self, status: Obj) -> None:
+        obj = copy.deepcopy(self.job)
+        obj["status"] = status
+        try:
+            self.job = await self.r.client.update_status(obj)
+        except Exception as e:
+            if is_not_found(e):
+                return
+            raise
+
+    async def _ensure_podgroup(self) -> None:
+        job = self.job
+        if self.pg is None:
+            pg = builders.build_podgroup(job, self.r.priority_of)
+            try:
+                self.pg = await self.r.client.create(pg)
+            except Exception as e:
+                if not is_already_exists(e):
+                    raise
+                self.pg = await self.r.get_podgroup(job)
+            return
+        upd = builders.podgroup_spec_update(self.pg, job, self.r.priority_of)
+        if upd is not None:
+            self.pg = await self.r.client.update(upd)
+
+    async def sync_job(self, update: UpdateFn | None) -> None:
+        job = self.job
+        spec = job.get("spec") or {}
+        if self.r.queues.get(None, spec.get("queue") or keys.DEFAULT_QUEUE) is None:
+            raise RuntimeError(f"queue {spec.get('queue')!r} of job {job['metadata']['name']} not found")
+        status: Obj = copy.deepcopy(job.get("status") or {})
+        original = copy.deepcopy(status)
+        job["status"] = status
+        phase = (status.get("state") or {}).get("phase") or ""
+        plugins = self._plugins()
+        if phase in ("", JobPhase.PENDING):
+            if phase == "":
+                status.setdefault("state", {})["phase"] = str(JobPhase.PENDING)
+                status["minAvailable"] = int(spec.get("minAvailable") or 0)
+                self._stamp(status)
+            status.setdefault("controlledResources", {})
+            for p in plugins:
+                await p.on_job_add(job, self.r.plugin_client)
+        else:
+            for p in plugins:
+                await p.on_job_update(job, self.r.plugin_client)
+        await self._ensure_podgroup()
+        pg_phase = _phase(self.pg)
+        if not pg_phase or pg_phase == PodGroupPhase.PENDING:
+            if update is not None:
+                update(status)
+            if status != original:
+                if (status.get("state") or {}) != (original.get("state") or {}):
+                    self._stamp(status)
+                await self._write_status(status)
+            return
+        counts = {"pending": 0, "running": 0, "succeeded": 0, "failed": 0, "unknown": 0}
+        terminating = 0
+        live: list[Obj] = []
+        by_name = {p["metadata"]["name"]: p for p in self.pods}
+        to_create: list[tuple[Obj, Obj]] = []
+        to_delete: list[Obj] = []
+        for task in builders.tasks(job):
+            tname = task.get("name", "")
+            for i in range(int(task.get("replicas") or 0)):
+                pname = builders.pod_name(job["metadata"]["name"], tname, i)
+                pod = by_name.pop(pname, None)
+                if pod is None:
+                    to_create.append((task, self._new_pod(task, i, plugins)))
+                    continue
+                if pod["metadata"].get("deletionTimestamp"):
+                    terminating += 1
+                    continue
+                if keys.OUT_OF_SYNC_KEY in _ann(pod) or pod["metadata"].get("uid") in self.mem.killed:
+                    to_delete.append(pod)
+                live.append(pod)
+        to_delete.extend(p for p in by_name.values() if not p["metadata"].get("deletionTimestamp"))
+        terminating += sum(1 for p in by_name.values() if p["metadata"].get("deletionTimestamp"))
+        created: list[Obj] = []
+        for task, pod in to_create:
+            if not self._depends_on_ready(task):
+                continue
+            try:
+                created.append(await self.r.client.create(pod))
+            except Exception as e:
+                if not is_already_exists(e):
+                    self.r._event(job, "Warning", "FailedCreatePod", f"Error creating pods: {e}")
+                    raise
+        for pod in to_delete:
+            if await self._delete_pod(pod):
+                terminating += 1
+        c, per_task = classify([*live, *created])
+        counts.update(c)
+        new_status: Obj = {
+            "state": copy.deepcopy(status.get("state") or {}),
+            **counts,
+            "terminating": terminating,
+            "version": int(status.get("version") or 0),
+            "minAvailable": int(spec.get("minAvailable") or 0),
+            "taskStatusCount": per_task,
+            "controlledResources": copy.deepcopy(status.get("controlledResources") or {}),
+            "conditions": copy.deepcopy(status.get("conditions") or []),
+            "retryCount": int(status.get("retryCount") or 0),
+        }
+        if "runningDuration" in status:
+            new_status["runningDuration"] = status["runningDuration"]
+        if update is not None:
+            update(new_status)
+        if _norm(new_status) == _norm(original):
+            return
+        if (new_status.get("state") or {}).get("phase") != (original.get("state") or {}).get("phase") \
+                or _norm(new_status) != _norm(status):
+            self._stamp(new_status)
+        await self._write_status(new_status)
+
+    def _new_pod(self, task: Obj, index: int, plugins: list[job_plugins.JobPlugin]) -> Obj:
+        pod = builders.build_pod(self.job, task, index)
+        for p in plugins:
+            p.on_pod_create(pod, self.job)
+        return pod
+
+    def _depends_on_ready(self, task: Obj) -> bool:
+        dep = task.get("dependsOn")
+        if not dep or not dep.get("name"):
+            return True
+        names = list(dep["name"])
+        if len(names) > 1 and dep.get("iteration") == "any":
+            return any(self._task_ready(n) for n in names)
+        return all(self._task_ready(n) for n in names)
+
+    def _task_ready(self, task_name: str) -> bool:
+        task = next((t for t in builders.tasks(self.job) if t.get("name") == task_name), None)
+        if task is None:
+            return True
+        ready = 0
+        for p in self.pods:
+            if _ann(p).get(keys.TASK_SPEC_KEY) != task_name:
+                continue
+            ph = _pod_phase(p)
+            if ph == "Succeeded" or (ph == "Running" and all(cs.get("ready") for cs in (p.get("status") or {}).get("containerStatuses") or [])):
+                ready += 1
+        if task.get("minAvailable") is not None:
+            return ready >= int(task["minAvailable"])
+        return True
+
+    async def _delete_pod(self, pod: Obj) -> bool:
+        md = pod["metadata"]
+        try:
+            await self.r.client.delete(keys.POD, md["name"], md.get("namespace"))
+        except Exception as e:
+            if not is_not_found(e):
+                log.warning("failed to delete pod %s: %s", md["name"], e)
+                return False
+        self.mem.killed.add(md.get("uid", ""))
+        return True
+
+    async def kill_job(self, retain: frozenset[str], update: UpdateFn | None) -> None:
+        await self._kill(retain, None, update)
+
+    async def kill_target(self, target: Target, update: UpdateFn | None) -> None:
+        await self._kill(frozenset(), target, update)
+
+    async def _kill(self, retain: frozenset[str], target: Target | None, update: UpdateFn | None) -> None:
+        job = self.job
+        spec = job.get("spec") or {}
+        status: Obj = copy.deepcopy(job.get("status") or {})
+        original = copy.deepcopy(status)
+        kept: list[Obj] = []
+        to_kill: list[Obj] = []
+        terminating = 0
+        if target is not None:
+            for p in self.pods:
+                task = _ann(p).get(keys.TASK_SPEC_KEY)
+                if task != target.task_name or (target.type == "pod" and p["metadata"]["name"] != target.pod_name) or (target.type == "partition" and (p["metadata"].get("labels") or {}).get(
+                        "volcano.sh/partition-id") != _partition_of(self.pods, target.pod_name)):
+                    kept.append(p)
+                else:
+                    to_kill.append(p)
+        else:
+            status["version"] = int(status.get("version") or 0) + 1
+            last_retry = int(status.get("retryCount") or 0) >= int(spec.get("maxRetry") or 0) - 1
+            keep = RETAIN_SOFT if last_retry else retain
+            for p in self.pods:
+                if p["metadata"].get("deletionTimestamp"):
+                    terminating += 1
+                elif _pod_phase(p) in keep:
+                    kept.append(p)
+                else:
+                    to_kill.append(p)
+        failed_delete: list[Obj] = []
+        for p in to_kill:
+            if p["metadata"].get("deletionTimestamp") or await self._delete_pod(p):
+                terminating += 1
+            else:
+                failed_delete.append(p)
+        counts, per_task = classify([p for p in [*kept, *failed_delete]
+                                     if not p["metadata"].get("deletionTimestamp")])
+        status.update(counts)
+        status["terminating"] = terminating
+        status["taskStatusCount"] = per_task
+        if failed_delete:
+            self.r._event(job, "Warning", "FailedDeletePod", f"Error deleting pods: {len(failed_delete)} failed")
+            raise RuntimeError(f"failed to kill {len(failed_delete)} pods of {len(to_kill)}")
+        if update is not None and update(status):
+            self._stamp(status)
+        ltt = (status.get("state") or {}).get("lastTransitionTime")
+        created = job["metadata"].get("creationTimestamp")
+        if ltt and created:
+            status["runningDuration"] = go_duration(parse_rfc3339(ltt) - parse_rfc3339(created))
+        job["status"] = status
+        for plugin in self._plugins():
+            await plugin.on_job_delete(job, self.r.plugin_client)
+        if status != original:
+            await self._write_status(status)
+        if target is None and self.pg is not None:
+            try:
+                await self.r.client.delete(keys.PODGROUP, self.pg["metadata"]["name"], self.pg["metadata"].get("namespace"))
+            except Exception as e:
+                if not is_not_found(e):
+                    raise
+            self.pg = None
+
+
+def _partition_of(pods: list[Obj], pod_name: str) -> str | None:
+    for p in pods:
+        if p["metadata"]["name"] == pod_name:
+            return (p["metadata"].get("labels") or {}).get("volcano.sh/partition-id")
+    return None
+
+
+def _norm(status: Obj) -> Obj:
+    """Status without the fields that only move with time (compared to decide a write)."""
+    s = copy.deepcopy(status)
+    (s.get("state") or {}).pop("lastTransitionTime", None)
+    s.pop("conditions", None)
+    s.pop("runningDuration", None)
+    for k in ("pending", "running", "succeeded", "failed", "unknown", "terminating", "version", "retryCount",
+              "minAvailable"):
+        s[k] = int(s.get(k) or 0)
+    s["taskStatusCount"] = s.get("taskStatusCount") or {}
+    s["controlledResources"] = s.get("controlledResources") or {}
+    return s
+
+
+MapFn = Callable[[Obj], list[Any]]

@@ -1,0 +1,162 @@
+"""PodGroup controller: gives Volcano-scheduled Pods that have no PodGroup one of their own.
+
+For a Pod whose ``schedulerName`` is a Volcano scheduler and that carries no
+``scheduling.k8s.io/group-name`` annotation, the PodGroup ``podgroup-<controller owner uid, or
+the Pod's uid>`` is created (owned by the Pod's owners, or the Pod itself), with ``minMember`` 1
+(or the owner's ``scheduling.volcano.sh/group-min-member`` annotation), ``minResources`` = the
+Pod's requests x minMember, the queue from the Pod annotation ``scheduling.volcano.sh/queue-name``,
+the Pod's priorityClassName, and the preemptable / cooldown / revocable-zone / JDB annotations.
+The Pod is then annotated with the group name. A ReplicaSet scaled to zero loses its PodGroup.
+
+Mirrors: volcano pkg/controllers/podgroup/pg_controller.go and pg_controller_handler.go.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pumice.api.meta import owner_reference
+from pumice.client.base import KubeClient, is_already_exists, is_not_found
+from pumice.controllers.volcano import keys
+from pumice.controllers.volcano.job import resources as res
+
+Obj = dict[str, Any]
+log = logging.getLogger(__name__)
+
+_OWNER_KINDS = {"ReplicaSet": keys.REPLICASET, "Job": keys.BATCHJOB}
+
+
+def podgroup_name_for_pod(pod: Obj) -> str:
+    """``podgroup-<uid>`` of the Pod's controller owner, else of the Pod."""
+    for ref in pod["metadata"].get("ownerReferences") or []:
+        if ref.get("controller"):
+            return keys.PODGROUP_NAME_PREFIX + str(ref.get("uid", ""))
+    return keys.PODGROUP_NAME_PREFIX + str(pod["metadata"].get("uid", ""))
+
+
+def build_podgroup_for_pod(pod: Obj, owner_annotations: dict[str, str] | None = None,
+                           *, inherit_owner_annotations: bool = True) -> Obj:
+    """The PodGroup of a bare/workload Pod (pure)."""
+    owner_ann = owner_annotations or {}
+    min_member = 1
+    if inherit_owner_annotations and keys.GROUP_MIN_MEMBER_ANNOTATION_KEY in owner_ann:
+        try:
+            v = int(owner_ann[keys.GROUP_MIN_MEMBER_ANNOTATION_KEY])
+            if v >= 0:
+                min_member = v
+        except ValueError:
+            pass
+    md = pod["metadata"]
+    refs = [r for r in md.get("ownerReferences") or []]
+    if not any(r.get("controller") for r in refs):
+        refs = [owner_reference({"apiVersion": "v1", "kind": "Pod", "metadata": md})]
+    pann = md.get("annotations") or {}
+    plabels = md.get("labels") or {}
+    ann: dict[str, str] = {}
+    labels: dict[str, str] = {}
+    if inherit_owner_annotations:
+        ann.update({k: v for k, v in owner_ann.items() if k.startswith("volcano.sh/")})
+    for k in (keys.POD_PREEMPTABLE, keys.COOLDOWN_TIME, keys.REVOCABLE_ZONE):
+        if k in pann:
+            ann[k] = pann[k]
+    for k in (keys.POD_PREEMPTABLE, keys.COOLDOWN_TIME):
+        if k in plabels:
+            labels[k] = plabels[k]
+    if keys.JDB_MIN_AVAILABLE in pann:
+        ann[keys.JDB_MIN_AVAILABLE] = pann[keys.JDB_MIN_AVAILABLE]
+    elif keys.JDB_MAX_UNAVAILABLE in pann:
+        ann[keys.JDB_MAX_UNAVAILABLE] = pann[keys.JDB_MAX_UNAVAILABLE]
+    spec: Obj = {
+        "minMember": min_member,
+        "minResources": res.fmt(res.task_requests(pod.get("spec") or {}, min_member)),
+    }
+    if (pod.get("spec") or {}).get("priorityClassName"):
+        spec["priorityClassName"] = pod["spec"]["priorityClassName"]
+    if keys.QUEUE_NAME_ANNOTATION_KEY in pann:
+        spec["queue"] = pann[keys.QUEUE_NAME_ANNOTATION_KEY]
+    meta: Obj = {"name": podgroup_name_for_pod(pod), "namespace": md.get("namespace", "default"),
+                 "ownerReferences": refs}
+    if ann:
+        meta["annotations"] = ann
+    if labels:
+        meta["labels"] = labels
+    return {"apiVersion": keys.SCHEDULING_API_VERSION, "kind": "PodGroup", "metadata": meta, "spec": spec,
+            "status": {"phase": "Pending"}}
+
+
+class PodGroupReconciler:
+    """Reconciles one Pod (Request = the Pod's namespace/name)."""
+
+    def __init__(self, client: KubeClient, pods: Any, podgroups: Any,
+                 scheduler_names: tuple[str, ...] = (keys.DEFAULT_SCHEDULER_NAME,),
+                 owners: dict[str, Any] | None = None, inherit_owner_annotations: bool = True) -> None:
+        self.client = client
+        self.pods = pods
+        self.podgroups = podgroups
+        self.scheduler_names = scheduler_names
+        self.owners = owners or {}
+        self.inherit_owner_annotations = inherit_owner_annotations
+
+    def _owner_annotations(self, pod: Obj) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for ref in pod["metadata"].get("ownerReferences") or []:
+            store = self.owners.get(str(ref.get("kind", "")))
+            if store is None:
+                continue
+            owner = store.get(pod["metadata"].get("namespace"), ref.get("name", ""))
+            for k, v in ((owner or {}).get("metadata", {}).get("annotations") or {}).items():
+                out.setdefault(k, v)
+        return out
+
+    async def reconcile(self, req: Any) -> Any:
+        from pumice.runtime.reconcile import Result
+
+        pod = self.pods.get(req.namespace, req.name)
+        if pod is None or (pod.get("spec") or {}).get("schedulerName") not in self.scheduler_names:
+            return Result()
+        md = pod["metadata"]
+        if (md.get("annotations") or {}).get(keys.KUBE_GROUP_NAME_KEY) or md.get("deletionTimestamp"):
+            return Result()
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            return Result()
+        name = podgroup_name_for_pod(pod)
+        if self.podgroups.get(md.get("namespace"), name) is None:
+            pg = build_podgroup_for_pod(pod, self._owner_annotations(pod),
+                                        inherit_owner_annotations=self.inherit_owner_annotations)
+            try:
+                await self.client.create(pg)
+            except Exception as e:
+                if not is_already_exists(e):
+                    raise
+        try:
+            await self.client.patch(keys.POD, req.name, {"metadata": {"annotations": {keys.KUBE_GROUP_NAME_KEY: name}}},
+                                    req.namespace)
+        except Exception as e:
+            if not is_not_found(e):
+                raise
+        return Result()
+
+
+class ScaledToZeroReconciler:
+    """Deletes ``podgroup-<uid>`` of a ReplicaSet whose ``spec.replicas`` is 0."""
+
+    def __init__(self, client: KubeClient, replicasets: Any, podgroups: Any) -> None:
+        self.client = client
+        self.replicasets = replicasets
+        self.podgroups = podgroups
+
+    async def reconcile(self, req: Any) -> Any:
+        from pumice.runtime.reconcile import Result
+
+        rs = self.replicasets.get(req.namespace, req.name)
+        if rs is None or int((rs.get("spec") or {}).get("replicas", 1) or 0) != 0:
+            return Result()
+        name = keys.PODGROUP_NAME_PREFIX + str(rs["metadata"].get("uid", ""))
+        if self.podgroups.get(req.namespace, name) is not None:
+            try:
+                await self.client.delete(keys.PODGROUP, name, req.namespace)
+            except Exception as e:
+                if not is_not_found(e):
+                    raise
+        return Result()

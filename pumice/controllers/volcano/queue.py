@@ -1,0 +1,182 @@
+"""Queue controller: Queue state (Open / Closing / Closed / Unknown) and PodGroup counts.
+
+Level-based: every reconcile of a Queue takes at most one pending ``bus.volcano.sh`` Command aimed
+at it (``target.kind: Queue``; actions OpenQueue / CloseQueue), deletes it, applies the phase
+table below to (current state, action, whether PodGroups remain), recounts the queue's
+PodGroups by phase and writes ``status`` once, only when it changed (merge patch on the status
+subresource, so the scheduler's ``status.allocated`` is left alone).
+
+=============  =================  ====================  =====================================
+state          OpenQueue          CloseQueue            sync (no command)
+=============  =================  ====================  =====================================
+Open / ""      Open               Closed if no PGs,     Open
+                                  else Closing
+Closing        Open               Closed if no PGs,     Closed if no PGs, else Closing
+                                  else Closing
+Closed         Open               Closed                Closed
+Unknown        Open               Closed/Closing        Unknown
+=============  =================  ====================  =====================================
+
+``status.state`` is the only state field (the CRD has no ``spec.state``): users open and close
+queues with Commands (``vcctl queue operate``) or by writing ``status.state`` (Open / Closed).
+The ``default`` queue (weight 1, reclaimable) is created at start when missing.
+
+Mirrors: volcano pkg/controllers/queue/queue_controller.go, queue_controller_action.go and
+state/{open,closing,closed,unknown}.go.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from pumice.client.base import KubeClient, is_already_exists, is_not_found
+from pumice.controllers.volcano import keys
+from pumice.controllers.volcano.keys import Action, PodGroupPhase, QueueState
+
+Obj = dict[str, Any]
+log = logging.getLogger(__name__)
+
+QUEUE_INDEX = "volcano:queue"
+StateFn = Callable[[str, bool], str]
+
+
+def pg_queue_indexer(pg: Obj) -> list[str]:
+    return [str((pg.get("spec") or {}).get("queue") or keys.DEFAULT_QUEUE)]
+
+
+def _open_sync(cur: str, has_pgs: bool) -> str:
+    if cur in ("", QueueState.OPEN):
+        return QueueState.OPEN
+    if cur == QueueState.CLOSED:
+        return QueueState.CLOSING if has_pgs else QueueState.CLOSED
+    return QueueState.UNKNOWN
+
+
+def _close(cur: str, has_pgs: bool) -> str:
+    return QueueState.CLOSING if has_pgs else QueueState.CLOSED
+
+
+def _closing_sync(cur: str, has_pgs: bool) -> str:
+    return QueueState.CLOSING if has_pgs else QueueState.CLOSED
+
+
+def _closed_sync(cur: str, has_pgs: bool) -> str:
+    return QueueState.CLOSED
+
+
+def _unknown_sync(cur: str, has_pgs: bool) -> str:
+    return QueueState.UNKNOWN
+
+
+def _open(cur: str, has_pgs: bool) -> str:
+    return QueueState.OPEN
+
+
+#: state -> action -> next-state function ``(current state, has PodGroups) -> state``.
+QUEUE_STEPS: dict[str, dict[Action, StateFn]] = {
+    QueueState.OPEN: {Action.OPEN_QUEUE: _open, Action.CLOSE_QUEUE: _close, Action.SYNC_QUEUE: _open_sync},
+    QueueState.CLOSING: {Action.OPEN_QUEUE: _open, Action.CLOSE_QUEUE: _close, Action.SYNC_QUEUE: _closing_sync},
+    QueueState.CLOSED: {Action.OPEN_QUEUE: _open, Action.CLOSE_QUEUE: _closed_sync,
+                        Action.SYNC_QUEUE: _closed_sync},
+    QueueState.UNKNOWN: {Action.OPEN_QUEUE: _open, Action.CLOSE_QUEUE: _close, Action.SYNC_QUEUE: _unknown_sync},
+}
+
+
+def next_state(current: str, action: Action, has_podgroups: bool) -> str:
+    """The queue state after ``action`` (an empty or unrecognised state behaves as Open)."""
+    table = QUEUE_STEPS.get(current or QueueState.OPEN, QUEUE_STEPS[QueueState.OPEN])
+    return table.get(action, table[Action.SYNC_QUEUE])(current, has_podgroups)
+
+
+def count_podgroups(pgs: list[Obj]) -> dict[str, int]:
+    """``pending/running/unknown/inqueue/completed`` counts of PodGroups by ``status.phase``."""
+    counts = {"pending": 0, "running": 0, "unknown": 0, "inqueue": 0, "completed": 0}
+    field = {PodGroupPhase.PENDING: "pending", PodGroupPhase.RUNNING: "running",
+             PodGroupPhase.UNKNOWN: "unknown", PodGroupPhase.INQUEUE: "inqueue",
+             PodGroupPhase.COMPLETED: "completed"}
+    for pg in pgs:
+        ph = (pg.get("status") or {}).get("phase") or ""
+        if ph in field:
+            counts[field[PodGroupPhase(ph)]] += 1
+    return counts
+
+
+def command_target(cmd: Obj) -> tuple[str, str]:
+    t = cmd.get("target") or {}
+    return str(t.get("kind") or ""), str(t.get("name") or "")
+
+
+def default_queue() -> Obj:
+    return {"apiVersion": keys.SCHEDULING_API_VERSION, "kind": "Queue",
+            "metadata": {"name": keys.DEFAULT_QUEUE},
+            "spec": {"weight": 1, "reclaimable": True}}
+
+
+class QueueReconciler:
+    """Reconciles one Queue (Request name = queue name)."""
+
+    def __init__(self, client: KubeClient, queues: Any, podgroups: Any, commands: Any, recorder: Any = None) -> None:
+        self.client = client
+        self.queues = queues
+        self.podgroups = podgroups
+        self.commands = commands
+        self.recorder = recorder
+
+    def _pending_command(self, name: str) -> Obj | None:
+        mine = [c for c in self.commands.list() if command_target(c) == ("Queue", name)]
+        mine.sort(key=lambda c: (c["metadata"].get("creationTimestamp", ""), c["metadata"].get("name", "")))
+        return mine[0] if mine else None
+
+    async def reconcile(self, req: Any) -> Any:
+        from pumice.runtime.reconcile import Result
+
+        queue = self.queues.get(None, req.name)
+        if queue is None:
+            return Result()
+        action = Action.SYNC_QUEUE
+        cmd = self._pending_command(req.name)
+        requeue = False
+        if cmd is not None:
+            try:
+                await self.client.delete(keys.COMMAND, cmd["metadata"]["name"], cmd["metadata"].get("namespace"))
+            except Exception as e:
+                if not is_not_found(e):
+                    raise
+                cmd = None
+            if cmd is not None:
+                try:
+                    action = Action(cmd.get("action") or "")
+                except ValueError:
+                    log.warning("queue %s: ignoring command %s with unknown action %r", req.name,
+                                cmd["metadata"]["name"], cmd.get("action"))
+                requeue = self._pending_command(req.name) is not None
+        pgs = [pg for pg in self.podgroups.by_index(QUEUE_INDEX, req.name)
+               if not (pg.get("metadata") or {}).get("deletionTimestamp")]
+        status = queue.get("status") or {}
+        cur = str(status.get("state") or "")
+        new_state = next_state(cur, action, bool(pgs))
+        want: Obj = {"state": new_state, **count_podgroups(pgs)}
+        diff = {k: v for k, v in want.items() if status.get(k, 0 if k != "state" else "") != v}
+        if diff:
+            await self.client.patch(keys.QUEUE, req.name, {"status": diff}, subresource="status")
+            if "state" in diff and self.recorder is not None and action == Action.CLOSE_QUEUE:
+                self.recorder.event(queue, "Normal", str(Action.CLOSE_QUEUE), "Close queue succeed")
+        return Result(requeue_after=0.001) if requeue else Result()
+
+
+async def ensure_default_queue(client: KubeClient) -> bool:
+    """Create the ``default`` queue when missing. Returns True when it exists afterwards."""
+    try:
+        await client.get(keys.QUEUE, keys.DEFAULT_QUEUE)
+        return True
+    except Exception as e:
+        if not is_not_found(e):
+            raise
+    try:
+        await client.create(default_queue())
+    except Exception as e:
+        if not is_already_exists(e):
+            raise
+    return True

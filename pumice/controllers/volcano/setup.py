@@ -1,0 +1,128 @@
+"""Wiring of the Volcano controllers on a :class:`pumice.runtime.manager.Manager`.
+
+Controllers registered:
+
+- ``volcano-queue``: Queues, fed by PodGroup and Command events; the ``default`` queue is created
+  by a runnable at start;
+- ``volcano-podgroup``: Pods with a Volcano schedulerName and no group annotation;
+- ``volcano-podgroup-scale``: ReplicaSets scaled to zero lose their PodGroup;
+- ``volcano-job``: vcjobs, fed by their Pods, PodGroup phase changes and Commands.
+
+Mirrors: volcano cmd/controller-manager (the queue, podgroup and job controllers).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pumice.controllers.volcano import keys
+from pumice.controllers.volcano.job.controller import JobReconciler
+from pumice.controllers.volcano.podgroup import PodGroupReconciler, ScaledToZeroReconciler
+from pumice.controllers.volcano.queue import (
+    QUEUE_INDEX,
+    QueueReconciler,
+    command_target,
+    ensure_default_queue,
+    pg_queue_indexer,
+)
+from pumice.runtime.predicates import FuncPredicate
+from pumice.runtime.reconcile import Request
+
+Obj = dict[str, Any]
+log = logging.getLogger(__name__)
+
+
+def _pg_to_queue(pg: Obj) -> list[Request]:
+    return [Request("", str((pg.get("spec") or {}).get("queue") or keys.DEFAULT_QUEUE))]
+
+
+def _cmd_to_queue(cmd: Obj) -> list[Request]:
+    kind, name = command_target(cmd)
+    return [Request("", name)] if kind == "Queue" and name else []
+
+
+def _cmd_to_job(cmd: Obj) -> list[Request]:
+    kind, name = command_target(cmd)
+    ns = (cmd.get("metadata") or {}).get("namespace") or ""
+    return [Request(ns, name)] if kind == "Job" and name else []
+
+
+def _pg_to_job(pg: Obj) -> list[Request]:
+    md = pg.get("metadata") or {}
+    for ref in md.get("ownerReferences") or []:
+        if ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith("batch.volcano.sh/"):
+            return [Request(md.get("namespace") or "", str(ref.get("name", "")))]
+    return []
+
+
+def _phase(obj: Obj) -> str:
+    return str((obj.get("status") or {}).get("phase") or "")
+
+
+def _job_changed(old: Obj, new: Obj) -> bool:
+    """Upstream updateJob: only spec changes and phase changes enqueue."""
+    return old.get("spec") != new.get("spec") or ((old.get("status") or {}).get("state") or {}).get("phase") != (
+        (new.get("status") or {}).get("state") or {}).get("phase") or bool(
+        (new.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def setup_controllers(mgr: Any, *, scheduler_names: tuple[str, ...] = (keys.DEFAULT_SCHEDULER_NAME,),
+                      create_default_queue: bool = True) -> None:
+    """Register the Volcano controllers (see module docstring) on ``mgr``."""
+    informers = mgr.informers
+    pg_inf = informers.informer(keys.PODGROUP)
+    pg_inf.add_indexer(QUEUE_INDEX, pg_queue_indexer)
+    queues = informers.informer(keys.QUEUE).lister
+    commands = informers.informer(keys.COMMAND).lister
+    pods = informers.informer(keys.POD).lister
+    recorder = mgr.event_recorder("vc-controller-manager")
+
+    (mgr.controller("volcano-queue")
+        .for_(keys.QUEUE)
+        .watches(keys.PODGROUP, _pg_to_queue,
+                 predicates=FuncPredicate(update=lambda o, n: _phase(o) != _phase(n) or (o.get("spec") or {}).get(
+                     "queue") != (n.get("spec") or {}).get("queue") or bool(n["metadata"].get("deletionTimestamp"))))
+        .watches(keys.COMMAND, _cmd_to_queue)
+        .complete(QueueReconciler(mgr.client, queues, pg_inf.lister, commands, recorder)))
+
+    def volcano_pod_without_group(pod: Obj) -> bool:
+        return (pod.get("spec") or {}).get("schedulerName") in scheduler_names and not (
+            (pod.get("metadata") or {}).get("annotations") or {}).get(keys.KUBE_GROUP_NAME_KEY)
+
+    owners = {"ReplicaSet": informers.informer(keys.REPLICASET).lister,
+              "Job": informers.informer(keys.BATCHJOB).lister}
+    (mgr.controller("volcano-podgroup")
+        .for_(keys.POD, predicates=FuncPredicate(create=volcano_pod_without_group,
+                                                 update=lambda o, n: volcano_pod_without_group(n),
+                                                 delete=lambda o: False))
+        .complete(PodGroupReconciler(mgr.client, pods, pg_inf.lister, scheduler_names, owners)))
+    (mgr.controller("volcano-podgroup-scale")
+        .for_(keys.REPLICASET)
+        .complete(ScaledToZeroReconciler(mgr.client, owners["ReplicaSet"], pg_inf.lister)))
+
+    pcs = informers.informer(keys.PRIORITYCLASS).lister
+    (mgr.controller("volcano-job")
+        .for_(keys.VCJOB, predicates=FuncPredicate(update=_job_changed))
+        .owns(keys.POD)
+        .watches(keys.PODGROUP, _pg_to_job, predicates=FuncPredicate(update=lambda o, n: _phase(o) != _phase(n)))
+        .watches(keys.COMMAND, _cmd_to_job)
+        .complete(JobReconciler(mgr.client, pods=pods, podgroups=pg_inf.lister, queues=queues, commands=commands,
+                                priorityclasses=pcs, clock=mgr.clock, recorder=recorder)))
+
+    if create_default_queue:
+        async def default_queue() -> None:
+            delay = 0.05
+            while True:
+                try:
+                    await ensure_default_queue(mgr.client)
+                    return
+                except Exception as e:
+                    log.warning("creating the default queue failed (%s); retrying in %.2fs", e, delay)
+                    await mgr.clock.sleep(delay)
+                    delay = min(delay * 2, 5.0)
+
+        mgr.add_runnable(default_queue, needs_leader=True, name="volcano-default-queue")
+
+
+__all__ = ["setup_controllers"]

@@ -1,0 +1,362 @@
+"""Volcano controllers over the FakeClient: queue state and counts, podgroups for plain Pods,
+the vcjob lifecycle (PodGroup first, Pods after Inqueue, phases, policies, plugins)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from pumice.controllers.volcano import keys
+from pumice.controllers.volcano.admission.jobs import mutate_job
+from pumice.controllers.volcano.job import builders
+from pumice.controllers.volcano.job.state import JOB_STEPS
+from pumice.controllers.volcano.keys import Action, JobPhase, QueueState
+from pumice.controllers.volcano.queue import next_state
+from pumice.testing.fake_client import FakeClient
+from pumice.testing.volcano import eventually
+from pumice.testing.volcano import running_controllers as running
+
+
+def test_every_job_phase_has_a_step() -> None:
+    assert set(JOB_STEPS) == set(JobPhase)
+
+
+@pytest.mark.parametrize(("state", "action", "has_pgs", "want"), [
+    ("", Action.SYNC_QUEUE, False, QueueState.OPEN),
+    (QueueState.OPEN, Action.CLOSE_QUEUE, True, QueueState.CLOSING),
+    (QueueState.OPEN, Action.CLOSE_QUEUE, False, QueueState.CLOSED),
+    (QueueState.CLOSING, Action.SYNC_QUEUE, True, QueueState.CLOSING),
+    (QueueState.CLOSING, Action.SYNC_QUEUE, False, QueueState.CLOSED),
+    (QueueState.CLOSED, Action.OPEN_QUEUE, False, QueueState.OPEN),
+    (QueueState.CLOSED, Action.SYNC_QUEUE, True, QueueState.CLOSED),
+    (QueueState.UNKNOWN, Action.SYNC_QUEUE, True, QueueState.UNKNOWN),
+])
+def test_queue_state_table(state: str, action: Action, has_pgs: bool, want: str) -> None:
+    assert next_state(state, action, has_pgs) == want
+
+
+def vcjob(name: str = "j1", *, replicas: int = 3, min_available: int | None = None, queue: str = "default",
+          policies: list | None = None, plugins: dict | None = None, cpu: str = "1", **spec: Any) -> dict:
+    s: dict = {"queue": queue, "tasks": [{"name": "t", "replicas": replicas, "template": {"spec": {
+        "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}]}}}], **spec}
+    if min_available is not None:
+        s["minAvailable"] = min_available
+    if policies:
+        s["policies"] = policies
+    if plugins:
+        s["plugins"] = plugins
+    job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+           "metadata": {"name": name, "namespace": "default", "uid": "u1"}, "spec": s}
+    mutate_job(job)
+    return job
+
+
+def test_podgroup_min_resources_cover_min_available_pods() -> None:
+    job = vcjob(replicas=6, min_available=3)
+    pg = builders.build_podgroup(job)
+    assert pg["metadata"]["name"] == "j1-u1"
+    assert pg["spec"]["minMember"] == 3
+    assert pg["spec"]["minTaskMember"] == {"t": 6}
+    assert pg["spec"]["minResources"] == {"cpu": "3"}
+
+
+def test_task_pod_carries_upstream_labels_and_annotations() -> None:
+    job = vcjob()
+    job["status"] = {"version": 2, "retryCount": 1}
+    pod = builders.build_pod(job, job["spec"]["tasks"][0], 1)
+    assert pod["metadata"]["name"] == "j1-t-1"
+    ann = pod["metadata"]["annotations"]
+    assert ann["scheduling.k8s.io/group-name"] == "j1-u1"
+    assert ann["volcano.sh/task-spec"] == "t"
+    assert ann["volcano.sh/task-index"] == "1"
+    assert ann["volcano.sh/job-version"] == "2"
+    assert ann["volcano.sh/job-retry-count"] == "1"
+    assert pod["metadata"]["labels"]["volcano.sh/job-name"] == "j1"
+    assert pod["spec"]["schedulerName"] == "volcano"
+
+
+async def create_job(client: FakeClient, job: dict) -> dict:
+    job = copy.deepcopy(job)
+    job["metadata"].pop("uid", None)
+    return await client.create(job)
+
+
+async def pods_of(client: FakeClient) -> list[dict]:
+    return sorted((await client.list(keys.POD, "default")).items, key=lambda p: p["metadata"]["name"])
+
+
+async def set_phase(client: FakeClient, kind: Any, name: str, phase: str, ns: str | None = "default") -> None:
+    await client.patch(kind, name, {"status": {"phase": phase}}, ns, subresource="status")
+
+
+async def job_phase(client: FakeClient, name: str = "j1") -> str:
+    j = await client.get(keys.VCJOB, name, "default")
+    return str(((j.get("status") or {}).get("state") or {}).get("phase") or "")
+
+
+async def test_default_queue_is_created_open(client: FakeClient) -> None:
+    async with running(client):
+        q = await eventually(lambda: _get(client, keys.QUEUE, "default", None))
+        assert q["spec"] == {"weight": 1, "reclaimable": True}
+        await eventually(lambda: _state(client, "default", QueueState.OPEN))
+
+
+async def _get(client: FakeClient, kind: Any, name: str, ns: str | None = "default") -> dict | None:
+    try:
+        return await client.get(kind, name, ns)
+    except Exception:
+        return None
+
+
+async def _state(client: FakeClient, queue: str, state: str) -> bool:
+    q = await _get(client, keys.QUEUE, queue, None)
+    return bool(q and (q.get("status") or {}).get("state") == state)
+
+
+async def test_job_pods_wait_for_the_podgroup_to_leave_pending(client: FakeClient) -> None:
+    async with running(client):
+        await eventually(lambda: _state(client, "default", QueueState.OPEN))
+        job = await create_job(client, vcjob(replicas=3, min_available=3))
+        pg_name = f"j1-{job['metadata']['uid']}"
+        pg = await eventually(lambda: _get(client, keys.PODGROUP, pg_name))
+        assert pg["spec"]["minMember"] == 3
+        await eventually(lambda: job_phase(client))
+        assert await job_phase(client) == JobPhase.PENDING
+        assert await pods_of(client) == []
+        await set_phase(client, keys.PODGROUP, pg_name, "Inqueue")
+        await eventually(lambda: _counts(client, "default", "inqueue", 1))
+        pods = await eventually(lambda: _n_pods(client, 3))
+        assert [p["metadata"]["name"] for p in pods] == ["j1-t-0", "j1-t-1", "j1-t-2"]
+        for p in pods:
+            await set_phase(client, keys.POD, p["metadata"]["name"], "Running")
+        await eventually(lambda: _phase_is(client, JobPhase.RUNNING))
+        for p in pods:
+            await set_phase(client, keys.POD, p["metadata"]["name"], "Succeeded")
+        await eventually(lambda: _phase_is(client, JobPhase.COMPLETED))
+        j = await client.get(keys.VCJOB, "j1", "default")
+        assert j["status"]["succeeded"] == 3
+        # a finished job gives its PodGroup up (upstream finished state: KillJob deletes it)
+        await eventually(lambda: _gone(client, keys.PODGROUP, pg_name))
+
+
+async def _counts(client: FakeClient, queue: str, field: str, n: int) -> dict | None:
+    q = await _get(client, keys.QUEUE, queue, None)
+    return q if q and (q.get("status") or {}).get(field) == n else None
+
+
+async def _n_pods(client: FakeClient, n: int) -> list[dict] | None:
+    pods = [p for p in await pods_of(client) if not p["metadata"].get("deletionTimestamp")]
+    return pods if len(pods) == n else None
+
+
+async def _phase_is(client: FakeClient, phase: str, name: str = "j1") -> bool:
+    return await job_phase(client, name) == phase
+
+
+async def test_pod_evicted_restarts_the_job_with_a_new_version(client: FakeClient) -> None:
+    async with running(client):
+        await eventually(lambda: _state(client, "default", QueueState.OPEN))
+        job = await create_job(client, vcjob(replicas=2, policies=[{"event": "PodEvicted", "action": "RestartJob"}]))
+        pg_name = f"j1-{job['metadata']['uid']}"
+        await eventually(lambda: _get(client, keys.PODGROUP, pg_name))
+        await set_phase(client, keys.PODGROUP, pg_name, "Inqueue")
+        pods = await eventually(lambda: _n_pods(client, 2))
+        for p in pods:
+            await set_phase(client, keys.POD, p["metadata"]["name"], "Running")
+        await eventually(lambda: _phase_is(client, JobPhase.RUNNING))
+        await client.delete(keys.POD, "j1-t-0", "default")
+        await eventually(lambda: _phase_is(client, JobPhase.RESTARTING))
+        j = await client.get(keys.VCJOB, "j1", "default")
+        assert j["status"]["retryCount"] == 1
+        assert j["status"]["version"] == 1
+        # the PodGroup was deleted with the old version and is created again
+        pg = await eventually(lambda: _get(client, keys.PODGROUP, pg_name))
+        await set_phase(client, keys.PODGROUP, pg_name, "Inqueue")
+        pods = await eventually(lambda: _n_pods(client, 2))
+        assert {p["metadata"]["annotations"]["volcano.sh/job-version"] for p in pods} == {"1"}
+        await eventually(lambda: _phase_is(client, JobPhase.PENDING))
+        assert pg is not None
+
+
+async def test_pod_failed_with_abort_policy_aborts(client: FakeClient) -> None:
+    async with running(client):
+        await eventually(lambda: _state(client, "default", QueueState.OPEN))
+        job = await create_job(client, vcjob(replicas=2, policies=[{"event": "PodFailed", "action": "AbortJob"}]))
+        pg_name = f"j1-{job['metadata']['uid']}"
+        await eventually(lambda: _get(client, keys.PODGROUP, pg_name))
+        await set_phase(client, keys.PODGROUP, pg_name, "Inqueue")
+        pods = await eventually(lambda: _n_pods(client, 2))
+        for p in pods:
+            await set_phase(client, keys.POD, p["metadata"]["name"], "Running")
+        await eventually(lambda: _phase_is(client, JobPhase.RUNNING))
+        await set_phase(client, keys.POD, "j1-t-1", "Failed")
+        await eventually(lambda: _phase_is(client, JobPhase.ABORTED))
+        remaining = await pods_of(client)
+        assert [p["metadata"]["name"] for p in remaining] == ["j1-t-1"]  # the Failed Pod is kept
+
+
+async def test_exit_code_policy_terminates(client: FakeClient) -> None:
+    async with running(client):
+        await eventually(lambda: _state(client, "default", QueueState.OPEN))
+        job = await create_job(client, vcjob(replicas=1, policies=[{"exitCode": 3, "action": "TerminateJob"}]))
+        pg_name = f"j1-{job['metadata']['uid']}"
+        await eventually(lambda: _get(client, keys.PODGROUP, pg_name))
+        await set_phase(client, keys.PODGROUP, pg_name, "Inqueue")
+        await eventually(lambda: _n_pods(client, 1))
+        await set_phase(client, keys.POD, "j1-t-0", "Running")
+        await eventually(lambda: _phase_is(client, JobPhase.RUNNING))
+        await client.patch(keys.POD, "j1-t-0", {"status": {"phase": "Failed", "containerStatuses": [
+            {"name": "c", "state": {"terminated": {"exitCode": 3}}}]}}, "default", subresource="status")
+        await eventually(lambda: _phase_is(client, JobPhase.TERMINATED))
+
+
+async def test_abort_command_aborts_and_resume_restarts(client: FakeClient) -> None:
+    async with running(client):
+        await eventually(lambda: _state(client, "default", QueueState.OPEN))
+        job = await create_job(client, vcjob(replicas=1))
+        pg_name = f"j1-{job['metadata']['uid']}"
+        await eventually(lambda: _get(client, keys.PODGROUP, pg_name))
+        await set_phase(client, keys.PODGROUP, pg_name, "Inqueue")
+        await eventually(lambda: _n_pods(client, 1))
+        await client.create({"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
+                             "metadata": {"name": "abort-1", "namespace": "default"},
+                             "action": "AbortJob", "target": {"apiVersion": "batch.volcano.sh/v1alpha1",
+                                                              "kind": "Job", "name": "j1", "uid": job["metadata"]["uid"]}})
+        await eventually(lambda: _phase_is(client, JobPhase.ABORTED))
+        assert (await client.list(keys.COMMAND, "default")).items == []
+        await client.create({"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
+                             "metadata": {"name": "resume-1", "namespace": "default"},
+                             "action": "ResumeJob", "target": {"kind": "Job", "name": "j1"}})
+        # Restarting, then Pending at once (nothing is left terminating)
+        await eventually(lambda: _phase_is(client, JobPhase.PENDING))
+        j = await client.get(keys.VCJOB, "j1", "default")
+        assert j["status"]["retryCount"] == 1
+        assert [c["status"] for c in j["status"]["conditions"]] == ["Aborting", "Aborted", "Restarting", "Pending"]
+
+
+async def test_job_plugins_create_service_configmap_secret_and_env(client: FakeClient) -> None:
+    async with running(client):
+        await eventually(lambda: _state(client, "default", QueueState.OPEN))
+        job = await create_job(client, vcjob(replicas=2, plugins={"env": [], "svc": [], "ssh": []}))
+        pg_name = f"j1-{job['metadata']['uid']}"
+        svc = await eventually(lambda: _get(client, keys.SERVICE, "j1"))
+        assert svc["spec"]["clusterIP"] == "None"
+        cm = await eventually(lambda: _get(client, keys.CONFIGMAP, "j1-svc"))
+        assert cm["data"] == {"t.host": "j1-t-0.j1\nj1-t-1.j1", "VC_T_HOSTS": "j1-t-0.j1,j1-t-1.j1", "VC_T_NUM": "2"}
+        secret = await eventually(lambda: _get(client, keys.SECRET, "j1-ssh"))
+        assert set(secret["data"]) == {"id_rsa", "id_rsa.pub", "authorized_keys", "config"}
+        np = await eventually(lambda: _get(client, keys.NETWORKPOLICY, "j1"))
+        assert np["spec"]["policyTypes"] == ["Ingress"]
+        await set_phase(client, keys.PODGROUP, pg_name, "Inqueue")
+        pods = await eventually(lambda: _n_pods(client, 2))
+        env = {e["name"]: e.get("value") for e in pods[1]["spec"]["containers"][0]["env"]}
+        assert env["VC_TASK_INDEX"] == "1" and env["VK_TASK_INDEX"] == "1"
+        assert "VC_T_HOSTS" in env
+        assert pods[1]["spec"]["hostname"] == "j1-t-1" and pods[1]["spec"]["subdomain"] == "j1"
+        mounts = {m["mountPath"] for m in pods[1]["spec"]["containers"][0]["volumeMounts"]}
+        assert mounts == {"/etc/volcano", "/root/.ssh"}
+        j = await client.get(keys.VCJOB, "j1", "default")
+        assert j["status"]["controlledResources"] == {"plugin-env": "env", "plugin-svc": "svc", "plugin-ssh": "ssh"}
+
+
+async def test_a_second_reconcile_writes_nothing(client: FakeClient) -> None:
+    async with running(client) as mgr:
+        await eventually(lambda: _state(client, "default", QueueState.OPEN))
+        job = await create_job(client, vcjob(replicas=2))
+        pg_name = f"j1-{job['metadata']['uid']}"
+        await eventually(lambda: _get(client, keys.PODGROUP, pg_name))
+        await set_phase(client, keys.PODGROUP, pg_name, "Inqueue")
+        await eventually(lambda: _n_pods(client, 2))
+        await eventually(lambda: _status_pending(client, 2))
+        ctrl = next(c for c in mgr.controllers if c.name == "volcano-job")
+        before = len(client.writes())
+        from pumice.runtime.reconcile import Request
+
+        await ctrl.reconciler.reconcile(Request("default", "j1"))
+        assert client.writes()[before:] == []
+
+
+async def _status_pending(client: FakeClient, n: int) -> bool:
+    j = await client.get(keys.VCJOB, "j1", "default")
+    return (j.get("status") or {}).get("pending") == n
+
+
+async def test_closing_a_queue_waits_for_its_podgroups(client: FakeClient) -> None:
+    async with running(client):
+        await client.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                             "metadata": {"name": "q1"}, "spec": {"weight": 1}})
+        await eventually(lambda: _state(client, "q1", QueueState.OPEN))
+        await client.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                             "metadata": {"name": "pg1", "namespace": "default"},
+                             "spec": {"minMember": 1, "queue": "q1"}, "status": {"phase": "Running"}})
+        await eventually(lambda: _counts(client, "q1", "running", 1))
+        await client.create({"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
+                             "metadata": {"name": "close-q1", "namespace": "default"},
+                             "action": "CloseQueue", "target": {"kind": "Queue", "name": "q1"}})
+        await eventually(lambda: _state(client, "q1", QueueState.CLOSING))
+        await client.delete(keys.PODGROUP, "pg1", "default")
+        await eventually(lambda: _state(client, "q1", QueueState.CLOSED))
+        await client.create({"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
+                             "metadata": {"name": "open-q1", "namespace": "default"},
+                             "action": "OpenQueue", "target": {"kind": "Queue", "name": "q1"}})
+        await eventually(lambda: _state(client, "q1", QueueState.OPEN))
+
+
+async def test_bare_volcano_pod_gets_a_podgroup(client: FakeClient) -> None:
+    async with running(client):
+        pod = await client.create({"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": "p1", "namespace": "default", "annotations": {"scheduling.volcano.sh/queue-name": "q2"}},
+            "spec": {"schedulerName": "volcano", "priorityClassName": "high", "containers": [
+                {"name": "c", "image": "x", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}]}})
+        name = f"podgroup-{pod['metadata']['uid']}"
+        pg = await eventually(lambda: _get(client, keys.PODGROUP, name))
+        assert pg["spec"] == {"minMember": 1, "minResources": {"cpu": "500m", "memory": "1Gi"},
+                              "priorityClassName": "high", "queue": "q2"}
+        assert pg["metadata"]["ownerReferences"][0]["kind"] == "Pod"
+        p = await eventually(lambda: _annotated(client, "p1"))
+        assert p["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == name
+
+
+async def _annotated(client: FakeClient, name: str) -> dict | None:
+    p = await client.get(keys.POD, name, "default")
+    return p if (p["metadata"].get("annotations") or {}).get("scheduling.k8s.io/group-name") else None
+
+
+async def test_pods_of_a_replicaset_share_the_owner_podgroup(client: FakeClient) -> None:
+    async with running(client):
+        rs = await client.create({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {
+            "name": "rs1", "namespace": "default", "annotations": {"scheduling.volcano.sh/group-min-member": "2"}},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"a": "b"}}, "template": {}}})
+        ref = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs1", "uid": rs["metadata"]["uid"],
+               "controller": True}
+        for i in range(2):
+            await client.create({"apiVersion": "v1", "kind": "Pod", "metadata": {
+                "name": f"rs1-{i}", "namespace": "default", "ownerReferences": [ref]},
+                "spec": {"schedulerName": "volcano", "containers": [
+                    {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]}})
+        name = f"podgroup-{rs['metadata']['uid']}"
+        pg = await eventually(lambda: _get(client, keys.PODGROUP, name))
+        assert pg["spec"]["minMember"] == 2 and pg["spec"]["minResources"] == {"cpu": "2"}
+        await eventually(lambda: _annotated(client, "rs1-1"))
+        await client.patch(keys.REPLICASET, "rs1", {"spec": {"replicas": 0}}, "default")
+        await eventually(lambda: _gone(client, keys.PODGROUP, name))
+
+
+async def _gone(client: FakeClient, kind: Any, name: str) -> bool:
+    return await _get(client, kind, name) is None
+
+
+async def test_ttl_deletes_a_finished_job(client: FakeClient) -> None:
+    async with running(client):
+        await eventually(lambda: _state(client, "default", QueueState.OPEN))
+        job = await create_job(client, vcjob(replicas=1, ttlSecondsAfterFinished=0))
+        pg_name = f"j1-{job['metadata']['uid']}"
+        await eventually(lambda: _get(client, keys.PODGROUP, pg_name))
+        await set_phase(client, keys.PODGROUP, pg_name, "Inqueue")
+        await eventually(lambda: _n_pods(client, 1))
+        await set_phase(client, keys.POD, "j1-t-0", "Running")
+        await eventually(lambda: _phase_is(client, JobPhase.RUNNING))
+        await set_phase(client, keys.POD, "j1-t-0", "Succeeded")
+        await eventually(lambda: _gone(client, keys.VCJOB, "j1"))
