@@ -118,6 +118,7 @@ class Manager:
         self._stop_requested = False
         self._stop_event: asyncio.Event | None = None
         self._started = asyncio.Event()
+        self._standby = asyncio.Event()
         self._leading = asyncio.Event()
         self._running = False
         self._health: HealthServer | None = None
@@ -180,9 +181,14 @@ class Manager:
             self._stop_event.set()
 
     async def wait_started(self) -> None:
-        """Wait until the caches have synced and, if this manager leads (or leader election is
-        off), the controllers have been started."""
+        """Wait until the caches have synced and the controllers have started (handlers
+        registered, workers running). With leader election this needs the Lease; see
+        :meth:`wait_standby` for "running, maybe not leading"."""
         await self._started.wait()
+
+    async def wait_standby(self) -> None:
+        """Wait until the caches have synced (controllers may still wait for the Lease)."""
+        await self._standby.wait()
 
     async def wait_leading(self) -> None:
         """Wait until this manager holds the Lease (immediately without leader election)."""
@@ -221,19 +227,23 @@ class Manager:
                 if not r.needs_leader:
                     self._spawn(r, self._other_tasks)
             await self._until_stopped(self.informers.wait_for_cache_sync())
+            self._standby.set()
             if self.leader_election:
                 self.elector = LeaderElector(self.client, self.leader_election_config, clock=self.clock)
                 elector_task = asyncio.get_running_loop().create_task(self.elector.run(), name="leader-election")
-                self._started.set()  # standby: caches are warm, controllers wait for the Lease
+                self._standby.set()  # caches are warm; controllers wait for the Lease
                 won = await self._until_stopped(self.elector.leading.wait(), elector_task)
                 if won and self.elector.is_leader:
                     self._lead()
+                    await self._until_stopped(self._controllers_started(), elector_task)
+                    self._started.set()
                     done = await self._until_stopped(elector_task)
                     lost = done and not self._stop_event.is_set() and self._failure is None
                 elif elector_task.done() and not elector_task.cancelled() and elector_task.exception():
                     self._failure = elector_task.exception()
             else:
                 self._lead()
+                await self._until_stopped(self._controllers_started())
                 self._started.set()
                 await self._until_stopped()
         finally:
@@ -253,7 +263,10 @@ class Manager:
         for r in self._runnables:
             if r.needs_leader:
                 self._spawn(r, self._leader_tasks)
-        self._started.set()
+
+    async def _controllers_started(self) -> None:
+        """Until every controller has registered its handlers, synced and started its workers."""
+        await asyncio.gather(*(c.started.wait() for c in self.controllers))
 
     def _spawn(self, r: _Runnable, into: list[asyncio.Task[None]]) -> None:
         task = asyncio.get_running_loop().create_task(self._guard(r), name=r.name)
@@ -321,3 +334,4 @@ class Manager:
             self._health = None
         self._running = False
         self._started.clear()
+        self._standby.clear()

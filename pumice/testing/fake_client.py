@@ -10,6 +10,8 @@ and streams watch events with resourceVersion resume and bookmarks. Test hooks:
   :meth:`FakeClient.writes` filters the mutating ones (for "a second reconcile writes nothing");
 - :meth:`FakeClient.compact`: forget history so older watch resourceVersions get 410 Gone;
 - :meth:`FakeClient.close_watches`: end every open watch stream (as a server restart does);
+- :meth:`FakeClient.expire_watches`: send open watches an ERROR 410 event;
+- :meth:`FakeClient.bookmark`: send a BOOKMARK to watches of a kind;
 - :attr:`FakeClient.interceptor`: ``fn(verb, plural, namespace, name)`` called before each call;
   raise from it to inject failures (controller-runtime ``client/interceptor`` in spirit).
 
@@ -107,6 +109,7 @@ class FakeClient:
         self._uids = itertools.count(1)
         self._changed: asyncio.Condition | None = None
         self._generation_epoch = 0  # bumped by close_watches
+        self._expire_epoch = 0  # bumped by expire_watches
         self.actions: list[tuple[str, str, str, str]] = []
         self.interceptor: Interceptor | None = None
         self.closed = False
@@ -122,9 +125,24 @@ class FakeClient:
         self._compacted = self._rv
         self._history.clear()
 
+    async def expire_watches(self) -> None:
+        """Send every open watch an ERROR event with a 410 Status (then they end), as a server
+        does when the watch fell behind the compaction point; also :meth:`compact`."""
+        self._expire_epoch += 1
+        self.compact()
+        await self._notify()
+
     async def close_watches(self) -> None:
         """End every open watch stream (clients must re-watch)."""
         self._generation_epoch += 1
+        await self._notify()
+
+    async def bookmark(self, kind: ResourceKind) -> None:
+        """Send a BOOKMARK at the current resourceVersion to watches of ``kind``."""
+        self._rv += 1
+        self._history.append((self._rv, (kind.group, kind.plural), "BOOKMARK",
+                              {"kind": kind.kind, "apiVersion": kind.api_version,
+                               "metadata": {"resourceVersion": str(self._rv)}}))
         await self._notify()
 
     @property
@@ -219,12 +237,13 @@ class FakeClient:
             raise _status(410, "Expired", f"too old resource version: {since} ({self._compacted})")
         reqs = _parse_selector(label_selector)
         epoch = self._generation_epoch
+        expire_epoch = self._expire_epoch
         gk = (kind.group, kind.plural)
         cond = self._cond()
         while True:
             if self.closed or epoch != self._generation_epoch:
                 return
-            if since < self._compacted:
+            if since < self._compacted or expire_epoch != self._expire_epoch:
                 yield WatchEvent("ERROR", {"kind": "Status", "apiVersion": "v1", "status": "Failure",
                                            "reason": "Expired", "code": 410,
                                            "message": f"too old resource version: {since}"})
@@ -232,6 +251,10 @@ class FakeClient:
             pending = [h for h in self._history if h[0] > since and h[1] == gk]
             for rv, _, etype, obj in pending:
                 since = rv
+                if etype == "BOOKMARK":
+                    if allow_bookmarks:
+                        yield WatchEvent("BOOKMARK", copy.deepcopy(obj))
+                    continue
                 if namespace and kind.namespaced and obj["metadata"].get("namespace") != namespace:
                     continue
                 if not _match(obj["metadata"].get("labels") or {}, reqs):
@@ -239,7 +262,8 @@ class FakeClient:
                 yield WatchEvent(etype, copy.deepcopy(obj))  # type: ignore[arg-type]
             async with cond:
                 if not any(h[0] > since and h[1] == gk for h in self._history) \
-                        and epoch == self._generation_epoch and not self.closed:
+                        and epoch == self._generation_epoch and not self.closed \
+                        and expire_epoch == self._expire_epoch:
                     await cond.wait()
 
     # -- writes ------------------------------------------------------------------------------

@@ -1,0 +1,271 @@
+"""Controllers built with the builder: for_/owns/watches wiring, predicates, outcome mapping,
+concurrency, metrics. Against the in-memory FakeClient, on looptime where delays matter.
+
+Ports the outcome table of controller-runtime pkg/internal/controller/controller_test.go
+("should requeue ... with rate limiting", "should not requeue on TerminalError",
+"should requeue after RequeueAfter").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from pumice._util.clock import LoopClock
+from pumice.runtime import (
+    GenerationChangedPredicate,
+    Manager,
+    Request,
+    Result,
+    TerminalError,
+)
+from pumice.runtime import metrics as m
+from pumice.testing.fake_client import FakeClient
+
+from .conftest import CONFIGMAP, DEPLOYMENT, SECRET, configmap, deployment, eventually, secret
+
+
+class Toy:
+    """Records every reconcile; behaviour per name comes from ``script``."""
+
+    def __init__(self, script: dict[str, list[Any]] | None = None) -> None:
+        self.calls: list[tuple[str, float]] = []
+        self.script = script or {}
+
+    async def reconcile(self, req: Request) -> Result:
+        self.calls.append((str(req), asyncio.get_running_loop().time()))
+        steps = self.script.get(req.name)
+        if steps:
+            step = steps.pop(0)
+            if isinstance(step, BaseException):
+                raise step
+            return step
+        return Result()
+
+    def names(self) -> list[str]:
+        return [c[0] for c in self.calls]
+
+
+@pytest.fixture
+async def fake() -> FakeClient:
+    return FakeClient(clock=LoopClock())
+
+
+class Running:
+    def __init__(self, mgr: Manager) -> None:
+        self.mgr = mgr
+        self.task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> Manager:
+        self.task = asyncio.create_task(self.mgr.start())
+        await asyncio.wait_for(self.mgr.wait_started(), 30)
+        return self.mgr
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.mgr.stop()
+        assert self.task is not None
+        await self.task
+
+
+@pytest.fixture
+async def mgr(fake: FakeClient) -> AsyncIterator[Manager]:
+    yield Manager(fake, clock=LoopClock(), graceful_shutdown_timeout=5)
+
+
+async def test_toy_reconciler_sees_existing_and_new_objects_once_each(fake: FakeClient, mgr: Manager) -> None:
+    await fake.create(configmap("a"))
+    toy = Toy()
+    mgr.controller("toy").for_(CONFIGMAP).complete(toy)
+    async with Running(mgr):
+        await eventually(lambda: toy.names() == ["default/a"])
+        await fake.create(configmap("b"))
+        await eventually(lambda: toy.names() == ["default/a", "default/b"])
+        await fake.delete(CONFIGMAP, "a", "default")
+        await eventually(lambda: toy.names()[-1] == "default/a")
+
+
+async def test_owns_enqueues_the_controller_owner_of_the_for_kind_only(fake: FakeClient, mgr: Manager) -> None:
+    owner = await fake.create(configmap("owner"))
+    other_owner = await fake.create(secret("not-a-configmap"))
+    toy = Toy()
+    mgr.controller("owner").for_(CONFIGMAP).owns(SECRET).complete(toy)
+    async with Running(mgr):
+        await eventually(lambda: toy.names() == ["default/owner"])
+        toy.calls.clear()
+        await fake.create(secret("child", owner=owner))
+        await eventually(lambda: toy.names() == ["default/owner"])
+        toy.calls.clear()
+        await fake.create(secret("plain-ref", owner=owner, controller=False))
+        await fake.create(secret("other", owner=other_owner))
+        await fake.create(configmap("marker"))  # the queue is FIFO: once "marker" ran, the rest did
+        await eventually(lambda: "default/marker" in toy.names())
+        assert toy.names() == ["default/marker"], "non-controller refs and other owner kinds enqueue nothing"
+
+
+async def test_watches_enqueues_what_the_map_function_returns(fake: FakeClient, mgr: Manager) -> None:
+    toy = Toy()
+
+    def by_label(obj: dict[str, Any]) -> list[Request]:
+        target = (obj["metadata"].get("labels") or {}).get("target")
+        return [Request(obj["metadata"]["namespace"], target)] if target else []
+
+    mgr.controller("mapped").for_(DEPLOYMENT).watches(CONFIGMAP, by_label).complete(toy)
+    async with Running(mgr):
+        await fake.create(configmap("c1", labels={"target": "web"}))
+        await eventually(lambda: toy.names() == ["default/web"])
+
+
+async def test_generation_changed_predicate_drops_status_only_updates(fake: FakeClient, mgr: Manager) -> None:
+    await fake.create(deployment("web"))
+    toy = Toy()
+    mgr.controller("gen").for_(DEPLOYMENT, predicates=[GenerationChangedPredicate()]).complete(toy)
+    async with Running(mgr):
+        await eventually(lambda: len(toy.calls) == 1)
+        live = await fake.get(DEPLOYMENT, "web", "default")
+        live["status"] = {"replicas": 1}
+        await fake.update_status(live)
+        live = await fake.get(DEPLOYMENT, "web", "default")
+        live["metadata"]["labels"] = {"x": "y"}
+        await fake.update(live)
+        await asyncio.sleep(0.2)
+        assert len(toy.calls) == 1
+        live = await fake.get(DEPLOYMENT, "web", "default")
+        live["spec"]["replicas"] = 3
+        await fake.update(live)
+        await eventually(lambda: len(toy.calls) == 2)
+
+
+async def test_an_update_callable_works_as_a_predicate(fake: FakeClient, mgr: Manager) -> None:
+    await fake.create(configmap("a", data={"v": "1"}))
+    toy = Toy()
+    mgr.controller("callable").for_(
+        CONFIGMAP, predicates=lambda old, new: old.get("data") != new.get("data")
+    ).complete(toy)
+    async with Running(mgr):
+        await eventually(lambda: len(toy.calls) == 1)
+        live = await fake.get(CONFIGMAP, "a", "default")
+        live["metadata"]["annotations"] = {"x": "y"}
+        await fake.update(live)
+        live = await fake.get(CONFIGMAP, "a", "default")
+        live["data"] = {"v": "2"}
+        await fake.update(live)
+        await eventually(lambda: len(toy.calls) == 2)
+        await asyncio.sleep(0.1)
+        assert len(toy.calls) == 2
+
+
+@pytest.mark.looptime
+async def test_an_exception_requeues_with_per_item_backoff(fake: FakeClient, mgr: Manager) -> None:
+    await fake.create(configmap("flaky"))
+    toy = Toy({"flaky": [RuntimeError("1"), RuntimeError("2"), RuntimeError("3"), Result()]})
+    ctrl = mgr.controller("backoff").for_(CONFIGMAP).complete(toy)
+    errors0 = m.RECONCILE_ERRORS.labels("backoff")._value.get()
+    async with Running(mgr):
+        await eventually(lambda: len(toy.calls) == 4, timeout=5)
+        t = [c[1] for c in toy.calls]
+        gaps = [round(b - a, 3) for a, b in itertools.pairwise(t)]
+        assert gaps == [0.005, 0.01, 0.02]
+        assert ctrl.queue.num_requeues(Request("default", "flaky")) == 0, "success forgets the backoff"
+        await asyncio.sleep(60)
+        assert len(toy.calls) == 4
+    assert m.RECONCILE_ERRORS.labels("backoff")._value.get() - errors0 == 3
+
+
+@pytest.mark.looptime
+async def test_a_terminal_error_is_not_retried_but_counted(fake: FakeClient, mgr: Manager) -> None:
+    await fake.create(configmap("bad"))
+    toy = Toy({"bad": [TerminalError("invalid spec")]})
+    mgr.controller("terminal").for_(CONFIGMAP).complete(toy)
+    terminal0 = m.TERMINAL_RECONCILE_ERRORS.labels("terminal")._value.get()
+    error_total0 = m.RECONCILE_TOTAL.labels("terminal", "error")._value.get()
+    async with Running(mgr):
+        await eventually(lambda: len(toy.calls) == 1)
+        await asyncio.sleep(3600)
+        assert len(toy.calls) == 1
+        await fake.update({**(await fake.get(CONFIGMAP, "bad", "default")), "data": {"fixed": "1"}})
+        await eventually(lambda: len(toy.calls) == 2), "a later event reconciles again"
+    assert m.TERMINAL_RECONCILE_ERRORS.labels("terminal")._value.get() - terminal0 == 1
+    assert m.RECONCILE_TOTAL.labels("terminal", "error")._value.get() - error_total0 == 1
+
+
+@pytest.mark.looptime
+async def test_requeue_after_reconciles_again_after_that_delay(fake: FakeClient, mgr: Manager) -> None:
+    await fake.create(configmap("poll"))
+    toy = Toy({"poll": [Result(requeue_after=30), Result(requeue_after=30), Result()]})
+    mgr.controller("poll").for_(CONFIGMAP).complete(toy)
+    requeue0 = m.RECONCILE_TOTAL.labels("poll", "requeue_after")._value.get()
+    success0 = m.RECONCILE_TOTAL.labels("poll", "success")._value.get()
+    async with Running(mgr):
+        await eventually(lambda: len(toy.calls) == 3, timeout=100)
+        t = [c[1] for c in toy.calls]
+        assert [round(b - a, 3) for a, b in itertools.pairwise(t)] == [30.0, 30.0]
+        await asyncio.sleep(300)
+        assert len(toy.calls) == 3
+    assert m.RECONCILE_TOTAL.labels("poll", "requeue_after")._value.get() - requeue0 == 2
+    assert m.RECONCILE_TOTAL.labels("poll", "success")._value.get() - success0 == 1
+
+
+@pytest.mark.looptime
+async def test_max_concurrent_reconciles_runs_different_requests_in_parallel_never_the_same(
+    fake: FakeClient, mgr: Manager
+) -> None:
+    active: set[str] = set()
+    peak = 0
+    overlaps: list[str] = []
+    done: list[str] = []
+
+    class Slow:
+        async def reconcile(self, req: Request) -> Result:
+            nonlocal peak
+            if req.name in active:
+                overlaps.append(req.name)
+            active.add(req.name)
+            peak = max(peak, len(active))
+            await asyncio.sleep(1.0)
+            active.discard(req.name)
+            done.append(req.name)
+            return Result()
+
+    for i in range(6):
+        await fake.create(configmap(f"cm{i}"))
+    mgr.controller("parallel").for_(CONFIGMAP).with_options(max_concurrent_reconciles=3).complete(Slow())
+    async with Running(mgr):
+        for _ in range(3):  # updates while cm0 is being reconciled
+            live = await fake.get(CONFIGMAP, "cm0", "default")
+            live["data"] = {"n": str(len(done))}
+            await fake.update(live)
+            await asyncio.sleep(0.3)
+        await eventually(lambda: len(done) >= 7, timeout=30)
+        await asyncio.sleep(5)
+    assert peak == 3
+    assert overlaps == []
+    assert m.MAX_CONCURRENT_RECONCILES.labels("parallel")._value.get() == 3
+
+
+async def test_builder_reports_wiring_errors_at_complete(mgr: Manager) -> None:
+    with pytest.raises(ValueError, match="for_\\(\\) was not called"):
+        mgr.controller("none").owns(SECRET).complete(Toy())
+    with pytest.raises(ValueError, match="more than once"):
+        mgr.controller("twice").for_(CONFIGMAP).for_(SECRET).complete(Toy())
+    with pytest.raises(ValueError, match="max_concurrent_reconciles"):
+        mgr.controller("zero").for_(CONFIGMAP).with_options(max_concurrent_reconciles=0).complete(Toy())
+    with pytest.raises(TypeError, match="no reconcile"):
+        mgr.controller("noreconcile").for_(CONFIGMAP).complete(object())  # type: ignore[arg-type]
+    mgr.controller("dup").for_(CONFIGMAP).complete(Toy())
+    with pytest.raises(ValueError, match="already exists"):
+        mgr.controller("dup").for_(CONFIGMAP).complete(Toy())
+
+
+async def test_controllers_share_one_informer_per_kind(fake: FakeClient, mgr: Manager) -> None:
+    a, b = Toy(), Toy()
+    mgr.controller("a").for_(CONFIGMAP).complete(a)
+    mgr.controller("b").for_(DEPLOYMENT).owns(CONFIGMAP).complete(b)
+    assert len(mgr.informers.informers()) == 2
+    async with Running(mgr):
+        await fake.create(configmap("x"))
+        await eventually(lambda: a.names() == ["default/x"])
+    assert sum(1 for act in fake.actions if act[0] == "watch" and act[1] == "configmaps") == 1
