@@ -1,56 +1,313 @@
-"""Test harness for the Volcano controllers: a scheme with the Volcano kinds, a Manager running
-the controllers over any KubeClient, and an ``eventually`` poller."""
+"""Keyword builders and a scenario runner for Volcano scheduler tests.
+
+Builders return wire dicts (the same shapes the API server stores), so one scenario can run
+in-process (:func:`run_scenario`) or through ``pumice volcano session`` (:func:`write_manifests`).
+
+    pod("p1", group="pg1", requests="1,1Gi")
+    node("n1", allocatable="4,8Gi,pods=10")
+    podgroup("pg1", min_member=3, queue="q1", phase="Inqueue")
+    queue("q1", weight=1)
+
+``requests``/``allocatable`` strings: ``"cpu,memory[,name=value...]"``; a dict is taken as is.
+
+Mirrors: volcano pkg/scheduler/util/test_utils.go (BuildPod, BuildNode, BuildPodGroup,
+BuildQueue) and pkg/scheduler/uthelper (TestCommonStruct).
+"""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from pumice.api.scheme import Scheme
-from pumice.client.base import KubeClient
-from pumice.controllers.volcano import keys, setup
-from pumice.runtime.manager import Manager
+import yaml
+
+from pumice.scheduler.volcano.api.types import GROUP_NAME_ANNOTATION
+from pumice.scheduler.volcano.cache.snapshot import SessionResult, build_snapshot, run_session
+from pumice.scheduler.volcano.conf import PluginOption, SchedulerConfiguration, build_conf
+
+Obj = dict[str, Any]
 
 
-def volcano_scheme() -> Scheme:
-    """The built-in kinds plus Job, PodGroup, Queue, Command and NetworkPolicy."""
-    s = Scheme.builtin()
-    for rk in (keys.VCJOB, keys.PODGROUP, keys.QUEUE, keys.COMMAND, keys.NETWORKPOLICY):
-        s.add(rk)
-    return s
+def resource_list(spec: str | Mapping[str, Any] | None) -> Obj:
+    """``"1,1Gi,pods=10,nvidia.com/gpu=1"`` -> ``{"cpu": "1", "memory": "1Gi", "pods": "10", ...}``."""
+    if spec is None:
+        return {}
+    if isinstance(spec, Mapping):
+        return {k: str(v) for k, v in spec.items()}
+    out: Obj = {}
+    positional = ["cpu", "memory"]
+    for i, part in enumerate(p.strip() for p in spec.split(",") if p.strip()):
+        if "=" in part:
+            k, v = part.split("=", 1)
+            out[k.strip()] = v.strip()
+        elif i < 2:
+            out[positional[i]] = part
+        else:
+            raise ValueError(f"resource list {spec!r}: positional part {part!r} after cpu,memory")
+    return out
 
 
-async def eventually(fn: Callable[[], Awaitable[Any] | Any], timeout: float = 5.0, interval: float = 0.005) -> Any:
-    """Poll ``fn`` until it returns a truthy value (or an awaitable of one); returns it.
+def pod(
+    name: str,
+    *,
+    namespace: str = "c1",
+    group: str | None = None,
+    requests: str | Mapping[str, Any] | None = None,
+    node: str = "",
+    phase: str = "Pending",
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    node_selector: Mapping[str, str] | None = None,
+    priority: int | None = None,
+    priority_class: str | None = None,
+    role: str | None = None,
+    preemptable: bool | None = None,
+    tolerations: Sequence[Obj] | None = None,
+    affinity: Obj | None = None,
+    host_ports: Sequence[int] = (),
+    init_requests: str | Mapping[str, Any] | None = None,
+    scheduler_name: str = "volcano",
+    created: str | None = None,
+    uid: str | None = None,
+    deleting: bool = False,
+    nominated_node: str | None = None,
+    preemption_policy: str | None = None,
+) -> Obj:
+    """A Pod with one container (uid ``<ns>-<name>`` as upstream's BuildPod)."""
+    ann = dict(annotations or {})
+    if group:
+        ann[GROUP_NAME_ANNOTATION] = group
+    lab = dict(labels or {})
+    if role is not None:
+        lab["volcano.sh/task-spec"] = role
+    if preemptable is not None:
+        lab["volcano.sh/preemptable"] = "true" if preemptable else "false"
+    container: Obj = {"name": "main", "image": "busybox", "resources": {"requests": resource_list(requests)}}
+    if host_ports:
+        container["ports"] = [{"containerPort": p, "hostPort": p, "protocol": "TCP"} for p in host_ports]
+    spec: Obj = {"schedulerName": scheduler_name, "containers": [container]}
+    if init_requests is not None:
+        spec["initContainers"] = [{"name": "init", "image": "busybox", "resources": {"requests": resource_list(init_requests)}}]
+    if node:
+        spec["nodeName"] = node
+    if node_selector:
+        spec["nodeSelector"] = dict(node_selector)
+    if priority is not None:
+        spec["priority"] = priority
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    if tolerations:
+        spec["tolerations"] = list(tolerations)
+    if affinity:
+        spec["affinity"] = affinity
+    if preemption_policy:
+        spec["preemptionPolicy"] = preemption_policy
+    md: Obj = {"name": name, "namespace": namespace, "uid": uid or f"{namespace}-{name}", "labels": lab, "annotations": ann}
+    if created:
+        md["creationTimestamp"] = created
+    if deleting:
+        md["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    status: Obj = {"phase": phase}
+    if nominated_node:
+        status["nominatedNodeName"] = nominated_node
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": spec, "status": status}
 
-    Raises:
-        AssertionError: when ``timeout`` seconds of loop time pass first.
-    """
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    last: Any = None
-    while loop.time() < end:
-        last = fn()
-        if asyncio.iscoroutine(last):
-            last = await last
-        if last:
-            return last
-        await asyncio.sleep(interval)
-    raise AssertionError(f"condition not met in {timeout}s (last value {last!r})")
+
+def node(
+    name: str,
+    allocatable: str | Mapping[str, Any] = "4,8Gi,pods=110",
+    *,
+    labels: Mapping[str, str] | None = None,
+    taints: Sequence[Obj] | None = None,
+    unschedulable: bool = False,
+    ready: bool = True,
+) -> Obj:
+    """A Node with capacity = allocatable (upstream BuildNode)."""
+    rl = resource_list(allocatable)
+    spec: Obj = {}
+    if taints:
+        spec["taints"] = list(taints)
+    if unschedulable:
+        spec["unschedulable"] = True
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": dict(labels or {})},
+        "spec": spec,
+        "status": {
+            "allocatable": rl,
+            "capacity": dict(rl),
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
+    }
 
 
-@contextlib.asynccontextmanager
-async def running_controllers(client: KubeClient, **options: Any) -> AsyncIterator[Manager]:
-    """A Manager with the Volcano controllers, started; stopped on exit."""
-    mgr = Manager(client)
-    setup(mgr, **options)
-    task = asyncio.create_task(mgr.start())
-    await mgr.wait_started()
-    try:
-        yield mgr
-    finally:
-        mgr.stop()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(task, 10)
+def podgroup(
+    name: str,
+    *,
+    namespace: str = "c1",
+    queue: str = "c1",
+    min_member: int = 0,
+    min_task_member: Mapping[str, int] | None = None,
+    min_resources: str | Mapping[str, Any] | None = None,
+    phase: str = "Inqueue",
+    priority_class: str | None = None,
+    annotations: Mapping[str, str] | None = None,
+    created: str | None = None,
+) -> Obj:
+    spec: Obj = {"queue": queue, "minMember": min_member}
+    if min_task_member:
+        spec["minTaskMember"] = dict(min_task_member)
+    if min_resources is not None:
+        spec["minResources"] = resource_list(min_resources)
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    md: Obj = {"name": name, "namespace": namespace, "annotations": dict(annotations or {})}
+    if created:
+        md["creationTimestamp"] = created
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": md,
+        "spec": spec,
+        "status": {"phase": phase} if phase else {},
+    }
+
+
+def queue(
+    name: str,
+    *,
+    weight: int = 1,
+    capability: str | Mapping[str, Any] | None = None,
+    deserved: str | Mapping[str, Any] | None = None,
+    guarantee: str | Mapping[str, Any] | None = None,
+    reclaimable: bool | None = None,
+    priority: int | None = None,
+    parent: str | None = None,
+    state: str = "Open",
+    hierarchy: str | None = None,
+    hierarchy_weights: str | None = None,
+    created: str | None = None,
+) -> Obj:
+    spec: Obj = {"weight": weight}
+    if capability is not None:
+        spec["capability"] = resource_list(capability)
+    if deserved is not None:
+        spec["deserved"] = resource_list(deserved)
+    if guarantee is not None:
+        spec["guarantee"] = {"resource": resource_list(guarantee)}
+    if reclaimable is not None:
+        spec["reclaimable"] = reclaimable
+    if priority is not None:
+        spec["priority"] = priority
+    if parent is not None:
+        spec["parent"] = parent
+    ann: Obj = {}
+    if hierarchy:
+        ann["volcano.sh/hierarchy"] = hierarchy
+    if hierarchy_weights:
+        ann["volcano.sh/hierarchy-weights"] = hierarchy_weights
+    md: Obj = {"name": name, "annotations": ann}
+    if created:
+        md["creationTimestamp"] = created
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": md, "spec": spec, "status": {"state": state}}
+
+
+def priority_class(name: str, value: int, *, global_default: bool = False) -> Obj:
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value, "globalDefault": global_default}
+
+
+def taint(key: str, value: str = "", effect: str = "NoSchedule") -> Obj:
+    return {"key": key, "value": value, "effect": effect}
+
+
+def toleration(key: str, value: str | None = None, effect: str = "", operator: str | None = None) -> Obj:
+    t: Obj = {"key": key, "operator": operator or ("Equal" if value is not None else "Exists")}
+    if value is not None:
+        t["value"] = value
+    if effect:
+        t["effect"] = effect
+    return t
+
+
+def plugin(name: str, arguments: Mapping[str, Any] | None = None, **switches: bool) -> PluginOption:
+    """A plugin entry with exactly the given switches on (as upstream unit tests build tiers);
+    ``plugin("gang", all=True)`` applies the loader defaults instead."""
+    if switches.pop("all", False):
+        return PluginOption.all_on(name, arguments, **switches)
+    return PluginOption(name, dict(switches), dict(arguments or {}))
+
+
+@dataclass
+class Scenario:
+    """One upstream-style case: objects, actions, tiers (lists of plugin names or options)."""
+
+    objects: list[Obj]
+    actions: Sequence[str]
+    tiers: Sequence[Sequence[PluginOption | str]]
+    configurations: Mapping[str, Mapping[str, Any]] | None = None
+
+    def conf(self) -> SchedulerConfiguration:
+        return build_conf(self.actions, self.tiers, self.configurations)
+
+
+def run_scenario(
+    objects: Iterable[Obj],
+    *,
+    actions: Sequence[str],
+    tiers: Sequence[Sequence[PluginOption | str]],
+    configurations: Mapping[str, Mapping[str, Any]] | None = None,
+    vectorize: bool = True,
+) -> SessionResult:
+    """Run one session over ``objects`` in-process."""
+    conf = build_conf(actions, tiers, configurations)
+    return run_session(build_snapshot(list(objects)), conf, vectorize=vectorize)
+
+
+def conf_yaml(actions: Sequence[str], tiers: Sequence[Sequence[PluginOption | str]], configurations: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+    """The scenario's configuration as volcano-scheduler.conf text. Switches not set explicitly
+    are written as false so the loader reproduces exactly the scenario's switches."""
+    from pumice.scheduler.volcano.conf import SWITCH_KEYS
+
+    doc: Obj = {"actions": ", ".join(actions), "tiers": []}
+    for tier in tiers:
+        plugins = []
+        for p in tier:
+            opt = PluginOption.all_on(p) if isinstance(p, str) else p
+            entry: Obj = {"name": opt.name}
+            for k in SWITCH_KEYS:
+                entry[k] = bool(opt.switches.get(k, False))
+            if opt.arguments:
+                entry["arguments"] = dict(opt.arguments)
+            plugins.append(entry)
+        doc["tiers"].append({"plugins": plugins})
+    if configurations:
+        doc["configurations"] = [{"name": k, "arguments": dict(v)} for k, v in configurations.items()]
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def write_manifests(directory: Path, objects: Iterable[Obj]) -> Path:
+    """Write the objects as one multi-document YAML file in ``directory`` (file order = list order)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "objects.yaml"
+    path.write_text(yaml.safe_dump_all(list(objects), sort_keys=False))
+    return path
+
+
+__all__ = [
+    "Scenario",
+    "conf_yaml",
+    "node",
+    "plugin",
+    "pod",
+    "podgroup",
+    "priority_class",
+    "queue",
+    "resource_list",
+    "run_scenario",
+    "taint",
+    "toleration",
+    "write_manifests",
+]

@@ -1,0 +1,82 @@
+"""backfill: place BestEffort (empty-request) tasks.
+
+Mirrors: volcano pkg/scheduler/actions/backfill/backfill.go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pumice.scheduler.volcano.api.job_info import JobInfo
+from pumice.scheduler.volcano.api.queue_info import QueueInfo
+from pumice.scheduler.volcano.api.task_info import TaskInfo
+from pumice.scheduler.volcano.api.types import FitErrors, TaskStatus
+from pumice.scheduler.volcano.framework.arguments import NoArguments, decode
+from pumice.scheduler.volcano.framework.predicate_helper import predicate_nodes
+from pumice.scheduler.volcano.framework.session import Session
+from pumice.scheduler.volcano.framework.util import PriorityQueue
+
+ACTION_NAME = "backfill"
+
+
+class Action:
+    name = ACTION_NAME
+
+    def __init__(self, args: NoArguments) -> None:
+        self.args = args
+
+    @classmethod
+    def parse_arguments(cls, arguments: Mapping[str, Any]) -> NoArguments:
+        return decode(NoArguments, arguments)
+
+    def pick_up_tasks(self, ssn: Session) -> list[TaskInfo]:
+        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
+        jobs: dict[str, PriorityQueue[JobInfo]] = {}
+        seen: set[str] = set()
+        for job in ssn.jobs.values():
+            if job.is_pending() or ssn.job_valid(job) is not None:
+                continue
+            q = ssn.queues.get(job.queue)
+            if q is None:
+                continue
+            if q.uid not in seen:
+                seen.add(q.uid)
+                queues.push(q)
+            jobs.setdefault(q.uid, PriorityQueue(ssn.job_order_fn)).push(job)
+        out: list[TaskInfo] = []
+        while not queues.empty():
+            q = queues.pop()
+            pq = jobs.get(q.uid)
+            while pq is not None and not pq.empty():
+                job = pq.pop()
+                tq: PriorityQueue[TaskInfo] = PriorityQueue(ssn.task_order_fn)
+                for t in job.tasks_in(TaskStatus.Pending):
+                    if t.best_effort and not t.sch_gated:
+                        tq.push(t)
+                for t in job.tasks_in(TaskStatus.Pipelined):
+                    if t.best_effort:
+                        ssn.unpipeline(t)
+                        tq.push(t)
+                while not tq.empty():
+                    out.append(tq.pop())
+        return out
+
+    def execute(self, ssn: Session) -> None:
+        for task in self.pick_up_tasks(ssn):
+            job = ssn.jobs[task.job]
+            err = ssn.pre_predicate_fn(task)
+            if err is not None:
+                fe = FitErrors()
+                fe.set_error(err)
+                job.nodes_fit_errors[task.uid] = fe
+                continue
+            nodes, fit_errors = predicate_nodes(ssn, task, None, "backfill")
+            if not nodes:
+                job.nodes_fit_errors[task.uid] = fit_errors
+                continue
+            node = nodes[0] if len(nodes) == 1 else ssn.best_node(task, nodes)
+            try:
+                ssn.allocate(task, node)
+            except Exception:
+                continue

@@ -1,0 +1,126 @@
+"""reclaim: starving jobs take resources back from other (reclaimable) queues.
+
+Mirrors: volcano pkg/scheduler/actions/reclaim/reclaim.go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pumice.scheduler.volcano.actions._victims import validate_victims, victims_queue
+from pumice.scheduler.volcano.api.job_info import JobInfo
+from pumice.scheduler.volcano.api.queue_info import QueueInfo
+from pumice.scheduler.volcano.api.resource import Dimension
+from pumice.scheduler.volcano.api.task_info import TaskInfo
+from pumice.scheduler.volcano.api.types import TaskStatus
+from pumice.scheduler.volcano.framework.arguments import NoArguments, decode
+from pumice.scheduler.volcano.framework.predicate_helper import predicate_nodes
+from pumice.scheduler.volcano.framework.session import Session
+from pumice.scheduler.volcano.framework.statement import Statement
+from pumice.scheduler.volcano.framework.util import PriorityQueue
+
+ACTION_NAME = "reclaim"
+
+
+class Action:
+    name = ACTION_NAME
+
+    def __init__(self, args: NoArguments) -> None:
+        self.args = args
+
+    @classmethod
+    def parse_arguments(cls, arguments: Mapping[str, Any]) -> NoArguments:
+        return decode(NoArguments, arguments)
+
+    def execute(self, ssn: Session) -> None:
+        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
+        seen: set[str] = set()
+        preemptors: dict[str, PriorityQueue[JobInfo]] = {}
+        preemptor_tasks: dict[str, PriorityQueue[TaskInfo]] = {}
+        for job in ssn.jobs.values():
+            if job.is_pending() or ssn.job_valid(job) is not None:
+                continue
+            q = ssn.queues.get(job.queue)
+            if q is None:
+                continue
+            if q.uid not in seen:
+                seen.add(q.uid)
+                queues.push(q)
+            if ssn.job_starving(job):
+                preemptors.setdefault(q.uid, PriorityQueue(ssn.job_order_fn)).push(job)
+                tq: PriorityQueue[TaskInfo] = PriorityQueue(ssn.task_order_fn)
+                for t in job.tasks_in(TaskStatus.Pending):
+                    if not t.sch_gated:
+                        tq.push(t)
+                preemptor_tasks[job.uid] = tq
+        while not queues.empty():
+            q = queues.pop()
+            if ssn.overused(q):
+                continue
+            jobs = preemptors.get(q.uid)
+            if jobs is None or jobs.empty():
+                continue
+            job = jobs.pop()
+            tq = preemptor_tasks[job.uid]
+            stmt = Statement(ssn)
+            while ssn.job_starving(job) and not tq.empty():
+                task = tq.pop()
+                if (task.pod.get("spec") or {}).get("preemptionPolicy") == "Never":
+                    continue
+                if not ssn.preemptive(q, [task]):
+                    continue
+                if ssn.pre_predicate_fn(task) is not None:
+                    continue
+                self.reclaim_for_task(ssn, stmt, task, job)
+            if ssn.job_pipelined(job):
+                stmt.commit()
+            else:
+                stmt.discard()
+            if not jobs.empty():
+                queues.push(q)
+
+    def reclaim_for_task(self, ssn: Session, stmt: Statement, task: TaskInfo, job: JobInfo) -> bool:
+        nodes, _ = predicate_nodes(ssn, task, None, "preempt", sample=False)
+        for node in nodes:
+            reclaimees = []
+            for t in node.tasks.values():
+                if t.status is not TaskStatus.Running or not t.preemptable:
+                    continue
+                tj = ssn.jobs.get(t.job)
+                if tj is None or tj.queue == job.queue:
+                    continue
+                tq = ssn.queues.get(tj.queue)
+                if tq is None or not tq.reclaimable:
+                    continue
+                reclaimees.append(tj.tasks.get(t.uid, t))
+            if not reclaimees:
+                continue
+            victims = ssn.reclaimable(task, reclaimees)
+            if not validate_victims(task, node, victims):
+                continue
+            vq = victims_queue(ssn, victims, task)
+            available = node.future_idle()
+            node_stmt = Statement(ssn)
+            evicted = False
+            while not task.resreq.less_equal(available, Dimension.ZERO):
+                if vq.empty():
+                    break
+                v = vq.pop()
+                try:
+                    node_stmt.evict(v, "reclaim")
+                except Exception:
+                    continue
+                evicted = True
+                available = available + v.resreq
+            if not task.resreq.less_equal(available, Dimension.ZERO):
+                node_stmt.discard()
+                continue
+            try:
+                node_stmt.pipeline(task, node.name, evicted)
+            except Exception:
+                node_stmt.discard()
+                continue
+            stmt.merge(node_stmt)
+            return True
+        return False

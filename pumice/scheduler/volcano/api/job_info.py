@@ -1,0 +1,265 @@
+"""JobInfo: a PodGroup and its tasks.
+
+Mirrors: volcano pkg/scheduler/api/job_info.go JobInfo (gang counters, CheckTask*,
+NeedContinueAllocating, FitError, TaskSchedulingReason).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pumice.scheduler.volcano.api.resource import Resource
+from pumice.scheduler.volcano.api.task_info import TaskInfo
+from pumice.scheduler.volcano.api.types import (
+    ALLOCATED_STATUSES,
+    POD_GROUP_NOT_READY,
+    POD_GROUP_READY,
+    POD_REASON_SCHEDULABLE,
+    POD_REASON_UNSCHEDULABLE,
+    SCHEDULED_STATUSES,
+    FitErrors,
+    PodGroupPhase,
+    TaskStatus,
+)
+
+Obj = dict[str, Any]
+
+_VALID = ALLOCATED_STATUSES | {TaskStatus.Succeeded, TaskStatus.Pipelined, TaskStatus.Pending}
+
+
+@dataclass(eq=False)
+class JobInfo:
+    """A job: uid ``<ns>/<podgroup>``. ``pod_group`` is the wire PodGroup (its ``status`` is the
+    session's working copy). ``creation`` in epoch seconds; ``min_resources`` None when the
+    PodGroup gives none."""
+
+    uid: str
+    name: str
+    namespace: str
+    queue: str = "default"
+    priority: int = 0
+    min_available: int = 0
+    task_min_available: dict[str, int] = field(default_factory=dict)
+    min_resources: Resource | None = None
+    creation: float = 0.0
+    pod_group: Obj | None = None
+    preemptable: bool = False
+    tasks: dict[str, TaskInfo] = field(default_factory=dict)
+    task_status_index: dict[TaskStatus, dict[str, TaskInfo]] = field(default_factory=dict)
+    allocated: Resource = field(default_factory=Resource)
+    total_request: Resource = field(default_factory=Resource)
+    nodes_fit_errors: dict[str, FitErrors] = field(default_factory=dict)
+    job_fit_errors: str = ""
+    schedule_start_timestamp: float = 0.0
+    annotations: dict[str, str] = field(default_factory=dict)
+
+    # ----- membership ---------------------------------------------------------------------
+    @property
+    def task_min_available_total(self) -> int:
+        return sum(self.task_min_available.values())
+
+    @property
+    def phase(self) -> str:
+        return ((self.pod_group or {}).get("status") or {}).get("phase") or ""
+
+    def set_phase(self, phase: PodGroupPhase) -> None:
+        if self.pod_group is not None:
+            self.pod_group.setdefault("status", {})["phase"] = str(phase)
+
+    def add_task(self, t: TaskInfo) -> None:
+        self.tasks[t.uid] = t
+        self.task_status_index.setdefault(t.status, {})[t.uid] = t
+        self.total_request = self.total_request + t.resreq
+        if t.status in ALLOCATED_STATUSES:
+            self.allocated = self.allocated + t.resreq
+
+    def _delete_index(self, t: TaskInfo) -> None:
+        bucket = self.task_status_index.get(t.status)
+        if bucket is not None:
+            bucket.pop(t.uid, None)
+            if not bucket:
+                del self.task_status_index[t.status]
+
+    def delete_task(self, t: TaskInfo) -> None:
+        cur = self.tasks.pop(t.uid, None)
+        if cur is None:
+            return
+        self.total_request = self.total_request - cur.resreq
+        if cur.status in ALLOCATED_STATUSES:
+            self.allocated = self.allocated - cur.resreq
+        self._delete_index(cur)
+
+    def update_task_status(self, t: TaskInfo, status: TaskStatus) -> None:
+        """Move ``t`` to ``status`` keeping the index and ``allocated`` consistent."""
+        cur = self.tasks.get(t.uid, t)
+        was_alloc = cur.status in ALLOCATED_STATUSES
+        self._delete_index(cur)
+        cur.status = status
+        if t is not cur:
+            t.status = status
+        self.task_status_index.setdefault(status, {})[cur.uid] = cur
+        now_alloc = status in ALLOCATED_STATUSES
+        if was_alloc and not now_alloc:
+            self.allocated = self.allocated - cur.resreq
+        elif now_alloc and not was_alloc:
+            self.allocated = self.allocated + cur.resreq
+
+    def tasks_in(self, status: TaskStatus) -> list[TaskInfo]:
+        return list(self.task_status_index.get(status, {}).values())
+
+    def count(self, status: TaskStatus) -> int:
+        return len(self.task_status_index.get(status, ()))
+
+    # ----- gang counters ------------------------------------------------------------------
+    def ready_task_num(self) -> int:
+        return sum(
+            self.count(s)
+            for s in (TaskStatus.Bound, TaskStatus.Binding, TaskStatus.Running, TaskStatus.Allocated, TaskStatus.Succeeded)
+        )
+
+    def waiting_task_num(self) -> int:
+        return self.count(TaskStatus.Pipelined)
+
+    def pending_best_effort_task_num(self) -> int:
+        return sum(1 for t in self.task_status_index.get(TaskStatus.Pending, {}).values() if t.best_effort)
+
+    def valid_task_num(self) -> int:
+        return sum(len(b) for s, b in self.task_status_index.items() if s in _VALID)
+
+    def scheduled_task_num(self) -> int:
+        return sum(len(b) for s, b in self.task_status_index.items() if s in SCHEDULED_STATUSES)
+
+    def releasing_scheduled_task_num(self) -> int:
+        return sum(1 for t in self.task_status_index.get(TaskStatus.Releasing, {}).values() if t.node_name)
+
+    def is_ready(self) -> bool:
+        return self.ready_task_num() + self.pending_best_effort_task_num() >= self.min_available
+
+    def is_pipelined(self) -> bool:
+        return (
+            self.waiting_task_num() + self.ready_task_num() + self.pending_best_effort_task_num()
+            >= self.min_available
+        )
+
+    def is_starving(self) -> bool:
+        return self.waiting_task_num() + self.ready_task_num() < self.min_available
+
+    def is_pending(self) -> bool:
+        return self.pod_group is None or self.phase in ("", str(PodGroupPhase.Pending))
+
+    def has_pending_tasks(self) -> bool:
+        return bool(self.task_status_index.get(TaskStatus.Pending))
+
+    def _roles(self, statuses: frozenset[TaskStatus] | set[TaskStatus], pending_best_effort: bool) -> dict[str, int]:
+        occ: dict[str, int] = {}
+        for s, bucket in self.task_status_index.items():
+            if s in statuses:
+                for t in bucket.values():
+                    occ[t.role] = occ.get(t.role, 0) + 1
+            elif s is TaskStatus.Pending and pending_best_effort:
+                for t in bucket.values():
+                    if t.best_effort:
+                        occ[t.role] = occ.get(t.role, 0) + 1
+        return occ
+
+    def allocated_roles(self) -> dict[str, int]:
+        return self._roles(ALLOCATED_STATUSES | {TaskStatus.Succeeded}, True)
+
+    def check_task_valid(self) -> bool:
+        if self.min_available < self.task_min_available_total:
+            return True
+        actual = self._roles(_VALID, False)
+        return all(m == 0 or actual.get(r, 0) >= m for r, m in self.task_min_available.items())
+
+    def check_task_ready(self) -> bool:
+        if self.min_available < self.task_min_available_total:
+            return True
+        occ = self.allocated_roles()
+        return all(occ.get(r, 0) >= m for r, m in self.task_min_available.items())
+
+    def check_task_pipelined(self) -> bool:
+        if self.min_available < self.task_min_available_total:
+            return True
+        occ = self._roles(ALLOCATED_STATUSES | {TaskStatus.Succeeded, TaskStatus.Pipelined}, True)
+        return all(occ.get(r, 0) >= m for r, m in self.task_min_available.items())
+
+    # ----- allocation bookkeeping ---------------------------------------------------------
+    def fit_failed_roles(self) -> set[str]:
+        return {self.tasks[uid].role for uid in self.nodes_fit_errors if uid in self.tasks}
+
+    def task_has_fit_errors(self, t: TaskInfo) -> bool:
+        return bool(t.role) and t.role in self.fit_failed_roles()
+
+    def need_continue_allocating(self) -> bool:
+        """After one task found no node, may allocate keep trying this job's other tasks?"""
+        if self.min_available == len(self.tasks):
+            return False
+        failed = self.fit_failed_roles()
+        pending: dict[str, int] = {}
+        for t in self.task_status_index.get(TaskStatus.Pending, {}).values():
+            pending[t.role] = pending.get(t.role, 0) + 1
+        if self.min_available < self.task_min_available_total:
+            left = sum(c for r, c in pending.items() if r not in failed)
+            return self.ready_task_num() + left >= self.min_available
+        alloc = self.allocated_roles()
+        for r in failed:
+            m = self.task_min_available.get(r, 0)
+            if m and alloc.get(r, 0) < m:
+                return False
+        return True
+
+    def reset_fit_err(self) -> None:
+        self.job_fit_errors = ""
+        self.nodes_fit_errors = {}
+
+    # ----- explanations -------------------------------------------------------------------
+    def task_scheduling_reason(self, uid: str) -> tuple[str, str, str]:
+        """(reason, message, nominatedNodeName) for a task from its last transaction."""
+        t = self.tasks.get(uid)
+        if t is None:
+            return "", "", ""
+        ctx = t.last_transaction or t.transaction_context()
+        msg = self.job_fit_errors
+        if ctx.status is TaskStatus.Allocated:
+            return (
+                POD_REASON_SCHEDULABLE,
+                f"Pod {t.namespace}/{t.name} can possibly be assigned to {ctx.node_name}, once minAvailable is satisfied",
+                "",
+            )
+        if ctx.status is TaskStatus.Pipelined:
+            return (
+                POD_REASON_UNSCHEDULABLE,
+                f"Pod {t.namespace}/{t.name} can possibly be assigned to {ctx.node_name}, once resource is released "
+                "and minAvailable is satisfied",
+                ctx.node_name if ctx.eviction_occurred else "",
+            )
+        if ctx.status is TaskStatus.Pending:
+            fe = self.nodes_fit_errors.get(uid)
+            if fe is not None:
+                return POD_REASON_UNSCHEDULABLE, str(fe), ""
+            return POD_REASON_UNSCHEDULABLE, msg, ""
+        return str(ctx.status), msg, ""
+
+    def fit_error(self) -> str:
+        """The job fit error, e.g. ``pod group is not ready, 2 Pending, 3 minAvailable; Pending:
+        2 Unschedulable. Origin reason is p1: 0/2 nodes are unavailable: 2 Insufficient cpu.``"""
+        hist = {str(s): len(b) for s, b in self.task_status_index.items()}
+        hist["minAvailable"] = self.min_available
+        status = POD_GROUP_READY if self.is_ready() else POD_GROUP_NOT_READY
+        msg = f"{status}, " + ", ".join(sorted(f"{v} {k}" for k, v in hist.items()))
+        reasons: dict[str, int] = {}
+        for uid in self.task_status_index.get(TaskStatus.Pending, {}):
+            r = self.task_scheduling_reason(uid)[0]
+            reasons[r] = reasons.get(r, 0) + 1
+        if reasons:
+            msg += "; Pending: " + ", ".join(sorted(f"{v} {k}" for k, v in reasons.items()))
+        if self.job_fit_errors:
+            msg += ". Origin reason is: " + self.job_fit_errors
+        else:
+            for t in self.tasks.values():
+                fe = self.nodes_fit_errors.get(t.uid)
+                if fe is not None:
+                    msg += f". Origin reason is {t.name}: {fe}"
+                    break
+        return msg

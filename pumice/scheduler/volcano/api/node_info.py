@@ -1,0 +1,139 @@
+"""NodeInfo: a Node's resource accounting inside one session.
+
+Mirrors: volcano pkg/scheduler/api/node_info.go NodeInfo (AddTask, RemoveTask, UpdateTask,
+FutureIdle).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pumice.scheduler.volcano.api.resource import Dimension, Resource
+from pumice.scheduler.volcano.api.task_info import TaskInfo
+from pumice.scheduler.volcano.api.types import COMPLETED_STATUSES, TaskStatus
+
+Obj = dict[str, Any]
+
+
+class NodeError(RuntimeError):
+    """A task cannot be added to or removed from a node (the node is left unchanged)."""
+
+
+def node_is_ready(node: Obj) -> bool:
+    """A Node without a Ready condition counts as ready; otherwise Ready must be "True"."""
+    for c in (node.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Ready":
+            return c.get("status") == "True"
+    return True
+
+
+@dataclass(eq=False)
+class NodeInfo:
+    """One node. ``idle = allocatable - used``; ``future_idle = idle + releasing - pipelined``.
+
+    ``tasks`` maps ``<ns>/<pod>`` to a clone of the task, so later status changes of the job's
+    copy cannot corrupt the node accounting.
+    """
+
+    name: str
+    node: Obj = field(default_factory=dict)
+    allocatable: Resource = field(default_factory=Resource)
+    capacity: Resource = field(default_factory=Resource)
+    idle: Resource = field(default_factory=Resource)
+    used: Resource = field(default_factory=Resource)
+    releasing: Resource = field(default_factory=Resource)
+    pipelined: Resource = field(default_factory=Resource)
+    tasks: dict[str, TaskInfo] = field(default_factory=dict)
+    index: int = -1
+    on_change: Callable[[NodeInfo], None] | None = None
+
+    @classmethod
+    def from_node(cls, node: Obj) -> NodeInfo:
+        st = node.get("status") or {}
+        alloc = Resource.from_list(st.get("allocatable") or st.get("capacity"))
+        cap = Resource.from_list(st.get("capacity") or st.get("allocatable"))
+        return cls(
+            name=(node.get("metadata") or {}).get("name", ""),
+            node=node,
+            allocatable=alloc,
+            capacity=cap,
+            idle=alloc,
+        )
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return (self.node.get("metadata") or {}).get("labels") or {}
+
+    @property
+    def taints(self) -> list[Obj]:
+        return (self.node.get("spec") or {}).get("taints") or []
+
+    @property
+    def unschedulable(self) -> bool:
+        return bool((self.node.get("spec") or {}).get("unschedulable"))
+
+    def future_idle(self) -> Resource:
+        return self.idle + self.releasing - self.pipelined
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change(self)
+
+    def add_task(self, task: TaskInfo) -> None:
+        """Account ``task`` on this node by its status.
+
+        Raises:
+            NodeError: the task names another node, is already here, or is Binding and does not
+                fit ``idle``.
+        """
+        if task.node_name and self.name and task.node_name != self.name:
+            raise NodeError(f"task <{task.key}> already on different node <{task.node_name}>")
+        if task.key in self.tasks:
+            raise NodeError(f"task <{task.key}> already on node <{self.name}>")
+        ti = task.clone()
+        if ti.status is TaskStatus.Releasing:
+            self.idle = self.idle - ti.resreq
+            self.releasing = self.releasing + ti.resreq
+            self.used = self.used + ti.resreq
+        elif ti.status is TaskStatus.Pipelined:
+            self.pipelined = self.pipelined + ti.resreq
+        else:
+            if ti.status is TaskStatus.Binding and not ti.resreq.less_equal(self.idle, Dimension.ZERO):
+                raise NodeError(f"selected node {self.name} has not enough idle resource for task <{task.key}>")
+            self.idle = self.idle - ti.resreq
+            self.used = self.used + ti.resreq
+        self.tasks[ti.key] = ti
+        self._changed()
+
+    def remove_task(self, task: TaskInfo) -> None:
+        """Undo :meth:`add_task` for the stored copy. Raises NodeError when absent."""
+        ti = self.tasks.pop(task.key, None)
+        if ti is None:
+            raise NodeError(f"failed to find task <{task.key}> on host <{self.name}>")
+        if ti.status is TaskStatus.Releasing:
+            self.releasing = self.releasing - ti.resreq
+            self.idle = self.idle + ti.resreq
+            self.used = self.used - ti.resreq
+        elif ti.status is TaskStatus.Pipelined:
+            self.pipelined = self.pipelined - ti.resreq
+        else:
+            self.idle = self.idle + ti.resreq
+            self.used = self.used - ti.resreq
+        self._changed()
+
+    def update_task(self, task: TaskInfo) -> None:
+        self.remove_task(task)
+        self.add_task(task)
+
+    def pod_count(self) -> int:
+        return len(self.tasks)
+
+
+def add_running_task(node: NodeInfo, task: TaskInfo) -> None:
+    """Snapshot helper: put an existing Pod on its node unless it is Succeeded/Failed."""
+    if task.status in COMPLETED_STATUSES:
+        return
+    node.add_task(task)
+

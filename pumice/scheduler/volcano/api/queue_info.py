@@ -1,0 +1,83 @@
+"""QueueInfo and ClusterInfo.
+
+Mirrors: volcano pkg/scheduler/api/queue_info.go QueueInfo, cluster_info.go ClusterInfo.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pumice.scheduler.volcano.api.job_info import JobInfo
+from pumice.scheduler.volcano.api.node_info import NodeInfo
+from pumice.scheduler.volcano.api.resource import Resource
+from pumice.scheduler.volcano.api.types import HIERARCHY_ANNOTATION, HIERARCHY_WEIGHTS_ANNOTATION, QueueState
+
+Obj = dict[str, Any]
+
+
+@dataclass(eq=False)
+class QueueInfo:
+    """A Queue. ``uid`` = name (as upstream). ``capability``/``deserved``/``guarantee`` are None
+    when the spec omits them. ``creation`` epoch seconds."""
+
+    uid: str
+    name: str
+    weight: int = 1
+    priority: int = 0
+    reclaimable: bool = True
+    state: str = str(QueueState.Open)
+    parent: str = ""
+    capability: Resource | None = None
+    deserved: Resource | None = None
+    guarantee: Resource | None = None
+    hierarchy: str = ""
+    weights: str = ""
+    creation: float = 0.0
+    queue: Obj = field(default_factory=dict)
+
+    @classmethod
+    def from_queue(cls, q: Obj, creation: float = 0.0) -> QueueInfo:
+        md = q.get("metadata") or {}
+        spec = q.get("spec") or {}
+        st = q.get("status") or {}
+        ann = md.get("annotations") or {}
+        cap = spec.get("capability")
+        des = spec.get("deserved")
+        gua = (spec.get("guarantee") or {}).get("resource")
+        rec = spec.get("reclaimable")
+        name = md.get("name", "")
+        return cls(
+            uid=name,
+            name=name,
+            weight=int(spec.get("weight") or 1),
+            priority=int(spec.get("priority") or 0),
+            reclaimable=True if rec is None else bool(rec),
+            state=st.get("state") or str(QueueState.Open),
+            parent=spec.get("parent") or "",
+            capability=Resource.from_list(cap) if cap else None,
+            deserved=Resource.from_list(des) if des else None,
+            guarantee=Resource.from_list(gua) if gua else None,
+            hierarchy=ann.get(HIERARCHY_ANNOTATION, ""),
+            weights=ann.get(HIERARCHY_WEIGHTS_ANNOTATION, ""),
+            creation=creation,
+            queue=q,
+        )
+
+    def is_open(self) -> bool:
+        return self.state == str(QueueState.Open)
+
+
+@dataclass(eq=False)
+class ClusterInfo:
+    """A snapshot: ordered jobs, nodes (Ready only), queues, priority class values, namespaces.
+
+    The snapshot is owned by one session; build a fresh one per session.
+    """
+
+    jobs: dict[str, JobInfo] = field(default_factory=dict)
+    nodes: dict[str, NodeInfo] = field(default_factory=dict)
+    queues: dict[str, QueueInfo] = field(default_factory=dict)
+    priority_classes: dict[str, int] = field(default_factory=dict)
+    namespaces: dict[str, Obj] = field(default_factory=dict)
+    now: float = 0.0

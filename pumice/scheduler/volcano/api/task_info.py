@@ -1,0 +1,174 @@
+"""TaskInfo: one Pod as the scheduler sees it.
+
+Mirrors: volcano pkg/scheduler/api/job_info.go TaskInfo, NewTaskInfo, getTaskStatus and
+pod_info.go GetPodResourceRequest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pumice._util.clock import parse_rfc3339
+from pumice.scheduler.volcano.api.resource import PODS, Resource
+from pumice.scheduler.volcano.api.types import (
+    GROUP_NAME_ANNOTATION,
+    PREEMPTABLE_KEY,
+    TASK_PRIORITY_KEY,
+    TASK_SPEC_KEY,
+    TaskStatus,
+)
+
+Obj = dict[str, Any]
+
+_POD_ONE = Resource(scalars={PODS: 1.0})
+
+
+def pod_request(pod: Obj) -> Resource:
+    """The launch request of a Pod: max(sum of regular containers (+ sidecars), largest init
+    container) per dimension, plus ``overhead``, plus ``pods: 1``.
+
+    Raises:
+        QuantityError: a request is not a quantity.
+    """
+    spec = pod.get("spec") or {}
+    total = Resource()
+    for c in spec.get("containers") or []:
+        total = total + Resource.from_list((c.get("resources") or {}).get("requests"))
+    sidecars = Resource()
+    init_max = Resource()
+    for c in spec.get("initContainers") or []:
+        req = Resource.from_list((c.get("resources") or {}).get("requests"))
+        if c.get("restartPolicy") == "Always":
+            sidecars = sidecars + req
+            total = total + req
+        else:
+            init_max = init_max.max_with(sidecars + req)
+    total = total.max_with(init_max)
+    if spec.get("overhead"):
+        total = total + Resource.from_list(spec["overhead"])
+    return total + _POD_ONE
+
+
+def task_status_of(pod: Obj) -> TaskStatus:
+    """Map a Pod's phase / nodeName / deletionTimestamp to a TaskStatus (table in the spec §1.2)."""
+    phase = (pod.get("status") or {}).get("phase") or "Pending"
+    deleting = bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+    node = (pod.get("spec") or {}).get("nodeName")
+    if phase == "Running":
+        return TaskStatus.Releasing if deleting else TaskStatus.Running
+    if phase == "Pending":
+        if deleting:
+            return TaskStatus.Releasing
+        return TaskStatus.Bound if node else TaskStatus.Pending
+    if phase == "Succeeded":
+        return TaskStatus.Succeeded
+    if phase == "Failed":
+        return TaskStatus.Failed
+    return TaskStatus.Unknown
+
+
+def job_id_of(pod: Obj) -> str:
+    """``<ns>/<group>`` from the ``scheduling.k8s.io/group-name`` annotation, else ``""``."""
+    md = pod.get("metadata") or {}
+    group = (md.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
+    return f"{md.get('namespace') or 'default'}/{group}" if group else ""
+
+
+def _bool_key(md: Obj, key: str, default: bool) -> bool:
+    for src in (md.get("annotations") or {}, md.get("labels") or {}):
+        if key in src:
+            v = str(src[key]).strip().lower()
+            if v in ("true", "1", "t"):
+                return True
+            if v in ("false", "0", "f"):
+                return False
+    return default
+
+
+@dataclass(frozen=True)
+class TransactionContext:
+    """Where and how the last statement left a task (node, status, eviction flag)."""
+
+    node_name: str = ""
+    status: TaskStatus = TaskStatus.Pending
+    eviction_occurred: bool = False
+
+
+@dataclass(eq=False)
+class TaskInfo:
+    """A task. Mutable only through the session/statement (status, node_name).
+
+    Fields: ``resreq`` is the launch request (init containers included) with ``pods: 1``;
+    ``priority`` an int32; ``creation`` seconds since the epoch.
+    """
+
+    uid: str
+    name: str
+    namespace: str
+    job: str
+    role: str
+    resreq: Resource
+    status: TaskStatus
+    priority: int = 1
+    preemptable: bool = True
+    node_name: str = ""
+    creation: float = 0.0
+    pod: Obj = field(default_factory=dict)
+    sch_gated: bool = False
+    preemption_policy: str = ""
+    nominated_node_name: str = ""
+    eviction_occurred: bool = False
+    last_transaction: TransactionContext | None = None
+
+    @property
+    def init_resreq(self) -> Resource:
+        return self.resreq
+
+    @property
+    def best_effort(self) -> bool:
+        return self.resreq.is_empty()
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @classmethod
+    def from_pod(cls, pod: Obj) -> TaskInfo:
+        """Build from a wire Pod. Raises QuantityError on a bad request quantity."""
+        md = pod.get("metadata") or {}
+        spec = pod.get("spec") or {}
+        ann = md.get("annotations") or {}
+        labels = md.get("labels") or {}
+        prio = spec.get("priority")
+        priority = int(prio) if prio is not None else 1
+        if TASK_PRIORITY_KEY in ann:
+            try:
+                priority = int(ann[TASK_PRIORITY_KEY])
+            except ValueError:
+                pass
+        ts = md.get("creationTimestamp")
+        ns = md.get("namespace") or "default"
+        return cls(
+            uid=md.get("uid") or f"{ns}-{md.get('name')}",
+            name=md.get("name", ""),
+            namespace=ns,
+            job=job_id_of(pod),
+            role=ann.get(TASK_SPEC_KEY) or labels.get(TASK_SPEC_KEY) or "",
+            resreq=pod_request(pod),
+            status=task_status_of(pod),
+            priority=priority,
+            preemptable=_bool_key(md, PREEMPTABLE_KEY, True),
+            node_name=spec.get("nodeName") or "",
+            creation=parse_rfc3339(ts) if isinstance(ts, str) and ts else 0.0,
+            pod=pod,
+            sch_gated=bool(spec.get("schedulingGates")),
+            preemption_policy=spec.get("preemptionPolicy") or "",
+            nominated_node_name=(pod.get("status") or {}).get("nominatedNodeName") or "",
+        )
+
+    def clone(self) -> TaskInfo:
+        return TaskInfo(**{k: getattr(self, k) for k in self.__dataclass_fields__})
+
+    def transaction_context(self) -> TransactionContext:
+        return TransactionContext(self.node_name, self.status, self.eviction_occurred)

@@ -1,0 +1,290 @@
+"""volcano-scheduler.conf: the scheduler configuration and its loader.
+
+The file format is upstream's: ``actions`` (a comma-separated string run in order each cycle),
+``tiers`` (each a list of ``plugins`` with ``name``, extension-point switches such as
+``enablePreemptable`` and ``arguments``), ``configurations`` (per-action ``arguments``) and
+``metrics``. A ConfigMap manifest whose ``data`` holds ``volcano-scheduler.conf`` is accepted too.
+
+Loading applies upstream's defaults: every unset switch is on, except ``enableHierarchy`` and
+``enabledClusterOrder``. Configurations built in code (tests) keep exactly the switches given.
+
+Errors: :class:`ConfigError` (a ValueError) with one line naming the source and the field; an
+unknown action or plugin lists the known names.
+
+Mirrors: volcano pkg/scheduler/conf/scheduler_conf.go, pkg/scheduler/util.go (loader,
+DefaultSchedulerConf), pkg/scheduler/plugins/defaults.go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SWITCH_KEYS: tuple[str, ...] = (
+    "enableJobOrder",
+    "enableHierarchy",
+    "enableJobReady",
+    "enableJobPipelined",
+    "enableTaskOrder",
+    "enablePreemptable",
+    "enableReclaimable",
+    "enablePreemptive",
+    "enableQueueOrder",
+    "enabledClusterOrder",
+    "enablePredicate",
+    "enableBestNode",
+    "enableNodeOrder",
+    "enableTargetJob",
+    "enableReservedNodes",
+    "enableJobEnqueued",
+    "enabledVictim",
+    "enableJobStarving",
+    "enabledOverused",
+    "enabledAllocatable",
+    "enabledHyperNodeOrder",
+    "enabledSubJobReady",
+    "enabledSubJobPipelined",
+    "enabledSubJobOrder",
+    "enabledHyperNodeGradient",
+)
+"""Every extension-point switch key, spelled as upstream's YAML tags."""
+
+_OFF_BY_DEFAULT = frozenset({"enableHierarchy", "enabledClusterOrder"})
+
+DEFAULT_SCHEDULER_CONF = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+"""The configuration compiled into the upstream binary (used when no file is given)."""
+
+CONF_KEY = "volcano-scheduler.conf"
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be loaded; the message is one line naming source and field."""
+
+
+@dataclass(frozen=True)
+class PluginOption:
+    """One plugin entry of a tier. ``switches`` holds only the keys that are set (True/False);
+    :meth:`enabled` answers False for an unset key (upstream ``isEnabled(nil)``)."""
+
+    name: str
+    switches: Mapping[str, bool] = field(default_factory=dict)
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+
+    def enabled(self, key: str) -> bool:
+        return bool(self.switches.get(key, False))
+
+    @classmethod
+    def all_on(cls, name: str, arguments: Mapping[str, Any] | None = None, **switches: bool) -> PluginOption:
+        """An option with upstream's loader defaults applied (every switch on but hierarchy)."""
+        sw = {k: k not in _OFF_BY_DEFAULT for k in SWITCH_KEYS}
+        sw.update(switches)
+        return cls(name, sw, dict(arguments or {}))
+
+
+@dataclass(frozen=True)
+class Tier:
+    plugins: tuple[PluginOption, ...]
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """Per-action arguments (``configurations`` entries)."""
+
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SchedulerConfiguration:
+    actions: tuple[str, ...]
+    tiers: tuple[Tier, ...]
+    configurations: tuple[Configuration, ...] = ()
+    metrics: Mapping[str, str] = field(default_factory=dict)
+
+    def action_arguments(self, name: str) -> Mapping[str, Any]:
+        for c in self.configurations:
+            if c.name == name:
+                return c.arguments
+        return {}
+
+    def plugin_names(self) -> list[str]:
+        return [p.name for t in self.tiers for p in t.plugins]
+
+
+def _known(kind: str) -> list[str]:
+    if kind == "action":
+        from pumice.scheduler.volcano.actions import ACTIONS
+
+        return sorted(ACTIONS)
+    from pumice.scheduler.volcano.plugins import PLUGINS
+
+    return sorted(PLUGINS)
+
+
+def parse_conf(text: str, *, source: str = "<config>", apply_defaults: bool = True) -> SchedulerConfiguration:
+    """Parse volcano-scheduler.conf text (or a ConfigMap carrying it).
+
+    Raises:
+        ConfigError: YAML errors, wrong shapes, unknown actions/plugins/switches, duplicate plugin
+            names in one tier, drf hierarchy together with proportion in one tier, or plugin
+            arguments that the plugin rejects.
+    """
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{source}: invalid YAML: {str(e).splitlines()[0]}") from e
+    if isinstance(doc, dict) and doc.get("kind") == "ConfigMap":
+        data = doc.get("data") or {}
+        if CONF_KEY not in data:
+            raise ConfigError(f"{source}: ConfigMap has no data[{CONF_KEY!r}]")
+        return parse_conf(str(data[CONF_KEY]), source=f"{source}: data[{CONF_KEY}]", apply_defaults=apply_defaults)
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{source}: expected a mapping with 'actions' and 'tiers'")
+    unknown_top = set(doc) - {"actions", "tiers", "configurations", "metrics"}
+    if unknown_top:
+        raise ConfigError(f"{source}: unknown field {sorted(unknown_top)[0]!r}")
+    actions_s = doc.get("actions") or ""
+    if not isinstance(actions_s, str):
+        raise ConfigError(f"{source}: field 'actions' must be a comma-separated string")
+    actions = tuple(a.strip() for a in actions_s.split(",") if a.strip())
+    known_actions = _known("action")
+    for a in actions:
+        if a not in known_actions:
+            raise ConfigError(f"{source}: actions: unknown action {a!r}; known actions: {', '.join(known_actions)}")
+    known_plugins = _known("plugin")
+    tiers: list[Tier] = []
+    raw_tiers = doc.get("tiers") or []
+    if not isinstance(raw_tiers, list):
+        raise ConfigError(f"{source}: field 'tiers' must be a list")
+    for ti, raw in enumerate(raw_tiers):
+        if not isinstance(raw, dict) or not isinstance(raw.get("plugins") or [], list):
+            raise ConfigError(f"{source}: tiers[{ti}]: expected a mapping with a 'plugins' list")
+        opts: list[PluginOption] = []
+        seen: set[str] = set()
+        for pi, rp in enumerate(raw.get("plugins") or []):
+            where = f"{source}: tiers[{ti}].plugins[{pi}]"
+            if not isinstance(rp, dict) or not isinstance(rp.get("name"), str):
+                raise ConfigError(f"{where}: expected a mapping with a 'name'")
+            name = rp["name"]
+            if name not in known_plugins:
+                raise ConfigError(f"{where}: unknown plugin {name!r}; known plugins: {', '.join(known_plugins)}")
+            if name in seen:
+                raise ConfigError(f"{where}: duplicate plugin {name!r} in one tier")
+            seen.add(name)
+            sw: dict[str, bool] = {}
+            for k, v in rp.items():
+                if k in ("name", "arguments"):
+                    continue
+                if k not in SWITCH_KEYS:
+                    raise ConfigError(f"{where} ({name}): unknown field {k!r}")
+                if not isinstance(v, bool):
+                    raise ConfigError(f"{where} ({name}): field {k!r} must be true or false, got {v!r}")
+                sw[k] = v
+            if apply_defaults:
+                for k in SWITCH_KEYS:
+                    sw.setdefault(k, k not in _OFF_BY_DEFAULT)
+            args = rp.get("arguments") or {}
+            if not isinstance(args, dict):
+                raise ConfigError(f"{where} ({name}): field 'arguments' must be a mapping")
+            opts.append(PluginOption(name, sw, dict(args)))
+        names = {o.name for o in opts}
+        if "proportion" in names and any(o.name == "drf" and o.enabled("enableHierarchy") for o in opts):
+            raise ConfigError(f"{source}: tiers[{ti}]: proportion and drf with enableHierarchy cannot be in one tier")
+        tiers.append(Tier(tuple(opts)))
+    confs: list[Configuration] = []
+    for ci, rc in enumerate(doc.get("configurations") or []):
+        if not isinstance(rc, dict) or not isinstance(rc.get("name"), str):
+            raise ConfigError(f"{source}: configurations[{ci}]: expected a mapping with a 'name'")
+        if rc["name"] not in known_actions:
+            raise ConfigError(
+                f"{source}: configurations[{ci}]: unknown action {rc['name']!r}; known actions: {', '.join(known_actions)}"
+            )
+        confs.append(Configuration(rc["name"], dict(rc.get("arguments") or {})))
+    conf = SchedulerConfiguration(actions, tuple(tiers), tuple(confs), dict(doc.get("metrics") or {}))
+    validate_arguments(conf, source=source)
+    return conf
+
+
+def validate_arguments(conf: SchedulerConfiguration, *, source: str = "<config>") -> None:
+    """Parse every plugin's and action's arguments once so bad keys/types fail at load."""
+    from pumice.scheduler.volcano.actions import ACTIONS
+    from pumice.scheduler.volcano.framework.arguments import ArgumentError
+    from pumice.scheduler.volcano.plugins import PLUGINS
+
+    for ti, tier in enumerate(conf.tiers):
+        for pi, opt in enumerate(tier.plugins):
+            try:
+                PLUGINS[opt.name](opt.arguments)
+            except ArgumentError as e:
+                raise ConfigError(f"{source}: tiers[{ti}].plugins[{pi}] ({opt.name}): arguments: {e}") from e
+    for ci, c in enumerate(conf.configurations):
+        try:
+            ACTIONS[c.name].parse_arguments(c.arguments)
+        except ArgumentError as e:
+            raise ConfigError(f"{source}: configurations[{ci}] ({c.name}): arguments: {e}") from e
+
+
+def load_conf(text_or_path: str | Path) -> SchedulerConfiguration:
+    """Load a configuration from a path (when it names an existing file) or from YAML text.
+
+    Raises:
+        ConfigError: see :func:`parse_conf`; also an unreadable file.
+    """
+    if isinstance(text_or_path, Path) or ("\n" not in text_or_path and Path(text_or_path).is_file()):
+        p = Path(text_or_path)
+        try:
+            text = p.read_text()
+        except OSError as e:
+            raise ConfigError(f"{p}: cannot read: {e.strerror}") from e
+        return parse_conf(text, source=str(p))
+    return parse_conf(text_or_path)
+
+
+def default_conf() -> SchedulerConfiguration:
+    """The compiled-in default configuration, loader defaults applied."""
+    return parse_conf(DEFAULT_SCHEDULER_CONF, source="<builtin default>")
+
+
+def build_conf(
+    actions: Iterable[str],
+    tiers: Iterable[Iterable[PluginOption | str]],
+    configurations: Mapping[str, Mapping[str, Any]] | None = None,
+) -> SchedulerConfiguration:
+    """A configuration built in code (tests): a plain name means every switch on."""
+    ts = []
+    for tier in tiers:
+        ts.append(Tier(tuple(PluginOption.all_on(p) if isinstance(p, str) else p for p in tier)))
+    confs = tuple(Configuration(k, dict(v)) for k, v in (configurations or {}).items())
+    return SchedulerConfiguration(tuple(actions), tuple(ts), confs)
+
+
+__all__ = [
+    "DEFAULT_SCHEDULER_CONF",
+    "SWITCH_KEYS",
+    "ConfigError",
+    "Configuration",
+    "PluginOption",
+    "SchedulerConfiguration",
+    "Tier",
+    "build_conf",
+    "default_conf",
+    "load_conf",
+    "parse_conf",
+]

@@ -1,0 +1,106 @@
+"""Column view of every node's accounting, for vectorized predicates and scores.
+
+Rows follow the session's node list; columns are resource dimensions (cpu millicores, memory
+bytes, pods, then scalars). Rows are refreshed lazily: a NodeInfo change marks its row dirty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from pumice.scheduler.volcano.api.node_info import NodeInfo
+from pumice.scheduler.volcano.api.resource import CPU, MEMORY, MIN_RESOURCE, PODS, Resource
+
+
+class NodeArrays:
+    """``idle``, ``future_idle``, ``used``, ``allocatable`` as (nodes x dims) float arrays and
+    ``pod_count`` per node."""
+
+    def __init__(self, nodes: Sequence[NodeInfo], extra_dims: Iterable[str] = ()) -> None:
+        dims = [CPU, MEMORY, PODS]
+        for n in nodes:
+            for k in n.allocatable.scalars:
+                if k not in dims:
+                    dims.append(k)
+        for k in extra_dims:
+            if k not in dims:
+                dims.append(k)
+        self.dims = dims
+        self.col = {d: i for i, d in enumerate(dims)}
+        self.nodes = list(nodes)
+        rows, cols = len(self.nodes), len(dims)
+        self.idle = np.zeros((rows, cols))
+        self.future_idle = np.zeros((rows, cols))
+        self.used = np.zeros((rows, cols))
+        self.allocatable = np.zeros((rows, cols))
+        self.has_dim = np.zeros((rows, cols), dtype=bool)
+        self.pod_count = np.zeros(rows)
+        self._dirty: set[int] = set()
+        for i, node in enumerate(self.nodes):
+            node.index = i
+            self.allocatable[i] = self._vec(node.allocatable)
+            self.has_dim[i, :2] = True
+            for k in node.allocatable.scalars:
+                self.has_dim[i, self.col[k]] = True
+            self._refresh(i)
+            node.on_change = self._mark
+
+    def _vec(self, r: Resource) -> np.ndarray:
+        v = np.zeros(len(self.dims))
+        v[0] = r.milli_cpu
+        v[1] = r.memory
+        for k, x in r.scalars.items():
+            c = self.col.get(k)
+            if c is not None:
+                v[c] = x
+        return v
+
+    def _mark(self, node: NodeInfo) -> None:
+        self._dirty.add(node.index)
+
+    def _refresh(self, i: int) -> None:
+        node = self.nodes[i]
+        self.idle[i] = self._vec(node.idle)
+        self.future_idle[i] = self._vec(node.future_idle())
+        self.used[i] = self._vec(node.used)
+        self.pod_count[i] = len(node.tasks)
+
+    def sync(self) -> None:
+        if self._dirty:
+            for i in self._dirty:
+                self._refresh(i)
+            self._dirty.clear()
+
+    def request_vector(self, req: Resource) -> tuple[np.ndarray, np.ndarray] | None:
+        """(values, mask of compared columns) for ``req``; None when ``req`` names a scalar no
+        node has (then nothing fits on a missing dimension unless the request is < epsilon)."""
+        v = np.zeros(len(self.dims))
+        m = np.zeros(len(self.dims), dtype=bool)
+        v[0], v[1] = req.milli_cpu, req.memory
+        m[0] = m[1] = True
+        for k, x in req.scalars.items():
+            c = self.col.get(k)
+            if c is None:
+                if x >= MIN_RESOURCE:
+                    return None
+                continue
+            v[c] = x
+            m[c] = True
+        return v, m
+
+    def fits(self, req: Resource, which: str = "future_idle", rows: np.ndarray | None = None) -> np.ndarray:
+        """Boolean mask: ``req.less_equal(node.<which>, ZERO)`` for every node (or ``rows``)."""
+        self.sync()
+        arr = self.future_idle if which == "future_idle" else self.idle
+        if rows is not None:
+            arr = arr[rows]
+        rv = self.request_vector(req)
+        if rv is None:
+            return np.zeros(arr.shape[0], dtype=bool)
+        v, m = rv
+        a = arr[:, m]
+        vv = v[m]
+        ok = (vv < a) | (np.abs(vv - a) < MIN_RESOURCE)
+        return np.asarray(ok.all(axis=1))

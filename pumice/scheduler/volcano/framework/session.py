@@ -1,0 +1,603 @@
+"""Session: one scheduling cycle's blackboard.
+
+A session owns a snapshot (:class:`ClusterInfo`), the plugins built from the configuration
+(tier by tier, in order) and the callbacks they registered, keyed by extension point and plugin
+name. Actions read and change scheduling state only through the session and
+:class:`~pumice.scheduler.volcano.framework.statement.Statement`; writes leave through the
+:class:`SessionCache` seam (bind, evict) and, on close, as PodGroup/Queue status in
+:class:`CloseResult`.
+
+Mirrors: volcano pkg/scheduler/framework/session.go, session_plugins.go, framework.go.
+Deviates: plugins are closed in configured order (upstream: map order); ties between equal
+best nodes go to the first in node order (upstream: random).
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pumice._util.clock import rfc3339
+from pumice.scheduler.volcano.api.job_info import JobInfo
+from pumice.scheduler.volcano.api.node_info import NodeInfo
+from pumice.scheduler.volcano.api.queue_info import ClusterInfo, QueueInfo
+from pumice.scheduler.volcano.api.resource import Resource, sum_resources
+from pumice.scheduler.volcano.api.task_info import TaskInfo
+from pumice.scheduler.volcano.api.types import (
+    ALLOCATED_STATUSES,
+    COMPLETED_STATUSES,
+    POD_GROUP_UNSCHEDULABLE,
+    FitError,
+    PodGroupPhase,
+    Status,
+    StatusCode,
+    TaskStatus,
+    ValidateResult,
+    Vote,
+)
+from pumice.scheduler.volcano.conf import PluginOption, SchedulerConfiguration
+from pumice.scheduler.volcano.framework.extension_points import POINTS
+from pumice.scheduler.volcano.framework.interface import Event, EventHandler, Plugin, SessionCache
+from pumice.scheduler.volcano.framework.node_arrays import NodeArrays
+
+Obj = dict[str, Any]
+CompareFn = Callable[[Any, Any], int]
+
+
+@dataclass
+class CloseResult:
+    """What closing a session produces for the status writers.
+
+    ``pod_groups``: ``<ns>/<name>`` -> new status dict, for every job with a PodGroup;
+    ``changed``: keys whose status materially changed; ``events``: (pg key, type, reason,
+    message); ``pod_conditions``: task key -> (reason, message, nominatedNodeName) for
+    Pending/Allocated/Pipelined tasks; ``queue_allocated``: queue -> ResourceList.
+    """
+
+    pod_groups: dict[str, Obj] = field(default_factory=dict)
+    changed: list[str] = field(default_factory=list)
+    events: list[tuple[str, str, str, str]] = field(default_factory=list)
+    pod_conditions: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    queue_allocated: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+def _cond_key(c: Obj) -> tuple[Any, ...]:
+    return (c.get("type"), c.get("status"), c.get("reason"), c.get("message"))
+
+
+def status_changed(old: Obj, new: Obj) -> bool:
+    """PodGroup status comparison ignoring condition timestamps and transitionIDs."""
+    for k in ("phase", "running", "succeeded", "failed"):
+        if (old.get(k) or 0) != (new.get(k) or 0):
+            return True
+    oc = sorted(_cond_key(c) for c in old.get("conditions") or [])
+    nc = sorted(_cond_key(c) for c in new.get("conditions") or [])
+    return oc != nc
+
+
+class Session:
+    """One cycle. Build with :func:`open_session`; finish with :meth:`close`."""
+
+    def __init__(
+        self,
+        cluster: ClusterInfo,
+        conf: SchedulerConfiguration,
+        cache: SessionCache,
+        *,
+        uid: str | None = None,
+        vectorize: bool = True,
+        seed: int = 0,
+    ) -> None:
+        self.uid = uid or str(uuid.UUID(int=random.Random(seed).getrandbits(128)))
+        self.cluster = cluster
+        self.jobs: dict[str, JobInfo] = cluster.jobs
+        self.nodes: dict[str, NodeInfo] = cluster.nodes
+        self.node_list: list[NodeInfo] = list(cluster.nodes.values())
+        self.queues: dict[str, QueueInfo] = cluster.queues
+        self.priority_classes = cluster.priority_classes
+        self.namespaces = cluster.namespaces
+        self.now = cluster.now
+        self.conf = conf
+        self.tiers = conf.tiers
+        self.configurations = conf.configurations
+        self.cache = cache
+        self.vectorize = vectorize
+        self.total_resource: Resource = sum_resources(n.allocatable for n in self.node_list)
+        self.plugins: dict[str, Plugin] = {}
+        self.event_handlers: list[EventHandler] = []
+        self._fns: dict[str, dict[str, Callable[..., Any]]] = {p: {} for p in POINTS}
+        self._tiered: dict[str, list[list[tuple[str, Callable[..., Any]]]]] = {}
+        self.pod_group_status: dict[str, Obj] = {
+            j.uid: copy.deepcopy((j.pod_group or {}).get("status") or {}) for j in self.jobs.values()
+        }
+        self.enabled_actions: set[str] = set(conf.actions)
+        extra: set[str] = set()
+        for j in self.jobs.values():
+            for t in j.tasks.values():
+                extra.update(t.resreq.scalars)
+        self.arrays = NodeArrays(self.node_list, sorted(extra))
+        self.last_processed_node_index = 0
+        self.predicate_cache: dict[tuple[str, str, str], FitError | None] = {}
+        self.evicted: list[tuple[TaskInfo, str]] = []
+        self.events: list[tuple[str, str, str, str]] = []
+        self.batch_predicates: dict[str, Callable[[TaskInfo], tuple[np.ndarray, Any]]] = {}
+        self.batch_scores: dict[str, Callable[[TaskInfo, np.ndarray], np.ndarray]] = {}
+        self.queue_metrics: dict[str, dict[str, Any]] = {}
+
+    # ----- registration -------------------------------------------------------------------
+    def add_fn(self, point: str, plugin: str, fn: Callable[..., Any]) -> None:
+        if point not in POINTS:
+            raise KeyError(f"unknown extension point {point!r}")
+        self._fns[point][plugin] = fn
+        self._tiered.pop(point, None)
+
+    def add_job_order_fn(self, plugin: str, fn: CompareFn) -> None:
+        self.add_fn("jobOrder", plugin, fn)
+
+    def add_queue_order_fn(self, plugin: str, fn: CompareFn) -> None:
+        self.add_fn("queueOrder", plugin, fn)
+
+    def add_victim_queue_order_fn(self, plugin: str, fn: Callable[[QueueInfo, QueueInfo, QueueInfo], int]) -> None:
+        self.add_fn("victimQueueOrder", plugin, fn)
+
+    def add_task_order_fn(self, plugin: str, fn: CompareFn) -> None:
+        self.add_fn("taskOrder", plugin, fn)
+
+    def add_predicate_fn(self, plugin: str, fn: Callable[[TaskInfo, NodeInfo], list[Status]]) -> None:
+        self.add_fn("predicate", plugin, fn)
+
+    def add_pre_predicate_fn(self, plugin: str, fn: Callable[[TaskInfo], str | None]) -> None:
+        self.add_fn("prePredicate", plugin, fn)
+
+    def add_node_order_fn(self, plugin: str, fn: Callable[[TaskInfo, NodeInfo], float]) -> None:
+        self.add_fn("nodeOrder", plugin, fn)
+
+    def add_batch_node_order_fn(self, plugin: str, fn: Callable[[TaskInfo, Sequence[NodeInfo]], Any]) -> None:
+        """``fn(task, nodes)`` returns scores aligned with ``nodes`` (a sequence or ndarray)."""
+        self.add_fn("batchNodeOrder", plugin, fn)
+
+    def add_best_node_fn(self, plugin: str, fn: Callable[[TaskInfo, dict[float, list[NodeInfo]]], NodeInfo | None]) -> None:
+        self.add_fn("bestNode", plugin, fn)
+
+    def add_preemptable_fn(self, plugin: str, fn: Callable[[TaskInfo, list[TaskInfo]], tuple[list[TaskInfo], int]]) -> None:
+        self.add_fn("preemptable", plugin, fn)
+
+    def add_reclaimable_fn(self, plugin: str, fn: Callable[[TaskInfo, list[TaskInfo]], tuple[list[TaskInfo], int]]) -> None:
+        self.add_fn("reclaimable", plugin, fn)
+
+    def add_overused_fn(self, plugin: str, fn: Callable[[QueueInfo], bool]) -> None:
+        self.add_fn("overused", plugin, fn)
+
+    def add_allocatable_fn(self, plugin: str, fn: Callable[[QueueInfo, TaskInfo], bool]) -> None:
+        self.add_fn("allocatable", plugin, fn)
+
+    def add_preemptive_fn(self, plugin: str, fn: Callable[[QueueInfo, list[TaskInfo]], bool]) -> None:
+        self.add_fn("preemptive", plugin, fn)
+
+    def add_job_ready_fn(self, plugin: str, fn: Callable[[JobInfo], bool]) -> None:
+        self.add_fn("jobReady", plugin, fn)
+
+    def add_job_pipelined_fn(self, plugin: str, fn: Callable[[JobInfo], int]) -> None:
+        self.add_fn("jobPipelined", plugin, fn)
+
+    def add_job_enqueueable_fn(self, plugin: str, fn: Callable[[JobInfo], int]) -> None:
+        self.add_fn("jobEnqueueable", plugin, fn)
+
+    def add_job_enqueued_fn(self, plugin: str, fn: Callable[[JobInfo], None]) -> None:
+        self.add_fn("jobEnqueued", plugin, fn)
+
+    def add_job_valid_fn(self, plugin: str, fn: Callable[[JobInfo], ValidateResult | None]) -> None:
+        self.add_fn("jobValid", plugin, fn)
+
+    def add_job_starving_fns(self, plugin: str, fn: Callable[[JobInfo], bool]) -> None:
+        self.add_fn("jobStarving", plugin, fn)
+
+    def add_victim_tasks_fns(self, plugin: str, fn: Callable[[list[TaskInfo]], list[TaskInfo]]) -> None:
+        self.add_fn("victimTasks", plugin, fn)
+
+    def add_event_handler(self, eh: EventHandler) -> None:
+        self.event_handlers.append(eh)
+
+    def tiered(self, point: str) -> list[list[tuple[str, Callable[..., Any]]]]:
+        """Per tier, the (plugin, fn) pairs registered for ``point`` whose switch is on."""
+        got = self._tiered.get(point)
+        if got is not None:
+            return got
+        ep = POINTS[point]
+        fns = self._fns[point]
+        out: list[list[tuple[str, Callable[..., Any]]]] = []
+        for tier in self.tiers:
+            row = []
+            for opt in tier.plugins:
+                fn = fns.get(opt.name)
+                if fn is None:
+                    continue
+                if ep.switch is not None and not opt.enabled(ep.switch):
+                    continue
+                row.append((opt.name, fn))
+            out.append(row)
+        self._tiered[point] = out
+        return out
+
+    def _flat(self, point: str) -> list[Callable[..., Any]]:
+        return [fn for tier in self.tiered(point) for _, fn in tier]
+
+    # ----- ordering -----------------------------------------------------------------------
+    def job_order_fn(self, l: JobInfo, r: JobInfo) -> bool:  # noqa: E741
+        """True when job ``l`` goes before ``r``."""
+        for fn in self._flat("jobOrder"):
+            c = fn(l, r)
+            if c != 0:
+                return bool(c < 0)
+        if l.creation == r.creation:
+            return l.uid < r.uid
+        return l.creation < r.creation
+
+    def queue_order_fn(self, l: QueueInfo, r: QueueInfo) -> bool:  # noqa: E741
+        for fn in self._flat("queueOrder"):
+            c = fn(l, r)
+            if c != 0:
+                return bool(c < 0)
+        if l.creation == r.creation:
+            return l.uid < r.uid
+        return l.creation < r.creation
+
+    def victim_queue_order_fn(self, l: QueueInfo, r: QueueInfo, preemptor: QueueInfo) -> bool:  # noqa: E741
+        for fn in self._flat("victimQueueOrder"):
+            c = fn(l, r, preemptor)
+            if c != 0:
+                return bool(c < 0)
+        return self.queue_order_fn(r, l)
+
+    def task_order_fn(self, l: TaskInfo, r: TaskInfo) -> bool:  # noqa: E741
+        for fn in self._flat("taskOrder"):
+            c = fn(l, r)
+            if c != 0:
+                return bool(c < 0)
+        li, ri = _pod_index(l.name), _pod_index(r.name)
+        if li is not None and ri is not None and li != ri:
+            return li < ri
+        if l.creation == r.creation:
+            return l.uid < r.uid
+        return l.creation < r.creation
+
+    # ----- predicates and scores ----------------------------------------------------------
+    def pre_predicate_fn(self, task: TaskInfo) -> str | None:
+        for fn in self._flat("prePredicate"):
+            err = fn(task)
+            if err:
+                return str(err)
+        return None
+
+    def predicate_fn(self, task: TaskInfo, node: NodeInfo) -> list[Status]:
+        for fn in self._flat("predicate"):
+            st = fn(task, node)
+            if st:
+                return list(st)
+        return []
+
+    def predicate_for_allocate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        st = self.predicate_fn(task, node)
+        if any(s.code is not StatusCode.Success for s in st):
+            return FitError(task.namespace, task.name, node.name, st)
+        return None
+
+    def predicate_for_preempt(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        st = self.predicate_fn(task, node)
+        bad = [s for s in st if s.code not in (StatusCode.Success, StatusCode.Unschedulable)]
+        if bad:
+            return FitError(task.namespace, task.name, node.name, st)
+        return None
+
+    def prioritize(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> np.ndarray:
+        """Scores aligned with ``nodes``: sum of node-order and batch node-order functions."""
+        scores = np.zeros(len(nodes))
+        for fn in self._flat("nodeOrder"):
+            scores += np.array([fn(task, n) for n in nodes], dtype=float)
+        for fn in self._flat("batchNodeOrder"):
+            scores += np.asarray(fn(task, nodes), dtype=float)
+        return scores
+
+    def best_node(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> NodeInfo:
+        scores = self.prioritize(task, nodes)
+        for fn in self._flat("bestNode"):
+            by_score: dict[float, list[NodeInfo]] = {}
+            for n, s in zip(nodes, scores, strict=True):
+                by_score.setdefault(float(s), []).append(n)
+            got = fn(task, by_score)
+            if got is not None:
+                return got  # type: ignore[no-any-return]
+        return nodes[int(np.argmax(scores))]
+
+    # ----- verdicts -----------------------------------------------------------------------
+    def _victims(self, point: str, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo]:
+        victims: list[TaskInfo] | None = None
+        for tier in self.tiered(point):
+            for _, fn in tier:
+                cands, verdict = fn(preemptor, preemptees)
+                if verdict == Vote.ABSTAIN:
+                    continue
+                if not cands:
+                    victims = None
+                    break
+                if victims is None:
+                    victims = list(cands)
+                else:
+                    keep = {id(c) for c in cands}
+                    victims = [v for v in victims if id(v) in keep]
+            if victims is not None:
+                return victims
+        return victims or []
+
+    def preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo]:
+        return self._victims("preemptable", preemptor, preemptees)
+
+    def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
+        return self._victims("reclaimable", reclaimer, reclaimees)
+
+    def overused(self, queue: QueueInfo) -> bool:
+        return any(fn(queue) for fn in self._flat("overused"))
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return all(fn(queue, task) for fn in self._flat("allocatable"))
+
+    def preemptive(self, queue: QueueInfo, tasks: list[TaskInfo]) -> bool:
+        return all(fn(queue, tasks) for fn in self._flat("preemptive"))
+
+    def job_ready(self, job: JobInfo) -> bool:
+        return all(fn(job) for fn in self._flat("jobReady"))
+
+    def _vote(self, point: str, job: JobInfo) -> bool:
+        for tier in self.tiered(point):
+            has_permit = False
+            for _, fn in tier:
+                v = fn(job)
+                if v < 0:
+                    return False
+                if v > 0:
+                    has_permit = True
+            if has_permit:
+                return True
+        return True
+
+    def job_pipelined(self, job: JobInfo) -> bool:
+        return self._vote("jobPipelined", job)
+
+    def job_enqueueable(self, job: JobInfo) -> bool:
+        return self._vote("jobEnqueueable", job)
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        for fn in self._flat("jobEnqueued"):
+            fn(job)
+
+    def job_valid(self, job: JobInfo) -> ValidateResult | None:
+        for fn in self._flat("jobValid"):
+            vr = fn(job)
+            if vr is not None and not vr.passed:
+                return vr  # type: ignore[no-any-return]
+        return None
+
+    def job_starving(self, job: JobInfo) -> bool:
+        for tier in self.tiered("jobStarving"):
+            if not tier:
+                continue
+            return all(fn(job) for _, fn in tier)
+        return False
+
+    def victim_tasks(self, tasks: list[TaskInfo]) -> list[TaskInfo]:
+        for tier in self.tiered("victimTasks"):
+            out: list[TaskInfo] = []
+            seen: set[str] = set()
+            for _, fn in tier:
+                for v in fn(tasks) or []:
+                    if v.uid not in seen:
+                        seen.add(v.uid)
+                        out.append(v)
+            if out:
+                return out
+        return []
+
+    # ----- event handlers -----------------------------------------------------------------
+    def fire_allocate(self, task: TaskInfo) -> None:
+        ev = Event(task)
+        for eh in self.event_handlers:
+            if eh.allocate_func is not None:
+                eh.allocate_func(ev)
+
+    def fire_deallocate(self, task: TaskInfo) -> None:
+        ev = Event(task)
+        for eh in self.event_handlers:
+            if eh.deallocate_func is not None:
+                eh.deallocate_func(ev)
+
+    # ----- session-level operations (backfill, shuffle) -----------------------------------
+    def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
+        """Allocate without a statement; dispatch every Allocated task once the job is ready."""
+        job = self.jobs[task.job]
+        task.node_name = node.name
+        job.update_task_status(task, TaskStatus.Allocated)
+        node.add_task(task)
+        self.fire_allocate(task)
+        if self.job_ready(job):
+            for t in job.tasks_in(TaskStatus.Allocated):
+                self.dispatch(t)
+
+    def pipeline(self, task: TaskInfo, hostname: str) -> None:
+        job = self.jobs[task.job]
+        job.update_task_status(task, TaskStatus.Pipelined)
+        task.node_name = hostname
+        self.nodes[hostname].add_task(task)
+        self.fire_allocate(task)
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        self.cache_evict(task, reason)
+        job = self.jobs.get(task.job)
+        if job is not None:
+            job.update_task_status(task, TaskStatus.Releasing)
+        node = self.nodes.get(task.node_name)
+        if node is not None:
+            node.update_task(task)
+        self.fire_deallocate(task)
+
+    def dispatch(self, task: TaskInfo) -> None:
+        """Hand an Allocated task to the binder; it becomes Binding. Raises on bind failure."""
+        self.cache.bind(task, task.node_name)
+        job = self.jobs[task.job]
+        job.update_task_status(task, TaskStatus.Binding)
+        node = self.nodes.get(task.node_name)
+        if node is not None:
+            node.update_task(task)
+
+    def cache_evict(self, task: TaskInfo, reason: str) -> None:
+        self.cache.evict(task, reason)
+        self.evicted.append((task, reason))
+
+    def unpipeline(self, task: TaskInfo) -> None:
+        job = self.jobs[task.job]
+        node = self.nodes.get(task.node_name)
+        job.update_task_status(task, TaskStatus.Pending)
+        if node is not None and task.key in node.tasks:
+            node.remove_task(task)
+        self.fire_deallocate(task)
+        task.node_name = ""
+
+    # ----- misc ---------------------------------------------------------------------------
+    def now_rfc3339(self) -> str:
+        return rfc3339(self.now)
+
+    def plugin_option(self, name: str) -> PluginOption | None:
+        for tier in self.tiers:
+            for opt in tier.plugins:
+                if opt.name == name:
+                    return opt
+        return None
+
+    def record_pod_group_event(self, job: JobInfo, etype: str, reason: str, message: str) -> None:
+        """Queue an Event on the job's PodGroup (written by the cache on close)."""
+        self.events.append((job.uid, etype, reason, message))
+
+    def update_pod_group_condition(self, job: JobInfo, cond: Obj) -> None:
+        if job.pod_group is None:
+            return
+        conds = job.pod_group.setdefault("status", {}).setdefault("conditions", [])
+        for i, c in enumerate(conds):
+            if c.get("type") == cond.get("type"):
+                conds[i] = cond
+                return
+        conds.append(cond)
+
+    def close(self, rfc3339: Callable[[float], str] | None = None) -> CloseResult:
+        """Close plugins, then compute every job's PodGroup status and every queue's allocated."""
+        for p in self.plugins.values():
+            p.on_session_close(self)
+        res = CloseResult()
+        res.events.extend(self.events)
+        for job in self.jobs.values():
+            if job.pod_group is None:
+                continue
+            st = job_status(self, job)
+            old = self.pod_group_status.get(job.uid, {})
+            res.pod_groups[job.uid] = st
+            if status_changed(old, st):
+                res.changed.append(job.uid)
+            phase = st.get("phase")
+            if phase in (PodGroupPhase.Pending, PodGroupPhase.Inqueue, PodGroupPhase.Unknown):
+                pending = job.count(TaskStatus.Pending)
+                res.events.append(
+                    (job.uid, "Warning", "Unschedulable", f"{pending}/{len(job.tasks)} tasks in gang unschedulable: {job.fit_error()}")
+                )
+            elif job.uid in res.changed:
+                res.events.append((job.uid, "Normal", "Scheduled", f"pod group is ready, {len(job.tasks)} tasks"))
+            for t in job.tasks.values():
+                ctx = t.last_transaction or t.transaction_context()
+                live = (TaskStatus.Pending, TaskStatus.Allocated, TaskStatus.Pipelined)
+                if t.status in live and not t.sch_gated and ctx.status in live:
+                    res.pod_conditions[t.key] = job.task_scheduling_reason(t.uid)
+        for q in self.queues.values():
+            alloc = sum_resources(
+                t.resreq
+                for j in self.jobs.values()
+                if j.queue == q.name
+                for s in ALLOCATED_STATUSES
+                for t in j.task_status_index.get(s, {}).values()
+            )
+            res.queue_allocated[q.name] = alloc.to_list()
+        return res
+
+
+def job_status(ssn: Session, job: JobInfo) -> Obj:
+    """The PodGroup status after this session (phase, running/failed/succeeded, conditions)."""
+    pg = job.pod_group or {}
+    st = copy.deepcopy(pg.get("status") or {})
+    unschedulable = any(
+        c.get("type") == POD_GROUP_UNSCHEDULABLE and c.get("status") == "True" and c.get("transitionID") == ssn.uid
+        for c in st.get("conditions") or []
+    )
+    st["phase"] = str(pod_group_phase(job, unschedulable, int((pg.get("spec") or {}).get("minMember") or 0)))
+    st["running"] = job.count(TaskStatus.Running)
+    st["failed"] = job.count(TaskStatus.Failed)
+    st["succeeded"] = job.count(TaskStatus.Succeeded)
+    return st
+
+
+def pod_group_phase(job: JobInfo, unschedulable: bool, min_member: int) -> PodGroupPhase:
+    """Mirrors: volcano framework/session.go getPodGroupPhase."""
+    if job.count(TaskStatus.Running) and unschedulable:
+        return PodGroupPhase.Unknown
+    scheduled = job.scheduled_task_num()
+    completed = sum(len(b) for s, b in job.task_status_index.items() if s in COMPLETED_STATUSES)
+    scheduled += job.releasing_scheduled_task_num()
+    if scheduled >= min_member:
+        return PodGroupPhase.Completed if scheduled == completed else PodGroupPhase.Running
+    if job.phase != PodGroupPhase.Inqueue:
+        return PodGroupPhase.Pending
+    return PodGroupPhase.Inqueue
+
+
+def _pod_index(name: str) -> int | None:
+    parts = name.split("-")
+    if len(parts) < 3:
+        return None
+    try:
+        return int(parts[-1])
+    except ValueError:
+        return None
+
+
+def open_session(
+    cluster: ClusterInfo,
+    conf: SchedulerConfiguration,
+    cache: SessionCache,
+    *,
+    uid: str | None = None,
+    vectorize: bool = True,
+    seed: int = 0,
+) -> Session:
+    """Build the session and let every configured plugin register its callbacks.
+
+    Raises:
+        KeyError: a plugin name that is not registered (load_conf rejects these earlier).
+    """
+    from pumice.scheduler.volcano.plugins import PLUGINS
+
+    ssn = Session(cluster, conf, cache, uid=uid, vectorize=vectorize, seed=seed)
+    for tier in conf.tiers:
+        for opt in tier.plugins:
+            plugin = PLUGINS[opt.name](opt.arguments)
+            ssn.plugins[opt.name] = plugin
+            plugin.on_session_open(ssn)
+    return ssn
+
+
+def run_actions(ssn: Session, actions: Iterable[str]) -> None:
+    from pumice.scheduler.volcano.actions import ACTIONS
+
+    for name in actions:
+        cls = ACTIONS[name]
+        cls(cls.parse_arguments(ssn.conf.action_arguments(name))).execute(ssn)

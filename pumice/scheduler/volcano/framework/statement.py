@@ -1,0 +1,141 @@
+"""Statement: the scheduling transaction.
+
+Operations change the session at once; only :meth:`Statement.commit` reaches the cache (bind,
+evict); :meth:`Statement.discard` undoes them in reverse order.
+
+Mirrors: volcano pkg/scheduler/framework/statement.go.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pumice.scheduler.volcano.api.node_info import NodeInfo
+from pumice.scheduler.volcano.api.task_info import TaskInfo
+from pumice.scheduler.volcano.api.types import TaskStatus
+
+if TYPE_CHECKING:
+    from pumice.scheduler.volcano.framework.session import Session
+
+
+class Op(enum.Enum):
+    Evict = "Evict"
+    Pipeline = "Pipeline"
+    Allocate = "Allocate"
+
+
+@dataclass
+class Operation:
+    name: Op
+    task: TaskInfo
+    reason: str = ""
+
+
+class Statement:
+    """A list of operations on one session."""
+
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.operations: list[Operation] = []
+
+    # ----- operations ---------------------------------------------------------------------
+    def evict(self, reclaimee: TaskInfo, reason: str) -> None:
+        """Mark ``reclaimee`` Releasing in the session (its node moves it into ``releasing``)."""
+        ssn = self.ssn
+        job = ssn.jobs.get(reclaimee.job)
+        if job is not None:
+            job.update_task_status(reclaimee, TaskStatus.Releasing)
+        node = ssn.nodes.get(reclaimee.node_name)
+        if node is not None:
+            node.update_task(reclaimee)
+        ssn.fire_deallocate(reclaimee)
+        self.operations.append(Operation(Op.Evict, reclaimee, reason))
+
+    def _unevict(self, reclaimee: TaskInfo) -> None:
+        ssn = self.ssn
+        job = ssn.jobs.get(reclaimee.job)
+        if job is not None:
+            job.update_task_status(reclaimee, TaskStatus.Running)
+        node = ssn.nodes.get(reclaimee.node_name)
+        if node is not None:
+            node.update_task(reclaimee)
+        ssn.fire_allocate(reclaimee)
+
+    def pipeline(self, task: TaskInfo, hostname: str, eviction_occurred: bool = False) -> None:
+        """Place ``task`` on ``hostname`` against resources still being released."""
+        ssn = self.ssn
+        job = ssn.jobs[task.job]
+        job.update_task_status(task, TaskStatus.Pipelined)
+        task.node_name = hostname
+        task.eviction_occurred = eviction_occurred
+        node = ssn.nodes[hostname]
+        try:
+            node.add_task(task)
+        except Exception:
+            job.update_task_status(task, TaskStatus.Pending)
+            task.node_name = ""
+            raise
+        ssn.fire_allocate(task)
+        self.operations.append(Operation(Op.Pipeline, task))
+
+    def _unpipeline(self, task: TaskInfo) -> None:
+        ssn = self.ssn
+        job = ssn.jobs[task.job]
+        job.update_task_status(task, TaskStatus.Pending)
+        node = ssn.nodes.get(task.node_name)
+        if node is not None and task.key in node.tasks:
+            node.remove_task(task)
+        ssn.fire_deallocate(task)
+        task.node_name = ""
+        task.eviction_occurred = False
+
+    def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
+        """Tentatively place ``task`` on ``node`` (Allocated; charges ``idle``)."""
+        ssn = self.ssn
+        job = ssn.jobs[task.job]
+        task.node_name = node.name
+        job.update_task_status(task, TaskStatus.Allocated)
+        try:
+            node.add_task(task)
+        except Exception:
+            job.update_task_status(task, TaskStatus.Pending)
+            task.node_name = ""
+            raise
+        ssn.fire_allocate(task)
+        self.operations.append(Operation(Op.Allocate, task))
+
+    def _unallocate(self, task: TaskInfo) -> None:
+        self._unpipeline(task)
+
+    # ----- outcome ------------------------------------------------------------------------
+    def discard(self) -> None:
+        for op in reversed(self.operations):
+            op.task.last_transaction = op.task.transaction_context()
+            if op.name is Op.Evict:
+                self._unevict(op.task)
+            else:
+                self._unpipeline(op.task)
+        self.operations = []
+
+    def commit(self) -> None:
+        ssn = self.ssn
+        for op in self.operations:
+            op.task.last_transaction = None
+            if op.name is Op.Evict:
+                try:
+                    ssn.cache_evict(op.task, op.reason)
+                except Exception:
+                    self._unevict(op.task)
+            elif op.name is Op.Allocate:
+                try:
+                    ssn.dispatch(op.task)
+                except Exception:
+                    self._unallocate(op.task)
+        self.operations = []
+
+    def merge(self, *others: Statement) -> None:
+        for o in others:
+            self.operations.extend(o.operations)
+            o.operations = []

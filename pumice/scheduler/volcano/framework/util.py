@@ -1,0 +1,68 @@
+"""Priority queue and node-sampling helpers.
+
+Mirrors: volcano pkg/scheduler/util/priority_queue.go and scheduler_helper.go
+(CalculateNumOfFeasibleNodesToFind).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable, Iterable
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class _Item(Generic[T]):
+    __slots__ = ("less", "seq", "value")
+
+    def __init__(self, value: T, less: Callable[[T, T], bool], seq: int) -> None:
+        self.value = value
+        self.less = less
+        self.seq = seq
+
+    def __lt__(self, other: _Item[T]) -> bool:
+        if self.less(self.value, other.value):
+            return True
+        if self.less(other.value, self.value):
+            return False
+        return self.seq < other.seq
+
+
+class PriorityQueue(Generic[T]):
+    """A binary heap ordered by ``less``; equal elements pop in insertion order."""
+
+    def __init__(self, less: Callable[[T, T], bool], items: Iterable[T] = ()) -> None:
+        self._less = less
+        self._heap: list[_Item[T]] = []
+        self._seq = itertools.count()
+        for it in items:
+            self.push(it)
+
+    def push(self, value: T) -> None:
+        heapq.heappush(self._heap, _Item(value, self._less, next(self._seq)))
+
+    def pop(self) -> T:
+        return heapq.heappop(self._heap).value
+
+    def empty(self) -> bool:
+        return not self._heap
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+
+MIN_FEASIBLE_NODES = 100
+MIN_PERCENTAGE_OF_NODES = 5
+
+
+def num_feasible_nodes_to_find(num_all: int, percentage: int = 0) -> int:
+    """How many feasible nodes to look for before stopping (upstream adaptive sampling)."""
+    if num_all <= MIN_FEASIBLE_NODES:
+        return num_all
+    pct = percentage
+    if pct <= 0:
+        pct = max(MIN_PERCENTAGE_OF_NODES, 50 - num_all // 125)
+    n = num_all * pct // 100
+    return max(n, MIN_FEASIBLE_NODES)

@@ -1,0 +1,322 @@
+"""capacity: queue quotas from ``spec.deserved`` (elastic up to capability), optionally
+hierarchical through ``spec.parent``.
+
+Allocatable caps by realCapability (a queue may borrow above deserved); Preemptive lets a queue
+reclaim while some requested dimension is still under deserved; Reclaimable takes victims from
+queues above deserved without going below guarantee.
+
+Mirrors: volcano pkg/scheduler/plugins/capacity/capacity.go.
+Deviates: hierarchy checks ancestors for allocatable/enqueue; ``ancestorReclaimLevel`` is parsed
+but only level 0 is applied.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pumice.scheduler.volcano.api.job_info import JobInfo
+from pumice.scheduler.volcano.api.queue_info import QueueInfo
+from pumice.scheduler.volcano.api.resource import (
+    MIN_RESOURCE,
+    PODS,
+    Dimension,
+    Resource,
+    exceeded_part,
+    share,
+    sum_resources,
+)
+from pumice.scheduler.volcano.api.task_info import TaskInfo
+from pumice.scheduler.volcano.api.types import ALLOCATED_STATUSES, PodGroupPhase, TaskStatus, Vote
+from pumice.scheduler.volcano.framework.arguments import arg, decode
+from pumice.scheduler.volcano.framework.interface import Event, EventHandler
+from pumice.scheduler.volcano.framework.session import Session
+from pumice.scheduler.volcano.plugins._queue_util import (
+    allocated_task_num,
+    deduct_sch_gated,
+    elastic_resources,
+    inqueue_resource,
+    min_resources_list,
+    res_max,
+)
+
+PLUGIN_NAME = "capacity"
+ROOT = "root"
+
+
+@dataclass(frozen=True)
+class CapacityArgs:
+    ancestor_reclaim_level: int = arg("ancestorReclaimLevel", 0)
+
+
+@dataclass
+class QueueAttr:
+    queue_id: str
+    name: str
+    parent: str = ""
+    deserved: Resource = field(default_factory=Resource)
+    allocated: Resource = field(default_factory=Resource)
+    request: Resource = field(default_factory=Resource)
+    elastic: Resource = field(default_factory=Resource)
+    inqueue: Resource = field(default_factory=Resource)
+    capability: Resource = field(default_factory=Resource)
+    real_capability: Resource = field(default_factory=Resource)
+    guarantee: Resource = field(default_factory=Resource)
+    share: float = 0.0
+    children: list[str] = field(default_factory=list)
+    best_effort: bool = False
+
+
+def _cap(r: Resource | None) -> Resource:
+    if r is None:
+        return Resource.infinite()
+    return Resource(
+        r.milli_cpu if r.milli_cpu > 0 else math.inf, r.memory if r.memory > 0 else math.inf, r.scalars
+    )
+
+
+def update_share(attr: QueueAttr) -> None:
+    if attr.best_effort:
+        attr.share = 1.0
+        return
+    res = 0.0
+    for rn in attr.deserved.resource_names():
+        res = max(res, share(attr.allocated.get(rn), attr.deserved.get(rn)))
+    attr.share = res
+
+
+class CapacityPlugin:
+    name = PLUGIN_NAME
+
+    def __init__(self, args: CapacityArgs) -> None:
+        self.args = args
+        self.attrs: dict[str, QueueAttr] = {}
+        self.hierarchy = False
+
+    def _ancestors(self, qid: str) -> list[QueueAttr]:
+        out = []
+        seen = set()
+        cur = self.attrs.get(qid)
+        while cur is not None and cur.queue_id not in seen:
+            seen.add(cur.queue_id)
+            out.append(cur)
+            if not self.hierarchy or not cur.parent or cur.queue_id == ROOT:
+                break
+            cur = self.attrs.get(cur.parent)
+        return out
+
+    def on_session_open(self, ssn: Session) -> None:
+        opt = ssn.plugin_option(PLUGIN_NAME)
+        self.hierarchy = bool(opt and opt.enabled("enableHierarchy"))
+        total = ssn.total_resource
+        total_guarantee = sum_resources(q.guarantee for q in ssn.queues.values() if q.guarantee is not None)
+        queues = ssn.queues if self.hierarchy else {j.queue: ssn.queues[j.queue] for j in ssn.jobs.values() if j.queue in ssn.queues}
+        for q in sorted(queues.values(), key=lambda q: q.name):
+            attr = QueueAttr(q.uid, q.name, parent=(q.parent or (ROOT if q.name != ROOT else "")))
+            attr.capability = _cap(q.capability)
+            attr.guarantee = q.guarantee or Resource()
+            attr.deserved = q.deserved or Resource()
+            attr.best_effort = q.deserved is None or q.deserved.is_empty()
+            self.attrs[q.uid] = attr
+        if self.hierarchy:
+            for a in self.attrs.values():
+                if a.parent in self.attrs and a.queue_id != ROOT:
+                    self.attrs[a.parent].children.append(a.queue_id)
+            root = self.attrs.get(ROOT)
+            if root is not None:
+                root.real_capability = root.capability.min_dimension(total, Dimension.INFINITY) if not math.isinf(root.capability.milli_cpu) else total
+                self._real_caps(root)
+        else:
+            for a in self.attrs.values():
+                real = exceeded_part(total, total_guarantee) + a.guarantee
+                a.real_capability = real.min_dimension(a.capability, Dimension.INFINITY)
+        for a in self.attrs.values():
+            a.deserved = res_max(a.deserved.min_dimension(a.real_capability, Dimension.INFINITY), a.guarantee)
+        for job in ssn.jobs.values():
+            if job.queue not in self.attrs:
+                continue
+            chain = self._ancestors(job.queue)
+            for s, b in job.task_status_index.items():
+                for t in b.values():
+                    for a in chain:
+                        if s in ALLOCATED_STATUSES:
+                            a.allocated = a.allocated + t.resreq
+                            a.request = a.request + t.resreq
+                        elif s is TaskStatus.Pending:
+                            a.request = a.request + t.resreq
+            has_min = min_resources_list(job) is not None
+            min_member = int(((job.pod_group or {}).get("spec") or {}).get("minMember") or 0)
+            inq = Resource()
+            if has_min and (
+                job.phase == PodGroupPhase.Inqueue
+                or (job.phase == PodGroupPhase.Running and allocated_task_num(job) >= min_member)
+            ):
+                inq = deduct_sch_gated(job, inqueue_resource(job, job.allocated))
+            el = elastic_resources(job)
+            for a in chain:
+                a.inqueue = a.inqueue + inq
+                a.elastic = a.elastic + el
+        for a in self.attrs.values():
+            update_share(a)
+
+        def queue_order(l: QueueInfo, r: QueueInfo) -> int:  # noqa: E741
+            if l.priority != r.priority:
+                return r.priority - l.priority
+            la, ra = self.attrs.get(l.uid), self.attrs.get(r.uid)
+            if la is None or ra is None:
+                return 0
+            if la.share == ra.share:
+                if la.best_effort != ra.best_effort:
+                    return 1 if la.best_effort else -1
+                return 0
+            return -1 if la.share < ra.share else 1
+
+        ssn.add_queue_order_fn(PLUGIN_NAME, queue_order)
+
+        def allocatable(q: QueueInfo, task: TaskInfo) -> bool:
+            if not q.is_open():
+                return False
+            if self.hierarchy and self.attrs.get(q.uid) and self.attrs[q.uid].children:
+                return False
+            for a in self._ancestors(q.uid):
+                ok, _ = (a.allocated + task.resreq).less_equal_in_request_dims(a.real_capability, task.resreq)
+                if not ok:
+                    return False
+            return q.uid in self.attrs
+
+        ssn.add_allocatable_fn(PLUGIN_NAME, allocatable)
+
+        def preemptive(q: QueueInfo, tasks: list[TaskInfo]) -> bool:
+            if not q.is_open():
+                return False
+            attr = self.attrs.get(q.uid)
+            if attr is None:
+                return False
+            req = sum_resources(t.resreq for t in tasks)
+            future = attr.allocated + req
+            ok, _ = future.less_equal_in_request_dims(attr.real_capability, req)
+            if not ok:
+                return False
+            filtered = _filter_zero(req, future, attr.deserved)
+            found, _ = future.less_equal_partly_in_request_dims(attr.deserved, filtered)
+            return found
+
+        ssn.add_preemptive_fn(PLUGIN_NAME, preemptive)
+
+        def reclaimable(reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+            victims = []
+            allocations: dict[str, Resource] = {}
+            rnames = {n for n in reclaimer.resreq.resource_names() if n != PODS}
+            for r in reclaimees:
+                job = ssn.jobs.get(r.job)
+                if job is None:
+                    continue
+                attr = self.attrs.get(job.queue)
+                if attr is None:
+                    continue
+                if not rnames & {n for n in r.resreq.resource_names() if n != PODS}:
+                    continue
+                alloc = allocations.get(job.queue, attr.allocated)
+                after = alloc - r.resreq
+                if not attr.guarantee.less_equal(after, Dimension.ZERO):
+                    continue
+                des_names = set(attr.deserved.resource_names())
+                req_names = {n for n in r.resreq.resource_names() if n != PODS}
+                immediate = not (req_names & des_names)
+                over, _ = alloc.greater_partly_in_request_dims(attr.deserved, _only(r.resreq, des_names))
+                if immediate or over:
+                    allocations[job.queue] = after
+                    victims.append(r)
+            return victims, Vote.PERMIT
+
+        ssn.add_reclaimable_fn(PLUGIN_NAME, reclaimable)
+
+        def enqueueable(job: JobInfo) -> int:
+            q = ssn.queues[job.queue]
+            if not q.is_open():
+                return Vote.REJECT
+            attr = self.attrs.get(job.queue)
+            if attr is None:
+                return Vote.REJECT
+            if self.hierarchy and attr.children:
+                return Vote.REJECT
+            if min_resources_list(job) is None:
+                return Vote.PERMIT
+            min_req = job.min_resources or Resource()
+            for a in self._ancestors(job.queue):
+                r = min_req + a.allocated + a.inqueue - a.elastic
+                ok, names = r.less_equal_in_request_dims(a.real_capability, min_req)
+                if not ok:
+                    ssn.record_pod_group_event(
+                        job, "Normal", "Unschedulable",
+                        "queue resource quota insufficient: " + ", ".join(f"insufficient {n}" for n in names),
+                    )
+                    return Vote.REJECT
+            return Vote.PERMIT
+
+        ssn.add_job_enqueueable_fn(PLUGIN_NAME, enqueueable)
+
+        def enqueued(job: JobInfo) -> None:
+            if min_resources_list(job) is None:
+                return
+            add = deduct_sch_gated(job, job.min_resources or Resource())
+            for a in self._ancestors(job.queue):
+                a.inqueue = a.inqueue + add
+
+        ssn.add_job_enqueued_fn(PLUGIN_NAME, enqueued)
+
+        def on_event(ev: Event, sign: int) -> None:
+            job = ssn.jobs.get(ev.task.job)
+            if job is None:
+                return
+            for a in self._ancestors(job.queue):
+                a.allocated = a.allocated + ev.task.resreq if sign > 0 else a.allocated - ev.task.resreq
+                update_share(a)
+
+        ssn.add_event_handler(EventHandler(lambda e: on_event(e, 1), lambda e: on_event(e, -1)))
+
+    def _real_caps(self, parent: QueueAttr) -> None:
+        sib_guarantee = sum_resources(self.attrs[c].guarantee for c in parent.children)
+        for cid in parent.children:
+            c = self.attrs[cid]
+            cap = c.capability
+            pc = parent.capability
+            c.capability = Resource(
+                cap.milli_cpu if not math.isinf(cap.milli_cpu) else pc.milli_cpu,
+                cap.memory if not math.isinf(cap.memory) else pc.memory,
+                {**dict(pc.scalars), **dict(cap.scalars)},
+            )
+            real = exceeded_part(parent.real_capability, sib_guarantee) + c.guarantee
+            c.real_capability = real.min_dimension(c.capability, Dimension.INFINITY)
+            self._real_caps(c)
+
+    def on_session_close(self, ssn: Session) -> None:
+        ssn.queue_metrics.update(
+            {a.name: {"deserved": a.deserved, "allocated": a.allocated, "share": a.share} for a in self.attrs.values()}
+        )
+        self.attrs = {}
+
+
+def _only(r: Resource, names: set[str]) -> Resource:
+    return Resource(
+        r.milli_cpu if "cpu" in names else 0.0,
+        r.memory if "memory" in names else 0.0,
+        {n: v for n, v in r.scalars.items() if n in names},
+    )
+
+
+def _filter_zero(req: Resource, a: Resource, b: Resource) -> Resource:
+    def keep(n: str) -> bool:
+        return not (a.get(n) < MIN_RESOURCE and b.get(n) < MIN_RESOURCE)
+
+    return Resource(
+        req.milli_cpu if keep("cpu") else 0.0,
+        req.memory if keep("memory") else 0.0,
+        {n: v for n, v in req.scalars.items() if keep(n)},
+    )
+
+
+def new(arguments: Mapping[str, Any]) -> CapacityPlugin:
+    return CapacityPlugin(decode(CapacityArgs, arguments))

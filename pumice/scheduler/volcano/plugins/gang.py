@@ -1,0 +1,137 @@
+"""gang: all-or-nothing admission of a job's minAvailable tasks.
+
+Registers JobValid, Preemptable/Reclaimable (never below minAvailable), JobOrder (not-ready
+first), JobReady, JobPipelined, JobStarving; writes PodGroup conditions on close.
+
+Mirrors: volcano pkg/scheduler/plugins/gang/gang.go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pumice.scheduler.volcano.api.job_info import JobInfo
+from pumice.scheduler.volcano.api.task_info import TaskInfo
+from pumice.scheduler.volcano.api.types import (
+    ALLOCATED_STATUSES,
+    NOT_ENOUGH_PODS_OF_TASK_REASON,
+    NOT_ENOUGH_RESOURCES_REASON,
+    NOT_ENOUGH_TASKS_REASON,
+    POD_GROUP_SCHEDULED,
+    POD_GROUP_UNSCHEDULABLE,
+    TaskStatus,
+    ValidateResult,
+    Vote,
+)
+from pumice.scheduler.volcano.framework.arguments import NoArguments, decode
+from pumice.scheduler.volcano.framework.session import Session
+
+PLUGIN_NAME = "gang"
+
+
+class GangPlugin:
+    name = PLUGIN_NAME
+
+    def __init__(self, args: NoArguments) -> None:
+        self.args = args
+
+    def on_session_open(self, ssn: Session) -> None:
+        def valid(job: JobInfo) -> ValidateResult | None:
+            if not job.check_task_valid():
+                return ValidateResult(False, NOT_ENOUGH_PODS_OF_TASK_REASON, "Not enough valid pods of each task for gang-scheduling")
+            vtn = job.valid_task_num()
+            if vtn < job.min_available:
+                return ValidateResult(
+                    False,
+                    NOT_ENOUGH_TASKS_REASON,
+                    f"Not enough valid tasks for gang-scheduling, valid: {vtn}, min: {job.min_available}",
+                )
+            return None
+
+        ssn.add_job_valid_fn(PLUGIN_NAME, valid)
+
+        def victims(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+            occupied: dict[str, int] = {}
+            out = []
+            for p in preemptees:
+                job = ssn.jobs.get(p.job)
+                if job is None:
+                    continue
+                if p.job not in occupied:
+                    occupied[p.job] = job.ready_task_num()
+                if occupied[p.job] > job.min_available:
+                    occupied[p.job] -= 1
+                    out.append(p)
+            return out, Vote.PERMIT
+
+        ssn.add_reclaimable_fn(PLUGIN_NAME, victims)
+        ssn.add_preemptable_fn(PLUGIN_NAME, victims)
+
+        def job_order(l: JobInfo, r: JobInfo) -> int:  # noqa: E741
+            lr, rr = l.is_ready(), r.is_ready()
+            if lr and rr:
+                return 0
+            if lr:
+                return 1
+            if rr:
+                return -1
+            return 0
+
+        ssn.add_job_order_fn(PLUGIN_NAME, job_order)
+        ssn.add_job_ready_fn(PLUGIN_NAME, lambda j: j.check_task_ready() and j.is_ready())
+        ssn.add_job_pipelined_fn(
+            PLUGIN_NAME, lambda j: Vote.PERMIT if j.check_task_pipelined() and j.is_pipelined() else Vote.REJECT
+        )
+        ssn.add_job_starving_fns(PLUGIN_NAME, lambda j: j.is_starving())
+
+    def on_session_close(self, ssn: Session) -> None:
+        for job in ssn.jobs.values():
+            if not job.tasks:
+                continue
+            if not job.is_ready():
+                if _skip_for_releasing(job):
+                    continue
+                schedulable = 0
+                for t in job.tasks_in(TaskStatus.Pending):
+                    ctx = t.last_transaction or t.transaction_context()
+                    if ctx.status in ALLOCATED_STATUSES:
+                        schedulable += 1
+                unready = job.min_available - (schedulable + job.ready_task_num())
+                msg = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {job.fit_error()}"
+                ssn.update_pod_group_condition(
+                    job,
+                    {
+                        "type": POD_GROUP_UNSCHEDULABLE,
+                        "status": "True",
+                        "lastTransitionTime": ssn.now_rfc3339(),
+                        "transitionID": ssn.uid,
+                        "reason": NOT_ENOUGH_RESOURCES_REASON,
+                        "message": msg,
+                    },
+                )
+            else:
+                ssn.update_pod_group_condition(
+                    job,
+                    {
+                        "type": POD_GROUP_SCHEDULED,
+                        "status": "True",
+                        "lastTransitionTime": ssn.now_rfc3339(),
+                        "transitionID": ssn.uid,
+                        "reason": "tasks in gang are ready to be scheduled",
+                        "message": "",
+                    },
+                )
+
+
+def _skip_for_releasing(job: JobInfo) -> bool:
+    rel = job.releasing_scheduled_task_num()
+    if rel == 0:
+        return False
+    if job.count(TaskStatus.Pending) or job.count(TaskStatus.Pipelined):
+        return False
+    return job.scheduled_task_num() + rel >= job.min_available
+
+
+def new(arguments: Mapping[str, Any]) -> GangPlugin:
+    return GangPlugin(decode(NoArguments, arguments))

@@ -1,0 +1,140 @@
+"""nodeorder: kube-scheduler scores summed with weights (each score 0..100).
+
+LeastAllocated and MostAllocated over cpu/memory, BalancedAllocation, preferred NodeAffinity
+and TaintToleration (PreferNoSchedule), each times its ``<name>.weight`` argument.
+
+Mirrors: volcano pkg/scheduler/plugins/nodeorder/nodeorder.go and kube-scheduler
+noderesources (least_allocated, most_allocated, balanced_allocation), nodeaffinity and
+tainttoleration scoring.
+Deviates: InterPodAffinity preferred terms, ImageLocality and PodTopologySpread score 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pumice.scheduler.volcano.api.node_info import NodeInfo
+from pumice.scheduler.volcano.api.task_info import TaskInfo
+from pumice.scheduler.volcano.framework.arguments import arg, decode
+from pumice.scheduler.volcano.framework.session import Session
+from pumice.scheduler.volcano.plugins.predicates import match_node_selector_term, untolerated_taint
+
+PLUGIN_NAME = "nodeorder"
+MAX_NODE_SCORE = 100
+DEFAULT_MILLI_CPU = 100.0
+DEFAULT_MEMORY = 200.0 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class NodeOrderArgs:
+    least_requested: int = arg("leastrequested.weight", 1)
+    most_requested: int = arg("mostrequested.weight", 0)
+    node_affinity: int = arg("nodeaffinity.weight", 2)
+    pod_affinity: int = arg("podaffinity.weight", 2)
+    balanced_resource: int = arg("balancedresource.weight", 1)
+    taint_toleration: int = arg("tainttoleration.weight", 3)
+    image_locality: int = arg("imagelocality.weight", 1)
+    pod_topology_spread: int = arg("podtopologyspread.weight", 2)
+    selector_spread: int = arg("selectorspread.weight", 0)
+    volume_binding: int = arg("volumebinding.weight", 1)
+
+
+def _nonzero(task: TaskInfo) -> tuple[float, float]:
+    cpu = task.resreq.milli_cpu or DEFAULT_MILLI_CPU
+    mem = task.resreq.memory or DEFAULT_MEMORY
+    return cpu, mem
+
+
+def resource_scores(
+    args: NodeOrderArgs, cpu_req: float, mem_req: float, used: np.ndarray, alloc: np.ndarray
+) -> np.ndarray:
+    """Least/Most/Balanced scores for arrays of nodes (columns: cpu, memory)."""
+    req = used[:, :2] + np.array([cpu_req, mem_req])
+    cap = alloc[:, :2]
+    total = np.zeros(len(used))
+    if args.least_requested:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s = np.where((cap > 0) & (req <= cap), np.floor((cap - req) * MAX_NODE_SCORE / np.where(cap > 0, cap, 1)), 0)
+        total += np.floor(s.sum(axis=1) / 2) * args.least_requested
+    if args.most_requested:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s = np.where(cap > 0, np.floor(np.minimum(req, cap) * MAX_NODE_SCORE / np.where(cap > 0, cap, 1)), 0)
+        total += np.floor(s.sum(axis=1) / 2) * args.most_requested
+    if args.balanced_resource:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            frac = np.where(cap > 0, np.minimum(req / np.where(cap > 0, cap, 1), 1.0), 1.0)
+        std = np.abs(frac[:, 0] - frac[:, 1]) / 2
+        total += np.floor((1 - std) * MAX_NODE_SCORE) * args.balanced_resource
+    return total
+
+
+class NodeOrderPlugin:
+    name = PLUGIN_NAME
+
+    def __init__(self, args: NodeOrderArgs) -> None:
+        self.args = args
+
+    def _affinity_taint(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> np.ndarray:
+        out = np.zeros(len(nodes))
+        spec = task.pod.get("spec") or {}
+        if self.args.node_affinity:
+            pref = (((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("preferredDuringSchedulingIgnoredDuringExecution")) or []
+            if pref:
+                raw = np.array(
+                    [sum(int(t.get("weight") or 0) for t in pref if match_node_selector_term(n, t.get("preference") or {})) for n in nodes],
+                    dtype=float,
+                )
+                mx = raw.max() if len(raw) else 0
+                if mx > 0:
+                    raw = np.floor(raw * MAX_NODE_SCORE / mx)
+                out += raw * self.args.node_affinity
+        if self.args.taint_toleration:
+            if any(t.get("effect") == "PreferNoSchedule" for n in nodes for t in n.taints):
+                cnt = np.array([_count_prefer_no_schedule(task, n) for n in nodes], dtype=float)
+                mx = cnt.max()
+                sc = MAX_NODE_SCORE - np.floor(cnt * MAX_NODE_SCORE / mx) if mx > 0 else np.full(len(nodes), MAX_NODE_SCORE)
+            else:
+                sc = np.full(len(nodes), float(MAX_NODE_SCORE))
+            out += sc * self.args.taint_toleration
+        return out
+
+    def on_session_open(self, ssn: Session) -> None:
+        args = self.args
+
+        def batch(task: TaskInfo, nodes: Sequence[NodeInfo]) -> np.ndarray:
+            cpu, mem = _nonzero(task)
+            if ssn.vectorize:
+                arr = ssn.arrays
+                arr.sync()
+                rows = np.array([n.index for n in nodes], dtype=int)
+                used, alloc = arr.used[rows], arr.allocatable[rows]
+            else:
+                used = np.array([[n.used.milli_cpu, n.used.memory] for n in nodes], dtype=float).reshape(-1, 2)
+                alloc = np.array([[n.allocatable.milli_cpu, n.allocatable.memory] for n in nodes], dtype=float).reshape(-1, 2)
+            return resource_scores(args, cpu, mem, used, alloc) + self._affinity_taint(task, nodes)
+
+        ssn.add_batch_node_order_fn(PLUGIN_NAME, batch)
+
+    def on_session_close(self, ssn: Session) -> None:
+        pass
+
+
+def _count_prefer_no_schedule(task: TaskInfo, node: NodeInfo) -> int:
+    tols = [t for t in (task.pod.get("spec") or {}).get("tolerations") or [] if t.get("effect") in (None, "", "PreferNoSchedule")]
+    pod = {"spec": {"tolerations": tols}}
+    count = 0
+    for taint in node.taints:
+        if taint.get("effect") != "PreferNoSchedule":
+            continue
+        fake = NodeInfo(node.name, node={"spec": {"taints": [taint]}})
+        if untolerated_taint(pod, fake, ("PreferNoSchedule",)) is not None:
+            count += 1
+    return count
+
+
+def new(arguments: Mapping[str, Any]) -> NodeOrderPlugin:
+    return NodeOrderPlugin(decode(NodeOrderArgs, arguments))

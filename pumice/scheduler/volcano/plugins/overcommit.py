@@ -1,0 +1,81 @@
+"""overcommit: a cluster-wide enqueue gate (total × factor − used must hold the inqueue sum).
+
+Mirrors: volcano pkg/scheduler/plugins/overcommit/overcommit.go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pumice.scheduler.volcano.api.job_info import JobInfo
+from pumice.scheduler.volcano.api.resource import Resource, sum_resources
+from pumice.scheduler.volcano.api.types import PodGroupPhase, Vote
+from pumice.scheduler.volcano.framework.arguments import arg, decode
+from pumice.scheduler.volcano.framework.session import Session
+from pumice.scheduler.volcano.plugins._queue_util import (
+    allocated_task_num,
+    deduct_sch_gated,
+    inqueue_resource,
+    min_resources_list,
+)
+
+PLUGIN_NAME = "overcommit"
+DEFAULT_FACTOR = 1.2
+
+
+@dataclass(frozen=True)
+class OvercommitArgs:
+    factor: float = arg("overcommit-factor", DEFAULT_FACTOR)
+
+
+class OvercommitPlugin:
+    name = PLUGIN_NAME
+
+    def __init__(self, args: OvercommitArgs) -> None:
+        self.factor = args.factor if args.factor >= 1.0 else DEFAULT_FACTOR
+        self.idle = Resource()
+        self.inqueue = Resource()
+
+    def on_session_open(self, ssn: Session) -> None:
+        used = sum_resources(n.used for n in ssn.node_list)
+        self.idle = ssn.total_resource.multi(self.factor) - used
+        self.inqueue = Resource()
+        for job in ssn.jobs.values():
+            if min_resources_list(job) is None:
+                continue
+            if job.phase == PodGroupPhase.Inqueue:
+                self.inqueue = self.inqueue + deduct_sch_gated(job, inqueue_resource(job, job.allocated))
+            min_member = int(((job.pod_group or {}).get("spec") or {}).get("minMember") or 0)
+            if job.phase == PodGroupPhase.Running and allocated_task_num(job) >= min_member:
+                self.inqueue = self.inqueue + deduct_sch_gated(job, inqueue_resource(job, job.allocated))
+
+        def enqueueable(job: JobInfo) -> int:
+            if min_resources_list(job) is None:
+                return Vote.PERMIT
+            min_req = job.min_resources or Resource()
+            ok, names = (self.inqueue + min_req).less_equal_in_request_dims(self.idle, min_req)
+            if ok:
+                return Vote.PERMIT
+            ssn.record_pod_group_event(
+                job, "Normal", "Unschedulable", "resource in cluster is overused: " + ", ".join(f"overused {n}" for n in names)
+            )
+            return Vote.REJECT
+
+        ssn.add_job_enqueueable_fn(PLUGIN_NAME, enqueueable)
+
+        def enqueued(job: JobInfo) -> None:
+            if min_resources_list(job) is None:
+                return
+            self.inqueue = self.inqueue + deduct_sch_gated(job, job.min_resources or Resource())
+
+        ssn.add_job_enqueued_fn(PLUGIN_NAME, enqueued)
+
+    def on_session_close(self, ssn: Session) -> None:
+        self.idle = Resource()
+        self.inqueue = Resource()
+
+
+def new(arguments: Mapping[str, Any]) -> OvercommitPlugin:
+    return OvercommitPlugin(decode(OvercommitArgs, arguments))

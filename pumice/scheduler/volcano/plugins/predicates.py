@@ -1,0 +1,330 @@
+"""predicates: the kube-scheduler filters Volcano wraps, plus Volcano's max-pods check.
+
+Filters, in kube's order: NodeUnschedulable, NodeAffinity (nodeSelector + required node
+affinity), NodePorts, TaintToleration, InterPodAffinity (required pod (anti-)affinity, basics:
+labelSelector matchLabels/matchExpressions over a topologyKey); and "node(s) pod number
+exceeded" when the node's allocatable ``pods`` <= its pod count. Resource fit is not here
+(allocate checks it).
+
+The static filters (unschedulable, affinity, taints) depend only on the pod spec and the node,
+so their verdict is computed once per distinct pod scheduling spec and node and cached for the
+session; :meth:`PredicatesPlugin.batch` answers a whole node set with numpy.
+
+Mirrors: volcano pkg/scheduler/plugins/predicates/predicates.go and the kube-scheduler filter
+plugins nodeunschedulable, nodeaffinity, nodeports, tainttoleration, interpodaffinity.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pumice.scheduler.volcano.api.node_info import NodeInfo
+from pumice.scheduler.volcano.api.resource import PODS
+from pumice.scheduler.volcano.api.task_info import TaskInfo
+from pumice.scheduler.volcano.api.types import NODE_POD_NUMBER_EXCEEDED, Status, StatusCode
+from pumice.scheduler.volcano.framework.arguments import arg, decode
+from pumice.scheduler.volcano.framework.session import Session
+
+PLUGIN_NAME = "predicates"
+Obj = dict[str, Any]
+
+ERR_UNSCHEDULABLE = "node(s) were unschedulable"
+ERR_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+ERR_PORTS = "node(s) didn't have free ports for the requested pod ports"
+ERR_POD_AFFINITY = "node(s) didn't match pod affinity rules"
+ERR_POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+ERR_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+
+
+@dataclass(frozen=True)
+class PredicatesArgs:
+    node_affinity: bool = arg("predicate.NodeAffinityEnable", True)
+    node_ports: bool = arg("predicate.NodePortsEnable", True)
+    taint_toleration: bool = arg("predicate.TaintTolerationEnable", True)
+    pod_affinity: bool = arg("predicate.PodAffinityEnable", True)
+    node_volume_limits: bool = arg("predicate.NodeVolumeLimitsEnable", True)
+    volume_zone: bool = arg("predicate.VolumeZoneEnable", True)
+    pod_topology_spread: bool = arg("predicate.PodTopologySpreadEnable", True)
+    volume_binding: bool = arg("predicate.VolumeBindingEnable", True)
+    dra: bool = arg("predicate.DynamicResourceAllocationEnable", False)
+    cache: bool = arg("predicate.CacheEnable", False)
+    proportional: bool = arg("predicate.ProportionalEnable", False)
+    proportional_resource: str = arg("predicate.resources", "")
+
+
+# ----- matching helpers -------------------------------------------------------------------
+def match_expression(labels: Mapping[str, Any], expr: Obj) -> bool:
+    key, op, values = expr.get("key", ""), expr.get("operator", ""), expr.get("values") or []
+    has = key in labels
+    if op == "In":
+        return has and labels[key] in values
+    if op == "NotIn":
+        return not has or labels[key] not in values
+    if op == "Exists":
+        return has
+    if op == "DoesNotExist":
+        return not has
+    if op in ("Gt", "Lt"):
+        if not has or not values:
+            return False
+        try:
+            lv, rv = int(labels[key]), int(values[0])
+        except ValueError:
+            return False
+        return lv > rv if op == "Gt" else lv < rv
+    return False
+
+
+def match_node_selector_term(node: NodeInfo, term: Obj) -> bool:
+    exprs = term.get("matchExpressions") or []
+    fields = term.get("matchFields") or []
+    if not exprs and not fields:
+        return False
+    labels = node.labels
+    if not all(match_expression(labels, e) for e in exprs):
+        return False
+    return all(match_expression({"metadata.name": node.name}, f) for f in fields)
+
+
+def match_label_selector(labels: Mapping[str, Any], sel: Obj | None) -> bool:
+    if sel is None:
+        return False
+    for k, v in (sel.get("matchLabels") or {}).items():
+        if labels.get(k) != v:
+            return False
+    return all(match_expression(labels, e) for e in sel.get("matchExpressions") or [])
+
+
+def node_affinity_fits(pod: Obj, node: NodeInfo) -> bool:
+    spec = pod.get("spec") or {}
+    labels = node.labels
+    for k, v in (spec.get("nodeSelector") or {}).items():
+        if labels.get(k) != v:
+            return False
+    req = (((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")) or None
+    if req is not None:
+        terms = req.get("nodeSelectorTerms") or []
+        if not any(match_node_selector_term(node, t) for t in terms):
+            return False
+    return True
+
+
+def tolerates(tol: Obj, taint: Obj) -> bool:
+    if tol.get("effect") and tol.get("effect") != taint.get("effect"):
+        return False
+    op = tol.get("operator") or "Equal"
+    if not tol.get("key"):
+        return op == "Exists"
+    if tol.get("key") != taint.get("key"):
+        return False
+    if op == "Exists":
+        return True
+    return (tol.get("value") or "") == (taint.get("value") or "")
+
+
+def untolerated_taint(pod: Obj, node: NodeInfo, effects: tuple[str, ...] = ("NoSchedule", "NoExecute")) -> Obj | None:
+    tols = (pod.get("spec") or {}).get("tolerations") or []
+    for taint in node.taints:
+        if taint.get("effect") not in effects:
+            continue
+        if not any(tolerates(t, taint) for t in tols):
+            return taint
+    return None
+
+
+def host_ports(pod: Obj) -> list[tuple[str, str, int]]:
+    out = []
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        for p in c.get("ports") or []:
+            hp = p.get("hostPort")
+            if hp:
+                out.append((p.get("hostIP") or "0.0.0.0", p.get("protocol") or "TCP", int(hp)))
+    return out
+
+
+def _ports_conflict(a: tuple[str, str, int], b: tuple[str, str, int]) -> bool:
+    if a[1] != b[1] or a[2] != b[2]:
+        return False
+    return a[0] == b[0] or "0.0.0.0" in (a[0], b[0])
+
+
+def _static_key(pod: Obj) -> str:
+    spec = pod.get("spec") or {}
+    return json.dumps(
+        [spec.get("nodeSelector"), (spec.get("affinity") or {}).get("nodeAffinity"), spec.get("tolerations")],
+        sort_keys=True,
+    )
+
+
+class PredicatesPlugin:
+    name = PLUGIN_NAME
+
+    def __init__(self, args: PredicatesArgs) -> None:
+        self.args = args
+        self._static: dict[str, tuple[np.ndarray, dict[int, list[Status]]]] = {}
+        self.ssn: Session | None = None
+        self.any_pod_affinity = False
+
+    # ----- per node -----------------------------------------------------------------------
+    def static_statuses(self, task: TaskInfo, node: NodeInfo) -> list[Status]:
+        pod = task.pod
+        if node.unschedulable:
+            tol = (pod.get("spec") or {}).get("tolerations") or []
+            taint = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+            if not any(tolerates(t, taint) for t in tol):
+                return [Status(StatusCode.UnschedulableAndUnresolvable, ERR_UNSCHEDULABLE, "NodeUnschedulable")]
+        if self.args.node_affinity and not node_affinity_fits(pod, node):
+            return [Status(StatusCode.UnschedulableAndUnresolvable, ERR_AFFINITY, "NodeAffinity")]
+        if self.args.taint_toleration:
+            bad = untolerated_taint(pod, node)
+            if bad is not None:
+                return [
+                    Status(
+                        StatusCode.UnschedulableAndUnresolvable,
+                        f"node(s) had untolerated taint {{{bad.get('key')}: {bad.get('value', '')}}}",
+                        "TaintToleration",
+                    )
+                ]
+        return []
+
+    def dynamic_statuses(self, task: TaskInfo, node: NodeInfo) -> list[Status]:
+        out: list[Status] = []
+        if self.args.node_ports:
+            mine = host_ports(task.pod)
+            if mine:
+                for other in node.tasks.values():
+                    if any(_ports_conflict(a, b) for a in mine for b in host_ports(other.pod)):
+                        out.append(Status(StatusCode.Unschedulable, ERR_PORTS, "NodePorts"))
+                        return out
+        if self.args.pod_affinity and self.any_pod_affinity and self.ssn is not None:
+            st = self._pod_affinity(task, node)
+            if st is not None:
+                out.append(st)
+        return out
+
+    def predicate(self, task: TaskInfo, node: NodeInfo) -> list[Status]:
+        out: list[Status] = []
+        max_pods = node.allocatable.get(PODS)
+        if node.allocatable.has_scalar(PODS) and max_pods <= len(node.tasks):
+            out.append(Status(StatusCode.Unschedulable, NODE_POD_NUMBER_EXCEEDED, PLUGIN_NAME))
+        st = self.static_statuses(task, node)
+        if st:
+            return out + st
+        return out + self.dynamic_statuses(task, node)
+
+    def _pod_affinity(self, task: TaskInfo, node: NodeInfo) -> Status | None:
+        assert self.ssn is not None
+        ssn = self.ssn
+        aff = (task.pod.get("spec") or {}).get("affinity") or {}
+
+        def pods_in_domain(key: str) -> list[TaskInfo]:
+            val = node.labels.get(key)
+            if val is None:
+                return []
+            return [t for n in ssn.node_list if n.labels.get(key) == val for t in n.tasks.values()]
+
+        def term_ns(term: Obj, owner: TaskInfo) -> set[str]:
+            return set(term.get("namespaces") or [owner.namespace])
+
+        for term in (aff.get("podAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or []:
+            key = term.get("topologyKey", "")
+            ns = term_ns(term, task)
+            matches = [
+                t
+                for t in pods_in_domain(key)
+                if t.namespace in ns and match_label_selector((t.pod.get("metadata") or {}).get("labels") or {}, term.get("labelSelector"))
+            ]
+            if not matches:
+                own = match_label_selector((task.pod.get("metadata") or {}).get("labels") or {}, term.get("labelSelector"))
+                anywhere = any(
+                    t.namespace in ns
+                    and match_label_selector((t.pod.get("metadata") or {}).get("labels") or {}, term.get("labelSelector"))
+                    for n in ssn.node_list
+                    for t in n.tasks.values()
+                )
+                if not (own and not anywhere and key in node.labels):
+                    return Status(StatusCode.UnschedulableAndUnresolvable, ERR_POD_AFFINITY, "InterPodAffinity")
+        for term in (aff.get("podAntiAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or []:
+            key = term.get("topologyKey", "")
+            ns = term_ns(term, task)
+            for t in pods_in_domain(key):
+                if t.namespace in ns and match_label_selector((t.pod.get("metadata") or {}).get("labels") or {}, term.get("labelSelector")):
+                    return Status(StatusCode.Unschedulable, ERR_POD_ANTI_AFFINITY, "InterPodAffinity")
+        labels = (task.pod.get("metadata") or {}).get("labels") or {}
+        for n in ssn.node_list:
+            for t in n.tasks.values():
+                for term in (((t.pod.get("spec") or {}).get("affinity") or {}).get("podAntiAffinity") or {}).get(
+                    "requiredDuringSchedulingIgnoredDuringExecution"
+                ) or []:
+                    key = term.get("topologyKey", "")
+                    if (
+                        key in n.labels
+                        and node.labels.get(key) == n.labels[key]
+                        and task.namespace in term_ns(term, t)
+                        and match_label_selector(labels, term.get("labelSelector"))
+                    ):
+                        return Status(StatusCode.Unschedulable, ERR_EXISTING_ANTI_AFFINITY, "InterPodAffinity")
+        return None
+
+    # ----- vectorized ---------------------------------------------------------------------
+    def batch(self, task: TaskInfo) -> tuple[np.ndarray, Any]:
+        """(mask over the session's node list, statuses(i) for a failing node index)."""
+        assert self.ssn is not None
+        ssn = self.ssn
+        arr = ssn.arrays
+        arr.sync()
+        key = _static_key(task.pod)
+        cached = self._static.get(key)
+        if cached is None:
+            mask = np.ones(len(ssn.node_list), dtype=bool)
+            reasons: dict[int, list[Status]] = {}
+            for i, n in enumerate(ssn.node_list):
+                st = self.static_statuses(task, n)
+                if st:
+                    mask[i] = False
+                    reasons[i] = st
+            cached = (mask, reasons)
+            self._static[key] = cached
+        smask, sreasons = cached
+        pcol = arr.col[PODS]
+        pods_ok = ~(arr.has_dim[:, pcol] & (arr.allocatable[:, pcol] <= arr.pod_count))
+        mask = smask & pods_ok
+        dynamic = bool(host_ports(task.pod)) or (self.args.pod_affinity and self.any_pod_affinity)
+        if dynamic:
+            for idx in np.flatnonzero(mask):
+                if self.dynamic_statuses(task, ssn.node_list[int(idx)]):
+                    mask[idx] = False
+
+        def statuses(i: int) -> list[Status]:
+            return self.predicate(task, ssn.node_list[i]) if i not in sreasons or not pods_ok[i] else sreasons[i]
+
+        return mask, statuses
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self._static = {}
+        self.any_pod_affinity = any(
+            ((t.pod.get("spec") or {}).get("affinity") or {}).get(k)
+            for j in ssn.jobs.values()
+            for t in j.tasks.values()
+            for k in ("podAffinity", "podAntiAffinity")
+        ) or any(
+            ((t.pod.get("spec") or {}).get("affinity") or {}).get("podAntiAffinity")
+            for n in ssn.node_list
+            for t in n.tasks.values()
+        )
+        ssn.add_predicate_fn(PLUGIN_NAME, self.predicate)
+        ssn.batch_predicates[PLUGIN_NAME] = self.batch
+
+    def on_session_close(self, ssn: Session) -> None:
+        self.ssn = None
+        self._static = {}
+
+
+def new(arguments: Mapping[str, Any]) -> PredicatesPlugin:
+    return PredicatesPlugin(decode(PredicatesArgs, arguments))

@@ -1,0 +1,246 @@
+"""proportion: weight-based fair share between queues (water-filling ``deserved``).
+
+Registers QueueOrder (priority, then lower share), Reclaimable, Overused, Allocatable,
+Preemptive, JobEnqueueable (vote), JobEnqueued and allocate/deallocate handlers.
+
+Mirrors: volcano pkg/scheduler/plugins/proportion/proportion.go.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pumice.scheduler.volcano.api.job_info import JobInfo
+from pumice.scheduler.volcano.api.queue_info import QueueInfo
+from pumice.scheduler.volcano.api.resource import Dimension, Resource, exceeded_part, share, sum_resources
+from pumice.scheduler.volcano.api.task_info import TaskInfo
+from pumice.scheduler.volcano.api.types import ALLOCATED_STATUSES, PodGroupPhase, TaskStatus, Vote
+from pumice.scheduler.volcano.framework.arguments import NoArguments, decode
+from pumice.scheduler.volcano.framework.interface import Event, EventHandler
+from pumice.scheduler.volcano.framework.session import Session
+from pumice.scheduler.volcano.plugins._queue_util import (
+    allocated_task_num,
+    deduct_sch_gated,
+    elastic_resources,
+    exact_equal,
+    inqueue_resource,
+    min_resources_list,
+    res_max,
+)
+
+PLUGIN_NAME = "proportion"
+
+
+@dataclass
+class QueueAttr:
+    queue_id: str
+    name: str
+    weight: int
+    deserved: Resource = field(default_factory=Resource)
+    allocated: Resource = field(default_factory=Resource)
+    request: Resource = field(default_factory=Resource)
+    elastic: Resource = field(default_factory=Resource)
+    inqueue: Resource = field(default_factory=Resource)
+    capability: Resource | None = None
+    real_capability: Resource = field(default_factory=Resource)
+    guarantee: Resource = field(default_factory=Resource)
+    share: float = 0.0
+
+
+def update_share(attr: QueueAttr) -> None:
+    res = 0.0
+    for rn in attr.deserved.resource_names():
+        res = max(res, share(attr.allocated.get(rn), attr.deserved.get(rn)))
+    attr.share = res
+
+
+def format_names(prefix: str, word: str, names: list[str]) -> str:
+    return f"{prefix}: " + ", ".join(f"{word} {n}" for n in names)
+
+
+class ProportionPlugin:
+    name = PLUGIN_NAME
+
+    def __init__(self, args: NoArguments) -> None:
+        self.args = args
+        self.queue_opts: dict[str, QueueAttr] = {}
+        self.total = Resource()
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.total = ssn.total_resource
+        total_guarantee = sum_resources(q.guarantee for q in ssn.queues.values() if q.guarantee is not None)
+        for job in ssn.jobs.values():
+            q = ssn.queues.get(job.queue)
+            if q is None:
+                continue
+            attr = self.queue_opts.get(job.queue)
+            if attr is None:
+                attr = QueueAttr(q.uid, q.name, q.weight)
+                if q.capability is not None:
+                    cap = q.capability
+                    attr.capability = Resource(
+                        cap.milli_cpu if cap.milli_cpu > 0 else math.inf,
+                        cap.memory if cap.memory > 0 else math.inf,
+                        cap.scalars,
+                    )
+                if q.guarantee is not None:
+                    attr.guarantee = q.guarantee
+                real = exceeded_part(self.total, total_guarantee) + attr.guarantee
+                if attr.capability is not None:
+                    real = real.min_dimension(attr.capability, Dimension.INFINITY)
+                attr.real_capability = real
+                self.queue_opts[job.queue] = attr
+            for s, b in job.task_status_index.items():
+                if s in ALLOCATED_STATUSES:
+                    for t in b.values():
+                        attr.allocated = attr.allocated + t.resreq
+                        attr.request = attr.request + t.resreq
+                elif s is TaskStatus.Pending:
+                    for t in b.values():
+                        attr.request = attr.request + t.resreq
+            has_min = min_resources_list(job) is not None
+            if job.phase == PodGroupPhase.Inqueue and has_min:
+                attr.inqueue = attr.inqueue + deduct_sch_gated(job, inqueue_resource(job, job.allocated))
+            min_member = int(((job.pod_group or {}).get("spec") or {}).get("minMember") or 0)
+            if job.phase == PodGroupPhase.Running and has_min and allocated_task_num(job) >= min_member:
+                attr.inqueue = attr.inqueue + deduct_sch_gated(job, inqueue_resource(job, job.allocated))
+            attr.elastic = attr.elastic + elastic_resources(job)
+
+        remaining = self.total
+        met: set[str] = set()
+        order = sorted(self.queue_opts.values(), key=lambda a: a.name)
+        while True:
+            total_weight = sum(a.weight for a in order if a.queue_id not in met)
+            if total_weight == 0:
+                break
+            old_remaining = remaining
+            inc_total = Resource()
+            dec_total = Resource()
+            for attr in order:
+                if attr.queue_id in met:
+                    continue
+                old = attr.deserved
+                d = attr.deserved + remaining.multi(attr.weight / total_weight)
+                d = d.min_dimension(attr.real_capability, Dimension.INFINITY)
+                d = d.min_dimension(attr.request, Dimension.ZERO)
+                d = res_max(d, attr.guarantee)
+                attr.deserved = d
+                update_share(attr)
+                if attr.request.less_equal(attr.deserved, Dimension.ZERO) or exact_equal(attr.deserved, old):
+                    met.add(attr.queue_id)
+                inc, dec = attr.deserved.diff(old, Dimension.ZERO)
+                inc_total = inc_total + inc
+                dec_total = dec_total + dec
+            remaining = exceeded_part(remaining + dec_total, inc_total)
+            if remaining.is_empty() or exact_equal(remaining, old_remaining):
+                break
+
+        def queue_order(l: QueueInfo, r: QueueInfo) -> int:  # noqa: E741
+            if l.priority != r.priority:
+                return r.priority - l.priority
+            la, ra = self.queue_opts.get(l.uid), self.queue_opts.get(r.uid)
+            ls = la.share if la else 0.0
+            rs = ra.share if ra else 0.0
+            if ls == rs:
+                return 0
+            return -1 if ls < rs else 1
+
+        ssn.add_queue_order_fn(PLUGIN_NAME, queue_order)
+
+        def reclaimable(reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+            victims = []
+            allocations: dict[str, Resource] = {}
+            for r in reclaimees:
+                job = ssn.jobs.get(r.job)
+                if job is None:
+                    continue
+                attr = self.queue_opts.get(job.queue)
+                if attr is None:
+                    continue
+                if job.queue not in allocations:
+                    allocations[job.queue] = attr.allocated
+                if not allocations[job.queue].less_equal(attr.deserved, Dimension.ZERO):
+                    allocations[job.queue] = allocations[job.queue] - r.resreq
+                    victims.append(r)
+            return victims, Vote.PERMIT
+
+        ssn.add_reclaimable_fn(PLUGIN_NAME, reclaimable)
+
+        def overused(q: QueueInfo) -> bool:
+            attr = self.queue_opts.get(q.uid)
+            if attr is None:
+                return False
+            return attr.deserved.less_equal(attr.allocated, Dimension.ZERO)
+
+        ssn.add_overused_fn(PLUGIN_NAME, overused)
+
+        def queue_allocatable(q: QueueInfo, candidates: list[TaskInfo]) -> bool:
+            if not q.is_open():
+                return False
+            attr = self.queue_opts.get(q.uid)
+            if attr is None:
+                return False
+            total_req = sum_resources(t.resreq for t in candidates)
+            ok, _ = (attr.allocated + total_req).less_equal_in_request_dims(attr.deserved, total_req)
+            return ok
+
+        ssn.add_allocatable_fn(PLUGIN_NAME, lambda q, t: queue_allocatable(q, [t]))
+        ssn.add_preemptive_fn(PLUGIN_NAME, queue_allocatable)
+
+        def enqueueable(job: JobInfo) -> int:
+            q = ssn.queues[job.queue]
+            if not q.is_open():
+                return Vote.REJECT
+            attr = self.queue_opts.get(job.queue)
+            if attr is None or min_resources_list(job) is None:
+                return Vote.PERMIT
+            min_req = job.min_resources or Resource()
+            r = min_req + attr.allocated + attr.inqueue - attr.elastic
+            ok, names = r.less_equal_in_request_dims(attr.real_capability, min_req)
+            if ok:
+                return Vote.PERMIT
+            ssn.record_pod_group_event(
+                job, "Normal", "Unschedulable", format_names("queue resource quota insufficient", "insufficient", names)
+            )
+            return Vote.REJECT
+
+        ssn.add_job_enqueueable_fn(PLUGIN_NAME, enqueueable)
+
+        def enqueued(job: JobInfo) -> None:
+            if min_resources_list(job) is None:
+                return
+            attr = self.queue_opts.get(job.queue)
+            if attr is None:
+                return
+            attr.inqueue = attr.inqueue + deduct_sch_gated(job, job.min_resources or Resource())
+
+        ssn.add_job_enqueued_fn(PLUGIN_NAME, enqueued)
+
+        def on_alloc(ev: Event) -> None:
+            job = ssn.jobs.get(ev.task.job)
+            attr = self.queue_opts.get(job.queue) if job else None
+            if attr is not None:
+                attr.allocated = attr.allocated + ev.task.resreq
+                update_share(attr)
+
+        def on_dealloc(ev: Event) -> None:
+            job = ssn.jobs.get(ev.task.job)
+            attr = self.queue_opts.get(job.queue) if job else None
+            if attr is not None:
+                attr.allocated = attr.allocated - ev.task.resreq
+                update_share(attr)
+
+        ssn.add_event_handler(EventHandler(on_alloc, on_dealloc))
+
+    def on_session_close(self, ssn: Session) -> None:
+        ssn.queue_metrics.update(
+            {a.name: {"deserved": a.deserved, "allocated": a.allocated, "share": a.share} for a in self.queue_opts.values()}
+        )
+        self.queue_opts = {}
+
+
+def new(arguments: Mapping[str, Any]) -> ProportionPlugin:
+    return ProportionPlugin(decode(NoArguments, arguments))

@@ -1,0 +1,100 @@
+"""sla: jobs waiting longer than their SLA are ordered first and forced through enqueue and
+pipelining.
+
+Mirrors: volcano pkg/scheduler/plugins/sla/sla.go.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pumice.scheduler.volcano.api.job_info import JobInfo
+from pumice.scheduler.volcano.api.types import SLA_WAITING_TIME_ANNOTATION, SLA_WAITING_TIME_KEY, Vote
+from pumice.scheduler.volcano.framework.arguments import ArgumentError, arg, decode
+from pumice.scheduler.volcano.framework.session import Session
+
+PLUGIN_NAME = "sla"
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+
+
+def parse_go_duration(s: str) -> float:
+    """Seconds from a Go duration string ("1h30m", "90s"). Raises ValueError."""
+    s = s.strip()
+    if s in ("0", ""):
+        return 0.0
+    sign = -1.0 if s.startswith("-") else 1.0
+    body = s.lstrip("+-")
+    pos, total = 0, 0.0
+    while pos < len(body):
+        m = _PART.match(body, pos)
+        if not m:
+            raise ValueError(f"invalid duration {s!r}")
+        total += float(m.group(1)) * _UNITS[m.group(2)]
+        pos = m.end()
+    return sign * total
+
+
+@dataclass(frozen=True)
+class SlaArgs:
+    waiting_time: str = arg(SLA_WAITING_TIME_KEY, "")
+
+
+class SlaPlugin:
+    name = PLUGIN_NAME
+
+    def __init__(self, args: SlaArgs) -> None:
+        self.default: float | None = None
+        if args.waiting_time:
+            try:
+                d = parse_go_duration(args.waiting_time)
+            except ValueError as e:
+                raise ArgumentError(f"{SLA_WAITING_TIME_KEY}: {e}") from e
+            self.default = d if d > 0 else None
+
+    def waiting(self, job: JobInfo) -> float | None:
+        ann = ((job.pod_group or {}).get("metadata") or {}).get("annotations") or {}
+        for key in (SLA_WAITING_TIME_ANNOTATION, SLA_WAITING_TIME_KEY):
+            if key in ann:
+                try:
+                    d = parse_go_duration(str(ann[key]))
+                except ValueError:
+                    continue
+                if d > 0:
+                    return d
+        return self.default
+
+    def on_session_open(self, ssn: Session) -> None:
+        def job_order(l: JobInfo, r: JobInfo) -> int:  # noqa: E741
+            lw, rw = self.waiting(l), self.waiting(r)
+            if lw is None:
+                return 0 if rw is None else 1
+            if rw is None:
+                return -1
+            ld, rd = l.creation + lw, r.creation + rw
+            if ld < rd:
+                return -1
+            if ld > rd:
+                return 1
+            return 0
+
+        ssn.add_job_order_fn(PLUGIN_NAME, job_order)
+
+        def permit(job: JobInfo) -> int:
+            w = self.waiting(job)
+            if w is None:
+                return Vote.ABSTAIN
+            return Vote.PERMIT if ssn.now - job.creation >= w else Vote.ABSTAIN
+
+        ssn.add_job_enqueueable_fn(PLUGIN_NAME, permit)
+        ssn.add_job_pipelined_fn(PLUGIN_NAME, permit)
+
+    def on_session_close(self, ssn: Session) -> None:
+        pass
+
+
+def new(arguments: Mapping[str, Any]) -> SlaPlugin:
+    return SlaPlugin(decode(SlaArgs, arguments))
