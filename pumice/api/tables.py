@@ -1,0 +1,705 @@
+"""``meta.k8s.io/v1`` Tables for ``kubectl get``: kubectl's usual columns for built-in kinds and
+the ``additionalPrinterColumns`` of custom resources.
+
+Mirrors: kubernetes pkg/printers/internalversion/printers.go (column sets, printPod status,
+printNode status, printService ports, printJob completions) and apimachinery
+pkg/util/duration HumanDuration (ages); apiextensions-apiserver pkg/registry/customresource/
+tableconvertor (printer columns).
+
+Deviates: JSONPath support covers simple paths (``.status.head.podIP``, ``.spec.items[0].x``,
+escaped dots ``.metadata.labels.app\\.kubernetes\\.io/name``), not filters or ranges.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from pumice.api.scheme import ResourceKind
+
+Obj = dict[str, Any]
+Cell = Any
+NONE = "<none>"
+
+NAME_DESCRIPTION = (
+    "Name must be unique within a namespace. Is required when creating resources, although some resources "
+    "may allow a client to request the generation of an appropriate name automatically. Name is primarily "
+    "intended for creation idempotence and configuration definition. Cannot be updated. More info: "
+    "https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names"
+)
+AGE_DESCRIPTION = (
+    "CreationTimestamp is a timestamp representing the server time when this object was created. It is not "
+    "guaranteed to be set in happens-before order across separate operations. Clients may not set this value. "
+    "It is represented in RFC3339 form and is in UTC."
+)
+
+
+# --- time -----------------------------------------------------------------------------------------
+
+
+def parse_time(value: Any) -> float | None:
+    """Seconds since the epoch of an RFC 3339 timestamp (``2024-01-02T03:04:05Z``), or None."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def human_duration(seconds: float) -> str:
+    """kubectl's age form: ``5s``, ``3m2s``, ``15m``, ``4h10m``, ``10h``, ``5d2h``, ``30d``, ``2y3d``.
+
+    Mirrors: apimachinery pkg/util/duration/duration.go HumanDuration.
+    """
+    secs = int(seconds)
+    if secs < -1:
+        return "<invalid>"
+    if secs < 0:
+        return "0s"
+    if secs < 120:
+        return f"{secs}s"
+    minutes = secs // 60
+    if minutes < 10:
+        s = secs % 60
+        return f"{minutes}m" if s == 0 else f"{minutes}m{s}s"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = secs // 3600
+    if hours < 8:
+        m = minutes % 60
+        return f"{hours}h" if m == 0 else f"{hours}h{m}m"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        h = hours % 24
+        return f"{hours // 24}d" if h == 0 else f"{hours // 24}d{h}h"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        dy = (hours // 24) % 365
+        return f"{hours // 24 // 365}y" if dy == 0 else f"{hours // 24 // 365}y{dy}d"
+    return f"{hours // 24 // 365}y"
+
+
+def age(timestamp: Any, now: float) -> str:
+    """Age of an RFC 3339 timestamp at ``now`` (epoch seconds); ``<unknown>`` when unset."""
+    t = parse_time(timestamp)
+    if t is None:
+        return "<unknown>"
+    return human_duration(now - t)
+
+
+# --- columns --------------------------------------------------------------------------------------
+
+
+def column(name: str, type_: str = "string", *, priority: int = 0, format_: str = "",
+           description: str = "") -> Obj:
+    return {"name": name, "type": type_, "format": format_, "description": description or name,
+            "priority": priority}
+
+
+NAME_COLUMN = column("Name", format_="name", description=NAME_DESCRIPTION)
+AGE_COLUMN = column("Age", description=AGE_DESCRIPTION)
+
+
+def _meta(o: Obj) -> Obj:
+    md = o.get("metadata")
+    return md if isinstance(md, dict) else {}
+
+
+def _name(o: Obj) -> str:
+    return str(_meta(o).get("name", ""))
+
+
+def _age(o: Obj, now: float) -> str:
+    return age(_meta(o).get("creationTimestamp"), now)
+
+
+def _spec(o: Obj) -> Obj:
+    s = o.get("spec")
+    return s if isinstance(s, dict) else {}
+
+
+def _status(o: Obj) -> Obj:
+    s = o.get("status")
+    return s if isinstance(s, dict) else {}
+
+
+def _conditions(o: Obj) -> list[Obj]:
+    return [c for c in _status(o).get("conditions") or [] if isinstance(c, dict)]
+
+
+def _has_condition(o: Obj, ctype: str) -> bool:
+    return any(c.get("type") == ctype and c.get("status") == "True" for c in _conditions(o))
+
+
+def _join_or_none(values: list[str]) -> str:
+    return ",".join(values) if values else NONE
+
+
+def _selector_string(sel: Any) -> str:
+    if not isinstance(sel, dict):
+        return NONE
+    parts = [f"{k}={v}" for k, v in sorted((sel.get("matchLabels") or {}).items())]
+    for e in sel.get("matchExpressions") or []:
+        op, key, values = e.get("operator"), e.get("key"), e.get("values") or []
+        if op == "In":
+            parts.append(f"{key} in ({','.join(sorted(values))})")
+        elif op == "NotIn":
+            parts.append(f"{key} notin ({','.join(sorted(values))})")
+        elif op == "Exists":
+            parts.append(str(key))
+        elif op == "DoesNotExist":
+            parts.append(f"!{key}")
+    if "matchLabels" not in sel and "matchExpressions" not in sel:
+        parts = [f"{k}={v}" for k, v in sorted(sel.items()) if isinstance(v, str)]
+    return ",".join(parts) if parts else NONE
+
+
+def _containers_images(template_spec: Obj) -> tuple[str, str]:
+    ctrs = [c for c in template_spec.get("containers") or [] if isinstance(c, dict)]
+    return (_join_or_none([str(c.get("name", "")) for c in ctrs]),
+            _join_or_none([str(c.get("image", "")) for c in ctrs]))
+
+
+# --- Pod ------------------------------------------------------------------------------------------
+
+POD_COLUMNS = [
+    NAME_COLUMN,
+    column("Ready", description="The aggregate readiness state of this pod for accepting traffic."),
+    column("Status", description="The aggregate status of the containers in this pod."),
+    column("Restarts", description="The number of times the containers in this pod have been restarted and "
+                                   "when the last container in this pod has restarted."),
+    AGE_COLUMN,
+    column("IP", priority=1, description="IP address allocated to the pod. Routable at least within the cluster."),
+    column("Node", priority=1, description="NodeName is a request to schedule this pod onto a specific node."),
+    column("Nominated Node", priority=1, description="nominatedNodeName is set only when this pod preempts "
+                                                     "other pods on the node."),
+    column("Readiness Gates", priority=1, description="If specified, all readiness gates will be evaluated for "
+                                                      "pod readiness."),
+]
+
+
+def pod_status_reason(pod: Obj) -> str:
+    """The STATUS kubectl shows for a Pod: phase or status.reason, ``Init:x/y``, ``Init:<reason>``,
+    a waiting/terminated container reason (``ContainerCreating``, ``CrashLoopBackOff``,
+    ``Completed``, ``Error``), ``ExitCode:n``, ``SchedulingGated``, ``Terminating``, ``Unknown``."""
+    return _pod_row_parts(pod, 0.0)[1]
+
+
+def _pod_row_parts(pod: Obj, now: float) -> tuple[str, str, Cell]:
+    spec, status = _spec(pod), _status(pod)
+    restarts = 0
+    restartable_init_restarts = 0
+    total = len(spec.get("containers") or [])
+    ready = 0
+    last_restart: float | None = None
+    reason = str(status.get("phase") or "")
+    if status.get("reason"):
+        reason = str(status["reason"])
+    for cond in _conditions(pod):
+        if cond.get("type") == "PodScheduled" and cond.get("reason") == "SchedulingGated":
+            reason = "SchedulingGated"
+
+    init_specs = [c for c in spec.get("initContainers") or [] if isinstance(c, dict)]
+    restartable = {c.get("name") for c in init_specs if c.get("restartPolicy") == "Always"}
+    total += len(restartable)
+
+    def note_restart(cs: Obj) -> None:
+        nonlocal last_restart
+        term = ((cs.get("lastState") or {}).get("terminated") or {})
+        t = parse_time(term.get("finishedAt"))
+        if t is not None and (last_restart is None or t > last_restart):
+            last_restart = t
+
+    initializing = False
+    init_statuses = [c for c in status.get("initContainerStatuses") or [] if isinstance(c, dict)]
+    for i, cs in enumerate(init_statuses):
+        restarts += int(cs.get("restartCount") or 0)
+        note_restart(cs)
+        state = cs.get("state") or {}
+        term, waiting = state.get("terminated"), state.get("waiting")
+        is_restartable = cs.get("name") in restartable
+        if is_restartable:
+            restartable_init_restarts += int(cs.get("restartCount") or 0)
+            if cs.get("started") and cs.get("ready"):
+                ready += 1
+        if term is not None and int(term.get("exitCode") or 0) == 0:
+            continue
+        if is_restartable and cs.get("started"):
+            continue
+        if term is not None:
+            if not term.get("reason"):
+                if term.get("signal"):
+                    reason = f"Init:Signal:{term['signal']}"
+                else:
+                    reason = f"Init:ExitCode:{term.get('exitCode', 0)}"
+            else:
+                reason = f"Init:{term['reason']}"
+        elif waiting is not None and waiting.get("reason") and waiting["reason"] != "PodInitializing":
+            reason = f"Init:{waiting['reason']}"
+        else:
+            reason = f"Init:{i}/{len(init_specs)}"
+        initializing = True
+        break
+
+    initialized = _has_condition(pod, "Initialized")
+    if not initializing or initialized:
+        restarts = restartable_init_restarts
+        has_running = False
+        statuses = [c for c in status.get("containerStatuses") or [] if isinstance(c, dict)]
+        for cs in reversed(statuses):
+            restarts += int(cs.get("restartCount") or 0)
+            note_restart(cs)
+            state = cs.get("state") or {}
+            waiting, term = state.get("waiting"), state.get("terminated")
+            if waiting is not None and waiting.get("reason"):
+                reason = str(waiting["reason"])
+            elif term is not None and term.get("reason"):
+                reason = str(term["reason"])
+            elif term is not None:
+                if term.get("signal"):
+                    reason = f"Signal:{term['signal']}"
+                else:
+                    reason = f"ExitCode:{term.get('exitCode', 0)}"
+            elif cs.get("ready") and state.get("running") is not None:
+                has_running = True
+                ready += 1
+        if reason == "Completed" and has_running:
+            reason = "Running" if _has_condition(pod, "Ready") else "NotReady"
+
+    md = _meta(pod)
+    if md.get("deletionTimestamp") and status.get("reason") == "NodeLost":
+        reason = "Unknown"
+    elif md.get("deletionTimestamp") and status.get("phase") not in ("Succeeded", "Failed"):
+        reason = "Terminating"
+
+    restarts_cell: Cell = restarts
+    if last_restart is not None:
+        restarts_cell = f"{restarts} ({human_duration(now - last_restart)} ago)"
+    return f"{ready}/{total}", reason, restarts_cell
+
+
+def _pod_cells(pod: Obj, now: float) -> list[Cell]:
+    ready, reason, restarts = _pod_row_parts(pod, now)
+    spec, status = _spec(pod), _status(pod)
+    gates = [g for g in spec.get("readinessGates") or [] if isinstance(g, dict)]
+    gates_cell = NONE
+    if gates:
+        true_types = {c.get("type") for c in _conditions(pod) if c.get("status") == "True"}
+        gates_cell = f"{sum(1 for g in gates if g.get('conditionType') in true_types)}/{len(gates)}"
+    return [_name(pod), ready, reason, restarts, _age(pod, now), status.get("podIP") or NONE,
+            spec.get("nodeName") or NONE, status.get("nominatedNodeName") or NONE, gates_cell]
+
+
+# --- Node -----------------------------------------------------------------------------------------
+
+NODE_COLUMNS = [
+    NAME_COLUMN,
+    column("Status", description="The status of the node"),
+    column("Roles", description="The roles of the node"),
+    AGE_COLUMN,
+    column("Version", description="Kubelet Version reported by the node."),
+    column("Internal-IP", priority=1, description="List of addresses reachable to the node."),
+    column("External-IP", priority=1, description="List of addresses reachable to the node."),
+    column("OS-Image", priority=1, description="OS Image reported by the node from /etc/os-release."),
+    column("Kernel-Version", priority=1, description="Kernel Version reported by the node."),
+    column("Container-Runtime", priority=1, description="Container Runtime Version reported by the node."),
+]
+
+
+def node_status(node: Obj) -> str:
+    """``Ready``, ``NotReady`` or ``Unknown``, with ``,SchedulingDisabled`` when cordoned."""
+    conds = {c.get("type"): c.get("status") for c in _conditions(node)}
+    parts = []
+    if "Ready" in conds:
+        parts.append("Ready" if conds["Ready"] == "True" else "NotReady")
+    if not parts:
+        parts.append("Unknown")
+    if _spec(node).get("unschedulable"):
+        parts.append("SchedulingDisabled")
+    return ",".join(parts)
+
+
+def _node_cells(node: Obj, now: float) -> list[Cell]:
+    labels = _meta(node).get("labels") or {}
+    roles = sorted({k[len("node-role.kubernetes.io/"):] for k in labels
+                    if k.startswith("node-role.kubernetes.io/") and k != "node-role.kubernetes.io/"}
+                   | ({labels["kubernetes.io/role"]} if labels.get("kubernetes.io/role") else set()))
+    status = _status(node)
+    info = status.get("nodeInfo") or {}
+    addrs = [a for a in status.get("addresses") or [] if isinstance(a, dict)]
+
+    def addr(kind: str) -> str:
+        return next((str(a.get("address")) for a in addrs if a.get("type") == kind), NONE)
+
+    return [_name(node), node_status(node), ",".join(roles) if roles else NONE, _age(node, now),
+            info.get("kubeletVersion", ""), addr("InternalIP"), addr("ExternalIP"),
+            info.get("osImage") or "<unknown>", info.get("kernelVersion") or "<unknown>",
+            info.get("containerRuntimeVersion") or "<unknown>"]
+
+
+# --- Service --------------------------------------------------------------------------------------
+
+SERVICE_COLUMNS = [
+    NAME_COLUMN,
+    column("Type", description="type determines how the Service is exposed."),
+    column("Cluster-IP", description="clusterIP is the IP address of the service."),
+    column("External-IP", description="externalIPs is a list of IP addresses for which nodes in the cluster "
+                                      "will also accept traffic for this service."),
+    column("Port(s)", description="The list of ports that are exposed by this service."),
+    AGE_COLUMN,
+    column("Selector", priority=1, description="Route service traffic to pods with label keys and values "
+                                               "matching this selector."),
+]
+
+
+def _service_cells(svc: Obj, now: float) -> list[Cell]:
+    spec = _spec(svc)
+    stype = spec.get("type") or "ClusterIP"
+    external_ips = list(spec.get("externalIPs") or [])
+    if stype == "ExternalName":
+        external = spec.get("externalName") or NONE
+    elif stype == "LoadBalancer":
+        ingress = [i.get("ip") or i.get("hostname") for i in
+                   ((_status(svc).get("loadBalancer") or {}).get("ingress") or []) if isinstance(i, dict)]
+        ips = [str(x) for x in ingress if x] + external_ips
+        external = ",".join(ips) if ips else "<pending>"
+    else:
+        external = ",".join(external_ips) if external_ips else NONE
+    ports = []
+    for p in spec.get("ports") or []:
+        if not isinstance(p, dict):
+            continue
+        proto = p.get("protocol") or "TCP"
+        if p.get("nodePort"):
+            ports.append(f"{p.get('port')}:{p['nodePort']}/{proto}")
+        else:
+            ports.append(f"{p.get('port')}/{proto}")
+    return [_name(svc), stype, spec.get("clusterIP") or NONE, external, ",".join(ports) if ports else NONE,
+            _age(svc, now), _selector_string(spec.get("selector"))]
+
+
+# --- workloads ------------------------------------------------------------------------------------
+
+_CONTAINERS = column("Containers", priority=1, description="Names of each container in the template.")
+_IMAGES = column("Images", priority=1, description="Images referenced by each container in the template.")
+_SELECTOR = column("Selector", priority=1, description="Label selector for pods.")
+
+DEPLOYMENT_COLUMNS = [
+    NAME_COLUMN,
+    column("Ready", description="Number of the pod with ready state"),
+    column("Up-to-date", "integer", description="Total number of non-terminated pods targeted by this "
+                                                "deployment that have the desired template spec."),
+    column("Available", "integer", description="Total number of available pods (ready for at least "
+                                               "minReadySeconds) targeted by this deployment."),
+    AGE_COLUMN, _CONTAINERS, _IMAGES, _SELECTOR,
+]
+
+
+def _deployment_cells(d: Obj, now: float) -> list[Cell]:
+    spec, status = _spec(d), _status(d)
+    desired = spec.get("replicas", 1)
+    ctrs, images = _containers_images((spec.get("template") or {}).get("spec") or {})
+    return [_name(d), f"{int(status.get('readyReplicas') or 0)}/{int(desired or 0)}",
+            int(status.get("updatedReplicas") or 0), int(status.get("availableReplicas") or 0), _age(d, now),
+            ctrs, images, _selector_string(spec.get("selector"))]
+
+
+REPLICASET_COLUMNS = [
+    NAME_COLUMN,
+    column("Desired", "integer", description="Number of desired pods."),
+    column("Current", "integer", description="Number of actual pods."),
+    column("Ready", "integer", description="The number of ready pods."),
+    AGE_COLUMN, _CONTAINERS, _IMAGES, _SELECTOR,
+]
+
+
+def _replicaset_cells(rs: Obj, now: float) -> list[Cell]:
+    spec, status = _spec(rs), _status(rs)
+    ctrs, images = _containers_images((spec.get("template") or {}).get("spec") or {})
+    return [_name(rs), int(spec.get("replicas", 1) or 0), int(status.get("replicas") or 0),
+            int(status.get("readyReplicas") or 0), _age(rs, now), ctrs, images, _selector_string(spec.get("selector"))]
+
+
+JOB_COLUMNS = [
+    NAME_COLUMN,
+    column("Status", description="Status of the job."),
+    column("Completions", description="The completion status of the job."),
+    column("Duration", description="Time required to complete the job."),
+    AGE_COLUMN, _CONTAINERS, _IMAGES, _SELECTOR,
+]
+
+
+def job_status(job: Obj) -> str:
+    """``Complete``, ``Failed``, ``Terminating``, ``Suspended``, ``FailureTarget``,
+    ``SuccessCriteriaMet`` or ``Running``, in kubectl's precedence."""
+    if _has_condition(job, "Complete"):
+        return "Complete"
+    if _has_condition(job, "Failed"):
+        return "Failed"
+    if _meta(job).get("deletionTimestamp"):
+        return "Terminating"
+    if _has_condition(job, "Suspended"):
+        return "Suspended"
+    if _has_condition(job, "FailureTarget"):
+        return "FailureTarget"
+    if _has_condition(job, "SuccessCriteriaMet"):
+        return "SuccessCriteriaMet"
+    return "Running"
+
+
+def _job_cells(job: Obj, now: float) -> list[Cell]:
+    spec, status = _spec(job), _status(job)
+    succeeded = int(status.get("succeeded") or 0)
+    if spec.get("completions") is not None:
+        completions = f"{succeeded}/{spec['completions']}"
+    else:
+        parallelism = int(spec.get("parallelism") or 0)
+        completions = f"{succeeded}/1 of {parallelism}" if parallelism > 1 else f"{succeeded}/1"
+    start, end = parse_time(status.get("startTime")), parse_time(status.get("completionTime"))
+    duration = ""
+    if start is not None:
+        duration = human_duration((end if end is not None else now) - start)
+    ctrs, images = _containers_images((spec.get("template") or {}).get("spec") or {})
+    return [_name(job), job_status(job), completions, duration, _age(job, now), ctrs, images,
+            _selector_string(spec.get("selector"))]
+
+
+# --- small kinds ----------------------------------------------------------------------------------
+
+NAMESPACE_COLUMNS = [NAME_COLUMN, column("Status", description="The status of the namespace"), AGE_COLUMN]
+CONFIGMAP_COLUMNS = [NAME_COLUMN, column("Data", "integer", description="Number of data in configmap"), AGE_COLUMN]
+SECRET_COLUMNS = [NAME_COLUMN, column("Type", description="The type of the secret"),
+                  column("Data", "integer", description="The number of data in secret"), AGE_COLUMN]
+SERVICEACCOUNT_COLUMNS = [NAME_COLUMN, column("Secrets", "integer", description="The number of secrets"), AGE_COLUMN]
+ENDPOINTS_COLUMNS = [NAME_COLUMN, column("Endpoints", description="Endpoints of the service"), AGE_COLUMN]
+LEASE_COLUMNS = [NAME_COLUMN, column("Holder", description="The holder of the lease"), AGE_COLUMN]
+PRIORITYCLASS_COLUMNS = [
+    NAME_COLUMN,
+    column("Value", "integer", description="The value of this priority class."),
+    column("Global-Default", "boolean", description="globalDefault specifies whether this PriorityClass "
+                                                    "should be considered as the default priority."),
+    AGE_COLUMN,
+    column("PreemptionPolicy", description="preemptionPolicy is the Policy for preempting pods with lower "
+                                           "priority."),
+]
+CRD_COLUMNS = [NAME_COLUMN, column("Created At", "date", description=AGE_DESCRIPTION)]
+EVENT_COLUMNS = [
+    column("Last Seen", description="Time when last event from this object was observed."),
+    column("Type", description="Type of this event (Normal, Warning), new types could be added in the future."),
+    column("Reason", description="Reason of this event."),
+    column("Object", description="The object this Event is about."),
+    column("Subobject", priority=1, description="The subobject of the object this event is about."),
+    column("Source", priority=1, description="The component reporting this event."),
+    column("Message", description="A human-readable description of the status of this operation."),
+    column("First Seen", priority=1, description="The time at which the event was first recorded."),
+    column("Count", "integer", priority=1, description="The number of times this event has occurred."),
+    column("Name", priority=1, format_="name", description=NAME_DESCRIPTION),
+]
+ROLEBINDING_COLUMNS = [
+    NAME_COLUMN, column("Role", description="Role"), AGE_COLUMN,
+    column("Users", priority=1, description="Users in the roleBinding"),
+    column("Groups", priority=1, description="Groups in the roleBinding"),
+    column("ServiceAccounts", priority=1, description="ServiceAccounts in the roleBinding"),
+]
+ROLE_COLUMNS = [NAME_COLUMN, column("Created At", description=AGE_DESCRIPTION)]
+DEFAULT_COLUMNS = [NAME_COLUMN, AGE_COLUMN]
+
+
+def _endpoints_string(ep: Obj) -> str:
+    items = []
+    for subset in ep.get("subsets") or []:
+        ports = [p.get("port") for p in subset.get("ports") or [] if isinstance(p, dict)] or [None]
+        for a in subset.get("addresses") or []:
+            for port in ports:
+                items.append(f"{a.get('ip')}:{port}" if port is not None else str(a.get("ip")))
+    if not items:
+        return NONE
+    if len(items) > 3:
+        return ",".join(items[:3]) + f" + {len(items) - 3} more..."
+    return ",".join(items)
+
+
+def _event_cells(ev: Obj, now: float) -> list[Cell]:
+    involved = ev.get("involvedObject") or ev.get("regarding") or {}
+    last = ev.get("lastTimestamp") or (ev.get("series") or {}).get("lastObservedTime") or ev.get("eventTime")
+    first = ev.get("firstTimestamp") or ev.get("eventTime")
+    source = ev.get("source") or {}
+    src = source.get("component") or ev.get("reportingComponent") or ev.get("reportingController") or ""
+    if source.get("host"):
+        src = f"{src}, {source['host']}"
+    count = int(ev.get("count") or (ev.get("series") or {}).get("count") or 1)
+    return [age(last, now) if last else "<unknown>", ev.get("type", ""), ev.get("reason", ""),
+            f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}",
+            involved.get("fieldPath", ""), src, str(ev.get("message") or ev.get("note") or "").strip(),
+            age(first, now) if first else "<unknown>", count, _name(ev)]
+
+
+def _rolebinding_cells(rb: Obj, now: float) -> list[Cell]:
+    ref = rb.get("roleRef") or {}
+    subjects = [s for s in rb.get("subjects") or [] if isinstance(s, dict)]
+
+    def names(kind: str) -> str:
+        return ", ".join(s.get("name", "") if kind != "ServiceAccount" else f"{s.get('namespace', '')}/{s.get('name', '')}"
+                         for s in subjects if s.get("kind") == kind)
+
+    return [_name(rb), f"{ref.get('kind', '')}/{ref.get('name', '')}", _age(rb, now),
+            names("User"), names("Group"), names("ServiceAccount")]
+
+
+Printer = tuple[list[Obj], Callable[[Obj, float], list[Cell]]]
+
+_PRINTERS: dict[tuple[str, str], Printer] = {
+    ("", "Pod"): (POD_COLUMNS, _pod_cells),
+    ("", "Node"): (NODE_COLUMNS, _node_cells),
+    ("", "Service"): (SERVICE_COLUMNS, _service_cells),
+    ("", "Namespace"): (NAMESPACE_COLUMNS,
+                        lambda o, now: [_name(o), _status(o).get("phase", ""), _age(o, now)]),
+    ("", "ConfigMap"): (CONFIGMAP_COLUMNS,
+                        lambda o, now: [_name(o), len(o.get("data") or {}) + len(o.get("binaryData") or {}),
+                                        _age(o, now)]),
+    ("", "Secret"): (SECRET_COLUMNS,
+                     lambda o, now: [_name(o), o.get("type", ""), len(o.get("data") or {}), _age(o, now)]),
+    ("", "ServiceAccount"): (SERVICEACCOUNT_COLUMNS,
+                             lambda o, now: [_name(o), len(o.get("secrets") or []), _age(o, now)]),
+    ("", "Endpoints"): (ENDPOINTS_COLUMNS, lambda o, now: [_name(o), _endpoints_string(o), _age(o, now)]),
+    ("", "Event"): (EVENT_COLUMNS, _event_cells),
+    ("events.k8s.io", "Event"): (EVENT_COLUMNS, _event_cells),
+    ("apps", "Deployment"): (DEPLOYMENT_COLUMNS, _deployment_cells),
+    ("apps", "ReplicaSet"): (REPLICASET_COLUMNS, _replicaset_cells),
+    ("batch", "Job"): (JOB_COLUMNS, _job_cells),
+    ("coordination.k8s.io", "Lease"): (LEASE_COLUMNS,
+                                       lambda o, now: [_name(o), _spec(o).get("holderIdentity") or "",
+                                                       _age(o, now)]),
+    ("scheduling.k8s.io", "PriorityClass"): (
+        PRIORITYCLASS_COLUMNS,
+        lambda o, now: [_name(o), int(o.get("value") or 0), bool(o.get("globalDefault")), _age(o, now),
+                        o.get("preemptionPolicy") or "PreemptLowerPriority"]),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): (
+        CRD_COLUMNS, lambda o, now: [_name(o), _meta(o).get("creationTimestamp", "")]),
+    ("rbac.authorization.k8s.io", "Role"): (
+        ROLE_COLUMNS, lambda o, now: [_name(o), _meta(o).get("creationTimestamp", "")]),
+    ("rbac.authorization.k8s.io", "ClusterRole"): (
+        ROLE_COLUMNS, lambda o, now: [_name(o), _meta(o).get("creationTimestamp", "")]),
+    ("rbac.authorization.k8s.io", "RoleBinding"): (ROLEBINDING_COLUMNS, _rolebinding_cells),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): (ROLEBINDING_COLUMNS, _rolebinding_cells),
+}
+
+
+# --- JSONPath (printer columns) -------------------------------------------------------------------
+
+_SEGMENT = re.compile(r"((?:\\.|[^.\[\]])+)|\[(\d+|\*|'[^']*'|\"[^\"]*\")\]")
+
+
+def jsonpath_get(obj: Any, path: str) -> tuple[bool, Any]:
+    """Evaluate a simple JSONPath (``.status.state``, ``.spec.items[0].name``, ``{.a.b}``,
+    ``.metadata.labels.app\\.kubernetes\\.io/name``); ``(found, value)``."""
+    p = path.strip()
+    if p.startswith("{") and p.endswith("}"):
+        p = p[1:-1]
+    p = p.lstrip("$")
+    node = obj
+    for m in _SEGMENT.finditer(p):
+        name, index = m.group(1), m.group(2)
+        if name is not None:
+            key = name.replace("\\.", ".")
+            if not isinstance(node, dict) or key not in node:
+                return False, None
+            node = node[key]
+        elif index == "*":
+            if not isinstance(node, list):
+                return False, None
+            continue
+        elif index is not None and index[0] in "'\"":
+            key = index[1:-1]
+            if not isinstance(node, dict) or key not in node:
+                return False, None
+            node = node[key]
+        else:
+            if not isinstance(node, list) or index is None or int(index) >= len(node):
+                return False, None
+            node = node[int(index)]
+    return True, node
+
+
+def _printer_cell(col: Obj, obj: Obj, now: float) -> Cell:
+    found, value = jsonpath_get(obj, str(col.get("jsonPath", "")))
+    if not found or value is None:
+        return None
+    ctype = col.get("type", "string")
+    if ctype == "date":
+        return age(value, now) if isinstance(value, str) else "<invalid>"
+    if ctype == "integer":
+        return value if isinstance(value, int) and not isinstance(value, bool) else str(value)
+    if ctype == "number":
+        return value if isinstance(value, int | float) and not isinstance(value, bool) else str(value)
+    if ctype == "boolean":
+        return value if isinstance(value, bool) else str(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict | list):
+        return json.dumps(value, separators=(",", ":"), sort_keys=True)
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _printer_columns(printer_columns: list[Obj]) -> list[Obj]:
+    cols = [NAME_COLUMN]
+    for col in printer_columns:
+        ctype = col.get("type", "string")
+        cols.append({
+            "name": col.get("name", ""),
+            # dates are rendered as ages, so the column type becomes string, as upstream
+            "type": "string" if ctype == "date" else ctype,
+            "format": col.get("format", ""),
+            "description": col.get("description", ""),
+            "priority": int(col.get("priority", 0) or 0),
+        })
+    return cols
+
+
+# --- entry point ----------------------------------------------------------------------------------
+
+
+def _default_cells(o: Obj, now: float) -> list[Cell]:
+    return [_name(o), _age(o, now)]
+
+
+def partial_object_metadata(obj: Obj) -> Obj:
+    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": _meta(obj)}
+
+
+def to_table(rk: ResourceKind, objs: list[Obj], now: float, printer_columns: list[Obj] | None = None) -> Obj:
+    """Render objects as a ``meta.k8s.io/v1`` Table.
+
+    Args:
+        rk: the kind listed.
+        objs: wire-form objects of that kind, in the order to show.
+        now: current time, epoch seconds (ages are computed against it; pass the Clock's time).
+        printer_columns: a CRD version's ``additionalPrinterColumns`` (custom kinds); when given
+            they win over built-in columns; custom kinds without them get Name and Age.
+
+    Returns:
+        ``{"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {}, "columnDefinitions":
+        [...], "rows": [{"cells": [...], "object": PartialObjectMetadata}]}``; the caller sets
+        ``metadata.resourceVersion`` / ``continue``.
+    """
+    cells: Callable[[Obj, float], list[Cell]]
+    if printer_columns:
+        cols = _printer_columns(printer_columns)
+        specs = list(printer_columns)
+
+        def printer_cells(o: Obj, t: float) -> list[Cell]:
+            return [_name(o), *(_printer_cell(c, o, t) for c in specs)]
+
+        cells = printer_cells
+    else:
+        cols, cells = _PRINTERS.get((rk.group, rk.kind), (DEFAULT_COLUMNS, _default_cells))
+
+    rows = [{"cells": cells(o, now), "object": partial_object_metadata(o)} for o in objs]
+    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {},
+            "columnDefinitions": [dict(c) for c in cols], "rows": rows}
