@@ -71,12 +71,12 @@ FACTORIES: dict[str, Callable[[KubeClient], BatchScheduler]] = {"volcano": _volc
 
 
 def new_batch_scheduler(name: str | None, client: KubeClient) -> BatchScheduler:
-    """The scheduler for ``--batch-scheduler=name`` (None or ``""`` → the no-op default).
+    """The scheduler for ``--batch-scheduler=name`` (None, ``""`` or ``"none"`` → the no-op default).
 
     Raises:
         UnknownBatchSchedulerError: ``name`` is not registered; the message lists known names.
     """
-    if not name:
+    if not name or name == "none":
         return DefaultBatchScheduler()
     try:
         factory = FACTORIES[name]
