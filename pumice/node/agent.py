@@ -1,0 +1,866 @@
+"""The node agent (kubelet): registers Nodes, runs the Pods bound to them, reports their status,
+serves their logs.
+
+One agent hosts one or more logical Nodes over one container runtime:
+
+- ``process``: Pods are local processes (one shim per container); as root each Pod gets its own
+  network namespace on the ``pumice0`` bridge (see :mod:`pumice.node.network`), with an egress
+  proxy and an API server forwarder on the bridge address.
+- ``simulated``: nothing runs; lifecycles play out on the project clock
+  (:mod:`pumice.node.runtime.simulated`), thousands of Nodes per process.
+
+Data dir layout (process runtime)::
+
+    <data_dir>/state.json                                  adopted Pods (see :meth:`NodeAgent._save_state`)
+    <data_dir>/bin/pod-init                                generated container init script
+    <data_dir>/pods/<ns>_<pod>_<uid>/<container>/<n>.log   CRI-format log of instance n (restartCount)
+    <data_dir>/pods/<ns>_<pod>_<uid>/<container>/<n>.exit  its exit code
+    <data_dir>/pods/<ns>_<pod>_<uid>/volumes/<volume>/     emptyDir, configMap, secret, ... contents
+    <data_dir>/pods/<ns>_<pod>_<uid>/tmp/                  the Pod's private /tmp
+
+Mirrors: kubernetes pkg/kubelet (kubelet.go syncLoop, lifecycle/predicate.go admission,
+nodestatus/setters.go, nodelease/controller.go, server/server.go logs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import itertools
+import json
+import logging
+import os
+import pwd
+import shutil
+import socket
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pumice._util.clock import Clock, default_clock, rfc3339, rfc3339_micro
+from pumice.api import meta, quantity
+from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
+from pumice.node import podspec
+from pumice.node.kinds import ENDPOINTS, LEASES, NAMESPACES, NODES, PODS, SERVICES
+from pumice.node.logs import LogServer
+from pumice.node.network import HostNetwork, NetnsNetwork, hosts_content, run
+from pumice.node.proxy import EgressProxy, TcpForwarder, package_index_hosts
+from pumice.node.runtime.base import Container, ContainerRuntime, Sandbox
+from pumice.node.runtime.process import DEFAULT_PATH, ProcessRuntime
+from pumice.node.runtime.simulated import SimulatedRuntime
+from pumice.node.services import ServiceDirectory
+from pumice.node.watch import list_watch
+from pumice.node.worker import ContainerRecord, PodWorker
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+LEASE_NAMESPACE = "kube-node-lease"
+KUBELET_VERSION = "v1.32.3"
+PROXY_PORT = 3128
+
+
+class AgentError(Exception):
+    """Bad agent configuration (the message says what to change)."""
+
+
+@dataclass
+class NodeState:
+    """One logical Node: its published capacity and what its admitted Pods request."""
+
+    name: str
+    capacity: dict[str, str]
+    labels: dict[str, str]
+    taints: list[Obj]
+    admitted: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @property
+    def allocatable(self) -> dict[str, str]:
+        return dict(self.capacity)
+
+    def units(self) -> dict[str, int]:
+        return {k: (quantity.milli_value(v) if k == "cpu" else quantity.value(v)) for k, v in self.capacity.items()}
+
+
+def _machine_memory() -> int:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 8 * 1024**3
+
+
+def _default_image_envs() -> dict[str, str]:
+    venv_bin = str(Path(sys.executable).parent)
+    return {"rayproject/ray": venv_bin, "*ray*": venv_bin, "python": venv_bin}
+
+
+class NodeAgent:
+    """The node agent. See the module docstring.
+
+    Args:
+        client: API client.
+        runtime: ``"process"`` or ``"simulated"``.
+        data_dir: state, logs and Pod directories (process runtime; must not be under /tmp when
+            Pods get a private /tmp, i.e. as root).
+        nodes: how many logical Nodes this agent hosts.
+        node_cpu, node_memory: per-Node capacity (quantities); default: the machine's.
+        node_gpus: ``nvidia.com/gpu`` capacity per Node.
+        node_pods: ``pods`` capacity per Node.
+        node_name_prefix: names are ``<prefix>-<i>`` when ``nodes > 1``; one Node is named after
+            the machine's hostname unless ``node_names`` is given.
+        labels, taints: extra Node labels and taints.
+        clock: project clock (default: the process-wide one).
+        image_envs: image prefix (or fnmatch pattern) -> directory put first on PATH.
+        network: ``auto`` (netns as root, host otherwise), ``netns`` or ``host``.
+        pod_cidr: Pod addresses (netns mode; the first address goes on the bridge).
+        pod_egress: ``proxy`` (HTTP(S) proxy on the bridge, package indexes only), ``nat``
+            (masquerade; changes ip_forward and iptables, restored at stop) or ``none``.
+        apiserver_url_for_pods: the API server URL as seen from the agent's host; Pods get it as
+            KUBERNETES_SERVICE_HOST/PORT (forwarded from the bridge address in netns mode).
+        keep_pods: leave Pods running when the agent stops (adopted again at the next start).
+        seed: seed of the simulated runtime's jitter.
+        sim_start_latency, sim_start_jitter, sim_image_durations: simulated runtime timings
+            (seconds).
+        backoff_base, backoff_max: CrashLoopBackOff delays (seconds; upstream 10 and 300).
+        lease_renew_interval: Lease heartbeat period (seconds; upstream 10); None disables.
+        record_events: write Events (default: process runtime only).
+        egress_allow: hosts the egress proxy lets Pods reach (default: the package indexes).
+        stop_grace: cap on each Pod's grace period when the agent stops (seconds).
+    """
+
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        runtime: Literal["process", "simulated"] = "process",
+        data_dir: Path | str = "pumice-data",
+        nodes: int = 1,
+        node_cpu: str | int | None = None,
+        node_memory: str | int | None = None,
+        node_gpus: int = 0,
+        node_pods: int = 110,
+        node_name_prefix: str = "pumice-node",
+        node_names: list[str] | None = None,
+        labels: Mapping[str, str] | None = None,
+        taints: list[Obj] | None = None,
+        clock: Clock | None = None,
+        image_envs: Mapping[str, str] | None = None,
+        network: Literal["auto", "netns", "host"] = "auto",
+        pod_cidr: str = "10.244.0.0/16",
+        pod_egress: Literal["proxy", "nat", "none"] = "proxy",
+        apiserver_url_for_pods: str | None = None,
+        keep_pods: bool = False,
+        seed: int = 0,
+        sim_start_latency: float = 1.0,
+        sim_start_jitter: float = 0.0,
+        sim_image_durations: Mapping[str, float] | None = None,
+        backoff_base: float = 10.0,
+        backoff_max: float = 300.0,
+        lease_renew_interval: float | None = 10.0,
+        record_events: bool | None = None,
+        egress_allow: list[str] | None = None,
+        stop_grace: float = 35.0,
+        instance_type: str | None = None,
+    ) -> None:
+        if runtime not in ("process", "simulated"):
+            raise AgentError(f"unknown runtime {runtime!r} (process or simulated)")
+        if network not in ("auto", "netns", "host"):
+            raise AgentError(f"unknown network mode {network!r} (auto, netns or host)")
+        if pod_egress not in ("proxy", "nat", "none"):
+            raise AgentError(f"unknown pod egress {pod_egress!r} (proxy, nat or none)")
+        if nodes < 1:
+            raise AgentError("nodes must be at least 1")
+        self.client = client
+        self.runtime_kind = runtime
+        self.data_dir = Path(data_dir).resolve()
+        self.clock: Clock = clock or default_clock()
+        self.image_envs = dict(image_envs) if image_envs is not None else _default_image_envs()
+        self.network_mode = network
+        self.pod_cidr = pod_cidr
+        self.pod_egress = pod_egress
+        self.apiserver_url_for_pods = apiserver_url_for_pods
+        self.keep_pods = keep_pods
+        self.seed = seed
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.lease_renew_interval = lease_renew_interval
+        self.record_events = (runtime == "process") if record_events is None else record_events
+        self.egress_allow = egress_allow
+        self.stop_grace = stop_grace
+        self._sim = dict(start_latency=sim_start_latency, start_jitter=sim_start_jitter,
+                         image_durations=sim_image_durations)
+
+        if node_names is None:
+            if nodes == 1:
+                node_names = [socket.gethostname().split(".")[0].lower() or node_name_prefix]
+            else:
+                node_names = [f"{node_name_prefix}-{i}" for i in range(nodes)]
+        if len(node_names) != nodes or len(set(node_names)) != nodes:
+            raise AgentError("node_names must list `nodes` distinct names")
+        cpu = str(node_cpu if node_cpu is not None else (os.cpu_count() or 1))
+        mem = str(node_memory if node_memory is not None else f"{_machine_memory() // 1024}Ki")
+        capacity = {"cpu": cpu, "memory": mem, "pods": str(node_pods)}
+        try:
+            quantity.parse_quantity(cpu)
+            quantity.parse_quantity(mem)
+        except Exception as e:
+            raise AgentError(f"bad node capacity: {e}") from e
+        if runtime == "process":
+            with contextlib.suppress(OSError):
+                st = os.statvfs(self.data_dir if self.data_dir.exists() else self.data_dir.parent)
+                capacity["ephemeral-storage"] = str(st.f_blocks * st.f_frsize)
+        if node_gpus:
+            capacity["nvidia.com/gpu"] = str(node_gpus)
+        self.nodes: dict[str, NodeState] = {}
+        for n in node_names:
+            lbl = {
+                "kubernetes.io/hostname": n,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "beta.kubernetes.io/os": "linux",
+                "beta.kubernetes.io/arch": "amd64",
+            }
+            if instance_type:
+                lbl["node.kubernetes.io/instance-type"] = instance_type
+            lbl.update(labels or {})
+            self.nodes[n] = NodeState(n, dict(capacity), lbl, list(taints or []))
+
+        self.runtime: ContainerRuntime
+        self.network: NetnsNetwork | HostNetwork | None = None
+        self.directory = ServiceDirectory()
+        self.workers: dict[str, PodWorker] = {}
+        self.finished: dict[str, PodWorker | None] = {}
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._bg: set[asyncio.Task[Any]] = set()
+        self._log_server: LogServer | None = None
+        self._proxy: EgressProxy | None = None
+        self._forwarder: TcpForwarder | None = None
+        self._kube_host = ""
+        self._kube_port = 0
+        self._state_dirty = False
+        self._state: dict[str, Obj] = {}
+        self._hosts_pending = False
+        self._event_seq = itertools.count()
+        self._started = False
+        self._nat_rule: list[str] | None = None
+        self._ip_forward_before: str | None = None
+        self.kubelet_port = 0
+        self.pods_synced = asyncio.Event()
+
+    # -- WorkerHost ------------------------------------------------------------------------------
+
+    def node_allocatable(self, node: str) -> Mapping[str, str]:
+        return self.nodes[node].allocatable
+
+    def host_ip(self) -> str:
+        if self.network is not None:
+            return self.network.host_ip
+        return "10.0.0.1"
+
+    def _image_dir(self, image: str) -> str | None:
+        import fnmatch
+
+        for pat, d in self.image_envs.items():
+            if image.startswith(pat) or fnmatch.fnmatch(image, pat):
+                return d
+        return None
+
+    def base_env(self, pod: Obj, container: Obj) -> dict[str, str]:
+        """The kubelet-provided environment of a container (before its own env/envFrom)."""
+        hostname = (pod.get("spec") or {}).get("hostname") or meta.name(pod)
+        if self.runtime_kind == "simulated":
+            return {"HOSTNAME": hostname}
+        d = self._image_dir(container.get("image", ""))
+        env = {
+            "PATH": f"{d}:{DEFAULT_PATH}" if d else DEFAULT_PATH,
+            "HOME": pwd.getpwuid(os.getuid()).pw_dir,
+            "HOSTNAME": hostname,
+            "LANG": os.environ.get("LANG", "C.UTF-8"),
+        }
+        for k, v in os.environ.items():
+            if k.startswith(("PIP_", "UV_")) or k in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "TZ"):
+                env[k] = v
+        if self._kube_host:
+            h, p = self._kube_host, str(self._kube_port)
+            env.update({
+                "KUBERNETES_SERVICE_HOST": h,
+                "KUBERNETES_SERVICE_PORT": p,
+                "KUBERNETES_SERVICE_PORT_HTTPS": p,
+                "KUBERNETES_PORT": f"tcp://{h}:{p}",
+                f"KUBERNETES_PORT_{p}_TCP": f"tcp://{h}:{p}",
+                f"KUBERNETES_PORT_{p}_TCP_PROTO": "tcp",
+                f"KUBERNETES_PORT_{p}_TCP_PORT": p,
+                f"KUBERNETES_PORT_{p}_TCP_ADDR": h,
+            })
+        if self._proxy is not None and isinstance(self.network, NetnsNetwork):
+            url = f"http://{self.network.gateway}:{self._proxy.port}"
+            no_proxy = ",".join(["localhost", "127.0.0.1", "::1", self.pod_cidr, self.network.gateway,
+                                 ".svc", ".cluster.local", "kubernetes", *([self._kube_host] if self._kube_host else [])])
+            env.update({"HTTP_PROXY": url, "HTTPS_PROXY": url, "http_proxy": url, "https_proxy": url,
+                        "NO_PROXY": no_proxy, "no_proxy": no_proxy})
+        return env
+
+    def hosts_for(self, pod: Obj, sandbox: Sandbox) -> str | None:
+        if self.runtime_kind == "simulated":
+            return None
+        spec = pod.get("spec") or {}
+        hostname = spec.get("hostname") or meta.name(pod)
+        fqdn = ""
+        if spec.get("subdomain"):
+            fqdn = f"{hostname}.{spec['subdomain']}.{meta.namespace(pod)}.svc.cluster.local"
+        return hosts_content(sandbox.ip, hostname, fqdn, self.directory.entries(meta.namespace(pod)),
+                             spec.get("hostAliases") or [])
+
+    def event(self, pod: Obj, type_: str, reason: str, message: str) -> None:
+        if not self.record_events:
+            return
+        md = pod.get("metadata") or {}
+        now = rfc3339(self.clock.now())
+        node = (pod.get("spec") or {}).get("nodeName", "")
+        ev = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{md.get('name')}.{int(self.clock.now() * 1e3):x}{next(self._event_seq):04x}",
+                         "namespace": md.get("namespace", "default")},
+            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": md.get("name"),
+                               "namespace": md.get("namespace"), "uid": md.get("uid")},
+            "reason": reason,
+            "message": message,
+            "type": type_,
+            "source": {"component": "kubelet", "host": node},
+            "reportingComponent": "kubelet",
+            "reportingInstance": node,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        self._spawn(self._create_quietly(ev))
+
+    async def _create_quietly(self, obj: Obj) -> None:
+        with contextlib.suppress(Exception):
+            await self.client.create(obj)
+
+    def _spawn(self, coro: Any) -> None:
+        t = asyncio.get_running_loop().create_task(coro)
+        self._bg.add(t)
+        t.add_done_callback(self._bg.discard)
+
+    def state_changed(self) -> None:
+        self._state_dirty = True
+
+    def pod_dir(self, pod: Obj) -> Path:
+        md = pod["metadata"]
+        return self.data_dir / "pods" / f"{md.get('namespace', '')}_{md['name']}_{md['uid']}"
+
+    def worker_finished(self, worker: PodWorker) -> None:
+        node = self.nodes.get(worker.node)
+        if node is not None:
+            node.admitted.pop(worker.uid, None)
+        if self.workers.get(worker.uid) is worker:
+            del self.workers[worker.uid]
+            self.finished[worker.uid] = worker if self.runtime_kind == "process" else None
+        self.state_changed()
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    async def run(self, stop_event: asyncio.Event | None = None) -> None:
+        """Start, run until ``stop_event`` is set (or cancelled), then stop."""
+        await self.start()
+        try:
+            if stop_event is None:
+                await asyncio.Event().wait()
+            else:
+                await stop_event.wait()
+        finally:
+            await self.stop()
+
+    async def start(self) -> None:
+        """Set up the runtime and network, register the Nodes, start watching Pods.
+
+        Raises:
+            AgentError: the configuration cannot work on this machine.
+        """
+        if self._started:
+            return
+        self._started = True
+        root = os.geteuid() == 0
+        if self.runtime_kind == "simulated":
+            self.runtime = SimulatedRuntime(self.clock, seed=self.seed, pod_cidr=self.pod_cidr, **self._sim)  # type: ignore[arg-type]
+        else:
+            mode = self.network_mode
+            if mode == "auto":
+                mode = "netns" if root and shutil.which("ip") and shutil.which("unshare") else "host"
+            if mode == "netns" and not root:
+                raise AgentError("--network netns needs root (or run with --network host)")
+            if root and (str(self.data_dir) + "/").startswith("/tmp/"):
+                raise AgentError(
+                    f"data dir {self.data_dir} is under /tmp, which each Pod replaces with its private /tmp; "
+                    "use a data dir elsewhere (e.g. /var/tmp/...)")
+            if (sys.executable + "/").startswith("/tmp/") and root:
+                raise AgentError(f"the Python running pumice ({sys.executable}) is under /tmp, which Pods cannot see")
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            if mode == "netns":
+                self.network = NetnsNetwork(self.pod_cidr, default_via_gateway=self.pod_egress == "nat")
+            else:
+                self.network = HostNetwork()
+            self.runtime = ProcessRuntime(self.data_dir, self.network, self.clock, root=root)
+            self._load_state()
+            await self._start_servers()
+            self.directory.api_address = self._kube_host if mode == "netns" else ""
+        await self._register_nodes()
+        loop = asyncio.get_running_loop()
+        single = len(self.nodes) == 1
+        fs = f"spec.nodeName={next(iter(self.nodes))}" if single and self.runtime_kind == "simulated" else None
+        self._tasks.append(loop.create_task(
+            list_watch(self.client, PODS, self._on_pod, self.clock, field_selector=fs, synced=self.pods_synced)))
+        if self.runtime_kind == "process":
+            self._tasks.append(loop.create_task(list_watch(self.client, SERVICES, self._on_service, self.clock)))
+            self._tasks.append(loop.create_task(list_watch(self.client, ENDPOINTS, self._on_endpoints, self.clock)))
+            self._tasks.append(loop.create_task(self._state_loop()))
+            self._tasks.append(loop.create_task(self._gc_orphans()))
+        if self.lease_renew_interval:
+            self._tasks.append(loop.create_task(self._heartbeat_loop()))
+
+    async def stop(self) -> None:
+        """Stop watching; stop every Pod (unless ``keep_pods``) and remove the network."""
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(BaseException):
+                await t
+        self._tasks.clear()
+        workers = list(self.workers.values())
+        if self.keep_pods and self.runtime_kind == "process":
+            for w in workers:
+                for t in [*w._supervisors.values(), *([w._task] if w._task else [])]:
+                    t.cancel()
+            self._save_state()
+        else:
+            for w in workers:
+                if w._task is not None:
+                    w._task.cancel()
+
+            async def stop_one(w: PodWorker) -> None:
+                with contextlib.suppress(Exception):
+                    await w.stop_all(min(self.stop_grace, w._grace()))
+                with contextlib.suppress(Exception):
+                    await w._cleanup_sandbox()
+
+            await asyncio.gather(*(stop_one(w) for w in workers))
+            for w in workers:
+                await w.cancel()
+            self.workers.clear()
+            if self.runtime_kind == "process":
+                self._state = {}
+                self._save_state()
+                if isinstance(self.network, NetnsNetwork):
+                    await self.network.remove_bridge()
+        for t in list(self._bg):
+            t.cancel()
+        for srv in (self._log_server, self._proxy, self._forwarder):
+            if srv is not None:
+                await srv.close()
+        await self._undo_nat()
+        self._started = False
+
+    # -- servers and network ---------------------------------------------------------------------
+
+    async def _start_servers(self) -> None:
+        assert self.network is not None
+        hosts = ["127.0.0.1"]
+        if isinstance(self.network, NetnsNetwork):
+            await self.network.ensure_bridge()
+            hosts.append(self.network.gateway)
+        self._log_server = LogServer(self._log_source, self.clock)
+        self.kubelet_port = await self._log_server.start(hosts)
+        if self.apiserver_url_for_pods:
+            u = urlsplit(self.apiserver_url_for_pods)
+            host = u.hostname or "127.0.0.1"
+            port = u.port or (443 if u.scheme == "https" else 80)
+            self._kube_host, self._kube_port = host, port
+            if isinstance(self.network, NetnsNetwork) and ipaddress.ip_address(
+                    socket.gethostbyname(host)).is_loopback:
+                self._forwarder = TcpForwarder(host, port)
+                try:
+                    await self._forwarder.start(self.network.gateway, port)
+                except OSError:
+                    await self._forwarder.start(self.network.gateway, 0)
+                self._kube_host, self._kube_port = self.network.gateway, self._forwarder.port
+        if isinstance(self.network, NetnsNetwork):
+            if self.pod_egress == "proxy":
+                self._proxy = EgressProxy(self.egress_allow or package_index_hosts())
+                try:
+                    await self._proxy.start(self.network.gateway, PROXY_PORT)
+                except OSError:
+                    await self._proxy.start(self.network.gateway, 0)
+            elif self.pod_egress == "nat":
+                await self._setup_nat()
+
+    async def _setup_nat(self) -> None:
+        """Opt-in NAT: ip_forward=1 and a MASQUERADE rule for the Pod CIDR (undone at stop)."""
+        if shutil.which("iptables") is None:
+            raise AgentError("--pod-egress nat needs iptables, which is not installed")
+        fwd = Path("/proc/sys/net/ipv4/ip_forward")
+        self._ip_forward_before = fwd.read_text().strip()
+        fwd.write_text("1")
+        self._nat_rule = ["-t", "nat", "POSTROUTING", "-s", self.pod_cidr, "!", "-o", "pumice0", "-j", "MASQUERADE"]
+        rule = self._nat_rule
+        await run("iptables", rule[0], rule[1], "-A", *rule[2:])
+        log.warning("pod egress nat: set net.ipv4.ip_forward=1 and added a MASQUERADE rule for %s", self.pod_cidr)
+
+    async def _undo_nat(self) -> None:
+        if self._nat_rule is not None:
+            rule = self._nat_rule
+            await run("iptables", rule[0], rule[1], "-D", *rule[2:], check=False)
+            self._nat_rule = None
+        if self._ip_forward_before is not None:
+            with contextlib.suppress(OSError):
+                Path("/proc/sys/net/ipv4/ip_forward").write_text(self._ip_forward_before)
+            self._ip_forward_before = None
+
+    def _log_source(self, namespace: str, pod: str, container: str, previous: bool) -> Any:
+        cands = [w for w in [*self.workers.values(), *(x for x in self.finished.values() if x)]
+                 if w.namespace == namespace and w.name == pod]
+        if not cands:
+            return f'pod "{pod}" not found on this node'
+        w = cands[0]
+        rec = w.records.get(container)
+        if rec is None:
+            return f'container "{container}" in pod "{pod}" is not valid'
+        n = rec.restart_count
+        if previous:
+            if n == 0 and rec.state != "terminated":
+                return f'previous terminated container "{container}" in pod "{pod}" not found'
+            n = n - 1
+            if rec.state == "terminated" and rec.current is None and rec.last is None:
+                return f'previous terminated container "{container}" in pod "{pod}" not found'
+        path = w.pod_dir_path() / container / f"{max(n, 0)}.log"
+        if not path.exists():
+            return f'container "{container}" in pod "{pod}" is waiting to start: {rec.reason or "ContainerCreating"}'
+
+        def running() -> bool:
+            c = rec.current
+            return c is not None and c.restart_count == n and not previous
+
+        return str(path), running
+
+    # -- Nodes and Leases ------------------------------------------------------------------------
+
+    def _node_status(self, node: NodeState) -> Obj:
+        now = rfc3339(self.clock.now())
+        addr = self.host_ip() if self.runtime_kind == "process" else "10.0.0.1"
+        if self.runtime_kind == "simulated":
+            idx = list(self.nodes).index(node.name)
+            addr = str(ipaddress.ip_address("10.0.0.0") + 1 + idx)
+
+        def c(t: str, ok: bool, reason: str, msg: str) -> Obj:
+            return {"type": t, "status": "True" if ok else "False", "reason": reason, "message": msg,
+                    "lastHeartbeatTime": now, "lastTransitionTime": now}
+
+        return {
+            "capacity": dict(node.capacity),
+            "allocatable": node.allocatable,
+            "conditions": [
+                c("MemoryPressure", False, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+                c("DiskPressure", False, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+                c("PIDPressure", False, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+                c("Ready", True, "KubeletReady", "kubelet is posting ready status"),
+            ],
+            "addresses": [{"type": "InternalIP", "address": addr}, {"type": "Hostname", "address": node.name}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": self.kubelet_port}},
+            "nodeInfo": {
+                "machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": os.uname().release,
+                "osImage": "pumice", "containerRuntimeVersion": f"pumice-{self.runtime_kind}://0.1.0",
+                "kubeletVersion": KUBELET_VERSION, "kubeProxyVersion": KUBELET_VERSION,
+                "operatingSystem": "linux", "architecture": "amd64",
+            },
+        }
+
+    async def _register_nodes(self) -> None:
+        for node in self.nodes.values():
+            obj = {"apiVersion": "v1", "kind": "Node",
+                   "metadata": {"name": node.name, "labels": dict(node.labels)},
+                   "spec": {"taints": node.taints} if node.taints else {}}
+            try:
+                await self.client.create(obj)
+            except ApiError as e:
+                if not is_already_exists(e):
+                    raise
+                await self.client.patch(NODES, node.name, {"metadata": {"labels": dict(node.labels)}})
+            await self.client.patch(NODES, node.name, {"status": self._node_status(node)}, subresource="status")
+        if self.lease_renew_interval:
+            await self._ensure_namespace(LEASE_NAMESPACE)
+            for node in self.nodes.values():
+                await self._renew_lease(node)
+
+    async def _ensure_namespace(self, name: str) -> None:
+        try:
+            await self.client.get(NAMESPACES, name)
+        except ApiError as e:
+            if not is_not_found(e):
+                raise
+            with contextlib.suppress(ApiError):
+                await self.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+    async def _renew_lease(self, node: NodeState) -> None:
+        now = rfc3339_micro(self.clock.now())
+        try:
+            await self.client.patch(LEASES, node.name, {"spec": {"renewTime": now, "holderIdentity": node.name}},
+                                    LEASE_NAMESPACE)
+        except ApiError as e:
+            if not is_not_found(e):
+                raise
+            await self.client.create({
+                "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": node.name, "namespace": LEASE_NAMESPACE,
+                             "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": node.name,
+                                                  "uid": await self._node_uid(node.name)}]},
+                "spec": {"holderIdentity": node.name, "leaseDurationSeconds": 40, "renewTime": now},
+            })
+
+    async def _node_uid(self, name: str) -> str:
+        try:
+            return meta.uid(await self.client.get(NODES, name))
+        except ApiError:
+            return ""
+
+    async def _heartbeat_loop(self) -> None:
+        assert self.lease_renew_interval
+        last_status = self.clock.monotonic()
+        while True:
+            await self.clock.sleep(self.lease_renew_interval)
+            for node in self.nodes.values():
+                try:
+                    await self._renew_lease(node)
+                except Exception as e:
+                    log.warning("lease renewal for %s failed: %s", node.name, e)
+            if self.clock.monotonic() - last_status >= 300:
+                last_status = self.clock.monotonic()
+                for node in self.nodes.values():
+                    with contextlib.suppress(Exception):
+                        await self.client.patch(NODES, node.name, {"status": self._node_status(node)},
+                                                subresource="status")
+
+    # -- Pods ------------------------------------------------------------------------------------
+
+    def _admit(self, node: NodeState, pod: Obj) -> tuple[str, str] | None:
+        """Mirrors: kubernetes pkg/kubelet/lifecycle/predicate.go (resource fit, node selector)."""
+        sel = (pod.get("spec") or {}).get("nodeSelector") or {}
+        if any(node.labels.get(k) != v for k, v in sel.items()):
+            return "NodeAffinity", "Pod was rejected: Predicate NodeAffinity failed"
+        req = podspec.pod_requests(pod)
+        units = node.units()
+        used: dict[str, int] = {}
+        for r in node.admitted.values():
+            for k, v in r.items():
+                used[k] = used.get(k, 0) + v
+        if len(node.admitted) + 1 > units.get("pods", 110):
+            return "OutOfpods", (f"Pod was rejected: Node didn't have enough resource: pods, requested: 1, "
+                                 f"used: {len(node.admitted)}, capacity: {units.get('pods', 110)}")
+        for k in sorted(req):
+            v = req[k]
+            if v == 0:
+                continue
+            cap = units.get(k)
+            if cap is None and (k in ("cpu", "memory", "ephemeral-storage") or "/" not in k):
+                continue
+            cap = cap or 0
+            if used.get(k, 0) + v > cap:
+                return f"OutOf{k}", (f"Pod was rejected: Node didn't have enough resource: {k}, requested: {v}, "
+                                     f"used: {used.get(k, 0)}, capacity: {cap}")
+        node.admitted[meta.uid(pod)] = req
+        return None
+
+    def _on_pod(self, type_: str, pod: Obj) -> None:
+        uid = meta.uid(pod)
+        if self.runtime_kind == "process" and self.directory.set("pods", pod, deleted=type_ == "DELETED"):
+            self._refresh_hosts()
+        w = self.workers.get(uid)
+        if type_ == "DELETED":
+            if w is not None:
+                w.removed()
+            self.finished.pop(uid, None)
+            if self.runtime_kind == "process":
+                self._spawn(self._remove_pod_dir(pod))
+            return
+        if w is not None:
+            w.update(pod)
+            return
+        node_name = (pod.get("spec") or {}).get("nodeName", "")
+        node = self.nodes.get(node_name)
+        if node is None:
+            return
+        phase = (pod.get("status") or {}).get("phase", "")
+        if uid in self.finished or phase in ("Succeeded", "Failed"):
+            if meta.is_deleting(pod):
+                self._spawn(self._final_delete(pod))
+            return
+        restored = self._state.pop(uid, None)
+        if restored is None:
+            rejected = self._admit(node, pod)
+            if rejected is not None:
+                self.finished[uid] = None
+                self._spawn(self._reject(pod, *rejected))
+                return
+        else:
+            node.admitted[uid] = podspec.pod_requests(pod)
+        w = PodWorker(self, pod, node_name)
+        if restored is not None:
+            self._restore_worker(w, restored)
+        self.workers[uid] = w
+        w.start()
+
+    async def _reject(self, pod: Obj, reason: str, message: str) -> None:
+        self.event(pod, "Warning", reason, message)
+        status = {"phase": "Failed", "reason": reason, "message": message,
+                  "startTime": rfc3339(self.clock.now())}
+        with contextlib.suppress(ApiError):
+            await self.client.patch(PODS, meta.name(pod), {"status": status}, meta.namespace(pod), subresource="status")
+
+    async def _final_delete(self, pod: Obj) -> None:
+        with contextlib.suppress(ApiError):
+            await self.client.delete(PODS, meta.name(pod), meta.namespace(pod), grace_period_seconds=0,
+                                     preconditions={"uid": meta.uid(pod)})
+
+    async def _remove_pod_dir(self, pod: Obj) -> None:
+        d = self.pod_dir(pod)
+        if d.exists():
+            await asyncio.to_thread(shutil.rmtree, d, True)
+
+    # -- Services -> hosts files -----------------------------------------------------------------
+
+    def _on_service(self, type_: str, svc: Obj) -> None:
+        if self.directory.set("services", svc, deleted=type_ == "DELETED"):
+            self._refresh_hosts()
+
+    def _on_endpoints(self, type_: str, ep: Obj) -> None:
+        if self.directory.set("endpoints", ep, deleted=type_ == "DELETED"):
+            self._refresh_hosts()
+
+    def _refresh_hosts(self) -> None:
+        if self._hosts_pending:
+            return
+        self._hosts_pending = True
+
+        async def later() -> None:
+            await self.clock.sleep(0.02)
+            self._hosts_pending = False
+            for w in list(self.workers.values()):
+                if w.sandbox is not None:
+                    content = self.hosts_for(w.pod, w.sandbox)
+                    if content is not None:
+                        with contextlib.suppress(OSError):
+                            self.runtime.update_hosts(w.sandbox, content)
+
+        self._spawn(later())
+
+    # -- state file (adoption after restart) -----------------------------------------------------
+
+    def _state_path(self) -> Path:
+        return self.data_dir / "state.json"
+
+    def _load_state(self) -> None:
+        p = self._state_path()
+        if not p.exists():
+            return
+        try:
+            data = json.loads(p.read_text())
+        except (OSError, ValueError) as e:
+            log.warning("ignoring unreadable state file %s: %s", p, e)
+            return
+        self._state = dict(data.get("pods") or {})
+        for uid, s in self._state.items():
+            sb = s.get("sandbox") or {}
+            if sb.get("ip") and self.network is not None:
+                self.network.ipam.restore(uid, sb["ip"])
+
+    def _worker_state(self, w: PodWorker) -> Obj:
+        sb = w.sandbox
+        recs = {}
+        for name, r in w.records.items():
+            cur = r.current
+            recs[name] = {
+                "state": r.state, "reason": r.reason, "exit_code": r.exit_code, "started_at": r.started_at,
+                "finished_at": r.finished_at, "restart_count": r.restart_count, "last": r.last,
+                "backoff": r.backoff, "ever_started": r.ever_started,
+                "current": None if cur is None else {
+                    "pid": cur.pid, "proc_start": cur.proc_start, "started_at": cur.started_at,
+                    "log_path": cur.log_path, "exit_path": cur.exit_path, "restart_count": cur.restart_count},
+            }
+        return {
+            "namespace": w.namespace, "name": w.name, "node": w.node, "start_time": w.start_time,
+            "initialized": w.initialized,
+            "sandbox": None if sb is None else {"ip": sb.ip, "netns": sb.netns, "pod_dir": str(sb.pod_dir),
+                                                "extra": sb.extra},
+            "records": recs,
+        }
+
+    def _restore_worker(self, w: PodWorker, s: Obj) -> None:
+        w.restored = s
+        w.start_time = float(s.get("start_time") or 0.0)
+        w.initialized = bool(s.get("initialized"))
+        sb = s.get("sandbox")
+        if sb:
+            w.sandbox = Sandbox(w.uid, w.namespace, w.name, Path(sb["pod_dir"]), sb["ip"], sb.get("netns", ""),
+                                dict(sb.get("extra") or {}))
+        for name, r in (s.get("records") or {}).items():
+            rec: ContainerRecord | None = w.records.get(name)
+            if rec is None:
+                continue
+            rec.state, rec.reason = r["state"], r["reason"]
+            rec.exit_code, rec.started_at, rec.finished_at = r["exit_code"], r["started_at"], r["finished_at"]
+            rec.restart_count, rec.last, rec.backoff = r["restart_count"], r["last"], r["backoff"]
+            rec.ever_started = r.get("ever_started", False)
+            cur = r.get("current")
+            if cur:
+                rec.current = Container(name, cur["restart_count"], cur["started_at"], pid=cur["pid"],
+                                        log_path=cur["log_path"], exit_path=cur["exit_path"],
+                                        proc_start=cur["proc_start"])
+        w._written = dict(w.pod.get("status") or {})
+
+    def _save_state(self) -> None:
+        if self.runtime_kind != "process":
+            return
+        pods = {uid: self._worker_state(w) for uid, w in self.workers.items() if not w.terminal}
+        pods.update({uid: s for uid, s in self._state.items() if uid not in pods})
+        p = self._state_path()
+        tmp = p.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"pods": pods}, indent=1, sort_keys=True))
+        os.replace(tmp, p)
+        self._state_dirty = False
+
+    async def _state_loop(self) -> None:
+        while True:
+            await self.clock.sleep(0.2)
+            if self._state_dirty:
+                with contextlib.suppress(OSError):
+                    self._save_state()
+
+    async def _gc_orphans(self) -> None:
+        """After the first Pod list: clean up Pods of the state file that no longer exist."""
+        await self.pods_synced.wait()
+        await asyncio.sleep(0)
+        for uid, s in list(self._state.items()):
+            if uid in self.workers:
+                continue
+            self._state.pop(uid, None)
+            sb = s.get("sandbox")
+            if sb:
+                sandbox = Sandbox(uid, s.get("namespace", ""), s.get("name", ""), Path(sb["pod_dir"]), sb["ip"],
+                                  sb.get("netns", ""), dict(sb.get("extra") or {}))
+                for r in (s.get("records") or {}).values():
+                    cur = r.get("current")
+                    if cur:
+                        sandbox.extra.setdefault("pgids", []).append(cur["pid"])
+                with contextlib.suppress(Exception):
+                    await self.runtime.remove_sandbox(sandbox)
+                await asyncio.to_thread(shutil.rmtree, sb["pod_dir"], True)
+        self.state_changed()

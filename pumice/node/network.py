@@ -1,0 +1,296 @@
+"""Pod network of the process runtime.
+
+``netns`` (root): one bridge (``pumice0``, first address of the Pod CIDR, fixed MAC), one network
+namespace ``pumice-<uid12>`` and veth pair (host side ``pv<uid12>``, Pod side ``eth0``) per Pod,
+the Pod IP on ``eth0`` and an on-link default route (``dev eth0``), a per-Pod hosts file and a
+fail-fast resolv.conf in ``/etc/netns/<ns>/`` (``ip netns exec`` binds them over ``/etc``; they
+are rewritten in place only, since the bind mount pins the inode). No NAT, no sysctl changes.
+
+``host`` (no root): the host network, one loopback address per Pod (127.0.0.2 and up; never
+127.0.0.1, which Ray rewrites to the machine address); two Pods that declare the same
+containerPort cannot both run (the second fails with a clear message).
+
+Mirrors: the recipe in shared/reference/netns.md (tried by hand with real Ray); the kubelet's
+managed /etc/hosts (pkg/kubelet/kubelet_pods.go managedHostsFileContent).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import os
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+BRIDGE = "pumice0"
+NETNS_PREFIX = "pumice-"
+VETH_PREFIX = "pv"
+RESOLV_CONF = "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"
+
+
+class NetworkError(Exception):
+    """Setting up or tearing down a Pod network failed; the message says which command and why."""
+
+
+async def run(*argv: str, check: bool = True, input_: bytes | None = None) -> tuple[int, str]:
+    """Run a command, return (exit code, combined output).
+
+    Raises:
+        NetworkError: ``check`` and a non-zero exit.
+    """
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.PIPE if input_ is not None else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await proc.communicate(input_)
+    text = out.decode(errors="replace").strip()
+    if check and proc.returncode != 0:
+        raise NetworkError(f"{' '.join(argv)}: exit {proc.returncode}: {text}")
+    return proc.returncode or 0, text
+
+
+def netns_name(uid: str) -> str:
+    return NETNS_PREFIX + uid.replace("-", "")[:12]
+
+
+def veth_name(uid: str) -> str:
+    return VETH_PREFIX + uid.replace("-", "")[:12]
+
+
+class IPAM:
+    """Pod IP allocation from a CIDR, skipping the network, broadcast and reserved addresses.
+
+    ``allocate(uid)`` is idempotent per uid; ``restore`` re-reserves addresses from the state file.
+    """
+
+    def __init__(self, cidr: str, reserved: Iterable[str] = ()) -> None:
+        self.net = ipaddress.ip_network(cidr, strict=False)
+        self._reserved = {ipaddress.ip_address(a) for a in reserved}
+        self._by_uid: dict[str, str] = {}
+        self._used: set[str] = set()
+        self._next = 0
+        self._hosts = self.net.num_addresses - 2
+
+    def restore(self, uid: str, ip: str) -> None:
+        self._by_uid[uid] = ip
+        self._used.add(ip)
+
+    def allocate(self, uid: str) -> str:
+        """Raises:
+        NetworkError: the CIDR is exhausted."""
+        if uid in self._by_uid:
+            return self._by_uid[uid]
+        for _ in range(self._hosts):
+            cand = self.net.network_address + 1 + self._next
+            self._next = (self._next + 1) % self._hosts
+            s = str(cand)
+            if cand in self._reserved or s in self._used:
+                continue
+            self._by_uid[uid] = s
+            self._used.add(s)
+            return s
+        raise NetworkError(f"Pod CIDR {self.net} has no free address")
+
+    def release(self, uid: str) -> None:
+        ip = self._by_uid.pop(uid, None)
+        if ip is not None:
+            self._used.discard(ip)
+
+    def used(self) -> dict[str, str]:
+        return dict(self._by_uid)
+
+
+def hosts_content(pod_ip: str, hostname: str, fqdn: str, services: Iterable[tuple[str, list[str]]],
+                  host_aliases: Iterable[dict[str, object]] = ()) -> str:
+    """The managed hosts file of a Pod: localhost lines, the Pod's own name, Service names, and
+    ``spec.hostAliases`` (as the kubelet appends them)."""
+    lines = [
+        "# Kubernetes-managed hosts file (pumice node agent).",
+        "127.0.0.1\tlocalhost",
+        "::1\tlocalhost ip6-localhost ip6-loopback",
+        "fe00::0\tip6-localnet",
+        "fe00::0\tip6-mcastprefix",
+        "fe00::1\tip6-allnodes",
+        "fe00::2\tip6-allrouters",
+    ]
+    own = [fqdn, hostname] if fqdn and fqdn != hostname else [hostname]
+    lines.append(f"{pod_ip}\t" + " ".join(own))
+    for ip, names in services:
+        lines.append(f"{ip}\t" + " ".join(names))
+    aliases = list(host_aliases)
+    if aliases:
+        lines.append("")
+        lines.append("# Entries added by HostAliases.")
+        for a in aliases:
+            hn = a.get("hostnames") or []
+            if isinstance(hn, list) and hn:
+                lines.append(f"{a.get('ip', '')}\t" + "\t".join(str(h) for h in hn))
+    return "\n".join(lines) + "\n"
+
+
+def write_in_place(path: Path, content: str) -> None:
+    """Rewrite ``path`` in place (truncate + write, same inode), creating it if needed."""
+    data = content.encode()
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if os.pread(fd, len(data) + 1, 0) == data:
+            return
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, data, 0)
+    finally:
+        os.close(fd)
+
+
+class NetnsNetwork:
+    """Bridge + per-Pod network namespaces (needs root).
+
+    Args:
+        cidr: the Pod CIDR; its first address goes on the bridge.
+    """
+
+    mode = "netns"
+
+    def __init__(self, cidr: str, *, default_via_gateway: bool = False) -> None:
+        self.default_via_gateway = default_via_gateway
+        net = IPAM(cidr).net
+        self.prefixlen = net.prefixlen
+        self.gateway = str(net.network_address + 1)
+        self.ipam = IPAM(cidr, reserved=[self.gateway])
+        self._bridge_ready = False
+        self._lock = asyncio.Lock()
+
+    @property
+    def host_ip(self) -> str:
+        return self.gateway
+
+    async def ensure_bridge(self) -> None:
+        """Create the bridge when missing (idempotent). Warns when br_netfilter plus a dropping
+        FORWARD policy would block Pod-to-Pod traffic (we never change iptables ourselves)."""
+        async with self._lock:
+            if self._bridge_ready:
+                return
+            if not Path(f"/sys/class/net/{BRIDGE}").exists():
+                octets = [int(x) for x in self.gateway.split(".")]
+                mac = "02:00:" + ":".join(f"{o:02x}" for o in octets)
+                await run("ip", "link", "add", BRIDGE, "address", mac, "type", "bridge")
+            _, out = await run("ip", "-o", "addr", "show", "dev", BRIDGE, check=False)
+            if f"{self.gateway}/{self.prefixlen}" not in out:
+                await run("ip", "addr", "add", f"{self.gateway}/{self.prefixlen}", "dev", BRIDGE)
+            await run("ip", "link", "set", BRIDGE, "up")
+            self._bridge_ready = True
+            await self._check_forward_policy()
+
+    async def _check_forward_policy(self) -> None:
+        nf = Path("/proc/sys/net/bridge/bridge-nf-call-iptables")
+        if not nf.exists() or nf.read_text().strip() != "1" or shutil.which("iptables") is None:
+            return
+        rc, out = await run("iptables", "-S", "FORWARD", check=False)
+        if rc == 0 and "-P FORWARD DROP" in out and f"-i {BRIDGE} -o {BRIDGE}" not in out:
+            log.error(
+                "br_netfilter is loaded and the iptables FORWARD policy is DROP: traffic between Pods "
+                "on %s will be dropped. Allow it with `iptables -I FORWARD -i %s -o %s -j ACCEPT` or "
+                "`sysctl net.bridge.bridge-nf-call-iptables=0` (pumice does not change host settings).",
+                BRIDGE, BRIDGE, BRIDGE,
+            )
+
+    async def setup(self, uid: str, hostname: str) -> tuple[str, str]:
+        """Create the Pod's namespace and veth; returns (netns name, Pod IP). Idempotent: an
+        existing namespace of this uid is torn down and made again."""
+        await self.ensure_bridge()
+        ns, veth = netns_name(uid), veth_name(uid)
+        ip = self.ipam.allocate(uid)
+        if Path(f"/run/netns/{ns}").exists():
+            await self.teardown(uid, ns, release=False)
+        etc = Path("/etc/netns") / ns
+        etc.mkdir(parents=True, exist_ok=True)
+        write_in_place(etc / "resolv.conf", RESOLV_CONF)
+        if not (etc / "hosts").exists():
+            write_in_place(etc / "hosts", hosts_content(ip, hostname, "", []))
+        await run("ip", "netns", "add", ns)
+        try:
+            await run("ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns)
+            await run("ip", "link", "set", veth, "master", BRIDGE, "up")
+            batch = (
+                f"addr add {ip}/{self.prefixlen} dev eth0\n"
+                "link set lo up\n"
+                "link set eth0 up\n"
+            ) + (f"route add default via {self.gateway}\n" if self.default_via_gateway
+                   else "route add default dev eth0\n")
+            await run("ip", "-n", ns, "-batch", "-", input_=batch.encode())
+        except NetworkError:
+            await self.teardown(uid, ns)
+            raise
+        return ns, ip
+
+    async def pids(self, ns: str) -> list[int]:
+        rc, out = await run("ip", "netns", "pids", ns, check=False)
+        return [int(x) for x in out.split() if x.isdigit()] if rc == 0 else []
+
+    async def teardown(self, uid: str, ns: str, *, release: bool = True) -> None:
+        """Delete the namespace (which removes the veth pair) and its /etc/netns files. The caller
+        kills the namespace's processes first: a live process keeps the namespace alive."""
+        if Path(f"/run/netns/{ns}").exists():
+            await run("ip", "netns", "del", ns, check=False)
+        veth = veth_name(uid)
+        if Path(f"/sys/class/net/{veth}").exists():
+            await run("ip", "link", "del", veth, check=False)
+        shutil.rmtree(Path("/etc/netns") / ns, ignore_errors=True)
+        if release:
+            self.ipam.release(uid)
+
+    async def remove_bridge(self) -> None:
+        """Remove the bridge and empty /etc/netns (when no pumice namespace is left)."""
+        if any(p.name.startswith(NETNS_PREFIX) for p in Path("/run/netns").glob("*")) if Path("/run/netns").exists() else False:
+            return
+        if Path(f"/sys/class/net/{BRIDGE}").exists():
+            await run("ip", "link", "del", BRIDGE, check=False)
+        try:
+            Path("/etc/netns").rmdir()
+        except OSError:
+            pass
+        self._bridge_ready = False
+
+    def hosts_path(self, ns: str) -> Path:
+        return Path("/etc/netns") / ns / "hosts"
+
+
+class HostNetwork:
+    """Host network with one loopback address per Pod (127.0.0.2 and up)."""
+
+    mode = "host"
+
+    def __init__(self) -> None:
+        self.ipam = IPAM("127.0.0.0/8", reserved=["127.0.0.1"])
+        self.gateway = "127.0.0.1"
+        self._ports: dict[int, str] = {}
+
+    @property
+    def host_ip(self) -> str:
+        return "127.0.0.1"
+
+    def claim_ports(self, uid: str, label: str, ports: Iterable[int]) -> None:
+        """Reserve host ports for a Pod.
+
+        Raises:
+            NetworkError: another Pod already declared one of them (they share the host network).
+        """
+        ports = list(ports)
+        for p in ports:
+            owner = self._ports.get(p)
+            if owner is not None and owner.split(" ")[0] != uid:
+                raise NetworkError(
+                    f"containerPort {p} is already used by Pod {owner.split(' ', 1)[1]} on this host "
+                    "(host network mode: run the node agent as root for one network namespace per Pod)"
+                )
+        for p in ports:
+            self._ports[p] = f"{uid} {label}"
+
+    def release_ports(self, uid: str) -> None:
+        for p in [p for p, o in self._ports.items() if o.split(" ")[0] == uid]:
+            del self._ports[p]

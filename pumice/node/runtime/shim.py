@@ -1,0 +1,136 @@
+"""Container shim: the parent of one container's main process (what conmon / containerd-shim are
+for a real runtime).
+
+Run as ``python -I -S shim.py LOG_FILE EXIT_FILE -- CMD [ARGS...]`` (stdlib only, no pumice
+imports, so it starts in ~15 ms). It
+
+- forks and execs ``CMD`` with stdout and stderr on two pipes, in the shim's process group;
+- writes every output line to ``LOG_FILE`` in the CRI log format the kubelet uses
+  (``<RFC 3339 nano time> <stdout|stderr> <F|P> <text>``; ``P`` marks a partial line split at
+  16 KiB), so ``kubectl logs --timestamps`` and ``--since`` work;
+- forwards SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to the child;
+- when the child exits, drains the pipes (at most 1 s more, since grandchildren may hold them),
+  writes the exit code to ``EXIT_FILE`` (``128 + signal`` for a killed child, as a shell reports
+  it) via a temporary file and rename, and exits with that code.
+
+The exit file lets an agent that restarted (and so is not the parent) learn the exit code of a
+container it adopted. Time here is the wall clock: the shim is a separate OS process of the
+process runtime, which only runs on wall time.
+"""
+
+import os
+import select
+import signal
+import sys
+import time
+
+_PARTIAL = 16 * 1024
+_FORWARD = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+
+
+def _stamp() -> bytes:
+    t = time.time()
+    secs = int(t)
+    return (time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{int((t - secs) * 1e9):09d}Z").encode()
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 4 or argv[2] != "--":
+        sys.stderr.write("usage: shim.py LOG_FILE EXIT_FILE -- CMD [ARGS...]\n")
+        return 2
+    log_path, exit_path = argv[0], argv[1]
+    cmd = argv[3:]
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.dup2(out_w, 1)
+            os.dup2(err_w, 2)
+            for fd in (out_r, out_w, err_r, err_w, log):
+                os.close(fd)
+            for sig in _FORWARD:
+                signal.signal(sig, signal.SIG_DFL)
+            os.execvp(cmd[0], cmd)
+        except OSError as e:
+            os.write(2, f"exec {cmd[0]!r} failed: {e.strerror}\n".encode())
+            os._exit(127 if isinstance(e, FileNotFoundError) else 126)
+    os.close(out_w)
+    os.close(err_w)
+
+    def forward(signum: int, _frame: object) -> None:
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            pass
+
+    for sig in _FORWARD:
+        signal.signal(sig, forward)
+
+    streams = {out_r: b"stdout", err_r: b"stderr"}
+    pending = {out_r: b"", err_r: b""}
+
+    def emit(fd: int, data: bytes, final: bool) -> None:
+        buf = pending[fd] + data
+        lines = buf.split(b"\n")
+        rest = lines.pop()
+        chunks = [b"%s %s F %s\n" % (_stamp(), streams[fd], line) for line in lines]
+        while len(rest) >= _PARTIAL:
+            chunks.append(b"%s %s P %s\n" % (_stamp(), streams[fd], rest[:_PARTIAL]))
+            rest = rest[_PARTIAL:]
+        if final and rest:
+            chunks.append(b"%s %s F %s\n" % (_stamp(), streams[fd], rest))
+            rest = b""
+        pending[fd] = rest
+        if chunks:
+            os.write(log, b"".join(chunks))
+
+    status = None
+    drain_deadline = None
+    open_fds = [out_r, err_r]
+    while open_fds:
+        timeout = 0.2
+        if drain_deadline is not None:
+            timeout = max(0.0, drain_deadline - time.monotonic())
+            if timeout == 0.0:
+                break
+        try:
+            ready, _, _ = select.select(open_fds, [], [], timeout)
+        except InterruptedError:
+            ready = []
+        for fd in ready:
+            try:
+                data = os.read(fd, 65536)
+            except InterruptedError:
+                continue
+            if data:
+                emit(fd, data, False)
+            else:
+                emit(fd, b"", True)
+                open_fds.remove(fd)
+        if status is None:
+            done, st = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = st
+                drain_deadline = time.monotonic() + 1.0
+    for fd in (out_r, err_r):
+        if pending[fd]:
+            emit(fd, b"", True)
+    while status is None:
+        try:
+            _, status = os.waitpid(pid, 0)
+        except InterruptedError:
+            continue
+    code = os.waitstatus_to_exitcode(status)
+    if code < 0:
+        code = 128 - code
+    tmp = exit_path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(f"{code}\n")
+    os.rename(tmp, exit_path)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

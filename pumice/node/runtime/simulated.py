@@ -1,0 +1,125 @@
+"""Simulated runtime: no processes; a Pod's lifecycle plays out on the project clock.
+
+- Sandbox creation takes ``start_latency`` seconds (plus a seeded jitter of up to
+  ``start_jitter`` seconds), standing in for sandbox setup and image pull.
+- A regular container runs for the Pod annotation ``pumice.io/sim-duration-seconds`` (or the
+  first matching per-image rule, or forever when neither is given), then exits with
+  ``pumice.io/sim-exit-code`` (default 0). Init containers exit 0 at once.
+- SIGTERM ends a container at once with 143, SIGKILL with 137; probes and exec hooks succeed.
+
+Deterministic: the jitter comes from ``random.Random(f"{seed}:{uid}")``, so a Pod's timings do not
+depend on the order in which Pods arrive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import signal
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pumice._util.clock import Clock
+from pumice.node.network import IPAM
+from pumice.node.runtime.base import Container, Sandbox, StartRequest
+
+Obj = dict[str, Any]
+
+ANNOTATION_DURATION = "pumice.io/sim-duration-seconds"
+ANNOTATION_EXIT_CODE = "pumice.io/sim-exit-code"
+
+
+class SimulatedRuntime:
+    """See the module docstring.
+
+    Args:
+        clock: the project clock (virtual under looptime).
+        seed: seed of the per-Pod jitter.
+        start_latency: seconds from admission to containers starting.
+        start_jitter: extra uniform [0, start_jitter) seconds per Pod.
+        image_durations: image prefix -> run seconds, used when the Pod has no duration annotation.
+        pod_cidr: where simulated Pod IPs come from.
+    """
+
+    name = "simulated"
+
+    def __init__(self, clock: Clock, *, seed: int = 0, start_latency: float = 1.0, start_jitter: float = 0.0,
+                 image_durations: Mapping[str, float] | None = None, pod_cidr: str = "10.244.0.0/16") -> None:
+        self.clock = clock
+        self.seed = seed
+        self.start_latency = start_latency
+        self.start_jitter = start_jitter
+        self.image_durations = dict(image_durations or {})
+        self.ipam = IPAM(pod_cidr, reserved=[str(IPAM(pod_cidr).net.network_address + 1)])
+
+    async def create_sandbox(self, pod: Obj, pod_dir: Path) -> Sandbox:
+        md = pod["metadata"]
+        delay = self.start_latency
+        if self.start_jitter > 0:
+            delay += random.Random(f"{self.seed}:{md['uid']}").uniform(0.0, self.start_jitter)
+        if delay > 0:
+            await self.clock.sleep(delay)
+        return Sandbox(md["uid"], md.get("namespace", ""), md["name"], pod_dir, self.ipam.allocate(md["uid"]))
+
+    async def remove_sandbox(self, sandbox: Sandbox) -> None:
+        self.ipam.release(sandbox.uid)
+
+    def _duration(self, pod: Obj, container: Obj) -> float | None:
+        ann = (pod.get("metadata") or {}).get("annotations") or {}
+        if ANNOTATION_DURATION in ann:
+            return max(0.0, float(ann[ANNOTATION_DURATION]))
+        image = container.get("image", "")
+        for prefix, seconds in self.image_durations.items():
+            if image.startswith(prefix):
+                return seconds
+        return None
+
+    async def start(self, sandbox: Sandbox, pod: Obj, req: StartRequest) -> Container:
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[int] = loop.create_future()
+        duration = 0.0 if req.init else self._duration(pod, req.container)
+        code = 0 if req.init else int(((pod.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_EXIT_CODE, 0))
+        handle = None
+        if duration is not None:
+            handle = loop.call_later(duration, _resolve, fut, code)
+        return Container(req.container["name"], req.restart_count, self.clock.now(), state=(fut, handle))
+
+    async def wait(self, sandbox: Sandbox, pod: Obj, c: Container) -> int:
+        fut, _ = c.state
+        return int(await asyncio.shield(fut))
+
+    def _end(self, c: Container, code: int) -> None:
+        fut, handle = c.state
+        if handle is not None:
+            handle.cancel()
+        if not fut.done():
+            fut.set_result(code)
+
+    async def signal(self, c: Container, sig: int) -> None:
+        if sig in (signal.SIGTERM, signal.SIGINT, signal.SIGKILL):
+            self._end(c, 128 + int(sig))
+
+    async def kill(self, sandbox: Sandbox, c: Container) -> None:
+        self._end(c, 137)
+
+    async def exec(self, sandbox: Sandbox, pod: Obj, c: Container, argv: Sequence[str], env: Mapping[str, str],
+                   timeout: float) -> tuple[int, str]:
+        return 0, ""
+
+    async def probe_http(self, sandbox: Sandbox, pod: Obj, container: Obj, action: Obj, timeout: float) -> tuple[bool, str]:
+        return True, ""
+
+    async def probe_tcp(self, sandbox: Sandbox, pod: Obj, container: Obj, action: Obj, timeout: float) -> tuple[bool, str]:
+        return True, ""
+
+    def is_alive(self, c: Container) -> bool:
+        return False
+
+    def update_hosts(self, sandbox: Sandbox, content: str) -> None:
+        return None
+
+
+def _resolve(fut: asyncio.Future[int], code: int) -> None:
+    if not fut.done():
+        fut.set_result(code)

@@ -1,0 +1,109 @@
+"""Service names for Pod hosts files.
+
+There is no cluster DNS and no kube-proxy in the process runtime, so a Service name resolves,
+through each Pod's hosts file, straight to the Pod IPs behind it (for headless and ClusterIP
+Services alike): the ready addresses of the Service's Endpoints object (plus the not-ready ones
+when ``publishNotReadyAddresses``), or, when no Endpoints object exists (no endpoints controller
+running), the IPs of the known Pods its selector matches (Ready ones, or all with
+``publishNotReadyAddresses``). Names written: ``<svc>.<ns>.svc.cluster.local``, ``<svc>.<ns>.svc``,
+``<svc>.<ns>`` for every Service and the bare ``<svc>`` for Services of the Pod's own namespace;
+headless Services also give ``<hostname>.<svc>.<ns>.svc.cluster.local`` for Pods whose
+``spec.subdomain`` names them. The ``kubernetes`` Service of ``default`` resolves to the address
+where the agent exposes the API server to Pods.
+
+Mirrors: the records kube-dns/CoreDNS serve for Services (kubernetes/dns specification).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pumice.api import meta
+
+Obj = dict[str, Any]
+CLUSTER_DOMAIN = "cluster.local"
+
+
+def _selected(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+
+@dataclass
+class ServiceDirectory:
+    """Services, Endpoints and Pods as last seen; :meth:`entries` answers for one Pod namespace."""
+
+    services: dict[str, Obj] = field(default_factory=dict)
+    endpoints: dict[str, Obj] = field(default_factory=dict)
+    pods: dict[str, Obj] = field(default_factory=dict)  # uid -> pod
+    api_address: str = ""
+    version: int = 0
+
+    def set(self, kind: str, obj: Obj, deleted: bool = False) -> bool:
+        """Record an object (``kind``: services, endpoints or pods); True when it may change names."""
+        table = {"services": self.services, "endpoints": self.endpoints, "pods": self.pods}[kind]
+        key = meta.uid(obj) if kind == "pods" else meta.key(obj)
+        if deleted:
+            changed = table.pop(key, None) is not None
+        else:
+            if kind == "pods":
+                slim = {
+                    "metadata": {"namespace": meta.namespace(obj), "labels": meta.labels(obj)},
+                    "spec": {k: v for k, v in (obj.get("spec") or {}).items() if k in ("hostname", "subdomain")},
+                    "status": {"podIP": (obj.get("status") or {}).get("podIP", ""),
+                               "ready": meta.pod_is_ready(obj)},
+                }
+                obj = slim
+            changed = table.get(key) != obj
+            table[key] = obj
+        if changed:
+            self.version += 1
+        return changed
+
+    def _service_ips(self, svc: Obj) -> list[str]:
+        spec = svc.get("spec") or {}
+        publish = bool(spec.get("publishNotReadyAddresses"))
+        ep = self.endpoints.get(meta.key(svc))
+        ips: list[str] = []
+        if ep is not None:
+            for subset in ep.get("subsets") or []:
+                for a in subset.get("addresses") or []:
+                    ips.append(a.get("ip", ""))
+                if publish:
+                    for a in subset.get("notReadyAddresses") or []:
+                        ips.append(a.get("ip", ""))
+        else:
+            sel = spec.get("selector") or {}
+            ns = meta.namespace(svc)
+            for p in self.pods.values():
+                if p["metadata"]["namespace"] != ns or not _selected(sel, p["metadata"]["labels"]):
+                    continue
+                if p["status"]["podIP"] and (publish or p["status"]["ready"]):
+                    ips.append(p["status"]["podIP"])
+        return sorted({ip for ip in ips if ip})
+
+    def entries(self, pod_namespace: str) -> list[tuple[str, list[str]]]:
+        """(ip, names) lines for a Pod in ``pod_namespace``, in a stable order."""
+        out: list[tuple[str, list[str]]] = []
+        if self.api_address:
+            names = [f"kubernetes.default.svc.{CLUSTER_DOMAIN}", "kubernetes.default.svc", "kubernetes.default"]
+            if pod_namespace == "default":
+                names.append("kubernetes")
+            out.append((self.api_address, names))
+        for key in sorted(self.services):
+            svc = self.services[key]
+            ns, name = meta.namespace(svc), meta.name(svc)
+            if ns == "default" and name == "kubernetes" and self.api_address:
+                continue
+            names = [f"{name}.{ns}.svc.{CLUSTER_DOMAIN}", f"{name}.{ns}.svc", f"{name}.{ns}"]
+            if ns == pod_namespace:
+                names.append(name)
+            for ip in self._service_ips(svc):
+                out.append((ip, names))
+            if (svc.get("spec") or {}).get("clusterIP") == "None":
+                for p in sorted(self.pods.values(), key=lambda p: p["status"]["podIP"]):
+                    spec = p["spec"]
+                    if (p["metadata"]["namespace"] == ns and spec.get("subdomain") == name and spec.get("hostname")
+                            and p["status"]["podIP"]):
+                        out.append((p["status"]["podIP"], [f"{spec['hostname']}.{name}.{ns}.svc.{CLUSTER_DOMAIN}"]))
+        return out
