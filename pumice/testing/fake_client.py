@@ -36,7 +36,7 @@ from pumice.client.base import ApiError, ObjectList, PatchType, WatchEvent
 Obj = dict[str, Any]
 Interceptor = Callable[[str, str, str, str], None]
 
-__all__ = ["FakeClient", "merge_patch"]
+__all__ = ["CountingClient", "FakeClient", "merge_patch"]
 
 WRITE_VERBS = frozenset({"create", "update", "update_status", "patch", "delete", "bind", "evict"})
 
@@ -437,3 +437,93 @@ class FakeClient:
     async def close(self) -> None:
         self.closed = True
         await self._notify()
+
+
+class CountingClient:
+    """Wrap any KubeClient and record every call in :attr:`actions` as
+    ``(verb, plural, namespace, name)``; :meth:`writes` lists the mutating ones.
+
+    Use it around the real in-process client for "a second reconcile writes nothing" tests::
+
+        counting = CountingClient(cluster.client)
+        await reconciler.reconcile(req)          # converges
+        counting.reset()
+        await reconciler.reconcile(req)          # no change in the world
+        assert counting.writes() == []
+
+    Attribute access not listed here passes through to the wrapped client.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.scheme: Scheme = inner.scheme
+        self.actions: list[tuple[str, str, str, str]] = []
+
+    def writes(self) -> list[tuple[str, str, str, str]]:
+        return [a for a in self.actions if a[0] in WRITE_VERBS]
+
+    def reset(self) -> None:
+        self.actions.clear()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def _kind(self, obj: Obj) -> str:
+        rk = self.scheme.by_api_version_kind(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+        return rk.plural if rk is not None else str(obj.get("kind", ""))
+
+    def _obj(self, verb: str, obj: Obj) -> None:
+        md = obj.get("metadata") or {}
+        self.actions.append((verb, self._kind(obj), md.get("namespace") or "", md.get("name") or ""))
+
+    async def get(self, kind: ResourceKind, name: str, namespace: str | None = None) -> Obj:
+        self.actions.append(("get", kind.plural, namespace or "", name))
+        result: Obj = await self.inner.get(kind, name, namespace)
+        return result
+
+    async def list(self, kind: ResourceKind, namespace: str | None = None, **kw: Any) -> ObjectList:
+        self.actions.append(("list", kind.plural, namespace or "", ""))
+        result: ObjectList = await self.inner.list(kind, namespace, **kw)
+        return result
+
+    def watch(self, kind: ResourceKind, namespace: str | None = None, **kw: Any) -> AsyncIterator[WatchEvent]:
+        self.actions.append(("watch", kind.plural, namespace or "", ""))
+        result: AsyncIterator[WatchEvent] = self.inner.watch(kind, namespace, **kw)
+        return result
+
+    async def create(self, obj: Obj, **kw: Any) -> Obj:
+        self._obj("create", obj)
+        result: Obj = await self.inner.create(obj, **kw)
+        return result
+
+    async def update(self, obj: Obj) -> Obj:
+        self._obj("update", obj)
+        result: Obj = await self.inner.update(obj)
+        return result
+
+    async def update_status(self, obj: Obj) -> Obj:
+        self._obj("update_status", obj)
+        result: Obj = await self.inner.update_status(obj)
+        return result
+
+    async def patch(self, kind: ResourceKind, name: str, patch: Any, namespace: str | None = None,
+                    **kw: Any) -> Obj:
+        self.actions.append(("patch", kind.plural, namespace or "", name))
+        result: Obj = await self.inner.patch(kind, name, patch, namespace, **kw)
+        return result
+
+    async def delete(self, kind: ResourceKind, name: str, namespace: str | None = None, **kw: Any) -> Obj | None:
+        self.actions.append(("delete", kind.plural, namespace or "", name))
+        result: Obj | None = await self.inner.delete(kind, name, namespace, **kw)
+        return result
+
+    async def bind(self, namespace: str, pod_name: str, node_name: str, **kw: Any) -> None:
+        self.actions.append(("bind", "pods", namespace, pod_name))
+        await self.inner.bind(namespace, pod_name, node_name, **kw)
+
+    async def evict(self, namespace: str, pod_name: str, **kw: Any) -> None:
+        self.actions.append(("evict", "pods", namespace, pod_name))
+        await self.inner.evict(namespace, pod_name, **kw)
+
+    async def close(self) -> None:
+        await self.inner.close()

@@ -1,0 +1,146 @@
+"""Manager lifecycle: runnables with and without the leader, graceful shutdown, failures, health
+endpoints, and run_controller_manager's plug-in loading."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx2 as httpx
+import pytest
+
+from pumice._util.clock import LoopClock
+from pumice.runtime import Manager, Request, Result
+from pumice.runtime.run import run_controller_manager, setup_controllers
+from pumice.testing.fake_client import FakeClient
+
+from .conftest import CONFIGMAP, configmap, eventually
+
+
+async def test_runnables_run_until_stop_and_in_flight_reconciles_finish() -> None:
+    fake = FakeClient(clock=LoopClock())
+    mgr = Manager(fake, graceful_shutdown_timeout=5)
+    ticks: list[str] = []
+    finished: list[str] = []
+    started_reconcile = asyncio.Event()
+
+    async def ticker() -> None:
+        try:
+            while True:
+                ticks.append("t")
+                await asyncio.sleep(0.01)
+        finally:
+            ticks.append("stopped")
+
+    class Slow:
+        async def reconcile(self, req: Request) -> Result:
+            started_reconcile.set()
+            await asyncio.sleep(0.2)
+            finished.append(req.name)
+            return Result()
+
+    mgr.add_runnable(ticker, needs_leader=False)
+    mgr.controller("slow").for_(CONFIGMAP).complete(Slow())
+    await fake.create(configmap("a"))
+    task = asyncio.create_task(mgr.start())
+    await started_reconcile.wait()
+    mgr.stop()
+    await task
+    assert finished == ["a"], "the in-flight reconcile finished before shutdown"
+    assert ticks[-1] == "stopped"
+    assert all(not inf.running for inf in mgr.informers.informers())
+
+
+async def test_a_failing_runnable_stops_the_manager_and_is_raised() -> None:
+    mgr = Manager(FakeClient())
+
+    async def broken() -> None:
+        raise RuntimeError("runnable bug")
+
+    mgr.add_runnable(broken)
+    with pytest.raises(RuntimeError, match="runnable bug"):
+        await asyncio.wait_for(mgr.start(), 10)
+
+
+async def test_stop_before_start_returns_at_once() -> None:
+    mgr = Manager(FakeClient())
+    mgr.stop()
+    await asyncio.wait_for(mgr.start(), 5)
+
+
+async def test_health_endpoints_report_liveness_readiness_and_metrics() -> None:
+    fake = FakeClient(clock=LoopClock())
+    mgr = Manager(fake, health_port=0)
+    gate = asyncio.Event()
+    real_list = fake.list
+
+    async def slow_list(*a: Any, **kw: Any) -> Any:
+        await gate.wait()
+        return await real_list(*a, **kw)
+
+    fake.list = slow_list  # type: ignore[method-assign]
+    mgr.controller("h").for_(CONFIGMAP).complete(_Noop())
+    task = asyncio.create_task(mgr.start())
+    await eventually(lambda: mgr._health is not None and mgr.health_port not in (0, None))
+    base = f"http://127.0.0.1:{mgr.health_port}"
+    async with httpx.AsyncClient() as http:
+        assert (await http.get(f"{base}/healthz")).text == "ok"
+        not_ready = await http.get(f"{base}/readyz")
+        assert not_ready.status_code == 503
+        assert "informers-synced" in not_ready.text
+        gate.set()
+        await mgr.wait_started()
+        ready = await http.get(f"{base}/readyz")
+        assert (ready.status_code, ready.text) == (200, "ok")
+        metrics = (await http.get(f"{base}/metrics")).text
+        assert 'controller_runtime_max_concurrent_reconciles{controller="h"} 1.0' in metrics
+        assert "workqueue_depth" in metrics
+    mgr.stop()
+    await task
+
+
+class _Noop:
+    async def reconcile(self, req: Request) -> Result:
+        return Result()
+
+
+async def test_setup_controllers_reports_missing_groups_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pumice.runtime.run as run
+
+    monkeypatch.setitem(run.CONTROLLER_GROUPS, "kube", "pumice.nonexistent_controllers")
+    lines: list[str] = []
+    mgr = Manager(FakeClient())
+    done = await setup_controllers(mgr, ["kube"], report=lines.append)
+    assert done == []
+    assert len(lines) == 1 and "'kube' controllers are not available" in lines[0]
+    with pytest.raises(ValueError, match="known"):
+        await setup_controllers(mgr, ["nope"])
+
+
+async def test_run_controller_manager_runs_a_group_until_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    import pumice.runtime.run as run
+
+    seen: list[str] = []
+    module = types.ModuleType("toy_controllers")
+
+    class Toy:
+        async def reconcile(self, req: Request) -> Result:
+            seen.append(req.name)
+            return Result()
+
+    def setup(mgr: Manager, **kw: Any) -> None:
+        mgr.controller("toy").for_(CONFIGMAP).complete(Toy())
+
+    module.setup = setup  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "toy_controllers", module)
+    monkeypatch.setitem(run.CONTROLLER_GROUPS, "toy", "toy_controllers")
+    fake = FakeClient(clock=LoopClock())
+    await fake.create(configmap("x"))
+    stop = asyncio.Event()
+    task = asyncio.create_task(run_controller_manager(fake, ["toy"], leader_elect=False, stop_event=stop))
+    await eventually(lambda: seen == ["x"])
+    stop.set()
+    await asyncio.wait_for(task, 10)
