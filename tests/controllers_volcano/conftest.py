@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from pumice.testing.fake_client import FakeClient
-from pumice.testing.volcano import volcano_scheme
+from pumice.testing.volcano_controllers import volcano_scheme
 
 
 @pytest.fixture

@@ -15,8 +15,8 @@ from pumice.controllers.volcano.job.state import JOB_STEPS
 from pumice.controllers.volcano.keys import Action, JobPhase, QueueState
 from pumice.controllers.volcano.queue import next_state
 from pumice.testing.fake_client import FakeClient
-from pumice.testing.volcano import eventually
-from pumice.testing.volcano import running_controllers as running
+from pumice.testing.volcano_controllers import eventually
+from pumice.testing.volcano_controllers import running_controllers as running
 
 
 def test_every_job_phase_has_a_step() -> None:

@@ -1,0 +1,177 @@
+"""Test harness for the Volcano controllers (pumice.controllers.volcano): a scheme with the
+Volcano kinds, a Manager running the controllers over any KubeClient, an ``eventually`` poller,
+a stepped scheduler driver (one Volcano session through the API per call) and a minimal node
+agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from pumice.api.scheme import Scheme
+from pumice.client.base import KubeClient
+from pumice.controllers.volcano import keys, setup
+from pumice.runtime.manager import Manager
+
+
+def volcano_scheme() -> Scheme:
+    """The built-in kinds plus Job, PodGroup, Queue, Command and NetworkPolicy."""
+    s = Scheme.builtin()
+    for rk in (keys.VCJOB, keys.PODGROUP, keys.QUEUE, keys.COMMAND, keys.NETWORKPOLICY):
+        s.add(rk)
+    return s
+
+
+async def eventually(fn: Callable[[], Awaitable[Any] | Any], timeout: float = 5.0, interval: float = 0.005) -> Any:
+    """Poll ``fn`` until it returns a truthy value (or an awaitable of one); returns it.
+
+    Raises:
+        AssertionError: when ``timeout`` seconds of loop time pass first.
+    """
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    last: Any = None
+    while loop.time() < end:
+        last = fn()
+        if asyncio.iscoroutine(last):
+            last = await last
+        if last:
+            return last
+        await asyncio.sleep(interval)
+    raise AssertionError(f"condition not met in {timeout}s (last value {last!r})")
+
+
+@contextlib.asynccontextmanager
+async def running_controllers(client: KubeClient, **options: Any) -> AsyncIterator[Manager]:
+    """A Manager with the Volcano controllers, started; stopped on exit."""
+    mgr = Manager(client)
+    setup(mgr, **options)
+    task = asyncio.create_task(mgr.start())
+    await mgr.wait_started()
+    try:
+        yield mgr
+    finally:
+        mgr.stop()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, 10)
+
+
+# a stepped scheduler driver and a minimal node agent, for end-to-end tests
+
+def ready_node(name: str, *, cpu: str = "2", memory: str = "8Gi", pods: str = "110",
+         labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """A Ready Node with the given allocatable (= capacity)."""
+    alloc = {"cpu": cpu, "memory": memory, "pods": pods}
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                                                  **(labels or {})}},
+            "spec": {},
+            "status": {"capacity": dict(alloc), "allocatable": dict(alloc),
+                       "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+async def add_nodes(client: KubeClient, nodes: list[dict[str, Any]]) -> None:
+    """Create Nodes and write their status (allocatable, Ready)."""
+    for n in nodes:
+        created = await client.create(n)
+        created["status"] = n["status"]
+        await client.update_status(created)
+
+
+async def list_scheduling_objects(client: KubeClient) -> list[dict[str, Any]]:
+    """Nodes, Pods, PodGroups, Queues, PriorityClasses and Namespaces, with kind set."""
+    from pumice.api.scheme import ResourceKind
+
+    kinds = (ResourceKind("", "v1", "Namespace", "namespaces", namespaced=False),
+             ResourceKind("", "v1", "Node", "nodes", namespaced=False),
+             keys.PRIORITYCLASS, keys.QUEUE, keys.PODGROUP, keys.POD)
+    out: list[dict[str, Any]] = []
+    for rk in kinds:
+        for o in (await client.list(rk)).items:
+            o.setdefault("apiVersion", rk.api_version)
+            o.setdefault("kind", rk.kind)
+            out.append(o)
+    return out
+
+
+async def schedule_once(client: KubeClient, conf: Any) -> Any:
+    """One Volcano scheduling cycle through the API: snapshot the objects, run the scheduler's
+    session (:func:`pumice.scheduler.volcano.run_session`), then write what it decided: binds,
+    evictions, changed PodGroup statuses, queue ``status.allocated``. Returns the SessionResult.
+
+    A stepped stand-in for the live scheduler loop, so tests control when a cycle runs.
+    """
+    from pumice.scheduler.volcano import build_snapshot, run_session
+
+    res = run_session(build_snapshot(await list_scheduling_objects(client)), conf)
+    for key, node_name in sorted(res.binds.items()):
+        ns, name = key.split("/", 1)
+        with contextlib.suppress(Exception):
+            await client.bind(ns, name, node_name)
+    for key in sorted(res.evictions):
+        ns, name = key.split("/", 1)
+        with contextlib.suppress(Exception):
+            await client.evict(ns, name)
+    closed = res.close
+    for key in sorted(closed.changed if closed is not None else []):
+        ns, name = key.split("/", 1)
+        with contextlib.suppress(Exception):
+            await client.patch(keys.PODGROUP, name, {"status": res.pod_groups[key]}, ns, subresource="status")
+    if closed is not None:
+        for q, alloc in sorted(closed.queue_allocated.items()):
+            with contextlib.suppress(Exception):
+                await client.patch(keys.QUEUE, q, {"status": {"allocated": alloc or None}}, subresource="status")
+    return res
+
+
+class MiniKubelet:
+    """A minimal node agent for tests: bound Pending Pods become Running (containers ready);
+    Pods being deleted gracefully are removed; :meth:`finish` ends a Pod Succeeded or Failed.
+    Polls every ``interval`` seconds."""
+
+    def __init__(self, client: KubeClient, interval: float = 0.01) -> None:
+        self.client = client
+        self.interval = interval
+        self._task: asyncio.Task[None] | None = None
+
+    async def step(self) -> None:
+        for p in (await self.client.list(keys.POD)).items:
+            md, spec, st = p["metadata"], p.get("spec") or {}, p.get("status") or {}
+            if md.get("deletionTimestamp"):
+                with contextlib.suppress(Exception):
+                    await self.client.delete(keys.POD, md["name"], md.get("namespace"), grace_period_seconds=0)
+                continue
+            if spec.get("nodeName") and (st.get("phase") or "Pending") == "Pending":
+                cs = [{"name": c.get("name", ""), "ready": True, "restartCount": 0,
+                       "state": {"running": {}}} for c in spec.get("containers") or []]
+                with contextlib.suppress(Exception):
+                    await self.client.patch(keys.POD, md["name"], {"status": {
+                        "phase": "Running", "containerStatuses": cs,
+                        "conditions": [{"type": "Ready", "status": "True"}]}}, md.get("namespace"),
+                        subresource="status")
+
+    async def finish(self, name: str, namespace: str = "default", *, phase: str = "Succeeded",
+                     exit_code: int = 0) -> None:
+        p = await self.client.get(keys.POD, name, namespace)
+        cs = [{"name": c.get("name", ""), "ready": False, "restartCount": 0,
+               "state": {"terminated": {"exitCode": exit_code}}} for c in (p.get("spec") or {}).get("containers") or []]
+        await self.client.patch(keys.POD, name, {"status": {"phase": phase, "containerStatuses": cs}}, namespace,
+                                subresource="status")
+
+    async def _loop(self) -> None:
+        while True:
+            with contextlib.suppress(Exception):
+                await self.step()
+            await asyncio.sleep(self.interval)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._task
