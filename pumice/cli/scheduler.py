@@ -35,14 +35,12 @@ def parse_duration(text: str) -> float:
 
 
 async def _make_client(kubeconfig: str | None) -> Any:
+    from pumice.client.kubeconfig import connect
+
     try:
-        kube = importlib.import_module("pumice.client.kube")
-    except ModuleNotFoundError as e:
-        raise click.ClickException(f"the API client is not available in this build ({e.name})") from e
-    factory = getattr(kube, "from_kubeconfig", None)
-    if factory is not None:
-        return await factory(kubeconfig) if asyncio.iscoroutinefunction(factory) else factory(kubeconfig)
-    return kube.Client.from_kubeconfig(kubeconfig)
+        return connect(kubeconfig)
+    except (OSError, ValueError) as e:
+        raise click.ClickException(f"cannot load kubeconfig {kubeconfig or '(default)'}: {e}") from e
 
 
 async def _run(kubeconfig: str | None, name: str, period: float, conf: str | None) -> None:
