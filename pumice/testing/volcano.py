@@ -29,6 +29,10 @@ from pumice.scheduler.volcano.conf import PluginOption, SchedulerConfiguration, 
 
 Obj = dict[str, Any]
 
+CREATED = "2024-01-01T00:00:00Z"
+"""Builders stamp every object with this creation time unless told otherwise, as upstream's
+builders leave it unset (equal) so ties fall through to UID order."""
+
 
 def resource_list(spec: str | Mapping[str, Any] | None) -> Obj:
     """``"1,1Gi,pods=10,nvidia.com/gpu=1"`` -> ``{"cpu": "1", "memory": "1Gi", "pods": "10", ...}``."""
@@ -69,7 +73,7 @@ def pod(
     host_ports: Sequence[int] = (),
     init_requests: str | Mapping[str, Any] | None = None,
     scheduler_name: str = "volcano",
-    created: str | None = None,
+    created: str | None = CREATED,
     uid: str | None = None,
     deleting: bool = False,
     nominated_node: str | None = None,
@@ -155,7 +159,7 @@ def podgroup(
     phase: str = "Inqueue",
     priority_class: str | None = None,
     annotations: Mapping[str, str] | None = None,
-    created: str | None = None,
+    created: str | None = CREATED,
 ) -> Obj:
     spec: Obj = {"queue": queue, "minMember": min_member}
     if min_task_member:
@@ -189,7 +193,7 @@ def queue(
     state: str = "Open",
     hierarchy: str | None = None,
     hierarchy_weights: str | None = None,
-    created: str | None = None,
+    created: str | None = CREATED,
 ) -> Obj:
     spec: Obj = {"weight": weight}
     if capability is not None:
@@ -311,3 +315,74 @@ __all__ = [
     "toleration",
     "write_manifests",
 ]
+
+
+@dataclass
+class Case:
+    """An upstream-style expectation table row (uthelper TestCommonStruct).
+
+    ``binds``: exact ``<ns>/<pod>`` -> node map (None = not checked); ``evictions``: multiset of
+    ``<ns>/<pod>``; ``evict_num``: only the count; ``pipelined``: ``<ns>/<podgroup>`` -> allowed
+    nodes (every pipelined task of that job must be on one of them); ``phases``:
+    ``<ns>/<podgroup>`` -> phase after close.
+    """
+
+    name: str
+    objects: list[Obj]
+    actions: Sequence[str]
+    tiers: Sequence[Sequence[PluginOption | str]]
+    binds: Mapping[str, str] | None = None
+    evictions: Sequence[str] | None = None
+    evict_num: int | None = None
+    pipelined: Mapping[str, Sequence[str]] | None = None
+    phases: Mapping[str, str] | None = None
+    configurations: Mapping[str, Mapping[str, Any]] | None = None
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _job_of(objects: Iterable[Obj]) -> dict[str, str]:
+    out = {}
+    for o in objects:
+        if o.get("kind") == "Pod":
+            md = o["metadata"]
+            g = (md.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
+            if g:
+                out[f"{md['namespace']}/{md['name']}"] = f"{md['namespace']}/{g}"
+    return out
+
+
+def check_case(case: Case, out: Mapping[str, Any]) -> None:
+    """Assert a session output (the ``pumice volcano session`` JSON shape) against ``case``.
+
+    Raises:
+        AssertionError: with the case name and the differing part.
+    """
+    if case.binds is not None:
+        assert dict(out["binds"]) == dict(case.binds), f"{case.name}: binds {out['binds']} != {dict(case.binds)}"
+    if case.evictions is not None:
+        assert sorted(out["evictions"]) == sorted(case.evictions), f"{case.name}: evictions {out['evictions']} != {list(case.evictions)}"
+    if case.evict_num is not None:
+        assert len(out["evictions"]) == case.evict_num, f"{case.name}: {len(out['evictions'])} evictions, want {case.evict_num}"
+    if case.pipelined is not None:
+        job_of = _job_of(case.objects)
+        for job, nodes in case.pipelined.items():
+            got = {t: n for t, n in out["pipelined"].items() if job_of.get(t) == job}
+            assert got, f"{case.name}: no task of {job} pipelined (pipelined: {out['pipelined']})"
+            for t, n in got.items():
+                assert n in nodes, f"{case.name}: {t} pipelined to {n}, want one of {list(nodes)}"
+    if case.phases is not None:
+        for job, phase in case.phases.items():
+            got = out["podGroups"].get(job, {}).get("phase")
+            assert got == phase, f"{case.name}: {job} phase {got}, want {phase}"
+
+
+def run_case(case: Case, *, vectorize: bool = True) -> Obj:
+    """Run ``case`` in-process; returns the CLI JSON shape."""
+    return run_scenario(
+        case.objects, actions=case.actions, tiers=case.tiers, configurations=case.configurations, vectorize=vectorize
+    ).to_json()
+
+
+__all__ += ["Case", "check_case", "run_case"]

@@ -131,7 +131,7 @@ def build_snapshot(
             t = TaskInfo.from_pod(o)
         except ValueError as e:
             raise SnapshotError(f"{_ident(o)}: spec.containers[].resources: {e}") from e
-        if t.creation == 0.0:
+        if not (o.get("metadata") or {}).get("creationTimestamp"):
             t.creation = float(i)
         sched = (o.get("spec") or {}).get("schedulerName") or "default-scheduler"
         if t.node_name and t.status not in COMPLETED_STATUSES and t.node_name in ci.nodes:
