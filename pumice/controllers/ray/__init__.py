@@ -13,7 +13,7 @@ from typing import Any
 from pumice.controllers.ray import kinds
 from pumice.controllers.ray.batchscheduler import UnknownBatchSchedulerError, new_batch_scheduler
 from pumice.controllers.ray.dashboard import DashboardClientFactory
-from pumice.controllers.ray.raycluster import RayClusterOptions, RayClusterReconciler
+from pumice.controllers.ray.raycluster import CacheReader, RayClusterOptions, RayClusterReconciler
 from pumice.controllers.ray.rayjob import RayJobOptions, RayJobReconciler
 
 __all__ = [
@@ -22,6 +22,11 @@ __all__ = [
     "UnknownBatchSchedulerError",
     "setup",
 ]
+
+
+def _store(informer: Any) -> Any:
+    lister = informer.lister
+    return lister() if callable(lister) else lister
 
 
 def setup(mgr: Any, *, batch_scheduler: str | None = None, dashboard_client_factory: DashboardClientFactory | None = None,
@@ -52,9 +57,15 @@ def setup(mgr: Any, *, batch_scheduler: str | None = None, dashboard_client_fact
         fn = getattr(mgr, "event_recorder", None)
         return fn(component) if fn is not None else None
 
+    reader = None
+    informers = getattr(mgr, "informers", None)
+    if informers is not None:
+        pods = informers.informer(kinds.POD)
+        services = informers.informer(kinds.SERVICE)
+        reader = CacheReader(_store(pods), _store(services))
     rc = RayClusterReconciler(client, recorder=recorder("raycluster-controller"), clock=clock,
                               batch_scheduler=scheduler, options=raycluster_options,
-                              rng=random.Random(rng.random()))
+                              rng=random.Random(rng.random()), reader=reader)
     rj = RayJobReconciler(client, recorder=recorder("rayjob-controller"), clock=clock, batch_scheduler=scheduler,
                           dashboard_client_factory=dashboard_client_factory, options=rayjob_options,
                           rng=random.Random(rng.random()))

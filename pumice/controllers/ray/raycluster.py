@@ -20,8 +20,9 @@ Deviates:
 - Autoscaler RBAC, Ingress, auth Secret, serve Service and the GCS PVC sub-reconcilers are not
   implemented (the in-tree autoscaler and RayService come later); upgradeStrategy Recreate is not
   implemented.
-- Pods and Services are read with direct list calls (label selectors), not from an informer
-  cache; the scale expectations are kept anyway (creates are of generateName Pods).
+- Pods and Services are read through a :class:`ClusterReader`: informer stores indexed by the
+  ``ray.io/cluster`` label when set up on a Manager (:class:`CacheReader`), or direct list calls
+  (:class:`ClientReader`, the default for a bare reconciler).
 """
 
 from __future__ import annotations
@@ -64,6 +65,67 @@ class EventRecorder(Protocol):
 class NullRecorder:
     def event(self, obj: Obj, type: str, reason: str, message: str) -> None:
         log.debug("event %s %s %s: %s", assoc.selector_string({}), type, reason, message)
+
+
+class ClusterReader(Protocol):
+    """Where the controller reads a cluster's Pods and head Services from."""
+
+    async def cluster_pods(self, namespace: str, cluster: str) -> list[Obj]: ...
+
+    async def head_services(self, namespace: str, cluster: str) -> list[Obj]: ...
+
+    async def pod_exists(self, namespace: str, name: str) -> bool: ...
+
+
+class ClientReader:
+    """Direct list/get calls with label selectors (always current; one API call each)."""
+
+    def __init__(self, client: KubeClient) -> None:
+        self.client = client
+
+    async def cluster_pods(self, namespace: str, cluster: str) -> list[Obj]:
+        sel = assoc.selector_string(assoc.cluster_pods_selector(cluster))
+        return (await self.client.list(kinds.POD, namespace, label_selector=sel)).items
+
+    async def head_services(self, namespace: str, cluster: str) -> list[Obj]:
+        sel = assoc.selector_string(assoc.head_service_selector(cluster))
+        return (await self.client.list(kinds.SERVICE, namespace, label_selector=sel)).items
+
+    async def pod_exists(self, namespace: str, name: str) -> bool:
+        try:
+            await self.client.get(kinds.POD, name, namespace)
+        except Exception as e:
+            if is_not_found(e):
+                return False
+            raise
+        return True
+
+
+class CacheReader:
+    """Reads from informer stores (``Store.by_index`` on the ``ray.io/cluster`` label), as
+    upstream reads from controller-runtime's cache; the scale expectations cover the lag.
+
+    Args:
+        pods / services: informer stores (``get``, ``by_index``); treated as read-only.
+    """
+
+    def __init__(self, pods: Any, services: Any) -> None:
+        self.pods = pods
+        self.services = services
+        self.index = "label:" + c.RAY_CLUSTER_LABEL
+
+    async def cluster_pods(self, namespace: str, cluster: str) -> list[Obj]:
+        return [p for p in self.pods.by_index(self.index, cluster)
+                if (p.get("metadata") or {}).get("namespace") == namespace]
+
+    async def head_services(self, namespace: str, cluster: str) -> list[Obj]:
+        sel = assoc.head_service_selector(cluster)
+        return [s for s in self.services.by_index(self.index, cluster)
+                if (s.get("metadata") or {}).get("namespace") == namespace
+                and assoc.matches((s.get("metadata") or {}).get("labels") or {}, sel)]
+
+    async def pod_exists(self, namespace: str, name: str) -> bool:
+        return self.pods.get(namespace, name) is not None
 
 
 class ReplicaFailureError(Exception):
@@ -222,8 +284,9 @@ class RayClusterReconciler:
 
     def __init__(self, client: KubeClient, *, recorder: EventRecorder | None = None, clock: Clock | None = None,
                  batch_scheduler: BatchScheduler | None = None, options: RayClusterOptions = RayClusterOptions(),
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, reader: ClusterReader | None = None) -> None:
         self.client = client
+        self.reader: ClusterReader = reader or ClientReader(client)
         self.recorder: EventRecorder = recorder or NullRecorder()
         self.clock = clock or default_clock()
         self.batch_scheduler: BatchScheduler = batch_scheduler or DefaultBatchScheduler()
@@ -271,7 +334,7 @@ class RayClusterReconciler:
             reconcile_err = e
             log.info("RayCluster %s/%s reconcile error: %s", ns, req.name, e)
 
-        pods = await self._list_pods(ns, assoc.cluster_pods_selector(req.name))
+        pods = await self._list_pods(ns, req.name)
         new_status = await self._calculate_status(cluster, pods, reconcile_err)
         changed = inconsistent_status(status, new_status)
         if changed:
@@ -290,25 +353,18 @@ class RayClusterReconciler:
 
     # --- reads -----------------------------------------------------------------------------
 
-    async def _list_pods(self, ns: str, sel: dict[str, str]) -> list[Obj]:
-        lst = await self.client.list(kinds.POD, ns, label_selector=assoc.selector_string(sel))
-        return sorted(lst.items, key=lambda p: (p["metadata"].get("creationTimestamp", ""), p["metadata"]["name"]))
+    async def _list_pods(self, ns: str, cluster: str) -> list[Obj]:
+        pods = await self.reader.cluster_pods(ns, cluster)
+        return sorted(pods, key=lambda p: (p["metadata"].get("creationTimestamp", ""), p["metadata"]["name"]))
 
     async def _pod_exists(self, ns: str, name: str) -> bool:
-        try:
-            await self.client.get(kinds.POD, name, ns)
-        except Exception as e:
-            if is_not_found(e):
-                return False
-            raise
-        return True
+        return await self.reader.pod_exists(ns, name)
 
     # --- services --------------------------------------------------------------------------
 
     async def _reconcile_head_service(self, cluster: Obj) -> None:
         ns = cluster["metadata"].get("namespace", "default")
-        sel = assoc.head_service_selector(cluster["metadata"]["name"])
-        found = (await self.client.list(kinds.SERVICE, ns, label_selector=assoc.selector_string(sel))).items
+        found = await self.reader.head_services(ns, cluster["metadata"]["name"])
         if len(found) == 1:
             return
         if len(found) > 1:
@@ -368,7 +424,7 @@ class RayClusterReconciler:
         status = cluster.get("status") or {}
         susp = suspend_status(status)
         if susp == c.RayClusterConditionType.RAY_CLUSTER_SUSPENDING:
-            pods = await self._list_pods(ns, assoc.cluster_pods_selector(name))
+            pods = await self._list_pods(ns, name)
             for p in pods:
                 if p["metadata"].get("deletionTimestamp"):
                     continue
@@ -386,7 +442,7 @@ class RayClusterReconciler:
         await self.batch_scheduler.do_batch_scheduling_on_submission(cluster)
 
         now = self.clock.now()
-        all_pods = await self._list_pods(ns, assoc.cluster_pods_selector(name))
+        all_pods = await self._list_pods(ns, name)
         heads = [p for p in all_pods if (p["metadata"].get("labels") or {}).get(c.RAY_NODE_TYPE_LABEL) == "head"]
         if await self.expectations.is_satisfied(ns, name, HEAD_GROUP_KEY, now, self._pod_exists):
             if len(heads) == 1:
@@ -579,8 +635,7 @@ class RayClusterReconciler:
 
     async def _update_endpoints_and_head(self, cluster: Obj, st: Obj, head: Obj | None) -> None:
         ns = cluster["metadata"].get("namespace", "default")
-        sel = assoc.head_service_selector(cluster["metadata"]["name"])
-        svcs = (await self.client.list(kinds.SERVICE, ns, label_selector=assoc.selector_string(sel))).items
+        svcs = await self.reader.head_services(ns, cluster["metadata"]["name"])
         head_info: Obj = {"podIP": "", "podName": ""}
         if head is not None:
             head_info = {"podIP": (head.get("status") or {}).get("podIP", ""), "podName": head["metadata"]["name"]}
