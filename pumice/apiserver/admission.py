@@ -1,0 +1,192 @@
+"""The admission chain and the built-in admission plugins.
+
+:class:`AdmissionChain` runs every mutating plugin that handles a request, in registration order,
+then every validating plugin. Plugins follow :mod:`pumice.api.admission`; a plugin object may be
+both mutating and validating (it then runs in both phases).
+
+Built-in plugins (installed by :class:`~pumice.apiserver.server.APIServer` unless told otherwise):
+- :class:`NamespaceLifecycle`: namespaced objects may be created only in an existing namespace
+  that is not terminating; ``default``, ``kube-system`` and ``kube-public`` cannot be deleted.
+- :class:`Priority`: resolves a Pod's ``spec.priorityClassName`` (or the globalDefault class)
+  into ``spec.priority`` and ``spec.preemptionPolicy``; at most one globalDefault PriorityClass.
+- :class:`ServiceAccount`: defaults a Pod's ``spec.serviceAccountName`` to ``default``.
+  Deviates: does not require the ServiceAccount to exist and mounts no token volume.
+
+Mirrors: k8s.io/apiserver pkg/admission (chainAdmissionHandler), kubernetes plugin/pkg/admission
+namespace/lifecycle, priority, serviceaccount.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pumice.api.admission import AdmissionError, AdmissionRequest, FieldCause, ObjectReader
+
+__all__ = [
+    "IMMORTAL_NAMESPACES",
+    "SYSTEM_PRIORITY_CLASSES",
+    "AdmissionChain",
+    "NamespaceLifecycle",
+    "Priority",
+    "ServiceAccount",
+    "builtin_plugins",
+]
+
+IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")
+
+#: PriorityClasses every kube-apiserver creates at start
+SYSTEM_PRIORITY_CLASSES: tuple[dict[str, Any], ...] = (
+    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "system-node-critical"},
+     "value": 2000001000, "description": "Used for system critical pods that must not be moved from their current node."},
+    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "system-cluster-critical"},
+     "value": 2000000000, "description": "Used for system critical pods that must run in the cluster, but can be "
+                                        "moved to another node if necessary."},
+)
+
+
+@dataclass
+class AdmissionChain:
+    """Ordered mutating and validating plugins."""
+
+    mutating: list[Any] = field(default_factory=list)
+    validating: list[Any] = field(default_factory=list)
+
+    def add(self, plugin: Any) -> None:
+        """Register a plugin: in the mutating phase when it has ``admit``, in the validating
+        phase when it has ``validate``.
+
+        Raises:
+            TypeError: when it has neither.
+        """
+        added = False
+        if callable(getattr(plugin, "admit", None)):
+            self.mutating.append(plugin)
+            added = True
+        if callable(getattr(plugin, "validate", None)):
+            self.validating.append(plugin)
+            added = True
+        if not added:
+            raise TypeError(f"admission plugin {plugin!r} has neither admit() nor validate()")
+
+    def remove(self, name: str) -> None:
+        self.mutating = [p for p in self.mutating if getattr(p, "name", None) != name]
+        self.validating = [p for p in self.validating if getattr(p, "name", None) != name]
+
+    def names(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for p in self.mutating + self.validating:
+            seen[getattr(p, "name", type(p).__name__)] = None
+        return list(seen)
+
+    async def admit(self, req: AdmissionRequest, reader: ObjectReader) -> None:
+        for p in self.mutating:
+            if p.handles(req):
+                await p.admit(req, reader)
+
+    async def validate(self, req: AdmissionRequest, reader: ObjectReader) -> None:
+        for p in self.validating:
+            if p.handles(req):
+                await p.validate(req, reader)
+
+
+class NamespaceLifecycle:
+    name = "NamespaceLifecycle"
+
+    def handles(self, req: AdmissionRequest) -> bool:
+        if req.kind.group == "" and req.kind.plural == "namespaces":
+            return req.operation == "DELETE"
+        return req.kind.namespaced and req.operation == "CREATE" and req.subresource == ""
+
+    async def validate(self, req: AdmissionRequest, reader: ObjectReader) -> None:
+        if req.kind.plural == "namespaces" and req.kind.group == "":
+            if req.name in IMMORTAL_NAMESPACES:
+                raise AdmissionError(f'namespaces "{req.name}" is forbidden: this namespace may not be deleted',
+                                     code=403)
+            return
+        ns_kind = reader.kind("v1", "Namespace")
+        if ns_kind is None or req.namespace is None:
+            return
+        ns = await reader.get(ns_kind, req.namespace)
+        if ns is None:
+            raise AdmissionError(f'namespaces "{req.namespace}" not found', code=404)
+        if ns.get("metadata", {}).get("deletionTimestamp") or ns.get("status", {}).get("phase") == "Terminating":
+            raise AdmissionError(
+                f'{req.kind.plural} "{req.name}" is forbidden: unable to create new content in namespace '
+                f"{req.namespace} because it is being terminated", code=403,
+            )
+
+
+class Priority:
+    name = "Priority"
+
+    def handles(self, req: AdmissionRequest) -> bool:
+        if req.subresource:
+            return False
+        if req.kind.group == "" and req.kind.plural == "pods":
+            return req.operation == "CREATE"
+        return req.kind.group == "scheduling.k8s.io" and req.kind.plural == "priorityclasses" and \
+            req.operation in ("CREATE", "UPDATE")
+
+    async def admit(self, req: AdmissionRequest, reader: ObjectReader) -> None:
+        if req.kind.plural != "pods" or req.obj is None:
+            return
+        spec = req.obj.setdefault("spec", {})
+        pc_kind = reader.kind("scheduling.k8s.io/v1", "PriorityClass")
+        if pc_kind is None:
+            return
+        pc_name = spec.get("priorityClassName")
+        pc: dict[str, Any] | None = None
+        if pc_name:
+            pc = await reader.get(pc_kind, pc_name)
+            if pc is None:
+                raise AdmissionError(f"no PriorityClass with name {pc_name} was found", code=403)
+        else:
+            defaults = [p for p in await reader.list(pc_kind) if p.get("globalDefault")]
+            if defaults:
+                defaults.sort(key=lambda p: (int(p.get("value", 0)), p["metadata"]["name"]))
+                pc = defaults[0]
+                spec["priorityClassName"] = pc["metadata"]["name"]
+        value = int(pc.get("value", 0)) if pc else 0
+        if "priority" in spec and spec["priority"] is not None and int(spec["priority"]) != value:
+            raise AdmissionError(
+                f"the integer value of priority ({spec['priority']}) must not be provided in pod spec; "
+                f"priority admission controller computed {value} from the given PriorityClass name", code=403,
+            )
+        spec["priority"] = value
+        if pc is not None:
+            spec["preemptionPolicy"] = pc.get("preemptionPolicy") or "PreemptLowerPriority"
+        else:
+            spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+
+    async def validate(self, req: AdmissionRequest, reader: ObjectReader) -> None:
+        if req.kind.plural != "priorityclasses" or req.obj is None or not req.obj.get("globalDefault"):
+            return
+        for other in await reader.list(req.kind):
+            if other.get("globalDefault") and other["metadata"]["name"] != req.name:
+                raise AdmissionError(
+                    f'PriorityClass "{req.name}" is invalid: globalDefault: Invalid value: true: '
+                    f"PriorityClass {other['metadata']['name']} is already marked as default. "
+                    "Only one default can exist",
+                    code=422, causes=[FieldCause("globalDefault", "Invalid value: true: only one default can exist")],
+                )
+
+
+class ServiceAccount:
+    name = "ServiceAccount"
+
+    def handles(self, req: AdmissionRequest) -> bool:
+        return req.kind.group == "" and req.kind.plural == "pods" and req.operation == "CREATE" and not req.subresource
+
+    async def admit(self, req: AdmissionRequest, reader: ObjectReader) -> None:
+        if req.obj is None:
+            return
+        spec = req.obj.setdefault("spec", {})
+        if not spec.get("serviceAccountName"):
+            spec["serviceAccountName"] = spec.get("serviceAccount") or "default"
+        spec["serviceAccount"] = spec["serviceAccountName"]
+
+
+def builtin_plugins() -> list[Any]:
+    """NamespaceLifecycle, ServiceAccount, Priority, in kube-apiserver's order."""
+    return [NamespaceLifecycle(), ServiceAccount(), Priority()]

@@ -1,0 +1,151 @@
+"""Serving CustomResourceDefinitions: what a CRD object makes the server serve.
+
+:func:`crd_info` reads an ``apiextensions.k8s.io/v1`` CustomResourceDefinition into a
+:class:`CustomResource` (names, scope, per-version schema, printer columns and subresources);
+:func:`validate_crd` returns the field causes that make a CRD invalid.
+
+Mirrors: k8s.io/apiextensions-apiserver pkg/apiserver/customresource_handler.go (crdInfo),
+pkg/apis/apiextensions/validation/validation.go (a subset).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pumice.api.admission import FieldCause
+from pumice.api.scheme import ResourceKind
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CustomVersion:
+    """One served version of a CRD."""
+
+    name: str
+    served: bool
+    storage: bool
+    schema: Obj | None
+    printer_columns: list[Obj] = field(default_factory=list)
+    status: bool = False
+    scale: Obj | None = None  # {specReplicasPath, statusReplicasPath, labelSelectorPath}
+
+
+@dataclass(frozen=True)
+class CustomResource:
+    """A CRD as served: ``resource`` is the storage key ``"<group>/<plural>"``."""
+
+    crd_name: str
+    group: str
+    plural: str
+    singular: str
+    kind: str
+    list_kind: str
+    namespaced: bool
+    short_names: tuple[str, ...]
+    categories: tuple[str, ...]
+    versions: dict[str, CustomVersion]
+    storage_version: str
+
+    @property
+    def resource(self) -> str:
+        return f"{self.group}/{self.plural}"
+
+    def kinds(self) -> list[ResourceKind]:
+        out = []
+        for v in self.versions.values():
+            if not v.served:
+                continue
+            subs = tuple(s for s, on in (("status", v.status), ("scale", v.scale is not None)) if on)
+            out.append(ResourceKind(
+                self.group, v.name, self.kind, self.plural, namespaced=self.namespaced,
+                singular=self.singular, short_names=self.short_names, categories=self.categories,
+                subresources=subs,
+            ))
+        return out
+
+
+def crd_info(crd: Obj) -> CustomResource:
+    """Read a (valid) CRD object."""
+    spec = crd.get("spec", {})
+    names = spec.get("names", {})
+    versions: dict[str, CustomVersion] = {}
+    storage = ""
+    top_schema = (spec.get("validation") or {}).get("openAPIV3Schema")
+    for v in spec.get("versions") or []:
+        subs = v.get("subresources") or spec.get("subresources") or {}
+        schema = (v.get("schema") or {}).get("openAPIV3Schema") or top_schema
+        cols = v.get("additionalPrinterColumns") or spec.get("additionalPrinterColumns") or []
+        versions[v["name"]] = CustomVersion(
+            name=v["name"], served=bool(v.get("served", True)), storage=bool(v.get("storage", False)),
+            schema=schema, printer_columns=list(cols), status="status" in subs, scale=subs.get("scale"),
+        )
+        if v.get("storage"):
+            storage = v["name"]
+    kind = names.get("kind", "")
+    return CustomResource(
+        crd_name=crd.get("metadata", {}).get("name", ""), group=spec.get("group", ""),
+        plural=names.get("plural", ""), singular=names.get("singular") or kind.lower(), kind=kind,
+        list_kind=names.get("listKind") or f"{kind}List", namespaced=spec.get("scope") == "Namespaced",
+        short_names=tuple(names.get("shortNames") or ()), categories=tuple(names.get("categories") or ()),
+        versions=versions, storage_version=storage or next(iter(versions), ""),
+    )
+
+
+def validate_crd(crd: Obj) -> list[FieldCause]:
+    """The causes that make ``crd`` invalid (empty when it is fine)."""
+    causes: list[FieldCause] = []
+    spec = crd.get("spec")
+    if not isinstance(spec, dict):
+        return [FieldCause("spec", "Required value", "FieldValueRequired")]
+    group = spec.get("group")
+    names = spec.get("names") or {}
+    if not group:
+        causes.append(FieldCause("spec.group", "Required value", "FieldValueRequired"))
+    elif "." not in group:
+        causes.append(FieldCause("spec.group", f'Invalid value: "{group}": should be a domain with at least one dot'))
+    for k in ("plural", "kind"):
+        if not names.get(k):
+            causes.append(FieldCause(f"spec.names.{k}", "Required value", "FieldValueRequired"))
+    if spec.get("scope") not in ("Namespaced", "Cluster"):
+        causes.append(FieldCause("spec.scope", f'Unsupported value: "{spec.get("scope")}": supported values: '
+                                 '"Cluster", "Namespaced"', "FieldValueNotSupported"))
+    versions = spec.get("versions")
+    if not versions or not isinstance(versions, list):
+        causes.append(FieldCause("spec.versions", "Invalid value: must have exactly one version marked as storage version"))
+    else:
+        storage = [v for v in versions if isinstance(v, dict) and v.get("storage")]
+        if len(storage) != 1:
+            causes.append(FieldCause("spec.versions", "Invalid value: must have exactly one version marked as storage version"))
+        for i, v in enumerate(versions):
+            if not isinstance(v, dict) or not v.get("name"):
+                causes.append(FieldCause(f"spec.versions[{i}].name", "Required value", "FieldValueRequired"))
+    name = crd.get("metadata", {}).get("name", "")
+    if group and names.get("plural") and name != f"{names['plural']}.{group}":
+        causes.append(FieldCause("metadata.name", f'Invalid value: "{name}": must be spec.names.plural+"."+spec.group'))
+    return causes
+
+
+def crd_status(crd: Obj, now: str) -> Obj:
+    """The status the server writes on an accepted CRD: NamesAccepted and Established."""
+    spec = crd.get("spec", {})
+    names = dict(spec.get("names", {}))
+    names.setdefault("singular", str(names.get("kind", "")).lower())
+    names.setdefault("listKind", f"{names.get('kind', '')}List")
+    storage = [v["name"] for v in spec.get("versions") or [] if v.get("storage")]
+    old = crd.get("status") or {}
+    stored = list(old.get("storedVersions") or [])
+    for s in storage:
+        if s not in stored:
+            stored.append(s)
+    return {
+        "conditions": [
+            {"type": "NamesAccepted", "status": "True", "lastTransitionTime": now, "reason": "NoConflicts",
+             "message": "no conflicts found"},
+            {"type": "Established", "status": "True", "lastTransitionTime": now, "reason": "InitialNamesAccepted",
+             "message": "the initial names have been accepted"},
+        ],
+        "acceptedNames": names,
+        "storedVersions": stored,
+    }

@@ -1,0 +1,168 @@
+"""Defaulting of built-in kinds on create and update, a subset of the API server's scheme defaults.
+
+Each function changes the wire-form dict in place. Only the defaults that pumice's components and
+kubectl users observe are set; others are left out on purpose.
+
+Mirrors: kubernetes pkg/apis/core/v1/defaults.go (SetDefaults_Pod, SetDefaults_PodSpec,
+SetDefaults_Container, SetDefaults_Service, SetDefaults_Namespace), pkg/apis/apps/v1/defaults.go,
+pkg/apis/batch/v1/defaults.go, pkg/registry/batch/job/strategy.go (generateSelector).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Obj = dict[str, Any]
+
+
+def _container(c: Obj) -> None:
+    image = str(c.get("image", ""))
+    if "imagePullPolicy" not in c:
+        tag = image.rsplit("/", 1)[-1]
+        latest = "@" not in tag and (":" not in tag or tag.endswith(":latest"))
+        c["imagePullPolicy"] = "Always" if latest else "IfNotPresent"
+    c.setdefault("terminationMessagePath", "/dev/termination-log")
+    c.setdefault("terminationMessagePolicy", "File")
+    res = c.setdefault("resources", {})
+    limits = res.get("limits")
+    if limits:
+        req = res.setdefault("requests", {})
+        for k, v in limits.items():
+            req.setdefault(k, v)
+    for p in c.get("ports") or []:
+        if isinstance(p, dict):
+            p.setdefault("protocol", "TCP")
+    for env in c.get("env") or []:
+        vf = env.get("valueFrom") if isinstance(env, dict) else None
+        if isinstance(vf, dict) and isinstance(vf.get("fieldRef"), dict):
+            vf["fieldRef"].setdefault("apiVersion", "v1")
+
+
+def pod_spec(spec: Obj) -> None:
+    """SetDefaults_PodSpec plus container defaults."""
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("securityContext", {})
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("enableServiceLinks", True)
+    for key in ("initContainers", "containers", "ephemeralContainers"):
+        for c in spec.get(key) or []:
+            if isinstance(c, dict):
+                _container(c)
+
+
+def pod(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    if isinstance(spec, dict):
+        pod_spec(spec)
+
+
+def _template(obj: Obj) -> None:
+    tpl = obj.get("spec", {}).get("template")
+    if isinstance(tpl, dict) and isinstance(tpl.get("spec"), dict):
+        pod_spec(tpl["spec"])
+
+
+def service(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("type", "ClusterIP")
+    spec.setdefault("sessionAffinity", "None")
+    for p in spec.get("ports") or []:
+        if isinstance(p, dict):
+            p.setdefault("protocol", "TCP")
+            if "port" in p:
+                p.setdefault("targetPort", p["port"])
+    if spec.get("type") == "ClusterIP" or spec.get("clusterIP") == "None":
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+    spec.setdefault("ipFamilies", ["IPv4"])
+    spec.setdefault("ipFamilyPolicy", "SingleStack")
+
+
+def deployment(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("replicas", 1)
+    strategy = spec.setdefault("strategy", {})
+    strategy.setdefault("type", "RollingUpdate")
+    if strategy["type"] == "RollingUpdate":
+        ru = strategy.setdefault("rollingUpdate", {})
+        ru.setdefault("maxUnavailable", "25%")
+        ru.setdefault("maxSurge", "25%")
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("progressDeadlineSeconds", 600)
+    _template(obj)
+
+
+def replicaset(obj: Obj) -> None:
+    obj.setdefault("spec", {}).setdefault("replicas", 1)
+    _template(obj)
+
+
+def job(obj: Obj) -> None:
+    """Batch Job defaults, plus the generated selector and template labels keyed on the Job's uid
+    (``batch.kubernetes.io/controller-uid``) unless ``spec.manualSelector`` is true."""
+    spec = obj.setdefault("spec", {})
+    completions_set = "completions" in spec
+    if not completions_set and "parallelism" not in spec:
+        spec["completions"] = 1
+        spec["parallelism"] = 1
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("backoffLimit", 6)
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+    tpl = spec.setdefault("template", {})
+    md = obj.get("metadata", {})
+    uid, name = md.get("uid", ""), md.get("name", "")
+    if not spec.get("manualSelector") and uid:
+        labels = tpl.setdefault("metadata", {}).setdefault("labels", {})
+        labels.setdefault("batch.kubernetes.io/controller-uid", uid)
+        labels.setdefault("batch.kubernetes.io/job-name", name)
+        labels.setdefault("controller-uid", uid)
+        labels.setdefault("job-name", name)
+        spec.setdefault("selector", {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}})
+    _template(obj)
+
+
+def namespace(obj: Obj) -> None:
+    md = obj.setdefault("metadata", {})
+    md.setdefault("labels", {})["kubernetes.io/metadata.name"] = md.get("name", "")
+
+
+def priority_class(obj: Obj) -> None:
+    obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
+
+
+DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
+    ("", "pods"): pod,
+    ("", "services"): service,
+    ("", "namespaces"): namespace,
+    ("apps", "deployments"): deployment,
+    ("apps", "replicasets"): replicaset,
+    ("batch", "jobs"): job,
+    ("scheduling.k8s.io", "priorityclasses"): priority_class,
+}
+
+
+def pod_qos_class(pod_obj: Obj) -> str:
+    """Guaranteed / Burstable / BestEffort from cpu and memory requests and limits.
+
+    Mirrors: kubernetes pkg/apis/core/helper/qos/qos.go GetPodQOS (without pod-level resources).
+    """
+    containers = list(pod_obj.get("spec", {}).get("containers") or []) + list(
+        pod_obj.get("spec", {}).get("initContainers") or []
+    )
+    any_set = False
+    guaranteed = True
+    for c in containers:
+        res = c.get("resources") or {}
+        req, lim = res.get("requests") or {}, res.get("limits") or {}
+        for r in ("cpu", "memory"):
+            if r in req or r in lim:
+                any_set = True
+            if r not in lim or (r in req and str(req[r]) != str(lim[r])):
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"

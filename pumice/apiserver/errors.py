@@ -1,0 +1,156 @@
+"""API errors as kube-apiserver reports them: a ``Status`` object with reason, code, message and
+details.
+
+Every failure inside the server raises :class:`StatusError`; the HTTP layer turns it into a
+response with content type exactly ``application/json``.
+
+Mirrors: k8s.io/apimachinery pkg/api/errors/errors.go (NewNotFound, NewAlreadyExists,
+NewConflict, NewInvalid, NewBadRequest, NewGone, NewResourceExpired ...).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pumice.api.admission import FieldCause
+from pumice.api.scheme import ResourceKind
+
+__all__ = [
+    "StatusError",
+    "already_exists",
+    "bad_request",
+    "conflict",
+    "expired",
+    "forbidden",
+    "invalid",
+    "method_not_allowed",
+    "not_found",
+    "status_success",
+    "unsupported_media_type",
+]
+
+_REASONS = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    406: "NotAcceptable",
+    409: "Conflict",
+    410: "Gone",
+    413: "RequestEntityTooLarge",
+    415: "UnsupportedMediaType",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
+
+
+class StatusError(Exception):
+    """An API failure.
+
+    Attributes:
+        code: HTTP status.
+        reason: Status reason (``NotFound``, ``AlreadyExists`` ...); derived from ``code`` when empty.
+        message: Status message.
+        details: Status details (``name``, ``group``, ``kind``, ``causes``) or None.
+    """
+
+    def __init__(self, code: int, message: str, reason: str = "", details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason or _REASONS.get(code, "")
+        self.message = message
+        self.details = details
+
+    def status(self) -> dict[str, Any]:
+        st: dict[str, Any] = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+        }
+        if self.details is not None:
+            st["details"] = self.details
+        st["code"] = self.code
+        return st
+
+
+def _qualified(rk: ResourceKind) -> str:
+    return f"{rk.plural}.{rk.group}" if rk.group else rk.plural
+
+
+def _details(rk: ResourceKind | None, name: str, kind: str | None = None) -> dict[str, Any]:
+    d: dict[str, Any] = {}
+    if name:
+        d["name"] = name
+    if rk is not None and rk.group:
+        d["group"] = rk.group
+    if kind is not None:
+        d["kind"] = kind
+    elif rk is not None:
+        d["kind"] = rk.plural
+    return d
+
+
+def not_found(rk: ResourceKind, name: str) -> StatusError:
+    return StatusError(404, f'{_qualified(rk)} "{name}" not found', "NotFound", _details(rk, name))
+
+
+def already_exists(rk: ResourceKind, name: str) -> StatusError:
+    return StatusError(409, f'{_qualified(rk)} "{name}" already exists', "AlreadyExists", _details(rk, name))
+
+
+def conflict(rk: ResourceKind, name: str, why: str, *, sub: str = "") -> StatusError:
+    what = _qualified(rk) + (f"/{sub}" if sub else "")
+    return StatusError(409, f'Operation cannot be fulfilled on {what} "{name}": {why}', "Conflict", _details(rk, name))
+
+
+STALE = "the object has been modified; please apply your changes to the latest version and try again"
+
+
+def invalid(rk: ResourceKind, name: str, causes: list[FieldCause]) -> StatusError:
+    """422 Invalid; message ``<Kind> "<name>" is invalid: <field>: <message>`` (bracketed list for
+    several causes)."""
+    parts = [f"{c.field}: {c.message}" if c.field else c.message for c in causes]
+    body = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+    details = _details(rk, name, rk.kind)
+    details["causes"] = [{"reason": c.reason, "message": c.message, "field": c.field} for c in causes]
+    return StatusError(422, f'{rk.kind}.{rk.group} "{name}" is invalid: {body}' if rk.group
+                       else f'{rk.kind} "{name}" is invalid: {body}', "Invalid", details)
+
+
+def bad_request(message: str) -> StatusError:
+    return StatusError(400, message, "BadRequest")
+
+
+def forbidden(rk: ResourceKind | None, name: str, why: str, verb: str = "create") -> StatusError:
+    qual = _qualified(rk) if rk else ""
+    msg = f'{qual} "{name}" is forbidden: {why}' if rk else why
+    return StatusError(403, msg, "Forbidden", _details(rk, name))
+
+
+def expired(message: str) -> StatusError:
+    return StatusError(410, message, "Expired")
+
+
+def method_not_allowed(message: str = "the server does not allow this method on the requested resource") -> StatusError:
+    return StatusError(405, message, "MethodNotAllowed")
+
+
+def unsupported_media_type(content_type: str) -> StatusError:
+    return StatusError(415, f"the body of the request was in an unknown format - accepted media types include: "
+                       f"application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+                       f" (got {content_type!r})", "UnsupportedMediaType")
+
+
+def status_success(code: int = 200, details: dict[str, Any] | None = None) -> dict[str, Any]:
+    st: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+    if details:
+        st["details"] = details
+    st["code"] = code
+    return st

@@ -1,0 +1,628 @@
+"""The HTTP face of the API server: a Starlette app that routes Kubernetes REST paths to the
+:class:`~pumice.apiserver.registry.Registry`.
+
+Paths: ``/api/v1/...`` and ``/apis/<group>/<version>/...`` with the usual collection, object and
+subresource forms (namespaced and cluster-wide), plus ``/version``, ``/healthz``, ``/livez``,
+``/readyz``, discovery and ``/openapi/v3``. Bodies: JSON (YAML accepted for apply patches and
+``application/yaml``), at most 3 MiB (413 beyond). Every error is a ``Status`` with content type
+exactly ``application/json``. Tables are served when ``Accept`` asks for ``as=Table``.
+
+Authentication: ``Authorization: Bearer <token>`` when a token is configured (401 otherwise);
+requests over the in-process transport (ASGI scope extension ``pumice.in_process``) are trusted.
+``/version``, ``/healthz``, ``/livez`` and ``/readyz`` are public, as kube-apiserver's
+system:public-info-viewer makes them.
+
+Mirrors: k8s.io/apiserver pkg/endpoints/handlers (rest.go, create.go, update.go, patch.go,
+delete.go, get.go, watch.go), pkg/endpoints/filters (authentication), pkg/server/filters
+(maxinflight, request size).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import parse_qsl
+
+import msgspec
+import yaml
+from starlette.applications import Starlette
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from pumice._util.clock import Clock
+from pumice.api.scheme import ResourceKind
+from pumice.api.selectors import SelectorError, parse_field_selector, parse_label_selector
+from pumice.api.tables import to_table
+from pumice.apiserver import discovery, errors
+from pumice.apiserver.errors import StatusError
+from pumice.apiserver.registry import DeleteOptions, Registry
+from pumice.apiserver.store import Stored
+
+__all__ = ["MAX_BODY_BYTES", "build_app"]
+
+log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 3 * 1024 * 1024
+PUBLIC_PATHS = frozenset({"/version", "/version/", "/healthz", "/livez", "/readyz"})
+
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
+
+PATCH_TYPES = {
+    "application/json-patch+json": "json",
+    "application/merge-patch+json": "merge",
+    "application/strategic-merge-patch+json": "strategic",
+    "application/apply-patch+yaml": "apply",
+    "application/apply-patch+json": "apply",
+}
+
+_NS_SUBRESOURCES = frozenset({"status", "finalize"})
+
+
+def _json(data: bytes, code: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(content=data, status_code=code, media_type="application/json", headers=headers)
+
+
+def _status(e: StatusError) -> Response:
+    return _json(_encode(e.status()), e.code)
+
+
+def _not_found_path() -> StatusError:
+    return StatusError(404, "the server could not find the requested resource", "NotFound", {})
+
+
+def _warnings(warnings: list[str]) -> dict[str, str] | None:
+    if not warnings:
+        return None
+    return {"Warning": ", ".join('299 - "' + w.replace('"', '\\"') + '"' for w in warnings)}
+
+
+class _Api:
+    def __init__(self, registry: Registry, *, token: str | None, clock: Clock, bookmark_interval: float,
+                 log_client_factory: Any = None) -> None:
+        self.registry = registry
+        self.scheme = registry.scheme
+        self.token = token
+        self.clock = clock
+        self.bookmark_interval = bookmark_interval
+        self.log_client_factory = log_client_factory
+        self.ready = True
+
+    # ------------------------------------------------------------------ entry
+
+    async def handle(self, request: Request) -> Response:
+        scope = request.scope
+        path: str = scope["path"]
+        if self.token is not None and path not in PUBLIC_PATHS and \
+                not scope.get("extensions", {}).get("pumice.in_process"):
+            auth = request.headers.get("authorization", "")
+            if not (auth.startswith("Bearer ") and hmac.compare_digest(auth[7:].strip(), self.token)):
+                return _json(_encode(StatusError(401, "Unauthorized", "Unauthorized").status()), 401)
+        try:
+            return await self._route(request, path)
+        except StatusError as e:
+            return _status(e)
+        except ClientDisconnect:
+            return Response(status_code=499)
+        except Exception as e:  # a server bug must still answer with a Status
+            log.exception("internal error on %s %s", request.method, path)
+            return _status(StatusError(500, f"Internal error occurred: {type(e).__name__}: {e}", "InternalError"))
+
+    async def _route(self, request: Request, path: str) -> Response:
+        parts = [p for p in path.split("/") if p]
+        method = request.method
+        if not parts:
+            return _json(_encode({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v3",
+                                            "/readyz", "/version"]}))
+        head = parts[0]
+        if head == "version":
+            return _json(_encode(discovery.VERSION_INFO))
+        if head in ("healthz", "livez", "readyz"):
+            ok = self.ready or head == "livez"
+            return Response(content=b"ok" if ok else b"not ready", status_code=200 if ok else 500,
+                            media_type="text/plain")
+        if head == "openapi":
+            return self._openapi(parts)
+        if head == "api":
+            if len(parts) == 1:
+                return self._discovery_root(request, legacy=True)
+            group, version, rest = "", parts[1], parts[2:]
+        elif head == "apis":
+            if len(parts) == 1:
+                return self._discovery_root(request, legacy=False)
+            if len(parts) == 2:
+                doc = discovery.api_group(self.scheme, parts[1])
+                if doc is None:
+                    raise _not_found_path()
+                return _json(_encode(doc))
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            raise _not_found_path()
+        if not rest:
+            doc = discovery.api_resource_list(self.scheme, group, version)
+            if doc is None:
+                raise _not_found_path()
+            return _json(_encode(doc))
+        namespace: str | None = None
+        if rest[0] == "namespaces" and len(rest) >= 3 and not (len(rest) == 3 and rest[2] in _NS_SUBRESOURCES):
+            namespace = rest[1]
+            rest = rest[2:]
+        plural = rest[0]
+        name = rest[1] if len(rest) > 1 else None
+        sub = rest[2] if len(rest) > 2 else ""
+        if len(rest) > 3:
+            raise _not_found_path()
+        rk = self.scheme.by_plural(group, version, plural)
+        if rk is None:
+            raise _not_found_path()
+        if namespace is not None and not rk.namespaced:
+            raise _not_found_path()
+        if sub and sub not in rk.subresources:
+            raise _not_found_path()
+        query = dict(parse_qsl(request.scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
+        if name is None:
+            if method == "GET":
+                if query.get("watch") in ("true", "1"):
+                    return self._watch(request, rk, namespace, query)
+                return self._list(request, rk, namespace, query)
+            if method == "POST":
+                return await self._create(request, rk, namespace, query)
+            if method == "DELETE":
+                return await self._delete_collection(request, rk, namespace, query)
+            raise errors.method_not_allowed()
+        if rk.namespaced and namespace is None:
+            raise _not_found_path()
+        if method == "GET":
+            if sub == "log":
+                return await self._log(rk, namespace or "", name, query)
+            if sub in ("", "status"):
+                s = self.registry.get(rk, namespace, name)
+                if _wants_table(request):
+                    return _json(_encode(self._table(rk, [s])))
+                return _json(self.registry.output(rk, s))
+            if sub == "scale":
+                return _json(_encode(self._scale(rk, self.registry.get(rk, namespace, name))))
+            raise errors.method_not_allowed()
+        dry_run = _dry_run(query)
+        validation = query.get("fieldValidation", "")
+        manager = query.get("fieldManager", "")
+        if method == "PUT":
+            if sub not in ("", "status", "finalize", "scale"):
+                raise errors.method_not_allowed()
+            body = await self._body(request)
+            if sub == "scale":
+                return await self._put_scale(rk, namespace, name, body, dry_run)
+            s, warnings = await self.registry.update(rk, namespace, name, body, sub=sub, dry_run=dry_run,
+                                                     field_validation=validation, field_manager=manager)
+            return _json(self.registry.output(rk, s), 200, _warnings(warnings))
+        if method == "PATCH":
+            if sub not in ("", "status", "scale"):
+                raise errors.method_not_allowed()
+            ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+            ptype = PATCH_TYPES.get(ctype)
+            if ptype is None:
+                raise errors.unsupported_media_type(ctype)
+            raw = await self._raw_body(request)
+            patch = _parse_body(raw, yaml_ok=ptype == "apply")
+            if sub == "scale":
+                return await self._patch_scale(rk, namespace, name, ptype, patch, dry_run)
+            s, created, warnings = await self.registry.patch(
+                rk, namespace, name, ptype, patch, sub=sub, dry_run=dry_run, field_validation=validation,
+                field_manager=manager, force=query.get("force") in ("true", "1"))
+            return _json(self.registry.output(rk, s), 201 if created else 200, _warnings(warnings))
+        if method == "DELETE":
+            if sub:
+                raise errors.method_not_allowed()
+            raw = await self._raw_body(request)
+            body = _parse_body(raw, yaml_ok=False) if raw.strip() else None
+            opts = DeleteOptions.parse(body, query)
+            s = await self.registry.delete(rk, namespace, name, opts)
+            return _json(self.registry.output(rk, s), 200)
+        if method == "POST":
+            body = await self._body(request)
+            if rk.group == "" and rk.plural == "pods" and sub == "binding":
+                await self.registry.bind(namespace or "", name, body, dry_run=dry_run)
+                return _json(_encode(errors.status_success(201)), 201)
+            if rk.group == "" and rk.plural == "pods" and sub == "eviction":
+                if dry_run:
+                    return _json(_encode(errors.status_success(201)), 201)
+                await self.registry.evict(namespace or "", name, body)
+                return _json(_encode(errors.status_success(201)), 201)
+            raise errors.method_not_allowed()
+        raise errors.method_not_allowed()
+
+    # ------------------------------------------------------------------ bodies
+
+    async def _raw_body(self, request: Request) -> bytes:
+        length = request.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > MAX_BODY_BYTES:
+            raise StatusError(413, f"Request entity too large: limit is {MAX_BODY_BYTES}", "RequestEntityTooLarge")
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                raise StatusError(413, f"Request entity too large: limit is {MAX_BODY_BYTES}",
+                                  "RequestEntityTooLarge")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def _body(self, request: Request) -> Any:
+        ctype = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
+        if ctype not in ("application/json", "application/yaml", "application/vnd.kubernetes.protobuf", "", "*/*"):
+            raise StatusError(415, f'the body of the request was in an unknown format - accepted media types '
+                              f'include: application/json, application/yaml (got "{ctype}")',
+                              "UnsupportedMediaType")
+        if ctype == "application/vnd.kubernetes.protobuf":
+            raise StatusError(415, "protobuf bodies are not supported - accepted media types include: "
+                              "application/json, application/yaml", "UnsupportedMediaType")
+        raw = await self._raw_body(request)
+        return _parse_body(raw, yaml_ok=ctype == "application/yaml")
+
+    # ------------------------------------------------------------------ reads
+
+    def _selectors(self, query: dict[str, str]) -> tuple[Any, Any]:
+        try:
+            return parse_label_selector(query.get("labelSelector")), parse_field_selector(query.get("fieldSelector"))
+        except SelectorError as e:
+            raise errors.bad_request(str(e)) from None
+
+    def _list(self, request: Request, rk: ResourceKind, namespace: str | None, query: dict[str, str]) -> Response:
+        labels, fields = self._selectors(query)
+        try:
+            limit = int(query.get("limit") or 0)
+        except ValueError:
+            raise errors.bad_request(f"invalid limit {query.get('limit')!r}") from None
+        items, rv, token, remaining = self.registry.list(rk, namespace, labels=labels, fields=fields,
+                                                         limit=max(0, limit), continue_=query.get("continue", ""))
+        if _wants_table(request):
+            table = self._table(rk, items)
+            table["metadata"] = {"resourceVersion": str(rv)}
+            if token:
+                table["metadata"]["continue"] = token
+            return _json(_encode(table))
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        if token:
+            meta["continue"] = token
+            meta["remainingItemCount"] = remaining
+        head = (b'{"kind":"' + rk.list_kind.encode() + b'","apiVersion":"' + rk.api_version.encode()
+                + b'","metadata":' + _encode(meta) + b',"items":[')
+        out = self.registry.output
+        body = head + b",".join([out(rk, s) for s in items]) + b"]}"
+        return _json(body)
+
+    def _table(self, rk: ResourceKind, items: list[Stored]) -> dict[str, Any]:
+        cr = self.registry.custom(rk)
+        columns = None
+        if cr is not None:
+            v = cr.versions.get(rk.version)
+            columns = v.printer_columns if v is not None else None
+        objs = [s.obj if s.obj.get("apiVersion") == rk.api_version else
+                {**s.obj, "apiVersion": rk.api_version} for s in items]
+        return render_table(rk, objs, self.clock.now(), columns)
+
+    def _scale(self, rk: ResourceKind, s: Stored) -> dict[str, Any]:
+        obj = s.obj
+        cr = self.registry.custom(rk)
+        from pumice.api.selectors import field_value
+
+        if cr is not None:
+            v = cr.versions.get(rk.version)
+            paths = (v.scale if v is not None else None) or {}
+            spec_path = str(paths.get("specReplicasPath", ".spec.replicas")).lstrip(".")
+            status_path = str(paths.get("statusReplicasPath", ".status.replicas")).lstrip(".")
+            sel_path = str(paths.get("labelSelectorPath", "")).lstrip(".")
+            spec_r = field_value(obj, spec_path)
+            status_r = field_value(obj, status_path)
+            selector = field_value(obj, sel_path) if sel_path else ""
+        else:
+            spec_r = str(obj.get("spec", {}).get("replicas", 0))
+            status_r = str(obj.get("status", {}).get("replicas", 0))
+            ml = (obj.get("spec", {}).get("selector") or {}).get("matchLabels") or {}
+            selector = ",".join(f"{k}={v}" for k, v in sorted(ml.items()))
+        md = obj["metadata"]
+        out_md = {k: md[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in md}
+        status: dict[str, Any] = {"replicas": int(status_r or 0)}
+        if selector:
+            status["selector"] = selector
+        return {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": out_md,
+                "spec": {"replicas": int(spec_r or 0)}, "status": status}
+
+    def _replicas_path(self, rk: ResourceKind) -> str:
+        cr = self.registry.custom(rk)
+        if cr is not None:
+            v = cr.versions.get(rk.version)
+            paths = (v.scale if v is not None else None) or {}
+            return str(paths.get("specReplicasPath", ".spec.replicas")).lstrip(".")
+        return "spec.replicas"
+
+    async def _put_scale(self, rk: ResourceKind, namespace: str | None, name: str, body: Any,
+                         dry_run: bool) -> Response:
+        if not isinstance(body, dict):
+            raise errors.bad_request("the body must be an autoscaling/v1 Scale")
+        replicas = (body.get("spec") or {}).get("replicas")
+        return await self._set_replicas(rk, namespace, name, replicas, body.get("metadata", {}).get("resourceVersion"),
+                                        dry_run)
+
+    async def _patch_scale(self, rk: ResourceKind, namespace: str | None, name: str, ptype: str, patch: Any,
+                           dry_run: bool) -> Response:
+        from pumice.api.patch import PatchError, json_patch, merge_patch
+
+        current = self._scale(rk, self.registry.get(rk, namespace, name))
+        try:
+            new = json_patch(current, patch) if ptype == "json" else merge_patch(current, patch)
+        except PatchError as e:
+            raise StatusError(422, str(e), "Invalid") from None
+        return await self._set_replicas(rk, namespace, name, (new.get("spec") or {}).get("replicas"), None, dry_run)
+
+    async def _set_replicas(self, rk: ResourceKind, namespace: str | None, name: str, replicas: Any,
+                            rv: Any, dry_run: bool) -> Response:
+        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+            raise StatusError(422, f'Scale.autoscaling "{name}" is invalid: spec.replicas: Invalid value: '
+                              f"{replicas!r}: must be greater than or equal to 0", "Invalid")
+        path = self._replicas_path(rk).split(".")
+        patch: dict[str, Any] = {}
+        cur = patch
+        for p in path[:-1]:
+            cur = cur.setdefault(p, {})
+        cur[path[-1]] = replicas
+        if rv:
+            patch.setdefault("metadata", {})["resourceVersion"] = str(rv)
+        s, _, _ = await self.registry.patch(rk, namespace, name, "merge", patch, dry_run=dry_run)
+        return _json(_encode(self._scale(rk, s)))
+
+    # ------------------------------------------------------------------ writes
+
+    async def _create(self, request: Request, rk: ResourceKind, namespace: str | None,
+                      query: dict[str, str]) -> Response:
+        if rk.namespaced and namespace is None:
+            raise errors.method_not_allowed("POST to an all-namespaces collection is not allowed; name the namespace")
+        body = await self._body(request)
+        s, warnings = await self.registry.create(rk, namespace, body, dry_run=_dry_run(query),
+                                                 field_validation=query.get("fieldValidation", ""),
+                                                 field_manager=query.get("fieldManager", ""))
+        return _json(self.registry.output(rk, s), 201, _warnings(warnings))
+
+    async def _delete_collection(self, request: Request, rk: ResourceKind, namespace: str | None,
+                                 query: dict[str, str]) -> Response:
+        if "deletecollection" not in rk.verbs:
+            raise errors.method_not_allowed()
+        raw = await self._raw_body(request)
+        opts = DeleteOptions.parse(_parse_body(raw, yaml_ok=False) if raw.strip() else None, query)
+        labels, fields = self._selectors(query)
+        items, _rv, _, _ = self.registry.list(rk, namespace, labels=labels, fields=fields)
+        deleted = []
+        for s in items:
+            md = s.obj["metadata"]
+            try:
+                deleted.append(await self.registry.delete(rk, md.get("namespace"), md["name"], opts))
+            except StatusError as e:
+                if e.code != 404:
+                    raise
+        head = (b'{"kind":"' + rk.list_kind.encode() + b'","apiVersion":"' + rk.api_version.encode()
+                + b'","metadata":{"resourceVersion":"' + str(self.registry.store.revision).encode() + b'"},"items":[')
+        return _json(head + b",".join(self.registry.output(rk, s) for s in deleted) + b"]}")
+
+    # ------------------------------------------------------------------ watch
+
+    def _watch(self, request: Request, rk: ResourceKind, namespace: str | None, query: dict[str, str]) -> Response:
+        labels, fields = self._selectors(query)
+        try:
+            timeout = float(query["timeoutSeconds"]) if query.get("timeoutSeconds") else None
+        except ValueError:
+            raise errors.bad_request(f"invalid timeoutSeconds {query.get('timeoutSeconds')!r}") from None
+        bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
+        rv = query.get("resourceVersion")
+        store = self.registry.store
+        try:
+            w = self.registry.watch(rk, namespace, resource_version=rv, labels=labels, fields=fields)
+        except StatusError as e:
+            if e.code != 410:
+                raise
+            # kube-apiserver answers an expired watch with 200 and one ERROR event
+            body = b'{"type":"ERROR","object":' + _encode(e.status()) + b"}\n"
+            return _json(body)
+        table = _wants_table(request)
+        out = self.registry.output
+        render = self._table
+        clock = self.clock
+        interval = self.bookmark_interval
+
+        def line(kind: str, s: Stored) -> bytes:
+            if table:
+                return b'{"type":"' + kind.encode() + b'","object":' + _encode(render(rk, [s])) + b"}\n"
+            return b'{"type":"' + kind.encode() + b'","object":' + out(rk, s) + b"}\n"
+
+        async def stream() -> AsyncIterator[bytes]:
+            q = w.queue
+            deadline = clock.monotonic() + timeout if timeout is not None else None
+            try:
+                while True:
+                    if q.empty():
+                        wait: float | None = None
+                        if deadline is not None:
+                            wait = deadline - clock.monotonic()
+                            if wait <= 0:
+                                return
+                        if bookmarks:
+                            wait = interval if wait is None else min(wait, interval)
+                        if wait is None:
+                            item = await q.get()
+                        else:
+                            try:
+                                async with asyncio.timeout(wait):
+                                    item = await q.get()
+                            except TimeoutError:
+                                if bookmarks and not w.closed:
+                                    bm = {"kind": rk.kind, "apiVersion": rk.api_version,
+                                          "metadata": {"resourceVersion": str(store.revision)}}
+                                    yield b'{"type":"BOOKMARK","object":' + _encode(bm) + b"}\n"
+                                continue
+                        if item is None:
+                            return
+                        chunk = [line(item[0], item[1])]
+                    else:
+                        chunk = []
+                    while not q.empty():
+                        item = q.get_nowait()
+                        if item is None:
+                            if chunk:
+                                yield b"".join(chunk)
+                            return
+                        chunk.append(line(item[0], item[1]))
+                    yield b"".join(chunk)
+            finally:
+                store.unwatch(w)
+
+        return StreamingResponse(stream(), media_type="application/json")
+
+    # ------------------------------------------------------------------ logs
+
+    async def _log(self, rk: ResourceKind, namespace: str, name: str, query: dict[str, str]) -> Response:
+        """Proxy ``pods/<name>/log`` to the node agent serving the Pod's Node, as kube-apiserver
+        proxies to the kubelet: GET ``http://<InternalIP>:<kubeletEndpoint.Port>/containerLogs/
+        <ns>/<pod>/<container>`` with follow, tailLines, sinceSeconds, timestamps, previous."""
+        pod = self.registry.get(rk, namespace, name).obj
+        containers = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
+        container = query.get("container") or ""
+        if not container:
+            if len(containers) != 1:
+                raise errors.bad_request(f"a container name must be specified for pod {name}, choose one of: "
+                                         f"[{' '.join(str(c) for c in containers)}]")
+            container = str(containers[0])
+        else:
+            inits = [c.get("name") for c in (pod.get("spec") or {}).get("initContainers") or []]
+            if container not in containers and container not in inits:
+                raise errors.bad_request(f"container {container} is not valid for pod {name}")
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        if not node_name:
+            raise errors.bad_request(f'pod {name} does not have a host assigned')
+        nodes = self.scheme.by_api_version_kind("v1", "Node")
+        assert nodes is not None
+        node = self.registry.store.get("/nodes", "", node_name)
+        if node is None:
+            raise errors.not_found(nodes, node_name)
+        status = node.obj.get("status") or {}
+        ip = next((a.get("address") for a in status.get("addresses") or [] if a.get("type") == "InternalIP"), None)
+        port = ((status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port")
+        if not ip or not port:
+            raise StatusError(500, f"node {node_name} has no InternalIP address or kubelet port to fetch logs from",
+                              "InternalError")
+        params: dict[str, str] = {k: query[k] for k in ("follow", "tailLines", "sinceSeconds", "sinceTime", "timestamps",
+                                        "previous", "limitBytes") if k in query}
+        url = f"http://{ip}:{port}/containerLogs/{namespace}/{name}/{container}"
+        import httpx2
+
+        client = self.log_client_factory() if self.log_client_factory else httpx2.AsyncClient(timeout=None)
+        try:
+            req = client.build_request("GET", url, params=params)
+            resp = await client.send(req, stream=True)
+        except httpx2.HTTPError as e:
+            await client.aclose()
+            raise StatusError(500, f"Get \"{url}\": {e}", "InternalError") from None
+        if resp.status_code != 200:
+            text = (await resp.aread()).decode(errors="replace")
+            await resp.aclose()
+            await client.aclose()
+            if resp.status_code == 404:
+                raise errors.bad_request(text.strip() or f"container {container} in pod {name} has no logs")
+            raise StatusError(resp.status_code if resp.status_code >= 400 else 500, text.strip() or "log proxy error")
+
+        async def body() -> AsyncIterator[bytes]:
+            try:
+                async for chunk in resp.aiter_raw():
+                    yield chunk
+            finally:
+                await resp.aclose()
+                await client.aclose()
+
+        return StreamingResponse(body(), media_type="text/plain")
+
+    # ------------------------------------------------------------------ discovery
+
+    def _discovery_root(self, request: Request, *, legacy: bool) -> Response:
+        version = _aggregated_version(request.headers.get("accept", ""))
+        if version is not None:
+            doc = discovery.aggregated(self.scheme, legacy=legacy, version=version)
+            return Response(content=_encode(doc), status_code=200,
+                            media_type=f"application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList")
+        doc = discovery.api_versions() if legacy else discovery.api_group_list(self.scheme)
+        return _json(_encode(doc))
+
+    def _openapi(self, parts: list[str]) -> Response:
+        if len(parts) >= 2 and parts[1] == "v3":
+            if len(parts) == 2:
+                return _json(_encode(discovery.openapi_v3_root(self.scheme)))
+            rest = parts[2:]
+            if rest[0] == "api" and len(rest) == 2:
+                doc = discovery.openapi_v3_doc(self.scheme, "", rest[1])
+            elif rest[0] == "apis" and len(rest) == 3:
+                doc = discovery.openapi_v3_doc(self.scheme, rest[1], rest[2])
+            else:
+                doc = None
+            if doc is None:
+                raise _not_found_path()
+            return _json(_encode(doc))
+        raise _not_found_path()
+
+
+def _aggregated_version(accept: str) -> str | None:
+    """The aggregated discovery version named first in ``Accept`` (v2 or v2beta1), or None."""
+    for part in accept.split(","):
+        params = dict(p.strip().partition("=")[::2] for p in part.split(";")[1:])
+        if params.get("as") == "APIGroupDiscoveryList" and params.get("g") == "apidiscovery.k8s.io" \
+                and params.get("v") in ("v2", "v2beta1"):
+            return params["v"]
+        if part.strip().split(";")[0].strip() in ("application/json", "*/*") and "as=" not in part:
+            return None
+    return None
+
+
+def _wants_table(request: Request) -> bool:
+    accept = request.headers.get("accept", "")
+    return "as=Table" in accept and "g=meta.k8s.io" in accept
+
+
+def _dry_run(query: dict[str, str]) -> bool:
+    v = query.get("dryRun")
+    if v is None or v == "":
+        return False
+    if v != "All":
+        raise errors.bad_request(f"invalid dry run value: {v!r}; only 'All' is supported")
+    return True
+
+
+def _parse_body(raw: bytes, *, yaml_ok: bool) -> Any:
+    if not raw.strip():
+        raise errors.bad_request("the request body is empty")
+    try:
+        return _decode(raw)
+    except msgspec.DecodeError as e:
+        if not yaml_ok:
+            raise errors.bad_request(f"error decoding the request body as JSON: {e}") from None
+    try:
+        return yaml.safe_load(raw)
+    except yaml.YAMLError as e:
+        raise errors.bad_request(f"error decoding the request body as YAML: {e}") from None
+
+
+def render_table(rk: ResourceKind, objs: list[dict[str, Any]], now: float,
+                 printer_columns: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """A meta.k8s.io/v1 Table of ``objs`` (kubectl's columns; CRD printer columns when given)."""
+    return to_table(rk, objs, now, printer_columns)
+
+
+def build_app(registry: Registry, *, token: str | None, clock: Clock, bookmark_interval: float = 60.0,
+              log_client_factory: Any = None) -> tuple[Starlette, Any]:
+    """The Starlette app serving ``registry``; returns ``(app, handler)`` where the handler has a
+    ``ready`` flag and the ``token`` (both may be changed later)."""
+    api = _Api(registry, token=token, clock=clock, bookmark_interval=bookmark_interval,
+               log_client_factory=log_client_factory)
+    app = Starlette(routes=[Route("/{path:path}", api.handle,
+                                  methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"])])
+    app.state.api = api
+    return app, api

@@ -1,0 +1,841 @@
+"""The generic REST semantics of kube-apiserver over the :class:`~pumice.apiserver.store.Store`.
+
+One :class:`Registry` serves every kind (built-in and custom). Per-kind behaviour is data:
+defaulters (:mod:`pumice.apiserver.defaults`), which kinds have a status subresource, the Pod
+strategy (graceful deletion, binding, eviction), the Namespace strategy (finalize, Terminating),
+and the CRD strategy (install on write, schema pruning/defaulting/validation for custom resources).
+
+Write pipeline (create and update alike): check the body against the endpoint, prepare (system
+metadata, status handling, generation), prune + default (schema), mutating admission, validation,
+validating admission, then one store commit. Nothing is written when any step fails, and nothing
+is written for ``dryRun=All``. An update that changes nothing is not written (same
+resourceVersion, no event).
+
+Errors: every method raises :class:`~pumice.apiserver.errors.StatusError`.
+
+Mirrors: k8s.io/apiserver pkg/registry/generic/registry/store.go (Create, Update, Delete,
+BeforeCreate/BeforeUpdate/BeforeDelete), kubernetes pkg/registry/core/pod (strategy, BindingREST,
+EvictionREST), pkg/registry/core/namespace.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import builtins
+import copy
+import random
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from pumice._util.clock import Clock, rfc3339
+from pumice.api import schema as kschema
+from pumice.api.admission import AdmissionError, AdmissionRequest, FieldCause
+from pumice.api.apply import ApplyConflict, server_side_apply
+from pumice.api.patch import PatchError, json_patch, merge_patch
+from pumice.api.scheme import ResourceKind, Scheme
+from pumice.api.selectors import FieldSelector, LabelSelector
+from pumice.api.strategic import strategic_merge_patch
+from pumice.api.validation import validate_object
+from pumice.apiserver import defaults as kdefaults
+from pumice.apiserver import errors
+from pumice.apiserver.admission import AdmissionChain
+from pumice.apiserver.crds import CustomResource, crd_info, crd_status, validate_crd
+from pumice.apiserver.errors import StatusError
+from pumice.apiserver.store import Expired, Store, Stored, Watcher
+
+__all__ = ["DeleteOptions", "Registry", "resource_key"]
+
+Obj = dict[str, Any]
+_encode = msgspec.json.Encoder().encode
+
+_GEN_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+
+#: field selector paths each kind accepts besides metadata.name and metadata.namespace
+FIELD_LABELS: dict[tuple[str, str], frozenset[str]] = {
+    ("", "pods"): frozenset({
+        "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
+        "spec.hostNetwork", "status.phase", "status.podIP", "status.podIPs", "status.nominatedNodeName",
+    }),
+    ("", "events"): frozenset({
+        "involvedObject.kind", "involvedObject.namespace", "involvedObject.name", "involvedObject.uid",
+        "involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath",
+        "reason", "reportingComponent", "source", "type",
+    }),
+    ("events.k8s.io", "events"): frozenset({
+        "regarding.kind", "regarding.namespace", "regarding.name", "regarding.uid", "regarding.apiVersion",
+        "regarding.resourceVersion", "regarding.fieldPath", "reason", "reportingController", "type",
+        "deprecatedSource",
+    }),
+    ("", "nodes"): frozenset({"spec.unschedulable"}),
+    ("", "namespaces"): frozenset({"status.phase"}),
+    ("", "secrets"): frozenset({"type"}),
+    ("", "services"): frozenset({"spec.clusterIP", "spec.type"}),
+    ("batch", "jobs"): frozenset({"status.successful"}),
+    ("apps", "replicasets"): frozenset({"status.replicas"}),
+}
+
+
+def resource_key(rk: ResourceKind) -> str:
+    """The store resource of a kind: ``"<group>/<plural>"`` (all versions share it)."""
+    return f"{rk.group}/{rk.plural}"
+
+
+@dataclass
+class DeleteOptions:
+    """Parsed meta/v1 DeleteOptions."""
+
+    grace_period_seconds: int | None = None
+    propagation_policy: str | None = None
+    preconditions: dict[str, str] | None = None
+    dry_run: bool = False
+
+    @classmethod
+    def parse(cls, body: Any, query: dict[str, str]) -> DeleteOptions:
+        """From a DELETE body (dict or None) and the query string.
+
+        Raises:
+            StatusError: 400 for bad values.
+        """
+        opts = cls()
+        if body is not None and not isinstance(body, dict):
+            raise errors.bad_request("DeleteOptions must be a JSON object")
+        body = body or {}
+        gps = body.get("gracePeriodSeconds", query.get("gracePeriodSeconds"))
+        if gps is not None:
+            try:
+                opts.grace_period_seconds = max(0, int(gps))
+            except (TypeError, ValueError):
+                raise errors.bad_request(f"invalid gracePeriodSeconds {gps!r}") from None
+        pp = body.get("propagationPolicy", query.get("propagationPolicy"))
+        if pp is None and body.get("orphanDependents") is not None:
+            pp = "Orphan" if body["orphanDependents"] else "Background"
+        if pp is not None and pp not in ("Orphan", "Background", "Foreground"):
+            raise StatusError(422, f'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: '
+                              f'"{pp}": supported values: "Foreground", "Background", "Orphan"', "Invalid")
+        opts.propagation_policy = pp
+        pre = body.get("preconditions")
+        if pre:
+            opts.preconditions = {k: str(v) for k, v in pre.items() if v is not None}
+        dry = body.get("dryRun") or ([query["dryRun"]] if "dryRun" in query else [])
+        if dry:
+            if list(dry) != ["All"]:
+                raise errors.bad_request(f"invalid dry run value: {dry!r}; only 'All' is supported")
+            opts.dry_run = True
+        return opts
+
+
+class _Reader:
+    """The ObjectReader given to admission plugins."""
+
+    def __init__(self, registry: Registry) -> None:
+        self._r = registry
+
+    async def get(self, kind: ResourceKind, name: str, namespace: str | None = None) -> Obj | None:
+        s = self._r.store.get(resource_key(kind), namespace or "" if kind.namespaced else "", name)
+        return None if s is None else s.copy()
+
+    async def list(self, kind: ResourceKind, namespace: str | None = None) -> list[Obj]:
+        return [s.copy() for s in self._r.store.list(resource_key(kind), namespace if kind.namespaced else None)]
+
+    def kind(self, api_version: str, kind: str) -> ResourceKind | None:
+        return self._r.scheme.by_api_version_kind(api_version, kind)
+
+
+class Registry:
+    """kube-apiserver's REST semantics for every served kind.
+
+    Args:
+        store: the object cache.
+        scheme: the served kinds (CRD kinds are added and removed here).
+        clock: time source for timestamps.
+        admission: the admission chain.
+        seed: seeds the generator of uids and generateName suffixes.
+    """
+
+    def __init__(self, store: Store, scheme: Scheme, clock: Clock, admission: AdmissionChain, *, seed: int = 0) -> None:
+        self.store = store
+        self.scheme = scheme
+        self.clock = clock
+        self.admission = admission
+        self.reader = _Reader(self)
+        self.crds: dict[str, CustomResource] = {}
+        self._rng = random.Random(seed ^ store.revision)
+        self.crd_listeners: list[Callable[[], None]] = []
+
+    # ---------------------------------------------------------------- helpers
+
+    def now(self) -> str:
+        return rfc3339(self.clock.now())
+
+    def _uid(self) -> str:
+        return str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
+
+    def _ns(self, rk: ResourceKind, namespace: str | None) -> str:
+        return (namespace or "") if rk.namespaced else ""
+
+    def custom(self, rk: ResourceKind) -> CustomResource | None:
+        return self.crds.get(resource_key(rk))
+
+    def has_status(self, rk: ResourceKind) -> bool:
+        return "status" in rk.subresources
+
+    def output(self, rk: ResourceKind, s: Stored) -> bytes:
+        """The JSON of ``s`` as served at ``rk``'s version."""
+        if s.obj.get("apiVersion") == rk.api_version:
+            return s.data
+        obj = s.copy()
+        obj["apiVersion"] = rk.api_version
+        return _encode(obj)
+
+    def get(self, rk: ResourceKind, namespace: str | None, name: str) -> Stored:
+        s = self.store.get(resource_key(rk), self._ns(rk, namespace), name)
+        if s is None:
+            raise errors.not_found(rk, name)
+        return s
+
+    # ---------------------------------------------------------------- list / watch
+
+    def check_field_selector(self, rk: ResourceKind, fs: FieldSelector) -> None:
+        allowed = FIELD_LABELS.get((rk.group, rk.plural), frozenset())
+        for path in fs.paths():
+            if path not in ("metadata.name", "metadata.namespace") and path not in allowed:
+                raise errors.bad_request(f'field label not supported: {path}')
+
+    def list(
+        self,
+        rk: ResourceKind,
+        namespace: str | None,
+        *,
+        labels: LabelSelector,
+        fields: FieldSelector,
+        limit: int = 0,
+        continue_: str = "",
+    ) -> tuple[builtins.list[Stored], int, str, int]:
+        """Returns ``(items, list revision, continue token, remaining count)``.
+
+        Deviates: a continued list reads the current state after the last key (not a snapshot at
+        the first page's revision) and never answers 410 for an old token.
+        """
+        self.check_field_selector(rk, fields)
+        res = resource_key(rk)
+        ns = namespace if rk.namespaced else None
+        revision = self.store.revision
+        start: tuple[str, str] | None = None
+        if continue_:
+            try:
+                tok = msgspec.json.decode(base64.urlsafe_b64decode(continue_.encode()))
+                start = (str(tok["start"][0]), str(tok["start"][1]))
+                revision = int(tok["rv"])
+            except (binascii.Error, msgspec.DecodeError, KeyError, TypeError, ValueError, IndexError):
+                raise errors.bad_request("continue key is not valid: malformed continue token") from None
+        name = fields.exact("metadata.name")
+        if name is not None and (ns is not None or not rk.namespaced):
+            one = self.store.get(res, ns or "", name)
+            candidates = [one] if one is not None else []
+        else:
+            candidates = self.store.list(res, ns)
+        out: builtins.list[Stored] = []
+        last: tuple[str, str] | None = None
+        remaining = 0
+        check_labels = not labels.empty
+        check_fields = not fields.empty
+        for s in candidates:
+            md = s.obj["metadata"]
+            if start is not None and (md.get("namespace", ""), md["name"]) <= start:
+                continue
+            if check_labels and not labels.matches(md.get("labels")):
+                continue
+            if check_fields and not fields.matches(s.obj):
+                continue
+            if limit and len(out) >= limit:
+                remaining += 1
+                continue
+            out.append(s)
+            last = (md.get("namespace", ""), md["name"])
+        token = ""
+        if remaining and last is not None:
+            token = base64.urlsafe_b64encode(msgspec.json.encode({"rv": revision, "start": list(last)})).decode()
+        return out, revision, token, remaining
+
+    def watch(
+        self,
+        rk: ResourceKind,
+        namespace: str | None,
+        *,
+        resource_version: str | None,
+        labels: LabelSelector,
+        fields: FieldSelector,
+    ) -> Watcher:
+        self.check_field_selector(rk, fields)
+        rv: int | None = None
+        if resource_version not in (None, "", "0"):
+            try:
+                rv = int(str(resource_version))
+            except ValueError:
+                raise errors.bad_request(f"invalid resource version: {resource_version!r}") from None
+        try:
+            return self.store.watch(resource_key(rk), namespace if rk.namespaced else None,
+                                    resource_version=rv, labels=labels, fields=fields)
+        except Expired as e:
+            raise errors.expired(str(e)) from None
+
+    # ---------------------------------------------------------------- body checks
+
+    def _check_body(self, rk: ResourceKind, namespace: str | None, body: Any, name: str | None) -> Obj:
+        if not isinstance(body, dict):
+            raise errors.bad_request(f"the body of the request must be a JSON object of kind {rk.kind}")
+        av, kind = body.get("apiVersion"), body.get("kind")
+        if av is not None and av != rk.api_version:
+            cr = self.custom(rk)
+            other = av.rpartition("/")
+            if cr is None or other[0] != rk.group or other[2] not in cr.versions:
+                raise errors.bad_request(
+                    f"the API version in the data ({av}) does not match the expected API version ({rk.api_version})")
+        if kind is not None and kind != rk.kind:
+            raise errors.bad_request(f"the kind in the data ({kind}) does not match the expected kind ({rk.kind})")
+        body["apiVersion"] = rk.api_version
+        body["kind"] = rk.kind
+        md = body.get("metadata")
+        if md is None:
+            md = body["metadata"] = {}
+        if not isinstance(md, dict):
+            raise errors.bad_request("metadata must be an object")
+        if rk.namespaced:
+            bns = md.get("namespace")
+            if bns and namespace and bns != namespace:
+                raise errors.bad_request("the namespace of the provided object does not match the namespace sent on "
+                                         "the request")
+            if not (bns or namespace):
+                raise errors.bad_request("the namespace of the object must be set (no namespace in URL or body)")
+            md["namespace"] = bns or namespace
+        else:
+            md.pop("namespace", None)
+        if name is not None:
+            bname = md.get("name")
+            if bname and bname != name:
+                raise errors.bad_request(f"the name of the object ({bname}) does not match the name on the URL ({name})")
+            md["name"] = name
+        return body
+
+    def _prune_default(self, rk: ResourceKind, obj: Obj, strict: str) -> builtins.list[str]:
+        """Prune unknown fields (custom resources) and apply schema defaults; returns warnings.
+
+        Raises:
+            StatusError: 400 under fieldValidation=Strict when unknown fields were sent.
+        """
+        cr = self.custom(rk)
+        if cr is None:
+            return []
+        version = cr.versions.get(rk.version)
+        schema = version.schema if version else None
+        if not schema:
+            return []
+        keep: Obj = {k: obj.pop(k) for k in ("apiVersion", "kind", "metadata") if k in obj}
+        try:
+            unknown = kschema.prune(schema, obj)
+            kschema.default(schema, obj)
+        finally:
+            obj.update(keep)
+        if unknown and strict == "Strict":
+            listed = ", ".join(f'unknown field "{u}"' for u in unknown)
+            raise errors.bad_request(f"strict decoding error: {listed}")
+        if unknown and strict == "Warn":
+            return [f'unknown field "{u}"' for u in unknown]
+        return []
+
+    def _validate(self, rk: ResourceKind, obj: Obj, old: Obj | None) -> None:
+        causes: builtins.list[FieldCause] = []
+        md = obj["metadata"]
+        name = str(md.get("name", ""))
+        causes.extend(validate_object(rk, obj, old))
+        if rk.group == "apiextensions.k8s.io" and rk.plural == "customresourcedefinitions":
+            causes.extend(validate_crd(obj))
+        cr = self.custom(rk)
+        if cr is not None:
+            version = cr.versions.get(rk.version)
+            if version is not None and version.schema:
+                body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+                causes.extend(kschema.validate(version.schema, body))
+        if causes:
+            raise errors.invalid(rk, name, causes)
+
+    async def _run_admission(self, req: AdmissionRequest, *, mutate: bool) -> None:
+        try:
+            if mutate:
+                await self.admission.admit(req, self.reader)
+            else:
+                await self.admission.validate(req, self.reader)
+        except AdmissionError as e:
+            if e.causes and e.code == 422:
+                raise errors.invalid(req.kind, req.name, e.causes) from None
+            raise StatusError(e.code, e.message, e.reason, {"name": req.name, "kind": req.kind.plural}) from None
+
+    # ---------------------------------------------------------------- create
+
+    async def create(
+        self,
+        rk: ResourceKind,
+        namespace: str | None,
+        body: Any,
+        *,
+        dry_run: bool = False,
+        field_validation: str = "",
+        field_manager: str = "",
+    ) -> tuple[Stored, builtins.list[str]]:
+        """POST to a collection. Returns the stored object (not stored for dry run) and warnings.
+
+        Raises:
+            StatusError: 400 bad body, 409 AlreadyExists, 422 Invalid, 404/403 from admission.
+        """
+        obj = self._check_body(rk, namespace, body, None)
+        md = obj["metadata"]
+        ns = self._ns(rk, namespace or md.get("namespace"))
+        res = resource_key(rk)
+        gen_name = not md.get("name") and md.get("generateName")
+        if not md.get("name") and not gen_name:
+            raise errors.invalid(rk, "", [FieldCause("metadata.name", "Required value: name or generateName is "
+                                                                       "required", "FieldValueRequired")])
+        warnings = self._prune_default(rk, obj, field_validation)
+        if gen_name:
+            for _ in range(16):
+                md["name"] = str(md["generateName"]) + "".join(self._rng.choice(_GEN_CHARS) for _ in range(5))
+                if self.store.get(res, ns, md["name"]) is None:
+                    break
+        self._prepare_create(rk, obj)
+        name = md["name"]
+        req = AdmissionRequest("CREATE", rk, ns or None, name, obj, None, dry_run=dry_run)
+        await self._run_admission(req, mutate=True)
+        self._validate(rk, obj, None)
+        await self._run_admission(req, mutate=False)
+        if self.store.get(res, ns, name) is not None:
+            raise errors.already_exists(rk, name)
+        if dry_run:
+            return Stored(obj, _encode(obj), 0), warnings
+        stored = self.store.put(res, obj)
+        self._after_write(rk, stored)
+        return stored, warnings
+
+    def _prepare_create(self, rk: ResourceKind, obj: Obj) -> None:
+        md = obj["metadata"]
+        for k in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "selfLink"):
+            md.pop(k, None)
+        md["uid"] = self._uid()
+        md["creationTimestamp"] = self.now()
+        md["generation"] = 1
+        key = (rk.group, rk.plural)
+        if key == ("", "pods"):
+            kdefaults.pod(obj)
+            given = obj.get("status")
+            status: Obj = given if isinstance(given, dict) else {}
+            obj["status"] = {"phase": "Pending", "qosClass": kdefaults.pod_qos_class(obj)}
+            if status.get("conditions") and obj["spec"].get("nodeName"):
+                obj["status"]["conditions"] = status["conditions"]
+        elif key == ("", "namespaces"):
+            kdefaults.namespace(obj)
+            obj.setdefault("spec", {})["finalizers"] = ["kubernetes"]
+            obj["status"] = {"phase": "Active"}
+        elif key == ("", "nodes") or key == ("", "events") or key == ("events.k8s.io", "events"):
+            pass
+        elif key == ("apiextensions.k8s.io", "customresourcedefinitions"):
+            obj["status"] = crd_status(obj, self.now())
+        elif self.has_status(rk):
+            obj.pop("status", None)
+        defaulter = kdefaults.DEFAULTERS.get(key)
+        if defaulter is not None and key not in (("", "pods"), ("", "namespaces")):
+            defaulter(obj)
+
+    # ---------------------------------------------------------------- update
+
+    async def update(
+        self,
+        rk: ResourceKind,
+        namespace: str | None,
+        name: str,
+        body: Any,
+        *,
+        sub: str = "",
+        dry_run: bool = False,
+        field_validation: str = "",
+        field_manager: str = "",
+        _expect: Stored | None = None,
+    ) -> tuple[Stored, builtins.list[str]]:
+        """PUT an object (``sub`` ``""``, ``"status"`` or ``"finalize"`` for namespaces).
+
+        Raises:
+            StatusError: 404, 409 Conflict on a stale resourceVersion, 400, 422.
+        """
+        obj = self._check_body(rk, namespace, body, name)
+        ns = self._ns(rk, namespace)
+        res = resource_key(rk)
+        old = self.store.get(res, ns, name) if _expect is None else _expect
+        if old is None:
+            raise errors.not_found(rk, name)
+        warnings = self._prune_default(rk, obj, field_validation) if sub == "" else []
+        want_rv = obj["metadata"].get("resourceVersion")
+        if want_rv and str(want_rv) != str(old.rv):
+            raise errors.conflict(rk, name, errors.STALE)
+        new = self._prepare_update(rk, obj, old, sub)
+        req = AdmissionRequest("UPDATE", rk, ns or None, name, new, old.copy(), subresource=sub, dry_run=dry_run)
+        await self._run_admission(req, mutate=True)
+        if sub == "":
+            self._validate(rk, new, old.obj)
+        await self._run_admission(req, mutate=False)
+        current = self.store.get(res, ns, name)
+        if current is None:
+            raise errors.not_found(rk, name)
+        if current.rv != old.rv:
+            raise errors.conflict(rk, name, errors.STALE)
+        new["metadata"]["resourceVersion"] = old.obj["metadata"].get("resourceVersion")
+        if new == old.obj:
+            return old, warnings
+        if dry_run:
+            return Stored(new, _encode(new), old.rv), warnings
+        if self._finished(rk, new):
+            gone = self.store.delete(res, ns, name)
+            assert gone is not None
+            self._after_delete(rk, gone)
+            return gone, warnings
+        stored = self.store.put(res, new)
+        self._after_write(rk, stored)
+        return stored, warnings
+
+    def _prepare_update(self, rk: ResourceKind, obj: Obj, old: Stored, sub: str) -> Obj:
+        key = (rk.group, rk.plural)
+        if sub == "status":
+            new = old.copy()
+            if "status" in obj:
+                new["status"] = obj["status"]
+            else:
+                new.pop("status", None)
+            return new
+        if sub == "finalize":
+            new = old.copy()
+            new.setdefault("spec", {})["finalizers"] = list((obj.get("spec") or {}).get("finalizers") or [])
+            return new
+        new = obj
+        md, omd = new["metadata"], old.obj["metadata"]
+        for k in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
+            if k in omd:
+                if k == "uid" and md.get("uid") and md["uid"] != omd["uid"]:
+                    raise errors.conflict(rk, omd["name"], f"Precondition failed: UID in precondition: {md['uid']}, "
+                                                          f"UID in object meta: {omd['uid']}")
+                md[k] = omd[k]
+            else:
+                md.pop(k, None)
+        md.pop("selfLink", None)
+        if "managedFields" not in md and "managedFields" in omd:
+            md["managedFields"] = omd["managedFields"]
+        if self.has_status(rk):
+            if "status" in old.obj:
+                new["status"] = copy.deepcopy(old.obj["status"])
+            else:
+                new.pop("status", None)
+        defaulter = kdefaults.DEFAULTERS.get(key)
+        if defaulter is not None:
+            defaulter(new)
+        if key == ("", "namespaces"):
+            new["spec"] = copy.deepcopy(old.obj.get("spec", {}))
+        if key == ("apiextensions.k8s.io", "customresourcedefinitions"):
+            new["status"] = crd_status(new, self.now())
+        skip = ("metadata", "status") if self.has_status(rk) else ("metadata",)
+        if any(new.get(k) != old.obj.get(k) for k in set(new) | set(old.obj) if k not in skip):
+            md["generation"] = int(omd.get("generation", 1) or 1) + 1
+        return new
+
+    def _finished(self, rk: ResourceKind, obj: Obj) -> bool:
+        """A deleting object whose finalizers (and grace period) are done is removed."""
+        md = obj["metadata"]
+        if not md.get("deletionTimestamp") or md.get("finalizers"):
+            return False
+        if (rk.group, rk.plural) == ("", "namespaces") and (obj.get("spec") or {}).get("finalizers"):
+            return False
+        return not md.get("deletionGracePeriodSeconds")
+
+    # ---------------------------------------------------------------- patch
+
+    async def patch(
+        self,
+        rk: ResourceKind,
+        namespace: str | None,
+        name: str,
+        patch_type: str,
+        patch: Any,
+        *,
+        sub: str = "",
+        dry_run: bool = False,
+        field_validation: str = "",
+        field_manager: str = "",
+        force: bool = False,
+    ) -> tuple[Stored, bool, builtins.list[str]]:
+        """PATCH: ``patch_type`` is ``merge``, ``json``, ``strategic`` or ``apply``. Returns
+        ``(object, created, warnings)``; ``apply`` creates a missing object.
+
+        Raises:
+            StatusError: 404, 409, 415 (strategic on a custom resource), 422 (patch does not apply).
+        """
+        if patch_type == "strategic" and self.custom(rk) is not None:
+            raise errors.StatusError(415, "the body of the request was in an unknown format - accepted media types "
+                                     "include: application/json-patch+json, application/merge-patch+json, "
+                                     "application/apply-patch+yaml", "UnsupportedMediaType")
+        if patch_type == "apply" and not field_manager:
+            raise errors.bad_request("PATCH requests of type apply-patch+yaml must include a fieldManager query "
+                                     "parameter")
+        if patch_type in ("merge", "strategic", "apply") and not isinstance(patch, dict):
+            raise errors.bad_request("the patch must be a JSON object")
+        ns = self._ns(rk, namespace)
+        res = resource_key(rk)
+        for attempt in range(8):
+            old = self.store.get(res, ns, name)
+            if old is None:
+                if patch_type == "apply" and sub == "":
+                    body = copy.deepcopy(patch)
+                    body.setdefault("metadata", {}).setdefault("name", name)
+                    applied = self._apply(None, body, rk, field_manager, force)
+                    stored, warnings = await self.create(rk, namespace, applied, dry_run=dry_run,
+                                                         field_validation=field_validation,
+                                                         field_manager=field_manager)
+                    return stored, True, warnings
+                raise errors.not_found(rk, name)
+            patched = self._apply_patch(rk, old, patch_type, patch, field_manager, force)
+            if not isinstance(patched, dict):
+                raise StatusError(422, "the patch result is not a JSON object", "Invalid")
+            md = patched.setdefault("metadata", {})
+            if not isinstance(md, dict):
+                raise StatusError(422, "metadata must be an object", "Invalid")
+            if str(md.get("resourceVersion", old.rv)) != str(old.rv):
+                raise errors.conflict(rk, name, errors.STALE)
+            md.pop("resourceVersion", None)
+            try:
+                stored, warnings = await self.update(rk, namespace, name, patched, sub=sub, dry_run=dry_run,
+                                                     field_validation=field_validation,
+                                                     field_manager=field_manager, _expect=old)
+            except StatusError as e:
+                if e.code == 409 and e.reason == "Conflict" and attempt < 7 and "Precondition" not in e.message:
+                    continue
+                raise
+            return stored, False, warnings
+        raise errors.conflict(rk, name, errors.STALE)
+
+    def _apply_patch(self, rk: ResourceKind, old: Stored, patch_type: str, patch: Any, manager: str,
+                     force: bool) -> Any:
+        base = old.copy()
+        try:
+            if patch_type == "merge":
+                return merge_patch(base, patch)
+            if patch_type == "json":
+                return json_patch(base, patch)
+            if patch_type == "strategic":
+                return strategic_merge_patch(base, patch, rk.kind)
+            if patch_type == "apply":
+                return self._apply(base, copy.deepcopy(patch), rk, manager, force)
+        except PatchError as e:
+            raise StatusError(422, str(e), "Invalid") from None
+        except ValueError as e:
+            raise StatusError(422, str(e), "Invalid") from None
+        raise errors.unsupported_media_type(patch_type)
+
+    def _apply(self, live: Obj | None, applied: Obj, rk: ResourceKind, manager: str, force: bool) -> Obj:
+        if applied.get("apiVersion") not in (None, rk.api_version) or applied.get("kind") not in (None, rk.kind):
+            raise errors.bad_request(f"the apiVersion/kind in the applied configuration ({applied.get('apiVersion')}, "
+                                     f"{applied.get('kind')}) does not match the endpoint ({rk.api_version}, {rk.kind})")
+        try:
+            result: Obj = server_side_apply(live, applied, manager=manager, kind=rk.kind, force=force,
+                                            builtin=self.custom(rk) is None)
+        except ApplyConflict as e:
+            raise StatusError(409, str(e), "Conflict", {"name": applied.get("metadata", {}).get("name", ""),
+                                                        "group": rk.group, "kind": rk.plural,
+                                                        "causes": [{"reason": "FieldManagerConflict",
+                                                                    "message": f'conflict with "{m}"',
+                                                                    "field": p} for m, p in e.conflicts]}) from None
+        return result
+
+    # ---------------------------------------------------------------- delete
+
+    async def delete(self, rk: ResourceKind, namespace: str | None, name: str, opts: DeleteOptions) -> Stored:
+        """DELETE. Returns the object as deleted, or as it stays (with deletionTimestamp) while
+        finalizers or the Pod grace period hold it.
+
+        Raises:
+            StatusError: 404, 409 on a failed precondition, 403 from admission.
+        """
+        ns = self._ns(rk, namespace)
+        res = resource_key(rk)
+        old = self.store.get(res, ns, name)
+        if old is None:
+            raise errors.not_found(rk, name)
+        pre = opts.preconditions or {}
+        omd = old.obj["metadata"]
+        if pre.get("uid") and pre["uid"] != omd.get("uid"):
+            raise errors.conflict(rk, name, f"Precondition failed: UID in precondition: {pre['uid']}, UID in object "
+                                            f"meta: {omd.get('uid')}")
+        if pre.get("resourceVersion") and pre["resourceVersion"] != str(old.rv):
+            raise errors.conflict(rk, name, f"Precondition failed: ResourceVersion in precondition: "
+                                            f"{pre['resourceVersion']}, ResourceVersion in object meta: {old.rv}")
+        req = AdmissionRequest("DELETE", rk, ns or None, name, None, old.copy(), dry_run=opts.dry_run)
+        await self._run_admission(req, mutate=False)
+        old = self.store.get(res, ns, name)
+        if old is None:
+            raise errors.not_found(rk, name)
+        new = old.copy()
+        md = new["metadata"]
+        finalizers = list(md.get("finalizers") or [])
+        if opts.propagation_policy == "Foreground" and "foregroundDeletion" not in finalizers:
+            finalizers.append("foregroundDeletion")
+        elif opts.propagation_policy == "Orphan" and "orphan" not in finalizers:
+            finalizers.append("orphan")
+        if finalizers != list(md.get("finalizers") or []):
+            md["finalizers"] = finalizers
+        key = (rk.group, rk.plural)
+        grace = 0
+        if key == ("", "pods"):
+            grace = self._pod_grace(new, opts)
+        elif key == ("", "namespaces"):
+            new.setdefault("status", {})["phase"] = "Terminating"
+        if md.get("deletionTimestamp"):
+            # already deleting: only a shorter grace period or new finalizers change anything
+            old_grace = md.get("deletionGracePeriodSeconds")
+            if key == ("", "pods") and old_grace is not None and grace < int(old_grace):
+                md["deletionGracePeriodSeconds"] = grace
+                md["deletionTimestamp"] = rfc3339(self.clock.now() + grace)
+        else:
+            md["deletionTimestamp"] = rfc3339(self.clock.now() + grace)
+            md["deletionGracePeriodSeconds"] = grace
+            md["generation"] = int(md.get("generation", 1) or 1) + 1
+        holds = bool(md.get("finalizers")) or bool(md.get("deletionGracePeriodSeconds")) or (
+            key == ("", "namespaces") and bool((new.get("spec") or {}).get("finalizers")))
+        if opts.dry_run:
+            return Stored(new, _encode(new), old.rv)
+        if holds:
+            new["metadata"]["resourceVersion"] = omd.get("resourceVersion")
+            if new == old.obj:
+                return old
+            stored = self.store.put(res, new)
+            return stored
+        if key == ("apiextensions.k8s.io", "customresourcedefinitions"):
+            self._drop_instances(old.obj)
+        gone = self.store.delete(res, ns, name)
+        assert gone is not None
+        self._after_delete(rk, gone)
+        return gone
+
+    def _pod_grace(self, pod: Obj, opts: DeleteOptions) -> int:
+        spec = pod.get("spec") or {}
+        if not spec.get("nodeName") or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            return 0
+        if opts.grace_period_seconds is not None:
+            return opts.grace_period_seconds
+        return int(spec.get("terminationGracePeriodSeconds", 30) or 0)
+
+    # ---------------------------------------------------------------- pods/binding, pods/eviction
+
+    async def bind(self, namespace: str, name: str, binding: Any, *, dry_run: bool = False) -> None:
+        """POST pods/<name>/binding: set spec.nodeName and PodScheduled=True.
+
+        Raises:
+            StatusError: 404, 409 (already bound, being deleted, uid mismatch), 422 (no target).
+        """
+        pods = self.scheme.by_api_version_kind("v1", "Pod")
+        assert pods is not None
+        if not isinstance(binding, dict):
+            raise errors.bad_request("the body must be a v1 Binding")
+        target = binding.get("target") or {}
+        node = target.get("name")
+        if not node:
+            raise StatusError(422, f'Binding "{name}" is invalid: target.name: Required value', "Invalid",
+                              {"name": name, "kind": "Binding",
+                               "causes": [{"reason": "FieldValueRequired", "message": "Required value",
+                                           "field": "target.name"}]})
+        if target.get("kind") not in (None, "", "Node"):
+            raise StatusError(422, f'Binding "{name}" is invalid: target.kind: Unsupported value: '
+                              f'"{target.get("kind")}": supported values: "Node"', "Invalid")
+        old = self.store.get("/pods", namespace, name)
+        if old is None:
+            raise errors.not_found(pods, name)
+        bmd = binding.get("metadata") or {}
+        if bmd.get("uid") and bmd["uid"] != old.obj["metadata"].get("uid"):
+            raise errors.conflict(pods, name, f"Precondition failed: UID in precondition: {bmd['uid']}, UID in object "
+                                              f"meta: {old.obj['metadata'].get('uid')}", sub="binding")
+        if old.obj["metadata"].get("deletionTimestamp"):
+            raise errors.conflict(pods, name, f"pod {name} is being deleted, cannot be assigned to a host",
+                                  sub="binding")
+        current = (old.obj.get("spec") or {}).get("nodeName")
+        if current:
+            raise errors.conflict(pods, name, f'pod {name} is already assigned to node "{current}"', sub="binding")
+        new = old.copy()
+        new.setdefault("spec", {})["nodeName"] = node
+        for k, v in (bmd.get("annotations") or {}).items():
+            new["metadata"].setdefault("annotations", {})[k] = v
+        status = new.setdefault("status", {})
+        conds = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+        conds.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                      "lastTransitionTime": self.now()})
+        status["conditions"] = conds
+        if dry_run:
+            return
+        self.store.put("/pods", new)
+
+    async def evict(self, namespace: str, name: str, eviction: Any) -> None:
+        """POST pods/<name>/eviction: delete the Pod with the Eviction's deleteOptions.
+
+        Deviates: PodDisruptionBudgets are not served, so an eviction is never refused (429).
+        """
+        pods = self.scheme.by_api_version_kind("v1", "Pod")
+        assert pods is not None
+        if eviction is not None and not isinstance(eviction, dict):
+            raise errors.bad_request("the body must be a policy/v1 Eviction")
+        opts = DeleteOptions.parse((eviction or {}).get("deleteOptions"), {})
+        if self.store.get("/pods", namespace, name) is None:
+            raise errors.not_found(pods, name)
+        await self.delete(pods, namespace, name, opts)
+
+    # ---------------------------------------------------------------- CRDs
+
+    def _after_write(self, rk: ResourceKind, stored: Stored) -> None:
+        if rk.group == "apiextensions.k8s.io" and rk.plural == "customresourcedefinitions":
+            self.install_crd(stored.obj)
+
+    def _after_delete(self, rk: ResourceKind, gone: Stored) -> None:
+        if rk.group == "apiextensions.k8s.io" and rk.plural == "customresourcedefinitions":
+            self.uninstall_crd(gone.obj)
+
+    def install_crd(self, crd: Obj) -> None:
+        """Serve the kinds of ``crd`` (replacing an earlier version of the same CRD)."""
+        cr = crd_info(crd)
+        prev = self.crds.get(cr.resource)
+        if prev is not None:
+            for v in prev.versions:
+                self.scheme.remove(prev.group, v, prev.plural)
+        self.crds[cr.resource] = cr
+        for rk in cr.kinds():
+            self.scheme.add(rk)
+        for fn in self.crd_listeners:
+            fn()
+
+    def uninstall_crd(self, crd: Obj) -> None:
+        cr = crd_info(crd)
+        prev = self.crds.pop(cr.resource, None)
+        if prev is not None:
+            for v in prev.versions:
+                self.scheme.remove(prev.group, v, prev.plural)
+        for fn in self.crd_listeners:
+            fn()
+
+    def _drop_instances(self, crd: Obj) -> None:
+        cr = crd_info(crd)
+        for s in self.store.list(cr.resource):
+            md = s.obj["metadata"]
+            self.store.delete(cr.resource, md.get("namespace", ""), md["name"])
+
+    def load_crds(self) -> None:
+        """Serve every CRD found in the store (at start)."""
+        for s in self.store.list("apiextensions.k8s.io/customresourcedefinitions"):
+            try:
+                self.install_crd(s.obj)
+            except (KeyError, TypeError, ValueError):
+                continue
+

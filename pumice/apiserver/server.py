@@ -1,0 +1,309 @@
+"""The API server object: storage, registry, admission chain and the ASGI app, wired together.
+
+``APIServer(data_dir)`` stores objects in ``<data_dir>/pumice.db`` (SQLite, WAL);
+``APIServer(None)`` keeps them in memory. ``await server.start()`` (also done by ``serve``) creates
+the default namespaces, the system PriorityClasses and the built-in CRDs (ray.io, volcano) when
+they are missing. ``server.app`` is the ASGI app (use it with the in-process transport, or
+``await server.serve(host, port)`` for HTTP with uvicorn).
+
+Binding to a non-loopback address requires TLS: a self-signed certificate and key are generated
+into ``<data_dir>/tls.crt`` / ``tls.key`` and the kubeconfig carries the CA data.
+
+Mirrors: kubernetes cmd/kube-apiserver/app/server.go (in spirit: one process, one storage).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import ipaddress
+import logging
+import os
+import secrets
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import yaml
+
+from pumice._util.clock import Clock, default_clock
+from pumice.api.scheme import Scheme
+from pumice.apiserver.admission import SYSTEM_PRIORITY_CLASSES, AdmissionChain, builtin_plugins
+from pumice.apiserver.http import build_app
+from pumice.apiserver.registry import Registry
+from pumice.apiserver.storage import MemoryStorage, SqliteStorage, Storage
+from pumice.apiserver.store import Store
+
+__all__ = ["DEFAULT_NAMESPACES", "APIServer", "is_loopback"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+def is_loopback(host: str) -> bool:
+    if host in ("localhost", ""):
+        return host == "localhost"
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class APIServer:
+    """A Kubernetes-compatible API server.
+
+    Args:
+        data_dir: where ``pumice.db``, ``kubeconfig``, ``token`` and TLS files live; None keeps
+            everything in memory (and writes no files).
+        storage: a :class:`~pumice.apiserver.storage.Storage` overriding the default backend.
+        admission_plugins: extra admission plugins, run after the built-in ones.
+        clock: time source (default: the process clock).
+        token: the bearer token clients must present over HTTP; read from / written to
+            ``<data_dir>/token`` when None (a fresh random one without a data dir).
+        builtin_admission: install NamespaceLifecycle, ServiceAccount and Priority (default True).
+        install_crds: install :func:`pumice.api.crds.builtin_crds` at start (default True).
+        history: watch events kept per resource (older resourceVersions get 410).
+        bookmark_interval: seconds between watch bookmarks for clients that allow them.
+    """
+
+    def __init__(
+        self,
+        data_dir: Path | str | None,
+        *,
+        storage: Storage | None = None,
+        admission_plugins: Iterable[Any] = (),
+        clock: Clock | None = None,
+        token: str | None = None,
+        builtin_admission: bool = True,
+        install_crds: bool = True,
+        history: int = 20_000,
+        bookmark_interval: float = 60.0,
+        seed: int = 0,
+    ) -> None:
+        self.data_dir = Path(data_dir).expanduser() if data_dir is not None else None
+        if self.data_dir is not None:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+        if storage is None:
+            storage = SqliteStorage(self.data_dir / "pumice.db") if self.data_dir is not None else MemoryStorage()
+        self.storage = storage
+        self.clock = clock or default_clock()
+        self.scheme = Scheme.builtin()
+        self.store = Store(storage, history=history)
+        self.admission = AdmissionChain()
+        if builtin_admission:
+            for p in builtin_plugins():
+                self.admission.add(p)
+        for p in admission_plugins:
+            self.admission.add(p)
+        self.registry = Registry(self.store, self.scheme, self.clock, self.admission, seed=seed)
+        self.registry.load_crds()
+        self.token = token if token is not None else self._load_token()
+        self.install_crds = install_crds
+        self.app, self._api = build_app(self.registry, token=self.token, clock=self.clock,
+                                        bookmark_interval=bookmark_interval)
+        self._started = False
+        self._uvicorn: Any = None
+        self.url: str | None = None
+
+    # ------------------------------------------------------------------ setup
+
+    def add_admission_plugin(self, plugin: Any) -> None:
+        """Append an admission plugin (mutating when it has ``admit``, validating when it has
+        ``validate``); takes effect for the next request."""
+        self.admission.add(plugin)
+
+    def _load_token(self) -> str:
+        if self.data_dir is None:
+            return secrets.token_urlsafe(24)
+        path = self.data_dir / "token"
+        if path.exists():
+            text = path.read_text().strip()
+            if text:
+                return text
+        tok = secrets.token_urlsafe(24)
+        path.write_text(tok + "\n")
+        os.chmod(path, 0o600)
+        return tok
+
+    async def start(self) -> None:
+        """Create what kube-apiserver creates at start (idempotent): default namespaces, system
+        PriorityClasses, and the built-in CRDs."""
+        if self._started:
+            return
+        self._started = True
+        reg = self.registry
+        ns_kind = self.scheme.by_api_version_kind("v1", "Namespace")
+        pc_kind = self.scheme.by_api_version_kind("scheduling.k8s.io/v1", "PriorityClass")
+        assert ns_kind is not None and pc_kind is not None
+        for ns in DEFAULT_NAMESPACES:
+            if self.store.get("/namespaces", "", ns) is None:
+                await reg.create(ns_kind, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        for pc in SYSTEM_PRIORITY_CLASSES:
+            if self.store.get("scheduling.k8s.io/priorityclasses", "", pc["metadata"]["name"]) is None:
+                await reg.create(pc_kind, None, _copy(pc))
+        if self.install_crds:
+            await self.apply_crds(_builtin_crds())
+
+    async def apply_crds(self, crds: Iterable[dict[str, Any]]) -> None:
+        """Create or update CustomResourceDefinitions (as ``kubectl apply`` would)."""
+        crd_kind = self.scheme.by_api_version_kind("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+        assert crd_kind is not None
+        for crd in crds:
+            name = crd["metadata"]["name"]
+            old = self.store.get("apiextensions.k8s.io/customresourcedefinitions", "", name)
+            body = _copy(crd)
+            if old is None:
+                await self.registry.create(crd_kind, None, body)
+            elif old.obj.get("spec") != body.get("spec"):
+                body["metadata"]["resourceVersion"] = str(old.rv)
+                await self.registry.update(crd_kind, None, name, body)
+
+    # ------------------------------------------------------------------ HTTP
+
+    def write_kubeconfig(self, url: str, path: Path | None = None, *, ca_data: str | None = None) -> Path:
+        """Write a kubeconfig for ``url`` with this server's bearer token; returns its path
+        (``<data_dir>/kubeconfig`` by default).
+
+        Raises:
+            ValueError: no ``path`` given and the server has no data dir.
+        """
+        if path is None:
+            if self.data_dir is None:
+                raise ValueError("write_kubeconfig needs a path when the server has no data dir")
+            path = self.data_dir / "kubeconfig"
+        cluster: dict[str, Any] = {"server": url}
+        if url.startswith("https://"):
+            ca = ca_data
+            if ca is None and self.data_dir is not None and (self.data_dir / "tls.crt").exists():
+                import base64
+
+                ca = base64.b64encode((self.data_dir / "tls.crt").read_bytes()).decode()
+            if ca:
+                cluster["certificate-authority-data"] = ca
+            else:
+                cluster["insecure-skip-tls-verify"] = True
+        cfg = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "pumice", "cluster": cluster}],
+            "users": [{"name": "pumice-admin", "user": {"token": self.token}}],
+            "contexts": [{"name": "pumice", "context": {"cluster": "pumice", "user": "pumice-admin",
+                                                         "namespace": "default"}}],
+            "current-context": "pumice",
+            "preferences": {},
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        os.chmod(tmp, 0o600)
+        tmp.replace(path)
+        return path
+
+    def ensure_tls(self, host: str) -> tuple[Path, Path]:
+        """Generate (once) a self-signed certificate for ``host``, 127.0.0.1 and localhost into
+        the data dir; returns ``(cert, key)`` paths.
+
+        Raises:
+            ValueError: the server has no data dir.
+        """
+        if self.data_dir is None:
+            raise ValueError("TLS needs a data dir for the certificate")
+        cert_path, key_path = self.data_dir / "tls.crt", self.data_dir / "tls.key"
+        if cert_path.exists() and key_path.exists():
+            return cert_path, key_path
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import NameOID
+
+        key = ec.generate_private_key(ec.SECP256R1())
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "pumice-apiserver")])
+        alt: list[x509.GeneralName] = [x509.DNSName("localhost"), x509.DNSName("kubernetes"),
+                                       x509.DNSName("kubernetes.default.svc"),
+                                       x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+        try:
+            if host not in ("0.0.0.0", "::"):
+                alt.append(x509.IPAddress(ipaddress.ip_address(host)))
+        except ValueError:
+            alt.append(x509.DNSName(host))
+        now = _dt.datetime.now(_dt.UTC)
+        cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+                .serial_number(x509.random_serial_number())
+                .not_valid_before(now - _dt.timedelta(minutes=5)).not_valid_after(now + _dt.timedelta(days=3650))
+                .add_extension(x509.SubjectAlternativeName(alt), critical=False)
+                .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+                .sign(key, hashes.SHA256()))
+        key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                               serialization.NoEncryption()))
+        os.chmod(key_path, 0o600)
+        cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        return cert_path, key_path
+
+    async def serve(self, host: str = "127.0.0.1", port: int = 6443, *, tls: bool | None = None,
+                    ready: asyncio.Event | None = None) -> None:
+        """Run uvicorn until cancelled. Writes ``<data_dir>/kubeconfig`` when there is a data dir.
+        ``port=0`` picks a free port (see :attr:`url` once ``ready`` is set).
+
+        Raises:
+            ValueError: a non-loopback ``host`` without TLS.
+        """
+        import uvicorn
+
+        if tls is None:
+            tls = not is_loopback(host)
+        if not tls and not is_loopback(host):
+            raise ValueError(f"binding to non-loopback address {host} requires TLS")
+        await self.start()
+        ssl_kw: dict[str, Any] = {}
+        if tls:
+            cert, key = self.ensure_tls(host)
+            ssl_kw = {"ssl_certfile": str(cert), "ssl_keyfile": str(key)}
+        config = uvicorn.Config(self.app, host=host, port=port, log_level="warning", access_log=False,
+                                lifespan="off", timeout_graceful_shutdown=1, **ssl_kw)
+        server = uvicorn.Server(config)
+        self._uvicorn = server
+        task = asyncio.create_task(server.serve())
+        try:
+            while not server.started:
+                if task.done():
+                    await task
+                    raise RuntimeError(f"the API server could not listen on {host}:{port}")
+                await asyncio.sleep(0.01)
+            sock = server.servers[0].sockets[0]
+            real_port = sock.getsockname()[1]
+            shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
+            self.url = f"{'https' if tls else 'http'}://{shown}:{real_port}"
+            if self.data_dir is not None:
+                self.write_kubeconfig(self.url)
+            if ready is not None:
+                ready.set()
+            await task
+        finally:
+            self.store.close_watchers()
+            if not task.done():
+                server.should_exit = True
+                try:
+                    await asyncio.wait_for(asyncio.shield(task), 5)
+                except (TimeoutError, asyncio.CancelledError):
+                    task.cancel()
+
+    def close(self) -> None:
+        """End every watch and close the storage."""
+        self.store.close_watchers()
+        self.storage.close()
+
+
+def _copy(obj: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(obj))
+    return out
+
+
+def _builtin_crds() -> list[dict[str, Any]]:
+    try:
+        from pumice.api.crds import builtin_crds
+    except ImportError:
+        return []
+    crds: list[dict[str, Any]] = builtin_crds()
+    return crds

@@ -1,0 +1,343 @@
+"""The object cache, the global resourceVersion, the event history and watch fan-out.
+
+Every current object lives in memory as a :class:`Stored` (the decoded dict, never mutated after
+it is stored, plus its encoded JSON bytes), grouped by resource (``"<group>/<plural>"``). A write
+assigns the next revision, commits it to the :class:`~pumice.apiserver.storage.Storage` backend
+(one transaction), then updates the cache, appends to the resource's bounded history and pushes the
+event into each matching watcher's queue, all synchronously on the event loop.
+
+Watch semantics (as kube-apiserver's watch cache):
+- start at revision R: replay the history after R, then live events; R older than the oldest
+  event kept raises :class:`Expired` (410 Gone, reason Expired);
+- no R (or ``"0"``): synthetic ADDED events for the current objects, then live events;
+- label/field selectors: a MODIFIED event of an object that stops matching is sent as DELETED,
+  one that starts matching as ADDED.
+
+Mirrors: k8s.io/apiserver pkg/storage/cacher (watch cache, dispatchEvent), pkg/storage/etcd3.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from pumice.api.selectors import FieldSelector, LabelSelector, field_value
+from pumice.apiserver.storage import Storage
+
+__all__ = ["INDEXED_FIELDS", "Event", "Expired", "Store", "Stored", "Watcher", "storage_key"]
+
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
+
+#: field paths whose exact-match watchers are indexed, so that fan-out to thousands of per-node
+#: watchers costs O(matching watchers), not O(all watchers)
+INDEXED_FIELDS = ("spec.nodeName", "metadata.name")
+
+ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+
+
+def storage_key(resource: str, namespace: str, name: str) -> str:
+    return f"{resource}/{namespace}/{name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """One stored object: ``obj`` (do not mutate; :meth:`copy` to change), ``data`` (its JSON)
+    and ``rv`` (its resourceVersion)."""
+
+    obj: dict[str, Any]
+    data: bytes
+    rv: int
+
+    def copy(self) -> dict[str, Any]:
+        """A fresh, mutable deep copy of ``obj``."""
+        result: dict[str, Any] = _decode(self.data)
+        return result
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A committed change: ``type`` ADDED/MODIFIED/DELETED, ``new`` (for DELETED: the object as
+    deleted, carrying the deletion revision), ``old`` (None for ADDED)."""
+
+    type: str
+    rv: int
+    resource: str
+    new: Stored
+    old: Stored | None
+
+
+class Expired(Exception):
+    """The requested resourceVersion is older than the oldest event kept (410 Gone, Expired)."""
+
+    def __init__(self, requested: int, oldest: int) -> None:
+        super().__init__(f"too old resource version: {requested} ({oldest})")
+        self.requested = requested
+        self.oldest = oldest
+
+
+@dataclass(eq=False)
+class Watcher:
+    """One watch: filter plus a queue of ``(type, Stored)`` items; ``None`` in the queue ends the
+    watch (closed by the server, or the watcher fell too far behind)."""
+
+    resource: str
+    namespace: str | None
+    labels: LabelSelector
+    fields: FieldSelector
+    queue: asyncio.Queue[tuple[str, Stored] | None] = field(default_factory=asyncio.Queue)
+    closed: bool = False
+    index: tuple[str, str] | None = None
+    seq: int = 0
+
+    def _match(self, s: Stored) -> bool:
+        obj = s.obj
+        if self.namespace is not None and obj.get("metadata", {}).get("namespace") != self.namespace:
+            return False
+        if not self.labels.empty and not self.labels.matches(obj.get("metadata", {}).get("labels")):
+            return False
+        return self.fields.empty or self.fields.matches(obj)
+
+    def offer(self, ev: Event, limit: int) -> None:
+        """Queue ``ev`` if it passes the filter, translating MODIFIED into ADDED/DELETED when the
+        object starts/stops matching."""
+        if self.closed:
+            return
+        if ev.type == MODIFIED:
+            now = self._match(ev.new)
+            before = ev.old is not None and self._match(ev.old)
+            if now and before:
+                item = (MODIFIED, ev.new)
+            elif now:
+                item = (ADDED, ev.new)
+            elif before:
+                item = (DELETED, ev.new)
+            else:
+                return
+        elif self._match(ev.new):
+            item = (ev.type, ev.new)
+        else:
+            return
+        q = self.queue
+        if q.qsize() >= limit:
+            self.closed = True
+            q.put_nowait(None)
+            return
+        q.put_nowait(item)
+
+
+class _ResourceState:
+    __slots__ = ("by_index", "compacted", "history", "objects", "unindexed")
+
+    def __init__(self, compacted: int, history: int) -> None:
+        self.objects: dict[tuple[str, str], Stored] = {}
+        self.history: deque[Event] = deque(maxlen=history)
+        self.compacted = compacted  # events with rv > compacted are all in history
+        # dicts used as insertion-ordered sets: fan-out order is registration order (deterministic)
+        self.unindexed: dict[Watcher, None] = {}
+        self.by_index: dict[tuple[str, str], dict[Watcher, None]] = {}
+
+
+class Store:
+    """The cache in front of a :class:`Storage` backend.
+
+    Args:
+        storage: the durable backend; loaded at construction.
+        history: events kept per resource for watch resumption (older requests get 410).
+        watcher_queue_limit: a watcher with this many undelivered events is closed (the client
+            re-watches from its last resourceVersion, as with kube-apiserver's slow watchers).
+    """
+
+    def __init__(self, storage: Storage, *, history: int = 20_000, watcher_queue_limit: int = 200_000) -> None:
+        self.storage = storage
+        self._history = history
+        self._queue_limit = watcher_queue_limit
+        revision, rows = storage.load()
+        self.revision = revision
+        self._start = revision
+        self._resources: dict[str, _ResourceState] = {}
+        self.listeners: list[Callable[[Event], None]] = []
+        self._seq = 0
+        for key, value in rows:
+            resource, ns, name = _split_key(key)
+            obj = _decode(value)
+            rv = int(obj.get("metadata", {}).get("resourceVersion") or 0)
+            self._state(resource).objects[(ns, name)] = Stored(obj, value, rv)
+
+    def _state(self, resource: str) -> _ResourceState:
+        st = self._resources.get(resource)
+        if st is None:
+            st = self._resources[resource] = _ResourceState(self.revision, self._history)
+        return st
+
+    # ---- reads ----
+
+    def get(self, resource: str, namespace: str, name: str) -> Stored | None:
+        st = self._resources.get(resource)
+        return None if st is None else st.objects.get((namespace, name))
+
+    def list(self, resource: str, namespace: str | None = None) -> list[Stored]:
+        """Current objects in key order (namespace, name); all namespaces when None."""
+        st = self._resources.get(resource)
+        if st is None:
+            return []
+        keys = sorted(st.objects) if namespace is None else sorted(k for k in st.objects if k[0] == namespace)
+        objs = st.objects
+        return [objs[k] for k in keys]
+
+    def count(self, resource: str) -> int:
+        st = self._resources.get(resource)
+        return 0 if st is None else len(st.objects)
+
+    def resources(self) -> builtins.list[str]:
+        return sorted(self._resources)
+
+    # ---- writes ----
+
+    def put(self, resource: str, obj: dict[str, Any]) -> Stored:
+        """Store ``obj`` (create or replace) at the next revision; sets its
+        ``metadata.resourceVersion`` in place and returns the Stored. The caller hands ``obj``
+        over: it must not change it afterwards.
+
+        Raises:
+            StorageError: the commit failed; nothing changed.
+        """
+        md = obj["metadata"]
+        ns, name = md.get("namespace") or "", md["name"]
+        rv = self.revision + 1
+        md["resourceVersion"] = str(rv)
+        data = _encode(obj)
+        self.storage.commit(rv, [(storage_key(resource, ns, name), data)], ())
+        self.revision = rv
+        st = self._state(resource)
+        old = st.objects.get((ns, name))
+        new = Stored(obj, data, rv)
+        st.objects[(ns, name)] = new
+        self._publish(st, Event(MODIFIED if old is not None else ADDED, rv, resource, new, old))
+        return new
+
+    def delete(self, resource: str, namespace: str, name: str) -> Stored | None:
+        """Remove the object at the next revision; returns it as deleted (its resourceVersion is
+        the deletion revision), or None when absent.
+
+        Raises:
+            StorageError: the commit failed; nothing changed.
+        """
+        st = self._state(resource)
+        old = st.objects.get((namespace, name))
+        if old is None:
+            return None
+        rv = self.revision + 1
+        self.storage.commit(rv, (), [storage_key(resource, namespace, name)])
+        self.revision = rv
+        del st.objects[(namespace, name)]
+        obj = old.copy()
+        obj["metadata"]["resourceVersion"] = str(rv)
+        gone = Stored(obj, _encode(obj), rv)
+        self._publish(st, Event(DELETED, rv, resource, gone, old))
+        return gone
+
+    def _publish(self, st: _ResourceState, ev: Event) -> None:
+        if len(st.history) == st.history.maxlen:
+            st.compacted = st.history[0].rv
+        st.history.append(ev)
+        limit = self._queue_limit
+        for w in self._targets(st, ev):
+            w.offer(ev, limit)
+        for fn in self.listeners:
+            fn(ev)
+
+    def _targets(self, st: _ResourceState, ev: Event) -> Iterable[Watcher]:
+        if not st.by_index:
+            return list(st.unindexed)
+        targets = dict(st.unindexed)
+        for path in INDEXED_FIELDS:
+            for s in (ev.new, ev.old):
+                if s is not None:
+                    ws = st.by_index.get((path, field_value(s.obj, path)))
+                    if ws:
+                        targets.update(ws)
+        return sorted(targets, key=_seq) if len(targets) > 1 else list(targets)
+
+    # ---- watch ----
+
+    def watch(
+        self,
+        resource: str,
+        namespace: str | None,
+        *,
+        resource_version: int | None,
+        labels: LabelSelector | None = None,
+        fields: FieldSelector | None = None,
+    ) -> Watcher:
+        """Register a watcher; its queue is pre-filled with the replay (history after
+        ``resource_version``, or ADDED for every current object when None).
+
+        Raises:
+            Expired: ``resource_version`` is older than the history kept.
+        """
+        st = self._state(resource)
+        self._seq += 1
+        w = Watcher(resource, namespace, labels or LabelSelector(), fields or FieldSelector(), seq=self._seq)
+        if resource_version is None:
+            objs = self.list(resource, namespace)
+            for s in objs:
+                if w._match(s):
+                    w.queue.put_nowait((ADDED, s))
+        else:
+            if resource_version < st.compacted:
+                raise Expired(resource_version, st.compacted + 1)
+            for ev in st.history:
+                if ev.rv > resource_version:
+                    w.offer(ev, 1 << 62)
+        for path in INDEXED_FIELDS:
+            value = w.fields.exact(path)
+            if value is not None:
+                w.index = (path, value)
+                st.by_index.setdefault(w.index, {})[w] = None
+                break
+        else:
+            st.unindexed[w] = None
+        return w
+
+    def unwatch(self, w: Watcher) -> None:
+        st = self._resources.get(w.resource)
+        if st is None:
+            return
+        if w.index is None:
+            st.unindexed.pop(w, None)
+        else:
+            ws = st.by_index.get(w.index)
+            if ws is not None:
+                ws.pop(w, None)
+                if not ws:
+                    del st.by_index[w.index]
+        w.closed = True
+
+    def close_watchers(self) -> None:
+        """End every watch (server shutdown)."""
+        for st in self._resources.values():
+            for w in list(st.unindexed) + [w for ws in st.by_index.values() for w in ws]:
+                if not w.closed:
+                    w.closed = True
+                    w.queue.put_nowait(None)
+            st.unindexed.clear()
+            st.by_index.clear()
+
+    def watcher_count(self) -> int:
+        return sum(len(st.unindexed) + sum(len(v) for v in st.by_index.values()) for st in self._resources.values())
+
+
+def _seq(w: Watcher) -> int:
+    return w.seq
+
+
+def _split_key(key: str) -> tuple[str, str, str]:
+    group, plural, ns, name = key.split("/", 3)
+    return f"{group}/{plural}", ns, name

@@ -1,0 +1,78 @@
+"""Building a :class:`~pumice.client.kube.Client` from a kubeconfig file or an in-process app.
+
+- :func:`connect` reads a kubeconfig (the path given, else ``$KUBECONFIG``, else ``~/.kube/config``)
+  with lightkube's loader, so token, token-file, exec and client-certificate users all work.
+- :func:`in_process` talks to an ASGI app (``APIServer.app``) through the streaming in-process
+  transport: no sockets, works under looptime.
+- :func:`load` returns lightkube's ``SingleConfig`` for a context.
+
+Errors: :class:`FileNotFoundError` for a missing file; lightkube's ``ConfigError`` for a bad one.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from lightkube.config.kubeconfig import KubeConfig, SingleConfig
+
+from pumice.api.scheme import Scheme
+from pumice.client.kube import Client
+from pumice.client.transport import StreamingASGITransport
+
+__all__ = ["connect", "default_kubeconfig_path", "in_process", "in_process_config", "load"]
+
+
+def default_kubeconfig_path() -> Path:
+    """``$KUBECONFIG`` (its first entry) or ``~/.kube/config``."""
+    env = os.environ.get("KUBECONFIG")
+    if env:
+        return Path(env.split(os.pathsep)[0]).expanduser()
+    return Path("~/.kube/config").expanduser()
+
+
+def load(path: Path | str | None = None, *, context: str | None = None) -> SingleConfig:
+    """The chosen context of a kubeconfig file.
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        ValueError: the context does not exist.
+    """
+    p = Path(path).expanduser() if path is not None else default_kubeconfig_path()
+    if not p.exists():
+        raise FileNotFoundError(f"kubeconfig {p} does not exist")
+    single = KubeConfig.from_file(p).get(context_name=context)
+    if single is None:
+        raise ValueError(f"kubeconfig {p} has no context {context or '(current)'}")
+    return single
+
+
+def connect(kubeconfig_path: Path | str | None = None, *, context: str | None = None,
+            scheme: Scheme | None = None, field_manager: str = "pumice", timeout: float = 30.0) -> Client:
+    """A Client for the cluster a kubeconfig names (HTTP/HTTPS)."""
+    return Client(load(kubeconfig_path, context=context), scheme=scheme, field_manager=field_manager,
+                  timeout=timeout)
+
+
+def in_process_config(namespace: str = "default") -> SingleConfig:
+    """A lightkube config for the in-process transport (server ``http://pumice.local``)."""
+    single = KubeConfig.from_dict({
+        "clusters": [{"name": "pumice", "cluster": {"server": "http://pumice.local"}}],
+        "users": [{"name": "in-process", "user": {}}],
+        "contexts": [{"name": "pumice", "context": {"cluster": "pumice", "user": "in-process",
+                                                     "namespace": namespace}}],
+        "current-context": "pumice",
+    }).get()
+    assert single is not None
+    return single
+
+
+def in_process(app: Any, *, scheme: Scheme | None = None, field_manager: str = "pumice",
+               namespace: str = "default") -> Client:
+    """A Client that sends every request straight into ``app`` (no sockets).
+
+    ``scheme``: pass the server's own Scheme to share CRD kinds without discovery.
+    """
+    return Client(in_process_config(namespace), transport=StreamingASGITransport(app), scheme=scheme,
+                  field_manager=field_manager, timeout=3600.0)

@@ -1,0 +1,174 @@
+"""CRUD, status subresource, generation, conflicts and finalizers through the in-process client."""
+
+from __future__ import annotations
+
+import pytest
+
+from pumice.client.base import ApiError, is_already_exists, is_conflict, is_not_found
+from pumice.testing.cluster import LocalCluster
+
+from .builders import configmap, deployment, pod
+
+
+def kinds(c: LocalCluster):
+    s = c.scheme
+    return (s.by_api_version_kind("v1", "Pod"), s.by_api_version_kind("v1", "ConfigMap"),
+            s.by_api_version_kind("apps/v1", "Deployment"))
+
+
+async def test_create_fills_system_metadata(cluster: LocalCluster) -> None:
+    p = await cluster.client.create(pod("p1"))
+    md = p["metadata"]
+    assert md["uid"] and md["creationTimestamp"] and md["generation"] == 1
+    assert int(md["resourceVersion"]) > 0
+    assert p["status"] == {"phase": "Pending", "qosClass": "BestEffort"}
+    assert p["spec"]["serviceAccountName"] == "default"
+    assert p["spec"]["priority"] == 0
+
+
+async def test_create_twice_is_already_exists(cluster: LocalCluster) -> None:
+    await cluster.client.create(pod("p1"))
+    with pytest.raises(ApiError) as e:
+        await cluster.client.create(pod("p1"))
+    assert is_already_exists(e.value)
+    assert e.value.message == 'pods "p1" already exists'
+    assert e.value.status["details"] == {"name": "p1", "kind": "pods"}
+
+
+async def test_get_missing_is_not_found(cluster: LocalCluster) -> None:
+    pods, _, _ = kinds(cluster)
+    with pytest.raises(ApiError) as e:
+        await cluster.client.get(pods, "nope", "default")
+    assert is_not_found(e.value)
+    assert e.value.status["kind"] == "Status" and e.value.status["code"] == 404
+
+
+async def test_generate_name_appends_five_characters(cluster: LocalCluster) -> None:
+    body = pod("x")
+    del body["metadata"]["name"]
+    body["metadata"]["generateName"] = "web-"
+    p = await cluster.client.create(body)
+    assert p["metadata"]["name"].startswith("web-") and len(p["metadata"]["name"]) == 9
+
+
+async def test_resource_versions_increase_globally(cluster: LocalCluster) -> None:
+    a = await cluster.client.create(configmap("a"))
+    b = await cluster.client.create(pod("b"))
+    assert int(b["metadata"]["resourceVersion"]) > int(a["metadata"]["resourceVersion"])
+
+
+async def test_stale_update_is_conflict(cluster: LocalCluster) -> None:
+    _, cms, _ = kinds(cluster)
+    cm = await cluster.client.create(configmap("a", data={"k": "1"}))
+    cm["data"]["k"] = "2"
+    await cluster.client.update(cm)
+    cm["data"]["k"] = "3"
+    with pytest.raises(ApiError) as e:
+        await cluster.client.update(cm)
+    assert is_conflict(e.value)
+    assert (await cluster.client.get(cms, "a", "default"))["data"]["k"] == "2"
+
+
+async def test_update_without_change_writes_nothing(cluster: LocalCluster) -> None:
+    cm = await cluster.client.create(configmap("a", data={"k": "1"}))
+    again = await cluster.client.update(cm)
+    assert again["metadata"]["resourceVersion"] == cm["metadata"]["resourceVersion"]
+
+
+async def test_generation_bumps_on_spec_change_only(cluster: LocalCluster) -> None:
+    _, _, deps = kinds(cluster)
+    d = await cluster.client.create(deployment("d", replicas=1))
+    assert d["metadata"]["generation"] == 1
+    d = await cluster.client.patch(deps, "d", {"metadata": {"labels": {"x": "y"}}}, "default")
+    assert d["metadata"]["generation"] == 1
+    d = await cluster.client.patch(deps, "d", {"spec": {"replicas": 3}}, "default")
+    assert d["metadata"]["generation"] == 2
+    d = await cluster.client.patch(deps, "d", {"status": {"replicas": 3}}, "default", subresource="status")
+    assert d["metadata"]["generation"] == 2 and d["status"]["replicas"] == 3
+
+
+async def test_main_endpoint_ignores_status_and_status_endpoint_ignores_spec(cluster: LocalCluster) -> None:
+    d = await cluster.client.create(deployment("d"))
+    d["status"] = {"replicas": 7}
+    d = await cluster.client.update(d)
+    assert "replicas" not in d.get("status", {})
+    d["spec"]["replicas"] = 5
+    d["status"] = {"replicas": 2}
+    d = await cluster.client.update_status(d)
+    assert d["spec"]["replicas"] == 1 and d["status"]["replicas"] == 2
+
+
+async def test_finalizers_hold_deletion_until_removed(cluster: LocalCluster) -> None:
+    _, cms, _ = kinds(cluster)
+    cm = configmap("a")
+    cm["metadata"]["finalizers"] = ["example.com/hold"]
+    await cluster.client.create(cm)
+    held = await cluster.client.delete(cms, "a", "default")
+    assert held is not None and held["metadata"]["deletionTimestamp"]
+    got = await cluster.client.get(cms, "a", "default")
+    assert got["metadata"]["finalizers"] == ["example.com/hold"]
+    await cluster.client.patch(cms, "a", {"metadata": {"finalizers": None}}, "default")
+    with pytest.raises(ApiError) as e:
+        await cluster.client.get(cms, "a", "default")
+    assert is_not_found(e.value)
+
+
+async def test_foreground_deletion_adds_finalizer(cluster: LocalCluster) -> None:
+    _, _, deps = kinds(cluster)
+    await cluster.client.create(deployment("d"))
+    d = await cluster.client.delete(deps, "d", "default", propagation_policy="Foreground")
+    assert d is not None and d["metadata"]["finalizers"] == ["foregroundDeletion"]
+    assert d["metadata"]["deletionTimestamp"]
+
+
+async def test_delete_precondition_uid_mismatch_is_conflict(cluster: LocalCluster) -> None:
+    _, cms, _ = kinds(cluster)
+    await cluster.client.create(configmap("a"))
+    with pytest.raises(ApiError) as e:
+        await cluster.client.delete(cms, "a", "default", preconditions={"uid": "other"})
+    assert e.value.code == 409
+
+
+async def test_dry_run_stores_nothing(cluster: LocalCluster) -> None:
+    _, cms, _ = kinds(cluster)
+    out = await cluster.client.create(configmap("a"), dry_run=True)
+    assert out["metadata"]["name"] == "a"
+    with pytest.raises(ApiError):
+        await cluster.client.get(cms, "a", "default")
+
+
+async def test_namespace_must_exist(cluster: LocalCluster) -> None:
+    with pytest.raises(ApiError) as e:
+        await cluster.client.create(configmap("a", ns="missing"))
+    assert e.value.code == 404 and e.value.message == 'namespaces "missing" not found'
+
+
+async def test_invalid_name_is_422_with_cause(cluster: LocalCluster) -> None:
+    with pytest.raises(ApiError) as e:
+        await cluster.client.create(configmap("Bad_Name"))
+    assert e.value.code == 422 and e.value.reason == "Invalid"
+    assert e.value.status["details"]["causes"][0]["field"] == "metadata.name"
+
+
+async def test_json_patch_and_merge_patch(cluster: LocalCluster) -> None:
+    _, cms, _ = kinds(cluster)
+    await cluster.client.create(configmap("a", data={"k": "1"}))
+    cm = await cluster.client.patch(cms, "a", [{"op": "add", "path": "/data/j", "value": "2"}], "default",
+                                    patch_type="json")
+    assert cm["data"] == {"k": "1", "j": "2"}
+    cm = await cluster.client.patch(cms, "a", {"data": {"k": None}}, "default")
+    assert cm["data"] == {"j": "2"}
+    with pytest.raises(ApiError) as e:
+        await cluster.client.patch(cms, "a", [{"op": "test", "path": "/data/j", "value": "3"}], "default",
+                                   patch_type="json")
+    assert e.value.code == 422
+
+
+async def test_priority_class_resolves_into_pod_priority(cluster: LocalCluster) -> None:
+    await cluster.client.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                 "metadata": {"name": "high"}, "value": 1000})
+    p = await cluster.client.create(pod("p", priorityClassName="high"))
+    assert p["spec"]["priority"] == 1000
+    with pytest.raises(ApiError) as e:
+        await cluster.client.create(pod("q", priorityClassName="nope"))
+    assert e.value.code == 403

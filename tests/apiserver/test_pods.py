@@ -1,0 +1,71 @@
+"""Pod strategy: binding, graceful deletion, eviction."""
+
+from __future__ import annotations
+
+import pytest
+
+from pumice.client.base import ApiError, is_not_found
+from pumice.testing.cluster import LocalCluster
+
+from .builders import pod
+
+
+async def test_binding_sets_node_and_pod_scheduled(cluster: LocalCluster) -> None:
+    pods = cluster.scheme.by_api_version_kind("v1", "Pod")
+    await cluster.client.create(pod("p"))
+    await cluster.client.bind("default", "p", "n1")
+    p = await cluster.client.get(pods, "p", "default")
+    assert p["spec"]["nodeName"] == "n1"
+    cond = [c for c in p["status"]["conditions"] if c["type"] == "PodScheduled"]
+    assert cond and cond[0]["status"] == "True"
+
+
+async def test_binding_a_bound_pod_is_conflict(cluster: LocalCluster) -> None:
+    await cluster.client.create(pod("p"))
+    await cluster.client.bind("default", "p", "n1")
+    with pytest.raises(ApiError) as e:
+        await cluster.client.bind("default", "p", "n2")
+    assert e.value.code == 409
+    assert e.value.message == 'Operation cannot be fulfilled on pods/binding "p": pod p is already assigned to node "n1"'
+
+
+async def test_unbound_pod_is_deleted_at_once(cluster: LocalCluster) -> None:
+    pods = cluster.scheme.by_api_version_kind("v1", "Pod")
+    await cluster.client.create(pod("p"))
+    await cluster.client.delete(pods, "p", "default")
+    with pytest.raises(ApiError) as e:
+        await cluster.client.get(pods, "p", "default")
+    assert is_not_found(e.value)
+
+
+async def test_bound_pod_deletion_is_graceful_until_node_agent_confirms(cluster: LocalCluster) -> None:
+    pods = cluster.scheme.by_api_version_kind("v1", "Pod")
+    await cluster.client.create(pod("p", terminationGracePeriodSeconds=10))
+    await cluster.client.bind("default", "p", "n1")
+    held = await cluster.client.delete(pods, "p", "default")
+    assert held is not None
+    assert held["metadata"]["deletionGracePeriodSeconds"] == 10 and held["metadata"]["deletionTimestamp"]
+    assert (await cluster.client.get(pods, "p", "default"))["metadata"]["deletionGracePeriodSeconds"] == 10
+    await cluster.client.delete(pods, "p", "default", grace_period_seconds=0)
+    with pytest.raises(ApiError) as e:
+        await cluster.client.get(pods, "p", "default")
+    assert is_not_found(e.value)
+
+
+async def test_eviction_deletes_the_pod(cluster: LocalCluster) -> None:
+    pods = cluster.scheme.by_api_version_kind("v1", "Pod")
+    await cluster.client.create(pod("p"))
+    await cluster.client.evict("default", "p")
+    with pytest.raises(ApiError):
+        await cluster.client.get(pods, "p", "default")
+
+
+async def test_field_selector_on_node_name(cluster: LocalCluster) -> None:
+    pods = cluster.scheme.by_api_version_kind("v1", "Pod")
+    await cluster.client.create(pod("a", node="n1"))
+    await cluster.client.create(pod("b", node="n2"))
+    got = await cluster.client.list(pods, None, field_selector="spec.nodeName=n1")
+    assert [p["metadata"]["name"] for p in got.items] == ["a"]
+    with pytest.raises(ApiError) as e:
+        await cluster.client.list(pods, None, field_selector="spec.bogus=1")
+    assert e.value.code == 400

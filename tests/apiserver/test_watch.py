@@ -1,0 +1,129 @@
+"""List and watch: selectors, pagination, resume, 410, bookmarks, selector transitions."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from pumice.client.base import ApiError, WatchEvent, is_gone
+from pumice.testing.cluster import LocalCluster, local_cluster
+
+from .builders import configmap, pod
+
+
+async def collect(it, n: int) -> list[WatchEvent]:
+    out = []
+    async for ev in it:
+        if ev.type == "BOOKMARK":
+            continue
+        out.append(ev)
+        if len(out) == n:
+            break
+    return out
+
+
+async def test_label_selectors(cluster: LocalCluster) -> None:
+    pods = cluster.scheme.by_api_version_kind("v1", "Pod")
+    await cluster.client.create(pod("a", labels={"app": "x", "tier": "1"}))
+    await cluster.client.create(pod("b", labels={"app": "y"}))
+    await cluster.client.create(pod("c"))
+
+    async def names(sel: str) -> list[str]:
+        return [p["metadata"]["name"] for p in (await cluster.client.list(pods, "default", label_selector=sel)).items]
+
+    assert await names("app=x") == ["a"]
+    assert await names("app!=x") == ["b", "c"]
+    assert await names("app in (x,y)") == ["a", "b"]
+    assert await names("app notin (x)") == ["b", "c"]
+    assert await names("app") == ["a", "b"]
+    assert await names("!app") == ["c"]
+    assert await names("app=x,tier==1") == ["a"]
+
+
+async def test_pagination_with_limit_and_continue(cluster: LocalCluster) -> None:
+    cms = cluster.scheme.by_api_version_kind("v1", "ConfigMap")
+    for i in range(5):
+        await cluster.client.create(configmap(f"c{i}"))
+    first = await cluster.client.list(cms, "default", limit=2)
+    assert [c["metadata"]["name"] for c in first.items] == ["c0", "c1"] and first.continue_
+    second = await cluster.client.list(cms, "default", limit=2, continue_=first.continue_)
+    third = await cluster.client.list(cms, "default", limit=2, continue_=second.continue_)
+    assert [c["metadata"]["name"] for c in second.items + third.items] == ["c2", "c3", "c4"]
+    assert third.continue_ == ""
+
+
+async def test_watch_resumes_from_resource_version(cluster: LocalCluster) -> None:
+    cms = cluster.scheme.by_api_version_kind("v1", "ConfigMap")
+    a = await cluster.client.create(configmap("a"))
+    await cluster.client.create(configmap("b"))
+    await cluster.client.delete(cms, "a", "default")
+    evs = await collect(cluster.client.watch(cms, "default", resource_version=a["metadata"]["resourceVersion"]), 2)
+    assert [(e.type, e.object["metadata"]["name"]) for e in evs] == [("ADDED", "b"), ("DELETED", "a")]
+
+
+async def test_watch_without_resource_version_starts_with_current_objects(cluster: LocalCluster) -> None:
+    cms = cluster.scheme.by_api_version_kind("v1", "ConfigMap")
+    await cluster.client.create(configmap("a"))
+    it = cluster.client.watch(cms, "default")
+    task = asyncio.create_task(collect(it, 2))
+    await asyncio.sleep(0.01)
+    await cluster.client.create(configmap("b"))
+    evs = await asyncio.wait_for(task, 5)
+    assert [(e.type, e.object["metadata"]["name"]) for e in evs] == [("ADDED", "a"), ("ADDED", "b")]
+
+
+async def test_watch_from_compacted_version_is_gone() -> None:
+    async with local_cluster(history=3, install_crds=False) as c:
+        cms = c.scheme.by_api_version_kind("v1", "ConfigMap")
+        first = await c.client.create(configmap("a"))
+        for i in range(5):
+            await c.client.create(configmap(f"b{i}"))
+        with pytest.raises(ApiError) as e:
+            await collect(c.client.watch(cms, "default", resource_version=first["metadata"]["resourceVersion"]), 1)
+        assert is_gone(e.value) and e.value.reason == "Expired"
+
+
+async def test_watch_label_selector_turns_unmatching_update_into_deleted(cluster: LocalCluster) -> None:
+    pods = cluster.scheme.by_api_version_kind("v1", "Pod")
+    p = await cluster.client.create(pod("a", labels={"app": "x"}))
+    it = cluster.client.watch(pods, "default", resource_version=p["metadata"]["resourceVersion"],
+                              label_selector="app=x")
+    task = asyncio.create_task(collect(it, 2))
+    await asyncio.sleep(0.01)
+    await cluster.client.patch(pods, "a", {"metadata": {"labels": {"app": "y"}}}, "default")
+    await cluster.client.patch(pods, "a", {"metadata": {"labels": {"app": "x"}}}, "default")
+    evs = await asyncio.wait_for(task, 5)
+    assert [e.type for e in evs] == ["DELETED", "ADDED"]
+
+
+async def test_watch_timeout_seconds_ends_the_stream() -> None:
+    async with local_cluster(install_crds=False) as c:
+        cms = c.scheme.by_api_version_kind("v1", "ConfigMap")
+        lst = await c.client.list(cms, "default")
+        evs = [ev async for ev in c.client.watch(cms, "default", resource_version=lst.resource_version,
+                                                 timeout_seconds=0, allow_bookmarks=False)]
+        assert evs == []
+
+
+async def test_bookmarks_carry_the_current_revision() -> None:
+    async with local_cluster(install_crds=False, bookmark_interval=0.01) as c:
+        cms = c.scheme.by_api_version_kind("v1", "ConfigMap")
+        lst = await c.client.list(cms, "default")
+        async for ev in c.client.watch(cms, "default", resource_version=lst.resource_version):
+            assert ev.type == "BOOKMARK"
+            assert int(ev.object["metadata"]["resourceVersion"]) >= int(lst.resource_version)
+            break
+
+
+async def test_many_watchers_each_see_every_event_in_order(cluster: LocalCluster) -> None:
+    cms = cluster.scheme.by_api_version_kind("v1", "ConfigMap")
+    lst = await cluster.client.list(cms, "default")
+    tasks = [asyncio.create_task(collect(cluster.client.watch(cms, "default", resource_version=lst.resource_version),
+                                         20)) for _ in range(10)]
+    await asyncio.sleep(0.01)
+    for i in range(20):
+        await cluster.client.create(configmap(f"c{i:02d}"))
+    results = await asyncio.wait_for(asyncio.gather(*tasks), 10)
+    for evs in results:
+        assert [e.object["metadata"]["name"] for e in evs] == [f"c{i:02d}" for i in range(20)]
