@@ -87,6 +87,9 @@ def command(kubeconfig: str, controllers: str, leader_elect: bool, health_port: 
     """Run controllers against a kubeconfig until SIGTERM/SIGINT."""
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not verbose:
+        for noisy in ("httpx2", "httpx", "httpcore", "uvicorn.access"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
     names = _parse_controllers(controllers)
     if not lease_duration > renew_deadline > 1.2 * retry_period > 0:
         raise click.BadParameter("need lease-duration > renew-deadline > 1.2 * retry-period > 0")
