@@ -1,0 +1,241 @@
+"""The CustomResourceDefinitions pumice installs at start: ray.io/v1 RayCluster, RayJob, RayService;
+scheduling.volcano.sh/v1beta1 Queue, PodGroup; batch.volcano.sh/v1alpha1 Job; bus.volcano.sh/v1alpha1
+Command. Their ``openAPIV3Schema`` is generated from the msgspec models in :mod:`pumice.api.ray.types`
+and :mod:`pumice.api.volcano.types`.
+
+Generation (:func:`structural_schema`): walk ``msgspec.inspect.type_info`` of the model; structs
+become ``type: object`` with ``properties`` and ``required`` (fields without a Python default, or
+marked required); ``X | None`` becomes X; ``int | str`` becomes
+``anyOf: [integer, string]`` with ``x-kubernetes-int-or-string``; ``dict[str, X]`` becomes
+``additionalProperties``; ``Any`` and embedded Kubernetes types (lightkube models: PodTemplateSpec,
+Service, EnvVar, ...) become ``type: object`` with ``x-kubernetes-preserve-unknown-fields: true``.
+Field metadata adds ``format``, ``enum``, bounds and patterns, and publishes the Python default as
+the CRD ``default`` only where the model marks it (see :func:`pumice.api.schema.crd_default`).
+
+Deviates: embedded Kubernetes types are opaque (upstream CRDs inline the full PodTemplateSpec
+schema), so nothing inside a Pod template is validated or pruned by the API server; only the
+storage version of each kind is served (upstream also serves ray.io/v1alpha1); CEL rules
+(``x-kubernetes-validations``) are not generated.
+
+Mirrors: kuberay ray-operator/config/crd/bases/ray.io_*.yaml and volcano
+config/crd/volcano/bases/*.yaml (names, scope, subresources, printer columns).
+"""
+
+from __future__ import annotations
+
+import copy
+import enum
+import functools
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+import msgspec.inspect as mi
+
+from pumice.api.ray import types as ray
+from pumice.api.schema import CRD_DEFAULT_MARK, CRD_REQUIRED_MARK
+from pumice.api.volcano import types as volcano
+
+Obj = dict[str, Any]
+
+_OPAQUE: Obj = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+_MARKS = (CRD_DEFAULT_MARK, CRD_REQUIRED_MARK)
+
+
+def _is_embedded_kube_type(cls: type) -> bool:
+    return cls.__module__.startswith("lightkube.")
+
+
+def _schema_of(t: mi.Type) -> Obj:
+    if isinstance(t, mi.Metadata):
+        out = _schema_of(t.type)
+        if t.extra_json_schema:
+            out.update(copy.deepcopy(t.extra_json_schema))
+        return out
+    if isinstance(t, mi.UnionType):
+        members = [m for m in t.types if not isinstance(m, mi.NoneType)]
+        if len(members) == 1:
+            return _schema_of(members[0])
+        return {"anyOf": [_schema_of(m) for m in members]}
+    if isinstance(t, mi.StructType):
+        if _is_embedded_kube_type(t.cls):
+            return dict(_OPAQUE)
+        return _struct_schema(t)
+    if isinstance(t, mi.DictType):
+        if isinstance(t.value_type, mi.AnyType):
+            return dict(_OPAQUE)
+        return {"type": "object", "additionalProperties": _schema_of(t.value_type)}
+    if isinstance(t, mi.ListType | mi.SetType | mi.FrozenSetType | mi.VarTupleType):
+        return {"type": "array", "items": _schema_of(t.item_type)}
+    if isinstance(t, mi.BoolType):
+        return {"type": "boolean"}
+    if isinstance(t, mi.IntType):
+        return {"type": "integer"}
+    if isinstance(t, mi.FloatType):
+        return {"type": "number"}
+    if isinstance(t, mi.StrType | mi.DateTimeType):
+        return {"type": "string"}
+    if isinstance(t, mi.AnyType):
+        return {"x-kubernetes-preserve-unknown-fields": True}
+    raise TypeError(f"no structural schema for {t!r}")
+
+
+def _wire_default(value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        return value.value
+    return msgspec.to_builtins(value)
+
+
+def _struct_schema(t: mi.StructType) -> Obj:
+    props: Obj = {}
+    required: list[str] = []
+    for f in t.fields:
+        sub = _schema_of(f.type)
+        publish_default = bool(sub.pop(CRD_DEFAULT_MARK, False))
+        if sub.pop(CRD_REQUIRED_MARK, False) or f.required:
+            required.append(f.encode_name)
+        if publish_default and f.default is not msgspec.NODEFAULT:
+            sub["default"] = _wire_default(f.default)
+        elif publish_default and f.default_factory is not msgspec.NODEFAULT:
+            sub["default"] = _wire_default(f.default_factory())
+        props[f.encode_name] = sub
+    out: Obj = {"type": "object", "properties": dict(sorted(props.items()))}
+    if required:
+        out["required"] = sorted(required)
+    return out
+
+
+@functools.cache
+def _cached_schema(cls: type) -> Obj:
+    info = mi.type_info(cls)
+    if not isinstance(info, mi.StructType):
+        raise TypeError(f"{cls!r} is not a msgspec Struct")
+    schema = _struct_schema(info)
+    props = schema["properties"]
+    # the root keeps apiVersion/kind as strings and metadata as an opaque object, as upstream
+    props["apiVersion"] = {"type": "string"}
+    props["kind"] = {"type": "string"}
+    props["metadata"] = {"type": "object"}
+    schema.pop("required", None)
+    schema["properties"] = dict(sorted(props.items()))
+    return schema
+
+
+def structural_schema(cls: type) -> Obj:
+    """The ``openAPIV3Schema`` of a top-level model (a fresh copy; callers may mutate it).
+
+    Raises:
+        TypeError: ``cls`` is not a msgspec Struct or holds a type with no structural schema.
+    """
+    return copy.deepcopy(_cached_schema(cls))
+
+
+@dataclass(frozen=True)
+class CrdSpec:
+    """What a CRD publishes besides its schema (upstream values)."""
+
+    model: type
+    group: str
+    version: str
+    kind: str
+    plural: str
+    scope: str = "Namespaced"
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    status_subresource: bool = True
+    printer_columns: tuple[Obj, ...] = field(default_factory=tuple)
+
+
+def _col(name: str, json_path: str, type_: str = "string", priority: int = 0) -> Obj:
+    col: Obj = {"jsonPath": json_path, "name": name, "type": type_}
+    if priority:
+        col["priority"] = priority
+    return col
+
+
+CRD_SPECS: tuple[CrdSpec, ...] = (
+    CrdSpec(ray.RayCluster, "ray.io", "v1", "RayCluster", "rayclusters", categories=("all",), printer_columns=(
+        _col("desired workers", ".status.desiredWorkerReplicas", "integer"),
+        _col("available workers", ".status.availableWorkerReplicas", "integer"),
+        _col("cpus", ".status.desiredCPU"),
+        _col("memory", ".status.desiredMemory"),
+        _col("gpus", ".status.desiredGPU"),
+        _col("tpus", ".status.desiredTPU", priority=1),
+        _col("status", ".status.state"),
+        _col("age", ".metadata.creationTimestamp", "date"),
+        _col("head pod IP", ".status.head.podIP", priority=1),
+        _col("head service IP", ".status.head.serviceIP", priority=1),
+    )),
+    CrdSpec(ray.RayJob, "ray.io", "v1", "RayJob", "rayjobs", categories=("all",), printer_columns=(
+        _col("job status", ".status.jobStatus"),
+        _col("deployment status", ".status.jobDeploymentStatus"),
+        _col("ray cluster name", ".status.rayClusterName"),
+        _col("start time", ".status.startTime"),
+        _col("end time", ".status.endTime"),
+        _col("age", ".metadata.creationTimestamp", "date"),
+    )),
+    CrdSpec(ray.RayService, "ray.io", "v1", "RayService", "rayservices", categories=("all",), printer_columns=(
+        _col("service status", ".status.serviceStatus"),
+        _col("num serve endpoints", ".status.numServeEndpoints"),
+    )),
+    CrdSpec(volcano.Queue, "scheduling.volcano.sh", "v1beta1", "Queue", "queues", scope="Cluster",
+            short_names=("q", "queue-v1beta1"), printer_columns=(_col("PARENT", ".spec.parent"),)),
+    CrdSpec(volcano.PodGroup, "scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups",
+            short_names=("pg", "podgroup-v1beta1"), status_subresource=False, printer_columns=(
+                _col("STATUS", ".status.phase"),
+                _col("minMember", ".spec.minMember", "integer"),
+                _col("RUNNINGS", ".status.running", "integer"),
+                _col("AGE", ".metadata.creationTimestamp", "date"),
+                _col("QUEUE", ".spec.queue", priority=1),
+            )),
+    CrdSpec(volcano.Job, "batch.volcano.sh", "v1alpha1", "Job", "jobs", short_names=("vcjob", "vj"),
+            printer_columns=(
+                _col("STATUS", ".status.state.phase"),
+                _col("minAvailable", ".status.minAvailable", "integer"),
+                _col("RUNNINGS", ".status.running", "integer"),
+                _col("AGE", ".metadata.creationTimestamp", "date"),
+                _col("QUEUE", ".spec.queue", priority=1),
+            )),
+    CrdSpec(volcano.Command, "bus.volcano.sh", "v1alpha1", "Command", "commands", status_subresource=False),
+)
+
+
+def crd_for(spec: CrdSpec) -> Obj:
+    """The apiextensions.k8s.io/v1 CustomResourceDefinition document of one kind."""
+    names: Obj = {"kind": spec.kind, "listKind": f"{spec.kind}List", "plural": spec.plural,
+                  "singular": spec.kind.lower()}
+    if spec.short_names:
+        names["shortNames"] = list(spec.short_names)
+    if spec.categories:
+        names["categories"] = list(spec.categories)
+    version: Obj = {
+        "name": spec.version,
+        "served": True,
+        "storage": True,
+        "schema": {"openAPIV3Schema": structural_schema(spec.model)},
+        "subresources": {"status": {}} if spec.status_subresource else {},
+    }
+    if spec.printer_columns:
+        version["additionalPrinterColumns"] = [dict(c) for c in spec.printer_columns]
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{spec.plural}.{spec.group}",
+                     "labels": {"app.kubernetes.io/managed-by": "pumice"}},
+        "spec": {"group": spec.group, "names": names, "scope": spec.scope, "versions": [version]},
+    }
+
+
+def builtin_crds() -> list[Obj]:
+    """The seven CRDs pumice installs at start (fresh copies, in a fixed order: RayCluster,
+    RayJob, RayService, Queue, PodGroup, vcjob, Command).
+
+    Raises:
+        TypeError: a model holds a type with no structural schema (a programming error).
+    """
+    return [crd_for(s) for s in CRD_SPECS]
+
+
+def crd_spec(group: str, kind: str) -> CrdSpec | None:
+    """The spec of a built-in CRD by group and kind (None when pumice does not ship it)."""
+    return next((s for s in CRD_SPECS if s.group == group and s.kind == kind), None)

@@ -1,0 +1,199 @@
+"""Our generated CRDs against the upstream CRD manifests, and the upstream samples against our
+schemas."""
+
+from __future__ import annotations
+
+import copy
+import functools
+from typing import Any
+
+import pytest
+import yaml
+
+from pumice.api import schema as kschema
+from pumice.api.crds import CRD_SPECS, builtin_crds, crd_spec
+
+from .conftest import KUBERAY, VOLCANO
+
+UPSTREAM_FILES = {
+    ("ray.io", "RayCluster"): KUBERAY / "ray.io_rayclusters.yaml",
+    ("ray.io", "RayJob"): KUBERAY / "ray.io_rayjobs.yaml",
+    ("ray.io", "RayService"): KUBERAY / "ray.io_rayservices.yaml",
+    ("scheduling.volcano.sh", "Queue"): VOLCANO / "config/crd/volcano/bases/scheduling.volcano.sh_queues.yaml",
+    ("scheduling.volcano.sh", "PodGroup"): VOLCANO / "config/crd/volcano/bases/scheduling.volcano.sh_podgroups.yaml",
+    ("batch.volcano.sh", "Job"): VOLCANO / "config/crd/volcano/bases/batch.volcano.sh_jobs.yaml",
+    ("bus.volcano.sh", "Command"): VOLCANO / "config/crd/volcano/bases/bus.volcano.sh_commands.yaml",
+}
+
+OURS = {(c["spec"]["group"], c["spec"]["names"]["kind"]): c for c in builtin_crds()}
+
+
+@functools.cache
+def upstream(group: str, kind: str) -> dict[str, Any]:
+    doc: dict[str, Any] = yaml.load(UPSTREAM_FILES[(group, kind)].read_text(), Loader=yaml.CSafeLoader)
+    return doc
+
+
+def version_of(crd: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(v for v in crd["spec"]["versions"] if v["name"] == name)
+
+
+def is_opaque(s: dict[str, Any]) -> bool:
+    return bool(s.get("x-kubernetes-preserve-unknown-fields")) and not s.get("properties")
+
+
+compared: list[str] = []
+
+
+def compare(up: dict[str, Any], ours: dict[str, Any], path: str, problems: list[str]) -> None:
+    """Same types, property names, required lists, defaults and enums, recursively, down to the
+    fields we publish as opaque embedded Kubernetes objects."""
+    if up.get("type") != ours.get("type"):
+        problems.append(f"{path}: type {up.get('type')!r} upstream, {ours.get('type')!r} ours")
+        return
+    if bool(up.get("x-kubernetes-int-or-string")) != bool(ours.get("x-kubernetes-int-or-string")):
+        problems.append(f"{path}: int-or-string differs")
+    if up.get("default") != ours.get("default"):
+        problems.append(f"{path}: default {up.get('default')!r} upstream, {ours.get('default')!r} ours")
+    if "enum" in up and sorted(map(str, up["enum"])) != sorted(map(str, ours.get("enum") or [])):
+        problems.append(f"{path}: enum {up['enum']} upstream, {ours.get('enum')} ours")
+    if is_opaque(ours):
+        return
+    up_props, our_props = up.get("properties") or {}, ours.get("properties") or {}
+    if set(up_props) != set(our_props):
+        problems.append(f"{path}: properties only upstream {sorted(set(up_props) - set(our_props))}, "
+                        f"only ours {sorted(set(our_props) - set(up_props))}")
+    if sorted(up.get("required") or []) != sorted(ours.get("required") or []):
+        problems.append(f"{path}: required {up.get('required')} upstream, {ours.get('required')} ours")
+    for name in set(up_props) & set(our_props):
+        if path == "" and name == "metadata":
+            continue
+        compare(up_props[name], our_props[name], f"{path}.{name}", problems)
+        compared.append(f"{path}.{name}")
+    if isinstance(up.get("items"), dict) and isinstance(ours.get("items"), dict):
+        compare(up["items"], ours["items"], f"{path}[]", problems)
+    if isinstance(up.get("additionalProperties"), dict):
+        if not isinstance(ours.get("additionalProperties"), dict):
+            problems.append(f"{path}: additionalProperties missing in ours")
+        else:
+            compare(up["additionalProperties"], ours["additionalProperties"], f"{path}{{}}", problems)
+
+
+@pytest.mark.parametrize("spec", CRD_SPECS, ids=lambda s: f"{s.group}/{s.kind}")
+def test_generated_schema_matches_upstream(spec):
+    up = upstream(spec.group, spec.kind)
+    ours = OURS[(spec.group, spec.kind)]
+    up_schema = version_of(up, spec.version)["schema"]["openAPIV3Schema"]
+    our_schema = version_of(ours, spec.version)["schema"]["openAPIV3Schema"]
+    problems: list[str] = []
+    compare(up_schema, our_schema, "", problems)
+    assert problems == []
+
+
+@pytest.mark.parametrize("spec", CRD_SPECS, ids=lambda s: f"{s.group}/{s.kind}")
+def test_names_scope_subresources_and_printer_columns_match_upstream(spec):
+    up = upstream(spec.group, spec.kind)
+    ours = OURS[(spec.group, spec.kind)]
+    assert ours["metadata"]["name"] == up["metadata"]["name"]
+    assert ours["spec"]["names"] == up["spec"]["names"]
+    assert ours["spec"]["scope"] == up["spec"]["scope"]
+    up_v, our_v = version_of(up, spec.version), version_of(ours, spec.version)
+    assert (our_v.get("subresources") or {}) == (up_v.get("subresources") or {})
+    assert our_v.get("additionalPrinterColumns") == up_v.get("additionalPrinterColumns")
+
+
+def test_the_key_ray_fields_are_where_upstream_has_them():
+    rc = version_of(OURS[("ray.io", "RayCluster")], "v1")["schema"]["openAPIV3Schema"]
+    wg = rc["properties"]["spec"]["properties"]["workerGroupSpecs"]["items"]
+    assert wg["properties"]["replicas"] == {"type": "integer", "format": "int32", "default": 0}
+    assert wg["required"] == ["groupName", "maxReplicas", "minReplicas", "template"]
+    head = rc["properties"]["spec"]["properties"]["headGroupSpec"]
+    assert head["properties"]["rayStartParams"] == {"type": "object", "additionalProperties": {"type": "string"}}
+    rj = version_of(OURS[("ray.io", "RayJob")], "v1")["schema"]["openAPIV3Schema"]
+    rcs = rj["properties"]["spec"]["properties"]["rayClusterSpec"]
+    assert rcs["properties"]["headGroupSpec"]["required"] == ["template"]
+    assert rj["properties"]["spec"]["properties"]["submissionMode"]["default"] == "K8sJobMode"
+
+
+@functools.cache
+def sample_docs() -> tuple[tuple[str, dict[str, Any]], ...]:
+    out = []
+    for path in sorted(KUBERAY.glob("ray-*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc and doc.get("apiVersion") == "ray.io/v1":
+                out.append((f"{path.name}:{doc['kind']}", doc))
+    for path in sorted((VOLCANO / "example").rglob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc and crd_spec(doc.get("apiVersion", "").split("/")[0], doc.get("kind", "")) is not None:
+                out.append((f"{path.relative_to(VOLCANO)}:{doc['kind']}", doc))
+    return tuple(out)
+
+
+def sample_objects():
+    return [pytest.param(copy.deepcopy(doc), id=name) for name, doc in sample_docs()]
+
+
+def schema_for(doc: dict[str, Any]) -> dict[str, Any]:
+    group, version = doc["apiVersion"].split("/")
+    crd = OURS[(group, doc["kind"])]
+    return version_of(crd, version)["schema"]["openAPIV3Schema"]
+
+
+@pytest.mark.parametrize("doc", sample_objects())
+def test_upstream_samples_validate_and_prune_nothing(doc):
+    schema = schema_for(doc)
+    obj = {k: v for k, v in doc.items() if k not in ("apiVersion", "kind", "metadata")}
+    assert kschema.prune(schema, obj) == []
+    kschema.default(schema, obj)
+    assert kschema.validate(schema, obj) == []
+
+
+def test_sample_count_covers_every_ray_kind():
+    kinds = {p.values[0]["kind"] for p in sample_objects()}
+    assert {"RayCluster", "RayJob", "RayService", "Job", "Queue"} <= kinds
+
+
+def test_a_custom_resource_with_a_wrong_type_gets_a_cause_at_the_right_path():
+    rc = next(p.values[0] for p in sample_objects() if p.values[0]["kind"] == "RayCluster")
+    bad = {k: v for k, v in rc.items() if k not in ("apiVersion", "kind", "metadata")}
+    bad["spec"] = dict(bad["spec"])
+    bad["spec"]["workerGroupSpecs"] = [dict(bad["spec"]["workerGroupSpecs"][0], replicas="three")]
+    [cause] = kschema.validate(schema_for(rc), bad)
+    assert cause.field == "spec.workerGroupSpecs[0].replicas"
+    assert cause.reason == "FieldValueTypeInvalid"
+    assert cause.message == ('Invalid value: "three": spec.workerGroupSpecs[0].replicas in body must be of '
+                             'type integer: "string"')
+
+
+def test_defaults_fill_a_minimal_worker_group():
+    schema = schema_for({"apiVersion": "ray.io/v1", "kind": "RayCluster"})
+    obj = {"spec": {"headGroupSpec": {"template": {}}, "workerGroupSpecs": [{"groupName": "g", "template": {}}]}}
+    kschema.default(schema, obj)
+    wg = obj["spec"]["workerGroupSpecs"][0]
+    assert (wg["replicas"], wg["minReplicas"], wg["maxReplicas"], wg["numOfHosts"]) == (0, 0, 2147483647, 1)
+    assert kschema.validate(schema, obj) == []
+
+
+def test_unknown_fields_are_pruned_with_their_paths():
+    schema = schema_for({"apiVersion": "ray.io/v1", "kind": "RayJob"})
+    obj = {"spec": {"entrypoint": "python x.py", "entrypoint2": "oops", "rayClusterSpec": {
+        "headGroupSpec": {"template": {"spec": {"anything": 1}}, "bogus": True}}}}
+    assert kschema.prune(schema, obj) == [".spec.entrypoint2", ".spec.rayClusterSpec.headGroupSpec.bogus"]
+    assert obj["spec"]["rayClusterSpec"]["headGroupSpec"]["template"] == {"spec": {"anything": 1}}
+
+
+def test_the_comparison_catches_a_difference():
+    up = {"type": "object", "required": ["a"], "properties": {"a": {"type": "integer", "default": 1},
+                                                              "b": {"type": "string"}}}
+    ours = {"type": "object", "properties": {"a": {"type": "string"}, "c": {"type": "string"}}}
+    problems: list[str] = []
+    compare(up, ours, "", problems)
+    assert len(problems) == 3  # properties, required, a's type
+
+
+def test_the_comparison_reaches_deep_ray_fields():
+    compare(version_of(upstream("ray.io", "RayJob"), "v1")["schema"]["openAPIV3Schema"],
+            version_of(OURS[("ray.io", "RayJob")], "v1")["schema"]["openAPIV3Schema"], "", [])
+    assert ".spec.rayClusterSpec.workerGroupSpecs[].replicas" in compared
+    assert ".spec.rayClusterSpec.headGroupSpec.rayStartParams" in compared
+    assert ".status.rayClusterStatus.head.podIP" in compared
