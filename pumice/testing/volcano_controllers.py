@@ -119,7 +119,7 @@ async def schedule_once(client: KubeClient, conf: Any) -> Any:
     for key in sorted(closed.changed if closed is not None else []):
         ns, name = key.split("/", 1)
         with contextlib.suppress(Exception):
-            await client.patch(keys.PODGROUP, name, {"status": res.pod_groups[key]}, ns, subresource="status")
+            await client.patch(keys.PODGROUP, name, {"status": res.pod_groups[key]}, ns)
     if closed is not None:
         for q, alloc in sorted(closed.queue_allocated.items()):
             with contextlib.suppress(Exception):

@@ -88,7 +88,8 @@ async def pods_of(client: FakeClient) -> list[dict]:
 
 
 async def set_phase(client: FakeClient, kind: Any, name: str, phase: str, ns: str | None = "default") -> None:
-    await client.patch(kind, name, {"status": {"phase": phase}}, ns, subresource="status")
+    sub = "status" if "status" in kind.subresources else None
+    await client.patch(kind, name, {"status": {"phase": phase}}, ns, subresource=sub)
 
 
 async def job_phase(client: FakeClient, name: str = "j1") -> str:

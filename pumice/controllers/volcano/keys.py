@@ -17,8 +17,9 @@ from pumice.api.scheme import ResourceKind
 # --- kinds -------------------------------------------------------------------------------------
 VCJOB = ResourceKind("batch.volcano.sh", "v1alpha1", "Job", "jobs", short_names=("vcjob", "vj"),
                      subresources=("status",))
+# upstream's PodGroup CRD has no status subresource: status is written with the whole object
 PODGROUP = ResourceKind("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups",
-                        short_names=("pg", "podgroup-v1beta1"), subresources=("status",))
+                        short_names=("pg", "podgroup-v1beta1"))
 QUEUE = ResourceKind("scheduling.volcano.sh", "v1beta1", "Queue", "queues", namespaced=False,
                      short_names=("q", "queue-v1beta1"), subresources=("status",))
 COMMAND = ResourceKind("bus.volcano.sh", "v1alpha1", "Command", "commands")

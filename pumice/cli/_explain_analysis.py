@@ -1,0 +1,470 @@
+"""``pumice explain`` analysis: which gate holds a PodGroup, and what would let it run.
+
+It runs the scheduler's own session on a snapshot of the current objects (the scheduler's
+:func:`build_snapshot`, ``open_session`` and configured actions, then ``close``) and reads the
+verdict from what that session did and recorded: the PodGroup phase it computed, the binds it
+committed, the enqueue refusals its plugins recorded (proportion/capacity "queue resource quota
+insufficient", overcommit "resource in cluster is overused"), the gang condition message and the
+per-Pod fit errors. The numbers in the explanation (queue capability, allocated, inqueue,
+cluster idle) are read from the session's plugins, never recomputed here.
+
+Entry point: :func:`explain` (pure: wire objects in, :class:`Explanation` out).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pumice.scheduler.volcano import build_snapshot
+from pumice.scheduler.volcano.api.resource import Resource
+from pumice.scheduler.volcano.api.types import TaskStatus
+from pumice.scheduler.volcano.conf import SchedulerConfiguration
+from pumice.scheduler.volcano.framework.interface import RecordingCache
+from pumice.scheduler.volcano.framework.session import open_session, run_actions
+
+Obj = dict[str, Any]
+
+GROUP_KEY = "scheduling.k8s.io/group-name"
+KIND_ALIASES = {
+    "podgroup": "PodGroup", "podgroups": "PodGroup", "pg": "PodGroup",
+    "podgroups.scheduling.volcano.sh": "PodGroup",
+    "vcjob": "VCJob", "vcjobs": "VCJob", "vj": "VCJob", "jobs.batch.volcano.sh": "VCJob",
+    "job.batch.volcano.sh": "VCJob",
+    "rayjob": "RayJob", "rayjobs": "RayJob", "rayjobs.ray.io": "RayJob",
+    "pod": "Pod", "pods": "Pod", "po": "Pod",
+}
+
+
+class ExplainError(ValueError):
+    """Bad target or missing object; the message says which."""
+
+
+@dataclass
+class Explanation:
+    """The verdict.
+
+    Attributes:
+        target: what was asked about, e.g. ``vcjob default/j2``.
+        podgroup: ``<ns>/<name>`` of its PodGroup (None when it has none yet).
+        queue: its queue.
+        phase: the PodGroup phase the session computed.
+        gate: a short id: ``running``, ``binding``, ``node-start``, ``no-podgroup``, ``queue-missing``,
+            ``queue-closed``, ``enqueue-quota``, ``enqueue-overcommit``, ``enqueue-refused``,
+            ``no-pods``, ``queue-overused``, ``queue-allocatable``, ``gang``, ``predicates``.
+        reason: one sentence with the numbers.
+        remedy: what would let it run ("" when nothing holds it).
+        details: supporting lines (fit errors, events).
+    """
+
+    target: str
+    podgroup: str | None = None
+    queue: str | None = None
+    phase: str = ""
+    gate: str = ""
+    reason: str = ""
+    remedy: str = ""
+    details: list[str] = field(default_factory=list)
+
+    def render(self) -> str:
+        lines = [f"{self.target}"]
+        if self.podgroup:
+            lines.append(f"  PodGroup: {self.podgroup} (queue {self.queue}, phase after a scheduling session: "
+                         f"{self.phase or 'none'})")
+        lines.append(f"  held by: {self.gate}" if self.gate not in ("running", "binding", "node-start")
+                     else f"  state: {self.gate}")
+        lines.append(f"  why: {self.reason}")
+        if self.remedy:
+            lines.append(f"  would run if: {self.remedy}")
+        for d in self.details:
+            lines.append(f"    {d}")
+        return "\n".join(lines)
+
+    def to_json(self) -> Obj:
+        return {"target": self.target, "podGroup": self.podgroup, "queue": self.queue, "phase": self.phase,
+                "gate": self.gate, "reason": self.reason, "remedy": self.remedy, "details": self.details}
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def _md(o: Obj) -> Obj:
+    return o.get("metadata") or {}
+
+
+def _find(objects: list[Obj], kind: str, name: str, namespace: str | None, api_prefix: str = "") -> Obj | None:
+    for o in objects:
+        if o.get("kind") != kind or not str(o.get("apiVersion", "")).startswith(api_prefix):
+            continue
+        md = _md(o)
+        if md.get("name") == name and (namespace is None or (md.get("namespace") or "default") == namespace):
+            return o
+    return None
+
+
+_DIM_NAMES = {"cpu": "cpu", "memory": "memory"}
+
+
+def _fmt_dim(name: str, v: float) -> str:
+    """A Resource dimension for humans: cpu in cores, memory in Gi/Mi, others as counts."""
+    if name == "cpu":
+        cores = v / 1000.0
+        return f"{cores:g}" if abs(cores - round(cores, 3)) < 1e-9 else f"{cores:.3f}"
+    if name == "memory":
+        for suffix, mult in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+            if v >= mult:
+                return f"{v / mult:g}{suffix}"
+        return f"{v:g}"
+    if name == "pods":
+        return f"{v:g}"
+    return f"{v / 1000.0:g}"
+
+
+def _fmt_res(r: Resource | None, names: list[str] | None = None) -> str:
+    if r is None:
+        return "unlimited"
+    dims = names if names is not None else [n for n in r.resource_names() if n != "pods"]
+    parts = []
+    for n in dims:
+        v = r.get(n)
+        parts.append(f"{n} {'unlimited' if v == float('inf') else _fmt_dim(n, v)}")
+    return ", ".join(parts) if parts else "nothing"
+
+
+def _dims_in(message: str) -> list[str]:
+    return re.findall(r"(?:insufficient|overused) ([\w./-]+)", message)
+
+
+# ---------------------------------------------------------------------------------------------
+# target resolution
+
+
+def resolve_target(objects: list[Obj], kind: str, name: str, namespace: str) -> tuple[str, str | None, str, Obj | None]:
+    """``(description, podgroup name or None, note, pod)`` for a target.
+
+    Raises:
+        ExplainError: unknown kind or missing object.
+    """
+    k = KIND_ALIASES.get(kind.lower())
+    if k is None:
+        raise ExplainError(f"cannot explain kind {kind!r}; use one of podgroup, vcjob, rayjob, pod")
+    if k == "PodGroup":
+        if _find(objects, "PodGroup", name, namespace) is None:
+            raise ExplainError(f'podgroups.scheduling.volcano.sh "{name}" not found in namespace {namespace}')
+        return f"PodGroup {namespace}/{name}", name, "", None
+    if k == "VCJob":
+        job = _find(objects, "Job", name, namespace, "batch.volcano.sh/")
+        if job is None:
+            raise ExplainError(f'jobs.batch.volcano.sh "{name}" not found in namespace {namespace}')
+        phase = ((job.get("status") or {}).get("state") or {}).get("phase") or "(none yet)"
+        return f"vcjob {namespace}/{name} (phase {phase})", f"{name}-{_md(job).get('uid', '')}", "", None
+    if k == "RayJob":
+        rj = _find(objects, "RayJob", name, namespace, "ray.io/")
+        if rj is None:
+            raise ExplainError(f'rayjobs.ray.io "{name}" not found in namespace {namespace}')
+        st = rj.get("status") or {}
+        cluster = st.get("rayClusterName") or ""
+        desc = f"RayJob {namespace}/{name} (jobDeploymentStatus {st.get('jobDeploymentStatus') or '(none yet)'})"
+        if not cluster:
+            return desc, None, "the RayJob has no RayCluster yet", None
+        return desc, f"ray-{cluster}-pg", f"RayCluster {cluster}", None
+    pod = _find(objects, "Pod", name, namespace)
+    if pod is None:
+        raise ExplainError(f'pods "{name}" not found in namespace {namespace}')
+    pg = (_md(pod).get("annotations") or {}).get(GROUP_KEY)
+    return f"Pod {namespace}/{name}", pg or None, "" if pg else "the Pod has no PodGroup (annotation " \
+        f"{GROUP_KEY} is not set; it is not scheduled by Volcano or the podgroup controller has not " \
+        "reached it)", pod
+
+
+# ---------------------------------------------------------------------------------------------
+# the analysis
+
+
+def explain(objects: list[Obj], kind: str, name: str, namespace: str, conf: SchedulerConfiguration,
+            *, now: float = 0.0) -> Explanation:
+    """Explain why ``kind/name`` in ``namespace`` is (not) running, from ``objects`` (Nodes, Pods,
+    PodGroups, Queues, PriorityClasses, Namespaces, and the target itself) under ``conf``.
+
+    Raises:
+        ExplainError: unknown kind or missing target.
+    """
+    objects = [copy.deepcopy(o) for o in objects]
+    desc, pg_name, note, pod = resolve_target(objects, kind, name, namespace)
+    ex = Explanation(target=desc)
+    if pod is not None:
+        node = (pod.get("spec") or {}).get("nodeName")
+        phase = (pod.get("status") or {}).get("phase") or "Pending"
+        if node:
+            ex.gate = "running" if phase == "Running" else "node-start"
+            ex.reason = (f"the Pod is bound to Node {node} and {phase}" if phase != "Pending"
+                         else f"the Pod is bound to Node {node}; waiting for the node agent to start it")
+            return ex
+    if pg_name is None:
+        ex.gate, ex.reason = "no-podgroup", note or "no PodGroup"
+        ex.remedy = "the controller creates the PodGroup; check that it runs"
+        return ex
+    pg = _find(objects, "PodGroup", pg_name, namespace)
+    key = f"{namespace}/{pg_name}"
+    ex.podgroup = key
+    if pg is None:
+        ex.gate = "no-podgroup"
+        ex.reason = f"PodGroup {key} does not exist yet" + (f" ({note})" if note else "")
+        ex.remedy = "the controller creates it; if it stays missing, check the controller's events"
+        return ex
+    qname = (pg.get("spec") or {}).get("queue") or "default"
+    ex.queue = qname
+    queue = _find(objects, "Queue", qname, None)
+    if queue is None:
+        ex.gate = "queue-missing"
+        ex.reason = f"queue {qname} does not exist, so the scheduler ignores the PodGroup"
+        ex.remedy = f"create queue {qname}"
+        return ex
+    state = (queue.get("status") or {}).get("state") or "Open"
+    if state != "Open":
+        ex.gate = "queue-closed"
+        ex.reason = f"queue {qname} is {state}: it takes no new work (enqueue and allocate refuse it)"
+        ex.remedy = f"open queue {qname} (a bus.volcano.sh Command with action OpenQueue)"
+        ex.phase = (pg.get("status") or {}).get("phase") or "Pending"
+        return ex
+
+    snapshot = build_snapshot(objects)
+    snapshot.now = now
+    rec = RecordingCache()
+    ssn = open_session(snapshot, conf, rec, uid="pumice-explain")
+    job = ssn.jobs.get(key)
+    if job is None:
+        ex.gate = "queue-missing"
+        ex.reason = f"the scheduler's snapshot has no job for {key}"
+        return ex
+    phase_before = job.phase or "Pending"
+    run_actions(ssn, conf.actions)
+    q = ssn.queues.get(qname)
+    pending = [t for t in job.tasks.values() if t.status is TaskStatus.Pending]
+    allocatable_ok = all(ssn.allocatable(q, t) for t in pending[:1]) if q is not None and pending else True
+    overused = ssn.overused(q) if q is not None else False
+    plugin_numbers = _plugin_numbers(ssn, qname)
+    job_binds = {k: v for k, v in rec.binds.items() if k in {t.key for t in job.tasks.values()}}
+    closed = ssn.close()
+    status = closed.pod_groups.get(key, {})
+    ex.phase = status.get("phase", "")
+    events = [m for (uid, _t, _r, m) in closed.events if uid == key]
+    ex.details.extend(f"event: {m}" for m in events)
+    min_member = job.min_available
+    scheduled = job.scheduled_task_num()
+
+    if scheduled >= min_member and not job_binds and not pending:
+        bound_not_running = [t for t in job.tasks.values() if t.status is TaskStatus.Bound]
+        if bound_not_running:
+            ex.gate = "node-start"
+            ex.reason = f"{len(bound_not_running)} Pod(s) are bound and wait for their node agent to start them"
+        else:
+            ex.gate = "running"
+            ex.reason = f"the gang is placed: {scheduled} of minMember {min_member} Pods are scheduled"
+        return ex
+    if job_binds:
+        ex.gate = "binding"
+        ex.reason = (f"the scheduler binds {len(job_binds)} Pod(s) in this session ("
+                     + ", ".join(f"{k} -> {v}" for k, v in sorted(job_binds.items())) + "); waiting for binding")
+        return ex
+    if ex.phase == "Pending" and phase_before in ("", "Pending"):
+        _enqueue_gate(ex, events, job, plugin_numbers, conf)
+        _gang_room(ex, ssn, job)
+        return ex
+    if not job.tasks:
+        ex.gate = "no-pods"
+        ex.reason = (f"the PodGroup is {ex.phase} (admitted to the queue) but has no Pods yet; the job's "
+                     "controller creates them once the PodGroup leaves Pending")
+        ex.remedy = "nothing: the controller creates the Pods on its next pass"
+        return ex
+    if overused and pending:
+        pn = plugin_numbers.get("queue")
+        ex.gate = "queue-overused"
+        ex.reason = (f"queue {qname} uses its deserved share: allocated "
+                     f"{_fmt_res(pn['allocated']) if pn else '?'} >= deserved {_fmt_res(pn['deserved']) if pn else '?'}")
+        ex.remedy = (f"other queues free resources, or give queue {qname} a larger weight/deserved share "
+                     "(reclaim takes back resources other queues borrowed)")
+        return ex
+    if not allocatable_ok:
+        pn = plugin_numbers.get("queue")
+        req = pending[0].resreq
+        dims = [n for n in req.resource_names() if n != "pods"]
+        if pn:
+            limit_name = "capability" if plugin_numbers.get("plugin") == "capacity" else "deserved"
+            limit = pn["real_capability"] if limit_name == "capability" else pn["deserved"]
+            need = pn["allocated"] + req
+            ex.reason = (f"queue {qname} is at its {limit_name}: allocated {_fmt_res(pn['allocated'], dims)} + "
+                         f"request {_fmt_res(req, dims)} > {limit_name} {_fmt_res(limit, dims)}")
+            ex.remedy = ", ".join(f"raise queue {qname} {limit_name}.{d} to {_fmt_dim(d, need.get(d))}"
+                                  for d in dims if need.get(d) > limit.get(d)) or f"free room in queue {qname}"
+        else:
+            ex.reason = f"queue {qname} refuses the allocation"
+        ex.gate = "queue-allocatable"
+        return ex
+    _gang_gate(ex, job, status, closed.pod_conditions, ssn)
+    return ex
+
+
+def _per_pod_request(job: Any) -> Resource | None:
+    """One member's request: a task's, or minResources / minMember when no Pod exists yet."""
+    for t in sorted(job.tasks.values(), key=lambda t: t.name):
+        if t.status is TaskStatus.Pending:
+            return t.resreq
+    if job.min_resources is not None and job.min_available > 0:
+        return job.min_resources.multi(1.0 / job.min_available)
+    return None
+
+
+def _room_for(ssn: Any, req: Resource) -> int:
+    """How many more Pods of ``req`` the session's Nodes hold now (future idle, greedy per Node)."""
+    dims = [n for n in req.resource_names() if n != "pods" and req.get(n) > 0]
+    if not dims:
+        return 0
+    room = 0
+    for n in ssn.nodes.values():
+        idle = n.future_idle()
+        room += int(min(idle.get(d) // req.get(d) for d in dims))
+    return room
+
+
+def _gang_room(ex: Explanation, ssn: Any, job: Any) -> None:
+    """Add the gang view to an enqueue refusal: how many members the Nodes could take now."""
+    req = _per_pod_request(job)
+    if req is None:
+        return
+    ready = job.ready_task_num()
+    room = _room_for(ssn, req)
+    short = job.min_available - ready - room
+    dims = [n for n in req.resource_names() if n != "pods"]
+    if short > 0:
+        ex.reason += (f"; gang short by {short} members: minMember {job.min_available} Pods of "
+                      f"{_fmt_res(req, dims)} each, the Nodes have room for {room} now")
+        more = f"room for {short} more Pods of {_fmt_res(req, dims)} on the Nodes (e.g. when running Pods finish)"
+        ex.remedy = f"{ex.remedy}; and {more}" if ex.remedy else more
+
+
+def _plugin_numbers(ssn: Any, qname: str) -> dict[str, Any]:
+    """Numbers the session's queue and overcommit plugins hold right now (read, not recomputed)."""
+    out: dict[str, Any] = {}
+    for pname in ("capacity", "proportion"):
+        plugin = ssn.plugins.get(pname)
+        attrs = getattr(plugin, "queue_opts", None) if plugin is not None else None
+        attr = attrs.get(qname) if isinstance(attrs, dict) else None
+        if attr is not None:
+            out["plugin"] = pname
+            out["queue"] = {
+                "allocated": getattr(attr, "allocated", Resource()),
+                "inqueue": getattr(attr, "inqueue", Resource()),
+                "elastic": getattr(attr, "elastic", Resource()),
+                "deserved": getattr(attr, "deserved", Resource()),
+                "real_capability": getattr(attr, "real_capability", Resource()),
+                "capability": getattr(attr, "capability", None),
+            }
+            break
+    oc = ssn.plugins.get("overcommit")
+    if oc is not None:
+        out["overcommit"] = {"idle": getattr(oc, "idle", Resource()), "inqueue": getattr(oc, "inqueue", Resource()),
+                             "factor": getattr(oc, "factor", 1.2), "total": ssn.total_resource}
+    return out
+
+
+def _enqueue_gate(ex: Explanation, events: list[str], job: Any, numbers: dict[str, Any],
+                  conf: SchedulerConfiguration) -> None:
+    min_req = job.min_resources or Resource()
+    quota = next((m for m in events if m.startswith("queue resource quota insufficient")), None)
+    over = next((m for m in events if m.startswith("resource in cluster is overused")), None)
+    qname = ex.queue
+    if quota is not None and numbers.get("queue"):
+        pn = numbers["queue"]
+        dims = _dims_in(quota) or [n for n in min_req.resource_names() if n != "pods"]
+        total = min_req + pn["allocated"] + pn["inqueue"] - pn["elastic"]
+        cap = pn["real_capability"]
+        ex.gate = "enqueue-quota"
+        ex.reason = (f"enqueue refused by {numbers.get('plugin')}: queue {qname} minResources "
+                     f"{_fmt_res(min_req, dims)} + allocated {_fmt_res(pn['allocated'], dims)} + inqueue "
+                     f"{_fmt_res(pn['inqueue'], dims)} - elastic {_fmt_res(pn['elastic'], dims)} = "
+                     f"{_fmt_res(total, dims)} > capability {_fmt_res(cap, dims)}")
+        if pn.get("capability") is not None:
+            ex.remedy = ", ".join(f"raise queue {qname} capability.{d} to {_fmt_dim(d, total.get(d))}" for d in dims)
+        else:
+            ex.remedy = ", ".join(f"{_fmt_dim(d, total.get(d) - cap.get(d))} more {d} in the cluster" for d in dims) + \
+                f" (queue {qname} has no capability; its limit is the cluster)"
+        return
+    if over is not None and numbers.get("overcommit"):
+        oc = numbers["overcommit"]
+        dims = _dims_in(over) or [n for n in min_req.resource_names() if n != "pods"]
+        need = oc["inqueue"] + min_req
+        ex.gate = "enqueue-overcommit"
+        ex.reason = (f"enqueue refused by overcommit: inqueue {_fmt_res(oc['inqueue'], dims)} + minResources "
+                     f"{_fmt_res(min_req, dims)} = {_fmt_res(need, dims)} > idle {_fmt_res(oc['idle'], dims)} "
+                     f"(cluster {_fmt_res(oc['total'], dims)} x {oc['factor']:g} - used)")
+        ex.remedy = ", ".join(f"frees {_fmt_dim(d, need.get(d) - oc['idle'].get(d))} {d} in the cluster"
+                              for d in dims if need.get(d) > oc["idle"].get(d)) or "room in the cluster"
+        return
+    if "enqueue" not in conf.actions:
+        ex.gate = "gang"
+        ex.reason = "not ready and not placed in this session"
+        return
+    ex.gate = "enqueue-refused"
+    refusal = next((m for m in events if "tasks in gang" not in m), None)
+    ex.reason = "enqueue refused" + (f": {refusal}" if refusal else
+                                     " (a plugin voted against it; no plugin left a message)")
+    ex.remedy = "see the refusal above"
+
+
+_GANG_RE = re.compile(r"^(\d+)/(\d+) tasks in gang unschedulable")
+
+
+def _gang_gate(ex: Explanation, job: Any, status: Obj, pod_conditions: dict[str, tuple[str, str, str]],
+               ssn: Any) -> None:
+    min_member = job.min_available
+    ready = job.ready_task_num()
+    pending = sorted((t for t in job.tasks.values() if t.status is TaskStatus.Pending), key=lambda t: t.name)
+    cond = next((c for c in status.get("conditions") or [] if c.get("type") == "Unschedulable"
+                 and c.get("status") == "True"), None)
+    short = None
+    if cond is not None:
+        m = _GANG_RE.match(str(cond.get("message", "")))
+        if m:
+            short = int(m.group(1))
+    placeable = sum(1 for t in pending if (pod_conditions.get(t.key) or ("", "", ""))[0] == "Schedulable")
+    if short is None:
+        short = max(min_member - ready - placeable, 0)
+    fit_msgs: dict[str, int] = {}
+    for t in pending:
+        reason, msg, _ = pod_conditions.get(t.key) or ("", "", "")
+        if reason == "Unschedulable" and msg:
+            fit_msgs[msg] = fit_msgs.get(msg, 0) + 1
+    n_nodes = len(ssn.nodes)
+    if len(job.tasks) < min_member:
+        ex.gate = "gang"
+        ex.reason = (f"gang short by {min_member - len(job.tasks)} members: the PodGroup has {len(job.tasks)} "
+                     f"Pods but minMember {min_member}")
+        ex.remedy = f"{min_member - len(job.tasks)} more Pods in the group (or a smaller minMember)"
+        return
+    ex.gate = "gang" if short > 0 and placeable > 0 else "predicates"
+    if short <= 0:
+        short = max(min_member - ready, 1)
+    ex.reason = (f"gang short by {short} members: {ready} placed and {placeable} placeable of minMember "
+                 f"{min_member}; the rest fit on none of the {n_nodes} Nodes")
+    for msg, n in sorted(fit_msgs.items()):
+        ex.details.append(f"{n} Pod(s): {msg}")
+    if pending:
+        req = pending[0].resreq
+        dims = [n for n in req.resource_names() if n != "pods"]
+        per = ", ".join(f"{_fmt_dim(d, _shortfall(ssn, req, d))} {d}" for d in dims
+                        if _shortfall(ssn, req, d) > 0) or _fmt_res(req, dims)
+        ex.remedy = (f"frees {per} on any Node, for each of {short} Pod(s) "
+                     f"(each Pod requests {_fmt_res(req, dims)})")
+
+
+def _shortfall(ssn: Any, req: Resource, dim: str) -> float:
+    """The least extra ``dim`` any Node needs so that one more ``req`` fits there (future idle)."""
+    best = float("inf")
+    for n in ssn.nodes.values():
+        idle = n.future_idle() if callable(getattr(n, "future_idle", None)) else getattr(n, "idle", Resource())
+        best = min(best, max(req.get(dim) - idle.get(dim), 0.0))
+    return 0.0 if best == float("inf") else best

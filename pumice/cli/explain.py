@@ -1,0 +1,118 @@
+"""``pumice explain <kind>/<name>``: which gate holds a PodGroup, vcjob, RayJob or Pod, and what
+would let it run, computed by running the Volcano scheduler's session on the current objects.
+
+Kinds: ``podgroup``/``pg``, ``vcjob``/``vj``, ``rayjob``, ``pod``. The scheduler configuration is
+``--scheduler-conf`` when given, else the ``volcano-scheduler.conf`` key of the ConfigMap
+``volcano-system/volcano-scheduler-configmap`` when present, else the scheduler's built-in default.
+
+Errors: a bad target, a missing object or an unreachable API server prints one line to stderr and
+exits 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from typing import Any
+
+import click
+
+from pumice.api.scheme import ResourceKind
+from pumice.cli._explain_analysis import ExplainError, Explanation, explain
+from pumice.controllers.volcano import keys
+
+RAYJOB = ResourceKind("ray.io", "v1", "RayJob", "rayjobs")
+SCHEDULER_CONFIGMAP = ("volcano-system", "volcano-scheduler-configmap", "volcano-scheduler.conf")
+
+
+async def gather_objects(client: Any, kind: str, name: str, namespace: str) -> list[dict[str, Any]]:
+    """The objects a session needs (Nodes, Pods, PodGroups, Queues, PriorityClasses, Namespaces)
+    plus the target itself, listed through ``client``."""
+    objects: list[dict[str, Any]] = []
+    for rk in (keys.NAMESPACE, ResourceKind("", "v1", "Node", "nodes", namespaced=False), keys.PRIORITYCLASS,
+               keys.QUEUE, keys.PODGROUP, keys.POD):
+        objects.extend(_with_kind(rk, (await client.list(rk)).items))
+    k = kind.lower()
+    if k in ("vcjob", "vcjobs", "vj", "jobs.batch.volcano.sh", "job.batch.volcano.sh"):
+        objects.extend(_with_kind(keys.VCJOB, [await client.get(keys.VCJOB, name, namespace)]))
+    elif k in ("rayjob", "rayjobs", "rayjobs.ray.io"):
+        objects.extend(_with_kind(RAYJOB, [await client.get(RAYJOB, name, namespace)]))
+    return objects
+
+
+def _with_kind(rk: ResourceKind, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for o in items:
+        o.setdefault("apiVersion", rk.api_version)
+        o.setdefault("kind", rk.kind)
+    return items
+
+
+async def scheduler_conf(client: Any, path: str | None) -> Any:
+    from pumice.scheduler.volcano import default_conf, load_conf
+
+    if path:
+        return load_conf(path)
+    ns, name, key = SCHEDULER_CONFIGMAP
+    try:
+        cm = await client.get(keys.CONFIGMAP, name, ns)
+        text = (cm.get("data") or {}).get(key)
+        if text:
+            return load_conf(text)
+    except Exception:
+        pass
+    return default_conf()
+
+
+async def explain_live(client: Any, target: str, namespace: str, conf_path: str | None = None,
+                       now: float = 0.0) -> Explanation:
+    """Explain ``target`` (``kind/name``) against a live API server through ``client``.
+
+    Raises:
+        ExplainError: a malformed target or a missing object.
+    """
+    from pumice.client.base import is_not_found
+
+    kind, sep, name = target.partition("/")
+    if not sep or not kind or not name:
+        raise ExplainError(f"target must be <kind>/<name>, got {target!r}")
+    try:
+        objects = await gather_objects(client, kind, name, namespace)
+    except Exception as e:
+        if is_not_found(e):
+            raise ExplainError(f"{kind} {namespace}/{name} not found") from e
+        raise
+    conf = await scheduler_conf(client, conf_path)
+    return explain(objects, kind, name, namespace, conf, now=now)
+
+
+@click.command(name="explain")
+@click.argument("target")
+@click.option("-n", "--namespace", default="default", show_default=True, help="Namespace of the target.")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="Kubeconfig file.")
+@click.option("--context", default=None, help="Kubeconfig context.")
+@click.option("--scheduler-conf", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="volcano-scheduler.conf to run the session with.")
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def command(target: str, namespace: str, kubeconfig: str | None, context: str | None,
+            scheduler_conf: str | None, output: str) -> None:
+    """Say which gate holds TARGET (podgroup/NAME, vcjob/NAME, rayjob/NAME, pod/NAME) and what would
+    let it run, by running the Volcano scheduler's session on the cluster's current objects."""
+    from pumice.client.kubeconfig import connect
+
+    async def main() -> Explanation:
+        client = connect(kubeconfig, context=context)
+        try:
+            return await explain_live(client, target, namespace, scheduler_conf)
+        finally:
+            await client.close()
+
+    try:
+        ex = asyncio.run(main())
+    except ExplainError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    except Exception as e:  # unreachable server, bad kubeconfig ...
+        click.echo(f"error: {type(e).__name__}: {e}", err=True)
+        sys.exit(1)
+    click.echo(json.dumps(ex.to_json(), indent=2) if output == "json" else ex.render())
