@@ -28,7 +28,7 @@ import logging
 from typing import Any
 
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
-from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
+from pumice.client.base import ApiError, KubeClient, is_already_exists, is_conflict, is_not_found
 from pumice.client.informer import OWNER_UID_INDEX, Informer
 from pumice.controllers.kube.kinds import DEPLOYMENT, REPLICA_SET
 from pumice.controllers.kube.podutil import (
@@ -452,7 +452,12 @@ class DeploymentReconciler:
         status, wait = self.calculate_status(d, new, old, created)
         if self._material(status) != self._material(d.get("status") or {}):
             fresh = self.deployments.store.get(req.namespace, req.name) or d
-            await self.client.update_status({**copy.deepcopy(fresh), "status": status})
+            try:
+                await self.client.update_status({**copy.deepcopy(fresh), "status": status})
+            except ApiError as e:
+                if is_conflict(e):
+                    return Result()  # a newer version is on its way through the informer
+                raise
         return Result(requeue_after=wait) if wait else Result()
 
     @staticmethod

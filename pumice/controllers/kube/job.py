@@ -32,7 +32,7 @@ import logging
 from typing import Any
 
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
-from pumice.client.base import ApiError, KubeClient, is_not_found
+from pumice.client.base import ApiError, KubeClient, is_conflict, is_not_found
 from pumice.client.informer import OWNER_UID_INDEX, Informer
 from pumice.controllers.kube.kinds import JOB, POD
 from pumice.controllers.kube.podutil import (
@@ -339,7 +339,12 @@ class JobReconciler:
             status["conditions"] = conds
         if status != prev:
             fresh = self.jobs.store.get(req.namespace, req.name) or job
-            await self.client.update_status({**copy.deepcopy(fresh), "status": status})
+            try:
+                await self.client.update_status({**copy.deepcopy(fresh), "status": status})
+            except ApiError as e:
+                if is_conflict(e):
+                    return Result()  # a newer version is on its way through the informer
+                raise
         return Result(requeue_after=min(wait)) if wait else Result()
 
     @staticmethod

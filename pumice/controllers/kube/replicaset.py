@@ -24,7 +24,7 @@ import logging
 from typing import Any
 
 from pumice._util.clock import Clock
-from pumice.client.base import ApiError, KubeClient, is_not_found
+from pumice.client.base import ApiError, KubeClient, is_conflict, is_not_found
 from pumice.client.informer import OWNER_UID_INDEX, Informer, matches_labels
 from pumice.controllers.kube.kinds import POD
 from pumice.controllers.kube.podutil import (
@@ -263,5 +263,10 @@ class ReplicaSetReconciler:
         if status != (rs.get("status") or {}):
             new = copy.deepcopy(rs)
             new["status"] = status
-            await self.client.update_status(new)
+            try:
+                await self.client.update_status(new)
+            except ApiError as e:
+                if is_conflict(e):
+                    return Result()  # a newer version is on its way through the informer
+                raise
         return Result(requeue_after=wait) if wait else Result()
