@@ -99,6 +99,9 @@ def field_set(obj: Obj, kind: str, builtin: bool = True) -> set[Path]:
     ``apiVersion`` and ``kind`` excluded)."""
     out: set[Path] = set()
     _field_set(obj, kind, builtin, (), (), out)
+    meta: Path = (("f", "metadata"),)
+    if meta in out and not any(len(p) > 1 and p[0] == meta[0] for p in out):
+        out.discard(meta)  # only identity fields (name, namespace) were given
     return out
 
 

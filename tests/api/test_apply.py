@@ -22,6 +22,13 @@ def test_create_records_an_apply_entry_for_the_manager():
     assert "f:replicas" in fv1["f:spec"]
     assert 'k:{"name":"app"}' in fv1["f:spec"]["f:template"]["f:spec"]["f:containers"]
     assert "f:name" not in fv1["f:metadata"]
+    assert fv1["f:metadata"] == {"f:labels": {"f:app": {}}}
+
+
+def test_identity_only_metadata_is_not_a_managed_field():
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "n"}, "data": {"a": "1"}}
+    out = server_side_apply(None, cm, manager="m", kind="ConfigMap", force=False)
+    assert out["metadata"]["managedFields"][0]["fieldsV1"] == {"f:data": {"f:a": {}}}
 
 
 def test_reapply_updates_values_and_keeps_other_live_fields():
