@@ -124,6 +124,16 @@ def _match_expression(labels: Mapping[str, str], expr: Mapping[str, Any]) -> boo
     raise ValueError(f"unknown label selector operator {op!r} (In, NotIn, Exists, DoesNotExist)")
 
 
+def _is_label_selector(selector: Mapping[str, Any]) -> bool:
+    return set(selector) <= {"matchLabels", "matchExpressions"} and all(
+        isinstance(v, (dict, list)) or v is None for v in selector.values()
+    )
+
+
+def _match_labels_of(selector: Mapping[str, Any]) -> Mapping[str, Any]:
+    return (selector.get("matchLabels") or {}) if _is_label_selector(selector) else selector
+
+
 def matches_labels(labels: Mapping[str, str], selector: Mapping[str, Any] | None) -> bool:
     """Whether ``labels`` match ``selector``.
 
@@ -136,9 +146,7 @@ def matches_labels(labels: Mapping[str, str], selector: Mapping[str, Any] | None
     """
     if not selector:
         return True
-    if set(selector) <= {"matchLabels", "matchExpressions"} and all(
-        isinstance(v, (dict, list)) or v is None for v in selector.values()
-    ):
+    if _is_label_selector(selector):
         for k, v in (selector.get("matchLabels") or {}).items():
             if labels.get(k) != v:
                 return False
@@ -176,16 +184,32 @@ class Store:
         self, namespace: str | None = None, label_selector: Mapping[str, Any] | None = None
     ) -> builtins.list[Obj]:
         """Cached objects, sorted by key, optionally in one namespace and matching a selector
-        (see :func:`matches_labels`)."""
-        keys = sorted(self._indices[NAMESPACE_INDEX].get(namespace, ())) if namespace else sorted(self._items)
+        (see :func:`matches_labels`).
+
+        Cost: with a selector that has matchLabels, candidates come from the ``label:<key>``
+        index of its first key (created on first use), so a list costs O(matches), not
+        O(objects).
+        """
+        candidates: set[str] | None = None
+        if label_selector:
+            match_labels = _match_labels_of(label_selector)
+            if match_labels:
+                key = min(match_labels)
+                index_name = LABEL_INDEX_PREFIX + key
+                if index_name not in self._indexers:
+                    self.add_indexer(index_name, label_indexer(key))
+                candidates = self._indices[index_name].get(str(match_labels[key]), set())
+        if namespace:
+            in_ns = self._indices[NAMESPACE_INDEX].get(namespace, set())
+            candidates = in_ns if candidates is None else (candidates & in_ns)
+        keys = sorted(self._items if candidates is None else candidates)
+        if not label_selector:
+            return [self._items[k] for k in keys]
         out = []
         for k in keys:
             obj = self._items[k]
-            if label_selector and not matches_labels(
-                (obj.get("metadata") or {}).get("labels") or {}, label_selector
-            ):
-                continue
-            out.append(obj)
+            if matches_labels((obj.get("metadata") or {}).get("labels") or {}, label_selector):
+                out.append(obj)
         return out
 
     def keys(self) -> builtins.list[str]:

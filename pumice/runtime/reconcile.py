@@ -21,8 +21,9 @@ pkg/internal/controller/controller.go reconcileHandler.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 __all__ = ["Reconciler", "Request", "Result", "TerminalError"]
 
@@ -41,10 +42,9 @@ class Request:
         return f"{self.namespace}/{self.name}" if self.namespace else self.name
 
     @classmethod
-    def for_object(cls, obj: dict[str, object]) -> Request:
-        """The Request naming ``obj`` (from its metadata)."""
+    def for_object(cls, obj: Mapping[str, Any]) -> Request:
+        """The Request naming ``obj`` (from its metadata; cluster-scoped: namespace ``""``)."""
         md = obj.get("metadata") or {}
-        assert isinstance(md, dict)
         return cls(str(md.get("namespace") or ""), str(md.get("name", "")))
 
 
