@@ -1,0 +1,204 @@
+"""Upstream Volcano manifests through real kubectl against pumice's HTTP API server with the
+Volcano admission plugins and controllers: CRDs apply cleanly, every invalid_jobs sample is
+refused with the webhook message, the examples apply and produce what the upstream docs say."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pumice.client.kubeconfig import connect
+from pumice.controllers.volcano import admission_plugins, keys
+from pumice.testing.cluster import serve_http
+from pumice.testing.paths import shared_dir
+from pumice.testing.volcano_controllers import eventually, running_controllers
+
+pytestmark = [pytest.mark.kubectl,
+              pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")]
+
+SAMPLES = shared_dir() / "samples" / "volcano"
+EXAMPLES = SAMPLES / "example"
+
+
+async def kubectl(kubeconfig: Path, *args: str) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        "kubectl", "--kubeconfig", str(kubeconfig), *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    return proc.returncode or 0, out.decode(), err.decode()
+
+
+@contextlib.asynccontextmanager
+async def http_volcano(tmp: Path) -> AsyncIterator[Any]:
+    mutating, validating = admission_plugins()
+    with serve_http(tmp, admission_plugins=[*mutating, *validating]) as srv:
+        client = connect(srv.kubeconfig)
+        try:
+            async with running_controllers(client):
+                await eventually(lambda: _queue_open(client, "default"), timeout=10)
+                srv.client = client
+                yield srv
+        finally:
+            await client.close()
+
+
+async def _queue_open(client: Any, name: str) -> bool:
+    try:
+        q = await client.get(keys.QUEUE, name)
+    except Exception:
+        return False
+    return (q.get("status") or {}).get("state") == "Open"
+
+
+@pytest.fixture
+async def srv(tmp_path: Path) -> AsyncIterator[Any]:
+    async with http_volcano(tmp_path) as s:
+        yield s
+
+
+async def test_upstream_crds_apply_cleanly(srv: Any) -> None:
+    code, out, err = await kubectl(srv.kubeconfig, "apply", "-f", str(SAMPLES / "config/crd/volcano/bases"))
+    assert code == 0, err
+    for crd in ("jobs.batch.volcano.sh", "commands.bus.volcano.sh", "podgroups.scheduling.volcano.sh",
+                "queues.scheduling.volcano.sh", "hypernodes.topology.volcano.sh"):
+        assert crd in out
+
+
+INVALID = {
+    "duplicatedPolicyEvent-webhook-deny.yaml": "duplicate event PodFailed  across different policy",
+    "duplicatedTaskName-webhook-deny.yaml": "duplicated task name task-1",
+    "minAvailable-webhook-deny.yaml": "job 'minAvailable' should not be greater than total replicas in tasks",
+}
+
+
+async def test_every_invalid_job_is_refused_by_kubectl_apply(srv: Any) -> None:
+    files = sorted((EXAMPLES / "invalid_jobs").glob("*.yaml"))
+    assert {f.name for f in files} == set(INVALID)
+    for f in files:
+        code, _out, err = await kubectl(srv.kubeconfig, "apply", "-f", str(f))
+        assert code != 0, f.name
+        assert 'admission webhook "validatejob.volcano.sh" denied the request' in err, err
+        assert INVALID[f.name] in err, err
+    code, out, _ = await kubectl(srv.kubeconfig, "get", "vcjob", "-A", "-o", "name")
+    assert out.strip() == ""
+
+
+async def _get(client: Any, kind: Any, name: str, ns: str | None = "default") -> dict | None:
+    try:
+        return await client.get(kind, name, ns)
+    except Exception:
+        return None
+
+
+async def _pg_of(client: Any, job: str) -> dict | None:
+    j = await _get(client, keys.VCJOB, job)
+    return await _get(client, keys.PODGROUP, f"{job}-{j['metadata']['uid']}") if j else None
+
+
+async def test_example_job_gets_its_podgroup_and_plugin_objects(srv: Any) -> None:
+    code, _out, err = await kubectl(srv.kubeconfig, "apply", "-f", str(EXAMPLES / "job.yaml"))
+    assert code == 0, err
+    pg = await eventually(lambda: _pg_of(srv.client, "test-job"))
+    assert pg["spec"]["minMember"] == 3 and pg["spec"]["queue"] == "default"
+    assert pg["spec"]["minResources"] == {"cpu": "3"}
+    # plugins ssh/env/svc: Secret, ConfigMap with the host list, headless Service
+    assert await eventually(lambda: _get(srv.client, keys.SECRET, "test-job-ssh"))
+    cm = await eventually(lambda: _get(srv.client, keys.CONFIGMAP, "test-job-svc"))
+    assert cm["data"]["VC_DEFAULT_NGINX_NUM"] == "6"
+    svc = await eventually(lambda: _get(srv.client, keys.SERVICE, "test-job"))
+    assert svc["spec"]["clusterIP"] == "None"
+    code, out, err = await kubectl(srv.kubeconfig, "get", "vcjob", "test-job", "-o", "jsonpath={.status.state.phase}")
+    assert code == 0 and out == "Pending", (out, err)
+    j = await srv.client.get(keys.VCJOB, "test-job", "default")
+    assert j["spec"]["maxRetry"] == 5 and j["spec"]["tasks"][0]["minAvailable"] == 6
+
+
+@pytest.mark.parametrize("path", [
+    "job-plugin.yaml", "task-start-dependency/job.yaml", "integrations/ray/ray-example.yaml",
+    "kubecon-2019-china/task-priority/elastic-job.yaml",
+])
+async def test_example_vcjobs_apply(srv: Any, path: str) -> None:
+    code, out, err = await kubectl(srv.kubeconfig, "apply", "-f", str(EXAMPLES / path))
+    assert code == 0, err
+    name = out.split()[0].split("/")[-1]
+    assert await eventually(lambda: _pg_of(srv.client, name))
+
+
+async def test_deployment_example_gets_a_queue_and_the_queue_defaults(srv: Any) -> None:
+    code, _out, err = await kubectl(srv.kubeconfig, "apply", "-f", str(EXAMPLES / "deployment/queue.yaml"))
+    assert code == 0, err
+    q = await eventually(lambda: _open(srv.client, "test"))
+    assert q["spec"]["reclaimable"] is False and q["spec"]["weight"] == 1
+    assert {k: str(v) for k, v in q["spec"]["capability"].items()} == {"cpu": "2"}
+    from pumice.controllers.kube import setup as kube_setup
+    from pumice.runtime.manager import Manager
+
+    kube = Manager(srv.client)
+    kube_setup(kube, controllers=["deployment", "replicaset"])
+    task = asyncio.create_task(kube.start())
+    try:
+        await kube.wait_started()
+        code, _out, err = await kubectl(srv.kubeconfig, "apply", "-f", str(EXAMPLES / "deployment/deployment.yaml"))
+        assert code == 0, err
+        # the Deployment's Pod is Volcano's: it gets podgroup-<ReplicaSet uid> in queue "test"
+        pod = await eventually(lambda: _grouped_pod(srv.client), timeout=10)
+        pg_name = pod["metadata"]["annotations"]["scheduling.k8s.io/group-name"]
+        rs_uid = pod["metadata"]["ownerReferences"][0]["uid"]
+        assert pg_name == f"podgroup-{rs_uid}"
+        pg = await srv.client.get(keys.PODGROUP, pg_name, "default")
+        assert pg["spec"]["queue"] == "test" and pg["spec"]["minMember"] == 1
+        assert pg["spec"]["minResources"] == {"cpu": "300m"}
+    finally:
+        kube.stop()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, 10)
+
+
+async def _grouped_pod(client: Any) -> dict | None:
+    for p in (await client.list(keys.POD, "default")).items:
+        if (p["metadata"].get("annotations") or {}).get("scheduling.k8s.io/group-name"):
+            return p
+    return None
+
+
+async def _open(client: Any, name: str) -> dict | None:
+    q = await _get(client, keys.QUEUE, name, None)
+    return q if q and (q.get("status") or {}).get("state") == "Open" else None
+
+
+async def test_hierarchical_queues_and_jobs_apply(srv: Any) -> None:
+    code, _out, err = await kubectl(srv.kubeconfig, "apply", "-f", str(EXAMPLES / "hierarchical-jobs/queues.yaml"))
+    assert code == 0, err
+    for q in ("root-eng-prod", "root-eng-dev", "root-sci-prod", "root-sci-dev"):
+        await eventually(lambda q=q: _open(srv.client, q))
+    code, _out, err = await kubectl(srv.kubeconfig, "apply", "-f", str(EXAMPLES / "hierarchical-jobs/jobs.yaml"))
+    assert code == 0, err
+    q = await srv.client.get(keys.QUEUE, "root-eng-prod")
+    assert q["metadata"]["annotations"]["volcano.sh/hierarchy"] == "root/eng/prod"
+
+
+async def test_staging_artifacts_apply(srv: Any) -> None:
+    for f in ("queue.yaml", "podgroup.yaml", "vcjob.yaml"):
+        path = SAMPLES / "staging-apis-artifacts" / f
+        code, _out, err = await kubectl(srv.kubeconfig, "apply", "-f", str(path))
+        if code != 0 and f == "queue.yaml":
+            raise AssertionError(err)
+        if f == "queue.yaml":
+            await eventually(lambda: _any_open(srv.client))
+        assert code == 0, (f, err)
+
+
+async def _any_open(client: Any) -> bool:
+    return all((q.get("status") or {}).get("state") == "Open" for q in (await client.list(keys.QUEUE)).items)
+
+
+async def test_default_queue_cannot_be_deleted_with_kubectl(srv: Any) -> None:
+    code, _out, err = await kubectl(srv.kubeconfig, "delete", "queue", "default")
+    assert code != 0
+    assert "`default` queue can not be deleted" in err
