@@ -219,7 +219,7 @@ class LeaderElector:
         duration = float(old.get("leaseDurationSeconds") or 0)
         if holder and holder != cfg.identity and self._observed_time + duration > self.clock.monotonic():
             return False  # held by someone else and not expired (by our own observation)
-        if holder == cfg.identity and self.is_leader:
+        if holder == cfg.identity:  # renewing (or re-taking after a restart with the same identity)
             spec = self._spec(acquire_time=str(old.get("acquireTime") or rfc3339_micro(now)),
                               transitions=int(old.get("leaseTransitions") or 0), now=now)
         else:
