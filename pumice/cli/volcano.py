@@ -88,7 +88,14 @@ def command() -> None:
 def session(path: Path, config: Path | None, explain: bool) -> None:
     """Run one scheduling session over the manifests and print binds, evictions, pipelined Pods
     and PodGroup status as JSON."""
-    from pumice.scheduler.volcano import ConfigError, SnapshotError, build_snapshot, default_conf, load_conf, run_session
+    from pumice.scheduler.volcano import (
+        ConfigError,
+        SnapshotError,
+        build_snapshot,
+        default_conf,
+        load_conf,
+        run_session,
+    )
 
     try:
         conf = load_conf(config) if config is not None else default_conf()

@@ -32,3 +32,10 @@ def run_both(case: Case, tmp_path: Path) -> None:
     out = json.loads(res.output)
     check_case(case, out)
     assert out["binds"] == first["binds"] and sorted(out["evictions"]) == sorted(first["evictions"])
+
+
+def upstream_params(origin: str, cases: list[Case]) -> list:
+    """``pytest.param`` per case, each marked ``upstream("<origin>: <case name>")``."""
+    import pytest
+
+    return [pytest.param(c, marks=pytest.mark.upstream(f"{origin}: {c.name}"), id=c.name) for c in cases]

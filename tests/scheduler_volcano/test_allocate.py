@@ -8,7 +8,7 @@ import pytest
 
 from pumice.testing.volcano import Case, node, plugin, pod, podgroup, queue, run_scenario
 
-from .conftest import run_both
+from .conftest import run_both, upstream_params
 
 ORIGIN = "volcano pkg/scheduler/actions/allocate/allocate_test.go"
 
@@ -165,9 +165,8 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=str)
-def test_allocate_upstream_case(case: Case, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    request.node.add_marker(pytest.mark.upstream(f"{ORIGIN}: {case.name}"))
+@pytest.mark.parametrize("case", upstream_params(ORIGIN, CASES))
+def test_allocate_upstream_case(case: Case, tmp_path: Path) -> None:
     run_both(case, tmp_path)
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from pumice.testing.volcano import Case, node, plugin, pod, podgroup, queue
 
-from .conftest import run_both
+from .conftest import run_both, upstream_params
 
 ORIGIN = "volcano pkg/scheduler/plugins/capacity/capacity_test.go"
 
@@ -139,7 +139,6 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=str)
-def test_capacity_upstream_case(case: Case, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    request.node.add_marker(pytest.mark.upstream(f"{ORIGIN}: {case.name}"))
+@pytest.mark.parametrize("case", upstream_params(ORIGIN, CASES))
+def test_capacity_upstream_case(case: Case, tmp_path: Path) -> None:
     run_both(case, tmp_path)

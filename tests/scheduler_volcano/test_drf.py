@@ -16,7 +16,16 @@ from click.testing import CliRunner
 
 from pumice.cli.volcano import command
 from pumice.scheduler.volcano.conf import ConfigError, parse_conf
-from pumice.testing.volcano import conf_yaml, node, plugin, pod, podgroup, queue, run_scenario, write_manifests
+from pumice.testing.volcano import (
+    conf_yaml,
+    node,
+    plugin,
+    pod,
+    podgroup,
+    queue,
+    run_scenario,
+    write_manifests,
+)
 
 ORIGIN = "volcano pkg/scheduler/plugins/drf/hdrf_test.go"
 DRF = plugin("drf", enableHierarchy=True, enableQueueOrder=True, enableJobOrder=True)
@@ -76,9 +85,11 @@ def _per_job(binds: dict[str, str]) -> dict[str, int]:
     return out
 
 
-@pytest.mark.parametrize(("name", "objects", "expected"), CASES, ids=[c[0] for c in CASES])
-def test_hdrf_upstream_case(name: str, objects: list, expected: dict, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    request.node.add_marker(pytest.mark.upstream(f"{ORIGIN}: {name}"))
+@pytest.mark.parametrize(
+    ("name", "objects", "expected"),
+    [pytest.param(*c, marks=pytest.mark.upstream(f"{ORIGIN}: {c[0]}"), id=c[0]) for c in CASES],
+)
+def test_hdrf_upstream_case(name: str, objects: list, expected: dict, tmp_path: Path) -> None:
     res = run_scenario(objects, actions=["allocate"], tiers=[[DRF, PROP]])
     assert _per_job(res.binds) == expected
     again = run_scenario(objects, actions=["allocate"], tiers=[[DRF, PROP]], vectorize=False)
@@ -105,5 +116,5 @@ def test_drf_orders_jobs_by_dominant_share() -> None:
     objs += [pod("big-p-1", group="big", requests="1,1Gi"), pod("small-p-1", group="small", requests="1,1Gi")]
     res = run_scenario(objs, actions=["allocate"], tiers=[[plugin("drf", enableJobOrder=True), "predicates"]])
     assert res.binds == {"c1/small-p-1": "n1", "c1/big-p-1": "n1"}
-    res = run_scenario(objs[:-1] + [pod("small-p-1", group="small", requests="2,2Gi")], actions=["allocate"], tiers=[[plugin("drf", enableJobOrder=True), "predicates"]])
+    res = run_scenario([*objs[:-1], pod("small-p-1", group="small", requests="2,2Gi")], actions=["allocate"], tiers=[[plugin("drf", enableJobOrder=True), "predicates"]])
     assert res.binds == {"c1/small-p-1": "n1"}

@@ -18,7 +18,7 @@ from pumice.scheduler.volcano.framework.session import Session
 from pumice.scheduler.volcano.plugins import PLUGINS
 from pumice.testing.volcano import Case, node, plugin, pod, podgroup, priority_class, queue
 
-from .conftest import run_both
+from .conftest import run_both, upstream_params
 
 ENQUEUE_TIERS = [
     [
@@ -81,9 +81,8 @@ ENQUEUE_CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", ENQUEUE_CASES, ids=str)
-def test_enqueue_upstream_case(case: Case, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    request.node.add_marker(pytest.mark.upstream(f"volcano pkg/scheduler/actions/enqueue/enqueue_test.go: {case.name}"))
+@pytest.mark.parametrize("case", upstream_params('volcano pkg/scheduler/actions/enqueue/enqueue_test.go', ENQUEUE_CASES))
+def test_enqueue_upstream_case(case: Case, tmp_path: Path) -> None:
     run_both(case, tmp_path)
 
 

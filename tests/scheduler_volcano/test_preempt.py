@@ -8,7 +8,7 @@ import pytest
 
 from pumice.testing.volcano import Case, node, plugin, pod, podgroup, priority_class, queue
 
-from .conftest import run_both
+from .conftest import run_both, upstream_params
 
 ORIGIN = "volcano pkg/scheduler/actions/preempt/preempt_test.go"
 
@@ -228,7 +228,6 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=str)
-def test_preempt_upstream_case(case: Case, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    request.node.add_marker(pytest.mark.upstream(f"{ORIGIN}: {case.name}"))
+@pytest.mark.parametrize("case", upstream_params(ORIGIN, CASES))
+def test_preempt_upstream_case(case: Case, tmp_path: Path) -> None:
     run_both(case, tmp_path)

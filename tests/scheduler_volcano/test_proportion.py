@@ -11,7 +11,7 @@ from pumice.scheduler.volcano.conf import build_conf
 from pumice.scheduler.volcano.framework import RecordingCache, open_session
 from pumice.testing.volcano import Case, node, plugin, pod, podgroup, queue
 
-from .conftest import run_both
+from .conftest import run_both, upstream_params
 
 ORIGIN = "volcano pkg/scheduler/plugins/proportion/proportion_test.go"
 
@@ -92,9 +92,8 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=str)
-def test_proportion_upstream_case(case: Case, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    request.node.add_marker(pytest.mark.upstream(f"{ORIGIN}: {case.name}"))
+@pytest.mark.parametrize("case", upstream_params(ORIGIN, CASES))
+def test_proportion_upstream_case(case: Case, tmp_path: Path) -> None:
     run_both(case, tmp_path)
 
 
