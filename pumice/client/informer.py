@@ -599,7 +599,7 @@ class SharedInformerFactory:
     async def start(self) -> None:
         """Start every informer created so far (and any created later)."""
         self._started = True
-        for inf in self._informers.values():
+        for inf in list(self._informers.values()):
             inf.start()
 
     async def wait_for_cache_sync(
@@ -624,5 +624,5 @@ class SharedInformerFactory:
     async def stop(self) -> None:
         """Stop every informer."""
         self._started = False
-        for inf in self._informers.values():
+        for inf in list(self._informers.values()):
             await inf.stop()
