@@ -172,3 +172,55 @@ def _ready(kubeconfig: Path) -> bool:
             await client.close()
 
     return asyncio.run(probe())
+
+
+def test_a_controller_manager_process_reconciles_through_the_kubeconfig_only(tmp_path: Path) -> None:
+    """The kube controllers in their own process create the Pods of a ReplicaSet made by a client in
+    the test process: the two are connected only by the API server named in the kubeconfig."""
+    import asyncio
+
+    from pumice.client.kubeconfig import connect
+
+    data = tmp_path / "api"
+    data.mkdir()
+    kubeconfig = data / "kubeconfig"
+    rs = {
+        "apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "c", "image": "busybox"}]}}},
+    }
+
+    async def create_rs() -> str:
+        client = connect(kubeconfig)
+        try:
+            created = await client.create(rs)
+            return str(created["metadata"]["uid"])
+        finally:
+            await client.close()
+
+    def owned_pods(uid: str) -> int:
+        async def count() -> int:
+            client = connect(kubeconfig)
+            try:
+                pods = client.scheme.by_api_version_kind("v1", "Pod")
+                assert pods is not None
+                items = (await client.list(pods, "default")).items
+                return sum(1 for p in items
+                           if any(r.get("uid") == uid for r in p["metadata"].get("ownerReferences") or []))
+            finally:
+                await client.close()
+
+        return asyncio.run(count())
+
+    with process(apiserver_args(data), tmp_path / "apiserver.log") as api:
+        wait_until(lambda: kubeconfig.exists() or api.poll() is not None, 60, "the API server's kubeconfig")
+        wait_until(lambda: _ready(kubeconfig), 60, "the API server")
+        uid = asyncio.run(create_rs())
+        args = [*PUMICE, "controller-manager", "--kubeconfig", str(kubeconfig), "--controllers", "kube",
+                "--no-leader-elect"]
+        with process(args, tmp_path / "cm.log") as cm:
+            wait_until(lambda: owned_pods(uid) == 2 or cm.poll() is not None, 60, "the ReplicaSet's Pods")
+            assert cm.poll() is None, _logs(tmp_path)
+            cm.send_signal(signal.SIGTERM)
+            assert cm.wait(30) == 0, _logs(tmp_path)
