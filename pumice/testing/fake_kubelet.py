@@ -163,6 +163,24 @@ class FakeKubelet:
                     continue
                 with contextlib.suppress(ApiError):
                     await self._renew(name)
+                    await self._report_ready(name)
+
+    async def _report_ready(self, name: str) -> None:
+        """Post Ready=True again when someone else (the node lifecycle controller) changed it."""
+        node = await self.client.get(NODE, name)
+        ready = next((c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"), None)
+        if ready is not None and ready.get("status") == "True":
+            return
+        now = rfc3339(self.clock.now())
+        node = copy.deepcopy(node)
+        for c in node.setdefault("status", {}).setdefault("conditions", []):
+            healthy = "True" if c.get("type") == "Ready" else "False"
+            if c.get("status") != healthy:
+                c.update({"status": healthy, "lastTransitionTime": now, "reason": "KubeletReady" if healthy == "True"
+                          else c.get("reason", ""), "message": "kubelet is posting ready status"
+                          if healthy == "True" else c.get("message", "")})
+            c["lastHeartbeatTime"] = now
+        await self.client.update_status(node)
 
     # -- Pods ------------------------------------------------------------------------------------
     def _mine(self, pod: Obj) -> bool:
