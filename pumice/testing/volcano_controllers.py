@@ -97,6 +97,9 @@ async def list_scheduling_objects(client: KubeClient) -> list[dict[str, Any]]:
     return out
 
 
+_SESSIONS = 0
+
+
 async def schedule_once(client: KubeClient, conf: Any) -> Any:
     """One Volcano scheduling cycle through the API: snapshot the objects, run the scheduler's
     session (:func:`pumice.scheduler.volcano.run_session`), then write what it decided: binds,
@@ -106,7 +109,12 @@ async def schedule_once(client: KubeClient, conf: Any) -> Any:
     """
     from pumice.scheduler.volcano import build_snapshot, run_session
 
-    res = run_session(build_snapshot(await list_scheduling_objects(client)), conf)
+    global _SESSIONS
+    _SESSIONS += 1
+    # each session needs its own uid: gang's Unschedulable condition carries it as transitionID,
+    # and a PodGroup with Running Pods and a condition of *this* session is Unknown
+    res = run_session(build_snapshot(await list_scheduling_objects(client)), conf,
+                      uid=f"00000000-0000-4000-8000-{_SESSIONS:012d}")
     for key, node_name in sorted(res.binds.items()):
         ns, name = key.split("/", 1)
         with contextlib.suppress(Exception):
