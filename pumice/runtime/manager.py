@@ -231,7 +231,6 @@ class Manager:
             if self.leader_election:
                 self.elector = LeaderElector(self.client, self.leader_election_config, clock=self.clock)
                 elector_task = asyncio.get_running_loop().create_task(self.elector.run(), name="leader-election")
-                self._standby.set()  # caches are warm; controllers wait for the Lease
                 won = await self._until_stopped(self.elector.leading.wait(), elector_task)
                 if won and self.elector.is_leader:
                     self._lead()
@@ -247,7 +246,9 @@ class Manager:
                 self._started.set()
                 await self._until_stopped()
         finally:
-            await self._shutdown(elector_task)
+            # Lost the Lease: another manager may act already, so in-flight reconciles are
+            # cancelled at once instead of being given the graceful timeout.
+            await self._shutdown(elector_task, graceful=not lost)
         if self._failure is not None:
             raise self._failure
         if lost:
@@ -290,6 +291,7 @@ class Manager:
         assert self._stop_event is not None
         stop = asyncio.ensure_future(self._stop_event.wait())
         waits: set[asyncio.Future[Any]] = {stop}
+        owned = aw is not None and not isinstance(aw, asyncio.Future)  # a coroutine we wrap: ours to cancel
         main: asyncio.Future[Any] | None = asyncio.ensure_future(aw) if aw is not None else None
         if main is not None:
             waits.add(main)
@@ -299,17 +301,20 @@ class Manager:
             done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stop.cancel()
-            if main is not None and not main.done():
+            if owned and main is not None and not main.done():
                 main.cancel()
         return stop not in done
 
     def _caches_synced(self) -> bool:
         return all(inf.has_synced for inf in self.informers.informers())
 
-    async def _shutdown(self, elector_task: asyncio.Task[None] | None) -> None:
+    async def _shutdown(self, elector_task: asyncio.Task[None] | None, *, graceful: bool = True) -> None:
         log.info("manager: stopping")
         self._leading.clear()
-        # 1. controllers: let in-flight reconciles finish
+        # 1. controllers: let in-flight reconciles finish (unless the Lease is lost)
+        for c in self.controllers:
+            if not graceful:
+                c.graceful_shutdown_timeout = 0
         await asyncio.gather(*(c.stop() for c in self.controllers), return_exceptions=True)
         # 2. runnables (leader ones first)
         for tasks in (self._leader_tasks, self._other_tasks):

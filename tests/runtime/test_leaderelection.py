@@ -182,3 +182,57 @@ def test_leader_election_config_validates_timings() -> None:
         LeaderElectionConfig("l", "ns", "me", lease_duration=15, renew_deadline=2, retry_period=2)
     with pytest.raises(ValueError, match="identity"):
         LeaderElectionConfig("l", "ns", "", lease_duration=15, renew_deadline=10, retry_period=2)
+
+
+@pytest.mark.looptime
+async def test_the_lease_is_released_only_after_in_flight_reconciles_finish() -> None:
+    fake = FakeClient(clock=LoopClock())
+    holder_when_done: list[str] = []
+    started = asyncio.Event()
+
+    class Slow:
+        async def reconcile(self, req: Request) -> Result:
+            started.set()
+            await asyncio.sleep(5)
+            holder_when_done.append((await lease(fake))["holderIdentity"])
+            return Result()
+
+    mgr = Manager(fake, clock=LoopClock(), leader_election=True, identity="a",
+                  leader_election_id="toy-lock", graceful_shutdown_timeout=30, **DURATIONS)
+    mgr.controller("slow").for_(CONFIGMAP).complete(Slow())
+    await fake.create(configmap("x"))
+    task = asyncio.create_task(mgr.start())
+    await started.wait()
+    mgr.stop()
+    await task
+    assert holder_when_done == ["a"], "still holding the Lease while the reconcile ran"
+    assert (await lease(fake))["holderIdentity"] == ""
+
+
+@pytest.mark.looptime
+async def test_losing_the_lease_cancels_in_flight_reconciles_at_once() -> None:
+    fake = FakeClient(clock=LoopClock())
+    view = Partitionable(fake)
+    finished: list[str] = []
+    started = asyncio.Event()
+
+    class Long:
+        async def reconcile(self, req: Request) -> Result:
+            started.set()
+            await asyncio.sleep(3600)
+            finished.append(req.name)
+            return Result()
+
+    mgr = Manager(view, clock=LoopClock(), leader_election=True, identity="a",
+                  leader_election_id="toy-lock", graceful_shutdown_timeout=600, **DURATIONS)
+    mgr.controller("long").for_(CONFIGMAP).complete(Long())
+    await fake.create(configmap("x"))
+    task = asyncio.create_task(mgr.start())
+    await started.wait()
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    view.partitioned = True
+    with pytest.raises(LeaderElectionLost):
+        await task
+    assert finished == []
+    assert loop.time() - t0 < 60, "not held for the graceful timeout"
