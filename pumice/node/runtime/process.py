@@ -3,15 +3,17 @@ their own network, mount and UTS namespaces.
 
 A container start runs (netns mode)::
 
-    ip netns exec <ns> /bin/sh <data>/bin/pod-init stage1 <python> -I -S shim.py <log> <exit> -- <argv>
+    ip netns exec <ns> /bin/sh <data>/bin/pod-init stage1 \
+        <python> -I -S shim.py <log> <exit> -- /bin/sh <data>/bin/pod-init stage2 <argv>
 
 ``ip netns exec`` enters the Pod's network namespace, makes a private mount namespace and binds
 ``/etc/netns/<ns>/{hosts,resolv.conf}`` over ``/etc``. Stage 1 joins the Pod's memory cgroup (when
-the machine has one for us) and re-execs under ``unshare --uts [--cgroup]``; stage 2 mounts a
-private ``/tmp`` (``<pod_dir>/tmp``) and ``/dev/shm`` (tmpfs), the cgroup hierarchy (so Ray sees
-the Pod's memory limit), the volume mounts, sets the hostname to the Pod's, changes to the working
-directory and execs the shim, which execs the command. Every step execs, so the Popen pid is the
-shim's, which is also the session and process-group id (``start_new_session``).
+the machine has one for us) and execs the shim under ``unshare --uts [--cgroup]``. The shim forks;
+its child runs stage 2, which mounts a private ``/tmp`` (``<pod_dir>/tmp``) and ``/dev/shm``
+(tmpfs), the cgroup hierarchy (so Ray sees the Pod's memory limit), the volume mounts, sets the
+hostname to the Pod's, changes to the working directory and execs the command. Every step up to
+the shim execs, so the Popen pid is the shim's, which is also the session and process-group id
+(``start_new_session``).
 
 Host mode as root uses ``unshare --mount --propagation slave`` instead of ``ip netns exec`` and
 binds the hosts files itself; without root the command runs directly (no private /tmp: TMPDIR
@@ -57,8 +59,8 @@ if [ "$1" = stage1 ]; then
       PUMICE_CGROUP=
     fi
   fi
-  if [ -n "$PUMICE_CGROUP" ]; then exec {unshare} --uts --cgroup /bin/sh "$0" stage2 "$@"; fi
-  exec {unshare} --uts /bin/sh "$0" stage2 "$@"
+  if [ -n "$PUMICE_CGROUP" ]; then exec {unshare} --uts --cgroup "$@"; fi
+  exec {unshare} --uts "$@"
 fi
 shift
 fail() {{ echo "pumice: $*" >&2; exit 128; }}
@@ -379,14 +381,15 @@ class ProcessRuntime:
             "PUMICE_HOSTNAME": sandbox.extra.get("hostname", sandbox.name),
             "PUMICE_WORKDIR": workdir,
         })
-        shim = [self.python, "-I", "-S", str(SHIM), str(log_path), str(exit_path), "--", *req.argv]
+        shim = [self.python, "-I", "-S", str(SHIM), str(log_path), str(exit_path), "--",
+                "/bin/sh", str(self.init_script), "stage2", *req.argv]
         if mode == "netns":
             argv = [self._ip, "netns", "exec", sandbox.netns, "/bin/sh", str(self.init_script), "stage1", *shim]
         elif mode == "hostroot":
             argv = [self._unshare, "--mount", "--propagation", "slave", "/bin/sh", str(self.init_script),
                     "stage1", *shim]
         else:
-            argv = ["/bin/sh", str(self.init_script), "stage2", *shim]
+            argv = shim
         err_path = cdir / f"{req.restart_count}.start-err"
         try:
             with open(err_path, "wb") as err:

@@ -2,7 +2,8 @@
 for a real runtime).
 
 Run as ``python -I -S shim.py LOG_FILE EXIT_FILE -- CMD [ARGS...]`` (stdlib only, no pumice
-imports, so it starts in ~15 ms). It
+imports, so it starts in ~15 ms). It runs inside the Pod's namespaces before the container's
+mounts are made (its child makes them), so volume mounts cannot hide the interpreter. It
 
 - forks and execs ``CMD`` with stdout and stderr on two pipes, in the shim's process group;
 - writes every output line to ``LOG_FILE`` in the CRI log format the kubelet uses
@@ -43,12 +44,15 @@ def main(argv: list[str]) -> int:
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    # The child may mount volumes over the data dir: keep a handle on the exit file's directory.
+    exit_dir = os.open(os.path.dirname(exit_path) or ".", os.O_RDONLY | os.O_DIRECTORY)
+    exit_name = os.path.basename(exit_path)
     pid = os.fork()
     if pid == 0:
         try:
             os.dup2(out_w, 1)
             os.dup2(err_w, 2)
-            for fd in (out_r, out_w, err_r, err_w, log):
+            for fd in (out_r, out_w, err_r, err_w, log, exit_dir):
                 os.close(fd)
             for sig in _FORWARD:
                 signal.signal(sig, signal.SIG_DFL)
@@ -125,10 +129,10 @@ def main(argv: list[str]) -> int:
     code = os.waitstatus_to_exitcode(status)
     if code < 0:
         code = 128 - code
-    tmp = exit_path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(f"{code}\n")
-    os.rename(tmp, exit_path)
+    fd = os.open(exit_name + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, dir_fd=exit_dir)
+    os.write(fd, f"{code}\n".encode())
+    os.close(fd)
+    os.rename(exit_name + ".tmp", exit_name, src_dir_fd=exit_dir, dst_dir_fd=exit_dir)
     return code
 
 

@@ -1,0 +1,293 @@
+"""Pod behaviours of the process runtime on small shell containers: restart policies and
+CrashLoopBackOff, probes, downward API, ConfigMap/Secret env and volumes, init containers,
+graceful deletion, admission."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pumice.node.agent import NodeAgent
+from pumice.node.kinds import PODS
+from pumice.testing.node import MemoryClient, get_pod, phase_is, pod, wait_for
+
+
+def log_lines(agent: NodeAgent, p: dict[str, Any], container: str = "c0", n: int = 0) -> list[str]:
+    path = agent.pod_dir(p) / container / f"{n}.log"
+    raw = path.read_text() if path.exists() else ""
+    return [line.split(" ", 3)[3] if line.count(" ") >= 3 else "" for line in raw.splitlines()]
+
+
+def cstatus(p: dict[str, Any], i: int = 0) -> dict[str, Any]:
+    return p["status"]["containerStatuses"][i]
+
+
+async def status_of(client: MemoryClient, name: str) -> dict[str, Any]:
+    p = await get_pod(client, name)
+    assert p is not None
+    return p
+
+
+# -- restart policies ------------------------------------------------------------------------------
+
+
+async def test_on_failure_restarts_a_failing_container_until_it_succeeds(client: MemoryClient, agent: NodeAgent) -> None:
+    counter = agent.data_dir / "onfailure-count"
+    script = f"n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}; echo run $n; [ $n -ge 3 ]"
+    await client.create(pod("flaky", script, restart_policy="OnFailure"))
+    await wait_for(lambda: phase_is(client, "flaky", "Succeeded"), timeout=30)
+    p = await status_of(client, "flaky")
+    cs = cstatus(p)
+    assert cs["restartCount"] == 2
+    assert cs["lastState"]["terminated"]["exitCode"] == 1
+    assert log_lines(agent, p, n=2) == ["run 3"]
+
+
+async def test_always_puts_a_crashing_container_in_crash_loop_back_off(client: MemoryClient, agent: NodeAgent) -> None:
+    await client.create(pod("crasher", "echo boom; exit 2", restart_policy="Always"))
+
+    async def backing_off() -> bool:
+        p = await get_pod(client, "crasher")
+        cs = (p or {}).get("status", {}).get("containerStatuses") or [{}]
+        return (cs[0].get("state", {}).get("waiting", {}).get("reason") == "CrashLoopBackOff"
+                and cs[0].get("restartCount", 0) >= 2)
+
+    await wait_for(backing_off, timeout=30)
+    p = await status_of(client, "crasher")
+    assert p["status"]["phase"] == "Running"
+    assert cstatus(p)["lastState"]["terminated"]["exitCode"] == 2
+    assert "back-off" in cstatus(p)["state"]["waiting"]["message"]
+
+
+# -- probes ----------------------------------------------------------------------------------------
+
+
+async def test_readiness_exec_probe_makes_the_pod_ready_once_it_passes(client: MemoryClient, agent: NodeAgent) -> None:
+    probe = {"exec": {"command": ["cat", "/tmp/ready"]}, "periodSeconds": 1}
+    await client.create(pod("ready-later", "sleep 1; touch /tmp/ready; sleep 60", readinessProbe=probe))
+    await wait_for(lambda: phase_is(client, "ready-later", "Running"))
+    p = await status_of(client, "ready-later")
+    assert not cstatus(p)["ready"]
+    await wait_for(lambda: _ready(client, "ready-later"), timeout=15)
+    p = await status_of(client, "ready-later")
+    assert cstatus(p)["ready"] is True
+
+
+async def test_failing_liveness_probe_restarts_the_container(client: MemoryClient, agent: NodeAgent) -> None:
+    probe = {"exec": {"command": ["/bin/sh", "-c", "exit 1"]}, "periodSeconds": 1, "failureThreshold": 1,
+             "terminationGracePeriodSeconds": 1}
+    await client.create(pod("unhealthy", "echo started; sleep 60", restart_policy="Always", livenessProbe=probe))
+
+    async def restarted() -> bool:
+        p = await get_pod(client, "unhealthy")
+        cs = (p or {}).get("status", {}).get("containerStatuses") or [{}]
+        return cs[0].get("restartCount", 0) >= 1
+
+    await wait_for(restarted, timeout=20)
+
+
+async def test_http_get_and_tcp_socket_probes_reach_the_pod_ip(client: MemoryClient, agent: NodeAgent) -> None:
+    server = "cd /tmp && echo ok > healthz && exec python3 -m http.server 8080"
+    await client.create(pod(
+        "web", server, image="python:3.11", ports=[{"containerPort": 8080, "name": "http"}],
+        readinessProbe={"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 1},
+        livenessProbe={"tcpSocket": {"port": 8080}, "periodSeconds": 1, "initialDelaySeconds": 1},
+    ))
+    await wait_for(lambda: _ready(client, "web"), timeout=20)
+    await _sleep(2.5)
+    p = await status_of(client, "web")
+    assert cstatus(p)["restartCount"] == 0
+
+
+async def test_startup_probe_gates_liveness(client: MemoryClient, agent: NodeAgent) -> None:
+    startup = {"exec": {"command": ["test", "-f", "/tmp/up"]}, "periodSeconds": 1, "failureThreshold": 30}
+    liveness = {"exec": {"command": ["test", "-f", "/tmp/up"]}, "periodSeconds": 1, "failureThreshold": 1}
+    await client.create(pod("slow-start", "sleep 2; touch /tmp/up; sleep 60", restart_policy="Always",
+                            startupProbe=startup, livenessProbe=liveness))
+    await wait_for(lambda: _started(client, "slow-start"), timeout=20)
+    p = await status_of(client, "slow-start")
+    assert cstatus(p)["restartCount"] == 0
+    assert cstatus(p)["ready"] is True
+
+
+# -- environment and volumes -----------------------------------------------------------------------
+
+
+async def test_downward_api_env_and_volume(client: MemoryClient, agent: NodeAgent) -> None:
+    env = [
+        {"name": "MY_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {"name": "MY_NS", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+        {"name": "MY_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        {"name": "MY_NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+        {"name": "MY_APP", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['app']"}}},
+        {"name": "MEM_MI", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory", "divisor": "1Mi"}}},
+        {"name": "CPU_M", "valueFrom": {"resourceFieldRef": {"resource": "requests.cpu", "divisor": "1m"}}},
+        {"name": "GREETING", "value": "hi $(MY_NAME) in $(MY_NS), $$(escaped)"},
+    ]
+    p = pod("downward", "echo $MY_NAME $MY_NS $MY_NODE $MY_APP $MEM_MI $CPU_M; echo $MY_IP; echo $GREETING; "
+            "cat /etc/podinfo/labels; echo; cat /etc/podinfo/name", labels={"app": "demo", "tier": "x"}, env=env,
+            resources={"limits": {"memory": "64Mi"}, "requests": {"cpu": "250m", "memory": "32Mi"}},
+            volumeMounts=[{"name": "podinfo", "mountPath": "/etc/podinfo"}])
+    p["spec"]["volumes"] = [{"name": "podinfo", "downwardAPI": {"items": [
+        {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}},
+        {"path": "name", "fieldRef": {"fieldPath": "metadata.name"}}]}}]
+    await client.create(p)
+    await wait_for(lambda: phase_is(client, "downward", "Succeeded"))
+    got = await status_of(client, "downward")
+    lines = log_lines(agent, got)
+    assert lines[0] == "downward default node-0 demo 64 250"
+    assert lines[1] == got["status"]["podIP"]
+    assert lines[2] == "hi downward in default, $(escaped)"
+    assert lines[3:6] == ['app="demo"', 'tier="x"', "downward"]
+    await wait_for(lambda: not Path("/etc/podinfo").exists())  # the mount point made on the host is removed
+
+
+async def test_configmap_and_secret_env_and_volumes(client: MemoryClient, agent: NodeAgent) -> None:
+    await client.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "namespace": "default"},
+                         "data": {"mode": "fast", "app.conf": "threads=4\n"}})
+    await client.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sec", "namespace": "default"},
+                         "data": {"password": "czNjcjN0"}})
+    p = pod("configured", "echo $MODE $CFG_mode $PASSWORD; cat /etc/cfg/app.conf; cat /etc/sec/password; echo",
+            env=[{"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "cfg", "key": "mode"}}},
+                 {"name": "PASSWORD", "valueFrom": {"secretKeyRef": {"name": "sec", "key": "password"}}}],
+            envFrom=[{"prefix": "CFG_", "configMapRef": {"name": "cfg"}}],
+            volumeMounts=[{"name": "cfg", "mountPath": "/etc/cfg", "readOnly": True},
+                          {"name": "sec", "mountPath": "/etc/sec"}])
+    p["spec"]["volumes"] = [{"name": "cfg", "configMap": {"name": "cfg"}},
+                            {"name": "sec", "secret": {"secretName": "sec"}}]
+    await client.create(p)
+    await wait_for(lambda: phase_is(client, "configured", "Succeeded"))
+    assert log_lines(agent, await status_of(client, "configured")) == ["fast fast s3cr3t", "threads=4", "s3cr3t"]
+
+
+async def test_a_missing_configmap_keeps_the_container_waiting(client: MemoryClient, agent: NodeAgent) -> None:
+    await client.create(pod("needs-cfg", "echo never", env=[
+        {"name": "X", "valueFrom": {"configMapKeyRef": {"name": "absent", "key": "k"}}}]))
+
+    async def waiting() -> bool:
+        p = await get_pod(client, "needs-cfg")
+        cs = (p or {}).get("status", {}).get("containerStatuses") or [{}]
+        return cs[0].get("state", {}).get("waiting", {}).get("reason") == "CreateContainerConfigError"
+
+    await wait_for(waiting)
+    await client.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "absent", "namespace": "default"},
+                         "data": {"k": "v"}})
+    await wait_for(lambda: phase_is(client, "needs-cfg", "Succeeded"), timeout=15)
+
+
+async def test_init_containers_run_in_order_before_the_containers(client: MemoryClient, agent: NodeAgent) -> None:
+    p = pod("with-init", "cat /work/steps", volumeMounts=[{"name": "work", "mountPath": "/work"}])
+    p["spec"]["initContainers"] = [
+        {"name": f"init{i}", "image": "busybox", "command": ["/bin/sh", "-c", f"echo step{i} >> /work/steps"],
+         "volumeMounts": [{"name": "work", "mountPath": "/work"}]} for i in (1, 2)]
+    p["spec"]["volumes"] = [{"name": "work", "emptyDir": {}}]
+    await client.create(p)
+    await wait_for(lambda: phase_is(client, "with-init", "Succeeded"))
+    got = await status_of(client, "with-init")
+    assert log_lines(agent, got) == ["step1", "step2"]
+    assert [s["state"]["terminated"]["reason"] for s in got["status"]["initContainerStatuses"]] == ["Completed"] * 2
+    assert _cond(got, "Initialized") == "True"
+
+
+async def test_a_failing_init_container_fails_a_never_restart_pod(client: MemoryClient, agent: NodeAgent) -> None:
+    p = pod("init-fails", "echo never")
+    p["spec"]["initContainers"] = [{"name": "init", "image": "busybox", "command": ["/bin/sh", "-c", "exit 7"]}]
+    await client.create(p)
+    await wait_for(lambda: phase_is(client, "init-fails", "Failed"))
+    got = await status_of(client, "init-fails")
+    assert got["status"]["initContainerStatuses"][0]["state"]["terminated"]["exitCode"] == 7
+    assert not (agent.pod_dir(got) / "c0").exists()
+
+
+async def test_an_unsupported_volume_fails_the_pod_with_a_clear_message(client: MemoryClient, agent: NodeAgent) -> None:
+    p = pod("nfs", "echo never")
+    p["spec"]["volumes"] = [{"name": "data", "nfs": {"server": "x", "path": "/"}}]
+    await client.create(p)
+    await wait_for(lambda: phase_is(client, "nfs", "Failed"))
+    got = await status_of(client, "nfs")
+    assert "unsupported volume type 'nfs'" in got["status"]["message"]
+
+
+# -- deletion --------------------------------------------------------------------------------------
+
+
+async def test_graceful_deletion_sends_sigterm_runs_pre_stop_and_deletes_the_pod(client: MemoryClient, agent: NodeAgent) -> None:
+    marker = agent.data_dir / "prestop-ran"
+    script = "trap 'echo got TERM; exit 0' TERM; echo up; while true; do sleep 0.1; done"
+    await client.create(pod("polite", script, grace=10, lifecycle={"preStop": {"exec": {"command": [
+        "/bin/sh", "-c", f"echo prestop > {marker}"]}}}))
+    await wait_for(lambda: phase_is(client, "polite", "Running"))
+    p = await status_of(client, "polite")
+    await wait_for(lambda: "up" in log_lines(agent, p))
+    await client.delete(PODS, "polite", "default")
+    await wait_for(lambda: _gone(client, "polite"), timeout=15)
+    assert marker.read_text().strip() == "prestop"
+
+
+async def test_a_container_ignoring_sigterm_is_killed_after_the_grace_period(client: MemoryClient, agent: NodeAgent) -> None:
+    script = "trap '' TERM; echo stubborn; while true; do sleep 0.1; done"
+    await client.create(pod("stubborn", script, grace=1))
+    await wait_for(lambda: phase_is(client, "stubborn", "Running"))
+    p = await status_of(client, "stubborn")
+    await wait_for(lambda: "stubborn" in log_lines(agent, p))
+    seen: list[dict[str, Any]] = []
+
+    async def final_status() -> bool:
+        cur = await get_pod(client, "stubborn")
+        if cur is None:
+            return True
+        seen.append(cur)
+        return False
+
+    await client.delete(PODS, "stubborn", "default")
+    await wait_for(final_status, timeout=15, interval=0.02)
+    terminated = [s["status"]["containerStatuses"][0]["state"].get("terminated") for s in seen]
+    codes = {t["exitCode"] for t in terminated if t}
+    assert codes <= {137}
+
+
+# -- admission -------------------------------------------------------------------------------------
+
+
+async def test_a_pod_that_does_not_fit_is_rejected_with_out_of_cpu(client: MemoryClient, agent: NodeAgent) -> None:
+    await client.create(pod("huge", "echo never", requests="8"))
+    await wait_for(lambda: phase_is(client, "huge", "Failed"))
+    got = await status_of(client, "huge")
+    assert got["status"]["reason"] == "OutOfcpu"
+    assert "requested: 8000, used: 0, capacity: 4000" in got["status"]["message"]
+
+
+async def test_a_node_selector_mismatch_is_rejected(client: MemoryClient, agent: NodeAgent) -> None:
+    p = pod("picky", "echo never")
+    p["spec"]["nodeSelector"] = {"disk": "ssd"}
+    await client.create(p)
+    await wait_for(lambda: phase_is(client, "picky", "Failed"))
+    assert (await status_of(client, "picky"))["status"]["reason"] == "NodeAffinity"
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+
+
+def _cond(p: dict[str, Any], ctype: str) -> str:
+    return next((c["status"] for c in (p.get("status") or {}).get("conditions") or [] if c["type"] == ctype), "")
+
+
+async def _ready(client: MemoryClient, name: str) -> bool:
+    p = await get_pod(client, name)
+    return p is not None and _cond(p, "Ready") == "True"
+
+
+async def _started(client: MemoryClient, name: str) -> bool:
+    p = await get_pod(client, name)
+    cs = (p or {}).get("status", {}).get("containerStatuses") or [{}]
+    return bool(cs[0].get("started")) and _cond(p or {"status": {}}, "Ready") == "True"
+
+
+async def _gone(client: MemoryClient, name: str) -> bool:
+    return await get_pod(client, name) is None
+
+
+async def _sleep(seconds: float) -> None:
+    import asyncio
+
+    await asyncio.sleep(seconds)
