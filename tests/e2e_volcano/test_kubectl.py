@@ -121,13 +121,24 @@ async def test_example_job_gets_its_podgroup_and_plugin_objects(srv: Any) -> Non
 
 @pytest.mark.parametrize("path", [
     "job-plugin.yaml", "task-start-dependency/job.yaml", "integrations/ray/ray-example.yaml",
-    "kubecon-2019-china/task-priority/elastic-job.yaml",
 ])
 async def test_example_vcjobs_apply(srv: Any, path: str) -> None:
     code, out, err = await kubectl(srv.kubeconfig, "apply", "-f", str(EXAMPLES / path))
     assert code == 0, err
     name = out.split()[0].split("/")[-1]
     assert await eventually(lambda: _pg_of(srv.client, name))
+
+
+async def test_elastic_job_example_has_a_typo_that_strict_validation_reports(srv: Any) -> None:
+    # the upstream file writes ``priorityClass`` (not priorityClassName) in the Pod templates; a
+    # real kube-apiserver refuses that under kubectl's default strict validation, and so do we
+    path = str(EXAMPLES / "kubecon-2019-china/task-priority/elastic-job.yaml")
+    code, _out, err = await kubectl(srv.kubeconfig, "apply", "-f", path)
+    assert code != 0 and 'unknown field "spec.tasks[0].template.spec.priorityClass"' in err, err
+    code, _out, err = await kubectl(srv.kubeconfig, "apply", "--validate=false", "-f", path)
+    assert code == 0, err
+    pg = await eventually(lambda: _pg_of(srv.client, "elastic-job"))
+    assert pg["spec"]["minMember"] == 3 and pg["spec"]["minTaskMember"] == {"worker": 9, "master": 1}
 
 
 async def test_deployment_example_gets_a_queue_and_the_queue_defaults(srv: Any) -> None:
