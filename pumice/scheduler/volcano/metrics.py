@@ -1,0 +1,66 @@
+"""Scheduler metrics with upstream names (subsystem ``volcano``), in their own registry.
+
+Mirrors: volcano pkg/scheduler/metrics/metrics.go and queue.go.
+Deviates: a dedicated :data:`REGISTRY` (several schedulers may run in one process); expose it
+with ``prometheus_client.generate_latest(REGISTRY)``.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+_NS = "volcano"
+_MS_BUCKETS = (5, 10, 20, 40, 80, 160, 320, 640, 1280, 2560, 5120, 10240)
+
+e2e_scheduling_latency = Histogram(
+    "e2e_scheduling_latency_milliseconds", "E2e scheduling latency in milliseconds (scheduling algorithm + binding)",
+    namespace=_NS, buckets=_MS_BUCKETS, registry=REGISTRY,
+)
+open_session_duration = Histogram(
+    "open_session_duration_milliseconds", "Open session duration in milliseconds",
+    namespace=_NS, buckets=_MS_BUCKETS, registry=REGISTRY,
+)
+plugin_scheduling_latency = Histogram(
+    "plugin_scheduling_latency_milliseconds", "Plugin scheduling latency in milliseconds",
+    ["plugin", "OnSession"], namespace=_NS, buckets=_MS_BUCKETS, registry=REGISTRY,
+)
+action_scheduling_latency = Histogram(
+    "action_scheduling_latency_milliseconds", "Action scheduling latency in milliseconds",
+    ["action"], namespace=_NS, buckets=_MS_BUCKETS, registry=REGISTRY,
+)
+task_scheduling_latency = Histogram(
+    "task_scheduling_latency_milliseconds", "Task scheduling latency in milliseconds",
+    namespace=_NS, buckets=_MS_BUCKETS, registry=REGISTRY,
+)
+schedule_attempts = Counter(
+    "schedule_attempts", "Number of attempts to schedule pods, by the result",
+    ["result"], namespace=_NS, registry=REGISTRY,
+)
+pod_preemption_victims = Gauge(
+    "pod_preemption_victims", "Number of selected preemption victims", namespace=_NS, registry=REGISTRY
+)
+total_preemption_attempts = Counter(
+    "total_preemption_attempts", "Total preemption attempts in the cluster till now", namespace=_NS, registry=REGISTRY
+)
+unschedule_task_count = Gauge(
+    "unschedule_task_count", "Number of tasks could not be scheduled", ["job_id"], namespace=_NS, registry=REGISTRY
+)
+unschedule_job_count = Gauge(
+    "unschedule_job_count", "Number of jobs could not be scheduled", namespace=_NS, registry=REGISTRY
+)
+queue_allocated_milli_cpu = Gauge(
+    "queue_allocated_milli_cpu", "Allocated CPU count for one queue", ["queue_name"], namespace=_NS, registry=REGISTRY
+)
+queue_allocated_memory_bytes = Gauge(
+    "queue_allocated_memory_bytes", "Allocated memory for one queue", ["queue_name"], namespace=_NS, registry=REGISTRY
+)
+queue_deserved_milli_cpu = Gauge(
+    "queue_deserved_milli_cpu", "Deserved CPU count for one queue", ["queue_name"], namespace=_NS, registry=REGISTRY
+)
+queue_deserved_memory_bytes = Gauge(
+    "queue_deserved_memory_bytes", "Deserved memory for one queue", ["queue_name"], namespace=_NS, registry=REGISTRY
+)
+queue_share = Gauge("queue_share", "Share for one queue", ["queue_name"], namespace=_NS, registry=REGISTRY)
+queue_weight = Gauge("queue_weight", "Weight for one queue", ["queue_name"], namespace=_NS, registry=REGISTRY)
+queue_overused = Gauge("queue_overused", "If one queue is overused", ["queue_name"], namespace=_NS, registry=REGISTRY)

@@ -1,0 +1,143 @@
+"""The live scheduler (:func:`pumice.scheduler.volcano.run`) against the in-process API server."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from pumice.scheduler.volcano import run
+from pumice.scheduler.volcano.scheduler import Scheduler
+from pumice.testing.cluster import local_cluster
+from pumice.testing.volcano import node, pod, podgroup, queue
+
+
+def _strip(o: dict) -> dict:
+    o = dict(o)
+    o.pop("status", None) if o["kind"] in ("PodGroup",) else None
+    md = dict(o["metadata"])
+    for k in ("uid", "creationTimestamp"):
+        md.pop(k, None)
+    o["metadata"] = md
+    return o
+
+
+async def _seed(client, objs: list[dict]) -> None:
+    for o in objs:
+        body = _strip(o)
+        st = o.get("status")
+        created = await client.create(body)
+        if o["kind"] in ("Node",) and st:
+            created["status"] = st
+            await client.update_status(created)
+        if o["kind"] == "Queue" and st:
+            pass
+
+
+async def _wait(pred, timeout: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while loop.time() < end:
+        if await pred():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("condition not met")
+
+
+async def test_live_scheduler_binds_one_whole_gang_of_two_competing_gangs() -> None:
+    async with local_cluster() as c:
+        client = c.client
+        await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c1"}})
+        objs = [node("n1", "2,4Gi,pods=10"), node("n2", "2,4Gi,pods=10"), queue("q1")]
+        objs += [podgroup("pg1", queue="q1", min_member=3, phase=""), podgroup("pg2", queue="q1", min_member=3, phase="")]
+        objs += [pod(f"{g}-p-{i}", group=g, requests="1,1Gi") for g in ("pg1", "pg2") for i in range(3)]
+        await _seed(client, objs)
+        stop = asyncio.Event()
+        task = asyncio.create_task(run(client, schedule_period=0.05, stop_event=stop))
+        pods_kind = client.scheme.resolve("pods")
+
+        async def three_bound() -> bool:
+            lst = await client.list(pods_kind, "c1")
+            return sum(1 for p in lst.items if p["spec"].get("nodeName")) >= 3
+
+        await _wait(three_bound)
+        await asyncio.sleep(0.3)
+        stop.set()
+        await asyncio.wait_for(task, 10)
+        lst = await client.list(pods_kind, "c1")
+        bound = [p["metadata"]["name"] for p in lst.items if p["spec"].get("nodeName")]
+        assert len(bound) == 3
+        assert len({b.rsplit("-p-", 1)[0] for b in bound}) == 1
+        pg_kind = client.scheme.resolve("podgroups.scheduling.volcano.sh")
+        winner = bound[0].rsplit("-p-", 1)[0]
+        loser = "pg2" if winner == "pg1" else "pg1"
+        lpg = await client.get(pg_kind, loser, "c1")
+        conds = {x["type"]: x for x in lpg["status"].get("conditions", [])}
+        assert conds["Unschedulable"]["reason"] == "NotEnoughResources"
+        assert lpg["status"]["phase"] == "Inqueue"
+
+
+async def test_failed_bind_returns_the_pod_to_pending_and_a_later_cycle_binds_it() -> None:
+    async with local_cluster() as c:
+        client = c.client
+        await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c1"}})
+        await _seed(client, [node("n1", "4,8Gi,pods=10"), queue("q1"), podgroup("pg1", queue="q1", min_member=2, phase="Inqueue")])
+        await _seed(client, [pod(f"p-{i}", group="pg1", requests="1,1Gi") for i in range(2)])
+        sched = Scheduler(client, schedule_period=0.05)
+        await sched.cache.start(timeout=5)
+        real_bind = client.bind
+        calls: list[str] = []
+
+        async def flaky_bind(ns: str, name: str, node_name: str, *, pod_uid: str | None = None) -> None:
+            calls.append(name)
+            if name == "p-1" and calls.count("p-1") == 1:
+                raise RuntimeError("injected bind failure")
+            await real_bind(ns, name, node_name, pod_uid=pod_uid)
+
+        client.bind = flaky_bind  # type: ignore[method-assign]
+        try:
+            sched.run_once()
+            await sched.cache.flush()
+            pods_kind = client.scheme.resolve("pods")
+            p1 = await client.get(pods_kind, "p-1", "c1")
+            assert not p1["spec"].get("nodeName")
+            assert sched.cache.bind_errors == 1
+
+            async def informer_saw_p0() -> bool:
+                return any(p["spec"].get("nodeName") for p in sched.cache.informers["Pod"].lister.list() if p["metadata"]["name"] == "p-0")
+
+            await _wait(informer_saw_p0)
+            sched.run_once()
+            await sched.cache.flush()
+            p1 = await client.get(pods_kind, "p-1", "c1")
+            assert p1["spec"]["nodeName"] == "n1"
+        finally:
+            await sched.cache.stop()
+
+
+async def test_config_file_is_reread_when_it_changes_and_a_bad_file_keeps_the_old_one(tmp_path: Path) -> None:
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n')
+    async with local_cluster() as c:
+        sched = Scheduler(c.client, conf_path=str(conf))
+        assert sched.conf.actions == ("enqueue", "allocate")
+        conf.write_text('actions: "enqueue, allocate, backfill"\ntiers:\n- plugins:\n  - name: gang\n')
+        import os
+
+        os.utime(conf, (1, 1))
+        assert sched.reload_conf_if_changed()
+        assert sched.conf.actions == ("enqueue", "allocate", "backfill")
+        conf.write_text('actions: "enqueue, nope"\n')
+        os.utime(conf, (2, 2))
+        assert not sched.reload_conf_if_changed()
+        assert sched.conf.actions == ("enqueue", "allocate", "backfill")
+
+
+def test_unknown_plugin_in_the_initial_config_is_an_error(tmp_path: Path) -> None:
+    from pumice.scheduler.volcano.conf import ConfigError, load_conf
+
+    conf = tmp_path / "c.conf"
+    conf.write_text('actions: "allocate"\ntiers:\n- plugins:\n  - name: gangg\n')
+    with pytest.raises(ConfigError, match="unknown plugin 'gangg'; known plugins: binpack, capacity"):
+        load_conf(str(conf))
