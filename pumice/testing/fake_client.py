@@ -30,13 +30,17 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from pumice._util.clock import Clock, default_clock, rfc3339
-from pumice.api.scheme import ResourceKind, Scheme
+from pumice.api.patch import PatchError, json_patch
+from pumice.api.scheme import BUILTIN_KINDS, ResourceKind, Scheme
+from pumice.api.strategic import strategic_merge_patch
 from pumice.client.base import ApiError, ObjectList, PatchType, WatchEvent
 
 Obj = dict[str, Any]
 Interceptor = Callable[[str, str, str, str], None]
 
 __all__ = ["CountingClient", "FakeClient", "merge_patch"]
+
+_BUILTIN_GROUPS = frozenset(rk.group for rk in BUILTIN_KINDS)
 
 WRITE_VERBS = frozenset({"create", "update", "update_status", "patch", "delete", "bind", "evict"})
 
@@ -301,10 +305,12 @@ class FakeClient:
         await self._notify()
         return copy.deepcopy(new)
 
-    async def _replace(self, rk: ResourceKind, old: Obj, new: Obj) -> Obj:
+    async def _replace(self, rk: ResourceKind, old: Obj, new: Obj, *, deleting: bool = False) -> Obj:
         md = new["metadata"]
         key = self._key(rk, md.get("namespace"), md["name"])
         for f in ("uid", "creationTimestamp", "deletionTimestamp", "generation"):
+            if f == "deletionTimestamp" and deleting:
+                continue
             if f in old["metadata"]:
                 md[f] = old["metadata"][f]
             else:
@@ -372,10 +378,23 @@ class FakeClient:
         force: bool = False,
     ) -> Obj:
         self._record("patch", kind, namespace, name)
-        if patch_type not in ("merge", "strategic"):
-            raise _status(415, "UnsupportedMediaType", f"FakeClient supports merge patches only, not {patch_type}")
         old = self._current(kind, namespace, name)
-        new = merge_patch(old, patch)
+        try:
+            if patch_type == "merge":
+                new = merge_patch(old, patch)
+            elif patch_type == "json":
+                new = json_patch(old, patch)
+            elif patch_type == "strategic":
+                if kind.group not in _BUILTIN_GROUPS:
+                    raise _status(415, "UnsupportedMediaType",
+                                  "strategic merge patch is not supported for custom resources")
+                new = strategic_merge_patch(old, patch, kind.kind)
+            else:
+                raise _status(415, "UnsupportedMediaType", f"FakeClient does not support {patch_type} patches")
+        except PatchError as e:
+            raise _status(422, "Invalid", str(e)) from e
+        if not isinstance(new, dict) or not isinstance(new.get("metadata"), dict):
+            raise _status(422, "Invalid", "the patch removed the object's metadata")
         rv = ((patch.get("metadata") or {}).get("resourceVersion") if isinstance(patch, dict) else None)
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise _status(409, "Conflict", f'Operation cannot be fulfilled on {kind.plural} "{name}"')
@@ -409,7 +428,7 @@ class FakeClient:
                 return copy.deepcopy(old)
             new = copy.deepcopy(old)
             new["metadata"]["deletionTimestamp"] = rfc3339(self.clock.now())
-            return await self._replace(kind, old, new)
+            return await self._replace(kind, old, new, deleting=True)
         key = self._key(kind, namespace, name)
         gone = self._bucket(kind).pop(key)
         self._bump(gone)
