@@ -447,7 +447,10 @@ class Informer:
                              self.kind.plural, self.resource_version)
                     need_list = True
                     continue
-                log.warning("informer %s: %s; retrying in %.1fs", self.kind.plural, e, delay)
+                hint = ""
+                if isinstance(e, ApiError) and e.code == 404:
+                    hint = f" (is {self.kind.plural}.{self.kind.group or 'core'} served? a CRD may be missing)"
+                log.warning("informer %s: %s%s; retrying in %.1fs", self.kind.plural, e, hint, delay)
                 await self.clock.sleep(delay)
                 delay = min(delay * 2, _BACKOFF_MAX)
 
