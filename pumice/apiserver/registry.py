@@ -341,9 +341,11 @@ class Registry:
             kschema.default(schema, obj)
         finally:
             obj.update(keep)
+        unknown = [u.lstrip(".") for u in unknown]
         if unknown and strict == "Strict":
             listed = ", ".join(f'unknown field "{u}"' for u in unknown)
-            raise errors.bad_request(f"strict decoding error: {listed}")
+            raise errors.bad_request(f'{rk.kind} in version "{rk.version}" cannot be handled as a {rk.kind}: '
+                                     f"strict decoding error: {listed}")
         if unknown and strict == "Warn":
             return [f'unknown field "{u}"' for u in unknown]
         return []

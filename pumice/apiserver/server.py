@@ -6,8 +6,9 @@ the default namespaces, the system PriorityClasses and the built-in CRDs (ray.io
 they are missing. ``server.app`` is the ASGI app (use it with the in-process transport, or
 ``await server.serve(host, port)`` for HTTP with uvicorn).
 
-Binding to a non-loopback address requires TLS: a self-signed certificate and key are generated
-into ``<data_dir>/tls.crt`` / ``tls.key`` and the kubeconfig carries the CA data.
+HTTPS by default: a self-signed certificate and key are generated into ``<data_dir>/tls.crt`` /
+``tls.key`` and the kubeconfig carries the CA data (kubectl sends bearer tokens over TLS only).
+Plain HTTP is allowed on loopback addresses only.
 
 Mirrors: kubernetes cmd/kube-apiserver/app/server.go (in spirit: one process, one storage).
 """
@@ -39,6 +40,7 @@ __all__ = ["DEFAULT_NAMESPACES", "APIServer", "is_loopback"]
 
 log = logging.getLogger(__name__)
 
+BUILTIN_CRD_ANNOTATION = "pumice.dev/builtin-crd-spec"
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
@@ -144,21 +146,34 @@ class APIServer:
             if self.store.get("scheduling.k8s.io/priorityclasses", "", pc["metadata"]["name"]) is None:
                 await reg.create(pc_kind, None, _copy(pc))
         if self.install_crds:
-            await self.apply_crds(_builtin_crds())
+            await self.apply_crds(_builtin_crds(), builtin=True)
 
-    async def apply_crds(self, crds: Iterable[dict[str, Any]]) -> None:
-        """Create or update CustomResourceDefinitions (as ``kubectl apply`` would)."""
+    async def apply_crds(self, crds: Iterable[dict[str, Any]], *, builtin: bool = False) -> None:
+        """Create or update CustomResourceDefinitions (as ``kubectl apply`` would).
+
+        With ``builtin``, each CRD is marked with the hash of its spec (annotation
+        ``pumice.dev/builtin-crd-spec``) and a stored CRD is replaced only while it still carries
+        pumice's own spec: a CRD a user re-applied (e.g. the upstream manifest) is left alone.
+        """
         crd_kind = self.scheme.by_api_version_kind("apiextensions.k8s.io/v1", "CustomResourceDefinition")
         assert crd_kind is not None
         for crd in crds:
             name = crd["metadata"]["name"]
             old = self.store.get("apiextensions.k8s.io/customresourcedefinitions", "", name)
             body = _copy(crd)
+            if builtin:
+                body["metadata"].setdefault("annotations", {})[BUILTIN_CRD_ANNOTATION] = _spec_hash(body)
             if old is None:
                 await self.registry.create(crd_kind, None, body)
-            elif old.obj.get("spec") != body.get("spec"):
-                body["metadata"]["resourceVersion"] = str(old.rv)
-                await self.registry.update(crd_kind, None, name, body)
+                continue
+            if old.obj.get("spec") == body.get("spec"):
+                continue
+            if builtin:
+                mark = (old.obj["metadata"].get("annotations") or {}).get(BUILTIN_CRD_ANNOTATION)
+                if mark != _spec_hash(old.obj):
+                    continue
+            body["metadata"]["resourceVersion"] = str(old.rv)
+            await self.registry.update(crd_kind, None, name, body)
 
     # ------------------------------------------------------------------ HTTP
 
@@ -246,13 +261,19 @@ class APIServer:
         """Run uvicorn until cancelled. Writes ``<data_dir>/kubeconfig`` when there is a data dir.
         ``port=0`` picks a free port (see :attr:`url` once ``ready`` is set).
 
+        ``tls``: None (default) serves HTTPS with the self-signed certificate whenever the server
+        has a data dir (kubectl sends its bearer token over TLS only) or the host is not loopback;
+        False serves plain HTTP (loopback only; Python clients still send the token).
+
         Raises:
             ValueError: a non-loopback ``host`` without TLS.
         """
         import uvicorn
 
         if tls is None:
-            tls = not is_loopback(host)
+            # kubectl (client-go) sends bearer tokens over TLS only, so serve TLS whenever there is a
+            # data dir for the certificate; plain HTTP only for data-dir-less loopback servers
+            tls = self.data_dir is not None or not is_loopback(host)
         if not tls and not is_loopback(host):
             raise ValueError(f"binding to non-loopback address {host} requires TLS")
         await self.start()
@@ -293,6 +314,12 @@ class APIServer:
         """End every watch and close the storage."""
         self.store.close_watchers()
         self.storage.close()
+
+
+def _spec_hash(crd: dict[str, Any]) -> str:
+    import hashlib
+
+    return hashlib.sha256(msgspec.json.encode(crd.get("spec"), order="sorted")).hexdigest()[:20]
 
 
 def _copy(obj: dict[str, Any]) -> dict[str, Any]:

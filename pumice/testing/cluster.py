@@ -7,7 +7,7 @@
       async with local_cluster() as c:
           pod = await c.client.create({...})
 
-- :func:`serve_http`: the server over real HTTP on 127.0.0.1 (uvicorn in a background thread with
+- :func:`serve_http`: the server over real HTTPS on 127.0.0.1 (uvicorn in a background thread with
   its own event loop), with ``<data_dir>/kubeconfig`` written, for kubectl, the official
   ``kubernetes`` client and other processes. Usable as ``with`` or ``async with``.
 
@@ -111,9 +111,10 @@ class HttpServer:
     Attributes (after start): ``url``, ``kubeconfig`` (path), ``server``, ``data_dir``, ``token``.
     """
 
-    def __init__(self, data_dir: Path | str, port: int = 0, **server_kwargs: Any) -> None:
+    def __init__(self, data_dir: Path | str, port: int = 0, *, tls: bool = True, **server_kwargs: Any) -> None:
         self.data_dir = Path(data_dir)
         self.port = port
+        self.tls = tls
         self._kwargs = server_kwargs
         self.server: APIServer | None = None
         self.url = ""
@@ -151,7 +152,7 @@ class HttpServer:
         self.server = APIServer(self.data_dir, **self._kwargs)
         self.token = self.server.token
         started = asyncio.Event()
-        self._task = asyncio.create_task(self.server.serve("127.0.0.1", self.port, ready=started))
+        self._task = asyncio.create_task(self.server.serve("127.0.0.1", self.port, tls=self.tls, ready=started))
         waiter = asyncio.create_task(started.wait())
         await asyncio.wait([self._task, waiter], return_when=asyncio.FIRST_COMPLETED)
         if self._task.done():
@@ -190,7 +191,9 @@ class HttpServer:
         await asyncio.to_thread(self.stop)
 
 
-def serve_http(data_dir: Path | str, port: int = 0, **server_kwargs: Any) -> HttpServer:
-    """The API server over HTTP on 127.0.0.1 (``port`` 0 picks a free one); use as ``with`` or
-    ``async with``; ``.url`` and ``.kubeconfig`` (``<data_dir>/kubeconfig``) once entered."""
-    return HttpServer(data_dir, port, **server_kwargs)
+def serve_http(data_dir: Path | str, port: int = 0, *, tls: bool = True, **server_kwargs: Any) -> HttpServer:
+    """The API server on 127.0.0.1 (``port`` 0 picks a free one), HTTPS with a self-signed
+    certificate by default (``tls=False``: plain HTTP, which kubectl will not send its token over);
+    use as ``with`` or ``async with``; ``.url`` and ``.kubeconfig`` (``<data_dir>/kubeconfig``, with
+    the CA data) once entered."""
+    return HttpServer(data_dir, port, tls=tls, **server_kwargs)

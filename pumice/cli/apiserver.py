@@ -1,0 +1,57 @@
+"""``pumice apiserver``: run the Kubernetes-compatible API server alone.
+
+Writes ``<data-dir>/kubeconfig`` (bearer token; CA data when TLS) and prints where it is. Binding
+to a non-loopback ``--host`` turns TLS on (self-signed certificate in the data dir).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from pathlib import Path
+
+import click
+
+DEFAULT_DATA_DIR = "~/.local/share/pumice"
+
+
+@click.command(name="apiserver")
+@click.option("--data-dir", default=DEFAULT_DATA_DIR, show_default=True, help="Where the database, token and "
+              "kubeconfig live.")
+@click.option("--port", default=6443, show_default=True, type=int, help="Port to listen on (0: any free port).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind; non-loopback needs TLS.")
+@click.option("--no-crds", is_flag=True, help="Do not install the built-in ray.io and volcano CRDs.")
+def command(data_dir: str, port: int, host: str, no_crds: bool) -> None:
+    """Run the Kubernetes-compatible API server alone."""
+    from pumice.apiserver.server import APIServer
+    from pumice.apiserver.storage import StorageError
+
+    path = Path(data_dir).expanduser()
+    try:
+        server = APIServer(path, install_crds=not no_crds)
+    except (StorageError, OSError) as e:
+        raise click.ClickException(f"cannot open data dir {path}: {e}") from None
+
+    async def main() -> None:
+        ready = asyncio.Event()
+        task = asyncio.create_task(server.serve(host, port, ready=ready))
+        waiter = asyncio.create_task(ready.wait())
+        await asyncio.wait([task, waiter], return_when=asyncio.FIRST_COMPLETED)
+        if ready.is_set():
+            click.echo(f"pumice apiserver listening on {server.url}")
+            click.echo(f"kubeconfig: {path / 'kubeconfig'}  (export KUBECONFIG={path / 'kubeconfig'})")
+            sys.stdout.flush()
+        else:
+            waiter.cancel()
+        await task
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        pass
+    except (ValueError, RuntimeError, OSError) as e:
+        raise click.ClickException(str(e)) from None
+    finally:
+        with contextlib.suppress(Exception):
+            server.close()
