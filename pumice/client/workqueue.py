@@ -13,11 +13,15 @@ call :meth:`RateLimitingQueue.done`. The queue guarantees, as client-go's workqu
   (per-item exponential backoff combined with a global token bucket by default).
 
 Time comes only from the injected :class:`pumice._util.clock.Clock` (monotonic seconds); delayed
-items wait with ``clock.sleep``, so the queue runs on virtual time under ``looptime``.
+items wait with ``clock.sleep``, so the queue runs on virtual time under ``looptime``. (With a
+:class:`~pumice._util.clock.FakeClock`, whose ``sleep`` advances time at once, delays elapse
+immediately: use looptime to test timing.)
 
 Metrics (prometheus_client, default registry, label ``name``): ``workqueue_depth``,
 ``workqueue_adds_total``, ``workqueue_queue_duration_seconds``,
-``workqueue_work_duration_seconds``, ``workqueue_retries_total``.
+``workqueue_work_duration_seconds``, ``workqueue_retries_total``,
+``workqueue_unfinished_work_seconds``, ``workqueue_longest_running_processor_seconds`` (the last
+two computed at scrape time from the most recent queue of that name).
 
 Mirrors: client-go util/workqueue (queue.go, delaying_queue.go, rate_limiting_queue.go,
 default_rate_limiters.go, metrics.go).
@@ -64,6 +68,15 @@ WORKQUEUE_WORK_DURATION = Histogram(
     ["name"], buckets=_BUCKETS,
 )
 WORKQUEUE_RETRIES = Counter("workqueue_retries", "Total number of retries handled by workqueue", ["name"])
+WORKQUEUE_UNFINISHED_WORK = Gauge(
+    "workqueue_unfinished_work_seconds",
+    "How many seconds of work has been done that is in progress and hasn't been observed by "
+    "work_duration. Large values indicate stuck threads.", ["name"],
+)
+WORKQUEUE_LONGEST_RUNNING = Gauge(
+    "workqueue_longest_running_processor_seconds",
+    "How many seconds has the longest running processor for workqueue been running.", ["name"],
+)
 
 
 class QueueShutDown(Exception):
@@ -247,6 +260,8 @@ class RateLimitingQueue(Generic[T]):
         self._queue_duration = WORKQUEUE_QUEUE_DURATION.labels(name)
         self._work_duration = WORKQUEUE_WORK_DURATION.labels(name)
         self._retries = WORKQUEUE_RETRIES.labels(name)
+        WORKQUEUE_UNFINISHED_WORK.labels(name).set_function(self.unfinished_work_seconds)
+        WORKQUEUE_LONGEST_RUNNING.labels(name).set_function(self.longest_running_seconds)
 
     # -- basic queue ---------------------------------------------------------------------
 
@@ -323,6 +338,17 @@ class RateLimitingQueue(Generic[T]):
     def delayed(self) -> int:
         """Number of items waiting in :meth:`add_after`."""
         return len(self._waiting)
+
+    def unfinished_work_seconds(self) -> float:
+        """Sum of the seconds the items now being processed have been running."""
+        now = self._clock.monotonic()
+        return sum(now - t for t in self._started_at.values())
+
+    def longest_running_seconds(self) -> float:
+        """Seconds the longest-running item in process has been running (0 when idle)."""
+        if not self._started_at:
+            return 0.0
+        return self._clock.monotonic() - min(self._started_at.values())
 
     # -- delaying ------------------------------------------------------------------------
 

@@ -225,3 +225,21 @@ async def test_metrics_count_adds_depth_and_retries_per_queue_name() -> None:
     q.done(item)
     assert WORKQUEUE_RETRIES.labels("metrics-q")._value.get() - retries0 == 1
     q.shutdown()
+
+
+@pytest.mark.looptime
+async def test_unfinished_work_metrics_follow_items_in_process() -> None:
+    q: RateLimitingQueue[str] = RateLimitingQueue("unfinished-q", clock=LoopClock())
+    assert q.longest_running_seconds() == 0.0
+    q.add("a")
+    q.add("b")
+    a = await q.get()
+    await asyncio.sleep(3)
+    b = await q.get()
+    await asyncio.sleep(1)
+    assert round(q.longest_running_seconds(), 3) == 4.0
+    assert round(q.unfinished_work_seconds(), 3) == 5.0
+    q.done(a)
+    q.done(b)
+    assert q.unfinished_work_seconds() == 0.0
+    q.shutdown()
