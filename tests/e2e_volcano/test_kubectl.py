@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from pumice.client.kubeconfig import connect
 from pumice.controllers.volcano import admission_plugins, keys
@@ -19,7 +20,7 @@ from pumice.testing.cluster import serve_http
 from pumice.testing.paths import shared_dir
 from pumice.testing.volcano_controllers import eventually, running_controllers
 
-pytestmark = [pytest.mark.kubectl,
+pytestmark = [pytest.mark.kubectl, pytest.mark.asyncio(loop_scope="module"),
               pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")]
 
 SAMPLES = shared_dir() / "samples" / "volcano"
@@ -56,9 +57,10 @@ async def _queue_open(client: Any, name: str) -> bool:
     return (q.get("status") or {}).get("state") == "Open"
 
 
-@pytest.fixture
-async def srv(tmp_path: Path) -> AsyncIterator[Any]:
-    async with http_volcano(tmp_path) as s:
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def srv(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Any]:
+    """One server for the module (the tests use distinct object names)."""
+    async with http_volcano(tmp_path_factory.mktemp("volcano-kubectl")) as s:
         yield s
 
 
@@ -85,8 +87,8 @@ async def test_every_invalid_job_is_refused_by_kubectl_apply(srv: Any) -> None:
         assert code != 0, f.name
         assert 'admission webhook "validatejob.volcano.sh" denied the request' in err, err
         assert INVALID[f.name] in err, err
-    code, out, _ = await kubectl(srv.kubeconfig, "get", "vcjob", "-A", "-o", "name")
-    assert out.strip() == ""
+    code, out, err = await kubectl(srv.kubeconfig, "get", "vcjob", "test-job-webhook-disallow")
+    assert code != 0 and "NotFound" in err, (out, err)
 
 
 async def _get(client: Any, kind: Any, name: str, ns: str | None = "default") -> dict | None:
@@ -195,9 +197,13 @@ async def test_hierarchical_queues_and_jobs_apply(srv: Any) -> None:
 
 
 async def test_staging_artifacts_apply(srv: Any) -> None:
+    # vcjob.yaml is example/job.yaml again (test-job): apply it in its own namespace, since
+    # re-applying would replace the defaulted task list, which Job update admission refuses
+    await srv.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "staging"}})
     for f in ("queue.yaml", "podgroup.yaml", "vcjob.yaml"):
         path = SAMPLES / "staging-apis-artifacts" / f
-        code, _out, err = await kubectl(srv.kubeconfig, "apply", "-f", str(path))
+        ns = ["-n", "staging"] if f == "vcjob.yaml" else []
+        code, _out, err = await kubectl(srv.kubeconfig, "apply", *ns, "-f", str(path))
         if code != 0 and f == "queue.yaml":
             raise AssertionError(err)
         if f == "queue.yaml":
