@@ -26,6 +26,7 @@ from typing import Any
 
 from pumice._util.clock import Clock, default_clock
 from pumice.api.scheme import ResourceKind
+from pumice.client.base import is_conflict
 from pumice.client.informer import EventHandlerRegistration, Informer
 from pumice.client.workqueue import QueueShutDown, RateLimiter, RateLimitingQueue
 from pumice.runtime import metrics
@@ -257,12 +258,16 @@ class Controller:
             self._terminal.inc()
             self._total["error"].inc()
             log.error("controller %s: %s: terminal error: %s", self.name, req, e)
-        except Exception:
+        except Exception as e:
             self.queue.add_rate_limited(req)
             self._errors.inc()
             self._total["error"].inc()
-            log.exception("controller %s: %s: reconcile failed (requeue #%d)",
-                          self.name, req, self.queue.num_requeues(req))
+            if is_conflict(e):  # a stale read; routine with optimistic concurrency
+                log.info("controller %s: %s: conflict, retrying (requeue #%d): %s",
+                         self.name, req, self.queue.num_requeues(req), e)
+            else:
+                log.exception("controller %s: %s: reconcile failed (requeue #%d)",
+                              self.name, req, self.queue.num_requeues(req))
         else:
             if result is not None and not isinstance(result, Result):
                 log.warning("controller %s: reconcile returned %r, not a Result", self.name, result)
