@@ -1,0 +1,121 @@
+"""Pure helpers of the workload controllers: deletion order, intstr scaling, hashes, rollout math."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pumice.controllers.kube.deployment import (
+    build_new_replica_set,
+    equal_ignore_hash,
+    new_rs_replicas,
+    resolve_fenceposts,
+)
+from pumice.controllers.kube.podutil import compute_hash, deletion_order, scaled_value, set_status_condition
+from pumice.runtime import TerminalError
+
+Obj = dict[str, Any]
+
+
+def pod(name: str, *, node: str = "", phase: str = "Running", ready: bool = True, created: str = "2024-01-01T00:00:00Z",
+        ready_since: str = "2024-01-01T00:00:00Z", restarts: int = 0) -> Obj:
+    return {"metadata": {"name": name, "creationTimestamp": created},
+            "spec": {"nodeName": node} if node else {},
+            "status": {"phase": phase,
+                       "conditions": [{"type": "Ready", "status": "True" if ready else "False",
+                                       "lastTransitionTime": ready_since}],
+                       "containerStatuses": [{"name": "c", "restartCount": restarts}]}}
+
+
+@pytest.mark.upstream("kubernetes pkg/controller/controller_utils_test.go TestSortingActivePods")
+def test_surplus_pods_go_unscheduled_then_pending_then_not_ready_then_newest() -> None:
+    pods = [
+        pod("old-ready", node="n1", created="2024-01-01T00:00:00Z"),
+        pod("new-ready", node="n2", created="2024-01-02T00:00:00Z"),
+        pod("not-ready", node="n3", ready=False),
+        pod("pending", node="n4", phase="Pending", ready=False),
+        pod("unscheduled", phase="Pending", ready=False),
+    ]
+    assert [p["metadata"]["name"] for p in deletion_order(pods)] == [
+        "unscheduled", "pending", "not-ready", "new-ready", "old-ready"]
+
+
+def test_pods_doubled_up_on_a_node_go_before_lonely_ones() -> None:
+    pods = [pod("alone", node="n1", created="2024-01-03T00:00:00Z"), pod("a", node="n2"), pod("b", node="n2")]
+    assert deletion_order(pods)[0]["metadata"]["name"] in ("a", "b")
+
+
+def test_more_restarts_go_first_among_equal_pods() -> None:
+    pods = [pod("calm", node="n1"), pod("crashy", node="n2", restarts=5)]
+    assert deletion_order(pods)[0]["metadata"]["name"] == "crashy"
+
+
+@pytest.mark.parametrize(("value", "total", "up", "want"), [
+    ("25%", 10, True, 3), ("25%", 10, False, 2), (2, 10, True, 2), ("0%", 5, True, 0), ("100%", 3, False, 3),
+])
+def test_scaled_values_round_like_intstr(value: Any, total: int, up: bool, want: int) -> None:
+    assert scaled_value(value, total, round_up=up) == want
+
+
+def test_bad_intstr_is_an_error() -> None:
+    with pytest.raises(ValueError, match="percentage"):
+        scaled_value("ten", 10, round_up=True)
+
+
+def dep(replicas: int, surge: Any = None, unavailable: Any = None) -> Obj:
+    ru: Obj = {}
+    if surge is not None:
+        ru["maxSurge"] = surge
+    if unavailable is not None:
+        ru["maxUnavailable"] = unavailable
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "default", "uid": "u1", "annotations": {"team": "a"}},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+                     "strategy": {"type": "RollingUpdate", "rollingUpdate": ru},
+                     "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c"}]}}}}
+
+
+def test_fenceposts_default_to_25_percent_and_never_both_zero() -> None:
+    assert resolve_fenceposts(dep(10)) == (3, 2)
+    assert resolve_fenceposts(dep(3, surge=0, unavailable=0)) == (0, 1)
+    assert resolve_fenceposts({"spec": {"replicas": 3, "strategy": {"type": "Recreate"}}}) == (0, 0)
+    with pytest.raises(TerminalError):
+        resolve_fenceposts(dep(3, surge="lots"))
+
+
+def test_new_replica_set_grows_within_max_surge() -> None:
+    d = dep(4, surge=1, unavailable=0)
+    old = {"spec": {"replicas": 4}}
+    new = {"spec": {"replicas": 0}}
+    assert new_rs_replicas(d, [old, new], new) == 1
+    assert new_rs_replicas(d, [{"spec": {"replicas": 3}}, {"spec": {"replicas": 2}}], {"spec": {"replicas": 2}}) == 2
+
+
+def test_new_replica_set_carries_hash_revision_and_owner() -> None:
+    d = dep(3)
+    h = compute_hash(d["spec"]["template"])
+    rs = build_new_replica_set(d, h, 2, 1)
+    assert rs["metadata"]["name"] == f"web-{h}"
+    assert rs["spec"]["selector"]["matchLabels"] == {"app": "web", "pod-template-hash": h}
+    assert rs["spec"]["template"]["metadata"]["labels"]["pod-template-hash"] == h
+    assert rs["metadata"]["annotations"] == {"team": "a", "deployment.kubernetes.io/revision": "2",
+                                             "deployment.kubernetes.io/desired-replicas": "3",
+                                             "deployment.kubernetes.io/max-replicas": "4"}
+    assert rs["metadata"]["ownerReferences"][0]["uid"] == "u1"
+    assert equal_ignore_hash(rs["spec"]["template"], d["spec"]["template"])
+
+
+def test_template_hash_is_stable_and_changes_with_the_template_or_collisions() -> None:
+    t = {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c"}]}}
+    assert compute_hash(t) == compute_hash({"spec": {"containers": [{"name": "c"}]}, "metadata": {"labels": {"a": "b"}}})
+    assert compute_hash(t) != compute_hash(t, 1)
+    assert set(compute_hash(t)) <= set("bcdfghjklmnpqrstvwxz2456789")
+
+
+def test_condition_transition_time_moves_only_when_status_flips() -> None:
+    conds = set_status_condition([], {"type": "Available", "status": "True", "reason": "A"}, "t1")
+    conds = set_status_condition(conds, {"type": "Available", "status": "True", "reason": "B"}, "t2")
+    assert conds[0]["lastTransitionTime"] == "t1" and conds[0]["reason"] == "B"
+    conds = set_status_condition(conds, {"type": "Available", "status": "False", "reason": "B"}, "t3")
+    assert conds[0]["lastTransitionTime"] == "t3"

@@ -1,0 +1,31 @@
+"""``pumice scheduler`` argument handling."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from pumice.cli.scheduler import command, parse_duration
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("1s", 1.0), ("500ms", 0.5), ("2m", 120.0), ("1.5", 1.5)])
+def test_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+def test_bad_schedule_period_is_one_clear_error() -> None:
+    res = CliRunner().invoke(command, ["--schedule-period", "soon"])
+    assert res.exit_code == 2
+    assert "'soon' is not a duration" in res.output
+
+
+def test_scheduler_conf_needs_volcano() -> None:
+    res = CliRunner().invoke(command, ["--scheduler-conf", __file__])
+    assert res.exit_code == 2
+    assert "--scheduler-conf applies to --name volcano only" in res.output
+
+
+def test_missing_kubeconfig_is_one_clear_error(tmp_path: object) -> None:
+    res = CliRunner().invoke(command, ["--kubeconfig", "/nonexistent/kubeconfig"])
+    assert res.exit_code == 1
+    assert "cannot load kubeconfig" in res.output
