@@ -168,9 +168,14 @@ def resolve_target(objects: list[Obj], kind: str, name: str, namespace: str) -> 
         st = rj.get("status") or {}
         cluster = st.get("rayClusterName") or ""
         desc = f"RayJob {namespace}/{name} (jobDeploymentStatus {st.get('jobDeploymentStatus') or '(none yet)'})"
+        # KubeRay's Volcano adapter names the group after the RayJob (ray-<rayjob>-pg); a RayCluster
+        # created on its own has ray-<cluster>-pg
+        for cand in (f"ray-{name}-pg", f"ray-{cluster}-pg" if cluster else ""):
+            if cand and _find(objects, "PodGroup", cand, namespace) is not None:
+                return desc, cand, f"RayCluster {cluster}" if cluster else "", None
         if not cluster:
             return desc, None, "the RayJob has no RayCluster yet", None
-        return desc, f"ray-{cluster}-pg", f"RayCluster {cluster}", None
+        return desc, f"ray-{name}-pg", f"RayCluster {cluster}", None
     pod = _find(objects, "Pod", name, namespace)
     if pod is None:
         raise ExplainError(f'pods "{name}" not found in namespace {namespace}')
