@@ -57,11 +57,11 @@ async def _run(kubeconfig: str | None, name: str, period: float, conf: str | Non
                 run = volcano.run
             except (ModuleNotFoundError, AttributeError) as e:
                 raise click.ClickException(f"the Volcano scheduler is not available in this build: {e}") from e
-            task = asyncio.create_task(run(client, conf_path=conf, schedule_period=period, scheduler_name="volcano"))
-            await asyncio.wait([task, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            config_error: type[BaseException] = getattr(volcano, "ConfigError", ValueError)
+            try:
+                await run(client, conf_path=conf, schedule_period=period, scheduler_name="volcano", stop_event=stop)
+            except config_error as e:
+                raise click.ClickException(f"bad --scheduler-conf {conf}: {e}") from e
         else:
             from pumice.scheduler.default.scheduler import run_scheduler
 
