@@ -252,6 +252,7 @@ def explain(objects: list[Obj], kind: str, name: str, namespace: str, conf: Sche
     allocatable_ok = all(ssn.allocatable(q, t) for t in pending[:1]) if q is not None and pending else True
     overused = ssn.overused(q) if q is not None else False
     plugin_numbers = _plugin_numbers(ssn, qname)
+    node_reasons = _unplaced_reasons(ssn, job, pending)
     job_binds = {k: v for k, v in rec.binds.items() if k in {t.key for t in job.tasks.values()}}
     closed = ssn.close()
     status = closed.pod_groups.get(key, {})
@@ -309,8 +310,41 @@ def explain(objects: list[Obj], kind: str, name: str, namespace: str, conf: Sche
             ex.reason = f"queue {qname} refuses the allocation"
         ex.gate = "queue-allocatable"
         return ex
-    _gang_gate(ex, job, status, closed.pod_conditions, ssn)
+    _gang_gate(ex, job, status, closed.pod_conditions, ssn, node_reasons)
     return ex
+
+
+def _unplaced_reasons(ssn: Any, job: Any, pending: list[Any]) -> dict[str, str]:
+    """For each Pending task the session left unplaced: why no Node takes it, with the gang's own
+    tentative placements of this session (Allocated/Pipelined, then discarded) still counted."""
+    held: dict[str, Resource] = {}
+    unplaced = []
+    for t in pending:
+        ctx = t.last_transaction or t.transaction_context()
+        if ctx.status in (TaskStatus.Allocated, TaskStatus.Pipelined) and ctx.node_name:
+            held[ctx.node_name] = held.get(ctx.node_name, Resource()) + t.resreq
+        elif ctx.status is TaskStatus.Pending:
+            unplaced.append(t)
+    return {t.key: _node_reasons(ssn, t, held) for t in unplaced}
+
+
+def _node_reasons(ssn: Any, task: Any, held: dict[str, Resource]) -> str:
+    """Why ``task`` fits no Node, from the session's own checks (the allocate resource fit against
+    future idle, then the registered predicate functions), in kube-scheduler's summary form."""
+    counts: dict[str, int] = {}
+    for n in ssn.nodes.values():
+        idle = n.future_idle() - held.get(n.name, Resource())
+        short = [d for d in task.init_resreq.resource_names() if task.init_resreq.get(d) > idle.get(d) + 0.1]
+        reasons = [f"Insufficient {d}" for d in short]
+        if not reasons:
+            fe = ssn.predicate_for_allocate(task, n)
+            reasons = list(fe.reasons()) if fe is not None else []
+        for r in reasons:
+            counts[r] = counts.get(r, 0) + 1
+    if not counts:
+        return ""
+    body = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    return f"0/{len(ssn.nodes)} nodes are unavailable: {body}."
 
 
 def _per_pod_request(job: Any) -> Resource | None:
@@ -424,7 +458,7 @@ _GANG_RE = re.compile(r"^(\d+)/(\d+) tasks in gang unschedulable")
 
 
 def _gang_gate(ex: Explanation, job: Any, status: Obj, pod_conditions: dict[str, tuple[str, str, str]],
-               ssn: Any) -> None:
+               ssn: Any, node_reasons: dict[str, str]) -> None:
     min_member = job.min_available
     ready = job.ready_task_num()
     pending = sorted((t for t in job.tasks.values() if t.status is TaskStatus.Pending), key=lambda t: t.name)
@@ -441,8 +475,10 @@ def _gang_gate(ex: Explanation, job: Any, status: Obj, pod_conditions: dict[str,
     fit_msgs: dict[str, int] = {}
     for t in pending:
         reason, msg, _ = pod_conditions.get(t.key) or ("", "", "")
-        if reason == "Unschedulable" and msg:
-            fit_msgs[msg] = fit_msgs.get(msg, 0) + 1
+        if reason == "Unschedulable":
+            msg = msg or node_reasons.get(t.key, "")
+            if msg:
+                fit_msgs[msg] = fit_msgs.get(msg, 0) + 1
     n_nodes = len(ssn.nodes)
     if len(job.tasks) < min_member:
         ex.gate = "gang"
@@ -467,9 +503,13 @@ def _gang_gate(ex: Explanation, job: Any, status: Obj, pod_conditions: dict[str,
 
 
 def _shortfall(ssn: Any, req: Resource, dim: str) -> float:
-    """The least extra ``dim`` any Node needs so that one more ``req`` fits there (future idle)."""
+    """The least extra ``dim`` a Node needs so that one more ``req`` fits there once the Pods that
+    fit it now are placed (leftover of the session's future idle after whole Pods)."""
+    dims = [d for d in req.resource_names() if d != "pods" and req.get(d) > 0]
     best = float("inf")
     for n in ssn.nodes.values():
-        idle = n.future_idle() if callable(getattr(n, "future_idle", None)) else getattr(n, "idle", Resource())
-        best = min(best, max(req.get(dim) - idle.get(dim), 0.0))
+        idle = n.future_idle()
+        k = int(min(idle.get(d) // req.get(d) for d in dims)) if dims else 0
+        left = idle.get(dim) - k * req.get(dim)
+        best = min(best, max(req.get(dim) - left, 0.0))
     return 0.0 if best == float("inf") else best

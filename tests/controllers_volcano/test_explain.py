@@ -1,0 +1,129 @@
+"""``pumice explain`` analysis on object snapshots: each gate, with its numbers and remedy.
+The verdicts come from running the scheduler's own session on the objects."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from pumice.cli._explain_analysis import ExplainError, explain
+from pumice.cli.explain import command
+from pumice.scheduler.volcano import default_conf, load_conf
+from pumice.testing.volcano import node, pod, podgroup, queue
+
+NS = "c1"
+CONF = default_conf()
+NO_OVERCOMMIT = load_conf("""
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+""")
+
+
+def gang(name: str, n: int, *, cpu: str = "1", q: str = "q1", phase: str = "Pending", min_member: int | None = None,
+         **pod_kw: object) -> list[dict]:
+    mm = n if min_member is None else min_member
+    objs = [podgroup(name, namespace=NS, queue=q, min_member=mm, min_resources=f"{int(cpu) * mm},{mm}Gi",
+                     phase=phase)]
+    objs += [pod(f"{name}-{i}", namespace=NS, group=name, requests=f"{cpu},1Gi", **pod_kw) for i in range(n)]
+    return objs
+
+
+def test_closed_queue_is_named() -> None:
+    objs = [node("n1"), queue("q1", state="Closed"), *gang("pg1", 2)]
+    ex = explain(objs, "podgroup", "pg1", NS, CONF)
+    assert ex.gate == "queue-closed"
+    assert "queue q1 is Closed" in ex.reason and "OpenQueue" in ex.remedy
+
+
+def test_missing_queue_is_named() -> None:
+    objs = [node("n1"), *gang("pg1", 2, q="nope")]
+    ex = explain(objs, "pg", "pg1", NS, CONF)
+    assert ex.gate == "queue-missing" and ex.remedy == "create queue nope"
+
+
+def test_queue_capability_refuses_enqueue_with_numbers() -> None:
+    objs = [node("n1", "8,16Gi,pods=110"), queue("q1", capability="2,8Gi"), *gang("pg1", 3)]
+    ex = explain(objs, "podgroup", "pg1", NS, NO_OVERCOMMIT)
+    assert ex.gate == "enqueue-quota", ex.render()
+    assert "minResources cpu 3" in ex.reason and "capability cpu 2" in ex.reason
+    assert "raise queue q1 capability.cpu to 3" in ex.remedy
+
+
+def test_overcommit_refuses_enqueue_with_numbers() -> None:
+    objs = [node("n1", "2,16Gi,pods=110"), queue("q1"), *gang("pg1", 3)]
+    ex = explain(objs, "podgroup", "pg1", NS, CONF)
+    assert ex.gate == "enqueue-overcommit", ex.render()
+    assert "idle cpu 2.4" in ex.reason
+    assert "frees 0.6 cpu in the cluster" in ex.remedy
+    assert "gang short by 1 members" in ex.reason
+
+
+def test_gang_short_of_room_on_the_nodes() -> None:
+    objs = [node("n1", "2,16Gi,pods=110"), node("n2", "1,16Gi,pods=110"), queue("q1"),
+            *gang("pg1", 4, phase="Inqueue")]
+    ex = explain(objs, "podgroup", "pg1", NS, NO_OVERCOMMIT)
+    assert ex.gate in ("gang", "predicates"), ex.render()
+    assert "gang short by" in ex.reason
+    assert any("Insufficient cpu" in d for d in ex.details), ex.render()
+    assert "on any Node" in ex.remedy
+
+
+def test_predicate_that_fails_everywhere_is_reported_with_node_counts() -> None:
+    objs = [node("n1"), node("n2"), queue("q1"),
+            *gang("pg1", 1, phase="Inqueue", node_selector={"gpu": "a100"})]
+    ex = explain(objs, "podgroup", "pg1", NS, NO_OVERCOMMIT)
+    assert ex.gate in ("predicates", "gang"), ex.render()
+    assert any("0/2 nodes are unavailable" in d for d in ex.details), ex.render()
+
+
+def test_a_placeable_gang_is_waiting_for_binding() -> None:
+    objs = [node("n1", "4,16Gi,pods=110"), queue("q1"), *gang("pg1", 2, phase="Inqueue")]
+    ex = explain(objs, "podgroup", "pg1", NS, NO_OVERCOMMIT)
+    assert ex.gate == "binding", ex.render()
+    assert "c1/pg1-0 -> n1" in ex.reason
+
+
+def test_a_running_gang_is_not_held() -> None:
+    objs = [node("n1", "4,16Gi,pods=110"), queue("q1"), *gang("pg1", 2, phase="Running")]
+    for o in objs:
+        if o["kind"] == "Pod":
+            o["spec"]["nodeName"] = "n1"
+            o["status"]["phase"] = "Running"
+    ex = explain(objs, "podgroup", "pg1", NS, NO_OVERCOMMIT)
+    assert ex.gate == "running", ex.render()
+
+
+def test_a_bound_pod_waits_for_its_node() -> None:
+    p = pod("p1", namespace=NS, group="pg1", requests="1,1Gi", node="n1")
+    ex = explain([node("n1"), queue("q1"), p], "pod", "p1", NS, CONF)
+    assert ex.gate == "node-start" and "bound to Node n1" in ex.reason
+
+
+def test_a_pod_without_group_says_so() -> None:
+    p = pod("p1", namespace=NS, requests="1,1Gi", scheduler_name="default-scheduler")
+    ex = explain([node("n1"), p], "pod", "p1", NS, CONF)
+    assert ex.gate == "no-podgroup" and "scheduling.k8s.io/group-name" in ex.reason
+
+
+def test_vcjob_whose_podgroup_is_inqueue_waits_for_its_pods() -> None:
+    job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+           "metadata": {"name": "j1", "namespace": NS, "uid": "u1"},
+           "spec": {"minAvailable": 2, "queue": "q1"}, "status": {"state": {"phase": "Pending"}}}
+    pg = podgroup("j1-u1", namespace=NS, queue="q1", min_member=2, min_resources="2,2Gi", phase="Inqueue")
+    ex = explain([node("n1"), queue("q1"), job, pg], "vcjob", "j1", NS, NO_OVERCOMMIT)
+    assert ex.gate == "no-pods", ex.render()
+
+
+def test_unknown_kind_and_missing_object_are_clear_errors() -> None:
+    with pytest.raises(ExplainError, match="cannot explain kind 'deployment'"):
+        explain([], "deployment", "x", NS, CONF)
+    with pytest.raises(ExplainError, match=r'jobs\.batch\.volcano\.sh "x" not found'):
+        explain([], "vcjob", "x", NS, CONF)
+
+
+def test_cli_reports_a_malformed_target_in_one_line(tmp_path: object) -> None:
+    res = CliRunner().invoke(command, ["podgroup-without-name", "--kubeconfig", "/nonexistent/kubeconfig"])
+    assert res.exit_code == 1
+    assert res.output.strip().count("\n") == 0 and "error:" in res.output
