@@ -45,6 +45,12 @@ DEFAULT_TOLERATION_SECONDS = 300
 GRACE_PERIOD = 50.0
 MONITOR_PERIOD = 5.0
 _CONDITIONS = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")
+NODE_NAME_INDEX = "pumice.kube/node-name"
+
+
+def _node_name_indexer(pod: Obj) -> list[str]:
+    node = (pod.get("spec") or {}).get("nodeName")
+    return [str(node)] if node else []
 
 
 def _tolerates(tol: Obj, taint: Obj) -> bool:
@@ -99,6 +105,10 @@ class NodeLifecycleController:
         self.grace_period = grace_period
         self.monitor_period = monitor_period
         self._seen: dict[str, tuple[str, float]] = {}
+        pods.add_indexer(NODE_NAME_INDEX, _node_name_indexer)
+
+    def pods_on(self, node_name: str) -> list[Obj]:
+        return self.pods.store.by_index(NODE_NAME_INDEX, node_name)
 
     def _heartbeat(self, node: Obj) -> str:
         name = node["metadata"]["name"]
@@ -166,9 +176,7 @@ class NodeLifecycleController:
         return updated
 
     async def _mark_pods_not_ready(self, node_name: str, now: str) -> None:
-        for pod in self.pods.store.list():
-            if (pod.get("spec") or {}).get("nodeName") != node_name:
-                continue
+        for pod in self.pods_on(node_name):
             conds = copy.deepcopy((pod.get("status") or {}).get("conditions") or [])
             hit = False
             for c in conds:
@@ -213,8 +221,8 @@ class NodeLifecycleController:
             return
         added = min((parse_rfc3339(str(t["timeAdded"])) for t in taints if t.get("timeAdded")),
                     default=self.clock.now())
-        for pod in self.pods.store.list():
-            if (pod.get("spec") or {}).get("nodeName") != name or pod["metadata"].get("deletionTimestamp"):
+        for pod in self.pods_on(name):
+            if pod["metadata"].get("deletionTimestamp"):
                 continue
             if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
                 continue
