@@ -1,6 +1,7 @@
 """Separate processes wired only by a kubeconfig: an API server process and two
-``pumice controller-manager`` processes. Only one holds the Lease; when it is killed (SIGKILL, no
-release) the other takes over; SIGTERM stops a manager gracefully (exit 0, Lease released).
+``pumice controller-manager`` processes running the kube controllers. Only the Lease holder
+reconciles; when it is killed (SIGKILL, no release) the other takes over and reconciles; SIGTERM
+stops a manager gracefully (exit 0, Lease released).
 
 The API server process is ``pumice apiserver`` when that command exists, else the same server
 started through ``pumice.testing.cluster.serve_http`` in a child Python process.
@@ -49,7 +50,7 @@ def wait_until(cond: Callable[[], Any], timeout: float, what: str) -> Any:
         value = cond()
         if value:
             return value
-        time.sleep(0.1)
+        time.sleep(0.25)
     raise AssertionError(f"timed out waiting for {what}")
 
 
@@ -82,23 +83,17 @@ def apiserver_args(data_dir: Path) -> list[str]:
 
 
 def lease_holder(kubeconfig: Path) -> str | None:
-    """holderIdentity of kube-system/pumice-controller-manager via kubectl-free HTTP."""
-    import asyncio
-
-    from pumice.client.kubeconfig import connect
+    """holderIdentity of the Lease kube-system/pumice-controller-manager (None: no Lease yet)."""
     from pumice.runtime.leaderelection import LEASE
 
-    async def get() -> str | None:
-        client = connect(kubeconfig)
+    async def get(client: Any) -> str | None:
         try:
             lease = await client.get(LEASE, "pumice-controller-manager", "kube-system")
             return str(lease["spec"].get("holderIdentity") or "")
         except Exception:
             return None
-        finally:
-            await client.close()
 
-    return asyncio.run(get())
+    return run(get, kubeconfig)  # type: ignore[no-any-return]
 
 
 def http_get(port: int, path: str) -> tuple[int, str]:
@@ -114,14 +109,62 @@ def http_get(port: int, path: str) -> tuple[int, str]:
         return 0, ""
 
 
-def test_two_controller_manager_processes_elect_one_leader_and_fail_over(tmp_path: Path) -> None:
+REPLICASET = {
+    "apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web", "namespace": "default"},
+    "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+             "template": {"metadata": {"labels": {"app": "web"}},
+                          "spec": {"containers": [{"name": "c", "image": "busybox"}]}}},
+}
+
+
+def run(coro_fn: Callable[[Any], Any], kubeconfig: Path) -> Any:
+    """Run ``await coro_fn(client)`` with a fresh client from the kubeconfig."""
+    import asyncio
+
+    from pumice.client.kubeconfig import connect
+
+    async def main() -> Any:
+        client = connect(kubeconfig)
+        try:
+            return await coro_fn(client)
+        finally:
+            await client.close()
+
+    return asyncio.run(main())
+
+
+def owned_pods(kubeconfig: Path, uid: str) -> int:
+    async def count(client: Any) -> int:
+        pods = client.scheme.by_api_version_kind("v1", "Pod")
+        items = (await client.list(pods, "default")).items
+        return sum(1 for p in items
+                   if any(r.get("uid") == uid for r in p["metadata"].get("ownerReferences") or []))
+
+    return int(run(count, kubeconfig))
+
+
+def scale(kubeconfig: Path, replicas: int) -> None:
+    async def patch(client: Any) -> None:
+        rs = client.scheme.by_api_version_kind("apps/v1", "ReplicaSet")
+        await client.patch(rs, "web", {"spec": {"replicas": replicas}}, "default")
+
+    run(patch, kubeconfig)
+
+
+def test_apiserver_and_two_controller_managers_as_processes_elect_reconcile_and_fail_over(
+    tmp_path: Path,
+) -> None:
+    """Three processes wired only by the kubeconfig: the leader's kube controllers create the
+    ReplicaSet's Pods; killed with SIGKILL (no release), the standby takes the Lease and reconciles
+    the next change; SIGTERM then stops it with exit 0 and releases the Lease."""
     data = tmp_path / "api"
     data.mkdir()
     kubeconfig = data / "kubeconfig"
     with process(apiserver_args(data), tmp_path / "apiserver.log") as api:
         wait_until(lambda: kubeconfig.exists() or api.poll() is not None, 60, "the API server's kubeconfig")
-        assert api.poll() is None, (tmp_path / "apiserver.log").read_text()
-        wait_until(lambda: lease_holder(kubeconfig) is not None or _ready(kubeconfig), 60, "the API server")
+        assert api.poll() is None, _logs(tmp_path)
+        wait_until(lambda: _ready(kubeconfig), 60, "the API server")
+        uid = run(lambda c: c.create(REPLICASET), kubeconfig)["metadata"]["uid"]
 
         ports = {"cm-a": free_port(), "cm-b": free_port()}
 
@@ -137,14 +180,18 @@ def test_two_controller_manager_processes_elect_one_leader_and_fail_over(tmp_pat
                                 60, "a leader")
             assert all(p.poll() is None for p in procs.values()), _logs(tmp_path)
             standby = "cm-b" if leader == "cm-a" else "cm-a"
+            wait_until(lambda: owned_pods(kubeconfig, uid) == 2, 60, "the leader to create the Pods")
             wait_until(lambda: http_get(ports[standby], "/readyz")[0] == 200, 60, "the standby to be ready")
             assert http_get(ports[leader], "/healthz") == (200, "ok")
-            time.sleep(2)
+            time.sleep(1.5)
             assert lease_holder(kubeconfig) == leader, "the standby does not take a renewed Lease"
 
             procs[leader].send_signal(signal.SIGKILL)  # dies without releasing the Lease
             procs[leader].wait(10)
+            scale(kubeconfig, 3)
             wait_until(lambda: lease_holder(kubeconfig) == standby, 30, "the standby to take over")
+            wait_until(lambda: owned_pods(kubeconfig, uid) == 3, 60, "the new leader to reconcile")
+            assert owned_pods(kubeconfig, uid) == 3, "no duplicate Pods"
 
             procs[standby].send_signal(signal.SIGTERM)
             assert procs[standby].wait(30) == 0, _logs(tmp_path)
@@ -156,71 +203,16 @@ def _logs(tmp_path: Path) -> str:
 
 
 def _ready(kubeconfig: Path) -> bool:
-    import asyncio
+    async def probe(client: Any) -> bool:
+        from pumice.runtime.leaderelection import LEASE
 
-    from pumice.client.kubeconfig import connect
-    from pumice.runtime.leaderelection import LEASE
-
-    async def probe() -> bool:
-        client = connect(kubeconfig)
         try:
             await client.list(LEASE, "kube-system")
             return True
         except Exception:
             return False
-        finally:
-            await client.close()
 
-    return asyncio.run(probe())
-
-
-def test_a_controller_manager_process_reconciles_through_the_kubeconfig_only(tmp_path: Path) -> None:
-    """The kube controllers in their own process create the Pods of a ReplicaSet made by a client in
-    the test process: the two are connected only by the API server named in the kubeconfig."""
-    import asyncio
-
-    from pumice.client.kubeconfig import connect
-
-    data = tmp_path / "api"
-    data.mkdir()
-    kubeconfig = data / "kubeconfig"
-    rs = {
-        "apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web", "namespace": "default"},
-        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
-                 "template": {"metadata": {"labels": {"app": "web"}},
-                              "spec": {"containers": [{"name": "c", "image": "busybox"}]}}},
-    }
-
-    async def create_rs() -> str:
-        client = connect(kubeconfig)
-        try:
-            created = await client.create(rs)
-            return str(created["metadata"]["uid"])
-        finally:
-            await client.close()
-
-    def owned_pods(uid: str) -> int:
-        async def count() -> int:
-            client = connect(kubeconfig)
-            try:
-                pods = client.scheme.by_api_version_kind("v1", "Pod")
-                assert pods is not None
-                items = (await client.list(pods, "default")).items
-                return sum(1 for p in items
-                           if any(r.get("uid") == uid for r in p["metadata"].get("ownerReferences") or []))
-            finally:
-                await client.close()
-
-        return asyncio.run(count())
-
-    with process(apiserver_args(data), tmp_path / "apiserver.log") as api:
-        wait_until(lambda: kubeconfig.exists() or api.poll() is not None, 60, "the API server's kubeconfig")
-        wait_until(lambda: _ready(kubeconfig), 60, "the API server")
-        uid = asyncio.run(create_rs())
-        args = [*PUMICE, "controller-manager", "--kubeconfig", str(kubeconfig), "--controllers", "kube",
-                "--no-leader-elect"]
-        with process(args, tmp_path / "cm.log") as cm:
-            wait_until(lambda: owned_pods(uid) == 2 or cm.poll() is not None, 60, "the ReplicaSet's Pods")
-            assert cm.poll() is None, _logs(tmp_path)
-            cm.send_signal(signal.SIGTERM)
-            assert cm.wait(30) == 0, _logs(tmp_path)
+    try:
+        return bool(run(probe, kubeconfig))
+    except Exception:
+        return False
