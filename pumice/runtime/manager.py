@@ -100,6 +100,8 @@ class Manager:
         self.informers = SharedInformerFactory(client, clock=self.clock)
         self.leader_election = leader_election
         self.identity = identity or f"{os.uname().nodename}_{uuid.uuid4()}"
+        # Events name the reporting instance; keep it stable across runs unless an identity is given.
+        self._instance = identity or os.uname().nodename
         self.leader_election_config = LeaderElectionConfig(
             name=leader_election_id,
             namespace=leader_election_namespace,
@@ -139,7 +141,7 @@ class Manager:
         """The EventRecorder writing Events with ``source.component = component`` (one per name)."""
         rec = self._recorders.get(component)
         if rec is None:
-            rec = EventRecorder(self.client, component, clock=self.clock, instance=self.identity)
+            rec = EventRecorder(self.client, component, clock=self.clock, instance=self._instance)
             self._recorders[component] = rec
         return rec
 
