@@ -293,3 +293,18 @@ async def test_valid_samples_are_admitted(path: str) -> None:
     for doc in yaml.safe_load_all((EXAMPLES / path).read_text()):
         if doc and doc.get("kind") == "Job" and doc["apiVersion"].startswith("batch.volcano.sh"):
             await admit(PLUGINS, reader(), doc)
+
+
+async def test_a_queue_with_podgroups_or_allocated_pods_cannot_be_deleted() -> None:
+    busy = queue("q1")
+    busy["status"]["allocated"] = {"cpu": "2", "pods": "2"}
+    with pytest.raises(AdmissionError) as e:
+        await admit(PLUGINS, reader(busy), None, operation="DELETE", old=busy, name="q1")
+    assert "queue q1 cannot be deleted because it has allocated Pods: 2" in e.value.message
+    r = reader(queue("q2"))
+    r.add({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+           "metadata": {"name": "pg", "namespace": "ns1"}, "spec": {"queue": "q2"}})
+    with pytest.raises(AdmissionError) as e:
+        await admit(PLUGINS, r, None, operation="DELETE", old=queue("q2"), name="q2")
+    assert "queue q2 cannot be deleted because it has 1 PodGroups" in e.value.message
+    await admit(PLUGINS, reader(queue("q3")), None, operation="DELETE", old=queue("q3"), name="q3")

@@ -5,8 +5,8 @@
 - :class:`QueueValidator` (``validatequeue.volcano.sh``, CREATE/UPDATE/DELETE): quantities valid,
   guarantee <= deserved <= capability, state in [Open Closed], hierarchy annotations, ``spec.parent``
   (not itself, exists, depth, no allocated pods on a parent getting its first child), child vs.
-  ancestor capability, children's sums; DELETE of ``default``/``root`` or of a queue with child
-  queues is refused (and, optionally, of a queue with allocated Pods).
+  ancestor capability, children's sums; DELETE of ``default``/``root``, of a queue with child
+  queues, with allocated Pods, or with PodGroups is refused (the last two are switches, on here).
 
 Mirrors: volcano pkg/webhooks/admission/queues/mutate/mutate_queue.go and
 pkg/webhooks/admission/queues/validate/validate_queue.go.
@@ -169,9 +169,19 @@ class QueueValidator:
     name = VALIDATE_WEBHOOK
 
     def __init__(self, *, max_queue_depth: int = DEFAULT_MAX_QUEUE_DEPTH,
-                 check_allocated_pods_on_delete: bool = False) -> None:
+                 check_allocated_pods_on_delete: bool = True,
+                 refuse_delete_with_podgroups: bool = True) -> None:
+        """Args:
+            max_queue_depth: upstream ``--max-queue-depth`` (5).
+            check_allocated_pods_on_delete: upstream ``--enable-queue-allocated-pods-check``.
+                Deviates: on by default here (upstream's flag defaults to false), so a queue that
+                still runs Pods cannot be deleted.
+            refuse_delete_with_podgroups: pumice's own rule: a queue that still has PodGroups
+                cannot be deleted (they would be left in a queue the scheduler ignores).
+        """
         self.max_queue_depth = max_queue_depth
         self.check_allocated_pods_on_delete = check_allocated_pods_on_delete
+        self.refuse_delete_with_podgroups = refuse_delete_with_podgroups
 
     def handles(self, req: AdmissionRequest) -> bool:
         return _is_queue(req) and req.operation in ("CREATE", "UPDATE", "DELETE")
@@ -211,6 +221,12 @@ class QueueValidator:
             pods = _q(((queue.get("status") or {}).get("allocated") or {}).get("pods"))
             if pods:
                 return f"queue {name} cannot be deleted because it has allocated Pods: {int(pods)}"
+        if self.refuse_delete_with_podgroups:
+            pg_kind = reader.kind(keys.SCHEDULING_API_VERSION, "PodGroup") or keys.PODGROUP
+            pgs = [pg for pg in await reader.list(pg_kind)
+                   if ((pg.get("spec") or {}).get("queue") or keys.DEFAULT_QUEUE) == name]
+            if pgs:
+                return f"queue {name} cannot be deleted because it has {len(pgs)} PodGroups"
         children = [c["metadata"]["name"] for c in await child_queues(reader, name)]
         if children:
             return (f"queue {name} can not be deleted because it has {len(children)} child queues: "
