@@ -288,11 +288,16 @@ def server_side_apply(live: Obj | None, applied: Obj, *, manager: str, kind: str
         others: set[Path] = set()
         for _, owned in _iter_other_apply(entries, manager):
             others |= owned
-        # remove deepest first so parents are emptied before they are considered
-        for path in sorted(previous - new_set - others, key=len, reverse=True):
-            if any(o[:len(path)] == path for o in others):
+        # remove whole subtrees, shallowest first; keep a subtree another manager still owns
+        # part of, and then remove only its parts nobody owns
+        removed: list[Path] = []
+        for path in sorted(previous - new_set - others, key=len):
+            if any(path[:len(r)] == r for r in removed):
+                continue
+            if any(o[:len(path)] == path for o in others | new_set):
                 continue
             _remove(result, path)
+            removed.append(path)
 
     entries = [e for e in entries if not (e.get("manager") == manager and e.get("operation") == "Apply")]
     entries = [e for e in entries if e.get("fieldsV1")]

@@ -86,3 +86,15 @@ def test_custom_resource_lists_are_atomic():
     rc2 = {**rc, "spec": {"workerGroupSpecs": [{"groupName": "a", "replicas": 2}]}}
     out = server_side_apply(live, rc2, manager="m", kind="RayCluster", force=False)
     assert out["spec"]["workerGroupSpecs"] == [{"groupName": "a", "replicas": 2}]
+
+
+def test_dropped_list_items_and_nested_fields_are_removed_whole():
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"containers": [{"name": "a", "image": "i", "env": [{"name": "X", "value": "1"},
+                                                                      {"name": "Y", "value": "2"}]},
+                                   {"name": "b", "image": "j"}]}}
+    live = server_side_apply(None, pod, manager="m", kind="Pod", force=False)
+    smaller = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+               "spec": {"containers": [{"name": "a", "image": "i", "env": [{"name": "X", "value": "1"}]}]}}
+    out = server_side_apply(live, smaller, manager="m", kind="Pod", force=False)
+    assert out["spec"] == smaller["spec"]
