@@ -71,3 +71,23 @@ async def test_seeds_example_with_the_live_scheduler(cluster: Any) -> None:
 
 async def _is(c: Any, job: str, want: str) -> bool:
     return await phase(c, job) == want
+
+
+async def test_a_settled_cluster_writes_nothing(cluster: Any) -> None:
+    c = cluster
+    await add_nodes(c.client, [ready_node("n1", cpu="2"), ready_node("n2", cpu="2")])
+    async with live_scheduler(c.client):
+        await c.client.create(vcjob("j1"))
+        await eventually(lambda: _is(c, "j1", "Running"), timeout=15)
+        await asyncio.sleep(0.3)
+        before = await _versions(c)
+        await asyncio.sleep(0.5)  # ten more cycles, controllers idle
+        assert await _versions(c) == before
+
+
+async def _versions(c: Any) -> dict[tuple[str, str], str]:
+    out = {}
+    for kind in (keys.VCJOB, keys.PODGROUP, keys.QUEUE, keys.POD):
+        for o in (await c.client.list(kind)).items:
+            out[(kind.kind, o["metadata"]["name"])] = o["metadata"]["resourceVersion"]
+    return out
