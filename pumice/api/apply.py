@@ -30,7 +30,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from pumice.api.strategic import merge_info
+from pumice.api.strategic import SUPPORTED_KINDS, merge_info
 
 Obj = dict[str, Any]
 #: One step of a field path: ("f", name) a map field, ("k", json-of-key) a keyed list item,
@@ -61,8 +61,8 @@ class ApplyConflict(Exception):
 
 def _list_key(kind: str, builtin: bool, path: tuple[str, ...]) -> tuple[str | None, bool]:
     """(merge key, merges) of the list at ``path`` (map-field names only)."""
-    if builtin:
-        _, strategy, key = merge_info(kind, path)
+    if builtin or (path and path[0] == "metadata"):
+        _, strategy, key = merge_info(kind if builtin else "", path)
         return key, bool(strategy and "merge" in strategy.split(","))
     if path and path[-1] == "conditions":
         return "type", True
@@ -237,8 +237,9 @@ def server_side_apply(live: Obj | None, applied: Obj, *, manager: str, kind: str
         manager: the field manager (``fieldManager`` query parameter, e.g. ``kubectl``).
         kind: the object's kind; built-in kinds merge lists by their strategic merge keys.
         force: take over fields other managers own instead of failing.
-        builtin: whether ``kind`` is a built-in kind (default: it has strategic patch metadata,
-            i.e. it is not a custom resource; pass False for custom resources).
+        builtin: whether the object is of a built-in kind; by default decided from its
+            ``apiVersion`` (core, ``apps``, ``batch``, ``policy``, ``autoscaling`` and ``*.k8s.io``
+            groups are built in; ``ray.io`` or ``batch.volcano.sh`` are not).
 
     Returns:
         The new object with ``metadata.managedFields`` updated.
@@ -250,9 +251,7 @@ def server_side_apply(live: Obj | None, applied: Obj, *, manager: str, kind: str
     """
     if not isinstance(applied, dict):
         raise ValueError("the applied configuration must be an object")
-    from pumice.api.strategic import SUPPORTED_KINDS
-
-    is_builtin = (kind in SUPPORTED_KINDS) if builtin is None else builtin
+    is_builtin = _is_builtin(applied, live, kind) if builtin is None else builtin
     applied = copy.deepcopy(applied)
     applied_meta = applied.get("metadata") or {}
     applied_meta.pop("managedFields", None)
@@ -310,6 +309,17 @@ def server_side_apply(live: Obj | None, applied: Obj, *, manager: str, kind: str
     })
     result.setdefault("metadata", {})["managedFields"] = entries
     return result
+
+
+_BUILTIN_GROUPS = frozenset({"", "apps", "batch", "policy", "autoscaling"})
+
+
+def _is_builtin(applied: Obj, live: Obj | None, kind: str) -> bool:
+    api_version = applied.get("apiVersion") or (live or {}).get("apiVersion")
+    if not isinstance(api_version, str) or not api_version:
+        return kind in SUPPORTED_KINDS
+    group = api_version.rpartition("/")[0]
+    return group in _BUILTIN_GROUPS or group.endswith(".k8s.io")
 
 
 def _is_atomic_leaf(path: Path, applied: Obj, kind: str, builtin: bool) -> bool:

@@ -98,3 +98,20 @@ def test_dropped_list_items_and_nested_fields_are_removed_whole():
                "spec": {"containers": [{"name": "a", "image": "i", "env": [{"name": "X", "value": "1"}]}]}}
     out = server_side_apply(live, smaller, manager="m", kind="Pod", force=False)
     assert out["spec"] == smaller["spec"]
+
+
+def test_custom_resource_metadata_lists_keep_object_meta_semantics():
+    rc = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "r", "finalizers": ["a"]}}
+    live = server_side_apply(None, rc, manager="m", kind="RayCluster", force=False)
+    other = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "r", "finalizers": ["b"]}}
+    out = server_side_apply(live, other, manager="n", kind="RayCluster", force=False)
+    assert out["metadata"]["finalizers"] == ["a", "b"]
+
+
+def test_a_volcano_job_is_not_treated_as_a_batch_job():
+    vcjob = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "j"},
+             "spec": {"tasks": [{"name": "a", "replicas": 1}, {"name": "b", "replicas": 1}]}}
+    live = server_side_apply(None, vcjob, manager="m", kind="Job", force=False)
+    fewer = {**vcjob, "spec": {"tasks": [{"name": "a", "replicas": 2}]}}
+    out = server_side_apply(live, fewer, manager="m", kind="Job", force=False)
+    assert out["spec"]["tasks"] == [{"name": "a", "replicas": 2}]
