@@ -219,3 +219,25 @@ async def test_default_queue_cannot_be_deleted_with_kubectl(srv: Any) -> None:
     code, _out, err = await kubectl(srv.kubeconfig, "delete", "queue", "default")
     assert code != 0
     assert "`default` queue can not be deleted" in err
+
+
+async def test_pumice_explain_cli_against_the_http_server(srv: Any) -> None:
+    import sys
+
+    code, _out, err = await kubectl(srv.kubeconfig, "apply", "-f", str(EXAMPLES / "job.yaml"))
+    assert code == 0, err
+    await eventually(lambda: _pg_of(srv.client, "test-job"))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "pumice.cli.main", "explain", "vcjob/test-job", "--kubeconfig", str(srv.kubeconfig),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err_b = await asyncio.wait_for(proc.communicate(), 60)
+    text = out.decode()
+    assert proc.returncode == 0, err_b.decode()
+    assert text.startswith("vcjob default/test-job")
+    # no Nodes at all: the cluster cannot take the gang's minResources (cpu 3)
+    assert "held by: enqueue-" in text and "cpu 3" in text, text
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "pumice.cli.main", "explain", "vcjob/nope", "--kubeconfig", str(srv.kubeconfig),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err_b = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 1 and "not found" in err_b.decode()
