@@ -146,7 +146,9 @@ def validate(schema: dict[str, Any], obj: Any, path: str = "") -> list[FieldCaus
         * missing required: ``FieldValueRequired``, ``Required value``;
         * enum: ``FieldValueNotSupported``, ``Unsupported value: "x": supported values: "a", "b"``;
         * maxLength / maxItems: ``FieldValueTooLong`` / ``FieldValueTooMany``;
-        * minimum, maximum, pattern, minLength, minItems, int32 range: ``FieldValueInvalid``.
+        * minimum, maximum, pattern, minLength, minItems, int32 range: ``FieldValueInvalid``;
+        * duplicate items of ``x-kubernetes-list-type: set`` / keys of ``map``:
+          ``FieldValueDuplicate``.
 
         ``metadata`` at the root is left to the API server's object-meta validation.
     """
@@ -209,6 +211,7 @@ def _validate(schema: dict[str, Any], value: Any, path: str, out: list[FieldCaus
         if isinstance(items, dict):
             for i, item in enumerate(value):
                 _validate(items, item, f"{path}[{i}]", out)
+        _list_type_checks(schema, value, path, out)
 
     for sub in schema.get("allOf") or ():
         _validate(sub, value, path, out)
@@ -223,6 +226,31 @@ def _validate(schema: dict[str, Any], value: Any, path: str, out: list[FieldCaus
             trials.append(errs)
         else:
             out.extend(trials[0])
+
+
+def _list_type_checks(schema: dict[str, Any], value: list[Any], path: str, out: list[FieldCause]) -> None:
+    """``x-kubernetes-list-type``: ``set`` items and ``map`` keys must be unique."""
+    list_type = schema.get("x-kubernetes-list-type")
+    if list_type == "set":
+        seen: list[Any] = []
+        for i, item in enumerate(value):
+            if item in seen:
+                out.append(FieldCause(f"{path}[{i}]", f"Duplicate value: {format_value(item)}",
+                                      "FieldValueDuplicate"))
+            else:
+                seen.append(item)
+    elif list_type == "map":
+        keys = schema.get("x-kubernetes-list-map-keys") or []
+        seen_keys: list[dict[str, Any]] = []
+        for i, item in enumerate(value):
+            if not isinstance(item, dict):
+                continue
+            key = {k: item.get(k) for k in keys}
+            if key in seen_keys:
+                out.append(FieldCause(f"{path}[{i}]", f"Duplicate value: {format_value(key)}",
+                                      "FieldValueDuplicate"))
+            else:
+                seen_keys.append(key)
 
 
 def _value_checks(schema: dict[str, Any], value: Any, path: str, shown: str, out: list[FieldCause]) -> None:

@@ -109,3 +109,15 @@ def test_prune_removes_unknown_fields_and_reports_their_paths():
     assert obj["metadata"] == {"name": "n", "anything": 1}
     assert obj["spec"]["free"] == {"anything": 1, "known": {"a": "s"}}
     assert obj["spec"]["embedded"]["q"] == 1
+
+
+def test_list_type_map_and_set_reject_duplicates():
+    schema = {"type": "object", "properties": {
+        "conditions": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"],
+                       "items": {"type": "object", "properties": {"type": {"type": "string"}}}},
+        "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}}}}
+    causes = validate(schema, {"conditions": [{"type": "A"}, {"type": "B"}, {"type": "A"}], "tags": ["x", "y", "x"]})
+    assert [(c.field, c.reason, c.message) for c in causes] == [
+        ("conditions[2]", "FieldValueDuplicate", 'Duplicate value: {"type":"A"}'),
+        ("tags[2]", "FieldValueDuplicate", 'Duplicate value: "x"'),
+    ]
