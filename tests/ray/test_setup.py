@@ -43,6 +43,9 @@ async def kubelet(client: FakeClient, dash: FakeRayDashboard) -> None:
                                                "lastTransitionTime": rfc3339(client.clock.now())}]}
                 with contextlib.suppress(Exception):
                     await client.update_status(j)
+        for sid, info in list(dash.jobs.items()):
+            if info.job_status == "PENDING":  # HTTPMode submissions finish at once
+                dash.set_job_status(sid, "SUCCEEDED", start_time=1, end_time=2)
         await asyncio.sleep(0.02)
 
 

@@ -15,6 +15,12 @@ from pumice.controllers.ray.batchscheduler import UnknownBatchSchedulerError, ne
 from pumice.controllers.ray.dashboard import DashboardClientFactory
 from pumice.controllers.ray.raycluster import CacheReader, RayClusterOptions, RayClusterReconciler
 from pumice.controllers.ray.rayjob import RayJobOptions, RayJobReconciler
+from pumice.runtime.predicates import (
+    AnnotationChangedPredicate,
+    GenerationChangedPredicate,
+    LabelChangedPredicate,
+    or_,
+)
 
 __all__ = [
     "RayClusterReconciler",
@@ -69,7 +75,10 @@ def setup(mgr: Any, *, batch_scheduler: str | None = None, dashboard_client_fact
     rj = RayJobReconciler(client, recorder=recorder("rayjob-controller"), clock=clock, batch_scheduler=scheduler,
                           dashboard_client_factory=dashboard_client_factory, options=rayjob_options,
                           rng=random.Random(rng.random()))
-    b = mgr.controller("raycluster").for_(kinds.RAY_CLUSTER).owns(kinds.POD).owns(kinds.SERVICE)
+    # Upstream filters the primary watch to spec, label and annotation changes: the controller's
+    # own status writes do not wake it (it requeues itself 2 s after a status change).
+    primary = or_(GenerationChangedPredicate, LabelChangedPredicate, AnnotationChangedPredicate)
+    b = mgr.controller("raycluster").for_(kinds.RAY_CLUSTER, primary).owns(kinds.POD).owns(kinds.SERVICE)
     if batch_scheduler == "volcano":
         b = b.owns(kinds.POD_GROUP)
     b.with_options(max_concurrent_reconciles=reconcile_concurrency).complete(rc)

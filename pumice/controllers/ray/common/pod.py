@@ -142,7 +142,10 @@ def generate_ray_start_command(node_type: str, params: dict[str, str], resources
         mem = limits.get("memory")
         if mem is not None and parse_quantity(mem) != 0:
             params["memory"] = str(value(mem))
-    complete_resources_params(params, limits)
+    try:
+        complete_resources_params(params, limits)
+    except ValueError:
+        pass  # an unparsable ``resources`` param is passed through as given (upstream logs it)
     if node_type == c.RayNodeType.HEAD:
         return f"ray start --head {convert_param_map(params)}"
     return f"ray start {convert_param_map(params)}"
