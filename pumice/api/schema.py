@@ -5,6 +5,15 @@ Type markers: the ray.io and volcano.sh Structs annotate their fields with these
 :func:`pumice.api.crds.builtin_crds` can turn ``msgspec.json.schema`` output into the structural
 schema the upstream CRDs declare (``format: int32``, ``x-kubernetes-int-or-string``, which
 defaults are published in the CRD).
+
+Validation, defaulting and pruning: :func:`validate`, :func:`default`, :func:`prune`, called by
+the API server for custom resources (prune and default on every write, then validate).
+
+Mirrors: apiextensions-apiserver pkg/apiserver/validation (ValidateCustomResource and the
+kube-openapi error texts), pkg/apiserver/schema/defaulting and pkg/apiserver/schema/pruning.
+
+Deviates: CEL rules (``x-kubernetes-validations``) are not evaluated; ``format`` is checked only
+for ``int32``/``int64`` ranges; ``not`` is ignored.
 """
 
 from __future__ import annotations
