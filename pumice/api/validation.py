@@ -602,7 +602,8 @@ def _validate_service(obj: Obj, old: Obj | None) -> list[FieldCause]:
     if old is not None:
         old_ip = (old.get("spec") or {}).get("clusterIP")
         new_ip = spec.get("clusterIP")
-        if old_ip and new_ip != old_ip and stype != "ExternalName":
+        # an update without clusterIP keeps the allocated one (upstream copies it before validating)
+        if old_ip and new_ip and new_ip != old_ip and stype != "ExternalName":
             out.append(_invalid("spec.clusterIP", new_ip, "field is immutable"))
     return out
 
