@@ -330,9 +330,10 @@ def _search(pattern: str, value: str) -> bool:
 def default(schema: dict[str, Any], obj: Any) -> None:
     """Apply the schema's ``default:`` values to ``obj`` in place, recursively.
 
-    A missing property gets a deep copy of its default; a ``null`` property that is not
-    ``nullable`` is replaced by its default too. Defaults are applied top-down, so a defaulted
-    object is itself defaulted. Values of the wrong type are left alone (validation reports them).
+    A missing property gets a deep copy of its default; a ``null`` property (or map value) that
+    is not ``nullable`` is replaced by its default, or dropped when it has none. Defaults are
+    applied top-down, so a defaulted object is itself defaulted. Values of the wrong type are left
+    alone (validation reports them).
 
     Mirrors: apiextensions-apiserver pkg/apiserver/schema/defaulting/algorithm.go Default.
     """
@@ -341,10 +342,19 @@ def default(schema: dict[str, Any], obj: Any) -> None:
     if isinstance(obj, dict):
         props: dict[str, Any] = schema.get("properties") or {}
         for name, sub in props.items():
-            if not isinstance(sub, dict) or "default" not in sub:
+            if not isinstance(sub, dict):
                 continue
-            if name not in obj or (obj[name] is None and not sub.get("nullable")):
+            if name in obj and obj[name] is None and not sub.get("nullable") and "default" not in sub:
+                del obj[name]  # a null for a non-nullable field without default is dropped
+            elif "default" in sub and (name not in obj or (obj[name] is None and not sub.get("nullable"))):
                 obj[name] = copy.deepcopy(sub["default"])
+        addl_schema = schema.get("additionalProperties")
+        if isinstance(addl_schema, dict) and not addl_schema.get("nullable"):
+            for name in [k for k, v in obj.items() if v is None and k not in props]:
+                if "default" in addl_schema:
+                    obj[name] = copy.deepcopy(addl_schema["default"])
+                else:
+                    del obj[name]
         for name, sub in props.items():
             if name in obj:
                 default(sub, obj[name])

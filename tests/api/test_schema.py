@@ -121,3 +121,10 @@ def test_list_type_map_and_set_reject_duplicates():
         ("conditions[2]", "FieldValueDuplicate", 'Duplicate value: {"type":"A"}'),
         ("tags[2]", "FieldValueDuplicate", 'Duplicate value: "x"'),
     ]
+
+
+def test_nulls_of_non_nullable_fields_are_dropped_or_defaulted():
+    obj = {"spec": {"name": "a", "mode": None, "maybe": None, "replicas": None, "labels": {"k": None, "j": "v"}}}
+    default(SCHEMA, obj)
+    assert obj["spec"] == {"name": "a", "maybe": None, "replicas": 1, "labels": {"j": "v"}, "nested": {"depth": 3}}
+    assert validate(SCHEMA, obj) == []
