@@ -323,10 +323,14 @@ class Informer:
         *,
         clock: Clock | None = None,
         resync_period: float | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
     ) -> None:
         self.client = client
         self.kind = kind
         self.namespace = namespace if kind.namespaced else None
+        self.label_selector = label_selector or None
+        self.field_selector = field_selector or None
         self.clock = clock or default_clock()
         self.resync_period = resync_period
         self.store = Store()
@@ -459,7 +463,10 @@ class Informer:
         cont: str | None = None
         try:
             while True:
-                page = await self.client.list(self.kind, self.namespace, limit=_PAGE_SIZE, continue_=cont)
+                page = await self.client.list(
+                    self.kind, self.namespace, limit=_PAGE_SIZE, continue_=cont,
+                    label_selector=self.label_selector, field_selector=self.field_selector,
+                )
                 items.extend(page.items)
                 if not page.continue_:
                     return items, page.resource_version
@@ -468,7 +475,8 @@ class Informer:
             if not (is_gone(e) and cont):
                 raise
         # the continue token expired mid-way: one unpaged list
-        page = await self.client.list(self.kind, self.namespace)
+        page = await self.client.list(self.kind, self.namespace, label_selector=self.label_selector,
+                                      field_selector=self.field_selector)
         return list(page.items), page.resource_version
 
     async def _list_and_replace(self) -> None:
@@ -498,6 +506,8 @@ class Informer:
             self.kind,
             self.namespace,
             resource_version=self.resource_version or None,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
             timeout_seconds=_WATCH_TIMEOUT,
             allow_bookmarks=True,
         )
@@ -566,22 +576,30 @@ class SharedInformerFactory:
         self.client = client
         self.clock = clock or default_clock()
         self.resync_period = resync_period
-        self._informers: dict[tuple[str, str, str, str], Informer] = {}
+        self._informers: dict[tuple[str, ...], Informer] = {}
         self._started = False
 
-    def informer(self, kind: ResourceKind | str, namespace: str | None = None) -> Informer:
+    def informer(
+        self, kind: ResourceKind | str, namespace: str | None = None, *,
+        label_selector: str | None = None, field_selector: str | None = None,
+    ) -> Informer:
         """The shared informer of ``kind`` (a ResourceKind, or a name the client's scheme
         resolves, e.g. ``"pods"``, ``"rayclusters.ray.io"``) in ``namespace`` (None: all).
+
+        ``label_selector`` / ``field_selector`` (server-side, wire syntax, e.g.
+        ``"spec.nodeName=node-1"``) make a *filtered* informer, shared only with callers asking
+        for the same selectors; objects that stop matching arrive as deletes.
 
         Raises:
             ValueError: when a kind name does not resolve.
         """
         rk = self._resolve(kind)
         ns = (namespace or "") if rk.namespaced else ""
-        key: tuple[str, str, str, str] = (rk.group, rk.version, rk.plural, ns)
+        key = (rk.group, rk.version, rk.plural, ns, label_selector or "", field_selector or "")
         inf = self._informers.get(key)
         if inf is None:
-            inf = Informer(self.client, rk, ns or None, clock=self.clock, resync_period=self.resync_period)
+            inf = Informer(self.client, rk, ns or None, clock=self.clock, resync_period=self.resync_period,
+                           label_selector=label_selector, field_selector=field_selector)
             self._informers[key] = inf
             if self._started:
                 inf.start()

@@ -95,6 +95,26 @@ def _match(labels: Mapping[str, str], reqs: list[tuple[str, str, str]]) -> bool:
     return True
 
 
+def _field(obj: Obj, path: str) -> str:
+    cur: Any = obj
+    for part in path.split("."):
+        if not isinstance(cur, dict):
+            return ""
+        cur = cur.get(part)
+    return "" if cur is None else str(cur)
+
+
+def _match_fields(obj: Obj, reqs: list[tuple[str, str, str]]) -> bool:
+    """Field selectors over dotted paths (``spec.nodeName=``, ``status.phase!=Failed``)."""
+    for path, op, v in reqs:
+        value = _field(obj, path)
+        if op == "=" and value != v:
+            return False
+        if op == "!=" and value == v:
+            return False
+    return True
+
+
 class FakeClient:
     """In-memory KubeClient. See the module doc for the behaviour and the test hooks.
 
@@ -108,7 +128,8 @@ class FakeClient:
         self.clock = clock or default_clock()
         self._objects: dict[tuple[str, str], dict[str, Obj]] = {}
         self._rv = 0
-        self._history: list[tuple[int, tuple[str, str], str, Obj]] = []
+        # (rv, (group, plural), type, object, previous state or None)
+        self._history: list[tuple[int, tuple[str, str], str, Obj, Obj | None]] = []
         self._compacted = 0
         self._uids = itertools.count(1)
         self._changed: asyncio.Condition | None = None
@@ -146,7 +167,7 @@ class FakeClient:
         self._rv += 1
         self._history.append((self._rv, (kind.group, kind.plural), "BOOKMARK",
                               {"kind": kind.kind, "apiVersion": kind.api_version,
-                               "metadata": {"resourceVersion": str(self._rv)}}))
+                               "metadata": {"resourceVersion": str(self._rv)}}, None))
         await self._notify()
 
     @property
@@ -184,8 +205,9 @@ class FakeClient:
     def _key(rk: ResourceKind, namespace: str | None, name: str) -> str:
         return f"{namespace}/{name}" if rk.namespaced and namespace else name
 
-    def _emit(self, rk: ResourceKind, etype: str, obj: Obj) -> None:
-        self._history.append((self._rv, (rk.group, rk.plural), etype, copy.deepcopy(obj)))
+    def _emit(self, rk: ResourceKind, etype: str, obj: Obj, old: Obj | None = None) -> None:
+        self._history.append((self._rv, (rk.group, rk.plural), etype, copy.deepcopy(obj),
+                              copy.deepcopy(old) if old is not None else None))
 
     def _bump(self, obj: Obj) -> None:
         self._rv += 1
@@ -211,10 +233,11 @@ class FakeClient:
     ) -> ObjectList:
         self._record("list", kind, namespace, "")
         reqs = _parse_selector(label_selector)
+        freqs = _parse_selector(field_selector)
         items = [
             o for k, o in sorted(self._bucket(kind).items())
             if (not namespace or not kind.namespaced or o["metadata"].get("namespace") == namespace)
-            and _match(o["metadata"].get("labels") or {}, reqs)
+            and _match(o["metadata"].get("labels") or {}, reqs) and _match_fields(o, freqs)
         ]
         start, rv = 0, str(self._rv)
         if continue_:
@@ -240,6 +263,15 @@ class FakeClient:
         if since < self._compacted:
             raise _status(410, "Expired", f"too old resource version: {since} ({self._compacted})")
         reqs = _parse_selector(label_selector)
+        freqs = _parse_selector(field_selector)
+
+        def matches(o: Obj | None) -> bool:
+            if o is None:
+                return False
+            if namespace and kind.namespaced and o["metadata"].get("namespace") != namespace:
+                return False
+            return _match(o["metadata"].get("labels") or {}, reqs) and _match_fields(o, freqs)
+
         epoch = self._generation_epoch
         expire_epoch = self._expire_epoch
         gk = (kind.group, kind.plural)
@@ -253,17 +285,23 @@ class FakeClient:
                                            "message": f"too old resource version: {since}"})
                 return
             pending = [h for h in self._history if h[0] > since and h[1] == gk]
-            for rv, _, etype, obj in pending:
+            for rv, _, etype, obj, old in pending:
                 since = rv
                 if etype == "BOOKMARK":
                     if allow_bookmarks:
                         yield WatchEvent("BOOKMARK", copy.deepcopy(obj))
                     continue
-                if namespace and kind.namespaced and obj["metadata"].get("namespace") != namespace:
-                    continue
-                if not _match(obj["metadata"].get("labels") or {}, reqs):
-                    continue
-                yield WatchEvent(etype, copy.deepcopy(obj))  # type: ignore[arg-type]
+                now_in = matches(obj)
+                if etype == "MODIFIED" and old is not None:
+                    was_in = matches(old)
+                    if was_in and not now_in:  # left the selection: a delete, as the watch cache
+                        yield WatchEvent("DELETED", copy.deepcopy(obj))
+                        continue
+                    if now_in and not was_in:
+                        yield WatchEvent("ADDED", copy.deepcopy(obj))
+                        continue
+                if now_in:
+                    yield WatchEvent(etype, copy.deepcopy(obj))  # type: ignore[arg-type]
             async with cond:
                 if not any(h[0] > since and h[1] == gk for h in self._history) \
                         and epoch == self._generation_epoch and not self.closed \
@@ -328,7 +366,7 @@ class FakeClient:
         else:
             self._bump(new)
             self._bucket(rk)[key] = new
-            self._emit(rk, "MODIFIED", new)
+            self._emit(rk, "MODIFIED", new, old)
         await self._notify()
         return copy.deepcopy(new)
 

@@ -269,3 +269,23 @@ async def test_two_managers_on_one_server_only_one_acts_and_the_standby_takes_ov
     assert "two" not in toy_a.seen
     b.stop()
     await tb
+
+
+async def test_a_field_selected_informer_follows_binding_on_the_real_server(cluster: Any) -> None:
+    from .conftest import POD
+
+    client = cluster.client
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    await client.create(pod)
+    factory = SharedInformerFactory(client)
+    unassigned = factory.informer(POD, field_selector="spec.nodeName=")
+    on_n1 = factory.informer(POD, field_selector="spec.nodeName=n1")
+    await factory.start()
+    assert await factory.wait_for_cache_sync(timeout=10)
+    assert unassigned.store.keys() == ["default/p"]
+    assert on_n1.store.keys() == []
+    await client.bind("default", "p", "n1")
+    await eventually(lambda: on_n1.store.keys() == ["default/p"])
+    await eventually(lambda: unassigned.store.keys() == [])
+    await factory.stop()

@@ -272,3 +272,30 @@ async def test_resync_calls_update_with_the_same_object(fake: FakeClient) -> Non
     await asyncio.sleep(65)
     assert updates == [True, True]
     await factory.stop()
+
+
+def a_pod(name: str, node: str = "") -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "busybox"}]}
+    if node:
+        spec["nodeName"] = node
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+
+
+async def test_a_field_selected_informer_sees_objects_enter_and_leave_its_selection(fake: FakeClient) -> None:
+    from .conftest import POD
+
+    await fake.create(a_pod("on-n1", "n1"))
+    await fake.create(a_pod("pending"))
+    factory = SharedInformerFactory(fake)
+    on_n1 = factory.informer(POD, field_selector="spec.nodeName=n1")
+    unassigned = factory.informer(POD, field_selector="spec.nodeName=")
+    assert on_n1 is factory.informer(POD, field_selector="spec.nodeName=n1")
+    assert on_n1 is not factory.informer(POD)
+    await factory.start()
+    await factory.wait_for_cache_sync()
+    assert on_n1.store.keys() == ["default/on-n1"]
+    assert unassigned.store.keys() == ["default/pending"]
+    await fake.bind("default", "pending", "n1")
+    await eventually(lambda: on_n1.store.keys() == ["default/on-n1", "default/pending"])
+    await eventually(lambda: unassigned.store.keys() == [])
+    await factory.stop()
