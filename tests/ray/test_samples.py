@@ -107,4 +107,4 @@ async def test_sample_reaches_its_expected_state(name: str) -> None:
                 obj = await client.get(rk, obj_name, "default")
                 return (obj.get("status") or {}).get(field) == want
 
-            await wait_for(reached, timeout=20)
+            await wait_for(reached, timeout=60)

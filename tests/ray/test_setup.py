@@ -63,7 +63,7 @@ async def running(client: FakeClient, dash: FakeRayDashboard, **kw: Any) -> Asyn
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def wait_for(pred: Any, timeout: float = 10.0) -> None:
+async def wait_for(pred: Any, timeout: float = 60.0) -> None:
     async def loop() -> None:
         while not await pred():
             await asyncio.sleep(0.02)

@@ -17,6 +17,9 @@ Deviates:
   deleting such a cluster leaves its Redis keys behind. Every status write of such a cluster
   emits a Warning event ``RedisCleanupNotImplemented`` saying so, and ``status.reason`` carries
   the same message while the cluster is not ready.
+- The in-tree autoscaler: ``enableInTreeAutoscaling`` is honoured for ``no-monitor`` and for
+  scale-down (the operator never removes surplus Pods on its own), but no autoscaler sidecar is
+  injected; a Warning event ``AutoscalerNotImplemented`` says so.
 - Autoscaler RBAC, Ingress, auth Secret, serve Service and the GCS PVC sub-reconcilers are not
   implemented (the in-tree autoscaler and RayService come later); upgradeStrategy Recreate is not
   implemented.
@@ -56,6 +59,10 @@ MANAGED_BY_KUBERAY = "ray.io/kuberay-operator"
 REDIS_CLEANUP_STUB_MESSAGE = (
     "GCS fault tolerance with Redis: pumice does not implement the Redis cleanup finalizer; "
     "deleting this RayCluster will not delete its keys in Redis")
+
+AUTOSCALER_STUB_MESSAGE = (
+    "enableInTreeAutoscaling: pumice does not inject the Ray autoscaler sidecar yet; the cluster keeps "
+    "its replicas and scales only through spec changes")
 
 
 class EventRecorder(Protocol):
@@ -340,6 +347,8 @@ class RayClusterReconciler:
         if changed:
             if podb.is_gcs_ft_enabled(cluster):
                 self.recorder.event(cluster, "Warning", "RedisCleanupNotImplemented", REDIS_CLEANUP_STUB_MESSAGE)
+            if res.is_autoscaling_enabled(cluster["spec"]):
+                self.recorder.event(cluster, "Warning", "AutoscalerNotImplemented", AUTOSCALER_STUB_MESSAGE)
             updated = dict(cluster)
             updated["status"] = new_status
             await self.client.update_status(updated)
