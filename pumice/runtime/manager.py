@@ -37,7 +37,6 @@ from pumice.client.informer import SharedInformerFactory
 from pumice.runtime.builder import Builder
 from pumice.runtime.controller import Controller
 from pumice.runtime.events import EventRecorder
-from pumice.runtime.health import HealthServer, build_app
 from pumice.runtime.leaderelection import LeaderElectionConfig, LeaderElector
 
 log = logging.getLogger(__name__)
@@ -123,7 +122,7 @@ class Manager:
         self._standby = asyncio.Event()
         self._leading = asyncio.Event()
         self._running = False
-        self._health: HealthServer | None = None
+        self._health: Any = None  # pumice.runtime.health.HealthServer while serving
 
     # -- accessors ---------------------------------------------------------------------------
 
@@ -217,6 +216,8 @@ class Manager:
         lost = False
         try:
             if self.health_port is not None:
+                from pumice.runtime.health import HealthServer, build_app  # uvicorn: import only when used
+
                 self._health = HealthServer(
                     build_app({"ping": lambda: True}, {"informers-synced": self._caches_synced},
                               metrics=self.metrics),
