@@ -25,7 +25,7 @@ import sys
 
 import click
 
-from pumice.runtime.manager import LeaderElectionLost
+from pumice.runtime.manager import CacheSyncTimeout, LeaderElectionLost
 from pumice.runtime.run import CONTROLLER_GROUPS, run_controller_manager
 
 __all__ = ["command", "run_controller_manager"]
@@ -101,6 +101,9 @@ def command(kubeconfig: str, controllers: str, leader_elect: bool, health_port: 
         ))
     except LeaderElectionLost as e:
         click.echo(f"controller-manager: leader election lost: {e}", err=True)
+        sys.exit(1)
+    except CacheSyncTimeout as e:
+        click.echo(f"controller-manager: {e}", err=True)
         sys.exit(1)
     except ModuleNotFoundError as e:
         if e.name == "pumice.client.kubeconfig":

@@ -51,7 +51,7 @@ from pumice.runtime.helpers import (
     set_owner_reference,
 )
 from pumice.runtime.leaderelection import LeaderElectionConfig, LeaderElector
-from pumice.runtime.manager import LeaderElectionLost, Manager
+from pumice.runtime.manager import CacheSyncTimeout, LeaderElectionLost, Manager
 from pumice.runtime.predicates import (
     AnnotationChangedPredicate,
     FuncPredicate,
@@ -69,6 +69,7 @@ __all__ = [
     "AlreadyOwnedError",
     "AnnotationChangedPredicate",
     "Builder",
+    "CacheSyncTimeout",
     "Controller",
     "EventRecorder",
     "Expectations",

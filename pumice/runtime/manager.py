@@ -43,7 +43,12 @@ log = logging.getLogger(__name__)
 
 Runnable = Callable[[], Awaitable[None]]
 
-__all__ = ["LeaderElectionLost", "Manager", "Runnable"]
+__all__ = ["CacheSyncTimeout", "LeaderElectionLost", "Manager", "Runnable"]
+
+
+class CacheSyncTimeout(RuntimeError):
+    """The informers did not finish their first list in time (upstream: "timed out waiting for
+    cache to be synced")."""
 
 
 class LeaderElectionLost(RuntimeError):
@@ -73,6 +78,8 @@ class Manager:
         metrics: serve /metrics on the health port.
         identity: leader-election identity (default ``<hostname>_<uuid4>``).
         graceful_shutdown_timeout: seconds to let in-flight reconciles finish at stop.
+        cache_sync_timeout: seconds to wait for the informers' first list before failing with
+            :class:`CacheSyncTimeout` (e.g. a CRD that is not installed); None waits forever.
 
     Raises:
         ValueError: on inconsistent leader-election timings.
@@ -93,6 +100,7 @@ class Manager:
         metrics: bool = True,
         identity: str | None = None,
         graceful_shutdown_timeout: float = 30.0,
+        cache_sync_timeout: float | None = 120.0,
     ) -> None:
         self.client = client
         self.clock = clock or default_clock()
@@ -112,6 +120,7 @@ class Manager:
         self.health_port = health_port
         self.metrics = metrics
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
+        self.cache_sync_timeout = cache_sync_timeout
         self.controllers: list[Controller] = []
         self.elector: LeaderElector | None = None
         self._runnables: list[_Runnable] = []
@@ -200,6 +209,7 @@ class Manager:
 
         Raises:
             LeaderElectionLost: the Lease was lost while leading.
+            CacheSyncTimeout: the informers did not sync within ``cache_sync_timeout``.
             RuntimeError: when started twice.
             Exception: the first exception raised by a runnable.
         """
@@ -229,7 +239,14 @@ class Manager:
             for r in self._runnables:
                 if not r.needs_leader:
                     self._spawn(r, self._other_tasks)
-            await self._until_stopped(self.informers.wait_for_cache_sync())
+            synced = asyncio.ensure_future(self.informers.wait_for_cache_sync(timeout=self.cache_sync_timeout))
+            if await self._until_stopped(synced) and not synced.result():
+                unsynced = sorted(f"{i.kind.plural}.{i.kind.group or 'core'}"
+                                  for i in self.informers.informers() if not i.has_synced)
+                raise CacheSyncTimeout(
+                    f"timed out after {self.cache_sync_timeout}s waiting for the caches of {', '.join(unsynced)} "
+                    "to sync (is the kind served? a CRD may be missing)"
+                )
             self._standby.set()
             if self.leader_election:
                 self.elector = LeaderElector(self.client, self.leader_election_config, clock=self.clock)

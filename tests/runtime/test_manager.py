@@ -144,3 +144,23 @@ async def test_run_controller_manager_runs_a_group_until_stopped(monkeypatch: py
     await eventually(lambda: seen == ["x"])
     stop.set()
     await asyncio.wait_for(task, 10)
+
+
+@pytest.mark.looptime
+async def test_a_kind_that_never_syncs_fails_the_manager_with_a_clear_error() -> None:
+    from pumice.api.scheme import ResourceKind
+    from pumice.client.base import ApiError
+    from pumice.runtime import CacheSyncTimeout
+
+    fake = FakeClient(clock=LoopClock())
+    missing = ResourceKind("ray.io", "v1", "RayCluster", "rayclusters")
+
+    def no_crd(verb: str, plural: str, ns: str, name: str) -> None:
+        if plural == "rayclusters":
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+
+    fake.interceptor = no_crd
+    mgr = Manager(fake, clock=LoopClock(), cache_sync_timeout=120)
+    mgr.controller("raycluster").for_(missing).owns(CONFIGMAP).complete(_Noop())
+    with pytest.raises(CacheSyncTimeout, match=r"rayclusters\.ray\.io .*CRD may be missing"):
+        await mgr.start()
