@@ -224,8 +224,9 @@ async def test_default_queue_cannot_be_deleted_with_kubectl(srv: Any) -> None:
 async def test_pumice_explain_cli_against_the_http_server(srv: Any) -> None:
     import sys
 
-    code, _out, err = await kubectl(srv.kubeconfig, "apply", "-f", str(EXAMPLES / "job.yaml"))
-    assert code == 0, err
+    if await _get(srv.client, keys.VCJOB, "test-job") is None:  # re-applying would be refused (see above)
+        code, _out, err = await kubectl(srv.kubeconfig, "apply", "-f", str(EXAMPLES / "job.yaml"))
+        assert code == 0, err
     await eventually(lambda: _pg_of(srv.client, "test-job"))
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "pumice.cli.main", "explain", "vcjob/test-job", "--kubeconfig", str(srv.kubeconfig),

@@ -19,7 +19,10 @@ Unknown        Open               Closed/Closing        Unknown
 
 ``status.state`` is the only state field (the CRD has no ``spec.state``): users open and close
 queues with Commands (``vcctl queue operate``) or by writing ``status.state`` (Open / Closed).
-The ``default`` queue (weight 1, reclaimable) is created at start when missing.
+The ``root`` (weight 1, not reclaimable) and ``default`` (weight 1, reclaimable) queues are
+created at start when missing (upstream's scheduler does this; here the queue controller does).
+Deviates: upstream's controller also patches ``spec.parent: root`` into every queue and closes
+children of a closed parent; pumice does not (yet).
 
 Mirrors: volcano pkg/controllers/queue/queue_controller.go, queue_controller_action.go and
 state/{open,closing,closed,unknown}.go.
@@ -114,6 +117,12 @@ def default_queue() -> Obj:
             "spec": {"weight": 1, "reclaimable": True}}
 
 
+def root_queue() -> Obj:
+    return {"apiVersion": keys.SCHEDULING_API_VERSION, "kind": "Queue",
+            "metadata": {"name": keys.ROOT_QUEUE},
+            "spec": {"weight": 1, "reclaimable": False}}
+
+
 class QueueReconciler:
     """Reconciles one Queue (Request name = queue name)."""
 
@@ -166,17 +175,18 @@ class QueueReconciler:
         return Result(requeue_after=0.001) if requeue else Result()
 
 
-async def ensure_default_queue(client: KubeClient) -> bool:
-    """Create the ``default`` queue when missing. Returns True when it exists afterwards."""
-    try:
-        await client.get(keys.QUEUE, keys.DEFAULT_QUEUE)
-        return True
-    except Exception as e:
-        if not is_not_found(e):
-            raise
-    try:
-        await client.create(default_queue())
-    except Exception as e:
-        if not is_already_exists(e):
-            raise
-    return True
+async def ensure_default_queues(client: KubeClient) -> None:
+    """Create the ``root`` (not reclaimable) and ``default`` (reclaimable) queues when missing,
+    as upstream's scheduler does at start."""
+    for q in (root_queue(), default_queue()):
+        try:
+            await client.get(keys.QUEUE, q["metadata"]["name"])
+            continue
+        except Exception as e:
+            if not is_not_found(e):
+                raise
+        try:
+            await client.create(q)
+        except Exception as e:
+            if not is_already_exists(e):
+                raise

@@ -2,8 +2,8 @@
 
 Controllers registered:
 
-- ``volcano-queue``: Queues, fed by PodGroup and Command events; the ``default`` queue is created
-  by a runnable at start;
+- ``volcano-queue``: Queues, fed by PodGroup and Command events; the ``root`` and ``default``
+  queues are created by a runnable at start;
 - ``volcano-podgroup``: Pods with a Volcano schedulerName and no group annotation;
 - ``volcano-podgroup-scale``: ReplicaSets scaled to zero lose their PodGroup;
 - ``volcano-job``: vcjobs, fed by their Pods, PodGroup phase changes and Commands.
@@ -23,7 +23,7 @@ from pumice.controllers.volcano.queue import (
     QUEUE_INDEX,
     QueueReconciler,
     command_target,
-    ensure_default_queue,
+    ensure_default_queues,
     pg_queue_indexer,
 )
 from pumice.runtime.predicates import FuncPredicate
@@ -115,7 +115,7 @@ def setup_controllers(mgr: Any, *, scheduler_names: tuple[str, ...] = (keys.DEFA
             delay = 0.05
             while True:
                 try:
-                    await ensure_default_queue(mgr.client)
+                    await ensure_default_queues(mgr.client)
                     return
                 except Exception as e:
                     log.warning("creating the default queue failed (%s); retrying in %.2fs", e, delay)
