@@ -4,7 +4,9 @@ An :class:`Informer` lists a kind once, then watches from the list's resourceVer
 :class:`Store` (the cache, also exposed as ``.lister``) current. Event handlers registered with
 :meth:`Informer.add_event_handler` are called for every change. :class:`SharedInformerFactory`
 hands out one informer per (kind, namespace) per process, so every controller reads the same
-cache and the API server sees one watch per kind.
+cache and the API server sees one watch per kind. A *filtered* informer (server-side label or
+field selector, e.g. ``spec.nodeName=node-1`` for a node agent) is shared only among callers that
+ask for the same selectors.
 
 Behaviour (the reflector):
 

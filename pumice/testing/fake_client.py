@@ -4,7 +4,10 @@ It keeps objects per kind with a global resourceVersion counter, assigns uid, ge
 creationTimestamp like the API server, honours optimistic concurrency (409 Conflict on a stale
 resourceVersion), finalizers (delete sets deletionTimestamp while finalizers remain), merge
 patches, the status subresource (``update`` keeps status, ``update_status`` takes only status),
-and streams watch events with resourceVersion resume and bookmarks. Test hooks:
+and streams watch events with resourceVersion resume and bookmarks. Label selectors (``a=b``,
+``a!=b``, ``a``, ``!a``) and field selectors over dotted paths (``spec.nodeName=n1``) filter lists
+and watches; on a filtered watch an object that starts or stops matching arrives as ADDED or
+DELETED, as from the API server's watch cache. Test hooks:
 
 - :attr:`FakeClient.actions`: every call as ``(verb, plural, namespace, name)``;
   :meth:`FakeClient.writes` filters the mutating ones (for "a second reconcile writes nothing");
