@@ -48,7 +48,10 @@ async def _main(kubeconfig: str, controllers: list[str], *, leader_elect: bool, 
                 renew_deadline: float, retry_period: float) -> None:
     from pumice.client.kubeconfig import connect
 
-    client = connect(kubeconfig)
+    try:
+        client = connect(kubeconfig)
+    except Exception as e:  # lightkube raises assorted errors for malformed files
+        raise click.ClickException(f"cannot use kubeconfig {kubeconfig}: {type(e).__name__}: {e}") from e
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -164,3 +164,22 @@ async def test_a_kind_that_never_syncs_fails_the_manager_with_a_clear_error() ->
     mgr.controller("raycluster").for_(missing).owns(CONFIGMAP).complete(_Noop())
     with pytest.raises(CacheSyncTimeout, match=r"rayclusters\.ray\.io .*CRD may be missing"):
         await mgr.start()
+
+
+def test_the_cli_reports_bad_input_in_one_line(tmp_path: Any) -> None:
+    from click.testing import CliRunner
+
+    from pumice.cli.controller_manager import command
+
+    bad = tmp_path / "kubeconfig"
+    bad.write_text("just a string\n")
+    runner = CliRunner()
+    result = runner.invoke(command, ["--kubeconfig", str(bad), "--no-leader-elect"])
+    assert result.exit_code == 1
+    assert "cannot use kubeconfig" in result.output
+    result = runner.invoke(command, ["--kubeconfig", str(bad), "--controllers", "kube,nope"])
+    assert result.exit_code == 2
+    assert "unknown controllers ['nope']" in result.output
+    result = runner.invoke(command, ["--kubeconfig", str(bad), "--lease-duration", "1"])
+    assert result.exit_code == 2
+    assert "lease-duration > renew-deadline" in result.output
