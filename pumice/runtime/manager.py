@@ -132,6 +132,8 @@ class Manager:
         self._leading = asyncio.Event()
         self._running = False
         self._health: Any = None  # pumice.runtime.health.HealthServer while serving
+        self._healthz: dict[str, Callable[[], bool]] = {"ping": lambda: True}
+        self._readyz: dict[str, Callable[[], bool]] = {"informers-synced": self._caches_synced}
 
     # -- accessors ---------------------------------------------------------------------------
 
@@ -171,6 +173,15 @@ class Manager:
         self.controllers.append(ctrl)
         if self._running and self._leading.is_set():
             self._spawn(_Runnable(ctrl.start, True, f"controller-{ctrl.name}"), self._leader_tasks)
+
+    def add_healthz_check(self, name: str, check: Callable[[], bool]) -> None:
+        """Add a liveness check to /healthz (``check()`` True when healthy; exceptions count as
+        failure). Mirrors controller-runtime Manager.AddHealthzCheck."""
+        self._healthz[name] = check
+
+    def add_readyz_check(self, name: str, check: Callable[[], bool]) -> None:
+        """Add a readiness check to /readyz. Mirrors controller-runtime Manager.AddReadyzCheck."""
+        self._readyz[name] = check
 
     def add_runnable(self, fn: Runnable, needs_leader: bool = True, *, name: str | None = None) -> None:
         """Run ``await fn()`` while the manager runs (``needs_leader``: only while leading).
@@ -229,8 +240,7 @@ class Manager:
                 from pumice.runtime.health import HealthServer, build_app  # uvicorn: import only when used
 
                 self._health = HealthServer(
-                    build_app({"ping": lambda: True}, {"informers-synced": self._caches_synced},
-                              metrics=self.metrics),
+                    build_app(self._healthz, self._readyz, metrics=self.metrics),
                     port=self.health_port,
                 )
                 await self._health.start()

@@ -80,6 +80,8 @@ async def test_health_endpoints_report_liveness_readiness_and_metrics() -> None:
 
     fake.list = slow_list  # type: ignore[method-assign]
     mgr.controller("h").for_(CONFIGMAP).complete(_Noop())
+    dashboard_up = False
+    mgr.add_readyz_check("dashboard", lambda: dashboard_up)
     task = asyncio.create_task(mgr.start())
     await eventually(lambda: mgr._health is not None and mgr.health_port not in (0, None))
     base = f"http://127.0.0.1:{mgr.health_port}"
@@ -90,6 +92,9 @@ async def test_health_endpoints_report_liveness_readiness_and_metrics() -> None:
         assert "informers-synced" in not_ready.text
         gate.set()
         await mgr.wait_started()
+        still = await http.get(f"{base}/readyz")
+        assert still.status_code == 503 and "[-]dashboard failed" in still.text
+        dashboard_up = True
         ready = await http.get(f"{base}/readyz")
         assert (ready.status_code, ready.text) == (200, "ok")
         metrics = (await http.get(f"{base}/metrics")).text
