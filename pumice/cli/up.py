@@ -1,0 +1,224 @@
+"""``pumice up``: the embedded control plane on one machine.
+
+Runs, in one process and one asyncio loop: the API server (HTTP on loopback, so kubectl works,
+kubeconfig at ``<data-dir>/kubeconfig``), the controller manager (kube, ray, volcano
+controllers), the default scheduler and the Volcano scheduler, and one node agent (process
+runtime by default: real processes, real Ray). Components other than the API server talk to it
+through the in-process streaming transport: the same client code as against a real cluster,
+without sockets.
+
+Stops cleanly on SIGINT/SIGTERM: the node agent stops its Pods' processes and removes their
+network namespaces before the process exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import click
+
+log = logging.getLogger("pumice.up")
+
+DEFAULT_DATA_DIR = Path.home() / ".local" / "share" / "pumice"
+
+
+@dataclass
+class UpOptions:
+    """What ``pumice up`` runs. Units: cpu in cores (string quantity), memory as a quantity."""
+
+    data_dir: Path = DEFAULT_DATA_DIR
+    host: str = "127.0.0.1"
+    port: int = 6443
+    runtime: str = "process"
+    nodes: int = 1
+    node_cpu: str | None = None
+    node_memory: str | None = None
+    batch_scheduler: str | None = "volcano"
+    network: str = "auto"
+    pod_egress: str = "proxy"
+    keep_pods: bool = False
+    scheduler_conf: str | None = None
+    controllers: list[str] = field(default_factory=lambda: ["kube", "ray", "volcano"])
+
+
+async def run_up(
+    opts: UpOptions,
+    *,
+    stop_event: asyncio.Event | None = None,
+    on_ready: Callable[[Path], Awaitable[None] | None] | None = None,
+) -> None:
+    """Run the whole embedded system until ``stop_event`` is set.
+
+    Args:
+        opts: what to run.
+        stop_event: set it to stop; a new one is made when None.
+        on_ready: called with the kubeconfig path once the API server answers.
+    Raises:
+        OSError: the port is taken, or the data dir is not writable.
+    """
+    from pumice.apiserver.server import APIServer
+    from pumice.client.kubeconfig import in_process
+
+    stop = stop_event or asyncio.Event()
+    opts.data_dir.mkdir(parents=True, exist_ok=True)
+
+    mutating, validating = _volcano_admission()
+    server = APIServer(opts.data_dir, admission_plugins=[*mutating, *validating])
+    ready = asyncio.Event()
+    serve_task = asyncio.create_task(server.serve(host=opts.host, port=opts.port, ready=ready), name="apiserver")
+    kubeconfig = opts.data_dir / "kubeconfig"
+    await _wait_serving(ready, serve_task)
+    if on_ready is not None:
+        res = on_ready(kubeconfig)
+        if asyncio.iscoroutine(res):
+            await res
+
+    tasks: list[asyncio.Task[None]] = [serve_task]
+    clients = []
+
+    def client():
+        c = in_process(server.app, scheme=server.scheme)
+        clients.append(c)
+        return c
+
+    from pumice.runtime.run import run_controller_manager
+
+    tasks.append(asyncio.create_task(
+        run_controller_manager(
+            client(), opts.controllers, batch_scheduler=opts.batch_scheduler,
+            leader_elect=False, stop_event=stop,
+        ),
+        name="controller-manager",
+    ))
+
+    from pumice.scheduler.default.scheduler import run_scheduler
+
+    tasks.append(asyncio.create_task(run_scheduler(client(), stop_event=stop), name="default-scheduler"))
+
+    if "volcano" in opts.controllers:
+        from pumice.scheduler import volcano
+
+        tasks.append(asyncio.create_task(
+            volcano.run(client(), conf_path=opts.scheduler_conf, stop_event=stop),
+            name="volcano-scheduler",
+        ))
+
+    from pumice.node.agent import NodeAgent
+
+    agent_kwargs: dict[str, object] = {
+        "runtime": opts.runtime,
+        "data_dir": opts.data_dir / "node",
+        "nodes": opts.nodes,
+        "network": opts.network,
+        "pod_egress": opts.pod_egress,
+        "keep_pods": opts.keep_pods,
+        "apiserver_url_for_pods": server.url,
+    }
+    if opts.node_cpu:
+        agent_kwargs["node_cpu"] = opts.node_cpu
+    if opts.node_memory:
+        agent_kwargs["node_memory"] = opts.node_memory
+    agent = NodeAgent(client(), **agent_kwargs)  # type: ignore[arg-type]
+    tasks.append(asyncio.create_task(agent.run(stop_event=stop), name="node-agent"))
+
+    stop_waiter = asyncio.create_task(stop.wait(), name="stop")
+    try:
+        done, _ = await asyncio.wait([stop_waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
+        for t in done:
+            if t is not stop_waiter and t.exception() is not None:
+                log.error("%s failed: %s", t.get_name(), t.exception())
+                raise t.exception()  # type: ignore[misc]
+    finally:
+        stop.set()
+        # The node agent first: it stops Pods (SIGTERM, grace, SIGKILL) and removes namespaces.
+        for t in reversed(tasks[1:]):
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
+                await asyncio.wait_for(asyncio.shield(t), timeout=45)
+            t.cancel()
+        for c in clients:
+            with contextlib.suppress(Exception):
+                await c.close()
+        serve_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await serve_task
+        stop_waiter.cancel()
+
+
+async def _wait_serving(ready: asyncio.Event, serve_task: asyncio.Task[None]) -> None:
+    waiter = asyncio.create_task(ready.wait())
+    done, _ = await asyncio.wait([waiter, serve_task], timeout=30, return_when=asyncio.FIRST_COMPLETED)
+    if serve_task in done:
+        waiter.cancel()
+        serve_task.result()
+        raise RuntimeError("the API server stopped during start-up")
+    if waiter not in done:
+        waiter.cancel()
+        raise RuntimeError("the API server did not start within 30 s")
+
+
+def _volcano_admission() -> tuple[list[object], list[object]]:
+    try:
+        from pumice.controllers.volcano import admission_plugins
+    except ImportError:
+        return [], []
+    mutating, validating = admission_plugins()
+    return list(mutating), list(validating)
+
+
+def install_signal_handlers(stop: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+
+
+@click.command(name="up")
+@click.option("--data-dir", type=click.Path(path_type=Path), default=DEFAULT_DATA_DIR, show_default=True,
+              help="Where the database, kubeconfig, logs and Pod files live.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="API server bind address.")
+@click.option("--port", type=int, default=6443, show_default=True, help="API server port.")
+@click.option("--runtime", type=click.Choice(["process", "simulated"]), default="process", show_default=True)
+@click.option("--nodes", type=int, default=1, show_default=True, help="Number of Nodes the agent hosts.")
+@click.option("--node-cpu", default=None, help="cpu per Node (default: the machine's).")
+@click.option("--node-memory", default=None, help="memory per Node, e.g. 8Gi (default: the machine's).")
+@click.option("--batch-scheduler", type=click.Choice(["volcano", "none"]), default="volcano", show_default=True,
+              help="KubeRay's batch scheduler: volcano gives Ray Pods a PodGroup and schedulerName volcano.")
+@click.option("--network", type=click.Choice(["auto", "netns", "host"]), default="auto", show_default=True)
+@click.option("--pod-egress", type=click.Choice(["proxy", "nat", "none"]), default="proxy", show_default=True)
+@click.option("--keep-pods", is_flag=True, help="Leave Pod processes running on exit (adopted on next start).")
+@click.option("--scheduler-conf", default=None, help="volcano-scheduler.conf to use instead of the default.")
+@click.option("-v", "--verbose", is_flag=True)
+def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node_cpu: str | None,
+            node_memory: str | None, batch_scheduler: str, network: str, pod_egress: str,
+            keep_pods: bool, scheduler_conf: str | None, verbose: bool) -> None:
+    """Run the whole embedded control plane on this machine (Ctrl-C stops it cleanly)."""
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    opts = UpOptions(
+        data_dir=data_dir, host=host, port=port, runtime=runtime, nodes=nodes, node_cpu=node_cpu,
+        node_memory=node_memory, batch_scheduler=None if batch_scheduler == "none" else batch_scheduler,
+        network=network, pod_egress=pod_egress, keep_pods=keep_pods, scheduler_conf=scheduler_conf,
+    )
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        install_signal_handlers(stop)
+
+        def ready(kubeconfig: Path) -> None:
+            click.echo(f"pumice is up: API at https://{host}:{port}", err=True)
+            click.echo(f"kubeconfig: {kubeconfig}  (export KUBECONFIG={kubeconfig})", err=True)
+            sys.stderr.flush()
+
+        await run_up(opts, stop_event=stop, on_ready=ready)
+
+    try:
+        asyncio.run(main())
+    except OSError as e:
+        raise click.ClickException(f"cannot start: {e}") from e
