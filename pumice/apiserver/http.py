@@ -243,13 +243,21 @@ class _Api:
             raise StatusError(413, f"Request entity too large: limit is {MAX_BODY_BYTES}", "RequestEntityTooLarge")
         chunks: list[bytes] = []
         size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > MAX_BODY_BYTES:
-                raise StatusError(413, f"Request entity too large: limit is {MAX_BODY_BYTES}",
-                                  "RequestEntityTooLarge")
-            chunks.append(chunk)
-        return b"".join(chunks)
+        receive = request.receive
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise ClientDisconnect()
+            chunk = message.get("body", b"")
+            if chunk:
+                size += len(chunk)
+                if size > MAX_BODY_BYTES:
+                    raise StatusError(413, f"Request entity too large: limit is {MAX_BODY_BYTES}",
+                                      "RequestEntityTooLarge")
+                chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     async def _body(self, request: Request) -> Any:
         ctype = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
@@ -622,7 +630,25 @@ def build_app(registry: Registry, *, token: str | None, clock: Clock, bookmark_i
     ``ready`` flag and the ``token`` (both may be changed later)."""
     api = _Api(registry, token=token, clock=clock, bookmark_interval=bookmark_interval,
                log_client_factory=log_client_factory)
-    app = Starlette(routes=[Route("/{path:path}", api.handle,
-                                  methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"])])
+    app = _App(api)
     app.state.api = api
     return app, api
+
+
+class _App(Starlette):
+    """Starlette, with HTTP requests handed straight to the API handler (every path is one route;
+    the handler answers every error with a Status itself), skipping the router and middleware
+    stack on the hot path. Lifespan and other scope types go through Starlette as usual."""
+
+    def __init__(self, api: _Api) -> None:
+        super().__init__(routes=[Route("/{path:path}", api.handle,
+                                       methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"])])
+        self._handle = api.handle
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        scope["app"] = self
+        response = await self._handle(Request(scope, receive, send))
+        await response(scope, receive, send)

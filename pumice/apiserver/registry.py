@@ -134,16 +134,27 @@ class _Reader:
 
     def __init__(self, registry: Registry) -> None:
         self._r = registry
+        self._kinds: dict[tuple[str, str], ResourceKind | None] = {}
 
     async def get(self, kind: ResourceKind, name: str, namespace: str | None = None) -> Obj | None:
+        """The stored object itself (read-only: plugins must not change it), or None."""
         s = self._r.store.get(resource_key(kind), namespace or "" if kind.namespaced else "", name)
-        return None if s is None else s.copy()
+        return None if s is None else s.obj
 
     async def list(self, kind: ResourceKind, namespace: str | None = None) -> list[Obj]:
-        return [s.copy() for s in self._r.store.list(resource_key(kind), namespace if kind.namespaced else None)]
+        """The stored objects themselves (read-only), in key order."""
+        return [s.obj for s in self._r.store.list(resource_key(kind), namespace if kind.namespaced else None)]
 
     def kind(self, api_version: str, kind: str) -> ResourceKind | None:
-        return self._r.scheme.by_api_version_kind(api_version, kind)
+        key = (api_version, kind)
+        try:
+            return self._kinds[key]
+        except KeyError:
+            rk = self._kinds[key] = self._r.scheme.by_api_version_kind(api_version, kind)
+            return rk
+
+    def forget_kinds(self) -> None:
+        self._kinds.clear()
 
 
 class Registry:
@@ -165,12 +176,17 @@ class Registry:
         self.reader = _Reader(self)
         self.crds: dict[str, CustomResource] = {}
         self._rng = random.Random(seed ^ store.revision)
-        self.crd_listeners: list[Callable[[], None]] = []
+        self.crd_listeners: list[Callable[[], None]] = [self.reader.forget_kinds]
+        self._now_cache: tuple[int, str] = (-1, "")
 
     # ---------------------------------------------------------------- helpers
 
     def now(self) -> str:
-        return rfc3339(self.clock.now())
+        """The clock's time as metav1.Time (second precision; formatted once per second)."""
+        t = int(self.clock.now())
+        if t != self._now_cache[0]:
+            self._now_cache = (t, rfc3339(t))
+        return self._now_cache[1]
 
     def _uid(self) -> str:
         return str(uuid.UUID(int=self._rng.getrandbits(128), version=4))

@@ -282,7 +282,8 @@ class APIServer:
             cert, key = self.ensure_tls(host)
             ssl_kw = {"ssl_certfile": str(cert), "ssl_keyfile": str(key)}
         config = uvicorn.Config(self.app, host=host, port=port, log_level="warning", access_log=False,
-                                lifespan="off", timeout_graceful_shutdown=1, **ssl_kw)
+                                lifespan="off", timeout_graceful_shutdown=1,
+                                timeout_keep_alive=120, **ssl_kw)
         server = uvicorn.Server(config)
         self._uvicorn = server
         task = asyncio.create_task(server.serve())

@@ -26,6 +26,7 @@ from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 
 from pumice.api.scheme import ResourceKind, Scheme
 from pumice.client.base import ApiError, Obj, ObjectList, PatchType, WatchEvent
+from pumice.client.transport import DirectASGI, StreamingASGITransport
 
 __all__ = ["Client"]
 
@@ -97,6 +98,8 @@ class Client:
             params = client_adapter.ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False)
             self._http = client_adapter.AsyncClient(config, params)
         self._lightkube: Any = None
+        self._kinds: dict[tuple[str, str], ResourceKind] = {}
+        self._direct = DirectASGI(transport.app) if isinstance(transport, StreamingASGITransport) else None
 
     # ------------------------------------------------------------------ plumbing
 
@@ -121,17 +124,32 @@ class Client:
         Raises:
             ApiError: on a non-2xx answer.
         """
-        url = path
-        if params:
-            url += "?" + urlencode({k: v for k, v in params.items() if v is not None})
+        query = urlencode({k: v for k, v in params.items() if v is not None}) if params else ""
         content = None if body is None else (body if isinstance(body, bytes) else _encode(body))
-        headers = {"Content-Type": content_type, "Accept": "application/json"} if content is not None \
-            else {"Accept": "application/json"}
-        resp = await self._http.request(method, url, content=content, headers=headers)
-        data = resp.content
-        if resp.status_code >= 300:
-            raise _error(resp.status_code, data)
+        if self._direct is not None:
+            raw = [(b"accept", b"application/json")]
+            if content is not None:
+                raw.append((b"content-type", content_type.encode()))
+                raw.append((b"content-length", str(len(content)).encode()))
+            status, data = await self._direct.request(method, path, query.encode(), raw, content or b"")
+        else:
+            headers = {"Content-Type": content_type, "Accept": "application/json"} if content is not None \
+                else {"Accept": "application/json"}
+            resp = await self._http.request(method, f"{path}?{query}" if query else path, content=content,
+                                            headers=headers)
+            status, data = resp.status_code, resp.content
+        if status >= 300:
+            raise _error(status, data)
         return _decode(data) if data else None
+
+    async def _stream(self, path: str, query: str) -> tuple[int, AsyncIterator[bytes], Any]:
+        """Open a streaming GET; returns ``(status, chunks, aclose)``."""
+        if self._direct is not None:
+            return await self._direct.stream("GET", path, query.encode(), [(b"accept", b"application/json")])
+        req = self._http.build_request("GET", f"{path}?{query}" if query else path,
+                                       headers={"Accept": "application/json"}, timeout=httpx2.Timeout(None))
+        resp = await self._http.send(req, stream=True)
+        return resp.status_code, resp.aiter_raw(), resp.aclose
 
     def _ns(self, kind: ResourceKind, namespace: str | None) -> str | None:
         if not kind.namespaced:
@@ -144,16 +162,21 @@ class Client:
         Raises:
             ApiError: 404 when the server does not serve it.
         """
+        rk = self._kinds.get((api_version, kind))
+        if rk is not None:
+            return rk
         rk = self.scheme.by_api_version_kind(api_version, kind)
         if rk is None:
             await self.discover(api_version)
             rk = self.scheme.by_api_version_kind(api_version, kind)
         if rk is None:
             raise ApiError(404, "NotFound", f'no matches for kind "{kind}" in version "{api_version}"', {})
+        self._kinds[(api_version, kind)] = rk
         return rk
 
     async def discover(self, api_version: str | None = None) -> None:
         """Add the server's kinds (of one group-version, or all) to :attr:`scheme`."""
+        self._kinds.clear()
         gvs: list[str]
         if api_version is not None:
             gvs = [api_version]
@@ -295,16 +318,14 @@ class Client:
         params = {"watch": "true", "resourceVersion": resource_version or None,
                   "labelSelector": label_selector or None, "fieldSelector": field_selector or None,
                   "timeoutSeconds": timeout_seconds, "allowWatchBookmarks": "true" if allow_bookmarks else None}
-        url = kind.path(namespace if kind.namespaced else None) + "?" + urlencode(
-            {k: v for k, v in params.items() if v is not None})
-        req = self._http.build_request("GET", url, headers={"Accept": "application/json"},
-                                       timeout=httpx2.Timeout(None))
-        resp = await self._http.send(req, stream=True)
+        status, chunks, aclose = await self._stream(
+            kind.path(namespace if kind.namespaced else None),
+            urlencode({k: v for k, v in params.items() if v is not None}))
         try:
-            if resp.status_code >= 300:
-                raise _error(resp.status_code, await resp.aread())
+            if status >= 300:
+                raise _error(status, b"".join([c async for c in chunks]))
             buf = b""
-            async for chunk in resp.aiter_raw():
+            async for chunk in chunks:
                 buf += chunk
                 if b"\n" not in buf:
                     continue
@@ -319,7 +340,7 @@ class Client:
                                      if obj.get("kind") == "Status" else b"")
                     yield WatchEvent(etype, obj)
         finally:
-            await resp.aclose()
+            await aclose()
 
     async def bind(self, namespace: str, pod_name: str, node_name: str, *, pod_uid: str | None = None) -> None:
         md: dict[str, Any] = {"name": pod_name, "namespace": namespace}
@@ -348,17 +369,16 @@ class Client:
         """
         params = {"container": container, "follow": "true" if follow else None, "tailLines": tail_lines,
                   "timestamps": "true" if timestamps else None, "previous": "true" if previous else None}
-        url = f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(pod_name)}/log?" + urlencode(
-            {k: v for k, v in params.items() if v is not None})
-        req = self._http.build_request("GET", url, timeout=httpx2.Timeout(None))
-        resp = await self._http.send(req, stream=True)
+        status, chunks, aclose = await self._stream(
+            f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(pod_name)}/log",
+            urlencode({k: v for k, v in params.items() if v is not None}))
         try:
-            if resp.status_code >= 300:
-                raise _error(resp.status_code, await resp.aread())
-            async for chunk in resp.aiter_raw():
+            if status >= 300:
+                raise _error(status, b"".join([c async for c in chunks]))
+            async for chunk in chunks:
                 yield chunk
         finally:
-            await resp.aclose()
+            await aclose()
 
     async def close(self) -> None:
         if self._lightkube is not None:

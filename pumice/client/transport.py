@@ -123,3 +123,71 @@ class StreamingASGITransport(httpx2.AsyncBaseTransport):
             task.cancel()
             raise
         return httpx2.Response(status, headers=headers, stream=_QueueStream(queue, task, done), request=request)
+
+
+class DirectASGI:
+    """Calls an ASGI app without building httpx2 requests: the in-process fast path of
+    :class:`~pumice.client.kube.Client` (same scope shape and trust marker as
+    :class:`StreamingASGITransport`).
+
+    :meth:`request` returns ``(status, body)``; :meth:`stream` returns ``(status, chunks, close)``
+    where ``chunks`` is an async iterator of body chunks and ``close`` ends the exchange.
+    """
+
+    def __init__(self, app: Any, host: str = "pumice.local") -> None:
+        self.app = app
+        self.host = host
+
+    def _scope(self, method: str, path: str, query: bytes, headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
+        return {
+            "type": "http",
+            "asgi": {"version": "3.0", "spec_version": "2.3"},
+            "http_version": "1.1",
+            "method": method,
+            "headers": headers,
+            "scheme": "http",
+            "path": path,
+            "raw_path": path.encode(),
+            "query_string": query,
+            "server": (self.host, 80),
+            "client": ("127.0.0.1", 1),
+            "root_path": "",
+            "extensions": {"pumice.in_process": True},
+        }
+
+    async def request(self, method: str, path: str, query: bytes, headers: list[tuple[bytes, bytes]],
+                      body: bytes) -> tuple[int, bytes]:
+        scope = self._scope(method, path, query, headers)
+        status = 500
+        chunks: list[bytes] = []
+        sent = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await asyncio.Event().wait()  # a plain response never waits for a disconnect
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            elif message["type"] == "http.response.body":
+                chunk = message.get("body", b"")
+                if chunk:
+                    chunks.append(chunk)
+
+        await self.app(scope, receive, send)
+        return status, b"".join(chunks)
+
+    async def stream(self, method: str, path: str, query: bytes,
+                     headers: list[tuple[bytes, bytes]]) -> tuple[int, AsyncIterator[bytes], Any]:
+        transport = StreamingASGITransport(self.app)
+        url = httpx2.URL(f"http://{self.host}{path}" + (f"?{query.decode()}" if query else ""))
+        req = httpx2.Request(method, url, headers=headers)
+        resp = await transport.handle_async_request(req)
+        stream = resp.stream
+        assert isinstance(stream, _QueueStream)
+        return resp.status_code, stream.__aiter__(), stream.aclose

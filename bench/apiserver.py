@@ -1,0 +1,210 @@
+"""API server benchmark: prints figures (not a test).
+
+In-process (streaming ASGI fast path, memory and SQLite storage) and over HTTPS (the server in a
+subprocess, clients in this process): Pod creates, gets, updates and lists (1,000 and 10,000 Pods)
+at 1, 16 and 64 concurrent clients with throughput and p50/p99 latency, plus watch delivery to 100
+watchers (every event, in order). Each section prints a ratio to a baseline measured in the same
+run (raw Store.put for in-process writes, GET /version for HTTP).
+
+Targets (issue 2, 2-core machine): in-process creates >= 3,000/s; HTTP creates >= 1,000/s at 16
+clients with p99 < 100 ms; list of 10,000 Pods < 1 s; no watcher misses or reorders an event.
+
+Usage: python bench/apiserver.py [--quick]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from pumice.apiserver.storage import MemoryStorage, SqliteStorage
+from pumice.apiserver.store import Store
+from pumice.client.kube import Client
+from pumice.client.kubeconfig import connect
+from pumice.testing.cluster import local_cluster
+
+QUICK = "--quick" in sys.argv
+
+
+def pod(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "labels": {"app": "bench", "shard": name[-1]}},
+            "spec": {"containers": [{"name": "main", "image": "busybox:1.36", "command": ["sleep", "3600"],
+                                     "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}}
+
+
+def pct(values: list[float], p: float) -> float:
+    if not values:
+        return 0.0
+    s = sorted(values)
+    return s[min(len(s) - 1, int(p / 100 * len(s)))]
+
+
+async def run_clients(n_ops: int, clients: int, op: Callable[[int], Awaitable[Any]]) -> tuple[float, float, float]:
+    """Run ``n_ops`` calls of ``op(i)`` over ``clients`` concurrent tasks; returns (ops/s, p50 ms, p99 ms)."""
+    lat: list[float] = []
+    counter = iter(range(n_ops))
+
+    async def worker() -> None:
+        for i in counter:
+            t = time.perf_counter()
+            await op(i)
+            lat.append((time.perf_counter() - t) * 1000)
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(clients)))
+    dt = time.perf_counter() - t0
+    return n_ops / dt, pct(lat, 50), pct(lat, 99)
+
+
+def line(label: str, rate: float, p50: float, p99: float, base: float | None = None) -> None:
+    ratio = f"  ({rate / base:.2f}x baseline)" if base else ""
+    print(f"  {label:<44} {rate:>9.0f}/s   p50 {p50:7.2f} ms   p99 {p99:7.2f} ms{ratio}")
+
+
+def store_baseline(n: int, sqlite_dir: Path | None) -> float:
+    storage = SqliteStorage(sqlite_dir / "base.db") if sqlite_dir else MemoryStorage()
+    store = Store(storage)
+    objs = [pod(f"b{i}") for i in range(n)]
+    t0 = time.perf_counter()
+    for o in objs:
+        store.put("/pods", o)
+    dt = time.perf_counter() - t0
+    storage.close()
+    return n / dt
+
+
+async def bench_in_process(label: str, data_dir: Path | None) -> None:
+    n = 1000 if QUICK else 3000
+    base = store_baseline(n, data_dir)
+    print(f"\nin-process, {label} storage (baseline: raw Store.put {base:.0f}/s)")
+    async with local_cluster(data_dir=data_dir, install_crds=False) as c:
+        pods = c.scheme.by_api_version_kind("v1", "Pod")
+        assert pods is not None
+        for clients in (1, 16, 64):
+            cl = c.new_client()
+            rate, p50, p99 = await run_clients(n, clients, lambda i, cl=cl, k=clients: cl.create(pod(f"c{k}-{i}")))
+            line(f"create Pods, {clients} clients", rate, p50, p99, base)
+        cl = c.client
+        rate, p50, p99 = await run_clients(n, 16, lambda i: cl.get(pods, f"c16-{i}", "default"))
+        line("get Pod, 16 clients", rate, p50, p99)
+
+        async def update(i: int) -> None:
+            await cl.patch(pods, f"c16-{i}", {"metadata": {"labels": {"touched": str(i)}}}, "default")
+
+        rate, p50, p99 = await run_clients(n, 16, update)
+        line("merge-patch Pod labels, 16 clients", rate, p50, p99)
+        await list_figures(c.client, pods, c.server.store.count("/pods"), make=lambda i: pod(f"l{i}"))
+        await watch_figures(c.client, c.new_client, pods)
+
+
+async def list_figures(cl: Client, pods: Any, have: int, make: Callable[[int], dict[str, Any]]) -> None:
+    for target in (1000, 10000):
+        if QUICK and target > 1000:
+            break
+        i = 0
+        while have < target:
+            await asyncio.gather(*(cl.create(make(i + j)) for j in range(min(64, target - have))))
+            created = min(64, target - have)
+            have += created
+            i += created
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            got = await cl.list(pods, "default")
+            times.append(time.perf_counter() - t0)
+        print(f"  list {len(got.items):>6} Pods (client decode included): best {min(times) * 1000:7.1f} ms, "
+              f"median {statistics.median(times) * 1000:7.1f} ms")
+
+
+async def watch_figures(cl: Client, new_client: Callable[[], Client], pods: Any) -> None:
+    watchers, events = 100, 200 if QUICK else 500
+    lst = await cl.list(pods, "default", limit=1)
+    start = lst.resource_version
+    received: list[list[str]] = [[] for _ in range(watchers)]
+    done = asyncio.Event()
+    finished = 0
+
+    async def watch(k: int) -> None:
+        nonlocal finished
+        c = new_client()
+        async for ev in c.watch(pods, "default", resource_version=start, label_selector="app=watched"):
+            if ev.type == "BOOKMARK":
+                continue
+            received[k].append(ev.object["metadata"]["name"])
+            if len(received[k]) == events:
+                break
+        finished += 1
+        if finished == watchers:
+            done.set()
+
+    tasks = [asyncio.create_task(watch(k)) for k in range(watchers)]
+    await asyncio.sleep(0.2)
+    t0 = time.perf_counter()
+    for i in range(events):
+        p = pod(f"w{i:05d}")
+        p["metadata"]["labels"]["app"] = "watched"
+        await cl.create(p)
+    write_dt = time.perf_counter() - t0
+    await asyncio.wait_for(done.wait(), 120)
+    dt = time.perf_counter() - t0
+    expected = [f"w{i:05d}" for i in range(events)]
+    ok = sum(1 for r in received if r == expected)
+    print(f"  watch: {watchers} watchers x {events} events: {watchers * events / dt:,.0f} deliveries/s; "
+          f"writes took {write_dt:.2f} s, last delivery at {dt:.2f} s; in order and complete: {ok}/{watchers}")
+    for t in tasks:
+        t.cancel()
+
+
+async def bench_http() -> None:
+    n = 1000 if QUICK else 3000
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.Popen([sys.executable, "-m", "pumice.cli.main", "apiserver", "--data-dir", tmp,
+                                 "--port", "0", "--no-crds"], stdout=subprocess.PIPE, text=True,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        try:
+            assert proc.stdout is not None
+            url = proc.stdout.readline().rsplit(" ", 1)[-1].strip()
+            print(f"\nHTTPS, SQLite storage, server in a subprocess at {url}")
+            cl = connect(Path(tmp) / "kubeconfig")
+            pods = cl.scheme.by_api_version_kind("v1", "Pod")
+            await cl.request("GET", "/version")
+            base, b50, b99 = await run_clients(n, 16, lambda i: cl.request("GET", "/version"))
+            line("baseline: GET /version, 16 clients", base, b50, b99)
+            for clients in (1, 16, 64):
+                rate, p50, p99 = await run_clients(n, clients, lambda i, k=clients: cl.create(pod(f"h{k}-{i}")))
+                line(f"create Pods, {clients} clients", rate, p50, p99, base)
+            rate, p50, p99 = await run_clients(n, 16, lambda i: cl.get(pods, f"h16-{i}", "default"))
+            line("get Pod, 16 clients", rate, p50, p99, base)
+
+            async def update(i: int) -> None:
+                await cl.patch(pods, f"h16-{i}", {"metadata": {"labels": {"touched": str(i)}}}, "default")
+
+            rate, p50, p99 = await run_clients(n, 16, update)
+            line("merge-patch Pod labels, 16 clients", rate, p50, p99, base)
+            await list_figures(cl, pods, n * 3, make=lambda i: pod(f"hl{i}"))
+            await watch_figures(cl, lambda: connect(Path(tmp) / "kubeconfig"), pods)
+            await cl.close()
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+
+async def main() -> None:
+    print(f"pumice API server benchmark ({os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f})")
+    await bench_in_process("memory", None)
+    with tempfile.TemporaryDirectory() as tmp:
+        await bench_in_process("SQLite (WAL)", Path(tmp))
+    await bench_http()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,88 @@
+"""Bad input gets the right Status and changes nothing stored."""
+
+from __future__ import annotations
+
+import pytest
+
+from pumice.client.base import ApiError
+from pumice.testing.cluster import LocalCluster
+
+from .builders import configmap, pod
+
+
+async def revision(c: LocalCluster) -> int:
+    return c.server.store.revision
+
+
+async def test_malformed_apply_yaml_is_400(cluster: LocalCluster) -> None:
+    cms = cluster.scheme.by_api_version_kind("v1", "ConfigMap")
+    before = await revision(cluster)
+    with pytest.raises(ApiError) as e:
+        await cluster.client.request("PATCH", cms.path("default", "x"), body=b"a: [unclosed",
+                                     content_type="application/apply-patch+yaml", params={"fieldManager": "t"})
+    assert e.value.code == 400 and e.value.reason == "BadRequest"
+    assert await revision(cluster) == before
+
+
+async def test_unknown_content_type_for_patch_is_415(cluster: LocalCluster) -> None:
+    cms = cluster.scheme.by_api_version_kind("v1", "ConfigMap")
+    await cluster.client.create(configmap("a"))
+    with pytest.raises(ApiError) as e:
+        await cluster.client.request("PATCH", cms.path("default", "a"), body=b"{}", content_type="text/plain")
+    assert e.value.code == 415
+
+
+async def test_bad_json_patch_changes_nothing(cluster: LocalCluster) -> None:
+    cms = cluster.scheme.by_api_version_kind("v1", "ConfigMap")
+    cm = await cluster.client.create(configmap("a", data={"k": "v"}))
+    with pytest.raises(ApiError) as e:
+        await cluster.client.patch(cms, "a", [{"op": "replace", "path": "/data/missing", "value": 1}], "default",
+                                   patch_type="json")
+    assert e.value.code == 422
+    got = await cluster.client.get(cms, "a", "default")
+    assert got["metadata"]["resourceVersion"] == cm["metadata"]["resourceVersion"]
+
+
+async def test_body_name_must_match_url(cluster: LocalCluster) -> None:
+    cm = await cluster.client.create(configmap("a"))
+    cm["metadata"]["name"] = "b"
+    with pytest.raises(ApiError) as e:
+        await cluster.client.request("PUT", "/api/v1/namespaces/default/configmaps/a", body=cm)
+    assert e.value.code == 400 and "does not match the name on the URL" in e.value.message
+
+
+async def test_namespace_in_body_must_match_url(cluster: LocalCluster) -> None:
+    body = configmap("a", ns="kube-system")
+    with pytest.raises(ApiError) as e:
+        await cluster.client.request("POST", "/api/v1/namespaces/default/configmaps", body=body)
+    assert e.value.code == 400
+
+
+async def test_invalid_pod_spec_is_422(cluster: LocalCluster) -> None:
+    p = pod("p")
+    p["spec"]["containers"] = []
+    before = await revision(cluster)
+    with pytest.raises(ApiError) as e:
+        await cluster.client.create(p)
+    assert e.value.code == 422 and e.value.reason == "Invalid"
+    assert await revision(cluster) == before
+
+
+async def test_unknown_resource_path_is_404_status(cluster: LocalCluster) -> None:
+    with pytest.raises(ApiError) as e:
+        await cluster.client.request("GET", "/apis/nope.example.com/v1/things")
+    assert e.value.code == 404 and e.value.status["kind"] == "Status"
+
+
+async def test_bad_label_selector_is_400(cluster: LocalCluster) -> None:
+    pods = cluster.scheme.by_api_version_kind("v1", "Pod")
+    with pytest.raises(ApiError) as e:
+        await cluster.client.list(pods, "default", label_selector="a in (b")
+    assert e.value.code == 400
+
+
+async def test_invalid_dry_run_value_is_400(cluster: LocalCluster) -> None:
+    with pytest.raises(ApiError) as e:
+        await cluster.client.request("POST", "/api/v1/namespaces/default/configmaps", body=configmap("a"),
+                                     params={"dryRun": "Some"})
+    assert e.value.code == 400

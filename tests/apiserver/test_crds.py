@@ -1,0 +1,151 @@
+"""CustomResourceDefinitions: served kinds, schema pruning/defaulting/validation, Strict field
+validation, status and scale subresources, printer columns, deletion of instances."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from pumice.client.base import ApiError
+from pumice.testing.cluster import LocalCluster
+
+WIDGET_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.com"},
+    "spec": {
+        "group": "example.com",
+        "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "shortNames": ["wd"]},
+        "scope": "Namespaced",
+        "versions": [{
+            "name": "v1", "served": True, "storage": True,
+            "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas",
+                                                     "statusReplicasPath": ".status.replicas"}},
+            "additionalPrinterColumns": [{"name": "Size", "type": "integer", "jsonPath": ".spec.size"}],
+            "schema": {"openAPIV3Schema": {
+                "type": "object",
+                "properties": {
+                    "spec": {"type": "object", "required": ["size"], "properties": {
+                        "size": {"type": "integer", "minimum": 1},
+                        "replicas": {"type": "integer", "default": 1},
+                        "color": {"type": "string", "enum": ["red", "blue"]},
+                        "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                    }},
+                    "status": {"type": "object", "properties": {"replicas": {"type": "integer"},
+                                                                "state": {"type": "string"}}},
+                },
+            }},
+        }],
+    },
+}
+
+
+def widget(name: str, **spec: object) -> dict:
+    return {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name, "namespace": "default"},
+            "spec": spec}
+
+
+@pytest.fixture
+async def widgets(cluster: LocalCluster):
+    await cluster.client.create(copy.deepcopy(WIDGET_CRD))
+    return cluster.scheme.by_api_version_kind("example.com/v1", "Widget")
+
+
+async def test_applied_crd_is_served_and_established(cluster: LocalCluster, widgets) -> None:
+    assert widgets is not None and widgets.subresources == ("status", "scale")
+    crd_kind = cluster.scheme.by_api_version_kind("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+    crd = await cluster.client.get(crd_kind, "widgets.example.com")
+    conds = {c["type"]: c["status"] for c in crd["status"]["conditions"]}
+    assert conds == {"NamesAccepted": "True", "Established": "True"}
+    doc = await cluster.client.request("GET", "/apis/example.com/v1")
+    assert {r["name"] for r in doc["resources"]} == {"widgets", "widgets/status", "widgets/scale"}
+
+
+async def test_schema_defaults_and_prunes(cluster: LocalCluster, widgets) -> None:
+    w = await cluster.client.create(widget("w1", size=2, bogus=1, extra={"anything": {"x": 1}}))
+    assert w["spec"] == {"size": 2, "replicas": 1, "extra": {"anything": {"x": 1}}}
+
+
+async def test_schema_violations_are_422_with_causes(cluster: LocalCluster, widgets) -> None:
+    with pytest.raises(ApiError) as e:
+        await cluster.client.create(widget("w1", size=0, color="green"))
+    assert e.value.code == 422
+    fields = sorted(c["field"] for c in e.value.status["details"]["causes"])
+    assert fields == ["spec.color", "spec.size"]
+    with pytest.raises(ApiError):
+        await cluster.client.get(widgets, "w1", "default")
+
+
+async def test_unknown_fields_under_strict_are_400_and_nothing_is_stored(cluster: LocalCluster, widgets) -> None:
+    with pytest.raises(ApiError) as e:
+        await cluster.client.request("POST", widgets.path("default"), body=widget("w1", size=1, bogus=1),
+                                     params={"fieldValidation": "Strict"})
+    assert e.value.code == 400
+    assert e.value.message == ('Widget in version "v1" cannot be handled as a Widget: strict decoding error: '
+                               'unknown field "spec.bogus"')
+    with pytest.raises(ApiError):
+        await cluster.client.get(widgets, "w1", "default")
+
+
+async def test_status_subresource_of_custom_resource(cluster: LocalCluster, widgets) -> None:
+    w = await cluster.client.create(widget("w1", size=1))
+    w["status"] = {"state": "ignored"}
+    w = await cluster.client.update(w)
+    assert "status" not in w
+    w = await cluster.client.patch(widgets, "w1", {"status": {"state": "ready"}}, "default", subresource="status")
+    assert w["status"] == {"state": "ready"} and w["metadata"]["generation"] == 1
+
+
+async def test_scale_subresource_of_custom_resource(cluster: LocalCluster, widgets) -> None:
+    await cluster.client.create(widget("w1", size=1, replicas=2))
+    scale = await cluster.client.request("GET", widgets.path("default", "w1", "scale"))
+    assert scale["kind"] == "Scale" and scale["spec"]["replicas"] == 2
+    await cluster.client.patch(widgets, "w1", {"spec": {"replicas": 5}}, "default", subresource="scale")
+    assert (await cluster.client.get(widgets, "w1", "default"))["spec"]["replicas"] == 5
+
+
+async def test_strategic_merge_patch_on_custom_resource_is_415(cluster: LocalCluster, widgets) -> None:
+    await cluster.client.create(widget("w1", size=1))
+    with pytest.raises(ApiError) as e:
+        await cluster.client.patch(widgets, "w1", {"spec": {"size": 2}}, "default", patch_type="strategic")
+    assert e.value.code == 415 and e.value.reason == "UnsupportedMediaType"
+
+
+async def test_table_uses_printer_columns(cluster: LocalCluster, widgets) -> None:
+    await cluster.client.create(widget("w1", size=3))
+    resp = await cluster.client.http.get(widgets.path("default"), headers={
+        "Accept": "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"})
+    table = resp.json()
+    assert [c["name"] for c in table["columnDefinitions"]][:2] == ["Name", "Size"]
+    assert table["rows"][0]["cells"][:2] == ["w1", 3]
+
+
+async def test_deleting_the_crd_removes_its_instances_and_kind(cluster: LocalCluster, widgets) -> None:
+    await cluster.client.create(widget("w1", size=1))
+    crd_kind = cluster.scheme.by_api_version_kind("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+    await cluster.client.delete(crd_kind, "widgets.example.com")
+    assert cluster.scheme.by_api_version_kind("example.com/v1", "Widget") is None
+    assert cluster.server.store.count("example.com/widgets") == 0
+    with pytest.raises(ApiError) as e:
+        await cluster.client.request("GET", "/apis/example.com/v1/namespaces/default/widgets")
+    assert e.value.code == 404
+
+
+async def test_invalid_crd_is_rejected(cluster: LocalCluster) -> None:
+    bad = copy.deepcopy(WIDGET_CRD)
+    bad["metadata"]["name"] = "wrong.example.com"
+    with pytest.raises(ApiError) as e:
+        await cluster.client.create(bad)
+    assert e.value.code == 422 and "metadata.name" in e.value.message
+
+
+async def test_builtin_kuberay_and_volcano_kinds_are_served(cluster: LocalCluster) -> None:
+    for av, kind in (("ray.io/v1", "RayCluster"), ("ray.io/v1", "RayJob"), ("ray.io/v1", "RayService"),
+                     ("scheduling.volcano.sh/v1beta1", "Queue"), ("scheduling.volcano.sh/v1beta1", "PodGroup"),
+                     ("batch.volcano.sh/v1alpha1", "Job"), ("bus.volcano.sh/v1alpha1", "Command")):
+        rk = cluster.scheme.by_api_version_kind(av, kind)
+        assert rk is not None, (av, kind)
+    rcs = cluster.scheme.by_api_version_kind("ray.io/v1", "RayCluster")
+    lst = await cluster.client.list(rcs, "default")
+    assert lst.items == []

@@ -1,0 +1,71 @@
+"""pods/log is proxied to the node agent named by the Node's InternalIP and kubelet port."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+
+from pumice.client.base import ApiError
+from pumice.testing.cluster import LocalCluster
+
+from .builders import pod
+
+SEEN: list[str] = []
+
+
+async def container_logs(request: Request) -> PlainTextResponse:
+    SEEN.append(f"{request.url.path}?{request.url.query}")
+    p = request.path_params
+    return PlainTextResponse(f"log of {p['ns']}/{p['pod']}/{p['container']}\n")
+
+
+@contextlib.asynccontextmanager
+async def fake_node_agent():
+    app = Starlette(routes=[Route("/containerLogs/{ns}/{pod}/{container}", container_logs)])
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        await asyncio.sleep(0.01)
+    try:
+        yield port
+    finally:
+        server.should_exit = True
+        await task
+
+
+async def test_logs_are_fetched_from_the_node_agent(cluster: LocalCluster) -> None:
+    async with fake_node_agent() as port:
+        node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+                "status": {"addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
+                           "daemonEndpoints": {"kubeletEndpoint": {"Port": port}}}}
+        await cluster.client.create(node)
+        await cluster.client.create(pod("p"))
+        await cluster.client.bind("default", "p", "n1")
+        chunks = [c async for c in cluster.client.logs("default", "p", tail_lines=5, timestamps=True)]
+        assert b"".join(chunks) == b"log of default/p/main\n"
+        assert SEEN[-1] == "/containerLogs/default/p/main?tailLines=5&timestamps=true"
+
+
+async def test_logs_of_an_unscheduled_pod_are_400(cluster: LocalCluster) -> None:
+    await cluster.client.create(pod("p"))
+    with pytest.raises(ApiError) as e:
+        _ = [c async for c in cluster.client.logs("default", "p")]
+    assert e.value.code == 400
+
+
+async def test_logs_of_an_unknown_container_are_400(cluster: LocalCluster) -> None:
+    await cluster.client.create(pod("p"))
+    with pytest.raises(ApiError) as e:
+        _ = [c async for c in cluster.client.logs("default", "p", container="nope")]
+    assert e.value.code == 400 and e.value.message == "container nope is not valid for pod p"
