@@ -294,16 +294,26 @@ def explain(objects: list[Obj], kind: str, name: str, namespace: str, conf: Sche
         ex.remedy = (f"other queues free resources, or give queue {qname} a larger weight/deserved share "
                      "(reclaim takes back resources other queues borrowed)")
         return ex
+    gang_req = Resource()
+    for t in sorted(pending, key=lambda t: t.name)[:max(min_member - job.ready_task_num(), 1)]:
+        gang_req = gang_req + t.resreq
+    pn0 = plugin_numbers.get("queue")
+    if pn0 and pending:
+        lim0 = pn0["real_capability"] if plugin_numbers.get("plugin") == "capacity" else pn0["deserved"]
+        fits, names = (pn0["allocated"] + gang_req).less_equal_in_request_dims(lim0, gang_req)
+        # a limit that is the whole cluster is the Nodes' gate, not the queue's
+        queue_bound = any(lim0.get(d) < ssn.total_resource.get(d) - 0.1 for d in names)
+        allocatable_ok = allocatable_ok and (fits or not queue_bound)
     if not allocatable_ok:
         pn = plugin_numbers.get("queue")
-        req = pending[0].resreq
+        req = gang_req if pending else Resource()
         dims = [n for n in req.resource_names() if n != "pods"]
         if pn:
             limit_name = "capability" if plugin_numbers.get("plugin") == "capacity" else "deserved"
             limit = pn["real_capability"] if limit_name == "capability" else pn["deserved"]
             need = pn["allocated"] + req
             ex.reason = (f"queue {qname} is at its {limit_name}: allocated {_fmt_res(pn['allocated'], dims)} + "
-                         f"request {_fmt_res(req, dims)} > {limit_name} {_fmt_res(limit, dims)}")
+                         f"the gang's request {_fmt_res(req, dims)} > {limit_name} {_fmt_res(limit, dims)}")
             ex.remedy = ", ".join(f"raise queue {qname} {limit_name}.{d} to {_fmt_dim(d, need.get(d))}"
                                   for d in dims if need.get(d) > limit.get(d)) or f"free room in queue {qname}"
         else:
@@ -390,7 +400,9 @@ def _plugin_numbers(ssn: Any, qname: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for pname in ("capacity", "proportion"):
         plugin = ssn.plugins.get(pname)
-        attrs = getattr(plugin, "queue_opts", None) if plugin is not None else None
+        attrs = None
+        if plugin is not None:
+            attrs = getattr(plugin, "queue_opts", None) or getattr(plugin, "attrs", None)
         attr = attrs.get(qname) if isinstance(attrs, dict) else None
         if attr is not None:
             out["plugin"] = pname

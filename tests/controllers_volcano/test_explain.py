@@ -127,3 +127,36 @@ def test_cli_reports_a_malformed_target_in_one_line(tmp_path: object) -> None:
     res = CliRunner().invoke(command, ["podgroup-without-name", "--kubeconfig", "/nonexistent/kubeconfig"])
     assert res.exit_code == 1
     assert res.output.strip().count("\n") == 0 and "error:" in res.output
+
+
+CAPACITY = load_conf("""
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf}, {name: predicates}, {name: capacity}, {name: nodeorder}]
+""")
+
+
+def test_queue_at_capability_holds_an_admitted_gang() -> None:
+    running = [pod(f"r{i}", namespace=NS, group="pg0", requests="1,1Gi", node="n1", phase="Running")
+               for i in range(2)]
+    objs = [node("n1", "8,32Gi,pods=110"), queue("q1", capability="3,16Gi", deserved="3,16Gi"),
+            podgroup("pg0", namespace=NS, queue="q1", min_member=2, phase="Running"), *running,
+            *gang("pg1", 2, phase="Inqueue")]
+    ex = explain(objs, "podgroup", "pg1", NS, CAPACITY)
+    assert ex.gate in ("queue-allocatable", "queue-overused"), ex.render()
+    assert "capability" in ex.reason and "cpu 3" in ex.reason, ex.render()
+    assert "raise queue q1 capability.cpu to" in ex.remedy, ex.render()
+
+
+def test_queue_over_its_deserved_share_is_named() -> None:
+    busy = [pod(f"r{i}", namespace=NS, group="pg0", requests="1,1Gi", node="n1", phase="Running")
+            for i in range(3)]
+    objs = [node("n1", "4,16Gi,pods=110"), queue("q1"), queue("q2"),
+            podgroup("pg0", namespace=NS, queue="q1", min_member=1, phase="Running"), *busy,
+            podgroup("pg2", namespace=NS, queue="q2", min_member=1, min_resources="1,1Gi", phase="Inqueue"),
+            pod("other", namespace=NS, group="pg2", requests="3,1Gi"),
+            *gang("pg1", 1, phase="Inqueue")]
+    ex = explain(objs, "podgroup", "pg1", NS, NO_OVERCOMMIT)
+    assert ex.gate in ("queue-overused", "queue-allocatable"), ex.render()
+    assert "queue q1" in ex.reason, ex.render()
