@@ -2,6 +2,18 @@
 
 Entry point: :func:`setup` registers both controllers on a :class:`pumice.runtime` Manager.
 
+Modules:
+
+- ``raycluster``: the RayCluster controller (services, pods, scaling, suspend, status);
+- ``rayjob``: the RayJob controller, a table of steps (``RAYJOB_STEPS``) per JobDeploymentStatus;
+- ``common/``: pure builders (``pod``, ``service``, ``job``, ``resources``);
+- ``association``: names and label selectors of every child;
+- ``batchscheduler/``: the adapter Protocol, the no-op default and ``volcano``;
+- ``dashboard``: the Ray dashboard client Protocol and the HTTP implementation
+  (fake: :mod:`pumice.testing.ray_dashboard`);
+- ``expectations``: scale expectations; ``validation``: spec checks; ``status``: one-line
+  summaries for progress displays; ``constants`` and ``kinds``: wire strings and kinds.
+
 Mirrors: kuberay ray-operator/main.go (controller registration, ``--batch-scheduler``).
 """
 
