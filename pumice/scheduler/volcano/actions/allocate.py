@@ -16,7 +16,12 @@ from pumice.scheduler.volcano.api.resource import Dimension
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import FitErrors, PodGroupPhase, TaskStatus
 from pumice.scheduler.volcano.framework.arguments import arg, decode
-from pumice.scheduler.volcano.framework.predicate_helper import best_node, predicate_nodes
+from pumice.scheduler.volcano.framework.predicate_helper import (
+    best_node,
+    best_node_rows,
+    predicate_nodes,
+    predicate_rows,
+)
 from pumice.scheduler.volcano.framework.session import Session
 from pumice.scheduler.volcano.framework.statement import Statement
 from pumice.scheduler.volcano.framework.util import PriorityQueue
@@ -109,14 +114,27 @@ class Action:
             nominated = task.nominated_node_name
             if nominated and nominated in ssn.nodes and task.resreq.less_equal(ssn.nodes[nominated].future_idle(), Dimension.ZERO):
                 nodes, fit_errors = predicate_nodes(ssn, task, [ssn.nodes[nominated]], "allocate", sample=False)
-            if not nodes:
-                nodes, fit_errors = predicate_nodes(ssn, task, None, "allocate")
-            if not nodes:
-                job.nodes_fit_errors[task.uid] = fit_errors
-                if job.need_continue_allocating():
-                    continue
-                break
-            node = best_node(ssn, task, nodes)
+            node: NodeInfo | None = None
+            if nodes:
+                node = best_node(ssn, task, nodes)
+            else:
+                feasible = 0
+                vec = predicate_rows(ssn, task, "allocate")
+                if vec is not None:
+                    rows, fit_errors = vec
+                    feasible = len(rows)
+                    if feasible:
+                        node = best_node_rows(ssn, task, rows)
+                else:
+                    nodes, fit_errors = predicate_nodes(ssn, task, None, "allocate")
+                    feasible = len(nodes)
+                    if feasible:
+                        node = best_node(ssn, task, nodes)
+                if not feasible:
+                    job.nodes_fit_errors[task.uid] = fit_errors
+                    if job.need_continue_allocating():
+                        continue
+                    break
             if node is None:
                 continue
             try:

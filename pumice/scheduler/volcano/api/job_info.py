@@ -25,6 +25,7 @@ from pumice.scheduler.volcano.api.types import (
 
 Obj = dict[str, Any]
 
+_READY = (TaskStatus.Bound, TaskStatus.Binding, TaskStatus.Running, TaskStatus.Allocated, TaskStatus.Succeeded)
 _VALID = ALLOCATED_STATUSES | {TaskStatus.Succeeded, TaskStatus.Pipelined, TaskStatus.Pending}
 
 
@@ -53,6 +54,7 @@ class JobInfo:
     job_fit_errors: str = ""
     schedule_start_timestamp: float = 0.0
     annotations: dict[str, str] = field(default_factory=dict)
+    pending_best_effort: int = 0
 
     # ----- membership ---------------------------------------------------------------------
     @property
@@ -70,6 +72,8 @@ class JobInfo:
     def add_task(self, t: TaskInfo) -> None:
         self.tasks[t.uid] = t
         self.task_status_index.setdefault(t.status, {})[t.uid] = t
+        if t.status is TaskStatus.Pending and t.best_effort:
+            self.pending_best_effort += 1
         self.total_request = self.total_request + t.resreq
         if t.status in ALLOCATED_STATUSES:
             self.allocated = self.allocated + t.resreq
@@ -77,7 +81,8 @@ class JobInfo:
     def _delete_index(self, t: TaskInfo) -> None:
         bucket = self.task_status_index.get(t.status)
         if bucket is not None:
-            bucket.pop(t.uid, None)
+            if bucket.pop(t.uid, None) is not None and t.status is TaskStatus.Pending and t.best_effort:
+                self.pending_best_effort -= 1
             if not bucket:
                 del self.task_status_index[t.status]
 
@@ -99,6 +104,8 @@ class JobInfo:
         if t is not cur:
             t.status = status
         self.task_status_index.setdefault(status, {})[cur.uid] = cur
+        if status is TaskStatus.Pending and cur.best_effort:
+            self.pending_best_effort += 1
         now_alloc = status in ALLOCATED_STATUSES
         if was_alloc and not now_alloc:
             self.allocated = self.allocated - cur.resreq
@@ -113,16 +120,19 @@ class JobInfo:
 
     # ----- gang counters ------------------------------------------------------------------
     def ready_task_num(self) -> int:
-        return sum(
-            self.count(s)
-            for s in (TaskStatus.Bound, TaskStatus.Binding, TaskStatus.Running, TaskStatus.Allocated, TaskStatus.Succeeded)
-        )
+        idx = self.task_status_index
+        n = 0
+        for s in _READY:
+            b = idx.get(s)
+            if b:
+                n += len(b)
+        return n
 
     def waiting_task_num(self) -> int:
         return self.count(TaskStatus.Pipelined)
 
     def pending_best_effort_task_num(self) -> int:
-        return sum(1 for t in self.task_status_index.get(TaskStatus.Pending, {}).values() if t.best_effort)
+        return self.pending_best_effort
 
     def valid_task_num(self) -> int:
         return sum(len(b) for s, b in self.task_status_index.items() if s in _VALID)

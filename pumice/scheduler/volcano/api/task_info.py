@@ -6,6 +6,7 @@ pod_info.go GetPodResourceRequest.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,7 +126,7 @@ class TaskInfo:
     def init_resreq(self) -> Resource:
         return self.resreq
 
-    @property
+    @functools.cached_property
     def best_effort(self) -> bool:
         return self.resreq.is_empty()
 

@@ -37,6 +37,9 @@ class NodeArrays:
         self.allocatable = np.zeros((rows, cols))
         self.has_dim = np.zeros((rows, cols), dtype=bool)
         self.pod_count = np.zeros(rows)
+        self.prefer_no_schedule = np.array(
+            [any(t.get("effect") == "PreferNoSchedule" for t in n.taints) for n in self.nodes], dtype=bool
+        )
         self._dirty: set[int] = set()
         for i, node in enumerate(self.nodes):
             node.index = i
@@ -91,16 +94,24 @@ class NodeArrays:
         return v, m
 
     def fits(self, req: Resource, which: str = "future_idle", rows: np.ndarray | None = None) -> np.ndarray:
-        """Boolean mask: ``req.less_equal(node.<which>, ZERO)`` for every node (or ``rows``)."""
+        """Boolean mask: ``req.less_equal(node.<which>, ZERO)`` for every node (or ``rows``).
+
+        ``l <= r`` within MIN_RESOURCE is exactly ``r > l - MIN_RESOURCE``, one comparison per
+        requested column.
+        """
         self.sync()
         arr = self.future_idle if which == "future_idle" else self.idle
-        if rows is not None:
-            arr = arr[rows]
-        rv = self.request_vector(req)
-        if rv is None:
-            return np.zeros(arr.shape[0], dtype=bool)
-        v, m = rv
-        a = arr[:, m]
-        vv = v[m]
-        ok = (vv < a) | (np.abs(vv - a) < MIN_RESOURCE)
-        return np.asarray(ok.all(axis=1))
+        n = arr.shape[0] if rows is None else len(rows)
+        cols: list[tuple[int, float]] = [(0, req.milli_cpu), (1, req.memory)]
+        for k, x in req.scalars.items():
+            c = self.col.get(k)
+            if c is None:
+                if x >= MIN_RESOURCE:
+                    return np.zeros(n, dtype=bool)
+                continue
+            cols.append((c, x))
+        ok = np.ones(n, dtype=bool)
+        for c, x in cols:
+            col = arr[:, c] if rows is None else arr[rows, c]
+            ok &= col > x - MIN_RESOURCE
+        return ok

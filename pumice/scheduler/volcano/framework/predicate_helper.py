@@ -71,7 +71,9 @@ def predicate_nodes(
     k = num_feasible_nodes_to_find(n) if sample else n
     start = ssn.last_processed_node_index % n if sample else 0
     if _vectorizable(ssn) and n > 8:
-        return _predicate_vectorized(ssn, task, cand, nodes is None, mode, k, start, fe)
+        rows = np.arange(n) if nodes is None else np.array([c.index for c in cand], dtype=int)
+        chosen = _predicate_vectorized(ssn, task, cand, rows, mode, k, start, fe)
+        return [cand[int(i)] for i in chosen], fe
     found: list[NodeInfo] = []
     processed = 0
     for j in range(n):
@@ -89,19 +91,33 @@ def predicate_nodes(
     return found, fe
 
 
+def predicate_rows(ssn: Session, task: TaskInfo, mode: Mode) -> tuple[np.ndarray, FitErrors] | None:
+    """Vectorized :func:`predicate_nodes` over all nodes, returning session node indices; None
+    when the session cannot vectorize (use :func:`predicate_nodes`)."""
+    n = len(ssn.node_list)
+    if not _vectorizable(ssn) or n <= 8:
+        return None
+    fe = FitErrors()
+    k = num_feasible_nodes_to_find(n)
+    start = ssn.last_processed_node_index % n
+    chosen = _predicate_vectorized(ssn, task, ssn.node_list, np.arange(n), mode, k, start, fe)
+    return chosen, fe
+
+
 def _predicate_vectorized(
     ssn: Session,
     task: TaskInfo,
     cand: list[NodeInfo],
-    is_all: bool,
+    rows: np.ndarray,
     mode: Mode,
     k: int,
     start: int,
     fe: FitErrors,
-) -> tuple[list[NodeInfo], FitErrors]:
+) -> np.ndarray:
+    """Indices into ``cand`` of the chosen feasible nodes (``rows`` maps them to the session's
+    node arrays)."""
     arr = ssn.arrays
     arr.sync()
-    rows = np.arange(len(cand)) if is_all else np.array([c.index for c in cand], dtype=int)
     mask = np.ones(len(rows), dtype=bool)
     res_mask = None
     if mode == "allocate":
@@ -157,7 +173,21 @@ def _predicate_vectorized(
             reasons.append([s.reason for s in sts if s.reason])
             unres.append(any(s.code is StatusCode.UnschedulableAndUnresolvable for s in sts))
         fe.add_bulk(names, reasons, unres)
-    return [cand[int(i)] for i in chosen], fe
+    return np.asarray(chosen, dtype=int)
+
+
+def best_node_rows(ssn: Session, task: TaskInfo, rows: np.ndarray) -> NodeInfo | None:
+    """:func:`best_node` over session node indices that already passed the allocate
+    predicate (so every row fits ``future_idle``); vectorized scoring when possible."""
+    if len(rows) == 0:
+        return None
+    idle_ok = ssn.arrays.fits(task.resreq, "idle", rows)
+    for tier in (rows[idle_ok], rows[~idle_ok]):
+        if len(tier) == 1:
+            return ssn.node_list[int(tier[0])]
+        if len(tier) > 1:
+            return ssn.best_node_rows(task, tier)
+    return None
 
 
 def best_node(ssn: Session, task: TaskInfo, nodes: list[NodeInfo]) -> NodeInfo | None:

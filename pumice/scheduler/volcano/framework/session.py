@@ -113,6 +113,7 @@ class Session:
         self.event_handlers: list[EventHandler] = []
         self._fns: dict[str, dict[str, Callable[..., Any]]] = {p: {} for p in POINTS}
         self._tiered: dict[str, list[list[tuple[str, Callable[..., Any]]]]] = {}
+        self._flat_cache: dict[str, list[Callable[..., Any]]] = {}
         self.pod_group_status: dict[str, Obj] = {
             j.uid: copy.deepcopy((j.pod_group or {}).get("status") or {}) for j in self.jobs.values()
         }
@@ -136,6 +137,7 @@ class Session:
             raise KeyError(f"unknown extension point {point!r}")
         self._fns[point][plugin] = fn
         self._tiered.pop(point, None)
+        self._flat_cache.pop(point, None)
 
     def add_job_order_fn(self, plugin: str, fn: CompareFn) -> None:
         self.add_fn("jobOrder", plugin, fn)
@@ -226,7 +228,11 @@ class Session:
         return out
 
     def _flat(self, point: str) -> list[Callable[..., Any]]:
-        return [fn for tier in self.tiered(point) for _, fn in tier]
+        got = self._flat_cache.get(point)
+        if got is None:
+            got = [fn for tier in self.tiered(point) for _, fn in tier]
+            self._flat_cache[point] = got
+        return got
 
     # ----- ordering -----------------------------------------------------------------------
     def job_order_fn(self, l: JobInfo, r: JobInfo) -> bool:  # noqa: E741
@@ -303,6 +309,30 @@ class Session:
         for fn in self._flat("batchNodeOrder"):
             scores += np.asarray(fn(task, nodes), dtype=float)
         return scores
+
+    def _row_scorable(self) -> bool:
+        names = [n for p in ("nodeOrder", "batchNodeOrder") for tier in self.tiered(p) for n, _ in tier]
+        return all(n in self.batch_scores for n in names) and not self._flat("bestNode")
+
+    def prioritize_rows(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        """:meth:`prioritize` over node indices; plugins' vectorized scorers when all have one."""
+        if not self._row_scorable():
+            return self.prioritize(task, [self.node_list[int(i)] for i in rows])
+        scores = np.zeros(len(rows))
+        seen: set[str] = set()
+        for p in ("nodeOrder", "batchNodeOrder"):
+            for tier in self.tiered(p):
+                for name, _ in tier:
+                    if name not in seen:
+                        seen.add(name)
+                        scores += self.batch_scores[name](task, rows)
+        return scores
+
+    def best_node_rows(self, task: TaskInfo, rows: np.ndarray) -> NodeInfo:
+        if not self._row_scorable():
+            return self.best_node(task, [self.node_list[int(i)] for i in rows])
+        scores = self.prioritize_rows(task, rows)
+        return self.node_list[int(rows[int(np.argmax(scores))])]
 
     def best_node(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> NodeInfo:
         scores = self.prioritize(task, nodes)

@@ -86,12 +86,9 @@ class BinpackPlugin:
             return
         weights, bw = self.weights, self.args.weight
 
-        def batch(task: TaskInfo, nodes: Sequence[NodeInfo]) -> np.ndarray:
-            if not ssn.vectorize:
-                return np.array([binpack_score(task, n, weights, bw) for n in nodes], dtype=float)
+        def rows_scores(task: TaskInfo, rows: np.ndarray) -> np.ndarray:
             arr = ssn.arrays
             arr.sync()
-            rows = np.array([n.index for n in nodes], dtype=int)
             score = np.zeros(len(rows))
             wsum = 0
             zero = np.zeros(len(rows), dtype=bool)
@@ -114,7 +111,14 @@ class BinpackPlugin:
             score[zero] = 0.0
             return score * MAX_NODE_SCORE * bw
 
+        def batch(task: TaskInfo, nodes: Sequence[NodeInfo]) -> np.ndarray:
+            if not ssn.vectorize:
+                return np.array([binpack_score(task, n, weights, bw) for n in nodes], dtype=float)
+            return rows_scores(task, np.array([n.index for n in nodes], dtype=int))
+
         ssn.add_batch_node_order_fn(PLUGIN_NAME, batch)
+        if ssn.vectorize:
+            ssn.batch_scores[PLUGIN_NAME] = rows_scores
 
     def on_session_close(self, ssn: Session) -> None:
         pass

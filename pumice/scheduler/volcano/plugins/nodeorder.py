@@ -52,23 +52,30 @@ def _nonzero(task: TaskInfo) -> tuple[float, float]:
 def resource_scores(
     args: NodeOrderArgs, cpu_req: float, mem_req: float, used: np.ndarray, alloc: np.ndarray
 ) -> np.ndarray:
-    """Least/Most/Balanced scores for arrays of nodes (columns: cpu, memory)."""
-    req = used[:, :2] + np.array([cpu_req, mem_req])
-    cap = alloc[:, :2]
+    """Least/Most/Balanced scores for arrays of nodes (columns: cpu, memory), kube's integer
+    semantics: ``floor((cap - req) * 100 / cap)`` per resource, floored mean of the two."""
+    ucpu, umem = used[:, 0] + cpu_req, used[:, 1] + mem_req
+    ccpu, cmem = alloc[:, 0], alloc[:, 1]
     total = np.zeros(len(used))
-    if args.least_requested:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            s = np.where((cap > 0) & (req <= cap), np.floor((cap - req) * MAX_NODE_SCORE / np.where(cap > 0, cap, 1)), 0)
-        total += np.floor(s.sum(axis=1) / 2) * args.least_requested
-    if args.most_requested:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            s = np.where(cap > 0, np.floor(np.minimum(req, cap) * MAX_NODE_SCORE / np.where(cap > 0, cap, 1)), 0)
-        total += np.floor(s.sum(axis=1) / 2) * args.most_requested
-    if args.balanced_resource:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            frac = np.where(cap > 0, np.minimum(req / np.where(cap > 0, cap, 1), 1.0), 1.0)
-        std = np.abs(frac[:, 0] - frac[:, 1]) / 2
-        total += np.floor((1 - std) * MAX_NODE_SCORE) * args.balanced_resource
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if args.least_requested:
+            lc = np.floor((ccpu - ucpu) * MAX_NODE_SCORE / ccpu)
+            lm = np.floor((cmem - umem) * MAX_NODE_SCORE / cmem)
+            lc[(ucpu > ccpu) | (ccpu <= 0)] = 0
+            lm[(umem > cmem) | (cmem <= 0)] = 0
+            total += np.floor((lc + lm) / 2) * args.least_requested
+        if args.most_requested:
+            mc = np.floor(np.minimum(ucpu, ccpu) * MAX_NODE_SCORE / ccpu)
+            mm = np.floor(np.minimum(umem, cmem) * MAX_NODE_SCORE / cmem)
+            mc[ccpu <= 0] = 0
+            mm[cmem <= 0] = 0
+            total += np.floor((mc + mm) / 2) * args.most_requested
+        if args.balanced_resource:
+            fc = np.minimum(ucpu / ccpu, 1.0)
+            fm = np.minimum(umem / cmem, 1.0)
+            fc[ccpu <= 0] = 1.0
+            fm[cmem <= 0] = 1.0
+            total += np.floor((1 - np.abs(fc - fm) / 2) * MAX_NODE_SCORE) * args.balanced_resource
     return total
 
 
@@ -78,7 +85,9 @@ class NodeOrderPlugin:
     def __init__(self, args: NodeOrderArgs) -> None:
         self.args = args
 
-    def _affinity_taint(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> np.ndarray:
+    def _affinity_taint(self, task: TaskInfo, nodes: Sequence[NodeInfo], pns: np.ndarray | None = None) -> np.ndarray:
+        """Preferred node affinity and PreferNoSchedule taint scores (``pns``: which nodes have
+        any PreferNoSchedule taint, when known)."""
         out = np.zeros(len(nodes))
         spec = task.pod.get("spec") or {}
         if self.args.node_affinity:
@@ -93,10 +102,11 @@ class NodeOrderPlugin:
                     raw = np.floor(raw * MAX_NODE_SCORE / mx)
                 out += raw * self.args.node_affinity
         if self.args.taint_toleration:
-            if any(t.get("effect") == "PreferNoSchedule" for n in nodes for t in n.taints):
+            has = bool(pns.any()) if pns is not None else any(t.get("effect") == "PreferNoSchedule" for n in nodes for t in n.taints)
+            if has:
                 cnt = np.array([_count_prefer_no_schedule(task, n) for n in nodes], dtype=float)
                 mx = cnt.max()
-                sc = MAX_NODE_SCORE - np.floor(cnt * MAX_NODE_SCORE / mx) if mx > 0 else np.full(len(nodes), MAX_NODE_SCORE)
+                sc = MAX_NODE_SCORE - np.floor(cnt * MAX_NODE_SCORE / mx) if mx > 0 else np.full(len(nodes), float(MAX_NODE_SCORE))
             else:
                 sc = np.full(len(nodes), float(MAX_NODE_SCORE))
             out += sc * self.args.taint_toleration
@@ -105,19 +115,31 @@ class NodeOrderPlugin:
     def on_session_open(self, ssn: Session) -> None:
         args = self.args
 
-        def batch(task: TaskInfo, nodes: Sequence[NodeInfo]) -> np.ndarray:
+        def rows_scores(task: TaskInfo, rows: np.ndarray) -> np.ndarray:
             cpu, mem = _nonzero(task)
+            arr = ssn.arrays
+            arr.sync()
+            out = resource_scores(args, cpu, mem, arr.used[rows], arr.allocatable[rows])
+            spec = task.pod.get("spec") or {}
+            pns = arr.prefer_no_schedule[rows]
+            preferred = (((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("preferredDuringSchedulingIgnoredDuringExecution"))
+            if preferred or pns.any():
+                out += self._affinity_taint(task, [ssn.node_list[int(i)] for i in rows], pns)
+            elif args.taint_toleration:
+                out += float(MAX_NODE_SCORE * args.taint_toleration)
+            return out
+
+        def batch(task: TaskInfo, nodes: Sequence[NodeInfo]) -> np.ndarray:
             if ssn.vectorize:
-                arr = ssn.arrays
-                arr.sync()
-                rows = np.array([n.index for n in nodes], dtype=int)
-                used, alloc = arr.used[rows], arr.allocatable[rows]
-            else:
-                used = np.array([[n.used.milli_cpu, n.used.memory] for n in nodes], dtype=float).reshape(-1, 2)
-                alloc = np.array([[n.allocatable.milli_cpu, n.allocatable.memory] for n in nodes], dtype=float).reshape(-1, 2)
+                return rows_scores(task, np.array([n.index for n in nodes], dtype=int))
+            cpu, mem = _nonzero(task)
+            used = np.array([[n.used.milli_cpu, n.used.memory] for n in nodes], dtype=float).reshape(-1, 2)
+            alloc = np.array([[n.allocatable.milli_cpu, n.allocatable.memory] for n in nodes], dtype=float).reshape(-1, 2)
             return resource_scores(args, cpu, mem, used, alloc) + self._affinity_taint(task, nodes)
 
         ssn.add_batch_node_order_fn(PLUGIN_NAME, batch)
+        if ssn.vectorize:
+            ssn.batch_scores[PLUGIN_NAME] = rows_scores
 
     def on_session_close(self, ssn: Session) -> None:
         pass

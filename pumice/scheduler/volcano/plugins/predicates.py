@@ -167,6 +167,7 @@ class PredicatesPlugin:
     def __init__(self, args: PredicatesArgs) -> None:
         self.args = args
         self._static: dict[str, tuple[np.ndarray, dict[int, list[Status]]]] = {}
+        self._keys: dict[str, str] = {}
         self.ssn: Session | None = None
         self.any_pod_affinity = False
 
@@ -278,7 +279,9 @@ class PredicatesPlugin:
         ssn = self.ssn
         arr = ssn.arrays
         arr.sync()
-        key = _static_key(task.pod)
+        key = self._keys.get(task.uid)
+        if key is None:
+            key = self._keys[task.uid] = _static_key(task.pod)
         cached = self._static.get(key)
         if cached is None:
             mask = np.ones(len(ssn.node_list), dtype=bool)
