@@ -361,3 +361,24 @@ async def test_ttl_deletes_a_finished_job(client: FakeClient) -> None:
         await eventually(lambda: _phase_is(client, JobPhase.RUNNING))
         await set_phase(client, keys.POD, "j1-t-0", "Succeeded")
         await eventually(lambda: _gone(client, keys.VCJOB, "j1"))
+
+
+async def test_children_close_and_reopen_with_their_parent(client: FakeClient) -> None:
+    async with running(client):
+        for name, parent in (("eng", None), ("dev", "eng")):
+            spec: dict = {"weight": 1}
+            if parent:
+                spec["parent"] = parent
+            await client.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                                 "metadata": {"name": name}, "spec": spec})
+            await eventually(lambda name=name: _state(client, name, QueueState.OPEN))
+        await client.create({"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
+                             "metadata": {"name": "close-eng", "namespace": "default"},
+                             "action": "CloseQueue", "target": {"kind": "Queue", "name": "eng"}})
+        await eventually(lambda: _state(client, "dev", QueueState.CLOSED))
+        dev = await client.get(keys.QUEUE, "dev")
+        assert dev["metadata"]["annotations"]["volcano.sh/closed-by-parent"] == "true"
+        await client.create({"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
+                             "metadata": {"name": "open-eng", "namespace": "default"},
+                             "action": "OpenQueue", "target": {"kind": "Queue", "name": "eng"}})
+        await eventually(lambda: _state(client, "dev", QueueState.OPEN))

@@ -21,8 +21,9 @@ Unknown        Open               Closed/Closing        Unknown
 queues with Commands (``vcctl queue operate``) or by writing ``status.state`` (Open / Closed).
 The ``root`` (weight 1, not reclaimable) and ``default`` (weight 1, reclaimable) queues are
 created at start when missing (upstream's scheduler does this; here the queue controller does).
-Deviates: upstream's controller also patches ``spec.parent: root`` into every queue and closes
-children of a closed parent; pumice does not (yet).
+Children follow their parent (``spec.parent``): closed with it, reopened with it.
+Deviates: upstream's controller also patches ``spec.parent: root`` into every queue; pumice leaves
+``spec`` alone.
 
 Mirrors: volcano pkg/controllers/queue/queue_controller.go, queue_controller_action.go and
 state/{open,closing,closed,unknown}.go.
@@ -42,6 +43,7 @@ Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 QUEUE_INDEX = "volcano:queue"
+CLOSED_BY_PARENT = "volcano.sh/closed-by-parent"
 StateFn = Callable[[str, bool], str]
 
 
@@ -161,6 +163,7 @@ class QueueReconciler:
                     log.warning("queue %s: ignoring command %s with unknown action %r", req.name,
                                 cmd["metadata"]["name"], cmd.get("action"))
                 requeue = self._pending_command(req.name) is not None
+        action = await self._hierarchy(queue, action)
         pgs = [pg for pg in self.podgroups.by_index(QUEUE_INDEX, req.name)
                if not (pg.get("metadata") or {}).get("deletionTimestamp")]
         status = queue.get("status") or {}
@@ -173,6 +176,53 @@ class QueueReconciler:
             if "state" in diff and self.recorder is not None and action == Action.CLOSE_QUEUE:
                 self.recorder.event(queue, "Normal", str(Action.CLOSE_QUEUE), "Close queue succeed")
         return Result(requeue_after=0.001) if requeue else Result()
+
+
+    async def _hierarchy(self, queue: Obj, action: Action) -> Action:
+        """A child follows its parent: closed with it (annotated ``volcano.sh/closed-by-parent``),
+        reopened with it when that is why it was closed; a child of a closed parent cannot be
+        opened."""
+        parent_name = str((queue.get("spec") or {}).get("parent") or "")
+        if parent_name in ("", keys.ROOT_QUEUE):
+            return action
+        parent = self.queues.get(None, parent_name)
+        if parent is None:
+            return action
+        pstate = str((parent.get("status") or {}).get("state") or QueueState.OPEN)
+        cur = str((queue.get("status") or {}).get("state") or "")
+        closed = (QueueState.CLOSED, QueueState.CLOSING)
+        by_parent = (queue["metadata"].get("annotations") or {}).get(CLOSED_BY_PARENT) == "true"
+        name = queue["metadata"]["name"]
+        if pstate in closed:
+            if action == Action.OPEN_QUEUE:
+                log.warning("queue %s: cannot open it while its parent queue %s is %s", name, parent_name, pstate)
+                if self.recorder is not None:
+                    self.recorder.event(queue, "Warning", str(Action.OPEN_QUEUE),
+                                        f"Failed to open queue {name} because its parent queue {parent_name} is "
+                                        "closing or closed. Open the parent queue first.")
+                return Action.SYNC_QUEUE
+            if cur not in closed:
+                await self._annotate(name, "true")
+                return Action.CLOSE_QUEUE
+        elif pstate == QueueState.OPEN and cur in closed and by_parent and action == Action.SYNC_QUEUE:
+            await self._annotate(name, "false")
+            return Action.OPEN_QUEUE
+        return action
+
+    async def _annotate(self, name: str, value: str) -> None:
+        await self.client.patch(keys.QUEUE, name, {"metadata": {"annotations": {CLOSED_BY_PARENT: value}}})
+
+
+def children_of(queues: Any) -> Callable[[Obj], list[Any]]:
+    """Map a Queue event to Requests for its child queues (``spec.parent``)."""
+    from pumice.runtime.reconcile import Request
+
+    def fn(q: Obj) -> list[Any]:
+        name = (q.get("metadata") or {}).get("name")
+        return [Request("", c["metadata"]["name"]) for c in queues.list()
+                if (c.get("spec") or {}).get("parent") == name]
+
+    return fn
 
 
 async def ensure_default_queues(client: KubeClient) -> None:

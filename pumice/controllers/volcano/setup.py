@@ -22,6 +22,7 @@ from pumice.controllers.volcano.podgroup import PodGroupReconciler, ScaledToZero
 from pumice.controllers.volcano.queue import (
     QUEUE_INDEX,
     QueueReconciler,
+    children_of,
     command_target,
     ensure_default_queues,
     pg_queue_indexer,
@@ -84,6 +85,9 @@ def setup_controllers(mgr: Any, *, scheduler_names: tuple[str, ...] = (keys.DEFA
                  predicates=FuncPredicate(update=lambda o, n: _phase(o) != _phase(n) or (o.get("spec") or {}).get(
                      "queue") != (n.get("spec") or {}).get("queue") or bool(n["metadata"].get("deletionTimestamp"))))
         .watches(keys.COMMAND, _cmd_to_queue)
+        .watches(keys.QUEUE, children_of(queues),
+                 predicates=FuncPredicate(update=lambda o, n: (o.get("status") or {}).get("state") != (
+                     n.get("status") or {}).get("state")))
         .complete(QueueReconciler(mgr.client, queues, pg_inf.lister, commands, recorder)))
 
     def volcano_pod_without_group(pod: Obj) -> bool:
