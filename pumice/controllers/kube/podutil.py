@@ -15,9 +15,20 @@ import math
 from collections import Counter
 from typing import Any
 
+import msgspec
+
 from pumice._util.clock import parse_rfc3339
 
 Obj = dict[str, Any]
+
+_ENC = msgspec.json.Encoder()
+_DEC = msgspec.json.Decoder()
+
+
+def clone(obj: Any) -> Any:
+    """A deep copy of a JSON value (via msgspec, several times faster than copy.deepcopy)."""
+    return _DEC.decode(_ENC.encode(obj))
+
 
 # pkg/util/rand SafeEncodeString alphabet (no vowels, no confusable characters).
 _SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -160,7 +171,7 @@ def pod_from_template(template: Obj, *, namespace: str, generate_name: str, owne
         meta["annotations"] = dict(md["annotations"])
     if md.get("finalizers"):
         meta["finalizers"] = list(md["finalizers"])
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": copy.deepcopy(template.get("spec") or {})}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": clone(template.get("spec") or {})}
 
 
 def controller_ref(owner: Obj) -> Obj:

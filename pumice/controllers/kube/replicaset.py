@@ -19,7 +19,6 @@ getPodsToDelete, slowStartBatch) and replica_set_utils.go (calculateStatus).
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 from typing import Any
 
@@ -58,8 +57,12 @@ def orphan_indexer(obj: Obj) -> list[str]:
 
 def selector_matches(selector: Obj | None, labels: dict[str, str]) -> bool:
     """A metav1.LabelSelector; an empty or missing selector matches nothing (as for workloads)."""
-    if not selector or not (selector.get("matchLabels") or selector.get("matchExpressions")):
+    if not selector:
         return False
+    match_labels = selector.get("matchLabels")
+    exprs = selector.get("matchExpressions")
+    if not exprs:
+        return bool(match_labels) and all(labels.get(k) == v for k, v in (match_labels or {}).items())
     return matches_labels(labels, selector)
 
 
@@ -236,7 +239,7 @@ class ReplicaSetReconciler:
         min_ready = int(spec.get("minReadySeconds") or 0)
         now = self.clock.now()
         tmpl_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
-        status = copy.deepcopy(rs.get("status") or {})
+        status = dict(rs.get("status") or {})
         labeled = sum(1 for p in active
                       if all(((p.get("metadata") or {}).get("labels") or {}).get(k) == v for k, v in tmpl_labels.items()))
         status.update({
@@ -261,8 +264,7 @@ class ReplicaSetReconciler:
             await self.manage_replicas(rs, active)
         status, wait = self.calculate_status(rs, active)
         if status != (rs.get("status") or {}):
-            new = copy.deepcopy(rs)
-            new["status"] = status
+            new = {**rs, "status": status}
             try:
                 await self.client.update_status(new)
             except ApiError as e:

@@ -12,6 +12,7 @@ scoring only).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from pumice.api.quantity import milli_value, value
@@ -29,8 +30,17 @@ DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
 
 def quantity_units(resource: str, q: str | int | float) -> int:
-    """One resource quantity in pumice's integer units (millicores for cpu, else ``Value()``)."""
-    return milli_value(q) if resource == CPU else value(q)
+    """One resource quantity in pumice's integer units (millicores for cpu, else ``Value()``).
+
+    Raises:
+        QuantityError: ``q`` is not a quantity.
+    """
+    return _units(resource == CPU, q)
+
+
+@lru_cache(maxsize=4096)
+def _units(milli: bool, q: str | int | float) -> int:
+    return milli_value(q) if milli else value(q)
 
 
 def _add(into: dict[str, int], other: Mapping[str, int]) -> None:
