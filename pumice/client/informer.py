@@ -62,6 +62,7 @@ __all__ = [
     "label_indexer",
     "matches_labels",
     "object_key",
+    "selector_matcher",
 ]
 
 NAMESPACE_INDEX = "namespace"
@@ -146,14 +147,30 @@ def matches_labels(labels: Mapping[str, str], selector: Mapping[str, Any] | None
     Raises:
         ValueError: on an unknown matchExpressions operator.
     """
+    return selector_matcher(selector)(labels)
+
+
+def selector_matcher(selector: Mapping[str, Any] | None) -> Callable[[Mapping[str, str]], bool]:
+    """Compile ``selector`` (as in :func:`matches_labels`) once into a ``labels -> bool`` test.
+
+    Raises:
+        ValueError: on an unknown matchExpressions operator (when the matcher is used).
+    """
     if not selector:
-        return True
+        return lambda labels: True
     if _is_label_selector(selector):
-        for k, v in (selector.get("matchLabels") or {}).items():
+        pairs = list((selector.get("matchLabels") or {}).items())
+        exprs = list(selector.get("matchExpressions") or [])
+    else:
+        pairs, exprs = list(selector.items()), []
+
+    def match(labels: Mapping[str, str]) -> bool:
+        for k, v in pairs:
             if labels.get(k) != v:
                 return False
-        return all(_match_expression(labels, e) for e in selector.get("matchExpressions") or [])
-    return all(labels.get(k) == v for k, v in selector.items())
+        return all(_match_expression(labels, e) for e in exprs)
+
+    return match
 
 
 class Store:
@@ -207,10 +224,11 @@ class Store:
         keys = sorted(self._items if candidates is None else candidates)
         if not label_selector:
             return [self._items[k] for k in keys]
+        match = selector_matcher(label_selector)
         out = []
         for k in keys:
             obj = self._items[k]
-            if matches_labels((obj.get("metadata") or {}).get("labels") or {}, label_selector):
+            if match((obj.get("metadata") or {}).get("labels") or {}):
                 out.append(obj)
         return out
 
