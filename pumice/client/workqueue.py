@@ -310,6 +310,8 @@ class RateLimitingQueue(Generic[T]):
         started = self._started_at.pop(item, None)
         if started is not None:
             self._work_duration.observe(max(0.0, self._clock.monotonic() - started))
+        if item not in self._processing:
+            return  # a stray or repeated done(): never queue an item twice
         self._processing.discard(item)
         if item in self._dirty:
             self._queue.append(item)

@@ -243,3 +243,14 @@ async def test_unfinished_work_metrics_follow_items_in_process() -> None:
     q.done(b)
     assert q.unfinished_work_seconds() == 0.0
     q.shutdown()
+
+
+async def test_a_repeated_done_does_not_queue_an_item_twice() -> None:
+    q: RateLimitingQueue[str] = RateLimitingQueue("double-done", clock=LoopClock())
+    q.add("a")
+    item = await q.get()
+    q.add("a")
+    q.done(item)
+    q.done(item)
+    assert len(q) == 1
+    q.shutdown()
