@@ -1,0 +1,282 @@
+"""Framework rules: configuration loading, tier combination of verdicts, Statement, Resource."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from pumice.cli.volcano import command
+from pumice.scheduler.volcano import default_conf, load_conf
+from pumice.scheduler.volcano.api.job_info import JobInfo
+from pumice.scheduler.volcano.api.queue_info import ClusterInfo
+from pumice.scheduler.volcano.api.resource import MIN_RESOURCE, Dimension, Resource, exceeded_part
+from pumice.scheduler.volcano.api.task_info import TaskInfo
+from pumice.scheduler.volcano.api.types import TaskStatus, Vote
+from pumice.scheduler.volcano.cache.snapshot import build_snapshot
+from pumice.scheduler.volcano.conf import (
+    ConfigError,
+    PluginOption,
+    SchedulerConfiguration,
+    Tier,
+    build_conf,
+    parse_conf,
+)
+from pumice.scheduler.volcano.framework import POINTS, RecordingCache, Session, Statement, open_session
+from pumice.scheduler.volcano.plugins import PLUGINS
+from pumice.testing.paths import shared_dir
+from pumice.testing.volcano import node, pod, podgroup, queue, write_manifests
+
+SAMPLES = shared_dir() / "samples" / "volcano"
+CONFIGS = [
+    "scheduler-builtin-default.conf",
+    "installer/helm/chart/volcano/config/volcano-scheduler.conf",
+    "installer/helm/chart/volcano/config/volcano-scheduler-ci.conf",
+    "installer/volcano-scheduler-configmap.yaml",
+    "docs-user-guide/capacity-scheduler-configmap.yaml",
+    "docs-user-guide/capacity-hierarchy-scheduler-configmap.yaml",
+]
+
+
+# ----- configuration ---------------------------------------------------------------------------
+@pytest.mark.parametrize("rel", CONFIGS)
+def test_upstream_sample_configurations_load_unchanged(rel: str) -> None:
+    conf = load_conf(str(SAMPLES / rel))
+    assert conf.actions[0] == "enqueue"
+    assert conf.tiers and all(t.plugins for t in conf.tiers)
+
+
+def test_helm_config_keeps_explicit_switches_and_turns_unset_ones_on() -> None:
+    conf = load_conf(str(SAMPLES / "installer/helm/chart/volcano/config/volcano-scheduler.conf"))
+    gang = conf.tiers[0].plugins[1]
+    assert gang.name == "gang"
+    assert gang.enabled("enablePreemptable") is False
+    assert gang.enabled("enableJobReady") is True
+    assert gang.enabled("enableHierarchy") is False
+
+
+def test_builtin_default_matches_the_sample_copy() -> None:
+    assert default_conf() == load_conf(str(SAMPLES / "scheduler-builtin-default.conf"))
+
+
+def test_unknown_action_lists_the_known_actions() -> None:
+    with pytest.raises(ConfigError) as e:
+        parse_conf('actions: "enqueue, allocat"\ntiers: []\n', source="x.conf")
+    assert str(e.value) == (
+        "x.conf: actions: unknown action 'allocat'; known actions: allocate, backfill, enqueue, preempt, reclaim, shuffle"
+    )
+
+
+def test_unknown_switch_and_bad_argument_types_are_errors() -> None:
+    with pytest.raises(ConfigError, match="unknown field 'enableJobOdrer'"):
+        parse_conf('actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n    enableJobOdrer: true\n')
+    with pytest.raises(ConfigError, match=r"overcommit-factor: expected a number"):
+        parse_conf('actions: "allocate"\ntiers:\n- plugins:\n  - name: overcommit\n    arguments: {overcommit-factor: lots}\n')
+    with pytest.raises(ConfigError, match="duplicate plugin 'gang'"):
+        parse_conf('actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: gang\n')
+
+
+def test_registry_refuses_a_duplicate_plugin_name() -> None:
+    with pytest.raises(ValueError, match="duplicate plugin name 'gang'"):
+        PLUGINS.register("gang", PLUGINS["gang"])
+
+
+def test_every_extension_point_declares_a_combine_rule() -> None:
+    assert {p.name for p in POINTS.values()} >= {"jobOrder", "predicate", "preemptable", "jobPipelined", "jobStarving", "overused"}
+    assert all(p.combine is not None for p in POINTS.values())
+
+
+# ----- tier combination ------------------------------------------------------------------------
+class _Fake:
+    """A plugin that registers the given callbacks."""
+
+    def __init__(self, name: str, fns: Mapping[str, Callable[..., Any]]) -> None:
+        self.name = name
+        self.fns = fns
+
+    def on_session_open(self, ssn: Session) -> None:
+        for point, fn in self.fns.items():
+            ssn.add_fn(point, self.name, fn)
+
+    def on_session_close(self, ssn: Session) -> None:
+        pass
+
+
+def _session(tiers: list[list[tuple[str, Mapping[str, Callable[..., Any]], dict[str, bool]]]]) -> Session:
+    conf = SchedulerConfiguration((), tuple(Tier(tuple(PluginOption(n, sw) for n, _f, sw in t)) for t in tiers))
+    ssn = Session(ClusterInfo(), conf, RecordingCache())
+    for t in tiers:
+        for name, fns, _sw in t:
+            p = _Fake(name, fns)
+            ssn.plugins[name] = p
+            p.on_session_open(ssn)
+    return ssn
+
+
+JOB = JobInfo(uid="ns/j", name="j", namespace="ns")
+ON = {"enableJobPipelined": True, "enableJobStarving": True, "enablePreemptable": True, "enabledOverused": True}
+
+
+def test_vote_reject_anywhere_wins_and_permit_ends_the_walk() -> None:
+    ssn = _session([[("a", {"jobPipelined": lambda j: Vote.PERMIT}, ON), ("b", {"jobPipelined": lambda j: Vote.REJECT}, ON)]])
+    assert ssn.job_pipelined(JOB) is False
+    ssn = _session([[("a", {"jobPipelined": lambda j: Vote.PERMIT}, ON)], [("b", {"jobPipelined": lambda j: Vote.REJECT}, ON)]])
+    assert ssn.job_pipelined(JOB) is True
+    ssn = _session([[("a", {"jobPipelined": lambda j: Vote.ABSTAIN}, ON)], [("b", {"jobPipelined": lambda j: Vote.REJECT}, ON)]])
+    assert ssn.job_pipelined(JOB) is False
+    ssn = _session([[("a", {"jobPipelined": lambda j: Vote.ABSTAIN}, ON)]])
+    assert ssn.job_pipelined(JOB) is True
+
+
+def test_switched_off_plugin_does_not_vote() -> None:
+    ssn = _session([[("a", {"jobPipelined": lambda j: Vote.REJECT}, {"enableJobPipelined": False})]])
+    assert ssn.job_pipelined(JOB) is True
+
+
+def test_job_starving_is_false_without_functions_and_and_within_first_tier() -> None:
+    assert _session([]).job_starving(JOB) is False
+    ssn = _session([[("a", {"jobStarving": lambda j: True}, ON), ("b", {"jobStarving": lambda j: False}, ON)]])
+    assert ssn.job_starving(JOB) is False
+    ssn = _session([[("a", {"jobStarving": lambda j: True}, ON)], [("b", {"jobStarving": lambda j: False}, ON)]])
+    assert ssn.job_starving(JOB) is True
+
+
+def _t(uid: str) -> TaskInfo:
+    return TaskInfo(uid=uid, name=uid, namespace="ns", job="ns/j", role="", resreq=Resource(), status=TaskStatus.Running)
+
+
+def test_victims_intersect_within_a_tier_and_first_deciding_tier_wins() -> None:
+    a, b, c = _t("a"), _t("b"), _t("c")
+    ssn = _session([[("p1", {"preemptable": lambda p, ts: ([a, b], Vote.PERMIT)}, ON), ("p2", {"preemptable": lambda p, ts: ([b, c], Vote.PERMIT)}, ON)],
+                    [("p3", {"preemptable": lambda p, ts: ([c], Vote.PERMIT)}, ON)]])
+    assert [v.uid for v in ssn.preemptable(a, [a, b, c])] == ["b"]
+    ssn = _session([[("p1", {"preemptable": lambda p, ts: ([], Vote.PERMIT)}, ON)], [("p3", {"preemptable": lambda p, ts: ([c], Vote.PERMIT)}, ON)]])
+    assert [v.uid for v in ssn.preemptable(a, [a, b, c])] == ["c"]
+    ssn = _session([[("p1", {"preemptable": lambda p, ts: ([a], Vote.ABSTAIN)}, ON)]])
+    assert ssn.preemptable(a, [a, b, c]) == []
+
+
+def test_overused_is_or_and_job_order_falls_back_to_creation_then_uid() -> None:
+    from pumice.scheduler.volcano.api.queue_info import QueueInfo
+
+    ssn = _session([[("a", {"overused": lambda q: False}, ON), ("b", {"overused": lambda q: True}, ON)]])
+    assert ssn.overused(QueueInfo("q", "q")) is True
+    j1 = JobInfo(uid="ns/b", name="b", namespace="ns", creation=5)
+    j2 = JobInfo(uid="ns/a", name="a", namespace="ns", creation=5)
+    j3 = JobInfo(uid="ns/c", name="c", namespace="ns", creation=1)
+    assert ssn.job_order_fn(j2, j1) and ssn.job_order_fn(j3, j2)
+
+
+def test_task_order_uses_the_pod_index_of_names_with_three_parts() -> None:
+    ssn = _session([])
+    t10 = TaskInfo(uid="z", name="job-w-10", namespace="ns", job="", role="", resreq=Resource(), status=TaskStatus.Pending)
+    t9 = TaskInfo(uid="a", name="job-w-9", namespace="ns", job="", role="", resreq=Resource(), status=TaskStatus.Pending)
+    assert ssn.task_order_fn(t9, t10)
+
+
+# ----- statement -------------------------------------------------------------------------------
+def test_statement_discard_undoes_allocations_in_reverse_and_commit_binds() -> None:
+    objs = [node("n1", "2,4Gi,pods=10"), queue("c1"), podgroup("pg1", min_member=2)]
+    objs += [pod("p1", group="pg1", requests="1,1Gi"), pod("p2", group="pg1", requests="1,1Gi")]
+    rec = RecordingCache()
+    ssn = open_session(build_snapshot(objs), build_conf(["allocate"], [["gang"]]), rec)
+    job, n1 = ssn.jobs["c1/pg1"], ssn.nodes["n1"]
+    before = n1.idle
+    stmt = Statement(ssn)
+    for t in list(job.tasks.values()):
+        stmt.allocate(t, n1)
+    assert n1.idle.milli_cpu == 0 and job.count(TaskStatus.Allocated) == 2
+    stmt.discard()
+    assert n1.idle == before and job.count(TaskStatus.Pending) == 2 and rec.binds == {}
+    stmt = Statement(ssn)
+    for t in list(job.tasks.values()):
+        stmt.allocate(t, n1)
+    stmt.commit()
+    assert rec.binds == {"c1/p1": "n1", "c1/p2": "n1"} and job.count(TaskStatus.Binding) == 2
+
+
+# ----- resource ------------------------------------------------------------------------------
+def test_every_pod_request_carries_one_pods_slot_and_1g_differs_from_1gi() -> None:
+    t = TaskInfo.from_pod(pod("p", requests="1,1G"))
+    assert t.resreq.get("pods") == 1 and t.resreq.memory == 1e9
+    assert TaskInfo.from_pod(pod("q", requests="1,1Gi")).resreq.memory == 2**30
+
+
+def test_init_containers_take_the_max_and_sidecars_add() -> None:
+    t = TaskInfo.from_pod(pod("p", requests="1,1Gi", init_requests="3,512Mi"))
+    assert (t.resreq.milli_cpu, t.resreq.memory) == (3000, 2**30)
+
+
+def test_less_equal_tolerates_epsilon_and_missing_dimension_semantics() -> None:
+    a = Resource(1000.05, 10, {"nvidia.com/gpu": 1000})
+    b = Resource(1000, 10)
+    assert not a.less_equal(b, Dimension.ZERO)
+    assert a.less_equal(b, Dimension.INFINITY)
+    assert Resource(1000.05, 10).less_equal(b, Dimension.ZERO)
+    assert not Resource(1000.2, 10).less_equal(b, Dimension.ZERO)
+    assert not b.less_equal(a, Dimension.INFINITY)  # upstream quirk: b lacks a's scalar
+    assert MIN_RESOURCE == 0.1
+
+
+def test_request_dimension_check_is_strict_and_ignores_pods() -> None:
+    used = Resource(1000.05, 0, {"pods": 99})
+    cap = Resource(1000, 0, {"pods": 1})
+    req = Resource(1, 0, {"pods": 1})
+    ok, names = used.less_equal_in_request_dims(cap, req)
+    assert not ok and names == ["cpu"]
+    assert Resource(1000, 0, {"pods": 99}).less_equal_in_request_dims(cap, req) == (True, [])
+
+
+def test_exceeded_part_and_is_empty() -> None:
+    assert exceeded_part(Resource(3000, 5, {"x": 1}), Resource(1000, 10)) == Resource(2000, 0, {"x": 1})
+    assert Resource(0, 0, {"pods": 1}).is_empty()
+
+
+def test_resource_is_immutable() -> None:
+    r = Resource(1, 2)
+    with pytest.raises(AttributeError):
+        r.milli_cpu = 5  # type: ignore[misc]
+
+
+# ----- CLI errors ------------------------------------------------------------------------------
+def test_cli_bad_quantity_names_file_object_and_field(tmp_path: Path) -> None:
+    d = tmp_path / "m"
+    bad = pod("p1", group="pg1", requests={"cpu": "lots"})
+    write_manifests(d, [node("n1"), queue("c1"), podgroup("pg1"), bad])
+    res = CliRunner().invoke(command, ["session", "-f", str(d)])
+    assert res.exit_code == 2
+    line = res.output.strip().splitlines()[-1]
+    assert "objects.yaml" in line and "Pod c1/p1" in line and "resources" in line and "'cpu'" in line
+
+
+def test_cli_missing_name_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "x.yaml").write_text("kind: Pod\nmetadata: {}\n")
+    res = CliRunner().invoke(command, ["session", "-f", str(tmp_path)])
+    assert res.exit_code == 2 and "x.yaml: Pod (document 0): field 'metadata.name': missing" in res.output
+
+
+def test_cli_defaults_uid_and_orders_by_file_position(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(
+        "\n---\n".join(
+            [
+                "kind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '1', memory: 1Gi, pods: '10'}}",
+                "kind: Queue\nmetadata: {name: default}\nspec: {weight: 1}",
+                "kind: PodGroup\nmetadata: {name: zz, namespace: ns}\nspec: {minMember: 1}\nstatus: {phase: Inqueue}",
+                "kind: PodGroup\nmetadata: {name: aa, namespace: ns}\nspec: {minMember: 1}\nstatus: {phase: Inqueue}",
+                "kind: Pod\nmetadata: {name: pz, namespace: ns, annotations: {scheduling.k8s.io/group-name: zz}}\n"
+                "spec: {schedulerName: volcano, containers: [{name: c, resources: {requests: {cpu: '1'}}}]}",
+                "kind: Pod\nmetadata: {name: pa, namespace: ns, annotations: {scheduling.k8s.io/group-name: aa}}\n"
+                "spec: {schedulerName: volcano, containers: [{name: c, resources: {requests: {cpu: '1'}}}]}",
+            ]
+        )
+    )
+    res = CliRunner().invoke(command, ["session", "-f", str(tmp_path), "--explain"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["binds"] == {"ns/pz": "n1"}
+    assert out["podGroups"]["ns/aa"]["conditions"][0]["reason"] == "NotEnoughResources"
+    assert out["pods"]["ns/pa"]["reason"] == "Unschedulable"
