@@ -299,3 +299,27 @@ async def test_a_field_selected_informer_sees_objects_enter_and_leave_its_select
     await eventually(lambda: on_n1.store.keys() == ["default/on-n1", "default/pending"])
     await eventually(lambda: unassigned.store.keys() == [])
     await factory.stop()
+
+
+@pytest.mark.looptime
+async def test_watches_that_end_at_once_are_reopened_at_a_bounded_rate(fake: FakeClient) -> None:
+    opened: list[float] = []
+
+    class ClosingAtOnce:
+        scheme = fake.scheme
+
+        async def list(self, *a: Any, **kw: Any) -> Any:
+            return await fake.list(*a, **kw)
+
+        async def watch(self, *a: Any, **kw: Any) -> Any:
+            opened.append(asyncio.get_running_loop().time())
+            return
+            yield
+
+    factory = SharedInformerFactory(ClosingAtOnce())  # type: ignore[arg-type]
+    factory.informer(CONFIGMAP)
+    await factory.start()
+    await factory.wait_for_cache_sync()
+    await asyncio.sleep(10)
+    await factory.stop()
+    assert 10 <= len(opened) <= 14, len(opened)
