@@ -55,7 +55,7 @@ def setup(mgr: Any, **options: Any) -> None:
     """Register the queue, podgroup and vcjob controllers on ``mgr``.
 
     Options: ``scheduler_names`` (tuple, default ``("volcano",)``), ``create_default_queue``
-    (default True).
+    (default True), ``workers`` (concurrent job/podgroup reconciles, default 4).
     """
     from pumice.controllers.volcano.setup import setup_controllers
 

@@ -69,8 +69,15 @@ def _job_changed(old: Obj, new: Obj) -> bool:
 
 
 def setup_controllers(mgr: Any, *, scheduler_names: tuple[str, ...] = (keys.DEFAULT_SCHEDULER_NAME,),
-                      create_default_queue: bool = True) -> None:
-    """Register the Volcano controllers (see module docstring) on ``mgr``."""
+                      create_default_queue: bool = True, workers: int = 4) -> None:
+    """Register the Volcano controllers (see module docstring) on ``mgr``.
+
+    Args:
+        scheduler_names: Pods with one of these schedulerNames get PodGroups.
+        create_default_queue: create ``root`` and ``default`` at start when missing.
+        workers: concurrent reconciles of the job and podgroup controllers (a Job or Pod is never
+            reconciled by two workers at once).
+    """
     informers = mgr.informers
     pg_inf = informers.informer(keys.PODGROUP)
     pg_inf.add_indexer(QUEUE_INDEX, pg_queue_indexer)
@@ -100,6 +107,7 @@ def setup_controllers(mgr: Any, *, scheduler_names: tuple[str, ...] = (keys.DEFA
         .for_(keys.POD, predicates=FuncPredicate(create=volcano_pod_without_group,
                                                  update=lambda o, n: volcano_pod_without_group(n),
                                                  delete=lambda o: False))
+        .with_options(max_concurrent_reconciles=workers)
         .complete(PodGroupReconciler(mgr.client, pods, pg_inf.lister, scheduler_names, owners)))
     (mgr.controller("volcano-podgroup-scale")
         .for_(keys.REPLICASET)
@@ -111,6 +119,7 @@ def setup_controllers(mgr: Any, *, scheduler_names: tuple[str, ...] = (keys.DEFA
         .owns(keys.POD)
         .watches(keys.PODGROUP, _pg_to_job, predicates=FuncPredicate(update=lambda o, n: _phase(o) != _phase(n)))
         .watches(keys.COMMAND, _cmd_to_job)
+        .with_options(max_concurrent_reconciles=workers)
         .complete(JobReconciler(mgr.client, pods=pods, podgroups=pg_inf.lister, queues=queues, commands=commands,
                                 priorityclasses=pcs, clock=mgr.clock, recorder=recorder)))
 
