@@ -242,3 +242,29 @@ async def test_pumice_explain_cli_against_the_http_server(srv: Any) -> None:
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err_b = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 1 and "not found" in err_b.decode()
+
+
+async def test_every_example_manifest_of_a_served_kind_applies(srv: Any) -> None:
+    """Each file under example/ (but invalid_jobs) in a namespace of its own: it applies, unless its
+    apiVersion is not served (the kubecon PriorityClasses are scheduling.k8s.io/v1beta1)."""
+    import yaml
+
+    code, out, err = await kubectl(srv.kubeconfig, "api-versions")
+    assert code == 0, err
+    served = set(out.split())
+    files = sorted(p for p in EXAMPLES.rglob("*.yaml") if "invalid_jobs" not in p.parts)
+    files.sort(key=lambda p: "queue" not in p.name)  # queues before the jobs that use them
+    applied, skipped = [], []
+    for i, f in enumerate(files):
+        docs = [d for d in yaml.safe_load_all(f.read_text()) if d]
+        if not all(d.get("apiVersion") in served for d in docs):
+            skipped.append(f.name)
+            continue
+        ns = f"ex{i}"
+        await srv.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        validate = ["--validate=false"] if f.name == "elastic-job.yaml" else []  # see the typo test
+        code, _out, err = await kubectl(srv.kubeconfig, "apply", "-n", ns, *validate, "-f", str(f))
+        assert code == 0, (str(f), err)
+        applied.append(str(f.relative_to(EXAMPLES)))
+    assert skipped == ["high-priority.yaml", "normal-priority.yaml"], skipped
+    assert len(applied) == len(files) - 2
