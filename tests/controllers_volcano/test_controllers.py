@@ -382,3 +382,51 @@ async def test_children_close_and_reopen_with_their_parent(client: FakeClient) -
                              "metadata": {"name": "open-eng", "namespace": "default"},
                              "action": "OpenQueue", "target": {"kind": "Queue", "name": "eng"}})
         await eventually(lambda: _state(client, "dev", QueueState.OPEN))
+
+
+def _sample_job(path: str) -> dict:
+    import yaml
+
+    from pumice.testing.paths import shared_dir
+
+    job = yaml.safe_load((shared_dir() / "samples" / "volcano" / "example" / path).read_text())
+    job["metadata"]["namespace"] = "default"
+    mutate_job(job)
+    return job
+
+
+async def test_ray_plugin_sample_gets_ray_start_commands_and_the_head_service(client: FakeClient) -> None:
+    async with running(client):
+        await eventually(lambda: _state(client, "default", QueueState.OPEN))
+        job = await client.create(_sample_job("integrations/ray/ray-example.yaml"))
+        pg_name = f"ray-cluster-job-{job['metadata']['uid']}"
+        await eventually(lambda: _get(client, keys.PODGROUP, pg_name))
+        svc = await eventually(lambda: _get(client, keys.SERVICE, "ray-cluster-job-head-svc"))
+        assert [p["port"] for p in svc["spec"]["ports"]] == [6379, 8265, 10001]
+        assert svc["spec"]["selector"]["volcano.sh/task-spec"] == "head"
+        assert await eventually(lambda: _get(client, keys.SERVICE, "ray-cluster-job"))  # svc plugin, added by admission
+        await set_phase(client, keys.PODGROUP, pg_name, "Inqueue")
+        pods = {p["metadata"]["name"]: p for p in await eventually(lambda: _n_pods(client, 3))}
+        head = pods["ray-cluster-job-head-0"]["spec"]["containers"][0]
+        assert head["command"][:2] == ["sh", "-c"] and head["command"][2].startswith("ray start --head --block")
+        assert {p["containerPort"] for p in head["ports"]} == {6379, 8265, 10001}
+        worker = pods["ray-cluster-job-worker-1"]["spec"]["containers"][0]
+        assert worker["command"][2] == "ray start --block --address=ray-cluster-job-head-0.ray-cluster-job:6379"
+
+
+async def test_job_plugin_sample_honours_plugin_arguments(client: FakeClient) -> None:
+    async with running(client):
+        await eventually(lambda: _state(client, "default", QueueState.OPEN))
+        job = await client.create(_sample_job("job-plugin.yaml"))
+        pg_name = f"test-job-plugin-{job['metadata']['uid']}"
+        await eventually(lambda: _get(client, keys.PODGROUP, pg_name))
+        await eventually(lambda: _get(client, keys.NETWORKPOLICY, "test-job-plugin"))  # --disable-network-policy=false
+        await set_phase(client, keys.PODGROUP, pg_name, "Inqueue")
+        pods = await eventually(lambda: _n_pods(client, 3))
+        spec = pods[0]["spec"]
+        mounts = {m["mountPath"]: m for m in spec["containers"][0]["volumeMounts"]}
+        assert "/home/user/.ssh" in mounts  # --ssh-key-file-path
+        ssh_volume = next(v for v in spec["volumes"] if v["name"] == "test-job-plugin-ssh")
+        assert ssh_volume["secret"]["defaultMode"] == 0o644  # not /root/.ssh
+        env = {e["name"] for e in spec["containers"][0]["env"]}
+        assert {"VC_TASK_INDEX", "VK_TASK_INDEX", "VC_DEFAULT_NGINX_HOSTS", "VC_DEFAULT_NGINX_NUM"} <= env
