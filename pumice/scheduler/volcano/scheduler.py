@@ -92,8 +92,10 @@ class Scheduler:
         self.reload_conf_if_changed()
         t0 = self.clock.monotonic()
         snap = self.cache.snapshot()
-        ssn = open_session(snap, self.conf, self.cache, uid=None, seed=self.cycles)
+        ssn = open_session(snap, self.conf, self.cache, uid=None, seed=self.cycles, timer=self.clock.monotonic)
         metrics.open_session_duration.observe((self.clock.monotonic() - t0) * 1000)
+        for name, secs in ssn.plugin_open_seconds.items():
+            metrics.plugin_scheduling_latency.labels(plugin=name, OnSession="OnSessionOpen").observe(secs * 1000)
         self._run_actions(ssn)
         res = ssn.close()
         self.cache.write_close(res)

@@ -35,6 +35,8 @@ class Action:
         jobs: dict[str, PriorityQueue[JobInfo]] = {}
         seen: set[str] = set()
         for job in ssn.jobs.values():
+            if not _has_best_effort(job):
+                continue  # nothing to pick; skipping it changes no order
             if job.is_pending() or ssn.job_valid(job) is not None:
                 continue
             q = ssn.queues.get(job.queue)
@@ -80,3 +82,9 @@ class Action:
                 ssn.allocate(task, node)
             except Exception:
                 continue
+
+
+def _has_best_effort(job: JobInfo) -> bool:
+    if job.pending_best_effort:
+        return True
+    return any(t.best_effort for t in job.task_status_index.get(TaskStatus.Pipelined, {}).values())

@@ -130,6 +130,7 @@ class Session:
         self.batch_predicates: dict[str, Callable[[TaskInfo], tuple[np.ndarray, Any]]] = {}
         self.batch_scores: dict[str, Callable[[TaskInfo, np.ndarray], np.ndarray]] = {}
         self.queue_metrics: dict[str, dict[str, Any]] = {}
+        self.plugin_open_seconds: dict[str, float] = {}
 
     # ----- registration -------------------------------------------------------------------
     def add_fn(self, point: str, plugin: str, fn: Callable[..., Any]) -> None:
@@ -564,7 +565,9 @@ class Session:
 def job_status(ssn: Session, job: JobInfo) -> Obj:
     """The PodGroup status after this session (phase, running/failed/succeeded, conditions)."""
     pg = job.pod_group or {}
-    st = copy.deepcopy(pg.get("status") or {})
+    st = dict(pg.get("status") or {})
+    if "conditions" in st:
+        st["conditions"] = [dict(c) for c in st["conditions"] or []]
     unschedulable = any(
         c.get("type") == POD_GROUP_UNSCHEDULABLE and c.get("status") == "True" and c.get("transitionID") == ssn.uid
         for c in st.get("conditions") or []
@@ -608,8 +611,12 @@ def open_session(
     uid: str | None = None,
     vectorize: bool = True,
     seed: int = 0,
+    timer: Callable[[], float] | None = None,
 ) -> Session:
     """Build the session and let every configured plugin register its callbacks.
+
+    ``timer`` (seconds, monotonic) times each plugin's ``on_session_open`` into
+    ``ssn.plugin_open_seconds``.
 
     Raises:
         KeyError: a plugin name that is not registered (load_conf rejects these earlier).
@@ -621,7 +628,10 @@ def open_session(
         for opt in tier.plugins:
             plugin = PLUGINS[opt.name](opt.arguments)
             ssn.plugins[opt.name] = plugin
+            t0 = timer() if timer is not None else 0.0
             plugin.on_session_open(ssn)
+            if timer is not None:
+                ssn.plugin_open_seconds[opt.name] = timer() - t0
     return ssn
 
 
