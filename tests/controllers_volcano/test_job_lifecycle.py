@@ -239,3 +239,17 @@ def _scheme() -> Any:
 
     return volcano_scheme()
 
+
+
+async def test_restarting_containers_past_max_retry_raise_task_failed() -> None:
+    client = FakeClient(_scheme())
+    w = World(client)
+    async with running_controllers(client):
+        t = task("t", 1, maxRetry=2, policies=[{"event": "TaskFailed", "action": "TerminateJob"}])
+        await w.start(vcjob(tasks=[t]))
+        await eventually(lambda: w.n_pods(1))
+        await w.set_pod("j1-t-0", "Running", containerStatuses=[{"name": "c", "restartCount": 0}])
+        await eventually(lambda: w.phase_is(JobPhase.RUNNING))
+        await w.set_pod("j1-t-0", "Running", containerStatuses=[{"name": "c", "restartCount": 1}])
+        await w.set_pod("j1-t-0", "Running", containerStatuses=[{"name": "c", "restartCount": 2}])
+        await eventually(lambda: w.phase_is(JobPhase.TERMINATED))

@@ -4,9 +4,9 @@ One reconcile of a Job:
 
 1. reads the Job and its PodGroup fresh from the API, its Pods from the cache;
 2. derives the job events upstream's informer handlers would have sent, by comparing the Pods
-   (uid, phase) and the PodGroup phase with what this controller saw last time (kept in memory,
-   as upstream keeps its job cache): PodPending, PodRunning, PodFailed (+ exit code),
-   TaskCompleted, PodEvicted (a Pod that vanished without this controller deleting it),
+   (uid, phase, restart count) and the PodGroup phase with what this controller saw last time (kept
+   in memory, as upstream keeps its job cache): PodPending, PodRunning, PodFailed (+ exit code),
+   TaskCompleted, TaskFailed (the task's live Pods restarted maxRetry times), PodEvicted (a Pod that vanished without this controller deleting it),
    Unknown (PodGroup phase became Unknown), OutOfSync; plus a pending ``bus.volcano.sh`` Command
    aimed at the Job (which is deleted and wins);
 3. resolves the action from the task-level then job-level ``policies`` (first match; ``*``;
@@ -80,7 +80,7 @@ class Delayed:
 
 @dataclass
 class _Memory:
-    pods: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (uid, phase)
+    pods: dict[str, tuple[str, str, int]] = field(default_factory=dict)  # name -> (uid, phase, restarts)
     killed: set[str] = field(default_factory=set)  # pod uids this controller deleted
     pg_phase: str = ""
     delayed: dict[str, Delayed] = field(default_factory=dict)  # pod name -> delayed action
@@ -190,6 +190,12 @@ def _ann(obj: Obj) -> dict[str, str]:
     return (obj.get("metadata") or {}).get("annotations") or {}
 
 
+def _restarts(pod: Obj) -> int:
+    st = pod.get("status") or {}
+    return sum(int(cs.get("restartCount") or 0)
+               for cs in [*(st.get("initContainerStatuses") or []), *(st.get("containerStatuses") or [])])
+
+
 def _exit_code(pod: Obj) -> int:
     cs = (pod.get("status") or {}).get("containerStatuses") or []
     if cs:
@@ -276,6 +282,19 @@ class JobReconciler:
                 t = _ann(p).get(keys.TASK_SPEC_KEY, "")
                 by_task_succeeded[t] = by_task_succeeded.get(t, 0) + 1
         replicas = {t.get("name", ""): int(t.get("replicas") or 0) for t in builders.tasks(job)}
+        max_retry = {t.get("name", ""): int(t.get("maxRetry") or 3) for t in builders.tasks(job)}
+        retried: dict[str, int] = {}
+        for p in pods:
+            if _pod_phase(p) in ("Running", "Pending"):
+                t = _ann(p).get(keys.TASK_SPEC_KEY, "")
+                retried[t] = retried.get(t, 0) + _restarts(p)
+
+        def task_failed(task: str) -> bool:
+            """Upstream jobCache.TaskFailed: the task's live Pods restarted maxRetry times."""
+            if replicas.get(task, 0) == 0 or max_retry.get(task) == -1:
+                return False
+            return retried.get(task, 0) >= max_retry.get(task, 3)
+
         for p in pods:
             md = p["metadata"]
             name, uid, ph = md["name"], md.get("uid", ""), _pod_phase(p)
@@ -285,7 +304,8 @@ class JobReconciler:
                 version = int(ann.get(keys.JOB_VERSION_KEY, "0"))
             except ValueError:
                 continue
-            new.pods[name] = (uid, ph)
+            restarts = _restarts(p)
+            new.pods[name] = (uid, ph, restarts)
             prev = mem.pods.get(name)
             out_of_sync = keys.OUT_OF_SYNC_KEY in ann or uid in mem.killed
             ev: Event | None = None
@@ -306,10 +326,12 @@ class JobReconciler:
                     ev = Event.OUT_OF_SYNC
                 if out_of_sync:
                     ev = Event.OUT_OF_SYNC
+            elif prev[2] != restarts and ph in ("Running", "Pending"):
+                ev = Event.OUT_OF_SYNC if out_of_sync or not task_failed(task) else Event.TASK_FAILED
             if ev is not None:
                 events.append(JobEvent(ev, task, name, uid, code, version))
         live = {p["metadata"]["name"] for p in pods}
-        for name, (uid, _ph) in sorted(mem.pods.items()):
+        for name, (uid, _ph, _r) in sorted(mem.pods.items()):
             if name in live:
                 continue
             ev = Event.OUT_OF_SYNC if uid in mem.killed else Event.POD_EVICTED
