@@ -430,3 +430,22 @@ async def test_job_plugin_sample_honours_plugin_arguments(client: FakeClient) ->
         assert ssh_volume["secret"]["defaultMode"] == 0o644  # not /root/.ssh
         env = {e["name"] for e in spec["containers"][0]["env"]}
         assert {"VC_TASK_INDEX", "VK_TASK_INDEX", "VC_DEFAULT_NGINX_HOSTS", "VC_DEFAULT_NGINX_NUM"} <= env
+
+
+async def test_queue_and_podgroup_reconciles_are_idempotent(client: FakeClient) -> None:
+    from pumice.runtime.reconcile import Request
+
+    async with running(client) as mgr:
+        await eventually(lambda: _state(client, "default", QueueState.OPEN))
+        await client.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p1", "namespace": "default"},
+                             "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "image": "x"}]}})
+        await eventually(lambda: _annotated(client, "p1"))
+        await eventually(lambda: _counts(client, "default", "pending", 1) or _counts(client, "default", "inqueue", 0))
+        import asyncio
+
+        await asyncio.sleep(0.1)
+        before = len(client.writes())
+        ctrls = {c.name: c for c in mgr.controllers}
+        await ctrls["volcano-queue"].reconciler.reconcile(Request("", "default"))
+        await ctrls["volcano-podgroup"].reconciler.reconcile(Request("default", "p1"))
+        assert client.writes()[before:] == []
