@@ -193,6 +193,7 @@ def explain(objects: list[Obj], kind: str, name: str, namespace: str, conf: Sche
             *, now: float = 0.0) -> Explanation:
     """Explain why ``kind/name`` in ``namespace`` is (not) running, from ``objects`` (Nodes, Pods,
     PodGroups, Queues, PriorityClasses, Namespaces, and the target itself) under ``conf``.
+    ``now`` (epoch seconds) is the session's time (the sla plugin's waiting times use it).
 
     Raises:
         ExplainError: unknown kind or missing target.

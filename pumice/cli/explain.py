@@ -65,7 +65,7 @@ async def scheduler_conf(client: Any, path: str | None) -> Any:
 
 
 async def explain_live(client: Any, target: str, namespace: str, conf_path: str | None = None,
-                       now: float = 0.0) -> Explanation:
+                       now: float | None = None) -> Explanation:
     """Explain ``target`` (``kind/name``) against a live API server through ``client``.
 
     Raises:
@@ -83,6 +83,10 @@ async def explain_live(client: Any, target: str, namespace: str, conf_path: str 
             raise ExplainError(f"{kind} {namespace}/{name} not found") from e
         raise
     conf = await scheduler_conf(client, conf_path)
+    if now is None:
+        from pumice._util.clock import default_clock
+
+        now = default_clock().now()
     return explain(objects, kind, name, namespace, conf, now=now)
 
 
