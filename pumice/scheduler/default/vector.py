@@ -66,9 +66,17 @@ class VectorCore(CoreBase):
         super().__init__(seed)
         self._cap = capacity
         self._res: dict[str, int] = {r: i for i, r in enumerate(_BASE_RESOURCES)}
-        self.alloc = np.zeros((capacity, len(self._res)), dtype=np.int64)
-        self.free = np.zeros((capacity, len(self._res)), dtype=np.int64)
-        self.nz = np.zeros((capacity, 2), dtype=np.int64)
+        # one contiguous column per resource (allocatable, and allocatable minus requested)
+        self.alloc: list[IntArray] = [np.zeros(capacity, dtype=np.int64) for _ in self._res]
+        self.free: list[IntArray] = [np.zeros(capacity, dtype=np.int64) for _ in self._res]
+        self.nz_cpu = np.zeros(capacity, dtype=np.int64)
+        self.nz_mem = np.zeros(capacity, dtype=np.int64)
+        # derived per Node at store time, for scoring: divisors that are never 0, the number of
+        # scored resources present (1 when none) and whether both cpu and memory are present
+        self.safe_cpu = np.ones(capacity, dtype=np.int64)
+        self.safe_mem = np.ones(capacity, dtype=np.int64)
+        self.weights = np.ones(capacity, dtype=np.int64)
+        self.both = np.zeros(capacity, dtype=np.float64)
         self.present = np.zeros(capacity, dtype=bool)
         self.unsched = np.zeros(capacity, dtype=bool)
         self.taint_sig = np.zeros(capacity, dtype=np.int32)
@@ -93,7 +101,11 @@ class VectorCore(CoreBase):
             b[: self._cap] = a
             return b
 
-        self.alloc, self.free, self.nz = grow(self.alloc), grow(self.free), grow(self.nz)
+        self.alloc = [grow(a) for a in self.alloc]
+        self.free = [grow(a) for a in self.free]
+        self.nz_cpu, self.nz_mem = grow(self.nz_cpu), grow(self.nz_mem)
+        self.safe_cpu, self.safe_mem = grow(self.safe_cpu, 1), grow(self.safe_mem, 1)
+        self.weights, self.both = grow(self.weights, 1), grow(self.both)
         self.present, self.unsched, self.taint_sig = grow(self.present), grow(self.unsched), grow(self.taint_sig)
         for col in self._labels.values():
             col.codes = grow(col.codes, -1)
@@ -103,9 +115,8 @@ class VectorCore(CoreBase):
         c = self._res.get(name)
         if c is None:
             c = self._res[name] = len(self._res)
-            pad = np.zeros((self._cap, 1), dtype=np.int64)
-            self.alloc = np.hstack([self.alloc, pad])
-            self.free = np.hstack([self.free, pad.copy()])
+            self.alloc.append(np.zeros(self._cap, dtype=np.int64))
+            self.free.append(np.zeros(self._cap, dtype=np.int64))
         return c
 
     def _store_node(self, slot: int, node: Obj) -> None:
@@ -115,8 +126,13 @@ class VectorCore(CoreBase):
         alloc = node_allocatable(node)
         for r, v in alloc.items():
             c = self._resource_col(r)
-            self.alloc[slot, c] = v
-            self.free[slot, c] = v
+            self.alloc[c][slot] = v
+            self.free[c][slot] = v
+        cpu, mem = alloc.get(CPU, 0), alloc.get(MEMORY, 0)
+        self.safe_cpu[slot] = cpu or 1
+        self.safe_mem[slot] = mem or 1
+        self.weights[slot] = max(1, (cpu > 0) + (mem > 0))
+        self.both[slot] = 1.0 if cpu > 0 and mem > 0 else 0.0
         self.present[slot] = True
         self.unsched[slot] = bool((node.get("spec") or {}).get("unschedulable"))
         taints = effective_taints(node)
@@ -134,9 +150,14 @@ class VectorCore(CoreBase):
         self._node_labels[slot] = labels
 
     def _clear_node(self, slot: int) -> None:
-        self.alloc[slot] = 0
-        self.free[slot] = 0
-        self.nz[slot] = 0
+        for a in self.alloc:
+            a[slot] = 0
+        for a in self.free:
+            a[slot] = 0
+        self.nz_cpu[slot] = 0
+        self.nz_mem[slot] = 0
+        self.safe_cpu[slot] = self.safe_mem[slot] = self.weights[slot] = 1
+        self.both[slot] = 0.0
         self.present[slot] = False
         self.unsched[slot] = False
         self.taint_sig[slot] = 0
@@ -147,9 +168,9 @@ class VectorCore(CoreBase):
 
     def _account(self, slot: int, pod: PodInfo, sign: int) -> None:
         for r, v in pod.requests.items():
-            self.free[slot, self._resource_col(r)] -= sign * v
-        self.nz[slot, 0] += sign * pod.nonzero[0]
-        self.nz[slot, 1] += sign * pod.nonzero[1]
+            self.free[self._resource_col(r)][slot] -= sign * v
+        self.nz_cpu[slot] += sign * pod.nonzero[0]
+        self.nz_mem[slot] += sign * pod.nonzero[1]
         for proto, ip, port in pod.host_ports:
             users = self._ports.setdefault((proto, port), {})
             ips = users.setdefault(slot, Counter())
@@ -282,43 +303,44 @@ class VectorCore(CoreBase):
         for _, m in stages:
             if m is not None:
                 mask &= m
-        free = self.free
         for _, c, v in cols:
-            mask &= free[:n, c] >= v
-        idx = np.flatnonzero(mask)
-        if idx.size == 0:
+            mask &= self.free[c][:n] >= v
+        if not mask.any():
             return self._diagnose(pod, n, stages, cols)
-        alloc_cpu = self.alloc[idx, 1]
-        alloc_mem = self.alloc[idx, 2]
-        has_cpu = alloc_cpu > 0
-        has_mem = alloc_mem > 0
-        safe_cpu = np.where(has_cpu, alloc_cpu, 1)
-        safe_mem = np.where(has_mem, alloc_mem, 1)
-        # LeastAllocated on non-zero requests.
-        req_cpu = self.nz[idx, 0] + pod.nonzero[0]
-        req_mem = self.nz[idx, 1] + pod.nonzero[1]
-        s_cpu = np.where(has_cpu & (req_cpu <= alloc_cpu), (alloc_cpu - req_cpu) * 100 // safe_cpu, 0)
-        s_mem = np.where(has_mem & (req_mem <= alloc_mem), (alloc_mem - req_mem) * 100 // safe_mem, 0)
-        weights = has_cpu.astype(np.int64) + has_mem
-        least = (s_cpu * has_cpu + s_mem * has_mem) // np.maximum(weights, 1)
+        # Scores over every row (contiguous arrays, no fancy indexing); infeasible rows masked.
+        alloc_cpu, alloc_mem = self.alloc[1][:n], self.alloc[2][:n]
+        safe_cpu, safe_mem = self.safe_cpu[:n], self.safe_mem[:n]
+        # LeastAllocated on non-zero requests (a resource a Node lacks scores 0 and weighs 0).
+        req_cpu = self.nz_cpu[:n] + pod.nonzero[0]
+        req_mem = self.nz_mem[:n] + pod.nonzero[1]
+        s_cpu = np.where(req_cpu <= alloc_cpu, (alloc_cpu - req_cpu) * 100 // safe_cpu, 0)
+        s_mem = np.where(req_mem <= alloc_mem, (alloc_mem - req_mem) * 100 // safe_mem, 0)
+        least = (s_cpu + s_mem) // self.weights[:n]
         # BalancedAllocation on actual requests.
-        used_cpu = alloc_cpu - free[idx, 1] + pod.requests.get(CPU, 0)
-        used_mem = alloc_mem - free[idx, 2] + pod.requests.get(MEMORY, 0)
+        used_cpu = alloc_cpu - self.free[1][:n] + pod.requests.get(CPU, 0)
+        used_mem = alloc_mem - self.free[2][:n] + pod.requests.get(MEMORY, 0)
         f_cpu = np.minimum(1.0, used_cpu / safe_cpu)
         f_mem = np.minimum(1.0, used_mem / safe_mem)
-        std = np.where(has_cpu & has_mem, np.abs((f_cpu - f_mem) / 2), 0.0)
+        std = np.abs((f_cpu - f_mem) / 2) * self.both[:n]
         balanced = ((1 - std) * plugins.MAX_NODE_SCORE).astype(np.int64)
         total = plugins.WEIGHT_LEAST_ALLOCATED * least + plugins.WEIGHT_BALANCED_ALLOCATION * balanced
         _, prefer = self._taint_tables(pod)
         if prefer.any():
-            raw = prefer[self.taint_sig[idx]]
-            top = int(raw.max())
-            norm = (plugins.MAX_NODE_SCORE - plugins.MAX_NODE_SCORE * raw // top) if top else plugins.MAX_NODE_SCORE
-            total = total + plugins.WEIGHT_TAINT_TOLERATION * norm
+            raw = prefer[self.taint_sig[:n]]
+            top = int(raw[mask].max())
+            if top:
+                total = total + plugins.WEIGHT_TAINT_TOLERATION * (
+                    plugins.MAX_NODE_SCORE - plugins.MAX_NODE_SCORE * raw // top)
+            else:
+                total = total + plugins.WEIGHT_TAINT_TOLERATION * plugins.MAX_NODE_SCORE
         else:
             total = total + plugins.WEIGHT_TAINT_TOLERATION * plugins.MAX_NODE_SCORE
+        total = np.where(mask, total, -1)
         best = np.flatnonzero(total == total.max())
-        return Decision(self._pick([int(i) for i in idx[best]]) if best.size > 1 else self._pick([int(idx[best[0]])]))
+        k = self.rng.randrange(best.size) if best.size > 1 else 0
+        name = self._names[int(best[k])]
+        assert name is not None
+        return Decision(name)
 
     def _diagnose(self, pod: PodInfo, n: int, stages: list[tuple[str, BoolArray | None]],
                   cols: list[tuple[str, int, int]]) -> Decision:
@@ -352,7 +374,7 @@ class VectorCore(CoreBase):
             alive &= m
         order = {r: i for i, r in enumerate(_BASE_RESOURCES)}
         for r, c, v in sorted(cols, key=lambda x: (order.get(x[0], len(order)), x[0])):
-            short = int((alive & (self.free[:n, c] < v)).sum())
+            short = int((alive & (self.free[c][:n] < v)).sum())
             if short:
                 reasons[plugins.insufficient(r)] += short
         msg = plugins.fit_error_message(total, reasons, unresolvable)
