@@ -45,7 +45,7 @@ class Action:
         return decode(AllocateArgs, arguments)
 
     def execute(self, ssn: Session) -> None:
-        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
+        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn, total=True)
         seen: set[str] = set()
         jobs: dict[str, PriorityQueue[JobInfo]] = {}
         worksheets: dict[str, PriorityQueue[TaskInfo]] = {}
@@ -60,7 +60,7 @@ class Action:
             q = ssn.queues.get(job.queue)
             if q is None:
                 continue
-            tasks: PriorityQueue[TaskInfo] = PriorityQueue(ssn.task_order_fn)
+            tasks: PriorityQueue[TaskInfo] = PriorityQueue(ssn.task_order_fn, total=True)
             for t in job.tasks_in(TaskStatus.Pending):
                 if t.best_effort:
                     continue
@@ -68,7 +68,7 @@ class Action:
             if tasks.empty():
                 continue
             worksheets[job.uid] = tasks
-            jobs.setdefault(q.uid, PriorityQueue(ssn.job_order_fn)).push(job)
+            jobs.setdefault(q.uid, PriorityQueue(ssn.job_order_fn, total=True)).push(job)
             if q.uid not in seen:
                 seen.add(q.uid)
                 queues.push(q)

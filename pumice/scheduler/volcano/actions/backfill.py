@@ -31,7 +31,7 @@ class Action:
         return decode(NoArguments, arguments)
 
     def pick_up_tasks(self, ssn: Session) -> list[TaskInfo]:
-        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
+        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn, total=True)
         jobs: dict[str, PriorityQueue[JobInfo]] = {}
         seen: set[str] = set()
         for job in ssn.jobs.values():
@@ -45,14 +45,14 @@ class Action:
             if q.uid not in seen:
                 seen.add(q.uid)
                 queues.push(q)
-            jobs.setdefault(q.uid, PriorityQueue(ssn.job_order_fn)).push(job)
+            jobs.setdefault(q.uid, PriorityQueue(ssn.job_order_fn, total=True)).push(job)
         out: list[TaskInfo] = []
         while not queues.empty():
             q = queues.pop()
             pq = jobs.get(q.uid)
             while pq is not None and not pq.empty():
                 job = pq.pop()
-                tq: PriorityQueue[TaskInfo] = PriorityQueue(ssn.task_order_fn)
+                tq: PriorityQueue[TaskInfo] = PriorityQueue(ssn.task_order_fn, total=True)
                 for t in job.tasks_in(TaskStatus.Pending):
                     if t.best_effort and not t.sch_gated:
                         tq.push(t)

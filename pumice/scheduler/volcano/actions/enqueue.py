@@ -29,7 +29,7 @@ class Action:
         return decode(NoArguments, arguments)
 
     def execute(self, ssn: Session) -> None:
-        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
+        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn, total=True)
         seen: set[str] = set()
         jobs: dict[str, PriorityQueue[JobInfo]] = {}
         for job in ssn.jobs.values():
@@ -42,7 +42,7 @@ class Action:
                 seen.add(q.uid)
                 queues.push(q)
             if job.is_pending():
-                jobs.setdefault(q.uid, PriorityQueue(ssn.job_order_fn)).push(job)
+                jobs.setdefault(q.uid, PriorityQueue(ssn.job_order_fn, total=True)).push(job)
         while not queues.empty():
             q = queues.pop()
             pq = jobs.get(q.uid)

@@ -60,14 +60,14 @@ class Action:
             if not ssn.job_starving(job):
                 continue
             queues.setdefault(q.uid, q)
-            preemptors.setdefault(q.uid, PriorityQueue(ssn.job_order_fn)).push(job)
+            preemptors.setdefault(q.uid, PriorityQueue(ssn.job_order_fn, total=True)).push(job)
             under_request.setdefault(q.uid, []).append(job)
-            tq: PriorityQueue[TaskInfo] = PriorityQueue(ssn.task_order_fn)
+            tq: PriorityQueue[TaskInfo] = PriorityQueue(ssn.task_order_fn, total=True)
             for t in job.tasks_in(TaskStatus.Pending):
                 if not t.sch_gated:
                     tq.push(t)
             preemptor_tasks[job.uid] = tq
-        qpq: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn, queues.values())
+        qpq: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn, queues.values(), total=True)
         while not qpq.empty():
             q = qpq.pop()
             pq = preemptors.get(q.uid)
@@ -94,7 +94,7 @@ class Action:
                 else:
                     stmt.discard()
             for job in under_request.get(q.uid, []):
-                tq = PriorityQueue(ssn.task_order_fn)
+                tq = PriorityQueue(ssn.task_order_fn, total=True)
                 for t in job.tasks_in(TaskStatus.Pending):
                     if not t.sch_gated:
                         tq.push(t)

@@ -34,7 +34,7 @@ class Action:
         return decode(NoArguments, arguments)
 
     def execute(self, ssn: Session) -> None:
-        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
+        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn, total=True)
         seen: set[str] = set()
         preemptors: dict[str, PriorityQueue[JobInfo]] = {}
         preemptor_tasks: dict[str, PriorityQueue[TaskInfo]] = {}
@@ -48,8 +48,8 @@ class Action:
                 seen.add(q.uid)
                 queues.push(q)
             if ssn.job_starving(job):
-                preemptors.setdefault(q.uid, PriorityQueue(ssn.job_order_fn)).push(job)
-                tq: PriorityQueue[TaskInfo] = PriorityQueue(ssn.task_order_fn)
+                preemptors.setdefault(q.uid, PriorityQueue(ssn.job_order_fn, total=True)).push(job)
+                tq: PriorityQueue[TaskInfo] = PriorityQueue(ssn.task_order_fn, total=True)
                 for t in job.tasks_in(TaskStatus.Pending):
                     if not t.sch_gated:
                         tq.push(t)

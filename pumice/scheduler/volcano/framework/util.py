@@ -15,33 +15,41 @@ T = TypeVar("T")
 
 
 class _Item(Generic[T]):
-    __slots__ = ("less", "seq", "value")
+    __slots__ = ("less", "seq", "total", "value")
 
-    def __init__(self, value: T, less: Callable[[T, T], bool], seq: int) -> None:
+    def __init__(self, value: T, less: Callable[[T, T], bool], seq: int, total: bool) -> None:
         self.value = value
         self.less = less
         self.seq = seq
+        self.total = total
 
     def __lt__(self, other: _Item[T]) -> bool:
         if self.less(self.value, other.value):
             return True
+        if self.total and self.value is not other.value:
+            return False
         if self.less(other.value, self.value):
             return False
         return self.seq < other.seq
 
 
 class PriorityQueue(Generic[T]):
-    """A binary heap ordered by ``less``; equal elements pop in insertion order."""
+    """A binary heap ordered by ``less``; equal elements pop in insertion order.
 
-    def __init__(self, less: Callable[[T, T], bool], items: Iterable[T] = ()) -> None:
+    ``total=True`` promises that ``less`` orders distinct elements strictly (it has a final
+    tie-break, as the session's job, queue and task orders do), which halves the comparisons.
+    """
+
+    def __init__(self, less: Callable[[T, T], bool], items: Iterable[T] = (), *, total: bool = False) -> None:
         self._less = less
+        self._total = total
         self._heap: list[_Item[T]] = []
         self._seq = itertools.count()
         for it in items:
             self.push(it)
 
     def push(self, value: T) -> None:
-        heapq.heappush(self._heap, _Item(value, self._less, next(self._seq)))
+        heapq.heappush(self._heap, _Item(value, self._less, next(self._seq), self._total))
 
     def pop(self) -> T:
         return heapq.heappop(self._heap).value
