@@ -134,6 +134,10 @@ def _fmt_res(r: Resource | None, names: list[str] | None = None) -> str:
     return ", ".join(parts) if parts else "nothing"
 
 
+def _members(n: int) -> str:
+    return f"{n} member" if n == 1 else f"{n} members"
+
+
 def _dims_in(message: str) -> list[str]:
     return re.findall(r"(?:insufficient|overused) ([\w./-]+)", message)
 
@@ -390,7 +394,7 @@ def _gang_room(ex: Explanation, ssn: Any, job: Any) -> None:
     short = job.min_available - ready - room
     dims = [n for n in req.resource_names() if n != "pods"]
     if short > 0:
-        ex.reason += (f"; gang short by {short} members: minMember {job.min_available} Pods of "
+        ex.reason += (f"; gang short by {_members(short)}: minMember {job.min_available} Pods of "
                       f"{_fmt_res(req, dims)} each, the Nodes have room for {room} now")
         more = f"room for {short} more Pods of {_fmt_res(req, dims)} on the Nodes (e.g. when running Pods finish)"
         ex.remedy = f"{ex.remedy}; and {more}" if ex.remedy else more
@@ -495,14 +499,14 @@ def _gang_gate(ex: Explanation, job: Any, status: Obj, pod_conditions: dict[str,
     n_nodes = len(ssn.nodes)
     if len(job.tasks) < min_member:
         ex.gate = "gang"
-        ex.reason = (f"gang short by {min_member - len(job.tasks)} members: the PodGroup has {len(job.tasks)} "
+        ex.reason = (f"gang short by {_members(min_member - len(job.tasks))}: the PodGroup has {len(job.tasks)} "
                      f"Pods but minMember {min_member}")
         ex.remedy = f"{min_member - len(job.tasks)} more Pods in the group (or a smaller minMember)"
         return
     ex.gate = "gang" if short > 0 and placeable > 0 else "predicates"
     if short <= 0:
         short = max(min_member - ready, 1)
-    ex.reason = (f"gang short by {short} members: {ready} placed and {placeable} placeable of minMember "
+    ex.reason = (f"gang short by {_members(short)}: {ready} placed and {placeable} placeable of minMember "
                  f"{min_member}; the rest fit on none of the {n_nodes} Nodes")
     for msg, n in sorted(fit_msgs.items()):
         ex.details.append(f"{n} Pod(s): {msg}")
@@ -511,7 +515,7 @@ def _gang_gate(ex: Explanation, job: Any, status: Obj, pod_conditions: dict[str,
         dims = [n for n in req.resource_names() if n != "pods"]
         per = ", ".join(f"{_fmt_dim(d, _shortfall(ssn, req, d))} {d}" for d in dims
                         if _shortfall(ssn, req, d) > 0) or _fmt_res(req, dims)
-        ex.remedy = (f"frees {per} on any Node, for each of {short} Pod(s) "
+        ex.remedy = (f"frees {per} on any Node, for each of {short} more Pod{'s' if short != 1 else ''} "
                      f"(each Pod requests {_fmt_res(req, dims)})")
 
 

@@ -57,7 +57,7 @@ def test_overcommit_refuses_enqueue_with_numbers() -> None:
     assert ex.gate == "enqueue-overcommit", ex.render()
     assert "idle cpu 2.4" in ex.reason
     assert "frees 0.6 cpu in the cluster" in ex.remedy
-    assert "gang short by 1 members" in ex.reason
+    assert "gang short by 1 member:" in ex.reason
 
 
 def test_gang_short_of_room_on_the_nodes() -> None:
