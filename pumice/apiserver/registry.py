@@ -46,6 +46,7 @@ from pumice.apiserver import errors
 from pumice.apiserver.admission import AdmissionChain
 from pumice.apiserver.crds import CustomResource, crd_info, crd_status, validate_crd
 from pumice.apiserver.errors import StatusError
+from pumice.apiserver.fields import model_for, object_meta_tree, unknown_fields
 from pumice.apiserver.store import Expired, Store, Stored, Watcher
 
 __all__ = ["DeleteOptions", "Registry", "resource_key"]
@@ -53,6 +54,7 @@ __all__ = ["DeleteOptions", "Registry", "resource_key"]
 Obj = dict[str, Any]
 _encode = msgspec.json.Encoder().encode
 
+_META_TREE = object_meta_tree()
 _GEN_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
 #: field selector paths each kind accepts besides metadata.name and metadata.namespace
@@ -346,17 +348,23 @@ class Registry:
         """
         cr = self.custom(rk)
         if cr is None:
-            return []
-        version = cr.versions.get(rk.version)
-        schema = version.schema if version else None
-        if not schema:
-            return []
-        keep: Obj = {k: obj.pop(k) for k in ("apiVersion", "kind", "metadata") if k in obj}
-        try:
-            unknown = kschema.prune(schema, obj)
-            kschema.default(schema, obj)
-        finally:
-            obj.update(keep)
+            tree = model_for(rk)
+            if tree is None:
+                return []
+            unknown = unknown_fields(tree, obj, remove=True)
+        else:
+            version = cr.versions.get(rk.version)
+            schema = version.schema if version else None
+            if not schema:
+                return []
+            keep: Obj = {k: obj.pop(k) for k in ("apiVersion", "kind", "metadata") if k in obj}
+            try:
+                unknown = kschema.prune(schema, obj)
+                kschema.default(schema, obj)
+            finally:
+                obj.update(keep)
+            if isinstance(obj.get("metadata"), dict):
+                unknown += ["metadata." + u for u in unknown_fields(_META_TREE, obj["metadata"], remove=True)]
         unknown = [u.lstrip(".") for u in unknown]
         if unknown and strict == "Strict":
             listed = ", ".join(f'unknown field "{u}"' for u in unknown)

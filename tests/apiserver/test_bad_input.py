@@ -86,3 +86,22 @@ async def test_invalid_dry_run_value_is_400(cluster: LocalCluster) -> None:
         await cluster.client.request("POST", "/api/v1/namespaces/default/configmaps", body=configmap("a"),
                                      params={"dryRun": "Some"})
     assert e.value.code == 400
+
+
+async def test_unknown_pod_field_under_strict_is_400(cluster: LocalCluster) -> None:
+    p = pod("p")
+    p["spec"]["containers"][0]["bogus"] = 1
+    with pytest.raises(ApiError) as e:
+        await cluster.client.request("POST", "/api/v1/namespaces/default/pods", body=p,
+                                     params={"fieldValidation": "Strict"})
+    assert e.value.code == 400
+    assert e.value.message == ('Pod in version "v1" cannot be handled as a Pod: strict decoding error: '
+                               'unknown field "spec.containers[0].bogus"')
+
+
+async def test_unknown_fields_are_dropped_without_strict(cluster: LocalCluster) -> None:
+    p = pod("p")
+    p["spec"]["bogus"] = 1
+    p["metadata"]["nonsense"] = "x"
+    created = await cluster.client.create(p)
+    assert "bogus" not in created["spec"] and "nonsense" not in created["metadata"]
