@@ -253,3 +253,26 @@ async def test_restarting_containers_past_max_retry_raise_task_failed() -> None:
         await w.set_pod("j1-t-0", "Running", containerStatuses=[{"name": "c", "restartCount": 1}])
         await w.set_pod("j1-t-0", "Running", containerStatuses=[{"name": "c", "restartCount": 2}])
         await eventually(lambda: w.phase_is(JobPhase.TERMINATED))
+
+
+async def test_restart_pod_replaces_only_the_failed_pod() -> None:
+    client = FakeClient(_scheme())
+    w = World(client)
+    async with running_controllers(client):
+        await w.start(vcjob(tasks=[task("t", 3, policies=[{"event": "PodFailed", "action": "RestartPod"}])],
+                            minAvailable=1))
+        await eventually(lambda: w.n_pods(3))
+        await w.all_pods("Running")
+        await eventually(lambda: w.phase_is(JobPhase.RUNNING))
+        uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in await w.pods()}
+        await w.set_pod("j1-t-1", "Failed")
+        await eventually(lambda: _retry(w, 1))
+        p1 = await eventually(lambda: _new_uid(w, "j1-t-1", uids["j1-t-1"]))
+        assert (p1.get("status") or {}).get("phase", "Pending") == "Pending"
+        for name in ("j1-t-0", "j1-t-2"):
+            assert (await w.get(keys.POD, name))["metadata"]["uid"] == uids[name]
+
+
+async def _new_uid(w: World, name: str, old_uid: str) -> dict | None:
+    p = await w.get(keys.POD, name)
+    return p if p and p["metadata"]["uid"] != old_uid else None
