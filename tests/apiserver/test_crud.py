@@ -172,3 +172,25 @@ async def test_priority_class_resolves_into_pod_priority(cluster: LocalCluster) 
     with pytest.raises(ApiError) as e:
         await cluster.client.create(pod("q", priorityClassName="nope"))
     assert e.value.code == 403
+
+
+async def test_namespace_deletion_waits_for_the_finalize_subresource(cluster: LocalCluster) -> None:
+    nss = cluster.scheme.by_api_version_kind("v1", "Namespace")
+    await cluster.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})
+    ns = await cluster.client.delete(nss, "team")
+    assert ns is not None and ns["status"]["phase"] == "Terminating" and ns["spec"]["finalizers"] == ["kubernetes"]
+    with pytest.raises(ApiError) as e:
+        await cluster.client.create(configmap("a", ns="team"))
+    assert e.value.code == 403 and "being terminated" in e.value.message
+    ns["spec"]["finalizers"] = []
+    await cluster.client.request("PUT", "/api/v1/namespaces/team/finalize", body=ns)
+    with pytest.raises(ApiError) as e:
+        await cluster.client.get(nss, "team")
+    assert is_not_found(e.value)
+
+
+async def test_default_namespace_cannot_be_deleted(cluster: LocalCluster) -> None:
+    nss = cluster.scheme.by_api_version_kind("v1", "Namespace")
+    with pytest.raises(ApiError) as e:
+        await cluster.client.delete(nss, "default")
+    assert e.value.code == 403

@@ -127,3 +127,29 @@ async def test_many_watchers_each_see_every_event_in_order(cluster: LocalCluster
     results = await asyncio.wait_for(asyncio.gather(*tasks), 10)
     for evs in results:
         assert [e.object["metadata"]["name"] for e in evs] == [f"c{i:02d}" for i in range(20)]
+
+
+async def test_a_closed_watch_unregisters_its_watcher(cluster: LocalCluster) -> None:
+    cms = cluster.scheme.by_api_version_kind("v1", "ConfigMap")
+    await cluster.client.create(configmap("a"))
+    before = cluster.server.store.watcher_count()
+    evs = await collect(cluster.client.watch(cms, "default"), 1)
+    assert evs[0].object["metadata"]["name"] == "a"
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert cluster.server.store.watcher_count() == before
+
+
+async def test_watch_by_node_name_gets_only_that_nodes_pods(cluster: LocalCluster) -> None:
+    pods = cluster.scheme.by_api_version_kind("v1", "Pod")
+    lst = await cluster.client.list(pods, None)
+    task = asyncio.create_task(collect(cluster.client.watch(pods, None, resource_version=lst.resource_version,
+                                                            field_selector="spec.nodeName=n2"), 2))
+    await asyncio.sleep(0.01)
+    await cluster.client.create(pod("a"))
+    await cluster.client.create(pod("b"))
+    await cluster.client.bind("default", "a", "n1")
+    await cluster.client.bind("default", "b", "n2")
+    await cluster.client.delete(pods, "b", "default", grace_period_seconds=0)
+    evs = await asyncio.wait_for(task, 5)
+    assert [(e.type, e.object["metadata"]["name"]) for e in evs] == [("ADDED", "b"), ("DELETED", "b")]
