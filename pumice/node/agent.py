@@ -77,13 +77,18 @@ class NodeState:
     labels: dict[str, str]
     taints: list[Obj]
     admitted: dict[str, dict[str, int]] = field(default_factory=dict)
+    index: int = 0
+    _units: dict[str, int] | None = None
 
     @property
     def allocatable(self) -> dict[str, str]:
         return dict(self.capacity)
 
     def units(self) -> dict[str, int]:
-        return {k: (quantity.milli_value(v) if k == "cpu" else quantity.value(v)) for k, v in self.capacity.items()}
+        if self._units is None:
+            self._units = {k: (quantity.milli_value(v) if k == "cpu" else quantity.value(v))
+                           for k, v in self.capacity.items()}
+        return self._units
 
 
 def _machine_memory() -> int:
@@ -220,7 +225,7 @@ class NodeAgent:
         if node_gpus:
             capacity["nvidia.com/gpu"] = str(node_gpus)
         self.nodes: dict[str, NodeState] = {}
-        for n in node_names:
+        for index, n in enumerate(node_names):
             lbl = {
                 "kubernetes.io/hostname": n,
                 "kubernetes.io/os": "linux",
@@ -231,7 +236,7 @@ class NodeAgent:
             if instance_type:
                 lbl["node.kubernetes.io/instance-type"] = instance_type
             lbl.update(labels or {})
-            self.nodes[n] = NodeState(n, dict(capacity), lbl, list(taints or []))
+            self.nodes[n] = NodeState(n, dict(capacity), lbl, list(taints or []), index=index)
 
         self.runtime: ContainerRuntime
         self.network: NetnsNetwork | HostNetwork | None = None
@@ -439,6 +444,7 @@ class NodeAgent:
         self._tasks.clear()
         workers = list(self.workers.values())
         if self.keep_pods and self.runtime_kind == "process":
+            self._save_state()
             for w in workers:
                 for t in [*w._supervisors.values(), *([w._task] if w._task else [])]:
                     t.cancel()
@@ -558,8 +564,7 @@ class NodeAgent:
         now = rfc3339(self.clock.now())
         addr = self.host_ip() if self.runtime_kind == "process" else "10.0.0.1"
         if self.runtime_kind == "simulated":
-            idx = list(self.nodes).index(node.name)
-            addr = str(ipaddress.ip_address("10.0.0.0") + 1 + idx)
+            addr = str(ipaddress.ip_address("10.0.0.0") + 1 + node.index)
 
         def c(t: str, ok: bool, reason: str, msg: str) -> Obj:
             return {"type": t, "status": "True" if ok else "False", "reason": reason, "message": msg,

@@ -1,7 +1,7 @@
 """Pod network of the process runtime.
 
 ``netns`` (root): one bridge (``pumice0``, first address of the Pod CIDR, fixed MAC), one network
-namespace ``pumice-<uid12>`` and veth pair (host side ``pv<uid12>``, Pod side ``eth0``) per Pod,
+namespace ``pumice-<h12>`` and veth pair (host side ``pv<h12>``, h12 = 12 hex digits of the uid's sha256, Pod side ``eth0``) per Pod,
 the Pod IP on ``eth0`` and an on-link default route (``dev eth0``), a per-Pod hosts file and a
 fail-fast resolv.conf in ``/etc/netns/<ns>/`` (``ip netns exec`` binds them over ``/etc``; they
 are rewritten in place only, since the bind mount pins the inode). No NAT, no sysctl changes.
@@ -17,6 +17,8 @@ managed /etc/hosts (pkg/kubelet/kubelet_pods.go managedHostsFileContent).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import hashlib
 import ipaddress
 import logging
 import os
@@ -29,6 +31,7 @@ log = logging.getLogger(__name__)
 BRIDGE = "pumice0"
 NETNS_PREFIX = "pumice-"
 VETH_PREFIX = "pv"
+IP_CLAIMS = Path("/run/pumice/ips")
 RESOLV_CONF = "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"
 
 
@@ -55,21 +58,32 @@ async def run(*argv: str, check: bool = True, input_: bytes | None = None) -> tu
     return proc.returncode or 0, text
 
 
+def _short(uid: str) -> str:
+    return hashlib.sha256(uid.encode()).hexdigest()[:12]
+
+
 def netns_name(uid: str) -> str:
-    return NETNS_PREFIX + uid.replace("-", "")[:12]
+    """``pumice-<12 hex of sha256(uid)>``."""
+    return NETNS_PREFIX + _short(uid)
 
 
 def veth_name(uid: str) -> str:
-    return VETH_PREFIX + uid.replace("-", "")[:12]
+    """``pv<12 hex of sha256(uid)>`` (within the 15-character interface name limit)."""
+    return VETH_PREFIX + _short(uid)
 
 
 class IPAM:
     """Pod IP allocation from a CIDR, skipping the network, broadcast and reserved addresses.
 
     ``allocate(uid)`` is idempotent per uid; ``restore`` re-reserves addresses from the state file.
+    With ``claims_dir``, every address is also claimed machine-wide by creating
+    ``<claims_dir>/<ip>`` (O_EXCL, holding the uid), so several agents on one machine (sharing the
+    bridge) never hand out the same address; a claim whose Pod namespace is gone is stale and is
+    taken over.
     """
 
-    def __init__(self, cidr: str, reserved: Iterable[str] = ()) -> None:
+    def __init__(self, cidr: str, reserved: Iterable[str] = (), claims_dir: Path | None = None) -> None:
+        self.claims_dir = claims_dir
         self.net = ipaddress.ip_network(cidr, strict=False)
         self._reserved = {ipaddress.ip_address(a) for a in reserved}
         self._by_uid: dict[str, str] = {}
@@ -90,17 +104,47 @@ class IPAM:
             cand = self.net.network_address + 1 + self._next
             self._next = (self._next + 1) % self._hosts
             s = str(cand)
-            if cand in self._reserved or s in self._used:
+            if cand in self._reserved or s in self._used or not self._claim(s, uid):
                 continue
             self._by_uid[uid] = s
             self._used.add(s)
             return s
         raise NetworkError(f"Pod CIDR {self.net} has no free address")
 
+    def _claim(self, ip: str, uid: str) -> bool:
+        if self.claims_dir is None:
+            return True
+        self.claims_dir.mkdir(parents=True, exist_ok=True)
+        path = self.claims_dir / ip
+        for _ in range(2):
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                try:
+                    owner = path.read_text().strip()
+                except OSError:
+                    continue
+                if owner == uid:
+                    return True
+                if Path("/run/netns", netns_name(owner)).exists():
+                    return False
+                with contextlib.suppress(OSError):
+                    path.unlink()  # stale: its Pod namespace is gone
+                continue
+            os.write(fd, uid.encode())
+            os.close(fd)
+            return True
+        return False
+
     def release(self, uid: str) -> None:
         ip = self._by_uid.pop(uid, None)
         if ip is not None:
             self._used.discard(ip)
+            if self.claims_dir is not None:
+                path = self.claims_dir / ip
+                with contextlib.suppress(OSError):
+                    if path.read_text().strip() == uid:
+                        path.unlink()
 
     def used(self) -> dict[str, str]:
         return dict(self._by_uid)
@@ -161,7 +205,7 @@ class NetnsNetwork:
         net = IPAM(cidr).net
         self.prefixlen = net.prefixlen
         self.gateway = str(net.network_address + 1)
-        self.ipam = IPAM(cidr, reserved=[self.gateway])
+        self.ipam = IPAM(cidr, reserved=[self.gateway], claims_dir=IP_CLAIMS)
         self._bridge_ready = False
         self._lock = asyncio.Lock()
 

@@ -11,6 +11,7 @@ pkg/api/v1/resource/helpers.go (PodRequests: max(init) vs sum(containers) plus o
 from __future__ import annotations
 
 import base64
+import functools
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -19,6 +20,12 @@ from typing import Any
 from pumice.api import quantity
 
 Obj = dict[str, Any]
+
+@functools.lru_cache(maxsize=4096)
+def _units(name: str, q: str | int | float) -> int:
+    """A resource quantity in canonical units: millicores for ``cpu``, units (bytes) otherwise."""
+    return quantity.milli_value(q) if name == "cpu" else quantity.value(q)
+
 
 _VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.\-]*)\)")
 
@@ -51,7 +58,7 @@ def container_requests(container: Obj) -> dict[str, int]:
     requests = {**limits, **(res.get("requests") or {})}
     out: dict[str, int] = {}
     for name, q in requests.items():
-        out[name] = quantity.milli_value(q) if name == "cpu" else quantity.value(q)
+        out[name] = _units(name, q)
     return out
 
 
@@ -78,7 +85,7 @@ def pod_requests(pod: Obj) -> dict[str, int]:
         for k, v in req.items():
             total[k] = max(total.get(k, 0), v + sidecars.get(k, 0))
     for k, q in (spec.get("overhead") or {}).items():
-        total[k] = total.get(k, 0) + (quantity.milli_value(q) if k == "cpu" else quantity.value(q))
+        total[k] = total.get(k, 0) + _units(k, q)
     return total
 
 
@@ -90,7 +97,7 @@ def memory_limit(pod: Obj) -> int | None:
         lim = ((c.get("resources") or {}).get("limits") or {}).get("memory")
         if lim is None:
             return None
-        total += quantity.value(lim)
+        total += _units("memory", lim)
     return total
 
 

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pumice._util.clock import Clock, rfc3339
+from pumice._util.clock import Clock
+from pumice._util.clock import rfc3339 as _rfc3339
 from pumice.node import podspec
 from pumice.node.kinds import PODS
 from pumice.node.runtime.base import Container, ContainerRuntime, RuntimeError_, Sandbox, StartRequest
@@ -34,6 +35,20 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
+
+_TIMES: dict[int, str] = {}
+
+
+def rfc3339(ts: float) -> str:
+    """Cached :func:`pumice._util.clock.rfc3339` (status writes format the same seconds often)."""
+    key = int(ts)
+    out = _TIMES.get(key)
+    if out is None:
+        if len(_TIMES) > 4096:
+            _TIMES.clear()
+        out = _TIMES[key] = _rfc3339(key)
+    return out
+
 
 KUBELET_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready", "PodScheduled")
 
@@ -216,11 +231,10 @@ class PodWorker:
         try:
             await self._run_inner()
         except asyncio.CancelledError:
-            raise
+            raise  # the agent stops: the Pod is stopped or kept by the agent itself
         except Exception:
             log.exception("pod worker %s/%s failed", self.namespace, self.name)
-        finally:
-            self.host.worker_finished(self)
+        self.host.worker_finished(self)
 
     def _spec_containers(self, init: bool) -> list[Obj]:
         spec = self.pod.get("spec") or {}
@@ -244,7 +258,8 @@ class PodWorker:
         if not await self._setup_sandbox():
             return
         if not self.initialized:
-            await self.sync_status()
+            if self._spec_containers(True):
+                await self.sync_status()
             ok = await self._run_init_containers()
             if not ok:
                 return
@@ -252,7 +267,6 @@ class PodWorker:
             self.host.state_changed()
         for c in self._spec_containers(False):
             self._supervisors[c["name"]] = asyncio.get_running_loop().create_task(self._supervise(c))
-        await self.sync_status()
         # wait for completion or deletion
         while True:
             if self.deleting():
@@ -279,9 +293,12 @@ class PodWorker:
             except RuntimeError_ as e:
                 host.event(self.pod, "Warning", e.reason, e.message)
                 self.message = e.message
+                if e.reason == "PortConflict":
+                    self.phase, self.reason, self.terminal = "Failed", e.reason, True
+                    await self.sync_status()
+                    return False
                 await self.sync_status()
-                if await self._sleep_or_wake(5.0):
-                    continue
+                await self._sleep_or_wake(5.0)
         hosts = host.hosts_for(self.pod, self.sandbox)
         if hosts is not None:
             host.runtime.update_hosts(self.sandbox, hosts)
@@ -464,7 +481,11 @@ class PodWorker:
         rec.ready = False
         rec.started = False
         host.state_changed()
-        await self.sync_status()
+        # A container that restarts reports through the back-off step; the last one to end reports
+        # with the Pod's terminal phase (in _finish), so each transition is written once.
+        others = any(r.current is not None for r in self.records.values() if r is not rec)
+        if (rec.init and not rec.sidecar) or others or self.deleting():
+            await self.sync_status()
         return code
 
     def _oom_killed(self) -> bool:

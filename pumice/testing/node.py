@@ -355,3 +355,61 @@ async def pod_phase(client: Any, name: str, namespace: str = "default") -> str:
 
 async def phase_is(client: Any, name: str, phase: str, namespace: str = "default") -> bool:
     return await pod_phase(client, name, namespace) == phase
+
+
+async def simulated_scale(nodes: int, pods: int, *, seed: int = 0, duration: float = 30.0,
+                          lease_renew_interval: float | None = 10.0, clock: Clock | None = None) -> dict[str, Any]:
+    """Run ``pods`` short Pods over ``nodes`` simulated Nodes in one agent (call under looptime for
+    virtual time). Pods are created bound round-robin, each running ``duration`` plus 0-30 s
+    (``pumice.io/sim-duration-seconds``); every 10th exits 1 (``pumice.io/sim-exit-code``).
+
+    Returns:
+        ``{"succeeded", "failed", "virtual_seconds", "writes", "order"}`` where ``order`` is a
+        digest of the sequence of terminal Pods (equal across runs with the same seed).
+    """
+    import hashlib
+
+    from pumice._util.clock import LoopClock
+    from pumice.node.agent import NodeAgent
+
+    clock = clock or LoopClock()
+    client = MemoryClient(clock=clock)
+    agent = NodeAgent(client, runtime="simulated", data_dir="/nonexistent", nodes=nodes, node_cpu="64",
+                      node_memory="256Gi", clock=clock, seed=seed, sim_start_latency=1.0, sim_start_jitter=2.0,
+                      lease_renew_interval=lease_renew_interval)
+    await agent.start()
+    pods_kind = client.scheme.by_api_version_kind("v1", "Pod")
+    assert pods_kind is not None
+    done: list[str] = []
+    failed = 0
+    t0 = clock.monotonic()
+
+    async def watch_terminal() -> None:
+        nonlocal failed
+        async for ev in client.watch(pods_kind, None):
+            phase = (ev.object.get("status") or {}).get("phase")
+            if ev.type == "MODIFIED" and phase in ("Succeeded", "Failed"):
+                name = ev.object["metadata"]["name"]
+                if name not in seen:
+                    seen.add(name)
+                    done.append(f"{name}@{clock.monotonic() - t0:.3f}")
+                    failed += phase == "Failed"
+                    if len(seen) == pods:
+                        return
+
+    seen: set[str] = set()
+    watcher = asyncio.get_running_loop().create_task(watch_terminal())
+    node_names = list(agent.nodes)
+    for i in range(pods):
+        p = pod(f"p{i:06d}", node=node_names[i % nodes], requests="100m,64Mi", annotations={
+            "pumice.io/sim-duration-seconds": str(duration + (i * 7919 % 31)),
+            "pumice.io/sim-exit-code": "1" if i % 10 == 9 else "0"})
+        p["spec"]["containers"][0].pop("command")
+        await client.create(p)
+    await watcher
+    virtual = clock.monotonic() - t0
+    await agent.stop()
+    await client.close()
+    digest = hashlib.sha256("\n".join(done).encode()).hexdigest()[:16]
+    return {"succeeded": len(done) - failed, "failed": failed, "virtual_seconds": virtual,
+            "writes": client.writes, "order": digest}

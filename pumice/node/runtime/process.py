@@ -243,7 +243,11 @@ class ProcessRuntime:
                 ip = self.network.ipam.allocate(uid)
                 ports = [int(p["containerPort"]) for c in podspec.all_containers(pod)
                          for p in c.get("ports") or [] if p.get("containerPort")]
-                self.network.claim_ports(uid, f"{md.get('namespace')}/{md['name']}", ports)
+                try:
+                    self.network.claim_ports(uid, f"{md.get('namespace')}/{md['name']}", ports)
+                except NetworkError as e:
+                    self.network.ipam.release(uid)
+                    raise RuntimeError_("PortConflict", str(e)) from e
                 sb = Sandbox(uid, md.get("namespace", ""), md["name"], pod_dir, ip, "")
                 write_in_place(pod_dir / "hosts", hosts_content(ip, hostname, "", []))
                 write_in_place(pod_dir / "resolv.conf", "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n")
@@ -288,7 +292,7 @@ class ProcessRuntime:
             for pid in pids:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
-            for pid in pids:
+            for pid in {*pids, *sandbox.extra.get("pgids", [])}:
                 with contextlib.suppress(ChildProcessError, OSError):
                     os.waitpid(pid, os.WNOHANG)
             await asyncio.sleep(0.05 if attempt < 10 else 0.2)
@@ -418,6 +422,8 @@ class ProcessRuntime:
         else:
             if self.is_alive(c):
                 await _pid_exited(c.pid)
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(c.pid, os.WNOHANG)  # our child after all (an agent restarted in-process)
             code = 137
         with contextlib.suppress(ValueError, OSError):
             code = int(Path(c.exit_path).read_text().strip())

@@ -1,0 +1,93 @@
+"""``pumice node-agent``: run the node agent (kubelet) against a kubeconfig.
+
+    pumice node-agent --kubeconfig K [--runtime process|simulated] [--nodes N] [--node-cpu C]
+                      [--node-memory M] [--node-gpus G] [--node-name NAME ...] [--data-dir D]
+                      [--network auto|netns|host] [--pod-cidr CIDR] [--pod-egress proxy|nat|none]
+                      [--apiserver-url-for-pods URL] [--keep-pods] [--seed S]
+
+Stops cleanly on SIGINT/SIGTERM (Pods stopped and the network removed, unless ``--keep-pods``).
+Bad input prints one line and exits non-zero.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+async def _run(kubeconfig: str | None, options: dict[str, Any]) -> None:
+    from pumice.client.kubeconfig import connect
+    from pumice.node.agent import AgentError, NodeAgent
+
+    try:
+        client = connect(kubeconfig)
+    except (OSError, ValueError) as e:
+        raise click.ClickException(f"cannot load kubeconfig {kubeconfig or '(default)'}: {e}") from e
+    url = options.pop("apiserver_url_for_pods")
+    if url is None:
+        with contextlib.suppress(Exception):
+            from pumice.client.kubeconfig import load
+
+            url = str(load(kubeconfig).cluster.server)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        agent = NodeAgent(client, apiserver_url_for_pods=url, **options)
+        await agent.start()
+    except AgentError as e:
+        await client.close()
+        raise click.ClickException(str(e)) from e
+    click.echo(f"pumice node-agent: nodes {', '.join(agent.nodes)} ({agent.runtime_kind} runtime"
+               + (f", {agent.network.mode} network" if agent.network is not None else "")
+               + (f", kubelet port {agent.kubelet_port}" if agent.kubelet_port else "") + ")")
+    try:
+        await stop.wait()
+    finally:
+        await agent.stop()
+        await client.close()
+
+
+@click.command(name="node-agent")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="Kubeconfig of the API server.")
+@click.option("--runtime", type=click.Choice(["process", "simulated"]), default="process", show_default=True)
+@click.option("--nodes", type=click.IntRange(min=1), default=1, show_default=True, help="Logical Nodes to host.")
+@click.option("--node-cpu", default=None, help="CPU per Node (quantity); default: the machine's.")
+@click.option("--node-memory", default=None, help="Memory per Node (quantity); default: the machine's.")
+@click.option("--node-gpus", type=click.IntRange(min=0), default=0, help="nvidia.com/gpu per Node.")
+@click.option("--node-name", "node_names", multiple=True, help="Node names (one per --nodes).")
+@click.option("--node-name-prefix", default="pumice-node", show_default=True)
+@click.option("--data-dir", type=click.Path(file_okay=False), default="pumice-data/node", show_default=True)
+@click.option("--network", type=click.Choice(["auto", "netns", "host"]), default="auto", show_default=True)
+@click.option("--pod-cidr", default="10.244.0.0/16", show_default=True)
+@click.option("--pod-egress", type=click.Choice(["proxy", "nat", "none"]), default="proxy", show_default=True)
+@click.option("--apiserver-url-for-pods", default=None,
+              help="API server URL Pods should use (default: the kubeconfig's server).")
+@click.option("--keep-pods", is_flag=True, help="Leave Pods running when the agent stops; adopt them on restart.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the simulated runtime.")
+@click.option("--sim-start-latency", type=float, default=1.0, show_default=True, help="Seconds (simulated).")
+@click.option("-v", "--verbose", is_flag=True)
+def command(kubeconfig: str | None, runtime: str, nodes: int, node_cpu: str | None, node_memory: str | None,
+            node_gpus: int, node_names: tuple[str, ...], node_name_prefix: str, data_dir: str, network: str,
+            pod_cidr: str, pod_egress: str, apiserver_url_for_pods: str | None, keep_pods: bool, seed: int,
+            sim_start_latency: float, verbose: bool) -> None:
+    """Run the node agent (kubelet): register Nodes and run the Pods bound to them."""
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if node_names and len(node_names) != nodes:
+        raise click.BadParameter(f"{len(node_names)} --node-name given for --nodes {nodes}")
+    options: dict[str, Any] = dict(
+        runtime=runtime, data_dir=Path(data_dir), nodes=nodes, node_cpu=node_cpu, node_memory=node_memory,
+        node_gpus=node_gpus, node_names=list(node_names) or None, node_name_prefix=node_name_prefix,
+        network=network, pod_cidr=pod_cidr, pod_egress=pod_egress, apiserver_url_for_pods=apiserver_url_for_pods,
+        keep_pods=keep_pods, seed=seed, sim_start_latency=sim_start_latency,
+    )
+    asyncio.run(_run(kubeconfig, options))

@@ -1,0 +1,125 @@
+"""Simulated runtime: lifecycles on virtual time, deterministic, thousands of Nodes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pumice._util.clock import LoopClock
+from pumice.node.agent import NodeAgent
+from pumice.testing.node import MemoryClient, get_pod, phase_is, pod, simulated_scale, wait_for
+
+
+def sim_pod(name: str, duration: float | None, exit_code: int = 0, **kw: Any) -> dict[str, Any]:
+    ann = {"pumice.io/sim-exit-code": str(exit_code)}
+    if duration is not None:
+        ann["pumice.io/sim-duration-seconds"] = str(duration)
+    p = pod(name, node="sim-0", annotations=ann, **kw)
+    return p
+
+
+async def _agent(client: MemoryClient, clock: LoopClock, **kw: Any) -> NodeAgent:
+    a = NodeAgent(client, runtime="simulated", data_dir="/nonexistent", nodes=2, node_name_prefix="sim",
+                  node_cpu="4", node_memory="8Gi", clock=clock, sim_start_latency=2.0, **kw)
+    await a.start()
+    return a
+
+
+@pytest.mark.looptime
+async def test_a_simulated_pod_runs_for_its_annotated_duration_and_exits_with_its_code() -> None:
+    clock = LoopClock()
+    client = MemoryClient(clock=clock)
+    agent = await _agent(client, clock)
+    t0 = clock.monotonic()
+    await client.create(sim_pod("ok", 60))
+    await client.create(sim_pod("bad", 30, exit_code=3))
+    await wait_for(lambda: phase_is(client, "ok", "Running"), timeout=10, interval=0.5)
+    assert 2.0 <= clock.monotonic() - t0 <= 2.5
+    await wait_for(lambda: phase_is(client, "bad", "Failed"), timeout=100, interval=0.5)
+    bad = await get_pod(client, "bad")
+    assert bad["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 3
+    await wait_for(lambda: phase_is(client, "ok", "Succeeded"), timeout=100, interval=0.5)
+    assert 62.0 <= clock.monotonic() - t0 <= 63.0
+    await agent.stop()
+
+
+@pytest.mark.looptime
+async def test_a_simulated_pod_without_duration_runs_until_deleted() -> None:
+    from pumice.node.kinds import PODS
+
+    clock = LoopClock()
+    client = MemoryClient(clock=clock)
+    agent = await _agent(client, clock)
+    t0 = clock.monotonic()
+    await client.create(sim_pod("forever", None, readinessProbe={"exec": {"command": ["true"]},
+                                                                  "initialDelaySeconds": 5, "periodSeconds": 1}))
+    await wait_for(lambda: _ready(client, "forever"), timeout=20, interval=0.25)
+    assert clock.monotonic() - t0 >= 7.0  # 2 s start latency + 5 s initial delay
+    await clock.sleep(600)
+    assert await phase_is(client, "forever", "Running")
+    await client.delete(PODS, "forever", "default")
+    await wait_for(lambda: _gone(client, "forever"), timeout=60, interval=0.5)
+    await agent.stop()
+
+
+@pytest.mark.looptime
+async def test_simulated_nodes_register_with_capacity_and_leases() -> None:
+    from pumice.node.kinds import LEASES, NODES
+
+    clock = LoopClock()
+    client = MemoryClient(clock=clock)
+    agent = await _agent(client, clock, node_gpus=2, labels={"pool": "a"})
+    node = await client.get(NODES, "sim-1")
+    assert node["status"]["capacity"]["nvidia.com/gpu"] == "2"
+    assert node["status"]["allocatable"]["cpu"] == "4"
+    assert node["metadata"]["labels"]["kubernetes.io/hostname"] == "sim-1"
+    assert node["metadata"]["labels"]["pool"] == "a"
+    ready = next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
+    assert ready["status"] == "True"
+    lease = await client.get(LEASES, "sim-1", "kube-node-lease")
+    first = lease["spec"]["renewTime"]
+    await clock.sleep(25)
+    lease = await client.get(LEASES, "sim-1", "kube-node-lease")
+    assert lease["spec"]["renewTime"] > first
+    await agent.stop()
+
+
+@pytest.mark.looptime
+async def test_simulated_admission_rejects_what_does_not_fit() -> None:
+    clock = LoopClock()
+    client = MemoryClient(clock=clock)
+    agent = await _agent(client, clock)
+    await client.create(sim_pod("a", 100, requests="3"))
+    await client.create(sim_pod("b", 100, requests="3"))
+    await wait_for(lambda: phase_is(client, "b", "Failed"), timeout=10, interval=0.5)
+    assert (await get_pod(client, "b"))["status"]["reason"] == "OutOfcpu"
+    await wait_for(lambda: phase_is(client, "a", "Running"), timeout=10, interval=0.5)
+    await agent.stop()
+
+
+@pytest.mark.looptime
+async def test_the_same_seed_gives_the_same_run() -> None:
+    first = await simulated_scale(20, 200, seed=7)
+    second = await simulated_scale(20, 200, seed=7)
+    assert first == second
+    assert first["succeeded"] == 180 and first["failed"] == 20
+
+
+@pytest.mark.looptime(noop_cycles=1)
+@pytest.mark.timeout(300)
+async def test_two_hundred_nodes_run_two_thousand_short_pods() -> None:
+    # The full acceptance size (5,000 Nodes, 50,000 Pods) runs in bench/node_agent.py (minutes of
+    # CPU); a twenty-fifth of it keeps this suite fast.
+    result = await simulated_scale(200, 2000)
+    assert result["succeeded"] + result["failed"] == 2000
+    assert result["failed"] == 200
+
+
+async def _ready(client: MemoryClient, name: str) -> bool:
+    p = await get_pod(client, name)
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in ((p or {}).get("status") or {}).get("conditions") or [])
+
+
+async def _gone(client: MemoryClient, name: str) -> bool:
+    return await get_pod(client, name) is None
