@@ -119,3 +119,11 @@ def test_condition_transition_time_moves_only_when_status_flips() -> None:
     assert conds[0]["lastTransitionTime"] == "t1" and conds[0]["reason"] == "B"
     conds = set_status_condition(conds, {"type": "Available", "status": "False", "reason": "B"}, "t3")
     assert conds[0]["lastTransitionTime"] == "t3"
+
+
+def test_an_unchanged_condition_with_a_new_probe_time_is_not_a_change() -> None:
+    conds = set_status_condition([], {"type": "Suspended", "status": "True", "reason": "JobSuspended",
+                                      "lastProbeTime": "t1"}, "t1")
+    again = set_status_condition(conds, {"type": "Suspended", "status": "True", "reason": "JobSuspended",
+                                         "lastProbeTime": "t2"}, "t2")
+    assert again == conds

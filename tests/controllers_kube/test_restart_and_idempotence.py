@@ -89,3 +89,24 @@ async def test_second_reconcile_of_settled_objects_writes_nothing(env: Env) -> N
         await rec.reconcile(req)
         assert counting.writes() == [], type(rec).__name__
     assert (await env.client.get(SERVICE, "web", "default"))["metadata"]["name"] == "web"
+
+
+async def test_suspended_job_reconciled_later_writes_nothing(env: Env) -> None:
+    from pumice._util.clock import FakeClock
+
+    await env.client.create(job("paused", completions=1, suspend=True))
+
+    async def suspended() -> bool:
+        j = await env.client.get(JOB, "paused", "default")
+        return any(c["type"] == "Suspended" for c in (j.get("status") or {}).get("conditions") or [])
+
+    await eventually(suspended)
+    await _settle(env)
+    kube = env.kube
+    assert kube is not None and kube.job is not None
+    clock = FakeClock()
+    counting = CountingClient(env.client)
+    rec = JobReconciler(counting, jobs=kube.job.jobs, pods=kube.job.pods, clock=clock, recorder=kube.job.recorder)
+    clock.advance(3600)
+    await rec.reconcile(Request("default", "paused"))
+    assert counting.writes() == []

@@ -188,15 +188,19 @@ def controller_uid(obj: Obj) -> str | None:
     return None
 
 
+_TIMESTAMP_KEYS = ("lastProbeTime", "lastUpdateTime", "lastHeartbeatTime", "lastTransitionTime")
+
+
 def set_status_condition(conditions: list[Obj], cond: Obj, now: str, *, update_time: bool = False) -> list[Obj]:
     """A new conditions list with ``cond`` set; ``lastTransitionTime`` changes only when the
     status flips; with ``update_time`` a Deployment-style ``lastUpdateTime`` is refreshed when
-    anything about the condition changes."""
+    anything about the condition changes. Timestamps in ``cond`` (``lastProbeTime`` ...) are
+    written only with a change, so an unchanged condition leaves the list as it was."""
     out = [copy.deepcopy(c) for c in conditions]
     for i, c in enumerate(out):
         if c.get("type") != cond["type"]:
             continue
-        same = all(c.get(k) == v for k, v in cond.items())
+        same = all(c.get(k) == v for k, v in cond.items() if k not in _TIMESTAMP_KEYS)
         if same:
             return out
         new = {**c, **cond}
