@@ -46,6 +46,7 @@ class NodeInfo:
     releasing: Resource = field(default_factory=Resource)
     pipelined: Resource = field(default_factory=Resource)
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
+    evicted: set[str] = field(default_factory=set)
     index: int = -1
     on_change: Callable[[NodeInfo], None] | None = None
 
@@ -128,7 +129,16 @@ class NodeInfo:
         self.add_task(task)
 
     def pod_count(self) -> int:
-        return len(self.tasks)
+        """Pods the kube-style predicates see: every task on the node except those evicted in
+        this session (upstream's predicates drop a Pod from their NodeInfo on deallocate)."""
+        return len(self.tasks) - len(self.evicted)
+
+    def mark_evicted(self, key: str, evicted: bool) -> None:
+        if evicted:
+            self.evicted.add(key)
+        else:
+            self.evicted.discard(key)
+        self._changed()
 
 
 def add_running_task(node: NodeInfo, task: TaskInfo) -> None:

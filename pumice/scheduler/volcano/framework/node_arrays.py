@@ -68,7 +68,7 @@ class NodeArrays:
         self.idle[i] = self._vec(node.idle)
         self.future_idle[i] = self._vec(node.future_idle())
         self.used[i] = self._vec(node.used)
-        self.pod_count[i] = len(node.tasks)
+        self.pod_count[i] = node.pod_count()
 
     def sync(self) -> None:
         if self._dirty:

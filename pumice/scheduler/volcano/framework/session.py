@@ -474,6 +474,7 @@ class Session:
         node = self.nodes.get(task.node_name)
         if node is not None:
             node.update_task(task)
+            node.mark_evicted(task.key, True)
         self.fire_deallocate(task)
 
     def dispatch(self, task: TaskInfo) -> None:

@@ -50,6 +50,7 @@ class Statement:
         node = ssn.nodes.get(reclaimee.node_name)
         if node is not None:
             node.update_task(reclaimee)
+            node.mark_evicted(reclaimee.key, True)
         ssn.fire_deallocate(reclaimee)
         self.operations.append(Operation(Op.Evict, reclaimee, reason))
 
@@ -61,6 +62,7 @@ class Statement:
         node = ssn.nodes.get(reclaimee.node_name)
         if node is not None:
             node.update_task(reclaimee)
+            node.mark_evicted(reclaimee.key, False)
         ssn.fire_allocate(reclaimee)
 
     def pipeline(self, task: TaskInfo, hostname: str, eviction_occurred: bool = False) -> None:

@@ -198,7 +198,9 @@ class PredicatesPlugin:
         if self.args.node_ports:
             mine = host_ports(task.pod)
             if mine:
-                for other in node.tasks.values():
+                for key, other in node.tasks.items():
+                    if key in node.evicted:
+                        continue
                     if any(_ports_conflict(a, b) for a in mine for b in host_ports(other.pod)):
                         out.append(Status(StatusCode.Unschedulable, ERR_PORTS, "NodePorts"))
                         return out
@@ -211,7 +213,7 @@ class PredicatesPlugin:
     def predicate(self, task: TaskInfo, node: NodeInfo) -> list[Status]:
         out: list[Status] = []
         max_pods = node.allocatable.get(PODS)
-        if node.allocatable.has_scalar(PODS) and max_pods <= len(node.tasks):
+        if node.allocatable.has_scalar(PODS) and max_pods <= node.pod_count():
             out.append(Status(StatusCode.Unschedulable, NODE_POD_NUMBER_EXCEEDED, PLUGIN_NAME))
         st = self.static_statuses(task, node)
         if st:
@@ -227,7 +229,7 @@ class PredicatesPlugin:
             val = node.labels.get(key)
             if val is None:
                 return []
-            return [t for n in ssn.node_list if n.labels.get(key) == val for t in n.tasks.values()]
+            return [t for n in ssn.node_list if n.labels.get(key) == val for k, t in n.tasks.items() if k not in n.evicted]
 
         def term_ns(term: Obj, owner: TaskInfo) -> set[str]:
             return set(term.get("namespaces") or [owner.namespace])
@@ -246,7 +248,8 @@ class PredicatesPlugin:
                     t.namespace in ns
                     and match_label_selector((t.pod.get("metadata") or {}).get("labels") or {}, term.get("labelSelector"))
                     for n in ssn.node_list
-                    for t in n.tasks.values()
+                    for k, t in n.tasks.items()
+                    if k not in n.evicted
                 )
                 if not (own and not anywhere and key in node.labels):
                     return Status(StatusCode.UnschedulableAndUnresolvable, ERR_POD_AFFINITY, "InterPodAffinity")
@@ -258,7 +261,9 @@ class PredicatesPlugin:
                     return Status(StatusCode.Unschedulable, ERR_POD_ANTI_AFFINITY, "InterPodAffinity")
         labels = (task.pod.get("metadata") or {}).get("labels") or {}
         for n in ssn.node_list:
-            for t in n.tasks.values():
+            for k, t in n.tasks.items():
+                if k in n.evicted:
+                    continue
                 for term in (((t.pod.get("spec") or {}).get("affinity") or {}).get("podAntiAffinity") or {}).get(
                     "requiredDuringSchedulingIgnoredDuringExecution"
                 ) or []:
