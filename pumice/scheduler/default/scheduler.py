@@ -42,6 +42,7 @@ POD = ResourceKind("", "v1", "Pod", "pods", subresources=("status", "binding", "
 NODE = ResourceKind("", "v1", "Node", "nodes", namespaced=False, subresources=("status",))
 
 REASON_UNSCHEDULABLE = "Unschedulable"
+BATCH = 32
 REASON_SCHEDULER_ERROR = "SchedulerError"
 
 
@@ -270,7 +271,13 @@ class DefaultScheduler:
     async def _schedule_loop(self) -> None:
         while True:
             try:
+                # A cycle whose Pod is ready does not suspend, so up to BATCH cycles run per turn of
+                # the event loop; on a busy loop one cycle per turn would cap the rate.
                 await self.schedule_one()
+                for _ in range(BATCH - 1):
+                    if not self.queue.active_count:
+                        break
+                    await self.schedule_one()
             except asyncio.CancelledError:
                 raise
             except Exception:
