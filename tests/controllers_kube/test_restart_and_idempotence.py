@@ -48,6 +48,39 @@ async def test_manager_restart_mid_rollout_converges_without_duplicate_pods(env:
     assert sorted(rs["spec"]["replicas"] for rs in rss) == [0, 6]
 
 
+async def test_killed_manager_mid_scale_up_is_replaced_without_duplicate_pods(env: Env) -> None:
+    from pumice.controllers.kube.kinds import REPLICA_SET as RS
+
+    await env.client.create({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                             "metadata": {"name": "big", "namespace": "default"},
+                             "spec": {"replicas": 40, "selector": {"matchLabels": {"rs": "big"}},
+                                      "template": {"metadata": {"labels": {"rs": "big"}},
+                                                   "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}})
+
+    async def some_pods() -> bool:
+        return len((await env.client.list(POD, "default")).items) >= 3
+
+    await eventually(some_pods)
+    assert env.mgr_task is not None
+    env.mgr_task.cancel()  # no graceful shutdown: in-flight creates are cut off
+    try:
+        await env.mgr_task
+    except BaseException:
+        pass
+    env.mgr = None
+    env.mgr_task = None
+    await env.start_manager()
+
+    async def forty_running() -> bool:
+        pods = [p for p in (await env.client.list(POD, "default")).items if is_active(p)]
+        return len(pods) == 40 and all(p["status"].get("phase") == "Running" for p in pods)
+
+    await eventually(forty_running, what="40 running pods")
+    await asyncio.sleep(0.3)
+    assert len([p for p in (await env.client.list(POD, "default")).items if is_active(p)]) == 40
+    assert (await env.client.get(RS, "big", "default"))["status"]["replicas"] == 40
+
+
 async def _settle(env: Env) -> None:
     """Let every informer catch up with the last writes."""
     await asyncio.sleep(0.3)
