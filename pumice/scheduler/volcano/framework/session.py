@@ -30,8 +30,10 @@ from pumice.scheduler.volcano.api.queue_info import ClusterInfo, QueueInfo
 from pumice.scheduler.volcano.api.resource import Resource, sum_resources
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import (
+    ALL_NODE_UNAVAILABLE_MSG,
     ALLOCATED_STATUSES,
     COMPLETED_STATUSES,
+    POD_GROUP_READY,
     POD_GROUP_UNSCHEDULABLE,
     FitError,
     PodGroupPhase,
@@ -539,18 +541,25 @@ class Session:
             if status_changed(old, st):
                 res.changed.append(job.uid)
             phase = st.get("phase")
+            fit: str | None = None
             if phase in (PodGroupPhase.Pending, PodGroupPhase.Inqueue, PodGroupPhase.Unknown):
                 pending = job.count(TaskStatus.Pending)
+                fit = job.fit_error()
                 res.events.append(
-                    (job.uid, "Warning", "Unschedulable", f"{pending}/{len(job.tasks)} tasks in gang unschedulable: {job.fit_error()}")
+                    (job.uid, "Warning", "Unschedulable", f"{pending}/{len(job.tasks)} tasks in gang unschedulable: {fit}")
                 )
             elif job.uid in res.changed:
-                res.events.append((job.uid, "Normal", "Scheduled", f"pod group is ready, {len(job.tasks)} tasks"))
-            for t in job.tasks.values():
-                ctx = t.last_transaction or t.transaction_context()
-                live = (TaskStatus.Pending, TaskStatus.Allocated, TaskStatus.Pipelined)
-                if t.status in live and not t.sch_gated and ctx.status in live:
-                    res.pod_conditions[t.key] = job.task_scheduling_reason(t.uid)
+                res.events.append((job.uid, "Normal", "Scheduled", POD_GROUP_READY))
+            for status in (TaskStatus.Allocated, TaskStatus.Pending, TaskStatus.Pipelined):
+                for t in job.task_status_index.get(status, {}).values():
+                    if t.sch_gated:
+                        continue
+                    reason, msg, nominated = job.task_scheduling_reason(t.uid)
+                    if not msg:
+                        if fit is None:
+                            fit = job.fit_error()
+                        msg = fit or ALL_NODE_UNAVAILABLE_MSG
+                    res.pod_conditions[t.key] = (reason, msg, nominated)
         for q in self.queues.values():
             alloc = sum_resources(
                 t.resreq
