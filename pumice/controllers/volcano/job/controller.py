@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -741,5 +740,3 @@ def _norm(status: Obj) -> Obj:
     s["controlledResources"] = s.get("controlledResources") or {}
     return s
 
-
-MapFn = Callable[[Obj], list[Any]]
