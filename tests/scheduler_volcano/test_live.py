@@ -141,3 +141,32 @@ def test_unknown_plugin_in_the_initial_config_is_an_error(tmp_path: Path) -> Non
     conf.write_text('actions: "allocate"\ntiers:\n- plugins:\n  - name: gangg\n')
     with pytest.raises(ConfigError, match="unknown plugin 'gangg'; known plugins: binpack, capacity"):
         load_conf(str(conf))
+
+
+async def test_a_cycle_records_upstream_named_metrics() -> None:
+    from prometheus_client import generate_latest
+
+    from pumice.scheduler.volcano.metrics import REGISTRY
+
+    async with local_cluster() as c:
+        client = c.client
+        await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c1"}})
+        await _seed(client, [node("n1", "4,8Gi,pods=10"), queue("q1"), podgroup("pg1", queue="q1", min_member=1, phase="Inqueue")])
+        await _seed(client, [pod("p-0", group="pg1", requests="1,1Gi")])
+        sched = Scheduler(client)
+        await sched.cache.start(timeout=5)
+        try:
+            sched.run_once()
+            await sched.cache.flush()
+        finally:
+            await sched.cache.stop()
+    text = generate_latest(REGISTRY).decode()
+    for name in (
+        "volcano_e2e_scheduling_latency_milliseconds_count",
+        'volcano_action_scheduling_latency_milliseconds_count{action="allocate"}',
+        'volcano_plugin_scheduling_latency_milliseconds_count{OnSession="OnSessionOpen",plugin="gang"}',
+        'volcano_schedule_attempts_total{result="scheduled"}',
+        'volcano_queue_allocated_milli_cpu{queue_name="q1"} 1000.0',
+        'volcano_queue_deserved_milli_cpu{queue_name="q1"}',
+    ):
+        assert name in text, name
