@@ -51,7 +51,8 @@ class Explanation:
         podgroup: ``<ns>/<name>`` of its PodGroup (None when it has none yet).
         queue: its queue.
         phase: the PodGroup phase the session computed.
-        gate: a short id: ``running``, ``binding``, ``node-start``, ``no-podgroup``, ``queue-missing``,
+        gate: a short id: ``finished``, ``running``, ``binding``, ``node-start``, ``no-podgroup``,
+            ``queue-missing``,
             ``queue-closed``, ``enqueue-quota``, ``enqueue-overcommit``, ``enqueue-refused``,
             ``no-pods``, ``queue-overused``, ``queue-allocatable``, ``gang``, ``predicates``.
         reason: one sentence with the numbers.
@@ -73,7 +74,7 @@ class Explanation:
         if self.podgroup:
             lines.append(f"  PodGroup: {self.podgroup} (queue {self.queue}, phase after a scheduling session: "
                          f"{self.phase or 'none'})")
-        lines.append(f"  held by: {self.gate}" if self.gate not in ("running", "binding", "node-start")
+        lines.append(f"  held by: {self.gate}" if self.gate not in ("finished", "running", "binding", "node-start")
                      else f"  state: {self.gate}")
         lines.append(f"  why: {self.reason}")
         if self.remedy:
@@ -213,6 +214,10 @@ def explain(objects: list[Obj], kind: str, name: str, namespace: str, conf: Sche
             ex.reason = (f"the Pod is bound to Node {node} and {phase}" if phase != "Pending"
                          else f"the Pod is bound to Node {node}; waiting for the node agent to start it")
             return ex
+    done = _finished(objects, kind, name, namespace)
+    if done:
+        ex.gate, ex.reason = "finished", done
+        return ex
     if pg_name is None:
         ex.gate, ex.reason = "no-podgroup", note or "no PodGroup"
         ex.remedy = "the controller creates the PodGroup; check that it runs"
@@ -398,6 +403,27 @@ def _gang_room(ex: Explanation, ssn: Any, job: Any) -> None:
                       f"{_fmt_res(req, dims)} each, the Nodes have room for {room} now")
         more = f"room for {short} more Pods of {_fmt_res(req, dims)} on the Nodes (e.g. when running Pods finish)"
         ex.remedy = f"{ex.remedy}; and {more}" if ex.remedy else more
+
+
+def _finished(objects: list[Obj], kind: str, name: str, namespace: str) -> str:
+    """A sentence when the target is done (nothing holds it), else ""."""
+    k = KIND_ALIASES.get(kind.lower())
+    if k == "VCJob":
+        job = _find(objects, "Job", name, namespace, "batch.volcano.sh/")
+        phase = (((job or {}).get("status") or {}).get("state") or {}).get("phase")
+        if phase in ("Completed", "Failed", "Terminated", "Aborted"):
+            return f"the job is {phase}; it no longer asks for resources"
+    if k == "RayJob":
+        rj = _find(objects, "RayJob", name, namespace, "ray.io/")
+        st = (rj or {}).get("status") or {}
+        if st.get("jobDeploymentStatus") in ("Complete", "Failed"):
+            return f"the RayJob is {st['jobDeploymentStatus']} (job status {st.get('jobStatus') or '?'})"
+    if k == "Pod":
+        pod = _find(objects, "Pod", name, namespace)
+        phase = ((pod or {}).get("status") or {}).get("phase")
+        if phase in ("Succeeded", "Failed"):
+            return f"the Pod has {phase}"
+    return ""
 
 
 def _plugin_numbers(ssn: Any, qname: str) -> dict[str, Any]:

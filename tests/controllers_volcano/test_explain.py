@@ -160,3 +160,11 @@ def test_queue_over_its_deserved_share_is_named() -> None:
     ex = explain(objs, "podgroup", "pg1", NS, NO_OVERCOMMIT)
     assert ex.gate in ("queue-overused", "queue-allocatable"), ex.render()
     assert "queue q1" in ex.reason, ex.render()
+
+
+def test_a_finished_vcjob_is_not_held() -> None:
+    job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+           "metadata": {"name": "j1", "namespace": NS, "uid": "u1"},
+           "spec": {"minAvailable": 2, "queue": "q1"}, "status": {"state": {"phase": "Completed"}}}
+    ex = explain([node("n1"), queue("q1"), job], "vcjob", "j1", NS, CONF)
+    assert ex.gate == "finished" and "Completed" in ex.reason and ex.remedy == ""
