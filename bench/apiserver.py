@@ -164,6 +164,87 @@ async def watch_figures(cl: Client, new_client: Callable[[], Client], pods: Any)
         t.cancel()
 
 
+class RawHTTP:
+    """A minimal keep-alive HTTP/1.1 client over asyncio TLS streams (one connection per
+    concurrent client), so that the client side costs little and the figures measure the server.
+    Only for this benchmark: Content-Length bodies, no chunked responses."""
+
+    def __init__(self, host: str, port: int, token: str, conns: int) -> None:
+        import ssl
+
+        self.host, self.port, self.token = host, port, token
+        self.ctx = ssl.create_default_context()
+        self.ctx.check_hostname = False
+        self.ctx.verify_mode = ssl.CERT_NONE
+        self.pool: asyncio.Queue[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = asyncio.Queue()
+        self.conns = conns
+
+    async def open(self) -> None:
+        for _ in range(self.conns):
+            self.pool.put_nowait(await asyncio.open_connection(self.host, self.port, ssl=self.ctx))
+
+    async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
+        reader, writer = await self.pool.get()
+        try:
+            head = (f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\nAuthorization: Bearer {self.token}\r\n"
+                    f"Accept: application/json\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {len(body)}\r\n\r\n").encode()
+            writer.write(head + body)
+            status_line = await reader.readline()
+            length = 0
+            while True:
+                line = await reader.readline()
+                if line in (b"\r\n", b""):
+                    break
+                k, _, v = line.partition(b":")
+                if k.lower() == b"content-length":
+                    length = int(v)
+            data = await reader.readexactly(length) if length else b""
+            return int(status_line.split()[1]), data
+        finally:
+            self.pool.put_nowait((reader, writer))
+
+    async def close(self) -> None:
+        while not self.pool.empty():
+            _, w = self.pool.get_nowait()
+            w.close()
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def bench_http_raw(url: str, token: str, pid: int) -> None:
+    import msgspec
+
+    n = 1000 if QUICK else 3000
+    host, port = url.split("//")[1].rsplit(":", 1)
+    print("\nHTTPS, SQLite storage, minimal keep-alive client (server CPU = CPU time of the server process)")
+    for clients in (1, 16, 64):
+        raw = RawHTTP(host, int(port), token, clients)
+        await raw.open()
+        await raw.request("GET", "/version")
+        c0 = cpu_seconds(pid)
+        base, b50, b99 = await run_clients(n, clients, lambda i, raw=raw: raw.request("GET", "/version"))
+        c1 = cpu_seconds(pid)
+        line(f"baseline: GET /version, {clients} clients", base, b50, b99)
+        print(f"    server CPU {1000 * (c1 - c0) / n:.3f} ms per request")
+
+        async def create(i: int, k: int = clients, raw: RawHTTP = raw) -> None:
+            status, data = await raw.request("POST", "/api/v1/namespaces/default/pods",
+                                             msgspec.json.encode(pod(f"r{k}-{i}")))
+            assert status == 201, data
+
+        c0 = cpu_seconds(pid)
+        rate, p50, p99 = await run_clients(n, clients, create)
+        c1 = cpu_seconds(pid)
+        line(f"create Pods, {clients} clients", rate, p50, p99, base)
+        print(f"    server CPU {1000 * (c1 - c0) / n:.3f} ms per create ({n / max(c1 - c0, 1e-9):.0f} creates per "
+              "server CPU-second)")
+        await raw.close()
+
+
 async def bench_http() -> None:
     n = 1000 if QUICK else 3000
     with tempfile.TemporaryDirectory() as tmp:
@@ -173,7 +254,8 @@ async def bench_http() -> None:
         try:
             assert proc.stdout is not None
             url = proc.stdout.readline().rsplit(" ", 1)[-1].strip()
-            print(f"\nHTTPS, SQLite storage, server in a subprocess at {url}")
+            await bench_http_raw(url, (Path(tmp) / "token").read_text().strip(), proc.pid)
+            print(f"\nHTTPS, SQLite storage, server in a subprocess at {url}, pumice Client (httpx2)")
             cl = connect(Path(tmp) / "kubeconfig")
             pods = cl.scheme.by_api_version_kind("v1", "Pod")
             await cl.request("GET", "/version")
