@@ -519,7 +519,8 @@ def _gang_gate(ex: Explanation, job: Any, status: Obj, pod_conditions: dict[str,
     for t in pending:
         reason, msg, _ = pod_conditions.get(t.key) or ("", "", "")
         if reason == "Unschedulable":
-            msg = msg or node_reasons.get(t.key, "")
+            if "nodes are unavailable" not in msg:  # not a per-Node summary: use the session's checks
+                msg = node_reasons.get(t.key) or msg
             if msg:
                 fit_msgs[msg] = fit_msgs.get(msg, 0) + 1
     n_nodes = len(ssn.nodes)
