@@ -28,7 +28,6 @@ def pod(name: str, *, node: str = "", phase: str = "Running", ready: bool = True
                        "containerStatuses": [{"name": "c", "restartCount": restarts}]}}
 
 
-@pytest.mark.upstream("kubernetes pkg/controller/controller_utils_test.go TestSortingActivePods")
 def test_surplus_pods_go_unscheduled_then_pending_then_not_ready_then_newest() -> None:
     pods = [
         pod("old-ready", node="n1", created="2024-01-01T00:00:00Z"),
@@ -127,3 +126,29 @@ def test_an_unchanged_condition_with_a_new_probe_time_is_not_a_change() -> None:
     again = set_status_condition(conds, {"type": "Suspended", "status": "True", "reason": "JobSuspended",
                                          "lastProbeTime": "t2"}, "t2")
     assert again == conds
+
+
+def _rs(name: str, replicas: int, created: str, max_replicas: int, available: int = 0) -> Obj:
+    return {"metadata": {"name": name, "creationTimestamp": created,
+                         "annotations": {"deployment.kubernetes.io/max-replicas": str(max_replicas),
+                                         "deployment.kubernetes.io/desired-replicas": "10"}},
+            "spec": {"replicas": replicas}, "status": {"availableReplicas": available}}
+
+
+def test_scaling_mid_rollout_is_spread_proportionally() -> None:
+    from pumice.controllers.kube.deployment import is_scaling_event, proportional_sizes
+
+    d = dep(20, surge=3, unavailable=2)
+    old = _rs("old", 8, "2024-01-01T00:00:00Z", 13)
+    new = _rs("new", 5, "2024-01-02T00:00:00Z", 13)
+    assert is_scaling_event(d, [old, new])
+    # allowed 23, current 13: +10 split 8*23/13 -> 14 (+6), 5*23/13 -> 9 (+4)
+    assert proportional_sizes(d, new, [old]) == {"old": 14, "new": 9}
+
+
+def test_scaling_with_one_active_replicaset_sets_it_directly() -> None:
+    from pumice.controllers.kube.deployment import proportional_sizes
+
+    d = dep(5)
+    new = _rs("new", 3, "2024-01-02T00:00:00Z", 4)
+    assert proportional_sizes(d, new, [_rs("old", 0, "2024-01-01T00:00:00Z", 4)]) == {"new": 5}

@@ -133,7 +133,6 @@ def test_least_allocated_and_balanced_scores_follow_upstream_arithmetic() -> Non
     assert plugins.balanced_allocation(skewed, n) == 81
 
 
-@pytest.mark.upstream("kubernetes pkg/scheduler/framework/types.go FitError.Error")
 def test_fit_error_message_has_the_upstream_form() -> None:
     msg = plugins.fit_error_message(
         3, Counter({"Insufficient cpu": 2, "node(s) had untolerated taint {node-role: master}": 1}), 1)

@@ -16,15 +16,17 @@ NewReplicaSetAvailable, ProgressDeadlineExceeded; Available: MinimumReplicasAvai
 MinimumReplicasUnavailable. These are what ``kubectl rollout status`` reads.
 
 Mirrors: kubernetes pkg/controller/deployment/{deployment_controller.go, sync.go, rolling.go,
-recreate.go, progress.go, util/deployment_util.go}. Deviates: a replica change during a rollout is
-not spread proportionally over the ReplicaSets (the rolling steps converge it instead); paused
-Deployments only get status; no rollback (``spec.rollbackTo`` is gone upstream too).
+recreate.go, progress.go, util/deployment_util.go}. A change of ``replicas`` (a scaling event: an active
+ReplicaSet's desired-replicas annotation differs) is spread proportionally over the active
+ReplicaSets first, as upstream's ``scale``. Deviates: paused Deployments only get status (and
+scaling); no rollback (``spec.rollbackTo`` is gone upstream too).
 """
 
 from __future__ import annotations
 
 import copy
 import logging
+import math
 from typing import Any
 
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
@@ -127,6 +129,68 @@ def new_rs_replicas(d: Obj, all_rss: list[Obj], new_rs: Obj) -> int:
     if current >= max_total:
         return replicas_of(new_rs)
     return replicas_of(new_rs) + max(0, min(max_total - current, replicas_of(d) - replicas_of(new_rs)))
+
+
+def is_scaling_event(d: Obj, rss: list[Obj]) -> bool:
+    """An active ReplicaSet was sized for another ``replicas`` (isScalingEvent)."""
+    want = str(replicas_of(d))
+    for rs in rss:
+        if replicas_of(rs) > 0:
+            desired = ((rs.get("metadata") or {}).get("annotations") or {}).get(DESIRED_REPLICAS)
+            if desired is not None and desired != want:
+                return True
+    return False
+
+
+def _created(rs: Obj) -> tuple[str, str]:
+    return (rs["metadata"].get("creationTimestamp", ""), rs["metadata"]["name"])
+
+
+def proportional_sizes(d: Obj, new: Obj | None, old: list[Obj]) -> dict[str, int]:
+    """Target ``spec.replicas`` per ReplicaSet name for a scaling event (pure; only changes).
+
+    Mirrors: pkg/controller/deployment/sync.go scale (FindActiveOrLatest, IsSaturated, the
+    proportional split with getProportion/getReplicaSetFraction and the leftover to the largest).
+    """
+    want = replicas_of(d)
+    rss = [*old, *([new] if new else [])]
+    active = [rs for rs in rss if replicas_of(rs) > 0]
+    if not rss:
+        return {}
+    if len(active) <= 1:
+        target = active[0] if active else (new or max(old, key=_created))
+        return {target["metadata"]["name"]: want} if replicas_of(target) != want else {}
+    if new is not None and replicas_of(new) == want and int((new.get("status") or {}).get("availableReplicas") or 0) == want:
+        return {rs["metadata"]["name"]: 0 for rs in old if replicas_of(rs)}
+    strategy = ((d.get("spec") or {}).get("strategy") or {}).get("type") or "RollingUpdate"
+    if strategy != "RollingUpdate":
+        return {}
+    surge, _ = resolve_fenceposts(d)
+    allowed = want + surge if want > 0 else 0
+    to_add = allowed - sum(replicas_of(rs) for rs in active)
+    if to_add == 0:
+        return {}
+    # bigger first; among equals newer first when growing, older first when shrinking
+    by_age = sorted(active, key=_created, reverse=to_add > 0)
+    ordered = sorted(by_age, key=lambda rs: -replicas_of(rs))
+    sizes: dict[str, int] = {}
+    added = 0
+    for rs in ordered:
+        if want == 0:
+            fraction = -replicas_of(rs)
+        else:
+            ann = ((rs.get("metadata") or {}).get("annotations") or {}).get(MAX_REPLICAS)
+            annotated = int(ann) if ann and ann.isdigit() else int((d.get("status") or {}).get("replicas") or 0)
+            annotated = annotated or 1
+            fraction = math.floor(replicas_of(rs) * (want + surge) / annotated + 0.5) - replicas_of(rs)
+        room = to_add - added
+        step = min(fraction, room) if to_add > 0 else max(fraction, room)
+        sizes[rs["metadata"]["name"]] = replicas_of(rs) + step
+        added += step
+    if added != to_add and ordered:
+        first = ordered[0]["metadata"]["name"]
+        sizes[first] = max(0, sizes[first] + to_add - added)
+    return {k: v for k, v in sizes.items() if v != replicas_of(next(r for r in rss if r["metadata"]["name"] == k))}
 
 
 def build_new_replica_set(d: Obj, hash_: str, rev: int, replicas: int) -> Obj:
@@ -437,7 +501,15 @@ class DeploymentReconciler:
         rss = await self.claim_replica_sets(d)
         new, old = self.split(d, rss)
         created = False
-        if not d["metadata"].get("deletionTimestamp") and not (d.get("spec") or {}).get("paused"):
+        scaled = False
+        if not d["metadata"].get("deletionTimestamp") and is_scaling_event(d, rss):
+            sizes = proportional_sizes(d, new, old)
+            for i, rs in enumerate(old):
+                if rs["metadata"]["name"] in sizes:
+                    scaled, old[i] = True, (await self.scale(rs, sizes[rs["metadata"]["name"]], d))[1]
+            if new is not None and new["metadata"]["name"] in sizes:
+                scaled, new = True, (await self.scale(new, sizes[new["metadata"]["name"]], d))[1]
+        if not scaled and not d["metadata"].get("deletionTimestamp") and not (d.get("spec") or {}).get("paused"):
             strategy = ((d.get("spec") or {}).get("strategy") or {}).get("type") or "RollingUpdate"
             was_new = new is None
             if strategy == "Recreate":
