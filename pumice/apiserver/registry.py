@@ -252,9 +252,12 @@ class Registry:
             except (binascii.Error, msgspec.DecodeError, KeyError, TypeError, ValueError, IndexError):
                 raise errors.bad_request("continue key is not valid: malformed continue token") from None
         name = fields.exact("metadata.name")
+        node = fields.exact("spec.nodeName")
         if name is not None and (ns is not None or not rk.namespaced):
             one = self.store.get(res, ns or "", name)
             candidates = [one] if one is not None else []
+        elif node is not None:
+            candidates = self.store.list_by_field(res, "spec.nodeName", node, ns)
         else:
             candidates = self.store.list(res, ns)
         out: builtins.list[Stored] = []

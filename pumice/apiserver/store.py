@@ -30,7 +30,7 @@ import msgspec
 from pumice.api.selectors import FieldSelector, LabelSelector, field_value
 from pumice.apiserver.storage import Storage
 
-__all__ = ["INDEXED_FIELDS", "Event", "Expired", "Store", "Stored", "Watcher", "storage_key"]
+__all__ = ["INDEXED_FIELDS", "LIST_INDEXED_FIELDS", "Event", "Expired", "Store", "Stored", "Watcher", "storage_key"]
 
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
@@ -132,11 +132,17 @@ class Watcher:
         q.put_nowait(item)
 
 
+#: field paths with a secondary index for lists (``spec.nodeName``: each node agent lists its Pods)
+LIST_INDEXED_FIELDS = ("spec.nodeName",)
+
+
 class _ResourceState:
-    __slots__ = ("by_index", "compacted", "history", "objects", "unindexed")
+    __slots__ = ("by_index", "compacted", "field_index", "history", "objects", "unindexed")
 
     def __init__(self, compacted: int, history: int) -> None:
         self.objects: dict[tuple[str, str], Stored] = {}
+        # path -> value -> keys (insertion-ordered set) of objects whose field has that value
+        self.field_index: dict[str, dict[str, dict[tuple[str, str], None]]] = {p: {} for p in LIST_INDEXED_FIELDS}
         self.history: deque[Event] = deque(maxlen=history)
         self.compacted = compacted  # events with rv > compacted are all in history
         # dicts used as insertion-ordered sets: fan-out order is registration order (deterministic)
@@ -168,7 +174,41 @@ class Store:
             resource, ns, name = _split_key(key)
             obj = _decode(value)
             rv = int(obj.get("metadata", {}).get("resourceVersion") or 0)
-            self._state(resource).objects[(ns, name)] = Stored(obj, value, rv)
+            st = self._state(resource)
+            stored = st.objects[(ns, name)] = Stored(obj, value, rv)
+            self._index(st, (ns, name), None, stored)
+
+    def _index(self, st: _ResourceState, key: tuple[str, str], old: Stored | None, new: Stored | None) -> None:
+        for path, idx in st.field_index.items():
+            before = field_value(old.obj, path) if old is not None else None
+            after = field_value(new.obj, path) if new is not None else None
+            if before == after:
+                continue
+            if before:
+                keys = idx.get(before)
+                if keys is not None:
+                    keys.pop(key, None)
+                    if not keys:
+                        del idx[before]
+            if after:
+                idx.setdefault(after, {})[key] = None
+
+    def list_by_field(self, resource: str, path: str, value: str, namespace: str | None = None) -> list[Stored]:
+        """Current objects whose ``path`` (one of LIST_INDEXED_FIELDS) equals ``value``, in key order.
+
+        Raises:
+            KeyError: ``path`` is not indexed.
+        """
+        st = self._resources.get(resource)
+        if st is None:
+            return []
+        keys = st.field_index[path].get(value) if value else None
+        if keys is None:
+            if value:
+                return []
+            return [s for s in self.list(resource, namespace) if not field_value(s.obj, path)]
+        objs = st.objects
+        return [objs[k] for k in sorted(keys) if namespace is None or k[0] == namespace]
 
     def _state(self, resource: str) -> _ResourceState:
         st = self._resources.get(resource)
@@ -219,6 +259,7 @@ class Store:
         old = st.objects.get((ns, name))
         new = Stored(obj, data, rv)
         st.objects[(ns, name)] = new
+        self._index(st, (ns, name), old, new)
         self._publish(st, Event(MODIFIED if old is not None else ADDED, rv, resource, new, old))
         return new
 
@@ -237,6 +278,7 @@ class Store:
         self.storage.commit(rv, (), [storage_key(resource, namespace, name)])
         self.revision = rv
         del st.objects[(namespace, name)]
+        self._index(st, (namespace, name), old, None)
         obj = old.copy()
         obj["metadata"]["resourceVersion"] = str(rv)
         gone = Stored(obj, _encode(obj), rv)

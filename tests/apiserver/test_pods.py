@@ -69,3 +69,21 @@ async def test_field_selector_on_node_name(cluster: LocalCluster) -> None:
     with pytest.raises(ApiError) as e:
         await cluster.client.list(pods, None, field_selector="spec.bogus=1")
     assert e.value.code == 400
+
+
+async def test_list_by_node_name_follows_binding_and_deletion(cluster: LocalCluster) -> None:
+    pods = cluster.scheme.by_api_version_kind("v1", "Pod")
+
+    async def on(node: str) -> list[str]:
+        got = await cluster.client.list(pods, None, field_selector=f"spec.nodeName={node}")
+        return [p["metadata"]["name"] for p in got.items]
+
+    await cluster.client.create(pod("a"))
+    await cluster.client.create(pod("b", node="n1"))
+    assert await on("n1") == ["b"]
+    assert await on("") == ["a"]
+    await cluster.client.bind("default", "a", "n1")
+    assert await on("n1") == ["a", "b"]
+    await cluster.client.delete(pods, "b", "default", grace_period_seconds=0)
+    assert await on("n1") == ["a"]
+    assert await on("n2") == []
