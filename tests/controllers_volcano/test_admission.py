@@ -308,3 +308,35 @@ async def test_a_queue_with_podgroups_or_allocated_pods_cannot_be_deleted() -> N
         await admit(PLUGINS, r, None, operation="DELETE", old=queue("q2"), name="q2")
     assert "queue q2 cannot be deleted because it has 1 PodGroups" in e.value.message
     await admit(PLUGINS, reader(queue("q3")), None, operation="DELETE", old=queue("q3"), name="q3")
+
+
+def test_shipped_admission_conf_has_no_resource_groups_and_a_group_mutates_pods() -> None:
+    from pumice.controllers.volcano.admission import load_admission_conf
+
+    shipped = shared() / "samples" / "volcano" / "installer" / "helm" / "chart" / "volcano" / "config" / "volcano-admission.conf"
+    assert load_admission_conf(shipped.read_text()) == []
+    groups = load_admission_conf("""
+resourceGroups:
+- resourceGroup: management
+  object: {key: namespace, value: [mng-ns-1]}
+  schedulerName: default-scheduler
+  tolerations: [{effect: NoSchedule, key: taint, operator: Exists}]
+  labels: {volcano.sh/nodetype: management}
+""")
+    assert groups[0].resourceGroup == "management" and groups[0].object_value == ("mng-ns-1",)
+    with pytest.raises(ValueError, match="unknown resourceGroups keys"):
+        load_admission_conf("resourceGroups: [{resourceGroup: x, color: red}]")
+
+
+async def test_resource_group_mutates_matching_pods() -> None:
+    from pumice.controllers.volcano.admission import ResourceGroup
+
+    plugins = admission_plugins(resource_groups=[ResourceGroup(
+        "cpu", object_key="annotation", object_value=("volcano.sh/resource-group: cpu",),
+        schedulerName="volcano", labels={"volcano.sh/nodetype": "cpu"})])
+    p = pod({"volcano.sh/resource-group": "cpu"}, scheduler="default-scheduler")
+    out = await admit(plugins, reader(), p)
+    assert out is not None and out["spec"]["nodeSelector"] == {"volcano.sh/nodetype": "cpu"}
+    assert out["spec"]["schedulerName"] == "volcano"
+    other = await admit(plugins, reader(), pod({}, scheduler="default-scheduler"))
+    assert other is not None and "nodeSelector" not in other["spec"]

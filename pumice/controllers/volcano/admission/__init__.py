@@ -7,7 +7,12 @@ from __future__ import annotations
 
 from pumice.controllers.volcano.admission.jobs import JobMutator, JobPolicyValidator, JobValidator
 from pumice.controllers.volcano.admission.podgroups import PodGroupMutator, PodGroupValidator
-from pumice.controllers.volcano.admission.pods import PodMutator, PodValidator, ResourceGroup
+from pumice.controllers.volcano.admission.pods import (
+    PodMutator,
+    PodValidator,
+    ResourceGroup,
+    load_admission_conf,
+)
 from pumice.controllers.volcano.admission.queues import QueueMutator, QueueValidator
 
 __all__ = [
@@ -21,4 +26,5 @@ __all__ = [
     "QueueMutator",
     "QueueValidator",
     "ResourceGroup",
+    "load_admission_conf",
 ]

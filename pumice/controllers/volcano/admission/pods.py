@@ -69,6 +69,33 @@ class ResourceGroup:
         return False
 
 
+def load_admission_conf(text: str) -> list[ResourceGroup]:
+    """The ``resourceGroups`` of a ``volcano-admission.conf`` (YAML text; empty or all-comment
+    text gives none).
+
+    Raises:
+        ValueError: not a mapping, ``resourceGroups`` not a list, or an entry with unknown keys or
+            without ``resourceGroup``.
+    """
+    import yaml
+
+    data = yaml.safe_load(text) or {}
+    if not isinstance(data, dict):
+        raise ValueError("volcano-admission.conf: expected a mapping with resourceGroups")
+    groups = data.get("resourceGroups") or []
+    if not isinstance(groups, list):
+        raise ValueError("volcano-admission.conf: resourceGroups must be a list")
+    out = []
+    for i, g in enumerate(groups):
+        if not isinstance(g, dict) or "resourceGroup" not in g:
+            raise ValueError(f"volcano-admission.conf: resourceGroups[{i}] needs a resourceGroup name")
+        try:
+            out.append(ResourceGroup.from_conf(g))
+        except ValueError as e:
+            raise ValueError(f"volcano-admission.conf: resourceGroups[{i}]: {e}") from e
+    return out
+
+
 class PodMutator:
     name = MUTATE_WEBHOOK
 
