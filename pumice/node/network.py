@@ -256,10 +256,11 @@ class NetnsNetwork:
         write_in_place(etc / "resolv.conf", RESOLV_CONF)
         if not (etc / "hosts").exists():
             write_in_place(etc / "hosts", hosts_content(ip, hostname, "", []))
-        await run("ip", "netns", "add", ns)
+        host_batch = (f"netns add {ns}\n"
+                      f"link add {veth} type veth peer name eth0 netns {ns}\n"
+                      f"link set {veth} master {BRIDGE} up\n")
         try:
-            await run("ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns)
-            await run("ip", "link", "set", veth, "master", BRIDGE, "up")
+            await run("ip", "-batch", "-", input_=host_batch.encode())
             batch = (
                 f"addr add {ip}/{self.prefixlen} dev eth0\n"
                 "link set lo up\n"

@@ -21,6 +21,7 @@ import pytest
 
 from pumice.node.agent import NodeAgent
 from pumice.node.kinds import PODS
+from pumice.node.network import netns_name, veth_name
 from pumice.testing.node import MemoryClient, get_pod, phase_is, wait_for
 
 pytestmark = [
@@ -138,40 +139,54 @@ HEAD_SVC = {
 
 
 def _proxy_logs(url: str, token: str, name: str) -> str:
+    import ssl
     import urllib.request
 
     req = urllib.request.Request(f"{url}/api/v1/namespaces/default/pods/{name}/log",
                                  headers={"Authorization": f"Bearer {token}"})
-    with urllib.request.urlopen(req, timeout=30) as resp:
+    with urllib.request.urlopen(req, timeout=30, context=ssl._create_unverified_context()) as resp:
         return resp.read().decode()
 
 
-def _leftovers() -> dict[str, str]:
+def _pod_processes(netns: list[str]) -> set[int]:
+    pids: set[int] = set()
+    for ns in netns:
+        out = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout
+        pids.update(int(x) for x in out.split())
+    return pids
+
+
+def _leftovers(netns: list[str], veths: list[str], pids: set[int]) -> dict[str, list[str]]:
+    """What is left of this test's Pods (other agents may run Pods on this machine meanwhile)."""
     links = subprocess.run(["ip", "-br", "link"], capture_output=True, text=True).stdout
-    ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    procs = subprocess.run(["pgrep", "-af", "raylet|gcs_server|ray start|ray::"], capture_output=True, text=True).stdout
-    return {"links": "\n".join(x for x in links.splitlines() if x.startswith(("pv", "pumice0"))),
-            "netns": "\n".join(x for x in ns.splitlines() if x.startswith("pumice-")),
-            "procs": "\n".join(x for x in procs.splitlines() if "pgrep" not in x)}
+    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+    alive = [str(p) for p in sorted(pids) if Path(f"/proc/{p}").exists()
+             and "Z" not in Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0]]
+    return {"links": [v for v in veths if v in links], "netns": [n for n in netns if n in names], "procs": alive}
 
 
 async def _run_scenario(client: Any, agent: NodeAgent, logs: Any) -> None:
     await client.create(HEAD_SVC)
     await client.create(head_pod())
     await client.create(worker_pod())
-    await wait_for(lambda: _ready(client, "ray-head"), timeout=120, interval=0.5)
-    await wait_for(lambda: _ready(client, "ray-worker"), timeout=120, interval=0.5)
+    await wait_for(lambda: _ready(client, "ray-head"), timeout=300, interval=0.5)
+    await wait_for(lambda: _ready(client, "ray-worker"), timeout=300, interval=0.5)
     await client.create(driver_pod())
-    await wait_for(lambda: _terminal(client, "ray-driver"), timeout=180, interval=0.5)
+    await wait_for(lambda: _terminal(client, "ray-driver"), timeout=300, interval=0.5)
     driver = await get_pod(client, "ray-driver")
     text = await logs("ray-driver")
     assert driver["status"]["phase"] == "Succeeded", text
     assert "HOSTS ray-head ray-worker" in text
     assert "ACTOR 55" in text
+    uids = [(await get_pod(client, n))["metadata"]["uid"] for n in ("ray-driver", "ray-worker", "ray-head")]
+    netns, veths = [netns_name(u) for u in uids], [veth_name(u) for u in uids]
+    pids = _pod_processes(netns)
+    assert len(pids) >= 10  # head and worker: raylet, gcs_server, dashboard, agents ...
     for name in ("ray-driver", "ray-worker", "ray-head"):
         await client.delete(PODS, name, "default")
     for name in ("ray-driver", "ray-worker", "ray-head"):
         await wait_for(lambda n=name: _gone(client, n), timeout=90, interval=0.5)
+    assert _leftovers(netns, veths, pids) == {"links": [], "netns": [], "procs": []}
 
 
 async def _ready(client: Any, name: str) -> bool:
@@ -237,4 +252,3 @@ async def test_two_ray_nodes_and_a_driver_pod_run_on_one_node(data_dir: Path) ->
             finally:
                 await agent.stop()
                 await client.close()
-    assert _leftovers() == {"links": "", "netns": "", "procs": ""}
