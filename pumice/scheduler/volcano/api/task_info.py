@@ -169,7 +169,10 @@ class TaskInfo:
         )
 
     def clone(self) -> TaskInfo:
-        return TaskInfo(**{k: getattr(self, k) for k in self.__dataclass_fields__})
+        """A shallow copy (``pod`` and ``resreq`` are shared; both are never mutated)."""
+        c = object.__new__(TaskInfo)
+        c.__dict__.update(self.__dict__)
+        return c
 
     def transaction_context(self) -> TransactionContext:
         return TransactionContext(self.node_name, self.status, self.eviction_occurred)

@@ -31,11 +31,13 @@ class NodeArrays:
         self.col = {d: i for i, d in enumerate(dims)}
         self.nodes = list(nodes)
         rows, cols = len(self.nodes), len(dims)
-        self.idle = np.zeros((rows, cols))
-        self.future_idle = np.zeros((rows, cols))
-        self.used = np.zeros((rows, cols))
-        self.allocatable = np.zeros((rows, cols))
-        self.has_dim = np.zeros((rows, cols), dtype=bool)
+        # column-major: a resource column over all nodes is contiguous for the per-column tests
+        self.idle = np.zeros((rows, cols), order="F")
+        self.future_idle = np.zeros((rows, cols), order="F")
+        self.used = np.zeros((rows, cols), order="F")
+        self.allocatable = np.zeros((rows, cols), order="F")
+        self.has_dim = np.zeros((rows, cols), dtype=bool, order="F")
+        self.all_rows = np.arange(rows)
         self.pod_count = np.zeros(rows)
         self.prefer_no_schedule = np.array(
             [any(t.get("effect") == "PreferNoSchedule" for t in n.taints) for n in self.nodes], dtype=bool

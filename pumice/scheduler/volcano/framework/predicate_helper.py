@@ -100,7 +100,7 @@ def predicate_rows(ssn: Session, task: TaskInfo, mode: Mode) -> tuple[np.ndarray
     fe = FitErrors()
     k = num_feasible_nodes_to_find(n)
     start = ssn.last_processed_node_index % n
-    chosen = _predicate_vectorized(ssn, task, ssn.node_list, np.arange(n), mode, k, start, fe)
+    chosen = _predicate_vectorized(ssn, task, ssn.node_list, ssn.arrays.all_rows, mode, k, start, fe)
     return chosen, fe
 
 
@@ -118,16 +118,19 @@ def _predicate_vectorized(
     node arrays)."""
     arr = ssn.arrays
     arr.sync()
-    mask = np.ones(len(rows), dtype=bool)
+    is_all = rows is arr.all_rows
     res_mask = None
     if mode == "allocate":
-        res_mask = arr.fits(task.resreq, "future_idle", rows)
-        mask &= res_mask
+        res_mask = arr.fits(task.resreq, "future_idle", None if is_all else rows)
+        mask = res_mask.copy()
+    else:
+        mask = np.ones(len(rows), dtype=bool)
     status_fns: list[Callable[[int], list[Status]]] = []
     for tier in ssn.tiered("predicate"):
         for name, _ in tier:
             pm, sf = ssn.batch_predicates[name](task)
-            pm = pm[rows]
+            if not is_all:
+                pm = pm[rows]
             if mode == "preempt":
                 # only non-Unschedulable failures exclude a node from preemption
                 bad = np.flatnonzero(~pm)
@@ -140,17 +143,20 @@ def _predicate_vectorized(
             mask &= pm
             status_fns.append(sf)
     n = len(rows)
-    order = np.roll(np.arange(n), -start)
-    ok_in_order = mask[order]
-    feas_pos = np.flatnonzero(ok_in_order)
-    if len(feas_pos) >= k:
-        processed = int(feas_pos[k - 1]) + 1
-        chosen = order[feas_pos[:k]]
+    feas = np.flatnonzero(mask)
+    if start:
+        cut = int(np.searchsorted(feas, start))
+        feas = np.concatenate((feas[cut:], feas[:cut]))
+    if len(feas) >= k:
+        chosen = feas[:k]
+        processed = (int(chosen[-1]) - start) % n + 1
     else:
+        chosen = feas
         processed = n
-        chosen = order[feas_pos]
     ssn.last_processed_node_index = (start + processed) % n
-    failed = order[:processed][~ok_in_order[:processed]]
+    # Callers read the fit errors only when no node is feasible, so the per-node reasons (a
+    # Python loop) are built only then.
+    failed = np.flatnonzero(~mask) if len(chosen) == 0 else ()
     if len(failed):
         names: list[str] = []
         reasons: list[list[str]] = []

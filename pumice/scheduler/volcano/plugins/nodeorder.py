@@ -50,13 +50,18 @@ def _nonzero(task: TaskInfo) -> tuple[float, float]:
 
 
 def resource_scores(
-    args: NodeOrderArgs, cpu_req: float, mem_req: float, used: np.ndarray, alloc: np.ndarray
+    args: NodeOrderArgs,
+    cpu_req: float,
+    mem_req: float,
+    used_cpu: np.ndarray,
+    used_mem: np.ndarray,
+    ccpu: np.ndarray,
+    cmem: np.ndarray,
 ) -> np.ndarray:
-    """Least/Most/Balanced scores for arrays of nodes (columns: cpu, memory), kube's integer
+    """Least/Most/Balanced scores for arrays of nodes (millicores, bytes), kube's integer
     semantics: ``floor((cap - req) * 100 / cap)`` per resource, floored mean of the two."""
-    ucpu, umem = used[:, 0] + cpu_req, used[:, 1] + mem_req
-    ccpu, cmem = alloc[:, 0], alloc[:, 1]
-    total = np.zeros(len(used))
+    ucpu, umem = used_cpu + cpu_req, used_mem + mem_req
+    total = np.zeros(len(ucpu))
     with np.errstate(divide="ignore", invalid="ignore"):
         if args.least_requested:
             lc = np.floor((ccpu - ucpu) * MAX_NODE_SCORE / ccpu)
@@ -119,7 +124,9 @@ class NodeOrderPlugin:
             cpu, mem = _nonzero(task)
             arr = ssn.arrays
             arr.sync()
-            out = resource_scores(args, cpu, mem, arr.used[rows], arr.allocatable[rows])
+            out = resource_scores(
+                args, cpu, mem, arr.used[rows, 0], arr.used[rows, 1], arr.allocatable[rows, 0], arr.allocatable[rows, 1]
+            )
             spec = task.pod.get("spec") or {}
             pns = arr.prefer_no_schedule[rows]
             preferred = (((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("preferredDuringSchedulingIgnoredDuringExecution"))
@@ -135,7 +142,8 @@ class NodeOrderPlugin:
             cpu, mem = _nonzero(task)
             used = np.array([[n.used.milli_cpu, n.used.memory] for n in nodes], dtype=float).reshape(-1, 2)
             alloc = np.array([[n.allocatable.milli_cpu, n.allocatable.memory] for n in nodes], dtype=float).reshape(-1, 2)
-            return resource_scores(args, cpu, mem, used, alloc) + self._affinity_taint(task, nodes)
+            scores = resource_scores(args, cpu, mem, used[:, 0], used[:, 1], alloc[:, 0], alloc[:, 1])
+            return scores + self._affinity_taint(task, nodes)
 
         ssn.add_batch_node_order_fn(PLUGIN_NAME, batch)
         if ssn.vectorize:

@@ -155,6 +155,9 @@ def _ports_conflict(a: tuple[str, str, int], b: tuple[str, str, int]) -> bool:
 
 def _static_key(pod: Obj) -> str:
     spec = pod.get("spec") or {}
+    aff = (spec.get("affinity") or {}).get("nodeAffinity")
+    if not spec.get("nodeSelector") and not aff and not spec.get("tolerations"):
+        return ""
     return json.dumps(
         [spec.get("nodeSelector"), (spec.get("affinity") or {}).get("nodeAffinity"), spec.get("tolerations")],
         sort_keys=True,
