@@ -80,3 +80,25 @@ async def test_node_resources_are_never_double_booked() -> None:
             if p["spec"].get("nodeName"):
                 per_node[p["spec"]["nodeName"]] = per_node.get(p["spec"]["nodeName"], 0) + 1
         assert per_node == {"fake-node-0": 2, "fake-node-1": 2}
+
+
+async def test_gated_pod_waits_with_scheduling_gated_until_the_gates_are_removed() -> None:
+    async with chain(nodes=1, manager=False) as env:
+        p = big_pod("gated", cpu="100m")
+        p["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
+        await env.client.create(p)
+
+        async def gated() -> bool:
+            pod = await env.client.get(POD, "gated", "default")
+            return any(c["type"] == "PodScheduled" and c["reason"] == "SchedulingGated"
+                       and c["message"] == "Scheduling is blocked due to non-empty scheduling gates"
+                       for c in (pod.get("status") or {}).get("conditions") or [])
+
+        await eventually(gated, what="SchedulingGated condition")
+        assert not (await env.client.get(POD, "gated", "default"))["spec"].get("nodeName")
+        await env.client.patch(POD, "gated", {"spec": {"schedulingGates": None}}, "default")
+
+        async def bound() -> bool:
+            return bool((await env.client.get(POD, "gated", "default"))["spec"].get("nodeName"))
+
+        await eventually(bound, what="bound after the gates were removed")

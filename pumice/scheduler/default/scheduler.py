@@ -9,7 +9,8 @@ either *assume* the Pod on the chosen Node (it counts there at once, so the next
 double-books the Node) and bind it through ``pods/binding`` on a background task, or write
 ``PodScheduled=False`` (reason ``Unschedulable``, the FitError message) and a ``FailedScheduling``
 Event and park the Pod until a cluster change or its backoff expires. A failed bind forgets the
-assumption and sends the Pod back to the queue.
+assumption and sends the Pod back to the queue. A Pod with ``spec.schedulingGates`` gets
+``PodScheduled=False`` (reason ``SchedulingGated``) and is queued once its gates are removed.
 
 Mirrors: kubernetes pkg/scheduler/schedule_one.go (scheduleOne, assume, bindingCycle,
 handleSchedulingFailure), pkg/scheduler/eventhandlers.go (which informer events move Pods).
@@ -42,6 +43,8 @@ POD = ResourceKind("", "v1", "Pod", "pods", subresources=("status", "binding", "
 NODE = ResourceKind("", "v1", "Node", "nodes", namespaced=False, subresources=("status",))
 
 REASON_UNSCHEDULABLE = "Unschedulable"
+REASON_SCHEDULING_GATED = "SchedulingGated"
+MSG_SCHEDULING_GATED = "Scheduling is blocked due to non-empty scheduling gates"
 BATCH = 32
 REASON_SCHEDULER_ERROR = "SchedulerError"
 
@@ -165,6 +168,9 @@ class DefaultScheduler:
             self._track_assigned(pod)
         elif self.responsible_for(pod) and not _terminal(pod) and not pod["metadata"].get("deletionTimestamp"):
             if (pod.get("spec") or {}).get("schedulingGates"):
+                task = asyncio.create_task(self._write_pod_scheduled(pod, REASON_SCHEDULING_GATED, MSG_SCHEDULING_GATED))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
                 return
             md = pod["metadata"]
             self.queue.add(_uid(pod), md.get("namespace", ""), md["name"],
@@ -240,6 +246,10 @@ class DefaultScheduler:
 
     async def _record_failure(self, pod: Obj, reason: str, message: str) -> None:
         self.recorder.event(pod, "Warning", "FailedScheduling", message)
+        await self._write_pod_scheduled(pod, reason, message)
+
+    async def _write_pod_scheduled(self, pod: Obj, reason: str, message: str) -> None:
+        """Set ``PodScheduled=False`` with ``reason``/``message`` unless it already says so."""
         conds: list[Obj] = copy.deepcopy((pod.get("status") or {}).get("conditions") or [])
         want = {"type": "PodScheduled", "status": "False", "reason": reason, "message": message}
         for c in conds:
