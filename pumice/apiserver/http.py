@@ -200,7 +200,7 @@ class _Api:
                                                      field_validation=validation, field_manager=manager)
             return _json(self.registry.output(rk, s), 200, _warnings(warnings))
         if method == "PATCH":
-            if sub not in ("", "status", "scale"):
+            if sub not in ("", "status", "scale", "finalize"):
                 raise errors.method_not_allowed()
             ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
             ptype = PATCH_TYPES.get(ctype)
@@ -266,8 +266,9 @@ class _Api:
                               f'include: application/json, application/yaml (got "{ctype}")',
                               "UnsupportedMediaType")
         if ctype == "application/vnd.kubernetes.protobuf":
-            raise StatusError(415, "protobuf bodies are not supported - accepted media types include: "
-                              "application/json, application/yaml", "UnsupportedMediaType")
+            raise StatusError(415, "the body of the request was in an unknown format - accepted media types "
+                              "include: application/json, application/yaml (pumice does not decode protobuf bodies; "
+                              "use kubectl create -f or apply -f with a manifest)", "UnsupportedMediaType")
         raw = await self._raw_body(request)
         return _parse_body(raw, yaml_ok=ctype == "application/yaml")
 

@@ -283,7 +283,8 @@ class APIServer:
             ssl_kw = {"ssl_certfile": str(cert), "ssl_keyfile": str(key)}
         config = uvicorn.Config(self.app, host=host, port=port, log_level="warning", access_log=False,
                                 lifespan="off", timeout_graceful_shutdown=1,
-                                timeout_keep_alive=120, **ssl_kw)
+                                timeout_keep_alive=120, proxy_headers=False, server_header=False,
+                                **ssl_kw)
         server = uvicorn.Server(config)
         self._uvicorn = server
         task = asyncio.create_task(server.serve())

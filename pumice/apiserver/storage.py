@@ -93,6 +93,7 @@ class SqliteStorage:
             self._db.execute(f"PRAGMA synchronous={synchronous}")
             self._db.execute("CREATE TABLE IF NOT EXISTS objects (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
             self._db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL)")
+            self._db.execute("INSERT OR IGNORE INTO meta (name, value) VALUES ('revision', 0)")
         except sqlite3.DatabaseError as e:
             raise StorageError(f"cannot open {self.path}: {e}") from e
 
@@ -109,11 +110,13 @@ class SqliteStorage:
         try:
             db.execute("BEGIN")
             try:
-                if puts:
+                if len(puts) == 1:
+                    db.execute("INSERT OR REPLACE INTO objects (key, value) VALUES (?, ?)", puts[0])
+                elif puts:
                     db.executemany("INSERT OR REPLACE INTO objects (key, value) VALUES (?, ?)", puts)
-                if deletes:
-                    db.executemany("DELETE FROM objects WHERE key=?", [(k,) for k in deletes])
-                db.execute("INSERT OR REPLACE INTO meta (name, value) VALUES ('revision', ?)", (revision,))
+                for k in deletes:
+                    db.execute("DELETE FROM objects WHERE key=?", (k,))
+                db.execute("UPDATE meta SET value=? WHERE name='revision'", (revision,))
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
