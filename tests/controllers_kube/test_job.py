@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import pytest
+
 from pumice.controllers.kube.job import match_pod_failure_policy
 from pumice.controllers.kube.kinds import JOB, POD
 
@@ -162,3 +164,23 @@ async def test_pod_failure_policy_fail_job_fails_at_once() -> None:
         assert cond is not None and cond["reason"] == "PodFailurePolicy"
         assert "failed with exit code 42 matching FailJob rule at index 0" in cond["message"]
         assert (await env.client.get(JOB, "strict", "default"))["status"]["failed"] == 1
+
+
+@pytest.mark.looptime
+async def test_replacement_pods_wait_the_upstream_backoff_10s_then_20s() -> None:
+    """Virtual time: upstream's 10 s base backoff doubling per consecutive failure."""
+    from pumice._util.clock import parse_rfc3339
+
+    async with chain(kubelet={"exit_policy": failing_first(2, delay=1.0)}) as env:
+        await env.client.create(job("slowretry", completions=1, backoff_limit=3))
+
+        async def complete() -> bool:
+            return await job_condition(env, "slowretry", "Complete") is not None
+
+        await eventually(complete, timeout=300, what="Complete after two backed-off retries")
+        created = sorted(parse_rfc3339(p["metadata"]["creationTimestamp"])
+                         for p in (await env.client.list(POD, "default")).items)
+        assert len(created) == 3
+        # pod 1 fails ~1 s after start; the next waits >= 10 s; the third >= 20 s after the 2nd failure
+        assert created[1] - created[0] >= 10
+        assert created[2] - created[1] >= 20
