@@ -26,6 +26,7 @@ import builtins
 import copy
 import random
 import uuid
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -80,6 +81,10 @@ FIELD_LABELS: dict[tuple[str, str], frozenset[str]] = {
     ("batch", "jobs"): frozenset({"status.successful"}),
     ("apps", "replicasets"): frozenset({"status.replicas"}),
 }
+
+
+#: store resources of the two Event kinds (core/v1 and events.k8s.io/v1)
+EVENT_RESOURCES = ("/events", "events.k8s.io/events")
 
 
 def resource_key(rk: ResourceKind) -> str:
@@ -170,7 +175,8 @@ class Registry:
         seed: seeds the generator of uids and generateName suffixes.
     """
 
-    def __init__(self, store: Store, scheme: Scheme, clock: Clock, admission: AdmissionChain, *, seed: int = 0) -> None:
+    def __init__(self, store: Store, scheme: Scheme, clock: Clock, admission: AdmissionChain, *, seed: int = 0,
+                 event_ttl: float = 3600.0) -> None:
         self.store = store
         self.scheme = scheme
         self.clock = clock
@@ -179,6 +185,13 @@ class Registry:
         self.crds: dict[str, CustomResource] = {}
         self._rng = random.Random(seed ^ store.revision)
         self.crd_listeners: list[Callable[[], None]] = [self.reader.forget_kinds]
+        # Events expire event_ttl seconds after their last write (kube-apiserver --event-ttl, 1 h)
+        self.event_ttl = event_ttl
+        self._event_expiry: dict[tuple[str, str, str], float] = {}
+        self._event_queue: deque[tuple[float, tuple[str, str, str]]] = deque()
+        for res in EVENT_RESOURCES:
+            for ev in store.list(res):
+                self._track_event(res, ev)
         self._now_cache: tuple[int, str] = (-1, "")
 
     # ---------------------------------------------------------------- helpers
@@ -827,6 +840,32 @@ class Registry:
     def _after_write(self, rk: ResourceKind, stored: Stored) -> None:
         if rk.group == "apiextensions.k8s.io" and rk.plural == "customresourcedefinitions":
             self.install_crd(stored.obj)
+        elif rk.plural == "events":
+            res = resource_key(rk)
+            if res in EVENT_RESOURCES:
+                self._track_event(res, stored)
+
+    def _track_event(self, res: str, stored: Stored) -> None:
+        now = self.clock.now()
+        md = stored.obj["metadata"]
+        key = (res, md.get("namespace", ""), md["name"])
+        expiry = now + self.event_ttl
+        self._event_expiry[key] = expiry
+        self._event_queue.append((expiry, key))
+        self.expire_events(now)
+
+    def expire_events(self, now: float | None = None) -> int:
+        """Delete Events whose TTL has passed (called on every Event write); returns how many."""
+        now = self.clock.now() if now is None else now
+        queue, expiry, n = self._event_queue, self._event_expiry, 0
+        while queue and queue[0][0] <= now:
+            when, key = queue.popleft()
+            if expiry.get(key) != when:
+                continue
+            del expiry[key]
+            if self.store.delete(*key) is not None:
+                n += 1
+        return n
 
     def _after_delete(self, rk: ResourceKind, gone: Stored) -> None:
         if rk.group == "apiextensions.k8s.io" and rk.plural == "customresourcedefinitions":

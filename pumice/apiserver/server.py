@@ -68,6 +68,8 @@ class APIServer:
         install_crds: install :func:`pumice.api.crds.builtin_crds` at start (default True).
         history: watch events kept per resource (older resourceVersions get 410).
         bookmark_interval: seconds between watch bookmarks for clients that allow them.
+        seed: seeds uids and generateName suffixes (deterministic runs).
+        event_ttl: seconds an Event lives after its last write (kube-apiserver's --event-ttl).
     """
 
     def __init__(
@@ -83,6 +85,7 @@ class APIServer:
         history: int = 20_000,
         bookmark_interval: float = 60.0,
         seed: int = 0,
+        event_ttl: float = 3600.0,
     ) -> None:
         self.data_dir = Path(data_dir).expanduser() if data_dir is not None else None
         if self.data_dir is not None:
@@ -99,7 +102,8 @@ class APIServer:
                 self.admission.add(p)
         for p in admission_plugins:
             self.admission.add(p)
-        self.registry = Registry(self.store, self.scheme, self.clock, self.admission, seed=seed)
+        self.registry = Registry(self.store, self.scheme, self.clock, self.admission, seed=seed,
+                                 event_ttl=event_ttl)
         self.registry.load_crds()
         self.token = token if token is not None else self._load_token()
         self.install_crds = install_crds

@@ -194,3 +194,23 @@ async def test_default_namespace_cannot_be_deleted(cluster: LocalCluster) -> Non
     with pytest.raises(ApiError) as e:
         await cluster.client.delete(nss, "default")
     assert e.value.code == 403
+
+
+async def test_events_expire_after_their_ttl() -> None:
+    from pumice._util.clock import FakeClock
+    from pumice.testing.cluster import local_cluster
+
+    clock = FakeClock()
+    async with local_cluster(clock=clock, install_crds=False, event_ttl=60) as c:
+        evs = c.scheme.by_api_version_kind("v1", "Event")
+
+        def event(name: str) -> dict:
+            return {"apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": "default"},
+                    "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"}, "reason": "R",
+                    "message": "m", "type": "Normal"}
+
+        await c.client.create(event("old"))
+        clock.advance(61)
+        await c.client.create(event("new"))
+        names = [e["metadata"]["name"] for e in (await c.client.list(evs, "default")).items]
+        assert names == ["new"]
