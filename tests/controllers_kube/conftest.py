@@ -45,8 +45,9 @@ class Env:
         self.mgr_task = None
 
 
-async def eventually(cond: Callable[[], Awaitable[bool] | bool], *, timeout: float = 20.0, what: str = "") -> None:
-    """Poll ``cond`` until true (wall time here; the chain runs on real asyncio time)."""
+async def eventually(cond: Callable[[], Awaitable[bool] | bool], *, timeout: float = 20.0, what: str = "",
+                     interval: float = 0.05) -> None:
+    """Poll ``cond`` every ``interval`` seconds of loop time until true (virtual under looptime)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:
@@ -57,7 +58,7 @@ async def eventually(cond: Callable[[], Awaitable[bool] | bool], *, timeout: flo
             return
         if loop.time() > deadline:
             raise AssertionError(f"condition not met in {timeout} s: {what or cond}")
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(interval)
 
 
 @contextlib.asynccontextmanager

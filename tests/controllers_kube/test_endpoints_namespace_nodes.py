@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
+
+import pytest
 
 from pumice.controllers.kube.endpoints import build_subsets
 from pumice.controllers.kube.kinds import ENDPOINT_SLICE, ENDPOINTS, NAMESPACE, NODE, POD
@@ -139,3 +142,36 @@ async def test_node_whose_lease_expires_becomes_unknown_tainted_and_its_pods_are
             return not node["spec"].get("taints")
 
         await eventually(recovered, what="taints removed once the heartbeat is back")
+
+
+@pytest.mark.looptime
+async def test_default_grace_50s_and_default_toleration_300s_on_virtual_time() -> None:
+    from pumice._util.clock import parse_rfc3339
+
+    async with chain(nodes=2) as env:
+        await env.client.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+                                 "spec": {"nodeName": "fake-node-1", "containers": [{"name": "c", "image": "busybox"}]}})
+
+        async def running() -> bool:
+            return (await env.client.get(POD, "p", "default"))["status"].get("phase") == "Running"
+
+        await eventually(running)
+        loop = asyncio.get_running_loop()
+        env.kubelet.stop_heartbeat("fake-node-1")
+        stopped = loop.time()
+
+        async def unreachable() -> Obj | None:
+            node = await env.client.get(NODE, "fake-node-1")
+            return next((t for t in node["spec"].get("taints") or []
+                         if t["key"] == "node.kubernetes.io/unreachable" and t["effect"] == "NoExecute"), None)
+
+        await eventually(unreachable, timeout=200, what="unreachable taint", interval=1.0)
+        assert loop.time() - stopped >= 50
+        taint = await unreachable()
+        assert taint is not None
+
+        async def evicted() -> bool:
+            return not (await env.client.list(POD, "default")).items
+
+        await eventually(evicted, timeout=600, what="evicted after 300 s", interval=1.0)
+        assert env.cluster.server.clock.now() - parse_rfc3339(taint["timeAdded"]) >= 300
