@@ -161,19 +161,45 @@ class CapacityPlugin:
         for a in self.attrs.values():
             update_share(a)
 
-        def queue_order(l: QueueInfo, r: QueueInfo) -> int:  # noqa: E741
-            if l.priority != r.priority:
-                return r.priority - l.priority
-            la, ra = self.attrs.get(l.uid), self.attrs.get(r.uid)
-            if la is None or ra is None:
-                return 0
+        def compare(la: QueueAttr, ra: QueueAttr) -> int:
             if la.share == ra.share:
                 if la.best_effort != ra.best_effort:
                     return 1 if la.best_effort else -1
                 return 0
             return -1 if la.share < ra.share else 1
 
+        def queue_order(l: QueueInfo, r: QueueInfo) -> int:  # noqa: E741
+            if l.priority != r.priority:
+                return r.priority - l.priority
+            la, ra = self.attrs.get(l.uid), self.attrs.get(r.uid)
+            if la is None or ra is None:
+                return 0
+            if not self.hierarchy:
+                return compare(la, ra)
+            ll, rl = not la.children, not ra.children
+            if ll != rl:
+                return -1 if ll else 1
+            if not ll:
+                return compare(la, ra)
+            lp, rp = self.path(la.queue_id), self.path(ra.queue_id)
+            level = _common_level(lp, rp)
+            lq = lp[level + 1] if level + 1 < len(lp) else la.queue_id
+            rq = rp[level + 1] if level + 1 < len(rp) else ra.queue_id
+            return compare(self.attrs[lq], self.attrs[rq])
+
         ssn.add_queue_order_fn(PLUGIN_NAME, queue_order)
+
+        if self.hierarchy:
+
+            def victim_queue_order(l: QueueInfo, r: QueueInfo, preemptor: QueueInfo) -> int:  # noqa: E741
+                pp = self.path(preemptor.uid)
+                ll = _common_level(self.path(l.uid), pp)
+                rl = _common_level(self.path(r.uid), pp)
+                if ll == rl:
+                    return 0
+                return -1 if ll > rl else 1
+
+            ssn.add_victim_queue_order_fn(PLUGIN_NAME, victim_queue_order)
 
         def allocatable(q: QueueInfo, task: TaskInfo) -> bool:
             if not q.is_open():
@@ -277,6 +303,10 @@ class CapacityPlugin:
 
         ssn.add_event_handler(EventHandler(lambda e: on_event(e, 1), lambda e: on_event(e, -1)))
 
+    def path(self, qid: str) -> list[str]:
+        """Queue ids from the root down to ``qid``."""
+        return [a.queue_id for a in reversed(self._ancestors(qid))]
+
     def _real_caps(self, parent: QueueAttr) -> None:
         sib_guarantee = sum_resources(self.attrs[c].guarantee for c in parent.children)
         for cid in parent.children:
@@ -320,3 +350,13 @@ def _filter_zero(req: Resource, a: Resource, b: Resource) -> Resource:
 
 def new(arguments: Mapping[str, Any]) -> CapacityPlugin:
     return CapacityPlugin(decode(CapacityArgs, arguments))
+
+
+def _common_level(lp: list[str], rp: list[str]) -> int:
+    """Index of the deepest common ancestor of two root-first paths (volcano getQueueLevel)."""
+    level = 0
+    for i in range(min(len(lp), len(rp))):
+        if lp[i] != rp[i]:
+            return level
+        level = i
+    return level
