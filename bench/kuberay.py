@@ -9,7 +9,16 @@ kubelet), and the per-cluster time against a small baseline run in the same proc
 Anchor (reference/performance.md): KubeRay's own test had 10,000 RayClusters ready in about
 25 minutes on GKE and uses about 500 MB per 500 Ray Pods.
 
+Process mode (``--process``, needs root and Ray): the upstream ray-job.sample.yaml on the real
+stack (in-process API server, kube controllers, default scheduler, node agent with the process
+runtime, the operator) and the time from creating the RayJob to SUCCEEDED, broken down from the
+objects' own timestamps into: cluster creation and scheduling (RayJob created -> last Ray Pod
+bound), Pod start (-> last Ray Pod Running), Ray start (-> cluster ``ready``), submission
+(-> Ray job started), job run (Ray's start -> end, includes the runtime_env pip install) and
+completion (-> RayJob Complete).
+
 Usage: ``python bench/kuberay.py [--clusters 1000] [--workers 3] [--concurrency 8] [--backend fake|local]``
+or ``python bench/kuberay.py --process``
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import resource
 import sys
 import time
@@ -110,6 +120,90 @@ async def run(n: int, workers: int, concurrency: int, backend: str) -> dict[str,
                 "reconciles": rc.reconcile_count, "reconciles_per_s": rc.reconcile_count / wall}
 
 
+def _t(ts: str | None) -> float:
+    from pumice._util.clock import parse_rfc3339
+
+    return parse_rfc3339(ts) if ts else float("nan")
+
+
+async def run_process_sample() -> None:
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    import yaml
+
+    from pumice.controllers import kube
+    from pumice.node.agent import NodeAgent
+    from pumice.scheduler.default.scheduler import run_scheduler
+    from pumice.testing.cluster import local_cluster
+    from pumice.testing.paths import shared_dir
+
+    docs = [d for d in yaml.safe_load_all((shared_dir() / "samples/kuberay/ray-job.sample.yaml").read_text()) if d]
+    data = Path(tempfile.mkdtemp(prefix="pumice-kuberay-bench-", dir="/var/tmp"))
+    stop = asyncio.Event()
+    try:
+        async with local_cluster() as lc:
+            kmgr = Manager(lc.new_client())
+            kube.setup(kmgr)
+            tasks = [asyncio.create_task(kmgr.start()),
+                     asyncio.create_task(run_scheduler(lc.new_client(), stop_event=stop)),
+                     asyncio.create_task(NodeAgent(lc.new_client(), runtime="process", data_dir=data / "node",
+                                                   stop_grace=10.0).run(stop_event=stop))]
+            op = Manager(lc.new_client())
+            setup(op)
+            tasks.append(asyncio.create_task(op.start()))
+            await kmgr.wait_started()
+            await op.wait_started()
+            client = lc.client
+            for d in docs:
+                d.setdefault("metadata", {}).setdefault("namespace", "default")
+                await client.create(d)
+            t0 = time.perf_counter()
+            while True:
+                job = await client.get(kinds.RAY_JOB, "rayjob-sample", "default")
+                st = job.get("status") or {}
+                if st.get("jobDeploymentStatus") in ("Complete", "Failed"):
+                    break
+                await asyncio.sleep(1)
+            wall = time.perf_counter() - t0
+            cl_name = st["rayClusterName"]
+            pods = (await client.list(kinds.POD, "default", label_selector=f"ray.io/cluster={cl_name}")).items
+
+            def cond(p: Obj, t: str) -> float:
+                for c in (p.get("status") or {}).get("conditions") or []:
+                    if c.get("type") == t:
+                        return _t(c.get("lastTransitionTime"))
+                return float("nan")
+
+            created = _t(job["metadata"]["creationTimestamp"])
+            scheduled = max(cond(p, "PodScheduled") for p in pods)
+            running = max(_t((p.get("status") or {}).get("startTime")) for p in pods)
+            ready = max(cond(p, "Ready") for p in pods)
+            info = st.get("rayJobInfo") or {}
+            ray_start, ray_end = _t(info.get("startTime")), _t(info.get("endTime"))
+            end = _t(st.get("endTime"))
+            print(f"sample RayJob: {st['jobDeploymentStatus']} / {st.get('jobStatus')} in {wall:.0f} s wall "
+                  f"({end - created:.0f} s by the RayJob's timestamps, 1 s resolution)")
+            if st.get("jobStatus") != "SUCCEEDED":
+                print(f"  reason={st.get('reason')} message={st.get('message', '')[:300]!r}")
+            restarts = {p["metadata"]["name"]: sum(int(cs.get("restartCount") or 0) for cs in
+                                                   (p.get("status") or {}).get("containerStatuses") or [])
+                        for p in pods}
+            print(f"  container restarts: {restarts}; machine load average {os.getloadavg()[0]:.1f}")
+            for label, a, b in (("cluster + scheduling", created, scheduled), ("Pod start", scheduled, running),
+                                ("Ray start (Pods ready)", running, ready), ("submission", ready, ray_start),
+                                ("job run (incl. pip runtime_env)", ray_start, ray_end),
+                                ("completion", ray_end, end)):
+                print(f"  {label:32s} {b - a:6.0f} s")
+            op.stop()
+            kmgr.stop()
+            stop.set()
+            await asyncio.gather(*tasks, return_exceptions=True)
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--clusters", type=int, default=1000)
@@ -117,7 +211,11 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--baseline", type=int, default=20, help="clusters in the baseline run")
     ap.add_argument("--backend", choices=["fake", "local"], default="fake")
+    ap.add_argument("--process", action="store_true", help="time the sample RayJob on real Ray instead")
     args = ap.parse_args()
+    if args.process:
+        asyncio.run(run_process_sample())
+        return
 
     base = asyncio.run(run(args.baseline, args.workers, args.concurrency, args.backend))
     res = asyncio.run(run(args.clusters, args.workers, args.concurrency, args.backend))
