@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from pumice.controllers.kube.kinds import DEPLOYMENT, POD, REPLICA_SET
@@ -96,3 +97,52 @@ async def test_a_dependent_with_another_live_owner_only_loses_the_dangling_refer
         return [r["name"] for r in dep["metadata"].get("ownerReferences") or []] == ["b"]
 
     await eventually(one_ref, what="dangling reference removed")
+
+
+CRD_OBJ = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.com"},
+    "spec": {"group": "example.com", "scope": "Namespaced",
+             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+             "versions": [{"name": "v1", "served": True, "storage": True,
+                           "schema": {"openAPIV3Schema": {"type": "object",
+                                                          "x-kubernetes-preserve-unknown-fields": True}}}]},
+}
+
+
+async def test_custom_resources_created_after_start_are_collected_both_ways(env: Env) -> None:
+    await env.client.create(CRD_OBJ)
+
+    async def served() -> bool:
+        return env.client.scheme.by_api_version_kind("example.com/v1", "Widget") is not None
+
+    await eventually(served, what="CRD served")
+    widget_kind = env.client.scheme.by_api_version_kind("example.com/v1", "Widget")
+    cm_kind = env.client.scheme.by_api_version_kind(*CONFIGMAP_KIND)
+    assert widget_kind is not None and cm_kind is not None
+    for attempt in range(50):
+        try:
+            w = await env.client.create({"apiVersion": "example.com/v1", "kind": "Widget",
+                                         "metadata": {"name": "w1", "namespace": "default"}})
+            break
+        except Exception:
+            if attempt == 49:
+                raise
+            await asyncio.sleep(0.1)
+    ref = {"apiVersion": "example.com/v1", "kind": "Widget", "name": "w1", "uid": w["metadata"]["uid"]}
+    await env.client.create({"apiVersion": "v1", "kind": "ConfigMap",
+                             "metadata": {"name": "of-widget", "namespace": "default", "ownerReferences": [ref]}})
+    cm_owner = await env.client.create({"apiVersion": "v1", "kind": "ConfigMap",
+                                        "metadata": {"name": "owns-widget", "namespace": "default"}})
+    await env.client.create({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {
+        "name": "w2", "namespace": "default", "ownerReferences": [{
+            "apiVersion": "v1", "kind": "ConfigMap", "name": "owns-widget", "uid": cm_owner["metadata"]["uid"]}]}})
+    await env.client.delete(widget_kind, "w1", "default")
+    await env.client.delete(cm_kind, "owns-widget", "default")
+
+    async def both_collected() -> bool:
+        cms = {c["metadata"]["name"] for c in (await env.client.list(cm_kind, "default")).items}
+        widgets = {x["metadata"]["name"] for x in (await env.client.list(widget_kind, "default")).items}
+        return "of-widget" not in cms and "w2" not in widgets
+
+    await eventually(both_collected, what="configmap owned by a widget and widget owned by a configmap collected")
