@@ -170,3 +170,45 @@ async def test_a_cycle_records_upstream_named_metrics() -> None:
         'volcano_queue_deserved_milli_cpu{queue_name="q1"}',
     ):
         assert name in text, name
+
+
+async def test_a_second_cycle_without_changes_writes_nothing() -> None:
+    async with local_cluster() as c:
+        client = c.client
+        await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c1"}})
+        await _seed(client, [node("n1", "4,8Gi,pods=10"), queue("q1"), podgroup("pg1", queue="q1", min_member=2, phase="Inqueue")])
+        await _seed(client, [pod(f"p-{i}", group="pg1", requests="1,1Gi") for i in range(2)])
+        await _seed(client, [podgroup("big", queue="q1", min_member=1, phase="Inqueue"), pod("huge", group="big", requests="64,1Gi")])
+        sched = Scheduler(client)
+        await sched.cache.start(timeout=5)
+        writes: list[str] = []
+        for name in ("patch", "create", "update", "update_status", "bind", "evict"):
+            real = getattr(client, name)
+
+            def wrap(*a, _real=real, _name=name, **kw):  # type: ignore[no-untyped-def]
+                writes.append(_name)
+                return _real(*a, **kw)
+
+            setattr(client, name, wrap)
+        try:
+            sched.run_once()
+            await sched.cache.flush()
+            assert "bind" in writes and "patch" in writes
+
+            async def settled() -> bool:
+                pods = sched.cache.informers["Pod"].lister.list()
+                pgs = sched.cache.informers["PodGroup"].lister.list()
+                return all(p["spec"].get("nodeName") for p in pods if p["metadata"]["name"].startswith("p-")) and all(
+                    pg.get("status", {}).get("conditions") for pg in pgs
+                )
+
+            await _wait(settled)
+            sched.run_once()
+            await sched.cache.flush()
+            await asyncio.sleep(0.1)
+            writes.clear()
+            sched.run_once()
+            await sched.cache.flush()
+            assert writes == []
+        finally:
+            await sched.cache.stop()
