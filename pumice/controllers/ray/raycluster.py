@@ -70,8 +70,11 @@ class EventRecorder(Protocol):
 
 
 class NullRecorder:
+    """Logs events instead of writing them (bare reconcilers in tests and tools)."""
+
     def event(self, obj: Obj, type: str, reason: str, message: str) -> None:
-        log.debug("event %s %s %s: %s", assoc.selector_string({}), type, reason, message)
+        md = obj.get("metadata") or {}
+        log.debug("event %s/%s %s %s: %s", md.get("namespace"), md.get("name"), type, reason, message)
 
 
 class ClusterReader(Protocol):

@@ -13,6 +13,10 @@ Idempotence: ``New`` persists ``jobId`` and ``rayClusterName`` in the status wri
 names, so a restart never creates a second cluster or submission id.
 
 Mirrors: kuberay ray-operator/controllers/ray/rayjob_controller.go.
+
+Deviates: upstream has no branch for ``ValidationFailed`` and requeues it every 3 s; here it is not
+requeued (a spec change wakes it; a RayJob whose spec became valid stays ValidationFailed, as
+upstream, and should be recreated).
 """
 
 from __future__ import annotations
@@ -185,7 +189,8 @@ class RayJobReconciler:
                 cluster = await self.client.get(kinds.RAY_CLUSTER, st.get("rayClusterName", ""),
                                                 job["metadata"].get("namespace"))
             except Exception as e:
-                log.info("RayJob %s: cannot get RayCluster while stopping the job: %s", assoc.selector_string({}), e)
+                log.info("RayJob %s/%s: cannot get RayCluster while stopping the job: %s",
+                         job["metadata"].get("namespace"), job["metadata"]["name"], e)
             try:
                 dash = self.dashboard_client_factory(cluster, st.get("dashboardURL", ""))
                 await dash.stop_job(st["jobId"])
