@@ -280,3 +280,35 @@ def test_cli_defaults_uid_and_orders_by_file_position(tmp_path: Path) -> None:
     assert out["binds"] == {"ns/pz": "n1"}
     assert out["podGroups"]["ns/aa"]["conditions"][0]["reason"] == "NotEnoughResources"
     assert out["pods"]["ns/pa"]["reason"] == "Unschedulable"
+
+
+# ----- snapshot ------------------------------------------------------------------------------
+def test_snapshot_keeps_ready_nodes_and_jobs_whose_queue_exists() -> None:
+    snap = build_snapshot([node("n1"), node("n2", ready=False), queue("c1"), podgroup("pg1"), podgroup("pg2", queue="nope")])
+    assert list(snap.nodes) == ["n1"]
+    assert list(snap.jobs) == ["c1/pg1"]
+
+
+def test_job_priority_comes_from_its_priority_class_or_the_global_default() -> None:
+    from pumice.testing.volcano import priority_class
+
+    snap = build_snapshot(
+        [priority_class("hi", 1000), priority_class("dflt", 7, global_default=True), queue("c1"),
+         podgroup("a", priority_class="hi"), podgroup("b")]
+    )
+    assert snap.jobs["c1/a"].priority == 1000 and snap.jobs["c1/b"].priority == 7
+
+
+def test_conformance_never_offers_kube_system_or_critical_pods_as_victims() -> None:
+    from pumice.scheduler.volcano.plugins.conformance import evictable
+
+    ok = TaskInfo.from_pod(pod("ok", requests="1,1Gi"))
+    sys_pod = TaskInfo.from_pod(pod("dns", namespace="kube-system", requests="1,1Gi"))
+    crit = TaskInfo.from_pod(pod("crit", requests="1,1Gi", priority_class="system-node-critical"))
+    assert evictable(ok, [ok, sys_pod, crit]) == ([ok], Vote.PERMIT)
+
+
+def test_bound_and_terminating_pods_map_to_upstream_task_statuses() -> None:
+    assert TaskInfo.from_pod(pod("a", node="n1")).status is TaskStatus.Bound
+    assert TaskInfo.from_pod(pod("b", node="n1", phase="Running", deleting=True)).status is TaskStatus.Releasing
+    assert TaskInfo.from_pod(pod("c", phase="Succeeded")).status is TaskStatus.Succeeded
