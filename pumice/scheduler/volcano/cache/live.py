@@ -158,7 +158,7 @@ class SchedulerCache:
             self.releasing.discard(task.key)
             log.warning("failed to evict %s (%s): %s", task.key, reason, e)
 
-    async def _pod_condition(self, ns: str, name: str, reason: str, message: str) -> None:
+    async def _pod_condition(self, ns: str, name: str, reason: str, message: str, nominated: str = "") -> None:
         cond = {
             "type": "PodScheduled",
             "status": "False",
@@ -166,10 +166,11 @@ class SchedulerCache:
             "message": message,
             "lastTransitionTime": rfc3339(self.clock.now()),
         }
+        status: Obj = {"conditions": [cond]}
+        if nominated:
+            status["nominatedNodeName"] = nominated
         try:
-            await self.client.patch(
-                self.pod_kind, name, {"status": {"conditions": [cond]}}, ns, patch_type="strategic", subresource="status"
-            )
+            await self.client.patch(self.pod_kind, name, {"status": status}, ns, patch_type="strategic", subresource="status")
         except Exception as e:
             log.debug("pod condition for %s/%s not written: %s", ns, name, e)
 
@@ -200,7 +201,7 @@ class SchedulerCache:
             if cur is not None:
                 self._spawn(self._event(cur, etype, reason, message))
         pods = {_key(o): o for o in self.informers["Pod"].lister.list()}
-        for pod_key, (reason, message, _nominated) in res.pod_conditions.items():
+        for pod_key, (reason, message, nominated) in res.pod_conditions.items():
             if not message or self.last_pod_conditions.get(pod_key) == (reason, message):
                 continue
             pod = pods.get(pod_key)
@@ -212,7 +213,7 @@ class SchedulerCache:
             else:
                 self.last_pod_conditions[pod_key] = (reason, message)
                 md = pod["metadata"]
-                self._spawn(self._pod_condition(md.get("namespace", "default"), md["name"], reason, message))
+                self._spawn(self._pod_condition(md.get("namespace", "default"), md["name"], reason, message, nominated))
 
     async def _patch_pg(self, cur: Obj, status: Obj) -> None:
         md = cur["metadata"]
