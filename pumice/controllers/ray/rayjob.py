@@ -323,7 +323,12 @@ class RayJobReconciler:
         cluster = jobb.build_cluster_for_rayjob(job, name, self.options.pod)
         if _mode(job) == MODE.K8S_JOB_MODE:
             self.batch_scheduler.add_metadata_to_child_resource(job, cluster, "")
-        created = await self.client.create(cluster)
+        try:
+            created = await self.client.create(cluster)
+        except Exception as e:
+            self.recorder.event(job, "Warning", "FailedToCreateRayCluster",
+                                f"Failed to create RayCluster {self._ns(job)}/{name}: {e}")
+            raise
         self.recorder.event(job, "Normal", "CreatedRayCluster", f"Created RayCluster {self._ns(job)}/{name}")
         return created
 
