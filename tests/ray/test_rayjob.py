@@ -481,3 +481,38 @@ async def test_volcano_does_not_hang_a_cluster_selector_rayjob_in_initializing()
     assert (await h.status())["jobDeploymentStatus"] == "Running"
     submitter = await h.client.get(kinds.JOB, "rayjob-sample", "default")
     assert "schedulerName" not in submitter["spec"]["template"]["spec"]
+
+
+async def set_sidecar_state(h: Harness, exit_code: int) -> None:
+    name = (await h.status())["rayClusterName"]
+    head = (await h.client.list(kinds.POD, "default",
+                                label_selector=f"ray.io/cluster={name},ray.io/node-type=head")).items[0]
+    head["apiVersion"], head["kind"] = "v1", "Pod"
+    head["status"]["containerStatuses"] = [
+        {"name": "ray-head", "state": {"running": {}}},
+        {"name": "ray-job-submitter", "state": {"terminated": {
+            "exitCode": exit_code, "reason": "Error" if exit_code else "Completed",
+            "finishedAt": rfc3339(h.clock.now())}}}]
+    await h.client.update_status(head)
+
+
+async def test_sidecar_mode_completes_when_the_submitter_container_exits_0(h: Harness) -> None:
+    await h.create(submissionMode="SidecarMode")
+    st = await h.to_running()
+    assert not await h.exists(kinds.JOB, "rayjob-sample")
+    h.dash.set_job_status(st["jobId"], "SUCCEEDED")
+    await h.step()
+    assert (await h.status())["jobDeploymentStatus"] == "Running"  # submitter still running
+    await set_sidecar_state(h, 0)
+    await h.step()
+    assert (await h.status())["jobDeploymentStatus"] == "Complete"
+
+
+async def test_sidecar_mode_submitter_exit_1_is_submission_failed(h: Harness) -> None:
+    await h.create(submissionMode="SidecarMode")
+    await h.to_running()
+    await set_sidecar_state(h, 1)
+    await h.step()
+    st = await h.status()
+    assert (st["jobDeploymentStatus"], st["reason"]) == ("Failed", "SubmissionFailed")
+    assert st["message"] == "Ray head pod container ray-job-submitter terminated with exit code 1: Error"
