@@ -413,7 +413,8 @@ class NodeAgent:
                 raise AgentError(f"the Python running pumice ({sys.executable}) is under /tmp, which Pods cannot see")
             self.data_dir.mkdir(parents=True, exist_ok=True)
             if mode == "netns":
-                self.network = NetnsNetwork(self.pod_cidr, default_via_gateway=self.pod_egress == "nat")
+                self.network = NetnsNetwork(self.pod_cidr, default_via_gateway=self.pod_egress == "nat",
+                                            scope=str(self.data_dir))
             else:
                 self.network = HostNetwork()
             self.runtime = ProcessRuntime(self.data_dir, self.network, self.clock, root=root)

@@ -23,7 +23,7 @@ import ipaddress
 import logging
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -58,18 +58,24 @@ async def run(*argv: str, check: bool = True, input_: bytes | None = None) -> tu
     return proc.returncode or 0, text
 
 
-def _short(uid: str) -> str:
-    return hashlib.sha256(uid.encode()).hexdigest()[:12]
+def _short(uid: str, scope: str) -> str:
+    return hashlib.sha256(f"{scope}/{uid}".encode()).hexdigest()[:12]
 
 
-def netns_name(uid: str) -> str:
-    """``pumice-<12 hex of sha256(uid)>``."""
-    return NETNS_PREFIX + _short(uid)
+def netns_name(uid: str, scope: str = "") -> str:
+    """``pumice-<12 hex of sha256(scope/uid)>``; ``scope`` tells agents on one machine apart (API
+    servers may hand out the same uids, e.g. seeded ones in tests)."""
+    return NETNS_PREFIX + _short(uid, scope)
 
 
-def veth_name(uid: str) -> str:
-    """``pv<12 hex of sha256(uid)>`` (within the 15-character interface name limit)."""
-    return VETH_PREFIX + _short(uid)
+def veth_name(uid: str, scope: str = "") -> str:
+    """``pv<same 12 hex>`` (within the 15-character interface name limit)."""
+    return VETH_PREFIX + _short(uid, scope)
+
+
+def veth_of(ns: str) -> str:
+    """The host-side veth of namespace ``ns``."""
+    return VETH_PREFIX + ns[len(NETNS_PREFIX):]
 
 
 class IPAM:
@@ -77,12 +83,14 @@ class IPAM:
 
     ``allocate(uid)`` is idempotent per uid; ``restore`` re-reserves addresses from the state file.
     With ``claims_dir``, every address is also claimed machine-wide by creating
-    ``<claims_dir>/<ip>`` (O_EXCL, holding the uid), so several agents on one machine (sharing the
+    ``<claims_dir>/<ip>`` (O_EXCL, holding the owner: the Pod's namespace name), so several agents on one machine (sharing the
     bridge) never hand out the same address; a claim whose Pod namespace is gone is stale and is
     taken over.
     """
 
-    def __init__(self, cidr: str, reserved: Iterable[str] = (), claims_dir: Path | None = None) -> None:
+    def __init__(self, cidr: str, reserved: Iterable[str] = (), claims_dir: Path | None = None,
+                 owner: Callable[[str], str] | None = None) -> None:
+        self._owner = owner or (lambda uid: uid)
         self.claims_dir = claims_dir
         self.net = ipaddress.ip_network(cidr, strict=False)
         self._reserved = {ipaddress.ip_address(a) for a in reserved}
@@ -95,16 +103,17 @@ class IPAM:
         self._by_uid[uid] = ip
         self._used.add(ip)
 
-    def allocate(self, uid: str) -> str:
+    def allocate(self, uid: str, avoid: Iterable[str] = ()) -> str:
         """Raises:
         NetworkError: the CIDR is exhausted."""
         if uid in self._by_uid:
             return self._by_uid[uid]
+        avoid = set(avoid)
         for _ in range(self._hosts):
             cand = self.net.network_address + 1 + self._next
             self._next = (self._next + 1) % self._hosts
             s = str(cand)
-            if cand in self._reserved or s in self._used or not self._claim(s, uid):
+            if cand in self._reserved or s in self._used or s in avoid or not self._claim(s, uid):
                 continue
             self._by_uid[uid] = s
             self._used.add(s)
@@ -114,6 +123,7 @@ class IPAM:
     def _claim(self, ip: str, uid: str) -> bool:
         if self.claims_dir is None:
             return True
+        me = self._owner(uid)
         self.claims_dir.mkdir(parents=True, exist_ok=True)
         path = self.claims_dir / ip
         for _ in range(2):
@@ -124,14 +134,14 @@ class IPAM:
                     owner = path.read_text().strip()
                 except OSError:
                     continue
-                if owner == uid:
+                if owner == me:
                     return True
-                if Path("/run/netns", netns_name(owner)).exists():
+                if Path("/run/netns", owner).exists():
                     return False
                 with contextlib.suppress(OSError):
                     path.unlink()  # stale: its Pod namespace is gone
                 continue
-            os.write(fd, uid.encode())
+            os.write(fd, me.encode())
             os.close(fd)
             return True
         return False
@@ -143,7 +153,7 @@ class IPAM:
             if self.claims_dir is not None:
                 path = self.claims_dir / ip
                 with contextlib.suppress(OSError):
-                    if path.read_text().strip() == uid:
+                    if path.read_text().strip() == self._owner(uid):
                         path.unlink()
 
     def used(self) -> dict[str, str]:
@@ -200,18 +210,25 @@ class NetnsNetwork:
 
     mode = "netns"
 
-    def __init__(self, cidr: str, *, default_via_gateway: bool = False) -> None:
+    def __init__(self, cidr: str, *, default_via_gateway: bool = False, scope: str = "") -> None:
         self.default_via_gateway = default_via_gateway
+        self.scope = scope
         net = IPAM(cidr).net
         self.prefixlen = net.prefixlen
         self.gateway = str(net.network_address + 1)
-        self.ipam = IPAM(cidr, reserved=[self.gateway], claims_dir=IP_CLAIMS)
+        self.ipam = IPAM(cidr, reserved=[self.gateway], claims_dir=IP_CLAIMS, owner=self.netns_name)
         self._bridge_ready = False
         self._lock = asyncio.Lock()
 
     @property
     def host_ip(self) -> str:
         return self.gateway
+
+    def netns_name(self, uid: str) -> str:
+        return netns_name(uid, self.scope)
+
+    def veth_name(self, uid: str) -> str:
+        return veth_name(uid, self.scope)
 
     async def ensure_bridge(self) -> None:
         """Create the bridge when missing (idempotent). Warns when br_netfilter plus a dropping
@@ -247,8 +264,8 @@ class NetnsNetwork:
         """Create the Pod's namespace and veth; returns (netns name, Pod IP). Idempotent: an
         existing namespace of this uid is torn down and made again."""
         await self.ensure_bridge()
-        ns, veth = netns_name(uid), veth_name(uid)
-        ip = self.ipam.allocate(uid)
+        ns, veth = self.netns_name(uid), self.veth_name(uid)
+        ip = self.ipam.allocate(uid, avoid=self._addresses_of_other_pods(ns))
         if Path(f"/run/netns/{ns}").exists():
             await self.teardown(uid, ns, release=False)
         etc = Path("/etc/netns") / ns
@@ -273,6 +290,22 @@ class NetnsNetwork:
             raise
         return ns, ip
 
+    @staticmethod
+    def _addresses_of_other_pods(own: str) -> set[str]:
+        """Pod IPs named in the hosts files of other pumice namespaces on this machine (agents that
+        predate the machine-wide claims, or whose claims were lost)."""
+        out: set[str] = set()
+        for hosts in Path("/etc/netns").glob(f"{NETNS_PREFIX}*/hosts"):
+            if hosts.parent.name == own:
+                continue
+            try:
+                lines = hosts.read_text().splitlines()
+            except OSError:
+                continue
+            if len(lines) > 7 and lines[0].startswith("# Kubernetes-managed hosts file"):
+                out.add(lines[7].split("\t", 1)[0])
+        return out
+
     async def pids(self, ns: str) -> list[int]:
         rc, out = await run("ip", "netns", "pids", ns, check=False)
         return [int(x) for x in out.split() if x.isdigit()] if rc == 0 else []
@@ -282,7 +315,7 @@ class NetnsNetwork:
         kills the namespace's processes first: a live process keeps the namespace alive."""
         if Path(f"/run/netns/{ns}").exists():
             await run("ip", "netns", "del", ns, check=False)
-        veth = veth_name(uid)
+        veth = veth_of(ns)
         if Path(f"/sys/class/net/{veth}").exists():
             await run("ip", "link", "del", veth, check=False)
         shutil.rmtree(Path("/etc/netns") / ns, ignore_errors=True)

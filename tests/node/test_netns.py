@@ -82,7 +82,7 @@ async def test_deleting_pods_leaves_no_process_netns_or_veth(client: MemoryClien
     await client.delete(PODS, "sleeper", "default")
     await wait_for(lambda: _gone(client, "sleeper"), timeout=20)
     assert ns not in _netns()
-    assert veth_name(p["metadata"]["uid"]) not in _links()
+    assert veth_name(p["metadata"]["uid"], str(agent.data_dir)) not in _links()
     assert not Path("/etc/netns", ns).exists()
 
 

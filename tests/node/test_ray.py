@@ -179,7 +179,8 @@ async def _run_scenario(client: Any, agent: NodeAgent, logs: Any) -> None:
     assert "HOSTS ray-head ray-worker" in text
     assert "ACTOR 55" in text
     uids = [(await get_pod(client, n))["metadata"]["uid"] for n in ("ray-driver", "ray-worker", "ray-head")]
-    netns, veths = [netns_name(u) for u in uids], [veth_name(u) for u in uids]
+    scope = str(agent.data_dir)
+    netns, veths = [netns_name(u, scope) for u in uids], [veth_name(u, scope) for u in uids]
     pids = _pod_processes(netns)
     assert len(pids) >= 10  # head and worker: raylet, gcs_server, dashboard, agents ...
     for name in ("ray-driver", "ray-worker", "ray-head"):
