@@ -300,8 +300,7 @@ class _Api:
             meta["remainingItemCount"] = remaining
         head = (b'{"kind":"' + rk.list_kind.encode() + b'","apiVersion":"' + rk.api_version.encode()
                 + b'","metadata":' + _encode(meta) + b',"items":[')
-        out = self.registry.output
-        body = head + b",".join([out(rk, s) for s in items]) + b"]}"
+        body = head + b",".join(self.registry.outputs(rk, items)) + b"]}"
         return _json(body)
 
     def _table(self, rk: ResourceKind, items: list[Stored]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ Status; transport failures raise httpx2's exceptions unchanged.
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -32,6 +33,7 @@ __all__ = ["Client"]
 
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
+_BIG = 1 << 20  # bytes
 
 _PATCH_CT = {
     "merge": "application/merge-patch+json",
@@ -140,6 +142,14 @@ class Client:
             status, data = resp.status_code, resp.content
         if status >= 300:
             raise _error(status, data)
+        if len(data) > _BIG and gc.isenabled():
+            # decoding builds no reference cycles; pausing the collector avoids repeated full
+            # collections over every live object while a large list is decoded
+            gc.disable()
+            try:
+                return _decode(data)
+            finally:
+                gc.enable()
         return _decode(data) if data else None
 
     async def _stream(self, path: str, query: str) -> tuple[int, AsyncIterator[bytes], Any]:
