@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import shutil
 import sys
 import tempfile
@@ -268,5 +267,19 @@ async def test_operator_restart_while_running_neither_resubmits_nor_recreates() 
         assert (submitter.get("status") or {}).get("succeeded") == 1
 
 
-if os.environ.get("PUMICE_E2E_KEEP"):  # pragma: no cover - debugging aid
-    shutil.rmtree = lambda *a, **k: None  # type: ignore[assignment]
+
+
+
+
+async def test_sidecar_mode_rayjob_succeeds() -> None:
+    async with stack() as s:
+        await s.client.create({
+            "apiVersion": "ray.io/v1", "kind": "RayJob",
+            "metadata": {"name": "rayjob-sidecar", "namespace": "default"},
+            "spec": {"entrypoint": "python -c 'import ray; ray.init(); print(ray.cluster_resources())'",
+                     "submissionMode": "SidecarMode", "shutdownAfterJobFinishes": True,
+                     "rayClusterSpec": small_cluster_spec()},
+        })
+        job = await s.wait_rayjob("rayjob-sidecar", lambda st: st.get("jobDeploymentStatus") in ("Complete", "Failed"))
+        st = job["status"]
+        assert (st["jobStatus"], st["jobDeploymentStatus"]) == ("SUCCEEDED", "Complete"), st

@@ -516,3 +516,25 @@ async def test_sidecar_mode_submitter_exit_1_is_submission_failed(h: Harness) ->
     st = await h.status()
     assert (st["jobDeploymentStatus"], st["reason"]) == ("Failed", "SubmissionFailed")
     assert st["message"] == "Ray head pod container ray-job-submitter terminated with exit code 1: Error"
+
+
+async def test_sidecar_submitter_that_ends_before_the_cluster_is_ready_does_not_wedge_initializing(
+        h: Harness) -> None:
+    await h.create(submissionMode="SidecarMode")
+    await h.step()
+    await h.step()  # cluster created; Pods not ready yet
+    name = (await h.status())["rayClusterName"]
+    await h.rc.reconcile(Request("default", name))
+    head = (await h.client.list(kinds.POD, "default",
+                                label_selector=f"ray.io/cluster={name},ray.io/node-type=head")).items[0]
+    head["apiVersion"], head["kind"] = "v1", "Pod"
+    head["status"] = {"phase": "Running", "podIP": "10.244.0.9", "conditions": [{"type": "Ready", "status": "False"}],
+                      "containerStatuses": [{"name": "ray-job-submitter", "state": {"terminated": {
+                          "exitCode": 0, "finishedAt": rfc3339(h.clock.now())}}}]}
+    await h.client.update_status(head)
+    await h.step()
+    st = await h.status()
+    assert st["jobDeploymentStatus"] == "Running"
+    h.dash.set_job_status(st["jobId"], "SUCCEEDED")
+    await h.step()
+    assert (await h.status())["jobDeploymentStatus"] == "Complete"

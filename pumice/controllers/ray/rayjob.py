@@ -14,7 +14,11 @@ names, so a restart never creates a second cluster or submission id.
 
 Mirrors: kuberay ray-operator/controllers/ray/rayjob_controller.go.
 
-Deviates: upstream has no branch for ``ValidationFailed`` and requeues it every 3 s; here it is not
+Deviates:
+- SidecarMode inspects the submitter container during Initializing too (upstream issue #4945: a
+  job that ends before every Pod is ready leaves the head Pod un-Ready, so the cluster never
+  becomes ``ready`` and upstream stays in Initializing forever).
+- upstream has no branch for ``ValidationFailed`` and requeues it every 3 s; here it is not
 requeued (a spec change wakes it; a RayJob whose spec became valid stays ValidationFailed, as
 upstream, and should be recreated).
 """
@@ -429,6 +433,32 @@ class RayJobReconciler:
                 finished = _ts(cond.get("lastTransitionTime"))
         return changed, finished
 
+    async def _sidecar_finished_early(self, job: Obj, cluster: Obj) -> bool:
+        """SidecarMode in Initializing: when the submitter container already terminated (a short
+        job can end before every Pod is ready, and a terminated container keeps the head Pod
+        un-Ready, so the cluster would never be ``ready``), move on: exit 0 → Running (the Running
+        step reads the result), non-zero → Failed/SubmissionFailed. Returns True when it moved."""
+        heads = (await self.client.list(kinds.POD, self._ns(job), label_selector=assoc.selector_string(
+            assoc.head_pods_selector(cluster["metadata"]["name"])))).items
+        for cs in ((heads[0].get("status") or {}).get("containerStatuses") or []) if heads else []:
+            if cs.get("name") != c.SUBMITTER_CONTAINER_NAME:
+                continue
+            term = (cs.get("state") or {}).get("terminated")
+            if not term:
+                return False
+            st = _status(job)
+            if int(term.get("exitCode") or 0) != 0:
+                st["jobDeploymentStatus"] = JDS.FAILED.value
+                st["reason"] = REASON.SUBMISSION_FAILED.value
+                st["message"] = (f"Ray head pod container {cs['name']} terminated with exit code "
+                                 f"{term.get('exitCode')}: {term.get('reason', '')}")
+                return True
+            st["dashboardURL"] = await self._dashboard_url(cluster)
+            st["rayClusterStatus"] = copy.deepcopy(cluster.get("status") or {})
+            st["jobDeploymentStatus"] = JDS.RUNNING.value
+            return True
+        return False
+
     async def _delete_cluster(self, job: Obj) -> bool:
         """Delete the RayCluster (not in clusterSelector mode); True once it is gone."""
         if _uses_selector(job):
@@ -600,7 +630,7 @@ async def on_new(r: RayJobReconciler, job: Obj) -> Result | None:
 
 async def on_initializing(r: RayJobReconciler, job: Obj) -> Result | None:
     """Initializing: suspend → Suspending; deadlines → Failed; gang; get-or-create the cluster;
-    wait for it to be ready; dashboard URL. Exits: Waiting (InteractiveMode), Running (after the
+    wait for it to be ready (SidecarMode: or for the submitter container to end); dashboard URL. Exits: Waiting (InteractiveMode), Running (after the
     submitter Job exists in K8sJobMode), Suspending, Failed."""
     if r._suspend_if_needed(job) or r._active_deadline(job) or r._pre_running_deadline(job):
         return None
@@ -609,6 +639,8 @@ async def on_initializing(r: RayJobReconciler, job: Obj) -> Result | None:
     st = _status(job)
     if not st.get("dashboardURL"):
         if (cluster.get("status") or {}).get("state") != c.ClusterState.READY:
+            if _mode(job) == MODE.SIDECAR_MODE and await r._sidecar_finished_early(job, cluster):
+                return None
             st["rayClusterStatus"] = copy.deepcopy(cluster.get("status") or {})
             return None
         st["dashboardURL"] = await r._dashboard_url(cluster)
