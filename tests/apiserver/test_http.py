@@ -85,3 +85,11 @@ def test_openapi_v3_lists_patch_operations_and_v2_is_404(srv: HttpServer) -> Non
     op = doc["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"]
     assert op["parameters"][0]["name"] == "fieldValidation"
     assert http(srv).get("/openapi/v2").status_code == 404
+
+
+def test_trailing_slashes_are_tolerated(srv: HttpServer) -> None:
+    c = http(srv)
+    assert c.get("/version/").json()["major"] == "1"
+    assert c.get("/api/").json()["kind"] == "APIVersions"
+    assert c.get("/apis/").json()["kind"] == "APIGroupList"
+    assert c.get("/api/v1/namespaces/").json()["kind"] == "NamespaceList"
