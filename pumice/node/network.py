@@ -6,9 +6,16 @@ the Pod IP on ``eth0`` and an on-link default route (``dev eth0``), a per-Pod ho
 fail-fast resolv.conf in ``/etc/netns/<ns>/`` (``ip netns exec`` binds them over ``/etc``; they
 are rewritten in place only, since the bind mount pins the inode). No NAT, no sysctl changes.
 
-``host`` (no root): the host network, one loopback address per Pod (127.0.0.2 and up; never
-127.0.0.1, which Ray rewrites to the machine address); two Pods that declare the same
-containerPort cannot both run (the second fails with a clear message).
+``host``: the host network, one loopback address per Pod (127.0.0.2 and up; never 127.0.0.1,
+which Ray rewrites to the machine address); two Pods that declare the same containerPort cannot
+both run (the second fails with reason ``PortConflict``). As root each container still gets a
+private mount namespace (``unshare --mount``) in which the agent binds the Pod's hosts file, so
+Service names resolve to those loopback addresses; without root there is no mount namespace,
+Service names do not resolve inside Pods (use Pod IPs), /tmp is shared (TMPDIR points at the Pod's
+directory) and volumes appear as symlinks at mount paths that must not exist yet.
+
+Several agents on one machine share the bridge: namespace and veth names hash the agent's data dir
+with the Pod uid, and Pod IPs are claimed machine-wide in ``/run/pumice/ips``.
 
 Mirrors: the recipe in shared/reference/netns.md (tried by hand with real Ray); the kubelet's
 managed /etc/hosts (pkg/kubelet/kubelet_pods.go managedHostsFileContent).
