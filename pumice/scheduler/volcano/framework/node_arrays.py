@@ -78,23 +78,6 @@ class NodeArrays:
                 self._refresh(i)
             self._dirty.clear()
 
-    def request_vector(self, req: Resource) -> tuple[np.ndarray, np.ndarray] | None:
-        """(values, mask of compared columns) for ``req``; None when ``req`` names a scalar no
-        node has (then nothing fits on a missing dimension unless the request is < epsilon)."""
-        v = np.zeros(len(self.dims))
-        m = np.zeros(len(self.dims), dtype=bool)
-        v[0], v[1] = req.milli_cpu, req.memory
-        m[0] = m[1] = True
-        for k, x in req.scalars.items():
-            c = self.col.get(k)
-            if c is None:
-                if x >= MIN_RESOURCE:
-                    return None
-                continue
-            v[c] = x
-            m[c] = True
-        return v, m
-
     def fits(self, req: Resource, which: str = "future_idle", rows: np.ndarray | None = None) -> np.ndarray:
         """Boolean mask: ``req.less_equal(node.<which>, ZERO)`` for every node (or ``rows``).
 

@@ -126,7 +126,6 @@ class Session:
                 extra.update(t.resreq.scalars)
         self.arrays = NodeArrays(self.node_list, sorted(extra))
         self.last_processed_node_index = 0
-        self.predicate_cache: dict[tuple[str, str, str], FitError | None] = {}
         self.evicted: list[tuple[TaskInfo, str]] = []
         self.events: list[tuple[str, str, str, str]] = []
         self.batch_predicates: dict[str, Callable[[TaskInfo], tuple[np.ndarray, Any]]] = {}
