@@ -43,7 +43,13 @@ PROBE = {
 }
 DRIVER = """
 import socket, time, ray
-ray.init("ray://FQDN:10001")
+for attempt in range(5):  # a loaded CI machine may be slow to start the per-client server
+    try:
+        ray.init("ray://FQDN:10001")
+        break
+    except Exception as e:
+        print("ray.init failed, retrying:", e)
+        time.sleep(2)
 deadline = time.time() + 120
 while len([n for n in ray.nodes() if n["Alive"]]) < 2 and time.time() < deadline:
     time.sleep(0.5)
@@ -83,7 +89,8 @@ def head_pod() -> dict[str, Any]:
                 "args": ["ulimit -n ${RAY_START_ULIMIT_OPEN_FILES:-65536}; ray start --head --block "
                          "--dashboard-agent-listen-port=52365 --dashboard-host=0.0.0.0 --memory=2147483648 "
                          "--metrics-export-port=8080 --num-cpus=1"],
-                "env": [*RAY_ENV, {"name": "RAY_ADDRESS", "value": "127.0.0.1:6379"}],
+                "env": [*RAY_ENV, {"name": "RAY_ADDRESS", "value": "127.0.0.1:6379"},
+                        {"name": "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S", "value": "120"}],
                 "ports": [{"containerPort": 6379, "name": "gcs-server"}, {"containerPort": 8265, "name": "dashboard"},
                           {"containerPort": 10001, "name": "client"}],
                 "resources": {"limits": {"cpu": "1", "memory": "4Gi"}, "requests": {"cpu": "1", "memory": "2Gi"}},
