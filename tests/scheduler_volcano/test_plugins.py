@@ -3,6 +3,7 @@ pkg/scheduler/plugins/{predicates,binpack,overcommit,gang}/*_test.go."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -100,12 +101,18 @@ ANTI_AFFINITY_PREEMPT = [Case(
 
 def test_normal_mode_preemption_evicts_until_anti_affinity_and_pod_count_clear(tmp_path: Path) -> None:
     """Upstream's TestPodAntiAffinity expects no eviction under *topology-aware* preemption,
-    whose simulated predicates still count the victims' Pods (max pods 2 stays exceeded).
-    pumice runs the normal mode (topology-aware is not implemented), where the predicates drop
-    evicted Pods as upstream's deallocate handler does: worker-2 goes first (reverse task
-    order), worker-1's anti-affinity still blocks, so worker-1 goes too and worker-3 is
-    pipelined."""
+    whose simulated predicates (by our reading) keep counting the victims' Pods, so max pods 2
+    stays exceeded. Here predicates drop evicted Pods as upstream's deallocate handler does.
+    Normal mode: worker-2 goes first (reverse task order), worker-1's anti-affinity still
+    blocks, so worker-1 goes too and worker-3 is pipelined. Topology-aware mode then reprieves
+    worker-2."""
     run_both(ANTI_AFFINITY_PREEMPT[0], tmp_path)
+    ta = dataclasses.replace(
+        ANTI_AFFINITY_PREEMPT[0],
+        evictions=["ns1/worker-1"],
+        configurations={"preempt": {"enableTopologyAwarePreemption": True}},
+    )
+    run_both(ta, tmp_path / "ta")
 
 
 def _scores(objs: list, opt: PluginOption, vectorize: bool) -> dict[str, dict[str, float]]:

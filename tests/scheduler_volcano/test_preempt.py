@@ -231,3 +231,32 @@ CASES = [
 @pytest.mark.parametrize("case", upstream_params(ORIGIN, CASES))
 def test_preempt_upstream_case(case: Case, tmp_path: Path) -> None:
     run_both(case, tmp_path)
+
+
+def _reprieve_case(topology_aware: bool, evictions: list[str]) -> Case:
+    return Case(
+        f"topology-aware={topology_aware}",
+        PRIO
+        + [
+            pg("pg1", 0, {}, "low-priority"),
+            pg("pg2", 1, {"": 1}, "high-priority"),
+            running("low-p-1", "pg1", "3,1G", preemptable=True),
+            running("low-p-2", "pg1", "1,1G", preemptable=True),
+            pending("high-p-1", "pg2", "3,1G"),
+            node("n1", "4,4G,pods=10"),
+            queue("q1"),
+        ],
+        ["preempt"],
+        TIERS,
+        evictions=evictions,
+        pipelined={"c1/pg2": ["n1"]},
+        configurations={"preempt": {"enableTopologyAwarePreemption": topology_aware}},
+    )
+
+
+def test_normal_preemption_evicts_in_victim_order_until_the_preemptor_fits(tmp_path: Path) -> None:
+    run_both(_reprieve_case(False, ["c1/low-p-1", "c1/low-p-2"]), tmp_path)
+
+
+def test_topology_aware_preemption_reprieves_victims_it_does_not_need(tmp_path: Path) -> None:
+    run_both(_reprieve_case(True, ["c1/low-p-1"]), tmp_path)

@@ -1,7 +1,15 @@
 """preempt: starving jobs evict lower-priority tasks inside their own queue.
 
-Mirrors: volcano pkg/scheduler/actions/preempt/preempt.go (normal mode; the topology-aware
-dry-run mode is accepted as an argument but runs the normal mode).
+Two modes, as upstream: *normal* (walk nodes best-scored first, evict victims in victim order
+until the preemptor fits) and, with ``enableTopologyAwarePreemption``, a dry run per candidate
+node (evict until it fits, then reprieve victims in reverse order while it still fits) that
+picks the node whose victims have the lowest highest Pod priority, then the lowest priority sum,
+the fewest victims and the latest start time.
+
+Mirrors: volcano pkg/scheduler/actions/preempt/preempt.go.
+Deviates: the topology-aware dry run evicts in the session (and discards) instead of on cloned
+nodes through the simulate callbacks, so predicates see the evictions as in normal mode; the
+candidate scan starts at node 0 instead of a random offset.
 """
 
 from __future__ import annotations
@@ -133,6 +141,8 @@ class Action:
         nodes, _ = predicate_nodes(ssn, preemptor, candidates, "preempt", sample=False)
         if not nodes:
             return False
+        if self.args.topology_aware:
+            return self._topology_aware(ssn, stmt, preemptor, filt, nodes, queue)
         scores = ssn.prioritize(preemptor, nodes)
         order = sorted(range(len(nodes)), key=lambda i: (-scores[i], i))
         for i in order:
@@ -173,3 +183,107 @@ class Action:
                 return True
             node_stmt.discard()
         return False
+
+    def _fits(self, ssn: Session, queue: QueueInfo, preemptor: TaskInfo, node: NodeInfo) -> bool:
+        return (
+            ssn.allocatable(queue, preemptor)
+            and preemptor.resreq.less_equal(node.future_idle(), Dimension.ZERO)
+            and ssn.predicate_for_allocate(preemptor, node) is None
+        )
+
+    def _select_victims_on_node(
+        self, ssn: Session, preemptor: TaskInfo, queue: QueueInfo, node: NodeInfo, filt: Callable[[TaskInfo], bool]
+    ) -> list[TaskInfo] | None:
+        """The victims a dry run needs on ``node`` (None: the node cannot host the preemptor).
+
+        Mirrors: preempt.go SelectVictimsOnNode.
+        """
+        preemptees = [
+            ssn.jobs[t.job].tasks[t.uid]
+            for t in node.tasks.values()
+            if filt(t) and t.job in ssn.jobs and t.uid in ssn.jobs[t.job].tasks
+        ]
+        all_victims = ssn.preemptable(preemptor, preemptees)
+        if not validate_victims(preemptor, node, all_victims):
+            return None
+        vq = victims_queue(ssn, all_victims, preemptor)
+        dry = Statement(ssn)
+        potential: list[TaskInfo] = []
+        try:
+            while not vq.empty():
+                v = vq.pop()
+                dry.evict(v, "preempt")
+                potential.append(v)
+                if self._fits(ssn, queue, preemptor, node):
+                    break
+            if not potential or not self._fits(ssn, queue, preemptor, node):
+                return None
+            victims: list[TaskInfo] = []
+            for p in reversed(potential):
+                dry.undo_evict(p)
+                if not self._fits(ssn, queue, preemptor, node):
+                    dry.evict(p, "preempt")
+                    victims.append(p)
+            return victims or None
+        finally:
+            dry.discard()
+
+    def _topology_aware(
+        self,
+        ssn: Session,
+        stmt: Statement,
+        preemptor: TaskInfo,
+        filt: Callable[[TaskInfo], bool],
+        nodes: list[NodeInfo],
+        queue: QueueInfo,
+    ) -> bool:
+        want = max(self.args.min_candidate_abs, min(self.args.max_candidate_abs, len(nodes) * self.args.min_candidate_pct // 100))
+        want = min(want, len(nodes))
+        found: list[tuple[NodeInfo, list[TaskInfo]]] = []
+        for node in nodes:
+            victims = self._select_victims_on_node(ssn, preemptor, queue, node, filt)
+            if victims:
+                found.append((node, victims))
+                if len(found) >= want:
+                    break
+        if not found:
+            return False
+        node, victims = _pick_one_node(found)
+        tmp = Statement(ssn)
+        for v in victims:
+            tmp.evict(v, "preempt")
+        try:
+            tmp.pipeline(preemptor, node.name, True)
+        except Exception:
+            tmp.discard()
+            return False
+        stmt.merge(tmp)
+        return True
+
+
+def _pod_priority(t: TaskInfo) -> int:
+    return int((t.pod.get("spec") or {}).get("priority") or 0)
+
+
+def _start_time(t: TaskInfo) -> str:
+    return str((t.pod.get("status") or {}).get("startTime") or "")
+
+
+def _pick_one_node(found: list[tuple[NodeInfo, list[TaskInfo]]]) -> tuple[NodeInfo, list[TaskInfo]]:
+    """Lowest highest victim priority, lowest priority sum, fewest victims, latest earliest start.
+
+    Mirrors: preempt.go pickOneNodeForPreemption.
+    """
+    scores: list[Callable[[list[TaskInfo]], Any]] = [
+        lambda vs: -_pod_priority(vs[0]),
+        lambda vs: -sum(_pod_priority(v) + 2**31 for v in vs),
+        lambda vs: -len(vs),
+        lambda vs: min((_start_time(v) for v in vs), default=""),
+    ]
+    cands = found
+    for f in scores:
+        best = max(f(vs) for _n, vs in cands)
+        cands = [(n, vs) for n, vs in cands if f(vs) == best]
+        if len(cands) == 1:
+            break
+    return cands[0]

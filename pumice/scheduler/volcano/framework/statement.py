@@ -65,6 +65,16 @@ class Statement:
             node.mark_evicted(reclaimee.key, False)
         ssn.fire_allocate(reclaimee)
 
+    def undo_evict(self, reclaimee: TaskInfo) -> None:
+        """Take back this statement's eviction of ``reclaimee`` (a dry-run reprieve)."""
+        for i in range(len(self.operations) - 1, -1, -1):
+            op = self.operations[i]
+            if op.name is Op.Evict and op.task is reclaimee:
+                del self.operations[i]
+                self._unevict(reclaimee)
+                return
+        raise ValueError(f"task <{reclaimee.key}> was not evicted by this statement")
+
     def pipeline(self, task: TaskInfo, hostname: str, eviction_occurred: bool = False) -> None:
         """Place ``task`` on ``hostname`` against resources still being released."""
         ssn = self.ssn
