@@ -236,8 +236,8 @@ def test_preempt_upstream_case(case: Case, tmp_path: Path) -> None:
 def _reprieve_case(topology_aware: bool, evictions: list[str]) -> Case:
     return Case(
         f"topology-aware={topology_aware}",
-        PRIO
-        + [
+        [
+            *PRIO,
             pg("pg1", 0, {}, "low-priority"),
             pg("pg2", 1, {"": 1}, "high-priority"),
             running("low-p-1", "pg1", "3,1G", preemptable=True),
