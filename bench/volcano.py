@@ -169,6 +169,9 @@ def main() -> None:
     _cur, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     print(f"peak memory of one headline session (snapshot + session, tracemalloc): {peak / 2**20:.0f} MiB")
+    import resource
+
+    print(f"peak RSS of the benchmark process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
     print(f"wall time of the whole benchmark: {time.perf_counter() - START:.0f}s (CPU {time.process_time():.0f}s)")
 
 
