@@ -82,6 +82,9 @@ def command(kubeconfig: str | None, runtime: str, nodes: int, node_cpu: str | No
     """Run the node agent (kubelet): register Nodes and run the Pods bound to them."""
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not verbose:
+        for noisy in ("httpx", "httpx2", "httpcore"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
     if node_names and len(node_names) != nodes:
         raise click.BadParameter(f"{len(node_names)} --node-name given for --nodes {nodes}")
     options: dict[str, Any] = dict(
