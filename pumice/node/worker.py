@@ -275,10 +275,30 @@ class PodWorker:
             if all(t.done() for t in self._supervisors.values()):
                 await self._finish()
                 return
+            left = self._deadline_left()
+            if left is not None and left <= 0:
+                await self._deadline_exceeded()
+                return
             self._wake.clear()
             waiters = [asyncio.ensure_future(self._wake.wait()), *self._supervisors.values()]
-            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(waiters, timeout=left, return_when=asyncio.FIRST_COMPLETED)
             waiters[0].cancel()
+
+    def _deadline_left(self) -> float | None:
+        """Seconds until ``spec.activeDeadlineSeconds`` (counted from startTime) runs out."""
+        deadline = (self.pod.get("spec") or {}).get("activeDeadlineSeconds")
+        if deadline is None:
+            return None
+        return self.start_time + float(deadline) - self.host.clock.now()
+
+    async def _deadline_exceeded(self) -> None:
+        """Mirrors: kubernetes pkg/kubelet/active_deadline.go (reason DeadlineExceeded)."""
+        self.host.event(self.pod, "Normal", "DeadlineExceeded",
+                        "Pod was active on the node longer than the specified deadline")
+        await self.stop_all(self._grace())
+        self.phase, self.terminal = "Failed", True
+        self.reason, self.message = "DeadlineExceeded", "Pod was active on the node longer than the specified deadline"
+        await self._finish()
 
     async def _setup_sandbox(self) -> bool:
         host = self.host
@@ -663,7 +683,7 @@ class PodWorker:
             return
         await self.host.runtime.signal(cur, signal.SIGTERM)
         while rec.current is cur and (left := deadline - clock.monotonic()) > 0:
-            await clock.sleep(min(left, 0.05 if self.host.runtime.name == "process" else left))
+            await clock.sleep(min(left, 0.05))
         if rec.current is cur:
             await self.host.runtime.kill(self.sandbox, cur)
 

@@ -123,3 +123,19 @@ async def _ready(client: MemoryClient, name: str) -> bool:
 
 async def _gone(client: MemoryClient, name: str) -> bool:
     return await get_pod(client, name) is None
+
+
+@pytest.mark.looptime
+async def test_active_deadline_fails_a_pod_that_runs_too_long() -> None:
+    clock = LoopClock()
+    client = MemoryClient(clock=clock)
+    agent = await _agent(client, clock)
+    p = sim_pod("slow", 600)
+    p["spec"]["activeDeadlineSeconds"] = 30
+    t0 = clock.monotonic()
+    await client.create(p)
+    await wait_for(lambda: phase_is(client, "slow", "Failed"), timeout=100, interval=0.5)
+    got = await get_pod(client, "slow")
+    assert got["status"]["reason"] == "DeadlineExceeded"
+    assert 30 <= clock.monotonic() - t0 <= 32
+    await agent.stop()
