@@ -470,6 +470,10 @@ class NodeAgent:
                 self._save_state()
                 if isinstance(self.network, NetnsNetwork):
                     await self.network.remove_bridge()
+                cgroups = getattr(self.runtime, "cgroups", None)
+                if cgroups is not None and cgroups.root is not None:
+                    with contextlib.suppress(OSError):
+                        cgroups.root.rmdir()  # only when no other agent's Pod cgroup is left
         for t in list(self._bg):
             t.cancel()
         for srv in (self._log_server, self._proxy, self._forwarder):
