@@ -374,10 +374,17 @@ class ProcessRuntime:
         if not c.get("workingDir"):
             os.makedirs(workdir, exist_ok=True)
         self._prepare_targets(sandbox, req)
+        # Every container start gets a fresh private /tmp, as a container restart gets a fresh
+        # writable layer from the container runtime: Ray keeps its session under /tmp/ray, and a
+        # restarted Ray head must not find the previous incarnation's session files.
+        tmp_dir = cdir / "tmp"
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        tmp_dir.mkdir(parents=True, exist_ok=True)
+        os.chmod(tmp_dir, 0o1777)
         env = dict(req.env)
         mode = self.mode
         if mode == "plain":
-            env.setdefault("TMPDIR", str(sandbox.pod_dir / "tmp"))
+            env.setdefault("TMPDIR", str(tmp_dir))
             if c.get("workingDir"):
                 os.makedirs(workdir, exist_ok=True)
         env.update({
@@ -386,7 +393,7 @@ class ProcessRuntime:
             "PUMICE_CGROUP_V": str(self.cgroups.version if self.cgroups else 0),
             "PUMICE_HOSTS": str(sandbox.pod_dir / "hosts"),
             "PUMICE_RESOLV": str(sandbox.pod_dir / "resolv.conf"),
-            "PUMICE_TMP": str(sandbox.pod_dir / "tmp"),
+            "PUMICE_TMP": str(tmp_dir),
             "PUMICE_SHM_SIZE": self.shm_size,
             "PUMICE_MOUNTS": "".join(f"{m.source}\t{m.target}\t{'ro' if m.read_only else 'rw'}\n" for m in req.mounts),
             "PUMICE_HOSTNAME": sandbox.extra.get("hostname", sandbox.name),
