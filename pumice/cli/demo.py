@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -113,12 +114,13 @@ async def _follow(kubeconfig: Path, docs: list[dict[str, Any]], timeout: float) 
             state = (obj.get("status") or {}).get("jobDeploymentStatus", "")
             if state and (not seen_states or seen_states[-1] != state):
                 seen_states.append(state)
+            changed = line.split("] ", 1)[1]
             if sys.stdout.isatty():
                 sys.stdout.write("\r\033[K" + line)
                 sys.stdout.flush()
-            elif line != last:
+            elif changed != last:
                 click.echo(line)
-            last = line
+            last = changed
             if state in TERMINAL:
                 break
             await asyncio.sleep(1.0)
@@ -169,7 +171,9 @@ async def _show_cluster(client: Any, scheme: Scheme, rayjob: dict[str, Any]) -> 
                    + ("is kept, as KubeRay does" if exists else "is unexpectedly gone"))
 
 
-def _leftover_netns() -> list[str]:
+def _pumice_netns() -> list[str]:
+    """Names of the machine's pumice Pod network namespaces (compared before and after the run,
+    so that other pumice instances on the machine do not count)."""
     try:
         out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.SubprocessError):
@@ -181,21 +185,26 @@ def _leftover_netns() -> list[str]:
 @click.option("--sample", type=click.Path(path_type=Path), default=None,
               help="RayJob manifest (default: the upstream ray-job.sample.yaml from ../shared/samples).")
 @click.option("--data-dir", type=click.Path(path_type=Path), default=None,
-              help="Data directory for pumice up (default: a fresh temporary one).")
+              help="Data directory for pumice up (default: a fresh one under ~/.local/share/pumice, "
+                   "removed afterwards).")
+@click.option("--keep-data", is_flag=True, help="Keep the data directory (database, logs, Pod files).")
 @click.option("--queue", default="default", show_default=True,
               help="Volcano queue label added to the RayJob ('' to leave the sample unchanged).")
 @click.option("--timeout", type=float, default=900, show_default=True, help="Seconds to wait for the RayJob.")
-def command(sample: Path | None, data_dir: Path | None, queue: str, timeout: float) -> None:
+def command(sample: Path | None, data_dir: Path | None, keep_data: bool, queue: str, timeout: float) -> None:
     """Run the upstream sample RayJob to completion on real Ray, in the embedded control plane."""
     sample = sample or default_sample()
     if not sample.exists():
         raise click.ClickException(f"sample not found: {sample} (the shared folder must sit beside the checkout)")
     docs = load_sample(sample, queue or None)
+    own_dir = data_dir is None
     if data_dir is None:
         # Not under /tmp: every Pod gets a private /tmp, so the agent's files must live elsewhere.
-        data_dir = Path.home() / ".local" / "share" / "pumice" / "demo"
-        shutil.rmtree(data_dir, ignore_errors=True)
+        base = Path.home() / ".local" / "share" / "pumice"
+        base.mkdir(parents=True, exist_ok=True)
+        data_dir = Path(tempfile.mkdtemp(prefix="demo-", dir=base))
     data_dir.mkdir(parents=True, exist_ok=True)
+    netns_before = set(_pumice_netns())
     port = _free_port()
     log_path = data_dir / "up.log"
     click.echo(f"starting pumice up (data dir {data_dir}, log {log_path})")
@@ -224,12 +233,14 @@ def command(sample: Path | None, data_dir: Path | None, queue: str, timeout: flo
                 os.killpg(up.pid, signal.SIGKILL)
             up.wait()
             rc = 1
-    left = _leftover_netns()
+    left = sorted(set(_pumice_netns()) - netns_before)
     if left:
         click.echo(f"left behind: network namespaces {left}", err=True)
         rc = 1
     else:
         click.echo("pumice up stopped; no Pod network namespace left behind")
+    if own_dir and not keep_data and rc == 0:
+        shutil.rmtree(data_dir, ignore_errors=True)
     if rc == 0:
         click.echo("demo: SUCCESS")
     else:

@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import logging
+import os
 import signal
+import socket
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import click
 
@@ -68,6 +72,8 @@ async def run_up(
 
     stop = stop_event or asyncio.Event()
     opts.data_dir.mkdir(parents=True, exist_ok=True)
+    lock = lock_data_dir(opts.data_dir)
+    check_port_free(opts.host, opts.port)
 
     mutating, validating = _volcano_admission()
     server = APIServer(opts.data_dir, admission_plugins=[*mutating, *validating])
@@ -149,6 +155,7 @@ async def run_up(
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await serve_task
         stop_waiter.cancel()
+        lock.close()
 
 
 async def _wait_serving(ready: asyncio.Event, serve_task: asyncio.Task[None]) -> None:
@@ -170,6 +177,46 @@ def _volcano_admission() -> tuple[list[object], list[object]]:
         return [], []
     mutating, validating = admission_plugins()
     return list(mutating), list(validating)
+
+
+class DataDirInUse(RuntimeError):
+    """Another pumice process holds the data directory's lock."""
+
+
+def lock_data_dir(data_dir: Path) -> IO[str]:
+    """Take ``<data-dir>/pumice.lock`` (an exclusive, non-blocking flock) for this process.
+
+    Returns the open lock file; closing it releases the lock (the OS releases it at exit too).
+
+    Raises:
+        DataDirInUse: another process holds it; the message names its pid.
+    """
+    path = data_dir / "pumice.lock"
+    f = open(path, "a+")  # noqa: SIM115 - held for the life of the process
+    try:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.seek(0)
+        holder = f.read().strip() or "?"
+        f.close()
+        raise DataDirInUse(f"data dir {data_dir} is in use by another pumice process (pid {holder})") from None
+    f.seek(0)
+    f.truncate()
+    f.write(f"{os.getpid()}\n")
+    f.flush()
+    return f
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Raise OSError with a one-line message when ``host:port`` cannot be bound."""
+    if port == 0:
+        return
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as e:
+            raise OSError(f"cannot listen on {host}:{port}: {e.strerror}") from None
 
 
 def install_signal_handlers(stop: asyncio.Event) -> None:
@@ -220,5 +267,8 @@ def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node
 
     try:
         asyncio.run(main())
-    except OSError as e:
-        raise click.ClickException(f"cannot start: {e}") from e
+    except (OSError, DataDirInUse) as e:
+        raise click.ClickException(str(e)) from None
+    except SystemExit as e:  # uvicorn exits when it cannot bind after all
+        if e.code not in (0, None):
+            raise click.ClickException(f"the API server could not start on {host}:{port}") from None
