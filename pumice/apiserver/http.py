@@ -182,7 +182,7 @@ class _Api:
             if sub in ("", "status"):
                 s = self.registry.get(rk, namespace, name)
                 if _wants_table(request):
-                    return _json(_encode(self._table(rk, [s])))
+                    return _json(_encode(self._table(rk, [s], _include_object(request))))
                 return _json(self.registry.output(rk, s))
             if sub == "scale":
                 return _json(_encode(self._scale(rk, self.registry.get(rk, namespace, name))))
@@ -289,7 +289,7 @@ class _Api:
         items, rv, token, remaining = self.registry.list(rk, namespace, labels=labels, fields=fields,
                                                          limit=max(0, limit), continue_=query.get("continue", ""))
         if _wants_table(request):
-            table = self._table(rk, items)
+            table = self._table(rk, items, _include_object(request))
             table["metadata"] = {"resourceVersion": str(rv)}
             if token:
                 table["metadata"]["continue"] = token
@@ -303,7 +303,9 @@ class _Api:
         body = head + b",".join(self.registry.outputs(rk, items)) + b"]}"
         return _json(body)
 
-    def _table(self, rk: ResourceKind, items: list[Stored]) -> dict[str, Any]:
+    def _table(self, rk: ResourceKind, items: list[Stored], include_object: str = "Metadata") -> dict[str, Any]:
+        """Table rows carry PartialObjectMetadata, the whole object for ``includeObject=Object``
+        (kubectl's ``--sort-by`` asks for it), or nothing for ``None``."""
         cr = self.registry.custom(rk)
         columns = None
         if cr is not None:
@@ -311,7 +313,14 @@ class _Api:
             columns = v.printer_columns if v is not None else None
         objs = [s.obj if s.obj.get("apiVersion") == rk.api_version else
                 {**s.obj, "apiVersion": rk.api_version} for s in items]
-        return render_table(rk, objs, self.clock.now(), columns)
+        table = render_table(rk, objs, self.clock.now(), columns)
+        if include_object == "Object":
+            for row, obj in zip(table["rows"], objs, strict=True):
+                row["object"] = obj
+        elif include_object == "None":
+            for row in table["rows"]:
+                row.pop("object", None)
+        return table
 
     def _scale(self, rk: ResourceKind, s: Stored) -> dict[str, Any]:
         obj = s.obj
@@ -435,6 +444,7 @@ class _Api:
             body = b'{"type":"ERROR","object":' + _encode(e.status()) + b"}\n"
             return _json(body)
         table = _wants_table(request)
+        include = _include_object(request)
         out = self.registry.output
         render = self._table
         clock = self.clock
@@ -442,7 +452,7 @@ class _Api:
 
         def line(kind: str, s: Stored) -> bytes:
             if table:
-                return b'{"type":"' + kind.encode() + b'","object":' + _encode(render(rk, [s])) + b"}\n"
+                return b'{"type":"' + kind.encode() + b'","object":' + _encode(render(rk, [s], include)) + b"}\n"
             return b'{"type":"' + kind.encode() + b'","object":' + out(rk, s) + b"}\n"
 
         async def stream() -> AsyncIterator[bytes]:
@@ -588,6 +598,14 @@ def _aggregated_version(accept: str) -> str | None:
         if part.strip().split(";")[0].strip() in ("application/json", "*/*") and "as=" not in part:
             return None
     return None
+
+
+def _include_object(request: Request) -> str:
+    """The ``includeObject`` query parameter of a Table request: None, Metadata (default) or Object."""
+    v = request.query_params.get("includeObject") or "Metadata"
+    if v not in ("None", "Metadata", "Object"):
+        raise errors.bad_request(f"invalid includeObject {v!r}: must be None, Metadata or Object")
+    return v
 
 
 def _wants_table(request: Request) -> bool:

@@ -270,3 +270,24 @@ def test_strategic_patch_on_custom_resource_is_415(kubectl) -> None:
     kubectl("apply", "-f", str(samples_dir() / "kuberay" / "ray-cluster.sample.yaml"))
     p = kubectl("patch", "raycluster", "raycluster-kuberay", "-p", '{"spec":{"suspend":true}}', check=False)
     assert p.returncode != 0 and "the body of the request was in an unknown format" in p.stderr
+
+
+CM = """
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {name}
+  labels: {{sortcase: "yes"}}
+data:
+  rank: "{rank}"
+"""
+
+
+def test_sort_by_a_field_outside_metadata_lists_every_object_in_order(kubectl) -> None:
+    # --sort-by asks for includeObject=Object: the rows must carry whole objects, or kubectl
+    # has nothing to sort on and prints "No resources found".
+    for name, rank in (("sort-b", "2"), ("sort-c", "3"), ("sort-a", "1")):
+        kubectl("apply", "-f", "-", stdin=CM.format(name=name, rank=rank))
+    out = kubectl("get", "configmaps", "-l", "sortcase=yes", "--sort-by=.data.rank", "--no-headers").stdout
+    names = [line.split()[0] for line in out.splitlines() if line.strip()]
+    assert names == ["sort-a", "sort-b", "sort-c"]
