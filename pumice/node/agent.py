@@ -554,6 +554,11 @@ class NodeAgent:
             if rec.state == "terminated" and rec.current is None and rec.last is None:
                 return f'previous terminated container "{container}" in pod "{pod}" not found'
         path = w.pod_dir_path() / container / f"{max(n, 0)}.log"
+        if not path.exists() and not previous and n > 0:
+            # Waiting to restart (CrashLoopBackOff): the kubelet shows the last instance's log.
+            last = w.pod_dir_path() / container / f"{n - 1}.log"
+            if last.exists():
+                return str(last), lambda: False
         if not path.exists():
             return f'container "{container}" in pod "{pod}" is waiting to start: {rec.reason or "ContainerCreating"}'
 

@@ -57,6 +57,10 @@ async def test_always_puts_a_crashing_container_in_crash_loop_back_off(client: M
     assert p["status"]["phase"] == "Running"
     assert cstatus(p)["lastState"]["terminated"]["exitCode"] == 2
     assert "back-off" in cstatus(p)["state"]["waiting"]["message"]
+    # While it waits to restart, its log is the last instance's, as the kubelet serves it.
+    found = agent._log_source("default", "crasher", "c0", False)
+    assert not isinstance(found, str), found
+    assert "boom" in Path(found[0]).read_text()
 
 
 # -- probes ----------------------------------------------------------------------------------------
