@@ -24,6 +24,7 @@ from pumice._util.clock import Clock, rfc3339
 from pumice.api.scheme import ResourceKind
 from pumice.client.base import ApiError, KubeClient, is_not_found
 from pumice.client.informer import Informer, SharedInformerFactory
+from pumice.runtime.events import EventRecorder
 from pumice.scheduler.volcano.api.queue_info import ClusterInfo
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.cache import kinds
@@ -66,6 +67,7 @@ class SchedulerCache:
         self.releasing: set[str] = set()
         self.pending_writes: set[asyncio.Task[None]] = set()
         self.last_events: dict[str, tuple[str, str]] = {}
+        self._recorder: EventRecorder | None = None
         self.last_pod_conditions: dict[str, tuple[str, str]] = {}
         self.bind_errors = 0
 
@@ -236,35 +238,18 @@ class SchedulerCache:
             log.debug("queue %s status not written: %s", name, e)
 
     async def _event(self, pg: Obj, etype: str, reason: str, message: str) -> None:
+        """Record an Event on the PodGroup through client-go's correlator semantics (the same
+        reason and message raise the count of one Event instead of adding another)."""
         if self.event_kind is None:
             return
-        md = pg["metadata"]
-        ns = md.get("namespace", "default")
-        now = rfc3339(self.clock.now())
-        ev = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{md['name']}.", "namespace": ns},
-            "involvedObject": {
-                "apiVersion": pg.get("apiVersion", "scheduling.volcano.sh/v1beta1"),
-                "kind": "PodGroup",
-                "name": md["name"],
-                "namespace": ns,
-                "uid": md.get("uid", ""),
-            },
-            "type": etype,
-            "reason": reason,
-            "message": message,
-            "source": {"component": "volcano"},
-            "reportingComponent": "volcano",
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        }
+        if self._recorder is None:
+            self._recorder = EventRecorder(self.client, "volcano", clock=self.clock)
+        obj = {**pg, "apiVersion": pg.get("apiVersion", "scheduling.volcano.sh/v1beta1"), "kind": "PodGroup"}
         try:
-            await self.client.create(ev)
+            await self._recorder.event(obj, etype, reason, message)
         except Exception as e:
-            log.debug("event on PodGroup %s/%s not written: %s", ns, md["name"], e)
+            md = pg["metadata"]
+            log.debug("event on PodGroup %s/%s not written: %s", md.get("namespace"), md["name"], e)
 
 
 def _must(scheme: Any, name: str) -> ResourceKind:
