@@ -96,6 +96,7 @@ class ContainerRecord:
     last: Obj | None = None
     current: Container | None = None
     backoff: float = 0.0
+    start_backoff: float = 0.0
     kill_reason: str = ""
     ever_started: bool = False
 
@@ -464,7 +465,11 @@ class PodWorker:
                 rec.state, rec.reason, rec.message = "waiting", e.reason, e.message
                 host.event(self.pod, "Warning", "Failed", f"Error: {e.message}")
                 await self.sync_status()
-                await self._sleep_or_wake(max(2.0, rec.backoff or 0))
+                # Start failures back off like crashes do (base, doubling to max), instead of
+                # retrying (and writing an Event) every few seconds.
+                rec.start_backoff = (host.backoff_base if rec.start_backoff == 0
+                                     else min(host.backoff_max, rec.start_backoff * 2))
+                await self._sleep_or_wake(rec.start_backoff)
                 return None
             host.event(self.pod, "Normal", "Created", f"Created container {rec.name}")
             host.event(self.pod, "Normal", "Started", f"Started container {rec.name}")
