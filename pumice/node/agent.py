@@ -507,7 +507,7 @@ class NodeAgent:
                 self._kube_host, self._kube_port = self.network.gateway, self._forwarder.port
         if isinstance(self.network, NetnsNetwork):
             if self.pod_egress == "proxy":
-                self._proxy = EgressProxy(self.egress_allow or package_index_hosts())
+                self._proxy = EgressProxy(self.egress_allow or package_index_hosts(), resolver=self._cluster_address)
                 try:
                     await self._proxy.start(self.network.gateway, PROXY_PORT)
                 except OSError:
@@ -536,6 +536,16 @@ class NodeAgent:
             with contextlib.suppress(OSError):
                 Path("/proc/sys/net/ipv4/ip_forward").write_text(self._ip_forward_before)
             self._ip_forward_before = None
+
+    def _cluster_address(self, host: str, client_ip: str) -> str | None:
+        """Where the egress proxy sends a request for ``host`` from the Pod at ``client_ip``: the
+        address itself for a Pod CIDR address, the Service's Pod IP for a Service name, else None."""
+        try:
+            if ipaddress.ip_address(host) in ipaddress.ip_network(self.pod_cidr, strict=False):
+                return host
+            return None
+        except ValueError:
+            return self.directory.resolve(host, client_ip)
 
     def _log_source(self, namespace: str, pod: str, container: str, previous: bool) -> Any:
         cands = [w for w in [*self.workers.values(), *(x for x in self.finished.values() if x)]

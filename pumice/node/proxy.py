@@ -14,7 +14,7 @@ import contextlib
 import fnmatch
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from urllib.parse import urlsplit
 
 log = logging.getLogger(__name__)
@@ -89,9 +89,13 @@ class EgressProxy(_Server):
     """HTTP(S) proxy for Pods, limited to ``allow`` (host names or fnmatch patterns such as
     ``*.pythonhosted.org``). A denied destination gets ``403 Forbidden`` with a one-line reason."""
 
-    def __init__(self, allow: Iterable[str]) -> None:
+    def __init__(self, allow: Iterable[str], resolver: Callable[[str, str], str | None] | None = None) -> None:
         super().__init__()
         self.allow = list(allow)
+        # (host, client ip) -> address of a cluster destination (a Pod IP or a Service name);
+        # those are always let through, so that Python clients in Pods, which ignore the CIDRs in
+        # NO_PROXY, still reach Pods and Services through the proxy.
+        self.resolver = resolver
 
     async def start(self, host: str, port: int = 0) -> None:
         await self._listen(host, port)
@@ -122,7 +126,13 @@ class EgressProxy(_Server):
                 await self._reply(writer, 400, "only absolute http:// URLs and CONNECT are proxied")
                 return
             host, port = u.hostname, u.port or 80
-        if not self.allowed(host):
+        cluster = None
+        if self.resolver is not None:
+            peer = writer.get_extra_info("peername")
+            cluster = self.resolver(host, peer[0] if peer else "")
+        if cluster is not None:
+            host = cluster
+        elif not self.allowed(host):
             log.info("egress proxy: denied %s %s", method, target)
             await self._reply(writer, 403, f"pumice egress proxy: {host} is not an allowed destination")
             return

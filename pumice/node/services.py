@@ -107,3 +107,17 @@ class ServiceDirectory:
                             and p["status"]["podIP"]):
                         out.append((p["status"]["podIP"], [f"{spec['hostname']}.{name}.{ns}.svc.{CLUSTER_DOMAIN}"]))
         return out
+
+    def resolve(self, host: str, client_ip: str) -> str | None:
+        """The Pod IP a cluster name stands for, as the hosts file of the Pod at ``client_ip``
+        would resolve it (its namespace decides what a bare Service name means); None when
+        ``host`` is not a cluster name."""
+        ns = "default"
+        for p in self.pods.values():
+            if p["status"]["podIP"] == client_ip:
+                ns = p["metadata"]["namespace"]
+                break
+        for ip, names in self.entries(ns):
+            if host in names:
+                return ip
+        return None

@@ -66,3 +66,25 @@ async def test_pods_reach_the_api_server_at_kubernetes_service_host(data_dir: Pa
 
 async def _terminal(client: object, name: str) -> bool:
     return await phase_is(client, name, "Succeeded") or await phase_is(client, name, "Failed")
+
+
+async def test_python_in_a_pod_reaches_a_service_by_short_name_through_the_proxy(
+        client: MemoryClient, agent: NodeAgent) -> None:
+    # urllib ignores the Pod CIDR in NO_PROXY, so a request for a bare Service name goes to the
+    # egress proxy, which must pass cluster destinations through rather than refuse them.
+    await client.create(pod("web", "python3 -m http.server 8080", image="python:3.11", restart_policy="Always",
+                            labels={"app": "web"}))
+    await client.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
+                         "spec": {"selector": {"app": "web"}, "ports": [{"port": 8080}]}})
+    await wait_for(lambda: phase_is(client, "web", "Running"), timeout=60, interval=0.5)
+    script = ("echo proxy=${HTTP_PROXY:+set}; python3 -c \"import time, urllib.request as u\n"
+              "for i in range(50):\n"
+              "    try:\n"
+              "        print(u.urlopen('http://web:8080/', timeout=5).status); break\n"
+              "    except Exception as e:\n"
+              "        err = e; time.sleep(0.2)\n"
+              "else:\n"
+              "    print(err)\"")
+    await client.create(pod("curl", script, image="python:3.11"))
+    await wait_for(lambda: _terminal(client, "curl"), timeout=60, interval=0.5)
+    assert _out(agent, await get_pod(client, "curl")) == ["proxy=set", "200"]
