@@ -32,7 +32,7 @@ unit: $(STAMP)
 # Everything: lint, type checks, layering, then the whole test suite (real kubectl, real Ray).
 test: $(STAMP)
 	$(MAKE) lint
-	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest -q
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest -q --durations=25
 
 bench: $(STAMP)
 	for b in bench/*.py; do PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) $$b || exit 1; done
