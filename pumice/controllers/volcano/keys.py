@@ -1,8 +1,9 @@
 """Wire strings the Volcano controllers and admission plugins use: label and annotation keys,
 events, actions, phases and states, with the exact upstream spelling.
 
-These live here (not only in :mod:`pumice.api.volcano`) so the controllers do not depend on the
-shape of the typed API module; the values are the wire strings and must match upstream.
+The wire strings are defined once, in :mod:`pumice.api.volcano.constants`; this module gives them
+the names the controllers use (and adds the resource kinds and controller-only keys), so the
+controllers do not depend on the shape of the typed API module.
 
 Mirrors: volcano-sh/apis pkg/apis/batch/v1alpha1/labels.go, job.go; pkg/apis/bus/v1alpha1/
 actions.go, events.go; pkg/apis/scheduling/v1beta1/labels.go, types.go.
@@ -10,9 +11,8 @@ actions.go, events.go; pkg/apis/scheduling/v1beta1/labels.go, types.go.
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from pumice.api.scheme import ResourceKind
+from pumice.api.volcano import constants as _c
 
 # --- kinds -------------------------------------------------------------------------------------
 VCJOB = ResourceKind("batch.volcano.sh", "v1alpha1", "Job", "jobs", short_names=("vcjob", "vj"),
@@ -34,71 +34,46 @@ PRIORITYCLASS = ResourceKind("scheduling.k8s.io", "v1", "PriorityClass", "priori
 REPLICASET = ResourceKind("apps", "v1", "ReplicaSet", "replicasets")
 BATCHJOB = ResourceKind("batch", "v1", "Job", "jobs")
 
-VCJOB_API_VERSION = "batch.volcano.sh/v1alpha1"
-SCHEDULING_API_VERSION = "scheduling.volcano.sh/v1beta1"
+# --- labels, annotations, defaults, events, actions, phases ------------------------------------
+# Each wire string is defined once, in pumice.api.volcano.constants; these are the names the
+# controllers use for them.
+VCJOB_API_VERSION = _c.BATCH_API_VERSION
+COOLDOWN_TIME = _c.COOLDOWN_TIME
+DEFAULT_QUEUE = _c.DEFAULT_QUEUE
+DEFAULT_SCHEDULER_NAME = _c.DEFAULT_SCHEDULER_NAME
+DEFAULT_TASK_SPEC = _c.DEFAULT_TASK_SPEC
+GROUP_MIN_MEMBER_ANNOTATION_KEY = _c.GROUP_MIN_MEMBER_ANNOTATION_KEY
+JDB_MAX_UNAVAILABLE = _c.JDB_MAX_UNAVAILABLE
+JDB_MIN_AVAILABLE = _c.JDB_MIN_AVAILABLE
+JOB_NAME_KEY = _c.JOB_NAME_KEY
+JOB_NAMESPACE_KEY = _c.JOB_NAMESPACE_KEY
+JOB_RETRY_COUNT_KEY = _c.JOB_RETRY_COUNT_KEY
+NUMA_POLICY_KEY = _c.NUMA_POLICY_KEY
+POD_PREEMPTABLE = _c.POD_PREEMPTABLE
+POD_TEMPLATE_KEY = _c.POD_TEMPLATE_KEY
+QUEUE_NAME_ANNOTATION_KEY = _c.QUEUE_NAME_ANNOTATION_KEY
+QUEUE_NAME_KEY = _c.QUEUE_NAME_KEY
+REVOCABLE_ZONE = _c.REVOCABLE_ZONE
+ROOT_QUEUE = _c.ROOT_QUEUE
+SCHEDULING_API_VERSION = _c.SCHEDULING_API_VERSION
+TASK_SPEC_KEY = _c.TASK_SPEC_KEY
+TASK_INDEX_KEY = _c.TASK_INDEX
+JOB_VERSION_KEY = _c.JOB_VERSION
+PODGROUP_NAME_PREFIX = _c.POD_GROUP_NAME_PREFIX
+KUBE_GROUP_NAME_KEY = _c.KUBE_GROUP_NAME_ANNOTATION_KEY
+HIERARCHY_KEY = _c.KUBE_HIERARCHY_ANNOTATION_KEY
+HIERARCHY_WEIGHTS_KEY = _c.KUBE_HIERARCHY_WEIGHT_ANNOTATION_KEY
 
-# --- labels and annotations --------------------------------------------------------------------
-TASK_SPEC_KEY = "volcano.sh/task-spec"
-TASK_INDEX_KEY = "volcano.sh/task-index"
-JOB_NAME_KEY = "volcano.sh/job-name"
-QUEUE_NAME_KEY = "volcano.sh/queue-name"
-JOB_NAMESPACE_KEY = "volcano.sh/job-namespace"
-JOB_VERSION_KEY = "volcano.sh/job-version"
-JOB_RETRY_COUNT_KEY = "volcano.sh/job-retry-count"
-POD_TEMPLATE_KEY = "volcano.sh/template-uid"
+Event = _c.Event
+Action = _c.Action
+JobPhase = _c.JobPhase
+PodGroupPhase = _c.PodGroupPhase
+QueueState = _c.QueueState
+
+
+# --- controller-only keys and defaults ---------------------------------------------------------
 OUT_OF_SYNC_KEY = "volcano.sh/controller-out-of-sync"
-PODGROUP_NAME_PREFIX = "podgroup-"
-KUBE_GROUP_NAME_KEY = "scheduling.k8s.io/group-name"
-QUEUE_NAME_ANNOTATION_KEY = "scheduling.volcano.sh/queue-name"
-GROUP_MIN_MEMBER_ANNOTATION_KEY = "scheduling.volcano.sh/group-min-member"
-HIERARCHY_KEY = "volcano.sh/hierarchy"
-HIERARCHY_WEIGHTS_KEY = "volcano.sh/hierarchy-weights"
-POD_PREEMPTABLE = "volcano.sh/preemptable"
-COOLDOWN_TIME = "volcano.sh/cooldown-time"
-REVOCABLE_ZONE = "volcano.sh/revocable-zone"
-JDB_MIN_AVAILABLE = "volcano.sh/jdb-min-available"
-JDB_MAX_UNAVAILABLE = "volcano.sh/jdb-max-unavailable"
-NUMA_POLICY_KEY = "volcano.sh/numa-topology-policy"
-
-DEFAULT_QUEUE = "default"
-ROOT_QUEUE = "root"
-DEFAULT_SCHEDULER_NAME = "volcano"
 DEFAULT_MAX_RETRY = 3
-DEFAULT_TASK_SPEC = "default"
-
-
-class Event(StrEnum):
-    """bus/v1alpha1 Event."""
-
-    ANY = "*"
-    POD_FAILED = "PodFailed"
-    POD_EVICTED = "PodEvicted"
-    POD_PENDING = "PodPending"
-    POD_RUNNING = "PodRunning"
-    JOB_UNKNOWN = "Unknown"
-    TASK_COMPLETED = "TaskCompleted"
-    TASK_FAILED = "TaskFailed"
-    OUT_OF_SYNC = "OutOfSync"
-    COMMAND_ISSUED = "CommandIssued"
-    JOB_UPDATED = "JobUpdated"
-
-
-class Action(StrEnum):
-    """bus/v1alpha1 Action."""
-
-    ABORT_JOB = "AbortJob"
-    RESTART_JOB = "RestartJob"
-    RESTART_TASK = "RestartTask"
-    RESTART_POD = "RestartPod"
-    RESTART_PARTITION = "RestartPartition"
-    TERMINATE_JOB = "TerminateJob"
-    COMPLETE_JOB = "CompleteJob"
-    RESUME_JOB = "ResumeJob"
-    SYNC_JOB = "SyncJob"
-    ENQUEUE = "EnqueueJob"
-    SYNC_QUEUE = "SyncQueue"
-    OPEN_QUEUE = "OpenQueue"
-    CLOSE_QUEUE = "CloseQueue"
 
 
 #: Events a policy may name (upstream policyEventMap, the allowed ones), in a fixed order.
@@ -111,36 +86,6 @@ POLICY_ACTIONS: tuple[Action, ...] = (
     Action.ABORT_JOB, Action.RESTART_JOB, Action.RESTART_TASK, Action.RESTART_POD,
     Action.RESTART_PARTITION, Action.TERMINATE_JOB, Action.COMPLETE_JOB, Action.RESUME_JOB,
 )
-
-
-class JobPhase(StrEnum):
-    """batch/v1alpha1 JobPhase."""
-
-    PENDING = "Pending"
-    ABORTING = "Aborting"
-    ABORTED = "Aborted"
-    RUNNING = "Running"
-    RESTARTING = "Restarting"
-    COMPLETING = "Completing"
-    COMPLETED = "Completed"
-    TERMINATING = "Terminating"
-    TERMINATED = "Terminated"
-    FAILED = "Failed"
-
-
-class PodGroupPhase(StrEnum):
-    PENDING = "Pending"
-    RUNNING = "Running"
-    UNKNOWN = "Unknown"
-    INQUEUE = "Inqueue"
-    COMPLETED = "Completed"
-
-
-class QueueState(StrEnum):
-    OPEN = "Open"
-    CLOSED = "Closed"
-    CLOSING = "Closing"
-    UNKNOWN = "Unknown"
 
 
 #: Job plugins the controller knows (upstream plugins factory).

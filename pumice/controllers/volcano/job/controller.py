@@ -50,7 +50,7 @@ Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 INTERNAL_EVENTS = frozenset({Event.OUT_OF_SYNC, Event.COMMAND_ISSUED, Event.POD_RUNNING})
-INTERNAL_ACTIONS = frozenset({Action.SYNC_JOB, Action.ENQUEUE, Action.SYNC_QUEUE, Action.OPEN_QUEUE,
+INTERNAL_ACTIONS = frozenset({Action.SYNC_JOB, Action.ENQUEUE_JOB, Action.SYNC_QUEUE, Action.OPEN_QUEUE,
                               Action.CLOSE_QUEUE})
 
 
