@@ -25,15 +25,13 @@ from lightkube.models.core_v1 import (
     Service,
     VolumeMount,
 )
-from lightkube.models.meta_v1 import ObjectMeta
 
+from pumice.api._structs import TopLevel
+from pumice.api._structs import Wire as _Wire
+from pumice.api._structs import from_wire as from_wire
+from pumice.api._structs import to_wire as to_wire
 from pumice.api.ray import constants as c
 from pumice.api.schema import DateTime, Int32, Int64, Quantity, ResourceList, crd_default, extra
-
-
-class _Wire(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
-    """Base of every nested ray.io struct: keyword-only, camelCase on the wire, defaults omitted."""
-
 
 # --- shared -----------------------------------------------------------------------------------
 
@@ -207,20 +205,10 @@ class RayClusterStatus(_Wire):
     observed_generation: Int64 | None = None
 
 
-class _TopLevel(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
-    """Base of the top-level kinds: ``apiVersion`` and ``kind`` are filled in by ``__post_init__``
-    so they are always encoded."""
+class _TopLevel(TopLevel):
+    """Base of the ray.io/v1 kinds (``apiVersion`` ``ray.io/v1``)."""
 
-    api_version: str | None = None
-    kind: str | None = None
-    metadata: ObjectMeta | None = None
-
-
-    def __post_init__(self) -> None:
-        if self.api_version is None:
-            self.api_version = c.API_VERSION
-        if self.kind is None:
-            self.kind = type(self).__name__
+    __api_version__ = c.API_VERSION
 
 
 class RayCluster(_TopLevel):
@@ -378,24 +366,3 @@ class RayServiceStatuses(_Wire):
 class RayService(_TopLevel):
     spec: RayServiceSpec | None = None
     status: RayServiceStatuses | None = None
-
-
-def to_wire(obj: msgspec.Struct) -> dict[str, Any]:
-    """Encode a model to its wire dict (camelCase keys, defaults and Nones omitted).
-
-    Raises:
-        TypeError: when ``obj`` holds a value msgspec cannot encode.
-    """
-    out = msgspec.to_builtins(obj)
-    if not isinstance(out, dict):
-        raise TypeError(f"{type(obj).__name__} does not encode to an object")
-    return out
-
-
-def from_wire(obj: dict[str, Any], cls: type[Any]) -> Any:
-    """Decode a wire dict into ``cls`` (unknown fields ignored).
-
-    Raises:
-        msgspec.ValidationError: when a field has the wrong type or a required field is missing.
-    """
-    return msgspec.convert(obj, cls)

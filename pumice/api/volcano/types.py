@@ -11,38 +11,21 @@ pkg/apis/bus/v1alpha1/types.go.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import msgspec
 from lightkube.models.core_v1 import PersistentVolumeClaimSpec, PodTemplateSpec
-from lightkube.models.meta_v1 import LabelSelector, ObjectMeta
+from lightkube.models.meta_v1 import LabelSelector
 
+from pumice.api._structs import TopLevel as _TopLevel
+from pumice.api._structs import Wire as _Wire
+from pumice.api._structs import from_wire as from_wire
+from pumice.api._structs import to_wire as to_wire
 from pumice.api.schema import DateTime, Int32, ResourceList, crd_default, extra
 from pumice.api.volcano import constants as c
 
 DNS1123_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 DNS1123_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-
-
-class _Wire(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
-    """Base of every nested Volcano struct: keyword-only, camelCase, defaults omitted."""
-
-
-class _TopLevel(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
-    """Base of the top-level kinds; ``apiVersion``/``kind`` are filled in so they always encode."""
-
-    api_version: str | None = None
-    kind: str | None = None
-    metadata: ObjectMeta | None = None
-
-    __api_version__ = ""
-    __kind__ = ""
-
-    def __post_init__(self) -> None:
-        if self.api_version is None:
-            self.api_version = self.__api_version__
-        if self.kind is None:
-            self.kind = self.__kind__ or type(self).__name__
 
 
 NonNegInt32 = Annotated[Int32, extra(minimum=0)]
@@ -290,24 +273,3 @@ class Command(_TopLevel):
     target: Annotated[OwnerReference, extra(**{"x-kubernetes-map-type": "atomic"})] | None = None
     reason: str | None = None
     message: str | None = None
-
-
-def to_wire(obj: msgspec.Struct) -> dict[str, Any]:
-    """Encode a model to its wire dict (camelCase keys, defaults and Nones omitted).
-
-    Raises:
-        TypeError: when ``obj`` does not encode to an object.
-    """
-    out = msgspec.to_builtins(obj)
-    if not isinstance(out, dict):
-        raise TypeError(f"{type(obj).__name__} does not encode to an object")
-    return out
-
-
-def from_wire(obj: dict[str, Any], cls: type[Any]) -> Any:
-    """Decode a wire dict into ``cls`` (unknown fields ignored).
-
-    Raises:
-        msgspec.ValidationError: on a wrong type or a missing required field.
-    """
-    return msgspec.convert(obj, cls)
