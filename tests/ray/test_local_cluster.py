@@ -11,12 +11,11 @@ from typing import Any
 
 import pytest
 
-from pumice.controllers.ray import kinds, setup
-from pumice.runtime.manager import Manager
+from pumice.controllers.ray import kinds
 from pumice.testing.ray_dashboard import FakeRayDashboard
 
 from .conftest import load_sample
-from .test_setup import kubelet, wait_for
+from .test_setup import running, wait_for
 
 cluster_mod = pytest.importorskip("pumice.testing.cluster")
 
@@ -25,18 +24,10 @@ Obj = dict[str, Any]
 
 @contextlib.asynccontextmanager
 async def stack() -> AsyncIterator[Any]:
-    async with cluster_mod.local_cluster() as lc:
-        dash = FakeRayDashboard()
-        mgr = Manager(lc.new_client(field_manager="kuberay-operator"))
-        setup(mgr, dashboard_client_factory=dash.factory, seed=3)
-        tasks = [asyncio.create_task(mgr.start()), asyncio.create_task(kubelet(lc.client, dash))]
-        await mgr.wait_started()
-        try:
-            yield lc.client
-        finally:
-            mgr.stop()
-            tasks[1].cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+    async with cluster_mod.local_cluster() as lc, running(
+        lc.client, FakeRayDashboard(), seed=3, manager_client=lc.new_client(field_manager="kuberay-operator")
+    ):
+        yield lc.client
 
 
 async def worker_names(client: Any) -> list[str]:

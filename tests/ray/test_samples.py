@@ -4,7 +4,6 @@ reaches. Kinds the server does not serve (KAI's ``scheduling.run.ai`` Queues) ar
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
@@ -13,12 +12,11 @@ import pytest
 import yaml
 
 from pumice.client.base import ApiError
-from pumice.controllers.ray import kinds, setup
-from pumice.runtime.manager import Manager
+from pumice.controllers.ray import kinds
 from pumice.testing.ray_dashboard import FakeRayDashboard
 
 from .conftest import load_sample, shared_dir
-from .test_setup import kubelet, wait_for
+from .test_setup import running, wait_for
 
 cluster_mod = pytest.importorskip("pumice.testing.cluster")
 
@@ -71,18 +69,10 @@ def test_every_rayjob_and_raycluster_sample_has_an_expectation() -> None:
 
 @contextlib.asynccontextmanager
 async def operator() -> AsyncIterator[Any]:
-    async with cluster_mod.local_cluster() as lc:
-        dash = FakeRayDashboard()
-        mgr = Manager(lc.new_client(field_manager="kuberay-operator"))
-        setup(mgr, dashboard_client_factory=dash.factory, seed=5)
-        tasks = [asyncio.create_task(mgr.start()), asyncio.create_task(kubelet(lc.client, dash))]
-        await mgr.wait_started()
-        try:
-            yield lc.client
-        finally:
-            mgr.stop()
-            tasks[1].cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+    async with cluster_mod.local_cluster() as lc, running(
+        lc.client, FakeRayDashboard(), seed=5, manager_client=lc.new_client(field_manager="kuberay-operator")
+    ):
+        yield lc.client
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

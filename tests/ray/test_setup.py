@@ -50,9 +50,12 @@ async def kubelet(client: FakeClient, dash: FakeRayDashboard) -> None:
 
 
 @contextlib.asynccontextmanager
-async def running(client: FakeClient, dash: FakeRayDashboard, **kw: Any) -> AsyncIterator[Manager]:
-    mgr = Manager(client)
-    setup(mgr, dashboard_client_factory=dash.factory, seed=1, **kw)
+async def running(client: FakeClient, dash: FakeRayDashboard, *, seed: int = 1,
+                  manager_client: Any = None, **kw: Any) -> AsyncIterator[Manager]:
+    """The operator (on ``manager_client``, default ``client``) and the simulated kubelet (on
+    ``client``) running until the block ends."""
+    mgr = Manager(manager_client if manager_client is not None else client)
+    setup(mgr, dashboard_client_factory=dash.factory, seed=seed, **kw)
     tasks = [asyncio.create_task(mgr.start()), asyncio.create_task(kubelet(client, dash))]
     await mgr.wait_started()
     try:
