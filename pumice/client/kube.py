@@ -260,17 +260,16 @@ class Client:
         return result
 
     async def update(self, obj: Obj) -> Obj:
-        kind = await self._kind_of(obj)
-        md = obj.get("metadata", {})
-        result: Obj = await self.request("PUT", kind.path(self._ns(kind, md.get("namespace")), md["name"]),
-                                         body=obj, params={"fieldManager": self.field_manager})
-        return result
+        return await self._put(obj)
 
     async def update_status(self, obj: Obj) -> Obj:
+        return await self._put(obj, "status")
+
+    async def _put(self, obj: Obj, subresource: str | None = None) -> Obj:
         kind = await self._kind_of(obj)
         md = obj.get("metadata", {})
         result: Obj = await self.request(
-            "PUT", kind.path(self._ns(kind, md.get("namespace")), md["name"], "status"), body=obj,
+            "PUT", kind.path(self._ns(kind, md.get("namespace")), md["name"], subresource), body=obj,
             params={"fieldManager": self.field_manager})
         return result
 
