@@ -20,11 +20,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import signal
 import sys
 
 import click
 
+from pumice.cli._signals import stop_on_signals
 from pumice.runtime.manager import CacheSyncTimeout, LeaderElectionLost
 from pumice.runtime.run import CONTROLLER_GROUPS, run_controller_manager
 
@@ -52,11 +52,7 @@ async def _main(kubeconfig: str, controllers: list[str], *, leader_elect: bool, 
         client = connect(kubeconfig)
     except Exception as e:  # lightkube raises assorted errors for malformed files
         raise click.ClickException(f"cannot use kubeconfig {kubeconfig}: {type(e).__name__}: {e}") from e
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals()
     try:
         await run_controller_manager(
             client, controllers, batch_scheduler=batch_scheduler, leader_elect=leader_elect,

@@ -14,11 +14,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import signal
 from pathlib import Path
 from typing import Any
 
 import click
+
+from pumice.cli._signals import stop_on_signals
 
 
 async def _run(kubeconfig: str | None, options: dict[str, Any]) -> None:
@@ -35,11 +36,7 @@ async def _run(kubeconfig: str | None, options: dict[str, Any]) -> None:
             from pumice.client.kubeconfig import load
 
             url = str(load(kubeconfig).cluster.server)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals()
     try:
         agent = NodeAgent(client, apiserver_url_for_pods=url, **options)
         await agent.start()

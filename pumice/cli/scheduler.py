@@ -13,10 +13,11 @@ import asyncio
 import contextlib
 import importlib
 import re
-import signal
 from typing import Any
 
 import click
+
+from pumice.cli._signals import stop_on_signals
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m)?$")
 
@@ -45,11 +46,7 @@ async def _make_client(kubeconfig: str | None) -> Any:
 
 async def _run(kubeconfig: str | None, name: str, period: float, conf: str | None) -> None:
     client = await _make_client(kubeconfig)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals()
     try:
         if name == "volcano":
             try:
