@@ -377,16 +377,31 @@ def _per_pod_request(job: Any) -> Resource | None:
     return None
 
 
-def _room_for(ssn: Any, req: Resource) -> int:
-    """How many more Pods of ``req`` the session's Nodes hold now (future idle, greedy per Node)."""
+def _room_for(ssn: Any, req: Resource, *, empty: bool = False) -> int:
+    """How many more Pods of ``req`` the session's Nodes hold now (future idle, greedy per Node),
+    or, with ``empty``, how many they would hold with nothing running (allocatable)."""
     dims = [n for n in req.resource_names() if n != "pods" and req.get(n) > 0]
     if not dims:
         return 0
     room = 0
     for n in ssn.nodes.values():
-        idle = n.future_idle()
-        room += int(min(idle.get(d) // req.get(d) for d in dims))
+        free = n.allocatable if empty else n.future_idle()
+        room += int(min(free.get(d) // req.get(d) for d in dims))
     return room
+
+
+def _never_fits(ex: Explanation, ssn: Any, job: Any, req: Resource) -> None:
+    """When even empty Nodes cannot hold the gang, say so: waiting for running Pods, or a larger
+    queue share, cannot help then."""
+    total = _room_for(ssn, req, empty=True)
+    if total >= job.min_available:
+        return
+    dims = [n for n in req.resource_names() if n != "pods"]
+    ex.reason += (f"; it can never fit as the cluster is: the {len(ssn.nodes)} Nodes hold {total} Pods of "
+                  f"{_fmt_res(req, dims)} even when empty, minMember is {job.min_available}")
+    more = (f"Nodes with room for {job.min_available - total} more such Pods, smaller requests, "
+            f"or a smaller minMember")
+    ex.remedy = f"{ex.remedy}; and {more}" if ex.remedy else more
 
 
 def _gang_room(ex: Explanation, ssn: Any, job: Any) -> None:
@@ -403,6 +418,7 @@ def _gang_room(ex: Explanation, ssn: Any, job: Any) -> None:
                       f"{_fmt_res(req, dims)} each, the Nodes have room for {room} now")
         more = f"room for {short} more Pods of {_fmt_res(req, dims)} on the Nodes (e.g. when running Pods finish)"
         ex.remedy = f"{ex.remedy}; and {more}" if ex.remedy else more
+    _never_fits(ex, ssn, job, req)
 
 
 def _finished(objects: list[Obj], kind: str, name: str, namespace: str) -> str:
@@ -544,6 +560,7 @@ def _gang_gate(ex: Explanation, job: Any, status: Obj, pod_conditions: dict[str,
                         if _shortfall(ssn, req, d) > 0) or _fmt_res(req, dims)
         ex.remedy = (f"frees {per} on any Node, for each of {short} more Pod{'s' if short != 1 else ''} "
                      f"(each Pod requests {_fmt_res(req, dims)})")
+        _never_fits(ex, ssn, job, req)
 
 
 def _shortfall(ssn: Any, req: Resource, dim: str) -> float:

@@ -168,3 +168,19 @@ def test_a_finished_vcjob_is_not_held() -> None:
            "spec": {"minAvailable": 2, "queue": "q1"}, "status": {"state": {"phase": "Completed"}}}
     ex = explain([node("n1"), queue("q1"), job], "vcjob", "j1", NS, CONF)
     assert ex.gate == "finished" and "Completed" in ex.reason and ex.remedy == ""
+
+
+def test_a_gang_larger_than_the_empty_cluster_is_said_never_to_fit() -> None:
+    # 3 cpu in all, 4 members of 1 cpu: waiting for running Pods to finish cannot help.
+    objs = [node("n1", "2,16Gi,pods=110"), node("n2", "1,16Gi,pods=110"), queue("q1"),
+            *gang("pg1", 4, phase="Inqueue")]
+    ex = explain(objs, "podgroup", "pg1", NS, NO_OVERCOMMIT)
+    assert "can never fit" in ex.reason, ex.render()
+    assert "hold 3 Pods" in ex.reason, ex.render()
+    assert "room for 1 more such Pods" in ex.remedy, ex.render()
+
+
+def test_a_gang_that_fits_an_empty_cluster_is_not_said_never_to_fit() -> None:
+    objs = [node("n1", "4,16Gi,pods=110"), queue("q1"), *gang("pg1", 2, phase="Inqueue")]
+    ex = explain(objs, "podgroup", "pg1", NS, NO_OVERCOMMIT)
+    assert "can never fit" not in ex.reason, ex.render()
