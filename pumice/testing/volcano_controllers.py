@@ -15,6 +15,7 @@ from pumice.api.scheme import Scheme
 from pumice.client.base import KubeClient
 from pumice.controllers.volcano import keys, setup
 from pumice.runtime.manager import Manager
+from pumice.testing.node import wait_for
 
 
 def volcano_scheme() -> Scheme:
@@ -27,21 +28,12 @@ def volcano_scheme() -> Scheme:
 
 async def eventually(fn: Callable[[], Awaitable[Any] | Any], timeout: float = 5.0, interval: float = 0.005) -> Any:
     """Poll ``fn`` until it returns a truthy value (or an awaitable of one); returns it.
+    :func:`pumice.testing.node.wait_for` with this module's shorter defaults.
 
     Raises:
         AssertionError: when ``timeout`` seconds of loop time pass first.
     """
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    last: Any = None
-    while loop.time() < end:
-        last = fn()
-        if asyncio.iscoroutine(last):
-            last = await last
-        if last:
-            return last
-        await asyncio.sleep(interval)
-    raise AssertionError(f"condition not met in {timeout}s (last value {last!r})")
+    return await wait_for(fn, timeout=timeout, interval=interval)
 
 
 @contextlib.asynccontextmanager
