@@ -67,6 +67,9 @@ KUBERAY_VERSION = "nightly"
 HEAD_GROUP_NAME = "headgroup"
 SUBMITTER_GROUP_NAME = _api.SUBMITTER_GROUP_NAME
 
+#: ``spec.managedBy`` value of objects this operator reconciles.
+MANAGED_BY_KUBERAY = _api.ManagedBy.KUBERAY_OPERATOR.value
+
 # --- annotation keys ----------------------------------------------------------------------------
 RAY_FT_ENABLED_ANNOTATION = _api.RAY_FT_ENABLED_ANNOTATION_KEY
 RAY_EXTERNAL_STORAGE_NS_ANNOTATION = _api.RAY_EXTERNAL_STORAGE_NS_ANNOTATION_KEY

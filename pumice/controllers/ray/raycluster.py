@@ -55,7 +55,7 @@ Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 HEAD_GROUP_KEY = ""
-MANAGED_BY_KUBERAY = "ray.io/kuberay-operator"
+MANAGED_BY_KUBERAY = c.MANAGED_BY_KUBERAY
 REDIS_CLEANUP_STUB_MESSAGE = (
     "GCS fault tolerance with Redis: pumice does not implement the Redis cleanup finalizer; "
     "deleting this RayCluster will not delete its keys in Redis")

@@ -56,7 +56,7 @@ log = logging.getLogger(__name__)
 JDS = c.JobDeploymentStatus
 REASON = c.JobFailedReason
 MODE = c.JobSubmissionMode
-MANAGED_BY_KUBERAY = "ray.io/kuberay-operator"
+MANAGED_BY_KUBERAY = c.MANAGED_BY_KUBERAY
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from pumice.controllers.ray.common import resources as res
 Obj = dict[str, Any]
 
 PLUGIN_NAME = "volcano"
-QUEUE_NAME_LABEL = "volcano.sh/queue-name"
+QUEUE_NAME_LABEL = vc.QUEUE_NAME_KEY
 NETWORK_TOPOLOGY_MODE_LABEL = "volcano.sh/network-topology-mode"
 NETWORK_TOPOLOGY_HIGHEST_TIER_LABEL = "volcano.sh/network-topology-highest-tier-allowed"
 
