@@ -10,20 +10,10 @@ import yaml
 
 from pumice.api.admission import AdmissionError
 from pumice.controllers.volcano import admission_plugins
+from pumice.testing.paths import shared_dir
 from pumice.testing.volcano_admission import MemoryReader, admit, queue
 
-
-def shared() -> Path:
-    try:
-        from pumice.testing.paths import shared_dir  # type: ignore[import-not-found]
-
-        return Path(shared_dir())
-    except ImportError:
-        p = Path(__file__).resolve().parents[2] / ".." / "shared"
-        return p if p.exists() else Path("/work/shared")
-
-
-EXAMPLES = shared() / "samples" / "volcano" / "example"
+EXAMPLES = shared_dir() / "samples" / "volcano" / "example"
 PLUGINS = admission_plugins()
 
 
@@ -313,7 +303,7 @@ async def test_a_queue_with_podgroups_or_allocated_pods_cannot_be_deleted() -> N
 def test_shipped_admission_conf_has_no_resource_groups_and_a_group_mutates_pods() -> None:
     from pumice.controllers.volcano.admission import load_admission_conf
 
-    shipped = shared() / "samples" / "volcano" / "installer" / "helm" / "chart" / "volcano" / "config" / "volcano-admission.conf"
+    shipped = shared_dir() / "samples" / "volcano" / "installer" / "helm" / "chart" / "volcano" / "config" / "volcano-admission.conf"
     assert load_admission_conf(shipped.read_text()) == []
     groups = load_admission_conf("""
 resourceGroups:

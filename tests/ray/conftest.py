@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,18 +11,9 @@ import yaml
 from pumice.api.scheme import Scheme
 from pumice.controllers.ray import kinds
 from pumice.testing.fake_client import FakeClient
+from pumice.testing.paths import shared_dir
 
 Obj = dict[str, Any]
-
-
-def shared_dir() -> Path:
-    try:
-        from pumice.testing.paths import shared_dir as sd  # type: ignore[import-not-found]
-
-        return Path(sd())
-    except ImportError:
-        p = Path(__file__).resolve().parents[2] / ".." / "shared"
-        return p if p.exists() else Path("/work/shared")
 
 
 def load_sample(name: str, kind: str | None = None) -> Obj:
