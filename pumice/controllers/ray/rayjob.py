@@ -220,27 +220,22 @@ class RayJobReconciler:
         return False
 
     def _active_deadline(self, job: Obj) -> bool:
-        dl = job.get("spec", {}).get("activeDeadlineSeconds")
-        st = _status(job)
-        start = _ts(st.get("startTime"))
-        if dl is None or start is None or self._now() < start + int(dl):
-            return False
-        st["jobDeploymentStatus"] = JDS.FAILED.value
-        st["reason"] = REASON.DEADLINE_EXCEEDED.value
-        st["message"] = (f"The RayJob has passed the activeDeadlineSeconds. StartTime: {st.get('startTime')}. "
-                         f"ActiveDeadlineSeconds: {dl}")
-        return True
+        return self._deadline_passed(job, "activeDeadlineSeconds", REASON.DEADLINE_EXCEEDED)
 
     def _pre_running_deadline(self, job: Obj) -> bool:
-        dl = job.get("spec", {}).get("preRunningDeadlineSeconds")
+        return self._deadline_passed(job, "preRunningDeadlineSeconds", REASON.PRE_RUNNING_DEADLINE_EXCEEDED)
+
+    def _deadline_passed(self, job: Obj, field: str, reason: c.JobFailedReason) -> bool:
+        """Fail the job with ``reason`` once ``spec.<field>`` seconds have passed since startTime."""
+        dl = job.get("spec", {}).get(field)
         st = _status(job)
         start = _ts(st.get("startTime"))
         if dl is None or start is None or self._now() < start + int(dl):
             return False
         st["jobDeploymentStatus"] = JDS.FAILED.value
-        st["reason"] = REASON.PRE_RUNNING_DEADLINE_EXCEEDED.value
-        st["message"] = (f"The RayJob has passed the preRunningDeadlineSeconds. StartTime: {st.get('startTime')}. "
-                         f"PreRunningDeadlineSeconds: {dl}")
+        st["reason"] = reason.value
+        st["message"] = (f"The RayJob has passed the {field}. StartTime: {st.get('startTime')}. "
+                         f"{field[0].upper()}{field[1:]}: {dl}")
         return True
 
     def _transition_grace_period(self, job: Obj) -> bool:
