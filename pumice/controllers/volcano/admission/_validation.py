@@ -1,5 +1,6 @@
 """Kubernetes name and quantity checks used by the Volcano admission plugins, with the
-apimachinery message texts (``k8s.io/apimachinery/pkg/util/validation``).
+apimachinery message texts (``k8s.io/apimachinery/pkg/util/validation``). The DNS-1123 checks
+are :mod:`pumice.api.validation`'s, re-exported.
 
 All functions are pure and return a list of error strings (empty when valid).
 """
@@ -10,13 +11,12 @@ import re
 from typing import Any
 
 from pumice.api.quantity import QuantityError, parse_quantity
+from pumice.api.validation import QUALIFIED_NAME_FMT
+from pumice.api.validation import is_dns1123_label as is_dns1123_label
+from pumice.api.validation import is_dns1123_subdomain as is_dns1123_subdomain
 
-_QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_QUALIFIED_NAME_FMT = QUALIFIED_NAME_FMT
 _QUALIFIED_NAME_RE = re.compile(f"^{_QUALIFIED_NAME_FMT}$")
-_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_LABEL_RE = re.compile(f"^{_DNS1123_LABEL_FMT}$")
-_DNS1123_SUBDOMAIN_FMT = f"{_DNS1123_LABEL_FMT}(\\.{_DNS1123_LABEL_FMT})*"
-_DNS1123_SUBDOMAIN_RE = re.compile(f"^{_DNS1123_SUBDOMAIN_FMT}$")
 
 
 def is_qualified_name(value: str) -> list[str]:
@@ -44,30 +44,6 @@ def is_qualified_name(value: str) -> list[str]:
         errs.append("name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
                     "and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', "
                     f"regex used for validation is '{_QUALIFIED_NAME_FMT}')")
-    return errs
-
-
-def is_dns1123_label(value: str) -> list[str]:
-    """Errors of ``IsDNS1123Label``."""
-    errs: list[str] = []
-    if len(value) > 63:
-        errs.append("must be no more than 63 characters")
-    if not _DNS1123_LABEL_RE.match(value):
-        errs.append("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
-                    "'-', and must start and end with an alphanumeric character (e.g. 'my-name',  or "
-                    f"'123-abc', regex used for validation is '{_DNS1123_LABEL_FMT}')")
-    return errs
-
-
-def is_dns1123_subdomain(value: str) -> list[str]:
-    """Errors of ``IsDNS1123Subdomain``."""
-    errs: list[str] = []
-    if len(value) > 253:
-        errs.append("must be no more than 253 characters")
-    if not _DNS1123_SUBDOMAIN_RE.match(value):
-        errs.append("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-                    "'-' or '.', and must start and end with an alphanumeric character (e.g. "
-                    f"'example.com', regex used for validation is '{_DNS1123_SUBDOMAIN_FMT}')")
     return errs
 
 
