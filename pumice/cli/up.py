@@ -18,7 +18,6 @@ import contextlib
 import fcntl
 import logging
 import os
-import signal
 import socket
 import sys
 from collections.abc import Awaitable, Callable
@@ -27,6 +26,8 @@ from pathlib import Path
 from typing import IO
 
 import click
+
+from pumice.cli._signals import stop_on_signals
 
 log = logging.getLogger("pumice.up")
 
@@ -220,13 +221,6 @@ def check_port_free(host: str, port: int) -> None:
             raise OSError(f"cannot listen on {host}:{port}: {e.strerror}") from None
 
 
-def install_signal_handlers(stop: asyncio.Event) -> None:
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
-
-
 @click.command(name="up")
 @click.option("--data-dir", type=click.Path(path_type=Path), default=DEFAULT_DATA_DIR, show_default=True,
               help="Where the database, kubeconfig, logs and Pod files live.")
@@ -256,8 +250,7 @@ def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node
     )
 
     async def main() -> None:
-        stop = asyncio.Event()
-        install_signal_handlers(stop)
+        stop = stop_on_signals()
 
         def ready(kubeconfig: Path) -> None:
             click.echo(f"pumice is up: API at https://{host}:{port}", err=True)
