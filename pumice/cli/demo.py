@@ -31,6 +31,7 @@ import click
 import yaml
 
 from pumice.api.scheme import Scheme
+from pumice.controllers.ray.status import format_rayjob_status
 
 QUEUE_LABEL = "volcano.sh/queue-name"
 TERMINAL = {"Complete", "Failed", "ValidationFailed"}
@@ -73,8 +74,7 @@ def load_sample(path: Path, queue: str | None) -> list[dict[str, Any]]:
 
 
 def status_line(rayjob: dict[str, Any], pods: list[dict[str, Any]], elapsed: float) -> str:
-    """One line: elapsed seconds, deployment status, Ray job status, cluster, Pod phases."""
-    st = rayjob.get("status") or {}
+    """One line: elapsed seconds, the RayJob summary (the operator's own formatter), Pod phases."""
     phases: dict[str, int] = {}
     for p in pods:
         ph = (p.get("status") or {}).get("phase", "Pending")
@@ -82,10 +82,7 @@ def status_line(rayjob: dict[str, Any], pods: list[dict[str, Any]], elapsed: flo
             ph = "Terminating"
         phases[ph] = phases.get(ph, 0) + 1
     pod_txt = ", ".join(f"{n} {ph}" for ph, n in sorted(phases.items())) or "no pods"
-    return (
-        f"[{elapsed:5.0f}s] jobDeploymentStatus={st.get('jobDeploymentStatus', '-')}"
-        f" jobStatus={st.get('jobStatus', '-')} cluster={st.get('rayClusterName', '-')} pods: {pod_txt}"
-    )
+    return f"[{elapsed:5.0f}s] {format_rayjob_status(rayjob)} pods: {pod_txt}"
 
 
 async def _follow(kubeconfig: Path, docs: list[dict[str, Any]], timeout: float) -> int:
