@@ -329,6 +329,8 @@ def explain(objects: list[Obj], kind: str, name: str, namespace: str, conf: Sche
         else:
             ex.reason = f"queue {qname} refuses the allocation"
         ex.gate = "queue-allocatable"
+        if pending:
+            _never_fits(ex, ssn, job, sorted(pending, key=lambda t: t.name)[0].resreq, replace_remedy=True)
         return ex
     _gang_gate(ex, job, status, closed.pod_conditions, ssn, node_reasons)
     return ex
@@ -390,18 +392,19 @@ def _room_for(ssn: Any, req: Resource, *, empty: bool = False) -> int:
     return room
 
 
-def _never_fits(ex: Explanation, ssn: Any, job: Any, req: Resource) -> None:
-    """When even empty Nodes cannot hold the gang, say so: waiting for running Pods, or a larger
-    queue share, cannot help then."""
+def _never_fits(ex: Explanation, ssn: Any, job: Any, req: Resource, *, replace_remedy: bool = False) -> bool:
+    """When even empty Nodes cannot hold the gang, say so and return True: waiting for running
+    Pods, or a larger queue share, cannot help then (``replace_remedy`` drops that advice)."""
     total = _room_for(ssn, req, empty=True)
     if total >= job.min_available:
-        return
+        return False
     dims = [n for n in req.resource_names() if n != "pods"]
     ex.reason += (f"; it can never fit as the cluster is: the {len(ssn.nodes)} Nodes hold {total} Pods of "
                   f"{_fmt_res(req, dims)} even when empty, minMember is {job.min_available}")
     more = (f"Nodes with room for {job.min_available - total} more such Pods, smaller requests, "
             f"or a smaller minMember")
-    ex.remedy = f"{ex.remedy}; and {more}" if ex.remedy else more
+    ex.remedy = more if replace_remedy or not ex.remedy else f"{ex.remedy}; and {more}"
+    return True
 
 
 def _gang_room(ex: Explanation, ssn: Any, job: Any) -> None:

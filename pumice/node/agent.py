@@ -307,7 +307,7 @@ class NodeAgent:
             })
         if self._proxy is not None and isinstance(self.network, NetnsNetwork):
             url = f"http://{self.network.gateway}:{self._proxy.port}"
-            no_proxy = ",".join(["localhost", "127.0.0.1", "::1", self.pod_cidr, self.network.gateway,
+            no_proxy = ",".join(["localhost", "127.0.0.1", "::1", "0.0.0.0", self.pod_cidr, self.network.gateway,
                                  ".svc", ".cluster.local", "kubernetes", *([self._kube_host] if self._kube_host else [])])
             env.update({"HTTP_PROXY": url, "HTTPS_PROXY": url, "http_proxy": url, "https_proxy": url,
                         "NO_PROXY": no_proxy, "no_proxy": no_proxy})

@@ -184,3 +184,17 @@ def test_a_gang_that_fits_an_empty_cluster_is_not_said_never_to_fit() -> None:
     objs = [node("n1", "4,16Gi,pods=110"), queue("q1"), *gang("pg1", 2, phase="Inqueue")]
     ex = explain(objs, "podgroup", "pg1", NS, NO_OVERCOMMIT)
     assert "can never fit" not in ex.reason, ex.render()
+
+
+def test_a_queue_limit_is_not_the_advice_when_the_gang_can_never_fit() -> None:
+    # 2 cpu Node, 2 running + a 3-member gang of 1 cpu: raising the queue's capability cannot help.
+    running = [pod(f"r{i}", namespace=NS, group="pg0", requests="1,1Gi", node="n1", phase="Running")
+               for i in range(2)]
+    objs = [node("n1", "2,32Gi,pods=110"), queue("q1", capability="2,16Gi", deserved="2,16Gi"),
+            podgroup("pg0", namespace=NS, queue="q1", min_member=2, phase="Running"), *running,
+            *gang("pg1", 3, phase="Inqueue")]
+    ex = explain(objs, "podgroup", "pg1", NS, CAPACITY)
+    if ex.gate == "queue-allocatable":
+        assert "can never fit" in ex.reason, ex.render()
+        assert "raise queue" not in ex.remedy, ex.render()
+    assert "can never fit" in ex.reason, ex.render()
