@@ -19,8 +19,8 @@ from typing import Any
 import click
 
 from pumice.api.scheme import ResourceKind
-from pumice.cli._explain_analysis import ExplainError, Explanation, explain
 from pumice.controllers.volcano import keys
+from pumice.scheduler.volcano.explain import ExplainError, Explanation, explain
 
 RAYJOB = ResourceKind("ray.io", "v1", "RayJob", "rayjobs")
 SCHEDULER_CONFIGMAP = ("volcano-system", "volcano-scheduler-configmap", "volcano-scheduler.conf")

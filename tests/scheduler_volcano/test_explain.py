@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from pumice.cli._explain_analysis import ExplainError, explain
 from pumice.cli.explain import command
 from pumice.scheduler.volcano import default_conf, load_conf
+from pumice.scheduler.volcano.explain import ExplainError, explain
 from pumice.testing.volcano import node, pod, podgroup, queue
 
 NS = "c1"
