@@ -2,8 +2,13 @@
 
     pumice node-agent --kubeconfig K [--runtime process|simulated] [--nodes N] [--node-cpu C]
                       [--node-memory M] [--node-gpus G] [--node-name NAME ...] [--data-dir D]
-                      [--network auto|netns|host] [--pod-cidr CIDR] [--pod-egress proxy|nat|none]
+                      [--network auto|netns|host] [--bridge NAME] [--pod-cidr CIDR]
+                      [--pod-egress proxy|nat|none]
                       [--apiserver-url-for-pods URL] [--keep-pods] [--seed S]
+
+In netns mode the bridge and Pod range are derived from the API server URL, so that several agents
+of one cluster share them while agents of different clusters on one machine do not (see
+:func:`pumice.node.network.choose_instance_network`).
 
 Stops cleanly on SIGINT/SIGTERM (Pods stopped and the network removed, unless ``--keep-pods``).
 Bad input prints one line and exits non-zero.
@@ -36,6 +41,8 @@ async def _run(kubeconfig: str | None, options: dict[str, Any]) -> None:
             from pumice.client.kubeconfig import load
 
             url = str(load(kubeconfig).cluster.server)
+    if options.get("network_scope") is None:
+        options["network_scope"] = url
     stop = stop_on_signals()
     try:
         agent = NodeAgent(client, apiserver_url_for_pods=url, **options)
@@ -64,7 +71,10 @@ async def _run(kubeconfig: str | None, options: dict[str, Any]) -> None:
 @click.option("--node-name-prefix", default="pumice-node", show_default=True)
 @click.option("--data-dir", type=click.Path(file_okay=False), default="pumice-data/node", show_default=True)
 @click.option("--network", type=click.Choice(["auto", "netns", "host"]), default="auto", show_default=True)
-@click.option("--pod-cidr", default="10.244.0.0/16", show_default=True)
+@click.option("--pod-cidr", default=None,
+              help="Pod addresses (netns mode). Default: a free /22 of 10.244.0.0/16 derived from the bridge name.")
+@click.option("--bridge", default=None,
+              help="Bridge name (netns mode). Default: pumice-<hash of the API server URL>.")
 @click.option("--pod-egress", type=click.Choice(["proxy", "nat", "none"]), default="proxy", show_default=True)
 @click.option("--apiserver-url-for-pods", default=None,
               help="API server URL Pods should use (default: the kubeconfig's server).")
@@ -74,7 +84,7 @@ async def _run(kubeconfig: str | None, options: dict[str, Any]) -> None:
 @click.option("-v", "--verbose", is_flag=True)
 def command(kubeconfig: str | None, runtime: str, nodes: int, node_cpu: str | None, node_memory: str | None,
             node_gpus: int, node_names: tuple[str, ...], node_name_prefix: str, data_dir: str, network: str,
-            pod_cidr: str, pod_egress: str, apiserver_url_for_pods: str | None, keep_pods: bool, seed: int,
+            pod_cidr: str | None, bridge: str | None, pod_egress: str, apiserver_url_for_pods: str | None, keep_pods: bool, seed: int,
             sim_start_latency: float, verbose: bool) -> None:
     """Run the node agent (kubelet): register Nodes and run the Pods bound to them."""
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
@@ -87,7 +97,7 @@ def command(kubeconfig: str | None, runtime: str, nodes: int, node_cpu: str | No
     options: dict[str, Any] = dict(
         runtime=runtime, data_dir=Path(data_dir), nodes=nodes, node_cpu=node_cpu, node_memory=node_memory,
         node_gpus=node_gpus, node_names=list(node_names) or None, node_name_prefix=node_name_prefix,
-        network=network, pod_cidr=pod_cidr, pod_egress=pod_egress, apiserver_url_for_pods=apiserver_url_for_pods,
+        network=network, pod_cidr=pod_cidr, bridge=bridge, pod_egress=pod_egress, apiserver_url_for_pods=apiserver_url_for_pods,
         keep_pods=keep_pods, seed=seed, sim_start_latency=sim_start_latency,
     )
     asyncio.run(_run(kubeconfig, options))

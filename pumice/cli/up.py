@@ -48,6 +48,8 @@ class UpOptions:
     batch_scheduler: str | None = "volcano"
     network: str = "auto"
     pod_egress: str = "proxy"
+    pod_cidr: str | None = None
+    bridge: str | None = None
     keep_pods: bool = False
     scheduler_conf: str | None = None
     controllers: list[str] = field(default_factory=lambda: ["kube", "ray", "volcano"])
@@ -125,6 +127,9 @@ async def run_up(
         "nodes": opts.nodes,
         "network": opts.network,
         "pod_egress": opts.pod_egress,
+        "pod_cidr": opts.pod_cidr,
+        "bridge": opts.bridge,
+        "network_scope": str(opts.data_dir.resolve()),
         "keep_pods": opts.keep_pods,
         "apiserver_url_for_pods": server.url,
     }
@@ -233,12 +238,15 @@ def check_port_free(host: str, port: int) -> None:
 @click.option("--batch-scheduler", type=click.Choice(["volcano", "none"]), default="volcano", show_default=True,
               help="KubeRay's batch scheduler: volcano gives Ray Pods a PodGroup and schedulerName volcano.")
 @click.option("--network", type=click.Choice(["auto", "netns", "host"]), default="auto", show_default=True)
+@click.option("--pod-cidr", default=None,
+              help="Pod addresses (netns mode). Default: a free /22 of 10.244.0.0/16 derived from the data dir.")
+@click.option("--bridge", default=None, help="Bridge name (netns mode). Default: pumice-<hash of the data dir>.")
 @click.option("--pod-egress", type=click.Choice(["proxy", "nat", "none"]), default="proxy", show_default=True)
 @click.option("--keep-pods", is_flag=True, help="Leave Pod processes running on exit (adopted on next start).")
 @click.option("--scheduler-conf", default=None, help="volcano-scheduler.conf to use instead of the default.")
 @click.option("-v", "--verbose", is_flag=True)
 def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node_cpu: str | None,
-            node_memory: str | None, batch_scheduler: str, network: str, pod_egress: str,
+            node_memory: str | None, batch_scheduler: str, network: str, pod_cidr: str | None, bridge: str | None, pod_egress: str,
             keep_pods: bool, scheduler_conf: str | None, verbose: bool) -> None:
     """Run the whole embedded control plane on this machine (Ctrl-C stops it cleanly)."""
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
@@ -246,7 +254,7 @@ def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node
     opts = UpOptions(
         data_dir=data_dir, host=host, port=port, runtime=runtime, nodes=nodes, node_cpu=node_cpu,
         node_memory=node_memory, batch_scheduler=None if batch_scheduler == "none" else batch_scheduler,
-        network=network, pod_egress=pod_egress, keep_pods=keep_pods, scheduler_conf=scheduler_conf,
+        network=network, pod_cidr=pod_cidr, bridge=bridge, pod_egress=pod_egress, keep_pods=keep_pods, scheduler_conf=scheduler_conf,
     )
 
     async def main() -> None:
@@ -259,9 +267,11 @@ def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node
 
         await run_up(opts, stop_event=stop, on_ready=ready)
 
+    from pumice.node.agent import AgentError
+
     try:
         asyncio.run(main())
-    except (OSError, DataDirInUse) as e:
+    except (OSError, DataDirInUse, AgentError) as e:
         raise click.ClickException(str(e)) from None
     except SystemExit as e:  # uvicorn exits when it cannot bind after all
         if e.code not in (0, None):

@@ -4,7 +4,7 @@ serves their logs.
 One agent hosts one or more logical Nodes over one container runtime:
 
 - ``process``: Pods are local processes (one shim per container); as root each Pod gets its own
-  network namespace on the ``pumice0`` bridge (see :mod:`pumice.node.network`), with an egress
+  network namespace on the instance's bridge (see :mod:`pumice.node.network`), with an egress
   proxy and an API server forwarder on the bridge address.
 - ``simulated``: nothing runs; lifecycles play out on the project clock
   (:mod:`pumice.node.runtime.simulated`), thousands of Nodes per process.
@@ -47,7 +47,7 @@ from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_f
 from pumice.node import podspec
 from pumice.node.kinds import ENDPOINTS, LEASES, NAMESPACES, NODES, PODS, SERVICES
 from pumice.node.logs import LogServer
-from pumice.node.network import HostNetwork, NetnsNetwork, hosts_content, run
+from pumice.node.network import HostNetwork, NetnsNetwork, NetworkError, hosts_content, run
 from pumice.node.proxy import EgressProxy, TcpForwarder, package_index_hosts
 from pumice.node.runtime.base import Container, ContainerRuntime, Sandbox
 from pumice.node.runtime.process import DEFAULT_PATH, ProcessRuntime
@@ -125,7 +125,12 @@ class NodeAgent:
         clock: project clock (default: the process-wide one).
         image_envs: image prefix (or fnmatch pattern) -> directory put first on PATH.
         network: ``auto`` (netns as root, host otherwise), ``netns`` or ``host``.
-        pod_cidr: Pod addresses (netns mode; the first address goes on the bridge).
+        pod_cidr: Pod addresses (netns mode; the first address goes on the bridge). Default: the
+            bridge's range when it exists, else a free /22 of 10.244.0.0/16 derived from the
+            bridge name (:func:`pumice.node.network.choose_instance_network`).
+        bridge: bridge name (netns mode; default ``pumice-<8 hex of sha256(network_scope)>``).
+        network_scope: what names this instance's network (default: the data dir); agents with
+            the same scope (or ``bridge``) share one bridge and Pod range.
         pod_egress: ``proxy`` (HTTP(S) proxy on the bridge, package indexes only), ``nat``
             (masquerade; changes ip_forward and iptables, restored at stop) or ``none``.
         apiserver_url_for_pods: the API server URL as seen from the agent's host; Pods get it as
@@ -159,7 +164,9 @@ class NodeAgent:
         clock: Clock | None = None,
         image_envs: Mapping[str, str] | None = None,
         network: Literal["auto", "netns", "host"] = "auto",
-        pod_cidr: str = "10.244.0.0/16",
+        pod_cidr: str | None = None,
+        bridge: str | None = None,
+        network_scope: str | None = None,
         pod_egress: Literal["proxy", "nat", "none"] = "proxy",
         apiserver_url_for_pods: str | None = None,
         keep_pods: bool = False,
@@ -190,6 +197,8 @@ class NodeAgent:
         self.image_envs = dict(image_envs) if image_envs is not None else _default_image_envs()
         self.network_mode = network
         self.pod_cidr = pod_cidr
+        self.bridge = bridge
+        self.network_scope = network_scope
         self.pod_egress = pod_egress
         self.apiserver_url_for_pods = apiserver_url_for_pods
         self.keep_pods = keep_pods
@@ -307,7 +316,7 @@ class NodeAgent:
             })
         if self._proxy is not None and isinstance(self.network, NetnsNetwork):
             url = f"http://{self.network.gateway}:{self._proxy.port}"
-            no_proxy = ",".join(["localhost", "127.0.0.1", "::1", "0.0.0.0", self.pod_cidr, self.network.gateway,
+            no_proxy = ",".join(["localhost", "127.0.0.1", "::1", "0.0.0.0", self.network.cidr, self.network.gateway,
                                  ".svc", ".cluster.local", "kubernetes", *([self._kube_host] if self._kube_host else [])])
             env.update({"HTTP_PROXY": url, "HTTPS_PROXY": url, "http_proxy": url, "https_proxy": url,
                         "NO_PROXY": no_proxy, "no_proxy": no_proxy})
@@ -396,9 +405,18 @@ class NodeAgent:
         if self._started:
             return
         self._started = True
+        try:
+            await self._start()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await self.stop()
+            raise
+
+    async def _start(self) -> None:
         root = os.geteuid() == 0
         if self.runtime_kind == "simulated":
-            self.runtime = SimulatedRuntime(self.clock, seed=self.seed, pod_cidr=self.pod_cidr, **self._sim)  # type: ignore[arg-type]
+            self.runtime = SimulatedRuntime(self.clock, seed=self.seed, pod_cidr=self.pod_cidr or "10.244.0.0/16",
+                                            **self._sim)  # type: ignore[arg-type]
         else:
             mode = self.network_mode
             if mode == "auto":
@@ -413,8 +431,15 @@ class NodeAgent:
                 raise AgentError(f"the Python running pumice ({sys.executable}) is under /tmp, which Pods cannot see")
             self.data_dir.mkdir(parents=True, exist_ok=True)
             if mode == "netns":
-                self.network = NetnsNetwork(self.pod_cidr, default_via_gateway=self.pod_egress == "nat",
-                                            scope=str(self.data_dir))
+                network = NetnsNetwork(self.pod_cidr, default_via_gateway=self.pod_egress == "nat",
+                                       scope=str(self.data_dir), bridge=self.bridge,
+                                       bridge_scope=self.network_scope or str(self.data_dir))
+                try:
+                    await network.ensure_bridge()
+                except NetworkError as e:
+                    raise AgentError(str(e)) from None
+                self.network = network
+                self.pod_cidr = network.cidr
             else:
                 self.network = HostNetwork()
             self.runtime = ProcessRuntime(self.data_dir, self.network, self.clock, root=root)
@@ -436,7 +461,10 @@ class NodeAgent:
             self._tasks.append(loop.create_task(self._heartbeat_loop()))
 
     async def stop(self) -> None:
-        """Stop watching; stop every Pod (unless ``keep_pods``) and remove the network."""
+        """Stop watching; stop every Pod (unless ``keep_pods``) and remove the network. A no-op
+        when not started; safe after a failed :meth:`start`."""
+        if not self._started:
+            return
         for t in self._tasks:
             t.cancel()
         for t in self._tasks:
@@ -470,7 +498,7 @@ class NodeAgent:
                 self._save_state()
                 if isinstance(self.network, NetnsNetwork):
                     await self.network.remove_bridge()
-                cgroups = getattr(self.runtime, "cgroups", None)
+                cgroups = getattr(getattr(self, "runtime", None), "cgroups", None)
                 if cgroups is not None and cgroups.root is not None:
                     with contextlib.suppress(OSError):
                         cgroups.root.rmdir()  # only when no other agent's Pod cgroup is left
@@ -522,7 +550,9 @@ class NodeAgent:
         fwd = Path("/proc/sys/net/ipv4/ip_forward")
         self._ip_forward_before = fwd.read_text().strip()
         fwd.write_text("1")
-        self._nat_rule = ["-t", "nat", "POSTROUTING", "-s", self.pod_cidr, "!", "-o", "pumice0", "-j", "MASQUERADE"]
+        assert isinstance(self.network, NetnsNetwork) and self.pod_cidr
+        self._nat_rule = ["-t", "nat", "POSTROUTING", "-s", self.pod_cidr, "!", "-o", self.network.bridge, "-j",
+                          "MASQUERADE"]
         rule = self._nat_rule
         await run("iptables", rule[0], rule[1], "-A", *rule[2:])
         log.warning("pod egress nat: set net.ipv4.ip_forward=1 and added a MASQUERADE rule for %s", self.pod_cidr)
@@ -541,7 +571,7 @@ class NodeAgent:
         """Where the egress proxy sends a request for ``host`` from the Pod at ``client_ip``: the
         address itself for a Pod CIDR address, the Service's Pod IP for a Service name, else None."""
         try:
-            if ipaddress.ip_address(host) in ipaddress.ip_network(self.pod_cidr, strict=False):
+            if self.pod_cidr and ipaddress.ip_address(host) in ipaddress.ip_network(self.pod_cidr, strict=False):
                 return host
             return None
         except ValueError:

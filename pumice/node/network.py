@@ -1,7 +1,7 @@
 """Pod network of the process runtime.
 
-``netns`` (root): one bridge (``pumice0``, first address of the Pod CIDR, fixed MAC), one network
-namespace ``pumice-<h12>`` and veth pair (host side ``pv<h12>``, h12 = 12 hex digits of the uid's sha256, Pod side ``eth0``) per Pod,
+``netns`` (root): one bridge per instance (``pumice-<h8>``, first address of the Pod CIDR, fixed
+MAC; see :func:`choose_instance_network`), one network namespace ``pumice-<h12>`` and veth pair (host side ``pv<h12>``, h12 = 12 hex digits of the uid's sha256, Pod side ``eth0``) per Pod,
 the Pod IP on ``eth0`` and an on-link default route (``dev eth0``), a per-Pod hosts file and a
 fail-fast resolv.conf in ``/etc/netns/<ns>/`` (``ip netns exec`` binds them over ``/etc``; they
 are rewritten in place only, since the bind mount pins the inode). No NAT, no sysctl changes.
@@ -14,8 +14,13 @@ Service names resolve to those loopback addresses; without root there is no moun
 Service names do not resolve inside Pods (use Pod IPs), /tmp is shared (TMPDIR points at the Pod's
 directory) and volumes appear as symlinks at mount paths that must not exist yet.
 
-Several agents on one machine share the bridge: namespace and veth names hash the agent's data dir
-with the Pod uid, and Pod IPs are claimed machine-wide in ``/run/pumice/ips``.
+Instances: each ``pumice up`` (and each node agent not told otherwise) gets its own bridge, named
+from a hash of its scope (the data dir, or for ``pumice node-agent`` the API server URL, so that
+agents of one cluster share a bridge) and its own /22 slot of 10.244.0.0/16, probing the next
+free slot when the derived one is taken. A Pod CIDR given explicitly that overlaps an address of
+another interface is refused with one line. Several agents may still share one bridge (same
+name): namespace and veth names hash the agent's data dir with the Pod uid, and Pod IPs are
+claimed machine-wide in ``/run/pumice/ips``.
 
 Mirrors: the recipe in shared/reference/netns.md (tried by hand with real Ray); the kubelet's
 managed /etc/hosts (pkg/kubelet/kubelet_pods.go managedHostsFileContent).
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import hashlib
 import ipaddress
 import logging
@@ -32,10 +38,14 @@ import os
 import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import IO
 
 log = logging.getLogger(__name__)
 
-BRIDGE = "pumice0"
+BRIDGE_PREFIX = "pumice-"
+POD_RANGE = ipaddress.ip_network("10.244.0.0/16")
+INSTANCE_PREFIXLEN = 22  # 64 slots of 1,021 Pod addresses each
+NETWORK_LOCK = Path("/run/pumice/network.lock")
 NETNS_PREFIX = "pumice-"
 VETH_PREFIX = "pv"
 IP_CLAIMS = Path("/run/pumice/ips")
@@ -44,6 +54,78 @@ RESOLV_CONF = "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"
 
 class NetworkError(Exception):
     """Setting up or tearing down a Pod network failed; the message says which command and why."""
+
+
+def bridge_name(scope: str) -> str:
+    """``pumice-<8 hex of sha256(scope)>`` (15 characters, the interface name limit)."""
+    return BRIDGE_PREFIX + hashlib.sha256(scope.encode()).hexdigest()[:8]
+
+
+def host_networks(text: str) -> list[tuple[str, ipaddress.IPv4Interface]]:
+    """Parse ``ip -o -4 addr show`` into (interface, address/prefix) pairs."""
+    out: list[tuple[str, ipaddress.IPv4Interface]] = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 4 and parts[2] == "inet":
+            with contextlib.suppress(ValueError):
+                out.append((parts[1].split("@")[0], ipaddress.IPv4Interface(parts[3])))
+    return out
+
+
+def choose_instance_network(scope: str, taken: list[tuple[str, ipaddress.IPv4Interface]], *,
+                            bridge: str | None = None, cidr: str | None = None) -> tuple[str, str]:
+    """The (bridge name, Pod CIDR) of one instance.
+
+    Args:
+        scope: what names the instance (its data dir, or the API server URL of a cluster).
+        taken: the machine's interface addresses (:func:`host_networks`).
+        bridge: an explicit bridge name (default: :func:`bridge_name` of ``scope``).
+        cidr: an explicit Pod CIDR (default: the bridge's existing range when the bridge exists,
+            else the /22 slot of 10.244.0.0/16 derived from the bridge name, or the next free one).
+    Returns:
+        (bridge, cidr), cidr in canonical ``a.b.c.d/n`` form.
+    Raises:
+        NetworkError: ``cidr`` overlaps another interface's network, differs from the existing
+            bridge's, the name is too long, or every slot is taken. One line, naming what to change.
+    """
+    bridge = bridge or bridge_name(scope)
+    if len(bridge) > 15:
+        raise NetworkError(f"bridge name {bridge!r} is longer than 15 characters")
+    own = [a for name, a in taken if name == bridge]
+    others = [(name, a) for name, a in taken if name != bridge]
+
+    def clash(net: ipaddress.IPv4Network | ipaddress.IPv6Network) -> tuple[str, ipaddress.IPv4Interface] | None:
+        for name, a in others:
+            if a.network.overlaps(net):
+                return name, a
+        return None
+
+    if cidr is not None:
+        try:
+            net = ipaddress.ip_network(cidr, strict=False)
+        except ValueError as e:
+            raise NetworkError(f"bad Pod CIDR {cidr!r}: {e}") from None
+        if not isinstance(net, ipaddress.IPv4Network) or net.num_addresses < 4:
+            raise NetworkError(f"Pod CIDR {cidr} must be an IPv4 network of at least 4 addresses")
+        hit = clash(net)
+        if hit is not None:
+            raise NetworkError(f"Pod CIDR {net} overlaps {hit[1]} on {hit[0]} (another pumice instance or a host "
+                               "network): choose another --pod-cidr, or the same --bridge to share its network")
+        if own and own[0].network != net:
+            raise NetworkError(f"bridge {bridge} already has {own[0]}, not Pod CIDR {net}: use --pod-cidr "
+                               f"{own[0].network} or another --bridge")
+        return bridge, str(net)
+    if own:
+        return bridge, str(own[0].network)
+    slots = 2 ** (INSTANCE_PREFIXLEN - POD_RANGE.prefixlen)
+    first = int(hashlib.sha256(bridge.encode()).hexdigest(), 16) % slots
+    for i in range(slots):
+        net = list(POD_RANGE.subnets(new_prefix=INSTANCE_PREFIXLEN))[(first + i) % slots]
+        if clash(net) is None:
+            return bridge, str(net)
+    name, a = clash(POD_RANGE) or ("?", ipaddress.IPv4Interface("0.0.0.0/0"))
+    raise NetworkError(f"no free /{INSTANCE_PREFIXLEN} Pod range left in {POD_RANGE} (e.g. {a} on {name}): "
+                       "stop other pumice instances or pass --pod-cidr")
 
 
 async def run(*argv: str, check: bool = True, input_: bytes | None = None) -> tuple[int, str]:
@@ -195,6 +277,12 @@ def hosts_content(pod_ip: str, hostname: str, fqdn: str, services: Iterable[tupl
     return "\n".join(lines) + "\n"
 
 
+def _lock_file(path: Path) -> IO[str]:
+    f = open(path, "a+")  # noqa: SIM115 - closed by the caller to release the lock
+    fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+    return f
+
+
 def write_in_place(path: Path, content: str) -> None:
     """Rewrite ``path`` in place (truncate + write, same inode), creating it if needed."""
     data = content.encode()
@@ -217,15 +305,23 @@ class NetnsNetwork:
 
     mode = "netns"
 
-    def __init__(self, cidr: str, *, default_via_gateway: bool = False, scope: str = "") -> None:
+    def __init__(self, cidr: str | None = None, *, default_via_gateway: bool = False, scope: str = "",
+                 bridge: str | None = None, bridge_scope: str | None = None) -> None:
         self.default_via_gateway = default_via_gateway
         self.scope = scope
+        self.bridge_scope = bridge_scope if bridge_scope is not None else scope
+        self.bridge = bridge or bridge_name(self.bridge_scope)
+        self.requested_cidr = cidr
+        self._bridge_ready = False
+        self._lock = asyncio.Lock()
+        self._configure(cidr or str(POD_RANGE))
+
+    def _configure(self, cidr: str) -> None:
+        self.cidr = cidr
         net = IPAM(cidr).net
         self.prefixlen = net.prefixlen
         self.gateway = str(net.network_address + 1)
         self.ipam = IPAM(cidr, reserved=[self.gateway], claims_dir=IP_CLAIMS, owner=self.netns_name)
-        self._bridge_ready = False
-        self._lock = asyncio.Lock()
 
     @property
     def host_ip(self) -> str:
@@ -238,19 +334,35 @@ class NetnsNetwork:
         return veth_name(uid, self.scope)
 
     async def ensure_bridge(self) -> None:
-        """Create the bridge when missing (idempotent). Warns when br_netfilter plus a dropping
-        FORWARD policy would block Pod-to-Pod traffic (we never change iptables ourselves)."""
+        """Choose this instance's bridge and Pod CIDR (:func:`choose_instance_network`, under a
+        machine-wide lock so that two instances starting together do not pick the same slot) and
+        create the bridge when missing (idempotent). Warns when br_netfilter plus a dropping
+        FORWARD policy would block Pod-to-Pod traffic (we never change iptables ourselves).
+
+        Raises:
+            NetworkError: the range overlaps another instance's (one line).
+        """
         async with self._lock:
             if self._bridge_ready:
                 return
-            if not Path(f"/sys/class/net/{BRIDGE}").exists():
-                octets = [int(x) for x in self.gateway.split(".")]
-                mac = "02:00:" + ":".join(f"{o:02x}" for o in octets)
-                await run("ip", "link", "add", BRIDGE, "address", mac, "type", "bridge")
-            _, out = await run("ip", "-o", "addr", "show", "dev", BRIDGE, check=False)
-            if f"{self.gateway}/{self.prefixlen}" not in out:
-                await run("ip", "addr", "add", f"{self.gateway}/{self.prefixlen}", "dev", BRIDGE)
-            await run("ip", "link", "set", BRIDGE, "up")
+            NETWORK_LOCK.parent.mkdir(parents=True, exist_ok=True)
+            lock = await asyncio.to_thread(_lock_file, NETWORK_LOCK)
+            try:
+                _, out = await run("ip", "-o", "-4", "addr", "show")
+                bridge, cidr = choose_instance_network(self.bridge_scope, host_networks(out), bridge=self.bridge,
+                                                       cidr=self.requested_cidr)
+                if cidr != self.cidr:
+                    self._configure(cidr)
+                if not Path(f"/sys/class/net/{bridge}").exists():
+                    octets = [int(x) for x in self.gateway.split(".")]
+                    mac = "02:00:" + ":".join(f"{o:02x}" for o in octets)
+                    await run("ip", "link", "add", bridge, "address", mac, "type", "bridge")
+                _, out = await run("ip", "-o", "addr", "show", "dev", bridge, check=False)
+                if f"{self.gateway}/{self.prefixlen}" not in out:
+                    await run("ip", "addr", "add", f"{self.gateway}/{self.prefixlen}", "dev", bridge)
+                await run("ip", "link", "set", bridge, "up")
+            finally:
+                lock.close()
             self._bridge_ready = True
             await self._check_forward_policy()
 
@@ -259,12 +371,13 @@ class NetnsNetwork:
         if not nf.exists() or nf.read_text().strip() != "1" or shutil.which("iptables") is None:
             return
         rc, out = await run("iptables", "-S", "FORWARD", check=False)
-        if rc == 0 and "-P FORWARD DROP" in out and f"-i {BRIDGE} -o {BRIDGE}" not in out:
+        bridge = self.bridge
+        if rc == 0 and "-P FORWARD DROP" in out and f"-i {bridge} -o {bridge}" not in out:
             log.error(
                 "br_netfilter is loaded and the iptables FORWARD policy is DROP: traffic between Pods "
                 "on %s will be dropped. Allow it with `iptables -I FORWARD -i %s -o %s -j ACCEPT` or "
                 "`sysctl net.bridge.bridge-nf-call-iptables=0` (pumice does not change host settings).",
-                BRIDGE, BRIDGE, BRIDGE,
+                bridge, bridge, bridge,
             )
 
     async def setup(self, uid: str, hostname: str) -> tuple[str, str]:
@@ -282,7 +395,7 @@ class NetnsNetwork:
             write_in_place(etc / "hosts", hosts_content(ip, hostname, "", []))
         host_batch = (f"netns add {ns}\n"
                       f"link add {veth} type veth peer name eth0 netns {ns}\n"
-                      f"link set {veth} master {BRIDGE} up\n")
+                      f"link set {veth} master {self.bridge} up\n")
         try:
             await run("ip", "-batch", "-", input_=host_batch.encode())
             batch = (
@@ -330,11 +443,13 @@ class NetnsNetwork:
             self.ipam.release(uid)
 
     async def remove_bridge(self) -> None:
-        """Remove the bridge and empty /etc/netns (when no pumice namespace is left)."""
-        if any(p.name.startswith(NETNS_PREFIX) for p in Path("/run/netns").glob("*")) if Path("/run/netns").exists() else False:
+        """Remove this instance's bridge when no veth is attached to it any more (another agent
+        may share it), and empty /etc/netns when nothing is left in it."""
+        brif = Path(f"/sys/class/net/{self.bridge}/brif")
+        if brif.exists() and any(brif.iterdir()):
             return
-        if Path(f"/sys/class/net/{BRIDGE}").exists():
-            await run("ip", "link", "del", BRIDGE, check=False)
+        if Path(f"/sys/class/net/{self.bridge}").exists():
+            await run("ip", "link", "del", self.bridge, check=False)
         try:
             Path("/etc/netns").rmdir()
         except OSError:

@@ -37,7 +37,7 @@ async def test_a_pod_has_its_own_ip_hostname_tmp_and_default_route(client: Memor
     assert ip.startswith("10.244.")
     out = [line.split(" ", 3)[3] for line in (agent.pod_dir(p) / "c0" / "0.log").read_text().splitlines()]
     assert out[0] == "iso"
-    assert out[1] == f"{ip}/16"
+    assert out[1] == f"{ip}/22"
     assert out[2].startswith("default dev eth0")
     assert "No such file" in out[3]
     assert out[4] == "nameserver 127.0.0.1"
