@@ -2,7 +2,7 @@
 
 Every component takes a :class:`Clock`. :class:`LoopClock` reads the running asyncio loop's
 ``time()``, so under ``looptime`` (the simulated mode and tests) the whole system runs on virtual
-time, and on a normal loop it runs on the wall clock. :class:`FakeClock` is for unit tests of pure
+time, and on a normal loop ``now()`` is the wall clock itself. :class:`FakeClock` is for unit tests of pure
 code that needs a settable "now".
 
 Units: seconds (float) everywhere. ``now()`` is seconds since the Unix epoch; ``monotonic()`` is
@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import time as _time
+import weakref
 from typing import Protocol
 
 
@@ -36,28 +37,55 @@ class Clock(Protocol):
 class LoopClock:
     """Clock over the asyncio loop's time.
 
-    ``now()`` is the wall time captured at construction plus the loop time elapsed since; under
-    looptime the loop time is virtual, so ``now()`` advances virtually too. Outside a running loop
-    it falls back to ``time.monotonic()`` for the elapsed part.
+    ``now()``:
+
+    - on a normal loop, or with no running loop: the wall clock, ``time.time()``, read at each call
+      (it never lags the wall clock, whenever the clock was made or first used);
+    - on a looptime loop with time compaction on: virtual time. With ``epoch`` given, ``now()`` is
+      ``epoch + loop.time()`` (the simulator starts its loop at 0, so ``epoch`` is the simulated
+      start); without it, each such loop is anchored once, at the first call that sees it, to the
+      wall time of that moment, and virtual time counts on from there.
+
+    ``monotonic()`` is the running loop's ``time()`` (virtual under looptime), or ``time.monotonic()``
+    with no running loop.
+
+    Args:
+        epoch: seconds since the Unix epoch that loop time 0 stands for under looptime; ``None``
+            anchors each looptime loop at the wall time when this clock first sees it.
     """
 
     def __init__(self, epoch: float | None = None) -> None:
-        self._epoch = _time.time() if epoch is None else epoch
-        self._origin: float | None = None
+        self._epoch = epoch
+        self._anchors: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, float] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    @property
+    def epoch(self) -> float | None:
+        """The epoch loop time 0 stands for under looptime, or ``None`` (anchored at first sight)."""
+        return self._epoch
 
     def monotonic(self) -> float:
         try:
-            loop_time = asyncio.get_running_loop().time()
+            return asyncio.get_running_loop().time()
         except RuntimeError:
-            loop_time = _time.monotonic()
-        if self._origin is None:
-            self._origin = loop_time
-        return loop_time
+            return _time.monotonic()
 
     def now(self) -> float:
-        t = self.monotonic()
-        assert self._origin is not None
-        return self._epoch + (t - self._origin)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return _time.time()
+        if not getattr(loop, "looptime_on", False):
+            return _time.time()
+        loop_time = loop.time()
+        if self._epoch is not None:
+            return self._epoch + loop_time
+        offset = self._anchors.get(loop)
+        if offset is None:
+            offset = _time.time() - loop_time
+            self._anchors[loop] = offset
+        return offset + loop_time
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(max(0.0, seconds))

@@ -1,0 +1,62 @@
+"""The project clock: wall time on a real loop, virtual time under looptime (issue 14 item 13)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import looptime
+import pytest
+
+from pumice._util.clock import LoopClock
+
+
+async def test_now_is_the_wall_clock_on_a_real_loop_however_late_first_used() -> None:
+    clock = LoopClock()
+    time.sleep(0.2)  # the old clock captured the wall time here and lagged by this much forever
+    assert abs(clock.now() - time.time()) < 0.05
+    await asyncio.sleep(0.1)
+    assert abs(clock.now() - time.time()) < 0.05
+
+
+def test_now_is_the_wall_clock_without_a_running_loop() -> None:
+    clock = LoopClock()
+    time.sleep(0.1)
+    assert abs(clock.now() - time.time()) < 0.05
+
+
+@pytest.mark.looptime
+async def test_now_is_virtual_under_looptime() -> None:
+    clock = LoopClock()
+    before_wall = time.time()
+    start = clock.now()
+    assert abs(start - before_wall) < 0.05  # anchored at the wall time of first sight
+    await asyncio.sleep(3600)
+    assert clock.now() - start == pytest.approx(3600.0)
+    assert time.time() - before_wall < 60  # no hour of wall time passed
+
+
+def test_an_explicit_epoch_is_loop_time_zero_under_looptime() -> None:
+    clock = LoopClock(epoch=1_600_000_000.0)
+
+    async def main() -> tuple[float, float]:
+        first = clock.now()
+        await clock.sleep(86_400)
+        return first, clock.now()
+
+    with asyncio.Runner(loop_factory=lambda: looptime.new_event_loop(start=0)) as runner:
+        first, after = runner.run(main())
+    assert first == 1_600_000_000.0
+    assert after == pytest.approx(1_600_000_000.0 + 86_400)
+
+
+def test_monotonic_follows_the_loop() -> None:
+    clock = LoopClock()
+
+    async def main() -> float:
+        t0 = clock.monotonic()
+        await asyncio.sleep(42)
+        return clock.monotonic() - t0
+
+    with asyncio.Runner(loop_factory=lambda: looptime.new_event_loop(start=0)) as runner:
+        assert runner.run(main()) == pytest.approx(42.0)
