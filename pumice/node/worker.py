@@ -409,7 +409,10 @@ class PodWorker:
                 if self.deleting():
                     await self._terminate()
                     return False
-                code = await self._run_once(c, rec)
+                code = await self._run_init_once(c, rec)
+                if self.deleting():
+                    await self._terminate()
+                    return False
                 if code is None:
                     continue
                 if code == 0:
@@ -423,6 +426,25 @@ class PodWorker:
                     await self._terminate()
                     return False
         return True
+
+    async def _run_init_once(self, c: Obj, rec: ContainerRecord) -> int | None:
+        """:meth:`_run_once` for an init container, watching for deletion meanwhile: a graceful or
+        forced deletion stops the init container (an init container that never ends, like
+        KubeRay's wait-gcs-ready once the head is gone, must not keep the Pod terminating)."""
+        run = asyncio.get_running_loop().create_task(self._run_once(c, rec))
+        try:
+            while not run.done():
+                self._wake.clear()
+                if self.deleting():
+                    await self.stop_all(0.0 if self._removed else self._grace())
+                    break
+                waiter = asyncio.ensure_future(self._wake.wait())
+                await asyncio.wait([run, waiter], return_when=asyncio.FIRST_COMPLETED)
+                waiter.cancel()
+            return await run
+        finally:
+            if not run.done():
+                run.cancel()
 
     async def _build(self, c: Obj, rec: ContainerRecord) -> StartRequest | None:
         host = self.host

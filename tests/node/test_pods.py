@@ -4,6 +4,7 @@ graceful deletion, admission."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -295,3 +296,59 @@ async def _sleep(seconds: float) -> None:
     import asyncio
 
     await asyncio.sleep(seconds)
+
+
+def _init_looping(name: str) -> dict[str, Any]:
+    """A Pod whose init container loops forever (as KubeRay's wait-gcs-ready does once the head is gone)."""
+    p = pod(name, "echo never", grace=2)
+    p["spec"]["initContainers"] = [{"name": "wait-gcs-ready", "image": "busybox",
+                                    "command": ["/bin/sh", "-c", "echo waiting; while true; do sleep 0.2; done"]}]
+    return p
+
+
+async def _init_pid(client: MemoryClient, agent: NodeAgent, name: str) -> tuple[str, int]:
+    await wait_for(lambda: _init_running(client, name))
+    uid = (await status_of(client, name))["metadata"]["uid"]
+    await wait_for(lambda: agent.workers[uid].records["wait-gcs-ready"].current is not None)
+    cur = agent.workers[uid].records["wait-gcs-ready"].current
+    assert cur is not None
+    return uid, cur.pid
+
+
+async def _init_running(client: MemoryClient, name: str) -> bool:
+    p = await get_pod(client, name)
+    st = ((p or {}).get("status") or {}).get("initContainerStatuses") or [{}]
+    return "running" in (st[0].get("state") or {})
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def test_graceful_deletion_during_an_init_container_stops_it_and_deletes_the_pod(
+        client: MemoryClient, agent: NodeAgent) -> None:
+    await client.create(_init_looping("init-loop"))
+    uid, pid = await _init_pid(client, agent, "init-loop")
+    await client.delete(PODS, "init-loop", "default")
+    await wait_for(lambda: _gone(client, "init-loop"), timeout=15)
+    await wait_for(lambda: not _alive(pid), timeout=5)
+    await wait_for(lambda: uid not in agent.workers, timeout=5)
+
+
+async def test_force_deletion_during_an_init_container_still_kills_it_and_removes_the_sandbox(
+        client: MemoryClient, agent: NodeAgent) -> None:
+    await client.create(_init_looping("init-force"))
+    uid, pid = await _init_pid(client, agent, "init-force")
+    w = agent.workers[uid]
+    assert w.sandbox is not None
+    ns = w.sandbox.netns
+    await client.delete(PODS, "init-force", "default", grace_period_seconds=0)
+    assert await get_pod(client, "init-force") is None
+    await wait_for(lambda: not _alive(pid), timeout=5)
+    await wait_for(lambda: uid not in agent.workers, timeout=5)
+    if ns:
+        assert not Path("/run/netns", ns).exists()
