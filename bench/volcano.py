@@ -33,10 +33,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pumice.scheduler.volcano.actions import ACTIONS
 from pumice.scheduler.volcano.cache.snapshot import build_snapshot
 from pumice.scheduler.volcano.conf import DEFAULT_SCHEDULER_CONF, parse_conf
-from pumice.scheduler.volcano.framework import RecordingCache, open_session
+from pumice.scheduler.volcano.framework import RecordingCache, open_session, run_action
 
 START = time.perf_counter()
 CONF = parse_conf(
@@ -95,9 +94,8 @@ def one_session(objs: list[dict[str, Any]], vectorize: bool) -> dict[str, float]
     t2 = clock()
     per_action: dict[str, float] = {}
     for name in CONF.actions:
-        cls = ACTIONS[name]
         t = clock()
-        cls(cls.parse_arguments(CONF.action_arguments(name))).execute(ssn)
+        run_action(ssn, name)
         per_action[name] = clock() - t
         if name == "allocate":
             per_action["allocate_binds"] = len(rec.binds)

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from pumice.scheduler.volcano.actions.backfill import Action as Backfill
+from pumice.scheduler.volcano.actions.backfill import BackfillAction as Backfill
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.cache.snapshot import build_snapshot
 from pumice.scheduler.volcano.conf import build_conf
 from pumice.scheduler.volcano.framework import RecordingCache, Statement, open_session
 from pumice.scheduler.volcano.framework.session import Session
-from pumice.scheduler.volcano.plugins import PLUGINS
+from pumice.scheduler.volcano.plugins import PLUGINS, PluginFactory
 from pumice.testing.volcano import Case, node, plugin, pod, podgroup, priority_class, queue
 
 from .conftest import run_both, upstream_params
@@ -145,7 +145,7 @@ class _LowPriorityVictims:
 
 
 if _LowPriorityVictims.name not in PLUGINS:
-    PLUGINS.register(_LowPriorityVictims.name, _LowPriorityVictims)
+    PLUGINS.register(_LowPriorityVictims.name, PluginFactory(_LowPriorityVictims.name, dict, _LowPriorityVictims))
 
 
 @pytest.mark.upstream("volcano pkg/scheduler/actions/shuffle/shuffle_test.go: select pods with low priority and evict them")

@@ -21,7 +21,7 @@ from pumice.scheduler.volcano import metrics
 from pumice.scheduler.volcano.api.types import TaskStatus
 from pumice.scheduler.volcano.cache.live import SchedulerCache
 from pumice.scheduler.volcano.conf import ConfigError, SchedulerConfiguration, default_conf, load_conf
-from pumice.scheduler.volcano.framework.session import CloseResult, Session, open_session
+from pumice.scheduler.volcano.framework.session import CloseResult, Session, open_session, run_action
 
 log = logging.getLogger("pumice.scheduler.volcano")
 
@@ -96,22 +96,21 @@ class Scheduler:
         metrics.open_session_duration.observe((self.clock.monotonic() - t0) * 1000)
         for name, secs in ssn.plugin_open_seconds.items():
             metrics.plugin_scheduling_latency.labels(plugin=name, OnSession="OnSessionOpen").observe(secs * 1000)
-        self._run_actions(ssn)
-        res = ssn.close()
-        self.cache.write_close(res)
-        self._record(ssn, res)
+        try:
+            self._run_actions(ssn)
+        finally:
+            res = ssn.close()
+            self.cache.write_close(res)
+            self._record(ssn, res)
         metrics.e2e_scheduling_latency.observe((self.clock.monotonic() - t0) * 1000)
         self.cycles += 1
         self.last_result = res
         return res
 
     def _run_actions(self, ssn: Session) -> None:
-        from pumice.scheduler.volcano.actions import ACTIONS
-
         for name in self.conf.actions:
-            cls = ACTIONS[name]
             t = self.clock.monotonic()
-            cls(cls.parse_arguments(self.conf.action_arguments(name))).execute(ssn)
+            run_action(ssn, name)
             metrics.action_scheduling_latency.labels(action=name).observe((self.clock.monotonic() - t) * 1000)
 
     def _record(self, ssn: Session, res: CloseResult) -> None:

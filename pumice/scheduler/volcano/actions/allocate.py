@@ -6,7 +6,6 @@ Mirrors: volcano pkg/scheduler/actions/allocate/allocate.go (without HyperNode p
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from pumice.scheduler.volcano.api.job_info import JobInfo
@@ -15,7 +14,7 @@ from pumice.scheduler.volcano.api.queue_info import QueueInfo
 from pumice.scheduler.volcano.api.resource import Dimension
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import FitErrors, PodGroupPhase, TaskStatus
-from pumice.scheduler.volcano.framework.arguments import arg, decode
+from pumice.scheduler.volcano.framework.arguments import Arguments, arg, decode
 from pumice.scheduler.volcano.framework.predicate_helper import (
     best_node,
     best_node_rows,
@@ -29,12 +28,11 @@ from pumice.scheduler.volcano.framework.util import PriorityQueue
 ACTION_NAME = "allocate"
 
 
-@dataclass(frozen=True)
-class AllocateArgs:
+class AllocateArgs(Arguments, frozen=True):
     predicate_error_cache: bool = arg("predicateErrorCacheEnable", True)
 
 
-class Action:
+class AllocateAction:
     name = ACTION_NAME
 
     def __init__(self, args: AllocateArgs) -> None:
@@ -142,7 +140,8 @@ class Action:
                     stmt.allocate(task, node)
                 elif task.resreq.less_equal(node.future_idle(), Dimension.ZERO):
                     stmt.pipeline(task, node.name, False)
-            except Exception:
+            except Exception as e:
+                ssn.record_error("allocate", task, node.name, e)
                 continue
             if ssn.job_ready(job):
                 break

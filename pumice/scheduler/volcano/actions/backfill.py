@@ -20,7 +20,7 @@ from pumice.scheduler.volcano.framework.util import PriorityQueue
 ACTION_NAME = "backfill"
 
 
-class Action:
+class BackfillAction:
     name = ACTION_NAME
 
     def __init__(self, args: NoArguments) -> None:
@@ -80,7 +80,8 @@ class Action:
             node = nodes[0] if len(nodes) == 1 else ssn.best_node(task, nodes)
             try:
                 ssn.allocate(task, node)
-            except Exception:
+            except Exception as e:
+                ssn.record_error("allocate", task, node.name, e)
                 continue
 
 

@@ -18,7 +18,7 @@ from pumice.scheduler.volcano.framework.util import PriorityQueue
 ACTION_NAME = "enqueue"
 
 
-class Action:
+class EnqueueAction:
     name = ACTION_NAME
 
     def __init__(self, args: NoArguments) -> None:

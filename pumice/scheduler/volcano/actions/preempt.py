@@ -15,7 +15,6 @@ candidate scan starts at node 0 instead of a random offset.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from pumice.scheduler.volcano.actions._victims import validate_victims, victims_queue
@@ -25,7 +24,7 @@ from pumice.scheduler.volcano.api.queue_info import QueueInfo
 from pumice.scheduler.volcano.api.resource import Dimension
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import PREEMPTABLE_STATUSES, TaskStatus
-from pumice.scheduler.volcano.framework.arguments import arg, decode
+from pumice.scheduler.volcano.framework.arguments import Arguments, arg, decode
 from pumice.scheduler.volcano.framework.predicate_helper import predicate_nodes
 from pumice.scheduler.volcano.framework.session import Session
 from pumice.scheduler.volcano.framework.statement import Statement
@@ -34,8 +33,7 @@ from pumice.scheduler.volcano.framework.util import PriorityQueue
 ACTION_NAME = "preempt"
 
 
-@dataclass(frozen=True)
-class PreemptArgs:
+class PreemptArgs(Arguments, frozen=True):
     topology_aware: bool = arg("enableTopologyAwarePreemption", False)
     min_candidate_pct: int = arg("minCandidateNodesPercentage", 10)
     min_candidate_abs: int = arg("minCandidateNodesAbsolute", 1)
@@ -44,7 +42,7 @@ class PreemptArgs:
     predicate_error_cache: bool = arg("predicateErrorCacheEnable", True)
 
 
-class Action:
+class PreemptAction:
     name = ACTION_NAME
 
     def __init__(self, args: PreemptArgs) -> None:
@@ -171,12 +169,14 @@ class Action:
                 try:
                     node_stmt.evict(v, "preempt")
                     evicted = True
-                except Exception:
+                except Exception as e:
+                    ssn.record_error("evict", v, "preempt", e)
                     continue
             if fits():
                 try:
                     node_stmt.pipeline(preemptor, node.name, evicted)
-                except Exception:
+                except Exception as e:
+                    ssn.record_error("pipeline", preemptor, node.name, e)
                     node_stmt.discard()
                     continue
                 stmt.merge(node_stmt)
@@ -254,7 +254,8 @@ class Action:
             tmp.evict(v, "preempt")
         try:
             tmp.pipeline(preemptor, node.name, True)
-        except Exception:
+        except Exception as e:
+            ssn.record_error("pipeline", preemptor, node.name, e)
             tmp.discard()
             return False
         stmt.merge(tmp)

@@ -23,7 +23,7 @@ from pumice.scheduler.volcano.framework.util import PriorityQueue
 ACTION_NAME = "reclaim"
 
 
-class Action:
+class ReclaimAction:
     name = ACTION_NAME
 
     def __init__(self, args: NoArguments) -> None:
@@ -109,7 +109,8 @@ class Action:
                 v = vq.pop()
                 try:
                     node_stmt.evict(v, "reclaim")
-                except Exception:
+                except Exception as e:
+                    ssn.record_error("evict", v, "reclaim", e)
                     continue
                 evicted = True
                 available = available + v.resreq
@@ -118,7 +119,8 @@ class Action:
                 continue
             try:
                 node_stmt.pipeline(task, node.name, evicted)
-            except Exception:
+            except Exception as e:
+                ssn.record_error("pipeline", task, node.name, e)
                 node_stmt.discard()
                 continue
             stmt.merge(node_stmt)

@@ -15,7 +15,7 @@ from pumice.scheduler.volcano.framework.session import Session
 ACTION_NAME = "shuffle"
 
 
-class Action:
+class ShuffleAction:
     name = ACTION_NAME
 
     def __init__(self, args: NoArguments) -> None:
@@ -30,5 +30,6 @@ class Action:
         for v in ssn.victim_tasks(tasks):
             try:
                 ssn.evict(v, "shuffle")
-            except Exception:
+            except Exception as e:
+                ssn.record_error("evict", v, "shuffle", e)
                 continue

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,13 @@ class PluginOption:
     def enabled(self, key: str) -> bool:
         return bool(self.switches.get(key, False))
 
+    @cached_property
+    def parsed(self) -> Any:
+        """The plugin's arguments struct, parsed once (raises ``ArgumentError``)."""
+        from pumice.scheduler.volcano.plugins import PLUGINS
+
+        return PLUGINS[self.name].parse(self.arguments)
+
     @classmethod
     def all_on(cls, name: str, arguments: Mapping[str, Any] | None = None, **switches: bool) -> PluginOption:
         """An option with upstream's loader defaults applied (every switch on but hierarchy)."""
@@ -123,6 +131,18 @@ class SchedulerConfiguration:
             if c.name == name:
                 return c.arguments
         return {}
+
+    @cached_property
+    def parsed_action_arguments(self) -> Mapping[str, Any]:
+        """Action name -> its arguments struct, for every configured action (parsed once).
+
+        Raises:
+            ArgumentError: an action's arguments have an unknown key or a wrong type.
+        """
+        from pumice.scheduler.volcano.actions import ACTIONS
+
+        names = list(dict.fromkeys([*self.actions, *(c.name for c in self.configurations)]))
+        return {n: ACTIONS[n].parse_arguments(self.action_arguments(n)) for n in names}
 
     def plugin_names(self) -> list[str]:
         return [p.name for t in self.tiers for p in t.plugins]
@@ -231,7 +251,7 @@ def validate_arguments(conf: SchedulerConfiguration, *, source: str = "<config>"
     for ti, tier in enumerate(conf.tiers):
         for pi, opt in enumerate(tier.plugins):
             try:
-                PLUGINS[opt.name](opt.arguments)
+                PLUGINS[opt.name].build(opt.parsed)
             except ArgumentError as e:
                 raise ConfigError(f"{source}: tiers[{ti}].plugins[{pi}] ({opt.name}): arguments: {e}") from e
     for ci, c in enumerate(conf.configurations):
@@ -239,6 +259,7 @@ def validate_arguments(conf: SchedulerConfiguration, *, source: str = "<config>"
             ACTIONS[c.name].parse_arguments(c.arguments)
         except ArgumentError as e:
             raise ConfigError(f"{source}: configurations[{ci}] ({c.name}): arguments: {e}") from e
+    conf.parsed_action_arguments  # noqa: B018 - parse once now, so sessions never do
 
 
 def load_conf(text_or_path: str | Path) -> SchedulerConfiguration:

@@ -1,8 +1,10 @@
-"""Typed plugin and action arguments.
+"""Typed plugin and action arguments, parsed once when the configuration is loaded.
 
 Arguments arrive as the YAML mapping of the configuration (upstream keys such as
-``binpack.weight``). Each plugin or action declares a frozen dataclass whose fields carry the
-upstream key in ``metadata["key"]``; :func:`decode` parses the mapping once.
+``binpack.weight``). Each plugin or action declares a frozen :class:`Arguments` struct whose
+fields carry the upstream key as their wire name (:func:`arg`); :func:`decode` turns the mapping
+into that struct with ``msgspec.convert`` in lax mode, so ``"3"`` is accepted for an integer and
+``"true"`` for a boolean as upstream's ``GetInt``/``GetBool`` accept them from YAML.
 
 Mirrors: volcano pkg/scheduler/framework/arguments.go (GetInt/GetFloat64/GetBool/GetString).
 Deviates: unknown keys and wrong types raise :class:`ArgumentError` instead of being logged.
@@ -10,93 +12,74 @@ Deviates: unknown keys and wrong types raise :class:`ArgumentError` instead of b
 
 from __future__ import annotations
 
-import dataclasses
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-T = TypeVar("T")
+import msgspec
 
 
 class ArgumentError(ValueError):
     """An argument key is unknown or its value has the wrong type; the message names the key."""
 
 
+class Arguments(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Base of every plugin's and action's argument struct (frozen; unknown keys rejected)."""
+
+
+A = TypeVar("A", bound=Arguments)
+
+
 def arg(key: str, default: Any) -> Any:
-    """Declare a dataclass field bound to upstream argument ``key``."""
-    return dataclasses.field(default=default, metadata={"key": key})
+    """Declare a struct field bound to upstream argument ``key`` (its wire name)."""
+    return msgspec.field(default=default, name=key)
 
 
-def _coerce(key: str, typ: Any, v: Any) -> Any:
-    t = typ if isinstance(typ, str) else getattr(typ, "__name__", str(typ))
-    if t.startswith("bool"):
-        if isinstance(v, bool):
-            return v
-        if isinstance(v, str) and v.lower() in ("true", "false"):
-            return v.lower() == "true"
-        raise ArgumentError(f"{key}: expected a boolean, got {v!r}")
-    if t.startswith("int"):
-        if isinstance(v, bool):
-            raise ArgumentError(f"{key}: expected an integer, got {v!r}")
-        if isinstance(v, int):
-            return v
-        if isinstance(v, float) and v.is_integer():
-            return int(v)
-        if isinstance(v, str):
-            try:
-                return int(v)
-            except ValueError:
-                pass
-        raise ArgumentError(f"{key}: expected an integer, got {v!r}")
-    if t.startswith("float"):
-        if isinstance(v, bool):
-            raise ArgumentError(f"{key}: expected a number, got {v!r}")
-        if isinstance(v, int | float):
-            return float(v)
-        if isinstance(v, str):
-            try:
-                return float(v)
-            except ValueError:
-                pass
-        raise ArgumentError(f"{key}: expected a number, got {v!r}")
-    if t.startswith("str"):
-        if isinstance(v, str | int | float) and not isinstance(v, bool):
-            return str(v)
-        raise ArgumentError(f"{key}: expected a string, got {v!r}")
-    return v
+_EXPECTED = {"int": "an integer", "float": "a number", "bool": "a boolean", "str": "a string"}
+_TYPE_RE = re.compile(r"Expected `([^`]+)`, got `[^`]+` - at `\$\.?(.*)`")
+_UNKNOWN_RE = re.compile(r"unknown field `(.+)`")
+
+
+def _argument_error(err: msgspec.ValidationError, arguments: Mapping[str, Any]) -> ArgumentError:
+    text = str(err)
+    m = _UNKNOWN_RE.search(text)
+    if m:
+        return ArgumentError(f"unknown argument {m.group(1)!r}")
+    m = _TYPE_RE.search(text)
+    if m:
+        key = m.group(2).strip("[]\"'")
+        want = _EXPECTED.get(m.group(1).split(" ")[0], f"a {m.group(1)}")
+        return ArgumentError(f"{key}: expected {want}, got {arguments.get(key)!r}")
+    return ArgumentError(text)
 
 
 def decode(
-    cls: type[T],
+    cls: type[A],
     arguments: Mapping[str, Any] | None,
     *,
     extra: Callable[[str], bool] | None = None,
-) -> T:
+) -> A:
     """Build ``cls`` from ``arguments``.
 
     Args:
-        cls: a dataclass whose fields were declared with :func:`arg`.
+        cls: an :class:`Arguments` struct whose fields were declared with :func:`arg`.
         arguments: the YAML mapping (None = all defaults).
         extra: accepts keys outside the declared fields (e.g. ``binpack.resources.<name>``);
-            those are collected into a field named ``extra`` when ``cls`` has one.
+            those are collected into the struct's field named ``extra``.
     Raises:
-        ArgumentError: unknown key or wrong type.
+        ArgumentError: unknown key or wrong type (the message names the key).
     """
-    fields = {f.metadata.get("key", f.name): f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    kw: dict[str, Any] = {}
-    extras: dict[str, Any] = {}
-    for k, v in (arguments or {}).items():
-        f = fields.get(k)
-        if f is None or "key" not in f.metadata:
-            if extra is not None and extra(k):
-                extras[k] = v
-                continue
-            raise ArgumentError(f"unknown argument {k!r}")
-        kw[f.name] = _coerce(k, f.type, v)
-    if extras and "extra" in {f.name for f in dataclasses.fields(cls)}:  # type: ignore[arg-type]
-        kw["extra"] = extras
-    return cls(**kw)
+    given = dict(arguments or {})
+    if extra is not None:
+        declared = {f.encode_name for f in msgspec.structs.fields(cls)}
+        extras = {k: given.pop(k) for k in list(given) if k not in declared and extra(k)}
+        if extras:
+            given["extra"] = extras
+    try:
+        return msgspec.convert(given, cls, strict=False)
+    except msgspec.ValidationError as e:
+        raise _argument_error(e, given) from None
 
 
-@dataclasses.dataclass(frozen=True)
-class NoArguments:
+class NoArguments(Arguments, frozen=True):
     """For plugins and actions that take none."""

@@ -43,12 +43,18 @@ class Plugin(Protocol):
 class Action(Protocol):
     """An algorithm run once per session in configured order."""
 
-    name: ClassVar[str]
-
-    @classmethod
-    def parse_arguments(cls, arguments: Mapping[str, Any]) -> Any: ...
-
     def execute(self, ssn: Session) -> None: ...
+
+
+class ActionClass(Protocol):
+    """An action's class: parses its arguments (once, at configuration load) and builds the action.
+
+    ``parse_arguments`` raises ``ArgumentError`` on an unknown key or a wrong type.
+    """
+
+    def __call__(self, args: Any) -> Action: ...
+
+    def parse_arguments(self, arguments: Mapping[str, Any]) -> Any: ...
 
 
 class SessionCache(Protocol):
@@ -69,6 +75,7 @@ class RecordingCache:
         self.binds: dict[str, str] = {}
         self.evictions: list[str] = []
         self.fail_binds: set[str] = set()
+        self.fail_evictions: set[str] = set()
 
     def bind(self, task: TaskInfo, node_name: str) -> None:
         if task.key in self.fail_binds:
@@ -76,4 +83,6 @@ class RecordingCache:
         self.binds[task.key] = node_name
 
     def evict(self, task: TaskInfo, reason: str) -> None:
+        if task.key in self.fail_evictions:
+            raise RuntimeError(f"failed to evict {task.key}")
         self.evictions.append(task.key)

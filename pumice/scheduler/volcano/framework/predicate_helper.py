@@ -48,7 +48,7 @@ def node_fit_error(ssn: Session, task: TaskInfo, node: NodeInfo, mode: Mode) -> 
 def _vectorizable(ssn: Session) -> bool:
     if not ssn.vectorize:
         return False
-    names = [n for tier in ssn.tiered("predicate") for n, _ in tier]
+    names = ssn.callbacks.predicate.names()
     return all(n in ssn.batch_predicates for n in names)
 
 
@@ -126,7 +126,7 @@ def _predicate_vectorized(
     else:
         mask = np.ones(len(rows), dtype=bool)
     status_fns: list[Callable[[int], list[Status]]] = []
-    for tier in ssn.tiered("predicate"):
+    for tier in ssn.callbacks.predicate.tiered():
         for name, _ in tier:
             pm, sf = ssn.batch_predicates[name](task)
             if not is_all:

@@ -15,6 +15,7 @@ best nodes go to the first in node order (upstream: random).
 from __future__ import annotations
 
 import copy
+import logging
 import random
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from pumice._util.clock import rfc3339
+from pumice.scheduler.volcano import metrics
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.queue_info import ClusterInfo, QueueInfo
@@ -44,12 +46,34 @@ from pumice.scheduler.volcano.api.types import (
     Vote,
 )
 from pumice.scheduler.volcano.conf import PluginOption, SchedulerConfiguration
-from pumice.scheduler.volcano.framework.extension_points import POINTS
+from pumice.scheduler.volcano.framework.callbacks import (
+    AllocatableFn,
+    BatchNodeOrderFn,
+    BestNodeFn,
+    Callbacks,
+    CallbackTable,
+    JobBoolFn,
+    JobCompareFn,
+    JobNotifyFn,
+    JobValidFn,
+    JobVoteFn,
+    NodeOrderFn,
+    PredicateFn,
+    PreemptiveFn,
+    PrePredicateFn,
+    QueueCompareFn,
+    QueueFn,
+    TaskCompareFn,
+    VictimQueueCompareFn,
+    VictimsFn,
+    VictimTasksFn,
+)
 from pumice.scheduler.volcano.framework.interface import Event, EventHandler, Plugin, SessionCache
 from pumice.scheduler.volcano.framework.node_arrays import NodeArrays
 
+log = logging.getLogger("pumice.scheduler.volcano")
+
 Obj = dict[str, Any]
-CompareFn = Callable[[Any, Any], int]
 
 
 @dataclass
@@ -113,9 +137,7 @@ class Session:
         self.total_resource: Resource = sum_resources(n.allocatable for n in self.node_list)
         self.plugins: dict[str, Plugin] = {}
         self.event_handlers: list[EventHandler] = []
-        self._fns: dict[str, dict[str, Callable[..., Any]]] = {p: {} for p in POINTS}
-        self._tiered: dict[str, list[list[tuple[str, Callable[..., Any]]]]] = {}
-        self._flat_cache: dict[str, list[Callable[..., Any]]] = {}
+        self.callbacks = Callbacks.for_tiers(conf.tiers)
         self.pod_group_status: dict[str, Obj] = {
             j.uid: copy.deepcopy((j.pod_group or {}).get("status") or {}) for j in self.jobs.values()
         }
@@ -132,114 +154,92 @@ class Session:
         self.batch_scores: dict[str, Callable[[TaskInfo, np.ndarray], np.ndarray]] = {}
         self.queue_metrics: dict[str, dict[str, Any]] = {}
         self.plugin_open_seconds: dict[str, float] = {}
+        self.current_action = ""
+        self.errors: list[tuple[str, str, str, str]] = []
 
     # ----- registration -------------------------------------------------------------------
     def add_fn(self, point: str, plugin: str, fn: Callable[..., Any]) -> None:
-        if point not in POINTS:
-            raise KeyError(f"unknown extension point {point!r}")
-        self._fns[point][plugin] = fn
-        self._tiered.pop(point, None)
-        self._flat_cache.pop(point, None)
+        """Register ``fn`` for the extension point named ``point`` (upstream camelCase).
 
-    def add_job_order_fn(self, plugin: str, fn: CompareFn) -> None:
-        self.add_fn("jobOrder", plugin, fn)
+        The typed ``add_*_fn`` methods below are the plugins' way in; this one serves callers
+        that pick the point at run time (tests' fake plugins).
 
-    def add_queue_order_fn(self, plugin: str, fn: CompareFn) -> None:
-        self.add_fn("queueOrder", plugin, fn)
+        Raises:
+            KeyError: an unknown extension point.
+        """
+        self.callbacks.by_point(point).add(plugin, fn)
 
-    def add_victim_queue_order_fn(self, plugin: str, fn: Callable[[QueueInfo, QueueInfo, QueueInfo], int]) -> None:
-        self.add_fn("victimQueueOrder", plugin, fn)
+    def add_job_order_fn(self, plugin: str, fn: JobCompareFn) -> None:
+        self.callbacks.job_order.add(plugin, fn)
 
-    def add_task_order_fn(self, plugin: str, fn: CompareFn) -> None:
-        self.add_fn("taskOrder", plugin, fn)
+    def add_queue_order_fn(self, plugin: str, fn: QueueCompareFn) -> None:
+        self.callbacks.queue_order.add(plugin, fn)
 
-    def add_predicate_fn(self, plugin: str, fn: Callable[[TaskInfo, NodeInfo], list[Status]]) -> None:
-        self.add_fn("predicate", plugin, fn)
+    def add_victim_queue_order_fn(self, plugin: str, fn: VictimQueueCompareFn) -> None:
+        self.callbacks.victim_queue_order.add(plugin, fn)
 
-    def add_pre_predicate_fn(self, plugin: str, fn: Callable[[TaskInfo], str | None]) -> None:
-        self.add_fn("prePredicate", plugin, fn)
+    def add_task_order_fn(self, plugin: str, fn: TaskCompareFn) -> None:
+        self.callbacks.task_order.add(plugin, fn)
 
-    def add_node_order_fn(self, plugin: str, fn: Callable[[TaskInfo, NodeInfo], float]) -> None:
-        self.add_fn("nodeOrder", plugin, fn)
+    def add_predicate_fn(self, plugin: str, fn: PredicateFn) -> None:
+        self.callbacks.predicate.add(plugin, fn)
 
-    def add_batch_node_order_fn(self, plugin: str, fn: Callable[[TaskInfo, Sequence[NodeInfo]], Any]) -> None:
+    def add_pre_predicate_fn(self, plugin: str, fn: PrePredicateFn) -> None:
+        self.callbacks.pre_predicate.add(plugin, fn)
+
+    def add_node_order_fn(self, plugin: str, fn: NodeOrderFn) -> None:
+        self.callbacks.node_order.add(plugin, fn)
+
+    def add_batch_node_order_fn(self, plugin: str, fn: BatchNodeOrderFn) -> None:
         """``fn(task, nodes)`` returns scores aligned with ``nodes`` (a sequence or ndarray)."""
-        self.add_fn("batchNodeOrder", plugin, fn)
+        self.callbacks.batch_node_order.add(plugin, fn)
 
-    def add_best_node_fn(self, plugin: str, fn: Callable[[TaskInfo, dict[float, list[NodeInfo]]], NodeInfo | None]) -> None:
-        self.add_fn("bestNode", plugin, fn)
+    def add_best_node_fn(self, plugin: str, fn: BestNodeFn) -> None:
+        self.callbacks.best_node.add(plugin, fn)
 
-    def add_preemptable_fn(self, plugin: str, fn: Callable[[TaskInfo, list[TaskInfo]], tuple[list[TaskInfo], int]]) -> None:
-        self.add_fn("preemptable", plugin, fn)
+    def add_preemptable_fn(self, plugin: str, fn: VictimsFn) -> None:
+        self.callbacks.preemptable.add(plugin, fn)
 
-    def add_reclaimable_fn(self, plugin: str, fn: Callable[[TaskInfo, list[TaskInfo]], tuple[list[TaskInfo], int]]) -> None:
-        self.add_fn("reclaimable", plugin, fn)
+    def add_reclaimable_fn(self, plugin: str, fn: VictimsFn) -> None:
+        self.callbacks.reclaimable.add(plugin, fn)
 
-    def add_overused_fn(self, plugin: str, fn: Callable[[QueueInfo], bool]) -> None:
-        self.add_fn("overused", plugin, fn)
+    def add_overused_fn(self, plugin: str, fn: QueueFn) -> None:
+        self.callbacks.overused.add(plugin, fn)
 
-    def add_allocatable_fn(self, plugin: str, fn: Callable[[QueueInfo, TaskInfo], bool]) -> None:
-        self.add_fn("allocatable", plugin, fn)
+    def add_allocatable_fn(self, plugin: str, fn: AllocatableFn) -> None:
+        self.callbacks.allocatable.add(plugin, fn)
 
-    def add_preemptive_fn(self, plugin: str, fn: Callable[[QueueInfo, list[TaskInfo]], bool]) -> None:
-        self.add_fn("preemptive", plugin, fn)
+    def add_preemptive_fn(self, plugin: str, fn: PreemptiveFn) -> None:
+        self.callbacks.preemptive.add(plugin, fn)
 
-    def add_job_ready_fn(self, plugin: str, fn: Callable[[JobInfo], bool]) -> None:
-        self.add_fn("jobReady", plugin, fn)
+    def add_job_ready_fn(self, plugin: str, fn: JobBoolFn) -> None:
+        self.callbacks.job_ready.add(plugin, fn)
 
-    def add_job_pipelined_fn(self, plugin: str, fn: Callable[[JobInfo], int]) -> None:
-        self.add_fn("jobPipelined", plugin, fn)
+    def add_job_pipelined_fn(self, plugin: str, fn: JobVoteFn) -> None:
+        self.callbacks.job_pipelined.add(plugin, fn)
 
-    def add_job_enqueueable_fn(self, plugin: str, fn: Callable[[JobInfo], int]) -> None:
-        self.add_fn("jobEnqueueable", plugin, fn)
+    def add_job_enqueueable_fn(self, plugin: str, fn: JobVoteFn) -> None:
+        self.callbacks.job_enqueueable.add(plugin, fn)
 
-    def add_job_enqueued_fn(self, plugin: str, fn: Callable[[JobInfo], None]) -> None:
-        self.add_fn("jobEnqueued", plugin, fn)
+    def add_job_enqueued_fn(self, plugin: str, fn: JobNotifyFn) -> None:
+        self.callbacks.job_enqueued.add(plugin, fn)
 
-    def add_job_valid_fn(self, plugin: str, fn: Callable[[JobInfo], ValidateResult | None]) -> None:
-        self.add_fn("jobValid", plugin, fn)
+    def add_job_valid_fn(self, plugin: str, fn: JobValidFn) -> None:
+        self.callbacks.job_valid.add(plugin, fn)
 
-    def add_job_starving_fns(self, plugin: str, fn: Callable[[JobInfo], bool]) -> None:
-        self.add_fn("jobStarving", plugin, fn)
+    def add_job_starving_fns(self, plugin: str, fn: JobBoolFn) -> None:
+        self.callbacks.job_starving.add(plugin, fn)
 
-    def add_victim_tasks_fns(self, plugin: str, fn: Callable[[list[TaskInfo]], list[TaskInfo]]) -> None:
-        self.add_fn("victimTasks", plugin, fn)
+    def add_victim_tasks_fns(self, plugin: str, fn: VictimTasksFn) -> None:
+        self.callbacks.victim_tasks.add(plugin, fn)
 
     def add_event_handler(self, eh: EventHandler) -> None:
         self.event_handlers.append(eh)
 
-    def tiered(self, point: str) -> list[list[tuple[str, Callable[..., Any]]]]:
-        """Per tier, the (plugin, fn) pairs registered for ``point`` whose switch is on."""
-        got = self._tiered.get(point)
-        if got is not None:
-            return got
-        ep = POINTS[point]
-        fns = self._fns[point]
-        out: list[list[tuple[str, Callable[..., Any]]]] = []
-        for tier in self.tiers:
-            row = []
-            for opt in tier.plugins:
-                fn = fns.get(opt.name)
-                if fn is None:
-                    continue
-                if ep.switch is not None and not opt.enabled(ep.switch):
-                    continue
-                row.append((opt.name, fn))
-            out.append(row)
-        self._tiered[point] = out
-        return out
-
-    def _flat(self, point: str) -> list[Callable[..., Any]]:
-        got = self._flat_cache.get(point)
-        if got is None:
-            got = [fn for tier in self.tiered(point) for _, fn in tier]
-            self._flat_cache[point] = got
-        return got
-
     # ----- ordering -----------------------------------------------------------------------
     def job_order_fn(self, l: JobInfo, r: JobInfo) -> bool:  # noqa: E741
         """True when job ``l`` goes before ``r``."""
-        for fn in self._flat("jobOrder"):
+        for fn in self.callbacks.job_order.flat():
             c = fn(l, r)
             if c != 0:
                 return bool(c < 0)
@@ -248,7 +248,7 @@ class Session:
         return l.creation < r.creation
 
     def queue_order_fn(self, l: QueueInfo, r: QueueInfo) -> bool:  # noqa: E741
-        for fn in self._flat("queueOrder"):
+        for fn in self.callbacks.queue_order.flat():
             c = fn(l, r)
             if c != 0:
                 return bool(c < 0)
@@ -257,14 +257,14 @@ class Session:
         return l.creation < r.creation
 
     def victim_queue_order_fn(self, l: QueueInfo, r: QueueInfo, preemptor: QueueInfo) -> bool:  # noqa: E741
-        for fn in self._flat("victimQueueOrder"):
+        for fn in self.callbacks.victim_queue_order.flat():
             c = fn(l, r, preemptor)
             if c != 0:
                 return bool(c < 0)
         return self.queue_order_fn(r, l)
 
     def task_order_fn(self, l: TaskInfo, r: TaskInfo) -> bool:  # noqa: E741
-        for fn in self._flat("taskOrder"):
+        for fn in self.callbacks.task_order.flat():
             c = fn(l, r)
             if c != 0:
                 return bool(c < 0)
@@ -277,14 +277,14 @@ class Session:
 
     # ----- predicates and scores ----------------------------------------------------------
     def pre_predicate_fn(self, task: TaskInfo) -> str | None:
-        for fn in self._flat("prePredicate"):
+        for fn in self.callbacks.pre_predicate.flat():
             err = fn(task)
             if err:
                 return str(err)
         return None
 
     def predicate_fn(self, task: TaskInfo, node: NodeInfo) -> list[Status]:
-        for fn in self._flat("predicate"):
+        for fn in self.callbacks.predicate.flat():
             st = fn(task, node)
             if st:
                 return list(st)
@@ -306,15 +306,15 @@ class Session:
     def prioritize(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> np.ndarray:
         """Scores aligned with ``nodes``: sum of node-order and batch node-order functions."""
         scores = np.zeros(len(nodes))
-        for fn in self._flat("nodeOrder"):
+        for fn in self.callbacks.node_order.flat():
             scores += np.array([fn(task, n) for n in nodes], dtype=float)
-        for fn in self._flat("batchNodeOrder"):
-            scores += np.asarray(fn(task, nodes), dtype=float)
+        for batch_fn in self.callbacks.batch_node_order.flat():
+            scores += np.asarray(batch_fn(task, nodes), dtype=float)
         return scores
 
     def _row_scorable(self) -> bool:
-        names = [n for p in ("nodeOrder", "batchNodeOrder") for tier in self.tiered(p) for n, _ in tier]
-        return all(n in self.batch_scores for n in names) and not self._flat("bestNode")
+        names = self.callbacks.node_order.names() + self.callbacks.batch_node_order.names()
+        return all(n in self.batch_scores for n in names) and not self.callbacks.best_node.flat()
 
     def prioritize_rows(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         """:meth:`prioritize` over node indices; plugins' vectorized scorers when all have one."""
@@ -322,12 +322,10 @@ class Session:
             return self.prioritize(task, [self.node_list[int(i)] for i in rows])
         scores = np.zeros(len(rows))
         seen: set[str] = set()
-        for p in ("nodeOrder", "batchNodeOrder"):
-            for tier in self.tiered(p):
-                for name, _ in tier:
-                    if name not in seen:
-                        seen.add(name)
-                        scores += self.batch_scores[name](task, rows)
+        for name in self.callbacks.node_order.names() + self.callbacks.batch_node_order.names():
+            if name not in seen:
+                seen.add(name)
+                scores += self.batch_scores[name](task, rows)
         return scores
 
     def best_node_rows(self, task: TaskInfo, rows: np.ndarray) -> NodeInfo:
@@ -338,7 +336,7 @@ class Session:
 
     def best_node(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> NodeInfo:
         scores = self.prioritize(task, nodes)
-        for fn in self._flat("bestNode"):
+        for fn in self.callbacks.best_node.flat():
             by_score: dict[float, list[NodeInfo]] = {}
             for n, s in zip(nodes, scores, strict=True):
                 by_score.setdefault(float(s), []).append(n)
@@ -348,9 +346,10 @@ class Session:
         return nodes[int(np.argmax(scores))]
 
     # ----- verdicts -----------------------------------------------------------------------
-    def _victims(self, point: str, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo]:
+    @staticmethod
+    def _victims(table: CallbackTable[VictimsFn], preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo]:
         victims: list[TaskInfo] | None = None
-        for tier in self.tiered(point):
+        for tier in table.tiered():
             for _, fn in tier:
                 cands, verdict = fn(preemptor, preemptees)
                 if verdict == Vote.ABSTAIN:
@@ -368,25 +367,26 @@ class Session:
         return victims or []
 
     def preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo]:
-        return self._victims("preemptable", preemptor, preemptees)
+        return self._victims(self.callbacks.preemptable, preemptor, preemptees)
 
     def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
-        return self._victims("reclaimable", reclaimer, reclaimees)
+        return self._victims(self.callbacks.reclaimable, reclaimer, reclaimees)
 
     def overused(self, queue: QueueInfo) -> bool:
-        return any(fn(queue) for fn in self._flat("overused"))
+        return any(fn(queue) for fn in self.callbacks.overused.flat())
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        return all(fn(queue, task) for fn in self._flat("allocatable"))
+        return all(fn(queue, task) for fn in self.callbacks.allocatable.flat())
 
     def preemptive(self, queue: QueueInfo, tasks: list[TaskInfo]) -> bool:
-        return all(fn(queue, tasks) for fn in self._flat("preemptive"))
+        return all(fn(queue, tasks) for fn in self.callbacks.preemptive.flat())
 
     def job_ready(self, job: JobInfo) -> bool:
-        return all(fn(job) for fn in self._flat("jobReady"))
+        return all(fn(job) for fn in self.callbacks.job_ready.flat())
 
-    def _vote(self, point: str, job: JobInfo) -> bool:
-        for tier in self.tiered(point):
+    @staticmethod
+    def _vote(table: CallbackTable[JobVoteFn], job: JobInfo) -> bool:
+        for tier in table.tiered():
             has_permit = False
             for _, fn in tier:
                 v = fn(job)
@@ -399,31 +399,31 @@ class Session:
         return True
 
     def job_pipelined(self, job: JobInfo) -> bool:
-        return self._vote("jobPipelined", job)
+        return self._vote(self.callbacks.job_pipelined, job)
 
     def job_enqueueable(self, job: JobInfo) -> bool:
-        return self._vote("jobEnqueueable", job)
+        return self._vote(self.callbacks.job_enqueueable, job)
 
     def job_enqueued(self, job: JobInfo) -> None:
-        for fn in self._flat("jobEnqueued"):
+        for fn in self.callbacks.job_enqueued.flat():
             fn(job)
 
     def job_valid(self, job: JobInfo) -> ValidateResult | None:
-        for fn in self._flat("jobValid"):
+        for fn in self.callbacks.job_valid.flat():
             vr = fn(job)
             if vr is not None and not vr.passed:
                 return vr  # type: ignore[no-any-return]
         return None
 
     def job_starving(self, job: JobInfo) -> bool:
-        for tier in self.tiered("jobStarving"):
+        for tier in self.callbacks.job_starving.tiered():
             if not tier:
                 continue
             return all(fn(job) for _, fn in tier)
         return False
 
     def victim_tasks(self, tasks: list[TaskInfo]) -> list[TaskInfo]:
-        for tier in self.tiered("victimTasks"):
+        for tier in self.callbacks.victim_tasks.tiered():
             out: list[TaskInfo] = []
             seen: set[str] = set()
             for _, fn in tier:
@@ -499,6 +499,29 @@ class Session:
             node.remove_task(task)
         self.fire_deallocate(task)
         task.node_name = ""
+
+    # ----- failures -----------------------------------------------------------------------
+    def record_error(self, op: str, task: TaskInfo, target: str, err: BaseException) -> None:
+        """Log and count an operation that failed and was undone; never silent.
+
+        Args:
+            op: ``bind``, ``evict``, ``allocate`` or ``pipeline``.
+            task: the Pod's task.
+            target: the node (bind/allocate/pipeline) or the eviction reason.
+            err: what failed.
+
+        Counts ``volcano_eviction_errors_total{action}`` for evictions and
+        ``volcano_schedule_attempts_total{result="error"}`` for the rest (upstream's label for
+        an internal scheduler problem). The tuple ``(action, op, task key, message)`` is kept in
+        :attr:`errors` for the caller of the session.
+        """
+        action = self.current_action or "session"
+        log.error("%s: %s of %s (%s) failed: %s", action, op, task.key, target, err)
+        self.errors.append((action, op, task.key, f"{target}: {err}"))
+        if op == "evict":
+            metrics.eviction_errors.labels(action=action).inc()
+        else:
+            metrics.schedule_attempts.labels(result="error").inc()
 
     # ----- misc ---------------------------------------------------------------------------
     def now_rfc3339(self) -> str:
@@ -635,7 +658,7 @@ def open_session(
     ssn = Session(cluster, conf, cache, uid=uid, vectorize=vectorize, seed=seed)
     for tier in conf.tiers:
         for opt in tier.plugins:
-            plugin = PLUGINS[opt.name](opt.arguments)
+            plugin = PLUGINS[opt.name].build(opt.parsed)
             ssn.plugins[opt.name] = plugin
             t0 = timer() if timer is not None else 0.0
             plugin.on_session_open(ssn)
@@ -644,9 +667,21 @@ def open_session(
     return ssn
 
 
-def run_actions(ssn: Session, actions: Iterable[str]) -> None:
+def run_action(ssn: Session, name: str) -> None:
+    """Run the configured action ``name`` with its arguments parsed at configuration load."""
     from pumice.scheduler.volcano.actions import ACTIONS
 
+    cls = ACTIONS[name]
+    args = ssn.conf.parsed_action_arguments.get(name)
+    if args is None:
+        args = cls.parse_arguments(ssn.conf.action_arguments(name))
+    ssn.current_action = name
+    try:
+        cls(args).execute(ssn)
+    finally:
+        ssn.current_action = ""
+
+
+def run_actions(ssn: Session, actions: Iterable[str]) -> None:
     for name in actions:
-        cls = ACTIONS[name]
-        cls(cls.parse_arguments(ssn.conf.action_arguments(name))).execute(ssn)
+        run_action(ssn, name)

@@ -12,6 +12,7 @@ import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pumice.scheduler.volcano import metrics
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import TaskStatus
@@ -132,19 +133,30 @@ class Statement:
         self.operations = []
 
     def commit(self) -> None:
+        """Send every eviction and allocation to the cache, in order.
+
+        A failed eviction or bind is logged with the Pod and the reason, counted (see
+        :meth:`Session.record_error`) and undone in the session; the rest still commit.
+        """
         ssn = self.ssn
+        evicted = 0
         for op in self.operations:
             op.task.last_transaction = None
             if op.name is Op.Evict:
                 try:
                     ssn.cache_evict(op.task, op.reason)
-                except Exception:
+                    evicted += 1
+                except Exception as e:
+                    ssn.record_error("evict", op.task, op.reason, e)
                     self._unevict(op.task)
             elif op.name is Op.Allocate:
                 try:
                     ssn.dispatch(op.task)
-                except Exception:
+                except Exception as e:
+                    ssn.record_error("bind", op.task, op.task.node_name, e)
                     self._unallocate(op.task)
+        if evicted:
+            metrics.eviction_transactions.labels(action=ssn.current_action or "session").inc()
         self.operations = []
 
     def merge(self, *others: Statement) -> None:

@@ -1,18 +1,38 @@
 """Scheduler plugins, one module each, registered by upstream name.
 
+Each module exports ``PLUGIN_NAME``, ``parse_arguments(mapping) -> <its Arguments struct>`` (run
+once when the configuration is loaded) and ``new(args) -> plugin`` (run at every session open).
+
 Mirrors: volcano pkg/scheduler/plugins/factory.go.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pumice.scheduler.volcano.framework.interface import Plugin
 from pumice.scheduler.volcano.framework.registry import Registry
 
-PluginBuilder = Callable[[Mapping[str, Any]], Plugin]
-PLUGINS: Registry[PluginBuilder] = Registry("plugin")
+
+@dataclass(frozen=True)
+class PluginFactory:
+    """How one plugin is configured and built.
+
+    ``parse`` raises :class:`~pumice.scheduler.volcano.framework.arguments.ArgumentError`;
+    calling the factory with a mapping parses and builds in one step.
+    """
+
+    name: str
+    parse: Callable[[Mapping[str, Any]], Any]
+    build: Callable[[Any], Plugin]
+
+    def __call__(self, arguments: Mapping[str, Any]) -> Plugin:
+        return self.build(self.parse(arguments))
+
+
+PLUGINS: Registry[PluginFactory] = Registry("plugin")
 
 from pumice.scheduler.volcano.plugins import (  # noqa: E402
     binpack,
@@ -45,6 +65,6 @@ for _m in (
     sla,
     task_topology,
 ):
-    PLUGINS.register(_m.PLUGIN_NAME, _m.new)
+    PLUGINS.register(_m.PLUGIN_NAME, PluginFactory(_m.PLUGIN_NAME, _m.parse_arguments, _m.new))
 
-__all__ = ["PLUGINS", "PluginBuilder"]
+__all__ = ["PLUGINS", "PluginFactory"]

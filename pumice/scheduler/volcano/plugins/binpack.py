@@ -10,28 +10,27 @@ Mirrors: volcano pkg/scheduler/plugins/binpack/binpack.go.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.resource import CPU, MEMORY
 from pumice.scheduler.volcano.api.task_info import TaskInfo
-from pumice.scheduler.volcano.framework.arguments import ArgumentError, arg, decode
+from pumice.scheduler.volcano.framework.arguments import ArgumentError, Arguments, arg, decode
 from pumice.scheduler.volcano.framework.session import Session
 
 PLUGIN_NAME = "binpack"
 MAX_NODE_SCORE = 100.0
 
 
-@dataclass(frozen=True)
-class BinpackArgs:
+class BinpackArgs(Arguments, frozen=True):
     weight: int = arg("binpack.weight", 1)
     cpu: int = arg("binpack.cpu", 1)
     memory: int = arg("binpack.memory", 1)
     resources: str = arg("binpack.resources", "")
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
     def weights(self) -> dict[str, int]:
         w = {CPU: self.cpu if self.cpu >= 0 else 1, MEMORY: self.memory if self.memory >= 0 else 1}
@@ -124,7 +123,16 @@ class BinpackPlugin:
         pass
 
 
-def new(arguments: Mapping[str, Any]) -> BinpackPlugin:
+def parse_arguments(arguments: Mapping[str, Any]) -> BinpackArgs:
+    """Parse (once, at configuration load) the arguments under their upstream keys.
+
+    Raises:
+        ArgumentError: an unknown key or a value of the wrong type.
+    """
     args = decode(BinpackArgs, arguments, extra=lambda k: k.startswith("binpack.resources."))
     args.weights()
+    return args
+
+
+def new(args: BinpackArgs) -> BinpackPlugin:
     return BinpackPlugin(args)

@@ -24,30 +24,27 @@ from pumice.scheduler.volcano.api.resource import (
     PODS,
     Dimension,
     Resource,
-    exceeded_part,
-    share,
     sum_resources,
 )
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import ALLOCATED_STATUSES, PodGroupPhase, TaskStatus, Vote
-from pumice.scheduler.volcano.framework.arguments import arg, decode
+from pumice.scheduler.volcano.framework.arguments import Arguments, arg, decode
 from pumice.scheduler.volcano.framework.interface import Event, EventHandler
 from pumice.scheduler.volcano.framework.session import Session
+from pumice.scheduler.volcano.plugins._fair_share import clamp_deserved, real_capability, usage_share
 from pumice.scheduler.volcano.plugins._queue_util import (
     allocated_task_num,
     deduct_sch_gated,
     elastic_resources,
     inqueue_resource,
     min_resources_list,
-    res_max,
 )
 
 PLUGIN_NAME = "capacity"
 ROOT = "root"
 
 
-@dataclass(frozen=True)
-class CapacityArgs:
+class CapacityArgs(Arguments, frozen=True):
     ancestor_reclaim_level: int = arg("ancestorReclaimLevel", 0)
 
 
@@ -81,10 +78,7 @@ def update_share(attr: QueueAttr) -> None:
     if attr.best_effort:
         attr.share = 1.0
         return
-    res = 0.0
-    for rn in attr.deserved.resource_names():
-        res = max(res, share(attr.allocated.get(rn), attr.deserved.get(rn)))
-    attr.share = res
+    attr.share = usage_share(attr.allocated, attr.deserved)
 
 
 class CapacityPlugin:
@@ -130,10 +124,9 @@ class CapacityPlugin:
                 self._real_caps(root)
         else:
             for a in self.attrs.values():
-                real = exceeded_part(total, total_guarantee) + a.guarantee
-                a.real_capability = real.min_dimension(a.capability, Dimension.INFINITY)
+                a.real_capability = real_capability(total, total_guarantee, a.guarantee, a.capability)
         for a in self.attrs.values():
-            a.deserved = res_max(a.deserved.min_dimension(a.real_capability, Dimension.INFINITY), a.guarantee)
+            a.deserved = clamp_deserved(a.deserved, a.real_capability, a.guarantee)
         for job in ssn.jobs.values():
             if job.queue not in self.attrs:
                 continue
@@ -318,8 +311,7 @@ class CapacityPlugin:
                 cap.memory if not math.isinf(cap.memory) else pc.memory,
                 {**dict(pc.scalars), **dict(cap.scalars)},
             )
-            real = exceeded_part(parent.real_capability, sib_guarantee) + c.guarantee
-            c.real_capability = real.min_dimension(c.capability, Dimension.INFINITY)
+            c.real_capability = real_capability(parent.real_capability, sib_guarantee, c.guarantee, c.capability)
             self._real_caps(c)
 
     def on_session_close(self, ssn: Session) -> None:
@@ -348,8 +340,17 @@ def _filter_zero(req: Resource, a: Resource, b: Resource) -> Resource:
     )
 
 
-def new(arguments: Mapping[str, Any]) -> CapacityPlugin:
-    return CapacityPlugin(decode(CapacityArgs, arguments))
+def parse_arguments(arguments: Mapping[str, Any]) -> CapacityArgs:
+    """Parse (once, at configuration load) the arguments under their upstream keys.
+
+    Raises:
+        ArgumentError: an unknown key or a value of the wrong type.
+    """
+    return decode(CapacityArgs, arguments)
+
+
+def new(args: CapacityArgs) -> CapacityPlugin:
+    return CapacityPlugin(args)
 
 
 def _common_level(lp: list[str], rp: list[str]) -> int:

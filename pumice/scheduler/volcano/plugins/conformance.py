@@ -40,5 +40,14 @@ class ConformancePlugin:
         pass
 
 
-def new(arguments: Mapping[str, Any]) -> ConformancePlugin:
-    return ConformancePlugin(decode(NoArguments, arguments))
+def parse_arguments(arguments: Mapping[str, Any]) -> NoArguments:
+    """Parse (once, at configuration load) the arguments under their upstream keys.
+
+    Raises:
+        ArgumentError: an unknown key or a value of the wrong type.
+    """
+    return decode(NoArguments, arguments)
+
+
+def new(args: NoArguments) -> ConformancePlugin:
+    return ConformancePlugin(args)

@@ -17,12 +17,13 @@ from typing import Any
 
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.queue_info import QueueInfo
-from pumice.scheduler.volcano.api.resource import Resource, share
+from pumice.scheduler.volcano.api.resource import Resource
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import ALLOCATED_STATUSES, Vote
 from pumice.scheduler.volcano.framework.arguments import NoArguments, decode
 from pumice.scheduler.volcano.framework.interface import Event, EventHandler
 from pumice.scheduler.volcano.framework.session import Session
+from pumice.scheduler.volcano.plugins._fair_share import dominant_share
 
 PLUGIN_NAME = "drf"
 SHARE_DELTA = 0.000001
@@ -68,12 +69,7 @@ class DrfPlugin:
         self.root = HNode("root")
 
     def calculate_share(self, allocated: Resource) -> tuple[str, float]:
-        res, dom = 0.0, ""
-        for rn in self.total.resource_names():
-            s = share(allocated.get(rn), self.total.get(rn))
-            if s > res:
-                res, dom = s, rn
-        return dom, res
+        return dominant_share(allocated, self.total)
 
     def update_share(self, attr: DrfAttr) -> None:
         attr.dominant_resource, attr.share = self.calculate_share(attr.allocated)
@@ -280,5 +276,14 @@ def _resource_saturated(allocated: Resource, request: Resource, demanding: set[s
     return False
 
 
-def new(arguments: Mapping[str, Any]) -> DrfPlugin:
-    return DrfPlugin(decode(NoArguments, arguments))
+def parse_arguments(arguments: Mapping[str, Any]) -> NoArguments:
+    """Parse (once, at configuration load) the arguments under their upstream keys.
+
+    Raises:
+        ArgumentError: an unknown key or a value of the wrong type.
+    """
+    return decode(NoArguments, arguments)
+
+
+def new(args: NoArguments) -> DrfPlugin:
+    return DrfPlugin(args)

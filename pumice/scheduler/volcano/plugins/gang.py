@@ -133,5 +133,14 @@ def _skip_for_releasing(job: JobInfo) -> bool:
     return job.scheduled_task_num() + rel >= job.min_available
 
 
-def new(arguments: Mapping[str, Any]) -> GangPlugin:
-    return GangPlugin(decode(NoArguments, arguments))
+def parse_arguments(arguments: Mapping[str, Any]) -> NoArguments:
+    """Parse (once, at configuration load) the arguments under their upstream keys.
+
+    Raises:
+        ArgumentError: an unknown key or a value of the wrong type.
+    """
+    return decode(NoArguments, arguments)
+
+
+def new(args: NoArguments) -> GangPlugin:
+    return GangPlugin(args)

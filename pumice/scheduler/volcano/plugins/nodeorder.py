@@ -12,14 +12,13 @@ Deviates: InterPodAffinity preferred terms, ImageLocality and PodTopologySpread 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.task_info import TaskInfo
-from pumice.scheduler.volcano.framework.arguments import arg, decode
+from pumice.scheduler.volcano.framework.arguments import Arguments, arg, decode
 from pumice.scheduler.volcano.framework.session import Session
 from pumice.scheduler.volcano.plugins.predicates import match_node_selector_term, untolerated_taint
 
@@ -29,8 +28,7 @@ DEFAULT_MILLI_CPU = 100.0
 DEFAULT_MEMORY = 200.0 * 1024 * 1024
 
 
-@dataclass(frozen=True)
-class NodeOrderArgs:
+class NodeOrderArgs(Arguments, frozen=True):
     least_requested: int = arg("leastrequested.weight", 1)
     most_requested: int = arg("mostrequested.weight", 0)
     node_affinity: int = arg("nodeaffinity.weight", 2)
@@ -166,5 +164,14 @@ def _count_prefer_no_schedule(task: TaskInfo, node: NodeInfo) -> int:
     return count
 
 
-def new(arguments: Mapping[str, Any]) -> NodeOrderPlugin:
-    return NodeOrderPlugin(decode(NodeOrderArgs, arguments))
+def parse_arguments(arguments: Mapping[str, Any]) -> NodeOrderArgs:
+    """Parse (once, at configuration load) the arguments under their upstream keys.
+
+    Raises:
+        ArgumentError: an unknown key or a value of the wrong type.
+    """
+    return decode(NodeOrderArgs, arguments)
+
+
+def new(args: NodeOrderArgs) -> NodeOrderPlugin:
+    return NodeOrderPlugin(args)

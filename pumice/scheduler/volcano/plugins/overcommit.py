@@ -6,13 +6,12 @@ Mirrors: volcano pkg/scheduler/plugins/overcommit/overcommit.go.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.resource import Resource, sum_resources
 from pumice.scheduler.volcano.api.types import PodGroupPhase, Vote
-from pumice.scheduler.volcano.framework.arguments import arg, decode
+from pumice.scheduler.volcano.framework.arguments import Arguments, arg, decode
 from pumice.scheduler.volcano.framework.session import Session
 from pumice.scheduler.volcano.plugins._queue_util import (
     allocated_task_num,
@@ -25,8 +24,7 @@ PLUGIN_NAME = "overcommit"
 DEFAULT_FACTOR = 1.2
 
 
-@dataclass(frozen=True)
-class OvercommitArgs:
+class OvercommitArgs(Arguments, frozen=True):
     factor: float = arg("overcommit-factor", DEFAULT_FACTOR)
 
 
@@ -77,5 +75,14 @@ class OvercommitPlugin:
         self.inqueue = Resource()
 
 
-def new(arguments: Mapping[str, Any]) -> OvercommitPlugin:
-    return OvercommitPlugin(decode(OvercommitArgs, arguments))
+def parse_arguments(arguments: Mapping[str, Any]) -> OvercommitArgs:
+    """Parse (once, at configuration load) the arguments under their upstream keys.
+
+    Raises:
+        ArgumentError: an unknown key or a value of the wrong type.
+    """
+    return decode(OvercommitArgs, arguments)
+
+
+def new(args: OvercommitArgs) -> OvercommitPlugin:
+    return OvercommitPlugin(args)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,7 +26,7 @@ from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.resource import PODS
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import NODE_POD_NUMBER_EXCEEDED, Status, StatusCode
-from pumice.scheduler.volcano.framework.arguments import arg, decode
+from pumice.scheduler.volcano.framework.arguments import Arguments, arg, decode
 from pumice.scheduler.volcano.framework.session import Session
 
 PLUGIN_NAME = "predicates"
@@ -41,8 +40,7 @@ ERR_POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
 ERR_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
 
 
-@dataclass(frozen=True)
-class PredicatesArgs:
+class PredicatesArgs(Arguments, frozen=True):
     node_affinity: bool = arg("predicate.NodeAffinityEnable", True)
     node_ports: bool = arg("predicate.NodePortsEnable", True)
     taint_toleration: bool = arg("predicate.TaintTolerationEnable", True)
@@ -337,5 +335,14 @@ class PredicatesPlugin:
         self._static = {}
 
 
-def new(arguments: Mapping[str, Any]) -> PredicatesPlugin:
-    return PredicatesPlugin(decode(PredicatesArgs, arguments))
+def parse_arguments(arguments: Mapping[str, Any]) -> PredicatesArgs:
+    """Parse (once, at configuration load) the arguments under their upstream keys.
+
+    Raises:
+        ArgumentError: an unknown key or a value of the wrong type.
+    """
+    return decode(PredicatesArgs, arguments)
+
+
+def new(args: PredicatesArgs) -> PredicatesPlugin:
+    return PredicatesPlugin(args)

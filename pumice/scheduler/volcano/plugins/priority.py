@@ -58,5 +58,14 @@ class PriorityPlugin:
         pass
 
 
-def new(arguments: Mapping[str, Any]) -> PriorityPlugin:
-    return PriorityPlugin(decode(NoArguments, arguments))
+def parse_arguments(arguments: Mapping[str, Any]) -> NoArguments:
+    """Parse (once, at configuration load) the arguments under their upstream keys.
+
+    Raises:
+        ArgumentError: an unknown key or a value of the wrong type.
+    """
+    return decode(NoArguments, arguments)
+
+
+def new(args: NoArguments) -> PriorityPlugin:
+    return PriorityPlugin(args)

@@ -15,20 +15,24 @@ from typing import Any
 
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.queue_info import QueueInfo
-from pumice.scheduler.volcano.api.resource import Dimension, Resource, exceeded_part, share, sum_resources
+from pumice.scheduler.volcano.api.resource import Dimension, Resource, sum_resources
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import ALLOCATED_STATUSES, PodGroupPhase, TaskStatus, Vote
 from pumice.scheduler.volcano.framework.arguments import NoArguments, decode
 from pumice.scheduler.volcano.framework.interface import Event, EventHandler
 from pumice.scheduler.volcano.framework.session import Session
+from pumice.scheduler.volcano.plugins._fair_share import (
+    Claim,
+    proportion_deserved,
+    real_capability,
+    usage_share,
+)
 from pumice.scheduler.volcano.plugins._queue_util import (
     allocated_task_num,
     deduct_sch_gated,
     elastic_resources,
-    exact_equal,
     inqueue_resource,
     min_resources_list,
-    res_max,
 )
 
 PLUGIN_NAME = "proportion"
@@ -51,10 +55,7 @@ class QueueAttr:
 
 
 def update_share(attr: QueueAttr) -> None:
-    res = 0.0
-    for rn in attr.deserved.resource_names():
-        res = max(res, share(attr.allocated.get(rn), attr.deserved.get(rn)))
-    attr.share = res
+    attr.share = usage_share(attr.allocated, attr.deserved)
 
 
 def format_names(prefix: str, word: str, names: list[str]) -> str:
@@ -88,10 +89,7 @@ class ProportionPlugin:
                     )
                 if q.guarantee is not None:
                     attr.guarantee = q.guarantee
-                real = exceeded_part(self.total, total_guarantee) + attr.guarantee
-                if attr.capability is not None:
-                    real = real.min_dimension(attr.capability, Dimension.INFINITY)
-                attr.real_capability = real
+                attr.real_capability = real_capability(self.total, total_guarantee, attr.guarantee, attr.capability)
                 self.queue_opts[job.queue] = attr
             for s, b in job.task_status_index.items():
                 if s in ALLOCATED_STATUSES:
@@ -109,34 +107,12 @@ class ProportionPlugin:
                 attr.inqueue = attr.inqueue + deduct_sch_gated(job, inqueue_resource(job, job.allocated))
             attr.elastic = attr.elastic + elastic_resources(job)
 
-        remaining = self.total
-        met: set[str] = set()
         order = sorted(self.queue_opts.values(), key=lambda a: a.name)
-        while True:
-            total_weight = sum(a.weight for a in order if a.queue_id not in met)
-            if total_weight == 0:
-                break
-            old_remaining = remaining
-            inc_total = Resource()
-            dec_total = Resource()
-            for attr in order:
-                if attr.queue_id in met:
-                    continue
-                old = attr.deserved
-                d = attr.deserved + remaining.multi(attr.weight / total_weight)
-                d = d.min_dimension(attr.real_capability, Dimension.INFINITY)
-                d = d.min_dimension(attr.request, Dimension.ZERO)
-                d = res_max(d, attr.guarantee)
-                attr.deserved = d
-                update_share(attr)
-                if attr.request.less_equal(attr.deserved, Dimension.ZERO) or exact_equal(attr.deserved, old):
-                    met.add(attr.queue_id)
-                inc, dec = attr.deserved.diff(old, Dimension.ZERO)
-                inc_total = inc_total + inc
-                dec_total = dec_total + dec
-            remaining = exceeded_part(remaining + dec_total, inc_total)
-            if remaining.is_empty() or exact_equal(remaining, old_remaining):
-                break
+        claims = [Claim(a.queue_id, a.weight, a.request, a.real_capability, a.guarantee) for a in order]
+        for qid, d in proportion_deserved(claims, self.total).items():
+            attr = self.queue_opts[qid]
+            attr.deserved = d
+            update_share(attr)
 
         def queue_order(l: QueueInfo, r: QueueInfo) -> int:  # noqa: E741
             if l.priority != r.priority:
@@ -242,5 +218,14 @@ class ProportionPlugin:
         self.queue_opts = {}
 
 
-def new(arguments: Mapping[str, Any]) -> ProportionPlugin:
-    return ProportionPlugin(decode(NoArguments, arguments))
+def parse_arguments(arguments: Mapping[str, Any]) -> NoArguments:
+    """Parse (once, at configuration load) the arguments under their upstream keys.
+
+    Raises:
+        ArgumentError: an unknown key or a value of the wrong type.
+    """
+    return decode(NoArguments, arguments)
+
+
+def new(args: NoArguments) -> ProportionPlugin:
+    return ProportionPlugin(args)

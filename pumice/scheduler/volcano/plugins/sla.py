@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.types import SLA_WAITING_TIME_ANNOTATION, SLA_WAITING_TIME_KEY, Vote
-from pumice.scheduler.volcano.framework.arguments import ArgumentError, arg, decode
+from pumice.scheduler.volcano.framework.arguments import ArgumentError, Arguments, arg, decode
 from pumice.scheduler.volcano.framework.session import Session
 
 PLUGIN_NAME = "sla"
@@ -38,8 +37,7 @@ def parse_go_duration(s: str) -> float:
     return sign * total
 
 
-@dataclass(frozen=True)
-class SlaArgs:
+class SlaArgs(Arguments, frozen=True):
     waiting_time: str = arg(SLA_WAITING_TIME_KEY, "")
 
 
@@ -96,5 +94,16 @@ class SlaPlugin:
         pass
 
 
-def new(arguments: Mapping[str, Any]) -> SlaPlugin:
-    return SlaPlugin(decode(SlaArgs, arguments))
+def parse_arguments(arguments: Mapping[str, Any]) -> SlaArgs:
+    """Parse (once, at configuration load) the arguments under their upstream keys.
+
+    Raises:
+        ArgumentError: an unknown key, a value of the wrong type or a bad duration.
+    """
+    args = decode(SlaArgs, arguments)
+    SlaPlugin(args)
+    return args
+
+
+def new(args: SlaArgs) -> SlaPlugin:
+    return SlaPlugin(args)

@@ -11,12 +11,11 @@ reorders tasks into buckets).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.task_info import TaskInfo
-from pumice.scheduler.volcano.framework.arguments import arg, decode
+from pumice.scheduler.volcano.framework.arguments import Arguments, arg, decode
 from pumice.scheduler.volcano.framework.session import Session
 
 PLUGIN_NAME = "task-topology"
@@ -24,8 +23,7 @@ AFFINITY = "volcano.sh/task-topology-affinity"
 ANTI_AFFINITY = "volcano.sh/task-topology-anti-affinity"
 
 
-@dataclass(frozen=True)
-class TaskTopologyArgs:
+class TaskTopologyArgs(Arguments, frozen=True):
     weight: int = arg("task-topology.weight", 10)
 
 
@@ -64,5 +62,14 @@ class TaskTopologyPlugin:
         pass
 
 
-def new(arguments: Mapping[str, Any]) -> TaskTopologyPlugin:
-    return TaskTopologyPlugin(decode(TaskTopologyArgs, arguments))
+def parse_arguments(arguments: Mapping[str, Any]) -> TaskTopologyArgs:
+    """Parse (once, at configuration load) the arguments under their upstream keys.
+
+    Raises:
+        ArgumentError: an unknown key or a value of the wrong type.
+    """
+    return decode(TaskTopologyArgs, arguments)
+
+
+def new(args: TaskTopologyArgs) -> TaskTopologyPlugin:
+    return TaskTopologyPlugin(args)

@@ -1,0 +1,145 @@
+"""One typed callback table per extension point.
+
+A plugin registers a function for an extension point under its own name; the session's
+dispatchers walk the table tier by tier (in configured order), skipping plugins whose switch for
+that point is off. Each table knows its function type, so a plugin registering a job-order
+function with the wrong shape is a type error, not a runtime surprise.
+
+Mirrors: volcano pkg/scheduler/framework/session.go (the ``jobOrderFns``... maps) and
+session_plugins.go (the walk over ``ssn.Tiers`` with ``isEnabled``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from pumice.scheduler.volcano.api.job_info import JobInfo
+from pumice.scheduler.volcano.api.node_info import NodeInfo
+from pumice.scheduler.volcano.api.queue_info import QueueInfo
+from pumice.scheduler.volcano.api.task_info import TaskInfo
+from pumice.scheduler.volcano.api.types import Status, ValidateResult
+from pumice.scheduler.volcano.framework.extension_points import POINTS, ExtensionPoint
+
+if TYPE_CHECKING:
+    from pumice.scheduler.volcano.conf import Tier
+
+F = TypeVar("F")
+
+JobCompareFn = Callable[[JobInfo, JobInfo], int]
+QueueCompareFn = Callable[[QueueInfo, QueueInfo], int]
+VictimQueueCompareFn = Callable[[QueueInfo, QueueInfo, QueueInfo], int]
+TaskCompareFn = Callable[[TaskInfo, TaskInfo], int]
+PredicateFn = Callable[[TaskInfo, NodeInfo], list[Status]]
+PrePredicateFn = Callable[[TaskInfo], "str | None"]
+NodeOrderFn = Callable[[TaskInfo, NodeInfo], float]
+BatchNodeOrderFn = Callable[[TaskInfo, Sequence[NodeInfo]], Any]
+"""Returns scores aligned with the nodes (a sequence or an ndarray)."""
+BestNodeFn = Callable[[TaskInfo, dict[float, list[NodeInfo]]], "NodeInfo | None"]
+VictimsFn = Callable[[TaskInfo, list[TaskInfo]], tuple[list[TaskInfo], int]]
+"""(preemptor, candidates) -> (victims, Vote)."""
+QueueFn = Callable[[QueueInfo], bool]
+AllocatableFn = Callable[[QueueInfo, TaskInfo], bool]
+PreemptiveFn = Callable[[QueueInfo, list[TaskInfo]], bool]
+JobBoolFn = Callable[[JobInfo], bool]
+JobVoteFn = Callable[[JobInfo], int]
+"""Returns a Vote (-1 reject, 0 abstain, 1 permit)."""
+JobNotifyFn = Callable[[JobInfo], None]
+JobValidFn = Callable[[JobInfo], "ValidateResult | None"]
+VictimTasksFn = Callable[[list[TaskInfo]], list[TaskInfo]]
+
+
+class CallbackTable(Generic[F]):
+    """The functions plugins registered for one extension point, keyed by plugin name.
+
+    ``tiered()`` gives, per configured tier, the ``(plugin, fn)`` pairs whose switch is on, in
+    configured order; ``flat()`` the same functions in one list. Both are cached until the next
+    :meth:`add`.
+    """
+
+    def __init__(self, point: ExtensionPoint, tiers: Sequence[Tier]) -> None:
+        self.point = point
+        self._tiers = tiers
+        self.fns: dict[str, F] = {}
+        self._tiered: list[list[tuple[str, F]]] | None = None
+        self._flat: list[F] | None = None
+
+    def add(self, plugin: str, fn: F) -> None:
+        self.fns[plugin] = fn
+        self._tiered = None
+        self._flat = None
+
+    def tiered(self) -> list[list[tuple[str, F]]]:
+        if self._tiered is None:
+            switch = self.point.switch
+            out: list[list[tuple[str, F]]] = []
+            for tier in self._tiers:
+                row: list[tuple[str, F]] = []
+                for opt in tier.plugins:
+                    fn = self.fns.get(opt.name)
+                    if fn is None or (switch is not None and not opt.enabled(switch)):
+                        continue
+                    row.append((opt.name, fn))
+                out.append(row)
+            self._tiered = out
+        return self._tiered
+
+    def flat(self) -> list[F]:
+        if self._flat is None:
+            self._flat = [fn for tier in self.tiered() for _, fn in tier]
+        return self._flat
+
+    def names(self) -> list[str]:
+        return [n for tier in self.tiered() for n, _ in tier]
+
+
+@dataclass
+class Callbacks:
+    """Every extension point's table; field names are the points' upstream names in snake case."""
+
+    job_order: CallbackTable[JobCompareFn]
+    queue_order: CallbackTable[QueueCompareFn]
+    victim_queue_order: CallbackTable[VictimQueueCompareFn]
+    task_order: CallbackTable[TaskCompareFn]
+    predicate: CallbackTable[PredicateFn]
+    pre_predicate: CallbackTable[PrePredicateFn]
+    node_order: CallbackTable[NodeOrderFn]
+    batch_node_order: CallbackTable[BatchNodeOrderFn]
+    best_node: CallbackTable[BestNodeFn]
+    preemptable: CallbackTable[VictimsFn]
+    reclaimable: CallbackTable[VictimsFn]
+    overused: CallbackTable[QueueFn]
+    allocatable: CallbackTable[AllocatableFn]
+    preemptive: CallbackTable[PreemptiveFn]
+    job_ready: CallbackTable[JobBoolFn]
+    job_pipelined: CallbackTable[JobVoteFn]
+    job_enqueueable: CallbackTable[JobVoteFn]
+    job_enqueued: CallbackTable[JobNotifyFn]
+    job_valid: CallbackTable[JobValidFn]
+    job_starving: CallbackTable[JobBoolFn]
+    victim_tasks: CallbackTable[VictimTasksFn]
+
+    @classmethod
+    def for_tiers(cls, tiers: Sequence[Tier]) -> Callbacks:
+        return cls(**{f.name: CallbackTable(POINTS[_point_name(f.name)], tiers) for f in fields(cls)})
+
+    def by_point(self, point: str) -> CallbackTable[Any]:
+        """The table of the extension point named ``point`` (upstream camelCase, e.g. ``jobOrder``).
+
+        Raises:
+            KeyError: an unknown extension point.
+        """
+        if point not in POINTS:
+            raise KeyError(f"unknown extension point {point!r}")
+        table: CallbackTable[Any] = getattr(self, _attr_name(point))
+        return table
+
+
+def _point_name(attr: str) -> str:
+    head, *rest = attr.split("_")
+    return head + "".join(p.capitalize() for p in rest)
+
+
+def _attr_name(point: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in point)
