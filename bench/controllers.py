@@ -20,8 +20,8 @@ import asyncio
 import contextlib
 import time
 
+from pumice.api.scheme import POD
 from pumice.controllers.kube import setup
-from pumice.controllers.kube.kinds import POD
 from pumice.runtime import Manager
 from pumice.scheduler.default.scheduler import DefaultScheduler
 from pumice.testing.cluster import local_cluster

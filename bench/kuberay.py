@@ -33,8 +33,9 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+from pumice.api import scheme
 from pumice.api.scheme import Scheme
-from pumice.controllers.ray import kinds, setup
+from pumice.controllers.ray import setup
 from pumice.runtime.manager import Manager
 
 Obj = dict[str, Any]
@@ -60,7 +61,7 @@ async def kubelet(client: Any) -> None:
     rv = ""
     while True:
         try:
-            async for ev in client.watch(kinds.POD, None, resource_version=rv or None):
+            async for ev in client.watch(scheme.POD, None, resource_version=rv or None):
                 obj = ev.object
                 rv = (obj.get("metadata") or {}).get("resourceVersion", rv)
                 if ev.type != "ADDED" or (obj.get("status") or {}).get("phase") == "Running":
@@ -88,10 +89,10 @@ async def api(backend: str) -> AsyncIterator[Any]:
         return
     from pumice.testing.fake_client import FakeClient
 
-    scheme = Scheme.builtin()
-    for rk in (kinds.RAY_CLUSTER, kinds.RAY_JOB, kinds.POD_GROUP):
-        scheme.add(rk)
-    yield FakeClient(scheme)
+    served = Scheme.builtin()
+    for rk in (scheme.RAY_CLUSTER, scheme.RAY_JOB, scheme.POD_GROUP):
+        served.add(rk)
+    yield FakeClient(served)
 
 
 async def run(n: int, workers: int, concurrency: int, backend: str) -> dict[str, float]:
@@ -105,14 +106,14 @@ async def run(n: int, workers: int, concurrency: int, backend: str) -> dict[str,
         for i in range(n):
             await client.create(raycluster(f"rc-{i:05d}", workers))
         created = time.perf_counter() - t0
-        store = mgr.informers.informer(kinds.RAY_CLUSTER).store
+        store = mgr.informers.informer(scheme.RAY_CLUSTER).store
         while True:
             ready = sum(1 for cl in store.list() if (cl.get("status") or {}).get("state") == "ready")
             if ready >= n:
                 break
             await asyncio.sleep(0.05)
         wall = time.perf_counter() - t0
-        pods = len(mgr.informers.informer(kinds.POD).store)
+        pods = len(mgr.informers.informer(scheme.POD).store)
         mgr.stop()
         kl.cancel()
         await asyncio.gather(mgr_task, kl, return_exceptions=True)
@@ -161,14 +162,14 @@ async def run_process_sample() -> None:
                 await client.create(d)
             t0 = time.perf_counter()
             while True:
-                job = await client.get(kinds.RAY_JOB, "rayjob-sample", "default")
+                job = await client.get(scheme.RAY_JOB, "rayjob-sample", "default")
                 st = job.get("status") or {}
                 if st.get("jobDeploymentStatus") in ("Complete", "Failed"):
                     break
                 await asyncio.sleep(1)
             wall = time.perf_counter() - t0
             cl_name = st["rayClusterName"]
-            pods = (await client.list(kinds.POD, "default", label_selector=f"ray.io/cluster={cl_name}")).items
+            pods = (await client.list(scheme.POD, "default", label_selector=f"ray.io/cluster={cl_name}")).items
 
             def cond(p: Obj, t: str) -> float:
                 for c in (p.get("status") or {}).get("conditions") or []:

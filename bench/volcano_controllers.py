@@ -14,7 +14,8 @@ import argparse
 import asyncio
 import time
 
-from pumice.controllers.volcano import admission_plugins, keys
+from pumice.api import scheme
+from pumice.controllers.volcano import admission_plugins
 from pumice.testing.cluster import local_cluster
 from pumice.testing.volcano_controllers import running_controllers
 
@@ -40,7 +41,7 @@ async def controllers_path(jobs: int, pods: int) -> float:
     async with local_cluster(admission=[*m, *v]) as c, running_controllers(c.client):
         while True:
             try:
-                q = await c.client.get(keys.QUEUE, "default")
+                q = await c.client.get(scheme.QUEUE, "default")
                 if (q.get("status") or {}).get("state") == "Open":
                     break
             except Exception:
@@ -49,10 +50,10 @@ async def controllers_path(jobs: int, pods: int) -> float:
         t0 = time.perf_counter()
         for i in range(jobs):
             await c.client.create(vcjob(i, pods))
-        await wait_for(c.client, keys.PODGROUP, jobs)
-        for pg in (await c.client.list(keys.PODGROUP, "default")).items:
-            await c.client.patch(keys.PODGROUP, pg["metadata"]["name"], {"status": {"phase": "Inqueue"}}, "default")
-        await wait_for(c.client, keys.POD, jobs * pods)
+        await wait_for(c.client, scheme.POD_GROUP, jobs)
+        for pg in (await c.client.list(scheme.POD_GROUP, "default")).items:
+            await c.client.patch(scheme.POD_GROUP, pg["metadata"]["name"], {"status": {"phase": "Inqueue"}}, "default")
+        await wait_for(c.client, scheme.POD, jobs * pods)
         return time.perf_counter() - t0
 
 

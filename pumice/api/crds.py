@@ -39,8 +39,10 @@ import msgspec
 import msgspec.inspect as mi
 from lightkube.models.meta_v1 import ObjectMeta
 
+from pumice.api import scheme
 from pumice.api.ray import types as ray
 from pumice.api.schema import CRD_DEFAULT_MARK, CRD_REQUIRED_MARK, QUANTITY_PATTERN
+from pumice.api.scheme import ResourceKind
 from pumice.api.volcano import types as volcano
 
 Obj = dict[str, Any]
@@ -242,18 +244,44 @@ def structural_schema(cls: type) -> Obj:
 
 @dataclass(frozen=True)
 class CrdSpec:
-    """What a CRD publishes besides its schema (upstream values)."""
+    """What a CRD publishes: the kind as :mod:`pumice.api.scheme` declares it (names, scope,
+    subresources), the model its schema comes from, and the printer columns (upstream values)."""
 
     model: type
-    group: str
-    version: str
-    kind: str
-    plural: str
-    scope: str = "Namespaced"
-    short_names: tuple[str, ...] = ()
-    categories: tuple[str, ...] = ()
-    status_subresource: bool = True
+    resource: ResourceKind
     printer_columns: tuple[Obj, ...] = field(default_factory=tuple)
+
+    @property
+    def group(self) -> str:
+        return self.resource.group
+
+    @property
+    def version(self) -> str:
+        return self.resource.version
+
+    @property
+    def kind(self) -> str:
+        return self.resource.kind
+
+    @property
+    def plural(self) -> str:
+        return self.resource.plural
+
+    @property
+    def scope(self) -> str:
+        return "Namespaced" if self.resource.namespaced else "Cluster"
+
+    @property
+    def short_names(self) -> tuple[str, ...]:
+        return self.resource.short_names
+
+    @property
+    def categories(self) -> tuple[str, ...]:
+        return self.resource.categories
+
+    @property
+    def status_subresource(self) -> bool:
+        return "status" in self.resource.subresources
 
 
 def _col(name: str, json_path: str, type_: str = "string", priority: int = 0) -> Obj:
@@ -264,7 +292,7 @@ def _col(name: str, json_path: str, type_: str = "string", priority: int = 0) ->
 
 
 CRD_SPECS: tuple[CrdSpec, ...] = (
-    CrdSpec(ray.RayCluster, "ray.io", "v1", "RayCluster", "rayclusters", categories=("all",), printer_columns=(
+    CrdSpec(ray.RayCluster, scheme.RAY_CLUSTER, printer_columns=(
         _col("desired workers", ".status.desiredWorkerReplicas", "integer"),
         _col("available workers", ".status.availableWorkerReplicas", "integer"),
         _col("cpus", ".status.desiredCPU"),
@@ -276,7 +304,7 @@ CRD_SPECS: tuple[CrdSpec, ...] = (
         _col("head pod IP", ".status.head.podIP", priority=1),
         _col("head service IP", ".status.head.serviceIP", priority=1),
     )),
-    CrdSpec(ray.RayJob, "ray.io", "v1", "RayJob", "rayjobs", categories=("all",), printer_columns=(
+    CrdSpec(ray.RayJob, scheme.RAY_JOB, printer_columns=(
         _col("job status", ".status.jobStatus"),
         _col("deployment status", ".status.jobDeploymentStatus"),
         _col("ray cluster name", ".status.rayClusterName"),
@@ -284,29 +312,26 @@ CRD_SPECS: tuple[CrdSpec, ...] = (
         _col("end time", ".status.endTime"),
         _col("age", ".metadata.creationTimestamp", "date"),
     )),
-    CrdSpec(ray.RayService, "ray.io", "v1", "RayService", "rayservices", categories=("all",), printer_columns=(
+    CrdSpec(ray.RayService, scheme.RAY_SERVICE, printer_columns=(
         _col("service status", ".status.serviceStatus"),
         _col("num serve endpoints", ".status.numServeEndpoints"),
     )),
-    CrdSpec(volcano.Queue, "scheduling.volcano.sh", "v1beta1", "Queue", "queues", scope="Cluster",
-            short_names=("q", "queue-v1beta1"), printer_columns=(_col("PARENT", ".spec.parent"),)),
-    CrdSpec(volcano.PodGroup, "scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups",
-            short_names=("pg", "podgroup-v1beta1"), status_subresource=False, printer_columns=(
+    CrdSpec(volcano.Queue, scheme.QUEUE, printer_columns=(_col("PARENT", ".spec.parent"),)),
+    CrdSpec(volcano.PodGroup, scheme.POD_GROUP, printer_columns=(
                 _col("STATUS", ".status.phase"),
                 _col("minMember", ".spec.minMember", "integer"),
                 _col("RUNNINGS", ".status.running", "integer"),
                 _col("AGE", ".metadata.creationTimestamp", "date"),
                 _col("QUEUE", ".spec.queue", priority=1),
             )),
-    CrdSpec(volcano.Job, "batch.volcano.sh", "v1alpha1", "Job", "jobs", short_names=("vcjob", "vj"),
-            printer_columns=(
+    CrdSpec(volcano.Job, scheme.VCJOB, printer_columns=(
                 _col("STATUS", ".status.state.phase"),
                 _col("minAvailable", ".status.minAvailable", "integer"),
                 _col("RUNNINGS", ".status.running", "integer"),
                 _col("AGE", ".metadata.creationTimestamp", "date"),
                 _col("QUEUE", ".spec.queue", priority=1),
             )),
-    CrdSpec(volcano.Command, "bus.volcano.sh", "v1alpha1", "Command", "commands", status_subresource=False),
+    CrdSpec(volcano.Command, scheme.COMMAND),
 )
 
 

@@ -77,42 +77,65 @@ class ResourceKind:
         return base
 
 
-_STD = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+_NO_DELETECOLLECTION = ("create", "delete", "get", "list", "patch", "update", "watch")
+
+# --- built-in kinds (served by the API server from the start) ---------------------------------
+NAMESPACE = ResourceKind("", "v1", "Namespace", "namespaces", namespaced=False, short_names=("ns",),
+                         subresources=("status", "finalize"), verbs=_NO_DELETECOLLECTION)
+POD = ResourceKind("", "v1", "Pod", "pods", short_names=("po",), categories=("all",),
+                   subresources=("status", "binding", "eviction", "log"))
+NODE = ResourceKind("", "v1", "Node", "nodes", namespaced=False, short_names=("no",), subresources=("status",))
+SERVICE = ResourceKind("", "v1", "Service", "services", short_names=("svc",), categories=("all",),
+                       subresources=("status",), verbs=_NO_DELETECOLLECTION)
+ENDPOINTS = ResourceKind("", "v1", "Endpoints", "endpoints", short_names=("ep",), singular="endpoints")
+CONFIG_MAP = ResourceKind("", "v1", "ConfigMap", "configmaps", short_names=("cm",))
+SECRET = ResourceKind("", "v1", "Secret", "secrets")
+SERVICE_ACCOUNT = ResourceKind("", "v1", "ServiceAccount", "serviceaccounts", short_names=("sa",))
+EVENT = ResourceKind("", "v1", "Event", "events", short_names=("ev",))
+DEPLOYMENT = ResourceKind("apps", "v1", "Deployment", "deployments", short_names=("deploy",), categories=("all",),
+                          subresources=("status", "scale"))
+REPLICA_SET = ResourceKind("apps", "v1", "ReplicaSet", "replicasets", short_names=("rs",), categories=("all",),
+                           subresources=("status", "scale"))
+JOB = ResourceKind("batch", "v1", "Job", "jobs", categories=("all",), subresources=("status",))
+LEASE = ResourceKind("coordination.k8s.io", "v1", "Lease", "leases")
+PRIORITY_CLASS = ResourceKind("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", namespaced=False,
+                              short_names=("pc",))
+ROLE = ResourceKind("rbac.authorization.k8s.io", "v1", "Role", "roles")
+ROLE_BINDING = ResourceKind("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings")
+CLUSTER_ROLE = ResourceKind("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", namespaced=False)
+CLUSTER_ROLE_BINDING = ResourceKind("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings",
+                                    namespaced=False)
+EVENTS_V1_EVENT = ResourceKind("events.k8s.io", "v1", "Event", "events", short_names=("ev",))
+ENDPOINT_SLICE = ResourceKind("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices")
+CUSTOM_RESOURCE_DEFINITION = ResourceKind(
+    "apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", namespaced=False,
+    short_names=("crd", "crds"), subresources=("status",))
 
 BUILTIN_KINDS: tuple[ResourceKind, ...] = (
-    ResourceKind("", "v1", "Namespace", "namespaces", namespaced=False, short_names=("ns",),
-                 subresources=("status", "finalize"),
-                 verbs=("create", "delete", "get", "list", "patch", "update", "watch")),
-    ResourceKind("", "v1", "Pod", "pods", short_names=("po",), categories=("all",),
-                 subresources=("status", "binding", "eviction", "log")),
-    ResourceKind("", "v1", "Node", "nodes", namespaced=False, short_names=("no",),
-                 subresources=("status",)),
-    ResourceKind("", "v1", "Service", "services", short_names=("svc",), categories=("all",),
-                 subresources=("status",),
-                 verbs=("create", "delete", "get", "list", "patch", "update", "watch")),
-    ResourceKind("", "v1", "Endpoints", "endpoints", short_names=("ep",), singular="endpoints"),
-    ResourceKind("", "v1", "ConfigMap", "configmaps", short_names=("cm",)),
-    ResourceKind("", "v1", "Secret", "secrets"),
-    ResourceKind("", "v1", "ServiceAccount", "serviceaccounts", short_names=("sa",)),
-    ResourceKind("", "v1", "Event", "events", short_names=("ev",)),
-    ResourceKind("apps", "v1", "Deployment", "deployments", short_names=("deploy",), categories=("all",),
-                 subresources=("status", "scale")),
-    ResourceKind("apps", "v1", "ReplicaSet", "replicasets", short_names=("rs",), categories=("all",),
-                 subresources=("status", "scale")),
-    ResourceKind("batch", "v1", "Job", "jobs", categories=("all",), subresources=("status",)),
-    ResourceKind("coordination.k8s.io", "v1", "Lease", "leases"),
-    ResourceKind("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", namespaced=False,
-                 short_names=("pc",)),
-    ResourceKind("rbac.authorization.k8s.io", "v1", "Role", "roles"),
-    ResourceKind("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings"),
-    ResourceKind("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", namespaced=False),
-    ResourceKind("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings",
-                 namespaced=False),
-    ResourceKind("events.k8s.io", "v1", "Event", "events", short_names=("ev",)),
-    ResourceKind("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices"),
-    ResourceKind("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
-                 namespaced=False, short_names=("crd", "crds"), subresources=("status",)),
+    NAMESPACE, POD, NODE, SERVICE, ENDPOINTS, CONFIG_MAP, SECRET, SERVICE_ACCOUNT, EVENT, DEPLOYMENT, REPLICA_SET,
+    JOB, LEASE, PRIORITY_CLASS, ROLE, ROLE_BINDING, CLUSTER_ROLE, CLUSTER_ROLE_BINDING, EVENTS_V1_EVENT,
+    ENDPOINT_SLICE, CUSTOM_RESOURCE_DEFINITION,
 )
+
+# --- custom kinds (served once their CRDs are installed; names, scope and subresources as the
+# upstream CRDs: kuberay ray-operator/config/crd/bases, volcano config/crd/volcano/bases) ---------
+RAY_CLUSTER = ResourceKind("ray.io", "v1", "RayCluster", "rayclusters", categories=("all",), subresources=("status",))
+RAY_JOB = ResourceKind("ray.io", "v1", "RayJob", "rayjobs", categories=("all",), subresources=("status",))
+RAY_SERVICE = ResourceKind("ray.io", "v1", "RayService", "rayservices", categories=("all",), subresources=("status",))
+QUEUE = ResourceKind("scheduling.volcano.sh", "v1beta1", "Queue", "queues", namespaced=False,
+                     short_names=("q", "queue-v1beta1"), subresources=("status",))
+# upstream's PodGroup CRD has no status subresource: status is written with the whole object
+POD_GROUP = ResourceKind("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups",
+                         short_names=("pg", "podgroup-v1beta1"))
+VCJOB = ResourceKind("batch.volcano.sh", "v1alpha1", "Job", "jobs", short_names=("vcjob", "vj"),
+                     subresources=("status",))
+COMMAND = ResourceKind("bus.volcano.sh", "v1alpha1", "Command", "commands")
+
+CUSTOM_KINDS: tuple[ResourceKind, ...] = (RAY_CLUSTER, RAY_JOB, RAY_SERVICE, QUEUE, POD_GROUP, VCJOB, COMMAND)
+
+# --- kinds pumice writes to a real cluster but does not serve itself ---------------------------
+# (Volcano's svc job plugin creates NetworkPolicies; pumice's API server has no networking group.)
+NETWORK_POLICY = ResourceKind("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies")
 
 
 @dataclass
@@ -137,6 +160,15 @@ class Scheme:
     def add(self, rk: ResourceKind) -> None:
         with self._lock:
             self._by_plural[(rk.group, rk.version, rk.plural)] = rk
+
+    def resolve_or_add(self, name: str, fallback: ResourceKind) -> ResourceKind:
+        """The kind ``name`` resolves to (see :meth:`resolve`); when none does, ``fallback``,
+        which is added (a client that has not discovered a CRD yet still knows its kind)."""
+        rk = self.resolve(name)
+        if rk is None:
+            self.add(fallback)
+            return fallback
+        return rk
 
     def remove(self, group: str, version: str, plural: str) -> None:
         with self._lock:

@@ -18,11 +18,10 @@ from typing import Any
 
 import click
 
+from pumice.api import scheme
 from pumice.api.scheme import ResourceKind
-from pumice.controllers.volcano import keys
 from pumice.scheduler.volcano.explain import ExplainError, Explanation, explain
 
-RAYJOB = ResourceKind("ray.io", "v1", "RayJob", "rayjobs")
 SCHEDULER_CONFIGMAP = ("volcano-system", "volcano-scheduler-configmap", "volcano-scheduler.conf")
 
 
@@ -30,14 +29,14 @@ async def gather_objects(client: Any, kind: str, name: str, namespace: str) -> l
     """The objects a session needs (Nodes, Pods, PodGroups, Queues, PriorityClasses, Namespaces)
     plus the target itself, listed through ``client``."""
     objects: list[dict[str, Any]] = []
-    for rk in (keys.NAMESPACE, ResourceKind("", "v1", "Node", "nodes", namespaced=False), keys.PRIORITYCLASS,
-               keys.QUEUE, keys.PODGROUP, keys.POD):
+    for rk in (scheme.NAMESPACE, scheme.NODE, scheme.PRIORITY_CLASS,
+               scheme.QUEUE, scheme.POD_GROUP, scheme.POD):
         objects.extend(_with_kind(rk, (await client.list(rk)).items))
     k = kind.lower()
     if k in ("vcjob", "vcjobs", "vj", "jobs.batch.volcano.sh", "job.batch.volcano.sh"):
-        objects.extend(_with_kind(keys.VCJOB, [await client.get(keys.VCJOB, name, namespace)]))
+        objects.extend(_with_kind(scheme.VCJOB, [await client.get(scheme.VCJOB, name, namespace)]))
     elif k in ("rayjob", "rayjobs", "rayjobs.ray.io"):
-        objects.extend(_with_kind(RAYJOB, [await client.get(RAYJOB, name, namespace)]))
+        objects.extend(_with_kind(scheme.RAY_JOB, [await client.get(scheme.RAY_JOB, name, namespace)]))
     return objects
 
 
@@ -55,7 +54,7 @@ async def scheduler_conf(client: Any, path: str | None) -> Any:
         return load_conf(path)
     ns, name, key = SCHEDULER_CONFIGMAP
     try:
-        cm = await client.get(keys.CONFIGMAP, name, ns)
+        cm = await client.get(scheme.CONFIG_MAP, name, ns)
         text = (cm.get("data") or {}).get(key)
         if text:
             return load_conf(text)

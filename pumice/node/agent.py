@@ -43,9 +43,14 @@ from urllib.parse import urlsplit
 
 from pumice._util.clock import Clock, default_clock, rfc3339, rfc3339_micro
 from pumice.api import meta, quantity
+from pumice.api.scheme import ENDPOINTS
+from pumice.api.scheme import LEASE as LEASES
+from pumice.api.scheme import NAMESPACE as NAMESPACES
+from pumice.api.scheme import NODE as NODES
+from pumice.api.scheme import POD as PODS
+from pumice.api.scheme import SERVICE as SERVICES
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
 from pumice.node import podspec
-from pumice.node.kinds import ENDPOINTS, LEASES, NAMESPACES, NODES, PODS, SERVICES
 from pumice.node.logs import LogServer
 from pumice.node.network import HostNetwork, NetnsNetwork, NetworkError, hosts_content, run
 from pumice.node.proxy import EgressProxy, TcpForwarder, package_index_hosts

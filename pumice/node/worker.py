@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pumice._util.clock import Clock
 from pumice._util.clock import rfc3339 as _rfc3339
+from pumice.api.scheme import POD as PODS
 from pumice.node import podspec
-from pumice.node.kinds import PODS
 from pumice.node.runtime.base import Container, ContainerRuntime, RuntimeError_, Sandbox, StartRequest
 from pumice.node.volumes import VolumeError, container_mounts, setup_volumes
 
@@ -358,8 +358,9 @@ class PodWorker:
 
     async def _lookup_table(self) -> Callable[[str, str], Obj | None]:
         """Fetch every ConfigMap/Secret the Pod references (env, envFrom, volumes)."""
+        from pumice.api.scheme import CONFIG_MAP as CONFIGMAPS
+        from pumice.api.scheme import SECRET as SECRETS
         from pumice.client.base import is_not_found
-        from pumice.node.kinds import CONFIGMAPS, SECRETS
 
         wanted: set[tuple[str, str]] = set()
         for c in podspec.all_containers(self.pod):

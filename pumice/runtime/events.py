@@ -36,13 +36,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pumice._util.clock import Clock, default_clock, rfc3339
-from pumice.api.scheme import ResourceKind
+from pumice.api.scheme import EVENT
 from pumice.client.base import KubeClient, is_not_found
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
-EVENT = ResourceKind("", "v1", "Event", "events", short_names=("ev",))
 
 EVENT_TYPES = ("Normal", "Warning")
 MAX_LRU_CACHE_ENTRIES = 4096

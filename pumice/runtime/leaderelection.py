@@ -30,13 +30,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from pumice._util.clock import Clock, default_clock, rfc3339_micro
-from pumice.api.scheme import ResourceKind
+from pumice.api.scheme import LEASE
 from pumice.client.base import KubeClient, is_conflict, is_not_found
 from pumice.runtime import metrics
 
 log = logging.getLogger(__name__)
 
-LEASE = ResourceKind("coordination.k8s.io", "v1", "Lease", "leases")
 
 __all__ = ["LEASE", "LeaderElectionConfig", "LeaderElector"]
 

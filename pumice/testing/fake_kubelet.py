@@ -26,17 +26,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pumice._util.clock import Clock, default_clock, rfc3339, rfc3339_micro
-from pumice.api.scheme import ResourceKind
+from pumice.api.scheme import LEASE, NODE, POD
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
 from pumice.client.informer import Informer, SharedInformerFactory
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
-POD = ResourceKind("", "v1", "Pod", "pods", subresources=("status", "binding", "eviction", "log"))
-NODE = ResourceKind("", "v1", "Node", "nodes", namespaced=False, subresources=("status",))
-NAMESPACE = ResourceKind("", "v1", "Namespace", "namespaces", namespaced=False)
-LEASE = ResourceKind("coordination.k8s.io", "v1", "Lease", "leases")
 LEASE_NAMESPACE = "kube-node-lease"
 
 ExitPolicy = Callable[[Obj], "tuple[float, int] | None"]

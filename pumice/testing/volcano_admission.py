@@ -8,7 +8,7 @@ import copy
 from typing import Any
 
 from pumice.api.admission import AdmissionRequest, MutatingPlugin, ValidatingPlugin
-from pumice.api.scheme import ResourceKind, Scheme
+from pumice.api.scheme import COMMAND, POD_GROUP, QUEUE, VCJOB, ResourceKind, Scheme
 
 
 class MemoryReader:
@@ -16,9 +16,7 @@ class MemoryReader:
 
     def __init__(self, objects: list[dict[str, Any]] | None = None, scheme: Scheme | None = None) -> None:
         self.scheme = scheme or Scheme.builtin()
-        from pumice.controllers.volcano import keys
-
-        for rk in (keys.VCJOB, keys.PODGROUP, keys.QUEUE, keys.COMMAND):
+        for rk in (VCJOB, POD_GROUP, QUEUE, COMMAND):
             self.scheme.add(rk)
         self.objects: list[dict[str, Any]] = [copy.deepcopy(o) for o in objects or []]
 

@@ -11,9 +11,10 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from pumice.api import scheme
 from pumice.api.scheme import Scheme
 from pumice.client.base import KubeClient
-from pumice.controllers.volcano import keys, setup
+from pumice.controllers.volcano import setup
 from pumice.runtime.manager import Manager
 from pumice.testing.node import wait_for
 
@@ -21,7 +22,7 @@ from pumice.testing.node import wait_for
 def volcano_scheme() -> Scheme:
     """The built-in kinds plus Job, PodGroup, Queue, Command and NetworkPolicy."""
     s = Scheme.builtin()
-    for rk in (keys.VCJOB, keys.PODGROUP, keys.QUEUE, keys.COMMAND, keys.NETWORKPOLICY):
+    for rk in (scheme.VCJOB, scheme.POD_GROUP, scheme.QUEUE, scheme.COMMAND, scheme.NETWORK_POLICY):
         s.add(rk)
     return s
 
@@ -75,11 +76,7 @@ async def add_nodes(client: KubeClient, nodes: list[dict[str, Any]]) -> None:
 
 async def list_scheduling_objects(client: KubeClient) -> list[dict[str, Any]]:
     """Nodes, Pods, PodGroups, Queues, PriorityClasses and Namespaces, with kind set."""
-    from pumice.api.scheme import ResourceKind
-
-    kinds = (ResourceKind("", "v1", "Namespace", "namespaces", namespaced=False),
-             ResourceKind("", "v1", "Node", "nodes", namespaced=False),
-             keys.PRIORITYCLASS, keys.QUEUE, keys.PODGROUP, keys.POD)
+    kinds = (scheme.NAMESPACE, scheme.NODE, scheme.PRIORITY_CLASS, scheme.QUEUE, scheme.POD_GROUP, scheme.POD)
     out: list[dict[str, Any]] = []
     for rk in kinds:
         for o in (await client.list(rk)).items:
@@ -119,11 +116,11 @@ async def schedule_once(client: KubeClient, conf: Any) -> Any:
     for key in sorted(closed.changed if closed is not None else []):
         ns, name = key.split("/", 1)
         with contextlib.suppress(Exception):
-            await client.patch(keys.PODGROUP, name, {"status": res.pod_groups[key]}, ns)
+            await client.patch(scheme.POD_GROUP, name, {"status": res.pod_groups[key]}, ns)
     if closed is not None:
         for q, alloc in sorted(closed.queue_allocated.items()):
             with contextlib.suppress(Exception):
-                await client.patch(keys.QUEUE, q, {"status": {"allocated": alloc or None}}, subresource="status")
+                await client.patch(scheme.QUEUE, q, {"status": {"allocated": alloc or None}}, subresource="status")
     return res
 
 
@@ -138,27 +135,27 @@ class MiniKubelet:
         self._task: asyncio.Task[None] | None = None
 
     async def step(self) -> None:
-        for p in (await self.client.list(keys.POD)).items:
+        for p in (await self.client.list(scheme.POD)).items:
             md, spec, st = p["metadata"], p.get("spec") or {}, p.get("status") or {}
             if md.get("deletionTimestamp"):
                 with contextlib.suppress(Exception):
-                    await self.client.delete(keys.POD, md["name"], md.get("namespace"), grace_period_seconds=0)
+                    await self.client.delete(scheme.POD, md["name"], md.get("namespace"), grace_period_seconds=0)
                 continue
             if spec.get("nodeName") and (st.get("phase") or "Pending") == "Pending":
                 cs = [{"name": c.get("name", ""), "ready": True, "restartCount": 0,
                        "state": {"running": {}}} for c in spec.get("containers") or []]
                 with contextlib.suppress(Exception):
-                    await self.client.patch(keys.POD, md["name"], {"status": {
+                    await self.client.patch(scheme.POD, md["name"], {"status": {
                         "phase": "Running", "containerStatuses": cs,
                         "conditions": [{"type": "Ready", "status": "True"}]}}, md.get("namespace"),
                         subresource="status")
 
     async def finish(self, name: str, namespace: str = "default", *, phase: str = "Succeeded",
                      exit_code: int = 0) -> None:
-        p = await self.client.get(keys.POD, name, namespace)
+        p = await self.client.get(scheme.POD, name, namespace)
         cs = [{"name": c.get("name", ""), "ready": False, "restartCount": 0,
                "state": {"terminated": {"exitCode": exit_code}}} for c in (p.get("spec") or {}).get("containers") or []]
-        await self.client.patch(keys.POD, name, {"status": {"phase": phase, "containerStatuses": cs}}, namespace,
+        await self.client.patch(scheme.POD, name, {"status": {"phase": phase, "containerStatuses": cs}}, namespace,
                                 subresource="status")
 
     async def _loop(self) -> None:

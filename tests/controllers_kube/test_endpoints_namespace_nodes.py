@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from pumice.api.scheme import ENDPOINT_SLICE, ENDPOINTS, NAMESPACE, NODE, POD
 from pumice.controllers.kube.endpoints import build_subsets
-from pumice.controllers.kube.kinds import ENDPOINT_SLICE, ENDPOINTS, NAMESPACE, NODE, POD
 from pumice.controllers.kube.nodelifecycle import eviction_delay
 
 from .conftest import Env, chain, deployment, eventually

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from pumice.controllers.kube.kinds import DEPLOYMENT, POD, REPLICA_SET
+from pumice.api.scheme import DEPLOYMENT, POD, REPLICA_SET
 from pumice.controllers.kube.podutil import is_active
 
 from .conftest import Env, deployment, eventually

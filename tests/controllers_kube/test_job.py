@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from pumice.api.scheme import JOB, POD
 from pumice.controllers.kube.job import match_pod_failure_policy
-from pumice.controllers.kube.kinds import JOB, POD
 
 from .conftest import Env, chain, eventually, job
 

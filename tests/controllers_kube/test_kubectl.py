@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from pumice.api.scheme import DEPLOYMENT
 from pumice.controllers.kube import setup
-from pumice.controllers.kube.kinds import DEPLOYMENT
 from pumice.runtime import Manager
 from pumice.scheduler.default.scheduler import DefaultScheduler
 from pumice.testing.cluster import serve_http

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pumice.controllers.kube.kinds import POD, REPLICA_SET
+from pumice.api.scheme import POD, REPLICA_SET
 
 from .conftest import Env, eventually
 

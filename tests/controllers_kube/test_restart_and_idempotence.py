@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from pumice.api.scheme import DEPLOYMENT, JOB, POD, REPLICA_SET, SERVICE
 from pumice.controllers.kube.deployment import DeploymentReconciler
 from pumice.controllers.kube.endpoints import EndpointsReconciler
 from pumice.controllers.kube.job import JobReconciler
-from pumice.controllers.kube.kinds import DEPLOYMENT, JOB, POD, REPLICA_SET, SERVICE
 from pumice.controllers.kube.podutil import is_active
 from pumice.controllers.kube.replicaset import ReplicaSetReconciler
 from pumice.runtime import Request
@@ -49,7 +49,7 @@ async def test_manager_restart_mid_rollout_converges_without_duplicate_pods(env:
 
 
 async def test_killed_manager_mid_scale_up_is_replaced_without_duplicate_pods(env: Env) -> None:
-    from pumice.controllers.kube.kinds import REPLICA_SET as RS
+    from pumice.api.scheme import REPLICA_SET as RS
 
     await env.client.create({"apiVersion": "apps/v1", "kind": "ReplicaSet",
                              "metadata": {"name": "big", "namespace": "default"},

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pumice.controllers.kube.kinds import EVENT, POD
+from pumice.api.scheme import EVENT, POD
 
 from .conftest import Env, chain, eventually
 

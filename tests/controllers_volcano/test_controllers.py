@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pumice.controllers.volcano import keys
+from pumice.api import scheme
 from pumice.controllers.volcano.admission.jobs import mutate_job
 from pumice.controllers.volcano.job import builders
 from pumice.controllers.volcano.job.state import JOB_STEPS
@@ -84,7 +84,7 @@ async def create_job(client: FakeClient, job: dict) -> dict:
 
 
 async def pods_of(client: FakeClient) -> list[dict]:
-    return sorted((await client.list(keys.POD, "default")).items, key=lambda p: p["metadata"]["name"])
+    return sorted((await client.list(scheme.POD, "default")).items, key=lambda p: p["metadata"]["name"])
 
 
 async def set_phase(client: FakeClient, kind: Any, name: str, phase: str, ns: str | None = "default") -> None:
@@ -93,13 +93,13 @@ async def set_phase(client: FakeClient, kind: Any, name: str, phase: str, ns: st
 
 
 async def job_phase(client: FakeClient, name: str = "j1") -> str:
-    j = await client.get(keys.VCJOB, name, "default")
+    j = await client.get(scheme.VCJOB, name, "default")
     return str(((j.get("status") or {}).get("state") or {}).get("phase") or "")
 
 
 async def test_default_queue_is_created_open(client: FakeClient) -> None:
     async with running(client):
-        q = await eventually(lambda: _get(client, keys.QUEUE, "default", None))
+        q = await eventually(lambda: _get(client, scheme.QUEUE, "default", None))
         assert q["spec"] == {"weight": 1, "reclaimable": True}
         await eventually(lambda: _state(client, "default", QueueState.OPEN))
 
@@ -112,7 +112,7 @@ async def _get(client: FakeClient, kind: Any, name: str, ns: str | None = "defau
 
 
 async def _state(client: FakeClient, queue: str, state: str) -> bool:
-    q = await _get(client, keys.QUEUE, queue, None)
+    q = await _get(client, scheme.QUEUE, queue, None)
     return bool(q and (q.get("status") or {}).get("state") == state)
 
 
@@ -121,29 +121,29 @@ async def test_job_pods_wait_for_the_podgroup_to_leave_pending(client: FakeClien
         await eventually(lambda: _state(client, "default", QueueState.OPEN))
         job = await create_job(client, vcjob(replicas=3, min_available=3))
         pg_name = f"j1-{job['metadata']['uid']}"
-        pg = await eventually(lambda: _get(client, keys.PODGROUP, pg_name))
+        pg = await eventually(lambda: _get(client, scheme.POD_GROUP, pg_name))
         assert pg["spec"]["minMember"] == 3
         await eventually(lambda: job_phase(client))
         assert await job_phase(client) == JobPhase.PENDING
         assert await pods_of(client) == []
-        await set_phase(client, keys.PODGROUP, pg_name, "Inqueue")
+        await set_phase(client, scheme.POD_GROUP, pg_name, "Inqueue")
         await eventually(lambda: _counts(client, "default", "inqueue", 1))
         pods = await eventually(lambda: _n_pods(client, 3))
         assert [p["metadata"]["name"] for p in pods] == ["j1-t-0", "j1-t-1", "j1-t-2"]
         for p in pods:
-            await set_phase(client, keys.POD, p["metadata"]["name"], "Running")
+            await set_phase(client, scheme.POD, p["metadata"]["name"], "Running")
         await eventually(lambda: _phase_is(client, JobPhase.RUNNING))
         for p in pods:
-            await set_phase(client, keys.POD, p["metadata"]["name"], "Succeeded")
+            await set_phase(client, scheme.POD, p["metadata"]["name"], "Succeeded")
         await eventually(lambda: _phase_is(client, JobPhase.COMPLETED))
-        j = await client.get(keys.VCJOB, "j1", "default")
+        j = await client.get(scheme.VCJOB, "j1", "default")
         assert j["status"]["succeeded"] == 3
         # a finished job gives its PodGroup up (upstream finished state: KillJob deletes it)
-        await eventually(lambda: _gone(client, keys.PODGROUP, pg_name))
+        await eventually(lambda: _gone(client, scheme.POD_GROUP, pg_name))
 
 
 async def _counts(client: FakeClient, queue: str, field: str, n: int) -> dict | None:
-    q = await _get(client, keys.QUEUE, queue, None)
+    q = await _get(client, scheme.QUEUE, queue, None)
     return q if q and (q.get("status") or {}).get(field) == n else None
 
 
@@ -161,20 +161,20 @@ async def test_pod_evicted_restarts_the_job_with_a_new_version(client: FakeClien
         await eventually(lambda: _state(client, "default", QueueState.OPEN))
         job = await create_job(client, vcjob(replicas=2, policies=[{"event": "PodEvicted", "action": "RestartJob"}]))
         pg_name = f"j1-{job['metadata']['uid']}"
-        await eventually(lambda: _get(client, keys.PODGROUP, pg_name))
-        await set_phase(client, keys.PODGROUP, pg_name, "Inqueue")
+        await eventually(lambda: _get(client, scheme.POD_GROUP, pg_name))
+        await set_phase(client, scheme.POD_GROUP, pg_name, "Inqueue")
         pods = await eventually(lambda: _n_pods(client, 2))
         for p in pods:
-            await set_phase(client, keys.POD, p["metadata"]["name"], "Running")
+            await set_phase(client, scheme.POD, p["metadata"]["name"], "Running")
         await eventually(lambda: _phase_is(client, JobPhase.RUNNING))
-        await client.delete(keys.POD, "j1-t-0", "default")
+        await client.delete(scheme.POD, "j1-t-0", "default")
         await eventually(lambda: _phase_is(client, JobPhase.RESTARTING))
-        j = await client.get(keys.VCJOB, "j1", "default")
+        j = await client.get(scheme.VCJOB, "j1", "default")
         assert j["status"]["retryCount"] == 1
         assert j["status"]["version"] == 1
         # the PodGroup was deleted with the old version and is created again
-        pg = await eventually(lambda: _get(client, keys.PODGROUP, pg_name))
-        await set_phase(client, keys.PODGROUP, pg_name, "Inqueue")
+        pg = await eventually(lambda: _get(client, scheme.POD_GROUP, pg_name))
+        await set_phase(client, scheme.POD_GROUP, pg_name, "Inqueue")
         pods = await eventually(lambda: _n_pods(client, 2))
         assert {p["metadata"]["annotations"]["volcano.sh/job-version"] for p in pods} == {"1"}
         await eventually(lambda: _phase_is(client, JobPhase.PENDING))
@@ -186,13 +186,13 @@ async def test_pod_failed_with_abort_policy_aborts(client: FakeClient) -> None:
         await eventually(lambda: _state(client, "default", QueueState.OPEN))
         job = await create_job(client, vcjob(replicas=2, policies=[{"event": "PodFailed", "action": "AbortJob"}]))
         pg_name = f"j1-{job['metadata']['uid']}"
-        await eventually(lambda: _get(client, keys.PODGROUP, pg_name))
-        await set_phase(client, keys.PODGROUP, pg_name, "Inqueue")
+        await eventually(lambda: _get(client, scheme.POD_GROUP, pg_name))
+        await set_phase(client, scheme.POD_GROUP, pg_name, "Inqueue")
         pods = await eventually(lambda: _n_pods(client, 2))
         for p in pods:
-            await set_phase(client, keys.POD, p["metadata"]["name"], "Running")
+            await set_phase(client, scheme.POD, p["metadata"]["name"], "Running")
         await eventually(lambda: _phase_is(client, JobPhase.RUNNING))
-        await set_phase(client, keys.POD, "j1-t-1", "Failed")
+        await set_phase(client, scheme.POD, "j1-t-1", "Failed")
         await eventually(lambda: _phase_is(client, JobPhase.ABORTED))
         remaining = await pods_of(client)
         assert [p["metadata"]["name"] for p in remaining] == ["j1-t-1"]  # the Failed Pod is kept
@@ -203,12 +203,12 @@ async def test_exit_code_policy_terminates(client: FakeClient) -> None:
         await eventually(lambda: _state(client, "default", QueueState.OPEN))
         job = await create_job(client, vcjob(replicas=1, policies=[{"exitCode": 3, "action": "TerminateJob"}]))
         pg_name = f"j1-{job['metadata']['uid']}"
-        await eventually(lambda: _get(client, keys.PODGROUP, pg_name))
-        await set_phase(client, keys.PODGROUP, pg_name, "Inqueue")
+        await eventually(lambda: _get(client, scheme.POD_GROUP, pg_name))
+        await set_phase(client, scheme.POD_GROUP, pg_name, "Inqueue")
         await eventually(lambda: _n_pods(client, 1))
-        await set_phase(client, keys.POD, "j1-t-0", "Running")
+        await set_phase(client, scheme.POD, "j1-t-0", "Running")
         await eventually(lambda: _phase_is(client, JobPhase.RUNNING))
-        await client.patch(keys.POD, "j1-t-0", {"status": {"phase": "Failed", "containerStatuses": [
+        await client.patch(scheme.POD, "j1-t-0", {"status": {"phase": "Failed", "containerStatuses": [
             {"name": "c", "state": {"terminated": {"exitCode": 3}}}]}}, "default", subresource="status")
         await eventually(lambda: _phase_is(client, JobPhase.TERMINATED))
 
@@ -218,21 +218,21 @@ async def test_abort_command_aborts_and_resume_restarts(client: FakeClient) -> N
         await eventually(lambda: _state(client, "default", QueueState.OPEN))
         job = await create_job(client, vcjob(replicas=1))
         pg_name = f"j1-{job['metadata']['uid']}"
-        await eventually(lambda: _get(client, keys.PODGROUP, pg_name))
-        await set_phase(client, keys.PODGROUP, pg_name, "Inqueue")
+        await eventually(lambda: _get(client, scheme.POD_GROUP, pg_name))
+        await set_phase(client, scheme.POD_GROUP, pg_name, "Inqueue")
         await eventually(lambda: _n_pods(client, 1))
         await client.create({"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
                              "metadata": {"name": "abort-1", "namespace": "default"},
                              "action": "AbortJob", "target": {"apiVersion": "batch.volcano.sh/v1alpha1",
                                                               "kind": "Job", "name": "j1", "uid": job["metadata"]["uid"]}})
         await eventually(lambda: _phase_is(client, JobPhase.ABORTED))
-        assert (await client.list(keys.COMMAND, "default")).items == []
+        assert (await client.list(scheme.COMMAND, "default")).items == []
         await client.create({"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
                              "metadata": {"name": "resume-1", "namespace": "default"},
                              "action": "ResumeJob", "target": {"kind": "Job", "name": "j1"}})
         # Restarting, then Pending at once (nothing is left terminating)
         await eventually(lambda: _phase_is(client, JobPhase.PENDING))
-        j = await client.get(keys.VCJOB, "j1", "default")
+        j = await client.get(scheme.VCJOB, "j1", "default")
         assert j["status"]["retryCount"] == 1
         assert [c["status"] for c in j["status"]["conditions"]] == ["Aborting", "Aborted", "Restarting", "Pending"]
 
@@ -242,15 +242,15 @@ async def test_job_plugins_create_service_configmap_secret_and_env(client: FakeC
         await eventually(lambda: _state(client, "default", QueueState.OPEN))
         job = await create_job(client, vcjob(replicas=2, plugins={"env": [], "svc": [], "ssh": []}))
         pg_name = f"j1-{job['metadata']['uid']}"
-        svc = await eventually(lambda: _get(client, keys.SERVICE, "j1"))
+        svc = await eventually(lambda: _get(client, scheme.SERVICE, "j1"))
         assert svc["spec"]["clusterIP"] == "None"
-        cm = await eventually(lambda: _get(client, keys.CONFIGMAP, "j1-svc"))
+        cm = await eventually(lambda: _get(client, scheme.CONFIG_MAP, "j1-svc"))
         assert cm["data"] == {"t.host": "j1-t-0.j1\nj1-t-1.j1", "VC_T_HOSTS": "j1-t-0.j1,j1-t-1.j1", "VC_T_NUM": "2"}
-        secret = await eventually(lambda: _get(client, keys.SECRET, "j1-ssh"))
+        secret = await eventually(lambda: _get(client, scheme.SECRET, "j1-ssh"))
         assert set(secret["data"]) == {"id_rsa", "id_rsa.pub", "authorized_keys", "config"}
-        np = await eventually(lambda: _get(client, keys.NETWORKPOLICY, "j1"))
+        np = await eventually(lambda: _get(client, scheme.NETWORK_POLICY, "j1"))
         assert np["spec"]["policyTypes"] == ["Ingress"]
-        await set_phase(client, keys.PODGROUP, pg_name, "Inqueue")
+        await set_phase(client, scheme.POD_GROUP, pg_name, "Inqueue")
         pods = await eventually(lambda: _n_pods(client, 2))
         env = {e["name"]: e.get("value") for e in pods[1]["spec"]["containers"][0]["env"]}
         assert env["VC_TASK_INDEX"] == "1" and env["VK_TASK_INDEX"] == "1"
@@ -258,7 +258,7 @@ async def test_job_plugins_create_service_configmap_secret_and_env(client: FakeC
         assert pods[1]["spec"]["hostname"] == "j1-t-1" and pods[1]["spec"]["subdomain"] == "j1"
         mounts = {m["mountPath"] for m in pods[1]["spec"]["containers"][0]["volumeMounts"]}
         assert mounts == {"/etc/volcano", "/root/.ssh"}
-        j = await client.get(keys.VCJOB, "j1", "default")
+        j = await client.get(scheme.VCJOB, "j1", "default")
         assert j["status"]["controlledResources"] == {"plugin-env": "env", "plugin-svc": "svc", "plugin-ssh": "ssh"}
 
 
@@ -267,8 +267,8 @@ async def test_a_second_reconcile_writes_nothing(client: FakeClient) -> None:
         await eventually(lambda: _state(client, "default", QueueState.OPEN))
         job = await create_job(client, vcjob(replicas=2))
         pg_name = f"j1-{job['metadata']['uid']}"
-        await eventually(lambda: _get(client, keys.PODGROUP, pg_name))
-        await set_phase(client, keys.PODGROUP, pg_name, "Inqueue")
+        await eventually(lambda: _get(client, scheme.POD_GROUP, pg_name))
+        await set_phase(client, scheme.POD_GROUP, pg_name, "Inqueue")
         await eventually(lambda: _n_pods(client, 2))
         await eventually(lambda: _status_pending(client, 2))
         ctrl = next(c for c in mgr.controllers if c.name == "volcano-job")
@@ -280,7 +280,7 @@ async def test_a_second_reconcile_writes_nothing(client: FakeClient) -> None:
 
 
 async def _status_pending(client: FakeClient, n: int) -> bool:
-    j = await client.get(keys.VCJOB, "j1", "default")
+    j = await client.get(scheme.VCJOB, "j1", "default")
     return (j.get("status") or {}).get("pending") == n
 
 
@@ -297,7 +297,7 @@ async def test_closing_a_queue_waits_for_its_podgroups(client: FakeClient) -> No
                              "metadata": {"name": "close-q1", "namespace": "default"},
                              "action": "CloseQueue", "target": {"kind": "Queue", "name": "q1"}})
         await eventually(lambda: _state(client, "q1", QueueState.CLOSING))
-        await client.delete(keys.PODGROUP, "pg1", "default")
+        await client.delete(scheme.POD_GROUP, "pg1", "default")
         await eventually(lambda: _state(client, "q1", QueueState.CLOSED))
         await client.create({"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
                              "metadata": {"name": "open-q1", "namespace": "default"},
@@ -312,7 +312,7 @@ async def test_bare_volcano_pod_gets_a_podgroup(client: FakeClient) -> None:
             "spec": {"schedulerName": "volcano", "priorityClassName": "high", "containers": [
                 {"name": "c", "image": "x", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}]}})
         name = f"podgroup-{pod['metadata']['uid']}"
-        pg = await eventually(lambda: _get(client, keys.PODGROUP, name))
+        pg = await eventually(lambda: _get(client, scheme.POD_GROUP, name))
         assert pg["spec"] == {"minMember": 1, "minResources": {"cpu": "500m", "memory": "1Gi"},
                               "priorityClassName": "high", "queue": "q2"}
         assert pg["metadata"]["ownerReferences"][0]["kind"] == "Pod"
@@ -321,7 +321,7 @@ async def test_bare_volcano_pod_gets_a_podgroup(client: FakeClient) -> None:
 
 
 async def _annotated(client: FakeClient, name: str) -> dict | None:
-    p = await client.get(keys.POD, name, "default")
+    p = await client.get(scheme.POD, name, "default")
     return p if (p["metadata"].get("annotations") or {}).get("scheduling.k8s.io/group-name") else None
 
 
@@ -338,11 +338,11 @@ async def test_pods_of_a_replicaset_share_the_owner_podgroup(client: FakeClient)
                 "spec": {"schedulerName": "volcano", "containers": [
                     {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]}})
         name = f"podgroup-{rs['metadata']['uid']}"
-        pg = await eventually(lambda: _get(client, keys.PODGROUP, name))
+        pg = await eventually(lambda: _get(client, scheme.POD_GROUP, name))
         assert pg["spec"]["minMember"] == 2 and pg["spec"]["minResources"] == {"cpu": "2"}
         await eventually(lambda: _annotated(client, "rs1-1"))
-        await client.patch(keys.REPLICASET, "rs1", {"spec": {"replicas": 0}}, "default")
-        await eventually(lambda: _gone(client, keys.PODGROUP, name))
+        await client.patch(scheme.REPLICA_SET, "rs1", {"spec": {"replicas": 0}}, "default")
+        await eventually(lambda: _gone(client, scheme.POD_GROUP, name))
 
 
 async def _gone(client: FakeClient, kind: Any, name: str) -> bool:
@@ -354,13 +354,13 @@ async def test_ttl_deletes_a_finished_job(client: FakeClient) -> None:
         await eventually(lambda: _state(client, "default", QueueState.OPEN))
         job = await create_job(client, vcjob(replicas=1, ttlSecondsAfterFinished=0))
         pg_name = f"j1-{job['metadata']['uid']}"
-        await eventually(lambda: _get(client, keys.PODGROUP, pg_name))
-        await set_phase(client, keys.PODGROUP, pg_name, "Inqueue")
+        await eventually(lambda: _get(client, scheme.POD_GROUP, pg_name))
+        await set_phase(client, scheme.POD_GROUP, pg_name, "Inqueue")
         await eventually(lambda: _n_pods(client, 1))
-        await set_phase(client, keys.POD, "j1-t-0", "Running")
+        await set_phase(client, scheme.POD, "j1-t-0", "Running")
         await eventually(lambda: _phase_is(client, JobPhase.RUNNING))
-        await set_phase(client, keys.POD, "j1-t-0", "Succeeded")
-        await eventually(lambda: _gone(client, keys.VCJOB, "j1"))
+        await set_phase(client, scheme.POD, "j1-t-0", "Succeeded")
+        await eventually(lambda: _gone(client, scheme.VCJOB, "j1"))
 
 
 async def test_children_close_and_reopen_with_their_parent(client: FakeClient) -> None:
@@ -376,7 +376,7 @@ async def test_children_close_and_reopen_with_their_parent(client: FakeClient) -
                              "metadata": {"name": "close-eng", "namespace": "default"},
                              "action": "CloseQueue", "target": {"kind": "Queue", "name": "eng"}})
         await eventually(lambda: _state(client, "dev", QueueState.CLOSED))
-        dev = await client.get(keys.QUEUE, "dev")
+        dev = await client.get(scheme.QUEUE, "dev")
         assert dev["metadata"]["annotations"]["volcano.sh/closed-by-parent"] == "true"
         await client.create({"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
                              "metadata": {"name": "open-eng", "namespace": "default"},
@@ -400,12 +400,12 @@ async def test_ray_plugin_sample_gets_ray_start_commands_and_the_head_service(cl
         await eventually(lambda: _state(client, "default", QueueState.OPEN))
         job = await client.create(_sample_job("integrations/ray/ray-example.yaml"))
         pg_name = f"ray-cluster-job-{job['metadata']['uid']}"
-        await eventually(lambda: _get(client, keys.PODGROUP, pg_name))
-        svc = await eventually(lambda: _get(client, keys.SERVICE, "ray-cluster-job-head-svc"))
+        await eventually(lambda: _get(client, scheme.POD_GROUP, pg_name))
+        svc = await eventually(lambda: _get(client, scheme.SERVICE, "ray-cluster-job-head-svc"))
         assert [p["port"] for p in svc["spec"]["ports"]] == [6379, 8265, 10001]
         assert svc["spec"]["selector"]["volcano.sh/task-spec"] == "head"
-        assert await eventually(lambda: _get(client, keys.SERVICE, "ray-cluster-job"))  # svc plugin, added by admission
-        await set_phase(client, keys.PODGROUP, pg_name, "Inqueue")
+        assert await eventually(lambda: _get(client, scheme.SERVICE, "ray-cluster-job"))  # svc plugin, added by admission
+        await set_phase(client, scheme.POD_GROUP, pg_name, "Inqueue")
         pods = {p["metadata"]["name"]: p for p in await eventually(lambda: _n_pods(client, 3))}
         head = pods["ray-cluster-job-head-0"]["spec"]["containers"][0]
         assert head["command"][:2] == ["sh", "-c"] and head["command"][2].startswith("ray start --head --block")
@@ -419,9 +419,9 @@ async def test_job_plugin_sample_honours_plugin_arguments(client: FakeClient) ->
         await eventually(lambda: _state(client, "default", QueueState.OPEN))
         job = await client.create(_sample_job("job-plugin.yaml"))
         pg_name = f"test-job-plugin-{job['metadata']['uid']}"
-        await eventually(lambda: _get(client, keys.PODGROUP, pg_name))
-        await eventually(lambda: _get(client, keys.NETWORKPOLICY, "test-job-plugin"))  # --disable-network-policy=false
-        await set_phase(client, keys.PODGROUP, pg_name, "Inqueue")
+        await eventually(lambda: _get(client, scheme.POD_GROUP, pg_name))
+        await eventually(lambda: _get(client, scheme.NETWORK_POLICY, "test-job-plugin"))  # --disable-network-policy=false
+        await set_phase(client, scheme.POD_GROUP, pg_name, "Inqueue")
         pods = await eventually(lambda: _n_pods(client, 3))
         spec = pods[0]["spec"]
         mounts = {m["mountPath"]: m for m in spec["containers"][0]["volumeMounts"]}

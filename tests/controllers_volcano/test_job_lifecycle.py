@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pumice.controllers.volcano import keys
+from pumice.api import scheme
 from pumice.controllers.volcano.admission.jobs import mutate_job
 from pumice.controllers.volcano.job.controller import JobEvent, apply_policies, parse_go_duration
 from pumice.controllers.volcano.keys import Action, Event, JobPhase
@@ -41,16 +41,16 @@ class World:
         await eventually(lambda: self._open())
         created = await self.c.create(job)
         pg = f"{created['metadata']['name']}-{created['metadata']['uid']}"
-        await eventually(lambda: self.get(keys.PODGROUP, pg))
-        await self.c.patch(keys.PODGROUP, pg, {"status": {"phase": "Inqueue"}}, "default")
+        await eventually(lambda: self.get(scheme.POD_GROUP, pg))
+        await self.c.patch(scheme.POD_GROUP, pg, {"status": {"phase": "Inqueue"}}, "default")
         return created
 
     async def _open(self) -> bool:
-        q = await self.get(keys.QUEUE, "default", None)
+        q = await self.get(scheme.QUEUE, "default", None)
         return bool(q and (q.get("status") or {}).get("state") == "Open")
 
     async def pods(self, live_only: bool = True) -> list[dict]:
-        items = sorted((await self.c.list(keys.POD, "default")).items, key=lambda p: p["metadata"]["name"])
+        items = sorted((await self.c.list(scheme.POD, "default")).items, key=lambda p: p["metadata"]["name"])
         return [p for p in items if not (live_only and p["metadata"].get("deletionTimestamp"))]
 
     async def n_pods(self, n: int) -> list[dict] | None:
@@ -58,21 +58,21 @@ class World:
         return p if len(p) == n else None
 
     async def set_pod(self, name: str, phase: str, **status: Any) -> None:
-        await self.c.patch(keys.POD, name, {"status": {"phase": phase, **status}}, "default", subresource="status")
+        await self.c.patch(scheme.POD, name, {"status": {"phase": phase, **status}}, "default", subresource="status")
 
     async def all_pods(self, phase: str) -> None:
         for p in await self.pods():
             await self.set_pod(p["metadata"]["name"], phase)
 
     async def phase(self, name: str = "j1") -> str:
-        j = await self.get(keys.VCJOB, name)
+        j = await self.get(scheme.VCJOB, name)
         return str((((j or {}).get("status") or {}).get("state") or {}).get("phase") or "")
 
     async def phase_is(self, want: str, name: str = "j1") -> bool:
         return await self.phase(name) == want
 
     async def status(self, name: str = "j1") -> dict:
-        j = await self.get(keys.VCJOB, name)
+        j = await self.get(scheme.VCJOB, name)
         return (j or {}).get("status") or {}
 
 
@@ -89,8 +89,8 @@ async def test_pod_failures_restart_the_job_until_max_retry_then_fail() -> None:
             await w.set_pod("j1-t-0", "Failed")
             if attempt == 0:
                 await eventually(lambda: _retry(w, 1))
-                await eventually(lambda: w.get(keys.PODGROUP, pg))
-                await client.patch(keys.PODGROUP, pg, {"status": {"phase": "Inqueue"}}, "default")
+                await eventually(lambda: w.get(scheme.POD_GROUP, pg))
+                await client.patch(scheme.POD_GROUP, pg, {"status": {"phase": "Inqueue"}}, "default")
                 await eventually(lambda: w.phase_is(JobPhase.PENDING))
         await eventually(lambda: w.phase_is(JobPhase.FAILED))
         assert (await w.status())["retryCount"] == 2
@@ -109,16 +109,16 @@ async def test_restart_task_deletes_only_that_task() -> None:
         await eventually(lambda: w.n_pods(2))
         await w.all_pods("Running")
         await eventually(lambda: w.phase_is(JobPhase.RUNNING))
-        uid_b = (await w.get(keys.POD, "j1-b-0"))["metadata"]["uid"]
+        uid_b = (await w.get(scheme.POD, "j1-b-0"))["metadata"]["uid"]
         await w.set_pod("j1-a-0", "Failed")
         await eventually(lambda: _retry(w, 1))
-        assert (await w.get(keys.POD, "j1-b-0"))["metadata"]["uid"] == uid_b  # untouched
+        assert (await w.get(scheme.POD, "j1-b-0"))["metadata"]["uid"] == uid_b  # untouched
         # the task's Pod comes back (the PodGroup is kept by a task restart)
         await eventually(lambda: _recreated(w, "j1-a-0"))
 
 
 async def _recreated(w: World, name: str) -> bool:
-    p = await w.get(keys.POD, name)
+    p = await w.get(scheme.POD, name)
     return bool(p and (p.get("status") or {}).get("phase", "Pending") == "Pending")
 
 
@@ -194,7 +194,7 @@ async def test_podgroup_unknown_runs_the_unknown_policy() -> None:
         await eventually(lambda: w.n_pods(2))
         await w.all_pods("Running")
         await eventually(lambda: w.phase_is(JobPhase.RUNNING))
-        await client.patch(keys.PODGROUP, f"j1-{job['metadata']['uid']}", {"status": {"phase": "Unknown"}}, "default")
+        await client.patch(scheme.POD_GROUP, f"j1-{job['metadata']['uid']}", {"status": {"phase": "Unknown"}}, "default")
         await eventually(lambda: _retry(w, 1))
 
 
@@ -206,12 +206,12 @@ async def test_scaling_replicas_updates_the_podgroup_and_deletes_surplus_pods() 
         pods = await eventually(lambda: w.n_pods(3))
         await w.all_pods("Running")
         await eventually(lambda: w.phase_is(JobPhase.RUNNING))
-        j = await client.get(keys.VCJOB, "j1", "default")
+        j = await client.get(scheme.VCJOB, "j1", "default")
         j["spec"]["tasks"][0]["replicas"] = 1
         j["spec"]["tasks"][0]["minAvailable"] = 1
         await client.update(j)
         await eventually(lambda: w.n_pods(1))
-        pg = await client.get(keys.PODGROUP, f"j1-{job['metadata']['uid']}", "default")
+        pg = await client.get(scheme.POD_GROUP, f"j1-{job['metadata']['uid']}", "default")
         assert pg["spec"]["minTaskMember"] == {"t": 1}
         assert pods[0]["metadata"]["name"] == "j1-t-0"
 
@@ -270,9 +270,9 @@ async def test_restart_pod_replaces_only_the_failed_pod() -> None:
         p1 = await eventually(lambda: _new_uid(w, "j1-t-1", uids["j1-t-1"]))
         assert (p1.get("status") or {}).get("phase", "Pending") == "Pending"
         for name in ("j1-t-0", "j1-t-2"):
-            assert (await w.get(keys.POD, name))["metadata"]["uid"] == uids[name]
+            assert (await w.get(scheme.POD, name))["metadata"]["uid"] == uids[name]
 
 
 async def _new_uid(w: World, name: str, old_uid: str) -> dict | None:
-    p = await w.get(keys.POD, name)
+    p = await w.get(scheme.POD, name)
     return p if p and p["metadata"]["uid"] != old_uid else None

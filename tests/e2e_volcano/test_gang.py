@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pumice.api import scheme
 from pumice.cli.explain import explain_live
 from pumice.client.base import ApiError
-from pumice.controllers.volcano import keys
 from pumice.scheduler.volcano import default_conf
 from pumice.testing.volcano_controllers import add_nodes, eventually, ready_node, schedule_once
 
@@ -31,22 +31,22 @@ async def get(c: Any, kind: Any, name: str, ns: str | None = "default") -> dict 
 
 
 async def pg_of(c: Any, job: str) -> dict | None:
-    j = await get(c, keys.VCJOB, job)
-    return await get(c, keys.PODGROUP, f"{job}-{j['metadata']['uid']}") if j else None
+    j = await get(c, scheme.VCJOB, job)
+    return await get(c, scheme.POD_GROUP, f"{job}-{j['metadata']['uid']}") if j else None
 
 
 async def job_pods(c: Any, job: str) -> list[dict]:
-    items = (await c.client.list(keys.POD, "default", label_selector=f"volcano.sh/job-name={job}")).items
+    items = (await c.client.list(scheme.POD, "default", label_selector=f"volcano.sh/job-name={job}")).items
     return [p for p in items if not p["metadata"].get("deletionTimestamp")]
 
 
 async def phase(c: Any, job: str) -> str:
-    j = await get(c, keys.VCJOB, job)
+    j = await get(c, scheme.VCJOB, job)
     return str((((j or {}).get("status") or {}).get("state") or {}).get("phase") or "")
 
 
 async def default_queue_open(c: Any) -> bool:
-    q = await get(c, keys.QUEUE, "default", None)
+    q = await get(c, scheme.QUEUE, "default", None)
     return bool(q and (q.get("status") or {}).get("state") == "Open")
 
 
@@ -127,5 +127,5 @@ def command(name: str, action: str, target: dict) -> dict:
 
 
 async def _state(c: Any, name: str, state: str) -> dict | None:
-    q = await get(c, keys.QUEUE, name, None)
+    q = await get(c, scheme.QUEUE, name, None)
     return q if q and (q.get("status") or {}).get("state") == state else None

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from pumice.api import scheme
 from pumice.client.kubeconfig import connect
-from pumice.controllers.volcano import admission_plugins, keys
+from pumice.controllers.volcano import admission_plugins
 from pumice.testing.cluster import serve_http
 from pumice.testing.paths import shared_dir
 from pumice.testing.volcano_controllers import eventually, running_controllers
@@ -51,7 +52,7 @@ async def http_volcano(tmp: Path) -> AsyncIterator[Any]:
 
 async def _queue_open(client: Any, name: str) -> bool:
     try:
-        q = await client.get(keys.QUEUE, name)
+        q = await client.get(scheme.QUEUE, name)
     except Exception:
         return False
     return (q.get("status") or {}).get("state") == "Open"
@@ -99,8 +100,8 @@ async def _get(client: Any, kind: Any, name: str, ns: str | None = "default") ->
 
 
 async def _pg_of(client: Any, job: str) -> dict | None:
-    j = await _get(client, keys.VCJOB, job)
-    return await _get(client, keys.PODGROUP, f"{job}-{j['metadata']['uid']}") if j else None
+    j = await _get(client, scheme.VCJOB, job)
+    return await _get(client, scheme.POD_GROUP, f"{job}-{j['metadata']['uid']}") if j else None
 
 
 async def test_example_job_gets_its_podgroup_and_plugin_objects(srv: Any) -> None:
@@ -110,14 +111,14 @@ async def test_example_job_gets_its_podgroup_and_plugin_objects(srv: Any) -> Non
     assert pg["spec"]["minMember"] == 3 and pg["spec"]["queue"] == "default"
     assert pg["spec"]["minResources"] == {"cpu": "3"}
     # plugins ssh/env/svc: Secret, ConfigMap with the host list, headless Service
-    assert await eventually(lambda: _get(srv.client, keys.SECRET, "test-job-ssh"))
-    cm = await eventually(lambda: _get(srv.client, keys.CONFIGMAP, "test-job-svc"))
+    assert await eventually(lambda: _get(srv.client, scheme.SECRET, "test-job-ssh"))
+    cm = await eventually(lambda: _get(srv.client, scheme.CONFIG_MAP, "test-job-svc"))
     assert cm["data"]["VC_DEFAULT_NGINX_NUM"] == "6"
-    svc = await eventually(lambda: _get(srv.client, keys.SERVICE, "test-job"))
+    svc = await eventually(lambda: _get(srv.client, scheme.SERVICE, "test-job"))
     assert svc["spec"]["clusterIP"] == "None"
     code, out, err = await kubectl(srv.kubeconfig, "get", "vcjob", "test-job", "-o", "jsonpath={.status.state.phase}")
     assert code == 0 and out == "Pending", (out, err)
-    j = await srv.client.get(keys.VCJOB, "test-job", "default")
+    j = await srv.client.get(scheme.VCJOB, "test-job", "default")
     assert j["spec"]["maxRetry"] == 5 and j["spec"]["tasks"][0]["minAvailable"] == 6
 
 
@@ -164,7 +165,7 @@ async def test_deployment_example_gets_a_queue_and_the_queue_defaults(srv: Any) 
         pg_name = pod["metadata"]["annotations"]["scheduling.k8s.io/group-name"]
         rs_uid = pod["metadata"]["ownerReferences"][0]["uid"]
         assert pg_name == f"podgroup-{rs_uid}"
-        pg = await srv.client.get(keys.PODGROUP, pg_name, "default")
+        pg = await srv.client.get(scheme.POD_GROUP, pg_name, "default")
         assert pg["spec"]["queue"] == "test" and pg["spec"]["minMember"] == 1
         assert pg["spec"]["minResources"] == {"cpu": "300m"}
     finally:
@@ -174,14 +175,14 @@ async def test_deployment_example_gets_a_queue_and_the_queue_defaults(srv: Any) 
 
 
 async def _grouped_pod(client: Any) -> dict | None:
-    for p in (await client.list(keys.POD, "default")).items:
+    for p in (await client.list(scheme.POD, "default")).items:
         if (p["metadata"].get("annotations") or {}).get("scheduling.k8s.io/group-name"):
             return p
     return None
 
 
 async def _open(client: Any, name: str) -> dict | None:
-    q = await _get(client, keys.QUEUE, name, None)
+    q = await _get(client, scheme.QUEUE, name, None)
     return q if q and (q.get("status") or {}).get("state") == "Open" else None
 
 
@@ -192,7 +193,7 @@ async def test_hierarchical_queues_and_jobs_apply(srv: Any) -> None:
         await eventually(lambda q=q: _open(srv.client, q))
     code, _out, err = await kubectl(srv.kubeconfig, "apply", "-f", str(EXAMPLES / "hierarchical-jobs/jobs.yaml"))
     assert code == 0, err
-    q = await srv.client.get(keys.QUEUE, "root-eng-prod")
+    q = await srv.client.get(scheme.QUEUE, "root-eng-prod")
     assert q["metadata"]["annotations"]["volcano.sh/hierarchy"] == "root/eng/prod"
 
 
@@ -212,7 +213,7 @@ async def test_staging_artifacts_apply(srv: Any) -> None:
 
 
 async def _any_open(client: Any) -> bool:
-    return all((q.get("status") or {}).get("state") == "Open" for q in (await client.list(keys.QUEUE)).items)
+    return all((q.get("status") or {}).get("state") == "Open" for q in (await client.list(scheme.QUEUE)).items)
 
 
 async def test_default_queue_cannot_be_deleted_with_kubectl(srv: Any) -> None:
@@ -224,7 +225,7 @@ async def test_default_queue_cannot_be_deleted_with_kubectl(srv: Any) -> None:
 async def test_pumice_explain_cli_against_the_http_server(srv: Any) -> None:
     import sys
 
-    if await _get(srv.client, keys.VCJOB, "test-job") is None:  # re-applying would be refused (see above)
+    if await _get(srv.client, scheme.VCJOB, "test-job") is None:  # re-applying would be refused (see above)
         code, _out, err = await kubectl(srv.kubeconfig, "apply", "-f", str(EXAMPLES / "job.yaml"))
         assert code == 0, err
     await eventually(lambda: _pg_of(srv.client, "test-job"))

@@ -9,9 +9,9 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+from pumice.api import scheme
 from pumice.cli.explain import explain_live
 from pumice.client.base import ApiError
-from pumice.controllers.volcano import keys
 from pumice.scheduler.volcano import run
 from pumice.testing.volcano_controllers import add_nodes, eventually, ready_node
 
@@ -38,13 +38,13 @@ def vcjob(name: str) -> dict:
 
 
 async def pods(c: Any, job: str) -> list[dict]:
-    items = (await c.client.list(keys.POD, "default", label_selector=f"volcano.sh/job-name={job}")).items
+    items = (await c.client.list(scheme.POD, "default", label_selector=f"volcano.sh/job-name={job}")).items
     return [p for p in items if not p["metadata"].get("deletionTimestamp")]
 
 
 async def phase(c: Any, job: str) -> str:
     try:
-        j = await c.client.get(keys.VCJOB, job, "default")
+        j = await c.client.get(scheme.VCJOB, job, "default")
     except ApiError:
         return ""
     return str(((j.get("status") or {}).get("state") or {}).get("phase") or "")
@@ -87,7 +87,7 @@ async def test_a_settled_cluster_writes_nothing(cluster: Any) -> None:
 
 async def _versions(c: Any) -> dict[tuple[str, str], str]:
     out = {}
-    for kind in (keys.VCJOB, keys.PODGROUP, keys.QUEUE, keys.POD):
+    for kind in (scheme.VCJOB, scheme.POD_GROUP, scheme.QUEUE, scheme.POD):
         for o in (await c.client.list(kind)).items:
             out[(kind.kind, o["metadata"]["name"])] = o["metadata"]["resourceVersion"]
     return out

@@ -8,8 +8,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from pumice.api import scheme
 from pumice.client.base import ApiError
-from pumice.controllers.volcano import keys
 from pumice.scheduler.volcano import load_conf
 from pumice.testing.volcano_controllers import add_nodes, eventually, ready_node, schedule_once
 
@@ -75,14 +75,14 @@ async def open_queue(c: Any, q: dict) -> None:
 
 async def _state(c: Any, name: str, state: str) -> dict | None:
     try:
-        q = await c.client.get(keys.QUEUE, name)
+        q = await c.client.get(scheme.QUEUE, name)
     except ApiError:
         return None
     return q if (q.get("status") or {}).get("state") == state else None
 
 
 async def running_pods(c: Any, job: str) -> list[dict]:
-    items = (await c.client.list(keys.POD, "default", label_selector=f"volcano.sh/job-name={job}")).items
+    items = (await c.client.list(scheme.POD, "default", label_selector=f"volcano.sh/job-name={job}")).items
     return [p for p in items if not p["metadata"].get("deletionTimestamp")
             and p["spec"].get("nodeName") and (p.get("status") or {}).get("phase") in ("Running", "Pending")]
 
@@ -126,11 +126,11 @@ async def test_two_queues_weighted_1_to_3_share_the_cluster_1_to_3(cluster: Any)
 
 
 async def _n_podgroups(c: Any, n: int) -> bool:
-    return len((await c.client.list(keys.PODGROUP, "default")).items) == n
+    return len((await c.client.list(scheme.POD_GROUP, "default")).items) == n
 
 
 async def _n_pods(c: Any, n: int) -> bool:
-    return len((await c.client.list(keys.POD, "default")).items) == n
+    return len((await c.client.list(scheme.POD, "default")).items) == n
 
 
 async def test_reclaim_brings_a_borrowing_queue_back_to_its_share(cluster: Any) -> None:
@@ -222,7 +222,7 @@ async def test_closing_a_queue_with_running_work(cluster: Any) -> None:
         return len(await running_pods(c, "j1")) == 2
 
     await cycles_until(c, conf, runs)
-    q1 = await c.client.get(keys.QUEUE, "q1")
+    q1 = await c.client.get(scheme.QUEUE, "q1")
     await c.client.create({"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
                            "metadata": {"name": "close-q1", "namespace": "default"}, "action": "CloseQueue",
                            "target": {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",

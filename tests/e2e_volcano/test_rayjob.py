@@ -13,10 +13,10 @@ from typing import Any
 
 import yaml
 
+from pumice.api import scheme
+from pumice.api.scheme import RAY_JOB
 from pumice.cli.explain import explain_live
 from pumice.client.base import ApiError
-from pumice.controllers.ray.kinds import RAY_JOB as RAYJOB
-from pumice.controllers.volcano import keys
 from pumice.runtime.manager import Manager
 from pumice.scheduler.volcano import default_conf
 from pumice.testing.paths import shared_dir
@@ -63,11 +63,11 @@ async def _get(c: Any, kind: Any, name: str, ns: str | None = "default") -> dict
 
 
 async def ray_pods(c: Any, rayjob: str) -> list[dict]:
-    rj = await _get(c, RAYJOB, rayjob)
+    rj = await _get(c, RAY_JOB, rayjob)
     cluster = ((rj or {}).get("status") or {}).get("rayClusterName")
     if not cluster:
         return []
-    items = (await c.client.list(keys.POD, "default", label_selector=f"ray.io/cluster={cluster}")).items
+    items = (await c.client.list(scheme.POD, "default", label_selector=f"ray.io/cluster={cluster}")).items
     return [p for p in items if not p["metadata"].get("deletionTimestamp")]
 
 
@@ -83,7 +83,7 @@ async def test_a_volcano_rayjob_is_bound_in_one_session_and_waits_when_the_queue
     first["spec"]["shutdownAfterJobFinishes"] = True
     async with ray_controllers(c.client) as dash:
         await c.client.create(first)
-        pg = await eventually(lambda: _get(c, keys.PODGROUP, "ray-rayjob-sample-0-pg"))
+        pg = await eventually(lambda: _get(c, scheme.POD_GROUP, "ray-rayjob-sample-0-pg"))
         assert pg["spec"]["queue"] == "kuberay-test-queue"
         assert pg["spec"]["minMember"] == 3
         pods = await eventually(lambda: _n(ray_pods(c, "rayjob-sample-0"), 3))
@@ -103,12 +103,12 @@ async def test_a_volcano_rayjob_is_bound_in_one_session_and_waits_when_the_queue
         second = copy.deepcopy(docs["RayJob"])
         second["metadata"]["name"] = "rayjob-sample-1"
         await c.client.create(second)
-        await eventually(lambda: _get(c, keys.PODGROUP, "ray-rayjob-sample-1-pg"))
+        await eventually(lambda: _get(c, scheme.POD_GROUP, "ray-rayjob-sample-1-pg"))
         await eventually(lambda: _n(ray_pods(c, "rayjob-sample-1"), 3))
         for _ in range(3):
             await schedule_once(c.client, conf)
             await asyncio.sleep(0.05)
-        pg1 = await c.client.get(keys.PODGROUP, "ray-rayjob-sample-1-pg", "default")
+        pg1 = await c.client.get(scheme.POD_GROUP, "ray-rayjob-sample-1-pg", "default")
         assert (pg1.get("status") or {}).get("phase", "Pending") == "Pending"
         assert not any(p["spec"].get("nodeName") for p in await ray_pods(c, "rayjob-sample-1"))
         ex = await explain_live(c.client, "rayjob/rayjob-sample-1", "default")
@@ -146,16 +146,16 @@ async def _n(coro: Any, n: int) -> list | None:
 
 
 async def _open(c: Any, name: str) -> bool:
-    q = await _get(c, keys.QUEUE, name, None)
+    q = await _get(c, scheme.QUEUE, name, None)
     return bool(q and (q.get("status") or {}).get("state") == "Open")
 
 
 async def _job_id(c: Any, name: str) -> str | None:
-    rj = await _get(c, RAYJOB, name)
+    rj = await _get(c, RAY_JOB, name)
     return ((rj or {}).get("status") or {}).get("jobId") or None
 
 
 async def _submitter_pod(c: Any, rayjob: str) -> dict | None:
-    items = (await c.client.list(keys.POD, "default", label_selector=f"job-name={rayjob}")).items
+    items = (await c.client.list(scheme.POD, "default", label_selector=f"job-name={rayjob}")).items
     live = [p for p in items if not p["metadata"].get("deletionTimestamp")]
     return live[0] if live else None

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from pumice.api.scheme import NODE as NODES
+from pumice.api.scheme import POD as PODS
 from pumice.node.agent import NodeAgent
-from pumice.node.kinds import NODES, PODS
 from pumice.node.network import veth_name
 from pumice.testing.node import MemoryClient, get_pod, phase_is, pod, wait_for
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from pumice.api.scheme import POD as PODS
 from pumice.node.agent import NodeAgent
-from pumice.node.kinds import PODS
 from pumice.node.network import veth_name
 from pumice.testing.node import MemoryClient, get_pod, phase_is, pod, wait_for
 

@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from pumice.api.scheme import POD as PODS
 from pumice.node.agent import NodeAgent
-from pumice.node.kinds import PODS
 from pumice.testing.node import MemoryClient, get_pod, phase_is, pod, wait_for
 
 

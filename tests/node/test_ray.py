@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
+from pumice.api.scheme import POD as PODS
 from pumice.node.agent import NodeAgent
-from pumice.node.kinds import PODS
 from pumice.node.network import netns_name, veth_name
 from pumice.testing.node import MemoryClient, get_pod, phase_is, wait_for
 

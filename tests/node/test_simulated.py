@@ -46,7 +46,7 @@ async def test_a_simulated_pod_runs_for_its_annotated_duration_and_exits_with_it
 
 @pytest.mark.looptime
 async def test_a_simulated_pod_without_duration_runs_until_deleted() -> None:
-    from pumice.node.kinds import PODS
+    from pumice.api.scheme import POD as PODS
 
     clock = LoopClock()
     client = MemoryClient(clock=clock)
@@ -65,7 +65,8 @@ async def test_a_simulated_pod_without_duration_runs_until_deleted() -> None:
 
 @pytest.mark.looptime
 async def test_simulated_nodes_register_with_capacity_and_leases() -> None:
-    from pumice.node.kinds import LEASES, NODES
+    from pumice.api.scheme import LEASE as LEASES
+    from pumice.api.scheme import NODE as NODES
 
     clock = LoopClock()
     client = MemoryClient(clock=clock)

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
+from pumice.api import scheme
 from pumice.api.scheme import Scheme
-from pumice.controllers.ray import kinds
 from pumice.testing.fake_client import FakeClient
 from pumice.testing.paths import shared_dir
 
@@ -28,7 +28,7 @@ def load_sample(name: str, kind: str | None = None) -> Obj:
 
 def ray_scheme() -> Scheme:
     s = Scheme.builtin()
-    for rk in (kinds.RAY_CLUSTER, kinds.RAY_JOB, kinds.POD_GROUP):
+    for rk in (scheme.RAY_CLUSTER, scheme.RAY_JOB, scheme.POD_GROUP):
         s.add(rk)
     return s
 

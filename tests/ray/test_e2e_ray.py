@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from pumice.controllers.ray import kinds, setup
+from pumice.api import scheme
+from pumice.controllers.ray import setup
 from pumice.controllers.ray.dashboard import DashboardError, RayDashboardClient, http_dashboard_client_factory
 from pumice.controllers.ray.status import format_rayjob_status
 from pumice.runtime.manager import Manager
@@ -83,7 +84,7 @@ class Stack:
         self.operator = None
 
     async def rayjob(self, name: str) -> Obj:
-        return await self.client.get(kinds.RAY_JOB, name, "default")
+        return await self.client.get(scheme.RAY_JOB, name, "default")
 
     async def wait_rayjob(self, name: str, pred: Callable[[Obj], bool], timeout: float = 600) -> Obj:
         last = ""
@@ -197,10 +198,10 @@ async def test_raycluster_scales_1_2_1_with_workers_to_delete() -> None:
                                "metadata": {"name": "scale", "namespace": "default"}, "spec": spec})
 
         async def get() -> Obj:
-            return await s.client.get(kinds.RAY_CLUSTER, "scale", "default")
+            return await s.client.get(scheme.RAY_CLUSTER, "scale", "default")
 
         async def workers() -> list[str]:
-            pods = (await s.client.list(kinds.POD, "default",
+            pods = (await s.client.list(scheme.POD, "default",
                                         label_selector="ray.io/cluster=scale,ray.io/node-type=worker")).items
             return sorted(p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp"))
 
@@ -258,12 +259,12 @@ async def test_operator_restart_while_running_neither_resubmits_nor_recreates() 
         st = job["status"]
         assert (st["jobStatus"], st["jobDeploymentStatus"]) == ("SUCCEEDED", "Complete")
         assert (st["jobId"], st["rayClusterName"]) == (before["jobId"], before["rayClusterName"])
-        clusters = (await s.client.list(kinds.RAY_CLUSTER, "default")).items
+        clusters = (await s.client.list(scheme.RAY_CLUSTER, "default")).items
         assert [c["metadata"]["name"] for c in clusters] == [before["rayClusterName"]]
         cluster = clusters[0]
         dash = http_dashboard_client_factory(cluster, st["dashboardURL"])
         assert [j.submission_id for j in await dash.list_jobs() if j.submission_id] == [st["jobId"]]
-        submitter = await s.client.get(kinds.JOB, "rayjob-restart", "default")
+        submitter = await s.client.get(scheme.JOB, "rayjob-restart", "default")
         assert (submitter.get("status") or {}).get("succeeded") == 1
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pumice.controllers.ray import kinds
+from pumice.api import scheme
 from pumice.testing.ray_dashboard import FakeRayDashboard
 
 from .conftest import load_sample
@@ -31,7 +31,7 @@ async def stack() -> AsyncIterator[Any]:
 
 
 async def worker_names(client: Any) -> list[str]:
-    pods = (await client.list(kinds.POD, "default",
+    pods = (await client.list(scheme.POD, "default",
                               label_selector="ray.io/cluster=raycluster-kuberay,ray.io/node-type=worker")).items
     return sorted(p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp"))
 
@@ -41,13 +41,13 @@ async def test_raycluster_scales_1_2_1_with_workers_to_delete_on_the_api_server(
         await client.create(load_sample("ray-cluster.sample.yaml", "RayCluster"))
 
         async def state_ready() -> bool:
-            cl = await client.get(kinds.RAY_CLUSTER, "raycluster-kuberay", "default")
+            cl = await client.get(scheme.RAY_CLUSTER, "raycluster-kuberay", "default")
             return (cl.get("status") or {}).get("state") == "ready"
 
         await wait_for(state_ready)
         first = await worker_names(client)
         assert len(first) == 1
-        cl = await client.get(kinds.RAY_CLUSTER, "raycluster-kuberay", "default")
+        cl = await client.get(scheme.RAY_CLUSTER, "raycluster-kuberay", "default")
         cl["spec"]["workerGroupSpecs"][0]["replicas"] = 2
         await client.update(cl)
 
@@ -57,7 +57,7 @@ async def test_raycluster_scales_1_2_1_with_workers_to_delete_on_the_api_server(
         await wait_for(two)
         both = await worker_names(client)
         second = next(n for n in both if n not in first)
-        cl = await client.get(kinds.RAY_CLUSTER, "raycluster-kuberay", "default")
+        cl = await client.get(scheme.RAY_CLUSTER, "raycluster-kuberay", "default")
         cl["spec"]["workerGroupSpecs"][0]["replicas"] = 1
         cl["spec"]["workerGroupSpecs"][0]["scaleStrategy"] = {"workersToDelete": [second]}
         await client.update(cl)
@@ -68,7 +68,7 @@ async def test_raycluster_scales_1_2_1_with_workers_to_delete_on_the_api_server(
         await wait_for(back_to_first)
         await asyncio.sleep(0.3)  # a few more passes: nothing else is deleted or created
         assert await worker_names(client) == first
-        svc = await client.get(kinds.SERVICE, "raycluster-kuberay-head-svc", "default")
+        svc = await client.get(scheme.SERVICE, "raycluster-kuberay-head-svc", "default")
         assert svc["spec"]["clusterIP"] == "None"
 
 
@@ -79,9 +79,9 @@ async def test_sample_rayjob_completes_on_the_api_server() -> None:
         await client.create(job)
 
         async def complete() -> bool:
-            st = (await client.get(kinds.RAY_JOB, "rayjob-sample", "default")).get("status") or {}
+            st = (await client.get(scheme.RAY_JOB, "rayjob-sample", "default")).get("status") or {}
             return st.get("jobDeploymentStatus") == "Complete"
 
         await wait_for(complete)
-        st = (await client.get(kinds.RAY_JOB, "rayjob-sample", "default"))["status"]
+        st = (await client.get(scheme.RAY_JOB, "rayjob-sample", "default"))["status"]
         assert st["jobStatus"] == "SUCCEEDED"

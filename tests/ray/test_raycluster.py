@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pumice._util.clock import FakeClock
-from pumice.controllers.ray import kinds
+from pumice.api import scheme
 from pumice.controllers.ray.raycluster import RayClusterReconciler, inconsistent_status
 from pumice.runtime.reconcile import Request
 from pumice.testing.fake_client import FakeClient
@@ -29,7 +29,7 @@ async def create_sample(client: FakeClient, **worker_overrides: Any) -> Obj:
 
 async def pods(client: FakeClient, node_type: str | None = None) -> list[Obj]:
     sel = "ray.io/cluster=raycluster-kuberay" + (f",ray.io/node-type={node_type}" if node_type else "")
-    return (await client.list(kinds.POD, "default", label_selector=sel)).items
+    return (await client.list(scheme.POD, "default", label_selector=sel)).items
 
 
 async def mark_pods_running(client: FakeClient, ready: bool = True) -> None:
@@ -41,7 +41,7 @@ async def mark_pods_running(client: FakeClient, ready: bool = True) -> None:
 
 
 async def cluster(client: FakeClient) -> Obj:
-    return await client.get(kinds.RAY_CLUSTER, "raycluster-kuberay", "default")
+    return await client.get(scheme.RAY_CLUSTER, "raycluster-kuberay", "default")
 
 
 async def settle(r: RayClusterReconciler, times: int = 3) -> None:
@@ -58,7 +58,7 @@ async def test_first_pass_creates_head_service_head_and_workers(client: FakeClie
                                                                 reconciler: RayClusterReconciler) -> None:
     await create_sample(client)
     result = await reconciler.reconcile(REQ)
-    svc = await client.get(kinds.SERVICE, "raycluster-kuberay-head-svc", "default")
+    svc = await client.get(scheme.SERVICE, "raycluster-kuberay-head-svc", "default")
     assert svc["spec"]["clusterIP"] == "None"
     assert len(await pods(client, "head")) == 1
     assert len(await pods(client, "worker")) == 1
@@ -244,7 +244,7 @@ async def test_multi_host_groups_scale_in_whole_replicas(client: FakeClient, rec
         by_replica.setdefault(p["metadata"]["labels"]["ray.io/worker-group-replica-name"], []).append(
             p["metadata"]["labels"]["ray.io/replica-host-index"])
     assert sorted(sorted(v) for v in by_replica.values()) == [["0", "1"], ["0", "1"]]
-    await client.get(kinds.SERVICE, "raycluster-kuberay-headless", "default")
+    await client.get(scheme.SERVICE, "raycluster-kuberay-headless", "default")
     victim = workers[0]["metadata"]["name"]
     cl = await cluster(client)
     cl["spec"]["workerGroupSpecs"][0]["replicas"] = 1
@@ -283,11 +283,11 @@ async def test_gcs_ft_clusters_are_marked_as_lacking_redis_cleanup(client: FakeC
     await client.create(cl)
     req = Request("default", cl["metadata"]["name"])
     await r.reconcile(req)
-    st = (await client.get(kinds.RAY_CLUSTER, cl["metadata"]["name"], "default"))["status"]
+    st = (await client.get(scheme.RAY_CLUSTER, cl["metadata"]["name"], "default"))["status"]
     assert "Redis cleanup finalizer" in st["reason"]
     assert ("Warning", "RedisCleanupNotImplemented") in [e[:2] for e in events.items]
-    head = (await client.list(kinds.POD, "default", label_selector="ray.io/node-type=head")).items[0]
+    head = (await client.list(scheme.POD, "default", label_selector="ray.io/node-type=head")).items[0]
     assert head["metadata"]["annotations"]["ray.io/ft-enabled"] == "true"
     env = {e["name"] for e in head["spec"]["containers"][0]["env"]}
     assert {"RAY_REDIS_ADDRESS", "RAY_external_storage_namespace", "REDIS_PASSWORD"} <= env
-    assert "finalizers" not in (await client.get(kinds.RAY_CLUSTER, cl["metadata"]["name"], "default"))["metadata"]
+    assert "finalizers" not in (await client.get(scheme.RAY_CLUSTER, cl["metadata"]["name"], "default"))["metadata"]

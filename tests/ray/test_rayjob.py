@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from pumice._util.clock import FakeClock, rfc3339
+from pumice.api import scheme
 from pumice.client.base import is_not_found
 from pumice.controllers.ray import constants as c
-from pumice.controllers.ray import kinds
 from pumice.controllers.ray.batchscheduler.volcano import VolcanoBatchScheduler
 from pumice.controllers.ray.raycluster import RayClusterReconciler
 from pumice.controllers.ray.rayjob import RAYJOB_STEPS, RayJobOptions, RayJobReconciler
@@ -50,7 +50,7 @@ class Harness:
         return await self.client.create(job)
 
     async def job(self) -> Obj:
-        return await self.client.get(kinds.RAY_JOB, "rayjob-sample", "default")
+        return await self.client.get(scheme.RAY_JOB, "rayjob-sample", "default")
 
     async def status(self) -> Obj:
         return (await self.job()).get("status") or {}
@@ -62,7 +62,7 @@ class Harness:
         name = (await self.status())["rayClusterName"]
         req = Request("default", name)
         await self.rc.reconcile(req)
-        for p in (await self.client.list(kinds.POD, "default", label_selector=f"ray.io/cluster={name}")).items:
+        for p in (await self.client.list(scheme.POD, "default", label_selector=f"ray.io/cluster={name}")).items:
             p["apiVersion"], p["kind"] = "v1", "Pod"
             p["status"] = {"phase": "Running", "podIP": "10.244.0.9",
                            "conditions": [{"type": "Ready", "status": "True"}]}
@@ -79,7 +79,7 @@ class Harness:
         return st
 
     async def submitter_finished(self, ctype: str = "Complete", reason: str = "") -> None:
-        j = await self.client.get(kinds.JOB, "rayjob-sample", "default")
+        j = await self.client.get(scheme.JOB, "rayjob-sample", "default")
         j["status"] = {"conditions": [{"type": ctype, "status": "True", "reason": reason,
                                        "message": "boom" if ctype == "Failed" else "",
                                        "lastTransitionTime": rfc3339(self.clock.now())}]}
@@ -123,7 +123,7 @@ async def test_new_persists_job_id_and_cluster_name_before_creating_anything(h: 
     assert st["rayClusterName"].startswith("rayjob-sample-")
     assert st["startTime"] == rfc3339(h.clock.now())
     assert c.RAYJOB_STOP_JOB_FINALIZER in job["metadata"]["finalizers"]
-    assert (await h.client.list(kinds.RAY_CLUSTER, "default")).items == []
+    assert (await h.client.list(scheme.RAY_CLUSTER, "default")).items == []
 
 
 async def test_initializing_creates_the_cluster_and_waits_for_it_to_be_ready(h: Harness) -> None:
@@ -131,16 +131,16 @@ async def test_initializing_creates_the_cluster_and_waits_for_it_to_be_ready(h: 
     await h.step()
     await h.step()
     st = await h.status()
-    cluster = await h.client.get(kinds.RAY_CLUSTER, st["rayClusterName"], "default")
+    cluster = await h.client.get(scheme.RAY_CLUSTER, st["rayClusterName"], "default")
     assert cluster["metadata"]["labels"]["ray.io/originated-from-crd"] == "RayJob"
     assert st["jobDeploymentStatus"] == "Initializing"
-    assert not await h.exists(kinds.JOB, "rayjob-sample")
+    assert not await h.exists(scheme.JOB, "rayjob-sample")
     await h.cluster_ready()
     await h.step()
     st = await h.status()
     assert st["jobDeploymentStatus"] == "Running"
     assert st["dashboardURL"] == f"{st['rayClusterName']}-head-svc.default.svc.cluster.local:8265"
-    job = await h.client.get(kinds.JOB, "rayjob-sample", "default")
+    job = await h.client.get(scheme.JOB, "rayjob-sample", "default")
     assert job["spec"]["template"]["spec"]["containers"][0]["env"][2] == {
         "name": "RAY_JOB_SUBMISSION_ID", "value": st["jobId"]}
 
@@ -152,7 +152,7 @@ async def test_running_mirrors_ray_and_completes_when_the_submitter_finished(h: 
     await h.step()
     st = await h.status()
     assert st["jobStatus"] == "RUNNING" and st["jobDeploymentStatus"] == "Running"
-    assert await h.exists(kinds.SERVICE, "rayjob-sample-head-svc")
+    assert await h.exists(scheme.SERVICE, "rayjob-sample-head-svc")
     h.dash.set_job_status(st["jobId"], "SUCCEEDED", end_time=1_700_000_010_000)
     await h.step()  # submitter not finished yet: stays Running
     assert (await h.status())["jobDeploymentStatus"] == "Running"
@@ -188,7 +188,7 @@ async def test_backoff_limit_retries_on_a_new_cluster_with_a_new_id(h: Harness) 
     await h.step()  # both gone -> New
     st = await h.status()
     assert st["jobDeploymentStatus"] == "" and "jobId" not in st and "rayClusterName" not in st
-    assert not await h.exists(kinds.RAY_CLUSTER, first["rayClusterName"])
+    assert not await h.exists(scheme.RAY_CLUSTER, first["rayClusterName"])
     second = await h.to_running()
     assert second["jobId"] != first["jobId"] and second["rayClusterName"] != first["rayClusterName"]
     h.dash.set_job_status(second["jobId"], "FAILED")
@@ -280,7 +280,7 @@ async def test_pre_running_deadline_fails_an_initializing_job(h: Harness) -> Non
 async def test_http_mode_submits_once_with_the_persisted_id(h: Harness) -> None:
     await h.create(submissionMode="HTTPMode")
     st = await h.to_running()
-    assert not await h.exists(kinds.JOB, "rayjob-sample")
+    assert not await h.exists(scheme.JOB, "rayjob-sample")
     await h.step()
     await h.step()
     assert [s["submission_id"] for s in h.dash.submissions] == [st["jobId"]]
@@ -331,8 +331,8 @@ async def test_suspend_deletes_children_then_suspends_and_resume_starts_over(h: 
     await h.step()
     st = await h.status()
     assert st["jobDeploymentStatus"] == "Suspended"
-    assert not await h.exists(kinds.RAY_CLUSTER, first["rayClusterName"])
-    assert not await h.exists(kinds.JOB, "rayjob-sample")
+    assert not await h.exists(scheme.RAY_CLUSTER, first["rayClusterName"])
+    assert not await h.exists(scheme.JOB, "rayjob-sample")
     result = await h.step()
     assert result.requeue_after is None  # upstream #4416: a Suspended RayJob is not requeued
     job = await h.job()
@@ -349,7 +349,7 @@ async def test_suspended_at_creation_never_creates_a_cluster(h: Harness) -> None
     for _ in range(4):
         await h.step()
     assert (await h.status())["jobDeploymentStatus"] == "Suspended"
-    assert (await h.client.list(kinds.RAY_CLUSTER, "default")).items == []
+    assert (await h.client.list(scheme.RAY_CLUSTER, "default")).items == []
 
 
 async def complete(h: Harness, ray_status: str = "SUCCEEDED") -> Obj:
@@ -365,18 +365,18 @@ async def test_shutdown_after_job_finishes_waits_for_the_ttl(h: Harness) -> None
     st = await complete(h)
     result = await h.step()
     assert result.requeue_after == pytest.approx(12.0)
-    assert await h.exists(kinds.RAY_CLUSTER, st["rayClusterName"])
+    assert await h.exists(scheme.RAY_CLUSTER, st["rayClusterName"])
     h.clock.advance(10)
     await h.step()
-    assert not await h.exists(kinds.RAY_CLUSTER, st["rayClusterName"])
-    assert await h.exists(kinds.JOB, "rayjob-sample")  # the finished submitter is kept for its logs
+    assert not await h.exists(scheme.RAY_CLUSTER, st["rayClusterName"])
+    assert await h.exists(scheme.JOB, "rayjob-sample")  # the finished submitter is kept for its logs
 
 
 async def test_legacy_on_success_delete_workers_suspends_every_group(h: Harness) -> None:
     await h.create(deletionStrategy={"onSuccess": {"policy": "DeleteWorkers"}, "onFailure": {"policy": "DeleteNone"}})
     st = await complete(h)
     await h.step()
-    cluster = await h.client.get(kinds.RAY_CLUSTER, st["rayClusterName"], "default")
+    cluster = await h.client.get(scheme.RAY_CLUSTER, st["rayClusterName"], "default")
     assert [g.get("suspend") for g in cluster["spec"]["workerGroupSpecs"]] == [True]
 
 
@@ -387,7 +387,7 @@ async def test_deletion_rules_run_the_most_impactful_overdue_rule(h: Harness) ->
     await h.create(deletionStrategy={"deletionRules": rules})
     st = await complete(h)
     result = await h.step()
-    assert not await h.exists(kinds.RAY_CLUSTER, st["rayClusterName"])
+    assert not await h.exists(scheme.RAY_CLUSTER, st["rayClusterName"])
     assert result.requeue_after == pytest.approx(62.0)
     h.clock.advance(60)
     deletes = len([w for w in h.client.writes() if w[:2] == ("delete", "rayjobs")])
@@ -400,10 +400,10 @@ async def test_deleting_a_running_rayjob_stops_the_ray_job_first(h: Harness) -> 
     await h.create()
     st = await h.to_running()
     h.dash.set_job_status(st["jobId"], "RUNNING")
-    await h.delete(kinds.RAY_JOB, "rayjob-sample")
+    await h.delete(scheme.RAY_JOB, "rayjob-sample")
     await h.step()
     assert h.dash.stopped == [st["jobId"]]
-    assert not await h.exists(kinds.RAY_JOB, "rayjob-sample")
+    assert not await h.exists(scheme.RAY_JOB, "rayjob-sample")
 
 
 async def test_invalid_spec_is_validation_failed_without_requeue(h: Harness) -> None:
@@ -432,8 +432,8 @@ async def test_cluster_selector_uses_the_existing_cluster_and_never_deletes_it(h
     await h.step()
     await h.step()
     assert (await h.status())["jobDeploymentStatus"] == "Complete"
-    assert await h.exists(kinds.RAY_CLUSTER, "raycluster-kuberay")
-    assert not await h.exists(kinds.SERVICE, "rayjob-sample-head-svc")
+    assert await h.exists(scheme.RAY_CLUSTER, "raycluster-kuberay")
+    assert not await h.exists(scheme.SERVICE, "rayjob-sample-head-svc")
 
 
 async def test_cluster_selector_naming_a_missing_cluster_warns(h: Harness) -> None:
@@ -451,20 +451,20 @@ async def test_volcano_gang_for_a_rayjob_and_shrink_on_completion() -> None:
     h.rc.batch_scheduler = sched
     await h.create(shutdownAfterJobFinishes=True)
     st = await h.to_running()
-    pg = await h.client.get(kinds.POD_GROUP, "ray-rayjob-sample-pg", "default")
+    pg = await h.client.get(scheme.POD_GROUP, "ray-rayjob-sample-pg", "default")
     assert pg["spec"]["minMember"] == 2
     assert pg["spec"]["minResources"] == {"cpu": "1700m", "memory": "2248Mi"}
-    pods = (await h.client.list(kinds.POD, "default", label_selector=f"ray.io/cluster={st['rayClusterName']}")).items
+    pods = (await h.client.list(scheme.POD, "default", label_selector=f"ray.io/cluster={st['rayClusterName']}")).items
     assert {p["spec"]["schedulerName"] for p in pods} == {"volcano"}
     assert {p["metadata"]["annotations"]["scheduling.k8s.io/group-name"] for p in pods} == {"ray-rayjob-sample-pg"}
-    submitter = await h.client.get(kinds.JOB, "rayjob-sample", "default")
+    submitter = await h.client.get(scheme.JOB, "rayjob-sample", "default")
     assert submitter["spec"]["template"]["metadata"]["annotations"]["volcano.sh/task-spec"] == "submittergroup"
     h.dash.set_job_status(st["jobId"], "SUCCEEDED")
     await h.submitter_finished()
     await h.step()
     await h.step()  # Complete: deletes the cluster, then shrinks the PodGroup
     await h.step()
-    pg = await h.client.get(kinds.POD_GROUP, "ray-rayjob-sample-pg", "default")
+    pg = await h.client.get(scheme.POD_GROUP, "ray-rayjob-sample-pg", "default")
     assert pg["spec"]["minMember"] == 0 and pg["spec"]["minResources"] == {}
 
 
@@ -479,13 +479,13 @@ async def test_volcano_does_not_hang_a_cluster_selector_rayjob_in_initializing()
     await h.cluster_ready()
     await h.step()
     assert (await h.status())["jobDeploymentStatus"] == "Running"
-    submitter = await h.client.get(kinds.JOB, "rayjob-sample", "default")
+    submitter = await h.client.get(scheme.JOB, "rayjob-sample", "default")
     assert "schedulerName" not in submitter["spec"]["template"]["spec"]
 
 
 async def set_sidecar_state(h: Harness, exit_code: int) -> None:
     name = (await h.status())["rayClusterName"]
-    head = (await h.client.list(kinds.POD, "default",
+    head = (await h.client.list(scheme.POD, "default",
                                 label_selector=f"ray.io/cluster={name},ray.io/node-type=head")).items[0]
     head["apiVersion"], head["kind"] = "v1", "Pod"
     head["status"]["containerStatuses"] = [
@@ -499,7 +499,7 @@ async def set_sidecar_state(h: Harness, exit_code: int) -> None:
 async def test_sidecar_mode_completes_when_the_submitter_container_exits_0(h: Harness) -> None:
     await h.create(submissionMode="SidecarMode")
     st = await h.to_running()
-    assert not await h.exists(kinds.JOB, "rayjob-sample")
+    assert not await h.exists(scheme.JOB, "rayjob-sample")
     h.dash.set_job_status(st["jobId"], "SUCCEEDED")
     await h.step()
     assert (await h.status())["jobDeploymentStatus"] == "Running"  # submitter still running
@@ -525,7 +525,7 @@ async def test_sidecar_submitter_that_ends_before_the_cluster_is_ready_does_not_
     await h.step()  # cluster created; Pods not ready yet
     name = (await h.status())["rayClusterName"]
     await h.rc.reconcile(Request("default", name))
-    head = (await h.client.list(kinds.POD, "default",
+    head = (await h.client.list(scheme.POD, "default",
                                 label_selector=f"ray.io/cluster={name},ray.io/node-type=head")).items[0]
     head["apiVersion"], head["kind"] = "v1", "Pod"
     head["status"] = {"phase": "Running", "podIP": "10.244.0.9", "conditions": [{"type": "Ready", "status": "False"}],

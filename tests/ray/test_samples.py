@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
+from pumice.api import scheme
 from pumice.client.base import ApiError
-from pumice.controllers.ray import kinds
 from pumice.testing.ray_dashboard import FakeRayDashboard
 
 from .conftest import load_sample, shared_dir
@@ -90,7 +90,7 @@ async def test_sample_reaches_its_expected_state(name: str) -> None:
                     continue  # KAI's Queue CRD is not served by pumice
                 raise
         for (kind, obj_name), want in EXPECTED[name].items():
-            rk = kinds.RAY_CLUSTER if kind == "RayCluster" else kinds.RAY_JOB
+            rk = scheme.RAY_CLUSTER if kind == "RayCluster" else scheme.RAY_JOB
             field = "state" if kind == "RayCluster" else "jobDeploymentStatus"
 
             async def reached(rk: Any = rk, obj_name: str = obj_name, field: str = field, want: str = want) -> bool:

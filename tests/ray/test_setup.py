@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from pumice._util.clock import rfc3339
-from pumice.controllers.ray import kinds, setup
+from pumice.api import scheme
+from pumice.controllers.ray import setup
 from pumice.controllers.ray.batchscheduler import UnknownBatchSchedulerError
 from pumice.runtime.manager import Manager
 from pumice.testing.fake_client import FakeClient
@@ -26,14 +27,14 @@ Obj = dict[str, Any]
 async def kubelet(client: FakeClient, dash: FakeRayDashboard) -> None:
     """Mark every Pod Running/Ready; when a submitter Job appears, let Ray run the job and complete it."""
     while True:
-        for p in (await client.list(kinds.POD, "default")).items:
+        for p in (await client.list(scheme.POD, "default")).items:
             if (p.get("status") or {}).get("phase") != "Running" and not p["metadata"].get("deletionTimestamp"):
                 p["apiVersion"], p["kind"] = "v1", "Pod"
                 p["status"] = {"phase": "Running", "podIP": "10.244.0.7",
                                "conditions": [{"type": "Ready", "status": "True"}]}
                 with contextlib.suppress(Exception):
                     await client.update_status(p)
-        for j in (await client.list(kinds.JOB, "default")).items:
+        for j in (await client.list(scheme.JOB, "default")).items:
             if not j.get("status"):
                 job_id = next(e["value"] for e in j["spec"]["template"]["spec"]["containers"][0]["env"]
                               if e["name"] == "RAY_JOB_SUBMISSION_ID")
@@ -80,7 +81,7 @@ async def test_setup_runs_a_raycluster_to_ready(client: FakeClient) -> None:
         await client.create(load_sample("ray-cluster.sample.yaml", "RayCluster"))
 
         async def ready() -> bool:
-            cl = await client.get(kinds.RAY_CLUSTER, "raycluster-kuberay", "default")
+            cl = await client.get(scheme.RAY_CLUSTER, "raycluster-kuberay", "default")
             return (cl.get("status") or {}).get("state") == "ready"
 
         await wait_for(ready)
@@ -94,16 +95,16 @@ async def test_setup_runs_the_sample_rayjob_to_complete_and_tears_the_cluster_do
         await client.create(job)
 
         async def complete() -> bool:
-            st = (await client.get(kinds.RAY_JOB, "rayjob-sample", "default")).get("status") or {}
+            st = (await client.get(scheme.RAY_JOB, "rayjob-sample", "default")).get("status") or {}
             return st.get("jobDeploymentStatus") == "Complete"
 
         await wait_for(complete)
 
         async def cluster_gone() -> bool:
-            return not (await client.list(kinds.RAY_CLUSTER, "default")).items
+            return not (await client.list(scheme.RAY_CLUSTER, "default")).items
 
         await wait_for(cluster_gone)
-    st = (await client.get(kinds.RAY_JOB, "rayjob-sample", "default"))["status"]
+    st = (await client.get(scheme.RAY_JOB, "rayjob-sample", "default"))["status"]
     assert (st["jobStatus"], st["succeeded"], st["failed"]) == ("SUCCEEDED", 1, 0)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from pumice._util.clock import LoopClock
+from pumice.api.scheme import EVENT, LEASE
 from pumice.client.base import ApiError
 from pumice.client.informer import SharedInformerFactory
 from pumice.runtime import (
@@ -24,8 +25,6 @@ from pumice.runtime import (
     create_or_update,
     set_controller_reference,
 )
-from pumice.runtime.events import EVENT
-from pumice.runtime.leaderelection import LEASE
 from pumice.testing.fake_client import CountingClient
 
 from .conftest import CONFIGMAP, SECRET, configmap, eventually

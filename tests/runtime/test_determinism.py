@@ -9,8 +9,8 @@ from typing import Any
 import looptime
 
 from pumice._util.clock import LoopClock
+from pumice.api.scheme import EVENT
 from pumice.runtime import Manager, Request, Result, create_or_update, set_controller_reference
-from pumice.runtime.events import EVENT
 from pumice.testing.fake_client import FakeClient
 
 from .conftest import CONFIGMAP, SECRET, configmap

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from pumice._util.clock import FakeClock, LoopClock
+from pumice.api.scheme import EVENT
 from pumice.runtime import (
     AlreadyOwnedError,
     EventRecorder,
@@ -26,7 +27,6 @@ from pumice.runtime import (
     set_controller_reference,
     set_owner_reference,
 )
-from pumice.runtime.events import EVENT
 from pumice.testing.fake_client import FakeClient
 
 from .conftest import CONFIGMAP, configmap, deployment

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from pumice._util.clock import LoopClock, parse_rfc3339
+from pumice.api.scheme import LEASE
 from pumice.client.base import ApiError
 from pumice.runtime import LeaderElectionConfig, LeaderElectionLost, LeaderElector, Manager, Request, Result
-from pumice.runtime.leaderelection import LEASE
 from pumice.testing.fake_client import FakeClient
 
 from .conftest import CONFIGMAP, configmap, eventually

@@ -84,7 +84,7 @@ def apiserver_args(data_dir: Path) -> list[str]:
 
 def lease_holder(kubeconfig: Path) -> str | None:
     """holderIdentity of the Lease kube-system/pumice-controller-manager (None: no Lease yet)."""
-    from pumice.runtime.leaderelection import LEASE
+    from pumice.api.scheme import LEASE
 
     async def get(client: Any) -> str | None:
         try:
@@ -204,7 +204,7 @@ def _logs(tmp_path: Path) -> str:
 
 def _ready(kubeconfig: Path) -> bool:
     async def probe(client: Any) -> bool:
-        from pumice.runtime.leaderelection import LEASE
+        from pumice.api.scheme import LEASE
 
         try:
             await client.list(LEASE, "kube-system")

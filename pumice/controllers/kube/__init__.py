@@ -22,11 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from pumice.controllers.kube.deployment import DeploymentReconciler
-from pumice.controllers.kube.endpoints import EndpointsReconciler, services_for_pod
-from pumice.controllers.kube.garbagecollector import GarbageCollector
-from pumice.controllers.kube.job import DEFAULT_POD_FAILURE_BACKOFF, JobReconciler
-from pumice.controllers.kube.kinds import (
+from pumice.api.scheme import (
     DEPLOYMENT,
     ENDPOINT_SLICE,
     ENDPOINTS,
@@ -38,6 +34,10 @@ from pumice.controllers.kube.kinds import (
     REPLICA_SET,
     SERVICE,
 )
+from pumice.controllers.kube.deployment import DeploymentReconciler
+from pumice.controllers.kube.endpoints import EndpointsReconciler, services_for_pod
+from pumice.controllers.kube.garbagecollector import GarbageCollector
+from pumice.controllers.kube.job import DEFAULT_POD_FAILURE_BACKOFF, JobReconciler
 from pumice.controllers.kube.namespace import NamespaceReconciler
 from pumice.controllers.kube.nodelifecycle import (
     GRACE_PERIOD,

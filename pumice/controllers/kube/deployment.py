@@ -30,9 +30,9 @@ import math
 from typing import Any
 
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
+from pumice.api.scheme import DEPLOYMENT, REPLICA_SET
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_conflict, is_not_found
 from pumice.client.informer import OWNER_UID_INDEX, Informer
-from pumice.controllers.kube.kinds import DEPLOYMENT, REPLICA_SET
 from pumice.controllers.kube.podutil import (
     compute_hash,
     controller_ref,

@@ -25,9 +25,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from pumice.api.scheme import ENDPOINT_SLICE, ENDPOINTS
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
 from pumice.client.informer import Informer, matches_labels
-from pumice.controllers.kube.kinds import ENDPOINT_SLICE, ENDPOINTS
 from pumice.controllers.kube.podutil import compute_hash, controller_ref, is_ready, is_terminal
 from pumice.runtime import Request, Result
 

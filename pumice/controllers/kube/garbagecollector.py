@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pumice._util.clock import Clock
-from pumice.api.scheme import ResourceKind
+from pumice.api.scheme import CUSTOM_RESOURCE_DEFINITION, ResourceKind
 from pumice.client.base import ApiError, KubeClient, is_not_found
 from pumice.client.informer import Informer, SharedInformerFactory
 from pumice.client.workqueue import QueueShutDown, RateLimitingQueue
@@ -40,8 +40,6 @@ log = logging.getLogger(__name__)
 
 FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"
-CRD = ResourceKind("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
-                   namespaced=False, subresources=("status",))
 _IGNORED = {("", "events"), ("events.k8s.io", "events")}
 
 Item = tuple[str, str]  # ("delete" | "owner", uid)
@@ -288,7 +286,7 @@ class GarbageCollector:
     async def run(self) -> None:
         """Watch every deletable kind, wait for the caches, then process the queue until cancelled."""
         informers = [i for i in (self.watch_kind(rk) for rk in list(self.client.scheme)) if i is not None]
-        crds = self.informers.informer(CRD)
+        crds = self.informers.informer(CUSTOM_RESOURCE_DEFINITION)
         crds.add_event_handler(self._on_crd, lambda _o, n: self._on_crd(n), None)
         await self.informers.wait_for_cache_sync([*informers, crds])
         self._synced.set()

@@ -32,9 +32,9 @@ import logging
 from typing import Any
 
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
+from pumice.api.scheme import JOB, POD
 from pumice.client.base import ApiError, KubeClient, is_conflict, is_not_found
 from pumice.client.informer import OWNER_UID_INDEX, Informer
-from pumice.controllers.kube.kinds import JOB, POD
 from pumice.controllers.kube.podutil import (
     controller_ref,
     deletion_order,

@@ -19,10 +19,9 @@ import logging
 from typing import Any
 
 from pumice._util.clock import Clock, rfc3339
-from pumice.api.scheme import ResourceKind
+from pumice.api.scheme import NAMESPACE, ResourceKind
 from pumice.client.base import ApiError, KubeClient, is_conflict, is_not_found
 from pumice.client.informer import Informer
-from pumice.controllers.kube.kinds import NAMESPACE
 from pumice.controllers.kube.podutil import set_status_condition
 from pumice.runtime import Request, Result
 

@@ -30,9 +30,9 @@ import logging
 from typing import Any
 
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
+from pumice.api.scheme import POD
 from pumice.client.base import ApiError, KubeClient, is_not_found
 from pumice.client.informer import Informer
-from pumice.controllers.kube.kinds import POD
 from pumice.runtime.events import EventRecorder
 
 Obj = dict[str, Any]

@@ -23,9 +23,9 @@ import logging
 from typing import Any
 
 from pumice._util.clock import Clock
+from pumice.api.scheme import POD
 from pumice.client.base import ApiError, KubeClient, is_conflict, is_not_found
 from pumice.client.informer import OWNER_UID_INDEX, Informer, matches_labels
-from pumice.controllers.kube.kinds import POD
 from pumice.controllers.kube.podutil import (
     available_in,
     controller_ref,

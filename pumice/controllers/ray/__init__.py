@@ -22,7 +22,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from pumice.controllers.ray import kinds
+from pumice.api import scheme
 from pumice.controllers.ray.batchscheduler import UnknownBatchSchedulerError, new_batch_scheduler
 from pumice.controllers.ray.dashboard import DashboardClientFactory
 from pumice.controllers.ray.raycluster import CacheReader, RayClusterOptions, RayClusterReconciler
@@ -78,8 +78,8 @@ def setup(mgr: Any, *, batch_scheduler: str | None = None, dashboard_client_fact
     reader = None
     informers = getattr(mgr, "informers", None)
     if informers is not None:
-        pods = informers.informer(kinds.POD)
-        services = informers.informer(kinds.SERVICE)
+        pods = informers.informer(scheme.POD)
+        services = informers.informer(scheme.SERVICE)
         reader = CacheReader(_store(pods), _store(services))
     rc = RayClusterReconciler(client, recorder=recorder("raycluster-controller"), clock=clock,
                               batch_scheduler=scheduler, options=raycluster_options,
@@ -90,10 +90,10 @@ def setup(mgr: Any, *, batch_scheduler: str | None = None, dashboard_client_fact
     # Upstream filters the primary watch to spec, label and annotation changes: the controller's
     # own status writes do not wake it (it requeues itself 2 s after a status change).
     primary = or_(GenerationChangedPredicate, LabelChangedPredicate, AnnotationChangedPredicate)
-    b = mgr.controller("raycluster").for_(kinds.RAY_CLUSTER, primary).owns(kinds.POD).owns(kinds.SERVICE)
+    b = mgr.controller("raycluster").for_(scheme.RAY_CLUSTER, primary).owns(scheme.POD).owns(scheme.SERVICE)
     if batch_scheduler == "volcano":
-        b = b.owns(kinds.POD_GROUP)
+        b = b.owns(scheme.POD_GROUP)
     b.with_options(max_concurrent_reconciles=reconcile_concurrency).complete(rc)
-    b2 = mgr.controller("rayjob").for_(kinds.RAY_JOB).owns(kinds.RAY_CLUSTER).owns(kinds.SERVICE).owns(kinds.JOB)
+    b2 = mgr.controller("rayjob").for_(scheme.RAY_JOB).owns(scheme.RAY_CLUSTER).owns(scheme.SERVICE).owns(scheme.JOB)
     b2.with_options(max_concurrent_reconciles=reconcile_concurrency).complete(rj)
     return rc, rj

@@ -39,10 +39,10 @@ from fractions import Fraction
 from typing import Any, Protocol
 
 from pumice._util.clock import Clock, default_clock, rfc3339
+from pumice.api import scheme
 from pumice.client.base import KubeClient, is_already_exists, is_not_found
 from pumice.controllers.ray import association as assoc
 from pumice.controllers.ray import constants as c
-from pumice.controllers.ray import kinds
 from pumice.controllers.ray.batchscheduler import BatchScheduler, DefaultBatchScheduler
 from pumice.controllers.ray.common import pod as podb
 from pumice.controllers.ray.common import resources as res
@@ -95,15 +95,15 @@ class ClientReader:
 
     async def cluster_pods(self, namespace: str, cluster: str) -> list[Obj]:
         sel = assoc.selector_string(assoc.cluster_pods_selector(cluster))
-        return (await self.client.list(kinds.POD, namespace, label_selector=sel)).items
+        return (await self.client.list(scheme.POD, namespace, label_selector=sel)).items
 
     async def head_services(self, namespace: str, cluster: str) -> list[Obj]:
         sel = assoc.selector_string(assoc.head_service_selector(cluster))
-        return (await self.client.list(kinds.SERVICE, namespace, label_selector=sel)).items
+        return (await self.client.list(scheme.SERVICE, namespace, label_selector=sel)).items
 
     async def pod_exists(self, namespace: str, name: str) -> bool:
         try:
-            await self.client.get(kinds.POD, name, namespace)
+            await self.client.get(scheme.POD, name, namespace)
         except Exception as e:
             if is_not_found(e):
                 return False
@@ -310,7 +310,7 @@ class RayClusterReconciler:
     async def reconcile(self, req: Request) -> Result:
         self.reconcile_count += 1
         try:
-            cluster = await self.client.get(kinds.RAY_CLUSTER, req.name, req.namespace)
+            cluster = await self.client.get(scheme.RAY_CLUSTER, req.name, req.namespace)
         except Exception as e:
             if is_not_found(e):
                 self.expectations.delete_cluster(req.namespace, req.name)
@@ -420,7 +420,7 @@ class RayClusterReconciler:
         """Delete ``name`` (NotFound ignored). Returns True when a delete call was made."""
         ns = cluster["metadata"].get("namespace", "default")
         try:
-            await self.client.delete(kinds.POD, name, ns)
+            await self.client.delete(scheme.POD, name, ns)
         except Exception as e:
             if is_not_found(e):
                 return False
@@ -441,7 +441,7 @@ class RayClusterReconciler:
                 if p["metadata"].get("deletionTimestamp"):
                     continue
                 try:
-                    await self.client.delete(kinds.POD, p["metadata"]["name"], ns)
+                    await self.client.delete(scheme.POD, p["metadata"]["name"], ns)
                 except Exception as e:
                     if not is_not_found(e):
                         raise ReplicaFailureError(c.RayClusterConditionReason.FAILED_DELETE_ALL_PODS,

@@ -33,10 +33,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from pumice._util.clock import Clock, default_clock, parse_rfc3339, rfc3339
+from pumice.api import scheme
 from pumice.client.base import KubeClient, is_not_found
 from pumice.controllers.ray import association as assoc
 from pumice.controllers.ray import constants as c
-from pumice.controllers.ray import kinds
 from pumice.controllers.ray.batchscheduler import BatchScheduler, DefaultBatchScheduler
 from pumice.controllers.ray.common import job as jobb
 from pumice.controllers.ray.common import pod as podb
@@ -136,7 +136,7 @@ class RayJobReconciler:
     async def reconcile(self, req: Request) -> Result:
         self.reconcile_count += 1
         try:
-            job = await self.client.get(kinds.RAY_JOB, req.name, req.namespace)
+            job = await self.client.get(scheme.RAY_JOB, req.name, req.namespace)
         except Exception as e:
             if is_not_found(e):
                 return Result()
@@ -190,7 +190,7 @@ class RayJobReconciler:
         if not c.is_job_terminal(st.get("jobStatus", "")) and st.get("jobId"):
             cluster: Obj = {}
             try:
-                cluster = await self.client.get(kinds.RAY_CLUSTER, st.get("rayClusterName", ""),
+                cluster = await self.client.get(scheme.RAY_CLUSTER, st.get("rayClusterName", ""),
                                                 job["metadata"].get("namespace"))
             except Exception as e:
                 log.info("RayJob %s/%s: cannot get RayCluster while stopping the job: %s",
@@ -304,7 +304,7 @@ class RayJobReconciler:
 
     async def _get_cluster(self, job: Obj) -> Obj | None:
         try:
-            return await self.client.get(kinds.RAY_CLUSTER, _status(job).get("rayClusterName", ""), self._ns(job))
+            return await self.client.get(scheme.RAY_CLUSTER, _status(job).get("rayClusterName", ""), self._ns(job))
         except Exception as e:
             if is_not_found(e):
                 return None
@@ -334,7 +334,7 @@ class RayJobReconciler:
     async def _dashboard_url(self, cluster: Obj) -> str:
         ns = cluster["metadata"].get("namespace", "default")
         svc_name = assoc.head_service_name(cluster)
-        svc = await self.client.get(kinds.SERVICE, svc_name, ns)
+        svc = await self.client.get(scheme.SERVICE, svc_name, ns)
         for p in svc.get("spec", {}).get("ports") or []:
             if p.get("name") == c.DASHBOARD_PORT_NAME:
                 return f"{svc_name}.{ns}.svc.{self.options.pod.cluster_domain}:{p['port']}"
@@ -343,7 +343,7 @@ class RayJobReconciler:
     async def _create_submitter_job_if_needed(self, job: Obj, cluster: Obj) -> None:
         ns = self._ns(job)
         try:
-            await self.client.get(kinds.JOB, assoc.submitter_job_name(job), ns)
+            await self.client.get(scheme.JOB, assoc.submitter_job_name(job), ns)
             return
         except Exception as e:
             if not is_not_found(e):
@@ -365,7 +365,7 @@ class RayJobReconciler:
         want = svcb.build_rayjob_head_service(job, cluster, self.options.service)
         ns = self._ns(job)
         try:
-            old = await self.client.get(kinds.SERVICE, want["metadata"]["name"], ns)
+            old = await self.client.get(scheme.SERVICE, want["metadata"]["name"], ns)
         except Exception as e:
             if not is_not_found(e):
                 raise
@@ -384,7 +384,7 @@ class RayJobReconciler:
         ns = self._ns(job)
         if _mode(job) == MODE.SIDECAR_MODE:
             cluster = await self._get_or_create_cluster(job)
-            heads = (await self.client.list(kinds.POD, ns, label_selector=assoc.selector_string(
+            heads = (await self.client.list(scheme.POD, ns, label_selector=assoc.selector_string(
                 assoc.head_pods_selector(cluster["metadata"]["name"])))).items
             if not heads:
                 st["jobDeploymentStatus"] = JDS.FAILED.value
@@ -409,7 +409,7 @@ class RayJobReconciler:
                         return True, finished
                 break
             return False, finished
-        k8s_job = await self.client.get(kinds.JOB, assoc.submitter_job_name(job), ns)
+        k8s_job = await self.client.get(scheme.JOB, assoc.submitter_job_name(job), ns)
         changed = False
         finished = None
         for cond in (k8s_job.get("status") or {}).get("conditions") or []:
@@ -433,7 +433,7 @@ class RayJobReconciler:
         job can end before every Pod is ready, and a terminated container keeps the head Pod
         un-Ready, so the cluster would never be ``ready``), move on: exit 0 → Running (the Running
         step reads the result), non-zero → Failed/SubmissionFailed. Returns True when it moved."""
-        heads = (await self.client.list(kinds.POD, self._ns(job), label_selector=assoc.selector_string(
+        heads = (await self.client.list(scheme.POD, self._ns(job), label_selector=assoc.selector_string(
             assoc.head_pods_selector(cluster["metadata"]["name"])))).items
         for cs in ((heads[0].get("status") or {}).get("containerStatuses") or []) if heads else []:
             if cs.get("name") != c.SUBMITTER_CONTAINER_NAME:
@@ -463,7 +463,7 @@ class RayJobReconciler:
             return True
         if not cluster["metadata"].get("deletionTimestamp"):
             try:
-                await self.client.delete(kinds.RAY_CLUSTER, cluster["metadata"]["name"], self._ns(job))
+                await self.client.delete(scheme.RAY_CLUSTER, cluster["metadata"]["name"], self._ns(job))
             except Exception as e:
                 if is_not_found(e):
                     return True
@@ -477,14 +477,14 @@ class RayJobReconciler:
             return True
         ns = self._ns(job)
         try:
-            k8s_job = await self.client.get(kinds.JOB, assoc.submitter_job_name(job), ns)
+            k8s_job = await self.client.get(scheme.JOB, assoc.submitter_job_name(job), ns)
         except Exception as e:
             if is_not_found(e):
                 return True
             raise
         if not k8s_job["metadata"].get("deletionTimestamp"):
             try:
-                await self.client.delete(kinds.JOB, k8s_job["metadata"]["name"], ns, propagation_policy="Background")
+                await self.client.delete(scheme.JOB, k8s_job["metadata"]["name"], ns, propagation_policy="Background")
             except Exception as e:
                 if is_not_found(e):
                     return True
@@ -518,7 +518,7 @@ class RayJobReconciler:
         elif policy == c.DeletionPolicyType.DELETE_WORKERS:
             await self._suspend_worker_groups(job)
         elif policy == c.DeletionPolicyType.DELETE_SELF:
-            await self.client.delete(kinds.RAY_JOB, job["metadata"]["name"], self._ns(job))
+            await self.client.delete(scheme.RAY_JOB, job["metadata"]["name"], self._ns(job))
 
     async def _is_policy_done(self, job: Obj, policy: str) -> bool:
         if policy == c.DeletionPolicyType.DELETE_NONE:
@@ -590,7 +590,7 @@ class RayJobReconciler:
         if at > self._now():
             return self._requeue_at(at)
         if self.options.delete_rayjob_after_job_finishes:
-            await self.client.delete(kinds.RAY_JOB, job["metadata"]["name"], self._ns(job))
+            await self.client.delete(scheme.RAY_JOB, job["metadata"]["name"], self._ns(job))
         else:
             await self._delete_cluster(job)
         return Result()

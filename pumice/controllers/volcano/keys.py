@@ -11,28 +11,7 @@ actions.go, events.go; pkg/apis/scheduling/v1beta1/labels.go, types.go.
 
 from __future__ import annotations
 
-from pumice.api.scheme import ResourceKind
 from pumice.api.volcano import constants as _c
-
-# --- kinds -------------------------------------------------------------------------------------
-VCJOB = ResourceKind("batch.volcano.sh", "v1alpha1", "Job", "jobs", short_names=("vcjob", "vj"),
-                     subresources=("status",))
-# upstream's PodGroup CRD has no status subresource: status is written with the whole object
-PODGROUP = ResourceKind("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups",
-                        short_names=("pg", "podgroup-v1beta1"))
-QUEUE = ResourceKind("scheduling.volcano.sh", "v1beta1", "Queue", "queues", namespaced=False,
-                     short_names=("q", "queue-v1beta1"), subresources=("status",))
-COMMAND = ResourceKind("bus.volcano.sh", "v1alpha1", "Command", "commands")
-POD = ResourceKind("", "v1", "Pod", "pods", subresources=("status", "binding", "eviction", "log"))
-NAMESPACE = ResourceKind("", "v1", "Namespace", "namespaces", namespaced=False)
-SERVICE = ResourceKind("", "v1", "Service", "services")
-CONFIGMAP = ResourceKind("", "v1", "ConfigMap", "configmaps")
-SECRET = ResourceKind("", "v1", "Secret", "secrets")
-NETWORKPOLICY = ResourceKind("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies")
-PRIORITYCLASS = ResourceKind("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses",
-                             namespaced=False)
-REPLICASET = ResourceKind("apps", "v1", "ReplicaSet", "replicasets")
-BATCHJOB = ResourceKind("batch", "v1", "Job", "jobs")
 
 # --- labels, annotations, defaults, events, actions, phases ------------------------------------
 # Each wire string is defined once, in pumice.api.volcano.constants; these are the names the

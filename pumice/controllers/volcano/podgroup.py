@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from pumice.api import scheme
 from pumice.api.meta import owner_reference
 from pumice.client.base import KubeClient, is_already_exists, is_not_found
 from pumice.controllers.volcano import keys
@@ -24,7 +25,7 @@ from pumice.controllers.volcano.job import resources as res
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
-_OWNER_KINDS = {"ReplicaSet": keys.REPLICASET, "Job": keys.BATCHJOB}
+_OWNER_KINDS = {"ReplicaSet": scheme.REPLICA_SET, "Job": scheme.JOB}
 
 
 def podgroup_name_for_pod(pod: Obj) -> str:
@@ -130,7 +131,7 @@ class PodGroupReconciler:
                 if not is_already_exists(e):
                     raise
         try:
-            await self.client.patch(keys.POD, req.name, {"metadata": {"annotations": {keys.KUBE_GROUP_NAME_KEY: name}}},
+            await self.client.patch(scheme.POD, req.name, {"metadata": {"annotations": {keys.KUBE_GROUP_NAME_KEY: name}}},
                                     req.namespace)
         except Exception as e:
             if not is_not_found(e):
@@ -155,7 +156,7 @@ class ScaledToZeroReconciler:
         name = keys.PODGROUP_NAME_PREFIX + str(rs["metadata"].get("uid", ""))
         if self.podgroups.get(req.namespace, name) is not None:
             try:
-                await self.client.delete(keys.PODGROUP, name, req.namespace)
+                await self.client.delete(scheme.POD_GROUP, name, req.namespace)
             except Exception as e:
                 if not is_not_found(e):
                     raise

@@ -35,6 +35,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from pumice.api import scheme
 from pumice.client.base import KubeClient, is_already_exists, is_not_found
 from pumice.controllers.volcano import keys
 from pumice.controllers.volcano.keys import Action, PodGroupPhase, QueueState
@@ -151,7 +152,7 @@ class QueueReconciler:
         requeue = False
         if cmd is not None:
             try:
-                await self.client.delete(keys.COMMAND, cmd["metadata"]["name"], cmd["metadata"].get("namespace"))
+                await self.client.delete(scheme.COMMAND, cmd["metadata"]["name"], cmd["metadata"].get("namespace"))
             except Exception as e:
                 if not is_not_found(e):
                     raise
@@ -172,7 +173,7 @@ class QueueReconciler:
         want: Obj = {"state": new_state, **count_podgroups(pgs)}
         diff = {k: v for k, v in want.items() if status.get(k, 0 if k != "state" else "") != v}
         if diff:
-            await self.client.patch(keys.QUEUE, req.name, {"status": diff}, subresource="status")
+            await self.client.patch(scheme.QUEUE, req.name, {"status": diff}, subresource="status")
             if "state" in diff and self.recorder is not None and action == Action.CLOSE_QUEUE:
                 self.recorder.event(queue, "Normal", str(Action.CLOSE_QUEUE), "Close queue succeed")
         return Result(requeue_after=0.001) if requeue else Result()
@@ -210,7 +211,7 @@ class QueueReconciler:
         return action
 
     async def _annotate(self, name: str, value: str) -> None:
-        await self.client.patch(keys.QUEUE, name, {"metadata": {"annotations": {CLOSED_BY_PARENT: value}}})
+        await self.client.patch(scheme.QUEUE, name, {"metadata": {"annotations": {CLOSED_BY_PARENT: value}}})
 
 
 def children_of(queues: Any) -> Callable[[Obj], list[Any]]:
@@ -230,7 +231,7 @@ async def ensure_default_queues(client: KubeClient) -> None:
     as upstream's scheduler does at start."""
     for q in (root_queue(), default_queue()):
         try:
-            await client.get(keys.QUEUE, q["metadata"]["name"])
+            await client.get(scheme.QUEUE, q["metadata"]["name"])
             continue
         except Exception as e:
             if not is_not_found(e):

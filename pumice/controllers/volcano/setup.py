@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from pumice.api import scheme
 from pumice.controllers.volcano import keys
 from pumice.controllers.volcano.job.controller import JobReconciler
 from pumice.controllers.volcano.podgroup import PodGroupReconciler, ScaledToZeroReconciler
@@ -79,20 +80,20 @@ def setup_controllers(mgr: Any, *, scheduler_names: tuple[str, ...] = (keys.DEFA
             reconciled by two workers at once).
     """
     informers = mgr.informers
-    pg_inf = informers.informer(keys.PODGROUP)
+    pg_inf = informers.informer(scheme.POD_GROUP)
     pg_inf.add_indexer(QUEUE_INDEX, pg_queue_indexer)
-    queues = informers.informer(keys.QUEUE).lister
-    commands = informers.informer(keys.COMMAND).lister
-    pods = informers.informer(keys.POD).lister
+    queues = informers.informer(scheme.QUEUE).lister
+    commands = informers.informer(scheme.COMMAND).lister
+    pods = informers.informer(scheme.POD).lister
     recorder = mgr.event_recorder("vc-controller-manager")
 
     (mgr.controller("volcano-queue")
-        .for_(keys.QUEUE)
-        .watches(keys.PODGROUP, _pg_to_queue,
+        .for_(scheme.QUEUE)
+        .watches(scheme.POD_GROUP, _pg_to_queue,
                  predicates=FuncPredicate(update=lambda o, n: _phase(o) != _phase(n) or (o.get("spec") or {}).get(
                      "queue") != (n.get("spec") or {}).get("queue") or bool(n["metadata"].get("deletionTimestamp"))))
-        .watches(keys.COMMAND, _cmd_to_queue)
-        .watches(keys.QUEUE, children_of(queues),
+        .watches(scheme.COMMAND, _cmd_to_queue)
+        .watches(scheme.QUEUE, children_of(queues),
                  predicates=FuncPredicate(update=lambda o, n: (o.get("status") or {}).get("state") != (
                      n.get("status") or {}).get("state")))
         .complete(QueueReconciler(mgr.client, queues, pg_inf.lister, commands, recorder)))
@@ -101,24 +102,24 @@ def setup_controllers(mgr: Any, *, scheduler_names: tuple[str, ...] = (keys.DEFA
         return (pod.get("spec") or {}).get("schedulerName") in scheduler_names and not (
             (pod.get("metadata") or {}).get("annotations") or {}).get(keys.KUBE_GROUP_NAME_KEY)
 
-    owners = {"ReplicaSet": informers.informer(keys.REPLICASET).lister,
-              "Job": informers.informer(keys.BATCHJOB).lister}
+    owners = {"ReplicaSet": informers.informer(scheme.REPLICA_SET).lister,
+              "Job": informers.informer(scheme.JOB).lister}
     (mgr.controller("volcano-podgroup")
-        .for_(keys.POD, predicates=FuncPredicate(create=volcano_pod_without_group,
+        .for_(scheme.POD, predicates=FuncPredicate(create=volcano_pod_without_group,
                                                  update=lambda o, n: volcano_pod_without_group(n),
                                                  delete=lambda o: False))
         .with_options(max_concurrent_reconciles=workers)
         .complete(PodGroupReconciler(mgr.client, pods, pg_inf.lister, scheduler_names, owners)))
     (mgr.controller("volcano-podgroup-scale")
-        .for_(keys.REPLICASET)
+        .for_(scheme.REPLICA_SET)
         .complete(ScaledToZeroReconciler(mgr.client, owners["ReplicaSet"], pg_inf.lister)))
 
-    pcs = informers.informer(keys.PRIORITYCLASS).lister
+    pcs = informers.informer(scheme.PRIORITY_CLASS).lister
     (mgr.controller("volcano-job")
-        .for_(keys.VCJOB, predicates=FuncPredicate(update=_job_changed))
-        .owns(keys.POD)
-        .watches(keys.PODGROUP, _pg_to_job, predicates=FuncPredicate(update=lambda o, n: _phase(o) != _phase(n)))
-        .watches(keys.COMMAND, _cmd_to_job)
+        .for_(scheme.VCJOB, predicates=FuncPredicate(update=_job_changed))
+        .owns(scheme.POD)
+        .watches(scheme.POD_GROUP, _pg_to_job, predicates=FuncPredicate(update=lambda o, n: _phase(o) != _phase(n)))
+        .watches(scheme.COMMAND, _cmd_to_job)
         .with_options(max_concurrent_reconciles=workers)
         .complete(JobReconciler(mgr.client, pods=pods, podgroups=pg_inf.lister, queues=queues, commands=commands,
                                 priorityclasses=pcs, clock=mgr.clock, recorder=recorder)))

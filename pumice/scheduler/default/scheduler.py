@@ -25,7 +25,7 @@ import logging
 from typing import Any
 
 from pumice._util.clock import Clock, default_clock, rfc3339
-from pumice.api.scheme import ResourceKind
+from pumice.api.scheme import NODE, POD
 from pumice.client.base import ApiError, KubeClient, is_not_found
 from pumice.client.informer import SharedInformerFactory
 from pumice.runtime.events import EventRecorder
@@ -39,8 +39,6 @@ Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
-POD = ResourceKind("", "v1", "Pod", "pods", subresources=("status", "binding", "eviction", "log"))
-NODE = ResourceKind("", "v1", "Node", "nodes", namespaced=False, subresources=("status",))
 
 REASON_UNSCHEDULABLE = "Unschedulable"
 REASON_SCHEDULING_GATED = "SchedulingGated"

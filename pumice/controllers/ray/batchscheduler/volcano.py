@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from pumice.api import scheme
 from pumice.api.quantity import parse_quantity
 from pumice.api.volcano import constants as vc
 from pumice.client.base import KubeClient, is_already_exists, is_not_found
 from pumice.controllers.ray import association as assoc
 from pumice.controllers.ray import constants as c
-from pumice.controllers.ray import kinds
 from pumice.controllers.ray.common import job as jobb
 from pumice.controllers.ray.common import resources as res
 
@@ -138,7 +138,7 @@ class VolcanoBatchScheduler:
         ns = owner["metadata"].get("namespace", "default")
         name = assoc.volcano_pod_group_name(owner)
         try:
-            pg = await self._client.get(kinds.POD_GROUP, name, ns)
+            pg = await self._client.get(scheme.POD_GROUP, name, ns)
         except Exception as e:
             if not is_not_found(e):
                 raise
@@ -186,7 +186,7 @@ class VolcanoBatchScheduler:
         members: int = 0
         total: res.ResourceList = {}
         try:
-            cluster = await self._client.get(kinds.RAY_CLUSTER, cluster_name, obj["metadata"].get("namespace"))
+            cluster = await self._client.get(scheme.RAY_CLUSTER, cluster_name, obj["metadata"].get("namespace"))
         except Exception as e:
             if not is_not_found(e):
                 raise

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pumice.api import scheme
 from pumice.api.admission import AdmissionError, AdmissionRequest, ObjectReader
 from pumice.controllers.volcano import keys
 
@@ -22,12 +23,12 @@ def is_kind(req: AdmissionRequest, group: str, plural: str) -> bool:
 
 
 async def get_queue(reader: ObjectReader, name: str) -> dict[str, Any] | None:
-    rk = reader.kind(keys.SCHEDULING_API_VERSION, "Queue") or keys.QUEUE
+    rk = reader.kind(keys.SCHEDULING_API_VERSION, "Queue") or scheme.QUEUE
     return await reader.get(rk, name)
 
 
 async def list_queues(reader: ObjectReader) -> list[dict[str, Any]]:
-    rk = reader.kind(keys.SCHEDULING_API_VERSION, "Queue") or keys.QUEUE
+    rk = reader.kind(keys.SCHEDULING_API_VERSION, "Queue") or scheme.QUEUE
     return await reader.list(rk)
 
 

@@ -12,6 +12,7 @@ pkg/webhooks/admission/podgroups/validate/validate_podgroup.go.
 
 from __future__ import annotations
 
+from pumice.api import scheme
 from pumice.api.admission import AdmissionRequest, ObjectReader
 from pumice.controllers.volcano import keys
 from pumice.controllers.volcano.admission._common import deny, get_queue, is_kind, queue_state
@@ -39,7 +40,7 @@ class PodGroupMutator:
             spec["queue"] = keys.DEFAULT_QUEUE
         if spec["queue"] != keys.DEFAULT_QUEUE or not req.namespace:
             return
-        ns_kind = reader.kind("v1", "Namespace") or keys.NAMESPACE
+        ns_kind = reader.kind("v1", "Namespace") or scheme.NAMESPACE
         ns = await reader.get(ns_kind, req.namespace)
         q = ((ns or {}).get("metadata", {}).get("annotations") or {}).get(keys.QUEUE_NAME_ANNOTATION_KEY)
         if q:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
+from pumice.api import scheme
 from pumice.api.admission import AdmissionRequest, ObjectReader
 from pumice.api.quantity import QuantityError, parse_quantity
 from pumice.controllers.volcano import keys
@@ -222,7 +223,7 @@ class QueueValidator:
             if pods:
                 return f"queue {name} cannot be deleted because it has allocated Pods: {int(pods)}"
         if self.refuse_delete_with_podgroups:
-            pg_kind = reader.kind(keys.SCHEDULING_API_VERSION, "PodGroup") or keys.PODGROUP
+            pg_kind = reader.kind(keys.SCHEDULING_API_VERSION, "PodGroup") or scheme.POD_GROUP
             pgs = [pg for pg in await reader.list(pg_kind)
                    if ((pg.get("spec") or {}).get("queue") or keys.DEFAULT_QUEUE) == name]
             if pgs:

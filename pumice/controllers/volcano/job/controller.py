@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
+from pumice.api import scheme
 from pumice.client.base import KubeClient, is_already_exists, is_not_found
 from pumice.controllers.volcano import keys
 from pumice.controllers.volcano.job import builders
@@ -259,7 +260,7 @@ class JobReconciler:
 
     async def get_podgroup(self, job: Obj) -> Obj | None:
         ns = job["metadata"].get("namespace")
-        pg = await self._get(keys.PODGROUP, builders.podgroup_name(job), ns)
+        pg = await self._get(scheme.POD_GROUP, builders.podgroup_name(job), ns)
         return pg
 
     def _event(self, obj: Obj, etype: str, reason: str, message: str) -> None:
@@ -349,7 +350,7 @@ class JobReconciler:
         mine.sort(key=lambda c: (c["metadata"].get("creationTimestamp", ""), c["metadata"]["name"]))
         for cmd in mine:
             try:
-                await self.client.delete(keys.COMMAND, cmd["metadata"]["name"], cmd["metadata"].get("namespace"))
+                await self.client.delete(scheme.COMMAND, cmd["metadata"]["name"], cmd["metadata"].get("namespace"))
             except Exception as e:
                 if is_not_found(e):
                     continue
@@ -368,7 +369,7 @@ class JobReconciler:
     async def reconcile(self, req: Any) -> Any:
         from pumice.runtime.reconcile import Result
 
-        job = await self._get(keys.VCJOB, req.name, req.namespace)
+        job = await self._get(scheme.VCJOB, req.name, req.namespace)
         key = f"{req.namespace}/{req.name}"
         if job is None:
             for k in [k for k in self._mem if k.startswith(key + "/")]:
@@ -450,7 +451,7 @@ class JobReconciler:
         if left > 0:
             return left
         try:
-            await self.client.delete(keys.VCJOB, job["metadata"]["name"], job["metadata"].get("namespace"),
+            await self.client.delete(scheme.VCJOB, job["metadata"]["name"], job["metadata"].get("namespace"),
                                      propagation_policy="Background")
         except Exception as e:
             if not is_not_found(e):
@@ -645,7 +646,7 @@ class _Ops:
     async def _delete_pod(self, pod: Obj) -> bool:
         md = pod["metadata"]
         try:
-            await self.r.client.delete(keys.POD, md["name"], md.get("namespace"))
+            await self.r.client.delete(scheme.POD, md["name"], md.get("namespace"))
         except Exception as e:
             if not is_not_found(e):
                 log.warning("failed to delete pod %s: %s", md["name"], e)
@@ -713,7 +714,7 @@ class _Ops:
             await self._write_status(status)
         if target is None and self.pg is not None:
             try:
-                await self.r.client.delete(keys.PODGROUP, self.pg["metadata"]["name"], self.pg["metadata"].get("namespace"))
+                await self.r.client.delete(scheme.POD_GROUP, self.pg["metadata"]["name"], self.pg["metadata"].get("namespace"))
             except Exception as e:
                 if not is_not_found(e):
                     raise

@@ -21,13 +21,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from pumice._util.clock import Clock, rfc3339
-from pumice.api.scheme import ResourceKind
+from pumice.api.scheme import POD_GROUP, PRIORITY_CLASS, QUEUE, ResourceKind
 from pumice.client.base import ApiError, KubeClient, is_not_found
 from pumice.client.informer import Informer, SharedInformerFactory
 from pumice.runtime.events import EventRecorder
 from pumice.scheduler.volcano.api.queue_info import ClusterInfo
 from pumice.scheduler.volcano.api.task_info import TaskInfo
-from pumice.scheduler.volcano.cache import kinds
 from pumice.scheduler.volcano.cache.snapshot import build_snapshot
 from pumice.scheduler.volcano.framework.session import CloseResult, status_changed
 
@@ -50,9 +49,9 @@ class SchedulerCache:
         self.pod_kind = _must(scheme, "pods")
         self.node_kind = _must(scheme, "nodes")
         self.ns_kind = _must(scheme, "namespaces")
-        self.pg_kind = kinds.resolve(scheme, "podgroups.scheduling.volcano.sh", kinds.PODGROUP)
-        self.queue_kind = kinds.resolve(scheme, "queues.scheduling.volcano.sh", kinds.QUEUE)
-        self.pc_kind = kinds.resolve(scheme, "priorityclasses.scheduling.k8s.io", kinds.PRIORITY_CLASS)
+        self.pg_kind = scheme.resolve_or_add("podgroups.scheduling.volcano.sh", POD_GROUP)
+        self.queue_kind = scheme.resolve_or_add("queues.scheduling.volcano.sh", QUEUE)
+        self.pc_kind = scheme.resolve_or_add("priorityclasses.scheduling.k8s.io", PRIORITY_CLASS)
         self.event_kind = scheme.resolve("events")
         self.factory = SharedInformerFactory(client, clock=clock)
         self.informers: dict[str, Informer] = {
