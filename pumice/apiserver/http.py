@@ -22,7 +22,8 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -81,7 +82,25 @@ def _warnings(warnings: list[str]) -> dict[str, str] | None:
     return {"Warning": ", ".join('299 - "' + w.replace('"', '\\"') + '"' for w in warnings)}
 
 
+@dataclass(frozen=True)
+class _Target:
+    """What a resource path names: the kind, namespace (None: cluster scope or all namespaces),
+    object name (None: the collection), subresource (``""``: the object itself) and query."""
+
+    rk: ResourceKind
+    namespace: str | None
+    name: str | None
+    sub: str
+    query: dict[str, str]
+
+
+Handler = Callable[[Request, _Target], Awaitable[Response]]
+
+
 class _Api:
+    """The request handler: a dispatch table from the first path segment (``version``,
+    ``healthz``, ``openapi``, ``api``, ``apis``), then from the verb and subresource."""
+
     def __init__(self, registry: Registry, *, token: str | None, clock: Clock, bookmark_interval: float,
                  log_client_factory: Any = None) -> None:
         self.registry = registry
@@ -91,6 +110,23 @@ class _Api:
         self.bookmark_interval = bookmark_interval
         self.log_client_factory = log_client_factory
         self.ready = True
+        self._roots: dict[str, Callable[[Request, list[str]], Awaitable[Response]]] = {
+            "version": self._version, "healthz": self._health, "livez": self._health, "readyz": self._health,
+            "openapi": self._openapi_root, "api": self._api, "apis": self._api,
+        }
+        self._collection_handlers: dict[str, Handler] = {
+            "GET": self._get_collection, "POST": self._post_collection, "DELETE": self._delete_collection_h,
+        }
+        self._object_handlers: dict[tuple[str, str], Handler] = {
+            ("GET", ""): self._get, ("GET", "status"): self._get, ("GET", "log"): self._get_log,
+            ("GET", "scale"): self._get_scale,
+            ("PUT", ""): self._put, ("PUT", "status"): self._put, ("PUT", "finalize"): self._put,
+            ("PUT", "scale"): self._put_scale_h,
+            ("PATCH", ""): self._patch, ("PATCH", "status"): self._patch, ("PATCH", "finalize"): self._patch,
+            ("PATCH", "scale"): self._patch_scale_h,
+            ("DELETE", ""): self._delete,
+            ("POST", "binding"): self._post_subresource, ("POST", "eviction"): self._post_subresource,
+        }
 
     # ------------------------------------------------------------------ entry
 
@@ -114,24 +150,32 @@ class _Api:
 
     async def _route(self, request: Request, path: str) -> Response:
         parts = [p for p in path.split("/") if p]
-        method = request.method
         if not parts:
             return _json(_encode({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v3",
                                             "/readyz", "/version"]}))
-        head = parts[0]
-        if head == "version":
-            return _json(_encode(discovery.VERSION_INFO))
-        if head in ("healthz", "livez", "readyz"):
-            ok = self.ready or head == "livez"
-            return Response(content=b"ok" if ok else b"not ready", status_code=200 if ok else 500,
-                            media_type="text/plain")
-        if head == "openapi":
-            return self._openapi(parts)
-        if head == "api":
+        handler = self._roots.get(parts[0])
+        if handler is None:
+            raise _not_found_path()
+        return await handler(request, parts)
+
+    async def _version(self, request: Request, parts: list[str]) -> Response:
+        return _json(_encode(discovery.VERSION_INFO))
+
+    async def _health(self, request: Request, parts: list[str]) -> Response:
+        ok = self.ready or parts[0] == "livez"
+        return Response(content=b"ok" if ok else b"not ready", status_code=200 if ok else 500,
+                        media_type="text/plain")
+
+    async def _openapi_root(self, request: Request, parts: list[str]) -> Response:
+        return self._openapi(parts)
+
+    async def _api(self, request: Request, parts: list[str]) -> Response:
+        """``/api/...`` and ``/apis/...``: discovery documents, or a resource request."""
+        if parts[0] == "api":
             if len(parts) == 1:
                 return self._discovery_root(request, legacy=True)
             group, version, rest = "", parts[1], parts[2:]
-        elif head == "apis":
+        else:
             if len(parts) == 1:
                 return self._discovery_root(request, legacy=False)
             if len(parts) == 2:
@@ -140,100 +184,130 @@ class _Api:
                     raise _not_found_path()
                 return _json(_encode(doc))
             group, version, rest = parts[1], parts[2], parts[3:]
-        else:
-            raise _not_found_path()
         if not rest:
             doc = discovery.api_resource_list(self.scheme, group, version)
             if doc is None:
                 raise _not_found_path()
             return _json(_encode(doc))
+        t = self._target(request, group, version, rest)
+        method = request.method
+        if t.name is None:
+            collection = self._collection_handlers.get(method)
+            if collection is None:
+                raise errors.method_not_allowed()
+            return await collection(request, t)
+        if t.rk.namespaced and t.namespace is None:
+            raise _not_found_path()
+        handler = self._object_handlers.get((method, t.sub))
+        if handler is None:
+            raise errors.method_not_allowed()
+        return await handler(request, t)
+
+    def _target(self, request: Request, group: str, version: str, rest: list[str]) -> _Target:
+        """The kind, namespace, name and subresource a resource path names (404 when none)."""
         namespace: str | None = None
         if rest[0] == "namespaces" and len(rest) >= 3 and not (len(rest) == 3 and rest[2] in _NS_SUBRESOURCES):
             namespace = rest[1]
             rest = rest[2:]
-        plural = rest[0]
-        name = rest[1] if len(rest) > 1 else None
-        sub = rest[2] if len(rest) > 2 else ""
         if len(rest) > 3:
             raise _not_found_path()
-        rk = self.scheme.by_plural(group, version, plural)
-        if rk is None:
+        rk = self.scheme.by_plural(group, version, rest[0])
+        if rk is None or (namespace is not None and not rk.namespaced):
             raise _not_found_path()
-        if namespace is not None and not rk.namespaced:
-            raise _not_found_path()
+        sub = rest[2] if len(rest) > 2 else ""
         if sub and sub not in rk.subresources:
             raise _not_found_path()
         query = dict(parse_qsl(request.scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
-        if name is None:
-            if method == "GET":
-                if query.get("watch") in ("true", "1"):
-                    return self._watch(request, rk, namespace, query)
-                return self._list(request, rk, namespace, query)
-            if method == "POST":
-                return await self._create(request, rk, namespace, query)
-            if method == "DELETE":
-                return await self._delete_collection(request, rk, namespace, query)
+        return _Target(rk, namespace, rest[1] if len(rest) > 1 else None, sub, query)
+
+    def register_subresource(self, method: str, sub: str, handler: Handler) -> None:
+        """Serve ``<method> .../<kind>/<name>/<sub>`` with ``handler(request, target)`` (for
+        every kind that lists ``sub`` among its subresources)."""
+        self._object_handlers[(method, sub)] = handler
+
+    # ------------------------------------------------------------------ collection and object verbs
+
+    async def _get_collection(self, request: Request, t: _Target) -> Response:
+        if t.query.get("watch") in ("true", "1"):
+            return self._watch(request, t.rk, t.namespace, t.query)
+        return self._list(request, t.rk, t.namespace, t.query)
+
+    async def _post_collection(self, request: Request, t: _Target) -> Response:
+        return await self._create(request, t.rk, t.namespace, t.query)
+
+    async def _delete_collection_h(self, request: Request, t: _Target) -> Response:
+        return await self._delete_collection(request, t.rk, t.namespace, t.query)
+
+    async def _get(self, request: Request, t: _Target) -> Response:
+        assert t.name is not None
+        s = self.registry.get(t.rk, t.namespace, t.name)
+        if _wants_table(request):
+            return _json(_encode(self._table(t.rk, [s], _include_object(request))))
+        return _json(self.registry.output(t.rk, s))
+
+    async def _get_log(self, request: Request, t: _Target) -> Response:
+        assert t.name is not None
+        return await self._log(t.rk, t.namespace or "", t.name, t.query)
+
+    async def _get_scale(self, request: Request, t: _Target) -> Response:
+        assert t.name is not None
+        return _json(_encode(self._scale(t.rk, self.registry.get(t.rk, t.namespace, t.name))))
+
+    async def _put(self, request: Request, t: _Target) -> Response:
+        assert t.name is not None
+        body = await self._body(request)
+        s, warnings = await self.registry.update(t.rk, t.namespace, t.name, body, sub=t.sub,
+                                                 dry_run=_dry_run(t.query),
+                                                 field_validation=t.query.get("fieldValidation", ""),
+                                                 field_manager=t.query.get("fieldManager", ""))
+        return _json(self.registry.output(t.rk, s), 200, _warnings(warnings))
+
+    async def _put_scale_h(self, request: Request, t: _Target) -> Response:
+        assert t.name is not None
+        body = await self._body(request)
+        return await self._put_scale(t.rk, t.namespace, t.name, body, _dry_run(t.query))
+
+    async def _patch_body(self, request: Request) -> tuple[str, Any]:
+        ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        ptype = PATCH_TYPES.get(ctype)
+        if ptype is None:
+            raise errors.unsupported_media_type(ctype)
+        raw = await self._raw_body(request)
+        return ptype, _parse_body(raw, yaml_ok=ptype == "apply")
+
+    async def _patch(self, request: Request, t: _Target) -> Response:
+        assert t.name is not None
+        ptype, patch = await self._patch_body(request)
+        q = t.query
+        s, created, warnings = await self.registry.patch(
+            t.rk, t.namespace, t.name, ptype, patch, sub=t.sub, dry_run=_dry_run(q),
+            field_validation=q.get("fieldValidation", ""), field_manager=q.get("fieldManager", ""),
+            force=q.get("force") in ("true", "1"))
+        return _json(self.registry.output(t.rk, s), 201 if created else 200, _warnings(warnings))
+
+    async def _patch_scale_h(self, request: Request, t: _Target) -> Response:
+        assert t.name is not None
+        ptype, patch = await self._patch_body(request)
+        return await self._patch_scale(t.rk, t.namespace, t.name, ptype, patch, _dry_run(t.query))
+
+    async def _delete(self, request: Request, t: _Target) -> Response:
+        assert t.name is not None
+        raw = await self._raw_body(request)
+        body = _parse_body(raw, yaml_ok=False) if raw.strip() else None
+        opts = DeleteOptions.parse(body, t.query)
+        s = await self.registry.delete(t.rk, t.namespace, t.name, opts)
+        return _json(self.registry.output(t.rk, s), 200)
+
+    async def _post_subresource(self, request: Request, t: _Target) -> Response:
+        """POST to a subresource the kind's strategy serves (Pod ``binding``, ``eviction``)."""
+        assert t.name is not None
+        handler = self.registry.strategy(t.rk).post_subresources.get(t.sub)
+        if handler is None:
             raise errors.method_not_allowed()
-        if rk.namespaced and namespace is None:
-            raise _not_found_path()
-        if method == "GET":
-            if sub == "log":
-                return await self._log(rk, namespace or "", name, query)
-            if sub in ("", "status"):
-                s = self.registry.get(rk, namespace, name)
-                if _wants_table(request):
-                    return _json(_encode(self._table(rk, [s], _include_object(request))))
-                return _json(self.registry.output(rk, s))
-            if sub == "scale":
-                return _json(_encode(self._scale(rk, self.registry.get(rk, namespace, name))))
-            raise errors.method_not_allowed()
-        dry_run = _dry_run(query)
-        validation = query.get("fieldValidation", "")
-        manager = query.get("fieldManager", "")
-        if method == "PUT":
-            if sub not in ("", "status", "finalize", "scale"):
-                raise errors.method_not_allowed()
-            body = await self._body(request)
-            if sub == "scale":
-                return await self._put_scale(rk, namespace, name, body, dry_run)
-            s, warnings = await self.registry.update(rk, namespace, name, body, sub=sub, dry_run=dry_run,
-                                                     field_validation=validation, field_manager=manager)
-            return _json(self.registry.output(rk, s), 200, _warnings(warnings))
-        if method == "PATCH":
-            if sub not in ("", "status", "scale", "finalize"):
-                raise errors.method_not_allowed()
-            ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
-            ptype = PATCH_TYPES.get(ctype)
-            if ptype is None:
-                raise errors.unsupported_media_type(ctype)
-            raw = await self._raw_body(request)
-            patch = _parse_body(raw, yaml_ok=ptype == "apply")
-            if sub == "scale":
-                return await self._patch_scale(rk, namespace, name, ptype, patch, dry_run)
-            s, created, warnings = await self.registry.patch(
-                rk, namespace, name, ptype, patch, sub=sub, dry_run=dry_run, field_validation=validation,
-                field_manager=manager, force=query.get("force") in ("true", "1"))
-            return _json(self.registry.output(rk, s), 201 if created else 200, _warnings(warnings))
-        if method == "DELETE":
-            if sub:
-                raise errors.method_not_allowed()
-            raw = await self._raw_body(request)
-            body = _parse_body(raw, yaml_ok=False) if raw.strip() else None
-            opts = DeleteOptions.parse(body, query)
-            s = await self.registry.delete(rk, namespace, name, opts)
-            return _json(self.registry.output(rk, s), 200)
-        if method == "POST":
-            body = await self._body(request)
-            if rk.group == "" and rk.plural == "pods" and sub == "binding":
-                await self.registry.bind(namespace or "", name, body, dry_run=dry_run)
-                return _json(_encode(errors.status_success(201)), 201)
-            if rk.group == "" and rk.plural == "pods" and sub == "eviction":
-                if dry_run:
-                    return _json(_encode(errors.status_success(201)), 201)
-                await self.registry.evict(namespace or "", name, body)
-                return _json(_encode(errors.status_success(201)), 201)
-            raise errors.method_not_allowed()
-        raise errors.method_not_allowed()
+        dry_run = _dry_run(t.query)
+        body = await self._body(request)
+        await handler(self.registry, t.namespace or "", t.name, body, dry_run)
+        return _json(_encode(errors.status_success(201)), 201)
 
     # ------------------------------------------------------------------ bodies
 

@@ -1,9 +1,9 @@
 """The generic REST semantics of kube-apiserver over the :class:`~pumice.apiserver.store.Store`.
 
-One :class:`Registry` serves every kind (built-in and custom). Per-kind behaviour is data:
-defaulters (:mod:`pumice.apiserver.defaults`), which kinds have a status subresource, the Pod
-strategy (graceful deletion, binding, eviction), the Namespace strategy (finalize, Terminating),
-and the CRD strategy (install on write, schema pruning/defaulting/validation for custom resources).
+One :class:`Registry` serves every kind (built-in and custom). Per-kind behaviour lives in the
+kind's strategy object (:mod:`pumice.apiserver.strategy`): prepare for create and update,
+validation, graceful deletion and what holds a deleting object, POST subresources (Pod binding and
+eviction), and what happens after a write or a final delete (CRDs served, Events expired).
 
 Write pipeline (create and update alike): check the body against the endpoint, prepare (system
 metadata, status handling, generation), prune + default (schema), mutating admission, validation,
@@ -41,14 +41,13 @@ from pumice.api.patch import PatchError, json_patch, merge_patch
 from pumice.api.scheme import ResourceKind, Scheme
 from pumice.api.selectors import FieldSelector, LabelSelector
 from pumice.api.strategic import strategic_merge_patch
-from pumice.api.validation import validate_object
-from pumice.apiserver import defaults as kdefaults
 from pumice.apiserver import errors
 from pumice.apiserver.admission import AdmissionChain
-from pumice.apiserver.crds import CustomResource, crd_info, crd_status, validate_crd
+from pumice.apiserver.crds import CustomResource, crd_info
 from pumice.apiserver.errors import StatusError
 from pumice.apiserver.fields import model_for, object_meta_tree, unknown_fields
 from pumice.apiserver.store import Expired, Store, Stored, Watcher
+from pumice.apiserver.strategy import Strategy, strategy_for
 
 __all__ = ["DeleteOptions", "Registry", "resource_key"]
 
@@ -57,31 +56,6 @@ _encode = msgspec.json.Encoder().encode
 
 _META_TREE = object_meta_tree()
 _GEN_CHARS = "bcdfghjklmnpqrstvwxz2456789"
-
-#: field selector paths each kind accepts besides metadata.name and metadata.namespace
-FIELD_LABELS: dict[tuple[str, str], frozenset[str]] = {
-    ("", "pods"): frozenset({
-        "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
-        "spec.hostNetwork", "status.phase", "status.podIP", "status.podIPs", "status.nominatedNodeName",
-    }),
-    ("", "events"): frozenset({
-        "involvedObject.kind", "involvedObject.namespace", "involvedObject.name", "involvedObject.uid",
-        "involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath",
-        "reason", "reportingComponent", "source", "type",
-    }),
-    ("events.k8s.io", "events"): frozenset({
-        "regarding.kind", "regarding.namespace", "regarding.name", "regarding.uid", "regarding.apiVersion",
-        "regarding.resourceVersion", "regarding.fieldPath", "reason", "reportingController", "type",
-        "deprecatedSource",
-    }),
-    ("", "nodes"): frozenset({"spec.unschedulable"}),
-    ("", "namespaces"): frozenset({"status.phase"}),
-    ("", "secrets"): frozenset({"type"}),
-    ("", "services"): frozenset({"spec.clusterIP", "spec.type"}),
-    ("batch", "jobs"): frozenset({"status.successful"}),
-    ("apps", "replicasets"): frozenset({"status.replicas"}),
-}
-
 
 #: store resources of the two Event kinds (core/v1 and events.k8s.io/v1)
 EVENT_RESOURCES = ("/events", "events.k8s.io/events")
@@ -191,7 +165,7 @@ class Registry:
         self._event_queue: deque[tuple[float, tuple[str, str, str]]] = deque()
         for res in EVENT_RESOURCES:
             for ev in store.list(res):
-                self._track_event(res, ev)
+                self.track_event(res, ev)
         self._now_cache: tuple[int, str] = (-1, "")
 
     # ---------------------------------------------------------------- helpers
@@ -211,6 +185,10 @@ class Registry:
 
     def custom(self, rk: ResourceKind) -> CustomResource | None:
         return self.crds.get(resource_key(rk))
+
+    def strategy(self, rk: ResourceKind) -> Strategy:
+        """The per-kind behaviour serving ``rk`` (see :mod:`pumice.apiserver.strategy`)."""
+        return strategy_for(rk, custom=resource_key(rk) in self.crds)
 
     def has_status(self, rk: ResourceKind) -> bool:
         return "status" in rk.subresources
@@ -240,7 +218,7 @@ class Registry:
     # ---------------------------------------------------------------- list / watch
 
     def check_field_selector(self, rk: ResourceKind, fs: FieldSelector) -> None:
-        allowed = FIELD_LABELS.get((rk.group, rk.plural), frozenset())
+        allowed = self.strategy(rk).field_labels
         for path in fs.paths():
             if path not in ("metadata.name", "metadata.namespace") and path not in allowed:
                 raise errors.bad_request(f'field label not supported: {path}')
@@ -401,20 +379,9 @@ class Registry:
         return []
 
     def _validate(self, rk: ResourceKind, obj: Obj, old: Obj | None) -> None:
-        causes: builtins.list[FieldCause] = []
-        md = obj["metadata"]
-        name = str(md.get("name", ""))
-        causes.extend(validate_object(rk, obj, old))
-        if rk.group == "apiextensions.k8s.io" and rk.plural == "customresourcedefinitions":
-            causes.extend(validate_crd(obj))
-        cr = self.custom(rk)
-        if cr is not None:
-            version = cr.versions.get(rk.version)
-            if version is not None and version.schema:
-                body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
-                causes.extend(kschema.validate(version.schema, body))
+        causes = self.strategy(rk).validate(self, rk, obj, old)
         if causes:
-            raise errors.invalid(rk, name, causes)
+            raise errors.invalid(rk, str(obj["metadata"].get("name", "")), causes)
 
     async def _run_admission(self, req: AdmissionRequest, *, mutate: bool) -> None:
         try:
@@ -469,7 +436,7 @@ class Registry:
         if dry_run:
             return Stored(obj, _encode(obj), 0), warnings
         stored = self.store.put(res, obj)
-        self._after_write(rk, stored)
+        self.strategy(rk).after_write(self, rk, stored)
         return stored, warnings
 
     def _prepare_create(self, rk: ResourceKind, obj: Obj) -> None:
@@ -479,27 +446,7 @@ class Registry:
         md["uid"] = self._uid()
         md["creationTimestamp"] = self.now()
         md["generation"] = 1
-        key = (rk.group, rk.plural)
-        if key == ("", "pods"):
-            kdefaults.pod(obj)
-            given = obj.get("status")
-            status: Obj = given if isinstance(given, dict) else {}
-            obj["status"] = {"phase": "Pending", "qosClass": kdefaults.pod_qos_class(obj)}
-            if status.get("conditions") and obj["spec"].get("nodeName"):
-                obj["status"]["conditions"] = status["conditions"]
-        elif key == ("", "namespaces"):
-            kdefaults.namespace(obj)
-            obj.setdefault("spec", {})["finalizers"] = ["kubernetes"]
-            obj["status"] = {"phase": "Active"}
-        elif key == ("", "nodes") or key == ("", "events") or key == ("events.k8s.io", "events"):
-            pass
-        elif key == ("apiextensions.k8s.io", "customresourcedefinitions"):
-            obj["status"] = crd_status(obj, self.now())
-        elif self.has_status(rk):
-            obj.pop("status", None)
-        defaulter = kdefaults.DEFAULTERS.get(key)
-        if defaulter is not None and key not in (("", "pods"), ("", "namespaces")):
-            defaulter(obj)
+        self.strategy(rk).prepare_create(self, rk, obj)
 
     # ---------------------------------------------------------------- update
 
@@ -550,14 +497,13 @@ class Registry:
         if self._finished(rk, new):
             gone = self.store.delete(res, ns, name)
             assert gone is not None
-            self._after_delete(rk, gone)
+            self.strategy(rk).after_delete(self, rk, gone)
             return gone, warnings
         stored = self.store.put(res, new)
-        self._after_write(rk, stored)
+        self.strategy(rk).after_write(self, rk, stored)
         return stored, warnings
 
     def _prepare_update(self, rk: ResourceKind, obj: Obj, old: Stored, sub: str) -> Obj:
-        key = (rk.group, rk.plural)
         if sub == "status":
             new = old.copy()
             if "status" in obj:
@@ -582,18 +528,7 @@ class Registry:
         md.pop("selfLink", None)
         if "managedFields" not in md and "managedFields" in omd:
             md["managedFields"] = omd["managedFields"]
-        if self.has_status(rk):
-            if "status" in old.obj:
-                new["status"] = copy.deepcopy(old.obj["status"])
-            else:
-                new.pop("status", None)
-        defaulter = kdefaults.DEFAULTERS.get(key)
-        if defaulter is not None:
-            defaulter(new)
-        if key == ("", "namespaces"):
-            new["spec"] = copy.deepcopy(old.obj.get("spec", {}))
-        if key == ("apiextensions.k8s.io", "customresourcedefinitions"):
-            new["status"] = crd_status(new, self.now())
+        self.strategy(rk).prepare_update(self, rk, new, old.obj)
         skip = ("metadata", "status") if self.has_status(rk) else ("metadata",)
         if any(new.get(k) != old.obj.get(k) for k in set(new) | set(old.obj) if k not in skip):
             md["generation"] = int(omd.get("generation", 1) or 1) + 1
@@ -604,7 +539,7 @@ class Registry:
         md = obj["metadata"]
         if not md.get("deletionTimestamp") or md.get("finalizers"):
             return False
-        if (rk.group, rk.plural) == ("", "namespaces") and (obj.get("spec") or {}).get("finalizers"):
+        if self.strategy(rk).holds_deletion(obj):
             return False
         return not md.get("deletionGracePeriodSeconds")
 
@@ -742,24 +677,21 @@ class Registry:
             finalizers.append("orphan")
         if finalizers != list(md.get("finalizers") or []):
             md["finalizers"] = finalizers
-        key = (rk.group, rk.plural)
-        grace = 0
-        if key == ("", "pods"):
-            grace = self._pod_grace(new, opts)
-        elif key == ("", "namespaces"):
-            new.setdefault("status", {})["phase"] = "Terminating"
+        strategy = self.strategy(rk)
+        grace = strategy.deletion_grace(new, opts)
+        strategy.begin_delete(new)
         if md.get("deletionTimestamp"):
             # already deleting: only a shorter grace period or new finalizers change anything
             old_grace = md.get("deletionGracePeriodSeconds")
-            if key == ("", "pods") and old_grace is not None and grace < int(old_grace):
+            if grace is not None and old_grace is not None and grace < int(old_grace):
                 md["deletionGracePeriodSeconds"] = grace
                 md["deletionTimestamp"] = rfc3339(self.clock.now() + grace)
         else:
-            md["deletionTimestamp"] = rfc3339(self.clock.now() + grace)
-            md["deletionGracePeriodSeconds"] = grace
+            md["deletionTimestamp"] = rfc3339(self.clock.now() + (grace or 0))
+            md["deletionGracePeriodSeconds"] = grace or 0
             md["generation"] = int(md.get("generation", 1) or 1) + 1
-        holds = bool(md.get("finalizers")) or bool(md.get("deletionGracePeriodSeconds")) or (
-            key == ("", "namespaces") and bool((new.get("spec") or {}).get("finalizers")))
+        holds = bool(md.get("finalizers")) or bool(md.get("deletionGracePeriodSeconds")) or \
+            strategy.holds_deletion(new)
         if opts.dry_run:
             return Stored(new, _encode(new), old.rv)
         if holds:
@@ -768,20 +700,11 @@ class Registry:
                 return old
             stored = self.store.put(res, new)
             return stored
-        if key == ("apiextensions.k8s.io", "customresourcedefinitions"):
-            self._drop_instances(old.obj)
+        strategy.before_final_delete(self, old.obj)
         gone = self.store.delete(res, ns, name)
         assert gone is not None
-        self._after_delete(rk, gone)
+        strategy.after_delete(self, rk, gone)
         return gone
-
-    def _pod_grace(self, pod: Obj, opts: DeleteOptions) -> int:
-        spec = pod.get("spec") or {}
-        if not spec.get("nodeName") or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-            return 0
-        if opts.grace_period_seconds is not None:
-            return opts.grace_period_seconds
-        return int(spec.get("terminationGracePeriodSeconds", 30) or 0)
 
     # ---------------------------------------------------------------- pods/binding, pods/eviction
 
@@ -847,15 +770,8 @@ class Registry:
 
     # ---------------------------------------------------------------- CRDs
 
-    def _after_write(self, rk: ResourceKind, stored: Stored) -> None:
-        if rk.group == "apiextensions.k8s.io" and rk.plural == "customresourcedefinitions":
-            self.install_crd(stored.obj)
-        elif rk.plural == "events":
-            res = resource_key(rk)
-            if res in EVENT_RESOURCES:
-                self._track_event(res, stored)
-
-    def _track_event(self, res: str, stored: Stored) -> None:
+    def track_event(self, res: str, stored: Stored) -> None:
+        """Schedule the expiry of an Event ``event_ttl`` seconds after this write."""
         now = self.clock.now()
         md = stored.obj["metadata"]
         key = (res, md.get("namespace", ""), md["name"])
@@ -876,10 +792,6 @@ class Registry:
             if self.store.delete(*key) is not None:
                 n += 1
         return n
-
-    def _after_delete(self, rk: ResourceKind, gone: Stored) -> None:
-        if rk.group == "apiextensions.k8s.io" and rk.plural == "customresourcedefinitions":
-            self.uninstall_crd(gone.obj)
 
     def install_crd(self, crd: Obj) -> None:
         """Serve the kinds of ``crd`` (replacing an earlier version of the same CRD)."""
@@ -903,7 +815,8 @@ class Registry:
         for fn in self.crd_listeners:
             fn()
 
-    def _drop_instances(self, crd: Obj) -> None:
+    def drop_instances(self, crd: Obj) -> None:
+        """Delete every stored instance of ``crd``'s kind."""
         cr = crd_info(crd)
         for s in self.store.list(cr.resource):
             md = s.obj["metadata"]

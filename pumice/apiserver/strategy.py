@@ -1,0 +1,287 @@
+"""Per-kind behaviour of the API server, as strategy objects registered per kind.
+
+The :class:`~pumice.apiserver.registry.Registry` runs one generic write pipeline for every kind and
+asks the kind's :class:`Strategy` at fixed points: prepare for create, prepare for update,
+validate, begin a delete (grace period, finalizers that hold the object), and after a write or a
+final delete. A kind without its own strategy gets :class:`Strategy` itself (status subresource
+handling plus the kind's defaulter); custom resources get :class:`CustomResourceStrategy`.
+
+Register a new built-in kind's behaviour with :func:`register`::
+
+    class LeaseStrategy(Strategy):
+        def validate(self, reg, rk, obj, old): ...
+
+    register("coordination.k8s.io", "leases", LeaseStrategy())
+
+Mirrors: k8s.io/apiserver pkg/registry/rest (RESTCreateStrategy, RESTUpdateStrategy,
+RESTDeleteStrategy, RESTGracefulDeleteStrategy), kubernetes pkg/registry/core/pod/strategy.go,
+pkg/registry/core/namespace/strategy.go, pkg/registry/core/node/strategy.go,
+k8s.io/apiextensions-apiserver pkg/registry/customresourcedefinition/strategy.go.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from pumice.api import schema as kschema
+from pumice.api.admission import FieldCause
+from pumice.api.scheme import ResourceKind
+from pumice.api.validation import validate_object
+from pumice.apiserver import defaults as kdefaults
+from pumice.apiserver.crds import crd_status, validate_crd
+from pumice.apiserver.store import Stored
+
+if TYPE_CHECKING:
+    from pumice.apiserver.registry import DeleteOptions, Registry
+
+__all__ = [
+    "STRATEGIES",
+    "CustomResourceStrategy",
+    "PostHandler",
+    "Strategy",
+    "register",
+    "strategy_for",
+]
+
+Obj = dict[str, Any]
+
+#: ``POST <kind>/<name>/<sub>`` handler: ``(registry, namespace, name, body, dry_run) -> None``
+PostHandler = Callable[["Registry", str, str, Any, bool], Awaitable[None]]
+
+
+class Strategy:
+    """The default behaviour of a built-in kind; subclass and override what differs.
+
+    Attributes:
+        field_labels: field selector paths the kind accepts besides ``metadata.name`` and
+            ``metadata.namespace`` (kube-apiserver's GetAttrs / AddFieldLabelConversionFunc).
+        defaulter: the kind's scheme defaulter (wire dict changed in place), or None.
+        post_subresources: ``POST`` subresource handlers by subresource name (``binding``).
+    """
+
+    field_labels: frozenset[str] = frozenset()
+    defaulter: Callable[[Obj], None] | None = None
+    post_subresources: dict[str, PostHandler] = {}
+
+    def __init__(self, *, field_labels: frozenset[str] | None = None,
+                 defaulter: Callable[[Obj], None] | None = None) -> None:
+        if field_labels is not None:
+            self.field_labels = field_labels
+        if defaulter is not None:
+            self.defaulter = defaulter
+
+    def default(self, obj: Obj) -> None:
+        if self.defaulter is not None:
+            self.defaulter(obj)
+
+    def prepare_create(self, reg: Registry, rk: ResourceKind, obj: Obj) -> None:
+        """PrepareForCreate: called after system metadata is set. A kind with a status
+        subresource starts with no status; then the defaulter runs."""
+        if "status" in rk.subresources:
+            obj.pop("status", None)
+        self.default(obj)
+
+    def prepare_update(self, reg: Registry, rk: ResourceKind, new: Obj, old: Obj) -> None:
+        """PrepareForUpdate of the main resource: a kind with a status subresource keeps the
+        stored status; then the defaulter runs."""
+        if "status" in rk.subresources:
+            if "status" in old:
+                new["status"] = copy.deepcopy(old["status"])
+            else:
+                new.pop("status", None)
+        self.default(new)
+
+    def validate(self, reg: Registry, rk: ResourceKind, obj: Obj, old: Obj | None) -> list[FieldCause]:
+        """Validate (``old`` None) or ValidateUpdate: the field causes that make ``obj`` invalid."""
+        return validate_object(rk, obj, old)
+
+    def deletion_grace(self, obj: Obj, opts: DeleteOptions) -> int | None:
+        """The grace period (seconds) of a delete, or None for kinds without graceful deletion."""
+        return None
+
+    def begin_delete(self, obj: Obj) -> None:
+        """Changes made to the object when its deletion starts (``obj`` is the new copy)."""
+
+    def holds_deletion(self, obj: Obj) -> bool:
+        """True while something besides metadata.finalizers keeps a deleting object."""
+        return False
+
+    def before_final_delete(self, reg: Registry, obj: Obj) -> None:
+        """Called by DELETE just before the object leaves the store."""
+
+    def after_write(self, reg: Registry, rk: ResourceKind, stored: Stored) -> None:
+        """Called after every stored create or update."""
+
+    def after_delete(self, reg: Registry, rk: ResourceKind, gone: Stored) -> None:
+        """Called after the object left the store."""
+
+
+class PodStrategy(Strategy):
+    """Pods: Pending status with the QoS class on create, graceful deletion, binding and eviction.
+
+    Mirrors: kubernetes pkg/registry/core/pod/strategy.go (PrepareForCreate, CheckGracefulDelete).
+    """
+
+    field_labels = frozenset({
+        "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
+        "spec.hostNetwork", "status.phase", "status.podIP", "status.podIPs", "status.nominatedNodeName",
+    })
+    defaulter = staticmethod(kdefaults.pod)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.post_subresources = {"binding": _bind, "eviction": _evict}
+
+    def prepare_create(self, reg: Registry, rk: ResourceKind, obj: Obj) -> None:
+        kdefaults.pod(obj)
+        given = obj.get("status")
+        status: Obj = given if isinstance(given, dict) else {}
+        obj["status"] = {"phase": "Pending", "qosClass": kdefaults.pod_qos_class(obj)}
+        if status.get("conditions") and obj["spec"].get("nodeName"):
+            obj["status"]["conditions"] = status["conditions"]
+
+    def deletion_grace(self, obj: Obj, opts: DeleteOptions) -> int | None:
+        spec = obj.get("spec") or {}
+        if not spec.get("nodeName") or (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            return 0
+        if opts.grace_period_seconds is not None:
+            return opts.grace_period_seconds
+        return int(spec.get("terminationGracePeriodSeconds", 30) or 0)
+
+
+async def _bind(reg: Registry, namespace: str, name: str, body: Any, dry_run: bool) -> None:
+    await reg.bind(namespace, name, body, dry_run=dry_run)
+
+
+async def _evict(reg: Registry, namespace: str, name: str, body: Any, dry_run: bool) -> None:
+    if not dry_run:
+        await reg.evict(namespace, name, body)
+
+
+class NamespaceStrategy(Strategy):
+    """Namespaces: the ``kubernetes`` finalizer and phase Active on create, spec kept on update,
+    Terminating while spec.finalizers hold it.
+
+    Mirrors: kubernetes pkg/registry/core/namespace/strategy.go.
+    """
+
+    field_labels = frozenset({"status.phase"})
+    defaulter = staticmethod(kdefaults.namespace)
+
+    def prepare_create(self, reg: Registry, rk: ResourceKind, obj: Obj) -> None:
+        kdefaults.namespace(obj)
+        obj.setdefault("spec", {})["finalizers"] = ["kubernetes"]
+        obj["status"] = {"phase": "Active"}
+
+    def prepare_update(self, reg: Registry, rk: ResourceKind, new: Obj, old: Obj) -> None:
+        super().prepare_update(reg, rk, new, old)
+        new["spec"] = copy.deepcopy(old.get("spec", {}))
+
+    def begin_delete(self, obj: Obj) -> None:
+        obj.setdefault("status", {})["phase"] = "Terminating"
+
+    def holds_deletion(self, obj: Obj) -> bool:
+        return bool((obj.get("spec") or {}).get("finalizers"))
+
+
+class KeepStatusOnCreate(Strategy):
+    """Kinds whose creator may set status (Nodes: the kubelet registers itself with status)."""
+
+    def prepare_create(self, reg: Registry, rk: ResourceKind, obj: Obj) -> None:
+        self.default(obj)
+
+
+class EventStrategy(KeepStatusOnCreate):
+    """Events expire ``event_ttl`` after their last write (kube-apiserver --event-ttl)."""
+
+    def after_write(self, reg: Registry, rk: ResourceKind, stored: Stored) -> None:
+        reg.track_event(f"{rk.group}/{rk.plural}", stored)
+
+
+class CRDStrategy(Strategy):
+    """CustomResourceDefinitions: computed status, CRD validation, serving on write, instances
+    dropped with the CRD.
+
+    Mirrors: k8s.io/apiextensions-apiserver pkg/registry/customresourcedefinition/strategy.go.
+    """
+
+    def prepare_create(self, reg: Registry, rk: ResourceKind, obj: Obj) -> None:
+        obj["status"] = crd_status(obj, reg.now())
+
+    def prepare_update(self, reg: Registry, rk: ResourceKind, new: Obj, old: Obj) -> None:
+        super().prepare_update(reg, rk, new, old)
+        new["status"] = crd_status(new, reg.now())
+
+    def validate(self, reg: Registry, rk: ResourceKind, obj: Obj, old: Obj | None) -> list[FieldCause]:
+        return super().validate(reg, rk, obj, old) + validate_crd(obj)
+
+    def before_final_delete(self, reg: Registry, obj: Obj) -> None:
+        reg.drop_instances(obj)
+
+    def after_write(self, reg: Registry, rk: ResourceKind, stored: Stored) -> None:
+        reg.install_crd(stored.obj)
+
+    def after_delete(self, reg: Registry, rk: ResourceKind, gone: Stored) -> None:
+        reg.uninstall_crd(gone.obj)
+
+
+class CustomResourceStrategy(Strategy):
+    """Custom resources: validation against the served version's structural schema (pruning
+    and defaulting happen earlier, in the registry's decode step).
+
+    Mirrors: k8s.io/apiextensions-apiserver pkg/registry/customresource/strategy.go.
+    """
+
+    def validate(self, reg: Registry, rk: ResourceKind, obj: Obj, old: Obj | None) -> list[FieldCause]:
+        causes = super().validate(reg, rk, obj, old)
+        cr = reg.custom(rk)
+        version = cr.versions.get(rk.version) if cr is not None else None
+        if version is not None and version.schema:
+            body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+            causes.extend(kschema.validate(version.schema, body))
+        return causes
+
+
+#: the strategy of each built-in kind, by ``(group, plural)``
+STRATEGIES: dict[tuple[str, str], Strategy] = {}
+
+_DEFAULT = Strategy()
+_CUSTOM = CustomResourceStrategy()
+
+
+def register(group: str, plural: str, strategy: Strategy) -> None:
+    """Give the built-in kind ``group``/``plural`` its strategy (replacing an earlier one)."""
+    STRATEGIES[(group, plural)] = strategy
+
+
+def strategy_for(rk: ResourceKind, *, custom: bool = False) -> Strategy:
+    """The strategy serving ``rk`` (``custom``: the kind comes from a CRD)."""
+    if custom:
+        return _CUSTOM
+    return STRATEGIES.get((rk.group, rk.plural), _DEFAULT)
+
+
+register("", "pods", PodStrategy())
+register("", "namespaces", NamespaceStrategy())
+register("", "nodes", KeepStatusOnCreate(field_labels=frozenset({"spec.unschedulable"})))
+register("", "events", EventStrategy(field_labels=frozenset({
+    "involvedObject.kind", "involvedObject.namespace", "involvedObject.name", "involvedObject.uid",
+    "involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath",
+    "reason", "reportingComponent", "source", "type",
+})))
+register("events.k8s.io", "events", EventStrategy(field_labels=frozenset({
+    "regarding.kind", "regarding.namespace", "regarding.name", "regarding.uid", "regarding.apiVersion",
+    "regarding.resourceVersion", "regarding.fieldPath", "reason", "reportingController", "type",
+    "deprecatedSource",
+})))
+register("", "secrets", Strategy(field_labels=frozenset({"type"})))
+register("", "services", Strategy(field_labels=frozenset({"spec.clusterIP", "spec.type"}),
+                                  defaulter=kdefaults.service))
+register("apps", "deployments", Strategy(defaulter=kdefaults.deployment))
+register("apps", "replicasets", Strategy(field_labels=frozenset({"status.replicas"}),
+                                         defaulter=kdefaults.replicaset))
+register("batch", "jobs", Strategy(field_labels=frozenset({"status.successful"}), defaulter=kdefaults.job))
+register("scheduling.k8s.io", "priorityclasses", Strategy(defaulter=kdefaults.priority_class))
+register("apiextensions.k8s.io", "customresourcedefinitions", CRDStrategy())
