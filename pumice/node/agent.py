@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import ipaddress
 import itertools
 import json
@@ -35,7 +36,7 @@ import pwd
 import shutil
 import socket
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -50,6 +51,7 @@ from pumice.api.scheme import NODE as NODES
 from pumice.api.scheme import POD as PODS
 from pumice.api.scheme import SERVICE as SERVICES
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
+from pumice.client.informer import Informer
 from pumice.node import podspec
 from pumice.node.logs import LogServer
 from pumice.node.network import HostNetwork, NetnsNetwork, NetworkError, hosts_content, run
@@ -58,7 +60,6 @@ from pumice.node.runtime.base import Container, ContainerRuntime, Sandbox
 from pumice.node.runtime.process import DEFAULT_PATH, ProcessRuntime
 from pumice.node.runtime.simulated import SimulatedRuntime
 from pumice.node.services import ServiceDirectory
-from pumice.node.watch import list_watch
 from pumice.node.worker import ContainerRecord, PodWorker
 
 log = logging.getLogger(__name__)
@@ -94,6 +95,32 @@ class NodeState:
             self._units = {k: (quantity.milli_value(v) if k == "cpu" else quantity.value(v))
                            for k, v in self.capacity.items()}
         return self._units
+
+
+def pod_dir_name(namespace: str, name: str, uid: str) -> str:
+    """``<namespace>_<name>_<uid>``, with a name longer than 64 characters cut to 55 plus ``-`` and
+    8 hex digits of its sha256, so that the directory name (at most 63 + 64 + 36 + 2 = 165
+    bytes) always fits the file-system limit of 255 for any valid Pod name (253)."""
+    if len(name) > 64:
+        name = name[:55] + "-" + hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{namespace}_{name}_{uid}"
+
+
+def event_name(object_name: str, suffix: str) -> str:
+    """``<object name>.<suffix>`` within the 253-character name limit (the object name is cut)."""
+    return f"{object_name[:252 - len(suffix)]}.{suffix}"
+
+
+def _typed_handlers(inf: Informer, fn: Callable[[str, Obj], None]) -> None:
+    """Feed an informer's add/update/delete callbacks to ``fn(type, obj)``."""
+    inf.add_event_handler(lambda o: fn("ADDED", o), lambda _o, n: fn("MODIFIED", n), lambda o: fn("DELETED", o))
+
+
+def _rmtree_logged(path: Path) -> None:
+    errors: list[str] = []
+    shutil.rmtree(path, onerror=lambda _f, p, e: errors.append(f"{p}: {e[1]}"))
+    if errors:
+        log.warning("removing Pod files %s left %d entries, e.g. %s", path, len(errors), errors[0])
 
 
 def _machine_memory() -> int:
@@ -273,6 +300,7 @@ class NodeAgent:
         self._ip_forward_before: str | None = None
         self.kubelet_port = 0
         self.pods_synced = asyncio.Event()
+        self._informers: list[Informer] = []
 
     # -- WorkerHost ------------------------------------------------------------------------------
 
@@ -347,7 +375,7 @@ class NodeAgent:
         ev = {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": f"{md.get('name')}.{int(self.clock.now() * 1e3):x}{next(self._event_seq):04x}",
+            "metadata": {"name": event_name(str(md.get("name")), f"{int(self.clock.now() * 1e3):x}{next(self._event_seq):04x}"),
                          "namespace": md.get("namespace", "default")},
             "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": md.get("name"),
                                "namespace": md.get("namespace"), "uid": md.get("uid")},
@@ -377,7 +405,7 @@ class NodeAgent:
 
     def pod_dir(self, pod: Obj) -> Path:
         md = pod["metadata"]
-        return self.data_dir / "pods" / f"{md.get('namespace', '')}_{md['name']}_{md['uid']}"
+        return self.data_dir / "pods" / pod_dir_name(md.get("namespace", ""), md["name"], md["uid"])
 
     def worker_finished(self, worker: PodWorker) -> None:
         node = self.nodes.get(worker.node)
@@ -452,24 +480,80 @@ class NodeAgent:
             await self._start_servers()
             self.directory.api_address = self._kube_host if mode == "netns" else ""
         await self._register_nodes()
+        self._start_informers()
         loop = asyncio.get_running_loop()
-        single = len(self.nodes) == 1
-        fs = f"spec.nodeName={next(iter(self.nodes))}" if single and self.runtime_kind == "simulated" else None
-        self._tasks.append(loop.create_task(
-            list_watch(self.client, PODS, self._on_pod, self.clock, field_selector=fs, synced=self.pods_synced)))
         if self.runtime_kind == "process":
-            self._tasks.append(loop.create_task(list_watch(self.client, SERVICES, self._on_service, self.clock)))
-            self._tasks.append(loop.create_task(list_watch(self.client, ENDPOINTS, self._on_endpoints, self.clock)))
             self._tasks.append(loop.create_task(self._state_loop()))
             self._tasks.append(loop.create_task(self._gc_orphans()))
         if self.lease_renew_interval:
             self._tasks.append(loop.create_task(self._heartbeat_loop()))
+
+    def _start_informers(self) -> None:
+        """Pods (of this agent's Nodes when it hosts one simulated Node), Nodes (to re-register
+        one that was deleted) and, for the process runtime, Services and Endpoints (hosts files).
+        Handlers are adapters to ``(type, obj)`` callbacks; a Pod whose uid changed under the same
+        name (deleted and re-created while the watch was down) is a delete of the old one and an
+        add of the new one, as the kubelet keys Pods by uid."""
+        single = len(self.nodes) == 1
+        fs = f"spec.nodeName={next(iter(self.nodes))}" if single and self.runtime_kind == "simulated" else None
+        pods = Informer(self.client, PODS, clock=self.clock, field_selector=fs)
+
+        def pod_update(old: Obj, new: Obj) -> None:
+            if meta.uid(old) != meta.uid(new):
+                self._on_pod("DELETED", old)
+                self._on_pod("ADDED", new)
+            else:
+                self._on_pod("MODIFIED", new)
+
+        pods.add_event_handler(lambda o: self._on_pod("ADDED", o), pod_update, lambda o: self._on_pod("DELETED", o))
+        nodes = Informer(self.client, NODES, clock=self.clock,
+                         field_selector=f"metadata.name={next(iter(self.nodes))}" if single else None)
+        nodes.add_event_handler(on_delete=self._on_node_deleted)
+        self._informers = [pods, nodes]
+        if self.runtime_kind == "process":
+            for kind, fn in ((SERVICES, self._on_service), (ENDPOINTS, self._on_endpoints)):
+                inf = Informer(self.client, kind, clock=self.clock)
+                _typed_handlers(inf, fn)
+                self._informers.append(inf)
+        for inf in self._informers:
+            inf.start()
+
+        async def synced() -> None:
+            await pods.wait_synced()
+            self.pods_synced.set()
+
+        self._tasks.append(asyncio.get_running_loop().create_task(synced()))
+
+    def _on_node_deleted(self, node: Obj) -> None:
+        """One of our Nodes was deleted: register it again, as the kubelet does when its status
+        update finds the Node gone (pkg/kubelet/kubelet_node_status.go registerWithAPIServer)."""
+        state = self.nodes.get(meta.name(node))
+        if state is None:
+            return
+        log.warning("Node %s was deleted; registering it again", state.name)
+        self._spawn(self._reregister(state))
+
+    async def _reregister(self, node: NodeState) -> None:
+        delay = 0.2
+        while True:
+            try:
+                await self._register_node(node)
+                if self.lease_renew_interval:
+                    await self._renew_lease(node)
+                return
+            except Exception as e:
+                log.warning("registering Node %s again failed (%s); retrying in %gs", node.name, e, delay)
+                await self.clock.sleep(delay)
+                delay = min(delay * 2, 10.0)
 
     async def stop(self) -> None:
         """Stop watching; stop every Pod (unless ``keep_pods``) and remove the network. A no-op
         when not started; safe after a failed :meth:`start`."""
         if not self._started:
             return
+        for inf in self._informers:
+            await inf.stop()
+        self._informers = []
         for t in self._tasks:
             t.cancel()
         for t in self._tasks:
@@ -644,18 +728,21 @@ class NodeAgent:
             },
         }
 
+    async def _register_node(self, node: NodeState) -> None:
+        obj = {"apiVersion": "v1", "kind": "Node",
+               "metadata": {"name": node.name, "labels": dict(node.labels)},
+               "spec": {"taints": node.taints} if node.taints else {}}
+        try:
+            await self.client.create(obj)
+        except ApiError as e:
+            if not is_already_exists(e):
+                raise
+            await self.client.patch(NODES, node.name, {"metadata": {"labels": dict(node.labels)}})
+        await self.client.patch(NODES, node.name, {"status": self._node_status(node)}, subresource="status")
+
     async def _register_nodes(self) -> None:
         for node in self.nodes.values():
-            obj = {"apiVersion": "v1", "kind": "Node",
-                   "metadata": {"name": node.name, "labels": dict(node.labels)},
-                   "spec": {"taints": node.taints} if node.taints else {}}
-            try:
-                await self.client.create(obj)
-            except ApiError as e:
-                if not is_already_exists(e):
-                    raise
-                await self.client.patch(NODES, node.name, {"metadata": {"labels": dict(node.labels)}})
-            await self.client.patch(NODES, node.name, {"status": self._node_status(node)}, subresource="status")
+            await self._register_node(node)
         if self.lease_renew_interval:
             await self._ensure_namespace(LEASE_NAMESPACE)
             for node in self.nodes.values():
@@ -749,7 +836,7 @@ class NodeAgent:
                 w.removed()
             self.finished.pop(uid, None)
             if self.runtime_kind == "process":
-                self._spawn(self._remove_pod_dir(pod))
+                self._spawn(self._remove_pod_dir(pod, w))
             return
         if w is not None:
             w.update(pod)
@@ -790,10 +877,16 @@ class NodeAgent:
             await self.client.delete(PODS, meta.name(pod), meta.namespace(pod), grace_period_seconds=0,
                                      preconditions={"uid": meta.uid(pod)})
 
-    async def _remove_pod_dir(self, pod: Obj) -> None:
+    async def _remove_pod_dir(self, pod: Obj, worker: PodWorker | None = None) -> None:
+        """Remove the Pod's files (logs, volumes, private /tmp with e.g. Ray's runtime_env pip
+        environments) once the Pod is gone from the API, after its worker has stopped its
+        processes (so nothing writes into the tree while it is removed)."""
+        if worker is not None and worker._task is not None and not worker._task.done():
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(worker._task)
         d = self.pod_dir(pod)
         if d.exists():
-            await asyncio.to_thread(shutil.rmtree, d, True)
+            await asyncio.to_thread(_rmtree_logged, d)
 
     # -- Services -> hosts files -----------------------------------------------------------------
 
@@ -905,9 +998,18 @@ class NodeAgent:
                     self._save_state()
 
     async def _gc_orphans(self) -> None:
-        """After the first Pod list: clean up Pods of the state file that no longer exist."""
+        """After the first Pod list: clean up Pods of the state file that no longer exist, and
+        remove Pod directories of Pods that are gone (deleted while the agent was down)."""
         await self.pods_synced.wait()
         await asyncio.sleep(0)
+        live = {self.pod_dir(p).name for p in self._informers[0].store.list()} if self._informers else set()
+        pods_dir = self.data_dir / "pods"
+        if pods_dir.is_dir():
+            for d in sorted(pods_dir.iterdir()):
+                uid = d.name.rsplit("_", 1)[-1]
+                if d.name not in live and uid not in self.workers and uid not in self._state:
+                    log.info("removing files of Pod %s, which no longer exists", d.name)
+                    await asyncio.to_thread(_rmtree_logged, d)
         for uid, s in list(self._state.items()):
             if uid in self.workers:
                 continue

@@ -169,6 +169,7 @@ class PodWorker:
     _volumes: dict[str, str] = field(default_factory=dict)
     _killing: bool = False
     _removed: bool = False
+    _bg: set[asyncio.Task[None]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         spec = self.pod.get("spec") or {}
@@ -209,7 +210,28 @@ class PodWorker:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"pod {self.namespace}/{self.name}")
 
     def update(self, pod: Obj) -> None:
+        """A newer version of the Pod. A running regular container whose image changed is stopped
+        and started again with the new image (the only container field a Pod update may change).
+
+        Mirrors: kubernetes pkg/kubelet/kuberuntime/kuberuntime_manager.go computePodActions
+        ("Container %s definition changed", restart regardless of restartPolicy)."""
+        old = self.pod
         self.pod = pod
+        if not self.deleting():
+            before = {c["name"]: c.get("image", "") for c in (old.get("spec") or {}).get("containers") or []}
+            for c in self._spec_containers(False):
+                rec = self.records.get(c["name"])
+                image = c.get("image", "")
+                if rec is None or before.get(c["name"], image) == image:
+                    continue
+                rec.image = image
+                if rec.current is not None and self.sandbox is not None:
+                    rec.kill_reason = "DefinitionChanged"
+                    self.host.event(self.pod, "Normal", "Killing",
+                                    f"Container {rec.name} definition changed, will be restarted")
+                    t = asyncio.get_running_loop().create_task(self._stop_container(c, rec, self._grace()))
+                    self._bg.add(t)
+                    t.add_done_callback(self._bg.discard)
         self._wake.set()
 
     def removed(self) -> None:
@@ -574,8 +596,15 @@ class PodWorker:
             if not await self._backoff(rec):
                 return
         while not self.deleting():
+            c = self._container_spec(c["name"])
             code = await self._run_once(c, rec)
             if code is None:
+                continue
+            changed = rec.kill_reason == "DefinitionChanged"
+            if changed and not (self._killing or self.deleting()):
+                rec.last = rec.terminated_state()
+                rec.restart_count += 1
+                rec.state, rec.reason, rec.message = "waiting", "ContainerCreating", ""
                 continue
             if self._killing or self.deleting() or not self._should_restart(code, rec):
                 return

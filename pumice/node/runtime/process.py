@@ -239,8 +239,11 @@ class ProcessRuntime:
     async def create_sandbox(self, pod: Obj, pod_dir: Path) -> Sandbox:
         md = pod["metadata"]
         uid = md["uid"]
-        (pod_dir / "tmp").mkdir(parents=True, exist_ok=True)
-        os.chmod(pod_dir / "tmp", 0o1777)
+        try:
+            (pod_dir / "tmp").mkdir(parents=True, exist_ok=True)
+            os.chmod(pod_dir / "tmp", 0o1777)
+        except OSError as e:
+            raise RuntimeError_("FailedCreatePodSandBox", f"cannot create the Pod directory {pod_dir}: {e}") from e
         hostname = (pod.get("spec") or {}).get("hostname") or md["name"]
         try:
             if isinstance(self.network, NetnsNetwork):
