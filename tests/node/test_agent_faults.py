@@ -7,8 +7,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from pumice.node.agent import NodeAgent, pod_dir_name
 from pumice.node.kinds import NODES, PODS
+
+from pumice.node.agent import NodeAgent, pod_dir_name
 from pumice.testing.node import MemoryClient, get_pod, phase_is, pod, wait_for
 
 
