@@ -145,8 +145,8 @@ class NodeAgent:
     Args:
         client: API client.
         runtime: ``"process"`` or ``"simulated"``.
-        data_dir: state, logs and Pod directories (process runtime; must not be under /tmp when
-            Pods get a private /tmp, i.e. as root).
+        data_dir: state, logs and Pod directories (process runtime; anywhere, /tmp included: paths
+            under /tmp that Pods need are bound into their private /tmp).
         nodes: how many logical Nodes this agent hosts.
         node_cpu, node_memory: per-Node capacity (quantities); default: the machine's.
         node_gpus: ``nvidia.com/gpu`` capacity per Node.
@@ -456,12 +456,6 @@ class NodeAgent:
                 mode = "netns" if root and shutil.which("ip") and shutil.which("unshare") else "host"
             if mode == "netns" and not root:
                 raise AgentError("--network netns needs root (or run with --network host)")
-            if root and (str(self.data_dir) + "/").startswith("/tmp/"):
-                raise AgentError(
-                    f"data dir {self.data_dir} is under /tmp, which each Pod replaces with its private /tmp; "
-                    "use a data dir elsewhere (e.g. /var/tmp/...)")
-            if (sys.executable + "/").startswith("/tmp/") and root:
-                raise AgentError(f"the Python running pumice ({sys.executable}) is under /tmp, which Pods cannot see")
             self.data_dir.mkdir(parents=True, exist_ok=True)
             if mode == "netns":
                 network = NetnsNetwork(self.pod_cidr, default_via_gateway=self.pod_egress == "nat",
@@ -475,7 +469,8 @@ class NodeAgent:
                 self.pod_cidr = network.cidr
             else:
                 self.network = HostNetwork()
-            self.runtime = ProcessRuntime(self.data_dir, self.network, self.clock, root=root)
+            self.runtime = ProcessRuntime(self.data_dir, self.network, self.clock, root=root,
+                                          pod_paths=list(self.image_envs.values()))
             self._load_state()
             await self._start_servers()
             self.directory.api_address = self._kube_host if mode == "netns" else ""

@@ -7,8 +7,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from pumice.node.kinds import NODES, PODS
-
+from pumice.api.scheme import NODE as NODES
+from pumice.api.scheme import POD as PODS
 from pumice.node.agent import NodeAgent, pod_dir_name
 from pumice.testing.node import MemoryClient, get_pod, phase_is, pod, wait_for
 
@@ -111,3 +111,35 @@ async def test_changing_the_image_restarts_the_container(client: MemoryClient, a
 async def _gone(client: MemoryClient, name: str) -> bool:
     return await get_pod(client, name) is None
 
+
+
+async def test_a_data_dir_and_an_image_env_under_tmp_are_visible_inside_pods(client: MemoryClient) -> None:
+    """A checkout under /tmp: the interpreter prefix (here an image env bin dir) and the data dir
+    are bound into each Pod's private /tmp."""
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="pumice-checkout-", dir="/tmp"))
+    bin_dir = base / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    tool = bin_dir / "hello-from-tmp"
+    tool.write_text("#!/bin/sh\necho hello-from-tmp\n")
+    tool.chmod(0o755)
+    a = _agent(client, base / "data", image_envs={"tmpimg": str(bin_dir)})
+    await a.start()
+    try:
+        await client.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "default"},
+                             "data": {"k": "from-configmap"}})
+        p = pod("in-tmp", "hello-from-tmp; cat /cfg/k; echo; touch /tmp/private-file", image="tmpimg",
+                volumeMounts=[{"name": "cfg", "mountPath": "/cfg"}])
+        p["spec"]["volumes"] = [{"name": "cfg", "configMap": {"name": "cm"}}]
+        await client.create(p)
+        await wait_for(lambda: phase_is(client, "in-tmp", "Succeeded"), timeout=20)
+        got = await get_pod(client, "in-tmp")
+        assert got is not None
+        text = (a.pod_dir(got) / "c0" / "0.log").read_text()
+        assert "hello-from-tmp" in text and "from-configmap" in text
+        assert not Path("/tmp/private-file").exists()
+    finally:
+        await a.stop()
+        shutil.rmtree(base, ignore_errors=True)

@@ -76,6 +76,11 @@ if [ "$PUMICE_MODE" != plain ]; then
     {mount} --bind "$PUMICE_HOSTS" /etc/hosts || fail "cannot bind the hosts file"
     {mount} --bind "$PUMICE_RESOLV" /etc/resolv.conf || fail "cannot bind resolv.conf"
   fi
+  # paths under the host's /tmp that Pods need (the interpreter, the data dir) stay visible
+  printf '%s' "$PUMICE_TMP_BINDS" | while IFS= read -r p; do
+    [ -n "$p" ] || continue
+    mkdir -p "$PUMICE_TMP/${{p#/tmp/}}" && {mount} --bind "$p" "$PUMICE_TMP/${{p#/tmp/}}" || fail "cannot bind $p into the private /tmp"
+  done || exit 128
   {mount} --rbind "$PUMICE_TMP" /tmp || fail "cannot mount the private /tmp"
   {mount} -t tmpfs -o "size=$PUMICE_SHM_SIZE,mode=1777" shm /dev/shm || fail "cannot mount /dev/shm"
   if [ -n "$PUMICE_CGROUP" ]; then
@@ -96,10 +101,28 @@ if [ "$PUMICE_MODE" != plain ]; then
   printf '%s' "$PUMICE_HOSTNAME" > /proc/sys/kernel/hostname 2>/dev/null || {hostname} "$PUMICE_HOSTNAME" 2>/dev/null
 fi
 cd "$PUMICE_WORKDIR" || fail "cannot change to working directory $PUMICE_WORKDIR"
-unset PUMICE_CGROUP PUMICE_CGROUP_V PUMICE_MODE PUMICE_HOSTS PUMICE_RESOLV PUMICE_TMP PUMICE_SHM_SIZE \\
+unset PUMICE_CGROUP PUMICE_CGROUP_V PUMICE_MODE PUMICE_HOSTS PUMICE_RESOLV PUMICE_TMP PUMICE_TMP_BINDS PUMICE_SHM_SIZE \\
   PUMICE_MOUNTS PUMICE_HOSTNAME PUMICE_WORKDIR
 exec "$@"
 """
+
+
+def tmp_binds(paths: Sequence[str]) -> list[str]:
+    """The directories among ``paths`` (resolved; a file counts as its directory) that lie under
+    /tmp, without those inside another one: what a container's private /tmp must bind back."""
+    dirs = set()
+    for p in paths:
+        if not p:
+            continue
+        for q in {os.path.abspath(p), os.path.realpath(p)}:
+            d = q if os.path.isdir(q) else os.path.dirname(q)
+            if d.startswith("/tmp/"):
+                dirs.add(d)
+    out: list[str] = []
+    for d in sorted(dirs):
+        if not any(d == o or d.startswith(o + "/") for o in out):
+            out.append(d)
+    return out
 
 
 def _which(name: str) -> str:
@@ -206,12 +229,16 @@ class ProcessRuntime:
         root: whether we may make mount/UTS namespaces (euid 0).
         shm_size: size of each container's private /dev/shm tmpfs (default: half the RAM).
         python: the interpreter that runs the shim.
+        pod_paths: host paths Pods must see (e.g. the image environments' bin dirs); with the
+            interpreter's prefixes and ``data_dir``, those under /tmp are bound into each
+            container's private /tmp (:func:`tmp_binds`), so a checkout under /tmp works.
     """
 
     name = "process"
 
     def __init__(self, data_dir: Path, network: NetnsNetwork | HostNetwork, clock: Clock, *,
-                 root: bool | None = None, shm_size: str = "50%", python: str | None = None) -> None:
+                 root: bool | None = None, shm_size: str = "50%", python: str | None = None,
+                 pod_paths: Sequence[str] = ()) -> None:
         self.data_dir = data_dir
         self.network = network
         self.clock = clock
@@ -219,6 +246,9 @@ class ProcessRuntime:
         self.shm_size = shm_size
         self.python = python or sys.executable
         self.cgroups = MemoryCgroups() if self.root else None
+        self.tmp_binds = tmp_binds([sys.prefix, sys.base_prefix, sys.exec_prefix,
+                                    os.path.dirname(os.path.realpath(self.python)), self.python, str(data_dir),
+                                    *pod_paths])
         bin_dir = data_dir / "bin"
         bin_dir.mkdir(parents=True, exist_ok=True)
         self.init_script = bin_dir / "pod-init"
@@ -397,6 +427,7 @@ class ProcessRuntime:
             "PUMICE_HOSTS": str(sandbox.pod_dir / "hosts"),
             "PUMICE_RESOLV": str(sandbox.pod_dir / "resolv.conf"),
             "PUMICE_TMP": str(tmp_dir),
+            "PUMICE_TMP_BINDS": "".join(f"{p}\n" for p in self.tmp_binds),
             "PUMICE_SHM_SIZE": self.shm_size,
             "PUMICE_MOUNTS": "".join(f"{m.source}\t{m.target}\t{'ro' if m.read_only else 'rw'}\n" for m in req.mounts),
             "PUMICE_HOSTNAME": sandbox.extra.get("hostname", sandbox.name),
