@@ -98,7 +98,7 @@ async def api(backend: str) -> AsyncIterator[Any]:
 async def run(n: int, workers: int, concurrency: int, backend: str) -> dict[str, float]:
     async with api(backend) as client:
         mgr = Manager(client)
-        rc, _ = setup(mgr, reconcile_concurrency=concurrency, seed=0)
+        rc = setup(mgr, reconcile_concurrency=concurrency, seed=0).raycluster
         mgr_task = asyncio.create_task(mgr.start())
         kl = asyncio.create_task(kubelet(client))
         await mgr.wait_started()

@@ -28,7 +28,7 @@ def load_sample(name: str, kind: str | None = None) -> Obj:
 
 def ray_scheme() -> Scheme:
     s = Scheme.builtin()
-    for rk in (scheme.RAY_CLUSTER, scheme.RAY_JOB, scheme.POD_GROUP):
+    for rk in (scheme.RAY_CLUSTER, scheme.RAY_JOB, scheme.RAY_SERVICE, scheme.POD_GROUP):
         s.add(rk)
     return s
 

@@ -180,6 +180,11 @@ class RayServiceConditionReason(StrEnum):
     BOTH_ACTIVE_PENDING_CLUSTERS_EXIST = "BothActivePendingClustersExist"
     NO_PENDING_CLUSTER = "NoPendingCluster"
     NO_ACTIVE_CLUSTER = "NoActiveCluster"
+    SUSPEND_REQUESTED = "SuspendRequested"
+    SUSPEND_IN_PROGRESS = "SuspendInProgress"
+    SUSPEND_COMPLETE = "SuspendComplete"
+    RAY_SERVICE_RESUMED = "RayServiceResumed"
+    DESIRED_CLUSTER_SPEC_CHANGED = "DesiredClusterSpecChanged"
 
 
 class ApplicationStatus(StrEnum):

@@ -1,18 +1,19 @@
-"""The KubeRay operator: RayCluster and RayJob controllers, with a batch-scheduler adapter.
+"""The KubeRay operator: RayCluster, RayJob and RayService controllers, with a batch-scheduler adapter.
 
-Entry point: :func:`setup` registers both controllers on a :class:`pumice.runtime` Manager.
+Entry point: :func:`setup` registers the three controllers on a :class:`pumice.runtime` Manager.
 
 Modules:
 
 - ``raycluster``: the RayCluster controller (services, pods, scaling, suspend, status);
 - ``rayjob``: the RayJob controller, a table of steps (``RAYJOB_STEPS``) per JobDeploymentStatus;
+- ``rayservice``: the RayService controller (Serve applications, zero-downtime upgrades);
 - ``common/``: pure builders (``pod``, ``service``, ``job``, ``resources``);
 - ``association``: names and label selectors of every child;
 - ``batchscheduler/``: the adapter Protocol, the no-op default and ``volcano``;
 - ``dashboard``: the Ray dashboard client Protocol and the HTTP implementation
   (fake: :mod:`pumice.testing.ray_dashboard`);
 - ``expectations``: scale expectations; ``validation``: spec checks; ``status``: one-line
-  summaries for progress displays; ``constants`` and ``kinds``: wire strings and kinds.
+  summaries for progress displays; ``constants`` and ``kinds``: wire strings and scheme.
 
 Mirrors: kuberay ray-operator/main.go (controller registration, ``--batch-scheduler``).
 """
@@ -20,13 +21,14 @@ Mirrors: kuberay ray-operator/main.go (controller registration, ``--batch-schedu
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, NamedTuple
 
 from pumice.api import scheme
 from pumice.controllers.ray.batchscheduler import UnknownBatchSchedulerError, new_batch_scheduler
-from pumice.controllers.ray.dashboard import DashboardClientFactory
+from pumice.controllers.ray.dashboard import DashboardClientFactory, ServeProxyHealthCheck
 from pumice.controllers.ray.raycluster import CacheReader, RayClusterOptions, RayClusterReconciler
 from pumice.controllers.ray.rayjob import RayJobOptions, RayJobReconciler
+from pumice.controllers.ray.rayservice import RayServiceOptions, RayServiceReconciler
 from pumice.runtime.predicates import (
     AnnotationChangedPredicate,
     GenerationChangedPredicate,
@@ -37,6 +39,8 @@ from pumice.runtime.predicates import (
 __all__ = [
     "RayClusterReconciler",
     "RayJobReconciler",
+    "RayReconcilers",
+    "RayServiceReconciler",
     "UnknownBatchSchedulerError",
     "setup",
 ]
@@ -47,11 +51,21 @@ def _store(informer: Any) -> Any:
     return lister() if callable(lister) else lister
 
 
+class RayReconcilers(NamedTuple):
+    """The reconcilers :func:`setup` registered (tests and benchmarks read their counters)."""
+
+    raycluster: RayClusterReconciler
+    rayjob: RayJobReconciler
+    rayservice: RayServiceReconciler
+
+
 def setup(mgr: Any, *, batch_scheduler: str | None = None, dashboard_client_factory: DashboardClientFactory | None = None,
           reconcile_concurrency: int = 1, seed: int | None = None,
           raycluster_options: RayClusterOptions = RayClusterOptions(),
-          rayjob_options: RayJobOptions = RayJobOptions()) -> tuple[RayClusterReconciler, RayJobReconciler]:
-    """Register the RayCluster and RayJob controllers on ``mgr``.
+          rayjob_options: RayJobOptions = RayJobOptions(),
+          rayservice_options: RayServiceOptions | None = None,
+          serve_proxy_healthy: ServeProxyHealthCheck | None = None) -> RayReconcilers:
+    """Register the RayCluster, RayJob and RayService controllers on ``mgr``.
 
     Args:
         mgr: a pumice.runtime Manager (``mgr.client``, ``mgr.clock``, ``mgr.event_recorder(name)``,
@@ -61,8 +75,11 @@ def setup(mgr: Any, *, batch_scheduler: str | None = None, dashboard_client_fact
         dashboard_client_factory: ``(ray_cluster, dashboard_url) -> RayDashboardClient``; default is
             the HTTP client dialing the head Pod IP.
         seed: seed of the generator for generated names (None: OS entropy, drawn here, not at import).
+        rayservice_options: RayService switches (default: from the environment, ``ENABLE_ZERO_DOWNTIME``).
+        serve_proxy_healthy: ``(pod_ip, port) -> bool`` for the head Pods' ``ray.io/serve`` label
+            (default: HTTP GET ``/-/healthz``).
     Returns:
-        The two reconcilers (tests and benchmarks read their counters).
+        The three reconcilers.
     Raises:
         UnknownBatchSchedulerError: ``batch_scheduler`` is not implemented.
     """
@@ -96,4 +113,11 @@ def setup(mgr: Any, *, batch_scheduler: str | None = None, dashboard_client_fact
     b.with_options(max_concurrent_reconciles=reconcile_concurrency).complete(rc)
     b2 = mgr.controller("rayjob").for_(scheme.RAY_JOB).owns(scheme.RAY_CLUSTER).owns(scheme.SERVICE).owns(scheme.JOB)
     b2.with_options(max_concurrent_reconciles=reconcile_concurrency).complete(rj)
-    return rc, rj
+    rs = RayServiceReconciler(client, recorder=recorder("rayservice-controller"), clock=clock,
+                              dashboard_client_factory=dashboard_client_factory,
+                              serve_proxy_healthy=serve_proxy_healthy,
+                              options=rayservice_options or RayServiceOptions.from_env(),
+                              rng=random.Random(rng.random()))
+    b3 = mgr.controller("rayservice").for_(scheme.RAY_SERVICE, primary).owns(scheme.RAY_CLUSTER).owns(scheme.SERVICE)
+    b3.with_options(max_concurrent_reconciles=reconcile_concurrency).complete(rs)
+    return RayReconcilers(rc, rj, rs)

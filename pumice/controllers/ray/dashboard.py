@@ -18,7 +18,7 @@ utils/types/dashboard_httpclient.go.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -228,3 +228,23 @@ def http_dashboard_client_factory(cluster: Obj, dashboard_url: str) -> RayDashbo
     if pod_ip:
         return HttpDashboardClient(f"http://{pod_ip}:{dashboard_port_of(cluster)}")
     return HttpDashboardClient(dashboard_url)
+
+
+ServeProxyHealthCheck = Callable[[str, int], Awaitable[bool]]
+"""``(pod_ip, serve_port) -> healthy``: does the Serve proxy on a head Pod answer ``/-/healthz``
+with HTTP 200."""
+
+
+async def http_serve_proxy_healthy(pod_ip: str, port: int) -> bool:
+    """GET ``http://<pod_ip>:<port>/-/healthz`` with a 2 s timeout; True iff HTTP 200. A connection
+    error or timeout is an unhealthy answer, not an error (the label just stays ``false``).
+
+    Mirrors: utils/httpproxy_httpclient.go CheckProxyActorHealth."""
+    if not pod_ip:
+        return False
+    try:
+        async with httpx2.AsyncClient(timeout=DIRECT_TIMEOUT_SECONDS) as http:
+            r = await http.get(f"http://{pod_ip}:{port}{c.SERVE_PROXY_HEALTH_PATH}")
+    except httpx2.HTTPError:
+        return False
+    return r.status_code == 200

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from pumice._util.duration import parse_go_duration
 from pumice.controllers.ray import constants as c
 
 Obj = dict[str, Any]
@@ -170,3 +171,78 @@ def _validate_deletion_strategy(spec: Obj, strategy: Obj) -> None:
             raise ValidationError(f"the {which} policy {pol!r} is not a deletion policy")
     if spec.get("shutdownAfterJobFinishes"):
         raise ValidationError("DeletionStrategy cannot be used together with shutdownAfterJobFinishes")
+
+
+MAX_RAYSERVICE_NAME_LENGTH = c.MAX_RAYCLUSTER_NAME_LENGTH - 6
+_UPGRADE_TYPES = ("NewClusterWithIncrementalUpgrade", "NewCluster", "None")
+
+
+def initializing_timeout_seconds(annotations: dict[str, str]) -> float | None:
+    """The ``ray.io/initializing-timeout`` annotation in seconds (Go duration or integer seconds),
+    None when absent.
+
+    Raises:
+        ValidationError: unparsable or not positive.
+    """
+    raw = annotations.get(c.RAY_SERVICE_INITIALIZING_TIMEOUT_ANNOTATION)
+    if raw is None:
+        return None
+    try:
+        secs = float(int(raw)) if raw.strip().lstrip("-").isdigit() else parse_go_duration(raw)
+    except ValueError as e:
+        raise ValidationError(f"invalid {c.RAY_SERVICE_INITIALIZING_TIMEOUT_ANNOTATION} annotation {raw!r}: "
+                              "must be a Go duration (e.g. 30m) or a positive integer of seconds") from e
+    if secs <= 0:
+        raise ValidationError(f"{c.RAY_SERVICE_INITIALIZING_TIMEOUT_ANNOTATION} annotation must be positive, "
+                              f"got {raw!r}")
+    return secs
+
+
+def validate_rayservice_metadata(rayservice: Obj) -> None:
+    """Raises:
+        ValidationError: name too long or not DNS-1035; bad initializing-timeout annotation.
+
+    Mirrors: utils/validation.go ValidateRayServiceMetadata."""
+    meta = rayservice.get("metadata") or {}
+    name = meta.get("name", "")
+    if len(name) > MAX_RAYSERVICE_NAME_LENGTH:
+        raise ValidationError("The RayService metadata is invalid: RayService name should be no more than "
+                              f"{MAX_RAYSERVICE_NAME_LENGTH} characters")
+    if not _DNS1035.match(name):
+        raise ValidationError("The RayService metadata is invalid: RayService name should be a valid DNS1035 "
+                              f"label: {name}")
+    try:
+        initializing_timeout_seconds(meta.get("annotations") or {})
+    except ValidationError as e:
+        raise ValidationError(f"The RayService metadata is invalid: RayService annotations is invalid: {e}") from e
+
+
+def validate_rayservice_spec(rayservice: Obj) -> None:
+    """Raises:
+        ValidationError: the first failing rule of kuberay-2.md §11.6 (messages start with "The
+            RayService spec is invalid").
+
+    Mirrors: utils/validation.go ValidateRayServiceSpec. The incremental-upgrade options are checked
+    only for their presence rules; pumice runs NewClusterWithIncrementalUpgrade as the gate-off
+    case (zero-downtime disabled)."""
+    spec = rayservice.get("spec") or {}
+    cluster_spec = spec.get("rayClusterConfig") or {}
+    prefix = "The RayService spec is invalid"
+    if ((cluster_spec.get("authOptions") or {}).get("mode") or "").lower() == "kubernetes":
+        raise ValidationError(f"{prefix}: K8s token auth mode is currently not supported for RayService")
+    try:
+        validate_raycluster_spec(cluster_spec, (rayservice.get("metadata") or {}).get("annotations") or {})
+    except ValidationError as e:
+        raise ValidationError(f"{prefix}: {e}") from e
+    head_svc = (cluster_spec.get("headGroupSpec") or {}).get("headService") or {}
+    if (head_svc.get("metadata") or {}).get("name"):
+        raise ValidationError(f"{prefix}: spec.rayClusterConfig.headGroupSpec.headService.metadata.name should "
+                              "not be set")
+    utype = (spec.get("upgradeStrategy") or {}).get("type")
+    if utype is not None and utype not in _UPGRADE_TYPES:
+        raise ValidationError(f"{prefix}: Spec.UpgradeStrategy.Type value {utype} is invalid, valid options are "
+                              "NewClusterWithIncrementalUpgrade, NewCluster, or None")
+    delay = spec.get("rayClusterDeletionDelaySeconds")
+    if delay is not None and int(delay) < 0:
+        raise ValidationError(f"{prefix}: Spec.RayClusterDeletionDelaySeconds should be a non-negative integer, "
+                              f"got {delay}")

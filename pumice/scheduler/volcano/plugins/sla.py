@@ -6,35 +6,18 @@ Mirrors: volcano pkg/scheduler/plugins/sla/sla.go.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
+from pumice._util.duration import parse_go_duration
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.types import SLA_WAITING_TIME_ANNOTATION, SLA_WAITING_TIME_KEY, Vote
 from pumice.scheduler.volcano.framework.arguments import ArgumentError, Arguments, arg, decode
 from pumice.scheduler.volcano.framework.session import Session
 
 PLUGIN_NAME = "sla"
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 
-
-def parse_go_duration(s: str) -> float:
-    """Seconds from a Go duration string ("1h30m", "90s"). Raises ValueError."""
-    s = s.strip()
-    if s in ("0", ""):
-        return 0.0
-    sign = -1.0 if s.startswith("-") else 1.0
-    body = s.lstrip("+-")
-    pos, total = 0, 0.0
-    while pos < len(body):
-        m = _PART.match(body, pos)
-        if not m:
-            raise ValueError(f"invalid duration {s!r}")
-        total += float(m.group(1)) * _UNITS[m.group(2)]
-        pos = m.end()
-    return sign * total
+__all__ = ["PLUGIN_NAME", "SlaArgs", "SlaPlugin", "parse_go_duration"]
 
 
 class SlaArgs(Arguments, frozen=True):
