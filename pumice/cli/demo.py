@@ -249,8 +249,10 @@ def _wait_up(up: subprocess.Popen[bytes], kubeconfig: Path, port: int, log_path:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if up.poll() is not None:
-            tail = log_path.read_text(errors="replace")[-2000:]
-            raise click.ClickException(f"pumice up exited with {up.returncode}:\n{tail}")
+            lines = log_path.read_text(errors="replace").splitlines()
+            why = next((ln for ln in reversed(lines) if ln.startswith("Error: ")), lines[-1] if lines else "")
+            raise click.ClickException(f"pumice up exited with {up.returncode}: {why.removeprefix('Error: ')} "
+                                       f"(log: {log_path})")
         if kubeconfig.exists():
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
                 return

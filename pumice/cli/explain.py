@@ -116,6 +116,8 @@ def command(target: str, namespace: str, kubeconfig: str | None, context: str | 
         click.echo(f"error: {e}", err=True)
         sys.exit(1)
     except Exception as e:  # unreachable server, bad kubeconfig ...
-        click.echo(f"error: {type(e).__name__}: {e}", err=True)
+        from pumice.cli.main import one_line
+
+        click.echo(f"error: {one_line(e)}", err=True)
         sys.exit(1)
     click.echo(json.dumps(ex.to_json(), indent=2) if output == "json" else ex.render())

@@ -3,12 +3,15 @@ imported only when run (so ``pumice --help`` stays fast and a broken component d
 others).
 
 Errors: a subcommand that fails on bad input prints one line to stderr and exits non-zero
-(click's UsageError exits 2).
+(click's UsageError exits 2). Any other exception that escapes a subcommand is printed as one
+line too (``Error: <type>: <first line of the message>``, exit 1); ``PUMICE_DEBUG=1`` shows the
+traceback instead.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 
 import click
 
@@ -26,7 +29,23 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def one_line(e: BaseException) -> str:
+    """``<type>: <message>`` on one line (whitespace runs, newlines included, become one space)."""
+    text = " ".join(str(e).split())
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
 class LazyGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as e:
+            if os.environ.get("PUMICE_DEBUG"):
+                raise
+            raise click.ClickException(one_line(e)) from None
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 

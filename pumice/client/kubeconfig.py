@@ -37,12 +37,19 @@ def load(path: Path | str | None = None, *, context: str | None = None) -> Singl
 
     Raises:
         FileNotFoundError: the file does not exist.
-        ValueError: the context does not exist.
+        ValueError: the context does not exist, or the file is not a kubeconfig (YAML that is not
+            a mapping, clusters/users/contexts of the wrong shape).
     """
     p = Path(path).expanduser() if path is not None else default_kubeconfig_path()
     if not p.exists():
         raise FileNotFoundError(f"kubeconfig {p} does not exist")
-    single = KubeConfig.from_file(p).get(context_name=context)
+    try:
+        single = KubeConfig.from_file(p).get(context_name=context)
+    except (ValueError, OSError):
+        raise
+    except Exception as e:  # lightkube fails with AttributeError/KeyError/TypeError on malformed files
+        detail = " ".join(str(e).split())
+        raise ValueError(f"kubeconfig {p} is not a valid kubeconfig ({type(e).__name__}: {detail})") from None
     if single is None:
         raise ValueError(f"kubeconfig {p} has no context {context or '(current)'}")
     return single

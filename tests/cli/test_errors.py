@@ -1,0 +1,44 @@
+"""Every CLI error is one line, never a traceback (issue 14 items 11 and 14)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from pumice.cli import main as cli_main
+
+
+@pytest.mark.parametrize("text", ["hello: [1, 2\n", "- a\n- b\n", "clusters: 5\ncurrent-context: x\ncontexts: [{name: x, context: 7}]\n"])
+def test_a_bad_kubeconfig_is_one_line(tmp_path: Path, text: str) -> None:
+    kc = tmp_path / "kubeconfig"
+    kc.write_text(text)
+    res = CliRunner().invoke(cli_main.main, ["explain", "pod/x", "--kubeconfig", str(kc)])
+    assert res.exit_code == 1
+    out = res.output.strip()
+    assert "\n" not in out and "Traceback" not in out
+    assert f"kubeconfig {kc} is not a valid kubeconfig" in out
+
+
+def test_an_unexpected_exception_in_a_command_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    @click.command(name="boom")
+    def boom() -> None:
+        raise RuntimeError("first line\nsecond line")
+
+    monkeypatch.setattr(cli_main.LazyGroup, "get_command", lambda self, ctx, name: boom)
+    res = CliRunner().invoke(cli_main.main, ["boom"])
+    assert res.exit_code == 1
+    assert res.output.strip() == "Error: RuntimeError: first line second line"
+
+
+def test_pumice_debug_shows_the_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    @click.command(name="boom")
+    def boom() -> None:
+        raise RuntimeError("x")
+
+    monkeypatch.setattr(cli_main.LazyGroup, "get_command", lambda self, ctx, name: boom)
+    monkeypatch.setenv("PUMICE_DEBUG", "1")
+    res = CliRunner().invoke(cli_main.main, ["boom"])
+    assert isinstance(res.exception, RuntimeError)
