@@ -14,24 +14,8 @@ from pumice.scheduler.volcano.framework.util import PriorityQueue
 
 
 def victims_queue(ssn: Session, victims: list[TaskInfo], preemptor: TaskInfo) -> PriorityQueue[TaskInfo]:
-    pjob = ssn.jobs.get(preemptor.job)
-
-    def less(l: TaskInfo, r: TaskInfo) -> bool:  # noqa: E741
-        if l.job == r.job:
-            return not ssn.task_order_fn(l, r)
-        lj, rj = ssn.jobs.get(l.job), ssn.jobs.get(r.job)
-        if lj is None:
-            return True
-        if rj is None:
-            return False
-        if pjob is None or lj.queue == rj.queue:
-            return not ssn.job_order_fn(lj, rj)
-        lq, rq, pq = ssn.queues.get(lj.queue), ssn.queues.get(rj.queue), ssn.queues.get(pjob.queue)
-        if lq is None or rq is None or pq is None:
-            return False
-        return ssn.victim_queue_order_fn(lq, rq, pq)
-
-    return PriorityQueue(less, victims)
+    """See :meth:`Session.build_victims_priority_queue`."""
+    return ssn.build_victims_priority_queue(victims, preemptor)
 
 
 def validate_victims(preemptor: TaskInfo, node: NodeInfo, victims: list[TaskInfo]) -> bool:

@@ -33,6 +33,13 @@ def node_is_ready(node: Obj) -> bool:
 class NodeInfo:
     """One node. ``idle = allocatable - used``; ``future_idle = idle + releasing - pipelined``.
 
+    ``kube_requested`` and ``kube_nonzero`` (both (millicores, bytes)) are the Kubernetes node view
+    that nodeorder's scores read: every Pod on the node whatever its status (Pipelined and
+    Releasing included) except those evicted in this session, counted by request and by
+    non-zero request (see :attr:`TaskInfo.nonzero_request`). Mirrors: volcano
+    framework/util.go GenerateNodeMapAndSlice (``NewNodeInfo(node.Pods()...)``) kept current by
+    the predicates plugin's allocate/deallocate event handlers.
+
     ``tasks`` maps ``<ns>/<pod>`` to a clone of the task, so later status changes of the job's
     copy cannot corrupt the node accounting.
     """
@@ -47,6 +54,8 @@ class NodeInfo:
     pipelined: Resource = field(default_factory=Resource)
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
     evicted: set[str] = field(default_factory=set)
+    kube_requested: tuple[float, float] = (0.0, 0.0)
+    kube_nonzero: tuple[float, float] = (0.0, 0.0)
     index: int = -1
     on_change: Callable[[NodeInfo], None] | None = None
 
@@ -106,6 +115,8 @@ class NodeInfo:
             self.idle = self.idle - ti.resreq
             self.used = self.used + ti.resreq
         self.tasks[ti.key] = ti
+        if ti.key not in self.evicted:
+            self._kube_account(ti, 1)
         self._changed()
 
     def remove_task(self, task: TaskInfo) -> None:
@@ -122,7 +133,15 @@ class NodeInfo:
         else:
             self.idle = self.idle + ti.resreq
             self.used = self.used - ti.resreq
+        if ti.key not in self.evicted:
+            self._kube_account(ti, -1)
         self._changed()
+
+    def _kube_account(self, ti: TaskInfo, sign: int) -> None:
+        r = ti.resreq
+        self.kube_requested = (self.kube_requested[0] + sign * r.milli_cpu, self.kube_requested[1] + sign * r.memory)
+        c, m = ti.nonzero_request
+        self.kube_nonzero = (self.kube_nonzero[0] + sign * c, self.kube_nonzero[1] + sign * m)
 
     def update_task(self, task: TaskInfo) -> None:
         self.remove_task(task)
@@ -134,10 +153,15 @@ class NodeInfo:
         return len(self.tasks) - len(self.evicted)
 
     def mark_evicted(self, key: str, evicted: bool) -> None:
+        if evicted == (key in self.evicted):
+            return
         if evicted:
             self.evicted.add(key)
         else:
             self.evicted.discard(key)
+        ti = self.tasks.get(key)
+        if ti is not None:
+            self._kube_account(ti, -1 if evicted else 1)
         self._changed()
 
 

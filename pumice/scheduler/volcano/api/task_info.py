@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pumice._util.clock import parse_rfc3339
+from pumice.scheduler.default.resources import pod_nonzero_requests
 from pumice.scheduler.volcano.api.resource import PODS, Resource
 from pumice.scheduler.volcano.api.types import (
     GROUP_NAME_ANNOTATION,
@@ -129,6 +130,16 @@ class TaskInfo:
     @functools.cached_property
     def best_effort(self) -> bool:
         return self.resreq.is_empty()
+
+    @functools.cached_property
+    def nonzero_request(self) -> tuple[float, float]:
+        """``(millicores, bytes)`` as the Kubernetes node view counts this Pod for scoring: a
+        container without a cpu/memory request counts 100m / 200Mi.
+
+        Mirrors: kubernetes pkg/scheduler/util GetNonzeroRequests (NonMissingContainerRequests).
+        """
+        cpu, mem = pod_nonzero_requests(self.pod)
+        return float(cpu), float(mem)
 
     @property
     def key(self) -> str:

@@ -15,8 +15,9 @@ from pumice.scheduler.volcano.api.resource import CPU, MEMORY, MIN_RESOURCE, POD
 
 
 class NodeArrays:
-    """``idle``, ``future_idle``, ``used``, ``allocatable`` as (nodes x dims) float arrays and
-    ``pod_count`` per node."""
+    """``idle``, ``future_idle``, ``used``, ``allocatable`` as (nodes x dims) float arrays,
+    ``pod_count`` per node and the Kubernetes node view ``kube_requested`` / ``kube_nonzero``
+    as (nodes x 2: cpu, memory)."""
 
     def __init__(self, nodes: Sequence[NodeInfo], extra_dims: Iterable[str] = ()) -> None:
         dims = [CPU, MEMORY, PODS]
@@ -39,6 +40,9 @@ class NodeArrays:
         self.has_dim = np.zeros((rows, cols), dtype=bool, order="F")
         self.all_rows = np.arange(rows)
         self.pod_count = np.zeros(rows)
+        # the Kubernetes node view nodeorder scores (see NodeInfo.kube_requested/kube_nonzero)
+        self.kube_requested = np.zeros((rows, 2))
+        self.kube_nonzero = np.zeros((rows, 2))
         self.prefer_no_schedule = np.array(
             [any(t.get("effect") == "PreferNoSchedule" for t in n.taints) for n in self.nodes], dtype=bool
         )
@@ -71,6 +75,8 @@ class NodeArrays:
         self.future_idle[i] = self._vec(node.future_idle())
         self.used[i] = self._vec(node.used)
         self.pod_count[i] = node.pod_count()
+        self.kube_requested[i] = node.kube_requested
+        self.kube_nonzero[i] = node.kube_nonzero
 
     def sync(self) -> None:
         if self._dirty:

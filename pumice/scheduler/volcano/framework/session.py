@@ -70,6 +70,7 @@ from pumice.scheduler.volcano.framework.callbacks import (
 )
 from pumice.scheduler.volcano.framework.interface import Event, EventHandler, Plugin, SessionCache
 from pumice.scheduler.volcano.framework.node_arrays import NodeArrays
+from pumice.scheduler.volcano.framework.util import PriorityQueue
 
 log = logging.getLogger("pumice.scheduler.volcano")
 
@@ -237,12 +238,22 @@ class Session:
         self.event_handlers.append(eh)
 
     # ----- ordering -----------------------------------------------------------------------
-    def job_order_fn(self, l: JobInfo, r: JobInfo) -> bool:  # noqa: E741
-        """True when job ``l`` goes before ``r``."""
+    def job_order_compare(self, l: JobInfo, r: JobInfo) -> int:  # noqa: E741
+        """The first non-zero plugin job-order verdict (0: plugins tie; no built-in tie-break).
+
+        Mirrors: session_plugins.go JobOrderCompareFn.
+        """
         for fn in self.callbacks.job_order.flat():
             c = fn(l, r)
             if c != 0:
-                return bool(c < 0)
+                return c
+        return 0
+
+    def job_order_fn(self, l: JobInfo, r: JobInfo) -> bool:  # noqa: E741
+        """True when job ``l`` goes before ``r``."""
+        c = self.job_order_compare(l, r)
+        if c != 0:
+            return bool(c < 0)
         if l.creation == r.creation:
             return l.uid < r.uid
         return l.creation < r.creation
@@ -274,6 +285,41 @@ class Session:
         if l.creation == r.creation:
             return l.uid < r.uid
         return l.creation < r.creation
+
+    def build_victims_priority_queue(self, victims: Iterable[TaskInfo], preemptor: TaskInfo) -> PriorityQueue[TaskInfo]:
+        """Victims in eviction order: within a job the task that goes last first (lowest
+        priority, newest); across queues by the victim-queue order; within a queue the job
+        that goes last first, then (plugins tied) the task order across the two jobs; a task
+        whose job left the session goes first.
+
+        Mirrors: session_plugins.go BuildVictimsPriorityQueue.
+        """
+
+        def job_then_task(lj: JobInfo, rj: JobInfo, l: TaskInfo, r: TaskInfo) -> bool:  # noqa: E741
+            c = self.job_order_compare(lj, rj)
+            if c != 0:
+                return c > 0
+            return not self.task_order_fn(l, r)
+
+        def less(l: TaskInfo, r: TaskInfo) -> bool:  # noqa: E741
+            if l.job == r.job:
+                return not self.task_order_fn(l, r)
+            lj, rj = self.jobs.get(l.job), self.jobs.get(r.job)
+            if lj is None or rj is None:
+                if lj is None and rj is None:
+                    return not self.task_order_fn(l, r)
+                return lj is None
+            pj = self.jobs.get(preemptor.job)
+            if pj is None:
+                return job_then_task(lj, rj, l, r)
+            if lj.queue != rj.queue:
+                lq, rq, pq = self.queues.get(lj.queue), self.queues.get(rj.queue), self.queues.get(pj.queue)
+                if lq is None or rq is None or pq is None:
+                    return job_then_task(lj, rj, l, r)
+                return self.victim_queue_order_fn(lq, rq, pq)
+            return job_then_task(lj, rj, l, r)
+
+        return PriorityQueue(less, victims)
 
     # ----- predicates and scores ----------------------------------------------------------
     def pre_predicate_fn(self, task: TaskInfo) -> str | None:

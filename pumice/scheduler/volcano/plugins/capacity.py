@@ -228,7 +228,9 @@ class CapacityPlugin:
             victims = []
             allocations: dict[str, Resource] = {}
             rnames = {n for n in reclaimer.resreq.resource_names() if n != PODS}
-            for r in reclaimees:
+            order = ssn.build_victims_priority_queue(reclaimees, reclaimer)
+            while not order.empty():
+                r = order.pop()
                 job = ssn.jobs.get(r.job)
                 if job is None:
                     continue

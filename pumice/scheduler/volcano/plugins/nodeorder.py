@@ -1,7 +1,10 @@
 """nodeorder: kube-scheduler scores summed with weights (each score 0..100).
 
-LeastAllocated and MostAllocated over cpu/memory, BalancedAllocation, preferred NodeAffinity
-and TaintToleration (PreferNoSchedule), each times its ``<name>.weight`` argument.
+LeastAllocated and MostAllocated over cpu/memory, BalancedAllocation (Kubernetes 1.36: the
+improvement in balance), preferred NodeAffinity and TaintToleration (PreferNoSchedule), each
+times its ``<name>.weight`` argument. Resource scores read the Kubernetes node view
+(:attr:`NodeInfo.kube_nonzero` / :attr:`NodeInfo.kube_requested`): every Pod on the node,
+Pipelined ones included, BestEffort ones counted at 100m / 200Mi.
 
 Mirrors: volcano pkg/scheduler/plugins/nodeorder/nodeorder.go and kube-scheduler
 noderesources (least_allocated, most_allocated, balanced_allocation), nodeaffinity and
@@ -24,8 +27,6 @@ from pumice.scheduler.volcano.plugins.predicates import match_node_selector_term
 
 PLUGIN_NAME = "nodeorder"
 MAX_NODE_SCORE = 100
-DEFAULT_MILLI_CPU = 100.0
-DEFAULT_MEMORY = 200.0 * 1024 * 1024
 
 
 class NodeOrderArgs(Arguments, frozen=True):
@@ -41,24 +42,58 @@ class NodeOrderArgs(Arguments, frozen=True):
     volume_binding: int = arg("volumebinding.weight", 1)
 
 
-def _nonzero(task: TaskInfo) -> tuple[float, float]:
-    cpu = task.resreq.milli_cpu or DEFAULT_MILLI_CPU
-    mem = task.resreq.memory or DEFAULT_MEMORY
-    return cpu, mem
+def balanced_score(
+    req_cpu: float,
+    req_mem: float,
+    node_cpu: np.ndarray,
+    node_mem: np.ndarray,
+    ccpu: np.ndarray,
+    cmem: np.ndarray,
+) -> np.ndarray:
+    """Kubernetes 1.36 BalancedAllocation: how much the Pod improves the Node's balance.
+
+    ``balance(used) = trunc((1 - std(fractions)) * 100)`` over cpu and memory (a fraction is
+    ``used / allocatable`` capped at 1; a resource with no allocatable is left out; std of two
+    fractions is half their difference, of one is 0); the score is
+    ``50 + trunc((50 + balance(with Pod) - balance(without Pod)) / 2)``.
+
+    Args:
+        req_cpu, req_mem: the Pod's requests (millicores, bytes; no non-zero defaults).
+        node_cpu, node_mem: what the Pods already on each node request.
+        ccpu, cmem: each node's allocatable.
+    Mirrors: kubernetes pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go
+    (v1.36, vendored by volcano ed72c7c8) balancedResourceScorer / balancedResourceScore.
+    """
+
+    def balance(ucpu: np.ndarray, umem: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fc = np.minimum(ucpu / ccpu, 1.0)
+            fm = np.minimum(umem / cmem, 1.0)
+        both = (ccpu > 0) & (cmem > 0)
+        std = np.where(both, np.abs(fc - fm) / 2, 0.0)
+        return np.trunc((1 - std) * MAX_NODE_SCORE)
+
+    half = MAX_NODE_SCORE // 2
+    return half + np.trunc((half + balance(node_cpu + req_cpu, node_mem + req_mem) - balance(node_cpu, node_mem)) / 2)
 
 
 def resource_scores(
     args: NodeOrderArgs,
-    cpu_req: float,
-    mem_req: float,
-    used_cpu: np.ndarray,
-    used_mem: np.ndarray,
+    task: TaskInfo,
+    nonzero: np.ndarray,
+    requested: np.ndarray,
     ccpu: np.ndarray,
     cmem: np.ndarray,
 ) -> np.ndarray:
-    """Least/Most/Balanced scores for arrays of nodes (millicores, bytes), kube's integer
-    semantics: ``floor((cap - req) * 100 / cap)`` per resource, floored mean of the two."""
-    ucpu, umem = used_cpu + cpu_req, used_mem + mem_req
+    """Least/Most/Balanced scores for arrays of nodes, kube's integer semantics.
+
+    Least and Most read the non-zero view (``nonzero``: nodes x (millicores, bytes), the Pod
+    counted with :attr:`TaskInfo.nonzero_request`): ``floor((cap - req) * 100 / cap)`` resp.
+    ``floor(min(req, cap) * 100 / cap)`` per resource, floored mean of the two. Balanced reads
+    actual requests (``requested``) and is skipped for a BestEffort Pod (its PreScore says Skip).
+    """
+    cpu_nz, mem_nz = task.nonzero_request
+    ucpu, umem = nonzero[:, 0] + cpu_nz, nonzero[:, 1] + mem_nz
     total = np.zeros(len(ucpu))
     with np.errstate(divide="ignore", invalid="ignore"):
         if args.least_requested:
@@ -73,12 +108,9 @@ def resource_scores(
             mc[ccpu <= 0] = 0
             mm[cmem <= 0] = 0
             total += np.floor((mc + mm) / 2) * args.most_requested
-        if args.balanced_resource:
-            fc = np.minimum(ucpu / ccpu, 1.0)
-            fm = np.minimum(umem / cmem, 1.0)
-            fc[ccpu <= 0] = 1.0
-            fm[cmem <= 0] = 1.0
-            total += np.floor((1 - np.abs(fc - fm) / 2) * MAX_NODE_SCORE) * args.balanced_resource
+    req = task.resreq
+    if args.balanced_resource and (req.milli_cpu > 0 or req.memory > 0):
+        total += balanced_score(req.milli_cpu, req.memory, requested[:, 0], requested[:, 1], ccpu, cmem) * args.balanced_resource
     return total
 
 
@@ -119,11 +151,10 @@ class NodeOrderPlugin:
         args = self.args
 
         def rows_scores(task: TaskInfo, rows: np.ndarray) -> np.ndarray:
-            cpu, mem = _nonzero(task)
             arr = ssn.arrays
             arr.sync()
             out = resource_scores(
-                args, cpu, mem, arr.used[rows, 0], arr.used[rows, 1], arr.allocatable[rows, 0], arr.allocatable[rows, 1]
+                args, task, arr.kube_nonzero[rows], arr.kube_requested[rows], arr.allocatable[rows, 0], arr.allocatable[rows, 1]
             )
             spec = task.pod.get("spec") or {}
             pns = arr.prefer_no_schedule[rows]
@@ -137,10 +168,10 @@ class NodeOrderPlugin:
         def batch(task: TaskInfo, nodes: Sequence[NodeInfo]) -> np.ndarray:
             if ssn.vectorize:
                 return rows_scores(task, np.array([n.index for n in nodes], dtype=int))
-            cpu, mem = _nonzero(task)
-            used = np.array([[n.used.milli_cpu, n.used.memory] for n in nodes], dtype=float).reshape(-1, 2)
+            nonzero = np.array([n.kube_nonzero for n in nodes], dtype=float).reshape(-1, 2)
+            requested = np.array([n.kube_requested for n in nodes], dtype=float).reshape(-1, 2)
             alloc = np.array([[n.allocatable.milli_cpu, n.allocatable.memory] for n in nodes], dtype=float).reshape(-1, 2)
-            scores = resource_scores(args, cpu, mem, used[:, 0], used[:, 1], alloc[:, 0], alloc[:, 1])
+            scores = resource_scores(args, task, nonzero, requested, alloc[:, 0], alloc[:, 1])
             return scores + self._affinity_taint(task, nodes)
 
         ssn.add_batch_node_order_fn(PLUGIN_NAME, batch)
