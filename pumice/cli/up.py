@@ -242,7 +242,10 @@ def check_port_free(host: str, port: int) -> None:
               help="Pod addresses (netns mode). Default: a free /22 of 10.244.0.0/16 derived from the data dir.")
 @click.option("--bridge", default=None, help="Bridge name (netns mode). Default: pumice-<hash of the data dir>.")
 @click.option("--pod-egress", type=click.Choice(["proxy", "nat", "none"]), default="proxy", show_default=True)
-@click.option("--keep-pods", is_flag=True, help="Leave Pod processes running on exit (adopted on next start).")
+@click.option("--keep-pods", is_flag=True,
+              help="Leave Pod processes running on exit; the next start adopts them as they are. Without it a "
+                   "stop and start is a node reboot: containers restart (restartCount + 1, SandboxChanged "
+                   "event), Pods keep their IP and startTime.")
 @click.option("--scheduler-conf", default=None, help="volcano-scheduler.conf to use instead of the default.")
 @click.option("-v", "--verbose", is_flag=True)
 def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node_cpu: str | None,

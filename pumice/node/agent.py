@@ -576,9 +576,13 @@ class NodeAgent:
             await asyncio.gather(*(stop_one(w) for w in workers))
             for w in workers:
                 await w.cancel()
-            self.workers.clear()
             if self.runtime_kind == "process":
-                self._state = {}
+                # What a node reboot leaves: the Pods' containers ended; at the next start each
+                # Pod is run again in a new sandbox that keeps its IP where it can, with its
+                # startTime, its restartCounts + 1 and a SandboxChanged event.
+                self._state = {w.uid: {**self._worker_state(w), "stopped": True}
+                               for w in workers if not w.terminal and not w.deleting()}
+                self.workers.clear()
                 self._save_state()
                 if isinstance(self.network, NetnsNetwork):
                     await self.network.remove_bridge()
@@ -952,11 +956,18 @@ class NodeAgent:
         }
 
     def _restore_worker(self, w: PodWorker, s: Obj) -> None:
+        """Adopt a Pod from the state file: running containers (``--keep-pods``) are followed
+        again; a Pod the agent stopped at its last stop (``stopped``) gets a new sandbox, its init
+        containers run again and its containers restart (restartCount + 1), as after a node reboot.
+
+        Mirrors: kubernetes pkg/kubelet/kuberuntime/kuberuntime_manager.go computePodActions
+        (podSandboxChanged: "Pod sandbox changed, it will be killed and re-created.")."""
         w.restored = s
         w.start_time = float(s.get("start_time") or 0.0)
         w.initialized = bool(s.get("initialized"))
+        stopped = bool(s.get("stopped"))
         sb = s.get("sandbox")
-        if sb:
+        if sb and not stopped:
             w.sandbox = Sandbox(w.uid, w.namespace, w.name, Path(sb["pod_dir"]), sb["ip"], sb.get("netns", ""),
                                 dict(sb.get("extra") or {}))
         for name, r in (s.get("records") or {}).items():
@@ -972,6 +983,18 @@ class NodeAgent:
                 rec.current = Container(name, cur["restart_count"], cur["started_at"], pid=cur["pid"],
                                         log_path=cur["log_path"], exit_path=cur["exit_path"],
                                         proc_start=cur["proc_start"])
+            if stopped:
+                rec.current = None
+                if rec.state == "running":  # not seen to end: the agent stopped with it running
+                    rec.state, rec.reason, rec.exit_code, rec.finished_at = "terminated", "Unknown", 255, rec.started_at
+                if rec.init and not rec.sidecar and rec.ever_started:
+                    rec.last = rec.terminated_state()
+                    rec.restart_count += 1
+                    rec.state, rec.reason = "waiting", "PodInitializing"
+                rec.backoff = 0.0
+        if stopped:
+            w.initialized = False
+            self.event(w.pod, "Normal", "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
         w._written = dict(w.pod.get("status") or {})
 
     def _save_state(self) -> None:

@@ -196,7 +196,11 @@ class IPAM:
         """Raises:
         NetworkError: the CIDR is exhausted."""
         if uid in self._by_uid:
-            return self._by_uid[uid]
+            ip = self._by_uid[uid]
+            if self._claim(ip, uid):  # restored (e.g. the Pod's address before a restart)
+                return ip
+            del self._by_uid[uid]
+            self._used.discard(ip)
         avoid = set(avoid)
         for _ in range(self._hosts):
             cand = self.net.network_address + 1 + self._next

@@ -7,6 +7,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from pumice.api.scheme import EVENT as EVENTS
 from pumice.api.scheme import NODE as NODES
 from pumice.api.scheme import POD as PODS
 from pumice.node.agent import NodeAgent, pod_dir_name
@@ -143,3 +144,35 @@ async def test_a_data_dir_and_an_image_env_under_tmp_are_visible_inside_pods(cli
     finally:
         await a.stop()
         shutil.rmtree(base, ignore_errors=True)
+
+
+async def test_a_stop_and_start_of_the_agent_restarts_containers_like_a_node_reboot(
+        client: MemoryClient, data_dir: Path) -> None:
+    p = pod("survivor", "echo up; exec sleep 300", grace=1, restart_policy="Always")
+    p["spec"]["initContainers"] = [{"name": "init", "image": "busybox", "command": ["/bin/sh", "-c", "echo init"]}]
+    a = _agent(client, data_dir)
+    await a.start()
+    await client.create(p)
+    await wait_for(lambda: phase_is(client, "survivor", "Running"))
+    before = await get_pod(client, "survivor")
+    assert before is not None
+    await a.stop()
+    b = _agent(client, data_dir)
+    await b.start()
+    try:
+        async def restarted() -> bool:
+            cur = await get_pod(client, "survivor")
+            cs = ((cur or {}).get("status") or {}).get("containerStatuses") or [{}]
+            return cs[0].get("restartCount") == 1 and "running" in cs[0].get("state", {})
+
+        await wait_for(restarted, timeout=15)
+        after = await get_pod(client, "survivor")
+        assert after is not None
+        assert after["status"]["podIP"] == before["status"]["podIP"]
+        assert after["status"]["startTime"] == before["status"]["startTime"]
+        assert after["status"]["initContainerStatuses"][0]["restartCount"] == 1
+        assert "terminated" in after["status"]["containerStatuses"][0]["lastState"]
+        events = (await client.list(EVENTS, "default")).items
+        assert any(e["reason"] == "SandboxChanged" and e["involvedObject"]["name"] == "survivor" for e in events)
+    finally:
+        await b.stop()
