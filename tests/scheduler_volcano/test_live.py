@@ -212,3 +212,53 @@ async def test_a_second_cycle_without_changes_writes_nothing() -> None:
             assert writes == []
         finally:
             await sched.cache.stop()
+
+
+def test_the_allocated_patch_removes_resources_that_went_to_zero_and_is_none_when_equal() -> None:
+    from pumice.scheduler.volcano.cache.live import allocated_patch
+
+    assert allocated_patch({"cpu": "1", "pods": "2"}, {}) == {"cpu": None, "pods": None}
+    assert allocated_patch({"cpu": "1", "memory": "1Gi"}, {"cpu": "1"}) == {"memory": None, "cpu": "1"}
+    assert allocated_patch({"cpu": "1000m"}, {"cpu": "1"}) is None
+    assert allocated_patch({}, {}) is None
+
+
+async def test_a_queue_whose_work_ended_gets_status_allocated_cleared_with_one_patch() -> None:
+    async with local_cluster() as c:
+        client = c.client
+        qk = client.scheme.resolve("queues.scheduling.volcano.sh")
+        await _seed(client, [node("n1", "4,8Gi,pods=10"), queue("q1")])
+        q = await client.get(qk, "q1")
+        q["status"] = {**(q.get("status") or {}), "allocated": {"cpu": "2", "memory": "2Gi", "pods": "2"}}
+        await client.update_status(q)
+        sched = Scheduler(client)
+        await sched.cache.start(timeout=5)
+        patches: list[object] = []
+        real = client.patch
+
+        def wrap(*a, **kw):  # type: ignore[no-untyped-def]
+            if a and a[0] is qk:
+                patches.append(a[2])
+            return real(*a, **kw)
+
+        client.patch = wrap  # type: ignore[method-assign]
+        try:
+            sched.run_once()
+            await sched.cache.flush()
+
+            async def cleared() -> bool:
+                return not (await client.get(qk, "q1")).get("status", {}).get("allocated")
+
+            await _wait(cleared)
+            await _wait(lambda: _synced(sched, qk))
+            for _ in range(3):
+                sched.run_once()
+                await sched.cache.flush()
+            assert len(patches) == 1
+        finally:
+            await sched.cache.stop()
+
+
+async def _synced(sched: Scheduler, qk: object) -> bool:
+    qs = sched.cache.informers["Queue"].lister.list()
+    return all(not (q.get("status") or {}).get("allocated") for q in qs)

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from pumice._util.clock import Clock, rfc3339
+from pumice.api import quantity
 from pumice.api.scheme import POD_GROUP, PRIORITY_CLASS, QUEUE, ResourceKind
 from pumice.client.base import ApiError, KubeClient, is_not_found
 from pumice.client.informer import Informer, SharedInformerFactory
@@ -33,6 +34,25 @@ from pumice.scheduler.volcano.framework.session import CloseResult, status_chang
 log = logging.getLogger("pumice.scheduler.volcano")
 Obj = dict[str, Any]
 
+
+
+def allocated_patch(current: Obj, desired: dict[str, str]) -> dict[str, str | None] | None:
+    """The JSON merge patch of ``status.allocated`` that turns ``current`` into ``desired``:
+    ``None`` when they are equal (same resource names, equal quantities), else ``desired`` with
+    ``null`` for every resource that went to zero (absent from ``desired``), so that it is removed
+    (a merge patch of ``{}`` removes nothing). Mirrors: volcano pkg/scheduler/cache
+    (UpdateQueueStatus writes the whole status; the effect on ``allocated`` is the same)."""
+    def same(a: Any, b: str) -> bool:
+        try:
+            return bool(quantity.parse_quantity(str(a)) == quantity.parse_quantity(b))
+        except Exception:
+            return str(a) == b
+
+    if set(current) == set(desired) and all(same(current[k], v) for k, v in desired.items()):
+        return None
+    patch: dict[str, str | None] = {k: None for k in sorted(current) if k not in desired}
+    patch.update(desired)
+    return patch
 
 class SchedulerCache:
     """Informers for Pods, Nodes, PodGroups, Queues, PriorityClasses and Namespaces.
@@ -192,8 +212,9 @@ class SchedulerCache:
             q = queues.get(qname)
             if q is None:
                 continue
-            if ((q.get("status") or {}).get("allocated") or {}) != alloc:
-                self._spawn(self._patch_queue(qname, alloc))
+            patch = allocated_patch((q.get("status") or {}).get("allocated") or {}, alloc)
+            if patch is not None:
+                self._spawn(self._patch_queue(qname, patch))
         for pg_key, etype, reason, message in res.events:
             if self.last_events.get(pg_key) == (reason, message):
                 continue
@@ -223,7 +244,7 @@ class SchedulerCache:
         except Exception as e:
             log.warning("failed to update PodGroup %s/%s status: %s", md.get("namespace"), md["name"], e)
 
-    async def _patch_queue(self, name: str, allocated: dict[str, str]) -> None:
+    async def _patch_queue(self, name: str, allocated: dict[str, str | None]) -> None:
         body = {"status": {"allocated": allocated}}
         try:
             await self.client.patch(self.queue_kind, name, body, patch_type="merge", subresource="status")
