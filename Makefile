@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint unit venv clean bench
+.PHONY: demo test lint unit venv clean bench durability
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ unit: $(STAMP)
 test: $(STAMP)
 	$(MAKE) lint
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest -q --durations=25
+
+# 100 power cuts under write load (tests/apiserver/test_powercut.py; root and loop devices).
+durability: $(STAMP)
+	PUMICE_POWERCUT_ROUNDS=100 PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest -q -s tests/apiserver/test_powercut.py
 
 bench: $(STAMP)
 	for b in bench/*.py; do PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) $$b || exit 1; done

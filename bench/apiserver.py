@@ -6,10 +6,16 @@ at 1, 16 and 64 concurrent clients with throughput and p50/p99 latency, plus wat
 watchers (every event, in order). Each section prints a ratio to a baseline measured in the same
 run (raw Store.put for in-process writes, GET /version for HTTP).
 
+Durability (issue 18): Pod creates at 1, 16 and 64 clients with ``--durability strict`` (answer
+after the group fsync) beside ``relaxed`` (answer after the commit), in-process and over HTTPS with
+the minimal client, on the same disk in the same run; strict / relaxed is the ratio printed, and
+the number of commits each fsync covered.
+
 Targets (issue 2, 2-core machine): in-process creates >= 3,000/s; HTTP creates >= 1,000/s at 16
 clients with p99 < 100 ms; list of 10,000 Pods < 1 s; no watcher misses or reorders an event.
+Issue 18: durable creates at 16 clients within 20% of relaxed (ratio >= 0.8).
 
-Usage: python bench/apiserver.py [--quick]
+Usage: python bench/apiserver.py [--quick] [--durability (that section alone)]
 """
 
 from __future__ import annotations
@@ -71,7 +77,7 @@ def line(label: str, rate: float, p50: float, p99: float, base: float | None = N
 
 
 def store_baseline(n: int, sqlite_dir: Path | None) -> float:
-    storage = SqliteStorage(sqlite_dir / "base.db") if sqlite_dir else MemoryStorage()
+    storage = SqliteStorage(sqlite_dir / "base.db", durability="relaxed") if sqlite_dir else MemoryStorage()
     store = Store(storage)
     objs = [pod(f"b{i}") for i in range(n)]
     t0 = time.perf_counter()
@@ -286,12 +292,71 @@ async def bench_http() -> None:
             proc.wait(10)
 
 
+async def bench_durability() -> None:
+    """Strict vs relaxed creates, in-process and over HTTPS (minimal client), same disk, same run."""
+    import msgspec
+
+    n = 1000 if QUICK else 3000
+    home = Path(os.environ.get("PUMICE_BENCH_DIR", tempfile.gettempdir()))
+    figures: dict[tuple[str, str, int], float] = {}
+    print(f"\ndurability: Pod creates, strict (answer after the group fsync) vs relaxed, SQLite under {home}")
+    for mode in ("relaxed", "strict"):
+        with tempfile.TemporaryDirectory(dir=home) as tmp:
+            async with local_cluster(data_dir=Path(tmp), install_crds=False, durability=mode) as c:
+                storage = c.server.storage
+                for clients in (1, 16, 64):
+                    cl = c.new_client()
+                    f0 = getattr(storage, "fsyncs", 0)
+                    rate, p50, p99 = await run_clients(n, clients, lambda i, cl=cl, k=clients: cl.create(pod(f"d{k}-{i}")))
+                    f1 = getattr(storage, "fsyncs", 0)
+                    figures[("in-process", mode, clients)] = rate
+                    base = figures.get(("in-process", "relaxed", clients)) if mode == "strict" else None
+                    per = f"; {n / (f1 - f0):.1f} creates per fsync" if f1 > f0 else ""
+                    line(f"in-process {mode}, {clients} clients", rate, p50, p99, base)
+                    if per:
+                        print(f"    {f1 - f0} fsyncs{per}")
+    for mode in ("relaxed", "strict"):
+        with tempfile.TemporaryDirectory(dir=home) as tmp:
+            proc = subprocess.Popen([sys.executable, "-m", "pumice.cli.main", "apiserver", "--data-dir", tmp,
+                                     "--port", "0", "--no-crds", "--durability", mode], stdout=subprocess.PIPE,
+                                    text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            try:
+                assert proc.stdout is not None
+                url = proc.stdout.readline().rsplit(" ", 1)[-1].strip()
+                host, port = url.split("//")[1].rsplit(":", 1)
+                token = (Path(tmp) / "token").read_text().strip()
+                for clients in (1, 16, 64):
+                    raw = RawHTTP(host, int(port), token, clients)
+                    await raw.open()
+
+                    async def create(i: int, k: int = clients, raw: RawHTTP = raw) -> None:
+                        status, data = await raw.request("POST", "/api/v1/namespaces/default/pods",
+                                                         msgspec.json.encode(pod(f"d{k}-{i}")))
+                        assert status == 201, data
+
+                    rate, p50, p99 = await run_clients(n, clients, create)
+                    figures[("https", mode, clients)] = rate
+                    base = figures.get(("https", "relaxed", clients)) if mode == "strict" else None
+                    line(f"HTTPS {mode}, {clients} clients", rate, p50, p99, base)
+                    await raw.close()
+            finally:
+                proc.terminate()
+                proc.wait(10)
+    for where in ("in-process", "https"):
+        ratio = figures[(where, "strict", 16)] / figures[(where, "relaxed", 16)]
+        print(f"  {where}: strict / relaxed at 16 clients = {ratio:.2f} (target >= 0.80)")
+
+
 async def main() -> None:
     print(f"pumice API server benchmark ({os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f})")
+    if "--durability" in sys.argv:
+        await bench_durability()
+        return
     await bench_in_process("memory", None)
     with tempfile.TemporaryDirectory() as tmp:
         await bench_in_process("SQLite (WAL)", Path(tmp))
     await bench_http()
+    await bench_durability()
 
 
 if __name__ == "__main__":

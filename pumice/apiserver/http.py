@@ -551,7 +551,7 @@ class _Api:
                             except TimeoutError:
                                 if bookmarks and not w.closed:
                                     bm = {"kind": rk.kind, "apiVersion": rk.api_version,
-                                          "metadata": {"resourceVersion": str(store.revision)}}
+                                          "metadata": {"resourceVersion": str(store.bookmark_revision(w))}}
                                     yield b'{"type":"BOOKMARK","object":' + _encode(bm) + b"}\n"
                                 continue
                         if item is None:

@@ -1,7 +1,8 @@
 """The API server object: storage, registry, admission chain and the ASGI app, wired together.
 
-``APIServer(data_dir)`` stores objects in ``<data_dir>/pumice.db`` (SQLite, WAL);
-``APIServer(None)`` keeps them in memory. ``await server.start()`` (also done by ``serve``) creates
+``APIServer(data_dir)`` stores objects in ``<data_dir>/pumice.db`` (SQLite, WAL; a write is
+acknowledged once it is durable, see :mod:`pumice.apiserver.storage`); ``APIServer(None)`` keeps
+them in memory. ``await server.start()`` (also done by ``serve``) creates
 the default namespaces, the system PriorityClasses and the built-in CRDs (ray.io, volcano) when
 they are missing. ``server.app`` is the ASGI app (use it with the in-process transport, or
 ``await server.serve(host, port)`` for HTTP with uvicorn).
@@ -19,7 +20,6 @@ import asyncio
 import datetime as _dt
 import ipaddress
 import logging
-import os
 import secrets
 from collections.abc import Iterable
 from pathlib import Path
@@ -29,14 +29,16 @@ import msgspec
 import yaml
 
 from pumice._util.clock import Clock, default_clock
+from pumice._util.files import write_durably
 from pumice.api.scheme import Scheme
 from pumice.apiserver.admission import SYSTEM_PRIORITY_CLASSES, AdmissionChain, builtin_plugins
+from pumice.apiserver.errors import StatusError
 from pumice.apiserver.http import build_app
 from pumice.apiserver.registry import Registry
-from pumice.apiserver.storage import MemoryStorage, SqliteStorage, Storage
+from pumice.apiserver.storage import Durability, MemoryStorage, SqliteStorage, Storage, StorageError
 from pumice.apiserver.store import Store
 
-__all__ = ["DEFAULT_NAMESPACES", "APIServer", "is_loopback"]
+__all__ = ["DEFAULT_NAMESPACES", "APIServer", "AckWhenDurable", "is_loopback"]
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +62,7 @@ class APIServer:
         data_dir: where ``pumice.db``, ``kubeconfig``, ``token`` and TLS files live; None keeps
             everything in memory (and writes no files).
         storage: a :class:`~pumice.apiserver.storage.Storage` overriding the default backend.
+        durability: ``"strict"`` (default) or ``"relaxed"``, for the default SQLite backend.
         admission_plugins: extra admission plugins, run after the built-in ones.
         clock: time source (default: the process clock).
         token: the bearer token clients must present over HTTP; read from / written to
@@ -77,6 +80,7 @@ class APIServer:
         data_dir: Path | str | None,
         *,
         storage: Storage | None = None,
+        durability: Durability | str = Durability.STRICT,
         admission_plugins: Iterable[Any] = (),
         clock: Clock | None = None,
         token: str | None = None,
@@ -91,7 +95,8 @@ class APIServer:
         if self.data_dir is not None:
             self.data_dir.mkdir(parents=True, exist_ok=True)
         if storage is None:
-            storage = SqliteStorage(self.data_dir / "pumice.db") if self.data_dir is not None else MemoryStorage()
+            storage = (SqliteStorage(self.data_dir / "pumice.db", durability=durability)
+                       if self.data_dir is not None else MemoryStorage())
         self.storage = storage
         self.clock = clock or default_clock()
         self.scheme = Scheme.builtin()
@@ -107,8 +112,9 @@ class APIServer:
         self.registry.load_crds()
         self.token = token if token is not None else self._load_token()
         self.install_crds = install_crds
-        self.app, self._api = build_app(self.registry, token=self.token, clock=self.clock,
-                                        bookmark_interval=bookmark_interval)
+        app, self._api = build_app(self.registry, token=self.token, clock=self.clock,
+                                   bookmark_interval=bookmark_interval)
+        self.app = AckWhenDurable(app, self.store)
         self._started = False
         self._uvicorn: Any = None
         self.url: str | None = None
@@ -129,8 +135,7 @@ class APIServer:
             if text:
                 return text
         tok = secrets.token_urlsafe(24)
-        path.write_text(tok + "\n")
-        os.chmod(path, 0o600)
+        write_durably(path, tok + "\n", mode=0o600)
         return tok
 
     async def start(self) -> None:
@@ -214,10 +219,7 @@ class APIServer:
             "preferences": {},
         }
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(yaml.safe_dump(cfg, sort_keys=False))
-        os.chmod(tmp, 0o600)
-        tmp.replace(path)
+        write_durably(path, yaml.safe_dump(cfg, sort_keys=False), mode=0o600)
         return path
 
     def ensure_tls(self, host: str) -> tuple[Path, Path]:
@@ -254,10 +256,9 @@ class APIServer:
                 .add_extension(x509.SubjectAlternativeName(alt), critical=False)
                 .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
                 .sign(key, hashes.SHA256()))
-        key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                               serialization.NoEncryption()))
-        os.chmod(key_path, 0o600)
-        cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        write_durably(key_path, key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                  serialization.NoEncryption()), mode=0o600)
+        write_durably(cert_path, cert.public_bytes(serialization.Encoding.PEM))
         return cert_path, key_path
 
     async def serve(self, host: str = "127.0.0.1", port: int = 6443, *, tls: bool | None = None,
@@ -320,6 +321,50 @@ class APIServer:
         """End every watch and close the storage."""
         self.store.close_watchers()
         self.storage.close()
+
+
+_WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+class AckWhenDurable:
+    """ASGI middleware: the response to a write request (POST, PUT, PATCH, DELETE) starts only
+    once every revision committed before it is durable, so an acknowledged write survives a power
+    cut; reads pass straight through and never wait. Concurrent writers wait for the same group
+    fsync. When the storage cannot make the write durable the client gets a 500 ``Status``
+    (InternalError) instead of the handler's answer.
+
+    Mirrors: etcd's contract with kube-apiserver (a Put returns after the WAL fsync).
+    """
+
+    def __init__(self, app: Any, store: Store) -> None:
+        self.app = app
+        self.store = store
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("method") not in _WRITE_METHODS:
+            await self.app(scope, receive, send)
+            return
+        store = self.store
+        failed = False
+
+        async def send_when_durable(message: dict[str, Any]) -> None:
+            nonlocal failed
+            if failed:
+                return
+            if message["type"] == "http.response.start":
+                try:
+                    await store.wait_durable(store.revision)
+                except StorageError as e:
+                    failed = True
+                    body = msgspec.json.encode(StatusError(500, f"Internal error occurred: {e}").status()) + b"\n"
+                    await send({"type": "http.response.start", "status": 500,
+                                "headers": [(b"content-type", b"application/json"),
+                                            (b"content-length", str(len(body)).encode())]})
+                    await send({"type": "http.response.body", "body": body})
+                    return
+            await send(message)
+
+        await self.app(scope, receive, send_when_durable)
 
 
 def _spec_hash(crd: dict[str, Any]) -> str:

@@ -3,15 +3,20 @@
 Every current object lives in memory as a :class:`Stored` (the decoded dict, never mutated after
 it is stored, plus its encoded JSON bytes), grouped by resource (``"<group>/<plural>"``). A write
 assigns the next revision, commits it to the :class:`~pumice.apiserver.storage.Storage` backend
-(one transaction), then updates the cache, appends to the resource's bounded history and pushes the
-event into each matching watcher's queue, all synchronously on the event loop.
+(one transaction) and updates the cache, synchronously on the event loop. Its event is published
+(appended to the resource's bounded history and pushed into each matching watcher's queue) once the
+backend says the revision is durable: at once for in-memory and relaxed storage, after the next
+group fsync for strict storage. So watchers only ever see durable writes, in revision order, while
+reads (get, list) see every committed write at once and never wait for a fsync.
 
 Watch semantics (as kube-apiserver's watch cache):
 - start at revision R: replay the history after R, then live events; R older than the oldest
   event kept raises :class:`Expired` (410 Gone, reason Expired);
 - no R (or ``"0"``): synthetic ADDED events for the current objects, then live events;
 - label/field selectors: a MODIFIED event of an object that stops matching is sent as DELETED,
-  one that starts matching as ADDED.
+  one that starts matching as ADDED;
+- a watcher never gets an event at or below the revision it started from (``start_rv``: R, or the
+  revision of the snapshot it was given), even when that event is published after it registered.
 
 Mirrors: k8s.io/apiserver pkg/storage/cacher (watch cache, dispatchEvent), pkg/storage/etcd3.
 """
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import logging
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -28,9 +34,11 @@ from typing import Any
 import msgspec
 
 from pumice.api.selectors import FieldSelector, LabelSelector, field_value
-from pumice.apiserver.storage import Storage
+from pumice.apiserver.storage import Storage, StorageError
 
 __all__ = ["INDEXED_FIELDS", "LIST_INDEXED_FIELDS", "Event", "Expired", "Store", "Stored", "Watcher", "storage_key"]
+
+log = logging.getLogger(__name__)
 
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
@@ -95,6 +103,7 @@ class Watcher:
     closed: bool = False
     index: tuple[str, str] | None = None
     seq: int = 0
+    start_rv: int = 0
 
     def _match(self, s: Stored) -> bool:
         obj = s.obj
@@ -107,7 +116,7 @@ class Watcher:
     def offer(self, ev: Event, limit: int) -> None:
         """Queue ``ev`` if it passes the filter, translating MODIFIED into ADDED/DELETED when the
         object starts/stops matching."""
-        if self.closed:
+        if self.closed or ev.rv <= self.start_rv:
             return
         if ev.type == MODIFIED:
             now = self._match(ev.new)
@@ -170,6 +179,10 @@ class Store:
         self._resources: dict[str, _ResourceState] = {}
         self.listeners: list[Callable[[Event], None]] = []
         self._seq = 0
+        #: the revision of the newest event published to watchers (<= revision)
+        self.published_revision = revision
+        self._pending: deque[tuple[_ResourceState, Event]] = deque()
+        self._publisher: asyncio.Task[None] | None = None
         for key, value in rows:
             resource, ns, name = _split_key(key)
             obj = _decode(value)
@@ -260,7 +273,7 @@ class Store:
         new = Stored(obj, data, rv)
         st.objects[(ns, name)] = new
         self._index(st, (ns, name), old, new)
-        self._publish(st, Event(MODIFIED if old is not None else ADDED, rv, resource, new, old))
+        self._committed(st, Event(MODIFIED if old is not None else ADDED, rv, resource, new, old))
         return new
 
     def delete(self, resource: str, namespace: str, name: str) -> Stored | None:
@@ -282,10 +295,58 @@ class Store:
         obj = old.copy()
         obj["metadata"]["resourceVersion"] = str(rv)
         gone = Stored(obj, _encode(obj), rv)
-        self._publish(st, Event(DELETED, rv, resource, gone, old))
+        self._committed(st, Event(DELETED, rv, resource, gone, old))
         return gone
 
+    # ---- publication once durable ----
+
+    def _committed(self, st: _ResourceState, ev: Event) -> None:
+        if not self._pending and self.storage.durable_revision >= ev.rv:
+            self._publish(st, ev)
+            return
+        self._pending.append((st, ev))
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop (tools, benchmarks): nobody can be watching
+            self._publish_pending(ev.rv)
+            return
+        if self._publisher is None or self._publisher.done():
+            self._publisher = loop.create_task(self._publish_when_durable(), name="pumice-store-publish")
+
+    async def _publish_when_durable(self) -> None:
+        while self._pending:
+            target = self._pending[-1][1].rv
+            try:
+                await self.storage.sync(target)
+            except StorageError as e:
+                log.error("watch events after revision %d are not published: %s; ending every watch",
+                          self.published_revision, e)
+                self._pending.clear()
+                self.close_watchers()
+                return
+            self._publish_pending(self.storage.durable_revision)
+
+    def _publish_pending(self, upto: int) -> None:
+        pending = self._pending
+        while pending and pending[0][1].rv <= upto:
+            st, ev = pending.popleft()
+            self._publish(st, ev)
+
+    async def wait_durable(self, revision: int) -> None:
+        """Return once ``revision`` is durable (the acknowledgement point of a write).
+
+        Raises:
+            StorageError: the backend could not make it durable.
+        """
+        await self.storage.sync(revision)
+
+    def bookmark_revision(self, w: Watcher) -> int:
+        """The resourceVersion a BOOKMARK to ``w`` may carry: every event up to it was delivered
+        to ``w`` or is covered by the snapshot ``w`` started from."""
+        return max(self.published_revision, w.start_rv)
+
     def _publish(self, st: _ResourceState, ev: Event) -> None:
+        self.published_revision = ev.rv
         if len(st.history) == st.history.maxlen:
             st.compacted = st.history[0].rv
         st.history.append(ev)
@@ -326,7 +387,8 @@ class Store:
         """
         st = self._state(resource)
         self._seq += 1
-        w = Watcher(resource, namespace, labels or LabelSelector(), fields or FieldSelector(), seq=self._seq)
+        w = Watcher(resource, namespace, labels or LabelSelector(), fields or FieldSelector(), seq=self._seq,
+                    start_rv=self.revision if resource_version is None else resource_version)
         if resource_version is None:
             objs = self.list(resource, namespace)
             for s in objs:

@@ -22,14 +22,17 @@ DEFAULT_DATA_DIR = "~/.local/share/pumice"
 @click.option("--port", default=6443, show_default=True, type=int, help="Port to listen on (0: any free port).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind; non-loopback needs TLS.")
 @click.option("--no-crds", is_flag=True, help="Do not install the built-in ray.io and volcano CRDs.")
-def command(data_dir: str, port: int, host: str, no_crds: bool) -> None:
+@click.option("--durability", type=click.Choice(["strict", "relaxed"]), default="strict", show_default=True,
+              help="strict: a write is acknowledged once it is on disk (survives a power cut); relaxed: once "
+              "committed (survives a killed process only), for throwaway clusters.")
+def command(data_dir: str, port: int, host: str, no_crds: bool, durability: str) -> None:
     """Run the Kubernetes-compatible API server alone."""
     from pumice.apiserver.server import APIServer
     from pumice.apiserver.storage import StorageError
 
     path = Path(data_dir).expanduser()
     try:
-        server = APIServer(path, install_crds=not no_crds)
+        server = APIServer(path, install_crds=not no_crds, durability=durability)
     except (StorageError, OSError) as e:
         raise click.ClickException(f"cannot open data dir {path}: {e}") from None
 

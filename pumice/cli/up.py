@@ -53,6 +53,7 @@ class UpOptions:
     keep_pods: bool = False
     scheduler_conf: str | None = None
     controllers: list[str] = field(default_factory=lambda: ["kube", "ray", "volcano"])
+    durability: str = "strict"
 
 
 async def run_up(
@@ -79,7 +80,7 @@ async def run_up(
     check_port_free(opts.host, opts.port)
 
     mutating, validating = _volcano_admission()
-    server = APIServer(opts.data_dir, admission_plugins=[*mutating, *validating])
+    server = APIServer(opts.data_dir, durability=opts.durability, admission_plugins=[*mutating, *validating])
     ready = asyncio.Event()
     serve_task = asyncio.create_task(server.serve(host=opts.host, port=opts.port, ready=ready), name="apiserver")
     kubeconfig = opts.data_dir / "kubeconfig"
@@ -247,17 +248,21 @@ def check_port_free(host: str, port: int) -> None:
                    "stop and start is a node reboot: containers restart (restartCount + 1, SandboxChanged "
                    "event), Pods keep their IP and startTime.")
 @click.option("--scheduler-conf", default=None, help="volcano-scheduler.conf to use instead of the default.")
+@click.option("--durability", type=click.Choice(["strict", "relaxed"]), default="strict", show_default=True,
+              help="strict: a write is acknowledged once it is on disk (survives a power cut); relaxed: once "
+              "committed (survives a killed process only), for throwaway clusters.")
 @click.option("-v", "--verbose", is_flag=True)
 def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node_cpu: str | None,
-            node_memory: str | None, batch_scheduler: str, network: str, pod_cidr: str | None, bridge: str | None, pod_egress: str,
-            keep_pods: bool, scheduler_conf: str | None, verbose: bool) -> None:
+            node_memory: str | None, batch_scheduler: str, network: str, pod_cidr: str | None, bridge: str | None,
+            pod_egress: str, keep_pods: bool, scheduler_conf: str | None, durability: str, verbose: bool) -> None:
     """Run the whole embedded control plane on this machine (Ctrl-C stops it cleanly)."""
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     opts = UpOptions(
         data_dir=data_dir, host=host, port=port, runtime=runtime, nodes=nodes, node_cpu=node_cpu,
         node_memory=node_memory, batch_scheduler=None if batch_scheduler == "none" else batch_scheduler,
-        network=network, pod_cidr=pod_cidr, bridge=bridge, pod_egress=pod_egress, keep_pods=keep_pods, scheduler_conf=scheduler_conf,
+        network=network, pod_cidr=pod_cidr, bridge=bridge, pod_egress=pod_egress, keep_pods=keep_pods,
+        scheduler_conf=scheduler_conf, durability=durability,
     )
 
     async def main() -> None:
