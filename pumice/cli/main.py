@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "up": ("pumice.cli.up", "Run the whole embedded control plane on this machine."),
     "demo": ("pumice.cli.demo", "The main job: run the upstream sample RayJob on real Ray."),
     "volcano": ("pumice.cli.volcano", "Volcano tools (session dry run)."),
+    "dashboard": ("pumice.cli.dashboard", "Serve the web UI against a kubeconfig's API server."),
     "explain": ("pumice.cli.explain", "Say which gate holds a PodGroup, vcjob, RayJob or Pod."),
     "simulate": ("pumice.cli.simulate", "Run the stack on a virtual clock over a cluster trace."),
 }

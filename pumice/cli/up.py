@@ -54,6 +54,9 @@ class UpOptions:
     scheduler_conf: str | None = None
     controllers: list[str] = field(default_factory=lambda: ["kube", "ray", "volcano"])
     durability: str = "strict"
+    dashboard_host: str = "127.0.0.1"
+    dashboard_port: int | None = None
+    """Serve the web UI on this port (0: a free one); None: no dashboard."""
 
 
 async def run_up(
@@ -61,6 +64,7 @@ async def run_up(
     *,
     stop_event: asyncio.Event | None = None,
     on_ready: Callable[[Path], Awaitable[None] | None] | None = None,
+    on_dashboard: Callable[[str], None] | None = None,
 ) -> None:
     """Run the whole embedded system until ``stop_event`` is set.
 
@@ -68,6 +72,7 @@ async def run_up(
         opts: what to run.
         stop_event: set it to stop; a new one is made when None.
         on_ready: called with the kubeconfig path once the API server answers.
+        on_dashboard: called with the dashboard URL once it serves (when ``opts.dashboard_port``).
     Raises:
         OSError: the port is taken, or the data dir is not writable.
     """
@@ -78,6 +83,11 @@ async def run_up(
     opts.data_dir.mkdir(parents=True, exist_ok=True)
     lock = lock_data_dir(opts.data_dir)
     check_port_free(opts.host, opts.port)
+    dash_sock = None
+    if opts.dashboard_port is not None:
+        from pumice.dashboard.server import bind
+
+        dash_sock = bind(opts.dashboard_host, opts.dashboard_port)
 
     mutating, validating = _volcano_admission()
     server = APIServer(opts.data_dir, durability=opts.durability, admission_plugins=[*mutating, *validating])
@@ -141,6 +151,9 @@ async def run_up(
     agent = NodeAgent(client(), **agent_kwargs)  # type: ignore[arg-type]
     tasks.append(asyncio.create_task(agent.run(stop_event=stop), name="node-agent"))
 
+    if dash_sock is not None:
+        tasks.append(asyncio.create_task(_dashboard(kubeconfig, dash_sock, stop, on_dashboard), name="dashboard"))
+
     stop_waiter = asyncio.create_task(stop.wait(), name="stop")
     try:
         done, _ = await asyncio.wait([stop_waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
@@ -163,6 +176,21 @@ async def run_up(
             await serve_task
         stop_waiter.cancel()
         lock.close()
+
+
+async def _dashboard(kubeconfig: Path, sock: socket.socket, stop: asyncio.Event,
+                     on_dashboard: Callable[[str], None] | None) -> None:
+    """The web UI: a client of the API through the kubeconfig (HTTPS, the admin token), with the
+    controllers' and the Volcano scheduler's Prometheus registries of this process as charts."""
+    import prometheus_client
+
+    from pumice.dashboard.series import MetricSource
+    from pumice.dashboard.server import run_dashboard
+    from pumice.scheduler.volcano import metrics as volcano_metrics
+
+    sources = [MetricSource.from_registry(prometheus_client.REGISTRY, "controllers"),
+               MetricSource.from_registry(volcano_metrics.REGISTRY, "volcano-scheduler")]
+    await run_dashboard(kubeconfig, sock=sock, metric_sources=sources, stop_event=stop, on_ready=on_dashboard)
 
 
 async def _wait_serving(ready: asyncio.Event, serve_task: asyncio.Task[None]) -> None:
@@ -251,10 +279,14 @@ def check_port_free(host: str, port: int) -> None:
 @click.option("--durability", type=click.Choice(["strict", "relaxed"]), default="strict", show_default=True,
               help="strict: a write is acknowledged once it is on disk (survives a power cut); relaxed: once "
               "committed (survives a killed process only), for throwaway clusters.")
+@click.option("--dashboard-port", type=int, default=8080, show_default=True,
+              help="Port of the web UI on 127.0.0.1 (0: a free one).")
+@click.option("--no-dashboard", is_flag=True, help="Do not serve the web UI.")
 @click.option("-v", "--verbose", is_flag=True)
 def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node_cpu: str | None,
             node_memory: str | None, batch_scheduler: str, network: str, pod_cidr: str | None, bridge: str | None,
-            pod_egress: str, keep_pods: bool, scheduler_conf: str | None, durability: str, verbose: bool) -> None:
+            pod_egress: str, keep_pods: bool, scheduler_conf: str | None, durability: str, dashboard_port: int,
+            no_dashboard: bool, verbose: bool) -> None:
     """Run the whole embedded control plane on this machine (Ctrl-C stops it cleanly)."""
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -263,6 +295,7 @@ def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node
         node_memory=node_memory, batch_scheduler=None if batch_scheduler == "none" else batch_scheduler,
         network=network, pod_cidr=pod_cidr, bridge=bridge, pod_egress=pod_egress, keep_pods=keep_pods,
         scheduler_conf=scheduler_conf, durability=durability,
+        dashboard_port=None if no_dashboard else dashboard_port,
     )
 
     async def main() -> None:
@@ -273,7 +306,11 @@ def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node
             click.echo(f"kubeconfig: {kubeconfig}  (export KUBECONFIG={kubeconfig})", err=True)
             sys.stderr.flush()
 
-        await run_up(opts, stop_event=stop, on_ready=ready)
+        def dashboard(url: str) -> None:
+            click.echo(f"dashboard: {url}  (log in with the token in {opts.data_dir / 'token'})", err=True)
+            sys.stderr.flush()
+
+        await run_up(opts, stop_event=stop, on_ready=ready, on_dashboard=dashboard)
 
     from pumice.node.agent import AgentError
 

@@ -1,0 +1,739 @@
+"""The dashboard's web application: Starlette routes, Jinja2 pages, htmx live regions.
+
+Pages are rendered on the server from the :class:`~pumice.dashboard.cache.ClusterCache`. Each
+page has one live region; the browser holds a server-sent-events stream (``/events?kinds=...``)
+that says which kinds changed, and htmx re-fetches the live region (``?partial=1``) when one of
+the page's kinds changed: updates come from the API's watches, the page is never reloaded.
+
+Actions are HTML forms (POST, keyboard-usable without scripts) and go to the API with the
+logged-in user's token: Queue open/close create a ``bus.volcano.sh/v1alpha1`` Command with
+``OpenQueue``/``CloseQueue`` in namespace ``default`` (as ``vcctl queue operate`` does), weight
+is a merge patch of ``spec.weight``; Volcano Job suspend/resume create a Command ``AbortJob`` /
+``ResumeJob`` owned by and targeting the Job (as ``vcctl job suspend|resume``); RayJob
+suspend/resume patch ``spec.suspend``; a worker group is scaled by a JSON patch of its
+``replicas`` (guarded by a ``test`` of its ``groupName``); delete uses background propagation.
+
+Errors from the API are shown to the user as the API's Status message, never as a 500.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import logging
+from collections.abc import AsyncIterator
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+
+from pumice._util.clock import rfc3339
+from pumice.client.base import ApiError, KubeClient
+from pumice.controllers.volcano import keys as vc
+from pumice.dashboard import views as v
+from pumice.dashboard.auth import COOKIE, LoginFailed, Session, Sessions
+from pumice.dashboard.cache import (
+    GROUP_NAME_INDEX,
+    INVOLVED_INDEX,
+    JOB_NAME_INDEX,
+    KINDS,
+    NODE_INDEX,
+    QUEUE_INDEX,
+    RAY_CLUSTER_INDEX,
+    ClusterCache,
+)
+from pumice.dashboard.series import Sampler
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+MAX_ROWS = 2000
+"""Rows a list renders at most (the filter box narrows the rest)."""
+DEBOUNCE = 0.1
+"""Seconds the event stream waits after a change to batch the ones that follow it."""
+KEEPALIVE = 15.0
+
+PAGE_KINDS: dict[str, tuple[str, ...]] = {
+    "overview": ("Job", "PodGroup", "Queue", "RayCluster", "RayJob", "RayService", "Node", "Pod"),
+    "queues": ("Queue", "PodGroup"),
+    "queue": ("Queue", "PodGroup", "Event", "Job"),
+    "vcjobs": ("Job", "PodGroup"),
+    "vcjob": ("Job", "PodGroup", "Pod", "Event", "Queue"),
+    "podgroups": ("PodGroup",),
+    "podgroup": ("PodGroup", "Pod", "Event", "Queue"),
+    "rayclusters": ("RayCluster", "Pod"),
+    "raycluster": ("RayCluster", "Pod", "Event", "PodGroup"),
+    "rayjobs": ("RayJob",),
+    "rayjob": ("RayJob", "RayCluster", "Pod", "Event", "PodGroup"),
+    "rayservices": ("RayService",),
+    "rayservice": ("RayService", "RayCluster", "Event"),
+    "nodes": ("Node", "Pod"),
+    "pods": ("Pod",),
+    "pod": ("Pod", "Event"),
+    "charts": ("Queue",),
+}
+
+
+def _package_dir(sub: str) -> Path:
+    return Path(str(resources.files("pumice.dashboard") / sub))
+
+
+class Dashboard:
+    """The dashboard application.
+
+    Args:
+        cache: the cluster cache (started by the caller).
+        sessions: login sessions.
+        sampler: the time-series sampler (its ``run`` is started by the caller).
+        explain_conf: a function returning the Volcano scheduler configuration ``explain`` uses.
+        title: shown in the header (e.g. the API server URL).
+    """
+
+    def __init__(self, cache: ClusterCache, sessions: Sessions, sampler: Sampler, *,
+                 explain_conf: Any = None, title: str = "pumice") -> None:
+        self.cache = cache
+        self.sessions = sessions
+        self.sampler = sampler
+        self.explain_conf = explain_conf
+        self.title = title
+        self.templates = Jinja2Templates(directory=str(_package_dir("templates")))
+        env = self.templates.env
+        clock = cache.clock
+        env.globals.update(tone=v.tone, fmt_res=v.fmt_res, gang=v.gang, job_phase=v.job_phase,
+                           age=lambda created: v.age(created, clock.now()),
+                           fmt_time=lambda t: rfc3339(t))
+        self._explain_cache: dict[tuple[str, str, str], tuple[int, float, Any]] = {}
+        self.app = Starlette(routes=self._routes())
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _routes(self) -> list[Any]:
+        r = Route
+        return [
+            r("/login", self.login_page, methods=["GET"]),
+            r("/login", self.login, methods=["POST"]),
+            r("/logout", self.logout, methods=["POST"]),
+            r("/healthz", self.healthz),
+            Mount("/static", StaticFiles(directory=str(_package_dir("static"))), name="static"),
+            r("/", self.overview),
+            r("/events", self.events),
+            r("/series.json", self.series),
+            r("/queues", self.queues),
+            r("/queues/{name}", self.queue),
+            r("/queues/{name}/{action:str}", self.queue_action, methods=["POST"]),
+            r("/vcjobs", self.vcjobs),
+            r("/vcjobs/{ns}/{name}", self.vcjob),
+            r("/vcjobs/{ns}/{name}/{action:str}", self.vcjob_action, methods=["POST"]),
+            r("/podgroups", self.podgroups),
+            r("/podgroups/{ns}/{name}", self.podgroup),
+            r("/podgroups/{ns}/{name}/delete", self.podgroup_delete, methods=["POST"]),
+            r("/rayclusters", self.rayclusters),
+            r("/rayclusters/{ns}/{name}", self.raycluster),
+            r("/rayclusters/{ns}/{name}/{action:str}", self.raycluster_action, methods=["POST"]),
+            r("/rayjobs", self.rayjobs),
+            r("/rayjobs/{ns}/{name}", self.rayjob),
+            r("/rayjobs/{ns}/{name}/{action:str}", self.rayjob_action, methods=["POST"]),
+            r("/rayservices", self.rayservices),
+            r("/rayservices/{ns}/{name}", self.rayservice),
+            r("/rayservices/{ns}/{name}/delete", self.rayservice_delete, methods=["POST"]),
+            r("/nodes", self.nodes),
+            r("/pods", self.pods),
+            r("/pods/{ns}/{name}", self.pod),
+            r("/pods/{ns}/{name}/log", self.pod_log),
+            r("/charts", self.charts),
+        ]
+
+    def _session(self, request: Request) -> Session | None:
+        return self.sessions.get(request.cookies.get(COOKIE))
+
+    def _login_redirect(self, request: Request) -> Response:
+        if request.headers.get("HX-Request"):
+            return Response(status_code=401, headers={"HX-Redirect": "/login"})
+        return RedirectResponse("/login", status_code=303)
+
+    def _render(self, request: Request, page: str, template: str, ctx: dict[str, Any],
+                status_code: int = 200) -> Response:
+        sess = self._session(request)
+        partial = request.query_params.get("partial") == "1"
+        flash = []
+        if sess is not None and not partial:
+            flash, sess.flash = sess.flash, []
+        kinds = PAGE_KINDS.get(page, ())
+        live_url = request.url.path
+        full = {"request": request, "page": page, "partial": partial, "title": self.title, "flash": flash,
+                "kinds": ",".join(kinds), "live_url": live_url,
+                "synced": {k: self.cache.synced(k) for k in kinds}, "q": request.query_params.get("q", ""),
+                **ctx}
+        return self.templates.TemplateResponse(request, template, full, status_code=status_code)
+
+    def _not_found(self, request: Request, what: str) -> Response:
+        return self._render(request, "", "missing.html", {"what": what}, status_code=404)
+
+    @staticmethod
+    def _same_origin(request: Request) -> bool:
+        origin = request.headers.get("origin") or request.headers.get("referer")
+        if not origin:
+            return True
+        return urlsplit(origin).netloc == request.headers.get("host", "")
+
+    async def _act(self, request: Request, back: str, what: str, call: Any) -> Response:
+        """Run an API call with the user's client; flash its outcome; redirect to ``back``."""
+        sess = self._session(request)
+        if sess is None:
+            return self._login_redirect(request)
+        if not self._same_origin(request):
+            return Response("cross-origin request refused", status_code=403)
+        try:
+            await call(sess.client)
+            sess.flash.append(("ok", what))
+        except ApiError as e:
+            log.info("dashboard action %r failed: %s", what, e)
+            sess.flash.append(("err", f"{what}: {e.message or e.reason or e.code}"))
+        except ValueError as e:
+            sess.flash.append(("err", f"{what}: {e}"))
+        return RedirectResponse(back, status_code=303)
+
+    def _filter(self, request: Request, rows: list[Obj]) -> tuple[list[Obj], int]:
+        q = request.query_params.get("q", "").strip().lower()
+        if q:
+            rows = [o for o in rows if q in f"{v.md(o).get('namespace', '')}/{v.md(o).get('name', '')}".lower()]
+        rows.sort(key=lambda o: (v.md(o).get("namespace", ""), v.md(o).get("name", "")))
+        return rows[:MAX_ROWS], len(rows)
+
+    def _events_of(self, obj: Obj | None) -> list[Obj]:
+        if obj is None:
+            return []
+        evs = self.cache.by_index("Event", INVOLVED_INDEX, str(v.md(obj).get("uid", "")))
+        return sorted(evs, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
+
+    def _priority_classes(self) -> dict[str, int]:
+        return {v.md(pc).get("name", ""): int(pc.get("value") or 0) for pc in self.cache.list("PriorityClass")}
+
+    # ------------------------------------------------------------------ login
+
+    async def login_page(self, request: Request) -> Response:
+        return self._render(request, "login", "login.html", {"error": ""})
+
+    async def login(self, request: Request) -> Response:
+        form = await request.form()
+        try:
+            sid = await self.sessions.login(str(form.get("token") or ""))
+        except LoginFailed as e:
+            return self._render(request, "login", "login.html", {"error": str(e)}, status_code=401)
+        except Exception as e:
+            log.warning("dashboard login: the API server could not be reached: %s", e)
+            return self._render(request, "login", "login.html",
+                                {"error": f"the API server could not be reached: {type(e).__name__}"},
+                                status_code=502)
+        resp = RedirectResponse("/", status_code=303)
+        resp.set_cookie(COOKIE, sid, httponly=True, samesite="strict", secure=request.url.scheme == "https",
+                        path="/")
+        return resp
+
+    async def logout(self, request: Request) -> Response:
+        await self.sessions.logout(request.cookies.get(COOKIE))
+        resp = RedirectResponse("/login", status_code=303)
+        resp.delete_cookie(COOKIE, path="/")
+        return resp
+
+    async def healthz(self, request: Request) -> Response:
+        return Response("ok", media_type="text/plain")
+
+    # ------------------------------------------------------------------ live updates
+
+    async def events(self, request: Request) -> Response:
+        """``text/event-stream``: ``event: change`` (data: the changed kinds) whenever one of
+        ``?kinds=`` changed, ``event: tick`` after each sampler tick, comments as keep-alives."""
+        if self._session(request) is None:
+            return Response(status_code=401)
+        kinds = [k for k in request.query_params.get("kinds", "").split(",") if k in KINDS]
+        cache = self.cache
+
+        async def stream() -> AsyncIterator[bytes]:
+            seen = cache.version
+            tick = asyncio.Event()
+            self.sampler.listeners.append(tick)
+            yield b": connected\n\n"
+            try:
+                while True:
+                    waiter = asyncio.ensure_future(cache.wait_change(seen, kinds, KEEPALIVE))
+                    ticker = asyncio.ensure_future(tick.wait())
+                    done, pending = await asyncio.wait([waiter, ticker], return_when=asyncio.FIRST_COMPLETED)
+                    for t in pending:
+                        t.cancel()
+                    if ticker in done:
+                        tick.clear()
+                        yield b"event: tick\ndata: tick\n\n"
+                    if waiter in done and waiter.result():
+                        await asyncio.sleep(DEBOUNCE)
+                        changed = [k for k in kinds if cache.kind_version.get(k, 0) > seen]
+                        seen = cache.version
+                        yield f"event: change\ndata: {','.join(changed)}\n\n".encode()
+                    elif waiter in done:
+                        yield b": keep-alive\n\n"
+                    if await request.is_disconnected():
+                        break
+            finally:
+                self.sampler.listeners.remove(tick)
+
+        return StreamingResponse(stream(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+    async def series(self, request: Request) -> Response:
+        """uPlot data for ``?names=a,b`` (or ``?prefix=``): ``{"names": [...], "data": [...]}``."""
+        if self._session(request) is None:
+            return Response(status_code=401)
+        names = [n for n in request.query_params.get("names", "").split(",") if n]
+        prefix = request.query_params.get("prefix")
+        if prefix:
+            names += self.sampler.names(prefix)
+        return JSONResponse({"names": names, "data": self.sampler.table(names)})
+
+    # ------------------------------------------------------------------ overview
+
+    async def overview(self, request: Request) -> Response:
+        if self._session(request) is None:
+            return self._login_redirect(request)
+        c = self.cache
+        jobs, pgs, queues = c.list("Job"), c.list("PodGroup"), c.list("Queue")
+        rcs, rjs, rss = c.list("RayCluster"), c.list("RayJob"), c.list("RayService")
+        nodes = c.list("Node")
+
+        def count(objs: list[Obj], fn: Any) -> list[tuple[str, int]]:
+            counts: dict[str, int] = {}
+            for o in objs:
+                k = fn(o) or "-"
+                counts[k] = counts.get(k, 0) + 1
+            return sorted(counts.items())
+
+        cards = [
+            ("Jobs", "/vcjobs", "Job", len(jobs), count(jobs, v.job_phase)),
+            ("Queues", "/queues", "Queue", len(queues), count(queues, lambda o: v.status(o).get("state") or "Unknown")),
+            ("PodGroups", "/podgroups", "PodGroup", len(pgs),
+             count(pgs, lambda o: v.status(o).get("phase") or "Pending")),
+            ("RayClusters", "/rayclusters", "RayCluster", len(rcs),
+             count(rcs, lambda o: v.status(o).get("state") or "-")),
+            ("RayJobs", "/rayjobs", "RayJob", len(rjs),
+             count(rjs, lambda o: v.status(o).get("jobDeploymentStatus") or "New")),
+            ("RayServices", "/rayservices", "RayService", len(rss),
+             count(rss, lambda o: v.status(o).get("serviceStatus") or "NotRunning")),
+            ("Nodes", "/nodes", "Node", len(nodes), count(nodes, lambda o: v.node_rows([o], {})[0].ready)),
+        ]
+        pressure = sum(1 for j in jobs if v.job_phase(j) == "Pending") + sum(
+            1 for pg in pgs if (v.status(pg).get("phase") or "Pending") in ("Pending", "Inqueue"))
+        issues = v.scheduling_issues(jobs, pgs, queues, rjs)
+        used, total = v.utilisation(nodes, c.list("Pod"))
+        recent_jobs = sorted(jobs, key=lambda o: v.md(o).get("creationTimestamp") or "", reverse=True)[:5]
+        recent_pgs = sorted(pgs, key=lambda o: v.md(o).get("creationTimestamp") or "", reverse=True)[:5]
+        return self._render(request, "overview", "overview.html", {
+            "cards": cards, "pressure": pressure, "issues": issues, "cpu_used": used, "cpu_total": total,
+            "recent_jobs": recent_jobs, "recent_pgs": recent_pgs,
+            "show_all": request.query_params.get("all") == "1"})
+
+    # ------------------------------------------------------------------ queues
+
+    async def queues(self, request: Request) -> Response:
+        if self._session(request) is None:
+            return self._login_redirect(request)
+        rows, total = self._filter(request, self.cache.list("Queue"))
+        items = []
+        for q in rows:
+            name = v.md(q).get("name", "")
+            pgs = self.cache.by_index("PodGroup", QUEUE_INDEX, name)
+            items.append({"q": q, "name": name, "counts": v.queue_counts(pgs),
+                          "bars": v.queue_bars(q, self._metric_deserved(name))})
+        return self._render(request, "queues", "queues.html", {"items": items, "total": total})
+
+    def _metric_deserved(self, queue: str) -> dict[str, float]:
+        from pumice.dashboard.series import metric_key
+
+        out = {}
+        for res, metric in (("cpu", "volcano_queue_deserved_milli_cpu"), ("memory", "volcano_queue_deserved_memory_bytes")):
+            val = self.sampler.latest(metric_key(metric, {"queue_name": queue}))
+            if val is not None:
+                out[res] = val
+        return out
+
+    async def queue(self, request: Request) -> Response:
+        if self._session(request) is None:
+            return self._login_redirect(request)
+        name = request.path_params["name"]
+        q = self.cache.get("Queue", None, name)
+        if q is None:
+            return self._not_found(request, f"Queue {name}")
+        pgs = self.cache.by_index("PodGroup", QUEUE_INDEX, name)
+        order = v.queue_order(pgs, self._priority_classes())
+        position = {v.md(pg).get("uid"): i + 1 for i, pg in enumerate(order)}
+        others = sorted((pg for pg in pgs if v.md(pg).get("uid") not in position),
+                        key=lambda pg: (v.md(pg).get("creationTimestamp") or "", v.md(pg).get("name", "")))
+        children = [c for c in self.cache.list("Queue") if v.spec(c).get("parent") == name]
+        state = v.status(q).get("state") or "Unknown"
+        return self._render(request, "queue", "queue.html", {
+            "obj": q, "name": name, "state": state, "counts": v.queue_counts(pgs),
+            "bars": v.queue_bars(q, self._metric_deserved(name)), "waiting": order, "others": others,
+            "position": position, "children": children, "evs": self._events_of(q),
+            "hist": self.cache.history("Queue", q)})
+
+    async def queue_action(self, request: Request) -> Response:
+        name, action = request.path_params["name"], request.path_params["action"]
+        back = f"/queues/{name}"
+        if action in ("open", "close"):
+            cmd_action = "OpenQueue" if action == "open" else "CloseQueue"
+            q = self.cache.get("Queue", None, name)
+            if q is None:
+                return self._not_found(request, f"Queue {name}")
+            ref = {"apiVersion": vc.SCHEDULING_API_VERSION, "kind": "Queue", "name": name,
+                   "uid": v.md(q).get("uid")}
+
+            async def call(client: KubeClient) -> None:
+                await client.create({
+                    "apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
+                    "metadata": {"generateName": f"{name}-{cmd_action.lower()}-", "namespace": "default",
+                                 "ownerReferences": [{**ref, "controller": True, "blockOwnerDeletion": True}]},
+                    "action": cmd_action, "target": ref,
+                })
+
+            return await self._act(request, back, f"{cmd_action} sent to queue {name}", call)
+        if action == "weight":
+            form = await request.form()
+            raw = str(form.get("weight") or "").strip()
+
+            async def patch(client: KubeClient) -> None:
+                if not raw.isdigit() or int(raw) <= 0:
+                    raise ValueError("Weight must be an integer greater than 0.")
+                await client.patch(vc.QUEUE, name, {"spec": {"weight": int(raw)}})
+
+            return await self._act(request, back, f"weight of queue {name} set to {raw}", patch)
+        if action == "delete":
+            return await self._act(request, "/queues", f"queue {name} deleted",
+                                   lambda c: c.delete(vc.QUEUE, name))
+        return Response(status_code=404)
+
+    # ------------------------------------------------------------------ Volcano Jobs, PodGroups
+
+    async def vcjobs(self, request: Request) -> Response:
+        if self._session(request) is None:
+            return self._login_redirect(request)
+        rows, total = self._filter(request, self.cache.list("Job"))
+        pg_by_owner = {}
+        for pg in self.cache.list("PodGroup"):
+            for ref in v.md(pg).get("ownerReferences") or []:
+                pg_by_owner[ref.get("uid")] = pg
+        items = [{"j": j, "pg": pg_by_owner.get(v.md(j).get("uid")), "phase": v.job_phase(j),
+                  "replicas": v.job_replicas(j)} for j in rows]
+        return self._render(request, "vcjobs", "vcjobs.html", {"items": items, "total": total})
+
+    async def vcjob(self, request: Request) -> Response:
+        if self._session(request) is None:
+            return self._login_redirect(request)
+        ns, name = request.path_params["ns"], request.path_params["name"]
+        j = self.cache.get("Job", ns, name)
+        if j is None:
+            return self._not_found(request, f"Volcano Job {ns}/{name}")
+        pg = v.job_podgroup(j, self.cache.by_index("PodGroup", "namespace", ns))
+        pods = [p for p in self.cache.by_index("Pod", JOB_NAME_INDEX, name) if v.md(p).get("namespace") == ns]
+        phase = v.job_phase(j)
+        ex = await self._explain("vcjob", ns, name) if phase in ("Pending", "Restarting") else None
+        return self._render(request, "vcjob", "vcjob.html", {
+            "obj": j, "phase": phase, "pg": pg, "pods": sorted(pods, key=lambda p: v.md(p).get("name", "")),
+            "evs": self._events_of(j) + self._events_of(pg), "explain": ex,
+            "can_suspend": v.can_suspend(phase), "can_resume": v.can_resume(phase),
+            "hist": self.cache.history("Job", j), "pod_status": v.pod_status})
+
+    async def vcjob_action(self, request: Request) -> Response:
+        ns, name, action = request.path_params["ns"], request.path_params["name"], request.path_params["action"]
+        back = f"/vcjobs/{ns}/{name}"
+        if action in ("suspend", "resume"):
+            j = self.cache.get("Job", ns, name)
+            if j is None:
+                return self._not_found(request, f"Volcano Job {ns}/{name}")
+            cmd_action = "AbortJob" if action == "suspend" else "ResumeJob"
+            ref = {"apiVersion": vc.VCJOB_API_VERSION, "kind": "Job", "name": name, "uid": v.md(j).get("uid")}
+
+            async def call(client: KubeClient) -> None:
+                await client.create({
+                    "apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
+                    "metadata": {"generateName": f"{name}-{cmd_action.lower()}-", "namespace": ns,
+                                 "ownerReferences": [{**ref, "controller": True, "blockOwnerDeletion": True}]},
+                    "action": cmd_action, "target": ref,
+                })
+
+            return await self._act(request, back, f"{cmd_action} sent to job {ns}/{name}", call)
+        if action == "delete":
+            return await self._act(request, "/vcjobs", f"job {ns}/{name} deleted",
+                                   lambda c: c.delete(vc.VCJOB, name, ns, propagation_policy="Background"))
+        return Response(status_code=404)
+
+    async def podgroups(self, request: Request) -> Response:
+        if self._session(request) is None:
+            return self._login_redirect(request)
+        rows, total = self._filter(request, self.cache.list("PodGroup"))
+        return self._render(request, "podgroups", "podgroups.html", {"items": rows, "total": total})
+
+    async def podgroup(self, request: Request) -> Response:
+        if self._session(request) is None:
+            return self._login_redirect(request)
+        ns, name = request.path_params["ns"], request.path_params["name"]
+        pg = self.cache.get("PodGroup", ns, name)
+        if pg is None:
+            return self._not_found(request, f"PodGroup {ns}/{name}")
+        pods = [p for p in self.cache.by_index("Pod", GROUP_NAME_INDEX, name) if v.md(p).get("namespace") == ns]
+        phase = v.status(pg).get("phase") or "Pending"
+        ex = await self._explain("podgroup", ns, name) if phase in v.PG_WAITING else None
+        queue = str(v.spec(pg).get("queue") or vc.DEFAULT_QUEUE)
+        order = v.queue_order(self.cache.by_index("PodGroup", QUEUE_INDEX, queue), self._priority_classes())
+        pos = next((i + 1 for i, o in enumerate(order) if v.md(o).get("uid") == v.md(pg).get("uid")), None)
+        return self._render(request, "podgroup", "podgroup.html", {
+            "obj": pg, "phase": phase, "pods": sorted(pods, key=lambda p: v.md(p).get("name", "")),
+            "evs": self._events_of(pg), "explain": ex, "queue": queue, "position": pos,
+            "ahead": order[:pos - 1] if pos else [], "hist": self.cache.history("PodGroup", pg),
+            "pod_status": v.pod_status})
+
+    async def podgroup_delete(self, request: Request) -> Response:
+        ns, name = request.path_params["ns"], request.path_params["name"]
+        return await self._act(request, "/podgroups", f"podgroup {ns}/{name} deleted",
+                               lambda c: c.delete(vc.PODGROUP, name, ns, propagation_policy="Background"))
+
+    async def _explain(self, kind: str, ns: str, name: str) -> Any:
+        """The ``pumice explain`` verdict for ``kind/name``, run on the cached objects (re-run at
+        most every 2 s, and only when the cache changed)."""
+        from pumice.scheduler.volcano import default_conf
+        from pumice.scheduler.volcano.explain import ExplainError, explain
+
+        key = (kind, ns, name)
+        hit = self._explain_cache.get(key)
+        now = self.cache.clock.monotonic()
+        if hit is not None and (hit[0] == self.cache.version or now - hit[1] < 2.0):
+            return hit[2]
+        objects: list[Obj] = []
+        for k in ("Namespace", "Node", "PriorityClass", "Queue", "PodGroup", "Pod"):
+            objects.extend(self.cache.list(k))
+        target_kind = {"vcjob": "Job", "rayjob": "RayJob"}.get(kind)
+        if target_kind:
+            t = self.cache.get(target_kind, ns, name)
+            if t is not None:
+                objects.append(t)
+        conf = self.explain_conf() if self.explain_conf is not None else default_conf()
+        ex: Any
+        try:
+            ex = await asyncio.to_thread(explain, objects, kind, name, ns, conf, now=self.cache.clock.now())
+        except ExplainError as e:
+            ex = {"error": str(e)}
+        except Exception as e:
+            log.exception("dashboard: explain %s %s/%s failed", kind, ns, name)
+            ex = {"error": f"{type(e).__name__}: {e}"}
+        self._explain_cache[key] = (self.cache.version, now, ex)
+        return ex
+
+    # ------------------------------------------------------------------ Ray
+
+    async def rayclusters(self, request: Request) -> Response:
+        if self._session(request) is None:
+            return self._login_redirect(request)
+        rows, total = self._filter(request, self.cache.list("RayCluster"))
+        items = [{"rc": rc, "url": v.ray_dashboard_url(rc), "groups": v.ray_worker_groups(rc)} for rc in rows]
+        return self._render(request, "rayclusters", "rayclusters.html", {"items": items, "total": total})
+
+    async def raycluster(self, request: Request) -> Response:
+        if self._session(request) is None:
+            return self._login_redirect(request)
+        ns, name = request.path_params["ns"], request.path_params["name"]
+        rc = self.cache.get("RayCluster", ns, name)
+        if rc is None:
+            return self._not_found(request, f"RayCluster {ns}/{name}")
+        pods = [p for p in self.cache.by_index("Pod", RAY_CLUSTER_INDEX, name) if v.md(p).get("namespace") == ns]
+        groups = v.ray_worker_groups(rc)
+        for g in groups:
+            mine = [p for p in pods if (v.md(p).get("labels") or {}).get("ray.io/group") == g["name"]]
+            g["ready"] = sum(1 for p in mine if v.status(p).get("phase") == "Running")
+            g["pods"] = len(mine)
+        pg = self.cache.get("PodGroup", ns, f"ray-{name}-pg")
+        return self._render(request, "raycluster", "raycluster.html", {
+            "obj": rc, "groups": groups, "pods": sorted(pods, key=lambda p: v.md(p).get("name", "")),
+            "url": v.ray_dashboard_url(rc), "evs": self._events_of(rc), "pg": pg,
+            "hist": self.cache.history("RayCluster", rc), "pod_status": v.pod_status})
+
+    async def raycluster_action(self, request: Request) -> Response:
+        ns, name, action = request.path_params["ns"], request.path_params["name"], request.path_params["action"]
+        back = f"/rayclusters/{ns}/{name}"
+        if action == "scale":
+            form = await request.form()
+            group, raw = str(form.get("group") or ""), str(form.get("replicas") or "").strip()
+            rc = self.cache.get("RayCluster", ns, name)
+            if rc is None:
+                return self._not_found(request, f"RayCluster {ns}/{name}")
+            groups = v.ray_worker_groups(rc)
+
+            async def scale(client: KubeClient) -> None:
+                idx = next((i for i, g in enumerate(groups) if g["name"] == group), None)
+                if idx is None:
+                    raise ValueError(f"worker group {group!r} not found")
+                if not raw.isdigit():
+                    raise ValueError("replicas must be a non-negative integer")
+                n, g = int(raw), groups[idx]
+                if n < g["min"] or (g["max"] and n > g["max"]):
+                    raise ValueError(f"replicas must be within minReplicas {g['min']} and maxReplicas {g['max']}")
+                await client.patch(KINDS["RayCluster"], name, [
+                    {"op": "test", "path": f"/spec/workerGroupSpecs/{idx}/groupName", "value": group},
+                    {"op": "replace", "path": f"/spec/workerGroupSpecs/{idx}/replicas", "value": n},
+                ], ns, patch_type="json")
+
+            return await self._act(request, back, f"worker group {group} of {ns}/{name} scaled to {raw}", scale)
+        if action == "delete":
+            return await self._act(request, "/rayclusters", f"RayCluster {ns}/{name} deleted",
+                                   lambda c: c.delete(KINDS["RayCluster"], name, ns, propagation_policy="Background"))
+        return Response(status_code=404)
+
+    async def rayjobs(self, request: Request) -> Response:
+        if self._session(request) is None:
+            return self._login_redirect(request)
+        rows, total = self._filter(request, self.cache.list("RayJob"))
+        return self._render(request, "rayjobs", "rayjobs.html", {"items": rows, "total": total})
+
+    async def rayjob(self, request: Request) -> Response:
+        if self._session(request) is None:
+            return self._login_redirect(request)
+        ns, name = request.path_params["ns"], request.path_params["name"]
+        rj = self.cache.get("RayJob", ns, name)
+        if rj is None:
+            return self._not_found(request, f"RayJob {ns}/{name}")
+        st = v.status(rj)
+        cluster_name = st.get("rayClusterName") or ""
+        rc = self.cache.get("RayCluster", ns, cluster_name) if cluster_name else None
+        submitters = [p for p in self.cache.by_index("Pod", "namespace", ns)
+                      if (v.md(p).get("labels") or {}).get("batch.kubernetes.io/job-name", "") == name
+                      or (v.md(p).get("labels") or {}).get("job-name", "") == name]
+        ds = st.get("jobDeploymentStatus") or "New"
+        ex = await self._explain("rayjob", ns, name) if ds in v.RAYJOB_WAITING else None
+        return self._render(request, "rayjob", "rayjob.html", {
+            "obj": rj, "ds": ds, "rc": rc, "url": v.ray_dashboard_url(rc) if rc else None,
+            "submitters": submitters, "evs": self._events_of(rj), "explain": ex,
+            "hist": self.cache.history("RayJob", rj), "suspended": bool(v.spec(rj).get("suspend"))})
+
+    async def rayjob_action(self, request: Request) -> Response:
+        ns, name, action = request.path_params["ns"], request.path_params["name"], request.path_params["action"]
+        back = f"/rayjobs/{ns}/{name}"
+        kind = KINDS["RayJob"]
+        if action in ("suspend", "resume"):
+            flag = action == "suspend"
+            return await self._act(request, back, f"RayJob {ns}/{name} {action}ed" if flag else f"RayJob {ns}/{name} resumed",
+                                   lambda c: c.patch(kind, name, {"spec": {"suspend": flag}}, ns))
+        if action == "delete":
+            return await self._act(request, "/rayjobs", f"RayJob {ns}/{name} deleted",
+                                   lambda c: c.delete(kind, name, ns, propagation_policy="Background"))
+        return Response(status_code=404)
+
+    async def rayservices(self, request: Request) -> Response:
+        if self._session(request) is None:
+            return self._login_redirect(request)
+        rows, total = self._filter(request, self.cache.list("RayService"))
+        return self._render(request, "rayservices", "rayservices.html", {"items": rows, "total": total})
+
+    async def rayservice(self, request: Request) -> Response:
+        if self._session(request) is None:
+            return self._login_redirect(request)
+        ns, name = request.path_params["ns"], request.path_params["name"]
+        rs = self.cache.get("RayService", ns, name)
+        if rs is None:
+            return self._not_found(request, f"RayService {ns}/{name}")
+        active = (v.status(rs).get("activeServiceStatus") or {}).get("rayClusterName")
+        rc = self.cache.get("RayCluster", ns, active) if active else None
+        return self._render(request, "rayservice", "rayservice.html", {
+            "obj": rs, "apps": v.serve_applications(rs), "rc": rc, "url": v.ray_dashboard_url(rc) if rc else None,
+            "evs": self._events_of(rs), "hist": self.cache.history("RayService", rs)})
+
+    async def rayservice_delete(self, request: Request) -> Response:
+        ns, name = request.path_params["ns"], request.path_params["name"]
+        return await self._act(request, "/rayservices", f"RayService {ns}/{name} deleted",
+                               lambda c: c.delete(KINDS["RayService"], name, ns, propagation_policy="Background"))
+
+    # ------------------------------------------------------------------ nodes, pods
+
+    async def nodes(self, request: Request) -> Response:
+        if self._session(request) is None:
+            return self._login_redirect(request)
+        nodes = self.cache.list("Node")
+        by_node = {v.md(n).get("name", ""): self.cache.by_index("Pod", NODE_INDEX, v.md(n).get("name", ""))
+                   for n in nodes}
+        rows = v.node_rows(nodes, by_node)
+        return self._render(request, "nodes", "nodes.html", {"rows": rows, "by_node": by_node,
+                                                             "pod_status": v.pod_status})
+
+    async def pods(self, request: Request) -> Response:
+        if self._session(request) is None:
+            return self._login_redirect(request)
+        rows, total = self._filter(request, self.cache.list("Pod"))
+        return self._render(request, "pods", "pods.html", {"items": rows, "total": total, "pod_status": v.pod_status,
+                                                           "pending_reason": v.pending_reason})
+
+    async def pod(self, request: Request) -> Response:
+        if self._session(request) is None:
+            return self._login_redirect(request)
+        ns, name = request.path_params["ns"], request.path_params["name"]
+        p = self.cache.get("Pod", ns, name)
+        if p is None:
+            return self._not_found(request, f"Pod {ns}/{name}")
+        waiting = not v.spec(p).get("nodeName")
+        ex = await self._explain("pod", ns, name) if waiting and v.spec(p).get("schedulerName") == "volcano" else None
+        containers = [c.get("name", "") for c in v.spec(p).get("containers") or []]
+        return self._render(request, "pod", "pod.html", {
+            "obj": p, "status": v.pod_status(p), "evs": self._events_of(p), "explain": ex,
+            "pending_reason": v.pending_reason(p), "containers": containers})
+
+    async def pod_log(self, request: Request) -> Response:
+        """``text/event-stream`` of a Pod's log: ``event: line`` (data: one HTML-escaped line),
+        then ``event: end``. ``?container=``, ``?tail=`` (lines, default 500), ``?follow=0|1``."""
+        sess = self._session(request)
+        if sess is None:
+            return Response(status_code=401)
+        ns, name = request.path_params["ns"], request.path_params["name"]
+        container = request.query_params.get("container") or None
+        tail = int(request.query_params.get("tail") or 500)
+        follow = request.query_params.get("follow", "1") == "1"
+        client: Any = sess.client
+
+        async def stream() -> AsyncIterator[bytes]:
+            buf = b""
+            try:
+                async for chunk in client.logs(ns, name, container=container, follow=follow, tail_lines=tail):
+                    buf += chunk
+                    *lines, buf = buf.split(b"\n")
+                    for line in lines:
+                        yield _sse("line", html.escape(line.decode(errors="replace")) + "\n")
+                if buf:
+                    yield _sse("line", html.escape(buf.decode(errors="replace")) + "\n")
+                yield _sse("end", "end of log")
+            except ApiError as e:
+                yield _sse("line", html.escape(f"[log unavailable: {e.message or e.reason or e.code}]") + "\n")
+                yield _sse("end", "error")
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+    # ------------------------------------------------------------------ charts
+
+    async def charts(self, request: Request) -> Response:
+        if self._session(request) is None:
+            return self._login_redirect(request)
+        queues = sorted(v.md(q).get("name", "") for q in self.cache.list("Queue"))
+        families: dict[str, list[str]] = {}
+        for n in self.sampler.names("metric/"):
+            fam = n[len("metric/"):].split("{", 1)[0]
+            families.setdefault(fam, []).append(n)
+        return self._render(request, "charts", "charts.html", {
+            "queues": queues, "families": sorted(families.items()), "metric_errors": self.sampler.metric_errors,
+            "has_sources": bool(self.sampler.sources)})
+
+
+def _sse(event: str, data: str) -> bytes:
+    lines = data.split("\n")
+    if lines and lines[-1] == "":
+        lines = [*lines[:-1], ""]
+    body = "".join(f"data: {ln}\n" for ln in lines)
+    return f"event: {event}\n{body}\n".encode()

@@ -1,0 +1,149 @@
+"""Running the dashboard: the cache, the sampler and the HTTP server, until a stop event.
+
+:func:`run_dashboard` is what ``pumice up`` and ``pumice dashboard`` call. The dashboard is a
+client of the API server named by a kubeconfig (lists and watches with the kubeconfig's
+credentials; actions with the logged-in user's token), plus optional Prometheus metric sources.
+It serves plain HTTP and refuses to bind a non-loopback address unless ``allow_remote`` is set
+(the login token would cross the network in clear text).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from pumice.dashboard.app import Dashboard
+from pumice.dashboard.auth import Sessions, token_client_factory
+from pumice.dashboard.cache import ClusterCache
+from pumice.dashboard.series import MetricSource, Sampler
+
+log = logging.getLogger(__name__)
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (0 picks a free port).
+
+    Raises:
+        OSError: the address is taken or not available, with a one-line message.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        raise OSError(f"dashboard cannot listen on {host}:{port}: {e.strerror}") from None
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+def url_metric_source(url: str, *, timeout: float = 5.0) -> MetricSource:
+    """A metric source reading a Prometheus ``/metrics`` URL (plain HTTP or HTTPS)."""
+    import httpx2
+
+    def fetch() -> str:
+        resp = httpx2.get(url, timeout=timeout, trust_env=False)
+        resp.raise_for_status()
+        return resp.text
+
+    return MetricSource.from_text(fetch, url)
+
+
+async def run_dashboard(
+    kubeconfig: Path | str | None,
+    *,
+    context: str | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    sock: socket.socket | None = None,
+    metric_sources: Iterable[MetricSource] = (),
+    stop_event: asyncio.Event | None = None,
+    on_ready: Callable[[str], Any] | None = None,
+    sample_interval: float = 5.0,
+    scheduler_conf: str | None = None,
+    allow_remote: bool = False,
+) -> None:
+    """Serve the dashboard until ``stop_event`` is set.
+
+    Args:
+        kubeconfig: the API server and the dashboard's own credentials (None: ``$KUBECONFIG`` or
+            ``~/.kube/config``).
+        host, port: where to listen (port 0: a free one); ignored when ``sock`` is given.
+        metric_sources: Prometheus sources charted on the Charts page.
+        on_ready: called with the dashboard URL once it listens and the cache has synced.
+        scheduler_conf: volcano-scheduler.conf the explain panels use (default: the scheduler's).
+        allow_remote: allow a non-loopback ``host``.
+    Raises:
+        OSError: the address cannot be bound.
+        ValueError: a non-loopback host without ``allow_remote``.
+    """
+    from pumice.client.kubeconfig import connect, load
+
+    if sock is None:
+        if host not in LOOPBACK and not allow_remote:
+            raise ValueError(f"the dashboard serves plain HTTP; refusing to listen on {host} "
+                             "(use a loopback address or --allow-remote behind a TLS proxy)")
+        sock = bind(host, port)
+    stop = stop_event or asyncio.Event()
+    # one line per watch and list would drown the log of `pumice up -v`-less runs
+    logging.getLogger("httpx2").setLevel(max(logging.WARNING, logging.getLogger("httpx2").level))
+    client = connect(kubeconfig, context=context, field_manager="pumice-dashboard")
+    single = load(kubeconfig, context=context)
+    cache = ClusterCache(client)
+    sampler = Sampler(cache, metric_sources, interval=sample_interval)
+    sessions = Sessions(token_client_factory(single))
+    conf_fn = None
+    if scheduler_conf:
+        from pumice.scheduler.volcano import load_conf
+
+        conf = load_conf(scheduler_conf)
+        conf_fn = lambda: conf  # noqa: E731
+    dash = Dashboard(cache, sessions, sampler, explain_conf=conf_fn, title=single.cluster.server)
+
+    import uvicorn
+
+    config = uvicorn.Config(dash.app, lifespan="off", log_level="warning", access_log=False,
+                            timeout_graceful_shutdown=2)
+    server = uvicorn.Server(config)
+    tasks: list[asyncio.Task[Any]] = []
+    try:
+        if not await cache.start(sync_timeout=30.0):
+            missing = [k for k in cache.kinds if not cache.synced(k)]
+            log.warning("dashboard: not listed yet (not installed or not authorized?): %s", ", ".join(missing))
+        sampler.tick()
+        tasks.append(asyncio.create_task(sampler.run(stop), name="dashboard-sampler"))
+        tasks.append(asyncio.create_task(server.serve(sockets=[sock]), name="dashboard-http"))
+        addr = sock.getsockname()
+        h = f"[{addr[0]}]" if ":" in addr[0] else addr[0]
+        url = f"http://{h}:{addr[1]}/"
+        if on_ready is not None:
+            res = on_ready(url)
+            if asyncio.iscoroutine(res):
+                await res
+        stop_waiter = asyncio.create_task(stop.wait())
+        done, _ = await asyncio.wait([stop_waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
+        stop_waiter.cancel()
+        for t in done:
+            if t is not stop_waiter and not t.cancelled() and t.exception() is not None:
+                raise t.exception()  # type: ignore[misc]
+    finally:
+        stop.set()
+        server.should_exit = True
+        for t in tasks:
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
+                await asyncio.wait_for(asyncio.shield(t), timeout=5)
+            t.cancel()
+        await sessions.close()
+        await cache.stop()
+        await client.close()
+        with contextlib.suppress(OSError):
+            sock.close()

@@ -1,0 +1,66 @@
+// pumice dashboard glue: uPlot charts fed from /series.json (redrawn on each sampler tick the
+// event stream announces) and the Pod log viewer (an EventSource on /pods/<ns>/<name>/log).
+(function () {
+  "use strict";
+  var charts = [];
+  var palette = ["#1f6feb", "#b35900", "#1a7f37", "#8250df", "#cf222e", "#0a7c86", "#6e7781", "#bf3989"];
+
+  function draw(el) {
+    fetch(el.dataset.chart, { credentials: "same-origin" }).then(function (r) { return r.json(); }).then(function (body) {
+      var sep = el.dataset.sep || ",";
+      var labels = (el.dataset.labels || "").split(sep);
+      var width = Math.max(280, el.clientWidth || 600);
+      if (el._plot) {
+        el._plot.setData(body.data);
+        if (Math.abs(el._plot.width - width) > 4) { el._plot.setSize({ width: width, height: 220 }); }
+        return;
+      }
+      var series = [{}].concat(body.names.map(function (n, i) {
+        return { label: labels[i] || n, stroke: palette[i % palette.length], width: 2, spanGaps: false };
+      }));
+      el._plot = new uPlot({ width: width, height: 220, series: series,
+        axes: [{}, { label: el.dataset.unit || "" }] },
+        body.data, el);
+    }).catch(function (e) { el.textContent = "chart unavailable: " + e; });
+  }
+
+  function drawAll() { charts.forEach(draw); }
+
+  function init(root) {
+    root.querySelectorAll("[data-chart]").forEach(function (el) {
+      if (charts.indexOf(el) < 0) { charts.push(el); draw(el); }
+    });
+    root.querySelectorAll("[data-log-form]").forEach(function (form) {
+      if (form._bound) { return; }
+      form._bound = true;
+      var pre = document.getElementById("log");
+      var source = null;
+      function open() {
+        if (source) { source.close(); }
+        pre.textContent = "";
+        var q = new URLSearchParams(new FormData(form));
+        if (!q.get("follow")) { q.set("follow", "0"); }
+        source = new EventSource(pre.dataset.logUrl + "?" + q.toString());
+        source.addEventListener("line", function (ev) {
+          var atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 8;
+          var tmp = document.createElement("textarea");
+          tmp.innerHTML = ev.data;
+          pre.appendChild(document.createTextNode(tmp.value));
+          if (atEnd) { pre.scrollTop = pre.scrollHeight; }
+        });
+        source.addEventListener("end", function () { source.close(); source = null; });
+      }
+      form.addEventListener("submit", function (ev) { ev.preventDefault(); open(); });
+      open();
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    init(document);
+    document.body.addEventListener("htmx:sseOpen", function (ev) {
+      ev.detail.source.addEventListener("tick", drawAll);
+    });
+    document.body.addEventListener("htmx:afterSwap", function (ev) { init(ev.target); });
+    window.addEventListener("resize", function () { drawAll(); });
+  });
+})();

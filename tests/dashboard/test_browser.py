@@ -1,0 +1,196 @@
+"""The web UI in a real Chromium against ``pumice up --runtime simulated``: objects created with
+kubectl appear on their pages, live, without a reload; UI actions reach the API; a pending gang
+shows the ``pumice explain`` answer. Screenshots of every page go to test-artifacts/ui/."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from pumice.testing.paths import samples_dir
+
+pytestmark = [pytest.mark.browser, pytest.mark.kubectl]
+
+QUEUE = """
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: %(name)s}
+spec: {weight: 2, capability: {cpu: "6", memory: 24Gi}}
+"""
+
+VCJOB = """
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: %(name)s, namespace: default}
+spec:
+  minAvailable: %(n)d
+  schedulerName: volcano
+  queue: %(queue)s
+  tasks:
+  - name: worker
+    replicas: %(n)d
+    template:
+      spec:
+        restartPolicy: Never
+        containers:
+        - name: main
+          image: busybox
+          command: ["sleep", "3600"]
+          resources: {requests: {cpu: "%(cpu)s", memory: 1Gi}}
+"""
+
+
+def wait_until(fn, timeout: float = 20.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if fn():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture(scope="module")
+def objects(up):
+    """A queue with a running gang, a gang that can never fit, and the upstream RayCluster sample."""
+    up.kubectl("apply", "-f", "-", input=QUEUE % {"name": "team-a"})
+    up.kubectl("apply", "-f", "-", input=VCJOB % {"name": "small", "n": 2, "queue": "team-a", "cpu": "1"})
+    up.kubectl("apply", "-f", "-", input=VCJOB % {"name": "huge", "n": 3, "queue": "default", "cpu": "500"})
+    up.kubectl("apply", "-f", str(samples_dir() / "kuberay" / "ray-cluster.sample.yaml"))
+    wait_until(lambda: "Running" in up.kubectl("get", "vcjob", "small", "-o", "jsonpath={.status.state.phase}"),
+               60, "vcjob small Running")
+    return up
+
+
+def test_login_refuses_a_wrong_token(up, browser, shot) -> None:
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    page.goto(up.url)
+    assert page.url.endswith("/login")
+    page.fill("#token", "not-the-token")
+    page.click("button[type=submit]")
+    assert "refused this token" in page.inner_text("main")
+    shot(page, "login")
+    ctx.close()
+
+
+def test_pages_render_the_objects_created_with_kubectl(objects, browser, login, shot) -> None:
+    page = login(browser, objects)
+    wait_until(lambda: "small" in page.inner_text("#live"), what="overview lists small")
+    assert "Scheduling issues" in page.inner_text("main")
+    assert "huge" in page.inner_text("#issues")
+    shot(page, "overview")
+
+    page.goto(objects.url + "queues")
+    assert "team-a" in page.inner_text("#queues")
+    shot(page, "queues")
+    page.goto(objects.url + "queues/team-a")
+    assert "Capacity, deserved, guarantee and allocated" in page.inner_text("main")
+    page.wait_for_selector(".chart canvas")
+    shot(page, "queue")
+
+    page.goto(objects.url + "vcjobs")
+    text = page.inner_text("#vcjobs")
+    assert "small" in text and "huge" in text
+    assert page.locator("#vcjobs .gang").count() >= 2
+    shot(page, "vcjobs")
+    page.goto(objects.url + "vcjobs/default/small")
+    wait_until(lambda: "Gang requirement met" in page.inner_text("main"), what="gang met on small")
+    shot(page, "vcjob")
+
+    page.goto(objects.url + "podgroups")
+    assert page.locator("#podgroups tbody tr").count() >= 2
+    shot(page, "podgroups")
+
+    page.goto(objects.url + "rayclusters")
+    wait_until(lambda: "raycluster-kuberay" in page.inner_text("#live"), what="RayCluster listed")
+    shot(page, "rayclusters")
+    page.goto(objects.url + "rayclusters/default/raycluster-kuberay")
+    wait_until(lambda: "workergroup" in page.inner_text("#workergroups"), what="worker group")
+    shot(page, "raycluster")
+
+    for path, name in (("rayjobs", "rayjobs"), ("rayservices", "rayservices"), ("nodes", "nodes"),
+                       ("pods", "pods"), ("charts", "charts")):
+        page.goto(objects.url + path)
+        assert page.locator("main h1").count() == 1
+        shot(page, name)
+    page.goto(objects.url + "nodes")
+    assert page.locator("#nodes .usage").count() >= 2
+    page.goto(objects.url + "pods")
+    pod = page.locator("#pods tbody a").first
+    pod.click()
+    page.wait_for_selector("#log")
+    shot(page, "pod")
+    page.context.close()
+
+
+def test_a_vcjob_created_with_kubectl_appears_in_the_open_page_without_reload(objects, browser, login, shot) -> None:
+    page = login(browser, objects)
+    page.goto(objects.url + "vcjobs")
+    page.evaluate("window.__notReloaded = true")
+    assert "late-arrival" not in page.inner_text("#vcjobs")
+    objects.kubectl("apply", "-f", "-", input=VCJOB % {"name": "late-arrival", "n": 1, "queue": "team-a", "cpu": "1"})
+    page.wait_for_selector("#vcjobs a:has-text('late-arrival')", timeout=15_000)
+    assert page.evaluate("window.__notReloaded") is True
+    page.context.close()
+
+
+def test_closing_a_queue_from_the_ui_closes_it(objects, browser, login, shot) -> None:
+    objects.kubectl("apply", "-f", "-", input=QUEUE % {"name": "to-close"})
+    page = login(browser, objects)
+    page.goto(objects.url + "queues/to-close")
+    wait_until(lambda: "Open" in page.inner_text("#queue-state"), what="queue Open")
+    page.click("button:has-text('Close')")
+    wait_until(lambda: objects.kubectl("get", "queue", "to-close", "-o", "jsonpath={.status.state}") == "Closed",
+               what="kubectl sees the queue Closed")
+    wait_until(lambda: "Closed" in page.inner_text("#queue-state"), what="the page shows Closed")
+    assert page.locator("button:has-text('Open')").count() == 1
+    page.fill("#weight", "5")
+    page.click("button:has-text('Update Weight')")
+    wait_until(lambda: objects.kubectl("get", "queue", "to-close", "-o", "jsonpath={.spec.weight}") == "5",
+               what="weight 5")
+    page.context.close()
+
+
+def test_a_pending_gang_shows_the_explain_answer(objects, browser, login, shot) -> None:
+    page = login(browser, objects)
+    page.goto(objects.url + "vcjobs/default/huge")
+    page.wait_for_selector(".explain .why")
+    shown = page.inner_text(".explain .why")
+    res = subprocess.run([sys.executable, "-m", "pumice.cli.main", "explain", "vcjob/huge", "-o", "json",
+                          "--kubeconfig", str(objects.kubeconfig)], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    cli = json.loads(res.stdout)
+    assert shown.strip() == cli["reason"].strip()
+    assert cli["gate"] in page.inner_text(".explain")
+    shot(page, "vcjob-pending")
+    page.context.close()
+
+
+def test_scaling_a_worker_group_from_the_ui_patches_the_raycluster(objects, browser, login, shot) -> None:
+    page = login(browser, objects)
+    page.goto(objects.url + "rayclusters/default/raycluster-kuberay")
+    page.fill("#r-1", "2")
+    page.click("#workergroups button:has-text('Scale')")
+    wait_until(lambda: objects.kubectl("get", "raycluster", "raycluster-kuberay", "-o",
+                                       "jsonpath={.spec.workerGroupSpecs[0].replicas}") == "2", what="replicas 2")
+    page.fill("#r-1", "9")  # above maxReplicas 5: the UI says why and changes nothing
+    page.locator("#r-1").evaluate("el => el.removeAttribute('max')")
+    page.click("#workergroups button:has-text('Scale')")
+    wait_until(lambda: "within minReplicas" in page.inner_text("main"), what="range error shown")
+    page.context.close()
+
+
+def test_phone_width_and_keyboard(objects, browser, login, shot) -> None:
+    page = login(browser, objects, width=390, height=844)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390 + 1
+    shot(page, "overview-phone")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+    page.keyboard.press("Enter")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.closest('main') !== null")
+    page.context.close()

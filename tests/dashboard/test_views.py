@@ -1,0 +1,78 @@
+"""What the pages compute from wire objects (pure functions of pumice.dashboard.views)."""
+
+from __future__ import annotations
+
+from pumice.dashboard import views as v
+
+
+def pg(name: str, *, phase: str = "Pending", min_member: int = 2, running: int = 0, succeeded: int = 0,
+       queue: str = "q", created: str = "2026-01-01T00:00:00Z", priority_class: str = "", uid: str = "") -> dict:
+    spec = {"minMember": min_member, "queue": queue}
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    return {"metadata": {"name": name, "namespace": "default", "uid": uid or name, "creationTimestamp": created},
+            "spec": spec, "status": {"phase": phase, "running": running, "succeeded": succeeded}}
+
+
+def test_gang_progress_counts_running_and_succeeded_against_min_member() -> None:
+    assert v.gang(pg("a", running=1, succeeded=0, min_member=4)) == (1, 4, 25, "Gang incomplete (1/4 ready)")
+    assert v.gang(pg("b", running=2, succeeded=1, min_member=3)) == (3, 3, 100, "Gang requirement met")
+    assert v.gang(pg("c", running=5, min_member=3))[2] == 100
+    assert v.gang(pg("d", min_member=0))[3] == "-"
+
+
+def test_queue_order_is_priority_then_age_and_skips_running_groups() -> None:
+    pcs = {"high": 1000}
+    groups = [pg("old", created="2026-01-01T00:00:00Z"), pg("new", created="2026-01-02T00:00:00Z"),
+              pg("urgent", created="2026-01-03T00:00:00Z", priority_class="high"),
+              pg("running", phase="Running"), pg("inq", phase="Inqueue", created="2026-01-01T12:00:00Z")]
+    assert [g["metadata"]["name"] for g in v.queue_order(groups, pcs)] == ["urgent", "old", "inq", "new"]
+
+
+def test_scheduling_issues_take_headlamps_rows_and_waiting_rayjobs() -> None:
+    job = {"metadata": {"name": "j", "namespace": "default"}, "spec": {"queue": "q"},
+           "status": {"state": {"phase": "Pending", "reason": "Unschedulable", "message": "x"}}}
+    done = {"metadata": {"name": "ok", "namespace": "default"}, "status": {"state": {"phase": "Completed"}}}
+    group = pg("g")
+    group["status"]["conditions"] = [
+        {"type": "Scheduled", "lastTransitionTime": "2026-01-01T00:00:00Z", "reason": "old"},
+        {"type": "Unschedulable", "lastTransitionTime": "2026-01-01T00:01:00Z", "reason": "NotEnoughResources",
+         "message": "2/2 tasks in gang unschedulable"}]
+    closed = {"metadata": {"name": "c"}, "status": {"state": "Closed"}}
+    rayjob = {"metadata": {"name": "r", "namespace": "default"}, "status": {"jobDeploymentStatus": "Initializing"}}
+    rows = v.scheduling_issues([job, done], [group, pg("run", phase="Running")], [closed], [rayjob])
+    got = {(r.type, r.name): (r.status, r.details) for r in rows}
+    assert got == {
+        ("Job", "j"): ("Pending", "Unschedulable: x"),
+        ("PodGroup", "g"): ("Pending", "NotEnoughResources: 2/2 tasks in gang unschedulable"),
+        ("Queue", "c"): ("Closed", "Queue is closed"),
+        ("RayJob", "r"): ("Initializing", ""),
+    }
+
+
+def test_queue_bar_splits_allocation_at_deserved_and_scales_to_capability() -> None:
+    q = {"spec": {"capability": {"cpu": "8"}, "deserved": {"cpu": "4"}, "guarantee": {"resource": {"cpu": "2"}}},
+         "status": {"allocated": {"cpu": "6", "memory": "1Gi"}}}
+    bars = {b.resource: b for b in v.queue_bars(q)}
+    cpu = bars["cpu"]
+    assert (cpu.used, cpu.deserved, cpu.capability, cpu.guarantee) == (6000.0, 4000.0, 8000.0, 2000.0)
+    assert (cpu.within, cpu.above) == (50.0, 25.0)
+    assert bars["memory"].capability is None and bars["memory"].ceiling == float(1 << 30)
+
+
+def test_node_rows_sum_requests_of_bound_live_pods() -> None:
+    node = {"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+                                                   "conditions": [{"type": "Ready", "status": "True"}]}}
+    def pod(name: str, cpu: str, phase: str = "Running") -> dict:
+        return {"metadata": {"name": name}, "spec": {"nodeName": "n1", "containers": [
+            {"resources": {"requests": {"cpu": cpu}}}]}, "status": {"phase": phase}}
+    [row] = v.node_rows([node], {"n1": [pod("a", "500m"), pod("b", "1"), pod("c", "2", "Succeeded")]})
+    assert row.ready == "Ready" and row.pods == 2
+    assert row.resources[0] == ("cpu", 1500.0, 4000.0)
+
+
+def test_queueing_delay_is_creation_to_scheduled() -> None:
+    g = pg("a", phase="Running", created="2026-01-01T00:00:00Z")
+    assert v.queueing_delay(g) is None
+    g["status"]["conditions"] = [{"type": "Scheduled", "status": "True", "lastTransitionTime": "2026-01-01T00:00:42Z"}]
+    assert v.queueing_delay(g) == 42.0
