@@ -35,8 +35,9 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from pumice._util.clock import rfc3339
+from pumice.api import scheme as sk
+from pumice.api.volcano import constants as vc
 from pumice.client.base import ApiError, KubeClient
-from pumice.controllers.volcano import keys as vc
 from pumice.dashboard import views as v
 from pumice.dashboard.auth import COOKIE, LoginFailed, Session, Sessions
 from pumice.dashboard.cache import (
@@ -408,12 +409,12 @@ class Dashboard:
             async def patch(client: KubeClient) -> None:
                 if not raw.isdigit() or int(raw) <= 0:
                     raise ValueError("Weight must be an integer greater than 0.")
-                await client.patch(vc.QUEUE, name, {"spec": {"weight": int(raw)}})
+                await client.patch(sk.QUEUE, name, {"spec": {"weight": int(raw)}})
 
             return await self._act(request, back, f"weight of queue {name} set to {raw}", patch)
         if action == "delete":
             return await self._act(request, "/queues", f"queue {name} deleted",
-                                   lambda c: c.delete(vc.QUEUE, name))
+                                   lambda c: c.delete(sk.QUEUE, name))
         return Response(status_code=404)
 
     # ------------------------------------------------------------------ Volcano Jobs, PodGroups
@@ -455,7 +456,7 @@ class Dashboard:
             if j is None:
                 return self._not_found(request, f"Volcano Job {ns}/{name}")
             cmd_action = "AbortJob" if action == "suspend" else "ResumeJob"
-            ref = {"apiVersion": vc.VCJOB_API_VERSION, "kind": "Job", "name": name, "uid": v.md(j).get("uid")}
+            ref = {"apiVersion": vc.BATCH_API_VERSION, "kind": "Job", "name": name, "uid": v.md(j).get("uid")}
 
             async def call(client: KubeClient) -> None:
                 await client.create({
@@ -468,7 +469,7 @@ class Dashboard:
             return await self._act(request, back, f"{cmd_action} sent to job {ns}/{name}", call)
         if action == "delete":
             return await self._act(request, "/vcjobs", f"job {ns}/{name} deleted",
-                                   lambda c: c.delete(vc.VCJOB, name, ns, propagation_policy="Background"))
+                                   lambda c: c.delete(sk.VCJOB, name, ns, propagation_policy="Background"))
         return Response(status_code=404)
 
     async def podgroups(self, request: Request) -> Response:
@@ -499,7 +500,7 @@ class Dashboard:
     async def podgroup_delete(self, request: Request) -> Response:
         ns, name = request.path_params["ns"], request.path_params["name"]
         return await self._act(request, "/podgroups", f"podgroup {ns}/{name} deleted",
-                               lambda c: c.delete(vc.PODGROUP, name, ns, propagation_policy="Background"))
+                               lambda c: c.delete(sk.POD_GROUP, name, ns, propagation_policy="Background"))
 
     async def _explain(self, kind: str, ns: str, name: str) -> Any:
         """The ``pumice explain`` verdict for ``kind/name``, run on the cached objects (re-run at

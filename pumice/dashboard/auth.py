@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pumice._util.clock import Clock, default_clock
+from pumice.api import scheme as sk
 from pumice.client.base import ApiError, KubeClient
-from pumice.controllers.volcano import keys as vc
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ class Sessions:
             raise LoginFailed("enter the API bearer token")
         client = self.client_for_token(token)
         try:
-            await client.list(vc.NAMESPACE, limit=1)
+            await client.list(sk.NAMESPACE, limit=1)
         except ApiError as e:
             await client.close()
             if e.code in (401, 403):

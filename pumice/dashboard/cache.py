@@ -26,31 +26,29 @@ from dataclasses import dataclass
 from typing import Any
 
 from pumice._util.clock import Clock, default_clock
+from pumice.api import scheme as sk
 from pumice.api.scheme import ResourceKind
+from pumice.api.volcano import constants as vc
 from pumice.client.base import KubeClient
 from pumice.client.informer import Informer, SharedInformerFactory, Store, label_index, label_indexer
-from pumice.controllers.ray import kinds as ray_kinds
-from pumice.controllers.volcano import keys as vc
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
-NODE = ResourceKind("", "v1", "Node", "nodes", namespaced=False)
-EVENT = ResourceKind("", "v1", "Event", "events")
 
 KINDS: dict[str, ResourceKind] = {
-    "Queue": vc.QUEUE,
-    "PodGroup": vc.PODGROUP,
-    "Job": vc.VCJOB,
-    "RayCluster": ray_kinds.RAY_CLUSTER,
-    "RayJob": ray_kinds.RAY_JOB,
-    "RayService": ray_kinds.RAY_SERVICE,
-    "Node": NODE,
-    "Pod": vc.POD,
-    "Event": EVENT,
-    "Namespace": vc.NAMESPACE,
-    "PriorityClass": vc.PRIORITYCLASS,
+    "Queue": sk.QUEUE,
+    "PodGroup": sk.POD_GROUP,
+    "Job": sk.VCJOB,
+    "RayCluster": sk.RAY_CLUSTER,
+    "RayJob": sk.RAY_JOB,
+    "RayService": sk.RAY_SERVICE,
+    "Node": sk.NODE,
+    "Pod": sk.POD,
+    "Event": sk.EVENT,
+    "Namespace": sk.NAMESPACE,
+    "PriorityClass": sk.PRIORITY_CLASS,
 }
 """Short kind name (as pages and SSE messages use it) -> the kind listed and watched."""
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from pumice._util.clock import parse_rfc3339
 from pumice.api.quantity import QuantityError, format_bytes, format_millis, milli_value
-from pumice.controllers.volcano import keys as vc
+from pumice.api.volcano import constants as vc
 from pumice.controllers.volcano.queue import count_podgroups
 
 Obj = dict[str, Any]
