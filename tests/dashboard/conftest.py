@@ -4,83 +4,21 @@ a real Chromium driven by Playwright (Debian's ``/usr/bin/chromium``, never a do
 from __future__ import annotations
 
 import os
-import re
-import shutil
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from pumice.testing.paths import repo_root
+from pumice.testing.up import CHROMIUM, CHROMIUM_ARGS, Up, start_up, stop_up
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 ARTIFACTS = Path(os.environ.get("PUMICE_TEST_ARTIFACTS", repo_root() / "test-artifacts")) / "ui"
-
-
-@dataclass
-class Up:
-    """The running stack: dashboard URL, kubeconfig, token, and a kubectl runner."""
-
-    url: str
-    kubeconfig: Path
-    token: str
-    data_dir: Path
-
-    def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> str:
-        kubectl = shutil.which("kubectl")
-        assert kubectl, "kubectl is not on PATH (make venv installs it into .venv/bin)"
-        res = subprocess.run([kubectl, *args], input=input, capture_output=True, text=True, timeout=60,
-                             env={**os.environ, "KUBECONFIG": str(self.kubeconfig)})
-        if check and res.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)} failed: {res.stderr}")
-        return res.stdout
-
-
-def start_up(tmp: Path, *extra: str) -> tuple[subprocess.Popen[str], Up]:
-    """Start ``pumice up --runtime simulated`` on free ports; return once the dashboard serves."""
-    log = open(tmp / "up.log", "w")  # noqa: SIM115 - closed with the process
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pumice.cli.main", "up", "--runtime", "simulated", "--data-dir", str(tmp),
-         "--port", "0", "--dashboard-port", "0", "--nodes", "2", "--node-cpu", "8", "--node-memory", "32Gi",
-         *extra],
-        stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    deadline = time.monotonic() + 90
-    url = None
-    while time.monotonic() < deadline:
-        text = (tmp / "up.log").read_text()
-        m = re.search(r"dashboard: (http://\S+)", text)
-        if m:
-            url = m.group(1)
-            break
-        if proc.poll() is not None:
-            raise RuntimeError(f"pumice up exited with {proc.returncode}:\n{text[-3000:]}")
-        time.sleep(0.2)
-    if url is None:
-        stop_up(proc)
-        raise RuntimeError("pumice up did not print the dashboard URL within 90 s")
-    return proc, Up(url=url, kubeconfig=tmp / "kubeconfig", token=(tmp / "token").read_text().strip(), data_dir=tmp)
-
-
-def stop_up(proc: subprocess.Popen[str]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 @pytest.fixture(scope="module")
 def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
-    proc, u = start_up(tmp_path_factory.mktemp("up"))
+    proc, u = start_up(tmp_path_factory.mktemp("up"), "--runtime", "simulated", "--nodes", "2",
+                       "--node-cpu", "8", "--node-memory", "32Gi")
     try:
         yield u
     finally:

@@ -194,3 +194,44 @@ def test_phone_width_and_keyboard(objects, browser, login, shot) -> None:
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.closest('main') !== null")
     page.context.close()
+
+
+def test_suspending_and_resuming_a_vcjob_goes_through_commands(objects, browser, login, shot) -> None:
+    objects.kubectl("apply", "-f", "-", input=VCJOB % {"name": "pausable", "n": 1, "queue": "team-a", "cpu": "1"})
+    wait_until(lambda: objects.kubectl("get", "vcjob", "pausable", "-o", "jsonpath={.status.state.phase}") == "Running",
+               60, "pausable Running")
+    page = login(browser, objects)
+    page.goto(objects.url + "vcjobs/default/pausable")
+    page.click("button:has-text('Suspend')")
+    wait_until(lambda: objects.kubectl("get", "vcjob", "pausable", "-o", "jsonpath={.status.state.phase}") == "Aborted",
+               60, "pausable Aborted")
+    page.wait_for_selector("button:has-text('Resume')")
+    page.click("button:has-text('Resume')")
+    wait_until(lambda: objects.kubectl("get", "vcjob", "pausable", "-o", "jsonpath={.status.state.phase}")
+               in ("Restarting", "Pending", "Running"), 60, "pausable resumed")
+    page.context.close()
+
+
+def test_suspending_a_rayjob_from_the_ui_suspends_it(objects, browser, login, shot) -> None:
+    import yaml
+
+    docs = list(yaml.safe_load_all((samples_dir() / "kuberay" / "ray-job.sample.yaml").read_text()))
+    job = next(d for d in docs if d and d.get("kind") == "RayJob")
+    objects.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))  # as upstream ships it
+    job["metadata"]["name"] = "rayjob-suspendable"
+    job["spec"]["shutdownAfterJobFinishes"] = True
+    objects.kubectl("apply", "-f", "-", input=yaml.safe_dump(job))
+    page = login(browser, objects)
+    page.goto(objects.url + "rayjobs/default/rayjob-sample")
+    assert "shutdownAfterJobFinishes" in page.inner_text("#no-suspend")  # KubeRay would refuse it
+    page.goto(objects.url + "rayjobs")
+    page.wait_for_selector("#rayjobs a:has-text('rayjob-suspendable')")
+    shot(page, "rayjobs")
+    page.click("#rayjobs a:has-text('rayjob-suspendable')")
+    page.click("button:has-text('Suspend')")
+    wait_until(lambda: objects.kubectl("get", "rayjob", "rayjob-suspendable", "-o",
+                                       "jsonpath={.status.jobDeploymentStatus}") == "Suspended", 60, "Suspended")
+    page.wait_for_selector("button:has-text('Resume')")
+    wait_until(lambda: "Suspended" in page.inner_text("main"), what="page shows Suspended")
+    shot(page, "rayjob")
+    page.context.close()

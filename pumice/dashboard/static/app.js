@@ -55,8 +55,24 @@
     });
   }
 
+  // A live refresh would reset a form the user is typing in: while a field of the live region
+  // has focus, refreshes wait, and the last one runs when the focus leaves.
+  var deferred = false;
+  function editing() {
+    var a = document.activeElement;
+    return !!(a && a.closest && a.closest("#live") && /^(INPUT|SELECT|TEXTAREA)$/.test(a.tagName));
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     init(document);
+    document.body.addEventListener("htmx:beforeRequest", function (ev) {
+      if (ev.detail.elt && ev.detail.elt.id === "live" && editing()) { ev.preventDefault(); deferred = true; }
+    });
+    document.addEventListener("focusout", function () {
+      setTimeout(function () {
+        if (deferred && !editing()) { deferred = false; htmx.trigger("#live", "sse:change"); }
+      }, 0);
+    });
     document.body.addEventListener("htmx:sseOpen", function (ev) {
       ev.detail.source.addEventListener("tick", drawAll);
     });

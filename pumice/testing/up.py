@@ -1,0 +1,94 @@
+"""``pumice up`` in a subprocess for tests and benches: free ports, a temp data dir, the
+dashboard on, stopped with SIGINT (as a user's Ctrl-C).
+
+Usage::
+
+    proc, up = start_up(tmp_dir, "--runtime", "simulated")
+    try:
+        up.kubectl("apply", "-f", "x.yaml")
+    finally:
+        stop_up(proc)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+CHROMIUM = "/usr/bin/chromium"
+"""Debian's Chromium: the browser the UI tests and bench/ui.py drive (never a downloaded one)."""
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+@dataclass
+class Up:
+    """A running ``pumice up``: dashboard URL, kubeconfig, bearer token, data dir."""
+
+    url: str
+    kubeconfig: Path
+    token: str
+    data_dir: Path
+
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> str:
+        """Run the real kubectl against this stack; returns stdout.
+
+        Raises:
+            AssertionError: kubectl is missing or (with ``check``) exits non-zero; the message has
+                its stderr.
+        """
+        kubectl = shutil.which("kubectl")
+        if not kubectl:
+            raise AssertionError("kubectl is not on PATH (make venv installs it into .venv/bin)")
+        res = subprocess.run([kubectl, *args], input=input, capture_output=True, text=True, timeout=60,
+                             env={**os.environ, "KUBECONFIG": str(self.kubeconfig)})
+        if check and res.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed: {res.stderr}")
+        return res.stdout
+
+
+def start_up(data_dir: Path, *args: str, timeout: float = 90.0) -> tuple[subprocess.Popen[str], Up]:
+    """Start ``pumice up --port 0 --dashboard-port 0 --data-dir data_dir ARGS``; return once the
+    dashboard URL is printed. Output goes to ``data_dir/up.log``.
+
+    Raises:
+        RuntimeError: it exited or did not print the URL within ``timeout`` s (with its log tail).
+    """
+    log_path = data_dir / "up.log"
+    log = open(log_path, "w")  # noqa: SIM115 - the child keeps writing to it
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pumice.cli.main", "up", "--data-dir", str(data_dir), "--port", "0",
+         "--dashboard-port", "0", *args],
+        stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    log.close()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = log_path.read_text()
+        m = re.search(r"dashboard: (http://\S+)", text)
+        if m:
+            return proc, Up(url=m.group(1), kubeconfig=data_dir / "kubeconfig",
+                            token=(data_dir / "token").read_text().strip(), data_dir=data_dir)
+        if proc.poll() is not None:
+            raise RuntimeError(f"pumice up exited with {proc.returncode}:\n{text[-3000:]}")
+        time.sleep(0.2)
+    stop_up(proc)
+    raise RuntimeError(f"pumice up did not print the dashboard URL within {timeout:.0f} s")
+
+
+def stop_up(proc: subprocess.Popen[str], timeout: float = 60.0) -> None:
+    """SIGINT, wait ``timeout`` s, then SIGKILL its process group."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
