@@ -22,7 +22,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-
 CHROMIUM = "/usr/bin/chromium"
 """Debian's Chromium: the browser the UI tests and bench/ui.py drive (never a downloaded one)."""
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
