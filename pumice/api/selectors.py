@@ -9,30 +9,52 @@ Field selector strings (``fieldSelector=``): comma-separated ``path=value``, ``p
 ``involvedObject.uid``); ``\\,``, ``\\=`` and ``\\\\`` escape separators inside values. A missing
 field reads as ``""``.
 
-Also :func:`from_label_selector` turns a metav1.LabelSelector dict (``matchLabels`` /
-``matchExpressions``) into the same :class:`LabelSelector`, for controllers.
+The other label-matching forms all become the same :class:`LabelSelector`, so every label match
+in pumice is made here (a test checks that no other module matches labels by hand):
+
+- :func:`from_label_selector`: a metav1.LabelSelector dict (``matchLabels`` /
+  ``matchExpressions``); None selects nothing, ``{}`` selects everything.
+- :func:`from_set`: a plain label map (a Service's ``spec.selector``, a nodeSelector, KubeRay's
+  association selectors); ``{}`` selects everything.
+- :func:`from_node_selector_requirements`: the ``matchExpressions`` of a NodeSelectorTerm or a
+  preferred scheduling term (adds ``Gt``/``Lt``).
+- :func:`as_selector`: either dict form (a metav1.LabelSelector when its keys are only
+  ``matchLabels``/``matchExpressions``, else a label map).
+
+Semantics (kube-apiserver's): ``in``/``=`` need the key present with a listed value;
+``notin``/``!=`` also hold when the key is absent; ``>``/``<`` need the key present with an
+integer value. A requirement that cannot be built (an unknown operator, ``In`` without values,
+``Exists`` with values, a non-integer ``Gt`` operand) raises instead of matching or not.
 
 Errors: every parser raises :class:`SelectorError` (a ValueError) with a message naming the bad
 term.
 
-Mirrors: k8s.io/apimachinery pkg/labels/selector.go (Parse), pkg/fields/selector.go
-(ParseSelector), pkg/apis/meta/v1/helpers.go (LabelSelectorAsSelector).
+Mirrors: k8s.io/apimachinery pkg/labels/selector.go (Parse, NewRequirement,
+Requirement.Matches, SelectorFromSet, Nothing), pkg/fields/selector.go (ParseSelector),
+pkg/apis/meta/v1/helpers.go (LabelSelectorAsSelector); k8s.io/component-helpers
+scheduling/corev1/nodeaffinity (NodeSelectorRequirementsAsSelector).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "NOTHING",
     "FieldRequirement",
     "FieldSelector",
     "LabelRequirement",
     "LabelSelector",
     "SelectorError",
+    "as_selector",
     "field_value",
+    "format_label_selector",
     "from_label_selector",
+    "from_node_selector_requirements",
+    "from_set",
     "parse_field_selector",
     "parse_label_selector",
 ]
@@ -91,20 +113,53 @@ class LabelRequirement:
 
 @dataclass(frozen=True)
 class LabelSelector:
-    """A conjunction of :class:`LabelRequirement`; empty selects everything."""
+    """A conjunction of :class:`LabelRequirement`; empty selects everything.
+
+    ``nothing`` marks the selector of a nil metav1.LabelSelector (upstream ``labels.Nothing()``):
+    it matches no labels at all and is not :attr:`empty`.
+    """
 
     requirements: tuple[LabelRequirement, ...] = ()
+    nothing: bool = False
 
     @property
     def empty(self) -> bool:
-        return not self.requirements
+        return not self.requirements and not self.nothing
 
     def matches(self, labels: Mapping[str, str] | None) -> bool:
+        if self.nothing:
+            return False
         labels = labels or {}
         return all(r.matches(labels) for r in self.requirements)
 
     def __str__(self) -> str:
         return ",".join(str(r) for r in self.requirements)
+
+
+NOTHING = LabelSelector(nothing=True)
+
+
+def _requirement(key: str, op: str, values: tuple[str, ...], where: str) -> LabelRequirement:
+    """A checked requirement (upstream NewRequirement's operator/value rules).
+
+    Raises:
+        SelectorError: ``in``/``notin`` without values, ``exists``/``!`` with values, ``=``/``!=``
+            without exactly one value, ``>``/``<`` without exactly one integer value.
+    """
+    if op in ("in", "notin") and not values:
+        raise SelectorError(f"{where}: for 'in', 'notin' operators, values set can't be empty")
+    if op in ("exists", "!") and values:
+        raise SelectorError(f"{where}: values set must be empty for exists and does not exist")
+    if op in ("=", "!=") and len(values) != 1:
+        raise SelectorError(f"{where}: exact-match compatibility requires one single value")
+    if op in (">", "<"):
+        if len(values) != 1:
+            raise SelectorError(f"{where}: for 'Gt', 'Lt' operators, exactly one value is required")
+        try:
+            int(values[0])
+        except ValueError:
+            raise SelectorError(f"{where}: for 'Gt', 'Lt' operators, the value must be an integer") from None
+    return LabelRequirement(key, op, values)
 
 
 def _lex_label(s: str) -> list[str]:
@@ -182,7 +237,7 @@ def parse_label_selector(s: str | None) -> LabelSelector:
                         value = toks[i]
                         i += 1
                     need(op in ("=", "==", "!=") or value != "", f"missing value after {op!r}")
-                    reqs.append(LabelRequirement(key, "=" if op == "==" else op, (value,)))
+                    reqs.append(_requirement(key, "=" if op == "==" else op, (value,), f"label selector {s!r}"))
                 elif op in ("in", "notin"):
                     i += 1
                     need(i < len(toks) and toks[i] == "(", f"expected '(' after {op}")
@@ -195,7 +250,7 @@ def parse_label_selector(s: str | None) -> LabelSelector:
                         i += 1
                     need(i < len(toks), "missing ')'")
                     i += 1
-                    reqs.append(LabelRequirement(key, op, tuple(values)))
+                    reqs.append(_requirement(key, op, tuple(values), f"label selector {s!r}"))
                 else:
                     raise SelectorError(
                         f"unable to parse requirement: unknown operator {op!r} in label selector {s!r}"
@@ -207,29 +262,119 @@ def parse_label_selector(s: str | None) -> LabelSelector:
     return LabelSelector(tuple(reqs))
 
 
+_LABEL_SELECTOR_OPS = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
+_NODE_SELECTOR_OPS = {**_LABEL_SELECTOR_OPS, "Gt": ">", "Lt": "<"}
+
+
+Frozen = tuple[tuple[str, str, tuple[str, ...]], ...]
+
+
+def _freeze(exprs: Any) -> Frozen:
+    out = []
+    for e in exprs or ():
+        if isinstance(e, dict):
+            values = e.get("values")
+            out.append((str(e.get("key", "")), str(e.get("operator", "")), tuple(map(str, values)) if values else ()))
+        else:
+            out.append(("", "", ()))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=4096)
+def _expressions(frozen: Frozen, node: bool) -> tuple[LabelRequirement, ...]:
+    # cached: schedulers convert the same Pod terms once per (task, node) pair
+    ops, what = (_NODE_SELECTOR_OPS, "node selector") if node else (_LABEL_SELECTOR_OPS, "label selector")
+    reqs: list[LabelRequirement] = []
+    for key, operator, values in frozen:
+        op = ops.get(operator)
+        if op is None:
+            raise SelectorError(f"unknown {what} operator {operator!r} ({', '.join(ops)})")
+        reqs.append(_requirement(key, op, values, f"{key} {operator}"))
+    return tuple(reqs)
+
+
+@functools.lru_cache(maxsize=4096)
+def _node_selector(frozen: Frozen) -> LabelSelector:
+    return LabelSelector(_expressions(frozen, True))
+
+
+@functools.lru_cache(maxsize=4096)
+def _label_selector(match_labels: tuple[tuple[str, str], ...], frozen: Frozen) -> LabelSelector:
+    return LabelSelector(tuple(LabelRequirement(k, "=", (v,)) for k, v in match_labels)
+                         + _expressions(frozen, False))
+
+
 def from_label_selector(sel: Mapping[str, Any] | None) -> LabelSelector:
     """Turn a metav1.LabelSelector dict into a :class:`LabelSelector`.
 
-    None selects nothing in upstream Go (``labels.Nothing()``); here None and ``{}`` both select
-    everything, which is what callers of pod-template selectors expect; check for None first
-    where the distinction matters.
+    None selects nothing (:data:`NOTHING`); ``{}`` (no matchLabels, no matchExpressions)
+    selects everything. Workload controllers that must not adopt with an empty selector check
+    :attr:`LabelSelector.empty` themselves, as upstream's do.
 
     Raises:
-        SelectorError: on an unknown ``operator`` or a missing ``values`` list.
+        SelectorError: on an operator other than In, NotIn, Exists, DoesNotExist, on In/NotIn
+            without values, or Exists/DoesNotExist with values.
     """
-    if not sel:
-        return LabelSelector()
-    reqs = [LabelRequirement(k, "=", (str(v),)) for k, v in sorted((sel.get("matchLabels") or {}).items())]
-    ops = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
-    for expr in sel.get("matchExpressions") or []:
-        op = ops.get(expr.get("operator", ""))
-        if op is None:
-            raise SelectorError(f"{expr.get('operator')!r} is not a valid label selector operator")
-        values = tuple(str(v) for v in expr.get("values") or ())
-        if op in ("in", "notin") and not values:
-            raise SelectorError(f"values: Required value: must be specified when operator is {expr['operator']}")
-        reqs.append(LabelRequirement(str(expr.get("key", "")), op, values))
-    return LabelSelector(tuple(reqs))
+    if sel is None:
+        return NOTHING
+    return _label_selector(tuple(sorted((str(k), str(v)) for k, v in (sel.get("matchLabels") or {}).items())),
+                           _freeze(sel.get("matchExpressions")))
+
+
+def from_set(labels: Mapping[str, Any] | None) -> LabelSelector:
+    """The selector of a plain label map (``{"app": "web"}``: every pair must be present);
+    None or ``{}`` selects everything.
+
+    Mirrors: k8s.io/apimachinery pkg/labels SelectorFromSet.
+    """
+    return LabelSelector(tuple(LabelRequirement(k, "=", (str(v),)) for k, v in sorted((labels or {}).items())))
+
+
+def from_node_selector_requirements(exprs: Any) -> LabelSelector:
+    """The selector of a NodeSelectorTerm's ``matchExpressions`` (In, NotIn, Exists,
+    DoesNotExist, Gt, Lt). An empty list selects everything; callers that treat an empty term
+    as matching nothing (required node affinity) check that themselves.
+
+    Raises:
+        SelectorError: on an unknown operator or values that do not fit it.
+    """
+    return _node_selector(_freeze(exprs))
+
+
+def as_selector(sel: Mapping[str, Any] | LabelSelector | None) -> LabelSelector:
+    """A :class:`LabelSelector` from either dict form: a metav1.LabelSelector when all its keys
+    are ``matchLabels``/``matchExpressions`` with map/list values, else a plain label map
+    (:func:`from_set`). None reads as the metav1.LabelSelector nil (selects nothing).
+
+    Raises:
+        SelectorError: as :func:`from_label_selector`.
+    """
+    if isinstance(sel, LabelSelector):
+        return sel
+    if sel is None:
+        return NOTHING
+    if sel and set(sel) <= {"matchLabels", "matchExpressions"} and all(
+            isinstance(v, (dict, list)) or v is None for v in sel.values()):
+        return from_label_selector(sel)
+    return from_set(sel)
+
+
+def format_label_selector(sel: Mapping[str, Any] | None) -> str:
+    """A selector in either dict form (see :func:`as_selector`) as kubectl prints it:
+    requirements sorted by key, ``in``/``notin`` values sorted, ``<none>`` when it selects
+    everything, ``<error>`` when it does not convert.
+
+    Mirrors: k8s.io/apimachinery pkg/apis/meta/v1 FormatLabelSelector, pkg/labels FormatLabels.
+    """
+    if not isinstance(sel, Mapping):
+        return "<none>"
+    try:
+        reqs = as_selector(sel).requirements
+    except SelectorError:
+        return "<error>"
+    ordered = sorted((LabelRequirement(r.key, r.op, tuple(sorted(r.values)) if r.op in ("in", "notin") else r.values)
+                      for r in reqs), key=lambda r: r.key)
+    return str(LabelSelector(tuple(ordered))) or "<none>"
 
 
 @dataclass(frozen=True)

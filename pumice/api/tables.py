@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from pumice.api.scheme import ResourceKind
+from pumice.api.selectors import format_label_selector
 
 Obj = dict[str, Any]
 Cell = Any
@@ -139,25 +140,6 @@ def _has_condition(o: Obj, ctype: str) -> bool:
 
 def _join_or_none(values: list[str]) -> str:
     return ",".join(values) if values else NONE
-
-
-def _selector_string(sel: Any) -> str:
-    if not isinstance(sel, dict):
-        return NONE
-    parts = [f"{k}={v}" for k, v in sorted((sel.get("matchLabels") or {}).items())]
-    for e in sel.get("matchExpressions") or []:
-        op, key, values = e.get("operator"), e.get("key"), e.get("values") or []
-        if op == "In":
-            parts.append(f"{key} in ({','.join(sorted(values))})")
-        elif op == "NotIn":
-            parts.append(f"{key} notin ({','.join(sorted(values))})")
-        elif op == "Exists":
-            parts.append(str(key))
-        elif op == "DoesNotExist":
-            parts.append(f"!{key}")
-    if "matchLabels" not in sel and "matchExpressions" not in sel:
-        parts = [f"{k}={v}" for k, v in sorted(sel.items()) if isinstance(v, str)]
-    return ",".join(parts) if parts else NONE
 
 
 def _containers_images(template_spec: Obj) -> tuple[str, str]:
@@ -381,7 +363,7 @@ def _service_cells(svc: Obj, now: float) -> list[Cell]:
         else:
             ports.append(f"{p.get('port')}/{proto}")
     return [_name(svc), stype, spec.get("clusterIP") or NONE, external, ",".join(ports) if ports else NONE,
-            _age(svc, now), _selector_string(spec.get("selector"))]
+            _age(svc, now), format_label_selector(spec.get("selector"))]
 
 
 # --- workloads ------------------------------------------------------------------------------------
@@ -407,7 +389,7 @@ def _deployment_cells(d: Obj, now: float) -> list[Cell]:
     ctrs, images = _containers_images((spec.get("template") or {}).get("spec") or {})
     return [_name(d), f"{int(status.get('readyReplicas') or 0)}/{int(desired or 0)}",
             int(status.get("updatedReplicas") or 0), int(status.get("availableReplicas") or 0), _age(d, now),
-            ctrs, images, _selector_string(spec.get("selector"))]
+            ctrs, images, format_label_selector(spec.get("selector"))]
 
 
 REPLICASET_COLUMNS = [
@@ -423,7 +405,7 @@ def _replicaset_cells(rs: Obj, now: float) -> list[Cell]:
     spec, status = _spec(rs), _status(rs)
     ctrs, images = _containers_images((spec.get("template") or {}).get("spec") or {})
     return [_name(rs), int(spec.get("replicas", 1) or 0), int(status.get("replicas") or 0),
-            int(status.get("readyReplicas") or 0), _age(rs, now), ctrs, images, _selector_string(spec.get("selector"))]
+            int(status.get("readyReplicas") or 0), _age(rs, now), ctrs, images, format_label_selector(spec.get("selector"))]
 
 
 JOB_COLUMNS = [
@@ -467,7 +449,7 @@ def _job_cells(job: Obj, now: float) -> list[Cell]:
         duration = human_duration((end if end is not None else now) - start)
     ctrs, images = _containers_images((spec.get("template") or {}).get("spec") or {})
     return [_name(job), job_status(job), completions, duration, _age(job, now), ctrs, images,
-            _selector_string(spec.get("selector"))]
+            format_label_selector(spec.get("selector"))]
 
 
 # --- small kinds ----------------------------------------------------------------------------------

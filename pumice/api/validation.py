@@ -24,6 +24,7 @@ from pumice.api.admission import FieldCause
 from pumice.api.quantity import QuantityError, parse_quantity
 from pumice.api.schema import format_value
 from pumice.api.scheme import ResourceKind
+from pumice.api.selectors import SelectorError, from_label_selector
 
 Obj = dict[str, Any]
 
@@ -433,20 +434,13 @@ def validate_pod_update(new: Obj, old: Obj) -> list[FieldCause]:
 
 
 def _selector_matches(selector: Obj, labels: dict[str, str]) -> bool:
-    for k, v in (selector.get("matchLabels") or {}).items():
-        if labels.get(k) != v:
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
-        if op == "In" and labels.get(key) not in values:
-            return False
-        if op == "NotIn" and key in labels and labels[key] in values:
-            return False
-        if op == "Exists" and key not in labels:
-            return False
-        if op == "DoesNotExist" and key in labels:
-            return False
-    return True
+    """Whether the template labels match; a selector that does not convert has its own causes
+    (from :func:`_validate_selector`) and is not also reported as not matching, as upstream's
+    ``if err == nil && !selector.Matches(...)``."""
+    try:
+        return from_label_selector(selector).matches(labels)
+    except SelectorError:
+        return True
 
 
 def _validate_selector(selector: Any, field: str) -> list[FieldCause]:

@@ -42,6 +42,7 @@ from typing import Any
 
 from pumice._util.clock import Clock, default_clock
 from pumice.api.scheme import ResourceKind
+from pumice.api.selectors import LabelSelector, as_selector
 from pumice.client.base import ApiError, KubeClient, is_gone
 
 Obj = dict[str, Any]
@@ -116,27 +117,9 @@ def _owner_uid_indexer(obj: Obj) -> list[str]:
     return []
 
 
-def _match_expression(labels: Mapping[str, str], expr: Mapping[str, Any]) -> bool:
-    key, op, values = expr.get("key", ""), expr.get("operator", ""), expr.get("values") or []
-    if op == "In":
-        return key in labels and labels[key] in values
-    if op == "NotIn":
-        return key not in labels or labels[key] not in values
-    if op == "Exists":
-        return key in labels
-    if op == "DoesNotExist":
-        return key not in labels
-    raise ValueError(f"unknown label selector operator {op!r} (In, NotIn, Exists, DoesNotExist)")
-
-
-def _is_label_selector(selector: Mapping[str, Any]) -> bool:
-    return set(selector) <= {"matchLabels", "matchExpressions"} and all(
-        isinstance(v, (dict, list)) or v is None for v in selector.values()
-    )
-
-
-def _match_labels_of(selector: Mapping[str, Any]) -> Mapping[str, Any]:
-    return (selector.get("matchLabels") or {}) if _is_label_selector(selector) else selector
+def _compiled(selector: Mapping[str, Any] | LabelSelector | None) -> LabelSelector:
+    # no selector given to a lister means "no filter"; the dict forms follow pumice.api.selectors
+    return LabelSelector() if not selector else as_selector(selector)
 
 
 def matches_labels(labels: Mapping[str, str], selector: Mapping[str, Any] | None) -> bool:
@@ -144,35 +127,21 @@ def matches_labels(labels: Mapping[str, str], selector: Mapping[str, Any] | None
 
     ``selector`` is either a matchLabels dict (``{"app": "web"}``) or a metav1.LabelSelector
     (``{"matchLabels": {...}, "matchExpressions": [{"key", "operator", "values"}]}``). None and
-    ``{}`` match everything.
+    ``{}`` match everything. The matching is :mod:`pumice.api.selectors`'.
 
     Raises:
-        ValueError: on an unknown matchExpressions operator.
+        SelectorError: (a ValueError) on an unknown matchExpressions operator.
     """
-    return selector_matcher(selector)(labels)
+    return _compiled(selector).matches(labels)
 
 
 def selector_matcher(selector: Mapping[str, Any] | None) -> Callable[[Mapping[str, str]], bool]:
     """Compile ``selector`` (as in :func:`matches_labels`) once into a ``labels -> bool`` test.
 
     Raises:
-        ValueError: on an unknown matchExpressions operator (when the matcher is used).
+        SelectorError: (a ValueError) on an unknown matchExpressions operator.
     """
-    if not selector:
-        return lambda labels: True
-    if _is_label_selector(selector):
-        pairs = list((selector.get("matchLabels") or {}).items())
-        exprs = list(selector.get("matchExpressions") or [])
-    else:
-        pairs, exprs = list(selector.items()), []
-
-    def match(labels: Mapping[str, str]) -> bool:
-        for k, v in pairs:
-            if labels.get(k) != v:
-                return False
-        return all(_match_expression(labels, e) for e in exprs)
-
-    return match
+    return _compiled(selector).matches
 
 
 class Store:
@@ -202,7 +171,7 @@ class Store:
         return self._items.get(key)
 
     def list(
-        self, namespace: str | None = None, label_selector: Mapping[str, Any] | None = None
+        self, namespace: str | None = None, label_selector: Mapping[str, Any] | LabelSelector | None = None
     ) -> builtins.list[Obj]:
         """Cached objects, sorted by key, optionally in one namespace and matching a selector
         (see :func:`matches_labels`).
@@ -212,27 +181,22 @@ class Store:
         O(objects).
         """
         candidates: set[str] | None = None
-        if label_selector:
-            match_labels = _match_labels_of(label_selector)
-            if match_labels:
-                key = min(match_labels)
-                index_name = LABEL_INDEX_PREFIX + key
-                if index_name not in self._indexers:
-                    self.add_indexer(index_name, label_indexer(key))
-                candidates = self._indices[index_name].get(str(match_labels[key]), set())
+        selector = _compiled(label_selector)
+        equal = [r for r in selector.requirements if r.op == "="]
+        if equal:
+            req = min(equal, key=lambda r: r.key)
+            index_name = LABEL_INDEX_PREFIX + req.key
+            if index_name not in self._indexers:
+                self.add_indexer(index_name, label_indexer(req.key))
+            candidates = self._indices[index_name].get(req.values[0], set())
         if namespace:
             in_ns = self._indices[NAMESPACE_INDEX].get(namespace, set())
             candidates = in_ns if candidates is None else (candidates & in_ns)
         keys = sorted(self._items if candidates is None else candidates)
-        if not label_selector:
+        if selector.empty:
             return [self._items[k] for k in keys]
-        match = selector_matcher(label_selector)
-        out = []
-        for k in keys:
-            obj = self._items[k]
-            if match((obj.get("metadata") or {}).get("labels") or {}):
-                out.append(obj)
-        return out
+        return [self._items[k] for k in keys
+                if selector.matches((self._items[k].get("metadata") or {}).get("labels") or {})]
 
     def keys(self) -> builtins.list[str]:
         return sorted(self._items)

@@ -50,6 +50,7 @@ from pumice.api.scheme import NAMESPACE as NAMESPACES
 from pumice.api.scheme import NODE as NODES
 from pumice.api.scheme import POD as PODS
 from pumice.api.scheme import SERVICE as SERVICES
+from pumice.api.selectors import from_set
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
 from pumice.client.informer import Informer
 from pumice.node import podspec
@@ -800,7 +801,7 @@ class NodeAgent:
     def _admit(self, node: NodeState, pod: Obj) -> tuple[str, str] | None:
         """Mirrors: kubernetes pkg/kubelet/lifecycle/predicate.go (resource fit, node selector)."""
         sel = (pod.get("spec") or {}).get("nodeSelector") or {}
-        if any(node.labels.get(k) != v for k, v in sel.items()):
+        if not from_set(sel).matches(node.labels):
             return "NodeAffinity", "Pod was rejected: Predicate NodeAffinity failed"
         req = podspec.pod_requests(pod)
         units = node.units()

@@ -20,13 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pumice.api import meta
+from pumice.api.selectors import from_set
 
 Obj = dict[str, Any]
 CLUSTER_DOMAIN = "cluster.local"
 
 
 def _selected(selector: dict[str, str], labels: dict[str, str]) -> bool:
-    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+    return bool(selector) and from_set(selector).matches(labels)
 
 
 @dataclass

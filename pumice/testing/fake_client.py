@@ -35,6 +35,13 @@ from typing import Any
 from pumice._util.clock import Clock, default_clock, rfc3339
 from pumice.api.patch import PatchError, json_patch
 from pumice.api.scheme import BUILTIN_KINDS, ResourceKind, Scheme
+from pumice.api.selectors import (
+    FieldSelector,
+    LabelSelector,
+    SelectorError,
+    parse_field_selector,
+    parse_label_selector,
+)
 from pumice.api.strategic import strategic_merge_patch
 from pumice.client.base import ApiError, ObjectList, PatchType, WatchEvent
 
@@ -68,54 +75,12 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return out
 
 
-def _parse_selector(sel: str | None) -> list[tuple[str, str, str]]:
-    out = []
-    for part in (sel or "").split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if "!=" in part:
-            k, v = part.split("!=", 1)
-            out.append((k.strip(), "!=", v.strip()))
-        elif "=" in part:
-            k, v = part.split("=", 1)
-            out.append((k.strip(), "=", v.strip().lstrip("=")))
-        else:
-            out.append((part.lstrip("!"), "!" if part.startswith("!") else "exists", ""))
-    return out
-
-
-def _match(labels: Mapping[str, str], reqs: list[tuple[str, str, str]]) -> bool:
-    for k, op, v in reqs:
-        if op == "=" and labels.get(k) != v:
-            return False
-        if op == "!=" and labels.get(k) == v:
-            return False
-        if op == "exists" and k not in labels:
-            return False
-        if op == "!" and k in labels:
-            return False
-    return True
-
-
-def _field(obj: Obj, path: str) -> str:
-    cur: Any = obj
-    for part in path.split("."):
-        if not isinstance(cur, dict):
-            return ""
-        cur = cur.get(part)
-    return "" if cur is None else str(cur)
-
-
-def _match_fields(obj: Obj, reqs: list[tuple[str, str, str]]) -> bool:
-    """Field selectors over dotted paths (``spec.nodeName=``, ``status.phase!=Failed``)."""
-    for path, op, v in reqs:
-        value = _field(obj, path)
-        if op == "=" and value != v:
-            return False
-        if op == "!=" and value == v:
-            return False
-    return True
+def _selectors(label_selector: str | None, field_selector: str | None) -> tuple[LabelSelector, FieldSelector]:
+    """Both query-string selectors, parsed as the API server parses them (400 on a bad one)."""
+    try:
+        return parse_label_selector(label_selector), parse_field_selector(field_selector)
+    except SelectorError as e:
+        raise _status(400, "BadRequest", str(e)) from e
 
 
 class FakeClient:
@@ -235,12 +200,11 @@ class FakeClient:
         resource_version: str | None = None,
     ) -> ObjectList:
         self._record("list", kind, namespace, "")
-        reqs = _parse_selector(label_selector)
-        freqs = _parse_selector(field_selector)
+        labels, fields = _selectors(label_selector, field_selector)
         items = [
             o for k, o in sorted(self._bucket(kind).items())
             if (not namespace or not kind.namespaced or o["metadata"].get("namespace") == namespace)
-            and _match(o["metadata"].get("labels") or {}, reqs) and _match_fields(o, freqs)
+            and labels.matches(o["metadata"].get("labels")) and fields.matches(o)
         ]
         start, rv = 0, str(self._rv)
         if continue_:
@@ -265,15 +229,14 @@ class FakeClient:
         since = int(resource_version) if resource_version else self._rv
         if since < self._compacted:
             raise _status(410, "Expired", f"too old resource version: {since} ({self._compacted})")
-        reqs = _parse_selector(label_selector)
-        freqs = _parse_selector(field_selector)
+        labels, fields = _selectors(label_selector, field_selector)
 
         def matches(o: Obj | None) -> bool:
             if o is None:
                 return False
             if namespace and kind.namespaced and o["metadata"].get("namespace") != namespace:
                 return False
-            return _match(o["metadata"].get("labels") or {}, reqs) and _match_fields(o, freqs)
+            return labels.matches(o["metadata"].get("labels")) and fields.matches(o)
 
         epoch = self._generation_epoch
         expire_epoch = self._expire_epoch

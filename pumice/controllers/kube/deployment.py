@@ -40,7 +40,7 @@ from pumice.controllers.kube.podutil import (
     scaled_value,
     set_status_condition,
 )
-from pumice.controllers.kube.replicaset import ORPHAN_INDEX, orphan_indexer, selector_matches
+from pumice.controllers.kube.replicaset import ORPHAN_INDEX, orphan_indexer, workload_selector
 from pumice.runtime import Request, Result, TerminalError
 from pumice.runtime.events import EventRecorder
 
@@ -233,13 +233,13 @@ class DeploymentReconciler:
     # -- observe ------------------------------------------------------------------------------
     async def claim_replica_sets(self, d: Obj) -> list[Obj]:
         md = d["metadata"]
-        selector = (d.get("spec") or {}).get("selector")
+        selector = workload_selector((d.get("spec") or {}).get("selector"))
         owned = [rs for rs in self.replica_sets.store.by_index(OWNER_UID_INDEX, md["uid"])
-                 if selector_matches(selector, (rs.get("metadata") or {}).get("labels") or {})]
+                 if selector.matches((rs.get("metadata") or {}).get("labels") or {})]
         if md.get("deletionTimestamp"):
             return owned
         for rs in self.replica_sets.store.by_index(ORPHAN_INDEX, md.get("namespace", "")):
-            if not selector_matches(selector, (rs.get("metadata") or {}).get("labels") or {}):
+            if not selector.matches((rs.get("metadata") or {}).get("labels") or {}):
                 continue
             refs = [*(rs["metadata"].get("ownerReferences") or []), controller_ref(d)]
             try:

@@ -26,8 +26,9 @@ import copy
 from typing import Any
 
 from pumice.api.scheme import ENDPOINT_SLICE, ENDPOINTS
+from pumice.api.selectors import from_set
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
-from pumice.client.informer import Informer, matches_labels
+from pumice.client.informer import Informer
 from pumice.controllers.kube.podutil import compute_hash, controller_ref, is_ready, is_terminal
 from pumice.runtime import Request, Result
 
@@ -53,7 +54,7 @@ def services_for_pod(services: Informer, pod: Obj) -> list[Request]:
     out = []
     for svc in services.store.list(ns):
         sel = _selector(svc)
-        if sel and matches_labels(labels, sel):
+        if sel and from_set(sel).matches(labels):
             out.append(Request(ns, svc["metadata"]["name"]))
     return out
 
@@ -231,8 +232,7 @@ class EndpointsReconciler:
         sel = _selector(svc)
         if not sel:
             return Result()
-        pods = [p for p in self.pods.store.list(req.namespace)
-                if matches_labels((p.get("metadata") or {}).get("labels") or {}, sel)]
+        pods = self.pods.store.list(req.namespace, from_set(sel))
         ep = build_endpoints(svc, pods)
         await self._apply(ep, self.endpoints.store.get(req.namespace, req.name), ("subsets",))
         es = build_endpoint_slice(svc, pods)

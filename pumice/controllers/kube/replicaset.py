@@ -24,8 +24,9 @@ from typing import Any
 
 from pumice._util.clock import Clock
 from pumice.api.scheme import POD
+from pumice.api.selectors import NOTHING, LabelSelector, from_label_selector
 from pumice.client.base import ApiError, KubeClient, is_conflict, is_not_found
-from pumice.client.informer import OWNER_UID_INDEX, Informer, matches_labels
+from pumice.client.informer import OWNER_UID_INDEX, Informer
 from pumice.controllers.kube.podutil import (
     available_in,
     controller_ref,
@@ -55,15 +56,16 @@ def orphan_indexer(obj: Obj) -> list[str]:
     return [md.get("namespace") or ""]
 
 
-def selector_matches(selector: Obj | None, labels: dict[str, str]) -> bool:
-    """A metav1.LabelSelector; an empty or missing selector matches nothing (as for workloads)."""
-    if not selector:
-        return False
-    match_labels = selector.get("matchLabels")
-    exprs = selector.get("matchExpressions")
-    if not exprs:
-        return bool(match_labels) and all(labels.get(k) == v for k, v in (match_labels or {}).items())
-    return matches_labels(labels, selector)
+def workload_selector(selector: Obj | None) -> LabelSelector:
+    """A workload's ``spec.selector`` (metav1.LabelSelector) as a selector; a nil or empty one
+    selects nothing, so a workload with it adopts no Pods (upstream's ReplicaSet and Deployment
+    controllers skip an empty selector).
+
+    Raises:
+        SelectorError: a matchExpressions operator the API does not know.
+    """
+    sel = from_label_selector(selector)
+    return NOTHING if sel.empty else sel
 
 
 async def slow_start_batch(count: int, fn: Any, initial: int = 1) -> int:
@@ -130,16 +132,16 @@ class ReplicaSetReconciler:
         owned Pods that no longer match (ClaimPods)."""
         md = rs["metadata"]
         uid, ns = md["uid"], md.get("namespace", "")
-        selector = (rs.get("spec") or {}).get("selector")
+        selector = workload_selector((rs.get("spec") or {}).get("selector"))
         owned = []
         for pod in self.pods.store.by_index(OWNER_UID_INDEX, uid):
-            if selector_matches(selector, (pod.get("metadata") or {}).get("labels") or {}):
+            if selector.matches((pod.get("metadata") or {}).get("labels") or {}):
                 owned.append(pod)
             elif not pod["metadata"].get("deletionTimestamp"):
                 await self._release(pod, uid)
         if not md.get("deletionTimestamp"):
             for pod in self.pods.store.by_index(ORPHAN_INDEX, ns):
-                if selector_matches(selector, (pod.get("metadata") or {}).get("labels") or {}):
+                if selector.matches((pod.get("metadata") or {}).get("labels") or {}):
                     adopted = await self._adopt(rs, pod)
                     if adopted is not None:
                         owned.append(adopted)

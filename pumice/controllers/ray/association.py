@@ -15,6 +15,7 @@ import random
 import string
 from typing import Any
 
+from pumice.api.selectors import from_set
 from pumice.controllers.ray import constants as c
 
 Obj = dict[str, Any]
@@ -116,9 +117,10 @@ def head_service_selector(cluster_name: str) -> dict[str, str]:
 
 
 def selector_string(sel: dict[str, str]) -> str:
-    """``k1=v1,k2=v2`` in key order."""
-    return ",".join(f"{k}={v}" for k, v in sorted(sel.items()))
+    """``k1=v1,k2=v2`` in key order (the ``labelSelector=`` form of a label map)."""
+    return str(from_set(sel))
 
 
 def matches(labels: dict[str, str], sel: dict[str, str]) -> bool:
-    return all(labels.get(k) == v for k, v in sel.items())
+    """Whether ``labels`` hold every pair of ``sel`` (:func:`pumice.api.selectors.from_set`)."""
+    return from_set(sel).matches(labels)

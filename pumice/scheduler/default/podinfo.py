@@ -12,9 +12,11 @@ staging/src/k8s.io/component-helpers/scheduling/corev1/nodeaffinity (requirement
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from pumice.api.selectors import LabelSelector, SelectorError, from_node_selector_requirements
 from pumice.scheduler.default.resources import (
     PODS,
     node_allocatable,
@@ -40,34 +42,27 @@ class PodSpecError(ValueError):
 @dataclass(frozen=True)
 class Requirement:
     """One node selector requirement: ``key``, ``operator`` (In, NotIn, Exists, DoesNotExist, Gt,
-    Lt) and ``values``. ``field`` marks a matchFields entry (only ``metadata.name``)."""
+    Lt) and ``values``. ``field`` marks a matchFields entry (only ``metadata.name``).
+
+    Matching is :func:`pumice.api.selectors.from_node_selector_requirements`' (the vectorized
+    table in :mod:`pumice.scheduler.default.vector` evaluates the same requirements column-wise).
+
+    Raises:
+        SelectorError: at construction, when the values do not fit the operator.
+    """
 
     key: str
     operator: str
     values: tuple[str, ...] = ()
     field: bool = False
+    _selector: LabelSelector = dataclasses.field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_selector", from_node_selector_requirements(
+            [{"key": self.key, "operator": self.operator, "values": list(self.values)}]))
 
     def matches(self, labels: dict[str, str], node_name: str) -> bool:
-        if self.field:
-            present, val = (True, node_name) if self.key == "metadata.name" else (False, "")
-        else:
-            present, val = self.key in labels, labels.get(self.key, "")
-        op = self.operator
-        if op == "In":
-            return present and val in self.values
-        if op == "NotIn":
-            return not present or val not in self.values
-        if op == "Exists":
-            return present
-        if op == "DoesNotExist":
-            return not present
-        if not present:
-            return False
-        try:
-            lhs, rhs = int(val), int(self.values[0])
-        except (ValueError, IndexError):
-            return False
-        return lhs > rhs if op == "Gt" else lhs < rhs
+        return self._selector.matches({"metadata.name": node_name} if self.field else labels)
 
 
 Term = tuple[Requirement, ...]
@@ -106,7 +101,10 @@ def _requirement(raw: Obj, *, is_field: bool) -> Requirement:
     op = raw.get("operator", "")
     if op not in OPERATORS:
         raise PodSpecError(f"unsupported node selector operator {op!r}, want one of {', '.join(OPERATORS)}")
-    return Requirement(str(raw.get("key", "")), op, tuple(str(v) for v in raw.get("values") or ()), is_field)
+    try:
+        return Requirement(str(raw.get("key", "")), op, tuple(str(v) for v in raw.get("values") or ()), is_field)
+    except SelectorError as e:
+        raise PodSpecError(f"bad node selector requirement: {e}") from e
 
 
 def parse_node_selection(spec: Obj) -> tuple[Term, tuple[Term, ...] | None]:

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from pumice.api.selectors import SelectorError, from_label_selector, from_node_selector_requirements, from_set
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.resource import PODS
 from pumice.scheduler.volcano.api.task_info import TaskInfo
@@ -55,55 +56,38 @@ class PredicatesArgs(Arguments, frozen=True):
     proportional_resource: str = arg("predicate.resources", "")
 
 
-# ----- matching helpers -------------------------------------------------------------------
-def match_expression(labels: Mapping[str, Any], expr: Obj) -> bool:
-    key, op, values = expr.get("key", ""), expr.get("operator", ""), expr.get("values") or []
-    has = key in labels
-    if op == "In":
-        return has and labels[key] in values
-    if op == "NotIn":
-        return not has or labels[key] not in values
-    if op == "Exists":
-        return has
-    if op == "DoesNotExist":
-        return not has
-    if op in ("Gt", "Lt"):
-        if not has or not values:
-            return False
-        try:
-            lv, rv = int(labels[key]), int(values[0])
-        except ValueError:
-            return False
-        return lv > rv if op == "Gt" else lv < rv
-    return False
-
-
+# ----- matching helpers (the matching itself is pumice.api.selectors') ----------------------
 def match_node_selector_term(node: NodeInfo, term: Obj) -> bool:
+    """Whether ``node`` satisfies a NodeSelectorTerm: its matchExpressions over the labels and
+    its matchFields over ``metadata.name``. An empty term, or one whose requirements do not
+    convert (the API server refuses such Pods), matches nothing.
+
+    Mirrors: k8s.io/component-helpers scheduling/corev1/nodeaffinity nodeSelectorTerms.Match.
+    """
     exprs = term.get("matchExpressions") or []
     fields = term.get("matchFields") or []
     if not exprs and not fields:
         return False
-    labels = node.labels
-    if not all(match_expression(labels, e) for e in exprs):
+    try:
+        return ((not exprs or from_node_selector_requirements(exprs).matches(node.labels))
+                and (not fields or from_node_selector_requirements(fields).matches({"metadata.name": node.name})))
+    except SelectorError:
         return False
-    return all(match_expression({"metadata.name": node.name}, f) for f in fields)
 
 
 def match_label_selector(labels: Mapping[str, Any], sel: Obj | None) -> bool:
-    if sel is None:
+    """A Pod affinity term's labelSelector (None selects nothing); one that does not convert
+    matches nothing."""
+    try:
+        return from_label_selector(sel).matches(labels)
+    except SelectorError:
         return False
-    for k, v in (sel.get("matchLabels") or {}).items():
-        if labels.get(k) != v:
-            return False
-    return all(match_expression(labels, e) for e in sel.get("matchExpressions") or [])
 
 
 def node_affinity_fits(pod: Obj, node: NodeInfo) -> bool:
     spec = pod.get("spec") or {}
-    labels = node.labels
-    for k, v in (spec.get("nodeSelector") or {}).items():
-        if labels.get(k) != v:
-            return False
+    if not from_set(spec.get("nodeSelector")).matches(node.labels):
+        return False
     req = (((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")) or None
     if req is not None:
         terms = req.get("nodeSelectorTerms") or []
