@@ -130,8 +130,12 @@ POD_GROUP = ResourceKind("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgro
 VCJOB = ResourceKind("batch.volcano.sh", "v1alpha1", "Job", "jobs", short_names=("vcjob", "vj"),
                      subresources=("status",))
 COMMAND = ResourceKind("bus.volcano.sh", "v1alpha1", "Command", "commands")
+HYPER_NODE = ResourceKind("topology.volcano.sh", "v1alpha1", "HyperNode", "hypernodes", namespaced=False,
+                          short_names=("hn",), subresources=("status",))
 
-CUSTOM_KINDS: tuple[ResourceKind, ...] = (RAY_CLUSTER, RAY_JOB, RAY_SERVICE, QUEUE, POD_GROUP, VCJOB, COMMAND)
+CUSTOM_KINDS: tuple[ResourceKind, ...] = (
+    RAY_CLUSTER, RAY_JOB, RAY_SERVICE, QUEUE, POD_GROUP, VCJOB, COMMAND, HYPER_NODE
+)
 
 # --- kinds pumice writes to a real cluster but does not serve itself ---------------------------
 # (Volcano's svc job plugin creates NetworkPolicies; pumice's API server has no networking group.)

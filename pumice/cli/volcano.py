@@ -18,7 +18,7 @@ from typing import Any
 import click
 import yaml
 
-_KINDS = {"Namespace", "Node", "Pod", "PodGroup", "Queue", "PriorityClass"}
+_KINDS = {"Namespace", "Node", "Pod", "PodGroup", "Queue", "PriorityClass", "HyperNode"}
 _NAMESPACED = {"Pod", "PodGroup"}
 
 

@@ -160,8 +160,22 @@ def podgroup(
     priority_class: str | None = None,
     annotations: Mapping[str, str] | None = None,
     created: str | None = CREATED,
+    topology: str | None = None,
+    tier: int | None = None,
+    tier_name: str | None = None,
+    allocated_hypernode: str | None = None,
 ) -> Obj:
+    """A PodGroup; ``topology`` (``hard``/``soft``) with ``tier``/``tier_name`` sets
+    ``spec.networkTopology``; ``allocated_hypernode`` the ``volcano.sh/job-allocated-hypernode``
+    annotation."""
     spec: Obj = {"queue": queue, "minMember": min_member}
+    if topology is not None:
+        nt: Obj = {"mode": topology}
+        if tier is not None:
+            nt["highestTierAllowed"] = tier
+        if tier_name is not None:
+            nt["highestTierName"] = tier_name
+        spec["networkTopology"] = nt
     if min_task_member:
         spec["minTaskMember"] = dict(min_task_member)
     if min_resources is not None:
@@ -169,6 +183,8 @@ def podgroup(
     if priority_class:
         spec["priorityClassName"] = priority_class
     md: Obj = {"name": name, "namespace": namespace, "annotations": dict(annotations or {})}
+    if allocated_hypernode is not None:
+        md["annotations"]["volcano.sh/job-allocated-hypernode"] = allocated_hypernode
     if created:
         md["creationTimestamp"] = created
     return {
@@ -178,6 +194,30 @@ def podgroup(
         "spec": spec,
         "status": {"phase": phase} if phase else {},
     }
+
+
+def hypernode(
+    name: str,
+    tier: int,
+    *,
+    nodes: Sequence[str] = (),
+    hypernodes: Sequence[str] = (),
+    regex: str | None = None,
+    labels_match: Mapping[str, str] | None = None,
+    tier_name: str | None = None,
+) -> Obj:
+    """A HyperNode whose members are the named Nodes (exactMatch), the named HyperNodes, a
+    node-name ``regex`` and/or a node ``labels_match`` selector."""
+    members: list[Obj] = [{"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in nodes]
+    members += [{"type": "HyperNode", "selector": {"exactMatch": {"name": h}}} for h in hypernodes]
+    if regex is not None:
+        members.append({"type": "Node", "selector": {"regexMatch": {"pattern": regex}}})
+    if labels_match is not None:
+        members.append({"type": "Node", "selector": {"labelMatch": {"matchLabels": dict(labels_match)}}})
+    spec: Obj = {"tier": tier, "members": members}
+    if tier_name is not None:
+        spec["tierName"] = tier_name
+    return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": name}, "spec": spec}
 
 
 def queue(
@@ -303,6 +343,7 @@ def write_manifests(directory: Path, objects: Iterable[Obj]) -> Path:
 __all__ = [
     "Scenario",
     "conf_yaml",
+    "hypernode",
     "node",
     "plugin",
     "pod",

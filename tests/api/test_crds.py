@@ -23,6 +23,7 @@ UPSTREAM_FILES = {
     ("scheduling.volcano.sh", "PodGroup"): VOLCANO / "config/crd/volcano/bases/scheduling.volcano.sh_podgroups.yaml",
     ("batch.volcano.sh", "Job"): VOLCANO / "config/crd/volcano/bases/batch.volcano.sh_jobs.yaml",
     ("bus.volcano.sh", "Command"): VOLCANO / "config/crd/volcano/bases/bus.volcano.sh_commands.yaml",
+    ("topology.volcano.sh", "HyperNode"): VOLCANO / "config/crd/volcano/bases/topology.volcano.sh_hypernodes.yaml",
 }
 
 OURS = {(c["spec"]["group"], c["spec"]["names"]["kind"]): c for c in builtin_crds()}

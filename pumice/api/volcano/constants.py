@@ -116,6 +116,20 @@ class NetworkTopologyMode(StrEnum):
     SOFT = "soft"
 
 
+class MemberType(StrEnum):
+    """HyperNode ``spec.members[].type``."""
+
+    NODE = "Node"
+    HYPER_NODE = "HyperNode"
+
+
+TOPOLOGY_API_VERSION = "topology.volcano.sh/v1alpha1"
+JOB_ALLOCATED_HYPERNODE_ANNOTATION = "volcano.sh/job-allocated-hypernode"
+"""PodGroup annotation: the lowest HyperNode spanning the job's placements (api/well_known_labels.go)."""
+PARTITION_ID_LABEL = "volcano.sh/partition-id"
+NETWORK_TOPOLOGY_SOURCE_LABEL = "volcano.sh/network-topology-source"
+
+
 class TopologyPolicy(StrEnum):
     NONE = "none"
     BEST_EFFORT = "best-effort"

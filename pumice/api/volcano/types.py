@@ -1,12 +1,13 @@
 """Typed models of the Volcano kinds: scheduling.volcano.sh/v1beta1 Queue and PodGroup,
-batch.volcano.sh/v1alpha1 Job, bus.volcano.sh/v1alpha1 Command.
+batch.volcano.sh/v1alpha1 Job, bus.volcano.sh/v1alpha1 Command, topology.volcano.sh/v1alpha1
+HyperNode.
 
 Wire names are upstream's camelCase JSON names. Resource lists are quantity maps
 (``{"cpu": "2", "memory": "4Gi"}``). Embedded Kubernetes types are lightkube's models, published
 in the CRDs as opaque objects.
 
 Mirrors: volcano-sh/apis pkg/apis/scheduling/v1beta1/types.go, pkg/apis/batch/v1alpha1/job.go,
-pkg/apis/bus/v1alpha1/types.go.
+pkg/apis/bus/v1alpha1/types.go, pkg/apis/topology/v1alpha1/hypernode_types.go.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from pumice.api._structs import TopLevel as _TopLevel
 from pumice.api._structs import Wire as _Wire
 from pumice.api._structs import from_wire as from_wire
 from pumice.api._structs import to_wire as to_wire
-from pumice.api.schema import DateTime, Int32, ResourceList, crd_default, extra
+from pumice.api.ray.types import Condition
+from pumice.api.schema import DateTime, Int32, Int64, ResourceList, crd_default, extra
 from pumice.api.volcano import constants as c
 
 DNS1123_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
@@ -273,3 +275,47 @@ class Command(_TopLevel):
     target: Annotated[OwnerReference, extra(**{"x-kubernetes-map-type": "atomic"})] | None = None
     reason: str | None = None
     message: str | None = None
+
+
+# --- topology HyperNode -----------------------------------------------------------------------
+
+
+class ExactMatch(_Wire):
+    name: Annotated[str, extra(minLength=1, maxLength=253, pattern=DNS1123_SUBDOMAIN_PATTERN)]
+
+
+class RegexMatch(_Wire):
+    pattern: Annotated[str, extra(minLength=1)]
+
+
+class MemberSelector(_Wire):
+    """Exactly one of the three (the CRD's CEL rules; pumice checks them at admission)."""
+
+    exact_match: ExactMatch | None = None
+    regex_match: RegexMatch | None = None
+    label_match: LabelSelector | None = None
+
+
+class MemberSpec(_Wire):
+    type: Annotated[str, extra(enum=[t.value for t in c.MemberType])]
+    selector: MemberSelector | None = None
+
+
+class HyperNodeSpec(_Wire):
+    tier: Annotated[int, extra(minimum=0)]
+    tier_name: Annotated[str, extra(maxLength=253)] | None = None
+    members: Annotated[list[MemberSpec], extra(minItems=1)] | None = None
+
+
+class HyperNodeStatus(_Wire):
+    conditions: list[Condition] | None = None
+    node_count: Annotated[Int64, extra(minimum=0)] | None = None
+
+
+class HyperNode(_TopLevel):
+    """``topology.volcano.sh`` HyperNode: a group of Nodes (tier 1) or HyperNodes (higher tiers)
+    that share a network level; lower tier = closer."""
+
+    __api_version__ = c.TOPOLOGY_API_VERSION
+    spec: HyperNodeSpec | None = None
+    status: HyperNodeStatus | None = None

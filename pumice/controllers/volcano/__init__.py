@@ -31,7 +31,7 @@ def admission_plugins(
             default, as shipped upstream).
     Returns:
         ``(mutating, validating)``: mutating jobs/queues/podgroups/pods, then validating
-        jobs (webhook, then the basic job-validation-policy), queues, podgroups, pods.
+        jobs (webhook, then the basic job-validation-policy), queues, podgroups, hypernodes, pods.
     """
     from pumice.controllers.volcano import admission as adm
 
@@ -46,6 +46,7 @@ def admission_plugins(
         adm.JobPolicyValidator(),
         adm.QueueValidator(),
         adm.PodGroupValidator(),
+        adm.HyperNodeValidator(),
         adm.PodValidator((scheduler_name,)),
     ]
     return mutating, validating

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pumice.api.meta import owner_reference
+from pumice.api.volcano.constants import PARTITION_ID_LABEL
 from pumice.controllers.volcano import keys
 from pumice.controllers.volcano.job import resources as res
 
@@ -108,6 +109,32 @@ def pg_min_resources(job: Obj, priority_of: Callable[[str], int | None] = lambda
     return res.fmt(total)
 
 
+def sub_group_policy(task: Obj) -> Obj:
+    """The PodGroup ``subGroupPolicy`` entry of a task with a ``partitionPolicy``: one sub-group
+    per ``volcano.sh/partition-id`` value among the task's Pods.
+
+    Mirrors: volcano pkg/controllers/job/job_controller_actions.go getSubGroupPolicy.
+    """
+    pp = task.get("partitionPolicy") or {}
+    name = task.get("name", "")
+    out: Obj = {
+        "name": name,
+        "subGroupSize": int(pp.get("partitionSize") or 0),
+        "minSubGroups": int(pp.get("minPartitions") or 0),
+        "labelSelector": {"matchLabels": {keys.TASK_SPEC_KEY: name}},
+        "matchLabelKeys": [PARTITION_ID_LABEL],
+    }
+    nt = pp.get("networkTopology")
+    if nt:
+        pnt: Obj = {"mode": nt.get("mode")}
+        if nt.get("highestTierAllowed") is not None:
+            pnt["highestTierAllowed"] = nt["highestTierAllowed"]
+        if nt.get("highestTierName"):
+            pnt["highestTierName"] = nt["highestTierName"]
+        out["networkTopology"] = pnt
+    return out
+
+
 def build_podgroup(job: Obj, priority_of: Callable[[str], int | None] = lambda _: None) -> Obj:
     """The PodGroup of a vcjob, owned by it; annotations and labels copied from the job."""
     md, spec = job["metadata"], job.get("spec") or {}
@@ -127,6 +154,9 @@ def build_podgroup(job: Obj, priority_of: Callable[[str], int | None] = lambda _
         elif nt.get("highestTierName"):
             pnt["highestTierName"] = nt["highestTierName"]
         pg_spec["networkTopology"] = pnt
+    policies = [sub_group_policy(t) for t in tasks(job) if t.get("partitionPolicy")]
+    if policies:
+        pg_spec["subGroupPolicy"] = policies
     meta: Obj = {
         "name": podgroup_name(job),
         "namespace": md.get("namespace", "default"),
@@ -141,7 +171,7 @@ def build_podgroup(job: Obj, priority_of: Callable[[str], int | None] = lambda _
 
 def podgroup_spec_update(pg: Obj, job: Obj, priority_of: Callable[[str], int | None] = lambda _: None) -> Obj | None:
     """The PodGroup with its spec brought in line with the job (minMember, minResources,
-    minTaskMember, priorityClassName), or None when nothing changes."""
+    minTaskMember, priorityClassName, subGroupPolicy), or None when nothing changes."""
     want = build_podgroup(job, priority_of)["spec"]
     new = copy.deepcopy(pg)
     spec = new.setdefault("spec", {})
@@ -159,6 +189,12 @@ def podgroup_spec_update(pg: Obj, job: Obj, priority_of: Callable[[str], int | N
             mtm[t] = n
             changed = True
     spec["minTaskMember"] = mtm
+    if (spec.get("subGroupPolicy") or []) != (want.get("subGroupPolicy") or []):
+        if want.get("subGroupPolicy"):
+            spec["subGroupPolicy"] = want["subGroupPolicy"]
+        else:
+            spec.pop("subGroupPolicy", None)
+        changed = True
     return new if changed else None
 
 
@@ -213,7 +249,7 @@ def build_pod(job: Obj, task: Obj, index: int) -> Obj:
     pp = task.get("partitionPolicy")
     if pp:
         size = int(pp.get("partitionSize") or 0)
-        labels["volcano.sh/partition-id"] = str(index // size if size > 0 else 0)
+        labels[PARTITION_ID_LABEL] = str(index // size if size > 0 else 0)
     for vol in spec.get("volumes") or []:
         claim = vol.get("volumeClaimName")
         if not claim:

@@ -1,6 +1,18 @@
 """allocate: place Pending tasks of admitted jobs, gang by gang, queue by queue.
 
-Mirrors: volcano pkg/scheduler/actions/allocate/allocate.go (without HyperNode paths).
+A job with a network topology (hard mode with a tier limit; soft mode arrives converted to hard
+at the root's tier) takes the HyperNode path: the gradient plugin lists candidate HyperNodes by
+tier, lowest first; within the first gradient where any candidate can hold the job (ready or
+pipelined), the best-scoring candidate wins. Its dry-run placements are replayed into the
+statement and the job's allocated HyperNode becomes the LCA of the previous one and the winner.
+
+Mirrors: volcano pkg/scheduler/actions/allocate/allocate.go (allocateResources, allocateForJob,
+allocateForSubJob, allocateResourcesForTasks, getNewAllocatedHyperNode).
+Deviates: a job is one sub-job (``subGroupPolicy`` sub-groups are not scheduled separately);
+candidates of one gradient are dry-run in descending HyperNode score and the first that holds
+the job is taken -- the same winner as upstream's dry-run-all-then-pick-best, since the score is
+read from the state before the dry runs; equal scores go to the first in gradient (name) order
+(upstream: map order).
 """
 
 from __future__ import annotations
@@ -8,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pumice.scheduler.volcano.api.hyper_node_info import CLUSTER_TOP_HYPERNODE
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.queue_info import QueueInfo
@@ -22,7 +35,7 @@ from pumice.scheduler.volcano.framework.predicate_helper import (
     predicate_rows,
 )
 from pumice.scheduler.volcano.framework.session import Session
-from pumice.scheduler.volcano.framework.statement import Statement
+from pumice.scheduler.volcano.framework.statement import Op, Statement
 from pumice.scheduler.volcano.framework.util import PriorityQueue
 
 ACTION_NAME = "allocate"
@@ -79,15 +92,65 @@ class AllocateAction:
                 continue
             job = pq.pop()
             ws = worksheets[job.uid]
-            stmt = self.allocate_for_tasks(ssn, job, q, ws)
-            if stmt is not None and ssn.job_ready(job):
-                stmt.commit()
-                if not ws.empty():
-                    pq.push(job)
+            if job.is_hard_topology_mode()[0]:
+                stmt, best, rest = self.allocate_for_topology_job(ssn, job, q, ws)
+                if stmt is not None and ssn.job_ready(job):
+                    stmt.commit()
+                    job.allocated_hypernode = ssn.hypernodes.lca(job.allocated_hypernode, best)
+                    if rest is not None and not rest.empty():
+                        worksheets[job.uid] = rest
+                        pq.push(job)
+            else:
+                stmt = self.allocate_for_tasks(ssn, job, q, ws)
+                if stmt is not None and ssn.job_ready(job):
+                    stmt.commit()
+                    if not ws.empty():
+                        pq.push(job)
             queues.push(q)
 
-    def allocate_for_tasks(self, ssn: Session, job: JobInfo, q: QueueInfo, tasks: PriorityQueue[TaskInfo]) -> Statement | None:
+    def allocate_for_topology_job(
+        self, ssn: Session, job: JobInfo, q: QueueInfo, tasks: PriorityQueue[TaskInfo]
+    ) -> tuple[Statement | None, str, PriorityQueue[TaskInfo] | None]:
+        """Dry-run ``job`` in its gradient's HyperNodes; replay the winner.
+
+        Returns ``(statement, winning HyperNode, remaining worksheet)``; ``(None, "", None)``
+        when no HyperNode of any gradient can hold the job.
+        """
+        hns = ssn.hypernodes
+        job.waiting_tier = 0
+        for gradient in ssn.hyper_node_gradient_for_job(job, CLUSTER_TOP_HYPERNODE):
+            if not gradient:
+                continue
+            job.waiting_tier = hns.infos[gradient[0]].tier
+            scores = ssn.hyper_node_order(job, gradient)
+            order = sorted(range(len(gradient)), key=lambda i: (-scores[gradient[i]], i))
+            for i in order:
+                hn = gradient[i]
+                job.reset_fit_err()
+                ws = tasks.clone()
+                stmt = self.allocate_for_tasks(ssn, job, q, ws, hypernode=hn)
+                if stmt is None or not stmt.operations:
+                    continue
+                plan = [(op.name, op.task, op.task.node_name, op.task.eviction_occurred) for op in stmt.operations]
+                stmt.discard()
+                final = Statement(ssn)
+                for name, task, node_name, evicted in plan:
+                    if name is Op.Allocate:
+                        final.allocate(task, ssn.nodes[node_name])
+                    else:
+                        final.pipeline(task, node_name, evicted)
+                return final, hn, ws
+        return None, "", None
+
+    def allocate_for_tasks(
+        self, ssn: Session, job: JobInfo, q: QueueInfo, tasks: PriorityQueue[TaskInfo], *, hypernode: str = ""
+    ) -> Statement | None:
+        """Place ``job``'s tasks (all nodes, or only ``hypernode``'s); the statement when the job
+        is ready or pipelined, else None (everything undone)."""
         stmt = Statement(ssn)
+        subset = ssn.hypernode_nodes(hypernode) if hypernode and hypernode != CLUSTER_TOP_HYPERNODE else None
+        topo = job.network_topology is not None
+        allocated_hn = job.allocated_hypernode
         while not tasks.empty():
             task = tasks.pop()
             if not ssn.allocatable(q, task):
@@ -110,10 +173,22 @@ class AllocateAction:
             nodes: list[NodeInfo] = []
             fit_errors = FitErrors()
             nominated = task.nominated_node_name
+            if subset is not None and nominated and ssn.nodes.get(nominated) not in subset:
+                nominated = ""
             if nominated and nominated in ssn.nodes and task.resreq.less_equal(ssn.nodes[nominated].future_idle(), Dimension.ZERO):
                 nodes, fit_errors = predicate_nodes(ssn, task, [ssn.nodes[nominated]], "allocate", sample=False)
+            if topo:
+                task.job_allocated_hypernode = allocated_hn
             node: NodeInfo | None = None
             if nodes:
+                node = best_node(ssn, task, nodes)
+            elif subset is not None:
+                nodes, fit_errors = predicate_nodes(ssn, task, subset, "allocate")
+                if not nodes:
+                    job.nodes_fit_errors[task.uid] = fit_errors
+                    if job.need_continue_allocating():
+                        continue
+                    break
                 node = best_node(ssn, task, nodes)
             else:
                 feasible = 0
@@ -143,6 +218,10 @@ class AllocateAction:
             except Exception as e:
                 ssn.record_error("allocate", task, node.name, e)
                 continue
+            if topo:
+                leaf = ssn.hypernodes.leaf_of(node.name)
+                if leaf:
+                    allocated_hn = ssn.hypernodes.lca(leaf, allocated_hn)
             if ssn.job_ready(job):
                 break
         if ssn.job_ready(job) or ssn.job_pipelined(job):

@@ -29,6 +29,26 @@ _READY = (TaskStatus.Bound, TaskStatus.Binding, TaskStatus.Running, TaskStatus.A
 _VALID = ALLOCATED_STATUSES | {TaskStatus.Succeeded, TaskStatus.Pipelined, TaskStatus.Pending}
 
 
+@dataclass
+class NetworkTopology:
+    """A job's ``spec.networkTopology`` as the session uses it (``mode`` hard|soft,
+    ``highest_tier_allowed`` None when unset, ``highest_tier_name`` "" when unset).
+
+    Mirrors: volcano-sh/apis scheduling/v1beta1 NetworkTopologySpec.
+    """
+
+    mode: str = "hard"
+    highest_tier_allowed: int | None = None
+    highest_tier_name: str = ""
+
+    @classmethod
+    def from_spec(cls, spec: Obj | None) -> NetworkTopology | None:
+        if not spec:
+            return None
+        hta = spec.get("highestTierAllowed")
+        return cls(str(spec.get("mode") or "hard"), int(hta) if hta is not None else None, str(spec.get("highestTierName") or ""))
+
+
 @dataclass(eq=False)
 class JobInfo:
     """A job: uid ``<ns>/<podgroup>``. ``pod_group`` is the wire PodGroup (its ``status`` is the
@@ -55,6 +75,20 @@ class JobInfo:
     schedule_start_timestamp: float = 0.0
     annotations: dict[str, str] = field(default_factory=dict)
     pending_best_effort: int = 0
+    network_topology: NetworkTopology | None = None
+    allocated_hypernode: str = ""
+    waiting_tier: int = 0
+    """The tier of the last HyperNode gradient allocate tried for this job (0: none tried)."""
+
+    def is_hard_topology_mode(self) -> tuple[bool, int]:
+        """(hard, highest allowed tier): hard only with mode ``hard`` and a tier limit.
+
+        Mirrors: job_info.go IsHardTopologyMode.
+        """
+        nt = self.network_topology
+        if nt is None or nt.highest_tier_allowed is None:
+            return False, 0
+        return nt.mode == "hard", nt.highest_tier_allowed
 
     # ----- membership ---------------------------------------------------------------------
     @property

@@ -6,12 +6,15 @@ Mirrors: volcano pkg/scheduler/api/queue_info.go QueueInfo, cluster_info.go Clus
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.resource import Resource
 from pumice.scheduler.volcano.api.types import HIERARCHY_ANNOTATION, HIERARCHY_WEIGHTS_ANNOTATION, QueueState
+
+if TYPE_CHECKING:
+    from pumice.scheduler.volcano.api.hyper_node_info import HyperNodesInfo
 
 Obj = dict[str, Any]
 
@@ -81,3 +84,4 @@ class ClusterInfo:
     priority_classes: dict[str, int] = field(default_factory=dict)
     namespaces: dict[str, Obj] = field(default_factory=dict)
     now: float = 0.0
+    hypernodes: HyperNodesInfo | None = None

@@ -122,6 +122,7 @@ class TaskInfo:
     nominated_node_name: str = ""
     eviction_occurred: bool = False
     last_transaction: TransactionContext | None = None
+    job_allocated_hypernode: str = ""
 
     @property
     def init_resreq(self) -> Resource:

@@ -22,7 +22,7 @@ from typing import Any
 
 from pumice._util.clock import Clock, rfc3339
 from pumice.api import quantity
-from pumice.api.scheme import POD_GROUP, PRIORITY_CLASS, QUEUE, ResourceKind
+from pumice.api.scheme import HYPER_NODE, POD_GROUP, PRIORITY_CLASS, QUEUE, ResourceKind
 from pumice.client.base import ApiError, KubeClient, is_not_found
 from pumice.client.informer import Informer, SharedInformerFactory
 from pumice.runtime.events import EventRecorder
@@ -55,7 +55,7 @@ def allocated_patch(current: Obj, desired: dict[str, str]) -> dict[str, str | No
     return patch
 
 class SchedulerCache:
-    """Informers for Pods, Nodes, PodGroups, Queues, PriorityClasses and Namespaces.
+    """Informers for Pods, Nodes, HyperNodes, PodGroups, Queues, PriorityClasses and Namespaces.
 
     Implements the session's cache seam (:meth:`bind`, :meth:`evict`), which only *queue* the
     API writes; :meth:`flush` awaits them (used at shutdown and by tests).
@@ -72,6 +72,7 @@ class SchedulerCache:
         self.pg_kind = scheme.resolve_or_add("podgroups.scheduling.volcano.sh", POD_GROUP)
         self.queue_kind = scheme.resolve_or_add("queues.scheduling.volcano.sh", QUEUE)
         self.pc_kind = scheme.resolve_or_add("priorityclasses.scheduling.k8s.io", PRIORITY_CLASS)
+        self.hn_kind = scheme.resolve_or_add("hypernodes.topology.volcano.sh", HYPER_NODE)
         self.event_kind = scheme.resolve("events")
         self.factory = SharedInformerFactory(client, clock=clock)
         self.informers: dict[str, Informer] = {
@@ -79,6 +80,7 @@ class SchedulerCache:
             "Namespace": self.factory.informer(self.ns_kind),
             "Queue": self.factory.informer(self.queue_kind),
             "Node": self.factory.informer(self.node_kind),
+            "HyperNode": self.factory.informer(self.hn_kind),
             "PodGroup": self.factory.informer(self.pg_kind),
             "Pod": self.factory.informer(self.pod_kind),
         }
@@ -207,6 +209,10 @@ class SchedulerCache:
             if not status_changed(cur.get("status") or {}, new):
                 continue
             self._spawn(self._patch_pg(cur, new))
+        for key, ann in res.pod_group_annotations.items():
+            cur = pgs.get(key)
+            if cur is not None and any(((cur.get("metadata") or {}).get("annotations") or {}).get(k) != v for k, v in ann.items()):
+                self._spawn(self._patch_pg_annotations(cur, ann))
         queues = {(o.get("metadata") or {}).get("name"): o for o in self.informers["Queue"].lister.list()}
         for qname, alloc in res.queue_allocated.items():
             q = queues.get(qname)
@@ -243,6 +249,14 @@ class SchedulerCache:
             await self.client.patch(self.pg_kind, md["name"], {"status": status}, md.get("namespace"), patch_type="merge")
         except Exception as e:
             log.warning("failed to update PodGroup %s/%s status: %s", md.get("namespace"), md["name"], e)
+
+    async def _patch_pg_annotations(self, cur: Obj, annotations: dict[str, str]) -> None:
+        md = cur["metadata"]
+        try:
+            await self.client.patch(self.pg_kind, md["name"], {"metadata": {"annotations": annotations}}, md.get("namespace"),
+                                    patch_type="merge")
+        except Exception as e:
+            log.warning("failed to annotate PodGroup %s/%s with %s: %s", md.get("namespace"), md["name"], annotations, e)
 
     async def _patch_queue(self, name: str, allocated: dict[str, str | None]) -> None:
         body = {"status": {"allocated": allocated}}

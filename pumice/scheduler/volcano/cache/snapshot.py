@@ -12,12 +12,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pumice._util.clock import Clock, parse_rfc3339
-from pumice.scheduler.volcano.api.job_info import JobInfo
+from pumice.scheduler.volcano.api.hyper_node_info import build_hypernodes
+from pumice.scheduler.volcano.api.job_info import JobInfo, NetworkTopology
 from pumice.scheduler.volcano.api.node_info import NodeInfo, node_is_ready
 from pumice.scheduler.volcano.api.queue_info import ClusterInfo, QueueInfo
 from pumice.scheduler.volcano.api.resource import Resource
 from pumice.scheduler.volcano.api.task_info import TaskInfo
-from pumice.scheduler.volcano.api.types import COMPLETED_STATUSES, PREEMPTABLE_KEY, TaskStatus
+from pumice.scheduler.volcano.api.types import (
+    COMPLETED_STATUSES,
+    JOB_ALLOCATED_HYPERNODE_ANNOTATION,
+    PREEMPTABLE_KEY,
+    TaskStatus,
+)
 from pumice.scheduler.volcano.conf import SchedulerConfiguration
 from pumice.scheduler.volcano.framework.interface import RecordingCache, SessionCache
 from pumice.scheduler.volcano.framework.session import CloseResult, open_session, run_actions
@@ -73,6 +79,8 @@ def job_from_pod_group(pg: Obj, creation: float, priority_classes: dict[str, int
         pod_group=pg,
         preemptable=str(ann.get(PREEMPTABLE_KEY, "false")).lower() == "true",
         annotations=dict(ann),
+        network_topology=NetworkTopology.from_spec(spec.get("networkTopology")),
+        allocated_hypernode=str(ann.get(JOB_ALLOCATED_HYPERNODE_ANNOTATION) or ""),
     )
 
 
@@ -80,7 +88,7 @@ def build_snapshot(
     objects: Iterable[Obj], *, clock: Clock | None = None, scheduler_names: tuple[str, ...] = ("volcano",)
 ) -> ClusterInfo:
     """A :class:`ClusterInfo` from wire objects (Nodes, Pods, PodGroups, Queues, PriorityClasses,
-    Namespaces; other kinds are ignored).
+    Namespaces, HyperNodes; other kinds are ignored).
 
     Objects without a creationTimestamp get one from their position (index seconds after the
     epoch), so file order breaks ties. Pods join the job named by their
@@ -140,6 +148,9 @@ def build_snapshot(
             ci.jobs[t.job].add_task(t)
     for uid in [u for u, j in ci.jobs.items() if j.queue not in ci.queues]:
         del ci.jobs[uid]
+    ci.hypernodes = build_hypernodes(
+        (o for o in objs if o.get("kind") == "HyperNode"), list(ci.nodes), {n: ni.labels for n, ni in ci.nodes.items()}
+    )
     return ci
 
 

@@ -48,6 +48,11 @@ JobVoteFn = Callable[[JobInfo], int]
 JobNotifyFn = Callable[[JobInfo], None]
 JobValidFn = Callable[[JobInfo], "ValidateResult | None"]
 VictimTasksFn = Callable[[list[TaskInfo]], list[TaskInfo]]
+HyperNodeOrderFn = Callable[[JobInfo, Sequence[str]], dict[str, float]]
+"""(job, candidate HyperNode names) -> score per HyperNode."""
+HyperNodeGradientFn = Callable[[JobInfo, str, str], "list[list[str]] | None"]
+"""(job, search root HyperNode, purpose ``allocate``|``evict``) -> HyperNode names by gradient
+(lowest tier first); None: this plugin has no opinion."""
 
 
 class CallbackTable(Generic[F]):
@@ -119,6 +124,8 @@ class Callbacks:
     job_valid: CallbackTable[JobValidFn]
     job_starving: CallbackTable[JobBoolFn]
     victim_tasks: CallbackTable[VictimTasksFn]
+    hyper_node_order: CallbackTable[HyperNodeOrderFn]
+    hyper_node_gradient_for_job: CallbackTable[HyperNodeGradientFn]
 
     @classmethod
     def for_tiers(cls, tiers: Sequence[Tier]) -> Callbacks:

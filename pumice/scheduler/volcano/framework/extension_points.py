@@ -58,5 +58,7 @@ POINTS: dict[str, ExtensionPoint] = {
         _P("jobValid", None, Combine.FIRST_INVALID),
         _P("jobStarving", "enableJobStarving", Combine.STARVING),
         _P("victimTasks", "enabledVictim", Combine.UNION_VICTIMS),
+        _P("hyperNodeOrder", "enabledHyperNodeOrder", Combine.SUM),
+        _P("hyperNodeGradientForJob", "enabledHyperNodeGradient", Combine.FIRST),
     )
 }

@@ -26,6 +26,7 @@ import numpy as np
 
 from pumice._util.clock import rfc3339
 from pumice.scheduler.volcano import metrics
+from pumice.scheduler.volcano.api.hyper_node_info import HyperNodesInfo, build_hypernodes
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.queue_info import ClusterInfo, QueueInfo
@@ -35,6 +36,7 @@ from pumice.scheduler.volcano.api.types import (
     ALL_NODE_UNAVAILABLE_MSG,
     ALLOCATED_STATUSES,
     COMPLETED_STATUSES,
+    JOB_ALLOCATED_HYPERNODE_ANNOTATION,
     POD_GROUP_READY,
     POD_GROUP_UNSCHEDULABLE,
     FitError,
@@ -52,6 +54,8 @@ from pumice.scheduler.volcano.framework.callbacks import (
     BestNodeFn,
     Callbacks,
     CallbackTable,
+    HyperNodeGradientFn,
+    HyperNodeOrderFn,
     JobBoolFn,
     JobCompareFn,
     JobNotifyFn,
@@ -84,7 +88,9 @@ class CloseResult:
     ``pod_groups``: ``<ns>/<name>`` -> new status dict, for every job with a PodGroup;
     ``changed``: keys whose status materially changed; ``events``: (pg key, type, reason,
     message); ``pod_conditions``: task key -> (reason, message, nominatedNodeName) for
-    Pending/Allocated/Pipelined tasks; ``queue_allocated``: queue -> ResourceList.
+    Pending/Allocated/Pipelined tasks; ``queue_allocated``: queue -> ResourceList;
+    ``pod_group_annotations``: ``<ns>/<name>`` -> annotations to merge into the PodGroup (the
+    ``volcano.sh/job-allocated-hypernode`` of a topology job whose value changed).
     """
 
     pod_groups: dict[str, Obj] = field(default_factory=dict)
@@ -92,6 +98,7 @@ class CloseResult:
     events: list[tuple[str, str, str, str]] = field(default_factory=list)
     pod_conditions: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     queue_allocated: dict[str, dict[str, str]] = field(default_factory=dict)
+    pod_group_annotations: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def _cond_key(c: Obj) -> tuple[Any, ...]:
@@ -157,6 +164,10 @@ class Session:
         self.plugin_open_seconds: dict[str, float] = {}
         self.current_action = ""
         self.errors: list[tuple[str, str, str, str]] = []
+        self.hypernodes: HyperNodesInfo = cluster.hypernodes or build_hypernodes((), list(self.nodes), {})
+        self._hn_nodes: dict[str, list[NodeInfo]] = {}
+        self.old_allocated_hypernode: dict[str, str] = {j.uid: j.allocated_hypernode for j in self.jobs.values()}
+        self._adjust_network_topology()
 
     # ----- registration -------------------------------------------------------------------
     def add_fn(self, point: str, plugin: str, fn: Callable[..., Any]) -> None:
@@ -233,6 +244,12 @@ class Session:
 
     def add_victim_tasks_fns(self, plugin: str, fn: VictimTasksFn) -> None:
         self.callbacks.victim_tasks.add(plugin, fn)
+
+    def add_hyper_node_order_fn(self, plugin: str, fn: HyperNodeOrderFn) -> None:
+        self.callbacks.hyper_node_order.add(plugin, fn)
+
+    def add_hyper_node_gradient_for_job_fn(self, plugin: str, fn: HyperNodeGradientFn) -> None:
+        self.callbacks.hyper_node_gradient_for_job.add(plugin, fn)
 
     def add_event_handler(self, eh: EventHandler) -> None:
         self.event_handlers.append(eh)
@@ -546,6 +563,64 @@ class Session:
         self.fire_deallocate(task)
         task.node_name = ""
 
+    # ----- network topology ---------------------------------------------------------------
+    def hypernode_nodes(self, name: str) -> list[NodeInfo]:
+        """The session's NodeInfos under HyperNode ``name`` (node order; [] when unknown)."""
+        got = self._hn_nodes.get(name)
+        if got is None:
+            hn = self.hypernodes.infos.get(name)
+            got = [self.nodes[n] for n in hn.nodes if n in self.nodes] if hn is not None else []
+            self._hn_nodes[name] = got
+        return got
+
+    def hyper_node_gradient_for_job(self, job: JobInfo, root: str, purpose: str = "allocate") -> list[list[str]]:
+        """Candidate HyperNodes for ``job`` under ``root``, by gradient; the first plugin with an
+        answer decides; none: ``[[root]]``. Mirrors: session_plugins.go HyperNodeGradientForJobFn."""
+        for fn in self.callbacks.hyper_node_gradient_for_job.flat():
+            got = fn(job, root, purpose)
+            if got is not None:
+                return got
+        return [[root]]
+
+    def hyper_node_order(self, job: JobInfo, candidates: Sequence[str]) -> dict[str, float]:
+        """Summed HyperNode scores of every plugin (0 for all when none is registered)."""
+        out = dict.fromkeys(candidates, 0.0)
+        for fn in self.callbacks.hyper_node_order.flat():
+            for k, v in fn(job, candidates).items():
+                if k in out:
+                    out[k] += v
+        return out
+
+    def _adjust_network_topology(self) -> None:
+        """Translate ``highestTierName`` to a tier, turn soft mode into hard mode at the root's
+        tier (so soft jobs take the gradient path unfiltered), and recover a running job's
+        allocated HyperNode from its placed tasks when the annotation is missing.
+
+        Mirrors: session.go adjustNetworkTopologySpec / convertSoftToHardTopology and the
+        allocated-HyperNode recovery in openSession.
+        """
+        hns = self.hypernodes
+        top = hns.root.tier
+        for job in self.jobs.values():
+            nt = job.network_topology
+            if nt is None:
+                continue
+            if nt.highest_tier_name and nt.highest_tier_allowed is None:
+                tier = hns.tier_names.get(nt.highest_tier_name)
+                if tier is None:
+                    log.warning("job %s: highestTierName %r names no HyperNode tier", job.uid, nt.highest_tier_name)
+                else:
+                    nt.highest_tier_allowed = tier
+            if nt.mode == "soft":
+                nt.mode = "hard"
+                nt.highest_tier_allowed = top
+                nt.highest_tier_name = ""
+            if job.allocated_hypernode and job.allocated_hypernode not in hns:
+                job.allocated_hypernode = ""
+            if not job.allocated_hypernode:
+                placed = [t.node_name for s in ALLOCATED_STATUSES for t in job.task_status_index.get(s, {}).values() if t.node_name]
+                job.allocated_hypernode = hns.lowest_containing(placed)
+
     # ----- failures -----------------------------------------------------------------------
     def record_error(self, op: str, task: TaskInfo, target: str, err: BaseException) -> None:
         """Log and count an operation that failed and was undone; never silent.
@@ -603,6 +678,8 @@ class Session:
         for job in self.jobs.values():
             if job.pod_group is None:
                 continue
+            if job.network_topology is not None and job.allocated_hypernode != self.old_allocated_hypernode.get(job.uid, ""):
+                res.pod_group_annotations[job.uid] = {JOB_ALLOCATED_HYPERNODE_ANNOTATION: job.allocated_hypernode}
             st = job_status(self, job)
             old = self.pod_group_status.get(job.uid, {})
             res.pod_groups[job.uid] = st

@@ -60,6 +60,13 @@ class PriorityQueue(Generic[T]):
     def __len__(self) -> int:
         return len(self._heap)
 
+    def clone(self) -> PriorityQueue[T]:
+        """An independent queue holding the same elements in the same order."""
+        c: PriorityQueue[T] = PriorityQueue(self._less, total=self._total)
+        c._heap = list(self._heap)
+        c._seq = itertools.count(next(self._seq))
+        return c
+
 
 MIN_FEASIBLE_NODES = 100
 MIN_PERCENTAGE_OF_NODES = 5
