@@ -46,10 +46,11 @@ def _parse_controllers(value: str) -> list[str]:
 async def _main(kubeconfig: str, controllers: list[str], *, leader_elect: bool, health_port: int | None,
                 batch_scheduler: str | None, identity: str | None, lease_duration: float,
                 renew_deadline: float, retry_period: float) -> None:
+    from pumice.client.kube import component_user_agent
     from pumice.client.kubeconfig import connect
 
     try:
-        client = connect(kubeconfig)
+        client = connect(kubeconfig, user_agent=component_user_agent("controller-manager"))
     except Exception as e:  # lightkube raises assorted errors for malformed files
         raise click.ClickException(f"cannot use kubeconfig {kubeconfig}: {type(e).__name__}: {e}") from e
     stop = stop_on_signals()

@@ -101,10 +101,11 @@ def command(target: str, namespace: str, kubeconfig: str | None, context: str | 
             scheduler_conf: str | None, output: str) -> None:
     """Say which gate holds TARGET (podgroup/NAME, vcjob/NAME, rayjob/NAME, pod/NAME) and what would
     let it run, by running the Volcano scheduler's session on the cluster's current objects."""
+    from pumice.client.kube import component_user_agent
     from pumice.client.kubeconfig import connect
 
     async def main() -> Explanation:
-        client = connect(kubeconfig, context=context)
+        client = connect(kubeconfig, context=context, user_agent=component_user_agent("explain"))
         try:
             return await explain_live(client, target, namespace, scheduler_conf)
         finally:

@@ -5,11 +5,13 @@ others).
 Errors: a subcommand that fails on bad input prints one line to stderr and exits non-zero
 (click's UsageError exits 2). Any other exception that escapes a subcommand is printed as one
 line too (``Error: <type>: <first line of the message>``, exit 1); ``PUMICE_DEBUG=1`` shows the
-traceback instead.
+traceback instead. A component cancelled because it did not stop within its grace period after
+SIGTERM/SIGINT (:mod:`pumice.cli._signals`) prints one line and exits 1.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import os
 
@@ -42,6 +44,8 @@ class LazyGroup(click.Group):
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except asyncio.CancelledError:  # pumice.cli._signals cancelled it: the grace period ran out
+            raise click.ClickException("stopped by signal before the shutdown finished") from None
         except Exception as e:
             if os.environ.get("PUMICE_DEBUG"):
                 raise

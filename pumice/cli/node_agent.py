@@ -28,11 +28,12 @@ from pumice.cli._signals import stop_on_signals
 
 
 async def _run(kubeconfig: str | None, options: dict[str, Any]) -> None:
+    from pumice.client.kube import component_user_agent
     from pumice.client.kubeconfig import connect
     from pumice.node.agent import AgentError, NodeAgent
 
     try:
-        client = connect(kubeconfig)
+        client = connect(kubeconfig, user_agent=component_user_agent("node-agent"))
     except (OSError, ValueError) as e:
         raise click.ClickException(f"cannot load kubeconfig {kubeconfig or '(default)'}: {e}") from e
     url = options.pop("apiserver_url_for_pods")
@@ -43,7 +44,7 @@ async def _run(kubeconfig: str | None, options: dict[str, Any]) -> None:
             url = str(load(kubeconfig).cluster.server)
     if options.get("network_scope") is None:
         options["network_scope"] = url
-    stop = stop_on_signals()
+    stop = stop_on_signals(grace=45.0)  # Pods get their 30 s terminationGracePeriod
     try:
         agent = NodeAgent(client, apiserver_url_for_pods=url, **options)
         await agent.start()

@@ -35,17 +35,18 @@ def parse_duration(text: str) -> float:
     return n / 1000 if unit == "ms" else n * 60 if unit == "m" else n
 
 
-async def _make_client(kubeconfig: str | None) -> Any:
+async def _make_client(kubeconfig: str | None, component: str) -> Any:
+    from pumice.client.kube import component_user_agent
     from pumice.client.kubeconfig import connect
 
     try:
-        return connect(kubeconfig)
+        return connect(kubeconfig, user_agent=component_user_agent(component))
     except (OSError, ValueError) as e:
         raise click.ClickException(f"cannot load kubeconfig {kubeconfig or '(default)'}: {e}") from e
 
 
 async def _run(kubeconfig: str | None, name: str, period: float, conf: str | None) -> None:
-    client = await _make_client(kubeconfig)
+    client = await _make_client(kubeconfig, "volcano-scheduler" if name == "volcano" else "scheduler")
     stop = stop_on_signals()
     try:
         if name == "volcano":

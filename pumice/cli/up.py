@@ -77,6 +77,7 @@ async def run_up(
         OSError: the port is taken, or the data dir is not writable.
     """
     from pumice.apiserver.server import APIServer
+    from pumice.client.kube import Client, component_user_agent
     from pumice.client.kubeconfig import in_process
 
     stop = stop_event or asyncio.Event()
@@ -101,10 +102,10 @@ async def run_up(
             await res
 
     tasks: list[asyncio.Task[None]] = [serve_task]
-    clients = []
+    clients: list[Client] = []
 
-    def client():
-        c = in_process(server.app, scheme=server.scheme)
+    def client(component: str) -> Client:
+        c = in_process(server.app, scheme=server.scheme, user_agent=component_user_agent(component))
         clients.append(c)
         return c
 
@@ -112,7 +113,7 @@ async def run_up(
 
     tasks.append(asyncio.create_task(
         run_controller_manager(
-            client(), opts.controllers, batch_scheduler=opts.batch_scheduler,
+            client("controller-manager"), opts.controllers, batch_scheduler=opts.batch_scheduler,
             leader_elect=False, stop_event=stop,
         ),
         name="controller-manager",
@@ -120,13 +121,13 @@ async def run_up(
 
     from pumice.scheduler.default.scheduler import run_scheduler
 
-    tasks.append(asyncio.create_task(run_scheduler(client(), stop_event=stop), name="default-scheduler"))
+    tasks.append(asyncio.create_task(run_scheduler(client("scheduler"), stop_event=stop), name="default-scheduler"))
 
     if "volcano" in opts.controllers:
         from pumice.scheduler import volcano
 
         tasks.append(asyncio.create_task(
-            volcano.run(client(), conf_path=opts.scheduler_conf, stop_event=stop),
+            volcano.run(client("volcano-scheduler"), conf_path=opts.scheduler_conf, stop_event=stop),
             name="volcano-scheduler",
         ))
 
@@ -148,7 +149,7 @@ async def run_up(
         agent_kwargs["node_cpu"] = opts.node_cpu
     if opts.node_memory:
         agent_kwargs["node_memory"] = opts.node_memory
-    agent = NodeAgent(client(), **agent_kwargs)  # type: ignore[arg-type]
+    agent = NodeAgent(client("node-agent"), **agent_kwargs)  # type: ignore[arg-type]
     tasks.append(asyncio.create_task(agent.run(stop_event=stop), name="node-agent"))
 
     if dash_sock is not None:
@@ -299,7 +300,7 @@ def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node
     )
 
     async def main() -> None:
-        stop = stop_on_signals()
+        stop = stop_on_signals(grace=60.0)  # Pods get their 30 s terminationGracePeriod
 
         def ready(kubeconfig: Path) -> None:
             click.echo(f"pumice is up: API at https://{host}:{port}", err=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import platform
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -25,6 +26,7 @@ import msgspec
 from lightkube.config import client_adapter
 from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 
+from pumice import __version__
 from pumice.api.scheme import ResourceKind, Scheme
 from pumice.client.base import ApiError, Obj, ObjectList, PatchType, WatchEvent
 from pumice.client.transport import DirectASGI, StreamingASGITransport
@@ -55,6 +57,14 @@ def _error(resp_status: int, body: bytes) -> ApiError:
     return ApiError(int(st.get("code") or resp_status), str(st.get("reason", "")), str(st.get("message", "")), st)
 
 
+def component_user_agent(component: str = "client") -> str:
+    """The User-Agent a pumice component sends: ``pumice-<component>/v<version> (<os>/<arch>)``,
+    shaped like client-go's (``kube-scheduler/v1.34.0 (linux/amd64) kubernetes/<commit>``) so that
+    audit logs and server-side request metrics tell the components apart."""
+    machine = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
+    return f"pumice-{component}/v{__version__} ({platform.system().lower()}/{machine})"
+
+
 class Client:
     """Async access to a Kubernetes API (pumice's own server or a real cluster).
 
@@ -66,6 +76,8 @@ class Client:
             ``(apiVersion, kind)`` pairs are looked up through discovery on first use.
         field_manager: the ``fieldManager`` sent on writes.
         timeout: seconds for non-watch requests.
+        user_agent: the User-Agent header (default :func:`component_user_agent` of ``"client"``); each
+            component passes its own.
 
     Build one with :func:`pumice.client.kubeconfig.connect` or
     :func:`pumice.client.kubeconfig.in_process`.
@@ -79,6 +91,7 @@ class Client:
         scheme: Scheme | None = None,
         field_manager: str = "pumice",
         timeout: float = 30.0,
+        user_agent: str | None = None,
     ) -> None:
         if isinstance(config, KubeConfig):
             single = config.get()
@@ -99,6 +112,9 @@ class Client:
         else:
             params = client_adapter.ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False)
             self._http = client_adapter.AsyncClient(config, params)
+        self.user_agent = user_agent or component_user_agent()
+        self._http.headers["User-Agent"] = self.user_agent
+        self._ua = self.user_agent.encode()
         self._lightkube: Any = None
         self._kinds: dict[tuple[str, str], ResourceKind] = {}
         self._direct = DirectASGI(transport.app) if isinstance(transport, StreamingASGITransport) else None
@@ -129,7 +145,7 @@ class Client:
         query = urlencode({k: v for k, v in params.items() if v is not None}) if params else ""
         content = None if body is None else (body if isinstance(body, bytes) else _encode(body))
         if self._direct is not None:
-            raw = [(b"accept", b"application/json")]
+            raw = [(b"accept", b"application/json"), (b"user-agent", self._ua)]
             if content is not None:
                 raw.append((b"content-type", content_type.encode()))
                 raw.append((b"content-length", str(len(content)).encode()))
@@ -155,7 +171,8 @@ class Client:
     async def _stream(self, path: str, query: str) -> tuple[int, AsyncIterator[bytes], Any]:
         """Open a streaming GET; returns ``(status, chunks, aclose)``."""
         if self._direct is not None:
-            return await self._direct.stream("GET", path, query.encode(), [(b"accept", b"application/json")])
+            return await self._direct.stream("GET", path, query.encode(), [(b"accept", b"application/json"),
+                                                                            (b"user-agent", self._ua)])
         req = self._http.build_request("GET", f"{path}?{query}" if query else path,
                                        headers={"Accept": "application/json"}, timeout=httpx2.Timeout(None))
         resp = await self._http.send(req, stream=True)

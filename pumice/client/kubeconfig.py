@@ -56,10 +56,12 @@ def load(path: Path | str | None = None, *, context: str | None = None) -> Singl
 
 
 def connect(kubeconfig_path: Path | str | None = None, *, context: str | None = None,
-            scheme: Scheme | None = None, field_manager: str = "pumice", timeout: float = 30.0) -> Client:
-    """A Client for the cluster a kubeconfig names (HTTP/HTTPS)."""
+            scheme: Scheme | None = None, field_manager: str = "pumice", timeout: float = 30.0,
+            user_agent: str | None = None) -> Client:
+    """A Client for the cluster a kubeconfig names (HTTP/HTTPS); ``user_agent`` as
+    :func:`pumice.client.kube.component_user_agent` of the component."""
     return Client(load(kubeconfig_path, context=context), scheme=scheme, field_manager=field_manager,
-                  timeout=timeout)
+                  timeout=timeout, user_agent=user_agent)
 
 
 def in_process_config(namespace: str = "default") -> SingleConfig:
@@ -76,10 +78,10 @@ def in_process_config(namespace: str = "default") -> SingleConfig:
 
 
 def in_process(app: Any, *, scheme: Scheme | None = None, field_manager: str = "pumice",
-               namespace: str = "default") -> Client:
+               namespace: str = "default", user_agent: str | None = None) -> Client:
     """A Client that sends every request straight into ``app`` (no sockets).
 
     ``scheme``: pass the server's own Scheme to share CRD kinds without discovery.
     """
     return Client(in_process_config(namespace), transport=StreamingASGITransport(app), scheme=scheme,
-                  field_manager=field_manager, timeout=3600.0)
+                  field_manager=field_manager, timeout=3600.0, user_agent=user_agent)

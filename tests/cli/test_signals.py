@@ -1,0 +1,74 @@
+"""Components stop on SIGTERM whatever they wait on (issue 13 item 3): a scheduler whose informers
+sit in their retry backoff against a server that refuses its token is cancelled once its grace
+period runs out after the first signal, and at once on a second signal; either way it prints one
+line, no traceback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.apiserver.test_crash import start_server
+
+
+@pytest.fixture
+def refused_kubeconfig(tmp_path: Path) -> Iterator[Path]:
+    """A kubeconfig for a live API server, with a token it refuses (every request: 401)."""
+    proc, _ = start_server(tmp_path / "server")
+    good = (tmp_path / "server" / "kubeconfig").read_text()
+    token = (tmp_path / "server" / "token").read_text().strip()
+    bad = tmp_path / "refused.kubeconfig"
+    bad.write_text(good.replace(token, "not-the-token"))
+    try:
+        yield bad
+    finally:
+        proc.terminate()
+        proc.wait(15)
+
+
+def start_scheduler(kubeconfig: Path, name: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-m", "pumice.cli.main", "scheduler", "--kubeconfig", str(kubeconfig),
+                             "--name", name], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert proc.stdout is not None
+    for line in proc.stdout:  # wait until an informer is in its retry backoff
+        if "retrying in" in line:
+            return proc
+    raise AssertionError(f"scheduler exited ({proc.wait()}) before any informer retried")
+
+
+@pytest.mark.parametrize("name", ["volcano", "default-scheduler"])
+def test_sigterm_stops_a_scheduler_whose_informers_are_in_retry_backoff(refused_kubeconfig: Path, name: str) -> None:
+    proc = start_scheduler(refused_kubeconfig, name)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        rc = proc.wait(30)
+    finally:
+        proc.kill()
+    assert proc.stdout is not None
+    rest = proc.stdout.read()
+    assert rc == 1
+    assert "Error: stopped by signal before the shutdown finished" in rest
+    assert "Traceback" not in rest
+
+
+def test_a_second_sigterm_stops_at_once(refused_kubeconfig: Path) -> None:
+    proc = start_scheduler(refused_kubeconfig, "volcano")
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        rc = proc.wait(30)
+    finally:
+        proc.kill()
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    assert rc == 1
+    assert "second SIGTERM: cancelling" in out
