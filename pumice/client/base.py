@@ -89,6 +89,15 @@ class KubeClient(Protocol):
 
     scheme: Scheme
 
+    async def resolve(self, api_version: str, kind: str) -> ResourceKind:
+        """The kind as the server serves it, asking discovery when :attr:`scheme` does not know it
+        (so that what a component does depends on the server it talks to, not on pumice's list).
+
+        Raises:
+            ApiError: 404 when the server does not serve it.
+        """
+        ...
+
     async def get(self, kind: ResourceKind, name: str, namespace: str | None = None) -> Obj: ...
 
     async def list(

@@ -55,6 +55,18 @@ _BUILTIN_GROUPS = frozenset(rk.group for rk in BUILTIN_KINDS)
 WRITE_VERBS = frozenset({"create", "update", "update_status", "patch", "delete", "bind", "evict"})
 
 
+def resolve_in(scheme: Scheme, api_version: str, kind: str) -> ResourceKind:
+    """``scheme``'s kind for ``(api_version, kind)``, the answer of a fake's discovery.
+
+    Raises:
+        ApiError: 404 (as a real server's discovery) when the scheme does not have it.
+    """
+    rk = scheme.by_api_version_kind(api_version, kind)
+    if rk is None:
+        raise ApiError(404, "NotFound", f'no matches for kind "{kind}" in version "{api_version}"', {})
+    return rk
+
+
 def _status(code: int, reason: str, message: str) -> ApiError:
     return ApiError(code, reason, message, {
         "kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message,
@@ -186,6 +198,14 @@ class FakeClient:
         return _status(404, "NotFound", f'{rk.plural}{group} "{name}" not found')
 
     # -- reads -------------------------------------------------------------------------------
+
+    async def resolve(self, api_version: str, kind: str) -> ResourceKind:
+        """The kind from :attr:`scheme` (the kinds this fake serves).
+
+        Raises:
+            ApiError: 404 when the scheme does not have it.
+        """
+        return resolve_in(self.scheme, api_version, kind)
 
     async def get(self, kind: ResourceKind, name: str, namespace: str | None = None) -> Obj:
         self._record("get", kind, namespace, name)

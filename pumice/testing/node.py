@@ -24,6 +24,7 @@ import msgspec
 from pumice._util.clock import Clock, default_clock, rfc3339
 from pumice.api.scheme import ResourceKind, Scheme
 from pumice.client.base import ApiError, ObjectList, PatchType, WatchEvent
+from pumice.testing.fake_client import resolve_in
 
 Obj = dict[str, Any]
 
@@ -96,6 +97,9 @@ class MemoryClient:
         self.closed = False
 
     # -- helpers ---------------------------------------------------------------------------------
+
+    async def resolve(self, api_version: str, kind: str) -> ResourceKind:
+        return resolve_in(self.scheme, api_version, kind)
 
     def _kind(self, obj: Obj) -> ResourceKind:
         rk = self.scheme.by_api_version_kind(obj.get("apiVersion", ""), obj.get("kind", ""))

@@ -7,7 +7,7 @@ from typing import Any
 
 from pumice.api.meta import owner_reference
 from pumice.api.scheme import ResourceKind
-from pumice.client.base import KubeClient, is_already_exists, is_not_found
+from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -64,11 +64,20 @@ class PluginClient:
     def __init__(self, client: KubeClient) -> None:
         self.client = client
 
-    def _kind(self, obj: Obj) -> ResourceKind | None:
-        return self.client.scheme.by_api_version_kind(obj["apiVersion"], obj["kind"])
+    async def _served(self, api_version: str, kind: str) -> ResourceKind | None:
+        """The kind if the server serves it (discovery decides, not pumice's list of kinds)."""
+        try:
+            return await self.client.resolve(api_version, kind)
+        except ApiError as e:
+            if is_not_found(e):
+                return None
+            raise
+
+    async def _kind(self, obj: Obj) -> ResourceKind | None:
+        return await self._served(obj["apiVersion"], obj["kind"])
 
     async def create_if_missing(self, obj: Obj) -> None:
-        rk = self._kind(obj)
+        rk = await self._kind(obj)
         if rk is None:
             log.warning("job plugin: %s %s is not served; not created", obj["apiVersion"], obj["kind"])
             return
@@ -86,8 +95,9 @@ class PluginClient:
 
     async def apply_data(self, obj: Obj) -> None:
         """Create, or update ``data`` when it differs (ConfigMap, Secret)."""
-        rk = self._kind(obj)
-        assert rk is not None
+        rk = await self._kind(obj)
+        if rk is None:
+            raise ApiError(404, "NotFound", f"{obj['apiVersion']} {obj['kind']} is not served", {})
         try:
             cur = await self.client.get(rk, obj["metadata"]["name"], obj["metadata"].get("namespace"))
         except Exception as e:
@@ -100,7 +110,7 @@ class PluginClient:
             await self.client.update(cur)
 
     async def delete_if_present(self, api_version: str, kind: str, name: str, namespace: str) -> None:
-        rk = self.client.scheme.by_api_version_kind(api_version, kind)
+        rk = await self._served(api_version, kind)
         if rk is None:
             return
         try:
