@@ -26,10 +26,10 @@ SCHEDULER_CONFIGMAP = ("volcano-system", "volcano-scheduler-configmap", "volcano
 
 
 async def gather_objects(client: Any, kind: str, name: str, namespace: str) -> list[dict[str, Any]]:
-    """The objects a session needs (Nodes, Pods, PodGroups, Queues, PriorityClasses, Namespaces)
+    """The objects a session needs (Nodes, HyperNodes, Pods, PodGroups, Queues, PriorityClasses, Namespaces)
     plus the target itself, listed through ``client``."""
     objects: list[dict[str, Any]] = []
-    for rk in (scheme.NAMESPACE, scheme.NODE, scheme.PRIORITY_CLASS,
+    for rk in (scheme.NAMESPACE, scheme.NODE, scheme.HYPER_NODE, scheme.PRIORITY_CLASS,
                scheme.QUEUE, scheme.POD_GROUP, scheme.POD):
         objects.extend(_with_kind(rk, (await client.list(rk)).items))
     k = kind.lower()

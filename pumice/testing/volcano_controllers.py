@@ -75,8 +75,9 @@ async def add_nodes(client: KubeClient, nodes: list[dict[str, Any]]) -> None:
 
 
 async def list_scheduling_objects(client: KubeClient) -> list[dict[str, Any]]:
-    """Nodes, Pods, PodGroups, Queues, PriorityClasses and Namespaces, with kind set."""
-    kinds = (scheme.NAMESPACE, scheme.NODE, scheme.PRIORITY_CLASS, scheme.QUEUE, scheme.POD_GROUP, scheme.POD)
+    """Nodes, HyperNodes, Pods, PodGroups, Queues, PriorityClasses and Namespaces, with kind set."""
+    kinds = (scheme.NAMESPACE, scheme.NODE, scheme.HYPER_NODE, scheme.PRIORITY_CLASS, scheme.QUEUE, scheme.POD_GROUP,
+             scheme.POD)
     out: list[dict[str, Any]] = []
     for rk in kinds:
         for o in (await client.list(rk)).items:
@@ -118,6 +119,10 @@ async def schedule_once(client: KubeClient, conf: Any) -> Any:
         with contextlib.suppress(Exception):
             await client.patch(scheme.POD_GROUP, name, {"status": res.pod_groups[key]}, ns)
     if closed is not None:
+        for key, ann in sorted(closed.pod_group_annotations.items()):
+            ns, name = key.split("/", 1)
+            with contextlib.suppress(Exception):
+                await client.patch(scheme.POD_GROUP, name, {"metadata": {"annotations": ann}}, ns)
         for q, alloc in sorted(closed.queue_allocated.items()):
             with contextlib.suppress(Exception):
                 await client.patch(scheme.QUEUE, q, {"status": {"allocated": alloc or None}}, subresource="status")

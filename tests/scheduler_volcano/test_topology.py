@@ -202,3 +202,16 @@ def test_a_hypernode_claimed_by_a_second_parent_keeps_its_first() -> None:
     t = build_hypernodes(objs, ["n0"], {"n0": {}})
     assert t["leaf"].parent == "p1"
     assert t["p2"].nodes == [] and t["p1"].nodes == ["n0"]
+
+
+def test_explain_names_the_tier_a_hard_topology_job_waits_for() -> None:
+    from pumice.scheduler.volcano.conf import build_conf
+    from pumice.scheduler.volcano.explain import explain
+
+    objs = [*rack_cluster(), *gang("wide", 3, "4", topology="hard", tier=1)]
+    ex = explain(objs, "podgroup", "wide", "c1", build_conf(["enqueue", "allocate", "backfill"], TIERS))
+    assert ex.gate == "topology"
+    assert ex.reason == ("networkTopology is hard with highestTierAllowed 1: the gang (cpu 12, memory 3Gi) must fit in one "
+                         "HyperNode of tier 1 or lower, and none has room; the roomiest is s1 (tier 1, cpu 8, memory 16Gi free)")
+    assert ex.remedy == "one HyperNode of tier 1 or lower has cpu 12, memory 3Gi free, or highestTierAllowed is raised to 2"
+    assert ex.details[-1].startswith("waiting for tier 1: HyperNodes of tier <= 1: s0 cpu 6, memory 14Gi, s1 cpu 8")

@@ -6,7 +6,10 @@ Controllers registered:
   queues are created by a runnable at start;
 - ``volcano-podgroup``: Pods with a Volcano schedulerName and no group annotation;
 - ``volcano-podgroup-scale``: ReplicaSets scaled to zero lose their PodGroup;
-- ``volcano-job``: vcjobs, fed by their Pods, PodGroup phase changes and Commands.
+- ``volcano-job``: vcjobs, fed by their Pods, PodGroup phase changes and Commands;
+- ``volcano-hypernode-status``: every HyperNode's ``status.nodeCount``, fed by Nodes;
+- ``volcano-hypernode-discovery``: label-sourced HyperNodes from Node labels, fed by Nodes,
+  HyperNodes and the ``volcano-system/volcano-controller-configmap`` ConfigMap.
 
 Mirrors: volcano cmd/controller-manager (the queue, podgroup and job controllers).
 """
@@ -18,6 +21,13 @@ from typing import Any
 
 from pumice.api import scheme
 from pumice.controllers.volcano import keys
+from pumice.controllers.volcano.hypernode import (
+    DISCOVERY_REQUEST,
+    HyperNodeDiscoveryReconciler,
+    HyperNodeStatusReconciler,
+    hypernodes_to_all,
+    is_discovery_config,
+)
 from pumice.controllers.volcano.job.controller import JobReconciler
 from pumice.controllers.volcano.podgroup import PodGroupReconciler, ScaledToZeroReconciler
 from pumice.controllers.volcano.queue import (
@@ -123,6 +133,25 @@ def setup_controllers(mgr: Any, *, scheduler_names: tuple[str, ...] = (keys.DEFA
         .with_options(max_concurrent_reconciles=workers)
         .complete(JobReconciler(mgr.client, pods=pods, podgroups=pg_inf.lister, queues=queues, commands=commands,
                                 priorityclasses=pcs, clock=mgr.clock, recorder=recorder)))
+
+    nodes = informers.informer(scheme.NODE).lister
+    hns = informers.informer(scheme.HYPER_NODE).lister
+    cms = informers.informer(scheme.CONFIG_MAP).lister
+
+    def node_labels_changed(o: Obj, n: Obj) -> bool:
+        return (o.get("metadata") or {}).get("labels") != (n.get("metadata") or {}).get("labels")
+
+    (mgr.controller("volcano-hypernode-status")
+        .for_(scheme.HYPER_NODE)
+        .watches(scheme.NODE, hypernodes_to_all(hns), predicates=FuncPredicate(update=node_labels_changed))
+        .complete(HyperNodeStatusReconciler(mgr.client, nodes, hns)))
+    (mgr.controller("volcano-hypernode-discovery")
+        .for_(scheme.CONFIG_MAP, predicates=FuncPredicate(create=is_discovery_config, update=lambda o, n: is_discovery_config(n),
+                                                        delete=is_discovery_config))
+        .watches(scheme.NODE, lambda _o: [DISCOVERY_REQUEST], predicates=FuncPredicate(update=node_labels_changed))
+        .watches(scheme.HYPER_NODE, lambda _o: [DISCOVERY_REQUEST], predicates=FuncPredicate(create=lambda o: False,
+                                                                                            update=lambda o, n: False))
+        .complete(HyperNodeDiscoveryReconciler(mgr.client, nodes, hns, cms)))
 
     if create_default_queue:
         async def default_queue() -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pumice.scheduler.volcano import build_snapshot
-from pumice.scheduler.volcano.api.resource import Resource
+from pumice.scheduler.volcano.api.resource import Dimension, Resource
 from pumice.scheduler.volcano.api.types import TaskStatus
 from pumice.scheduler.volcano.conf import SchedulerConfiguration
 from pumice.scheduler.volcano.framework.interface import RecordingCache
@@ -54,7 +54,7 @@ class Explanation:
         gate: a short id: ``finished``, ``running``, ``binding``, ``node-start``, ``no-podgroup``,
             ``queue-missing``,
             ``queue-closed``, ``enqueue-quota``, ``enqueue-overcommit``, ``enqueue-refused``,
-            ``no-pods``, ``queue-overused``, ``queue-allocatable``, ``gang``, ``predicates``.
+            ``no-pods``, ``queue-overused``, ``queue-allocatable``, ``topology``, ``gang``, ``predicates``.
         reason: one sentence with the numbers.
         remedy: what would let it run ("" when nothing holds it).
         details: supporting lines (fit errors, events).
@@ -332,8 +332,47 @@ def explain(objects: list[Obj], kind: str, name: str, namespace: str, conf: Sche
         if pending:
             _never_fits(ex, ssn, job, sorted(pending, key=lambda t: t.name)[0].resreq, replace_remedy=True)
         return ex
+    if _topology_gate(ex, ssn, job, pg, gang_req):
+        return ex
     _gang_gate(ex, job, status, closed.pod_conditions, ssn, node_reasons)
     return ex
+
+
+def _topology_gate(ex: Explanation, ssn: Any, job: Any, pg: Obj, gang_req: Resource) -> bool:
+    """A hard ``networkTopology`` job that no HyperNode within its tier can hold: name the tier it
+    waits for, the roomiest HyperNode there, and the lowest tier where one could hold the gang."""
+    nt = (pg.get("spec") or {}).get("networkTopology") or {}
+    hard, limit = job.is_hard_topology_mode()
+    if str(nt.get("mode") or "hard") != "hard" or not hard:
+        return False
+    hns = ssn.hypernodes
+    within = [h for h in hns.real if h.tier <= limit]
+    if not within:
+        return False
+
+    def idle(h: Any) -> Resource:
+        total = Resource()
+        for n in h.nodes:
+            if n in ssn.nodes:
+                total = total + ssn.nodes[n].future_idle()
+        return total
+
+    dims = [d for d in gang_req.resource_names() if d != "pods"]
+    roomiest = max(within, key=lambda h: idle(h).get(dims[0]) if dims else 0.0)
+    tier_label = f"tier {limit}" + (f" ({nt['highestTierName']})" if nt.get("highestTierName") else "")
+    ex.gate = "topology"
+    ex.reason = (f"networkTopology is hard with highestTierAllowed {limit}: the gang ({_fmt_res(gang_req, dims)}) must fit "
+                 f"in one HyperNode of {tier_label} or lower, and none has room; the roomiest is {roomiest.name} "
+                 f"(tier {roomiest.tier}, {_fmt_res(idle(roomiest), dims)} free)")
+    wider = sorted({h.tier for h in hns.real if h.tier > limit
+                    and gang_req.less_equal(sum((ssn.nodes[n].allocatable for n in h.nodes if n in ssn.nodes), Resource()),
+                                            Dimension.ZERO)})
+    ex.remedy = f"one HyperNode of tier {limit} or lower has {_fmt_res(gang_req, dims)} free"
+    if wider:
+        ex.remedy += f", or highestTierAllowed is raised to {wider[0]}"
+    ex.details.append(f"waiting for tier {job.waiting_tier or limit}: HyperNodes of tier <= {limit}: "
+                      + ", ".join(f"{h.name} {_fmt_res(idle(h), dims)}" for h in within))
+    return True
 
 
 def _unplaced_reasons(ssn: Any, job: Any, pending: list[Any]) -> dict[str, str]:

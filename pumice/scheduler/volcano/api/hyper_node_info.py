@@ -5,9 +5,7 @@ nodes* (the transitive closure of its members down to Nodes). A virtual root,
 :data:`CLUSTER_TOP_HYPERNODE`, one tier above the highest real tier, is the parent of every
 parentless HyperNode and spans every node, so topology-aware allocation always starts there.
 
-Members: ``type: Node`` with ``exactMatch`` (a node name), ``regexMatch`` (a pattern searched in
-node names, as Go's ``MatchString``) or ``labelMatch`` (a label selector over node labels);
-``type: HyperNode`` with ``exactMatch`` or ``regexMatch`` over HyperNode names. A HyperNode that
+Members resolve as :mod:`pumice.api.volcano.topology` says. A HyperNode that
 a second HyperNode claims as a member keeps its first parent (upstream: "already has a parent").
 
 Mirrors: volcano pkg/scheduler/api/hyper_node_info.go (HyperNodesInfo, GetLCAHyperNode,
@@ -18,12 +16,11 @@ HyperNodeTierNameMap) and util FindHyperNodeForNode.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pumice.api.selectors import SelectorError, from_label_selector
+from pumice.api.volcano.topology import member_hypernodes, member_nodes
 
 log = logging.getLogger("pumice.scheduler.volcano")
 
@@ -126,26 +123,6 @@ class HyperNodesInfo:
         return best
 
 
-def _member_nodes(member: Obj, node_names: list[str], node_labels: Mapping[str, Mapping[str, str]]) -> list[str]:
-    sel = member.get("selector") or {}
-    if sel.get("exactMatch") is not None:
-        n = str((sel.get("exactMatch") or {}).get("name") or "")
-        return [n] if n in node_labels else []
-    if sel.get("regexMatch") is not None:
-        try:
-            rx = re.compile(str((sel.get("regexMatch") or {}).get("pattern") or ""))
-        except re.error:
-            return []
-        return [n for n in node_names if rx.search(n)]
-    if sel.get("labelMatch") is not None:
-        try:
-            ls = from_label_selector(sel.get("labelMatch"))
-        except SelectorError:
-            return []
-        return [n for n in node_names if ls.matches(node_labels[n])]
-    return []
-
-
 def build_hypernodes(objects: Iterable[Obj], node_names: list[str], node_labels: Mapping[str, Mapping[str, str]]) -> HyperNodesInfo:
     """The tree from HyperNode objects over the given (Ready) nodes, virtual root added.
 
@@ -164,25 +141,14 @@ def build_hypernodes(objects: Iterable[Obj], node_names: list[str], node_labels:
         name = str(md.get("name") or "")
         infos[name] = HyperNodeInfo(name, tier, str(spec.get("tierName") or ""), members=list(spec.get("members") or []))
     names = sorted(infos)
+    ordered_labels = {n: node_labels.get(n, {}) for n in node_names}
     direct_nodes: dict[str, list[str]] = {}
     for name in names:
         hn = infos[name]
         own: list[str] = []
         for m in hn.members:
             if m.get("type") == "HyperNode":
-                sel = m.get("selector") or {}
-                if sel.get("exactMatch") is not None:
-                    kids = [str((sel.get("exactMatch") or {}).get("name") or "")]
-                elif sel.get("regexMatch") is not None:
-                    try:
-                        rx = re.compile(str((sel.get("regexMatch") or {}).get("pattern") or ""))
-                    except re.error:
-                        kids = []
-                    else:
-                        kids = [k for k in names if rx.search(k)]
-                else:
-                    kids = []
-                for k in kids:
+                for k in member_hypernodes(m, names):
                     if k not in infos or k == name:
                         continue
                     child = infos[k]
@@ -193,7 +159,7 @@ def build_hypernodes(objects: Iterable[Obj], node_names: list[str], node_labels:
                         child.parent = name
                         hn.children.append(k)
             else:
-                own.extend(_member_nodes(m, node_names, node_labels))
+                own.extend(member_nodes(m, ordered_labels))
         direct_nodes[name] = own
     order = {n: i for i, n in enumerate(node_names)}
 

@@ -1,0 +1,105 @@
+"""``pumice up --runtime simulated`` end to end: HyperNodes and a hard-topology vcjob through the
+real API server (HTTPS), the controller-manager, the live Volcano scheduler and simulated Nodes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from pumice.api import scheme
+from pumice.client.kubeconfig import connect
+from pumice.testing.node import wait_for
+
+CONF = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: network-topology-aware
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _hn(name: str, tier: int, members: list[tuple[str, str]]) -> dict:
+    return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": name},
+            "spec": {"tier": tier, "members": [{"type": t, "selector": {"exactMatch": {"name": m}}} for t, m in members]}}
+
+
+async def test_a_hard_topology_vcjob_runs_inside_one_rack_under_pumice_up_simulated(tmp_path: Path) -> None:
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text(CONF)
+    port = _free_port()
+    data = tmp_path / "data"
+    exe = Path(sys.executable).with_name("pumice")
+    proc = subprocess.Popen(
+        [str(exe), "up", "--runtime", "simulated", "--nodes", "6", "--node-cpu", "2", "--node-memory", "8Gi",
+         "--port", str(port), "--data-dir", str(data), "--scheduler-conf", str(conf)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        kubeconfig = data / "kubeconfig"
+        await wait_for(lambda: kubeconfig.exists(), timeout=60)
+        client = connect(kubeconfig)
+
+        async def six_nodes() -> bool:
+            try:
+                return len((await client.list(scheme.NODE)).items) == 6
+            except Exception:
+                return False
+
+        await wait_for(six_nodes, timeout=60)
+        names = sorted(n["metadata"]["name"] for n in (await client.list(scheme.NODE)).items)
+        racks = {f"rack{i}": names[2 * i:2 * i + 2] for i in range(3)}
+        for r, ns in racks.items():
+            await client.create(_hn(r, 1, [("Node", n) for n in ns]))
+        await client.create(_hn("spine", 2, [("HyperNode", r) for r in racks]))
+        job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "topo", "namespace": "default"},
+               "spec": {"minAvailable": 2, "schedulerName": "volcano",
+                        "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
+                        "tasks": [{"name": "worker", "replicas": 2, "template": {"spec": {"containers": [
+                            {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1500m"}}}]}}}]}}
+        await client.create(job)
+
+        async def placed() -> list[dict] | None:
+            pods = [p for p in (await client.list(scheme.POD, "default", label_selector="volcano.sh/job-name=topo")).items
+                    if p["spec"].get("nodeName") and (p.get("status") or {}).get("phase") == "Running"]
+            return pods if len(pods) == 2 else None
+
+        await wait_for(placed, timeout=60)
+        pods = await placed()
+        assert pods is not None
+        nodes = sorted(p["spec"]["nodeName"] for p in pods)
+        rack = next(r for r, ns in racks.items() if nodes == ns)
+
+        async def annotated() -> bool:
+            pgs = (await client.list(scheme.POD_GROUP, "default")).items
+            return any((pg["metadata"].get("annotations") or {}).get("volcano.sh/job-allocated-hypernode") == rack for pg in pgs)
+
+        await wait_for(annotated, timeout=30)
+        counts = {o["metadata"]["name"]: (o.get("status") or {}).get("nodeCount") for o in (await client.list(scheme.HYPER_NODE)).items}
+        assert counts == {"rack0": 2, "rack1": 2, "rack2": 2, "spine": 6}
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        await asyncio.sleep(0)
