@@ -35,6 +35,7 @@ from pumice._util.clock import Clock, parse_rfc3339, rfc3339
 from pumice.api import scheme
 from pumice.client.base import KubeClient, is_already_exists, is_not_found
 from pumice.controllers.volcano import keys
+from pumice.controllers.volcano.admission.jobs import mutate_job, validate_job_spec
 from pumice.controllers.volcano.job import builders
 from pumice.controllers.volcano.job import plugins as job_plugins
 from pumice.controllers.volcano.job.state import (
@@ -126,6 +127,26 @@ def go_duration(seconds: float) -> str:
         out += f"{int(m)}m"
     out += f"{s:g}s"
     return out
+
+
+#: Warning event reason of a Job that admission would have refused (pumice's own: upstream relies on
+#: the webhook and has none)
+INVALID_JOB_REASON = "InvalidJob"
+
+
+def defaulted_and_checked(job: Obj) -> tuple[Obj, str]:
+    """``job`` with the CREATE defaults of ``mutatejob.volcano.sh`` (task names, minAvailable,
+    queue, maxRetry) applied on a copy when it lacks them, and the message of the reader-free
+    ``validatejob.volcano.sh`` checks ("" when valid).
+
+    The webhook applies and checks both at admission; on a cluster where it is not installed the
+    controller still runs the Job as upstream's webhook would have left it, and refuses (with an
+    event, see :data:`INVALID_JOB_REASON`) one the webhook would have refused. Nothing is written
+    back: the defaults are derived again at each pass, so Pod names stay stable."""
+    candidate = copy.deepcopy(job)
+    mutate_job(candidate, str((job.get("spec") or {}).get("schedulerName") or keys.DEFAULT_SCHEDULER_NAME))
+    problem = validate_job_spec(candidate)
+    return (job if candidate.get("spec") == job.get("spec") else candidate), problem
 
 
 def apply_policies(job: Obj, ev: JobEvent) -> tuple[Action, float]:
@@ -376,6 +397,12 @@ class JobReconciler:
                 del self._mem[k]
             return Result()
         if job["metadata"].get("deletionTimestamp"):
+            return Result()
+        job, problem = defaulted_and_checked(job)
+        if problem:
+            # without the admission webhook (a real cluster that has not installed it) an invalid
+            # Job would otherwise create and delete Pods in a loop or wait forever in silence
+            self._event(job, "Warning", INVALID_JOB_REASON, f"the job cannot run: {problem.strip()}")
             return Result()
         mkey = f"{key}/{job['metadata'].get('uid', '')}"
         mem = self._mem.get(mkey, _Memory())
