@@ -259,6 +259,8 @@ def parse_label_selector(s: str | None) -> LabelSelector:
             need(toks[i] == ",", f"expected ',' but found {toks[i]!r}")
             i += 1
             need(i < len(toks), "trailing ','")
+    for r in reqs:
+        _check_requirement(r)
     return LabelSelector(tuple(reqs))
 
 
@@ -302,6 +304,29 @@ def _node_selector(frozen: Frozen) -> LabelSelector:
 def _label_selector(match_labels: tuple[tuple[str, str], ...], frozen: Frozen) -> LabelSelector:
     return LabelSelector(tuple(LabelRequirement(k, "=", (v,)) for k, v in match_labels)
                          + _expressions(frozen, False))
+
+
+def _check_requirement(r: LabelRequirement) -> None:
+    """Keys must be qualified names and values label values, as labels.NewRequirement checks.
+
+    Raises:
+        SelectorError: ``unable to parse requirement: key: Invalid value: ...`` or
+            ``values[0][key]: Invalid value: ...`` (several: a bracketed list).
+    """
+    import json
+
+    from pumice.api.validation import is_label_value, is_qualified_name
+
+    errs: list[str] = []
+    key_errs = is_qualified_name(r.key)
+    if key_errs:
+        errs.append(f"key: Invalid value: {json.dumps(r.key)}: {'; '.join(key_errs)}")
+    for i, v in enumerate(r.values):
+        v_errs = is_label_value(v)
+        if v_errs:
+            errs.append(f"values[{i}][{r.key}]: Invalid value: {json.dumps(v)}: {'; '.join(v_errs)}")
+    if errs:
+        raise SelectorError("unable to parse requirement: " + (errs[0] if len(errs) == 1 else f"[{', '.join(errs)}]"))
 
 
 def from_label_selector(sel: Mapping[str, Any] | None) -> LabelSelector:

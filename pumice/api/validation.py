@@ -22,7 +22,7 @@ from typing import Any
 
 from pumice.api.admission import FieldCause
 from pumice.api.quantity import QuantityError, parse_quantity
-from pumice.api.schema import format_value
+from pumice.api.schema import format_value, json_type_name
 from pumice.api.scheme import ResourceKind
 from pumice.api.selectors import SelectorError, from_label_selector
 
@@ -221,7 +221,7 @@ def validate_annotations(annotations: Any, field: str) -> list[FieldCause]:
         out += [_invalid(field, k, e) for e in is_qualified_name(str(k).lower())]
         total += len(str(k)) + len(str(v))
     if total > 256 * 1024:
-        out.append(FieldCause(field, "Too long: must have at most 262144 bytes", "FieldValueTooLong"))
+        out.append(FieldCause(field, "Too long: may not be more than 262144 bytes", "FieldValueTooLong"))
     return out
 
 
@@ -481,10 +481,18 @@ def _validate_template(spec: Obj, restart_policies: list[str], selector_required
     return out
 
 
+INT32_MAX = 2**31 - 1
+
+
 def _non_negative(spec: Obj, key: str) -> list[FieldCause]:
+    """An int32 field that must be >= 0 (types were checked before: a non-integer is a type error)."""
     v = spec.get(key)
-    if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+    if v is None or not isinstance(v, int) or isinstance(v, bool):
+        return []
+    if v < 0:
         return [_invalid(f"spec.{key}", v, "must be greater than or equal to 0")]
+    if v > INT32_MAX:
+        return [_invalid(f"spec.{key}", v, f"must be less than or equal to {INT32_MAX}")]
     return []
 
 
@@ -624,20 +632,36 @@ def _validate_node(obj: Obj, old: Obj | None) -> list[FieldCause]:
     return out
 
 
+#: core.MaxSecretSize: the total size of a ConfigMap's or Secret's data
+MAX_DATA_SIZE = 1024 * 1024
+
+
+def _data_size(values: dict[str, Any]) -> int:
+    return sum(len(v.encode()) if isinstance(v, str) else 0 for v in values.values())
+
+
 def _validate_config_map(obj: Obj, old: Obj | None) -> list[FieldCause]:
+    """Mirrors: kubernetes pkg/apis/core/validation ValidateConfigMap (keys, 1 MiB in total)."""
     out: list[FieldCause] = []
     keys: set[str] = set()
+    total = 0
     for part in ("data", "binaryData"):
         values = obj.get(part) or {}
         if not isinstance(values, dict):
             out.append(_invalid(part, values, "must be a map"))
             continue
-        for k in values:
+        for k, v in values.items():
             if len(k) > 253 or not _CONFIG_KEY.match(k):
                 out.append(_invalid(f"{part}[{k}]", k, CONFIG_KEY_ERR))
             if k in keys:
                 out.append(_invalid(f"{part}[{k}]", k, "duplicate of key present in data"))
+            if not isinstance(v, str):
+                out.append(FieldCause(f"{part}[{k}]", f"Invalid value: {format_value(v)}: {part}[{k}] in body must "
+                                      f"be of type string: \"{json_type_name(v)}\"", "FieldValueTypeInvalid"))
             keys.add(k)
+        total += _data_size(values)
+    if total > MAX_DATA_SIZE:
+        out.append(FieldCause("[]", f"Too long: may not be more than {MAX_DATA_SIZE} bytes", "FieldValueTooLong"))
     if old is not None and old.get("immutable") and (
             old.get("data") != obj.get("data") or old.get("binaryData") != obj.get("binaryData")):
         out.append(_forbidden("data", "field is immutable when `immutable` is set"))
@@ -646,6 +670,9 @@ def _validate_config_map(obj: Obj, old: Obj | None) -> list[FieldCause]:
 
 def _validate_secret(obj: Obj, old: Obj | None) -> list[FieldCause]:
     out = _validate_config_map({k: v for k, v in obj.items() if k == "data"}, None)
+    for c in out:
+        if c.field == "[]":  # a Secret reports the size on data
+            c.field = "data"
     if old is not None and old.get("type") and old.get("type") != obj.get("type"):
         out.append(_invalid("type", obj.get("type"), "field is immutable"))
     return out

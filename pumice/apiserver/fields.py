@@ -1,4 +1,4 @@
-"""Unknown-field detection for built-in kinds, from lightkube's typed models.
+"""Unknown-field detection and type checks for built-in kinds, from lightkube's typed models.
 
 kube-apiserver decodes built-in objects into Go structs: unknown JSON fields are dropped
 (``fieldValidation=Ignore``), reported as warnings (``Warn``) or rejected (``Strict``, kubectl's
@@ -7,6 +7,13 @@ default). pumice keeps objects as dicts, so it walks each object along the match
 
 Paths are reported as upstream does: ``spec.containers[0].bogus``, ``metadata.labels`` keys are
 never unknown (maps take any key).
+
+Type checks (:func:`type_causes`): kube-apiserver cannot decode a built-in object whose field has
+the wrong JSON type into its Go struct. pumice checks the same walk tree's scalar leaves and
+container shapes before admission and reports every mismatch as a 422 field cause in the
+structural-schema wording (``spec.containers: Invalid value: "x": spec.containers in body must
+be of type array: "string"``). ``null`` means unset, as Go's decoder reads it: such keys are
+removed from the object (and a ``null`` list item of objects becomes ``{}``).
 
 Mirrors: k8s.io/apimachinery pkg/runtime/serializer/json (strict decoding errors).
 """
@@ -21,7 +28,7 @@ import msgspec
 
 from pumice.api.scheme import ResourceKind
 
-__all__ = ["model_for", "object_meta_tree", "unknown_fields"]
+__all__ = ["model_for", "object_meta_tree", "type_causes", "unknown_fields"]
 
 _MODULES = {
     "": "core_v1",
@@ -53,6 +60,24 @@ class _Map:
     value: Any
 
 
+@dataclass(eq=False, frozen=True)
+class _Scalar:
+    """A JSON scalar leaf: the JSON types it accepts (``string``, ``integer``, ``number``,
+    ``boolean``)."""
+
+    types: frozenset[str]
+
+
+_SCALARS: dict[type, str] = {
+    msgspec.inspect.StrType: "string",
+    msgspec.inspect.DateTimeType: "string",
+    msgspec.inspect.DateType: "string",
+    msgspec.inspect.BytesType: "string",
+    msgspec.inspect.IntType: "integer",
+    msgspec.inspect.FloatType: "number",
+    msgspec.inspect.BoolType: "boolean",
+}
+
 _memo: dict[type, _Struct] = {}
 _models: dict[tuple[str, str, str], Any] = {}
 
@@ -69,7 +94,12 @@ def _node(t: Any) -> Any:
         return node
     if isinstance(t, msgspec.inspect.UnionType):
         members = [m for m in t.types if not isinstance(m, msgspec.inspect.NoneType)]
-        return _node(members[0]) if len(members) == 1 else None
+        if len(members) == 1:
+            return _node(members[0])
+        kinds = {_SCALARS.get(type(m)) for m in members}
+        return None if None in kinds else _Scalar(frozenset(k for k in kinds if k))
+    if type(t) in _SCALARS:
+        return _Scalar(frozenset({_SCALARS[type(t)]}))
     if isinstance(t, msgspec.inspect.ListType | msgspec.inspect.SetType | msgspec.inspect.VarTupleType):
         item = _node(t.item_type)
         return None if item is None else _List(item)
@@ -113,7 +143,7 @@ def unknown_fields(tree: Any, obj: Any, *, remove: bool) -> list[str]:
 
 
 def _walk(node: Any, value: Any, path: str, out: list[str], remove: bool) -> None:
-    if node is None:
+    if node is None or isinstance(node, _Scalar):
         return
     if isinstance(node, _Struct):
         if not isinstance(value, dict):
@@ -135,3 +165,80 @@ def _walk(node: Any, value: Any, path: str, out: list[str], remove: bool) -> Non
     elif isinstance(node, _Map) and isinstance(value, dict):
         for k, item in value.items():
             _walk(node.value, item, f"{path}[{k}]", out, remove)
+
+
+_PY_JSON = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (dict, "object"),
+            (list, "array"))
+
+
+def _json_type(value: Any) -> str:
+    for py, name in _PY_JSON:
+        if isinstance(value, py):
+            return name
+    return "null" if value is None else type(value).__name__
+
+
+def _accepts(kinds: frozenset[str], value: Any) -> bool:
+    t = _json_type(value)
+    return t in kinds or (t == "integer" and "number" in kinds)
+
+
+def type_causes(tree: Any, obj: Any, path: str = "") -> list[Any]:
+    """Field causes for every value of ``obj`` whose JSON type the model does not accept, in
+    document order; ``null`` struct fields are removed from ``obj`` (unset), ``null`` items of a
+    list of objects become ``{}``.
+
+    Returns:
+        :class:`pumice.api.admission.FieldCause` objects, reason ``FieldValueTypeInvalid``.
+    """
+    out: list[Any] = []
+    _types(tree, obj, path, out)
+    return out
+
+
+def _type_cause(path: str, value: Any, want: str) -> Any:
+    from pumice.api.admission import FieldCause
+    from pumice.api.schema import format_value
+
+    shown = path or "<root>"
+    return FieldCause(path, f"Invalid value: {format_value(value)}: {shown} in body must be of type {want}: "
+                            f"\"{_json_type(value)}\"", "FieldValueTypeInvalid")
+
+
+def _types(node: Any, value: Any, path: str, out: list[Any]) -> None:
+    # iterative over containers would be overkill: decode already bounded the depth (decode.py)
+    if node is None:
+        return
+    if isinstance(node, _Scalar):
+        if not _accepts(node.types, value):
+            out.append(_type_cause(path, value, ",".join(sorted(node.types))))
+        return
+    if isinstance(node, _Struct):
+        if not isinstance(value, dict):
+            out.append(_type_cause(path, value, "object"))
+            return
+        for k in list(value):
+            child = node.fields.get(k, _MISSING)
+            if child is _MISSING:
+                continue
+            if value[k] is None:
+                del value[k]
+                continue
+            _types(child, value[k], f"{path}.{k}" if path else k, out)
+    elif isinstance(node, _List):
+        if not isinstance(value, list):
+            out.append(_type_cause(path, value, "array"))
+            return
+        for i, item in enumerate(value):
+            if item is None and isinstance(node.item, _Struct):
+                value[i] = item = {}
+            _types(node.item, item, f"{path}[{i}]", out)
+    elif isinstance(node, _Map):
+        if not isinstance(value, dict):
+            out.append(_type_cause(path, value, "object"))
+            return
+        for k, item in value.items():
+            _types(node.value, item, f"{path}[{k}]", out)
+
+
+_MISSING = object()

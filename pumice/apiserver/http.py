@@ -28,7 +28,6 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 import msgspec
-import yaml
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
@@ -39,6 +38,7 @@ from pumice.api.scheme import ResourceKind
 from pumice.api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from pumice.api.tables import to_table
 from pumice.apiserver import discovery, errors
+from pumice.apiserver.decode import check_query, decode_body
 from pumice.apiserver.errors import StatusError
 from pumice.apiserver.registry import DeleteOptions, Registry
 from pumice.apiserver.store import Stored
@@ -139,6 +139,7 @@ class _Api:
             if not (auth.startswith("Bearer ") and hmac.compare_digest(auth[7:].strip(), self.token)):
                 return _json(_encode(StatusError(401, "Unauthorized", "Unauthorized").status()), 401)
         try:
+            check_query(request.method, request.query_params, self.registry.store.revision)
             return await self._route(request, path)
         except StatusError as e:
             return _status(e)
@@ -697,17 +698,7 @@ def _dry_run(query: dict[str, str]) -> bool:
 
 
 def _parse_body(raw: bytes, *, yaml_ok: bool) -> Any:
-    if not raw.strip():
-        raise errors.bad_request("the request body is empty")
-    try:
-        return _decode(raw)
-    except msgspec.DecodeError as e:
-        if not yaml_ok:
-            raise errors.bad_request(f"error decoding the request body as JSON: {e}") from None
-    try:
-        return yaml.safe_load(raw)
-    except yaml.YAMLError as e:
-        raise errors.bad_request(f"error decoding the request body as YAML: {e}") from None
+    return decode_body(raw, yaml_ok=yaml_ok)
 
 
 def render_table(rk: ResourceKind, objs: list[dict[str, Any]], now: float,

@@ -45,7 +45,7 @@ from pumice.apiserver import errors
 from pumice.apiserver.admission import AdmissionChain
 from pumice.apiserver.crds import CustomResource, crd_info
 from pumice.apiserver.errors import StatusError
-from pumice.apiserver.fields import model_for, object_meta_tree, unknown_fields
+from pumice.apiserver.fields import model_for, object_meta_tree, type_causes, unknown_fields
 from pumice.apiserver.store import Expired, Store, Stored, Watcher
 from pumice.apiserver.strategy import Strategy, strategy_for
 
@@ -342,7 +342,31 @@ class Registry:
             if bname and bname != name:
                 raise errors.bad_request(f"the name of the object ({bname}) does not match the name on the URL ({name})")
             md["name"] = name
+        self._check_types(rk, body)
         return body
+
+    def _check_types(self, rk: ResourceKind, obj: Obj) -> None:
+        """The typed-schema check of every kind, before defaulting and admission: built-in kinds
+        against their lightkube model, custom resources against the served version's structural
+        schema (types only here; the rest of the schema is validated after admission).
+
+        Raises:
+            StatusError: 422 Invalid with one cause per value of the wrong JSON type.
+        """
+        cr = self.custom(rk)
+        if cr is None:
+            tree = model_for(rk)
+            causes = type_causes(tree, obj) if tree is not None else type_causes(_META_TREE, obj["metadata"], "metadata")
+        else:
+            causes = type_causes(_META_TREE, obj["metadata"], "metadata")
+            version = cr.versions.get(rk.version)
+            if version is not None and version.schema:
+                body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+                causes += [c for c in kschema.validate(version.schema, body)
+                           if c.reason == "FieldValueTypeInvalid" and not c.message.startswith("Invalid value: null")]
+        if causes:
+            name = obj["metadata"].get("name")
+            raise errors.invalid(rk, name if isinstance(name, str) else "", causes)
 
     def _prune_default(self, rk: ResourceKind, obj: Obj, strict: str) -> builtins.list[str]:
         """Prune unknown fields (custom resources) and apply schema defaults; returns warnings.

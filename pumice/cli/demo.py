@@ -30,6 +30,7 @@ from typing import Any
 import click
 import yaml
 
+from pumice.api import yamlsafe
 from pumice.api.scheme import Scheme
 from pumice.controllers.ray.status import format_rayjob_status
 
@@ -63,7 +64,7 @@ def load_sample(path: Path, queue: str | None) -> list[dict[str, Any]]:
         click.ClickException: the file is missing or not YAML.
     """
     try:
-        docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+        docs = [d for d in yamlsafe.safe_load_all(path.read_text()) if d]
     except (OSError, yaml.YAMLError) as e:
         raise click.ClickException(f"cannot read sample {path}: {e}") from e
     for d in docs:

@@ -18,6 +18,8 @@ from typing import Any
 import click
 import yaml
 
+from pumice.api import yamlsafe
+
 _KINDS = {"Namespace", "Node", "Pod", "PodGroup", "Queue", "PriorityClass", "HyperNode"}
 _NAMESPACED = {"Pod", "PodGroup"}
 
@@ -47,7 +49,7 @@ def load_manifests(path: Path) -> list[dict[str, Any]]:
         raise ValueError(f"{path}: no .yaml/.yml/.json files")
     for f in files:
         try:
-            docs = list(yaml.safe_load_all(f.read_text()))
+            docs = yamlsafe.safe_load_all(f.read_text())
         except (yaml.YAMLError, OSError) as e:
             raise ValueError(f"{f}: cannot parse: {str(e).splitlines()[0]}") from e
         stack = [d for d in docs if d is not None]

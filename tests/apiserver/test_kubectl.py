@@ -195,7 +195,7 @@ def test_kuberay_crds_client_side_apply_hits_the_annotation_limit_as_upstream(ku
     # upstream kube-apiserver rejects these too (KubeRay's docs say to use --server-side or create)
     f = samples_dir() / "kuberay" / "ray.io_rayclusters.yaml"
     p = kubectl("apply", "-f", str(f), check=False)
-    assert p.returncode != 0 and "metadata.annotations: Too long: must have at most 262144 bytes" in p.stderr
+    assert p.returncode != 0 and "metadata.annotations: Too long: may not be more than 262144 bytes" in p.stderr
 
 
 def test_volcano_crds_apply(kubectl) -> None:

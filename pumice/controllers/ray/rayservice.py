@@ -38,12 +38,10 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from pumice._util.clock import Clock, default_clock, parse_rfc3339, rfc3339
 from pumice._util.duration import go_duration_string
 from pumice.api import meta as m
-from pumice.api import scheme
+from pumice.api import scheme, yamlsafe
 from pumice.api.ray.constants import (
     ApplicationStatus,
     RayServiceConditionReason,
@@ -610,7 +608,7 @@ class RayServiceReconciler:
         cached = (self.serve_configs.get(m.key(rs)) or {}).get(cname, "")
         if not cached or not apps or cached != current:
             try:
-                config = yaml.safe_load(current) or {}
+                config = yamlsafe.safe_load(current) or {}
                 await dash.update_deployments(json.loads(json.dumps(config)))
             except Exception as e:
                 self._event(rs, "Warning", "FailedToUpdateServeApplications",

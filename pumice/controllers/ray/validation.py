@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from pumice._util.duration import parse_go_duration
+from pumice.api import yamlsafe
 from pumice.controllers.ray import constants as c
 
 Obj = dict[str, Any]
@@ -118,7 +119,7 @@ def validate_rayjob(rayjob: Obj) -> None:
             raise ValidationError("restartPolicy for head Pod should be Never or unset when using SidecarMode")
     if spec.get("runtimeEnvYAML"):
         try:
-            yaml.safe_load(spec["runtimeEnvYAML"])
+            yamlsafe.safe_load(spec["runtimeEnvYAML"])
         except yaml.YAMLError as e:
             raise ValidationError(f"failed to unmarshal RuntimeEnvYAML: {e}") from e
     for field_name, minimum in (("activeDeadlineSeconds", 1), ("preRunningDeadlineSeconds", 1)):

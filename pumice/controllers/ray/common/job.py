@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from pumice.api import yamlsafe
 from pumice.controllers.ray import constants as c
 from pumice.controllers.ray.common.pod import DEFAULT_POD_OPTIONS, PodOptions, container_command
 
@@ -51,7 +52,7 @@ def runtime_env_json(rayjob: Obj) -> str:
     if not text:
         return ""
     try:
-        data = yaml.safe_load(text)
+        data = yamlsafe.safe_load(text)
     except yaml.YAMLError as e:
         raise SubmitCommandError(f"failed to parse runtimeEnvYAML: {e}") from e
     if not isinstance(data, dict):

@@ -77,9 +77,9 @@ def load_admission_conf(text: str) -> list[ResourceGroup]:
         ValueError: not a mapping, ``resourceGroups`` not a list, or an entry with unknown keys or
             without ``resourceGroup``.
     """
-    import yaml
+    from pumice.api import yamlsafe
 
-    data = yaml.safe_load(text) or {}
+    data = yamlsafe.safe_load(text) or {}
     if not isinstance(data, dict):
         raise ValueError("volcano-admission.conf: expected a mapping with resourceGroups")
     groups = data.get("resourceGroups") or []

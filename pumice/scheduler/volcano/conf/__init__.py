@@ -25,6 +25,8 @@ from typing import Any
 
 import yaml
 
+from pumice.api import yamlsafe
+
 SWITCH_KEYS: tuple[str, ...] = (
     "enableJobOrder",
     "enableHierarchy",
@@ -167,7 +169,7 @@ def parse_conf(text: str, *, source: str = "<config>", apply_defaults: bool = Tr
             arguments that the plugin rejects.
     """
     try:
-        doc = yaml.safe_load(text)
+        doc = yamlsafe.safe_load(text)
     except yaml.YAMLError as e:
         raise ConfigError(f"{source}: invalid YAML: {str(e).splitlines()[0]}") from e
     if isinstance(doc, dict) and doc.get("kind") == "ConfigMap":

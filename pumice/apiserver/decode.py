@@ -1,0 +1,141 @@
+"""Request-body decoding with the bounds kube-apiserver's decoders have: JSON or YAML, nesting
+depth, YAML alias expansion and decoded size.
+
+- JSON: msgspec; nesting deeper than :data:`MAX_DEPTH` (or deep enough to exhaust Python's
+  recursion limit while decoding) is refused with 400.
+- YAML (``application/yaml`` bodies and apply patches): :func:`pumice.api.yamlsafe.safe_load`,
+  which refuses excessive aliasing by go-yaml's rule (the decoder kube-apiserver uses through
+  sigs.k8s.io/yaml) before anything is built: 400 ``yaml: document contains excessive
+  aliasing``, so a billion-laughs body is refused without being expanded.
+- Decoded size: a YAML body whose expansion would be larger than the request limit
+  (:data:`MAX_DECODED_BYTES`, 3 MiB like the body limit) is refused with 413.
+
+Errors are :class:`~pumice.apiserver.errors.StatusError` (400 BadRequest, 413
+RequestEntityTooLarge), never RecursionError or MemoryError.
+
+Mirrors: go-yaml v2 decode.go (allowedAliasRatio, "document contains excessive aliasing"),
+sigs.k8s.io/json (max nesting depth), k8s.io/apiserver pkg/endpoints/handlers (400 on decode
+errors). Deviates: the depth limit is 100 levels, not 10,000: pumice keeps objects as Python
+values and walks them recursively (Kubernetes objects, CRD schemas included, stay well below).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+import yaml
+
+from pumice.api import yamlsafe
+from pumice.apiserver import errors
+from pumice.apiserver.errors import StatusError
+
+__all__ = ["MAX_DECODED_BYTES", "MAX_DEPTH", "check_query", "decode_body", "json_depth"]
+
+MAX_DEPTH = 100
+MAX_DECODED_BYTES = 3 * 1024 * 1024
+
+
+_decode_json = msgspec.json.Decoder().decode
+
+
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_INNERMOST = re.compile(rb"\[\]|\{\}")
+
+
+def json_depth(raw: bytes, limit: int = MAX_DEPTH) -> int:
+    """Nesting depth of a valid JSON document, counted up to ``limit + 1`` (an answer up to
+    ``limit`` may be an upper bound: the number of opening brackets), from its bytes:
+    strings removed, then innermost ``[]``/``{}`` pairs removed once per level (each pass is one
+    C-level substitution, so a 3 MiB body costs milliseconds, not a walk of the decoded value)."""
+    if raw.count(b"[") + raw.count(b"{") <= limit:  # cannot be deeper (most bodies)
+        return min(raw.count(b"[") + raw.count(b"{"), limit)
+    # outside strings: every other piece between quotes, when no escape can hide a quote
+    outside = b"".join(raw.split(b'"')[::2]) if b"\\" not in raw else _JSON_STRING.sub(b"", raw)
+    s = outside.translate(None, _NOT_BRACKETS)
+    for depth in range(limit + 1):
+        if not s:
+            return depth
+        s = _INNERMOST.sub(b"", s)
+    return limit + 1  # limit + 1 levels removed
+
+
+def decode_body(raw: bytes, *, yaml_ok: bool) -> Any:
+    """Decode a request body (JSON, or YAML when ``yaml_ok`` and it is not JSON).
+
+    Raises:
+        StatusError: 400 for an empty or undecodable body, nesting deeper than
+            :data:`MAX_DEPTH`, or excessive YAML aliasing; 413 when YAML expands beyond
+            :data:`MAX_DECODED_BYTES`.
+    """
+    if not raw.strip():
+        raise errors.bad_request("the request body is empty")
+    try:
+        value = _decode_json(raw)
+    except msgspec.DecodeError as e:
+        if not yaml_ok:
+            raise errors.bad_request(f"error decoding the request body as JSON: {e}") from None
+        try:
+            value = yamlsafe.safe_load(raw, max_depth=MAX_DEPTH, max_nodes=MAX_DECODED_BYTES // 2)
+        except yamlsafe.YAMLLimitError as le:
+            if le.kind == "size":
+                raise StatusError(413, f"Request entity too large: limit is {MAX_DECODED_BYTES}",
+                                  "RequestEntityTooLarge") from None
+            raise errors.bad_request(f"error converting YAML to JSON: {le}") from None
+        except yaml.YAMLError as ye:
+            detail = " ".join(str(ye).split())
+            raise errors.bad_request(f"error converting YAML to JSON: {detail}") from None
+    except RecursionError:
+        raise errors.bad_request(f"error decoding the request body as JSON: exceeded max depth of "
+                                 f"{MAX_DEPTH}") from None
+    else:
+        if json_depth(raw) > MAX_DEPTH:
+            raise errors.bad_request(f"error decoding the request body as JSON: exceeded max depth of {MAX_DEPTH}")
+    return value
+
+
+_OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}
+_FIELD_VALIDATION = ("", "Ignore", "Strict", "Warn")
+
+
+def check_query(method: str, query: Mapping[str, str], revision: int) -> None:
+    """Request options checked before a request is routed, as kube-apiserver checks them.
+
+    - ``fieldValidation`` on a write must be one of ``Ignore``, ``Warn``, ``Strict`` (or empty):
+      422 ``CreateOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: ...``.
+    - ``resourceVersion`` on a read must be an integer (400), and not newer than the store's
+      ``revision``: 504 Timeout ``Too large resource version: <rv>, current: <revision>`` with a
+      ``ResourceVersionTooLarge`` cause and ``retryAfterSeconds: 1`` (the watch cache's answer
+      once it has waited for the version; pumice's store is the only source of versions, so a
+      newer one cannot arrive and the answer is immediate).
+
+    Mirrors: k8s.io/apimachinery pkg/apis/meta/v1/validation ValidateFieldValidation,
+    k8s.io/apiserver pkg/storage/errors.go NewTooLargeResourceVersionError.
+
+    Raises:
+        StatusError: as above.
+    """
+    if method in _OPTIONS_KIND:
+        fv = query.get("fieldValidation")
+        if fv is not None and fv not in _FIELD_VALIDATION:
+            kind = _OPTIONS_KIND[method]
+            supported = ", ".join(f'"{v}"' for v in _FIELD_VALIDATION)
+            message = f'Unsupported value: "{fv}": supported values: {supported}'
+            raise StatusError(422, f'{kind}.meta.k8s.io "" is invalid: fieldValidation: {message}', "Invalid",
+                              {"group": "meta.k8s.io", "kind": kind, "causes": [
+                                  {"reason": "FieldValueNotSupported", "message": message, "field": "fieldValidation"}]})
+    elif method == "GET":
+        rv = query.get("resourceVersion")
+        if rv:
+            try:
+                wanted = int(rv)
+            except ValueError:
+                raise errors.bad_request(f"invalid resource version: {rv!r}") from None
+            if wanted > revision:
+                raise StatusError(504, f"Too large resource version: {wanted}, current: {revision}", "Timeout",
+                                  {"causes": [{"reason": "ResourceVersionTooLarge",
+                                               "message": "Too large resource version"}],
+                                   "retryAfterSeconds": 1})

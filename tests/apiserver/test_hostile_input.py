@@ -1,0 +1,203 @@
+"""What a hostile client sent (issue 14 items 3-5): bounded decoding, typed-schema checks before
+admission, the validation gaps. Every answer is a Status (400/413/422/504), never a 500, and a
+refused request changes nothing stored."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+
+from pumice.api import yamlsafe
+from pumice.apiserver.decode import decode_body, json_depth
+from pumice.apiserver.errors import StatusError
+from pumice.client.base import ApiError
+from pumice.testing.cluster import LocalCluster
+
+PODS = "/api/v1/namespaces/default/pods"
+DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
+CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
+
+#: six levels of nested aliases, nine references each: 9**9 (387 million) strings once expanded
+BOMB = (b'a: &a ["x","x","x","x","x","x","x","x","x"]\n'
+        + b"".join(b"%s: &%s [*%s,*%s,*%s,*%s,*%s,*%s,*%s,*%s,*%s]\n"
+                   % ((chr(98 + i).encode(),) * 2 + (chr(97 + i).encode(),) * 9) for i in range(8)))
+
+
+async def _refused(c: LocalCluster, method: str, path: str, body: Any, *, ctype: str = "application/json",
+                   params: dict[str, str] | None = None) -> ApiError:
+    before = c.server.store.revision
+    with pytest.raises(ApiError) as e:
+        await c.client.request(method, path, body=body, content_type=ctype, params=params)
+    assert e.value.status.get("kind") == "Status"
+    assert e.value.code < 500 or e.value.code == 504
+    assert c.server.store.revision == before
+    return e.value
+
+
+def _pod(spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}
+
+
+def _deployment(replicas: Any) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"a": "b"}},
+                     "template": {"metadata": {"labels": {"a": "b"}},
+                                  "spec": {"containers": [{"name": "c", "image": "i"}]}}}}
+
+
+# -- decoding bounds (item 3) ----------------------------------------------------------------------
+
+
+def test_a_yaml_alias_bomb_is_refused_before_it_is_expanded() -> None:
+    t0 = time.process_time()
+    with pytest.raises(StatusError) as e:
+        decode_body(BOMB, yaml_ok=True)
+    assert e.value.code == 400
+    assert e.value.message.endswith("yaml: document contains excessive aliasing")
+    assert time.process_time() - t0 < 5  # not expanded (a sanity bound, far above the real cost)
+
+
+def test_a_few_aliases_are_fine() -> None:
+    assert decode_body(b"a: &x {k: v}\nb: *x\nc: [*x, *x]\n", yaml_ok=True) == {
+        "a": {"k": "v"}, "b": {"k": "v"}, "c": [{"k": "v"}, {"k": "v"}]}
+
+
+@pytest.mark.parametrize("raw,yaml_ok", [
+    (b"[" * 200_000 + b"]" * 200_000, False),
+    (b"{a: " * 50_000 + b"1" + b"}" * 50_000, True),
+    (b"".join(b"  " * i + b"a:\n" for i in range(150)) + b"  " * 150 + b"1\n", True),
+    (b"[" * 101 + b"]" * 101, False),
+])
+def test_deep_nesting_is_400_not_a_recursion_error(raw: bytes, yaml_ok: bool) -> None:
+    with pytest.raises(StatusError) as e:
+        decode_body(raw, yaml_ok=yaml_ok)
+    assert e.value.code == 400
+
+
+def test_json_depth_counts_brackets_outside_strings() -> None:
+    assert json_depth(rb'{"a":"[[[{{","b":[1,{"c":"\"]]"}]}', limit=2) == 3
+    assert json_depth(b"[" * 150 + b"]" * 150) == 101
+    assert decode_body(b"[" * 100 + b"]" * 100, yaml_ok=False) is not None
+
+
+def test_yamlsafe_refuses_the_bomb_in_the_other_readers_too() -> None:
+    with pytest.raises(yamlsafe.YAMLLimitError):
+        yamlsafe.safe_load(BOMB)
+    with pytest.raises(yamlsafe.YAMLLimitError):
+        yamlsafe.safe_load_all(b"a: 1\n---\n" + BOMB)
+    assert yamlsafe.safe_load_all("a: 1\n---\nb: 2\n") == [{"a": 1}, {"b": 2}]
+
+
+async def test_the_bomb_over_http_is_400_on_every_yaml_path(cluster: LocalCluster) -> None:
+    await cluster.client.request("POST", CONFIGMAPS, body={"apiVersion": "v1", "kind": "ConfigMap",
+                                                           "metadata": {"name": "cm"}})
+    e = await _refused(cluster, "POST", CONFIGMAPS, BOMB, ctype="application/yaml")
+    assert e.code == 400
+    e = await _refused(cluster, "PATCH", CONFIGMAPS + "/cm", BOMB, ctype="application/apply-patch+yaml",
+                       params={"fieldManager": "t"})
+    assert e.code == 400 and "excessive aliasing" in e.message
+
+
+async def test_deep_json_over_http_is_400(cluster: LocalCluster) -> None:
+    e = await _refused(cluster, "POST", PODS, b"[" * 200_000 + b"]" * 200_000)
+    assert e.code == 400
+
+
+# -- typed-schema checks before admission (item 4) -------------------------------------------------
+
+
+@pytest.mark.parametrize("spec,field", [
+    ({"containers": "notalist"}, "spec.containers"),
+    ({"containers": [{"name": "c", "image": "i", "command": "sleep 100"}]}, "spec.containers[0].command"),
+    ({"containers": [{"name": "c", "image": "i", "env": {"A": "b"}}]}, "spec.containers[0].env"),
+    ({"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": "80"}]}]},
+     "spec.containers[0].ports[0].containerPort"),
+])
+async def test_a_badly_typed_pod_is_422_with_the_field(cluster: LocalCluster, spec: Any, field: str) -> None:
+    e = await _refused(cluster, "POST", PODS, _pod(spec))
+    assert e.code == 422 and e.reason == "Invalid"
+    causes = e.status["details"]["causes"]
+    assert causes[0]["field"] == field and causes[0]["reason"] == "FieldValueTypeInvalid"
+    assert f"{field} in body must be of type" in causes[0]["message"]
+
+
+async def test_a_null_spec_is_unset_and_reported_as_missing_containers(cluster: LocalCluster) -> None:
+    e = await _refused(cluster, "POST", PODS, _pod(None))
+    assert e.code == 422
+    assert e.status["details"]["causes"][0]["field"] == "spec.containers"
+
+
+async def test_a_badly_typed_custom_resource_is_422_before_admission(cluster: LocalCluster) -> None:
+    vc = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "v"},
+          "spec": {"minAvailable": "x", "tasks": [{"name": "t", "replicas": 1, "template": {
+              "spec": {"containers": [{"name": "c", "image": "i"}]}}}]}}
+    e = await _refused(cluster, "POST", "/apis/batch.volcano.sh/v1alpha1/namespaces/default/jobs", vc)
+    assert e.code == 422
+    assert e.message == ('Job.batch.volcano.sh "v" is invalid: spec.minAvailable: Invalid value: "x": '
+                         'spec.minAvailable in body must be of type integer: "string"')
+
+
+# -- validation gaps (item 5) ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("raw,text", [
+    (json.dumps(_deployment("three")).encode(), 'spec.replicas in body must be of type integer: "string"'),
+    (json.dumps(_deployment(0)).encode().replace(b'"replicas": 0', b'"replicas": 1e10'),
+     'spec.replicas in body must be of type integer: "number"'),
+    (json.dumps(_deployment(10_000_000_000)).encode(), "must be less than or equal to 2147483647"),
+])
+async def test_bad_replicas_say_what_is_wrong(cluster: LocalCluster, raw: bytes, text: str) -> None:
+    e = await _refused(cluster, "POST", DEPLOYMENTS, raw)
+    assert e.code == 422 and text in e.message
+    assert "must be greater than or equal to 0" not in e.message
+
+
+async def test_an_env_object_is_not_reported_as_env_0_name(cluster: LocalCluster) -> None:
+    e = await _refused(cluster, "POST", PODS, _pod({"containers": [{"name": "c", "image": "i", "env": {"A": "b"}}]}))
+    assert "env[0].name" not in e.message
+
+
+async def test_changing_a_job_selector_says_the_field_is_immutable(cluster: LocalCluster) -> None:
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+           "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}}}}
+    j = await cluster.client.request("POST", "/apis/batch/v1/namespaces/default/jobs", body=job)
+    j["spec"]["selector"] = {"matchLabels": {"other": "x"}}
+    e = await _refused(cluster, "PUT", "/apis/batch/v1/namespaces/default/jobs/j", j)
+    assert e.code == 422
+    assert {"field": "spec.selector", "reason": "FieldValueInvalid"}.items() <= next(
+        c for c in e.status["details"]["causes"] if c["field"] == "spec.selector").items()
+    assert "spec.selector: Invalid value" in e.message and "field is immutable" in e.message
+
+
+async def test_a_configmap_over_1_mib_is_422(cluster: LocalCluster) -> None:
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"}, "data": {"a": "x" * (2 * 1024 * 1024)}}
+    e = await _refused(cluster, "POST", CONFIGMAPS, cm)
+    assert e.code == 422
+    assert e.message == 'ConfigMap "big" is invalid: []: Too long: may not be more than 1048576 bytes'
+
+
+async def test_an_unknown_field_validation_is_422(cluster: LocalCluster) -> None:
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fv"}}
+    e = await _refused(cluster, "POST", CONFIGMAPS, cm, params={"fieldValidation": "Bogus"})
+    assert e.code == 422
+    assert e.message == ('CreateOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "Bogus": '
+                         'supported values: "", "Ignore", "Strict", "Warn"')
+
+
+@pytest.mark.parametrize("selector", ["x/y/z=1", "a=" + "b" * 70, "a in (b", "a b"])
+async def test_an_invalid_label_selector_is_400_on_list_and_watch(cluster: LocalCluster, selector: str) -> None:
+    for params in ({"labelSelector": selector}, {"labelSelector": selector, "watch": "1"}):
+        e = await _refused(cluster, "GET", PODS, None, params=params)
+        assert e.code == 400 and e.message.startswith("unable to parse requirement")
+
+
+async def test_a_future_resource_version_is_answered_with_too_large(cluster: LocalCluster) -> None:
+    for params in ({"watch": "1", "resourceVersion": "99999999"}, {"resourceVersion": "99999999"}):
+        e = await _refused(cluster, "GET", PODS, None, params=params)
+        assert e.code == 504 and e.reason == "Timeout"
+        assert e.message.startswith("Too large resource version: 99999999, current: ")
+        assert e.status["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
+        assert e.status["details"]["retryAfterSeconds"] == 1
