@@ -104,8 +104,17 @@ def test_head_pod_of_the_sample_cluster_matches_the_reference() -> None:
 
 def test_worker_pod_of_the_sample_cluster_matches_the_reference() -> None:
     cl = sample_cluster()
-    wait = ("SECONDS=0; until ray health-check --address " + FQDN + ":6379 > /dev/null 2>&1; do "
-            'echo "$SECONDS seconds elapsed: Waiting for GCS to be ready."; sleep 5; done; echo "GCS is ready."')
+    # upstream's script text, tabs as its Go raw string carries them (common/pod.go, wait-gcs-ready)
+    wait = ("\n\t\t\t\t\tSECONDS=0\n\t\t\t\t\twhile true; do\n\t\t\t\t\t\tif (( SECONDS <= 120 )); then\n"
+            "\t\t\t\t\t\t\tif ray health-check --address " + FQDN + ":6379 > /dev/null 2>&1; then\n"
+            '\t\t\t\t\t\t\t\techo "GCS is ready."\n\t\t\t\t\t\t\t\tbreak\n\t\t\t\t\t\t\tfi\n'
+            '\t\t\t\t\t\t\techo "$SECONDS seconds elapsed: Waiting for GCS to be ready."\n\t\t\t\t\t\telse\n'
+            "\t\t\t\t\t\t\tif ray health-check --address " + FQDN + ":6379; then\n"
+            '\t\t\t\t\t\t\t\techo "GCS is ready. Any error messages above can be safely ignored."\n'
+            "\t\t\t\t\t\t\t\tbreak\n\t\t\t\t\t\t\tfi\n"
+            '\t\t\t\t\t\t\techo "$SECONDS seconds elapsed: Still waiting for GCS to be ready. For troubleshooting, '
+            'refer to the FAQ at https://docs.ray.io/en/master/cluster/kubernetes/troubleshooting.html."\n'
+            "\t\t\t\t\t\tfi\n\t\t\t\t\t\tsleep 5\n\t\t\t\t\tdone\n\t\t\t\t")
     expected = {
         "apiVersion": "v1",
         "kind": "Pod",

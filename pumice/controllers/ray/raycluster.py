@@ -47,6 +47,7 @@ from pumice.controllers.ray.batchscheduler import BatchScheduler, DefaultBatchSc
 from pumice.controllers.ray.common import pod as podb
 from pumice.controllers.ray.common import resources as res
 from pumice.controllers.ray.common import service as svcb
+from pumice.controllers.ray.common.hashing import hash_without_replicas_and_workers_to_delete
 from pumice.controllers.ray.expectations import ScaleExpectations
 from pumice.controllers.ray.validation import ValidationError, validate_raycluster
 from pumice.runtime.reconcile import Request, Result
@@ -389,8 +390,7 @@ class RayClusterReconciler:
                 self.recorder.event(cluster, "Warning", "FailedToCreateService", f"Failed to create head Service: {e}")
                 raise
             return
-        self.recorder.event(cluster, "Normal", "CreatedService",
-                            f"Created head Service {ns}/{svc['metadata']['name']}")
+        self.recorder.event(cluster, "Normal", "CreatedService", f"Created service {ns}/{svc['metadata']['name']}")
 
     async def _reconcile_headless_service(self, cluster: Obj) -> None:
         if not svcb.needs_headless_service(cluster):
@@ -405,15 +405,26 @@ class RayClusterReconciler:
     # --- pods ------------------------------------------------------------------------------
 
     async def _create_pod(self, cluster: Obj, pod: Obj, group_key: str, failure_reason: str) -> str:
+        """Create a head (``group_key`` empty) or worker Pod; events ``CreatedHeadPod`` /
+        ``CreatedWorkerPod`` and their ``FailedToCreate…`` Warnings with upstream's texts."""
+        ns = cluster["metadata"].get("namespace", "default")
+        head = group_key == HEAD_GROUP_KEY
         try:
             created = await self.client.create(pod)
         except Exception as e:
-            self.recorder.event(cluster, "Warning", "FailedToCreatePod", f"Failed to create Pod: {e}")
+            if head:
+                self.recorder.event(cluster, "Warning", "FailedToCreateHeadPod",
+                                    f"Failed to create head Pod {ns}/{pod['metadata'].get('name', '')}, {e}")
+            else:
+                self.recorder.event(cluster, "Warning", "FailedToCreateWorkerPod",
+                                    f"Failed to create worker Pod for the cluster {ns}/{cluster['metadata']['name']}, {e}")
             raise ReplicaFailureError(failure_reason, f"Failed to create Pod: {e}") from e
         name = str(created["metadata"]["name"])
-        ns = cluster["metadata"].get("namespace", "default")
         self.expectations.expect(ns, cluster["metadata"]["name"], group_key, name, "create", self.clock.now())
-        self.recorder.event(cluster, "Normal", "CreatedPod", f"Created Pod {ns}/{name}")
+        if head:
+            self.recorder.event(cluster, "Normal", "CreatedHeadPod", f"Created head Pod {ns}/{name}")
+        else:
+            self.recorder.event(cluster, "Normal", "CreatedWorkerPod", f"Created worker Pod {ns}/{name}")
         return name
 
     async def _delete_pod(self, cluster: Obj, name: str, group_key: str, failure_reason: str) -> bool:
@@ -471,6 +482,10 @@ class RayClusterReconciler:
                              ns, name)
                 else:
                     head = podb.build_head_pod(cluster, self.options.pod)
+                    ann = head["metadata"].setdefault("annotations", {})
+                    ann[c.UPGRADE_STRATEGY_RECREATE_HASH_ANNOTATION] = hash_without_replicas_and_workers_to_delete(
+                        cluster["spec"])
+                    ann[c.KUBERAY_VERSION_ANNOTATION] = c.KUBERAY_VERSION
                     self.batch_scheduler.add_metadata_to_child_resource(cluster, head, c.HEAD_GROUP_NAME)
                     await self._create_pod(cluster, head, HEAD_GROUP_KEY,
                                            c.RayClusterConditionReason.FAILED_CREATE_HEAD_POD)

@@ -360,23 +360,36 @@ class RayJobReconciler:
                             f"Created Kubernetes Job {ns}/{job['metadata']['name']}")
 
     async def _reconcile_services(self, job: Obj, cluster: Obj) -> None:
+        """``<rayjob>-head-svc`` pointing at the job's cluster; events ``CreatedService`` /
+        ``UpdatedService`` and their ``FailedTo…`` Warnings as upstream."""
         if _uses_selector(job):
             return
         want = svcb.build_rayjob_head_service(job, cluster, self.options.service)
-        ns = self._ns(job)
+        ns, name = self._ns(job), want["metadata"]["name"]
         try:
-            old = await self.client.get(scheme.SERVICE, want["metadata"]["name"], ns)
+            old = await self.client.get(scheme.SERVICE, name, ns)
         except Exception as e:
             if not is_not_found(e):
                 raise
-            await self.client.create(want)
+            try:
+                await self.client.create(want)
+            except Exception as e2:
+                self.recorder.event(job, "Warning", "FailedToCreateService",
+                                    f"Failed to create the service {ns}/{name}, {e2}")
+                raise
+            self.recorder.event(job, "Normal", "CreatedService", f"Created the service {ns}/{name}")
             return
         if (old.get("spec", {}).get("selector") or {}).get(c.RAY_CLUSTER_LABEL) == want["spec"]["selector"].get(
                 c.RAY_CLUSTER_LABEL):
             return
         want["spec"]["clusterIP"] = old.get("spec", {}).get("clusterIP", want["spec"].get("clusterIP"))
         old["spec"] = want["spec"]
-        await self.client.update(old)
+        try:
+            await self.client.update(old)
+        except Exception as e:
+            self.recorder.event(job, "Warning", "FailedToUpdateService", f"Failed to update the service {ns}/{name}, {e}")
+            raise
+        self.recorder.event(job, "Normal", "UpdatedService", f"Updated the service {ns}/{name}")
 
     async def _check_submitter(self, job: Obj) -> tuple[bool, float | None]:
         """(state changed?, submitter finished time) for K8sJobMode / SidecarMode."""

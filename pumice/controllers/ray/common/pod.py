@@ -9,8 +9,7 @@ Mirrors: kuberay ray-operator/controllers/ray/common/pod.go (DefaultHeadPodTempl
 DefaultWorkerPodTemplate, BuildPod, generateRayStartCommand, setMissingRayStartParams,
 initLivenessAndReadinessProbe, setContainerEnvVars, labelPod).
 
-Deviates: the ``wait-gcs-ready`` init container script is our own shorter loop with the same
-behaviour (``ray health-check`` against the head every 5 s until it succeeds).
+The ``wait-gcs-ready`` init container carries upstream's script text (the Pod is an interface).
 """
 
 from __future__ import annotations
@@ -338,13 +337,34 @@ def _cmd_to_string(parts: list[str]) -> str:
 
 
 def wait_gcs_ready_script(fqdn: str, port: str) -> str:
-    """The worker init container's loop: ``ray health-check`` every 5 s until the GCS answers."""
-    return (
-        "SECONDS=0; "
-        f"until ray health-check --address {fqdn}:{port} > /dev/null 2>&1; do "
-        'echo "$SECONDS seconds elapsed: Waiting for GCS to be ready."; sleep 5; done; '
-        'echo "GCS is ready."'
-    )
+    """The worker init container's script, the text upstream's Pod carries: ``ray health-check``
+    every 5 s; quiet for the first 120 s, then with the health check's own output and a pointer to
+    the troubleshooting FAQ."""
+    addr = f"{fqdn}:{port}"
+    t = "\t\t\t\t\t"
+    lines = [
+        "",
+        "SECONDS=0",
+        "while true; do",
+        "\tif (( SECONDS <= 120 )); then",
+        f"\t\tif ray health-check --address {addr} > /dev/null 2>&1; then",
+        '\t\t\techo "GCS is ready."',
+        "\t\t\tbreak",
+        "\t\tfi",
+        '\t\techo "$SECONDS seconds elapsed: Waiting for GCS to be ready."',
+        "\telse",
+        f"\t\tif ray health-check --address {addr}; then",
+        '\t\t\techo "GCS is ready. Any error messages above can be safely ignored."',
+        "\t\t\tbreak",
+        "\t\tfi",
+        '\t\techo "$SECONDS seconds elapsed: Still waiting for GCS to be ready. For troubleshooting, refer to the '
+        'FAQ at https://docs.ray.io/en/master/cluster/kubernetes/troubleshooting.html."',
+        "\tfi",
+        "\tsleep 5",
+        "done",
+        "",
+    ]
+    return "\n".join(t + line if line else (t[:-1] if i == len(lines) - 1 else "") for i, line in enumerate(lines))
 
 
 # --- FT ------------------------------------------------------------------------------------------

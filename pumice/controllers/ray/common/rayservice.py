@@ -2,26 +2,20 @@
 the two Services that follow the serving cluster.
 
 Mirrors: kuberay ray-operator/controllers/ray/rayservice_controller.go
-(constructRayClusterForRayService, rayClusterSpecForHashing, isClusterSpecHashEqual),
-utils/util.go (GenerateHashWithoutReplicasAndWorkersToDelete) and common/service.go
-(BuildHeadServiceForRayService, BuildServeService).
-
-Deviates: the hash is SHA-1 over pumice's canonical JSON (sorted keys), base32 like upstream but not
-byte-equal to Go's; only self-consistency and the exclusion list matter (kuberay-2.md §11.7).
+(constructRayClusterForRayService, rayClusterSpecForHashing, isClusterSpecHashEqual) and
+common/service.go (BuildHeadServiceForRayService, BuildServeService).
 """
 
 from __future__ import annotations
 
-import base64
 import copy
-import hashlib
-import json
 from typing import Any
 
 from pumice.api.ray import constants as api_c
 from pumice.controllers.ray import association as assoc
 from pumice.controllers.ray import constants as c
 from pumice.controllers.ray.common import service as svcb
+from pumice.controllers.ray.common.hashing import hash_without_replicas_and_workers_to_delete
 
 Obj = dict[str, Any]
 
@@ -38,35 +32,6 @@ def cluster_spec_for_hashing(rayservice: Obj) -> Obj:
     spec = copy.deepcopy((rayservice.get("spec") or {}).get("rayClusterConfig") or {})
     spec.pop("suspend", None)
     return spec
-
-
-def hash_without_replicas_and_workers_to_delete(cluster_spec: Obj) -> str:
-    """Hash of a RayClusterSpec with the fields autoscalers and Kueue edit cleared: head
-    ``tolerations``/``schedulingGates``; per worker group ``replicas``, ``minReplicas``,
-    ``maxReplicas``, ``scaleStrategy.workersToDelete``, ``tolerations``, ``schedulingGates``; the
-    cluster ``upgradeStrategy`` and ``suspend``.
-
-    Returns:
-        A base32 string (no padding).
-    """
-    spec = copy.deepcopy(cluster_spec)
-    spec.pop("suspend", None)
-    spec.pop("upgradeStrategy", None)
-    head_pod = ((spec.get("headGroupSpec") or {}).get("template") or {}).get("spec") or {}
-    head_pod.pop("tolerations", None)
-    head_pod.pop("schedulingGates", None)
-    for g in spec.get("workerGroupSpecs") or []:
-        for k in ("replicas", "minReplicas", "maxReplicas"):
-            g.pop(k, None)
-        if isinstance(g.get("scaleStrategy"), dict):
-            g["scaleStrategy"].pop("workersToDelete", None)
-            if not g["scaleStrategy"]:
-                g.pop("scaleStrategy")
-        pod = (g.get("template") or {}).get("spec") or {}
-        pod.pop("tolerations", None)
-        pod.pop("schedulingGates", None)
-    digest = hashlib.sha1(json.dumps(spec, sort_keys=True, separators=(",", ":")).encode()).digest()
-    return base64.b32encode(digest).decode().rstrip("=")
 
 
 def goal_hash(rayservice: Obj) -> str:
