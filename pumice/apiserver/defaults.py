@@ -72,8 +72,9 @@ def service(obj: Obj) -> None:
     for p in spec.get("ports") or []:
         if isinstance(p, dict):
             p.setdefault("protocol", "TCP")
-            if "port" in p:
-                p.setdefault("targetPort", p["port"])
+            # an unset, 0 or "" targetPort is the port (Go writes 0 for unset)
+            if "port" in p and p.get("targetPort") in (None, 0, ""):
+                p["targetPort"] = p["port"]
     if spec.get("type") == "ClusterIP" or spec.get("clusterIP") == "None":
         spec.setdefault("internalTrafficPolicy", "Cluster")
     spec.setdefault("ipFamilies", ["IPv4"])
@@ -130,6 +131,12 @@ def namespace(obj: Obj) -> None:
     md.setdefault("labels", {})["kubernetes.io/metadata.name"] = md.get("name", "")
 
 
+def secret(obj: Obj) -> None:
+    """SetDefaults_Secret: an unset or empty type is Opaque."""
+    if not obj.get("type"):
+        obj["type"] = "Opaque"
+
+
 def priority_class(obj: Obj) -> None:
     obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
 
@@ -137,6 +144,7 @@ def priority_class(obj: Obj) -> None:
 DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("", "pods"): pod,
     ("", "services"): service,
+    ("", "secrets"): secret,
     ("", "namespaces"): namespace,
     ("apps", "deployments"): deployment,
     ("apps", "replicasets"): replicaset,

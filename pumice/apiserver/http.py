@@ -34,6 +34,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from pumice._util.clock import Clock
+from pumice.api import protobuf as pb
 from pumice.api.scheme import ResourceKind
 from pumice.api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from pumice.api.tables import to_table
@@ -62,6 +63,83 @@ PATCH_TYPES = {
 }
 
 _NS_SUBRESOURCES = frozenset({"status", "finalize"})
+
+#: the annotation on the BOOKMARK that ends a watch's initial events (metav1.InitialEventsAnnotationKey)
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+_PB_WATCH = pb.PROTOBUF + ";stream=watch"
+_TRUE = ("true", "1", "True")
+_FALSE = ("false", "0", "False")
+
+
+def _bool_param(query: dict[str, str], name: str) -> bool | None:
+    """A boolean query parameter: None when absent.
+
+    Raises:
+        StatusError: 400 for a value that is not a boolean.
+    """
+    v = query.get(name)
+    if v is None:
+        return None
+    if v in _TRUE or v == "":
+        return True
+    if v in _FALSE:
+        return False
+    raise errors.bad_request(f"invalid boolean value {v!r} for {name}")
+
+
+def _resource_version(rv: str | None) -> int | None:
+    if rv in (None, "", "0"):
+        return None
+    try:
+        return int(str(rv))
+    except ValueError:
+        raise errors.bad_request(f"invalid resource version: {rv!r}") from None
+
+
+def _check_list_options(query: dict[str, str], *, watch: bool) -> None:
+    """ListOptions validation of the watch-list parameters.
+
+    Raises:
+        StatusError: 422 ListOptions.meta.k8s.io Invalid, with kube-apiserver's causes.
+
+    Mirrors: k8s.io/apimachinery pkg/apis/meta/internalversion/validation ValidateListOptions.
+    """
+    causes: list[dict[str, str]] = []
+    sie = _bool_param(query, "sendInitialEvents")
+    match = query.get("resourceVersionMatch", "")
+    rv = query.get("resourceVersion", "")
+    if match and match not in ("NotOlderThan", "Exact"):
+        causes.append({"reason": "FieldValueNotSupported", "field": "resourceVersionMatch",
+                       "message": f'Unsupported value: "{match}": supported values: "Exact", "NotOlderThan", ""'})
+    if sie is not None:
+        if not watch:
+            causes.append({"reason": "FieldValueForbidden", "field": "sendInitialEvents",
+                           "message": "Forbidden: sendInitialEvents is forbidden for list"})
+        else:
+            if match != "NotOlderThan":
+                causes.append({"reason": "FieldValueForbidden", "field": "resourceVersionMatch",
+                               "message": "Forbidden: sendInitialEvents requires setting resourceVersionMatch "
+                                          "to NotOlderThan"})
+            if _bool_param(query, "allowWatchBookmarks") is not True:
+                causes.append({"reason": "FieldValueForbidden", "field": "allowWatchBookmarks",
+                               "message": "Forbidden: sendInitialEvents requires setting allowWatchBookmarks "
+                                          "to true"})
+    elif match and watch:
+        causes.append({"reason": "FieldValueForbidden", "field": "resourceVersionMatch",
+                       "message": "Forbidden: resourceVersionMatch is forbidden for watch unless "
+                                  "sendInitialEvents is provided"})
+    elif match and not rv:
+        causes.append({"reason": "FieldValueForbidden", "field": "resourceVersionMatch",
+                       "message": "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"})
+    elif match == "Exact" and rv == "0":
+        causes.append({"reason": "FieldValueForbidden", "field": "resourceVersionMatch",
+                       "message": 'Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"'})
+    if causes:
+        message = "; ".join(f"{c['field']}: {c['message']}" for c in causes)
+        if len(causes) > 1:
+            message = "[" + ", ".join(f"{c['field']}: {c['message']}" for c in causes) + "]"
+        raise StatusError(422, f'ListOptions.meta.k8s.io "" is invalid: {message}', "Invalid",
+                          {"group": "meta.k8s.io", "kind": "ListOptions", "causes": causes})
 
 
 def _json(data: bytes, code: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -110,6 +188,7 @@ class _Api:
         self.bookmark_interval = bookmark_interval
         self.log_client_factory = log_client_factory
         self.ready = True
+        self._pb_cache: dict[int, tuple[Stored, bytes]] = {}
         self._roots: dict[str, Callable[[Request, list[str]], Awaitable[Response]]] = {
             "version": self._version, "healthz": self._health, "livez": self._health, "readyz": self._health,
             "openapi": self._openapi_root, "api": self._api, "apis": self._api,
@@ -244,7 +323,7 @@ class _Api:
         s = self.registry.get(t.rk, t.namespace, t.name)
         if _wants_table(request):
             return _json(_encode(self._table(t.rk, [s], _include_object(request))))
-        return _json(self.registry.output(t.rk, s))
+        return self._object(request, t.rk, s)
 
     async def _get_log(self, request: Request, t: _Target) -> Response:
         assert t.name is not None
@@ -256,12 +335,12 @@ class _Api:
 
     async def _put(self, request: Request, t: _Target) -> Response:
         assert t.name is not None
-        body = await self._body(request)
+        body = await self._body(request, t.rk)
         s, warnings = await self.registry.update(t.rk, t.namespace, t.name, body, sub=t.sub,
                                                  dry_run=_dry_run(t.query),
                                                  field_validation=t.query.get("fieldValidation", ""),
                                                  field_manager=t.query.get("fieldManager", ""))
-        return _json(self.registry.output(t.rk, s), 200, _warnings(warnings))
+        return self._object(request, t.rk, s, 200, _warnings(warnings))
 
     async def _put_scale_h(self, request: Request, t: _Target) -> Response:
         assert t.name is not None
@@ -284,7 +363,7 @@ class _Api:
             t.rk, t.namespace, t.name, ptype, patch, sub=t.sub, dry_run=_dry_run(q),
             field_validation=q.get("fieldValidation", ""), field_manager=q.get("fieldManager", ""),
             force=q.get("force") in ("true", "1"))
-        return _json(self.registry.output(t.rk, s), 201 if created else 200, _warnings(warnings))
+        return self._object(request, t.rk, s, 201 if created else 200, _warnings(warnings))
 
     async def _patch_scale_h(self, request: Request, t: _Target) -> Response:
         assert t.name is not None
@@ -293,11 +372,10 @@ class _Api:
 
     async def _delete(self, request: Request, t: _Target) -> Response:
         assert t.name is not None
-        raw = await self._raw_body(request)
-        body = _parse_body(raw, yaml_ok=False) if raw.strip() else None
+        body = await self._delete_options_body(request)
         opts = DeleteOptions.parse(body, t.query)
         s = await self.registry.delete(t.rk, t.namespace, t.name, opts)
-        return _json(self.registry.output(t.rk, s), 200)
+        return self._object(request, t.rk, s, 200)
 
     async def _post_subresource(self, request: Request, t: _Target) -> Response:
         """POST to a subresource the kind's strategy serves (Pod ``binding``, ``eviction``)."""
@@ -306,7 +384,7 @@ class _Api:
         if handler is None:
             raise errors.method_not_allowed()
         dry_run = _dry_run(t.query)
-        body = await self._body(request)
+        body = await self._body(request, t.rk)
         await handler(self.registry, t.namespace or "", t.name, body, dry_run)
         return _json(_encode(errors.status_success(201)), 201)
 
@@ -334,18 +412,87 @@ class _Api:
                 break
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
-    async def _body(self, request: Request) -> Any:
+    async def _body(self, request: Request, rk: ResourceKind | None = None) -> Any:
+        """The decoded request body: JSON, YAML, or protobuf (built-in kinds only; 415 for custom
+        resources, as kube-apiserver has no protobuf form for them)."""
         ctype = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
-        if ctype not in ("application/json", "application/yaml", "application/vnd.kubernetes.protobuf", "", "*/*"):
+        if ctype not in ("application/json", "application/yaml", pb.PROTOBUF, "", "*/*"):
             raise StatusError(415, f'the body of the request was in an unknown format - accepted media types '
-                              f'include: application/json, application/yaml (got "{ctype}")',
+                              f'include: application/json, application/yaml, {pb.PROTOBUF} (got "{ctype}")',
                               "UnsupportedMediaType")
-        if ctype == "application/vnd.kubernetes.protobuf":
+        if ctype == pb.PROTOBUF and rk is not None and self.registry.custom(rk) is not None:
             raise StatusError(415, "the body of the request was in an unknown format - accepted media types "
-                              "include: application/json, application/yaml (pumice does not decode protobuf bodies; "
-                              "use kubectl create -f or apply -f with a manifest)", "UnsupportedMediaType")
+                              "include: application/json, application/yaml", "UnsupportedMediaType")
         raw = await self._raw_body(request)
+        if ctype == pb.PROTOBUF:
+            return _parse_protobuf(raw)
         return _parse_body(raw, yaml_ok=ctype == "application/yaml")
+
+    async def _delete_options_body(self, request: Request) -> Any:
+        """A DELETE body (DeleteOptions as JSON or protobuf), or None when empty."""
+        raw = await self._raw_body(request)
+        if not raw.strip():
+            return None
+        ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if ctype == pb.PROTOBUF:
+            return _parse_protobuf(raw)
+        return _parse_body(raw, yaml_ok=False)
+
+    # ------------------------------------------------------------------ content negotiation
+
+    def _protobuf(self, request: Request, rk: ResourceKind) -> bool:
+        """True when ``Accept`` prefers protobuf and ``rk`` has a protobuf form.
+
+        Raises:
+            StatusError: 406 when only protobuf is acceptable and ``rk`` is a custom resource.
+        """
+        accept = request.headers.get("accept", "")
+        if pb.PROTOBUF not in accept:
+            return False
+        supported = self.registry.custom(rk) is None and pb.message_for(rk.api_version, rk.kind) is not None
+        for part in accept.split(","):
+            media = part.split(";")[0].strip().lower()
+            if media == pb.PROTOBUF:
+                if supported and "as=" not in part:
+                    return True
+            elif media in ("application/json", "*/*", "application/*", "application/yaml"):
+                return False
+        raise StatusError(406, f"only the following media types are accepted: application/json, application/yaml"
+                          f"{', ' + pb.PROTOBUF if supported else ''}", "NotAcceptable")
+
+    def _message_bytes(self, rk: ResourceKind, s: Stored) -> bytes:
+        """The protobuf message (no envelope) of a stored built-in object, cached by revision."""
+        key = s.rv
+        cached = self._pb_cache.get(key)
+        if cached is not None and cached[0] is s:
+            return cached[1]
+        data = pb.encode(self._pb_message(rk), s.obj)
+        if len(self._pb_cache) >= 65536:
+            self._pb_cache.clear()
+        self._pb_cache[key] = (s, data)
+        return data
+
+    def _pb_message(self, rk: ResourceKind) -> str:
+        name = pb.message_for(rk.api_version, rk.kind)
+        assert name is not None
+        return name
+
+    def _pb_object(self, rk: ResourceKind, s: Stored) -> bytes:
+        return pb.envelope(rk.api_version, rk.kind, self._message_bytes(rk, s))
+
+    def _object(self, request: Request, rk: ResourceKind, s: Stored, code: int = 200,
+                headers: dict[str, str] | None = None) -> Response:
+        """One object as the client asked for it (protobuf or JSON)."""
+        if self._protobuf(request, rk):
+            return Response(content=self._pb_object(rk, s), status_code=code, media_type=pb.PROTOBUF,
+                            headers=headers)
+        return _json(self.registry.output(rk, s), code, headers)
+
+    def _pb_list(self, rk: ResourceKind, items: list[Stored], meta: dict[str, Any]) -> Response:
+        list_msg = pb.message_for(rk.api_version, rk.list_kind)
+        assert list_msg is not None
+        body = pb.list_message(list_msg, meta, [self._message_bytes(rk, s) for s in items])
+        return Response(content=pb.envelope(rk.api_version, rk.list_kind, body), media_type=pb.PROTOBUF)
 
     # ------------------------------------------------------------------ reads
 
@@ -356,6 +503,7 @@ class _Api:
             raise errors.bad_request(str(e)) from None
 
     def _list(self, request: Request, rk: ResourceKind, namespace: str | None, query: dict[str, str]) -> Response:
+        _check_list_options(query, watch=False)
         labels, fields = self._selectors(query)
         try:
             limit = int(query.get("limit") or 0)
@@ -373,6 +521,8 @@ class _Api:
         if token:
             meta["continue"] = token
             meta["remainingItemCount"] = remaining
+        if self._protobuf(request, rk):
+            return self._pb_list(rk, items, meta)
         head = (b'{"kind":"' + rk.list_kind.encode() + b'","apiVersion":"' + rk.api_version.encode()
                 + b'","metadata":' + _encode(meta) + b',"items":[')
         body = head + b",".join(self.registry.outputs(rk, items)) + b"]}"
@@ -473,18 +623,17 @@ class _Api:
                       query: dict[str, str]) -> Response:
         if rk.namespaced and namespace is None:
             raise errors.method_not_allowed("POST to an all-namespaces collection is not allowed; name the namespace")
-        body = await self._body(request)
+        body = await self._body(request, rk)
         s, warnings = await self.registry.create(rk, namespace, body, dry_run=_dry_run(query),
                                                  field_validation=query.get("fieldValidation", ""),
                                                  field_manager=query.get("fieldManager", ""))
-        return _json(self.registry.output(rk, s), 201, _warnings(warnings))
+        return self._object(request, rk, s, 201, _warnings(warnings))
 
     async def _delete_collection(self, request: Request, rk: ResourceKind, namespace: str | None,
                                  query: dict[str, str]) -> Response:
         if "deletecollection" not in rk.verbs:
             raise errors.method_not_allowed()
-        raw = await self._raw_body(request)
-        opts = DeleteOptions.parse(_parse_body(raw, yaml_ok=False) if raw.strip() else None, query)
+        opts = DeleteOptions.parse(await self._delete_options_body(request), query)
         labels, fields = self._selectors(query)
         items, _rv, _, _ = self.registry.list(rk, namespace, labels=labels, fields=fields)
         deleted = []
@@ -495,6 +644,8 @@ class _Api:
             except StatusError as e:
                 if e.code != 404:
                     raise
+        if self._protobuf(request, rk):
+            return self._pb_list(rk, deleted, {"resourceVersion": str(self.registry.store.revision)})
         head = (b'{"kind":"' + rk.list_kind.encode() + b'","apiVersion":"' + rk.api_version.encode()
                 + b'","metadata":{"resourceVersion":"' + str(self.registry.store.revision).encode() + b'"},"items":[')
         return _json(head + b",".join(self.registry.output(rk, s) for s in deleted) + b"]}")
@@ -509,31 +660,65 @@ class _Api:
             raise errors.bad_request(f"invalid timeoutSeconds {query.get('timeoutSeconds')!r}") from None
         bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
         rv = query.get("resourceVersion")
+        _check_list_options(query, watch=True)
         store = self.registry.store
+        send_initial = _bool_param(query, "sendInitialEvents")
+        if send_initial:
+            want = _resource_version(rv)
+            if want is not None and want > store.revision:
+                raise StatusError(504, f"Timeout: Too large resource version: {want}, current: {store.revision}",
+                                  "Timeout", {"causes": [{"reason": "ResourceVersionTooLarge",
+                                                          "message": "Too large resource version"}],
+                                              "retryAfterSeconds": 1})
+            rv = None  # the current state as synthetic ADDED events, then the initial-events-end bookmark
+        elif send_initial is False and rv in (None, "", "0"):
+            rv = str(store.revision)  # no synthetic events: start at the most recent revision
+        proto = not _wants_table(request) and self._protobuf(request, rk)
         try:
             w = self.registry.watch(rk, namespace, resource_version=rv, labels=labels, fields=fields)
         except StatusError as e:
             if e.code != 410:
                 raise
             # kube-apiserver answers an expired watch with 200 and one ERROR event
+            if proto:
+                frame = pb.encode_watch_event("ERROR", pb.encode_object(e.status()))
+                return Response(content=frame, media_type=_PB_WATCH)
             body = b'{"type":"ERROR","object":' + _encode(e.status()) + b"}\n"
             return _json(body)
+        initial_left = w.queue.qsize() if send_initial else -1
+        initial_rv = store.bookmark_revision(w)
         table = _wants_table(request)
         include = _include_object(request)
         out = self.registry.output
         render = self._table
         clock = self.clock
         interval = self.bookmark_interval
+        pb_object = self._pb_object
 
         def line(kind: str, s: Stored) -> bytes:
+            if proto:
+                return pb.encode_watch_event(kind, pb_object(rk, s))
             if table:
                 return b'{"type":"' + kind.encode() + b'","object":' + _encode(render(rk, [s], include)) + b"}\n"
             return b'{"type":"' + kind.encode() + b'","object":' + out(rk, s) + b"}\n"
 
+        def bookmark(revision: int, end_of_initial: bool = False) -> bytes:
+            md: dict[str, Any] = {"resourceVersion": str(revision)}
+            if end_of_initial:
+                md["annotations"] = {INITIAL_EVENTS_END: "true"}
+            bm = {"kind": rk.kind, "apiVersion": rk.api_version, "metadata": md}
+            if proto:
+                return pb.encode_watch_event("BOOKMARK", pb.encode_object(bm))
+            return b'{"type":"BOOKMARK","object":' + _encode(bm) + b"}\n"
+
         async def stream() -> AsyncIterator[bytes]:
             q = w.queue
             deadline = clock.monotonic() + timeout if timeout is not None else None
+            pending = initial_left
             try:
+                if pending == 0:
+                    yield bookmark(initial_rv, True)
+                    pending = -1
                 while True:
                     if q.empty():
                         wait: float | None = None
@@ -551,27 +736,35 @@ class _Api:
                                     item = await q.get()
                             except TimeoutError:
                                 if bookmarks and not w.closed:
-                                    bm = {"kind": rk.kind, "apiVersion": rk.api_version,
-                                          "metadata": {"resourceVersion": str(store.bookmark_revision(w))}}
-                                    yield b'{"type":"BOOKMARK","object":' + _encode(bm) + b"}\n"
+                                    yield bookmark(store.bookmark_revision(w))
                                 continue
                         if item is None:
                             return
                         chunk = [line(item[0], item[1])]
+                        if pending > 0:
+                            pending -= 1
                     else:
                         chunk = []
                     while not q.empty():
+                        if pending == 0:
+                            chunk.append(bookmark(initial_rv, True))
+                            pending = -1
                         item = q.get_nowait()
                         if item is None:
                             if chunk:
                                 yield b"".join(chunk)
                             return
                         chunk.append(line(item[0], item[1]))
+                        if pending > 0:
+                            pending -= 1
+                    if pending == 0:
+                        chunk.append(bookmark(initial_rv, True))
+                        pending = -1
                     yield b"".join(chunk)
             finally:
                 store.unwatch(w)
 
-        return StreamingResponse(stream(), media_type="application/json")
+        return StreamingResponse(stream(), media_type=_PB_WATCH if proto else "application/json")
 
     # ------------------------------------------------------------------ logs
 
@@ -695,6 +888,13 @@ def _dry_run(query: dict[str, str]) -> bool:
     if v != "All":
         raise errors.bad_request(f"invalid dry run value: {v!r}; only 'All' is supported")
     return True
+
+
+def _parse_protobuf(raw: bytes) -> Any:
+    try:
+        return pb.decode_object(raw)
+    except pb.ProtobufError as e:
+        raise errors.bad_request(f"error decoding the request body as protobuf: {e}") from None
 
 
 def _parse_body(raw: bytes, *, yaml_ok: bool) -> Any:

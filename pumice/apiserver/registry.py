@@ -34,6 +34,7 @@ from typing import Any
 import msgspec
 
 from pumice._util.clock import Clock, rfc3339
+from pumice.api import protobuf
 from pumice.api import schema as kschema
 from pumice.api.admission import AdmissionError, AdmissionRequest, FieldCause
 from pumice.api.apply import ApplyConflict, server_side_apply
@@ -322,6 +323,9 @@ class Registry:
             raise errors.bad_request(f"the kind in the data ({kind}) does not match the expected kind ({rk.kind})")
         body["apiVersion"] = rk.api_version
         body["kind"] = rk.kind
+        if self.custom(rk) is None:
+            # "", 0 and false written explicitly mean unset, as Go's decoding makes them
+            protobuf.drop_zero_values(body)
         md = body.get("metadata")
         if md is None:
             md = body["metadata"] = {}

@@ -276,7 +276,7 @@ register("events.k8s.io", "events", EventStrategy(field_labels=frozenset({
     "regarding.resourceVersion", "regarding.fieldPath", "reason", "reportingController", "type",
     "deprecatedSource",
 })))
-register("", "secrets", Strategy(field_labels=frozenset({"type"})))
+register("", "secrets", Strategy(field_labels=frozenset({"type"}), defaulter=kdefaults.secret))
 register("", "services", Strategy(field_labels=frozenset({"spec.clusterIP", "spec.type"}),
                                   defaulter=kdefaults.service))
 register("apps", "deployments", Strategy(defaulter=kdefaults.deployment))

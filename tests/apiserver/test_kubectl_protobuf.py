@@ -1,0 +1,103 @@
+"""Real kubectl's generator commands, which send built-in kinds as protobuf
+(``application/vnd.kubernetes.protobuf``), and describe, which asks for protobuf responses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+
+from pumice.testing.cluster import HttpServer, serve_http
+
+from .test_kubectl import kubectl_binary
+
+pytestmark = pytest.mark.kubectl
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    with serve_http(tmp_path_factory.mktemp("kubectl-pb")) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def kubectl(srv: HttpServer, tmp_path_factory: pytest.TempPathFactory):
+    binary = kubectl_binary()
+    cache = tmp_path_factory.mktemp("kubecache")
+    env = {**os.environ, "KUBECONFIG": str(srv.kubeconfig), "HOME": str(cache)}
+
+    def run(*args: str, check: bool = True, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        p = subprocess.run([binary, "--cache-dir", str(cache / "cache"), *args], env=env, capture_output=True,
+                           text=True, timeout=60, input=stdin)
+        if check and p.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({p.returncode}): {p.stderr}")
+        return p
+
+    return run
+
+
+def get(kubectl, *args: str) -> dict:
+    return json.loads(kubectl("get", *args, "-o", "json").stdout)
+
+
+def test_create_namespace(kubectl) -> None:
+    assert "namespace/team-a created" in kubectl("create", "namespace", "team-a").stdout
+    assert get(kubectl, "namespace", "team-a")["status"]["phase"] == "Active"
+
+
+def test_create_deployment(kubectl) -> None:
+    out = kubectl("create", "deployment", "web", "--image=nginx:1.27", "--replicas=2", "--port=80").stdout
+    assert "deployment.apps/web created" in out
+    d = get(kubectl, "deployment", "web")
+    assert d["spec"]["replicas"] == 2
+    c = d["spec"]["template"]["spec"]["containers"][0]
+    assert c["image"] == "nginx:1.27" and c["ports"] == [{"containerPort": 80, "protocol": "TCP"}]
+    assert d["spec"]["template"]["spec"]["schedulerName"] == "default-scheduler"
+    assert d["spec"]["selector"] == {"matchLabels": {"app": "web"}}
+
+
+def test_create_job(kubectl) -> None:
+    assert "job.batch/once created" in kubectl("create", "job", "once", "--image=busybox", "--", "true").stdout
+    j = get(kubectl, "job", "once")
+    assert j["spec"]["template"]["spec"]["containers"][0]["command"] == ["true"]
+    assert j["spec"]["template"]["spec"]["restartPolicy"] == "Never"
+
+
+def test_create_configmap_and_secret(kubectl) -> None:
+    kubectl("create", "configmap", "cfg", "--from-literal=a=1", "--from-literal=b=two")
+    assert get(kubectl, "configmap", "cfg")["data"] == {"a": "1", "b": "two"}
+    kubectl("create", "secret", "generic", "sec", "--from-literal=password=s3cr3t")
+    s = get(kubectl, "secret", "sec")
+    assert s["data"] == {"password": "czNjcjN0"} and s["type"] == "Opaque"
+
+
+def test_create_service_defaults_target_port_to_port(kubectl) -> None:
+    assert "service/svc1 created" in kubectl("create", "service", "clusterip", "svc1", "--tcp=8080").stdout
+    svc = get(kubectl, "service", "svc1")
+    assert svc["spec"]["ports"][0]["port"] == 8080
+    assert svc["spec"]["ports"][0]["targetPort"] == 8080
+
+
+def test_create_priorityclass_and_role(kubectl) -> None:
+    kubectl("create", "priorityclass", "high", "--value=1000", "--description=important")
+    assert get(kubectl, "priorityclass", "high")["value"] == 1000
+    kubectl("create", "role", "reader", "--verb=get,list", "--resource=pods")
+    rules = get(kubectl, "role", "reader")["rules"]
+    assert rules == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]
+
+
+def test_run_then_describe_asks_protobuf(kubectl) -> None:
+    assert "pod/runner created" in kubectl("run", "runner", "--image=busybox", "--", "sleep", "60").stdout
+    out = kubectl("describe", "pod", "runner").stdout
+    assert "Name:" in out and "runner" in out and "busybox" in out
+
+
+def test_expose_a_deployment(kubectl) -> None:
+    kubectl("create", "deployment", "api", "--image=nginx", "--port=8080")
+    assert "service/api exposed" in kubectl("expose", "deployment", "api", "--port=80", "--target-port=8080").stdout
+    svc = get(kubectl, "service", "api")
+    assert svc["spec"]["selector"] == {"app": "api"}
+    assert svc["spec"]["ports"][0]["targetPort"] == 8080

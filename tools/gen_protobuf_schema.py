@@ -1,0 +1,210 @@
+"""Generate pumice/api/protobuf_schema.json, the wire facts of Kubernetes' protobuf encoding.
+
+Reads upstream's ``generated.proto`` files (message names, field numbers, proto types) and the Go
+struct tags of the same packages (JSON names, ``omitempty``, ``,inline``, pointer fields, list
+wrapper types) from local git mirrors, and writes one compact JSON document in pumice's own
+format. No upstream text is copied: only names, numbers and types end up in the output.
+
+Usage::
+
+    python tools/gen_protobuf_schema.py /work/.mirror/kubernetes+api/repo \\
+        /work/.mirror/kubernetes+apimachinery/repo \\
+        /work/.mirror/kubernetes+apiextensions-apiserver/repo > pumice/api/protobuf_schema.json
+
+Output shape::
+
+    {"source": {"<repo>": "<commit>"},
+     "groups": {"<proto package>": ["<group>", "<version>"]},
+     "messages": {"<proto package>.<Message>": {
+         "fields": [[number, "<json name>", "<type>", "<flags>"], ...],
+         "list": true}}}            # "list": the Go type is a slice wrapped in a message
+
+``type`` is a proto scalar (``string``, ``int32``, ``int64``, ``bool``, ``bytes``, ``double``,
+``float``), a full message name, or ``map:<key type>:<value type>``. ``flags``: ``r`` repeated,
+``p`` Go pointer, ``o`` omitempty, ``i`` JSON-inlined (the message's fields appear in the parent).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+PACKAGES = {
+    # repo key -> list of (package dir, group or None for non-API packages)
+    "api": [
+        (f"{g}/{v}", None) for g, v in (
+            ("core", "v1"), ("apps", "v1"), ("batch", "v1"), ("coordination", "v1"), ("scheduling", "v1"),
+            ("rbac", "v1"), ("events", "v1"), ("discovery", "v1"), ("policy", "v1"), ("storage", "v1"),
+            ("autoscaling", "v1"), ("autoscaling", "v2"), ("authentication", "v1"), ("authorization", "v1"),
+            ("networking", "v1"), ("node", "v1"), ("certificates", "v1"), ("admissionregistration", "v1"),
+            ("flowcontrol", "v1"),
+        )
+    ],
+    "apimachinery": [
+        ("pkg/apis/meta/v1", None), ("pkg/runtime", None), ("pkg/util/intstr", None), ("pkg/api/resource", None),
+    ],
+    "apiextensions": [("pkg/apis/apiextensions/v1", None)],
+}
+
+SCALARS = {"string", "int32", "int64", "bool", "bytes", "double", "float", "uint32", "uint64", "sint32",
+           "sint64", "fixed32", "fixed64"}
+
+_MSG = re.compile(r"^message (\w+) \{")
+_FIELD = re.compile(r"^\s*(optional|repeated)\s+([\w.]+)\s+(\w+)\s*=\s*(\d+);")
+_MAP = re.compile(r"^\s*map<\s*([\w.]+)\s*,\s*([\w.]+)\s*>\s+(\w+)\s*=\s*(\d+);")
+_GO_STRUCT = re.compile(r"^type (\w+) struct \{")
+_GO_SLICE = re.compile(r"^type (\w+) \[\]([\w.*]+)\s*$")
+_GO_FIELD = re.compile(r"^\s*(?:(\w+)\s+)?([*\[\]\w.]+(?:\[[\w.]+\][*\w.\[\]]+)?)\s+`([^`]*)`")
+_TAG = re.compile(r'(\w+):"([^"]*)"')
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
+
+
+def parse_proto(text: str) -> tuple[str, dict[str, list[tuple[str, str, str, int]]]]:
+    """``(package, {message: [(label, type, name, number)]})``; label ``map`` carries
+    ``key:value`` as the type."""
+    package = re.search(r"^package ([\w.]+);", text, re.M)
+    assert package is not None
+    messages: dict[str, list[tuple[str, str, str, int]]] = {}
+    current: list[tuple[str, str, str, int]] | None = None
+    for line in text.splitlines():
+        if line.strip().startswith("//"):
+            continue
+        m = _MSG.match(line)
+        if m:
+            current = messages.setdefault(m.group(1), [])
+            continue
+        if line.startswith("}"):
+            current = None
+            continue
+        if current is None:
+            continue
+        m = _MAP.match(line)
+        if m:
+            current.append(("map", f"{m.group(1)}:{m.group(2)}", m.group(3), int(m.group(4))))
+            continue
+        m = _FIELD.match(line)
+        if m:
+            current.append((m.group(1), m.group(2), m.group(3), int(m.group(4))))
+    return package.group(1), messages
+
+
+def parse_go(texts: list[str]) -> tuple[dict[str, dict[str, tuple[str, str]]], set[str]]:
+    """``({struct: {proto name: (json tag, go type)}}, {slice type names})``."""
+    structs: dict[str, dict[str, tuple[str, str]]] = {}
+    slices: set[str] = set()
+    for text in texts:
+        current: dict[str, tuple[str, str]] | None = None
+        depth = 0
+        for line in text.splitlines():
+            m = _GO_SLICE.match(line)
+            if m:
+                slices.add(m.group(1))
+                continue
+            m = _GO_STRUCT.match(line)
+            if m:
+                current = structs.setdefault(m.group(1), {})
+                depth = 1
+                continue
+            if current is None:
+                continue
+            stripped = line.strip()
+            if stripped.startswith("//"):
+                continue
+            depth += line.count("{") - line.count("}")
+            if depth <= 0:
+                current = None
+                continue
+            m = _GO_FIELD.match(line)
+            if not m:
+                continue
+            tags = dict(_TAG.findall(m.group(3)))
+            proto = tags.get("protobuf")
+            if not proto:
+                continue
+            pparts = proto.split(",")
+            pname = next((p[5:] for p in pparts if p.startswith("name=")), None)
+            value = (tags.get("json", pname or ""), m.group(2))
+            if len(pparts) > 1 and pparts[1].isdigit():
+                current["#" + pparts[1]] = value
+            if pname is not None:
+                current[pname] = value
+    return structs, slices
+
+
+def qualify(package: str, t: str, known: set[str]) -> str:
+    t = t.lstrip(".")
+    if t in SCALARS:
+        return t
+    if "." in t:
+        return t
+    return f"{package}.{t}"
+
+
+def main(argv: list[str]) -> int:
+    repos = dict(zip(("api", "apimachinery", "apiextensions"), (Path(a) for a in argv[1:4]), strict=True))
+    out: dict[str, object] = {"source": {}, "groups": {}, "messages": {}}
+    messages: dict[str, dict[str, object]] = {}
+    for key, repo in repos.items():
+        commit = git(repo, "rev-parse", "HEAD").strip()
+        out["source"][key] = commit  # type: ignore[index]
+        files = git(repo, "ls-tree", "-r", "--name-only", "HEAD").splitlines()
+        for pkg_dir, _ in PACKAGES[key]:
+            proto_text = git(repo, "show", f"HEAD:{pkg_dir}/generated.proto")
+            package, msgs = parse_proto(proto_text)
+            go_texts = [git(repo, "show", f"HEAD:{f}") for f in files
+                        if f.startswith(pkg_dir + "/") and f.count("/") == pkg_dir.count("/") + 1
+                        and f.endswith(".go") and not f.endswith("_test.go")
+                        and not Path(f).name.startswith(("zz_", "generated")) and "swagger" not in f]
+            structs, slices = parse_go(go_texts)
+            group = None
+            for t in go_texts:
+                gm = re.search(r'^const GroupName = "([^"]*)"', t, re.M)
+                if gm:
+                    group = gm.group(1)
+            if key == "api":
+                version = pkg_dir.split("/")[1]
+                out["groups"][package] = ["" if pkg_dir.startswith("core/") else (group or ""), version]  # type: ignore[index]
+            if key == "apiextensions":
+                out["groups"][package] = [group or "apiextensions.k8s.io", "v1"]  # type: ignore[index]
+            for name, fields in msgs.items():
+                go = structs.get(name, {})
+                rows = []
+                for label, ptype, pname, number in sorted(fields, key=lambda f: f[3]):
+                    tag, gotype = go.get(pname) or go.get(f"#{number}") or (pname, "")
+                    parts = tag.split(",")
+                    jname = parts[0]
+                    flags = ""
+                    if label == "repeated":
+                        flags += "r"
+                    if gotype.startswith("*"):
+                        flags += "p"
+                    if "omitempty" in parts[1:]:
+                        flags += "o"
+                    if "inline" in parts[1:] or jname == "":
+                        flags += "i"
+                    if jname == "-":
+                        continue
+                    if label == "map":
+                        k, v = ptype.split(":")
+                        t = f"map:{qualify(package, k, set())}:{qualify(package, v, set())}"
+                    else:
+                        t = qualify(package, ptype, set())
+                    rows.append([number, jname or pname, t, flags])
+                entry: dict[str, object] = {"fields": rows}
+                if name in slices:
+                    entry["list"] = True
+                messages[f"{package}.{name}"] = entry
+    out["messages"] = dict(sorted(messages.items()))
+    json.dump(out, sys.stdout, indent=None, separators=(",", ":"), sort_keys=False)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv))
