@@ -2,10 +2,13 @@
 
 Shapes: ``obj`` is a Kubernetes object as JSON (``{"apiVersion", "kind", "metadata", ...}``).
 Conditions follow metav1.Condition / the core condition shape: ``type``, ``status`` ("True",
-"False", "Unknown"), ``reason``, ``message``, ``lastTransitionTime``.
+"False", "Unknown"), ``reason``, ``message``, ``lastTransitionTime``. The condition helpers here
+(:func:`find_condition`, :func:`get_condition`, :func:`is_condition_true`, :func:`set_condition`,
+:func:`with_condition`, :func:`remove_condition`) are the only ones in pumice.
 """
 
-
+import copy
+from collections.abc import Sequence
 from typing import Any
 
 Obj = dict[str, Any]
@@ -75,42 +78,95 @@ def owner_reference(owner: Obj, *, controller: bool = True, block_owner_deletion
     }
 
 
-def get_condition(obj_or_status: Obj, ctype: str) -> Obj | None:
-    """The condition of type ``ctype`` from ``obj["status"]["conditions"]`` (or from a status dict)."""
-    status = obj_or_status.get("status", obj_or_status) if "metadata" in obj_or_status else obj_or_status
-    for c in (status or {}).get("conditions") or []:
-        if c.get("type") == ctype:
+def find_condition(conditions: Sequence[Obj] | None, ctype: str) -> Obj | None:
+    """The condition of type ``ctype`` in a conditions list (None when absent).
+
+    Mirrors: k8s.io/apimachinery pkg/api/meta conditions.go FindStatusCondition.
+    """
+    for c in conditions or ():
+        if isinstance(c, dict) and c.get("type") == ctype:
             return c
     return None
 
 
-def set_condition(status: Obj, condition: Obj, now: str) -> bool:
-    """Set a condition in ``status["conditions"]`` the way meta.SetStatusCondition does:
-    ``lastTransitionTime`` changes only when ``status`` flips. Returns True when anything changed.
+def get_condition(obj_or_status: Obj, ctype: str) -> Obj | None:
+    """The condition of type ``ctype`` from ``obj["status"]["conditions"]``, or from
+    ``status["conditions"]`` when given a status dict (one with a ``conditions`` key, or without
+    ``status`` and ``metadata``)."""
+    if "conditions" in obj_or_status or not ("status" in obj_or_status or "metadata" in obj_or_status):
+        status = obj_or_status
+    else:
+        status = obj_or_status.get("status") or {}
+    return find_condition(status.get("conditions") if isinstance(status, dict) else None, ctype)
+
+
+_TIMESTAMP_KEYS = frozenset({"lastProbeTime", "lastUpdateTime", "lastHeartbeatTime", "lastTransitionTime"})
+
+
+def set_condition(status: Obj, condition: Obj, now: str, *, update_time: bool = False) -> bool:
+    """Set a condition in ``status["conditions"]`` (in place) the way meta.SetStatusCondition
+    does: ``lastTransitionTime`` changes only when ``status`` flips. A condition whose fields
+    other than timestamps are unchanged is left as it is (its timestamps too). Returns True when
+    anything changed.
 
     Args:
         status: the object's status dict (modified in place).
         condition: ``{"type", "status", "reason", "message", ...}``.
         now: RFC 3339 time used for a new or flipped condition.
+        update_time: also set ``lastUpdateTime`` to ``now`` on any change (the Deployment
+            controller's conditions).
+
+    Mirrors: k8s.io/apimachinery pkg/api/meta conditions.go SetStatusCondition; kubernetes
+    pkg/controller/deployment/util SetDeploymentCondition (``lastUpdateTime``).
     """
     conds: list[Obj] = status.setdefault("conditions", [])
     for i, c in enumerate(conds):
         if c.get("type") != condition["type"]:
             continue
+        if all(c.get(k) == v for k, v in condition.items() if k not in _TIMESTAMP_KEYS):
+            return False
         new = {**c, **condition}
         if c.get("status") != condition.get("status"):
             new["lastTransitionTime"] = now
         else:
-            new["lastTransitionTime"] = c.get("lastTransitionTime", now)
-        if new == c:
-            return False
+            new["lastTransitionTime"] = c.get("lastTransitionTime", condition.get("lastTransitionTime", now))
+        if update_time:
+            new["lastUpdateTime"] = now
         conds[i] = new
         return True
-    conds.append({**condition, "lastTransitionTime": condition.get("lastTransitionTime", now)})
+    new = {**condition, "lastTransitionTime": condition.get("lastTransitionTime", now)}
+    if update_time:
+        new["lastUpdateTime"] = now
+    conds.append(new)
+    return True
+
+
+def with_condition(conditions: Sequence[Obj] | None, condition: Obj, now: str, *,
+                   update_time: bool = False) -> list[Obj]:
+    """A new conditions list (deep copies) with ``condition`` set as :func:`set_condition`
+    sets it; equal to ``conditions`` when nothing changed."""
+    status: Obj = {"conditions": [copy.deepcopy(c) for c in conditions or ()]}
+    set_condition(status, condition, now, update_time=update_time)
+    out: list[Obj] = status["conditions"]
+    return out
+
+
+def remove_condition(status: Obj, ctype: str) -> bool:
+    """Drop the condition of type ``ctype`` from ``status["conditions"]`` (in place); True when
+    there was one.
+
+    Mirrors: k8s.io/apimachinery pkg/api/meta conditions.go RemoveStatusCondition.
+    """
+    conds = status.get("conditions") or []
+    kept = [c for c in conds if c.get("type") != ctype]
+    if len(kept) == len(conds):
+        return False
+    status["conditions"] = kept
     return True
 
 
 def is_condition_true(obj_or_status: Obj, ctype: str) -> bool:
+    """Whether the condition ``ctype`` (of an object or a status dict) has status ``"True"``."""
     c = get_condition(obj_or_status, ctype)
     return bool(c and c.get("status") == "True")
 

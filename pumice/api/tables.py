@@ -18,6 +18,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from pumice.api.meta import find_condition
 from pumice.api.scheme import ResourceKind
 from pumice.api.selectors import format_label_selector
 
@@ -135,7 +136,8 @@ def _conditions(o: Obj) -> list[Obj]:
 
 
 def _has_condition(o: Obj, ctype: str) -> bool:
-    return any(c.get("type") == ctype and c.get("status") == "True" for c in _conditions(o))
+    c = find_condition(_conditions(o), ctype)
+    return c is not None and c.get("status") == "True"
 
 
 def _join_or_none(values: list[str]) -> str:

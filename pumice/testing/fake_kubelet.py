@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pumice._util.clock import Clock, default_clock, rfc3339, rfc3339_micro
+from pumice.api.meta import get_condition
 from pumice.api.scheme import LEASE, NODE, POD
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
 from pumice.client.informer import Informer, SharedInformerFactory
@@ -164,7 +165,7 @@ class FakeKubelet:
     async def _report_ready(self, name: str) -> None:
         """Post Ready=True again when someone else (the node lifecycle controller) changed it."""
         node = await self.client.get(NODE, name)
-        ready = next((c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"), None)
+        ready = get_condition(node, "Ready")
         if ready is not None and ready.get("status") == "True":
             return
         now = rfc3339(self.clock.now())

@@ -6,13 +6,14 @@ from typing import Any
 
 import pytest
 
+from pumice.api.meta import with_condition
 from pumice.controllers.kube.deployment import (
     build_new_replica_set,
     equal_ignore_hash,
     new_rs_replicas,
     resolve_fenceposts,
 )
-from pumice.controllers.kube.podutil import compute_hash, deletion_order, scaled_value, set_status_condition
+from pumice.controllers.kube.podutil import compute_hash, deletion_order, scaled_value
 from pumice.runtime import TerminalError
 
 Obj = dict[str, Any]
@@ -113,17 +114,17 @@ def test_template_hash_is_stable_and_changes_with_the_template_or_collisions() -
 
 
 def test_condition_transition_time_moves_only_when_status_flips() -> None:
-    conds = set_status_condition([], {"type": "Available", "status": "True", "reason": "A"}, "t1")
-    conds = set_status_condition(conds, {"type": "Available", "status": "True", "reason": "B"}, "t2")
+    conds = with_condition([], {"type": "Available", "status": "True", "reason": "A"}, "t1")
+    conds = with_condition(conds, {"type": "Available", "status": "True", "reason": "B"}, "t2")
     assert conds[0]["lastTransitionTime"] == "t1" and conds[0]["reason"] == "B"
-    conds = set_status_condition(conds, {"type": "Available", "status": "False", "reason": "B"}, "t3")
+    conds = with_condition(conds, {"type": "Available", "status": "False", "reason": "B"}, "t3")
     assert conds[0]["lastTransitionTime"] == "t3"
 
 
 def test_an_unchanged_condition_with_a_new_probe_time_is_not_a_change() -> None:
-    conds = set_status_condition([], {"type": "Suspended", "status": "True", "reason": "JobSuspended",
+    conds = with_condition([], {"type": "Suspended", "status": "True", "reason": "JobSuspended",
                                       "lastProbeTime": "t1"}, "t1")
-    again = set_status_condition(conds, {"type": "Suspended", "status": "True", "reason": "JobSuspended",
+    again = with_condition(conds, {"type": "Suspended", "status": "True", "reason": "JobSuspended",
                                          "lastProbeTime": "t2"}, "t2")
     assert again == conds
 

@@ -30,16 +30,11 @@ import math
 from typing import Any
 
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
+from pumice.api import meta
 from pumice.api.scheme import DEPLOYMENT, REPLICA_SET
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_conflict, is_not_found
 from pumice.client.informer import OWNER_UID_INDEX, Informer
-from pumice.controllers.kube.podutil import (
-    compute_hash,
-    controller_ref,
-    is_terminal,
-    scaled_value,
-    set_status_condition,
-)
+from pumice.controllers.kube.podutil import compute_hash, controller_ref, is_terminal, scaled_value
 from pumice.controllers.kube.replicaset import ORPHAN_INDEX, orphan_indexer, workload_selector
 from pumice.runtime import Request, Result, TerminalError
 from pumice.runtime.events import EventRecorder
@@ -433,11 +428,11 @@ class DeploymentReconciler:
         now = rfc3339(now_ts)
         conds: list[Obj] = list(prev.get("conditions") or [])
         if available >= want - max_unavailable(d):
-            conds = set_status_condition(conds, {"type": "Available", "status": "True", "reason": MIN_AVAILABLE,
+            conds = meta.with_condition(conds, {"type": "Available", "status": "True", "reason": MIN_AVAILABLE,
                                                  "message": "Deployment has minimum availability."},
                                          now, update_time=True)
         else:
-            conds = set_status_condition(conds, {"type": "Available", "status": "False", "reason": MIN_UNAVAILABLE,
+            conds = meta.with_condition(conds, {"type": "Available", "status": "False", "reason": MIN_UNAVAILABLE,
                                                  "message": "Deployment does not have minimum availability."},
                                          now, update_time=True)
         wait: float | None = None

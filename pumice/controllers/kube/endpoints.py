@@ -25,11 +25,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from pumice.api import meta
 from pumice.api.scheme import ENDPOINT_SLICE, ENDPOINTS
 from pumice.api.selectors import from_set
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
 from pumice.client.informer import Informer
-from pumice.controllers.kube.podutil import compute_hash, controller_ref, is_ready, is_terminal
+from pumice.controllers.kube.podutil import compute_hash, controller_ref, is_terminal
 from pumice.runtime import Request, Result
 
 Obj = dict[str, Any]
@@ -115,7 +116,7 @@ def build_subsets(svc: Obj, pods: list[Obj]) -> list[Obj]:
         if ports is None:
             continue
         ready, not_ready = groups.setdefault(ports, ([], []))
-        (ready if publish or is_ready(pod) else not_ready).append(_address(pod))
+        (ready if publish or meta.pod_is_ready(pod) else not_ready).append(_address(pod))
     subsets = []
     for ports in sorted(groups):
         ready, not_ready = groups[ports]
@@ -159,7 +160,7 @@ def build_endpoint_slice(svc: Obj, pods: list[Obj]) -> Obj:
             continue
         port_sets.add(pod_ports)
         terminating = bool(pod["metadata"].get("deletionTimestamp"))
-        ready = is_ready(pod)
+        ready = meta.pod_is_ready(pod)
         e: Obj = {"addresses": [pod["status"]["podIP"]],
                   "conditions": {"ready": (ready or publish) and not terminating, "serving": ready or publish,
                                  "terminating": terminating},

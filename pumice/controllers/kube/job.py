@@ -32,17 +32,11 @@ import logging
 from typing import Any
 
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
+from pumice.api import meta
 from pumice.api.scheme import JOB, POD
 from pumice.client.base import ApiError, KubeClient, is_conflict, is_not_found
 from pumice.client.informer import OWNER_UID_INDEX, Informer
-from pumice.controllers.kube.podutil import (
-    controller_ref,
-    deletion_order,
-    is_active,
-    is_ready,
-    pod_from_template,
-    set_status_condition,
-)
+from pumice.controllers.kube.podutil import controller_ref, deletion_order, is_active, pod_from_template
 from pumice.controllers.kube.replicaset import PodControl, slow_start_batch
 from pumice.runtime import Request, Result
 from pumice.runtime.events import EventRecorder
@@ -70,10 +64,8 @@ MAX_POD_FAILURE_BACKOFF = 600.0
 
 
 def _cond_true(status: Obj, ctype: str) -> Obj | None:
-    for c in status.get("conditions") or []:
-        if c.get("type") == ctype and c.get("status") == "True":
-            return c
-    return None
+    c = meta.find_condition(status.get("conditions"), ctype)
+    return c if c is not None and c.get("status") == "True" else None
 
 
 def finished(job: Obj) -> Obj | None:
@@ -110,10 +102,10 @@ def match_pod_failure_policy(policy: Obj | None, pod: Obj) -> tuple[str, str] | 
                     return action, (f"Container {cs.get('name')} for pod {md.get('namespace')}/{md.get('name')} "
                                     f"failed with exit code {code} matching {action} rule at index {i}")
         for pc in rule.get("onPodConditions") or []:
-            for c in st.get("conditions") or []:
-                if c.get("type") == pc.get("type") and c.get("status") == pc.get("status", "True"):
-                    return action, (f"Pod {md.get('namespace')}/{md.get('name')} has condition {pc.get('type')} "
-                                    f"matching {action} rule at index {i}")
+            c = meta.find_condition(st.get("conditions"), pc.get("type"))
+            if c is not None and c.get("status") == pc.get("status", "True"):
+                return action, (f"Pod {md.get('namespace')}/{md.get('name')} has condition {pc.get('type')} "
+                                f"matching {action} rule at index {i}")
     return None
 
 
@@ -278,13 +270,13 @@ class JobReconciler:
                     wait.append(left)
             if reason is not None:
                 target = ("Failed", *reason)
-                conds = set_status_condition(conds, {"type": "FailureTarget", "status": "True", "reason": reason[0],
+                conds = meta.with_condition(conds, {"type": "FailureTarget", "status": "True", "reason": reason[0],
                                                      "message": reason[1], "lastProbeTime": now}, now)
                 self.recorder.event(job, "Warning", reason[0], reason[1])
             elif (completions is not None and succeeded >= int(completions)) or (
                     completions is None and succeeded > 0 and not active):
                 target = ("Complete", REASON_COMPLETIONS_REACHED, MSG_COMPLETIONS)
-                conds = set_status_condition(conds, {"type": "SuccessCriteriaMet", "status": "True",
+                conds = meta.with_condition(conds, {"type": "SuccessCriteriaMet", "status": "True",
                                                      "reason": REASON_COMPLETIONS_REACHED, "message": MSG_COMPLETIONS,
                                                      "lastProbeTime": now}, now)
 
@@ -292,7 +284,7 @@ class JobReconciler:
             await self._delete_pods(key, active)
             if not active and not terminating:
                 ctype, reason_, message = target
-                conds = set_status_condition(conds, {"type": ctype, "status": "True", "reason": reason_,
+                conds = meta.with_condition(conds, {"type": ctype, "status": "True", "reason": reason_,
                                                      "message": message, "lastProbeTime": now}, now)
                 if ctype == "Complete":
                     status["completionTime"] = now
@@ -303,13 +295,13 @@ class JobReconciler:
         elif suspended:
             if self.expectations.satisfied(key):
                 await self._delete_pods(key, active)
-            conds = set_status_condition(conds, {"type": "Suspended", "status": "True", "reason": "JobSuspended",
+            conds = meta.with_condition(conds, {"type": "Suspended", "status": "True", "reason": "JobSuspended",
                                                  "message": "Job suspended", "lastProbeTime": now}, now)
             status.pop("startTime", None)
             active_count = len(active)
         else:
             if _cond_true(prev, "Suspended"):
-                conds = set_status_condition(conds, {"type": "Suspended", "status": "False", "reason": "JobResumed",
+                conds = meta.with_condition(conds, {"type": "Suspended", "status": "False", "reason": "JobResumed",
                                                      "message": "Job resumed", "lastProbeTime": now}, now)
                 status["startTime"] = now
             active_count = len(active)
@@ -326,7 +318,7 @@ class JobReconciler:
 
         status.update({
             "active": active_count,
-            "ready": sum(1 for p in active if is_ready(p)),
+            "ready": sum(1 for p in active if meta.pod_is_ready(p)),
             "succeeded": succeeded,
             "failed": failed,
             "terminating": len(terminating),

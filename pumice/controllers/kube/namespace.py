@@ -19,10 +19,10 @@ import logging
 from typing import Any
 
 from pumice._util.clock import Clock, rfc3339
+from pumice.api import meta
 from pumice.api.scheme import NAMESPACE, ResourceKind
 from pumice.client.base import ApiError, KubeClient, is_conflict, is_not_found
 from pumice.client.informer import Informer
-from pumice.controllers.kube.podutil import set_status_condition
 from pumice.runtime import Request, Result
 
 Obj = dict[str, Any]
@@ -96,7 +96,7 @@ class NamespaceReconciler:
             parts = ", ".join(f"{k} has {v} resource instances" for k, v in sorted(remaining.items()))
             now = rfc3339(self.clock.now())
             status = copy.deepcopy(ns_obj.get("status") or {})
-            conds = set_status_condition(status.get("conditions") or [], {
+            conds = meta.with_condition(status.get("conditions") or [], {
                 "type": "NamespaceContentRemaining", "status": "True", "reason": "SomeResourcesRemain",
                 "message": f"Some resources are remaining: {parts}"}, now)
             if conds != (status.get("conditions") or []):

@@ -30,6 +30,7 @@ import logging
 from typing import Any
 
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
+from pumice.api import meta
 from pumice.api.scheme import POD
 from pumice.client.base import ApiError, KubeClient, is_not_found
 from pumice.client.informer import Informer
@@ -116,9 +117,9 @@ class NodeLifecycleController:
         beats = []
         if lease is not None and (lease.get("spec") or {}).get("renewTime"):
             beats.append(str(lease["spec"]["renewTime"]))
-        for c in (node.get("status") or {}).get("conditions") or []:
-            if c.get("type") == "Ready" and c.get("lastHeartbeatTime"):
-                beats.append(str(c["lastHeartbeatTime"]))
+        ready = meta.get_condition(node, "Ready")
+        if ready is not None and ready.get("lastHeartbeatTime"):
+            beats.append(str(ready["lastHeartbeatTime"]))
         return max(beats, key=lambda b: parse_rfc3339(b)) if beats else ""
 
     def expired(self, node: Obj) -> bool:
@@ -154,7 +155,7 @@ class NodeLifecycleController:
         conds = copy.deepcopy((node.get("status") or {}).get("conditions") or [])
         changed = False
         for ctype in _CONDITIONS:
-            c = next((c for c in conds if c.get("type") == ctype), None)
+            c = meta.find_condition(conds, ctype)
             if c is None:
                 if ctype != "Ready":
                     continue
@@ -178,12 +179,9 @@ class NodeLifecycleController:
     async def _mark_pods_not_ready(self, node_name: str, now: str) -> None:
         for pod in self.pods_on(node_name):
             conds = copy.deepcopy((pod.get("status") or {}).get("conditions") or [])
-            hit = False
-            for c in conds:
-                if c.get("type") == "Ready" and c.get("status") != "False":
-                    c.update({"status": "False", "lastTransitionTime": now})
-                    hit = True
-            if hit:
+            ready = meta.find_condition(conds, "Ready")
+            if ready is not None and ready.get("status") != "False":
+                ready.update({"status": "False", "lastTransitionTime": now})
                 md = pod["metadata"]
                 try:
                     await self.client.patch(POD, md["name"], {"status": {"conditions": conds}}, md.get("namespace"),
@@ -193,8 +191,7 @@ class NodeLifecycleController:
                         raise
 
     async def _sync_taints(self, node: Obj, now: str) -> None:
-        ready = next((c.get("status") for c in (node.get("status") or {}).get("conditions") or []
-                      if c.get("type") == "Ready"), None)
+        ready = (meta.get_condition(node, "Ready") or {}).get("status")
         want_key = TAINT_UNREACHABLE if ready == "Unknown" else TAINT_NOT_READY if ready == "False" else None
         taints = list((node.get("spec") or {}).get("taints") or [])
         ours = {TAINT_UNREACHABLE, TAINT_NOT_READY}

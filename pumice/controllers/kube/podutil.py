@@ -8,7 +8,6 @@ staging/src/k8s.io/apimachinery/pkg/util/intstr (GetScaledValueFromIntOrPercent)
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import math
@@ -18,6 +17,7 @@ from typing import Any
 import msgspec
 
 from pumice._util.clock import parse_rfc3339
+from pumice.api import meta
 
 Obj = dict[str, Any]
 
@@ -43,21 +43,9 @@ def is_active(pod: Obj) -> bool:
     return not is_terminal(pod) and not (pod.get("metadata") or {}).get("deletionTimestamp")
 
 
-def ready_condition(pod: Obj) -> Obj | None:
-    for c in (pod.get("status") or {}).get("conditions") or []:
-        if c.get("type") == "Ready":
-            return c
-    return None
-
-
-def is_ready(pod: Obj) -> bool:
-    c = ready_condition(pod)
-    return bool(c and c.get("status") == "True")
-
-
 def is_available(pod: Obj, min_ready_seconds: int, now: float) -> bool:
     """Ready for at least ``min_ready_seconds`` (IsPodAvailable)."""
-    c = ready_condition(pod)
+    c = meta.get_condition(pod, "Ready")
     if not c or c.get("status") != "True":
         return False
     if min_ready_seconds <= 0:
@@ -68,7 +56,7 @@ def is_available(pod: Obj, min_ready_seconds: int, now: float) -> bool:
 
 def available_in(pod: Obj, min_ready_seconds: int, now: float) -> float | None:
     """Seconds until a Ready Pod becomes available (None when not Ready or already available)."""
-    c = ready_condition(pod)
+    c = meta.get_condition(pod, "Ready")
     if not c or c.get("status") != "True" or min_ready_seconds <= 0 or not c.get("lastTransitionTime"):
         return None
     left = parse_rfc3339(str(c["lastTransitionTime"])) + min_ready_seconds - now
@@ -104,8 +92,8 @@ def deletion_order(pods: list[Obj], related: list[Obj] | None = None) -> list[Ob
     def key(p: Obj) -> tuple[Any, ...]:
         spec, st, md = p.get("spec") or {}, p.get("status") or {}, p.get("metadata") or {}
         node = spec.get("nodeName") or ""
-        ready = is_ready(p)
-        rc = ready_condition(p)
+        ready = meta.pod_is_ready(p)
+        rc = meta.get_condition(p, "Ready")
         ready_since = _ts(rc.get("lastTransitionTime")) if (ready and rc) else 0.0
         return (
             1 if node else 0,
@@ -188,30 +176,3 @@ def controller_uid(obj: Obj) -> str | None:
     return None
 
 
-_TIMESTAMP_KEYS = ("lastProbeTime", "lastUpdateTime", "lastHeartbeatTime", "lastTransitionTime")
-
-
-def set_status_condition(conditions: list[Obj], cond: Obj, now: str, *, update_time: bool = False) -> list[Obj]:
-    """A new conditions list with ``cond`` set; ``lastTransitionTime`` changes only when the
-    status flips; with ``update_time`` a Deployment-style ``lastUpdateTime`` is refreshed when
-    anything about the condition changes. Timestamps in ``cond`` (``lastProbeTime`` ...) are
-    written only with a change, so an unchanged condition leaves the list as it was."""
-    out = [copy.deepcopy(c) for c in conditions]
-    for i, c in enumerate(out):
-        if c.get("type") != cond["type"]:
-            continue
-        same = all(c.get(k) == v for k, v in cond.items() if k not in _TIMESTAMP_KEYS)
-        if same:
-            return out
-        new = {**c, **cond}
-        if c.get("status") != cond.get("status"):
-            new["lastTransitionTime"] = now
-        if update_time:
-            new["lastUpdateTime"] = now
-        out[i] = new
-        return out
-    new = {**cond, "lastTransitionTime": now}
-    if update_time:
-        new["lastUpdateTime"] = now
-    out.append(new)
-    return out

@@ -23,6 +23,7 @@ import logging
 from typing import Any
 
 from pumice._util.clock import Clock
+from pumice.api import meta
 from pumice.api.scheme import POD
 from pumice.api.selectors import NOTHING, LabelSelector, from_label_selector
 from pumice.client.base import ApiError, KubeClient, is_conflict, is_not_found
@@ -34,7 +35,6 @@ from pumice.controllers.kube.podutil import (
     deletion_order,
     is_active,
     is_available,
-    is_ready,
     pod_from_template,
 )
 from pumice.runtime import Request, Result
@@ -247,7 +247,7 @@ class ReplicaSetReconciler:
         status.update({
             "replicas": len(active),
             "fullyLabeledReplicas": labeled,
-            "readyReplicas": sum(1 for p in active if is_ready(p)),
+            "readyReplicas": sum(1 for p in active if meta.pod_is_ready(p)),
             "availableReplicas": sum(1 for p in active if is_available(p, min_ready, now)),
             "observedGeneration": int(rs["metadata"].get("generation") or 0),
         })

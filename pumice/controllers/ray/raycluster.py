@@ -39,6 +39,7 @@ from fractions import Fraction
 from typing import Any, Protocol
 
 from pumice._util.clock import Clock, default_clock, rfc3339
+from pumice.api import meta as m
 from pumice.api import scheme
 from pumice.client.base import KubeClient, is_already_exists, is_not_found
 from pumice.controllers.ray import association as assoc
@@ -162,14 +163,8 @@ class RayClusterOptions:
     enable_random_pod_delete: bool = False
 
 
-def _is_true(conds: Sequence[Obj] | None, ctype: str) -> bool:
-    return any(x.get("type") == ctype and x.get("status") == "True" for x in conds or [])
-
-
 def _pod_running_and_ready(pod: Obj) -> bool:
-    if (pod.get("status") or {}).get("phase") != "Running":
-        return False
-    return any(x.get("type") == "Ready" and x.get("status") == "True" for x in pod["status"].get("conditions") or [])
+    return (pod.get("status") or {}).get("phase") == "Running" and m.pod_is_ready(pod)
 
 
 def all_pods_running(pods: Sequence[Obj]) -> bool:
@@ -180,7 +175,8 @@ def all_pods_running(pods: Sequence[Obj]) -> bool:
         st = p.get("status") or {}
         if st.get("phase") != "Running":
             return False
-        if any(x.get("type") == "Ready" and x.get("status") != "True" for x in st.get("conditions") or []):
+        ready = m.find_condition(st.get("conditions"), "Ready")
+        if ready is not None and ready.get("status") != "True":
             return False
     return True
 
@@ -211,9 +207,8 @@ def head_pod_ready_condition(head: Obj | None) -> Obj:
         return {"type": c.RayClusterConditionType.HEAD_POD_READY, "status": "False",
                 "reason": c.RayClusterConditionReason.HEAD_POD_NOT_FOUND, "message": "Head Pod not found"}
     cond = {"type": c.RayClusterConditionType.HEAD_POD_READY, "status": "False", "reason": "Unknown", "message": ""}
-    for pc in (head.get("status") or {}).get("conditions") or []:
-        if pc.get("type") != "Ready":
-            continue
+    pc = m.get_condition(head, "Ready")
+    if pc is not None:
         cond["status"] = pc.get("status", "False")
         cond["message"] = pc.get("message", "")
         reason = pc.get("reason") or ""
@@ -230,32 +225,14 @@ def head_pod_ready_condition(head: Obj | None) -> Obj:
                     extra = detail.get("message", "")
                     cond["message"] = f"{cond['message']}; {extra}" if cond["message"] else extra
                     break
-        break
     return cond
-
-
-def _set_condition(status: Obj, cond: Obj, now: str) -> None:
-    conds: list[Obj] = status.setdefault("conditions", [])
-    for i, old in enumerate(conds):
-        if old.get("type") == cond["type"]:
-            new = {**old, **cond}
-            new["lastTransitionTime"] = now if old.get("status") != cond["status"] else old.get(
-                "lastTransitionTime", now)
-            conds[i] = new
-            return
-    conds.append({**cond, "lastTransitionTime": now})
-
-
-def _remove_condition(status: Obj, ctype: str) -> None:
-    status["conditions"] = [x for x in status.get("conditions") or [] if x.get("type") != ctype]
 
 
 def suspend_status(status: Obj) -> str:
     """``RayClusterSuspending``, ``RayClusterSuspended`` or ``""`` from the conditions."""
-    conds = status.get("conditions") or []
-    if _is_true(conds, c.RayClusterConditionType.RAY_CLUSTER_SUSPENDING):
+    if m.is_condition_true(status, c.RayClusterConditionType.RAY_CLUSTER_SUSPENDING):
         return c.RayClusterConditionType.RAY_CLUSTER_SUSPENDING
-    if _is_true(conds, c.RayClusterConditionType.RAY_CLUSTER_SUSPENDED):
+    if m.is_condition_true(status, c.RayClusterConditionType.RAY_CLUSTER_SUSPENDED):
         return c.RayClusterConditionType.RAY_CLUSTER_SUSPENDED
     return ""
 
@@ -327,8 +304,8 @@ class RayClusterReconciler:
             self.recorder.event(cluster, "Warning", "InvalidRayClusterSpec", str(e))
             return Result()
         status = cluster.get("status") or {}
-        if _is_true(status.get("conditions"), c.RayClusterConditionType.RAY_CLUSTER_SUSPENDING) and _is_true(
-                status.get("conditions"), c.RayClusterConditionType.RAY_CLUSTER_SUSPENDED):
+        if m.is_condition_true(status, c.RayClusterConditionType.RAY_CLUSTER_SUSPENDING) and m.is_condition_true(
+                status, c.RayClusterConditionType.RAY_CLUSTER_SUSPENDED):
             self.recorder.event(cluster, "Warning", "InvalidRayClusterStatus",
                                 "RayClusterSuspending and RayClusterSuspended are both True")
             return Result(requeue_after=c.RAYCLUSTER_REQUEUE_AFTER_CHANGE_SECONDS)
@@ -476,7 +453,7 @@ class RayClusterReconciler:
                     raise ReplicaFailureError("", reason)
             elif not heads:
                 ann = cluster["metadata"].get("annotations") or {}
-                provisioned = _is_true(status.get("conditions"), c.RayClusterConditionType.RAY_CLUSTER_PROVISIONED)
+                provisioned = m.is_condition_true(status, c.RayClusterConditionType.RAY_CLUSTER_PROVISIONED)
                 if provisioned and ann.get(c.DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION) == "true":
                     log.info("RayCluster %s/%s: head Pod gone; not recreating (provisioned head restart disabled)",
                              ns, name)
@@ -598,10 +575,10 @@ class RayClusterReconciler:
         if err is not None:
             reason = getattr(err, "reason", "")
             if reason:
-                _set_condition(st, {"type": c.RayClusterConditionType.RAY_CLUSTER_REPLICA_FAILURE, "status": "True",
+                m.set_condition(st, {"type": c.RayClusterConditionType.RAY_CLUSTER_REPLICA_FAILURE, "status": "True",
                                     "reason": reason, "message": str(err)}, now)
         else:
-            _remove_condition(st, c.RayClusterConditionType.RAY_CLUSTER_REPLICA_FAILURE)
+            m.remove_condition(st, c.RayClusterConditionType.RAY_CLUSTER_REPLICA_FAILURE)
         st["observedGeneration"] = cluster["metadata"].get("generation", 0)
         workers = [p for p in pods if (p["metadata"].get("labels") or {}).get(c.RAY_NODE_TYPE_LABEL) == "worker"]
         st["readyWorkerReplicas"] = sum(1 for p in workers if _pod_running_and_ready(p))
@@ -621,33 +598,33 @@ class RayClusterReconciler:
 
         heads = [p for p in pods if (p["metadata"].get("labels") or {}).get(c.RAY_NODE_TYPE_LABEL) == "head"]
         head = heads[0] if heads else None
-        _set_condition(st, head_pod_ready_condition(head), now)
+        m.set_condition(st, head_pod_ready_condition(head), now)
         susp = suspend_status(old)
-        if not _is_true(st.get("conditions"), c.RayClusterConditionType.RAY_CLUSTER_PROVISIONED) and \
+        if not m.is_condition_true(st, c.RayClusterConditionType.RAY_CLUSTER_PROVISIONED) and \
                 susp != c.RayClusterConditionType.RAY_CLUSTER_SUSPENDED:
             if all_pods_running(pods):
-                _set_condition(st, {"type": c.RayClusterConditionType.RAY_CLUSTER_PROVISIONED, "status": "True",
+                m.set_condition(st, {"type": c.RayClusterConditionType.RAY_CLUSTER_PROVISIONED, "status": "True",
                                     "reason": c.RayClusterConditionReason.ALL_POD_RUNNING_AND_READY_FIRST_TIME,
                                     "message": "All Ray Pods are ready for the first time"}, now)
             else:
-                _set_condition(st, {"type": c.RayClusterConditionType.RAY_CLUSTER_PROVISIONED, "status": "False",
+                m.set_condition(st, {"type": c.RayClusterConditionType.RAY_CLUSTER_PROVISIONED, "status": "False",
                                     "reason": c.RayClusterConditionReason.RAY_CLUSTER_PODS_PROVISIONING,
                                     "message": "RayCluster Pods are being provisioned for first time"}, now)
         suspending = c.RayClusterConditionType.RAY_CLUSTER_SUSPENDING
         suspended = c.RayClusterConditionType.RAY_CLUSTER_SUSPENDED
         if susp == suspending:
             if not pods:
-                _set_condition(st, {"type": c.RayClusterConditionType.RAY_CLUSTER_PROVISIONED, "status": "False",
+                m.set_condition(st, {"type": c.RayClusterConditionType.RAY_CLUSTER_PROVISIONED, "status": "False",
                                     "reason": c.RayClusterConditionReason.RAY_CLUSTER_PODS_PROVISIONING,
                                     "message": "RayCluster has been suspended"}, now)
-                _set_condition(st, {"type": suspending, "status": "False", "reason": suspending, "message": ""}, now)
-                _set_condition(st, {"type": suspended, "status": "True", "reason": suspended, "message": ""}, now)
+                m.set_condition(st, {"type": suspending, "status": "False", "reason": suspending, "message": ""}, now)
+                m.set_condition(st, {"type": suspended, "status": "True", "reason": suspended, "message": ""}, now)
         elif susp == suspended:
             if not spec.get("suspend"):
-                _set_condition(st, {"type": suspended, "status": "False", "reason": suspended, "message": ""}, now)
+                m.set_condition(st, {"type": suspended, "status": "False", "reason": suspended, "message": ""}, now)
         else:
-            _set_condition(st, {"type": suspended, "status": "False", "reason": suspended, "message": ""}, now)
-            _set_condition(st, {"type": suspending, "status": "True" if spec.get("suspend") else "False",
+            m.set_condition(st, {"type": suspended, "status": "False", "reason": suspended, "message": ""}, now)
+            m.set_condition(st, {"type": suspending, "status": "True" if spec.get("suspend") else "False",
                                 "reason": suspending, "message": ""}, now)
         if spec.get("suspend") and not pods:
             st["state"] = c.ClusterState.SUSPENDED.value

@@ -133,10 +133,6 @@ def _has_true(rs: Obj, ctype: str) -> bool:
     return m.is_condition_true(rs.get("status") or {}, ctype)
 
 
-def _remove_condition(status: Obj, ctype: str) -> None:
-    status["conditions"] = [x for x in status.get("conditions") or [] if x.get("type") != ctype]
-
-
 def _apps_key(apps: Obj | None) -> Any:
     out = []
     for name, app in sorted((apps or {}).items()):
@@ -415,7 +411,7 @@ class RayServiceReconciler:
             self._set(rs, COND.SUSPENDED, "False", REASON.RAY_SERVICE_RESUMED,
                       "Spec.Suspend is false; RayService has resumed.")
             for ctype in (COND.READY, COND.UPGRADE_IN_PROGRESS):
-                _remove_condition(st, ctype)
+                m.remove_condition(st, ctype)
                 self._set(rs, ctype, "False", REASON.INITIALIZING,
                           "RayService is initializing after resuming from suspend.")
             return None

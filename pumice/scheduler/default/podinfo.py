@@ -16,6 +16,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from pumice.api.meta import get_condition
 from pumice.api.selectors import LabelSelector, SelectorError, from_node_selector_requirements
 from pumice.scheduler.default.resources import (
     PODS,
@@ -206,10 +207,7 @@ class PodInfo:
 
 def node_ready_status(node: Obj) -> str:
     """The Node's Ready condition status ("True", "False", "Unknown"; "Unknown" when absent)."""
-    for c in (node.get("status") or {}).get("conditions") or []:
-        if c.get("type") == "Ready":
-            return str(c.get("status") or "Unknown")
-    return "Unknown"
+    return str((get_condition(node, "Ready") or {}).get("status") or "Unknown")
 
 
 def effective_taints(node: Obj) -> tuple[Taint, ...]:

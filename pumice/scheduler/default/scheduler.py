@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import logging
 from typing import Any
 
 from pumice._util.clock import Clock, default_clock, rfc3339
+from pumice.api.meta import with_condition
 from pumice.api.scheme import NODE, POD
 from pumice.client.base import ApiError, KubeClient, is_not_found
 from pumice.client.informer import SharedInformerFactory
@@ -248,20 +248,11 @@ class DefaultScheduler:
 
     async def _write_pod_scheduled(self, pod: Obj, reason: str, message: str) -> None:
         """Set ``PodScheduled=False`` with ``reason``/``message`` unless it already says so."""
-        conds: list[Obj] = copy.deepcopy((pod.get("status") or {}).get("conditions") or [])
-        want = {"type": "PodScheduled", "status": "False", "reason": reason, "message": message}
-        for c in conds:
-            if c.get("type") == "PodScheduled":
-                if all(c.get(k) == v for k, v in want.items()):
-                    return
-                if c.get("status") != "False":
-                    c["lastTransitionTime"] = rfc3339(self.clock.now())
-                c.update(want)
-                c.setdefault("lastTransitionTime", rfc3339(self.clock.now()))
-                c["lastProbeTime"] = None
-                break
-        else:
-            conds.append({**want, "lastProbeTime": None, "lastTransitionTime": rfc3339(self.clock.now())})
+        old = (pod.get("status") or {}).get("conditions") or []
+        conds = with_condition(old, {"type": "PodScheduled", "status": "False", "reason": reason,
+                                     "message": message, "lastProbeTime": None}, rfc3339(self.clock.now()))
+        if conds == old:
+            return
         md = pod["metadata"]
         try:
             await self.client.patch(POD, md["name"], {"status": {"conditions": conds}}, md.get("namespace"),

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pumice.api.meta import get_condition
 from pumice.scheduler.volcano.api.resource import Dimension, Resource
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import COMPLETED_STATUSES, TaskStatus
@@ -23,10 +24,8 @@ class NodeError(RuntimeError):
 
 def node_is_ready(node: Obj) -> bool:
     """A Node without a Ready condition counts as ready; otherwise Ready must be "True"."""
-    for c in (node.get("status") or {}).get("conditions") or []:
-        if c.get("type") == "Ready":
-            return c.get("status") == "True"
-    return True
+    ready = get_condition(node, "Ready")
+    return ready is None or ready.get("status") == "True"
 
 
 @dataclass(eq=False)

@@ -22,6 +22,7 @@ from typing import Any
 
 from pumice._util.clock import Clock, rfc3339
 from pumice.api import quantity
+from pumice.api.meta import get_condition
 from pumice.api.scheme import HYPER_NODE, POD_GROUP, PRIORITY_CLASS, QUEUE, ResourceKind
 from pumice.client.base import ApiError, KubeClient, is_not_found
 from pumice.client.informer import Informer, SharedInformerFactory
@@ -235,10 +236,8 @@ class SchedulerCache:
             pod = pods.get(pod_key)
             if pod is None:
                 continue
-            for c in (pod.get("status") or {}).get("conditions") or []:
-                if c.get("type") == "PodScheduled" and c.get("reason") == reason and c.get("message") == message:
-                    break
-            else:
+            cur = get_condition(pod, "PodScheduled")
+            if cur is None or cur.get("reason") != reason or cur.get("message") != message:
                 self.last_pod_conditions[pod_key] = (reason, message)
                 md = pod["metadata"]
                 self._spawn(self._pod_condition(md.get("namespace", "default"), md["name"], reason, message, nominated))
