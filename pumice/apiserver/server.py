@@ -21,6 +21,8 @@ import datetime as _dt
 import ipaddress
 import logging
 import secrets
+import socket
+import ssl
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,7 @@ from pumice.apiserver.http import build_app
 from pumice.apiserver.registry import Registry
 from pumice.apiserver.storage import Durability, MemoryStorage, SqliteStorage, Storage, StorageError
 from pumice.apiserver.store import Store
+from pumice.apiserver.tlsfront import TLSFront
 
 __all__ = ["DEFAULT_NAMESPACES", "APIServer", "AckWhenDurable", "is_loopback"]
 
@@ -282,14 +285,20 @@ class APIServer:
         if not tls and not is_loopback(host):
             raise ValueError(f"binding to non-loopback address {host} requires TLS")
         await self.start()
-        ssl_kw: dict[str, Any] = {}
+        front: TLSFront | None = None
         if tls:
+            # TLS through our own listener (tlsfront.py), so that plain HTTP to this port gets Go's
+            # "Client sent an HTTP request to an HTTPS server." instead of an empty reply; uvicorn
+            # listens on an internal loopback port only until its protocol factory is taken.
             cert, key = self.ensure_tls(host)
-            ssl_kw = {"ssl_certfile": str(cert), "ssl_keyfile": str(key)}
-        config = uvicorn.Config(self.app, host=host, port=port, log_level="warning", access_log=False,
+            ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            ctx.load_cert_chain(str(cert), str(key))
+            public = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET,
+                                          backlog=2048)
+        config = uvicorn.Config(self.app, host="127.0.0.1" if tls else host, port=0 if tls else port,
+                                log_level="warning", access_log=False,
                                 lifespan="off", timeout_graceful_shutdown=1,
-                                timeout_keep_alive=120, proxy_headers=False, server_header=False,
-                                **ssl_kw)
+                                timeout_keep_alive=120, proxy_headers=False, server_header=False)
         server = uvicorn.Server(config)
         self._uvicorn = server
         task = asyncio.create_task(server.serve())
@@ -300,6 +309,12 @@ class APIServer:
                     raise RuntimeError(f"the API server could not listen on {host}:{port}")
                 await asyncio.sleep(0.01)
             sock = server.servers[0].sockets[0]
+            if tls:
+                internal = server.servers[0]
+                front = TLSFront(public, internal._protocol_factory, ctx)  # type: ignore[attr-defined]
+                internal.close()  # nothing connects there any more
+                front.start()
+                sock = public
             real_port = sock.getsockname()[1]
             shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
             self.url = f"{'https' if tls else 'http'}://{shown}:{real_port}"
@@ -309,6 +324,10 @@ class APIServer:
                 ready.set()
             await task
         finally:
+            if front is not None:
+                await front.close()
+            elif tls:
+                public.close()
             self.store.close_watchers()
             if not task.done():
                 server.should_exit = True

@@ -201,3 +201,35 @@ async def test_a_future_resource_version_is_answered_with_too_large(cluster: Loc
         assert e.message.startswith("Too large resource version: 99999999, current: ")
         assert e.status["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
         assert e.status["details"]["retryAfterSeconds"] == 1
+
+
+# -- plain HTTP to the TLS port (item 5) -----------------------------------------------------------
+
+
+def test_plain_http_to_the_tls_port_gets_go_s_400_and_tls_still_works(tmp_path: Any) -> None:
+    import socket
+    import ssl
+    from urllib.parse import urlsplit
+
+    from pumice.apiserver.tlsfront import PLAIN_HTTP_REPLY
+    from pumice.testing.cluster import serve_http
+
+    with serve_http(tmp_path) as srv:
+        port = urlsplit(srv.url).port
+        assert port is not None
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n")
+            data = b""
+            while chunk := s.recv(4096):
+                data += chunk
+        assert data == PLAIN_HTTP_REPLY
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
+                ctx.wrap_socket(raw, server_hostname="localhost") as s:
+            s.sendall(b"GET /version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            data = b""
+            while chunk := s.recv(4096):
+                data += chunk
+        assert data.startswith(b"HTTP/1.1 200") and b"gitVersion" in data
