@@ -16,7 +16,13 @@ whole-session time; the plain-loop rate and the speed-up on the reduced workload
 time p50/p99 over repeated sessions of the headline case (5,000 Nodes, gangs of 8) and the peak
 memory (tracemalloc) of one session.
 
-Usage: .venv/bin/python bench/volcano.py [--quick] [--repeat N] [--baseline-pods N] [--no-baseline]
+The topology case: the same 5,000 Nodes under a 3-tier HyperNode tree (leaves of 8 Nodes,
+spines of 10 leaves, 8 super-spines), 10,000 Pods in gangs of 8 whose PodGroups ask for hard
+network topology at tier 2, scheduled by the default configuration plus network-topology-aware;
+its allocate rate is printed beside the flat 5,000-Node gangs-of-8 case (``--topology-only``
+runs just these two).
+
+Usage: .venv/bin/python bench/volcano.py [--quick] [--repeat N] [--baseline-pods N] [--no-baseline] [--topology-only]
 """
 
 from __future__ import annotations
@@ -79,21 +85,52 @@ def cluster(n_nodes: int, n_pods: int, gang: int, seed: int = 0) -> list[dict[st
     return out
 
 
+TOPO_CONF = parse_conf(
+    DEFAULT_SCHEDULER_CONF.replace('"enqueue, allocate, backfill"', '"enqueue, allocate, backfill, preempt, reclaim"')
+    + "  - name: network-topology-aware\n",
+    source="bench-topology",
+)
+
+
+def topology_cluster(n_nodes: int, n_pods: int, gang: int = 8, tier: int = 2, seed: int = 0) -> list[dict[str, Any]]:
+    """:func:`cluster` plus a 3-tier HyperNode tree and hard networkTopology at ``tier`` on every PodGroup."""
+    out = cluster(n_nodes, n_pods, gang, seed)
+    leaves = [f"leaf{i:04d}" for i in range((n_nodes + 7) // 8)]
+    for i, leaf in enumerate(leaves):
+        members = [{"type": "Node", "selector": {"exactMatch": {"name": f"n{j:05d}"}}} for j in range(8 * i, min(8 * i + 8, n_nodes))]
+        out.append({"kind": "HyperNode", "metadata": {"name": leaf}, "spec": {"tier": 1, "members": members}})
+    spines = [leaves[i:i + 10] for i in range(0, len(leaves), 10)]
+    for s, group in enumerate(spines):
+        out.append({"kind": "HyperNode", "metadata": {"name": f"spine{s:03d}"},
+                    "spec": {"tier": 2, "members": [{"type": "HyperNode", "selector": {"exactMatch": {"name": x}}} for x in group]}})
+    per_super = (len(spines) + 7) // 8
+    for t in range(8):
+        group = [f"spine{s:03d}" for s in range(t * per_super, min((t + 1) * per_super, len(spines)))]
+        if group:
+            out.append({"kind": "HyperNode", "metadata": {"name": f"super{t}"},
+                        "spec": {"tier": 3, "members": [{"type": "HyperNode", "selector": {"exactMatch": {"name": x}}} for x in group]}})
+    for o in out:
+        if o["kind"] == "PodGroup":
+            o["spec"]["networkTopology"] = {"mode": "hard", "highestTierAllowed": tier}
+    return out
+
+
 # CPU seconds of this process: the figures stay comparable when other work shares the machine
 # (wall time is printed too).
 clock = time.process_time
 
 
-def one_session(objs: list[dict[str, Any]], vectorize: bool) -> dict[str, float]:
+def one_session(objs: list[dict[str, Any]], vectorize: bool, conf: Any = None) -> dict[str, float]:
     w0 = time.perf_counter()
     t0 = clock()
     snap = build_snapshot(objs)
     t1 = clock()
     rec = RecordingCache()
-    ssn = open_session(snap, CONF, rec, vectorize=vectorize)
+    conf = conf or CONF
+    ssn = open_session(snap, conf, rec, vectorize=vectorize)
     t2 = clock()
     per_action: dict[str, float] = {}
-    for name in CONF.actions:
+    for name in conf.actions:
         t = clock()
         run_action(ssn, name)
         per_action[name] = clock() - t
@@ -118,8 +155,12 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5, help="sessions for the p50/p99 of the headline case")
     ap.add_argument("--no-baseline", action="store_true", help="skip the plain-loop runs")
     ap.add_argument("--baseline-pods", type=int, default=2_000, help="Pods in the baseline comparison workload")
+    ap.add_argument("--topology-only", action="store_true", help="only the topology case and its flat twin")
     args = ap.parse_args()
     n_pods = 1_000 if args.quick else 10_000
+    if args.topology_only:
+        topology_case(n_pods)
+        return
     print(f"{'nodes':>6} {'gang':>5} {'pods':>6} {'mode':>10} {'bound':>6} {'alloc cpu':>9} {'pods/s':>8} {'session cpu':>11} {'speedup':>8}")
     headline: list[dict[str, Any]] | None = None
     for n_nodes in (1_000, 5_000):
@@ -152,6 +193,7 @@ def main() -> None:
                         flush=True,
                     )
             gc.collect()
+    topology_case(n_pods)
     assert headline is not None
     times = []
     for _ in range(max(1, args.repeat)):
@@ -171,6 +213,21 @@ def main() -> None:
 
     print(f"peak RSS of the benchmark process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
     print(f"wall time of the whole benchmark: {time.perf_counter() - START:.0f}s (CPU {time.process_time():.0f}s)")
+
+
+def topology_case(n_pods: int) -> None:
+    """The 5,000-Node topology case beside the flat one (same workload, same actions)."""
+    gc.collect()
+    flat = one_session(cluster(5_000, n_pods, 8), True)
+    gc.collect()
+    objs = topology_cluster(5_000, n_pods)
+    topo = one_session(objs, True, TOPO_CONF)
+    pgs = {o["metadata"]["name"] for o in objs if o["kind"] == "PodGroup"}
+    for label, r in (("flat", flat), ("topology tier<=2", topo)):
+        print(f"5,000 nodes, gangs of 8, {label:>17}: bound {r['bound']:.0f} of {n_pods}, allocate CPU {r['allocate']:.2f}s, "
+              f"{r['allocate_binds'] / r['allocate']:.0f} pods/s, session CPU {r['session']:.2f}s", flush=True)
+    print(f"topology/flat allocate rate: {(topo['allocate_binds'] / topo['allocate']) / (flat['allocate_binds'] / flat['allocate']):.2f}x "
+          f"({len(pgs)} gangs)", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """The CustomResourceDefinitions pumice installs at start: ray.io/v1 RayCluster, RayJob, RayService;
 scheduling.volcano.sh/v1beta1 Queue, PodGroup; batch.volcano.sh/v1alpha1 Job; bus.volcano.sh/v1alpha1
-Command; topology.volcano.sh/v1alpha1 HyperNode. Their ``openAPIV3Schema`` is generated from the msgspec models in :mod:`pumice.api.ray.types`
+Command, CronJob; topology.volcano.sh/v1alpha1 HyperNode. Their ``openAPIV3Schema`` is generated from the msgspec models in :mod:`pumice.api.ray.types`
 and :mod:`pumice.api.volcano.types`.
 
 Generation (:func:`structural_schema`): walk ``msgspec.inspect.type_info`` of the model; structs
@@ -332,6 +332,7 @@ CRD_SPECS: tuple[CrdSpec, ...] = (
                 _col("QUEUE", ".spec.queue", priority=1),
             )),
     CrdSpec(volcano.Command, scheme.COMMAND),
+    CrdSpec(volcano.CronJob, scheme.CRON_JOB),
     CrdSpec(volcano.HyperNode, scheme.HYPER_NODE, printer_columns=(
         _col("Tier", ".spec.tier"), _col("TierName", ".spec.tierName"), _col("NodeCount", ".status.nodeCount", "integer"),
         _col("Age", ".metadata.creationTimestamp", "date"),

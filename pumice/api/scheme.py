@@ -130,11 +130,13 @@ POD_GROUP = ResourceKind("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgro
 VCJOB = ResourceKind("batch.volcano.sh", "v1alpha1", "Job", "jobs", short_names=("vcjob", "vj"),
                      subresources=("status",))
 COMMAND = ResourceKind("bus.volcano.sh", "v1alpha1", "Command", "commands")
+CRON_JOB = ResourceKind("batch.volcano.sh", "v1alpha1", "CronJob", "cronjobs", short_names=("cronvcjob", "cronvj"),
+                        subresources=("status",))
 HYPER_NODE = ResourceKind("topology.volcano.sh", "v1alpha1", "HyperNode", "hypernodes", namespaced=False,
                           short_names=("hn",), subresources=("status",))
 
 CUSTOM_KINDS: tuple[ResourceKind, ...] = (
-    RAY_CLUSTER, RAY_JOB, RAY_SERVICE, QUEUE, POD_GROUP, VCJOB, COMMAND, HYPER_NODE
+    RAY_CLUSTER, RAY_JOB, RAY_SERVICE, QUEUE, POD_GROUP, VCJOB, COMMAND, HYPER_NODE, CRON_JOB
 )
 
 # --- kinds pumice writes to a real cluster but does not serve itself ---------------------------

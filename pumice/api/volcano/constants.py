@@ -116,6 +116,17 @@ class NetworkTopologyMode(StrEnum):
     SOFT = "soft"
 
 
+class ConcurrencyPolicy(StrEnum):
+    """CronJob ``spec.concurrencyPolicy``."""
+
+    ALLOW = "Allow"
+    FORBID = "Forbid"
+    REPLACE = "Replace"
+
+
+CRON_JOB_SCHEDULED_TIMESTAMP_ANNOTATION = "volcano.sh/cronjob-scheduled-timestamp"
+
+
 class MemberType(StrEnum):
     """HyperNode ``spec.members[].type``."""
 

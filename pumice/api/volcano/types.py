@@ -12,9 +12,10 @@ pkg/apis/bus/v1alpha1/types.go, pkg/apis/topology/v1alpha1/hypernode_types.go.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
+from lightkube.models.core_v1 import ObjectReference as KubeObjectReference
 from lightkube.models.core_v1 import PersistentVolumeClaimSpec, PodTemplateSpec
 from lightkube.models.meta_v1 import LabelSelector
 
@@ -253,6 +254,42 @@ class Job(_TopLevel):
     __api_version__ = c.BATCH_API_VERSION
     spec: JobSpec | None = None
     status: JobStatus | None = None
+
+
+# --- batch CronJob ----------------------------------------------------------------------------
+
+
+class JobTemplateSpec(_Wire):
+    """``JobTemplateSpec``: the metadata (labels, annotations) and spec of the Job a CronJob creates."""
+
+    metadata: Annotated[dict[str, Any], extra(type="object", **{"x-kubernetes-preserve-unknown-fields": True})] | None = None
+    spec: JobSpec | None = None
+
+
+class CronJobSpec(_Wire):
+    schedule: str
+    job_template: JobTemplateSpec
+    time_zone: str | None = None
+    starting_deadline_seconds: Annotated[Int64, extra(minimum=0)] | None = None
+    concurrency_policy: Annotated[str, crd_default(enum=[p.value for p in c.ConcurrencyPolicy])] = "Allow"
+    suspend: Annotated[bool, crd_default()] = False
+    successful_jobs_history_limit: Annotated[Int32, crd_default(minimum=0)] = 3
+    failed_jobs_history_limit: Annotated[Int32, crd_default(minimum=0)] = 1
+
+
+class CronJobStatus(_Wire):
+    active: list[KubeObjectReference] | None = None
+    last_schedule_time: DateTime | None = None
+    last_successful_time: DateTime | None = None
+
+
+class CronJob(_TopLevel):
+    """``batch.volcano.sh`` CronJob: creates a Volcano Job from ``spec.jobTemplate`` on a cron
+    ``spec.schedule``."""
+
+    __api_version__ = c.BATCH_API_VERSION
+    spec: CronJobSpec | None = None
+    status: CronJobStatus | None = None
 
 
 # --- bus Command ------------------------------------------------------------------------------

@@ -47,6 +47,7 @@ def admission_plugins(
         adm.QueueValidator(),
         adm.PodGroupValidator(),
         adm.HyperNodeValidator(),
+        adm.CronJobValidator(),
         adm.PodValidator((scheduler_name,)),
     ]
     return mutating, validating

@@ -7,6 +7,7 @@ Controllers registered:
 - ``volcano-podgroup``: Pods with a Volcano schedulerName and no group annotation;
 - ``volcano-podgroup-scale``: ReplicaSets scaled to zero lose their PodGroup;
 - ``volcano-job``: vcjobs, fed by their Pods, PodGroup phase changes and Commands;
+- ``volcano-cronjob``: batch.volcano.sh CronJobs, fed by the Jobs they own;
 - ``volcano-hypernode-status``: every HyperNode's ``status.nodeCount``, fed by Nodes;
 - ``volcano-hypernode-discovery``: label-sourced HyperNodes from Node labels, fed by Nodes,
   HyperNodes and the ``volcano-system/volcano-controller-configmap`` ConfigMap.
@@ -21,6 +22,7 @@ from typing import Any
 
 from pumice.api import scheme
 from pumice.controllers.volcano import keys
+from pumice.controllers.volcano.cronjob import CronJobReconciler
 from pumice.controllers.volcano.hypernode import (
     DISCOVERY_REQUEST,
     HyperNodeDiscoveryReconciler,
@@ -133,6 +135,12 @@ def setup_controllers(mgr: Any, *, scheduler_names: tuple[str, ...] = (keys.DEFA
         .with_options(max_concurrent_reconciles=workers)
         .complete(JobReconciler(mgr.client, pods=pods, podgroups=pg_inf.lister, queues=queues, commands=commands,
                                 priorityclasses=pcs, clock=mgr.clock, recorder=recorder)))
+
+    (mgr.controller("volcano-cronjob")
+        .for_(scheme.CRON_JOB)
+        .owns(scheme.VCJOB)
+        .complete(CronJobReconciler(mgr.client, informers.informer(scheme.CRON_JOB).lister,
+                                    informers.informer(scheme.VCJOB).lister, mgr.clock, recorder.event)))
 
     nodes = informers.informer(scheme.NODE).lister
     hns = informers.informer(scheme.HYPER_NODE).lister

@@ -5,6 +5,7 @@ Mirrors: volcano pkg/webhooks/admission.
 
 from __future__ import annotations
 
+from pumice.controllers.volcano.admission.cronjobs import CronJobValidator
 from pumice.controllers.volcano.admission.hypernodes import HyperNodeValidator
 from pumice.controllers.volcano.admission.jobs import JobMutator, JobPolicyValidator, JobValidator
 from pumice.controllers.volcano.admission.podgroups import PodGroupMutator, PodGroupValidator
@@ -17,6 +18,7 @@ from pumice.controllers.volcano.admission.pods import (
 from pumice.controllers.volcano.admission.queues import QueueMutator, QueueValidator
 
 __all__ = [
+    "CronJobValidator",
     "HyperNodeValidator",
     "JobMutator",
     "JobPolicyValidator",
