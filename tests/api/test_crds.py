@@ -27,6 +27,9 @@ UPSTREAM_FILES = {
 }
 
 OURS = {(c["spec"]["group"], c["spec"]["names"]["kind"]): c for c in builtin_crds()}
+#: CRDs whose upstream manifest is not among the shared samples (CronJob: the samples were taken
+#: before volcano's CronJob CRD was added to config/crd/volcano/bases).
+WITH_UPSTREAM = [s for s in CRD_SPECS if (s.group, s.kind) in UPSTREAM_FILES]
 
 
 @functools.cache
@@ -86,7 +89,7 @@ def compare(up: dict[str, Any], ours: dict[str, Any], path: str, problems: list[
             compare(up["additionalProperties"], ours["additionalProperties"], f"{path}{{}}", problems, embedded)
 
 
-@pytest.mark.parametrize("spec", CRD_SPECS, ids=lambda s: f"{s.group}/{s.kind}")
+@pytest.mark.parametrize("spec", WITH_UPSTREAM, ids=lambda s: f"{s.group}/{s.kind}")
 def test_generated_schema_matches_upstream(spec):
     up = upstream(spec.group, spec.kind)
     ours = OURS[(spec.group, spec.kind)]
@@ -97,7 +100,7 @@ def test_generated_schema_matches_upstream(spec):
     assert problems == []
 
 
-@pytest.mark.parametrize("spec", CRD_SPECS, ids=lambda s: f"{s.group}/{s.kind}")
+@pytest.mark.parametrize("spec", WITH_UPSTREAM, ids=lambda s: f"{s.group}/{s.kind}")
 def test_names_scope_subresources_and_printer_columns_match_upstream(spec):
     up = upstream(spec.group, spec.kind)
     ours = OURS[(spec.group, spec.kind)]

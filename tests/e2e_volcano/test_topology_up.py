@@ -55,7 +55,7 @@ async def test_a_hard_topology_vcjob_runs_inside_one_rack_under_pumice_up_simula
     )
     try:
         kubeconfig = data / "kubeconfig"
-        await wait_for(lambda: kubeconfig.exists(), timeout=60)
+        await wait_for(lambda: kubeconfig.exists(), timeout=120)
         client = connect(kubeconfig)
 
         async def six_nodes() -> bool:
@@ -64,7 +64,7 @@ async def test_a_hard_topology_vcjob_runs_inside_one_rack_under_pumice_up_simula
             except Exception:
                 return False
 
-        await wait_for(six_nodes, timeout=60)
+        await wait_for(six_nodes, timeout=120)
         names = sorted(n["metadata"]["name"] for n in (await client.list(scheme.NODE)).items)
         racks = {f"rack{i}": names[2 * i:2 * i + 2] for i in range(3)}
         for r, ns in racks.items():
@@ -82,7 +82,7 @@ async def test_a_hard_topology_vcjob_runs_inside_one_rack_under_pumice_up_simula
                     if p["spec"].get("nodeName") and (p.get("status") or {}).get("phase") == "Running"]
             return pods if len(pods) == 2 else None
 
-        await wait_for(placed, timeout=60)
+        await wait_for(placed, timeout=120)
         pods = await placed()
         assert pods is not None
         nodes = sorted(p["spec"]["nodeName"] for p in pods)
@@ -92,7 +92,7 @@ async def test_a_hard_topology_vcjob_runs_inside_one_rack_under_pumice_up_simula
             pgs = (await client.list(scheme.POD_GROUP, "default")).items
             return any((pg["metadata"].get("annotations") or {}).get("volcano.sh/job-allocated-hypernode") == rack for pg in pgs)
 
-        await wait_for(annotated, timeout=30)
+        await wait_for(annotated, timeout=60)
         counts = {o["metadata"]["name"]: (o.get("status") or {}).get("nodeCount") for o in (await client.list(scheme.HYPER_NODE)).items}
         assert counts == {"rack0": 2, "rack1": 2, "rack2": 2, "spine": 6}
     finally:
