@@ -147,7 +147,8 @@ def _json(data: bytes, code: int = 200, headers: dict[str, str] | None = None) -
 
 
 def _status(e: StatusError) -> Response:
-    return _json(_encode(e.status()), e.code)
+    """A Status error body; kube-apiserver's JSON encoder ends it with a newline."""
+    return _json(_encode(e.status()) + b"\n", e.code)
 
 
 def _not_found_path() -> StatusError:
@@ -216,7 +217,7 @@ class _Api:
                 not scope.get("extensions", {}).get("pumice.in_process"):
             auth = request.headers.get("authorization", "")
             if not (auth.startswith("Bearer ") and hmac.compare_digest(auth[7:].strip(), self.token)):
-                return _json(_encode(StatusError(401, "Unauthorized", "Unauthorized").status()), 401)
+                return _status(StatusError(401, "Unauthorized", "Unauthorized"))
         try:
             check_query(request.method, request.query_params, self.registry.store.revision)
             return await self._route(request, path)

@@ -186,6 +186,20 @@ class NamespaceStrategy(Strategy):
         return bool((obj.get("spec") or {}).get("finalizers"))
 
 
+class ServiceStrategy(Strategy):
+    """Services: created with an empty load-balancer status, as Go serializes ServiceStatus.
+
+    Mirrors: kubernetes pkg/registry/core/service/strategy.go (PrepareForCreate).
+    """
+
+    field_labels = frozenset({"spec.clusterIP", "spec.type"})
+    defaulter = staticmethod(kdefaults.service)
+
+    def prepare_create(self, reg: Registry, rk: ResourceKind, obj: Obj) -> None:
+        super().prepare_create(reg, rk, obj)
+        obj["status"] = {"loadBalancer": {}}
+
+
 class KeepStatusOnCreate(Strategy):
     """Kinds whose creator may set status (Nodes: the kubelet registers itself with status)."""
 
@@ -277,8 +291,7 @@ register("events.k8s.io", "events", EventStrategy(field_labels=frozenset({
     "deprecatedSource",
 })))
 register("", "secrets", Strategy(field_labels=frozenset({"type"}), defaulter=kdefaults.secret))
-register("", "services", Strategy(field_labels=frozenset({"spec.clusterIP", "spec.type"}),
-                                  defaulter=kdefaults.service))
+register("", "services", ServiceStrategy())
 register("apps", "deployments", Strategy(defaulter=kdefaults.deployment))
 register("apps", "replicasets", Strategy(field_labels=frozenset({"status.replicas"}),
                                          defaulter=kdefaults.replicaset))

@@ -164,3 +164,17 @@ def test_go_zero_values_written_explicitly_are_defaulted(http: httpx2.Client) ->
     assert spec["dnsPolicy"] == "ClusterFirst" and "nodeName" not in spec and "hostNetwork" not in spec
     c = spec["containers"][0]
     assert c["imagePullPolicy"] == "Always" and c["terminationMessagePath"] == "/dev/termination-log"
+
+
+def test_error_bodies_end_with_a_newline_as_kube_apiservers(http: httpx2.Client) -> None:
+    # found by kubernetes-client/python's e2e suite
+    r = http.get("/api/v1/namespaces/default/pods/missing")
+    assert r.status_code == 404 and r.content.endswith(b"}\n")
+
+
+def test_a_created_service_has_a_load_balancer_status(http: httpx2.Client) -> None:
+    # found by kubernetes-client/python's e2e suite (it reads status.load_balancer)
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "with-status"},
+           "spec": {"ports": [{"port": 80}]}}
+    r = http.post("/api/v1/namespaces/default/services", json=svc)
+    assert r.json()["status"] == {"loadBalancer": {}}
