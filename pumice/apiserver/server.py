@@ -32,6 +32,7 @@ import yaml
 
 from pumice._util.clock import Clock, default_clock
 from pumice._util.files import write_durably
+from pumice._util.tls import self_signed
 from pumice.api.scheme import Scheme
 from pumice.apiserver.admission import SYSTEM_PRIORITY_CLASSES, AdmissionChain, builtin_plugins
 from pumice.apiserver.errors import StatusError
@@ -237,31 +238,12 @@ class APIServer:
         cert_path, key_path = self.data_dir / "tls.crt", self.data_dir / "tls.key"
         if cert_path.exists() and key_path.exists():
             return cert_path, key_path
-        from cryptography import x509
-        from cryptography.hazmat.primitives import hashes, serialization
-        from cryptography.hazmat.primitives.asymmetric import ec
-        from cryptography.x509.oid import NameOID
-
-        key = ec.generate_private_key(ec.SECP256R1())
-        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "pumice-apiserver")])
-        alt: list[x509.GeneralName] = [x509.DNSName("localhost"), x509.DNSName("kubernetes"),
-                                       x509.DNSName("kubernetes.default.svc"),
-                                       x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-        try:
-            if host not in ("0.0.0.0", "::"):
-                alt.append(x509.IPAddress(ipaddress.ip_address(host)))
-        except ValueError:
-            alt.append(x509.DNSName(host))
-        now = _dt.datetime.now(_dt.UTC)
-        cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-                .serial_number(x509.random_serial_number())
-                .not_valid_before(now - _dt.timedelta(minutes=5)).not_valid_after(now + _dt.timedelta(days=3650))
-                .add_extension(x509.SubjectAlternativeName(alt), critical=False)
-                .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-                .sign(key, hashes.SHA256()))
-        write_durably(key_path, key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                  serialization.NoEncryption()), mode=0o600)
-        write_durably(cert_path, cert.public_bytes(serialization.Encoding.PEM))
+        hosts = ["localhost", "kubernetes", "kubernetes.default.svc", "127.0.0.1"]
+        if host not in ("0.0.0.0", "::"):
+            hosts.append(host)
+        cert, key = self_signed("pumice-apiserver", hosts, now=_dt.datetime.now(_dt.UTC))
+        write_durably(key_path, key, mode=0o600)
+        write_durably(cert_path, cert)
         return cert_path, key_path
 
     async def serve(self, host: str = "127.0.0.1", port: int = 6443, *, tls: bool | None = None,

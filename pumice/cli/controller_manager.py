@@ -43,7 +43,7 @@ def _parse_controllers(value: str) -> list[str]:
     return names
 
 
-async def _main(kubeconfig: str, controllers: list[str], *, leader_elect: bool, health_port: int | None,
+async def _main(kubeconfig: str | None, controllers: list[str], *, leader_elect: bool, health_port: int | None,
                 batch_scheduler: str | None, identity: str | None, lease_duration: float,
                 renew_deadline: float, retry_period: float) -> None:
     from pumice.client.kube import component_user_agent
@@ -66,8 +66,8 @@ async def _main(kubeconfig: str, controllers: list[str], *, leader_elect: bool, 
 
 
 @click.command(name="controller-manager")
-@click.option("--kubeconfig", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="kubeconfig naming the API server (and credentials).")
+@click.option("--kubeconfig", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="kubeconfig naming the API server (default: $KUBECONFIG, ~/.kube/config, or in-cluster).")
 @click.option("--controllers", default="kube,ray,volcano", show_default=True,
               help="Comma-separated controller groups: kube, ray, volcano.")
 @click.option("--leader-elect/--no-leader-elect", default=True, show_default=True,
@@ -81,7 +81,7 @@ async def _main(kubeconfig: str, controllers: list[str], *, leader_elect: bool, 
 @click.option("--renew-deadline", type=float, default=10.0, show_default=True, help="Seconds.")
 @click.option("--retry-period", type=float, default=2.0, show_default=True, help="Seconds.")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
-def command(kubeconfig: str, controllers: str, leader_elect: bool, health_port: int | None,
+def command(kubeconfig: str | None, controllers: str, leader_elect: bool, health_port: int | None,
             batch_scheduler: str, identity: str | None, lease_duration: float, renew_deadline: float,
             retry_period: float, verbose: bool) -> None:
     """Run controllers against a kubeconfig until SIGTERM/SIGINT."""

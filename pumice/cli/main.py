@@ -29,6 +29,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "dashboard": ("pumice.cli.dashboard", "Serve the web UI against a kubeconfig's API server."),
     "explain": ("pumice.cli.explain", "Say which gate holds a PodGroup, vcjob, RayJob or Pod."),
     "simulate": ("pumice.cli.simulate", "Run the stack on a virtual clock over a cluster trace."),
+    "webhook": ("pumice.cli.webhook", "Serve the Volcano admission webhooks for a real cluster."),
+    "install": ("pumice.cli.install", "Print the manifests that install pumice on a real cluster."),
 }
 
 

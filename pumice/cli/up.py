@@ -207,12 +207,13 @@ async def _wait_serving(ready: asyncio.Event, serve_task: asyncio.Task[None]) ->
 
 
 def _volcano_admission() -> tuple[list[object], list[object]]:
-    """Admission plugins of the Volcano webhooks (ray.io objects are validated by the KubeRay
-    controllers, as upstream, which has no ray.io webhook by default)."""
+    """Admission plugins of the Volcano webhooks and of the ray.io rules."""
+    from pumice.controllers.ray.admission import admission_plugins as ray_admission
     from pumice.controllers.volcano import admission_plugins
 
     mutating, validating = admission_plugins()
-    return list(mutating), list(validating)
+    ray_mutating, ray_validating = ray_admission()
+    return [*mutating, *ray_mutating], [*validating, *ray_validating]
 
 
 class DataDirInUse(RuntimeError):

@@ -32,8 +32,26 @@ def default_kubeconfig_path() -> Path:
     return Path("~/.kube/config").expanduser()
 
 
+SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+
+
+def in_cluster() -> bool:
+    """True inside a Pod: ``KUBERNETES_SERVICE_HOST`` is set and the ServiceAccount token is mounted."""
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and (SERVICE_ACCOUNT_DIR / "token").exists()
+
+
+def _service_account_config() -> SingleConfig:
+    """The in-cluster config (token file re-read as the kubelet rotates it, the cluster CA, the Pod's
+    namespace), as client-go's rest.InClusterConfig."""
+    single = KubeConfig.from_service_account(SERVICE_ACCOUNT_DIR).get()
+    if single is None:
+        raise ValueError(f"no in-cluster configuration in {SERVICE_ACCOUNT_DIR}")
+    return single
+
+
 def load(path: Path | str | None = None, *, context: str | None = None) -> SingleConfig:
-    """The chosen context of a kubeconfig file.
+    """The chosen context of a kubeconfig file; with no ``path``, ``$KUBECONFIG`` or
+    ``~/.kube/config``, else the in-cluster ServiceAccount config inside a Pod.
 
     Raises:
         FileNotFoundError: the file does not exist.
@@ -41,6 +59,8 @@ def load(path: Path | str | None = None, *, context: str | None = None) -> Singl
             a mapping, clusters/users/contexts of the wrong shape).
     """
     p = Path(path).expanduser() if path is not None else default_kubeconfig_path()
+    if path is None and not p.exists() and in_cluster():
+        return _service_account_config()
     if not p.exists():
         raise FileNotFoundError(f"kubeconfig {p} does not exist")
     try:
