@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint unit venv clean bench durability
+.PHONY: demo test lint unit venv clean bench durability test-ray-long
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -37,6 +37,10 @@ test: $(STAMP)
 # 100 power cuts under write load (tests/apiserver/test_powercut.py; root and loop devices).
 durability: $(STAMP)
 	PUMICE_POWERCUT_ROUNDS=100 PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest -q -s tests/apiserver/test_powercut.py
+
+# Long real-Ray acceptance runs (RayService zero-downtime upgrade, GCS FT head restart, autoscaler).
+test-ray-long: $(STAMP)
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest -q -m ray_long tests/ray
 
 bench: $(STAMP)
 	for b in bench/*.py; do PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) $$b || exit 1; done

@@ -207,13 +207,12 @@ async def _wait_serving(ready: asyncio.Event, serve_task: asyncio.Task[None]) ->
 
 
 def _volcano_admission() -> tuple[list[object], list[object]]:
-    """Admission plugins of the Volcano webhooks and of the ray.io rules."""
-    from pumice.controllers.ray.admission import admission_plugins as ray_admission
+    """Admission plugins of the Volcano webhooks (ray.io objects are validated by the KubeRay
+    controllers, as upstream, which has no ray.io webhook by default)."""
     from pumice.controllers.volcano import admission_plugins
 
     mutating, validating = admission_plugins()
-    ray_mutating, ray_validating = ray_admission()
-    return [*mutating, *ray_mutating], [*validating, *ray_validating]
+    return list(mutating), list(validating)
 
 
 class DataDirInUse(RuntimeError):

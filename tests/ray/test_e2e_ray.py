@@ -53,6 +53,7 @@ class Stack:
         self.operator: Manager | None = None
         self.operator_task: asyncio.Task[None] | None = None
         self.submissions: list[str] = []
+        self.agent: Any = None
 
     def counting_factory(self, cluster: Obj, url: str) -> RayDashboardClient:
         inner = http_dashboard_client_factory(cluster, url)
@@ -103,7 +104,9 @@ class Stack:
 
 
 @contextlib.asynccontextmanager
-async def stack() -> AsyncIterator[Stack]:
+async def stack(**agent_kwargs: Any) -> AsyncIterator[Stack]:
+    """The whole system on one process-runtime Node; ``agent_kwargs`` go to the NodeAgent
+    (e.g. ``node_cpu`` / ``node_memory``: the capacity the Node publishes)."""
     cluster_mod = _import("pumice.testing.cluster")
     kube = _import("pumice.controllers.kube")
     sched = _import("pumice.scheduler.default.scheduler")
@@ -120,7 +123,8 @@ async def stack() -> AsyncIterator[Stack]:
             tasks.append(asyncio.create_task(sched.run_scheduler(lc.new_client(), stop_event=stop),
                                              name="scheduler"))
             agent = agent_mod.NodeAgent(lc.new_client(), runtime="process", data_dir=data / "node",
-                                        stop_grace=10.0)
+                                        stop_grace=10.0, **agent_kwargs)
+            s.agent = agent
             tasks.append(asyncio.create_task(agent.run(stop_event=stop), name="node-agent"))
             await kube_mgr.wait_started()
             await s.start_operator()

@@ -276,18 +276,3 @@ class Events:
         self.items.append((type, reason, message))
 
 
-async def test_gcs_ft_clusters_are_marked_as_lacking_redis_cleanup(client: FakeClient) -> None:
-    events = Events()
-    r = RayClusterReconciler(client, clock=FakeClock(), recorder=events)
-    cl = load_sample("ray-cluster.external-redis.yaml", "RayCluster")
-    await client.create(cl)
-    req = Request("default", cl["metadata"]["name"])
-    await r.reconcile(req)
-    st = (await client.get(scheme.RAY_CLUSTER, cl["metadata"]["name"], "default"))["status"]
-    assert "Redis cleanup finalizer" in st["reason"]
-    assert ("Warning", "RedisCleanupNotImplemented") in [e[:2] for e in events.items]
-    head = (await client.list(scheme.POD, "default", label_selector="ray.io/node-type=head")).items[0]
-    assert head["metadata"]["annotations"]["ray.io/ft-enabled"] == "true"
-    env = {e["name"] for e in head["spec"]["containers"][0]["env"]}
-    assert {"RAY_REDIS_ADDRESS", "RAY_external_storage_namespace", "REDIS_PASSWORD"} <= env
-    assert "finalizers" not in (await client.get(scheme.RAY_CLUSTER, cl["metadata"]["name"], "default"))["metadata"]

@@ -12,11 +12,6 @@ reconcileHeadService, reconcileHeadlessService, reconcilePods, shouldDeletePod, 
 updateEndpoints, updateHeadInfo) and utils/consistency.go (InconsistentRayClusterStatus).
 
 Deviates:
-- GCS fault tolerance with the Redis backend: the Ray side is configured (env, annotations), but
-  the Redis-cleanup finalizer and its cleanup Job are not implemented: no finalizer is added, so
-  deleting such a cluster leaves its Redis keys behind. Every status write of such a cluster
-  emits a Warning event ``RedisCleanupNotImplemented`` saying so, and ``status.reason`` carries
-  the same message while the cluster is not ready.
 - The in-tree autoscaler: ``enableInTreeAutoscaling`` is honoured for ``no-monitor`` and for
   scale-down (the operator never removes surplus Pods on its own), but no autoscaler sidecar is
   injected; a Warning event ``AutoscalerNotImplemented`` says so.
@@ -38,13 +33,15 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Protocol
 
-from pumice._util.clock import Clock, default_clock, rfc3339
+from pumice._util.clock import Clock, default_clock, parse_rfc3339, rfc3339
+from pumice._util.duration import go_duration_string
 from pumice.api import meta as m
 from pumice.api import scheme
 from pumice.client.base import KubeClient, is_already_exists, is_not_found
 from pumice.controllers.ray import association as assoc
 from pumice.controllers.ray import constants as c
 from pumice.controllers.ray.batchscheduler import BatchScheduler, DefaultBatchScheduler
+from pumice.controllers.ray.common import gcs_ft as gcsft
 from pumice.controllers.ray.common import pod as podb
 from pumice.controllers.ray.common import resources as res
 from pumice.controllers.ray.common import service as svcb
@@ -58,10 +55,6 @@ log = logging.getLogger(__name__)
 
 HEAD_GROUP_KEY = ""
 MANAGED_BY_KUBERAY = c.MANAGED_BY_KUBERAY
-REDIS_CLEANUP_STUB_MESSAGE = (
-    "GCS fault tolerance with Redis: pumice does not implement the Redis cleanup finalizer; "
-    "deleting this RayCluster will not delete its keys in Redis")
-
 AUTOSCALER_STUB_MESSAGE = (
     "enableInTreeAutoscaling: pumice does not inject the Ray autoscaler sidecar yet; the cluster keeps "
     "its replicas and scales only through spec changes")
@@ -155,12 +148,15 @@ class RayClusterOptions:
     Attributes:
         default_requeue_seconds: ``RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV`` (300).
         enable_random_pod_delete: ``ENABLE_RANDOM_POD_DELETE``.
+        enable_gcs_ft_redis_cleanup: ``ENABLE_GCS_FT_REDIS_CLEANUP`` (on): the Redis cleanup
+            finalizer and Job of GCS fault-tolerant clusters.
     """
 
     pod: podb.PodOptions = podb.DEFAULT_POD_OPTIONS
     service: svcb.ServiceOptions = svcb.DEFAULT_SERVICE_OPTIONS
     default_requeue_seconds: float = c.RAYCLUSTER_DEFAULT_REQUEUE_SECONDS
     enable_random_pod_delete: bool = False
+    enable_gcs_ft_redis_cleanup: bool = True
 
 
 def _pod_running_and_ready(pod: Obj) -> bool:
@@ -309,6 +305,9 @@ class RayClusterReconciler:
             self.recorder.event(cluster, "Warning", "InvalidRayClusterStatus",
                                 "RayClusterSuspending and RayClusterSuspended are both True")
             return Result(requeue_after=c.RAYCLUSTER_REQUEUE_AFTER_CHANGE_SECONDS)
+        ft_result = await self._reconcile_gcs_ft_finalizer(cluster)
+        if ft_result is not None:
+            return ft_result
         if cluster["metadata"].get("deletionTimestamp"):
             return Result()
 
@@ -326,8 +325,6 @@ class RayClusterReconciler:
         new_status = await self._calculate_status(cluster, pods, reconcile_err)
         changed = inconsistent_status(status, new_status)
         if changed:
-            if podb.is_gcs_ft_enabled(cluster):
-                self.recorder.event(cluster, "Warning", "RedisCleanupNotImplemented", REDIS_CLEANUP_STUB_MESSAGE)
             if res.is_autoscaling_enabled(cluster["spec"]):
                 self.recorder.event(cluster, "Warning", "AutoscalerNotImplemented", AUTOSCALER_STUB_MESSAGE)
             updated = dict(cluster)
@@ -340,6 +337,96 @@ class RayClusterReconciler:
         if changed:
             return Result(requeue_after=c.RAYCLUSTER_REQUEUE_AFTER_CHANGE_SECONDS)
         return Result(requeue_after=self.options.default_requeue_seconds)
+
+    # --- GCS fault tolerance: the Redis cleanup finalizer ----------------------------------------
+
+    async def _reconcile_gcs_ft_finalizer(self, cluster: Obj) -> Result | None:
+        """Add the Redis cleanup finalizer to a GCS-FT cluster; on deletion delete its Pods, wait
+        for the head to go, run the cleanup Job and drop the finalizer once the Job finished
+        (either way) or the deletion timeout passed. Returns a Result when the pass ends here.
+
+        Mirrors: raycluster_controller.go rayClusterReconcile (the GCS FT block) and
+        forceRemoveGCSFTFinalizer."""
+        md = cluster["metadata"]
+        fin = c.GCS_FT_REDIS_CLEANUP_FINALIZER
+        ns, name = md.get("namespace", "default"), md["name"]
+        deleting = bool(md.get("deletionTimestamp"))
+        if deleting and gcsft.is_embedded_backend(cluster) and fin in (md.get("finalizers") or []):
+            log.info("RayCluster %s/%s: removing the stale Redis cleanup finalizer of an embedded-backend cluster",
+                     ns, name)
+            await self._remove_finalizer(cluster, fin)
+            return Result()
+        if not gcsft.needs_redis_cleanup(cluster, self.options.enable_gcs_ft_redis_cleanup):
+            return None
+        if not deleting:
+            if fin in (md.get("finalizers") or []):
+                return None
+            log.info("RayCluster %s/%s: GCS fault tolerance is on; adding finalizer %s", ns, name, fin)
+            md.setdefault("finalizers", []).append(fin)
+            await self.client.update(cluster)
+            return Result(requeue_after=c.RAYCLUSTER_REQUEUE_AFTER_CHANGE_SECONDS)
+        if fin not in (md.get("finalizers") or []):
+            return Result()
+        pods = (await self.client.list(scheme.POD, ns, label_selector=assoc.selector_string(
+            assoc.cluster_pods_selector(name)))).items
+        heads = []
+        for p in pods:
+            ntype = (p["metadata"].get("labels") or {}).get(c.RAY_NODE_TYPE_LABEL)
+            if ntype not in (c.RayNodeType.HEAD, c.RayNodeType.WORKER):
+                continue
+            if ntype == c.RayNodeType.HEAD:
+                heads.append(p)
+            if not p["metadata"].get("deletionTimestamp"):
+                try:
+                    await self.client.delete(scheme.POD, p["metadata"]["name"], ns)
+                except Exception as e:
+                    if not is_not_found(e):
+                        raise
+        if heads:
+            log.info("RayCluster %s/%s: waiting for head Pod %s to terminate before the Redis cleanup (storage "
+                     "namespace %s)", ns, name, heads[0]["metadata"]["name"],
+                     (heads[0]["metadata"].get("annotations") or {}).get(c.RAY_EXTERNAL_STORAGE_NS_ANNOTATION))
+            return Result(requeue_after=10.0)
+        jobs = (await self.client.list(scheme.JOB, ns, label_selector=assoc.selector_string(
+            gcsft.redis_cleanup_selector(name)))).items
+        age = self.clock.now() - parse_rfc3339(md["deletionTimestamp"])
+        timeout = gcsft.deletion_timeout_seconds(cluster)
+        if age >= timeout:
+            await self._remove_finalizer(cluster, fin)
+            self.recorder.event(cluster, "Warning", "ForceDeletedStuckCluster",
+                                f"Force-removed GCS FT finalizer after {go_duration_string(age)} due to Redis cleanup "
+                                f"timeout; Redis storage namespace "
+                                f"\"{(md.get('annotations') or {}).get(c.RAY_EXTERNAL_STORAGE_NS_ANNOTATION, '')}\" "
+                                "may need manual cleanup")
+            return Result()
+        if jobs:
+            outcome = gcsft.job_finished(jobs[0])
+            if not outcome:
+                return Result(requeue_after=c.RAYCLUSTER_REQUEUE_AFTER_CHANGE_SECONDS)
+            await self._remove_finalizer(cluster, fin)
+            if outcome == "Complete":
+                log.info("RayCluster %s/%s: the Redis cleanup Job %s completed; the storage namespace is deleted",
+                         ns, name, jobs[0]["metadata"]["name"])
+            else:
+                log.warning("RayCluster %s/%s: the Redis cleanup Job %s failed; delete the storage namespace in "
+                            "Redis by hand (%s)", ns, name, jobs[0]["metadata"]["name"], gcsft.GCS_FT_DOCS)
+            return Result()
+        job = gcsft.build_redis_cleanup_job(cluster, self.options.pod)
+        try:
+            await self.client.create(job)
+        except Exception as e:
+            if is_already_exists(e):
+                return Result(requeue_after=c.RAYCLUSTER_REQUEUE_AFTER_CHANGE_SECONDS)
+            self.recorder.event(cluster, "Warning", "FailedToCreateRedisCleanupJob",
+                                f"Failed to create Redis cleanup Job {ns}/{job['metadata']['name']}, {e}")
+            raise
+        self.recorder.event(cluster, "Normal", "CreatedRedisCleanupJob",
+                            f"Created Redis cleanup Job {ns}/{job['metadata']['name']}")
+        return Result(requeue_after=c.RAYCLUSTER_REQUEUE_AFTER_CHANGE_SECONDS)
+
+    async def _remove_finalizer(self, cluster: Obj, fin: str) -> None:
+        cluster["metadata"]["finalizers"] = [f for f in cluster["metadata"].get("finalizers") or [] if f != fin]
+        await self.client.update(cluster)
 
     # --- reads -----------------------------------------------------------------------------
 
@@ -628,8 +715,6 @@ class RayClusterReconciler:
                                 "reason": suspending, "message": ""}, now)
         if spec.get("suspend") and not pods:
             st["state"] = c.ClusterState.SUSPENDED.value
-        if podb.is_gcs_ft_enabled(cluster) and st.get("state") != c.ClusterState.READY:
-            st["reason"] = REDIS_CLEANUP_STUB_MESSAGE
 
         await self._update_endpoints_and_head(cluster, st, head)
         st["lastUpdateTime"] = now
