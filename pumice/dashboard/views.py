@@ -418,3 +418,98 @@ def serve_applications(rs: Obj) -> list[dict[str, Any]]:
             out.append({"cluster": s.get("rayClusterName", which), "which": which, "name": app,
                         "status": a.get("status", ""), "message": a.get("message", ""), "deployments": deps})
     return out
+
+
+# --------------------------------------------------------------------------------- list rows
+# Lists render up to thousands of rows: each row is computed here once, as plain attributes, so the
+# template does no lookups or macro calls per cell.
+
+@dataclass(slots=True)
+class JobRow:
+    name: str
+    namespace: str
+    phase: str
+    tone: str
+    ready: int
+    min_member: int
+    gang_pct: int
+    gang_label: str
+    queue: str
+    running: int
+    min_available: str
+    pending: int
+    succeeded: int
+    failed: int
+    retries: int
+    replicas: int
+    tasks: int
+    age: str
+
+
+def job_rows(jobs: Iterable[Obj], podgroups: Iterable[Obj], now: float) -> list[JobRow]:
+    """Rows of the Volcano Jobs list (Headlamp's columns plus the gang progress of its PodGroup)."""
+    pg_by_owner: dict[str, Obj] = {}
+    for pg in podgroups:
+        for ref in md(pg).get("ownerReferences") or []:
+            pg_by_owner[str(ref.get("uid"))] = pg
+    out = []
+    for j in jobs:
+        m, sp, st = md(j), spec(j), status(j)
+        ph = job_phase(j)
+        ready, mm, pct, label = gang(pg_by_owner.get(str(m.get("uid"))))
+        out.append(JobRow(m.get("name", ""), m.get("namespace", ""), ph, tone("Job", ph), ready, mm, pct, label,
+                          str(sp.get("queue") or vc.DEFAULT_QUEUE), int(st.get("running") or 0),
+                          str(sp.get("minAvailable") or "-"), int(st.get("pending") or 0),
+                          int(st.get("succeeded") or 0), int(st.get("failed") or 0), int(st.get("retryCount") or 0),
+                          job_replicas(j), len(sp.get("tasks") or []), age(m.get("creationTimestamp"), now)))
+    return out
+
+
+@dataclass(slots=True)
+class PodGroupRow:
+    name: str
+    namespace: str
+    phase: str
+    tone: str
+    ready: int
+    min_member: int
+    gang_pct: int
+    gang_label: str
+    running: int
+    queue: str
+    age: str
+
+
+def podgroup_rows(podgroups: Iterable[Obj], now: float) -> list[PodGroupRow]:
+    out = []
+    for pg in podgroups:
+        m = md(pg)
+        ph = str(status(pg).get("phase") or "Pending")
+        ready, mm, pct, label = gang(pg)
+        out.append(PodGroupRow(m.get("name", ""), m.get("namespace", ""), ph, tone("PodGroup", ph), ready, mm, pct,
+                               label, int(status(pg).get("running") or 0),
+                               str(spec(pg).get("queue") or vc.DEFAULT_QUEUE), age(m.get("creationTimestamp"), now)))
+    return out
+
+
+@dataclass(slots=True)
+class PodRow:
+    name: str
+    namespace: str
+    status: str
+    tone: str
+    restarts: int
+    node: str
+    pending_reason: str
+    age: str
+
+
+def pod_rows(pods: Iterable[Obj], now: float) -> list[PodRow]:
+    out = []
+    for p in pods:
+        m = md(p)
+        s = pod_status(p)
+        restarts = sum(int(cs.get("restartCount") or 0) for cs in status(p).get("containerStatuses") or [])
+        out.append(PodRow(m.get("name", ""), m.get("namespace", ""), s, tone("Pod", s), restarts,
+                          str(spec(p).get("nodeName") or "-"), pending_reason(p), age(m.get("creationTimestamp"), now)))
+    return out

@@ -76,3 +76,15 @@ def test_queueing_delay_is_creation_to_scheduled() -> None:
     assert v.queueing_delay(g) is None
     g["status"]["conditions"] = [{"type": "Scheduled", "status": "True", "lastTransitionTime": "2026-01-01T00:00:42Z"}]
     assert v.queueing_delay(g) == 42.0
+
+
+def test_job_rows_take_the_gang_of_the_podgroup_the_job_owns() -> None:
+    job = {"metadata": {"name": "j", "namespace": "default", "uid": "u1", "creationTimestamp": "2026-01-01T00:00:00Z"},
+           "spec": {"minAvailable": 2, "tasks": [{"replicas": 2}, {"replicas": 1}]},
+           "status": {"state": {"phase": "Running"}, "running": 2}}
+    mine = pg("pg-j", phase="Running", running=2, min_member=2)
+    mine["metadata"]["ownerReferences"] = [{"uid": "u1", "controller": True}]
+    [row] = v.job_rows([job], [pg("other", running=0), mine], now=v.ts("2026-01-01T00:05:00Z") or 0.0)
+    assert (row.phase, row.tone, row.ready, row.min_member, row.gang_label) == ("Running", "ok", 2, 2,
+                                                                               "Gang requirement met")
+    assert (row.queue, row.replicas, row.tasks, row.age) == ("default", 3, 2, "5m")
