@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -57,8 +57,8 @@ from pumice.dashboard.series import Sampler
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
-MAX_ROWS = 2000
-"""Rows a list renders at most (the filter box narrows the rest)."""
+PAGE_SIZE = 250
+"""Rows per page of a list (the filter box searches all of them)."""
 DEBOUNCE = 0.1
 """Seconds the event stream waits after a change to batch the ones that follow it."""
 KEEPALIVE = 15.0
@@ -112,6 +112,10 @@ class Dashboard:
         env.globals.update(tone=v.tone, fmt_res=v.fmt_res, gang=v.gang, job_phase=v.job_phase,
                            age=lambda created: v.age(created, clock.now()),
                            fmt_time=lambda t: rfc3339(t))
+        self._render_cost: dict[str, float] = {}
+        """Seconds the last live refresh of a page path took to render (the event stream spaces
+        its change events by twice that, so a page that is slow to render is not re-rendered
+        back to back while its objects churn)."""
         self._explain_cache: dict[tuple[str, str, str], tuple[int, float, Any]] = {}
         # lists of 1,000 rows are ~500 kB of HTML, ~25 kB gzipped; event streams are never compressed
         self.app = Starlette(routes=self._routes(), middleware=[Middleware(GZipMiddleware, minimum_size=2048)])
@@ -170,12 +174,17 @@ class Dashboard:
         if sess is not None and not partial:
             flash, sess.flash = sess.flash, []
         kinds = PAGE_KINDS.get(page, ())
-        live_url = request.url.path
+        pager = getattr(request.state, "pager", None)
+        live_url = f"{request.url.path}?partial=1"
         full = {"request": request, "page": page, "partial": partial, "title": self.title, "flash": flash,
-                "kinds": ",".join(kinds), "live_url": live_url,
+                "kinds": ",".join(kinds), "live_url": live_url, "pager": pager,
                 "synced": {k: self.cache.synced(k) for k in kinds}, "q": request.query_params.get("q", ""),
                 **ctx}
-        return self.templates.TemplateResponse(request, template, full, status_code=status_code)
+        t0 = self.cache.clock.monotonic()
+        resp = self.templates.TemplateResponse(request, template, full, status_code=status_code)
+        if partial:
+            self._render_cost[request.url.path] = self.cache.clock.monotonic() - t0
+        return resp
 
     def _not_found(self, request: Request, what: str) -> Response:
         return self._render(request, "", "missing.html", {"what": what}, status_code=404)
@@ -204,12 +213,39 @@ class Dashboard:
             sess.flash.append(("err", f"{what}: {e}"))
         return RedirectResponse(back, status_code=303)
 
-    def _filter(self, request: Request, rows: list[Obj]) -> tuple[list[Obj], int]:
+    def _filter(self, request: Request, rows: list[Obj], default_sort: str = "age") -> tuple[list[Obj], int]:
+        """Filter (``?q=`` on ``namespace/name``), sort (``?sort=age``: newest first, or ``name``)
+        and page (``?page=``, :data:`PAGE_SIZE` rows) a list; returns the page and the total.
+        The pager for the template is left in ``request.state.pager``."""
         q = request.query_params.get("q", "").strip().lower()
         if q:
             rows = [o for o in rows if q in f"{v.md(o).get('namespace', '')}/{v.md(o).get('name', '')}".lower()]
-        rows.sort(key=lambda o: (v.md(o).get("namespace", ""), v.md(o).get("name", "")))
-        return rows[:MAX_ROWS], len(rows)
+        sort = request.query_params.get("sort") or default_sort
+        if sort == "age":
+            rows.sort(key=lambda o: (v.md(o).get("creationTimestamp") or "", v.md(o).get("namespace", ""),
+                                     v.md(o).get("name", "")), reverse=True)
+        else:
+            sort = "name"
+            rows.sort(key=lambda o: (v.md(o).get("namespace", ""), v.md(o).get("name", "")))
+        pages = max(1, -(-len(rows) // PAGE_SIZE))
+        try:
+            page = min(pages, max(1, int(request.query_params.get("page") or 1)))
+        except ValueError:
+            page = 1
+        path = request.url.path
+
+        def url(**kw: Any) -> str:
+            params = {"sort": sort, "page": page, **kw}
+            if q:
+                params["q"] = q
+            return f"{path}?{urlencode(params)}"
+
+        request.state.pager = {"page": page, "pages": pages, "sort": sort, "total": len(rows),
+                               "prev": url(page=page - 1) if page > 1 else "",
+                               "next": url(page=page + 1) if page < pages else "",
+                               "by_age": url(sort="age", page=1), "by_name": url(sort="name", page=1),
+                               "filter_url": f"{path}?{urlencode({'sort': sort, 'partial': 1})}"}
+        return rows[(page - 1) * PAGE_SIZE: page * PAGE_SIZE], len(rows)
 
     def _events_of(self, obj: Obj | None) -> list[Obj]:
         if obj is None:
@@ -258,6 +294,7 @@ class Dashboard:
         if self._session(request) is None:
             return Response(status_code=401)
         kinds = [k for k in request.query_params.get("kinds", "").split(",") if k in KINDS]
+        path = request.query_params.get("path", "")
         cache = self.cache
 
         async def stream() -> AsyncIterator[bytes]:
@@ -280,6 +317,9 @@ class Dashboard:
                         changed = [k for k in kinds if cache.kind_version.get(k, 0) > seen]
                         seen = cache.version
                         yield f"event: change\ndata: {','.join(changed)}\n\n".encode()
+                        gap = 2 * self._render_cost.get(path, 0.0) - DEBOUNCE
+                        if gap > 0:
+                            await asyncio.sleep(min(gap, 5.0))
                     elif waiter in done:
                         yield b": keep-alive\n\n"
                     if await request.is_disconnected():
@@ -346,7 +386,7 @@ class Dashboard:
     async def queues(self, request: Request) -> Response:
         if self._session(request) is None:
             return self._login_redirect(request)
-        rows, total = self._filter(request, self.cache.list("Queue"))
+        rows, total = self._filter(request, self.cache.list("Queue"), default_sort="name")
         items = []
         for q in rows:
             name = v.md(q).get("name", "")
