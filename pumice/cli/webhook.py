@@ -1,4 +1,4 @@
-"""``pumice webhook``: serve Volcano's admission webhooks (and pumice's ray.io rules) over HTTPS
+"""``pumice webhook``: serve Volcano's admission webhooks over HTTPS
 for a real kube-apiserver, with the same plugins ``pumice up`` runs in its API server.
 
 The certificate is the one the webhook configuration's ``caBundle`` trusts (``pumice install

@@ -1,5 +1,4 @@
-"""The admission webhook server: Volcano's webhooks (and pumice's ray.io rules) for a real
-kube-apiserver, running the same admission plugins the embedded API server runs in-process.
+"""The admission webhook server: Volcano's webhooks for a real kube-apiserver, running the same admission plugins the embedded API server runs in-process.
 
 Each :class:`Webhook` serves one upstream webhook name at its upstream path (``mutatejob.volcano.sh``
 at ``/jobs/mutate``, ``validatequeue.volcano.sh`` at ``/queues/validate`` ...) and runs the plugins
@@ -96,20 +95,18 @@ _VOLCANO_ROUTES: dict[str, tuple[str, tuple[Rule, ...]]] = {
 }
 # plugins that upstream runs elsewhere (a ValidatingAdmissionPolicy) join the webhook of their kind
 _JOINS = {"job-validation-policy": "validatejob.volcano.sh"}
-_RAY_RULE = Rule("ray.io", "v1", ("rayclusters", "rayjobs", "rayservices"), ("CREATE", "UPDATE"))
 
 
 def default_webhooks(*, scheduler_name: str = "volcano") -> list[Webhook]:
-    """The webhooks of Volcano's admission plugins and of pumice's ray.io plugins.
+    """The webhooks of Volcano's admission plugins. (ray.io objects have no webhook: the KubeRay
+    controllers validate them and report with events, as upstream's operator does.)
 
     Raises:
-        ValueError: a plugin has no known route (a plugin was added without one).
+        ValueError: a plugin has no route and its name does not follow Volcano's pattern.
     """
-    from pumice.controllers.ray.admission import admission_plugins as ray_admission
     from pumice.controllers.volcano import admission_plugins
 
     mutating, validating = admission_plugins(scheduler_name=scheduler_name)
-    ray_mutating, ray_validating = ray_admission()
     grouped: dict[str, list[Any]] = {}
     everything: list[Any] = [*mutating, *validating]
     for p in everything:
@@ -120,10 +117,6 @@ def default_webhooks(*, scheduler_name: str = "volcano") -> list[Webhook]:
         pods = rules[0].resources == ("pods",)
         hooks.append(Webhook(name, path, name.startswith("mutate"), rules, tuple(plugins),
                              failure_policy="Ignore" if pods else "Fail", system_namespaces_excluded=pods))
-    if ray_mutating:
-        hooks.append(Webhook("mutate.ray.pumice.dev", "/ray/mutate", True, (_RAY_RULE,), tuple(ray_mutating)))
-    if ray_validating:
-        hooks.append(Webhook("validate.ray.pumice.dev", "/ray/validate", False, (_RAY_RULE,), tuple(ray_validating)))
     return hooks
 
 
