@@ -36,7 +36,7 @@ test: $(STAMP)
 
 # 100 power cuts under write load (tests/apiserver/test_powercut.py; root and loop devices).
 durability: $(STAMP)
-	PUMICE_POWERCUT_ROUNDS=100 PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest -q -s tests/apiserver/test_powercut.py
+	PUMICE_POWERCUT_ROUNDS=100 PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest -q -s --timeout=3600 tests/apiserver/test_powercut.py
 
 # Long real-Ray acceptance runs (RayService zero-downtime upgrade, GCS FT head restart, autoscaler).
 test-ray-long: $(STAMP)

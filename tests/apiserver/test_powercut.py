@@ -198,6 +198,7 @@ async def test_acknowledged_writes_survive_power_cuts(tmp_path: Path) -> None:
             checked, problems = await one_round(disk, "strict", r, rng)
             total += checked
             lost += problems
+            print(f"cut {r + 1}/{ROUNDS}: {checked} acknowledged writes checked, {len(problems)} lost or wrong", flush=True)
     print(f"power cuts: {ROUNDS}, acknowledged writes checked: {total}, lost or wrong: {len(lost)}")
     assert lost == []
 
