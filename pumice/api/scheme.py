@@ -83,20 +83,43 @@ _NO_DELETECOLLECTION = ("create", "delete", "get", "list", "patch", "update", "w
 NAMESPACE = ResourceKind("", "v1", "Namespace", "namespaces", namespaced=False, short_names=("ns",),
                          subresources=("status", "finalize"), verbs=_NO_DELETECOLLECTION)
 POD = ResourceKind("", "v1", "Pod", "pods", short_names=("po",), categories=("all",),
-                   subresources=("status", "binding", "eviction", "log"))
+                   subresources=("status", "binding", "eviction", "log", "exec", "attach", "portforward"))
 NODE = ResourceKind("", "v1", "Node", "nodes", namespaced=False, short_names=("no",), subresources=("status",))
 SERVICE = ResourceKind("", "v1", "Service", "services", short_names=("svc",), categories=("all",),
                        subresources=("status",), verbs=_NO_DELETECOLLECTION)
 ENDPOINTS = ResourceKind("", "v1", "Endpoints", "endpoints", short_names=("ep",), singular="endpoints")
 CONFIG_MAP = ResourceKind("", "v1", "ConfigMap", "configmaps", short_names=("cm",))
 SECRET = ResourceKind("", "v1", "Secret", "secrets")
-SERVICE_ACCOUNT = ResourceKind("", "v1", "ServiceAccount", "serviceaccounts", short_names=("sa",))
+SERVICE_ACCOUNT = ResourceKind("", "v1", "ServiceAccount", "serviceaccounts", short_names=("sa",),
+                               subresources=("token",))
+PERSISTENT_VOLUME_CLAIM = ResourceKind("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims",
+                                       short_names=("pvc",), subresources=("status",))
+PERSISTENT_VOLUME = ResourceKind("", "v1", "PersistentVolume", "persistentvolumes", namespaced=False,
+                                 short_names=("pv",), subresources=("status",))
+REPLICATION_CONTROLLER = ResourceKind("", "v1", "ReplicationController", "replicationcontrollers",
+                                      short_names=("rc",), categories=("all",), subresources=("status", "scale"))
+RESOURCE_QUOTA = ResourceKind("", "v1", "ResourceQuota", "resourcequotas", short_names=("quota",),
+                              subresources=("status",))
+LIMIT_RANGE = ResourceKind("", "v1", "LimitRange", "limitranges", short_names=("limits",))
 EVENT = ResourceKind("", "v1", "Event", "events", short_names=("ev",))
 DEPLOYMENT = ResourceKind("apps", "v1", "Deployment", "deployments", short_names=("deploy",), categories=("all",),
                           subresources=("status", "scale"))
 REPLICA_SET = ResourceKind("apps", "v1", "ReplicaSet", "replicasets", short_names=("rs",), categories=("all",),
                            subresources=("status", "scale"))
+STATEFUL_SET = ResourceKind("apps", "v1", "StatefulSet", "statefulsets", short_names=("sts",), categories=("all",),
+                            subresources=("status", "scale"))
+DAEMON_SET = ResourceKind("apps", "v1", "DaemonSet", "daemonsets", short_names=("ds",), categories=("all",),
+                          subresources=("status",))
+CONTROLLER_REVISION = ResourceKind("apps", "v1", "ControllerRevision", "controllerrevisions")
 JOB = ResourceKind("batch", "v1", "Job", "jobs", categories=("all",), subresources=("status",))
+CRON_JOB = ResourceKind("batch", "v1", "CronJob", "cronjobs", short_names=("cj",), categories=("all",),
+                        subresources=("status",))
+POD_DISRUPTION_BUDGET = ResourceKind("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets",
+                                     short_names=("pdb",), subresources=("status",))
+STORAGE_CLASS = ResourceKind("storage.k8s.io", "v1", "StorageClass", "storageclasses", namespaced=False,
+                             short_names=("sc",))
+API_SERVICE = ResourceKind("apiregistration.k8s.io", "v1", "APIService", "apiservices", namespaced=False,
+                           subresources=("status",))
 LEASE = ResourceKind("coordination.k8s.io", "v1", "Lease", "leases")
 PRIORITY_CLASS = ResourceKind("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", namespaced=False,
                               short_names=("pc",))
@@ -107,6 +130,19 @@ CLUSTER_ROLE_BINDING = ResourceKind("rbac.authorization.k8s.io", "v1", "ClusterR
                                     namespaced=False)
 EVENTS_V1_EVENT = ResourceKind("events.k8s.io", "v1", "Event", "events", short_names=("ev",))
 ENDPOINT_SLICE = ResourceKind("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices")
+_CREATE_ONLY = ("create",)
+TOKEN_REVIEW = ResourceKind("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", namespaced=False,
+                            verbs=_CREATE_ONLY)
+SELF_SUBJECT_REVIEW = ResourceKind("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews",
+                                   namespaced=False, verbs=_CREATE_ONLY)
+SELF_SUBJECT_ACCESS_REVIEW = ResourceKind("authorization.k8s.io", "v1", "SelfSubjectAccessReview",
+                                          "selfsubjectaccessreviews", namespaced=False, verbs=_CREATE_ONLY)
+SUBJECT_ACCESS_REVIEW = ResourceKind("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews",
+                                     namespaced=False, verbs=_CREATE_ONLY)
+LOCAL_SUBJECT_ACCESS_REVIEW = ResourceKind("authorization.k8s.io", "v1", "LocalSubjectAccessReview",
+                                           "localsubjectaccessreviews", verbs=_CREATE_ONLY)
+SELF_SUBJECT_RULES_REVIEW = ResourceKind("authorization.k8s.io", "v1", "SelfSubjectRulesReview",
+                                         "selfsubjectrulesreviews", namespaced=False, verbs=_CREATE_ONLY)
 CUSTOM_RESOURCE_DEFINITION = ResourceKind(
     "apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", namespaced=False,
     short_names=("crd", "crds"), subresources=("status",))
@@ -115,6 +151,10 @@ BUILTIN_KINDS: tuple[ResourceKind, ...] = (
     NAMESPACE, POD, NODE, SERVICE, ENDPOINTS, CONFIG_MAP, SECRET, SERVICE_ACCOUNT, EVENT, DEPLOYMENT, REPLICA_SET,
     JOB, LEASE, PRIORITY_CLASS, ROLE, ROLE_BINDING, CLUSTER_ROLE, CLUSTER_ROLE_BINDING, EVENTS_V1_EVENT,
     ENDPOINT_SLICE, CUSTOM_RESOURCE_DEFINITION,
+    PERSISTENT_VOLUME_CLAIM, PERSISTENT_VOLUME, REPLICATION_CONTROLLER, RESOURCE_QUOTA, LIMIT_RANGE, STATEFUL_SET,
+    DAEMON_SET, CONTROLLER_REVISION, CRON_JOB, POD_DISRUPTION_BUDGET, STORAGE_CLASS, API_SERVICE,
+    TOKEN_REVIEW, SELF_SUBJECT_REVIEW, SELF_SUBJECT_ACCESS_REVIEW, SUBJECT_ACCESS_REVIEW, LOCAL_SUBJECT_ACCESS_REVIEW,
+    SELF_SUBJECT_RULES_REVIEW,
 )
 
 # --- custom kinds (served once their CRDs are installed; names, scope and subresources as the

@@ -9,8 +9,14 @@ Built-in plugins (installed by :class:`~pumice.apiserver.server.APIServer` unles
   that is not terminating; ``default``, ``kube-system`` and ``kube-public`` cannot be deleted.
 - :class:`Priority`: resolves a Pod's ``spec.priorityClassName`` (or the globalDefault class)
   into ``spec.priority`` and ``spec.preemptionPolicy``; at most one globalDefault PriorityClass.
-- :class:`ServiceAccount`: defaults a Pod's ``spec.serviceAccountName`` to ``default``.
-  Deviates: does not require the ServiceAccount to exist and mounts no token volume.
+- :class:`ServiceAccount`: defaults a Pod's ``spec.serviceAccountName`` to ``default`` and, unless
+  ``automountServiceAccountToken`` (Pod, then ServiceAccount) is false, adds the projected
+  ``kube-api-access-<5 chars>`` volume (a bound token, ``kube-root-ca.crt``'s ``ca.crt`` and the
+  namespace) mounted read-only at /var/run/secrets/kubernetes.io/serviceaccount in every container.
+  Deviates: a missing ServiceAccount does not refuse the Pod (kube-apiserver answers 403); the Pod
+  then gets no token volume, so Pods created before the ServiceAccount controller ran still start.
+
+- :class:`DefaultStorageClass`: PersistentVolumeClaims without a class get the default one.
 
 Mirrors: k8s.io/apiserver pkg/admission (chainAdmissionHandler), kubernetes plugin/pkg/admission
 namespace/lifecycle, priority, serviceaccount.
@@ -27,6 +33,7 @@ __all__ = [
     "IMMORTAL_NAMESPACES",
     "SYSTEM_PRIORITY_CLASSES",
     "AdmissionChain",
+    "DefaultStorageClass",
     "NamespaceLifecycle",
     "Priority",
     "ServiceAccount",
@@ -172,7 +179,37 @@ class Priority:
                 )
 
 
+#: where the token volume is mounted in every container
+SERVICE_ACCOUNT_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
+#: the lifetime the kubelet asks for (kube-apiserver extends such tokens, see TokenRequest)
+KUBELET_TOKEN_SECONDS = 3607
+_SUFFIX_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def _volume_suffix(pod: dict[str, Any]) -> str:
+    """Five characters from utilrand's alphabet, derived from the Pod's namespace, name and uid
+    (deterministic, unlike upstream's random suffix)."""
+    import hashlib
+
+    md = pod.get("metadata") or {}
+    digest = hashlib.sha256(f"{md.get('namespace')}/{md.get('name')}/{md.get('uid')}".encode()).digest()
+    return "".join(_SUFFIX_CHARS[b % len(_SUFFIX_CHARS)] for b in digest[:5])
+
+
+def token_volume(name: str) -> dict[str, Any]:
+    """The projected ServiceAccount volume the admission plugin adds (upstream's shape)."""
+    return {"name": name, "projected": {"defaultMode": 420, "sources": [
+        {"serviceAccountToken": {"expirationSeconds": KUBELET_TOKEN_SECONDS, "path": "token"}},
+        {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+        {"downwardAPI": {"items": [{"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"},
+                                    "path": "namespace"}]}},
+    ]}}
+
+
 class ServiceAccount:
+    """Mirrors: kubernetes plugin/pkg/admission/serviceaccount/admission.go (Admit,
+    mountServiceAccountToken)."""
+
     name = "ServiceAccount"
 
     def handles(self, req: AdmissionRequest) -> bool:
@@ -181,12 +218,76 @@ class ServiceAccount:
     async def admit(self, req: AdmissionRequest, reader: ObjectReader) -> None:
         if req.obj is None:
             return
+        if ((req.obj.get("metadata") or {}).get("annotations") or {}).get("kubernetes.io/config.mirror"):
+            return
         spec = req.obj.setdefault("spec", {})
         if not spec.get("serviceAccountName"):
             spec["serviceAccountName"] = spec.get("serviceAccount") or "default"
         spec["serviceAccount"] = spec["serviceAccountName"]
+        sa_kind = reader.kind("v1", "ServiceAccount")
+        if sa_kind is None or req.namespace is None:
+            return
+        sa = await reader.get(sa_kind, spec["serviceAccountName"], req.namespace)
+        if sa is None:
+            return
+        automount = spec.get("automountServiceAccountToken")
+        if automount is None:
+            automount = sa.get("automountServiceAccountToken")
+        if automount is False:
+            return
+        containers = [*(spec.get("initContainers") or []), *(spec.get("containers") or []),
+                      *(spec.get("ephemeralContainers") or [])]
+        needing = [c for c in containers
+                   if not any(m.get("mountPath") == SERVICE_ACCOUNT_MOUNT_PATH for m in c.get("volumeMounts") or [])]
+        if not needing:
+            return
+        volumes = spec.setdefault("volumes", [])
+        existing = next((v.get("name") for v in volumes if str(v.get("name", "")).startswith("kube-api-access-")), None)
+        vol_name = existing or f"kube-api-access-{_volume_suffix(req.obj)}"
+        if existing is None:
+            volumes.append(token_volume(vol_name))
+        for c in needing:
+            c.setdefault("volumeMounts", []).append(
+                {"name": vol_name, "readOnly": True, "mountPath": SERVICE_ACCOUNT_MOUNT_PATH})
+
+
+ANN_DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
+
+
+class DefaultStorageClass:
+    """A PersistentVolumeClaim created without ``spec.storageClassName`` gets the default
+    StorageClass (annotation ``storageclass.kubernetes.io/is-default-class: "true"``; the newest
+    one when there are several, ties by name). An explicit ``""`` means "no class" and stays.
+
+    Mirrors: kubernetes plugin/pkg/admission/storage/storageclass/setdefault/admission.go and
+    pkg/volume/util GetDefaultClass.
+    """
+
+    name = "DefaultStorageClass"
+
+    def handles(self, req: AdmissionRequest) -> bool:
+        return req.kind.group == "" and req.kind.plural == "persistentvolumeclaims" and \
+            req.operation == "CREATE" and not req.subresource
+
+    async def admit(self, req: AdmissionRequest, reader: ObjectReader) -> None:
+        if req.obj is None:
+            return
+        spec = req.obj.setdefault("spec", {})
+        if spec.get("storageClassName") is not None:
+            return
+        if ((req.obj.get("metadata") or {}).get("annotations") or {}).get("volume.beta.kubernetes.io/storage-class"):
+            return
+        sc_kind = reader.kind("storage.k8s.io/v1", "StorageClass")
+        if sc_kind is None:
+            return
+        defaults = [sc for sc in await reader.list(sc_kind)
+                    if ((sc.get("metadata") or {}).get("annotations") or {}).get(ANN_DEFAULT_CLASS) == "true"]
+        if not defaults:
+            return
+        defaults.sort(key=lambda sc: (sc["metadata"].get("creationTimestamp") or "", sc["metadata"]["name"]))
+        spec["storageClassName"] = defaults[-1]["metadata"]["name"]
 
 
 def builtin_plugins() -> list[Any]:
-    """NamespaceLifecycle, ServiceAccount, Priority, in kube-apiserver's order."""
-    return [NamespaceLifecycle(), ServiceAccount(), Priority()]
+    """NamespaceLifecycle, ServiceAccount, Priority, DefaultStorageClass, in kube-apiserver's order."""
+    return [NamespaceLifecycle(), ServiceAccount(), Priority(), DefaultStorageClass()]

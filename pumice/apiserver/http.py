@@ -39,6 +39,7 @@ from pumice.api.scheme import ResourceKind
 from pumice.api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from pumice.api.tables import to_table
 from pumice.apiserver import discovery, errors
+from pumice.apiserver.access import PUBLIC_PATHS, Access
 from pumice.apiserver.decode import check_query, decode_body
 from pumice.apiserver.errors import StatusError
 from pumice.apiserver.registry import DeleteOptions, Registry
@@ -49,7 +50,6 @@ __all__ = ["MAX_BODY_BYTES", "build_app"]
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
-PUBLIC_PATHS = frozenset({"/version", "/version/", "/healthz", "/livez", "/readyz"})
 
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
@@ -181,7 +181,8 @@ class _Api:
     ``healthz``, ``openapi``, ``api``, ``apis``), then from the verb and subresource."""
 
     def __init__(self, registry: Registry, *, token: str | None, clock: Clock, bookmark_interval: float,
-                 log_client_factory: Any = None) -> None:
+                 log_client_factory: Any = None, access: Access | None = None) -> None:
+        self.access = access
         self.registry = registry
         self.scheme = registry.scheme
         self.token = token
@@ -206,6 +207,7 @@ class _Api:
             ("PATCH", "scale"): self._patch_scale_h,
             ("DELETE", ""): self._delete,
             ("POST", "binding"): self._post_subresource, ("POST", "eviction"): self._post_subresource,
+            ("POST", "token"): self._post_subresource,
         }
 
     # ------------------------------------------------------------------ entry
@@ -213,11 +215,19 @@ class _Api:
     async def handle(self, request: Request) -> Response:
         scope = request.scope
         path: str = scope["path"]
-        if self.token is not None and path not in PUBLIC_PATHS and \
-                not scope.get("extensions", {}).get("pumice.in_process"):
-            auth = request.headers.get("authorization", "")
-            if not (auth.startswith("Bearer ") and hmac.compare_digest(auth[7:].strip(), self.token)):
-                return _status(StatusError(401, "Unauthorized", "Unauthorized"))
+        try:
+            if self.access is not None:
+                user = self.access.authenticate(scope, request.headers.get("authorization", ""))
+                query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
+                self.access.authorize(user, request.method, path, query)
+                scope["pumice.user"] = user
+            elif self.token is not None and path not in PUBLIC_PATHS and \
+                    not scope.get("extensions", {}).get("pumice.in_process"):
+                auth = request.headers.get("authorization", "")
+                if not (auth.startswith("Bearer ") and hmac.compare_digest(auth[7:].strip(), self.token)):
+                    return _json(_encode(StatusError(401, "Unauthorized", "Unauthorized").status()), 401)
+        except StatusError as e:
+            return _status(e)
         try:
             check_query(request.method, request.query_params, self.registry.store.revision)
             return await self._route(request, path)
@@ -381,10 +391,15 @@ class _Api:
     async def _post_subresource(self, request: Request, t: _Target) -> Response:
         """POST to a subresource the kind's strategy serves (Pod ``binding``, ``eviction``)."""
         assert t.name is not None
+        dry_run = _dry_run(t.query)
+        if self.access is not None and t.rk.group == "" and t.rk.plural == "serviceaccounts" and t.sub == "token":
+            out = self.access.special_post(request.scope.get("pumice.user"), t.rk.group, t.rk.plural, t.namespace,
+                                           t.name, t.sub, await self._body(request), dry_run)
+            if out is not None:
+                return _json(_encode(out), 201)
         handler = self.registry.strategy(t.rk).post_subresources.get(t.sub)
         if handler is None:
             raise errors.method_not_allowed()
-        dry_run = _dry_run(t.query)
         body = await self._body(request, t.rk)
         await handler(self.registry, t.namespace or "", t.name, body, dry_run)
         return _json(_encode(errors.status_success(201)), 201)
@@ -625,6 +640,11 @@ class _Api:
         if rk.namespaced and namespace is None:
             raise errors.method_not_allowed("POST to an all-namespaces collection is not allowed; name the namespace")
         body = await self._body(request, rk)
+        if self.access is not None:
+            out = self.access.special_post(request.scope.get("pumice.user"), rk.group, rk.plural, namespace, None, "",
+                                           body, _dry_run(query))
+            if out is not None:
+                return _json(_encode(out), 201)
         s, warnings = await self.registry.create(rk, namespace, body, dry_run=_dry_run(query),
                                                  field_validation=query.get("fieldValidation", ""),
                                                  field_manager=query.get("fieldManager", ""))
@@ -909,11 +929,12 @@ def render_table(rk: ResourceKind, objs: list[dict[str, Any]], now: float,
 
 
 def build_app(registry: Registry, *, token: str | None, clock: Clock, bookmark_interval: float = 60.0,
-              log_client_factory: Any = None) -> tuple[Starlette, Any]:
+              log_client_factory: Any = None, access: Access | None = None) -> tuple[Starlette, Any]:
     """The Starlette app serving ``registry``; returns ``(app, handler)`` where the handler has a
-    ``ready`` flag and the ``token`` (both may be changed later)."""
+    ``ready`` flag and the ``token`` (both may be changed later). With ``access``, requests are
+    authenticated and authorized by it (else only the admin ``token`` is checked)."""
     api = _Api(registry, token=token, clock=clock, bookmark_interval=bookmark_interval,
-               log_client_factory=log_client_factory)
+               log_client_factory=log_client_factory, access=access)
     app = _App(api)
     app.state.api = api
     return app, api

@@ -34,7 +34,10 @@ from pumice._util.clock import Clock, default_clock
 from pumice._util.files import write_durably
 from pumice._util.tls import self_signed
 from pumice.api.scheme import Scheme
+from pumice.apiserver.access import Access
 from pumice.apiserver.admission import SYSTEM_PRIORITY_CLASSES, AdmissionChain, builtin_plugins
+from pumice.apiserver.authn import Authenticator, ServiceAccountTokenIssuer, load_token_file
+from pumice.apiserver.authz import RBACAuthorizer, bootstrap_policy
 from pumice.apiserver.errors import StatusError
 from pumice.apiserver.http import build_app
 from pumice.apiserver.registry import Registry
@@ -48,6 +51,20 @@ log = logging.getLogger(__name__)
 
 BUILTIN_CRD_ANNOTATION = "pumice.dev/builtin-crd-spec"
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+#: the bridge gateways of the node agent's default /22 slots of 10.244.0.0/16: Pods reach the API
+#: server there (KUBERNETES_SERVICE_HOST), so the serving certificate names them all
+POD_GATEWAYS = tuple(f"10.244.{4 * i}.1" for i in range(64))
+
+
+#: the StorageClass a fresh pumice has (like a distribution's default class): volumes are
+#: directories made by the node agent's local-path provisioner
+DEFAULT_STORAGE_CLASS: dict[str, Any] = {
+    "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+    "metadata": {"name": "standard", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+    "provisioner": "pumice.dev/local-path", "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate",
+}
 
 
 def is_loopback(host: str) -> bool:
@@ -77,6 +94,15 @@ class APIServer:
         bookmark_interval: seconds between watch bookmarks for clients that allow them.
         seed: seeds uids and generateName suffixes (deterministic runs).
         event_ttl: seconds an Event lives after its last write (kube-apiserver's --event-ttl).
+        token_auth_file: a static token file (kube-apiserver's ``--token-auth-file``:
+            ``token,user,uid,"group1,group2"`` lines) for users besides the admin.
+        authorization: ``"RBAC"`` (default: system:masters and the admin token may do anything,
+            other users what their Roles allow) or ``"AlwaysAllow"`` (every authenticated user).
+        tls_sans: extra names and addresses the serving certificate covers (the address Pods reach
+            the API server at, e.g. the Pod bridge's gateway).
+
+    Files in the data dir: ``pumice.db``, ``token`` (admin), ``sa.key`` (the ServiceAccount token
+    signing key), ``tls.crt``/``tls.key``, ``kubeconfig``.
     """
 
     def __init__(
@@ -94,6 +120,9 @@ class APIServer:
         bookmark_interval: float = 60.0,
         seed: int = 0,
         event_ttl: float = 3600.0,
+        token_auth_file: Path | str | None = None,
+        authorization: str = "RBAC",
+        tls_sans: Iterable[str] = (),
     ) -> None:
         self.data_dir = Path(data_dir).expanduser() if data_dir is not None else None
         if self.data_dir is not None:
@@ -116,8 +145,21 @@ class APIServer:
         self.registry.load_crds()
         self.token = token if token is not None else self._load_token()
         self.install_crds = install_crds
+        if authorization not in ("RBAC", "AlwaysAllow"):
+            raise ValueError(f"unknown authorization mode {authorization!r} (RBAC or AlwaysAllow)")
+        self.tls_sans = tuple(tls_sans)
+        self.issuer = ServiceAccountTokenIssuer(self.data_dir / "sa.key" if self.data_dir is not None else None)
+        static = load_token_file(token_auth_file) if token_auth_file else {}
+        self.authenticator = Authenticator(self.token, static_tokens=static, issuer=self.issuer,
+                                           lookup=self._lookup, now=self.clock.now)
+        self.authorizer = RBACAuthorizer(
+            lambda res, ns: (s.obj for s in self.store.list(res, ns)),
+            lambda res, ns, name: (lambda st: None if st is None else st.obj)(self.store.get(res, ns, name)))
+        self.authorization = authorization
+        self.access = Access(self.authenticator, self.authorizer, self.issuer, self._lookup, self.clock.now,
+                             mode=authorization)
         app, self._api = build_app(self.registry, token=self.token, clock=self.clock,
-                                   bookmark_interval=bookmark_interval)
+                                   bookmark_interval=bookmark_interval, access=self.access)
         self.app = AckWhenDurable(app, self.store)
         self._started = False
         self._uvicorn: Any = None
@@ -129,6 +171,10 @@ class APIServer:
         """Append an admission plugin (mutating when it has ``admit``, validating when it has
         ``validate``); takes effect for the next request."""
         self.admission.add(plugin)
+
+    def _lookup(self, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+        st = self.store.get(f"/{plural}", namespace, name)
+        return None if st is None else st.obj
 
     def _load_token(self) -> str:
         if self.data_dir is None:
@@ -144,7 +190,8 @@ class APIServer:
 
     async def start(self) -> None:
         """Create what kube-apiserver creates at start (idempotent): default namespaces, system
-        PriorityClasses, and the built-in CRDs."""
+        PriorityClasses, the built-in CRDs, the bootstrap RBAC policy, and (once, when there is no
+        StorageClass at all) the default StorageClass ``standard``."""
         if self._started:
             return
         self._started = True
@@ -160,6 +207,22 @@ class APIServer:
                 await reg.create(pc_kind, None, _copy(pc))
         if self.install_crds:
             await self.apply_crds(_builtin_crds(), builtin=True)
+        await self._bootstrap_rbac()
+        sc_kind = self.scheme.by_api_version_kind("storage.k8s.io/v1", "StorageClass")
+        if sc_kind is not None and not self.store.list("storage.k8s.io/storageclasses"):
+            await reg.create(sc_kind, None, _copy(DEFAULT_STORAGE_CLASS))
+
+    async def _bootstrap_rbac(self) -> None:
+        """Create the bootstrap ClusterRoles and ClusterRoleBindings that are missing (kube-apiserver's
+        rbac/bootstrap-roles post-start hook; existing ones, possibly edited, are left alone)."""
+        roles, bindings = bootstrap_policy()
+        for kind, res, objs in (("ClusterRole", "clusterroles", roles),
+                                ("ClusterRoleBinding", "clusterrolebindings", bindings)):
+            rk = self.scheme.by_api_version_kind("rbac.authorization.k8s.io/v1", kind)
+            assert rk is not None
+            for obj in objs:
+                if self.store.get(f"rbac.authorization.k8s.io/{res}", "", obj["metadata"]["name"]) is None:
+                    await self.registry.create(rk, None, obj)
 
     async def apply_crds(self, crds: Iterable[dict[str, Any]], *, builtin: bool = False) -> None:
         """Create or update CustomResourceDefinitions (as ``kubectl apply`` would).
@@ -236,15 +299,21 @@ class APIServer:
         if self.data_dir is None:
             raise ValueError("TLS needs a data dir for the certificate")
         cert_path, key_path = self.data_dir / "tls.crt", self.data_dir / "tls.key"
-        if cert_path.exists() and key_path.exists():
+        wanted = self._sans(host)
+        if cert_path.exists() and key_path.exists() and wanted <= _cert_sans(cert_path):
             return cert_path, key_path
-        hosts = ["localhost", "kubernetes", "kubernetes.default.svc", "127.0.0.1"]
-        if host not in ("0.0.0.0", "::"):
-            hosts.append(host)
-        cert, key = self_signed("pumice-apiserver", hosts, now=_dt.datetime.now(_dt.UTC))
+        cert, key = self_signed("pumice-apiserver", sorted(wanted), now=_dt.datetime.now(_dt.UTC))
         write_durably(key_path, key, mode=0o600)
         write_durably(cert_path, cert)
         return cert_path, key_path
+
+    def _sans(self, host: str) -> set[str]:
+        """The names and addresses the serving certificate must cover."""
+        out = {"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+               "kubernetes.default.svc.cluster.local", "127.0.0.1", *POD_GATEWAYS, *self.tls_sans}
+        if host not in ("0.0.0.0", "::", ""):
+            out.add(host)
+        return out
 
     async def serve(self, host: str = "127.0.0.1", port: int = 6443, *, tls: bool | None = None,
                     ready: asyncio.Event | None = None) -> None:
@@ -366,6 +435,19 @@ class AckWhenDurable:
             await send(message)
 
         await self.app(scope, receive, send_when_durable)
+
+
+def _cert_sans(path: Path) -> set[str]:
+    """The subject alternative names of a PEM certificate (empty when unreadable)."""
+    from cryptography import x509
+
+    try:
+        cert = x509.load_pem_x509_certificate(path.read_bytes())
+        ext = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except (ValueError, x509.ExtensionNotFound, OSError):
+        return set()
+    return {str(n) for n in ext.get_values_for_type(x509.DNSName)} | \
+        {str(a) for a in ext.get_values_for_type(x509.IPAddress)}
 
 
 def _spec_hash(crd: dict[str, Any]) -> str:

@@ -56,6 +56,7 @@ from pumice.client.informer import Informer
 from pumice.node import podspec
 from pumice.node.logs import LogServer
 from pumice.node.network import HostNetwork, NetnsNetwork, NetworkError, hosts_content, run
+from pumice.node.provisioner import LocalPathProvisioner
 from pumice.node.proxy import EgressProxy, TcpForwarder, package_index_hosts
 from pumice.node.runtime.base import Container, ContainerRuntime, Sandbox
 from pumice.node.runtime.process import DEFAULT_PATH, ProcessRuntime
@@ -481,6 +482,9 @@ class NodeAgent:
         if self.runtime_kind == "process":
             self._tasks.append(loop.create_task(self._state_loop()))
             self._tasks.append(loop.create_task(self._gc_orphans()))
+            provisioner = LocalPathProvisioner(self.client, self.data_dir / "pv", self.clock,
+                                               record_events=self.record_events)
+            self._tasks.append(loop.create_task(provisioner.run()))
         if self.lease_renew_interval:
             self._tasks.append(loop.create_task(self._heartbeat_loop()))
 
@@ -617,10 +621,15 @@ class NodeAgent:
             if isinstance(self.network, NetnsNetwork) and ipaddress.ip_address(
                     socket.gethostbyname(host)).is_loopback:
                 self._forwarder = TcpForwarder(host, port)
-                try:
-                    await self._forwarder.start(self.network.gateway, port)
-                except OSError:
-                    await self._forwarder.start(self.network.gateway, 0)
+                # 443 first, the port of the kubernetes Service (clients such as Ray's autoscaler
+                # dial https://kubernetes.default:443 whatever KUBERNETES_SERVICE_PORT says)
+                for want in (443, port, 0):
+                    try:
+                        await self._forwarder.start(self.network.gateway, want)
+                        break
+                    except OSError:
+                        if want == 0:
+                            raise
                 self._kube_host, self._kube_port = self.network.gateway, self._forwarder.port
         if isinstance(self.network, NetnsNetwork):
             if self.pod_egress == "proxy":

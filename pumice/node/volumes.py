@@ -2,7 +2,8 @@
 container's mount namespace binds at ``volumeMounts[].mountPath``.
 
 Layout: ``<pod_dir>/volumes/<volume name>/`` for emptyDir, configMap, secret, downwardAPI and
-projected; hostPath volumes use the host path itself.
+projected; hostPath volumes use the host path itself; a persistentVolumeClaim volume uses the
+directory of the PersistentVolume bound to the claim (hostPath or local).
 
 Mirrors: kubernetes pkg/volume/{emptydir,configmap,secret,downwardapi,projected,hostpath}
 (the files they write; no atomic-writer ``..data`` symlink dance and no periodic refresh).
@@ -22,7 +23,7 @@ from pumice.node.podspec import EnvError, downward_value
 Obj = dict[str, Any]
 Lookup = Callable[[str, str], Obj | None]
 
-SUPPORTED = ("emptyDir", "configMap", "secret", "hostPath", "downwardAPI", "projected")
+SUPPORTED = ("emptyDir", "configMap", "secret", "hostPath", "downwardAPI", "projected", "persistentVolumeClaim")
 
 
 class VolumeError(Exception):
@@ -86,6 +87,19 @@ def _project_keyed(root: Path, kind: str, src: Obj, name_field: str, lookup: Loo
         _write(root, item.get("path", key), data[key], int(item.get("mode", default_mode)))
 
 
+def token_key(src: Obj) -> str:
+    """The lookup name of a serviceAccountToken projection: ``<audience>|<expirationSeconds>``."""
+    return f"{src.get('audience') or ''}|{int(src.get('expirationSeconds') or 3600)}"
+
+
+def _project_token(root: Path, src: Obj, lookup: Lookup, default_mode: int) -> None:
+    obj = lookup("serviceaccounttokens", token_key(src))
+    if obj is None:
+        raise VolumeError("no ServiceAccount token could be requested for this Pod")
+    # the kubelet writes projected tokens 0600 unless a mode is asked for
+    _write(root, src.get("path") or "token", str(obj["token"]).encode(), 0o600 if default_mode == 0o644 else default_mode)
+
+
 def _project_downward(root: Path, pod: Obj, src: Obj, allocatable: Mapping[str, str], default_mode: int) -> None:
     for item in src.get("items") or []:
         try:
@@ -114,6 +128,32 @@ def _host_path(vol: Obj) -> str:
     return path
 
 
+def claim_path(src: Obj, lookup: Lookup) -> str:
+    """The host directory behind a ``persistentVolumeClaim`` volume source.
+
+    Raises:
+        VolumeError: the claim is missing or not bound, or its volume is not a directory volume.
+    """
+    claim = src.get("claimName", "")
+    pvc = lookup("persistentvolumeclaims", claim)
+    if pvc is None:
+        raise VolumeError(f'persistentvolumeclaim "{claim}" not found')
+    pv_name = (pvc.get("spec") or {}).get("volumeName")
+    if not pv_name or (pvc.get("status") or {}).get("phase") != "Bound":
+        raise VolumeError(f'error processing PVC {(pvc.get("metadata") or {}).get("namespace")}/{claim}: '
+                          "PVC is not bound")
+    pv = lookup("persistentvolumes", pv_name)
+    if pv is None:
+        raise VolumeError(f'persistentvolume "{pv_name}" not found')
+    spec = pv.get("spec") or {}
+    path = (spec.get("hostPath") or {}).get("path") or (spec.get("local") or {}).get("path")
+    if not path:
+        raise VolumeError(f'volume "{pv_name}": only hostPath and local PersistentVolumes can be mounted '
+                          "by the process runtime")
+    Path(path).mkdir(parents=True, exist_ok=True)
+    return str(path)
+
+
 def setup_volumes(pod: Obj, pod_dir: Path, lookup: Lookup, allocatable: Mapping[str, str]) -> dict[str, str]:
     """Materialize every volume of ``pod`` under ``pod_dir/volumes``.
 
@@ -136,6 +176,9 @@ def setup_volumes(pod: Obj, pod_dir: Path, lookup: Lookup, allocatable: Mapping[
         if kind == "hostPath":
             out[name] = _host_path(vol)
             continue
+        if kind == "persistentVolumeClaim":
+            out[name] = claim_path(vol["persistentVolumeClaim"] or {}, lookup)
+            continue
         root = pod_dir / "volumes" / name
         root.mkdir(parents=True, exist_ok=True)
         src = vol[kind] or {}
@@ -154,8 +197,10 @@ def setup_volumes(pod: Obj, pod_dir: Path, lookup: Lookup, allocatable: Mapping[
                     _project_keyed(root, "secrets", s["secret"], "name", lookup, mode)
                 elif "downwardAPI" in s:
                     _project_downward(root, pod, s["downwardAPI"], allocatable, mode)
-                elif "serviceAccountToken" in s or "clusterTrustBundle" in s:
-                    continue  # no token issuer in pumice: the projection stays empty
+                elif "serviceAccountToken" in s:
+                    _project_token(root, s["serviceAccountToken"], lookup, mode)
+                elif "clusterTrustBundle" in s:
+                    raise VolumeError(f'volume "{name}": clusterTrustBundle projections are not supported')
                 else:
                     raise VolumeError(f'volume "{name}": unsupported projected source {sorted(s)}')
         out[name] = str(root)

@@ -27,7 +27,8 @@ from pumice._util.clock import rfc3339 as _rfc3339
 from pumice.api.scheme import POD as PODS
 from pumice.node import podspec
 from pumice.node.runtime.base import Container, ContainerRuntime, RuntimeError_, Sandbox, StartRequest
-from pumice.node.volumes import VolumeError, container_mounts, setup_volumes
+from pumice.node.serviceaccount import request_token, token_sources
+from pumice.node.volumes import VolumeError, container_mounts, setup_volumes, token_key
 
 if TYPE_CHECKING:
     from pumice.client.base import KubeClient
@@ -381,6 +382,8 @@ class PodWorker:
     async def _lookup_table(self) -> Callable[[str, str], Obj | None]:
         """Fetch every ConfigMap/Secret the Pod references (env, envFrom, volumes)."""
         from pumice.api.scheme import CONFIG_MAP as CONFIGMAPS
+        from pumice.api.scheme import PERSISTENT_VOLUME as PVS
+        from pumice.api.scheme import PERSISTENT_VOLUME_CLAIM as PVCS
         from pumice.api.scheme import SECRET as SECRETS
         from pumice.client.base import is_not_found
 
@@ -397,7 +400,10 @@ class PodWorker:
                     wanted.add(("configmaps", vf["configMapKeyRef"].get("name", "")))
                 if "secretKeyRef" in vf:
                     wanted.add(("secrets", vf["secretKeyRef"].get("name", "")))
+        claims: set[str] = set()
         for v in (self.pod.get("spec") or {}).get("volumes") or []:
+            if "persistentVolumeClaim" in v:
+                claims.add(str((v["persistentVolumeClaim"] or {}).get("claimName", "")))
             if "configMap" in v:
                 wanted.add(("configmaps", v["configMap"].get("name", "")))
             if "secret" in v:
@@ -408,6 +414,20 @@ class PodWorker:
                 if "secret" in s:
                     wanted.add(("secrets", s["secret"].get("name", "")))
         table: dict[tuple[str, str], Obj | None] = {}
+        for src in token_sources(self.pod):
+            key = token_key(src)
+            if ("serviceaccounttokens", key) in table:
+                continue
+            try:
+                table[("serviceaccounttokens", key)] = {"token": await request_token(self.host.client, self.pod, src)}
+            except Exception as e:
+                raise podspec.EnvError(f"cannot request a ServiceAccount token: {e}") from e
+        for claim in sorted(claims):
+            pvc = await self._get_or_none(PVCS, claim, self.namespace)
+            table[("persistentvolumeclaims", claim)] = pvc
+            pv_name = ((pvc or {}).get("spec") or {}).get("volumeName")
+            if pv_name:
+                table[("persistentvolumes", pv_name)] = await self._get_or_none(PVS, pv_name, None)
         for kind, name in sorted(wanted):
             try:
                 table[(kind, name)] = await self.host.client.get(
@@ -417,6 +437,17 @@ class PodWorker:
                     raise podspec.EnvError(f"cannot read {kind[:-1]} {name!r}: {e}") from e
                 table[(kind, name)] = None
         return lambda kind, name: table.get((kind, name))
+
+    async def _get_or_none(self, kind: Any, name: str, namespace: str | None) -> Obj | None:
+        from pumice.client.base import is_not_found
+
+        try:
+            obj: Obj = await self.host.client.get(kind, name, namespace)
+            return obj
+        except Exception as e:
+            if is_not_found(e):
+                return None
+            raise podspec.EnvError(f"cannot read {kind.plural} {name!r}: {e}") from e
 
     async def _run_init_containers(self) -> bool:
         """Run init containers in order (sidecars start and stay). False when the Pod failed or

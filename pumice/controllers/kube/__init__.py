@@ -12,6 +12,11 @@ name                      what it does
 ``namespace``             :mod:`.namespace`: empties Terminating Namespaces, then finalizes them
 ``garbagecollector``      :mod:`.garbagecollector`: ownerReferences (background, foreground, orphan)
 ``nodelifecycle``         :mod:`.nodelifecycle`: heartbeat expiry, taints, NoExecute evictions
+``serviceaccount``        :mod:`.serviceaccount`: a ``default`` ServiceAccount in every Namespace
+``root-ca-cert-publisher`` :mod:`.rootcacert`: ConfigMap ``kube-root-ca.crt`` in every Namespace
+                          (only when ``setup`` is given the API server's CA)
+``clusterrole-aggregation`` :mod:`.clusterroleaggregation`: rules of aggregated ClusterRoles
+``persistentvolume-binder`` :mod:`.persistentvolume`: binds claims to volumes, asks provisioners
 ========================  ====================================================================
 
 Mirrors: kubernetes cmd/kube-controller-manager/app/controllermanager.go (NewControllerDescriptors).
@@ -23,6 +28,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from pumice.api.scheme import (
+    CLUSTER_ROLE,
+    CONFIG_MAP,
     DEPLOYMENT,
     ENDPOINT_SLICE,
     ENDPOINTS,
@@ -30,10 +37,15 @@ from pumice.api.scheme import (
     LEASE,
     NAMESPACE,
     NODE,
+    PERSISTENT_VOLUME,
+    PERSISTENT_VOLUME_CLAIM,
     POD,
     REPLICA_SET,
     SERVICE,
+    SERVICE_ACCOUNT,
+    STORAGE_CLASS,
 )
+from pumice.controllers.kube.clusterroleaggregation import ClusterRoleAggregationReconciler
 from pumice.controllers.kube.deployment import DeploymentReconciler
 from pumice.controllers.kube.endpoints import EndpointsReconciler, services_for_pod
 from pumice.controllers.kube.garbagecollector import GarbageCollector
@@ -45,14 +57,18 @@ from pumice.controllers.kube.nodelifecycle import (
     MONITOR_PERIOD,
     NodeLifecycleController,
 )
+from pumice.controllers.kube.persistentvolume import PersistentVolumeBinder, VolumeReconciler, claim_of_volume
 from pumice.controllers.kube.replicaset import ReplicaSetReconciler
+from pumice.controllers.kube.rootcacert import RootCACertPublisher, namespace_of_configmap
+from pumice.controllers.kube.serviceaccount import ServiceAccountsReconciler, namespace_of_service_account
 from pumice.runtime import Request
 from pumice.runtime.manager import Manager
 from pumice.runtime.predicates import FuncPredicate
 
 Obj = dict[str, Any]
 
-CONTROLLERS = ("replicaset", "deployment", "job", "endpoints", "namespace", "garbagecollector", "nodelifecycle")
+CONTROLLERS = ("replicaset", "deployment", "job", "endpoints", "namespace", "garbagecollector", "nodelifecycle",
+               "serviceaccount", "root-ca-cert-publisher", "clusterrole-aggregation", "persistentvolume-binder")
 
 __all__ = ["CONTROLLERS", "KubeControllers", "setup"]
 
@@ -68,11 +84,15 @@ class KubeControllers:
         self.namespace: NamespaceReconciler | None = None
         self.garbagecollector: GarbageCollector | None = None
         self.nodelifecycle: NodeLifecycleController | None = None
+        self.serviceaccount: ServiceAccountsReconciler | None = None
+        self.root_ca_cert_publisher: RootCACertPublisher | None = None
+        self.clusterrole_aggregation: ClusterRoleAggregationReconciler | None = None
+        self.persistentvolume_binder: PersistentVolumeBinder | None = None
 
 
 def setup(mgr: Manager, *, controllers: Iterable[str] | None = None, workers: int = 8,
           pod_failure_backoff: float = DEFAULT_POD_FAILURE_BACKOFF, node_grace_period: float = GRACE_PERIOD,
-          node_monitor_period: float = MONITOR_PERIOD) -> KubeControllers:
+          node_monitor_period: float = MONITOR_PERIOD, root_ca: str | None = None) -> KubeControllers:
     """Register the built-in controllers on ``mgr``.
 
     Args:
@@ -81,6 +101,8 @@ def setup(mgr: Manager, *, controllers: Iterable[str] | None = None, workers: in
         pod_failure_backoff: Job replacement backoff base, seconds (upstream 10).
         node_grace_period: seconds without a heartbeat before a Node is Unknown (upstream 50).
         node_monitor_period: seconds between node health passes (upstream 5).
+        root_ca: the API server's CA certificate (PEM) for ``kube-root-ca.crt``; the publisher does
+            not run without it (kube-controller-manager's ``--root-ca-file``).
 
     Raises:
         ValueError: an unknown controller name (the message lists the known ones).
@@ -151,5 +173,37 @@ def setup(mgr: Manager, *, controllers: Iterable[str] | None = None, workers: in
                                      grace_period=node_grace_period, monitor_period=node_monitor_period)
         mgr.add_runnable(nl.run, name="nodelifecycle")
         out.nodelifecycle = nl
+
+    if "serviceaccount" in wanted:
+        namespaces = inf.informer(NAMESPACE)
+        sa = ServiceAccountsReconciler(mgr.client, namespaces=namespaces,
+                                       service_accounts=inf.informer(SERVICE_ACCOUNT))
+        mgr.controller("serviceaccount").for_(NAMESPACE).watches(
+            SERVICE_ACCOUNT, namespace_of_service_account).complete(sa)
+        out.serviceaccount = sa
+
+    if "root-ca-cert-publisher" in wanted and root_ca:
+        pub = RootCACertPublisher(mgr.client, namespaces=inf.informer(NAMESPACE), configmaps=inf.informer(CONFIG_MAP),
+                                  root_ca=root_ca)
+        mgr.controller("root-ca-cert-publisher").for_(NAMESPACE).watches(
+            CONFIG_MAP, namespace_of_configmap).complete(pub)
+        out.root_ca_cert_publisher = pub
+
+    if "clusterrole-aggregation" in wanted:
+        agg = ClusterRoleAggregationReconciler(mgr.client, cluster_roles=inf.informer(CLUSTER_ROLE))
+        mgr.controller("clusterrole-aggregation").for_(CLUSTER_ROLE).watches(
+            CLUSTER_ROLE, lambda _r: agg.aggregators()).complete(agg)
+        out.clusterrole_aggregation = agg
+
+    if "persistentvolume-binder" in wanted:
+        binder = PersistentVolumeBinder(mgr.client, claims=inf.informer(PERSISTENT_VOLUME_CLAIM),
+                                        volumes=inf.informer(PERSISTENT_VOLUME), classes=inf.informer(STORAGE_CLASS),
+                                        recorder=mgr.event_recorder("persistentvolume-controller"))
+        mgr.controller("persistentvolume-binder").for_(PERSISTENT_VOLUME_CLAIM).watches(
+            PERSISTENT_VOLUME, claim_of_volume).complete(binder)
+        mgr.controller("persistentvolume-binder-volumes").for_(PERSISTENT_VOLUME).watches(
+            PERSISTENT_VOLUME_CLAIM, lambda c: [Request("", str((c.get("spec") or {}).get("volumeName") or ""))]
+            if (c.get("spec") or {}).get("volumeName") else []).complete(VolumeReconciler(binder))
+        out.persistentvolume_binder = binder
 
     return out

@@ -1,0 +1,261 @@
+"""The PersistentVolume binder: claims meet volumes.
+
+For a PersistentVolumeClaim that is not bound:
+
+- with ``spec.volumeName``: bind to that PersistentVolume when it is free (or pre-bound to the claim);
+- otherwise pick the smallest Available volume of the claim's StorageClass whose capacity, access
+  modes and volume mode fit (a volume pre-bound to the claim through ``claimRef`` wins);
+- no volume fits and the class names a provisioner: annotate the claim
+  ``volume.kubernetes.io/storage-provisioner`` (the provisioner, e.g. the node agent's local-path
+  one, then creates a volume pre-bound to the claim) and record ``ExternalProvisioning``;
+- no class and no volume: ``FailedBinding``.
+
+Binding writes the volume first (``claimRef``, phase Bound) and then the claim (``volumeName``,
+``pv.kubernetes.io/bind-completed``, phase Bound with the volume's capacity and access modes).
+
+For a PersistentVolume: no claimRef -> Available; its claim gone (or a new claim with another uid)
+-> Released (the provisioner deletes Released volumes whose reclaim policy is Delete; Retain keeps
+them); claim bound to it -> Bound.
+
+Mirrors: kubernetes pkg/controller/volume/persistentvolume/pv_controller.go (syncClaim,
+syncUnboundClaim, syncBoundClaim, syncVolume, bind), index.go (findBestMatchForClaim), and the
+annotation and event texts there. Deviates: no ``kubernetes.io/pvc-protection`` finalizers, no
+WaitForFirstConsumer (the scheduler does not bind volumes), no Recycle.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from typing import Any
+
+from pumice.api.quantity import parse_quantity
+from pumice.client.base import ApiError, KubeClient, is_conflict, is_not_found
+from pumice.client.informer import Informer, matches_labels
+from pumice.runtime import Request, Result
+from pumice.runtime.events import EventRecorder
+
+Obj = dict[str, Any]
+log = logging.getLogger(__name__)
+
+ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
+ANN_BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
+ANN_STORAGE_PROVISIONER = "volume.kubernetes.io/storage-provisioner"
+ANN_BETA_STORAGE_PROVISIONER = "volume.beta.kubernetes.io/storage-provisioner"
+ANN_DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
+
+
+def claim_of_volume(pv: Obj) -> list[Request]:
+    ref = (pv.get("spec") or {}).get("claimRef") or {}
+    if not ref.get("name"):
+        return []
+    return [Request(str(ref.get("namespace") or ""), str(ref["name"]))]
+
+
+def _storage(obj: Obj, where: str) -> int:
+    try:
+        return int(parse_quantity(((obj.get("spec") or {}).get(where) or {}).get("storage", "0")))
+    except (ValueError, TypeError):
+        return 0
+
+
+def _request(pvc: Obj) -> int:
+    res = (pvc.get("spec") or {}).get("resources") or {}
+    try:
+        return int(parse_quantity((res.get("requests") or {}).get("storage", "0")))
+    except (ValueError, TypeError):
+        return 0
+
+
+def _class_of(obj: Obj) -> str:
+    return str((obj.get("spec") or {}).get("storageClassName") or "")
+
+
+def volume_fits(pv: Obj, pvc: Obj) -> bool:
+    """Whether ``pv`` can serve ``pvc``: same class, every asked access mode, same volume mode,
+    enough capacity, selector labels (index.go's checks)."""
+    pspec, cspec = pv.get("spec") or {}, pvc.get("spec") or {}
+    if _class_of(pv) != _class_of(pvc):
+        return False
+    if not set(cspec.get("accessModes") or []) <= set(pspec.get("accessModes") or []):
+        return False
+    if (pspec.get("volumeMode") or "Filesystem") != (cspec.get("volumeMode") or "Filesystem"):
+        return False
+    if _storage(pv, "capacity") < _request(pvc):
+        return False
+    sel = cspec.get("selector")
+    return not sel or matches_labels((pv.get("metadata") or {}).get("labels") or {}, sel.get("matchLabels") or {})
+
+
+def _prebound_to(pv: Obj, pvc: Obj) -> bool:
+    ref = (pv.get("spec") or {}).get("claimRef") or {}
+    md = pvc["metadata"]
+    return ref.get("name") == md["name"] and ref.get("namespace") == md.get("namespace") and \
+        (not ref.get("uid") or ref.get("uid") == md.get("uid"))
+
+
+def find_best_match(pvc: Obj, volumes: list[Obj]) -> Obj | None:
+    """The volume to bind ``pvc`` to: a fitting one pre-bound to it, else the smallest fitting
+    Available volume with no claimRef (ties by name)."""
+    fitting = [pv for pv in volumes if not (pv.get("metadata") or {}).get("deletionTimestamp") and volume_fits(pv, pvc)]
+    for pv in fitting:
+        if _prebound_to(pv, pvc):
+            return pv
+    free = [pv for pv in fitting if not (pv.get("spec") or {}).get("claimRef")
+            and (pv.get("status") or {}).get("phase") in (None, "", "Available", "Pending")]
+    free.sort(key=lambda pv: (_storage(pv, "capacity"), pv["metadata"]["name"]))
+    return free[0] if free else None
+
+
+class PersistentVolumeBinder:
+    """Reconciles claims (``for_`` PersistentVolumeClaim); :meth:`reconcile_volume` handles volumes."""
+
+    def __init__(self, client: KubeClient, *, claims: Informer, volumes: Informer, classes: Informer,
+                 recorder: EventRecorder) -> None:
+        self.client = client
+        self.claims = claims
+        self.volumes = volumes
+        self.classes = classes
+        self.recorder = recorder
+
+    # -------------------------------------------------------------------------------- claims
+
+    async def reconcile(self, req: Request) -> Result:
+        pvc = self.claims.store.get(req.namespace, req.name)
+        if pvc is None or pvc["metadata"].get("deletionTimestamp"):
+            return Result()
+        try:
+            return await self._sync_claim(pvc)
+        except ApiError as e:
+            if is_conflict(e) or is_not_found(e):
+                return Result(requeue_after=0.5)
+            raise
+
+    async def _sync_claim(self, pvc: Obj) -> Result:
+        spec = pvc.get("spec") or {}
+        status = pvc.get("status") or {}
+        name = spec.get("volumeName")
+        if name:
+            pv = self.volumes.store.get(None, name)
+            if pv is None:
+                if status.get("phase") == "Bound":
+                    await self._claim_status(pvc, "Lost")
+                    self.recorder.event(pvc, "Warning", "ClaimLost",
+                                        "Bound claim has lost its PersistentVolume. Data on the volume is lost!")
+                return Result()
+            ref = (pv.get("spec") or {}).get("claimRef")
+            if ref and not _prebound_to(pv, pvc):
+                self.recorder.event(pvc, "Warning", "FailedBinding",
+                                    f'volume "{name}" already bound to a different claim.')
+                return Result()
+            await self._bind(pv, pvc, set_volume_name=False)
+            return Result()
+        pv = find_best_match(pvc, self.volumes.store.list())
+        if pv is not None:
+            await self._bind(pv, pvc, set_volume_name=True)
+            return Result()
+        cls_name = _class_of(pvc)
+        sc = self.classes.store.get(None, cls_name) if cls_name else None
+        if sc is not None and sc.get("provisioner") and sc["provisioner"] != "kubernetes.io/no-provisioner":
+            ann = pvc["metadata"].get("annotations") or {}
+            if ann.get(ANN_STORAGE_PROVISIONER) != sc["provisioner"]:
+                new = copy.deepcopy(pvc)
+                anns = new["metadata"].setdefault("annotations", {})
+                anns[ANN_STORAGE_PROVISIONER] = sc["provisioner"]
+                anns[ANN_BETA_STORAGE_PROVISIONER] = sc["provisioner"]
+                await self.client.update(new)
+                self.recorder.event(
+                    pvc, "Normal", "ExternalProvisioning",
+                    f"Waiting for a volume to be created either by the external provisioner '{sc['provisioner']}' "
+                    "or manually by the system administrator. If volume creation is delayed, please verify that "
+                    "the provisioner is running and correctly registered.")
+        elif not cls_name:
+            self.recorder.event(pvc, "Normal", "FailedBinding",
+                                "no persistent volumes available for this claim and no storage class is set")
+        elif sc is None:
+            self.recorder.event(pvc, "Warning", "ProvisioningFailed",
+                                f'storageclass.storage.k8s.io "{cls_name}" not found')
+        if status.get("phase") != "Pending":
+            await self._claim_status(pvc, "Pending")
+        return Result()
+
+    async def _claim_status(self, pvc: Obj, phase: str, pv: Obj | None = None) -> Obj:
+        new = copy.deepcopy(pvc)
+        st = new.setdefault("status", {})
+        st["phase"] = phase
+        if pv is not None:
+            st["accessModes"] = list((pv.get("spec") or {}).get("accessModes") or [])
+            st["capacity"] = dict((pv.get("spec") or {}).get("capacity") or {})
+        if new.get("status") == pvc.get("status"):
+            return pvc
+        out: Obj = await self.client.update_status(new)
+        return out
+
+    async def _bind(self, pv: Obj, pvc: Obj, *, set_volume_name: bool) -> None:
+        md = pvc["metadata"]
+        # the volume first: claimRef and phase Bound
+        new_pv = copy.deepcopy(pv)
+        ref = new_pv["spec"].get("claimRef") or {}
+        wanted_ref = {"kind": "PersistentVolumeClaim", "namespace": md.get("namespace"), "name": md["name"],
+                      "uid": md.get("uid"), "apiVersion": "v1", "resourceVersion": md.get("resourceVersion")}
+        if ref.get("uid") != md.get("uid"):
+            if not ref:
+                new_pv["metadata"].setdefault("annotations", {})[ANN_BOUND_BY_CONTROLLER] = "yes"
+            new_pv["spec"]["claimRef"] = wanted_ref
+        if new_pv != pv:
+            new_pv = await self.client.update(new_pv)
+        if (new_pv.get("status") or {}).get("phase") != "Bound":
+            new_pv = copy.deepcopy(new_pv)
+            new_pv.setdefault("status", {})["phase"] = "Bound"
+            await self.client.update_status(new_pv)
+        # then the claim: volumeName, bind-completed, phase Bound
+        new_pvc = copy.deepcopy(pvc)
+        anns = new_pvc["metadata"].setdefault("annotations", {})
+        anns[ANN_BIND_COMPLETED] = "yes"
+        if set_volume_name or not (pvc.get("spec") or {}).get("volumeName"):
+            anns[ANN_BOUND_BY_CONTROLLER] = "yes"
+            new_pvc["spec"]["volumeName"] = pv["metadata"]["name"]
+        if new_pvc != pvc:
+            new_pvc = await self.client.update(new_pvc)
+        await self._claim_status(new_pvc, "Bound", pv)
+
+    # -------------------------------------------------------------------------------- volumes
+
+    async def reconcile_volume(self, req: Request) -> Result:
+        pv = self.volumes.store.get(None, req.name)
+        if pv is None or pv["metadata"].get("deletionTimestamp"):
+            return Result()
+        ref = (pv.get("spec") or {}).get("claimRef")
+        phase = (pv.get("status") or {}).get("phase")
+        if not ref:
+            want = "Available"
+        else:
+            pvc = self.claims.store.get(str(ref.get("namespace") or ""), str(ref.get("name") or ""))
+            if pvc is None or (ref.get("uid") and (pvc.get("metadata") or {}).get("uid") != ref.get("uid")):
+                # the claim is gone: Released once it had been bound (a pre-bound volume waits)
+                want = "Released" if ref.get("uid") and phase in ("Bound", "Released") else (phase or "Available")
+            elif (pvc.get("spec") or {}).get("volumeName") == pv["metadata"]["name"]:
+                want = "Bound"
+            else:
+                want = phase or "Available"
+        if want == phase:
+            return Result()
+        new = copy.deepcopy(pv)
+        new.setdefault("status", {})["phase"] = want
+        try:
+            await self.client.update_status(new)
+        except ApiError as e:
+            if is_conflict(e) or is_not_found(e):
+                return Result(requeue_after=0.5)
+            raise
+        return Result()
+
+
+class VolumeReconciler:
+    """The volume half of :class:`PersistentVolumeBinder` as its own controller (``for_`` PV)."""
+
+    def __init__(self, binder: PersistentVolumeBinder) -> None:
+        self.binder = binder
+
+    async def reconcile(self, req: Request) -> Result:
+        return await self.binder.reconcile_volume(req)

@@ -1,0 +1,196 @@
+"""The local-path provisioner of the node agent: a PersistentVolumeClaim of a StorageClass whose
+provisioner is ``pumice.dev/local-path`` becomes a directory under ``<data_dir>/pv/`` and a
+PersistentVolume (``pvc-<claim uid>``, hostPath, pre-bound to the claim); the PersistentVolume
+binder then binds the two, and the Pod's ``persistentVolumeClaim`` volume is that directory bound
+into the Pod's mount namespace. A Released volume with reclaim policy Delete loses its directory
+and its PersistentVolume.
+
+The claim's ``volume.kubernetes.io/storage-provisioner`` annotation (set by the binder) says whose
+claim it is, as for any external provisioner.
+
+Mirrors: rancher/local-path-provisioner (directory per volume, hostPath PV) and
+kubernetes-sigs/sig-storage-lib-external-provisioner (the annotations, events and the
+pre-bound PersistentVolume it creates). Deviates: no node affinity on the volume (all Nodes of one
+agent share the machine's filesystem), so it does not wait for the first consumer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pumice._util.clock import Clock, rfc3339
+from pumice.api.scheme import PERSISTENT_VOLUME as PVS
+from pumice.api.scheme import PERSISTENT_VOLUME_CLAIM as PVCS
+from pumice.api.scheme import STORAGE_CLASS as STORAGE_CLASSES
+from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
+from pumice.client.informer import Informer
+
+Obj = dict[str, Any]
+log = logging.getLogger(__name__)
+
+PROVISIONER = "pumice.dev/local-path"
+ANN_STORAGE_PROVISIONER = "volume.kubernetes.io/storage-provisioner"
+ANN_PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
+
+
+def volume_name(pvc: Obj) -> str:
+    return f"pvc-{pvc['metadata']['uid']}"
+
+
+def desired_volume(pvc: Obj, sc: Obj, path: Path) -> Obj:
+    """The PersistentVolume for ``pvc`` (pure)."""
+    md = pvc["metadata"]
+    spec = pvc.get("spec") or {}
+    storage = ((spec.get("resources") or {}).get("requests") or {}).get("storage", "1Gi")
+    return {
+        "apiVersion": "v1", "kind": "PersistentVolume",
+        "metadata": {"name": volume_name(pvc), "annotations": {ANN_PROVISIONED_BY: PROVISIONER}},
+        "spec": {
+            "capacity": {"storage": storage},
+            "accessModes": list(spec.get("accessModes") or ["ReadWriteOnce"]),
+            "persistentVolumeReclaimPolicy": sc.get("reclaimPolicy") or "Delete",
+            "storageClassName": spec.get("storageClassName") or "",
+            "volumeMode": spec.get("volumeMode") or "Filesystem",
+            "hostPath": {"path": str(path), "type": "DirectoryOrCreate"},
+            "claimRef": {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": md.get("namespace"),
+                         "name": md["name"], "uid": md.get("uid"), "resourceVersion": md.get("resourceVersion")},
+        },
+    }
+
+
+class LocalPathProvisioner:
+    """Provisions and deletes volumes (see the module docstring).
+
+    Args:
+        client: API client.
+        root: directory holding one sub-directory per volume.
+        clock: project clock.
+        record_events: write Events about claims (component ``pumice.dev/local-path``).
+    """
+
+    def __init__(self, client: KubeClient, root: Path, clock: Clock, *, record_events: bool = True) -> None:
+        self.client = client
+        self.root = root
+        self.clock = clock
+        self.record_events = record_events
+        self._seq = 0
+        self._classes: dict[str, Obj] = {}
+        self._pending: asyncio.Queue[tuple[str, Obj]] = asyncio.Queue()
+
+    def _on_class(self, typ: str, sc: Obj) -> None:
+        name = sc["metadata"]["name"]
+        if typ == "DELETED":
+            self._classes.pop(name, None)
+        else:
+            self._classes[name] = sc
+
+    def _on_claim(self, typ: str, pvc: Obj) -> None:
+        if typ != "DELETED":
+            self._pending.put_nowait(("claim", pvc))
+
+    def _on_volume(self, typ: str, pv: Obj) -> None:
+        if typ != "DELETED":
+            self._pending.put_nowait(("volume", pv))
+
+    def _informer(self, kind: Any, fn: Callable[[str, Obj], None]) -> Informer:
+        inf = Informer(self.client, kind, clock=self.clock)
+        inf.add_event_handler(lambda o: fn("ADDED", o), lambda _o, n: fn("MODIFIED", n), lambda o: fn("DELETED", o))
+        return inf
+
+    async def run(self) -> None:
+        """Run until cancelled."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        informers = [self._informer(STORAGE_CLASSES, self._on_class), self._informer(PVCS, self._on_claim),
+                     self._informer(PVS, self._on_volume)]
+        # classes first, so the first claims find their class
+        informers[0].start()
+        await informers[0].wait_synced()
+        for inf in informers[1:]:
+            inf.start()
+        try:
+            while True:
+                what, obj = await self._pending.get()
+                try:
+                    if what == "claim":
+                        await self.provision(obj)
+                    else:
+                        await self.reclaim(obj)
+                except ApiError as e:
+                    log.warning("local-path provisioner: %s %s/%s: %s", what, obj["metadata"].get("namespace", ""),
+                                obj["metadata"]["name"], e)
+                except OSError as e:
+                    log.error("local-path provisioner: %s %s: %s", what, obj["metadata"]["name"], e)
+                    await self._event(obj, "Warning", "ProvisioningFailed", f"failed to provision volume: {e}")
+        finally:
+            for inf in informers:
+                with contextlib.suppress(BaseException):
+                    await inf.stop()
+
+    def _ours(self, pvc: Obj) -> Obj | None:
+        ann = (pvc["metadata"].get("annotations") or {})
+        if ann.get(ANN_STORAGE_PROVISIONER) != PROVISIONER:
+            return None
+        sc = self._classes.get(str((pvc.get("spec") or {}).get("storageClassName") or ""))
+        if sc is None or sc.get("provisioner") != PROVISIONER:
+            return None
+        return sc
+
+    async def provision(self, pvc: Obj) -> None:
+        """Create the directory and the PersistentVolume of an unbound claim that is ours."""
+        if (pvc.get("spec") or {}).get("volumeName") or pvc["metadata"].get("deletionTimestamp"):
+            return
+        sc = self._ours(pvc)
+        if sc is None:
+            return
+        md = pvc["metadata"]
+        path = self.root / f"{volume_name(pvc)}_{md.get('namespace')}_{md['name']}"
+        path.mkdir(parents=True, exist_ok=True)
+        path.chmod(0o777)
+        try:
+            await self.client.create(desired_volume(pvc, sc, path))
+        except ApiError as e:
+            if is_already_exists(e):
+                return
+            raise
+        await self._event(pvc, "Normal", "ProvisioningSucceeded", f"Successfully provisioned volume {volume_name(pvc)}")
+
+    async def _event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+        if not self.record_events:
+            return
+        md = obj["metadata"]
+        now = rfc3339(self.clock.now())
+        self._seq += 1
+        ev = {"apiVersion": "v1", "kind": "Event",
+              "metadata": {"name": f"{md['name']}.{int(self.clock.now() * 1e3):x}{self._seq:04x}",
+                           "namespace": md.get("namespace") or "default"},
+              "involvedObject": {"apiVersion": obj.get("apiVersion", "v1"), "kind": obj.get("kind", ""),
+                                 "name": md["name"], "namespace": md.get("namespace"), "uid": md.get("uid")},
+              "reason": reason, "message": message, "type": type_,
+              "source": {"component": PROVISIONER}, "reportingComponent": PROVISIONER,
+              "firstTimestamp": now, "lastTimestamp": now, "count": 1}
+        try:
+            await self.client.create(ev)
+        except ApiError as e:
+            log.warning("local-path provisioner: cannot record event %s on %s: %s", reason, md["name"], e)
+
+    async def reclaim(self, pv: Obj) -> None:
+        """Delete a Released volume of ours whose reclaim policy is Delete, directory first."""
+        md, spec = pv["metadata"], pv.get("spec") or {}
+        if (md.get("annotations") or {}).get(ANN_PROVISIONED_BY) != PROVISIONER or md.get("deletionTimestamp"):
+            return
+        if (pv.get("status") or {}).get("phase") != "Released" or spec.get("persistentVolumeReclaimPolicy") != "Delete":
+            return
+        path = Path(str((spec.get("hostPath") or {}).get("path") or ""))
+        if path.is_dir() and path.parent == self.root:
+            shutil.rmtree(path)
+        try:
+            await self.client.delete(PVS, md["name"])
+        except ApiError as e:
+            if not is_not_found(e):
+                raise
