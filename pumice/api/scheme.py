@@ -167,6 +167,10 @@ QUEUE = ResourceKind("scheduling.volcano.sh", "v1beta1", "Queue", "queues", name
 # upstream's PodGroup CRD has no status subresource: status is written with the whole object
 POD_GROUP = ResourceKind("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups",
                          short_names=("pg", "podgroup-v1beta1"))
+SCHEDULER_PLUGINS_POD_GROUP = ResourceKind("scheduling.x-k8s.io", "v1alpha1", "PodGroup", "podgroups",
+                                           subresources=("status",))
+"""kubernetes-sigs/scheduler-plugins coscheduling PodGroup (KubeRay's scheduler-plugins adapter
+creates it; served only where its CRD is installed)."""
 VCJOB = ResourceKind("batch.volcano.sh", "v1alpha1", "Job", "jobs", short_names=("vcjob", "vj"),
                      subresources=("status",))
 COMMAND = ResourceKind("bus.volcano.sh", "v1alpha1", "Command", "commands")

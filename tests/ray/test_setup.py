@@ -110,4 +110,4 @@ async def test_setup_runs_the_sample_rayjob_to_complete_and_tears_the_cluster_do
 
 def test_setup_rejects_an_unknown_batch_scheduler(client: FakeClient) -> None:
     with pytest.raises(UnknownBatchSchedulerError):
-        setup(Manager(client), batch_scheduler="kai-scheduler")
+        setup(Manager(client), batch_scheduler="kube-batch")

@@ -67,7 +67,30 @@ def _volcano(client: KubeClient) -> BatchScheduler:
     return VolcanoBatchScheduler(client)
 
 
-FACTORIES: dict[str, Callable[[KubeClient], BatchScheduler]] = {"volcano": _volcano}
+def _yunikorn(client: KubeClient) -> BatchScheduler:
+    from pumice.controllers.ray.batchscheduler.yunikorn import YuniKornBatchScheduler
+
+    return YuniKornBatchScheduler()
+
+
+def _scheduler_plugins(client: KubeClient) -> BatchScheduler:
+    from pumice.controllers.ray.batchscheduler.scheduler_plugins import SchedulerPluginsBatchScheduler
+
+    return SchedulerPluginsBatchScheduler(client)
+
+
+def _kai(client: KubeClient) -> BatchScheduler:
+    from pumice.controllers.ray.batchscheduler.kai import KaiBatchScheduler
+
+    return KaiBatchScheduler()
+
+
+FACTORIES: dict[str, Callable[[KubeClient], BatchScheduler]] = {
+    "volcano": _volcano,
+    "yunikorn": _yunikorn,
+    "scheduler-plugins": _scheduler_plugins,
+    "kai-scheduler": _kai,
+}
 
 
 def new_batch_scheduler(name: str | None, client: KubeClient) -> BatchScheduler:
@@ -82,7 +105,5 @@ def new_batch_scheduler(name: str | None, client: KubeClient) -> BatchScheduler:
         factory = FACTORIES[name]
     except KeyError:
         known = ", ".join(sorted(FACTORIES))
-        raise UnknownBatchSchedulerError(
-            f"unknown batch scheduler {name!r}; known: {known} (yunikorn, kai-scheduler and "
-            f"scheduler-plugins are not implemented in pumice)") from None
+        raise UnknownBatchSchedulerError(f"unknown batch scheduler {name!r}; known: {known}") from None
     return factory(client)
