@@ -371,8 +371,8 @@ def test_volcano_metadata_on_a_pod_names_the_rayjob_pod_group() -> None:
 
 def test_unknown_batch_scheduler_names_the_known_ones() -> None:
     assert isinstance(new_batch_scheduler(None, FakeClient()), DefaultBatchScheduler)
-    with pytest.raises(UnknownBatchSchedulerError, match="known: volcano"):
-        new_batch_scheduler("yunikorn", FakeClient())
+    with pytest.raises(UnknownBatchSchedulerError, match="known: kai-scheduler, scheduler-plugins, volcano, yunikorn"):
+        new_batch_scheduler("kube-batch", FakeClient())
 
 
 def test_desired_replicas_clamp_and_treat_missing_num_of_hosts_as_one() -> None:
