@@ -1,7 +1,7 @@
 """``pumice explain <kind>/<name>``: which gate holds a PodGroup, vcjob, RayJob or Pod, and what
 would let it run, computed by running the Volcano scheduler's session on the current objects.
 
-Kinds: ``podgroup``/``pg``, ``vcjob``/``vj``, ``rayjob``, ``pod``. The scheduler configuration is
+Kinds: ``podgroup``/``pg``, ``vcjob``/``vj``, ``rayjob``, ``raycluster``, ``pod``. The scheduler configuration is
 ``--scheduler-conf`` when given, else the ``volcano-scheduler.conf`` key of the ConfigMap
 ``volcano-system/volcano-scheduler-configmap`` when present, else the scheduler's built-in default.
 
@@ -37,6 +37,8 @@ async def gather_objects(client: Any, kind: str, name: str, namespace: str) -> l
         objects.extend(_with_kind(scheme.VCJOB, [await client.get(scheme.VCJOB, name, namespace)]))
     elif k in ("rayjob", "rayjobs", "rayjobs.ray.io"):
         objects.extend(_with_kind(scheme.RAY_JOB, [await client.get(scheme.RAY_JOB, name, namespace)]))
+    elif k in ("raycluster", "rayclusters", "rayclusters.ray.io"):
+        objects.extend(_with_kind(scheme.RAY_CLUSTER, [await client.get(scheme.RAY_CLUSTER, name, namespace)]))
     return objects
 
 
@@ -99,7 +101,7 @@ async def explain_live(client: Any, target: str, namespace: str, conf_path: str 
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def command(target: str, namespace: str, kubeconfig: str | None, context: str | None,
             scheduler_conf: str | None, output: str) -> None:
-    """Say which gate holds TARGET (podgroup/NAME, vcjob/NAME, rayjob/NAME, pod/NAME) and what would
+    """Say which gate holds TARGET (podgroup/NAME, vcjob/NAME, rayjob/NAME, raycluster/NAME, pod/NAME) and what would
     let it run, by running the Volcano scheduler's session on the cluster's current objects."""
     from pumice.client.kube import component_user_agent
     from pumice.client.kubeconfig import connect

@@ -262,3 +262,37 @@ async def test_a_queue_whose_work_ended_gets_status_allocated_cleared_with_one_p
 async def _synced(sched: Scheduler, qk: object) -> bool:
     qs = sched.cache.informers["Queue"].lister.list()
     return all(not (q.get("status") or {}).get("allocated") for q in qs)
+
+
+async def test_a_pending_pod_gets_a_failed_scheduling_event_and_a_placed_gang_no_unschedulable_warning() -> None:
+    async with local_cluster() as c:
+        client = c.client
+        await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c1"}})
+        await _seed(client, [node("n1", "2,4Gi,pods=10"), queue("q1"),
+                             podgroup("fits", queue="q1", min_member=2, phase="Inqueue"),
+                             podgroup("big", queue="q1", min_member=1, phase="Inqueue")])
+        await _seed(client, [pod(f"f-{i}", group="fits", requests="500m,1Gi") for i in range(2)]
+                    + [pod("huge", group="big", requests="64,1Gi")])
+        sched = Scheduler(client)
+        await sched.cache.start(timeout=5)
+        events_kind = client.scheme.resolve("events")
+        try:
+            sched.run_once()
+            await sched.cache.flush()
+
+            async def pod_event() -> bool:
+                evs = (await client.list(events_kind, "c1")).items
+                return any(e["involvedObject"].get("kind") == "Pod" and e["involvedObject"]["name"] == "huge"
+                           and e["reason"] == "FailedScheduling" and e["type"] == "Warning" for e in evs)
+
+            await _wait(pod_event)
+            evs = (await client.list(events_kind, "c1")).items
+            fits = [e for e in evs if e["involvedObject"]["name"] == "fits"]
+            assert not any(e["type"] == "Warning" and "pod group is ready" in e["message"] for e in fits), fits
+            huge = next(e for e in evs if e["involvedObject"]["name"] == "huge" and e["reason"] == "FailedScheduling")
+            p = await client.get(client.scheme.resolve("pods"), "huge", "c1")
+            cond = next(x for x in p["status"]["conditions"] if x["type"] == "PodScheduled")
+            assert huge["message"] == cond["message"] and cond["status"] == "False"
+            assert huge["source"]["component"] == "volcano"
+        finally:
+            await sched.cache.stop()

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from pumice.api.volcano.constants import DEFAULT_SCHEDULER_NAME
 from pumice.scheduler.volcano import build_snapshot
 from pumice.scheduler.volcano.api.resource import Dimension, Resource
 from pumice.scheduler.volcano.api.types import TaskStatus
@@ -34,6 +35,7 @@ KIND_ALIASES = {
     "vcjob": "VCJob", "vcjobs": "VCJob", "vj": "VCJob", "jobs.batch.volcano.sh": "VCJob",
     "job.batch.volcano.sh": "VCJob",
     "rayjob": "RayJob", "rayjobs": "RayJob", "rayjobs.ray.io": "RayJob",
+    "raycluster": "RayCluster", "rayclusters": "RayCluster", "rayclusters.ray.io": "RayCluster",
     "pod": "Pod", "pods": "Pod", "po": "Pod",
 }
 
@@ -155,7 +157,7 @@ def resolve_target(objects: list[Obj], kind: str, name: str, namespace: str) -> 
     """
     k = KIND_ALIASES.get(kind.lower())
     if k is None:
-        raise ExplainError(f"cannot explain kind {kind!r}; use one of podgroup, vcjob, rayjob, pod")
+        raise ExplainError(f"cannot explain kind {kind!r}; use one of podgroup, vcjob, rayjob, raycluster, pod")
     if k == "PodGroup":
         if _find(objects, "PodGroup", name, namespace) is None:
             raise ExplainError(f'podgroups.scheduling.volcano.sh "{name}" not found in namespace {namespace}')
@@ -181,6 +183,18 @@ def resolve_target(objects: list[Obj], kind: str, name: str, namespace: str) -> 
         if not cluster:
             return desc, None, "the RayJob has no RayCluster yet", None
         return desc, f"ray-{name}-pg", f"RayCluster {cluster}", None
+    if k == "RayCluster":
+        rc = _find(objects, "RayCluster", name, namespace, "ray.io/")
+        if rc is None:
+            raise ExplainError(f'rayclusters.ray.io "{name}" not found in namespace {namespace}')
+        state = (rc.get("status") or {}).get("state") or "(none yet)"
+        desc = f"RayCluster {namespace}/{name} (state {state})"
+        # KubeRay's Volcano adapter: ray-<cluster>-pg, or ray-<rayjob>-pg for a RayJob's cluster
+        owner = next((r.get("name") for r in _md(rc).get("ownerReferences") or [] if r.get("kind") == "RayJob"), None)
+        for cand in (f"ray-{name}-pg", f"ray-{owner}-pg" if owner else ""):
+            if cand and _find(objects, "PodGroup", cand, namespace) is not None:
+                return desc, cand, "", None
+        return desc, f"ray-{owner or name}-pg", "", None
     pod = _find(objects, "Pod", name, namespace)
     if pod is None:
         raise ExplainError(f'pods "{name}" not found in namespace {namespace}')
@@ -213,6 +227,10 @@ def explain(objects: list[Obj], kind: str, name: str, namespace: str, conf: Sche
             ex.gate = "running" if phase == "Running" else "node-start"
             ex.reason = (f"the Pod is bound to Node {node} and {phase}" if phase != "Pending"
                          else f"the Pod is bound to Node {node}; waiting for the node agent to start it")
+            return ex
+        scheduler = (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
+        if scheduler != DEFAULT_SCHEDULER_NAME and phase == "Pending":
+            _other_scheduler(ex, pod, scheduler)
             return ex
     done = _finished(objects, kind, name, namespace)
     if done:
@@ -330,7 +348,7 @@ def explain(objects: list[Obj], kind: str, name: str, namespace: str, conf: Sche
             ex.reason = f"queue {qname} refuses the allocation"
         ex.gate = "queue-allocatable"
         if pending:
-            _never_fits(ex, ssn, job, sorted(pending, key=lambda t: t.name)[0].resreq, replace_remedy=True)
+            _never_fits(ex, ssn, job)
         return ex
     if _topology_gate(ex, ssn, job, pg, gang_req):
         return ex
@@ -408,59 +426,98 @@ def _node_reasons(ssn: Any, task: Any, held: dict[str, Resource]) -> str:
     return f"0/{len(ssn.nodes)} nodes are unavailable: {body}."
 
 
-def _per_pod_request(job: Any) -> Resource | None:
-    """One member's request: a task's, or minResources / minMember when no Pod exists yet."""
-    for t in sorted(job.tasks.values(), key=lambda t: t.name):
-        if t.status is TaskStatus.Pending:
-            return t.resreq
+def _member_requests(job: Any, *, all_members: bool = False) -> list[Resource]:
+    """The requests of the gang's members still to place (``all_members``: every member that is
+    not finished, placed or not), largest first; a PodGroup without Pods yet counts minMember
+    members of minResources / minMember each."""
+    done = (TaskStatus.Succeeded, TaskStatus.Failed)
+    tasks = [t for t in job.tasks.values()
+             if t.status not in done and (all_members or t.status is TaskStatus.Pending)]
+    if tasks:
+        return sorted((t.resreq for t in tasks), key=_size_key, reverse=True)
     if job.min_resources is not None and job.min_available > 0:
-        return job.min_resources.multi(1.0 / job.min_available)
-    return None
+        return [job.min_resources.multi(1.0 / job.min_available)] * job.min_available
+    return []
 
 
-def _room_for(ssn: Any, req: Resource, *, empty: bool = False) -> int:
-    """How many more Pods of ``req`` the session's Nodes hold now (future idle, greedy per Node),
-    or, with ``empty``, how many they would hold with nothing running (allocatable)."""
-    dims = [n for n in req.resource_names() if n != "pods" and req.get(n) > 0]
-    if not dims:
-        return 0
-    room = 0
-    for n in ssn.nodes.values():
-        free = n.allocatable if empty else n.future_idle()
-        room += int(min(free.get(d) // req.get(d) for d in dims))
-    return room
+def _size_key(r: Resource) -> tuple[float, ...]:
+    return tuple(r.get(d) for d in sorted(n for n in r.resource_names() if n != "pods"))
 
 
-def _never_fits(ex: Explanation, ssn: Any, job: Any, req: Resource, *, replace_remedy: bool = False) -> bool:
+def _dims(reqs: list[Resource]) -> list[str]:
+    return sorted({n for r in reqs for n in r.resource_names() if n != "pods" and r.get(n) > 0})
+
+
+def _sizes(reqs: list[Resource]) -> str:
+    """``2 Pods of cpu 2, memory 4Gi and 1 Pod of cpu 1, memory 1Gi`` (distinct sizes, largest first)."""
+    dims = _dims(reqs)
+    counts: dict[str, int] = {}
+    for r in reqs:
+        text = _fmt_res(r, dims)
+        counts[text] = counts.get(text, 0) + 1
+    return " and ".join(f"{n} Pod{'s' if n != 1 else ''} of {text}" for text, n in counts.items())
+
+
+def _fit_count(ssn: Any, reqs: list[Resource], *, empty: bool = False) -> int:
+    """How many of ``reqs`` (largest first) the session's Nodes hold now (future idle), or with
+    ``empty``, with nothing running (allocatable): first fit, Nodes in name order."""
+    free = {name: (n.allocatable if empty else n.future_idle()) for name, n in sorted(ssn.nodes.items())}
+    placed = 0
+    for r in reqs:
+        dims = [d for d in r.resource_names() if r.get(d) > 0]
+        for name, f in free.items():
+            if all(f.get(d) + 1e-6 >= r.get(d) for d in dims):
+                free[name] = f - r
+                placed += 1
+                break
+    return placed
+
+
+def _never_fits(ex: Explanation, ssn: Any, job: Any) -> bool:
     """When even empty Nodes cannot hold the gang, say so and return True: waiting for running
-    Pods, or a larger queue share, cannot help then (``replace_remedy`` drops that advice)."""
-    total = _room_for(ssn, req, empty=True)
+    Pods, freeing room or a larger queue share cannot help then, so that advice is replaced."""
+    members = _member_requests(job, all_members=True)
+    if not members:
+        return False
+    total = _fit_count(ssn, members[:max(job.min_available, 1)], empty=True)
     if total >= job.min_available:
         return False
-    dims = [n for n in req.resource_names() if n != "pods"]
-    ex.reason += (f"; it can never fit as the cluster is: the {len(ssn.nodes)} Nodes hold {total} Pods of "
-                  f"{_fmt_res(req, dims)} even when empty, minMember is {job.min_available}")
-    more = (f"Nodes with room for {job.min_available - total} more such Pods, smaller requests, "
-            f"or a smaller minMember")
-    ex.remedy = more if replace_remedy or not ex.remedy else f"{ex.remedy}; and {more}"
+    ex.reason += (f"; it can never fit as the cluster is: the {len(ssn.nodes)} Nodes hold {total} of the gang's "
+                  f"Pods ({_sizes(members)}) even when empty, minMember is {job.min_available}")
+    ex.remedy = (f"Nodes with room for {job.min_available - total} more such Pods, smaller requests, "
+                 f"or a smaller minMember")
     return True
 
 
 def _gang_room(ex: Explanation, ssn: Any, job: Any) -> None:
     """Add the gang view to an enqueue refusal: how many members the Nodes could take now."""
-    req = _per_pod_request(job)
-    if req is None:
+    pending = _member_requests(job)
+    if not pending:
         return
     ready = job.ready_task_num()
-    room = _room_for(ssn, req)
+    room = _fit_count(ssn, pending)
     short = job.min_available - ready - room
-    dims = [n for n in req.resource_names() if n != "pods"]
     if short > 0:
-        ex.reason += (f"; gang short by {_members(short)}: minMember {job.min_available} Pods of "
-                      f"{_fmt_res(req, dims)} each, the Nodes have room for {room} now")
-        more = f"room for {short} more Pods of {_fmt_res(req, dims)} on the Nodes (e.g. when running Pods finish)"
+        ex.reason += (f"; gang short by {_members(short)}: minMember {job.min_available}, {_sizes(pending)} to place, "
+                      f"the Nodes have room for {room} of them now")
+        more = f"room for {short} more of them on the Nodes (e.g. when running Pods finish)"
         ex.remedy = f"{ex.remedy}; and {more}" if ex.remedy else more
-    _never_fits(ex, ssn, job, req)
+    _never_fits(ex, ssn, job)
+
+
+def _other_scheduler(ex: Explanation, pod: Obj, scheduler: str) -> None:
+    """A Pod for another scheduler (kube-scheduler's ``default-scheduler``): its PodScheduled
+    condition is that scheduler's verdict (kube-scheduler writes ``0/N nodes are available: ...``)."""
+    ex.gate = "other-scheduler"
+    cond = next((c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "PodScheduled"),
+                None)
+    if cond is not None and cond.get("status") == "False":
+        ex.reason = (f"scheduler {scheduler} has not placed it: {cond.get('reason') or 'Unschedulable'}: "
+                     f"{cond.get('message') or '(no message)'}")
+        ex.remedy = "what the scheduler's message asks for (a Node that fits, or a smaller request)"
+    else:
+        ex.reason = f"waiting for scheduler {scheduler} to place it (it has written no verdict yet)"
+        ex.remedy = f"scheduler {scheduler} running; `pumice up` runs default-scheduler and volcano"
 
 
 def _finished(objects: list[Obj], kind: str, name: str, namespace: str) -> str:
@@ -596,13 +653,13 @@ def _gang_gate(ex: Explanation, job: Any, status: Obj, pod_conditions: dict[str,
     for msg, n in sorted(fit_msgs.items()):
         ex.details.append(f"{n} Pod(s): {msg}")
     if pending:
-        req = pending[0].resreq
+        req = min((t.resreq for t in pending), key=_size_key)  # the smallest member still to place
         dims = [n for n in req.resource_names() if n != "pods"]
         per = ", ".join(f"{_fmt_dim(d, _shortfall(ssn, req, d))} {d}" for d in dims
                         if _shortfall(ssn, req, d) > 0) or _fmt_res(req, dims)
         ex.remedy = (f"frees {per} on any Node, for each of {short} more Pod{'s' if short != 1 else ''} "
-                     f"(each Pod requests {_fmt_res(req, dims)})")
-        _never_fits(ex, ssn, job, req)
+                     f"(to place: {_sizes(sorted((t.resreq for t in pending), key=_size_key, reverse=True))})")
+        _never_fits(ex, ssn, job)
 
 
 def _shortfall(ssn: Any, req: Resource, dim: str) -> float:

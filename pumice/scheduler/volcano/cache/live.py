@@ -241,6 +241,10 @@ class SchedulerCache:
                 self.last_pod_conditions[pod_key] = (reason, message)
                 md = pod["metadata"]
                 self._spawn(self._pod_condition(md.get("namespace", "default"), md["name"], reason, message, nominated))
+                # upstream records a Warning FailedScheduling on the Pod whenever its condition
+                # changes (cache.go taskUnschedulable), so `kubectl describe pod` shows why
+                self._spawn(self._event({**pod, "apiVersion": "v1", "kind": "Pod"}, "Warning", "FailedScheduling",
+                                        message))
 
     async def _patch_pg(self, cur: Obj, status: Obj) -> None:
         md = cur["metadata"]
@@ -270,19 +274,22 @@ class SchedulerCache:
         except Exception as e:
             log.debug("queue %s status not written: %s", name, e)
 
-    async def _event(self, pg: Obj, etype: str, reason: str, message: str) -> None:
-        """Record an Event on the PodGroup through client-go's correlator semantics (the same
-        reason and message raise the count of one Event instead of adding another)."""
+    async def _event(self, obj: Obj, etype: str, reason: str, message: str) -> None:
+        """Record an Event on a PodGroup (or, with ``kind`` set, another object such as a Pod)
+        through client-go's correlator semantics (the same reason and message raise the count of
+        one Event instead of adding another)."""
         if self.event_kind is None:
             return
         if self._recorder is None:
             self._recorder = EventRecorder(self.client, "volcano", clock=self.clock)
-        obj = {**pg, "apiVersion": pg.get("apiVersion", "scheduling.volcano.sh/v1beta1"), "kind": "PodGroup"}
+        if obj.get("kind") != "Pod":
+            obj = {**obj, "apiVersion": obj.get("apiVersion", "scheduling.volcano.sh/v1beta1"), "kind": "PodGroup"}
         try:
             await self._recorder.event(obj, etype, reason, message)
         except Exception as e:
-            md = pg["metadata"]
-            log.debug("event on PodGroup %s/%s not written: %s", md.get("namespace"), md["name"], e)
+            md = obj["metadata"]
+            log.warning("event %s on %s %s/%s not written: %s", reason, obj.get("kind"), md.get("namespace"),
+                        md["name"], e)
 
 
 def _must(scheme: Any, name: str) -> ResourceKind:

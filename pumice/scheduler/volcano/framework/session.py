@@ -687,7 +687,11 @@ class Session:
                 res.changed.append(job.uid)
             phase = st.get("phase")
             fit: str | None = None
-            if phase in (PodGroupPhase.Pending, PodGroupPhase.Inqueue, PodGroupPhase.Unknown):
+            if phase in (PodGroupPhase.Pending, PodGroupPhase.Inqueue, PodGroupPhase.Unknown) and not (
+                    phase == PodGroupPhase.Inqueue and job.is_ready() and not job.count(TaskStatus.Pending)):
+                # Deviates: upstream (cache.go RecordJobStatusEvent) also warns "0/N tasks in gang
+                # unschedulable: pod group is ready, N Binding" for a gang whose binds are still in
+                # flight; nothing is unschedulable then, so pumice leaves that Warning out
                 pending = job.count(TaskStatus.Pending)
                 fit = job.fit_error()
                 res.events.append(
