@@ -24,6 +24,9 @@ Obj = dict[str, Any]
 async def test_manager_restart_mid_rollout_converges_without_duplicate_pods(env: Env) -> None:
     await env.client.create(deployment("web", 6, max_unavailable=0, max_surge=2))
     await eventually(lambda: rollout_complete(env, "web", 6))
+    # hold the rollout mid-way: with the scheduler stopped the surge Pods stay Pending, so the new
+    # ReplicaSet cannot become available and the old one keeps its Pods until the restart is done
+    await env.scheduler.stop()
     await env.client.patch(DEPLOYMENT, "web", {"spec": {"template": {"spec": {"containers": [
         {"name": "web", "image": "nginx:2", "resources": {"requests": {"cpu": "100m"}}}]}}}}, "default")
 
@@ -34,6 +37,7 @@ async def test_manager_restart_mid_rollout_converges_without_duplicate_pods(env:
     await eventually(mid_rollout, what="two active replica sets")
     await env.stop_manager()
     await env.start_manager()
+    await env.scheduler.start()
     await eventually(lambda: rollout_complete(env, "web", 6), what="rollout finished after restart")
 
     async def six_new_pods() -> bool:
