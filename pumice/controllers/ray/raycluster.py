@@ -12,12 +12,9 @@ reconcileHeadService, reconcileHeadlessService, reconcilePods, shouldDeletePod, 
 updateEndpoints, updateHeadInfo) and utils/consistency.go (InconsistentRayClusterStatus).
 
 Deviates:
-- The in-tree autoscaler: ``enableInTreeAutoscaling`` is honoured for ``no-monitor`` and for
-  scale-down (the operator never removes surplus Pods on its own), but no autoscaler sidecar is
-  injected; a Warning event ``AutoscalerNotImplemented`` says so.
-- Autoscaler RBAC, Ingress, auth Secret, serve Service and the GCS PVC sub-reconcilers are not
-  implemented (the in-tree autoscaler and RayService come later); upgradeStrategy Recreate is not
-  implemented.
+- Ingress, auth Secret, the RayCluster-level serve Service and the GCS PVC (rocksdb backend)
+  sub-reconcilers are not implemented; upgradeStrategy Recreate is not implemented (the head Pod
+  carries the recreate hash, nothing acts on it).
 - Pods and Services are read through a :class:`ClusterReader`: informer stores indexed by the
   ``ray.io/cluster`` label when set up on a Manager (:class:`CacheReader`), or direct list calls
   (:class:`ClientReader`, the default for a bare reconciler).
@@ -43,6 +40,7 @@ from pumice.controllers.ray import constants as c
 from pumice.controllers.ray.batchscheduler import BatchScheduler, DefaultBatchScheduler
 from pumice.controllers.ray.common import gcs_ft as gcsft
 from pumice.controllers.ray.common import pod as podb
+from pumice.controllers.ray.common import rbac
 from pumice.controllers.ray.common import resources as res
 from pumice.controllers.ray.common import service as svcb
 from pumice.controllers.ray.common.hashing import hash_without_replicas_and_workers_to_delete
@@ -55,9 +53,6 @@ log = logging.getLogger(__name__)
 
 HEAD_GROUP_KEY = ""
 MANAGED_BY_KUBERAY = c.MANAGED_BY_KUBERAY
-AUTOSCALER_STUB_MESSAGE = (
-    "enableInTreeAutoscaling: pumice does not inject the Ray autoscaler sidecar yet; the cluster keeps "
-    "its replicas and scales only through spec changes")
 
 
 class EventRecorder(Protocol):
@@ -314,6 +309,7 @@ class RayClusterReconciler:
         ns = cluster["metadata"].get("namespace", "default")
         reconcile_err: Exception | None = None
         try:
+            await self._reconcile_autoscaler_rbac(cluster)
             await self._reconcile_head_service(cluster)
             await self._reconcile_headless_service(cluster)
             await self._reconcile_pods(cluster)
@@ -325,8 +321,6 @@ class RayClusterReconciler:
         new_status = await self._calculate_status(cluster, pods, reconcile_err)
         changed = inconsistent_status(status, new_status)
         if changed:
-            if res.is_autoscaling_enabled(cluster["spec"]):
-                self.recorder.event(cluster, "Warning", "AutoscalerNotImplemented", AUTOSCALER_STUB_MESSAGE)
             updated = dict(cluster)
             updated["status"] = new_status
             await self.client.update_status(updated)
@@ -423,6 +417,49 @@ class RayClusterReconciler:
         self.recorder.event(cluster, "Normal", "CreatedRedisCleanupJob",
                             f"Created Redis cleanup Job {ns}/{job['metadata']['name']}")
         return Result(requeue_after=c.RAYCLUSTER_REQUEUE_AFTER_CHANGE_SECONDS)
+
+    # --- in-tree autoscaler RBAC -------------------------------------------------------------------
+
+    async def _reconcile_autoscaler_rbac(self, cluster: Obj) -> None:
+        """ServiceAccount, Role and RoleBinding of the autoscaler sidecar: created when missing
+        (AlreadyExists is fine), never updated. A service account the user named in the head
+        template must exist: Warning ``AutoscalerServiceAccountNotFound`` and an error otherwise.
+
+        Mirrors: raycluster_controller.go reconcileAutoscalerServiceAccount, reconcileAutoscalerRole,
+        reconcileAutoscalerRoleBinding."""
+        if not res.is_autoscaling_enabled(cluster.get("spec") or {}):
+            return
+        ns, name = cluster["metadata"].get("namespace", "default"), cluster["metadata"]["name"]
+        sa = rbac.build_service_account(cluster)
+        named = ((cluster["spec"].get("headGroupSpec") or {}).get("template") or {}).get("spec", {}).get(
+            "serviceAccountName")
+        for kind, obj, created, failed, noun in (
+                (scheme.SERVICE_ACCOUNT, sa, "CreatedServiceAccount", "FailedToCreateServiceAccount", "service account"),
+                (scheme.ROLE, rbac.build_role(cluster), "CreatedRole", "FailedToCreateRole", "role"),
+                (scheme.ROLE_BINDING, rbac.build_role_binding(cluster), "CreatedRoleBinding",
+                 "FailedToCreateRoleBinding", "role binding")):
+            oname = obj["metadata"]["name"]
+            try:
+                await self.client.get(kind, oname, ns)
+                continue
+            except Exception as e:
+                if not is_not_found(e):
+                    raise
+            if kind is scheme.SERVICE_ACCOUNT and named and named == oname:
+                msg = (f"If users specify ServiceAccountName for the head Pod, they need to create a ServiceAccount "
+                       f"themselves. However, ServiceAccount {oname} is not found. Please create one. See the PR "
+                       "description of https://github.com/ray-project/kuberay/pull/1128 for more details.")
+                self.recorder.event(cluster, "Warning", "AutoscalerServiceAccountNotFound",
+                                    f"Failed to reconcile RayCluster {ns}/{name}. {msg}")
+                raise LookupError(msg)
+            try:
+                await self.client.create(obj)
+            except Exception as e:
+                if is_already_exists(e):
+                    continue
+                self.recorder.event(cluster, "Warning", failed, f"Failed creating {noun} {ns}/{oname}, {e}")
+                raise
+            self.recorder.event(cluster, "Normal", created, f"Created {noun} {ns}/{oname}")
 
     async def _remove_finalizer(self, cluster: Obj, fin: str) -> None:
         cluster["metadata"]["finalizers"] = [f for f in cluster["metadata"].get("finalizers") or [] if f != fin]

@@ -332,6 +332,95 @@ def _add_shm(pod: Obj, container: Obj) -> None:
     mounts.append({"name": c.SHARED_MEMORY_VOLUME_NAME, "mountPath": c.SHARED_MEMORY_VOLUME_MOUNT_PATH})
 
 
+def _add_empty_dir(pod: Obj, container: Obj, name: str, path: str) -> None:
+    """Mount emptyDir ``name`` at ``path`` in ``container`` (volume added once per Pod; nothing when
+    the container already mounts something at ``path``)."""
+    mounts = container.setdefault("volumeMounts", [])
+    if any(m.get("mountPath") == path for m in mounts):
+        return
+    vols = pod["spec"].setdefault("volumes", [])
+    if not any(v.get("name") == name for v in vols):
+        vols.append({"name": name, "emptyDir": {}})
+    mounts.append({"name": name, "mountPath": path})
+
+
+# --- in-tree autoscaler ----------------------------------------------------------------------------
+
+AUTOSCALER_CONTAINER_NAME = "autoscaler"
+AUTOSCALER_START_COMMAND = ("ray kuberay-autoscaler --cluster-name $(RAY_CLUSTER_NAME) "
+                            "--cluster-namespace $(RAY_CLUSTER_NAMESPACE)")
+RAY_LOG_VOLUME_NAME = "ray-logs"
+RAY_LOG_VOLUME_MOUNT_PATH = "/tmp/ray"
+RAY_ENABLE_AUTOSCALER_V2 = "RAY_enable_autoscaler_v2"
+
+
+def head_service_account_name(cluster: Obj) -> str:
+    """The head template's ``serviceAccountName`` or the cluster name (upstream
+    ``GetHeadGroupServiceAccountName``)."""
+    tmpl = ((cluster.get("spec") or {}).get("headGroupSpec") or {}).get("template") or {}
+    return str((tmpl.get("spec") or {}).get("serviceAccountName") or cluster["metadata"]["name"])
+
+
+def autoscaler_version(cluster: Obj) -> str:
+    """``autoscalerOptions.version`` (``v1`` / ``v2``) or ``""``."""
+    return str(((cluster.get("spec") or {}).get("autoscalerOptions") or {}).get("version") or "")
+
+
+def build_autoscaler_container(image: str, options: PodOptions = DEFAULT_POD_OPTIONS) -> Obj:
+    """The ``autoscaler`` sidecar: the head's image running ``ray kuberay-autoscaler`` with the
+    cluster name/namespace/head Pod name from the downward API, 500m/512Mi.
+
+    Mirrors: common/pod.go BuildAutoscalerContainer."""
+    return {
+        "name": AUTOSCALER_CONTAINER_NAME,
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "env": [
+            _field_env("RAY_CLUSTER_NAME", f"metadata.labels['{c.RAY_CLUSTER_LABEL}']"),
+            _field_env("RAY_CLUSTER_NAMESPACE", "metadata.namespace"),
+            _field_env("RAY_HEAD_POD_NAME", "metadata.name"),
+            {"name": "KUBERAY_CRD_VER", "value": "v1"},
+            {"name": "KUBERAY_GEN_AUTOSCALER_START_CMD", "value": AUTOSCALER_START_COMMAND},
+        ],
+        "command": container_command(options),
+        "args": [AUTOSCALER_START_COMMAND],
+        "resources": {"limits": {"cpu": "500m", "memory": "512Mi"}, "requests": {"cpu": "500m", "memory": "512Mi"}},
+    }
+
+
+def merge_autoscaler_overrides(container: Obj, autoscaler_options: Obj | None) -> None:
+    """``autoscalerOptions``: resources, image, imagePullPolicy, securityContext, command and args
+    replace; env, envFrom and volumeMounts append.
+
+    Mirrors: common/pod.go mergeAutoscalerOverrides."""
+    opts = autoscaler_options or {}
+    for key in ("resources", "image", "imagePullPolicy", "securityContext"):
+        if opts.get(key) is not None:
+            container[key] = copy.deepcopy(opts[key])
+    for key in ("env", "envFrom", "volumeMounts"):
+        if opts.get(key):
+            container[key] = [*(container.get(key) or []), *copy.deepcopy(opts[key])]
+    for key in ("command", "args"):
+        if opts.get(key):
+            container[key] = list(opts[key])
+
+
+def _inject_autoscaler(cluster: Obj, tmpl: Obj, options: PodOptions) -> None:
+    """Head template with in-tree autoscaling: service account, the sidecar, the v1/v2 switch."""
+    pod_spec = tmpl["spec"]
+    pod_spec["serviceAccountName"] = assoc.check_name(head_service_account_name(cluster))
+    ray = pod_spec["containers"][c.RAY_CONTAINER_INDEX]
+    sidecar = build_autoscaler_container(str(ray.get("image", "")), options)
+    merge_autoscaler_overrides(sidecar, (cluster.get("spec") or {}).get("autoscalerOptions"))
+    pod_spec["containers"].append(sidecar)
+    version = autoscaler_version(cluster)
+    if version == "v2":
+        ray.setdefault("env", []).append({"name": RAY_ENABLE_AUTOSCALER_V2, "value": "true"})
+        pod_spec["restartPolicy"] = "Never"
+    elif version == "v1":
+        ray.setdefault("env", []).append({"name": RAY_ENABLE_AUTOSCALER_V2, "value": "false"})
+
+
 def _cmd_to_string(parts: list[str]) -> str:
     return "".join(f" {p} " for p in parts)
 
@@ -433,6 +522,9 @@ def _finish_pod(cluster: Obj, template: Obj, node_type: str, params: dict[str, s
     container = pod["spec"]["containers"][c.RAY_CONTAINER_INDEX]
     if "plasma-directory" not in params:
         _add_shm(pod, container)
+    if node_type == c.RayNodeType.HEAD and is_autoscaling_enabled(spec):
+        for ct in (container, *[x for x in pod["spec"]["containers"] if x.get("name") == AUTOSCALER_CONTAINER_NAME]):
+            _add_empty_dir(pod, ct, RAY_LOG_VOLUME_NAME, RAY_LOG_VOLUME_MOUNT_PATH)
 
     user_cmd = ""
     if container.get("command"):
@@ -501,6 +593,7 @@ def build_head_pod(cluster: Obj, options: PodOptions = DEFAULT_POD_OPTIONS) -> O
     _init_template_annotations(cluster, tmpl)
     if is_autoscaling_enabled(cluster.get("spec", {})):
         params["no-monitor"] = "true"
+        _inject_autoscaler(cluster, tmpl, options)
     _configure_gcs_ft(tmpl, cluster, c.RayNodeType.HEAD, params)
     _add_metrics_port(tmpl["spec"]["containers"][c.RAY_CONTAINER_INDEX])
     return _finish_pod(cluster, tmpl, c.RayNodeType.HEAD, params, options)
@@ -553,5 +646,7 @@ def build_worker_pod(cluster: Obj, group: Obj, options: PodOptions = DEFAULT_POD
     set_missing_ray_start_params(params, c.RayNodeType.WORKER, port, fqdn)
     _init_template_annotations(cluster, tmpl)
     _configure_gcs_ft(tmpl, cluster, c.RayNodeType.WORKER, params)
+    if is_autoscaling_enabled(cluster.get("spec", {})) and autoscaler_version(cluster) == "v2":
+        tmpl["spec"]["restartPolicy"] = "Never"
     _add_metrics_port(ray_ct)
     return _finish_pod(cluster, tmpl, c.RayNodeType.WORKER, params, options)
