@@ -4,6 +4,9 @@ exactly one scheduling session over manifests and prints what it decided as JSON
 Output: ``{"binds": {"<ns>/<pod>": "<node>"}, "evictions": ["<ns>/<pod>"], "pipelined":
 {"<ns>/<pod>": "<node>"}, "podGroups": {"<ns>/<name>": {"phase": ..., "conditions": [...]}}}``.
 Bad manifests or configuration: one line naming the file, object and field on stderr, exit 2.
+What was read and what was ignored (kinds the session does not take, such as a vcjob or a
+RayCluster, whose controllers make the Pods and PodGroups) is said in one line on stderr; when
+nothing a session can use was read, that line is an error (exit 2).
 Objects without ``metadata.uid`` get ``<ns>-<name>``; without ``creationTimestamp`` they are
 ordered by their position across the files (sorted by path).
 """
@@ -35,10 +38,11 @@ def _files(path: Path) -> list[Path]:
     return sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json") and p.is_file())
 
 
-def load_manifests(path: Path) -> list[dict[str, Any]]:
+def load_manifests(path: Path, skipped: list[tuple[str, str, str]] | None = None) -> list[dict[str, Any]]:
     """Every supported object in ``path`` (file or directory), in file then document order.
 
-    Lists (``kind: List`` / ``*List``) are flattened. Unsupported kinds are skipped.
+    Lists (``kind: List`` / ``*List``) are flattened. Unsupported kinds are skipped; with
+    ``skipped``, each one is appended as ``(file, apiVersion, kind)``.
 
     Raises:
         ValueError: a message naming file, object and field.
@@ -64,6 +68,8 @@ def load_manifests(path: Path) -> list[dict[str, Any]]:
                 raise ValueError(f"{f}: document {i}: field 'kind': missing")
             kind = d["kind"]
             if kind not in _KINDS:
+                if skipped is not None:
+                    skipped.append((str(f), str(d.get("apiVersion", "")), str(kind)))
                 continue
             md = d.get("metadata")
             if not isinstance(md, dict) or not md.get("name"):
@@ -104,11 +110,17 @@ def session(path: Path, config: Path | None, explain: bool) -> None:
     except ConfigError as e:
         _fail(str(e))
         return
+    skipped: list[tuple[str, str, str]] = []
     try:
-        objs = load_manifests(path)
+        objs = load_manifests(path, skipped)
     except ValueError as e:
         _fail(str(e))
         return
+    summary = read_summary(objs, skipped)
+    if not any(o["kind"] in ("Pod", "PodGroup") for o in objs):
+        _fail(f"{path}: nothing to schedule: {summary}")
+        return
+    click.echo(summary, err=True)
     sources = {id(o): o.pop("_source") for o in objs}
     try:
         snap = build_snapshot(objs)
@@ -122,6 +134,28 @@ def session(path: Path, config: Path | None, explain: bool) -> None:
         out["fitErrors"] = dict(sorted(res.fit_errors.items()))
         out["pods"] = {k: {"reason": r, "message": m} for k, (r, m) in sorted(res.unschedulable.items())}
     click.echo(json.dumps(out, indent=2))
+
+
+def read_summary(objs: list[dict[str, Any]], skipped: list[tuple[str, str, str]]) -> str:
+    """One line: ``read 3 Node, 1 Queue, 2 Pod; ignored 1 Job (batch.volcano.sh/v1alpha1) in
+    f.yaml (...)``, with a hint when workload kinds were ignored."""
+    def counts(kinds: list[str]) -> str:
+        seen: dict[str, int] = {}
+        for k in kinds:
+            seen[k] = seen.get(k, 0) + 1
+        return ", ".join(f"{n} {k}" for k, n in seen.items())
+
+    line = f"read {counts([o['kind'] for o in objs]) or 'no objects'}"
+    if skipped:
+        ignored: dict[tuple[str, str, str], int] = {}
+        for f, av, kind in skipped:
+            ignored[(kind, av, f)] = ignored.get((kind, av, f), 0) + 1
+        line += "; ignored " + ", ".join(f"{n} {kind}{f' ({av})' if av else ''} in {f}"
+                                         for (kind, av, f), n in ignored.items())
+        line += (f" (a session reads only {', '.join(sorted(_KINDS))}; a workload such as a vcjob or a "
+                 "RayCluster makes its PodGroup and Pods through its controller: apply it to `pumice up` and "
+                 "use `pumice explain`, or give the session the PodGroup and Pods)")
+    return line
 
 
 def _names(o: dict[str, Any]) -> str:

@@ -29,7 +29,7 @@ def run_both(case: Case, tmp_path: Path) -> None:
     conf.write_text(conf_yaml(case.actions, case.tiers, case.configurations))
     res = CliRunner().invoke(command, ["session", "-f", str(d), "--config", str(conf)])
     assert res.exit_code == 0, res.output
-    out = json.loads(res.output)
+    out = json.loads(res.stdout)
     check_case(case, out)
     assert out["binds"] == first["binds"] and sorted(out["evictions"]) == sorted(first["evictions"])
 

@@ -100,7 +100,7 @@ def test_hdrf_upstream_case(name: str, objects: list, expected: dict, tmp_path: 
     conf.write_text(conf_yaml(["allocate"], [[DRF], [PROP]]))
     out = CliRunner().invoke(command, ["session", "-f", str(d), "--config", str(conf)])
     assert out.exit_code == 0, out.output
-    assert _per_job(json.loads(out.output)["binds"]) == expected
+    assert _per_job(json.loads(out.stdout)["binds"]) == expected
 
 
 def test_loader_refuses_drf_hierarchy_and_proportion_in_one_tier() -> None:

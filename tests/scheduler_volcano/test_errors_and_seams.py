@@ -113,3 +113,4 @@ def test_action_arguments_are_parsed_once_per_configuration(tmp_path: Path) -> N
     parsed = conf.parsed_action_arguments
     assert parsed["preempt"].topology_aware is True
     assert conf.parsed_action_arguments is parsed
+

@@ -276,7 +276,7 @@ def test_cli_defaults_uid_and_orders_by_file_position(tmp_path: Path) -> None:
     )
     res = CliRunner().invoke(command, ["session", "-f", str(tmp_path), "--explain"])
     assert res.exit_code == 0, res.output
-    out = json.loads(res.output)
+    out = json.loads(res.stdout)
     assert out["binds"] == {"ns/pz": "n1"}
     assert out["podGroups"]["ns/aa"]["conditions"][0]["reason"] == "NotEnoughResources"
     assert out["pods"]["ns/pa"]["reason"] == "Unschedulable"

@@ -1,0 +1,34 @@
+"""``pumice volcano session -f``: what it read and what it ignored (issue 14 item 15)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+
+def test_session_says_what_it_read_and_what_it_ignored(tmp_path: Path) -> None:
+    """Issue 14 item 15: a vcjob or RayCluster manifest is not silently empty JSON."""
+    from pumice.cli.volcano import command as volcano_cli
+
+    (tmp_path / "job.yaml").write_text(
+        "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j}\nspec: {minAvailable: 1}\n"
+        "---\napiVersion: ray.io/v1\nkind: RayCluster\nmetadata: {name: rc}\nspec: {}\n")
+    res = CliRunner().invoke(volcano_cli, ["session", "-f", str(tmp_path)])
+    assert res.exit_code == 2
+    assert res.stdout == ""
+    line = res.stderr.strip()
+    assert "\n" not in line and "nothing to schedule" in line
+    assert "ignored 1 Job (batch.volcano.sh/v1alpha1)" in line and "1 RayCluster (ray.io/v1)" in line
+    (tmp_path / "nodes.yaml").write_text(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '2', memory: 4Gi, pods: '10'}}\n"
+        "---\napiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: default}\nspec: {weight: 1}\n"
+        "---\napiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {name: pg, namespace: default}\n"
+        "spec: {minMember: 1, queue: default}\nstatus: {phase: Inqueue}\n"
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default, annotations: "
+        "{scheduling.k8s.io/group-name: pg}}\nspec: {schedulerName: volcano, containers: [{name: c, image: i, "
+        "resources: {requests: {cpu: '1'}}}]}\nstatus: {phase: Pending}\n")
+    res = CliRunner().invoke(volcano_cli, ["session", "-f", str(tmp_path)])
+    assert res.exit_code == 0, res.stderr
+    assert res.stderr.startswith("read 1 Node, 1 Queue, 1 PodGroup, 1 Pod; ignored 1 Job")
+    assert '"default/p": "n1"' in res.stdout
