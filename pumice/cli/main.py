@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("pumice.cli.simulate", "Run the stack on a virtual clock over a cluster trace."),
     "webhook": ("pumice.cli.webhook", "Serve the Volcano admission webhooks for a real cluster."),
     "install": ("pumice.cli.install", "Print the manifests that install pumice on a real cluster."),
+    "ray": ("pumice.cli.ray", "The kubectl-ray verbs: get, create, scale, delete, job submit."),
 }
 
 
