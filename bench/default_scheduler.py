@@ -22,13 +22,11 @@ import argparse
 import asyncio
 import random
 import time
-from typing import Any
 
+from pumice.api import Obj
 from pumice.scheduler.default.core import CoreBase, LoopCore
 from pumice.scheduler.default.podinfo import PodInfo
 from pumice.scheduler.default.vector import VectorCore
-
-Obj = dict[str, Any]
 
 
 def make_node(i: int, rng: random.Random) -> Obj:

@@ -33,12 +33,10 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from pumice.api import scheme
+from pumice.api import Obj, scheme
 from pumice.api.scheme import Scheme
 from pumice.controllers.ray import setup
 from pumice.runtime.manager import Manager
-
-Obj = dict[str, Any]
 
 
 def raycluster(name: str, workers: int) -> Obj:

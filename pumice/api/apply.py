@@ -30,9 +30,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from pumice.api import Obj
 from pumice.api.strategic import SUPPORTED_KINDS, merge_info
 
-Obj = dict[str, Any]
 #: One step of a field path: ("f", name) a map field, ("k", json-of-key) a keyed list item,
 #: ("v", json-of-value) a primitive-list value.
 Step = tuple[str, str]

@@ -39,13 +39,11 @@ import msgspec
 import msgspec.inspect as mi
 from lightkube.models.meta_v1 import ObjectMeta
 
-from pumice.api import scheme
+from pumice.api import Obj, scheme
 from pumice.api.ray import types as ray
 from pumice.api.schema import CRD_DEFAULT_MARK, CRD_REQUIRED_MARK, QUANTITY_PATTERN
 from pumice.api.scheme import ResourceKind
 from pumice.api.volcano import types as volcano
-
-Obj = dict[str, Any]
 
 _OPAQUE: Obj = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 _MARKS = (CRD_DEFAULT_MARK, CRD_REQUIRED_MARK)

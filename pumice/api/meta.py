@@ -9,9 +9,8 @@ Conditions follow metav1.Condition / the core condition shape: ``type``, ``statu
 
 import copy
 from collections.abc import Sequence
-from typing import Any
 
-Obj = dict[str, Any]
+from pumice.api import Obj
 
 
 def meta(obj: Obj) -> Obj:

@@ -32,6 +32,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from pumice.api import Obj
+
 __all__ = [
     "MAGIC", "PROTOBUF", "ProtobufError", "Schema", "decode", "decode_object", "decode_watch_event", "encode",
     "encode_object", "encode_watch_event", "envelope", "list_message", "message_for", "normalize", "schema",
@@ -40,7 +42,6 @@ __all__ = [
 MAGIC = b"k8s\x00"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 
-Obj = dict[str, Any]
 
 _META = "k8s.io.apimachinery.pkg.apis.meta.v1"
 _TIME = f"{_META}.Time"

@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from pumice.api import Obj
+
 __all__ = ["aggregate_rules"]
 
-Obj = dict[str, Any]
 
 
 def aggregate_rules(role: Obj, cluster_roles: Iterable[Obj],

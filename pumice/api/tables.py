@@ -18,11 +18,11 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from pumice.api import Obj
 from pumice.api.meta import find_condition
 from pumice.api.scheme import ResourceKind
 from pumice.api.selectors import format_label_selector
 
-Obj = dict[str, Any]
 Cell = Any
 NONE = "<none>"
 

@@ -20,13 +20,12 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from pumice.api import Obj
 from pumice.api.admission import FieldCause
 from pumice.api.quantity import QuantityError, parse_quantity
 from pumice.api.schema import format_value, json_type_name
 from pumice.api.scheme import ResourceKind
 from pumice.api.selectors import SelectorError, from_label_selector
-
-Obj = dict[str, Any]
 
 DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 DNS1123_SUBDOMAIN_FMT = DNS1123_LABEL_FMT + r"(\." + DNS1123_LABEL_FMT + ")*"

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pumice.api import Obj
 from pumice.apiserver import authapi, errors
 from pumice.apiserver.authn import (
     ADMIN_USER,
@@ -33,7 +34,6 @@ from pumice.apiserver.errors import StatusError
 
 __all__ = ["PUBLIC_PATHS", "Access"]
 
-Obj = dict[str, Any]
 
 PUBLIC_PATHS = frozenset({"/version", "/version/", "/healthz", "/livez", "/readyz"})
 _CONNECT = frozenset({"exec", "attach", "portforward"})

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pumice._util.clock import rfc3339
+from pumice.api import Obj
 from pumice.api.admission import FieldCause
 from pumice.apiserver import errors
 from pumice.apiserver.authn import Authenticator, BoundObject, ServiceAccountTokenIssuer, UserInfo
@@ -35,7 +36,6 @@ __all__ = [
     "token_review",
 ]
 
-Obj = dict[str, Any]
 
 #: the lifetime kubelets ask for; such tokens are extended to a year (kube-apiserver's default
 #: --service-account-extend-token-expiration), with a warnafter at the requested time

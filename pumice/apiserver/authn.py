@@ -32,13 +32,13 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from pumice._util.files import write_durably
+from pumice.api import Obj
 
 __all__ = [
     "ADMIN_USER",
@@ -58,7 +58,6 @@ SYSTEM_MASTERS = "system:masters"
 SYSTEM_AUTHENTICATED = "system:authenticated"
 SA_PREFIX = "system:serviceaccount:"
 
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)

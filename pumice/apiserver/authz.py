@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
+from pumice.api import Obj
 from pumice.apiserver.authn import SA_PREFIX, UserInfo
 
 __all__ = [
@@ -41,7 +41,6 @@ __all__ = [
     "rule_allows",
 ]
 
-Obj = dict[str, Any]
 
 #: the path segments kube-apiserver treats as API prefixes
 API_PREFIXES = ("api", "apis")

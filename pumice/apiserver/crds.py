@@ -11,12 +11,10 @@ pkg/apis/apiextensions/validation/validation.go (a subset).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from pumice.api import Obj
 from pumice.api.admission import FieldCause
 from pumice.api.scheme import ResourceKind
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)

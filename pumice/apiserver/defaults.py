@@ -11,9 +11,8 @@ pkg/apis/batch/v1/defaults.go, pkg/registry/batch/job/strategy.go (generateSelec
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-Obj = dict[str, Any]
+from pumice.api import Obj
 
 
 def _container(c: Obj) -> None:

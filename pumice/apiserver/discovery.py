@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any
 
+from pumice.api import Obj
 from pumice.api.scheme import ResourceKind, Scheme
-
-Obj = dict[str, Any]
 
 VERSION_INFO: Obj = {
     "major": "1",

@@ -34,7 +34,7 @@ from typing import Any
 import msgspec
 
 from pumice._util.clock import Clock, rfc3339
-from pumice.api import protobuf
+from pumice.api import Obj, protobuf
 from pumice.api import schema as kschema
 from pumice.api.admission import AdmissionError, AdmissionRequest, FieldCause
 from pumice.api.apply import ApplyConflict, server_side_apply
@@ -52,7 +52,6 @@ from pumice.apiserver.strategy import Strategy, strategy_for
 
 __all__ = ["DeleteOptions", "Registry", "resource_key"]
 
-Obj = dict[str, Any]
 _encode = msgspec.json.Encoder().encode
 
 _META_TREE = object_meta_tree()

@@ -25,6 +25,7 @@ import copy
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from pumice.api import Obj
 from pumice.api import schema as kschema
 from pumice.api.admission import FieldCause
 from pumice.api.scheme import ResourceKind
@@ -45,7 +46,6 @@ __all__ = [
     "strategy_for",
 ]
 
-Obj = dict[str, Any]
 
 #: ``POST <kind>/<name>/<sub>`` handler: ``(registry, namespace, name, body, dry_run) -> None``
 PostHandler = Callable[["Registry", str, str, Any, bool], Awaitable[None]]

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
-from typing import Any
 
 import click
 import yaml
 
-Obj = dict[str, Any]
+from pumice.api import Obj
+
 ALL = ["get", "list", "watch", "create", "update", "patch", "delete"]
 READ = ["get", "list", "watch"]
 EVENTS = ["create", "update", "patch"]

@@ -17,9 +17,9 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from pumice.api import Obj
 from pumice.api.scheme import ResourceKind, Scheme
 
-Obj = dict[str, Any]
 PatchType = Literal["merge", "json", "strategic", "apply"]
 WatchEventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]
 

@@ -41,11 +41,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from pumice._util.clock import Clock, default_clock
+from pumice.api import Obj
 from pumice.api.scheme import ResourceKind
 from pumice.api.selectors import LabelSelector, as_selector
 from pumice.client.base import ApiError, KubeClient, is_gone
 
-Obj = dict[str, Any]
 IndexFunc = Callable[[Obj], list[str]]
 AddHandler = Callable[[Obj], None]
 UpdateHandler = Callable[[Obj, Obj], None]

@@ -30,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
+from pumice.api import Obj
 from pumice.api.admission import AdmissionError, AdmissionRequest, Operation
 from pumice.api.scheme import ResourceKind
 from pumice.client.base import ApiError, KubeClient, is_not_found
@@ -38,7 +39,6 @@ __all__ = ["ClientReader", "Rule", "Webhook", "build_app", "default_webhooks", "
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 _decode = msgspec.json.Decoder().decode
 _DENIAL_PREFIX = re.compile(r'^admission webhook "[^"]*" denied the request: ')
 _encode = msgspec.json.Encoder().encode

@@ -37,6 +37,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from pumice._util.clock import rfc3339
+from pumice.api import Obj
 from pumice.api import scheme as sk
 from pumice.api.volcano import constants as vc
 from pumice.client.base import ApiError, KubeClient
@@ -56,7 +57,6 @@ from pumice.dashboard.series import Sampler
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 PAGE_SIZE = 250
 """Rows per page of a list (the filter box searches all of them)."""
 DEBOUNCE = 0.1

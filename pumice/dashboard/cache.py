@@ -23,9 +23,9 @@ import logging
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from pumice._util.clock import Clock, default_clock
+from pumice.api import Obj
 from pumice.api import scheme as sk
 from pumice.api.scheme import ResourceKind
 from pumice.api.volcano import constants as vc
@@ -34,7 +34,6 @@ from pumice.client.informer import Informer, SharedInformerFactory, Store, label
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 
 KINDS: dict[str, ResourceKind] = {

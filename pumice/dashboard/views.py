@@ -16,11 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pumice._util.clock import parse_rfc3339
+from pumice.api import Obj
 from pumice.api.quantity import QuantityError, format_bytes, format_millis, milli_value
 from pumice.api.volcano import constants as vc
 from pumice.controllers.volcano.queue import count_podgroups
-
-Obj = dict[str, Any]
 
 JOB_SUCCESS = {"Running", "Completing", "Completed"}
 JOB_WARNING = {"Pending", "Restarting", "Aborting", "Terminating"}

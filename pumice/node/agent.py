@@ -43,7 +43,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pumice._util.clock import Clock, default_clock, rfc3339, rfc3339_micro
-from pumice.api import meta, quantity
+from pumice.api import Obj, meta, quantity
 from pumice.api.scheme import ENDPOINTS
 from pumice.api.scheme import LEASE as LEASES
 from pumice.api.scheme import NAMESPACE as NAMESPACES
@@ -66,7 +66,6 @@ from pumice.node.worker import ContainerRecord, PodWorker
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 LEASE_NAMESPACE = "kube-node-lease"
 KUBELET_VERSION = "v1.32.3"
 PROXY_PORT = 3128

@@ -17,9 +17,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pumice.api import quantity
+from pumice.api import Obj, quantity
 
-Obj = dict[str, Any]
 
 @functools.lru_cache(maxsize=4096)
 def _units(name: str, q: str | int | float) -> int:

@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from pumice._util.clock import Clock, rfc3339
+from pumice.api import Obj
 from pumice.api.scheme import PERSISTENT_VOLUME as PVS
 from pumice.api.scheme import PERSISTENT_VOLUME_CLAIM as PVCS
 from pumice.api.scheme import STORAGE_CLASS as STORAGE_CLASSES
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
 from pumice.client.informer import Informer
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 PROVISIONER = "pumice.dev/local-path"

@@ -7,11 +7,8 @@ pkg/volume/projected (the serviceAccountToken source).
 
 from __future__ import annotations
 
-from typing import Any
-
+from pumice.api import Obj
 from pumice.client.base import KubeClient
-
-Obj = dict[str, Any]
 
 __all__ = ["request_token", "token_sources"]
 

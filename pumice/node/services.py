@@ -17,12 +17,10 @@ Mirrors: the records kube-dns/CoreDNS serve for Services (kubernetes/dns specifi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from pumice.api import meta
+from pumice.api import Obj, meta
 from pumice.api.selectors import from_set
 
-Obj = dict[str, Any]
 CLUSTER_DOMAIN = "cluster.local"
 
 

@@ -16,11 +16,10 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from pumice.api import Obj
 from pumice.node.podspec import EnvError, downward_value
 
-Obj = dict[str, Any]
 Lookup = Callable[[str, str], Obj | None]
 
 SUPPORTED = ("emptyDir", "configMap", "secret", "hostPath", "downwardAPI", "projected", "persistentVolumeClaim")

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pumice._util.clock import Clock
 from pumice._util.clock import rfc3339 as _rfc3339
+from pumice.api import Obj
 from pumice.api.scheme import POD as PODS
 from pumice.node import podspec
 from pumice.node.runtime.base import Container, ContainerRuntime, RuntimeError_, Sandbox, StartRequest
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 _TIMES: dict[int, str] = {}
 

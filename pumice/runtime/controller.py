@@ -22,9 +22,9 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from pumice._util.clock import Clock, default_clock
+from pumice.api import Obj
 from pumice.api.scheme import ResourceKind
 from pumice.client.base import is_conflict
 from pumice.client.informer import EventHandlerRegistration, Informer
@@ -33,7 +33,6 @@ from pumice.runtime import metrics
 from pumice.runtime.predicates import Predicate
 from pumice.runtime.reconcile import Reconciler, Request, Result, TerminalError
 
-Obj = dict[str, Any]
 MapFunc = Callable[[Obj], Iterable[Request]]
 
 log = logging.getLogger(__name__)

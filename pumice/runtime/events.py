@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pumice._util.clock import Clock, default_clock, rfc3339
+from pumice.api import Obj
 from pumice.api.scheme import EVENT
 from pumice.client.base import KubeClient, is_not_found
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 

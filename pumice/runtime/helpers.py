@@ -11,12 +11,12 @@ from __future__ import annotations
 import copy
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
+from pumice.api import Obj
 from pumice.api.scheme import ResourceKind
 from pumice.client.base import KubeClient, is_not_found
 
-Obj = dict[str, Any]
 OperationResult = Literal["created", "updated", "unchanged"]
 
 __all__ = [

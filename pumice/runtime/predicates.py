@@ -11,9 +11,9 @@ Mirrors: controller-runtime pkg/predicate/predicate.go.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
 
-Obj = dict[str, Any]
+from pumice.api import Obj
+
 UpdateFn = Callable[[Obj, Obj], bool]
 
 __all__ = [

@@ -33,6 +33,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from pumice._util.clock import Clock, default_clock, rfc3339
+from pumice.api import Obj
 from pumice.api.patch import PatchError, json_patch
 from pumice.api.scheme import BUILTIN_KINDS, ResourceKind, Scheme
 from pumice.api.selectors import (
@@ -45,7 +46,6 @@ from pumice.api.selectors import (
 from pumice.api.strategic import strategic_merge_patch
 from pumice.client.base import ApiError, ObjectList, PatchType, WatchEvent
 
-Obj = dict[str, Any]
 Interceptor = Callable[[str, str, str, str], None]
 
 __all__ = ["CountingClient", "FakeClient", "merge_patch"]

@@ -26,12 +26,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pumice._util.clock import Clock, default_clock, rfc3339, rfc3339_micro
+from pumice.api import Obj
 from pumice.api.meta import get_condition
 from pumice.api.scheme import LEASE, NODE, POD
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
 from pumice.client.informer import Informer, SharedInformerFactory
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 LEASE_NAMESPACE = "kube-node-lease"

@@ -22,11 +22,10 @@ from typing import Any
 import msgspec
 
 from pumice._util.clock import Clock, default_clock, rfc3339
+from pumice.api import Obj
 from pumice.api.scheme import ResourceKind, Scheme
 from pumice.client.base import ApiError, ObjectList, PatchType, WatchEvent
 from pumice.testing.fake_client import resolve_in
-
-Obj = dict[str, Any]
 
 _enc = msgspec.json.Encoder()
 _dec = msgspec.json.Decoder()

@@ -12,16 +12,14 @@ Mirrors: kuberay ray-operator/controllers/ray/utils/fake_serve_httpclient.go (Fa
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
 
+from pumice.api import Obj
 from pumice.controllers.ray.dashboard import (
     DashboardError,
     RayDashboardClient,
     RayJobInfo,
     submit_request_body,
 )
-
-Obj = dict[str, Any]
 
 
 @dataclass

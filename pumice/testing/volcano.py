@@ -23,11 +23,10 @@ from typing import Any
 
 import yaml
 
+from pumice.api import Obj
 from pumice.scheduler.volcano.api.types import GROUP_NAME_ANNOTATION
 from pumice.scheduler.volcano.cache.snapshot import SessionResult, build_snapshot, run_session
 from pumice.scheduler.volcano.conf import PluginOption, SchedulerConfiguration, build_conf
-
-Obj = dict[str, Any]
 
 CREATED = "2024-01-01T00:00:00Z"
 """Builders stamp every object with this creation time unless told otherwise, as upstream's

@@ -8,17 +8,15 @@ import json
 import ssl
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx2
 import pytest
 
 from pumice._util.clock import FakeClock
+from pumice.api import Obj
 from pumice.apiserver.authn import Authenticator, ServiceAccountTokenIssuer, TokenFileError, load_token_file
 from pumice.apiserver.authz import RBACAuthorizer, forbidden_message, request_attributes
 from pumice.testing.cluster import HttpServer, serve_http
-
-Obj = dict[str, Any]
 
 TOKENS = 'alice-token,alice,1001,"dev,qa"\nbob-token,bob,1002\n# a comment\n'
 

@@ -10,13 +10,12 @@ from typing import Any
 
 import pytest
 
+from pumice.api import Obj
 from pumice.controllers.kube import KubeControllers, setup
 from pumice.runtime import Manager
 from pumice.scheduler.default.scheduler import DefaultScheduler
 from pumice.testing.cluster import local_cluster
 from pumice.testing.fake_kubelet import FakeKubelet
-
-Obj = dict[str, Any]
 
 
 @dataclass

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from pumice.api import Obj
 from pumice.api.scheme import DEPLOYMENT, POD, REPLICA_SET
 from pumice.controllers.kube.deployment import POD_TEMPLATE_HASH, REVISION
 from pumice.controllers.kube.podutil import is_active
 
 from .conftest import Env, deployment, eventually
-
-Obj = dict[str, Any]
 
 
 async def pods_of(env: Env, app: str) -> list[Obj]:

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 
+from pumice.api import Obj
 from pumice.api.scheme import ENDPOINT_SLICE, ENDPOINTS, NAMESPACE, NODE, POD
 from pumice.controllers.kube.endpoints import build_subsets
 from pumice.controllers.kube.nodelifecycle import eviction_delay
 
 from .conftest import Env, chain, deployment, eventually
 from .test_deployment import rollout_complete
-
-Obj = dict[str, Any]
 
 
 def service(name: str, *, headless: bool = False, publish: bool = False, ns: str = "default") -> Obj:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from pumice.api.scheme import DEPLOYMENT, POD, REPLICA_SET
 from pumice.controllers.kube.podutil import is_active
@@ -11,7 +10,6 @@ from pumice.controllers.kube.podutil import is_active
 from .conftest import Env, deployment, eventually
 from .test_deployment import rollout_complete
 
-Obj = dict[str, Any]
 CONFIGMAP_KIND = ("v1", "ConfigMap")
 
 

@@ -7,12 +7,11 @@ from typing import Any
 
 import pytest
 
+from pumice.api import Obj
 from pumice.api.scheme import JOB, POD
 from pumice.controllers.kube.job import match_pod_failure_policy
 
 from .conftest import Env, chain, eventually, job
-
-Obj = dict[str, Any]
 
 
 def failing_first(n: int, delay: float = 0.05) -> Any:

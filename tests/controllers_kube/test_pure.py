@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from pumice.api import Obj
 from pumice.api.meta import with_condition
 from pumice.controllers.kube.deployment import (
     build_new_replica_set,
@@ -15,8 +16,6 @@ from pumice.controllers.kube.deployment import (
 )
 from pumice.controllers.kube.podutil import compute_hash, deletion_order, scaled_value
 from pumice.runtime import TerminalError
-
-Obj = dict[str, Any]
 
 
 def pod(name: str, *, node: str = "", phase: str = "Running", ready: bool = True, created: str = "2024-01-01T00:00:00Z",

@@ -18,8 +18,6 @@ from pumice.testing.fake_client import CountingClient
 from .conftest import Env, deployment, eventually, job
 from .test_deployment import rollout_complete
 
-Obj = dict[str, Any]
-
 
 async def test_manager_restart_mid_rollout_converges_without_duplicate_pods(env: Env) -> None:
     await env.client.create(deployment("web", 6, max_unavailable=0, max_surge=2))

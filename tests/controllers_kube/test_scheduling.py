@@ -3,13 +3,10 @@ other schedulerNames are left alone."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from pumice.api import Obj
 from pumice.api.scheme import EVENT, POD
 
 from .conftest import Env, chain, eventually
-
-Obj = dict[str, Any]
 
 
 def big_pod(name: str, cpu: str = "16", scheduler: str | None = None) -> Obj:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from pumice.api import Obj
 from pumice.api.scheme import (
     CLUSTER_ROLE,
     CONFIG_MAP,
@@ -18,7 +19,6 @@ from pumice.client.base import is_not_found
 
 from .conftest import chain, eventually
 
-Obj = dict[str, Any]
 CA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 
 

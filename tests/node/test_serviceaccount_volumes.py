@@ -25,7 +25,6 @@ from pumice.testing.node import get_pod, phase_is, pod, wait_for
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mount namespaces need root")
 
-Obj = dict[str, Any]
 
 CALL_API = f"""{sys.executable} - <<'EOF'
 import json, os, ssl, urllib.request, urllib.error

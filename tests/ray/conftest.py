@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 import pytest
 import yaml
 
-from pumice.api import scheme
+from pumice.api import Obj, scheme
 from pumice.api.scheme import Scheme
 from pumice.testing.fake_client import FakeClient
 from pumice.testing.paths import shared_dir
-
-Obj = dict[str, Any]
 
 
 def load_sample(name: str, kind: str | None = None) -> Obj:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pumice._util.clock import FakeClock
-from pumice.api import scheme
+from pumice.api import Obj, scheme
 from pumice.controllers.ray.batchscheduler import new_batch_scheduler
 from pumice.controllers.ray.batchscheduler.kai import K8S_JOB_MODE_REFUSED, KaiBatchScheduler
 from pumice.controllers.ray.batchscheduler.scheduler_plugins import SchedulerPluginsBatchScheduler
@@ -19,8 +19,6 @@ from pumice.runtime.reconcile import Request
 from pumice.testing.fake_client import FakeClient
 
 from .conftest import load_sample, ray_scheme
-
-Obj = dict[str, Any]
 
 
 def pod() -> Obj:

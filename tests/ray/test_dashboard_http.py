@@ -12,13 +12,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
+from pumice.api import Obj
 from pumice.controllers.ray.dashboard import (
     DashboardError,
     HttpDashboardClient,
     http_dashboard_client_factory,
 )
-
-Obj = dict[str, Any]
 
 
 def ray_jobs_app() -> tuple[Starlette, dict[str, Obj]]:

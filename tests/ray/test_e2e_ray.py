@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from pumice.api import scheme
+from pumice.api import Obj, scheme
 from pumice.controllers.ray import setup
 from pumice.controllers.ray.dashboard import DashboardError, RayDashboardClient, http_dashboard_client_factory
 from pumice.controllers.ray.status import format_rayjob_status
@@ -33,7 +33,6 @@ pytestmark = [
     pytest.mark.skipif(not (Path(sys.executable).parent / "ray").exists(), reason="ray is not installed"),
 ]
 
-Obj = dict[str, Any]
 
 
 def _import(name: str) -> Any:

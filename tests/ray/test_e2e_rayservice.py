@@ -23,7 +23,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from pumice.api import scheme
+from pumice.api import Obj, scheme
 
 from .conftest import load_sample
 from .test_e2e_ray import Stack, stack
@@ -34,7 +34,6 @@ pytestmark = [
     pytest.mark.skipif(not (Path(sys.executable).parent / "ray").exists(), reason="ray is not installed"),
 ]
 
-Obj = dict[str, Any]
 NAME = "rayservice-sample"
 APPS_DIR = Path(__file__).parent / "serve_apps"
 MOUNT = "/tmp/serve-apps"

@@ -3,12 +3,10 @@ cleanup finalizer, the cleanup Job and the deletion timeout."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from pumice._util.clock import FakeClock
-from pumice.api import scheme
+from pumice.api import Obj, scheme
 from pumice.controllers.ray.common import gcs_ft as gcsft
 from pumice.controllers.ray.raycluster import RayClusterOptions, RayClusterReconciler
 from pumice.runtime.reconcile import Request
@@ -16,7 +14,6 @@ from pumice.testing.fake_client import FakeClient
 
 from .conftest import load_sample, ray_scheme
 
-Obj = dict[str, Any]
 NAME = "raycluster-external-redis"
 REQ = Request("default", NAME)
 FIN = "ray.io/gcs-ft-redis-cleanup-finalizer"

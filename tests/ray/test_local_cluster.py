@@ -19,7 +19,6 @@ from .test_setup import running, wait_for
 
 cluster_mod = pytest.importorskip("pumice.testing.cluster")
 
-Obj = dict[str, Any]
 
 
 @contextlib.asynccontextmanager

@@ -4,10 +4,9 @@
 from __future__ import annotations
 
 import random
-from typing import Any
 
 from pumice._util.clock import FakeClock
-from pumice.api import scheme
+from pumice.api import Obj, scheme
 from pumice.controllers.ray.common.hashing import hash_without_replicas_and_workers_to_delete
 from pumice.controllers.ray.raycluster import RayClusterReconciler
 from pumice.controllers.ray.rayjob import RayJobReconciler
@@ -16,8 +15,6 @@ from pumice.testing.fake_client import FakeClient
 from pumice.testing.ray_dashboard import FakeRayDashboard
 
 from .conftest import load_sample, ray_scheme
-
-Obj = dict[str, Any]
 
 
 class Events:

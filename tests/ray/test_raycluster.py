@@ -10,14 +10,13 @@ from typing import Any
 import pytest
 
 from pumice._util.clock import FakeClock
-from pumice.api import scheme
+from pumice.api import Obj, scheme
 from pumice.controllers.ray.raycluster import RayClusterReconciler, inconsistent_status
 from pumice.runtime.reconcile import Request
 from pumice.testing.fake_client import FakeClient
 
 from .conftest import load_sample
 
-Obj = dict[str, Any]
 REQ = Request("default", "raycluster-kuberay")
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from pumice._util.clock import FakeClock, rfc3339
-from pumice.api import scheme
+from pumice.api import Obj, scheme
 from pumice.client.base import is_not_found
 from pumice.controllers.ray import constants as c
 from pumice.controllers.ray.batchscheduler.volcano import VolcanoBatchScheduler
@@ -21,7 +21,6 @@ from pumice.testing.ray_dashboard import FakeRayDashboard
 
 from .conftest import load_sample, ray_scheme
 
-Obj = dict[str, Any]
 REQ = Request("default", "rayjob-sample")
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pumice._util.clock import FakeClock
-from pumice.api import scheme
+from pumice.api import Obj, scheme
 from pumice.controllers.ray.common import rayservice as rsb
 from pumice.controllers.ray.raycluster import RayClusterReconciler
 from pumice.controllers.ray.rayservice import (
@@ -25,7 +25,6 @@ from pumice.testing.ray_dashboard import FakeRayDashboard
 
 from .conftest import load_sample, ray_scheme
 
-Obj = dict[str, Any]
 NAME = "rayservice-sample"
 REQ = Request("default", NAME)
 

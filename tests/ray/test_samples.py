@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pumice.api import scheme
+from pumice.api import Obj, scheme
 from pumice.client.base import ApiError
 from pumice.testing.ray_dashboard import FakeRayDashboard
 
@@ -20,7 +20,6 @@ from .test_setup import running, wait_for
 
 cluster_mod = pytest.importorskip("pumice.testing.cluster")
 
-Obj = dict[str, Any]
 
 # sample -> {(kind, name): expected}; expected is a RayCluster state or a RayJob deployment status
 EXPECTED: dict[str, dict[tuple[str, str], str]] = {

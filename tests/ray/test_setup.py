@@ -21,8 +21,6 @@ from pumice.testing.ray_dashboard import FakeRayDashboard
 
 from .conftest import load_sample
 
-Obj = dict[str, Any]
-
 
 async def kubelet(client: FakeClient, dash: FakeRayDashboard) -> None:
     """Mark every Pod Running/Ready; when a submitter Job appears, let Ray run the job and complete it."""

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-Obj = dict[str, Any]
+from pumice.api import Obj
 
 
 def node(name: str, *, cpu: str = "4", memory: str = "8Gi", pods: int = 110, ready: str = "True",

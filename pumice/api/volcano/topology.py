@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
 
+from pumice.api import Obj
 from pumice.api.selectors import SelectorError, from_label_selector
-
-Obj = dict[str, Any]
 
 
 def _regex(member: Obj) -> re.Pattern[str] | None:

@@ -25,8 +25,8 @@ Mirrors: kubernetes cmd/kube-controller-manager/app/controllermanager.go (NewCon
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
+from pumice.api import Obj
 from pumice.api.scheme import (
     CLUSTER_ROLE,
     CONFIG_MAP,
@@ -64,8 +64,6 @@ from pumice.controllers.kube.serviceaccount import ServiceAccountsReconciler, na
 from pumice.runtime import Request
 from pumice.runtime.manager import Manager
 from pumice.runtime.predicates import FuncPredicate
-
-Obj = dict[str, Any]
 
 CONTROLLERS = ("replicaset", "deployment", "job", "endpoints", "namespace", "garbagecollector", "nodelifecycle",
                "serviceaccount", "root-ca-cert-publisher", "clusterrole-aggregation", "persistentvolume-binder")

@@ -17,8 +17,6 @@ from pumice.client.base import ApiError, KubeClient, is_conflict, is_not_found
 from pumice.client.informer import Informer
 from pumice.runtime import Request, Result
 
-Obj = dict[str, Any]
-
 
 def _matches(selector: Any, labels: Any) -> bool:
     try:

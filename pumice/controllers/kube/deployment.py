@@ -27,10 +27,9 @@ from __future__ import annotations
 import copy
 import logging
 import math
-from typing import Any
 
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
-from pumice.api import meta
+from pumice.api import Obj, meta
 from pumice.api.scheme import DEPLOYMENT, REPLICA_SET
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_conflict, is_not_found
 from pumice.client.informer import OWNER_UID_INDEX, Informer
@@ -39,7 +38,6 @@ from pumice.controllers.kube.replicaset import ORPHAN_INDEX, orphan_indexer, wor
 from pumice.runtime import Request, Result, TerminalError
 from pumice.runtime.events import EventRecorder
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 POD_TEMPLATE_HASH = "pod-template-hash"

@@ -23,17 +23,14 @@ podToEndpointAddressForService) and pkg/controller/endpointslice (one slice per 
 from __future__ import annotations
 
 import copy
-from typing import Any
 
-from pumice.api import meta
+from pumice.api import Obj, meta
 from pumice.api.scheme import ENDPOINT_SLICE, ENDPOINTS
 from pumice.api.selectors import from_set
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
 from pumice.client.informer import Informer
 from pumice.controllers.kube.podutil import compute_hash, controller_ref, is_terminal
 from pumice.runtime import Request, Result
-
-Obj = dict[str, Any]
 
 HEADLESS_LABEL = "service.kubernetes.io/headless"
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"

@@ -27,15 +27,14 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass, field
-from typing import Any
 
 from pumice._util.clock import Clock
+from pumice.api import Obj
 from pumice.api.scheme import CUSTOM_RESOURCE_DEFINITION, ResourceKind
 from pumice.client.base import ApiError, KubeClient, is_not_found
 from pumice.client.informer import Informer, SharedInformerFactory
 from pumice.client.workqueue import QueueShutDown, RateLimitingQueue
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 FOREGROUND = "foregroundDeletion"

@@ -29,10 +29,9 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any
 
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
-from pumice.api import meta
+from pumice.api import Obj, meta
 from pumice.api.scheme import JOB, POD
 from pumice.client.base import ApiError, KubeClient, is_conflict, is_not_found
 from pumice.client.informer import OWNER_UID_INDEX, Informer
@@ -42,7 +41,6 @@ from pumice.runtime import Request, Result
 from pumice.runtime.events import EventRecorder
 from pumice.runtime.expectations import Expectations
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"

@@ -16,16 +16,14 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any
 
 from pumice._util.clock import Clock, rfc3339
-from pumice.api import meta
+from pumice.api import Obj, meta
 from pumice.api.scheme import NAMESPACE, ResourceKind
 from pumice.client.base import ApiError, KubeClient, is_conflict, is_not_found
 from pumice.client.informer import Informer
 from pumice.runtime import Request, Result
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 FINALIZER_KUBERNETES = "kubernetes"

@@ -27,16 +27,14 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any
 
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
-from pumice.api import meta
+from pumice.api import Obj, meta
 from pumice.api.scheme import POD
 from pumice.client.base import ApiError, KubeClient, is_not_found
 from pumice.client.informer import Informer
 from pumice.runtime.events import EventRecorder
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 LEASE_NAMESPACE = "kube-node-lease"

@@ -27,15 +27,14 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any
 
+from pumice.api import Obj
 from pumice.api.quantity import parse_quantity
 from pumice.client.base import ApiError, KubeClient, is_conflict, is_not_found
 from pumice.client.informer import Informer, matches_labels
 from pumice.runtime import Request, Result
 from pumice.runtime.events import EventRecorder
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"

@@ -17,9 +17,7 @@ from typing import Any
 import msgspec
 
 from pumice._util.clock import parse_rfc3339
-from pumice.api import meta
-
-Obj = dict[str, Any]
+from pumice.api import Obj, meta
 
 _ENC = msgspec.json.Encoder()
 _DEC = msgspec.json.Decoder()

@@ -23,7 +23,7 @@ import logging
 from typing import Any
 
 from pumice._util.clock import Clock
-from pumice.api import meta
+from pumice.api import Obj, meta
 from pumice.api.scheme import POD
 from pumice.api.selectors import NOTHING, LabelSelector, from_label_selector
 from pumice.client.base import ApiError, KubeClient, is_conflict, is_not_found
@@ -41,7 +41,6 @@ from pumice.runtime import Request, Result
 from pumice.runtime.events import EventRecorder
 from pumice.runtime.expectations import Expectations
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 BURST_REPLICAS = 500

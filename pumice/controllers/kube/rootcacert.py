@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any
 
+from pumice.api import Obj
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_conflict, is_not_found
 from pumice.client.informer import Informer
 from pumice.runtime import Request, Result
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 ROOT_CA_CONFIGMAP = "kube-root-ca.crt"

@@ -10,13 +10,12 @@ DefaultServiceAccountsControllerOptions).
 from __future__ import annotations
 
 import logging
-from typing import Any
 
+from pumice.api import Obj
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
 from pumice.client.informer import Informer
 from pumice.runtime import Request, Result
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 #: the ServiceAccounts every Namespace gets

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import random
 import string
-from typing import Any
 
+from pumice.api import Obj
 from pumice.api.selectors import from_set
 from pumice.controllers.ray import constants as c
-
-Obj = dict[str, Any]
 
 _ALNUM = string.ascii_lowercase + string.digits
 

@@ -24,10 +24,9 @@ from typing import Any, Protocol
 
 import httpx2
 
+from pumice.api import Obj
 from pumice.controllers.ray import constants as c
 from pumice.controllers.ray.common.job import runtime_env_json
-
-Obj = dict[str, Any]
 
 DIRECT_TIMEOUT_SECONDS = 2.0
 

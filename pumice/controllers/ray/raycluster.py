@@ -32,8 +32,8 @@ from typing import Any, Protocol
 
 from pumice._util.clock import Clock, default_clock, parse_rfc3339, rfc3339
 from pumice._util.duration import go_duration_string
+from pumice.api import Obj, scheme
 from pumice.api import meta as m
-from pumice.api import scheme
 from pumice.client.base import KubeClient, is_already_exists, is_not_found
 from pumice.controllers.ray import association as assoc
 from pumice.controllers.ray import constants as c
@@ -48,7 +48,6 @@ from pumice.controllers.ray.expectations import ScaleExpectations
 from pumice.controllers.ray.validation import ValidationError, validate_raycluster
 from pumice.runtime.reconcile import Request, Result
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 HEAD_GROUP_KEY = ""

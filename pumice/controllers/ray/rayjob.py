@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pumice._util.clock import Clock, default_clock, parse_rfc3339, rfc3339
-from pumice.api import scheme
+from pumice.api import Obj, scheme
 from pumice.client.base import KubeClient, is_not_found
 from pumice.controllers.ray import association as assoc
 from pumice.controllers.ray import constants as c
@@ -50,7 +50,6 @@ from pumice.controllers.ray.raycluster import EventRecorder, NullRecorder, incon
 from pumice.controllers.ray.validation import ValidationError, validate_rayjob
 from pumice.runtime.reconcile import Request, Result
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 JDS = c.JobDeploymentStatus

@@ -40,8 +40,8 @@ from typing import Any
 
 from pumice._util.clock import Clock, default_clock, parse_rfc3339, rfc3339
 from pumice._util.duration import go_duration_string
+from pumice.api import Obj, scheme, yamlsafe
 from pumice.api import meta as m
-from pumice.api import scheme, yamlsafe
 from pumice.api.ray.constants import (
     ApplicationStatus,
     RayServiceConditionReason,
@@ -69,7 +69,6 @@ from pumice.controllers.ray.validation import (
 )
 from pumice.runtime.reconcile import Request, Result
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 COND = RayServiceConditionType

@@ -5,11 +5,8 @@ Pure functions over wire dicts; times are read from the object, never from a clo
 
 from __future__ import annotations
 
-from typing import Any
-
 from pumice._util.clock import parse_rfc3339
-
-Obj = dict[str, Any]
+from pumice.api import Obj
 
 
 def _seconds_between(a: str | None, b: str | None) -> float | None:

@@ -9,15 +9,12 @@ the features pumice implements.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import yaml
 
 from pumice._util.duration import parse_go_duration
-from pumice.api import yamlsafe
+from pumice.api import Obj, yamlsafe
 from pumice.controllers.ray import constants as c
-
-Obj = dict[str, Any]
 
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 

@@ -39,13 +39,12 @@ from typing import Any
 
 from croniter import croniter
 
-from pumice.api import scheme
+from pumice.api import Obj, scheme
 from pumice.api.meta import owner_reference
 from pumice.api.volcano.constants import CRON_JOB_SCHEDULED_TIMESTAMP_ANNOTATION, ConcurrencyPolicy
 from pumice.client.base import KubeClient, is_already_exists, is_not_found
 from pumice.runtime.reconcile import Request, Result
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 NEXT_SCHEDULE_DELTA = 0.1

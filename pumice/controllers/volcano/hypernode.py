@@ -25,13 +25,12 @@ from typing import Any
 
 import yaml
 
-from pumice.api import scheme
+from pumice.api import Obj, scheme
 from pumice.api.volcano.constants import NETWORK_TOPOLOGY_SOURCE_LABEL, TOPOLOGY_API_VERSION
 from pumice.api.volcano.topology import real_node_count
 from pumice.client.base import KubeClient, is_already_exists, is_not_found
 from pumice.runtime.reconcile import Request, Result
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 CONFIG_MAP_NAME = "volcano-controller-configmap"

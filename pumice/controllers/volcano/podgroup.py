@@ -16,13 +16,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pumice.api import scheme
+from pumice.api import Obj, scheme
 from pumice.api.meta import owner_reference
 from pumice.client.base import KubeClient, is_already_exists, is_not_found
 from pumice.controllers.volcano import keys
 from pumice.controllers.volcano.job import resources as res
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 _OWNER_KINDS = {"ReplicaSet": scheme.REPLICA_SET, "Job": scheme.JOB}

@@ -35,12 +35,11 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from pumice.api import scheme
+from pumice.api import Obj, scheme
 from pumice.client.base import KubeClient, is_already_exists, is_not_found
 from pumice.controllers.volcano import keys
 from pumice.controllers.volcano.keys import Action, PodGroupPhase, QueueState
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 QUEUE_INDEX = "volcano:queue"

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pumice.api import scheme
+from pumice.api import Obj, scheme
 from pumice.controllers.volcano import keys
 from pumice.controllers.volcano.cronjob import CronJobReconciler
 from pumice.controllers.volcano.hypernode import (
@@ -43,7 +43,6 @@ from pumice.controllers.volcano.queue import (
 from pumice.runtime.predicates import FuncPredicate
 from pumice.runtime.reconcile import Request
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 

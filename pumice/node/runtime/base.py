@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from pumice.api import Obj
 from pumice.node.volumes import Mount
-
-Obj = dict[str, Any]
 
 
 class RuntimeError_(Exception):

@@ -37,16 +37,15 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from pumice._util.clock import Clock
+from pumice.api import Obj
 from pumice.node import podspec
 from pumice.node.network import HostNetwork, NetnsNetwork, NetworkError, hosts_content, write_in_place
 from pumice.node.runtime.base import Container, RuntimeError_, Sandbox, StartRequest
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 SHIM = Path(__file__).with_name("shim.py")
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 

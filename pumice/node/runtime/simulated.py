@@ -18,13 +18,11 @@ import random
 import signal
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from pumice._util.clock import Clock
+from pumice.api import Obj
 from pumice.node.network import IPAM
 from pumice.node.runtime.base import Container, Sandbox, StartRequest
-
-Obj = dict[str, Any]
 
 ANNOTATION_DURATION = "pumice.io/sim-duration-seconds"
 ANNOTATION_EXIT_CODE = "pumice.io/sim-exit-code"

@@ -22,12 +22,10 @@ import heapq
 import random
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
 
+from pumice.api import Obj
 from pumice.scheduler.default import plugins
 from pumice.scheduler.default.podinfo import NodeInfo, PodInfo
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)

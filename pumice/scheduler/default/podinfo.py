@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
 
+from pumice.api import Obj
 from pumice.api.meta import get_condition
 from pumice.api.selectors import LabelSelector, SelectorError, from_node_selector_requirements
 from pumice.scheduler.default.resources import (
@@ -25,8 +25,6 @@ from pumice.scheduler.default.resources import (
     pod_nonzero_requests,
     pod_requests,
 )
-
-Obj = dict[str, Any]
 
 TAINT_NOT_READY = "node.kubernetes.io/not-ready"
 TAINT_UNREACHABLE = "node.kubernetes.io/unreachable"

@@ -15,9 +15,8 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
+from pumice.api import Obj
 from pumice.api.quantity import milli_value, value
-
-Obj = dict[str, Any]
 
 CPU = "cpu"
 MEMORY = "memory"

@@ -24,6 +24,7 @@ import logging
 from typing import Any
 
 from pumice._util.clock import Clock, default_clock, rfc3339
+from pumice.api import Obj
 from pumice.api.meta import with_condition
 from pumice.api.scheme import NODE, POD
 from pumice.client.base import ApiError, KubeClient, is_not_found
@@ -35,7 +36,6 @@ from pumice.scheduler.default.queue import SchedulingQueue
 from pumice.scheduler.default.resources import node_allocatable
 from pumice.scheduler.default.vector import VectorCore
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"

@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from pumice.api import Obj
 from pumice.scheduler.default import plugins
 from pumice.scheduler.default.core import CoreBase, Decision
 from pumice.scheduler.default.podinfo import PodInfo, Requirement, Taint, Term, effective_taints
 from pumice.scheduler.default.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, node_allocatable
 
-Obj = dict[str, Any]
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
 

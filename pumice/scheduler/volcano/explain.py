@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from pumice.api import Obj
 from pumice.api.volcano.constants import DEFAULT_SCHEDULER_NAME
 from pumice.scheduler.volcano import build_snapshot
 from pumice.scheduler.volcano.api.resource import Dimension, Resource
@@ -25,8 +26,6 @@ from pumice.scheduler.volcano.api.types import TaskStatus
 from pumice.scheduler.volcano.conf import SchedulerConfiguration
 from pumice.scheduler.volcano.framework.interface import RecordingCache
 from pumice.scheduler.volcano.framework.session import open_session, run_actions
-
-Obj = dict[str, Any]
 
 GROUP_KEY = "scheduling.k8s.io/group-name"
 KIND_ALIASES = {

@@ -11,11 +11,10 @@ schedulermanager.go.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
+from pumice.api import Obj
 from pumice.client.base import KubeClient
-
-Obj = dict[str, Any]
 
 
 class BatchScheduler(Protocol):

@@ -5,11 +5,8 @@ Mirrors: kuberay ray-operator/controllers/ray/batchscheduler/utils/utils.go (Add
 
 from __future__ import annotations
 
-from typing import Any
-
+from pumice.api import Obj
 from pumice.controllers.ray import constants as c
-
-Obj = dict[str, Any]
 
 
 def add_scheduler_name(child: Obj, scheduler_name: str) -> None:

@@ -8,13 +8,10 @@ Mirrors: kuberay ray-operator/controllers/ray/batchscheduler/kai-scheduler/kai_s
 
 from __future__ import annotations
 
-from typing import Any
-
+from pumice.api import Obj
 from pumice.controllers.ray import constants as c
 from pumice.controllers.ray.batchscheduler._common import add_scheduler_name, labels_of
 from pumice.controllers.ray.common import job as jobb
-
-Obj = dict[str, Any]
 
 PLUGIN_NAME = "kai-scheduler"
 QUEUE_LABEL = "kai.scheduler/queue"

@@ -9,14 +9,10 @@ Mirrors: kuberay ray-operator/controllers/ray/batchscheduler/scheduler-plugins/s
 
 from __future__ import annotations
 
-from typing import Any
-
-from pumice.api import scheme
+from pumice.api import Obj, scheme
 from pumice.client.base import KubeClient, is_already_exists, is_not_found
 from pumice.controllers.ray.batchscheduler._common import add_scheduler_name, gang_scheduling_enabled
 from pumice.controllers.ray.common import resources as res
-
-Obj = dict[str, Any]
 
 PLUGIN_NAME = "scheduler-plugins"
 SCHEDULER_INSTANCE_NAME = "scheduler-plugins-scheduler"

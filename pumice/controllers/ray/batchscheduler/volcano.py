@@ -18,9 +18,7 @@ Pod gets no Volcano metadata (the default scheduler places it).
 
 from __future__ import annotations
 
-from typing import Any
-
-from pumice.api import scheme
+from pumice.api import Obj, scheme
 from pumice.api.quantity import parse_quantity
 from pumice.api.volcano import constants as vc
 from pumice.client.base import KubeClient, is_already_exists, is_not_found
@@ -28,8 +26,6 @@ from pumice.controllers.ray import association as assoc
 from pumice.controllers.ray import constants as c
 from pumice.controllers.ray.common import job as jobb
 from pumice.controllers.ray.common import resources as res
-
-Obj = dict[str, Any]
 
 PLUGIN_NAME = "volcano"
 QUEUE_NAME_LABEL = vc.QUEUE_NAME_KEY

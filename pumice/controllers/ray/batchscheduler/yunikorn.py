@@ -14,8 +14,8 @@ yunikorn_task_groups.go.
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from pumice.api import Obj
 from pumice.controllers.ray import constants as c
 from pumice.controllers.ray.batchscheduler._common import (
     add_scheduler_name,
@@ -24,8 +24,6 @@ from pumice.controllers.ray.batchscheduler._common import (
 )
 from pumice.controllers.ray.common import job as jobb
 from pumice.controllers.ray.common import resources as res
-
-Obj = dict[str, Any]
 
 PLUGIN_NAME = "yunikorn"
 POD_APPLICATION_ID_LABEL = "applicationId"

@@ -8,13 +8,11 @@ common/association.go (RayClusterRedisCleanupJobAssociationOptions).
 from __future__ import annotations
 
 import copy
-from typing import Any
 
+from pumice.api import Obj
 from pumice.controllers.ray import association as assoc
 from pumice.controllers.ray import constants as c
 from pumice.controllers.ray.common import pod as podb
-
-Obj = dict[str, Any]
 
 REDIS_CLEANUP_NODE_TYPE = "redis-cleanup"
 GCS_FT_DOCS = "https://docs.ray.io/en/master/cluster/kubernetes/user-guides/kuberay-gcs-ft.html"

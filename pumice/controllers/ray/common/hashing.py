@@ -17,9 +17,8 @@ import base64
 import copy
 import hashlib
 import json
-from typing import Any
 
-Obj = dict[str, Any]
+from pumice.api import Obj
 
 
 def hash_without_replicas_and_workers_to_delete(cluster_spec: Obj) -> str:

@@ -11,15 +11,12 @@ from __future__ import annotations
 import copy
 import json
 import re
-from typing import Any
 
 import yaml
 
-from pumice.api import yamlsafe
+from pumice.api import Obj, yamlsafe
 from pumice.controllers.ray import constants as c
 from pumice.controllers.ray.common.pod import DEFAULT_POD_OPTIONS, PodOptions, container_command
-
-Obj = dict[str, Any]
 
 
 class SubmitCommandError(ValueError):

@@ -20,12 +20,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from pumice.api import Obj
 from pumice.api.quantity import parse_quantity, value
 from pumice.controllers.ray import association as assoc
 from pumice.controllers.ray import constants as c
 from pumice.controllers.ray.common.resources import is_autoscaling_enabled, is_gpu_resource_key
-
-Obj = dict[str, Any]
 
 _CUSTOM_ACCELERATORS = {"aws.amazon.com/neuroncore": "neuron_cores", "google.com/tpu": "TPU"}
 _KEEP_FALSE_FLAGS = ("log-color", "include-dashboard", "include-log-monitor")

@@ -9,15 +9,13 @@ common/service.go (BuildHeadServiceForRayService, BuildServeService).
 from __future__ import annotations
 
 import copy
-from typing import Any
 
+from pumice.api import Obj
 from pumice.api.ray import constants as api_c
 from pumice.controllers.ray import association as assoc
 from pumice.controllers.ray import constants as c
 from pumice.controllers.ray.common import service as svcb
 from pumice.controllers.ray.common.hashing import hash_without_replicas_and_workers_to_delete
-
-Obj = dict[str, Any]
 
 HASH_KEY = api_c.HASH_WITHOUT_REPLICAS_AND_WORKERS_TO_DELETE_KEY
 NUM_WORKER_GROUPS_KEY = api_c.NUM_WORKER_GROUPS_KEY

@@ -14,12 +14,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from fractions import Fraction
-from typing import Any
 
+from pumice.api import Obj
 from pumice.api.quantity import format_bytes, format_millis, parse_quantity
 from pumice.controllers.ray import constants as c
 
-Obj = dict[str, Any]
 ResourceList = dict[str, Fraction]
 
 _MIG = re.compile(r"nvidia\.com/mig-\d+g\.\d+gb$")

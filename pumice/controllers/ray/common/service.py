@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any
 
+from pumice.api import Obj
 from pumice.controllers.ray import association as assoc
 from pumice.controllers.ray import constants as c
-
-Obj = dict[str, Any]
 
 DEFAULT_HEAD_PORTS = {
     c.CLIENT_PORT_NAME: c.DEFAULT_CLIENT_PORT,

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any
 
+from pumice.api import Obj
 from pumice.api.meta import owner_reference
 from pumice.api.volcano.constants import PARTITION_ID_LABEL
 from pumice.controllers.volcano import keys
 from pumice.controllers.volcano.job import resources as res
-
-Obj = dict[str, Any]
 
 
 def pod_name(job_name: str, task_name: str, index: int) -> str:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
-from pumice.api import scheme
+from pumice.api import Obj, scheme
 from pumice.client.base import KubeClient, is_already_exists, is_not_found
 from pumice.controllers.volcano import keys
 from pumice.controllers.volcano.admission.jobs import mutate_job, validate_job_spec
@@ -48,7 +48,6 @@ from pumice.controllers.volcano.job.state import (
 )
 from pumice.controllers.volcano.keys import Action, Event, JobPhase, PodGroupPhase
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 INTERNAL_EVENTS = frozenset({Event.OUT_OF_SYNC, Event.COMMAND_ISSUED, Event.POD_RUNNING})

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
+from pumice.api import Obj
 from pumice.controllers.volcano.keys import Action, JobPhase
 
-Obj = dict[str, Any]
 UpdateFn = Callable[[Obj], bool]
 
 RETAIN_NONE: frozenset[str] = frozenset()

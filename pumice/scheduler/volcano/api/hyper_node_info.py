@@ -18,14 +18,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from pumice.api import Obj
 from pumice.api.volcano.topology import member_hypernodes, member_nodes
 
 log = logging.getLogger("pumice.scheduler.volcano")
 
 CLUSTER_TOP_HYPERNODE = "<cluster-top-hypernode>"
-Obj = dict[str, Any]
 
 
 @dataclass

@@ -7,8 +7,8 @@ NeedContinueAllocating, FitError, TaskSchedulingReason).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from pumice.api import Obj
 from pumice.scheduler.volcano.api.resource import Resource
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import (
@@ -22,8 +22,6 @@ from pumice.scheduler.volcano.api.types import (
     PodGroupPhase,
     TaskStatus,
 )
-
-Obj = dict[str, Any]
 
 _READY = (TaskStatus.Bound, TaskStatus.Binding, TaskStatus.Running, TaskStatus.Allocated, TaskStatus.Succeeded)
 _VALID = ALLOCATED_STATUSES | {TaskStatus.Succeeded, TaskStatus.Pipelined, TaskStatus.Pending}

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
+from pumice.api import Obj
 from pumice.api.meta import get_condition
 from pumice.scheduler.volcano.api.resource import Dimension, Resource
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import COMPLETED_STATUSES, TaskStatus
-
-Obj = dict[str, Any]
 
 
 class NodeError(RuntimeError):

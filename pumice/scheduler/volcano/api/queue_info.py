@@ -6,8 +6,9 @@ Mirrors: volcano pkg/scheduler/api/queue_info.go QueueInfo, cluster_info.go Clus
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from pumice.api import Obj
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.resource import Resource
@@ -16,7 +17,6 @@ from pumice.scheduler.volcano.api.types import HIERARCHY_ANNOTATION, HIERARCHY_W
 if TYPE_CHECKING:
     from pumice.scheduler.volcano.api.hyper_node_info import HyperNodesInfo
 
-Obj = dict[str, Any]
 
 
 @dataclass(eq=False)

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any
 
 from pumice._util.clock import parse_rfc3339
+from pumice.api import Obj
 from pumice.scheduler.default.resources import pod_nonzero_requests
 from pumice.scheduler.volcano.api.resource import PODS, Resource
 from pumice.scheduler.volcano.api.types import (
@@ -20,8 +20,6 @@ from pumice.scheduler.volcano.api.types import (
     TASK_SPEC_KEY,
     TaskStatus,
 )
-
-Obj = dict[str, Any]
 
 _POD_ONE = Resource(scalars={PODS: 1.0})
 

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from pumice._util.clock import Clock, rfc3339
-from pumice.api import quantity
+from pumice.api import Obj, quantity
 from pumice.api.meta import get_condition
 from pumice.api.scheme import HYPER_NODE, POD_GROUP, PRIORITY_CLASS, QUEUE, ResourceKind
 from pumice.client.base import ApiError, KubeClient, is_not_found
@@ -33,7 +33,6 @@ from pumice.scheduler.volcano.cache.snapshot import build_snapshot
 from pumice.scheduler.volcano.framework.session import CloseResult, status_changed
 
 log = logging.getLogger("pumice.scheduler.volcano")
-Obj = dict[str, Any]
 
 
 

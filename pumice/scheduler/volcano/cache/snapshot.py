@@ -9,9 +9,9 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from pumice._util.clock import Clock, parse_rfc3339
+from pumice.api import Obj
 from pumice.scheduler.volcano.api.hyper_node_info import build_hypernodes
 from pumice.scheduler.volcano.api.job_info import JobInfo, NetworkTopology
 from pumice.scheduler.volcano.api.node_info import NodeInfo, node_is_ready
@@ -27,8 +27,6 @@ from pumice.scheduler.volcano.api.types import (
 from pumice.scheduler.volcano.conf import SchedulerConfiguration
 from pumice.scheduler.volcano.framework.interface import RecordingCache, SessionCache
 from pumice.scheduler.volcano.framework.session import CloseResult, open_session, run_actions
-
-Obj = dict[str, Any]
 
 
 class SnapshotError(ValueError):

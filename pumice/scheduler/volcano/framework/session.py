@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from pumice._util.clock import rfc3339
+from pumice.api import Obj
 from pumice.scheduler.volcano import metrics
 from pumice.scheduler.volcano.api.hyper_node_info import HyperNodesInfo, build_hypernodes
 from pumice.scheduler.volcano.api.job_info import JobInfo
@@ -78,7 +79,6 @@ from pumice.scheduler.volcano.framework.util import PriorityQueue
 
 log = logging.getLogger("pumice.scheduler.volcano")
 
-Obj = dict[str, Any]
 
 
 @dataclass

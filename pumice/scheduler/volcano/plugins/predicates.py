@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from pumice.api import Obj
 from pumice.api.selectors import SelectorError, from_label_selector, from_node_selector_requirements, from_set
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.resource import PODS
@@ -31,7 +32,6 @@ from pumice.scheduler.volcano.framework.arguments import Arguments, arg, decode
 from pumice.scheduler.volcano.framework.session import Session
 
 PLUGIN_NAME = "predicates"
-Obj = dict[str, Any]
 
 ERR_UNSCHEDULABLE = "node(s) were unschedulable"
 ERR_AFFINITY = "node(s) didn't match Pod's node affinity/selector"

@@ -14,15 +14,14 @@ Mirrors: volcano pkg/controllers/job/plugins/factory.go and interface/interface.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
+from pumice.api import Obj
 from pumice.controllers.volcano.job.plugins._base import NoopPlugin, PluginClient, parse_flags
 from pumice.controllers.volcano.job.plugins.env import EnvPlugin
 from pumice.controllers.volcano.job.plugins.ray import RayPlugin
 from pumice.controllers.volcano.job.plugins.ssh import SSHPlugin
 from pumice.controllers.volcano.job.plugins.svc import SvcPlugin
-
-Obj = dict[str, Any]
 
 
 class JobPlugin(Protocol):

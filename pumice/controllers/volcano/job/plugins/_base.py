@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from pumice.api import Obj
 from pumice.api.meta import owner_reference
 from pumice.api.scheme import ResourceKind
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 

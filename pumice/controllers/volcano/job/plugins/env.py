@@ -6,11 +6,9 @@ Mirrors: volcano pkg/controllers/job/plugins/env/env.go.
 
 from __future__ import annotations
 
-from typing import Any
-
+from pumice.api import Obj
 from pumice.controllers.volcano.job.plugins._base import PluginClient, controlled, set_controlled
 
-Obj = dict[str, Any]
 TASK_VK_INDEX = "VK_TASK_INDEX"
 TASK_INDEX = "VC_TASK_INDEX"
 

@@ -11,8 +11,7 @@ Mirrors: volcano pkg/controllers/job/plugins/distributed-framework/ray/ray.go.
 
 from __future__ import annotations
 
-from typing import Any
-
+from pumice.api import Obj
 from pumice.controllers.volcano import keys
 from pumice.controllers.volcano.job.builders import pod_name
 from pumice.controllers.volcano.job.plugins._base import (
@@ -23,7 +22,6 @@ from pumice.controllers.volcano.job.plugins._base import (
     set_controlled,
 )
 
-Obj = dict[str, Any]
 GCS_PORT_NAME = "gcs"
 DASHBOARD_PORT_NAME = "dashboard"
 CLIENT_PORT_NAME = "client-server"

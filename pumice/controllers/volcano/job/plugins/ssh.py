@@ -11,8 +11,8 @@ Mirrors: volcano pkg/controllers/job/plugins/ssh/ssh.go.
 from __future__ import annotations
 
 import base64
-from typing import Any
 
+from pumice.api import Obj
 from pumice.controllers.volcano.job.builders import pod_name
 from pumice.controllers.volcano.job.plugins._base import (
     PluginClient,
@@ -22,7 +22,6 @@ from pumice.controllers.volcano.job.plugins._base import (
     set_controlled,
 )
 
-Obj = dict[str, Any]
 SSH_PRIVATE_KEY = "id_rsa"
 SSH_PUBLIC_KEY = "id_rsa.pub"
 SSH_AUTHORIZED_KEYS = "authorized_keys"

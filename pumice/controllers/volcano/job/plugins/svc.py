@@ -11,8 +11,7 @@ Mirrors: volcano pkg/controllers/job/plugins/svc/svc.go.
 
 from __future__ import annotations
 
-from typing import Any
-
+from pumice.api import Obj
 from pumice.controllers.volcano import keys
 from pumice.controllers.volcano.job.builders import pod_name
 from pumice.controllers.volcano.job.plugins._base import (
@@ -23,7 +22,6 @@ from pumice.controllers.volcano.job.plugins._base import (
     set_controlled,
 )
 
-Obj = dict[str, Any]
 CONFIGMAP_MOUNT_PATH = "/etc/volcano"
 
 
