@@ -17,8 +17,12 @@ bound), Pod start (-> last Ray Pod Running), Ray start (-> cluster ``ready``), s
 (-> Ray job started), job run (Ray's start -> end, includes the runtime_env pip install) and
 completion (-> RayJob Complete).
 
+RayService mode (``--rayservice``, needs root, Ray and Ray Serve): the sample RayService on real Ray
+Serve: head Pod ready (baseline), RayService Ready, first answered request; then the upgrade
+duration and the requests failed during it (see :func:`run_rayservice`).
+
 Usage: ``python bench/kuberay.py [--clusters 1000] [--workers 3] [--concurrency 8] [--backend fake|local]``
-or ``python bench/kuberay.py --process``
+or ``python bench/kuberay.py --process`` or ``python bench/kuberay.py --rayservice``
 """
 
 from __future__ import annotations
@@ -125,82 +129,201 @@ def _t(ts: str | None) -> float:
     return parse_rfc3339(ts) if ts else float("nan")
 
 
-async def run_process_sample() -> None:
+@contextlib.asynccontextmanager
+async def process_stack(**agent_kwargs: Any) -> AsyncIterator[Any]:
+    """The real stack in this process: in-process API server, kube controllers, default scheduler,
+    one node agent with the process runtime and the KubeRay operator. Yields the API client and
+    the node agent."""
     import shutil
     import tempfile
     from pathlib import Path
-
-    import yaml
 
     from pumice.controllers import kube
     from pumice.node.agent import NodeAgent
     from pumice.scheduler.default.scheduler import run_scheduler
     from pumice.testing.cluster import local_cluster
-    from pumice.testing.paths import shared_dir
 
-    docs = [d for d in yaml.safe_load_all((shared_dir() / "samples/kuberay/ray-job.sample.yaml").read_text()) if d]
     data = Path(tempfile.mkdtemp(prefix="pumice-kuberay-bench-", dir="/var/tmp"))
     stop = asyncio.Event()
     try:
         async with local_cluster() as lc:
             kmgr = Manager(lc.new_client())
             kube.setup(kmgr)
+            agent = NodeAgent(lc.new_client(), runtime="process", data_dir=data / "node", stop_grace=10.0,
+                              **agent_kwargs)
             tasks = [asyncio.create_task(kmgr.start()),
                      asyncio.create_task(run_scheduler(lc.new_client(), stop_event=stop)),
-                     asyncio.create_task(NodeAgent(lc.new_client(), runtime="process", data_dir=data / "node",
-                                                   stop_grace=10.0).run(stop_event=stop))]
+                     asyncio.create_task(agent.run(stop_event=stop))]
             op = Manager(lc.new_client())
             setup(op)
             tasks.append(asyncio.create_task(op.start()))
             await kmgr.wait_started()
             await op.wait_started()
-            client = lc.client
-            for d in docs:
-                d.setdefault("metadata", {}).setdefault("namespace", "default")
-                await client.create(d)
-            t0 = time.perf_counter()
-            while True:
-                job = await client.get(scheme.RAY_JOB, "rayjob-sample", "default")
-                st = job.get("status") or {}
-                if st.get("jobDeploymentStatus") in ("Complete", "Failed"):
-                    break
-                await asyncio.sleep(1)
-            wall = time.perf_counter() - t0
-            cl_name = st["rayClusterName"]
-            pods = (await client.list(scheme.POD, "default", label_selector=f"ray.io/cluster={cl_name}")).items
-
-            def cond(p: Obj, t: str) -> float:
-                for c in (p.get("status") or {}).get("conditions") or []:
-                    if c.get("type") == t:
-                        return _t(c.get("lastTransitionTime"))
-                return float("nan")
-
-            created = _t(job["metadata"]["creationTimestamp"])
-            scheduled = max(cond(p, "PodScheduled") for p in pods)
-            running = max(_t((p.get("status") or {}).get("startTime")) for p in pods)
-            ready = max(cond(p, "Ready") for p in pods)
-            info = st.get("rayJobInfo") or {}
-            ray_start, ray_end = _t(info.get("startTime")), _t(info.get("endTime"))
-            end = _t(st.get("endTime"))
-            print(f"sample RayJob: {st['jobDeploymentStatus']} / {st.get('jobStatus')} in {wall:.0f} s wall "
-                  f"({end - created:.0f} s by the RayJob's timestamps, 1 s resolution)")
-            if st.get("jobStatus") != "SUCCEEDED":
-                print(f"  reason={st.get('reason')} message={st.get('message', '')[:300]!r}")
-            restarts = {p["metadata"]["name"]: sum(int(cs.get("restartCount") or 0) for cs in
-                                                   (p.get("status") or {}).get("containerStatuses") or [])
-                        for p in pods}
-            print(f"  container restarts: {restarts}; machine load average {os.getloadavg()[0]:.1f}")
-            for label, a, b in (("cluster + scheduling", created, scheduled), ("Pod start", scheduled, running),
-                                ("Ray start (Pods ready)", running, ready), ("submission", ready, ray_start),
-                                ("job run (incl. pip runtime_env)", ray_start, ray_end),
-                                ("completion", ray_end, end)):
-                print(f"  {label:32s} {b - a:6.0f} s")
-            op.stop()
-            kmgr.stop()
-            stop.set()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            try:
+                yield lc.client, agent
+            finally:
+                op.stop()
+                kmgr.stop()
+                stop.set()
+                await asyncio.gather(*tasks, return_exceptions=True)
     finally:
         shutil.rmtree(data, ignore_errors=True)
+
+
+async def run_process_sample() -> None:
+    import yaml
+
+    from pumice.testing.paths import shared_dir
+
+    docs = [d for d in yaml.safe_load_all((shared_dir() / "samples/kuberay/ray-job.sample.yaml").read_text()) if d]
+    async with process_stack() as (client, _agent):
+        for d in docs:
+            d.setdefault("metadata", {}).setdefault("namespace", "default")
+            await client.create(d)
+        t0 = time.perf_counter()
+        while True:
+            job = await client.get(scheme.RAY_JOB, "rayjob-sample", "default")
+            st = job.get("status") or {}
+            if st.get("jobDeploymentStatus") in ("Complete", "Failed"):
+                break
+            await asyncio.sleep(1)
+        wall = time.perf_counter() - t0
+        cl_name = st["rayClusterName"]
+        pods = (await client.list(scheme.POD, "default", label_selector=f"ray.io/cluster={cl_name}")).items
+
+        def cond(p: Obj, t: str) -> float:
+            for c in (p.get("status") or {}).get("conditions") or []:
+                if c.get("type") == t:
+                    return _t(c.get("lastTransitionTime"))
+            return float("nan")
+
+        created = _t(job["metadata"]["creationTimestamp"])
+        scheduled = max(cond(p, "PodScheduled") for p in pods)
+        running = max(_t((p.get("status") or {}).get("startTime")) for p in pods)
+        ready = max(cond(p, "Ready") for p in pods)
+        info = st.get("rayJobInfo") or {}
+        ray_start, ray_end = _t(info.get("startTime")), _t(info.get("endTime"))
+        end = _t(st.get("endTime"))
+        print(f"sample RayJob: {st['jobDeploymentStatus']} / {st.get('jobStatus')} in {wall:.0f} s wall "
+              f"({end - created:.0f} s by the RayJob's timestamps, 1 s resolution)")
+        if st.get("jobStatus") != "SUCCEEDED":
+            print(f"  reason={st.get('reason')} message={st.get('message', '')[:300]!r}")
+        restarts = {p["metadata"]["name"]: sum(int(cs.get("restartCount") or 0) for cs in
+                                               (p.get("status") or {}).get("containerStatuses") or [])
+                    for p in pods}
+        print(f"  container restarts: {restarts}; machine load average {os.getloadavg()[0]:.1f}")
+        for label, a, b in (("cluster + scheduling", created, scheduled), ("Pod start", scheduled, running),
+                            ("Ray start (Pods ready)", running, ready), ("submission", ready, ray_start),
+                            ("job run (incl. pip runtime_env)", ray_start, ray_end),
+                            ("completion", ray_end, end)):
+            print(f"  {label:32s} {b - a:6.0f} s")
+
+
+SERVE_APPS = "tests/ray/serve_apps"
+
+
+async def run_rayservice() -> None:
+    """ray-service.sample.yaml (working_dir -> our own Serve apps from a ConfigMap, as the acceptance
+    test) on real Ray: apply -> cluster ready (the baseline: what a plain RayCluster of the same
+    spec costs) -> RayService Ready -> first answered request; then a cluster-spec change under a
+    client sending requests (one fresh connection each, through the serve Service) until the new
+    cluster serves: upgrade duration and failed requests."""
+    from pathlib import Path
+
+    import httpx2
+    import yaml
+
+    from pumice.testing.paths import shared_dir
+
+    apps = Path(__file__).resolve().parents[1] / SERVE_APPS
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "serve-apps", "namespace": "default"},
+          "data": {p.name: p.read_text() for p in sorted(apps.glob("*.py"))}}
+    rs = next(d for d in yaml.safe_load_all((shared_dir() / "samples/kuberay/ray-service.sample.yaml").read_text())
+              if d and d.get("kind") == "RayService")
+    rs["metadata"]["namespace"] = "default"
+    rs["spec"]["serveConfigV2"] = rs["spec"]["serveConfigV2"].replace(
+        "https://github.com/ray-project/test_dag/archive/78b4a5da38796123d9f9ffff59bab2792a043e95.zip",
+        "local:///tmp/serve-apps")
+    cfg = rs["spec"]["rayClusterConfig"]
+    for g in [cfg["headGroupSpec"], *cfg["workerGroupSpecs"]]:
+        g["template"]["spec"].setdefault("volumes", []).append({"name": "serve-apps", "configMap": {"name": "serve-apps"}})
+        g["template"]["spec"]["containers"][0].setdefault("volumeMounts", []).append(
+            {"name": "serve-apps", "mountPath": "/tmp/serve-apps"})
+    name = rs["metadata"]["name"]
+    url = f"http://{name}-serve-svc.default.svc.cluster.local:8000/fruit/"
+
+    def ready_cond(r: Obj) -> bool:
+        return any(c.get("type") == "Ready" and c.get("status") == "True"
+                   for c in (r.get("status") or {}).get("conditions") or [])
+
+    async with process_stack(node_cpu="8", node_memory="24Gi") as (client, agent):
+        proxy = f"http://{agent.network.gateway}:{agent._proxy.port}"
+
+        async def ask() -> bool:
+            try:
+                async with httpx2.AsyncClient(proxy=proxy, timeout=10) as http:
+                    r = await http.post(url, json=["MANGO", 2])
+                return r.status_code == 200 and float(r.text) == 6
+            except (httpx2.HTTPError, ValueError):
+                return False
+
+        await client.create(cm)
+        t0 = time.perf_counter()
+        await client.create(rs)
+        t_cluster = t_ready = t_first = None
+        while t_first is None:
+            cur = await client.get(scheme.RAY_SERVICE, name, "default")
+            pend = ((cur.get("status") or {}).get("pendingServiceStatus") or {})
+            act = ((cur.get("status") or {}).get("activeServiceStatus") or {})
+            cstate = ((pend.get("rayClusterStatus") or act.get("rayClusterStatus") or {}).get("head") or {})
+            if t_cluster is None and cstate.get("podIP"):
+                cl_name = pend.get("rayClusterName") or act.get("rayClusterName")
+                cl = await client.get(scheme.RAY_CLUSTER, cl_name, "default")
+                if any(c.get("type") == "HeadPodReady" and c.get("status") == "True"
+                       for c in (cl.get("status") or {}).get("conditions") or []):
+                    t_cluster = time.perf_counter() - t0
+            if t_ready is None and ready_cond(cur):
+                t_ready = time.perf_counter() - t0
+            if t_ready is not None and await ask():
+                t_first = time.perf_counter() - t0
+            await asyncio.sleep(0.5)
+        assert t_cluster is not None and t_ready is not None
+        print(f"RayService sample: head Pod ready {t_cluster:.0f} s (baseline), Ready {t_ready:.0f} s "
+              f"({t_ready / t_cluster:.1f}x the baseline), first answered request {t_first:.0f} s")
+
+        ok = failed = 0
+        stop = asyncio.Event()
+
+        async def load() -> None:
+            nonlocal ok, failed
+            while not stop.is_set():
+                if await ask():
+                    ok += 1
+                else:
+                    failed += 1
+                await asyncio.sleep(0.2)
+
+        task = asyncio.create_task(load())
+        await asyncio.sleep(5)
+        cur = await client.get(scheme.RAY_SERVICE, name, "default")
+        old = cur["status"]["activeServiceStatus"]["rayClusterName"]
+        for g in [cur["spec"]["rayClusterConfig"]["headGroupSpec"], *cur["spec"]["rayClusterConfig"]["workerGroupSpecs"]]:
+            g["template"]["spec"]["containers"][0].setdefault("env", []).append({"name": "BENCH_UPGRADE", "value": "1"})
+        t1 = time.perf_counter()
+        await client.update(cur)
+        while True:
+            cur = await client.get(scheme.RAY_SERVICE, name, "default")
+            act = (cur.get("status") or {}).get("activeServiceStatus") or {}
+            if act.get("rayClusterName") not in (None, "", old):
+                break
+            await asyncio.sleep(0.5)
+        upgrade = time.perf_counter() - t1
+        await asyncio.sleep(5)
+        stop.set()
+        await task
+        print(f"upgrade (cluster spec change -> traffic on the new cluster): {upgrade:.0f} s, requests {ok} ok / "
+              f"{failed} failed; the old cluster is deleted rayClusterDeletionDelaySeconds (KubeRay default 60 s) "
+              f"later; machine load average {os.getloadavg()[0]:.1f}")
 
 
 def main() -> None:
@@ -211,9 +334,14 @@ def main() -> None:
     ap.add_argument("--baseline", type=int, default=20, help="clusters in the baseline run")
     ap.add_argument("--backend", choices=["fake", "local"], default="fake")
     ap.add_argument("--process", action="store_true", help="time the sample RayJob on real Ray instead")
+    ap.add_argument("--rayservice", action="store_true",
+                    help="time the sample RayService on real Ray Serve: Ready, first request, upgrade")
     args = ap.parse_args()
     if args.process:
         asyncio.run(run_process_sample())
+        return
+    if args.rayservice:
+        asyncio.run(run_rayservice())
         return
 
     base = asyncio.run(run(args.baseline, args.workers, args.concurrency, args.backend))

@@ -188,6 +188,21 @@ def apps_from_serve_details(details: Obj) -> tuple[bool, Obj]:
     return ready and bool(apps), apps
 
 
+def need_submit_serve_applications(cached: str, current: str, apps: Obj) -> tuple[bool, str]:
+    """Whether to PUT the Serve config, and why: nothing cached for the cluster; no application
+    reported (a head restart without GCS FT); the cached config differs from ``serveConfigV2``.
+
+    Mirrors: checkIfNeedSubmitServeApplications."""
+    if not cached:
+        return True, "Nothing has been cached for the cluster."
+    if not apps:
+        return True, ("No Serve application found in the RayCluster. A possible reason is that the head Pod "
+                      "crashed and GCS FT was not enabled.")
+    if cached != current:
+        return True, "Current V2 Serve config doesn't match cached Serve config."
+    return False, "Current V2 Serve config matches cached Serve config."
+
+
 def is_zero_downtime_enabled(rs: Obj, default: bool) -> bool:
     """kuberay-2.md §11.8 table (incremental runs as the gate-off case)."""
     utype = ((rs.get("spec") or {}).get("upgradeStrategy") or {}).get("type")
@@ -601,7 +616,9 @@ class RayServiceReconciler:
         cname, ns = cluster["metadata"]["name"], m.namespace(cluster)
         current = (rs.get("spec") or {}).get("serveConfigV2") or ""
         cached = (self.serve_configs.get(m.key(rs)) or {}).get(cname, "")
-        if not cached or not apps or cached != current:
+        submit, why = need_submit_serve_applications(cached, current, apps)
+        if submit:
+            log.info("RayService %s: submitting Serve applications to %s: %s", m.key(rs), cname, why)
             try:
                 config = yamlsafe.safe_load(current) or {}
                 await dash.update_deployments(json.loads(json.dumps(config)))
