@@ -28,6 +28,8 @@ from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 
 from pumice import __version__
 from pumice.api.scheme import ResourceKind, Scheme
+from pumice.client.aio import AioHTTP
+from pumice.client.aio import supports as aio_supports
 from pumice.client.base import ApiError, Obj, ObjectList, PatchType, WatchEvent
 from pumice.client.transport import DirectASGI, StreamingASGITransport
 
@@ -118,6 +120,8 @@ class Client:
         self._lightkube: Any = None
         self._kinds: dict[tuple[str, str], ResourceKind] = {}
         self._direct = DirectASGI(transport.app) if isinstance(transport, StreamingASGITransport) else None
+        self._aio = (AioHTTP(config, timeout=timeout, user_agent=self.user_agent)
+                     if transport is None and aio_supports(config) else None)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -150,6 +154,10 @@ class Client:
                 raw.append((b"content-type", content_type.encode()))
                 raw.append((b"content-length", str(len(content)).encode()))
             status, data = await self._direct.request(method, path, query.encode(), raw, content or b"")
+        elif self._aio is not None:
+            headers = {"Content-Type": content_type, "Accept": "application/json"} if content is not None \
+                else {"Accept": "application/json"}
+            status, data = await self._aio.request(method, f"{path}?{query}" if query else path, headers, content)
         else:
             headers = {"Content-Type": content_type, "Accept": "application/json"} if content is not None \
                 else {"Accept": "application/json"}
@@ -173,6 +181,8 @@ class Client:
         if self._direct is not None:
             return await self._direct.stream("GET", path, query.encode(), [(b"accept", b"application/json"),
                                                                             (b"user-agent", self._ua)])
+        if self._aio is not None:
+            return await self._aio.stream(f"{path}?{query}" if query else path, {"Accept": "application/json"})
         req = self._http.build_request("GET", f"{path}?{query}" if query else path,
                                        headers={"Accept": "application/json"}, timeout=httpx2.Timeout(None))
         resp = await self._http.send(req, stream=True)
@@ -413,6 +423,8 @@ class Client:
                 result = closer()
                 if asyncio.iscoroutine(result):
                     await result
+        if self._aio is not None:
+            await self._aio.close()
         await self._http.aclose()
 
     async def __aenter__(self) -> Client:

@@ -263,15 +263,17 @@ def build_app(hooks: Sequence[Webhook], client: KubeClient) -> Starlette:
 
 
 def webhook_configurations(hooks: Sequence[Webhook], *, namespace: str, service: str, ca_bundle: bytes,
-                           port: int = 443, name: str = "pumice-admission") -> list[Obj]:
+                           port: int = 443, name: str = "pumice-admission", url: str | None = None) -> list[Obj]:
     """The MutatingWebhookConfiguration and ValidatingWebhookConfiguration for ``hooks``, served
-    by Service ``namespace/service`` whose certificate ``ca_bundle`` (PEM) signs."""
+    by Service ``namespace/service`` whose certificate ``ca_bundle`` (PEM) signs, or, with ``url``
+    (``https://host:port``), by a server outside the cluster at that address."""
     ca = base64.b64encode(ca_bundle).decode()
 
     def entry(h: Webhook) -> Obj:
+        client: Obj = ({"url": f"{url.rstrip('/')}{h.path}"} if url else
+                       {"service": {"namespace": namespace, "name": service, "path": h.path, "port": port}})
         e: Obj = {"name": h.name,
-                  "clientConfig": {"service": {"namespace": namespace, "name": service, "path": h.path, "port": port},
-                                   "caBundle": ca},
+                  "clientConfig": {**client, "caBundle": ca},
                   "rules": [r.to_wire() for r in h.rules], "failurePolicy": h.failure_policy,
                   "sideEffects": "None", "admissionReviewVersions": ["v1"], "timeoutSeconds": 10}
         if h.system_namespaces_excluded:
