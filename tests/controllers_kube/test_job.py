@@ -69,7 +69,9 @@ async def test_failing_pods_exhaust_backoff_limit_and_fail_the_job() -> None:
         assert cond is not None and cond["reason"] == "BackoffLimitExceeded"
         assert cond["message"] == "Job has reached the specified backoff limit"
         assert (await job_condition(env, "flaky", "FailureTarget"))["reason"] == "BackoffLimitExceeded"  # type: ignore[index]
-        assert st["failed"] == 3  # backoffLimit 2: the third failure fails the Job
+        # backoffLimit 2: the third failure fails the Job; with parallelism 2 the other running Pod
+        # can fail in the same pass (kube's job controller counts it too), so 3 or 4
+        assert st["failed"] in (3, 4)
         assert st.get("active", 0) == 0 and st.get("succeeded", 0) == 0
         assert await job_condition(env, "flaky", "Complete") is None
 
