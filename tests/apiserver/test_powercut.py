@@ -151,7 +151,12 @@ async def one_round(disk: PowerCutDisk, durability: str, round_no: int, rng: ran
     ledger = Ledger()
     stop = asyncio.Event()
     load = asyncio.create_task(write_load(data / "kubeconfig", ledger, round_no, stop))
-    await asyncio.sleep(rng.uniform(0.5, 2.0))
+    # cut at a random moment once the load is under way (however slow the machine is)
+    for _ in range(6000):
+        if len(ledger.keys) >= 8 or load.done():
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(rng.uniform(0.0, 1.0))
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     stop.set()
