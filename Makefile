@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint unit venv clean bench durability test-ray-long
+.PHONY: demo test lint unit venv clean bench durability test-ray-long reliability
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -37,6 +37,12 @@ test: $(STAMP)
 # 100 power cuts under write load (tests/apiserver/test_powercut.py; root and loop devices).
 durability: $(STAMP)
 	PUMICE_POWERCUT_ROUNDS=100 PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest -q -s --timeout=3600 tests/apiserver/test_powercut.py
+
+# The reliability suite at full size (tests/reliability: 100 SIGKILLs of the API server, component
+# kill -9 rounds, 64 writers x 200 watchers for 10 minutes, 12,000 fuzzed requests, security);
+# figures in reliability-report.json. `make test` runs the same tests at a short size.
+reliability: $(STAMP)
+	PUMICE_RELIABILITY=full PUMICE_RELIABILITY_REPORT=$(CURDIR)/reliability-report.json PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest -q -s --timeout=3600 tests/reliability
 
 # Long real-Ray acceptance runs (RayService zero-downtime upgrade, GCS FT head restart, autoscaler).
 test-ray-long: $(STAMP)

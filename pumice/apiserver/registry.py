@@ -39,6 +39,7 @@ from pumice.api import schema as kschema
 from pumice.api.admission import AdmissionError, AdmissionRequest, FieldCause
 from pumice.api.apply import ApplyConflict, server_side_apply
 from pumice.api.patch import PatchError, json_patch, merge_patch
+from pumice.api.schema import json_type_name as json_type
 from pumice.api.scheme import ResourceKind, Scheme
 from pumice.api.selectors import FieldSelector, LabelSelector
 from pumice.api.strategic import strategic_merge_patch
@@ -312,6 +313,10 @@ class Registry:
         if not isinstance(body, dict):
             raise errors.bad_request(f"the body of the request must be a JSON object of kind {rk.kind}")
         av, kind = body.get("apiVersion"), body.get("kind")
+        for key, v in (("apiVersion", av), ("kind", kind)):
+            if v is not None and not isinstance(v, str):
+                raise errors.bad_request(f"Object '{key}' is not a string in the request body "
+                                         f"({json_type(v)} given)")
         if av is not None and av != rk.api_version:
             cr = self.custom(rk)
             other = av.rpartition("/")
@@ -601,6 +606,13 @@ class Registry:
                                      "parameter")
         if patch_type in ("merge", "strategic", "apply") and not isinstance(patch, dict):
             raise errors.bad_request("the patch must be a JSON object")
+        if patch_type == "apply":
+            pmd = patch.get("metadata", {})
+            if not isinstance(pmd, dict):
+                raise errors.bad_request("metadata must be an object")
+            if pmd.get("name") not in (None, name):
+                raise errors.bad_request(f"the name of the object ({pmd.get('name')}) does not match the name on "
+                                         f"the URL ({name})")
         ns = self._ns(rk, namespace)
         res = resource_key(rk)
         for attempt in range(8):

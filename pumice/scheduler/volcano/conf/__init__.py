@@ -231,15 +231,24 @@ def parse_conf(text: str, *, source: str = "<config>", apply_defaults: bool = Tr
             raise ConfigError(f"{source}: tiers[{ti}]: proportion and drf with enableHierarchy cannot be in one tier")
         tiers.append(Tier(tuple(opts)))
     confs: list[Configuration] = []
-    for ci, rc in enumerate(doc.get("configurations") or []):
+    raw_confs = doc.get("configurations") or []
+    if not isinstance(raw_confs, list):
+        raise ConfigError(f"{source}: field 'configurations' must be a list")
+    metrics = doc.get("metrics") or {}
+    if not isinstance(metrics, dict):
+        raise ConfigError(f"{source}: field 'metrics' must be a mapping")
+    for ci, rc in enumerate(raw_confs):
         if not isinstance(rc, dict) or not isinstance(rc.get("name"), str):
             raise ConfigError(f"{source}: configurations[{ci}]: expected a mapping with a 'name'")
         if rc["name"] not in known_actions:
             raise ConfigError(
                 f"{source}: configurations[{ci}]: unknown action {rc['name']!r}; known actions: {', '.join(known_actions)}"
             )
-        confs.append(Configuration(rc["name"], dict(rc.get("arguments") or {})))
-    conf = SchedulerConfiguration(actions, tuple(tiers), tuple(confs), dict(doc.get("metrics") or {}))
+        cargs = rc.get("arguments") or {}
+        if not isinstance(cargs, dict):
+            raise ConfigError(f"{source}: configurations[{ci}] ({rc['name']}): field 'arguments' must be a mapping")
+        confs.append(Configuration(rc["name"], dict(cargs)))
+    conf = SchedulerConfiguration(actions, tuple(tiers), tuple(confs), dict(metrics))
     validate_arguments(conf, source=source)
     return conf
 
@@ -270,7 +279,7 @@ def load_conf(text_or_path: str | Path) -> SchedulerConfiguration:
     Raises:
         ConfigError: see :func:`parse_conf`; also an unreadable file.
     """
-    if isinstance(text_or_path, Path) or ("\n" not in text_or_path and Path(text_or_path).is_file()):
+    if isinstance(text_or_path, Path) or ("\n" not in text_or_path and _is_file(text_or_path)):
         p = Path(text_or_path)
         try:
             text = p.read_text()
@@ -278,6 +287,13 @@ def load_conf(text_or_path: str | Path) -> SchedulerConfiguration:
             raise ConfigError(f"{p}: cannot read: {e.strerror}") from e
         return parse_conf(text, source=str(p))
     return parse_conf(text_or_path)
+
+
+def _is_file(text: str) -> bool:
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):  # a one-line document too long for a file name, or with a NUL
+        return False
 
 
 def default_conf() -> SchedulerConfiguration:
