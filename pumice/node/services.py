@@ -7,8 +7,9 @@ when ``publishNotReadyAddresses``), or, when no Endpoints object exists (no endp
 running), the IPs of the known Pods its selector matches (Ready ones, or all with
 ``publishNotReadyAddresses``). Names written: ``<svc>.<ns>.svc.cluster.local``, ``<svc>.<ns>.svc``,
 ``<svc>.<ns>`` for every Service and the bare ``<svc>`` for Services of the Pod's own namespace;
-headless Services also give ``<hostname>.<svc>.<ns>.svc.cluster.local`` for Pods whose
-``spec.subdomain`` names them. The ``kubernetes`` Service of ``default`` resolves to the address
+headless Services also give ``<hostname>.<svc>.<ns>.svc.cluster.local`` (and its shorter forms,
+``<hostname>.<svc>`` for Pods of the same namespace, as a resolv.conf search path finds them) for
+Pods whose ``spec.subdomain`` names them. The ``kubernetes`` Service of ``default`` resolves to the address
 where the agent exposes the API server to Pods.
 
 Mirrors: the records kube-dns/CoreDNS serve for Services (kubernetes/dns specification).
@@ -104,7 +105,11 @@ class ServiceDirectory:
                     spec = p["spec"]
                     if (p["metadata"]["namespace"] == ns and spec.get("subdomain") == name and spec.get("hostname")
                             and p["status"]["podIP"]):
-                        out.append((p["status"]["podIP"], [f"{spec['hostname']}.{name}.{ns}.svc.{CLUSTER_DOMAIN}"]))
+                        host = f"{spec['hostname']}.{name}"
+                        names = [f"{host}.{ns}.svc.{CLUSTER_DOMAIN}", f"{host}.{ns}.svc", f"{host}.{ns}"]
+                        if ns == pod_namespace:
+                            names.append(host)
+                        out.append((p["status"]["podIP"], names))
         return out
 
     def resolve(self, host: str, client_ip: str) -> str | None:

@@ -4,9 +4,7 @@ A plugin has a pure ``on_pod_create(pod, job)`` that edits the Pod about to be c
 ``on_job_add`` / ``on_job_delete`` / ``on_job_update`` that converge the objects it owns through a
 :class:`PluginClient` and record themselves in ``status.controlledResources["plugin-<name>"]``.
 
-Registered: ``env``, ``svc``, ``ssh``, ``ray``. The other upstream names (``mpi``, ``pytorch``,
-``tensorflow``, ``hcclrank``) pass admission but are not built here: :func:`build` returns a
-:class:`NoopPlugin` for them and the controller records a Warning event.
+Registered: ``env``, ``svc``, ``ssh``, ``ray``, ``pytorch``, ``mpi``, ``tensorflow``, ``hcclrank``.
 
 Mirrors: volcano pkg/controllers/job/plugins/factory.go and interface/interface.go.
 """
@@ -19,9 +17,13 @@ from typing import Protocol
 from pumice.api import Obj
 from pumice.controllers.volcano.job.plugins._base import NoopPlugin, PluginClient, parse_flags
 from pumice.controllers.volcano.job.plugins.env import EnvPlugin
+from pumice.controllers.volcano.job.plugins.hcclrank import HcclRankPlugin
+from pumice.controllers.volcano.job.plugins.mpi import MPIPlugin
+from pumice.controllers.volcano.job.plugins.pytorch import PytorchPlugin
 from pumice.controllers.volcano.job.plugins.ray import RayPlugin
 from pumice.controllers.volcano.job.plugins.ssh import SSHPlugin
 from pumice.controllers.volcano.job.plugins.svc import SvcPlugin
+from pumice.controllers.volcano.job.plugins.tensorflow import TensorflowPlugin
 
 
 class JobPlugin(Protocol):
@@ -41,8 +43,12 @@ PLUGINS: dict[str, Callable[[list[str]], JobPlugin]] = {
     "svc": SvcPlugin,
     "ssh": SSHPlugin,
     "ray": RayPlugin,
+    "pytorch": PytorchPlugin,
+    "mpi": MPIPlugin,
+    "tensorflow": TensorflowPlugin,
+    "hcclrank": HcclRankPlugin,
 }
-NOT_BUILT = ("mpi", "pytorch", "tensorflow", "hcclrank")
+NOT_BUILT: tuple[str, ...] = ()
 
 
 def build(name: str, arguments: list[str]) -> JobPlugin:
