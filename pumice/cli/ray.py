@@ -35,10 +35,8 @@ import click
 import yaml
 
 from pumice._util.clock import default_clock, parse_rfc3339
-from pumice.api import scheme
+from pumice.api import Obj, scheme
 from pumice.client.base import KubeClient
-
-Obj = dict[str, Any]
 
 DEFAULT_RAY_VERSION = "2.52.0"
 DEFAULT_IMAGE = f"rayproject/ray:{DEFAULT_RAY_VERSION}"

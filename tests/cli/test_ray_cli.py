@@ -14,8 +14,6 @@ from pumice.cli.main import main as cli
 from pumice.cli.ray import RayCliError, build_cluster, parse_resource, relevant_condition, scale_group, table
 from pumice.testing.cluster import serve_http
 
-Obj = dict[str, Any]
-
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Any:

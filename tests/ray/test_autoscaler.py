@@ -3,12 +3,10 @@ ray-logs volume, the v1/v2 switch and the per-cluster ServiceAccount, Role and R
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from pumice._util.clock import FakeClock
-from pumice.api import scheme
+from pumice.api import Obj, scheme
 from pumice.controllers.ray.common import pod as podb
 from pumice.controllers.ray.raycluster import RayClusterReconciler
 from pumice.runtime.reconcile import Request
@@ -16,7 +14,6 @@ from pumice.testing.fake_client import FakeClient
 
 from .conftest import load_sample, ray_scheme
 
-Obj = dict[str, Any]
 NAME = "raycluster-autoscaler"
 
 

@@ -6,13 +6,10 @@ BuildRoleBinding).
 
 from __future__ import annotations
 
-from typing import Any
-
+from pumice.api import Obj
 from pumice.controllers.ray import association as assoc
 from pumice.controllers.ray import constants as c
 from pumice.controllers.ray.common.pod import head_service_account_name
-
-Obj = dict[str, Any]
 
 
 def _meta(cluster: Obj, name: str) -> Obj:
