@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from pumice.api import Obj
-from pumice.scheduler.volcano.api.types import GROUP_NAME_ANNOTATION
+from pumice.api.volcano.constants import KUBE_GROUP_NAME_ANNOTATION_KEY
 from pumice.scheduler.volcano.cache.snapshot import SessionResult, build_snapshot, run_session
 from pumice.scheduler.volcano.conf import PluginOption, SchedulerConfiguration, build_conf
 
@@ -81,7 +81,7 @@ def pod(
     """A Pod with one container (uid ``<ns>-<name>`` as upstream's BuildPod)."""
     ann = dict(annotations or {})
     if group:
-        ann[GROUP_NAME_ANNOTATION] = group
+        ann[KUBE_GROUP_NAME_ANNOTATION_KEY] = group
     lab = dict(labels or {})
     if role is not None:
         lab["volcano.sh/task-spec"] = role
@@ -387,7 +387,7 @@ def _job_of(objects: Iterable[Obj]) -> dict[str, str]:
     for o in objects:
         if o.get("kind") == "Pod":
             md = o["metadata"]
-            g = (md.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
+            g = (md.get("annotations") or {}).get(KUBE_GROUP_NAME_ANNOTATION_KEY)
             if g:
                 out[f"{md['namespace']}/{md['name']}"] = f"{md['namespace']}/{g}"
     return out

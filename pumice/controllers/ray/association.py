@@ -90,28 +90,28 @@ def volcano_pod_group_name(obj: Obj) -> str:
     meta = obj.get("metadata", {})
     lbl = meta.get("labels") or {}
     name = meta.get("name", "")
-    if lbl.get(c.RAY_ORIGINATED_FROM_CRD_LABEL) == c.CRDType.RAY_JOB and lbl.get(c.RAY_ORIGINATED_FROM_CR_NAME_LABEL):
-        name = lbl[c.RAY_ORIGINATED_FROM_CR_NAME_LABEL]
+    if lbl.get(c.RAY_ORIGINATED_FROM_CRD_LABEL_KEY) == c.CRDType.RAY_JOB and lbl.get(c.RAY_ORIGINATED_FROM_CR_NAME_LABEL_KEY):
+        name = lbl[c.RAY_ORIGINATED_FROM_CR_NAME_LABEL_KEY]
     return f"ray-{name}-pg"
 
 
 # --- selectors ----------------------------------------------------------------------------------
 
 def cluster_pods_selector(cluster_name: str) -> dict[str, str]:
-    return {c.RAY_CLUSTER_LABEL: cluster_name}
+    return {c.RAY_CLUSTER_LABEL_KEY: cluster_name}
 
 
 def head_pods_selector(cluster_name: str) -> dict[str, str]:
-    return {c.RAY_CLUSTER_LABEL: cluster_name, c.RAY_NODE_TYPE_LABEL: str(c.RayNodeType.HEAD)}
+    return {c.RAY_CLUSTER_LABEL_KEY: cluster_name, c.RAY_NODE_TYPE_LABEL_KEY: str(c.RayNodeType.HEAD)}
 
 
 def worker_group_pods_selector(cluster_name: str, group_name: str) -> dict[str, str]:
-    return {c.RAY_CLUSTER_LABEL: cluster_name, c.RAY_NODE_GROUP_LABEL: group_name}
+    return {c.RAY_CLUSTER_LABEL_KEY: cluster_name, c.RAY_NODE_GROUP_LABEL_KEY: group_name}
 
 
 def head_service_selector(cluster_name: str) -> dict[str, str]:
-    return {c.RAY_CLUSTER_LABEL: cluster_name, c.RAY_NODE_TYPE_LABEL: str(c.RayNodeType.HEAD),
-            c.RAY_ID_LABEL: identifier(cluster_name, c.RayNodeType.HEAD)}
+    return {c.RAY_CLUSTER_LABEL_KEY: cluster_name, c.RAY_NODE_TYPE_LABEL_KEY: str(c.RayNodeType.HEAD),
+            c.RAY_ID_LABEL_KEY: identifier(cluster_name, c.RayNodeType.HEAD)}
 
 
 def selector_string(sel: dict[str, str]) -> str:

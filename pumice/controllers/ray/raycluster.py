@@ -51,7 +51,6 @@ from pumice.runtime.reconcile import Request, Result
 log = logging.getLogger(__name__)
 
 HEAD_GROUP_KEY = ""
-MANAGED_BY_KUBERAY = c.MANAGED_BY_KUBERAY
 
 
 class EventRecorder(Protocol):
@@ -111,7 +110,7 @@ class CacheReader:
     def __init__(self, pods: Any, services: Any) -> None:
         self.pods = pods
         self.services = services
-        self.index = "label:" + c.RAY_CLUSTER_LABEL
+        self.index = "label:" + c.RAY_CLUSTER_LABEL_KEY
 
     async def cluster_pods(self, namespace: str, cluster: str) -> list[Obj]:
         return [p for p in self.pods.by_index(self.index, cluster)
@@ -285,7 +284,7 @@ class RayClusterReconciler:
                 return Result()
             raise
         managed_by = cluster.get("spec", {}).get("managedBy")
-        if managed_by and managed_by != MANAGED_BY_KUBERAY:
+        if managed_by and managed_by != c.ManagedBy.KUBERAY_OPERATOR:
             return Result()
         cluster.setdefault("spec", {}).setdefault("headGroupSpec", {})
         try:
@@ -341,7 +340,7 @@ class RayClusterReconciler:
         Mirrors: raycluster_controller.go rayClusterReconcile (the GCS FT block) and
         forceRemoveGCSFTFinalizer."""
         md = cluster["metadata"]
-        fin = c.GCS_FT_REDIS_CLEANUP_FINALIZER
+        fin = c.GCS_FAULT_TOLERANCE_REDIS_CLEANUP_FINALIZER
         ns, name = md.get("namespace", "default"), md["name"]
         deleting = bool(md.get("deletionTimestamp"))
         if deleting and gcsft.is_embedded_backend(cluster) and fin in (md.get("finalizers") or []):
@@ -364,7 +363,7 @@ class RayClusterReconciler:
             assoc.cluster_pods_selector(name)))).items
         heads = []
         for p in pods:
-            ntype = (p["metadata"].get("labels") or {}).get(c.RAY_NODE_TYPE_LABEL)
+            ntype = (p["metadata"].get("labels") or {}).get(c.RAY_NODE_TYPE_LABEL_KEY)
             if ntype not in (c.RayNodeType.HEAD, c.RayNodeType.WORKER):
                 continue
             if ntype == c.RayNodeType.HEAD:
@@ -378,7 +377,7 @@ class RayClusterReconciler:
         if heads:
             log.info("RayCluster %s/%s: waiting for head Pod %s to terminate before the Redis cleanup (storage "
                      "namespace %s)", ns, name, heads[0]["metadata"]["name"],
-                     (heads[0]["metadata"].get("annotations") or {}).get(c.RAY_EXTERNAL_STORAGE_NS_ANNOTATION))
+                     (heads[0]["metadata"].get("annotations") or {}).get(c.RAY_EXTERNAL_STORAGE_NS_ANNOTATION_KEY))
             return Result(requeue_after=10.0)
         jobs = (await self.client.list(scheme.JOB, ns, label_selector=assoc.selector_string(
             gcsft.redis_cleanup_selector(name)))).items
@@ -389,7 +388,7 @@ class RayClusterReconciler:
             self.recorder.event(cluster, "Warning", "ForceDeletedStuckCluster",
                                 f"Force-removed GCS FT finalizer after {go_duration_string(age)} due to Redis cleanup "
                                 f"timeout; Redis storage namespace "
-                                f"\"{(md.get('annotations') or {}).get(c.RAY_EXTERNAL_STORAGE_NS_ANNOTATION, '')}\" "
+                                f"\"{(md.get('annotations') or {}).get(c.RAY_EXTERNAL_STORAGE_NS_ANNOTATION_KEY, '')}\" "
                                 "may need manual cleanup")
             return Result()
         if jobs:
@@ -566,7 +565,7 @@ class RayClusterReconciler:
 
         now = self.clock.now()
         all_pods = await self._list_pods(ns, name)
-        heads = [p for p in all_pods if (p["metadata"].get("labels") or {}).get(c.RAY_NODE_TYPE_LABEL) == "head"]
+        heads = [p for p in all_pods if (p["metadata"].get("labels") or {}).get(c.RAY_NODE_TYPE_LABEL_KEY) == "head"]
         if await self.expectations.is_satisfied(ns, name, HEAD_GROUP_KEY, now, self._pod_exists):
             if len(heads) == 1:
                 delete, reason = should_delete_pod(heads[0])
@@ -577,15 +576,15 @@ class RayClusterReconciler:
             elif not heads:
                 ann = cluster["metadata"].get("annotations") or {}
                 provisioned = m.is_condition_true(status, c.RayClusterConditionType.RAY_CLUSTER_PROVISIONED)
-                if provisioned and ann.get(c.DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION) == "true":
+                if provisioned and ann.get(c.DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION_KEY) == "true":
                     log.info("RayCluster %s/%s: head Pod gone; not recreating (provisioned head restart disabled)",
                              ns, name)
                 else:
                     head = podb.build_head_pod(cluster, self.options.pod)
                     ann = head["metadata"].setdefault("annotations", {})
-                    ann[c.UPGRADE_STRATEGY_RECREATE_HASH_ANNOTATION] = hash_without_replicas_and_workers_to_delete(
+                    ann[c.UPGRADE_STRATEGY_RECREATE_HASH_KEY] = hash_without_replicas_and_workers_to_delete(
                         cluster["spec"])
-                    ann[c.KUBERAY_VERSION_ANNOTATION] = c.KUBERAY_VERSION
+                    ann[c.KUBERAY_VERSION_KEY] = c.KUBERAY_VERSION
                     self.batch_scheduler.add_metadata_to_child_resource(cluster, head, c.HEAD_GROUP_NAME)
                     await self._create_pod(cluster, head, HEAD_GROUP_KEY,
                                            c.RayClusterConditionReason.FAILED_CREATE_HEAD_POD)
@@ -604,8 +603,8 @@ class RayClusterReconciler:
             return
         desired = res.group_desired_replicas(group) * res.num_of_hosts(group)
         pods = [p for p in all_pods
-                if (p["metadata"].get("labels") or {}).get(c.RAY_NODE_GROUP_LABEL) == gname
-                and (p["metadata"].get("labels") or {}).get(c.RAY_NODE_TYPE_LABEL) == "worker"]
+                if (p["metadata"].get("labels") or {}).get(c.RAY_NODE_GROUP_LABEL_KEY) == gname
+                and (p["metadata"].get("labels") or {}).get(c.RAY_NODE_TYPE_LABEL_KEY) == "worker"]
         fail_del = c.RayClusterConditionReason.FAILED_DELETE_WORKER_POD
         fail_create = c.RayClusterConditionReason.FAILED_CREATE_WORKER_POD
         if res.is_group_suspended(group):
@@ -632,7 +631,7 @@ class RayClusterReconciler:
         remaining = [p for p in pods if p["metadata"]["name"] not in deleted]
         diff = desired - len(remaining)
         if diff > 0:
-            used = {(p["metadata"].get("labels") or {}).get(c.RAY_WORKER_REPLICA_INDEX_LABEL) for p in remaining}
+            used = {(p["metadata"].get("labels") or {}).get(c.RAY_WORKER_REPLICA_INDEX_KEY) for p in remaining}
             idx = 0
             for _ in range(diff):
                 while str(idx) in used:
@@ -654,7 +653,7 @@ class RayClusterReconciler:
         fail_del = c.RayClusterConditionReason.FAILED_DELETE_WORKER_POD
         replicas: dict[str, list[Obj]] = {}
         for p in pods:
-            rname = (p["metadata"].get("labels") or {}).get(c.RAY_WORKER_REPLICA_NAME_LABEL, "")
+            rname = (p["metadata"].get("labels") or {}).get(c.RAY_WORKER_REPLICA_NAME_KEY, "")
             replicas.setdefault(rname, []).append(p)
         to_delete = set(((group.get("scaleStrategy") or {}).get("workersToDelete")) or [])
         doomed: list[str] = []
@@ -670,7 +669,7 @@ class RayClusterReconciler:
         want = desired // hosts
         have = sorted(replicas)
         if len(have) < want:
-            used = {(m[0]["metadata"].get("labels") or {}).get(c.RAY_WORKER_REPLICA_INDEX_LABEL) for m in
+            used = {(m[0]["metadata"].get("labels") or {}).get(c.RAY_WORKER_REPLICA_INDEX_KEY) for m in
                     replicas.values()}
             idx = 0
             for _ in range(want - len(have)):
@@ -703,7 +702,7 @@ class RayClusterReconciler:
         else:
             m.remove_condition(st, c.RayClusterConditionType.RAY_CLUSTER_REPLICA_FAILURE)
         st["observedGeneration"] = cluster["metadata"].get("generation", 0)
-        workers = [p for p in pods if (p["metadata"].get("labels") or {}).get(c.RAY_NODE_TYPE_LABEL) == "worker"]
+        workers = [p for p in pods if (p["metadata"].get("labels") or {}).get(c.RAY_NODE_TYPE_LABEL_KEY) == "worker"]
         st["readyWorkerReplicas"] = sum(1 for p in workers if _pod_running_and_ready(p))
         st["availableWorkerReplicas"] = sum(1 for p in workers if (p.get("status") or {}).get("phase") == "Running")
         st["desiredWorkerReplicas"] = res.desired_worker_pods(spec)
@@ -719,7 +718,7 @@ class RayClusterReconciler:
             st["state"] = c.ClusterState.READY.value
             st.pop("reason", None)
 
-        heads = [p for p in pods if (p["metadata"].get("labels") or {}).get(c.RAY_NODE_TYPE_LABEL) == "head"]
+        heads = [p for p in pods if (p["metadata"].get("labels") or {}).get(c.RAY_NODE_TYPE_LABEL_KEY) == "head"]
         head = heads[0] if heads else None
         m.set_condition(st, head_pod_ready_condition(head), now)
         susp = suspend_status(old)

@@ -55,7 +55,6 @@ log = logging.getLogger(__name__)
 JDS = c.JobDeploymentStatus
 REASON = c.JobFailedReason
 MODE = c.JobSubmissionMode
-MANAGED_BY_KUBERAY = c.MANAGED_BY_KUBERAY
 
 
 @dataclass(frozen=True)
@@ -141,7 +140,7 @@ class RayJobReconciler:
                 return Result()
             raise
         managed_by = job.get("spec", {}).get("managedBy")
-        if managed_by and managed_by != MANAGED_BY_KUBERAY:
+        if managed_by and managed_by != c.ManagedBy.KUBERAY_OPERATOR:
             return Result()
         if job["metadata"].get("deletionTimestamp"):
             return await self._on_deletion(job)
@@ -378,8 +377,8 @@ class RayJobReconciler:
                 raise
             self.recorder.event(job, "Normal", "CreatedService", f"Created the service {ns}/{name}")
             return
-        if (old.get("spec", {}).get("selector") or {}).get(c.RAY_CLUSTER_LABEL) == want["spec"]["selector"].get(
-                c.RAY_CLUSTER_LABEL):
+        if (old.get("spec", {}).get("selector") or {}).get(c.RAY_CLUSTER_LABEL_KEY) == want["spec"]["selector"].get(
+                c.RAY_CLUSTER_LABEL_KEY):
             return
         want["spec"]["clusterIP"] = old.get("spec", {}).get("clusterIP", want["spec"].get("clusterIP"))
         old["spec"] = want["spec"]
@@ -627,7 +626,7 @@ async def on_new(r: RayJobReconciler, job: Obj) -> Result | None:
         if _mode(job) != MODE.INTERACTIVE_MODE and not st.get("jobId"):
             st["jobId"] = spec.get("jobId") or assoc.rayjob_job_id(job["metadata"]["name"], r.rng)
         if not st.get("rayClusterName"):
-            st["rayClusterName"] = (spec.get("clusterSelector") or {}).get(c.CLUSTER_SELECTOR_KEY) or \
+            st["rayClusterName"] = (spec.get("clusterSelector") or {}).get(c.RAY_CLUSTER_LABEL_KEY) or \
                 assoc.rayjob_cluster_name(job["metadata"]["name"], r.rng)
         st["jobStatus"] = st.get("jobStatus") or c.JobStatus.NEW.value
         st["jobDeploymentStatus"] = JDS.INITIALIZING.value

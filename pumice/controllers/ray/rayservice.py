@@ -263,7 +263,7 @@ class RayServiceReconciler:
                 return Result()
             raise
         managed_by = (rs.get("spec") or {}).get("managedBy")
-        if managed_by and managed_by != c.MANAGED_BY_KUBERAY:
+        if managed_by and managed_by != c.ManagedBy.KUBERAY_OPERATOR:
             return Result()
         original = copy.deepcopy(rs.get("status") or {})
 
@@ -371,8 +371,8 @@ class RayServiceReconciler:
             self.serve_configs.popitem(last=False)
 
     async def _owned_clusters(self, rs: Obj) -> list[Obj]:
-        sel = {c.RAY_ORIGINATED_FROM_CR_NAME_LABEL: m.name(rs),
-               c.RAY_ORIGINATED_FROM_CRD_LABEL: c.CRDType.RAY_SERVICE.value}
+        sel = {c.RAY_ORIGINATED_FROM_CR_NAME_LABEL_KEY: m.name(rs),
+               c.RAY_ORIGINATED_FROM_CRD_LABEL_KEY: c.CRDType.RAY_SERVICE.value}
         items = (await self.client.list(scheme.RAY_CLUSTER, m.namespace(rs),
                                         label_selector=assoc.selector_string(sel))).items
         return sorted(items, key=lambda x: x["metadata"]["name"])
@@ -458,8 +458,8 @@ class RayServiceReconciler:
     async def _delete_owned_resources(self, rs: Obj) -> bool:
         """Delete (background) every RayCluster and Service labelled as this RayService's; True
         when none is left (terminating ones count as left)."""
-        sel = assoc.selector_string({c.RAY_ORIGINATED_FROM_CR_NAME_LABEL: m.name(rs),
-                                     c.RAY_ORIGINATED_FROM_CRD_LABEL: c.CRDType.RAY_SERVICE.value})
+        sel = assoc.selector_string({c.RAY_ORIGINATED_FROM_CR_NAME_LABEL_KEY: m.name(rs),
+                                     c.RAY_ORIGINATED_FROM_CRD_LABEL_KEY: c.CRDType.RAY_SERVICE.value})
         ns = m.namespace(rs)
         left = False
         for kind in (scheme.RAY_CLUSTER, scheme.SERVICE):
@@ -532,7 +532,7 @@ class RayServiceReconciler:
             if _has_true(rs, COND.UPGRADE_IN_PROGRESS):
                 return False
             ann = cluster["metadata"].get("annotations") or {}
-            if ann.get(rsb.KUBERAY_VERSION_KEY) != self.options.kuberay_version:
+            if ann.get(c.KUBERAY_VERSION_KEY) != self.options.kuberay_version:
                 return True
         if rsb.is_cluster_spec_hash_equal(rs, cluster, partial=False):
             return False
@@ -573,9 +573,9 @@ class RayServiceReconciler:
             healthy = await self.serve_proxy_healthy(str((head.get("status") or {}).get("podIP") or ""), port)
             new = "true" if healthy else "false"
         labels = head["metadata"].setdefault("labels", {})
-        if labels.get(c.RAY_SERVE_LABEL) == new:
+        if labels.get(c.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY) == new:
             return
-        labels[c.RAY_SERVE_LABEL] = new
+        labels[c.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY] = new
         head.setdefault("apiVersion", "v1")
         head.setdefault("kind", "Pod")
         pname = head["metadata"]["name"]
@@ -648,8 +648,8 @@ class RayServiceReconciler:
                 raise
             self._event(rs, "Normal", "CreatedService", f"Created the service {ns}/{name}")
             return created
-        target = want["spec"]["selector"].get(c.RAY_CLUSTER_LABEL)
-        if ((old.get("spec") or {}).get("selector") or {}).get(c.RAY_CLUSTER_LABEL) == target:
+        target = want["spec"]["selector"].get(c.RAY_CLUSTER_LABEL_KEY)
+        if ((old.get("spec") or {}).get("selector") or {}).get(c.RAY_CLUSTER_LABEL_KEY) == target:
             return old
         if (old.get("spec") or {}).get("clusterIP"):
             want["spec"]["clusterIP"] = old["spec"]["clusterIP"]
@@ -668,8 +668,8 @@ class RayServiceReconciler:
         """Promotion when both Services select a cluster other than the active one. Returns
         whether the pending cluster is serving."""
         assert obs.head_svc is not None and obs.serve_svc is not None
-        points_to = ((obs.head_svc.get("spec") or {}).get("selector") or {}).get(c.RAY_CLUSTER_LABEL, "")
-        serve_to = ((obs.serve_svc.get("spec") or {}).get("selector") or {}).get(c.RAY_CLUSTER_LABEL, "")
+        points_to = ((obs.head_svc.get("spec") or {}).get("selector") or {}).get(c.RAY_CLUSTER_LABEL_KEY, "")
+        serve_to = ((obs.serve_svc.get("spec") or {}).get("selector") or {}).get(c.RAY_CLUSTER_LABEL_KEY, "")
         active_name, pending_name = _name_of(rs, "activeServiceStatus"), _name_of(rs, "pendingServiceStatus")
         if points_to != serve_to or points_to not in (active_name, pending_name):
             log.error("RayService %s: head Service selects %r, serve Service %r; active %r, pending %r",

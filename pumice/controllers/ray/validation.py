@@ -54,8 +54,8 @@ def validate_raycluster_spec(spec: Obj, annotations: dict[str, str] | None = Non
             raise ValidationError(f"resources must not be set both in rayStartParams and the resources field of {gname}")
     if "labels" in (head.get("rayStartParams") or {}):
         raise ValidationError("rayStartParams['labels'] is not allowed in headGroupSpec; use the labels field")
-    if annotations.get(c.RAY_FT_ENABLED_ANNOTATION) is not None and spec.get("gcsFaultToleranceOptions"):
-        raise ValidationError(f"{c.RAY_FT_ENABLED_ANNOTATION} annotation and GcsFaultToleranceOptions are both set. "
+    if annotations.get(c.RAY_FT_ENABLED_ANNOTATION_KEY) is not None and spec.get("gcsFaultToleranceOptions"):
+        raise ValidationError(f"{c.RAY_FT_ENABLED_ANNOTATION_KEY} annotation and GcsFaultToleranceOptions are both set. "
                               "Please use only GcsFaultToleranceOptions to configure GCS fault tolerance")
 
 
@@ -89,8 +89,8 @@ def validate_rayjob(rayjob: Obj) -> None:
         raise ValidationError("one of RayClusterSpec or ClusterSelector must be set")
     if selector and cluster_spec:
         raise ValidationError("only one of RayClusterSpec and ClusterSelector can be set")
-    if selector and not selector.get(c.CLUSTER_SELECTOR_KEY):
-        raise ValidationError(f"clusterSelector must contain the key {c.CLUSTER_SELECTOR_KEY}")
+    if selector and not selector.get(c.RAY_CLUSTER_LABEL_KEY):
+        raise ValidationError(f"clusterSelector must contain the key {c.RAY_CLUSTER_LABEL_KEY}")
     if selector and mode == c.JobSubmissionMode.SIDECAR_MODE:
         raise ValidationError("ClusterSelector is not supported in SidecarMode")
     backoff = spec.get("backoffLimit")

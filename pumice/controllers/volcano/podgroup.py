@@ -31,8 +31,8 @@ def podgroup_name_for_pod(pod: Obj) -> str:
     """``podgroup-<uid>`` of the Pod's controller owner, else of the Pod."""
     for ref in pod["metadata"].get("ownerReferences") or []:
         if ref.get("controller"):
-            return keys.PODGROUP_NAME_PREFIX + str(ref.get("uid", ""))
-    return keys.PODGROUP_NAME_PREFIX + str(pod["metadata"].get("uid", ""))
+            return keys.POD_GROUP_NAME_PREFIX + str(ref.get("uid", ""))
+    return keys.POD_GROUP_NAME_PREFIX + str(pod["metadata"].get("uid", ""))
 
 
 def build_podgroup_for_pod(pod: Obj, owner_annotations: dict[str, str] | None = None,
@@ -116,7 +116,7 @@ class PodGroupReconciler:
         if pod is None or (pod.get("spec") or {}).get("schedulerName") not in self.scheduler_names:
             return Result()
         md = pod["metadata"]
-        if (md.get("annotations") or {}).get(keys.KUBE_GROUP_NAME_KEY) or md.get("deletionTimestamp"):
+        if (md.get("annotations") or {}).get(keys.KUBE_GROUP_NAME_ANNOTATION_KEY) or md.get("deletionTimestamp"):
             return Result()
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             return Result()
@@ -130,7 +130,7 @@ class PodGroupReconciler:
                 if not is_already_exists(e):
                     raise
         try:
-            await self.client.patch(scheme.POD, req.name, {"metadata": {"annotations": {keys.KUBE_GROUP_NAME_KEY: name}}},
+            await self.client.patch(scheme.POD, req.name, {"metadata": {"annotations": {keys.KUBE_GROUP_NAME_ANNOTATION_KEY: name}}},
                                     req.namespace)
         except Exception as e:
             if not is_not_found(e):
@@ -152,7 +152,7 @@ class ScaledToZeroReconciler:
         rs = self.replicasets.get(req.namespace, req.name)
         if rs is None or int((rs.get("spec") or {}).get("replicas", 1) or 0) != 0:
             return Result()
-        name = keys.PODGROUP_NAME_PREFIX + str(rs["metadata"].get("uid", ""))
+        name = keys.POD_GROUP_NAME_PREFIX + str(rs["metadata"].get("uid", ""))
         if self.podgroups.get(req.namespace, name) is not None:
             try:
                 await self.client.delete(scheme.POD_GROUP, name, req.namespace)

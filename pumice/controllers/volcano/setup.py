@@ -111,7 +111,7 @@ def setup_controllers(mgr: Any, *, scheduler_names: tuple[str, ...] = (keys.DEFA
 
     def volcano_pod_without_group(pod: Obj) -> bool:
         return (pod.get("spec") or {}).get("schedulerName") in scheduler_names and not (
-            (pod.get("metadata") or {}).get("annotations") or {}).get(keys.KUBE_GROUP_NAME_KEY)
+            (pod.get("metadata") or {}).get("annotations") or {}).get(keys.KUBE_GROUP_NAME_ANNOTATION_KEY)
 
     owners = {"ReplicaSet": informers.informer(scheme.REPLICA_SET).lister,
               "Job": informers.informer(scheme.JOB).lister}

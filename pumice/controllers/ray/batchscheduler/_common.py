@@ -24,4 +24,4 @@ def labels_of(obj: Obj) -> dict[str, str]:
 
 def gang_scheduling_enabled(obj: Obj) -> bool:
     """The parent carries the label ``ray.io/gang-scheduling-enabled`` (any value)."""
-    return c.RAY_GANG_SCHEDULING_ENABLED_LABEL in labels_of(obj)
+    return c.RAY_GANG_SCHEDULING_ENABLED_LABEL_KEY in labels_of(obj)

@@ -28,7 +28,6 @@ from pumice.controllers.ray.common import job as jobb
 from pumice.controllers.ray.common import resources as res
 
 PLUGIN_NAME = "volcano"
-QUEUE_NAME_LABEL = vc.QUEUE_NAME_KEY
 NETWORK_TOPOLOGY_MODE_LABEL = "volcano.sh/network-topology-mode"
 NETWORK_TOPOLOGY_HIGHEST_TIER_LABEL = "volcano.sh/network-topology-highest-tier-allowed"
 
@@ -77,10 +76,10 @@ def build_pod_group(owner: Obj, min_member: int, min_resources: res.ResourceList
                     f"failed to convert {NETWORK_TOPOLOGY_HIGHEST_TIER_LABEL} label to int for podgroup "
                     f"{name} in namespace {meta.get('namespace')}: {e}") from e
         spec["networkTopology"] = topo
-    if QUEUE_NAME_LABEL in lbl:
-        spec["queue"] = lbl[QUEUE_NAME_LABEL]
-    if c.RAY_PRIORITY_CLASS_NAME_LABEL in lbl:
-        spec["priorityClassName"] = lbl[c.RAY_PRIORITY_CLASS_NAME_LABEL]
+    if vc.QUEUE_NAME_KEY in lbl:
+        spec["queue"] = lbl[vc.QUEUE_NAME_KEY]
+    if c.RAY_PRIORITY_CLASS_NAME_LABEL_KEY in lbl:
+        spec["priorityClassName"] = lbl[c.RAY_PRIORITY_CLASS_NAME_LABEL_KEY]
     pg_meta: Obj = {
         "name": name,
         "namespace": meta.get("namespace", "default"),
@@ -114,7 +113,7 @@ class VolcanoBatchScheduler:
     async def do_batch_scheduling_on_submission(self, obj: Obj) -> None:
         if obj.get("kind") == "RayCluster":
             lbl = obj.get("metadata", {}).get("labels") or {}
-            if lbl.get(c.RAY_ORIGINATED_FROM_CRD_LABEL) == c.CRDType.RAY_JOB:
+            if lbl.get(c.RAY_ORIGINATED_FROM_CRD_LABEL_KEY) == c.CRDType.RAY_JOB:
                 return  # the RayJob owns the PodGroup
             members, total = calculate_pod_group_params(obj.get("spec", {}))
         elif obj.get("kind") == "RayJob":
@@ -162,7 +161,7 @@ class VolcanoBatchScheduler:
         meta = child.setdefault("metadata", {})
         labels = meta.setdefault("labels", {})
         plabels = parent.get("metadata", {}).get("labels") or {}
-        for key in (QUEUE_NAME_LABEL, c.RAY_PRIORITY_CLASS_NAME_LABEL):
+        for key in (vc.QUEUE_NAME_KEY, c.RAY_PRIORITY_CLASS_NAME_LABEL_KEY):
             if plabels.get(key):
                 labels[key] = plabels[key]
         ann = meta.setdefault("annotations", {})

@@ -30,7 +30,7 @@ def needs_redis_cleanup(cluster: Obj, enabled: bool = True) -> bool:
 
 def deletion_timeout_seconds(cluster: Obj) -> float:
     """``ray.io/gcs-ft-deletion-timeout`` (positive integer seconds) or 300."""
-    raw = ((cluster.get("metadata") or {}).get("annotations") or {}).get(c.RAY_GCS_FT_DELETION_TIMEOUT_ANNOTATION)
+    raw = ((cluster.get("metadata") or {}).get("annotations") or {}).get(c.RAY_GCS_FT_DELETION_TIMEOUT_ANNOTATION_KEY)
     try:
         v = int(str(raw))
     except ValueError:
@@ -43,7 +43,7 @@ def redis_cleanup_job_name(cluster: Obj) -> str:
 
 
 def redis_cleanup_selector(cluster_name: str) -> dict[str, str]:
-    return {c.RAY_CLUSTER_LABEL: cluster_name, c.RAY_NODE_TYPE_LABEL: REDIS_CLEANUP_NODE_TYPE}
+    return {c.RAY_CLUSTER_LABEL_KEY: cluster_name, c.RAY_NODE_TYPE_LABEL_KEY: REDIS_CLEANUP_NODE_TYPE}
 
 
 def _cleanup_script(with_username: bool) -> str:
@@ -76,7 +76,7 @@ def build_redis_cleanup_job(cluster: Obj, options: podb.PodOptions = podb.DEFAUL
     """
     pod = podb.build_head_pod(cluster, options)
     meta = pod["metadata"]
-    meta["labels"][c.RAY_NODE_TYPE_LABEL] = REDIS_CLEANUP_NODE_TYPE
+    meta["labels"][c.RAY_NODE_TYPE_LABEL_KEY] = REDIS_CLEANUP_NODE_TYPE
     spec = pod["spec"]
     ray = copy.deepcopy(spec["containers"][c.RAY_CONTAINER_INDEX])
     spec["containers"] = [ray]

@@ -185,9 +185,9 @@ def build_submitter_pod_template(rayjob: Obj, cluster_spec: Obj, options: PodOpt
     configure_submitter_container(tmpl["spec"]["containers"][c.RAY_CONTAINER_INDEX], rayjob,
                                   c.JobSubmissionMode.K8S_JOB_MODE, options)
     labels = tmpl.setdefault("metadata", {}).setdefault("labels", {})
-    labels[c.RAY_ORIGINATED_FROM_CR_NAME_LABEL] = rayjob["metadata"]["name"]
-    labels[c.RAY_ORIGINATED_FROM_CRD_LABEL] = c.CRDType.RAY_JOB
-    labels[c.K8S_CREATED_BY_LABEL] = c.COMPONENT_NAME
+    labels[c.RAY_ORIGINATED_FROM_CR_NAME_LABEL_KEY] = rayjob["metadata"]["name"]
+    labels[c.RAY_ORIGINATED_FROM_CRD_LABEL_KEY] = c.CRDType.RAY_JOB
+    labels[c.KUBERNETES_CREATED_BY_LABEL_KEY] = c.COMPONENT_NAME
     return tmpl
 
 
@@ -202,9 +202,9 @@ def build_submitter_job(rayjob: Obj, pod_template: Obj) -> Obj:
             "name": name,
             "namespace": rayjob["metadata"].get("namespace", "default"),
             "labels": {
-                c.RAY_ORIGINATED_FROM_CR_NAME_LABEL: name,
-                c.RAY_ORIGINATED_FROM_CRD_LABEL: c.CRDType.RAY_JOB,
-                c.K8S_CREATED_BY_LABEL: c.COMPONENT_NAME,
+                c.RAY_ORIGINATED_FROM_CR_NAME_LABEL_KEY: name,
+                c.RAY_ORIGINATED_FROM_CRD_LABEL_KEY: c.CRDType.RAY_JOB,
+                c.KUBERNETES_CREATED_BY_LABEL_KEY: c.COMPONENT_NAME,
             },
             "ownerReferences": [_owner_reference(rayjob)],
         },
@@ -226,12 +226,12 @@ def build_cluster_for_rayjob(rayjob: Obj, cluster_name: str, options: PodOptions
     meta = rayjob["metadata"]
     mode = submission_mode(rayjob)
     labels = dict(meta.get("labels") or {})
-    labels[c.RAY_ORIGINATED_FROM_CR_NAME_LABEL] = meta["name"]
-    labels[c.RAY_ORIGINATED_FROM_CRD_LABEL] = c.CRDType.RAY_JOB
-    labels[c.RAY_JOB_SUBMISSION_MODE_LABEL] = mode
+    labels[c.RAY_ORIGINATED_FROM_CR_NAME_LABEL_KEY] = meta["name"]
+    labels[c.RAY_ORIGINATED_FROM_CRD_LABEL_KEY] = c.CRDType.RAY_JOB
+    labels[c.RAY_JOB_SUBMISSION_MODE_LABEL_KEY] = mode
     annotations = dict(meta.get("annotations") or {})
     if mode == c.JobSubmissionMode.SIDECAR_MODE:
-        annotations[c.DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION] = "true"
+        annotations[c.DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION_KEY] = "true"
     cluster_meta: Obj = {"name": cluster_name, "namespace": meta.get("namespace", "default"), "labels": labels,
                          "ownerReferences": [_owner_reference(rayjob)]}
     if annotations:

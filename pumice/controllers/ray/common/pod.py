@@ -68,13 +68,13 @@ def head_port(cluster: Obj) -> str:
 
 def creator_crd(cluster: Obj) -> str:
     """``RayCluster``, ``RayJob`` or ``RayService`` from ``ray.io/originated-from-crd``."""
-    lbl = (cluster.get("metadata", {}).get("labels") or {}).get(c.RAY_ORIGINATED_FROM_CRD_LABEL)
+    lbl = (cluster.get("metadata", {}).get("labels") or {}).get(c.RAY_ORIGINATED_FROM_CRD_LABEL_KEY)
     return lbl if lbl in (c.CRDType.RAY_JOB, c.CRDType.RAY_SERVICE) else c.CRDType.RAY_CLUSTER
 
 
 def is_gcs_ft_enabled(cluster: Obj) -> bool:
     ann = cluster.get("metadata", {}).get("annotations") or {}
-    return ann.get(c.RAY_FT_ENABLED_ANNOTATION, "").lower() == "true" or bool(
+    return ann.get(c.RAY_FT_ENABLED_ANNOTATION_KEY, "").lower() == "true" or bool(
         cluster.get("spec", {}).get("gcsFaultToleranceOptions"))
 
 
@@ -192,16 +192,16 @@ def _apply_group_resources_and_labels(params: dict[str, str], group: Obj) -> Non
 def pod_labels(node_type: str, cluster_name: str, group_name: str, overrides: dict[str, str]) -> dict[str, str]:
     """Default Ray labels merged with user labels; cluster, node-type and group are not overridable."""
     out = {
-        c.RAY_NODE_LABEL: "yes",
-        c.RAY_CLUSTER_LABEL: cluster_name,
-        c.RAY_NODE_TYPE_LABEL: str(node_type),
-        c.RAY_NODE_GROUP_LABEL: group_name,
-        c.RAY_ID_LABEL: assoc.identifier(cluster_name, node_type),
-        c.K8S_APP_NAME_LABEL: c.APPLICATION_NAME,
-        c.K8S_CREATED_BY_LABEL: c.COMPONENT_NAME,
+        c.RAY_IS_RAY_NODE_LABEL_KEY: "yes",
+        c.RAY_CLUSTER_LABEL_KEY: cluster_name,
+        c.RAY_NODE_TYPE_LABEL_KEY: str(node_type),
+        c.RAY_NODE_GROUP_LABEL_KEY: group_name,
+        c.RAY_ID_LABEL_KEY: assoc.identifier(cluster_name, node_type),
+        c.KUBERNETES_APPLICATION_NAME_LABEL_KEY: c.APPLICATION_NAME,
+        c.KUBERNETES_CREATED_BY_LABEL_KEY: c.COMPONENT_NAME,
     }
     for k, v in overrides.items():
-        if k in (c.RAY_NODE_TYPE_LABEL, c.RAY_NODE_GROUP_LABEL, c.RAY_CLUSTER_LABEL):
+        if k in (c.RAY_NODE_TYPE_LABEL_KEY, c.RAY_NODE_GROUP_LABEL_KEY, c.RAY_CLUSTER_LABEL_KEY):
             continue
         out[k] = v
     return out
@@ -222,10 +222,10 @@ def _set_container_env(container: Obj, node_type: str, fqdn: str, port: str, ray
         ip = fqdn
         env.append({"name": "FQ_RAY_IP", "value": fqdn})
         env.append({"name": "RAY_IP", "value": fqdn.split(".")[0]})
-    env.append(_field_env("RAY_CLUSTER_NAME", f"metadata.labels['{c.RAY_CLUSTER_LABEL}']"))
+    env.append(_field_env("RAY_CLUSTER_NAME", f"metadata.labels['{c.RAY_CLUSTER_LABEL_KEY}']"))
     env.append(_field_env("RAY_CLUSTER_NAMESPACE", "metadata.namespace"))
     env.append(_field_env("RAY_CLOUD_INSTANCE_ID", "metadata.name"))
-    env.append(_field_env("RAY_NODE_TYPE_NAME", f"metadata.labels['{c.RAY_NODE_GROUP_LABEL}']"))
+    env.append(_field_env("RAY_NODE_TYPE_NAME", f"metadata.labels['{c.RAY_NODE_GROUP_LABEL_KEY}']"))
     env.append({"name": "KUBERAY_GEN_RAY_START_CMD", "value": ray_start})
     if not _env_exists(env, "RAY_PORT"):
         env.append({"name": "RAY_PORT", "value": port})
@@ -375,7 +375,7 @@ def build_autoscaler_container(image: str, options: PodOptions = DEFAULT_POD_OPT
         "image": image,
         "imagePullPolicy": "IfNotPresent",
         "env": [
-            _field_env("RAY_CLUSTER_NAME", f"metadata.labels['{c.RAY_CLUSTER_LABEL}']"),
+            _field_env("RAY_CLUSTER_NAME", f"metadata.labels['{c.RAY_CLUSTER_LABEL_KEY}']"),
             _field_env("RAY_CLUSTER_NAMESPACE", "metadata.namespace"),
             _field_env("RAY_HEAD_POD_NAME", "metadata.name"),
             {"name": "KUBERAY_CRD_VER", "value": "v1"},
@@ -461,7 +461,7 @@ def _configure_gcs_ft(template: Obj, cluster: Obj, node_type: str, params: dict[
     ft = is_gcs_ft_enabled(cluster)
     ann = template["metadata"].setdefault("annotations", {})
     if node_type == c.RayNodeType.HEAD:
-        ann[c.RAY_FT_ENABLED_ANNOTATION] = "true" if ft else "false"
+        ann[c.RAY_FT_ENABLED_ANNOTATION_KEY] = "true" if ft else "false"
     if not ft:
         return
     container = template["spec"]["containers"][c.RAY_CONTAINER_INDEX]
@@ -472,10 +472,10 @@ def _configure_gcs_ft(template: Obj, cluster: Obj, node_type: str, params: dict[
         return
     options = cluster.get("spec", {}).get("gcsFaultToleranceOptions")
     cl_ann = cluster.get("metadata", {}).get("annotations") or {}
-    storage_ns = cl_ann.get(c.RAY_EXTERNAL_STORAGE_NS_ANNOTATION, cluster.get("metadata", {}).get("uid", ""))
+    storage_ns = cl_ann.get(c.RAY_EXTERNAL_STORAGE_NS_ANNOTATION_KEY, cluster.get("metadata", {}).get("uid", ""))
     if options and options.get("externalStorageNamespace"):
         storage_ns = options["externalStorageNamespace"]
-    ann[c.RAY_EXTERNAL_STORAGE_NS_ANNOTATION] = storage_ns
+    ann[c.RAY_EXTERNAL_STORAGE_NS_ANNOTATION_KEY] = storage_ns
     if not _env_exists(env, "RAY_external_storage_namespace"):
         env.append({"name": "RAY_external_storage_namespace", "value": storage_ns})
     if options:
@@ -516,7 +516,7 @@ def _finish_pod(cluster: Obj, template: Obj, node_type: str, params: dict[str, s
     spec = cluster.get("spec", {})
     labels = template["metadata"].setdefault("labels", {})
     if crd == c.CRDType.RAY_SERVICE:
-        labels[c.RAY_SERVE_LABEL] = "false" if node_type == c.RayNodeType.HEAD else "true"
+        labels[c.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY] = "false" if node_type == c.RayNodeType.HEAD else "true"
     pod: Obj = {"apiVersion": "v1", "kind": "Pod", "metadata": template["metadata"], "spec": template["spec"]}
     container = pod["spec"]["containers"][c.RAY_CONTAINER_INDEX]
     if "plasma-directory" not in params:
@@ -532,7 +532,7 @@ def _finish_pod(cluster: Obj, template: Obj, node_type: str, params: dict[str, s
         user_cmd += _cmd_to_string(container["args"])
     ulimit = "ulimit -n ${RAY_START_ULIMIT_OPEN_FILES:-65536}"
     ray_start = generate_ray_start_command(node_type, params, container.get("resources") or {})
-    overwrite = (pod["metadata"].get("annotations") or {}).get(c.RAY_OVERWRITE_CONTAINER_CMD_ANNOTATION, "")
+    overwrite = (pod["metadata"].get("annotations") or {}).get(c.RAY_OVERWRITE_CONTAINER_CMD_ANNOTATION_KEY, "")
     if overwrite.lower() != "true" and "ray start" not in user_cmd:
         generated = f"{ulimit}; {ray_start}"
         container["command"] = container_command(options)
@@ -561,8 +561,8 @@ def _template_copy(group: Obj, namespace: str) -> Obj:
 def _init_template_annotations(cluster: Obj, tmpl: Obj) -> None:
     ann = tmpl["metadata"].setdefault("annotations", {})
     cl_ann = cluster.get("metadata", {}).get("annotations") or {}
-    if cl_ann.get(c.RAY_OVERWRITE_CONTAINER_CMD_ANNOTATION, "").lower() == "true":
-        ann[c.RAY_OVERWRITE_CONTAINER_CMD_ANNOTATION] = "true"
+    if cl_ann.get(c.RAY_OVERWRITE_CONTAINER_CMD_ANNOTATION_KEY, "").lower() == "true":
+        ann[c.RAY_OVERWRITE_CONTAINER_CMD_ANNOTATION_KEY] = "true"
 
 
 def build_head_pod(cluster: Obj, options: PodOptions = DEFAULT_POD_OPTIONS) -> Obj:
@@ -637,10 +637,10 @@ def build_worker_pod(cluster: Obj, group: Obj, options: PodOptions = DEFAULT_POD
     merged = {**(meta.get("labels") or {}), **(group.get("labels") or {})}
     labels = pod_labels(c.RayNodeType.WORKER, name, group["groupName"], merged)
     if options.multi_host_indexing:
-        labels[c.RAY_WORKER_REPLICA_INDEX_LABEL] = str(replica_index)
+        labels[c.RAY_WORKER_REPLICA_INDEX_KEY] = str(replica_index)
         if int(group.get("numOfHosts") or 1) > 1:
-            labels[c.RAY_WORKER_REPLICA_NAME_LABEL] = replica_name
-            labels[c.RAY_HOST_INDEX_LABEL] = str(host_index)
+            labels[c.RAY_WORKER_REPLICA_NAME_KEY] = replica_name
+            labels[c.RAY_HOST_INDEX_KEY] = str(host_index)
     meta["labels"] = labels
     set_missing_ray_start_params(params, c.RayNodeType.WORKER, port, fqdn)
     _init_template_annotations(cluster, tmpl)

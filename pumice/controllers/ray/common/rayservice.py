@@ -17,9 +17,6 @@ from pumice.controllers.ray import constants as c
 from pumice.controllers.ray.common import service as svcb
 from pumice.controllers.ray.common.hashing import hash_without_replicas_and_workers_to_delete
 
-HASH_KEY = api_c.HASH_WITHOUT_REPLICAS_AND_WORKERS_TO_DELETE_KEY
-NUM_WORKER_GROUPS_KEY = api_c.NUM_WORKER_GROUPS_KEY
-KUBERAY_VERSION_KEY = api_c.KUBERAY_VERSION_KEY
 SERVE_PORT_MISSING = ("Please specify a port named 'serve' (or with the prefix 'serve-', e.g. 'serve-grpc') "
                       "in the Ray head container; otherwise, the Kubernetes service for Ray Serve will not be "
                       "created.")
@@ -43,12 +40,12 @@ def is_cluster_spec_hash_equal(rayservice: Obj, cluster: Obj, partial: bool) -> 
     the only change is worker groups appended at the end); an unparsable count counts as equal.
     """
     ann = (cluster.get("metadata") or {}).get("annotations") or {}
-    recorded = ann.get(HASH_KEY, "")
+    recorded = ann.get(api_c.HASH_WITHOUT_REPLICAS_AND_WORKERS_TO_DELETE_KEY, "")
     goal = cluster_spec_for_hashing(rayservice)
     if not partial:
         return recorded == hash_without_replicas_and_workers_to_delete(goal)
     try:
-        n = int(ann.get(NUM_WORKER_GROUPS_KEY, ""))
+        n = int(ann.get(api_c.NUM_WORKER_GROUPS_KEY, ""))
     except ValueError:
         return True
     groups = goal.get("workerGroupSpecs") or []
@@ -65,12 +62,12 @@ def build_cluster_for_rayservice(rayservice: Obj, cluster_name: str, kuberay_ver
     meta = rayservice["metadata"]
     spec = (rayservice.get("spec") or {}).get("rayClusterConfig") or {}
     labels = {**(meta.get("labels") or {}),
-              c.RAY_ORIGINATED_FROM_CR_NAME_LABEL: meta["name"],
-              c.RAY_ORIGINATED_FROM_CRD_LABEL: c.CRDType.RAY_SERVICE.value}
+              c.RAY_ORIGINATED_FROM_CR_NAME_LABEL_KEY: meta["name"],
+              c.RAY_ORIGINATED_FROM_CRD_LABEL_KEY: c.CRDType.RAY_SERVICE.value}
     annotations = {**(meta.get("annotations") or {}),
-                   HASH_KEY: goal_hash(rayservice),
-                   NUM_WORKER_GROUPS_KEY: str(len(spec.get("workerGroupSpecs") or [])),
-                   KUBERAY_VERSION_KEY: kuberay_version}
+                   api_c.HASH_WITHOUT_REPLICAS_AND_WORKERS_TO_DELETE_KEY: goal_hash(rayservice),
+                   api_c.NUM_WORKER_GROUPS_KEY: str(len(spec.get("workerGroupSpecs") or [])),
+                   api_c.KUBERAY_VERSION_KEY: kuberay_version}
     return {
         "apiVersion": "ray.io/v1",
         "kind": "RayCluster",
@@ -101,10 +98,10 @@ def build_head_service_for_rayservice(rayservice: Obj, cluster: Obj,
         "name": assoc.owner_head_service_name(name),
         "namespace": rayservice["metadata"].get("namespace", "default"),
         "labels": {
-            c.RAY_ORIGINATED_FROM_CR_NAME_LABEL: name,
-            c.RAY_ORIGINATED_FROM_CRD_LABEL: c.CRDType.RAY_SERVICE.value,
-            c.RAY_NODE_TYPE_LABEL: str(c.RayNodeType.HEAD),
-            c.RAY_ID_LABEL: assoc.identifier(name, c.RayNodeType.HEAD),
+            c.RAY_ORIGINATED_FROM_CR_NAME_LABEL_KEY: name,
+            c.RAY_ORIGINATED_FROM_CRD_LABEL_KEY: c.CRDType.RAY_SERVICE.value,
+            c.RAY_NODE_TYPE_LABEL_KEY: str(c.RayNodeType.HEAD),
+            c.RAY_ID_LABEL_KEY: assoc.identifier(name, c.RayNodeType.HEAD),
         },
         "ownerReferences": [_owner(rayservice)],
     }
@@ -128,10 +125,10 @@ def build_serve_service(rayservice: Obj, cluster: Obj) -> Obj:
     rs_meta = rayservice["metadata"]
     rs_spec = rayservice.get("spec") or {}
     name, namespace = rs_meta["name"], rs_meta.get("namespace", "default")
-    labels = {c.RAY_ORIGINATED_FROM_CR_NAME_LABEL: name,
-              c.RAY_ORIGINATED_FROM_CRD_LABEL: c.CRDType.RAY_SERVICE.value,
-              c.RAY_SERVE_LABEL: f"{name}-serve"}
-    selector = {c.RAY_CLUSTER_LABEL: cluster["metadata"]["name"], c.RAY_SERVE_LABEL: "true"}
+    labels = {c.RAY_ORIGINATED_FROM_CR_NAME_LABEL_KEY: name,
+              c.RAY_ORIGINATED_FROM_CRD_LABEL_KEY: c.CRDType.RAY_SERVICE.value,
+              c.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY: f"{name}-serve"}
+    selector = {c.RAY_CLUSTER_LABEL_KEY: cluster["metadata"]["name"], c.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY: "true"}
     svc_type = ((rs_spec.get("rayClusterConfig") or {}).get("headGroupSpec") or {}).get("serviceType") or ""
     ports = [{"name": n, "port": p} for n, p in sorted(svcb.head_service_ports(cluster).items()) if _is_serving_port(n)]
     user = rs_spec.get("serveService")

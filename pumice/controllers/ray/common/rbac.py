@@ -15,8 +15,8 @@ from pumice.controllers.ray.common.pod import head_service_account_name
 def _meta(cluster: Obj, name: str) -> Obj:
     cname = cluster["metadata"]["name"]
     return {"name": name, "namespace": cluster["metadata"].get("namespace", "default"),
-            "labels": {c.RAY_CLUSTER_LABEL: cname, c.K8S_APP_NAME_LABEL: c.APPLICATION_NAME,
-                       c.K8S_CREATED_BY_LABEL: c.COMPONENT_NAME},
+            "labels": {c.RAY_CLUSTER_LABEL_KEY: cname, c.KUBERNETES_APPLICATION_NAME_LABEL_KEY: c.APPLICATION_NAME,
+                       c.KUBERNETES_CREATED_BY_LABEL_KEY: c.COMPONENT_NAME},
             "ownerReferences": [{"apiVersion": cluster.get("apiVersion", "ray.io/v1"),
                                  "kind": cluster.get("kind", "RayCluster"), "name": cname,
                                  "uid": cluster["metadata"].get("uid", ""), "controller": True,

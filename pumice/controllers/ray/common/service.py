@@ -66,11 +66,11 @@ def head_service_labels(cluster: Obj) -> dict[str, str]:
     head_labels = (cluster.get("spec", {}).get("headGroupSpec", {}).get("template", {}).get("metadata") or {}).get(
         "labels") or {}
     return {
-        c.RAY_CLUSTER_LABEL: name,
-        c.RAY_NODE_TYPE_LABEL: str(c.RayNodeType.HEAD),
-        c.RAY_ID_LABEL: assoc.identifier(name, c.RayNodeType.HEAD),
-        c.K8S_APP_NAME_LABEL: head_labels.get(c.K8S_APP_NAME_LABEL, c.APPLICATION_NAME),
-        c.K8S_CREATED_BY_LABEL: c.COMPONENT_NAME,
+        c.RAY_CLUSTER_LABEL_KEY: name,
+        c.RAY_NODE_TYPE_LABEL_KEY: str(c.RayNodeType.HEAD),
+        c.RAY_ID_LABEL_KEY: assoc.identifier(name, c.RayNodeType.HEAD),
+        c.KUBERNETES_APPLICATION_NAME_LABEL_KEY: head_labels.get(c.KUBERNETES_APPLICATION_NAME_LABEL_KEY, c.APPLICATION_NAME),
+        c.KUBERNETES_CREATED_BY_LABEL_KEY: c.COMPONENT_NAME,
     }
 
 
@@ -140,12 +140,12 @@ def build_headless_service(cluster: Obj) -> Obj:
         "metadata": {
             "name": assoc.headless_service_name(name),
             "namespace": cluster["metadata"].get("namespace", "default"),
-            "labels": {c.RAY_HEADLESS_WORKER_SVC_LABEL: name},
+            "labels": {c.RAY_CLUSTER_HEADLESS_SERVICE_LABEL_KEY: name},
             "ownerReferences": [_owner_reference(cluster)],
         },
         "spec": {
             "clusterIP": "None",
-            "selector": {c.RAY_CLUSTER_LABEL: name, c.RAY_NODE_TYPE_LABEL: c.RayNodeType.WORKER},
+            "selector": {c.RAY_CLUSTER_LABEL_KEY: name, c.RAY_NODE_TYPE_LABEL_KEY: c.RayNodeType.WORKER},
             "publishNotReadyAddresses": True,
         },
     }
@@ -159,10 +159,10 @@ def build_rayjob_head_service(rayjob: Obj, cluster: Obj, options: ServiceOptions
         "name": assoc.owner_head_service_name(job_name),
         "namespace": rayjob["metadata"].get("namespace", "default"),
         "labels": {
-            c.RAY_ORIGINATED_FROM_CR_NAME_LABEL: job_name,
-            c.RAY_ORIGINATED_FROM_CRD_LABEL: c.CRDType.RAY_JOB,
-            c.RAY_NODE_TYPE_LABEL: str(c.RayNodeType.HEAD),
-            c.RAY_ID_LABEL: assoc.identifier(job_name, c.RayNodeType.HEAD),
+            c.RAY_ORIGINATED_FROM_CR_NAME_LABEL_KEY: job_name,
+            c.RAY_ORIGINATED_FROM_CRD_LABEL_KEY: c.CRDType.RAY_JOB,
+            c.RAY_NODE_TYPE_LABEL_KEY: str(c.RayNodeType.HEAD),
+            c.RAY_ID_LABEL_KEY: assoc.identifier(job_name, c.RayNodeType.HEAD),
         },
         "ownerReferences": [_owner_reference(rayjob)],
     }

@@ -43,10 +43,10 @@ def _is_queue(req: AdmissionRequest) -> bool:
 def mutate_queue(queue: dict[str, Any]) -> None:
     """Apply the CREATE defaults of ``mutatequeue.volcano.sh`` in place (pure)."""
     ann = (queue.setdefault("metadata", {}).get("annotations")) or {}
-    hierarchy, weights = ann.get(keys.HIERARCHY_KEY, ""), ann.get(keys.HIERARCHY_WEIGHTS_KEY, "")
+    hierarchy, weights = ann.get(keys.KUBE_HIERARCHY_ANNOTATION_KEY, ""), ann.get(keys.KUBE_HIERARCHY_WEIGHT_ANNOTATION_KEY, "")
     if hierarchy and weights and not hierarchy.startswith("root"):
-        ann[keys.HIERARCHY_KEY] = f"root/{hierarchy}"
-        ann[keys.HIERARCHY_WEIGHTS_KEY] = f"1/{weights}"
+        ann[keys.KUBE_HIERARCHY_ANNOTATION_KEY] = f"root/{hierarchy}"
+        ann[keys.KUBE_HIERARCHY_WEIGHT_ANNOTATION_KEY] = f"1/{weights}"
         queue["metadata"]["annotations"] = ann
     spec = queue.setdefault("spec", {})
     if spec.get("reclaimable") is None:
@@ -115,13 +115,13 @@ def validate_queue_state(state: str) -> list[str]:
 def validate_hierarchy_annotations(queue: dict[str, Any], others: list[dict[str, Any]]) -> list[str]:
     path = "requestBody.metadata.annotations"
     ann = (queue.get("metadata") or {}).get("annotations") or {}
-    hierarchy, weights = ann.get(keys.HIERARCHY_KEY, ""), ann.get(keys.HIERARCHY_WEIGHTS_KEY, "")
+    hierarchy, weights = ann.get(keys.KUBE_HIERARCHY_ANNOTATION_KEY, ""), ann.get(keys.KUBE_HIERARCHY_WEIGHT_ANNOTATION_KEY, "")
     if not hierarchy and not weights:
         return []
     paths, ws = hierarchy.split("/"), weights.split("/")
     if len(paths) != len(ws):
-        return [f"{path}: Invalid value: \"{hierarchy}\": {keys.HIERARCHY_KEY} must have the same "
-                f"length with {keys.HIERARCHY_WEIGHTS_KEY}"]
+        return [f"{path}: Invalid value: \"{hierarchy}\": {keys.KUBE_HIERARCHY_ANNOTATION_KEY} must have the same "
+                f"length with {keys.KUBE_HIERARCHY_WEIGHT_ANNOTATION_KEY}"]
     for w in ws:
         try:
             wf = float(w)
@@ -132,7 +132,7 @@ def validate_hierarchy_annotations(queue: dict[str, Any], others: list[dict[str,
             return [f"{path}: Invalid value: \"{weights}\": {w} in the {weights} must be larger than 0"]
     qname = queue["metadata"].get("name")
     for other in others:
-        oh = ((other.get("metadata") or {}).get("annotations") or {}).get(keys.HIERARCHY_KEY, "")
+        oh = ((other.get("metadata") or {}).get("annotations") or {}).get(keys.KUBE_HIERARCHY_ANNOTATION_KEY, "")
         if oh and other["metadata"].get("name") != qname and oh.startswith(hierarchy + "/"):
             return [f"{path}: Invalid value: \"{hierarchy}\": {hierarchy} is not allowed to be in the "
                     f"sub path of {oh} of queue {other['metadata']['name']}"]

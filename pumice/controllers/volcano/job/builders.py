@@ -213,12 +213,12 @@ def build_pod(job: Obj, task: Obj, index: int) -> Obj:
     idx = str(index)
     queue = spec.get("queue") or keys.DEFAULT_QUEUE
     ann.update({
-        keys.TASK_INDEX_KEY: idx,
+        keys.TASK_INDEX: idx,
         keys.TASK_SPEC_KEY: tname,
-        keys.KUBE_GROUP_NAME_KEY: podgroup_name(job),
+        keys.KUBE_GROUP_NAME_ANNOTATION_KEY: podgroup_name(job),
         keys.JOB_NAME_KEY: md["name"],
         keys.QUEUE_NAME_KEY: queue,
-        keys.JOB_VERSION_KEY: str(int(status.get("version") or 0)),
+        keys.JOB_VERSION: str(int(status.get("version") or 0)),
         keys.POD_TEMPLATE_KEY: f"{md['name']}-{tname}",
         keys.JOB_RETRY_COUNT_KEY: str(int(status.get("retryCount") or 0)),
     })
@@ -234,7 +234,7 @@ def build_pod(job: Obj, task: Obj, index: int) -> Obj:
         ann[keys.JDB_MAX_UNAVAILABLE] = jann[keys.JDB_MAX_UNAVAILABLE]
     labels = dict(tmeta.get("labels") or {})
     labels.update({
-        keys.TASK_INDEX_KEY: idx,
+        keys.TASK_INDEX: idx,
         keys.JOB_NAME_KEY: md["name"],
         keys.TASK_SPEC_KEY: tname,
         keys.JOB_NAMESPACE_KEY: md.get("namespace", "default"),

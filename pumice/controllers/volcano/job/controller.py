@@ -321,7 +321,7 @@ class JobReconciler:
             ann = _ann(p)
             task = ann.get(keys.TASK_SPEC_KEY, "")
             try:
-                version = int(ann.get(keys.JOB_VERSION_KEY, "0"))
+                version = int(ann.get(keys.JOB_VERSION, "0"))
             except ValueError:
                 continue
             restarts = _restarts(p)

@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pumice.api import Obj
+from pumice.api.volcano.constants import KUBE_HIERARCHY_ANNOTATION_KEY, KUBE_HIERARCHY_WEIGHT_ANNOTATION_KEY
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.resource import Resource
-from pumice.scheduler.volcano.api.types import HIERARCHY_ANNOTATION, HIERARCHY_WEIGHTS_ANNOTATION, QueueState
+from pumice.scheduler.volcano.api.types import QueueState
 
 if TYPE_CHECKING:
     from pumice.scheduler.volcano.api.hyper_node_info import HyperNodesInfo
@@ -61,8 +62,8 @@ class QueueInfo:
             capability=Resource.from_list(cap) if cap else None,
             deserved=Resource.from_list(des) if des else None,
             guarantee=Resource.from_list(gua) if gua else None,
-            hierarchy=ann.get(HIERARCHY_ANNOTATION, ""),
-            weights=ann.get(HIERARCHY_WEIGHTS_ANNOTATION, ""),
+            hierarchy=ann.get(KUBE_HIERARCHY_ANNOTATION_KEY, ""),
+            weights=ann.get(KUBE_HIERARCHY_WEIGHT_ANNOTATION_KEY, ""),
             creation=creation,
             queue=q,
         )

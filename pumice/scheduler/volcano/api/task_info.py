@@ -11,15 +11,15 @@ from dataclasses import dataclass, field
 
 from pumice._util.clock import parse_rfc3339
 from pumice.api import Obj
+from pumice.api.volcano.constants import (
+    KUBE_GROUP_NAME_ANNOTATION_KEY,
+    POD_PREEMPTABLE,
+    TASK_PRIORITY_ANNOTATION_KEY,
+    TASK_SPEC_KEY,
+)
 from pumice.scheduler.default.resources import pod_nonzero_requests
 from pumice.scheduler.volcano.api.resource import PODS, Resource
-from pumice.scheduler.volcano.api.types import (
-    GROUP_NAME_ANNOTATION,
-    PREEMPTABLE_KEY,
-    TASK_PRIORITY_KEY,
-    TASK_SPEC_KEY,
-    TaskStatus,
-)
+from pumice.scheduler.volcano.api.types import TaskStatus
 
 _POD_ONE = Resource(scalars={PODS: 1.0})
 
@@ -71,7 +71,7 @@ def task_status_of(pod: Obj) -> TaskStatus:
 def job_id_of(pod: Obj) -> str:
     """``<ns>/<group>`` from the ``scheduling.k8s.io/group-name`` annotation, else ``""``."""
     md = pod.get("metadata") or {}
-    group = (md.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
+    group = (md.get("annotations") or {}).get(KUBE_GROUP_NAME_ANNOTATION_KEY)
     return f"{md.get('namespace') or 'default'}/{group}" if group else ""
 
 
@@ -153,9 +153,9 @@ class TaskInfo:
         labels = md.get("labels") or {}
         prio = spec.get("priority")
         priority = int(prio) if prio is not None else 1
-        if TASK_PRIORITY_KEY in ann:
+        if TASK_PRIORITY_ANNOTATION_KEY in ann:
             try:
-                priority = int(ann[TASK_PRIORITY_KEY])
+                priority = int(ann[TASK_PRIORITY_ANNOTATION_KEY])
             except ValueError:
                 pass
         ts = md.get("creationTimestamp")
@@ -169,7 +169,7 @@ class TaskInfo:
             resreq=pod_request(pod),
             status=task_status_of(pod),
             priority=priority,
-            preemptable=_bool_key(md, PREEMPTABLE_KEY, True),
+            preemptable=_bool_key(md, POD_PREEMPTABLE, True),
             node_name=spec.get("nodeName") or "",
             creation=parse_rfc3339(ts) if isinstance(ts, str) and ts else 0.0,
             pod=pod,

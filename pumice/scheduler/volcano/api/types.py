@@ -9,8 +9,6 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from pumice.api.volcano import constants as _c
-
 
 class TaskStatus(enum.IntEnum):
     """A task's scheduler-side status (upstream bit flags, names are the upstream strings)."""
@@ -58,11 +56,6 @@ class QueueState(enum.StrEnum):
 
 
 # PodGroup condition types and reasons (volcano.sh/apis scheduling/v1beta1).
-POD_GROUP_UNSCHEDULABLE = _c.PodGroupConditionType.UNSCHEDULABLE.value
-POD_GROUP_SCHEDULED = _c.PodGroupConditionType.SCHEDULED.value
-NOT_ENOUGH_RESOURCES_REASON = _c.PodGroupConditionReason.NOT_ENOUGH_RESOURCES.value
-NOT_ENOUGH_TASKS_REASON = _c.PodGroupConditionReason.NOT_ENOUGH_PODS.value
-NOT_ENOUGH_PODS_OF_TASK_REASON = _c.PodGroupConditionReason.NOT_ENOUGH_PODS_OF_TASK.value
 POD_GROUP_READY = "pod group is ready"
 POD_GROUP_NOT_READY = "pod group is not ready"
 
@@ -77,16 +70,7 @@ NODE_RESOURCE_FIT_FAILED = "node(s) resource fit failed"
 ALL_NODE_UNAVAILABLE_MSG = "all nodes are unavailable"
 
 # Well-known keys (the wire strings are defined in pumice.api.volcano.constants).
-GROUP_NAME_ANNOTATION = _c.KUBE_GROUP_NAME_ANNOTATION_KEY
-TASK_SPEC_KEY = _c.TASK_SPEC_KEY
-TASK_PRIORITY_KEY = _c.TASK_PRIORITY_ANNOTATION_KEY
-PREEMPTABLE_KEY = _c.POD_PREEMPTABLE
-JOB_ALLOCATED_HYPERNODE_ANNOTATION = _c.JOB_ALLOCATED_HYPERNODE_ANNOTATION
-QUEUE_NAME_KEY = _c.QUEUE_NAME_KEY
-HIERARCHY_ANNOTATION = _c.KUBE_HIERARCHY_ANNOTATION_KEY
-HIERARCHY_WEIGHTS_ANNOTATION = _c.KUBE_HIERARCHY_WEIGHT_ANNOTATION_KEY
 SLA_WAITING_TIME_KEY = "sla-waiting-time"
-SLA_WAITING_TIME_ANNOTATION = _c.SLA_WAITING_TIME_KEY
 
 
 class Vote(enum.IntEnum):

@@ -12,18 +12,14 @@ from dataclasses import dataclass, field
 
 from pumice._util.clock import Clock, parse_rfc3339
 from pumice.api import Obj
+from pumice.api.volcano.constants import JOB_ALLOCATED_HYPERNODE_ANNOTATION, POD_PREEMPTABLE
 from pumice.scheduler.volcano.api.hyper_node_info import build_hypernodes
 from pumice.scheduler.volcano.api.job_info import JobInfo, NetworkTopology
 from pumice.scheduler.volcano.api.node_info import NodeInfo, node_is_ready
 from pumice.scheduler.volcano.api.queue_info import ClusterInfo, QueueInfo
 from pumice.scheduler.volcano.api.resource import Resource
 from pumice.scheduler.volcano.api.task_info import TaskInfo
-from pumice.scheduler.volcano.api.types import (
-    COMPLETED_STATUSES,
-    JOB_ALLOCATED_HYPERNODE_ANNOTATION,
-    PREEMPTABLE_KEY,
-    TaskStatus,
-)
+from pumice.scheduler.volcano.api.types import COMPLETED_STATUSES, TaskStatus
 from pumice.scheduler.volcano.conf import SchedulerConfiguration
 from pumice.scheduler.volcano.framework.interface import RecordingCache, SessionCache
 from pumice.scheduler.volcano.framework.session import CloseResult, open_session, run_actions
@@ -75,7 +71,7 @@ def job_from_pod_group(pg: Obj, creation: float, priority_classes: dict[str, int
         min_resources=mr,
         creation=creation,
         pod_group=pg,
-        preemptable=str(ann.get(PREEMPTABLE_KEY, "false")).lower() == "true",
+        preemptable=str(ann.get(POD_PREEMPTABLE, "false")).lower() == "true",
         annotations=dict(ann),
         network_topology=NetworkTopology.from_spec(spec.get("networkTopology")),
         allocated_hypernode=str(ann.get(JOB_ALLOCATED_HYPERNODE_ANNOTATION) or ""),

@@ -26,6 +26,7 @@ import numpy as np
 
 from pumice._util.clock import rfc3339
 from pumice.api import Obj
+from pumice.api.volcano.constants import JOB_ALLOCATED_HYPERNODE_ANNOTATION, PodGroupConditionType
 from pumice.scheduler.volcano import metrics
 from pumice.scheduler.volcano.api.hyper_node_info import HyperNodesInfo, build_hypernodes
 from pumice.scheduler.volcano.api.job_info import JobInfo
@@ -37,9 +38,7 @@ from pumice.scheduler.volcano.api.types import (
     ALL_NODE_UNAVAILABLE_MSG,
     ALLOCATED_STATUSES,
     COMPLETED_STATUSES,
-    JOB_ALLOCATED_HYPERNODE_ANNOTATION,
     POD_GROUP_READY,
-    POD_GROUP_UNSCHEDULABLE,
     FitError,
     PodGroupPhase,
     Status,
@@ -728,7 +727,7 @@ def job_status(ssn: Session, job: JobInfo) -> Obj:
     if "conditions" in st:
         st["conditions"] = [dict(c) for c in st["conditions"] or []]
     unschedulable = any(
-        c.get("type") == POD_GROUP_UNSCHEDULABLE and c.get("status") == "True" and c.get("transitionID") == ssn.uid
+        c.get("type") == PodGroupConditionType.UNSCHEDULABLE.value and c.get("status") == "True" and c.get("transitionID") == ssn.uid
         for c in st.get("conditions") or []
     )
     st["phase"] = str(pod_group_phase(job, unschedulable, int((pg.get("spec") or {}).get("minMember") or 0)))

@@ -11,19 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pumice.api.volcano.constants import PodGroupConditionReason, PodGroupConditionType
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.task_info import TaskInfo
-from pumice.scheduler.volcano.api.types import (
-    ALLOCATED_STATUSES,
-    NOT_ENOUGH_PODS_OF_TASK_REASON,
-    NOT_ENOUGH_RESOURCES_REASON,
-    NOT_ENOUGH_TASKS_REASON,
-    POD_GROUP_SCHEDULED,
-    POD_GROUP_UNSCHEDULABLE,
-    TaskStatus,
-    ValidateResult,
-    Vote,
-)
+from pumice.scheduler.volcano.api.types import ALLOCATED_STATUSES, TaskStatus, ValidateResult, Vote
 from pumice.scheduler.volcano.framework.arguments import NoArguments, decode
 from pumice.scheduler.volcano.framework.session import Session
 
@@ -39,12 +30,12 @@ class GangPlugin:
     def on_session_open(self, ssn: Session) -> None:
         def valid(job: JobInfo) -> ValidateResult | None:
             if not job.check_task_valid():
-                return ValidateResult(False, NOT_ENOUGH_PODS_OF_TASK_REASON, "Not enough valid pods of each task for gang-scheduling")
+                return ValidateResult(False, PodGroupConditionReason.NOT_ENOUGH_PODS_OF_TASK.value, "Not enough valid pods of each task for gang-scheduling")
             vtn = job.valid_task_num()
             if vtn < job.min_available:
                 return ValidateResult(
                     False,
-                    NOT_ENOUGH_TASKS_REASON,
+                    PodGroupConditionReason.NOT_ENOUGH_PODS.value,
                     f"Not enough valid tasks for gang-scheduling, valid: {vtn}, min: {job.min_available}",
                 )
             return None
@@ -102,11 +93,11 @@ class GangPlugin:
                 ssn.update_pod_group_condition(
                     job,
                     {
-                        "type": POD_GROUP_UNSCHEDULABLE,
+                        "type": PodGroupConditionType.UNSCHEDULABLE.value,
                         "status": "True",
                         "lastTransitionTime": ssn.now_rfc3339(),
                         "transitionID": ssn.uid,
-                        "reason": NOT_ENOUGH_RESOURCES_REASON,
+                        "reason": PodGroupConditionReason.NOT_ENOUGH_RESOURCES.value,
                         "message": msg,
                     },
                 )
@@ -114,7 +105,7 @@ class GangPlugin:
                 ssn.update_pod_group_condition(
                     job,
                     {
-                        "type": POD_GROUP_SCHEDULED,
+                        "type": PodGroupConditionType.SCHEDULED.value,
                         "status": "True",
                         "lastTransitionTime": ssn.now_rfc3339(),
                         "transitionID": ssn.uid,

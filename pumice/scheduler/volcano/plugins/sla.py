@@ -10,8 +10,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from pumice._util.duration import parse_go_duration
+from pumice.api.volcano import constants as _c
 from pumice.scheduler.volcano.api.job_info import JobInfo
-from pumice.scheduler.volcano.api.types import SLA_WAITING_TIME_ANNOTATION, SLA_WAITING_TIME_KEY, Vote
+from pumice.scheduler.volcano.api.types import SLA_WAITING_TIME_KEY, Vote
 from pumice.scheduler.volcano.framework.arguments import ArgumentError, Arguments, arg, decode
 from pumice.scheduler.volcano.framework.session import Session
 
@@ -38,7 +39,7 @@ class SlaPlugin:
 
     def waiting(self, job: JobInfo) -> float | None:
         ann = ((job.pod_group or {}).get("metadata") or {}).get("annotations") or {}
-        for key in (SLA_WAITING_TIME_ANNOTATION, SLA_WAITING_TIME_KEY):
+        for key in (_c.SLA_WAITING_TIME_KEY, SLA_WAITING_TIME_KEY):
             if key in ann:
                 try:
                     d = parse_go_duration(str(ann[key]))
