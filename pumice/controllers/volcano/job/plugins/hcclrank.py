@@ -39,9 +39,9 @@ class HcclRankPlugin(ControlledOnly):
         task = task_key(pod)
         if task not in (self.master, self.worker):
             return
-        raw = (md.get("labels") or {}).get(keys.TASK_INDEX_KEY)
+        raw = (md.get("labels") or {}).get(keys.TASK_INDEX)
         if raw is None:
-            raise ValueError(f"pod {md.get('name')} doesn't have {keys.TASK_INDEX_KEY} label")
+            raise ValueError(f"pod {md.get('name')} doesn't have {keys.TASK_INDEX} label")
         index = int(raw)
         if task != self.master:
             master = find_task(job, self.master)
