@@ -88,3 +88,56 @@ CASES = [
 @pytest.mark.parametrize("case", upstream_params(ORIGIN, CASES))
 def test_capacity_hierarchy_upstream_case(case: Case, tmp_path: Path) -> None:
     run_both(case, tmp_path)
+
+
+# ----- ancestorReclaimLevel (Test_capacityPlugin_AncestorReclaimLevel) -------------------------
+def level_tiers(level: int) -> list:
+    return [[
+        plugin("capacity", {"ancestorReclaimLevel": level}, enabledAllocatable=True, enablePreemptive=True,
+               enableReclaimable=True, enableQueueOrder=True, enableHierarchy=True, enableJobEnqueued=True),
+        plugin("predicates", enablePredicate=True),
+        plugin("gang", enableJobStarving=True),
+        plugin("priority", enableJobOrder=True, enableTaskOrder=True),
+    ]]
+
+
+GPU_NODE = node("n1", "16,16Gi,nvidia.com/a100=4,rdma/hca=1001,pods=11")
+GPU_ROOT = hq("root", "", "16,16Gi,nvidia.com/a100=4,rdma=1000", None)
+
+
+def gpu(name: str, group: str, a100: int, *, node_name: str = "", priority: int | None = None) -> dict:
+    req = f"1,1Gi,nvidia.com/a100={a100},rdma/hca=1"
+    if node_name:
+        return pod(name, namespace="ns1", group=group, requests=req, node=node_name, phase="Running", priority=priority)
+    return pod(name, namespace="ns1", group=group, requests=req, priority=priority)
+
+
+def project_tree() -> list[dict]:
+    return [GPU_ROOT,
+            hq("project1_root", "root", "nvidia.com/a100=1", "nvidia.com/a100=2"),
+            hq("project1_non-preemptable", "project1_root", "nvidia.com/a100=1", "nvidia.com/a100=1"),
+            hq("project1_preemptable", "project1_root", None, None),
+            hq("project2_root", "root", "nvidia.com/a100=3", "nvidia.com/a100=4"),
+            hq("project2_non-preemptable", "project2_root", "nvidia.com/a100=3", "nvidia.com/a100=3"),
+            hq("project2_preemptable", "project2_root", None, None)]
+
+
+ANCESTOR = [
+    Case("case1: Can reclaim based on parent deserved when ancestorReclaimLevel is 1",
+         [GPU_NODE, GPU_ROOT, hq("case1_queue1", "root", "nvidia.com/a100=1", None), hq("case1_queue11", "case1_queue1", None, None),
+          hq("case1_queue2", "root", None, None),
+          pg("pg1", "case1_queue2", 1, "Running"), pg("pg2", "case1_queue11", 1, "Inqueue"),
+          gpu("p1", "pg1", 4, node_name="n1"), gpu("p2", "pg2", 1)],
+         ["enqueue", "reclaim", "allocate"], level_tiers(1), evictions=["ns1/p1"], evict_num=1, pipelined={"ns1/pg2": ["n1"]}),
+    Case("case2: Cross-parent reclaim pipelines project1 pending job when project2 child and parent are both over deserved",
+         [GPU_NODE, *project_tree(),
+          *(pg(f"pg{i}", "project2_preemptable", 1, "Running") for i in range(1, 5)), pg("pg5", "project1_preemptable", 1, "Pending"),
+          gpu("p1", "pg1", 1, node_name="n1", priority=2), gpu("p2", "pg2", 1, node_name="n1", priority=2),
+          gpu("p3", "pg3", 1, node_name="n1", priority=2), gpu("p4", "pg4", 1, node_name="n1", priority=1), gpu("p5", "pg5", 1)],
+         ["enqueue", "reclaim", "allocate"], level_tiers(1), evictions=["ns1/p4"], evict_num=1, pipelined={"ns1/pg5": ["n1"]}),
+]
+
+
+@pytest.mark.parametrize("case", upstream_params(f"{ORIGIN} Test_capacityPlugin_AncestorReclaimLevel", ANCESTOR))
+def test_capacity_ancestor_reclaim_level_upstream_case(case: Case, tmp_path: Path) -> None:
+    run_both(case, tmp_path)

@@ -6,8 +6,14 @@ reclaim while some requested dimension is still under deserved; Reclaimable take
 queues above deserved without going below guarantee.
 
 Mirrors: volcano pkg/scheduler/plugins/capacity/capacity.go.
-Deviates: hierarchy checks ancestors for allocatable/enqueue; ``ancestorReclaimLevel`` is parsed
-but only level 0 is applied.
+With ``enableHierarchy`` and ``ancestorReclaimLevel`` N > 0, a queue with nothing left under its
+own deserved may still reclaim while one of its ancestors up to N levels is under deserved; a
+cross-parent victim must also
+leave each of its ancestors up to N levels (those the reclaimer does not share) above deserved,
+and an immediate victim under a shared non-root ancestor is spared when the reclaimer's queue
+promises nothing for what it asks.
+
+Deviates: hierarchy checks ancestors for allocatable/enqueue.
 """
 
 from __future__ import annotations
@@ -220,14 +226,25 @@ class CapacityPlugin:
                 return False
             filtered = _filter_zero(req, future, attr.deserved)
             found, _ = future.less_equal_partly_in_request_dims(attr.deserved, filtered)
+            for depth in range(1, level + 1):
+                if found:
+                    break
+                anc = self.attrs.get(self._ancestor_at(attr, depth) or "")
+                if anc is None or anc.queue_id == ROOT:
+                    continue
+                anc_future = anc.allocated + req
+                found, _ = anc_future.less_equal_partly_in_request_dims(anc.deserved, _filter_zero(req, anc_future, anc.deserved))
             return found
 
+        level = self.args.ancestor_reclaim_level if self.hierarchy else 0
         ssn.add_preemptive_fn(PLUGIN_NAME, preemptive)
 
         def reclaimable(reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
             victims = []
             allocations: dict[str, Resource] = {}
             rnames = {n for n in reclaimer.resreq.resource_names() if n != PODS}
+            rjob = ssn.jobs.get(reclaimer.job)
+            rattr = self.attrs.get(rjob.queue) if rjob is not None else None
             order = ssn.build_victims_priority_queue(reclaimees, reclaimer)
             while not order.empty():
                 r = order.pop()
@@ -243,13 +260,32 @@ class CapacityPlugin:
                 after = alloc - r.resreq
                 if not attr.guarantee.less_equal(after, Dimension.ZERO):
                     continue
-                des_names = set(attr.deserved.resource_names())
-                req_names = {n for n in r.resreq.resource_names() if n != PODS}
-                immediate = not (req_names & des_names)
-                over, _ = alloc.greater_partly_in_request_dims(attr.deserved, _only(r.resreq, des_names))
-                if immediate or over:
-                    allocations[job.queue] = after
-                    victims.append(r)
+                if _immediate_victim(r, attr.deserved):
+                    if level > 0 and rattr is not None and self._share_non_root_ancestor(rattr, attr, level) and not _relevant(
+                            reclaimer, rattr.deserved):
+                        continue
+                elif not _exceeds(alloc, attr.deserved, r):
+                    continue
+                ancestors: dict[str, Resource] = {}
+                eligible = True
+                for lv in range(1, level + 1):
+                    anc, need = self._reclaimee_ancestor(rattr, attr, lv)
+                    if not need:
+                        continue
+                    if anc is None:
+                        eligible = False
+                        break
+                    a_alloc = allocations.get(anc.queue_id, anc.allocated)
+                    ancestors[anc.queue_id] = a_alloc
+                    if not _immediate_victim(r, anc.deserved) and not _exceeds(a_alloc, anc.deserved, r):
+                        eligible = False
+                        break
+                if not eligible:
+                    continue
+                allocations[job.queue] = after
+                for qid, a_alloc in ancestors.items():
+                    allocations[qid] = a_alloc - r.resreq
+                victims.append(r)
             return victims, Vote.PERMIT
 
         ssn.add_reclaimable_fn(PLUGIN_NAME, reclaimable)
@@ -298,6 +334,29 @@ class CapacityPlugin:
 
         ssn.add_event_handler(EventHandler(lambda e: on_event(e, 1), lambda e: on_event(e, -1)))
 
+    def _ancestor_at(self, attr: QueueAttr, depth: int) -> str | None:
+        """The queue ``depth`` levels above ``attr`` (1 = parent); None above the root."""
+        up = self.path(attr.queue_id)[:-1]
+        return up[len(up) - depth] if 0 < depth <= len(up) else None
+
+    def _share_non_root_ancestor(self, a: QueueAttr, b: QueueAttr, level: int) -> bool:
+        mine = {self._ancestor_at(a, d) for d in range(1, level + 1)} - {None, ROOT}
+        theirs = {self._ancestor_at(b, d) for d in range(1, level + 1)}
+        return bool(mine & theirs)
+
+    def _reclaimee_ancestor(self, reclaimer: QueueAttr | None, reclaimee: QueueAttr, depth: int) -> tuple[QueueAttr | None, bool]:
+        """The reclaimee's ancestor ``depth`` levels up that must also exceed its deserved, and
+        whether one must be checked (not when it is the root or the reclaimer's own ancestor at
+        that depth). Mirrors: capacity.go getReclaimeeAncestorToCheck."""
+        if reclaimer is None:
+            return None, False
+        anc = self._ancestor_at(reclaimee, depth)
+        if anc is None or anc == ROOT:
+            return None, False
+        if self._ancestor_at(reclaimer, depth) == anc:
+            return None, False
+        return self.attrs.get(anc), True
+
     def path(self, qid: str) -> list[str]:
         """Queue ids from the root down to ``qid``."""
         return [a.queue_id for a in reversed(self._ancestors(qid))]
@@ -321,6 +380,23 @@ class CapacityPlugin:
             {a.name: {"deserved": a.deserved, "allocated": a.allocated, "share": a.share} for a in self.attrs.values()}
         )
         self.attrs = {}
+
+
+def _relevant(task: TaskInfo, deserved: Resource) -> bool:
+    """Does ``task`` request a dimension that ``deserved`` names? (upstream hasRelevantDeserved)"""
+    req = {n for n in task.resreq.resource_names() if n != PODS}
+    return bool(req & set(deserved.resource_names()))
+
+
+def _immediate_victim(task: TaskInfo, deserved: Resource) -> bool:
+    """No dimension in common with the queue's deserved: the queue promised nothing for it."""
+    return not _relevant(task, deserved)
+
+
+def _exceeds(allocated: Resource, deserved: Resource, task: TaskInfo) -> bool:
+    """Allocated above deserved on a dimension the task requests (upstream checkDeservedExceedance)."""
+    over, _ = allocated.greater_partly_in_request_dims(deserved, _only(task.resreq, set(deserved.resource_names())))
+    return bool(over)
 
 
 def _only(r: Resource, names: set[str]) -> Resource:
