@@ -15,7 +15,12 @@ Targets (issue 2, 2-core machine): in-process creates >= 3,000/s; HTTP creates >
 clients with p99 < 100 ms; list of 10,000 Pods < 1 s; no watcher misses or reorders an event.
 Issue 18: durable creates at 16 clients within 20% of relaxed (ratio >= 0.8).
 
-Usage: python bench/apiserver.py [--quick] [--durability (that section alone)]
+Protobuf (issue 12): Pod creates at 16 clients with protobuf bodies and responses beside JSON, the
+list of 10,000 Pods in both encodings (first and cached), and the time an informer takes to sync
+10,000 Pods by watch-list (sendInitialEvents until the initial-events-end BOOKMARK) in both
+encodings, beside a plain LIST.
+
+Usage: python bench/apiserver.py [--quick] [--durability | --protobuf (that section alone)]
 """
 
 from __future__ import annotations
@@ -195,11 +200,12 @@ class RawHTTP:
         for _ in range(self.conns):
             self.pool.put_nowait(await asyncio.open_connection(self.host, self.port, ssl=self.ctx))
 
-    async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
+    async def request(self, method: str, path: str, body: bytes = b"", *, media: str = "application/json",
+                      accept: str = "application/json") -> tuple[int, bytes]:
         reader, writer = await self.pool.get()
         try:
             head = (f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\nAuthorization: Bearer {self.token}\r\n"
-                    f"Accept: application/json\r\nContent-Type: application/json\r\n"
+                    f"Accept: {accept}\r\nContent-Type: {media}\r\n"
                     f"Content-Length: {len(body)}\r\n\r\n").encode()
             writer.write(head + body)
             status_line = await reader.readline()
@@ -292,6 +298,127 @@ async def bench_http() -> None:
             proc.wait(10)
 
 
+async def bench_protobuf() -> None:
+    """Protobuf beside JSON over HTTPS (minimal client): Pod creates at 16 clients, the list of
+    10,000 Pods, and the watch-list sync of an informer (sendInitialEvents=true until the
+    initial-events-end BOOKMARK) over the same 10,000 Pods, beside a classic LIST."""
+    import httpx2
+    import msgspec
+
+    from pumice.api import protobuf as pb
+
+    n = 1000 if QUICK else 3000
+    total = 2000 if QUICK else 10000
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.Popen([sys.executable, "-m", "pumice.cli.main", "apiserver", "--data-dir", tmp,
+                                 "--port", "0", "--no-crds", "--durability", "relaxed"], stdout=subprocess.PIPE,
+                                text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        try:
+            assert proc.stdout is not None
+            url = proc.stdout.readline().rsplit(" ", 1)[-1].strip()
+            token = (Path(tmp) / "token").read_text().strip()
+            host, port = url.split("//")[1].rsplit(":", 1)
+            print("\nProtobuf vs JSON, HTTPS, SQLite (relaxed durability), minimal keep-alive client, 16 clients")
+            raw = RawHTTP(host, int(port), token, 16)
+            await raw.open()
+            figures: dict[str, float] = {}
+            for media in ("application/json", pb.PROTOBUF):
+                tag = "pb" if media == pb.PROTOBUF else "js"
+
+                async def create(i: int, media: str = media, tag: str = tag) -> None:
+                    obj = pod(f"{tag}-{i}")
+                    body = pb.encode_object(obj) if media == pb.PROTOBUF else msgspec.json.encode(obj)
+                    status, data = await raw.request("POST", "/api/v1/namespaces/default/pods", body, media=media,
+                                                     accept=media)
+                    assert status == 201, data
+
+                c0 = cpu_seconds(proc.pid)
+                rate, p50, p99 = await run_clients(n, 16, create)
+                c1 = cpu_seconds(proc.pid)
+                figures[f"create {tag}"] = rate
+                line(f"create Pods, {media}", rate, p50, p99, figures.get("create js"))
+                print(f"    server CPU {1000 * (c1 - c0) / n:.3f} ms per create")
+            fill = total - 2 * n
+
+            async def more(i: int) -> None:
+                status, data = await raw.request("POST", "/api/v1/namespaces/default/pods",
+                                                 msgspec.json.encode(pod(f"fill-{i}")))
+                assert status == 201, data
+
+            await run_clients(fill, 16, more)
+            for media in ("application/json", pb.PROTOBUF):
+                for attempt in ("first", "again"):
+                    t0 = time.perf_counter()
+                    status, data = await raw.request("GET", "/api/v1/namespaces/default/pods", accept=media)
+                    dt = time.perf_counter() - t0
+                    assert status == 200
+                    count = (len(pb.decode_object(data)["items"]) if media == pb.PROTOBUF
+                             else len(msgspec.json.decode(data)["items"]))
+                    assert count == total, count
+                    figures[f"list {media} {attempt}"] = dt
+                    base = figures.get(f"list application/json {attempt}")
+                    ratio = f" ({dt / base:.2f}x JSON)" if base and media == pb.PROTOBUF else ""
+                    print(f"  list {total} Pods, {media}, {attempt}: {dt:.3f} s, {len(data) / 1e6:.1f} MB{ratio}")
+            await raw.close()
+            async with httpx2.AsyncClient(base_url=url, verify=False, timeout=120,
+                                          headers={"Authorization": f"Bearer {token}"}) as client:
+                t0 = time.perf_counter()
+                r = await client.get("/api/v1/namespaces/default/pods")
+                r.json()
+                classic = time.perf_counter() - t0
+                print(f"  informer sync by LIST (JSON, decoded), {total} Pods: {classic:.3f} s (baseline)")
+                for media in ("application/json", pb.PROTOBUF):
+                    t0 = time.perf_counter()
+                    seen = await _watch_list_sync(client, media)
+                    dt = time.perf_counter() - t0
+                    assert seen == total, seen
+                    print(f"  informer sync by watch-list ({media}, decoded), {total} Pods: {dt:.3f} s "
+                          f"({dt / classic:.2f}x LIST)")
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+
+async def _watch_list_sync(client: Any, media: str) -> int:
+    """Stream ``sendInitialEvents=true`` until the initial-events-end BOOKMARK; returns the
+    number of ADDED objects decoded."""
+    import struct
+
+    import msgspec
+
+    from pumice.api import protobuf as pb
+
+    path = ("/api/v1/namespaces/default/pods?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+            "&allowWatchBookmarks=true")
+    seen = 0
+    buf = b""
+    async with client.stream("GET", path, headers={"Accept": media}) as r:
+        async for chunk in r.aiter_raw():
+            buf += chunk
+            while True:
+                if media == pb.PROTOBUF:
+                    if len(buf) < 4:
+                        break
+                    (size,) = struct.unpack(">I", buf[:4])
+                    if len(buf) < 4 + size:
+                        break
+                    etype, obj = pb.decode_watch_event(buf[4:4 + size])
+                    buf = buf[4 + size:]
+                else:
+                    nl = buf.find(b"\n")
+                    if nl < 0:
+                        break
+                    ev = msgspec.json.decode(buf[:nl])
+                    buf = buf[nl + 1:]
+                    etype, obj = ev["type"], ev["object"]
+                if etype == "ADDED":
+                    seen += 1
+                elif etype == "BOOKMARK" and (obj["metadata"].get("annotations") or {}).get(
+                        "k8s.io/initial-events-end") == "true":
+                    return seen
+    return seen
+
+
 async def bench_durability() -> None:
     """Strict vs relaxed creates, in-process and over HTTPS (minimal client), same disk, same run."""
     import msgspec
@@ -352,10 +479,14 @@ async def main() -> None:
     if "--durability" in sys.argv:
         await bench_durability()
         return
+    if "--protobuf" in sys.argv:
+        await bench_protobuf()
+        return
     await bench_in_process("memory", None)
     with tempfile.TemporaryDirectory() as tmp:
         await bench_in_process("SQLite (WAL)", Path(tmp))
     await bench_http()
+    await bench_protobuf()
     await bench_durability()
 
 
