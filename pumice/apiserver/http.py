@@ -190,7 +190,7 @@ class _Api:
         self.bookmark_interval = bookmark_interval
         self.log_client_factory = log_client_factory
         self.ready = True
-        self._pb_cache: dict[int, tuple[Stored, bytes]] = {}
+        self._pb_cache: dict[tuple[int, str], tuple[Stored, bytes]] = {}
         self._roots: dict[str, Callable[[Request, list[str]], Awaitable[Response]]] = {
             "version": self._version, "healthz": self._health, "livez": self._health, "readyz": self._health,
             "openapi": self._openapi_root, "api": self._api, "apis": self._api,
@@ -478,7 +478,7 @@ class _Api:
 
     def _message_bytes(self, rk: ResourceKind, s: Stored) -> bytes:
         """The protobuf message (no envelope) of a stored built-in object, cached by revision."""
-        key = s.rv
+        key = (s.rv, rk.api_version)
         cached = self._pb_cache.get(key)
         if cached is not None and cached[0] is s:
             return cached[1]
@@ -716,7 +716,10 @@ class _Api:
         interval = self.bookmark_interval
         pb_object = self._pb_object
 
+        present = self.registry.present
+
         def line(kind: str, s: Stored) -> bytes:
+            s = present(rk, s)
             if proto:
                 return pb.encode_watch_event(kind, pb_object(rk, s))
             if table:

@@ -43,7 +43,7 @@ from pumice.api.schema import json_type_name as json_type
 from pumice.api.scheme import ResourceKind, Scheme
 from pumice.api.selectors import FieldSelector, LabelSelector
 from pumice.api.strategic import strategic_merge_patch
-from pumice.apiserver import errors
+from pumice.apiserver import errors, events
 from pumice.apiserver.admission import AdmissionChain
 from pumice.apiserver.crds import CustomResource, crd_info
 from pumice.apiserver.errors import StatusError
@@ -58,8 +58,8 @@ _encode = msgspec.json.Encoder().encode
 _META_TREE = object_meta_tree()
 _GEN_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
-#: store resources of the two Event kinds (core/v1 and events.k8s.io/v1)
-EVENT_RESOURCES = ("/events", "events.k8s.io/events")
+#: the store resource of Events (core/v1 and events.k8s.io/v1 share it)
+EVENT_RESOURCES = (events.CORE_RESOURCE,)
 
 
 def resource_key(rk: ResourceKind) -> str:
@@ -120,12 +120,14 @@ class _Reader:
 
     async def get(self, kind: ResourceKind, name: str, namespace: str | None = None) -> Obj | None:
         """The stored object itself (read-only: plugins must not change it), or None."""
-        s = self._r.store.get(resource_key(kind), namespace or "" if kind.namespaced else "", name)
+        s = self._r._view(kind).get(self._r.storage_resource(kind), namespace or "" if kind.namespaced else "",
+                                    name)
         return None if s is None else s.obj
 
     async def list(self, kind: ResourceKind, namespace: str | None = None) -> list[Obj]:
         """The stored objects themselves (read-only), in key order."""
-        return [s.obj for s in self._r.store.list(resource_key(kind), namespace if kind.namespaced else None)]
+        view = self._r._view(kind)
+        return [s.obj for s in view.list(self._r.storage_resource(kind), namespace if kind.namespaced else None)]
 
     def kind(self, api_version: str, kind: str) -> ResourceKind | None:
         key = (api_version, kind)
@@ -137,6 +139,43 @@ class _Reader:
 
     def forget_kinds(self) -> None:
         self._kinds.clear()
+
+
+class _ConvertingStore:
+    """The store as a kind whose stored form differs from its served form sees it (an
+    events.k8s.io/v1 Event is stored as a core/v1 Event): objects are converted on the way in
+    and out, field selectors translated."""
+
+    def __init__(self, store: Store, strategy: Strategy) -> None:
+        self._store = store
+        self._s = strategy
+
+    @property
+    def revision(self) -> int:
+        return self._store.revision
+
+    def _out(self, stored: Stored | None) -> Stored | None:
+        if stored is None:
+            return None
+        obj = self._s.from_storage(stored.obj)
+        return Stored(obj, _encode(obj), stored.rv)
+
+    def get(self, res: str, ns: str, name: str) -> Stored | None:
+        return self._out(self._store.get(res, ns, name))
+
+    def list(self, res: str, ns: str | None = None) -> builtins.list[Stored]:
+        return [s for s in map(self._out, self._store.list(res, ns)) if s is not None]
+
+    def list_by_field(self, res: str, path: str, value: str, ns: str | None) -> builtins.list[Stored]:
+        return [s for s in map(self._out, self._store.list_by_field(res, path, value, ns)) if s is not None]
+
+    def put(self, res: str, obj: Obj) -> Stored:
+        stored = self._out(self._store.put(res, self._s.to_storage(obj)))
+        assert stored is not None
+        return stored
+
+    def delete(self, res: str, ns: str, name: str) -> Stored | None:
+        return self._out(self._store.delete(res, ns, name))
 
 
 class Registry:
@@ -164,6 +203,7 @@ class Registry:
         self.event_ttl = event_ttl
         self._event_expiry: dict[tuple[str, str, str], float] = {}
         self._event_queue: deque[tuple[float, tuple[str, str, str]]] = deque()
+        self._migrate_events_v1()
         for res in EVENT_RESOURCES:
             for ev in store.list(res):
                 self.track_event(res, ev)
@@ -191,6 +231,23 @@ class Registry:
         """The per-kind behaviour serving ``rk`` (see :mod:`pumice.apiserver.strategy`)."""
         return strategy_for(rk, custom=resource_key(rk) in self.crds)
 
+    def storage_resource(self, rk: ResourceKind) -> str:
+        """The store resource holding ``rk``'s objects (``"/events"`` for both Event APIs)."""
+        return self.strategy(rk).storage_resource or resource_key(rk)
+
+    def _view(self, rk: ResourceKind) -> Any:
+        """The store as ``rk`` sees it (converting when its stored form differs)."""
+        strategy = self.strategy(rk)
+        return _ConvertingStore(self.store, strategy) if strategy.converts else self.store
+
+    def present(self, rk: ResourceKind, s: Stored) -> Stored:
+        """A stored object (as a watch delivers it) in ``rk``'s served form."""
+        strategy = self.strategy(rk)
+        if not strategy.converts:
+            return s
+        obj = strategy.from_storage(s.obj)
+        return Stored(obj, _encode(obj), s.rv)
+
     def has_status(self, rk: ResourceKind) -> bool:
         return "status" in rk.subresources
 
@@ -211,7 +268,7 @@ class Registry:
         return _encode(obj)
 
     def get(self, rk: ResourceKind, namespace: str | None, name: str) -> Stored:
-        s = self.store.get(resource_key(rk), self._ns(rk, namespace), name)
+        s = self._view(rk).get(self.storage_resource(rk), self._ns(rk, namespace), name)
         if s is None:
             raise errors.not_found(rk, name)
         return s
@@ -240,7 +297,8 @@ class Registry:
         the first page's revision) and never answers 410 for an old token.
         """
         self.check_field_selector(rk, fields)
-        res = resource_key(rk)
+        res = self.storage_resource(rk)
+        st = self._view(rk)
         ns = namespace if rk.namespaced else None
         revision = self.store.revision
         start: tuple[str, str] | None = None
@@ -254,12 +312,12 @@ class Registry:
         name = fields.exact("metadata.name")
         node = fields.exact("spec.nodeName")
         if name is not None and (ns is not None or not rk.namespaced):
-            one = self.store.get(res, ns or "", name)
+            one = st.get(res, ns or "", name)
             candidates = [one] if one is not None else []
         elif node is not None:
-            candidates = self.store.list_by_field(res, "spec.nodeName", node, ns)
+            candidates = st.list_by_field(res, "spec.nodeName", node, ns)
         else:
-            candidates = self.store.list(res, ns)
+            candidates = st.list(res, ns)
         if start is None and labels.empty and fields.empty and not limit:
             return candidates, revision, "", 0
         out: builtins.list[Stored] = []
@@ -302,8 +360,9 @@ class Registry:
             except ValueError:
                 raise errors.bad_request(f"invalid resource version: {resource_version!r}") from None
         try:
-            return self.store.watch(resource_key(rk), namespace if rk.namespaced else None,
-                                    resource_version=rv, labels=labels, fields=fields)
+            return self.store.watch(self.storage_resource(rk), namespace if rk.namespaced else None,
+                                    resource_version=rv, labels=labels,
+                                    fields=self.strategy(rk).storage_field_selector(fields))
         except Expired as e:
             raise errors.expired(str(e)) from None
 
@@ -446,7 +505,8 @@ class Registry:
         obj = self._check_body(rk, namespace, body, None)
         md = obj["metadata"]
         ns = self._ns(rk, namespace or md.get("namespace"))
-        res = resource_key(rk)
+        res = self.storage_resource(rk)
+        st = self._view(rk)
         gen_name = not md.get("name") and md.get("generateName")
         if not md.get("name") and not gen_name:
             raise errors.invalid(rk, "", [FieldCause("metadata.name", "Required value: name or generateName is "
@@ -455,7 +515,7 @@ class Registry:
         if gen_name:
             for _ in range(16):
                 md["name"] = str(md["generateName"]) + "".join(self._rng.choice(_GEN_CHARS) for _ in range(5))
-                if self.store.get(res, ns, md["name"]) is None:
+                if st.get(res, ns, md["name"]) is None:
                     break
         self._prepare_create(rk, obj)
         name = md["name"]
@@ -463,11 +523,11 @@ class Registry:
         await self._run_admission(req, mutate=True)
         self._validate(rk, obj, None)
         await self._run_admission(req, mutate=False)
-        if self.store.get(res, ns, name) is not None:
+        if st.get(res, ns, name) is not None:
             raise errors.already_exists(rk, name)
         if dry_run:
             return Stored(obj, _encode(obj), 0), warnings
-        stored = self.store.put(res, obj)
+        stored = st.put(res, obj)
         self.strategy(rk).after_write(self, rk, stored)
         return stored, warnings
 
@@ -502,8 +562,9 @@ class Registry:
         """
         obj = self._check_body(rk, namespace, body, name)
         ns = self._ns(rk, namespace)
-        res = resource_key(rk)
-        old = self.store.get(res, ns, name) if _expect is None else _expect
+        res = self.storage_resource(rk)
+        st = self._view(rk)
+        old = st.get(res, ns, name) if _expect is None else _expect
         if old is None:
             raise errors.not_found(rk, name)
         warnings = self._prune_default(rk, obj, field_validation) if sub == "" else []
@@ -516,7 +577,7 @@ class Registry:
         if sub == "":
             self._validate(rk, new, old.obj)
         await self._run_admission(req, mutate=False)
-        current = self.store.get(res, ns, name)
+        current = st.get(res, ns, name)
         if current is None:
             raise errors.not_found(rk, name)
         if current.rv != old.rv:
@@ -527,11 +588,11 @@ class Registry:
         if dry_run:
             return Stored(new, _encode(new), old.rv), warnings
         if self._finished(rk, new):
-            gone = self.store.delete(res, ns, name)
+            gone = st.delete(res, ns, name)
             assert gone is not None
             self.strategy(rk).after_delete(self, rk, gone)
             return gone, warnings
-        stored = self.store.put(res, new)
+        stored = st.put(res, new)
         self.strategy(rk).after_write(self, rk, stored)
         return stored, warnings
 
@@ -614,9 +675,10 @@ class Registry:
                 raise errors.bad_request(f"the name of the object ({pmd.get('name')}) does not match the name on "
                                          f"the URL ({name})")
         ns = self._ns(rk, namespace)
-        res = resource_key(rk)
+        res = self.storage_resource(rk)
+        st = self._view(rk)
         for attempt in range(8):
-            old = self.store.get(res, ns, name)
+            old = st.get(res, ns, name)
             if old is None:
                 if patch_type == "apply" and sub == "":
                     body = copy.deepcopy(patch)
@@ -690,8 +752,9 @@ class Registry:
             StatusError: 404, 409 on a failed precondition, 403 from admission.
         """
         ns = self._ns(rk, namespace)
-        res = resource_key(rk)
-        old = self.store.get(res, ns, name)
+        res = self.storage_resource(rk)
+        st = self._view(rk)
+        old = st.get(res, ns, name)
         if old is None:
             raise errors.not_found(rk, name)
         pre = opts.preconditions or {}
@@ -704,7 +767,7 @@ class Registry:
                                             f"{pre['resourceVersion']}, ResourceVersion in object meta: {old.rv}")
         req = AdmissionRequest("DELETE", rk, ns or None, name, None, old.copy(), dry_run=opts.dry_run)
         await self._run_admission(req, mutate=False)
-        old = self.store.get(res, ns, name)
+        old = st.get(res, ns, name)
         if old is None:
             raise errors.not_found(rk, name)
         new = old.copy()
@@ -737,10 +800,10 @@ class Registry:
             new["metadata"]["resourceVersion"] = omd.get("resourceVersion")
             if new == old.obj:
                 return old
-            stored = self.store.put(res, new)
+            stored = st.put(res, new)
             return stored
         strategy.before_final_delete(self, old.obj)
-        gone = self.store.delete(res, ns, name)
+        gone = st.delete(res, ns, name)
         assert gone is not None
         strategy.after_delete(self, rk, gone)
         return gone
@@ -808,6 +871,17 @@ class Registry:
         await self.delete(pods, namespace, name, opts)
 
     # ---------------------------------------------------------------- CRDs
+
+    def _migrate_events_v1(self) -> None:
+        """Move events.k8s.io Events that an older pumice stored on their own into the one Event
+        store (as core/v1 Events)."""
+        for old in self.store.list(events.EVENTS_V1_RESOURCE):
+            md = old.obj["metadata"]
+            if self.store.get(events.CORE_RESOURCE, md.get("namespace", ""), md["name"]) is None:
+                obj = events.to_core(old.copy())
+                obj["metadata"].pop("resourceVersion", None)
+                self.store.put(events.CORE_RESOURCE, obj)
+            self.store.delete(events.EVENTS_V1_RESOURCE, md.get("namespace", ""), md["name"])
 
     def track_event(self, res: str, stored: Stored) -> None:
         """Schedule the expiry of an Event ``event_ttl`` seconds after this write."""

@@ -29,8 +29,10 @@ from pumice.api import Obj
 from pumice.api import schema as kschema
 from pumice.api.admission import FieldCause
 from pumice.api.scheme import ResourceKind
+from pumice.api.selectors import FieldSelector
 from pumice.api.validation import validate_object
 from pumice.apiserver import defaults as kdefaults
+from pumice.apiserver import events
 from pumice.apiserver.crds import crd_status, validate_crd
 from pumice.apiserver.store import Stored
 
@@ -64,6 +66,22 @@ class Strategy:
     field_labels: frozenset[str] = frozenset()
     defaulter: Callable[[Obj], None] | None = None
     post_subresources: dict[str, PostHandler] = {}
+    #: the store resource when it is not the kind's own ``"<group>/<plural>"``
+    storage_resource: str | None = None
+    #: True when the stored form differs from the served one (see :meth:`to_storage`)
+    converts: bool = False
+
+    def to_storage(self, obj: Obj) -> Obj:
+        """The stored form of a served object (identity unless :attr:`converts`)."""
+        return obj
+
+    def from_storage(self, obj: Obj) -> Obj:
+        """The served form of a stored object (identity unless :attr:`converts`)."""
+        return obj
+
+    def storage_field_selector(self, fs: FieldSelector) -> FieldSelector:
+        """A field selector of the served form, over the stored form."""
+        return fs
 
     def __init__(self, *, field_labels: frozenset[str] | None = None,
                  defaulter: Callable[[Obj], None] | None = None) -> None:
@@ -210,8 +228,28 @@ class KeepStatusOnCreate(Strategy):
 class EventStrategy(KeepStatusOnCreate):
     """Events expire ``event_ttl`` after their last write (kube-apiserver --event-ttl)."""
 
+    storage_resource = events.CORE_RESOURCE
+
     def after_write(self, reg: Registry, rk: ResourceKind, stored: Stored) -> None:
-        reg.track_event(f"{rk.group}/{rk.plural}", stored)
+        reg.track_event(reg.storage_resource(rk), stored)
+
+
+class EventsV1Strategy(EventStrategy):
+    """events.k8s.io/v1 Events: stored as core/v1 Events (one store behind both APIs).
+
+    Mirrors: kubernetes pkg/apis/events/v1/conversion.go.
+    """
+
+    converts = True
+
+    def to_storage(self, obj: Obj) -> Obj:
+        return events.to_core(obj)
+
+    def from_storage(self, obj: Obj) -> Obj:
+        return events.to_events_v1(obj)
+
+    def storage_field_selector(self, fs: FieldSelector) -> FieldSelector:
+        return events.core_field_selector(fs)
 
 
 class CRDStrategy(Strategy):
@@ -285,7 +323,7 @@ register("", "events", EventStrategy(field_labels=frozenset({
     "involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath",
     "reason", "reportingComponent", "source", "type",
 })))
-register("events.k8s.io", "events", EventStrategy(field_labels=frozenset({
+register("events.k8s.io", "events", EventsV1Strategy(field_labels=frozenset({
     "regarding.kind", "regarding.namespace", "regarding.name", "regarding.uid", "regarding.apiVersion",
     "regarding.resourceVersion", "regarding.fieldPath", "reason", "reportingController", "type",
     "deprecatedSource",
