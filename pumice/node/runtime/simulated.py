@@ -5,7 +5,12 @@
 - A regular container runs for the Pod annotation ``pumice.io/sim-duration-seconds`` (or the
   first matching per-image rule, or forever when neither is given), then exits with
   ``pumice.io/sim-exit-code`` (default 0). Init containers exit 0 at once.
+- Rendezvous gangs: Pods annotated ``pumice.io/sim-gang: <key>`` and ``pumice.io/sim-gang-size: N``
+  (distributed training workers) make no progress until N containers of that key (per namespace)
+  have started; then all their durations start together. Late joiners (restarts) run at once.
 - SIGTERM ends a container at once with 143, SIGKILL with 137; probes and exec hooks succeed.
+- :meth:`SimulatedRuntime.finish_pod` ends a Pod's containers from outside (the simulated Ray
+  dashboard ends a RayJob's submitter when the Ray job ends).
 
 Deterministic: the jitter comes from ``random.Random(f"{seed}:{uid}")``, so a Pod's timings do not
 depend on the order in which Pods arrive.
@@ -26,6 +31,17 @@ from pumice.node.runtime.base import Container, Sandbox, StartRequest
 
 ANNOTATION_DURATION = "pumice.io/sim-duration-seconds"
 ANNOTATION_EXIT_CODE = "pumice.io/sim-exit-code"
+ANNOTATION_GANG = "pumice.io/sim-gang"
+ANNOTATION_GANG_SIZE = "pumice.io/sim-gang-size"
+
+
+class _Gang:
+    """Containers waiting at one rendezvous: (future, duration, exit code, handle holder)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.waiting: list[tuple[asyncio.Future[int], float, int, list[Any]]] = []
+        self.started = False
 
 
 class SimulatedRuntime:
@@ -50,6 +66,11 @@ class SimulatedRuntime:
         self.start_jitter = start_jitter
         self.image_durations = dict(image_durations or {})
         self.ipam = IPAM(pod_cidr, reserved=[str(IPAM(pod_cidr).net.network_address + 1)])
+        self._gangs: dict[str, _Gang] = {}
+        self._by_pod: dict[str, list[Container]] = {}
+        self.timers = 0
+        """Containers whose end is scheduled and has not come yet (a simulation is stalled when
+        nothing is pending and this is 0)."""
 
     async def create_sandbox(self, pod: Obj, pod_dir: Path) -> Sandbox:
         md = pod["metadata"]
@@ -62,6 +83,7 @@ class SimulatedRuntime:
 
     async def remove_sandbox(self, sandbox: Sandbox) -> None:
         self.ipam.release(sandbox.uid)
+        self._by_pod.pop(sandbox.uid, None)
 
     def _duration(self, pod: Obj, container: Obj) -> float | None:
         ann = (pod.get("metadata") or {}).get("annotations") or {}
@@ -76,21 +98,66 @@ class SimulatedRuntime:
     async def start(self, sandbox: Sandbox, pod: Obj, req: StartRequest) -> Container:
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[int] = loop.create_future()
+        ann = (pod.get("metadata") or {}).get("annotations") or {}
         duration = 0.0 if req.init else self._duration(pod, req.container)
-        code = 0 if req.init else int(((pod.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_EXIT_CODE, 0))
-        handle = None
-        if duration is not None:
-            handle = loop.call_later(duration, _resolve, fut, code)
-        return Container(req.container["name"], req.restart_count, self.clock.now(), state=(fut, handle))
+        code = 0 if req.init else int(ann.get(ANNOTATION_EXIT_CODE, 0))
+        gang_key = ann.get(ANNOTATION_GANG) if not req.init else None
+        key = f"{sandbox.namespace}/{gang_key}" if gang_key else None
+        holder: list[Any] = [None, key]
+        if duration is not None and key:
+            gang = self._gangs.get(key)
+            if gang is None:
+                gang = self._gangs[key] = _Gang(max(1, int(ann.get(ANNOTATION_GANG_SIZE, 1))))
+            if gang.started:
+                self._arm(loop, fut, duration, code, holder)
+            else:
+                gang.waiting.append((fut, duration, code, holder))
+                if len(gang.waiting) >= gang.size:
+                    gang.started = True
+                    for f, d, rc, h in gang.waiting:
+                        self._arm(loop, f, d, rc, h)
+                    gang.waiting.clear()
+        elif duration is not None:
+            self._arm(loop, fut, duration, code, holder)
+        c = Container(req.container["name"], req.restart_count, self.clock.now(), state=(fut, holder))
+        if not req.init:
+            self._by_pod.setdefault(sandbox.uid, []).append(c)
+        return c
+
+    def _arm(self, loop: asyncio.AbstractEventLoop, fut: asyncio.Future[int], duration: float, code: int,
+             holder: list[Any]) -> None:
+        self.timers += 1
+        holder[0] = loop.call_later(duration, self._fire, fut, code)
+
+    def _fire(self, fut: asyncio.Future[int], code: int) -> None:
+        self.timers -= 1
+        _resolve(fut, code)
+
+    def finish_pod(self, uid: str, code: int) -> bool:
+        """End every running regular container of the Pod ``uid`` with ``code``. Returns whether
+        the Pod had one."""
+        ended = False
+        for c in self._by_pod.get(uid, []):
+            fut, _ = c.state
+            if not fut.done():
+                self._end(c, code)
+                ended = True
+        return ended
 
     async def wait(self, sandbox: Sandbox, pod: Obj, c: Container) -> int:
         fut, _ = c.state
         return int(await asyncio.shield(fut))
 
     def _end(self, c: Container, code: int) -> None:
-        fut, handle = c.state
-        if handle is not None:
-            handle.cancel()
+        fut, holder = c.state
+        if holder[0] is not None:
+            holder[0].cancel()
+            holder[0] = None
+            if not fut.done():
+                self.timers -= 1
+        gang = self._gangs.get(holder[1]) if holder[1] else None
+        if gang is not None and not gang.started:
+            gang.waiting = [w for w in gang.waiting if w[0] is not fut]
         if not fut.done():
             fut.set_result(code)
 

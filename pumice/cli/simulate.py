@@ -1,0 +1,149 @@
+"""``pumice simulate``: replay a workload trace through the real controllers and the Volcano
+scheduler on a virtual clock, and report (see :mod:`pumice.simulate`)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+def _parse_duration(value: str | None) -> float | None:
+    """``3600``, ``90s``, ``30m``, ``12h``, ``7d`` -> seconds."""
+    if value is None:
+        return None
+    v = value.strip().lower()
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    try:
+        if v and v[-1] in units:
+            return float(v[:-1]) * units[v[-1]]
+        return float(v)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a duration (e.g. 3600, 30m, 12h, 7d)") from None
+
+
+@click.command(name="simulate")
+@click.option("--nodes", "nodes_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Node list: openb_node_list_*.csv, pai_machine_spec.csv, a Tiresias cluster spec, or Node YAML.")
+@click.option("--workload", "workload_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Workload: openb pod list, philly.csv, Pollux workload, Tiresias 60_job.csv, DLRM trace or pumice YAML.")
+@click.option("--format", "fmt", default="auto", show_default=True,
+              type=click.Choice(["auto", "openb", "philly", "pollux", "tiresias", "dlrm", "yaml"]))
+@click.option("--scheduler-conf", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="volcano-scheduler.conf (default: the built-in configuration).")
+@click.option("--compare", "compare", nargs=2, type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Run the same input under two scheduler configurations, side by side.")
+@click.option("--queues", "queues_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Queue manifests (YAML) to create before the run.")
+@click.option("--batch-scheduler", type=click.Choice(["volcano", "none"]), default="volcano", show_default=True,
+              help="KubeRay's batch scheduler for RayJobs.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--until", "until", default=None, help="Stop at this simulated time (3600, 30m, 12h, 7d).")
+@click.option("--scale", type=float, default=1.0, show_default=True,
+              help="Inflate arrivals: arrival times divided by this factor.")
+@click.option("--sample", "sample_n", type=int, default=None, help="Replay N arrivals drawn with the seed.")
+@click.option("--period", type=float, default=1.0, show_default=True, help="Scheduling period, seconds.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="simulate-out", show_default=True,
+              help="Where the report goes.")
+@click.option("--no-plots", is_flag=True, help="Skip the PNG plots.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def command(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str | None,
+            compare: tuple[str, str] | None, queues_path: str | None, batch_scheduler: str, seed: int,
+            until: str | None, scale: float, sample_n: int | None, period: float, out_dir: str, no_plots: bool,
+            quiet: bool) -> None:
+    """Replay a workload trace through the real controllers and Volcano scheduler on a virtual
+    clock, and write per-job/Pod CSV and JSON, a summary and an HTML report to --out."""
+    from pumice.scheduler.volcano.conf import ConfigError, load_conf
+    from pumice.simulate import nodes as nodes_mod
+    from pumice.simulate import report
+    from pumice.simulate import workload as wl
+    from pumice.simulate.runner import SimConfig, simulate
+
+    until_s = _parse_duration(until)
+    try:
+        node_specs = nodes_mod.load_nodes(nodes_path)
+        w = wl.load_workload(workload_path, fmt)
+        if sample_n is not None:
+            w = wl.sample(w, sample_n, seed)
+        if scale != 1.0:
+            w = wl.scale(w, scale)
+        w = wl.until(w, until_s)
+        queues = _load_queues(queues_path) if queues_path else []
+        confs: list[tuple[str, str | None]] = []
+        if compare:
+            if scheduler_conf:
+                raise click.UsageError("give either --scheduler-conf or --compare A.conf B.conf")
+            names = [Path(c).stem for c in compare]
+            if names[0] == names[1]:
+                names = [f"{names[0]}-A", f"{names[1]}-B"]
+            confs = list(zip(names, compare, strict=True))
+        else:
+            confs = [(Path(scheduler_conf).stem if scheduler_conf else "default", scheduler_conf)]
+        for _, c in confs:
+            if c is not None:
+                load_conf(c)
+    except (nodes_mod.InputError, ConfigError, OSError) as e:
+        raise click.ClickException(str(e)) from None
+
+    results = []
+    for name, conf in confs:
+        cfg = SimConfig(node_specs, w, scheduler_conf=conf, queues=queues,
+                        batch_scheduler=None if batch_scheduler == "none" else batch_scheduler, seed=seed,
+                        until=until_s, schedule_period=period, name=name)
+        results.append(_run_with_progress(cfg, simulate, quiet, len(w.arrivals)))
+
+    out = Path(out_dir)
+    try:
+        if len(results) == 1:
+            summ = report.write_run(results[0], out, plots=not no_plots)
+            summaries = [(results[0].config.name, summ)]
+            where = out / "report.html"
+        else:
+            report.write_compare(results, out, plots=not no_plots)
+            summaries = [(r.config.name, __import__("json").loads((out / r.config.name / "summary.json").read_text()))
+                         for r in results]
+            where = out / "index.html"
+    except OSError as e:
+        raise click.ClickException(f"cannot write the report to {out}: {e}") from None
+    click.echo(report.format_table(summaries, report.HEADLINE))
+    for r in results:
+        t = report.timing(r)
+        click.echo(f"{r.config.name}: {t['simulated_seconds']:.0f} simulated s in {t['wall_seconds']:.1f} s wall, "
+                   f"{t['api_writes']} API writes ({t['api_writes_per_second']}/s), {t['sessions']} sessions")
+    click.echo(f"report: {where}")
+
+
+def _load_queues(path: str) -> list[dict[str, Any]]:
+    import yaml
+
+    from pumice.simulate.nodes import InputError
+
+    try:
+        docs = [d for d in yaml.safe_load_all(Path(path).read_text()) if d]
+    except yaml.YAMLError as e:
+        raise InputError(f"{path}: not YAML: {e}") from None
+    items = [i for d in docs for i in (d.get("items") or [] if d.get("kind") == "List" else [d])]
+    queues = [i for i in items if i.get("kind") == "Queue"]
+    if not queues:
+        raise InputError(f"{path}: no Queue manifests")
+    return queues
+
+
+def _run_with_progress(cfg: Any, simulate: Any, quiet: bool, total: int) -> Any:
+    if quiet:
+        return simulate(cfg)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    started = time.perf_counter()  # wall time for the events/s figure only
+    with Progress(TextColumn(f"[bold]{cfg.name}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+                  TimeElapsedColumn(), transient=False) as bar:
+        task = bar.add_task("", total=total)
+
+        def update(sim_t: float, done: int, n: int, writes: int) -> None:
+            wall = max(1e-9, time.perf_counter() - started)
+            bar.update(task, completed=done, total=n,
+                       description=f"sim {sim_t / 3600:8.1f} h  {writes / wall:7.0f} events/s")
+
+        return simulate(cfg, progress=update)

@@ -1,0 +1,250 @@
+"""A simulated Ray dashboard: the Jobs and Serve APIs answered from the simulated runtime.
+
+The KubeRay controllers reach it through the same :class:`~pumice.controllers.ray.dashboard.
+RayDashboardClient` protocol as the real dashboard (pass :meth:`SimulatedRayDashboard.factory`
+as their ``dashboard_client_factory``); nothing in them knows it is simulated.
+
+Job model, per RayCluster (the cluster the RayJob created, found by the factory's ``cluster``):
+
+- *submitted*: HTTPMode when the controller calls ``submit_job``; K8sJobMode when the submitter
+  Pod (label ``batch.kubernetes.io/job-name`` = the RayJob's name) is Running; SidecarMode and
+  InteractiveMode when the head Pod is Running (the job id is the RayJob's ``status.jobId``).
+- ``PENDING`` until the head Pod is Running and every Pod the cluster should have (1 head +
+  ``replicas x numOfHosts`` per worker group) is Running: the gang is bound;
+- ``RUNNING`` from the latest of those Pods' container start times;
+- ``SUCCEEDED`` ``pumice.io/sim-duration-seconds`` (annotation of the RayJob; default 0) after
+  that, or ``FAILED`` when the RayJob has ``pumice.io/sim-exit-code`` != 0. At that moment the
+  submitter Pod's container ends with exit code 0 (or 1), as ``ray job submit`` does when it
+  stops tailing.
+
+Serve: ``update_deployments(config)`` records the applications; each is ``DEPLOYING`` and becomes
+``RUNNING`` (deployments ``HEALTHY``) ``serve_start_delay`` seconds after it was first put.
+
+Times come from the project clock (virtual under looptime). Mirrors the answers of Ray's job
+manager (``JobStatus``, start/end in epoch milliseconds) and ``GET /api/serve/applications/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pumice._util.clock import Clock, parse_rfc3339
+from pumice.api.ray.constants import RAY_CLUSTER_LABEL_KEY, RAY_NODE_TYPE_LABEL_KEY, JobStatus
+from pumice.controllers.ray.dashboard import (
+    DashboardError,
+    RayDashboardClient,
+    RayJobInfo,
+    submit_request_body,
+)
+from pumice.node.runtime.simulated import ANNOTATION_DURATION, ANNOTATION_EXIT_CODE
+
+Obj = dict[str, Any]
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+TERMINAL = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED)
+
+
+@dataclass
+class _Job:
+    job_id: str
+    rayjob: str
+    namespace: str
+    entrypoint: str = ""
+    status: str = JobStatus.PENDING
+    start: float = 0.0
+    end: float = 0.0
+    submitter_ended: bool = False
+
+
+@dataclass
+class _App:
+    name: str
+    since: float
+    config: Obj
+
+
+@dataclass
+class SimulatedRayDashboard:
+    """State of every simulated Ray cluster.
+
+    Args:
+        clock: the project clock.
+        pods: ``(namespace, label_selector) -> Pods`` (an informer lister's ``list``).
+        rayjobs: ``(namespace, name) -> RayJob or None`` (an informer lister's ``get``).
+        finish_pod: ``(pod uid, exit code) -> bool``: ends a Pod's containers in the simulated runtime.
+        serve_start_delay: seconds from a Serve config being put to its applications RUNNING.
+    """
+
+    clock: Clock
+    pods: Callable[[str, dict[str, str]], list[Obj]]
+    rayjobs: Callable[[str, str], Obj | None]
+    finish_pod: Callable[[str, int], bool] | None = None
+    serve_start_delay: float = 5.0
+    jobs: dict[str, _Job] = field(default_factory=dict)
+    apps: dict[str, dict[str, _App]] = field(default_factory=dict)
+
+    def factory(self, cluster: Obj, dashboard_url: str) -> RayDashboardClient:
+        return SimulatedRayDashboardClient(self, cluster)
+
+    # -- the job model -----------------------------------------------------------------------
+    def _cluster_pods(self, cluster: Obj) -> list[Obj]:
+        md = cluster.get("metadata") or {}
+        return self.pods(md.get("namespace", ""), {RAY_CLUSTER_LABEL_KEY: md.get("name", "")})
+
+    def gang_started(self, cluster: Obj) -> float | None:
+        """When every Pod of ``cluster`` was Running (epoch seconds), or None while one is not."""
+        spec = cluster.get("spec") or {}
+        want = 1 + sum(int(g.get("replicas", g.get("minReplicas", 0)) or 0) * int(g.get("numOfHosts", 1) or 1)
+                       for g in spec.get("workerGroupSpecs") or [] if not g.get("suspend"))
+        running = [p for p in self._cluster_pods(cluster)
+                   if (p.get("status") or {}).get("phase") == "Running" and not (p.get("metadata") or {}).get(
+                       "deletionTimestamp")]
+        heads = [p for p in running if (p["metadata"].get("labels") or {}).get(RAY_NODE_TYPE_LABEL_KEY) == "head"]
+        if not heads or len(running) < want:
+            return None
+        return max(_started_at(p) for p in running)
+
+    def _submitted(self, cluster: Obj, job_id: str) -> _Job | None:
+        owner = _owner_rayjob(cluster)
+        ns = (cluster.get("metadata") or {}).get("namespace", "")
+        if owner is None:
+            return None
+        rj = self.rayjobs(ns, owner) or {}
+        mode = (rj.get("spec") or {}).get("submissionMode") or "K8sJobMode"
+        if mode == "HTTPMode":
+            return None
+        if mode == "K8sJobMode":
+            subs = [p for p in self.pods(ns, {JOB_NAME_LABEL: owner}) if (p.get("status") or {}).get("phase") == "Running"]
+            if not subs:
+                return None
+        elif self.gang_started(cluster) is None:
+            return None
+        job = _Job(job_id, owner, ns, str((rj.get("spec") or {}).get("entrypoint", "")))
+        self.jobs[job_id] = job
+        return job
+
+    def _advance(self, job: _Job, cluster: Obj) -> None:
+        if job.status in TERMINAL:
+            return
+        now = self.clock.now()
+        started = self.gang_started(cluster)
+        if started is None:
+            return
+        rj = self.rayjobs(job.namespace, job.rayjob) or {}
+        ann = (rj.get("metadata") or {}).get("annotations") or {}
+        duration = float(ann.get(ANNOTATION_DURATION, 0) or 0)
+        job.start = job.start or started
+        if now < job.start + duration:
+            job.status = JobStatus.RUNNING
+            return
+        failed = int(ann.get(ANNOTATION_EXIT_CODE, 0) or 0) != 0
+        job.status = JobStatus.FAILED if failed else JobStatus.SUCCEEDED
+        job.end = job.start + duration
+        self._end_submitter(job, 1 if failed else 0)
+
+    def _end_submitter(self, job: _Job, code: int) -> None:
+        if job.submitter_ended or self.finish_pod is None:
+            return
+        job.submitter_ended = True
+        for p in self.pods(job.namespace, {JOB_NAME_LABEL: job.rayjob}):
+            self.finish_pod(str((p.get("metadata") or {}).get("uid", "")), code)
+
+    def info(self, job: _Job) -> RayJobInfo:
+        message = {JobStatus.PENDING: "Job has not started yet.", JobStatus.RUNNING: "Job is currently running.",
+                   JobStatus.SUCCEEDED: "Job finished successfully.", JobStatus.STOPPED: "Job was intentionally stopped.",
+                   JobStatus.FAILED: "Job entrypoint command failed with exit code 1"}.get(JobStatus(job.status), "")
+        return RayJobInfo(job_status=str(job.status), entrypoint=job.entrypoint, submission_id=job.job_id,
+                          message=message, start_time=int(job.start * 1000), end_time=int(job.end * 1000))
+
+
+class SimulatedRayDashboardClient:
+    """:class:`RayDashboardClient` for one simulated Ray cluster."""
+
+    def __init__(self, state: SimulatedRayDashboard, cluster: Obj) -> None:
+        self.state = state
+        self.cluster = cluster
+        self.key = f"{(cluster.get('metadata') or {}).get('namespace', '')}/{(cluster.get('metadata') or {}).get('name', '')}"
+
+    def _job(self, job_id: str) -> _Job | None:
+        job = self.state.jobs.get(job_id) or self.state._submitted(self.cluster, job_id)
+        if job is not None:
+            self.state._advance(job, self.cluster)
+        return job
+
+    async def get_job_info(self, job_id: str) -> RayJobInfo | None:
+        job = self._job(job_id)
+        return None if job is None else self.state.info(job)
+
+    async def list_jobs(self) -> list[RayJobInfo]:
+        return [self.state.info(j) for j in sorted(self.state.jobs.values(), key=lambda j: j.job_id)]
+
+    async def submit_job(self, rayjob: Obj) -> str:
+        body = submit_request_body(rayjob)
+        job_id = str(body["submission_id"])
+        md = rayjob.get("metadata") or {}
+        if job_id not in self.state.jobs:
+            self.state.jobs[job_id] = _Job(job_id, md.get("name", ""), md.get("namespace", ""),
+                                           str(body.get("entrypoint", "")))
+        return job_id
+
+    async def get_job_log(self, job_id: str) -> str:
+        if job_id not in self.state.jobs:
+            raise DashboardError(f"GET /api/jobs/{job_id}/logs: HTTP 404")
+        return ""
+
+    async def stop_job(self, job_id: str) -> None:
+        job = self._job(job_id)
+        if job is None:
+            raise DashboardError(f"POST /api/jobs/{job_id}/stop: HTTP 404")
+        if job.status not in TERMINAL:
+            job.status = JobStatus.STOPPED
+            job.end = self.state.clock.now()
+            self.state._end_submitter(job, 1)
+
+    async def delete_job(self, job_id: str) -> None:
+        self.state.jobs.pop(job_id, None)
+
+    async def get_serve_details(self) -> Obj:
+        now = self.state.clock.now()
+        apps: Obj = {}
+        for name, app in sorted(self.state.apps.get(self.key, {}).items()):
+            ready = now >= app.since + self.state.serve_start_delay
+            deployments = {d.get("name", ""): {"name": d.get("name", ""),
+                                               "status": "HEALTHY" if ready else "UPDATING"}
+                           for d in app.config.get("deployments") or []}
+            apps[name] = {"name": name, "route_prefix": app.config.get("route_prefix", "/"),
+                          "status": "RUNNING" if ready else "DEPLOYING", "message": "",
+                          "last_deployed_time_s": app.since, "deployments": deployments}
+        return {"applications": apps}
+
+    async def update_deployments(self, config: Obj) -> None:
+        now = self.state.clock.now()
+        mine = self.state.apps.setdefault(self.key, {})
+        names = set()
+        for app in config.get("applications") or []:
+            name = str(app.get("name", "default"))
+            names.add(name)
+            old = mine.get(name)
+            if old is None or old.config != app:
+                mine[name] = _App(name, now, app)
+        for gone in set(mine) - names:
+            del mine[gone]
+
+
+def _owner_rayjob(cluster: Obj) -> str | None:
+    for ref in (cluster.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("kind") == "RayJob":
+            return str(ref.get("name"))
+    return None
+
+
+def _started_at(pod: Obj) -> float:
+    best = 0.0
+    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+        at = ((cs.get("state") or {}).get("running") or {}).get("startedAt")
+        if at:
+            best = max(best, parse_rfc3339(at))
+    if not best and (pod.get("status") or {}).get("startTime"):
+        best = parse_rfc3339(pod["status"]["startTime"])
+    return best

@@ -1,0 +1,290 @@
+"""What happened during a run, recorded from the API's watch stream at virtual time.
+
+The :class:`Recorder` is fed by informer handlers (Pods, PodGroups, RayJobs). It keeps one
+:class:`PodRecord` per Pod, the allocation timeline (a step function appended at each change),
+per-queue allocation, GPU fragmentation, and partial-gang intervals. Nothing here reads wall time.
+
+Definitions (the summary's, see :mod:`pumice.simulate.metrics`):
+
+- a Pod *holds* resources from its bind (``spec.nodeName`` set) until it is terminal (Succeeded,
+  Failed) or gone;
+- GPU fragmentation: free GPUs on GPU Nodes that are partly allocated (a Node with some GPU
+  capacity in use and some free); a multi-GPU worker cannot use them;
+- a gang job (``minMember`` > 1) *holds a partial gang* while 0 < held Pods < minMember.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pumice._util.clock import Clock
+from pumice.node.podspec import pod_requests
+from pumice.simulate.nodes import GPU, GPU_MILLI, NodeSpec
+from pumice.simulate.workload import JOB_LABEL, QUEUE_ANNOTATION, Arrival
+
+Obj = dict[str, Any]
+TERMINAL = ("Succeeded", "Failed")
+
+
+@dataclass
+class PodRecord:
+    """One Pod's life. Times are seconds since the simulation start (None: did not happen)."""
+
+    name: str
+    job: str
+    queue: str
+    cpu_milli: int
+    gpu_milli: int
+    created: float
+    bound: float | None = None
+    started: float | None = None
+    finished: float | None = None
+    deleted: float | None = None
+    node: str = ""
+    phase: str = "Pending"
+    evictions: int = 0
+
+    @property
+    def holding(self) -> bool:
+        return self.bound is not None and self.finished is None and self.deleted is None
+
+
+@dataclass
+class JobState:
+    """Live per-job counters."""
+
+    arrival: Arrival
+    created: float | None = None
+    min_member: int = 1
+    held: int = 0
+    terminal: int = 0
+    partial_since: float | None = None
+    partial_seconds: float = 0.0
+    gang_bound: float | None = None
+    enqueued: float | None = None
+    finished: float | None = None
+    status: str = ""
+
+
+@dataclass
+class Sample:
+    """One step of the allocation timeline (values hold until the next sample)."""
+
+    t: float
+    cpu_milli: int
+    gpu_milli: int
+    frag_gpu_milli: int
+    queues: dict[str, int]
+
+
+@dataclass
+class Recorder:
+    """See the module docstring. ``start`` is the clock's ``now()`` at simulated time 0."""
+
+    clock: Clock
+    start: float
+    nodes: list[NodeSpec]
+    arrivals: dict[str, Arrival]
+    pods: dict[str, PodRecord] = field(default_factory=dict)
+    jobs: dict[str, JobState] = field(default_factory=dict)
+    timeline: list[Sample] = field(default_factory=list)
+    changes: int = 0
+    preemptions: int = 0
+    reclaims: int = 0
+    sessions: int = 0
+    deserved: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    on_job_finished: Callable[[str], None] | None = None
+
+    def __post_init__(self) -> None:
+        self._cpu = 0
+        self._gpu = 0
+        self._queues: dict[str, int] = {}
+        self._node_gpu_cap = {n.name: n.gpus * 1000 for n in self.nodes}
+        self._node_gpu_used: dict[str, int] = {}
+        self._frag = 0
+        self._evicting: set[str] = set()
+        self.gpu_capacity = sum(self._node_gpu_cap.values())
+        self.cpu_capacity = sum(n.cpu_milli for n in self.nodes)
+        for name, a in self.arrivals.items():
+            self.jobs[name] = JobState(a, min_member=a.tasks if a.kind == "Job" else 1)
+
+    def now(self) -> float:
+        return self.clock.now() - self.start
+
+    # -- allocation bookkeeping ------------------------------------------------------------
+    def _frag_of(self, node: str) -> int:
+        cap = self._node_gpu_cap.get(node, 0)
+        used = self._node_gpu_used.get(node, 0)
+        return cap - used if 0 < used < cap else 0
+
+    def _hold(self, rec: PodRecord, sign: int) -> None:
+        self._cpu += sign * rec.cpu_milli
+        self._gpu += sign * rec.gpu_milli
+        self._queues[rec.queue] = self._queues.get(rec.queue, 0) + sign * (rec.gpu_milli or 0)
+        if rec.gpu_milli and rec.node in self._node_gpu_cap:
+            self._frag -= self._frag_of(rec.node)
+            self._node_gpu_used[rec.node] = self._node_gpu_used.get(rec.node, 0) + sign * rec.gpu_milli
+            self._frag += self._frag_of(rec.node)
+        job = self.jobs.get(rec.job)
+        if job is not None:
+            t = self.now()
+            job.held += sign
+            partial = 0 < job.held < job.min_member
+            if partial and job.partial_since is None:
+                job.partial_since = t
+            elif not partial and job.partial_since is not None:
+                job.partial_seconds += t - job.partial_since
+                job.partial_since = None
+            if sign > 0 and job.held >= job.min_member and job.gang_bound is None:
+                job.gang_bound = t
+        self._sample()
+
+    def _sample(self) -> None:
+        t = self.now()
+        s = Sample(t, self._cpu, self._gpu, self._frag, {q: v for q, v in self._queues.items() if v})
+        if self.timeline and self.timeline[-1].t == t:
+            self.timeline[-1] = s
+        else:
+            self.timeline.append(s)
+
+    # -- Pods --------------------------------------------------------------------------------
+    def pod_event(self, pod: Obj, deleted: bool = False) -> None:
+        md = pod.get("metadata") or {}
+        job = (md.get("labels") or {}).get(JOB_LABEL)
+        if job is None:
+            return
+        key = f"{md.get('namespace', '')}/{md['name']}"
+        rec = self.pods.get(key)
+        t = self.now()
+        self.changes += 1
+        if rec is None:
+            req = pod_requests(pod)
+            gpu_milli = req.get(GPU, 0) * 1000 + req.get(GPU_MILLI, 0)
+            arrival = self.arrivals.get(job)
+            queue = (md.get("annotations") or {}).get(QUEUE_ANNOTATION) or (arrival.queue if arrival else "default")
+            rec = PodRecord(md["name"], job, queue, req.get("cpu", 0), gpu_milli, t)
+            self.pods[key] = rec
+            js = self.jobs.get(job)
+            if js is not None and js.created is None:
+                js.created = rec.created
+        was_holding = rec.holding
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node and rec.bound is None:
+            rec.bound, rec.node = t, node
+        status = pod.get("status") or {}
+        phase = status.get("phase") or rec.phase
+        if phase == "Running" and rec.started is None:
+            rec.started = t
+        if md.get("deletionTimestamp") and rec.deleted is None and phase not in TERMINAL and rec.bound is not None \
+                and _disrupted(status) and key not in self._evicting:
+            self._evicting.add(key)
+            rec.evictions += 1
+        if phase in TERMINAL and rec.finished is None:
+            rec.finished = t
+            self._terminal(rec)
+        rec.phase = phase
+        if deleted and rec.deleted is None:
+            rec.deleted = t
+            if rec.finished is None:
+                self._terminal(rec)
+        if rec.holding != was_holding:
+            self._hold(rec, 1 if rec.holding else -1)
+
+    def _terminal(self, rec: PodRecord) -> None:
+        js = self.jobs.get(rec.job)
+        if js is None:
+            return
+        js.terminal += 1
+        if js.arrival.kind in ("Pod", "Job") and js.terminal >= js.arrival.tasks and js.finished is None:
+            js.finished = self.now()
+            js.status = "Succeeded" if rec.phase != "Failed" else "Failed"
+            if self.on_job_finished is not None:
+                self.on_job_finished(rec.job)
+
+    # -- PodGroups and RayJobs ----------------------------------------------------------------
+    def podgroup_event(self, pg: Obj) -> None:
+        md = pg.get("metadata") or {}
+        job = (md.get("labels") or {}).get(JOB_LABEL) or _job_of_owner(md, self.jobs)
+        js = self.jobs.get(job) if job else None
+        if js is None:
+            return
+        self.changes += 1
+        mm = int((pg.get("spec") or {}).get("minMember") or 1)
+        if mm != js.min_member and js.held == 0:
+            js.min_member = mm
+        phase = (pg.get("status") or {}).get("phase")
+        if phase in ("Inqueue", "Running") and js.enqueued is None:
+            js.enqueued = self.now()
+
+    def rayjob_event(self, rj: Obj) -> None:
+        name = (rj.get("metadata") or {}).get("name", "")
+        js = self.jobs.get(name)
+        if js is None:
+            return
+        self.changes += 1
+        st = rj.get("status") or {}
+        if js.created is None:
+            js.created = self.now()
+        if st.get("jobDeploymentStatus") in ("Complete", "Failed") and js.finished is None:
+            js.finished = self.now()
+            js.status = "Succeeded" if st.get("jobDeploymentStatus") == "Complete" else "Failed"
+            if self.on_job_finished is not None:
+                self.on_job_finished(name)
+
+    def deployment_deleted(self, name: str) -> None:
+        js = self.jobs.get(name)
+        if js is not None and js.finished is None:
+            js.finished = self.now()
+            js.status = "Deleted"
+
+    def session(self, evicted: list[tuple[Any, str]], queue_metrics: dict[str, dict[str, Any]]) -> None:
+        """After each scheduling session: preemption/reclaim counts and each Queue's deserved share."""
+        self.sessions += 1
+        for _task, reason in evicted:
+            if reason == "preempt":
+                self.preemptions += 1
+            elif reason == "reclaim":
+                self.reclaims += 1
+        t = self.now()
+        for q, m in queue_metrics.items():
+            des = m.get("deserved")
+            if des is None:
+                continue
+            share = _gpu_share(des, self.gpu_capacity) if self.gpu_capacity else \
+                (des.milli_cpu / self.cpu_capacity if self.cpu_capacity else 0.0)
+            series = self.deserved.setdefault(q, [])
+            if not series or series[-1][1] != share:
+                series.append((t, share))
+
+    def close(self) -> None:
+        """Close open partial-gang intervals at the end of the run."""
+        t = self.now()
+        for js in self.jobs.values():
+            if js.partial_since is not None:
+                js.partial_seconds += t - js.partial_since
+                js.partial_since = t
+
+
+def _gpu_share(res: Any, capacity_milli: int) -> float:
+    scalars = getattr(res, "scalars", None) or {}
+    milli = 0.0
+    for k, v in dict(scalars).items():
+        if k == GPU:
+            milli += float(v)
+        elif k == GPU_MILLI:
+            milli += float(v) / 1000
+    return milli / capacity_milli if capacity_milli else 0.0
+
+
+def _disrupted(status: Obj) -> bool:
+    return any(c.get("type") == "DisruptionTarget" and c.get("status") == "True"
+               for c in status.get("conditions") or [])
+
+
+def _job_of_owner(md: Obj, jobs: dict[str, JobState]) -> str | None:
+    for ref in md.get("ownerReferences") or []:
+        if ref.get("name") in jobs:
+            return str(ref["name"])
+    return None

@@ -1,0 +1,246 @@
+"""Writing a run's outputs: per-job and per-Pod CSV and JSON, the summary, the allocation timeline,
+plots and an HTML report. Everything here except ``timing.json`` is a pure function of the run,
+so the same input, configuration and seed give byte-identical files.
+
+Output directory layout (one run; with ``--compare`` one such directory per policy plus
+``compare.json`` and ``index.html`` at the top)::
+
+    summary.json    the summary (schema: :data:`SUMMARY_SCHEMA`)
+    jobs.csv/.json  one row per job (columns: :data:`JOB_COLUMNS`)
+    pods.csv/.json  one row per Pod (columns: :data:`POD_COLUMNS`)
+    timeline.csv    t, cpu_milli, gpu_milli, frag_gpu_milli (allocated at t, until the next row)
+    report.html     tables and the plots below
+    utilization.png, queues.png, delay_cdf.png
+    timing.json     wall seconds, API writes, writes/s, wall ms per job (not deterministic)
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from pumice.simulate import metrics
+from pumice.simulate.runner import SimResult
+
+JOB_COLUMNS = {
+    "job": "job name (the pumice.io/sim-job label of its Pods)",
+    "kind": "Pod, Job (Volcano Job), RayJob or Deployment",
+    "queue": "Volcano Queue",
+    "tasks": "Pods the job runs (its gang size for a Volcano Job)",
+    "gpus": "GPUs requested in total",
+    "arrival": "seconds: when it was created",
+    "enqueue": "seconds: PodGroup Inqueue (empty: never / no PodGroup)",
+    "bind": "seconds: first Pod bound",
+    "start": "seconds: the last Pod of its gang bound (one-Pod jobs: the bind)",
+    "finish": "seconds: every Pod terminal (RayJob: Complete/Failed; services: deleted)",
+    "status": "Succeeded, Failed, Deleted, Rejected: <why>, Running (at the end), Pending (never started)",
+    "queueing_delay": "start - arrival, seconds",
+    "jct": "finish - arrival, seconds",
+    "partial_gang_seconds": "time with 0 < bound Pods < minMember",
+    "evictions": "its Pods' evictions (preempt, reclaim)",
+    "trace_queueing_delay": "the trace's own scheduled - creation (openb), seconds",
+    "nodes": "Nodes its Pods ran on, space-separated",
+}
+POD_COLUMNS = {
+    "pod": "namespace/name", "job": "job", "queue": "queue", "node": "Node bound to",
+    "cpu_milli": "cpu request, millicores", "gpu_milli": "GPU request, 1/1000 GPU",
+    "arrival": "seconds: first seen", "bind": "seconds", "start": "seconds: phase Running",
+    "finish": "seconds: phase Succeeded/Failed", "deleted": "seconds", "phase": "last phase",
+    "evictions": "times evicted",
+}
+SUMMARY_SCHEMA = {
+    "ended_by": "done (every job that can end ended), until (--until reached) or stalled (no progress possible)",
+    "simulated_seconds": "simulated time at the end",
+    "jobs": "{total, finished, started, never_started}",
+    "pods": "Pods created", "nodes": "Nodes", "gpus": "GPUs", "cpu_cores": "cores",
+    "jct": "{mean, median, p99} seconds over finished jobs",
+    "queueing_delay": "{mean, median, p99, p99.9} seconds over started jobs",
+    "makespan": "last finish - first arrival, seconds",
+    "allocation": "{cpu_ratio_mean, gpu_ratio_mean, gpu_fragmentation_mean}: time-weighted over the run",
+    "queues": "queue -> {jobs, allocated_gpu_share, deserved_gpu_share} (time-weighted means)",
+    "preemptions": "tasks evicted by the preempt action", "reclaims": "tasks evicted by reclaim",
+    "evictions": "Pod evictions seen",
+    "gang": "{gang_jobs, partial_gang_seconds, jobs_holding_partial_gang_at_end, deadlock}",
+    "sessions": "scheduling sessions run",
+    "trace_check": "openb only: simulated vs trace queueing delay {mean, median, p90, p99}",
+}
+
+
+def _csv(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in columns})
+    return buf.getvalue()
+
+
+def _json(obj: Any) -> str:
+    return json.dumps(obj, indent=2, sort_keys=True) + "\n"
+
+
+def timing(result: SimResult) -> dict[str, Any]:
+    n = max(1, len(result.recorder.jobs))
+    wall = result.wall_seconds
+    return {"wall_seconds": round(wall, 3), "api_writes": result.api_writes,
+            "api_writes_per_second": round(result.api_writes / wall, 1) if wall else None,
+            "wall_ms_per_job": round(1000 * wall / n, 3), "sessions": result.recorder.sessions,
+            "simulated_seconds": round(result.end_time, 3)}
+
+
+def write_run(result: SimResult, out: Path, *, plots: bool = True) -> dict[str, Any]:
+    """Write one run's files into ``out`` (created). Returns the summary."""
+    out.mkdir(parents=True, exist_ok=True)
+    rec = result.recorder
+    jobs = metrics.job_rows(rec)
+    pods = metrics.pod_rows(rec)
+    summ = metrics.summary(rec, result.end_time, result.ended_by, jobs)
+    (out / "summary.json").write_text(_json(summ))
+    (out / "jobs.csv").write_text(_csv(jobs, list(JOB_COLUMNS)))
+    (out / "jobs.json").write_text(_json(jobs))
+    (out / "pods.csv").write_text(_csv(pods, list(POD_COLUMNS)))
+    (out / "pods.json").write_text(_json(pods))
+    tl = [{"t": s.t, "cpu_milli": s.cpu_milli, "gpu_milli": s.gpu_milli, "frag_gpu_milli": s.frag_gpu_milli}
+          for s in rec.timeline]
+    (out / "timeline.csv").write_text(_csv(tl, ["t", "cpu_milli", "gpu_milli", "frag_gpu_milli"]))
+    (out / "timing.json").write_text(_json(timing(result)))
+    images = _plots(result, jobs, out) if plots else []
+    (out / "report.html").write_text(_html([(result.config.name, summ)], images, title=result.config.name))
+    return summ
+
+
+def write_compare(results: list[SimResult], out: Path, *, plots: bool = True) -> dict[str, Any]:
+    """Write each run under ``out/<name>/`` and the side-by-side ``compare.json`` and ``index.html``."""
+    out.mkdir(parents=True, exist_ok=True)
+    summaries = []
+    for r in results:
+        summaries.append((r.config.name, write_run(r, out / r.config.name, plots=plots)))
+    table = compare_table(summaries)
+    (out / "compare.json").write_text(_json({"policies": [n for n, _ in summaries], "rows": table}))
+    images = [f"{n}/{img}" for n, _ in summaries for img in ("utilization.png", "delay_cdf.png")] if plots else []
+    (out / "index.html").write_text(_html(summaries, images, title="pumice simulate --compare"))
+    return {"policies": [n for n, _ in summaries], "rows": table}
+
+
+def flat(summ: dict[str, Any]) -> dict[str, Any]:
+    """The summary's scalar figures as ``a.b`` -> value (the rows of the side-by-side table)."""
+    out: dict[str, Any] = {}
+
+    def walk(prefix: str, v: Any) -> None:
+        if isinstance(v, dict):
+            for k in sorted(v):
+                walk(f"{prefix}.{k}" if prefix else k, v[k])
+        elif isinstance(v, list):
+            out[prefix] = len(v)
+        else:
+            out[prefix] = v
+
+    walk("", summ)
+    return out
+
+
+def compare_table(summaries: list[tuple[str, dict[str, Any]]]) -> list[list[Any]]:
+    flats = [flat(s) for _, s in summaries]
+    keys: list[str] = []
+    for f in flats:
+        keys += [k for k in f if k not in keys]
+    return [[k, *[f.get(k) for f in flats]] for k in keys]
+
+
+def format_table(summaries: list[tuple[str, dict[str, Any]]], keys: list[str] | None = None) -> str:
+    """A plain-text side-by-side table (for the terminal)."""
+    rows = compare_table(summaries)
+    if keys is not None:
+        rows = [r for r in rows if r[0] in keys]
+    header = ["", *[n for n, _ in summaries]]
+    cells = [header, *[[str(c) if c is not None else "-" for c in r] for r in rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells)
+
+
+HEADLINE = ["ended_by", "jobs.total", "jobs.finished", "jct.mean", "jct.median", "jct.p99", "queueing_delay.mean",
+            "queueing_delay.p99", "makespan", "allocation.gpu_ratio_mean", "allocation.cpu_ratio_mean",
+            "allocation.gpu_fragmentation_mean", "preemptions", "reclaims", "gang.partial_gang_seconds",
+            "gang.deadlock", "trace_check.simulated.median", "trace_check.trace.median"]
+
+
+def _html(summaries: list[tuple[str, dict[str, Any]]], images: list[str], *, title: str) -> str:
+    rows = compare_table(summaries)
+    head = "".join(f"<th>{html.escape(n)}</th>" for n, _ in summaries)
+    body = "\n".join("<tr><td>" + html.escape(str(r[0])) + "</td>" +
+                     "".join(f"<td>{html.escape('-' if c is None else str(c))}</td>" for c in r[1:]) + "</tr>"
+                     for r in rows)
+    imgs = "\n".join(f'<p><img src="{html.escape(i)}" alt="{html.escape(i)}"></p>' for i in images)
+    return (f"<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+            "<style>body{font-family:sans-serif}td,th{border:1px solid #ccc;padding:2px 6px}"
+            "table{border-collapse:collapse}</style></head>\n<body>\n"
+            f"<h1>{html.escape(title)}</h1>\n<table><tr><th>figure</th>{head}</tr>\n{body}\n</table>\n{imgs}\n"
+            "<p>Definitions: pumice/simulate/metrics.py; columns of jobs.csv and pods.csv: "
+            "pumice/simulate/report.py.</p>\n</body></html>\n")
+
+
+def _plots(result: SimResult, jobs: list[dict[str, Any]], out: Path) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rec = result.recorder
+    meta = {"Software": None}
+    t = [s.t / 3600 for s in rec.timeline] + [result.end_time / 3600]
+    files = []
+
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    if rec.timeline:
+        if rec.gpu_capacity:
+            ax.step(t, [s.gpu_milli / rec.gpu_capacity for s in rec.timeline] + [rec.timeline[-1].gpu_milli / rec.gpu_capacity],
+                    where="post", label="GPU allocated")
+            ax.step(t, [s.frag_gpu_milli / rec.gpu_capacity for s in rec.timeline] +
+                    [rec.timeline[-1].frag_gpu_milli / rec.gpu_capacity], where="post", label="GPU fragmented")
+        if rec.cpu_capacity:
+            ax.step(t, [s.cpu_milli / rec.cpu_capacity for s in rec.timeline] + [rec.timeline[-1].cpu_milli / rec.cpu_capacity],
+                    where="post", label="CPU allocated")
+    ax.set_xlabel("simulated hours")
+    ax.set_ylabel("fraction of capacity")
+    ax.set_ylim(0, 1.05)
+    ax.legend(loc="upper right")
+    fig.tight_layout()
+    fig.savefig(out / "utilization.png", metadata=meta)
+    plt.close(fig)
+    files.append("utilization.png")
+
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    queues = sorted({q for s in rec.timeline for q in s.queues})
+    if rec.gpu_capacity and queues and rec.timeline:
+        for q in queues[:20]:
+            ax.step(t, [s.queues.get(q, 0) / rec.gpu_capacity for s in rec.timeline] +
+                    [rec.timeline[-1].queues.get(q, 0) / rec.gpu_capacity], where="post", label=q)
+        ax.legend(loc="upper right", fontsize="x-small", ncol=2)
+    ax.set_xlabel("simulated hours")
+    ax.set_ylabel("GPU share allocated")
+    fig.tight_layout()
+    fig.savefig(out / "queues.png", metadata=meta)
+    plt.close(fig)
+    files.append("queues.png")
+
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    for label, key in (("simulated", "queueing_delay"), ("trace", "trace_queueing_delay")):
+        v = sorted(j[key] for j in jobs if j[key] is not None)
+        if v:
+            ax.step(v, [(i + 1) / len(v) for i in range(len(v))], where="post", label=f"{label} queueing delay")
+    v = sorted(j["jct"] for j in jobs if j["jct"] is not None)
+    if v:
+        ax.step(v, [(i + 1) / len(v) for i in range(len(v))], where="post", label="JCT")
+    ax.set_xscale("symlog")
+    ax.set_xlabel("seconds")
+    ax.set_ylabel("CDF")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(out / "delay_cdf.png", metadata=meta)
+    plt.close(fig)
+    files.append("delay_cdf.png")
+    return files

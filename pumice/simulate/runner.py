@@ -1,0 +1,379 @@
+"""Run one simulation: the real stack on a virtual clock over a workload.
+
+Wiring (one asyncio loop under looptime, no sockets, no threads):
+
+- the API server (in-memory storage) with the Volcano and ray.io admission plugins, reached by
+  every component through the in-process streaming transport;
+- a controller manager with the kube (replicaset, deployment, job, garbagecollector, namespace),
+  Volcano (queue, podgroup, vcjob) and KubeRay (RayCluster, RayJob; batch scheduler from the
+  config) controllers, the KubeRay ones talking to the simulated Ray dashboard
+  (:mod:`pumice.simulate.ray_dashboard`);
+- the Volcano scheduler (the real :class:`~pumice.scheduler.volcano.scheduler.Scheduler`: its
+  cache, configuration and ``run_once``), driven by :class:`TriggeredLoop` below; the default
+  scheduler too when the workload has Pods for it (RayJob submitters);
+- one node agent with the simulated runtime hosting every Node of the node list, each with its
+  own capacity and labels.
+
+The clock is set once: ``LoopClock(epoch)`` becomes the process clock and every component gets
+it; loop time 0 is the simulation start (``epoch``).
+
+Deviations from a live cluster, on purpose:
+
+- Node Leases and heartbeats are off and the node lifecycle controller does not run: Nodes never
+  fail in a trace replay, and 1,523 Nodes renewing a Lease every 10 s for 149 simulated days
+  would be 2 billion writes that change nothing.
+- Watch bookmarks are off (interval 10^9 s) for the same reason.
+- Sessions run when the period has elapsed *and* something changed (see :class:`TriggeredLoop`).
+- Sandbox start latency is 0 (``start_latency`` to change): trace durations are run times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import looptime
+
+from pumice._util.clock import LoopClock, default_clock, set_default_clock
+from pumice.api.meta import name as obj_name
+from pumice.simulate.nodes import NodeSpec
+from pumice.simulate.recorder import Recorder
+from pumice.simulate.workload import NAMESPACE, Arrival, Workload
+
+log = logging.getLogger("pumice.simulate")
+
+Obj = dict[str, Any]
+DEFAULT_EPOCH = 1_700_000_000.0
+KUBE_CONTROLLERS = ("replicaset", "deployment", "job", "garbagecollector", "namespace")
+
+
+@dataclass
+class SimConfig:
+    """One run's inputs.
+
+    Attributes:
+        nodes: the cluster.
+        workload: arrivals, queues and PriorityClasses.
+        scheduler_conf: a volcano-scheduler.conf path (None: the built-in default).
+        queues: Queue manifests (weights, capability, guarantee); Queues the workload names and
+            these lack are created with weight 1.
+        batch_scheduler: KubeRay's batch scheduler (``volcano`` or None).
+        seed: seeds the API server's UIDs, the controllers' name generators and the runtime.
+        until: stop at this simulated time (seconds; None: when every job ended or the run stalls).
+        schedule_period: the Volcano scheduler period, seconds.
+        start_latency: simulated sandbox start, seconds.
+        epoch: the wall-clock date simulated time 0 stands for (epoch seconds).
+        stall_after: with every arrival in and no Pod counting down, the run is stalled once
+            nothing changed for this many simulated seconds.
+    """
+
+    nodes: list[NodeSpec]
+    workload: Workload
+    scheduler_conf: str | None = None
+    queues: list[Obj] = field(default_factory=list)
+    batch_scheduler: str | None = "volcano"
+    seed: int = 0
+    until: float | None = None
+    schedule_period: float = 1.0
+    start_latency: float = 0.0
+    epoch: float = DEFAULT_EPOCH
+    stall_after: float = 600.0
+    name: str = "run"
+
+
+@dataclass
+class SimResult:
+    """What a run produced. ``wall_seconds`` and ``api_writes`` are outside the deterministic
+    outputs (see :mod:`pumice.simulate.report`)."""
+
+    config: SimConfig
+    recorder: Recorder
+    end_time: float
+    ended_by: str
+    wall_seconds: float = 0.0
+    api_writes: int = 0
+
+
+Progress = Callable[[float, int, int, int], None]
+"""``(simulated seconds, jobs finished, jobs total, api writes) -> None``."""
+
+
+def simulate(cfg: SimConfig, *, progress: Progress | None = None) -> SimResult:
+    """Run ``cfg`` to the end on a fresh looptime loop. Sets the process clock for the run and
+    restores it after.
+
+    Raises:
+        pumice.scheduler.volcano.ConfigError: a bad scheduler configuration.
+        InputError: bad inputs.
+    """
+    clock = LoopClock(epoch=cfg.epoch)
+    previous = default_clock()
+    set_default_clock(clock)
+    t0 = time.perf_counter()  # wall time of the run, for the timing report only
+    try:
+        with asyncio.Runner(loop_factory=lambda: looptime.new_event_loop(start=0, noop_cycles=1)) as runner:
+            result = runner.run(_run(cfg, clock, progress))
+    finally:
+        set_default_clock(previous)
+    result.wall_seconds = time.perf_counter() - t0
+    return result
+
+
+class TriggeredLoop:
+    """Run the Volcano scheduler's cycle when the period has elapsed and something changed.
+
+    Something changed = an informer of the scheduler's cache delivered an add, update or delete
+    (a Pod arrived, bound, finished or was evicted; a PodGroup, Queue, Node or PriorityClass
+    changed). A session is a pure function of the cache snapshot (and of the session seed and
+    the clock, which no default plugin reads), so a session over an unchanged snapshot makes the
+    same decisions as the previous one: they were all applied (or failed and changed the
+    snapshot). Skipping it therefore changes nothing, and idle stretches cost nothing.
+
+    Exceptions, where time itself changes decisions: the ``sla`` plugin (jobs' waiting time
+    against ``sla-waiting-time``) and any plugin reading the clock; with such a plugin in the
+    configuration the loop runs every period regardless (``always``). Binds and evictions run
+    asynchronously, so their results arrive as changes and trigger the next session.
+    """
+
+    TIME_DEPENDENT = ("sla",)
+
+    def __init__(self, scheduler: Any, clock: LoopClock, period: float, on_session: Callable[[Any], None]) -> None:
+        self.scheduler = scheduler
+        self.clock = clock
+        self.period = period
+        self.on_session = on_session
+        self.dirty = asyncio.Event()
+        plugins = {p.name for tier in scheduler.conf.tiers for p in tier.plugins}
+        self.always = bool(plugins & set(self.TIME_DEPENDENT))
+
+    def mark(self, *_: Any) -> None:
+        self.dirty.set()
+
+    async def run(self) -> None:
+        for inf in self.scheduler.cache.informers.values():
+            inf.add_event_handler(self.mark, lambda _o, _n: self.mark(), self.mark)
+        last = -self.period
+        while True:
+            if not self.always:
+                await self.dirty.wait()
+            wait = last + self.period - self.clock.monotonic()
+            if wait > 0:
+                await self.clock.sleep(wait)
+            self.dirty.clear()
+            last = self.clock.monotonic()
+            try:
+                self.scheduler.run_once()
+            except Exception:
+                log.exception("scheduling cycle failed")
+            await asyncio.sleep(0)
+
+
+def _sim_scheduler_class() -> type:
+    from pumice.scheduler.volcano.scheduler import Scheduler
+
+    class SimScheduler(Scheduler):  # type: ignore[misc]
+        """The live scheduler, reporting each session's evictions and queue shares to the recorder."""
+
+        recorder: Recorder | None = None
+
+        def _record(self, ssn: Any, res: Any) -> None:
+            super()._record(ssn, res)
+            if self.recorder is not None:
+                self.recorder.session(list(ssn.evicted), dict(ssn.queue_metrics))
+
+    return SimScheduler
+
+
+async def _run(cfg: SimConfig, clock: LoopClock, progress: Progress | None) -> SimResult:
+    from pumice.apiserver.server import APIServer
+    from pumice.client.kubeconfig import in_process
+    from pumice.controllers import kube as kube_controllers
+    from pumice.controllers import ray as ray_controllers
+    from pumice.controllers import volcano as volcano_controllers
+    from pumice.controllers.ray.admission import admission_plugins as ray_admission
+    from pumice.node.agent import NodeAgent
+    from pumice.runtime.manager import Manager
+    from pumice.simulate.ray_dashboard import SimulatedRayDashboard
+
+    mutating, validating = volcano_controllers.admission_plugins()
+    ray_mut, ray_val = ray_admission()
+    server = APIServer(None, admission_plugins=[*mutating, *ray_mut, *validating, *ray_val], clock=clock,
+                       seed=cfg.seed, bookmark_interval=1e9, history=5_000)
+    await server.start()
+    clients: list[Any] = []
+
+    def client() -> Any:
+        c = in_process(server.app, scheme=server.scheme)
+        clients.append(c)
+        return c
+
+    arrivals = {a.job: a for a in cfg.workload.arrivals}
+    rec = Recorder(clock, clock.now(), cfg.nodes, arrivals)
+    api = client()
+    tasks: list[asyncio.Task[Any]] = []
+    try:
+        await _create_policy_objects(api, cfg)
+
+        agent = NodeAgent(client(), runtime="simulated", nodes=len(cfg.nodes), node_names=[n.name for n in cfg.nodes],
+                          clock=clock, seed=cfg.seed, sim_start_latency=cfg.start_latency,
+                          lease_renew_interval=None, record_events=False)
+        for spec in cfg.nodes:
+            state = agent.nodes[spec.name]
+            state.capacity = spec.capacity()
+            state.labels.update(spec.node_labels())
+        await agent.start()
+        runtime = agent.runtime
+
+        mgr = Manager(client(), clock=clock, identity="pumice-simulate", metrics=False)
+        pod_inf = mgr.informers.informer(ray_controllers_kind("POD"))
+        rayjob_inf = mgr.informers.informer(ray_controllers_kind("RAY_JOB"))
+        dash = SimulatedRayDashboard(
+            clock, pods=lambda ns, sel: pod_inf.lister.list(ns, sel),
+            rayjobs=lambda ns, n: rayjob_inf.lister.get(ns, n),
+            finish_pod=getattr(runtime, "finish_pod", None))
+        kube_controllers.setup(mgr, controllers=KUBE_CONTROLLERS)
+        volcano_controllers.setup(mgr)
+        ray_controllers.setup(mgr, batch_scheduler=cfg.batch_scheduler, dashboard_client_factory=dash.factory,
+                              seed=cfg.seed)
+        pod_inf.add_event_handler(rec.pod_event, lambda _o, n: rec.pod_event(n), lambda o: rec.pod_event(o, True))
+        rayjob_inf.add_event_handler(rec.rayjob_event, lambda _o, n: rec.rayjob_event(n), None)
+        pg_inf = mgr.informers.informer(ray_controllers_kind("POD_GROUP"))
+        pg_inf.add_event_handler(rec.podgroup_event, lambda _o, n: rec.podgroup_event(n), None)
+        tasks.append(asyncio.create_task(mgr.start(), name="controller-manager"))
+        await mgr.wait_started()
+
+        sched_cls = _sim_scheduler_class()
+        sched = sched_cls(client(), conf_path=cfg.scheduler_conf, schedule_period=cfg.schedule_period, clock=clock)
+        sched.recorder = rec
+        await sched.cache.start()
+        loop = TriggeredLoop(sched, clock, cfg.schedule_period, lambda _s: None)
+        tasks.append(asyncio.create_task(loop.run(), name="volcano-scheduler"))
+
+        if any(a.kind == "RayJob" for a in cfg.workload.arrivals):
+            from pumice.scheduler.default.scheduler import run_scheduler
+
+            tasks.append(asyncio.create_task(run_scheduler(client(), clock=clock), name="default-scheduler"))
+
+        pending_deletes: set[asyncio.Task[None]] = set()
+        rec.start = clock.now()  # simulated time 0: everything is up, the first arrival is due
+        injector = asyncio.create_task(_inject(api, cfg, clock, rec, pending_deletes), name="arrivals")
+        ended_by = await _watch_until_done(cfg, clock, rec, runtime, injector, pending_deletes, server, progress)
+        rec.close()
+        injector.cancel()
+        for t in pending_deletes:
+            t.cancel()
+        end_time = rec.now()
+        writes = _resource_version(server)
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        with contextlib.suppress(Exception):
+            await sched.cache.factory.stop()
+        agent.stop_grace = 0.0
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(agent.stop(), timeout=60)
+        return SimResult(cfg, rec, end_time, ended_by, api_writes=writes)
+    finally:
+        server.store.close_watchers()
+        for c in clients:
+            with contextlib.suppress(Exception):
+                await c.close()
+        server.close()
+
+
+def ray_controllers_kind(name: str) -> Any:
+    from pumice.controllers.ray import kinds
+
+    return getattr(kinds, name)
+
+
+def _resource_version(server: Any) -> int:
+    """The store's revision: the number of API writes so far (the "events" of events/s)."""
+    return int(getattr(server.store, "revision", 0))
+
+
+async def _create_policy_objects(api: Any, cfg: SimConfig) -> None:
+    for name, value in sorted(cfg.workload.priority_classes.items()):
+        await api.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                          "metadata": {"name": name}, "value": value})
+    given = set()
+    for q in cfg.queues:
+        given.add(obj_name(q))
+        await api.create(q)
+    for name in cfg.workload.queues:
+        if name not in given and name != "default":
+            await api.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                              "metadata": {"name": name}, "spec": {"weight": 1, "reclaimable": True}})
+
+
+async def _inject(api: Any, cfg: SimConfig, clock: LoopClock, rec: Recorder,
+                  pending: set[asyncio.Task[None]]) -> None:
+    for a in cfg.workload.arrivals:
+        if cfg.until is not None and a.time > cfg.until:
+            break
+        wait = a.time - rec.now()
+        if wait > 0:
+            await clock.sleep(wait)
+        for obj in a.objects:
+            try:
+                await api.create(obj)
+            except Exception as e:
+                log.error("arrival %s: creating %s %s failed: %s", a.job, obj.get("kind"), obj_name(obj), e)
+                js = rec.jobs.get(a.job)
+                if js is not None and js.finished is None:
+                    js.finished, js.status = rec.now(), f"Rejected: {e}"
+        if a.delete_after is not None:
+            t = asyncio.create_task(_delete_later(api, a, clock, rec))
+            pending.add(t)
+            t.add_done_callback(pending.discard)
+
+
+async def _delete_later(api: Any, a: Arrival, clock: LoopClock, rec: Recorder) -> None:
+    assert a.delete_after is not None
+    await clock.sleep(a.delete_after)
+    for obj in a.objects:
+        kind = api.scheme.by_api_version_kind(obj["apiVersion"], obj["kind"])
+        with contextlib.suppress(Exception):
+            await api.delete(kind, obj_name(obj), (obj.get("metadata") or {}).get("namespace", NAMESPACE))
+    rec.deployment_deleted(a.job)
+
+
+async def _watch_until_done(cfg: SimConfig, clock: LoopClock, rec: Recorder, runtime: Any, injector: asyncio.Task[None],
+                            pending_deletes: set[asyncio.Task[None]], server: Any, progress: Progress | None) -> str:
+    """Return why the run ended: ``until``, ``done`` (every job that can end ended) or ``stalled``."""
+    finite = [j for j, a in rec.arrivals.items() if a.duration is not None or a.delete_after is not None
+              or a.kind == "RayJob"]
+    total = len(rec.arrivals)
+    check = 60.0
+    last_changes, quiet_since = -1, 0.0
+    while True:
+        step = check
+        if cfg.until is not None:
+            step = min(step, cfg.until - rec.now())
+        if step > 0:
+            await clock.sleep(step)
+        now = rec.now()
+        done = sum(1 for js in rec.jobs.values() if js.finished is not None)
+        if progress is not None:
+            progress(now, done, total, _resource_version(server))
+        if cfg.until is not None and now >= cfg.until:
+            return "until"
+        if not injector.done():
+            continue
+        if all(rec.jobs[j].finished is not None for j in finite) and not pending_deletes:
+            return "done"
+        if rec.changes != last_changes:
+            last_changes, quiet_since = rec.changes, now
+            continue
+        if getattr(runtime, "timers", 1) == 0 and not pending_deletes and now - quiet_since >= cfg.stall_after:
+            return "stalled"
+        if getattr(runtime, "timers", 1) > 0 and not pending_deletes:
+            # Nothing to do until the next container ends: skip the quiet wait.
+            continue

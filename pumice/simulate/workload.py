@@ -1,0 +1,449 @@
+"""Workload inputs: traces and the pumice workload YAML -> :class:`Arrival` lists.
+
+An :class:`Arrival` is "these manifests are created at ``time`` seconds after the start". Pods'
+run time comes from the simulated runtime's annotation ``pumice.io/sim-duration-seconds``; a gang
+of Pods that must all run before any makes progress (distributed training) carries
+``pumice.io/sim-gang`` / ``pumice.io/sim-gang-size`` (see :mod:`pumice.node.runtime.simulated`).
+Every Pod of an arrival carries the label ``pumice.io/sim-job: <job>`` so results group by job.
+
+Adapters, their mappings and assumptions:
+
+``openb`` (Alibaba GPU v2023 ``openb_pod_list_*.csv``)
+    One Pod per row, arriving at ``creation_time``. Duration: ``deletion_time - scheduled_time``
+    (``- creation_time`` when the Pod was never scheduled). Requests: ``cpu_milli``,
+    ``memory_mib``, and GPU as ``alibabacloud.com/gpu-milli`` = ``num_gpu x 1000`` for whole-GPU
+    Pods or ``gpu_milli`` for GPU-sharing Pods (the Nodes publish 1000 per GPU). Assumption: the
+    GPU dimension is pooled per Node, so two 0.5-GPU Pods on one Node may share a GPU as in the
+    trace, but a whole-GPU Pod is not kept off a half-used GPU (per-device packing is not
+    modelled). ``gpu_spec`` (e.g. ``V100M16|V100M32``) becomes a required node affinity on
+    ``nvidia.com/gpu.product``. QoS -> PriorityClass: Guaranteed 1000, LS 800, Burstable 500, BE
+    100 (``openb-<qos>``). The trace's own ``scheduled_time - creation_time`` is kept as the
+    reference queueing delay. All Pods go to the queue given (default ``default``).
+``philly`` (Philly via Pollux ``philly.csv``)
+    One Volcano Job per row at ``timestamp`` (relative to the earliest row), ``duration``
+    seconds. ``num_gpus`` is split into ``ceil(num_gpus / 8)`` workers of at most 8 GPUs each
+    (the last worker takes the rest), a gang with ``minAvailable`` = workers, each worker
+    requesting ``nvidia.com/gpu`` and 4 cpu / 16 GiB per GPU (assumption: Philly logs no CPU or
+    memory). ``cluster`` (the VC) -> Queue ``vc-<cluster>``.
+``pollux`` (Pollux ``workloads/workload-N.csv``: name, time, application, num_replicas)
+    One Volcano Job per row at ``time``, ``num_replicas`` one-GPU workers as a gang; duration
+    from the application's typical run time on that many GPUs (assumption: Pollux's
+    goodput models are not replayed; a table of per-application GPU-hours is used, see
+    :data:`POLLUX_GPU_SECONDS`).
+``tiresias`` (Tiresias ``60_job.csv``)
+    One Volcano Job per row at ``submit_time``, ``duration`` seconds, ``num_gpu`` split into
+    workers of at most 4 GPUs (the Tiresias clusters have 4 GPUs per node), one gang.
+``dlrm`` (Alibaba GPU v2025 ``disaggregated_DLRM_trace.csv``)
+    One Deployment per ``app_name`` would hide per-instance times, so each instance is one Pod
+    at ``creation_time`` (empty: 0, already there at the start) deleted at ``deletion_time``
+    (empty: never); cpu/memory/GPU from the ``*_request`` columns (memory in GiB), priority
+    ``openb-ls``. ``max_instance_per_node`` is not enforced (assumption).
+``yaml`` (our own format, see :func:`load_yaml`)
+    RayJob / Volcano Job / Deployment / Pod manifests arriving at ``at`` with ``duration``.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import datetime as dt
+import io
+import math
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pumice.node.runtime.simulated import ANNOTATION_DURATION
+from pumice.simulate.nodes import GPU, GPU_MILLI, GPU_MODEL_LABEL, InputError
+
+Obj = dict[str, Any]
+
+JOB_LABEL = "pumice.io/sim-job"
+GANG_ANNOTATION = "pumice.io/sim-gang"
+GANG_SIZE_ANNOTATION = "pumice.io/sim-gang-size"
+QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+NAMESPACE = "default"
+IMAGE = "pumice.io/simulated"
+
+OPENB_PRIORITY = {"Guaranteed": 1000, "LS": 800, "Burstable": 500, "BE": 100}
+
+POLLUX_GPU_SECONDS = {
+    "cifar10": 4 * 3600.0, "bert": 8 * 3600.0, "yolov3": 16 * 3600.0, "imagenet": 96 * 3600.0,
+    "deepspeech2": 24 * 3600.0, "ncf": 1 * 3600.0,
+}
+"""Assumed GPU-seconds per Pollux application (order of magnitude of Pollux's Table 1)."""
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """Manifests created at ``time``.
+
+    Attributes:
+        time: seconds after the simulation start.
+        job: the job name (unique in a workload); the ``pumice.io/sim-job`` label of its Pods.
+        kind: the kind of the first manifest (``Pod``, ``Job`` for vcjob, ``RayJob``, ``Deployment``).
+        objects: manifests to create (namespace ``default`` unless they say otherwise).
+        queue: the Volcano Queue the job runs in.
+        tasks: how many Pods the job runs (its gang size when ``gang``).
+        duration: seconds of run once running (None: runs until deleted or the end).
+        delete_after: delete the manifests this many seconds after ``time`` (long-running
+            services; None: never).
+        trace_delay: the queueing delay the trace itself recorded (openb), seconds.
+        gpus: GPUs the job asks for in total (for per-job reports).
+    """
+
+    time: float
+    job: str
+    kind: str
+    objects: tuple[Obj, ...]
+    queue: str = "default"
+    tasks: int = 1
+    duration: float | None = None
+    delete_after: float | None = None
+    trace_delay: float | None = None
+    gpus: float = 0.0
+
+
+@dataclass
+class Workload:
+    """Arrivals in time order, plus Queue names the workload needs and PriorityClasses it uses."""
+
+    arrivals: list[Arrival]
+    queues: list[str] = field(default_factory=list)
+    priority_classes: dict[str, int] = field(default_factory=dict)
+    source: str = ""
+
+    def sort(self) -> Workload:
+        self.arrivals.sort(key=lambda a: (a.time, a.job))
+        return self
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(path.read_text())))
+
+
+def _fmt(x: float) -> str:
+    return repr(float(x)) if x != int(x) else str(int(x))
+
+
+def pod_manifest(name: str, *, requests: dict[str, str], job: str, queue: str, duration: float | None,
+                 priority_class: str | None = None, gang: tuple[str, int] | None = None,
+                 affinity: Obj | None = None) -> Obj:
+    """A bare Pod for the Volcano scheduler (the PodGroup controller gives it a one-member PodGroup)."""
+    ann = {QUEUE_ANNOTATION: queue}
+    if duration is not None:
+        ann[ANNOTATION_DURATION] = _fmt(duration)
+    if gang is not None:
+        ann[GANG_ANNOTATION], ann[GANG_SIZE_ANNOTATION] = gang[0], str(gang[1])
+    limits = {k: v for k, v in requests.items() if k not in ("cpu", "memory")}
+    spec: Obj = {"schedulerName": "volcano", "restartPolicy": "Never",
+                 "containers": [{"name": "main", "image": IMAGE,
+                                 "resources": {"requests": dict(requests), **({"limits": limits} if limits else {})}}]}
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    if affinity:
+        spec["affinity"] = affinity
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": NAMESPACE, "labels": {JOB_LABEL: job}, "annotations": ann},
+            "spec": spec}
+
+
+def vcjob_manifest(name: str, *, workers: list[dict[str, str]], queue: str, duration: float,
+                   gang: bool = True) -> Obj:
+    """A Volcano Job, one task per distinct request shape, ``minAvailable`` = all workers."""
+    tasks: list[Obj] = []
+    shapes: dict[tuple[tuple[str, str], ...], int] = {}
+    for w in workers:
+        key = tuple(sorted(w.items()))
+        shapes[key] = shapes.get(key, 0) + 1
+    for i, (key, replicas) in enumerate(shapes.items()):
+        req = dict(key)
+        limits = {k: v for k, v in req.items() if k not in ("cpu", "memory")}
+        ann = {ANNOTATION_DURATION: _fmt(duration)}
+        if gang and len(workers) > 1:
+            ann[GANG_ANNOTATION], ann[GANG_SIZE_ANNOTATION] = name, str(len(workers))
+        tasks.append({"name": f"worker{i}" if len(shapes) > 1 else "worker", "replicas": replicas,
+                      "template": {"metadata": {"labels": {JOB_LABEL: name}, "annotations": ann},
+                                   "spec": {"restartPolicy": "Never", "containers": [{
+                                       "name": "main", "image": IMAGE,
+                                       "resources": {"requests": req, **({"limits": limits} if limits else {})}}]}}})
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+            "metadata": {"name": name, "namespace": NAMESPACE, "labels": {JOB_LABEL: name}},
+            "spec": {"schedulerName": "volcano", "queue": queue, "minAvailable": len(workers),
+                     "tasks": tasks}}
+
+
+def split_gpus(total: int, per_worker: int) -> list[int]:
+    """``total`` GPUs as workers of at most ``per_worker`` (the last takes the rest)."""
+    if total <= 0:
+        return [0]
+    n = math.ceil(total / per_worker)
+    return [per_worker] * (n - 1) + [total - per_worker * (n - 1)]
+
+
+def _gpu_job(name: str, t: float, gpus: int, per_worker: int, duration: float, queue: str,
+             cpu_per_gpu: int = 4, mem_gib_per_gpu: int = 16) -> Arrival:
+    shares = split_gpus(gpus, per_worker)
+    workers = [{"cpu": str(max(1, g) * cpu_per_gpu), "memory": f"{max(1, g) * mem_gib_per_gpu}Gi",
+                **({GPU: str(g)} if g else {})} for g in shares]
+    return Arrival(t, name, "Job", (vcjob_manifest(name, workers=workers, queue=queue, duration=duration),),
+                   queue=queue, tasks=len(workers), duration=duration, gpus=float(gpus))
+
+
+# -- adapters ----------------------------------------------------------------------------------
+
+def load_openb(path: Path, *, queue: str = "default") -> Workload:
+    arrivals = []
+    for r in _rows(path):
+        if "creation_time" not in r:
+            raise InputError(f"{path}: no creation_time column (the multigpu variants carry no times)")
+        try:
+            created = float(r["creation_time"])
+            sched = float(r["scheduled_time"]) if r.get("scheduled_time") else None
+            deleted = float(r["deletion_time"]) if r.get("deletion_time") else None
+            num_gpu, gpu_milli = int(r["num_gpu"] or 0), int(r["gpu_milli"] or 0)
+            req = {"cpu": f"{int(r['cpu_milli'])}m", "memory": f"{int(r['memory_mib'])}Mi"}
+        except (KeyError, ValueError) as e:
+            raise InputError(f"{path}: row {r.get('name')}: {e}") from None
+        milli = num_gpu * 1000 if (num_gpu != 1 or gpu_milli in (0, 1000)) else gpu_milli
+        if milli:
+            req[GPU_MILLI] = str(milli)
+        start = sched if sched is not None else created
+        duration = max(0.0, deleted - start) if deleted is not None else None
+        qos = r.get("qos") or "BE"
+        pc = f"openb-{qos.lower()}"
+        affinity = None
+        if r.get("gpu_spec"):
+            models = [m for m in r["gpu_spec"].split("|") if m]
+            affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": GPU_MODEL_LABEL, "operator": "In", "values": models}]}]}}}
+        name = r["name"]
+        pod = pod_manifest(name, requests=req, job=name, queue=queue, duration=duration, priority_class=pc,
+                           affinity=affinity)
+        arrivals.append(Arrival(created, name, "Pod", (pod,), queue=queue, duration=duration,
+                                trace_delay=(sched - created) if sched is not None else None,
+                                gpus=milli / 1000))
+    pcs = {f"openb-{q.lower()}": v for q, v in OPENB_PRIORITY.items()}
+    return Workload(arrivals, [queue], pcs, str(path)).sort()
+
+
+def load_philly(path: Path, *, gpus_per_worker: int = 8) -> Workload:
+    rows = _rows(path)
+    try:
+        stamps = [dt.datetime.strptime(r["timestamp"], "%Y-%m-%d %H:%M:%S").replace(tzinfo=dt.UTC).timestamp()
+                  for r in rows]
+    except (KeyError, ValueError) as e:
+        raise InputError(f"{path}: bad timestamp: {e}") from None
+    t0 = min(stamps) if stamps else 0.0
+    arrivals, queues = [], set()
+    for i, (r, ts) in enumerate(zip(rows, stamps, strict=True)):
+        q = f"vc-{r['cluster']}"
+        queues.add(q)
+        arrivals.append(_gpu_job(f"philly-{i:05d}", ts - t0, int(r["num_gpus"]), gpus_per_worker,
+                                 float(r["duration"]), q))
+    return Workload(arrivals, sorted(queues), {}, str(path)).sort()
+
+
+def load_pollux(path: Path, *, queue: str = "default") -> Workload:
+    arrivals = []
+    for r in _rows(path):
+        n = int(r["num_replicas"])
+        gpu_s = POLLUX_GPU_SECONDS.get(r["application"], 4 * 3600.0)
+        arrivals.append(_gpu_job(r["name"], float(r["time"]), n, 1, gpu_s / max(1, n), queue))
+    return Workload(arrivals, [queue], {}, str(path)).sort()
+
+
+def load_tiresias(path: Path, *, queue: str = "default") -> Workload:
+    arrivals = []
+    for r in _rows(path):
+        arrivals.append(_gpu_job(f"tiresias-{int(r['job_id']):03d}", float(r["submit_time"]), int(r["num_gpu"]), 4,
+                                 float(r["duration"]), queue))
+    return Workload(arrivals, [queue], {}, str(path)).sort()
+
+
+def load_dlrm(path: Path, *, queue: str = "default") -> Workload:
+    arrivals = []
+    for r in _rows(path):
+        created = float(r["creation_time"]) if r.get("creation_time") else 0.0
+        deleted = float(r["deletion_time"]) if r.get("deletion_time") else None
+        req = {"cpu": _fmt(float(r["cpu_request"] or 0)), "memory": f"{_fmt(float(r['memory_request'] or 0))}Gi"}
+        g = float(r.get("gpu_request") or 0)
+        if g:
+            req[GPU_MILLI] = str(int(g * 1000))
+        name = r["instance_sn"].replace("_", "-")
+        pod = pod_manifest(name, requests=req, job=name, queue=queue, duration=None, priority_class="openb-ls")
+        arrivals.append(Arrival(created, name, "Pod", (pod,), queue=queue,
+                                delete_after=(deleted - created) if deleted is not None else None, gpus=g))
+    return Workload(arrivals, [queue], {"openb-ls": OPENB_PRIORITY["LS"]}, str(path)).sort()
+
+
+def load_workload(path: str | Path, fmt: str = "auto", **kw: Any) -> Workload:
+    """Read a workload in ``fmt`` (``auto`` detects from the file name and header).
+
+    Raises:
+        InputError: unknown format or a bad row.
+    """
+    p = Path(path)
+    if fmt == "auto":
+        fmt = detect_format(p)
+    loaders = {"openb": load_openb, "philly": load_philly, "pollux": load_pollux, "tiresias": load_tiresias,
+               "dlrm": load_dlrm, "yaml": load_yaml}
+    if fmt not in loaders:
+        raise InputError(f"unknown workload format {fmt!r}; known: {', '.join(sorted(loaders))}")
+    try:
+        return loaders[fmt](p, **kw)  # type: ignore[operator]
+    except (KeyError, ValueError) as e:
+        raise InputError(f"{p}: not a valid {fmt} workload: {e}") from None
+
+
+def detect_format(p: Path) -> str:
+    if p.suffix in (".yaml", ".yml"):
+        return "yaml"
+    header = set(p.read_text().split("\n", 1)[0].strip().split(","))
+    if {"creation_time", "num_gpu", "gpu_milli"} <= header:
+        return "openb"
+    if {"timestamp", "num_gpus", "cluster"} <= header:
+        return "philly"
+    if {"name", "time", "application", "num_replicas"} <= header:
+        return "pollux"
+    if {"job_id", "num_gpu", "submit_time", "duration"} <= header:
+        return "tiresias"
+    if {"instance_sn", "app_name", "gpu_request"} <= header:
+        return "dlrm"
+    raise InputError(f"{p}: cannot tell the workload format from its header; pass --format")
+
+
+# -- transformations ---------------------------------------------------------------------------
+
+def sample(w: Workload, n: int, seed: int) -> Workload:
+    """``n`` arrivals drawn with ``random.Random(seed)``, in time order (all when ``n`` >= size)."""
+    if n >= len(w.arrivals):
+        return w
+    picked = random.Random(seed).sample(range(len(w.arrivals)), n)
+    return replace(w, arrivals=[w.arrivals[i] for i in sorted(picked)])
+
+
+def scale(w: Workload, factor: float) -> Workload:
+    """Inflate arrivals as the FGD study does: arrival times divided by ``factor`` (2.0 = twice the
+    arrival rate), durations unchanged."""
+    if factor <= 0:
+        raise InputError("--scale must be positive")
+    return replace(w, arrivals=[replace(a, time=a.time / factor) for a in w.arrivals])
+
+
+def until(w: Workload, t: float | None) -> Workload:
+    if t is None:
+        return w
+    return replace(w, arrivals=[a for a in w.arrivals if a.time <= t])
+
+
+# -- the YAML format ---------------------------------------------------------------------------
+
+def load_yaml(path: Path) -> Workload:
+    """The pumice workload YAML::
+
+        kind: Workload              # optional
+        queues: [team-a, team-b]    # optional: Queue names the arrivals use (created when absent)
+        arrivals:
+          - at: 0                   # seconds after the start
+            duration: 600           # seconds of run once running (Deployments: deleted after)
+            count: 2                # optional: this many copies, ``every`` seconds apart
+            every: 30
+            name: train             # optional: default the manifest's name; copies get -<i>
+            manifest: {...}         # a RayJob, Volcano Job, Deployment or Pod
+
+    Durations go where each kind needs them: Pods and vcjob/Deployment Pod templates get the
+    simulated runtime's duration annotation; a RayJob gets it on itself (the simulated Ray
+    dashboard runs the Ray job that long); a Deployment is deleted ``duration`` seconds after it
+    arrives. A vcjob whose ``minAvailable`` > 1 also marks its Pods as one rendezvous gang (no
+    worker makes progress until ``minAvailable`` of them run). Multi-document files and
+    ``kind: List`` are accepted.
+    """
+    try:
+        docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    except yaml.YAMLError as e:
+        raise InputError(f"{path}: not YAML: {e}") from None
+    arrivals: list[Arrival] = []
+    queues: list[str] = []
+    for d in docs:
+        queues += [str(q) for q in d.get("queues") or []]
+        for i, a in enumerate(d.get("arrivals") or []):
+            if "manifest" not in a:
+                raise InputError(f"{path}: arrivals[{i}] has no manifest")
+            count, every = int(a.get("count", 1)), float(a.get("every", 0))
+            for k in range(count):
+                arrivals.append(_yaml_arrival(path, a, k, count, float(a.get("at", 0)) + k * every))
+    for a in arrivals:
+        if a.queue not in queues:
+            queues.append(a.queue)
+    return Workload(arrivals, queues, {}, str(path)).sort()
+
+
+def _yaml_arrival(path: Path, a: Obj, k: int, count: int, t: float) -> Arrival:
+    m = copy.deepcopy(a["manifest"])
+    kind = m.get("kind", "")
+    md = m.setdefault("metadata", {})
+    base = str(a.get("name") or md.get("name") or kind.lower())
+    name = base if count == 1 else f"{base}-{k}"
+    md["name"] = name
+    md.setdefault("namespace", NAMESPACE)
+    md.setdefault("labels", {})[JOB_LABEL] = name
+    duration = float(a["duration"]) if a.get("duration") is not None else None
+    queue = "default"
+    tasks = 1
+    delete_after = None
+
+    def stamp(template: Obj, gang: tuple[str, int] | None = None) -> None:
+        tmd = template.setdefault("metadata", {})
+        tmd.setdefault("labels", {})[JOB_LABEL] = name
+        ann = tmd.setdefault("annotations", {})
+        if duration is not None and kind != "RayJob":
+            ann[ANNOTATION_DURATION] = _fmt(duration)
+        if gang is not None:
+            ann[GANG_ANNOTATION], ann[GANG_SIZE_ANNOTATION] = gang[0], str(gang[1])
+
+    if kind == "Pod":
+        stamp(m)
+        queue = md.get("annotations", {}).get(QUEUE_ANNOTATION, "default")
+    elif kind == "Job" and m.get("apiVersion", "").startswith("batch.volcano.sh"):
+        spec = m.setdefault("spec", {})
+        queue = spec.get("queue", "default")
+        tasks = sum(int(t.get("replicas", 1)) for t in spec.get("tasks") or [])
+        min_av = int(spec.get("minAvailable", tasks))
+        for task in spec.get("tasks") or []:
+            stamp(task.setdefault("template", {}), (name, min_av) if min_av > 1 else None)
+    elif kind == "RayJob":
+        if duration is not None:
+            md.setdefault("annotations", {})[ANNOTATION_DURATION] = _fmt(duration)
+        queue = md.get("labels", {}).get("volcano.sh/queue-name", "default")
+        rcs = (m.get("spec") or {}).get("rayClusterSpec") or {}
+        stamp(rcs.setdefault("headGroupSpec", {}).setdefault("template", {}))
+        tasks = 1
+        for g in rcs.get("workerGroupSpecs") or []:
+            stamp(g.setdefault("template", {}))
+            tasks += int(g.get("replicas", 1)) * int(g.get("numOfHosts", 1))
+    elif kind == "Deployment":
+        stamp(m.setdefault("spec", {}).setdefault("template", {}))
+        for k2 in ("annotations",):
+            m["spec"]["template"]["metadata"][k2].pop(ANNOTATION_DURATION, None)
+        tasks = int(m["spec"].get("replicas", 1))
+        delete_after = duration
+        queue = m["spec"]["template"]["metadata"].get("annotations", {}).get(QUEUE_ANNOTATION, "default")
+        duration = None
+    else:
+        raise InputError(f"{path}: arrival {name!r}: kind {kind!r} is not one of Pod, Job "
+                         "(batch.volcano.sh), RayJob, Deployment")
+    return Arrival(t, name, kind, (m,), queue=queue, tasks=tasks, duration=duration, delete_after=delete_after)
+
+
+def concat(parts: Iterable[Workload]) -> Workload:
+    out = Workload([])
+    for w in parts:
+        out.arrivals += w.arrivals
+        out.queues += [q for q in w.queues if q not in out.queues]
+        out.priority_classes.update(w.priority_classes)
+    return out.sort()
