@@ -87,7 +87,8 @@ def job_rows(rec: Recorder) -> list[dict[str, Any]]:
         rows.append({
             "job": name, "kind": a.kind, "queue": a.queue, "tasks": a.tasks, "gpus": a.gpus,
             "arrival": _r(a.time), "enqueue": _r(js.enqueued), "bind": _r(min((p.bound for p in pods if p.bound is not None), default=None)),
-            "start": _r(started), "finish": _r(js.finished), "status": js.status or ("Running" if started is not None else "Pending"),
+            "start": _r(started), "finish": _r(js.finished), "status": js.status or ("Running" if started is not None else
+                                    f"PartialGang {js.held}/{js.min_member}" if js.held else "Pending"),
             "queueing_delay": _r(started - a.time) if started is not None else None,
             "jct": _r(js.finished - a.time) if js.finished is not None and started is not None else None,
             "partial_gang_seconds": _r(js.partial_seconds),

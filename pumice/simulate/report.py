@@ -37,7 +37,7 @@ JOB_COLUMNS = {
     "bind": "seconds: first Pod bound",
     "start": "seconds: the last Pod of its gang bound (one-Pod jobs: the bind)",
     "finish": "seconds: every Pod terminal (RayJob: Complete/Failed; services: deleted)",
-    "status": "Succeeded, Failed, Deleted, Rejected: <why>, Running (at the end), Pending (never started)",
+    "status": "Succeeded, Failed, Deleted, Rejected: <why>; at the end: Running, PartialGang <held>/<minMember>, Pending",
     "queueing_delay": "start - arrival, seconds",
     "jct": "finish - arrival, seconds",
     "partial_gang_seconds": "time with 0 < bound Pods < minMember",

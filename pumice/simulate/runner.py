@@ -124,39 +124,83 @@ def simulate(cfg: SimConfig, *, progress: Progress | None = None) -> SimResult:
     return result
 
 
+def _pod_key(o: Obj) -> tuple[Any, ...]:
+    md, spec, st = o.get("metadata") or {}, o.get("spec") or {}, o.get("status") or {}
+    phase = st.get("phase")
+    return (spec.get("nodeName"), phase in ("Succeeded", "Failed"), bool(md.get("deletionTimestamp")),
+            (md.get("annotations") or {}).get("scheduling.k8s.io/group-name"), spec.get("schedulerName"),
+            spec.get("priority"))
+
+
+def _pod_group_key(o: Obj) -> tuple[Any, ...]:
+    return (repr(o.get("spec")), (o.get("status") or {}).get("phase"))
+
+
+def _spec_key(o: Obj) -> tuple[Any, ...]:
+    md = o.get("metadata") or {}
+    return (repr(o.get("spec")), repr(md.get("labels")), repr((o.get("status") or {}).get("allocatable")))
+
+
+def _any_key(o: Obj) -> tuple[Any, ...]:
+    return ((o.get("metadata") or {}).get("resourceVersion"),)
+
+
+SCHEDULING_KEYS: dict[str, Callable[[Obj], tuple[Any, ...]]] = {
+    "Pod": _pod_key, "PodGroup": _pod_group_key, "Queue": _spec_key, "Node": _spec_key,
+    "PriorityClass": _any_key, "Namespace": _any_key,
+}
+"""Per informer kind: the part of an object a session's decisions depend on. An update that leaves
+it unchanged (a Pod going Running, a PodGroup's conditions or counts, a Queue's
+``status.allocated``: mostly the scheduler's own status writes) does not trigger a session."""
+
+
 class TriggeredLoop:
     """Run the Volcano scheduler's cycle when the period has elapsed and something changed.
 
-    Something changed = an informer of the scheduler's cache delivered an add, update or delete
-    (a Pod arrived, bound, finished or was evicted; a PodGroup, Queue, Node or PriorityClass
-    changed). A session is a pure function of the cache snapshot (and of the session seed and
-    the clock, which no default plugin reads), so a session over an unchanged snapshot makes the
-    same decisions as the previous one: they were all applied (or failed and changed the
-    snapshot). Skipping it therefore changes nothing, and idle stretches cost nothing.
+    Something changed = an informer of the scheduler's cache delivered an add or a delete, or an
+    update that changed what :data:`SCHEDULING_KEYS` keeps of the object (a Pod arrived, was
+    bound, ended or is being deleted; a PodGroup's spec or phase, a Queue's or Node's spec
+    changed). A session's decisions are a function of that snapshot content (plus the session
+    seed and the clock, which no default plugin reads), so a session over a snapshot that is the
+    same in those respects decides what the previous one decided, and that was applied already
+    (or failed, which shows up as a change). Skipping it therefore changes no decision, and idle
+    stretches cost nothing. The first session runs at start.
 
-    Exceptions, where time itself changes decisions: the ``sla`` plugin (jobs' waiting time
+    Exceptions, where time itself changes decisions: the ``sla`` plugin (a job's waiting time
     against ``sla-waiting-time``) and any plugin reading the clock; with such a plugin in the
-    configuration the loop runs every period regardless (``always``). Binds and evictions run
-    asynchronously, so their results arrive as changes and trigger the next session.
+    configuration the loop runs every period regardless (``always``). A Pending task's
+    ``PodScheduled`` message and a PodGroup's conditions are refreshed only by sessions that run,
+    so they may be older than on a live cluster (their content would be the same).
     """
 
     TIME_DEPENDENT = ("sla",)
 
-    def __init__(self, scheduler: Any, clock: LoopClock, period: float, on_session: Callable[[Any], None]) -> None:
+    def __init__(self, scheduler: Any, clock: LoopClock, period: float) -> None:
         self.scheduler = scheduler
         self.clock = clock
         self.period = period
-        self.on_session = on_session
         self.dirty = asyncio.Event()
+        self.dirty.set()
+        self.triggers: dict[str, int] = {}
         plugins = {p.name for tier in scheduler.conf.tiers for p in tier.plugins}
         self.always = bool(plugins & set(self.TIME_DEPENDENT))
 
-    def mark(self, *_: Any) -> None:
-        self.dirty.set()
+    def _handlers(self, kind: str) -> tuple[Callable[[Obj], None], Callable[[Obj, Obj], None], Callable[[Obj], None]]:
+        key = SCHEDULING_KEYS.get(kind, _any_key)
+
+        def changed(*_: Any) -> None:
+            self.triggers[kind] = self.triggers.get(kind, 0) + 1
+            self.dirty.set()
+
+        def updated(old: Obj, new: Obj) -> None:
+            if key(old) != key(new):
+                changed()
+
+        return changed, updated, changed
 
     async def run(self) -> None:
-        for inf in self.scheduler.cache.informers.values():
-            inf.add_event_handler(self.mark, lambda _o, _n: self.mark(), self.mark)
+        for kind, inf in self.scheduler.cache.informers.items():
+            inf.add_event_handler(*self._handlers(kind))
         last = -self.period
         while True:
             if not self.always:
@@ -196,6 +240,7 @@ async def _run(cfg: SimConfig, clock: LoopClock, progress: Progress | None) -> S
     from pumice.controllers import ray as ray_controllers
     from pumice.controllers import volcano as volcano_controllers
     from pumice.controllers.ray.admission import admission_plugins as ray_admission
+    from pumice.controllers.volcano.setup import setup_controllers as setup_volcano_controllers
     from pumice.node.agent import NodeAgent
     from pumice.runtime.manager import Manager
     from pumice.simulate.ray_dashboard import SimulatedRayDashboard
@@ -237,7 +282,7 @@ async def _run(cfg: SimConfig, clock: LoopClock, progress: Progress | None) -> S
             rayjobs=lambda ns, n: rayjob_inf.lister.get(ns, n),
             finish_pod=getattr(runtime, "finish_pod", None))
         kube_controllers.setup(mgr, controllers=KUBE_CONTROLLERS)
-        volcano_controllers.setup(mgr)
+        setup_volcano_controllers(mgr)
         ray_controllers.setup(mgr, batch_scheduler=cfg.batch_scheduler, dashboard_client_factory=dash.factory,
                               seed=cfg.seed)
         pod_inf.add_event_handler(rec.pod_event, lambda _o, n: rec.pod_event(n), lambda o: rec.pod_event(o, True))
@@ -251,7 +296,7 @@ async def _run(cfg: SimConfig, clock: LoopClock, progress: Progress | None) -> S
         sched = sched_cls(client(), conf_path=cfg.scheduler_conf, schedule_period=cfg.schedule_period, clock=clock)
         sched.recorder = rec
         await sched.cache.start()
-        loop = TriggeredLoop(sched, clock, cfg.schedule_period, lambda _s: None)
+        loop = TriggeredLoop(sched, clock, cfg.schedule_period)
         tasks.append(asyncio.create_task(loop.run(), name="volcano-scheduler"))
 
         if any(a.kind == "RayJob" for a in cfg.workload.arrivals):

@@ -1,0 +1,36 @@
+"""Acceptance: the seeds' two gangs of three on four slots, as a YAML workload."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pumice.simulate import metrics
+from pumice.simulate.runner import SimConfig, simulate
+from pumice.simulate.workload import load_workload
+
+from .conftest import two_nodes_two_slots
+
+
+def test_with_gang_scheduling_no_job_ever_holds_a_partial_gang(two_gangs: Path) -> None:
+    r = simulate(SimConfig(two_nodes_two_slots(), load_workload(two_gangs)))
+    s = metrics.summary(r.recorder, r.end_time, r.ended_by)
+    assert r.ended_by == "done"
+    assert s["jobs"]["finished"] == 2
+    assert s["gang"]["partial_gang_seconds"] == 0.0
+    assert s["gang"]["deadlock"] is False
+    jobs = {j["job"]: j for j in metrics.job_rows(r.recorder)}
+    # one gang runs first; the other starts only after it finished and freed its three slots
+    first, second = sorted(jobs.values(), key=lambda j: j["start"])
+    assert second["start"] >= first["finish"]
+
+
+def test_without_gang_scheduling_both_jobs_hold_two_and_neither_runs(two_gangs: Path, gang_off_conf: Path) -> None:
+    r = simulate(SimConfig(two_nodes_two_slots(), load_workload(two_gangs), scheduler_conf=str(gang_off_conf)))
+    s = metrics.summary(r.recorder, r.end_time, r.ended_by)
+    assert r.ended_by == "stalled"
+    assert s["gang"]["deadlock"] is True
+    assert s["gang"]["jobs_holding_partial_gang_at_end"] == ["gang-0", "gang-1"]
+    assert s["jobs"]["finished"] == 0
+    held = {name: js.held for name, js in r.recorder.jobs.items()}
+    assert held == {"gang-0": 2, "gang-1": 2}
+    assert s["gang"]["partial_gang_seconds"] > 0
