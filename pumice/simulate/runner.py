@@ -239,15 +239,13 @@ async def _run(cfg: SimConfig, clock: LoopClock, progress: Progress | None) -> S
     from pumice.controllers import kube as kube_controllers
     from pumice.controllers import ray as ray_controllers
     from pumice.controllers import volcano as volcano_controllers
-    from pumice.controllers.ray.admission import admission_plugins as ray_admission
     from pumice.controllers.volcano.setup import setup_controllers as setup_volcano_controllers
     from pumice.node.agent import NodeAgent
     from pumice.runtime.manager import Manager
     from pumice.simulate.ray_dashboard import SimulatedRayDashboard
 
     mutating, validating = volcano_controllers.admission_plugins()
-    ray_mut, ray_val = ray_admission()
-    server = APIServer(None, admission_plugins=[*mutating, *ray_mut, *validating, *ray_val], clock=clock,
+    server = APIServer(None, admission_plugins=[*mutating, *validating], clock=clock,
                        seed=cfg.seed, bookmark_interval=1e9, history=5_000)
     await server.start()
     clients: list[Any] = []
@@ -334,9 +332,9 @@ async def _run(cfg: SimConfig, clock: LoopClock, progress: Progress | None) -> S
 
 
 def ray_controllers_kind(name: str) -> Any:
-    from pumice.controllers.ray import kinds
+    from pumice.api import scheme
 
-    return getattr(kinds, name)
+    return getattr(scheme, name)
 
 
 def _resource_version(server: Any) -> int:

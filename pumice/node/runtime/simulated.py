@@ -23,6 +23,7 @@ import random
 import signal
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from pumice._util.clock import Clock
 from pumice.api import Obj
