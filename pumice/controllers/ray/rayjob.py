@@ -478,9 +478,11 @@ class RayJobReconciler:
             except Exception as e:
                 if is_not_found(e):
                     return True
+                self.recorder.event(job, "Warning", "FailedToDeleteRayCluster",
+                                    f"Failed to delete cluster {self._ns(job)}/{cluster['metadata']['name']}: {e}")
                 raise
             self.recorder.event(job, "Normal", "DeletedRayCluster",
-                                f"Deleted RayCluster {self._ns(job)}/{cluster['metadata']['name']}")
+                                f"Deleted cluster {self._ns(job)}/{cluster['metadata']['name']}")
         return False
 
     async def _delete_submitter_job(self, job: Obj) -> bool:
@@ -494,12 +496,16 @@ class RayJobReconciler:
                 return True
             raise
         if not k8s_job["metadata"].get("deletionTimestamp"):
+            jname = k8s_job["metadata"]["name"]
             try:
-                await self.client.delete(scheme.JOB, k8s_job["metadata"]["name"], ns, propagation_policy="Background")
+                await self.client.delete(scheme.JOB, jname, ns, propagation_policy="Background")
             except Exception as e:
                 if is_not_found(e):
                     return True
+                self.recorder.event(job, "Warning", "FailedToDeleteRayJobSubmitter",
+                                    f"Failed to delete submitter K8s Job {ns}/{jname}: {e}")
                 raise
+            self.recorder.event(job, "Normal", "DeletedRayJobSubmitter", f"Deleted submitter K8s Job {ns}/{jname}")
         return False
 
     async def _cleanup_batch_scheduler(self, job: Obj) -> None:
