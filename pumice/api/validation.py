@@ -639,15 +639,16 @@ def _data_size(values: dict[str, Any]) -> int:
     return sum(len(v.encode()) if isinstance(v, str) else 0 for v in values.values())
 
 
-def _validate_config_map(obj: Obj, old: Obj | None) -> list[FieldCause]:
-    """Mirrors: kubernetes pkg/apis/core/validation ValidateConfigMap (keys, 1 MiB in total)."""
+def _validate_config_map(obj: Obj, old: Obj | None, *, secret: bool = False) -> list[FieldCause]:
+    """Mirrors: kubernetes pkg/apis/core/validation ValidateConfigMap (keys, 1 MiB in total);
+    ``secret``: values are shown as ``<secret contents redacted>``, as ValidateSecret does."""
     out: list[FieldCause] = []
     keys: set[str] = set()
     total = 0
     for part in ("data", "binaryData"):
         values = obj.get(part) or {}
         if not isinstance(values, dict):
-            out.append(_invalid(part, values, "must be a map"))
+            out.append(_invalid(part, "<secret contents redacted>" if secret else values, "must be a map"))
             continue
         for k, v in values.items():
             if len(k) > 253 or not _CONFIG_KEY.match(k):
@@ -655,7 +656,8 @@ def _validate_config_map(obj: Obj, old: Obj | None) -> list[FieldCause]:
             if k in keys:
                 out.append(_invalid(f"{part}[{k}]", k, "duplicate of key present in data"))
             if not isinstance(v, str):
-                out.append(FieldCause(f"{part}[{k}]", f"Invalid value: {format_value(v)}: {part}[{k}] in body must "
+                shown = '"<secret contents redacted>"' if secret else format_value(v)
+                out.append(FieldCause(f"{part}[{k}]", f"Invalid value: {shown}: {part}[{k}] in body must "
                                       f"be of type string: \"{json_type_name(v)}\"", "FieldValueTypeInvalid"))
             keys.add(k)
         total += _data_size(values)
@@ -668,7 +670,7 @@ def _validate_config_map(obj: Obj, old: Obj | None) -> list[FieldCause]:
 
 
 def _validate_secret(obj: Obj, old: Obj | None) -> list[FieldCause]:
-    out = _validate_config_map({k: v for k, v in obj.items() if k == "data"}, None)
+    out = _validate_config_map({k: v for k, v in obj.items() if k == "data"}, None, secret=True)
     for c in out:
         if c.field == "[]":  # a Secret reports the size on data
             c.field = "data"

@@ -10,6 +10,7 @@ pkg/apis/batch/v1/defaults.go, pkg/registry/batch/job/strategy.go (generateSelec
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 
 from pumice.api import Obj
@@ -131,9 +132,17 @@ def namespace(obj: Obj) -> None:
 
 
 def secret(obj: Obj) -> None:
-    """SetDefaults_Secret: an unset or empty type is Opaque."""
+    """SetDefaults_Secret: an unset or empty type is Opaque. And the v1 conversion: ``stringData``
+    is write-only, merged into ``data`` (base64; a key in both takes the stringData value) and
+    never stored or returned (Convert_v1_Secret_To_core_Secret). Values are strings here: the
+    typed check before refused the rest."""
     if not obj.get("type"):
         obj["type"] = "Opaque"
+    string_data = obj.pop("stringData", None)
+    if isinstance(string_data, dict) and string_data:
+        old = obj.get("data")
+        data: dict[str, str] = old if isinstance(old, dict) else {}
+        obj["data"] = {**data, **{k: base64.b64encode(str(v).encode()).decode() for k, v in string_data.items()}}
 
 
 def priority_class(obj: Obj) -> None:

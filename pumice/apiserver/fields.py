@@ -183,26 +183,36 @@ def _accepts(kinds: frozenset[str], value: Any) -> bool:
     return t in kinds or (t == "integer" and "number" in kinds)
 
 
-def type_causes(tree: Any, obj: Any, path: str = "") -> list[Any]:
+#: what a field error shows instead of a Secret's data (upstream's text)
+REDACTED = "<secret contents redacted>"
+
+
+def type_causes(tree: Any, obj: Any, path: str = "", *, redact: tuple[str, ...] = ()) -> list[Any]:
     """Field causes for every value of ``obj`` whose JSON type the model does not accept, in
     document order; ``null`` struct fields are removed from ``obj`` (unset), ``null`` items of a
-    list of objects become ``{}``.
+    list of objects become ``{}``. Values under a path that starts with one of ``redact``
+    (a Secret's ``data`` and ``stringData``) are shown as ``<secret contents redacted>``.
 
     Returns:
         :class:`pumice.api.admission.FieldCause` objects, reason ``FieldValueTypeInvalid``.
     """
     out: list[Any] = []
     _types(tree, obj, path, out)
+    if redact:
+        for c in out:
+            if c.field.startswith(redact):
+                c.message = _type_cause(c.field, REDACTED, c.message.rsplit("must be of type ", 1)[1].split(":")[0],
+                                        shown_type=c.message.rsplit('"', 2)[-2]).message
     return out
 
 
-def _type_cause(path: str, value: Any, want: str) -> Any:
+def _type_cause(path: str, value: Any, want: str, *, shown_type: str | None = None) -> Any:
     from pumice.api.admission import FieldCause
     from pumice.api.schema import format_value
 
     shown = path or "<root>"
     return FieldCause(path, f"Invalid value: {format_value(value)}: {shown} in body must be of type {want}: "
-                            f"\"{_json_type(value)}\"", "FieldValueTypeInvalid")
+                            f"\"{shown_type or _json_type(value)}\"", "FieldValueTypeInvalid")
 
 
 def _types(node: Any, value: Any, path: str, out: list[Any]) -> None:

@@ -47,7 +47,7 @@ from pumice.apiserver import errors, events
 from pumice.apiserver.admission import AdmissionChain
 from pumice.apiserver.crds import CustomResource, crd_info
 from pumice.apiserver.errors import StatusError
-from pumice.apiserver.fields import model_for, object_meta_tree, type_causes, unknown_fields
+from pumice.apiserver.fields import REDACTED, model_for, object_meta_tree, type_causes, unknown_fields
 from pumice.apiserver.store import Expired, Store, Stored, Watcher
 from pumice.apiserver.strategy import Strategy, strategy_for
 
@@ -423,7 +423,15 @@ class Registry:
         cr = self.custom(rk)
         if cr is None:
             tree = model_for(rk)
-            causes = type_causes(tree, obj) if tree is not None else type_causes(_META_TREE, obj["metadata"], "metadata")
+            secret = ("data", "stringData") if (rk.group, rk.kind) == ("", "Secret") else ()
+            causes = (type_causes(tree, obj, redact=secret) if tree is not None
+                      else type_causes(_META_TREE, obj["metadata"], "metadata"))
+            for part in secret:
+                values = obj.get(part)
+                for k, v in (values.items() if isinstance(values, dict) else ()):
+                    if not isinstance(v, str):
+                        causes.append(FieldCause(f"{part}[{k}]", f'Invalid value: "{REDACTED}": {part}[{k}] in body '
+                                                 f'must be of type string: "{json_type(v)}"', "FieldValueTypeInvalid"))
         else:
             causes = type_causes(_META_TREE, obj["metadata"], "metadata")
             version = cr.versions.get(rk.version)
