@@ -226,7 +226,9 @@ class Store:
     def _state(self, resource: str) -> _ResourceState:
         st = self._resources.get(resource)
         if st is None:
-            st = self._resources[resource] = _ResourceState(self.revision, self._history)
+            # nothing of this resource happened since load (a write would have made its state): its
+            # history is complete from the load revision on
+            st = self._resources[resource] = _ResourceState(self._start, self._history)
         return st
 
     # ---- reads ----
