@@ -1,6 +1,6 @@
 """The CustomResourceDefinitions pumice installs at start: ray.io/v1 RayCluster, RayJob, RayService;
 scheduling.volcano.sh/v1beta1 Queue, PodGroup; batch.volcano.sh/v1alpha1 Job; bus.volcano.sh/v1alpha1
-Command, CronJob; topology.volcano.sh/v1alpha1 HyperNode. Their ``openAPIV3Schema`` is generated from the msgspec models in :mod:`pumice.api.ray.types`
+Command, CronJob; topology.volcano.sh/v1alpha1 HyperNode; flow.volcano.sh/v1alpha1 JobTemplate, JobFlow. Their ``openAPIV3Schema`` is generated from the msgspec models in :mod:`pumice.api.ray.types`
 and :mod:`pumice.api.volcano.types`.
 
 Generation (:func:`structural_schema`): walk ``msgspec.inspect.type_info`` of the model; structs
@@ -331,6 +331,9 @@ CRD_SPECS: tuple[CrdSpec, ...] = (
             )),
     CrdSpec(volcano.Command, scheme.COMMAND),
     CrdSpec(volcano.CronJob, scheme.CRON_JOB),
+    CrdSpec(volcano.JobTemplate, scheme.JOB_TEMPLATE),
+    CrdSpec(volcano.JobFlow, scheme.JOB_FLOW, printer_columns=(_col("Status", ".status.state.phase"),
+                                                               _col("Age", ".metadata.creationTimestamp", "date"))),
     CrdSpec(volcano.HyperNode, scheme.HYPER_NODE, printer_columns=(
         _col("Tier", ".spec.tier"), _col("TierName", ".spec.tierName"), _col("NodeCount", ".status.nodeCount", "integer"),
         _col("Age", ".metadata.creationTimestamp", "date"),

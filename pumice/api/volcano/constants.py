@@ -135,6 +135,9 @@ class MemberType(StrEnum):
 
 
 TOPOLOGY_API_VERSION = "topology.volcano.sh/v1alpha1"
+FLOW_API_VERSION = "flow.volcano.sh/v1alpha1"
+CREATED_BY_JOB_TEMPLATE = "volcano.sh/createdByJobTemplate"
+CREATED_BY_JOB_FLOW = "volcano.sh/createdByJobFlow"
 JOB_ALLOCATED_HYPERNODE_ANNOTATION = "volcano.sh/job-allocated-hypernode"
 """PodGroup annotation: the lowest HyperNode spanning the job's placements (api/well_known_labels.go)."""
 PARTITION_ID_LABEL = "volcano.sh/partition-id"

@@ -292,6 +292,69 @@ class CronJob(_TopLevel):
     status: CronJobStatus | None = None
 
 
+# --- flow JobTemplate / JobFlow ---------------------------------------------------------------
+
+
+class JobTemplate(_TopLevel):
+    """``flow.volcano.sh`` JobTemplate: a stored Job spec a JobFlow instantiates."""
+
+    __api_version__ = c.FLOW_API_VERSION
+    spec: JobSpec | None = None
+    status: dict[str, Any] | None = None
+
+
+class HttpGet(_Wire):
+    task_name: str | None = None
+    path: str | None = None
+    port: int | None = None
+    http_header: dict[str, Any] | None = None
+
+
+class TcpSocket(_Wire):
+    port: int
+    task_name: str | None = None
+
+
+class TaskStatusProbe(_Wire):
+    task_name: str | None = None
+    phase: str | None = None
+
+
+class Probe(_Wire):
+    http_get_list: list[HttpGet] | None = None
+    tcp_socket_list: list[TcpSocket] | None = None
+    task_status_list: list[TaskStatusProbe] | None = None
+
+
+class FlowDependsOn(_Wire):
+    targets: list[str] | None = None
+    probe: Probe | None = None
+
+
+class Patch(_Wire):
+    spec: JobSpec | None = None
+
+
+class Flow(_Wire):
+    name: str
+    depends_on: FlowDependsOn | None = None
+    patch: Patch | None = None
+
+
+class JobFlowSpec(_Wire):
+    flows: list[Flow] | None = None
+    job_retain_policy: Annotated[str, extra(enum=["retain", "delete"])] | None = None
+
+
+class JobFlow(_TopLevel):
+    """``flow.volcano.sh`` JobFlow: Jobs from JobTemplates, each started once the Jobs it
+    ``dependsOn`` have Completed."""
+
+    __api_version__ = c.FLOW_API_VERSION
+    spec: JobFlowSpec | None = None
+    status: dict[str, Any] | None = None
+
+
 # --- bus Command ------------------------------------------------------------------------------
 
 

@@ -8,6 +8,7 @@ Controllers registered:
 - ``volcano-podgroup-scale``: ReplicaSets scaled to zero lose their PodGroup;
 - ``volcano-job``: vcjobs, fed by their Pods, PodGroup phase changes and Commands;
 - ``volcano-cronjob``: batch.volcano.sh CronJobs, fed by the Jobs they own;
+- ``volcano-jobflow``: flow.volcano.sh JobFlows, fed by the Jobs they own;
 - ``volcano-hypernode-status``: every HyperNode's ``status.nodeCount``, fed by Nodes;
 - ``volcano-hypernode-discovery``: label-sourced HyperNodes from Node labels, fed by Nodes,
   HyperNodes and the ``volcano-system/volcano-controller-configmap`` ConfigMap.
@@ -31,6 +32,7 @@ from pumice.controllers.volcano.hypernode import (
     is_discovery_config,
 )
 from pumice.controllers.volcano.job.controller import JobReconciler
+from pumice.controllers.volcano.jobflow import JobFlowReconciler
 from pumice.controllers.volcano.podgroup import PodGroupReconciler, ScaledToZeroReconciler
 from pumice.controllers.volcano.queue import (
     QUEUE_INDEX,
@@ -140,6 +142,13 @@ def setup_controllers(mgr: Any, *, scheduler_names: tuple[str, ...] = (keys.DEFA
         .owns(scheme.VCJOB)
         .complete(CronJobReconciler(mgr.client, informers.informer(scheme.CRON_JOB).lister,
                                     informers.informer(scheme.VCJOB).lister, mgr.clock, recorder.event)))
+
+    (mgr.controller("volcano-jobflow")
+        .for_(scheme.JOB_FLOW)
+        .owns(scheme.VCJOB)
+        .complete(JobFlowReconciler(mgr.client, informers.informer(scheme.JOB_FLOW).lister,
+                                    informers.informer(scheme.JOB_TEMPLATE).lister,
+                                    informers.informer(scheme.VCJOB).lister, recorder.event)))
 
     nodes = informers.informer(scheme.NODE).lister
     hns = informers.informer(scheme.HYPER_NODE).lister
