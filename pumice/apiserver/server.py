@@ -33,6 +33,7 @@ import yaml
 from pumice._util.clock import Clock, default_clock
 from pumice._util.files import write_durably
 from pumice._util.tls import self_signed
+from pumice.api.crds import builtin_crds
 from pumice.api.scheme import Scheme
 from pumice.apiserver.access import Access
 from pumice.apiserver.admission import SYSTEM_PRIORITY_CLASSES, AdmissionChain, builtin_plugins
@@ -206,7 +207,7 @@ class APIServer:
             if self.store.get("scheduling.k8s.io/priorityclasses", "", pc["metadata"]["name"]) is None:
                 await reg.create(pc_kind, None, _copy(pc))
         if self.install_crds:
-            await self.apply_crds(_builtin_crds(), builtin=True)
+            await self.apply_crds(builtin_crds(), builtin=True)
         await self._bootstrap_rbac()
         sc_kind = self.scheme.by_api_version_kind("storage.k8s.io/v1", "StorageClass")
         if sc_kind is not None and not self.store.list("storage.k8s.io/storageclasses"):
@@ -461,10 +462,3 @@ def _copy(obj: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _builtin_crds() -> list[dict[str, Any]]:
-    try:
-        from pumice.api.crds import builtin_crds
-    except ImportError:
-        return []
-    crds: list[dict[str, Any]] = builtin_crds()
-    return crds

@@ -24,9 +24,10 @@ import sys
 
 import click
 
+from pumice.cli._controllers import CONTROLLER_GROUPS, controller_setups
 from pumice.cli._signals import stop_on_signals
 from pumice.runtime.manager import CacheSyncTimeout, LeaderElectionLost
-from pumice.runtime.run import CONTROLLER_GROUPS, run_controller_manager
+from pumice.runtime.run import run_controller_manager
 
 __all__ = ["command", "run_controller_manager"]
 
@@ -56,7 +57,7 @@ async def _main(kubeconfig: str | None, controllers: list[str], *, leader_elect:
     stop = stop_on_signals()
     try:
         await run_controller_manager(
-            client, controllers, batch_scheduler=batch_scheduler, leader_elect=leader_elect,
+            client, controller_setups(controllers, batch_scheduler=batch_scheduler), leader_elect=leader_elect,
             stop_event=stop, health_port=health_port, identity=identity,
             lease_duration=lease_duration, renew_deadline=renew_deadline, retry_period=retry_period,
         )
@@ -105,7 +106,3 @@ def command(kubeconfig: str | None, controllers: str, leader_elect: bool, health
     except CacheSyncTimeout as e:
         click.echo(f"controller-manager: {e}", err=True)
         sys.exit(1)
-    except ModuleNotFoundError as e:
-        if e.name == "pumice.client.kubeconfig":
-            raise click.ClickException("pumice.client.kubeconfig is not built yet in this version") from e
-        raise

@@ -29,6 +29,8 @@ from typing import Any
 
 import click
 import yaml
+from rich.console import Console
+from rich.markup import escape
 
 from pumice.api import yamlsafe
 from pumice.api.scheme import Scheme
@@ -102,28 +104,31 @@ async def _follow(kubeconfig: Path, docs: list[dict[str, Any]], timeout: float) 
         pod_kind = scheme.by_api_version_kind("v1", "Pod")
         assert pod_kind is not None
         start = time.monotonic()
-        last = ""
+        last = line = ""
         seen_states: list[str] = []
         obj: dict[str, Any] = {}
-        while time.monotonic() - start < timeout:
-            obj = await client.get(rayjob_kind, name, ns)
-            pods = (await client.list(pod_kind, ns)).items
-            line = status_line(obj, pods, time.monotonic() - start)
-            state = (obj.get("status") or {}).get("jobDeploymentStatus", "")
-            if state and (not seen_states or seen_states[-1] != state):
-                seen_states.append(state)
-            changed = line.split("] ", 1)[1]
-            if sys.stdout.isatty():
-                sys.stdout.write("\r\033[K" + line)
-                sys.stdout.flush()
-            elif changed != last:
-                click.echo(line)
-            last = changed
-            if state in TERMINAL:
-                break
-            await asyncio.sleep(1.0)
-        if sys.stdout.isatty():
-            sys.stdout.write("\n")
+        console = Console(highlight=False)
+        # on a terminal one live status line (rich's spinner), else a line per change
+        live = console.status("") if console.is_terminal else contextlib.nullcontext()
+        with live as status:
+            while time.monotonic() - start < timeout:
+                obj = await client.get(rayjob_kind, name, ns)
+                pods = (await client.list(pod_kind, ns)).items
+                line = status_line(obj, pods, time.monotonic() - start)
+                state = (obj.get("status") or {}).get("jobDeploymentStatus", "")
+                if state and (not seen_states or seen_states[-1] != state):
+                    seen_states.append(state)
+                changed = line.split("] ", 1)[1]
+                if status is not None:
+                    status.update(escape(line))
+                elif changed != last:
+                    click.echo(line)
+                last = changed
+                if state in TERMINAL:
+                    break
+                await asyncio.sleep(1.0)
+        if console.is_terminal and line:
+            console.print(escape(line))
         st = obj.get("status") or {}
         click.echo("JobDeploymentStatus path: " + " -> ".join(seen_states))
         await _print_job_logs(client, pod_kind, ns, name)

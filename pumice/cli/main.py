@@ -1,6 +1,5 @@
 """``pumice`` command line: one click group whose subcommands live in their own modules and are
-imported only when run (so ``pumice --help`` stays fast and a broken component does not break the
-others).
+imported only when run (so ``pumice --help`` stays fast).
 
 Errors: a subcommand that fails on bad input prints one line to stderr and exits non-zero
 (click's UsageError exits 2). Any other exception that escapes a subcommand is printed as one
@@ -13,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import importlib.util
 import os
 
 import click
@@ -55,30 +55,22 @@ class LazyGroup(click.Group):
             raise click.ClickException(one_line(e)) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMANDS)
+        return sorted(name for name, (module, _) in COMMANDS.items() if importlib.util.find_spec(module) is not None)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The subcommand, imported now; None (click: "No such command") for a name that is not a
+        command or whose module is not in this installation.
+
+        Raises:
+            TypeError: the module has no ``command`` (a programming error).
+        """
         entry = COMMANDS.get(cmd_name)
-        if entry is None:
+        if entry is None or importlib.util.find_spec(entry[0]) is None:
             return None
-        try:
-            module = importlib.import_module(entry[0])
-        except ModuleNotFoundError as e:
-            if e.name == entry[0]:
-                return _missing(cmd_name, entry[1])
-            raise
-        cmd = getattr(module, "command", None)
+        cmd = getattr(importlib.import_module(entry[0]), "command", None)
         if not isinstance(cmd, click.Command):
-            return _missing(cmd_name, entry[1])
+            raise TypeError(f"{entry[0]} has no click command named 'command'")
         return cmd
-
-
-def _missing(name: str, help_text: str) -> click.Command:
-    @click.command(name=name, help=f"{help_text} (not built yet)")
-    def _cmd() -> None:
-        raise click.ClickException(f"'pumice {name}' is not built yet in this version")
-
-    return _cmd
 
 
 @click.group(cls=LazyGroup)

@@ -109,11 +109,12 @@ async def run_up(
         clients.append(c)
         return c
 
+    from pumice.cli._controllers import controller_setups
     from pumice.runtime.run import run_controller_manager
 
     tasks.append(asyncio.create_task(
         run_controller_manager(
-            client("controller-manager"), opts.controllers, batch_scheduler=opts.batch_scheduler,
+            client("controller-manager"), controller_setups(opts.controllers, batch_scheduler=opts.batch_scheduler),
             leader_elect=False, stop_event=stop,
         ),
         name="controller-manager",

@@ -41,10 +41,8 @@ async def test_pip_in_a_pod_downloads_through_the_proxy_and_other_hosts_are_refu
 
 
 async def test_pods_reach_the_api_server_at_kubernetes_service_host(data_dir: Path) -> None:
-    try:
-        from pumice.testing.cluster import serve_http
-    except ImportError:
-        pytest.skip("the API server is not available")
+    from pumice.testing.cluster import serve_http
+
     async with serve_http(data_dir / "apiserver") as srv:
         client = srv.client()
         agent = NodeAgent(client, data_dir=data_dir / "agent", node_names=["node-0"], node_cpu="4",

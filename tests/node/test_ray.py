@@ -22,7 +22,8 @@ import pytest
 from pumice.api.scheme import POD as PODS
 from pumice.node.agent import NodeAgent
 from pumice.node.network import netns_name, veth_name
-from pumice.testing.node import MemoryClient, get_pod, phase_is, wait_for
+from pumice.testing.cluster import serve_http
+from pumice.testing.node import get_pod, phase_is, wait_for
 
 pytestmark = [
     pytest.mark.ray,
@@ -215,48 +216,27 @@ async def _gone(client: Any, name: str) -> bool:
 
 @pytest.mark.timeout(600)
 async def test_two_ray_nodes_and_a_driver_pod_run_on_one_node(data_dir: Path) -> None:
-    try:
-        from pumice.testing.cluster import serve_http
-    except ImportError:
-        serve_http = None  # type: ignore[assignment]
     kubectl = shutil.which("kubectl") or shutil.which("kubectl", path=str(Path(sys.executable).parent))
-    if serve_http is None:
-        client: Any = MemoryClient()
-        agent = NodeAgent(client, data_dir=data_dir / "agent", node_names=["node-0"], node_cpu="4", node_memory="16Gi",
-                          lease_renew_interval=None)
+    async with serve_http(data_dir / "apiserver") as srv:
+        client = srv.client()
+        agent = NodeAgent(client, data_dir=data_dir / "agent", node_names=["node-0"], node_cpu="4",
+                          node_memory="16Gi", apiserver_url_for_pods=srv.url)
         await agent.start()
 
         async def logs(name: str) -> str:
-            p = await get_pod(client, name)
-            raw = (agent.pod_dir(p) / p["spec"]["containers"][0]["name"] / "0.log").read_text()
-            return "\n".join(line.split(" ", 3)[3] for line in raw.splitlines())
+            """``kubectl logs``; when kubectl is missing or refuses the server (it sends no bearer
+            token over plain HTTP), the same request through the API server's log proxy."""
+            if kubectl is not None:
+                proc = await asyncio.create_subprocess_exec(
+                    kubectl, "--kubeconfig", str(srv.kubeconfig), "logs", name,
+                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+                out, _ = await proc.communicate()
+                if proc.returncode == 0:
+                    return out.decode()
+            return await asyncio.to_thread(_proxy_logs, srv.url, srv.token, name)
 
         try:
             await _run_scenario(client, agent, logs)
         finally:
             await agent.stop()
             await client.close()
-    else:
-        async with serve_http(data_dir / "apiserver") as srv:
-            client = srv.client()
-            agent = NodeAgent(client, data_dir=data_dir / "agent", node_names=["node-0"], node_cpu="4",
-                              node_memory="16Gi", apiserver_url_for_pods=srv.url)
-            await agent.start()
-
-            async def logs(name: str) -> str:
-                """``kubectl logs``; when kubectl is missing or refuses the server (it sends no bearer
-                token over plain HTTP), the same request through the API server's log proxy."""
-                if kubectl is not None:
-                    proc = await asyncio.create_subprocess_exec(
-                        kubectl, "--kubeconfig", str(srv.kubeconfig), "logs", name,
-                        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-                    out, _ = await proc.communicate()
-                    if proc.returncode == 0:
-                        return out.decode()
-                return await asyncio.to_thread(_proxy_logs, srv.url, srv.token, name)
-
-            try:
-                await _run_scenario(client, agent, logs)
-            finally:
-                await agent.stop()
-                await client.close()

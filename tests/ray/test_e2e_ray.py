@@ -35,13 +35,6 @@ pytestmark = [
 
 
 
-def _import(name: str) -> Any:
-    try:
-        return __import__(name, fromlist=["_"])
-    except ImportError as e:  # a piece of the stack has not landed
-        pytest.skip(f"{name} is not available: {e}")
-
-
 class Stack:
     """Handles to the running system."""
 
@@ -106,10 +99,10 @@ class Stack:
 async def stack(**agent_kwargs: Any) -> AsyncIterator[Stack]:
     """The whole system on one process-runtime Node; ``agent_kwargs`` go to the NodeAgent
     (e.g. ``node_cpu`` / ``node_memory``: the capacity the Node publishes)."""
-    cluster_mod = _import("pumice.testing.cluster")
-    kube = _import("pumice.controllers.kube")
-    sched = _import("pumice.scheduler.default.scheduler")
-    agent_mod = _import("pumice.node.agent")
+    from pumice.controllers import kube
+    from pumice.node import agent as agent_mod
+    from pumice.scheduler.default import scheduler as sched
+    from pumice.testing import cluster as cluster_mod
     data = Path(tempfile.mkdtemp(prefix="pumice-kuberay-e2e-", dir="/var/tmp"))
     stop = asyncio.Event()
     tasks: list[asyncio.Task[Any]] = []

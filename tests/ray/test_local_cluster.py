@@ -9,16 +9,12 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
-
 from pumice.api import scheme
+from pumice.testing import cluster as cluster_mod
 from pumice.testing.ray_dashboard import FakeRayDashboard
 
 from .conftest import load_sample
 from .test_setup import running, wait_for
-
-cluster_mod = pytest.importorskip("pumice.testing.cluster")
-
 
 
 @contextlib.asynccontextmanager

@@ -13,13 +13,11 @@ import yaml
 
 from pumice.api import Obj, scheme
 from pumice.client.base import ApiError
+from pumice.testing import cluster as cluster_mod
 from pumice.testing.ray_dashboard import FakeRayDashboard
 
 from .conftest import load_sample, shared_dir
 from .test_setup import running, wait_for
-
-cluster_mod = pytest.importorskip("pumice.testing.cluster")
-
 
 # sample -> {(kind, name): expected}; expected is a RayCluster state or a RayJob deployment status
 EXPECTED: dict[str, dict[tuple[str, str], str]] = {

@@ -25,11 +25,11 @@ from pumice.runtime import (
     create_or_update,
     set_controller_reference,
 )
+from pumice.testing import cluster as cluster_mod
 from pumice.testing.fake_client import CountingClient
 
 from .conftest import CONFIGMAP, SECRET, configmap, eventually
 
-cluster_mod = pytest.importorskip("pumice.testing.cluster", reason="the API server has not landed")
 local_cluster = cluster_mod.local_cluster
 
 

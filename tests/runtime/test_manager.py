@@ -1,5 +1,5 @@
 """Manager lifecycle: runnables with and without the leader, graceful shutdown, failures, health
-endpoints, and run_controller_manager's plug-in loading."""
+endpoints, and run_controller_manager with the setups it is given."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from pumice._util.clock import LoopClock
 from pumice.runtime import Manager, Request, Result
-from pumice.runtime.run import run_controller_manager, setup_controllers
+from pumice.runtime.run import run_controller_manager
 from pumice.testing.fake_client import FakeClient
 
 from .conftest import CONFIGMAP, configmap, eventually
@@ -109,27 +109,15 @@ class _Noop:
         return Result()
 
 
-async def test_setup_controllers_reports_missing_groups_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    import pumice.runtime.run as run
+def test_unknown_controller_groups_are_refused_with_the_known_ones() -> None:
+    from pumice.cli._controllers import controller_setups
 
-    monkeypatch.setitem(run.CONTROLLER_GROUPS, "kube", "pumice.nonexistent_controllers")
-    lines: list[str] = []
-    mgr = Manager(FakeClient())
-    done = await setup_controllers(mgr, ["kube"], report=lines.append)
-    assert done == []
-    assert len(lines) == 1 and "'kube' controllers are not available" in lines[0]
     with pytest.raises(ValueError, match="known"):
-        await setup_controllers(mgr, ["nope"])
+        controller_setups(["nope"])
 
 
-async def test_run_controller_manager_runs_a_group_until_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
-    import sys
-    import types
-
-    import pumice.runtime.run as run
-
+async def test_run_controller_manager_runs_a_group_until_stopped() -> None:
     seen: list[str] = []
-    module = types.ModuleType("toy_controllers")
 
     class Toy:
         async def reconcile(self, req: Request) -> Result:
@@ -139,13 +127,10 @@ async def test_run_controller_manager_runs_a_group_until_stopped(monkeypatch: py
     def setup(mgr: Manager, **kw: Any) -> None:
         mgr.controller("toy").for_(CONFIGMAP).complete(Toy())
 
-    module.setup = setup  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "toy_controllers", module)
-    monkeypatch.setitem(run.CONTROLLER_GROUPS, "toy", "toy_controllers")
     fake = FakeClient(clock=LoopClock())
     await fake.create(configmap("x"))
     stop = asyncio.Event()
-    task = asyncio.create_task(run_controller_manager(fake, ["toy"], leader_elect=False, stop_event=stop))
+    task = asyncio.create_task(run_controller_manager(fake, [setup], leader_elect=False, stop_event=stop))
     await eventually(lambda: seen == ["x"])
     stop.set()
     await asyncio.wait_for(task, 10)

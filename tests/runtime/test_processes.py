@@ -20,10 +20,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-pytest.importorskip("pumice.testing.cluster", reason="the API server has not landed")
-
 REPO = Path(__file__).resolve().parents[2]
 PUMICE = [sys.executable, "-m", "pumice.cli.main"]
 SERVE_SCRIPT = """

@@ -52,7 +52,7 @@ def _store(informer: Any) -> Any:
 
 
 class RayReconcilers(NamedTuple):
-    """The reconcilers :func:`setup` registered (tests and benchmarks read their counters)."""
+    """The reconcilers :func:`setup` registered."""
 
     raycluster: RayClusterReconciler
     rayjob: RayJobReconciler

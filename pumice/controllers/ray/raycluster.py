@@ -270,12 +270,10 @@ class RayClusterReconciler:
         self.options = options
         self.rng = rng or random.Random(0)
         self.expectations = ScaleExpectations()
-        self.reconcile_count = 0
 
     # --- entry -----------------------------------------------------------------------------
 
     async def reconcile(self, req: Request) -> Result:
-        self.reconcile_count += 1
         try:
             cluster = await self.client.get(scheme.RAY_CLUSTER, req.name, req.namespace)
         except Exception as e:

@@ -124,7 +124,6 @@ class RayJobReconciler:
         self.dashboard_client_factory = dashboard_client_factory or http_dashboard_client_factory
         self.options = options
         self.rng = rng or random.Random()
-        self.reconcile_count = 0
 
     def _requeue(self) -> Result:
         return Result(requeue_after=self.options.requeue_seconds)
@@ -132,7 +131,6 @@ class RayJobReconciler:
     # --- entry -----------------------------------------------------------------------------
 
     async def reconcile(self, req: Request) -> Result:
-        self.reconcile_count += 1
         try:
             job = await self.client.get(scheme.RAY_JOB, req.name, req.namespace)
         except Exception as e:

@@ -236,7 +236,6 @@ class RayServiceReconciler:
         self.rng = rng or random.Random()
         self.serve_configs: OrderedDict[str, dict[str, str]] = OrderedDict()
         self.deletion_times: dict[tuple[str, str], float] = {}
-        self.reconcile_count = 0
 
     def _requeue(self) -> Result:
         return Result(requeue_after=self.options.requeue_seconds)
@@ -255,7 +254,6 @@ class RayServiceReconciler:
     # --- entry -----------------------------------------------------------------------------
 
     async def reconcile(self, req: Request) -> Result:
-        self.reconcile_count += 1
         try:
             rs = await self.client.get(scheme.RAY_SERVICE, req.name, req.namespace)
         except Exception as e:

@@ -23,6 +23,8 @@ import contextlib
 import logging
 from typing import Any
 
+from prometheus_client import Counter
+
 from pumice._util.clock import Clock, default_clock, rfc3339
 from pumice.api import Obj
 from pumice.api.meta import with_condition
@@ -37,6 +39,9 @@ from pumice.scheduler.default.resources import node_allocatable
 from pumice.scheduler.default.vector import VectorCore
 
 log = logging.getLogger(__name__)
+
+SCHEDULE_ATTEMPTS = Counter(
+    "scheduler_schedule_attempts", "Number of attempts to schedule pods, by the result.", ["profile", "result"])
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
@@ -79,9 +84,8 @@ class DefaultScheduler:
         core: the scheduling core (default :class:`VectorCore`).
         max_binds_in_flight: concurrent ``pods/binding`` calls.
 
-    Attributes:
-        bound_count: Pods bound by this scheduler so far.
-        attempts: scheduling attempts so far.
+    Metrics: ``scheduler_schedule_attempts_total{profile,result}`` (result ``scheduled``,
+    ``unschedulable`` or ``error``), as kube-scheduler's.
     """
 
     def __init__(
@@ -103,8 +107,6 @@ class DefaultScheduler:
         self._node_sigs: dict[str, tuple[Any, ...]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._stopped = asyncio.Event()
-        self.bound_count = 0
-        self.attempts = 0
         self._pods = self.informers.informer(POD)
         self._nodes = self.informers.informer(NODE)
         self._nodes.add_event_handler(self._on_node_add, self._on_node_update, self._on_node_delete)
@@ -202,15 +204,16 @@ class DefaultScheduler:
             self.queue.delete(qp.uid)
             self.queue.done(qp.uid)
             return
-        self.attempts += 1
         try:
             info = PodInfo.from_pod(pod)
         except PodSpecError as e:
+            SCHEDULE_ATTEMPTS.labels(self.scheduler_name, "error").inc()
             self.queue.failed(qp.uid, self._now())
             await self._record_failure(pod, REASON_SCHEDULER_ERROR, str(e))
             return
         decision = self.core.schedule(info)
         if decision.node is None:
+            SCHEDULE_ATTEMPTS.labels(self.scheduler_name, "unschedulable").inc()
             self.queue.failed(qp.uid, self._now())
             await self._record_failure(pod, REASON_UNSCHEDULABLE, decision.message)
             return
@@ -228,6 +231,7 @@ class DefaultScheduler:
         except ApiError as e:
             if self._assumed.get(info.uid) == node:
                 self._forget(info.uid)
+            SCHEDULE_ATTEMPTS.labels(self.scheduler_name, "error").inc()
             if is_not_found(e):
                 return
             log.info("binding %s to %s failed: %s", info.key, node, e)
@@ -237,7 +241,7 @@ class DefaultScheduler:
             return
         finally:
             self._bind_slots.release()
-        self.bound_count += 1
+        SCHEDULE_ATTEMPTS.labels(self.scheduler_name, "scheduled").inc()
         if self.record_scheduled_events:
             self.recorder.event(pod, "Normal", "Scheduled",
                                 f"Successfully assigned {info.namespace}/{info.name} to {node}")
