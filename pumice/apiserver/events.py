@@ -16,13 +16,12 @@ Convert_core_Event_To_v1_Event), pkg/registry/core/event (the one storage).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
+from pumice.api import Obj
 from pumice.api.selectors import FieldSelector
 
 __all__ = ["CORE_RESOURCE", "EVENTS_V1_RESOURCE", "core_field_selector", "to_core", "to_events_v1"]
 
-Obj = dict[str, Any]
 
 #: the store resource both Event APIs read and write
 CORE_RESOURCE = "/events"

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from pumice._util.clock import Clock, parse_rfc3339
+from pumice.api import Obj
 from pumice.api.ray.constants import RAY_CLUSTER_LABEL_KEY, RAY_NODE_TYPE_LABEL_KEY, JobStatus
 from pumice.controllers.ray.dashboard import (
     DashboardError,
@@ -40,7 +40,6 @@ from pumice.controllers.ray.dashboard import (
 )
 from pumice.node.runtime.simulated import ANNOTATION_DURATION, ANNOTATION_EXIT_CODE
 
-Obj = dict[str, Any]
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 TERMINAL = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED)
 

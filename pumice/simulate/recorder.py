@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pumice._util.clock import Clock
+from pumice.api import Obj
 from pumice.node.podspec import pod_requests
 from pumice.simulate.nodes import GPU, GPU_MILLI, NodeSpec
 from pumice.simulate.workload import JOB_LABEL, QUEUE_ANNOTATION, Arrival
 
-Obj = dict[str, Any]
 TERMINAL = ("Succeeded", "Failed")
 
 

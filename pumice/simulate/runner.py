@@ -40,6 +40,7 @@ from typing import Any
 import looptime
 
 from pumice._util.clock import LoopClock, default_clock, set_default_clock
+from pumice.api import Obj
 from pumice.api.meta import name as obj_name
 from pumice.simulate.nodes import NodeSpec
 from pumice.simulate.recorder import Recorder
@@ -47,7 +48,6 @@ from pumice.simulate.workload import NAMESPACE, Arrival, Workload
 
 log = logging.getLogger("pumice.simulate")
 
-Obj = dict[str, Any]
 DEFAULT_EPOCH = 1_700_000_000.0
 KUBE_CONTROLLERS = ("replicaset", "deployment", "job", "garbagecollector", "namespace")
 

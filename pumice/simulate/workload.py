@@ -57,10 +57,9 @@ from typing import Any
 
 import yaml
 
+from pumice.api import Obj
 from pumice.node.runtime.simulated import ANNOTATION_DURATION
 from pumice.simulate.nodes import GPU, GPU_MILLI, GPU_MODEL_LABEL, InputError
-
-Obj = dict[str, Any]
 
 JOB_LABEL = "pumice.io/sim-job"
 GANG_ANNOTATION = "pumice.io/sim-gang"

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pumice.api import scheme
+from pumice.api import Obj, scheme
 from pumice.controllers.ray.dashboard import HttpDashboardClient
 from pumice.testing.paths import shared_dir
 
@@ -42,7 +42,6 @@ pytestmark = [
                        reason="redis-server is not installed (Debian package redis-server; .ci/run installs it)"),
 ]
 
-Obj = dict[str, Any]
 NAME = "raycluster-external-redis"
 NODE = {"node_cpu": "8", "node_memory": "24Gi"}
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from pumice._util.clock import FakeClock
+from pumice.api import Obj
 from pumice.client.base import ApiError
 from pumice.controllers.ray.common import job as jobb
 from pumice.controllers.ray.rayjob import RayJobReconciler
@@ -17,7 +18,6 @@ from pumice.testing.fake_client import FakeClient
 
 from .conftest import load_sample, ray_scheme
 
-Obj = dict[str, Any]
 ORIGIN = "kuberay ray-operator/controllers/ray/rayjob_controller_unit_test.go"
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from pumice._util.clock import FakeClock, rfc3339
+from pumice.api import Obj
 from pumice.api import meta as m
 from pumice.controllers.ray.common import rayservice as rsb
 from pumice.controllers.ray.rayservice import (
@@ -24,7 +25,6 @@ from pumice.testing.fake_client import FakeClient
 
 from .conftest import load_sample, ray_scheme
 
-Obj = dict[str, Any]
 ORIGIN = "kuberay ray-operator/controllers/ray/rayservice_controller_unit_test.go"
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pumice.api import Obj
 from pumice.client.base import ApiError
 from pumice.client.kubeconfig import connect
 
@@ -24,7 +25,6 @@ from .conftest import size
 
 NS = "default"
 FINALIZER = "reliability.pumice.dev/hold"
-Obj = dict[str, Any]
 
 #: states: ("absent",), ("present", v), ("deleting", v); a Deployment's is ("status", generation)
 State = tuple[Any, ...]

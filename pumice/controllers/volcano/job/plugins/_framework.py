@@ -6,13 +6,11 @@ MakeDomainName, GetTaskIndexUnderJob) and the plugins' OnJobAdd/OnJobDelete book
 
 from __future__ import annotations
 
-from typing import Any
-
+from pumice.api import Obj
 from pumice.controllers.volcano import keys
 from pumice.controllers.volcano.job.builders import pod_name
 from pumice.controllers.volcano.job.plugins._base import PluginClient, controlled, set_controlled
 
-Obj = dict[str, Any]
 DEFAULT_TASK_SPEC = "default"
 
 

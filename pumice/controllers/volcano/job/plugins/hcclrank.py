@@ -9,13 +9,11 @@ Mirrors: volcano pkg/controllers/job/plugins/distributed-framework/hcclrank/hccl
 
 from __future__ import annotations
 
-from typing import Any
-
+from pumice.api import Obj
 from pumice.controllers.volcano import keys
 from pumice.controllers.volcano.job.plugins._base import parse_flags
 from pumice.controllers.volcano.job.plugins._framework import ControlledOnly, find_task, task_key
 
-Obj = dict[str, Any]
 HCCL_RANK_KEY = "hccl/rankIndex"
 
 

@@ -10,8 +10,7 @@ Mirrors: volcano pkg/controllers/job/plugins/distributed-framework/mpi/mpi.go.
 
 from __future__ import annotations
 
-from typing import Any
-
+from pumice.api import Obj
 from pumice.controllers.volcano.job.plugins._base import parse_flags
 from pumice.controllers.volcano.job.plugins._framework import (
     ControlledOnly,
@@ -21,7 +20,6 @@ from pumice.controllers.volcano.job.plugins._framework import (
     task_key,
 )
 
-Obj = dict[str, Any]
 PORT_NAME = "mpijob-port"
 MPI_HOST = "MPI_HOST"
 

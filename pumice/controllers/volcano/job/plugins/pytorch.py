@@ -13,8 +13,7 @@ Mirrors: volcano pkg/controllers/job/plugins/distributed-framework/pytorch/pytor
 
 from __future__ import annotations
 
-from typing import Any
-
+from pumice.api import Obj
 from pumice.controllers.volcano.job.plugins._base import parse_flags
 from pumice.controllers.volcano.job.plugins._framework import (
     ControlledOnly,
@@ -26,7 +25,6 @@ from pumice.controllers.volcano.job.plugins._framework import (
     task_key,
 )
 
-Obj = dict[str, Any]
 PORT_NAME = "pytorchjob-port"
 
 

@@ -12,8 +12,8 @@ Mirrors: volcano pkg/controllers/job/plugins/distributed-framework/tensorflow/te
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from pumice.api import Obj
 from pumice.controllers.volcano.job.plugins._base import parse_flags
 from pumice.controllers.volcano.job.plugins._framework import (
     ControlledOnly,
@@ -23,7 +23,6 @@ from pumice.controllers.volcano.job.plugins._framework import (
     task_key,
 )
 
-Obj = dict[str, Any]
 TF_CONFIG = "TF_CONFIG"
 
 
