@@ -22,6 +22,8 @@ Output shape::
 ``type`` is a proto scalar (``string``, ``int32``, ``int64``, ``bool``, ``bytes``, ``double``,
 ``float``), a full message name, or ``map:<key type>:<value type>``. ``flags``: ``r`` repeated,
 ``p`` Go pointer, ``o`` omitempty, ``i`` JSON-inlined (the message's fields appear in the parent).
+A fifth element, when present, holds the field's strategic-merge-patch tags
+(``{"patchStrategy": "merge", "patchMergeKey": "name"}``).
 """
 
 from __future__ import annotations
@@ -94,12 +96,13 @@ def parse_proto(text: str) -> tuple[str, dict[str, list[tuple[str, str, str, int
     return package.group(1), messages
 
 
-def parse_go(texts: list[str]) -> tuple[dict[str, dict[str, tuple[str, str]]], set[str]]:
-    """``({struct: {proto name: (json tag, go type)}}, {slice type names})``."""
-    structs: dict[str, dict[str, tuple[str, str]]] = {}
+def parse_go(texts: list[str]) -> tuple[dict[str, dict[str, tuple[str, str, str, str]]], set[str]]:
+    """``({struct: {proto name: (json tag, go type, patchStrategy, patchMergeKey)}}, {slice type
+    names})``."""
+    structs: dict[str, dict[str, tuple[str, str, str, str]]] = {}
     slices: set[str] = set()
     for text in texts:
-        current: dict[str, tuple[str, str]] | None = None
+        current: dict[str, tuple[str, str, str, str]] | None = None
         depth = 0
         for line in text.splitlines():
             m = _GO_SLICE.match(line)
@@ -129,7 +132,8 @@ def parse_go(texts: list[str]) -> tuple[dict[str, dict[str, tuple[str, str]]], s
                 continue
             pparts = proto.split(",")
             pname = next((p[5:] for p in pparts if p.startswith("name=")), None)
-            value = (tags.get("json", pname or ""), m.group(2))
+            value = (tags.get("json", pname or ""), m.group(2), tags.get("patchStrategy", ""),
+                     tags.get("patchMergeKey", ""))
             if len(pparts) > 1 and pparts[1].isdigit():
                 current["#" + pparts[1]] = value
             if pname is not None:
@@ -176,7 +180,7 @@ def main(argv: list[str]) -> int:
                 go = structs.get(name, {})
                 rows = []
                 for label, ptype, pname, number in sorted(fields, key=lambda f: f[3]):
-                    tag, gotype = go.get(pname) or go.get(f"#{number}") or (pname, "")
+                    tag, gotype, strategy, merge_key = go.get(pname) or go.get(f"#{number}") or (pname, "", "", "")
                     parts = tag.split(",")
                     jname = parts[0]
                     flags = ""
@@ -195,7 +199,10 @@ def main(argv: list[str]) -> int:
                         t = f"map:{qualify(package, k, set())}:{qualify(package, v, set())}"
                     else:
                         t = qualify(package, ptype, set())
-                    rows.append([number, jname or pname, t, flags])
+                    row: list[object] = [number, jname or pname, t, flags]
+                    if strategy or merge_key:
+                        row.append({"patchStrategy": strategy, "patchMergeKey": merge_key})
+                    rows.append(row)
                 entry: dict[str, object] = {"fields": rows}
                 if name in slices:
                     entry["list"] = True

@@ -82,6 +82,8 @@ class Field:
     inline: bool
     map_key: str = ""
     map_value: str = ""
+    patch_strategy: str = ""
+    patch_merge_key: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,12 +101,13 @@ class Schema:
         self.messages: dict[str, Message] = {}
         for name, entry in doc["messages"].items():
             fields = []
-            for number, jname, ftype, flags in entry["fields"]:
+            for number, jname, ftype, flags, *more in entry["fields"]:
                 mk = mv = ""
                 if ftype.startswith("map:"):
                     _, mk, mv = ftype.split(":", 2)
+                patch = more[0] if more else {}
                 fields.append(Field(number, jname, ftype, "r" in flags, "p" in flags, "o" in flags, "i" in flags,
-                                    mk, mv))
+                                    mk, mv, patch.get("patchStrategy", ""), patch.get("patchMergeKey", "")))
             self.messages[name] = Message(name, tuple(fields), {f.number: f for f in fields},
                                           bool(entry.get("list")))
         self.packages: dict[tuple[str, str], str] = {(g, v): pkg for pkg, (g, v) in doc["groups"].items()}

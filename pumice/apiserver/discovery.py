@@ -1,14 +1,11 @@
-"""Discovery documents, /version and the minimal OpenAPI v3 that kubectl needs.
+"""Discovery documents and /version (OpenAPI lives in :mod:`pumice.apiserver.openapi`).
 
 Legacy discovery: ``/api`` (APIVersions), ``/apis`` (APIGroupList), ``/apis/<g>`` (APIGroup),
 ``/api/v1`` and ``/apis/<g>/<v>`` (APIResourceList, with subresources as ``pods/status``).
 Aggregated discovery (``apidiscovery.k8s.io`` APIGroupDiscoveryList) is served only in the version
 the client names in ``Accept`` (v2 or v2beta1), as kube-apiserver does.
 
-OpenAPI v3: one PATCH operation per kind declaring the ``fieldValidation`` query parameter, no
-schemas (kubectl then leaves validation to the server); ``/openapi/v2`` answers 404.
-
-Mirrors: k8s.io/apiserver pkg/endpoints/discovery (legacy and aggregated), kube-openapi handler3.
+Mirrors: k8s.io/apiserver pkg/endpoints/discovery (legacy and aggregated).
 """
 
 from __future__ import annotations
@@ -160,35 +157,3 @@ def aggregated(scheme: Scheme, *, legacy: bool, version: str) -> Obj:
 
 def _gv_path(group: str, version: str) -> str:
     return f"apis/{group}/{version}" if group else f"api/{version}"
-
-
-def openapi_v3_hash(scheme: Scheme, group: str, version: str) -> str:
-    text = ",".join(f"{rk.kind}:{rk.plural}:{rk.namespaced}" for rk in scheme.kinds_in(group, version))
-    return hashlib.sha256(text.encode()).hexdigest()[:16].upper()
-
-
-def openapi_v3_root(scheme: Scheme) -> Obj:
-    paths = {}
-    for g, v in scheme.group_versions():
-        p = _gv_path(g, v)
-        paths[p] = {"serverRelativeURL": f"/openapi/v3/{p}?hash={openapi_v3_hash(scheme, g, v)}"}
-    return {"paths": paths}
-
-
-def openapi_v3_doc(scheme: Scheme, group: str, version: str) -> Obj | None:
-    kinds = scheme.kinds_in(group, version)
-    if not kinds:
-        return None
-    paths: Obj = {}
-    for rk in kinds:
-        prefix = "/" + _gv_path(group, version)
-        path = f"{prefix}/namespaces/{{namespace}}/{rk.plural}/{{name}}" if rk.namespaced \
-            else f"{prefix}/{rk.plural}/{{name}}"
-        paths[path] = {"patch": {
-            "x-kubernetes-group-version-kind": {"group": rk.group, "version": rk.version, "kind": rk.kind},
-            "parameters": [{"name": "fieldValidation", "in": "query", "schema": {"type": "string"},
-                            "description": "Ignore, Warn or Strict handling of unknown or duplicate fields"}],
-            "responses": {"200": {"description": "OK"}},
-        }}
-    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": VERSION_INFO["gitVersion"]},
-            "paths": paths, "components": {"schemas": {}}}

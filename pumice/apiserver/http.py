@@ -38,7 +38,7 @@ from pumice.api import protobuf as pb
 from pumice.api.scheme import ResourceKind
 from pumice.api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from pumice.api.tables import to_table
-from pumice.apiserver import discovery, errors
+from pumice.apiserver import discovery, errors, openapi
 from pumice.apiserver.access import PUBLIC_PATHS, Access
 from pumice.apiserver.decode import check_query, decode_body
 from pumice.apiserver.errors import StatusError
@@ -190,6 +190,8 @@ class _Api:
         self.bookmark_interval = bookmark_interval
         self.log_client_factory = log_client_factory
         self.ready = True
+        self._openapi_docs: dict[tuple[Any, ...], Any] = {}
+        self._openapi_signature: Any = None
         self._pb_cache: dict[tuple[int, str], tuple[Stored, bytes]] = {}
         self._roots: dict[str, Callable[[Request, list[str]], Awaitable[Response]]] = {
             "version": self._version, "healthz": self._health, "livez": self._health, "readyz": self._health,
@@ -242,7 +244,7 @@ class _Api:
     async def _route(self, request: Request, path: str) -> Response:
         parts = [p for p in path.split("/") if p]
         if not parts:
-            return _json(_encode({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v3",
+            return _json(_encode({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v2", "/openapi/v3",
                                             "/readyz", "/version"]}))
         handler = self._roots.get(parts[0])
         if handler is None:
@@ -258,7 +260,7 @@ class _Api:
                         media_type="text/plain")
 
     async def _openapi_root(self, request: Request, parts: list[str]) -> Response:
-        return self._openapi(parts)
+        return self._openapi(request, parts)
 
     async def _api(self, request: Request, parts: list[str]) -> Response:
         """``/api/...`` and ``/apis/...``: discovery documents, or a resource request."""
@@ -863,20 +865,44 @@ class _Api:
         doc = discovery.api_versions() if legacy else discovery.api_group_list(self.scheme)
         return _json(_encode(doc))
 
-    def _openapi(self, parts: list[str]) -> Response:
+    def _openapi_cached(self, key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+        """OpenAPI documents are rebuilt only when the served kinds or CRDs change."""
+        crds = self.registry.crds
+        signature = (tuple(sorted((rk.group, rk.version, rk.plural) for rk in self.scheme)),
+                     tuple(sorted((k, id(v)) for k, v in crds.items())))
+        if self._openapi_signature != signature:
+            self._openapi_docs.clear()
+            self._openapi_signature = signature
+        if key not in self._openapi_docs:
+            self._openapi_docs[key] = build()
+        return self._openapi_docs[key]
+
+    def _openapi(self, request: Request, parts: list[str]) -> Response:
+        crds = self.registry.crds
+        if len(parts) == 2 and parts[1] == "v2":
+            if openapi.OPENAPI_V2_PROTOBUF in request.headers.get("accept", ""):
+                data = self._openapi_cached(("v2", "pb"), lambda: openapi.document_v2_protobuf(
+                    self._openapi_cached(("v2",), lambda: openapi.document_v2(self.scheme, crds))))
+                # the media type has an "@" that Go's mime parser refuses: kube-openapi answers octet-stream
+                return Response(content=data, media_type="application/octet-stream")
+            data = self._openapi_cached(("v2", "json"), lambda: _encode(
+                self._openapi_cached(("v2",), lambda: openapi.document_v2(self.scheme, crds))))
+            return _json(data)
         if len(parts) >= 2 and parts[1] == "v3":
             if len(parts) == 2:
-                return _json(_encode(discovery.openapi_v3_root(self.scheme)))
+                return _json(self._openapi_cached(("v3",), lambda: _encode(openapi.root_v3(self.scheme, crds))))
             rest = parts[2:]
             if rest[0] == "api" and len(rest) == 2:
-                doc = discovery.openapi_v3_doc(self.scheme, "", rest[1])
+                group, version = "", rest[1]
             elif rest[0] == "apis" and len(rest) == 3:
-                doc = discovery.openapi_v3_doc(self.scheme, rest[1], rest[2])
+                group, version = rest[1], rest[2]
             else:
-                doc = None
+                raise _not_found_path()
+            doc = self._openapi_cached(("v3", group, version), lambda: openapi.document_v3(
+                self.scheme, crds, group, version))
             if doc is None:
                 raise _not_found_path()
-            return _json(_encode(doc))
+            return _json(self._openapi_cached(("v3json", group, version), lambda: _encode(doc)))
         raise _not_found_path()
 
 

@@ -79,12 +79,29 @@ def test_aggregated_discovery_only_in_the_version_asked(srv: HttpServer) -> None
     assert http(srv).get("/apis").json()["kind"] == "APIGroupList"
 
 
-def test_openapi_v3_lists_patch_operations_and_v2_is_404(srv: HttpServer) -> None:
+def test_openapi_v3_lists_patch_operations_and_schemas(srv: HttpServer) -> None:
     root = http(srv).get("/openapi/v3").json()
     doc = http(srv).get(root["paths"]["api/v1"]["serverRelativeURL"]).json()
     op = doc["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"]
     assert op["parameters"][0]["name"] == "fieldValidation"
-    assert http(srv).get("/openapi/v2").status_code == 404
+    pod = doc["components"]["schemas"]["io.k8s.api.core.v1.Pod"]
+    assert pod["x-kubernetes-group-version-kind"] == [{"group": "", "kind": "Pod", "version": "v1"}]
+    assert pod["properties"]["spec"] == {"$ref": "#/components/schemas/io.k8s.api.core.v1.PodSpec"}
+    volume = doc["components"]["schemas"]["io.k8s.api.core.v1.Volume"]["properties"]
+    assert "configMap" in volume and "volumeSource" not in volume  # inlined as in Go's JSON
+    ray = http(srv).get(root["paths"]["apis/ray.io/v1"]["serverRelativeURL"]).json()
+    rc = ray["components"]["schemas"]["io.ray.v1.RayCluster"]
+    assert "spec" in rc["properties"] and rc["x-kubernetes-group-version-kind"][0]["kind"] == "RayCluster"
+
+
+def test_openapi_v2_is_served_as_json_and_protobuf(srv: HttpServer) -> None:
+    doc = http(srv).get("/openapi/v2").json()
+    assert doc["swagger"] == "2.0"
+    assert doc["definitions"]["io.k8s.api.apps.v1.Deployment"]["x-kubernetes-group-version-kind"] == [
+        {"group": "apps", "kind": "Deployment", "version": "v1"}]
+    r = http(srv).get("/openapi/v2", headers={"Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"})
+    assert r.headers["content-type"] == "application/octet-stream"
+    assert r.content.startswith(b"\x0a\x032.0") and b"io.k8s.api.core.v1.PodSpec" in r.content
 
 
 def test_trailing_slashes_are_tolerated(srv: HttpServer) -> None:

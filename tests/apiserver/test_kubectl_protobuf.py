@@ -1,5 +1,7 @@
 """Real kubectl's generator commands, which send built-in kinds as protobuf
-(``application/vnd.kubernetes.protobuf``), and describe, which asks for protobuf responses."""
+(``application/vnd.kubernetes.protobuf``), describe, which asks for protobuf responses, and what
+needs /openapi/v2 (protobuf) and /openapi/v3 schemas: ``apply -f`` of a ``kind: List``, the
+``get -o yaml | apply -f`` round trip, ``explain``, apply's strategic merge patches."""
 
 from __future__ import annotations
 
@@ -101,3 +103,66 @@ def test_expose_a_deployment(kubectl) -> None:
     svc = get(kubectl, "service", "api")
     assert svc["spec"]["selector"] == {"app": "api"}
     assert svc["spec"]["ports"][0]["targetPort"] == 8080
+
+
+LIST = """
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: in-list}
+  data: {a: "1"}
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata: {name: listed}
+  spec:
+    selector: {matchLabels: {app: listed}}
+    template:
+      metadata: {labels: {app: listed}}
+      spec:
+        containers:
+        - {name: main, image: nginx, resources: {limits: {cpu: 1}}}
+"""
+
+
+def test_apply_a_list(kubectl) -> None:
+    out = kubectl("apply", "-f", "-", stdin=LIST).stdout
+    assert "configmap/in-list created" in out and "deployment.apps/listed created" in out
+
+
+def test_get_yaml_of_a_list_applies_back(kubectl) -> None:
+    kubectl("create", "configmap", "rt1", "--from-literal=k=v")
+    kubectl("create", "configmap", "rt2", "--from-literal=k=w")
+    listed = kubectl("get", "configmap", "rt1", "rt2", "-o", "yaml").stdout
+    assert "kind: List" in listed
+    out = kubectl("apply", "-f", "-", stdin=listed).stdout
+    assert "configmap/rt1" in out and "configmap/rt2" in out
+
+
+def test_explain_reads_the_openapi_v3_schemas(kubectl) -> None:
+    out = kubectl("explain", "pods.spec.containers").stdout
+    assert "FIELD: containers <[]Container>" in out and "imagePullPolicy" in out
+    assert "schedulerName" in kubectl("explain", "deployment.spec.template.spec").stdout
+    assert "headGroupSpec" in kubectl("explain", "raycluster.spec").stdout
+
+
+def test_apply_removing_a_container_removes_it(kubectl) -> None:
+    two = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: two-containers}
+spec:
+  selector: {matchLabels: {app: two}}
+  template:
+    metadata: {labels: {app: two}}
+    spec:
+      containers:
+      - {name: a, image: busybox}
+      - {name: b, image: busybox}
+"""
+    kubectl("apply", "-f", "-", stdin=two)
+    one = two.replace("      - {name: b, image: busybox}\n", "")
+    kubectl("apply", "-f", "-", stdin=one)
+    d = get(kubectl, "deployment", "two-containers")
+    assert [c["name"] for c in d["spec"]["template"]["spec"]["containers"]] == ["a"]
