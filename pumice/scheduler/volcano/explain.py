@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass, field
+from functools import cmp_to_key
 from typing import Any
 
 from pumice.api import Obj
@@ -298,6 +299,15 @@ def explain(objects: list[Obj], kind: str, name: str, namespace: str, conf: Sche
             ex.gate = "running"
             ex.reason = f"the gang is placed: {scheduled} of minMember {min_member} Pods are scheduled"
         return ex
+    waiting = [j for j in ssn.jobs.values() if j.queue == qname and j.pod_group is not None and not j.is_ready()
+               and any(t.status is TaskStatus.Pending for t in j.tasks.values())]
+    if job in waiting:
+        def order(a: Any, b: Any) -> int:
+            return -1 if ssn.job_order_fn(a, b) else (1 if ssn.job_order_fn(b, a) else 0)
+
+        ordered = sorted(waiting, key=cmp_to_key(order))
+        ex.details.append(f"queue position: {ordered.index(job) + 1} of {len(ordered)} waiting jobs in queue {qname} "
+                          "(the session's job order)")
     if job_binds:
         ex.gate = "binding"
         ex.reason = (f"the scheduler binds {len(job_binds)} Pod(s) in this session ("

@@ -46,6 +46,7 @@ from pumice.scheduler.volcano.plugins import (  # noqa: E402
     predicates,
     priority,
     proportion,
+    single_node_fit,
     sla,
     task_topology,
 )
@@ -62,6 +63,7 @@ for _m in (
     predicates,
     priority,
     proportion,
+    single_node_fit,
     sla,
     task_topology,
 ):
