@@ -1,0 +1,107 @@
+"""Load: 64 writers and 200 watchers against the API server process over HTTPS. Every watcher must
+see every acknowledged write, in resourceVersion order; the writes' p50/p99 latency and the
+server's RSS over the run are reported, and the RSS must stay flat (the writers cycle a bounded
+set of objects, so a growing server is a leak).
+
+Short: 15 s (``make test``); full: 600 s (``make reliability``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from pumice.client.kubeconfig import connect
+
+from ._procs import rss_kib, start_apiserver, stop
+from .conftest import size
+
+NS = "default"
+WRITERS = 64
+WATCHERS = 200
+OBJECTS_PER_WRITER = 4
+
+
+async def test_64_writers_200_watchers_every_event_in_order(tmp_path: Path, report: Any) -> None:
+    duration = size(15, 600)
+    proc, _ = start_apiserver(tmp_path, extra=("--no-crds",))
+    kubeconfig = tmp_path / "kubeconfig"
+    writer_clients = [connect(kubeconfig) for _ in range(8)]
+    watch_clients = [connect(kubeconfig) for _ in range(WATCHERS)]
+    cms = writer_clients[0].scheme.by_api_version_kind("v1", "ConfigMap")
+    acked: list[int] = []
+    latencies: list[float] = []
+    seen: list[list[int]] = [[] for _ in range(WATCHERS)]
+    rss: list[int] = []
+    stop_at = time.monotonic() + duration
+    try:
+        start_rv = (await writer_clients[0].list(cms, NS)).resource_version
+
+        async def watcher(i: int) -> None:
+            async for ev in watch_clients[i].watch(cms, NS, resource_version=start_rv):
+                if ev.type in ("ADDED", "MODIFIED", "DELETED"):
+                    seen[i].append(int(ev.object["metadata"]["resourceVersion"]))
+
+        async def writer(w: int) -> None:
+            client = writer_clients[w % len(writer_clients)]
+            step = 0
+            while time.monotonic() < stop_at:
+                name = f"w{w}-{step % OBJECTS_PER_WRITER}"
+                phase = (step // OBJECTS_PER_WRITER) % 3  # create, update, delete the bounded set in turn
+                t0 = time.monotonic()
+                if phase == 0:
+                    obj = await client.create({"apiVersion": "v1", "kind": "ConfigMap",
+                                               "metadata": {"name": name, "namespace": NS}, "data": {"s": str(step)}})
+                elif phase == 1:
+                    obj = await client.patch(cms, name, {"data": {"s": str(step)}}, NS)
+                else:
+                    obj = await client.delete(cms, name, NS)
+                latencies.append(time.monotonic() - t0)
+                rv = (obj.get("metadata") or {}).get("resourceVersion") if isinstance(obj, dict) else None
+                if rv:
+                    acked.append(int(rv))
+                step += 1
+                await asyncio.sleep(0.05)
+
+        async def sample_rss() -> None:
+            while True:
+                rss.append(rss_kib(proc.pid))
+                await asyncio.sleep(1)
+
+        watchers = [asyncio.create_task(watcher(i)) for i in range(WATCHERS)]
+        sampler = asyncio.create_task(sample_rss())
+        await asyncio.sleep(1)  # watches open
+        await asyncio.gather(*(writer(w) for w in range(WRITERS)))
+        want = sorted(acked)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and any(len(s) < len(want) for s in seen):
+            await asyncio.sleep(0.2)
+        sampler.cancel()
+        for t in watchers:
+            t.cancel()
+        for t in [*watchers, sampler]:
+            with contextlib.suppress(BaseException):
+                await t
+    finally:
+        for c in [*writer_clients, *watch_clients]:
+            with contextlib.suppress(Exception):
+                await c.close()
+        stop(proc)
+
+    complete = sum(1 for s in seen if s == want)
+    lat = sorted(latencies)
+    p50 = lat[len(lat) // 2] * 1000
+    p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
+    third = max(len(rss) // 3, 1)
+    rss_start = statistics.median(rss[:third]) / 1024
+    rss_end = statistics.median(rss[-third:]) / 1024
+    report(duration_s=duration, writers=WRITERS, watchers=WATCHERS, writes=len(acked),
+           writes_per_s=round(len(acked) / duration, 1), p50_ms=round(p50, 1), p99_ms=round(p99, 1),
+           watchers_complete_in_order=complete, rss_start_mib=round(rss_start, 1), rss_end_mib=round(rss_end, 1))
+    assert len(want) == len(set(want)), "two writes acknowledged with one resourceVersion"
+    assert complete == WATCHERS, [len(s) for s in seen if s != want][:5]
+    assert rss_end <= rss_start * 1.25 + 30, (rss_start, rss_end)
