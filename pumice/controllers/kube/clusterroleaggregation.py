@@ -9,13 +9,19 @@ Mirrors: kubernetes pkg/controller/clusterroleaggregation/clusterroleaggregation
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pumice.api.rbac import aggregate_rules
+from pumice.api.scheme import CLUSTER_ROLE
 from pumice.api.selectors import from_label_selector
 from pumice.client.base import ApiError, KubeClient, is_conflict, is_not_found
 from pumice.client.informer import Informer
 from pumice.runtime import Request, Result
+from pumice.runtime.manager import Manager
+
+if TYPE_CHECKING:
+    from pumice.controllers.kube.options import KubeOptions
+
 
 
 def _matches(selector: Any, labels: Any) -> bool:
@@ -27,6 +33,14 @@ def _matches(selector: Any, labels: Any) -> bool:
 
 class ClusterRoleAggregationReconciler:
     """Writes the aggregated rules of one ClusterRole."""
+
+    @classmethod
+    def setup_with_manager(cls, mgr: Manager, opts: KubeOptions) -> ClusterRoleAggregationReconciler:
+        """Build the controller and register it (ClusterRoles, re-run for every aggregator)."""
+        agg = cls(mgr.client, cluster_roles=mgr.informers.informer(CLUSTER_ROLE))
+        mgr.controller("clusterrole-aggregation").for_(CLUSTER_ROLE).watches(
+            CLUSTER_ROLE, lambda _r: agg.aggregators()).complete(agg)
+        return agg
 
     def __init__(self, client: KubeClient, *, cluster_roles: Informer) -> None:
         self.client = client

@@ -27,16 +27,23 @@ from __future__ import annotations
 import copy
 import logging
 import math
+from typing import TYPE_CHECKING
 
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
 from pumice.api import Obj, meta
-from pumice.api.scheme import DEPLOYMENT, REPLICA_SET
+from pumice.api.scheme import DEPLOYMENT, POD, REPLICA_SET
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_conflict, is_not_found
 from pumice.client.informer import OWNER_UID_INDEX, Informer
 from pumice.controllers.kube.podutil import compute_hash, controller_ref, is_terminal, scaled_value
 from pumice.controllers.kube.replicaset import ORPHAN_INDEX, orphan_indexer, workload_selector
 from pumice.runtime import Request, Result, TerminalError
 from pumice.runtime.events import EventRecorder
+from pumice.runtime.manager import Manager
+from pumice.runtime.predicates import FuncPredicate
+
+if TYPE_CHECKING:
+    from pumice.controllers.kube.options import KubeOptions
+
 
 log = logging.getLogger(__name__)
 
@@ -212,6 +219,30 @@ def build_new_replica_set(d: Obj, hash_: str, rev: int, replicas: int) -> Obj:
 
 class DeploymentReconciler:
     """Reconciler for apps/v1 Deployments (see module docstring)."""
+
+    @classmethod
+    def setup_with_manager(cls, mgr: Manager, opts: KubeOptions) -> DeploymentReconciler:
+        """Build the controller and register it: Deployments, owned ReplicaSets, and deleted Pods
+        (mapped through their ReplicaSet to its Deployment, for Recreate)."""
+        inf = mgr.informers
+        replica_sets = inf.informer(REPLICA_SET)
+
+        def deployment_of_pod(pod: Obj) -> list[Request]:
+            md = pod.get("metadata") or {}
+            for ref in md.get("ownerReferences") or []:
+                if ref.get("controller") and ref.get("kind") == "ReplicaSet":
+                    owner = replica_sets.store.get(md.get("namespace"), str(ref.get("name")))
+                    for oref in ((owner or {}).get("metadata") or {}).get("ownerReferences") or []:
+                        if oref.get("controller") and oref.get("kind") == "Deployment":
+                            return [Request(md.get("namespace") or "", str(oref.get("name")))]
+            return []
+
+        dep = cls(mgr.client, deployments=inf.informer(DEPLOYMENT), replica_sets=replica_sets,
+                  pods=inf.informer(POD), clock=mgr.clock, recorder=mgr.event_recorder("deployment-controller"))
+        mgr.controller("deployment").for_(DEPLOYMENT).owns(REPLICA_SET).watches(
+            POD, deployment_of_pod, predicates=FuncPredicate(create=lambda _o: False, update=lambda _o, _n: False)
+        ).with_options(max_concurrent_reconciles=opts.workers).complete(dep)
+        return dep
 
     def __init__(self, client: KubeClient, *, deployments: Informer, replica_sets: Informer, pods: Informer,
                  clock: Clock, recorder: EventRecorder) -> None:

@@ -23,14 +23,20 @@ podToEndpointAddressForService) and pkg/controller/endpointslice (one slice per 
 from __future__ import annotations
 
 import copy
+from typing import TYPE_CHECKING
 
 from pumice.api import Obj, meta
-from pumice.api.scheme import ENDPOINT_SLICE, ENDPOINTS
+from pumice.api.scheme import ENDPOINT_SLICE, ENDPOINTS, POD, SERVICE
 from pumice.api.selectors import from_set
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
 from pumice.client.informer import Informer
 from pumice.controllers.kube.podutil import compute_hash, controller_ref, is_terminal
 from pumice.runtime import Request, Result
+from pumice.runtime.manager import Manager
+
+if TYPE_CHECKING:
+    from pumice.controllers.kube.options import KubeOptions
+
 
 HEADLESS_LABEL = "service.kubernetes.io/headless"
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
@@ -183,6 +189,18 @@ def build_endpoint_slice(svc: Obj, pods: list[Obj]) -> Obj:
 
 class EndpointsReconciler:
     """Writes the Endpoints and the EndpointSlice of every Service with a selector."""
+
+    @classmethod
+    def setup_with_manager(cls, mgr: Manager, opts: KubeOptions) -> EndpointsReconciler:
+        """Build the controller and register it: Services, the Pods they select, their Endpoints."""
+        inf = mgr.informers
+        services = inf.informer(SERVICE)
+        ep = cls(mgr.client, services=services, pods=inf.informer(POD), endpoints=inf.informer(ENDPOINTS),
+                 slices=inf.informer(ENDPOINT_SLICE))
+        mgr.controller("endpoints").for_(SERVICE).watches(POD, lambda p: services_for_pod(services, p)).watches(
+            ENDPOINTS, lambda e: [Request.for_object(e)]).with_options(
+            max_concurrent_reconciles=opts.workers).complete(ep)
+        return ep
 
     def __init__(self, client: KubeClient, *, services: Informer, pods: Informer, endpoints: Informer,
                  slices: Informer) -> None:

@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pumice._util.clock import Clock
 from pumice.api import Obj
@@ -34,6 +35,11 @@ from pumice.api.scheme import CUSTOM_RESOURCE_DEFINITION, ResourceKind
 from pumice.client.base import ApiError, KubeClient, is_not_found
 from pumice.client.informer import Informer, SharedInformerFactory
 from pumice.client.workqueue import QueueShutDown, RateLimitingQueue
+from pumice.runtime.manager import Manager
+
+if TYPE_CHECKING:
+    from pumice.controllers.kube.options import KubeOptions
+
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +95,13 @@ class GarbageCollector:
         clock: time source for the work queue.
         workers: concurrent attemptToDelete / processOwner workers.
     """
+
+    @classmethod
+    def setup_with_manager(cls, mgr: Manager, opts: KubeOptions) -> GarbageCollector:
+        """Build the collector and add it to ``mgr`` as a runnable."""
+        gc = cls(mgr.client, mgr.informers, mgr.clock, workers=opts.workers)
+        mgr.add_runnable(gc.run, name="garbagecollector")
+        return gc
 
     def __init__(self, client: KubeClient, informers: SharedInformerFactory, clock: Clock, *, workers: int = 8) -> None:
         self.client = client

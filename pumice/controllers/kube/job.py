@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from typing import TYPE_CHECKING
 
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
 from pumice.api import Obj, meta
@@ -40,6 +41,11 @@ from pumice.controllers.kube.replicaset import PodControl, slow_start_batch
 from pumice.runtime import Request, Result
 from pumice.runtime.events import EventRecorder
 from pumice.runtime.expectations import Expectations
+from pumice.runtime.manager import Manager
+
+if TYPE_CHECKING:
+    from pumice.controllers.kube.options import KubeOptions
+
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +133,15 @@ class JobReconciler:
     Args:
         pod_failure_backoff: base seconds of the replacement backoff (upstream 10 s).
     """
+
+    @classmethod
+    def setup_with_manager(cls, mgr: Manager, opts: KubeOptions) -> JobReconciler:
+        """Build the controller and register it (Jobs, owned Pods)."""
+        inf = mgr.informers
+        job = cls(mgr.client, jobs=inf.informer(JOB), pods=inf.informer(POD), clock=mgr.clock,
+                  recorder=mgr.event_recorder("job-controller"), pod_failure_backoff=opts.pod_failure_backoff)
+        mgr.controller("job").for_(JOB).owns(POD).with_options(max_concurrent_reconciles=opts.workers).complete(job)
+        return job
 
     def __init__(self, client: KubeClient, *, jobs: Informer, pods: Informer, clock: Clock,
                  recorder: EventRecorder, pod_failure_backoff: float = DEFAULT_POD_FAILURE_BACKOFF) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from typing import TYPE_CHECKING
 
 from pumice._util.clock import Clock, rfc3339
 from pumice.api import Obj, meta
@@ -23,6 +24,11 @@ from pumice.api.scheme import NAMESPACE, ResourceKind
 from pumice.client.base import ApiError, KubeClient, is_conflict, is_not_found
 from pumice.client.informer import Informer
 from pumice.runtime import Request, Result
+from pumice.runtime.manager import Manager
+
+if TYPE_CHECKING:
+    from pumice.controllers.kube.options import KubeOptions
+
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +48,13 @@ def deletable_namespaced_kinds(client: KubeClient) -> list[ResourceKind]:
 
 class NamespaceReconciler:
     """Deletes the contents of Terminating Namespaces (see module docstring)."""
+
+    @classmethod
+    def setup_with_manager(cls, mgr: Manager, opts: KubeOptions) -> NamespaceReconciler:
+        """Build the controller and register it (Namespaces, two workers)."""
+        ns = cls(mgr.client, namespaces=mgr.informers.informer(NAMESPACE), clock=mgr.clock)
+        mgr.controller("namespace").for_(NAMESPACE).with_options(max_concurrent_reconciles=2).complete(ns)
+        return ns
 
     def __init__(self, client: KubeClient, *, namespaces: Informer, clock: Clock) -> None:
         self.client = client

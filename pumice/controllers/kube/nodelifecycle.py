@@ -27,13 +27,19 @@ from __future__ import annotations
 
 import copy
 import logging
+from typing import TYPE_CHECKING
 
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
 from pumice.api import Obj, meta
-from pumice.api.scheme import POD
+from pumice.api.scheme import LEASE, NODE, POD
 from pumice.client.base import ApiError, KubeClient, is_not_found
 from pumice.client.informer import Informer
 from pumice.runtime.events import EventRecorder
+from pumice.runtime.manager import Manager
+
+if TYPE_CHECKING:
+    from pumice.controllers.kube.options import KubeOptions
+
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +97,16 @@ def eviction_delay(pod: Obj, taints: list[Obj]) -> float | None:
 
 class NodeLifecycleController:
     """Watches heartbeats and evicts Pods from unreachable Nodes (see module docstring)."""
+
+    @classmethod
+    def setup_with_manager(cls, mgr: Manager, opts: KubeOptions) -> NodeLifecycleController:
+        """Build the controller and add it to ``mgr`` as a runnable."""
+        inf = mgr.informers
+        nl = cls(mgr.client, nodes=inf.informer(NODE), leases=inf.informer(LEASE, LEASE_NAMESPACE),
+                 pods=inf.informer(POD), clock=mgr.clock, recorder=mgr.event_recorder("node-controller"),
+                 grace_period=opts.node_grace_period, monitor_period=opts.node_monitor_period)
+        mgr.add_runnable(nl.run, name="nodelifecycle")
+        return nl
 
     def __init__(self, client: KubeClient, *, nodes: Informer, leases: Informer, pods: Informer, clock: Clock,
                  recorder: EventRecorder, grace_period: float = GRACE_PERIOD,

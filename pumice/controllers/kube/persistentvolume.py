@@ -27,13 +27,20 @@ from __future__ import annotations
 
 import copy
 import logging
+from typing import TYPE_CHECKING
 
 from pumice.api import Obj
 from pumice.api.quantity import parse_quantity
+from pumice.api.scheme import PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, STORAGE_CLASS
 from pumice.client.base import ApiError, KubeClient, is_conflict, is_not_found
 from pumice.client.informer import Informer, matches_labels
 from pumice.runtime import Request, Result
 from pumice.runtime.events import EventRecorder
+from pumice.runtime.manager import Manager
+
+if TYPE_CHECKING:
+    from pumice.controllers.kube.options import KubeOptions
+
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +115,19 @@ def find_best_match(pvc: Obj, volumes: list[Obj]) -> Obj | None:
 
 class PersistentVolumeBinder:
     """Reconciles claims (``for_`` PersistentVolumeClaim); :meth:`reconcile_volume` handles volumes."""
+
+    @classmethod
+    def setup_with_manager(cls, mgr: Manager, opts: KubeOptions) -> PersistentVolumeBinder:
+        """Build the binder and register its two controllers (claims; volumes)."""
+        inf = mgr.informers
+        binder = cls(mgr.client, claims=inf.informer(PERSISTENT_VOLUME_CLAIM), volumes=inf.informer(PERSISTENT_VOLUME),
+                     classes=inf.informer(STORAGE_CLASS), recorder=mgr.event_recorder("persistentvolume-controller"))
+        mgr.controller("persistentvolume-binder").for_(PERSISTENT_VOLUME_CLAIM).watches(
+            PERSISTENT_VOLUME, claim_of_volume).complete(binder)
+        mgr.controller("persistentvolume-binder-volumes").for_(PERSISTENT_VOLUME).watches(
+            PERSISTENT_VOLUME_CLAIM, lambda c: [Request("", str((c.get("spec") or {}).get("volumeName") or ""))]
+            if (c.get("spec") or {}).get("volumeName") else []).complete(VolumeReconciler(binder))
+        return binder
 
     def __init__(self, client: KubeClient, *, claims: Informer, volumes: Informer, classes: Informer,
                  recorder: EventRecorder) -> None:

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pumice._util.clock import Clock
 from pumice.api import Obj, meta
-from pumice.api.scheme import POD
+from pumice.api.scheme import POD, REPLICA_SET
 from pumice.api.selectors import NOTHING, LabelSelector, from_label_selector
 from pumice.client.base import ApiError, KubeClient, is_conflict, is_not_found
 from pumice.client.informer import OWNER_UID_INDEX, Informer
@@ -40,6 +40,11 @@ from pumice.controllers.kube.podutil import (
 from pumice.runtime import Request, Result
 from pumice.runtime.events import EventRecorder
 from pumice.runtime.expectations import Expectations
+from pumice.runtime.manager import Manager
+
+if TYPE_CHECKING:
+    from pumice.controllers.kube.options import KubeOptions
+
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +118,16 @@ class PodControl:
 
 class ReplicaSetReconciler:
     """Reconciler for apps/v1 ReplicaSets (see module docstring)."""
+
+    @classmethod
+    def setup_with_manager(cls, mgr: Manager, opts: KubeOptions) -> ReplicaSetReconciler:
+        """Build the controller from ``mgr``'s informers and register it (ReplicaSets, owned Pods)."""
+        inf = mgr.informers
+        rs = cls(mgr.client, replica_sets=inf.informer(REPLICA_SET), pods=inf.informer(POD), clock=mgr.clock,
+                 recorder=mgr.event_recorder("replicaset-controller"))
+        mgr.controller("replicaset").for_(REPLICA_SET).owns(POD).with_options(
+            max_concurrent_reconciles=opts.workers).complete(rs)
+        return rs
 
     def __init__(self, client: KubeClient, *, replica_sets: Informer, pods: Informer, clock: Clock,
                  recorder: EventRecorder, expectations: Expectations | None = None) -> None:

@@ -12,11 +12,18 @@ from __future__ import annotations
 
 import copy
 import logging
+from typing import TYPE_CHECKING
 
 from pumice.api import Obj
+from pumice.api.scheme import CONFIG_MAP, NAMESPACE
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_conflict, is_not_found
 from pumice.client.informer import Informer
 from pumice.runtime import Request, Result
+from pumice.runtime.manager import Manager
+
+if TYPE_CHECKING:
+    from pumice.controllers.kube.options import KubeOptions
+
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +44,19 @@ def namespace_of_configmap(cm: Obj) -> list[Request]:
 
 class RootCACertPublisher:
     """Keeps ``kube-root-ca.crt`` in every Namespace equal to ``root_ca`` (PEM text)."""
+
+    @classmethod
+    def setup_with_manager(cls, mgr: Manager, opts: KubeOptions) -> RootCACertPublisher | None:
+        """Build the publisher and register it (Namespaces, their ConfigMaps); None without
+        ``opts.root_ca``."""
+        if not opts.root_ca:
+            return None
+        inf = mgr.informers
+        pub = cls(mgr.client, namespaces=inf.informer(NAMESPACE), configmaps=inf.informer(CONFIG_MAP),
+                  root_ca=opts.root_ca)
+        mgr.controller("root-ca-cert-publisher").for_(NAMESPACE).watches(
+            CONFIG_MAP, namespace_of_configmap).complete(pub)
+        return pub
 
     def __init__(self, client: KubeClient, *, namespaces: Informer, configmaps: Informer, root_ca: str) -> None:
         self.client = client

@@ -10,11 +10,18 @@ DefaultServiceAccountsControllerOptions).
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from pumice.api import Obj
+from pumice.api.scheme import NAMESPACE, SERVICE_ACCOUNT
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
 from pumice.client.informer import Informer
 from pumice.runtime import Request, Result
+from pumice.runtime.manager import Manager
+
+if TYPE_CHECKING:
+    from pumice.controllers.kube.options import KubeOptions
+
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +39,15 @@ def namespace_of_service_account(sa: Obj) -> list[Request]:
 
 class ServiceAccountsReconciler:
     """Creates the missing default ServiceAccounts of a Namespace."""
+
+    @classmethod
+    def setup_with_manager(cls, mgr: Manager, opts: KubeOptions) -> ServiceAccountsReconciler:
+        """Build the controller and register it (Namespaces, their ServiceAccounts)."""
+        inf = mgr.informers
+        sa = cls(mgr.client, namespaces=inf.informer(NAMESPACE), service_accounts=inf.informer(SERVICE_ACCOUNT))
+        mgr.controller("serviceaccount").for_(NAMESPACE).watches(
+            SERVICE_ACCOUNT, namespace_of_service_account).complete(sa)
+        return sa
 
     def __init__(self, client: KubeClient, *, namespaces: Informer, service_accounts: Informer) -> None:
         self.client = client

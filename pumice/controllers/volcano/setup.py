@@ -19,6 +19,8 @@ Mirrors: volcano cmd/controller-manager (the queue, podgroup and job controllers
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pumice.api import Obj, scheme
@@ -82,24 +84,29 @@ def _job_changed(old: Obj, new: Obj) -> bool:
         (new.get("metadata") or {}).get("deletionTimestamp"))
 
 
-def setup_controllers(mgr: Any, *, scheduler_names: tuple[str, ...] = (keys.DEFAULT_SCHEDULER_NAME,),
-                      create_default_queue: bool = True, workers: int = 4) -> None:
-    """Register the Volcano controllers (see module docstring) on ``mgr``.
+@dataclass(frozen=True)
+class VolcanoOptions:
+    """Options of the Volcano controllers.
 
-    Args:
+    Attributes:
         scheduler_names: Pods with one of these schedulerNames get PodGroups.
         create_default_queue: create ``root`` and ``default`` at start when missing.
         workers: concurrent reconciles of the job and podgroup controllers (a Job or Pod is never
             reconciled by two workers at once).
     """
+
+    scheduler_names: tuple[str, ...] = (keys.DEFAULT_SCHEDULER_NAME,)
+    create_default_queue: bool = True
+    workers: int = 4
+
+
+def setup_queue_controller(mgr: Any, opts: VolcanoOptions) -> None:
+    """``volcano-queue``: Queues, fed by PodGroup phase/queue changes, Commands and child Queues'
+    state; with ``opts.create_default_queue`` a runnable creates ``root`` and ``default``."""
     informers = mgr.informers
     pg_inf = informers.informer(scheme.POD_GROUP)
     pg_inf.add_indexer(QUEUE_INDEX, pg_queue_indexer)
     queues = informers.informer(scheme.QUEUE).lister
-    commands = informers.informer(scheme.COMMAND).lister
-    pods = informers.informer(scheme.POD).lister
-    recorder = mgr.event_recorder("vc-controller-manager")
-
     (mgr.controller("volcano-queue")
         .for_(scheme.QUEUE)
         .watches(scheme.POD_GROUP, _pg_to_queue,
@@ -109,67 +116,9 @@ def setup_controllers(mgr: Any, *, scheduler_names: tuple[str, ...] = (keys.DEFA
         .watches(scheme.QUEUE, children_of(queues),
                  predicates=FuncPredicate(update=lambda o, n: (o.get("status") or {}).get("state") != (
                      n.get("status") or {}).get("state")))
-        .complete(QueueReconciler(mgr.client, queues, pg_inf.lister, commands, recorder)))
-
-    def volcano_pod_without_group(pod: Obj) -> bool:
-        return (pod.get("spec") or {}).get("schedulerName") in scheduler_names and not (
-            (pod.get("metadata") or {}).get("annotations") or {}).get(keys.KUBE_GROUP_NAME_ANNOTATION_KEY)
-
-    owners = {"ReplicaSet": informers.informer(scheme.REPLICA_SET).lister,
-              "Job": informers.informer(scheme.JOB).lister}
-    (mgr.controller("volcano-podgroup")
-        .for_(scheme.POD, predicates=FuncPredicate(create=volcano_pod_without_group,
-                                                 update=lambda o, n: volcano_pod_without_group(n),
-                                                 delete=lambda o: False))
-        .with_options(max_concurrent_reconciles=workers)
-        .complete(PodGroupReconciler(mgr.client, pods, pg_inf.lister, scheduler_names, owners)))
-    (mgr.controller("volcano-podgroup-scale")
-        .for_(scheme.REPLICA_SET)
-        .complete(ScaledToZeroReconciler(mgr.client, owners["ReplicaSet"], pg_inf.lister)))
-
-    pcs = informers.informer(scheme.PRIORITY_CLASS).lister
-    (mgr.controller("volcano-job")
-        .for_(scheme.VCJOB, predicates=FuncPredicate(update=_job_changed))
-        .owns(scheme.POD)
-        .watches(scheme.POD_GROUP, _pg_to_job, predicates=FuncPredicate(update=lambda o, n: _phase(o) != _phase(n)))
-        .watches(scheme.COMMAND, _cmd_to_job)
-        .with_options(max_concurrent_reconciles=workers)
-        .complete(JobReconciler(mgr.client, pods=pods, podgroups=pg_inf.lister, queues=queues, commands=commands,
-                                priorityclasses=pcs, clock=mgr.clock, recorder=recorder)))
-
-    (mgr.controller("volcano-cronjob")
-        .for_(scheme.CRON_JOB)
-        .owns(scheme.VCJOB)
-        .complete(CronJobReconciler(mgr.client, informers.informer(scheme.CRON_JOB).lister,
-                                    informers.informer(scheme.VCJOB).lister, mgr.clock, recorder.event)))
-
-    (mgr.controller("volcano-jobflow")
-        .for_(scheme.JOB_FLOW)
-        .owns(scheme.VCJOB)
-        .complete(JobFlowReconciler(mgr.client, informers.informer(scheme.JOB_FLOW).lister,
-                                    informers.informer(scheme.JOB_TEMPLATE).lister,
-                                    informers.informer(scheme.VCJOB).lister, recorder.event)))
-
-    nodes = informers.informer(scheme.NODE).lister
-    hns = informers.informer(scheme.HYPER_NODE).lister
-    cms = informers.informer(scheme.CONFIG_MAP).lister
-
-    def node_labels_changed(o: Obj, n: Obj) -> bool:
-        return (o.get("metadata") or {}).get("labels") != (n.get("metadata") or {}).get("labels")
-
-    (mgr.controller("volcano-hypernode-status")
-        .for_(scheme.HYPER_NODE)
-        .watches(scheme.NODE, hypernodes_to_all(hns), predicates=FuncPredicate(update=node_labels_changed))
-        .complete(HyperNodeStatusReconciler(mgr.client, nodes, hns)))
-    (mgr.controller("volcano-hypernode-discovery")
-        .for_(scheme.CONFIG_MAP, predicates=FuncPredicate(create=is_discovery_config, update=lambda o, n: is_discovery_config(n),
-                                                        delete=is_discovery_config))
-        .watches(scheme.NODE, lambda _o: [DISCOVERY_REQUEST], predicates=FuncPredicate(update=node_labels_changed))
-        .watches(scheme.HYPER_NODE, lambda _o: [DISCOVERY_REQUEST], predicates=FuncPredicate(create=lambda o: False,
-                                                                                            update=lambda o, n: False))
-        .complete(HyperNodeDiscoveryReconciler(mgr.client, nodes, hns, cms)))
-
-    if create_default_queue:
+        .complete(QueueReconciler(mgr.client, queues, pg_inf.lister, informers.informer(scheme.COMMAND).lister,
+                                  mgr.event_recorder("vc-controller-manager"))))
+    if opts.create_default_queue:
         async def default_queue() -> None:
             delay = 0.05
             while True:
@@ -184,4 +133,108 @@ def setup_controllers(mgr: Any, *, scheduler_names: tuple[str, ...] = (keys.DEFA
         mgr.add_runnable(default_queue, needs_leader=True, name="volcano-default-queue")
 
 
-__all__ = ["setup_controllers"]
+def setup_podgroup_controllers(mgr: Any, opts: VolcanoOptions) -> None:
+    """``volcano-podgroup`` (Pods of a Volcano scheduler without a group) and
+    ``volcano-podgroup-scale`` (ReplicaSets scaled to zero lose their PodGroup)."""
+    informers = mgr.informers
+    podgroups = informers.informer(scheme.POD_GROUP).lister
+
+    def volcano_pod_without_group(pod: Obj) -> bool:
+        return (pod.get("spec") or {}).get("schedulerName") in opts.scheduler_names and not (
+            (pod.get("metadata") or {}).get("annotations") or {}).get(keys.KUBE_GROUP_NAME_ANNOTATION_KEY)
+
+    owners = {"ReplicaSet": informers.informer(scheme.REPLICA_SET).lister,
+              "Job": informers.informer(scheme.JOB).lister}
+    (mgr.controller("volcano-podgroup")
+        .for_(scheme.POD, predicates=FuncPredicate(create=volcano_pod_without_group,
+                                                 update=lambda o, n: volcano_pod_without_group(n),
+                                                 delete=lambda o: False))
+        .with_options(max_concurrent_reconciles=opts.workers)
+        .complete(PodGroupReconciler(mgr.client, informers.informer(scheme.POD).lister, podgroups,
+                                     opts.scheduler_names, owners)))
+    (mgr.controller("volcano-podgroup-scale")
+        .for_(scheme.REPLICA_SET)
+        .complete(ScaledToZeroReconciler(mgr.client, owners["ReplicaSet"], podgroups)))
+
+
+def setup_job_controller(mgr: Any, opts: VolcanoOptions) -> None:
+    """``volcano-job``: vcjobs, fed by their Pods, PodGroup phase changes and Commands."""
+    informers = mgr.informers
+    (mgr.controller("volcano-job")
+        .for_(scheme.VCJOB, predicates=FuncPredicate(update=_job_changed))
+        .owns(scheme.POD)
+        .watches(scheme.POD_GROUP, _pg_to_job, predicates=FuncPredicate(update=lambda o, n: _phase(o) != _phase(n)))
+        .watches(scheme.COMMAND, _cmd_to_job)
+        .with_options(max_concurrent_reconciles=opts.workers)
+        .complete(JobReconciler(mgr.client, pods=informers.informer(scheme.POD).lister,
+                                podgroups=informers.informer(scheme.POD_GROUP).lister,
+                                queues=informers.informer(scheme.QUEUE).lister,
+                                commands=informers.informer(scheme.COMMAND).lister,
+                                priorityclasses=informers.informer(scheme.PRIORITY_CLASS).lister, clock=mgr.clock,
+                                recorder=mgr.event_recorder("vc-controller-manager"))))
+
+
+def setup_cronjob_controller(mgr: Any, opts: VolcanoOptions) -> None:
+    """``volcano-cronjob``: batch.volcano.sh CronJobs, fed by the Jobs they own."""
+    informers = mgr.informers
+    (mgr.controller("volcano-cronjob")
+        .for_(scheme.CRON_JOB)
+        .owns(scheme.VCJOB)
+        .complete(CronJobReconciler(mgr.client, informers.informer(scheme.CRON_JOB).lister,
+                                    informers.informer(scheme.VCJOB).lister, mgr.clock,
+                                    mgr.event_recorder("vc-controller-manager").event)))
+
+
+def setup_jobflow_controller(mgr: Any, opts: VolcanoOptions) -> None:
+    """``volcano-jobflow``: flow.volcano.sh JobFlows, fed by the Jobs they own."""
+    informers = mgr.informers
+    (mgr.controller("volcano-jobflow")
+        .for_(scheme.JOB_FLOW)
+        .owns(scheme.VCJOB)
+        .complete(JobFlowReconciler(mgr.client, informers.informer(scheme.JOB_FLOW).lister,
+                                    informers.informer(scheme.JOB_TEMPLATE).lister,
+                                    informers.informer(scheme.VCJOB).lister,
+                                    mgr.event_recorder("vc-controller-manager").event)))
+
+
+def _node_labels_changed(o: Obj, n: Obj) -> bool:
+    return (o.get("metadata") or {}).get("labels") != (n.get("metadata") or {}).get("labels")
+
+
+def setup_hypernode_controllers(mgr: Any, opts: VolcanoOptions) -> None:
+    """``volcano-hypernode-status`` (``status.nodeCount``, fed by Nodes) and
+    ``volcano-hypernode-discovery`` (label-sourced HyperNodes, fed by Nodes, HyperNodes and the
+    discovery ConfigMap)."""
+    informers = mgr.informers
+    nodes = informers.informer(scheme.NODE).lister
+    hns = informers.informer(scheme.HYPER_NODE).lister
+    cms = informers.informer(scheme.CONFIG_MAP).lister
+    (mgr.controller("volcano-hypernode-status")
+        .for_(scheme.HYPER_NODE)
+        .watches(scheme.NODE, hypernodes_to_all(hns), predicates=FuncPredicate(update=_node_labels_changed))
+        .complete(HyperNodeStatusReconciler(mgr.client, nodes, hns)))
+    (mgr.controller("volcano-hypernode-discovery")
+        .for_(scheme.CONFIG_MAP, predicates=FuncPredicate(create=is_discovery_config, update=lambda o, n: is_discovery_config(n),
+                                                        delete=is_discovery_config))
+        .watches(scheme.NODE, lambda _o: [DISCOVERY_REQUEST], predicates=FuncPredicate(update=_node_labels_changed))
+        .watches(scheme.HYPER_NODE, lambda _o: [DISCOVERY_REQUEST], predicates=FuncPredicate(create=lambda o: False,
+                                                                                            update=lambda o, n: False))
+        .complete(HyperNodeDiscoveryReconciler(mgr.client, nodes, hns, cms)))
+
+
+SETUPS: tuple[Callable[[Any, VolcanoOptions], None], ...] = (
+    setup_queue_controller, setup_podgroup_controllers, setup_job_controller, setup_cronjob_controller,
+    setup_jobflow_controller, setup_hypernode_controllers,
+)
+"""Each controller's own setup, in registration order."""
+
+
+def setup_controllers(mgr: Any, *, scheduler_names: tuple[str, ...] = (keys.DEFAULT_SCHEDULER_NAME,),
+                      create_default_queue: bool = True, workers: int = 4) -> None:
+    """Register the Volcano controllers (see module docstring and :class:`VolcanoOptions`) on ``mgr``."""
+    opts = VolcanoOptions(scheduler_names, create_default_queue, workers)
+    for setup in SETUPS:
+        setup(mgr, opts)
+
+
+__all__ = ["SETUPS", "VolcanoOptions", "setup_controllers"]
