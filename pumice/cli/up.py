@@ -23,7 +23,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import click
 
@@ -101,7 +101,6 @@ async def run_up(
         if asyncio.iscoroutine(res):
             await res
 
-    tasks: list[asyncio.Task[None]] = [serve_task]
     clients: list[Client] = []
 
     def client(component: str) -> Client:
@@ -109,21 +108,44 @@ async def run_up(
         clients.append(c)
         return c
 
+    tasks = _start_components(opts, client, server.url, stop)
+    if dash_sock is not None:
+        tasks.append(asyncio.create_task(_dashboard(kubeconfig, dash_sock, stop, on_dashboard), name="dashboard"))
+    try:
+        await _wait_for_stop_or_failure(stop, [serve_task, *tasks])
+    finally:
+        stop.set()
+        # The node agent first: it stops Pods (SIGTERM, grace, SIGKILL) and removes namespaces.
+        for t in reversed(tasks):
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
+                await asyncio.wait_for(asyncio.shield(t), timeout=45)
+            t.cancel()
+        for c in clients:
+            with contextlib.suppress(Exception):
+                await c.close()
+        serve_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await serve_task
+        lock.close()
+
+
+def _start_components(opts: UpOptions, client: Callable[[str], Any], apiserver_url: str | None,
+                      stop: asyncio.Event) -> list[asyncio.Task[None]]:
+    """Start the controller manager, the default (and with ``volcano`` the Volcano) scheduler and
+    the node agent as tasks, each with its own in-process client (``client(component)``); the
+    node agent is last, so that it is stopped first."""
     from pumice.cli._controllers import controller_setups
     from pumice.runtime.run import run_controller_manager
+    from pumice.scheduler.default.scheduler import run_scheduler
 
-    tasks.append(asyncio.create_task(
+    tasks = [asyncio.create_task(
         run_controller_manager(
             client("controller-manager"), controller_setups(opts.controllers, batch_scheduler=opts.batch_scheduler),
             leader_elect=False, stop_event=stop,
         ),
         name="controller-manager",
-    ))
-
-    from pumice.scheduler.default.scheduler import run_scheduler
-
+    )]
     tasks.append(asyncio.create_task(run_scheduler(client("scheduler"), stop_event=stop), name="default-scheduler"))
-
     if "volcano" in opts.controllers:
         from pumice.scheduler import volcano
 
@@ -131,7 +153,13 @@ async def run_up(
             volcano.run(client("volcano-scheduler"), conf_path=opts.scheduler_conf, stop_event=stop),
             name="volcano-scheduler",
         ))
+    agent = _node_agent(opts, client("node-agent"), apiserver_url)
+    tasks.append(asyncio.create_task(agent.run(stop_event=stop), name="node-agent"))
+    return tasks
 
+
+def _node_agent(opts: UpOptions, client: Any, apiserver_url: str | None) -> Any:
+    """The node agent ``pumice up`` runs (the options' runtime, network and Node sizes)."""
     from pumice.node.agent import NodeAgent
 
     agent_kwargs: dict[str, object] = {
@@ -144,18 +172,17 @@ async def run_up(
         "bridge": opts.bridge,
         "network_scope": str(opts.data_dir.resolve()),
         "keep_pods": opts.keep_pods,
-        "apiserver_url_for_pods": server.url,
+        "apiserver_url_for_pods": apiserver_url,
     }
     if opts.node_cpu:
         agent_kwargs["node_cpu"] = opts.node_cpu
     if opts.node_memory:
         agent_kwargs["node_memory"] = opts.node_memory
-    agent = NodeAgent(client("node-agent"), **agent_kwargs)  # type: ignore[arg-type]
-    tasks.append(asyncio.create_task(agent.run(stop_event=stop), name="node-agent"))
+    return NodeAgent(client, **agent_kwargs)  # type: ignore[arg-type]
 
-    if dash_sock is not None:
-        tasks.append(asyncio.create_task(_dashboard(kubeconfig, dash_sock, stop, on_dashboard), name="dashboard"))
 
+async def _wait_for_stop_or_failure(stop: asyncio.Event, tasks: list[asyncio.Task[None]]) -> None:
+    """Return when ``stop`` is set; re-raise the error of the first task that fails before."""
     stop_waiter = asyncio.create_task(stop.wait(), name="stop")
     try:
         done, _ = await asyncio.wait([stop_waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
@@ -164,20 +191,7 @@ async def run_up(
                 log.error("%s failed: %s", t.get_name(), t.exception())
                 raise t.exception()  # type: ignore[misc]
     finally:
-        stop.set()
-        # The node agent first: it stops Pods (SIGTERM, grace, SIGKILL) and removes namespaces.
-        for t in reversed(tasks[1:]):
-            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
-                await asyncio.wait_for(asyncio.shield(t), timeout=45)
-            t.cancel()
-        for c in clients:
-            with contextlib.suppress(Exception):
-                await c.close()
-        serve_task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await serve_task
         stop_waiter.cancel()
-        lock.close()
 
 
 async def _dashboard(kubeconfig: Path, sock: socket.socket, stop: asyncio.Event,

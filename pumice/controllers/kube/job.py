@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
@@ -127,6 +128,61 @@ def finish_time(pod: Obj) -> float:
     return parse_rfc3339(str(created)) if created else 0.0
 
 
+@dataclass
+class _JobPods:
+    """A Job's Pods as one pass sees them."""
+
+    all: list[Obj]
+    active: list[Obj]
+    terminating: list[Obj]
+    succeeded: list[Obj]
+    counted_failed: list[Obj]  # Failed Pods a podFailurePolicy does not Ignore
+    fail_job: tuple[str, str] | None  # (reason, message) of the first FailJob rule matched
+
+
+def _observe_pods(pods: list[Obj], policy: Obj | None) -> _JobPods:
+    fail_job: tuple[str, str] | None = None
+    counted_failed: list[Obj] = []
+    for p in pods:
+        if (p.get("status") or {}).get("phase") != "Failed":
+            continue
+        match = match_pod_failure_policy(policy, p)
+        if match and match[0] == "Ignore":
+            continue
+        if match and match[0] == "FailJob" and fail_job is None:
+            fail_job = (REASON_POD_FAILURE_POLICY, match[1])
+        counted_failed.append(p)
+    return _JobPods(
+        all=pods,
+        active=[p for p in pods if is_active(p)],
+        terminating=[p for p in pods if p["metadata"].get("deletionTimestamp")
+                     and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")],
+        succeeded=[p for p in pods if (p.get("status") or {}).get("phase") == "Succeeded"],
+        counted_failed=counted_failed,
+        fail_job=fail_job,
+    )
+
+
+@dataclass
+class _JobPass:
+    """The state one reconcile pass builds up: the status being computed, its conditions and
+    the requeue waits."""
+
+    job: Obj
+    key: str
+    spec: Obj
+    prev: Obj
+    status: Obj
+    now_ts: float
+    now: str
+    conds: list[Obj] = field(default_factory=list)
+    wait: list[float] = field(default_factory=list)
+
+    @property
+    def suspended(self) -> bool:
+        return bool(self.spec.get("suspend"))
+
+
 class JobReconciler:
     """Reconciler for batch/v1 Jobs (see module docstring).
 
@@ -218,6 +274,9 @@ class JobReconciler:
         return Result()
 
     async def reconcile(self, req: Request) -> Result:
+        """One pass (Mirrors: kubernetes pkg/controller/job job_controller.go syncJob): observe the
+        Job's Pods, decide whether it reached a failure or success target, converge the Pods, and
+        write the status once if it changed."""
         job = self.jobs.store.get(req.namespace, req.name)
         key = f"{req.namespace}/{req.name}"
         if job is None:
@@ -230,127 +289,120 @@ class JobReconciler:
             return Result()
         spec, prev = job.get("spec") or {}, job.get("status") or {}
         now_ts = self.clock.now()
-        now = rfc3339(now_ts)
-        pods = self.pods.store.by_index(OWNER_UID_INDEX, job["metadata"]["uid"])
-        active = [p for p in pods if is_active(p)]
-        terminating = [p for p in pods if p["metadata"].get("deletionTimestamp")
-                       and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
-        succeeded_pods = [p for p in pods if (p.get("status") or {}).get("phase") == "Succeeded"]
-        policy = spec.get("podFailurePolicy")
-        fail_job: tuple[str, str] | None = None
-        counted_failed: list[Obj] = []
-        for p in pods:
-            if (p.get("status") or {}).get("phase") != "Failed":
-                continue
-            match = match_pod_failure_policy(policy, p)
-            if match and match[0] == "Ignore":
-                continue
-            if match and match[0] == "FailJob" and fail_job is None:
-                fail_job = (REASON_POD_FAILURE_POLICY, match[1])
-            counted_failed.append(p)
-        succeeded = max(int(prev.get("succeeded") or 0), len(succeeded_pods))
-        failed = max(int(prev.get("failed") or 0), len(counted_failed))
-        suspended = bool(spec.get("suspend"))
-        status: Obj = copy.deepcopy(prev)
-        conds: list[Obj] = list(status.get("conditions") or [])
-        wait: list[float] = []
-        if not suspended and not status.get("startTime"):
-            status["startTime"] = now
-
-        failure = _cond_true(prev, "FailureTarget")
-        success = _cond_true(prev, "SuccessCriteriaMet")
-        target: tuple[str, str, str] | None = None
-        if failure:
-            target = ("Failed", failure.get("reason", ""), failure.get("message", ""))
-        elif success:
-            target = ("Complete", success.get("reason", ""), success.get("message", ""))
-        else:
-            backoff_limit = spec.get("backoffLimit")
-            backoff_limit = DEFAULT_BACKOFF_LIMIT if backoff_limit is None else int(backoff_limit)
-            completions = spec.get("completions")
-            deadline = spec.get("activeDeadlineSeconds")
-            started = parse_rfc3339(status["startTime"]) if status.get("startTime") else None
-            reason: tuple[str, str] | None = None
-            if fail_job:
-                reason = fail_job
-            elif failed > backoff_limit or self._past_backoff_limit_on_failure(spec, active, backoff_limit):
-                reason = (REASON_BACKOFF_LIMIT, MSG_BACKOFF_LIMIT)
-            elif deadline is not None and started is not None and not suspended:
-                left = started + int(deadline) - now_ts
-                if left <= 0:
-                    reason = (REASON_DEADLINE, MSG_DEADLINE)
-                else:
-                    wait.append(left)
-            if reason is not None:
-                target = ("Failed", *reason)
-                conds = meta.with_condition(conds, {"type": "FailureTarget", "status": "True", "reason": reason[0],
-                                                     "message": reason[1], "lastProbeTime": now}, now)
-                self.recorder.event(job, "Warning", reason[0], reason[1])
-            elif (completions is not None and succeeded >= int(completions)) or (
-                    completions is None and succeeded > 0 and not active):
-                target = ("Complete", REASON_COMPLETIONS_REACHED, MSG_COMPLETIONS)
-                conds = meta.with_condition(conds, {"type": "SuccessCriteriaMet", "status": "True",
-                                                     "reason": REASON_COMPLETIONS_REACHED, "message": MSG_COMPLETIONS,
-                                                     "lastProbeTime": now}, now)
-
-        if target is not None:
-            await self._delete_pods(key, active)
-            if not active and not terminating:
-                ctype, reason_, message = target
-                conds = meta.with_condition(conds, {"type": ctype, "status": "True", "reason": reason_,
-                                                     "message": message, "lastProbeTime": now}, now)
-                if ctype == "Complete":
-                    status["completionTime"] = now
-                    self.recorder.event(job, "Normal", "Completed", "Job completed")
-                active_count = 0
-            else:
-                active_count = len(active)
-        elif suspended:
-            if self.expectations.satisfied(key):
-                await self._delete_pods(key, active)
-            conds = meta.with_condition(conds, {"type": "Suspended", "status": "True", "reason": "JobSuspended",
-                                                 "message": "Job suspended", "lastProbeTime": now}, now)
-            status.pop("startTime", None)
-            active_count = len(active)
-        else:
-            if _cond_true(prev, "Suspended"):
-                conds = meta.with_condition(conds, {"type": "Suspended", "status": "False", "reason": "JobResumed",
-                                                     "message": "Job resumed", "lastProbeTime": now}, now)
-                status["startTime"] = now
-            active_count = len(active)
-            if self.expectations.satisfied(key):
-                want = self._want_active(spec, succeeded)
-                if want > len(active):
-                    left = self._backoff_left(pods, now_ts)
-                    if left > 0:
-                        wait.append(left)
-                    else:
-                        await self._create_pods(job, key, want - len(active))
-                elif want < len(active):
-                    await self._delete_pods(key, deletion_order(active)[: len(active) - want])
-
-        status.update({
+        jp = _JobPass(job=job, key=key, spec=spec, prev=prev, status=copy.deepcopy(prev), now_ts=now_ts,
+                      now=rfc3339(now_ts))
+        jp.conds = list(jp.status.get("conditions") or [])
+        pods = _observe_pods(self.pods.store.by_index(OWNER_UID_INDEX, job["metadata"]["uid"]),
+                             spec.get("podFailurePolicy"))
+        succeeded = max(int(prev.get("succeeded") or 0), len(pods.succeeded))
+        failed = max(int(prev.get("failed") or 0), len(pods.counted_failed))
+        if not jp.suspended and not jp.status.get("startTime"):
+            jp.status["startTime"] = jp.now
+        target = self._target(jp, pods, succeeded, failed)
+        active_count = await self._converge(jp, pods, target, succeeded)
+        jp.status.update({
             "active": active_count,
-            "ready": sum(1 for p in active if meta.pod_is_ready(p)),
+            "ready": sum(1 for p in pods.active if meta.pod_is_ready(p)),
             "succeeded": succeeded,
             "failed": failed,
-            "terminating": len(terminating),
-            "uncountedTerminatedPods": status.get("uncountedTerminatedPods") or {},
+            "terminating": len(pods.terminating),
+            "uncountedTerminatedPods": jp.status.get("uncountedTerminatedPods") or {},
         })
         for k in ("succeeded", "failed", "active", "terminating"):
-            if not status[k] and k not in prev:
-                status.pop(k)
-        if conds:
-            status["conditions"] = conds
-        if status != prev:
+            if not jp.status[k] and k not in prev:
+                jp.status.pop(k)
+        if jp.conds:
+            jp.status["conditions"] = jp.conds
+        if jp.status != prev:
             fresh = self.jobs.store.get(req.namespace, req.name) or job
             try:
-                await self.client.update_status({**copy.deepcopy(fresh), "status": status})
+                await self.client.update_status({**copy.deepcopy(fresh), "status": jp.status})
             except ApiError as e:
                 if is_conflict(e):
                     return Result()  # a newer version is on its way through the informer
                 raise
-        return Result(requeue_after=min(wait)) if wait else Result()
+        return Result(requeue_after=min(jp.wait)) if jp.wait else Result()
+
+    def _target(self, jp: _JobPass, pods: _JobPods, succeeded: int, failed: int) -> tuple[str, str, str] | None:
+        """``(condition type, reason, message)`` the Job is finishing with, or None: a FailureTarget
+        or SuccessCriteriaMet already set, else a podFailurePolicy FailJob, the backoff limit, the
+        active deadline (adding its wait otherwise) or the completions reached (setting the
+        interim condition and, for a failure, a Warning event)."""
+        failure = _cond_true(jp.prev, "FailureTarget")
+        success = _cond_true(jp.prev, "SuccessCriteriaMet")
+        if failure:
+            return ("Failed", failure.get("reason", ""), failure.get("message", ""))
+        if success:
+            return ("Complete", success.get("reason", ""), success.get("message", ""))
+        spec, now = jp.spec, jp.now
+        backoff_limit = spec.get("backoffLimit")
+        backoff_limit = DEFAULT_BACKOFF_LIMIT if backoff_limit is None else int(backoff_limit)
+        completions = spec.get("completions")
+        deadline = spec.get("activeDeadlineSeconds")
+        started = parse_rfc3339(jp.status["startTime"]) if jp.status.get("startTime") else None
+        reason: tuple[str, str] | None = None
+        if pods.fail_job:
+            reason = pods.fail_job
+        elif failed > backoff_limit or self._past_backoff_limit_on_failure(spec, pods.active, backoff_limit):
+            reason = (REASON_BACKOFF_LIMIT, MSG_BACKOFF_LIMIT)
+        elif deadline is not None and started is not None and not jp.suspended:
+            left = started + int(deadline) - jp.now_ts
+            if left <= 0:
+                reason = (REASON_DEADLINE, MSG_DEADLINE)
+            else:
+                jp.wait.append(left)
+        if reason is not None:
+            jp.conds = meta.with_condition(jp.conds, {"type": "FailureTarget", "status": "True", "reason": reason[0],
+                                                      "message": reason[1], "lastProbeTime": now}, now)
+            self.recorder.event(jp.job, "Warning", reason[0], reason[1])
+            return ("Failed", *reason)
+        if (completions is not None and succeeded >= int(completions)) or (
+                completions is None and succeeded > 0 and not pods.active):
+            jp.conds = meta.with_condition(jp.conds, {"type": "SuccessCriteriaMet", "status": "True",
+                                                      "reason": REASON_COMPLETIONS_REACHED, "message": MSG_COMPLETIONS,
+                                                      "lastProbeTime": now}, now)
+            return ("Complete", REASON_COMPLETIONS_REACHED, MSG_COMPLETIONS)
+        return None
+
+    async def _converge(self, jp: _JobPass, pods: _JobPods, target: tuple[str, str, str] | None,
+                        succeeded: int) -> int:
+        """Act on the pass: finishing (delete the active Pods, then the final condition), suspended
+        (delete them, ``Suspended``), or running (resume, create or delete Pods toward the wanted
+        parallelism after the failure backoff). Returns the ``active`` count to report."""
+        key, now, active = jp.key, jp.now, pods.active
+        if target is not None:
+            await self._delete_pods(key, active)
+            if active or pods.terminating:
+                return len(active)
+            ctype, reason, message = target
+            jp.conds = meta.with_condition(jp.conds, {"type": ctype, "status": "True", "reason": reason,
+                                                      "message": message, "lastProbeTime": now}, now)
+            if ctype == "Complete":
+                jp.status["completionTime"] = now
+                self.recorder.event(jp.job, "Normal", "Completed", "Job completed")
+            return 0
+        if jp.suspended:
+            if self.expectations.satisfied(key):
+                await self._delete_pods(key, active)
+            jp.conds = meta.with_condition(jp.conds, {"type": "Suspended", "status": "True", "reason": "JobSuspended",
+                                                      "message": "Job suspended", "lastProbeTime": now}, now)
+            jp.status.pop("startTime", None)
+            return len(active)
+        if _cond_true(jp.prev, "Suspended"):
+            jp.conds = meta.with_condition(jp.conds, {"type": "Suspended", "status": "False", "reason": "JobResumed",
+                                                      "message": "Job resumed", "lastProbeTime": now}, now)
+            jp.status["startTime"] = now
+        if self.expectations.satisfied(key):
+            want = self._want_active(jp.spec, succeeded)
+            if want > len(active):
+                left = self._backoff_left(pods.all, jp.now_ts)
+                if left > 0:
+                    jp.wait.append(left)
+                else:
+                    await self._create_pods(jp.job, key, want - len(active))
+            elif want < len(active):
+                await self._delete_pods(key, deletion_order(active)[: len(active) - want])
+        return len(active)
 
     @staticmethod
     def _want_active(spec: Obj, succeeded: int) -> int:
