@@ -1,6 +1,6 @@
 """The CustomResourceDefinitions pumice installs at start: ray.io/v1 RayCluster, RayJob, RayService;
 scheduling.volcano.sh/v1beta1 Queue, PodGroup; batch.volcano.sh/v1alpha1 Job; bus.volcano.sh/v1alpha1
-Command, CronJob; topology.volcano.sh/v1alpha1 HyperNode; flow.volcano.sh/v1alpha1 JobTemplate, JobFlow. Their ``openAPIV3Schema`` is generated from the msgspec models in :mod:`pumice.api.ray.types`
+Command, CronJob; topology.volcano.sh/v1alpha1 HyperNode; flow.volcano.sh/v1alpha1 JobTemplate, JobFlow; shard.volcano.sh/v1alpha1 NodeShard. Their ``openAPIV3Schema`` is generated from the msgspec models in :mod:`pumice.api.ray.types`
 and :mod:`pumice.api.volcano.types`.
 
 Generation (:func:`structural_schema`): walk ``msgspec.inspect.type_info`` of the model; structs
@@ -332,6 +332,7 @@ CRD_SPECS: tuple[CrdSpec, ...] = (
     CrdSpec(volcano.Command, scheme.COMMAND),
     CrdSpec(volcano.CronJob, scheme.CRON_JOB),
     CrdSpec(volcano.JobTemplate, scheme.JOB_TEMPLATE),
+    CrdSpec(volcano.NodeShard, scheme.NODE_SHARD, printer_columns=(_col("AGE", ".metadata.creationTimestamp", "date"),)),
     CrdSpec(volcano.JobFlow, scheme.JOB_FLOW, printer_columns=(_col("Status", ".status.state.phase"),
                                                                _col("Age", ".metadata.creationTimestamp", "date"))),
     CrdSpec(volcano.HyperNode, scheme.HYPER_NODE, printer_columns=(

@@ -179,11 +179,13 @@ CRON_JOB = ResourceKind("batch.volcano.sh", "v1alpha1", "CronJob", "cronjobs", s
 JOB_TEMPLATE = ResourceKind("flow.volcano.sh", "v1alpha1", "JobTemplate", "jobtemplates", short_names=("jt",),
                             subresources=("status",))
 JOB_FLOW = ResourceKind("flow.volcano.sh", "v1alpha1", "JobFlow", "jobflows", short_names=("jf",), subresources=("status",))
+NODE_SHARD = ResourceKind("shard.volcano.sh", "v1alpha1", "NodeShard", "nodeshards", namespaced=False, short_names=("nsh",),
+                          subresources=("status",))
 HYPER_NODE = ResourceKind("topology.volcano.sh", "v1alpha1", "HyperNode", "hypernodes", namespaced=False,
                           short_names=("hn",), subresources=("status",))
 
 CUSTOM_KINDS: tuple[ResourceKind, ...] = (
-    RAY_CLUSTER, RAY_JOB, RAY_SERVICE, QUEUE, POD_GROUP, VCJOB, COMMAND, HYPER_NODE, CRON_JOB, JOB_TEMPLATE, JOB_FLOW
+    RAY_CLUSTER, RAY_JOB, RAY_SERVICE, QUEUE, POD_GROUP, VCJOB, COMMAND, HYPER_NODE, CRON_JOB, JOB_TEMPLATE, JOB_FLOW, NODE_SHARD
 )
 
 # --- kinds pumice writes to a real cluster but does not serve itself ---------------------------

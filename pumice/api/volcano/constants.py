@@ -136,6 +136,8 @@ class MemberType(StrEnum):
 
 TOPOLOGY_API_VERSION = "topology.volcano.sh/v1alpha1"
 FLOW_API_VERSION = "flow.volcano.sh/v1alpha1"
+SHARD_API_VERSION = "shard.volcano.sh/v1alpha1"
+WARMUP_NODE_LABEL = "node.volcano.sh/warmup"
 CREATED_BY_JOB_TEMPLATE = "volcano.sh/createdByJobTemplate"
 CREATED_BY_JOB_FLOW = "volcano.sh/createdByJobFlow"
 JOB_ALLOCATED_HYPERNODE_ANNOTATION = "volcano.sh/job-allocated-hypernode"

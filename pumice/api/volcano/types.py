@@ -355,6 +355,28 @@ class JobFlow(_TopLevel):
     status: dict[str, Any] | None = None
 
 
+# --- shard NodeShard --------------------------------------------------------------------------
+
+
+class NodeShardSpec(_Wire):
+    nodes_desired: list[str]
+
+
+class NodeShardStatus(_Wire):
+    last_update_time: DateTime | None = None
+    nodes_in_use: list[str] | None = None
+    nodes_to_remove: list[str] | None = None
+    nodes_to_add: list[str] | None = None
+
+
+class NodeShard(_TopLevel):
+    """``shard.volcano.sh`` NodeShard: the Nodes one scheduler may use (one per scheduler)."""
+
+    __api_version__ = c.SHARD_API_VERSION
+    spec: NodeShardSpec | None = None
+    status: NodeShardStatus | None = None
+
+
 # --- bus Command ------------------------------------------------------------------------------
 
 

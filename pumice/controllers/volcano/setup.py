@@ -11,7 +11,9 @@ Controllers registered:
 - ``volcano-jobflow``: flow.volcano.sh JobFlows, fed by the Jobs they own;
 - ``volcano-hypernode-status``: every HyperNode's ``status.nodeCount``, fed by Nodes;
 - ``volcano-hypernode-discovery``: label-sourced HyperNodes from Node labels, fed by Nodes,
-  HyperNodes and the ``volcano-system/volcano-controller-configmap`` ConfigMap.
+  HyperNodes and the ``volcano-system/volcano-controller-configmap`` ConfigMap;
+- ``volcano-sharding``: NodeShards from ``volcano-system/volcano-sharding-configmap``, fed by
+  Nodes and Pod placements.
 
 Mirrors: volcano cmd/controller-manager (the queue, podgroup and job controllers).
 """
@@ -44,6 +46,7 @@ from pumice.controllers.volcano.queue import (
     ensure_default_queues,
     pg_queue_indexer,
 )
+from pumice.controllers.volcano.sharding import SHARDING_REQUEST, ShardingReconciler, is_sharding_config
 from pumice.runtime.predicates import FuncPredicate
 from pumice.runtime.reconcile import Request
 
@@ -222,9 +225,27 @@ def setup_hypernode_controllers(mgr: Any, opts: VolcanoOptions) -> None:
         .complete(HyperNodeDiscoveryReconciler(mgr.client, nodes, hns, cms)))
 
 
+def setup_sharding_controller(mgr: Any, opts: VolcanoOptions) -> None:
+    """``volcano-sharding``: NodeShards from ``volcano-system/volcano-sharding-configmap``, fed by
+    Nodes and Pod placements."""
+    informers = mgr.informers
+
+    def placement_changed(o: Obj, n: Obj) -> bool:
+        return (o.get("spec") or {}).get("nodeName") != (n.get("spec") or {}).get("nodeName") or (
+            o.get("status") or {}).get("phase") != (n.get("status") or {}).get("phase")
+
+    (mgr.controller("volcano-sharding")
+        .for_(scheme.CONFIG_MAP, predicates=FuncPredicate(create=is_sharding_config, update=lambda o, n: is_sharding_config(n),
+                                                        delete=is_sharding_config))
+        .watches(scheme.NODE, lambda _o: [SHARDING_REQUEST])
+        .watches(scheme.POD, lambda _o: [SHARDING_REQUEST], predicates=FuncPredicate(update=placement_changed))
+        .complete(ShardingReconciler(mgr.client, informers.informer(scheme.NODE).lister, informers.informer(scheme.POD).lister,
+                                     informers.informer(scheme.NODE_SHARD).lister, informers.informer(scheme.CONFIG_MAP).lister)))
+
+
 SETUPS: tuple[Callable[[Any, VolcanoOptions], None], ...] = (
     setup_queue_controller, setup_podgroup_controllers, setup_job_controller, setup_cronjob_controller,
-    setup_jobflow_controller, setup_hypernode_controllers,
+    setup_jobflow_controller, setup_hypernode_controllers, setup_sharding_controller,
 )
 """Each controller's own setup, in registration order."""
 

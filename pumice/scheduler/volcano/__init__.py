@@ -25,12 +25,15 @@ async def run(
     scheduler_name: str = "volcano",
     clock: Any = None,
     stop_event: Any = None,
+    sharding_mode: str = "none",
+    shard_name: str | None = None,
 ) -> None:
     """Run the live scheduler until ``stop_event`` is set (see :mod:`.scheduler`)."""
     from pumice.scheduler.volcano.scheduler import Scheduler
 
     sched = Scheduler(
-        client, conf_path=conf_path, schedule_period=schedule_period, scheduler_name=scheduler_name, clock=clock
+        client, conf_path=conf_path, schedule_period=schedule_period, scheduler_name=scheduler_name, clock=clock,
+        sharding_mode=sharding_mode, shard_name=shard_name,
     )
     await sched.run(stop_event)
 

@@ -35,6 +35,9 @@ class Scheduler:
         schedule_period: seconds between cycles.
         scheduler_name: Pods with this ``schedulerName`` are scheduled.
         clock: time source (default: the loop clock).
+        sharding_mode: ``none`` (every Node) or ``hard`` (only this scheduler's NodeShard's Nodes;
+            upstream's ``--scheduler-sharding-mode``; ``soft`` is not implemented).
+        shard_name: the NodeShard to read (default: ``scheduler_name``).
 
     Raises:
         ConfigError: at construction, when the first configuration cannot be loaded.
@@ -48,12 +51,15 @@ class Scheduler:
         schedule_period: float = 1.0,
         scheduler_name: str = "volcano",
         clock: Clock | None = None,
+        sharding_mode: str = "none",
+        shard_name: str | None = None,
     ) -> None:
         self.client = client
         self.clock: Clock = clock or LoopClock()
         self.conf_path = conf_path
         self.schedule_period = schedule_period
-        self.cache = SchedulerCache(client, clock=self.clock, scheduler_name=scheduler_name)
+        self.cache = SchedulerCache(client, clock=self.clock, scheduler_name=scheduler_name, sharding_mode=sharding_mode,
+                                    shard_name=shard_name)
         self._conf_mtime: float | None = None
         self.conf: SchedulerConfiguration = self._load_conf(initial=True) or default_conf()
         self.cycles = 0
@@ -101,6 +107,7 @@ class Scheduler:
         finally:
             res = ssn.close()
             self.cache.write_close(res)
+            self.cache.write_shard_status()
             self._record(ssn, res)
         metrics.e2e_scheduling_latency.observe((self.clock.monotonic() - t0) * 1000)
         self.cycles += 1

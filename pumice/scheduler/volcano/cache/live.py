@@ -23,7 +23,8 @@ from typing import Any
 from pumice._util.clock import Clock, rfc3339
 from pumice.api import Obj, quantity
 from pumice.api.meta import get_condition
-from pumice.api.scheme import HYPER_NODE, POD_GROUP, PRIORITY_CLASS, QUEUE, ResourceKind
+from pumice.api.scheme import HYPER_NODE, NODE_SHARD, POD_GROUP, PRIORITY_CLASS, QUEUE, ResourceKind
+from pumice.api.volcano.sharding import shard_nodes
 from pumice.client.base import ApiError, KubeClient, is_not_found
 from pumice.client.informer import Informer, SharedInformerFactory
 from pumice.runtime.events import EventRecorder
@@ -61,7 +62,8 @@ class SchedulerCache:
     API writes; :meth:`flush` awaits them (used at shutdown and by tests).
     """
 
-    def __init__(self, client: KubeClient, *, clock: Clock, scheduler_name: str = "volcano") -> None:
+    def __init__(self, client: KubeClient, *, clock: Clock, scheduler_name: str = "volcano",
+                 sharding_mode: str = "none", shard_name: str | None = None) -> None:
         self.client = client
         self.clock = clock
         self.scheduler_names = (scheduler_name,)
@@ -73,6 +75,10 @@ class SchedulerCache:
         self.queue_kind = scheme.resolve_or_add("queues.scheduling.volcano.sh", QUEUE)
         self.pc_kind = scheme.resolve_or_add("priorityclasses.scheduling.k8s.io", PRIORITY_CLASS)
         self.hn_kind = scheme.resolve_or_add("hypernodes.topology.volcano.sh", HYPER_NODE)
+        self.sharding_mode = sharding_mode
+        self.shard_name = shard_name or scheduler_name
+        self.shard_kind = scheme.resolve_or_add("nodeshards.shard.volcano.sh", NODE_SHARD) if sharding_mode == "hard" else None
+        self.nodes_in_use: list[str] | None = None
         self.event_kind = scheme.resolve("events")
         self.factory = SharedInformerFactory(client, clock=clock)
         self.informers: dict[str, Informer] = {
@@ -81,6 +87,7 @@ class SchedulerCache:
             "Queue": self.factory.informer(self.queue_kind),
             "Node": self.factory.informer(self.node_kind),
             "HyperNode": self.factory.informer(self.hn_kind),
+            **({"NodeShard": self.factory.informer(self.shard_kind)} if self.shard_kind is not None else {}),
             "PodGroup": self.factory.informer(self.pg_kind),
             "Pod": self.factory.informer(self.pod_kind),
         }
@@ -138,7 +145,32 @@ class SchedulerCache:
         return pod
 
     def snapshot(self) -> ClusterInfo:
-        return build_snapshot(self.objects(), clock=self.clock, scheduler_names=self.scheduler_names)
+        """The scheduling snapshot; in hard sharding mode only this scheduler's shard's Nodes
+        (:func:`pumice.api.volcano.sharding.shard_nodes`), remembered for the status write."""
+        objs = self.objects()
+        if self.shard_kind is not None:
+            usable = shard_nodes([o for o in objs if o.get("kind") == "NodeShard"], self.shard_name)
+            if usable is not None:
+                objs = [o for o in objs if o.get("kind") != "Node" or (o.get("metadata") or {}).get("name") in usable]
+                self.nodes_in_use = sorted(usable)
+        return build_snapshot(objs, clock=self.clock, scheduler_names=self.scheduler_names)
+
+    def write_shard_status(self) -> None:
+        """Publish the Nodes the last snapshot used as ``status.nodesInUse`` of this scheduler's
+        NodeShard (only between cycles, so the published set never understates a running one)."""
+        if self.shard_kind is None or self.nodes_in_use is None:
+            return
+        cur = next((o for o in self.informers["NodeShard"].lister.list() if o["metadata"]["name"] == self.shard_name), None)
+        if cur is None or ((cur.get("status") or {}).get("nodesInUse") or []) == self.nodes_in_use:
+            return
+        body = {"status": {"nodesInUse": self.nodes_in_use, "lastUpdateTime": rfc3339(self.clock.now())}}
+        self._spawn(self._patch_shard(body))
+
+    async def _patch_shard(self, body: Obj) -> None:
+        try:
+            await self.client.patch(self.shard_kind, self.shard_name, body, patch_type="merge", subresource="status")  # type: ignore[arg-type]
+        except Exception as e:
+            log.warning("failed to write NodeShard %s status: %s", self.shard_name, e)
 
     # ----- session seam -------------------------------------------------------------------
     def bind(self, task: TaskInfo, node_name: str) -> None:

@@ -1,0 +1,94 @@
+"""Node sharding: the sharding controller splits Nodes by CPU allocation into NodeShards, and a
+Volcano scheduler in hard sharding mode binds only to its shard's Nodes and publishes
+``status.nodesInUse``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from pumice.api import scheme
+from pumice.controllers.volcano.sharding import SchedulerShardConfig, assign
+from pumice.scheduler.volcano import run as run_volcano
+from pumice.testing.volcano_controllers import add_nodes, eventually, ready_node
+
+SHARDING = """\
+schedulerConfigs:
+  - name: agent-scheduler
+    type: agent
+    cpuUtilizationMin: 0.5
+    cpuUtilizationMax: 1.0
+    preferWarmupNodes: true
+  - name: volcano
+    type: volcano
+    cpuUtilizationMin: 0.0
+    cpuUtilizationMax: 0.49
+"""
+
+
+def busy_pod(name: str, node: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}
+
+
+def node(name: str, cpu: str, **labels: str) -> dict:
+    return {"metadata": {"name": name, "labels": labels}, "status": {"allocatable": {"cpu": cpu}}}
+
+
+def test_assignment_takes_ranges_in_order_warmup_and_busy_first_and_tops_up_to_min_nodes() -> None:
+    nodes = [node("a", "4"), node("b", "4", **{"node.volcano.sh/warmup": "true"}), node("c", "4"), node("d", "4")]
+    pods = [busy_pod("p1", "a"), busy_pod("p2", "a"), busy_pod("p3", "a"), busy_pod("p4", "c"), busy_pod("p5", "c")]
+    got = assign(nodes, pods, [SchedulerShardConfig("agent", cpu_min=0.5, cpu_max=1.0, prefer_warmup=True, min_nodes=3),
+                               SchedulerShardConfig("volcano", cpu_max=0.49)])
+    assert got == {"agent": ["a", "b", "c"], "volcano": ["d"]}
+
+
+async def test_a_hard_sharded_volcano_scheduler_binds_only_inside_its_shard(cluster: Any) -> None:
+    c = cluster.client
+    await add_nodes(c, [ready_node(f"n{i}", cpu="2") for i in range(4)])
+    for i, n in enumerate(("n0", "n1")):
+        await c.create(busy_pod(f"busy-{i}", n))
+    await c.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "volcano-system"}})
+    await c.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "volcano-sharding-configmap",
+                    "namespace": "volcano-system"}, "data": {"sharding.yaml": SHARDING}})
+
+    async def shards() -> dict[str, Any] | None:
+        got = {o["metadata"]["name"]: o for o in (await c.list(scheme.NODE_SHARD)).items}
+        ok = set(got) == {"agent-scheduler", "volcano"} and got["volcano"]["spec"]["nodesDesired"] == ["n2", "n3"]
+        return got if ok else None
+
+    got = await eventually(shards, timeout=10)
+    assert got["agent-scheduler"]["spec"]["nodesDesired"] == ["n0", "n1"]
+
+    async def default_open() -> bool:
+        with contextlib.suppress(Exception):
+            return ((await c.get(scheme.QUEUE, "default")).get("status") or {}).get("state") == "Open"
+        return False
+
+    await eventually(default_open)
+    stop = asyncio.Event()
+    task = asyncio.create_task(run_volcano(cluster.new_client() if hasattr(cluster, "new_client") else c,
+                                           schedule_period=0.05, stop_event=stop, sharding_mode="hard"))
+    try:
+        await c.create({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "j", "namespace": "default"},
+                        "spec": {"minAvailable": 4, "schedulerName": "volcano", "tasks": [
+                            {"name": "w", "replicas": 4, "template": {"spec": {"containers": [
+                                {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}]}})
+
+        async def placed() -> list[str] | None:
+            pods = (await c.list(scheme.POD, "default", label_selector="volcano.sh/job-name=j")).items
+            nodes = [p["spec"].get("nodeName") for p in pods]
+            return sorted(nodes) if len(nodes) == 4 and all(nodes) else None
+
+        assert await eventually(placed, timeout=15) == ["n2", "n2", "n3", "n3"]
+
+        async def published() -> bool:
+            sh = await c.get(scheme.NODE_SHARD, "volcano")
+            return (sh.get("status") or {}).get("nodesInUse") == ["n2", "n3"]
+
+        await eventually(published, timeout=10)
+    finally:
+        stop.set()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, 10)
