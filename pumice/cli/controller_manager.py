@@ -75,8 +75,11 @@ async def _main(kubeconfig: str | None, controllers: list[str], *, leader_elect:
               help="Act only while holding the Lease kube-system/pumice-controller-manager.")
 @click.option("--health-port", type=int, default=None,
               help="Serve /healthz, /readyz and /metrics on 127.0.0.1:PORT.")
-@click.option("--batch-scheduler", type=click.Choice(["volcano", "none"]), default="none", show_default=True,
-              help="KubeRay's batch scheduler (volcano: PodGroups and schedulerName volcano).")
+@click.option("--batch-scheduler",
+              type=click.Choice(["volcano", "yunikorn", "scheduler-plugins", "kai-scheduler", "none"]),
+              default="none", show_default=True,
+              help="KubeRay's batch scheduler, one per operator (volcano: PodGroups and schedulerName volcano; "
+                   "yunikorn, scheduler-plugins, kai-scheduler: their labels, annotations and objects).")
 @click.option("--identity", default=None, help="Leader-election identity (default hostname_uuid).")
 @click.option("--lease-duration", type=float, default=15.0, show_default=True, help="Seconds.")
 @click.option("--renew-deadline", type=float, default=10.0, show_default=True, help="Seconds.")
