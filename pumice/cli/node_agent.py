@@ -30,7 +30,7 @@ from pumice.cli._signals import stop_on_signals
 async def _run(kubeconfig: str | None, options: dict[str, Any]) -> None:
     from pumice.client.kube import component_user_agent
     from pumice.client.kubeconfig import connect
-    from pumice.node.agent import AgentError, NodeAgent
+    from pumice.node.agent import AgentConfig, AgentError, NodeAgent
 
     try:
         client = connect(kubeconfig, user_agent=component_user_agent("node-agent"))
@@ -46,7 +46,7 @@ async def _run(kubeconfig: str | None, options: dict[str, Any]) -> None:
         options["network_scope"] = url
     stop = stop_on_signals(grace=45.0)  # Pods get their 30 s terminationGracePeriod
     try:
-        agent = NodeAgent(client, apiserver_url_for_pods=url, **options)
+        agent = NodeAgent(client, AgentConfig(apiserver_url_for_pods=url, **options))
         await agent.start()
     except AgentError as e:
         await client.close()

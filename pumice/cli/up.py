@@ -160,25 +160,22 @@ def _start_components(opts: UpOptions, client: Callable[[str], Any], apiserver_u
 
 def _node_agent(opts: UpOptions, client: Any, apiserver_url: str | None) -> Any:
     """The node agent ``pumice up`` runs (the options' runtime, network and Node sizes)."""
-    from pumice.node.agent import NodeAgent
+    from pumice.node.agent import AgentConfig, NodeAgent
 
-    agent_kwargs: dict[str, object] = {
-        "runtime": opts.runtime,
-        "data_dir": opts.data_dir / "node",
-        "nodes": opts.nodes,
-        "network": opts.network,
-        "pod_egress": opts.pod_egress,
-        "pod_cidr": opts.pod_cidr,
-        "bridge": opts.bridge,
-        "network_scope": str(opts.data_dir.resolve()),
-        "keep_pods": opts.keep_pods,
-        "apiserver_url_for_pods": apiserver_url,
-    }
-    if opts.node_cpu:
-        agent_kwargs["node_cpu"] = opts.node_cpu
-    if opts.node_memory:
-        agent_kwargs["node_memory"] = opts.node_memory
-    return NodeAgent(client, **agent_kwargs)  # type: ignore[arg-type]
+    return NodeAgent(client, AgentConfig(
+        runtime="simulated" if opts.runtime == "simulated" else "process",
+        data_dir=opts.data_dir / "node",
+        nodes=opts.nodes,
+        node_cpu=opts.node_cpu or None,
+        node_memory=opts.node_memory or None,
+        network=opts.network,  # type: ignore[arg-type]
+        pod_egress=opts.pod_egress,  # type: ignore[arg-type]
+        pod_cidr=opts.pod_cidr,
+        bridge=opts.bridge,
+        network_scope=str(opts.data_dir.resolve()),
+        keep_pods=opts.keep_pods,
+        apiserver_url_for_pods=apiserver_url,
+    ))
 
 
 async def _wait_for_stop_or_failure(stop: asyncio.Event, tasks: list[asyncio.Task[None]]) -> None:

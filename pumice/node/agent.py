@@ -140,11 +140,11 @@ def _default_image_envs() -> dict[str, str]:
     return {"rayproject/ray": venv_bin, "*ray*": venv_bin, "python": venv_bin}
 
 
-class NodeAgent:
-    """The node agent. See the module docstring.
+@dataclass(frozen=True)
+class AgentConfig:
+    """What a node agent runs and how (every setting of :class:`NodeAgent`; the CLIs build one).
 
-    Args:
-        client: API client.
+    Attributes:
         runtime: ``"process"`` or ``"simulated"``.
         data_dir: state, logs and Pod directories (process runtime; anywhere, /tmp included: paths
             under /tmp that Pods need are bound into their private /tmp).
@@ -179,94 +179,122 @@ class NodeAgent:
         stop_grace: cap on each Pod's grace period when the agent stops (seconds).
     """
 
-    def __init__(
-        self,
-        client: KubeClient,
-        *,
-        runtime: Literal["process", "simulated"] = "process",
-        data_dir: Path | str = "pumice-data",
-        nodes: int = 1,
-        node_cpu: str | int | None = None,
-        node_memory: str | int | None = None,
-        node_gpus: int = 0,
-        node_pods: int = 110,
-        node_name_prefix: str = "pumice-node",
-        node_names: list[str] | None = None,
-        labels: Mapping[str, str] | None = None,
-        taints: list[Obj] | None = None,
-        clock: Clock | None = None,
-        image_envs: Mapping[str, str] | None = None,
-        network: Literal["auto", "netns", "host"] = "auto",
-        pod_cidr: str | None = None,
-        bridge: str | None = None,
-        network_scope: str | None = None,
-        pod_egress: Literal["proxy", "nat", "none"] = "proxy",
-        apiserver_url_for_pods: str | None = None,
-        keep_pods: bool = False,
-        seed: int = 0,
-        sim_start_latency: float = 1.0,
-        sim_start_jitter: float = 0.0,
-        sim_image_durations: Mapping[str, float] | None = None,
-        backoff_base: float = 10.0,
-        backoff_max: float = 300.0,
-        lease_renew_interval: float | None = 10.0,
-        record_events: bool | None = None,
-        egress_allow: list[str] | None = None,
-        stop_grace: float = 35.0,
-        instance_type: str | None = None,
-    ) -> None:
-        if runtime not in ("process", "simulated"):
-            raise AgentError(f"unknown runtime {runtime!r} (process or simulated)")
-        if network not in ("auto", "netns", "host"):
-            raise AgentError(f"unknown network mode {network!r} (auto, netns or host)")
-        if pod_egress not in ("proxy", "nat", "none"):
-            raise AgentError(f"unknown pod egress {pod_egress!r} (proxy, nat or none)")
-        if nodes < 1:
-            raise AgentError("nodes must be at least 1")
-        self.client = client
-        self.runtime_kind = runtime
-        self.data_dir = Path(data_dir).resolve()
-        self.clock: Clock = clock or default_clock()
-        self.image_envs = dict(image_envs) if image_envs is not None else _default_image_envs()
-        self.network_mode = network
-        self.pod_cidr = pod_cidr
-        self.bridge = bridge
-        self.network_scope = network_scope
-        self.pod_egress = pod_egress
-        self.apiserver_url_for_pods = apiserver_url_for_pods
-        self.keep_pods = keep_pods
-        self.seed = seed
-        self.backoff_base = backoff_base
-        self.backoff_max = backoff_max
-        self.lease_renew_interval = lease_renew_interval
-        self.record_events = (runtime == "process") if record_events is None else record_events
-        self.egress_allow = egress_allow
-        self.stop_grace = stop_grace
-        self._sim = dict(start_latency=sim_start_latency, start_jitter=sim_start_jitter,
-                         image_durations=sim_image_durations)
+    runtime: Literal["process", "simulated"] = "process"
+    data_dir: Path | str = "pumice-data"
+    nodes: int = 1
+    node_cpu: str | int | None = None
+    node_memory: str | int | None = None
+    node_gpus: int = 0
+    node_pods: int = 110
+    node_name_prefix: str = "pumice-node"
+    node_names: list[str] | None = None
+    labels: Mapping[str, str] | None = None
+    taints: list[Obj] | None = None
+    clock: Clock | None = None
+    image_envs: Mapping[str, str] | None = None
+    network: Literal["auto", "netns", "host"] = "auto"
+    pod_cidr: str | None = None
+    bridge: str | None = None
+    network_scope: str | None = None
+    pod_egress: Literal["proxy", "nat", "none"] = "proxy"
+    apiserver_url_for_pods: str | None = None
+    keep_pods: bool = False
+    seed: int = 0
+    sim_start_latency: float = 1.0
+    sim_start_jitter: float = 0.0
+    sim_image_durations: Mapping[str, float] | None = None
+    backoff_base: float = 10.0
+    backoff_max: float = 300.0
+    lease_renew_interval: float | None = 10.0
+    record_events: bool | None = None
+    egress_allow: list[str] | None = None
+    stop_grace: float = 35.0
+    instance_type: str | None = None
 
+    def check(self) -> None:
+        """Raises:
+            AgentError: an unknown runtime, network mode or egress mode, or fewer than 1 Node."""
+        if self.runtime not in ("process", "simulated"):
+            raise AgentError(f"unknown runtime {self.runtime!r} (process or simulated)")
+        if self.network not in ("auto", "netns", "host"):
+            raise AgentError(f"unknown network mode {self.network!r} (auto, netns or host)")
+        if self.pod_egress not in ("proxy", "nat", "none"):
+            raise AgentError(f"unknown pod egress {self.pod_egress!r} (proxy, nat or none)")
+        if self.nodes < 1:
+            raise AgentError("nodes must be at least 1")
+
+
+class NodeAgent:
+    """The node agent. See the module docstring.
+
+    Args:
+        client: API client.
+        config: every setting (:class:`AgentConfig`); or give them as keyword arguments, which
+            build the config (``NodeAgent(client, runtime="simulated", nodes=3)``).
+    """
+
+    def __init__(self, client: KubeClient, config: AgentConfig | None = None, **settings: Any) -> None:
+        if config is not None and settings:
+            raise TypeError("give an AgentConfig or keyword settings, not both")
+        cfg = config if config is not None else AgentConfig(**settings)
+        cfg.check()
+        self.config = cfg
+        self.client = client
+        self._init_settings(cfg)
+        self.nodes: dict[str, NodeState] = self._build_nodes(cfg)
+        self._init_state()
+
+    def _init_settings(self, cfg: AgentConfig) -> None:
+        self.runtime_kind = cfg.runtime
+        self.data_dir = Path(cfg.data_dir).resolve()
+        self.clock: Clock = cfg.clock or default_clock()
+        self.image_envs = dict(cfg.image_envs) if cfg.image_envs is not None else _default_image_envs()
+        self.network_mode = cfg.network
+        self.pod_cidr = cfg.pod_cidr  # the chosen range once the network is up
+        self.bridge = cfg.bridge
+        self.network_scope = cfg.network_scope
+        self.pod_egress = cfg.pod_egress
+        self.apiserver_url_for_pods = cfg.apiserver_url_for_pods
+        self.keep_pods = cfg.keep_pods
+        self.seed = cfg.seed
+        self.backoff_base = cfg.backoff_base
+        self.backoff_max = cfg.backoff_max
+        self.lease_renew_interval = cfg.lease_renew_interval
+        self.record_events = (cfg.runtime == "process") if cfg.record_events is None else cfg.record_events
+        self.egress_allow = cfg.egress_allow
+        self.stop_grace = cfg.stop_grace
+        self._sim = dict(start_latency=cfg.sim_start_latency, start_jitter=cfg.sim_start_jitter,
+                         image_durations=cfg.sim_image_durations)
+
+    def _build_nodes(self, cfg: AgentConfig) -> dict[str, NodeState]:
+        """The logical Nodes: names, capacity (the machine's unless given), labels and taints.
+
+        Raises:
+            AgentError: names that do not match ``nodes``, or a capacity that is no quantity.
+        """
+        node_names = cfg.node_names
         if node_names is None:
-            if nodes == 1:
-                node_names = [socket.gethostname().split(".")[0].lower() or node_name_prefix]
+            if cfg.nodes == 1:
+                node_names = [socket.gethostname().split(".")[0].lower() or cfg.node_name_prefix]
             else:
-                node_names = [f"{node_name_prefix}-{i}" for i in range(nodes)]
-        if len(node_names) != nodes or len(set(node_names)) != nodes:
+                node_names = [f"{cfg.node_name_prefix}-{i}" for i in range(cfg.nodes)]
+        if len(node_names) != cfg.nodes or len(set(node_names)) != cfg.nodes:
             raise AgentError("node_names must list `nodes` distinct names")
-        cpu = str(node_cpu if node_cpu is not None else (os.cpu_count() or 1))
-        mem = str(node_memory if node_memory is not None else f"{_machine_memory() // 1024}Ki")
-        capacity = {"cpu": cpu, "memory": mem, "pods": str(node_pods)}
+        cpu = str(cfg.node_cpu if cfg.node_cpu is not None else (os.cpu_count() or 1))
+        mem = str(cfg.node_memory if cfg.node_memory is not None else f"{_machine_memory() // 1024}Ki")
+        capacity = {"cpu": cpu, "memory": mem, "pods": str(cfg.node_pods)}
         try:
             quantity.parse_quantity(cpu)
             quantity.parse_quantity(mem)
         except Exception as e:
             raise AgentError(f"bad node capacity: {e}") from e
-        if runtime == "process":
+        if cfg.runtime == "process":
             with contextlib.suppress(OSError):
                 st = os.statvfs(self.data_dir if self.data_dir.exists() else self.data_dir.parent)
                 capacity["ephemeral-storage"] = str(st.f_blocks * st.f_frsize)
-        if node_gpus:
-            capacity["nvidia.com/gpu"] = str(node_gpus)
-        self.nodes: dict[str, NodeState] = {}
+        if cfg.node_gpus:
+            capacity["nvidia.com/gpu"] = str(cfg.node_gpus)
+        nodes: dict[str, NodeState] = {}
         for index, n in enumerate(node_names):
             lbl = {
                 "kubernetes.io/hostname": n,
@@ -275,11 +303,13 @@ class NodeAgent:
                 "beta.kubernetes.io/os": "linux",
                 "beta.kubernetes.io/arch": "amd64",
             }
-            if instance_type:
-                lbl["node.kubernetes.io/instance-type"] = instance_type
-            lbl.update(labels or {})
-            self.nodes[n] = NodeState(n, dict(capacity), lbl, list(taints or []), index=index)
+            if cfg.instance_type:
+                lbl["node.kubernetes.io/instance-type"] = cfg.instance_type
+            lbl.update(cfg.labels or {})
+            nodes[n] = NodeState(n, dict(capacity), lbl, list(cfg.taints or []), index=index)
+        return nodes
 
+    def _init_state(self) -> None:
         self.runtime: ContainerRuntime
         self.network: NetnsNetwork | HostNetwork | None = None
         self.directory = ServiceDirectory()

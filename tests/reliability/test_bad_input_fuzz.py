@@ -5,7 +5,7 @@ HTTP code, and a refused request changes nothing stored (the store's revision st
 for volcano-scheduler.conf and the CLI's manifest reader: a clear error or a result, never a
 crash.
 
-Short: 1,500 requests (``make test``); full: 12,000 (``make reliability``).
+Short: 1,000 requests (``make test``); full: 12,000 (``make reliability``).
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def _check(status: int, data: bytes, before: int, after: int, what: str) -> None
 
 
 def test_random_requests_never_get_a_5xx_and_refusals_change_nothing(report: Any) -> None:
-    n = size(1500, 12000)
+    n = size(1000, 12000)
     loop = asyncio.new_event_loop()
     cm = local_cluster()
     c = loop.run_until_complete(cm.__aenter__())
@@ -190,7 +190,7 @@ def test_random_volcano_scheduler_confs_are_loaded_or_refused_with_a_config_erro
                                               "configurations": json_values})
     texts = st.one_of(doc.map(json.dumps), st.text(max_size=200))
 
-    @settings(max_examples=size(300, 2000), deadline=None, derandomize=True, database=None,
+    @settings(max_examples=size(200, 2000), deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck))
     @given(text=texts)
     def one(text: str) -> None:
@@ -218,7 +218,7 @@ def test_random_manifests_are_read_or_refused_with_one_line(tmp_path: Path, repo
     texts = st.one_of(st.lists(obj, max_size=4).map(lambda ds: "\n---\n".join(json.dumps(d) for d in ds)),
                       st.text(max_size=200))
 
-    @settings(max_examples=size(300, 2000), deadline=None, derandomize=True, database=None,
+    @settings(max_examples=size(200, 2000), deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck))
     @given(text=texts)
     def one(text: str) -> None:
