@@ -550,6 +550,9 @@ class _Ops:
             self.pg = await self.r.client.update(upd)
 
     async def sync_job(self, update: UpdateFn | None) -> None:
+        """Mirrors: volcano pkg/controllers/job job_controller_actions.go syncJob: run the job
+        plugins, make sure the PodGroup exists, and (once it is past Pending) create and delete
+        Pods toward the tasks' replicas, then write the status counted from them."""
         job = self.job
         spec = job.get("spec") or {}
         if self.r.queues.get(None, spec.get("queue") or keys.DEFAULT_QUEUE) is None:
@@ -557,8 +560,32 @@ class _Ops:
         status: Obj = copy.deepcopy(job.get("status") or {})
         original = copy.deepcopy(status)
         job["status"] = status
-        phase = (status.get("state") or {}).get("phase") or ""
         plugins = self._plugins()
+        await self._run_plugins(status, spec, plugins)
+        await self._ensure_podgroup()
+        pg_phase = _phase(self.pg)
+        if not pg_phase or pg_phase == PodGroupPhase.PENDING:
+            await self._write_pending_status(status, original, update)
+            return
+        live, to_create, to_delete, terminating = self._diff_pods(plugins)
+        created = await self._create_pods(to_create)
+        for pod in to_delete:
+            if await self._delete_pod(pod):
+                terminating += 1
+        new_status = self._counted_status(status, spec, [*live, *created], terminating)
+        if update is not None:
+            update(new_status)
+        if _norm(new_status) == _norm(original):
+            return
+        if (new_status.get("state") or {}).get("phase") != (original.get("state") or {}).get("phase") \
+                or _norm(new_status) != _norm(status):
+            self._stamp(new_status)
+        await self._write_status(new_status)
+
+    async def _run_plugins(self, status: Obj, spec: Obj, plugins: list[job_plugins.JobPlugin]) -> None:
+        """A new Job becomes Pending (minAvailable, stamped) and its plugins' OnJobAdd run while
+        it is Pending; afterwards OnJobUpdate."""
+        phase = (status.get("state") or {}).get("phase") or ""
         if phase in ("", JobPhase.PENDING):
             if phase == "":
                 status.setdefault("state", {})["phase"] = str(JobPhase.PENDING)
@@ -566,21 +593,25 @@ class _Ops:
                 self._stamp(status)
             status.setdefault("controlledResources", {})
             for p in plugins:
-                await p.on_job_add(job, self.r.plugin_client)
+                await p.on_job_add(self.job, self.r.plugin_client)
         else:
             for p in plugins:
-                await p.on_job_update(job, self.r.plugin_client)
-        await self._ensure_podgroup()
-        pg_phase = _phase(self.pg)
-        if not pg_phase or pg_phase == PodGroupPhase.PENDING:
-            if update is not None:
-                update(status)
-            if status != original:
-                if (status.get("state") or {}) != (original.get("state") or {}):
-                    self._stamp(status)
-                await self._write_status(status)
-            return
-        counts = {"pending": 0, "running": 0, "succeeded": 0, "failed": 0, "unknown": 0}
+                await p.on_job_update(self.job, self.r.plugin_client)
+
+    async def _write_pending_status(self, status: Obj, original: Obj, update: UpdateFn | None) -> None:
+        """While the PodGroup is Pending no Pods are made; only the status (and ``update``) is written."""
+        if update is not None:
+            update(status)
+        if status != original:
+            if (status.get("state") or {}) != (original.get("state") or {}):
+                self._stamp(status)
+            await self._write_status(status)
+
+    def _diff_pods(self, plugins: list[job_plugins.JobPlugin]
+                   ) -> tuple[list[Obj], list[tuple[Obj, Obj]], list[Obj], int]:
+        """``(live Pods, (task, Pod) to create, Pods to delete, terminating count)``: each task
+        replica's Pod by name; out-of-sync or killed Pods and Pods of no replica are deleted."""
+        job = self.job
         terminating = 0
         live: list[Obj] = []
         by_name = {p["metadata"]["name"]: p for p in self.pods}
@@ -602,6 +633,11 @@ class _Ops:
                 live.append(pod)
         to_delete.extend(p for p in by_name.values() if not p["metadata"].get("deletionTimestamp"))
         terminating += sum(1 for p in by_name.values() if p["metadata"].get("deletionTimestamp"))
+        return live, to_create, to_delete, terminating
+
+    async def _create_pods(self, to_create: list[tuple[Obj, Obj]]) -> list[Obj]:
+        """Create the Pods whose task dependencies are ready; a failure other than AlreadyExists
+        is a FailedCreatePod Warning and raised."""
         created: list[Obj] = []
         for task, pod in to_create:
             if not self._depends_on_ready(task):
@@ -610,12 +646,15 @@ class _Ops:
                 created.append(await self.r.client.create(pod))
             except Exception as e:
                 if not is_already_exists(e):
-                    self.r._event(job, "Warning", "FailedCreatePod", f"Error creating pods: {e}")
+                    self.r._event(self.job, "Warning", "FailedCreatePod", f"Error creating pods: {e}")
                     raise
-        for pod in to_delete:
-            if await self._delete_pod(pod):
-                terminating += 1
-        c, per_task = classify([*live, *created])
+        return created
+
+    @staticmethod
+    def _counted_status(status: Obj, spec: Obj, pods: list[Obj], terminating: int) -> Obj:
+        """The status with the Pod counts (per phase and per task) of ``pods``."""
+        counts = {"pending": 0, "running": 0, "succeeded": 0, "failed": 0, "unknown": 0}
+        c, per_task = classify(pods)
         counts.update(c)
         new_status: Obj = {
             "state": copy.deepcopy(status.get("state") or {}),
@@ -630,14 +669,7 @@ class _Ops:
         }
         if "runningDuration" in status:
             new_status["runningDuration"] = status["runningDuration"]
-        if update is not None:
-            update(new_status)
-        if _norm(new_status) == _norm(original):
-            return
-        if (new_status.get("state") or {}).get("phase") != (original.get("state") or {}).get("phase") \
-                or _norm(new_status) != _norm(status):
-            self._stamp(new_status)
-        await self._write_status(new_status)
+        return new_status
 
     def _new_pod(self, task: Obj, index: int, plugins: list[job_plugins.JobPlugin]) -> Obj:
         pod = builders.build_pod(self.job, task, index)
