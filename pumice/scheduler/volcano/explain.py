@@ -208,6 +208,57 @@ def resolve_target(objects: list[Obj], kind: str, name: str, namespace: str) -> 
 # the analysis
 
 
+def _gate_before_session(ex: Explanation, objects: list[Obj], kind: str, name: str, namespace: str,
+                         pod: Obj | None, pg_name: str | None, note: str) -> Obj | None:
+    """The gates that need no session: a bound or foreign-scheduler Pod, a finished target, a
+    missing PodGroup, a missing or closed queue. Fills ``ex`` and returns None when one holds;
+    else returns the PodGroup (``ex.podgroup`` and ``ex.queue`` set) for the session to judge."""
+    if pod is not None:
+        node = (pod.get("spec") or {}).get("nodeName")
+        phase = (pod.get("status") or {}).get("phase") or "Pending"
+        if node:
+            ex.gate = "running" if phase == "Running" else "node-start"
+            ex.reason = (f"the Pod is bound to Node {node} and {phase}" if phase != "Pending"
+                         else f"the Pod is bound to Node {node}; waiting for the node agent to start it")
+            return None
+        scheduler = (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
+        if scheduler != DEFAULT_SCHEDULER_NAME and phase == "Pending":
+            _other_scheduler(ex, pod, scheduler)
+            return None
+    done = _finished(objects, kind, name, namespace)
+    if done:
+        ex.gate, ex.reason = "finished", done
+        return None
+    if pg_name is None:
+        ex.gate, ex.reason = "no-podgroup", note or "no PodGroup"
+        ex.remedy = "the controller creates the PodGroup; check that it runs"
+        return None
+    pg = _find(objects, "PodGroup", pg_name, namespace)
+    key = f"{namespace}/{pg_name}"
+    ex.podgroup = key
+    if pg is None:
+        ex.gate = "no-podgroup"
+        ex.reason = f"PodGroup {key} does not exist yet" + (f" ({note})" if note else "")
+        ex.remedy = "the controller creates it; if it stays missing, check the controller's events"
+        return None
+    qname = (pg.get("spec") or {}).get("queue") or "default"
+    ex.queue = qname
+    queue = _find(objects, "Queue", qname, None)
+    if queue is None:
+        ex.gate = "queue-missing"
+        ex.reason = f"queue {qname} does not exist, so the scheduler ignores the PodGroup"
+        ex.remedy = f"create queue {qname}"
+        return None
+    state = (queue.get("status") or {}).get("state") or "Open"
+    if state != "Open":
+        ex.gate = "queue-closed"
+        ex.reason = f"queue {qname} is {state}: it takes no new work (enqueue and allocate refuse it)"
+        ex.remedy = f"open queue {qname} (a bus.volcano.sh Command with action OpenQueue)"
+        ex.phase = (pg.get("status") or {}).get("phase") or "Pending"
+        return None
+    return pg
+
+
 def explain(objects: list[Obj], kind: str, name: str, namespace: str, conf: SchedulerConfiguration,
             *, now: float = 0.0) -> Explanation:
     """Explain why ``kind/name`` in ``namespace`` is (not) running, from ``objects`` (Nodes, Pods,
@@ -220,49 +271,10 @@ def explain(objects: list[Obj], kind: str, name: str, namespace: str, conf: Sche
     objects = [copy.deepcopy(o) for o in objects]
     desc, pg_name, note, pod = resolve_target(objects, kind, name, namespace)
     ex = Explanation(target=desc)
-    if pod is not None:
-        node = (pod.get("spec") or {}).get("nodeName")
-        phase = (pod.get("status") or {}).get("phase") or "Pending"
-        if node:
-            ex.gate = "running" if phase == "Running" else "node-start"
-            ex.reason = (f"the Pod is bound to Node {node} and {phase}" if phase != "Pending"
-                         else f"the Pod is bound to Node {node}; waiting for the node agent to start it")
-            return ex
-        scheduler = (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
-        if scheduler != DEFAULT_SCHEDULER_NAME and phase == "Pending":
-            _other_scheduler(ex, pod, scheduler)
-            return ex
-    done = _finished(objects, kind, name, namespace)
-    if done:
-        ex.gate, ex.reason = "finished", done
-        return ex
-    if pg_name is None:
-        ex.gate, ex.reason = "no-podgroup", note or "no PodGroup"
-        ex.remedy = "the controller creates the PodGroup; check that it runs"
-        return ex
-    pg = _find(objects, "PodGroup", pg_name, namespace)
-    key = f"{namespace}/{pg_name}"
-    ex.podgroup = key
+    pg = _gate_before_session(ex, objects, kind, name, namespace, pod, pg_name, note)
     if pg is None:
-        ex.gate = "no-podgroup"
-        ex.reason = f"PodGroup {key} does not exist yet" + (f" ({note})" if note else "")
-        ex.remedy = "the controller creates it; if it stays missing, check the controller's events"
         return ex
-    qname = (pg.get("spec") or {}).get("queue") or "default"
-    ex.queue = qname
-    queue = _find(objects, "Queue", qname, None)
-    if queue is None:
-        ex.gate = "queue-missing"
-        ex.reason = f"queue {qname} does not exist, so the scheduler ignores the PodGroup"
-        ex.remedy = f"create queue {qname}"
-        return ex
-    state = (queue.get("status") or {}).get("state") or "Open"
-    if state != "Open":
-        ex.gate = "queue-closed"
-        ex.reason = f"queue {qname} is {state}: it takes no new work (enqueue and allocate refuse it)"
-        ex.remedy = f"open queue {qname} (a bus.volcano.sh Command with action OpenQueue)"
-        ex.phase = (pg.get("status") or {}).get("phase") or "Pending"
-        return ex
+    key, qname = ex.podgroup or "", ex.queue or ""
 
     snapshot = build_snapshot(objects)
     snapshot.now = now
@@ -291,23 +303,9 @@ def explain(objects: list[Obj], kind: str, name: str, namespace: str, conf: Sche
     scheduled = job.scheduled_task_num()
 
     if scheduled >= min_member and not job_binds and not pending:
-        bound_not_running = [t for t in job.tasks.values() if t.status is TaskStatus.Bound]
-        if bound_not_running:
-            ex.gate = "node-start"
-            ex.reason = f"{len(bound_not_running)} Pod(s) are bound and wait for their node agent to start them"
-        else:
-            ex.gate = "running"
-            ex.reason = f"the gang is placed: {scheduled} of minMember {min_member} Pods are scheduled"
+        _placed(ex, job, scheduled, min_member)
         return ex
-    waiting = [j for j in ssn.jobs.values() if j.queue == qname and j.pod_group is not None and not j.is_ready()
-               and any(t.status is TaskStatus.Pending for t in j.tasks.values())]
-    if job in waiting:
-        def order(a: Any, b: Any) -> int:
-            return -1 if ssn.job_order_fn(a, b) else (1 if ssn.job_order_fn(b, a) else 0)
-
-        ordered = sorted(waiting, key=cmp_to_key(order))
-        ex.details.append(f"queue position: {ordered.index(job) + 1} of {len(ordered)} waiting jobs in queue {qname} "
-                          "(the session's job order)")
+    _queue_position(ex, ssn, job, qname)
     if job_binds:
         ex.gate = "binding"
         ex.reason = (f"the scheduler binds {len(job_binds)} Pod(s) in this session ("
@@ -331,9 +329,54 @@ def explain(objects: list[Obj], kind: str, name: str, namespace: str, conf: Sche
         ex.remedy = (f"other queues free resources, or give queue {qname} a larger weight/deserved share "
                      "(reclaim takes back resources other queues borrowed)")
         return ex
+    gang_req = _gang_request(job, pending, min_member)
+    if _queue_allocatable_gate(ex, ssn, job, qname, pending, gang_req, plugin_numbers, allocatable_ok):
+        return ex
+    if _topology_gate(ex, ssn, job, pg, gang_req):
+        return ex
+    _gang_gate(ex, job, status, closed.pod_conditions, ssn, node_reasons)
+    return ex
+
+
+def _placed(ex: Explanation, job: Any, scheduled: int, min_member: int) -> None:
+    """The gang is placed: running, or bound and waiting for the node agent."""
+    bound_not_running = [t for t in job.tasks.values() if t.status is TaskStatus.Bound]
+    if bound_not_running:
+        ex.gate = "node-start"
+        ex.reason = f"{len(bound_not_running)} Pod(s) are bound and wait for their node agent to start them"
+    else:
+        ex.gate = "running"
+        ex.reason = f"the gang is placed: {scheduled} of minMember {min_member} Pods are scheduled"
+
+
+def _queue_position(ex: Explanation, ssn: Any, job: Any, qname: str) -> None:
+    """Add the job's place among the queue's waiting jobs, in the session's job order."""
+    waiting = [j for j in ssn.jobs.values() if j.queue == qname and j.pod_group is not None and not j.is_ready()
+               and any(t.status is TaskStatus.Pending for t in j.tasks.values())]
+    if job not in waiting:
+        return
+
+    def order(a: Any, b: Any) -> int:
+        return -1 if ssn.job_order_fn(a, b) else (1 if ssn.job_order_fn(b, a) else 0)
+
+    ordered = sorted(waiting, key=cmp_to_key(order))
+    ex.details.append(f"queue position: {ordered.index(job) + 1} of {len(ordered)} waiting jobs in queue {qname} "
+                      "(the session's job order)")
+
+
+def _gang_request(job: Any, pending: list[Any], min_member: int) -> Resource:
+    """What the gang still asks for: the requests of the first ``minMember - ready`` pending
+    tasks (at least one), by name."""
     gang_req = Resource()
     for t in sorted(pending, key=lambda t: t.name)[:max(min_member - job.ready_task_num(), 1)]:
         gang_req = gang_req + t.resreq
+    return gang_req
+
+
+def _queue_allocatable_gate(ex: Explanation, ssn: Any, job: Any, qname: str, pending: list[Any],
+                            gang_req: Resource, plugin_numbers: dict[str, Any], allocatable_ok: bool) -> bool:
+    """The queue's capability (capacity) or deserved share (proportion) holds the gang: fill
+    ``ex`` with the numbers and the limit to raise, and return True."""
     pn0 = plugin_numbers.get("queue")
     if pn0 and pending:
         lim0 = pn0["real_capability"] if plugin_numbers.get("plugin") == "capacity" else pn0["deserved"]
@@ -358,11 +401,8 @@ def explain(objects: list[Obj], kind: str, name: str, namespace: str, conf: Sche
         ex.gate = "queue-allocatable"
         if pending:
             _never_fits(ex, ssn, job)
-        return ex
-    if _topology_gate(ex, ssn, job, pg, gang_req):
-        return ex
-    _gang_gate(ex, job, status, closed.pod_conditions, ssn, node_reasons)
-    return ex
+        return True
+    return False
 
 
 def _topology_gate(ex: Explanation, ssn: Any, job: Any, pg: Obj, gang_req: Resource) -> bool:
