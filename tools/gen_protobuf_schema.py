@@ -9,7 +9,8 @@ Usage::
 
     python tools/gen_protobuf_schema.py /work/.mirror/kubernetes+api/repo \\
         /work/.mirror/kubernetes+apimachinery/repo \\
-        /work/.mirror/kubernetes+apiextensions-apiserver/repo > pumice/api/protobuf_schema.json
+        /work/.mirror/kubernetes+apiextensions-apiserver/repo \\
+        /work/.mirror/kubernetes+kube-aggregator/repo > pumice/api/protobuf_schema.json
 
 Output shape::
 
@@ -49,6 +50,7 @@ PACKAGES = {
         ("pkg/apis/meta/v1", None), ("pkg/runtime", None), ("pkg/util/intstr", None), ("pkg/api/resource", None),
     ],
     "apiextensions": [("pkg/apis/apiextensions/v1", None)],
+    "aggregator": [("pkg/apis/apiregistration/v1", None)],
 }
 
 SCALARS = {"string", "int32", "int64", "bool", "bytes", "double", "float", "uint32", "uint64", "sint32",
@@ -151,7 +153,8 @@ def qualify(package: str, t: str, known: set[str]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    repos = dict(zip(("api", "apimachinery", "apiextensions"), (Path(a) for a in argv[1:4]), strict=True))
+    repos = dict(zip(("api", "apimachinery", "apiextensions", "aggregator"), (Path(a) for a in argv[1:5]),
+                     strict=True))
     out: dict[str, object] = {"source": {}, "groups": {}, "messages": {}}
     messages: dict[str, dict[str, object]] = {}
     for key, repo in repos.items():
@@ -174,8 +177,8 @@ def main(argv: list[str]) -> int:
             if key == "api":
                 version = pkg_dir.split("/")[1]
                 out["groups"][package] = ["" if pkg_dir.startswith("core/") else (group or ""), version]  # type: ignore[index]
-            if key == "apiextensions":
-                out["groups"][package] = [group or "apiextensions.k8s.io", "v1"]  # type: ignore[index]
+            if key in ("apiextensions", "aggregator"):
+                out["groups"][package] = [group or "", "v1"]  # type: ignore[index]
             for name, fields in msgs.items():
                 go = structs.get(name, {})
                 rows = []

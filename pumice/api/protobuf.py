@@ -159,8 +159,16 @@ def _bytes_field(out: bytearray, number: int, data: bytes | bytearray) -> None:
     out += data
 
 
-def _read_varint(data: bytes | memoryview, i: int) -> tuple[int, int]:
-    shift = result = 0
+def _read_varint(data: bytes, i: int) -> tuple[int, int]:
+    try:
+        b = data[i]
+    except IndexError:
+        raise ProtobufError("truncated varint") from None
+    if b < 0x80:
+        return b, i + 1
+    result = b & 0x7F
+    shift = 7
+    i += 1
     while True:
         if i >= len(data):
             raise ProtobufError("truncated varint")
@@ -187,10 +195,16 @@ def _signed(v: int, bits: int = 64) -> int:
 def _fields(data: bytes | memoryview) -> list[tuple[int, int, Any]]:
     """``(number, wire type, value)`` of every field: an int for varints and fixed, bytes for
     length-delimited."""
+    if not isinstance(data, bytes):
+        data = bytes(data)
     out: list[tuple[int, int, Any]] = []
     i, n = 0, len(data)
     while i < n:
-        key, i = _read_varint(data, i)
+        key = data[i]
+        if key < 0x80:
+            i += 1
+        else:
+            key, i = _read_varint(data, i)
         number, wire = key >> 3, key & 7
         v: Any
         if wire == 0:
@@ -199,17 +213,17 @@ def _fields(data: bytes | memoryview) -> list[tuple[int, int, Any]]:
             size, i = _read_varint(data, i)
             if i + size > n:
                 raise ProtobufError("truncated length-delimited field")
-            v = bytes(data[i:i + size])
+            v = data[i:i + size]
             i += size
         elif wire == 1:
             if i + 8 > n:
                 raise ProtobufError("truncated fixed64 field")
-            v = bytes(data[i:i + 8])
+            v = data[i:i + 8]
             i += 8
         elif wire == 5:
             if i + 4 > n:
                 raise ProtobufError("truncated fixed32 field")
-            v = bytes(data[i:i + 4])
+            v = data[i:i + 4]
             i += 4
         else:
             raise ProtobufError(f"unsupported wire type {wire}")

@@ -64,8 +64,8 @@ _SCALAR_SCHEMAS: dict[str, Obj] = {
 def definition_name(message: str) -> str:
     """Upstream's definition name of a protobuf message (``k8s.io.api.core.v1.Pod`` ->
     ``io.k8s.api.core.v1.Pod``)."""
-    rest = message.removeprefix("k8s.io.")
-    return "io.k8s." + rest.replace("apiextensions_apiserver", "apiextensions-apiserver")
+    package, _, name = message.removeprefix("k8s.io.").rpartition(".")
+    return f"io.k8s.{package.replace('_', '-')}.{name}"
 
 
 def _crd_definition_name(cr: CustomResource, version: str) -> str:

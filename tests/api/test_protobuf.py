@@ -149,3 +149,13 @@ def test_drop_zero_values_leaves_pointers_and_required_fields() -> None:
     assert d["metadata"] == {"name": "d"}
     assert d["spec"] == {"replicas": 0, "template": {"spec": {"containers": [{"name": "", "ports": [
         {"containerPort": 0}], "resources": {"limits": {"cpu": "1"}}}]}}}
+
+
+def test_every_served_builtin_kind_has_a_protobuf_message() -> None:
+    from pumice.api.scheme import Scheme
+
+    custom_groups = ("ray.io", "volcano.sh")
+    for rk in Scheme.builtin():
+        if rk.group.endswith(custom_groups):
+            continue
+        assert pb.message_for(rk.api_version, rk.kind) is not None, rk
