@@ -166,3 +166,17 @@ spec:
     kubectl("apply", "-f", "-", stdin=one)
     d = get(kubectl, "deployment", "two-containers")
     assert [c["name"] for c in d["spec"]["template"]["spec"]["containers"]] == ["a"]
+
+
+def test_client_side_validation_of_a_list_reads_openapi_v2(kubectl) -> None:
+    bad = ("apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: bad}\n"
+           "  bogus: 2\n")
+    p = kubectl("create", "-f", "-", stdin=bad, check=False)
+    assert p.returncode != 0
+    assert 'unknown field "bogus" in io.k8s.api.core.v1.ConfigMap' in p.stderr
+
+
+def test_a_kind_that_is_not_served_is_no_match_not_an_openapi_failure(kubectl) -> None:
+    p = kubectl("apply", "-f", "-", stdin="apiVersion: example.com/v1\nkind: Foo\nmetadata: {name: f}\n", check=False)
+    assert p.returncode != 0
+    assert 'no matches for kind "Foo"' in p.stderr and "openapi" not in p.stderr
