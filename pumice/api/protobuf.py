@@ -32,6 +32,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from pumice._util.duration import parse_go_duration
 from pumice.api import Obj
 
 __all__ = [
@@ -262,25 +263,12 @@ def _format_time(seconds: int, nanos: int, micro: bool) -> str:
     return base + "Z"
 
 
-_DUR_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "m": 60_000_000_000,
-              "h": 3_600_000_000_000}
-_DUR_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-
-
 def _parse_duration(s: str) -> int:
-    sign = -1 if s.startswith("-") else 1
-    body = s.lstrip("+-")
-    if body == "0":
-        return 0
-    pos, total = 0, 0.0
-    for m in _DUR_PART.finditer(body):
-        if m.start() != pos:
-            raise ProtobufError(f"invalid duration {s!r}")
-        total += float(m.group(1)) * _DUR_UNITS[m.group(2)]
-        pos = m.end()
-    if pos != len(body) or not body:
-        raise ProtobufError(f"invalid duration {s!r}")
-    return sign * round(total)
+    """A Go duration string in nanoseconds (:func:`pumice._util.duration.parse_go_duration`)."""
+    try:
+        return round(parse_go_duration(s) * 1e9)
+    except ValueError as e:
+        raise ProtobufError(f"invalid duration {s!r}") from e
 
 
 def _format_duration(ns: int) -> str:

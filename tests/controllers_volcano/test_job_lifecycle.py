@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from pumice._util.duration import parse_go_duration
 from pumice.api import scheme
 from pumice.controllers.volcano.admission.jobs import mutate_job
-from pumice.controllers.volcano.job.controller import JobEvent, apply_policies, parse_go_duration
+from pumice.controllers.volcano.job.controller import JobEvent, apply_policies
 from pumice.controllers.volcano.keys import Action, Event, JobPhase
 from pumice.testing.fake_client import FakeClient
 from pumice.testing.volcano_controllers import eventually, running_controllers

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
+from pumice._util.duration import go_duration_string, parse_go_duration
 from pumice.api import Obj, scheme
 from pumice.client.base import KubeClient, is_already_exists, is_not_found
 from pumice.controllers.volcano import keys
@@ -93,39 +94,13 @@ def _events_of(policy: Obj) -> list[str]:
     return ev
 
 
-def parse_go_duration(v: Any) -> float:
-    """A metav1.Duration string (``"10s"``, ``"1m30s"``, ``"500ms"``) -> seconds."""
-    if isinstance(v, int | float):
-        return float(v)
-    s, total, num = str(v), 0.0, ""
-    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
-    i = 0
-    while i < len(s):
-        ch = s[i]
-        if ch.isdigit() or ch == ".":
-            num += ch
-            i += 1
-            continue
-        unit = s[i:i + 2] if s[i:i + 2] in units else ch
-        total += float(num or 0) * units.get(unit, 0.0)
-        num = ""
-        i += len(unit)
-    return total
+def policy_timeout(v: Any) -> float:
+    """A policy's ``timeout`` (a metav1.Duration string such as ``"10s"``, or a number) in seconds.
 
-
-def go_duration(seconds: float) -> str:
-    """Seconds -> a Go duration string (``"1m2.5s"``)."""
-    if seconds <= 0:
-        return "0s"
-    h, rem = divmod(seconds, 3600)
-    m, s = divmod(rem, 60)
-    out = ""
-    if h:
-        out += f"{int(h)}h"
-    if h or m:
-        out += f"{int(m)}m"
-    out += f"{s:g}s"
-    return out
+    Raises:
+        ValueError: a string that is not a Go duration (the admission webhook refuses those).
+    """
+    return float(v) if isinstance(v, int | float) else parse_go_duration(str(v))
 
 
 #: Warning event reason of a Job that admission would have refused (pumice's own: upstream relies on
@@ -163,7 +138,7 @@ def apply_policies(job: Obj, ev: JobEvent) -> tuple[Action, float]:
         if not hit and policy.get("exitCode") is not None:
             hit = int(policy["exitCode"]) == ev.exit_code and ev.exit_code != 0
         if hit:
-            return Action(str(policy.get("action") or "")), parse_go_duration(policy.get("timeout") or 0)
+            return Action(str(policy.get("action") or "")), policy_timeout(policy.get("timeout") or 0)
         return None
 
     if ev.task:
@@ -430,7 +405,7 @@ class JobReconciler:
                 if delay > 0:
                     new_mem.delayed[ev.pod] = Delayed(ev.event, action, target_of(action, ev), now + delay,
                                                       ev.pod, ev.pod_uid, ev.task)
-                    self._event(job, "Normal", "ExecuteAction", f"Execute action {action} after {go_duration(delay)}")
+                    self._event(job, "Normal", "ExecuteAction", f"Execute action {action} after {go_duration_string(max(delay, 0.0))}")
                     continue
                 if action != Action.SYNC_JOB:
                     act, chosen = StateAction(action, target_of(action, ev)), ev
@@ -764,7 +739,7 @@ class _Ops:
         ltt = (status.get("state") or {}).get("lastTransitionTime")
         created = job["metadata"].get("creationTimestamp")
         if ltt and created:
-            status["runningDuration"] = go_duration(parse_rfc3339(ltt) - parse_rfc3339(created))
+            status["runningDuration"] = go_duration_string(max(parse_rfc3339(ltt) - parse_rfc3339(created), 0.0))
         job["status"] = status
         for plugin in self._plugins():
             await plugin.on_job_delete(job, self.r.plugin_client)
