@@ -7,7 +7,7 @@ Mirrors: volcano pkg/controllers/job/plugins/env/env.go.
 from __future__ import annotations
 
 from pumice.api import Obj
-from pumice.controllers.volcano.job.plugins._base import PluginClient, controlled, set_controlled
+from pumice.controllers.volcano.job.plugins._framework import ControlledOnly
 
 TASK_VK_INDEX = "VK_TASK_INDEX"
 TASK_INDEX = "VC_TASK_INDEX"
@@ -19,7 +19,7 @@ def pod_index(pod: Obj) -> str:
     return parts[-1] if len(parts) >= 3 else ""
 
 
-class EnvPlugin:
+class EnvPlugin(ControlledOnly):
     name = "env"
 
     def __init__(self, arguments: list[str] | None = None) -> None:
@@ -31,14 +31,3 @@ class EnvPlugin:
         for c in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
             c.setdefault("env", []).extend([{"name": TASK_VK_INDEX, "value": idx},
                                             {"name": TASK_INDEX, "value": idx}])
-
-    async def on_job_add(self, job: Obj, client: PluginClient) -> None:
-        if not controlled(job, self.name):
-            set_controlled(job, self.name, True)
-
-    async def on_job_delete(self, job: Obj, client: PluginClient) -> None:
-        if controlled(job, self.name):
-            set_controlled(job, self.name, False)
-
-    async def on_job_update(self, job: Obj, client: PluginClient) -> None:
-        return None
