@@ -45,7 +45,8 @@ async def _make_client(kubeconfig: str | None, component: str) -> Any:
         raise click.ClickException(f"cannot load kubeconfig {kubeconfig or '(default)'}: {e}") from e
 
 
-async def _run(kubeconfig: str | None, name: str, period: float, conf: str | None) -> None:
+async def _run(kubeconfig: str | None, name: str, period: float, conf: str | None, sharding_mode: str = "none",
+               sharding_name: str | None = None) -> None:
     client = await _make_client(kubeconfig, "volcano-scheduler" if name == "volcano" else "scheduler")
     stop = stop_on_signals()
     try:
@@ -57,7 +58,8 @@ async def _run(kubeconfig: str | None, name: str, period: float, conf: str | Non
                 raise click.ClickException(f"the Volcano scheduler is not available in this build: {e}") from e
             config_error: type[BaseException] = getattr(volcano, "ConfigError", ValueError)
             try:
-                await run(client, conf_path=conf, schedule_period=period, scheduler_name="volcano", stop_event=stop)
+                await run(client, conf_path=conf, schedule_period=period, scheduler_name="volcano", stop_event=stop,
+                          sharding_mode=sharding_mode, shard_name=sharding_name)
             except config_error as e:
                 raise click.ClickException(f"bad --scheduler-conf {conf}: {e}") from e
         else:
@@ -76,9 +78,15 @@ async def _run(kubeconfig: str | None, name: str, period: float, conf: str | Non
 @click.option("--schedule-period", default="1s", show_default=True, help="Volcano session period")
 @click.option("--scheduler-conf", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Volcano scheduler configuration (YAML)")
-def command(kubeconfig: str | None, name: str, schedule_period: str, scheduler_conf: str | None) -> None:
+@click.option("--scheduler-sharding-mode", type=click.Choice(["none", "hard"]), default="none", show_default=True,
+              help="Volcano: use every Node, or only this scheduler's NodeShard's Nodes")
+@click.option("--scheduler-sharding-name", default=None, help="Volcano: the NodeShard to read (default: volcano)")
+def command(kubeconfig: str | None, name: str, schedule_period: str, scheduler_conf: str | None,
+            scheduler_sharding_mode: str, scheduler_sharding_name: str | None) -> None:
     """Run the default or the Volcano scheduler."""
     period = parse_duration(schedule_period)
     if scheduler_conf and name != "volcano":
         raise click.UsageError("--scheduler-conf applies to --name volcano only")
-    asyncio.run(_run(kubeconfig, name, period, scheduler_conf))
+    if scheduler_sharding_mode != "none" and name != "volcano":
+        raise click.UsageError("--scheduler-sharding-mode applies to --name volcano only")
+    asyncio.run(_run(kubeconfig, name, period, scheduler_conf, scheduler_sharding_mode, scheduler_sharding_name))
