@@ -20,13 +20,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pumice.api.volcano.constants import PodGroupPhase
 from pumice.scheduler.volcano.api.hyper_node_info import CLUSTER_TOP_HYPERNODE
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.queue_info import QueueInfo
 from pumice.scheduler.volcano.api.resource import Dimension
 from pumice.scheduler.volcano.api.task_info import TaskInfo
-from pumice.scheduler.volcano.api.types import FitErrors, PodGroupPhase, TaskStatus
+from pumice.scheduler.volcano.api.types import FitErrors, TaskStatus
 from pumice.scheduler.volcano.framework.arguments import Arguments, arg, decode
 from pumice.scheduler.volcano.framework.predicate_helper import (
     best_node,
@@ -65,7 +66,7 @@ class AllocateAction:
             if job.is_pending():
                 if enqueue_on:
                     continue
-                job.set_phase(PodGroupPhase.Inqueue)
+                job.set_phase(PodGroupPhase.INQUEUE)
             if ssn.job_valid(job) is not None:
                 continue
             q = ssn.queues.get(job.queue)

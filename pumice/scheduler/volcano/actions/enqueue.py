@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pumice.api.volcano.constants import PodGroupPhase
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.queue_info import QueueInfo
-from pumice.scheduler.volcano.api.types import PodGroupPhase
 from pumice.scheduler.volcano.framework.arguments import NoArguments, decode
 from pumice.scheduler.volcano.framework.session import Session
 from pumice.scheduler.volcano.framework.util import PriorityQueue
@@ -51,5 +51,5 @@ class EnqueueAction:
             job = pq.pop()
             if job.min_resources is None or ssn.job_enqueueable(job):
                 ssn.job_enqueued(job)
-                job.set_phase(PodGroupPhase.Inqueue)
+                job.set_phase(PodGroupPhase.INQUEUE)
             queues.push(q)

@@ -3,6 +3,7 @@
 Mirrors: volcano pkg/scheduler/api.
 """
 
+from pumice.api.volcano.constants import PodGroupPhase, QueueState
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.node_info import NodeError, NodeInfo
 from pumice.scheduler.volcano.api.queue_info import ClusterInfo, QueueInfo
@@ -11,8 +12,6 @@ from pumice.scheduler.volcano.api.task_info import TaskInfo, TransactionContext,
 from pumice.scheduler.volcano.api.types import (
     FitError,
     FitErrors,
-    PodGroupPhase,
-    QueueState,
     Status,
     StatusCode,
     TaskStatus,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pumice.api import Obj
+from pumice.api.volcano.constants import PodGroupPhase
 from pumice.scheduler.volcano.api.resource import Resource
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import (
@@ -19,7 +20,6 @@ from pumice.scheduler.volcano.api.types import (
     POD_REASON_UNSCHEDULABLE,
     SCHEDULED_STATUSES,
     FitErrors,
-    PodGroupPhase,
     TaskStatus,
 )
 
@@ -188,7 +188,7 @@ class JobInfo:
         return self.waiting_task_num() + self.ready_task_num() < self.min_available
 
     def is_pending(self) -> bool:
-        return self.pod_group is None or self.phase in ("", str(PodGroupPhase.Pending))
+        return self.pod_group is None or self.phase in ("", str(PodGroupPhase.PENDING))
 
     def has_pending_tasks(self) -> bool:
         return bool(self.task_status_index.get(TaskStatus.Pending))

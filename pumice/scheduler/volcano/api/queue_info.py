@@ -9,11 +9,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pumice.api import Obj
-from pumice.api.volcano.constants import KUBE_HIERARCHY_ANNOTATION_KEY, KUBE_HIERARCHY_WEIGHT_ANNOTATION_KEY
+from pumice.api.volcano.constants import (
+    KUBE_HIERARCHY_ANNOTATION_KEY,
+    KUBE_HIERARCHY_WEIGHT_ANNOTATION_KEY,
+    QueueState,
+)
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.resource import Resource
-from pumice.scheduler.volcano.api.types import QueueState
 
 if TYPE_CHECKING:
     from pumice.scheduler.volcano.api.hyper_node_info import HyperNodesInfo
@@ -30,7 +33,7 @@ class QueueInfo:
     weight: int = 1
     priority: int = 0
     reclaimable: bool = True
-    state: str = str(QueueState.Open)
+    state: str = str(QueueState.OPEN)
     parent: str = ""
     capability: Resource | None = None
     deserved: Resource | None = None
@@ -57,7 +60,7 @@ class QueueInfo:
             weight=int(spec.get("weight") or 1),
             priority=int(spec.get("priority") or 0),
             reclaimable=True if rec is None else bool(rec),
-            state=st.get("state") or str(QueueState.Open),
+            state=st.get("state") or str(QueueState.OPEN),
             parent=spec.get("parent") or "",
             capability=Resource.from_list(cap) if cap else None,
             deserved=Resource.from_list(des) if des else None,
@@ -69,7 +72,7 @@ class QueueInfo:
         )
 
     def is_open(self) -> bool:
-        return self.state == str(QueueState.Open)
+        return self.state == str(QueueState.OPEN)
 
 
 @dataclass(eq=False)

@@ -38,23 +38,6 @@ def allocated_status(s: TaskStatus) -> bool:
     return s in ALLOCATED_STATUSES
 
 
-class PodGroupPhase(enum.StrEnum):
-    """scheduling.volcano.sh/v1beta1 PodGroupPhase."""
-
-    Pending = "Pending"
-    Running = "Running"
-    Unknown = "Unknown"
-    Inqueue = "Inqueue"
-    Completed = "Completed"
-
-
-class QueueState(enum.StrEnum):
-    Open = "Open"
-    Closed = "Closed"
-    Closing = "Closing"
-    Unknown = "Unknown"
-
-
 # PodGroup condition types and reasons (volcano.sh/apis scheduling/v1beta1).
 POD_GROUP_READY = "pod group is ready"
 POD_GROUP_NOT_READY = "pod group is not ready"

@@ -26,7 +26,11 @@ import numpy as np
 
 from pumice._util.clock import rfc3339
 from pumice.api import Obj
-from pumice.api.volcano.constants import JOB_ALLOCATED_HYPERNODE_ANNOTATION, PodGroupConditionType
+from pumice.api.volcano.constants import (
+    JOB_ALLOCATED_HYPERNODE_ANNOTATION,
+    PodGroupConditionType,
+    PodGroupPhase,
+)
 from pumice.scheduler.volcano import metrics
 from pumice.scheduler.volcano.api.hyper_node_info import HyperNodesInfo, build_hypernodes
 from pumice.scheduler.volcano.api.job_info import JobInfo
@@ -40,7 +44,6 @@ from pumice.scheduler.volcano.api.types import (
     COMPLETED_STATUSES,
     POD_GROUP_READY,
     FitError,
-    PodGroupPhase,
     Status,
     StatusCode,
     TaskStatus,
@@ -686,8 +689,8 @@ class Session:
                 res.changed.append(job.uid)
             phase = st.get("phase")
             fit: str | None = None
-            if phase in (PodGroupPhase.Pending, PodGroupPhase.Inqueue, PodGroupPhase.Unknown) and not (
-                    phase == PodGroupPhase.Inqueue and job.is_ready() and not job.count(TaskStatus.Pending)):
+            if phase in (PodGroupPhase.PENDING, PodGroupPhase.INQUEUE, PodGroupPhase.UNKNOWN) and not (
+                    phase == PodGroupPhase.INQUEUE and job.is_ready() and not job.count(TaskStatus.Pending)):
                 # Deviates: upstream (cache.go RecordJobStatusEvent) also warns "0/N tasks in gang
                 # unschedulable: pod group is ready, N Binding" for a gang whose binds are still in
                 # flight; nothing is unschedulable then, so pumice leaves that Warning out
@@ -740,15 +743,15 @@ def job_status(ssn: Session, job: JobInfo) -> Obj:
 def pod_group_phase(job: JobInfo, unschedulable: bool, min_member: int) -> PodGroupPhase:
     """Mirrors: volcano framework/session.go getPodGroupPhase."""
     if job.count(TaskStatus.Running) and unschedulable:
-        return PodGroupPhase.Unknown
+        return PodGroupPhase.UNKNOWN
     scheduled = job.scheduled_task_num()
     completed = sum(len(b) for s, b in job.task_status_index.items() if s in COMPLETED_STATUSES)
     scheduled += job.releasing_scheduled_task_num()
     if scheduled >= min_member:
-        return PodGroupPhase.Completed if scheduled == completed else PodGroupPhase.Running
-    if job.phase != PodGroupPhase.Inqueue:
-        return PodGroupPhase.Pending
-    return PodGroupPhase.Inqueue
+        return PodGroupPhase.COMPLETED if scheduled == completed else PodGroupPhase.RUNNING
+    if job.phase != PodGroupPhase.INQUEUE:
+        return PodGroupPhase.PENDING
+    return PodGroupPhase.INQUEUE
 
 
 def _pod_index(name: str) -> int | None:

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pumice.api.volcano.constants import PodGroupPhase
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.queue_info import QueueInfo
 from pumice.scheduler.volcano.api.resource import (
@@ -33,7 +34,7 @@ from pumice.scheduler.volcano.api.resource import (
     sum_resources,
 )
 from pumice.scheduler.volcano.api.task_info import TaskInfo
-from pumice.scheduler.volcano.api.types import ALLOCATED_STATUSES, PodGroupPhase, TaskStatus, Vote
+from pumice.scheduler.volcano.api.types import ALLOCATED_STATUSES, TaskStatus, Vote
 from pumice.scheduler.volcano.framework.arguments import Arguments, arg, decode
 from pumice.scheduler.volcano.framework.interface import Event, EventHandler
 from pumice.scheduler.volcano.framework.session import Session
@@ -149,8 +150,8 @@ class CapacityPlugin:
             min_member = int(((job.pod_group or {}).get("spec") or {}).get("minMember") or 0)
             inq = Resource()
             if has_min and (
-                job.phase == PodGroupPhase.Inqueue
-                or (job.phase == PodGroupPhase.Running and allocated_task_num(job) >= min_member)
+                job.phase == PodGroupPhase.INQUEUE
+                or (job.phase == PodGroupPhase.RUNNING and allocated_task_num(job) >= min_member)
             ):
                 inq = deduct_sch_gated(job, inqueue_resource(job, job.allocated))
             el = elastic_resources(job)

@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pumice.api.volcano.constants import PodGroupPhase
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.resource import Resource, sum_resources
-from pumice.scheduler.volcano.api.types import PodGroupPhase, Vote
+from pumice.scheduler.volcano.api.types import Vote
 from pumice.scheduler.volcano.framework.arguments import Arguments, arg, decode
 from pumice.scheduler.volcano.framework.session import Session
 from pumice.scheduler.volcano.plugins._queue_util import (
@@ -43,10 +44,10 @@ class OvercommitPlugin:
         for job in ssn.jobs.values():
             if min_resources_list(job) is None:
                 continue
-            if job.phase == PodGroupPhase.Inqueue:
+            if job.phase == PodGroupPhase.INQUEUE:
                 self.inqueue = self.inqueue + deduct_sch_gated(job, inqueue_resource(job, job.allocated))
             min_member = int(((job.pod_group or {}).get("spec") or {}).get("minMember") or 0)
-            if job.phase == PodGroupPhase.Running and allocated_task_num(job) >= min_member:
+            if job.phase == PodGroupPhase.RUNNING and allocated_task_num(job) >= min_member:
                 self.inqueue = self.inqueue + deduct_sch_gated(job, inqueue_resource(job, job.allocated))
 
         def enqueueable(job: JobInfo) -> int:

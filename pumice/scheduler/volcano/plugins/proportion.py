@@ -13,11 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pumice.api.volcano.constants import PodGroupPhase
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.queue_info import QueueInfo
 from pumice.scheduler.volcano.api.resource import Dimension, Resource, sum_resources
 from pumice.scheduler.volcano.api.task_info import TaskInfo
-from pumice.scheduler.volcano.api.types import ALLOCATED_STATUSES, PodGroupPhase, TaskStatus, Vote
+from pumice.scheduler.volcano.api.types import ALLOCATED_STATUSES, TaskStatus, Vote
 from pumice.scheduler.volcano.framework.arguments import NoArguments, decode
 from pumice.scheduler.volcano.framework.interface import Event, EventHandler
 from pumice.scheduler.volcano.framework.session import Session
@@ -100,10 +101,10 @@ class ProportionPlugin:
                     for t in b.values():
                         attr.request = attr.request + t.resreq
             has_min = min_resources_list(job) is not None
-            if job.phase == PodGroupPhase.Inqueue and has_min:
+            if job.phase == PodGroupPhase.INQUEUE and has_min:
                 attr.inqueue = attr.inqueue + deduct_sch_gated(job, inqueue_resource(job, job.allocated))
             min_member = int(((job.pod_group or {}).get("spec") or {}).get("minMember") or 0)
-            if job.phase == PodGroupPhase.Running and has_min and allocated_task_num(job) >= min_member:
+            if job.phase == PodGroupPhase.RUNNING and has_min and allocated_task_num(job) >= min_member:
                 attr.inqueue = attr.inqueue + deduct_sch_gated(job, inqueue_resource(job, job.allocated))
             attr.elastic = attr.elastic + elastic_resources(job)
 
