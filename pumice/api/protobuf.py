@@ -93,6 +93,8 @@ class Message:
     fields: tuple[Field, ...]
     by_number: dict[int, Field]
     list_wrapper: bool
+    by_name: dict[str, Field]
+    inline: tuple[Field, ...]
 
 
 class Schema:
@@ -110,7 +112,8 @@ class Schema:
                 fields.append(Field(number, jname, ftype, "r" in flags, "p" in flags, "o" in flags, "i" in flags,
                                     mk, mv, patch.get("patchStrategy", ""), patch.get("patchMergeKey", "")))
             self.messages[name] = Message(name, tuple(fields), {f.number: f for f in fields},
-                                          bool(entry.get("list")))
+                                          bool(entry.get("list")), {f.name: f for f in fields if not f.inline},
+                                          tuple(f for f in fields if f.inline))
         self.packages: dict[tuple[str, str], str] = {(g, v): pkg for pkg, (g, v) in doc["groups"].items()}
 
     def message_for(self, api_version: str, kind: str) -> str | None:
@@ -404,6 +407,10 @@ def _encode_value(out: bytearray, f: Field, ftype: str, value: Any, number: int)
 _SCALARS = frozenset({"string", "bytes", "double", "float"}) | _VARINT
 
 
+def _number(f: Field) -> int:
+    return f.number
+
+
 def _encode_message(name: str, obj: Any) -> bytes:
     special = _encode_special(name, obj)
     if special is not None:
@@ -416,11 +423,14 @@ def _encode_message(name: str, obj: Any) -> bytes:
     if not isinstance(obj, dict):
         raise ProtobufError(f"{name.rpartition('.')[2]}: object expected, got {type(obj).__name__}")
     out = bytearray()
-    for f in msg.fields:
+    by_name = msg.by_name
+    present = [by_name[k] for k in obj if k in by_name]
+    if msg.inline:
+        present += msg.inline
+    present.sort(key=_number)
+    for f in present:
         if f.inline:
             _bytes_field(out, f.number, _encode_message(f.type, obj))
-            continue
-        if f.name not in obj:
             continue
         value = obj[f.name]
         if value is None:
@@ -606,13 +616,15 @@ def _decode_message(name: str, data: bytes) -> Any:
         except (UnicodeDecodeError, struct.error) as e:
             raise ProtobufError(f"{f.name}: {e}") from None
     # Go's JSON: zero scalars of non-pointer omitempty fields are left out
-    for f in msg.fields:
-        if f.name not in out or f.pointer or not f.omitempty or f.inline:
+    by_name = msg.by_name
+    for key in list(out):
+        fld = by_name.get(key)
+        if fld is None or fld.pointer or not fld.omitempty:
             continue
-        v = out[f.name]
-        scalar = f.type in _SCALARS and not f.repeated and not f.map_key
-        if (scalar and _is_zero(v)) or (f.type == _RAW and v is None):
-            del out[f.name]
+        v = out[key]
+        scalar = fld.type in _SCALARS and not fld.repeated and not fld.map_key
+        if (scalar and _is_zero(v)) or (fld.type == _RAW and v is None):
+            del out[key]
     if msg.list_wrapper:
         return out.get(msg.fields[0].name, [])
     return out
