@@ -17,6 +17,7 @@ from typing import Any
 
 from pumice._util.clock import parse_rfc3339
 from pumice.api import Obj
+from pumice.api.meta import get_condition
 from pumice.api.quantity import QuantityError, format_bytes, format_millis, milli_value
 from pumice.api.volcano import constants as vc
 from pumice.controllers.volcano.queue import count_podgroups
@@ -330,8 +331,7 @@ def node_rows(nodes: Iterable[Obj], pods_by_node: Mapping[str, list[Obj]]) -> li
             for r, q in pod_requests(p).items():
                 used[r] = used.get(r, 0.0) + q
         alloc = res_map(status(n).get("allocatable"))
-        ready = next((c.get("status", "") for c in status(n).get("conditions") or [] if c.get("type") == "Ready"),
-                     "Unknown")
+        ready = (get_condition(n, "Ready") or {"status": "Unknown"}).get("status", "")
         names = sorted(alloc, key=lambda r: (r not in ("cpu", "memory", "pods"), r))
         rows.append(NodeRow(name, "Ready" if ready == "True" else "NotReady", len(pods),
                             [(r, used.get(r, 0.0), alloc[r]) for r in names]))
@@ -353,9 +353,9 @@ def pod_status(pod: Obj) -> str:
 
 def pending_reason(pod: Obj) -> str:
     """The message of the Pod's PodScheduled=False condition (KueueViz's "Pending Reason")."""
-    for c in status(pod).get("conditions") or []:
-        if c.get("type") == "PodScheduled" and c.get("status") == "False":
-            return str(c.get("message") or c.get("reason") or "")
+    c = get_condition(pod, "PodScheduled")
+    if c is not None and c.get("status") == "False":
+        return str(c.get("message") or c.get("reason") or "")
     return ""
 
 
@@ -370,11 +370,11 @@ def utilisation(nodes: Iterable[Obj], pods: Iterable[Obj], resource: str = "cpu"
 def queueing_delay(pg: Obj) -> float | None:
     """Seconds from a PodGroup's creation to its ``Scheduled`` condition (None while waiting)."""
     created = ts(md(pg).get("creationTimestamp"))
-    for c in status(pg).get("conditions") or []:
-        if c.get("type") == "Scheduled" and c.get("status") == "True":
-            t = ts(c.get("lastTransitionTime"))
-            if created is not None and t is not None:
-                return max(0.0, t - created)
+    c = get_condition(pg, "Scheduled")
+    if c is not None and c.get("status") == "True":
+        t = ts(c.get("lastTransitionTime"))
+        if created is not None and t is not None:
+            return max(0.0, t - created)
     return None
 
 

@@ -20,6 +20,7 @@ from functools import cmp_to_key
 from typing import Any
 
 from pumice.api import Obj
+from pumice.api.meta import find_condition, get_condition
 from pumice.api.volcano.constants import DEFAULT_SCHEDULER_NAME
 from pumice.scheduler.volcano import build_snapshot
 from pumice.scheduler.volcano.api.resource import Dimension, Resource
@@ -558,8 +559,7 @@ def _other_scheduler(ex: Explanation, pod: Obj, scheduler: str) -> None:
     """A Pod for another scheduler (kube-scheduler's ``default-scheduler``): its PodScheduled
     condition is that scheduler's verdict (kube-scheduler writes ``0/N nodes are available: ...``)."""
     ex.gate = "other-scheduler"
-    cond = next((c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "PodScheduled"),
-                None)
+    cond = get_condition(pod, "PodScheduled")
     if cond is not None and cond.get("status") == "False":
         ex.reason = (f"scheduler {scheduler} has not placed it: {cond.get('reason') or 'Unschedulable'}: "
                      f"{cond.get('message') or '(no message)'}")
@@ -669,8 +669,9 @@ def _gang_gate(ex: Explanation, job: Any, status: Obj, pod_conditions: dict[str,
     min_member = job.min_available
     ready = job.ready_task_num()
     pending = sorted((t for t in job.tasks.values() if t.status is TaskStatus.Pending), key=lambda t: t.name)
-    cond = next((c for c in status.get("conditions") or [] if c.get("type") == "Unschedulable"
-                 and c.get("status") == "True"), None)
+    cond = find_condition(status.get("conditions"), "Unschedulable")
+    if cond is not None and cond.get("status") != "True":
+        cond = None
     short = None
     if cond is not None:
         m = _GANG_RE.match(str(cond.get("message", "")))
