@@ -139,6 +139,16 @@ def _t(ts: str | None) -> float:
     return parse_rfc3339(ts) if ts else float("nan")
 
 
+def _root_ca() -> str:
+    """A CA certificate for the ``kube-root-ca.crt`` ConfigMap every Pod's ServiceAccount volume
+    projects (the in-process API here is not reached by Pods)."""
+    import datetime
+
+    from pumice._util.tls import self_signed
+
+    return self_signed("pumice-bench-ca", ["127.0.0.1"], now=datetime.datetime.now(datetime.UTC))[0].decode()
+
+
 @contextlib.asynccontextmanager
 async def process_stack(**agent_kwargs: Any) -> AsyncIterator[Any]:
     """The real stack in this process: in-process API server, kube controllers, default scheduler,
@@ -158,7 +168,7 @@ async def process_stack(**agent_kwargs: Any) -> AsyncIterator[Any]:
     try:
         async with local_cluster() as lc:
             kmgr = Manager(lc.new_client())
-            kube.setup(kmgr)
+            kube.setup(kmgr, root_ca=_root_ca())
             agent = NodeAgent(lc.new_client(), runtime="process", data_dir=data / "node", stop_grace=10.0,
                               **agent_kwargs)
             tasks = [asyncio.create_task(kmgr.start()),

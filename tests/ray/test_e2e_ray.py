@@ -95,6 +95,17 @@ class Stack:
         raise AssertionError(f"timed out: {last}")
 
 
+def stack_root_ca() -> str:
+    """A CA certificate for ``kube-root-ca.crt``: every Pod's ServiceAccount volume projects that
+    ConfigMap, so the root-CA publisher must run (Pods of this in-process stack do not call the API
+    server, so any valid certificate serves)."""
+    import datetime
+
+    from pumice._util.tls import self_signed
+
+    return self_signed("pumice-test-ca", ["127.0.0.1"], now=datetime.datetime.now(datetime.UTC))[0].decode()
+
+
 @contextlib.asynccontextmanager
 async def stack(**agent_kwargs: Any) -> AsyncIterator[Stack]:
     """The whole system on one process-runtime Node; ``agent_kwargs`` go to the NodeAgent
@@ -110,7 +121,7 @@ async def stack(**agent_kwargs: Any) -> AsyncIterator[Stack]:
         async with cluster_mod.local_cluster() as lc:
             s = Stack(lc, stop)
             kube_mgr = Manager(lc.new_client(field_manager="kube-controller-manager"))
-            kube.setup(kube_mgr)
+            kube.setup(kube_mgr, root_ca=stack_root_ca())
             tasks.append(asyncio.create_task(kube_mgr.start(), name="kube-controllers"))
             tasks.append(asyncio.create_task(sched.run_scheduler(lc.new_client(), stop_event=stop),
                                              name="scheduler"))
