@@ -11,18 +11,23 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
+from typing import Any
 
 from pumice.runtime.run import SetupFn
 
 CONTROLLER_GROUPS: tuple[str, ...] = ("kube", "ray", "volcano")
 
 
-def controller_setups(names: list[str], *, batch_scheduler: str | None = None) -> list[SetupFn]:
+def controller_setups(names: list[str], *, batch_scheduler: str | None = None,
+                      ray_options: Mapping[str, Any] | None = None) -> list[SetupFn]:
     """The setup callables of the groups ``names``, in that order.
 
     Args:
         names: group names from :data:`CONTROLLER_GROUPS`.
         batch_scheduler: KubeRay's batch scheduler (``"volcano"``; None, ``""`` or ``"none"``: none).
+        ray_options: more keyword arguments of the KubeRay ``setup`` (``pumice up --runtime
+            simulated`` passes the simulated dashboard's ``dashboard_client_factory``).
 
     Raises:
         ValueError: an unknown group name (the message lists the known ones).
@@ -30,12 +35,15 @@ def controller_setups(names: list[str], *, batch_scheduler: str | None = None) -
     unknown = [n for n in names if n not in CONTROLLER_GROUPS]
     if unknown:
         raise ValueError(f"unknown controllers {unknown}; known: {list(CONTROLLER_GROUPS)}")
-    from pumice.controllers import kube, ray, volcano
+    from pumice.controllers import kube, ray
+    from pumice.controllers.volcano.setup import setup_controllers as volcano_setup
 
     table: dict[str, SetupFn] = {
         "kube": kube.setup,
         "ray": functools.partial(ray.setup, batch_scheduler=None if batch_scheduler in (None, "", "none")
-                                 else batch_scheduler),
-        "volcano": volcano.setup,
+                                 else batch_scheduler, **dict(ray_options or {})),
+        # The package's ``setup`` attribute is replaced by its submodule ``setup`` once anything
+        # imports ``pumice.controllers.volcano.setup``: take the function from the submodule.
+        "volcano": volcano_setup,
     }
     return [table[n] for n in names]

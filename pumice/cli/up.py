@@ -138,13 +138,21 @@ def _start_components(opts: UpOptions, client: Callable[[str], Any], apiserver_u
     from pumice.runtime.run import run_controller_manager
     from pumice.scheduler.default.scheduler import run_scheduler
 
-    tasks = [asyncio.create_task(
+    tasks: list[asyncio.Task[None]] = []
+    ray_options: dict[str, Any] = {}
+    agent_holder: list[Any] = []
+    if opts.runtime == "simulated":
+        dashboard, dash_informers = _simulated_ray_dashboard(client("ray-dashboard"), agent_holder)
+        tasks.append(asyncio.create_task(_run_informers(dash_informers, stop), name="ray-dashboard"))
+        ray_options["dashboard_client_factory"] = dashboard.factory
+    tasks.append(asyncio.create_task(
         run_controller_manager(
-            client("controller-manager"), controller_setups(opts.controllers, batch_scheduler=opts.batch_scheduler),
+            client("controller-manager"),
+            controller_setups(opts.controllers, batch_scheduler=opts.batch_scheduler, ray_options=ray_options),
             leader_elect=False, stop_event=stop,
         ),
         name="controller-manager",
-    )]
+    ))
     tasks.append(asyncio.create_task(run_scheduler(client("scheduler"), stop_event=stop), name="default-scheduler"))
     if "volcano" in opts.controllers:
         from pumice.scheduler import volcano
@@ -154,8 +162,40 @@ def _start_components(opts: UpOptions, client: Callable[[str], Any], apiserver_u
             name="volcano-scheduler",
         ))
     agent = _node_agent(opts, client("node-agent"), apiserver_url)
+    agent_holder.append(agent)
     tasks.append(asyncio.create_task(agent.run(stop_event=stop), name="node-agent"))
     return tasks
+
+
+def _simulated_ray_dashboard(api: Any, agent_holder: list[Any]) -> tuple[Any, Any]:
+    """The simulated Ray dashboard for ``--runtime simulated`` (see pumice.simulate.ray_dashboard):
+    a RayJob's Ray job runs for its ``pumice.io/sim-duration-seconds`` once its Pods run, then
+    SUCCEEDED, and its submitter Pod exits. Returns it and the informer factory it reads Pods and
+    RayJobs from."""
+    from pumice._util.clock import default_clock
+    from pumice.api.scheme import POD, RAY_JOB
+    from pumice.client.informer import SharedInformerFactory
+    from pumice.simulate.ray_dashboard import SimulatedRayDashboard
+
+    informers = SharedInformerFactory(api)
+    pods = informers.informer(POD)
+    rayjobs = informers.informer(RAY_JOB)
+
+    def finish_pod(uid: str, code: int) -> bool:
+        finish = getattr(getattr(agent_holder[0], "runtime", None), "finish_pod", None) if agent_holder else None
+        return bool(finish(uid, code)) if finish is not None else False
+
+    dashboard = SimulatedRayDashboard(default_clock(), pods=lambda ns, sel: pods.lister.list(ns, sel),
+                                      rayjobs=lambda ns, n: rayjobs.lister.get(ns, n), finish_pod=finish_pod)
+    return dashboard, informers
+
+
+async def _run_informers(informers: Any, stop: asyncio.Event) -> None:
+    await informers.start()
+    try:
+        await stop.wait()
+    finally:
+        await informers.stop()
 
 
 def _node_agent(opts: UpOptions, client: Any, apiserver_url: str | None) -> Any:

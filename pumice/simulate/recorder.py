@@ -96,6 +96,7 @@ class Recorder:
     sessions: int = 0
     deserved: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     on_job_finished: Callable[[str], None] | None = None
+    finished: int = 0
 
     def __post_init__(self) -> None:
         self._cpu = 0
@@ -200,8 +201,7 @@ class Recorder:
         if js.arrival.kind in ("Pod", "Job") and js.terminal >= js.arrival.tasks and js.finished is None:
             js.finished = self.now()
             js.status = "Succeeded" if rec.phase != "Failed" else "Failed"
-            if self.on_job_finished is not None:
-                self.on_job_finished(rec.job)
+            self._finished(rec.job)
 
     # -- PodGroups and RayJobs ----------------------------------------------------------------
     def podgroup_event(self, pg: Obj) -> None:
@@ -230,14 +230,19 @@ class Recorder:
         if st.get("jobDeploymentStatus") in ("Complete", "Failed") and js.finished is None:
             js.finished = self.now()
             js.status = "Succeeded" if st.get("jobDeploymentStatus") == "Complete" else "Failed"
-            if self.on_job_finished is not None:
-                self.on_job_finished(name)
+            self._finished(name)
 
     def deployment_deleted(self, name: str) -> None:
         js = self.jobs.get(name)
         if js is not None and js.finished is None:
             js.finished = self.now()
             js.status = "Deleted"
+            self._finished(name)
+
+    def _finished(self, job: str) -> None:
+        self.finished += 1
+        if self.on_job_finished is not None:
+            self.on_job_finished(job)
 
     def session(self, evicted: list[tuple[Any, str]], queue_metrics: dict[str, dict[str, Any]]) -> None:
         """After each scheduling session: preemption/reclaim counts and each Queue's deserved share."""

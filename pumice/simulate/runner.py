@@ -22,7 +22,8 @@ Deviations from a live cluster, on purpose:
 - Node Leases and heartbeats are off and the node lifecycle controller does not run: Nodes never
   fail in a trace replay, and 1,523 Nodes renewing a Lease every 10 s for 149 simulated days
   would be 2 billion writes that change nothing.
-- Watch bookmarks are off (interval 10^9 s) for the same reason.
+- Watch bookmarks are off (interval 10^9 s) and informers ask for watches that last 10^9 s (instead
+  of re-opening every 300 s), for the same reason.
 - Sessions run when the period has elapsed *and* something changed (see :class:`TriggeredLoop`).
 - Sandbox start latency is 0 (``start_latency`` to change): trace durations are run times.
 """
@@ -49,6 +50,8 @@ from pumice.simulate.workload import NAMESPACE, Arrival, Workload
 log = logging.getLogger("pumice.simulate")
 
 DEFAULT_EPOCH = 1_700_000_000.0
+WATCH_TIMEOUT = 10**9
+"""Informers' watch timeout during a run, seconds (see :func:`pumice.client.informer.set_watch_timeout`)."""
 KUBE_CONTROLLERS = ("replicaset", "deployment", "job", "garbagecollector", "namespace")
 
 
@@ -111,15 +114,19 @@ def simulate(cfg: SimConfig, *, progress: Progress | None = None) -> SimResult:
         pumice.scheduler.volcano.ConfigError: a bad scheduler configuration.
         InputError: bad inputs.
     """
+    from pumice.client.informer import set_watch_timeout
+
     clock = LoopClock(epoch=cfg.epoch)
     previous = default_clock()
     set_default_clock(clock)
+    previous_watch = set_watch_timeout(WATCH_TIMEOUT)
     t0 = time.perf_counter()  # wall time of the run, for the timing report only
     try:
         with asyncio.Runner(loop_factory=lambda: looptime.new_event_loop(start=0, noop_cycles=1)) as runner:
             result = runner.run(_run(cfg, clock, progress))
     finally:
         set_default_clock(previous)
+        set_watch_timeout(previous_watch)
     result.wall_seconds = time.perf_counter() - t0
     return result
 
@@ -240,7 +247,7 @@ async def _run(cfg: SimConfig, clock: LoopClock, progress: Progress | None) -> S
     from pumice.controllers import ray as ray_controllers
     from pumice.controllers import volcano as volcano_controllers
     from pumice.controllers.volcano.setup import setup_controllers as setup_volcano_controllers
-    from pumice.node.agent import NodeAgent
+    from pumice.node.agent import AgentConfig, NodeAgent
     from pumice.runtime.manager import Manager
     from pumice.simulate.ray_dashboard import SimulatedRayDashboard
 
@@ -262,9 +269,9 @@ async def _run(cfg: SimConfig, clock: LoopClock, progress: Progress | None) -> S
     try:
         await _create_policy_objects(api, cfg)
 
-        agent = NodeAgent(client(), runtime="simulated", nodes=len(cfg.nodes), node_names=[n.name for n in cfg.nodes],
-                          clock=clock, seed=cfg.seed, sim_start_latency=cfg.start_latency,
-                          lease_renew_interval=None, record_events=False)
+        agent = NodeAgent(client(), AgentConfig(
+            runtime="simulated", nodes=len(cfg.nodes), node_names=[n.name for n in cfg.nodes], clock=clock,
+            seed=cfg.seed, sim_start_latency=cfg.start_latency, lease_renew_interval=None, record_events=False))
         for spec in cfg.nodes:
             state = agent.nodes[spec.name]
             state.capacity = spec.capacity()
@@ -390,33 +397,47 @@ async def _delete_later(api: Any, a: Arrival, clock: LoopClock, rec: Recorder) -
 
 async def _watch_until_done(cfg: SimConfig, clock: LoopClock, rec: Recorder, runtime: Any, injector: asyncio.Task[None],
                             pending_deletes: set[asyncio.Task[None]], server: Any, progress: Progress | None) -> str:
-    """Return why the run ended: ``until``, ``done`` (every job that can end ended) or ``stalled``."""
-    finite = [j for j, a in rec.arrivals.items() if a.duration is not None or a.delete_after is not None
-              or a.kind == "RayJob"]
+    """Return why the run ended: ``until``, ``done`` (every job that can end ended) or ``stalled``.
+
+    Wakes when a job finishes and at least every simulated hour (progress), so a 149-day trace
+    costs a few thousand wake-ups, not one per period.
+    """
+    finite = sum(1 for a in rec.arrivals.values() if a.duration is not None or a.delete_after is not None
+                 or a.kind == "RayJob")
     total = len(rec.arrivals)
-    check = 60.0
+    woken = asyncio.Event()
+    rec.on_job_finished = lambda _job: woken.set()
     last_changes, quiet_since = -1, 0.0
     while True:
-        step = check
+        step = PROGRESS_EVERY
         if cfg.until is not None:
             step = min(step, cfg.until - rec.now())
-        if step > 0:
-            await clock.sleep(step)
+        if injector.done() and rec.changes == last_changes and getattr(runtime, "timers", 1) == 0:
+            step = min(step, max(0.0, quiet_since + cfg.stall_after - rec.now()))
+        if step > 0 and not woken.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(woken.wait(), step)
+        woken.clear()
+        await asyncio.sleep(0)
         now = rec.now()
-        done = sum(1 for js in rec.jobs.values() if js.finished is not None)
         if progress is not None:
-            progress(now, done, total, _resource_version(server))
+            progress(now, rec.finished, total, _resource_version(server))
         if cfg.until is not None and now >= cfg.until:
             return "until"
         if not injector.done():
             continue
-        if all(rec.jobs[j].finished is not None for j in finite) and not pending_deletes:
+        if rec.finished >= finite and not pending_deletes and _all_finite_done(rec):
             return "done"
         if rec.changes != last_changes:
             last_changes, quiet_since = rec.changes, now
             continue
         if getattr(runtime, "timers", 1) == 0 and not pending_deletes and now - quiet_since >= cfg.stall_after:
             return "stalled"
-        if getattr(runtime, "timers", 1) > 0 and not pending_deletes:
-            # Nothing to do until the next container ends: skip the quiet wait.
-            continue
+
+
+PROGRESS_EVERY = 3600.0
+
+
+def _all_finite_done(rec: Recorder) -> bool:
+    return all(js.finished is not None for js in rec.jobs.values()
+               if js.arrival.duration is not None or js.arrival.delete_after is not None or js.arrival.kind == "RayJob")

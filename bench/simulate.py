@@ -1,0 +1,95 @@
+"""``pumice simulate`` throughput on the real traces.
+
+Cases:
+
+- ``openb``: the Alibaba openb default pod list (8,152 Pods) on the openb node list (1,523 Nodes),
+  the whole ~149 simulated days. Target: < 60 s on 2 cores. Anchor: the FGD simulator takes about
+  10 minutes per experiment on the same trace on 2 vCPUs (reference/performance.md).
+- ``philly``: Philly via Pollux (82,247 jobs, one Queue per VC, workers of <= 8 GPUs) on the PAI
+  machine spec (1,896 machines, 6,742 GPUs). Target: < 10 minutes, memory < 4 GB. Anchor: PAI's
+  simulator replays 20,000 jobs in 51-110 s. ``--philly-sample N`` replays N jobs drawn with
+  seed 0 (the full trace is the default).
+
+Baseline, measured in the same run: the Tiresias 60-job example on its 32-node cluster (a small
+cluster, so its rate shows what the cluster size costs); each case prints its API writes per
+second and the ratio to the baseline's.
+
+Figures per case: wall seconds, CPU seconds (``time.process_time``, steadier on a shared machine),
+simulated seconds, API writes and writes/s ("events"), scheduling sessions and ms per session,
+jobs finished, peak RSS (``ru_maxrss`` of the process, cumulative across cases).
+
+Usage: .venv/bin/python bench/simulate.py [--only openb|philly|baseline] [--philly-sample N] [--openb-sample N] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pumice.simulate.nodes import load_nodes
+from pumice.simulate.runner import SimConfig, simulate
+from pumice.simulate.workload import load_workload, sample
+from pumice.testing.paths import shared_dir
+
+
+def run(name: str, nodes: Path, workload: Path, n: int | None, profile: bool) -> dict[str, Any]:
+    specs = load_nodes(nodes)
+    w = load_workload(workload)
+    if n is not None:
+        w = sample(w, n, 0)
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    prof = cProfile.Profile() if profile else None
+    if prof:
+        prof.enable()
+    r = simulate(SimConfig(specs, w, name=name))
+    if prof:
+        prof.disable()
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    out = {"case": name, "nodes": len(specs), "jobs": len(w.arrivals), "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
+           "simulated_s": round(r.end_time), "ended_by": r.ended_by, "api_writes": r.api_writes,
+           "writes_per_s": round(r.api_writes / wall, 1), "sessions": r.recorder.sessions,
+           "ms_per_session": round(1000 * cpu / max(1, r.recorder.sessions), 1), "finished": r.recorder.finished,
+           "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+    print(" ".join(f"{k}={v}" for k, v in out.items()), flush=True)
+    if prof:
+        pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", choices=["openb", "philly", "baseline"])
+    ap.add_argument("--philly-sample", type=int, default=None)
+    ap.add_argument("--openb-sample", type=int, default=None)
+    ap.add_argument("--profile", action="store_true")
+    a = ap.parse_args()
+    t = shared_dir() / "traces"
+    t0 = time.perf_counter()
+    results = {}
+    if a.only in (None, "baseline", "openb", "philly"):
+        results["baseline"] = run("baseline-tiresias60", t / "tiresias-example/n32g4.csv",
+                                  t / "tiresias-example/60_job.csv", None, False)
+    if a.only in (None, "openb"):
+        results["openb"] = run("openb-default", t / "alibaba-clusterdata-gpu-v2023/openb_node_list_all_node.csv",
+                               t / "alibaba-clusterdata-gpu-v2023/openb_pod_list_default.csv", a.openb_sample, a.profile)
+    if a.only in (None, "philly"):
+        results["philly"] = run("philly-via-pollux", t / "alibaba-clusterdata-gpu-v2020/pai_machine_spec.csv",
+                                t / "philly-via-pollux/philly.csv", a.philly_sample, a.profile)
+    base = results["baseline"]["writes_per_s"] or 1
+    for k, v in results.items():
+        if k != "baseline":
+            print(f"{k}: {v['writes_per_s']} writes/s = {v['writes_per_s'] / base:.2f} x the baseline's {base}/s; "
+                  f"wall {v['wall_s']} s")
+    print(f"total wall {time.perf_counter() - t0:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

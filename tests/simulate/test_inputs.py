@@ -1,0 +1,93 @@
+"""The trace adapters on the real files in ../shared/traces (mapping and counts)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pumice.simulate.nodes import GPU, GPU_MILLI, GPU_MODEL_LABEL, InputError, load_nodes
+from pumice.simulate.workload import (
+    ANNOTATION_DURATION,
+    GANG_SIZE_ANNOTATION,
+    detect_format,
+    load_workload,
+    sample,
+    scale,
+    split_gpus,
+)
+from pumice.testing.paths import shared_dir
+
+T = shared_dir() / "traces"
+OPENB = T / "alibaba-clusterdata-gpu-v2023"
+
+
+def test_openb_node_list_has_1523_nodes_and_6212_gpus() -> None:
+    nodes = load_nodes(OPENB / "openb_node_list_all_node.csv")
+    assert len(nodes) == 1523
+    assert sum(n.gpus for n in nodes) == 6212
+    g = next(n for n in nodes if n.gpus)
+    assert g.capacity()[GPU] == str(g.gpus) and g.capacity()[GPU_MILLI] == str(g.gpus * 1000)
+    assert g.node_labels()[GPU_MODEL_LABEL] == g.gpu_model
+
+
+def test_pai_machine_spec_and_tiresias_specs() -> None:
+    pai = load_nodes(T / "alibaba-clusterdata-gpu-v2020/pai_machine_spec.csv")
+    assert len(pai) == 1897 and sum(n.gpus for n in pai) == 6742  # the README says 1,896; the file has 1,897 rows
+    assert all(n.gpu_model != "CPU" for n in pai)
+    tiresias = load_nodes(T / "tiresias-example/n32g4.csv")
+    assert len(tiresias) == 32 and {n.gpus for n in tiresias} == {4}
+
+
+def test_an_unknown_node_list_is_refused_with_its_header(tmp_path: Path) -> None:
+    p = tmp_path / "x.csv"
+    p.write_text("a,b\n1,2\n")
+    with pytest.raises(InputError, match="unknown node list header"):
+        load_nodes(p)
+
+
+def test_openb_pods_keep_duration_gpu_milli_priority_and_the_trace_delay() -> None:
+    w = load_workload(OPENB / "openb_pod_list_default.csv")
+    assert len(w.arrivals) == 8152
+    first = {a.job: a for a in w.arrivals}["openb-pod-0001"]  # 6000m, 1 GPU at 460 milli, LS, 427061..12902960
+    pod = first.objects[0]
+    req = pod["spec"]["containers"][0]["resources"]["requests"]
+    assert req == {"cpu": "6000m", "memory": "12288Mi", GPU_MILLI: "460"}
+    assert pod["metadata"]["annotations"][ANNOTATION_DURATION] == str(12902960 - 427061)
+    assert pod["spec"]["priorityClassName"] == "openb-ls"
+    assert first.trace_delay == 0.0
+    never = [a for a in w.arrivals if a.trace_delay is None]
+    assert len(never) == 897  # Pending in the trace: no scheduled_time
+
+
+def test_philly_splits_gangs_into_workers_of_at_most_8_gpus_and_maps_vcs_to_queues() -> None:
+    w = load_workload(T / "philly-via-pollux/philly.csv")
+    assert len(w.arrivals) == 82247
+    assert len(w.queues) == 15 and all(q.startswith("vc-") for q in w.queues)
+    big = max(w.arrivals, key=lambda a: a.gpus)
+    job = big.objects[0]
+    workers = [int(t["template"]["spec"]["containers"][0]["resources"]["requests"][GPU]) * t["replicas"]
+               for t in job["spec"]["tasks"]]
+    assert sum(workers) == big.gpus
+    assert all(int(t["template"]["spec"]["containers"][0]["resources"]["requests"][GPU]) <= 8
+               for t in job["spec"]["tasks"])
+    assert job["spec"]["minAvailable"] == big.tasks
+    assert job["spec"]["tasks"][0]["template"]["metadata"]["annotations"][GANG_SIZE_ANNOTATION] == str(big.tasks)
+    assert split_gpus(20, 8) == [8, 8, 4] and split_gpus(1, 8) == [1]
+
+
+def test_tiresias_pollux_and_dlrm_formats_are_detected_and_read() -> None:
+    assert detect_format(T / "tiresias-example/60_job.csv") == "tiresias"
+    assert len(load_workload(T / "tiresias-example/60_job.csv").arrivals) == 60
+    assert len(load_workload(T / "philly-via-pollux/workloads/workload-1.csv").arrivals) == 160
+    dlrm = load_workload(T / "alibaba-clusterdata-gpu-v2025/disaggregated_DLRM_trace.csv")
+    assert len(dlrm.arrivals) == 23871
+    assert all(a.duration is None for a in dlrm.arrivals)  # long-running replicas, deleted at deletion_time
+
+
+def test_sample_and_scale_are_seeded_and_keep_time_order() -> None:
+    w = load_workload(T / "tiresias-example/60_job.csv")
+    a, b = sample(w, 10, 3), sample(w, 10, 3)
+    assert [x.job for x in a.arrivals] == [x.job for x in b.arrivals]
+    assert [x.time for x in a.arrivals] == sorted(x.time for x in a.arrivals)
+    assert [x.time for x in scale(w, 2.0).arrivals] == [x.time / 2 for x in w.arrivals]

@@ -1,0 +1,86 @@
+"""``pumice up --runtime simulated``: a RayJob applied with kubectl reaches SUCCEEDED through the
+simulated Ray dashboard (the KubeRay controllers are the real ones)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pumice.cli.up import UpOptions, run_up
+
+RAYJOB = """
+apiVersion: ray.io/v1
+kind: RayJob
+metadata:
+  name: sim-job
+  annotations:
+    pumice.io/sim-duration-seconds: "3"
+spec:
+  entrypoint: python -c "print(1)"
+  shutdownAfterJobFinishes: true
+  rayClusterSpec:
+    headGroupSpec:
+      rayStartParams: {}
+      template:
+        spec:
+          containers:
+            - name: ray-head
+              image: rayproject/ray:2.46.0
+              resources: {requests: {cpu: "1", memory: 1Gi}}
+    workerGroupSpecs:
+      - groupName: small
+        replicas: 1
+        rayStartParams: {}
+        template:
+          spec:
+            containers:
+              - name: ray-worker
+                image: rayproject/ray:2.46.0
+                resources: {requests: {cpu: "1", memory: 1Gi}}
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.kubectl
+@pytest.mark.timeout(300)
+async def test_a_rayjob_applied_with_kubectl_reaches_succeeded(tmp_path: Path) -> None:
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed")
+    opts = UpOptions(data_dir=tmp_path / "data", port=_free_port(), runtime="simulated", nodes=2, node_cpu="4",
+                     node_memory="8Gi", network="host", pod_egress="none")
+    stop = asyncio.Event()
+    ready: asyncio.Future[Path] = asyncio.get_running_loop().create_future()
+    up = asyncio.create_task(run_up(opts, stop_event=stop, on_ready=lambda p: ready.set_result(p)))
+    try:
+        kubeconfig = await asyncio.wait_for(asyncio.shield(ready), 60)
+        manifest = tmp_path / "rayjob.yaml"
+        manifest.write_text(RAYJOB)
+
+        def kc(*args: str) -> str:
+            return subprocess.run([kubectl, "--kubeconfig", str(kubeconfig), *args], check=True,
+                                  capture_output=True, text=True, timeout=60).stdout
+
+        await asyncio.to_thread(kc, "apply", "-f", str(manifest))
+        status: dict = {}
+        for _ in range(240):
+            status = json.loads(await asyncio.to_thread(kc, "get", "rayjob", "sim-job", "-o", "json")).get("status", {})
+            if status.get("jobDeploymentStatus") in ("Complete", "Failed"):
+                break
+            await asyncio.sleep(0.5)
+        assert status.get("jobStatus") == "SUCCEEDED", status
+        assert status.get("jobDeploymentStatus") == "Complete", status
+    finally:
+        stop.set()
+        await asyncio.wait_for(up, 120)
