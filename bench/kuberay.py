@@ -277,9 +277,8 @@ async def run_rayservice() -> None:
                    for c in (r.get("status") or {}).get("conditions") or [])
 
     async with process_stack(node_cpu="8", node_memory="24Gi") as (client, agent):
-        proxy = f"http://{agent.network.gateway}:{agent._proxy.port}"
-
         async def ask() -> bool:
+            proxy = f"http://{agent.network.gateway}:{agent._proxy.port}"  # the agent's proxy, up once it runs
             try:
                 async with httpx2.AsyncClient(proxy=proxy, timeout=10) as http:
                     r = await http.post(url, json=["MANGO", 2])
