@@ -34,7 +34,7 @@ from typing import Any
 
 from pumice._util.clock import Clock, default_clock, rfc3339
 from pumice.api import Obj
-from pumice.api.patch import PatchError, json_patch
+from pumice.api.patch import PatchError, json_patch, merge_patch
 from pumice.api.scheme import BUILTIN_KINDS, ResourceKind, Scheme
 from pumice.api.selectors import (
     FieldSelector,
@@ -48,7 +48,7 @@ from pumice.client.base import ApiError, ObjectList, PatchType, WatchEvent
 
 Interceptor = Callable[[str, str, str, str], None]
 
-__all__ = ["CountingClient", "FakeClient", "merge_patch"]
+__all__ = ["CountingClient", "FakeClient"]
 
 _BUILTIN_GROUPS = frozenset(rk.group for rk in BUILTIN_KINDS)
 
@@ -72,19 +72,6 @@ def _status(code: int, reason: str, message: str) -> ApiError:
         "kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message,
         "reason": reason, "code": code,
     })
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch (null deletes a key). Returns the patched copy."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = copy.deepcopy(target) if isinstance(target, dict) else {}
-    for k, v in patch.items():
-        if v is None:
-            out.pop(k, None)
-        else:
-            out[k] = merge_patch(out.get(k), v)
-    return out
 
 
 def _selectors(label_selector: str | None, field_selector: str | None) -> tuple[LabelSelector, FieldSelector]:
@@ -405,7 +392,7 @@ class FakeClient:
         old = self._current(kind, namespace, name)
         try:
             if patch_type == "merge":
-                new = merge_patch(old, patch)
+                new = merge_patch(copy.deepcopy(old), patch)
             elif patch_type == "json":
                 new = json_patch(old, patch)
             elif patch_type == "strategic":

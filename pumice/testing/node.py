@@ -23,7 +23,9 @@ import msgspec
 
 from pumice._util.clock import Clock, default_clock, rfc3339
 from pumice.api import Obj
+from pumice.api.patch import merge_patch
 from pumice.api.scheme import ResourceKind, Scheme
+from pumice.api.selectors import parse_field_selector, parse_label_selector
 from pumice.client.base import ApiError, ObjectList, PatchType, WatchEvent
 from pumice.testing.fake_client import resolve_in
 
@@ -41,43 +43,10 @@ def _err(code: int, reason: str, message: str) -> ApiError:
                                             "reason": reason, "message": message, "code": code})
 
 
-def _merge(target: Any, patch: Any) -> Any:
-    if not isinstance(patch, dict):
-        return patch
-    out = dict(target) if isinstance(target, dict) else {}
-    for k, v in patch.items():
-        if v is None:
-            out.pop(k, None)
-        else:
-            out[k] = _merge(out.get(k), v)
-    return out
-
-
-def _field(obj: Obj, path: str) -> str:
-    cur: Any = obj
-    for part in path.split("."):
-        cur = cur.get(part) if isinstance(cur, dict) else None
-    return "" if cur is None else str(cur)
-
-
 def _matches(obj: Obj, label_selector: str | None, field_selector: str | None) -> bool:
-    for sel, getter in ((label_selector, lambda k: (obj.get("metadata", {}).get("labels") or {}).get(k)),
-                        (field_selector, lambda k: _field(obj, k))):
-        for part in (sel or "").split(","):
-            part = part.strip()
-            if not part:
-                continue
-            if "!=" in part:
-                k, v = part.split("!=", 1)
-                if (getter(k.strip()) or "") == v.strip():
-                    return False
-            elif "=" in part:
-                k, v = part.split("=", 1)
-                if (getter(k.strip()) or "") != v.strip().lstrip("="):
-                    return False
-            elif getter(part) is None:
-                return False
-    return True
+    """The API server's selector semantics (:mod:`pumice.api.selectors`)."""
+    return (parse_label_selector(label_selector).matches((obj.get("metadata") or {}).get("labels"))
+            and parse_field_selector(field_selector).matches(obj))
 
 
 class MemoryClient:
@@ -242,7 +211,7 @@ class MemoryClient:
                 {k: v for k, v in patch.items() if k != "status"}
         else:
             part = patch
-        new = _merge(_copy(old), _copy(part))
+        new = merge_patch(_copy(old), part)
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         await asyncio.sleep(0)
         return self._store_update(kind, old, new)
