@@ -49,7 +49,7 @@ async def test_a_hard_topology_vcjob_runs_inside_one_rack_under_pumice_up_simula
     data = tmp_path / "data"
     exe = Path(sys.executable).with_name("pumice")
     proc = subprocess.Popen(
-        [str(exe), "up", "--runtime", "simulated", "--nodes", "6", "--node-cpu", "2", "--node-memory", "8Gi",
+        [str(exe), "up", "--no-dashboard", "--runtime", "simulated", "--nodes", "6", "--node-cpu", "2", "--node-memory", "8Gi",
          "--port", str(port), "--data-dir", str(data), "--scheduler-conf", str(conf)],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )

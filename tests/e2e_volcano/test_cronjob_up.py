@@ -1,0 +1,78 @@
+"""``pumice up --runtime simulated`` end to end for a batch.volcano.sh CronJob: at the next minute
+the controller creates ``<cronjob>-<minutes>`` with the scheduled-timestamp annotation, the Volcano
+scheduler binds its Pod to a simulated Node, and the CronJob lists it as active.
+
+Waits for the next minute boundary (up to about 70 s)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from pumice.api import scheme
+from pumice.client.kubeconfig import connect
+from pumice.testing.node import wait_for
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_a_cronjob_runs_its_job_at_the_next_minute_under_pumice_up_simulated(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    exe = Path(sys.executable).with_name("pumice")
+    proc = subprocess.Popen([str(exe), "up", "--no-dashboard", "--runtime", "simulated", "--nodes", "2", "--node-cpu", "2", "--node-memory", "4Gi",
+                             "--port", str(_free_port()), "--data-dir", str(data)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        kubeconfig = data / "kubeconfig"
+        await wait_for(lambda: kubeconfig.exists(), timeout=120)
+        client = connect(kubeconfig)
+
+        async def ready() -> bool:
+            try:
+                q = await client.get(scheme.QUEUE, "default")
+                return (q.get("status") or {}).get("state") == "Open" and len((await client.list(scheme.NODE)).items) == 2
+            except Exception:
+                return False
+
+        await wait_for(ready, timeout=120)
+        await client.create({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "CronJob",
+                             "metadata": {"name": "tick", "namespace": "default"},
+                             "spec": {"schedule": "* * * * *", "concurrencyPolicy": "Forbid", "jobTemplate": {"spec": {
+                                 "minAvailable": 1, "schedulerName": "volcano", "tasks": [{"name": "t", "replicas": 1, "template": {
+                                     "spec": {"containers": [{"name": "c", "image": "busybox",
+                                                              "resources": {"requests": {"cpu": "500m"}}}]}}}]}}}})
+
+        async def job_running() -> dict | None:
+            jobs = (await client.list(scheme.VCJOB, "default")).items
+            if not jobs:
+                return None
+            pods = (await client.list(scheme.POD, "default", label_selector=f"volcano.sh/job-name={jobs[0]['metadata']['name']}")).items
+            return jobs[0] if pods and pods[0]["spec"].get("nodeName") else None
+
+        job = await wait_for(job_running, timeout=150, interval=0.5)
+        name = job["metadata"]["name"]
+        minutes = int(name.rsplit("-", 1)[1])
+        assert name == f"tick-{minutes}"
+        assert job["metadata"]["annotations"]["volcano.sh/cronjob-scheduled-timestamp"].endswith("Z")
+        assert job["metadata"]["ownerReferences"][0]["kind"] == "CronJob"
+
+        async def active() -> bool:
+            cj = await client.get(scheme.CRON_JOB, "tick", "default")
+            return [a["name"] for a in (cj.get("status") or {}).get("active") or []] == [name]
+
+        await wait_for(active, timeout=30)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
