@@ -194,8 +194,10 @@ class ClusterCache:
         if fn is None:
             return
         uid = str((obj.get("metadata") or {}).get("uid") or "")
-        hist = self.transitions.setdefault((kind, uid), deque(maxlen=HISTORY_LEN))
         value = fn(obj)
+        if not value:  # a status not written yet is not a state
+            return
+        hist = self.transitions.setdefault((kind, uid), deque(maxlen=HISTORY_LEN))
         if not hist or hist[-1].value != value:
             hist.append(Transition(self.clock.now(), value))
 

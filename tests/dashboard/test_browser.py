@@ -122,7 +122,8 @@ def test_pages_render_the_objects_created_with_kubectl(objects, browser, login, 
     page.goto(objects.url + "pods")
     pod = page.locator("#pods tbody a").first
     pod.click()
-    page.wait_for_selector("#log")
+    wait_until(lambda: page.inner_text("#log").strip() != "", what="the log viewer received the log stream")
+    print("log viewer:", page.inner_text("#log")[:200])
     shot(page, "pod")
     page.context.close()
 
