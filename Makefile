@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint unit venv clean bench durability test-ray-long reliability
+.PHONY: demo test lint unit venv clean bench durability test-ray-long reliability realcluster
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -47,6 +47,11 @@ reliability: $(STAMP)
 # Long real-Ray acceptance runs (RayService zero-downtime upgrade, GCS FT head restart, autoscaler).
 test-ray-long: $(STAMP)
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest -q -m ray_long tests/ray
+
+# pumice on a real control plane: builds etcd, kube-apiserver, kube-controller-manager and
+# kube-scheduler from the Go module proxy into ~/.cache/pumice (10-30 minutes the first time).
+realcluster: $(STAMP)
+	PUMICE_REALCLUSTER=1 PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest -q -s tests/realcluster
 
 bench: $(STAMP)
 	for b in bench/*.py; do PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) $$b || exit 1; done
