@@ -6,34 +6,20 @@ Waits for the next minute boundary (up to about 70 s)."""
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 from pumice.api import scheme
 from pumice.client.kubeconfig import connect
 from pumice.testing.node import wait_for
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from pumice.testing.up import start_up, stop_up
 
 
 async def test_a_cronjob_runs_its_job_at_the_next_minute_under_pumice_up_simulated(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    exe = Path(sys.executable).with_name("pumice")
-    proc = subprocess.Popen([str(exe), "up", "--no-dashboard", "--runtime", "simulated", "--nodes", "2", "--node-cpu", "2", "--node-memory", "4Gi",
-                             "--port", str(_free_port()), "--data-dir", str(data)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    data.mkdir()
+    proc, up = start_up(data, "--runtime", "simulated", "--nodes", "2", "--node-cpu", "2", "--node-memory", "4Gi")
     try:
-        kubeconfig = data / "kubeconfig"
-        await wait_for(lambda: kubeconfig.exists(), timeout=120)
-        client = connect(kubeconfig)
+        client = connect(up.kubeconfig)
 
         async def ready() -> bool:
             try:
@@ -70,9 +56,4 @@ async def test_a_cronjob_runs_its_job_at_the_next_minute_under_pumice_up_simulat
 
         await wait_for(active, timeout=30)
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_up(proc)

@@ -3,17 +3,12 @@ real API server (HTTPS), the controller-manager, the live Volcano scheduler and 
 
 from __future__ import annotations
 
-import asyncio
-import os
-import signal
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 from pumice.api import scheme
 from pumice.client.kubeconfig import connect
 from pumice.testing.node import wait_for
+from pumice.testing.up import start_up, stop_up
 
 CONF = """\
 actions: "enqueue, allocate, backfill"
@@ -31,11 +26,6 @@ tiers:
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
 
 def _hn(name: str, tier: int, members: list[tuple[str, str]]) -> dict:
     return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": name},
@@ -45,18 +35,12 @@ def _hn(name: str, tier: int, members: list[tuple[str, str]]) -> dict:
 async def test_a_hard_topology_vcjob_runs_inside_one_rack_under_pumice_up_simulated(tmp_path: Path) -> None:
     conf = tmp_path / "volcano-scheduler.conf"
     conf.write_text(CONF)
-    port = _free_port()
     data = tmp_path / "data"
-    exe = Path(sys.executable).with_name("pumice")
-    proc = subprocess.Popen(
-        [str(exe), "up", "--no-dashboard", "--runtime", "simulated", "--nodes", "6", "--node-cpu", "2", "--node-memory", "8Gi",
-         "--port", str(port), "--data-dir", str(data), "--scheduler-conf", str(conf)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+    data.mkdir()
+    proc, up = start_up(data, "--runtime", "simulated", "--nodes", "6", "--node-cpu", "2", "--node-memory", "8Gi",
+                        "--scheduler-conf", str(conf))
     try:
-        kubeconfig = data / "kubeconfig"
-        await wait_for(lambda: kubeconfig.exists(), timeout=120)
-        client = connect(kubeconfig)
+        client = connect(up.kubeconfig)
 
         async def six_nodes() -> bool:
             try:
@@ -96,10 +80,4 @@ async def test_a_hard_topology_vcjob_runs_inside_one_rack_under_pumice_up_simula
         counts = {o["metadata"]["name"]: (o.get("status") or {}).get("nodeCount") for o in (await client.list(scheme.HYPER_NODE)).items}
         assert counts == {"rack0": 2, "rack1": 2, "rack2": 2, "spine": 6}
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        await asyncio.sleep(0)
+        stop_up(proc)
