@@ -112,7 +112,7 @@ DAEMON_SET = ResourceKind("apps", "v1", "DaemonSet", "daemonsets", short_names=(
                           subresources=("status",))
 CONTROLLER_REVISION = ResourceKind("apps", "v1", "ControllerRevision", "controllerrevisions")
 JOB = ResourceKind("batch", "v1", "Job", "jobs", categories=("all",), subresources=("status",))
-CRON_JOB = ResourceKind("batch", "v1", "CronJob", "cronjobs", short_names=("cj",), categories=("all",),
+BATCH_CRON_JOB = ResourceKind("batch", "v1", "CronJob", "cronjobs", short_names=("cj",), categories=("all",),
                         subresources=("status",))
 POD_DISRUPTION_BUDGET = ResourceKind("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets",
                                      short_names=("pdb",), subresources=("status",))
@@ -131,6 +131,8 @@ CLUSTER_ROLE_BINDING = ResourceKind("rbac.authorization.k8s.io", "v1", "ClusterR
 EVENTS_V1_EVENT = ResourceKind("events.k8s.io", "v1", "Event", "events", short_names=("ev",))
 ENDPOINT_SLICE = ResourceKind("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices")
 _CREATE_ONLY = ("create",)
+NODE_METRICS = ResourceKind("metrics.k8s.io", "v1beta1", "NodeMetrics", "nodes", namespaced=False, verbs=("get", "list"))
+POD_METRICS = ResourceKind("metrics.k8s.io", "v1beta1", "PodMetrics", "pods", verbs=("get", "list"))
 TOKEN_REVIEW = ResourceKind("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", namespaced=False,
                             verbs=_CREATE_ONLY)
 SELF_SUBJECT_REVIEW = ResourceKind("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews",
@@ -152,9 +154,9 @@ BUILTIN_KINDS: tuple[ResourceKind, ...] = (
     JOB, LEASE, PRIORITY_CLASS, ROLE, ROLE_BINDING, CLUSTER_ROLE, CLUSTER_ROLE_BINDING, EVENTS_V1_EVENT,
     ENDPOINT_SLICE, CUSTOM_RESOURCE_DEFINITION,
     PERSISTENT_VOLUME_CLAIM, PERSISTENT_VOLUME, REPLICATION_CONTROLLER, RESOURCE_QUOTA, LIMIT_RANGE, STATEFUL_SET,
-    DAEMON_SET, CONTROLLER_REVISION, CRON_JOB, POD_DISRUPTION_BUDGET, STORAGE_CLASS, API_SERVICE,
+    DAEMON_SET, CONTROLLER_REVISION, BATCH_CRON_JOB, POD_DISRUPTION_BUDGET, STORAGE_CLASS, API_SERVICE,
     TOKEN_REVIEW, SELF_SUBJECT_REVIEW, SELF_SUBJECT_ACCESS_REVIEW, SUBJECT_ACCESS_REVIEW, LOCAL_SUBJECT_ACCESS_REVIEW,
-    SELF_SUBJECT_RULES_REVIEW,
+    SELF_SUBJECT_RULES_REVIEW, NODE_METRICS, POD_METRICS,
 )
 
 # --- custom kinds (served once their CRDs are installed; names, scope and subresources as the

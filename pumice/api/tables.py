@@ -575,6 +575,98 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
 }
 
 
+
+# --- the kinds served since issue 12: kubectl's columns (pkg/printers/internalversion/printers.go) ---
+
+_ACCESS = {"ReadWriteOnce": "RWO", "ReadOnlyMany": "ROX", "ReadWriteMany": "RWX", "ReadWriteOncePod": "RWOP"}
+
+
+def _modes(modes: Any) -> str:
+    return ",".join(_ACCESS.get(m, m) for m in modes or [])
+
+
+def _pvc_cells(o: Obj, now: float) -> list[Cell]:
+    spec, status = _spec(o), _status(o)
+    bound = status.get("phase") == "Bound"
+    return [_name(o), status.get("phase", ""), spec.get("volumeName", "") or "",
+            (status.get("capacity") or {}).get("storage", "") if bound else "",
+            _modes(status.get("accessModes")) if bound else "", spec.get("storageClassName") or "",
+            "<unset>", _age(o, now), spec.get("volumeMode", "")]
+
+
+def _pv_cells(o: Obj, now: float) -> list[Cell]:
+    spec, status = _spec(o), _status(o)
+    ref = spec.get("claimRef") or {}
+    claim = f"{ref.get('namespace')}/{ref.get('name')}" if ref.get("name") else ""
+    return [_name(o), (spec.get("capacity") or {}).get("storage", ""), _modes(spec.get("accessModes")),
+            spec.get("persistentVolumeReclaimPolicy", ""), status.get("phase", ""), claim,
+            spec.get("storageClassName") or "", "<unset>", status.get("reason", ""), _age(o, now),
+            spec.get("volumeMode", "")]
+
+
+def _sts_cells(o: Obj, now: float) -> list[Cell]:
+    spec, status = _spec(o), _status(o)
+    ctrs, images = _containers_images((spec.get("template") or {}).get("spec") or {})
+    return [_name(o), f"{int(status.get('readyReplicas') or 0)}/{int(spec.get('replicas', 1) or 0)}", _age(o, now),
+            ctrs, images]
+
+
+def _ds_cells(o: Obj, now: float) -> list[Cell]:
+    spec, st = _spec(o), _status(o)
+    tspec = (spec.get("template") or {}).get("spec") or {}
+    ctrs, images = _containers_images(tspec)
+    sel = ",".join(f"{k}={v}" for k, v in sorted((tspec.get("nodeSelector") or {}).items())) or "<none>"
+    return [_name(o), int(st.get("desiredNumberScheduled") or 0), int(st.get("currentNumberScheduled") or 0),
+            int(st.get("numberReady") or 0), int(st.get("updatedNumberScheduled") or 0),
+            int(st.get("numberAvailable") or 0), sel, _age(o, now), ctrs, images,
+            format_label_selector(spec.get("selector"))]
+
+
+def _cj_cells(o: Obj, now: float) -> list[Cell]:
+    spec, st = _spec(o), _status(o)
+    last = st.get("lastScheduleTime")
+    return [_name(o), spec.get("schedule", ""), spec.get("timeZone") or "<none>", bool(spec.get("suspend")),
+            len(st.get("active") or []), age(last, now) if last else "<none>", _age(o, now)]
+
+
+def _pdb_cells(o: Obj, now: float) -> list[Cell]:
+    spec, st = _spec(o), _status(o)
+    return [_name(o), str(spec["minAvailable"]) if "minAvailable" in spec else "N/A",
+            str(spec["maxUnavailable"]) if "maxUnavailable" in spec else "N/A",
+            int(st.get("disruptionsAllowed") or 0), _age(o, now)]
+
+
+_PRINTERS.update({
+    ("", "PersistentVolumeClaim"): ([NAME_COLUMN, column("Status"), column("Volume"), column("Capacity"),
+                                     column("Access Modes"), column("StorageClass"),
+                                     column("VolumeAttributesClass"), AGE_COLUMN,
+                                     column("VolumeMode", priority=1)], _pvc_cells),
+    ("", "PersistentVolume"): ([NAME_COLUMN, column("Capacity"), column("Access Modes"), column("Reclaim Policy"),
+                                column("Status"), column("Claim"), column("StorageClass"),
+                                column("VolumeAttributesClass"), column("Reason"), AGE_COLUMN,
+                                column("VolumeMode", priority=1)], _pv_cells),
+    ("storage.k8s.io", "StorageClass"): (
+        [NAME_COLUMN, column("Provisioner"), column("ReclaimPolicy"), column("VolumeBindingMode"),
+         column("AllowVolumeExpansion"), AGE_COLUMN],
+        lambda o, now: [_name(o) + (" (default)" if (_meta(o).get("annotations") or {}).get(
+            "storageclass.kubernetes.io/is-default-class") == "true" else ""), o.get("provisioner", ""),
+            o.get("reclaimPolicy") or "Delete", o.get("volumeBindingMode") or "Immediate",
+            bool(o.get("allowVolumeExpansion")), _age(o, now)]),
+    ("apps", "StatefulSet"): ([NAME_COLUMN, column("Ready"), AGE_COLUMN, _CONTAINERS, _IMAGES], _sts_cells),
+    ("apps", "DaemonSet"): ([NAME_COLUMN, column("Desired", "integer"), column("Current", "integer"),
+                             column("Ready", "integer"), column("Up-to-date", "integer"),
+                             column("Available", "integer"), column("Node Selector"), AGE_COLUMN, _CONTAINERS,
+                             _IMAGES, _SELECTOR], _ds_cells),
+    ("batch", "CronJob"): ([NAME_COLUMN, column("Schedule"), column("Timezone"), column("Suspend", "boolean"),
+                            column("Active", "integer"), column("Last Schedule"), AGE_COLUMN], _cj_cells),
+    ("policy", "PodDisruptionBudget"): ([NAME_COLUMN, column("Min Available"), column("Max Unavailable"),
+                                         column("Allowed Disruptions", "integer"), AGE_COLUMN], _pdb_cells),
+    ("", "ReplicationController"): (
+        REPLICASET_COLUMNS,
+        lambda o, now: _replicaset_cells({**o, "spec": {**_spec(o), "selector": {"matchLabels": _spec(o).get("selector")
+                                                                                 or {}}}}, now)),
+})
+
 # --- JSONPath (printer columns) -------------------------------------------------------------------
 
 _SEGMENT = re.compile(r"((?:\\.|[^.\[\]])+)|\[(\d+|\*|'[^']*'|\"[^\"]*\")\]")

@@ -17,6 +17,7 @@ Built-in plugins (installed by :class:`~pumice.apiserver.server.APIServer` unles
   then gets no token volume, so Pods created before the ServiceAccount controller ran still start.
 
 - :class:`DefaultStorageClass`: PersistentVolumeClaims without a class get the default one.
+- LimitRanger and ResourceQuota (:mod:`pumice.apiserver.quota`).
 
 Mirrors: k8s.io/apiserver pkg/admission (chainAdmissionHandler), kubernetes plugin/pkg/admission
 namespace/lifecycle, priority, serviceaccount.
@@ -289,5 +290,8 @@ class DefaultStorageClass:
 
 
 def builtin_plugins() -> list[Any]:
-    """NamespaceLifecycle, ServiceAccount, Priority, DefaultStorageClass, in kube-apiserver's order."""
-    return [NamespaceLifecycle(), ServiceAccount(), Priority(), DefaultStorageClass()]
+    """NamespaceLifecycle, LimitRanger, ServiceAccount, Priority, DefaultStorageClass,
+    ResourceQuota, in kube-apiserver's order."""
+    from pumice.apiserver.quota import LimitRanger, ResourceQuota
+
+    return [NamespaceLifecycle(), LimitRanger(), ServiceAccount(), Priority(), DefaultStorageClass(), ResourceQuota()]

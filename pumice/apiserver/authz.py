@@ -197,11 +197,21 @@ RBAC = "rbac.authorization.k8s.io"
 
 
 class RBACAuthorizer:
-    """Decides requests from the stored RBAC objects (see the module docstring)."""
+    """Decides requests from the stored RBAC objects (see the module docstring).
 
-    def __init__(self, list_fn: ListFn, get_fn: GetFn) -> None:
+    Args:
+        list_fn, get_fn: read the store.
+        version: a value that changes whenever a Role, ClusterRole or binding changes; the rules
+            that apply to a user in a namespace are cached per version (without it, nothing is
+            cached).
+    """
+
+    def __init__(self, list_fn: ListFn, get_fn: GetFn, version: Callable[[], object] | None = None) -> None:
         self._list = list_fn
         self._get = get_fn
+        self._version = version
+        self._cache: dict[tuple[str, tuple[str, ...], str], list[tuple[str, Obj, Obj, Obj, list[Obj], str]]] = {}
+        self._cache_version: object = None
 
     def _role_rules(self, ref: Obj, namespace: str) -> list[Obj]:
         kind, name = ref.get("kind"), str(ref.get("name", ""))
@@ -213,35 +223,49 @@ class RBACAuthorizer:
             role = None
         return list((role or {}).get("rules") or [])
 
-    def rules_for(self, user: UserInfo, namespace: str) -> list[Obj]:
-        """Every rule that applies to ``user`` in ``namespace`` ("" for cluster-scoped only)."""
-        rules: list[Obj] = []
+    def _applicable(self, user: UserInfo, namespace: str) -> list[tuple[str, Obj, Obj, Obj, list[Obj], str]]:
+        """``(binding kind, binding, roleRef, matching subject, rules, namespace)`` of every binding
+        that names ``user``: the ClusterRoleBindings, then the RoleBindings of ``namespace``."""
+        key = (user.name, user.groups, namespace)
+        if self._version is not None:
+            v = self._version()
+            if v != self._cache_version:
+                self._cache.clear()
+                self._cache_version = v
+            hit = self._cache.get(key)
+            if hit is not None:
+                return hit
+        out: list[tuple[str, Obj, Obj, Obj, list[Obj], str]] = []
         for crb in self._list(f"{RBAC}/clusterrolebindings", None):
-            if any(subject_matches(s, user, "") for s in crb.get("subjects") or []):
-                rules.extend(self._role_rules(crb.get("roleRef") or {}, ""))
+            subject = next((s for s in crb.get("subjects") or [] if subject_matches(s, user, "")), None)
+            if subject is not None:
+                ref = crb.get("roleRef") or {}
+                out.append(("ClusterRoleBinding", crb, ref, subject, self._role_rules(ref, ""), ""))
         if namespace:
             for rb in self._list(f"{RBAC}/rolebindings", namespace):
-                if any(subject_matches(s, user, namespace) for s in rb.get("subjects") or []):
-                    rules.extend(self._role_rules(rb.get("roleRef") or {}, namespace))
-        return rules
+                subject = next((s for s in rb.get("subjects") or [] if subject_matches(s, user, namespace)), None)
+                if subject is not None:
+                    ref = rb.get("roleRef") or {}
+                    out.append(("RoleBinding", rb, ref, subject, self._role_rules(ref, namespace), namespace))
+        if self._version is not None:
+            if len(self._cache) > 10_000:
+                self._cache.clear()
+            self._cache[key] = out
+        return out
+
+    def rules_for(self, user: UserInfo, namespace: str) -> list[Obj]:
+        """Every rule that applies to ``user`` in ``namespace`` ("" for cluster-scoped only)."""
+        return [r for entry in self._applicable(user, namespace) for r in entry[4]]
 
     def authorize(self, a: Attributes) -> tuple[bool, str]:
         """``(allowed, reason)``; the reason names the binding and role that allowed it, as RBAC's
         does (``RBAC: allowed by ClusterRoleBinding "b" of ClusterRole "r" to Group "g"``)."""
         if a.user.is_master:
             return True, ""
-        for crb in self._list(f"{RBAC}/clusterrolebindings", None):
-            subject = next((s for s in crb.get("subjects") or [] if subject_matches(s, a.user, "")), None)
-            ref = crb.get("roleRef") or {}
-            if subject is not None and any(rule_allows(a, r) for r in self._role_rules(ref, "")):
-                return True, _allowed_by("ClusterRoleBinding", crb, ref, subject, "")
-        if a.resource_request and a.namespace:
-            for rb in self._list(f"{RBAC}/rolebindings", a.namespace):
-                subject = next((s for s in rb.get("subjects") or [] if subject_matches(s, a.user, a.namespace)),
-                               None)
-                ref = rb.get("roleRef") or {}
-                if subject is not None and any(rule_allows(a, r) for r in self._role_rules(ref, a.namespace)):
-                    return True, _allowed_by("RoleBinding", rb, ref, subject, a.namespace)
+        ns = a.namespace if a.resource_request else ""
+        for kind, binding, ref, subject, rules, bns in self._applicable(a.user, ns):
+            if any(rule_allows(a, r) for r in rules):
+                return True, _allowed_by(kind, binding, ref, subject, bns)
         return False, ""
 
 

@@ -42,8 +42,10 @@ from pumice.apiserver import discovery, errors, openapi
 from pumice.apiserver.access import PUBLIC_PATHS, Access
 from pumice.apiserver.decode import check_query, decode_body
 from pumice.apiserver.errors import StatusError
+from pumice.apiserver.metrics import MetricsAPI
 from pumice.apiserver.registry import DeleteOptions, Registry
 from pumice.apiserver.store import Stored
+from pumice.apiserver.streaming import StreamProxy
 
 __all__ = ["MAX_BODY_BYTES", "build_app"]
 
@@ -210,7 +212,13 @@ class _Api:
             ("DELETE", ""): self._delete,
             ("POST", "binding"): self._post_subresource, ("POST", "eviction"): self._post_subresource,
             ("POST", "token"): self._post_subresource,
+            ("GET", "exec"): self._stream_without_websocket, ("POST", "exec"): self._stream_without_websocket,
+            ("GET", "attach"): self._stream_without_websocket, ("POST", "attach"): self._stream_without_websocket,
+            ("GET", "portforward"): self._stream_without_websocket,
+            ("POST", "portforward"): self._stream_without_websocket,
         }
+        self.streams = StreamProxy(registry, access)
+        self.metrics = MetricsAPI(registry, log_client_factory)
 
     # ------------------------------------------------------------------ entry
 
@@ -282,6 +290,11 @@ class _Api:
             if doc is None:
                 raise _not_found_path()
             return _json(_encode(doc))
+        if group == "metrics.k8s.io" and version == "v1beta1":
+            if request.method != "GET":
+                raise errors.method_not_allowed()
+            labels, _ = self._selectors(dict(request.query_params))
+            return _json(_encode(await self.metrics.serve(rest, labels)))
         t = self._target(request, group, version, rest)
         method = request.method
         if t.name is None:
@@ -389,6 +402,13 @@ class _Api:
         opts = DeleteOptions.parse(body, t.query)
         s = await self.registry.delete(t.rk, t.namespace, t.name, opts)
         return self._object(request, t.rk, s, 200)
+
+    async def _stream_without_websocket(self, request: Request, t: _Target) -> Response:
+        """exec/attach asked without a WebSocket upgrade (plain HTTP, or kubectl's SPDY fallback):
+        the usual checks, then 400 (pumice streams over WebSocket only)."""
+        self.streams.check(request.scope, request.method)
+        raise errors.bad_request("Upgrade request required: pumice serves exec and attach over WebSocket "
+                                 "(v5.channel.k8s.io, v4.channel.k8s.io); SPDY is not supported")
 
     async def _post_subresource(self, request: Request, t: _Target) -> Response:
         """POST to a subresource the kind's strategy serves (Pod ``binding``, ``eviction``)."""
@@ -822,8 +842,9 @@ class _Api:
         ip = next((a.get("address") for a in status.get("addresses") or [] if a.get("type") == "InternalIP"), None)
         port = ((status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port")
         if not ip or not port:
-            raise StatusError(500, f"node {node_name} has no InternalIP address or kubelet port to fetch logs from",
-                              "InternalError")
+            raise errors.bad_request(
+                f"pod {name} runs on node {node_name}, which has no kubelet endpoint for logs: its node agent runs "
+                "the simulated runtime (no container processes, so no logs, exec or attach)")
         params: dict[str, str] = {k: query[k] for k in ("follow", "tailLines", "sinceSeconds", "sinceTime", "timestamps",
                                         "previous", "limitBytes") if k in query}
         url = f"http://{ip}:{port}/containerLogs/{namespace}/{name}/{container}"
@@ -978,8 +999,12 @@ class _App(Starlette):
         super().__init__(routes=[Route("/{path:path}", api.handle,
                                        methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"])])
         self._handle = api.handle
+        self._streams = api.streams
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "websocket":
+            await self._streams.serve(scope, receive, send)
+            return
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
             return

@@ -44,9 +44,11 @@ from pumice.api.scheme import ResourceKind, Scheme
 from pumice.api.selectors import FieldSelector, LabelSelector
 from pumice.api.strategic import strategic_merge_patch
 from pumice.apiserver import errors, events
+from pumice.apiserver import kinds as _kinds  # noqa: F401 - registers the strategies of the newer kinds
 from pumice.apiserver.admission import AdmissionChain
 from pumice.apiserver.crds import CustomResource, crd_info
 from pumice.apiserver.errors import StatusError
+from pumice.apiserver.eviction import check_disruption_budget
 from pumice.apiserver.fields import REDACTED, model_for, object_meta_tree, type_causes, unknown_fields
 from pumice.apiserver.store import Expired, Store, Stored, Watcher
 from pumice.apiserver.strategy import Strategy, strategy_for
@@ -128,6 +130,11 @@ class _Reader:
         """The stored objects themselves (read-only), in key order."""
         view = self._r._view(kind)
         return [s.obj for s in view.list(self._r.storage_resource(kind), namespace if kind.namespaced else None)]
+
+    @property
+    def scheme(self) -> Scheme:
+        """The served kinds (the ResourceQuota plugin resolves ``count/<resource>`` names here)."""
+        return self._r.scheme
 
     def kind(self, api_version: str, kind: str) -> ResourceKind | None:
         key = (api_version, kind)
@@ -867,15 +874,19 @@ class Registry:
     async def evict(self, namespace: str, name: str, eviction: Any) -> None:
         """POST pods/<name>/eviction: delete the Pod with the Eviction's deleteOptions.
 
-        Deviates: PodDisruptionBudgets are not served, so an eviction is never refused (429).
+        A Pod selected by a PodDisruptionBudget whose ``disruptionsAllowed`` is 0 is not
+        evicted: 429 TooManyRequests (see :func:`pumice.apiserver.eviction.check_disruption_budget`).
         """
         pods = self.scheme.by_api_version_kind("v1", "Pod")
         assert pods is not None
         if eviction is not None and not isinstance(eviction, dict):
             raise errors.bad_request("the body must be a policy/v1 Eviction")
         opts = DeleteOptions.parse((eviction or {}).get("deleteOptions"), {})
-        if self.store.get("/pods", namespace, name) is None:
+        pod = self.store.get("/pods", namespace, name)
+        if pod is None:
             raise errors.not_found(pods, name)
+        if not opts.dry_run:
+            check_disruption_budget(self, pod.obj)
         await self.delete(pods, namespace, name, opts)
 
     # ---------------------------------------------------------------- CRDs

@@ -153,9 +153,12 @@ class APIServer:
         static = load_token_file(token_auth_file) if token_auth_file else {}
         self.authenticator = Authenticator(self.token, static_tokens=static, issuer=self.issuer,
                                            lookup=self._lookup, now=self.clock.now)
+        rbac = [f"rbac.authorization.k8s.io/{r}" for r in ("roles", "clusterroles", "rolebindings",
+                                                             "clusterrolebindings")]
         self.authorizer = RBACAuthorizer(
             lambda res, ns: (s.obj for s in self.store.list(res, ns)),
-            lambda res, ns, name: (lambda st: None if st is None else st.obj)(self.store.get(res, ns, name)))
+            lambda res, ns, name: (lambda st: None if st is None else st.obj)(self.store.get(res, ns, name)),
+            version=lambda: tuple(self.store.changed_at(r) for r in rbac))
         self.authorization = authorization
         self.access = Access(self.authenticator, self.authorizer, self.issuer, self._lookup, self.clock.now,
                              mode=authorization)
@@ -350,7 +353,10 @@ class APIServer:
         config = uvicorn.Config(self.app, host="127.0.0.1" if tls else host, port=0 if tls else port,
                                 log_level="warning", access_log=False,
                                 lifespan="off", timeout_graceful_shutdown=1,
-                                timeout_keep_alive=120, proxy_headers=False, server_header=False)
+                                timeout_keep_alive=120, proxy_headers=False, server_header=False,
+                                # wsproto: the websockets library refuses kubectl's port-forward
+                                # subprotocol "SPDY/3.1+portforward.k8s.io" ("/" is not a token char)
+                                ws="wsproto")
         server = uvicorn.Server(config)
         self._uvicorn = server
         task = asyncio.create_task(server.serve())

@@ -237,6 +237,14 @@ class Store:
         st = self._resources.get(resource)
         return None if st is None else st.objects.get((namespace, name))
 
+    def changed_at(self, resource: str) -> int:
+        """The revision of the latest change to ``resource`` (stable while nothing of it changes;
+        caches of derived data key on it)."""
+        st = self._resources.get(resource)
+        if st is None:
+            return 0
+        return st.history[-1].rv if st.history else st.compacted
+
     def list(self, resource: str, namespace: str | None = None) -> list[Stored]:
         """Current objects in key order (namespace, name); all namespaces when None."""
         st = self._resources.get(resource)

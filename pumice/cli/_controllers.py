@@ -20,7 +20,8 @@ CONTROLLER_GROUPS: tuple[str, ...] = ("kube", "ray", "volcano")
 
 
 def controller_setups(names: list[str], *, batch_scheduler: str | None = None,
-                      ray_options: Mapping[str, Any] | None = None) -> list[SetupFn]:
+                      ray_options: Mapping[str, Any] | None = None,
+                      root_ca: str | None = None) -> list[SetupFn]:
     """The setup callables of the groups ``names``, in that order.
 
     Args:
@@ -28,6 +29,7 @@ def controller_setups(names: list[str], *, batch_scheduler: str | None = None,
         batch_scheduler: KubeRay's batch scheduler (``"volcano"``; None, ``""`` or ``"none"``: none).
         ray_options: more keyword arguments of the KubeRay ``setup`` (``pumice up --runtime
             simulated`` passes the simulated dashboard's ``dashboard_client_factory``).
+        root_ca: the API server's CA (PEM) the kube controllers publish as ``kube-root-ca.crt``.
 
     Raises:
         ValueError: an unknown group name (the message lists the known ones).
@@ -39,7 +41,7 @@ def controller_setups(names: list[str], *, batch_scheduler: str | None = None,
     from pumice.controllers.volcano.setup import setup_controllers as volcano_setup
 
     table: dict[str, SetupFn] = {
-        "kube": kube.setup,
+        "kube": functools.partial(kube.setup, root_ca=root_ca),
         "ray": functools.partial(ray.setup, batch_scheduler=None if batch_scheduler in (None, "", "none")
                                  else batch_scheduler, **dict(ray_options or {})),
         # The package's ``setup`` attribute is replaced by its submodule ``setup`` once anything

@@ -57,13 +57,38 @@ async def _main(kubeconfig: str | None, controllers: list[str], *, leader_elect:
     stop = stop_on_signals()
     try:
         await run_controller_manager(
-            client, controller_setups(controllers, batch_scheduler=batch_scheduler), leader_elect=leader_elect,
+            client, controller_setups(controllers, batch_scheduler=batch_scheduler, root_ca=_root_ca(kubeconfig)),
+            leader_elect=leader_elect,
             stop_event=stop, health_port=health_port, identity=identity,
             lease_duration=lease_duration, renew_deadline=renew_deadline, retry_period=retry_period,
         )
     finally:
         with contextlib.suppress(Exception):
             await client.close()
+
+
+def _root_ca(kubeconfig: str | None) -> str | None:
+    """The kubeconfig's CA (``certificate-authority-data`` or ``certificate-authority``) for the
+    root-ca-cert-publisher, as kube-controller-manager's --root-ca-file."""
+    import base64
+    from pathlib import Path
+
+    import yaml
+
+    if not kubeconfig:
+        return None
+    try:
+        cfg = yaml.safe_load(Path(kubeconfig).read_text()) or {}
+        ctx_name = cfg.get("current-context")
+        ctx: dict[str, object] = next((c["context"] for c in cfg.get("contexts") or [] if c.get("name") == ctx_name), {})
+        cluster: dict[str, str] = next((c["cluster"] for c in cfg.get("clusters") or [] if c.get("name") == ctx.get("cluster")), {})
+        if cluster.get("certificate-authority-data"):
+            return base64.b64decode(cluster["certificate-authority-data"]).decode()
+        if cluster.get("certificate-authority"):
+            return Path(cluster["certificate-authority"]).read_text()
+    except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError) as e:
+        log.warning("no CA for kube-root-ca.crt from %s: %s", kubeconfig, e)
+    return None
 
 
 @click.command(name="controller-manager")

@@ -108,7 +108,7 @@ async def run_up(
         clients.append(c)
         return c
 
-    tasks = _start_components(opts, client, server.url, stop)
+    tasks = _start_components(opts, client, server.url, stop, root_ca=_root_ca(server))
     if dash_sock is not None:
         tasks.append(asyncio.create_task(_dashboard(kubeconfig, dash_sock, stop, on_dashboard), name="dashboard"))
     try:
@@ -130,7 +130,7 @@ async def run_up(
 
 
 def _start_components(opts: UpOptions, client: Callable[[str], Any], apiserver_url: str | None,
-                      stop: asyncio.Event) -> list[asyncio.Task[None]]:
+                      stop: asyncio.Event, *, root_ca: str | None = None) -> list[asyncio.Task[None]]:
     """Start the controller manager, the default (and with ``volcano`` the Volcano) scheduler and
     the node agent as tasks, each with its own in-process client (``client(component)``); the
     node agent is last, so that it is stopped first."""
@@ -148,7 +148,8 @@ def _start_components(opts: UpOptions, client: Callable[[str], Any], apiserver_u
     tasks.append(asyncio.create_task(
         run_controller_manager(
             client("controller-manager"),
-            controller_setups(opts.controllers, batch_scheduler=opts.batch_scheduler, ray_options=ray_options),
+            controller_setups(opts.controllers, batch_scheduler=opts.batch_scheduler, ray_options=ray_options,
+                              root_ca=root_ca),
             leader_elect=False, stop_event=stop,
         ),
         name="controller-manager",
@@ -258,6 +259,13 @@ async def _wait_serving(ready: asyncio.Event, serve_task: asyncio.Task[None]) ->
         raise RuntimeError("the API server did not start within 30 s")
 
 
+def _root_ca(server: object) -> str | None:
+    """The API server's CA for the kube controllers' root-ca-cert-publisher (kube-root-ca.crt)."""
+    data_dir = getattr(server, "data_dir", None)
+    ca = data_dir / "tls.crt" if data_dir is not None else None
+    return ca.read_text() if ca is not None and ca.exists() else None
+
+
 def _volcano_admission() -> tuple[list[object], list[object]]:
     """Admission plugins of the Volcano webhooks (ray.io objects are validated by the KubeRay
     controllers, as upstream, which has no ray.io webhook by default)."""
@@ -265,6 +273,17 @@ def _volcano_admission() -> tuple[list[object], list[object]]:
 
     mutating, validating = admission_plugins()
     return list(mutating), list(validating)
+
+
+def _parse_groups(value: str) -> list[str]:
+    from pumice.cli._controllers import CONTROLLER_GROUPS
+
+    names = [c.strip() for c in value.split(",") if c.strip()]
+    unknown = [c for c in names if c not in CONTROLLER_GROUPS]
+    if unknown:
+        raise click.BadParameter(f"unknown controllers {unknown}; choose from {','.join(sorted(CONTROLLER_GROUPS))}",
+                                 param_hint="--controllers")
+    return names
 
 
 class DataDirInUse(RuntimeError):
@@ -334,11 +353,14 @@ def check_port_free(host: str, port: int) -> None:
 @click.option("--dashboard-port", type=int, default=8080, show_default=True,
               help="Port of the web UI on 127.0.0.1 (0: a free one).")
 @click.option("--no-dashboard", is_flag=True, help="Do not serve the web UI.")
+@click.option("--controllers", "controller_groups", default="kube,ray,volcano", show_default=True,
+              help="Controller groups to run: kube, ray, volcano (leave out ray to run the real KubeRay operator "
+                   "against this pumice instead).")
 @click.option("-v", "--verbose", is_flag=True)
 def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node_cpu: str | None,
             node_memory: str | None, batch_scheduler: str, network: str, pod_cidr: str | None, bridge: str | None,
             pod_egress: str, keep_pods: bool, scheduler_conf: str | None, durability: str, dashboard_port: int,
-            no_dashboard: bool, verbose: bool) -> None:
+            no_dashboard: bool, controller_groups: str, verbose: bool) -> None:
     """Run the whole embedded control plane on this machine (Ctrl-C stops it cleanly)."""
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -348,6 +370,7 @@ def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node
         network=network, pod_cidr=pod_cidr, bridge=bridge, pod_egress=pod_egress, keep_pods=keep_pods,
         scheduler_conf=scheduler_conf, durability=durability,
         dashboard_port=None if no_dashboard else dashboard_port,
+        controllers=_parse_groups(controller_groups),
     )
 
     async def main() -> None:

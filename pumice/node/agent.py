@@ -55,13 +55,15 @@ from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_f
 from pumice.client.informer import Informer
 from pumice.node import podspec
 from pumice.node.logs import LogServer
+from pumice.node.metrics import UsageSampler
 from pumice.node.network import HostNetwork, NetnsNetwork, NetworkError, hosts_content, run
 from pumice.node.provisioner import LocalPathProvisioner
 from pumice.node.proxy import EgressProxy, TcpForwarder, package_index_hosts
 from pumice.node.runtime.base import Container, ContainerRuntime, Sandbox
-from pumice.node.runtime.process import DEFAULT_PATH, ProcessRuntime
+from pumice.node.runtime.process import DEFAULT_PATH, MemoryCgroups, ProcessRuntime
 from pumice.node.runtime.simulated import SimulatedRuntime
 from pumice.node.services import ServiceDirectory
+from pumice.node.streaming import ExecTarget, ForwardTarget, StreamServer, nsenter_prefix
 from pumice.node.worker import ContainerRecord, PodWorker
 
 log = logging.getLogger(__name__)
@@ -122,6 +124,13 @@ def _rmtree_logged(path: Path) -> None:
     shutil.rmtree(path, onerror=lambda _f, p, e: errors.append(f"{p}: {e[1]}"))
     if errors:
         log.warning("removing Pod files %s left %d entries, e.g. %s", path, len(errors), errors[0])
+
+
+def _pgid(pid: int) -> int:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return -1
 
 
 def _machine_memory() -> int:
@@ -640,7 +649,11 @@ class NodeAgent:
         if isinstance(self.network, NetnsNetwork):
             await self.network.ensure_bridge()
             hosts.append(self.network.gateway)
-        self._log_server = LogServer(self._log_source, self.clock)
+        self._sampler = UsageSampler(self._usage_pods, lambda: list(self.nodes), self.clock.now)
+        self._log_server = LogServer(self._log_source, self.clock,
+                                     streams=StreamServer(self._exec_target, self._forward_target),
+                                     usage=self._sampler.usage)
+        self._tasks.append(asyncio.get_running_loop().create_task(self._usage_loop()))
         self.kubelet_port = await self._log_server.start(hosts)
         if self.apiserver_url_for_pods:
             u = urlsplit(self.apiserver_url_for_pods)
@@ -703,6 +716,70 @@ class NodeAgent:
             return None
         except ValueError:
             return self.directory.resolve(host, client_ip)
+
+    async def _exec_target(self, namespace: str, pod: str, container: str) -> ExecTarget | str:
+        """Where ``kubectl exec``/``attach`` into a running container go (the kubelet's
+        GetExec/GetAttach), or why they cannot."""
+        w = next((w for w in self.workers.values() if w.namespace == namespace and w.name == pod), None)
+        if w is None:
+            return f'pod "{pod}" not found on this node'
+        rec = w.records.get(container)
+        spec = next((c for c in podspec.all_containers(w.pod) if c.get("name") == container), None)
+        if rec is None or spec is None:
+            return f'container "{container}" not found in pod "{pod}"'
+        cur = rec.current
+        if cur is None or w.sandbox is None or not self.runtime.is_alive(cur):
+            return f"container {container} is not running (state: {rec.state})"
+        env = self.base_env(w.pod, spec)
+        with contextlib.suppress(Exception):
+            env = podspec.container_env(w.pod_with_ips(), spec, await w._lookup_table(), base=env,
+                                        node_allocatable=self.node_allocatable(w.node))
+        workdir = spec.get("workingDir") or str(w.pod_dir_path() / "work")
+        mode = getattr(self.runtime, "mode", "plain")
+        prefix = nsenter_prefix(cur.pid) if mode != "plain" else []
+
+        def running() -> bool:
+            c = rec.current
+            return c is not None and c is cur
+
+        return ExecTarget(prefix, env, workdir, cur.log_path, running)
+
+    def _usage_pods(self) -> list[tuple[str, str, str, str, str, list[int], str]]:
+        """Running Pods with their processes and memory cgroup, for the usage sampler."""
+        out = []
+        for w in list(self.workers.values()):
+            if w.sandbox is None:
+                continue
+            cgroup = str(w.sandbox.extra.get("cgroup") or "")
+            pids = MemoryCgroups.pids(cgroup) if cgroup else []
+            if not pids:
+                groups = set(w.sandbox.extra.get("pgids", []))
+                pids = [int(d) for d in os.listdir("/proc") if d.isdigit() and _pgid(int(d)) in groups] if groups else []
+            containers = (w.pod.get("spec") or {}).get("containers") or [{}]
+            out.append((w.uid, w.namespace, w.name, w.node, str(containers[0].get("name", "")), pids, cgroup))
+        return out
+
+    async def _usage_loop(self) -> None:
+        """Sample usage at once, after 2 s (so ``kubectl top`` has a window early), then every 15 s."""
+        delay = 2.0
+        while True:
+            try:
+                await asyncio.to_thread(self._sampler.sample)
+            except Exception as e:  # a /proc read racing a dying process must not stop sampling
+                log.warning("usage sampling failed: %s", e)
+            await self.clock.sleep(delay)
+            delay = 15.0
+
+    async def _forward_target(self, namespace: str, pod: str) -> ForwardTarget | str:
+        """Where ``kubectl port-forward`` connections into a Pod go (the kubelet's GetPortForward)."""
+        w = next((w for w in self.workers.values() if w.namespace == namespace and w.name == pod), None)
+        if w is None or w.sandbox is None:
+            return f'pod "{pod}" not found on this node'
+        running = [r.current for r in w.records.values() if r.current is not None and self.runtime.is_alive(r.current)]
+        mode = getattr(self.runtime, "mode", "plain")
+        if mode == "netns" and running:
+            return ForwardTarget(nsenter_prefix(running[0].pid, network_only=True), w.sandbox.ip, w.uid)
+        return ForwardTarget([], w.sandbox.ip, w.uid)
 
     def _log_source(self, namespace: str, pod: str, container: str, previous: bool) -> Any:
         cands = [w for w in [*self.workers.values(), *(x for x in self.finished.values() if x)]

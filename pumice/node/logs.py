@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from pumice._util.clock import Clock, parse_rfc3339
@@ -106,8 +108,11 @@ message (404)."""
 class LogServer:
     """The kubelet HTTP endpoint for logs, on loopback (and the bridge address in netns mode)."""
 
-    def __init__(self, source: LogSource, clock: Clock, poll_interval: float = 0.1) -> None:
+    def __init__(self, source: LogSource, clock: Clock, poll_interval: float = 0.1, streams: Any = None,
+                 usage: Any = None) -> None:
         self.source = source
+        self.usage = usage  # () -> the /stats/usage document (pumice.node.metrics) or None
+        self.streams = streams  # a pumice.node.streaming.StreamServer for exec and attach
         self.clock = clock
         self.poll_interval = poll_interval
         self._servers: list[asyncio.Server] = []
@@ -133,6 +138,9 @@ class LogServer:
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
             method, target, _ = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ", 2)
+            if self.streams is not None and method == "GET" and self.streams.handles(target):
+                await self.streams.serve(target, head, reader, writer)
+                return
             await self._serve(method, target, reader, writer)
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ValueError,
                 ConnectionError):
@@ -159,6 +167,16 @@ class LogServer:
             return
         if parts == ["healthz"]:
             await self._simple(writer, 200, "ok")
+            return
+        if parts == ["stats", "usage"] and self.usage is not None:
+            doc = self.usage()
+            if doc is None:
+                await self._simple(writer, 404, "no usage sampled yet\n")
+                return
+            body = json.dumps(doc).encode()
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+                         b"Connection: close\r\n\r\n%s" % (len(body), body))
+            await writer.drain()
             return
         if len(parts) != 4 or parts[0] != "containerLogs":
             await self._simple(writer, 404, "not found\n")

@@ -1,22 +1,29 @@
 """Authentication and authorization: the admin token, a static token file, ServiceAccount tokens
-from the TokenRequest subresource, RBAC and the review APIs."""
+from the TokenRequest subresource, RBAC, the review APIs, and real kubectl's ``auth can-i`` /
+``auth whoami`` / ``create token`` against them."""
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 import ssl
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
+import yaml
 
 from pumice._util.clock import FakeClock
 from pumice.api import Obj
 from pumice.apiserver.authn import Authenticator, ServiceAccountTokenIssuer, TokenFileError, load_token_file
 from pumice.apiserver.authz import RBACAuthorizer, forbidden_message, request_attributes
 from pumice.testing.cluster import HttpServer, serve_http
+
+from .test_kubectl import kubectl_binary
 
 TOKENS = 'alice-token,alice,1001,"dev,qa"\nbob-token,bob,1002\n# a comment\n'
 
@@ -196,3 +203,51 @@ def test_token_request_gives_a_bound_token_the_api_accepts_as_the_service_accoun
         assert r.status_code == 201, r.text
         assert r.json()["status"]["userInfo"]["username"] == "system:serviceaccount:robots:r2"
         assert c.get("/api/v1/namespaces/robots/pods").status_code == 403
+@pytest.fixture(scope="module")
+def kubectl_as(srv: HttpServer, tmp_path_factory: pytest.TempPathFactory):
+    binary = kubectl_binary()
+    cache = tmp_path_factory.mktemp("kubecache-auth")
+
+    def run(token: str | None, *args: str) -> subprocess.CompletedProcess[str]:
+        cfg = yaml.safe_load(srv.kubeconfig.read_text())
+        if token is not None:
+            cfg["users"][0]["user"]["token"] = token
+        path = cache / f"kc-{abs(hash(token))}"
+        path.write_text(yaml.safe_dump(cfg))
+        env = {**os.environ, "KUBECONFIG": str(path), "HOME": str(cache)}
+        return subprocess.run([binary, "--cache-dir", str(cache / "cache"), *args], env=env, capture_output=True,
+                              text=True, timeout=60)
+
+    return run
+
+
+@pytest.mark.kubectl
+def test_kubectl_auth_can_i_answers_per_user_and_namespace(srv: HttpServer, kubectl_as: Any) -> None:
+    _apply(srv, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "canns"}},
+           {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "bob-view", "namespace": "canns"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": "system:aggregate-to-view"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bob"}]})
+    p = kubectl_as(None, "auth", "can-i", "delete", "nodes")
+    assert (p.returncode, p.stdout.strip()) == (0, "yes"), p.stderr
+    p = kubectl_as("bob-token", "auth", "can-i", "list", "pods", "-n", "canns")
+    assert (p.returncode, p.stdout.strip()) == (0, "yes"), p.stderr
+    p = kubectl_as("bob-token", "auth", "can-i", "delete", "pods", "-n", "canns")
+    assert (p.returncode, p.stdout.strip()) == (1, "no"), p.stderr
+    p = kubectl_as("bob-token", "auth", "can-i", "--list", "-n", "canns")
+    assert p.returncode == 0, p.stderr
+    assert "pods" in p.stdout and "selfsubjectaccessreviews.authorization.k8s.io" in p.stdout
+    p = kubectl_as("bob-token", "auth", "whoami", "-o", "json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["status"]["userInfo"]["username"] == "bob"
+
+
+@pytest.mark.kubectl
+def test_kubectl_create_token_gives_a_token_that_authenticates(srv: HttpServer, kubectl_as: Any) -> None:
+    _apply(srv, {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "ci", "namespace": "default"}})
+    p = kubectl_as(None, "create", "token", "ci", "--duration", "20m")
+    assert p.returncode == 0, p.stderr
+    token = p.stdout.strip()
+    p = kubectl_as(token, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
+    assert (p.returncode, p.stdout) == (0, "system:serviceaccount:default:ci"), p.stderr

@@ -69,3 +69,20 @@ async def test_logs_of_an_unknown_container_are_400(cluster: LocalCluster) -> No
     with pytest.raises(ApiError) as e:
         _ = [c async for c in cluster.client.logs("default", "p", container="nope")]
     assert e.value.code == 400 and e.value.message == "container nope is not valid for pod p"
+
+
+async def test_logs_and_exec_of_a_pod_on_a_node_without_kubelet_endpoint_answer_a_clear_400(
+        cluster: LocalCluster) -> None:
+    """The simulated runtime publishes no kubelet endpoint: logs, exec and attach say so instead
+    of answering 500."""
+    c = cluster.client
+    await c.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "sim-0"},
+                    "status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.9"}],
+                               "daemonEndpoints": {"kubeletEndpoint": {"Port": 0}}}})
+    await c.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sim", "namespace": "default"},
+                    "spec": {"nodeName": "sim-0", "containers": [{"name": "c", "image": "busybox"}]}})
+    for sub, params in (("log", None), ("exec", {"command": "true"}), ("attach", None)):
+        with pytest.raises(ApiError) as e:
+            await c.request("GET", f"/api/v1/namespaces/default/pods/sim/{sub}", params=params)
+        assert e.value.code == 400, e.value
+        assert "simulated runtime" in str(e.value)

@@ -17,6 +17,12 @@ name                      what it does
                           (only when ``setup`` is given the API server's CA)
 ``clusterrole-aggregation`` :mod:`.clusterroleaggregation`: rules of aggregated ClusterRoles
 ``persistentvolume-binder`` :mod:`.persistentvolume`: binds claims to volumes, asks provisioners
+``statefulset``           :mod:`.statefulset`: stable names and claims, ordered start, rolling update
+``daemonset``             :mod:`.daemonset`: one Pod per eligible Node
+``cronjob``               :mod:`.cronjob`: Jobs on a cron schedule, concurrency policy, history
+``replicationcontroller`` :mod:`.replicaset` with ``kind="ReplicationController"``
+``disruption``            :mod:`.disruption`: PodDisruptionBudget status
+``resourcequota``         :mod:`.resourcequota`: ResourceQuota status (hard, used)
 ========================  ====================================================================
 
 Mirrors: kubernetes cmd/kube-controller-manager/app/controllermanager.go (NewControllerDescriptors).
@@ -27,7 +33,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from pumice.controllers.kube.clusterroleaggregation import ClusterRoleAggregationReconciler
+from pumice.controllers.kube.cronjob import CronJobReconciler
+from pumice.controllers.kube.daemonset import DaemonSetReconciler
 from pumice.controllers.kube.deployment import DeploymentReconciler
+from pumice.controllers.kube.disruption import DisruptionReconciler
 from pumice.controllers.kube.endpoints import EndpointsReconciler
 from pumice.controllers.kube.garbagecollector import GarbageCollector
 from pumice.controllers.kube.job import DEFAULT_POD_FAILURE_BACKOFF, JobReconciler
@@ -35,9 +44,11 @@ from pumice.controllers.kube.namespace import NamespaceReconciler
 from pumice.controllers.kube.nodelifecycle import GRACE_PERIOD, MONITOR_PERIOD, NodeLifecycleController
 from pumice.controllers.kube.options import KubeOptions
 from pumice.controllers.kube.persistentvolume import PersistentVolumeBinder
-from pumice.controllers.kube.replicaset import ReplicaSetReconciler
+from pumice.controllers.kube.replicaset import ReplicaSetReconciler, setup_replication_controller
+from pumice.controllers.kube.resourcequota import ResourceQuotaReconciler
 from pumice.controllers.kube.rootcacert import RootCACertPublisher
 from pumice.controllers.kube.serviceaccount import ServiceAccountsReconciler
+from pumice.controllers.kube.statefulset import StatefulSetReconciler
 from pumice.runtime.manager import Manager
 
 SETUPS: dict[str, Callable[[Manager, KubeOptions], object]] = {
@@ -52,6 +63,12 @@ SETUPS: dict[str, Callable[[Manager, KubeOptions], object]] = {
     "root-ca-cert-publisher": RootCACertPublisher.setup_with_manager,
     "clusterrole-aggregation": ClusterRoleAggregationReconciler.setup_with_manager,
     "persistentvolume-binder": PersistentVolumeBinder.setup_with_manager,
+    "statefulset": StatefulSetReconciler.setup_with_manager,
+    "daemonset": DaemonSetReconciler.setup_with_manager,
+    "cronjob": CronJobReconciler.setup_with_manager,
+    "replicationcontroller": setup_replication_controller,
+    "disruption": DisruptionReconciler.setup_with_manager,
+    "resourcequota": ResourceQuotaReconciler.setup_with_manager,
 }
 """Controller name -> its ``setup_with_manager`` (each controller builds and registers itself)."""
 
@@ -75,6 +92,12 @@ class KubeControllers:
         self.root_ca_cert_publisher: RootCACertPublisher | None = None
         self.clusterrole_aggregation: ClusterRoleAggregationReconciler | None = None
         self.persistentvolume_binder: PersistentVolumeBinder | None = None
+        self.statefulset: StatefulSetReconciler | None = None
+        self.daemonset: DaemonSetReconciler | None = None
+        self.cronjob: CronJobReconciler | None = None
+        self.replicationcontroller: ReplicaSetReconciler | None = None
+        self.disruption: DisruptionReconciler | None = None
+        self.resourcequota: ResourceQuotaReconciler | None = None
 
 
 def setup(mgr: Manager, *, controllers: Iterable[str] | None = None, workers: int = 8,

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from pumice._util.clock import Clock
 from pumice.api import Obj, meta
-from pumice.api.scheme import POD, REPLICA_SET
+from pumice.api.scheme import POD, REPLICA_SET, REPLICATION_CONTROLLER
 from pumice.api.selectors import NOTHING, LabelSelector, from_label_selector
 from pumice.client.base import ApiError, KubeClient, is_conflict, is_not_found
 from pumice.client.informer import OWNER_UID_INDEX, Informer
@@ -117,7 +117,9 @@ class PodControl:
 
 
 class ReplicaSetReconciler:
-    """Reconciler for apps/v1 ReplicaSets (see module docstring)."""
+    """Reconciler for apps/v1 ReplicaSets (see module docstring), and, with
+    ``kind="ReplicationController"``, for core/v1 ReplicationControllers (the same controller
+    upstream: pkg/controller/replication wraps the ReplicaSet one)."""
 
     @classmethod
     def setup_with_manager(cls, mgr: Manager, opts: KubeOptions) -> ReplicaSetReconciler:
@@ -130,14 +132,15 @@ class ReplicaSetReconciler:
         return rs
 
     def __init__(self, client: KubeClient, *, replica_sets: Informer, pods: Informer, clock: Clock,
-                 recorder: EventRecorder, expectations: Expectations | None = None) -> None:
+                 recorder: EventRecorder, expectations: Expectations | None = None, kind: str = "ReplicaSet") -> None:
         self.client = client
         self.replica_sets = replica_sets
         self.pods = pods
         self.clock = clock
         self.recorder = recorder
         self.expectations = expectations or Expectations(clock)
-        self.pod_control = PodControl(pods, "ReplicaSet", self.expectations)
+        self.kind = kind
+        self.pod_control = PodControl(pods, kind, self.expectations)
         replica_sets.add_indexer(ORPHAN_INDEX, orphan_indexer)
 
     # -- observe ------------------------------------------------------------------------------
@@ -146,7 +149,7 @@ class ReplicaSetReconciler:
         owned Pods that no longer match (ClaimPods)."""
         md = rs["metadata"]
         uid, ns = md["uid"], md.get("namespace", "")
-        selector = workload_selector((rs.get("spec") or {}).get("selector"))
+        selector = self.selector(rs)
         owned = []
         for pod in self.pods.store.by_index(OWNER_UID_INDEX, uid):
             if selector.matches((pod.get("metadata") or {}).get("labels") or {}):
@@ -160,6 +163,13 @@ class ReplicaSetReconciler:
                     if adopted is not None:
                         owned.append(adopted)
         return owned
+
+    def selector(self, rs: Obj) -> LabelSelector:
+        """The owner's selector; a ReplicationController's is a plain label map."""
+        sel = (rs.get("spec") or {}).get("selector")
+        if self.kind == "ReplicationController":
+            return workload_selector({"matchLabels": sel} if sel else None)
+        return workload_selector(sel)
 
     async def _adopt(self, rs: Obj, pod: Obj) -> Obj | None:
         refs = [*((pod["metadata"].get("ownerReferences")) or []), controller_ref(rs)]
@@ -288,3 +298,15 @@ class ReplicaSetReconciler:
                     return Result()  # a newer version is on its way through the informer
                 raise
         return Result(requeue_after=wait) if wait else Result()
+
+
+def setup_replication_controller(mgr: Manager, opts: KubeOptions) -> ReplicaSetReconciler:
+    """The ReplicationController controller: the ReplicaSet one over core/v1 ReplicationControllers
+    (pkg/controller/replication wraps pkg/controller/replicaset the same way)."""
+    inf = mgr.informers
+    rc = ReplicaSetReconciler(mgr.client, replica_sets=inf.informer(REPLICATION_CONTROLLER), pods=inf.informer(POD),
+                              clock=mgr.clock, recorder=mgr.event_recorder("replication-controller"),
+                              kind="ReplicationController")
+    mgr.controller("replicationcontroller").for_(REPLICATION_CONTROLLER).owns(POD).with_options(
+        max_concurrent_reconciles=opts.workers).complete(rc)
+    return rc

@@ -1,0 +1,276 @@
+"""Defaults and validation of the kinds served beside the original set: StatefulSet, DaemonSet,
+CronJob, ReplicationController, PodDisruptionBudget, PersistentVolumeClaim, PersistentVolume,
+registered as strategies (:func:`pumice.apiserver.strategy.register`) when this module is imported
+(the registry imports it).
+
+Mirrors: kubernetes pkg/apis/apps/v1/defaults.go (SetDefaults_StatefulSet, SetDefaults_DaemonSet),
+pkg/apis/batch/v1/defaults.go (SetDefaults_CronJob), pkg/apis/core/v1/defaults.go
+(SetDefaults_ReplicationController, SetDefaults_PersistentVolume(Claim)), and the matching
+pkg/registry/*/strategy.go PrepareForCreate (status reset, generation) and
+pkg/apis/*/validation (selector/template agreement, enum fields, immutable fields).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pumice.api.admission import FieldCause
+from pumice.api.cron import parse_schedule
+from pumice.api.scheme import ResourceKind
+from pumice.api.selectors import from_label_selector
+from pumice.api.validation import validate_object
+from pumice.apiserver import defaults as kdefaults
+from pumice.apiserver.strategy import Strategy, register
+
+if TYPE_CHECKING:
+    from pumice.apiserver.registry import Registry
+
+Obj = dict[str, Any]
+
+__all__ = ["cron_schedule_error"]
+
+
+def _template(spec: Obj) -> None:
+    tpl = spec.get("template")
+    if isinstance(tpl, dict) and isinstance(tpl.get("spec"), dict):
+        kdefaults.pod_spec(tpl["spec"])
+
+
+def statefulset(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("replicas", 1)
+    spec.setdefault("podManagementPolicy", "OrderedReady")
+    us = spec.setdefault("updateStrategy", {})
+    us.setdefault("type", "RollingUpdate")
+    if us["type"] == "RollingUpdate":
+        us.setdefault("rollingUpdate", {}).setdefault("partition", 0)
+    spec.setdefault("revisionHistoryLimit", 10)
+    policy = spec.setdefault("persistentVolumeClaimRetentionPolicy", {})
+    policy.setdefault("whenDeleted", "Retain")
+    policy.setdefault("whenScaled", "Retain")
+    for claim in spec.get("volumeClaimTemplates") or []:
+        if isinstance(claim, dict):
+            persistent_volume_claim(claim)
+            claim.setdefault("apiVersion", "v1")
+            claim.setdefault("kind", "PersistentVolumeClaim")
+    _template(spec)
+
+
+def daemonset(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    us = spec.setdefault("updateStrategy", {})
+    us.setdefault("type", "RollingUpdate")
+    if us["type"] == "RollingUpdate":
+        ru = us.setdefault("rollingUpdate", {})
+        ru.setdefault("maxUnavailable", 1)
+        ru.setdefault("maxSurge", 0)
+    spec.setdefault("revisionHistoryLimit", 10)
+    _template(spec)
+
+
+def cronjob(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("concurrencyPolicy", "Allow")
+    spec.setdefault("suspend", False)
+    spec.setdefault("successfulJobsHistoryLimit", 3)
+    spec.setdefault("failedJobsHistoryLimit", 1)
+    jt = spec.get("jobTemplate")
+    if isinstance(jt, dict) and isinstance(jt.get("spec"), dict):
+        js = jt["spec"]
+        _template(js)
+        js.setdefault("backoffLimit", 6)
+        js.setdefault("completionMode", "NonIndexed")
+        js.setdefault("suspend", False)
+        if "completions" not in js and "parallelism" not in js:
+            js["completions"] = 1
+            js["parallelism"] = 1
+        js.setdefault("parallelism", 1)
+
+
+def replication_controller(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    tpl = spec.get("template") or {}
+    labels = (tpl.get("metadata") or {}).get("labels") or {}
+    if labels:
+        if not spec.get("selector"):
+            spec["selector"] = dict(labels)
+        md = obj.setdefault("metadata", {})
+        if not md.get("labels"):
+            md["labels"] = dict(labels)
+    spec.setdefault("replicas", 1)
+    spec.setdefault("minReadySeconds", 0)
+    _template(spec)
+
+
+def persistent_volume_claim(obj: Obj) -> None:
+    obj.setdefault("spec", {}).setdefault("volumeMode", "Filesystem")
+
+
+def persistent_volume(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
+    spec.setdefault("volumeMode", "Filesystem")
+
+
+def _invalid(field: str, value: Any, detail: str) -> FieldCause:
+    from pumice.api.validation import format_value
+
+    return FieldCause(field, f"Invalid value: {format_value(value)}: {detail}", "FieldValueInvalid")
+
+
+def _required(field: str) -> FieldCause:
+    return FieldCause(field, "Required value", "FieldValueRequired")
+
+
+def _unsupported(field: str, value: Any, supported: list[str]) -> FieldCause:
+    from pumice.api.validation import format_value
+
+    return FieldCause(field, f"Unsupported value: {format_value(value)}: supported values: "
+                             + ", ".join(f'"{s}"' for s in supported), "FieldValueNotSupported")
+
+
+def _selector_matches_template(spec: Obj, *, map_selector: bool = False) -> list[FieldCause]:
+    sel = spec.get("selector")
+    labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    if sel is None:
+        return [_required("spec.selector")]
+    match = sel if map_selector else (sel.get("matchLabels") or {}) if isinstance(sel, dict) else {}
+    if not isinstance(match, dict):
+        return []
+    if not from_label_selector({"matchLabels": match}).matches(labels):
+        return [_invalid("spec.template.metadata.labels", labels, "`selector` does not match template `labels`")]
+    return []
+
+
+def cron_schedule_error(schedule: str) -> str:
+    """Why ``schedule`` is not a standard 5-field cron expression (or a macro such as ``@hourly``);
+    "" when it is one. The CronJob controller parses it with the same rules."""
+    try:
+        parse_schedule(schedule)
+    except ValueError as e:
+        return str(e)
+    return ""
+
+
+class _Workload(Strategy):
+    """Status reset on create; generation handled by the registry; selector/template checks."""
+
+    def __init__(self, defaulter: Any, check: Any) -> None:
+        super().__init__(defaulter=defaulter)
+        self._check = check
+
+    def validate(self, reg: Registry, rk: ResourceKind, obj: Obj, old: Obj | None) -> list[FieldCause]:
+        out = validate_object(rk, obj, old)
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return [*out, _required("spec")]
+        return out + self._check(spec, old)
+
+
+def _check_statefulset(spec: Obj, old: Obj | None) -> list[FieldCause]:
+    out = _selector_matches_template(spec)
+    if spec.get("podManagementPolicy") not in ("OrderedReady", "Parallel"):
+        out.append(_unsupported("spec.podManagementPolicy", spec.get("podManagementPolicy"),
+                                ["OrderedReady", "Parallel"]))
+    if not isinstance(spec.get("replicas"), int) or spec["replicas"] < 0:
+        out.append(_invalid("spec.replicas", spec.get("replicas"), "must be greater than or equal to 0"))
+    if old is not None:
+        ospec = old.get("spec") or {}
+        changed = [k for k in spec if k not in ("replicas", "template", "updateStrategy", "minReadySeconds",
+                                                 "persistentVolumeClaimRetentionPolicy", "ordinals",
+                                                 "revisionHistoryLimit") and spec.get(k) != ospec.get(k)]
+        if changed:
+            out.append(FieldCause("spec", "Forbidden: updates to statefulset spec for fields other than 'replicas', "
+                                          "'ordinals', 'template', 'updateStrategy', "
+                                          "'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are "
+                                          "forbidden", "FieldValueForbidden"))
+    return out
+
+
+def _check_daemonset(spec: Obj, old: Obj | None) -> list[FieldCause]:
+    out = _selector_matches_template(spec)
+    rp = ((spec.get("template") or {}).get("spec") or {}).get("restartPolicy", "Always")
+    if rp != "Always":
+        out.append(_unsupported("spec.template.spec.restartPolicy", rp, ["Always"]))
+    if old is not None and (old.get("spec") or {}).get("selector") != spec.get("selector"):
+        out.append(_invalid("spec.selector", spec.get("selector"), "field is immutable"))
+    return out
+
+
+def _check_cronjob(spec: Obj, old: Obj | None) -> list[FieldCause]:
+    out: list[FieldCause] = []
+    schedule = spec.get("schedule")
+    if not schedule:
+        out.append(_required("spec.schedule"))
+    else:
+        why = cron_schedule_error(str(schedule))
+        if why:
+            out.append(_invalid("spec.schedule", schedule, why))
+    if spec.get("concurrencyPolicy") not in ("Allow", "Forbid", "Replace"):
+        out.append(_unsupported("spec.concurrencyPolicy", spec.get("concurrencyPolicy"), ["Allow", "Forbid", "Replace"]))
+    if not isinstance(spec.get("jobTemplate"), dict):
+        out.append(_required("spec.jobTemplate"))
+    return out
+
+
+def _check_rc(spec: Obj, old: Obj | None) -> list[FieldCause]:
+    out = _selector_matches_template(spec, map_selector=True)
+    if not isinstance(spec.get("replicas"), int) or spec["replicas"] < 0:
+        out.append(_invalid("spec.replicas", spec.get("replicas"), "must be greater than or equal to 0"))
+    return out
+
+
+def _check_pdb(spec: Obj, old: Obj | None) -> list[FieldCause]:
+    if "minAvailable" in spec and "maxUnavailable" in spec:
+        return [FieldCause("spec", "Invalid value: minAvailable and maxUnavailable cannot be both set",
+                           "FieldValueInvalid")]
+    return []
+
+
+def _check_pvc(spec: Obj, old: Obj | None) -> list[FieldCause]:
+    out: list[FieldCause] = []
+    if not spec.get("accessModes"):
+        out.append(_required("spec.accessModes"))
+    if not ((spec.get("resources") or {}).get("requests") or {}).get("storage"):
+        out.append(_required("spec.resources[storage]"))
+    if old is not None:
+        ospec = old.get("spec") or {}
+        for key in ("accessModes", "storageClassName", "selector", "volumeMode"):
+            if key in ospec and spec.get(key) != ospec.get(key):
+                out.append(FieldCause("spec", "Forbidden: spec is immutable after creation except "
+                                              "resources.requests and volumeAttributesClassName for bound claims",
+                                      "FieldValueForbidden"))
+                break
+        if ospec.get("volumeName") and spec.get("volumeName") != ospec.get("volumeName"):
+            out.append(FieldCause("spec", "Forbidden: spec is immutable after creation except resources.requests "
+                                          "and volumeAttributesClassName for bound claims", "FieldValueForbidden"))
+    return out
+
+
+def _check_pv(spec: Obj, old: Obj | None) -> list[FieldCause]:
+    out: list[FieldCause] = []
+    if not (spec.get("capacity") or {}).get("storage"):
+        out.append(_required("spec.capacity"))
+    if not spec.get("accessModes"):
+        out.append(_required("spec.accessModes"))
+    if spec.get("persistentVolumeReclaimPolicy") not in ("Retain", "Delete", "Recycle"):
+        out.append(_unsupported("spec.persistentVolumeReclaimPolicy", spec.get("persistentVolumeReclaimPolicy"),
+                                ["Delete", "Recycle", "Retain"]))
+    return out
+
+
+class _VolumeStrategy(_Workload):
+    """PersistentVolume(Claim)s start in phase Pending."""
+
+    def prepare_create(self, reg: Registry, rk: ResourceKind, obj: Obj) -> None:
+        super().prepare_create(reg, rk, obj)
+        obj["status"] = {"phase": "Pending"}
+
+
+register("apps", "statefulsets", _Workload(statefulset, _check_statefulset))
+register("apps", "daemonsets", _Workload(daemonset, _check_daemonset))
+register("batch", "cronjobs", _Workload(cronjob, _check_cronjob))
+register("", "replicationcontrollers", _Workload(replication_controller, _check_rc))
+register("policy", "poddisruptionbudgets", _Workload(None, _check_pdb))
+register("", "persistentvolumeclaims", _VolumeStrategy(persistent_volume_claim, _check_pvc))
+register("", "persistentvolumes", _VolumeStrategy(persistent_volume, _check_pv))

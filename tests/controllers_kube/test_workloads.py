@@ -1,0 +1,257 @@
+"""StatefulSet, DaemonSet, CronJob, ReplicationController and PodDisruptionBudget (with eviction),
+through the API server, the kube controllers, the default scheduler and the fake kubelet."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from pumice._util.clock import rfc3339
+from pumice.api.cron import parse_schedule
+from pumice.api.scheme import (
+    BATCH_CRON_JOB,
+    DAEMON_SET,
+    JOB,
+    PERSISTENT_VOLUME_CLAIM,
+    POD,
+    POD_DISRUPTION_BUDGET,
+    REPLICATION_CONTROLLER,
+    RESOURCE_QUOTA,
+    STATEFUL_SET,
+)
+from pumice.client.base import ApiError
+
+from .conftest import chain, eventually
+
+Obj = dict[str, Any]
+
+TEMPLATE = {"metadata": {"labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "10m"}}}]}}
+
+
+def statefulset(name: str, replicas: int, **spec: Any) -> Obj:
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"replicas": replicas, "serviceName": name, "selector": {"matchLabels": {"app": "web"}},
+                     "template": TEMPLATE, **spec}}
+
+
+async def _pods(c: Any, **labels: str) -> list[Obj]:
+    items = (await c.list(POD, "default")).items
+    return [p for p in items if all((p["metadata"].get("labels") or {}).get(k) == v for k, v in labels.items())
+            and not p["metadata"].get("deletionTimestamp")]
+
+
+async def test_statefulset_starts_pods_in_order_with_stable_names_and_claims() -> None:
+    async with chain(nodes=2) as env:
+        c = env.client
+        created: list[tuple[str, list[str]]] = []
+
+        async def watch() -> None:
+            async for ev in c.watch(POD, "default"):
+                if ev.type == "ADDED":
+                    ready = [p["metadata"]["name"] for p in await _pods(c)
+                             if any(cd.get("type") == "Ready" and cd.get("status") == "True"
+                                    for cd in (p.get("status") or {}).get("conditions") or [])]
+                    created.append((ev.object["metadata"]["name"], ready))
+
+        watcher = asyncio.create_task(watch())
+        await asyncio.sleep(0.2)
+        claim = {"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
+                                                      "resources": {"requests": {"storage": "1Gi"}}}}
+        await c.create(statefulset("web", 3, volumeClaimTemplates=[claim]))
+
+        async def three_ready() -> bool:
+            sts = await c.get(STATEFUL_SET, "web", "default")
+            return (sts.get("status") or {}).get("readyReplicas") == 3
+
+        await eventually(three_ready, timeout=30, what="3 ready replicas")
+        watcher.cancel()
+        assert [n for n, _ in created] == ["web-0", "web-1", "web-2"]
+        # each ordinal appeared only once the ones before it were Ready
+        assert "web-0" in created[1][1] and {"web-0", "web-1"} <= set(created[2][1])
+        pod = await c.get(POD, "web-1", "default")
+        assert pod["spec"]["hostname"] == "web-1" and pod["spec"]["subdomain"] == "web"
+        assert pod["metadata"]["labels"]["statefulset.kubernetes.io/pod-name"] == "web-1"
+        assert pod["metadata"]["labels"]["apps.kubernetes.io/pod-index"] == "1"
+        vol = next(v for v in pod["spec"]["volumes"] if v["name"] == "data")
+        assert vol["persistentVolumeClaim"]["claimName"] == "data-web-1"
+        claims = sorted(p["metadata"]["name"] for p in (await c.list(PERSISTENT_VOLUME_CLAIM, "default")).items)
+        assert claims == ["data-web-0", "data-web-1", "data-web-2"]
+        # scale down removes the highest ordinal; the claims stay
+        await c.patch(STATEFUL_SET, "web", {"spec": {"replicas": 1}}, "default")
+
+        async def one_left() -> bool:
+            return sorted(p["metadata"]["name"] for p in await _pods(c)) == ["web-0"]
+
+        await eventually(one_left, timeout=30, what="scaled down to web-0")
+        assert len((await c.list(PERSISTENT_VOLUME_CLAIM, "default")).items) == 3
+
+
+async def test_statefulset_rolling_update_replaces_pods_with_the_new_revision() -> None:
+    async with chain(nodes=2) as env:
+        c = env.client
+        await c.create(statefulset("db", 2))
+
+        async def status_is(**want: Any) -> bool:
+            st = (await c.get(STATEFUL_SET, "db", "default")).get("status") or {}
+            return all(st.get(k) == v for k, v in want.items())
+
+        await eventually(lambda: status_is(readyReplicas=2), timeout=30)
+        first = (await c.get(STATEFUL_SET, "db", "default"))["status"]["updateRevision"]
+        await c.patch(STATEFUL_SET, "db", {"spec": {"template": {"metadata": {"labels": {"app": "web", "v": "2"}}}}},
+                      "default")
+
+        async def updated() -> bool:
+            st = (await c.get(STATEFUL_SET, "db", "default")).get("status") or {}
+            return st.get("updatedReplicas") == 2 and st.get("readyReplicas") == 2 and \
+                st.get("currentRevision") == st.get("updateRevision") != first
+
+        await eventually(updated, timeout=40, what="both replicas at the new revision")
+        assert {p["metadata"]["labels"].get("v") for p in await _pods(c)} == {"2"}
+
+
+async def test_daemonset_runs_one_pod_on_each_matching_node() -> None:
+    async with chain(nodes=3) as env:
+        c = env.client
+        await c.create({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent", "namespace": "default"},
+                        "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": TEMPLATE}})
+
+        async def on_every_node() -> bool:
+            nodes = sorted((p["spec"].get("nodeName") for p in await _pods(c, app="web")), key=str)
+            ds = await c.get(DAEMON_SET, "agent", "default")
+            return nodes == ["fake-node-0", "fake-node-1", "fake-node-2"] and \
+                (ds.get("status") or {}).get("numberReady") == 3
+
+        await eventually(on_every_node, timeout=30, what="one ready pod per node")
+        ds = await c.get(DAEMON_SET, "agent", "default")
+        assert ds["status"]["desiredNumberScheduled"] == 3
+        pod = (await _pods(c, app="web"))[0]
+        assert any(t["key"] == "node.kubernetes.io/unreachable" for t in pod["spec"]["tolerations"])
+
+
+async def test_cronjob_starts_the_missed_run_and_records_it() -> None:
+    async with chain(nodes=1) as env:
+        c = env.client
+        await c.create({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "tick", "namespace": "default"},
+                        "spec": {"schedule": "*/1 * * * *", "jobTemplate": {"spec": {"template": {"spec": {
+                            "restartPolicy": "Never",
+                            "containers": [{"name": "c", "image": "busybox"}]}}}}}})
+        cj = await c.get(BATCH_CRON_JOB, "tick", "default")
+        assert cj["spec"]["concurrencyPolicy"] == "Allow" and cj["spec"]["successfulJobsHistoryLimit"] == 3
+        # pretend the last run was three minutes ago: the latest missed activation runs now
+        cj["status"] = {"lastScheduleTime": rfc3339(env.cluster.server.clock.now() - 180)}
+        await c.update_status(cj)
+
+        async def has_job() -> bool:
+            jobs = [j for j in (await c.list(JOB, "default")).items if j["metadata"]["name"].startswith("tick-")]
+            return len(jobs) == 1
+
+        await eventually(has_job, timeout=20, what="a Job of the CronJob")
+        job = next(j for j in (await c.list(JOB, "default")).items if j["metadata"]["name"].startswith("tick-"))
+        assert job["metadata"]["ownerReferences"][0]["kind"] == "CronJob"
+        assert "batch.kubernetes.io/cronjob-scheduled-timestamp" in job["metadata"]["annotations"]
+
+
+def test_cron_schedules_parse_as_the_cronjob_api_does() -> None:
+    t0 = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC, a Tuesday
+    assert parse_schedule("30 * * * *").next_after(t0) - t0 == 16 * 60 + 40
+    assert parse_schedule("0 0 * * 0").next_after(t0) == 1_700_352_000.0  # Sunday 2023-11-19
+    with pytest.raises(ValueError, match="timeZone"):
+        parse_schedule("TZ=UTC * * * * *")
+    with pytest.raises(ValueError, match="beyond"):
+        parse_schedule("61 * * * *")
+
+
+async def test_cronjob_with_a_bad_schedule_is_invalid() -> None:
+    async with chain(nodes=1, manager=False) as env:
+        with pytest.raises(ApiError) as e:
+            await env.client.create({"apiVersion": "batch/v1", "kind": "CronJob",
+                                     "metadata": {"name": "bad", "namespace": "default"},
+                                     "spec": {"schedule": "every minute", "jobTemplate": {"spec": {}}}})
+        assert e.value.code == 422 and "spec.schedule" in str(e.value)
+
+
+async def test_replication_controller_keeps_its_replicas() -> None:
+    async with chain(nodes=2) as env:
+        c = env.client
+        await c.create({"apiVersion": "v1", "kind": "ReplicationController",
+                        "metadata": {"name": "rc", "namespace": "default"},
+                        "spec": {"replicas": 2, "template": TEMPLATE}})
+        rc = await c.get(REPLICATION_CONTROLLER, "rc", "default")
+        assert rc["spec"]["selector"] == {"app": "web"}
+
+        async def two() -> bool:
+            st = (await c.get(REPLICATION_CONTROLLER, "rc", "default")).get("status") or {}
+            return st.get("readyReplicas") == 2 and len(await _pods(c, app="web")) == 2
+
+        await eventually(two, timeout=30, what="2 ready replicas")
+
+
+async def test_eviction_honours_the_pod_disruption_budget() -> None:
+    async with chain(nodes=2) as env:
+        c = env.client
+        await c.create({"apiVersion": "v1", "kind": "ReplicationController",
+                        "metadata": {"name": "rc", "namespace": "default"},
+                        "spec": {"replicas": 3, "template": TEMPLATE}})
+        await c.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                        "metadata": {"name": "keep2", "namespace": "default"},
+                        "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}}})
+
+        async def allowed(n: int) -> bool:
+            st = (await c.get(POD_DISRUPTION_BUDGET, "keep2", "default")).get("status") or {}
+            return st.get("currentHealthy") == 3 and st.get("disruptionsAllowed") == n
+
+        await eventually(lambda: allowed(1), timeout=30, what="one disruption allowed")
+        pods = sorted(p["metadata"]["name"] for p in await _pods(c, app="web"))
+        await c.evict("default", pods[0])
+        with pytest.raises(ApiError) as e:
+            await c.evict("default", pods[1])
+        assert e.value.code == 429
+        assert "Cannot evict pod as it would violate the pod's disruption budget." in str(e.value)
+
+
+def _pod(name: str, **resources: Any) -> Obj:
+    c: Obj = {"name": "c", "image": "busybox"}
+    if resources:
+        c["resources"] = resources
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"containers": [c]}}
+
+
+async def test_limit_range_defaults_container_resources_and_refuses_too_much() -> None:
+    async with chain(nodes=1, manager=False) as env:
+        c = env.client
+        await c.create({"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "lr", "namespace": "default"},
+                        "spec": {"limits": [{"type": "Container", "default": {"cpu": "500m", "memory": "128Mi"},
+                                             "defaultRequest": {"cpu": "100m"}, "max": {"cpu": "1"}}]}})
+        pod = await c.create(_pod("defaulted"))
+        assert pod["spec"]["containers"][0]["resources"] == {"limits": {"cpu": "500m", "memory": "128Mi"},
+                                                            "requests": {"cpu": "100m", "memory": "128Mi"}}
+        with pytest.raises(ApiError) as e:
+            await c.create(_pod("greedy", limits={"cpu": "2"}))
+        assert e.value.code == 403
+        assert 'pods "greedy" is forbidden: maximum cpu usage per Container is 1, but limit is 2' in str(e.value)
+
+
+async def test_resource_quota_refuses_what_would_exceed_it_and_reports_usage() -> None:
+    async with chain(nodes=1) as env:
+        c = env.client
+        await c.create({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q", "namespace": "default"},
+                        "spec": {"hard": {"pods": "2", "requests.cpu": "1"}}})
+        await c.create(_pod("a", requests={"cpu": "400m"}))
+        await c.create(_pod("b", requests={"cpu": "400m"}))
+        with pytest.raises(ApiError) as e:
+            await c.create(_pod("c", requests={"cpu": "100m"}))
+        assert e.value.code == 403
+        assert "exceeded quota: q, requested: pods=1, used: pods=2, limited: pods=2" in str(e.value)
+        with pytest.raises(ApiError) as e:
+            await c.create(_pod("d"))
+        assert "failed quota: q: must specify requests.cpu" in str(e.value)
+
+        async def used() -> bool:
+            rq = await c.get(RESOURCE_QUOTA, "q", "default")
+            return (rq.get("status") or {}).get("used") == {"pods": "2", "requests.cpu": "800m"}
+
+        await eventually(used, timeout=20, what="quota status.used")

@@ -1,0 +1,202 @@
+"""Real kubectl against the API server and a process-runtime node agent: ``exec`` (exit codes,
+stdin, the Pod's namespaces), ``exec -it`` through a pseudo-terminal, ``attach``, and ``cp`` both
+ways, all over the WebSocket channel protocol the API server relays to the node agent, and
+``port-forward`` (a SPDY session tunnelled through a WebSocket) with curl through it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pty
+import select
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pumice.node.agent import NodeAgent
+from pumice.testing.cluster import HttpServer, serve_http
+from pumice.testing.node import phase_is, pod, wait_for
+from pumice.testing.paths import repo_root
+
+pytestmark = [pytest.mark.kubectl, pytest.mark.skipif(os.geteuid() != 0, reason="mount namespaces need root")]
+
+Kubectl = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def kubectl_binary() -> str:
+    found = shutil.which("kubectl") or str(repo_root() / ".venv" / "bin" / "kubectl")
+    if not Path(found).exists():
+        pytest.fail("kubectl is missing: run `python tools/install_kubectl.py .venv/bin` (make test does)")
+    return found
+
+
+@pytest.fixture
+async def stack(data_dir: Path) -> AsyncIterator[tuple[HttpServer, NodeAgent, Kubectl, dict[str, str]]]:
+    async with serve_http(data_dir / "api") as srv:
+        agent = NodeAgent(srv.client(), runtime="process", data_dir=data_dir / "node", node_names=["node-0"],
+                          node_cpu="4", node_memory="8Gi", lease_renew_interval=None, stop_grace=2.0)
+        await agent.start()
+        env = {**os.environ, "KUBECONFIG": str(srv.kubeconfig), "HOME": str(data_dir)}
+        binary = kubectl_binary()
+
+        def kubectl(*args: str, stdin: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([binary, *args], env=env, capture_output=True, text=True, timeout=timeout,
+                                  input=stdin)
+
+        try:
+            yield srv, agent, kubectl, env
+        finally:
+            await agent.stop()
+
+
+async def _run(kubectl: Kubectl, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return await asyncio.to_thread(kubectl, *args, stdin=stdin)
+
+
+async def _running_pod(srv: HttpServer, name: str, command: str = "sleep 3600") -> None:
+    client = srv.client()
+    try:
+        await client.create(pod(name, command, node="node-0"))
+        await wait_for(lambda: phase_is(client, name, "Running"), timeout=60)
+    finally:
+        await client.close()
+
+
+async def test_exec_runs_in_the_pod_and_returns_output_and_exit_code(stack: Any) -> None:
+    srv, _agent, kubectl, _env = stack
+    await _running_pod(srv, "box")
+    p = await _run(kubectl, "exec", "box", "--", "sh", "-c", "echo out-$HOSTNAME; echo err >&2; exit 3")
+    assert p.returncode == 3, p.stderr
+    assert p.stdout == "out-box\n"
+    assert "err" in p.stderr
+    p = await _run(kubectl, "exec", "-i", "box", "--", "cat", stdin="through stdin\n")
+    assert (p.returncode, p.stdout) == (0, "through stdin\n"), p.stderr
+    # the Pod's own /tmp and hostname, not the host's
+    p = await _run(kubectl, "exec", "box", "--", "sh", "-c", "touch /tmp/inside && hostname")
+    assert (p.returncode, p.stdout) == (0, "box\n"), p.stderr
+    assert not Path("/tmp/inside").exists()
+
+
+async def test_exec_tty_through_a_pseudo_terminal(stack: Any) -> None:
+    srv, _agent, _kubectl, env = stack
+    await _running_pod(srv, "term")
+
+    def interactive() -> str:
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execve(kubectl_binary(), [kubectl_binary(), "exec", "-it", "term", "--", "sh"], env)
+        out = b""
+        deadline = time.monotonic() + 30
+        sent = False
+        while time.monotonic() < deadline:
+            r, _, _ = select.select([fd], [], [], 0.5)
+            if r:
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            if not sent and (b"#" in out or b"$" in out):
+                os.write(fd, b"tty; echo rows=$(stty size); exit 7\n")
+                sent = True
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+        return out.decode(errors="replace") + f"\n[exit {os.waitstatus_to_exitcode(status)}]"
+
+    text = await asyncio.to_thread(interactive)
+    assert "/dev/pts/" in text, text
+    assert "rows=" in text, text
+    assert "[exit 7]" in text, text
+
+
+async def test_attach_streams_what_the_container_writes(stack: Any) -> None:
+    srv, _agent, _kubectl, env = stack
+    await _running_pod(srv, "talker", "i=0; while true; do i=$((i+1)); echo tick-$i; sleep 0.2; done")
+
+    def attach_for(seconds: float) -> str:
+        proc = subprocess.Popen([kubectl_binary(), "attach", "talker"], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        time.sleep(seconds)
+        proc.terminate()
+        out, err = proc.communicate(timeout=10)
+        return out + err
+
+    out = await asyncio.to_thread(attach_for, 4.0)
+    assert "tick-" in out, out
+
+
+async def test_cp_copies_a_file_into_the_pod_and_back(stack: Any, data_dir: Path) -> None:
+    srv, _agent, kubectl, _env = stack
+    await _running_pod(srv, "files")
+    src = data_dir / "hello.txt"
+    src.write_text("hello through tar\n")
+    p = await _run(kubectl, "cp", str(src), "files:/tmp/hello.txt")
+    assert p.returncode == 0, p.stderr
+    p = await _run(kubectl, "exec", "files", "--", "cat", "/tmp/hello.txt")
+    assert p.stdout == "hello through tar\n", p.stderr
+    back = data_dir / "back.txt"
+    p = await _run(kubectl, "cp", "files:/tmp/hello.txt", str(back))
+    assert p.returncode == 0, p.stderr
+    assert back.read_text() == "hello through tar\n"
+
+
+async def test_port_forward_reaches_a_server_bound_to_the_pods_loopback(stack: Any, data_dir: Path) -> None:
+    srv, _agent, _kubectl, env = stack
+    (data_dir / "www").mkdir()
+    (data_dir / "www" / "index.html").write_text("served from inside the pod\n")
+    await _running_pod(srv, "web", f"cd {data_dir / 'www'} && exec {sys.executable} -m http.server 8080 "
+                                   "--bind 127.0.0.1")
+
+    def forward_and_curl() -> tuple[str, str]:
+        proc = subprocess.Popen([kubectl_binary(), "port-forward", "pod/web", ":8080"], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()  # Forwarding from 127.0.0.1:PORT -> 8080
+            port = line.split("127.0.0.1:")[1].split(" ")[0] if "127.0.0.1:" in line else ""
+            out = ""
+            for _ in range(3):  # the server may still be starting
+                c = subprocess.run(["curl", "-sS", "--max-time", "10", f"http://127.0.0.1:{port}/index.html"],
+                                   capture_output=True, text=True, timeout=30)
+                out = c.stdout + c.stderr
+                if c.returncode == 0:
+                    break
+                time.sleep(1)
+            return line, out
+        finally:
+            proc.terminate()
+            proc.communicate(timeout=10)
+
+    line, out = await asyncio.to_thread(forward_and_curl)
+    assert "-> 8080" in line, line
+    assert out == "served from inside the pod\n", out
+
+
+async def test_top_reports_node_and_pod_usage_from_the_node_agent(stack: Any) -> None:
+    srv, _agent, kubectl, _env = stack
+    await _running_pod(srv, "busy", f"exec {sys.executable} -c 'while True: pass'")
+
+    async def top_pod() -> subprocess.CompletedProcess[str]:
+        return await _run(kubectl, "top", "pod", "busy", "--no-headers")
+
+    cpu, p = 0, await top_pod()
+    for _ in range(60):  # usage is a rate over two samples (15 s apart) that both saw the Pod
+        if p.returncode == 0:
+            name, cpu_text, mem = p.stdout.split()
+            cpu = int(cpu_text.rstrip("m"))
+            if cpu > 100:
+                break
+        await asyncio.sleep(1)
+        p = await top_pod()
+    assert p.returncode == 0, p.stderr
+    assert name == "busy" and cpu > 100 and mem.endswith("Mi"), p.stdout
+    p = await _run(kubectl, "top", "node", "--no-headers")
+    assert p.returncode == 0 and p.stdout.startswith("node-0 "), p.stdout + p.stderr
