@@ -175,13 +175,49 @@ def test_real_operator_children_match_pumices_operator(operator_binary: Path) ->
     assert real["pods"] == ours["pods"]
 
 
+OPERATOR_IN_A_POD = """
+apiVersion: v1
+kind: ServiceAccount
+metadata: {{name: kuberay-operator, namespace: default}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {{name: kuberay-operator}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}}
+subjects: [{{kind: ServiceAccount, name: kuberay-operator, namespace: default}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: kuberay-operator, namespace: default, labels: {{app.kubernetes.io/name: kuberay-operator}}}}
+spec:
+  serviceAccountName: kuberay-operator
+  containers:
+  - name: kuberay-operator
+    image: quay.io/kuberay/operator:{version}
+    command: ["{binary}", "--enable-leader-election", "--leader-election-namespace", "default",
+              "--metrics-addr", ":8080", "--health-probe-bind-address", ":8082"]
+"""
+
+
 @pytest.mark.ray
+@pytest.mark.netns
 @pytest.mark.timeout(1800)
 def test_real_operator_runs_the_ray_job_sample_on_real_ray(operator_binary: Path) -> None:
+    """The operator runs in a Pod, as it is deployed: in-cluster config from its ServiceAccount
+    token and ``kube-root-ca.crt``, and the head Service's cluster DNS name for the Ray dashboard
+    (which the host cannot resolve)."""
     if not (Path(sys.executable).parent / "ray").exists():
         pytest.skip("ray is not installed")
+    if os.geteuid() != 0:
+        pytest.skip("the operator Pod reaches the Ray head by Service name: needs network namespaces (root)")
     sample = shared_dir() / "samples" / "kuberay" / "ray-job.sample.yaml"
-    with running("process", "kube,volcano", operator_binary) as up:
+    with running("process", "kube,volcano", None) as up:
+        _wait(lambda: up.kubectl("get", "configmap", "kube-root-ca.crt", check=False).returncode == 0 and
+              up.kubectl("get", "serviceaccount", "default", check=False).returncode == 0, 60, "ServiceAccounts")
+        manifest = up.dir / "operator.yaml"
+        manifest.write_text(OPERATOR_IN_A_POD.format(version=KUBERAY_VERSION, binary=operator_binary))
+        up.kubectl("apply", "-f", str(manifest))
+        up.kubectl("wait", "--for=condition=Ready", "pod/kuberay-operator", "--timeout=120s")
         up.kubectl("apply", "-f", str(sample))
 
         def status() -> tuple[str, str]:
@@ -191,4 +227,5 @@ def test_real_operator_runs_the_ray_job_sample_on_real_ray(operator_binary: Path
             return a, b
 
         _wait(lambda: status()[0] in ("Complete", "Failed"), 900, "the RayJob to finish")
-        assert status() == ("Complete", "SUCCEEDED"), (up.dir / "operator.log").read_text()[-3000:]
+        logs = up.kubectl("logs", "kuberay-operator", "--tail=40", check=False).stdout
+        assert status() == ("Complete", "SUCCEEDED"), logs[-3000:]
