@@ -202,8 +202,9 @@ PUMICE = Path(__file__).resolve().parents[2] / "pumice"
 # pumice.api.selectors) column by column with numpy; tests/scheduler_default checks it against
 # the per-node path.
 ALLOWED = {"api/selectors.py", "scheduler/default/vector.py"}
-# a hand-written label-pair comparison: labels.get(k) != v, labels[k] == v
-HAND_MATCH = re.compile(r"labels(\.get\(k\)|\[k\])\s*[!=]=\s*v\b")
+# a hand-written label-pair comparison (labels.get(k) != v, labels[k] == v) or a hand-written
+# selector-string parser (part.split("!=", 1))
+HAND_MATCH = re.compile(r"labels(\.get\(k\)|\[k\])\s*[!=]=\s*v\b|\.(split|partition)\(\"!=\"")
 
 
 def _operator_dispatch(tree: ast.AST) -> list[int]:
