@@ -136,17 +136,21 @@ def is_path_segment_name(value: str) -> list[str]:
 
 
 def is_qualified_name(value: str) -> list[str]:
-    """Problems with a label or annotation key: ``[prefix/]name`` (prefix a DNS subdomain)."""
+    """Problems with a label or annotation key: ``[prefix/]name`` (prefix a DNS subdomain). The
+    name part is checked even when the prefix is bad, as upstream.
+
+    Mirrors: k8s.io/apimachinery pkg/util/validation IsQualifiedName.
+    """
+    errs: list[str] = []
     parts = value.split("/")
     if len(parts) == 1:
         name = parts[0]
     elif len(parts) == 2:
         prefix, name = parts
         if not prefix:
-            return ["prefix part must be non-empty"]
-        errs = ["prefix part " + e for e in is_dns1123_subdomain(prefix)]
-        if errs:
-            return errs
+            errs.append("prefix part must be non-empty")
+        else:
+            errs.extend("prefix part " + e for e in is_dns1123_subdomain(prefix))
     else:
         return [
             "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start "
@@ -155,9 +159,8 @@ def is_qualified_name(value: str) -> list[str]:
             "'/' (e.g. 'example.com/MyName')"
         ]
     if not name:
-        return ["name part must be non-empty"]
-    errs = []
-    if len(name) > 63:
+        errs.append("name part must be non-empty")
+    elif len(name) > 63:
         errs.append("name part must be no more than 63 characters")
     if not _QUALIFIED_NAME.match(name):
         errs.append(QUALIFIED_NAME_ERR)
