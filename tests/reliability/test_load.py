@@ -37,14 +37,32 @@ async def test_64_writers_200_watchers_every_event_in_order(tmp_path: Path, repo
     latencies: list[float] = []
     seen: list[list[int]] = [[] for _ in range(WATCHERS)]
     rss: list[int] = []
+    errors: list[str] = []
+    reopened: list[str] = []
     stop_at = time.monotonic() + duration
     try:
         start_rv = (await writer_clients[0].list(cms, NS)).resource_version
 
         async def watcher(i: int) -> None:
-            async for ev in watch_clients[i].watch(cms, NS, resource_version=start_rv):
-                if ev.type in ("ADDED", "MODIFIED", "DELETED"):
-                    seen[i].append(int(ev.object["metadata"]["resourceVersion"]))
+            # as an informer does: a watch that ends is opened again from the last version seen
+            # (counted); an ERROR (410: events were lost) ends the watcher and fails the test
+            rv = start_rv
+            while True:
+                try:
+                    async for ev in watch_clients[i].watch(cms, NS, resource_version=rv):
+                        if ev.type == "ERROR":
+                            errors.append(f"watcher {i}: {ev.object}")
+                            return
+                        if ev.type in ("ADDED", "MODIFIED", "DELETED"):
+                            seen[i].append(int(ev.object["metadata"]["resourceVersion"]))
+                            rv = str(seen[i][-1])
+                except asyncio.CancelledError:
+                    raise
+                except Exception as e:
+                    reopened.append(f"watcher {i}: {type(e).__name__}: {e}")
+                    await asyncio.sleep(0.2)
+                    continue
+                reopened.append(f"watcher {i}: stream ended")
 
         async def writer(w: int) -> None:
             client = writer_clients[w % len(writer_clients)]
@@ -101,7 +119,8 @@ async def test_64_writers_200_watchers_every_event_in_order(tmp_path: Path, repo
     rss_end = statistics.median(rss[-third:]) / 1024
     report(duration_s=duration, writers=WRITERS, watchers=WATCHERS, writes=len(acked),
            writes_per_s=round(len(acked) / duration, 1), p50_ms=round(p50, 1), p99_ms=round(p99, 1),
-           watchers_complete_in_order=complete, rss_start_mib=round(rss_start, 1), rss_end_mib=round(rss_end, 1))
+           watchers_complete_in_order=complete, watches_reopened=len(reopened), rss_start_mib=round(rss_start, 1), rss_end_mib=round(rss_end, 1))
     assert len(want) == len(set(want)), "two writes acknowledged with one resourceVersion"
-    assert complete == WATCHERS, [len(s) for s in seen if s != want][:5]
+    assert not errors, errors[:3]
+    assert complete == WATCHERS, ([len(s) for s in seen if s != want][:5], len(want), reopened[:3])
     assert rss_end <= rss_start * 1.25 + 30, (rss_start, rss_end)
