@@ -5,6 +5,8 @@ Order, as kube-apiserver's handler chain: authentication (401 ``Unauthorized`` o
 token), authorization (403 ``Forbidden`` with kube-apiserver's message), then the request.
 
 - Requests over the in-process transport are the API server's loopback user (system:masters).
+- ``Impersonate-User`` / ``Impersonate-Group`` (``kubectl --as``) switch the user when the
+  requester may ``impersonate`` them.
 - Without an ``Authorization`` header: ``/version``, ``/healthz``, ``/livez``, ``/readyz`` are
   public; everything else answers 401, unless the server has no admin token at all (then the
   caller is the admin, as before authentication existed).
@@ -25,6 +27,7 @@ from pumice.apiserver import authapi, errors
 from pumice.apiserver.authn import (
     ADMIN_USER,
     LOOPBACK_USER,
+    SA_PREFIX,
     Authenticator,
     ServiceAccountTokenIssuer,
     UserInfo,
@@ -82,6 +85,52 @@ class Access:
                 return None
             raise StatusError(401, "Unauthorized", "Unauthorized")
         return user
+
+    def impersonate(self, user: UserInfo | None, headers: list[tuple[bytes, bytes]]) -> UserInfo | None:
+        """Apply ``Impersonate-User`` / ``Impersonate-Group`` headers (``kubectl --as``,
+        ``--as-group``): the requester needs the ``impersonate`` verb on ``users`` (or on the
+        ``serviceaccounts`` of ``system:serviceaccount:<ns>:<name>``) and on each ``groups``.
+
+        Raises:
+            StatusError: 403 when not allowed, 400 for groups without a user.
+        """
+        as_user = ""
+        as_groups: list[str] = []
+        for k, v in headers:
+            name = k.decode("latin-1").lower()
+            if name == "impersonate-user":
+                as_user = v.decode("latin-1")
+            elif name == "impersonate-group":
+                as_groups.append(v.decode("latin-1"))
+        if not as_user:
+            if as_groups:
+                raise errors.bad_request("requested [" + ", ".join(f"{{Group {g}}}" for g in as_groups)
+                                         + "] without impersonating a user")
+            return user
+        requester = user or UserInfo("system:anonymous", groups=("system:unauthenticated",))
+        if as_user.startswith(SA_PREFIX):
+            ns, _, sa = as_user[len(SA_PREFIX):].partition(":")
+            checks = [Attributes(requester, "impersonate", True, resource="serviceaccounts", namespace=ns, name=sa)]
+            groups = ["system:serviceaccounts", f"system:serviceaccounts:{ns}"]
+        else:
+            checks = [Attributes(requester, "impersonate", True, resource="users", name=as_user)]
+            groups = []
+        checks += [Attributes(requester, "impersonate", True, resource="groups", name=g) for g in as_groups]
+        if not requester.is_master and self.mode != "AlwaysAllow":
+            for a in checks:
+                if not self.authorizer.authorize(a)[0]:
+                    what = f'{a.resource} "{a.name}"'
+                    raise StatusError(403, f'{what} is forbidden: User "{requester.name}" cannot impersonate resource '
+                                           f'"{a.resource}" in API group "" '
+                                           + (f'in the namespace "{a.namespace}"' if a.namespace
+                                              else "at the cluster scope"), "Forbidden",
+                                      {"name": a.name, "kind": a.resource})
+        for g in as_groups:
+            if g not in groups:
+                groups.append(g)
+        if as_user != "system:anonymous" and "system:authenticated" not in groups:
+            groups.append("system:authenticated")
+        return UserInfo(as_user, groups=tuple(groups))
 
     def authorize(self, user: UserInfo | None, method: str, path: str, query: Mapping[str, str],
                   upgrade: bool = False) -> None:

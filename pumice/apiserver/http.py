@@ -228,6 +228,7 @@ class _Api:
         try:
             if self.access is not None:
                 user = self.access.authenticate(scope, request.headers.get("authorization", ""))
+                user = self.access.impersonate(user, scope.get("headers") or [])
                 query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
                 self.access.authorize(user, request.method, path, query)
                 scope["pumice.user"] = user

@@ -117,6 +117,7 @@ class StreamProxy:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         if self.access is not None:
             user = self.access.authenticate(scope, headers.get("authorization", ""))
+            user = self.access.impersonate(user, list(scope.get("headers") or []))
             self.access.authorize(user, method, path, dict(parse_qsl(raw_query)), upgrade=method == "GET")
         found = self.parse(path)
         if found is None:

@@ -251,3 +251,20 @@ def test_kubectl_create_token_gives_a_token_that_authenticates(srv: HttpServer, 
     token = p.stdout.strip()
     p = kubectl_as(token, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
     assert (p.returncode, p.stdout) == (0, "system:serviceaccount:default:ci"), p.stderr
+
+
+@pytest.mark.kubectl
+def test_kubectl_as_impersonates_a_user_when_allowed(srv: HttpServer, kubectl_as: Any) -> None:
+    _apply(srv, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "asns"}},
+           {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "bob-view", "namespace": "asns"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": "system:aggregate-to-view"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bob"}]})
+    p = kubectl_as(None, "auth", "can-i", "list", "pods", "-n", "asns", "--as", "bob")
+    assert (p.returncode, p.stdout.strip()) == (0, "yes"), p.stderr
+    p = kubectl_as(None, "auth", "can-i", "delete", "pods", "-n", "asns", "--as", "bob")
+    assert (p.returncode, p.stdout.strip()) == (1, "no"), p.stderr
+    p = kubectl_as("bob-token", "get", "pods", "-n", "asns", "--as", "alice")
+    assert p.returncode == 1
+    assert 'users "alice" is forbidden: User "bob" cannot impersonate resource "users"' in p.stderr
