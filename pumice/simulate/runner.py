@@ -133,14 +133,18 @@ def simulate(cfg: SimConfig, *, progress: Progress | None = None) -> SimResult:
 
 def _pod_key(o: Obj) -> tuple[Any, ...]:
     md, spec, st = o.get("metadata") or {}, o.get("spec") or {}, o.get("status") or {}
-    phase = st.get("phase")
-    return (spec.get("nodeName"), phase in ("Succeeded", "Failed"), bool(md.get("deletionTimestamp")),
-            (md.get("annotations") or {}).get("scheduling.k8s.io/group-name"), spec.get("schedulerName"),
-            spec.get("priority"))
+    sched = spec.get("schedulerName")
+    # A bind by this scheduler only confirms what its session assumed; another scheduler's bind
+    # takes room on a Node.
+    node = spec.get("nodeName") if sched != "volcano" else None
+    return (node, st.get("phase") in ("Succeeded", "Failed"),
+            (md.get("annotations") or {}).get("scheduling.k8s.io/group-name"), sched, spec.get("priority"))
 
 
 def _pod_group_key(o: Obj) -> tuple[Any, ...]:
-    return (repr(o.get("spec")), (o.get("status") or {}).get("phase"))
+    # Phase changes are the scheduler's own writes (Inqueue, Running): the session that wrote them
+    # had already acted on them.
+    return (repr(o.get("spec")),)
 
 
 def _spec_key(o: Obj) -> tuple[Any, ...]:
@@ -165,13 +169,18 @@ class TriggeredLoop:
     """Run the Volcano scheduler's cycle when the period has elapsed and something changed.
 
     Something changed = an informer of the scheduler's cache delivered an add or a delete, or an
-    update that changed what :data:`SCHEDULING_KEYS` keeps of the object (a Pod arrived, was
-    bound, ended or is being deleted; a PodGroup's spec or phase, a Queue's or Node's spec
-    changed). A session's decisions are a function of that snapshot content (plus the session
-    seed and the clock, which no default plugin reads), so a session over a snapshot that is the
-    same in those respects decides what the previous one decided, and that was applied already
-    (or failed, which shows up as a change). Skipping it therefore changes no decision, and idle
-    stretches cost nothing. The first session runs at start.
+    update that changed what :data:`SCHEDULING_KEYS` keeps of the object: a Pod arrived, ended
+    (Succeeded/Failed), went away, or was bound by another scheduler; a PodGroup's, Queue's or
+    Node's spec changed. Not kept: the confirmations of this scheduler's own decisions (its binds,
+    the PodGroup phases and the Queue ``status.allocated`` it wrote, a Pod going Running), because
+    the session that made them already counted them (binds are assumed in the cache, evicted Pods
+    are Releasing until they are gone). A session's decisions are a function of the snapshot
+    (plus the session seed and the clock, which no default plugin reads), so a session over a
+    snapshot that equals the previous one in everything but those confirmations decides what
+    the previous one decided, which was applied already (a failed bind, which changes nothing in
+    the API, triggers a session itself; a failed eviction leaves the Pod Releasing in the cache,
+    as on a live cluster, until it goes). Skipping it therefore changes no
+    decision, and idle stretches cost nothing. The first session runs at start.
 
     Exceptions, where time itself changes decisions: the ``sla`` plugin (a job's waiting time
     against ``sla-waiting-time``) and any plugin reading the clock; with such a plugin in the
@@ -189,6 +198,7 @@ class TriggeredLoop:
         self.dirty = asyncio.Event()
         self.dirty.set()
         self.triggers: dict[str, int] = {}
+        self._bind_errors = 0
         plugins = {p.name for tier in scheduler.conf.tiers for p in tier.plugins}
         self.always = bool(plugins & set(self.TIME_DEPENDENT))
 
@@ -221,7 +231,17 @@ class TriggeredLoop:
                 self.scheduler.run_once()
             except Exception:
                 log.exception("scheduling cycle failed")
+            for write in list(self.scheduler.cache.pending_writes):
+                write.add_done_callback(self._write_done)
             await asyncio.sleep(0)
+
+    def _write_done(self, _task: Any) -> None:
+        """A failed bind changes nothing in the API, yet the Pod must be tried again."""
+        errors = getattr(self.scheduler.cache, "bind_errors", 0)
+        if errors != self._bind_errors:
+            self._bind_errors = errors
+            self.triggers["bind-error"] = self.triggers.get("bind-error", 0) + 1
+            self.dirty.set()
 
 
 def _sim_scheduler_class() -> type:

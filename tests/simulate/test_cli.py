@@ -1,0 +1,79 @@
+"""``pumice simulate`` end to end on small inputs: report files, --compare, the openb sanity check,
+bad input in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from pumice.cli.main import main
+from pumice.testing.paths import shared_dir
+
+from .conftest import GANG_OFF_CONF
+
+OPENB_NODES = "sn,cpu_milli,memory_mib,gpu,model\nnode-0,32000,65536,2,T4\nnode-1,32000,65536,0,\n"
+# Pods in the openb pod list format: a 1-GPU Pod, a 0.5-GPU Pod, a CPU Pod, and a 2-GPU Pod that
+# waits for the first to end (the trace recorded it waiting 40 s).
+OPENB_PODS = """name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time
+openb-pod-0000,4000,8192,1,1000,,LS,Running,0,100,0
+openb-pod-0001,2000,4096,1,500,T4,BE,Running,0,60,0
+openb-pod-0002,8000,8192,0,0,,Burstable,Running,5,50,5
+openb-pod-0003,4000,8192,2,1000,,LS,Running,10,200,50
+"""
+
+
+def test_simulate_writes_the_report_with_the_trace_check(tmp_path: Path) -> None:
+    nodes, pods = tmp_path / "nodes.csv", tmp_path / "pods.csv"
+    nodes.write_text(OPENB_NODES)
+    pods.write_text(OPENB_PODS)
+    out = tmp_path / "out"
+    r = CliRunner().invoke(main, ["simulate", "--nodes", str(nodes), "--workload", str(pods), "--out", str(out),
+                                  "--quiet"])
+    assert r.exit_code == 0, r.output
+    assert f"report: {out / 'report.html'}" in r.output
+    s = json.loads((out / "summary.json").read_text())
+    assert s["ended_by"] == "done" and s["jobs"]["finished"] == 4
+    check = s["trace_check"]
+    assert check["trace"]["median"] == 0.0 and check["trace"]["p99"] == 40.0
+    jobs = {j["job"]: j for j in json.loads((out / "jobs.json").read_text())}
+    # the 2-GPU Pod fits only after the 1-GPU (ends 101) and 0.5-GPU (ends 61) Pods ended
+    assert jobs["openb-pod-0003"]["start"] >= 101
+    assert jobs["openb-pod-0000"]["nodes"] == "node-0"
+    assert "<table>" in (out / "report.html").read_text()
+    for name in ("jobs.csv", "pods.csv", "timeline.csv", "utilization.png", "queues.png", "delay_cdf.png"):
+        assert (out / name).stat().st_size > 0
+
+
+def test_compare_runs_both_configurations_side_by_side(tmp_path: Path) -> None:
+    gang_off = tmp_path / "gang-off.conf"
+    gang_off.write_text(GANG_OFF_CONF)
+    default = shared_dir() / "samples/volcano/scheduler-builtin-default.conf"
+    if not default.exists():
+        default = tmp_path / "default.conf"
+        default.write_text('actions: "enqueue, allocate, backfill"\ntiers:\n- plugins:\n  - name: priority\n'
+                           '  - name: gang\n- plugins:\n  - name: drf\n  - name: predicates\n  - name: proportion\n'
+                           '  - name: nodeorder\n')
+    t = shared_dir() / "traces/tiresias-example"
+    out = tmp_path / "cmp"
+    r = CliRunner().invoke(main, ["simulate", "--nodes", str(t / "n32g4.csv"), "--workload", str(t / "60_job.csv"),
+                                  "--sample", "12", "--compare", str(default), str(gang_off), "--out", str(out),
+                                  "--quiet", "--no-plots"])
+    assert r.exit_code == 0, r.output
+    table = json.loads((out / "compare.json").read_text())
+    assert len(table["policies"]) == 2
+    assert (out / "index.html").exists()
+    assert all((out / p / "summary.json").exists() for p in table["policies"])
+    assert "jct.mean" in r.output
+
+
+def test_a_bad_node_list_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text("x,y\n1,2\n")
+    t = shared_dir() / "traces/tiresias-example/60_job.csv"
+    r = CliRunner().invoke(main, ["simulate", "--nodes", str(bad), "--workload", str(t), "--quiet"])
+    assert r.exit_code == 1
+    assert r.output.strip().splitlines() == [f"Error: {bad}: unknown node list header ['x', 'y']; expected openb "
+                                             "(sn,cpu_milli,...), PAI (machine,gpu_type,...) or Tiresias "
+                                             "(num_switch,num_node_p_switch,...)"]
