@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 from pumice.api import Obj, scheme
-from pumice.controllers.ray.dashboard import HttpDashboardClient
+from pumice.controllers.ray.dashboard import DashboardError, HttpDashboardClient
 from pumice.testing.paths import shared_dir
 
 from .test_e2e_ray import Stack, stack
@@ -101,7 +101,14 @@ async def ready_head_ip(s: Stack, not_pod: str = "") -> str:
 async def run_script(ip: str, script: str, sid: str) -> tuple[str, str]:
     """Run ``python <script>`` as a Ray job on the head; (final status, logs)."""
     dash = HttpDashboardClient(f"http://{ip}:8265", timeout=30)
-    await dash.submit_job({"spec": {"entrypoint": f"python /tmp/samples/{script}"}, "status": {"jobId": sid}})
+    for attempt in range(60):  # a new head's dashboard may still be starting
+        try:
+            await dash.submit_job({"spec": {"entrypoint": f"python /tmp/samples/{script}"}, "status": {"jobId": sid}})
+            break
+        except DashboardError:
+            if attempt == 59:
+                raise
+            await asyncio.sleep(2)
     for _ in range(300):
         info = await dash.get_job_info(sid)
         if info is not None and info.job_status in ("SUCCEEDED", "FAILED", "STOPPED"):
