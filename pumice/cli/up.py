@@ -234,17 +234,19 @@ async def _wait_for_stop_or_failure(stop: asyncio.Event, tasks: list[asyncio.Tas
 
 async def _dashboard(kubeconfig: Path, sock: socket.socket, stop: asyncio.Event,
                      on_dashboard: Callable[[str], None] | None) -> None:
-    """The web UI: a client of the API through the kubeconfig (HTTPS, the admin token), with the
-    controllers' and the Volcano scheduler's Prometheus registries of this process as charts."""
+    """The web UI, on its own thread and loop: a client of the API through the kubeconfig (HTTPS,
+    the admin token), with the controllers' and the Volcano scheduler's Prometheus registries of
+    this process as charts."""
     import prometheus_client
 
     from pumice.dashboard.series import MetricSource
-    from pumice.dashboard.server import run_dashboard
+    from pumice.dashboard.server import run_dashboard_in_thread
     from pumice.scheduler.volcano import metrics as volcano_metrics
 
     sources = [MetricSource.from_registry(prometheus_client.REGISTRY, "controllers"),
                MetricSource.from_registry(volcano_metrics.REGISTRY, "volcano-scheduler")]
-    await run_dashboard(kubeconfig, sock=sock, metric_sources=sources, stop_event=stop, on_ready=on_dashboard)
+    await run_dashboard_in_thread(kubeconfig, sock=sock, metric_sources=sources, stop_event=stop,
+                                  on_ready=on_dashboard)
 
 
 async def _wait_serving(ready: asyncio.Event, serve_task: asyncio.Task[None]) -> None:
