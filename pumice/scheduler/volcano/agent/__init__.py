@@ -1,0 +1,7 @@
+"""pumice.scheduler.volcano.agent: Volcano 1.14's Agent Scheduler for latency-sensitive single
+Pods beside the batch scheduler (per-Pod scheduling queue, workers, conflict-aware binder).
+
+See :mod:`.core` (view, workers, binder) and :mod:`.scheduling_queue`.
+
+Mirrors: volcano pkg/agentscheduler, cmd/agent-scheduler.
+"""

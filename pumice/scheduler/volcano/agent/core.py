@@ -1,0 +1,240 @@
+"""The Agent Scheduler's worker view, per-Pod scheduling and conflict-aware binder.
+
+A :class:`AgentView` is a worker's snapshot: a :class:`ClusterInfo` with a session of the agent
+plugins (``predicates`` and ``nodeorder`` by default, the batch scheduler's own plugin code) and
+a *binding version* per Node, bumped whenever the Node's Pods change (a bind by this scheduler,
+or a Pod another scheduler bound, seen through :meth:`AgentView.observe_bound`).
+
+:func:`schedule_pod` filters Nodes (predicates and ``resreq <= idle``), starting where the last
+search stopped and stopping after :func:`num_feasible_nodes_to_find` feasible Nodes, scores them
+and returns up to ``candidates`` Nodes, each stamped with the version it was computed from.
+
+:class:`Binder` is optimistic: it takes the first candidate whose Node version has not moved
+since (a version newer than the Node's is accepted), assumes the Pod there (bumping the
+version) and hands the bind to the cache seam. When every candidate is stale the Pod goes back
+to the head of activeQ; when none fitted it goes to the unschedulable pool.
+
+:meth:`AgentScheduler.step` is one round of ``workers`` parallel workers: each pops one Pod and
+computes its result on the *same* view version, then the binder resolves them in pop order, so
+two workers that want the same last slot conflict exactly as upstream's goroutines do.
+
+Mirrors: volcano pkg/agentscheduler (worker, framework snapshot, actions/allocate) and
+pkg/agentscheduler/cache/binder.go (candidate nodes with binding versions).
+Deviates: workers run one after another in one thread on one shared view (Python), not as
+goroutines with their own snapshot copies; the outcome per round is the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pumice.api import Obj
+from pumice.scheduler.volcano.agent.scheduling_queue import SchedulingQueue
+from pumice.scheduler.volcano.api.node_info import NodeInfo
+from pumice.scheduler.volcano.api.queue_info import ClusterInfo
+from pumice.scheduler.volcano.api.resource import Dimension
+from pumice.scheduler.volcano.api.task_info import TaskInfo
+from pumice.scheduler.volcano.api.types import TaskStatus
+from pumice.scheduler.volcano.conf import SchedulerConfiguration, parse_conf
+from pumice.scheduler.volcano.framework.interface import RecordingCache
+from pumice.scheduler.volcano.framework.session import Session, open_session
+from pumice.scheduler.volcano.framework.util import num_feasible_nodes_to_find
+
+AGENT_SCHEDULER_NAME = "agent-scheduler"
+"""Upstream's default ``--scheduler-name`` of vc-agent-scheduler."""
+
+AGENT_CONF_TEXT = """\
+actions: "allocate"
+tiers:
+- plugins:
+  - name: predicates
+  - name: nodeorder
+"""
+"""The agent scheduler's default configuration: the trimmed plugin set."""
+
+DEFAULT_CANDIDATES = 3
+"""How many scored Nodes a worker hands the binder."""
+
+
+def agent_conf() -> SchedulerConfiguration:
+    """The default agent configuration (a fresh parse each call)."""
+    return parse_conf(AGENT_CONF_TEXT, source="agent-scheduler")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A Node a worker chose and the binding version of that Node in the worker's view."""
+
+    node: str
+    version: int
+
+
+@dataclass
+class ScheduleResult:
+    """A worker's result for one Pod: candidates best first, or the reason none fitted."""
+
+    task: TaskInfo
+    candidates: list[Candidate] = field(default_factory=list)
+    reason: str = ""
+
+
+class AgentView:
+    """A worker's snapshot (see the module docstring).
+
+    Args:
+        cluster: the Nodes (with their running and bound Pods) to schedule on; owned by the view.
+        conf: the plugin tiers (default :func:`agent_conf`).
+        percentage_nodes_to_find: upstream's ``--percentage-nodes-to-find`` (0 = adaptive).
+    """
+
+    def __init__(self, cluster: ClusterInfo, conf: SchedulerConfiguration | None = None, *,
+                 percentage_nodes_to_find: int = 0) -> None:
+        self.cluster = cluster
+        self.session: Session = open_session(cluster, conf or agent_conf(), RecordingCache(), vectorize=False)
+        self.node_names = sorted(cluster.nodes)
+        self.versions: dict[str, int] = dict.fromkeys(self.node_names, 0)
+        self.percentage = percentage_nodes_to_find
+        self._next_start = 0
+        self._placed: dict[str, str] = {}
+
+    def node(self, name: str) -> NodeInfo | None:
+        return self.cluster.nodes.get(name)
+
+    def fits(self, task: TaskInfo, node: NodeInfo) -> bool:
+        """The predicates pass and the Pod's request fits the Node's idle resources."""
+        return self.session.predicate_for_allocate(task, node) is None and task.resreq.less_equal(node.idle, Dimension.ZERO)
+
+    def place(self, task: TaskInfo, node_name: str) -> None:
+        """Account ``task`` on ``node_name`` (assumed or bound) and bump the Node's version."""
+        if task.key in self._placed:
+            return
+        task.node_name = node_name
+        task.status = TaskStatus.Binding if task.status is TaskStatus.Pending else task.status
+        self.cluster.nodes[node_name].add_task(task)
+        self._placed[task.key] = node_name
+        self.versions[node_name] += 1
+
+    def observe_bound(self, pod: Obj) -> bool:
+        """A Pod bound by anyone (the batch scheduler included) as the informer reports it;
+        False when it is not on a Node of this view or already accounted."""
+        task = TaskInfo.from_pod(pod)
+        if not task.node_name or task.node_name not in self.cluster.nodes or task.key in self._placed:
+            return False
+        self.place(task, task.node_name)
+        return True
+
+
+def schedule_pod(view: AgentView, task: TaskInfo, *, candidates: int = DEFAULT_CANDIDATES) -> ScheduleResult:
+    """One worker cycle for one Pod on ``view`` (see the module docstring); never mutates the view
+    except for where the next search starts."""
+    err = view.session.pre_predicate_fn(task)
+    if err:
+        return ScheduleResult(task, reason=err)
+    names = view.node_names
+    n = len(names)
+    want = num_feasible_nodes_to_find(n, view.percentage)
+    feasible: list[NodeInfo] = []
+    start, looked = view._next_start, 0
+    for i in range(n):
+        looked = i + 1
+        node = view.cluster.nodes[names[(start + i) % n]]
+        if view.fits(task, node):
+            feasible.append(node)
+            if len(feasible) >= want:
+                break
+    view._next_start = (start + looked) % n if n else 0
+    if not feasible:
+        return ScheduleResult(task, reason=f"0/{n} nodes are available")
+    scores = view.session.prioritize(task, feasible)
+    order = sorted(range(len(feasible)), key=lambda j: (-float(scores[j]), feasible[j].name))[:candidates]
+    return ScheduleResult(task, [Candidate(feasible[j].name, view.versions[feasible[j].name]) for j in order])
+
+
+class Binder:
+    """The conflict-aware binder (see the module docstring).
+
+    Args:
+        view: the view whose versions are checked and updated.
+        bind: the cache seam called as ``bind(task, node_name)`` once the Pod is assumed.
+    """
+
+    def __init__(self, view: AgentView, bind: Callable[[TaskInfo, str], None]) -> None:
+        self.view = view
+        self._bind = bind
+        self.conflicts = 0
+
+    def bind(self, result: ScheduleResult) -> str | None:
+        """The Node the Pod was bound to, or None when every candidate was stale."""
+        for c in result.candidates:
+            cur = self.view.versions.get(c.node)
+            if cur is None or c.version < cur:
+                continue
+            self.view.place(result.task, c.node)
+            self._bind(result.task, c.node)
+            return c.node
+        self.conflicts += 1
+        return None
+
+
+@dataclass
+class StepReport:
+    """What one round did: ``<ns>/<pod>`` -> Node for binds, keys requeued after a conflict,
+    keys parked unschedulable with their reason."""
+
+    bound: dict[str, str] = field(default_factory=dict)
+    conflicted: list[str] = field(default_factory=list)
+    unschedulable: dict[str, str] = field(default_factory=dict)
+
+
+class AgentScheduler:
+    """The queue, ``workers`` workers and the binder over one view.
+
+    Args:
+        view: the worker view.
+        bind: the cache seam (``bind(task, node_name)``); binds are recorded when omitted.
+        workers: upstream's ``--scheduler-worker-count``.
+        candidates: Nodes per result handed to the binder.
+    """
+
+    def __init__(self, view: AgentView, bind: Callable[[TaskInfo, str], None] | None = None, *, workers: int = 1,
+                 candidates: int = DEFAULT_CANDIDATES) -> None:
+        self.view = view
+        self.queue = SchedulingQueue()
+        self.recorder = RecordingCache()
+        self.binder = Binder(view, bind or self.recorder.bind)
+        self.workers = max(1, workers)
+        self.candidates = candidates
+
+    def compute(self, now: float) -> list[ScheduleResult]:
+        """The workers' half of a round: pop up to ``workers`` Pods and schedule each on the
+        current view (none sees the others' choices)."""
+        self.queue.flush_backoff(now)
+        out: list[ScheduleResult] = []
+        for _ in range(self.workers):
+            task = self.queue.pop()
+            if task is None:
+                break
+            out.append(schedule_pod(self.view, task, candidates=self.candidates))
+        return out
+
+    def resolve(self, results: list[ScheduleResult], now: float) -> StepReport:
+        """The binder's half: bind in pop order; stale -> urgent requeue; none fit -> pool."""
+        rep = StepReport()
+        for r in results:
+            if not r.candidates:
+                self.queue.mark_unschedulable(r.task, now)
+                rep.unschedulable[r.task.key] = r.reason
+                continue
+            node = self.binder.bind(r)
+            if node is None:
+                self.queue.requeue_urgent(r.task)
+                rep.conflicted.append(r.task.key)
+            else:
+                self.queue.done(r.task)
+                rep.bound[r.task.key] = node
+        return rep
+
+    def step(self, now: float) -> StepReport:
+        """One round: :meth:`compute` then :meth:`resolve`."""
+        return self.resolve(self.compute(now), now)

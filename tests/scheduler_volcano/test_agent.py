@@ -1,0 +1,130 @@
+"""The Agent Scheduler (Volcano 1.14): per-Pod queue, parallel workers on one view, the
+conflict-aware binder, and a conflict with the batch scheduler over the last slot."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pumice.scheduler.volcano.agent.core import AGENT_SCHEDULER_NAME, AgentScheduler, AgentView
+from pumice.scheduler.volcano.agent.scheduling_queue import SchedulingQueue
+from pumice.scheduler.volcano.api.task_info import TaskInfo
+from pumice.scheduler.volcano.cache.snapshot import build_snapshot, run_session
+from pumice.scheduler.volcano.conf import build_conf
+from pumice.testing.volcano import node, pod, podgroup, queue
+
+TIERS = [["priority", "gang", "conformance"], ["drf", "predicates", "proportion", "nodeorder"]]
+
+
+def agent_pod(name: str, requests: str = "1,1Gi", **kw: Any) -> dict:
+    return pod(name, requests=requests, scheduler_name=AGENT_SCHEDULER_NAME, **kw)
+
+
+def view_of(objs: list[dict]) -> AgentView:
+    return AgentView(build_snapshot(objs, scheduler_names=(AGENT_SCHEDULER_NAME,)))
+
+
+def overcommitted(objs: list[dict], binds: dict[str, str]) -> list[str]:
+    """Nodes whose bound Pods' cpu requests exceed allocatable."""
+    snap = build_snapshot([*[o for o in objs if o["kind"] == "Node"],
+                           *[{**o, "spec": {**o["spec"], "nodeName": binds[f"{o['metadata']['namespace']}/{o['metadata']['name']}"]}}
+                             for o in objs if o["kind"] == "Pod" and f"{o['metadata']['namespace']}/{o['metadata']['name']}" in binds],
+                           *[o for o in objs if o["kind"] == "Pod" and o["spec"].get("nodeName")]])
+    return sorted(n.name for n in snap.nodes.values() if n.used.milli_cpu > n.allocatable.milli_cpu)
+
+
+def run_twice(fn: Any) -> Any:
+    first, again = fn(), fn()
+    assert first == again, "not deterministic"
+    return first
+
+
+def test_queue_orders_urgent_then_priority_then_age_and_backs_off() -> None:
+    q = SchedulingQueue()
+    old = TaskInfo.from_pod(agent_pod("old", created="2024-01-01T00:00:00Z"))
+    new = TaskInfo.from_pod(agent_pod("new", created="2024-01-01T00:01:00Z"))
+    high = TaskInfo.from_pod(agent_pod("high", priority=100, created="2024-01-01T00:02:00Z"))
+    for t in (new, old, high):
+        q.add(t)
+    assert [q.pop().name for _ in range(3)] == ["high", "old", "new"]  # type: ignore[union-attr]
+    q.mark_unschedulable(new, now=10.0)
+    q.requeue_urgent(old)
+    q.add(high)
+    assert q.pop() is old and q.pop() is high and q.pop() is None
+    assert q.on_cluster_event() == 1 and q.flush_backoff(10.5) == 0 and q.flush_backoff(11.0) == 1
+    assert q.pop() is new
+
+
+def test_workers_pick_spread_nodes_and_the_binder_resolves_their_conflict() -> None:
+    objs = [node("n0", "2,8Gi,pods=110"), node("n1", "4,8Gi,pods=110"), *(agent_pod(f"a{i}", "2,1Gi") for i in range(3))]
+
+    def go() -> tuple[dict[str, str], list[str], dict[str, str], list[str]]:
+        view = view_of(objs)
+        sched = AgentScheduler(view, workers=3)
+        for o in objs[2:]:
+            sched.queue.add(TaskInfo.from_pod(o))
+        rep = sched.step(now=0.0)  # three workers, one view: all rank the same Nodes
+        later = sched.step(now=0.0)  # the conflicted Pod was requeued at the head
+        binds = {**rep.bound, **later.bound}
+        return rep.bound, rep.conflicted, binds, overcommitted(objs, binds)
+
+    first_round, conflicted, binds, over = run_twice(go)
+    # all three rank n1 (idler) over n0; the second falls back to n0, the third finds both stale
+    assert first_round == {"c1/a0": "n1", "c1/a1": "n0"} and conflicted == ["c1/a2"]
+    assert binds == {"c1/a0": "n1", "c1/a1": "n0", "c1/a2": "n1"} and over == []
+
+
+def test_a_pod_that_fits_nowhere_goes_to_the_pool_and_returns_on_a_cluster_event() -> None:
+    objs = [node("n0", "2,8Gi,pods=110"), agent_pod("big", "3,1Gi")]
+    view = view_of(objs)
+    sched = AgentScheduler(view)
+    sched.queue.add(TaskInfo.from_pod(objs[1]))
+    rep = sched.step(now=0.0)
+    assert rep.unschedulable == {"c1/big": "0/1 nodes are available"}
+    assert sched.step(now=5.0).bound == {}  # still in the pool: no cluster event yet
+    sched.queue.on_cluster_event()
+    assert sched.step(now=5.0).unschedulable == {"c1/big": "0/1 nodes are available"}
+
+
+def batch_objects() -> list[dict]:
+    """One 4-cpu Node with 3 cpu in use: one slot of 1 cpu left, wanted by a batch job's Pod and an
+    agent Pod."""
+    return [node("n0", "4,8Gi,pods=110"), queue("q1"), pod("busy", requests="3,1Gi", node="n0", phase="Running"),
+            podgroup("b", queue="q1", min_member=1, phase="Inqueue"), pod("b-0", group="b", requests="1,1Gi"),
+            agent_pod("a-0", "1,1Gi")]
+
+
+def test_conflict_batch_binds_first_then_the_agent_result_is_stale_and_requeued() -> None:
+    def go() -> tuple[dict[str, str], dict[str, str], list[str], dict[str, str], list[str]]:
+        objs = batch_objects()
+        view = view_of(objs)
+        sched = AgentScheduler(view)
+        sched.queue.add(TaskInfo.from_pod(objs[-1]))
+        results = sched.compute(now=0.0)  # the agent worker chose n0 ...
+        assert [c.node for c in results[0].candidates] == ["n0"]
+        batch = run_session(build_snapshot(objs), build_conf(["allocate"], TIERS)).binds  # ... the batch session binds there
+        for key, n in batch.items():
+            o = next(p for p in objs if p["kind"] == "Pod" and f"c1/{p['metadata']['name']}" == key)
+            view.observe_bound({**o, "spec": {**o["spec"], "nodeName": n}})
+        rep = sched.resolve(results, now=0.0)
+        again = sched.step(now=0.0)
+        binds = {**batch, **rep.bound, **again.bound}
+        return batch, rep.bound, rep.conflicted, again.unschedulable, overcommitted(objs, binds)
+
+    batch, agent, conflicted, unsched, over = run_twice(go)
+    assert batch == {"c1/b-0": "n0"} and agent == {} and conflicted == ["c1/a-0"]
+    assert unsched == {"c1/a-0": "0/1 nodes are available"} and over == []
+
+
+def test_conflict_agent_binds_first_and_the_batch_session_sees_the_slot_taken() -> None:
+    def go() -> tuple[dict[str, str], dict[str, str], list[str]]:
+        objs = batch_objects()
+        sched = AgentScheduler(view_of(objs))
+        sched.queue.add(TaskInfo.from_pod(objs[-1]))
+        agent = sched.step(now=0.0).bound
+        bound = [{**o, "spec": {**o["spec"], "nodeName": agent[f"c1/{o['metadata']['name']}"]}}
+                 if f"c1/{o['metadata']['name']}" in agent else o for o in objs]
+        batch = run_session(build_snapshot(bound), build_conf(["allocate"], TIERS)).binds
+        return agent, batch, overcommitted(objs, {**agent, **batch})
+
+    agent, batch, over = run_twice(go)
+    assert agent == {"c1/a-0": "n0"} and batch == {} and over == []
