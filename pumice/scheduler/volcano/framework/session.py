@@ -160,6 +160,7 @@ class Session:
         self.last_processed_node_index = 0
         self.evicted: list[tuple[TaskInfo, str]] = []
         self.events: list[tuple[str, str, str, str]] = []
+        self.pod_group_annotations: dict[str, dict[str, str]] = {}
         self.batch_predicates: dict[str, Callable[[TaskInfo], tuple[np.ndarray, Any]]] = {}
         self.batch_scores: dict[str, Callable[[TaskInfo, np.ndarray], np.ndarray]] = {}
         self.queue_metrics: dict[str, dict[str, Any]] = {}
@@ -661,6 +662,10 @@ class Session:
         """Queue an Event on the job's PodGroup (written by the cache on close)."""
         self.events.append((job.uid, etype, reason, message))
 
+    def set_pod_group_annotation(self, job: JobInfo, key: str, value: str) -> None:
+        """Queue an annotation to merge into the job's PodGroup (written by the cache on close)."""
+        self.pod_group_annotations.setdefault(job.uid, {})[key] = value
+
     def update_pod_group_condition(self, job: JobInfo, cond: Obj) -> None:
         if job.pod_group is None:
             return
@@ -681,7 +686,9 @@ class Session:
             if job.pod_group is None:
                 continue
             if job.network_topology is not None and job.allocated_hypernode != self.old_allocated_hypernode.get(job.uid, ""):
-                res.pod_group_annotations[job.uid] = {JOB_ALLOCATED_HYPERNODE_ANNOTATION: job.allocated_hypernode}
+                res.pod_group_annotations.setdefault(job.uid, {})[JOB_ALLOCATED_HYPERNODE_ANNOTATION] = job.allocated_hypernode
+            if job.uid in self.pod_group_annotations:
+                res.pod_group_annotations.setdefault(job.uid, {}).update(self.pod_group_annotations[job.uid])
             st = job_status(self, job)
             old = self.pod_group_status.get(job.uid, {})
             res.pod_groups[job.uid] = st

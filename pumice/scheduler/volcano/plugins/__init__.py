@@ -49,6 +49,7 @@ from pumice.scheduler.volcano.plugins import (  # noqa: E402
     single_node_fit,
     sla,
     task_topology,
+    wait_for_pods_ready,
 )
 
 for _m in (
@@ -66,6 +67,7 @@ for _m in (
     single_node_fit,
     sla,
     task_topology,
+    wait_for_pods_ready,
 ):
     PLUGINS.register(_m.PLUGIN_NAME, PluginFactory(_m.PLUGIN_NAME, _m.parse_arguments, _m.new))
 
