@@ -236,3 +236,27 @@ def test_suspending_a_rayjob_from_the_ui_suspends_it(objects, browser, login, sh
     wait_until(lambda: "Suspended" in page.inner_text("main"), what="page shows Suspended")
     shot(page, "rayjob")
     page.context.close()
+
+
+def test_pumice_dashboard_serves_the_same_pages_against_a_kubeconfig(objects, browser, login, shot) -> None:
+    import re
+    import subprocess
+    import sys
+
+    from pumice.testing.up import Up
+
+    proc = subprocess.Popen([sys.executable, "-m", "pumice.cli.main", "dashboard", "--kubeconfig",
+                             str(objects.kubeconfig), "--port", "0"], stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline() if proc.stderr else ""
+        m = re.search(r"dashboard: (http://\S+)", line)
+        assert m, f"no URL printed: {line!r}"
+        standalone = Up(url=m.group(1), kubeconfig=objects.kubeconfig, token=objects.token, data_dir=objects.data_dir)
+        page = login(browser, standalone)
+        wait_until(lambda: "small" in page.inner_text("#live"), what="the standalone dashboard lists small")
+        page.goto(standalone.url + "queues/team-a")
+        assert "team-a" in page.inner_text("main h1")
+        page.context.close()
+    finally:
+        proc.send_signal(2)
+        proc.wait(timeout=30)
