@@ -1,10 +1,11 @@
 """``pumice scheduler``: run the default scheduler or the Volcano scheduler against a kubeconfig.
 
-    pumice scheduler --kubeconfig K [--name default-scheduler|volcano] [--schedule-period 1s]
-                     [--scheduler-conf FILE]
+    pumice scheduler --kubeconfig K [--name default-scheduler|volcano|agent-scheduler] [--schedule-period 1s]
+                     [--scheduler-conf FILE] [--scheduler-worker-count N]
 
 ``--name default-scheduler`` (the default) runs :mod:`pumice.scheduler.default`; ``--name volcano``
-runs :func:`pumice.scheduler.volcano.run`. Bad input prints one line and exits non-zero.
+runs :func:`pumice.scheduler.volcano.run`; ``--name agent-scheduler`` runs Volcano 1.14's Agent
+Scheduler (:mod:`pumice.scheduler.volcano.agent.live`). Bad input prints one line and exits non-zero.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import click
 
 from pumice.cli._signals import stop_on_signals
 
+AGENT = "agent-scheduler"
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m)?$")
 
 
@@ -46,11 +48,17 @@ async def _make_client(kubeconfig: str | None, component: str) -> Any:
 
 
 async def _run(kubeconfig: str | None, name: str, period: float, conf: str | None, sharding_mode: str = "none",
-               sharding_name: str | None = None) -> None:
-    client = await _make_client(kubeconfig, "volcano-scheduler" if name == "volcano" else "scheduler")
+               sharding_name: str | None = None, workers: int = 1) -> None:
+    component = {"volcano": "volcano-scheduler", AGENT: "agent-scheduler"}.get(name, "scheduler")
+    client = await _make_client(kubeconfig, component)
     stop = stop_on_signals()
     try:
-        if name == "volcano":
+        if name == AGENT:
+            from pumice.scheduler.volcano.agent.live import run as run_agent
+
+            await run_agent(client, scheduler_name=name, workers=workers, stop_event=stop, sharding_mode=sharding_mode,
+                            shard_name=sharding_name)
+        elif name == "volcano":
             try:
                 volcano = importlib.import_module("pumice.scheduler.volcano")
                 run = volcano.run
@@ -74,19 +82,24 @@ async def _run(kubeconfig: str | None, name: str, period: float, conf: str | Non
 @click.command(name="scheduler")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="kubeconfig file")
 @click.option("--name", "name", default="default-scheduler", show_default=True,
-              help="schedulerName served: default-scheduler (or another name for the default scheduler), volcano")
+              help="schedulerName served: default-scheduler (or another name for the default scheduler), volcano, agent-scheduler")
 @click.option("--schedule-period", default="1s", show_default=True, help="Volcano session period")
 @click.option("--scheduler-conf", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Volcano scheduler configuration (YAML)")
 @click.option("--scheduler-sharding-mode", type=click.Choice(["none", "hard"]), default="none", show_default=True,
-              help="Volcano: use every Node, or only this scheduler's NodeShard's Nodes")
+              help="Volcano / agent-scheduler: use every Node, or only this scheduler's NodeShard's Nodes")
 @click.option("--scheduler-sharding-name", default=None, help="Volcano: the NodeShard to read (default: volcano)")
+@click.option("--scheduler-worker-count", type=click.IntRange(min=1), default=1, show_default=True,
+              help="agent-scheduler: parallel workers")
 def command(kubeconfig: str | None, name: str, schedule_period: str, scheduler_conf: str | None,
-            scheduler_sharding_mode: str, scheduler_sharding_name: str | None) -> None:
-    """Run the default or the Volcano scheduler."""
+            scheduler_sharding_mode: str, scheduler_sharding_name: str | None, scheduler_worker_count: int) -> None:
+    """Run the default, the Volcano or the Volcano Agent scheduler."""
     period = parse_duration(schedule_period)
     if scheduler_conf and name != "volcano":
         raise click.UsageError("--scheduler-conf applies to --name volcano only")
-    if scheduler_sharding_mode != "none" and name != "volcano":
-        raise click.UsageError("--scheduler-sharding-mode applies to --name volcano only")
-    asyncio.run(_run(kubeconfig, name, period, scheduler_conf, scheduler_sharding_mode, scheduler_sharding_name))
+    if scheduler_sharding_mode != "none" and name not in ("volcano", AGENT):
+        raise click.UsageError("--scheduler-sharding-mode applies to --name volcano or agent-scheduler only")
+    if scheduler_worker_count != 1 and name != AGENT:
+        raise click.UsageError("--scheduler-worker-count applies to --name agent-scheduler only")
+    asyncio.run(_run(kubeconfig, name, period, scheduler_conf, scheduler_sharding_mode, scheduler_sharding_name,
+                     scheduler_worker_count))

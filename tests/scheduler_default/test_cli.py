@@ -29,3 +29,13 @@ def test_missing_kubeconfig_is_one_clear_error(tmp_path: object) -> None:
     res = CliRunner().invoke(command, ["--kubeconfig", "/nonexistent/kubeconfig"])
     assert res.exit_code == 1
     assert "cannot load kubeconfig" in res.output
+
+
+def test_worker_count_needs_the_agent_scheduler() -> None:
+    res = CliRunner().invoke(command, ["--name", "volcano", "--scheduler-worker-count", "2"])
+    assert res.exit_code == 2 and "--scheduler-worker-count applies to --name agent-scheduler only" in res.output
+
+
+def test_agent_scheduler_with_a_missing_kubeconfig_is_one_clear_error() -> None:
+    res = CliRunner().invoke(command, ["--name", "agent-scheduler", "--kubeconfig", "/nonexistent/kubeconfig"])
+    assert res.exit_code == 1 and "cannot load kubeconfig" in res.output

@@ -206,6 +206,11 @@ class AgentScheduler:
         self.workers = max(1, workers)
         self.candidates = candidates
 
+    def set_view(self, view: AgentView) -> None:
+        """Replace the worker view (the live scheduler's rebuild); the queue is kept."""
+        self.view = view
+        self.binder.view = view
+
     def compute(self, now: float) -> list[ScheduleResult]:
         """The workers' half of a round: pop up to ``workers`` Pods and schedule each on the
         current view (none sees the others' choices)."""

@@ -1,0 +1,56 @@
+"""The live Agent Scheduler against the in-process API server: binds its own Pods (not the
+batch scheduler's), parks a Pod that fits nowhere with PodScheduled=False/Unschedulable, and binds
+it once a Pod is deleted (a cluster event)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from pumice.api import scheme
+from pumice.scheduler.volcano.agent.live import run as run_agent
+from pumice.testing.volcano_controllers import add_nodes, eventually, ready_node
+
+
+def agent_pod(name: str, cpu: str, scheduler: str = "agent-scheduler") -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"schedulerName": scheduler, "containers": [
+                {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}]}}
+
+
+async def test_live_agent_scheduler_binds_parks_and_retries(cluster: Any) -> None:
+    c = cluster.client
+    await add_nodes(c, [ready_node(f"n{i}", cpu="2") for i in range(2)])
+    stop = asyncio.Event()
+    task = asyncio.create_task(run_agent(cluster.new_client() if hasattr(cluster, "new_client") else c,
+                                         workers=2, stop_event=stop))
+    try:
+        for i in range(4):
+            await c.create(agent_pod(f"a{i}", "1"))
+        await c.create(agent_pod("other", "1", scheduler="volcano"))
+
+        async def nodes_of() -> dict[str, str] | None:
+            pods = {p["metadata"]["name"]: p["spec"].get("nodeName") for p in (await c.list(scheme.POD, "default")).items}
+            return pods if all(pods[f"a{i}"] for i in range(4)) else None
+
+        got = await eventually(nodes_of, timeout=15)
+        assert sorted(got[f"a{i}"] for i in range(4)) == ["n0", "n0", "n1", "n1"] and not got["other"]
+
+        await c.create(agent_pod("late", "1"))
+
+        async def parked() -> bool:
+            conds = ((await c.get(scheme.POD, "late", "default")).get("status") or {}).get("conditions") or []
+            return any(x["type"] == "PodScheduled" and x["reason"] == "Unschedulable" for x in conds)
+
+        await eventually(parked, timeout=15)
+        await c.delete(scheme.POD, "a0", "default")
+
+        async def late_bound() -> str | None:
+            return (await c.get(scheme.POD, "late", "default"))["spec"].get("nodeName")
+
+        assert await eventually(late_bound, timeout=20) == got["a0"]
+    finally:
+        stop.set()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, 10)
