@@ -37,6 +37,7 @@ PLUGINS: Registry[PluginFactory] = Registry("plugin")
 from pumice.scheduler.volcano.plugins import (  # noqa: E402
     binpack,
     capacity,
+    cohort,
     conformance,
     drf,
     gang,
@@ -55,6 +56,7 @@ from pumice.scheduler.volcano.plugins import (  # noqa: E402
 for _m in (
     binpack,
     capacity,
+    cohort,
     conformance,
     drf,
     gang,

@@ -1,0 +1,230 @@
+"""cohort: queues that borrow each other's idle quota, within borrowing and lending limits.
+
+Pumice's extension (upstream Volcano has no cohorts); it follows Kueue's ClusterQueue cohorts
+(kueue concepts/cluster_queue.md, ``borrowingLimit`` / ``lendingLimit``; see
+../shared/reference/peers.md section 1.2), on Volcano Queues:
+
+* ``scheduling.pumice.io/cohort: <name>`` (Queue annotation) puts the queue in a cohort; queues
+  without it are not judged by this plugin.
+* The queue's nominal quota is its ``spec.deserved``; only the resources named there are limited.
+* ``scheduling.pumice.io/lending-limit`` (a JSON ResourceList, e.g. ``{"cpu": "2"}``): at most
+  this much of its nominal quota may be used by others; the rest (nominal - lendingLimit) is its
+  guaranteed part. Unset: all of its nominal quota may be lent.
+* ``scheduling.pumice.io/borrowing-limit`` (same form): at most this much above its nominal quota.
+  Unset: no limit but the cohort's.
+
+A queue may use up to ``guaranteed + (pool - what the others use beyond their guarantees)``,
+capped by ``nominal + borrowingLimit``, where ``pool`` is the sum of the members' lendable quota
+(nominal - guaranteed). That is the capacity plugin's ``real_capability`` with the pool as the
+parent and the others' borrowed usage as the siblings' guarantees, so the maths is
+:func:`~pumice.scheduler.volcano.plugins._fair_share.real_capability`.
+
+The plugin checks allocate (AllocatableFn, per task) and enqueue (JobEnqueueableFn: the job's
+minResources plus what the queue uses and has reserved for admitted jobs). A rejected job gets a
+Normal Event ``Unschedulable`` "cohort <c> quota insufficient for queue <q>: insufficient <dim>".
+A queue whose limit annotation does not parse admits nothing and its jobs get a Warning Event
+``InvalidQueueAnnotation`` naming the annotation.
+
+Deviates from Kueue: no resource flavors, no hierarchical cohorts, no reclaim of lent quota
+(``reclaimWithinCohort``: a lender whose quota is borrowed waits until the borrower's Pods end).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pumice.api.quantity import QuantityError
+from pumice.scheduler.volcano.api.job_info import JobInfo
+from pumice.scheduler.volcano.api.queue_info import QueueInfo
+from pumice.scheduler.volcano.api.resource import PODS, Resource, exceeded_part, sum_resources
+from pumice.scheduler.volcano.api.task_info import TaskInfo
+from pumice.api.volcano.constants import PodGroupPhase
+from pumice.scheduler.volcano.api.types import ALLOCATED_STATUSES, Vote
+from pumice.scheduler.volcano.framework.arguments import NoArguments, decode
+from pumice.scheduler.volcano.framework.interface import Event, EventHandler
+from pumice.scheduler.volcano.framework.session import Session
+from pumice.scheduler.volcano.plugins._fair_share import real_capability
+from pumice.scheduler.volcano.plugins._queue_util import inqueue_resource, min_resources_list
+
+PLUGIN_NAME = "cohort"
+
+COHORT_ANNOTATION = "scheduling.pumice.io/cohort"
+BORROWING_LIMIT_ANNOTATION = "scheduling.pumice.io/borrowing-limit"
+LENDING_LIMIT_ANNOTATION = "scheduling.pumice.io/lending-limit"
+
+log = logging.getLogger(__name__)
+
+_INF = float("inf")
+
+
+@dataclass
+class Member:
+    """One queue of a cohort: ``nominal`` (spec.deserved) on the ``names`` it lists,
+    ``guaranteed`` = nominal - lendingLimit, ``ceiling`` = nominal + borrowingLimit (infinite
+    where unset); ``used`` and ``reserved`` (Inqueue jobs' unallocated minResources) change during
+    the session."""
+
+    queue: str
+    cohort: str
+    names: tuple[str, ...]
+    nominal: Resource
+    guaranteed: Resource
+    ceiling: Resource
+    used: Resource = field(default_factory=Resource)
+    reserved: Resource = field(default_factory=Resource)
+
+
+def _limit(raw: str, annotation: str) -> dict[str, Any]:
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{annotation}: not JSON: {e}") from e
+    if not isinstance(value, dict):
+        raise ValueError(f"{annotation}: want a JSON object of quantities, got {raw!r}")
+    return value
+
+
+def member_of(q: QueueInfo) -> Member | None:
+    """The queue's cohort membership from its annotations and ``spec.deserved``, or None.
+
+    Raises:
+        ValueError: a limit annotation is not a JSON ResourceList of quantities.
+    """
+    ann = (q.queue.get("metadata") or {}).get("annotations") or {}
+    cohort = ann.get(COHORT_ANNOTATION)
+    if not cohort:
+        return None
+    deserved = ((q.queue.get("spec") or {}).get("deserved")) or {}
+    names = tuple(sorted(str(n) for n in deserved if str(n) != PODS))
+    nominal = Resource.from_list(deserved)
+    try:
+        lending = _limit(ann[LENDING_LIMIT_ANNOTATION], LENDING_LIMIT_ANNOTATION) if LENDING_LIMIT_ANNOTATION in ann else None
+        borrowing = _limit(ann[BORROWING_LIMIT_ANNOTATION], BORROWING_LIMIT_ANNOTATION) if BORROWING_LIMIT_ANNOTATION in ann else {}
+        lend = Resource.from_list(lending) if lending is not None else nominal
+        borrow = Resource.from_list(borrowing)
+    except QuantityError as e:
+        raise ValueError(str(e)) from e
+    guaranteed = exceeded_part(nominal, lend)
+    ceiling = Resource(
+        nominal.milli_cpu + borrow.milli_cpu if "cpu" in borrowing else _INF,
+        nominal.memory + borrow.memory if "memory" in borrowing else _INF,
+        {n: nominal.get(n) + borrow.get(n) for n in borrowing if n not in ("cpu", "memory")},
+    )
+    return Member(q.name, str(cohort), names, nominal, guaranteed, ceiling)
+
+
+def cap_of(m: Member, members: list[Member], *, reserved: bool) -> Resource:
+    """What ``m`` may use in total now: its guaranteed part plus the cohort pool's unborrowed
+    rest, capped by its ceiling (capacity's realCapability with the pool as the parent). With
+    ``reserved`` the others' reservations for admitted jobs count as used (enqueue), without
+    them only what is allocated (allocate), as capacity's enqueue and allocatable do."""
+    pool = sum_resources(exceeded_part(p.nominal, p.guaranteed) for p in members)
+    others = sum_resources(
+        exceeded_part(p.used + (p.reserved if reserved else Resource()), p.guaranteed) for p in members if p.queue != m.queue)
+    return real_capability(pool, others, m.guaranteed, m.ceiling)
+
+
+def insufficient(m: Member, members: list[Member], extra: Resource, *, reserved: bool) -> list[str]:
+    """The quota dimensions of ``m`` that ``extra`` more would exceed (empty: it fits)."""
+    cap = cap_of(m, members, reserved=reserved)
+    after = m.used + (m.reserved if reserved else Resource()) + extra
+    return [n for n in m.names if extra.get(n) > 0 and after.get(n) > cap.get(n) + 1e-9]
+
+
+class CohortPlugin:
+    name = PLUGIN_NAME
+
+    def __init__(self, args: NoArguments) -> None:
+        self.args = args
+        self.members: dict[str, Member] = {}
+        self.invalid: dict[str, str] = {}
+
+    def cohort_members(self, cohort: str) -> list[Member]:
+        return [m for m in self.members.values() if m.cohort == cohort]
+
+    def on_session_open(self, ssn: Session) -> None:
+        for name in sorted(ssn.queues):
+            q = ssn.queues[name]
+            try:
+                m = member_of(q)
+            except ValueError as e:
+                log.error("cohort: Queue %s: %s", name, e)
+                self.invalid[name] = str(e)
+                continue
+            if m is not None:
+                self.members[name] = m
+        for job in ssn.jobs.values():
+            m = self.members.get(job.queue)
+            if m is None:
+                continue
+            for s in ALLOCATED_STATUSES:
+                for t in job.task_status_index.get(s, {}).values():
+                    m.used = m.used + t.resreq
+            if job.phase == PodGroupPhase.INQUEUE and min_resources_list(job) is not None:
+                m.reserved = m.reserved + inqueue_resource(job, job.allocated)
+
+        def allocatable(q: QueueInfo, task: TaskInfo) -> bool:
+            if q.name in self.invalid:
+                return False
+            m = self.members.get(q.name)
+            if m is None:
+                return True
+            return not insufficient(m, self.cohort_members(m.cohort), task.resreq, reserved=False)
+
+        def enqueueable(job: JobInfo) -> int:
+            if job.queue in self.invalid:
+                ssn.record_pod_group_event(job, "Warning", "InvalidQueueAnnotation", f"Queue {job.queue}: {self.invalid[job.queue]}")
+                return Vote.REJECT
+            m = self.members.get(job.queue)
+            if m is None or min_resources_list(job) is None:
+                return Vote.ABSTAIN
+            names = insufficient(m, self.cohort_members(m.cohort), job.min_resources or Resource(), reserved=True)
+            if names:
+                ssn.record_pod_group_event(
+                    job, "Normal", "Unschedulable",
+                    f"cohort {m.cohort} quota insufficient for queue {m.queue}: " + ", ".join(f"insufficient {n}" for n in names))
+                return Vote.REJECT
+            return Vote.PERMIT
+
+        def enqueued(job: JobInfo) -> None:
+            m = self.members.get(job.queue)
+            if m is not None and min_resources_list(job) is not None:
+                m.reserved = m.reserved + (job.min_resources or Resource())
+
+        def on_allocate(ev: Event) -> None:
+            self._account(ssn, ev.task, +1)
+
+        def on_deallocate(ev: Event) -> None:
+            self._account(ssn, ev.task, -1)
+
+        ssn.add_allocatable_fn(PLUGIN_NAME, allocatable)
+        ssn.add_job_enqueueable_fn(PLUGIN_NAME, enqueueable)
+        ssn.add_job_enqueued_fn(PLUGIN_NAME, enqueued)
+        ssn.add_event_handler(EventHandler(allocate_func=on_allocate, deallocate_func=on_deallocate))
+
+    def _account(self, ssn: Session, task: TaskInfo, sign: int) -> None:
+        job = ssn.jobs.get(task.job)
+        if job is None:
+            return
+        m = self.members.get(job.queue)
+        if m is None:
+            return
+        m.used = m.used + task.resreq if sign > 0 else exceeded_part(m.used, task.resreq)
+
+    def on_session_close(self, ssn: Session) -> None:
+        self.members.clear()
+        self.invalid.clear()
+
+
+def parse_arguments(arguments: Mapping[str, Any]) -> NoArguments:
+    """No arguments (an unknown key raises ArgumentError); the cohort and its limits are Queue
+    annotations."""
+    return decode(NoArguments, arguments)
+
+
+def new(args: NoArguments) -> CohortPlugin:
+    return CohortPlugin(args)
