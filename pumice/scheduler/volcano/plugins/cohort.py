@@ -38,11 +38,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pumice.api.quantity import QuantityError
+from pumice.api.volcano.constants import PodGroupPhase
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.queue_info import QueueInfo
 from pumice.scheduler.volcano.api.resource import PODS, Resource, exceeded_part, sum_resources
 from pumice.scheduler.volcano.api.task_info import TaskInfo
-from pumice.api.volcano.constants import PodGroupPhase
 from pumice.scheduler.volcano.api.types import ALLOCATED_STATUSES, Vote
 from pumice.scheduler.volcano.framework.arguments import NoArguments, decode
 from pumice.scheduler.volcano.framework.interface import Event, EventHandler
