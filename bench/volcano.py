@@ -22,7 +22,20 @@ network topology at tier 2, scheduled by the default configuration plus network-
 its allocate rate is printed beside the flat 5,000-Node gangs-of-8 case (``--topology-only``
 runs just these two).
 
+The agent case (``--agent``; ``--agent-only`` runs just it): the Agent Scheduler's time from Pod
+creation to bind while a batch session of 10,000 Pods (1,000 Nodes, gangs of 8) runs in another
+process (vc-scheduler and vc-agent-scheduler are separate processes upstream). Single 1-cpu
+agent Pods are created every ``--agent-interval`` seconds (wall) from the moment the batch
+session starts until it ends (at most ``--agent-pods``); creation-to-bind is wall time, p50/p99.
+Baseline in the same run: the same Pods (one PodGroup each) through the batch scheduler alone;
+they wait for the next session, which starts at max(end of the running session, its start + the
+1 s schedule period) and binds when it closes; that next session (10,000 bound Pods plus the
+agent Pods) is run and its wall time measured here, so the baseline latency of a Pod is
+next-session start + its measured duration - the Pod's creation time. The agent's view holds
+the Nodes as they were when the batch session started (the batch binds land at its close).
+
 Usage: .venv/bin/python bench/volcano.py [--quick] [--repeat N] [--baseline-pods N] [--no-baseline] [--topology-only]
+                                         [--agent | --agent-only] [--agent-pods N] [--agent-interval S]
 """
 
 from __future__ import annotations
@@ -156,8 +169,16 @@ def main() -> None:
     ap.add_argument("--no-baseline", action="store_true", help="skip the plain-loop runs")
     ap.add_argument("--baseline-pods", type=int, default=2_000, help="Pods in the baseline comparison workload")
     ap.add_argument("--topology-only", action="store_true", help="only the topology case and its flat twin")
+    ap.add_argument("--agent", action="store_true", help="also run the agent-scheduler case")
+    ap.add_argument("--agent-only", action="store_true", help="only the agent-scheduler case")
+    ap.add_argument("--agent-pods", type=int, default=500, help="most agent Pods created during the batch session")
+    ap.add_argument("--agent-interval", type=float, default=0.01, help="seconds between agent Pod creations")
+    ap.add_argument("--agent-workers", type=int, default=1, help="agent-scheduler workers")
     args = ap.parse_args()
     n_pods = 1_000 if args.quick else 10_000
+    if args.agent_only:
+        agent_case(n_pods, args.agent_pods, args.agent_interval, args.agent_workers)
+        return
     if args.topology_only:
         topology_case(n_pods)
         return
@@ -212,6 +233,8 @@ def main() -> None:
     import resource
 
     print(f"peak RSS of the benchmark process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+    if args.agent:
+        agent_case(n_pods, args.agent_pods, args.agent_interval, args.agent_workers)
     print(f"wall time of the whole benchmark: {time.perf_counter() - START:.0f}s (CPU {time.process_time():.0f}s)")
 
 
@@ -228,6 +251,91 @@ def topology_case(n_pods: int) -> None:
               f"{r['allocate_binds'] / r['allocate']:.0f} pods/s, session CPU {r['session']:.2f}s", flush=True)
     print(f"topology/flat allocate rate: {(topo['allocate_binds'] / topo['allocate']) / (flat['allocate_binds'] / flat['allocate']):.2f}x "
           f"({len(pgs)} gangs)", flush=True)
+
+
+def _agent_pod(i: int, scheduler: str) -> dict[str, Any]:
+    return {"kind": "Pod", "metadata": {"name": f"agent-{i}", "namespace": "agents",
+                                        "annotations": {"scheduling.k8s.io/group-name": f"agent-{i}"}},
+            "spec": {"schedulerName": scheduler, "containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]},
+            "status": {"phase": "Pending"}}
+
+
+def _batch_child(objs: list[dict[str, Any]], out: Any, started: Any) -> None:
+    started.set()
+    t0 = time.monotonic()
+    rec = RecordingCache()
+    ssn = open_session(build_snapshot(objs), CONF, rec)
+    for name in CONF.actions:
+        run_action(ssn, name)
+    ssn.close()
+    out.put((t0, time.monotonic(), rec.binds))
+
+
+def _pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))]
+
+
+def agent_case(n_pods: int, max_agent: int, interval: float, workers: int, n_nodes: int = 1_000, period: float = 1.0) -> None:
+    """Creation-to-bind of agent Pods during a batch session, beside the batch scheduler alone."""
+    import multiprocessing as mp
+
+    from pumice.scheduler.volcano.agent.core import AGENT_SCHEDULER_NAME, AgentScheduler, AgentView
+    from pumice.scheduler.volcano.api.task_info import TaskInfo
+
+    objs = cluster(n_nodes, n_pods, 8)
+    sched = AgentScheduler(AgentView(build_snapshot([o for o in objs if o["kind"] == "Node"],
+                                                    scheduler_names=(AGENT_SCHEDULER_NAME,))), workers=workers)
+    ctx = mp.get_context("fork")
+    out, started = ctx.Queue(), ctx.Event()
+    gc.collect()
+    proc = ctx.Process(target=_batch_child, args=(objs, out, started))
+    proc.start()
+    started.wait()
+    t_start = time.monotonic()
+    created: dict[str, float] = {}
+    bound: dict[str, float] = {}
+    i = 0
+    result = None
+    while result is None:
+        now = time.monotonic()
+        while i < max_agent and t_start + i * interval <= now:
+            pod = _agent_pod(i, AGENT_SCHEDULER_NAME)
+            sched.queue.add(TaskInfo.from_pod(pod))
+            created[f"agents/agent-{i}"] = t_start + i * interval
+            i += 1
+        rep = sched.step(now)
+        t = time.monotonic()
+        for k in rep.bound:
+            bound[k] = t
+        if not out.empty():
+            result = out.get()
+        elif not sched.queue.active_len():
+            time.sleep(0.0005)
+    proc.join()
+    t0, t1, binds = result
+    agent_lat = [bound[k] - created[k] for k in created if k in bound]
+    # baseline: the same Pods through the batch scheduler's next session
+    nxt = [dict(o, spec={**o["spec"], "nodeName": binds[f"bench/{o['metadata']['name']}"]})
+           if o["kind"] == "Pod" and f"bench/{o['metadata']['name']}" in binds else o for o in objs]
+    for j in range(i):
+        nxt.append({"kind": "PodGroup", "metadata": {"name": f"agent-{j}", "namespace": "agents"},
+                    "spec": {"queue": "q0", "minMember": 1}, "status": {"phase": "Pending"}})
+        nxt.append(_agent_pod(j, "volcano"))
+    gc.collect()
+    w = time.perf_counter()
+    second = one_session(nxt, True)
+    dur2 = time.perf_counter() - w
+    s2 = max(t1, t0 + period)
+    base_lat = [s2 + dur2 - created[f"agents/agent-{j}"] for j in range(i)]
+    print(f"agent case: batch session of {n_pods} Pods on {n_nodes} Nodes: {t1 - t0:.2f}s wall, {len(binds)} bound; "
+          f"{i} agent Pods created every {interval * 1000:.0f} ms meanwhile, {len(agent_lat)} bound by the agent scheduler "
+          f"({workers} worker(s), {sched.binder.conflicts} conflicts)", flush=True)
+    print(f"agent scheduler creation-to-bind: p50 {_pct(agent_lat, 0.5) * 1000:.1f} ms, p99 {_pct(agent_lat, 0.99) * 1000:.1f} ms",
+          flush=True)
+    print(f"batch scheduler alone (next session {dur2:.2f}s wall, {second['bound']:.0f} of {len(binds) + i} bound): "
+          f"p50 {_pct(base_lat, 0.5) * 1000:.0f} ms, p99 {_pct(base_lat, 0.99) * 1000:.0f} ms; "
+          f"agent/batch p50 ratio {_pct(agent_lat, 0.5) / _pct(base_lat, 0.5):.4f}", flush=True)
 
 
 if __name__ == "__main__":

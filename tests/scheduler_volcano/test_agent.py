@@ -128,3 +128,27 @@ def test_conflict_agent_binds_first_and_the_batch_session_sees_the_slot_taken() 
 
     agent, batch, over = run_twice(go)
     assert agent == {"c1/a-0": "n0"} and batch == {} and over == []
+
+
+def test_vectorised_and_plain_workers_agree() -> None:
+    objs = [*(node(f"n{i:02d}", f"{2 + i % 3},16Gi,pods=110") for i in range(12)),
+            *(agent_pod(f"a{i:02d}", f"{1 + i % 2},1Gi") for i in range(30))]
+
+    def go(vectorize: bool) -> tuple[dict[str, str], list[str]]:
+        sched = AgentScheduler(AgentView(build_snapshot(objs, scheduler_names=(AGENT_SCHEDULER_NAME,)), vectorize=vectorize),
+                               workers=2)
+        for o in objs[12:]:
+            sched.queue.add(TaskInfo.from_pod(o))
+        binds: dict[str, str] = {}
+        for _ in range(40):
+            binds.update(sched.step(now=0.0).bound)
+        return binds, overcommitted(objs, binds)
+
+    vec = run_twice(lambda: go(True))
+    assert vec == go(False) and vec[1] == []
+    binds = vec[0]
+    free = {f"n{i:02d}": 2 + i % 3 for i in range(12)}
+    for key, n in binds.items():
+        free[n] -= 1 + int(key[-2:]) % 2
+    left = [1 + i % 2 for i in range(30) if f"c1/a{i:02d}" not in binds]
+    assert len(binds) == 24 and left and min(left) > max(free.values())  # whatever is left fits nowhere

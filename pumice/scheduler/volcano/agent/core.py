@@ -29,6 +29,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from pumice.api import Obj
 from pumice.scheduler.volcano.agent.scheduling_queue import SchedulingQueue
 from pumice.scheduler.volcano.api.node_info import NodeInfo
@@ -38,6 +40,7 @@ from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import TaskStatus
 from pumice.scheduler.volcano.conf import SchedulerConfiguration, parse_conf
 from pumice.scheduler.volcano.framework.interface import RecordingCache
+from pumice.scheduler.volcano.framework.predicate_helper import predicate_rows
 from pumice.scheduler.volcano.framework.session import Session, open_session
 from pumice.scheduler.volcano.framework.util import num_feasible_nodes_to_find
 
@@ -85,13 +88,15 @@ class AgentView:
     Args:
         cluster: the Nodes (with their running and bound Pods) to schedule on; owned by the view.
         conf: the plugin tiers (default :func:`agent_conf`).
-        percentage_nodes_to_find: upstream's ``--percentage-nodes-to-find`` (0 = adaptive).
+        percentage_nodes_to_find: upstream's ``--percentage-nodes-to-find`` (0 = adaptive; the
+            vectorised path always uses the adaptive number, as the batch allocate does).
+        vectorize: score and filter with the session's numpy node arrays when the plugins allow.
     """
 
     def __init__(self, cluster: ClusterInfo, conf: SchedulerConfiguration | None = None, *,
-                 percentage_nodes_to_find: int = 0) -> None:
+                 percentage_nodes_to_find: int = 0, vectorize: bool = True) -> None:
         self.cluster = cluster
-        self.session: Session = open_session(cluster, conf or agent_conf(), RecordingCache(), vectorize=False)
+        self.session: Session = open_session(cluster, conf or agent_conf(), RecordingCache(), vectorize=vectorize)
         self.node_names = sorted(cluster.nodes)
         self.versions: dict[str, int] = dict.fromkeys(self.node_names, 0)
         self.percentage = percentage_nodes_to_find
@@ -131,6 +136,10 @@ def schedule_pod(view: AgentView, task: TaskInfo, *, candidates: int = DEFAULT_C
     err = view.session.pre_predicate_fn(task)
     if err:
         return ScheduleResult(task, reason=err)
+    if view.session.vectorize:
+        vec = predicate_rows(view.session, task, "allocate")
+        if vec is not None:
+            return _schedule_rows(view, task, vec[0], candidates)
     names = view.node_names
     n = len(names)
     want = num_feasible_nodes_to_find(n, view.percentage)
@@ -149,6 +158,20 @@ def schedule_pod(view: AgentView, task: TaskInfo, *, candidates: int = DEFAULT_C
     scores = view.session.prioritize(task, feasible)
     order = sorted(range(len(feasible)), key=lambda j: (-float(scores[j]), feasible[j].name))[:candidates]
     return ScheduleResult(task, [Candidate(feasible[j].name, view.versions[feasible[j].name]) for j in order])
+
+
+def _schedule_rows(view: AgentView, task: TaskInfo, rows: np.ndarray, candidates: int) -> ScheduleResult:
+    """:func:`schedule_pod`'s vectorised path over the session's node arrays (same result as
+    the loop: predicates, idle fit, scores, best first with name order on ties)."""
+    ssn = view.session
+    if len(rows):
+        rows = rows[ssn.arrays.fits(task.resreq, "idle", rows)]
+    if not len(rows):
+        return ScheduleResult(task, reason=f"0/{len(view.node_names)} nodes are available")
+    scores = ssn.prioritize_rows(task, rows)
+    nodes = [ssn.node_list[int(r)] for r in rows]
+    order = sorted(range(len(nodes)), key=lambda j: (-float(scores[j]), nodes[j].name))[:candidates]
+    return ScheduleResult(task, [Candidate(nodes[j].name, view.versions[nodes[j].name]) for j in order])
 
 
 class Binder:
