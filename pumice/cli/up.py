@@ -57,6 +57,8 @@ class UpOptions:
     dashboard_host: str = "127.0.0.1"
     dashboard_port: int | None = None
     """Serve the web UI on this port (0: a free one); None: no dashboard."""
+    dashboard_port_fallback: bool = False
+    """When ``dashboard_port`` is taken, use a free port instead of failing (the CLI's default)."""
 
 
 async def run_up(
@@ -88,7 +90,13 @@ async def run_up(
     if opts.dashboard_port is not None:
         from pumice.dashboard.server import bind
 
-        dash_sock = bind(opts.dashboard_host, opts.dashboard_port)
+        try:
+            dash_sock = bind(opts.dashboard_host, opts.dashboard_port)
+        except OSError as e:
+            if not opts.dashboard_port_fallback:
+                raise
+            log.warning("%s; the dashboard takes a free port instead", e)
+            dash_sock = bind(opts.dashboard_host, 0)
 
     mutating, validating = _volcano_admission()
     server = APIServer(opts.data_dir, durability=opts.durability, admission_plugins=[*mutating, *validating])
@@ -352,8 +360,9 @@ def check_port_free(host: str, port: int) -> None:
 @click.option("--durability", type=click.Choice(["strict", "relaxed"]), default="strict", show_default=True,
               help="strict: a write is acknowledged once it is on disk (survives a power cut); relaxed: once "
               "committed (survives a killed process only), for throwaway clusters.")
-@click.option("--dashboard-port", type=int, default=8080, show_default=True,
-              help="Port of the web UI on 127.0.0.1 (0: a free one).")
+@click.option("--dashboard-port", type=int, default=None,
+              help="Port of the web UI on 127.0.0.1 (0: a free one). Default 8080, or a free port when "
+                   "8080 is taken.")
 @click.option("--no-dashboard", is_flag=True, help="Do not serve the web UI.")
 @click.option("--controllers", "controller_groups", default="kube,ray,volcano", show_default=True,
               help="Controller groups to run: kube, ray, volcano (leave out ray to run the real KubeRay operator "
@@ -361,7 +370,7 @@ def check_port_free(host: str, port: int) -> None:
 @click.option("-v", "--verbose", is_flag=True)
 def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node_cpu: str | None,
             node_memory: str | None, batch_scheduler: str, network: str, pod_cidr: str | None, bridge: str | None,
-            pod_egress: str, keep_pods: bool, scheduler_conf: str | None, durability: str, dashboard_port: int,
+            pod_egress: str, keep_pods: bool, scheduler_conf: str | None, durability: str, dashboard_port: int | None,
             no_dashboard: bool, controller_groups: str, verbose: bool) -> None:
     """Run the whole embedded control plane on this machine (Ctrl-C stops it cleanly)."""
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
@@ -371,7 +380,8 @@ def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node
         node_memory=node_memory, batch_scheduler=None if batch_scheduler == "none" else batch_scheduler,
         network=network, pod_cidr=pod_cidr, bridge=bridge, pod_egress=pod_egress, keep_pods=keep_pods,
         scheduler_conf=scheduler_conf, durability=durability,
-        dashboard_port=None if no_dashboard else dashboard_port,
+        dashboard_port=None if no_dashboard else (8080 if dashboard_port is None else dashboard_port),
+        dashboard_port_fallback=dashboard_port is None,
         controllers=_parse_groups(controller_groups),
     )
 
