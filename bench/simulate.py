@@ -52,10 +52,11 @@ def run(name: str, nodes: Path, workload: Path, n: int | None, profile: bool) ->
     last = [0.0]
 
     def progress(sim_t: float, done: int, total: int, writes: int) -> None:
-        if sim_t - last[0] >= 86400 * 5:
+        if sim_t - last[0] >= 86400:
             last[0] = sim_t
             print(f"  {name}: day {sim_t / 86400:.0f}, {done}/{total} jobs done, {writes} writes, "
-                  f"{time.perf_counter() - wall0:.0f} s wall", file=sys.stderr, flush=True)
+                  f"{time.perf_counter() - wall0:.0f} s wall, {time.process_time() - cpu0:.0f} s cpu",
+                  file=sys.stderr, flush=True)
 
     r = simulate(SimConfig(specs, w, name=name), progress=progress)
     if prof:

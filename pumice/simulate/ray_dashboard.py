@@ -97,8 +97,9 @@ class SimulatedRayDashboard:
         want = 1 + sum(int(g.get("replicas", g.get("minReplicas", 0)) or 0) * int(g.get("numOfHosts", 1) or 1)
                        for g in spec.get("workerGroupSpecs") or [] if not g.get("suspend"))
         running = [p for p in self._cluster_pods(cluster)
-                   if (p.get("status") or {}).get("phase") == "Running" and not (p.get("metadata") or {}).get(
-                       "deletionTimestamp")]
+                   if (p.get("status") or {}).get("phase") == "Running"
+                   and not (p.get("metadata") or {}).get("deletionTimestamp")
+                   and ((p.get("metadata") or {}).get("labels") or {}).get(RAY_NODE_TYPE_LABEL_KEY) in ("head", "worker")]
         heads = [p for p in running if (p["metadata"].get("labels") or {}).get(RAY_NODE_TYPE_LABEL_KEY) == "head"]
         if not heads or len(running) < want:
             return None

@@ -1,0 +1,83 @@
+"""The simulated Ray dashboard's job and Serve models, on a settable clock."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pumice._util.clock import FakeClock, rfc3339
+from pumice.controllers.ray.rayservice import apps_from_serve_details
+from pumice.simulate.ray_dashboard import SimulatedRayDashboard
+
+Obj = dict[str, Any]
+
+
+def _pod(name: str, kind: str, phase: str, started: float | None, labels: dict[str, str]) -> Obj:
+    st: Obj = {"phase": phase}
+    if started is not None:
+        st["containerStatuses"] = [{"name": "ray", "state": {"running": {"startedAt": rfc3339(started)}}}]
+    ray = {"ray.io/cluster": "rc", "ray.io/node-type": kind} if kind else {}
+    return {"metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}", "labels": {**ray, **labels}},
+            "status": st}
+
+
+def _setup(clock: FakeClock, mode: str = "K8sJobMode") -> tuple[SimulatedRayDashboard, list[Obj], list[tuple[str, int]]]:
+    pods: list[Obj] = []
+    ended: list[tuple[str, int]] = []
+    rayjob = {"metadata": {"name": "job", "namespace": "ns", "annotations": {"pumice.io/sim-duration-seconds": "60"}},
+              "spec": {"submissionMode": mode, "entrypoint": "python x.py"}}
+
+    def select(ns: str, sel: dict[str, str]) -> list[Obj]:
+        return [p for p in pods if all(p["metadata"]["labels"].get(k) == v for k, v in sel.items())]
+
+    dash = SimulatedRayDashboard(clock, pods=select, rayjobs=lambda ns, n: rayjob if n == "job" else None,
+                                 finish_pod=lambda uid, code: ended.append((uid, code)) is None)
+    return dash, pods, ended
+
+
+CLUSTER = {"metadata": {"name": "rc", "namespace": "ns", "ownerReferences": [{"kind": "RayJob", "name": "job"}]},
+           "spec": {"workerGroupSpecs": [{"replicas": 2}]}}
+
+
+async def test_a_job_is_pending_until_the_gang_runs_then_succeeds_after_its_duration() -> None:
+    clock = FakeClock(1_000.0)
+    dash, pods, ended = _setup(clock)
+    client = dash.factory(CLUSTER, "")
+    assert await client.get_job_info("id-1") is None  # no submitter running yet
+    pods.append(_pod("submitter", "", "Running", 1_000, {"batch.kubernetes.io/job-name": "job"}))
+    pods.append(_pod("head", "head", "Running", 1_000, {}))
+    pods.append(_pod("w1", "worker", "Running", 1_005, {}))
+    info = await client.get_job_info("id-1")
+    assert info is not None and info.job_status == "PENDING"  # one of two workers is missing
+    pods.append(_pod("w2", "worker", "Running", 1_010, {}))
+    clock.advance(20)
+    info = await client.get_job_info("id-1")
+    assert info is not None and info.job_status == "RUNNING" and info.start_time == 1_010_000
+    clock.advance(60)
+    info = await client.get_job_info("id-1")
+    assert info is not None and info.job_status == "SUCCEEDED" and info.end_time == 1_070_000
+    assert ended == [("uid-submitter", 0)]  # the submitter exits with the job
+
+
+async def test_http_mode_jobs_exist_once_submitted() -> None:
+    clock = FakeClock(1_000.0)
+    dash, pods, _ = _setup(clock, "HTTPMode")
+    client = dash.factory(CLUSTER, "")
+    assert await client.get_job_info("id-2") is None
+    await client.submit_job({"metadata": {"name": "job", "namespace": "ns"}, "spec": {"entrypoint": "x"},
+                             "status": {"jobId": "id-2"}})
+    info = await client.get_job_info("id-2")
+    assert info is not None and info.job_status == "PENDING"
+
+
+async def test_serve_applications_run_after_the_start_delay() -> None:
+    clock = FakeClock(1_000.0)
+    dash, _, _ = _setup(clock)
+    client = dash.factory(CLUSTER, "")
+    await client.update_deployments({"applications": [{"name": "app", "route_prefix": "/",
+                                                       "deployments": [{"name": "Model"}]}]})
+    ready, apps = apps_from_serve_details(await client.get_serve_details())
+    assert not ready and apps["app"]["status"] == "DEPLOYING"
+    clock.advance(dash.serve_start_delay)
+    ready, apps = apps_from_serve_details(await client.get_serve_details())
+    assert ready and apps["app"]["status"] == "RUNNING"
+    assert apps["app"]["serveDeploymentStatuses"]["Model"]["status"] == "HEALTHY"
