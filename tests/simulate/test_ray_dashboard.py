@@ -60,7 +60,7 @@ async def test_a_job_is_pending_until_the_gang_runs_then_succeeds_after_its_dura
 
 async def test_http_mode_jobs_exist_once_submitted() -> None:
     clock = FakeClock(1_000.0)
-    dash, pods, _ = _setup(clock, "HTTPMode")
+    dash, _pods, _ = _setup(clock, "HTTPMode")
     client = dash.factory(CLUSTER, "")
     assert await client.get_job_info("id-2") is None
     await client.submit_job({"metadata": {"name": "job", "namespace": "ns"}, "spec": {"entrypoint": "x"},
