@@ -301,7 +301,7 @@ def agent_case(n_pods: int, max_agent: int, interval: float, workers: int, n_nod
         now = time.monotonic()
         while i < max_agent and t_start + i * interval <= now:
             pod = _agent_pod(i, AGENT_SCHEDULER_NAME)
-            sched.queue.add(TaskInfo.from_pod(pod))
+            sched.add(TaskInfo.from_pod(pod), now)
             created[f"agents/agent-{i}"] = t_start + i * interval
             i += 1
         rep = sched.step(now)
@@ -310,7 +310,7 @@ def agent_case(n_pods: int, max_agent: int, interval: float, workers: int, n_nod
             bound[k] = t
         if not out.empty():
             result = out.get()
-        elif not sched.queue.active_len():
+        elif not sched.queue.active_count:
             time.sleep(0.0005)
     proc.join()
     t0, t1, binds = result

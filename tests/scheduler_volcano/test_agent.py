@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pumice.scheduler.default.queue import SchedulingQueue
 from pumice.scheduler.volcano.agent.core import AGENT_SCHEDULER_NAME, AgentScheduler, AgentView
-from pumice.scheduler.volcano.agent.scheduling_queue import SchedulingQueue
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.cache.snapshot import build_snapshot, run_session
 from pumice.scheduler.volcano.conf import build_conf
@@ -38,20 +38,20 @@ def run_twice(fn: Any) -> Any:
     return first
 
 
-def test_queue_orders_urgent_then_priority_then_age_and_backs_off() -> None:
+def test_the_default_queue_puts_a_conflicted_pod_ahead_of_every_priority_without_backoff() -> None:
     q = SchedulingQueue()
-    old = TaskInfo.from_pod(agent_pod("old", created="2024-01-01T00:00:00Z"))
-    new = TaskInfo.from_pod(agent_pod("new", created="2024-01-01T00:01:00Z"))
-    high = TaskInfo.from_pod(agent_pod("high", priority=100, created="2024-01-01T00:02:00Z"))
-    for t in (new, old, high):
-        q.add(t)
-    assert [q.pop().name for _ in range(3)] == ["high", "old", "new"]  # type: ignore[union-attr]
-    q.mark_unschedulable(new, now=10.0)
-    q.requeue_urgent(old)
-    q.add(high)
-    assert q.pop() is old and q.pop() is high and q.pop() is None
-    assert q.on_cluster_event() == 1 and q.flush_backoff(10.5) == 0 and q.flush_backoff(11.0) == 1
-    assert q.pop() is new
+    q.add("c1/low", "c1", "low", 0, now=0.0)
+    q.add("c1/high", "c1", "high", 100, now=1.0)
+    assert q.pop_nowait().uid == "c1/high"  # type: ignore[union-attr]
+    assert q.pop_nowait().uid == "c1/low"  # type: ignore[union-attr]
+    q.failed("c1/low", now=2.0)  # attempt 1 failed: backoff would be 1 s
+    q.move_all_to_active_or_backoff(now=2.0)
+    q.requeue_urgent("c1/high", now=2.0)
+    q.add("c1/top", "c1", "top", 1000, now=2.0)
+    assert [q.pop_nowait().uid for _ in range(2)] == ["c1/high", "c1/top"]  # type: ignore[union-attr]
+    assert q.pop_nowait() is None  # low is still backing off
+    q.flush(now=3.0)
+    assert q.pop_nowait().uid == "c1/low"  # type: ignore[union-attr]
 
 
 def test_workers_pick_spread_nodes_and_the_binder_resolves_their_conflict() -> None:
@@ -61,7 +61,7 @@ def test_workers_pick_spread_nodes_and_the_binder_resolves_their_conflict() -> N
         view = view_of(objs)
         sched = AgentScheduler(view, workers=3)
         for o in objs[2:]:
-            sched.queue.add(TaskInfo.from_pod(o))
+            sched.add(TaskInfo.from_pod(o), 0.0)
         rep = sched.step(now=0.0)  # three workers, one view: all rank the same Nodes
         later = sched.step(now=0.0)  # the conflicted Pod was requeued at the head
         binds = {**rep.bound, **later.bound}
@@ -77,11 +77,11 @@ def test_a_pod_that_fits_nowhere_goes_to_the_pool_and_returns_on_a_cluster_event
     objs = [node("n0", "2,8Gi,pods=110"), agent_pod("big", "3,1Gi")]
     view = view_of(objs)
     sched = AgentScheduler(view)
-    sched.queue.add(TaskInfo.from_pod(objs[1]))
+    sched.add(TaskInfo.from_pod(objs[1]), 0.0)
     rep = sched.step(now=0.0)
     assert rep.unschedulable == {"c1/big": "0/1 nodes are available"}
     assert sched.step(now=5.0).bound == {}  # still in the pool: no cluster event yet
-    sched.queue.on_cluster_event()
+    sched.cluster_event(5.0)  # backoff of the first attempt (1 s) is over: straight to activeQ
     assert sched.step(now=5.0).unschedulable == {"c1/big": "0/1 nodes are available"}
 
 
@@ -98,7 +98,7 @@ def test_conflict_batch_binds_first_then_the_agent_result_is_stale_and_requeued(
         objs = batch_objects()
         view = view_of(objs)
         sched = AgentScheduler(view)
-        sched.queue.add(TaskInfo.from_pod(objs[-1]))
+        sched.add(TaskInfo.from_pod(objs[-1]), 0.0)
         results = sched.compute(now=0.0)  # the agent worker chose n0 ...
         assert [c.node for c in results[0].candidates] == ["n0"]
         batch = run_session(build_snapshot(objs), build_conf(["allocate"], TIERS)).binds  # ... the batch session binds there
@@ -119,7 +119,7 @@ def test_conflict_agent_binds_first_and_the_batch_session_sees_the_slot_taken() 
     def go() -> tuple[dict[str, str], dict[str, str], list[str]]:
         objs = batch_objects()
         sched = AgentScheduler(view_of(objs))
-        sched.queue.add(TaskInfo.from_pod(objs[-1]))
+        sched.add(TaskInfo.from_pod(objs[-1]), 0.0)
         agent = sched.step(now=0.0).bound
         bound = [{**o, "spec": {**o["spec"], "nodeName": agent[f"c1/{o['metadata']['name']}"]}}
                  if f"c1/{o['metadata']['name']}" in agent else o for o in objs]
@@ -138,7 +138,7 @@ def test_vectorised_and_plain_workers_agree() -> None:
         sched = AgentScheduler(AgentView(build_snapshot(objs, scheduler_names=(AGENT_SCHEDULER_NAME,)), vectorize=vectorize),
                                workers=2)
         for o in objs[12:]:
-            sched.queue.add(TaskInfo.from_pod(o))
+            sched.add(TaskInfo.from_pod(o), 0.0)
         binds: dict[str, str] = {}
         for _ in range(40):
             binds.update(sched.step(now=0.0).bound)

@@ -4,6 +4,8 @@
 - a Pod that failed goes to ``unschedulablePods`` and waits for a cluster change (Node added or
   updated, assigned Pod deleted) or 5 minutes; when the change arrived while it was being tried,
   it goes to ``backoffQ`` directly;
+- :meth:`SchedulingQueue.requeue_urgent` (Volcano's agent scheduler, a bind conflict) puts a Pod
+  back at the head of ``activeQ``, ahead of every priority, skipping backoff;
 - leaving ``unschedulablePods`` goes through ``backoffQ`` while the Pod's backoff (1 s doubling
   per attempt, at most 10 s) has not expired.
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import math
 from dataclasses import dataclass, field
 
 INITIAL_BACKOFF = 1.0
@@ -43,7 +46,7 @@ class QueuedPod:
 class SchedulingQueue:
     """Pending Pods waiting for a scheduling attempt (see module docstring)."""
 
-    _active: list[tuple[int, float, int, str]] = field(default_factory=list)
+    _active: list[tuple[float, float, int, str]] = field(default_factory=list)
     _in_active: set[str] = field(default_factory=set)
     _backoff: dict[str, float] = field(default_factory=dict)
     _unschedulable: dict[str, float] = field(default_factory=dict)
@@ -136,6 +139,20 @@ class SchedulingQueue:
             self._backoff[uid] = self._backoff_expiry(qp)
         else:
             self._unschedulable[uid] = now
+
+    def requeue_urgent(self, uid: str, now: float) -> None:
+        """An attempt for ``uid`` lost a bind conflict: back to the head of activeQ, no backoff
+        (volcano pkg/agentscheduler: the conflicting Pod is re-queued with urgent priority)."""
+        self._in_flight.discard(uid)
+        qp = self._pods.get(uid)
+        if qp is None or uid in self._in_active:
+            return
+        self._backoff.pop(uid, None)
+        self._unschedulable.pop(uid, None)
+        qp.enqueued = now
+        heapq.heappush(self._active, (-math.inf, now, next(self._seq), uid))
+        self._in_active.add(uid)
+        self._wakeup.set()
 
     def done(self, uid: str) -> None:
         """An attempt for ``uid`` ended with an assumed Node: the Pod leaves the queue."""

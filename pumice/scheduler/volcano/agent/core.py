@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pumice.api import Obj
-from pumice.scheduler.volcano.agent.scheduling_queue import SchedulingQueue
+from pumice.scheduler.default.queue import SchedulingQueue
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.queue_info import ClusterInfo
 from pumice.scheduler.volcano.api.resource import Dimension
@@ -224,10 +224,28 @@ class AgentScheduler:
                  candidates: int = DEFAULT_CANDIDATES) -> None:
         self.view = view
         self.queue = SchedulingQueue()
+        self.tasks: dict[str, TaskInfo] = {}
         self.recorder = RecordingCache()
         self.binder = Binder(view, bind or self.recorder.bind)
         self.workers = max(1, workers)
         self.candidates = candidates
+
+    def add(self, task: TaskInfo, now: float) -> bool:
+        """Queue a new Pending Pod (keyed ``<ns>/<name>``); False when it is already queued."""
+        if task.key in self.tasks:
+            return False
+        self.tasks[task.key] = task
+        self.queue.add(task.key, task.namespace, task.name, task.priority, now)
+        return True
+
+    def forget(self, key: str) -> None:
+        """The Pod was deleted or bound by someone else."""
+        self.tasks.pop(key, None)
+        self.queue.delete(key)
+
+    def cluster_event(self, now: float) -> None:
+        """A Node or Pod changed: unschedulable Pods go back to activeQ or backoffQ."""
+        self.queue.move_all_to_active_or_backoff(now)
 
     def set_view(self, view: AgentView) -> None:
         """Replace the worker view (the live scheduler's rebuild); the queue is kept."""
@@ -237,30 +255,32 @@ class AgentScheduler:
     def compute(self, now: float) -> list[ScheduleResult]:
         """The workers' half of a round: pop up to ``workers`` Pods and schedule each on the
         current view (none sees the others' choices)."""
-        self.queue.flush_backoff(now)
+        self.queue.flush(now)
         out: list[ScheduleResult] = []
         for _ in range(self.workers):
-            task = self.queue.pop()
-            if task is None:
+            qp = self.queue.pop_nowait()
+            if qp is None:
                 break
-            out.append(schedule_pod(self.view, task, candidates=self.candidates))
+            out.append(schedule_pod(self.view, self.tasks[qp.uid], candidates=self.candidates))
         return out
 
     def resolve(self, results: list[ScheduleResult], now: float) -> StepReport:
         """The binder's half: bind in pop order; stale -> urgent requeue; none fit -> pool."""
         rep = StepReport()
         for r in results:
+            key = r.task.key
             if not r.candidates:
-                self.queue.mark_unschedulable(r.task, now)
-                rep.unschedulable[r.task.key] = r.reason
+                self.queue.failed(key, now)
+                rep.unschedulable[key] = r.reason
                 continue
             node = self.binder.bind(r)
             if node is None:
-                self.queue.requeue_urgent(r.task)
-                rep.conflicted.append(r.task.key)
+                self.queue.requeue_urgent(key, now)
+                rep.conflicted.append(key)
             else:
-                self.queue.done(r.task)
-                rep.bound[r.task.key] = node
+                self.queue.done(key)
+                self.tasks.pop(key, None)
+                rep.bound[key] = node
         return rep
 
     def step(self, now: float) -> StepReport:

@@ -83,7 +83,7 @@ class LiveAgentScheduler:
             return
         self._dirty.clear()
         self.core.set_view(self._build_view())
-        self.core.queue.on_cluster_event()
+        self.core.cluster_event(self.clock.monotonic())
         for o in self.cache.informers["Pod"].lister.list():
             spec, md = o.get("spec") or {}, o.get("metadata") or {}
             if spec.get("schedulerName") != self.scheduler_name or spec.get("nodeName") or md.get("deletionTimestamp"):
@@ -91,9 +91,9 @@ class LiveAgentScheduler:
             if (o.get("status") or {}).get("phase") not in (None, "", "Pending"):
                 continue
             key = f"{md.get('namespace', '')}/{md.get('name', '')}"
-            if key in self.cache.assumed or key in self.core.queue:
+            if key in self.cache.assumed or key in self.core.tasks:
                 continue
-            self.core.queue.add(TaskInfo.from_pod(o))
+            self.core.add(TaskInfo.from_pod(o), self.clock.monotonic())
 
     async def run_round(self) -> StepReport:
         """One round (see the module docstring)."""
@@ -121,7 +121,7 @@ class LiveAgentScheduler:
                     await self.run_round()
                 except Exception:
                     log.exception("agent scheduling round failed")
-                if self.core.queue.active_len():
+                if self.core.queue.active_count:
                     await asyncio.sleep(0)
                     continue
                 waiter = asyncio.ensure_future(self._dirty.wait())
