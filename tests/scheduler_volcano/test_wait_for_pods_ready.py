@@ -21,7 +21,7 @@ from pumice.testing.volcano import Case, node, plugin, pod, podgroup, queue, run
 from .conftest import run_both
 
 WFPR = plugin("wait-for-pods-ready", {"waitForPodsReady.timeout": 300, "waitForPodsReady.backoffBaseSeconds": 60,
-                                       "waitForPodsReady.backoffLimitCount": 2})
+                                       "waitForPodsReady.backoffLimitCount": 2}, all=True)
 TIERS = [[WFPR, "priority", "gang", "conformance"], ["drf", "predicates", "proportion", "nodeorder"]]
 BASE = [["priority", "gang", "conformance"], ["drf", "predicates", "proportion", "nodeorder"]]
 ACTIONS = ["enqueue", "allocate", "backfill"]

@@ -35,6 +35,7 @@ class PluginFactory:
 PLUGINS: Registry[PluginFactory] = Registry("plugin")
 
 from pumice.scheduler.volcano.plugins import (  # noqa: E402
+    admission_fair_sharing,
     binpack,
     capacity,
     cohort,
@@ -54,6 +55,7 @@ from pumice.scheduler.volcano.plugins import (  # noqa: E402
 )
 
 for _m in (
+    admission_fair_sharing,
     binpack,
     capacity,
     cohort,
