@@ -139,7 +139,7 @@ def test_unknown_plugin_in_the_initial_config_is_an_error(tmp_path: Path) -> Non
 
     conf = tmp_path / "c.conf"
     conf.write_text('actions: "allocate"\ntiers:\n- plugins:\n  - name: gangg\n')
-    with pytest.raises(ConfigError, match="unknown plugin 'gangg'; known plugins: binpack, capacity"):
+    with pytest.raises(ConfigError, match="unknown plugin 'gangg'; known plugins: admission-fair-sharing, binpack, capacity"):
         load_conf(str(conf))
 
 
