@@ -171,8 +171,8 @@ def main() -> None:
     ap.add_argument("--topology-only", action="store_true", help="only the topology case and its flat twin")
     ap.add_argument("--agent", action="store_true", help="also run the agent-scheduler case")
     ap.add_argument("--agent-only", action="store_true", help="only the agent-scheduler case")
-    ap.add_argument("--agent-pods", type=int, default=500, help="most agent Pods created during the batch session")
-    ap.add_argument("--agent-interval", type=float, default=0.01, help="seconds between agent Pod creations")
+    ap.add_argument("--agent-pods", type=int, default=1_000, help="most agent Pods created during the batch session")
+    ap.add_argument("--agent-interval", type=float, default=0.02, help="seconds between agent Pod creations")
     ap.add_argument("--agent-workers", type=int, default=1, help="agent-scheduler workers")
     args = ap.parse_args()
     n_pods = 1_000 if args.quick else 10_000

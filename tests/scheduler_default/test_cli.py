@@ -39,3 +39,8 @@ def test_worker_count_needs_the_agent_scheduler() -> None:
 def test_agent_scheduler_with_a_missing_kubeconfig_is_one_clear_error() -> None:
     res = CliRunner().invoke(command, ["--name", "agent-scheduler", "--kubeconfig", "/nonexistent/kubeconfig"])
     assert res.exit_code == 1 and "cannot load kubeconfig" in res.output
+
+
+def test_soft_sharding_is_the_agent_schedulers() -> None:
+    res = CliRunner().invoke(command, ["--name", "volcano", "--scheduler-sharding-mode", "soft"])
+    assert res.exit_code == 2 and "--scheduler-sharding-mode soft applies to --name agent-scheduler only" in res.output

@@ -152,3 +152,21 @@ def test_vectorised_and_plain_workers_agree() -> None:
         free[n] -= 1 + int(key[-2:]) % 2
     left = [1 + i % 2 for i in range(30) if f"c1/a{i:02d}" not in binds]
     assert len(binds) == 24 and left and min(left) > max(free.values())  # whatever is left fits nowhere
+
+
+def test_soft_sharding_prefers_the_shard_and_falls_back_when_it_is_full() -> None:
+    objs = [node("n0", "8,16Gi,pods=110"), node("n1", "8,16Gi,pods=110"), node("n2", "2,16Gi,pods=110"),
+            *(agent_pod(f"a{i}", "1,1Gi") for i in range(4))]
+
+    def go(preferred: set[str] | None) -> dict[str, str]:
+        sched = AgentScheduler(AgentView(build_snapshot(objs, scheduler_names=(AGENT_SCHEDULER_NAME,)), preferred=preferred))
+        for o in objs[3:]:
+            sched.add(TaskInfo.from_pod(o), 0.0)
+        binds: dict[str, str] = {}
+        for _ in range(4):
+            binds.update(sched.step(now=0.0).bound)
+        return binds
+
+    assert "n2" not in run_twice(lambda: go(None)).values()  # unsharded: the idler 8-cpu Nodes win
+    soft = run_twice(lambda: go({"n2"}))
+    assert [soft[f"c1/a{i}"] for i in range(2)] == ["n2", "n2"] and {soft["c1/a2"], soft["c1/a3"]} <= {"n0", "n1"}

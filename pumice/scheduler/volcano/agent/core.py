@@ -91,11 +91,15 @@ class AgentView:
         percentage_nodes_to_find: upstream's ``--percentage-nodes-to-find`` (0 = adaptive; the
             vectorised path always uses the adaptive number, as the batch allocate does).
         vectorize: score and filter with the session's numpy node arrays when the plugins allow.
+        preferred: soft sharding: this scheduler's shard; feasible Nodes in it are ranked before
+            every other feasible Node (None: no preference).
     """
 
     def __init__(self, cluster: ClusterInfo, conf: SchedulerConfiguration | None = None, *,
-                 percentage_nodes_to_find: int = 0, vectorize: bool = True) -> None:
+                 percentage_nodes_to_find: int = 0, vectorize: bool = True,
+                 preferred: set[str] | None = None) -> None:
         self.cluster = cluster
+        self.preferred = preferred
         self.session: Session = open_session(cluster, conf or agent_conf(), RecordingCache(), vectorize=vectorize)
         self.node_names = sorted(cluster.nodes)
         self.versions: dict[str, int] = dict.fromkeys(self.node_names, 0)
@@ -130,6 +134,17 @@ class AgentView:
         return True
 
 
+def _ranked(view: AgentView, nodes: list[NodeInfo], scores: np.ndarray, candidates: int) -> list[Candidate]:
+    """Best first (own-shard Nodes first under soft sharding, then score, then name)."""
+    pref = view.preferred
+
+    def key(j: int) -> tuple[bool, float, str]:
+        return (pref is not None and nodes[j].name not in pref, -float(scores[j]), nodes[j].name)
+
+    order = sorted(range(len(nodes)), key=key)[:candidates]
+    return [Candidate(nodes[j].name, view.versions[nodes[j].name]) for j in order]
+
+
 def schedule_pod(view: AgentView, task: TaskInfo, *, candidates: int = DEFAULT_CANDIDATES) -> ScheduleResult:
     """One worker cycle for one Pod on ``view`` (see the module docstring); never mutates the view
     except for where the next search starts."""
@@ -155,9 +170,7 @@ def schedule_pod(view: AgentView, task: TaskInfo, *, candidates: int = DEFAULT_C
     view._next_start = (start + looked) % n if n else 0
     if not feasible:
         return ScheduleResult(task, reason=f"0/{n} nodes are available")
-    scores = view.session.prioritize(task, feasible)
-    order = sorted(range(len(feasible)), key=lambda j: (-float(scores[j]), feasible[j].name))[:candidates]
-    return ScheduleResult(task, [Candidate(feasible[j].name, view.versions[feasible[j].name]) for j in order])
+    return ScheduleResult(task, _ranked(view, feasible, view.session.prioritize(task, feasible), candidates))
 
 
 def _schedule_rows(view: AgentView, task: TaskInfo, rows: np.ndarray, candidates: int) -> ScheduleResult:
@@ -168,10 +181,7 @@ def _schedule_rows(view: AgentView, task: TaskInfo, rows: np.ndarray, candidates
         rows = rows[ssn.arrays.fits(task.resreq, "idle", rows)]
     if not len(rows):
         return ScheduleResult(task, reason=f"0/{len(view.node_names)} nodes are available")
-    scores = ssn.prioritize_rows(task, rows)
-    nodes = [ssn.node_list[int(r)] for r in rows]
-    order = sorted(range(len(nodes)), key=lambda j: (-float(scores[j]), nodes[j].name))[:candidates]
-    return ScheduleResult(task, [Candidate(nodes[j].name, view.versions[nodes[j].name]) for j in order])
+    return ScheduleResult(task, _ranked(view, [ssn.node_list[int(r)] for r in rows], ssn.prioritize_rows(task, rows), candidates))
 
 
 class Binder:

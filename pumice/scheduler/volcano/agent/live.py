@@ -7,7 +7,8 @@ honoured) — a Node whose set of Pods changed gets a new binding version, and t
 pool moves to backoffQ —, queue the new Pending Pods of this ``schedulerName``, let the workers
 compute on that view, yield to the event loop so that binds by other schedulers arrive, rebuild
 again if anything moved, and let the binder resolve (stale -> urgent requeue). Binds go through
-the cache (assumed, then the API bind); a Pod that fits nowhere gets ``PodScheduled=False``,
+the cache (assumed, then the API bind); between rounds the NodeShard's ``status.nodesInUse`` is
+published (sharding modes hard and soft); a Pod that fits nowhere gets ``PodScheduled=False``,
 reason ``Unschedulable``.
 
 Mirrors: volcano pkg/agentscheduler (scheduler.go, cache), cmd/agent-scheduler.
@@ -41,7 +42,8 @@ class LiveAgentScheduler:
             ``agent-scheduler``).
         workers: upstream's ``--scheduler-worker-count``.
         clock: time source (default: the loop clock).
-        sharding_mode, shard_name: as the batch scheduler's (``none`` or ``hard``).
+        sharding_mode, shard_name: ``none``, ``hard`` (only the NodeShard's Nodes) or ``soft``
+            (its Nodes first, the others when none of them fits).
         idle_wait: seconds to wait for an event when nothing is queued (backoff flush cadence).
     """
 
@@ -64,7 +66,8 @@ class LiveAgentScheduler:
         self._dirty.set()
 
     def _build_view(self) -> AgentView:
-        view = AgentView(self.cache.snapshot())
+        snap = self.cache.snapshot()
+        view = AgentView(snap, preferred=self.cache.preferred_nodes)
         core: AgentScheduler | None = getattr(self, "core", None)
         if core is not None:
             for name, v in core.view.versions.items():
@@ -119,6 +122,7 @@ class LiveAgentScheduler:
             while not stop.is_set():
                 try:
                     await self.run_round()
+                    self.cache.write_shard_status()
                 except Exception:
                     log.exception("agent scheduling round failed")
                 if self.core.queue.active_count:

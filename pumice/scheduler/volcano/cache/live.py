@@ -77,8 +77,9 @@ class SchedulerCache:
         self.hn_kind = scheme.resolve_or_add("hypernodes.topology.volcano.sh", HYPER_NODE)
         self.sharding_mode = sharding_mode
         self.shard_name = shard_name or scheduler_name
-        self.shard_kind = scheme.resolve_or_add("nodeshards.shard.volcano.sh", NODE_SHARD) if sharding_mode == "hard" else None
+        self.shard_kind = scheme.resolve_or_add("nodeshards.shard.volcano.sh", NODE_SHARD) if sharding_mode in ("hard", "soft") else None
         self.nodes_in_use: list[str] | None = None
+        self.preferred_nodes: set[str] | None = None
         self.event_kind = scheme.resolve("events")
         self.factory = SharedInformerFactory(client, clock=clock)
         self.informers: dict[str, Informer] = {
@@ -146,12 +147,16 @@ class SchedulerCache:
 
     def snapshot(self) -> ClusterInfo:
         """The scheduling snapshot; in hard sharding mode only this scheduler's shard's Nodes
-        (:func:`pumice.api.volcano.sharding.shard_nodes`), remembered for the status write."""
+        (:func:`pumice.api.volcano.sharding.shard_nodes`), remembered for the status write; in
+        soft mode every Node, the shard's kept in ``preferred_nodes`` (the agent scheduler
+        ranks them first)."""
         objs = self.objects()
         if self.shard_kind is not None:
             usable = shard_nodes([o for o in objs if o.get("kind") == "NodeShard"], self.shard_name)
+            self.preferred_nodes = set(usable) if usable is not None and self.sharding_mode == "soft" else None
             if usable is not None:
-                objs = [o for o in objs if o.get("kind") != "Node" or (o.get("metadata") or {}).get("name") in usable]
+                if self.sharding_mode == "hard":
+                    objs = [o for o in objs if o.get("kind") != "Node" or (o.get("metadata") or {}).get("name") in usable]
                 self.nodes_in_use = sorted(usable)
         return build_snapshot(objs, clock=self.clock, scheduler_names=self.scheduler_names)
 
