@@ -51,6 +51,7 @@ from pumice.scheduler.volcano.plugins import (  # noqa: E402
     single_node_fit,
     sla,
     task_topology,
+    usage_budget,
     wait_for_pods_ready,
 )
 
@@ -71,6 +72,7 @@ for _m in (
     single_node_fit,
     sla,
     task_topology,
+    usage_budget,
     wait_for_pods_ready,
 ):
     PLUGINS.register(_m.PLUGIN_NAME, PluginFactory(_m.PLUGIN_NAME, _m.parse_arguments, _m.new))
