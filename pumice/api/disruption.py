@@ -11,12 +11,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pumice.api import meta
+from pumice.api import Obj, meta
 from pumice.api.selectors import from_label_selector
 
 __all__ = ["budget_status", "pdb_matches", "pod_counts_as_healthy"]
 
-Obj = dict[str, Any]
 
 
 def pdb_matches(pdb: Obj, pod: Obj) -> bool:

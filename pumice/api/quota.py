@@ -14,13 +14,11 @@ persistent_volume_claims.go) and pkg/quota/v1/generic (object count evaluators).
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
 
-from pumice.api import quantity
+from pumice.api import Obj, quantity
 
 __all__ = ["format_list", "object_usage", "pod_usage"]
 
-Obj = dict[str, Any]
 
 _OBJECT_COUNTS = {("", "pods"): "pods", ("", "services"): "services", ("", "configmaps"): "configmaps",
                   ("", "secrets"): "secrets", ("", "persistentvolumeclaims"): "persistentvolumeclaims",

@@ -13,9 +13,10 @@ the 429 Status with the DisruptionBudget cause, the "more than one PodDisruption
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pumice._util.clock import rfc3339
+from pumice.api import Obj
 from pumice.api.disruption import pdb_matches
 from pumice.apiserver.errors import StatusError
 
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
 
 __all__ = ["check_disruption_budget"]
 
-Obj = dict[str, Any]
 PDBS = "policy/poddisruptionbudgets"
 
 

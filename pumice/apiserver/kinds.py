@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pumice.api import Obj
 from pumice.api.admission import FieldCause
 from pumice.api.cron import parse_schedule
 from pumice.api.scheme import ResourceKind
@@ -25,7 +26,6 @@ from pumice.apiserver.strategy import Strategy, register
 if TYPE_CHECKING:
     from pumice.apiserver.registry import Registry
 
-Obj = dict[str, Any]
 
 __all__ = ["cron_schedule_error"]
 

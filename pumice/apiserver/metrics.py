@@ -15,13 +15,13 @@ import asyncio
 from typing import Any
 
 from pumice._util.clock import rfc3339
+from pumice.api import Obj
 from pumice.api.selectors import LabelSelector
 from pumice.apiserver.errors import StatusError
 from pumice.apiserver.registry import Registry
 
 __all__ = ["MetricsAPI"]
 
-Obj = dict[str, Any]
 GROUP_VERSION = "metrics.k8s.io/v1beta1"
 
 

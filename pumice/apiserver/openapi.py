@@ -23,13 +23,13 @@ import json
 from functools import cache
 from typing import Any
 
+from pumice.api import Obj
 from pumice.api import protobuf as pb
 from pumice.api.scheme import ResourceKind, Scheme
 from pumice.apiserver.crds import CustomResource
 
 __all__ = ["OPENAPI_V2_PROTOBUF", "document_v2", "document_v2_protobuf", "document_v3", "root_v3"]
 
-Obj = dict[str, Any]
 
 #: the media type kubectl asks /openapi/v2 for
 OPENAPI_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"

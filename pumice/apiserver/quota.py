@@ -24,13 +24,12 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from pumice.api import quantity
+from pumice.api import Obj, quantity
 from pumice.api.admission import AdmissionError, AdmissionRequest, ObjectReader
 from pumice.api.quota import format_list, format_quantity, object_usage
 
 __all__ = ["LimitRanger", "ResourceQuota"]
 
-Obj = dict[str, Any]
 
 
 def _q(v: Any) -> Fraction:

@@ -37,7 +37,6 @@ from pumice.client.websocket import WebSocket, WebSocketError, connect
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 STREAM_SUBRESOURCES = frozenset({"exec", "attach", "portforward"})
 DEFAULT_CONTAINER_ANNOTATION = "kubectl.kubernetes.io/default-container"

@@ -25,11 +25,11 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from pumice.api import Obj
 
 __all__ = ["UsageSampler"]
 
-Obj = dict[str, Any]
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 

@@ -36,7 +36,6 @@ import sys
 import termios
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from pumice.client.websocket import WebSocket, accept
@@ -44,7 +43,6 @@ from pumice.node.spdy import Session, Stream
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 PROTOCOLS = ["v5.channel.k8s.io", "v4.channel.k8s.io"]
 #: kubectl 1.30+ tunnels a SPDY/3.1 port-forward session through a WebSocket with this subprotocol

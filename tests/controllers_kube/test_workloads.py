@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from pumice._util.clock import rfc3339
+from pumice.api import Obj
 from pumice.api.cron import parse_schedule
 from pumice.api.scheme import (
     BATCH_CRON_JOB,
@@ -24,8 +25,6 @@ from pumice.api.scheme import (
 from pumice.client.base import ApiError
 
 from .conftest import chain, eventually
-
-Obj = dict[str, Any]
 
 TEMPLATE = {"metadata": {"labels": {"app": "web"}},
             "spec": {"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "10m"}}}]}}

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from pumice.api import scheme
+from pumice.api import Obj, scheme
 from pumice.controllers.ray.dashboard import HttpDashboardClient
 
 from .conftest import load_sample
@@ -36,7 +36,6 @@ pytestmark = [
     pytest.mark.skipif(not (Path(sys.executable).parent / "ray").exists(), reason="ray is not installed"),
 ]
 
-Obj = dict[str, Any]
 NAME = "raycluster-autoscaler"
 
 

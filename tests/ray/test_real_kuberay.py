@@ -27,10 +27,10 @@ from typing import Any
 
 import pytest
 
+from pumice.api import Obj
 from pumice.testing.paths import shared_dir
 
 KUBERAY_VERSION = "v1.5.0"
-Obj = dict[str, Any]
 
 
 @pytest.fixture(scope="module")

@@ -4,12 +4,10 @@ raycluster_controller_unit_test.go); each test keeps upstream's name."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from pumice._util.clock import FakeClock
-from pumice.api import scheme
+from pumice.api import Obj, scheme
 from pumice.controllers.ray.common import gcs_ft as gcsft
 from pumice.controllers.ray.raycluster import RayClusterOptions, RayClusterReconciler
 from pumice.runtime.reconcile import Request
@@ -17,7 +15,6 @@ from pumice.testing.fake_client import FakeClient
 
 from .conftest import load_sample, ray_scheme
 
-Obj = dict[str, Any]
 ORIGIN = "kuberay ray-operator/controllers/ray/raycluster_controller_unit_test.go"
 FIN = "ray.io/gcs-ft-redis-cleanup-finalizer"
 

@@ -5,9 +5,7 @@ Mirrors: volcano pkg/agentscheduler/cache/shard_coordinator.go and the vc-schedu
 
 from __future__ import annotations
 
-from typing import Any
-
-Obj = dict[str, Any]
+from pumice.api import Obj
 
 
 def shard_nodes(shards: list[Obj], name: str) -> set[str] | None:

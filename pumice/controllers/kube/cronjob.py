@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any
 
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
+from pumice.api import Obj
 from pumice.api.cron import parse_schedule
 from pumice.api.scheme import BATCH_CRON_JOB, JOB
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
@@ -32,7 +32,6 @@ from pumice.runtime import Request, Result
 from pumice.runtime.events import EventRecorder
 from pumice.runtime.manager import Manager
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 SCHEDULED_TIMESTAMP = "batch.kubernetes.io/cronjob-scheduled-timestamp"

@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any
 
-from pumice.api import meta
+from pumice.api import Obj, meta
 from pumice.api.scheme import DAEMON_SET, NODE, POD
 from pumice.api.selectors import from_label_selector
 from pumice.client.base import ApiError, KubeClient, is_not_found
@@ -33,7 +32,6 @@ from pumice.runtime import Request, Result
 from pumice.runtime.events import EventRecorder
 from pumice.runtime.manager import Manager
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 REVISION_LABEL = "controller-revision-hash"

@@ -11,10 +11,9 @@ its 2 minute DeletionTimeout).
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
-from pumice.api import meta
+from pumice.api import Obj, meta
 from pumice.api.disruption import budget_status, pdb_matches
 from pumice.api.scheme import POD, POD_DISRUPTION_BUDGET
 from pumice.client.base import ApiError, KubeClient, is_conflict, is_not_found
@@ -22,8 +21,6 @@ from pumice.client.informer import Informer
 from pumice.controllers.kube.options import KubeOptions
 from pumice.runtime import Request, Result
 from pumice.runtime.manager import Manager
-
-Obj = dict[str, Any]
 
 DELETION_TIMEOUT = 120.0
 

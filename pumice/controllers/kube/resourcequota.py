@@ -8,8 +8,8 @@ Mirrors: kubernetes pkg/controller/resourcequota/resource_quota_controller.go (s
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
 
+from pumice.api import Obj
 from pumice.api.quota import format_quantity, object_usage
 from pumice.api.scheme import (
     CONFIG_MAP,
@@ -25,8 +25,6 @@ from pumice.client.informer import Informer
 from pumice.controllers.kube.options import KubeOptions
 from pumice.runtime import Request, Result
 from pumice.runtime.manager import Manager
-
-Obj = dict[str, Any]
 
 RESYNC = 10.0
 COUNTED = (POD, SERVICE, CONFIG_MAP, SECRET, PERSISTENT_VOLUME_CLAIM, REPLICATION_CONTROLLER)

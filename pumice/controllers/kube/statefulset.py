@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any
 
 from pumice._util.clock import Clock
-from pumice.api import meta
+from pumice.api import Obj, meta
 from pumice.api.scheme import CONTROLLER_REVISION, PERSISTENT_VOLUME_CLAIM, POD, STATEFUL_SET
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_conflict, is_not_found
 from pumice.client.informer import OWNER_UID_INDEX, Informer
@@ -37,7 +36,6 @@ from pumice.runtime import Request, Result
 from pumice.runtime.events import EventRecorder
 from pumice.runtime.manager import Manager
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"

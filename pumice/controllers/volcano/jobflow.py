@@ -24,13 +24,12 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from pumice.api import scheme
+from pumice.api import Obj, scheme
 from pumice.api.meta import owner_reference
 from pumice.api.volcano.constants import BATCH_API_VERSION, CREATED_BY_JOB_FLOW, CREATED_BY_JOB_TEMPLATE
 from pumice.client.base import KubeClient, is_already_exists, is_not_found
 from pumice.runtime.reconcile import Request, Result
 
-Obj = dict[str, Any]
 _BUCKETS = {"Pending": "pendingJobs", "Running": "runningJobs", "Completing": None, "Completed": "completedJobs",
             "Terminating": None, "Terminated": "terminatedJobs", "Failed": "failedJobs"}
 

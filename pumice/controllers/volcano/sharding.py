@@ -22,12 +22,11 @@ from typing import Any
 
 import yaml
 
-from pumice.api import quantity
+from pumice.api import Obj, quantity
 from pumice.api.volcano.constants import SHARD_API_VERSION, WARMUP_NODE_LABEL
 from pumice.client.base import KubeClient, is_not_found
 from pumice.runtime.reconcile import Request, Result
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 CONFIG_MAP_NAME = "volcano-sharding-configmap"
