@@ -52,6 +52,8 @@ class UpOptions:
     bridge: str | None = None
     keep_pods: bool = False
     scheduler_conf: str | None = None
+    agent_scheduler: bool = False
+    """Also run Volcano's Agent Scheduler (schedulerName ``agent-scheduler``)."""
     controllers: list[str] = field(default_factory=lambda: ["kube", "ray", "volcano"])
     durability: str = "strict"
     dashboard_host: str = "127.0.0.1"
@@ -170,6 +172,11 @@ def _start_components(opts: UpOptions, client: Callable[[str], Any], apiserver_u
             volcano.run(client("volcano-scheduler"), conf_path=opts.scheduler_conf, stop_event=stop),
             name="volcano-scheduler",
         ))
+        if opts.agent_scheduler:
+            from pumice.scheduler.volcano.agent.live import run as run_agent_scheduler
+
+            tasks.append(asyncio.create_task(run_agent_scheduler(client("agent-scheduler"), stop_event=stop),
+                                             name="agent-scheduler"))
     agent = _node_agent(opts, client("node-agent"), apiserver_url)
     agent_holder.append(agent)
     tasks.append(asyncio.create_task(agent.run(stop_event=stop), name="node-agent"))
@@ -357,6 +364,9 @@ def check_port_free(host: str, port: int) -> None:
                    "stop and start is a node reboot: containers restart (restartCount + 1, SandboxChanged "
                    "event), Pods keep their IP and startTime.")
 @click.option("--scheduler-conf", default=None, help="volcano-scheduler.conf to use instead of the default.")
+@click.option("--agent-scheduler", is_flag=True,
+              help="Also run Volcano's Agent Scheduler for Pods with schedulerName agent-scheduler (needs the "
+                   "volcano controller group).")
 @click.option("--durability", type=click.Choice(["strict", "relaxed"]), default="strict", show_default=True,
               help="strict: a write is acknowledged once it is on disk (survives a power cut); relaxed: once "
               "committed (survives a killed process only), for throwaway clusters.")
@@ -370,7 +380,7 @@ def check_port_free(host: str, port: int) -> None:
 @click.option("-v", "--verbose", is_flag=True)
 def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node_cpu: str | None,
             node_memory: str | None, batch_scheduler: str, network: str, pod_cidr: str | None, bridge: str | None,
-            pod_egress: str, keep_pods: bool, scheduler_conf: str | None, durability: str, dashboard_port: int | None,
+            pod_egress: str, keep_pods: bool, scheduler_conf: str | None, agent_scheduler: bool, durability: str, dashboard_port: int | None,
             no_dashboard: bool, controller_groups: str, verbose: bool) -> None:
     """Run the whole embedded control plane on this machine (Ctrl-C stops it cleanly)."""
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
@@ -379,7 +389,7 @@ def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node
         data_dir=data_dir, host=host, port=port, runtime=runtime, nodes=nodes, node_cpu=node_cpu,
         node_memory=node_memory, batch_scheduler=None if batch_scheduler == "none" else batch_scheduler,
         network=network, pod_cidr=pod_cidr, bridge=bridge, pod_egress=pod_egress, keep_pods=keep_pods,
-        scheduler_conf=scheduler_conf, durability=durability,
+        scheduler_conf=scheduler_conf, agent_scheduler=agent_scheduler, durability=durability,
         dashboard_port=None if no_dashboard else (8080 if dashboard_port is None else dashboard_port),
         dashboard_port_fallback=dashboard_port is None,
         controllers=_parse_groups(controller_groups),

@@ -81,12 +81,12 @@ class LiveAgentScheduler:
         return view
 
     def refresh(self) -> None:
-        """Rebuild the view if an event came in, queue new Pods, wake the pool."""
+        """After an event: queue new Pods; rebuild the view (and wake the pool) only while Pods
+        are queued, so an idle agent scheduler costs a scan of the Pod cache per event."""
         if not self._dirty.is_set():
             return
         self._dirty.clear()
-        self.core.set_view(self._build_view())
-        self.core.cluster_event(self.clock.monotonic())
+        now = self.clock.monotonic()
         for o in self.cache.informers["Pod"].lister.list():
             spec, md = o.get("spec") or {}, o.get("metadata") or {}
             if spec.get("schedulerName") != self.scheduler_name or spec.get("nodeName") or md.get("deletionTimestamp"):
@@ -96,7 +96,10 @@ class LiveAgentScheduler:
             key = f"{md.get('namespace', '')}/{md.get('name', '')}"
             if key in self.cache.assumed or key in self.core.tasks:
                 continue
-            self.core.add(TaskInfo.from_pod(o), self.clock.monotonic())
+            self.core.add(TaskInfo.from_pod(o), now)
+        if self.core.tasks:
+            self.core.set_view(self._build_view())
+            self.core.cluster_event(now)
 
     async def run_round(self) -> StepReport:
         """One round (see the module docstring)."""
