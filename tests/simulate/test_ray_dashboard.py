@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pumice._util.clock import FakeClock, rfc3339
+from pumice.api import Obj
 from pumice.controllers.ray.rayservice import apps_from_serve_details
 from pumice.simulate.ray_dashboard import SimulatedRayDashboard
-
-Obj = dict[str, Any]
 
 
 def _pod(name: str, kind: str, phase: str, started: float | None, labels: dict[str, str]) -> Obj:
