@@ -45,6 +45,7 @@ from pumice.scheduler.volcano.plugins import (  # noqa: E402
     network_topology_aware,
     nodeorder,
     overcommit,
+    placement,
     predicates,
     priority,
     proportion,
@@ -52,6 +53,7 @@ from pumice.scheduler.volcano.plugins import (  # noqa: E402
     sla,
     task_topology,
     usage_budget,
+    user_limits,
     wait_for_pods_ready,
 )
 
@@ -66,6 +68,7 @@ for _m in (
     network_topology_aware,
     nodeorder,
     overcommit,
+    placement,
     predicates,
     priority,
     proportion,
@@ -73,6 +76,7 @@ for _m in (
     sla,
     task_topology,
     usage_budget,
+    user_limits,
     wait_for_pods_ready,
 ):
     PLUGINS.register(_m.PLUGIN_NAME, PluginFactory(_m.PLUGIN_NAME, _m.parse_arguments, _m.new))
