@@ -44,12 +44,21 @@ def apply(cp: KubeControlPlane, objs: list[dict]) -> None:
         cp.kubectl("create", "-f", "-", input=yaml.safe_dump_all(objs[i:i + 200]))
 
 
-def time_until_bound(cp: KubeControlPlane, label: str, n: int, start: float) -> float:
-    while True:
-        pods = json.loads(cp.kubectl("get", "pods", "-n", "default", "-l", f"bench={label}", "-o", "json").stdout)["items"]
-        if sum(1 for p in pods if p["spec"].get("nodeName")) >= n:
+def time_until_bound(cp: KubeControlPlane, label: str, n: int, start: float, limit: float = 600.0) -> float:
+    """Seconds from ``start`` until ``n`` Pods labelled ``bench=<label>`` have a Node.
+
+    Raises:
+        RuntimeError: not within ``limit`` seconds (the message says how many were bound).
+    """
+    bound = 0
+    while time.monotonic() - start < limit:
+        out = cp.kubectl("get", "pods", "-n", "default", "-l", f"bench={label}", "-o",
+                         "jsonpath={range .items[*]}{.spec.nodeName}{\"\\n\"}{end}").stdout
+        bound = sum(1 for line in out.splitlines() if line.strip())
+        if bound >= n:
             return time.monotonic() - start
-        time.sleep(0.2)
+        time.sleep(0.5)
+    raise RuntimeError(f"only {bound} of {n} {label} Pods bound after {limit:g} s")
 
 
 def main() -> None:
@@ -83,7 +92,10 @@ def main() -> None:
                                      stderr=subprocess.DEVNULL)
             procs.append(sched)
             volcano = time_until_bound(cp, "volcano", PODS, start)
+            print(f"  pumice Volcano scheduler, gangs of {GANG}, HTTPS client: {PODS / volcano:7.1f} Pods/s "
+                  f"({volcano:.1f} s from start to the last bind, scheduler start-up included)", flush=True)
             sched.terminate()
+            sched.wait(30)
             apply(cp, [pod(f"k{i}", "default-scheduler", None) for i in range(PODS)])
             start = time.monotonic()
             cp.start_kube_scheduler()
@@ -94,8 +106,6 @@ def main() -> None:
                 p.wait(30)
         print(f"real control plane (kube-apiserver + etcd), {PODS} Pods, 50 Nodes x 32 CPU, load average "
               f"{os.getloadavg()[0]:.1f}")
-        print(f"  pumice Volcano scheduler, gangs of {GANG}, HTTPS client: {PODS / volcano:7.1f} Pods/s "
-              f"({volcano:.1f} s from start to the last bind, scheduler start-up included)")
         print(f"  kube-scheduler v1.34, no gangs:                 {PODS / kube:7.1f} Pods/s ({kube:.1f} s)")
         print(f"  ratio Volcano / kube-scheduler: {kube / volcano:.2f}")
 
