@@ -144,3 +144,62 @@ def test_arguments_parse_once_and_reject_bad_input() -> None:
         parse({"waitForPodsReady.tmeout": 1})
     with pytest.raises(ArgumentError, match="must not be negative"):
         parse({"waitForPodsReady.timeout": -1})
+
+
+async def test_live_scheduler_evicts_and_annotates_a_gang_not_ready_in_time(tmp_path: Path) -> None:
+    """Through the live scheduler and the in-process API server, on a FakeClock: bind, start the
+    PodsReady clock, pass the timeout, and see the eviction and the requeue annotations written."""
+    import asyncio
+
+    from pumice._util.clock import FakeClock
+    from pumice.scheduler.volcano.scheduler import Scheduler
+    from pumice.testing.cluster import local_cluster
+
+    from .test_live import _seed, _wait
+
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: wait-for-pods-ready\n    arguments:\n'
+                    '      waitForPodsReady.timeout: 60\n  - name: gang\n- plugins:\n  - name: predicates\n')
+    clock = FakeClock(1_700_000_000.0)
+    async with local_cluster() as c:
+        client = c.client
+        await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c1"}})
+        await _seed(client, [node("n1", "4,8Gi,pods=10"), queue("q1"), podgroup("g", queue="q1", min_member=1, phase="Inqueue"),
+                             pod("g-0", group="g", requests="1,1Gi")])
+        sched = Scheduler(client, conf_path=str(conf), clock=clock)
+        await sched.cache.start(timeout=5)
+        pg_kind = client.scheme.resolve("podgroups.scheduling.volcano.sh")
+        pod_kind = client.scheme.resolve("pods")
+        try:
+            async def step(pred: Any) -> None:
+                async def ok() -> bool:
+                    sched.run_once()
+                    await sched.cache.flush()
+                    return bool(await pred())
+
+                await _wait(ok)
+
+            async def bound() -> bool:
+                return bool((await client.get(pod_kind, "g-0", "c1"))["spec"].get("nodeName"))
+
+            async def waiting() -> bool:
+                pg = await client.get(pg_kind, "g", "c1")
+                return any(x["type"] == "PodsReady" and x["reason"] == "WaitForStart" for x in pg["status"].get("conditions", []))
+
+            await step(bound)
+            await step(waiting)
+            clock.advance(61)
+
+            async def evicted() -> bool:
+                pg = await client.get(pg_kind, "g", "c1")
+                return (pg["metadata"].get("annotations") or {}).get("scheduling.pumice.io/requeue-count") == "1"
+
+            await step(evicted)
+            pg = await client.get(pg_kind, "g", "c1")
+            assert pg["metadata"]["annotations"]["scheduling.pumice.io/requeue-at"] == "2023-11-14T22:15:21Z"  # now + 60 s
+            conds = {x["type"]: x for x in pg["status"]["conditions"]}
+            assert conds["Evicted"]["reason"] == "PodsReadyTimeout"
+            lst = await client.list(pod_kind, "c1")
+            assert all(p["metadata"].get("deletionTimestamp") or p["metadata"]["name"] != "g-0" for p in lst.items)
+        finally:
+            await sched.cache.stop()
