@@ -149,7 +149,6 @@ def test_arguments_parse_once_and_reject_bad_input() -> None:
 async def test_live_scheduler_evicts_and_annotates_a_gang_not_ready_in_time(tmp_path: Path) -> None:
     """Through the live scheduler and the in-process API server, on a FakeClock: bind, start the
     PodsReady clock, pass the timeout, and see the eviction and the requeue annotations written."""
-    import asyncio
 
     from pumice._util.clock import FakeClock
     from pumice.scheduler.volcano.scheduler import Scheduler
