@@ -54,3 +54,40 @@ async def test_live_agent_scheduler_binds_parks_and_retries(cluster: Any) -> Non
         stop.set()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(task, 10)
+
+
+async def test_live_bind_by_another_scheduler_makes_the_agent_result_stale(cluster: Any) -> None:
+    from pumice.scheduler.volcano.agent.live import LiveAgentScheduler
+
+    c = cluster.client
+    await add_nodes(c, [ready_node("n0", cpu="2")])
+    await c.create({**agent_pod("busy", "1", scheduler="volcano"), "spec": {**agent_pod("busy", "1")["spec"], "nodeName": "n0"}})
+    sched = LiveAgentScheduler(cluster.new_client() if hasattr(cluster, "new_client") else c)
+    await sched.cache.start(timeout=10)
+    try:
+        await c.create(agent_pod("a0", "1"))
+        await c.create(agent_pod("b0", "1", scheduler="volcano"))
+
+        async def queued() -> bool:
+            sched.refresh()
+            return "default/a0" in sched.core.tasks
+
+        await eventually(queued, timeout=10)
+        results = sched.core.compute(sched.clock.monotonic())
+        assert [x.node for x in results[0].candidates] == ["n0"]
+        await c.bind("default", "b0", "n0")  # the batch scheduler takes the last cpu meanwhile
+
+        async def seen() -> bool:
+            pods = sched.cache.informers["Pod"].lister.list()
+            return any(p["metadata"]["name"] == "b0" and p["spec"].get("nodeName") for p in pods)
+
+        await eventually(seen, timeout=10)
+        sched.refresh()
+        rep = sched.core.resolve(results, sched.clock.monotonic())
+        assert rep.conflicted == ["default/a0"] and rep.bound == {}
+        again = sched.core.step(sched.clock.monotonic())
+        assert again.unschedulable == {"default/a0": "0/1 nodes are available"}
+        await sched.cache.flush()
+        assert not (await c.get(scheme.POD, "a0", "default"))["spec"].get("nodeName")
+    finally:
+        await sched.cache.stop()
