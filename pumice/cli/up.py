@@ -385,6 +385,8 @@ def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node
     """Run the whole embedded control plane on this machine (Ctrl-C stops it cleanly)."""
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if agent_scheduler and "volcano" not in _parse_groups(controller_groups):
+        raise click.UsageError("--agent-scheduler needs the volcano controller group")
     opts = UpOptions(
         data_dir=data_dir, host=host, port=port, runtime=runtime, nodes=nodes, node_cpu=node_cpu,
         node_memory=node_memory, batch_scheduler=None if batch_scheduler == "none" else batch_scheduler,

@@ -44,3 +44,10 @@ def test_agent_scheduler_with_a_missing_kubeconfig_is_one_clear_error() -> None:
 def test_soft_sharding_is_the_agent_schedulers() -> None:
     res = CliRunner().invoke(command, ["--name", "volcano", "--scheduler-sharding-mode", "soft"])
     assert res.exit_code == 2 and "--scheduler-sharding-mode soft applies to --name agent-scheduler only" in res.output
+
+
+def test_up_agent_scheduler_needs_the_volcano_group(tmp_path: object) -> None:
+    from pumice.cli.up import command as up
+
+    res = CliRunner().invoke(up, ["--data-dir", str(tmp_path), "--controllers", "kube,ray", "--agent-scheduler"])
+    assert res.exit_code == 2 and "--agent-scheduler needs the volcano controller group" in res.output
