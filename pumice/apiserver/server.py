@@ -45,6 +45,7 @@ from pumice.apiserver.registry import Registry
 from pumice.apiserver.storage import Durability, MemoryStorage, SqliteStorage, Storage, StorageError
 from pumice.apiserver.store import Store
 from pumice.apiserver.tlsfront import TLSFront
+from pumice.runtime.health import QuietServer
 
 __all__ = ["DEFAULT_NAMESPACES", "APIServer", "AckWhenDurable", "is_loopback"]
 
@@ -357,7 +358,7 @@ class APIServer:
                                 # wsproto: the websockets library refuses kubectl's port-forward
                                 # subprotocol "SPDY/3.1+portforward.k8s.io" ("/" is not a token char)
                                 ws="wsproto")
-        server = uvicorn.Server(config)
+        server = QuietServer(config)
         self._uvicorn = server
         task = asyncio.create_task(server.serve())
         try:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import click
 
+from pumice.cli._signals import stop_on_signals
+
 DEFAULT_DATA_DIR = "~/.local/share/pumice"
 
 
@@ -37,6 +39,7 @@ def command(data_dir: str, port: int, host: str, no_crds: bool, durability: str)
         raise click.ClickException(f"cannot open data dir {path}: {e}") from None
 
     async def main() -> None:
+        stop = stop_on_signals()
         ready = asyncio.Event()
         task = asyncio.create_task(server.serve(host, port, ready=ready))
         waiter = asyncio.create_task(ready.wait())
@@ -47,7 +50,14 @@ def command(data_dir: str, port: int, host: str, no_crds: bool, durability: str)
             sys.stdout.flush()
         else:
             waiter.cancel()
-        await task
+        stopping = asyncio.create_task(stop.wait())
+        await asyncio.wait([task, stopping], return_when=asyncio.FIRST_COMPLETED)
+        if not task.done():  # SIGTERM/SIGINT: uvicorn stops gracefully when its task is cancelled
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        stopping.cancel()
+        await task if not task.cancelled() else None
 
     try:
         asyncio.run(main())

@@ -27,6 +27,7 @@ from typing import IO, Any
 
 import click
 
+from pumice.api.quantity import is_quantity, parse_quantity
 from pumice.cli._signals import stop_on_signals
 
 log = logging.getLogger("pumice.up")
@@ -383,6 +384,9 @@ def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node
             pod_egress: str, keep_pods: bool, scheduler_conf: str | None, agent_scheduler: bool, durability: str, dashboard_port: int | None,
             no_dashboard: bool, controller_groups: str, verbose: bool) -> None:
     """Run the whole embedded control plane on this machine (Ctrl-C stops it cleanly)."""
+    for flag, q in (("--node-cpu", node_cpu), ("--node-memory", node_memory)):
+        if q is not None and (not is_quantity(q) or parse_quantity(q) <= 0):
+            raise click.BadParameter(f"{q!r} is not a positive quantity", param_hint=flag)
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if agent_scheduler and "volcano" not in _parse_groups(controller_groups):
@@ -401,7 +405,10 @@ def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node
         stop = stop_on_signals(grace=60.0)  # Pods get their 30 s terminationGracePeriod
 
         def ready(kubeconfig: Path) -> None:
-            click.echo(f"pumice is up: API at https://{host}:{port}", err=True)
+            from pumice.client.kubeconfig import load
+
+            # the kubeconfig names the address really served (with --port 0, the port picked)
+            click.echo(f"pumice is up: API at {load(kubeconfig).cluster.server}", err=True)
             click.echo(f"kubeconfig: {kubeconfig}  (export KUBECONFIG={kubeconfig})", err=True)
             sys.stderr.flush()
 

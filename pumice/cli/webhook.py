@@ -34,6 +34,7 @@ def command(kubeconfig: str | None, host: str, port: int, tls_cert_file: str, tl
     from pumice.client.kube import component_user_agent
     from pumice.client.kubeconfig import connect
     from pumice.controllers.webhook import build_app, default_webhooks
+    from pumice.runtime.health import QuietServer
 
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -49,7 +50,7 @@ def command(kubeconfig: str | None, host: str, port: int, tls_cert_file: str, tl
         config = uvicorn.Config(app, host=host, port=port, ssl_certfile=str(Path(tls_cert_file)),
                                 ssl_keyfile=str(Path(tls_private_key_file)), log_level="warning", lifespan="off",
                                 access_log=False, server_header=False)
-        server = uvicorn.Server(config)
+        server = QuietServer(config)
         task = asyncio.create_task(server.serve())
         while not server.started and not task.done():
             await asyncio.sleep(0.05)

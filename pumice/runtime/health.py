@@ -23,7 +23,7 @@ from starlette.routing import Route
 
 Check = Callable[[], bool]
 
-__all__ = ["HealthServer", "build_app"]
+__all__ = ["HealthServer", "QuietServer", "build_app"]
 
 
 def build_app(healthz: dict[str, Check], readyz: dict[str, Check], *, metrics: bool = True) -> Starlette:
@@ -57,8 +57,10 @@ def _safe(fn: Check) -> bool:
         return False
 
 
-class _Server(uvicorn.Server):
-    """uvicorn without its signal handlers (the manager's CLI owns SIGTERM/SIGINT)."""
+class QuietServer(uvicorn.Server):
+    """uvicorn without its own signal handlers: the component's CLI owns SIGTERM/SIGINT
+    (:mod:`pumice.cli._signals`). uvicorn's handlers would also re-raise each signal when it stops,
+    which the CLI would take for a second signal."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -72,7 +74,7 @@ class HealthServer:
         self.app = app
         self.host = host
         self.port = port
-        self._server: _Server | None = None
+        self._server: QuietServer | None = None
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -86,7 +88,7 @@ class HealthServer:
         sock.bind((self.host, self.port))
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(self.app, log_level="warning", lifespan="off")
-        self._server = _Server(config)
+        self._server = QuietServer(config)
         self._task = asyncio.get_running_loop().create_task(
             self._server.serve(sockets=[sock]), name="health-server"
         )

@@ -72,3 +72,32 @@ def test_a_second_sigterm_stops_at_once(refused_kubeconfig: Path) -> None:
     out = proc.stdout.read()
     assert rc == 1
     assert "second SIGTERM: cancelling" in out
+
+
+def test_one_sigint_stops_pumice_up_gracefully_not_as_a_second_signal(tmp_path: Path) -> None:
+    """uvicorn re-raised the signal it had caught when it stopped, which read as a second SIGINT:
+    the graceful shutdown was skipped and tracebacks printed. One signal is one signal."""
+    proc = subprocess.Popen([sys.executable, "-m", "pumice.cli.main", "up", "--runtime", "simulated", "--port", "0",
+                             "--no-dashboard", "--data-dir", str(tmp_path / "up")], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if line.startswith("kubeconfig:"):
+            break
+    else:
+        raise AssertionError(f"pumice up exited ({proc.wait()}) before it was up")
+    proc.send_signal(signal.SIGINT)
+    try:
+        rc = proc.wait(90)
+    finally:
+        proc.kill()
+    rest = proc.stderr.read()
+    assert rc == 0, rest[-2000:]
+    assert "second SIGINT" not in rest and "Traceback" not in rest
+
+
+def test_sigterm_stops_pumice_apiserver_with_status_zero(tmp_path: Path) -> None:
+    proc, _ = start_server(tmp_path / "api")
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(30) == 0
+    assert proc.stderr is not None and "Traceback" not in proc.stderr.read()
