@@ -10,7 +10,8 @@ Usage::
     python tools/gen_protobuf_schema.py /work/.mirror/kubernetes+api/repo \\
         /work/.mirror/kubernetes+apimachinery/repo \\
         /work/.mirror/kubernetes+apiextensions-apiserver/repo \\
-        /work/.mirror/kubernetes+kube-aggregator/repo > pumice/api/protobuf_schema.json
+        /work/.mirror/kubernetes+kube-aggregator/repo \\
+        /work/.mirror/kubernetes+metrics/repo > pumice/api/protobuf_schema.json
 
 Output shape::
 
@@ -51,6 +52,7 @@ PACKAGES = {
     ],
     "apiextensions": [("pkg/apis/apiextensions/v1", None)],
     "aggregator": [("pkg/apis/apiregistration/v1", None)],
+    "metrics": [("pkg/apis/metrics/v1beta1", None)],
 }
 
 SCALARS = {"string", "int32", "int64", "bool", "bytes", "double", "float", "uint32", "uint64", "sint32",
@@ -153,7 +155,7 @@ def qualify(package: str, t: str, known: set[str]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    repos = dict(zip(("api", "apimachinery", "apiextensions", "aggregator"), (Path(a) for a in argv[1:5]),
+    repos = dict(zip(("api", "apimachinery", "apiextensions", "aggregator", "metrics"), (Path(a) for a in argv[1:6]),
                      strict=True))
     out: dict[str, object] = {"source": {}, "groups": {}, "messages": {}}
     messages: dict[str, dict[str, object]] = {}
@@ -177,8 +179,8 @@ def main(argv: list[str]) -> int:
             if key == "api":
                 version = pkg_dir.split("/")[1]
                 out["groups"][package] = ["" if pkg_dir.startswith("core/") else (group or ""), version]  # type: ignore[index]
-            if key in ("apiextensions", "aggregator"):
-                out["groups"][package] = [group or "", "v1"]  # type: ignore[index]
+            if key in ("apiextensions", "aggregator", "metrics"):
+                out["groups"][package] = [group or "", pkg_dir.rsplit("/", 1)[1]]  # type: ignore[index]
             for name, fields in msgs.items():
                 go = structs.get(name, {})
                 rows = []
