@@ -26,6 +26,9 @@ Deviations from a live cluster, on purpose:
   of re-opening every 300 s), for the same reason.
 - Sessions run when the period has elapsed *and* something changed (see :class:`TriggeredLoop`).
 - Sandbox start latency is 0 (``start_latency`` to change): trace durations are run times.
+- A finished job's objects are deleted once recorded (``cleanup``), as PodGC and Volcano's
+  ``ttlSecondsAfterFinished`` would do later; otherwise every session would snapshot every Pod
+  the trace ever ran.
 """
 
 from __future__ import annotations
@@ -73,6 +76,8 @@ class SimConfig:
         epoch: the wall-clock date simulated time 0 stands for (epoch seconds).
         stall_after: with every arrival in and no Pod counting down, the run is stalled once
             nothing changed for this many simulated seconds.
+        cleanup: delete a job's objects once it finished and was recorded (keeps the scheduler's
+            snapshot to live objects; a finished Pod's deletion triggers no session).
     """
 
     nodes: list[NodeSpec]
@@ -87,6 +92,7 @@ class SimConfig:
     epoch: float = DEFAULT_EPOCH
     stall_after: float = 600.0
     name: str = "run"
+    cleanup: bool = True
 
 
 @dataclass
@@ -213,7 +219,15 @@ class TriggeredLoop:
             if key(old) != key(new):
                 changed()
 
-        return changed, updated, changed
+        def deleted(obj: Obj) -> None:
+            # A Pod that had ended freed its room when it ended: removing it (the simulator's
+            # clean-up of finished jobs) changes no decision. A PodGroup's removal does (the
+            # enqueue gate counts Running PodGroups' minResources).
+            if kind == "Pod" and (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                return
+            changed()
+
+        return changed, updated, deleted
 
     async def run(self) -> None:
         for kind, inf in self.scheduler.cache.informers.items():
@@ -332,7 +346,7 @@ async def _run(cfg: SimConfig, clock: LoopClock, progress: Progress | None) -> S
         pending_deletes: set[asyncio.Task[None]] = set()
         rec.start = clock.now()  # simulated time 0: everything is up, the first arrival is due
         injector = asyncio.create_task(_inject(api, cfg, clock, rec, pending_deletes), name="arrivals")
-        ended_by = await _watch_until_done(cfg, clock, rec, runtime, injector, pending_deletes, server, progress)
+        ended_by = await _watch_until_done(cfg, clock, rec, runtime, injector, pending_deletes, server, progress, api)
         rec.close()
         injector.cancel()
         for t in pending_deletes:
@@ -415,8 +429,24 @@ async def _delete_later(api: Any, a: Arrival, clock: LoopClock, rec: Recorder) -
     rec.deployment_deleted(a.job)
 
 
+async def _cleanup(api: Any, a: Arrival) -> None:
+    """Delete a finished job's objects (and, through the garbage collector, its Pods and
+    PodGroup), as kube's PodGC and Volcano's ``ttlSecondsAfterFinished`` would; the recorder has
+    what it needs already."""
+    for obj in a.objects:
+        if a.kind == "RayJob":
+            continue
+        kind = api.scheme.by_api_version_kind(obj["apiVersion"], obj["kind"])
+        try:
+            await api.delete(kind, obj_name(obj), (obj.get("metadata") or {}).get("namespace", NAMESPACE),
+                             propagation_policy="Background")
+        except Exception as e:
+            log.debug("clean-up of %s: %s", a.job, e)
+
+
 async def _watch_until_done(cfg: SimConfig, clock: LoopClock, rec: Recorder, runtime: Any, injector: asyncio.Task[None],
-                            pending_deletes: set[asyncio.Task[None]], server: Any, progress: Progress | None) -> str:
+                            pending_deletes: set[asyncio.Task[None]], server: Any, progress: Progress | None,
+                            api: Any = None) -> str:
     """Return why the run ended: ``until``, ``done`` (every job that can end ended) or ``stalled``.
 
     Wakes when a job finishes and at least every simulated hour (progress), so a 149-day trace
@@ -426,7 +456,16 @@ async def _watch_until_done(cfg: SimConfig, clock: LoopClock, rec: Recorder, run
                  or a.kind == "RayJob")
     total = len(rec.arrivals)
     woken = asyncio.Event()
-    rec.on_job_finished = lambda _job: woken.set()
+    cleanups: set[asyncio.Task[None]] = set()
+
+    def finished(job: str) -> None:
+        woken.set()
+        if cfg.cleanup and api is not None:
+            t = asyncio.get_running_loop().create_task(_cleanup(api, rec.arrivals[job]))
+            cleanups.add(t)
+            t.add_done_callback(cleanups.discard)
+
+    rec.on_job_finished = finished
     last_changes, quiet_since = -1, 0.0
     while True:
         step = PROGRESS_EVERY
