@@ -23,3 +23,4 @@ def test_watch_from_an_older_revision_of_an_untouched_kind_replays_nothing_and_d
     store.put("/pods", {**cm("p"), "kind": "Pod"})
     kind, stored = w.queue.get_nowait()  # type: ignore[misc]
     assert (kind, stored.obj["metadata"]["name"]) == ("ADDED", "p")
+
