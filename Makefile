@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint unit venv clean bench durability test-ray-long reliability realcluster
+.PHONY: demo test lint unit venv clean bench durability test-ray-long test-kuberay reliability realcluster
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,11 @@ durability: $(STAMP)
 # figures in reliability-report.json. `make test` runs the same tests at a short size.
 reliability: $(STAMP)
 	PUMICE_RELIABILITY=full PUMICE_RELIABILITY_REPORT=$(CURDIR)/reliability-report.json PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest -q -s --timeout=3600 tests/reliability
+
+# The real KubeRay operator (go install of ray-operator@v1.5.0 into ~/.cache/pumice, ~4.5 min on a
+# cold Go cache) against pumice up: children diff (simulated) and ray-job.sample.yaml on real Ray.
+test-kuberay: $(STAMP)
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest -q -m kuberay_operator tests/ray/test_real_kuberay.py
 
 # Long real-Ray acceptance runs (RayService zero-downtime upgrade, GCS FT head restart, autoscaler).
 test-ray-long: $(STAMP)

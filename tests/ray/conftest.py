@@ -35,11 +35,19 @@ def client() -> FakeClient:
     return FakeClient(ray_scheme())
 
 
+_OPT_IN = {
+    "ray_long": "long real-Ray acceptance: run with -m ray_long (make test-ray-long)",
+    "kuberay_operator": "builds the real KubeRay operator: run with -m kuberay_operator (make test-kuberay)",
+}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """``ray_long`` tests run only when ``-m`` names the marker (``make test-ray-long``)."""
-    if "ray_long" in (config.getoption("-m") or ""):
-        return
-    skip = pytest.mark.skip(reason="long real-Ray acceptance: run with -m ray_long (make test-ray-long)")
-    for item in items:
-        if "ray_long" in item.keywords:
-            item.add_marker(skip)
+    """``ray_long`` and ``kuberay_operator`` tests run only when ``-m`` names their marker."""
+    selected = config.getoption("-m") or ""
+    for marker, reason in _OPT_IN.items():
+        if marker in selected:
+            continue
+        skip = pytest.mark.skip(reason=reason)
+        for item in items:
+            if marker in item.keywords:
+                item.add_marker(skip)

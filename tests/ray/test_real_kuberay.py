@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -27,11 +28,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from pumice.api import Obj
+from pumice.controllers.ray.batchscheduler.volcano import rayjob_pod_group_params
+from pumice.controllers.ray.common.resources import format_resource_list
 from pumice.testing.paths import shared_dir
 
 KUBERAY_VERSION = "v1.5.0"
+
+# A cold Go cache pays ~4.5 min for the go install (measured 274 s on this 2-core machine under
+# load): more than the default suite may add, so these run with -m kuberay_operator (make test-kuberay).
+pytestmark = pytest.mark.kuberay_operator
 
 
 @pytest.fixture(scope="module")
@@ -60,13 +68,14 @@ def _free_port() -> int:
 class Up:
     """``pumice up`` in a child process, and kubectl against it."""
 
-    def __init__(self, runtime: str, controllers: str) -> None:
+    def __init__(self, runtime: str, controllers: str, batch_scheduler: str = "none") -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="pumice-kuberay-", dir="/var/tmp"))
         self.kubeconfig = self.dir / "data" / "kubeconfig"
         self.log = open(self.dir / "up.log", "w")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "pumice.cli.main", "up", "--data-dir", str(self.dir / "data"), "--port",
-             str(_free_port()), "--runtime", runtime, "--controllers", controllers, "--batch-scheduler", "none",
+             str(_free_port()), "--runtime", runtime, "--controllers", controllers, "--batch-scheduler", batch_scheduler,
+             *(["--node-cpu", "16", "--node-memory", "64Gi"] if runtime == "simulated" else []),
              "--no-dashboard"], stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
         while not self.kubeconfig.exists() or self.kubectl("get", "ns", check=False).returncode != 0:
@@ -97,15 +106,17 @@ class Up:
 
 
 @contextlib.contextmanager
-def running(runtime: str, controllers: str, operator: Path | None) -> Iterator[Up]:
-    up = Up(runtime, controllers)
+def running(runtime: str, controllers: str, operator: Path | None, batch_scheduler: str = "none") -> Iterator[Up]:
+    up = Up(runtime, controllers, batch_scheduler)
     op = None
     try:
         if operator is not None:
             op_log = open(up.dir / "operator.log", "w")  # noqa: SIM115 - closed below
             op = subprocess.Popen([str(operator), "--kubeconfig", str(up.kubeconfig), "--enable-leader-election",
                                    "--leader-election-namespace", "default", "--metrics-addr", "127.0.0.1:0",
-                                   "--health-probe-bind-address", "127.0.0.1:0"], stdout=op_log,
+                                   "--health-probe-bind-address", "127.0.0.1:0",
+                                   *(["--batch-scheduler", batch_scheduler] if batch_scheduler != "none" else [])],
+                                  stdout=op_log,
                                   stderr=subprocess.STDOUT)
         yield up
     finally:
@@ -123,12 +134,24 @@ def _wait(cond: Any, timeout: float, what: str) -> None:
 
 
 def _children(up: Up) -> dict[str, list[Obj]]:
-    """Pods and Services of the RayCluster, normalized: generated names, uids, timestamps,
-    addresses, resourceVersions and server-side bookkeeping removed."""
+    """Pods and Services of the RayClusters, the RayJob's submitter Jobs and the PodGroups,
+    normalized: generated names, uids, timestamps, addresses, resourceVersions and server-side
+    bookkeeping removed."""
     out: dict[str, list[Obj]] = {}
-    for kind in ("pods", "services"):
-        items = up.json("get", kind, "-l", "ray.io/cluster=raycluster-kuberay")["items"]
-        out[kind] = sorted((_normalize(o) for o in items), key=lambda o: json.dumps(o, sort_keys=True))
+    # The RayJob's RayCluster has a generated suffix; it appears in labels, selectors and env.
+    clusters = up.json("get", "rayclusters")["items"]
+    generated = {c["metadata"]["name"]: "rayjob-sample-<generated>" for c in clusters
+                 if c["metadata"]["name"].startswith("rayjob-sample-")}
+    for kind, selector in (("pods", "ray.io/cluster"), ("services", "ray.io/cluster"), ("jobs", ""),
+                           ("podgroups.scheduling.volcano.sh", "")):
+        items = up.json("get", kind, *(["-l", selector] if selector else []))["items"]
+        text = json.dumps([_normalize(o, kind) for o in items])
+        for name, placeholder in generated.items():
+            text = text.replace(name, placeholder)
+        # The submission id (RAY_JOB_SUBMISSION_ID) is the RayJob's name plus a random suffix.
+        text = re.sub(r"rayjob-sample-[a-z0-9]{5}\b", "rayjob-sample-<submission-id>", text)
+        out[kind] = sorted(json.loads(text), key=lambda o: json.dumps(o, sort_keys=True))
+    out["rayjob"] = [up.json("get", "rayjob", "rayjob-sample")]
     return out
 
 
@@ -136,12 +159,20 @@ _VOLATILE_META = ("uid", "resourceVersion", "creationTimestamp", "managedFields"
                   "generateName", "ownerReferences")
 
 
-def _normalize(obj: Obj) -> Obj:
+def _normalize(obj: Obj, kind: str = "") -> Obj:
     obj = json.loads(json.dumps(obj))
     md = obj.get("metadata") or {}
     for k in _VOLATILE_META:
-        md.pop(k, None)
+        if k != "name" or kind not in ("jobs", "podgroups.scheduling.volcano.sh"):  # those names are chosen
+            md.pop(k, None)
     obj.pop("status", None)
+    for labels in (md.get("labels") or {}, ((obj.get("spec") or {}).get("template") or {}).get("metadata", {})
+                   .get("labels") or {}):
+        for k in ("controller-uid", "batch.kubernetes.io/controller-uid"):
+            if k in labels:
+                labels[k] = "<uid>"
+    if kind == "jobs":
+        obj["spec"].pop("selector", None)  # matches the Job's own uid
     spec = obj.get("spec") or {}
     for k in ("nodeName", "clusterIP", "clusterIPs", "hostname"):
         spec.pop(k, None)
@@ -171,7 +202,27 @@ def _normalize(obj: Obj) -> Obj:
 #   5. #4572 (6652c3660, "Promote RayMultiHostIndexing feature to Beta"): the gate is on by default,
 #      so worker Pods carry ray.io/worker-group-replica-index (and, for multi-host groups,
 #      ray.io/worker-group-replica-name and ray.io/replica-host-index); off by default in v1.5.0.
+#   6. #4340 (b27282b0a, "Sync RayJob or RayCluster annotations to Volcano PodGroup"): the PodGroup
+#      carries its RayCluster's/RayJob's annotations; v1.5.0's has none.
+#   7. #4638 (1df0651f9, "Add NetworkIsolation support to RayClusters"): the submitter Job's Pod
+#      template is labelled app.kubernetes.io/created-by, ray.io/originated-from-cr-name and
+#      ray.io/originated-from-crd.
+#   8. #4798 (e3790d555, "Add GCS health wait to K8sJobMode submitter"): the submitter's command
+#      first waits for the dashboard's GCS health endpoint through the head Service; v1.5.0 waits
+#      only in SidecarMode.
+#   9. #4476 (18927477e, "Fix volcano podgroup stuck in inqueue state after rayjob completes"): once
+#      the RayJob has finished, its PodGroup's minResources shrink to the cluster's (the submitter's
+#      share goes). pumice's RayJob finishes on the simulated runtime; the real operator's stays
+#      Running there (it cannot reach the dashboard from the host), so a finished RayJob's PodGroup
+#      is compared with what pumice's builder gives at submission.
+# Not visible against v1.5.0, found by building master from its source by hand (see
+# /work/notes/issue-12-diff.md): the recreate-hash value (4.) differs, because pumice hashes its own
+# sorted-key JSON and Go hashes json.Marshal of the typed spec (documented deviation in
+# pumice/controllers/ray/common/hashing.py).
 _MASTER_ONLY_ENV = ("RAY_CLUSTER_NAMESPACE",)
+_MASTER_ONLY_TEMPLATE_LABELS = ("app.kubernetes.io/created-by", "ray.io/originated-from-cr-name",
+                                "ray.io/originated-from-crd")
+_K8S_JOB_MODE_WAIT = re.compile(r"^until python -c .*? ; done ; ")
 _MASTER_ONLY_ANNOTATIONS = ("ray.io/upgrade-strategy-recreate-hash", "ray.io/kuberay-version")
 _MASTER_ONLY_LABELS = ("ray.io/worker-group-replica-index", "ray.io/worker-group-replica-name",
                        "ray.io/replica-host-index")
@@ -196,19 +247,60 @@ def _as_v1_5_0(pod: Obj) -> Obj:
     return pod
 
 
+def _job_as_v1_5_0(job: Obj) -> Obj:
+    """Undo on pumice's submitter Job the master-only changes 7 and 8."""
+    job = json.loads(json.dumps(job))
+    template = job["spec"]["template"]
+    for k in _MASTER_ONLY_TEMPLATE_LABELS:
+        template["metadata"]["labels"].pop(k, None)
+    for c in template["spec"]["containers"]:
+        c["args"] = [_K8S_JOB_MODE_WAIT.sub("", a) for a in c.get("args") or []]
+    return job
+
+
+def _podgroup_as_v1_5_0(pg: Obj, rayjob: Obj) -> Obj:
+    """Undo on pumice's PodGroup the master-only changes 6 and 9."""
+    pg = json.loads(json.dumps(pg))
+    pg["metadata"].pop("annotations", None)
+    finished = (rayjob.get("status") or {}).get("jobDeploymentStatus") in ("Complete", "Failed")
+    if pg["metadata"]["name"] == "ray-rayjob-sample-pg" and finished:
+        members, total = rayjob_pod_group_params(rayjob)
+        pg["spec"].update(minMember=members, minResources=format_resource_list(total))
+    return pg
+
+
+def _sorted(objs: Any) -> list[Obj]:
+    return sorted(objs, key=lambda o: json.dumps(o, sort_keys=True))
+
+
 @pytest.mark.kubectl
-def test_real_operator_children_match_pumices_operator(operator_binary: Path) -> None:
-    sample = shared_dir() / "samples" / "kuberay" / "ray-cluster.sample.yaml"
+def test_real_operator_children_match_pumices_operator(operator_binary: Path, tmp_path: Path) -> None:
+    """ray-cluster.sample.yaml and ray-job.sample.yaml, both for Volcano (label
+    ``ray.io/scheduler-name: volcano``, operators run with the volcano batch scheduler)."""
+    docs = []
+    for name in ("ray-cluster.sample.yaml", "ray-job.sample.yaml"):
+        for doc in yaml.safe_load_all((shared_dir() / "samples" / "kuberay" / name).read_text()):
+            if doc and doc.get("kind") in ("RayCluster", "RayJob"):
+                doc["metadata"].setdefault("labels", {})["ray.io/scheduler-name"] = "volcano"
+            if doc:
+                docs.append(doc)
+    manifest = tmp_path / "samples.yaml"
+    manifest.write_text(yaml.safe_dump_all(docs))
     results = []
     for controllers, operator in (("kube,volcano", operator_binary), ("kube,ray,volcano", None)):
-        with running("simulated", controllers, operator) as up:
-            up.kubectl("apply", "-f", str(sample))
-            _wait(lambda up=up: up.kubectl("get", "raycluster", "raycluster-kuberay", "-o",
-                                           "jsonpath={.status.state}", check=False).stdout == "ready",
-                  120, "RayCluster ready")
+        with running("simulated", controllers, operator, batch_scheduler="volcano") as up:
+            up.kubectl("apply", "-f", str(manifest))
+
+            def ready(up: Up = up) -> bool:
+                states = up.kubectl("get", "rayclusters", "-o", "jsonpath={.items[*].status.state}",
+                                    check=False).stdout.split()
+                return states == ["ready", "ready"] and up.kubectl("get", "job", "rayjob-sample",
+                                                                   check=False).returncode == 0
+
+            _wait(ready, 180, "both RayClusters ready and the submitter Job")
             results.append(_children(up))
     real, ours = results
-    assert [len(real["pods"]), len(real["services"])] == [2, 1]
+    assert [len(real[k]) for k in ("pods", "services", "jobs", "podgroups.scheduling.volcano.sh")] == [4, 2, 1, 2]
     assert real["services"] == ours["services"]
     # Each listed difference is really there (pumice follows master), so the list stays current.
     head = next(p for p in ours["pods"] if p["metadata"]["labels"]["ray.io/node-type"] == "head")
@@ -217,8 +309,16 @@ def test_real_operator_children_match_pumices_operator(operator_binary: Path) ->
     assert "RAY_CLUSTER_NAMESPACE" in {e["name"] for e in head["spec"]["containers"][0]["env"]}
     worker = next(p for p in ours["pods"] if p["metadata"]["labels"]["ray.io/node-type"] == "worker")
     assert "ray.io/worker-group-replica-index" in worker["metadata"]["labels"]
-    ours_as_v1_5_0 = sorted((_as_v1_5_0(p) for p in ours["pods"]), key=lambda o: json.dumps(o, sort_keys=True))
-    assert real["pods"] == ours_as_v1_5_0
+    job = ours["jobs"][0]
+    assert set(_MASTER_ONLY_TEMPLATE_LABELS) <= set(job["spec"]["template"]["metadata"]["labels"])
+    assert _K8S_JOB_MODE_WAIT.match(job["spec"]["template"]["spec"]["containers"][0]["args"][0])
+    assert all("kubectl.kubernetes.io/last-applied-configuration" in pg["metadata"]["annotations"]
+               for pg in ours["podgroups.scheduling.volcano.sh"])
+    assert real["pods"] == _sorted(_as_v1_5_0(p) for p in ours["pods"])
+    assert real["jobs"] == _sorted(_job_as_v1_5_0(j) for j in ours["jobs"])
+    assert real["rayjob"][0]["status"]["jobDeploymentStatus"] not in ("Complete", "Failed")
+    assert real["podgroups.scheduling.volcano.sh"] == _sorted(
+        _podgroup_as_v1_5_0(pg, ours["rayjob"][0]) for pg in ours["podgroups.scheduling.volcano.sh"])
 
 
 OPERATOR_IN_A_POD = """
