@@ -37,15 +37,12 @@ def controller_setups(names: list[str], *, batch_scheduler: str | None = None,
     unknown = [n for n in names if n not in CONTROLLER_GROUPS]
     if unknown:
         raise ValueError(f"unknown controllers {unknown}; known: {list(CONTROLLER_GROUPS)}")
-    from pumice.controllers import kube, ray
-    from pumice.controllers.volcano.setup import setup_controllers as volcano_setup
+    from pumice.controllers import kube, ray, volcano
 
     table: dict[str, SetupFn] = {
         "kube": functools.partial(kube.setup, root_ca=root_ca),
         "ray": functools.partial(ray.setup, batch_scheduler=None if batch_scheduler in (None, "", "none")
                                  else batch_scheduler, **dict(ray_options or {})),
-        # The package's ``setup`` attribute is replaced by its submodule ``setup`` once anything
-        # imports ``pumice.controllers.volcano.setup``: take the function from the submodule.
-        "volcano": volcano_setup,
+        "volcano": volcano.setup,
     }
     return [table[n] for n in names]

@@ -280,7 +280,7 @@ async def _run(cfg: SimConfig, clock: LoopClock, progress: Progress | None) -> S
     from pumice.controllers import kube as kube_controllers
     from pumice.controllers import ray as ray_controllers
     from pumice.controllers import volcano as volcano_controllers
-    from pumice.controllers.volcano.setup import setup_controllers as setup_volcano_controllers
+    from pumice.controllers.volcano.wiring import setup_controllers as setup_volcano_controllers
     from pumice.node.agent import AgentConfig, NodeAgent
     from pumice.runtime.manager import Manager
     from pumice.simulate.ray_dashboard import SimulatedRayDashboard

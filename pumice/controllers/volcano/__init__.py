@@ -59,6 +59,6 @@ def setup(mgr: Any, **options: Any) -> None:
     Options: ``scheduler_names`` (tuple, default ``("volcano",)``), ``create_default_queue``
     (default True), ``workers`` (concurrent job/podgroup reconciles, default 4).
     """
-    from pumice.controllers.volcano.setup import setup_controllers
+    from pumice.controllers.volcano.wiring import setup_controllers
 
     setup_controllers(mgr, **options)
