@@ -45,7 +45,7 @@ from pumice.apiserver.errors import StatusError
 from pumice.apiserver.metrics import MetricsAPI
 from pumice.apiserver.registry import DeleteOptions, Registry
 from pumice.apiserver.store import Stored
-from pumice.apiserver.streaming import StreamProxy
+from pumice.apiserver.streaming import StreamProxy, kubelet_endpoint
 
 __all__ = ["MAX_BODY_BYTES", "build_app"]
 
@@ -831,21 +831,7 @@ class _Api:
             inits = [c.get("name") for c in (pod.get("spec") or {}).get("initContainers") or []]
             if container not in containers and container not in inits:
                 raise errors.bad_request(f"container {container} is not valid for pod {name}")
-        node_name = (pod.get("spec") or {}).get("nodeName")
-        if not node_name:
-            raise errors.bad_request(f'pod {name} does not have a host assigned')
-        nodes = self.scheme.by_api_version_kind("v1", "Node")
-        assert nodes is not None
-        node = self.registry.store.get("/nodes", "", node_name)
-        if node is None:
-            raise errors.not_found(nodes, node_name)
-        status = node.obj.get("status") or {}
-        ip = next((a.get("address") for a in status.get("addresses") or [] if a.get("type") == "InternalIP"), None)
-        port = ((status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port")
-        if not ip or not port:
-            raise errors.bad_request(
-                f"pod {name} runs on node {node_name}, which has no kubelet endpoint for logs: its node agent runs "
-                "the simulated runtime (no container processes, so no logs, exec or attach)")
+        ip, port = kubelet_endpoint(self.registry, pod, "logs")
         params: dict[str, str] = {k: query[k] for k in ("follow", "tailLines", "sinceSeconds", "sinceTime", "timestamps",
                                         "previous", "limitBytes") if k in query}
         url = f"http://{ip}:{port}/containerLogs/{namespace}/{name}/{container}"

@@ -42,6 +42,34 @@ STREAM_SUBRESOURCES = frozenset({"exec", "attach", "portforward"})
 DEFAULT_CONTAINER_ANNOTATION = "kubectl.kubernetes.io/default-container"
 
 
+
+def kubelet_endpoint(registry: Registry, pod: dict[str, Any], what: str) -> tuple[str, int]:
+    """``(InternalIP, kubelet port)`` of the Node ``pod`` is bound to, where the API server reaches
+    the node agent for ``what`` (logs, exec, attach, portforward).
+
+    Raises:
+        StatusError: 400 when the Pod has no Node yet, or its Node no kubelet endpoint (an agent
+            on the simulated runtime runs no processes); 404 when the Node is gone.
+    """
+    name = (pod.get("metadata") or {}).get("name", "")
+    node_name = (pod.get("spec") or {}).get("nodeName")
+    if not node_name:
+        raise errors.bad_request(f"pod {name} does not have a host assigned")
+    nodes = registry.scheme.by_api_version_kind("v1", "Node")
+    assert nodes is not None
+    node = registry.store.get("/nodes", "", node_name)
+    if node is None:
+        raise errors.not_found(nodes, node_name)
+    status = node.obj.get("status") or {}
+    ip = next((a.get("address") for a in status.get("addresses") or [] if a.get("type") == "InternalIP"), None)
+    port = ((status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port")
+    if not ip or not port:
+        raise errors.bad_request(
+            f"pod {name} runs on node {node_name}, which has no kubelet endpoint for {what}: its node agent runs "
+            "the simulated runtime (no container processes, so no logs, exec or attach)")
+    return str(ip), int(port)
+
+
 def stream_location(registry: Registry, namespace: str, name: str, sub: str,
                     query: dict[str, list[str]]) -> tuple[str, int, str]:
     """``(host, port, target)`` of the node agent endpoint serving ``sub`` for the Pod.
@@ -66,21 +94,7 @@ def stream_location(registry: Registry, namespace: str, name: str, sub: str,
                                      f"[{' '.join(str(n) for n in names)}]")
     elif container not in names and container not in inits:
         raise errors.bad_request(f"container {container} is not valid for pod {name}")
-    node_name = spec.get("nodeName")
-    if not node_name:
-        raise errors.bad_request(f"pod {name} does not have a host assigned")
-    nodes = registry.scheme.by_api_version_kind("v1", "Node")
-    assert nodes is not None
-    node = registry.store.get("/nodes", "", node_name)
-    if node is None:
-        raise errors.not_found(nodes, node_name)
-    status = node.obj.get("status") or {}
-    ip = next((a.get("address") for a in status.get("addresses") or [] if a.get("type") == "InternalIP"), None)
-    port = ((status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port")
-    if not ip or not port:
-        raise errors.bad_request(
-            f"pod {name} runs on node {node_name}, which has no kubelet endpoint for {sub}: its node agent runs "
-            "the simulated runtime (no container processes, so no logs, exec or attach)")
+    ip, port = kubelet_endpoint(registry, pod, sub)
     if sub == "portforward":
         return str(ip), int(port), f"/portForward/{namespace}/{name}"
     q = [(k, v) for k, vs in query.items() for v in vs if k != "container"]
