@@ -369,6 +369,8 @@ def load_yaml(path: Path) -> Workload:
     arrivals: list[Arrival] = []
     queues: list[str] = []
     for d in docs:
+        if not isinstance(d, dict):
+            raise InputError(f"{path}: a workload document is a mapping with `arrivals:`, not {type(d).__name__}")
         queues += [str(q) for q in d.get("queues") or []]
         for i, a in enumerate(d.get("arrivals") or []):
             if "manifest" not in a:
@@ -376,6 +378,11 @@ def load_yaml(path: Path) -> Workload:
             count, every = int(a.get("count", 1)), float(a.get("every", 0))
             for k in range(count):
                 arrivals.append(_yaml_arrival(path, a, k, count, float(a.get("at", 0)) + k * every))
+    if not arrivals:
+        kinds = sorted({str(d.get("kind")) for d in docs if d.get("kind") and d.get("kind") != "Workload"})
+        found = f"; it holds {', '.join(kinds)} manifest(s): put each under arrivals[].manifest" if kinds else ""
+        raise InputError(f"{path}: no arrivals (a workload lists `arrivals:`, each with `at`, `duration` and a "
+                         f"`manifest`){found}")
     for a in arrivals:
         if a.queue not in queues:
             queues.append(a.queue)

@@ -91,3 +91,14 @@ def test_sample_and_scale_are_seeded_and_keep_time_order() -> None:
     assert [x.job for x in a.arrivals] == [x.job for x in b.arrivals]
     assert [x.time for x in a.arrivals] == sorted(x.time for x in a.arrivals)
     assert [x.time for x in scale(w, 2.0).arrivals] == [x.time / 2 for x in w.arrivals]
+
+
+def test_a_plain_manifest_given_as_a_workload_is_refused_not_simulated_as_nothing(tmp_path: Path) -> None:
+    """Found by the new-user trial: a Volcano Job manifest passed as --workload ran an empty
+    simulation and reported 0 jobs."""
+    from pumice.simulate.workload import load_workload
+
+    f = tmp_path / "job.yaml"
+    f.write_text("apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j}\nspec: {tasks: []}\n")
+    with pytest.raises(InputError, match=r"no arrivals.*it holds Job manifest"):
+        load_workload(f)
