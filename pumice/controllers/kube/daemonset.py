@@ -24,10 +24,16 @@ import logging
 from pumice.api import Obj, meta
 from pumice.api.scheme import DAEMON_SET, NODE, POD
 from pumice.api.selectors import from_label_selector
-from pumice.client.base import ApiError, KubeClient, is_not_found
+from pumice.client.base import ApiError, KubeClient
 from pumice.client.informer import OWNER_UID_INDEX, Informer
 from pumice.controllers.kube.options import KubeOptions
-from pumice.controllers.kube.podutil import compute_hash, controller_ref, is_terminal, scaled_value
+from pumice.controllers.kube.podutil import (
+    compute_hash,
+    controller_ref,
+    delete_exactly,
+    is_terminal,
+    scaled_value,
+)
 from pumice.runtime import Request, Result
 from pumice.runtime.events import EventRecorder
 from pumice.runtime.manager import Manager
@@ -174,14 +180,8 @@ class DaemonSetReconciler:
         self.recorder.event(ds, "Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}")
 
     async def _delete(self, ds: Obj, pod: Obj) -> None:
-        md = pod["metadata"]
-        try:
-            await self.client.delete(POD, md["name"], md.get("namespace"), preconditions={"uid": md["uid"]})
-        except ApiError as e:
-            if is_not_found(e) or e.code == 409:
-                return
-            raise
-        self.recorder.event(ds, "Normal", "SuccessfulDelete", f"Deleted pod: {md['name']}")
+        if await delete_exactly(self.client, pod):
+            self.recorder.event(ds, "Normal", "SuccessfulDelete", f"Deleted pod: {pod['metadata']['name']}")
 
     async def _status(self, ds: Obj, by_node: dict[str, list[Obj]], wanted: list[str], nodes: dict[str, Obj],
                       rev: str) -> None:

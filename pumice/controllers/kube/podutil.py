@@ -18,6 +18,8 @@ import msgspec
 
 from pumice._util.clock import parse_rfc3339
 from pumice.api import Obj, meta
+from pumice.api.scheme import POD
+from pumice.client.base import ApiError, KubeClient, is_not_found
 
 _ENC = msgspec.json.Encoder()
 _DEC = msgspec.json.Decoder()
@@ -174,3 +176,18 @@ def controller_uid(obj: Obj) -> str | None:
     return None
 
 
+async def delete_exactly(client: KubeClient, pod: Obj) -> bool:
+    """Delete this Pod and not a namesake made since (uid precondition). Returns False when it is
+    already gone or was replaced (404, 409), True when this call deleted it.
+
+    Raises:
+        ApiError: any other failure.
+    """
+    md = pod["metadata"]
+    try:
+        await client.delete(POD, md["name"], md.get("namespace"), preconditions={"uid": md["uid"]})
+    except ApiError as e:
+        if is_not_found(e) or e.code == 409:
+            return False
+        raise
+    return True

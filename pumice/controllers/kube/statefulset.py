@@ -28,10 +28,10 @@ import logging
 from pumice._util.clock import Clock
 from pumice.api import Obj, meta
 from pumice.api.scheme import CONTROLLER_REVISION, PERSISTENT_VOLUME_CLAIM, POD, STATEFUL_SET
-from pumice.client.base import ApiError, KubeClient, is_already_exists, is_conflict, is_not_found
+from pumice.client.base import ApiError, KubeClient, is_already_exists, is_conflict
 from pumice.client.informer import OWNER_UID_INDEX, Informer
 from pumice.controllers.kube.options import KubeOptions
-from pumice.controllers.kube.podutil import compute_hash, controller_ref, is_terminal
+from pumice.controllers.kube.podutil import compute_hash, controller_ref, delete_exactly, is_terminal
 from pumice.runtime import Request, Result
 from pumice.runtime.events import EventRecorder
 from pumice.runtime.manager import Manager
@@ -260,12 +260,8 @@ class StatefulSetReconciler:
 
     async def _delete(self, sts: Obj, pod: Obj, why: str) -> None:
         md = pod["metadata"]
-        try:
-            await self.client.delete(POD, md["name"], md.get("namespace"), preconditions={"uid": md["uid"]})
-        except ApiError as e:
-            if is_not_found(e) or e.code == 409:
-                return
-            raise
+        if not await delete_exactly(self.client, pod):
+            return
         log.debug("statefulset %s: deleted %s (%s)", sts["metadata"]["name"], md["name"], why)
         self.recorder.event(sts, "Normal", "SuccessfulDelete",
                             f"delete Pod {md['name']} in StatefulSet {sts['metadata']['name']} successful")
