@@ -21,7 +21,7 @@ DEFAULT_DATA_DIR = "~/.local/share/pumice"
 @click.command(name="apiserver")
 @click.option("--data-dir", default=DEFAULT_DATA_DIR, show_default=True, help="Where the database, token and "
               "kubeconfig live.")
-@click.option("--port", default=6443, show_default=True, type=int, help="Port to listen on (0: any free port).")
+@click.option("--port", default=6443, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on (0: any free port).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind; non-loopback needs TLS.")
 @click.option("--no-crds", is_flag=True, help="Do not install the built-in ray.io and volcano CRDs.")
 @click.option("--durability", type=click.Choice(["strict", "relaxed"]), default="strict", show_default=True,

@@ -24,7 +24,7 @@ from pumice.cli._signals import stop_on_signals
               help="Kubeconfig of the API server (default: $KUBECONFIG or ~/.kube/config).")
 @click.option("--context", default=None, help="Kubeconfig context.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", type=int, default=8080, show_default=True, help="Port (0: a free one).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True, help="Port (0: a free one).")
 @click.option("--metrics-url", "metrics_urls", multiple=True,
               help="A Prometheus /metrics URL to chart (e.g. a scheduler's); repeatable.")
 @click.option("--scheduler-conf", type=click.Path(exists=True, dir_okay=False), default=None,

@@ -198,6 +198,13 @@ def command(print_: bool, namespace: str, image: str, batch_scheduler: str) -> N
     """Print the manifests that install pumice's operator, scheduler and webhook on a cluster."""
     if not print_:
         raise click.UsageError("pass --print and apply the output: pumice install --print | kubectl apply --server-side -f -")
+    from pumice.api.validation import is_dns1123_label
+
+    problems = is_dns1123_label(namespace)
+    if problems:
+        raise click.BadParameter(f"{namespace!r}: {'; '.join(problems)}", param_hint="--namespace")
+    if not image.strip():
+        raise click.BadParameter("an image name is required", param_hint="--image")
     objs = manifests(namespace=namespace, image=image, batch_scheduler=batch_scheduler)
     # libyaml's emitter (PyYAML's wheels ship it): the pure-Python one takes seconds over the CRDs
     click.echo(yaml.dump_all(objs, Dumper=yaml.CSafeDumper, sort_keys=False), nl=False)

@@ -348,9 +348,9 @@ def check_port_free(host: str, port: int) -> None:
 @click.option("--data-dir", type=click.Path(path_type=Path), default=DEFAULT_DATA_DIR, show_default=True,
               help="Where the database, kubeconfig, logs and Pod files live.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="API server bind address.")
-@click.option("--port", type=int, default=6443, show_default=True, help="API server port.")
+@click.option("--port", type=click.IntRange(0, 65535), default=6443, show_default=True, help="API server port.")
 @click.option("--runtime", type=click.Choice(["process", "simulated"]), default="process", show_default=True)
-@click.option("--nodes", type=int, default=1, show_default=True, help="Number of Nodes the agent hosts.")
+@click.option("--nodes", type=click.IntRange(min=1), default=1, show_default=True, help="Number of Nodes the agent hosts.")
 @click.option("--node-cpu", default=None, help="cpu per Node (default: the machine's).")
 @click.option("--node-memory", default=None, help="memory per Node, e.g. 8Gi (default: the machine's).")
 @click.option("--batch-scheduler", type=click.Choice(["volcano", "none"]), default="volcano", show_default=True,
@@ -371,7 +371,7 @@ def check_port_free(host: str, port: int) -> None:
 @click.option("--durability", type=click.Choice(["strict", "relaxed"]), default="strict", show_default=True,
               help="strict: a write is acknowledged once it is on disk (survives a power cut); relaxed: once "
               "committed (survives a killed process only), for throwaway clusters.")
-@click.option("--dashboard-port", type=int, default=None,
+@click.option("--dashboard-port", type=click.IntRange(0, 65535), default=None,
               help="Port of the web UI on 127.0.0.1 (0: a free one). Default 8080, or a free port when "
                    "8080 is taken.")
 @click.option("--no-dashboard", is_flag=True, help="Do not serve the web UI.")
@@ -384,6 +384,8 @@ def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node
             pod_egress: str, keep_pods: bool, scheduler_conf: str | None, agent_scheduler: bool, durability: str, dashboard_port: int | None,
             no_dashboard: bool, controller_groups: str, verbose: bool) -> None:
     """Run the whole embedded control plane on this machine (Ctrl-C stops it cleanly)."""
+    if no_dashboard and dashboard_port is not None:
+        raise click.UsageError("--no-dashboard and --dashboard-port contradict each other")
     for flag, q in (("--node-cpu", node_cpu), ("--node-memory", node_memory)):
         if q is not None and (not is_quantity(q) or parse_quantity(q) <= 0):
             raise click.BadParameter(f"{q!r} is not a positive quantity", param_hint=flag)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from pathlib import Path
 
 import click
@@ -42,6 +43,11 @@ def command(kubeconfig: str | None, host: str, port: int, tls_cert_file: str, tl
         client = connect(kubeconfig, user_agent=component_user_agent("webhook"))
     except (OSError, ValueError) as e:
         raise click.ClickException(f"cannot load kubeconfig {kubeconfig or '(default)'}: {e}") from None
+    try:  # uvicorn would only say "PEM lib": name the files
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(tls_cert_file, tls_private_key_file)
+    except (ssl.SSLError, OSError) as e:
+        raise click.ClickException(f"cannot use --tls-cert-file {tls_cert_file} with --tls-private-key-file "
+                                   f"{tls_private_key_file}: {e}") from None
     hooks = default_webhooks(scheduler_name=scheduler_name)
     app = build_app(hooks, client)
 

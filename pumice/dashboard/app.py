@@ -31,7 +31,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
@@ -735,7 +735,10 @@ class Dashboard:
             return Response(status_code=401)
         ns, name = request.path_params["ns"], request.path_params["name"]
         container = request.query_params.get("container") or None
-        tail = int(request.query_params.get("tail") or 500)
+        raw_tail = request.query_params.get("tail") or "500"
+        if not raw_tail.isdigit():
+            return PlainTextResponse(f"tail must be a number of lines, not {raw_tail!r}\n", 400)
+        tail = int(raw_tail)
         follow = request.query_params.get("follow", "1") == "1"
         client: Any = sess.client
 
