@@ -154,70 +154,30 @@ class AllocateAction:
         allocated_hn = job.allocated_hypernode
         while not tasks.empty():
             task = tasks.pop()
-            if not ssn.allocatable(q, task):
-                continue
-            if task.sch_gated:
-                continue
-            if job.task_has_fit_errors(task):
-                fe = FitErrors()
-                fe.set_error(f"Task {task.name} with role spec {task.role} has already predicated failed, skip")
-                job.nodes_fit_errors[task.uid] = fe
+            if not _worth_trying(ssn, job, q, task):
                 continue
             err = ssn.pre_predicate_fn(task)
             if err is not None:
                 fe = FitErrors()
                 fe.set_error(err)
-                job.nodes_fit_errors[task.uid] = fe
-                if job.need_continue_allocating():
+                if _record_unfit(job, task, fe):
                     continue
                 break
-            nodes: list[NodeInfo] = []
-            fit_errors = FitErrors()
-            nominated = task.nominated_node_name
-            if subset is not None and nominated and ssn.nodes.get(nominated) not in subset:
-                nominated = ""
-            if nominated and nominated in ssn.nodes and task.resreq.less_equal(ssn.nodes[nominated].future_idle(), Dimension.ZERO):
-                nodes, fit_errors = predicate_nodes(ssn, task, [ssn.nodes[nominated]], "allocate", sample=False)
+            nodes = _nominated_nodes(ssn, task, subset)
             if topo:
                 task.job_allocated_hypernode = allocated_hn
             node: NodeInfo | None = None
             if nodes:
                 node = best_node(ssn, task, nodes)
-            elif subset is not None:
-                nodes, fit_errors = predicate_nodes(ssn, task, subset, "allocate")
-                if not nodes:
-                    job.nodes_fit_errors[task.uid] = fit_errors
-                    if job.need_continue_allocating():
-                        continue
-                    break
-                node = best_node(ssn, task, nodes)
             else:
-                feasible = 0
-                vec = predicate_rows(ssn, task, "allocate")
-                if vec is not None:
-                    rows, fit_errors = vec
-                    feasible = len(rows)
-                    if feasible:
-                        node = best_node_rows(ssn, task, rows)
-                else:
-                    nodes, fit_errors = predicate_nodes(ssn, task, None, "allocate")
-                    feasible = len(nodes)
-                    if feasible:
-                        node = best_node(ssn, task, nodes)
-                if not feasible:
-                    job.nodes_fit_errors[task.uid] = fit_errors
-                    if job.need_continue_allocating():
+                node, fit_errors = _search_nodes(ssn, task, subset)
+                if fit_errors is not None:
+                    if _record_unfit(job, task, fit_errors):
                         continue
                     break
             if node is None:
                 continue
-            try:
-                if task.resreq.less_equal(node.idle, Dimension.ZERO):
-                    stmt.allocate(task, node)
-                elif task.resreq.less_equal(node.future_idle(), Dimension.ZERO):
-                    stmt.pipeline(task, node.name, False)
-            except Exception as e:
-                ssn.record_error("allocate", task, node.name, e)
+            if not _allocate_or_pipeline(ssn, stmt, task, node):
                 continue
             if topo:
                 leaf = ssn.hypernodes.leaf_of(node.name)
@@ -229,3 +189,71 @@ class AllocateAction:
             return stmt
         stmt.discard()
         return None
+
+
+def _worth_trying(ssn: Session, job: JobInfo, q: QueueInfo, task: TaskInfo) -> bool:
+    """False for a task the queue cannot take now, a scheduling-gated task, or one whose role
+    already failed predicates this session (recorded as its fit error)."""
+    if not ssn.allocatable(q, task):
+        return False
+    if task.sch_gated:
+        return False
+    if job.task_has_fit_errors(task):
+        fe = FitErrors()
+        fe.set_error(f"Task {task.name} with role spec {task.role} has already predicated failed, skip")
+        job.nodes_fit_errors[task.uid] = fe
+        return False
+    return True
+
+
+def _record_unfit(job: JobInfo, task: TaskInfo, fit_errors: FitErrors) -> bool:
+    """Record why ``task`` fits nowhere; True to go on with the job's next task, False to stop."""
+    job.nodes_fit_errors[task.uid] = fit_errors
+    return job.need_continue_allocating()
+
+
+def _nominated_nodes(ssn: Session, task: TaskInfo, subset: list[NodeInfo] | None) -> list[NodeInfo]:
+    """The task's nominated node when it is in ``subset`` (if any), its future idle holds the
+    task and it passes the predicates; else []."""
+    nominated = task.nominated_node_name
+    if subset is not None and nominated and ssn.nodes.get(nominated) not in subset:
+        nominated = ""
+    if nominated and nominated in ssn.nodes and task.resreq.less_equal(ssn.nodes[nominated].future_idle(), Dimension.ZERO):
+        nodes, _ = predicate_nodes(ssn, task, [ssn.nodes[nominated]], "allocate", sample=False)
+        return nodes
+    return []
+
+
+def _search_nodes(ssn: Session, task: TaskInfo, subset: list[NodeInfo] | None) -> tuple[NodeInfo | None, FitErrors | None]:
+    """The best feasible node in ``subset`` (or the cluster, vectorised when possible):
+    ``(node, None)``; ``(None, fit_errors)`` when no node is feasible; ``(None, None)`` when
+    nodes are feasible but none was chosen."""
+    if subset is not None:
+        nodes, fit_errors = predicate_nodes(ssn, task, subset, "allocate")
+        if not nodes:
+            return None, fit_errors
+        return best_node(ssn, task, nodes), None
+    vec = predicate_rows(ssn, task, "allocate")
+    if vec is not None:
+        rows, fit_errors = vec
+        if len(rows) == 0:
+            return None, fit_errors
+        return best_node_rows(ssn, task, rows), None
+    nodes, fit_errors = predicate_nodes(ssn, task, None, "allocate")
+    if not nodes:
+        return None, fit_errors
+    return best_node(ssn, task, nodes), None
+
+
+def _allocate_or_pipeline(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeInfo) -> bool:
+    """Allocate ``task`` on ``node`` when it fits the idle resources, pipeline it when it fits
+    the future idle; False (error recorded) when the statement refused."""
+    try:
+        if task.resreq.less_equal(node.idle, Dimension.ZERO):
+            stmt.allocate(task, node)
+        elif task.resreq.less_equal(node.future_idle(), Dimension.ZERO):
+            stmt.pipeline(task, node.name, False)
+    except Exception as e:
+        ssn.record_error("allocate", task, node.name, e)
+        return False
+    return True

@@ -108,9 +108,38 @@ class CapacityPlugin:
             cur = self.attrs.get(cur.parent)
         return out
 
+    @property
+    def _reclaim_level(self) -> int:
+        """How many ancestor levels reclaim looks through (``ancestorReclaimLevel``; 0 when flat)."""
+        return self.args.ancestor_reclaim_level if self.hierarchy else 0
+
     def on_session_open(self, ssn: Session) -> None:
         opt = ssn.plugin_option(PLUGIN_NAME)
         self.hierarchy = bool(opt and opt.enabled("enableHierarchy"))
+        self._build_queue_attrs(ssn)
+        self._account_jobs(ssn)
+        for a in self.attrs.values():
+            update_share(a)
+        self._register_order_fns(ssn)
+        self._register_quota_fns(ssn)
+        ssn.add_reclaimable_fn(PLUGIN_NAME, lambda reclaimer, reclaimees: self._reclaim_victims(ssn, reclaimer, reclaimees))
+        self._register_enqueue_fns(ssn)
+
+        def on_event(ev: Event, sign: int) -> None:
+            job = ssn.jobs.get(ev.task.job)
+            if job is None:
+                return
+            for a in self._ancestors(job.queue):
+                a.allocated = a.allocated + ev.task.resreq if sign > 0 else a.allocated - ev.task.resreq
+                update_share(a)
+
+        ssn.add_event_handler(EventHandler(lambda e: on_event(e, 1), lambda e: on_event(e, -1)))
+
+    def _build_queue_attrs(self, ssn: Session) -> None:
+        """One QueueAttr per queue (every queue when hierarchical, else the queues with jobs), with
+        realCapability and deserved clamped between guarantee and realCapability.
+
+        Mirrors: capacity.go buildQueueAttrs / buildHierarchicalQueueAttrs."""
         total = ssn.total_resource
         total_guarantee = sum_resources(q.guarantee for q in ssn.queues.values() if q.guarantee is not None)
         queues = ssn.queues if self.hierarchy else {j.queue: ssn.queues[j.queue] for j in ssn.jobs.values() if j.queue in ssn.queues}
@@ -134,6 +163,10 @@ class CapacityPlugin:
                 a.real_capability = real_capability(total, total_guarantee, a.guarantee, a.capability)
         for a in self.attrs.values():
             a.deserved = clamp_deserved(a.deserved, a.real_capability, a.guarantee)
+
+    def _account_jobs(self, ssn: Session) -> None:
+        """Add each job's allocated, requested, inqueue and elastic resources to its queue and
+        (when hierarchical) every ancestor."""
         for job in ssn.jobs.values():
             if job.queue not in self.attrs:
                 continue
@@ -158,8 +191,10 @@ class CapacityPlugin:
             for a in chain:
                 a.inqueue = a.inqueue + inq
                 a.elastic = a.elastic + el
-        for a in self.attrs.values():
-            update_share(a)
+
+    def _register_order_fns(self, ssn: Session) -> None:
+        """QueueOrder (priority, then lower share; leaves first and by sibling share when
+        hierarchical) and, when hierarchical, VictimQueueOrder (closest to the preemptor first)."""
 
         def compare(la: QueueAttr, ra: QueueAttr) -> int:
             if la.share == ra.share:
@@ -201,6 +236,10 @@ class CapacityPlugin:
 
             ssn.add_victim_queue_order_fn(PLUGIN_NAME, victim_queue_order)
 
+    def _register_quota_fns(self, ssn: Session) -> None:
+        """Allocatable (within realCapability up the chain) and Preemptive (some requested
+        dimension still under deserved, here or at an ancestor within ``ancestorReclaimLevel``)."""
+
         def allocatable(q: QueueInfo, task: TaskInfo) -> bool:
             if not q.is_open():
                 return False
@@ -227,7 +266,7 @@ class CapacityPlugin:
                 return False
             filtered = _filter_zero(req, future, attr.deserved)
             found, _ = future.less_equal_partly_in_request_dims(attr.deserved, filtered)
-            for depth in range(1, level + 1):
+            for depth in range(1, self._reclaim_level + 1):
                 if found:
                     break
                 anc = self.attrs.get(self._ancestor_at(attr, depth) or "")
@@ -237,59 +276,70 @@ class CapacityPlugin:
                 found, _ = anc_future.less_equal_partly_in_request_dims(anc.deserved, _filter_zero(req, anc_future, anc.deserved))
             return found
 
-        level = self.args.ancestor_reclaim_level if self.hierarchy else 0
         ssn.add_preemptive_fn(PLUGIN_NAME, preemptive)
 
-        def reclaimable(reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
-            victims = []
-            allocations: dict[str, Resource] = {}
-            rnames = {n for n in reclaimer.resreq.resource_names() if n != PODS}
-            rjob = ssn.jobs.get(reclaimer.job)
-            rattr = self.attrs.get(rjob.queue) if rjob is not None else None
-            order = ssn.build_victims_priority_queue(reclaimees, reclaimer)
-            while not order.empty():
-                r = order.pop()
-                job = ssn.jobs.get(r.job)
-                if job is None:
-                    continue
-                attr = self.attrs.get(job.queue)
-                if attr is None:
-                    continue
-                if not rnames & {n for n in r.resreq.resource_names() if n != PODS}:
-                    continue
-                alloc = allocations.get(job.queue, attr.allocated)
-                after = alloc - r.resreq
-                if not attr.guarantee.less_equal(after, Dimension.ZERO):
-                    continue
-                if _immediate_victim(r, attr.deserved):
-                    if level > 0 and rattr is not None and self._share_non_root_ancestor(rattr, attr, level) and not _relevant(
-                            reclaimer, rattr.deserved):
-                        continue
-                elif not _exceeds(alloc, attr.deserved, r):
-                    continue
-                ancestors: dict[str, Resource] = {}
-                eligible = True
-                for lv in range(1, level + 1):
-                    anc, need = self._reclaimee_ancestor(rattr, attr, lv)
-                    if not need:
-                        continue
-                    if anc is None:
-                        eligible = False
-                        break
-                    a_alloc = allocations.get(anc.queue_id, anc.allocated)
-                    ancestors[anc.queue_id] = a_alloc
-                    if not _immediate_victim(r, anc.deserved) and not _exceeds(a_alloc, anc.deserved, r):
-                        eligible = False
-                        break
-                if not eligible:
-                    continue
-                allocations[job.queue] = after
-                for qid, a_alloc in ancestors.items():
-                    allocations[qid] = a_alloc - r.resreq
-                victims.append(r)
-            return victims, Vote.PERMIT
+    def _reclaim_victims(self, ssn: Session, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+        """Reclaimable: victims, in the session's victim order, whose queue (and each checked
+        ancestor) stays at or above guarantee and is above deserved on a dimension the victim uses.
 
-        ssn.add_reclaimable_fn(PLUGIN_NAME, reclaimable)
+        Mirrors: capacity.go reclaimableFn."""
+        level = self._reclaim_level
+        victims = []
+        allocations: dict[str, Resource] = {}
+        rnames = {n for n in reclaimer.resreq.resource_names() if n != PODS}
+        rjob = ssn.jobs.get(reclaimer.job)
+        rattr = self.attrs.get(rjob.queue) if rjob is not None else None
+        order = ssn.build_victims_priority_queue(reclaimees, reclaimer)
+        while not order.empty():
+            r = order.pop()
+            job = ssn.jobs.get(r.job)
+            if job is None:
+                continue
+            attr = self.attrs.get(job.queue)
+            if attr is None:
+                continue
+            if not rnames & {n for n in r.resreq.resource_names() if n != PODS}:
+                continue
+            alloc = allocations.get(job.queue, attr.allocated)
+            after = alloc - r.resreq
+            if not attr.guarantee.less_equal(after, Dimension.ZERO):
+                continue
+            if _immediate_victim(r, attr.deserved):
+                if level > 0 and rattr is not None and self._share_non_root_ancestor(rattr, attr, level) and not _relevant(
+                        reclaimer, rattr.deserved):
+                    continue
+            elif not _exceeds(alloc, attr.deserved, r):
+                continue
+            ancestors = self._ancestors_over_deserved(rattr, attr, r, allocations, level)
+            if ancestors is None:
+                continue
+            allocations[job.queue] = after
+            for qid, a_alloc in ancestors.items():
+                allocations[qid] = a_alloc - r.resreq
+            victims.append(r)
+        return victims, Vote.PERMIT
+
+    def _ancestors_over_deserved(
+        self, rattr: QueueAttr | None, attr: QueueAttr, victim: TaskInfo, allocations: dict[str, Resource], level: int
+    ) -> dict[str, Resource] | None:
+        """The victim's checked ancestors (queue id -> allocation so far), or None when one of
+        them is missing or not above its deserved on a dimension the victim uses."""
+        ancestors: dict[str, Resource] = {}
+        for lv in range(1, level + 1):
+            anc, need = self._reclaimee_ancestor(rattr, attr, lv)
+            if not need:
+                continue
+            if anc is None:
+                return None
+            a_alloc = allocations.get(anc.queue_id, anc.allocated)
+            ancestors[anc.queue_id] = a_alloc
+            if not _immediate_victim(victim, anc.deserved) and not _exceeds(a_alloc, anc.deserved, victim):
+                return None
+        return ancestors
+
+    def _register_enqueue_fns(self, ssn: Session) -> None:
+        """JobEnqueueable (the job's minResources fit realCapability up the chain, else an
+        Unschedulable event) and JobEnqueued (count them as inqueue)."""
 
         def enqueueable(job: JobInfo) -> int:
             q = ssn.queues[job.queue]
@@ -324,16 +374,6 @@ class CapacityPlugin:
                 a.inqueue = a.inqueue + add
 
         ssn.add_job_enqueued_fn(PLUGIN_NAME, enqueued)
-
-        def on_event(ev: Event, sign: int) -> None:
-            job = ssn.jobs.get(ev.task.job)
-            if job is None:
-                return
-            for a in self._ancestors(job.queue):
-                a.allocated = a.allocated + ev.task.resreq if sign > 0 else a.allocated - ev.task.resreq
-                update_share(a)
-
-        ssn.add_event_handler(EventHandler(lambda e: on_event(e, 1), lambda e: on_event(e, -1)))
 
     def _ancestor_at(self, attr: QueueAttr, depth: int) -> str | None:
         """The queue ``depth`` levels above ``attr`` (1 = parent); None above the root."""

@@ -148,6 +148,22 @@ class DrfPlugin:
         self.total = ssn.total_resource
         opt = ssn.plugin_option(PLUGIN_NAME)
         hierarchy = bool(opt and opt.enabled("enableHierarchy"))
+        self._account_jobs(ssn, hierarchy)
+        self._register_preemptable_fn(ssn)
+        if hierarchy:
+            self._register_hierarchy_fns(ssn)
+        self._register_job_order_fn(ssn)
+
+        def on_alloc(ev: Event) -> None:
+            self._apply(ssn, ev.task, +1, hierarchy)
+
+        def on_dealloc(ev: Event) -> None:
+            self._apply(ssn, ev.task, -1, hierarchy)
+
+        ssn.add_event_handler(EventHandler(on_alloc, on_dealloc))
+
+    def _account_jobs(self, ssn: Session, hierarchy: bool) -> None:
+        """Each job's allocated resources and dominant share; when hierarchical, also the queue tree."""
         for job in ssn.jobs.values():
             alloc = Resource()
             for s, b in job.task_status_index.items():
@@ -162,6 +178,9 @@ class DrfPlugin:
                 if q is not None:
                     self.total_allocated = self.total_allocated + alloc
                     self.update_hierarchical_share(self.root, self.total_allocated, job, attr, q.hierarchy, q.weights)
+
+    def _register_preemptable_fn(self, ssn: Session) -> None:
+        """Preemptable: a victim's job share after losing it stays >= the preemptor's after gaining."""
 
         def preemptable(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
             latt = self.job_attrs.get(preemptor.job)
@@ -184,45 +203,51 @@ class DrfPlugin:
 
         ssn.add_preemptable_fn(PLUGIN_NAME, preemptable)
 
-        if hierarchy:
+    def _register_hierarchy_fns(self, ssn: Session) -> None:
+        """QueueOrder by the hierarchical-DRF tree and Reclaimable (victims whose queue would
+        still compare above the reclaimer's)."""
 
-            def queue_order(l: QueueInfo, r: QueueInfo) -> int:  # noqa: E741
-                ret = self.compare_queues(self.root, _hq(l), _hq(r))
-                return -1 if ret < 0 else (1 if ret > 0 else 0)
+        def queue_order(l: QueueInfo, r: QueueInfo) -> int:  # noqa: E741
+            ret = self.compare_queues(self.root, _hq(l), _hq(r))
+            return -1 if ret < 0 else (1 if ret > 0 else 0)
 
-            ssn.add_queue_order_fn(PLUGIN_NAME, queue_order)
+        ssn.add_queue_order_fn(PLUGIN_NAME, queue_order)
 
-            def reclaimable(reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
-                total_alloc = self.total_allocated
-                root = self.root.clone()
-                ljob = ssn.jobs.get(reclaimer.job)
-                if ljob is None or ljob.queue not in ssn.queues or ljob.uid not in self.job_attrs:
-                    return [], Vote.PERMIT
-                lq = _hq(ssn.queues[ljob.queue])
-                lattr = DrfAttr(self.job_attrs[ljob.uid].allocated + reclaimer.resreq)
-                total_alloc = total_alloc + reclaimer.resreq
-                self.update_share(lattr)
-                self.update_hierarchical_share(root, total_alloc, ljob, lattr, lq.hierarchy, lq.weights)
-                victims = []
-                for p in reclaimees:
-                    rjob = ssn.jobs.get(p.job)
-                    if rjob is None or rjob.queue not in ssn.queues or rjob.uid not in self.job_attrs:
-                        continue
-                    rq = _hq(ssn.queues[rjob.queue])
-                    total_alloc = total_alloc - p.resreq
-                    rattr = DrfAttr(self.job_attrs[rjob.uid].allocated - p.resreq)
-                    self.update_share(rattr)
-                    self.update_hierarchical_share(root, total_alloc, rjob, rattr, rq.hierarchy, rq.weights)
-                    ret = self.compare_queues(root, lq, rq)
-                    total_alloc = total_alloc + p.resreq
-                    rattr.allocated = rattr.allocated + p.resreq
-                    self.update_share(rattr)
-                    self.update_hierarchical_share(root, total_alloc, rjob, rattr, rq.hierarchy, rq.weights)
-                    if ret < 0:
-                        victims.append(p)
-                return victims, Vote.PERMIT
+        ssn.add_reclaimable_fn(PLUGIN_NAME, lambda reclaimer, reclaimees: self._reclaim_victims(ssn, reclaimer, reclaimees))
 
-            ssn.add_reclaimable_fn(PLUGIN_NAME, reclaimable)
+    def _reclaim_victims(self, ssn: Session, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+        """Reclaimable under enableHierarchy, on a clone of the tree. Mirrors: drf.go reclaimFn."""
+        total_alloc = self.total_allocated
+        root = self.root.clone()
+        ljob = ssn.jobs.get(reclaimer.job)
+        if ljob is None or ljob.queue not in ssn.queues or ljob.uid not in self.job_attrs:
+            return [], Vote.PERMIT
+        lq = _hq(ssn.queues[ljob.queue])
+        lattr = DrfAttr(self.job_attrs[ljob.uid].allocated + reclaimer.resreq)
+        total_alloc = total_alloc + reclaimer.resreq
+        self.update_share(lattr)
+        self.update_hierarchical_share(root, total_alloc, ljob, lattr, lq.hierarchy, lq.weights)
+        victims = []
+        for p in reclaimees:
+            rjob = ssn.jobs.get(p.job)
+            if rjob is None or rjob.queue not in ssn.queues or rjob.uid not in self.job_attrs:
+                continue
+            rq = _hq(ssn.queues[rjob.queue])
+            total_alloc = total_alloc - p.resreq
+            rattr = DrfAttr(self.job_attrs[rjob.uid].allocated - p.resreq)
+            self.update_share(rattr)
+            self.update_hierarchical_share(root, total_alloc, rjob, rattr, rq.hierarchy, rq.weights)
+            ret = self.compare_queues(root, lq, rq)
+            total_alloc = total_alloc + p.resreq
+            rattr.allocated = rattr.allocated + p.resreq
+            self.update_share(rattr)
+            self.update_hierarchical_share(root, total_alloc, rjob, rattr, rq.hierarchy, rq.weights)
+            if ret < 0:
+                victims.append(p)
+        return victims, Vote.PERMIT
+
+    def _register_job_order_fn(self, ssn: Session) -> None:
+        """JobOrder: lower dominant share first."""
 
         def job_order(l: JobInfo, r: JobInfo) -> int:  # noqa: E741
             ls = self.job_attrs[l.uid].share if l.uid in self.job_attrs else 0.0
@@ -232,14 +257,6 @@ class DrfPlugin:
             return -1 if ls < rs else 1
 
         ssn.add_job_order_fn(PLUGIN_NAME, job_order)
-
-        def on_alloc(ev: Event) -> None:
-            self._apply(ssn, ev.task, +1, hierarchy)
-
-        def on_dealloc(ev: Event) -> None:
-            self._apply(ssn, ev.task, -1, hierarchy)
-
-        ssn.add_event_handler(EventHandler(on_alloc, on_dealloc))
 
     def _apply(self, ssn: Session, task: TaskInfo, sign: int, hierarchy: bool) -> None:
         job = ssn.jobs.get(task.job)

@@ -73,6 +73,16 @@ class ProportionPlugin:
 
     def on_session_open(self, ssn: Session) -> None:
         self.total = ssn.total_resource
+        self._account_jobs(ssn)
+        self._set_deserved()
+        self._register_order_and_reclaim_fns(ssn)
+        self._register_quota_fns(ssn)
+        self._register_enqueue_fns(ssn)
+        self._register_event_handler(ssn)
+
+    def _account_jobs(self, ssn: Session) -> None:
+        """One QueueAttr per queue that has jobs (capability, guarantee, realCapability), with
+        the jobs' allocated, requested, inqueue and elastic resources added up."""
         total_guarantee = sum_resources(q.guarantee for q in ssn.queues.values() if q.guarantee is not None)
         for job in ssn.jobs.values():
             q = ssn.queues.get(job.queue)
@@ -108,12 +118,18 @@ class ProportionPlugin:
                 attr.inqueue = attr.inqueue + deduct_sch_gated(job, inqueue_resource(job, job.allocated))
             attr.elastic = attr.elastic + elastic_resources(job)
 
+    def _set_deserved(self) -> None:
+        """Water-fill ``deserved`` by weight over the queues (pure maths in _fair_share)."""
         order = sorted(self.queue_opts.values(), key=lambda a: a.name)
         claims = [Claim(a.queue_id, a.weight, a.request, a.real_capability, a.guarantee) for a in order]
         for qid, d in proportion_deserved(claims, self.total).items():
             attr = self.queue_opts[qid]
             attr.deserved = d
             update_share(attr)
+
+    def _register_order_and_reclaim_fns(self, ssn: Session) -> None:
+        """QueueOrder (priority, then lower share) and Reclaimable (victims from queues above
+        deserved)."""
 
         def queue_order(l: QueueInfo, r: QueueInfo) -> int:  # noqa: E741
             if l.priority != r.priority:
@@ -146,6 +162,10 @@ class ProportionPlugin:
 
         ssn.add_reclaimable_fn(PLUGIN_NAME, reclaimable)
 
+    def _register_quota_fns(self, ssn: Session) -> None:
+        """Overused (allocated reached deserved), Allocatable and Preemptive (within deserved in
+        the requested dimensions)."""
+
         def overused(q: QueueInfo) -> bool:
             attr = self.queue_opts.get(q.uid)
             if attr is None:
@@ -166,6 +186,10 @@ class ProportionPlugin:
 
         ssn.add_allocatable_fn(PLUGIN_NAME, lambda q, t: queue_allocatable(q, [t]))
         ssn.add_preemptive_fn(PLUGIN_NAME, queue_allocatable)
+
+    def _register_enqueue_fns(self, ssn: Session) -> None:
+        """JobEnqueueable (minResources fit realCapability, else an Unschedulable event) and
+        JobEnqueued (count them as inqueue)."""
 
         def enqueueable(job: JobInfo) -> int:
             q = ssn.queues[job.queue]
@@ -195,6 +219,9 @@ class ProportionPlugin:
             attr.inqueue = attr.inqueue + deduct_sch_gated(job, job.min_resources or Resource())
 
         ssn.add_job_enqueued_fn(PLUGIN_NAME, enqueued)
+
+    def _register_event_handler(self, ssn: Session) -> None:
+        """Allocate/deallocate events move the queue's allocated and share."""
 
         def on_alloc(ev: Event) -> None:
             job = ssn.jobs.get(ev.task.job)
