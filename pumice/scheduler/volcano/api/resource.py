@@ -14,7 +14,8 @@ from __future__ import annotations
 import enum
 import functools
 import math
-from collections.abc import Iterable, Mapping
+import operator
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pumice.api.quantity import QuantityError, milli_value, value
@@ -273,53 +274,22 @@ class Resource:
                 names.append(n)
         return not names, names
 
-    def less(self, other: Resource, missing: Dimension) -> bool:
-        """All dimensions strictly less (no epsilon)."""
-        if not (self.milli_cpu < other.milli_cpu and self.memory < other.memory):
-            return False
-        osc = other._scalars
-        if missing is Dimension.INFINITY:
-            for n in osc:
-                if n not in self._scalars:
-                    return False
-        for n, v in self._scalars.items():
-            if n not in osc and missing is Dimension.INFINITY:
-                continue
-            if not v < osc.get(n, 0.0):
-                return False
-        return True
-
-    def less_partly(self, other: Resource, missing: Dimension) -> bool:
-        """Some dimension strictly less."""
-        if self.milli_cpu < other.milli_cpu or self.memory < other.memory:
-            return True
-        osc = other._scalars
-        if missing is Dimension.ZERO:
-            for n in osc:
-                if n not in self._scalars:
-                    return True
-        for n, v in self._scalars.items():
-            if n not in osc and missing is Dimension.INFINITY:
-                return True
-            if v < osc.get(n, 0.0):
-                return True
-        return False
-
-    def less_equal_partly(self, other: Resource, missing: Dimension) -> bool:
-        """Some dimension <= within MIN_RESOURCE."""
-        if _le(self.milli_cpu, other.milli_cpu) or _le(self.memory, other.memory):
-            return True
-        osc = other._scalars
-        if missing is Dimension.ZERO:
-            for n in osc:
-                if n not in self._scalars:
-                    return True
-        for n, v in self._scalars.items():
-            if n not in osc and missing is Dimension.INFINITY:
-                return True
-            if _le(v, osc.get(n, 0.0)):
-                return True
-        return False
+    def _request_dims(self, other: Resource, req: Resource, cmp: Callable[[float, float], bool],
+                      *, scalars: bool = True) -> list[str]:
+        """The names of the dimensions requested by ``req`` (``> 0``; ``pods`` ignored) where
+        ``cmp(self, other)`` holds; scalars only when ``scalars``."""
+        names = []
+        if req.milli_cpu > 0 and cmp(self.milli_cpu, other.milli_cpu):
+            names.append(CPU)
+        if req.memory > 0 and cmp(self.memory, other.memory):
+            names.append(MEMORY)
+        if scalars:
+            for n, q in req._scalars.items():
+                if n in _IGNORED_SCALARS:
+                    continue
+                if q > 0 and cmp(self._scalars.get(n, 0.0), other._scalars.get(n, 0.0)):
+                    names.append(n)
+        return names
 
     def less_equal_in_request_dims(self, other: Resource, req: Resource) -> tuple[bool, list[str]]:
         """Strict ``self > other`` test (no epsilon) on the dimensions where ``req > 0``; ``pods``
@@ -327,17 +297,7 @@ class Resource:
 
         Mirrors: resource_info.go LessEqualWithDimensionAndResourcesName.
         """
-        names = []
-        if req.milli_cpu > 0 and self.milli_cpu > other.milli_cpu:
-            names.append(CPU)
-        if req.memory > 0 and self.memory > other.memory:
-            names.append(MEMORY)
-        if self._scalars:
-            for n, q in req._scalars.items():
-                if n in _IGNORED_SCALARS:
-                    continue
-                if q > 0 and self._scalars.get(n, 0.0) > other._scalars.get(n, 0.0):
-                    names.append(n)
+        names = self._request_dims(other, req, operator.gt, scalars=bool(self._scalars))
         return not names, names
 
     def less_equal_partly_in_request_dims(self, other: Resource, req: Resource) -> tuple[bool, list[str]]:
@@ -345,16 +305,7 @@ class Resource:
 
         Mirrors: resource_info.go LessEqualPartlyWithDimension.
         """
-        names = []
-        if req.milli_cpu > 0 and _le(self.milli_cpu, other.milli_cpu):
-            names.append(CPU)
-        if req.memory > 0 and _le(self.memory, other.memory):
-            names.append(MEMORY)
-        for n, q in req._scalars.items():
-            if n in _IGNORED_SCALARS:
-                continue
-            if q > 0 and _le(self.get(n), other.get(n)):
-                names.append(n)
+        names = self._request_dims(other, req, _le)
         return bool(names), names
 
     def greater_partly_in_request_dims(self, other: Resource, req: Resource) -> tuple[bool, list[str]]:
@@ -362,16 +313,7 @@ class Resource:
 
         Mirrors: resource_info.go GreaterPartlyWithDimension.
         """
-        names = []
-        if req.milli_cpu > 0 and self.milli_cpu > other.milli_cpu:
-            names.append(CPU)
-        if req.memory > 0 and self.memory > other.memory:
-            names.append(MEMORY)
-        for n, q in req._scalars.items():
-            if n in _IGNORED_SCALARS:
-                continue
-            if q > 0 and self.get(n) > other.get(n):
-                names.append(n)
+        names = self._request_dims(other, req, operator.gt)
         return bool(names), names
 
     def equal(self, other: Resource) -> bool:
