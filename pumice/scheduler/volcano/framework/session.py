@@ -535,14 +535,22 @@ class Session:
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         self.cache_evict(task, reason)
+        self.mark_evicted(task, True)
+
+    def mark_evicted(self, task: TaskInfo, evicted: bool) -> None:
+        """Move ``task`` to Releasing (``evicted``) or back to Running on its job and node, and
+        fire the deallocate (or allocate) handlers. The cache is not told; see :meth:`evict`."""
         job = self.jobs.get(task.job)
         if job is not None:
-            job.update_task_status(task, TaskStatus.Releasing)
+            job.update_task_status(task, TaskStatus.Releasing if evicted else TaskStatus.Running)
         node = self.nodes.get(task.node_name)
         if node is not None:
             node.update_task(task)
-            node.mark_evicted(task.key, True)
-        self.fire_deallocate(task)
+            node.mark_evicted(task.key, evicted)
+        if evicted:
+            self.fire_deallocate(task)
+        else:
+            self.fire_allocate(task)
 
     def dispatch(self, task: TaskInfo) -> None:
         """Hand an Allocated task to the binder; it becomes Binding. Raises on bind failure."""

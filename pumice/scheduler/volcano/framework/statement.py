@@ -44,27 +44,11 @@ class Statement:
     # ----- operations ---------------------------------------------------------------------
     def evict(self, reclaimee: TaskInfo, reason: str) -> None:
         """Mark ``reclaimee`` Releasing in the session (its node moves it into ``releasing``)."""
-        ssn = self.ssn
-        job = ssn.jobs.get(reclaimee.job)
-        if job is not None:
-            job.update_task_status(reclaimee, TaskStatus.Releasing)
-        node = ssn.nodes.get(reclaimee.node_name)
-        if node is not None:
-            node.update_task(reclaimee)
-            node.mark_evicted(reclaimee.key, True)
-        ssn.fire_deallocate(reclaimee)
+        self.ssn.mark_evicted(reclaimee, True)
         self.operations.append(Operation(Op.Evict, reclaimee, reason))
 
     def _unevict(self, reclaimee: TaskInfo) -> None:
-        ssn = self.ssn
-        job = ssn.jobs.get(reclaimee.job)
-        if job is not None:
-            job.update_task_status(reclaimee, TaskStatus.Running)
-        node = ssn.nodes.get(reclaimee.node_name)
-        if node is not None:
-            node.update_task(reclaimee)
-            node.mark_evicted(reclaimee.key, False)
-        ssn.fire_allocate(reclaimee)
+        self.ssn.mark_evicted(reclaimee, False)
 
     def undo_evict(self, reclaimee: TaskInfo) -> None:
         """Take back this statement's eviction of ``reclaimee`` (a dry-run reprieve)."""
@@ -78,20 +62,8 @@ class Statement:
 
     def pipeline(self, task: TaskInfo, hostname: str, eviction_occurred: bool = False) -> None:
         """Place ``task`` on ``hostname`` against resources still being released."""
-        ssn = self.ssn
-        job = ssn.jobs[task.job]
-        job.update_task_status(task, TaskStatus.Pipelined)
-        task.node_name = hostname
         task.eviction_occurred = eviction_occurred
-        node = ssn.nodes[hostname]
-        try:
-            node.add_task(task)
-        except Exception:
-            job.update_task_status(task, TaskStatus.Pending)
-            task.node_name = ""
-            raise
-        ssn.fire_allocate(task)
-        self.operations.append(Operation(Op.Pipeline, task))
+        self._place(task, self.ssn.nodes[hostname], TaskStatus.Pipelined, Op.Pipeline)
 
     def _unpipeline(self, task: TaskInfo) -> None:
         ssn = self.ssn
@@ -106,10 +78,15 @@ class Statement:
 
     def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
         """Tentatively place ``task`` on ``node`` (Allocated; charges ``idle``)."""
+        self._place(task, node, TaskStatus.Allocated, Op.Allocate)
+
+    def _place(self, task: TaskInfo, node: NodeInfo, status: TaskStatus, op: Op) -> None:
+        """Put ``task`` in ``status`` on ``node`` and record ``op``; a node that refuses the task
+        (``add_task`` raises) leaves it Pending and unplaced, and the error propagates."""
         ssn = self.ssn
         job = ssn.jobs[task.job]
+        job.update_task_status(task, status)
         task.node_name = node.name
-        job.update_task_status(task, TaskStatus.Allocated)
         try:
             node.add_task(task)
         except Exception:
@@ -117,7 +94,7 @@ class Statement:
             task.node_name = ""
             raise
         ssn.fire_allocate(task)
-        self.operations.append(Operation(Op.Allocate, task))
+        self.operations.append(Operation(op, task))
 
     def _unallocate(self, task: TaskInfo) -> None:
         self._unpipeline(task)
