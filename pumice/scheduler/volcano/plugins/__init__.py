@@ -8,6 +8,7 @@ Mirrors: volcano pkg/scheduler/plugins/factory.go.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -34,51 +35,32 @@ class PluginFactory:
 
 PLUGINS: Registry[PluginFactory] = Registry("plugin")
 
-from pumice.scheduler.volcano.plugins import (  # noqa: E402
-    admission_fair_sharing,
-    binpack,
-    capacity,
-    cohort,
-    conformance,
-    drf,
-    gang,
-    network_topology_aware,
-    nodeorder,
-    overcommit,
-    placement,
-    predicates,
-    priority,
-    proportion,
-    single_node_fit,
-    sla,
-    task_topology,
-    usage_budget,
-    user_limits,
-    wait_for_pods_ready,
+# every plugin module, named once: imported and registered under its PLUGIN_NAME
+_MODULES = (
+    "admission_fair_sharing",
+    "binpack",
+    "capacity",
+    "cohort",
+    "conformance",
+    "drf",
+    "gang",
+    "network_topology_aware",
+    "nodeorder",
+    "overcommit",
+    "placement",
+    "predicates",
+    "priority",
+    "proportion",
+    "single_node_fit",
+    "sla",
+    "task_topology",
+    "usage_budget",
+    "user_limits",
+    "wait_for_pods_ready",
 )
 
-for _m in (
-    admission_fair_sharing,
-    binpack,
-    capacity,
-    cohort,
-    conformance,
-    drf,
-    gang,
-    network_topology_aware,
-    nodeorder,
-    overcommit,
-    placement,
-    predicates,
-    priority,
-    proportion,
-    single_node_fit,
-    sla,
-    task_topology,
-    usage_budget,
-    user_limits,
-    wait_for_pods_ready,
-):
+for _name in _MODULES:
+    _m = importlib.import_module(f"{__name__}.{_name}")
     PLUGINS.register(_m.PLUGIN_NAME, PluginFactory(_m.PLUGIN_NAME, _m.parse_arguments, _m.new))
 
 __all__ = ["PLUGINS", "PluginFactory"]
