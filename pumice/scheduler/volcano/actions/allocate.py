@@ -17,9 +17,6 @@ read from the state before the dry runs; equal scores go to the first in gradien
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from pumice.api.volcano.constants import PodGroupPhase
 from pumice.scheduler.volcano.api.hyper_node_info import CLUSTER_TOP_HYPERNODE
 from pumice.scheduler.volcano.api.job_info import JobInfo
@@ -28,7 +25,7 @@ from pumice.scheduler.volcano.api.queue_info import QueueInfo
 from pumice.scheduler.volcano.api.resource import Dimension
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import FitErrors, TaskStatus
-from pumice.scheduler.volcano.framework.arguments import Arguments, arg, decode
+from pumice.scheduler.volcano.framework.arguments import Arguments, Configured, arg
 from pumice.scheduler.volcano.framework.predicate_helper import (
     best_node,
     best_node_rows,
@@ -46,15 +43,9 @@ class AllocateArgs(Arguments, frozen=True):
     predicate_error_cache: bool = arg("predicateErrorCacheEnable", True)
 
 
-class AllocateAction:
+class AllocateAction(Configured[AllocateArgs]):
     name = ACTION_NAME
-
-    def __init__(self, args: AllocateArgs) -> None:
-        self.args = args
-
-    @classmethod
-    def parse_arguments(cls, arguments: Mapping[str, Any]) -> AllocateArgs:
-        return decode(AllocateArgs, arguments)
+    arguments = AllocateArgs
 
     def execute(self, ssn: Session) -> None:
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn, total=True)

@@ -5,14 +5,11 @@ Mirrors: volcano pkg/scheduler/actions/backfill/backfill.go.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.queue_info import QueueInfo
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import FitErrors, TaskStatus
-from pumice.scheduler.volcano.framework.arguments import NoArguments, decode
+from pumice.scheduler.volcano.framework.arguments import Configured, NoArguments
 from pumice.scheduler.volcano.framework.predicate_helper import predicate_nodes
 from pumice.scheduler.volcano.framework.session import Session
 from pumice.scheduler.volcano.framework.util import PriorityQueue
@@ -20,15 +17,8 @@ from pumice.scheduler.volcano.framework.util import PriorityQueue
 ACTION_NAME = "backfill"
 
 
-class BackfillAction:
+class BackfillAction(Configured[NoArguments]):
     name = ACTION_NAME
-
-    def __init__(self, args: NoArguments) -> None:
-        self.args = args
-
-    @classmethod
-    def parse_arguments(cls, arguments: Mapping[str, Any]) -> NoArguments:
-        return decode(NoArguments, arguments)
 
     def pick_up_tasks(self, ssn: Session) -> list[TaskInfo]:
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn, total=True)

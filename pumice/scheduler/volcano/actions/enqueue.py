@@ -5,28 +5,18 @@ Mirrors: volcano pkg/scheduler/actions/enqueue/enqueue.go.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from pumice.api.volcano.constants import PodGroupPhase
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.queue_info import QueueInfo
-from pumice.scheduler.volcano.framework.arguments import NoArguments, decode
+from pumice.scheduler.volcano.framework.arguments import Configured, NoArguments
 from pumice.scheduler.volcano.framework.session import Session
 from pumice.scheduler.volcano.framework.util import PriorityQueue
 
 ACTION_NAME = "enqueue"
 
 
-class EnqueueAction:
+class EnqueueAction(Configured[NoArguments]):
     name = ACTION_NAME
-
-    def __init__(self, args: NoArguments) -> None:
-        self.args = args
-
-    @classmethod
-    def parse_arguments(cls, arguments: Mapping[str, Any]) -> NoArguments:
-        return decode(NoArguments, arguments)
 
     def execute(self, ssn: Session) -> None:
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn, total=True)

@@ -14,7 +14,7 @@ candidate scan starts at node 0 instead of a random offset.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from pumice.scheduler.volcano.actions._victims import validate_victims, victims_queue
@@ -24,7 +24,7 @@ from pumice.scheduler.volcano.api.queue_info import QueueInfo
 from pumice.scheduler.volcano.api.resource import Dimension
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import PREEMPTABLE_STATUSES, TaskStatus
-from pumice.scheduler.volcano.framework.arguments import Arguments, arg, decode
+from pumice.scheduler.volcano.framework.arguments import Arguments, Configured, arg
 from pumice.scheduler.volcano.framework.predicate_helper import predicate_nodes
 from pumice.scheduler.volcano.framework.session import Session
 from pumice.scheduler.volcano.framework.statement import Statement
@@ -42,15 +42,9 @@ class PreemptArgs(Arguments, frozen=True):
     predicate_error_cache: bool = arg("predicateErrorCacheEnable", True)
 
 
-class PreemptAction:
+class PreemptAction(Configured[PreemptArgs]):
     name = ACTION_NAME
-
-    def __init__(self, args: PreemptArgs) -> None:
-        self.args = args
-
-    @classmethod
-    def parse_arguments(cls, arguments: Mapping[str, Any]) -> PreemptArgs:
-        return decode(PreemptArgs, arguments)
+    arguments = PreemptArgs
 
     def execute(self, ssn: Session) -> None:
         preemptors: dict[str, PriorityQueue[JobInfo]] = {}

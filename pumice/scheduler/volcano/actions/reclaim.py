@@ -5,16 +5,13 @@ Mirrors: volcano pkg/scheduler/actions/reclaim/reclaim.go.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from pumice.scheduler.volcano.actions._victims import validate_victims, victims_queue
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.queue_info import QueueInfo
 from pumice.scheduler.volcano.api.resource import Dimension
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import TaskStatus
-from pumice.scheduler.volcano.framework.arguments import NoArguments, decode
+from pumice.scheduler.volcano.framework.arguments import Configured, NoArguments
 from pumice.scheduler.volcano.framework.predicate_helper import predicate_nodes
 from pumice.scheduler.volcano.framework.session import Session
 from pumice.scheduler.volcano.framework.statement import Statement
@@ -23,15 +20,8 @@ from pumice.scheduler.volcano.framework.util import PriorityQueue
 ACTION_NAME = "reclaim"
 
 
-class ReclaimAction:
+class ReclaimAction(Configured[NoArguments]):
     name = ACTION_NAME
-
-    def __init__(self, args: NoArguments) -> None:
-        self.args = args
-
-    @classmethod
-    def parse_arguments(cls, arguments: Mapping[str, Any]) -> NoArguments:
-        return decode(NoArguments, arguments)
 
     def execute(self, ssn: Session) -> None:
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn, total=True)

@@ -5,25 +5,15 @@ Mirrors: volcano pkg/scheduler/actions/shuffle/shuffle.go.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from pumice.scheduler.volcano.api.types import TaskStatus
-from pumice.scheduler.volcano.framework.arguments import NoArguments, decode
+from pumice.scheduler.volcano.framework.arguments import Configured, NoArguments
 from pumice.scheduler.volcano.framework.session import Session
 
 ACTION_NAME = "shuffle"
 
 
-class ShuffleAction:
+class ShuffleAction(Configured[NoArguments]):
     name = ACTION_NAME
-
-    def __init__(self, args: NoArguments) -> None:
-        self.args = args
-
-    @classmethod
-    def parse_arguments(cls, arguments: Mapping[str, Any]) -> NoArguments:
-        return decode(NoArguments, arguments)
 
     def execute(self, ssn: Session) -> None:
         tasks = [t for job in ssn.jobs.values() for t in job.tasks_in(TaskStatus.Running)]

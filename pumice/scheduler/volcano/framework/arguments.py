@@ -12,9 +12,10 @@ Deviates: unknown keys and wrong types raise :class:`ArgumentError` instead of b
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 import msgspec
 
@@ -83,3 +84,33 @@ def decode(
 
 class NoArguments(Arguments, frozen=True):
     """For plugins and actions that take none."""
+
+
+def parser(cls: type[A]) -> Callable[[Mapping[str, Any] | None], A]:
+    """The ``parse_arguments`` of a plugin whose arguments need no check beyond their types:
+    ``parser(BinpackArgs)(mapping)`` is ``decode(BinpackArgs, mapping)``.
+
+    Raises (when called):
+        ArgumentError: unknown key or wrong type.
+    """
+    return functools.partial(decode, cls)
+
+
+class Configured(Generic[A]):
+    """Base of an action class: ``Action(args)`` keeps the parsed struct as ``self.args``, and
+    ``Action.parse_arguments(mapping)`` decodes the class's :attr:`arguments` struct (run once,
+    at configuration load).
+
+    Subclasses set ``arguments`` to their struct (default :class:`NoArguments`) and subscript the
+    base with it (``class AllocateAction(Configured[AllocateArgs])``) so ``self.args`` is typed.
+    """
+
+    arguments: ClassVar[type[Arguments]] = NoArguments
+
+    def __init__(self, args: A) -> None:
+        self.args = args
+
+    @classmethod
+    def parse_arguments(cls, arguments: Mapping[str, Any]) -> A:
+        """Raises: ArgumentError: unknown key or wrong type (the message names the key)."""
+        return cast("A", decode(cls.arguments, arguments))
