@@ -19,9 +19,7 @@ Deviates: hierarchy checks ancestors for allocatable/enqueue.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from pumice.api.volcano.constants import PodGroupPhase
 from pumice.scheduler.volcano.api.job_info import JobInfo
@@ -35,7 +33,7 @@ from pumice.scheduler.volcano.api.resource import (
 )
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import ALLOCATED_STATUSES, TaskStatus, Vote
-from pumice.scheduler.volcano.framework.arguments import Arguments, arg, decode
+from pumice.scheduler.volcano.framework.arguments import Arguments, arg, parser
 from pumice.scheduler.volcano.framework.interface import Event, EventHandler
 from pumice.scheduler.volcano.framework.session import Session
 from pumice.scheduler.volcano.plugins._fair_share import clamp_deserved, real_capability, usage_share
@@ -459,13 +457,7 @@ def _filter_zero(req: Resource, a: Resource, b: Resource) -> Resource:
     )
 
 
-def parse_arguments(arguments: Mapping[str, Any]) -> CapacityArgs:
-    """Parse (once, at configuration load) the arguments under their upstream keys.
-
-    Raises:
-        ArgumentError: an unknown key or a value of the wrong type.
-    """
-    return decode(CapacityArgs, arguments)
+parse_arguments = parser(CapacityArgs)
 
 
 def new(args: CapacityArgs) -> CapacityPlugin:

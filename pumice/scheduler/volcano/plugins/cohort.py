@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,7 +43,7 @@ from pumice.scheduler.volcano.api.queue_info import QueueInfo
 from pumice.scheduler.volcano.api.resource import PODS, Resource, exceeded_part, sum_resources
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import ALLOCATED_STATUSES, Vote
-from pumice.scheduler.volcano.framework.arguments import NoArguments, decode
+from pumice.scheduler.volcano.framework.arguments import NoArguments, parser
 from pumice.scheduler.volcano.framework.interface import Event, EventHandler
 from pumice.scheduler.volcano.framework.session import Session
 from pumice.scheduler.volcano.plugins._fair_share import real_capability
@@ -220,10 +219,7 @@ class CohortPlugin:
         self.invalid.clear()
 
 
-def parse_arguments(arguments: Mapping[str, Any]) -> NoArguments:
-    """No arguments (an unknown key raises ArgumentError); the cohort and its limits are Queue
-    annotations."""
-    return decode(NoArguments, arguments)
+parse_arguments = parser(NoArguments)
 
 
 def new(args: NoArguments) -> CohortPlugin:

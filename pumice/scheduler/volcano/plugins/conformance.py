@@ -5,12 +5,9 @@ Mirrors: volcano pkg/scheduler/plugins/conformance/conformance.go.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import Vote
-from pumice.scheduler.volcano.framework.arguments import NoArguments, decode
+from pumice.scheduler.volcano.framework.arguments import NoArguments, parser
 from pumice.scheduler.volcano.framework.session import Session
 
 PLUGIN_NAME = "conformance"
@@ -40,13 +37,7 @@ class ConformancePlugin:
         pass
 
 
-def parse_arguments(arguments: Mapping[str, Any]) -> NoArguments:
-    """Parse (once, at configuration load) the arguments under their upstream keys.
-
-    Raises:
-        ArgumentError: an unknown key or a value of the wrong type.
-    """
-    return decode(NoArguments, arguments)
+parse_arguments = parser(NoArguments)
 
 
 def new(args: NoArguments) -> ConformancePlugin:

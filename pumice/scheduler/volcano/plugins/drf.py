@@ -11,16 +11,14 @@ Mirrors: volcano pkg/scheduler/plugins/drf/drf.go.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.queue_info import QueueInfo
 from pumice.scheduler.volcano.api.resource import Resource
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import ALLOCATED_STATUSES, Vote
-from pumice.scheduler.volcano.framework.arguments import NoArguments, decode
+from pumice.scheduler.volcano.framework.arguments import NoArguments, parser
 from pumice.scheduler.volcano.framework.interface import Event, EventHandler
 from pumice.scheduler.volcano.framework.session import Session
 from pumice.scheduler.volcano.plugins._fair_share import dominant_share
@@ -293,13 +291,7 @@ def _resource_saturated(allocated: Resource, request: Resource, demanding: set[s
     return False
 
 
-def parse_arguments(arguments: Mapping[str, Any]) -> NoArguments:
-    """Parse (once, at configuration load) the arguments under their upstream keys.
-
-    Raises:
-        ArgumentError: an unknown key or a value of the wrong type.
-    """
-    return decode(NoArguments, arguments)
+parse_arguments = parser(NoArguments)
 
 
 def new(args: NoArguments) -> DrfPlugin:

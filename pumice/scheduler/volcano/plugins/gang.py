@@ -8,14 +8,11 @@ Mirrors: volcano pkg/scheduler/plugins/gang/gang.go.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from pumice.api.volcano.constants import PodGroupConditionReason, PodGroupConditionType
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import ALLOCATED_STATUSES, TaskStatus, ValidateResult, Vote
-from pumice.scheduler.volcano.framework.arguments import NoArguments, decode
+from pumice.scheduler.volcano.framework.arguments import NoArguments, parser
 from pumice.scheduler.volcano.framework.session import Session
 
 PLUGIN_NAME = "gang"
@@ -124,13 +121,7 @@ def _skip_for_releasing(job: JobInfo) -> bool:
     return job.scheduled_task_num() + rel >= job.min_available
 
 
-def parse_arguments(arguments: Mapping[str, Any]) -> NoArguments:
-    """Parse (once, at configuration load) the arguments under their upstream keys.
-
-    Raises:
-        ArgumentError: an unknown key or a value of the wrong type.
-    """
-    return decode(NoArguments, arguments)
+parse_arguments = parser(NoArguments)
 
 
 def new(args: NoArguments) -> GangPlugin:

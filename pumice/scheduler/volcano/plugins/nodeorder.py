@@ -14,14 +14,13 @@ Deviates: InterPodAffinity preferred terms, ImageLocality and PodTopologySpread 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.task_info import TaskInfo
-from pumice.scheduler.volcano.framework.arguments import Arguments, arg, decode
+from pumice.scheduler.volcano.framework.arguments import Arguments, arg, parser
 from pumice.scheduler.volcano.framework.session import Session
 from pumice.scheduler.volcano.plugins.predicates import match_node_selector_term, untolerated_taint
 
@@ -195,13 +194,7 @@ def _count_prefer_no_schedule(task: TaskInfo, node: NodeInfo) -> int:
     return count
 
 
-def parse_arguments(arguments: Mapping[str, Any]) -> NodeOrderArgs:
-    """Parse (once, at configuration load) the arguments under their upstream keys.
-
-    Raises:
-        ArgumentError: an unknown key or a value of the wrong type.
-    """
-    return decode(NodeOrderArgs, arguments)
+parse_arguments = parser(NodeOrderArgs)
 
 
 def new(args: NodeOrderArgs) -> NodeOrderPlugin:

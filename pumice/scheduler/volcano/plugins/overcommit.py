@@ -5,14 +5,11 @@ Mirrors: volcano pkg/scheduler/plugins/overcommit/overcommit.go.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from pumice.api.volcano.constants import PodGroupPhase
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.resource import Resource, sum_resources
 from pumice.scheduler.volcano.api.types import Vote
-from pumice.scheduler.volcano.framework.arguments import Arguments, arg, decode
+from pumice.scheduler.volcano.framework.arguments import Arguments, arg, parser
 from pumice.scheduler.volcano.framework.session import Session
 from pumice.scheduler.volcano.plugins._queue_util import (
     allocated_task_num,
@@ -76,13 +73,7 @@ class OvercommitPlugin:
         self.inqueue = Resource()
 
 
-def parse_arguments(arguments: Mapping[str, Any]) -> OvercommitArgs:
-    """Parse (once, at configuration load) the arguments under their upstream keys.
-
-    Raises:
-        ArgumentError: an unknown key or a value of the wrong type.
-    """
-    return decode(OvercommitArgs, arguments)
+parse_arguments = parser(OvercommitArgs)
 
 
 def new(args: OvercommitArgs) -> OvercommitPlugin:

@@ -28,7 +28,7 @@ from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.resource import PODS
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import NODE_POD_NUMBER_EXCEEDED, Status, StatusCode
-from pumice.scheduler.volcano.framework.arguments import Arguments, arg, decode
+from pumice.scheduler.volcano.framework.arguments import Arguments, arg, parser
 from pumice.scheduler.volcano.framework.session import Session
 
 PLUGIN_NAME = "predicates"
@@ -319,13 +319,7 @@ class PredicatesPlugin:
         self._static = {}
 
 
-def parse_arguments(arguments: Mapping[str, Any]) -> PredicatesArgs:
-    """Parse (once, at configuration load) the arguments under their upstream keys.
-
-    Raises:
-        ArgumentError: an unknown key or a value of the wrong type.
-    """
-    return decode(PredicatesArgs, arguments)
+parse_arguments = parser(PredicatesArgs)
 
 
 def new(args: PredicatesArgs) -> PredicatesPlugin:

@@ -5,13 +5,10 @@ Mirrors: volcano pkg/scheduler/plugins/priority/priority.go.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import Vote
-from pumice.scheduler.volcano.framework.arguments import NoArguments, decode
+from pumice.scheduler.volcano.framework.arguments import NoArguments, parser
 from pumice.scheduler.volcano.framework.session import Session
 
 PLUGIN_NAME = "priority"
@@ -58,13 +55,7 @@ class PriorityPlugin:
         pass
 
 
-def parse_arguments(arguments: Mapping[str, Any]) -> NoArguments:
-    """Parse (once, at configuration load) the arguments under their upstream keys.
-
-    Raises:
-        ArgumentError: an unknown key or a value of the wrong type.
-    """
-    return decode(NoArguments, arguments)
+parse_arguments = parser(NoArguments)
 
 
 def new(args: NoArguments) -> PriorityPlugin:

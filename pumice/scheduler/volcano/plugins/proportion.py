@@ -9,9 +9,7 @@ Mirrors: volcano pkg/scheduler/plugins/proportion/proportion.go.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from pumice.api.volcano.constants import PodGroupPhase
 from pumice.scheduler.volcano.api.job_info import JobInfo
@@ -19,7 +17,7 @@ from pumice.scheduler.volcano.api.queue_info import QueueInfo
 from pumice.scheduler.volcano.api.resource import Dimension, Resource, sum_resources
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import ALLOCATED_STATUSES, TaskStatus, Vote
-from pumice.scheduler.volcano.framework.arguments import NoArguments, decode
+from pumice.scheduler.volcano.framework.arguments import NoArguments, parser
 from pumice.scheduler.volcano.framework.interface import Event, EventHandler
 from pumice.scheduler.volcano.framework.session import Session
 from pumice.scheduler.volcano.plugins._fair_share import (
@@ -246,13 +244,7 @@ class ProportionPlugin:
         self.queue_opts = {}
 
 
-def parse_arguments(arguments: Mapping[str, Any]) -> NoArguments:
-    """Parse (once, at configuration load) the arguments under their upstream keys.
-
-    Raises:
-        ArgumentError: an unknown key or a value of the wrong type.
-    """
-    return decode(NoArguments, arguments)
+parse_arguments = parser(NoArguments)
 
 
 def new(args: NoArguments) -> ProportionPlugin:

@@ -13,13 +13,10 @@ Opt in by listing ``single-node-fit`` in a tier (first tier recommended); it tak
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.resource import PODS, Resource
 from pumice.scheduler.volcano.api.types import TaskStatus, Vote
-from pumice.scheduler.volcano.framework.arguments import NoArguments, decode
+from pumice.scheduler.volcano.framework.arguments import NoArguments, parser
 from pumice.scheduler.volcano.framework.session import Session
 
 PLUGIN_NAME = "single-node-fit"
@@ -64,9 +61,7 @@ class SingleNodeFitPlugin:
         pass
 
 
-def parse_arguments(arguments: Mapping[str, Any]) -> NoArguments:
-    """No arguments (an unknown key raises ArgumentError)."""
-    return decode(NoArguments, arguments)
+parse_arguments = parser(NoArguments)
 
 
 def new(args: NoArguments) -> SingleNodeFitPlugin:

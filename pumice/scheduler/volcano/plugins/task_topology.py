@@ -10,12 +10,9 @@ reorders tasks into buckets).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.task_info import TaskInfo
-from pumice.scheduler.volcano.framework.arguments import Arguments, arg, decode
+from pumice.scheduler.volcano.framework.arguments import Arguments, arg, parser
 from pumice.scheduler.volcano.framework.session import Session
 
 PLUGIN_NAME = "task-topology"
@@ -62,13 +59,7 @@ class TaskTopologyPlugin:
         pass
 
 
-def parse_arguments(arguments: Mapping[str, Any]) -> TaskTopologyArgs:
-    """Parse (once, at configuration load) the arguments under their upstream keys.
-
-    Raises:
-        ArgumentError: an unknown key or a value of the wrong type.
-    """
-    return decode(TaskTopologyArgs, arguments)
+parse_arguments = parser(TaskTopologyArgs)
 
 
 def new(args: TaskTopologyArgs) -> TaskTopologyPlugin:
