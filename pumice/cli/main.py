@@ -35,10 +35,35 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+# Exceptions that only a bug in pumice raises: their one line keeps the class name and says so.
+_BUGS = (AttributeError, AssertionError, IndexError, KeyError, LookupError, NameError, NotImplementedError,
+         RecursionError, RuntimeError, TypeError, ZeroDivisionError)
+
+
 def one_line(e: BaseException) -> str:
-    """``<type>: <message>`` on one line (whitespace runs, newlines included, become one space)."""
+    """What went wrong, for a user, on one line (whitespace runs, newlines included, become one space).
+
+    A user-facing failure (bad input, an API refusal, an unreachable server, a file that cannot be
+    read) is its message alone, as kubectl prints one; an exception only a bug raises keeps its
+    class name, is marked internal, and says how to see its traceback.
+    """
+    from pumice.client.base import ApiError
+
     text = " ".join(str(e).split())
-    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+    if isinstance(e, ApiError):
+        message = " ".join((e.message or "").split())
+        if e.code in (401, 403):
+            return f"the API server refused the request ({e.code} {e.reason}){': ' + message if message else ''}"
+        return message or f"the API server answered {e.code} {e.reason}"
+    if isinstance(e, _BUGS) and not isinstance(e, UnicodeError):
+        what = f"{type(e).__name__}: {text}" if text else type(e).__name__
+        return f"internal error ({what}); run again with PUMICE_DEBUG=1 for the traceback"
+    if isinstance(e, OSError) and text.startswith("[Errno") and e.strerror:
+        return f"{e.strerror}: {e.filename}" if e.filename else e.strerror
+    if text:
+        return text
+    # an exception without a message: its class name in words (ReadTimeout -> "read timeout")
+    return "".join(f" {c.lower()}" if c.isupper() else c for c in type(e).__name__).strip()
 
 
 class LazyGroup(click.Group):

@@ -32,6 +32,9 @@ from pumice.cli._signals import stop_on_signals
 
 log = logging.getLogger("pumice.up")
 
+DASHBOARD_ANNOUNCE_WAIT = 20.0
+"""Seconds ``pumice up`` waits for the dashboard before printing the API address without it."""
+
 DEFAULT_DATA_DIR = Path.home() / ".local" / "share" / "pumice"
 
 
@@ -405,18 +408,32 @@ def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node
 
     async def main() -> None:
         stop = stop_on_signals(grace=60.0)  # Pods get their 30 s terminationGracePeriod
+        # What a user needs (API address, kubeconfig, dashboard URL) is printed as one block once
+        # the dashboard serves, below the components' start-up log lines rather than among them;
+        # without a dashboard, or if it is slow to start, as soon as the API answers.
+        block: list[str] = []
+
+        def announce(*extra: str) -> None:
+            if block:
+                click.echo("\n".join([*block, *extra]), err=True)
+                block.clear()
+            elif extra:
+                click.echo("\n".join(extra), err=True)
+            sys.stderr.flush()
 
         def ready(kubeconfig: Path) -> None:
             from pumice.client.kubeconfig import load
 
             # the kubeconfig names the address really served (with --port 0, the port picked)
-            click.echo(f"pumice is up: API at {load(kubeconfig).cluster.server}", err=True)
-            click.echo(f"kubeconfig: {kubeconfig}  (export KUBECONFIG={kubeconfig})", err=True)
-            sys.stderr.flush()
+            block.extend([f"pumice is up: API at {load(kubeconfig).cluster.server}",
+                          f"kubeconfig: {kubeconfig}  (export KUBECONFIG={kubeconfig})"])
+            if opts.dashboard_port is None:
+                announce()
+            else:
+                asyncio.get_running_loop().call_later(DASHBOARD_ANNOUNCE_WAIT, announce)
 
         def dashboard(url: str) -> None:
-            click.echo(f"dashboard: {url}  (log in with the token in {opts.data_dir / 'token'})", err=True)
-            sys.stderr.flush()
+            announce(f"dashboard: {url}  (log in with the token in {opts.data_dir / 'token'})")
 
         await run_up(opts, stop_event=stop, on_ready=ready, on_dashboard=dashboard)
 

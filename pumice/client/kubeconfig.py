@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import yaml
 from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 
 from pumice.api.scheme import Scheme
@@ -69,7 +70,11 @@ def load(path: Path | str | None = None, *, context: str | None = None) -> Singl
         raise
     except Exception as e:  # lightkube fails with AttributeError/KeyError/TypeError on malformed files
         detail = " ".join(str(e).split())
-        raise ValueError(f"kubeconfig {p} is not a valid kubeconfig ({type(e).__name__}: {detail})") from None
+        if isinstance(e, KeyError):
+            detail = f"no {detail} in it"
+        elif isinstance(e, yaml.YAMLError):
+            detail = f"not YAML: {detail}"
+        raise ValueError(f"kubeconfig {p} is not a valid kubeconfig ({detail})") from None
     if single is None:
         raise ValueError(f"kubeconfig {p} has no context {context or '(current)'}")
     return single

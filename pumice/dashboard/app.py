@@ -58,6 +58,51 @@ from pumice.dashboard.series import Sampler
 log = logging.getLogger(__name__)
 
 PAGE_SIZE = 250
+
+FLASH_KEPT = 20
+"""Flash messages kept per session for pages not yet shown again (the oldest go first)."""
+
+LIST_PAGES = ("queues", "vcjobs", "podgroups", "rayclusters", "rayjobs", "rayservices", "nodes", "pods", "charts")
+
+# names users type for a list page (kubectl's resource names and short names) -> the page
+PAGE_ALIASES = {
+    "jobs": "vcjobs", "job": "vcjobs", "vcjob": "vcjobs", "vj": "vcjobs", "queue": "queues", "q": "queues",
+    "podgroup": "podgroups", "pg": "podgroups", "raycluster": "rayclusters", "rayjob": "rayjobs",
+    "rayservice": "rayservices", "node": "nodes", "no": "nodes", "pod": "pods", "po": "pods",
+}
+
+SECURITY_HEADERS = [
+    (b"content-security-policy",
+     b"default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+     b"connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; form-action 'self'; object-src 'none'"),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+]
+"""Sent with every response: scripts only from the dashboard's own files (no inline handlers),
+inline ``style`` attributes allowed (bars and meters set their widths so), never framed (the
+actions are POST forms, which framing would expose to clickjacking)."""
+
+
+class SecurityHeaders:
+    """ASGI middleware adding :data:`SECURITY_HEADERS` to every HTTP response (streams included)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                have = {k.lower() for k, _ in message.get("headers", [])}
+                message["headers"] = [*message.get("headers", []),
+                                      *((k, v) for k, v in SECURITY_HEADERS if k not in have)]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
 """Rows per page of a list (the filter box searches all of them)."""
 DEBOUNCE = 0.1
 """Seconds the event stream waits after a change to batch the ones that follow it."""
@@ -118,7 +163,8 @@ class Dashboard:
         back to back while its objects churn)."""
         self._explain_cache: dict[tuple[str, str, str], tuple[int, float, Any]] = {}
         # lists of 1,000 rows are ~500 kB of HTML, ~25 kB gzipped; event streams are never compressed
-        self.app = Starlette(routes=self._routes(), middleware=[Middleware(GZipMiddleware, minimum_size=2048)])
+        self.app = Starlette(routes=self._routes(), middleware=[Middleware(SecurityHeaders),
+                                                                Middleware(GZipMiddleware, minimum_size=2048)])
 
     # ------------------------------------------------------------------ plumbing
 
@@ -156,6 +202,7 @@ class Dashboard:
             r("/pods/{ns}/{name}", self.pod),
             r("/pods/{ns}/{name}/log", self.pod_log),
             r("/charts", self.charts),
+            r("/{path:path}", self.no_page, methods=["GET", "POST"]),
         ]
 
     def _session(self, request: Request) -> Session | None:
@@ -170,9 +217,12 @@ class Dashboard:
                 status_code: int = 200) -> Response:
         sess = self._session(request)
         partial = request.query_params.get("partial") == "1"
-        flash = []
+        flash: list[tuple[str, str]] = []
         if sess is not None and not partial:
-            flash, sess.flash = sess.flash, []
+            here = request.url.path
+            flash = [(tone, text) for tone, text, path in sess.flash if path == here]
+            # a message for a page never visited again is kept for a while, not forever
+            sess.flash = [f for f in sess.flash if f[2] != here][-FLASH_KEPT:]
         kinds = PAGE_KINDS.get(page, ())
         pager = getattr(request.state, "pager", None)
         live_url = f"{request.url.path}?partial=1"
@@ -186,8 +236,17 @@ class Dashboard:
             self._render_cost[request.url.path] = self.cache.clock.monotonic() - t0
         return resp
 
-    def _not_found(self, request: Request, what: str) -> Response:
-        return self._render(request, "", "missing.html", {"what": what}, status_code=404)
+    def _not_found(self, request: Request, what: str, *, hint: str | None = None) -> Response:
+        return self._render(request, "", "missing.html", {"what": what, "hint": hint}, status_code=404)
+
+    async def no_page(self, request: Request) -> Response:
+        """Any path no route serves: a 404 page with the navigation, and the list page the user
+        probably meant (``/jobs`` -> ``/vcjobs``, ``/nodes/<name>`` -> ``/nodes``)."""
+        if self._session(request) is None:
+            return self._login_redirect(request)
+        first = request.url.path.strip("/").split("/")[0].lower()
+        page = first if first in LIST_PAGES else PAGE_ALIASES.get(first)
+        return self._not_found(request, f"the page {request.url.path}", hint=f"/{page}" if page else None)
 
     @staticmethod
     def _same_origin(request: Request) -> bool:
@@ -196,8 +255,15 @@ class Dashboard:
             return True
         return urlsplit(origin).netloc == request.headers.get("host", "")
 
-    async def _act(self, request: Request, back: str, what: str, call: Any) -> Response:
-        """Run an API call with the user's client; flash its outcome; redirect to ``back``."""
+    async def _act(self, request: Request, back: str, done: str, call: Any, *, doing: str) -> Response:
+        """Run an API call with the user's client; flash its outcome on the page ``back``, and
+        redirect there.
+
+        Args:
+            done: the message when the call succeeds ("weight of queue q set to 2").
+            doing: what was tried, for the failure message ("set the weight of queue q to 2"
+                gives "could not set the weight of queue q to 2: <the API's reason>").
+        """
         sess = self._session(request)
         if sess is None:
             return self._login_redirect(request)
@@ -205,12 +271,12 @@ class Dashboard:
             return Response("cross-origin request refused", status_code=403)
         try:
             await call(sess.client)
-            sess.flash.append(("ok", what))
+            sess.flash.append(("ok", done, back))
         except ApiError as e:
-            log.info("dashboard action %r failed: %s", what, e)
-            sess.flash.append(("err", f"{what}: {e.message or e.reason or e.code}"))
+            log.info("dashboard action %r failed: %s", doing, e)
+            sess.flash.append(("err", f"could not {doing}: {e.message or e.reason or e.code}", back))
         except ValueError as e:
-            sess.flash.append(("err", f"{what}: {e}"))
+            sess.flash.append(("err", f"could not {doing}: {e}", back))
         return RedirectResponse(back, status_code=303)
 
     def _filter(self, request: Request, rows: list[Obj], default_sort: str = "age") -> tuple[list[Obj], int]:
@@ -444,7 +510,8 @@ class Dashboard:
                     "action": cmd_action, "target": ref,
                 })
 
-            return await self._act(request, back, f"{cmd_action} sent to queue {name}", call)
+            return await self._act(request, back, f"{cmd_action} sent to queue {name}", call,
+                                   doing=f"send {cmd_action} to queue {name}")
         if action == "weight":
             form = await request.form()
             raw = str(form.get("weight") or "").strip()
@@ -454,11 +521,12 @@ class Dashboard:
                     raise ValueError("Weight must be an integer greater than 0.")
                 await client.patch(sk.QUEUE, name, {"spec": {"weight": int(raw)}})
 
-            return await self._act(request, back, f"weight of queue {name} set to {raw}", patch)
+            return await self._act(request, back, f"weight of queue {name} set to {raw}", patch,
+                                   doing=f"set the weight of queue {name} to {raw!r}")
         if action == "delete":
             return await self._act(request, "/queues", f"queue {name} deleted",
-                                   lambda c: c.delete(sk.QUEUE, name))
-        return Response(status_code=404)
+                                   lambda c: c.delete(sk.QUEUE, name), doing=f"delete queue {name}")
+        return self._not_found(request, f"the page {request.url.path}")
 
     # ------------------------------------------------------------------ Volcano Jobs, PodGroups
 
@@ -504,11 +572,13 @@ class Dashboard:
                     "action": cmd_action, "target": ref,
                 })
 
-            return await self._act(request, back, f"{cmd_action} sent to job {ns}/{name}", call)
+            return await self._act(request, back, f"{cmd_action} sent to job {ns}/{name}", call,
+                                   doing=f"send {cmd_action} to job {ns}/{name}")
         if action == "delete":
             return await self._act(request, "/vcjobs", f"job {ns}/{name} deleted",
-                                   lambda c: c.delete(sk.VCJOB, name, ns, propagation_policy="Background"))
-        return Response(status_code=404)
+                                   lambda c: c.delete(sk.VCJOB, name, ns, propagation_policy="Background"),
+                                   doing=f"delete job {ns}/{name}")
+        return self._not_found(request, f"the page {request.url.path}")
 
     async def podgroups(self, request: Request) -> Response:
         if self._session(request) is None:
@@ -539,7 +609,8 @@ class Dashboard:
     async def podgroup_delete(self, request: Request) -> Response:
         ns, name = request.path_params["ns"], request.path_params["name"]
         return await self._act(request, "/podgroups", f"podgroup {ns}/{name} deleted",
-                               lambda c: c.delete(sk.POD_GROUP, name, ns, propagation_policy="Background"))
+                               lambda c: c.delete(sk.POD_GROUP, name, ns, propagation_policy="Background"),
+                               doing=f"delete podgroup {ns}/{name}")
 
     async def _explain(self, kind: str, ns: str, name: str) -> Any:
         """The ``pumice explain`` verdict for ``kind/name``, run on the cached objects (re-run at
@@ -625,11 +696,13 @@ class Dashboard:
                     {"op": "replace", "path": f"/spec/workerGroupSpecs/{idx}/replicas", "value": n},
                 ], ns, patch_type="json")
 
-            return await self._act(request, back, f"worker group {group} of {ns}/{name} scaled to {raw}", scale)
+            return await self._act(request, back, f"worker group {group} of {ns}/{name} scaled to {raw}", scale,
+                                   doing=f"scale worker group {group} of {ns}/{name} to {raw!r}")
         if action == "delete":
             return await self._act(request, "/rayclusters", f"RayCluster {ns}/{name} deleted",
-                                   lambda c: c.delete(KINDS["RayCluster"], name, ns, propagation_policy="Background"))
-        return Response(status_code=404)
+                                   lambda c: c.delete(KINDS["RayCluster"], name, ns, propagation_policy="Background"),
+                                   doing=f"delete RayCluster {ns}/{name}")
+        return self._not_found(request, f"the page {request.url.path}")
 
     async def rayjobs(self, request: Request) -> Response:
         if self._session(request) is None:
@@ -664,11 +737,13 @@ class Dashboard:
         if action in ("suspend", "resume"):
             flag = action == "suspend"
             return await self._act(request, back, f"RayJob {ns}/{name} {action}ed" if flag else f"RayJob {ns}/{name} resumed",
-                                   lambda c: c.patch(kind, name, {"spec": {"suspend": flag}}, ns))
+                                   lambda c: c.patch(kind, name, {"spec": {"suspend": flag}}, ns),
+                                   doing=f"{action} RayJob {ns}/{name}")
         if action == "delete":
             return await self._act(request, "/rayjobs", f"RayJob {ns}/{name} deleted",
-                                   lambda c: c.delete(kind, name, ns, propagation_policy="Background"))
-        return Response(status_code=404)
+                                   lambda c: c.delete(kind, name, ns, propagation_policy="Background"),
+                                   doing=f"delete RayJob {ns}/{name}")
+        return self._not_found(request, f"the page {request.url.path}")
 
     async def rayservices(self, request: Request) -> Response:
         if self._session(request) is None:
@@ -692,7 +767,8 @@ class Dashboard:
     async def rayservice_delete(self, request: Request) -> Response:
         ns, name = request.path_params["ns"], request.path_params["name"]
         return await self._act(request, "/rayservices", f"RayService {ns}/{name} deleted",
-                               lambda c: c.delete(KINDS["RayService"], name, ns, propagation_policy="Background"))
+                               lambda c: c.delete(KINDS["RayService"], name, ns, propagation_policy="Background"),
+                               doing=f"delete RayService {ns}/{name}")
 
     # ------------------------------------------------------------------ nodes, pods
 

@@ -38,8 +38,9 @@ class Session:
 
     client: KubeClient
     last_seen: float
-    flash: list[tuple[str, str]] = field(default_factory=list)
-    """(tone, text) shown once on the next page: ``ok`` or ``err``."""
+    flash: list[tuple[str, str, str]] = field(default_factory=list)
+    """(tone, text, path): shown once, on the next render of the page at ``path`` (the page the
+    action returns to); tone is ``ok`` or ``err``."""
 
 
 class Sessions:
@@ -60,7 +61,8 @@ class Sessions:
         """Check ``token`` against the API; return a new session id.
 
         Raises:
-            LoginFailed: the API answered 401/403, or the token is empty.
+            LoginFailed: the API answered 401 (the token is not valid) or 403 (valid, but its
+                user may not list namespaces), or the token is empty.
         """
         token = token.strip()
         if not token:
@@ -70,8 +72,13 @@ class Sessions:
             await client.list(sk.NAMESPACE, limit=1)
         except ApiError as e:
             await client.close()
-            if e.code in (401, 403):
-                raise LoginFailed("the API server refused this token") from None
+            if e.code == 401:
+                raise LoginFailed("the API server refused this token (401 Unauthorized)") from None
+            if e.code == 403:
+                # the token is valid; its user may not read the cluster-wide state the pages show
+                raise LoginFailed(f"this token is valid but its user may not list namespaces ({e.message}); "
+                                  "the dashboard shows cluster-wide state and needs a role that can get, "
+                                  "list and watch it (for example the view ClusterRole)") from None
             raise
         except BaseException:
             await client.close()

@@ -30,7 +30,8 @@ def test_an_unexpected_exception_in_a_command_is_one_line(monkeypatch: pytest.Mo
     monkeypatch.setattr(cli_main.LazyGroup, "get_command", lambda self, ctx, name: boom)
     res = CliRunner().invoke(cli_main.main, ["boom"])
     assert res.exit_code == 1
-    assert res.output.strip() == "Error: RuntimeError: first line second line"
+    assert res.output.strip() == ("Error: internal error (RuntimeError: first line second line); "
+                                  "run again with PUMICE_DEBUG=1 for the traceback")
 
 
 def test_pumice_debug_shows_the_traceback(monkeypatch: pytest.MonkeyPatch) -> None:

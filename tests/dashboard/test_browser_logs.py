@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from playwright.sync_api import expect
 
 from pumice.testing.up import Up, start_up, stop_up
 
@@ -41,7 +42,8 @@ def test_a_pod_log_streams_into_the_open_page(process_up, browser, login, shot) 
     page.goto(process_up.url + "pods")
     page.wait_for_selector("#pods a:has-text('ticker')")
     page.click("#pods a:has-text('ticker')")
-    page.wait_for_function("document.getElementById('log').textContent.includes('tick 1\\n')", timeout=30_000)
+    # a locator wait, not wait_for_function: the page's CSP (script-src 'self') forbids the eval that uses
+    expect(page.locator("#log")).to_contain_text("tick 1\n", timeout=30_000)
     page.evaluate("window.__notReloaded = true")
     first = page.inner_text("#log").count("tick")
     deadline = time.monotonic() + 30

@@ -63,6 +63,15 @@
     return !!(a && a.closest && a.closest("#live") && /^(INPUT|SELECT|TEXTAREA)$/.test(a.tagName));
   }
 
+  // Confirmation prompts and the filter box's "no submit" live here rather than in inline
+  // handlers, which the Content-Security-Policy (script-src 'self') forbids.
+  document.addEventListener("submit", function (ev) {
+    var form = ev.target;
+    if (form.hasAttribute("data-no-submit")) { ev.preventDefault(); return; }
+    var question = form.getAttribute("data-confirm");
+    if (question && !window.confirm(question)) { ev.preventDefault(); }
+  });
+
   document.addEventListener("DOMContentLoaded", function () {
     init(document);
     document.body.addEventListener("htmx:beforeRequest", function (ev) {

@@ -1,0 +1,85 @@
+"""The dashboard's HTTP behaviour a browser does not show directly: security headers, 404 pages,
+where flash messages appear, and what login says to a valid token without rights (new-user
+trial findings). Runs against the module's ``pumice up --runtime simulated`` with plain HTTP."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import httpx2 as httpx
+import pytest
+
+from pumice.testing.up import Up
+
+
+@pytest.fixture(scope="module")
+def web(up: Up) -> Iterator[httpx.Client]:
+    """An HTTP client logged in to the dashboard with the admin token."""
+    with httpx.Client(base_url=up.url, timeout=30, follow_redirects=False) as c:
+        r = c.post("/login", data={"token": up.token})
+        assert r.status_code == 303, r.text
+        yield c
+
+
+def _flash(html: str) -> list[str]:
+    return re.findall(r'<p class="flash \w+" role="status">([^<]*)</p>', html)
+
+
+def test_every_response_forbids_framing_and_inline_scripts(up: Up, web: httpx.Client) -> None:
+    for path in ("/login", "/", "/queues", "/static/app.js", "/no-such-page"):
+        r = (web if path != "/login" else httpx.Client(base_url=up.url)).get(path)
+        h = r.headers
+        assert h["x-frame-options"] == "DENY", path
+        assert h["x-content-type-options"] == "nosniff", path
+        csp = h["content-security-policy"]
+        assert "frame-ancestors 'none'" in csp and "script-src 'self';" in csp, path
+    # with script-src 'self', an inline handler would not run: the templates carry none
+    page = web.get("/queues/default").text
+    assert "onsubmit=" not in page and "onclick=" not in page
+
+
+@pytest.mark.parametrize(("path", "hint"), [("/jobs", "/vcjobs"), ("/jobs/t1/nope", "/vcjobs"),
+                                            ("/nodes/nope", "/nodes"), ("/pg", "/podgroups"), ("/zzz", None)])
+def test_an_unknown_path_is_a_404_page_that_points_to_the_list_meant(web: httpx.Client, path: str,
+                                                                     hint: str | None) -> None:
+    r = web.get(path)
+    assert r.status_code == 404
+    assert f"the page {path} does not exist" in r.text
+    assert 'href="/queues"' in r.text  # the page chrome (navigation) is there
+    if hint:
+        assert f'Did you mean <a href="{hint}">' in r.text
+    else:
+        assert "Did you mean" not in r.text
+
+
+def test_an_unknown_action_is_a_404_page(web: httpx.Client, up: Up) -> None:
+    r = web.post("/queues/default/explode", headers={"origin": up.url.rstrip("/")})
+    assert r.status_code == 404 and "the page /queues/default/explode does not exist" in r.text
+
+
+def test_a_flash_message_shows_on_the_page_of_its_action_only(web: httpx.Client, up: Up) -> None:
+    origin = {"origin": up.url.rstrip("/")}
+    r = web.post("/queues/nope/weight", data={"weight": "2"}, headers=origin)
+    assert r.status_code == 303 and r.headers["location"] == "/queues/nope"
+    r = web.post("/queues/default/weight", data={"weight": "abc"}, headers=origin)
+    assert r.headers["location"] == "/queues/default"
+    # the other page's failure does not show here; this page's own does, worded as a failure
+    assert _flash(web.get("/queues/default").text) == [
+        "could not set the weight of queue default to &#39;abc&#39;: Weight must be an integer greater than 0."]
+    assert _flash(web.get("/queues/default").text) == []  # shown once
+    nope = _flash(web.get("/queues/nope").text)
+    assert len(nope) == 1 and nope[0].startswith("could not set the weight of queue nope to &#39;2&#39;: ")
+    assert "not found" in nope[0]
+
+
+def test_login_with_a_valid_token_that_may_not_list_namespaces_says_so(up: Up) -> None:
+    up.kubectl("create", "serviceaccount", "ui-nobody")
+    token = up.kubectl("create", "token", "ui-nobody").strip()
+    with httpx.Client(base_url=up.url, timeout=30) as c:
+        r = c.post("/login", data={"token": token})
+        assert r.status_code == 401
+        assert "this token is valid but its user may not list namespaces" in r.text
+        assert "refused this token" not in r.text
+        r = c.post("/login", data={"token": token + "x"})
+        assert r.status_code == 401 and "the API server refused this token (401 Unauthorized)" in r.text
