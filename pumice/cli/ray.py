@@ -25,10 +25,12 @@ dials the head Pod IP instead of a port-forward.
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -457,9 +459,12 @@ def job_submit(name: str, address: str | None, ray_version: str, runtime_env: st
                entrypoint: tuple[str, ...], namespace: str, kubeconfig: str | None, context: str | None) -> None:
     """Create an InteractiveMode RayJob NAME, wait for its cluster, then run ``ray job submit`` with the
     RayJob's submission id (so the RayJob follows the job)."""
-    ray = shutil.which("ray")
+    # the `ray` installed beside this Python (a venv not on PATH) before the one on PATH
+    beside = Path(sys.executable).parent / "ray"
+    ray = str(beside) if beside.is_file() and os.access(beside, os.X_OK) else shutil.which("ray")
     if ray is None:
-        raise click.UsageError("the `ray` command is not on PATH (pip install 'ray[default]')")
+        raise click.UsageError(f"the `ray` command is neither beside {sys.executable} nor on PATH "
+                               "(pip install 'ray[default]')")
     from pumice.controllers.ray import association as assoc
 
     async def fn(client: KubeClient) -> None:
