@@ -163,11 +163,14 @@ def podgroup(
     tier: int | None = None,
     tier_name: str | None = None,
     allocated_hypernode: str | None = None,
+    sub_groups: Sequence[Obj] = (),
 ) -> Obj:
     """A PodGroup; ``topology`` (``hard``/``soft``) with ``tier``/``tier_name`` sets
     ``spec.networkTopology``; ``allocated_hypernode`` the ``volcano.sh/job-allocated-hypernode``
-    annotation."""
+    annotation; ``sub_groups`` the ``spec.subGroupPolicy`` entries (see :func:`sub_group`)."""
     spec: Obj = {"queue": queue, "minMember": min_member}
+    if sub_groups:
+        spec["subGroupPolicy"] = [dict(g) for g in sub_groups]
     if topology is not None:
         nt: Obj = {"mode": topology}
         if tier is not None:
@@ -193,6 +196,34 @@ def podgroup(
         "spec": spec,
         "status": {"phase": phase} if phase else {},
     }
+
+
+def sub_group(
+    name: str,
+    match_label_keys: Sequence[str],
+    *,
+    size: int | None = 1,
+    min_sub_groups: int | None = 0,
+    topology: str | None = None,
+    tier: int | None = None,
+    selector: Mapping[str, str] | None = None,
+) -> Obj:
+    """A PodGroup ``subGroupPolicy`` entry (upstream BuildSubGroupPolicyWithMinSubGroups):
+    Pods carrying every ``match_label_keys`` label form one sub-group per value combination of
+    ``size`` (``subGroupSize``); ``topology``/``tier`` its own ``networkTopology``."""
+    out: Obj = {"name": name, "matchLabelKeys": list(match_label_keys)}
+    if size is not None:
+        out["subGroupSize"] = size
+    if min_sub_groups is not None:
+        out["minSubGroups"] = min_sub_groups
+    if selector is not None:
+        out["labelSelector"] = {"matchLabels": dict(selector)}
+    if topology:
+        nt: Obj = {"mode": topology}
+        if tier is not None:
+            nt["highestTierAllowed"] = tier
+        out["networkTopology"] = nt
+    return out
 
 
 def hypernode(
@@ -351,6 +382,7 @@ __all__ = [
     "queue",
     "resource_list",
     "run_scenario",
+    "sub_group",
     "taint",
     "toleration",
     "write_manifests",

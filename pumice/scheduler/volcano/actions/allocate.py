@@ -6,16 +6,29 @@ tier, lowest first; within the first gradient where any candidate can hold the j
 pipelined), the best-scoring candidate wins. Its dry-run placements are replayed into the
 statement and the job's allocated HyperNode becomes the LCA of the previous one and the winner.
 
+A job with ``subGroupPolicy`` sub-groups is placed sub-job by sub-job (upstream's SubJobInfo
+path): for each candidate HyperNode of the job's gradient, its sub-jobs are taken in order (the
+ones needed for ``minSubGroups`` first, then not-ready before ready, priority, match index) and
+each is dry-run in every HyperNode of its own gradient under the job's HyperNode (its own
+``networkTopology``: all of a sub-job's tasks inside one HyperNode of its allowed tier); the
+sub-job's best-scoring HyperNode is kept, and the job's HyperNode with the highest summed
+sub-job score wins and is replayed. Each sub-job must reach its own minimum (``subGroupSize``)
+and the job its ``minMember`` and ``minSubGroups`` before anything is committed.
+
 Mirrors: volcano pkg/scheduler/actions/allocate/allocate.go (allocateResources, allocateForJob,
-allocateForSubJob, allocateResourcesForTasks, getNewAllocatedHyperNode).
-Deviates: a job is one sub-job (``subGroupPolicy`` sub-groups are not scheduled separately);
-candidates of one gradient are dry-run in descending HyperNode score and the first that holds
-the job is taken -- the same winner as upstream's dry-run-all-then-pick-best, since the score is
-read from the state before the dry runs; equal scores go to the first in gradient (name) order
-(upstream: map order).
+allocateForSubJob, allocateResourcesForTasks, organizeJobWorksheet, getNewAllocatedHyperNode)
+and recorder.go.
+Deviates: a job without sub-group policies takes the one-level HyperNode search (it is its own
+only sub-job, and the sub-job search inside the job's HyperNode adds nothing); its candidates of
+one gradient are dry-run in descending HyperNode score and the first that holds the job is
+taken -- the same winner as upstream's dry-run-all-then-pick-best, since the score is read from
+the state before the dry runs. Equal scores go to the first in gradient (name) order (upstream:
+map order). The gangpreempt/gangreclaim nomination fast path is not ported.
 """
 
 from __future__ import annotations
+
+import functools
 
 from pumice.api.volcano.constants import PodGroupPhase
 from pumice.scheduler.volcano.api.hyper_node_info import CLUSTER_TOP_HYPERNODE
@@ -23,6 +36,7 @@ from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.queue_info import QueueInfo
 from pumice.scheduler.volcano.api.resource import Dimension
+from pumice.scheduler.volcano.api.sub_job_info import SubJobInfo
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import FitErrors, TaskStatus
 from pumice.scheduler.volcano.framework.arguments import Arguments, Configured, arg
@@ -52,6 +66,7 @@ class AllocateAction(Configured[AllocateArgs]):
         seen: set[str] = set()
         jobs: dict[str, PriorityQueue[JobInfo]] = {}
         worksheets: dict[str, PriorityQueue[TaskInfo]] = {}
+        job_worksheets: dict[str, JobWorksheet] = {}
         enqueue_on = "enqueue" in ssn.enabled_actions
         for job in ssn.jobs.values():
             if job.is_pending():
@@ -63,14 +78,20 @@ class AllocateAction(Configured[AllocateArgs]):
             q = ssn.queues.get(job.queue)
             if q is None:
                 continue
-            tasks: PriorityQueue[TaskInfo] = PriorityQueue(ssn.task_order_fn, total=True)
-            for t in job.tasks_in(TaskStatus.Pending):
-                if t.best_effort:
+            if job.contains_sub_job_policy():
+                jws = organize_job_worksheet(ssn, job)
+                if jws.empty():
                     continue
-                tasks.push(t)
-            if tasks.empty():
-                continue
-            worksheets[job.uid] = tasks
+                job_worksheets[job.uid] = jws
+            else:
+                tasks: PriorityQueue[TaskInfo] = PriorityQueue(ssn.task_order_fn, total=True)
+                for t in job.tasks_in(TaskStatus.Pending):
+                    if t.best_effort:
+                        continue
+                    tasks.push(t)
+                if tasks.empty():
+                    continue
+                worksheets[job.uid] = tasks
             jobs.setdefault(q.uid, PriorityQueue(ssn.job_order_fn, total=True)).push(job)
             if q.uid not in seen:
                 seen.add(q.uid)
@@ -83,6 +104,21 @@ class AllocateAction(Configured[AllocateArgs]):
             if pq is None or pq.empty():
                 continue
             job = pq.pop()
+            if job.uid in job_worksheets:
+                jws = job_worksheets[job.uid]
+                got = self.allocate_for_job(ssn, job, q, jws)
+                if got is not None and ssn.job_ready(job):
+                    job_stmt, best, decisions = got
+                    job_stmt.commit()
+                    job.allocated_hypernode = ssn.hypernodes.lca(job.allocated_hypernode, best)
+                    for uid, hn in decisions.items():
+                        sub = job.sub_jobs.get(uid)
+                        if sub is not None:
+                            sub.allocated_hypernode = ssn.hypernodes.lca(sub.allocated_hypernode, hn)
+                    if not jws.empty():
+                        pq.push(job)
+                queues.push(q)
+                continue
             ws = worksheets[job.uid]
             if job.is_hard_topology_mode()[0]:
                 stmt, best, rest = self.allocate_for_topology_job(ssn, job, q, ws)
@@ -99,6 +135,91 @@ class AllocateAction(Configured[AllocateArgs]):
                     if not ws.empty():
                         pq.push(job)
             queues.push(q)
+
+    def allocate_for_job(
+        self, ssn: Session, job: JobInfo, q: QueueInfo, jws: JobWorksheet
+    ) -> tuple[Statement, str, dict[str, str]] | None:
+        """Place a job with sub-group policies: dry-run its sub-jobs in each HyperNode of the
+        job's gradient, keep the HyperNode with the highest summed sub-job score, replay it.
+
+        Returns ``(statement, the job's HyperNode, sub-job uid -> its new allocated HyperNode)``,
+        or None when no HyperNode of any gradient takes any sub-job with the job ready or
+        pipelined. ``jws`` keeps what is left of the winner's worksheet.
+        Mirrors: allocate.go allocateForJob.
+        """
+        hns = ssn.hypernodes
+        saved = {uid: sub.allocated_hypernode for uid, sub in job.sub_jobs.items()}
+        job.waiting_tier = 0
+        for gradient in ssn.hyper_node_gradient_for_job(job, CLUSTER_TOP_HYPERNODE):
+            if not gradient:
+                continue
+            if gradient[0] in hns.infos:
+                job.waiting_tier = hns.infos[gradient[0]].tier
+            solutions: dict[str, tuple[float, list[PlannedOp], JobWorksheet, dict[str, str]]] = {}
+            for hn in gradient:
+                job.reset_fit_err()
+                copy = jws.clone()
+                stmts: list[Statement] = []
+                total = 0.0
+                decisions: dict[str, str] = {}
+                while not copy.sub_jobs.empty():
+                    sub = copy.sub_jobs.pop()
+                    sws = copy.tasks[sub.uid]
+                    stmt, score = self.allocate_for_sub_job(ssn, job, q, sub, sws, hn)
+                    if stmt is not None and stmt.operations:
+                        stmts.append(stmt)
+                        total += score
+                        decisions[sub.uid] = sub.allocated_hypernode
+                        if not sws.empty():
+                            copy.sub_jobs.push(sub)
+                        if ssn.job_ready(job):
+                            break
+                for uid, allocated in saved.items():
+                    if uid in job.sub_jobs:
+                        job.sub_jobs[uid].allocated_hypernode = allocated
+                plan = [p for st in stmts for p in save_operations(st)]
+                if plan and (ssn.job_ready(job) or ssn.job_pipelined(job)):
+                    solutions[hn] = (total, plan, copy, decisions)
+                for st in reversed(stmts):
+                    st.discard()
+            if not solutions:
+                continue
+            best = max(gradient, key=lambda h: solutions[h][0] if h in solutions else float("-inf"))
+            _, plan, rest, decisions = solutions[best]
+            jws.sub_jobs, jws.tasks = rest.sub_jobs, rest.tasks
+            return replay(ssn, plan), best, decisions
+        return None
+
+    def allocate_for_sub_job(
+        self, ssn: Session, job: JobInfo, q: QueueInfo, sub: SubJobInfo, tasks: PriorityQueue[TaskInfo], hn_for_job: str
+    ) -> tuple[Statement | None, float]:
+        """Dry-run ``sub`` in each HyperNode of its gradient under ``hn_for_job``; replay the
+        best-scoring one, move the sub-job's allocated HyperNode to its LCA with the winner and
+        leave ``tasks`` as the winner left them. ``(None, 0)`` when no HyperNode takes it.
+
+        Mirrors: allocate.go allocateForSubJob.
+        """
+        if tasks.empty():
+            return None, 0.0
+        for gradient in ssn.hyper_node_gradient_for_sub_job(sub, hn_for_job):
+            solutions: dict[str, tuple[list[PlannedOp], PriorityQueue[TaskInfo]]] = {}
+            for hn in gradient:
+                job.reset_sub_job_fit_err(sub.uid)
+                copy = tasks.clone()
+                stmt = self.allocate_for_tasks(ssn, job, q, copy, hypernode=hn, sub=sub)
+                if stmt is not None and stmt.operations:
+                    solutions[hn] = (save_operations(stmt), copy)
+                    stmt.discard()
+            if not solutions:
+                continue
+            cands = [h for h in gradient if h in solutions]
+            scores = ssn.hyper_node_order(sub, cands)
+            best = max(cands, key=lambda h: scores[h])
+            plan, rest = solutions[best]
+            sub.allocated_hypernode = ssn.hypernodes.lca(sub.allocated_hypernode, best)
+            tasks._heap, tasks._seq = rest._heap, rest._seq
+            return replay(ssn, plan), scores[best]
+        return None, 0.0
 
     def allocate_for_topology_job(
         self, ssn: Session, job: JobInfo, q: QueueInfo, tasks: PriorityQueue[TaskInfo]
@@ -123,35 +244,58 @@ class AllocateAction(Configured[AllocateArgs]):
                 stmt = self.allocate_for_tasks(ssn, job, q, ws, hypernode=hn)
                 if stmt is None or not stmt.operations:
                     continue
-                plan = [(op.name, op.task, op.task.node_name, op.task.eviction_occurred) for op in stmt.operations]
+                plan = save_operations(stmt)
                 stmt.discard()
-                final = Statement(ssn)
-                for name, task, node_name, evicted in plan:
-                    if name is Op.Allocate:
-                        final.allocate(task, ssn.nodes[node_name])
-                    else:
-                        final.pipeline(task, node_name, evicted)
-                return final, hn, ws
+                return replay(ssn, plan), hn, ws
         return None, "", None
 
     def allocate_for_tasks(
-        self, ssn: Session, job: JobInfo, q: QueueInfo, tasks: PriorityQueue[TaskInfo], *, hypernode: str = ""
+        self,
+        ssn: Session,
+        job: JobInfo,
+        q: QueueInfo,
+        tasks: PriorityQueue[TaskInfo],
+        *,
+        hypernode: str = "",
+        sub: SubJobInfo | None = None,
     ) -> Statement | None:
-        """Place ``job``'s tasks (all nodes, or only ``hypernode``'s); the statement when the job
-        is ready or pipelined, else None (everything undone)."""
+        """Place ``job``'s tasks (or sub-job ``sub``'s: its readiness, fit-error cache and
+        allocated HyperNode) on all nodes, or only ``hypernode``'s; the statement when the job
+        (sub-job) is ready or pipelined, else None (everything undone)."""
         stmt = Statement(ssn)
         subset = ssn.hypernode_nodes(hypernode) if hypernode and hypernode != CLUSTER_TOP_HYPERNODE else None
-        topo = job.network_topology is not None
-        allocated_hn = job.allocated_hypernode
+        if sub is not None:
+            if subset is not None and not subset:
+                return None
+            topo = sub.with_network_topology()
+            allocated_hn = sub.allocated_hypernode
+            sub_uid: str | None = sub.uid
+
+            def ready() -> bool:
+                return ssn.sub_job_ready(job, sub)
+
+            def pipelined() -> bool:
+                return ssn.sub_job_pipelined(job, sub)
+        else:
+            topo = job.network_topology is not None
+            allocated_hn = job.allocated_hypernode
+            sub_uid = None
+
+            def ready() -> bool:
+                return ssn.job_ready(job)
+
+            def pipelined() -> bool:
+                return ssn.job_pipelined(job)
+
         while not tasks.empty():
             task = tasks.pop()
-            if not _worth_trying(ssn, job, q, task):
+            if not _worth_trying(ssn, job, q, task, sub_uid):
                 continue
             err = ssn.pre_predicate_fn(task)
             if err is not None:
                 fe = FitErrors()
                 fe.set_error(err)
-                if _record_unfit(job, task, fe):
+                if _record_unfit(job, task, fe, sub_uid):
                     continue
                 break
             nodes = _nominated_nodes(ssn, task, subset)
@@ -163,7 +307,7 @@ class AllocateAction(Configured[AllocateArgs]):
             else:
                 node, fit_errors = _search_nodes(ssn, task, subset)
                 if fit_errors is not None:
-                    if _record_unfit(job, task, fit_errors):
+                    if _record_unfit(job, task, fit_errors, sub_uid):
                         continue
                     break
             if node is None:
@@ -174,22 +318,22 @@ class AllocateAction(Configured[AllocateArgs]):
                 leaf = ssn.hypernodes.leaf_of(node.name)
                 if leaf:
                     allocated_hn = ssn.hypernodes.lca(leaf, allocated_hn)
-            if ssn.job_ready(job):
+            if ready():
                 break
-        if ssn.job_ready(job) or ssn.job_pipelined(job):
+        if ready() or pipelined():
             return stmt
         stmt.discard()
         return None
 
 
-def _worth_trying(ssn: Session, job: JobInfo, q: QueueInfo, task: TaskInfo) -> bool:
+def _worth_trying(ssn: Session, job: JobInfo, q: QueueInfo, task: TaskInfo, sub_uid: str | None = None) -> bool:
     """False for a task the queue cannot take now, a scheduling-gated task, or one whose role
     already failed predicates this session (recorded as its fit error)."""
     if not ssn.allocatable(q, task):
         return False
     if task.sch_gated:
         return False
-    if job.task_has_fit_errors(task):
+    if job.task_has_fit_errors(task, sub_uid):
         fe = FitErrors()
         fe.set_error(f"Task {task.name} with role spec {task.role} has already predicated failed, skip")
         job.nodes_fit_errors[task.uid] = fe
@@ -197,10 +341,11 @@ def _worth_trying(ssn: Session, job: JobInfo, q: QueueInfo, task: TaskInfo) -> b
     return True
 
 
-def _record_unfit(job: JobInfo, task: TaskInfo, fit_errors: FitErrors) -> bool:
-    """Record why ``task`` fits nowhere; True to go on with the job's next task, False to stop."""
+def _record_unfit(job: JobInfo, task: TaskInfo, fit_errors: FitErrors, sub_uid: str | None = None) -> bool:
+    """Record why ``task`` fits nowhere; True to go on with the job's (sub-job ``sub_uid``'s)
+    next task, False to stop."""
     job.nodes_fit_errors[task.uid] = fit_errors
-    return job.need_continue_allocating()
+    return job.need_continue_allocating(sub_uid)
 
 
 def _nominated_nodes(ssn: Session, task: TaskInfo, subset: list[NodeInfo] | None) -> list[NodeInfo]:
@@ -248,3 +393,82 @@ def _allocate_or_pipeline(ssn: Session, stmt: Statement, task: TaskInfo, node: N
         ssn.record_error("allocate", task, node.name, e)
         return False
     return True
+
+
+PlannedOp = tuple[Op, TaskInfo, str, bool]
+"""(operation, task, node name, eviction occurred) of a dry run, to replay."""
+
+
+def save_operations(stmt: Statement) -> list[PlannedOp]:
+    """The allocate/pipeline operations of ``stmt`` as a replayable plan (before discarding it).
+
+    Mirrors: framework.SaveOperations."""
+    return [(op.name, op.task, op.task.node_name, op.task.eviction_occurred) for op in stmt.operations]
+
+
+def replay(ssn: Session, plan: list[PlannedOp]) -> Statement:
+    """A new statement applying ``plan`` again. Mirrors: Statement.RecoverOperations."""
+    final = Statement(ssn)
+    for name, task, node_name, evicted in plan:
+        if name is Op.Allocate:
+            final.allocate(task, ssn.nodes[node_name])
+        else:
+            final.pipeline(task, node_name, evicted)
+    return final
+
+
+class JobWorksheet:
+    """What is left to place of a job with sub-group policies: its sub-jobs in order, and each
+    sub-job's Pending tasks in task order. Mirrors: allocate.go JobWorksheet/SubJobWorksheet."""
+
+    def __init__(self, sub_jobs: PriorityQueue[SubJobInfo], tasks: dict[str, PriorityQueue[TaskInfo]]) -> None:
+        self.sub_jobs = sub_jobs
+        self.tasks = tasks
+
+    def empty(self) -> bool:
+        return self.sub_jobs.empty()
+
+    def clone(self) -> JobWorksheet:
+        return JobWorksheet(self.sub_jobs.clone(), {k: v.clone() for k, v in self.tasks.items()})
+
+
+def organize_job_worksheet(ssn: Session, job: JobInfo) -> JobWorksheet:
+    """The worksheet of a job with sub-group policies: sub-jobs with Pending (not BestEffort)
+    tasks; those still needed to reach each policy's ``minSubGroups`` go first, then the
+    session's sub-job order.
+
+    Mirrors: allocate.go organizeJobWorksheet.
+    """
+    count: dict[str, int] = {}
+    not_ready: list[SubJobInfo] = []
+    for sub in job.sub_jobs.values():
+        if ssn.sub_job_ready(job, sub):
+            count[sub.gid] = count.get(sub.gid, 0) + 1
+        else:
+            not_ready.append(sub)
+    not_ready.sort(key=functools.cmp_to_key(lambda a, b: -1 if ssn.sub_job_order_fn(a, b) else 1))
+    required: set[str] = set()
+    mins = job.min_sub_jobs
+    for sub in not_ready:
+        if count.get(sub.gid, 0) < mins.get(sub.gid, 0):
+            required.add(sub.uid)
+            count[sub.gid] = count.get(sub.gid, 0) + 1
+
+    def less(a: SubJobInfo, b: SubJobInfo) -> bool:
+        ra, rb = a.uid in required, b.uid in required
+        if ra != rb:
+            return ra
+        return ssn.sub_job_order_fn(a, b)
+
+    queue: PriorityQueue[SubJobInfo] = PriorityQueue(less, total=True)
+    tasks: dict[str, PriorityQueue[TaskInfo]] = {}
+    for uid, sub in sorted(job.sub_jobs.items()):
+        pq: PriorityQueue[TaskInfo] = PriorityQueue(ssn.task_order_fn, total=True)
+        for t in sub.task_status_index.get(TaskStatus.Pending, {}).values():
+            if t.best_effort:
+                continue
+            pq.push(t)
+        if not pq.empty():
+            queue.push(sub)
+            tasks[uid] = pq
+    return JobWorksheet(queue, tasks)

@@ -1,7 +1,7 @@
 """JobInfo: a PodGroup and its tasks.
 
 Mirrors: volcano pkg/scheduler/api/job_info.go JobInfo (gang counters, CheckTask*,
-NeedContinueAllocating, FitError, TaskSchedulingReason).
+CheckSubJob*, sub-jobs, NeedContinueAllocating, FitError, TaskSchedulingReason).
 """
 
 from __future__ import annotations
@@ -11,6 +11,13 @@ from dataclasses import dataclass, field
 from pumice.api import Obj
 from pumice.api.volcano.constants import PodGroupPhase
 from pumice.scheduler.volcano.api.resource import Resource
+from pumice.scheduler.volcano.api.sub_job_info import (
+    NetworkTopology,
+    SubJobInfo,
+    match_values,
+    new_sub_job,
+    sub_job_id,
+)
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import (
     ALLOCATED_STATUSES,
@@ -25,26 +32,6 @@ from pumice.scheduler.volcano.api.types import (
 
 _READY = (TaskStatus.Bound, TaskStatus.Binding, TaskStatus.Running, TaskStatus.Allocated, TaskStatus.Succeeded)
 _VALID = ALLOCATED_STATUSES | {TaskStatus.Succeeded, TaskStatus.Pipelined, TaskStatus.Pending}
-
-
-@dataclass
-class NetworkTopology:
-    """A job's ``spec.networkTopology`` as the session uses it (``mode`` hard|soft,
-    ``highest_tier_allowed`` None when unset, ``highest_tier_name`` "" when unset).
-
-    Mirrors: volcano-sh/apis scheduling/v1beta1 NetworkTopologySpec.
-    """
-
-    mode: str = "hard"
-    highest_tier_allowed: int | None = None
-    highest_tier_name: str = ""
-
-    @classmethod
-    def from_spec(cls, spec: Obj | None) -> NetworkTopology | None:
-        if not spec:
-            return None
-        hta = spec.get("highestTierAllowed")
-        return cls(str(spec.get("mode") or "hard"), int(hta) if hta is not None else None, str(spec.get("highestTierName") or ""))
 
 
 @dataclass(eq=False)
@@ -77,6 +64,8 @@ class JobInfo:
     allocated_hypernode: str = ""
     waiting_tier: int = 0
     """The tier of the last HyperNode gradient allocate tried for this job (0: none tried)."""
+    _sub_jobs: dict[str, SubJobInfo] | None = field(default=None, repr=False)
+    _task_to_sub_job: dict[str, str] = field(default_factory=dict, repr=False)
 
     def is_hard_topology_mode(self) -> tuple[bool, int]:
         """(hard, highest allowed tier): hard only with mode ``hard`` and a tier limit.
@@ -109,6 +98,8 @@ class JobInfo:
         self.total_request = self.total_request + t.resreq
         if t.status in ALLOCATED_STATUSES:
             self.allocated = self.allocated + t.resreq
+        if self._sub_jobs is not None:
+            self._add_to_sub_job(t)
 
     def _delete_index(self, t: TaskInfo) -> None:
         bucket = self.task_status_index.get(t.status)
@@ -126,13 +117,22 @@ class JobInfo:
         if cur.status in ALLOCATED_STATUSES:
             self.allocated = self.allocated - cur.resreq
         self._delete_index(cur)
+        if self._sub_jobs is not None:
+            sub = self._sub_jobs.get(self._task_to_sub_job.pop(cur.uid, ""))
+            if sub is not None:
+                sub.delete_task(cur)
 
     def update_task_status(self, t: TaskInfo, status: TaskStatus) -> None:
         """Move ``t`` to ``status`` keeping the index and ``allocated`` consistent."""
         cur = self.tasks.get(t.uid, t)
-        was_alloc = cur.status in ALLOCATED_STATUSES
+        old = cur.status
+        was_alloc = old in ALLOCATED_STATUSES
         self._delete_index(cur)
         cur.status = status
+        if self._sub_jobs is not None:
+            sub = self._sub_jobs.get(self._task_to_sub_job.get(cur.uid, ""))
+            if sub is not None:
+                sub.move_task(cur, old, status)
         if t is not cur:
             t.status = status
         self.task_status_index.setdefault(status, {})[cur.uid] = cur
@@ -226,18 +226,134 @@ class JobInfo:
         occ = self._roles(ALLOCATED_STATUSES | {TaskStatus.Succeeded, TaskStatus.Pipelined}, True)
         return all(occ.get(r, 0) >= m for r, m in self.task_min_available.items())
 
+    # ----- sub-jobs -----------------------------------------------------------------------
+    def sub_group_policies(self) -> list[Obj]:
+        """The PodGroup's ``spec.subGroupPolicy`` entries ([] without a PodGroup)."""
+        if self.pod_group is None:
+            return []
+        return list((self.pod_group.get("spec") or {}).get("subGroupPolicy") or [])
+
+    def contains_sub_job_policy(self) -> bool:
+        return bool(self.sub_group_policies())
+
+    @property
+    def min_sub_jobs(self) -> dict[str, int]:
+        """Policy group id (``<job>/<policy>``) -> ``minSubGroups`` (0 when unset)."""
+        return {f"{self.uid}/{p.get('name', '')}": int(p.get("minSubGroups") or 0) for p in self.sub_group_policies()}
+
+    @property
+    def sub_jobs(self) -> dict[str, SubJobInfo]:
+        """Sub-job uid -> sub-job, built on first use and kept in step with the tasks after."""
+        if self._sub_jobs is None:
+            self._sub_jobs = {}
+            self._task_to_sub_job = {}
+            for t in self.tasks.values():
+                self._add_to_sub_job(t)
+        return self._sub_jobs
+
+    def sub_job_of(self, task_uid: str) -> SubJobInfo | None:
+        return self.sub_jobs.get(self._task_to_sub_job.get(task_uid, ""))
+
+    def topology_group(self, task_uid: str) -> JobInfo | SubJobInfo:
+        """What a task's network-topology placement is judged against: its sub-job when the job
+        has sub-group policies, else the job itself (which is then its only sub-job)."""
+        if not self.contains_sub_job_policy():
+            return self
+        return self.sub_job_of(task_uid) or self
+
+    def _default_sub_job(self) -> SubJobInfo:
+        assert self._sub_jobs is not None
+        sub = self._sub_jobs.get(self.uid)
+        if sub is None:
+            policy: dict[str, object] = {}
+            if not self.contains_sub_job_policy():
+                policy["subGroupSize"] = self.min_available
+            if self.network_topology is not None:
+                policy["networkTopology"] = self.network_topology
+            sub = self._sub_jobs[self.uid] = new_sub_job(self.uid, self.uid, self.uid, policy, None)
+        return sub
+
+    def _sub_job_for(self, t: TaskInfo) -> SubJobInfo:
+        assert self._sub_jobs is not None
+        labels = (t.pod.get("metadata") or {}).get("labels") or {}
+        for policy in self.sub_group_policies():
+            values = match_values(policy, labels)
+            if values:
+                name = str(policy.get("name", ""))
+                uid = sub_job_id(self.uid, name, values)
+                sub = self._sub_jobs.get(uid)
+                if sub is None:
+                    sub = self._sub_jobs[uid] = new_sub_job(f"{self.uid}/{name}", uid, self.uid, policy, values)
+                return sub
+        return self._default_sub_job()
+
+    def _add_to_sub_job(self, t: TaskInfo) -> None:
+        sub = self._sub_job_for(t)
+        sub.add_task(t)
+        self._task_to_sub_job[t.uid] = sub.uid
+
+    def contains_hard_topology(self) -> bool:
+        """The job or any of its sub-jobs has a hard network topology."""
+        if self.is_hard_topology_mode()[0]:
+            return True
+        return self.contains_sub_job_policy() and any(s.is_hard_topology_mode()[0] for s in self.sub_jobs.values())
+
+    def check_sub_job_valid(self) -> bool:
+        """Every policy has at least ``minSubGroups`` sub-jobs."""
+        if not self.contains_sub_job_policy():
+            return True
+        count: dict[str, int] = {}
+        for s in self.sub_jobs.values():
+            count[s.gid] = count.get(s.gid, 0) + 1
+        return all(count.get(g, 0) >= m for g, m in self.min_sub_jobs.items())
+
+    def _sub_jobs_satisfy(self, ready: bool) -> bool:
+        if not self.contains_sub_job_policy():
+            return True
+        count: dict[str, int] = {}
+        for s in self.sub_jobs.values():
+            if s.is_ready() if ready else s.is_pipelined():
+                count[s.gid] = count.get(s.gid, 0) + 1
+        return all(m == 0 or count.get(g, 0) >= m for g, m in self.min_sub_jobs.items())
+
+    def check_sub_job_ready(self) -> bool:
+        """At least ``minSubGroups`` sub-jobs of each policy are ready."""
+        return self._sub_jobs_satisfy(True)
+
+    def check_sub_job_pipelined(self) -> bool:
+        return self._sub_jobs_satisfy(False)
+
+    def reset_sub_job_fit_err(self, sub_uid: str) -> None:
+        """Forget the fit errors of ``sub_uid``'s tasks."""
+        self.sub_jobs  # noqa: B018 -- builds the task -> sub-job index
+        self.nodes_fit_errors = {k: v for k, v in self.nodes_fit_errors.items() if self._task_to_sub_job.get(k) != sub_uid}
+
     # ----- allocation bookkeeping ---------------------------------------------------------
-    def fit_failed_roles(self) -> set[str]:
-        return {self.tasks[uid].role for uid in self.nodes_fit_errors if uid in self.tasks}
+    def fit_failed_roles(self, sub_uid: str | None = None) -> set[str]:
+        """Roles with a recorded fit error (only ``sub_uid``'s tasks when given)."""
+        if sub_uid is None:
+            return {self.tasks[uid].role for uid in self.nodes_fit_errors if uid in self.tasks}
+        self.sub_jobs  # noqa: B018 -- builds the task -> sub-job index
+        return {
+            self.tasks[uid].role for uid in self.nodes_fit_errors
+            if uid in self.tasks and self._task_to_sub_job.get(uid) == sub_uid
+        }
 
-    def task_has_fit_errors(self, t: TaskInfo) -> bool:
-        return bool(t.role) and t.role in self.fit_failed_roles()
+    def task_has_fit_errors(self, t: TaskInfo, sub_uid: str | None = None) -> bool:
+        return bool(t.role) and t.role in self.fit_failed_roles(sub_uid)
 
-    def need_continue_allocating(self) -> bool:
-        """After one task found no node, may allocate keep trying this job's other tasks?"""
+    def need_continue_allocating(self, sub_uid: str | None = None) -> bool:
+        """After one task found no node, may allocate keep trying this job's (or sub-job
+        ``sub_uid``'s) other tasks?"""
         if self.min_available == len(self.tasks):
             return False
-        failed = self.fit_failed_roles()
+        if sub_uid is not None:
+            sub = self.sub_jobs.get(sub_uid)
+            if sub is not None and sub.min_available >= len(sub.tasks):
+                return False
+            if self.contains_sub_job_policy():
+                return True
+        failed = self.fit_failed_roles(sub_uid)
         pending: dict[str, int] = {}
         for t in self.task_status_index.get(TaskStatus.Pending, {}).values():
             pending[t.role] = pending.get(t.role, 0) + 1

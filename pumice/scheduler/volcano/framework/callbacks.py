@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.queue_info import QueueInfo
+from pumice.scheduler.volcano.api.sub_job_info import SubJobInfo
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import Status, ValidateResult
 from pumice.scheduler.volcano.framework.extension_points import POINTS, ExtensionPoint
@@ -48,11 +49,16 @@ JobVoteFn = Callable[[JobInfo], int]
 JobNotifyFn = Callable[[JobInfo], None]
 JobValidFn = Callable[[JobInfo], "ValidateResult | None"]
 VictimTasksFn = Callable[[list[TaskInfo]], list[TaskInfo]]
-HyperNodeOrderFn = Callable[[JobInfo, Sequence[str]], dict[str, float]]
-"""(job, candidate HyperNode names) -> score per HyperNode."""
+HyperNodeOrderFn = Callable[["JobInfo | SubJobInfo", Sequence[str]], dict[str, float]]
+"""(job or sub-job, candidate HyperNode names) -> score per HyperNode."""
 HyperNodeGradientFn = Callable[[JobInfo, str, str], "list[list[str]] | None"]
 """(job, search root HyperNode, purpose ``allocate``|``evict``) -> HyperNode names by gradient
 (lowest tier first); None: this plugin has no opinion."""
+SubJobGradientFn = Callable[[SubJobInfo, str, str], "list[list[str]] | None"]
+"""The same for one sub-job, searched under the HyperNode chosen for its job."""
+SubJobBoolFn = Callable[[SubJobInfo], bool]
+SubJobVoteFn = Callable[[SubJobInfo], int]
+SubJobCompareFn = Callable[[SubJobInfo, SubJobInfo], int]
 
 
 class CallbackTable(Generic[F]):
@@ -126,6 +132,10 @@ class Callbacks:
     victim_tasks: CallbackTable[VictimTasksFn]
     hyper_node_order: CallbackTable[HyperNodeOrderFn]
     hyper_node_gradient_for_job: CallbackTable[HyperNodeGradientFn]
+    hyper_node_gradient_for_sub_job: CallbackTable[SubJobGradientFn]
+    sub_job_ready: CallbackTable[SubJobBoolFn]
+    sub_job_pipelined: CallbackTable[SubJobVoteFn]
+    sub_job_order: CallbackTable[SubJobCompareFn]
 
     @classmethod
     def for_tiers(cls, tiers: Sequence[Tier]) -> Callbacks:

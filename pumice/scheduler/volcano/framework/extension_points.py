@@ -60,5 +60,9 @@ POINTS: dict[str, ExtensionPoint] = {
         _P("victimTasks", "enabledVictim", Combine.UNION_VICTIMS),
         _P("hyperNodeOrder", "enabledHyperNodeOrder", Combine.SUM),
         _P("hyperNodeGradientForJob", "enabledHyperNodeGradient", Combine.FIRST),
+        _P("hyperNodeGradientForSubJob", "enabledHyperNodeGradient", Combine.FIRST),
+        _P("subJobReady", "enabledSubJobReady", Combine.AND),
+        _P("subJobPipelined", "enabledSubJobPipelined", Combine.VOTE),
+        _P("subJobOrder", "enabledSubJobOrder", Combine.FIRST_NONZERO),
     )
 }

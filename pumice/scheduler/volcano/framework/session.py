@@ -37,6 +37,7 @@ from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.queue_info import ClusterInfo, QueueInfo
 from pumice.scheduler.volcano.api.resource import Resource, sum_resources
+from pumice.scheduler.volcano.api.sub_job_info import SubJobInfo, adjust_sub_job_topology
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import (
     ALL_NODE_UNAVAILABLE_MSG,
@@ -70,6 +71,10 @@ from pumice.scheduler.volcano.framework.callbacks import (
     PrePredicateFn,
     QueueCompareFn,
     QueueFn,
+    SubJobBoolFn,
+    SubJobCompareFn,
+    SubJobGradientFn,
+    SubJobVoteFn,
     TaskCompareFn,
     VictimQueueCompareFn,
     VictimsFn,
@@ -254,6 +259,18 @@ class Session:
     def add_hyper_node_gradient_for_job_fn(self, plugin: str, fn: HyperNodeGradientFn) -> None:
         self.callbacks.hyper_node_gradient_for_job.add(plugin, fn)
 
+    def add_hyper_node_gradient_for_sub_job_fn(self, plugin: str, fn: SubJobGradientFn) -> None:
+        self.callbacks.hyper_node_gradient_for_sub_job.add(plugin, fn)
+
+    def add_sub_job_ready_fn(self, plugin: str, fn: SubJobBoolFn) -> None:
+        self.callbacks.sub_job_ready.add(plugin, fn)
+
+    def add_sub_job_pipelined_fn(self, plugin: str, fn: SubJobVoteFn) -> None:
+        self.callbacks.sub_job_pipelined.add(plugin, fn)
+
+    def add_sub_job_order_fn(self, plugin: str, fn: SubJobCompareFn) -> None:
+        self.callbacks.sub_job_order.add(plugin, fn)
+
     def add_event_handler(self, eh: EventHandler) -> None:
         self.event_handlers.append(eh)
 
@@ -286,6 +303,19 @@ class Session:
         if l.creation == r.creation:
             return l.uid < r.uid
         return l.creation < r.creation
+
+    def sub_job_order_fn(self, l: SubJobInfo, r: SubJobInfo) -> bool:  # noqa: E741
+        """True when sub-job ``l`` goes before ``r``: plugins first, then match index, then uid.
+
+        Mirrors: session_plugins.go SubJobOrderFn.
+        """
+        for fn in self.callbacks.sub_job_order.flat():
+            c = fn(l, r)
+            if c != 0:
+                return bool(c < 0)
+        if l.match_index != r.match_index:
+            return l.match_index < r.match_index
+        return l.uid < r.uid
 
     def victim_queue_order_fn(self, l: QueueInfo, r: QueueInfo, preemptor: QueueInfo) -> bool:  # noqa: E741
         for fn in self.callbacks.victim_queue_order.flat():
@@ -467,6 +497,22 @@ class Session:
     def job_pipelined(self, job: JobInfo) -> bool:
         return self._vote(self.callbacks.job_pipelined, job)
 
+    def sub_job_ready(self, job: JobInfo, sub: SubJobInfo) -> bool:
+        """Without sub-group policies: :meth:`job_ready`; else every enabled plugin agrees.
+
+        Mirrors: session_plugins.go SubJobReady."""
+        if not job.contains_sub_job_policy():
+            return self.job_ready(job)
+        return all(fn(sub) for fn in self.callbacks.sub_job_ready.flat())
+
+    def sub_job_pipelined(self, job: JobInfo, sub: SubJobInfo) -> bool:
+        """Without sub-group policies: :meth:`job_pipelined`; else the plugins' vote (none: True).
+
+        Mirrors: session_plugins.go SubJobPipelined."""
+        if not job.contains_sub_job_policy():
+            return self.job_pipelined(job)
+        return self._vote(self.callbacks.sub_job_pipelined, sub)  # type: ignore[arg-type]
+
     def job_enqueueable(self, job: JobInfo) -> bool:
         return self._vote(self.callbacks.job_enqueueable, job)
 
@@ -593,7 +639,16 @@ class Session:
                 return got
         return [[root]]
 
-    def hyper_node_order(self, job: JobInfo, candidates: Sequence[str]) -> dict[str, float]:
+    def hyper_node_gradient_for_sub_job(self, sub: SubJobInfo, root: str, purpose: str = "allocate") -> list[list[str]]:
+        """Candidate HyperNodes for sub-job ``sub`` under ``root`` (the HyperNode tried for its
+        job), by gradient; none: ``[[root]]``. Mirrors: session_plugins.go HyperNodeGradientForSubJobFn."""
+        for fn in self.callbacks.hyper_node_gradient_for_sub_job.flat():
+            got = fn(sub, root, purpose)
+            if got is not None:
+                return got
+        return [[root]]
+
+    def hyper_node_order(self, job: JobInfo | SubJobInfo, candidates: Sequence[str]) -> dict[str, float]:
         """Summed HyperNode scores of every plugin (0 for all when none is registered)."""
         out = dict.fromkeys(candidates, 0.0)
         for fn in self.callbacks.hyper_node_order.flat():
@@ -614,23 +669,24 @@ class Session:
         top = hns.root.tier
         for job in self.jobs.values():
             nt = job.network_topology
-            if nt is None:
-                continue
-            if nt.highest_tier_name and nt.highest_tier_allowed is None:
-                tier = hns.tier_names.get(nt.highest_tier_name)
-                if tier is None:
-                    log.warning("job %s: highestTierName %r names no HyperNode tier", job.uid, nt.highest_tier_name)
-                else:
-                    nt.highest_tier_allowed = tier
-            if nt.mode == "soft":
-                nt.mode = "hard"
-                nt.highest_tier_allowed = top
-                nt.highest_tier_name = ""
-            if job.allocated_hypernode and job.allocated_hypernode not in hns:
-                job.allocated_hypernode = ""
-            if not job.allocated_hypernode:
-                placed = [t.node_name for s in ALLOCATED_STATUSES for t in job.task_status_index.get(s, {}).values() if t.node_name]
-                job.allocated_hypernode = hns.lowest_containing(placed)
+            if nt is not None:
+                if nt.highest_tier_name and nt.highest_tier_allowed is None:
+                    tier = hns.tier_names.get(nt.highest_tier_name)
+                    if tier is None:
+                        log.warning("job %s: highestTierName %r names no HyperNode tier", job.uid, nt.highest_tier_name)
+                    else:
+                        nt.highest_tier_allowed = tier
+                if nt.mode == "soft":
+                    nt.mode = "hard"
+                    nt.highest_tier_allowed = top
+                    nt.highest_tier_name = ""
+                if job.allocated_hypernode and job.allocated_hypernode not in hns:
+                    job.allocated_hypernode = ""
+                if not job.allocated_hypernode:
+                    placed = [t.node_name for s in ALLOCATED_STATUSES for t in job.task_status_index.get(s, {}).values() if t.node_name]
+                    job.allocated_hypernode = hns.lowest_containing(placed)
+            if job.contains_sub_job_policy():
+                adjust_sub_job_topology(job, hns)
 
     # ----- failures -----------------------------------------------------------------------
     def record_error(self, op: str, task: TaskInfo, target: str, err: BaseException) -> None:

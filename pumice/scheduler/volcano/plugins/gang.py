@@ -1,7 +1,9 @@
 """gang: all-or-nothing admission of a job's minAvailable tasks.
 
 Registers JobValid, Preemptable/Reclaimable (never below minAvailable), JobOrder (not-ready
-first), JobReady, JobPipelined, JobStarving; writes PodGroup conditions on close.
+first), JobReady, JobPipelined, JobStarving (the job-level ones also require ``minSubGroups``
+ready/pipelined sub-jobs per sub-group policy), SubJobOrder (not-ready first), SubJobReady,
+SubJobPipelined; writes PodGroup conditions on close.
 
 Mirrors: volcano pkg/scheduler/plugins/gang/gang.go.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 from pumice.api.volcano.constants import PodGroupConditionReason, PodGroupConditionType
 from pumice.scheduler.volcano.api.job_info import JobInfo
+from pumice.scheduler.volcano.api.sub_job_info import SubJobInfo
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import ALLOCATED_STATUSES, TaskStatus, ValidateResult, Vote
 from pumice.scheduler.volcano.framework.arguments import NoArguments, parser
@@ -28,6 +31,8 @@ class GangPlugin:
         def valid(job: JobInfo) -> ValidateResult | None:
             if not job.check_task_valid():
                 return ValidateResult(False, PodGroupConditionReason.NOT_ENOUGH_PODS_OF_TASK.value, "Not enough valid pods of each task for gang-scheduling")
+            if not job.check_sub_job_valid():
+                return ValidateResult(False, PodGroupConditionReason.NOT_ENOUGH_PODS_OF_TASK.value, "Not enough valid subGroups of each task for gang-scheduling")
             vtn = job.valid_task_num()
             if vtn < job.min_available:
                 return ValidateResult(
@@ -67,10 +72,21 @@ class GangPlugin:
             return 0
 
         ssn.add_job_order_fn(PLUGIN_NAME, job_order)
-        ssn.add_job_ready_fn(PLUGIN_NAME, lambda j: j.check_task_ready() and j.is_ready())
+        ssn.add_job_ready_fn(PLUGIN_NAME, lambda j: j.check_task_ready() and j.check_sub_job_ready() and j.is_ready())
         ssn.add_job_pipelined_fn(
-            PLUGIN_NAME, lambda j: Vote.PERMIT if j.check_task_pipelined() and j.is_pipelined() else Vote.REJECT
+            PLUGIN_NAME,
+            lambda j: Vote.PERMIT if j.check_task_pipelined() and j.check_sub_job_pipelined() and j.is_pipelined() else Vote.REJECT,
         )
+
+        def sub_job_order(l: SubJobInfo, r: SubJobInfo) -> int:  # noqa: E741
+            lr, rr = l.is_ready(), r.is_ready()
+            if lr == rr:
+                return 0
+            return 1 if lr else -1
+
+        ssn.add_sub_job_order_fn(PLUGIN_NAME, sub_job_order)
+        ssn.add_sub_job_ready_fn(PLUGIN_NAME, lambda s: s.is_ready())
+        ssn.add_sub_job_pipelined_fn(PLUGIN_NAME, lambda s: Vote.PERMIT if s.is_pipelined() else Vote.REJECT)
         ssn.add_job_starving_fns(PLUGIN_NAME, lambda j: j.is_starving())
 
     def on_session_close(self, ssn: Session) -> None:

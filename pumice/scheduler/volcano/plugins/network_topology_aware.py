@@ -2,17 +2,19 @@
 
 Registers, as upstream:
 
-- the HyperNode gradient for a job with a hard limit (soft jobs arrive converted to hard at the
+- the HyperNode gradient for a job -- and for a sub-job under its job's HyperNode, with the
+  sub-job's limit, allocated HyperNode and Pending request -- with a hard limit (soft jobs arrive converted to hard at the
   root's tier): breadth-first from the search root over children; a HyperNode is eligible when
   its tier is at most the limit and, for a job not yet placed, the job's minimum resources fit
   its idle or future-idle (eviction: its allocatable); eligible HyperNodes grouped by tier,
   lowest first. A job already placed searches only under the highest ancestor of its
   allocated HyperNode within the limit. For eviction the gradients are reversed (widest first)
   and capped at ``hypernode.gradient.evict.max-hypernodes``.
-- the HyperNode score: binpack of the job's total request over the HyperNode's allocatable and
+- the HyperNode score (of a job, or of one sub-job): binpack of its total request over the HyperNode's allocatable and
   used (0 when it would overflow), weighted by ``hypernode.binpack.*``; ties at the top broken
   by the share of the job's tasks already inside.
-- node scores: for a task of a topology job, 1 on the job's allocated HyperNode, else
+- node scores: for a task of a topology job (of a topology sub-job when the job has sub-group
+  policies), 1 on its allocated HyperNode, else
   ``(maxTier - tier(LCA)) / (maxTier - minTier)`` (0 before anything is placed), ties at the top
   broken by the task share; for other Pods (``hypernode.binpack.normal-pod.enable``) the
   fading-weighted mean over tiers of the binpack score of the node's HyperNode at each tier
@@ -37,6 +39,7 @@ from pumice.scheduler.volcano.api.hyper_node_info import HyperNodesInfo
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.resource import CPU, MEMORY, Dimension, Resource
+from pumice.scheduler.volcano.api.sub_job_info import SubJobInfo
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.framework.arguments import ArgumentError, Arguments, decode
 from pumice.scheduler.volcano.framework.interface import Event, EventHandler
@@ -161,13 +164,13 @@ class NetworkTopologyAwarePlugin:
         return np.array([r.get(d) for d in self.dims], dtype=float)
 
     # ----- scores -------------------------------------------------------------------------
-    def _task_share(self, hn: str, job: JobInfo) -> float:
+    def _task_share(self, hn: str, job: JobInfo | SubJobInfo) -> float:
         if not job.tasks:
             return 1.0
         nodes = self.hns.node_sets.get(hn, frozenset())
         return sum(1 for t in job.tasks.values() if t.node_name and t.node_name in nodes) / len(job.tasks)
 
-    def hyper_node_order(self, ssn: Session, job: JobInfo, candidates: Sequence[str]) -> dict[str, float]:
+    def hyper_node_order(self, ssn: Session, job: JobInfo | SubJobInfo, candidates: Sequence[str]) -> dict[str, float]:
         total = Resource()
         for t in job.tasks.values():
             total = total + t.resreq
@@ -205,7 +208,8 @@ class NetworkTopologyAwarePlugin:
 
     def rows_scores(self, ssn: Session, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         """Node scores for session node indices ``rows`` (already scaled)."""
-        job = ssn.jobs.get(task.job)
+        owner = ssn.jobs.get(task.job)
+        job = owner.topology_group(task.uid) if owner is not None else None
         out = np.zeros(len(rows))
         if job is not None and job.network_topology is not None:
             allocated = task.job_allocated_hypernode
@@ -266,17 +270,27 @@ class NetworkTopologyAwarePlugin:
         hard, limit = job.is_hard_topology_mode()
         if not hard:
             return [[root]]
-        start = self._search_root(root, limit, job.allocated_hypernode)
+        return self._gradient(root, limit, job.allocated_hypernode, job.min_resources or Resource(), purpose)
+
+    def sub_job_gradient(self, sub: SubJobInfo, root: str, purpose: str) -> list[list[str]] | None:
+        """The gradient of one sub-job under ``root`` (its job's HyperNode); the minimum is the
+        sub-job's Pending request."""
+        hard, limit = sub.is_hard_topology_mode()
+        if not hard:
+            return [[root]]
+        return self._gradient(root, limit, sub.allocated_hypernode, sub.min_resources(), purpose)
+
+    def _gradient(self, root: str, limit: int, allocated: str, min_res: Resource, purpose: str) -> list[list[str]]:
+        start = self._search_root(root, limit, allocated)
         if start is None:
             return []
-        min_res = job.min_resources or Resource()
         eligible: dict[int, list[str]] = {}
         queue, seen = [start], {start}
         while queue:
             cur = queue.pop(0)
             info = self.hns.infos[cur]
             if info.tier <= limit and (
-                job.allocated_hypernode
+                allocated
                 or (purpose == "evict" and min_res.less_equal(self.allocatable[cur], Dimension.ZERO))
                 or (
                     purpose != "evict"
@@ -307,6 +321,7 @@ class NetworkTopologyAwarePlugin:
         self._open_cache(ssn)
         ssn.add_hyper_node_order_fn(PLUGIN_NAME, lambda job, cands: self.hyper_node_order(ssn, job, cands))
         ssn.add_hyper_node_gradient_for_job_fn(PLUGIN_NAME, lambda job, root, purpose: self.gradient(ssn, job, root, purpose))
+        ssn.add_hyper_node_gradient_for_sub_job_fn(PLUGIN_NAME, self.sub_job_gradient)
 
         def batch(task: TaskInfo, nodes: Sequence[NodeInfo]) -> np.ndarray:
             return self.rows_scores(ssn, task, np.array([n.index for n in nodes], dtype=int))

@@ -29,6 +29,7 @@ class PriorityPlugin:
     def on_session_open(self, ssn: Session) -> None:
         ssn.add_task_order_fn(PLUGIN_NAME, lambda a, b: _cmp_desc(a.priority, b.priority))
         ssn.add_job_order_fn(PLUGIN_NAME, lambda a, b: _cmp_desc(a.priority, b.priority))
+        ssn.add_sub_job_order_fn(PLUGIN_NAME, lambda a, b: _cmp_desc(a.priority, b.priority))
 
         def preemptable(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
             pjob = ssn.jobs.get(preemptor.job)
