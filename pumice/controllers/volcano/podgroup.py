@@ -21,6 +21,7 @@ from pumice.api.meta import owner_reference
 from pumice.client.base import KubeClient, is_already_exists, is_not_found
 from pumice.controllers.volcano import keys
 from pumice.controllers.volcano.job import resources as res
+from pumice.controllers.volcano.job.builders import scheduling_annotations
 
 log = logging.getLogger(__name__)
 
@@ -57,16 +58,10 @@ def build_podgroup_for_pod(pod: Obj, owner_annotations: dict[str, str] | None = 
     labels: dict[str, str] = {}
     if inherit_owner_annotations:
         ann.update({k: v for k, v in owner_ann.items() if k.startswith("volcano.sh/")})
-    for k in (keys.POD_PREEMPTABLE, keys.COOLDOWN_TIME, keys.REVOCABLE_ZONE):
-        if k in pann:
-            ann[k] = pann[k]
+    ann.update(scheduling_annotations(pann))
     for k in (keys.POD_PREEMPTABLE, keys.COOLDOWN_TIME):
         if k in plabels:
             labels[k] = plabels[k]
-    if keys.JDB_MIN_AVAILABLE in pann:
-        ann[keys.JDB_MIN_AVAILABLE] = pann[keys.JDB_MIN_AVAILABLE]
-    elif keys.JDB_MAX_UNAVAILABLE in pann:
-        ann[keys.JDB_MAX_UNAVAILABLE] = pann[keys.JDB_MAX_UNAVAILABLE]
     spec: Obj = {
         "minMember": min_member,
         "minResources": res.fmt(res.task_requests(pod.get("spec") or {}, min_member)),

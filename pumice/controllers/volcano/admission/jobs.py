@@ -39,6 +39,7 @@ from pumice.controllers.volcano.admission._validation import (
     is_qualified_name,
     quantity_errors,
 )
+from pumice.controllers.volcano.job import builders
 
 MUTATE_WEBHOOK = "mutatejob.volcano.sh"
 VALIDATE_WEBHOOK = "validatejob.volcano.sh"
@@ -48,10 +49,6 @@ _MPI_DEFAULT_MASTER = "master"
 
 def _is_job(req: AdmissionRequest) -> bool:
     return is_kind(req, "batch.volcano.sh", "jobs")
-
-
-def _tasks(job: dict[str, Any]) -> list[dict[str, Any]]:
-    return list((job.get("spec") or {}).get("tasks") or [])
 
 
 def _int(v: Any, default: int = 0) -> int:
@@ -308,7 +305,7 @@ def validate_job_spec(job: dict[str, Any]) -> str:
     """The reader-free part of ``validateJobCreate``: the message ("" when valid)."""
     spec = job.get("spec") or {}
     name = (job.get("metadata") or {}).get("name", "")
-    tasks = _tasks(job)
+    tasks = builders.tasks(job)
     if not tasks:
         return "No task specified in job spec"
     plugins = spec.get("plugins") or {}
@@ -378,7 +375,7 @@ async def validate_job_queue(job: dict[str, Any], reader: ObjectReader) -> str:
 def validate_job_update(old: dict[str, Any], new: dict[str, Any]) -> str:
     """``validateJobUpdate``: the error message ("" when the update is allowed)."""
     total = 0
-    for task in _tasks(new):
+    for task in builders.tasks(new):
         tname = task.get("name", "")
         if _int(task.get("replicas")) < 0:
             return f"'replicas' must be >= 0 in task: {tname}"
@@ -400,7 +397,7 @@ def validate_job_update(old: dict[str, Any], new: dict[str, Any]) -> str:
     msg = _validate_network_topology(nspec.get("networkTopology"))
     if msg:
         return msg
-    if len(_tasks(old)) != len(_tasks(new)):
+    if len(builders.tasks(old)) != len(builders.tasks(new)):
         return "job updates may not add or remove tasks"
     a, b = copy.deepcopy(nspec), copy.deepcopy(ospec)
     for s in (a, b):
@@ -447,7 +444,7 @@ def _spec_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
 
 
 def _dag_message(job: dict[str, Any]) -> str:
-    tasks = _tasks(job)
+    tasks = builders.tasks(job)
     if any(t.get("dependsOn") for t in tasks) and not _is_dag(tasks):
         return " job has dependencies between tasks, but doesn't form a directed acyclic graph(DAG);"
     return ""
@@ -468,7 +465,7 @@ def policy_violation(job: dict[str, Any]) -> str:
         return "'maxRetry' cannot be less than zero"
     if "ttlSecondsAfterFinished" in spec and _int(spec.get("ttlSecondsAfterFinished")) < 0:
         return "'ttlSecondsAfterFinished' cannot be less than zero"
-    for task in _tasks(job):
+    for task in builders.tasks(job):
         if is_dns1123_label(str(task.get("name", ""))):
             return ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
                     f"(task name {task.get('name', '')!r})")

@@ -10,7 +10,7 @@ CalcFirstCountResources, CalcPGMinResources) and job_controller_actions.go
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from pumice.api import Obj
 from pumice.api.meta import owner_reference
@@ -107,6 +107,34 @@ def pg_min_resources(job: Obj, priority_of: Callable[[str], int | None] = lambda
     return res.fmt(total)
 
 
+def network_topology(nt: Obj, *, both_tiers: bool) -> Obj:
+    """The PodGroup ``networkTopology`` for a job's (or a partition policy's) ``networkTopology``:
+    its ``mode`` and ``highestTierAllowed``, and ``highestTierName`` when set; for the job itself
+    (``both_tiers=False``) the name only when no tier number is given, as upstream copies them.
+
+    Mirrors: volcano job_controller_actions.go createOrUpdatePodGroup and getSubGroupPolicy.
+    """
+    out: Obj = {"mode": nt.get("mode")}
+    if nt.get("highestTierAllowed") is not None:
+        out["highestTierAllowed"] = nt["highestTierAllowed"]
+        if not both_tiers:
+            return out
+    if nt.get("highestTierName"):
+        out["highestTierName"] = nt["highestTierName"]
+    return out
+
+
+def scheduling_annotations(source: Mapping[str, str]) -> dict[str, str]:
+    """The scheduling annotations a Pod or PodGroup takes from its job or Pod: preemptable,
+    cooldown time, revocable zone, and the JDB minAvailable (or else maxUnavailable)."""
+    out = {k: source[k] for k in (keys.POD_PREEMPTABLE, keys.COOLDOWN_TIME, keys.REVOCABLE_ZONE) if k in source}
+    if keys.JDB_MIN_AVAILABLE in source:
+        out[keys.JDB_MIN_AVAILABLE] = source[keys.JDB_MIN_AVAILABLE]
+    elif keys.JDB_MAX_UNAVAILABLE in source:
+        out[keys.JDB_MAX_UNAVAILABLE] = source[keys.JDB_MAX_UNAVAILABLE]
+    return out
+
+
 def sub_group_policy(task: Obj) -> Obj:
     """The PodGroup ``subGroupPolicy`` entry of a task with a ``partitionPolicy``: one sub-group
     per ``volcano.sh/partition-id`` value among the task's Pods.
@@ -124,12 +152,7 @@ def sub_group_policy(task: Obj) -> Obj:
     }
     nt = pp.get("networkTopology")
     if nt:
-        pnt: Obj = {"mode": nt.get("mode")}
-        if nt.get("highestTierAllowed") is not None:
-            pnt["highestTierAllowed"] = nt["highestTierAllowed"]
-        if nt.get("highestTierName"):
-            pnt["highestTierName"] = nt["highestTierName"]
-        out["networkTopology"] = pnt
+        out["networkTopology"] = network_topology(nt, both_tiers=True)
     return out
 
 
@@ -146,12 +169,7 @@ def build_podgroup(job: Obj, priority_of: Callable[[str], int | None] = lambda _
         pg_spec["priorityClassName"] = spec["priorityClassName"]
     nt = spec.get("networkTopology")
     if nt:
-        pnt: Obj = {"mode": nt.get("mode")}
-        if nt.get("highestTierAllowed") is not None:
-            pnt["highestTierAllowed"] = nt["highestTierAllowed"]
-        elif nt.get("highestTierName"):
-            pnt["highestTierName"] = nt["highestTierName"]
-        pg_spec["networkTopology"] = pnt
+        pg_spec["networkTopology"] = network_topology(nt, both_tiers=False)
     policies = [sub_group_policy(t) for t in tasks(job) if t.get("partitionPolicy")]
     if policies:
         pg_spec["subGroupPolicy"] = policies
@@ -224,14 +242,7 @@ def build_pod(job: Obj, task: Obj, index: int) -> Obj:
     })
     if task.get("topologyPolicy"):
         ann[keys.NUMA_POLICY_KEY] = str(task["topologyPolicy"])
-    jann = md.get("annotations") or {}
-    for k in (keys.POD_PREEMPTABLE, keys.COOLDOWN_TIME, keys.REVOCABLE_ZONE):
-        if k in jann:
-            ann[k] = jann[k]
-    if keys.JDB_MIN_AVAILABLE in jann:
-        ann[keys.JDB_MIN_AVAILABLE] = jann[keys.JDB_MIN_AVAILABLE]
-    elif keys.JDB_MAX_UNAVAILABLE in jann:
-        ann[keys.JDB_MAX_UNAVAILABLE] = jann[keys.JDB_MAX_UNAVAILABLE]
+    ann.update(scheduling_annotations(md.get("annotations") or {}))
     labels = dict(tmeta.get("labels") or {})
     labels.update({
         keys.TASK_INDEX: idx,

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from pumice.api import Obj
+from pumice.controllers.volcano.job.builders import tasks, total_replicas, total_task_min_available
 from pumice.controllers.volcano.keys import Action, JobPhase
 
 UpdateFn = Callable[[Obj], bool]
@@ -82,19 +83,6 @@ def _when_no_live_pods(phase: JobPhase) -> UpdateFn:
     return fn
 
 
-def _tasks(job: Obj) -> list[Obj]:
-    return list((job.get("spec") or {}).get("tasks") or [])
-
-
-def total_tasks(job: Obj) -> int:
-    return sum(int(t.get("replicas") or 0) for t in _tasks(job))
-
-
-def total_task_min_available(job: Obj) -> int:
-    return sum(int(t["minAvailable"]) if t.get("minAvailable") is not None else int(t.get("replicas") or 0)
-               for t in _tasks(job))
-
-
 async def _kill_actions(ops: JobOps, act: StateAction) -> bool:
     """The kill transitions shared by Pending and Running; False when ``act`` is not one."""
     a = act.action
@@ -137,7 +125,7 @@ def running_update(job: Obj) -> UpdateFn:
     spec = job.get("spec") or {}
 
     def fn(status: Obj) -> bool:
-        replicas = total_tasks(job)
+        replicas = total_replicas(job)
         if replicas == 0:
             return False
         state = status.setdefault("state", {})
@@ -150,7 +138,7 @@ def running_update(job: Obj) -> UpdateFn:
         if succeeded + failed == replicas:
             if min_available >= total_task_min_available(job):
                 counts = status.get("taskStatusCount") or {}
-                for t in _tasks(job):
+                for t in tasks(job):
                     if t.get("minAvailable") is None or t.get("name") not in counts:
                         continue
                     if int((counts[t["name"]].get("phase") or {}).get("Succeeded", 0)) < int(t["minAvailable"]):
@@ -189,7 +177,7 @@ def restarting_update(job: Obj) -> UpdateFn:
         if int(status.get("retryCount") or 0) >= max_retry:
             state["phase"] = str(JobPhase.FAILED)
             return True
-        if total_tasks(job) - int(status.get("terminating") or 0) >= int(status.get("minAvailable") or 0):
+        if total_replicas(job) - int(status.get("terminating") or 0) >= int(status.get("minAvailable") or 0):
             state["phase"] = str(JobPhase.PENDING)
             return True
         return False
