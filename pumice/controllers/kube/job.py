@@ -37,8 +37,8 @@ from pumice.api import Obj, meta
 from pumice.api.scheme import JOB, POD
 from pumice.client.base import ApiError, KubeClient, is_conflict, is_not_found
 from pumice.client.informer import OWNER_UID_INDEX, Informer
-from pumice.controllers.kube.podutil import controller_ref, deletion_order, is_active, pod_from_template
-from pumice.controllers.kube.replicaset import PodControl, slow_start_batch
+from pumice.controllers.kube.podutil import deletion_order, is_active
+from pumice.controllers.kube.replicaset import PodControl, create_pods
 from pumice.runtime import Request, Result
 from pumice.runtime.events import EventRecorder
 from pumice.runtime.expectations import Expectations
@@ -228,32 +228,10 @@ class JobReconciler:
 
     async def _create_pods(self, job: Obj, key: str, n: int) -> None:
         md = job["metadata"]
-        template = copy.deepcopy((job.get("spec") or {}).get("template") or {})
         labels = {JOB_NAME_LABEL: md["name"], LEGACY_JOB_NAME_LABEL: md["name"],
                   CONTROLLER_UID_LABEL: md["uid"], LEGACY_CONTROLLER_UID_LABEL: md["uid"]}
-        ref = controller_ref(job)
-        self.expectations.expect_creations(key, n)
-        attempted = 0
-
-        async def create() -> None:
-            nonlocal attempted
-            attempted += 1
-            pod = pod_from_template(template, namespace=md.get("namespace", ""), generate_name=f"{md['name']}-",
-                                    owner_ref=ref, extra_labels=labels)
-            try:
-                await self.client.create(pod)
-            except BaseException:
-                self.expectations.creation_observed(key)
-                raise
-
-        try:
-            await slow_start_batch(n, create)
-        except ApiError as e:
-            for _ in range(n - attempted):
-                self.expectations.creation_observed(key)
-            self.recorder.event(job, "Warning", "FailedCreate", f"Error creating: {e.message or e}")
-            raise
-        self.recorder.event(job, "Normal", "SuccessfulCreate", f"Created {n} pod(s)")
+        await create_pods(self.client, self.recorder, self.expectations, job, key, n,
+                          template=(job.get("spec") or {}).get("template") or {}, extra_labels=labels)
 
     async def _ttl(self, job: Obj, done: Obj) -> Result:
         ttl = (job.get("spec") or {}).get("ttlSecondsAfterFinished")

@@ -89,6 +89,50 @@ async def slow_start_batch(count: int, fn: Any, initial: int = 1) -> int:
     return done
 
 
+async def create_pods(client: KubeClient, recorder: EventRecorder, expectations: Expectations, owner: Obj,
+                      key: str, n: int, *, template: Obj, extra_labels: dict[str, str] | None = None) -> int:
+    """Create ``n`` Pods of ``owner`` from ``template`` in slow-start batches (1, 2, 4, ...),
+    named ``<owner>-<random>``, with ``n`` creations expected under ``key`` beforehand. A failed
+    or never-attempted creation is no longer expected. Events as upstream: ``SuccessfulCreate``
+    ("Created N pod(s)") or ``FailedCreate`` ("Error creating: ...").
+
+    Returns the number of Pods created (``n`` when nothing failed).
+
+    Raises:
+        ApiError: the first failed creation (after the FailedCreate event).
+
+    Mirrors: kubernetes pkg/controller/replicaset manageReplicas and pkg/controller/job
+    manageJob (the creation half of each).
+    """
+    md = owner["metadata"]
+    ref = controller_ref(owner)
+    expectations.expect_creations(key, n)
+    attempted = 0
+
+    async def create() -> None:
+        nonlocal attempted
+        attempted += 1
+        pod = pod_from_template(template, namespace=md.get("namespace", ""), generate_name=f"{md['name']}-",
+                                owner_ref=ref, extra_labels=extra_labels)
+        try:
+            await client.create(pod)
+        except BaseException:
+            expectations.creation_observed(key)
+            raise
+
+    try:
+        created = await slow_start_batch(n, create)
+    except ApiError as e:
+        # the remaining (never attempted) creations are not expected either
+        recorder.event(owner, "Warning", "FailedCreate", f"Error creating: {e.message or e}")
+        for _ in range(n - attempted):
+            expectations.creation_observed(key)
+        raise
+    if created:
+        recorder.event(owner, "Normal", "SuccessfulCreate", f"Created {created} pod(s)")
+    return created
+
+
 class PodControl:
     """Observes owned Pods for a controller kind and keeps its expectations current."""
 
@@ -211,32 +255,8 @@ class ReplicaSetReconciler:
         diff = len(active) - want
         if diff < 0:
             n = min(-diff, BURST_REPLICAS)
-            self.expectations.expect_creations(key, n)
-            template = (rs.get("spec") or {}).get("template") or {}
-            ref = controller_ref(rs)
-            attempted = 0
-
-            async def create() -> None:
-                nonlocal attempted
-                attempted += 1
-                pod = pod_from_template(template, namespace=md.get("namespace", ""),
-                                        generate_name=f"{md['name']}-", owner_ref=ref)
-                try:
-                    await self.client.create(pod)
-                except BaseException:
-                    self.expectations.creation_observed(key)
-                    raise
-
-            try:
-                created = await slow_start_batch(n, create)
-            except ApiError as e:
-                # the remaining (never attempted) creations are not expected either
-                self.recorder.event(rs, "Warning", "FailedCreate", f"Error creating: {e.message or e}")
-                for _ in range(n - attempted):
-                    self.expectations.creation_observed(key)
-                raise
-            if created:
-                self.recorder.event(rs, "Normal", "SuccessfulCreate", f"Created {created} pod(s)")
+            await create_pods(self.client, self.recorder, self.expectations, rs, key, n,
+                              template=(rs.get("spec") or {}).get("template") or {})
         elif diff > 0:
             n = min(diff, BURST_REPLICAS)
             victims = deletion_order(active, self.related_pods(rs))[:n]
