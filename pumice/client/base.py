@@ -63,6 +63,26 @@ def is_gone(e: BaseException) -> bool:
     return isinstance(e, ApiError) and e.code == 410
 
 
+async def patch_status_conditions(client: KubeClient, kind: ResourceKind, obj: Obj, conditions: list[Obj]) -> bool:
+    """Merge-patch ``status.conditions`` of ``obj`` (its name and namespace) to ``conditions``
+    through the status subresource.
+
+    Returns:
+        False when the object is gone (404), True when written.
+    Raises:
+        ApiError: any other failed answer.
+    """
+    md = obj["metadata"]
+    try:
+        await client.patch(kind, md["name"], {"status": {"conditions": conditions}}, md.get("namespace"),
+                           subresource="status")
+    except ApiError as e:
+        if is_not_found(e):
+            return False
+        raise
+    return True
+
+
 @dataclass(frozen=True)
 class WatchEvent:
     """One watch event: ``type`` and the object (a Status dict for ERROR)."""

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
 from pumice.api import Obj, meta
 from pumice.api.scheme import LEASE, NODE, POD
-from pumice.client.base import ApiError, KubeClient, is_not_found
+from pumice.client.base import ApiError, KubeClient, is_not_found, patch_status_conditions
 from pumice.client.informer import Informer
 from pumice.runtime.events import EventRecorder
 from pumice.runtime.manager import Manager
@@ -196,13 +196,7 @@ class NodeLifecycleController:
             ready = meta.find_condition(conds, "Ready")
             if ready is not None and ready.get("status") != "False":
                 ready.update({"status": "False", "lastTransitionTime": now})
-                md = pod["metadata"]
-                try:
-                    await self.client.patch(POD, md["name"], {"status": {"conditions": conds}}, md.get("namespace"),
-                                            subresource="status")
-                except ApiError as e:
-                    if not is_not_found(e):
-                        raise
+                await patch_status_conditions(self.client, POD, pod, conds)
 
     async def _sync_taints(self, node: Obj, now: str) -> None:
         ready = (meta.get_condition(node, "Ready") or {}).get("status")

@@ -29,7 +29,7 @@ from pumice._util.clock import Clock, default_clock, rfc3339
 from pumice.api import Obj
 from pumice.api.meta import with_condition
 from pumice.api.scheme import NODE, POD
-from pumice.client.base import ApiError, KubeClient, is_not_found
+from pumice.client.base import ApiError, KubeClient, is_not_found, patch_status_conditions
 from pumice.client.informer import SharedInformerFactory
 from pumice.runtime.events import EventRecorder
 from pumice.scheduler.default.core import CoreBase
@@ -257,13 +257,11 @@ class DefaultScheduler:
                                      "message": message, "lastProbeTime": None}, rfc3339(self.clock.now()))
         if conds == old:
             return
-        md = pod["metadata"]
         try:
-            await self.client.patch(POD, md["name"], {"status": {"conditions": conds}}, md.get("namespace"),
-                                    subresource="status")
+            await patch_status_conditions(self.client, POD, pod, conds)
         except ApiError as e:
-            if not is_not_found(e):
-                log.info("updating PodScheduled of %s/%s failed: %s", md.get("namespace"), md["name"], e)
+            md = pod["metadata"]
+            log.info("updating PodScheduled of %s/%s failed: %s", md.get("namespace"), md["name"], e)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def _flush_loop(self) -> None:
