@@ -3,7 +3,9 @@
 Both functions are pure: they return a new value and never change their arguments.
 
 Errors: :class:`PatchError` (a ValueError) for a malformed patch, a path that does not exist, or
-a failed ``test`` operation; the API server answers it with 422 (JSON patch) or 400.
+a failed ``test`` operation; the API server answers it with 422 (JSON patch) or 400. As in
+kube-apiserver, ``replace`` of a missing member of an existing object sets it (evanphx/json-patch
+v4 does not check the key); a missing parent or an array index out of range is an error.
 
 Mirrors: k8s.io/apiserver pkg/endpoints/handlers/patch.go (jsonPatcher, applyJSPatch) which uses
 evanphx/json-patch.
@@ -116,6 +118,25 @@ def _remove(doc: Any, path: str) -> tuple[Any, Any]:
     raise PatchError(f"path {path!r} does not exist")
 
 
+def _replace(doc: Any, path: str, value: Any) -> Any:
+    """``replace`` as kube-apiserver applies it (evanphx/json-patch v4): the parent must exist and
+    an array index must be in range, but a missing member of an object is set, as ``add`` would.
+    Ray's autoscaler relies on this when it replaces ``/spec/workerGroupSpecs/<i>/scaleStrategy``
+    of a RayCluster whose group has none."""
+    tokens = _pointer(path)
+    if not tokens:
+        return value
+    parent = _parent(doc, tokens, path)
+    last = tokens[-1]
+    if isinstance(parent, dict):
+        parent[last] = value
+    elif isinstance(parent, list):
+        parent[_index(parent, last, path, allow_end=False)] = value
+    else:
+        raise PatchError(f"path {path!r} does not exist")
+    return doc
+
+
 def json_patch(original: Any, ops: Any) -> Any:
     """Apply an RFC 6902 JSON patch (``add``, ``remove``, ``replace``, ``move``, ``copy``,
     ``test``) and return the result.
@@ -142,10 +163,7 @@ def json_patch(original: Any, ops: Any) -> Any:
         elif kind == "replace":
             if "value" not in op:
                 raise PatchError("replace operation does not have a value")
-            _get(doc, path)
-            if _pointer(path):
-                doc, _ = _remove(doc, path)
-            doc = _add(doc, path, copy.deepcopy(op["value"]))
+            doc = _replace(doc, path, copy.deepcopy(op["value"]))
         elif kind == "move":
             src = op.get("from")
             if not isinstance(src, str):

@@ -50,3 +50,18 @@ def test_json_patch_operations() -> None:
     assert doc == {"a": [1, 2], "b": {"c": 1}}
     with pytest.raises(PatchError):
         json_patch(doc, [{"op": "remove", "path": "/zz"}])
+
+
+def test_json_patch_replace_sets_a_missing_object_member_as_kube_apiserver_does() -> None:
+    # kube-apiserver applies JSON patches with evanphx/json-patch v4, whose replace does not check
+    # that an object member exists; Ray's autoscaler replaces a scaleStrategy the group lacks.
+    spec = {"spec": {"workerGroupSpecs": [{"groupName": "g", "replicas": 1}]}}
+    out = json_patch(spec, [{"op": "replace", "path": "/spec/workerGroupSpecs/0/scaleStrategy",
+                             "value": {"workersToDelete": ["w-1"]}},
+                            {"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": 0}])
+    assert out["spec"]["workerGroupSpecs"][0] == {"groupName": "g", "replicas": 0,
+                                                  "scaleStrategy": {"workersToDelete": ["w-1"]}}
+    with pytest.raises(PatchError):
+        json_patch(spec, [{"op": "replace", "path": "/spec/missing/x", "value": 1}])
+    with pytest.raises(PatchError):
+        json_patch(spec, [{"op": "replace", "path": "/spec/workerGroupSpecs/1", "value": {}}])

@@ -1,6 +1,7 @@
 """The KubeRay operator: RayCluster, RayJob and RayService controllers, with a batch-scheduler adapter.
 
-Entry point: :func:`setup` registers the three controllers on a :class:`pumice.runtime` Manager.
+Entry point: :func:`setup` resolves the flags into a :class:`~pumice.controllers.ray.options.RayOperatorOptions`
+and calls each controller's ``setup_with_manager(mgr, opts)`` on a :class:`pumice.runtime` Manager.
 
 Modules:
 
@@ -12,6 +13,7 @@ Modules:
 - ``batchscheduler/``: the adapter Protocol, the no-op default and ``volcano``;
 - ``dashboard``: the Ray dashboard client Protocol and the HTTP implementation
   (fake: :mod:`pumice.testing.ray_dashboard`);
+- ``options``: :class:`RayOperatorOptions`; ``wiring``: what the ``setup_with_manager`` share;
 - ``expectations``: scale expectations; ``validation``: spec checks; ``status``: one-line
   summaries for progress displays; ``constants`` and ``kinds``: wire strings and scheme.
 
@@ -23,32 +25,22 @@ from __future__ import annotations
 import random
 from typing import Any, NamedTuple
 
-from pumice.api import scheme
 from pumice.controllers.ray.batchscheduler import UnknownBatchSchedulerError, new_batch_scheduler
 from pumice.controllers.ray.dashboard import DashboardClientFactory, ServeProxyHealthCheck
-from pumice.controllers.ray.raycluster import CacheReader, RayClusterOptions, RayClusterReconciler
+from pumice.controllers.ray.options import RayOperatorOptions
+from pumice.controllers.ray.raycluster import RayClusterOptions, RayClusterReconciler
 from pumice.controllers.ray.rayjob import RayJobOptions, RayJobReconciler
 from pumice.controllers.ray.rayservice import RayServiceOptions, RayServiceReconciler
-from pumice.runtime.predicates import (
-    AnnotationChangedPredicate,
-    GenerationChangedPredicate,
-    LabelChangedPredicate,
-    or_,
-)
 
 __all__ = [
     "RayClusterReconciler",
     "RayJobReconciler",
+    "RayOperatorOptions",
     "RayReconcilers",
     "RayServiceReconciler",
     "UnknownBatchSchedulerError",
     "setup",
 ]
-
-
-def _store(informer: Any) -> Any:
-    lister = informer.lister
-    return lister() if callable(lister) else lister
 
 
 class RayReconcilers(NamedTuple):
@@ -83,41 +75,11 @@ def setup(mgr: Any, *, batch_scheduler: str | None = None, dashboard_client_fact
     Raises:
         UnknownBatchSchedulerError: ``batch_scheduler`` is not implemented.
     """
-    client = mgr.client
-    clock = getattr(mgr, "clock", None)
-    scheduler = new_batch_scheduler(batch_scheduler, client)
-    rng = random.Random(seed)
-
-    def recorder(component: str) -> Any:
-        fn = getattr(mgr, "event_recorder", None)
-        return fn(component) if fn is not None else None
-
-    reader = None
-    informers = getattr(mgr, "informers", None)
-    if informers is not None:
-        pods = informers.informer(scheme.POD)
-        services = informers.informer(scheme.SERVICE)
-        reader = CacheReader(_store(pods), _store(services))
-    rc = RayClusterReconciler(client, recorder=recorder("raycluster-controller"), clock=clock,
-                              batch_scheduler=scheduler, options=raycluster_options,
-                              rng=random.Random(rng.random()), reader=reader)
-    rj = RayJobReconciler(client, recorder=recorder("rayjob-controller"), clock=clock, batch_scheduler=scheduler,
-                          dashboard_client_factory=dashboard_client_factory, options=rayjob_options,
-                          rng=random.Random(rng.random()))
-    # Upstream filters the primary watch to spec, label and annotation changes: the controller's
-    # own status writes do not wake it (it requeues itself 2 s after a status change).
-    primary = or_(GenerationChangedPredicate, LabelChangedPredicate, AnnotationChangedPredicate)
-    b = mgr.controller("raycluster").for_(scheme.RAY_CLUSTER, primary).owns(scheme.POD).owns(scheme.SERVICE)
-    if batch_scheduler == "volcano":
-        b = b.owns(scheme.POD_GROUP)
-    b.with_options(max_concurrent_reconciles=reconcile_concurrency).complete(rc)
-    b2 = mgr.controller("rayjob").for_(scheme.RAY_JOB).owns(scheme.RAY_CLUSTER).owns(scheme.SERVICE).owns(scheme.JOB)
-    b2.with_options(max_concurrent_reconciles=reconcile_concurrency).complete(rj)
-    rs = RayServiceReconciler(client, recorder=recorder("rayservice-controller"), clock=clock,
-                              dashboard_client_factory=dashboard_client_factory,
-                              serve_proxy_healthy=serve_proxy_healthy,
-                              options=rayservice_options or RayServiceOptions.from_env(),
-                              rng=random.Random(rng.random()))
-    b3 = mgr.controller("rayservice").for_(scheme.RAY_SERVICE, primary).owns(scheme.RAY_CLUSTER).owns(scheme.SERVICE)
-    b3.with_options(max_concurrent_reconciles=reconcile_concurrency).complete(rs)
-    return RayReconcilers(rc, rj, rs)
+    opts = RayOperatorOptions(
+        batch_scheduler_name=batch_scheduler, batch_scheduler=new_batch_scheduler(batch_scheduler, mgr.client),
+        dashboard_client_factory=dashboard_client_factory, reconcile_concurrency=reconcile_concurrency,
+        rng=random.Random(seed), raycluster=raycluster_options, rayjob=rayjob_options,
+        rayservice=rayservice_options, serve_proxy_healthy=serve_proxy_healthy)
+    return RayReconcilers(RayClusterReconciler.setup_with_manager(mgr, opts),
+                          RayJobReconciler.setup_with_manager(mgr, opts),
+                          RayServiceReconciler.setup_with_manager(mgr, opts))

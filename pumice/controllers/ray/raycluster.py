@@ -28,7 +28,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pumice._util.clock import Clock, default_clock, parse_rfc3339, rfc3339
 from pumice._util.duration import go_duration_string
@@ -46,7 +46,11 @@ from pumice.controllers.ray.common import service as svcb
 from pumice.controllers.ray.common.hashing import hash_without_replicas_and_workers_to_delete
 from pumice.controllers.ray.expectations import ScaleExpectations
 from pumice.controllers.ray.validation import ValidationError, validate_raycluster
+from pumice.controllers.ray.wiring import PRIMARY_PREDICATE, event_recorder, informer_store
 from pumice.runtime.reconcile import Request, Result
+
+if TYPE_CHECKING:
+    from pumice.controllers.ray.options import RayOperatorOptions
 
 log = logging.getLogger(__name__)
 
@@ -271,6 +275,23 @@ class RayClusterReconciler:
         self.rng = rng or random.Random(0)
         self.expectations = ScaleExpectations()
 
+    @classmethod
+    def setup_with_manager(cls, mgr: Any, opts: RayOperatorOptions) -> RayClusterReconciler:
+        """Build the reconciler (Pods and Services read from the informer stores when ``mgr`` has
+        informers) and register controller ``raycluster``: RayClusters (spec, label and annotation
+        changes), owned Pods and Services, and owned PodGroups with ``--batch-scheduler volcano``.
+
+        Mirrors: raycluster_controller.go SetupWithManager."""
+        pods, services = informer_store(mgr, scheme.POD), informer_store(mgr, scheme.SERVICE)
+        reader = CacheReader(pods, services) if pods is not None else None
+        rc = cls(mgr.client, recorder=event_recorder(mgr, "raycluster-controller"), clock=getattr(mgr, "clock", None),
+                 batch_scheduler=opts.batch_scheduler, options=opts.raycluster, rng=opts.child_rng(), reader=reader)
+        b = mgr.controller("raycluster").for_(scheme.RAY_CLUSTER, PRIMARY_PREDICATE).owns(scheme.POD).owns(scheme.SERVICE)
+        if opts.batch_scheduler_name == "volcano":
+            b = b.owns(scheme.POD_GROUP)
+        b.with_options(max_concurrent_reconciles=opts.reconcile_concurrency).complete(rc)
+        return rc
+
     # --- entry -----------------------------------------------------------------------------
 
     async def reconcile(self, req: Request) -> Result:
@@ -339,24 +360,49 @@ class RayClusterReconciler:
         forceRemoveGCSFTFinalizer."""
         md = cluster["metadata"]
         fin = c.GCS_FAULT_TOLERANCE_REDIS_CLEANUP_FINALIZER
-        ns, name = md.get("namespace", "default"), md["name"]
         deleting = bool(md.get("deletionTimestamp"))
         if deleting and gcsft.is_embedded_backend(cluster) and fin in (md.get("finalizers") or []):
             log.info("RayCluster %s/%s: removing the stale Redis cleanup finalizer of an embedded-backend cluster",
-                     ns, name)
+                     md.get("namespace", "default"), md["name"])
             await self._remove_finalizer(cluster, fin)
             return Result()
         if not gcsft.needs_redis_cleanup(cluster, self.options.enable_gcs_ft_redis_cleanup):
             return None
         if not deleting:
-            if fin in (md.get("finalizers") or []):
-                return None
-            log.info("RayCluster %s/%s: GCS fault tolerance is on; adding finalizer %s", ns, name, fin)
-            md.setdefault("finalizers", []).append(fin)
-            await self.client.update(cluster)
-            return Result(requeue_after=c.RAYCLUSTER_REQUEUE_AFTER_CHANGE_SECONDS)
+            return await self._add_gcs_ft_finalizer(cluster)
         if fin not in (md.get("finalizers") or []):
             return Result()
+        if await self._delete_pods_before_redis_cleanup(cluster):
+            return Result(requeue_after=10.0)
+        age = self.clock.now() - parse_rfc3339(md["deletionTimestamp"])
+        if age >= gcsft.deletion_timeout_seconds(cluster):
+            await self._force_remove_gcs_ft_finalizer(cluster, age)
+            return Result()
+        jobs = (await self.client.list(scheme.JOB, md.get("namespace", "default"), label_selector=assoc.selector_string(
+            gcsft.redis_cleanup_selector(md["name"])))).items
+        if jobs:
+            return await self._finish_after_redis_cleanup_job(cluster, jobs[0])
+        return await self._create_redis_cleanup_job(cluster)
+
+    async def _add_gcs_ft_finalizer(self, cluster: Obj) -> Result | None:
+        """Add ``ray.io/gcs-ft-redis-cleanup-finalizer`` when missing (then requeue 2 s)."""
+        md = cluster["metadata"]
+        fin = c.GCS_FAULT_TOLERANCE_REDIS_CLEANUP_FINALIZER
+        if fin in (md.get("finalizers") or []):
+            return None
+        log.info("RayCluster %s/%s: GCS fault tolerance is on; adding finalizer %s", md.get("namespace", "default"),
+                 md["name"], fin)
+        md.setdefault("finalizers", []).append(fin)
+        await self.client.update(cluster)
+        return Result(requeue_after=c.RAYCLUSTER_REQUEUE_AFTER_CHANGE_SECONDS)
+
+    async def _delete_pods_before_redis_cleanup(self, cluster: Obj) -> bool:
+        """Delete the cluster's head and worker Pods (NotFound is fine).
+
+        Returns:
+            True while a head Pod still exists: the cleanup must wait for the GCS to be gone."""
+        md = cluster["metadata"]
+        ns, name = md.get("namespace", "default"), md["name"]
         pods = (await self.client.list(scheme.POD, ns, label_selector=assoc.selector_string(
             assoc.cluster_pods_selector(name)))).items
         heads = []
@@ -376,31 +422,40 @@ class RayClusterReconciler:
             log.info("RayCluster %s/%s: waiting for head Pod %s to terminate before the Redis cleanup (storage "
                      "namespace %s)", ns, name, heads[0]["metadata"]["name"],
                      (heads[0]["metadata"].get("annotations") or {}).get(c.RAY_EXTERNAL_STORAGE_NS_ANNOTATION_KEY))
-            return Result(requeue_after=10.0)
-        jobs = (await self.client.list(scheme.JOB, ns, label_selector=assoc.selector_string(
-            gcsft.redis_cleanup_selector(name)))).items
-        age = self.clock.now() - parse_rfc3339(md["deletionTimestamp"])
-        timeout = gcsft.deletion_timeout_seconds(cluster)
-        if age >= timeout:
-            await self._remove_finalizer(cluster, fin)
-            self.recorder.event(cluster, "Warning", "ForceDeletedStuckCluster",
-                                f"Force-removed GCS FT finalizer after {go_duration_string(age)} due to Redis cleanup "
-                                f"timeout; Redis storage namespace "
-                                f"\"{(md.get('annotations') or {}).get(c.RAY_EXTERNAL_STORAGE_NS_ANNOTATION_KEY, '')}\" "
-                                "may need manual cleanup")
-            return Result()
-        if jobs:
-            outcome = gcsft.job_finished(jobs[0])
-            if not outcome:
-                return Result(requeue_after=c.RAYCLUSTER_REQUEUE_AFTER_CHANGE_SECONDS)
-            await self._remove_finalizer(cluster, fin)
-            if outcome == "Complete":
-                log.info("RayCluster %s/%s: the Redis cleanup Job %s completed; the storage namespace is deleted",
-                         ns, name, jobs[0]["metadata"]["name"])
-            else:
-                log.warning("RayCluster %s/%s: the Redis cleanup Job %s failed; delete the storage namespace in "
-                            "Redis by hand (%s)", ns, name, jobs[0]["metadata"]["name"], gcsft.GCS_FT_DOCS)
-            return Result()
+        return bool(heads)
+
+    async def _force_remove_gcs_ft_finalizer(self, cluster: Obj, age: float) -> None:
+        """Drop the finalizer ``age`` seconds after deletion, past ``ray.io/gcs-ft-deletion-timeout``,
+        with Warning ``ForceDeletedStuckCluster``."""
+        md = cluster["metadata"]
+        await self._remove_finalizer(cluster, c.GCS_FAULT_TOLERANCE_REDIS_CLEANUP_FINALIZER)
+        self.recorder.event(cluster, "Warning", "ForceDeletedStuckCluster",
+                            f"Force-removed GCS FT finalizer after {go_duration_string(age)} due to Redis cleanup "
+                            f"timeout; Redis storage namespace "
+                            f"\"{(md.get('annotations') or {}).get(c.RAY_EXTERNAL_STORAGE_NS_ANNOTATION_KEY, '')}\" "
+                            "may need manual cleanup")
+
+    async def _finish_after_redis_cleanup_job(self, cluster: Obj, job: Obj) -> Result:
+        """Drop the finalizer once the cleanup Job finished, either way (a failure is logged with
+        what to clean by hand); requeue 2 s while it runs."""
+        md = cluster["metadata"]
+        ns, name = md.get("namespace", "default"), md["name"]
+        outcome = gcsft.job_finished(job)
+        if not outcome:
+            return Result(requeue_after=c.RAYCLUSTER_REQUEUE_AFTER_CHANGE_SECONDS)
+        await self._remove_finalizer(cluster, c.GCS_FAULT_TOLERANCE_REDIS_CLEANUP_FINALIZER)
+        if outcome == "Complete":
+            log.info("RayCluster %s/%s: the Redis cleanup Job %s completed; the storage namespace is deleted",
+                     ns, name, job["metadata"]["name"])
+        else:
+            log.warning("RayCluster %s/%s: the Redis cleanup Job %s failed; delete the storage namespace in "
+                        "Redis by hand (%s)", ns, name, job["metadata"]["name"], gcsft.GCS_FT_DOCS)
+        return Result()
+
+    async def _create_redis_cleanup_job(self, cluster: Obj) -> Result:
+        """Create ``<cluster>-redis-cleanup`` (AlreadyExists: requeue), with event
+        ``CreatedRedisCleanupJob`` or ``FailedToCreateRedisCleanupJob``."""
+        ns = cluster["metadata"].get("namespace", "default")
         job = gcsft.build_redis_cleanup_job(cluster, self.options.pod)
         try:
             await self.client.create(job)

@@ -30,7 +30,7 @@ import logging
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pumice._util.clock import Clock, default_clock, parse_rfc3339, rfc3339
 from pumice.api import Obj, scheme
@@ -48,7 +48,11 @@ from pumice.controllers.ray.dashboard import (
 )
 from pumice.controllers.ray.raycluster import EventRecorder, NullRecorder, inconsistent_status
 from pumice.controllers.ray.validation import ValidationError, validate_rayjob
+from pumice.controllers.ray.wiring import event_recorder
 from pumice.runtime.reconcile import Request, Result
+
+if TYPE_CHECKING:
+    from pumice.controllers.ray.options import RayOperatorOptions
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +128,19 @@ class RayJobReconciler:
         self.dashboard_client_factory = dashboard_client_factory or http_dashboard_client_factory
         self.options = options
         self.rng = rng or random.Random()
+
+    @classmethod
+    def setup_with_manager(cls, mgr: Any, opts: RayOperatorOptions) -> RayJobReconciler:
+        """Build the reconciler and register controller ``rayjob``: RayJobs, owned RayClusters,
+        Services and submitter Jobs.
+
+        Mirrors: rayjob_controller.go SetupWithManager."""
+        rj = cls(mgr.client, recorder=event_recorder(mgr, "rayjob-controller"), clock=getattr(mgr, "clock", None),
+                 batch_scheduler=opts.batch_scheduler, dashboard_client_factory=opts.dashboard_client_factory,
+                 options=opts.rayjob, rng=opts.child_rng())
+        (mgr.controller("rayjob").for_(scheme.RAY_JOB).owns(scheme.RAY_CLUSTER).owns(scheme.SERVICE).owns(scheme.JOB)
+            .with_options(max_concurrent_reconciles=opts.reconcile_concurrency).complete(rj))
+        return rj
 
     def _requeue(self) -> Result:
         return Result(requeue_after=self.options.requeue_seconds)

@@ -36,7 +36,7 @@ import os
 import random
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pumice._util.clock import Clock, default_clock, parse_rfc3339, rfc3339
 from pumice._util.duration import go_duration_string
@@ -67,7 +67,11 @@ from pumice.controllers.ray.validation import (
     validate_rayservice_metadata,
     validate_rayservice_spec,
 )
+from pumice.controllers.ray.wiring import PRIMARY_PREDICATE, event_recorder
 from pumice.runtime.reconcile import Request, Result
+
+if TYPE_CHECKING:
+    from pumice.controllers.ray.options import RayOperatorOptions
 
 log = logging.getLogger(__name__)
 
@@ -236,6 +240,19 @@ class RayServiceReconciler:
         self.rng = rng or random.Random()
         self.serve_configs: OrderedDict[str, dict[str, str]] = OrderedDict()
         self.deletion_times: dict[tuple[str, str], float] = {}
+
+    @classmethod
+    def setup_with_manager(cls, mgr: Any, opts: RayOperatorOptions) -> RayServiceReconciler:
+        """Build the reconciler and register controller ``rayservice``: RayServices (spec, label
+        and annotation changes), owned RayClusters and Services.
+
+        Mirrors: rayservice_controller.go SetupWithManager."""
+        rs = cls(mgr.client, recorder=event_recorder(mgr, "rayservice-controller"), clock=getattr(mgr, "clock", None),
+                 dashboard_client_factory=opts.dashboard_client_factory, serve_proxy_healthy=opts.serve_proxy_healthy,
+                 options=opts.rayservice or RayServiceOptions.from_env(), rng=opts.child_rng())
+        (mgr.controller("rayservice").for_(scheme.RAY_SERVICE, PRIMARY_PREDICATE).owns(scheme.RAY_CLUSTER)
+            .owns(scheme.SERVICE).with_options(max_concurrent_reconciles=opts.reconcile_concurrency).complete(rs))
+        return rs
 
     def _requeue(self) -> Result:
         return Result(requeue_after=self.options.requeue_seconds)
