@@ -107,7 +107,16 @@ WEIGHT_KEYS = {
     "balanced": "balancedresource.weight",
     "affinity": "nodeaffinity.weight",
     "taint": "tainttoleration.weight",
+    "pod_affinity": "podaffinity.weight",
+    "spread": "podtopologyspread.weight",
+    "image": "imagelocality.weight",
 }
+
+
+def spread(p: dict, *constraints: dict) -> dict:
+    """``p`` with ``spec.topologySpreadConstraints`` (upstream BuildPodWithTopologySpreadConstraints)."""
+    p["spec"]["topologySpreadConstraints"] = list(constraints)
+    return p
 
 
 def nodeorder_case(name: str, objects: list, binds: dict[str, str], **weights: int) -> Case:
@@ -133,6 +142,23 @@ NODEORDER = [
                    {"c1/p1": "n1"}, affinity=10),
     nodeorder_case("taint toleration prefers non-tainted node", [pod("p1", group="pg1", requests="1,1G"), node("n1", "2,4Gi,pods=10"),
                    node("n2", "2,4Gi,pods=10", taints=[taint("key1", "value1", "PreferNoSchedule")])], {"c1/p1": "n1"}, taint=10),
+    nodeorder_case("inter-pod affinity prefers node with matching pod", [
+        pod("p1", group="pg1", requests="1,1G", node="n1", phase="Running", labels={"service": "s1"}),
+        pod("p-noise", group="pg1", requests="1,1G", node="n3", phase="Running", labels={"service": "s2"}),
+        pod("p2", group="pg1", requests="1,1G", affinity={"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 100, "podAffinityTerm": {"labelSelector": {"matchLabels": {"service": "s1"}},
+                                                "topologyKey": "kubernetes.io/hostname"}}]}}),
+        *(node(f"n{i}", "2,4Gi,pods=10", labels={"kubernetes.io/hostname": f"n{i}"}) for i in (1, 2, 3))],
+        {"c1/p2": "n1"}, pod_affinity=10),
+    nodeorder_case("pod topology spread prefers node to reduce skew", [
+        pod("p1", group="pg1", requests="1,1G", node="n1", phase="Running", labels={"app": "foo"}),
+        pod("p2", group="pg1", requests="1,1G", node="n1", phase="Running", labels={"app": "foo"}),
+        pod("p3", group="pg1", requests="1,1G", node="n2", phase="Running", labels={"app": "foo"}),
+        spread(pod("p4", group="pg1", requests="1,1G", labels={"app": "foo"}),
+               {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": {"app": "foo"}}}),
+        *(node(f"n{i}", "4,4Gi,pods=10", labels={"zone": f"zone{i}"}) for i in (1, 2, 3))],
+        {"c1/p4": "n3"}, spread=10),
 ]
 
 

@@ -1,15 +1,18 @@
 """nodeorder: kube-scheduler scores summed with weights (each score 0..100).
 
 LeastAllocated and MostAllocated over cpu/memory, BalancedAllocation (Kubernetes 1.36: the
-improvement in balance), preferred NodeAffinity and TaintToleration (PreferNoSchedule), each
-times its ``<name>.weight`` argument. Resource scores read the Kubernetes node view
-(:attr:`NodeInfo.kube_nonzero` / :attr:`NodeInfo.kube_requested`): every Pod on the node,
-Pipelined ones included, BestEffort ones counted at 100m / 200Mi.
+improvement in balance), preferred NodeAffinity, TaintToleration (PreferNoSchedule),
+ImageLocality, InterPodAffinity (preferred terms) and PodTopologySpread (``ScheduleAnyway``
+constraints), each times its ``<name>.weight`` argument. Resource scores read the Kubernetes
+node view (:attr:`NodeInfo.kube_nonzero` / :attr:`NodeInfo.kube_requested`): every Pod on the
+node, Pipelined ones included, BestEffort ones counted at 100m / 200Mi; the affinity and spread
+scores count the Pods on the session's nodes the same way (see :mod:`._k8s_scores`).
 
 Mirrors: volcano pkg/scheduler/plugins/nodeorder/nodeorder.go and kube-scheduler
-noderesources (least_allocated, most_allocated, balanced_allocation), nodeaffinity and
-tainttoleration scoring.
-Deviates: InterPodAffinity preferred terms, ImageLocality and PodTopologySpread score 0.
+noderesources (least_allocated, most_allocated, balanced_allocation), nodeaffinity,
+tainttoleration, imagelocality, interpodaffinity and podtopologyspread scoring.
+Deviates: PodTopologySpread's system-default constraints are not applied (see
+:mod:`._k8s_scores`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,13 @@ from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.framework.arguments import Arguments, arg, parser
 from pumice.scheduler.volcano.framework.session import Session
+from pumice.scheduler.volcano.plugins._k8s_scores import (
+    has_pod_affinity,
+    image_locality_scores,
+    image_states,
+    inter_pod_affinity_scores,
+    pod_topology_spread_scores,
+)
 from pumice.scheduler.volcano.plugins.predicates import match_node_selector_term, untolerated_taint
 
 PLUGIN_NAME = "nodeorder"
@@ -146,8 +156,44 @@ class NodeOrderPlugin:
             out += sc * self.args.taint_toleration
         return out
 
+    def _open_cluster_scores(self, ssn: Session) -> None:
+        """What ImageLocality and InterPodAffinity need from the whole cluster, once a session."""
+        self.ssn = ssn
+        self.states = image_states(ssn.node_list) if self.args.image_locality else {}
+        self.any_affinity = bool(self.args.pod_affinity) and (
+            any(has_pod_affinity(t) for n in ssn.node_list for t in n.tasks.values())
+            or any(has_pod_affinity(t) for j in ssn.jobs.values() for t in j.tasks.values())
+        )
+
+    def _needs_cluster_scores(self, task: TaskInfo) -> bool:
+        spec = task.pod.get("spec") or {}
+        return bool(
+            (self.args.image_locality and self.states)
+            or (self.args.pod_affinity and (self.any_affinity or has_pod_affinity(task)))
+            or (self.args.pod_topology_spread and spec.get("topologySpreadConstraints"))
+        )
+
+    def _cluster_scores(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> np.ndarray:
+        """ImageLocality, InterPodAffinity and PodTopologySpread, weighted and summed."""
+        ssn, args = self.ssn, self.args
+        out = np.zeros(len(nodes))
+        if args.image_locality:
+            got = image_locality_scores(task, nodes, self.states, len(ssn.node_list))
+            if got is not None:
+                out += got * args.image_locality
+        if args.pod_affinity:
+            got = inter_pod_affinity_scores(task, nodes, ssn.node_list, ssn.namespaces, self.any_affinity)
+            if got is not None:
+                out += got * args.pod_affinity
+        if args.pod_topology_spread:
+            got = pod_topology_spread_scores(task, nodes, ssn.node_list)
+            if got is not None:
+                out += got * args.pod_topology_spread
+        return out
+
     def on_session_open(self, ssn: Session) -> None:
         args = self.args
+        self._open_cluster_scores(ssn)
 
         def rows_scores(task: TaskInfo, rows: np.ndarray) -> np.ndarray:
             arr = ssn.arrays
@@ -162,6 +208,8 @@ class NodeOrderPlugin:
                 out += self._affinity_taint(task, [ssn.node_list[int(i)] for i in rows], pns)
             elif args.taint_toleration:
                 out += float(MAX_NODE_SCORE * args.taint_toleration)
+            if self._needs_cluster_scores(task):
+                out += self._cluster_scores(task, [ssn.node_list[int(i)] for i in rows])
             return out
 
         def batch(task: TaskInfo, nodes: Sequence[NodeInfo]) -> np.ndarray:
@@ -171,7 +219,10 @@ class NodeOrderPlugin:
             requested = np.array([n.kube_requested for n in nodes], dtype=float).reshape(-1, 2)
             alloc = np.array([[n.allocatable.milli_cpu, n.allocatable.memory] for n in nodes], dtype=float).reshape(-1, 2)
             scores = resource_scores(args, task, nonzero, requested, alloc[:, 0], alloc[:, 1])
-            return scores + self._affinity_taint(task, nodes)
+            scores = scores + self._affinity_taint(task, nodes)
+            if self._needs_cluster_scores(task):
+                scores = scores + self._cluster_scores(task, nodes)
+            return scores
 
         ssn.add_batch_node_order_fn(PLUGIN_NAME, batch)
         if ssn.vectorize:
