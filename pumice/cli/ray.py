@@ -2,43 +2,66 @@
 
 - ``get cluster [NAME] [-A]``, ``get workergroup [GROUP] [-c CLUSTER] [-A]``,
   ``get node [NODE] [-c CLUSTER] [-A]``: the plugin's tables (same columns);
+  ``get token CLUSTER``: the ``auth_token`` of Secret ``CLUSTER`` of a token-auth RayCluster;
 - ``create cluster NAME [flags] [--dry-run] [--wait --timeout 5m]``: a RayCluster with the plugin's
   defaults (head 2 CPU / 4Gi, one worker group ``default-group`` of 1 × 2 CPU / 4Gi, head ports
   6379 ``gcs-server``, 8265 ``dashboard``, 10001 ``client``);
+  ``create workergroup GROUP -c CLUSTER [flags]``: appends a group (1 replica, min 1, max 10,
+  2 CPU / 4Gi) and updates the RayCluster;
 - ``scale cluster CLUSTER -w GROUP [-r N] [--min-replicas N] [--max-replicas N]``;
 - ``delete RESOURCE... [-y]`` (``NAME`` is a RayCluster, else ``raycluster|rayjob|rayservice/NAME``);
+- ``session RESOURCE``: ``kubectl port-forward service/<head service>`` for 8265 + 10001
+  (RayCluster), 8265 (RayJob), 8265 + 8000 (RayService), restarted 3 s after a failure; the API
+  server relays the tunnel to the node agent, which connects inside the Pod's network namespace;
+- ``log RESOURCE [--out-dir D] [--node-type all|head|worker] [--link gke]``: per Ray Pod, the
+  first container's log into ``D/<pod>/stdout.log`` and ``/tmp/ray/session_latest/logs/`` through
+  ``tar`` run by ``pods/exec`` (the node agent runs it in the Pod's mount namespace), unpacked
+  into ``D/<pod>/``;
 - ``job submit --name N -- ENTRYPOINT``: an InteractiveMode RayJob, then the local ``ray job submit``
   with ``--submission-id`` to the cluster's dashboard (the head Pod IP, which the host reaches in
-  ``pumice up``; ``--address`` overrides it).
+  ``pumice up``; ``--address`` overrides it);
+- ``version``: pumice's version and the KubeRay operator's (image tag of the Deployment labelled
+  ``app.kubernetes.io/name in (kuberay-operator,kuberay)``, else pumice's own
+  ``pumice-controller-manager`` from ``pumice install``).
 
-Errors print one line and exit 1.
+Errors print one line (``Error: ...``) and exit 1; usage errors exit 2.
 
 Mirrors: kuberay kubectl-plugin/pkg/cmd (get/get_cluster.go, get_workergroup.go, get_nodes.go,
-create/create_cluster.go, scale/scale_cluster.go, delete/delete.go, job/job_submit.go) and
+get_token.go, create/create_cluster.go, create_workergroup.go, scale/scale_cluster.go,
+delete/delete.go, session/session.go, log/log.go, job/job_submit.go, version/version.go),
+pkg/util/client/client.go (GetRayHeadSvcName, GetKubeRayOperatorVersion) and
 pkg/util/conditions.go RelevantRayClusterCondition.
 
-Deviates: ``session`` and ``log`` are not provided (pumice serves no port-forward or exec; the head
-Pod IP is reachable from the host in ``pumice up``, and ``kubectl logs`` works); ``job submit``
-dials the head Pod IP instead of a port-forward.
+Deviates: ``job submit`` dials the head Pod IP instead of a port-forward; ``session`` also takes
+``--address`` (kubectl port-forward's bind address) and refuses at once, instead of retrying, when
+the resource has no head Service in its status yet; ``-n`` defaults to ``default``, not the
+kubeconfig context's namespace.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import tarfile
+import tempfile
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote_plus
 
 import click
 import yaml
 
 from pumice._util.clock import default_clock, parse_rfc3339
 from pumice.api import Obj, scheme
-from pumice.client.base import KubeClient
+from pumice.client.base import ApiError, ExecError, KubeClient
+from pumice.client.kube import Client
 
 DEFAULT_RAY_VERSION = "2.52.0"
 DEFAULT_IMAGE = f"rayproject/ray:{DEFAULT_RAY_VERSION}"
@@ -216,13 +239,15 @@ def parse_resource(arg: str) -> tuple[str, str]:
     Raises:
         RayCliError: another kind.
     """
-    if "/" not in arg:
+    parts = arg.split("/")
+    if len(parts) == 1:
         return "raycluster", arg
-    kind, _, name = arg.partition("/")
-    kind = kind.lower()
-    if kind not in _KINDS or not name:
-        raise RayCliError(f"unsupported resource {arg!r}: use NAME or raycluster|rayjob|rayservice/NAME")
-    return kind, name
+    if len(parts) != 2 or not parts[1]:
+        raise RayCliError(f"invalid resource type/name: {arg}")
+    kind = parts[0].lower()
+    if kind not in _KINDS:
+        raise RayCliError(f"unsupported resource type: {parts[0]}")
+    return kind, parts[1]
 
 
 # --- click wiring ----------------------------------------------------------------------------------
@@ -258,12 +283,12 @@ def _conn(f: Callable[..., Any]) -> Callable[..., Any]:
 
 @click.group(name="ray")
 def command() -> None:
-    """The kubectl-ray verbs: get, create, scale, delete, job submit."""
+    """The kubectl-ray verbs: get, create, scale, delete, session, log, job submit, version."""
 
 
 @command.group(name="get")
 def get_group() -> None:
-    """Show RayClusters, worker groups or Ray nodes."""
+    """Show RayClusters, worker groups, Ray nodes or a cluster's auth token."""
 
 
 @get_group.command(name="cluster")
@@ -317,7 +342,7 @@ def get_node(node: str | None, ray_cluster: str | None, all_namespaces: bool, na
 
 @command.group(name="create")
 def create_group() -> None:
-    """Create a RayCluster."""
+    """Create a RayCluster, or a worker group in one."""
 
 
 def _kv(values: tuple[str, ...]) -> dict[str, str]:
@@ -504,4 +529,542 @@ def job_submit(name: str, address: str | None, ray_version: str, runtime_env: st
         code = await asyncio.to_thread(subprocess.call, [*args, "--", *entrypoint])
         if code != 0:
             raise RayCliError(f"ray job submit exited with {code}")
+    _run(kubeconfig, context, fn)
+
+
+# --- get token -------------------------------------------------------------------------------------
+
+#: key of the token in Secret ``<cluster>`` (kuberay utils.RAY_AUTH_TOKEN_SECRET_KEY)
+AUTH_TOKEN_SECRET_KEY = "auth_token"
+
+
+def _api_text(e: BaseException) -> str:
+    from pumice.cli.main import one_line
+
+    return one_line(e)
+
+
+async def cluster_auth_token(client: KubeClient, namespace: str, cluster: str) -> str:
+    """The ``auth_token`` of Secret ``cluster`` for a RayCluster with ``authOptions.mode: token``.
+
+    Raises:
+        RayCliError: no such RayCluster, not token mode, no Secret, or no key (upstream's texts).
+    """
+    import base64
+
+    try:
+        cl = await client.get(scheme.RAY_CLUSTER, cluster, namespace)
+    except ApiError as e:
+        raise RayCliError(f"failed to get RayCluster {namespace}/{cluster}: {_api_text(e)}") from None
+    if ((cl.get("spec") or {}).get("authOptions") or {}).get("mode") != "token":
+        raise RayCliError(f"RayCluster {namespace}/{cluster} was not configured to use authentication tokens")
+    try:
+        secret = await client.get(scheme.SECRET, cluster, namespace)
+    except ApiError as e:
+        raise RayCliError(f"failed to get secret {namespace}/{cluster}: {_api_text(e)}") from None
+    data = (secret.get("data") or {}).get(AUTH_TOKEN_SECRET_KEY)
+    if data is None:
+        raise RayCliError(f"secret {namespace}/{cluster} does not have an auth_token")
+    return base64.b64decode(data).decode(errors="replace")
+
+
+@get_group.command(name="token")
+@click.argument("cluster")
+@_conn
+def get_token(cluster: str, namespace: str, kubeconfig: str | None, context: str | None) -> None:
+    """Print the auth token of RayCluster CLUSTER (authOptions.mode: token), without a newline."""
+    async def fn(client: KubeClient) -> None:
+        click.echo(await cluster_auth_token(client, namespace, cluster), nl=False)
+    _run(kubeconfig, context, fn)
+
+
+# --- create workergroup ----------------------------------------------------------------------------
+
+NODE_SELECTOR_GKE_TPU_ACCELERATOR = "cloud.google.com/gke-tpu-accelerator"
+NODE_SELECTOR_GKE_TPU_TOPOLOGY = "cloud.google.com/gke-tpu-topology"
+_TPU_DOC_URL = "https://cloud.google.com/kubernetes-engine/docs/concepts/plan-tpus#availability"
+
+
+def _kv_map(values: tuple[str, ...], flag: str) -> dict[str, str]:
+    """pflag's StringToString: ``k=v,k2=v2``, repeatable."""
+    out: dict[str, str] = {}
+    for v in values:
+        for item in (x for x in v.split(",") if x):
+            k, sep, val = item.partition("=")
+            if not sep:
+                raise click.BadParameter(f"{item} must be formatted as key=value", param_hint=flag)
+            out[k] = val
+    return out
+
+
+def _check_quantity(value: str, name: str) -> None:
+    from pumice.api.quantity import parse_quantity
+
+    try:
+        q = parse_quantity(value)
+    except (ValueError, TypeError):
+        raise RayCliError(f"{name} is not a valid resource quantity: {value!r}") from None
+    if q < 0:
+        raise RayCliError(f"{name} cannot be negative")
+
+
+def validate_tpu(tpu: str, num_of_hosts: int, node_selectors: dict[str, str]) -> None:
+    """kubectl-plugin util.ValidateTPU: a TPU group needs hosts and the two GKE TPU selectors.
+
+    Raises:
+        RayCliError: with upstream's text.
+    """
+    if tpu in ("", "0"):
+        return
+    if num_of_hosts == 0:
+        raise RayCliError("numOfHosts cannot be 0 when using TPU")
+    for key in (NODE_SELECTOR_GKE_TPU_ACCELERATOR, NODE_SELECTOR_GKE_TPU_TOPOLOGY):
+        if key not in node_selectors:
+            raise RayCliError(f"{key} is not set in --worker-node-selectors. See {_TPU_DOC_URL} for supported values")
+
+
+def build_worker_group(name: str, *, image: str, replicas: int, num_of_hosts: int, min_replicas: int,
+                       max_replicas: int, cpu: str, gpu: str, tpu: str, memory: str,
+                       ray_start_params: dict[str, str], node_selectors: dict[str, str]) -> Obj:
+    """The worker group ``create workergroup`` appends (requests = limits for CPU and memory; GPU
+    and TPU added only when non-zero).
+
+    Mirrors: kubectl-plugin create/create_workergroup.go createWorkerGroupSpec.
+    """
+    from pumice.api.quantity import parse_quantity
+
+    requests: Obj = {"cpu": cpu, "memory": memory}
+    for key, amount in (("nvidia.com/gpu", gpu), ("google.com/tpu", tpu)):
+        if parse_quantity(amount) != 0:
+            requests[key] = amount
+    pod_spec: Obj = {"containers": [{"name": "ray-worker", "image": image,
+                                     "resources": {"requests": requests, "limits": dict(requests)}}]}
+    if node_selectors:
+        pod_spec["nodeSelector"] = node_selectors
+    return {"groupName": name, "replicas": replicas, "numOfHosts": num_of_hosts, "minReplicas": min_replicas,
+            "maxReplicas": max_replicas, "rayStartParams": ray_start_params, "template": {"spec": pod_spec}}
+
+
+@create_group.command(name="workergroup")
+@click.argument("group")
+@click.option("-c", "--ray-cluster", required=True, help="Ray cluster to add a worker group to.")
+@click.option("--ray-version", default=DEFAULT_RAY_VERSION, show_default=True)
+@click.option("--image", default=None, help="Default: rayproject/ray:<ray-version>.")
+@click.option("--worker-replicas", default=1, show_default=True, type=int)
+@click.option("--num-of-hosts", default=1, show_default=True, type=int)
+@click.option("--worker-min-replicas", default=1, show_default=True, type=int)
+@click.option("--worker-max-replicas", default=10, show_default=True, type=int)
+@click.option("--worker-cpu", default="2", show_default=True)
+@click.option("--worker-gpu", default="0", show_default=True)
+@click.option("--worker-tpu", default="0", show_default=True)
+@click.option("--worker-memory", default="4Gi", show_default=True)
+@click.option("--worker-ray-start-params", multiple=True, help="k=v[,k=v], repeatable.")
+@click.option("--worker-node-selectors", multiple=True, help="k=v[,k=v], repeatable.")
+@_conn
+def create_workergroup(group: str, ray_cluster: str, ray_version: str, image: str | None, worker_replicas: int,
+                       num_of_hosts: int, worker_min_replicas: int, worker_max_replicas: int, worker_cpu: str,
+                       worker_gpu: str, worker_tpu: str, worker_memory: str,
+                       worker_ray_start_params: tuple[str, ...], worker_node_selectors: tuple[str, ...],
+                       namespace: str, kubeconfig: str | None, context: str | None) -> None:
+    """Append worker group GROUP to RayCluster CLUSTER."""
+    selectors = _kv_map(worker_node_selectors, "--worker-node-selectors")
+    params = _kv_map(worker_ray_start_params, "--worker-ray-start-params")
+    try:
+        validate_tpu(worker_tpu, num_of_hosts, selectors)
+        for value, flag in ((worker_cpu, "worker-cpu"), (worker_gpu, "worker-gpu"), (worker_tpu, "worker-tpu"),
+                            (worker_memory, "worker-memory")):
+            _check_quantity(value, flag)
+    except RayCliError as e:
+        click.echo(f"Error: {e}", err=True)
+        sys.exit(1)
+    spec = build_worker_group(group, image=image or f"rayproject/ray:{ray_version}", replicas=worker_replicas,
+                              num_of_hosts=num_of_hosts, min_replicas=worker_min_replicas,
+                              max_replicas=worker_max_replicas, cpu=worker_cpu, gpu=worker_gpu, tpu=worker_tpu,
+                              memory=worker_memory, ray_start_params=params, node_selectors=selectors)
+
+    async def fn(client: KubeClient) -> None:
+        try:
+            cl = await client.get(scheme.RAY_CLUSTER, ray_cluster, namespace)
+        except ApiError as e:
+            raise RayCliError(f"error getting Ray cluster: {_api_text(e)}") from None
+        cl.setdefault("spec", {}).setdefault("workerGroupSpecs", []).append(spec)
+        try:
+            updated = await client.update(cl)
+        except ApiError as e:
+            raise RayCliError(f"error updating Ray cluster with new worker group: {_api_text(e)}") from None
+        click.echo(f"Updated Ray cluster {updated['metadata'].get('namespace', namespace)}/"
+                   f"{updated['metadata']['name']} with new worker group")
+    _run(kubeconfig, context, fn)
+
+
+# --- session ---------------------------------------------------------------------------------------
+
+#: (name, port) forwarded per resource kind (kubectl-plugin session.go)
+SESSION_PORTS: dict[str, list[tuple[str, int]]] = {
+    "raycluster": [("Ray Dashboard", 8265), ("Ray Interactive Client", 10001)],
+    "rayjob": [("Ray Dashboard", 8265)],
+    "rayservice": [("Ray Dashboard", 8265), ("Ray Serve", 8000)],
+}
+SESSION_RECONNECT_DELAY = 3.0  # seconds
+
+
+def head_service_name(kind: str, obj: Obj) -> str:
+    """The head Service a session forwards to: ``status.head.serviceName`` (RayCluster),
+    ``status.rayClusterStatus.head.serviceName`` (RayJob), the active cluster's (RayService);
+    ``""`` while the status does not name one."""
+    st = obj.get("status") or {}
+    if kind == "rayjob":
+        st = st.get("rayClusterStatus") or {}
+    elif kind == "rayservice":
+        st = (st.get("activeServiceStatus") or {}).get("rayClusterStatus") or {}
+    return str((st.get("head") or {}).get("serviceName") or "")
+
+
+def session_kubectl_args(kind: str, namespace: str, service: str, *, kubeconfig: str | None, context: str | None,
+                         address: str | None) -> list[str]:
+    """kubectl's arguments (without the binary) for the session's port-forward."""
+    args: list[str] = []
+    if kubeconfig:
+        args += ["--kubeconfig", kubeconfig]
+    if context:
+        args += ["--context", context]
+    args += ["port-forward", "-n", namespace, f"service/{service}"]
+    if address:
+        args += ["--address", address]
+    return args + [f"{port}:{port}" for _, port in SESSION_PORTS[kind]]
+
+
+@command.command(name="session")
+@click.argument("resource")
+@click.option("-v", "--verbose", is_flag=True, help="Print the kubectl command line.")
+@click.option("--address", default=None,
+              help="Local address to listen on (kubectl port-forward --address; default localhost).")
+@_conn
+def session(resource: str, verbose: bool, address: str | None, namespace: str, kubeconfig: str | None,
+            context: str | None) -> None:
+    """Forward local ports to the head of RESOURCE (NAME or raycluster|rayjob|rayservice/NAME) with
+    ``kubectl port-forward``, restarted 3 s after it fails; Ctrl-C stops it."""
+    try:
+        kind, name = parse_resource(resource)
+    except RayCliError as e:
+        raise click.UsageError(str(e)) from None
+    # the kubectl installed beside this Python (pumice's venv) before the one on PATH
+    beside = Path(sys.executable).parent / "kubectl"
+    kubectl = str(beside) if beside.is_file() and os.access(beside, os.X_OK) else shutil.which("kubectl")
+    if kubectl is None:
+        click.echo(f"Error: kubectl is neither beside {sys.executable} nor on PATH (session runs `kubectl "
+                   "port-forward`, as kubectl-ray does)", err=True)
+        sys.exit(1)
+    found: list[str] = []
+
+    async def fn(client: KubeClient) -> None:
+        title = {"raycluster": "RayCluster", "rayjob": "RayJob", "rayservice": "RayService"}[kind]
+        try:
+            obj = await client.get(_KINDS[kind], name, namespace)
+        except ApiError as e:
+            raise RayCliError(f"unable to find {title} {name}: {_api_text(e)}") from None
+        svc = head_service_name(kind, obj)
+        if not svc:
+            raise RayCliError(f"{title} {name} has no head service in its status yet")
+        found.append(svc)
+    _run(kubeconfig, context, fn)
+    svc = found[0]
+    click.echo(f"Forwarding ports to service {svc}")
+    host = address or "localhost"
+    for label, port in SESSION_PORTS[kind]:
+        click.echo(f"{label}: http://{host}:{port}")
+    click.echo()
+    argv = [kubectl, *session_kubectl_args(kind, namespace, svc, kubeconfig=kubeconfig, context=context,
+                                           address=address)]
+    _port_forward_until_stopped(argv, verbose)
+
+
+def _port_forward_until_stopped(argv: list[str], verbose: bool) -> None:
+    """Run ``argv`` until it exits 0; restart it ``SESSION_RECONNECT_DELAY`` after a failure;
+    SIGINT/SIGTERM stop it (and the child) and exit 0."""
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        while True:
+            if verbose:
+                click.echo(f"Running: {' '.join(argv)}")
+            proc = subprocess.Popen(argv)
+            code = proc.wait()
+            proc = None
+            if code == 0:
+                return
+            why = f"exit status {code}" if code > 0 else f"signal: {(signal.strsignal(-code) or str(-code)).lower()}"
+            click.echo(f"failed to port-forward: {why}. Retrying in {SESSION_RECONNECT_DELAY:g}s ...\n")
+            time.sleep(SESSION_RECONNECT_DELAY)
+    except KeyboardInterrupt:
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+# --- log -------------------------------------------------------------------------------------------
+
+#: the Ray logs directory inside a Ray container (kubectl-plugin log.go filePathInPod)
+RAY_LOGS_IN_POD = "/tmp/ray/session_latest/logs/"
+_NODE_TYPE_MESSAGES = {"all": "Command set to retrieve both head and worker node logs.",
+                       "head": "Command set to retrieve only head node logs.",
+                       "worker": "Command set to retrieve only worker node logs."}
+
+
+def log_selector(cluster: str, node_type: str) -> str:
+    """The Pod label selector for ``--node-type``."""
+    if node_type == "all":
+        return f"ray.io/cluster={cluster}"
+    return f"ray.io/node-type={node_type},ray.io/cluster={cluster}"
+
+
+def gke_logs_link(namespace: str, cluster: str, node_type: str, context_name: str) -> tuple[str, bool]:
+    """The Cloud Logging query URL for a cluster's Pods; the bool says whether the kubeconfig
+    context looks like a GKE one (``gke_PROJECT_LOCATION_NAME``, whose project goes into the URL)."""
+    lines = ['resource.type="k8s_container"', f'resource.labels.namespace_name="{namespace}"',
+             f'labels."k8s-pod/ray_io/cluster"="{cluster}"']
+    if node_type in ("head", "worker"):
+        lines.append(f'labels."k8s-pod/ray_io/node-type"="{node_type}"')
+    else:
+        lines.append('labels."k8s-pod/ray_io/is-ray-node"="yes"')
+    url = f"https://console.cloud.google.com/logs/query;query={quote_plus(chr(10).join(lines))}"
+    if context_name.startswith("gke_"):
+        project = context_name.split("_", 2)[1]
+        return f"{url}?project={quote_plus(project)}", True
+    return url, False
+
+
+def extract_logs(archive: Path, dest: Path) -> list[str]:
+    """Unpack the tar stream ``archive`` into ``dest``: directories and regular files only, names
+    checked by tarfile's ``data`` filter (no absolute paths, no ``..``, no links out of ``dest``).
+    Returns a line for each member skipped.
+
+    Raises:
+        RayCliError: the archive is not a tar stream, or a member would land outside ``dest``.
+    """
+    skipped = []
+    dest.mkdir(parents=True, exist_ok=True)
+    try:
+        with tarfile.open(archive, mode="r:") as tar:
+            for member in tar:
+                try:
+                    safe = tarfile.data_filter(member, str(dest))
+                except tarfile.FilterError as e:
+                    raise RayCliError(f"error while extracting tar file with error: {e}") from None
+                target = dest / safe.name
+                if safe.isdir():
+                    target.mkdir(parents=True, exist_ok=True)
+                elif safe.isfile():
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    src = tar.extractfile(member)
+                    assert src is not None
+                    with open(target, "wb") as out:
+                        shutil.copyfileobj(src, out, 1 << 20)
+                    os.chmod(target, (safe.mode or 0o644) & 0o777)
+                else:
+                    skipped.append(f"Ignoring unsupported file type of {member.name}")
+    except tarfile.ReadError as e:
+        raise RayCliError(f"Error reading tar archive: {e}") from None
+    return skipped
+
+
+async def download_node_logs(client: Client, pod: Obj, out_dir: Path) -> None:
+    """The first container's log into ``out_dir/<pod>/stdout.log``, then the Ray logs directory
+    through ``tar`` in that container, unpacked into ``out_dir/<pod>/`` (stderr of tar goes to
+    stderr).
+
+    Raises:
+        RayCliError: the log or exec request failed, or tar did not produce an archive.
+    """
+    name, ns = pod["metadata"]["name"], pod["metadata"].get("namespace", "default")
+    container = ((pod.get("spec") or {}).get("containers") or [{}])[0].get("name")
+    node_dir = out_dir / name
+    node_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(node_dir / "stdout.log", "wb") as f:
+            async for chunk in client.logs(ns, name, container=container):
+                f.write(chunk)
+    except ApiError as e:
+        raise RayCliError(f"Error retrieving log for Ray cluster node {name}: {_api_text(e)}") from None
+    with tempfile.TemporaryFile() as archive:
+        try:
+            async for channel, data in client.exec(ns, name, ["tar", "--warning=no-file-changed", "-cf", "-", "-C",
+                                                              RAY_LOGS_IN_POD, "."], container=container):
+                if channel == 1:
+                    archive.write(data)
+                else:
+                    sys.stderr.buffer.write(data)
+                    sys.stderr.flush()
+        except (ApiError, ExecError, ConnectionError) as e:
+            raise RayCliError(f"Error occurred while calling remote command: {_api_text(e)}") from None
+        archive.flush()
+        click.echo(f"Downloading log for Ray Node {name}")
+        archive.seek(0)
+        with tempfile.NamedTemporaryFile() as named:
+            shutil.copyfileobj(archive, named)
+            named.flush()
+            for line in extract_logs(Path(named.name), node_dir):
+                click.echo(line)
+
+
+def _current_context(kubeconfig: str | None, context: str | None) -> str:
+    if context:
+        return context
+    from pumice.client.kubeconfig import default_kubeconfig_path
+
+    path = Path(kubeconfig) if kubeconfig else default_kubeconfig_path()
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return ""
+    return str(doc.get("current-context") or "") if isinstance(doc, dict) else ""
+
+
+async def _log_cluster_name(client: KubeClient, kind: str, name: str, namespace: str) -> str:
+    if kind == "raycluster":
+        return name
+    what = "Ray job" if kind == "rayjob" else "Ray service"
+    try:
+        obj = await client.get(_KINDS[kind], name, namespace)
+    except ApiError as e:
+        raise RayCliError(f"failed to retrieve {what} info for {name}: {_api_text(e)}") from None
+    st = obj.get("status") or {}
+    if kind == "rayjob":
+        return str(st.get("rayClusterName") or "")
+    return str((st.get("activeServiceStatus") or {}).get("rayClusterName") or "")
+
+
+@command.command(name="log")
+@click.argument("resource")
+@click.option("--out-dir", default="", help="Directory to save the logs to (default: ./<resource name>).")
+@click.option("--node-type", default="all", show_default=True,
+              help="Type of Ray node from which to download logs: all, head or worker.")
+@click.option("--link", default="", help="Print a link to a cloud console to view the logs instead: gke.")
+@_conn
+def log(resource: str, out_dir: str, node_type: str, link: str, namespace: str, kubeconfig: str | None,
+        context: str | None) -> None:
+    """Download the Ray logs of RESOURCE's Pods (NAME or raycluster|rayjob|rayservice/NAME)."""
+    try:
+        kind, name = parse_resource(resource)
+    except RayCliError as e:
+        raise click.UsageError(str(e)) from None
+    node_type = node_type.lower()
+    if node_type not in _NODE_TYPE_MESSAGES:
+        raise click.BadParameter('must be one of "all", "head", or "worker"', param_hint="--node-type")
+    click.echo(_NODE_TYPE_MESSAGES[node_type])
+
+    def fail(message: str) -> None:
+        click.echo(f"Error: {message}", err=True)
+        sys.exit(1)
+
+    created_dir = False
+    if link:
+        if link != "gke":
+            fail(f'unsupported link type "{link}", only "gke" is supported')
+        if out_dir:
+            fail("--out-dir is incompatible with --link")
+    else:
+        if not out_dir:
+            click.echo("No output directory specified, creating dir under current directory using resource name.")
+            out_dir = name
+            try:
+                os.makedirs(out_dir, exist_ok=True)
+            except OSError as e:
+                fail(f"could not create directory with cluster name {out_dir}: {e.strerror or e}")
+            created_dir = True
+        if not os.path.exists(out_dir):
+            fail(f"Directory does not exist. Failed with: stat {out_dir}: no such file or directory")
+        if not os.path.isdir(out_dir):
+            fail("Path is not a directory. Please input a directory and try again")
+
+    async def fn(client: KubeClient) -> None:
+        cluster = await _log_cluster_name(client, kind, name, namespace)
+        if link:
+            heads = (await client.list(scheme.POD, namespace,
+                                       label_selector=f"ray.io/node-type=head,ray.io/cluster={cluster}")).items
+            containers = ((heads[0].get("spec") or {}).get("containers") or []) if heads else []
+            if heads and not any(c.get("name") == "fluentbit" for c in containers):
+                click.echo("Warning: The head pod does not have a 'fluentbit' container. Logs might not be "
+                           "exported to Google Cloud Logging.", err=True)
+            url, gke = gke_logs_link(namespace, cluster, node_type, _current_context(kubeconfig, context))
+            if not gke:
+                click.echo("Warning: The current kubectl context does not appear to be a GKE cluster. The generated "
+                           "link may not work.", err=True)
+            click.echo(url)
+            return
+        pods = (await client.list(scheme.POD, namespace, label_selector=log_selector(cluster, node_type))).items
+        if not pods:
+            if created_dir:
+                with contextlib.suppress(OSError):
+                    os.rmdir(out_dir)
+            raise RayCliError(f"No Ray nodes found for resource {cluster}")
+        assert isinstance(client, Client)
+        for pod in pods:
+            await download_node_logs(client, pod, Path(out_dir))
+    _run(kubeconfig, context, fn)
+
+
+command.add_command(log, name="logs")
+
+
+# --- version ---------------------------------------------------------------------------------------
+
+KUBERAY_OPERATOR_SELECTOR = "app.kubernetes.io/name in (kuberay-operator,kuberay)"
+PUMICE_OPERATOR_SELECTOR = "app.kubernetes.io/name=pumice-controller-manager"
+
+
+def image_version(image: str) -> str:
+    """The version part of an image reference: the tag (``latest`` when absent), ``tag@sha256:…``
+    when both are given, the digest alone when only it is given.
+
+    Mirrors: kubectl-plugin pkg/util/client/client.go GetKubeRayOperatorVersion.
+    """
+    ref, at, digest = image.partition("@")
+    last = ref.rsplit("/", 1)[-1]
+    tag = last.split(":", 1)[1] if ":" in last else ""
+    if at and tag:
+        return f"{tag}@{digest}"
+    if at:
+        return digest
+    return tag or "latest"
+
+
+async def operator_version(client: KubeClient) -> str:
+    """``KubeRay operator version: …`` or upstream's warning when no operator Deployment is found
+    (first KubeRay's labels, then pumice's own controller manager from ``pumice install``)."""
+    for selector, prefix in ((KUBERAY_OPERATOR_SELECTOR, ""), (PUMICE_OPERATOR_SELECTOR, "pumice ")):
+        items = (await client.list(scheme.DEPLOYMENT, None, label_selector=selector)).items
+        if not items:
+            continue
+        containers = ((((items[0].get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers")) or []
+        if not containers:
+            return ('warning: KubeRay operator installation cannot be found: no containers found in KubeRay operator '
+                    'deployment. Did you install it with the name "kuberay-operator"?')
+        return f"KubeRay operator version: {prefix}{image_version(str(containers[0].get('image') or ''))}"
+    return ('warning: KubeRay operator installation cannot be found: no KubeRay operator deployments found in any '
+            'namespace. Did you install it with the name "kuberay-operator"?')
+
+
+@command.command(name="version")
+@click.option("--context", default=None, help="Kubeconfig context.")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="Kubeconfig file.")
+def version(kubeconfig: str | None, context: str | None) -> None:
+    """Print pumice's version (the plugin's) and the KubeRay operator's."""
+    from pumice import __version__
+
+    click.echo(f"kubectl ray plugin version: pumice {__version__}")
+
+    async def fn(client: KubeClient) -> None:
+        try:
+            click.echo(await operator_version(client))
+        except ApiError as e:
+            click.echo('warning: KubeRay operator installation cannot be found: failed to get KubeRay operator '
+                       f'deployment: {_api_text(e)}. Did you install it with the name "kuberay-operator"?')
     _run(kubeconfig, context, fn)

@@ -19,12 +19,15 @@ import ssl
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 from lightkube.config import client_adapter
 from lightkube.config.kubeconfig import SingleConfig
 from lightkube.config.models import User
 from yarl import URL
+
+from pumice.client.websocket import WebSocket, connect
 
 __all__ = ["AioHTTP", "supports"]
 
@@ -109,6 +112,20 @@ class AioHTTP:
             resp.close()
 
         return resp.status, chunks(), aclose
+
+    async def websocket(self, path_and_query: str, protocols: list[str]) -> WebSocket:
+        """Open a WebSocket (the ``exec``, ``attach`` and ``portforward`` subresources) with the
+        kubeconfig's TLS settings and credentials; the caller closes it.
+
+        Raises:
+            WebSocketError: the server refused the upgrade (``status`` and the Status ``body`` set).
+            OSError, TimeoutError: no connection.
+        """
+        url = urlsplit(self.base)
+        tls = url.scheme == "https"
+        headers = [(k, v) for k, v in self._auth(dict(self._headers)).items()]
+        return await connect(url.hostname or "", url.port or (443 if tls else 80), url.path + path_and_query,
+                             protocols, headers=headers, timeout=self.timeout, ssl=self._ssl if tls else None)
 
     async def close(self) -> None:
         if self._session is not None and not self._session.closed:

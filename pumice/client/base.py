@@ -45,6 +45,22 @@ class ApiError(Exception):
         return f"{self.code} {self.reason}: {self.message}"
 
 
+@dataclass
+class ExecError(Exception):
+    """A command run through ``pods/<name>/exec`` failed: the error channel's Status.
+
+    Attributes:
+        message: the Status message (``command terminated with non-zero exit code: ...``).
+        exit_code: the ``ExitCode`` cause for a ``NonZeroExitCode`` failure, else None.
+    """
+
+    message: str
+    exit_code: int | None = None
+
+    def __str__(self) -> str:
+        return self.message
+
+
 def is_not_found(e: BaseException) -> bool:
     return isinstance(e, ApiError) and e.code == 404
 

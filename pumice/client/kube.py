@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import platform
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -30,7 +30,7 @@ from pumice import __version__
 from pumice.api.scheme import ResourceKind, Scheme
 from pumice.client.aio import AioHTTP
 from pumice.client.aio import supports as aio_supports
-from pumice.client.base import ApiError, Obj, ObjectList, PatchType, WatchEvent
+from pumice.client.base import ApiError, ExecError, Obj, ObjectList, PatchType, WatchEvent
 from pumice.client.transport import DirectASGI, StreamingASGITransport
 
 __all__ = ["Client"]
@@ -415,6 +415,57 @@ class Client:
                 yield chunk
         finally:
             await aclose()
+
+    async def exec(self, namespace: str, pod_name: str, command: Sequence[str], *,
+                   container: str | None = None) -> AsyncIterator[tuple[int, bytes]]:
+        """Run ``command`` in a container of the Pod through ``pods/<name>/exec`` (a WebSocket with
+        Kubernetes' channel protocol, ``v5.channel.k8s.io`` or ``v4.channel.k8s.io``; stdin closed,
+        no TTY) and yield ``(channel, bytes)`` as they arrive: channel 1 is stdout, 2 stderr.
+
+        Only for a client built from a kubeconfig whose user authenticates with a token, token
+        file, client certificate or nothing (not the in-process transport, not exec plugins).
+
+        Raises:
+            ApiError: the server refused the upgrade (its Status: 404 no Pod, 400 no container or a
+                node without a kubelet endpoint, 401, 403).
+            ExecError: the command ended with a non-zero exit code (``exit_code``) or could not run.
+            ConnectionError: the stream ended without the error channel's final Status.
+            NotImplementedError: this client cannot open WebSockets.
+
+        Mirrors: client-go tools/remotecommand (the WebSocket executor) and
+        apimachinery pkg/util/remotecommand/constants.go (channel numbers, ``NonZeroExitCode``).
+        """
+        from pumice.client.websocket import WebSocketError
+
+        if self._aio is None:
+            raise NotImplementedError("exec needs a kubeconfig with a token, token file or client certificate "
+                                      "(not the in-process transport or an exec plugin)")
+        query = [("command", c) for c in command] + [("stdout", "true"), ("stderr", "true")]
+        if container:
+            query.append(("container", container))
+        path = f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(pod_name)}/exec?{urlencode(query)}"
+        try:
+            ws = await self._aio.websocket(path, ["v5.channel.k8s.io", "v4.channel.k8s.io"])
+        except WebSocketError as e:
+            raise _error(e.status, e.body) from None
+        status: Obj | None = None
+        try:
+            while (msg := await ws.recv()) is not None:
+                if not msg:
+                    continue
+                channel, data = msg[0], msg[1:]
+                if channel in (1, 2) and data:
+                    yield channel, data
+                elif channel == 3 and data:
+                    status = _decode(data)
+        finally:
+            await ws.close()
+        if status is None:
+            raise ConnectionError(f"exec in pod {namespace}/{pod_name} ended without an exit status")
+        if status.get("status") != "Success":
+            causes = ((status.get("details") or {}).get("causes")) or []
+            code = next((c.get("message") for c in causes if c.get("reason") == "ExitCode"), None)
+            raise ExecError(str(status.get("message") or status), int(code) if code is not None else None)
 
     async def close(self) -> None:
         if self._lightkube is not None:

@@ -1,8 +1,8 @@
 """A small asyncio WebSocket over stream pairs, on wsproto (RFC 6455 framing, handshake, ping/pong).
 
 Used where pumice speaks Kubernetes' channel protocols itself: the node agent's exec/attach
-endpoint (server side, after its HTTP reader has read the upgrade request) and the API server's
-hop to it (client side).
+endpoint (server side, after its HTTP reader has read the upgrade request), the API server's
+hop to it, and :meth:`pumice.client.kube.Client.exec` to an API server over TLS (client side).
 
 Messages are binary; :meth:`WebSocket.recv` returns None once the peer closed.
 """
@@ -10,6 +10,7 @@ Messages are binary; :meth:`WebSocket.recv` returns None once the peer closed.
 from __future__ import annotations
 
 import asyncio
+import ssl as _ssl
 from collections import deque
 
 from wsproto import ConnectionType, WSConnection
@@ -153,14 +154,16 @@ async def accept(head: bytes, reader: asyncio.StreamReader, writer: asyncio.Stre
 
 
 async def connect(host: str, port: int, target: str, subprotocols: list[str], *,
-                  headers: list[tuple[str, str]] | None = None, timeout: float = 10.0) -> WebSocket:
-    """Open a client WebSocket to ``ws://host:port<target>``.
+                  headers: list[tuple[str, str]] | None = None, timeout: float = 10.0,
+                  ssl: _ssl.SSLContext | None = None) -> WebSocket:
+    """Open a client WebSocket to ``ws://host:port<target>`` (``wss://`` with ``ssl``).
 
     Raises:
         WebSocketError: the server refused the upgrade (``status``, ``body`` set) or hung up.
         OSError: no connection.
     """
-    reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+    reader, writer = await asyncio.wait_for(
+        asyncio.open_connection(host, port, ssl=ssl, server_hostname=host if ssl is not None else None), timeout)
     conn = WSConnection(ConnectionType.CLIENT)
     writer.write(conn.send(Request(host=f"{host}:{port}", target=target, subprotocols=list(subprotocols),
                                    extra_headers=[(k.encode(), v.encode()) for k, v in headers or []])))

@@ -6,9 +6,10 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
-__all__ = ["repo_root", "samples_dir", "shared_dir"]
+__all__ = ["kubectl_path", "repo_root", "samples_dir", "shared_dir"]
 
 
 def repo_root() -> Path:
@@ -31,3 +32,13 @@ def shared_dir() -> Path:
 def samples_dir() -> Path:
     """``shared_dir() / "samples"``."""
     return shared_dir() / "samples"
+
+
+def kubectl_path() -> Path | None:
+    """The real kubectl: the one on PATH, else ``<repo>/.venv/bin/kubectl``; None when neither
+    exists (``python tools/install_kubectl.py .venv/bin`` installs it; ``make test`` does)."""
+    found = shutil.which("kubectl")
+    if found:
+        return Path(found)
+    venv = repo_root() / ".venv" / "bin" / "kubectl"
+    return venv if venv.exists() else None

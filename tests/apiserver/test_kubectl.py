@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -15,16 +14,16 @@ import pytest
 import yaml
 
 from pumice.testing.cluster import HttpServer, serve_http
-from pumice.testing.paths import repo_root, samples_dir
+from pumice.testing.paths import kubectl_path, samples_dir
 
 pytestmark = pytest.mark.kubectl
 
 
 def kubectl_binary() -> str:
-    found = shutil.which("kubectl") or str(repo_root() / ".venv" / "bin" / "kubectl")
-    if not Path(found).exists():
+    found = kubectl_path()
+    if found is None:
         pytest.fail("kubectl is missing: run `python tools/install_kubectl.py .venv/bin` (make test does)")
-    return found
+    return str(found)
 
 
 @pytest.fixture(scope="module")

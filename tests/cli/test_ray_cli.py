@@ -11,7 +11,20 @@ import yaml
 from click.testing import CliRunner
 
 from pumice.cli.main import main as cli
-from pumice.cli.ray import RayCliError, build_cluster, parse_resource, relevant_condition, scale_group, table
+from pumice.cli.ray import (
+    RayCliError,
+    build_cluster,
+    extract_logs,
+    gke_logs_link,
+    head_service_name,
+    image_version,
+    log_selector,
+    parse_resource,
+    relevant_condition,
+    scale_group,
+    session_kubectl_args,
+    table,
+)
 from pumice.testing.cluster import serve_http
 
 
@@ -90,11 +103,216 @@ def test_relevant_condition_follows_the_plugins_precedence() -> None:
 def test_resources_and_table() -> None:
     assert parse_resource("x") == ("raycluster", "x")
     assert parse_resource("RayService/s") == ("rayservice", "s")
-    with pytest.raises(RayCliError):
+    with pytest.raises(RayCliError, match=r"^unsupported resource type: pod$"):
         parse_resource("pod/x")
+    with pytest.raises(RayCliError, match=r"^invalid resource type/name: rayjob/a/b$"):
+        parse_resource("rayjob/a/b")
     assert table(["a", "bb"], [["long", 1]]) == "A      BB\nlong   1"
 
 
 def test_unknown_flag_is_one_line(tmp_path: Path) -> None:
     r = CliRunner().invoke(cli, ["ray", "scale", "cluster", "c", "-w", "g"])
     assert r.exit_code == 2 and "must specify at least one of --replicas" in r.output
+
+
+def _apply(server: Any, *objs: dict[str, Any]) -> None:
+    """Create objects (and their status, when given) through the API."""
+    import asyncio
+
+    async def go() -> None:
+        c = server.client()
+        try:
+            for o in objs:
+                created = await c.create({k: v for k, v in o.items() if k != "status"})
+                if "status" in o:
+                    await c.update_status({**created, "status": o["status"]})
+        finally:
+            await c.close()
+    asyncio.run(go())
+
+
+def _cluster(name: str, **spec: Any) -> dict[str, Any]:
+    cl = build_cluster(name, "default", ray_version="2.52.0", image="rayproject/ray:2.52.0", head_cpu="1",
+                       head_memory="1Gi", head_gpu="0", worker_replicas=1, worker_cpu="1", worker_memory="1Gi",
+                       worker_gpu="0", labels={}, annotations={}, autoscaler=None)
+    cl["spec"].update(spec)
+    return cl
+
+
+def test_get_token_prints_the_secrets_auth_token_and_says_why_it_cannot(server: Any) -> None:
+    import base64
+
+    _apply(server, _cluster("tok", authOptions={"mode": "token"}), _cluster("notok"),
+           _cluster("nosecret", authOptions={"mode": "token"}), _cluster("nokey", authOptions={"mode": "token"}),
+           {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "tok", "namespace": "default"},
+            "data": {"auth_token": base64.b64encode(b"s3cret-token").decode()}},
+           {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "nokey", "namespace": "default"},
+            "data": {"other": base64.b64encode(b"x").decode()}})
+    r = run(server, "get", "token", "tok")
+    assert (r.exit_code, r.output) == (0, "s3cret-token")
+    cases = {"notok": "Error: RayCluster default/notok was not configured to use authentication tokens",
+             "nosecret": 'Error: failed to get secret default/nosecret: secrets "nosecret" not found',
+             "nokey": "Error: secret default/nokey does not have an auth_token",
+             "absent": 'Error: failed to get RayCluster default/absent: rayclusters.ray.io "absent" not found'}
+    for name, text in cases.items():
+        r = run(server, "get", "token", name)
+        assert (r.exit_code, r.output.strip()) == (1, text)
+
+
+def test_create_workergroup_appends_the_plugins_default_group(server: Any) -> None:
+    import asyncio
+
+    from pumice.api import scheme
+
+    _apply(server, _cluster("wg"))
+    r = run(server, "create", "workergroup", "extra", "-c", "wg", "--worker-cpu", "3", "--worker-gpu", "1",
+            "--worker-ray-start-params", "num-cpus=3,metrics-export-port=8080", "--worker-node-selectors", "a=b")
+    assert (r.exit_code, r.output.strip()) == (0, "Updated Ray cluster default/wg with new worker group"), r.output
+
+    async def get() -> dict[str, Any]:
+        c = server.client()
+        try:
+            return await c.get(scheme.RAY_CLUSTER, "wg", "default")
+        finally:
+            await c.close()
+    groups = asyncio.run(get())["spec"]["workerGroupSpecs"]
+    assert [g["groupName"] for g in groups] == ["default-group", "extra"]
+    g = groups[1]
+    assert (g["replicas"], g["minReplicas"], g["maxReplicas"], g["numOfHosts"]) == (1, 1, 10, 1)
+    assert g["rayStartParams"] == {"num-cpus": "3", "metrics-export-port": "8080"}
+    pod = g["template"]["spec"]
+    assert pod["nodeSelector"] == {"a": "b"}
+    c = pod["containers"][0]
+    assert (c["name"], c["image"]) == ("ray-worker", "rayproject/ray:2.52.0")
+    assert c["resources"]["requests"] == c["resources"]["limits"] == {"cpu": "3", "memory": "4Gi",
+                                                                       "nvidia.com/gpu": "1"}
+    r = run(server, "create", "workergroup", "x", "-c", "missing")
+    assert (r.exit_code, r.output.strip()) == (1, 'Error: error getting Ray cluster: rayclusters.ray.io "missing" '
+                                                  "not found")
+    r = run(server, "create", "workergroup", "tpu", "-c", "wg", "--worker-tpu", "4")
+    assert r.exit_code == 1
+    assert r.output.startswith("Error: cloud.google.com/gke-tpu-accelerator is not set in --worker-node-selectors.")
+    r = run(server, "create", "workergroup", "bad", "-c", "wg", "--worker-memory", "lots")
+    assert (r.exit_code, r.output.strip()) == (1, "Error: worker-memory is not a valid resource quantity: 'lots'")
+    r = run(server, "create", "workergroup", "nocluster")
+    assert r.exit_code == 2 and "Missing option '-c' / '--ray-cluster'" in r.output
+
+
+def test_version_reports_the_operator_image_tag_or_upstreams_warning(tmp_path: Path) -> None:
+    def dep(name: str, labels: dict[str, str], image: str) -> dict[str, Any]:
+        return {"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": name, "namespace": "ops", "labels": labels},
+                "spec": {"selector": {"matchLabels": labels}, "template": {
+                    "metadata": {"labels": labels}, "spec": {"containers": [{"name": "m", "image": image}]}}}}
+
+    with serve_http(tmp_path / "v") as srv:
+        r = run(srv, "version")
+        assert r.exit_code == 0, r.output
+        assert r.output.splitlines() == [
+            "kubectl ray plugin version: pumice 0.1.0",
+            'warning: KubeRay operator installation cannot be found: no KubeRay operator deployments found in any '
+            'namespace. Did you install it with the name "kuberay-operator"?']
+        _apply(srv, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ops"}},
+               dep("pumice-controller-manager", {"app.kubernetes.io/name": "pumice-controller-manager"},
+                   "registry.local:5000/pumice:0.1.0"))
+        assert run(srv, "version").output.splitlines()[1] == "KubeRay operator version: pumice 0.1.0"
+        _apply(srv, dep("kuberay-operator", {"app.kubernetes.io/name": "kuberay-operator"},
+                        "quay.io/kuberay/operator:v1.5.0"))
+        assert run(srv, "version").output.splitlines()[1] == "KubeRay operator version: v1.5.0"
+
+
+def test_image_version_reads_tag_and_digest() -> None:
+    assert image_version("quay.io/kuberay/operator:v1.4.2") == "v1.4.2"
+    assert image_version("localhost:5000/kuberay") == "latest"
+    assert image_version("kuberay/operator:v1.4.2@sha256:abc") == "v1.4.2@sha256:abc"
+    assert image_version("kuberay/operator@sha256:abc") == "sha256:abc"
+
+
+def test_session_finds_the_head_service_of_each_kind_and_builds_kubectls_arguments(server: Any) -> None:
+    head = {"head": {"serviceName": "c-head-svc"}}
+    assert head_service_name("raycluster", {"status": head}) == "c-head-svc"
+    assert head_service_name("rayjob", {"status": {"rayClusterStatus": head}}) == "c-head-svc"
+    assert head_service_name("rayservice", {"status": {"activeServiceStatus": {"rayClusterStatus": head}}}) \
+        == "c-head-svc"
+    assert head_service_name("rayservice", {"status": {}}) == ""
+    assert session_kubectl_args("raycluster", "ns", "s", kubeconfig="k", context=None, address=None) == [
+        "--kubeconfig", "k", "port-forward", "-n", "ns", "service/s", "8265:8265", "10001:10001"]
+    assert session_kubectl_args("rayservice", "ns", "s", kubeconfig=None, context="c", address="127.0.0.9") == [
+        "--context", "c", "port-forward", "-n", "ns", "service/s", "--address", "127.0.0.9", "8265:8265",
+        "8000:8000"]
+    assert session_kubectl_args("rayjob", "ns", "s", kubeconfig=None, context=None, address=None)[-1] == "8265:8265"
+    _apply(server, _cluster("unready"))
+    r = run(server, "session", "unready")
+    assert (r.exit_code, r.output.strip()) == (1, "Error: RayCluster unready has no head service in its status yet")
+    r = run(server, "session", "rayjob/nope")
+    assert (r.exit_code, r.output.strip()) == (1, 'Error: unable to find RayJob nope: rayjobs.ray.io "nope" not found')
+    r = run(server, "session", "pod/x")
+    assert r.exit_code == 2 and "unsupported resource type: pod" in r.output
+
+
+def test_log_refuses_bad_flags_and_removes_the_directory_it_made_when_there_are_no_pods(
+        server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    r = run(server, "log", "ghost")
+    assert r.exit_code == 1
+    assert r.output.splitlines() == ["Command set to retrieve both head and worker node logs.",
+                                     "No output directory specified, creating dir under current directory using "
+                                     "resource name.", "Error: No Ray nodes found for resource ghost"]
+    assert not (tmp_path / "ghost").exists()
+    r = run(server, "log", "ghost", "--node-type", "tail")
+    assert r.exit_code == 2 and 'must be one of "all", "head", or "worker"' in r.output
+    r = run(server, "log", "ghost", "--out-dir", str(tmp_path / "absent"))
+    assert r.exit_code == 1 and "Error: Directory does not exist." in r.output
+    r = run(server, "log", "ghost", "--link", "gke", "--out-dir", ".")
+    assert r.output.splitlines()[-1] == "Error: --out-dir is incompatible with --link"
+    r = run(server, "log", "ghost", "--link", "aws")
+    assert r.output.splitlines()[-1] == 'Error: unsupported link type "aws", only "gke" is supported'
+    r = run(server, "log", "rayjob/nope")
+    assert r.output.splitlines()[-1] == 'Error: failed to retrieve Ray job info for nope: rayjobs.ray.io "nope" not found'
+    r = run(server, "logs", "ghost", "--node-type", "HEAD", "--link", "gke")
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert lines[0] == "Command set to retrieve only head node logs."
+    assert "Warning: The current kubectl context does not appear to be a GKE cluster." in r.output
+    assert lines[-1].startswith("https://console.cloud.google.com/logs/query;query=resource.type")
+
+
+def test_log_selectors_and_gke_link() -> None:
+    assert log_selector("c", "all") == "ray.io/cluster=c"
+    assert log_selector("c", "worker") == "ray.io/node-type=worker,ray.io/cluster=c"
+    url, gke = gke_logs_link("ns", "c", "head", "gke_my-proj_us-central1_k")
+    assert gke and url.endswith("?project=my-proj")
+    assert "ray_io%2Fnode-type%22%3D%22head%22" in url
+    url, gke = gke_logs_link("ns", "c", "all", "pumice")
+    assert not gke and "is-ray-node%22%3D%22yes%22" in url
+
+
+def test_extract_logs_keeps_files_and_directories_and_refuses_paths_outside(tmp_path: Path) -> None:
+    import io
+    import tarfile
+
+    def archive(*members: tuple[str, bytes | None, str | None]) -> Path:
+        p = tmp_path / f"a{len(list(tmp_path.iterdir()))}.tar"
+        with tarfile.open(p, "w") as tar:
+            for name, data, link in members:
+                info = tarfile.TarInfo(name)
+                if link is not None:
+                    info.type, info.linkname = tarfile.SYMTYPE, link
+                    tar.addfile(info)
+                elif data is None:
+                    info.type = tarfile.DIRTYPE
+                    tar.addfile(info)
+                else:
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+        return p
+
+    out = tmp_path / "out"
+    skipped = extract_logs(archive(("./", None, None), ("./old", None, None), ("./raylet.out", b"raylet\n", None),
+                                   ("./old/gcs.err", b"gcs\n", None), ("./latest", None, "raylet.out")), out)
+    assert (out / "raylet.out").read_text() == "raylet\n"
+    assert (out / "old" / "gcs.err").read_text() == "gcs\n"
+    assert skipped == ["Ignoring unsupported file type of ./latest"]
+    with pytest.raises(RayCliError, match="error while extracting tar file"):
+        extract_logs(archive(("../escape", b"x", None),), tmp_path / "out2")
+    assert not (tmp_path / "escape").exists()

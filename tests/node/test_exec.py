@@ -9,7 +9,6 @@ import asyncio
 import os
 import pty
 import select
-import shutil
 import subprocess
 import sys
 import time
@@ -22,7 +21,7 @@ import pytest
 from pumice.node.agent import NodeAgent
 from pumice.testing.cluster import HttpServer, serve_http
 from pumice.testing.node import phase_is, pod, wait_for
-from pumice.testing.paths import repo_root
+from pumice.testing.paths import kubectl_path
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.skipif(os.geteuid() != 0, reason="mount namespaces need root")]
 
@@ -30,10 +29,10 @@ Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 
 
 def kubectl_binary() -> str:
-    found = shutil.which("kubectl") or str(repo_root() / ".venv" / "bin" / "kubectl")
-    if not Path(found).exists():
+    found = kubectl_path()
+    if found is None:
         pytest.fail("kubectl is missing: run `python tools/install_kubectl.py .venv/bin` (make test does)")
-    return found
+    return str(found)
 
 
 @pytest.fixture

@@ -1,0 +1,176 @@
+"""``pumice ray log`` and ``pumice ray session`` against the API server and a process-runtime node
+agent: ``log`` reads each Ray Pod's container log and its ``/tmp/ray/session_latest/logs`` through
+``pods/exec`` (tar in the Pod's own mount namespace), ``session`` runs the real ``kubectl
+port-forward service/<head service>`` through the API server's tunnel to the node agent.
+
+The Pods stand in for Ray nodes (labels, a Ray-shaped logs directory behind a ``session_latest``
+symlink, HTTP servers on the dashboard and client ports): what is under test is the CLI and the
+streaming path, not Ray, so no real Ray is started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from pumice.cli.main import main as cli
+from pumice.node.agent import NodeAgent
+from pumice.testing.cluster import HttpServer, serve_http
+from pumice.testing.node import phase_is, pod, wait_for
+from pumice.testing.paths import kubectl_path
+
+pytestmark = [pytest.mark.kubectl, pytest.mark.skipif(os.geteuid() != 0, reason="mount namespaces need root")]
+
+
+def kubectl_binary() -> str:
+    found = kubectl_path()
+    if found is None:
+        pytest.fail("kubectl is missing: run `python tools/install_kubectl.py .venv/bin` (make test does)")
+    return str(found)
+
+
+@pytest.fixture
+def data_dir() -> Iterator[Path]:
+    # not under /tmp: every Pod gets a private /tmp that would hide it
+    d = Path(tempfile.mkdtemp(prefix="pumice-raycli-", dir="/var/tmp"))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+async def stack(data_dir: Path) -> AsyncIterator[HttpServer]:
+    async with serve_http(data_dir / "api") as srv:
+        agent = NodeAgent(srv.client(), runtime="process", data_dir=data_dir / "node", node_names=["node-0"],
+                          node_cpu="4", node_memory="8Gi", lease_renew_interval=None, stop_grace=2.0)
+        await agent.start()
+        try:
+            yield srv
+        finally:
+            await agent.stop()
+
+
+def _ray_labels(cluster: str, node_type: str) -> dict[str, str]:
+    return {"ray.io/cluster": cluster, "ray.io/node-type": node_type, "ray.io/is-ray-node": "yes",
+            "ray.io/group": "headgroup" if node_type == "head" else "workers"}
+
+
+async def _running(srv: HttpServer, *pods: dict[str, Any]) -> None:
+    client = srv.client()
+    try:
+        for p in pods:
+            await client.create(p)
+        for p in pods:
+            await wait_for(lambda name=p["metadata"]["name"]: phase_is(client, name, "Running"), timeout=60)
+    finally:
+        await client.close()
+
+
+def _ray_node(name: str, cluster: str, node_type: str) -> dict[str, Any]:
+    """A Pod with Ray's log layout: session_latest -> session_<ts>, files at two levels."""
+    script = ("s=/tmp/ray/session_2026-12-01_17-00-00_000000_1; mkdir -p $s/logs/old && "
+              "ln -s $s /tmp/ray/session_latest && "
+              f"echo raylet-of-{name} > $s/logs/raylet.out && echo gcs > $s/logs/old/gcs_server.err && "
+              f"echo started {name} && exec sleep 3600")
+    return pod(name, script, labels=_ray_labels(cluster, node_type))
+
+
+async def _cli(srv: HttpServer, *args: str) -> Any:
+    return await asyncio.to_thread(CliRunner().invoke, cli, ["ray", *args, "--kubeconfig", str(srv.kubeconfig)])
+
+
+async def test_log_downloads_each_ray_nodes_logs_through_exec(stack: HttpServer, data_dir: Path) -> None:
+    await _running(stack, _ray_node("lc-head", "lc", "head"), _ray_node("lc-worker", "lc", "worker"),
+                   pod("bare-head", "sleep 3600", labels=_ray_labels("bare", "head")))
+    out = data_dir / "logs"
+    out.mkdir()
+    r = await _cli(stack, "log", "lc", "--out-dir", str(out))
+    assert r.exit_code == 0, r.output
+    assert r.output.splitlines() == ["Command set to retrieve both head and worker node logs.",
+                                     "Downloading log for Ray Node lc-head", "Downloading log for Ray Node lc-worker"]
+    for node in ("lc-head", "lc-worker"):
+        assert (out / node / "stdout.log").read_text() == f"started {node}\n"
+        assert (out / node / "raylet.out").read_text() == f"raylet-of-{node}\n"
+        assert (out / node / "old" / "gcs_server.err").read_text() == "gcs\n"
+    heads = data_dir / "heads"
+    heads.mkdir()
+    r = await _cli(stack, "log", "lc", "--node-type", "head", "--out-dir", str(heads))
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in heads.iterdir()) == ["lc-head"]
+    # a Ray Pod whose Ray never wrote logs: tar's failure, on one line
+    r = await _cli(stack, "log", "bare", "--out-dir", str(heads))
+    assert r.exit_code == 1
+    assert r.output.splitlines()[-1].startswith("Error: Error occurred while calling remote command: command "
+                                                "terminated with non-zero exit code")
+
+
+async def test_session_forwards_the_dashboard_and_client_ports_of_the_head_service(
+        stack: HttpServer, data_dir: Path) -> None:
+    www = data_dir / "www"
+    www.mkdir()
+    (www / "index.html").write_text("ray head\n")
+    serve = f"{sys.executable} -m http.server --bind 127.0.0.1 --directory {www}"
+    await _running(stack, pod("sc-head", f"{serve} 8265 & {serve} 10001 & wait", labels=_ray_labels("sc", "head")))
+    client = stack.client()
+    try:
+        await client.create({"apiVersion": "v1", "kind": "Service",
+                             "metadata": {"name": "sc-head-svc", "namespace": "default"},
+                             "spec": {"selector": {"ray.io/cluster": "sc", "ray.io/node-type": "head"},
+                                      "ports": [{"name": "dashboard", "port": 8265},
+                                                {"name": "client", "port": 10001}]}})
+        cl = await client.create({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+                                  "metadata": {"name": "sc", "namespace": "default"},
+                                  "spec": {"headGroupSpec": {"rayStartParams": {}, "template": {"spec": {
+                                      "containers": [{"name": "ray-head", "image": "rayproject/ray"}]}}}}})
+        await client.update_status({**cl, "status": {"head": {"serviceName": "sc-head-svc"}}})
+    finally:
+        await client.close()
+    address = f"127.{random.Random().randint(64, 250)}.{random.Random().randint(1, 250)}.7"
+    env = {**os.environ, "PATH": f"{Path(kubectl_binary()).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+    def forward_and_fetch() -> tuple[list[str], list[str], int]:
+        proc = subprocess.Popen([sys.executable, "-c", "from pumice.cli.main import main; main()", "ray", "session",
+                                 "sc", "--address", address, "--kubeconfig", str(stack.kubeconfig)],
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        lines: list[str] = []
+        bodies: list[str] = []
+        try:
+            assert proc.stdout is not None
+            while len([x for x in lines if x.startswith("Forwarding from")]) < 2:
+                line = proc.stdout.readline()
+                if not line:
+                    break
+                lines.append(line.rstrip("\n"))
+            for port in (8265, 10001):
+                for _ in range(20):  # the servers in the Pod may still be starting
+                    try:
+                        with urllib.request.urlopen(f"http://{address}:{port}/index.html", timeout=10) as resp:
+                            bodies.append(resp.read().decode())
+                        break
+                    except OSError:
+                        time.sleep(0.5)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            rest, _ = proc.communicate(timeout=20)
+            lines += rest.splitlines()
+        return lines, bodies, proc.returncode
+
+    lines, bodies, code = await asyncio.to_thread(forward_and_fetch)
+    assert lines[:4] == ["Forwarding ports to service sc-head-svc", f"Ray Dashboard: http://{address}:8265",
+                         f"Ray Interactive Client: http://{address}:10001", ""], lines
+    assert f"Forwarding from {address}:8265 -> 8265" in lines and f"Forwarding from {address}:10001 -> 10001" in lines
+    assert bodies == ["ray head\n", "ray head\n"], lines
+    assert code == 0, lines
