@@ -141,27 +141,43 @@ async def test_session_forwards_the_dashboard_and_client_ports_of_the_head_servi
     address = f"127.{random.Random().randint(64, 250)}.{random.Random().randint(1, 250)}.7"
     env = {**os.environ, "PATH": f"{Path(kubectl_binary()).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
 
+    def kubectl_children(pid: int) -> list[int]:
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        return [int(k) for k in kids if "kubectl" in Path(f"/proc/{k}/cmdline").read_bytes().decode(errors="replace")]
+
     def forward_and_fetch() -> tuple[list[str], list[str], int]:
         proc = subprocess.Popen([sys.executable, "-c", "from pumice.cli.main import main; main()", "ray", "session",
                                  "sc", "--address", address, "--kubeconfig", str(stack.kubeconfig)],
                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         lines: list[str] = []
         bodies: list[str] = []
-        try:
+
+        def read_until_forwarding(count: int) -> None:
             assert proc.stdout is not None
-            while len([x for x in lines if x.startswith("Forwarding from")]) < 2:
+            while len([x for x in lines if x.startswith("Forwarding from")]) < count:
                 line = proc.stdout.readline()
                 if not line:
                     break
                 lines.append(line.rstrip("\n"))
-            for port in (8265, 10001):
-                for _ in range(20):  # the servers in the Pod may still be starting
-                    try:
-                        with urllib.request.urlopen(f"http://{address}:{port}/index.html", timeout=10) as resp:
-                            bodies.append(resp.read().decode())
-                        break
-                    except OSError:
-                        time.sleep(0.5)
+
+        def fetch(port: int) -> None:
+            for _ in range(20):  # the servers in the Pod may still be starting
+                try:
+                    with urllib.request.urlopen(f"http://{address}:{port}/index.html", timeout=10) as resp:
+                        bodies.append(resp.read().decode())
+                    return
+                except OSError:
+                    time.sleep(0.5)
+
+        try:
+            read_until_forwarding(2)
+            fetch(8265)
+            fetch(10001)
+            # the port-forward dies: session says so and starts it again
+            for kid in kubectl_children(proc.pid):
+                os.kill(kid, signal.SIGKILL)
+            read_until_forwarding(4)
+            fetch(8265)
         finally:
             proc.send_signal(signal.SIGTERM)
             rest, _ = proc.communicate(timeout=20)
@@ -172,5 +188,6 @@ async def test_session_forwards_the_dashboard_and_client_ports_of_the_head_servi
     assert lines[:4] == ["Forwarding ports to service sc-head-svc", f"Ray Dashboard: http://{address}:8265",
                          f"Ray Interactive Client: http://{address}:10001", ""], lines
     assert f"Forwarding from {address}:8265 -> 8265" in lines and f"Forwarding from {address}:10001 -> 10001" in lines
-    assert bodies == ["ray head\n", "ray head\n"], lines
+    assert "failed to port-forward: signal: killed. Retrying in 3s ..." in lines, lines
+    assert bodies == ["ray head\n"] * 3, lines
     assert code == 0, lines
