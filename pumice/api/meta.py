@@ -9,8 +9,12 @@ Conditions follow metav1.Condition / the core condition shape: ``type``, ``statu
 
 import copy
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pumice.api import Obj
+
+if TYPE_CHECKING:
+    from pumice.api.scheme import ResourceKind
 
 
 def meta(obj: Obj) -> Obj:
@@ -65,11 +69,21 @@ def controller_of(obj: Obj) -> Obj | None:
     return None
 
 
-def owner_reference(owner: Obj, *, controller: bool = True, block_owner_deletion: bool = True) -> Obj:
-    """An ownerReference pointing at ``owner``."""
+def owner_reference(owner: Obj, *, controller: bool = True, block_owner_deletion: bool = True,
+                    default: "ResourceKind | None" = None) -> Obj:
+    """An ownerReference pointing at ``owner`` (by default a controller reference that blocks the
+    owner's foreground deletion).
+
+    ``default`` gives the apiVersion and kind when ``owner`` lacks them (pure builders handed a
+    bare object); without it they must be present (KeyError otherwise).
+    """
+    if default is None:
+        api_version, kind = owner["apiVersion"], owner["kind"]
+    else:
+        api_version, kind = owner.get("apiVersion", default.api_version), owner.get("kind", default.kind)
     return {
-        "apiVersion": owner["apiVersion"],
-        "kind": owner["kind"],
+        "apiVersion": api_version,
+        "kind": kind,
         "name": name(owner),
         "uid": uid(owner),
         "controller": controller,

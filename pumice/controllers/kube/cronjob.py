@@ -23,11 +23,11 @@ import logging
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
 from pumice.api import Obj
 from pumice.api.cron import parse_schedule
+from pumice.api.meta import owner_reference
 from pumice.api.scheme import BATCH_CRON_JOB, JOB
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
 from pumice.client.informer import OWNER_UID_INDEX, Informer
 from pumice.controllers.kube.options import KubeOptions
-from pumice.controllers.kube.podutil import controller_ref
 from pumice.runtime import Request, Result
 from pumice.runtime.events import EventRecorder
 from pumice.runtime.manager import Manager
@@ -55,7 +55,7 @@ def job_for(cj: Obj, scheduled: float) -> Obj:
     annotations = {**(md.get("annotations") or {}), SCHEDULED_TIMESTAMP: rfc3339(scheduled)}
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": name, "namespace": cj["metadata"].get("namespace"), "labels": labels,
-                         "annotations": annotations, "ownerReferences": [controller_ref(cj)]},
+                         "annotations": annotations, "ownerReferences": [owner_reference(cj)]},
             "spec": copy.deepcopy(jt.get("spec") or {})}
 
 

@@ -22,6 +22,7 @@ import copy
 import logging
 
 from pumice.api import Obj, meta
+from pumice.api.meta import owner_reference
 from pumice.api.scheme import DAEMON_SET, NODE, POD
 from pumice.api.selectors import from_label_selector
 from pumice.client.base import ApiError, KubeClient
@@ -29,7 +30,6 @@ from pumice.client.informer import OWNER_UID_INDEX, Informer
 from pumice.controllers.kube.options import KubeOptions
 from pumice.controllers.kube.podutil import (
     compute_hash,
-    controller_ref,
     delete_exactly,
     is_terminal,
     scaled_value,
@@ -93,7 +93,7 @@ def desired_pod(ds: Obj, node: str) -> Obj:
     spec["tolerations"] = daemon_pod_tolerations(spec)
     pmeta: Obj = {"generateName": f"{ds['metadata']['name']}-", "namespace": ds["metadata"].get("namespace"),
                   "labels": {**(md.get("labels") or {}), REVISION_LABEL: revision(ds)},
-                  "ownerReferences": [controller_ref(ds)]}
+                  "ownerReferences": [owner_reference(ds)]}
     if md.get("annotations"):
         pmeta["annotations"] = dict(md["annotations"])
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pmeta, "spec": spec}

@@ -31,10 +31,11 @@ from typing import TYPE_CHECKING
 
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
 from pumice.api import Obj, meta
+from pumice.api.meta import owner_reference
 from pumice.api.scheme import DEPLOYMENT, POD, REPLICA_SET
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_conflict, is_not_found
 from pumice.client.informer import OWNER_UID_INDEX, Informer
-from pumice.controllers.kube.podutil import compute_hash, controller_ref, is_terminal, scaled_value
+from pumice.controllers.kube.podutil import compute_hash, is_terminal, scaled_value
 from pumice.controllers.kube.replicaset import ORPHAN_INDEX, orphan_indexer, workload_selector
 from pumice.runtime import Request, Result, TerminalError
 from pumice.runtime.events import EventRecorder
@@ -212,7 +213,7 @@ def build_new_replica_set(d: Obj, hash_: str, rev: int, replicas: int) -> Obj:
         "apiVersion": "apps/v1", "kind": "ReplicaSet",
         "metadata": {"name": f"{md['name']}-{hash_}", "namespace": md.get("namespace", ""),
                      "labels": dict(tmd["labels"]), "annotations": annotations,
-                     "ownerReferences": [controller_ref(d)]},
+                     "ownerReferences": [owner_reference(d)]},
         "spec": rs_spec,
     }
 
@@ -265,7 +266,7 @@ class DeploymentReconciler:
         for rs in self.replica_sets.store.by_index(ORPHAN_INDEX, md.get("namespace", "")):
             if not selector.matches((rs.get("metadata") or {}).get("labels") or {}):
                 continue
-            refs = [*(rs["metadata"].get("ownerReferences") or []), controller_ref(d)]
+            refs = [*(rs["metadata"].get("ownerReferences") or []), owner_reference(d)]
             try:
                 owned.append(await self.client.patch(REPLICA_SET, rs["metadata"]["name"], {"metadata": {
                     "ownerReferences": refs, "uid": rs["metadata"]["uid"],

@@ -26,11 +26,12 @@ import copy
 from typing import TYPE_CHECKING
 
 from pumice.api import Obj, meta
+from pumice.api.meta import owner_reference
 from pumice.api.scheme import ENDPOINT_SLICE, ENDPOINTS, POD, SERVICE
 from pumice.api.selectors import from_set
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
 from pumice.client.informer import Informer
-from pumice.controllers.kube.podutil import compute_hash, controller_ref, is_terminal
+from pumice.controllers.kube.podutil import compute_hash, is_terminal
 from pumice.runtime import Request, Result
 from pumice.runtime.manager import Manager
 
@@ -180,7 +181,7 @@ def build_endpoint_slice(svc: Obj, pods: list[Obj]) -> Obj:
     return {
         "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
         "metadata": {"name": f"{md['name']}-{compute_hash({'uid': md.get('uid', '')})[:5]}",
-                     "namespace": md.get("namespace", ""), "labels": labels, "ownerReferences": [controller_ref(svc)]},
+                     "namespace": md.get("namespace", ""), "labels": labels, "ownerReferences": [owner_reference(svc)]},
         "addressType": "IPv4",
         "endpoints": endpoints,
         "ports": _ports_json(ports) if ports else [],

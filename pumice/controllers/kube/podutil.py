@@ -162,13 +162,6 @@ def pod_from_template(template: Obj, *, namespace: str, generate_name: str, owne
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": clone(template.get("spec") or {})}
 
 
-def controller_ref(owner: Obj) -> Obj:
-    """ownerReference with ``controller`` and ``blockOwnerDeletion`` true."""
-    md = owner["metadata"]
-    return {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": md["name"], "uid": md["uid"],
-            "controller": True, "blockOwnerDeletion": True}
-
-
 def controller_uid(obj: Obj) -> str | None:
     for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
         if ref.get("controller"):

@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 from pumice._util.clock import Clock
 from pumice.api import Obj, meta
+from pumice.api.meta import owner_reference
 from pumice.api.scheme import POD, REPLICA_SET, REPLICATION_CONTROLLER
 from pumice.api.selectors import NOTHING, LabelSelector, from_label_selector
 from pumice.client.base import ApiError, KubeClient, is_conflict, is_not_found
 from pumice.client.informer import OWNER_UID_INDEX, Informer
 from pumice.controllers.kube.podutil import (
     available_in,
-    controller_ref,
     controller_uid,
     deletion_order,
     is_active,
@@ -105,7 +105,7 @@ async def create_pods(client: KubeClient, recorder: EventRecorder, expectations:
     manageJob (the creation half of each).
     """
     md = owner["metadata"]
-    ref = controller_ref(owner)
+    ref = owner_reference(owner)
     expectations.expect_creations(key, n)
     attempted = 0
 
@@ -216,7 +216,7 @@ class ReplicaSetReconciler:
         return workload_selector(sel)
 
     async def _adopt(self, rs: Obj, pod: Obj) -> Obj | None:
-        refs = [*((pod["metadata"].get("ownerReferences")) or []), controller_ref(rs)]
+        refs = [*((pod["metadata"].get("ownerReferences")) or []), owner_reference(rs)]
         try:
             return await self.client.patch(POD, pod["metadata"]["name"], {
                 "metadata": {"ownerReferences": refs, "uid": pod["metadata"]["uid"],

@@ -27,11 +27,12 @@ import logging
 
 from pumice._util.clock import Clock
 from pumice.api import Obj, meta
+from pumice.api.meta import owner_reference
 from pumice.api.scheme import CONTROLLER_REVISION, PERSISTENT_VOLUME_CLAIM, POD, STATEFUL_SET
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_conflict
 from pumice.client.informer import OWNER_UID_INDEX, Informer
 from pumice.controllers.kube.options import KubeOptions
-from pumice.controllers.kube.podutil import compute_hash, controller_ref, delete_exactly, is_terminal
+from pumice.controllers.kube.podutil import compute_hash, delete_exactly, is_terminal
 from pumice.runtime import Request, Result
 from pumice.runtime.events import EventRecorder
 from pumice.runtime.manager import Manager
@@ -73,7 +74,7 @@ def desired_pod(sts: Obj, ordinal: int, revision: str) -> Obj:
     labels = {**(md.get("labels") or {}), POD_NAME_LABEL: name, POD_INDEX_LABEL: str(ordinal),
               REVISION_LABEL: revision}
     pmeta: Obj = {"name": name, "namespace": sts["metadata"].get("namespace"), "labels": labels,
-                  "ownerReferences": [controller_ref(sts)]}
+                  "ownerReferences": [owner_reference(sts)]}
     if md.get("annotations"):
         pmeta["annotations"] = dict(md["annotations"])
     pspec = copy.deepcopy(tpl.get("spec") or {})
@@ -159,7 +160,7 @@ class StatefulSetReconciler:
                 "metadata": {"name": revision, "namespace": sts["metadata"].get("namespace"),
                              "labels": dict((sts.get("spec") or {}).get("selector", {}).get("matchLabels") or {})
                              | {REVISION_LABEL: revision},
-                             "ownerReferences": [controller_ref(sts)]},
+                             "ownerReferences": [owner_reference(sts)]},
                 "data": {"spec": {"template": (sts.get("spec") or {}).get("template") or {}}},
                 "revision": number})
         except ApiError as e:

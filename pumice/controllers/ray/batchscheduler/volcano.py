@@ -19,6 +19,7 @@ Pod gets no Volcano metadata (the default scheduler places it).
 from __future__ import annotations
 
 from pumice.api import Obj, scheme
+from pumice.api.meta import owner_reference
 from pumice.api.quantity import parse_quantity
 from pumice.api.volcano import constants as vc
 from pumice.client.base import KubeClient, is_already_exists, is_not_found
@@ -83,14 +84,7 @@ def build_pod_group(owner: Obj, min_member: int, min_resources: res.ResourceList
     pg_meta: Obj = {
         "name": name,
         "namespace": meta.get("namespace", "default"),
-        "ownerReferences": [{
-            "apiVersion": owner.get("apiVersion", "ray.io/v1"),
-            "kind": owner["kind"],
-            "name": meta["name"],
-            "uid": meta.get("uid", ""),
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }],
+        "ownerReferences": [owner_reference({"apiVersion": "ray.io/v1", **owner})],
     }
     if meta.get("annotations"):
         pg_meta["annotations"] = dict(meta["annotations"])

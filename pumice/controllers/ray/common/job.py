@@ -14,7 +14,8 @@ import re
 
 import yaml
 
-from pumice.api import Obj, yamlsafe
+from pumice.api import Obj, scheme, yamlsafe
+from pumice.api.meta import owner_reference
 from pumice.controllers.ray import constants as c
 from pumice.controllers.ray.common.pod import DEFAULT_POD_OPTIONS, PodOptions, container_command
 
@@ -22,17 +23,6 @@ from pumice.controllers.ray.common.pod import DEFAULT_POD_OPTIONS, PodOptions, c
 class SubmitCommandError(ValueError):
     """The RayJob spec cannot be turned into a submit command (bad runtimeEnvYAML, old Ray for
     metadata, unsupported mode)."""
-
-
-def _owner_reference(owner: Obj) -> Obj:
-    return {
-        "apiVersion": owner.get("apiVersion", "ray.io/v1"),
-        "kind": owner.get("kind", "RayJob"),
-        "name": owner["metadata"]["name"],
-        "uid": owner["metadata"].get("uid", ""),
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
 
 
 def submission_mode(rayjob: Obj) -> str:
@@ -206,7 +196,7 @@ def build_submitter_job(rayjob: Obj, pod_template: Obj) -> Obj:
                 c.RAY_ORIGINATED_FROM_CRD_LABEL_KEY: c.CRDType.RAY_JOB,
                 c.KUBERNETES_CREATED_BY_LABEL_KEY: c.COMPONENT_NAME,
             },
-            "ownerReferences": [_owner_reference(rayjob)],
+            "ownerReferences": [owner_reference(rayjob, default=scheme.RAY_JOB)],
         },
         "spec": {"backoffLimit": 2 if backoff is None else int(backoff), "template": pod_template},
     }
@@ -233,7 +223,7 @@ def build_cluster_for_rayjob(rayjob: Obj, cluster_name: str, options: PodOptions
     if mode == c.JobSubmissionMode.SIDECAR_MODE:
         annotations[c.DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION_KEY] = "true"
     cluster_meta: Obj = {"name": cluster_name, "namespace": meta.get("namespace", "default"), "labels": labels,
-                         "ownerReferences": [_owner_reference(rayjob)]}
+                         "ownerReferences": [owner_reference(rayjob, default=scheme.RAY_JOB)]}
     if annotations:
         cluster_meta["annotations"] = annotations
     cluster = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": cluster_meta,

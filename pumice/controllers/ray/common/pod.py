@@ -20,7 +20,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pumice.api import Obj
+from pumice.api import Obj, scheme
+from pumice.api.meta import owner_reference
 from pumice.api.quantity import parse_quantity, value
 from pumice.controllers.ray import association as assoc
 from pumice.controllers.ray import constants as c
@@ -497,17 +498,6 @@ def _configure_gcs_ft(template: Obj, cluster: Obj, node_type: str, params: dict[
 
 # --- builders ------------------------------------------------------------------------------------
 
-def _owner_reference(cluster: Obj) -> Obj:
-    return {
-        "apiVersion": cluster.get("apiVersion", "ray.io/v1"),
-        "kind": cluster.get("kind", "RayCluster"),
-        "name": cluster["metadata"]["name"],
-        "uid": cluster["metadata"].get("uid", ""),
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-
-
 def _finish_pod(cluster: Obj, template: Obj, node_type: str, params: dict[str, str], options: PodOptions) -> Obj:
     """BuildPod: shm volume, command, env, probes, owner reference."""
     crd = creator_crd(cluster)
@@ -544,7 +534,7 @@ def _finish_pod(cluster: Obj, template: Obj, node_type: str, params: dict[str, s
     _set_container_env(container, node_type, fqdn, port, ray_start, crd)
     if options.enable_probes_injection:
         init_probes(container, node_type, crd, params, str(spec.get("rayVersion", "")))
-    pod["metadata"]["ownerReferences"] = [_owner_reference(cluster)]
+    pod["metadata"]["ownerReferences"] = [owner_reference(cluster, default=scheme.RAY_CLUSTER)]
     if not pod["metadata"].get("annotations"):
         pod["metadata"].pop("annotations", None)
     return pod

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import copy
 
-from pumice.api import Obj
+from pumice.api import Obj, scheme
+from pumice.api.meta import owner_reference
 from pumice.api.ray import constants as api_c
 from pumice.controllers.ray import association as assoc
 from pumice.controllers.ray import constants as c
@@ -72,15 +73,9 @@ def build_cluster_for_rayservice(rayservice: Obj, cluster_name: str, kuberay_ver
         "apiVersion": "ray.io/v1",
         "kind": "RayCluster",
         "metadata": {"name": cluster_name, "namespace": meta.get("namespace", "default"), "labels": labels,
-                     "annotations": annotations, "ownerReferences": [_owner(rayservice)]},
+                     "annotations": annotations, "ownerReferences": [owner_reference(rayservice, default=scheme.RAY_SERVICE)]},
         "spec": copy.deepcopy(spec),
     }
-
-
-def _owner(rayservice: Obj) -> Obj:
-    return {"apiVersion": rayservice.get("apiVersion", "ray.io/v1"), "kind": rayservice.get("kind", "RayService"),
-            "name": rayservice["metadata"]["name"], "uid": rayservice["metadata"].get("uid", ""),
-            "controller": True, "blockOwnerDeletion": True}
 
 
 def serve_service_name(rayservice: Obj) -> str:
@@ -103,7 +98,7 @@ def build_head_service_for_rayservice(rayservice: Obj, cluster: Obj,
             c.RAY_NODE_TYPE_LABEL_KEY: str(c.RayNodeType.HEAD),
             c.RAY_ID_LABEL_KEY: assoc.identifier(name, c.RayNodeType.HEAD),
         },
-        "ownerReferences": [_owner(rayservice)],
+        "ownerReferences": [owner_reference(rayservice, default=scheme.RAY_SERVICE)],
     }
     return svc
 
@@ -155,5 +150,5 @@ def build_serve_service(rayservice: Obj, cluster: Obj) -> Obj:
             sspec["type"] = svc_type
         svc = {"apiVersion": "v1", "kind": "Service",
                "metadata": {"name": f"{name}-serve-svc", "namespace": namespace, "labels": labels}, "spec": sspec}
-    svc["metadata"]["ownerReferences"] = [_owner(rayservice)]
+    svc["metadata"]["ownerReferences"] = [owner_reference(rayservice, default=scheme.RAY_SERVICE)]
     return svc

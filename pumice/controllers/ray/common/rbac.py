@@ -6,7 +6,8 @@ BuildRoleBinding).
 
 from __future__ import annotations
 
-from pumice.api import Obj
+from pumice.api import Obj, scheme
+from pumice.api.meta import owner_reference
 from pumice.controllers.ray import association as assoc
 from pumice.controllers.ray import constants as c
 from pumice.controllers.ray.common.pod import head_service_account_name
@@ -17,10 +18,7 @@ def _meta(cluster: Obj, name: str) -> Obj:
     return {"name": name, "namespace": cluster["metadata"].get("namespace", "default"),
             "labels": {c.RAY_CLUSTER_LABEL_KEY: cname, c.KUBERNETES_APPLICATION_NAME_LABEL_KEY: c.APPLICATION_NAME,
                        c.KUBERNETES_CREATED_BY_LABEL_KEY: c.COMPONENT_NAME},
-            "ownerReferences": [{"apiVersion": cluster.get("apiVersion", "ray.io/v1"),
-                                 "kind": cluster.get("kind", "RayCluster"), "name": cname,
-                                 "uid": cluster["metadata"].get("uid", ""), "controller": True,
-                                 "blockOwnerDeletion": True}]}
+            "ownerReferences": [owner_reference(cluster, default=scheme.RAY_CLUSTER)]}
 
 
 def build_service_account(cluster: Obj) -> Obj:

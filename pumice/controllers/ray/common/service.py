@@ -10,7 +10,8 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
-from pumice.api import Obj
+from pumice.api import Obj, scheme
+from pumice.api.meta import owner_reference
 from pumice.controllers.ray import association as assoc
 from pumice.controllers.ray import constants as c
 
@@ -31,17 +32,6 @@ class ServiceOptions:
 
 
 DEFAULT_SERVICE_OPTIONS = ServiceOptions()
-
-
-def _owner_reference(owner: Obj) -> Obj:
-    return {
-        "apiVersion": owner.get("apiVersion", "ray.io/v1"),
-        "kind": owner.get("kind", "RayCluster"),
-        "name": owner["metadata"]["name"],
-        "uid": owner["metadata"].get("uid", ""),
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
 
 
 def head_service_ports(cluster: Obj) -> dict[str, int]:
@@ -123,7 +113,7 @@ def build_head_service(cluster: Obj, options: ServiceOptions = DEFAULT_SERVICE_O
         svc = {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": sspec}
     if not svc["spec"].get("ports"):
         raise ValueError(f"head Service of RayCluster {cluster['metadata']['name']} would have no ports")
-    svc["metadata"]["ownerReferences"] = [_owner_reference(cluster)]
+    svc["metadata"]["ownerReferences"] = [owner_reference(cluster, default=scheme.RAY_CLUSTER)]
     return svc
 
 
@@ -141,7 +131,7 @@ def build_headless_service(cluster: Obj) -> Obj:
             "name": assoc.headless_service_name(name),
             "namespace": cluster["metadata"].get("namespace", "default"),
             "labels": {c.RAY_CLUSTER_HEADLESS_SERVICE_LABEL_KEY: name},
-            "ownerReferences": [_owner_reference(cluster)],
+            "ownerReferences": [owner_reference(cluster, default=scheme.RAY_CLUSTER)],
         },
         "spec": {
             "clusterIP": "None",
@@ -164,6 +154,6 @@ def build_rayjob_head_service(rayjob: Obj, cluster: Obj, options: ServiceOptions
             c.RAY_NODE_TYPE_LABEL_KEY: str(c.RayNodeType.HEAD),
             c.RAY_ID_LABEL_KEY: assoc.identifier(job_name, c.RayNodeType.HEAD),
         },
-        "ownerReferences": [_owner_reference(rayjob)],
+        "ownerReferences": [owner_reference(rayjob, default=scheme.RAY_JOB)],
     }
     return svc
