@@ -38,6 +38,7 @@ from pumice.client.base import KubeClient, is_not_found
 from pumice.controllers.ray import association as assoc
 from pumice.controllers.ray import constants as c
 from pumice.controllers.ray.batchscheduler import BatchScheduler, DefaultBatchScheduler
+from pumice.controllers.ray.cluster_service import reconcile_cluster_service
 from pumice.controllers.ray.common import job as jobb
 from pumice.controllers.ray.common import pod as podb
 from pumice.controllers.ray.common import service as svcb
@@ -377,32 +378,8 @@ class RayJobReconciler:
         ``UpdatedService`` and their ``FailedTo…`` Warnings as upstream."""
         if _uses_selector(job):
             return
-        want = svcb.build_rayjob_head_service(job, cluster, self.options.service)
-        ns, name = self._ns(job), want["metadata"]["name"]
-        try:
-            old = await self.client.get(scheme.SERVICE, name, ns)
-        except Exception as e:
-            if not is_not_found(e):
-                raise
-            try:
-                await self.client.create(want)
-            except Exception as e2:
-                self.recorder.event(job, "Warning", "FailedToCreateService",
-                                    f"Failed to create the service {ns}/{name}, {e2}")
-                raise
-            self.recorder.event(job, "Normal", "CreatedService", f"Created the service {ns}/{name}")
-            return
-        if (old.get("spec", {}).get("selector") or {}).get(c.RAY_CLUSTER_LABEL_KEY) == want["spec"]["selector"].get(
-                c.RAY_CLUSTER_LABEL_KEY):
-            return
-        want["spec"]["clusterIP"] = old.get("spec", {}).get("clusterIP", want["spec"].get("clusterIP"))
-        old["spec"] = want["spec"]
-        try:
-            await self.client.update(old)
-        except Exception as e:
-            self.recorder.event(job, "Warning", "FailedToUpdateService", f"Failed to update the service {ns}/{name}, {e}")
-            raise
-        self.recorder.event(job, "Normal", "UpdatedService", f"Updated the service {ns}/{name}")
+        want = svcb.build_owner_head_service(job, c.CRDType.RAY_JOB, cluster, self.options.service)
+        await reconcile_cluster_service(self.client, self.recorder, job, want)
 
     async def _check_submitter(self, job: Obj) -> tuple[bool, float | None]:
         """(state changed?, submitter finished time) for K8sJobMode / SidecarMode."""

@@ -52,6 +52,7 @@ from pumice.api.ray.constants import (
 from pumice.client.base import KubeClient, is_not_found
 from pumice.controllers.ray import association as assoc
 from pumice.controllers.ray import constants as c
+from pumice.controllers.ray.cluster_service import reconcile_cluster_service
 from pumice.controllers.ray.common import rayservice as rsb
 from pumice.controllers.ray.common import service as svcb
 from pumice.controllers.ray.dashboard import (
@@ -331,7 +332,7 @@ class RayServiceReconciler:
             target = pending if obs.pending_ready else active
             assert target is not None
             obs.head_svc = await self._reconcile_service(
-                rs, rsb.build_head_service_for_rayservice(rs, target, self.options.service))
+                rs, svcb.build_owner_head_service(rs, c.CRDType.RAY_SERVICE, target, self.options.service))
             obs.serve_svc = await self._reconcile_service(rs, self._build_serve_service(rs, target))
 
         await self._calculate_status(rs, active, pending, obs)
@@ -649,33 +650,7 @@ class RayServiceReconciler:
     # --- Services ------------------------------------------------------------------------------
 
     async def _reconcile_service(self, rs: Obj, want: Obj) -> Obj:
-        ns, name = m.namespace(rs), want["metadata"]["name"]
-        try:
-            old = await self.client.get(scheme.SERVICE, name, ns)
-        except Exception as e:
-            if not is_not_found(e):
-                raise
-            try:
-                created = await self.client.create(want)
-            except Exception as e2:
-                self._event(rs, "Warning", "FailedToCreateService",
-                            f"Failed to create the service {ns}/{name}, {e2}")
-                raise
-            self._event(rs, "Normal", "CreatedService", f"Created the service {ns}/{name}")
-            return created
-        target = want["spec"]["selector"].get(c.RAY_CLUSTER_LABEL_KEY)
-        if ((old.get("spec") or {}).get("selector") or {}).get(c.RAY_CLUSTER_LABEL_KEY) == target:
-            return old
-        if (old.get("spec") or {}).get("clusterIP"):
-            want["spec"]["clusterIP"] = old["spec"]["clusterIP"]
-        old["spec"] = want["spec"]
-        try:
-            updated = await self.client.update(old)
-        except Exception as e:
-            self._event(rs, "Warning", "FailedToUpdateService", f"Failed to update the service {ns}/{name}, {e}")
-            raise
-        self._event(rs, "Normal", "UpdatedService", f"Updated the service {ns}/{name}")
-        return updated
+        return await reconcile_cluster_service(self.client, self.recorder, rs, want)
 
     # --- status --------------------------------------------------------------------------------
 

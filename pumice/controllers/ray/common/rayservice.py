@@ -13,7 +13,6 @@ import copy
 from pumice.api import Obj, scheme
 from pumice.api.meta import owner_reference
 from pumice.api.ray import constants as api_c
-from pumice.controllers.ray import association as assoc
 from pumice.controllers.ray import constants as c
 from pumice.controllers.ray.common import service as svcb
 from pumice.controllers.ray.common.hashing import hash_without_replicas_and_workers_to_delete
@@ -82,25 +81,6 @@ def serve_service_name(rayservice: Obj) -> str:
     """``serveService.metadata.name`` or ``<rs>-serve-svc``."""
     user = ((rayservice.get("spec") or {}).get("serveService") or {}).get("metadata") or {}
     return str(user.get("name") or f"{rayservice['metadata']['name']}-serve-svc")
-
-
-def build_head_service_for_rayservice(rayservice: Obj, cluster: Obj,
-                                      options: svcb.ServiceOptions = svcb.DEFAULT_SERVICE_OPTIONS) -> Obj:
-    """``<rs>-head-svc``: the cluster's head Service renamed, labelled as the RayService's."""
-    svc = svcb.build_head_service(cluster, options)
-    name = rayservice["metadata"]["name"]
-    svc["metadata"] = {
-        "name": assoc.owner_head_service_name(name),
-        "namespace": rayservice["metadata"].get("namespace", "default"),
-        "labels": {
-            c.RAY_ORIGINATED_FROM_CR_NAME_LABEL_KEY: name,
-            c.RAY_ORIGINATED_FROM_CRD_LABEL_KEY: c.CRDType.RAY_SERVICE.value,
-            c.RAY_NODE_TYPE_LABEL_KEY: str(c.RayNodeType.HEAD),
-            c.RAY_ID_LABEL_KEY: assoc.identifier(name, c.RayNodeType.HEAD),
-        },
-        "ownerReferences": [owner_reference(rayservice, default=scheme.RAY_SERVICE)],
-    }
-    return svc
 
 
 def _is_serving_port(name: str) -> bool:

@@ -141,19 +141,22 @@ def build_headless_service(cluster: Obj) -> Obj:
     }
 
 
-def build_rayjob_head_service(rayjob: Obj, cluster: Obj, options: ServiceOptions = DEFAULT_SERVICE_OPTIONS) -> Obj:
-    """``<rayjob>-head-svc``: a copy of the cluster's head Service owned by the RayJob."""
+def build_owner_head_service(owner: Obj, crd: c.CRDType, cluster: Obj,
+                             options: ServiceOptions = DEFAULT_SERVICE_OPTIONS) -> Obj:
+    """``<owner>-head-svc``: a copy of the cluster's head Service named, labelled and owned as the
+    RayJob or RayService ``owner`` (``crd`` says which)."""
     svc = build_head_service(cluster, options)
-    job_name = rayjob["metadata"]["name"]
+    owner_name = owner["metadata"]["name"]
     svc["metadata"] = {
-        "name": assoc.owner_head_service_name(job_name),
-        "namespace": rayjob["metadata"].get("namespace", "default"),
+        "name": assoc.owner_head_service_name(owner_name),
+        "namespace": owner["metadata"].get("namespace", "default"),
         "labels": {
-            c.RAY_ORIGINATED_FROM_CR_NAME_LABEL_KEY: job_name,
-            c.RAY_ORIGINATED_FROM_CRD_LABEL_KEY: c.CRDType.RAY_JOB,
+            c.RAY_ORIGINATED_FROM_CR_NAME_LABEL_KEY: owner_name,
+            c.RAY_ORIGINATED_FROM_CRD_LABEL_KEY: crd.value,
             c.RAY_NODE_TYPE_LABEL_KEY: str(c.RayNodeType.HEAD),
-            c.RAY_ID_LABEL_KEY: assoc.identifier(job_name, c.RayNodeType.HEAD),
+            c.RAY_ID_LABEL_KEY: assoc.identifier(owner_name, c.RayNodeType.HEAD),
         },
-        "ownerReferences": [owner_reference(rayjob, default=scheme.RAY_JOB)],
+        "ownerReferences": [owner_reference(owner, default=scheme.RAY_SERVICE if crd is c.CRDType.RAY_SERVICE
+                                            else scheme.RAY_JOB)],
     }
     return svc

@@ -1,0 +1,58 @@
+"""The Services a RayJob or RayService keeps pointed at one of its RayClusters
+(``<owner>-head-svc``, the RayService's serve Service).
+
+Mirrors: kuberay ray-operator/controllers/ray rayjob_controller.go reconcileServices and
+rayservice_controller.go reconcileServices (the same steps in both).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pumice.api import Obj, scheme
+from pumice.api.meta import namespace
+from pumice.client.base import KubeClient, is_not_found
+from pumice.controllers.ray import constants as c
+
+if TYPE_CHECKING:
+    from pumice.controllers.ray.raycluster import EventRecorder
+
+
+async def reconcile_cluster_service(client: KubeClient, recorder: EventRecorder, owner: Obj, want: Obj) -> Obj:
+    """Create ``want`` when absent; when the live Service selects another ``ray.io/cluster``, replace
+    its spec by ``want``'s (keeping the live clusterIP), else leave it.
+
+    Events on ``owner`` as upstream: ``CreatedService`` / ``UpdatedService`` and, before re-raising,
+    ``FailedToCreateService`` / ``FailedToUpdateService``.
+
+    Returns:
+        the Service as it is after this call.
+    Raises:
+        ApiError: a failed get (other than 404), create or update.
+    """
+    ns, name = namespace(owner) or "default", want["metadata"]["name"]
+    try:
+        old: Obj = await client.get(scheme.SERVICE, name, ns)
+    except Exception as e:
+        if not is_not_found(e):
+            raise
+        try:
+            created = await client.create(want)
+        except Exception as e2:
+            recorder.event(owner, "Warning", "FailedToCreateService", f"Failed to create the service {ns}/{name}, {e2}")
+            raise
+        recorder.event(owner, "Normal", "CreatedService", f"Created the service {ns}/{name}")
+        return created
+    target = want["spec"]["selector"].get(c.RAY_CLUSTER_LABEL_KEY)
+    if ((old.get("spec") or {}).get("selector") or {}).get(c.RAY_CLUSTER_LABEL_KEY) == target:
+        return old
+    if (old.get("spec") or {}).get("clusterIP"):
+        want["spec"]["clusterIP"] = old["spec"]["clusterIP"]
+    old["spec"] = want["spec"]
+    try:
+        updated = await client.update(old)
+    except Exception as e:
+        recorder.event(owner, "Warning", "FailedToUpdateService", f"Failed to update the service {ns}/{name}, {e}")
+        raise
+    recorder.event(owner, "Normal", "UpdatedService", f"Updated the service {ns}/{name}")
+    return updated
