@@ -1,6 +1,10 @@
 """reclaim: starving jobs take resources back from other (reclaimable) queues.
 
 Mirrors: volcano pkg/scheduler/actions/reclaim/reclaim.go.
+
+Deviates: on a node, victims are evicted until the task fits the node *and* every ReclaimFits
+function (pumice's own extension point, e.g. the cohort plugin's quota) says the reclaimer's
+queue has room; with no such function registered this is upstream's loop.
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ class ReclaimAction(Configured[NoArguments]):
                     continue
                 if ssn.pre_predicate_fn(task) is not None:
                     continue
-                self.reclaim_for_task(ssn, stmt, task, job)
+                self.reclaim_for_task(ssn, stmt, task, job, q)
             if ssn.job_pipelined(job):
                 stmt.commit()
             else:
@@ -70,7 +74,7 @@ class ReclaimAction(Configured[NoArguments]):
             if not jobs.empty():
                 queues.push(q)
 
-    def reclaim_for_task(self, ssn: Session, stmt: Statement, task: TaskInfo, job: JobInfo) -> bool:
+    def reclaim_for_task(self, ssn: Session, stmt: Statement, task: TaskInfo, job: JobInfo, queue: QueueInfo) -> bool:
         nodes, _ = predicate_nodes(ssn, task, None, "preempt", sample=False)
         for node in nodes:
             reclaimees = []
@@ -93,7 +97,7 @@ class ReclaimAction(Configured[NoArguments]):
             available = node.future_idle()
             node_stmt = Statement(ssn)
             evicted = False
-            while not task.resreq.less_equal(available, Dimension.ZERO):
+            while not task.resreq.less_equal(available, Dimension.ZERO) or not ssn.reclaim_fits(queue, task):
                 if vq.empty():
                     break
                 v = vq.pop()
@@ -104,7 +108,7 @@ class ReclaimAction(Configured[NoArguments]):
                     continue
                 evicted = True
                 available = available + v.resreq
-            if not task.resreq.less_equal(available, Dimension.ZERO):
+            if not task.resreq.less_equal(available, Dimension.ZERO) or not ssn.reclaim_fits(queue, task):
                 node_stmt.discard()
                 continue
             try:

@@ -136,6 +136,10 @@ class Callbacks:
     sub_job_ready: CallbackTable[SubJobBoolFn]
     sub_job_pipelined: CallbackTable[SubJobVoteFn]
     sub_job_order: CallbackTable[SubJobCompareFn]
+    reclaim_fits: CallbackTable[AllocatableFn]
+    """pumice's own point: after the evictions so far, does the reclaimer's queue have quota room
+    for the task? The reclaim action keeps evicting while a function says no (upstream reclaim
+    evicts only until the node has room; with nothing registered pumice does the same)."""
 
     @classmethod
     def for_tiers(cls, tiers: Sequence[Tier]) -> Callbacks:

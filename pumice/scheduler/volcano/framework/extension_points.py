@@ -64,5 +64,7 @@ POINTS: dict[str, ExtensionPoint] = {
         _P("subJobReady", "enabledSubJobReady", Combine.AND),
         _P("subJobPipelined", "enabledSubJobPipelined", Combine.VOTE),
         _P("subJobOrder", "enabledSubJobOrder", Combine.FIRST_NONZERO),
+        # pumice's own (no upstream point): quota room the reclaim action must make besides node room
+        _P("reclaimFits", "enabledAllocatable", Combine.AND),
     )
 }

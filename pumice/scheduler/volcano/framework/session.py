@@ -229,6 +229,10 @@ class Session:
     def add_allocatable_fn(self, plugin: str, fn: AllocatableFn) -> None:
         self.callbacks.allocatable.add(plugin, fn)
 
+    def add_reclaim_fits_fn(self, plugin: str, fn: AllocatableFn) -> None:
+        """pumice's own extension point (see :class:`Callbacks.reclaim_fits`)."""
+        self.callbacks.reclaim_fits.add(plugin, fn)
+
     def add_preemptive_fn(self, plugin: str, fn: PreemptiveFn) -> None:
         self.callbacks.preemptive.add(plugin, fn)
 
@@ -473,6 +477,11 @@ class Session:
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return all(fn(queue, task) for fn in self.callbacks.allocatable.flat())
+
+    def reclaim_fits(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        """Does ``queue`` have quota room for ``task`` now (all registered functions agree; none:
+        True)? Used by the reclaim action only."""
+        return all(fn(queue, task) for fn in self.callbacks.reclaim_fits.flat())
 
     def preemptive(self, queue: QueueInfo, tasks: list[TaskInfo]) -> bool:
         return all(fn(queue, tasks) for fn in self.callbacks.preemptive.flat())

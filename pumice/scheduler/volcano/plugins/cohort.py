@@ -25,8 +25,30 @@ Normal Event ``Unschedulable`` "cohort <c> quota insufficient for queue <q>: ins
 A queue whose limit annotation does not parse admits nothing and its jobs get a Warning Event
 ``InvalidQueueAnnotation`` naming the annotation.
 
-Deviates from Kueue: no resource flavors, no hierarchical cohorts, no reclaim of lent quota
-(``reclaimWithinCohort``: a lender whose quota is borrowed waits until the borrower's Pods end).
+Reclaim of lent quota (Kueue's ``preemption.reclaimWithinCohort``), per Queue annotation
+``scheduling.pumice.io/reclaim-within-cohort``: ``Never`` (default, as Kueue), ``LowerPriority``
+or ``Any``. A queue whose policy is not ``Never`` takes back what it lent once its own demand
+returns:
+
+* enqueue admits its job when the queue's usage, reservations and the job's minResources stay
+  within its nominal quota, even while borrowers hold that quota (Kueue assigns such a workload
+  in preempt mode);
+* the ``reclaim`` action may act for its starving tasks while its usage plus the task stays within
+  nominal (PreemptiveFn), and the victims (ReclaimableFn) are Running tasks of other queues of the
+  same cohort that use more than their own nominal quota of a resource the task asks for, taken
+  only while that queue stays above nominal (as capacity's reclaimable stops at ``deserved``);
+  with ``LowerPriority`` only tasks of jobs of lower priority than the reclaiming job;
+* on a node, reclaim evicts until the task fits the node and the queue's cohort quota
+  (ReclaimFits, pumice's extension point): a lender whose quota is borrowed gets it back even
+  while other nodes have room, as Kueue's quota-level preemption does.
+
+For a reclaiming queue of a cohort the plugin decides the victims: tasks of queues outside its
+cohort are never its victims (another plugin's verdict in the same tier is intersected with this
+one, as every ReclaimableFn). Queues outside any cohort are not judged.
+
+Deviates from Kueue: no resource flavors, no hierarchical cohorts, no ``borrowWithinCohort``;
+reclaim evicts single tasks as Volcano's reclaim does (gang keeps each job at ``minAvailable``),
+not whole workloads.
 """
 
 from __future__ import annotations
@@ -54,6 +76,11 @@ PLUGIN_NAME = "cohort"
 COHORT_ANNOTATION = "scheduling.pumice.io/cohort"
 BORROWING_LIMIT_ANNOTATION = "scheduling.pumice.io/borrowing-limit"
 LENDING_LIMIT_ANNOTATION = "scheduling.pumice.io/lending-limit"
+RECLAIM_ANNOTATION = "scheduling.pumice.io/reclaim-within-cohort"
+RECLAIM_NEVER = "Never"
+RECLAIM_LOWER_PRIORITY = "LowerPriority"
+RECLAIM_ANY = "Any"
+RECLAIM_POLICIES = (RECLAIM_NEVER, RECLAIM_LOWER_PRIORITY, RECLAIM_ANY)
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +100,7 @@ class Member:
     nominal: Resource
     guaranteed: Resource
     ceiling: Resource
+    reclaim: str = RECLAIM_NEVER
     used: Resource = field(default_factory=Resource)
     reserved: Resource = field(default_factory=Resource)
 
@@ -91,7 +119,8 @@ def member_of(q: QueueInfo) -> Member | None:
     """The queue's cohort membership from its annotations and ``spec.deserved``, or None.
 
     Raises:
-        ValueError: a limit annotation is not a JSON ResourceList of quantities.
+        ValueError: a limit annotation is not a JSON ResourceList of quantities, or the reclaim
+            policy is not one of Never, LowerPriority, Any.
     """
     ann = (q.queue.get("metadata") or {}).get("annotations") or {}
     cohort = ann.get(COHORT_ANNOTATION)
@@ -113,7 +142,39 @@ def member_of(q: QueueInfo) -> Member | None:
         nominal.memory + borrow.memory if "memory" in borrowing else _INF,
         {n: nominal.get(n) + borrow.get(n) for n in borrowing if n not in ("cpu", "memory")},
     )
-    return Member(q.name, str(cohort), names, nominal, guaranteed, ceiling)
+    reclaim = str(ann.get(RECLAIM_ANNOTATION, RECLAIM_NEVER))
+    if reclaim not in RECLAIM_POLICIES:
+        raise ValueError(f"{RECLAIM_ANNOTATION}: want one of {', '.join(RECLAIM_POLICIES)}, got {reclaim!r}")
+    return Member(q.name, str(cohort), names, nominal, guaranteed, ceiling, reclaim)
+
+
+def within_nominal(m: Member, extra: Resource, *, reserved: bool) -> bool:
+    """Would ``m`` stay within its nominal quota on every dimension ``extra`` asks for?"""
+    after = m.used + (m.reserved if reserved else Resource()) + extra
+    return all(after.get(n) <= m.nominal.get(n) + 1e-9 for n in m.names if extra.get(n) > 0)
+
+
+def reclaim_victims(m: Member, members: Mapping[str, Member], request: Resource,
+                    reclaimees: list[tuple[TaskInfo, str, int]], priority: int) -> list[TaskInfo]:
+    """Victims for a task of ``m`` asking ``request``: among ``reclaimees`` (task, its queue, its
+    job's priority) those of other members of ``m``'s cohort that use more than their nominal
+    quota of a dimension ``request`` asks for, each taken while its queue is still above nominal
+    there (in the given order); with policy ``LowerPriority`` only jobs below ``priority``."""
+    dims = [n for n in m.names if request.get(n) > 0]
+    left: dict[str, Resource] = {}
+    out: list[TaskInfo] = []
+    for t, qname, prio in reclaimees:
+        v = members.get(qname)
+        if v is None or v.queue == m.queue or v.cohort != m.cohort:
+            continue
+        if m.reclaim == RECLAIM_LOWER_PRIORITY and prio >= priority:
+            continue
+        used = left.get(qname, v.used)
+        if not any(used.get(n) > v.nominal.get(n) + 1e-9 and t.resreq.get(n) > 0 for n in dims if n in v.names):
+            continue
+        left[qname] = exceeded_part(used, t.resreq)
+        out.append(t)
+    return out
 
 
 def cap_of(m: Member, members: list[Member], *, reserved: bool) -> Resource:
@@ -182,6 +243,8 @@ class CohortPlugin:
             if m is None or min_resources_list(job) is None:
                 return Vote.ABSTAIN
             names = insufficient(m, self.cohort_members(m.cohort), job.min_resources or Resource(), reserved=True)
+            if names and m.reclaim != RECLAIM_NEVER and within_nominal(m, job.min_resources or Resource(), reserved=True):
+                return Vote.PERMIT
             if names:
                 ssn.record_pod_group_event(
                     job, "Normal", "Unschedulable",
@@ -200,6 +263,37 @@ class CohortPlugin:
         def on_deallocate(ev: Event) -> None:
             self._account(ssn, ev.task, -1)
 
+        def preemptive(q: QueueInfo, tasks: list[TaskInfo]) -> bool:
+            m = self.members.get(q.name)
+            if m is None:
+                return q.name not in self.invalid
+            if m.reclaim == RECLAIM_NEVER:
+                return False
+            return within_nominal(m, sum_resources(t.resreq for t in tasks), reserved=False)
+
+        def reclaimable(reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+            job = ssn.jobs.get(reclaimer.job)
+            m = self.members.get(job.queue) if job is not None else None
+            if job is None or m is None:
+                return [], Vote.ABSTAIN
+            if m.reclaim == RECLAIM_NEVER:
+                return [], Vote.PERMIT
+            cands = []
+            for t in reclaimees:
+                tj = ssn.jobs.get(t.job)
+                if tj is not None:
+                    cands.append((t, tj.queue, tj.priority))
+            return reclaim_victims(m, self.members, reclaimer.resreq, cands, job.priority), Vote.PERMIT
+
+        def reclaim_fits(q: QueueInfo, task: TaskInfo) -> bool:
+            m = self.members.get(q.name)
+            if m is None or m.reclaim == RECLAIM_NEVER:
+                return True
+            return not insufficient(m, self.cohort_members(m.cohort), task.resreq, reserved=False)
+
+        ssn.add_preemptive_fn(PLUGIN_NAME, preemptive)
+        ssn.add_reclaim_fits_fn(PLUGIN_NAME, reclaim_fits)
+        ssn.add_reclaimable_fn(PLUGIN_NAME, reclaimable)
         ssn.add_allocatable_fn(PLUGIN_NAME, allocatable)
         ssn.add_job_enqueueable_fn(PLUGIN_NAME, enqueueable)
         ssn.add_job_enqueued_fn(PLUGIN_NAME, enqueued)
