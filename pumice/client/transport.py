@@ -15,12 +15,28 @@ reference/ecosystem.md section 1.3.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import httpx2
 
 __all__ = ["StreamingASGITransport"]
+
+
+def _one_body(body: bytes, disconnected: asyncio.Event) -> Callable[[], Awaitable[dict[str, Any]]]:
+    """An ASGI ``receive`` for a request whose whole ``body`` is known: one ``http.request``
+    message, then ``http.disconnect`` once ``disconnected`` is set."""
+    sent = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await disconnected.wait()
+        return {"type": "http.disconnect"}
+
+    return receive
 
 
 class _QueueStream(httpx2.AsyncByteStream):
@@ -81,15 +97,7 @@ class StreamingASGITransport(httpx2.AsyncBaseTransport):
         loop = asyncio.get_running_loop()
         started: asyncio.Future[tuple[int, list[tuple[bytes, bytes]]]] = loop.create_future()
         done = asyncio.Event()
-        sent = False
-
-        async def receive() -> dict[str, Any]:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            await done.wait()
-            return {"type": "http.disconnect"}
+        receive = _one_body(body, done)
 
         async def send(message: dict[str, Any]) -> None:
             t = message["type"]
@@ -160,15 +168,7 @@ class DirectASGI:
         scope = self._scope(method, path, query, headers)
         status = 500
         chunks: list[bytes] = []
-        sent = False
-
-        async def receive() -> dict[str, Any]:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            await asyncio.Event().wait()  # a plain response never waits for a disconnect
-            return {"type": "http.disconnect"}
+        receive = _one_body(body, asyncio.Event())  # a plain response never waits for a disconnect
 
         async def send(message: dict[str, Any]) -> None:
             nonlocal status
