@@ -42,19 +42,19 @@ _TO_V1 = {v: k for k, v in _TO_CORE.items()}
 
 def to_core(obj: Obj) -> Obj:
     """An events.k8s.io/v1 Event in the core/v1 form (a new dict; values are shared)."""
-    out: Obj = {"apiVersion": "v1", "kind": "Event"}
-    for k, v in obj.items():
-        if k not in ("apiVersion", "kind"):
-            out[_TO_CORE.get(k, k)] = v
-    return out
+    return _renamed(obj, "v1", _TO_CORE)
 
 
 def to_events_v1(obj: Obj) -> Obj:
     """A core/v1 Event in the events.k8s.io/v1 form (a new dict; values are shared)."""
-    out: Obj = {"apiVersion": "events.k8s.io/v1", "kind": "Event"}
+    return _renamed(obj, "events.k8s.io/v1", _TO_V1)
+
+
+def _renamed(obj: Obj, api_version: str, names: dict[str, str]) -> Obj:
+    out: Obj = {"apiVersion": api_version, "kind": "Event"}
     for k, v in obj.items():
         if k not in ("apiVersion", "kind"):
-            out[_TO_V1.get(k, k)] = v
+            out[names.get(k, k)] = v
     return out
 
 
