@@ -100,6 +100,37 @@ def read_records(path: str, tail_lines: int | None) -> tuple[list[bytes], int]:
     return lines, end
 
 
+class FileTail:
+    """The complete lines appended to a log file, read from byte ``offset`` on (``tail -f``
+    without the waiting): each :meth:`read` returns what became complete since the last one and
+    keeps a partial last line for the next."""
+
+    def __init__(self, path: str, offset: int) -> None:
+        self.path = path
+        self.offset = offset
+        self._partial = b""
+
+    def read(self, *, missing_ok: bool = False) -> tuple[bytes, bool]:
+        """``(complete lines appended since the last read, b"" when none; whether the file grew)``.
+
+        Raises:
+            OSError: the file cannot be read, unless ``missing_ok`` (then ``(b"", False)``).
+        """
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                chunk = f.read()
+        except OSError:
+            if missing_ok:
+                return b"", False
+            raise
+        self.offset += len(chunk)
+        buf = self._partial + chunk
+        cut = buf.rfind(b"\n") + 1
+        self._partial = buf[cut:]
+        return buf[:cut], bool(chunk)
+
+
 LogSource = Callable[[str, str, str, bool], tuple[str, Callable[[], bool]] | str]
 """``source(namespace, pod, container, previous)`` -> ``(log path, still_running())`` or an error
 message (404)."""
@@ -210,20 +241,14 @@ class LogServer:
         if req.follow and more:
             gone = asyncio.ensure_future(reader.read(1))
             try:
-                buf = b""
+                tail = FileTail(path, offset)
                 while more:
-                    with open(path, "rb") as f:
-                        f.seek(offset)
-                        chunk = f.read()
-                    offset += len(chunk)
-                    buf += chunk
-                    cut = buf.rfind(b"\n") + 1
-                    if cut:
-                        more = await send(b"".join(render(buf[:cut].splitlines(keepends=True), req)))
-                        buf = buf[cut:]
+                    lines, grew = tail.read()
+                    if lines:
+                        more = await send(b"".join(render(lines.splitlines(keepends=True), req)))
                     elif not running():
                         break
-                    if not chunk and not running():
+                    if not grew and not running():
                         break
                     done, _ = await asyncio.wait([gone], timeout=self.poll_interval)
                     if done:

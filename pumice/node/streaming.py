@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from pumice.client.websocket import WebSocket, accept
+from pumice.node.logs import FileTail
 from pumice.node.spdy import Session, Stream
 
 log = logging.getLogger(__name__)
@@ -294,27 +295,19 @@ class StreamServer:
                 400))
             return
         offset = os.path.getsize(t.log_path) if os.path.exists(t.log_path) else 0
-        buf = b""
+        tail = FileTail(t.log_path, offset)
         closed = asyncio.ensure_future(_drain(ws))
         try:
             while not closed.done():
-                chunk = b""
-                with contextlib.suppress(OSError), open(t.log_path, "rb") as f:
-                    f.seek(offset)
-                    chunk = f.read()
-                offset += len(chunk)
-                buf += chunk
-                cut = buf.rfind(b"\n") + 1
-                if cut:
-                    for line in buf[:cut].splitlines():
-                        fields = line.split(b" ", 3)
-                        if len(fields) < 3:
-                            continue
-                        text = fields[3] if len(fields) > 3 else b""
-                        await ws.send(bytes([STDERR if fields[1] == b"stderr" else STDOUT]) + text +
-                                      (b"\n" if fields[2] == b"F" else b""))
-                    buf = buf[cut:]
-                if not chunk and not t.running():
+                lines, grew = tail.read(missing_ok=True)
+                for line in lines.splitlines():
+                    fields = line.split(b" ", 3)
+                    if len(fields) < 3:
+                        continue
+                    text = fields[3] if len(fields) > 3 else b""
+                    await ws.send(bytes([STDERR if fields[1] == b"stderr" else STDOUT]) + text +
+                                  (b"\n" if fields[2] == b"F" else b""))
+                if not grew and not t.running():
                     break
                 await asyncio.wait([closed], timeout=0.1)
             if not closed.done():
