@@ -64,7 +64,7 @@ def parse_quantity(q: str | int | float) -> Fraction:
         raise QuantityError(f"invalid quantity {s!r}") from e
     if suffix in _BINARY:
         return base * _BINARY[suffix]
-    if suffix and suffix[0] in "eE":
+    if len(suffix) > 1 and suffix[0] in "eE":  # "E" alone is exa
         exp = int(suffix[1:])
         return base * (Fraction(10) ** exp)
     return base * _DECIMAL[suffix]

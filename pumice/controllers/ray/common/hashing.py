@@ -6,9 +6,9 @@ the head Pod's ``ray.io/upgrade-strategy-recreate-hash``.
 Mirrors: kuberay ray-operator/controllers/ray/utils/util.go GenerateHashWithoutReplicasAndWorkersToDelete
 and GenerateJsonHash.
 
-Deviates: SHA-1 over pumice's canonical JSON (sorted keys), so the value is not byte-equal to
-Go's (which serializes struct fields in declaration order); only self-consistency and the list of
-ignored fields matter (kuberay-2.md §11.7).
+The bytes hashed are those Go's encoding/json writes for the spec decoded into upstream's
+``RayClusterSpec`` (:mod:`pumice.controllers.ray.common.gojson`), so the value equals upstream's
+for the same spec (tests/ray/test_hash_go.py checks it against upstream's own function).
 """
 
 from __future__ import annotations
@@ -16,20 +16,16 @@ from __future__ import annotations
 import base64
 import copy
 import hashlib
-import json
 
 from pumice.api import Obj
+from pumice.controllers.ray.common.gojson import GoLayout, marshal
 
 
-def hash_without_replicas_and_workers_to_delete(cluster_spec: Obj) -> str:
-    """Hash of a RayClusterSpec with the fields autoscalers and Kueue edit cleared: head
+def spec_for_hashing(cluster_spec: Obj) -> Obj:
+    """A copy of a RayClusterSpec with the fields autoscalers and Kueue edit cleared: head
     ``tolerations``/``schedulingGates``; per worker group ``replicas``, ``minReplicas``,
     ``maxReplicas``, ``scaleStrategy.workersToDelete``, ``tolerations``, ``schedulingGates``; the
-    cluster ``upgradeStrategy``.
-
-    Returns:
-        32 characters of base32 (extended hex alphabet) over SHA-1.
-    """
+    cluster ``upgradeStrategy``."""
     spec = copy.deepcopy(cluster_spec)
     spec.pop("upgradeStrategy", None)
     head_pod = ((spec.get("headGroupSpec") or {}).get("template") or {}).get("spec") or {}
@@ -40,10 +36,26 @@ def hash_without_replicas_and_workers_to_delete(cluster_spec: Obj) -> str:
             g.pop(k, None)
         if isinstance(g.get("scaleStrategy"), dict):
             g["scaleStrategy"].pop("workersToDelete", None)
-            if not g["scaleStrategy"]:
-                g.pop("scaleStrategy")
         pod = (g.get("template") or {}).get("spec") or {}
         pod.pop("tolerations", None)
         pod.pop("schedulingGates", None)
-    digest = hashlib.sha1(json.dumps(spec, sort_keys=True, separators=(",", ":")).encode()).digest()
-    return base64.b32hexencode(digest).decode()
+    return spec
+
+
+def json_hash(cluster_spec: Obj, layout: GoLayout | None = None) -> str:
+    """SHA-1 of Go's JSON of a RayClusterSpec, as 32 characters of base32 (extended hex alphabet).
+
+    Mirrors: utils/util.go GenerateJsonHash."""
+    return base64.b32hexencode(hashlib.sha1(marshal(cluster_spec, layout)).digest()).decode()
+
+
+def hash_without_replicas_and_workers_to_delete(cluster_spec: Obj, layout: GoLayout | None = None) -> str:
+    """:func:`json_hash` of :func:`spec_for_hashing`.
+
+    Args:
+        cluster_spec: a RayClusterSpec in wire form.
+        layout: the Go types' layout (default: upstream's at the reference snapshot).
+    Returns:
+        32 characters of base32 (extended hex alphabet).
+    """
+    return json_hash(spec_for_hashing(cluster_spec), layout)

@@ -1,0 +1,235 @@
+"""The bytes Go's ``encoding/json`` writes for a KubeRay ``RayClusterSpec`` decoded from a wire
+object: what upstream hashes for ``ray.io/hash-without-replicas-and-workers-to-delete`` and
+``ray.io/upgrade-strategy-recreate-hash``.
+
+Go writes struct fields in declaration order, omits ``omitempty`` fields that are empty (nil
+pointer, empty string/slice/map, 0, false; never a struct) and ``omitzero`` fields that are zero,
+writes every other field even when the wire object lacks it (``"resources":{}``), drops fields
+the Go type does not have, sorts map keys, escapes ``<``, ``>``, ``&``, U+2028 and U+2029 in
+strings, and writes resource quantities in canonical form (``2048Mi`` -> ``2Gi``, ``1000m`` ->
+``1``). The Go types' layout (field order, names, flags) is data, generated from upstream's Go
+types by ``tools/gen_go_json_layout.py`` into ``raycluster_spec_layout.json`` beside this module.
+
+Mirrors: Go encoding/json (Marshal of structs, maps, strings), k8s.io/apimachinery
+pkg/api/resource Quantity.MarshalJSON (CanonicalizeBytes), metav1.Time.MarshalJSON,
+intstr.IntOrString.MarshalJSON.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from pumice._util.duration import go_duration_string, parse_go_duration
+from pumice.api import quantity as q
+
+__all__ = ["GoLayout", "go_quantity_string", "go_string", "marshal", "raycluster_spec_layout"]
+
+_BINARY_SUFFIXES = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+_DECIMAL_SUFFIXES = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+_NANO = 10**9
+
+
+@dataclass(frozen=True)
+class GoLayout:
+    """Go types as encoding/json sees them.
+
+    Attributes:
+        root: the type id of the value :func:`marshal` is given.
+        types: struct type id -> fields in declaration order, each ``(json name, type, flags)``;
+            type and flag grammar as in ``tools/gen_go_json_layout.py``.
+        source: where the layout was generated from.
+    """
+
+    root: str
+    types: dict[str, list[tuple[str, str, str]]]
+    source: str = ""
+
+
+@cache
+def raycluster_spec_layout() -> GoLayout:
+    """The layout of KubeRay's ``RayClusterSpec`` at the reference snapshot (shipped data)."""
+    doc = json.loads(resources.files("pumice.controllers.ray.common").joinpath("raycluster_spec_layout.json")
+                     .read_text())
+    return GoLayout(root=doc["root"], source=doc["source"],
+                    types={k: [(f[0], f[1], f[2]) for f in v] for k, v in doc["types"].items()})
+
+
+def go_string(s: str) -> str:
+    """A JSON string as Go's encoding/json writes it (HTML-safe)."""
+    out = ['"']
+    for ch in s:
+        o = ord(ch)
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch in "<>&" or o in (0x2028, 0x2029):
+            out.append(f"\\u{o:04x}")
+        elif o < 0x20:
+            out.append({"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(ch, f"\\u{o:04x}"))
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def go_quantity_string(value: str | int | float) -> str:
+    """A quantity in Go's canonical form (``Quantity.String()``): the suffix family of the input
+    (binary ``Ki``..``Ei``, decimal exponent ``e3``, or decimal SI), the largest suffix that keeps
+    the number an integer, and binary only when the value is an integer of at least 1024 in
+    magnitude; precision below ``1n`` rounds away from zero.
+
+    Raises:
+        pumice.api.quantity.QuantityError: not a quantity.
+    """
+    text = str(value).strip() if not isinstance(value, bool) else str(value)
+    v = q.parse_quantity(value if isinstance(value, (int, float)) and not isinstance(value, bool) else text)
+    scaled = v * _NANO
+    nanos = math.ceil(scaled) if scaled >= 0 else math.floor(scaled)
+    if nanos == 0:
+        return "0"
+    suffix = text.lstrip("+-0123456789.")
+    fmt = "binary" if suffix in _BINARY_SUFFIXES[1:] else "exponent" if suffix[:1] in ("e", "E") and suffix[1:] else "si"
+    if fmt == "binary" and (-1024 * _NANO < nanos < 1024 * _NANO or nanos % _NANO):
+        fmt = "si"
+    if fmt == "binary":
+        n, k = nanos // _NANO, 0
+        while n % 1024 == 0 and k < len(_BINARY_SUFFIXES) - 1:
+            n, k = n // 1024, k + 1
+        return f"{n}{_BINARY_SUFFIXES[k]}"
+    m, e = nanos, -9
+    while m % 10 == 0:
+        m, e = m // 10, e + 1
+    r = e % 3
+    m, e = m * 10**r, e - r
+    if fmt == "si" and e in _DECIMAL_SUFFIXES:
+        return f"{m}{_DECIMAL_SUFFIXES[e]}"
+    return f"{m}e{e}" if e else str(m)
+
+
+def _go_time(value: Any, micro: bool) -> str:
+    if value in (None, ""):
+        return "null"
+    t = datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00")).astimezone(datetime.UTC)
+    return go_string(t.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ"))
+
+
+def _generic(value: Any, sort_keys: bool) -> str:
+    """An untyped JSON value: ``interface{}`` (maps sorted) or raw JSON (kept as given)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return go_string(value)
+    if isinstance(value, (int, float)):
+        return _number(value)
+    if isinstance(value, list):
+        return "[" + ",".join(_generic(v, sort_keys) for v in value) + "]"
+    items = sorted(value.items()) if sort_keys else list(value.items())
+    return "{" + ",".join(go_string(str(k)) + ":" + _generic(v, sort_keys) for k, v in items) + "}"
+
+
+def _number(value: int | float) -> str:
+    if isinstance(value, int) or (value == int(value) and abs(value) < 1e21):
+        return str(int(value))
+    return repr(float(value))
+
+
+class _Encoder:
+    def __init__(self, layout: GoLayout) -> None:
+        self.types = layout.types
+
+    def empty(self, value: Any, t: str) -> bool:
+        """``omitempty``: nil pointer, interface, slice or map; empty string, slice or map; 0;
+        false. Structs (and the self-encoding struct types) are never empty."""
+        if t.startswith("*") or t == "any":
+            return value is None
+        if t.startswith(("[]", "map[")) or t in ("string", "bytes"):
+            return not value
+        if t in ("int", "uint", "float", "bool"):
+            return not value
+        return False
+
+    def zero(self, value: Any, t: str) -> bool:
+        """``omitzero``: the Go zero value (``IsZero()`` where the type has one)."""
+        if t.startswith(("*", "[]", "map[")) or t in ("any", "bytes", "raw"):
+            return value is None
+        if t in ("string", "int", "uint", "float", "bool", "time", "microtime"):
+            return not value
+        if t == "quantity":
+            return value in (None, "") or q.parse_quantity(value) == 0
+        if t in ("duration", "intorstring"):
+            return not value
+        fields = self.types[t]
+        return all(self.zero((value or {}).get(name), ft) for name, ft, _ in fields)
+
+    def encode(self, value: Any, t: str) -> str:
+        if t.startswith("*"):
+            return "null" if value is None else self.encode(value, t[1:])
+        if t.startswith("[]"):
+            return "null" if value is None else "[" + ",".join(self.encode(v, t[2:]) for v in value) + "]"
+        if t.startswith("map["):
+            if value is None:
+                return "null"
+            depth, i = 0, 3
+            while True:
+                depth += {"[": 1, "]": -1}.get(t[i], 0)
+                if depth == 0:
+                    break
+                i += 1
+            elem = t[i + 1:]
+            return "{" + ",".join(go_string(str(k)) + ":" + self.encode(value[k], elem) for k in sorted(value)) + "}"
+        if t == "string":
+            return go_string("" if value is None else str(value))
+        if t in ("int", "uint"):
+            return str(int(value or 0))
+        if t == "float":
+            return _number(value or 0)
+        if t == "bool":
+            return "true" if value else "false"
+        if t == "bytes":
+            return "null" if value is None else go_string(str(value))
+        if t == "any":
+            return _generic(value, sort_keys=True)
+        if t == "raw":
+            return _generic(value, sort_keys=False)
+        if t == "quantity":
+            return go_string(go_quantity_string("0" if value in (None, "") else value))
+        if t in ("time", "microtime"):
+            return _go_time(value, t == "microtime")
+        if t == "duration":
+            return go_string(go_duration_string(parse_go_duration(str(value or "0s"))))
+        if t == "intorstring":
+            return go_string(value) if isinstance(value, str) else str(int(value or 0))
+        return "{" + ",".join(self.members(value or {}, t)) + "}"
+
+    def members(self, obj: dict[str, Any], t: str) -> list[str]:
+        out: list[str] = []
+        for name, ft, flags in self.types[t]:
+            if "i" in flags:
+                if not ft.startswith("*") or obj:
+                    out.extend(self.members(obj, ft.lstrip("*")))
+                continue
+            value = obj.get(name)
+            if ("o" in flags and self.empty(value, ft)) or ("z" in flags and self.zero(value, ft)):
+                continue
+            out.append(go_string(name) + ":" + self.encode(value, ft))
+        return out
+
+
+def marshal(value: Any, layout: GoLayout | None = None) -> bytes:
+    """``json.Marshal`` of ``value`` decoded into the layout's root Go type.
+
+    Args:
+        value: the wire form (a dict from JSON or YAML).
+        layout: default :func:`raycluster_spec_layout`.
+    Returns:
+        UTF-8 bytes, equal to Go's for the same input.
+    """
+    lay = layout or raycluster_spec_layout()
+    return _Encoder(lay).encode(value, lay.root).encode()
