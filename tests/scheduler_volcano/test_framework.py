@@ -67,7 +67,7 @@ def test_unknown_action_lists_the_known_actions() -> None:
     with pytest.raises(ConfigError) as e:
         parse_conf('actions: "enqueue, allocat"\ntiers: []\n', source="x.conf")
     assert str(e.value) == (
-        "x.conf: actions: unknown action 'allocat'; known actions: allocate, backfill, enqueue, preempt, reclaim, shuffle"
+        "x.conf: actions: unknown action 'allocat'; known actions: allocate, backfill, enqueue, gangpreempt, gangreclaim, preempt, reclaim, shuffle"
     )
 
 

@@ -8,10 +8,21 @@ Mirrors: volcano pkg/scheduler/actions/factory.go.
 
 from __future__ import annotations
 
-from pumice.scheduler.volcano.actions import allocate, backfill, enqueue, preempt, reclaim, shuffle
+from pumice.scheduler.volcano.actions import (
+    allocate,
+    backfill,
+    enqueue,
+    gangpreempt,
+    gangreclaim,
+    preempt,
+    reclaim,
+    shuffle,
+)
 from pumice.scheduler.volcano.actions.allocate import AllocateAction
 from pumice.scheduler.volcano.actions.backfill import BackfillAction
 from pumice.scheduler.volcano.actions.enqueue import EnqueueAction
+from pumice.scheduler.volcano.actions.gangpreempt import GangPreemptAction
+from pumice.scheduler.volcano.actions.gangreclaim import GangReclaimAction
 from pumice.scheduler.volcano.actions.preempt import PreemptAction
 from pumice.scheduler.volcano.actions.reclaim import ReclaimAction
 from pumice.scheduler.volcano.actions.shuffle import ShuffleAction
@@ -26,12 +37,16 @@ ACTIONS.register(backfill.ACTION_NAME, BackfillAction)
 ACTIONS.register(preempt.ACTION_NAME, PreemptAction)
 ACTIONS.register(reclaim.ACTION_NAME, ReclaimAction)
 ACTIONS.register(shuffle.ACTION_NAME, ShuffleAction)
+ACTIONS.register(gangpreempt.ACTION_NAME, GangPreemptAction)
+ACTIONS.register(gangreclaim.ACTION_NAME, GangReclaimAction)
 
 __all__ = [
     "ACTIONS",
     "AllocateAction",
     "BackfillAction",
     "EnqueueAction",
+    "GangPreemptAction",
+    "GangReclaimAction",
     "PreemptAction",
     "ReclaimAction",
     "ShuffleAction",

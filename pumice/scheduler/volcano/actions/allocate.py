@@ -28,9 +28,14 @@ map order). The gangpreempt/gangreclaim nomination fast path is not ported.
 
 from __future__ import annotations
 
-import functools
-
 from pumice.api.volcano.constants import PodGroupPhase
+from pumice.scheduler.volcano.actions._worksheet import (
+    JobWorksheet,
+    PlannedOp,
+    organize_job_worksheet,
+    replay,
+    save_operations,
+)
 from pumice.scheduler.volcano.api.hyper_node_info import CLUSTER_TOP_HYPERNODE
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.node_info import NodeInfo
@@ -47,7 +52,7 @@ from pumice.scheduler.volcano.framework.predicate_helper import (
     predicate_rows,
 )
 from pumice.scheduler.volcano.framework.session import Session
-from pumice.scheduler.volcano.framework.statement import Op, Statement
+from pumice.scheduler.volcano.framework.statement import Statement
 from pumice.scheduler.volcano.framework.util import PriorityQueue
 
 ACTION_NAME = "allocate"
@@ -177,7 +182,7 @@ class AllocateAction(Configured[AllocateArgs]):
                 for uid, allocated in saved.items():
                     if uid in job.sub_jobs:
                         job.sub_jobs[uid].allocated_hypernode = allocated
-                plan = [p for st in stmts for p in save_operations(st)]
+                plan = save_operations(*stmts)
                 if plan and (ssn.job_ready(job) or ssn.job_pipelined(job)):
                     solutions[hn] = (total, plan, copy, decisions)
                 for st in reversed(stmts):
@@ -394,81 +399,3 @@ def _allocate_or_pipeline(ssn: Session, stmt: Statement, task: TaskInfo, node: N
         return False
     return True
 
-
-PlannedOp = tuple[Op, TaskInfo, str, bool]
-"""(operation, task, node name, eviction occurred) of a dry run, to replay."""
-
-
-def save_operations(stmt: Statement) -> list[PlannedOp]:
-    """The allocate/pipeline operations of ``stmt`` as a replayable plan (before discarding it).
-
-    Mirrors: framework.SaveOperations."""
-    return [(op.name, op.task, op.task.node_name, op.task.eviction_occurred) for op in stmt.operations]
-
-
-def replay(ssn: Session, plan: list[PlannedOp]) -> Statement:
-    """A new statement applying ``plan`` again. Mirrors: Statement.RecoverOperations."""
-    final = Statement(ssn)
-    for name, task, node_name, evicted in plan:
-        if name is Op.Allocate:
-            final.allocate(task, ssn.nodes[node_name])
-        else:
-            final.pipeline(task, node_name, evicted)
-    return final
-
-
-class JobWorksheet:
-    """What is left to place of a job with sub-group policies: its sub-jobs in order, and each
-    sub-job's Pending tasks in task order. Mirrors: allocate.go JobWorksheet/SubJobWorksheet."""
-
-    def __init__(self, sub_jobs: PriorityQueue[SubJobInfo], tasks: dict[str, PriorityQueue[TaskInfo]]) -> None:
-        self.sub_jobs = sub_jobs
-        self.tasks = tasks
-
-    def empty(self) -> bool:
-        return self.sub_jobs.empty()
-
-    def clone(self) -> JobWorksheet:
-        return JobWorksheet(self.sub_jobs.clone(), {k: v.clone() for k, v in self.tasks.items()})
-
-
-def organize_job_worksheet(ssn: Session, job: JobInfo) -> JobWorksheet:
-    """The worksheet of a job with sub-group policies: sub-jobs with Pending (not BestEffort)
-    tasks; those still needed to reach each policy's ``minSubGroups`` go first, then the
-    session's sub-job order.
-
-    Mirrors: allocate.go organizeJobWorksheet.
-    """
-    count: dict[str, int] = {}
-    not_ready: list[SubJobInfo] = []
-    for sub in job.sub_jobs.values():
-        if ssn.sub_job_ready(job, sub):
-            count[sub.gid] = count.get(sub.gid, 0) + 1
-        else:
-            not_ready.append(sub)
-    not_ready.sort(key=functools.cmp_to_key(lambda a, b: -1 if ssn.sub_job_order_fn(a, b) else 1))
-    required: set[str] = set()
-    mins = job.min_sub_jobs
-    for sub in not_ready:
-        if count.get(sub.gid, 0) < mins.get(sub.gid, 0):
-            required.add(sub.uid)
-            count[sub.gid] = count.get(sub.gid, 0) + 1
-
-    def less(a: SubJobInfo, b: SubJobInfo) -> bool:
-        ra, rb = a.uid in required, b.uid in required
-        if ra != rb:
-            return ra
-        return ssn.sub_job_order_fn(a, b)
-
-    queue: PriorityQueue[SubJobInfo] = PriorityQueue(less, total=True)
-    tasks: dict[str, PriorityQueue[TaskInfo]] = {}
-    for uid, sub in sorted(job.sub_jobs.items()):
-        pq: PriorityQueue[TaskInfo] = PriorityQueue(ssn.task_order_fn, total=True)
-        for t in sub.task_status_index.get(TaskStatus.Pending, {}).values():
-            if t.best_effort:
-                continue
-            pq.push(t)
-        if not pq.empty():
-            queue.push(sub)
-            tasks[uid] = pq
-    return JobWorksheet(queue, tasks)

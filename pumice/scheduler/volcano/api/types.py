@@ -164,3 +164,21 @@ class ValidateResult:
 
 def insufficient_reason(names: list[str]) -> str:
     return f"Insufficient {names[0]}" if names else ""
+
+
+class EvictionKind(enum.IntEnum):
+    """Which gang-aware eviction asks (upstream api.EvictionKind)."""
+
+    UNKNOWN = 0
+    GANG_PREEMPT = 1
+    GANG_RECLAIM = 2
+
+
+@dataclass(frozen=True)
+class EvictionContext:
+    """What a UnifiedEvictable plugin is asked about: the kind of eviction, the preemptor /
+    reclaimer job (a JobInfo) and the candidate HyperNode domain. Mirrors: api.EvictionContext."""
+
+    kind: EvictionKind
+    job: object
+    hypernode: str = ""

@@ -20,7 +20,7 @@ from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.queue_info import QueueInfo
 from pumice.scheduler.volcano.api.sub_job_info import SubJobInfo
 from pumice.scheduler.volcano.api.task_info import TaskInfo
-from pumice.scheduler.volcano.api.types import Status, ValidateResult
+from pumice.scheduler.volcano.api.types import EvictionContext, Status, ValidateResult
 from pumice.scheduler.volcano.framework.extension_points import POINTS, ExtensionPoint
 
 if TYPE_CHECKING:
@@ -40,6 +40,8 @@ BatchNodeOrderFn = Callable[[TaskInfo, Sequence[NodeInfo]], Any]
 BestNodeFn = Callable[[TaskInfo, dict[float, list[NodeInfo]]], "NodeInfo | None"]
 VictimsFn = Callable[[TaskInfo, list[TaskInfo]], tuple[list[TaskInfo], int]]
 """(preemptor, candidates) -> (victims, Vote)."""
+UnifiedEvictableFn = Callable[[EvictionContext, list[TaskInfo]], tuple[list[TaskInfo], int]]
+"""(gang eviction context, candidates) -> (allowed victims, Vote)."""
 QueueFn = Callable[[QueueInfo], bool]
 AllocatableFn = Callable[[QueueInfo, TaskInfo], bool]
 PreemptiveFn = Callable[[QueueInfo, list[TaskInfo]], bool]
@@ -133,6 +135,7 @@ class Callbacks:
     hyper_node_order: CallbackTable[HyperNodeOrderFn]
     hyper_node_gradient_for_job: CallbackTable[HyperNodeGradientFn]
     hyper_node_gradient_for_sub_job: CallbackTable[SubJobGradientFn]
+    unified_evictable: CallbackTable[UnifiedEvictableFn]
     sub_job_ready: CallbackTable[SubJobBoolFn]
     sub_job_pipelined: CallbackTable[SubJobVoteFn]
     sub_job_order: CallbackTable[SubJobCompareFn]

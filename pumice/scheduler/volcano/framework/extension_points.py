@@ -61,6 +61,7 @@ POINTS: dict[str, ExtensionPoint] = {
         _P("hyperNodeOrder", "enabledHyperNodeOrder", Combine.SUM),
         _P("hyperNodeGradientForJob", "enabledHyperNodeGradient", Combine.FIRST),
         _P("hyperNodeGradientForSubJob", "enabledHyperNodeGradient", Combine.FIRST),
+        _P("unifiedEvictable", None, Combine.INTERSECT_VICTIMS),
         _P("subJobReady", "enabledSubJobReady", Combine.AND),
         _P("subJobPipelined", "enabledSubJobPipelined", Combine.VOTE),
         _P("subJobOrder", "enabledSubJobOrder", Combine.FIRST_NONZERO),

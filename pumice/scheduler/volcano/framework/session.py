@@ -44,6 +44,7 @@ from pumice.scheduler.volcano.api.types import (
     ALLOCATED_STATUSES,
     COMPLETED_STATUSES,
     POD_GROUP_READY,
+    EvictionContext,
     FitError,
     Status,
     StatusCode,
@@ -76,6 +77,7 @@ from pumice.scheduler.volcano.framework.callbacks import (
     SubJobGradientFn,
     SubJobVoteFn,
     TaskCompareFn,
+    UnifiedEvictableFn,
     VictimQueueCompareFn,
     VictimsFn,
     VictimTasksFn,
@@ -266,6 +268,9 @@ class Session:
     def add_hyper_node_gradient_for_sub_job_fn(self, plugin: str, fn: SubJobGradientFn) -> None:
         self.callbacks.hyper_node_gradient_for_sub_job.add(plugin, fn)
 
+    def add_unified_evictable_fn(self, plugin: str, fn: UnifiedEvictableFn) -> None:
+        self.callbacks.unified_evictable.add(plugin, fn)
+
     def add_sub_job_ready_fn(self, plugin: str, fn: SubJobBoolFn) -> None:
         self.callbacks.sub_job_ready.add(plugin, fn)
 
@@ -447,11 +452,13 @@ class Session:
 
     # ----- verdicts -----------------------------------------------------------------------
     @staticmethod
-    def _victims(table: CallbackTable[VictimsFn], preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo]:
+    def _victims(table: CallbackTable[Any], asker: Any, preemptees: list[TaskInfo]) -> list[TaskInfo]:
+        """Walk ``table`` (functions ``(asker, candidates) -> (victims, Vote)``): within a tier
+        the verdicts intersect, an empty one voids the tier; the first tier with victims decides."""
         victims: list[TaskInfo] | None = None
         for tier in table.tiered():
             for _, fn in tier:
-                cands, verdict = fn(preemptor, preemptees)
+                cands, verdict = fn(asker, preemptees)
                 if verdict == Vote.ABSTAIN:
                     continue
                 if not cands:
@@ -460,14 +467,19 @@ class Session:
                 if victims is None:
                     victims = list(cands)
                 else:
-                    keep = {id(c) for c in cands}
-                    victims = [v for v in victims if id(v) in keep]
+                    keep = {c.uid for c in cands}
+                    victims = [v for v in victims if v.uid in keep]
             if victims is not None:
                 return victims
         return victims or []
 
     def preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo]:
         return self._victims(self.callbacks.preemptable, preemptor, preemptees)
+
+    def unified_evictable(self, ctx: EvictionContext, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """The candidates every UnifiedEvictable plugin allows, walked as :meth:`preemptable`
+        (for gangpreempt/gangreclaim). Mirrors: session_plugins.go UnifiedEvictable."""
+        return self._victims(self.callbacks.unified_evictable, ctx, candidates)
 
     def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
         return self._victims(self.callbacks.reclaimable, reclaimer, reclaimees)

@@ -32,7 +32,13 @@ from pumice.scheduler.volcano.api.resource import (
     sum_resources,
 )
 from pumice.scheduler.volcano.api.task_info import TaskInfo
-from pumice.scheduler.volcano.api.types import ALLOCATED_STATUSES, TaskStatus, Vote
+from pumice.scheduler.volcano.api.types import (
+    ALLOCATED_STATUSES,
+    EvictionContext,
+    EvictionKind,
+    TaskStatus,
+    Vote,
+)
 from pumice.scheduler.volcano.framework.arguments import Arguments, arg, parser
 from pumice.scheduler.volcano.framework.interface import Event, EventHandler
 from pumice.scheduler.volcano.framework.session import Session
@@ -121,6 +127,7 @@ class CapacityPlugin:
         self._register_order_fns(ssn)
         self._register_quota_fns(ssn)
         ssn.add_reclaimable_fn(PLUGIN_NAME, lambda reclaimer, reclaimees: self._reclaim_victims(ssn, reclaimer, reclaimees))
+        ssn.add_unified_evictable_fn(PLUGIN_NAME, lambda ctx, cands: self._gang_reclaim_victims(ssn, ctx, cands))
         self._register_enqueue_fns(ssn)
 
         def on_event(ev: Event, sign: int) -> None:
@@ -275,6 +282,30 @@ class CapacityPlugin:
             return found
 
         ssn.add_preemptive_fn(PLUGIN_NAME, preemptive)
+
+    def _gang_reclaim_victims(self, ssn: Session, ctx: EvictionContext, cands: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+        """UnifiedEvictable: gang preemption is not filtered; for gang reclaim, the candidates (in
+        the order given) whose queue stays at or above guarantee and either has no deserved on
+        the victim's dimensions or is above deserved on one of them.
+
+        Mirrors: capacity.go its UnifiedEvictableFn (no ancestor levels, as upstream)."""
+        if ctx.kind is not EvictionKind.GANG_RECLAIM:
+            return cands, Vote.PERMIT
+        victims = []
+        allocations: dict[str, Resource] = {}
+        for r in cands:
+            job = ssn.jobs.get(r.job)
+            attr = self.attrs.get(job.queue) if job is not None else None
+            if job is None or attr is None:
+                continue
+            alloc = allocations.get(job.queue, attr.allocated)
+            after = alloc - r.resreq
+            if not attr.guarantee.less_equal(after, Dimension.ZERO):
+                continue
+            if _immediate_victim(r, attr.deserved) or _exceeds(alloc, attr.deserved, r):
+                allocations[job.queue] = after
+                victims.append(r)
+        return victims, Vote.PERMIT
 
     def _reclaim_victims(self, ssn: Session, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
         """Reclaimable: victims, in the session's victim order, whose queue (and each checked

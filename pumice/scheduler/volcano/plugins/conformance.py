@@ -14,13 +14,17 @@ PLUGIN_NAME = "conformance"
 _CRITICAL = frozenset({"system-cluster-critical", "system-node-critical"})
 
 
-def evictable(preemptor: TaskInfo, evictees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+def not_critical(evictees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
     out = [
         t
         for t in evictees
         if ((t.pod.get("spec") or {}).get("priorityClassName") or "") not in _CRITICAL and t.namespace != "kube-system"
     ]
     return out, Vote.PERMIT
+
+
+def evictable(preemptor: TaskInfo, evictees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+    return not_critical(evictees)
 
 
 class ConformancePlugin:
@@ -32,6 +36,7 @@ class ConformancePlugin:
     def on_session_open(self, ssn: Session) -> None:
         ssn.add_preemptable_fn(PLUGIN_NAME, evictable)
         ssn.add_reclaimable_fn(PLUGIN_NAME, evictable)
+        ssn.add_unified_evictable_fn(PLUGIN_NAME, lambda _ctx, cands: not_critical(cands))
 
     def on_session_close(self, ssn: Session) -> None:
         pass

@@ -1,6 +1,7 @@
 """gang: all-or-nothing admission of a job's minAvailable tasks.
 
-Registers JobValid, Preemptable/Reclaimable (never below minAvailable), JobOrder (not-ready
+Registers JobValid, Preemptable/Reclaimable (never below minAvailable), UnifiedEvictable
+(permits all: gang eviction keeps minAvailable through its bundles), JobOrder (not-ready
 first), JobReady, JobPipelined, JobStarving (the job-level ones also require ``minSubGroups``
 ready/pipelined sub-jobs per sub-group policy), SubJobOrder (not-ready first), SubJobReady,
 SubJobPipelined; writes PodGroup conditions on close.
@@ -60,6 +61,8 @@ class GangPlugin:
 
         ssn.add_reclaimable_fn(PLUGIN_NAME, victims)
         ssn.add_preemptable_fn(PLUGIN_NAME, victims)
+        # gangpreempt/gangreclaim keep minAvailable through their safe/whole bundles
+        ssn.add_unified_evictable_fn(PLUGIN_NAME, lambda _ctx, cands: (cands, Vote.PERMIT))
 
         def job_order(l: JobInfo, r: JobInfo) -> int:  # noqa: E741
             lr, rr = l.is_ready(), r.is_ready()

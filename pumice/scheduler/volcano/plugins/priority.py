@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.task_info import TaskInfo
-from pumice.scheduler.volcano.api.types import Vote
+from pumice.scheduler.volcano.api.types import EvictionContext, EvictionKind, Vote
 from pumice.scheduler.volcano.framework.arguments import NoArguments, parser
 from pumice.scheduler.volcano.framework.session import Session
 
@@ -30,6 +30,15 @@ class PriorityPlugin:
         ssn.add_task_order_fn(PLUGIN_NAME, lambda a, b: _cmp_desc(a.priority, b.priority))
         ssn.add_job_order_fn(PLUGIN_NAME, lambda a, b: _cmp_desc(a.priority, b.priority))
         ssn.add_sub_job_order_fn(PLUGIN_NAME, lambda a, b: _cmp_desc(a.priority, b.priority))
+
+        def unified_evictable(ctx: EvictionContext, cands: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+            # reclaim is about fair share across queues; priority gates gang preemption only
+            if ctx.kind is EvictionKind.GANG_RECLAIM:
+                return cands, Vote.PERMIT
+            prio = getattr(ctx.job, "priority", 0)
+            return [c for c in cands if c.job in ssn.jobs and ssn.jobs[c.job].priority < prio], Vote.PERMIT
+
+        ssn.add_unified_evictable_fn(PLUGIN_NAME, unified_evictable)
 
         def preemptable(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
             pjob = ssn.jobs.get(preemptor.job)
