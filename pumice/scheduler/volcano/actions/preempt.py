@@ -42,6 +42,16 @@ class PreemptArgs(Arguments, frozen=True):
     predicate_error_cache: bool = arg("predicateErrorCacheEnable", True)
 
 
+def _may_preempt(preemptor: TaskInfo, victim: TaskInfo) -> bool:
+    """The victim checks both preempt passes share: ``victim`` is in a preemptable status, marked
+    preemptable, and BestEffort when ``preemptor`` is."""
+    if victim.status not in PREEMPTABLE_STATUSES:
+        return False
+    if preemptor.best_effort and not victim.best_effort:
+        return False
+    return victim.preemptable
+
+
 class PreemptAction(Configured[PreemptArgs]):
     name = ACTION_NAME
     arguments = PreemptArgs
@@ -79,11 +89,7 @@ class PreemptAction(Configured[PreemptArgs]):
                     task = tq.pop()
 
                     def between_jobs(t: TaskInfo, job: JobInfo = job, q: QueueInfo = q, task: TaskInfo = task) -> bool:
-                        if t.status not in PREEMPTABLE_STATUSES:
-                            return False
-                        if task.best_effort and not t.best_effort:
-                            return False
-                        if not t.preemptable:
+                        if not _may_preempt(task, t):
                             return False
                         tj = ssn.jobs.get(t.job)
                         return tj is not None and tj.queue == job.queue and t.job != task.job
@@ -103,13 +109,7 @@ class PreemptAction(Configured[PreemptArgs]):
                     stmt = Statement(ssn)
 
                     def within_job(t: TaskInfo, task: TaskInfo = task) -> bool:
-                        if t.status not in PREEMPTABLE_STATUSES:
-                            return False
-                        if task.best_effort and not t.best_effort:
-                            return False
-                        if not t.preemptable:
-                            return False
-                        return t.job == task.job
+                        return _may_preempt(task, t) and t.job == task.job
 
                     assigned = self.preempt(ssn, stmt, task, within_job)
                     if assigned:
