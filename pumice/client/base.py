@@ -79,6 +79,20 @@ def is_gone(e: BaseException) -> bool:
     return isinstance(e, ApiError) and e.code == 410
 
 
+async def get_or_none(client: KubeClient, kind: ResourceKind, name: str, namespace: str | None = None) -> Obj | None:
+    """``client.get``, with None for an object that does not exist (404).
+
+    Raises:
+        ApiError: any other failed answer.
+    """
+    try:
+        return await client.get(kind, name, namespace)
+    except ApiError as e:
+        if is_not_found(e):
+            return None
+        raise
+
+
 async def patch_status_conditions(client: KubeClient, kind: ResourceKind, obj: Obj, conditions: list[Obj]) -> bool:
     """Merge-patch ``status.conditions`` of ``obj`` (its name and namespace) to ``conditions``
     through the status subresource.

@@ -33,7 +33,7 @@ from starlette.routing import Route
 from pumice.api import Obj
 from pumice.api.admission import AdmissionError, AdmissionRequest, Operation
 from pumice.api.scheme import ResourceKind
-from pumice.client.base import ApiError, KubeClient, is_not_found
+from pumice.client.base import ApiError, KubeClient, get_or_none, is_not_found
 
 __all__ = ["ClientReader", "Rule", "Webhook", "build_app", "default_webhooks", "webhook_configurations"]
 
@@ -147,12 +147,7 @@ class ClientReader:
         self.client = client
 
     async def get(self, kind: ResourceKind, name: str, namespace: str | None = None) -> Obj | None:
-        try:
-            return await self.client.get(kind, name, namespace)
-        except ApiError as e:
-            if is_not_found(e):
-                return None
-            raise
+        return await get_or_none(self.client, kind, name, namespace)
 
     async def list(self, kind: ResourceKind, namespace: str | None = None) -> list[Obj]:
         return list((await self.client.list(kind, namespace)).items)

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from pumice._util.clock import Clock, default_clock, parse_rfc3339, rfc3339
 from pumice.api import Obj, scheme
-from pumice.client.base import KubeClient, is_not_found
+from pumice.client.base import KubeClient, get_or_none, is_not_found
 from pumice.controllers.ray import association as assoc
 from pumice.controllers.ray import constants as c
 from pumice.controllers.ray.batchscheduler import BatchScheduler, DefaultBatchScheduler
@@ -317,12 +317,7 @@ class RayJobReconciler:
         return str(job["metadata"].get("namespace") or "default")
 
     async def _get_cluster(self, job: Obj) -> Obj | None:
-        try:
-            return await self.client.get(scheme.RAY_CLUSTER, _status(job).get("rayClusterName", ""), self._ns(job))
-        except Exception as e:
-            if is_not_found(e):
-                return None
-            raise
+        return await get_or_none(self.client, scheme.RAY_CLUSTER, _status(job).get("rayClusterName", ""), self._ns(job))
 
     async def _get_or_create_cluster(self, job: Obj) -> Obj:
         name = _status(job).get("rayClusterName", "")

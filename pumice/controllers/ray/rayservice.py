@@ -49,7 +49,7 @@ from pumice.api.ray.constants import (
     RayServiceUpgradeType,
     ServiceStatus,
 )
-from pumice.client.base import KubeClient, is_not_found
+from pumice.client.base import KubeClient, get_or_none, is_not_found
 from pumice.controllers.ray import association as assoc
 from pumice.controllers.ray import constants as c
 from pumice.controllers.ray.cluster_service import reconcile_cluster_service
@@ -495,12 +495,7 @@ class RayServiceReconciler:
     async def _get_cluster(self, ns: str, name: str) -> Obj | None:
         if not name:
             return None
-        try:
-            return await self.client.get(scheme.RAY_CLUSTER, name, ns)
-        except Exception as e:
-            if is_not_found(e):
-                return None
-            raise
+        return await get_or_none(self.client, scheme.RAY_CLUSTER, name, ns)
 
     async def _reconcile_ray_cluster(self, rs: Obj) -> tuple[Obj | None, Obj | None]:
         ns = m.namespace(rs)

@@ -34,7 +34,7 @@ from typing import Any
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
 from pumice._util.duration import go_duration_string, parse_go_duration
 from pumice.api import Obj, scheme
-from pumice.client.base import KubeClient, is_already_exists, is_not_found
+from pumice.client.base import KubeClient, get_or_none, is_already_exists, is_not_found
 from pumice.controllers.volcano import keys
 from pumice.controllers.volcano.admission.jobs import mutate_job, validate_job_spec
 from pumice.controllers.volcano.job import builders
@@ -246,12 +246,7 @@ class JobReconciler:
         return sorted(pods, key=lambda p: p["metadata"]["name"])
 
     async def _get(self, kind: Any, name: str, ns: str | None) -> Obj | None:
-        try:
-            return await self.client.get(kind, name, ns)
-        except Exception as e:
-            if is_not_found(e):
-                return None
-            raise
+        return await get_or_none(self.client, kind, name, ns)
 
     async def get_podgroup(self, job: Obj) -> Obj | None:
         ns = job["metadata"].get("namespace")
