@@ -60,13 +60,16 @@ import yaml
 
 from pumice._util.clock import default_clock, parse_rfc3339
 from pumice.api import Obj, scheme
+from pumice.api.ray.constants import RayClusterConditionType
 from pumice.client.base import ApiError, ExecError, KubeClient
 from pumice.client.kube import Client
 
 DEFAULT_RAY_VERSION = "2.52.0"
 DEFAULT_IMAGE = f"rayproject/ray:{DEFAULT_RAY_VERSION}"
-_CONDITION_PRECEDENCE = ("RayClusterProvisioned", "HeadPodReady", "RayClusterReplicaFailure", "RayClusterSuspended",
-                         "RayClusterSuspending")
+_CONDITION_PRECEDENCE = tuple(str(t) for t in (
+    RayClusterConditionType.RAY_CLUSTER_PROVISIONED, RayClusterConditionType.HEAD_POD_READY,
+    RayClusterConditionType.RAY_CLUSTER_REPLICA_FAILURE, RayClusterConditionType.RAY_CLUSTER_SUSPENDED,
+    RayClusterConditionType.RAY_CLUSTER_SUSPENDING))
 _KINDS = {"raycluster": scheme.RAY_CLUSTER, "rayjob": scheme.RAY_JOB, "rayservice": scheme.RAY_SERVICE}
 
 

@@ -98,6 +98,9 @@ def test_relevant_condition_follows_the_plugins_precedence() -> None:
     conds[1]["status"] = "False"
     assert relevant_condition({"status": {"conditions": conds}}) == "HeadPodReady"
     assert relevant_condition({}) == ""
+    # upstream's RayClusterReplicaFailure condition type is spelled "ReplicaFailure"
+    assert relevant_condition({"status": {"conditions": [{"type": "ReplicaFailure", "status": "True"}]}}) == \
+        "ReplicaFailure"
 
 
 def test_resources_and_table() -> None:

@@ -39,6 +39,16 @@ async def mark_pods_running(client: FakeClient, ready: bool = True) -> None:
         await client.update_status(p)
 
 
+async def default_target_ports(client: FakeClient) -> None:
+    """Set each Service port's targetPort to its port, as the API server's defaulting does (the
+    FakeClient does no defaulting; upstream's unit tests do the same by hand)."""
+    for svc in (await client.list(scheme.SERVICE, "default")).items:
+        for p in svc["spec"].get("ports") or []:
+            p.setdefault("targetPort", p["port"])
+        svc["apiVersion"], svc["kind"] = "v1", "Service"
+        await client.update(svc)
+
+
 async def cluster(client: FakeClient) -> Obj:
     return await client.get(scheme.RAY_CLUSTER, "raycluster-kuberay", "default")
 
@@ -82,6 +92,7 @@ async def test_all_pods_running_and_ready_make_the_cluster_ready(client: FakeCli
                                                                  reconciler: RayClusterReconciler) -> None:
     await create_sample(client)
     await reconciler.reconcile(REQ)
+    await default_target_ports(client)
     await mark_pods_running(client)
     await reconciler.reconcile(REQ)
     st = (await cluster(client))["status"]

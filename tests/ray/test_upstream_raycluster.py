@@ -9,7 +9,7 @@ import pytest
 from pumice._util.clock import FakeClock
 from pumice.api import Obj, scheme
 from pumice.controllers.ray.common import gcs_ft as gcsft
-from pumice.controllers.ray.raycluster import RayClusterOptions, RayClusterReconciler
+from pumice.controllers.ray.raycluster import RayClusterOptions, RayClusterReconciler, ReplicaFailureError
 from pumice.runtime.reconcile import Request
 from pumice.testing.fake_client import FakeClient
 
@@ -119,3 +119,442 @@ async def test_reconcile_autoscaler_role_binding() -> None:
     await RayClusterReconciler(client).reconcile(Request("default", cl["metadata"]["name"]))
     rb = await client.get(scheme.ROLE_BINDING, cl["metadata"]["name"], "default")
     assert rb["subjects"][0]["name"] == cl["metadata"]["name"]
+
+
+# --- upstream's setupTest world: RayCluster raycluster-sample (autoscaling on, group small-group of 3
+# replicas, workersToDelete pod1 and pod2) and six Pods: headNode (1.2.3.4) and pod1..pod5, whose
+# worker Pods carry only the cluster and group labels, as upstream's do ------------------------------
+
+INSTANCE = "raycluster-sample"
+GROUP = "small-group"
+HEAD_GROUP = "head-group"
+HEAD_NODE = "headNode"
+HEAD_IP = "1.2.3.4"
+
+
+def setup_cluster() -> Obj:
+    env = [{"name": "MY_POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
+    return {
+        "apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": INSTANCE, "namespace": "default"},
+        "spec": {
+            "enableInTreeAutoscaling": True,
+            "headGroupSpec": {
+                "rayStartParams": {"port": "6379", "object-manager-port": "12345", "node-manager-port": "12346",
+                                   "object-store-memory": "100000000", "num-cpus": "1"},
+                "template": {"spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.52.0",
+                                                      "command": ["python"], "args": ["/opt/code.py"],
+                                                      "env": env}]}}},
+            "workerGroupSpecs": [{
+                "replicas": 3, "minReplicas": 0, "maxReplicas": 10000, "numOfHosts": 1, "groupName": GROUP,
+                "rayStartParams": {"port": "6379", "num-cpus": "1"},
+                "template": {"spec": {"containers": [{"name": "ray-worker", "image": "rayproject/ray:2.52.0",
+                                                      "command": ["echo"], "args": ["Hello Ray"], "env": env}]}},
+                "scaleStrategy": {"workersToDelete": ["pod1", "pod2"]}}],
+        },
+    }
+
+
+def setup_pods() -> list[Obj]:
+    def running(name: str, labels: dict[str, str], container: str, ip: str = "") -> Obj:
+        status: Obj = {"phase": "Running", "containerStatuses": [{"name": container, "state": {}}]}
+        if ip:
+            status["podIP"] = ip
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": "default",
+                             "labels": {"ray.io/is-ray-node": "yes", "ray.io/cluster": INSTANCE, **labels}},
+                "spec": {"containers": [{"name": container, "image": "rayproject/autoscaler"}]},
+                "status": status}
+    head = running(HEAD_NODE, {"ray.io/node-type": "head", "ray.io/group": HEAD_GROUP}, "ray-head", HEAD_IP)
+    return [head, *(running(f"pod{i}", {"ray.io/group": GROUP}, "ray-worker") for i in range(1, 6))]
+
+
+class Events:
+    def __init__(self) -> None:
+        self.items: list[tuple[str, str, str]] = []
+
+    def event(self, obj: Obj, type: str, reason: str, message: str) -> None:
+        self.items.append((type, reason, message))
+
+
+async def world(*objs: Obj, options: RayClusterOptions = RayClusterOptions()) -> tuple[
+        FakeClient, RayClusterReconciler, Events]:
+    client = FakeClient(ray_scheme(), clock=FakeClock())
+    for o in objs:
+        await client.create(o)
+    ev = Events()
+    return client, RayClusterReconciler(client, recorder=ev, options=options, clock=client.clock), ev
+
+
+async def worker_names(client: FakeClient) -> list[str]:
+    pods = (await client.list(scheme.POD, "default", label_selector=f"ray.io/cluster={INSTANCE},ray.io/group={GROUP}"))
+    return sorted(p["metadata"]["name"] for p in pods.items)
+
+
+@pytest.mark.parametrize(("name", "to_delete", "random_deletes"), [
+    pytest.param(n, d, r, marks=pytest.mark.upstream(f"{ORIGIN}: TestReconcile_RemoveWorkersToDelete_RandomDelete / "
+                                                     f"{n}"), id=n)
+    for n, d, r in [
+        ("Set WorkersToDelete to pod1 and pod2.", ["pod1", "pod2"], 0),
+        ("Set WorkersToDelete to pod3 and pod4", ["pod3", "pod4"], 0),
+        ("Set WorkersToDelete to pod1 and pod5", ["pod1", "pod5"], 0),
+        ("Set WorkersToDelete to pod2 and NonExistentPod", ["pod2", "NonExistentPod"], 1),
+        ("Set WorkersToDelete to NonExistentPod1 and NonExistentPod1", ["NonExistentPod1", "NonExistentPod2"], 2),
+    ]])
+async def test_reconcile_remove_workers_to_delete_random_delete(name: str, to_delete: list[str],
+                                                                random_deletes: int) -> None:
+    client, rc, _ = await world(*setup_pods(), options=RayClusterOptions(enable_random_pod_delete=True))
+    cl = setup_cluster()
+    cl["spec"]["workerGroupSpecs"][0]["scaleStrategy"]["workersToDelete"] = to_delete
+    await rc._reconcile_pods(cl)
+    left = await worker_names(client)
+    assert len(left) == 3
+    assert not set(left) & set(to_delete)
+    existing = {f"pod{i}" for i in range(1, 6)}
+    assert 2 - len(set(to_delete) & existing) == random_deletes
+
+
+@pytest.mark.parametrize(("name", "to_delete", "non_existent"), [
+    pytest.param(n, d, x, marks=pytest.mark.upstream(f"{ORIGIN}: TestReconcile_RemoveWorkersToDelete_NoRandomDelete / "
+                                                     f"{n}"), id=n)
+    for n, d, x in [
+        ("Set WorkersToDelete to pod2 and pod3.", ["pod2", "pod3"], 0),
+        ("Set WorkersToDelete to pod2 and NonExistentPod", ["pod2", "NonExistentPod"], 1),
+        ("Set WorkersToDelete to NonExistentPod1 and NonExistentPod1", ["NonExistentPod1", "NonExistentPod2"], 2),
+    ]])
+async def test_reconcile_remove_workers_to_delete_no_random_delete(name: str, to_delete: list[str],
+                                                                   non_existent: int) -> None:
+    client, rc, _ = await world(*setup_pods())
+    cl = setup_cluster()
+    cl["spec"]["workerGroupSpecs"][0]["scaleStrategy"]["workersToDelete"] = to_delete
+    await rc._reconcile_pods(cl)
+    left = await worker_names(client)
+    assert 5 - len(left) == 2 - non_existent
+    assert not set(left) & set(to_delete)
+
+
+@pytest.mark.upstream(f"{ORIGIN}: TestReconcile_RandomDelete_OK")
+async def test_reconcile_random_delete_ok() -> None:
+    client, rc, _ = await world(*setup_pods())
+    cl = setup_cluster()
+    cl["spec"].pop("enableInTreeAutoscaling")
+    cl["spec"]["workerGroupSpecs"][0]["replicas"] = 2
+    await rc._reconcile_pods(cl)
+    left = await worker_names(client)
+    assert len(left) == 2 and not set(left) & {"pod1", "pod2"}
+
+
+@pytest.mark.upstream(f"{ORIGIN}: TestReconcile_PodDeleted_Diff0_OK")
+async def test_reconcile_pod_deleted_diff0_ok() -> None:
+    client, rc, _ = await world(*setup_pods())
+    cl = setup_cluster()
+    cl["spec"]["workerGroupSpecs"][0]["scaleStrategy"]["workersToDelete"] = []
+    await client.delete(scheme.POD, "pod3", "default")
+    await client.delete(scheme.POD, "pod4", "default")
+    await rc._reconcile_pods(cl)
+    assert len(await worker_names(client)) == 3
+
+
+@pytest.mark.upstream(f"{ORIGIN}: TestReconcile_PodDeleted_DiffLess0_OK")
+async def test_reconcile_pod_deleted_diff_less0_ok() -> None:
+    client, rc, _ = await world(*setup_pods(), options=RayClusterOptions(enable_random_pod_delete=True))
+    cl = setup_cluster()
+    cl["spec"]["workerGroupSpecs"][0]["scaleStrategy"]["workersToDelete"] = []
+    await client.delete(scheme.POD, "pod3", "default")
+    await rc._reconcile_pods(cl)
+    assert len(await worker_names(client)) == 3
+
+
+@pytest.mark.upstream(f"{ORIGIN}: TestReconcile_Diff0_WorkersToDelete_OK")
+async def test_reconcile_diff0_workers_to_delete_ok() -> None:
+    client, rc, _ = await world(*setup_pods())
+    cl = setup_cluster()
+    cl["spec"]["workerGroupSpecs"][0]["scaleStrategy"]["workersToDelete"] = ["pod3", "pod4"]
+    await rc._reconcile_pods(cl)
+    assert await worker_names(client) == ["pod1", "pod2", "pod5"]
+
+
+@pytest.mark.parametrize("random_delete", [
+    pytest.param(True, marks=pytest.mark.upstream(f"{ORIGIN}: TestReconcile_PodCrash_DiffLess0_OK / Enable random Pod "
+                                                  "deletion"), id="enable"),
+    pytest.param(False, marks=pytest.mark.upstream(f"{ORIGIN}: TestReconcile_PodCrash_DiffLess0_OK / Disable random "
+                                                   "Pod deletion"), id="disable")])
+async def test_reconcile_pod_crash_diff_less0_ok(random_delete: bool) -> None:
+    client, rc, _ = await world(*setup_pods(), options=RayClusterOptions(enable_random_pod_delete=random_delete))
+    cl = setup_cluster()
+    cl["spec"]["workerGroupSpecs"][0]["scaleStrategy"]["workersToDelete"] = ["pod3"]
+    await rc._reconcile_pods(cl)
+    assert len(await worker_names(client)) == (3 if random_delete else 4)
+
+
+@pytest.mark.parametrize("restart_policy", [
+    pytest.param(p, marks=pytest.mark.upstream(f"{ORIGIN}: TestReconcile_PodEvicted_DiffLess0_OK / Pod with "
+                                               f"RestartPolicy{p}"), id=p) for p in ("Always", "OnFailure")])
+async def test_reconcile_pod_evicted_diff_less0_ok(restart_policy: str) -> None:
+    pods = setup_pods()
+    pods[0]["spec"]["restartPolicy"] = restart_policy
+    pods[0]["status"]["phase"] = "Failed"
+    client, rc, _ = await world(*pods)
+    with pytest.raises(Exception):  # noqa: B017 - upstream asserts only that an error is returned
+        await rc._reconcile_pods(setup_cluster())
+    heads = await client.list(scheme.POD, "default", label_selector=f"ray.io/group={HEAD_GROUP}")
+    assert heads.items == [], "the evicted head is deleted"
+
+
+@pytest.mark.upstream(f"{ORIGIN}: TestReconcileHeadService")
+async def test_reconcile_head_service() -> None:
+    cl = setup_cluster()
+    client, rc, _ = await world(cl)
+    sel = f"ray.io/cluster={INSTANCE},ray.io/node-type=head,ray.io/identifier={INSTANCE}-head"
+    await rc._reconcile_head_service(cl)
+    assert len((await client.list(scheme.SERVICE, "default", label_selector=sel)).items) == 1
+    await rc._reconcile_head_service(cl)
+    assert len((await client.list(scheme.SERVICE, "default", label_selector=sel)).items) == 1
+    labels = {"ray.io/cluster": INSTANCE, "ray.io/node-type": "head", "ray.io/identifier": f"{INSTANCE}-head"}
+    svcs = [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": n, "namespace": "default", "labels": labels}}
+            for n in ("head-svc-1", "head-svc-2")]
+    _, rc2, _ = await world(*svcs)
+    with pytest.raises(Exception, match="head"):
+        await rc2._reconcile_head_service(cl)
+
+
+@pytest.mark.upstream(f"{ORIGIN}: TestReconcileHeadlessService")
+async def test_reconcile_headless_service() -> None:
+    cl = setup_cluster()
+    cl["spec"]["workerGroupSpecs"][0]["numOfHosts"] = 4
+    client, rc, _ = await world(cl)
+    sel = f"ray.io/headless-worker-svc={INSTANCE}"
+    await rc._reconcile_headless_service(cl)
+    svcs = (await client.list(scheme.SERVICE, "default", label_selector=sel)).items
+    assert [s["metadata"]["name"] for s in svcs] == [f"{INSTANCE}-headless"]
+    assert svcs[0]["spec"]["clusterIP"] == "None"
+    await rc._reconcile_headless_service(cl)
+    assert len((await client.list(scheme.SERVICE, "default", label_selector=sel)).items) == 1
+
+
+@pytest.mark.upstream(f"{ORIGIN}: TestReconcile_Autoscaler_ServiceAccountName")
+async def test_reconcile_autoscaler_service_account_name() -> None:
+    cl = setup_cluster()
+    cl["spec"]["headGroupSpec"]["template"]["spec"]["serviceAccountName"] = "my-sa"
+    _, rc, _ = await world(cl)
+    with pytest.raises(Exception):  # noqa: B017 - upstream: an error when the user's SA is missing
+        await rc._reconcile_autoscaler_rbac(cl)
+    _, rc2, _ = await world({"apiVersion": "v1", "kind": "ServiceAccount",
+                             "metadata": {"name": "my-sa", "namespace": "default"}})
+    await rc2._reconcile_autoscaler_rbac(cl)
+
+
+def head_service(cluster: Obj, cluster_ip: str | None = None) -> Obj:
+    """The controller's head Service with targetPort = port, as the API server defaults it."""
+    from pumice.controllers.ray.common import service as svcb
+
+    svc = svcb.build_head_service(cluster)
+    for p in svc["spec"]["ports"]:
+        p.setdefault("targetPort", p["port"])
+    if cluster_ip is not None:
+        svc["spec"]["clusterIP"] = cluster_ip
+    return svc
+
+
+def labelled_pod(name: str, node_type: str, *, ready: bool | None = True, phase: str = "Running",
+                 ip: str = HEAD_IP, group: str | None = None) -> Obj:
+    labels = {"ray.io/cluster": INSTANCE, "ray.io/node-type": node_type}
+    if group:
+        labels["ray.io/group"] = group
+    status: Obj = {"phase": phase, "podIP": ip}
+    if ready is not None:
+        status["conditions"] = [{"type": "Ready", "status": "True" if ready else "False"}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default", "labels": labels},
+            "spec": {"containers": [{"name": "ray", "image": "rayproject/ray"}]}, "status": status}
+
+
+async def calculate(rc: RayClusterReconciler, client: FakeClient, cl: Obj, err: Exception | None = None) -> Obj:
+    pods = (await client.list(scheme.POD, "default", label_selector=f"ray.io/cluster={INSTANCE}")).items
+    return await rc._calculate_status(cl, pods, err)
+
+
+def cond(st: Obj, kind: str) -> tuple[str, str]:
+    found = next((x for x in st.get("conditions") or [] if x["type"] == kind), None)
+    return (found["status"], found["reason"]) if found else ("", "")
+
+
+@pytest.mark.upstream(f"{ORIGIN}: TestUpdateEndpoints")
+async def test_update_endpoints() -> None:
+    from pumice.controllers.ray.raycluster import service_endpoints
+
+    assert service_endpoints(head_service(setup_cluster()), {}) == {
+        "client": "10001", "dashboard": "8265", "metrics": "8080", "gcs-server": "6379", "serve": "8000"}
+
+
+@pytest.mark.parametrize(("name", "pods", "want", "error"), [
+    pytest.param(n, p, w, e, marks=pytest.mark.upstream(f"{ORIGIN}: TestGetHeadPodIPAndNameFromGetRayClusterHeadPod / "
+                                                        f"{n}"), id=n)
+    for n, p, w, e in [
+        ("get expected Pod IP if there's one head node", "testPods", (HEAD_IP, HEAD_NODE), False),
+        ("no error if there's no head node", "none", ("", ""), False),
+        ("no error if there's more than one head node", "extra", ("", ""), True),
+        ("no error if head pod ip is not yet set", "noip", ("", HEAD_NODE), False),
+    ]])
+def test_get_head_pod_ip_and_name_from_get_ray_cluster_head_pod(name: str, pods: str, want: tuple[str, str],
+                                                                 error: bool) -> None:
+    from pumice.controllers.ray.raycluster import single_head_pod
+
+    world_pods = {"testPods": setup_pods(), "none": [],
+                  "extra": [*setup_pods(), labelled_pod("unexpectedExtraHeadNode", "head", group=HEAD_GROUP)],
+                  "noip": [{"metadata": {"name": HEAD_NODE, "labels": {"ray.io/node-type": "head"}},
+                            "status": {"phase": "Pending", "podIP": ""}}]}[pods]
+    if error:
+        with pytest.raises(RuntimeError):
+            single_head_pod(setup_cluster(), world_pods)
+        return
+    head = single_head_pod(setup_cluster(), world_pods)
+    got = ((head.get("status") or {}).get("podIP", ""), head["metadata"]["name"]) if head else ("", "")
+    assert got == want
+
+
+@pytest.mark.parametrize(("name", "services", "want"), [
+    pytest.param(n, s, w, marks=pytest.mark.upstream(f"{ORIGIN}: TestGetHeadServiceIPAndName / {n}"), id=n)
+    for n, s, w in [
+        ("get expected Service IP if there's one head Service", 1, ("1.2.3.4", f"{INSTANCE}-head-svc")),
+        ("get error if there's no head Service", 0, None),
+        ("get error if there's more than one head Service", 2, None),
+    ]])
+def test_get_head_service_ip_and_name(name: str, services: int, want: tuple[str, str] | None) -> None:
+    from pumice.controllers.ray.raycluster import head_service_ip_and_name
+
+    cl = setup_cluster()
+    svcs = [head_service(cl, "1.2.3.4"), {**head_service(cl, "1.2.3.5"),
+                                          "metadata": {"name": "unexpectedExtraHeadService"}}][:services]
+    if want is None:
+        with pytest.raises(RuntimeError):
+            head_service_ip_and_name(cl, svcs, None)
+    else:
+        assert head_service_ip_and_name(cl, svcs, None) == want
+
+
+@pytest.mark.upstream(f"{ORIGIN}: TestGetHeadServiceIPAndNameOnHeadlessService")
+def test_get_head_service_ip_and_name_on_headless_service() -> None:
+    from pumice.controllers.ray.raycluster import head_service_ip_and_name, single_head_pod
+
+    cl = setup_cluster()
+    svc = head_service(cl)
+    assert svc["spec"]["clusterIP"] == "None"
+    assert head_service_ip_and_name(cl, [svc], single_head_pod(cl, setup_pods())) == (HEAD_IP, f"{INSTANCE}-head-svc")
+
+
+@pytest.mark.upstream(f"{ORIGIN}: TestUpdateStatusObservedGeneration")
+async def test_update_status_observed_generation() -> None:
+    cl = setup_cluster()
+    cl["status"] = {"observedGeneration": -1}
+    client, rc, _ = await world(*setup_pods(), head_service(cl, HEAD_IP), cl)
+    stored = await client.get(scheme.RAY_CLUSTER, INSTANCE, "default")
+    st = await calculate(rc, client, stored)
+    assert st["observedGeneration"] == stored["metadata"]["generation"]
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    pytest.param("reason", "test reason", marks=pytest.mark.upstream(f"{ORIGIN}: TestReconcile_UpdateClusterReason"),
+                 id="reason"),
+    pytest.param("state", "ready", marks=pytest.mark.upstream(f"{ORIGIN}: TestReconcile_UpdateClusterState"),
+                 id="state")])
+def test_reconcile_update_cluster_reason_and_state(field: str, value: str) -> None:
+    """Upstream writes the new status through updateRayClusterStatus when it is inconsistent with
+    the old; pumice's reconcile writes it when :func:`inconsistent_status` says so."""
+    from pumice.controllers.ray.raycluster import inconsistent_status
+
+    assert inconsistent_status({}, {field: value})
+    assert not inconsistent_status({field: value}, {field: value})
+
+
+@pytest.mark.upstream(f"{ORIGIN}: TestCalculateStatus")
+async def test_calculate_status() -> None:
+    cl = setup_cluster()
+    pods = [labelled_pod(HEAD_NODE, "head"), *(labelled_pod(f"workerNode-{i}", "worker") for i in range(3))]
+    client, rc, _ = await world(*pods, head_service(cl, "aaa.bbb.ccc.ddd"))
+    st = await calculate(rc, client, cl)
+    assert st["head"]["podIP"] == HEAD_IP
+    assert (st["head"]["serviceIP"], st["head"]["serviceName"]) == ("aaa.bbb.ccc.ddd", f"{INSTANCE}-head-svc")
+    assert st["stateTransitionTimes"]["ready"] == st["lastUpdateTime"]
+    assert cond(st, "HeadPodReady")[0] == "True"
+    head = await client.get(scheme.POD, HEAD_NODE, "default")
+    head["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    head = await client.update_status(head)
+    assert cond(await calculate(rc, client, cl), "HeadPodReady")[0] == "False"
+    head["status"]["phase"] = "Failed"
+    await client.update_status(head)
+    assert cond(await calculate(rc, client, cl), "HeadPodReady")[0] == "False"
+    st = await calculate(rc, client, cl, ReplicaFailureError("FailedCreateHeadPod", "invalid"))
+    assert cond(st, "ReplicaFailure") == ("True", "FailedCreateHeadPod")
+
+
+@pytest.mark.upstream(f"{ORIGIN}: TestCalculateStatusWithoutDesiredReplicas")
+async def test_calculate_status_without_desired_replicas() -> None:
+    cl = setup_cluster()
+    client, rc, _ = await world(labelled_pod(HEAD_NODE, "head"), head_service(cl, "aaa.bbb.ccc.ddd"))
+    st = await calculate(rc, client, cl)
+    assert st["desiredWorkerReplicas"] and st["desiredWorkerReplicas"] != st["readyWorkerReplicas"]
+    assert not st.get("state") and not st.get("reason") and not st.get("stateTransitionTimes")
+
+
+@pytest.mark.upstream(f"{ORIGIN}: TestCalculateStatusWithSuspendedWorkerGroups")
+async def test_calculate_status_with_suspended_worker_groups() -> None:
+    cl = setup_cluster()
+    g = cl["spec"]["workerGroupSpecs"][0]
+    g.update(suspend=True, minReplicas=100, maxReplicas=100)
+    g["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "100m", "memory": "100Mi"}}
+    client, rc, _ = await world(labelled_pod(HEAD_NODE, "head"), head_service(cl, "aaa.bbb.ccc.ddd"))
+    st = await calculate(rc, client, cl)
+    assert (st["desiredWorkerReplicas"], st["minWorkerReplicas"], st["maxWorkerReplicas"]) == (0, 0, 0)
+    assert (st["desiredCPU"], st["desiredMemory"]) == ("0", "0")
+    assert st["state"] == "ready" and st["stateTransitionTimes"]
+
+
+@pytest.mark.upstream(f"{ORIGIN}: TestCalculateStatusWithReconcileErrorBackAndForth")
+async def test_calculate_status_with_reconcile_error_back_and_forth() -> None:
+    cl = setup_cluster()
+    pods = [labelled_pod(HEAD_NODE, "head"), *(labelled_pod(f"workerNode-{i}", "worker") for i in range(3))]
+    client, rc, _ = await world(*pods, head_service(cl, "aaa.bbb.ccc.ddd"))
+    st = await calculate(rc, client, cl, RuntimeError("invalid"))
+    assert st["desiredWorkerReplicas"] == st["readyWorkerReplicas"] == 3
+    assert not st.get("state") and not st.get("reason") and not st.get("stateTransitionTimes")
+    st = await calculate(rc, client, {**cl, "status": st})
+    assert st["state"] == "ready" and not st.get("reason")
+    t1 = st["stateTransitionTimes"]["ready"]
+    rc.clock.advance(5)  # type: ignore[attr-defined]
+    st = await calculate(rc, client, {**cl, "status": st}, RuntimeError("invalid2"))
+    assert st["state"] == "ready" and not st.get("reason")
+    assert st["stateTransitionTimes"]["ready"] == t1
+
+
+@pytest.mark.upstream(f"{ORIGIN}: TestRayClusterProvisionedCondition")
+async def test_ray_cluster_provisioned_condition() -> None:
+    cl = setup_cluster()
+    client, rc, _ = await world(labelled_pod(HEAD_NODE, "head", ready=False),
+                                labelled_pod("workerNode", "worker", ready=False, group=GROUP), head_service(cl))
+
+    async def set_ready(name: str, ready: bool) -> None:
+        p = await client.get(scheme.POD, name, "default")
+        p["status"]["conditions"] = [{"type": "Ready", "status": "True" if ready else "False"}]
+        await client.update_status(p)
+
+    st = await calculate(rc, client, cl)
+    assert cond(st, "RayClusterProvisioned") == ("False", "RayClusterPodsProvisioning")
+    await set_ready(HEAD_NODE, True)
+    await set_ready("workerNode", True)
+    st = await calculate(rc, client, {**cl, "status": st})
+    assert cond(st, "RayClusterProvisioned") == ("True", "AllPodRunningAndReadyFirstTime")
+    await set_ready("workerNode", False)
+    st = await calculate(rc, client, {**cl, "status": st})
+    assert cond(st, "RayClusterProvisioned") == ("True", "AllPodRunningAndReadyFirstTime")
+    await set_ready(HEAD_NODE, False)
+    st = await calculate(rc, client, {**cl, "status": st})
+    assert cond(st, "RayClusterProvisioned") == ("True", "AllPodRunningAndReadyFirstTime")
+
+
+@pytest.mark.upstream(f"{ORIGIN}: TestStateTransitionTimes_NoStateChange")
+async def test_state_transition_times_no_state_change() -> None:
+    cl = setup_cluster()
+    client, rc, _ = await world(labelled_pod(HEAD_NODE, "head", ready=None), head_service(cl, "aaa.bbb.ccc.ddd"))
+    before = "2026-01-01T00:00:00Z"
+    cl["status"] = {"state": "ready", "stateTransitionTimes": {"ready": before}}
+    st = await calculate(rc, client, cl)
+    assert st["stateTransitionTimes"]["ready"] == before

@@ -335,12 +335,19 @@ class RayClusterReconciler:
             log.info("RayCluster %s/%s reconcile error: %s", ns, req.name, e)
 
         pods = await self._list_pods(ns, req.name)
-        new_status = await self._calculate_status(cluster, pods, reconcile_err)
-        changed = inconsistent_status(status, new_status)
-        if changed:
-            updated = dict(cluster)
-            updated["status"] = new_status
-            await self.client.update_status(updated)
+        changed = False
+        try:
+            new_status = await self._calculate_status(cluster, pods, reconcile_err)
+        except RuntimeError as e:  # upstream: the status is not written; the reconcile error wins
+            log.info("RayCluster %s/%s: status not calculated: %s", ns, req.name, e)
+            if reconcile_err is None:
+                raise
+        else:
+            changed = inconsistent_status(status, new_status)
+            if changed:
+                updated = dict(cluster)
+                updated["status"] = new_status
+                await self.client.update_status(updated)
         if reconcile_err is not None:
             if isinstance(reconcile_err, ReplicaFailureError | ValueError):
                 return Result(requeue_after=c.RAYCLUSTER_REQUEUE_AFTER_CHANGE_SECONDS)
@@ -655,9 +662,8 @@ class RayClusterReconciler:
         if not await self.expectations.is_satisfied(ns, name, gname, now, self._pod_exists):
             return
         desired = res.group_desired_replicas(group) * res.num_of_hosts(group)
-        pods = [p for p in all_pods
-                if (p["metadata"].get("labels") or {}).get(c.RAY_NODE_GROUP_LABEL_KEY) == gname
-                and (p["metadata"].get("labels") or {}).get(c.RAY_NODE_TYPE_LABEL_KEY) == "worker"]
+        # the group's Pods by cluster and group label only (upstream RayClusterGroupPodsAssociationOptions)
+        pods = [p for p in all_pods if (p["metadata"].get("labels") or {}).get(c.RAY_NODE_GROUP_LABEL_KEY) == gname]
         fail_del = c.RayClusterConditionReason.FAILED_DELETE_WORKER_POD
         fail_create = c.RayClusterConditionReason.FAILED_CREATE_WORKER_POD
         if res.is_group_suspended(group):
@@ -771,8 +777,7 @@ class RayClusterReconciler:
             st["state"] = c.ClusterState.READY.value
             st.pop("reason", None)
 
-        heads = [p for p in pods if (p["metadata"].get("labels") or {}).get(c.RAY_NODE_TYPE_LABEL_KEY) == "head"]
-        head = heads[0] if heads else None
+        head = single_head_pod(cluster, pods)
         m.set_condition(st, head_pod_ready_condition(head), now)
         susp = suspend_status(old)
         if not m.is_condition_true(st, c.RayClusterConditionType.RAY_CLUSTER_PROVISIONED) and \
@@ -813,23 +818,64 @@ class RayClusterReconciler:
     async def _update_endpoints_and_head(self, cluster: Obj, st: Obj, head: Obj | None) -> None:
         ns = cluster["metadata"].get("namespace", "default")
         svcs = await self.reader.head_services(ns, cluster["metadata"]["name"])
-        head_info: Obj = {"podIP": "", "podName": ""}
-        if head is not None:
-            head_info = {"podIP": (head.get("status") or {}).get("podIP", ""), "podName": head["metadata"]["name"]}
         if svcs:
-            svc = svcs[0]
-            eps = dict(st.get("endpoints") or {})
-            for port in svc.get("spec", {}).get("ports") or []:
-                if not port.get("name"):
-                    continue
-                if port.get("nodePort"):
-                    eps[port["name"]] = str(port["nodePort"])
-                elif port.get("targetPort") not in (None, 0, ""):
-                    eps[port["name"]] = str(port["targetPort"])
-                else:
-                    eps[port["name"]] = str(port.get("port"))
-            st["endpoints"] = eps
-            cluster_ip = svc.get("spec", {}).get("clusterIP", "")
-            head_info["serviceName"] = svc["metadata"]["name"]
-            head_info["serviceIP"] = head_info["podIP"] if cluster_ip in ("None", "") else cluster_ip
-        st["head"] = {k: v for k, v in head_info.items() if v}
+            st["endpoints"] = service_endpoints(svcs[0], st.get("endpoints") or {})
+        ip, svc_name = head_service_ip_and_name(cluster, svcs, head)
+        info = {"podIP": (head.get("status") or {}).get("podIP", "") if head is not None else "",
+                "podName": head["metadata"]["name"] if head is not None else "",
+                "serviceIP": ip, "serviceName": svc_name}
+        st["head"] = {k: v for k, v in info.items() if v}
+
+
+def service_endpoints(svc: Obj, endpoints: Obj) -> Obj:
+    """``status.endpoints`` from the head Service's named ports: the nodePort when set, else the
+    targetPort (number or name); a port without a name or a targetPort is left out.
+
+    Mirrors: raycluster_controller.go updateEndpoints."""
+    eps = dict(endpoints)
+    for port in (svc.get("spec") or {}).get("ports") or []:
+        if not port.get("name"):
+            continue
+        if port.get("nodePort"):
+            eps[port["name"]] = str(port["nodePort"])
+        elif port.get("targetPort") not in (None, 0, ""):
+            eps[port["name"]] = str(port["targetPort"])
+    return eps
+
+
+def single_head_pod(cluster: Obj, pods: Sequence[Obj]) -> Obj | None:
+    """The cluster's head Pod among ``pods``, None without one.
+
+    Raises:
+        RuntimeError: more than one head Pod (upstream GetRayClusterHeadPod).
+    """
+    heads = [p for p in pods if (p["metadata"].get("labels") or {}).get(c.RAY_NODE_TYPE_LABEL_KEY) == "head"]
+    if len(heads) > 1:
+        raise RuntimeError(f"found {len(heads)} head Pods for RayCluster {cluster['metadata'].get('namespace')}/"
+                           f"{cluster['metadata']['name']}: {[p['metadata']['name'] for p in heads]}")
+    return heads[0] if heads else None
+
+
+def head_service_ip_and_name(cluster: Obj, services: Sequence[Obj], head: Obj | None) -> tuple[str, str]:
+    """``(serviceIP, serviceName)`` of the head Service: its clusterIP, or the head Pod's IP
+    (``""`` without a head Pod) for a headless one.
+
+    Raises:
+        RuntimeError: no head Service, or more than one (upstream's errors; the status is then
+            not written this pass).
+
+    Mirrors: raycluster_controller.go getHeadServiceIPAndName.
+
+    Deviates: a Service without a clusterIP counts as headless (upstream: the error "head
+    service IP is empty"): pumice's API server allocates no virtual IPs, Service names resolve to
+    the Pods behind them."""
+    name = cluster["metadata"]["name"]
+    if not services:
+        raise RuntimeError(f"unable to find head service. cluster name {name}")
+    if len(services) > 1:
+        raise RuntimeError(f"found multiple head services. cluster name {name}")
+    svc = services[0]
+    cluster_ip = (svc.get("spec") or {}).get("clusterIP") or ""
+    if cluster_ip in ("", "None"):
+        return ((head.get("status") or {}).get("podIP", "") if head is not None else ""), svc["metadata"]["name"]
+    return cluster_ip, svc["metadata"]["name"]
