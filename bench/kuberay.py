@@ -21,8 +21,16 @@ RayService mode (``--rayservice``, needs root, Ray and Ray Serve): the sample Ra
 Serve: head Pod ready (baseline), RayService Ready, first answered request; then the upgrade
 duration and the requests failed during it (see :func:`run_rayservice`).
 
+Autoscaler mode (``--autoscaler``, needs root and Ray): ``pumice up`` in a subprocess with KubeRay's
+ray-cluster.autoscaler.yaml and the unmodified Ray autoscaler in the head Pod (the scenario of the
+acceptance test, :mod:`pumice.testing.autoscaler`): scale-up latency (task queued -> worker Pod
+created -> Running -> task started) against the Pod's own start (created -> Running, what a manual
+``replicas`` change costs too), and scale-down latency (task ended -> ``replicas`` 0 through
+``workersToDelete`` -> Pod gone) against ``idleTimeoutSeconds``, beside KubeRay's documented
+defaults. ``--rounds N`` repeats the cycle on the same cluster.
+
 Usage: ``python bench/kuberay.py [--clusters 1000] [--workers 3] [--concurrency 8] [--backend fake|local]``
-or ``python bench/kuberay.py --process`` or ``python bench/kuberay.py --rayservice``
+or ``python bench/kuberay.py --process``, ``--rayservice`` or ``--autoscaler [--rounds 3]``
 """
 
 from __future__ import annotations
@@ -345,6 +353,70 @@ async def run_rayservice() -> None:
               f"later; machine load average {os.getloadavg()[0]:.1f}")
 
 
+async def run_autoscaler(rounds: int) -> None:
+    """``--autoscaler``: see the module docstring."""
+    import shutil
+    import statistics
+    import tempfile
+    from pathlib import Path
+
+    import yaml
+
+    from pumice.client.kubeconfig import connect
+    from pumice.testing.autoscaler import (
+        AutoscalerTimings,
+        autoscaler_log,
+        scale_up_and_down,
+        wait_head_ready,
+    )
+    from pumice.testing.paths import shared_dir
+    from pumice.testing.up import start_up, stop_up
+
+    docs = [d for d in yaml.safe_load_all((shared_dir() / "samples/kuberay/ray-cluster.autoscaler.yaml").read_text())
+            if d]
+    name = next(d for d in docs if d["kind"] == "RayCluster")["metadata"]["name"]
+    data = Path(tempfile.mkdtemp(prefix="pumice-autoscaler-bench-", dir="/var/tmp"))
+    proc, up = start_up(data, "--batch-scheduler", "none", "--node-cpu", "8", "--node-memory", "24Gi")
+    client = connect(up.kubeconfig)
+    got: list[AutoscalerTimings] = []
+    try:
+        for d in sorted(docs, key=lambda d: d["kind"] != "ConfigMap"):
+            d.setdefault("metadata", {})["namespace"] = "default"
+            await client.create(d)
+        t0 = time.perf_counter()
+        head = await wait_head_ready(client, name)
+        print(f"head Pod Ready with its autoscaler and dashboard: {time.perf_counter() - t0:.0f} s after create")
+        for i in range(rounds):
+            try:
+                t = await scale_up_and_down(client, name, head["status"]["podIP"], job_id=f"bench-{i}")
+            except BaseException:
+                print(await autoscaler_log(client, name))
+                raise
+            got.append(t)
+            print(f"round {i + 1}: queued -> Pod created {t.queued_to_pod_created:.1f} s, Running "
+                  f"{t.queued_to_pod_running:.1f} s, task started {t.queued_to_task_started:.1f} s "
+                  f"(Pod's own start {t.pod_created_to_running:.1f} s); task ended -> replicas 0 "
+                  f"{t.task_ended_to_scaled_down:.1f} s, Pod gone {t.task_ended_to_pod_gone:.1f} s")
+    finally:
+        await client.close()
+        stop_up(proc, timeout=120)
+        shutil.rmtree(data, ignore_errors=True)
+
+    def med(f: Any) -> float:
+        return statistics.median(f(t) for t in got)
+
+    up_total, pod_start = med(lambda t: t.queued_to_task_started), med(lambda t: t.pod_created_to_running)
+    down, idle = med(lambda t: t.task_ended_to_pod_gone), got[0].idle_timeout_seconds
+    print(f"median of {len(got)}: scale-up queued -> worker Pod created {med(lambda t: t.queued_to_pod_created):.1f} s "
+          f"-> Running {med(lambda t: t.queued_to_pod_running):.1f} s -> task started {up_total:.1f} s "
+          f"({up_total / pod_start:.1f}x the Pod's own start, {pod_start:.1f} s); scale-down task ended -> replicas 0 "
+          f"{med(lambda t: t.task_ended_to_scaled_down):.1f} s -> Pod gone {down:.1f} s "
+          f"({down / idle:.2f}x idleTimeoutSeconds {idle:.0f} s)")
+    print("KubeRay's documented defaults: autoscaler period AUTOSCALER_UPDATE_INTERVAL_S 5 s, idleTimeoutSeconds "
+          "60 s, upscalingMode Default (upscaling_speed 1000); machine load average "
+          f"{os.getloadavg()[0]:.1f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--clusters", type=int, default=1000)
@@ -355,7 +427,13 @@ def main() -> None:
     ap.add_argument("--process", action="store_true", help="time the sample RayJob on real Ray instead")
     ap.add_argument("--rayservice", action="store_true",
                     help="time the sample RayService on real Ray Serve: Ready, first request, upgrade")
+    ap.add_argument("--autoscaler", action="store_true",
+                    help="time the in-tree autoscaler on real Ray: scale-up and scale-down latency")
+    ap.add_argument("--rounds", type=int, default=3, help="scale-up/scale-down cycles with --autoscaler")
     args = ap.parse_args()
+    if args.autoscaler:
+        asyncio.run(run_autoscaler(args.rounds))
+        return
     if args.process:
         asyncio.run(run_process_sample())
         return
