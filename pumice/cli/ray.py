@@ -126,7 +126,7 @@ def _resource_cells(pod_spec: Obj) -> tuple[str, str, str, str]:
     from pumice.controllers.ray.common import resources as res
 
     rl = res.pod_resources(pod_spec)
-    gpus = sum((v for k, v in rl.items() if res.is_gpu_resource_key(k)), start=Fraction(0))
+    gpus = res.sum_gpus(rl)
 
     def cell(name: str, amount: Fraction | None) -> str:
         return res.format_quantity(name, amount) if amount else "0"

@@ -558,3 +558,200 @@ async def test_state_transition_times_no_state_change() -> None:
     cl["status"] = {"state": "ready", "stateTransitionTimes": {"ready": before}}
     st = await calculate(rc, client, cl)
     assert st["stateTransitionTimes"]["ready"] == before
+
+
+async def set_pod(client: FakeClient, name: str, *, phase: str | None = None, restart_policy: str | None = None,
+                  terminated: bool = False) -> None:
+    """Change a Pod's restartPolicy (spec) and phase / Ray container state (status), as upstream's
+    tests do with Update and Status().Update."""
+    pod = await client.get(scheme.POD, name, "default")
+    if restart_policy is not None:
+        pod["spec"]["restartPolicy"] = restart_policy
+        pod = await client.update(pod)
+    if phase is not None:
+        pod.setdefault("status", {})["phase"] = phase
+    if terminated:
+        pod["status"]["containerStatuses"] = [{"name": pod["spec"]["containers"][0]["name"],
+                                               "state": {"terminated": {}}}]
+    await client.update_status(pod)
+
+
+@pytest.mark.upstream(f"{ORIGIN}: Test_TerminatedWorkers_NoAutoscaler")
+async def test_terminated_workers_no_autoscaler() -> None:
+    client, rc, _ = await world(*setup_pods())
+    cl = setup_cluster()
+    cl["spec"]["workerGroupSpecs"][0]["scaleStrategy"]["workersToDelete"] = []
+    cl["spec"].pop("enableInTreeAutoscaling")
+    await rc._reconcile_pods(cl)
+    assert len(await worker_names(client)) == 3
+    for phase in ("Failed", "Succeeded"):
+        first = (await worker_names(client))[0]
+        await set_pod(client, first, phase=phase)
+        with pytest.raises(ReplicaFailureError):
+            await rc._reconcile_pods(cl)
+        assert len(await worker_names(client)) == 2
+        await rc._reconcile_pods(cl)
+        assert len(await worker_names(client)) == 3
+        for name in await worker_names(client):
+            await set_pod(client, name, phase="Running")
+
+
+@pytest.mark.upstream(f"{ORIGIN}: Test_TerminatedHead_RestartPolicy")
+async def test_terminated_head_restart_policy() -> None:
+    client, rc, _ = await world(setup_pods()[0])
+    cl = setup_cluster()
+    cl["spec"]["workerGroupSpecs"] = []
+
+    async def all_pods() -> list[Obj]:
+        return (await client.list(scheme.POD, "default")).items
+
+    await set_pod(client, HEAD_NODE, restart_policy="Always", phase="Failed")
+    with pytest.raises(ReplicaFailureError):
+        await rc._reconcile_pods(cl)
+    assert await all_pods() == []
+    await rc._reconcile_pods(cl)
+    (head,) = await all_pods()
+    await set_pod(client, head["metadata"]["name"], restart_policy="Never", phase="Running", terminated=True)
+    with pytest.raises(ReplicaFailureError):
+        await rc._reconcile_pods(cl)
+    assert await all_pods() == []
+    await rc._reconcile_pods(cl)
+    assert len(await all_pods()) == 1
+
+
+@pytest.mark.upstream(f"{ORIGIN}: Test_RunningPods_RayContainerTerminated")
+async def test_running_pods_ray_container_terminated() -> None:
+    client, rc, _ = await world(setup_pods()[0])
+    cl = setup_cluster()
+    cl["spec"]["workerGroupSpecs"] = []
+    await set_pod(client, HEAD_NODE, restart_policy="Never", phase="Running", terminated=True)
+    with pytest.raises(ReplicaFailureError):
+        await rc._reconcile_pods(cl)
+    assert (await client.list(scheme.POD, "default")).items == []
+    await rc._reconcile_pods(cl)
+    assert len((await client.list(scheme.POD, "default")).items) == 1
+
+
+@pytest.mark.parametrize(("name", "policy", "phase", "state", "want"), [
+    pytest.param(n, p, ph, s, w, marks=pytest.mark.upstream(f"{ORIGIN}: Test_ShouldDeletePod / {n}"), id=n)
+    for n, p, ph, s, w in [
+        ("restartPolicy=Always, phase=PodFailed, shouldDelete=true", "Always", "Failed", None, True),
+        ("restartPolicy=Always, phase=PodRunning, ray-head=running, shouldDelete=false", "Always", "Running",
+         "running", False),
+        ("restartPolicy=Always, phase=PodRunning, ray-head=terminated, shouldDelete=false", "Always", "Running",
+         "terminated", False),
+        ("restartPolicy=Never, phase=PodFailed, shouldDelete=true", "Never", "Failed", None, True),
+        ("restartPolicy=Never, phase=PodSucceeded, shouldDelete=true", "Never", "Succeeded", None, True),
+        ("restartPolicy=Never, phase=PodRunning, ray-head=running, shouldDelete=false", "Never", "Running",
+         "running", False),
+        ("restartPolicy=Never, phase=PodRunning, ray-head=terminated, shouldDelete=true", "Never", "Running",
+         "terminated", True),
+    ]])
+def test_should_delete_pod(name: str, policy: str, phase: str, state: str | None, want: bool) -> None:
+    from pumice.controllers.ray.raycluster import should_delete_pod
+
+    status: Obj = {"phase": phase}
+    if state:
+        status["containerStatuses"] = [{"name": "ray-head", "state": {state: {}}}]
+    pod = {"metadata": {"name": "p"}, "spec": {"restartPolicy": policy, "containers": [{"name": "ray-head"}]},
+           "status": status}
+    assert should_delete_pod(pod)[0] is want
+
+
+@pytest.mark.parametrize(("name", "replicas", "lo", "hi", "want"), [
+    pytest.param(n, r, lo, hi, w, marks=pytest.mark.upstream(f"{ORIGIN}: {test} / {n}"), id=f"{test}-{n}")
+    for test in ("TestReconcile_Replicas_Optional", "TestReconcile_Multihost_Replicas")
+    for n, r, lo, hi, w in [("Replicas is nil", None, 1, 10000, 1),
+                            ("Replicas is smaller than MinReplicas", 0, 1, 10000, 1),
+                            ("Replicas is larger than MaxReplicas", 4, 1, 3, 3)]])
+async def test_reconcile_replicas_optional_and_multihost_replicas(name: str, replicas: int | None, lo: int, hi: int,
+                                                                  want: int, request: pytest.FixtureRequest) -> None:
+    from pumice.controllers.ray.common.pod import PodOptions
+
+    hosts = 4 if "Multihost" in request.node.callspec.id else 1
+    client, rc, _ = await world(*setup_pods(), options=RayClusterOptions(pod=PodOptions(multi_host_indexing=False)))
+    cl = setup_cluster()
+    cl["spec"]["enableInTreeAutoscaling"] = False
+    g = cl["spec"]["workerGroupSpecs"][0]
+    g["scaleStrategy"]["workersToDelete"] = []
+    g.update(minReplicas=lo, maxReplicas=hi, numOfHosts=hosts)
+    g.pop("replicas")
+    if replicas is not None:
+        g["replicas"] = replicas
+    await rc._reconcile_pods(cl)
+    assert len(await worker_names(client)) == want * hosts
+
+
+@pytest.mark.parametrize("hosts", [
+    pytest.param(1, marks=pytest.mark.upstream(f"{ORIGIN}: TestReconcile_NumOfHosts / NumOfHosts is 1"), id="1"),
+    pytest.param(4, marks=pytest.mark.upstream(f"{ORIGIN}: TestReconcile_NumOfHosts / NumOfHosts is larger than 1"),
+                 id="4")])
+async def test_reconcile_num_of_hosts(hosts: int) -> None:
+    client, rc, _ = await world(setup_pods()[0])
+    cl = setup_cluster()
+    cl["spec"]["enableInTreeAutoscaling"] = False
+    g = cl["spec"]["workerGroupSpecs"][0]
+    g["scaleStrategy"]["workersToDelete"] = []
+    g.update(replicas=1, numOfHosts=hosts)
+    await rc._reconcile_pods(cl)
+    assert len(await worker_names(client)) == hosts
+
+
+@pytest.mark.parametrize(("name", "resources", "want"), [
+    pytest.param(n, r, w, marks=pytest.mark.upstream(f"{ORIGIN}: TestSumGPUs / {n}"), id=n)
+    for n, r, w in [
+        ("no GPUs specified", {"cpu": 1}, 0),
+        ("one GPU type specified", {"cpu": 1, "nvidia.com/gpu": 1, "google.com/tpu": 1}, 1),
+        ("multiple GPUs specified", {"cpu": 1, "nvidia.com/gpu": 3, "nvidia.com/mig-1g.10gb": 2, "foo.bar/gpu": 2,
+                                     "google.com/tpu": 1}, 7),
+        ("multiple MIG types specified", {"cpu": 1, "nvidia.com/gpu": 1, "nvidia.com/mig-1g.10gb": 2,
+                                          "nvidia.com/mig-2g.20gb": 3, "nvidia.com/mig-3g.40gb": 4,
+                                          "google.com/tpu": 1}, 10),
+    ]])
+def test_sum_gpus(name: str, resources: dict[str, int], want: int) -> None:
+    from fractions import Fraction
+
+    from pumice.controllers.ray.common import resources as res
+
+    assert res.sum_gpus({k: Fraction(v) for k, v in resources.items()}) == want
+
+
+@pytest.mark.upstream(f"{ORIGIN}: TestDeleteAllPods")
+async def test_delete_all_pods() -> None:
+    def pod(name: str, app: str, finalizers: list[str] | None = None) -> Obj:
+        md: Obj = {"name": name, "namespace": "tmp-ns", "labels": {"app": app}}
+        if finalizers:
+            md["finalizers"] = finalizers
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": {"containers": [{"name": "c"}]}}
+
+    client, rc, _ = await world(pod("alive", "tmp"), pod("deleted", "tmp", ["tmp"]), pod("other", "other"))
+    await client.delete(scheme.POD, "deleted", "tmp-ns")  # stays, terminating, behind its finalizer
+    listed = await rc._delete_all_pods("tmp-ns", "app=tmp")
+    assert sorted(p["metadata"]["name"] for p in listed) == ["alive", "deleted"]
+    listed = await rc._delete_all_pods("tmp-ns", "app=tmp")
+    assert [p["metadata"]["name"] for p in listed] == ["deleted"]
+    left = (await client.list(scheme.POD, "tmp-ns")).items
+    assert sorted(p["metadata"]["name"] for p in left) == ["deleted", "other"]
+
+
+@pytest.mark.parametrize(("delete", "failure"), [
+    pytest.param(["pod2", "pod3", "pod4"], "Failed to create worker Pod", marks=pytest.mark.upstream(
+        f"{ORIGIN}: TestEvents_FailedPodCreation / failure event for failed worker pod creation"), id="worker"),
+    pytest.param([HEAD_NODE], "Failed to create head Pod", marks=pytest.mark.upstream(
+        f"{ORIGIN}: TestEvents_FailedPodCreation / failure event for failed head pod creation"), id="head")])
+async def test_events_failed_pod_creation(delete: list[str], failure: str) -> None:
+    from pumice.client.base import ApiError
+
+    client, rc, ev = await world(*setup_pods())
+    for name in delete:
+        await client.delete(scheme.POD, name, "default")
+
+    def boom(verb: str, plural: str, namespace: str, name: str) -> None:
+        if verb == "create":
+            raise ApiError(500, "InternalError", "injected", {})
+    client.interceptor = boom
+    cl = setup_cluster()
+    cl["spec"]["workerGroupSpecs"][0]["scaleStrategy"]["workersToDelete"] = []
+    with pytest.raises(ReplicaFailureError):
+        await rc._reconcile_pods(cl)
+    assert any(failure in message for _, _, message in ev.items), ev.items

@@ -175,22 +175,32 @@ def all_pods_running(pods: Sequence[Obj]) -> bool:
 
 
 def should_delete_pod(pod: Obj) -> tuple[bool, str]:
-    """Failed/Succeeded → delete; Running with the Ray container terminated → delete only when
-    ``restartPolicy: Never``; otherwise keep. Returns (delete?, reason)."""
+    """Failed/Succeeded → delete; Running with the Ray container (the first) terminated → delete
+    only when ``restartPolicy: Never``; otherwise keep. Returns (delete?, reason), with upstream's
+    reason texts.
+
+    Mirrors: raycluster_controller.go shouldDeletePod, getRayContainerStateTerminated (a
+    ``terminated`` state counts even when empty)."""
     st = pod.get("status") or {}
     phase = st.get("phase")
     name = pod["metadata"].get("name")
+    node_type = (pod["metadata"].get("labels") or {}).get(c.RAY_NODE_TYPE_LABEL_KEY, "")
     if phase in ("Failed", "Succeeded"):
-        return True, f"The Pod {name} is in phase {phase}; it will not restart, so it is deleted and recreated."
-    if phase == "Running":
-        containers = pod.get("spec", {}).get("containers") or []
-        ray_name = containers[0].get("name") if containers else None
-        for cs in st.get("containerStatuses") or []:
-            if cs.get("name") == ray_name and (cs.get("state") or {}).get("terminated"):
-                if pod.get("spec", {}).get("restartPolicy") == "Never":
-                    return True, (f"The Pod {name} is Running but its Ray container is terminated and "
-                                  f"restartPolicy is Never; it is deleted and recreated.")
-                return False, ""
+        return True, (f"The {node_type} Pod {name} status is {phase} which is a terminal state. KubeRay will delete "
+                      "the Pod and create new Pods in the next reconciliation if necessary.")
+    containers = pod.get("spec", {}).get("containers") or []
+    ray_name = containers[0].get("name") if containers else None
+    terminated = next((cs["state"]["terminated"] for cs in st.get("containerStatuses") or []
+                       if cs.get("name") == ray_name and (cs.get("state") or {}).get("terminated") is not None), None)
+    policy = pod.get("spec", {}).get("restartPolicy", "")
+    if phase == "Running" and terminated is not None:
+        if policy == "Never":
+            return True, (f"The Pod status of the {node_type} Pod {name} is {phase}, and the Ray container terminated "
+                          f"status is {terminated}. The container is unable to restart due to its restart policy "
+                          f"{policy}, so KubeRay will delete it.")
+        return False, (f"The Pod status of the {node_type} Pod {name} is {phase}, and the Ray container terminated "
+                       f"status is {terminated}. However, KubeRay will not delete the Pod because its restartPolicy is "
+                       f"set to {policy} and it should be able to restart automatically.")
     return False, ""
 
 
@@ -600,23 +610,41 @@ class RayClusterReconciler:
         self.recorder.event(cluster, "Normal", "DeletedPod", f"Deleted Pod {ns}/{name}")
         return True
 
+    async def _delete_all_pods(self, namespace: str, label_selector: str) -> list[Obj]:
+        """Delete every Pod the selector matches that is not already being deleted (NotFound
+        ignored). Returns the Pods listed, those already terminating included.
+
+        Raises:
+            ApiError: the list or a delete failed.
+
+        Mirrors: raycluster_controller.go deleteAllPods."""
+        pods = (await self.client.list(scheme.POD, namespace, label_selector=label_selector)).items
+        for p in pods:
+            if p["metadata"].get("deletionTimestamp"):
+                continue
+            try:
+                await self.client.delete(scheme.POD, p["metadata"]["name"], namespace)
+            except Exception as e:
+                if not is_not_found(e):
+                    raise
+        return pods
+
     async def _reconcile_pods(self, cluster: Obj) -> None:
         name = cluster["metadata"]["name"]
         ns = cluster["metadata"].get("namespace", "default")
         status = cluster.get("status") or {}
         susp = suspend_status(status)
         if susp == c.RayClusterConditionType.RAY_CLUSTER_SUSPENDING:
-            pods = await self._list_pods(ns, name)
-            for p in pods:
-                if p["metadata"].get("deletionTimestamp"):
-                    continue
-                try:
-                    await self.client.delete(scheme.POD, p["metadata"]["name"], ns)
-                except Exception as e:
-                    if not is_not_found(e):
-                        raise ReplicaFailureError(c.RayClusterConditionReason.FAILED_DELETE_ALL_PODS,
-                                                  f"Failed to delete all Pods: {e}") from e
+            try:
+                await self._delete_all_pods(ns, f"{c.RAY_CLUSTER_LABEL_KEY}={name}")
+            except Exception as e:
+                self.recorder.event(cluster, "Warning", "FailedToDeletePodCollection",
+                                    f"Failed deleting Pods due to suspension for RayCluster {ns}/{name}, {e}")
+                raise ReplicaFailureError(c.RayClusterConditionReason.FAILED_DELETE_ALL_PODS,
+                                          f"Failed to delete all Pods: {e}") from e
             self.expectations.delete_cluster(ns, name)
+            self.recorder.event(cluster, "Normal", "DeletedPod",
+                                f"Deleted Pods for RayCluster {ns}/{name} due to suspension")
             return
         if susp == c.RayClusterConditionType.RAY_CLUSTER_SUSPENDED or cluster["spec"].get("suspend"):
             return
@@ -770,8 +798,7 @@ class RayClusterReconciler:
         total = res.desired_resources(spec)
         st["desiredCPU"] = res.format_quantity("cpu", total.get("cpu", Fraction(0)))
         st["desiredMemory"] = res.format_quantity("memory", total.get("memory", Fraction(0)))
-        gpus = sum((v for k, v in total.items() if res.is_gpu_resource_key(k)), Fraction(0))
-        st["desiredGPU"] = res.format_quantity("gpu", gpus)
+        st["desiredGPU"] = res.format_quantity("gpu", res.sum_gpus(total))
         st["desiredTPU"] = res.format_quantity("google.com/tpu", total.get("google.com/tpu", Fraction(0)))
         if err is None and len(pods) == st["desiredWorkerReplicas"] + 1 and all_pods_running(pods):
             st["state"] = c.ClusterState.READY.value

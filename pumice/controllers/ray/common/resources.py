@@ -30,6 +30,13 @@ def is_gpu_resource_key(key: str) -> bool:
     return key.endswith("gpu") or bool(_MIG.search(key))
 
 
+def sum_gpus(resources: ResourceList) -> Fraction:
+    """The sum of every GPU-like quantity (:func:`is_gpu_resource_key`) in ``resources``.
+
+    Mirrors: raycluster_controller.go sumGPUs."""
+    return sum((v for k, v in resources.items() if is_gpu_resource_key(k)), Fraction(0))
+
+
 def container_resources(container: Obj) -> ResourceList:
     """Requests, with limits filling the names requests do not set."""
     res = container.get("resources") or {}
