@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pumice.api.volcano.constants import POD_PREEMPTABLE
+from pumice.scheduler.volcano.actions._order import jobs_by_queue, running_valid_jobs
 from pumice.scheduler.volcano.actions._worksheet import (
     PlannedOp,
     organize_job_worksheet,
@@ -296,11 +297,7 @@ def _trial(ssn: Session, queue: QueueInfo | None, job: JobInfo, sub: SubJobInfo,
         if node is None:
             trial.discard()
             return None
-        try:
-            trial.pipeline(task, node.name, victims_present)
-        except Exception as e:
-            ssn.record_error("pipeline", task, node.name, e)
-            trial.discard()
+        if not trial.try_pipeline(task, node.name, victims_present):
             return None
     if not trial.operations or not (ssn.sub_job_ready(job, sub) or ssn.sub_job_pipelined(job, sub)):
         trial.discard()
@@ -382,20 +379,7 @@ def run(ssn: Session, kind: EvictionKind, args: GangEvictionArgs, select: Select
     """
     reclaim = kind is EvictionKind.GANG_RECLAIM
     reason = REASON_GANG_RECLAIM if reclaim else REASON_GANG_PREEMPT
-    queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn, total=True)
-    seen: set[str] = set()
-    starving: dict[str, PriorityQueue[JobInfo]] = {}
-    for job in ssn.jobs.values():
-        if job.is_pending() or ssn.job_valid(job) is not None:
-            continue
-        q = ssn.queues.get(job.queue)
-        if q is None:
-            continue
-        if q.uid not in seen:
-            seen.add(q.uid)
-            queues.push(q)
-        if ssn.job_starving(job):
-            starving.setdefault(q.uid, PriorityQueue(ssn.job_order_fn, total=True)).push(job)
+    queues, starving = jobs_by_queue(ssn, running_valid_jobs(ssn), ssn.job_starving)
     while not queues.empty():
         q = queues.pop()
         if reclaim and ssn.overused(q):

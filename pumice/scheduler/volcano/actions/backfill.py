@@ -5,8 +5,8 @@ Mirrors: volcano pkg/scheduler/actions/backfill/backfill.go.
 
 from __future__ import annotations
 
+from pumice.scheduler.volcano.actions._order import jobs_by_queue
 from pumice.scheduler.volcano.api.job_info import JobInfo
-from pumice.scheduler.volcano.api.queue_info import QueueInfo
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import FitErrors, TaskStatus
 from pumice.scheduler.volcano.framework.arguments import Configured, NoArguments
@@ -21,21 +21,10 @@ class BackfillAction(Configured[NoArguments]):
     name = ACTION_NAME
 
     def pick_up_tasks(self, ssn: Session) -> list[TaskInfo]:
-        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn, total=True)
-        jobs: dict[str, PriorityQueue[JobInfo]] = {}
-        seen: set[str] = set()
-        for job in ssn.jobs.values():
-            if not _has_best_effort(job):
-                continue  # nothing to pick; skipping it changes no order
-            if job.is_pending() or ssn.job_valid(job) is not None:
-                continue
-            q = ssn.queues.get(job.queue)
-            if q is None:
-                continue
-            if q.uid not in seen:
-                seen.add(q.uid)
-                queues.push(q)
-            jobs.setdefault(q.uid, PriorityQueue(ssn.job_order_fn, total=True)).push(job)
+        # a job without BestEffort tasks has nothing to pick; skipping it changes no order
+        candidates = [job for job in ssn.jobs.values() if _has_best_effort(job)]
+        queues, jobs = jobs_by_queue(
+            ssn, (job for job in candidates if not job.is_pending() and ssn.job_valid(job) is None), lambda _: True)
         out: list[TaskInfo] = []
         while not queues.empty():
             q = queues.pop()

@@ -17,13 +17,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from pumice.scheduler.volcano.actions._order import pending_tasks
 from pumice.scheduler.volcano.actions._victims import validate_victims, victims_queue
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.queue_info import QueueInfo
 from pumice.scheduler.volcano.api.resource import Dimension
 from pumice.scheduler.volcano.api.task_info import TaskInfo
-from pumice.scheduler.volcano.api.types import PREEMPTABLE_STATUSES, TaskStatus
+from pumice.scheduler.volcano.api.types import PREEMPTABLE_STATUSES
 from pumice.scheduler.volcano.framework.arguments import Arguments, Configured, arg
 from pumice.scheduler.volcano.framework.predicate_helper import predicate_nodes
 from pumice.scheduler.volcano.framework.session import Session
@@ -72,11 +73,7 @@ class PreemptAction(Configured[PreemptArgs]):
             queues.setdefault(q.uid, q)
             preemptors.setdefault(q.uid, PriorityQueue(ssn.job_order_fn, total=True)).push(job)
             under_request.setdefault(q.uid, []).append(job)
-            tq: PriorityQueue[TaskInfo] = PriorityQueue(ssn.task_order_fn, total=True)
-            for t in job.tasks_in(TaskStatus.Pending):
-                if not t.sch_gated:
-                    tq.push(t)
-            preemptor_tasks[job.uid] = tq
+            preemptor_tasks[job.uid] = pending_tasks(ssn, job)
         qpq: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn, queues.values(), total=True)
         while not qpq.empty():
             q = qpq.pop()
@@ -100,10 +97,7 @@ class PreemptAction(Configured[PreemptArgs]):
                 else:
                     stmt.discard()
             for job in under_request.get(q.uid, []):
-                tq = PriorityQueue(ssn.task_order_fn, total=True)
-                for t in job.tasks_in(TaskStatus.Pending):
-                    if not t.sch_gated:
-                        tq.push(t)
+                tq = pending_tasks(ssn, job)
                 while not tq.empty():
                     task = tq.pop()
                     stmt = Statement(ssn)
@@ -167,11 +161,7 @@ class PreemptAction(Configured[PreemptArgs]):
                     ssn.record_error("evict", v, "preempt", e)
                     continue
             if fits():
-                try:
-                    node_stmt.pipeline(preemptor, node.name, evicted)
-                except Exception as e:
-                    ssn.record_error("pipeline", preemptor, node.name, e)
-                    node_stmt.discard()
+                if not node_stmt.try_pipeline(preemptor, node.name, evicted):
                     continue
                 stmt.merge(node_stmt)
                 return True
@@ -246,11 +236,7 @@ class PreemptAction(Configured[PreemptArgs]):
         tmp = Statement(ssn)
         for v in victims:
             tmp.evict(v, "preempt")
-        try:
-            tmp.pipeline(preemptor, node.name, True)
-        except Exception as e:
-            ssn.record_error("pipeline", preemptor, node.name, e)
-            tmp.discard()
+        if not tmp.try_pipeline(preemptor, node.name, True):
             return False
         stmt.merge(tmp)
         return True

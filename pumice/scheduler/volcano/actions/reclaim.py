@@ -9,6 +9,7 @@ queue has room; with no such function registered this is upstream's loop.
 
 from __future__ import annotations
 
+from pumice.scheduler.volcano.actions._order import jobs_by_queue, pending_tasks, running_valid_jobs
 from pumice.scheduler.volcano.actions._victims import validate_victims, victims_queue
 from pumice.scheduler.volcano.api.job_info import JobInfo
 from pumice.scheduler.volcano.api.queue_info import QueueInfo
@@ -28,26 +29,15 @@ class ReclaimAction(Configured[NoArguments]):
     name = ACTION_NAME
 
     def execute(self, ssn: Session) -> None:
-        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn, total=True)
-        seen: set[str] = set()
-        preemptors: dict[str, PriorityQueue[JobInfo]] = {}
         preemptor_tasks: dict[str, PriorityQueue[TaskInfo]] = {}
-        for job in ssn.jobs.values():
-            if job.is_pending() or ssn.job_valid(job) is not None:
-                continue
-            q = ssn.queues.get(job.queue)
-            if q is None:
-                continue
-            if q.uid not in seen:
-                seen.add(q.uid)
-                queues.push(q)
-            if ssn.job_starving(job):
-                preemptors.setdefault(q.uid, PriorityQueue(ssn.job_order_fn, total=True)).push(job)
-                tq: PriorityQueue[TaskInfo] = PriorityQueue(ssn.task_order_fn, total=True)
-                for t in job.tasks_in(TaskStatus.Pending):
-                    if not t.sch_gated:
-                        tq.push(t)
-                preemptor_tasks[job.uid] = tq
+
+        def starving(job: JobInfo) -> bool:
+            if not ssn.job_starving(job):
+                return False
+            preemptor_tasks[job.uid] = pending_tasks(ssn, job)
+            return True
+
+        queues, preemptors = jobs_by_queue(ssn, running_valid_jobs(ssn), starving)
         while not queues.empty():
             q = queues.pop()
             if ssn.overused(q):
@@ -111,11 +101,7 @@ class ReclaimAction(Configured[NoArguments]):
             if not task.resreq.less_equal(available, Dimension.ZERO) or not ssn.reclaim_fits(queue, task):
                 node_stmt.discard()
                 continue
-            try:
-                node_stmt.pipeline(task, node.name, evicted)
-            except Exception as e:
-                ssn.record_error("pipeline", task, node.name, e)
-                node_stmt.discard()
+            if not node_stmt.try_pipeline(task, node.name, evicted):
                 continue
             stmt.merge(node_stmt)
             return True

@@ -76,6 +76,18 @@ class Statement:
         task.node_name = ""
         task.eviction_occurred = False
 
+    def try_pipeline(self, task: TaskInfo, hostname: str, eviction_occurred: bool = False) -> bool:
+        """:meth:`pipeline`; when the node refuses the task, the failure is recorded on the session
+        (:meth:`Session.record_error`, op ``pipeline``), this whole statement is discarded, and the
+        answer is False."""
+        try:
+            self.pipeline(task, hostname, eviction_occurred)
+        except Exception as e:
+            self.ssn.record_error("pipeline", task, hostname, e)
+            self.discard()
+            return False
+        return True
+
     def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
         """Tentatively place ``task`` on ``node`` (Allocated; charges ``idle``)."""
         self._place(task, node, TaskStatus.Allocated, Op.Allocate)
