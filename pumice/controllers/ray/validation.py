@@ -38,22 +38,25 @@ def validate_raycluster_spec(spec: Obj, annotations: dict[str, str] | None = Non
             raise ValidationError(f"worker group names must be unique: {gname} is repeated")
         names.add(gname)
         if not ((g.get("template") or {}).get("spec") or {}).get("containers"):
-            raise ValidationError(f"workerGroupSpec {gname} should have at least one container")
+            raise ValidationError("workerGroupSpec should have at least one container")
         mn, mx = g.get("minReplicas"), g.get("maxReplicas")
         if mn is not None and int(mn) < 0:
-            raise ValidationError(f"minReplicas ({mn}) must be greater than or equal to 0")
+            raise ValidationError(f"worker group {gname} has negative minReplicas {mn}")
         if mx is not None and int(mx) < 0:
-            raise ValidationError(f"maxReplicas ({mx}) must be greater than or equal to 0")
+            raise ValidationError(f"worker group {gname} has negative maxReplicas {mx}")
         if mn is not None and mx is not None and int(mn) > int(mx):
-            raise ValidationError(f"minReplicas ({mn}) must be less than or equal to maxReplicas ({mx})")
+            raise ValidationError(f"worker group {gname} has minReplicas {mn} greater than maxReplicas {mx}")
         if g.get("suspend") and autoscaling:
-            raise ValidationError(f"suspending worker groups is not supported with Autoscaler enabled: {gname}")
+            raise ValidationError(f"worker group {gname} cannot be suspended with Autoscaler enabled")
         if "labels" in (g.get("rayStartParams") or {}):
-            raise ValidationError(f"rayStartParams['labels'] is not allowed in worker group {gname}; use the labels field")
+            raise ValidationError(f"rayStartParams['labels'] is not supported for {gname} group; please use the top-level "
+                                  "Labels field instead")
         if g.get("resources") and any(k in (g.get("rayStartParams") or {}) for k in ("num-cpus", "num-gpus", "memory", "resources")):
-            raise ValidationError(f"resources must not be set both in rayStartParams and the resources field of {gname}")
+            raise ValidationError(f"resource fields should not be set in both rayStartParams and Resources for {gname} "
+                                  "group; please use only one")
     if "labels" in (head.get("rayStartParams") or {}):
-        raise ValidationError("rayStartParams['labels'] is not allowed in headGroupSpec; use the labels field")
+        raise ValidationError("rayStartParams['labels'] is not supported for Head group; please use the top-level Labels "
+                              "field instead")
     if annotations.get(c.RAY_FT_ENABLED_ANNOTATION_KEY) is not None and spec.get("gcsFaultToleranceOptions"):
         raise ValidationError(f"{c.RAY_FT_ENABLED_ANNOTATION_KEY} annotation and GcsFaultToleranceOptions are both set. "
                               "Please use only GcsFaultToleranceOptions to configure GCS fault tolerance")
