@@ -46,7 +46,7 @@ def _parse_controllers(value: str) -> list[str]:
 
 async def _main(kubeconfig: str | None, controllers: list[str], *, leader_elect: bool, health_port: int | None,
                 batch_scheduler: str | None, identity: str | None, lease_duration: float,
-                renew_deadline: float, retry_period: float) -> None:
+                renew_deadline: float, retry_period: float, ray_dashboard_proxy: str | None = None) -> None:
     from pumice.client.kube import component_user_agent
     from pumice.client.kubeconfig import connect
 
@@ -57,7 +57,8 @@ async def _main(kubeconfig: str | None, controllers: list[str], *, leader_elect:
     stop = stop_on_signals()
     try:
         await run_controller_manager(
-            client, controller_setups(controllers, batch_scheduler=batch_scheduler, root_ca=_root_ca(kubeconfig)),
+            client, controller_setups(controllers, batch_scheduler=batch_scheduler, root_ca=_root_ca(kubeconfig),
+                                      ray_options=_ray_options(ray_dashboard_proxy)),
             leader_elect=leader_elect,
             stop_event=stop, health_port=health_port, identity=identity,
             lease_duration=lease_duration, renew_deadline=renew_deadline, retry_period=retry_period,
@@ -65,6 +66,14 @@ async def _main(kubeconfig: str | None, controllers: list[str], *, leader_elect:
     finally:
         with contextlib.suppress(Exception):
             await client.close()
+
+
+def _ray_options(ray_dashboard_proxy: str | None) -> dict[str, object]:
+    if not ray_dashboard_proxy:
+        return {}
+    from pumice.controllers.ray.dashboard import proxied_dashboard_client_factory
+
+    return {"dashboard_client_factory": proxied_dashboard_client_factory(ray_dashboard_proxy)}
 
 
 def _root_ca(kubeconfig: str | None) -> str | None:
@@ -109,10 +118,13 @@ def _root_ca(kubeconfig: str | None) -> str | None:
 @click.option("--lease-duration", type=float, default=15.0, show_default=True, help="Seconds.")
 @click.option("--renew-deadline", type=float, default=10.0, show_default=True, help="Seconds.")
 @click.option("--retry-period", type=float, default=2.0, show_default=True, help="Seconds.")
+@click.option("--ray-dashboard-proxy", default=None, metavar="URL",
+              help="Reach every RayCluster's Ray dashboard at URL/<namespace>/<name>/ instead of its head Pod IP "
+                   "(for example the simulated dashboards of `pumice node-agent --sim-ray-dashboard`).")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 def command(kubeconfig: str | None, controllers: str, leader_elect: bool, health_port: int | None,
             batch_scheduler: str, identity: str | None, lease_duration: float, renew_deadline: float,
-            retry_period: float, verbose: bool) -> None:
+            retry_period: float, ray_dashboard_proxy: str | None, verbose: bool) -> None:
     """Run controllers against a kubeconfig until SIGTERM/SIGINT."""
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -127,6 +139,7 @@ def command(kubeconfig: str | None, controllers: str, leader_elect: bool, health
             kubeconfig, names, leader_elect=leader_elect, health_port=health_port,
             batch_scheduler=None if batch_scheduler == "none" else batch_scheduler, identity=identity,
             lease_duration=lease_duration, renew_deadline=renew_deadline, retry_period=retry_period,
+            ray_dashboard_proxy=ray_dashboard_proxy,
         ))
     except LeaderElectionLost as e:
         click.echo(f"controller-manager: leader election lost: {e}", err=True)

@@ -5,10 +5,17 @@
                       [--network auto|netns|host] [--bridge NAME] [--pod-cidr CIDR]
                       [--pod-egress proxy|nat|none]
                       [--apiserver-url-for-pods URL] [--keep-pods] [--seed S]
+                      [--sim-ray-dashboard HOST:PORT]
 
 In netns mode the bridge and Pod range are derived from the API server URL, so that several agents
 of one cluster share them while agents of different clusters on one machine do not (see
 :func:`pumice.node.network.choose_instance_network`).
+
+With ``--runtime simulated --sim-ray-dashboard HOST:PORT`` the agent also serves the simulated Ray
+dashboard of every RayCluster at ``http://HOST:PORT/<namespace>/<name>/`` (the Jobs and Serve API,
+see :func:`pumice.simulate.ray_dashboard.asgi_app`), so that a controller manager in another process
+(``pumice controller-manager --ray-dashboard-proxy http://HOST:PORT``) runs RayJobs to the end. Its
+state lives in this process, as a real dashboard's lives in the head Pod.
 
 Stops cleanly on SIGINT/SIGTERM (Pods stopped and the network removed, unless ``--keep-pods``).
 Bad input prints one line and exits non-zero.
@@ -36,6 +43,7 @@ async def _run(kubeconfig: str | None, options: dict[str, Any]) -> None:
         client = connect(kubeconfig, user_agent=component_user_agent("node-agent"))
     except (OSError, ValueError) as e:
         raise click.ClickException(f"cannot load kubeconfig {kubeconfig or '(default)'}: {e}") from e
+    ray_dashboard = options.pop("sim_ray_dashboard")
     url = options.pop("apiserver_url_for_pods")
     if url is None:
         with contextlib.suppress(Exception):
@@ -54,11 +62,42 @@ async def _run(kubeconfig: str | None, options: dict[str, Any]) -> None:
     click.echo(f"pumice node-agent: nodes {', '.join(agent.nodes)} ({agent.runtime_kind} runtime"
                + (f", {agent.network.mode} network" if agent.network is not None else "")
                + (f", kubelet port {agent.kubelet_port}" if agent.kubelet_port else "") + ")")
+    served = None
     try:
+        if ray_dashboard is not None:
+            served = await _serve_ray_dashboard(client, agent, ray_dashboard)
+            click.echo(f"pumice node-agent: simulated Ray dashboards on http://{ray_dashboard}/<namespace>/<name>/")
         await stop.wait()
     finally:
+        if served is not None:
+            await served[0].stop()
+            await served[1].stop()
         await agent.stop()
         await client.close()
+
+
+async def _serve_ray_dashboard(client: Any, agent: Any, address: str) -> tuple[Any, Any]:
+    """Serve the simulated Ray dashboards on ``address`` (HOST:PORT); returns (server, informers).
+
+    Raises:
+        click.ClickException: the address cannot be bound.
+    """
+    from pumice._util.clock import default_clock
+    from pumice.client.informer import SharedInformerFactory
+    from pumice.runtime.health import HealthServer
+    from pumice.simulate.ray_dashboard import asgi_app, on_informers
+
+    host, _, port = address.rpartition(":")
+    informers = SharedInformerFactory(client)
+    dashboard, clusters = on_informers(informers, agent.runtime.finish_pod, default_clock())
+    await informers.start()
+    server = HealthServer(asgi_app(dashboard, clusters), host=host or "127.0.0.1", port=int(port))
+    try:
+        await server.start()
+    except OSError as e:
+        await informers.stop()
+        raise click.ClickException(f"cannot serve the simulated Ray dashboard on {address}: {e}") from e
+    return server, informers
 
 
 @click.command(name="node-agent")
@@ -82,11 +121,14 @@ async def _run(kubeconfig: str | None, options: dict[str, Any]) -> None:
 @click.option("--keep-pods", is_flag=True, help="Leave Pods running when the agent stops; adopt them on restart.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the simulated runtime.")
 @click.option("--sim-start-latency", type=float, default=1.0, show_default=True, help="Seconds (simulated).")
+@click.option("--sim-ray-dashboard", default=None, metavar="HOST:PORT",
+              help="Serve the simulated Ray dashboards (Jobs and Serve API) of every RayCluster at "
+                   "http://HOST:PORT/<namespace>/<name>/ (simulated runtime only).")
 @click.option("-v", "--verbose", is_flag=True)
 def command(kubeconfig: str | None, runtime: str, nodes: int, node_cpu: str | None, node_memory: str | None,
             node_gpus: int, node_names: tuple[str, ...], node_name_prefix: str, data_dir: str, network: str,
             pod_cidr: str | None, bridge: str | None, pod_egress: str, apiserver_url_for_pods: str | None, keep_pods: bool, seed: int,
-            sim_start_latency: float, verbose: bool) -> None:
+            sim_start_latency: float, sim_ray_dashboard: str | None, verbose: bool) -> None:
     """Run the node agent (kubelet): register Nodes and run the Pods bound to them."""
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -95,10 +137,16 @@ def command(kubeconfig: str | None, runtime: str, nodes: int, node_cpu: str | No
             logging.getLogger(noisy).setLevel(logging.WARNING)
     if node_names and len(node_names) != nodes:
         raise click.BadParameter(f"{len(node_names)} --node-name given for --nodes {nodes}")
+    if sim_ray_dashboard is not None:
+        if runtime != "simulated":
+            raise click.BadParameter("--sim-ray-dashboard needs --runtime simulated")
+        _, sep, port = sim_ray_dashboard.rpartition(":")
+        if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+            raise click.BadParameter(f"--sim-ray-dashboard {sim_ray_dashboard!r}: expected HOST:PORT")
     options: dict[str, Any] = dict(
         runtime=runtime, data_dir=Path(data_dir), nodes=nodes, node_cpu=node_cpu, node_memory=node_memory,
         node_gpus=node_gpus, node_names=list(node_names) or None, node_name_prefix=node_name_prefix,
         network=network, pod_cidr=pod_cidr, bridge=bridge, pod_egress=pod_egress, apiserver_url_for_pods=apiserver_url_for_pods,
-        keep_pods=keep_pods, seed=seed, sim_start_latency=sim_start_latency,
+        keep_pods=keep_pods, seed=seed, sim_start_latency=sim_start_latency, sim_ray_dashboard=sim_ray_dashboard,
     )
     asyncio.run(_run(kubeconfig, options))

@@ -193,20 +193,16 @@ def _simulated_ray_dashboard(api: Any, agent_holder: list[Any]) -> tuple[Any, An
     SUCCEEDED, and its submitter Pod exits. Returns it and the informer factory it reads Pods and
     RayJobs from."""
     from pumice._util.clock import default_clock
-    from pumice.api.scheme import POD, RAY_JOB
     from pumice.client.informer import SharedInformerFactory
-    from pumice.simulate.ray_dashboard import SimulatedRayDashboard
+    from pumice.simulate.ray_dashboard import on_informers
 
     informers = SharedInformerFactory(api)
-    pods = informers.informer(POD)
-    rayjobs = informers.informer(RAY_JOB)
 
     def finish_pod(uid: str, code: int) -> bool:
         finish = getattr(getattr(agent_holder[0], "runtime", None), "finish_pod", None) if agent_holder else None
         return bool(finish(uid, code)) if finish is not None else False
 
-    dashboard = SimulatedRayDashboard(default_clock(), pods=lambda ns, sel: pods.lister.list(ns, sel),
-                                      rayjobs=lambda ns, n: rayjobs.lister.get(ns, n), finish_pod=finish_pod)
+    dashboard, _ = on_informers(informers, finish_pod, default_clock())
     return dashboard, informers
 
 

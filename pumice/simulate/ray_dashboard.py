@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from pumice._util.clock import Clock, parse_rfc3339
 from pumice.api import Obj
@@ -54,6 +55,8 @@ class _Job:
     start: float = 0.0
     end: float = 0.0
     submitter_ended: bool = False
+    cluster: str = ""  # "<namespace>/<name>" of the RayCluster it runs on
+    submissions: int = 0  # accepted POST /api/jobs/ (HTTPMode); a second one with this id is refused
 
 
 @dataclass
@@ -120,7 +123,7 @@ class SimulatedRayDashboard:
                 return None
         elif self.gang_started(cluster) is None:
             return None
-        job = _Job(job_id, owner, ns, str((rj.get("spec") or {}).get("entrypoint", "")))
+        job = _Job(job_id, owner, ns, str((rj.get("spec") or {}).get("entrypoint", "")), cluster=_key(cluster))
         self.jobs[job_id] = job
         return job
 
@@ -164,7 +167,7 @@ class SimulatedRayDashboardClient:
     def __init__(self, state: SimulatedRayDashboard, cluster: Obj) -> None:
         self.state = state
         self.cluster = cluster
-        self.key = f"{(cluster.get('metadata') or {}).get('namespace', '')}/{(cluster.get('metadata') or {}).get('name', '')}"
+        self.key = _key(cluster)
 
     def _job(self, job_id: str) -> _Job | None:
         job = self.state.jobs.get(job_id) or self.state._submitted(self.cluster, job_id)
@@ -177,15 +180,33 @@ class SimulatedRayDashboardClient:
         return None if job is None else self.state.info(job)
 
     async def list_jobs(self) -> list[RayJobInfo]:
-        return [self.state.info(j) for j in sorted(self.state.jobs.values(), key=lambda j: j.job_id)]
+        """The jobs of this cluster, by submission id."""
+        mine = [j for j in self.state.jobs.values() if j.cluster == self.key]
+        for j in mine:
+            self.state._advance(j, self.cluster)
+        return [self.state.info(j) for j in sorted(mine, key=lambda j: j.job_id)]
 
     async def submit_job(self, rayjob: Obj) -> str:
         body = submit_request_body(rayjob)
-        job_id = str(body["submission_id"])
         md = rayjob.get("metadata") or {}
-        if job_id not in self.state.jobs:
-            self.state.jobs[job_id] = _Job(job_id, md.get("name", ""), md.get("namespace", ""),
-                                           str(body.get("entrypoint", "")))
+        return self.submit(body, str(md.get("name", "")), accept_existing=True)
+
+    def submit(self, body: Obj, rayjob: str, *, accept_existing: bool = False) -> str:
+        """Record a ``POST /api/jobs/`` body; returns its submission id.
+
+        Raises:
+            DashboardError: the id is already used (Ray's answer, HTTP 400), unless
+                ``accept_existing`` (the controller's client treats that answer as success).
+        """
+        job_id = str(body.get("submission_id") or "")
+        job = self.state.jobs.get(job_id)
+        if job is not None and job.submissions and not accept_existing:
+            raise DashboardError(f"Job with submission_id {job_id} already exists. "
+                                 "Please use a different submission_id.")
+        if job is None:
+            ns = (self.cluster.get("metadata") or {}).get("namespace", "")
+            job = self.state.jobs[job_id] = _Job(job_id, rayjob, ns, str(body.get("entrypoint", "")), cluster=self.key)
+        job.submissions += 1
         return job_id
 
     async def get_job_log(self, job_id: str) -> str:
@@ -230,6 +251,127 @@ class SimulatedRayDashboardClient:
                 mine[name] = _App(name, now, app)
         for gone in set(mine) - names:
             del mine[gone]
+
+
+def on_informers(informers: Any, finish_pod: Callable[[str, int], bool], clock: Clock
+                 ) -> tuple[SimulatedRayDashboard, Callable[[str, str], Obj | None]]:
+    """A :class:`SimulatedRayDashboard` reading Pods and RayJobs from ``informers`` (a
+    :class:`~pumice.client.informer.SharedInformerFactory`, started by the caller), and the
+    RayCluster getter ``(namespace, name) -> RayCluster or None`` that :func:`asgi_app` needs."""
+    from pumice.api.scheme import POD, RAY_CLUSTER, RAY_JOB
+
+    pods = informers.informer(POD)
+    rayjobs = informers.informer(RAY_JOB)
+    clusters = informers.informer(RAY_CLUSTER)
+    dashboard = SimulatedRayDashboard(clock, pods=lambda ns, sel: pods.lister.list(ns, sel),
+                                      rayjobs=lambda ns, n: rayjobs.lister.get(ns, n), finish_pod=finish_pod)
+    return dashboard, lambda ns, n: clusters.lister.get(ns, n)
+
+
+def _key(cluster: Obj) -> str:
+    md = cluster.get("metadata") or {}
+    return f"{md.get('namespace', '')}/{md.get('name', '')}"
+
+
+def info_wire(info: RayJobInfo) -> Obj:
+    """``info`` as Ray's job REST API answers it (``JobDetails``: the inverse of
+    :meth:`RayJobInfo.from_wire`)."""
+    return {"status": info.job_status, "entrypoint": info.entrypoint, "job_id": info.job_id or None,
+            "submission_id": info.submission_id, "message": info.message, "error_type": info.error_type or None,
+            "start_time": info.start_time, "end_time": info.end_time or None, "metadata": info.metadata,
+            "runtime_env": info.runtime_env, "type": "SUBMISSION"}
+
+
+def asgi_app(dashboard: SimulatedRayDashboard, clusters: Callable[[str, str], Obj | None]) -> Any:
+    """The simulated dashboards of every Ray cluster as one HTTP app: the Jobs and Serve REST API of
+    RayCluster ``<namespace>/<name>`` under ``/<namespace>/<name>/`` (``GET/POST /api/jobs/``,
+    ``GET/DELETE /api/jobs/<id>``, ``GET /api/jobs/<id>/logs``, ``POST /api/jobs/<id>/stop``,
+    ``GET/PUT /api/serve/applications/``), for controllers in another process (``pumice
+    controller-manager --ray-dashboard-proxy``). ``clusters(namespace, name)`` gives the RayCluster
+    (an informer lister's ``get``); one it does not know yet is answered 503, not 404 (a 404 would
+    say "no such job").
+
+    Mirrors: ray dashboard/modules/job/job_head.py (paths, bodies, the 400 on a reused
+    submission_id, 404 on an unknown job).
+    """
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    def client(request: Request) -> SimulatedRayDashboardClient | JSONResponse:
+        ns, name = request.path_params["ns"], request.path_params["name"]
+        cluster = clusters(ns, name)
+        if cluster is None:
+            return JSONResponse({"error": f"no Ray cluster {ns}/{name} (yet)"}, status_code=503)
+        return SimulatedRayDashboardClient(dashboard, cluster)
+
+    async def jobs(request: Request) -> JSONResponse:
+        c = client(request)
+        if isinstance(c, JSONResponse):
+            return c
+        if request.method == "GET":
+            return JSONResponse([info_wire(i) for i in await c.list_jobs()])
+        body = await request.json()
+        if not isinstance(body, dict) or not body.get("entrypoint"):
+            return JSONResponse({"error": "entrypoint is required"}, status_code=400)
+        try:
+            job_id = c.submit(body, _owner_rayjob(c.cluster) or "")
+        except DashboardError as e:
+            return JSONResponse({"error": str(e)}, status_code=400)
+        return JSONResponse({"job_id": job_id, "submission_id": job_id})
+
+    async def job(request: Request) -> JSONResponse:
+        c = client(request)
+        if isinstance(c, JSONResponse):
+            return c
+        job_id = request.path_params["job_id"]
+        if request.method == "DELETE":
+            await c.delete_job(job_id)
+            return JSONResponse({"deleted": True})
+        info = await c.get_job_info(job_id)
+        if info is None:
+            return JSONResponse({"error": f"Job {job_id} does not exist"}, status_code=404)
+        return JSONResponse(info_wire(info))
+
+    async def logs(request: Request) -> JSONResponse:
+        c = client(request)
+        if isinstance(c, JSONResponse):
+            return c
+        try:
+            return JSONResponse({"logs": await c.get_job_log(request.path_params["job_id"])})
+        except DashboardError as e:
+            return JSONResponse({"error": str(e)}, status_code=404)
+
+    async def stop(request: Request) -> JSONResponse:
+        c = client(request)
+        if isinstance(c, JSONResponse):
+            return c
+        job_id = request.path_params["job_id"]
+        before = c._job(job_id)
+        if before is None:
+            return JSONResponse({"error": f"Job {job_id} does not exist"}, status_code=404)
+        was_terminal = before.status in TERMINAL
+        await c.stop_job(job_id)
+        return JSONResponse({"stopped": not was_terminal})
+
+    async def serve(request: Request) -> JSONResponse:
+        c = client(request)
+        if isinstance(c, JSONResponse):
+            return c
+        if request.method == "PUT":
+            await c.update_deployments(await request.json())
+            return JSONResponse({})
+        return JSONResponse(await c.get_serve_details())
+
+    prefix = "/{ns}/{name}"
+    return Starlette(routes=[
+        Route(prefix + "/api/jobs/", jobs, methods=["GET", "POST"]),
+        Route(prefix + "/api/jobs/{job_id}", job, methods=["GET", "DELETE"]),
+        Route(prefix + "/api/jobs/{job_id}/logs", logs, methods=["GET"]),
+        Route(prefix + "/api/jobs/{job_id}/stop", stop, methods=["POST"]),
+        Route(prefix + "/api/serve/applications/", serve, methods=["GET", "PUT"]),
+    ])
 
 
 def _owner_rayjob(cluster: Obj) -> str | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pumice._util.clock import FakeClock, rfc3339
 from pumice.api import Obj
 from pumice.controllers.ray.rayservice import apps_from_serve_details
@@ -78,3 +80,33 @@ async def test_serve_applications_run_after_the_start_delay() -> None:
     ready, apps = apps_from_serve_details(await client.get_serve_details())
     assert ready and apps["app"]["status"] == "RUNNING"
     assert apps["app"]["serveDeploymentStatuses"]["Model"]["status"] == "HEALTHY"
+
+
+async def test_the_http_app_serves_each_cluster_under_its_name_to_the_operators_http_client() -> None:
+    import httpx2
+
+    from pumice.controllers.ray.dashboard import (
+        DashboardError,
+        HttpDashboardClient,
+        proxied_dashboard_client_factory,
+    )
+    from pumice.simulate.ray_dashboard import asgi_app
+
+    clock = FakeClock(1_000.0)
+    dash, _pods, _ = _setup(clock, "HTTPMode")
+    app = asgi_app(dash, lambda ns, n: CLUSTER if (ns, n) == ("ns", "rc") else None)
+    transport = httpx2.ASGITransport(app=app)
+    client = proxied_dashboard_client_factory("http://sim:1")(CLUSTER, "unused")
+    assert isinstance(client, HttpDashboardClient) and client.base_url == "http://sim:1/ns/rc"
+    client._kwargs["transport"] = transport
+    rayjob = {"metadata": {"name": "job", "namespace": "ns"}, "spec": {"entrypoint": "x"}, "status": {"jobId": "id-3"}}
+    assert await client.get_job_info("id-3") is None  # 404: no such job
+    assert await client.submit_job(rayjob) == "id-3"
+    assert await client.submit_job(rayjob) == "id-3"  # Ray refuses the reused id; the operator takes it as done
+    assert dash.jobs["id-3"].submissions == 1
+    info = await client.get_job_info("id-3")
+    assert info is not None and info.job_status == "PENDING" and info.submission_id == "id-3"
+    assert [j.submission_id for j in await client.list_jobs()] == ["id-3"]
+    other = HttpDashboardClient("http://sim:1/ns/unknown", transport=transport)
+    with pytest.raises(DashboardError, match="503"):  # a cluster not known yet is an error, not "no such job"
+        await other.get_job_info("id-3")

@@ -21,6 +21,7 @@ import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+from urllib.parse import quote
 
 import httpx2
 
@@ -227,6 +228,22 @@ def http_dashboard_client_factory(cluster: Obj, dashboard_url: str) -> RayDashbo
     if pod_ip:
         return HttpDashboardClient(f"http://{pod_ip}:{dashboard_port_of(cluster)}")
     return HttpDashboardClient(dashboard_url)
+
+
+def proxied_dashboard_client_factory(base_url: str) -> DashboardClientFactory:
+    """A factory that reaches RayCluster ``<ns>/<name>``'s dashboard at ``<base_url>/<ns>/<name>``
+    (a proxy that routes by cluster, for an operator that cannot dial Pod IPs; the simulated node
+    agent's ``--sim-ray-dashboard`` serves this layout)."""
+    base = base_url.rstrip("/")
+    if not base.startswith(("http://", "https://")):
+        base = "http://" + base
+
+    def factory(cluster: Obj, dashboard_url: str) -> RayDashboardClient:
+        md = cluster.get("metadata") or {}
+        return HttpDashboardClient(f"{base}/{quote(str(md.get('namespace', '')), safe='')}/"
+                                   f"{quote(str(md.get('name', '')), safe='')}")
+
+    return factory
 
 
 ServeProxyHealthCheck = Callable[[str, int], Awaitable[bool]]
