@@ -15,28 +15,9 @@ import time
 from pathlib import Path
 
 from pumice.testing.paths import repo_root, samples_dir
-from pumice.testing.up import CHROMIUM, CHROMIUM_ARGS, start_up, stop_up
+from pumice.testing.up import CHROMIUM, CHROMIUM_ARGS, sleeping_vcjob, start_up, stop_up
 
 QUEUE = "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: %s}\nspec: {weight: %d, capability: {cpu: '%d'}}\n"
-JOB = """apiVersion: batch.volcano.sh/v1alpha1
-kind: Job
-metadata: {name: %(name)s, namespace: default}
-spec:
-  minAvailable: %(n)d
-  schedulerName: volcano
-  queue: %(queue)s
-  tasks:
-  - name: worker
-    replicas: %(n)d
-    template:
-      spec:
-        restartPolicy: Never
-        containers:
-        - name: main
-          image: busybox
-          command: ["sleep", "3600"]
-          resources: {requests: {cpu: "%(cpu)s", memory: 1Gi}}
-"""
 
 
 def main() -> None:
@@ -49,10 +30,10 @@ def main() -> None:
         up.kubectl("apply", "-f", "-", input=QUEUE % ("research", 3, 16) + "---\n" + QUEUE % ("batch", 1, 8))
         for name, n, queue, cpu in (("train-a", 4, "research", "2"), ("train-b", 2, "research", "1"),
                                     ("etl", 3, "batch", "1")):
-            up.kubectl("apply", "-f", "-", input=JOB % {"name": name, "n": n, "queue": queue, "cpu": cpu})
+            up.kubectl("apply", "-f", "-", input=sleeping_vcjob(name, replicas=n, queue=queue, cpu=cpu))
         time.sleep(wait / 2)
         for name, n, queue, cpu in (("train-c", 4, "research", "2"), ("too-big", 3, "batch", "500")):
-            up.kubectl("apply", "-f", "-", input=JOB % {"name": name, "n": n, "queue": queue, "cpu": cpu})
+            up.kubectl("apply", "-f", "-", input=sleeping_vcjob(name, replicas=n, queue=queue, cpu=cpu))
         up.kubectl("apply", "-f", str(samples_dir() / "kuberay" / "ray-cluster.sample.yaml"))
         time.sleep(wait / 2)
         from playwright.sync_api import sync_playwright

@@ -28,6 +28,34 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
+_SLEEPING_VCJOB = """apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: %(name)s, namespace: default}
+spec:
+  minAvailable: %(n)d
+  schedulerName: volcano
+  queue: %(queue)s
+  tasks:
+  - name: worker
+    replicas: %(n)d
+    template:
+      spec:
+        restartPolicy: Never
+        containers:
+        - name: main
+          image: busybox
+          command: ["sleep", "3600"]
+          resources: {requests: {cpu: "%(cpu)s", memory: 1Gi}}
+"""
+
+
+def sleeping_vcjob(name: str, *, replicas: int, queue: str, cpu: str) -> str:
+    """A Volcano Job manifest (YAML text for ``kubectl apply -f -``) in namespace default: a gang
+    of ``replicas`` (minAvailable = replicas) busybox Pods that sleep an hour, each requesting
+    ``cpu`` (a quantity string) and 1Gi, in Volcano queue ``queue``."""
+    return _SLEEPING_VCJOB % {"name": name, "n": replicas, "queue": queue, "cpu": cpu}
+
+
 @dataclass
 class Up:
     """A running ``pumice up``: dashboard URL, kubeconfig, bearer token, data dir."""

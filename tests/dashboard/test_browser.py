@@ -12,6 +12,7 @@ import time
 import pytest
 
 from pumice.testing.paths import samples_dir
+from pumice.testing.up import sleeping_vcjob
 
 pytestmark = [pytest.mark.browser, pytest.mark.kubectl]
 
@@ -20,27 +21,6 @@ apiVersion: scheduling.volcano.sh/v1beta1
 kind: Queue
 metadata: {name: %(name)s}
 spec: {weight: 2, capability: {cpu: "6", memory: 24Gi}}
-"""
-
-VCJOB = """
-apiVersion: batch.volcano.sh/v1alpha1
-kind: Job
-metadata: {name: %(name)s, namespace: default}
-spec:
-  minAvailable: %(n)d
-  schedulerName: volcano
-  queue: %(queue)s
-  tasks:
-  - name: worker
-    replicas: %(n)d
-    template:
-      spec:
-        restartPolicy: Never
-        containers:
-        - name: main
-          image: busybox
-          command: ["sleep", "3600"]
-          resources: {requests: {cpu: "%(cpu)s", memory: 1Gi}}
 """
 
 
@@ -57,8 +37,8 @@ def wait_until(fn, timeout: float = 20.0, what: str = "condition") -> None:
 def objects(up):
     """A queue with a running gang, a gang that can never fit, and the upstream RayCluster sample."""
     up.kubectl("apply", "-f", "-", input=QUEUE % {"name": "team-a"})
-    up.kubectl("apply", "-f", "-", input=VCJOB % {"name": "small", "n": 2, "queue": "team-a", "cpu": "1"})
-    up.kubectl("apply", "-f", "-", input=VCJOB % {"name": "huge", "n": 3, "queue": "default", "cpu": "500"})
+    up.kubectl("apply", "-f", "-", input=sleeping_vcjob("small", replicas=2, queue="team-a", cpu="1"))
+    up.kubectl("apply", "-f", "-", input=sleeping_vcjob("huge", replicas=3, queue="default", cpu="500"))
     up.kubectl("apply", "-f", str(samples_dir() / "kuberay" / "ray-cluster.sample.yaml"))
     wait_until(lambda: "Running" in up.kubectl("get", "vcjob", "small", "-o", "jsonpath={.status.state.phase}"),
                60, "vcjob small Running")
@@ -133,7 +113,7 @@ def test_a_vcjob_created_with_kubectl_appears_in_the_open_page_without_reload(ob
     page.goto(objects.url + "vcjobs")
     page.evaluate("window.__notReloaded = true")
     assert "late-arrival" not in page.inner_text("#vcjobs")
-    objects.kubectl("apply", "-f", "-", input=VCJOB % {"name": "late-arrival", "n": 1, "queue": "team-a", "cpu": "1"})
+    objects.kubectl("apply", "-f", "-", input=sleeping_vcjob("late-arrival", replicas=1, queue="team-a", cpu="1"))
     page.wait_for_selector("#vcjobs a:has-text('late-arrival')", timeout=15_000)
     assert page.evaluate("window.__notReloaded") is True
     page.context.close()
@@ -198,7 +178,7 @@ def test_phone_width_and_keyboard(objects, browser, login, shot) -> None:
 
 
 def test_suspending_and_resuming_a_vcjob_goes_through_commands(objects, browser, login, shot) -> None:
-    objects.kubectl("apply", "-f", "-", input=VCJOB % {"name": "pausable", "n": 1, "queue": "team-a", "cpu": "1"})
+    objects.kubectl("apply", "-f", "-", input=sleeping_vcjob("pausable", replicas=1, queue="team-a", cpu="1"))
     wait_until(lambda: objects.kubectl("get", "vcjob", "pausable", "-o", "jsonpath={.status.state.phase}") == "Running",
                60, "pausable Running")
     page = login(browser, objects)
