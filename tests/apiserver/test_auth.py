@@ -22,8 +22,7 @@ from pumice.api import Obj
 from pumice.apiserver.authn import Authenticator, ServiceAccountTokenIssuer, TokenFileError, load_token_file
 from pumice.apiserver.authz import RBACAuthorizer, forbidden_message, request_attributes
 from pumice.testing.cluster import HttpServer, serve_http
-
-from .test_kubectl import kubectl_binary
+from pumice.testing.kubectl import kubectl_binary
 
 TOKENS = 'alice-token,alice,1001,"dev,qa"\nbob-token,bob,1002\n# a comment\n'
 

@@ -4,7 +4,6 @@ reference/kubectl-traces.txt, the upstream CRDs and the sample manifests."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -14,16 +13,10 @@ import pytest
 import yaml
 
 from pumice.testing.cluster import HttpServer, serve_http
-from pumice.testing.paths import kubectl_path, samples_dir
+from pumice.testing.kubectl import Kubectl
+from pumice.testing.paths import samples_dir
 
 pytestmark = pytest.mark.kubectl
-
-
-def kubectl_binary() -> str:
-    found = kubectl_path()
-    if found is None:
-        pytest.fail("kubectl is missing: run `python tools/install_kubectl.py .venv/bin` (make test does)")
-    return str(found)
 
 
 @pytest.fixture(scope="module")
@@ -33,21 +26,9 @@ def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
 
 
 @pytest.fixture(scope="module")
-def kubectl(srv: HttpServer, tmp_path_factory: pytest.TempPathFactory):
-    binary = kubectl_binary()
+def kubectl(srv: HttpServer, tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
     cache = tmp_path_factory.mktemp("kubecache")
-    env = {**os.environ, "KUBECONFIG": str(srv.kubeconfig), "HOME": str(cache)}
-
-    def run(*args: str, check: bool = True, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        p = subprocess.run([binary, "--cache-dir", str(cache / "cache"), *args], env=env, capture_output=True,
-                           text=True, timeout=60, input=stdin)
-        if check and p.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)} failed ({p.returncode}): {p.stderr}")
-        return p
-
-    run.env = env  # type: ignore[attr-defined]
-    run.cmd = [binary, "--cache-dir", str(cache / "cache")]  # type: ignore[attr-defined]
-    return run
+    return Kubectl(srv.kubeconfig, cache, cache_dir=cache / "cache")
 
 
 POD = """

@@ -6,15 +6,12 @@ needs /openapi/v2 (protobuf) and /openapi/v3 schemas: ``apply -f`` of a ``kind: 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from collections.abc import Iterator
 
 import pytest
 
 from pumice.testing.cluster import HttpServer, serve_http
-
-from .test_kubectl import kubectl_binary
+from pumice.testing.kubectl import Kubectl
 
 pytestmark = pytest.mark.kubectl
 
@@ -26,19 +23,9 @@ def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
 
 
 @pytest.fixture(scope="module")
-def kubectl(srv: HttpServer, tmp_path_factory: pytest.TempPathFactory):
-    binary = kubectl_binary()
+def kubectl(srv: HttpServer, tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
     cache = tmp_path_factory.mktemp("kubecache")
-    env = {**os.environ, "KUBECONFIG": str(srv.kubeconfig), "HOME": str(cache)}
-
-    def run(*args: str, check: bool = True, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        p = subprocess.run([binary, "--cache-dir", str(cache / "cache"), *args], env=env, capture_output=True,
-                           text=True, timeout=60, input=stdin)
-        if check and p.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)} failed ({p.returncode}): {p.stderr}")
-        return p
-
-    return run
+    return Kubectl(srv.kubeconfig, cache, cache_dir=cache / "cache")
 
 
 def get(kubectl, *args: str) -> dict:

@@ -21,8 +21,7 @@ from pumice.api.scheme import POD
 from pumice.node.logs import LogServer
 from pumice.node.streaming import ExecTarget, ForwardTarget, StreamServer
 from pumice.testing.cluster import serve_http
-
-from .test_kubectl import kubectl_binary
+from pumice.testing.kubectl import kubectl_binary
 
 pytestmark = pytest.mark.kubectl
 

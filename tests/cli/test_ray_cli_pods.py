@@ -30,17 +30,10 @@ from click.testing import CliRunner
 from pumice.cli.main import main as cli
 from pumice.node.agent import NodeAgent
 from pumice.testing.cluster import HttpServer, serve_http
+from pumice.testing.kubectl import kubectl_binary
 from pumice.testing.node import phase_is, pod, wait_for
-from pumice.testing.paths import kubectl_path
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.skipif(os.geteuid() != 0, reason="mount namespaces need root")]
-
-
-def kubectl_binary() -> str:
-    found = kubectl_path()
-    if found is None:
-        pytest.fail("kubectl is missing: run `python tools/install_kubectl.py .venv/bin` (make test does)")
-    return str(found)
 
 
 @pytest.fixture

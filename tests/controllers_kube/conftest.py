@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from pumice.api import Obj
 from pumice.controllers.kube import KubeControllers, setup
 from pumice.runtime import Manager
 from pumice.scheduler.default.scheduler import DefaultScheduler
-from pumice.testing.cluster import local_cluster
+from pumice.testing.cluster import HttpServer, local_cluster, serve_http
 from pumice.testing.fake_kubelet import FakeKubelet
 
 
@@ -84,6 +85,31 @@ async def chain(*, nodes: int | list[str] = 3, manager: bool = True, kubelet: di
 async def env() -> AsyncIterator[Env]:
     async with chain() as e:
         yield e
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[tuple[HttpServer, Any]]:
+    """The chain behind the HTTPS server (for kubectl): yields the server and a client of it."""
+    async with serve_http(tmp_path) as srv:
+        clients = [srv.client() for _ in range(4)]
+        kubelet = FakeKubelet(clients[0], nodes=2)
+        await kubelet.start()
+        sched = DefaultScheduler(clients[1])
+        await sched.start()
+        mgr = Manager(clients[2], graceful_shutdown_timeout=2.0)
+        setup(mgr)
+        task = asyncio.create_task(mgr.start())
+        try:
+            await asyncio.wait_for(mgr.wait_started(), 30)
+            yield srv, clients[3]
+        finally:
+            mgr.stop()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(task, 30)
+            await sched.stop()
+            await kubelet.stop()
+            for c in clients:
+                await c.close()
 
 
 def deployment(name: str, replicas: int, *, image: str = "nginx:1", max_unavailable: Any = None,

@@ -5,49 +5,17 @@ new one)."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pumice.api.scheme import REPLICA_SET
-from pumice.controllers.kube import setup
-from pumice.runtime import Manager
-from pumice.scheduler.default.scheduler import DefaultScheduler
-from pumice.testing.cluster import HttpServer, serve_http
-from pumice.testing.fake_kubelet import FakeKubelet
 
 from .conftest import eventually
 from .test_kubectl import kubectl
 
 pytestmark = pytest.mark.kubectl
-
-
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[tuple[HttpServer, Any]]:
-    async with serve_http(tmp_path) as srv:
-        clients = [srv.client() for _ in range(4)]
-        kubelet = FakeKubelet(clients[0], nodes=2)
-        await kubelet.start()
-        sched = DefaultScheduler(clients[1])
-        await sched.start()
-        mgr = Manager(clients[2], graceful_shutdown_timeout=2.0)
-        setup(mgr)
-        task = asyncio.create_task(mgr.start())
-        try:
-            await asyncio.wait_for(mgr.wait_started(), 30)
-            yield srv, clients[3]
-        finally:
-            mgr.stop()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(task, 30)
-            await sched.stop()
-            await kubelet.stop()
-            for c in clients:
-                await c.close()
 
 
 CREATE_COMMANDS = [

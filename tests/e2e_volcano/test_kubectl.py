@@ -18,6 +18,7 @@ from pumice.api import scheme
 from pumice.client.kubeconfig import connect
 from pumice.controllers.volcano import admission_plugins
 from pumice.testing.cluster import serve_http
+from pumice.testing.kubectl import run_kubectl
 from pumice.testing.paths import shared_dir
 from pumice.testing.volcano_controllers import eventually, running_controllers
 
@@ -26,14 +27,6 @@ pytestmark = [pytest.mark.kubectl, pytest.mark.asyncio(loop_scope="module"),
 
 SAMPLES = shared_dir() / "samples" / "volcano"
 EXAMPLES = SAMPLES / "example"
-
-
-async def kubectl(kubeconfig: Path, *args: str) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        "kubectl", "--kubeconfig", str(kubeconfig), *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
-    return proc.returncode or 0, out.decode(), err.decode()
 
 
 @contextlib.asynccontextmanager
@@ -66,7 +59,7 @@ async def srv(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Any]:
 
 
 async def test_upstream_crds_apply_cleanly(srv: Any) -> None:
-    code, out, err = await kubectl(srv.kubeconfig, "apply", "-f", str(SAMPLES / "config/crd/volcano/bases"))
+    code, out, err = await run_kubectl(srv.kubeconfig, "apply", "-f", str(SAMPLES / "config/crd/volcano/bases"))
     assert code == 0, err
     for crd in ("jobs.batch.volcano.sh", "commands.bus.volcano.sh", "podgroups.scheduling.volcano.sh",
                 "queues.scheduling.volcano.sh", "hypernodes.topology.volcano.sh"):
@@ -84,11 +77,11 @@ async def test_every_invalid_job_is_refused_by_kubectl_apply(srv: Any) -> None:
     files = sorted((EXAMPLES / "invalid_jobs").glob("*.yaml"))
     assert {f.name for f in files} == set(INVALID)
     for f in files:
-        code, _out, err = await kubectl(srv.kubeconfig, "apply", "-f", str(f))
+        code, _out, err = await run_kubectl(srv.kubeconfig, "apply", "-f", str(f))
         assert code != 0, f.name
         assert 'admission webhook "validatejob.volcano.sh" denied the request' in err, err
         assert INVALID[f.name] in err, err
-    code, out, err = await kubectl(srv.kubeconfig, "get", "vcjob", "test-job-webhook-disallow")
+    code, out, err = await run_kubectl(srv.kubeconfig, "get", "vcjob", "test-job-webhook-disallow")
     assert code != 0 and "NotFound" in err, (out, err)
 
 
@@ -105,7 +98,7 @@ async def _pg_of(client: Any, job: str) -> dict | None:
 
 
 async def test_example_job_gets_its_podgroup_and_plugin_objects(srv: Any) -> None:
-    code, _out, err = await kubectl(srv.kubeconfig, "apply", "-f", str(EXAMPLES / "job.yaml"))
+    code, _out, err = await run_kubectl(srv.kubeconfig, "apply", "-f", str(EXAMPLES / "job.yaml"))
     assert code == 0, err
     pg = await eventually(lambda: _pg_of(srv.client, "test-job"))
     assert pg["spec"]["minMember"] == 3 and pg["spec"]["queue"] == "default"
@@ -116,7 +109,7 @@ async def test_example_job_gets_its_podgroup_and_plugin_objects(srv: Any) -> Non
     assert cm["data"]["VC_DEFAULT_NGINX_NUM"] == "6"
     svc = await eventually(lambda: _get(srv.client, scheme.SERVICE, "test-job"))
     assert svc["spec"]["clusterIP"] == "None"
-    code, out, err = await kubectl(srv.kubeconfig, "get", "vcjob", "test-job", "-o", "jsonpath={.status.state.phase}")
+    code, out, err = await run_kubectl(srv.kubeconfig, "get", "vcjob", "test-job", "-o", "jsonpath={.status.state.phase}")
     assert code == 0 and out == "Pending", (out, err)
     j = await srv.client.get(scheme.VCJOB, "test-job", "default")
     assert j["spec"]["maxRetry"] == 5 and j["spec"]["tasks"][0]["minAvailable"] == 6
@@ -126,7 +119,7 @@ async def test_example_job_gets_its_podgroup_and_plugin_objects(srv: Any) -> Non
     "job-plugin.yaml", "task-start-dependency/job.yaml", "integrations/ray/ray-example.yaml",
 ])
 async def test_example_vcjobs_apply(srv: Any, path: str) -> None:
-    code, out, err = await kubectl(srv.kubeconfig, "apply", "-f", str(EXAMPLES / path))
+    code, out, err = await run_kubectl(srv.kubeconfig, "apply", "-f", str(EXAMPLES / path))
     assert code == 0, err
     name = out.split()[0].split("/")[-1]
     assert await eventually(lambda: _pg_of(srv.client, name))
@@ -136,16 +129,16 @@ async def test_elastic_job_example_has_a_typo_that_strict_validation_reports(srv
     # the upstream file writes ``priorityClass`` (not priorityClassName) in the Pod templates; a
     # real kube-apiserver refuses that under kubectl's default strict validation, and so do we
     path = str(EXAMPLES / "kubecon-2019-china/task-priority/elastic-job.yaml")
-    code, _out, err = await kubectl(srv.kubeconfig, "apply", "-f", path)
+    code, _out, err = await run_kubectl(srv.kubeconfig, "apply", "-f", path)
     assert code != 0 and 'unknown field "spec.tasks[0].template.spec.priorityClass"' in err, err
-    code, _out, err = await kubectl(srv.kubeconfig, "apply", "--validate=false", "-f", path)
+    code, _out, err = await run_kubectl(srv.kubeconfig, "apply", "--validate=false", "-f", path)
     assert code == 0, err
     pg = await eventually(lambda: _pg_of(srv.client, "elastic-job"))
     assert pg["spec"]["minMember"] == 3 and pg["spec"]["minTaskMember"] == {"worker": 9, "master": 1}
 
 
 async def test_deployment_example_gets_a_queue_and_the_queue_defaults(srv: Any) -> None:
-    code, _out, err = await kubectl(srv.kubeconfig, "apply", "-f", str(EXAMPLES / "deployment/queue.yaml"))
+    code, _out, err = await run_kubectl(srv.kubeconfig, "apply", "-f", str(EXAMPLES / "deployment/queue.yaml"))
     assert code == 0, err
     q = await eventually(lambda: _open(srv.client, "test"))
     assert q["spec"]["reclaimable"] is False and q["spec"]["weight"] == 1
@@ -158,7 +151,7 @@ async def test_deployment_example_gets_a_queue_and_the_queue_defaults(srv: Any) 
     task = asyncio.create_task(kube.start())
     try:
         await kube.wait_started()
-        code, _out, err = await kubectl(srv.kubeconfig, "apply", "-f", str(EXAMPLES / "deployment/deployment.yaml"))
+        code, _out, err = await run_kubectl(srv.kubeconfig, "apply", "-f", str(EXAMPLES / "deployment/deployment.yaml"))
         assert code == 0, err
         # the Deployment's Pod is Volcano's: it gets podgroup-<ReplicaSet uid> in queue "test"
         pod = await eventually(lambda: _grouped_pod(srv.client), timeout=10)
@@ -187,11 +180,11 @@ async def _open(client: Any, name: str) -> dict | None:
 
 
 async def test_hierarchical_queues_and_jobs_apply(srv: Any) -> None:
-    code, _out, err = await kubectl(srv.kubeconfig, "apply", "-f", str(EXAMPLES / "hierarchical-jobs/queues.yaml"))
+    code, _out, err = await run_kubectl(srv.kubeconfig, "apply", "-f", str(EXAMPLES / "hierarchical-jobs/queues.yaml"))
     assert code == 0, err
     for q in ("root-eng-prod", "root-eng-dev", "root-sci-prod", "root-sci-dev"):
         await eventually(lambda q=q: _open(srv.client, q))
-    code, _out, err = await kubectl(srv.kubeconfig, "apply", "-f", str(EXAMPLES / "hierarchical-jobs/jobs.yaml"))
+    code, _out, err = await run_kubectl(srv.kubeconfig, "apply", "-f", str(EXAMPLES / "hierarchical-jobs/jobs.yaml"))
     assert code == 0, err
     q = await srv.client.get(scheme.QUEUE, "root-eng-prod")
     assert q["metadata"]["annotations"]["volcano.sh/hierarchy"] == "root/eng/prod"
@@ -204,7 +197,7 @@ async def test_staging_artifacts_apply(srv: Any) -> None:
     for f in ("queue.yaml", "podgroup.yaml", "vcjob.yaml"):
         path = SAMPLES / "staging-apis-artifacts" / f
         ns = ["-n", "staging"] if f == "vcjob.yaml" else []
-        code, _out, err = await kubectl(srv.kubeconfig, "apply", *ns, "-f", str(path))
+        code, _out, err = await run_kubectl(srv.kubeconfig, "apply", *ns, "-f", str(path))
         if code != 0 and f == "queue.yaml":
             raise AssertionError(err)
         if f == "queue.yaml":
@@ -217,7 +210,7 @@ async def _any_open(client: Any) -> bool:
 
 
 async def test_default_queue_cannot_be_deleted_with_kubectl(srv: Any) -> None:
-    code, _out, err = await kubectl(srv.kubeconfig, "delete", "queue", "default")
+    code, _out, err = await run_kubectl(srv.kubeconfig, "delete", "queue", "default")
     assert code != 0
     assert "`default` queue can not be deleted" in err
 
@@ -226,7 +219,7 @@ async def test_pumice_explain_cli_against_the_http_server(srv: Any) -> None:
     import sys
 
     if await _get(srv.client, scheme.VCJOB, "test-job") is None:  # re-applying would be refused (see above)
-        code, _out, err = await kubectl(srv.kubeconfig, "apply", "-f", str(EXAMPLES / "job.yaml"))
+        code, _out, err = await run_kubectl(srv.kubeconfig, "apply", "-f", str(EXAMPLES / "job.yaml"))
         assert code == 0, err
     await eventually(lambda: _pg_of(srv.client, "test-job"))
     proc = await asyncio.create_subprocess_exec(
@@ -250,7 +243,7 @@ async def test_every_example_manifest_of_a_served_kind_applies(srv: Any) -> None
     apiVersion is not served (the kubecon PriorityClasses are scheduling.k8s.io/v1beta1)."""
     import yaml
 
-    code, out, err = await kubectl(srv.kubeconfig, "api-versions")
+    code, out, err = await run_kubectl(srv.kubeconfig, "api-versions")
     assert code == 0, err
     served = set(out.split())
     files = sorted(p for p in EXAMPLES.rglob("*.yaml") if "invalid_jobs" not in p.parts)
@@ -264,7 +257,7 @@ async def test_every_example_manifest_of_a_served_kind_applies(srv: Any) -> None
         ns = f"ex{i}"
         await srv.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
         validate = ["--validate=false"] if f.name == "elastic-job.yaml" else []  # see the typo test
-        code, _out, err = await kubectl(srv.kubeconfig, "apply", "-n", ns, *validate, "-f", str(f))
+        code, _out, err = await run_kubectl(srv.kubeconfig, "apply", "-n", ns, *validate, "-f", str(f))
         assert code == 0, (str(f), err)
         applied.append(str(f.relative_to(EXAMPLES)))
     assert skipped == ["high-priority.yaml", "normal-priority.yaml"], skipped

@@ -6,6 +6,7 @@ ways, all over the WebSocket channel protocol the API server relays to the node 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import pty
 import select
@@ -19,20 +20,14 @@ from typing import Any
 import pytest
 
 from pumice.node.agent import NodeAgent
+from pumice.testing import kubectl as kubectl_tool
 from pumice.testing.cluster import HttpServer, serve_http
+from pumice.testing.kubectl import kubectl_binary
 from pumice.testing.node import phase_is, pod, wait_for
-from pumice.testing.paths import kubectl_path
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.skipif(os.geteuid() != 0, reason="mount namespaces need root")]
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
-
-
-def kubectl_binary() -> str:
-    found = kubectl_path()
-    if found is None:
-        pytest.fail("kubectl is missing: run `python tools/install_kubectl.py .venv/bin` (make test does)")
-    return str(found)
 
 
 @pytest.fixture
@@ -41,15 +36,9 @@ async def stack(data_dir: Path) -> AsyncIterator[tuple[HttpServer, NodeAgent, Ku
         agent = NodeAgent(srv.client(), runtime="process", data_dir=data_dir / "node", node_names=["node-0"],
                           node_cpu="4", node_memory="8Gi", lease_renew_interval=None, stop_grace=2.0)
         await agent.start()
-        env = {**os.environ, "KUBECONFIG": str(srv.kubeconfig), "HOME": str(data_dir)}
-        binary = kubectl_binary()
-
-        def kubectl(*args: str, stdin: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-            return subprocess.run([binary, *args], env=env, capture_output=True, text=True, timeout=timeout,
-                                  input=stdin)
-
+        kubectl = kubectl_tool.Kubectl(srv.kubeconfig, data_dir)
         try:
-            yield srv, agent, kubectl, env
+            yield srv, agent, functools.partial(kubectl, check=False), kubectl.env
         finally:
             await agent.stop()
 
