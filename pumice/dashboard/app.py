@@ -19,9 +19,10 @@ Errors from the API are shown to the user as the API's Status message, never as 
 from __future__ import annotations
 
 import asyncio
+import functools
 import html
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -133,6 +134,22 @@ def _package_dir(sub: str) -> Path:
     return Path(str(resources.files("pumice.dashboard") / sub))
 
 
+_Handler = Callable[["Dashboard", Request], Awaitable[Response]]
+
+
+def _signed_in(handler: _Handler) -> _Handler:
+    """A page handler for signed-in users only: without a session the request goes to the login
+    page (htmx requests get 401 with ``HX-Redirect: /login``)."""
+
+    @functools.wraps(handler)
+    async def page(self: Dashboard, request: Request) -> Response:
+        if self._session(request) is None:
+            return self._login_redirect(request)
+        return await handler(self, request)
+
+    return page
+
+
 class Dashboard:
     """The dashboard application.
 
@@ -239,11 +256,10 @@ class Dashboard:
     def _not_found(self, request: Request, what: str, *, hint: str | None = None) -> Response:
         return self._render(request, "", "missing.html", {"what": what, "hint": hint}, status_code=404)
 
+    @_signed_in
     async def no_page(self, request: Request) -> Response:
         """Any path no route serves: a 404 page with the navigation, and the list page the user
         probably meant (``/jobs`` -> ``/vcjobs``, ``/nodes/<name>`` -> ``/nodes``)."""
-        if self._session(request) is None:
-            return self._login_redirect(request)
         first = request.url.path.strip("/").split("/")[0].lower()
         page = first if first in LIST_PAGES else PAGE_ALIASES.get(first)
         return self._not_found(request, f"the page {request.url.path}", hint=f"/{page}" if page else None)
@@ -408,9 +424,8 @@ class Dashboard:
 
     # ------------------------------------------------------------------ overview
 
+    @_signed_in
     async def overview(self, request: Request) -> Response:
-        if self._session(request) is None:
-            return self._login_redirect(request)
         c = self.cache
         jobs, pgs, queues = c.list("Job"), c.list("PodGroup"), c.list("Queue")
         rcs, rjs, rss = c.list("RayCluster"), c.list("RayJob"), c.list("RayService")
@@ -449,9 +464,8 @@ class Dashboard:
 
     # ------------------------------------------------------------------ queues
 
+    @_signed_in
     async def queues(self, request: Request) -> Response:
-        if self._session(request) is None:
-            return self._login_redirect(request)
         rows, total = self._filter(request, self.cache.list("Queue"), default_sort="name")
         items = []
         for q in rows:
@@ -471,9 +485,8 @@ class Dashboard:
                 out[res] = val
         return out
 
+    @_signed_in
     async def queue(self, request: Request) -> Response:
-        if self._session(request) is None:
-            return self._login_redirect(request)
         name = request.path_params["name"]
         q = self.cache.get("Queue", None, name)
         if q is None:
@@ -530,16 +543,14 @@ class Dashboard:
 
     # ------------------------------------------------------------------ Volcano Jobs, PodGroups
 
+    @_signed_in
     async def vcjobs(self, request: Request) -> Response:
-        if self._session(request) is None:
-            return self._login_redirect(request)
         rows, total = self._filter(request, self.cache.list("Job"))
         items = v.job_rows(rows, self.cache.list("PodGroup"), self.cache.clock.now())
         return self._render(request, "vcjobs", "vcjobs.html", {"items": items, "total": total})
 
+    @_signed_in
     async def vcjob(self, request: Request) -> Response:
-        if self._session(request) is None:
-            return self._login_redirect(request)
         ns, name = request.path_params["ns"], request.path_params["name"]
         j = self.cache.get("Job", ns, name)
         if j is None:
@@ -580,16 +591,14 @@ class Dashboard:
                                    doing=f"delete job {ns}/{name}")
         return self._not_found(request, f"the page {request.url.path}")
 
+    @_signed_in
     async def podgroups(self, request: Request) -> Response:
-        if self._session(request) is None:
-            return self._login_redirect(request)
         rows, total = self._filter(request, self.cache.list("PodGroup"))
         items = v.podgroup_rows(rows, self.cache.clock.now())
         return self._render(request, "podgroups", "podgroups.html", {"items": items, "total": total})
 
+    @_signed_in
     async def podgroup(self, request: Request) -> Response:
-        if self._session(request) is None:
-            return self._login_redirect(request)
         ns, name = request.path_params["ns"], request.path_params["name"]
         pg = self.cache.get("PodGroup", ns, name)
         if pg is None:
@@ -645,16 +654,14 @@ class Dashboard:
 
     # ------------------------------------------------------------------ Ray
 
+    @_signed_in
     async def rayclusters(self, request: Request) -> Response:
-        if self._session(request) is None:
-            return self._login_redirect(request)
         rows, total = self._filter(request, self.cache.list("RayCluster"))
         items = [{"rc": rc, "url": v.ray_dashboard_url(rc), "groups": v.ray_worker_groups(rc)} for rc in rows]
         return self._render(request, "rayclusters", "rayclusters.html", {"items": items, "total": total})
 
+    @_signed_in
     async def raycluster(self, request: Request) -> Response:
-        if self._session(request) is None:
-            return self._login_redirect(request)
         ns, name = request.path_params["ns"], request.path_params["name"]
         rc = self.cache.get("RayCluster", ns, name)
         if rc is None:
@@ -704,15 +711,13 @@ class Dashboard:
                                    doing=f"delete RayCluster {ns}/{name}")
         return self._not_found(request, f"the page {request.url.path}")
 
+    @_signed_in
     async def rayjobs(self, request: Request) -> Response:
-        if self._session(request) is None:
-            return self._login_redirect(request)
         rows, total = self._filter(request, self.cache.list("RayJob"))
         return self._render(request, "rayjobs", "rayjobs.html", {"items": rows, "total": total})
 
+    @_signed_in
     async def rayjob(self, request: Request) -> Response:
-        if self._session(request) is None:
-            return self._login_redirect(request)
         ns, name = request.path_params["ns"], request.path_params["name"]
         rj = self.cache.get("RayJob", ns, name)
         if rj is None:
@@ -745,15 +750,13 @@ class Dashboard:
                                    doing=f"delete RayJob {ns}/{name}")
         return self._not_found(request, f"the page {request.url.path}")
 
+    @_signed_in
     async def rayservices(self, request: Request) -> Response:
-        if self._session(request) is None:
-            return self._login_redirect(request)
         rows, total = self._filter(request, self.cache.list("RayService"))
         return self._render(request, "rayservices", "rayservices.html", {"items": rows, "total": total})
 
+    @_signed_in
     async def rayservice(self, request: Request) -> Response:
-        if self._session(request) is None:
-            return self._login_redirect(request)
         ns, name = request.path_params["ns"], request.path_params["name"]
         rs = self.cache.get("RayService", ns, name)
         if rs is None:
@@ -772,9 +775,8 @@ class Dashboard:
 
     # ------------------------------------------------------------------ nodes, pods
 
+    @_signed_in
     async def nodes(self, request: Request) -> Response:
-        if self._session(request) is None:
-            return self._login_redirect(request)
         nodes = self.cache.list("Node")
         by_node = {v.md(n).get("name", ""): self.cache.by_index("Pod", NODE_INDEX, v.md(n).get("name", ""))
                    for n in nodes}
@@ -782,16 +784,14 @@ class Dashboard:
         return self._render(request, "nodes", "nodes.html", {"rows": rows, "by_node": by_node,
                                                              "pod_status": v.pod_status})
 
+    @_signed_in
     async def pods(self, request: Request) -> Response:
-        if self._session(request) is None:
-            return self._login_redirect(request)
         rows, total = self._filter(request, self.cache.list("Pod"))
         return self._render(request, "pods", "pods.html", {"items": v.pod_rows(rows, self.cache.clock.now()),
                                                            "total": total})
 
+    @_signed_in
     async def pod(self, request: Request) -> Response:
-        if self._session(request) is None:
-            return self._login_redirect(request)
         ns, name = request.path_params["ns"], request.path_params["name"]
         p = self.cache.get("Pod", ns, name)
         if p is None:
@@ -837,9 +837,8 @@ class Dashboard:
 
     # ------------------------------------------------------------------ charts
 
+    @_signed_in
     async def charts(self, request: Request) -> Response:
-        if self._session(request) is None:
-            return self._login_redirect(request)
         queues = sorted(v.md(q).get("name", "") for q in self.cache.list("Queue"))
         families: dict[str, list[str]] = {}
         for n in self.sampler.names("metric/"):
