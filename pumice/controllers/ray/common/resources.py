@@ -81,9 +81,13 @@ def format_resource_list(rl: ResourceList) -> dict[str, str]:
 # --- replica arithmetic -------------------------------------------------------------------------
 
 def num_of_hosts(group: Obj) -> int:
-    """``numOfHosts``; a missing or non-positive value counts as 1 (upstream issue #2084)."""
-    n = int(group.get("numOfHosts") or 1)
-    return n if n > 0 else 1
+    """``numOfHosts``: 1 when missing (the CRD default), else the value (0 and below: 0).
+
+    An explicit 0 means no worker Pods for the group, as upstream's GetWorkerGroupDesiredReplicas
+    multiplies by the field (envtest "RayCluster with invalid NumOfHosts"); upstream's
+    max(1, numOfHosts) in reconcilePods (issue #2084) only guards CRDs without the field."""
+    n = group.get("numOfHosts")
+    return 1 if n is None else max(0, int(n))
 
 
 def is_group_suspended(group: Obj) -> bool:
