@@ -7,6 +7,7 @@ rayservice_controller.go reconcileServices (the same steps in both).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from pumice.api import Obj, scheme
@@ -36,23 +37,23 @@ async def reconcile_cluster_service(client: KubeClient, recorder: EventRecorder,
     except Exception as e:
         if not is_not_found(e):
             raise
-        try:
-            created = await client.create(want)
-        except Exception as e2:
-            recorder.event(owner, "Warning", "FailedToCreateService", f"Failed to create the service {ns}/{name}, {e2}")
-            raise
-        recorder.event(owner, "Normal", "CreatedService", f"Created the service {ns}/{name}")
-        return created
+        return await _recorded(recorder, owner, "Create", f"{ns}/{name}", client.create(want))
     target = want["spec"]["selector"].get(c.RAY_CLUSTER_LABEL_KEY)
     if ((old.get("spec") or {}).get("selector") or {}).get(c.RAY_CLUSTER_LABEL_KEY) == target:
         return old
     if (old.get("spec") or {}).get("clusterIP"):
         want["spec"]["clusterIP"] = old["spec"]["clusterIP"]
     old["spec"] = want["spec"]
+    return await _recorded(recorder, owner, "Update", f"{ns}/{name}", client.update(old))
+
+
+async def _recorded(recorder: EventRecorder, owner: Obj, verb: str, key: str, write: Awaitable[Obj]) -> Obj:
+    """Await ``write`` (a create or update of Service ``key``) and record upstream's event pair:
+    ``<verb>dService`` after it, ``FailedTo<verb>Service`` (then re-raise) when it fails."""
     try:
-        updated = await client.update(old)
+        out = await write
     except Exception as e:
-        recorder.event(owner, "Warning", "FailedToUpdateService", f"Failed to update the service {ns}/{name}, {e}")
+        recorder.event(owner, "Warning", f"FailedTo{verb}Service", f"Failed to {verb.lower()} the service {key}, {e}")
         raise
-    recorder.event(owner, "Normal", "UpdatedService", f"Updated the service {ns}/{name}")
-    return updated
+    recorder.event(owner, "Normal", f"{verb}dService", f"{verb}d the service {key}")
+    return out
