@@ -31,7 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pumice.node.agent import NodeAgent  # noqa: E402
-from pumice.testing.node import MemoryClient, pod, simulated_scale  # noqa: E402
+from pumice.testing.fake_client import FakeClient  # noqa: E402
+from pumice.testing.node import pod, simulated_scale  # noqa: E402
 
 
 def pct(values: list[float], q: float) -> float:
@@ -41,7 +42,7 @@ def pct(values: list[float], q: float) -> float:
 
 async def process_latency(n: int, burst: bool) -> list[float]:
     data = Path(tempfile.mkdtemp(prefix="pumice-bench-", dir="/var/tmp" if os.geteuid() == 0 else None))
-    client = MemoryClient()
+    client = FakeClient(graceful_pod_deletion=True)
     agent = NodeAgent(client, runtime="process", data_dir=data, node_names=["bench-0"], node_cpu="64",
                       node_memory="64Gi", lease_renew_interval=None, stop_grace=2)
     await agent.start()
@@ -88,7 +89,7 @@ def popen_baseline(n: int) -> list[float]:
 
 async def bare_api_lifecycles(pods: int) -> float:
     """Wall seconds to push ``pods`` Pods through create + Pending + Running + Succeeded writes."""
-    client = MemoryClient()
+    client = FakeClient(graceful_pod_deletion=True)
     kind = client.scheme.by_api_version_kind("v1", "Pod")
     t = time.perf_counter()
     for i in range(pods):

@@ -263,40 +263,12 @@ def server_side_apply(live: Obj | None, applied: Obj, *, manager: str, kind: str
         entries: list[Obj] = []
     else:
         entries = copy.deepcopy(_managers(live))
-        conflicts: list[tuple[str, str]] = []
-        for entry, owned in _iter_other_apply(entries, manager):
-            clashing = []
-            for path in sorted(new_set & owned):
-                _, live_value = _lookup(live, path)
-                _, new_value = _lookup(applied, path)
-                if isinstance(new_value, dict | list) and not _is_atomic_leaf(path, applied, kind, is_builtin):
-                    continue
-                if live_value != new_value:
-                    clashing.append(path)
-            if clashing and not force:
-                conflicts += [(str(entry.get("manager")), render_path(p)) for p in clashing]
-            elif clashing:
-                entry["fieldsV1"] = fields_v1(owned - set(clashing))
-        if conflicts:
-            raise ApplyConflict(conflicts)
+        _take_or_refuse_conflicts(live, applied, entries, new_set, manager=manager, kind=kind,
+                                  builtin=is_builtin, force=force)
         base = copy.deepcopy(live)
         base.get("metadata", {}).pop("managedFields", None)
         result = _merge(base, applied, kind, is_builtin, ())
-        previous = next((parse_fields_v1(e.get("fieldsV1")) for e in entries
-                         if e.get("manager") == manager and e.get("operation") == "Apply"), set())
-        others: set[Path] = set()
-        for _, owned in _iter_other_apply(entries, manager):
-            others |= owned
-        # remove whole subtrees, shallowest first; keep a subtree another manager still owns
-        # part of, and then remove only its parts nobody owns
-        removed: list[Path] = []
-        for path in sorted(previous - new_set - others, key=len):
-            if any(path[:len(r)] == r for r in removed):
-                continue
-            if any(o[:len(path)] == path for o in others | new_set):
-                continue
-            _remove(result, path)
-            removed.append(path)
+        _remove_released_fields(result, entries, new_set, manager)
 
     entries = [e for e in entries if not (e.get("manager") == manager and e.get("operation") == "Apply")]
     entries = [e for e in entries if e.get("fieldsV1")]
@@ -309,6 +281,53 @@ def server_side_apply(live: Obj | None, applied: Obj, *, manager: str, kind: str
     })
     result.setdefault("metadata", {})["managedFields"] = entries
     return result
+
+
+def _take_or_refuse_conflicts(live: Obj, applied: Obj, entries: list[Obj], new_set: set[Path], *, manager: str,
+                              kind: str, builtin: bool, force: bool) -> None:
+    """Compare the fields other Apply managers own with the values ``applied`` sets.
+
+    With ``force`` the clashing fields move to ``manager`` (removed from the other entries'
+    ``fieldsV1`` in place); without it they are refused.
+
+    Raises:
+        ApplyConflict: a clashing field and ``force`` is False (every clash, with its manager).
+    """
+    conflicts: list[tuple[str, str]] = []
+    for entry, owned in _iter_other_apply(entries, manager):
+        clashing = []
+        for path in sorted(new_set & owned):
+            _, live_value = _lookup(live, path)
+            _, new_value = _lookup(applied, path)
+            if isinstance(new_value, dict | list) and not _is_atomic_leaf(path, applied, kind, builtin):
+                continue
+            if live_value != new_value:
+                clashing.append(path)
+        if clashing and not force:
+            conflicts += [(str(entry.get("manager")), render_path(p)) for p in clashing]
+        elif clashing:
+            entry["fieldsV1"] = fields_v1(owned - set(clashing))
+    if conflicts:
+        raise ApplyConflict(conflicts)
+
+
+def _remove_released_fields(result: Obj, entries: list[Obj], new_set: set[Path], manager: str) -> None:
+    """Remove from ``result`` the fields ``manager`` applied before, no longer applies and no
+    other Apply manager owns: whole subtrees, shallowest first; a subtree another manager still
+    owns part of stays, and then only its parts nobody owns go."""
+    previous = next((parse_fields_v1(e.get("fieldsV1")) for e in entries
+                     if e.get("manager") == manager and e.get("operation") == "Apply"), set())
+    others: set[Path] = set()
+    for _, owned in _iter_other_apply(entries, manager):
+        others |= owned
+    removed: list[Path] = []
+    for path in sorted(previous - new_set - others, key=len):
+        if any(path[:len(r)] == r for r in removed):
+            continue
+        if any(o[:len(path)] == path for o in others | new_set):
+            continue
+        _remove(result, path)
+        removed.append(path)
 
 
 _BUILTIN_GROUPS = frozenset({"", "apps", "batch", "policy", "autoscaling"})

@@ -176,40 +176,61 @@ def pod_status_reason(pod: Obj) -> str:
 
 
 def _pod_row_parts(pod: Obj, now: float) -> tuple[str, str, Cell]:
+    """kubectl's READY, STATUS and RESTARTS cells of a Pod (RESTARTS with "(5m ago)" when a
+    container restarted). Mirrors: kubectl pkg/printers/internalversion printPod."""
     spec, status = _spec(pod), _status(pod)
-    restarts = 0
-    restartable_init_restarts = 0
-    total = len(spec.get("containers") or [])
-    ready = 0
-    last_restart: float | None = None
     reason = str(status.get("phase") or "")
     if status.get("reason"):
         reason = str(status["reason"])
     for cond in _conditions(pod):
         if cond.get("type") == "PodScheduled" and cond.get("reason") == "SchedulingGated":
             reason = "SchedulingGated"
-
     init_specs = [c for c in spec.get("initContainers") or [] if isinstance(c, dict)]
     restartable = {c.get("name") for c in init_specs if c.get("restartPolicy") == "Always"}
-    total += len(restartable)
-
-    def note_restart(cs: Obj) -> None:
-        nonlocal last_restart
-        term = ((cs.get("lastState") or {}).get("terminated") or {})
-        t = parse_time(term.get("finishedAt"))
-        if t is not None and (last_restart is None or t > last_restart):
-            last_restart = t
-
-    initializing = False
+    total = len(spec.get("containers") or []) + len(restartable)
     init_statuses = [c for c in status.get("initContainerStatuses") or [] if isinstance(c, dict)]
+    restarts, sidecar_restarts, ready, init_reason, scanned = _init_containers_state(
+        init_statuses, restartable, len(init_specs))
+    counted = init_statuses[:scanned]
+    if init_reason is not None:
+        reason = init_reason
+    if init_reason is None or _has_condition(pod, "Initialized"):
+        statuses = [c for c in status.get("containerStatuses") or [] if isinstance(c, dict)]
+        container_restarts, container_ready, reason = _containers_state(pod, statuses, reason)
+        restarts = sidecar_restarts + container_restarts
+        ready += container_ready
+        counted += statuses
+    md = _meta(pod)
+    if md.get("deletionTimestamp") and status.get("reason") == "NodeLost":
+        reason = "Unknown"
+    elif md.get("deletionTimestamp") and status.get("phase") not in ("Succeeded", "Failed"):
+        reason = "Terminating"
+    restarts_cell: Cell = restarts
+    last_restart = _last_restart(counted)
+    if last_restart is not None:
+        restarts_cell = f"{restarts} ({human_duration(now - last_restart)} ago)"
+    return f"{ready}/{total}", reason, restarts_cell
+
+
+def _init_containers_state(
+    init_statuses: list[Obj], restartable: set[Any], init_count: int
+) -> tuple[int, int, int, str | None, int]:
+    """Walk the init containers until the first one still initializing.
+
+    Returns:
+        ``(restarts, restartable_restarts, ready, reason, scanned)``: restarts of the init
+        containers walked, those of the restartable (sidecar) ones, the ready sidecars, the
+        ``Init:...`` reason when the Pod is still initializing (else None), and how many
+        statuses were walked.
+    """
+    restarts = restartable_restarts = ready = 0
     for i, cs in enumerate(init_statuses):
         restarts += int(cs.get("restartCount") or 0)
-        note_restart(cs)
         state = cs.get("state") or {}
         term, waiting = state.get("terminated"), state.get("waiting")
         is_restartable = cs.get("name") in restartable
         if is_restartable:
-            restartable_init_restarts += int(cs.get("restartCount") or 0)
+            restartable_restarts += int(cs.get("restartCount") or 0)
             if cs.get("started") and cs.get("ready"):
                 ready += 1
         if term is not None and int(term.get("exitCode") or 0) == 0:
@@ -227,45 +248,46 @@ def _pod_row_parts(pod: Obj, now: float) -> tuple[str, str, Cell]:
         elif waiting is not None and waiting.get("reason") and waiting["reason"] != "PodInitializing":
             reason = f"Init:{waiting['reason']}"
         else:
-            reason = f"Init:{i}/{len(init_specs)}"
-        initializing = True
-        break
+            reason = f"Init:{i}/{init_count}"
+        return restarts, restartable_restarts, ready, reason, i + 1
+    return restarts, restartable_restarts, ready, None, len(init_statuses)
 
-    initialized = _has_condition(pod, "Initialized")
-    if not initializing or initialized:
-        restarts = restartable_init_restarts
-        has_running = False
-        statuses = [c for c in status.get("containerStatuses") or [] if isinstance(c, dict)]
-        for cs in reversed(statuses):
-            restarts += int(cs.get("restartCount") or 0)
-            note_restart(cs)
-            state = cs.get("state") or {}
-            waiting, term = state.get("waiting"), state.get("terminated")
-            if waiting is not None and waiting.get("reason"):
-                reason = str(waiting["reason"])
-            elif term is not None and term.get("reason"):
-                reason = str(term["reason"])
-            elif term is not None:
-                if term.get("signal"):
-                    reason = f"Signal:{term['signal']}"
-                else:
-                    reason = f"ExitCode:{term.get('exitCode', 0)}"
-            elif cs.get("ready") and state.get("running") is not None:
-                has_running = True
-                ready += 1
-        if reason == "Completed" and has_running:
-            reason = "Running" if _has_condition(pod, "Ready") else "NotReady"
 
-    md = _meta(pod)
-    if md.get("deletionTimestamp") and status.get("reason") == "NodeLost":
-        reason = "Unknown"
-    elif md.get("deletionTimestamp") and status.get("phase") not in ("Succeeded", "Failed"):
-        reason = "Terminating"
+def _containers_state(pod: Obj, statuses: list[Obj], reason: str) -> tuple[int, int, str]:
+    """The containers' restarts, ready count and the STATUS they give (last container first, as
+    kubectl walks them); ``reason`` is the Pod's so far."""
+    restarts = ready = 0
+    has_running = False
+    for cs in reversed(statuses):
+        restarts += int(cs.get("restartCount") or 0)
+        state = cs.get("state") or {}
+        waiting, term = state.get("waiting"), state.get("terminated")
+        if waiting is not None and waiting.get("reason"):
+            reason = str(waiting["reason"])
+        elif term is not None and term.get("reason"):
+            reason = str(term["reason"])
+        elif term is not None:
+            if term.get("signal"):
+                reason = f"Signal:{term['signal']}"
+            else:
+                reason = f"ExitCode:{term.get('exitCode', 0)}"
+        elif cs.get("ready") and state.get("running") is not None:
+            has_running = True
+            ready += 1
+    if reason == "Completed" and has_running:
+        reason = "Running" if _has_condition(pod, "Ready") else "NotReady"
+    return restarts, ready, reason
 
-    restarts_cell: Cell = restarts
-    if last_restart is not None:
-        restarts_cell = f"{restarts} ({human_duration(now - last_restart)} ago)"
-    return f"{ready}/{total}", reason, restarts_cell
+
+def _last_restart(statuses: list[Obj]) -> float | None:
+    """The latest ``lastState.terminated.finishedAt`` of ``statuses`` (epoch seconds), or None."""
+    last: float | None = None
+    for cs in statuses:
+        term = ((cs.get("lastState") or {}).get("terminated") or {})
+        t = parse_time(term.get("finishedAt"))
+        if t is not None and (last is None or t > last):
+            last = t
+    return last
 
 
 def _pod_cells(pod: Obj, now: float) -> list[Cell]:

@@ -15,12 +15,15 @@ import logging
 import socket
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pumice.dashboard.app import Dashboard
 from pumice.dashboard.auth import Sessions, token_client_factory
 from pumice.dashboard.cache import ClusterCache
 from pumice.dashboard.series import MetricSource, Sampler
+
+if TYPE_CHECKING:
+    import uvicorn
 
 log = logging.getLogger(__name__)
 
@@ -88,11 +91,7 @@ async def run_dashboard(
     """
     from pumice.client.kubeconfig import connect, load
 
-    if sock is None:
-        if host not in LOOPBACK and not allow_remote:
-            raise ValueError(f"the dashboard serves plain HTTP; refusing to listen on {host} "
-                             "(use a loopback address or --allow-remote behind a TLS proxy)")
-        sock = bind(host, port)
+    sock = sock if sock is not None else _listening_socket(host, port, allow_remote)
     stop = stop_event or asyncio.Event()
     # one line per watch and list would drown the log of `pumice up -v`-less runs
     logging.getLogger("httpx2").setLevel(max(logging.WARNING, logging.getLogger("httpx2").level))
@@ -101,13 +100,8 @@ async def run_dashboard(
     cache = ClusterCache(client)
     sampler = Sampler(cache, metric_sources, interval=sample_interval)
     sessions = Sessions(token_client_factory(single))
-    conf_fn = None
-    if scheduler_conf:
-        from pumice.scheduler.volcano import load_conf
-
-        conf = load_conf(scheduler_conf)
-        conf_fn = lambda: conf  # noqa: E731
-    dash = Dashboard(cache, sessions, sampler, explain_conf=conf_fn, title=single.cluster.server)
+    dash = Dashboard(cache, sessions, sampler, explain_conf=_explain_conf(scheduler_conf),
+                     title=single.cluster.server)
 
     import uvicorn
 
@@ -116,25 +110,7 @@ async def run_dashboard(
     server = uvicorn.Server(config)
     tasks: list[asyncio.Task[Any]] = []
     try:
-        if not await cache.start(sync_timeout=30.0):
-            missing = [k for k in cache.kinds if not cache.synced(k)]
-            log.warning("dashboard: not listed yet (not installed or not authorized?): %s", ", ".join(missing))
-        sampler.tick()
-        tasks.append(asyncio.create_task(sampler.run(stop), name="dashboard-sampler"))
-        tasks.append(asyncio.create_task(server.serve(sockets=[sock]), name="dashboard-http"))
-        addr = sock.getsockname()
-        h = f"[{addr[0]}]" if ":" in addr[0] else addr[0]
-        url = f"http://{h}:{addr[1]}/"
-        if on_ready is not None:
-            res = on_ready(url)
-            if asyncio.iscoroutine(res):
-                await res
-        stop_waiter = asyncio.create_task(stop.wait())
-        done, _ = await asyncio.wait([stop_waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
-        stop_waiter.cancel()
-        for t in done:
-            if t is not stop_waiter and not t.cancelled() and t.exception() is not None:
-                raise t.exception()  # type: ignore[misc]
+        await _serve(cache, sampler, server, sock, stop, tasks, on_ready)
     finally:
         stop.set()
         server.should_exit = True
@@ -147,6 +123,59 @@ async def run_dashboard(
         await client.close()
         with contextlib.suppress(OSError):
             sock.close()
+
+
+def _listening_socket(host: str, port: int, allow_remote: bool) -> socket.socket:
+    """A socket bound to ``host:port``.
+
+    Raises:
+        ValueError: a non-loopback host without ``allow_remote`` (the dashboard is plain HTTP).
+        OSError: the address cannot be bound.
+    """
+    if host not in LOOPBACK and not allow_remote:
+        raise ValueError(f"the dashboard serves plain HTTP; refusing to listen on {host} "
+                         "(use a loopback address or --allow-remote behind a TLS proxy)")
+    return bind(host, port)
+
+
+def _explain_conf(scheduler_conf: str | None) -> Callable[[], Any] | None:
+    """The explain panels' scheduler configuration, loaded once from ``scheduler_conf`` (None: the
+    panels use the scheduler's)."""
+    if not scheduler_conf:
+        return None
+    from pumice.scheduler.volcano import load_conf
+
+    conf = load_conf(scheduler_conf)
+    return lambda: conf
+
+
+async def _serve(cache: ClusterCache, sampler: Sampler, server: uvicorn.Server, sock: socket.socket, stop: asyncio.Event,
+                 tasks: list[asyncio.Task[Any]], on_ready: Callable[[str], Any] | None) -> None:
+    """Sync the cache, start the sampler and the HTTP server (into ``tasks``), call ``on_ready``
+    with the URL, then wait for ``stop`` or for a task to end.
+
+    Raises:
+        whatever ended a task (e.g. the HTTP server failing).
+    """
+    if not await cache.start(sync_timeout=30.0):
+        missing = [k for k in cache.kinds if not cache.synced(k)]
+        log.warning("dashboard: not listed yet (not installed or not authorized?): %s", ", ".join(missing))
+    sampler.tick()
+    tasks.append(asyncio.create_task(sampler.run(stop), name="dashboard-sampler"))
+    tasks.append(asyncio.create_task(server.serve(sockets=[sock]), name="dashboard-http"))
+    addr = sock.getsockname()
+    h = f"[{addr[0]}]" if ":" in addr[0] else addr[0]
+    url = f"http://{h}:{addr[1]}/"
+    if on_ready is not None:
+        res = on_ready(url)
+        if asyncio.iscoroutine(res):
+            await res
+    stop_waiter = asyncio.create_task(stop.wait())
+    done, _ = await asyncio.wait([stop_waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
+    stop_waiter.cancel()
+    for t in done:
+        if t is not stop_waiter and not t.cancelled() and t.exception() is not None:
+            raise t.exception()  # type: ignore[misc]
 
 
 async def run_dashboard_in_thread(kubeconfig: Path | str | None, *, stop_event: asyncio.Event,

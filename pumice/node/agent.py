@@ -44,12 +44,7 @@ from urllib.parse import urlsplit
 
 from pumice._util.clock import Clock, default_clock, rfc3339, rfc3339_micro
 from pumice.api import Obj, meta, quantity
-from pumice.api.scheme import ENDPOINTS
-from pumice.api.scheme import LEASE as LEASES
-from pumice.api.scheme import NAMESPACE as NAMESPACES
-from pumice.api.scheme import NODE as NODES
-from pumice.api.scheme import POD as PODS
-from pumice.api.scheme import SERVICE as SERVICES
+from pumice.api.scheme import ENDPOINTS, LEASE, NAMESPACE, NODE, POD, SERVICE
 from pumice.api.selectors import from_set
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
 from pumice.client.informer import Informer
@@ -534,7 +529,7 @@ class NodeAgent:
         add of the new one, as the kubelet keys Pods by uid."""
         single = len(self.nodes) == 1
         fs = f"spec.nodeName={next(iter(self.nodes))}" if single and self.runtime_kind == "simulated" else None
-        pods = Informer(self.client, PODS, clock=self.clock, field_selector=fs)
+        pods = Informer(self.client, POD, clock=self.clock, field_selector=fs)
 
         def pod_update(old: Obj, new: Obj) -> None:
             if meta.uid(old) != meta.uid(new):
@@ -544,12 +539,12 @@ class NodeAgent:
                 self._on_pod("MODIFIED", new)
 
         pods.add_event_handler(lambda o: self._on_pod("ADDED", o), pod_update, lambda o: self._on_pod("DELETED", o))
-        nodes = Informer(self.client, NODES, clock=self.clock,
+        nodes = Informer(self.client, NODE, clock=self.clock,
                          field_selector=f"metadata.name={next(iter(self.nodes))}" if single else None)
         nodes.add_event_handler(on_delete=self._on_node_deleted)
         self._informers = [pods, nodes]
         if self.runtime_kind == "process":
-            for kind, fn in ((SERVICES, self._on_service), (ENDPOINTS, self._on_endpoints)):
+            for kind, fn in ((SERVICE, self._on_service), (ENDPOINTS, self._on_endpoints)):
                 inf = Informer(self.client, kind, clock=self.clock)
                 _typed_handlers(inf, fn)
                 self._informers.append(inf)
@@ -852,8 +847,8 @@ class NodeAgent:
         except ApiError as e:
             if not is_already_exists(e):
                 raise
-            await self.client.patch(NODES, node.name, {"metadata": {"labels": dict(node.labels)}})
-        await self.client.patch(NODES, node.name, {"status": self._node_status(node)}, subresource="status")
+            await self.client.patch(NODE, node.name, {"metadata": {"labels": dict(node.labels)}})
+        await self.client.patch(NODE, node.name, {"status": self._node_status(node)}, subresource="status")
 
     async def _register_nodes(self) -> None:
         for node in self.nodes.values():
@@ -865,7 +860,7 @@ class NodeAgent:
 
     async def _ensure_namespace(self, name: str) -> None:
         try:
-            await self.client.get(NAMESPACES, name)
+            await self.client.get(NAMESPACE, name)
         except ApiError as e:
             if not is_not_found(e):
                 raise
@@ -875,7 +870,7 @@ class NodeAgent:
     async def _renew_lease(self, node: NodeState) -> None:
         now = rfc3339_micro(self.clock.now())
         try:
-            await self.client.patch(LEASES, node.name, {"spec": {"renewTime": now, "holderIdentity": node.name}},
+            await self.client.patch(LEASE, node.name, {"spec": {"renewTime": now, "holderIdentity": node.name}},
                                     LEASE_NAMESPACE)
         except ApiError as e:
             if not is_not_found(e):
@@ -890,7 +885,7 @@ class NodeAgent:
 
     async def _node_uid(self, name: str) -> str:
         try:
-            return meta.uid(await self.client.get(NODES, name))
+            return meta.uid(await self.client.get(NODE, name))
         except ApiError:
             return ""
 
@@ -908,7 +903,7 @@ class NodeAgent:
                 last_status = self.clock.monotonic()
                 for node in self.nodes.values():
                     with contextlib.suppress(Exception):
-                        await self.client.patch(NODES, node.name, {"status": self._node_status(node)},
+                        await self.client.patch(NODE, node.name, {"status": self._node_status(node)},
                                                 subresource="status")
 
     # -- Pods ------------------------------------------------------------------------------------
@@ -985,11 +980,11 @@ class NodeAgent:
         status = {"phase": "Failed", "reason": reason, "message": message,
                   "startTime": rfc3339(self.clock.now())}
         with contextlib.suppress(ApiError):
-            await self.client.patch(PODS, meta.name(pod), {"status": status}, meta.namespace(pod), subresource="status")
+            await self.client.patch(POD, meta.name(pod), {"status": status}, meta.namespace(pod), subresource="status")
 
     async def _final_delete(self, pod: Obj) -> None:
         with contextlib.suppress(ApiError):
-            await self.client.delete(PODS, meta.name(pod), meta.namespace(pod), grace_period_seconds=0,
+            await self.client.delete(POD, meta.name(pod), meta.namespace(pod), grace_period_seconds=0,
                                      preconditions={"uid": meta.uid(pod)})
 
     async def _remove_pod_dir(self, pod: Obj, worker: PodWorker | None = None) -> None:

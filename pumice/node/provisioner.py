@@ -26,9 +26,7 @@ from typing import Any
 
 from pumice._util.clock import Clock, rfc3339
 from pumice.api import Obj
-from pumice.api.scheme import PERSISTENT_VOLUME as PVS
-from pumice.api.scheme import PERSISTENT_VOLUME_CLAIM as PVCS
-from pumice.api.scheme import STORAGE_CLASS as STORAGE_CLASSES
+from pumice.api.scheme import PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, STORAGE_CLASS
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
 from pumice.client.informer import Informer
 
@@ -106,8 +104,8 @@ class LocalPathProvisioner:
     async def run(self) -> None:
         """Run until cancelled."""
         self.root.mkdir(parents=True, exist_ok=True)
-        informers = [self._informer(STORAGE_CLASSES, self._on_class), self._informer(PVCS, self._on_claim),
-                     self._informer(PVS, self._on_volume)]
+        informers = [self._informer(STORAGE_CLASS, self._on_class), self._informer(PERSISTENT_VOLUME_CLAIM, self._on_claim),
+                     self._informer(PERSISTENT_VOLUME, self._on_volume)]
         # classes first, so the first claims find their class
         informers[0].start()
         await informers[0].wait_synced()
@@ -190,7 +188,7 @@ class LocalPathProvisioner:
         if path.is_dir() and path.parent == self.root:
             shutil.rmtree(path)
         try:
-            await self.client.delete(PVS, md["name"])
+            await self.client.delete(PERSISTENT_VOLUME, md["name"])
         except ApiError as e:
             if not is_not_found(e):
                 raise

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pumice._util.clock import Clock
 from pumice._util.clock import rfc3339 as _rfc3339
 from pumice.api import Obj
-from pumice.api.scheme import POD as PODS
+from pumice.api.scheme import POD
 from pumice.node import podspec
 from pumice.node.runtime.base import Container, ContainerRuntime, RuntimeError_, Sandbox, StartRequest
 from pumice.node.serviceaccount import request_token, token_sources
@@ -381,10 +381,7 @@ class PodWorker:
 
     async def _lookup_table(self) -> Callable[[str, str], Obj | None]:
         """Fetch every ConfigMap/Secret the Pod references (env, envFrom, volumes)."""
-        from pumice.api.scheme import CONFIG_MAP as CONFIGMAPS
-        from pumice.api.scheme import PERSISTENT_VOLUME as PVS
-        from pumice.api.scheme import PERSISTENT_VOLUME_CLAIM as PVCS
-        from pumice.api.scheme import SECRET as SECRETS
+        from pumice.api.scheme import CONFIG_MAP, PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, SECRET
         from pumice.client.base import is_not_found
 
         wanted: set[tuple[str, str]] = set()
@@ -423,15 +420,15 @@ class PodWorker:
             except Exception as e:
                 raise podspec.EnvError(f"cannot request a ServiceAccount token: {e}") from e
         for claim in sorted(claims):
-            pvc = await self._get_or_none(PVCS, claim, self.namespace)
+            pvc = await self._get_or_none(PERSISTENT_VOLUME_CLAIM, claim, self.namespace)
             table[("persistentvolumeclaims", claim)] = pvc
             pv_name = ((pvc or {}).get("spec") or {}).get("volumeName")
             if pv_name:
-                table[("persistentvolumes", pv_name)] = await self._get_or_none(PVS, pv_name, None)
+                table[("persistentvolumes", pv_name)] = await self._get_or_none(PERSISTENT_VOLUME, pv_name, None)
         for kind, name in sorted(wanted):
             try:
                 table[(kind, name)] = await self.host.client.get(
-                    CONFIGMAPS if kind == "configmaps" else SECRETS, name, self.namespace)
+                    CONFIG_MAP if kind == "configmaps" else SECRET, name, self.namespace)
             except Exception as e:
                 if not is_not_found(e):
                     raise podspec.EnvError(f"cannot read {kind[:-1]} {name!r}: {e}") from e
@@ -817,7 +814,7 @@ class PodWorker:
             self.phase = self._phase(final=True)
         await self.sync_status()
         try:
-            await self.host.client.delete(PODS, self.name, self.namespace, grace_period_seconds=0,
+            await self.host.client.delete(POD, self.name, self.namespace, grace_period_seconds=0,
                                           preconditions={"uid": self.uid})
         except Exception as e:
             if not (is_not_found(e) or is_conflict(e)):
@@ -964,7 +961,7 @@ class PodWorker:
                 if k not in status:
                     patch[k] = None
             try:
-                updated = await self.host.client.patch(PODS, self.name, {"status": patch}, self.namespace,
+                updated = await self.host.client.patch(POD, self.name, {"status": patch}, self.namespace,
                                                        subresource="status")
             except Exception as e:
                 from pumice.client.base import is_not_found

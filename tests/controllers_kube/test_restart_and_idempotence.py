@@ -51,8 +51,6 @@ async def test_manager_restart_mid_rollout_converges_without_duplicate_pods(env:
 
 
 async def test_killed_manager_mid_scale_up_is_replaced_without_duplicate_pods(env: Env) -> None:
-    from pumice.api.scheme import REPLICA_SET as RS
-
     await env.client.create({"apiVersion": "apps/v1", "kind": "ReplicaSet",
                              "metadata": {"name": "big", "namespace": "default"},
                              "spec": {"replicas": 40, "selector": {"matchLabels": {"rs": "big"}},
@@ -80,7 +78,7 @@ async def test_killed_manager_mid_scale_up_is_replaced_without_duplicate_pods(en
     await eventually(forty_running, what="40 running pods")
     await asyncio.sleep(0.3)
     assert len([p for p in (await env.client.list(POD, "default")).items if is_active(p)]) == 40
-    assert (await env.client.get(RS, "big", "default"))["status"]["replicas"] == 40
+    assert (await env.client.get(REPLICA_SET, "big", "default"))["status"]["replicas"] == 40
 
 
 async def _settle(env: Env) -> None:

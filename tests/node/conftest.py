@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pumice.node.agent import NodeAgent
-from pumice.testing.node import MemoryClient
+from pumice.testing.fake_client import FakeClient
 
 ROOT = os.geteuid() == 0
 
@@ -25,14 +25,14 @@ def data_dir() -> Any:
 
 
 @pytest.fixture
-async def client() -> AsyncIterator[MemoryClient]:
-    c = MemoryClient()
+async def client() -> AsyncIterator[FakeClient]:
+    c = FakeClient(graceful_pod_deletion=True)
     yield c
     await c.close()
 
 
 @pytest.fixture
-async def agent(client: MemoryClient, data_dir: Path) -> AsyncIterator[NodeAgent]:
+async def agent(client: FakeClient, data_dir: Path) -> AsyncIterator[NodeAgent]:
     a = NodeAgent(client, runtime="process", data_dir=data_dir, node_names=["node-0"], node_cpu="4",
                   node_memory="8Gi", backoff_base=0.2, backoff_max=1.0, lease_renew_interval=None,
                   stop_grace=2.0)

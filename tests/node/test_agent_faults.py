@@ -7,32 +7,31 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from pumice.api.scheme import EVENT as EVENTS
-from pumice.api.scheme import NODE as NODES
-from pumice.api.scheme import POD as PODS
+from pumice.api.scheme import EVENT, NODE, POD
 from pumice.node.agent import NodeAgent, pod_dir_name
-from pumice.testing.node import MemoryClient, get_pod, phase_is, pod, wait_for
+from pumice.testing.fake_client import FakeClient
+from pumice.testing.node import get_pod, phase_is, pod, wait_for
 
 
-def _agent(client: MemoryClient, data_dir: Path, **kw: Any) -> NodeAgent:
+def _agent(client: FakeClient, data_dir: Path, **kw: Any) -> NodeAgent:
     return NodeAgent(client, runtime="process", data_dir=data_dir, node_names=["node-0"], node_cpu="4",
                      node_memory="8Gi", backoff_base=0.2, backoff_max=1.0, lease_renew_interval=None,
                      stop_grace=2.0, **kw)
 
 
-async def _node_exists(client: MemoryClient) -> bool:
+async def _node_exists(client: FakeClient) -> bool:
     try:
-        n = await client.get(NODES, "node-0")
+        n = await client.get(NODE, "node-0")
     except Exception:
         return False
     return any(c.get("type") == "Ready" for c in (n.get("status") or {}).get("conditions") or [])
 
 
-async def test_a_deleted_node_is_registered_again(client: MemoryClient, agent: NodeAgent) -> None:
-    uid = (await client.get(NODES, "node-0"))["metadata"]["uid"]
-    await client.delete(NODES, "node-0")
+async def test_a_deleted_node_is_registered_again(client: FakeClient, agent: NodeAgent) -> None:
+    uid = (await client.get(NODE, "node-0"))["metadata"]["uid"]
+    await client.delete(NODE, "node-0")
     await wait_for(lambda: _node_exists(client), timeout=10)
-    again = await client.get(NODES, "node-0")
+    again = await client.get(NODE, "node-0")
     assert again["metadata"]["uid"] != uid
     assert again["status"]["capacity"]["cpu"] == "4"
 
@@ -45,7 +44,7 @@ def test_pod_dir_names_fit_the_file_system_for_any_valid_pod_name() -> None:
     assert pod_dir_name("ns", "b" * 240, "u") != pod_dir_name("ns", "b" * 239 + "c", "u")
 
 
-async def test_a_pod_with_a_240_character_name_runs(client: MemoryClient, agent: NodeAgent) -> None:
+async def test_a_pod_with_a_240_character_name_runs(client: FakeClient, agent: NodeAgent) -> None:
     name = "x" * 240
     await client.create(pod(name, "echo long-name-ok"))
     await wait_for(lambda: phase_is(client, name, "Succeeded"))
@@ -54,7 +53,7 @@ async def test_a_pod_with_a_240_character_name_runs(client: MemoryClient, agent:
     assert "long-name-ok" in (agent.pod_dir(p) / "c0" / "0.log").read_text()
 
 
-async def test_pod_files_are_removed_with_the_pod(client: MemoryClient, agent: NodeAgent) -> None:
+async def test_pod_files_are_removed_with_the_pod(client: FakeClient, agent: NodeAgent) -> None:
     script = "dd if=/dev/zero of=/tmp/runtime_env bs=1M count=2 2>/dev/null; echo ok; exec sleep 300"
     await client.create(pod("ray-like", script, grace=1))
     await wait_for(lambda: phase_is(client, "ray-like", "Running"))
@@ -62,13 +61,13 @@ async def test_pod_files_are_removed_with_the_pod(client: MemoryClient, agent: N
     assert p is not None
     d = agent.pod_dir(p)
     await wait_for(lambda: any(d.rglob("runtime_env")))
-    await client.delete(PODS, "ray-like", "default")
+    await client.delete(POD, "ray-like", "default")
     await wait_for(lambda: _gone(client, "ray-like"), timeout=15)
     await wait_for(lambda: not d.exists(), timeout=10)
 
 
 async def test_files_of_pods_deleted_while_the_agent_was_down_are_removed_at_start(
-        client: MemoryClient, data_dir: Path) -> None:
+        client: FakeClient, data_dir: Path) -> None:
     a = _agent(client, data_dir, keep_pods=True)
     await a.start()
     await client.create(pod("gone-while-down", "echo hi"))
@@ -78,7 +77,7 @@ async def test_files_of_pods_deleted_while_the_agent_was_down_are_removed_at_sta
     d = a.pod_dir(p)
     assert d.exists()
     await a.stop()
-    await client.delete(PODS, "gone-while-down", "default", grace_period_seconds=0)
+    await client.delete(POD, "gone-while-down", "default", grace_period_seconds=0)
     b = _agent(client, data_dir)
     await b.start()
     try:
@@ -87,7 +86,7 @@ async def test_files_of_pods_deleted_while_the_agent_was_down_are_removed_at_sta
         await b.stop()
 
 
-async def test_changing_the_image_restarts_the_container(client: MemoryClient, agent: NodeAgent) -> None:
+async def test_changing_the_image_restarts_the_container(client: FakeClient, agent: NodeAgent) -> None:
     await client.create(pod("img", "echo started; exec sleep 300", grace=1, restart_policy="Never"))
     await wait_for(lambda: phase_is(client, "img", "Running"))
     cur = await get_pod(client, "img")
@@ -109,12 +108,12 @@ async def test_changing_the_image_restarts_the_container(client: MemoryClient, a
     assert p["status"]["phase"] == "Running"
 
 
-async def _gone(client: MemoryClient, name: str) -> bool:
+async def _gone(client: FakeClient, name: str) -> bool:
     return await get_pod(client, name) is None
 
 
 
-async def test_a_data_dir_and_an_image_env_under_tmp_are_visible_inside_pods(client: MemoryClient) -> None:
+async def test_a_data_dir_and_an_image_env_under_tmp_are_visible_inside_pods(client: FakeClient) -> None:
     """A checkout under /tmp: the interpreter prefix (here an image env bin dir) and the data dir
     are bound into each Pod's private /tmp."""
     import shutil
@@ -147,7 +146,7 @@ async def test_a_data_dir_and_an_image_env_under_tmp_are_visible_inside_pods(cli
 
 
 async def test_a_stop_and_start_of_the_agent_restarts_containers_like_a_node_reboot(
-        client: MemoryClient, data_dir: Path) -> None:
+        client: FakeClient, data_dir: Path) -> None:
     p = pod("survivor", "echo up; exec sleep 300", grace=1, restart_policy="Always")
     p["spec"]["initContainers"] = [{"name": "init", "image": "busybox", "command": ["/bin/sh", "-c", "echo init"]}]
     a = _agent(client, data_dir)
@@ -172,7 +171,7 @@ async def test_a_stop_and_start_of_the_agent_restarts_containers_like_a_node_reb
         assert after["status"]["startTime"] == before["status"]["startTime"]
         assert after["status"]["initContainerStatuses"][0]["restartCount"] == 1
         assert "terminated" in after["status"]["containerStatuses"][0]["lastState"]
-        events = (await client.list(EVENTS, "default")).items
+        events = (await client.list(EVENT, "default")).items
         assert any(e["reason"] == "SandboxChanged" and e["involvedObject"]["name"] == "survivor" for e in events)
     finally:
         await b.stop()

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from pumice.node.agent import NodeAgent
-from pumice.testing.node import MemoryClient, get_pod, phase_is, pod, wait_for
+from pumice.testing.fake_client import FakeClient
+from pumice.testing.node import get_pod, phase_is, pod, wait_for
 
 pytestmark = [pytest.mark.netns, pytest.mark.skipif(os.geteuid() != 0, reason="needs root")]
 
@@ -30,7 +31,7 @@ def _out(agent: NodeAgent, p: dict, container: str = "c0") -> list[str]:
 
 @pytest.mark.skipif(not _pypi_reachable(), reason="pypi.org is not reachable from this machine")
 async def test_pip_in_a_pod_downloads_through_the_proxy_and_other_hosts_are_refused(
-        client: MemoryClient, agent: NodeAgent) -> None:
+        client: FakeClient, agent: NodeAgent) -> None:
     script = ("pip download --no-deps --no-cache-dir --disable-pip-version-check pendulum==2.1.2 -d /tmp/w "
               ">/dev/null 2>&1 && echo PIP_OK; "
               "python3 -c \"import urllib.request as u; u.urlopen('https://example.com', timeout=5)\" 2>&1 "
@@ -67,7 +68,7 @@ async def _terminal(client: object, name: str) -> bool:
 
 
 async def test_python_in_a_pod_reaches_a_service_by_short_name_through_the_proxy(
-        client: MemoryClient, agent: NodeAgent) -> None:
+        client: FakeClient, agent: NodeAgent) -> None:
     # urllib ignores the Pod CIDR in NO_PROXY, so a request for a bare Service name goes to the
     # egress proxy, which must pass cluster destinations through rather than refuse them.
     await client.create(pod("web", "python3 -m http.server 8080", image="python:3.11", restart_policy="Always",

@@ -15,7 +15,8 @@ import pytest
 
 from pumice.node.agent import AgentError, NodeAgent
 from pumice.node.network import NetworkError, bridge_name, choose_instance_network, host_networks
-from pumice.testing.node import MemoryClient, get_pod, phase_is, pod, wait_for
+from pumice.testing.fake_client import FakeClient
+from pumice.testing.node import get_pod, phase_is, pod, wait_for
 
 HOST = host_networks("1: lo    inet 127.0.0.1/8 scope host lo\\ valid_lft forever\n"
                      "4: eth0    inet 192.0.2.2/24 brd 192.0.2.255 scope global eth0\\ valid_lft forever\n")
@@ -71,7 +72,7 @@ def test_every_slot_taken_is_one_line() -> None:
 
 # -- real network namespaces ----------------------------------------------------------------------
 
-def _agent(client: MemoryClient, d: Path, **kw: object) -> NodeAgent:
+def _agent(client: FakeClient, d: Path, **kw: object) -> NodeAgent:
     return NodeAgent(client, runtime="process", data_dir=d, node_names=["node-0"], node_cpu="4", node_memory="8Gi",
                      lease_renew_interval=None, stop_grace=2.0, **kw)  # type: ignore[arg-type]
 
@@ -80,7 +81,7 @@ def _agent(client: MemoryClient, d: Path, **kw: object) -> NodeAgent:
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None, reason="needs root")
 async def test_two_agents_at_once_run_pods_on_their_own_bridges() -> None:
     dirs = [Path(tempfile.mkdtemp(prefix="pumice-inst-", dir="/var/tmp")) for _ in range(2)]
-    clients = [MemoryClient(), MemoryClient()]
+    clients = [FakeClient(graceful_pod_deletion=True), FakeClient(graceful_pod_deletion=True)]
     agents = [_agent(c, d) for c, d in zip(clients, dirs, strict=True)]
     try:
         for a in agents:
@@ -100,7 +101,7 @@ async def test_two_agents_at_once_run_pods_on_their_own_bridges() -> None:
                                text=True).stdout
         assert links.count("@") == 1  # one veth, the other agent's Pod is on its own bridge
 
-        third = _agent(MemoryClient(), dirs[0] / "third", pod_cidr=str(ranges[0]))
+        third = _agent(FakeClient(graceful_pod_deletion=True), dirs[0] / "third", pod_cidr=str(ranges[0]))
         with pytest.raises(AgentError, match="^Pod CIDR " + re.escape(str(ranges[0])) + " overlaps"):
             await third.start()
         await third.stop()

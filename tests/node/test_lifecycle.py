@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from pumice.api.scheme import NODE as NODES
-from pumice.api.scheme import POD as PODS
+from pumice.api.scheme import NODE, POD
 from pumice.node.agent import NodeAgent
 from pumice.node.network import veth_name
-from pumice.testing.node import MemoryClient, get_pod, phase_is, pod, wait_for
+from pumice.testing.fake_client import FakeClient
+from pumice.testing.node import get_pod, phase_is, pod, wait_for
 
 
-def agent_for(client: MemoryClient, data_dir: Path, **kw: Any) -> NodeAgent:
+def agent_for(client: FakeClient, data_dir: Path, **kw: Any) -> NodeAgent:
     kw.setdefault("node_names", ["node-0"])
     return NodeAgent(client, runtime="process", data_dir=data_dir, node_cpu="4", node_memory="8Gi",
                      backoff_base=0.2, backoff_max=1.0, lease_renew_interval=None, stop_grace=2.0, **kw)
@@ -50,8 +50,8 @@ async def http_get(port: int, path: str, read_for: float | None = None) -> tuple
     return code, body.decode()
 
 
-async def test_the_kubelet_log_endpoint_serves_tail_timestamps_previous_and_follow(client: MemoryClient, agent: NodeAgent) -> None:
-    node = await client.get(NODES, "node-0")
+async def test_the_kubelet_log_endpoint_serves_tail_timestamps_previous_and_follow(client: FakeClient, agent: NodeAgent) -> None:
+    node = await client.get(NODE, "node-0")
     port = node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"]
     assert {"type": "InternalIP", "address": agent.host_ip()} in node["status"]["addresses"]
     counter = agent.data_dir / "logs-count"
@@ -82,7 +82,7 @@ async def _has(port: int, path: str, needle: str) -> bool:
     return needle in (await http_get(port, path))[1]
 
 
-async def test_a_restarted_agent_adopts_running_pods_without_starting_them_twice(client: MemoryClient, data_dir: Path) -> None:
+async def test_a_restarted_agent_adopts_running_pods_without_starting_them_twice(client: FakeClient, data_dir: Path) -> None:
     first = agent_for(client, data_dir, keep_pods=True)
     await first.start()
     await client.create(pod("long", "echo started; exec sleep 300", grace=1))
@@ -102,7 +102,7 @@ async def test_a_restarted_agent_adopts_running_pods_without_starting_them_twice
         log = second.pod_dir(p) / "c0" / "0.log"
         await wait_for(lambda: log.exists() and "started" in log.read_text())
         assert log.read_text().count("started") == 1
-        await client.delete(PODS, "long", "default")
+        await client.delete(POD, "long", "default")
         await wait_for(lambda: _gone(client, "long"), timeout=15)
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
@@ -110,7 +110,7 @@ async def test_a_restarted_agent_adopts_running_pods_without_starting_them_twice
         await second.stop()
 
 
-async def test_an_adopted_container_that_ended_meanwhile_is_reported_and_restarted(client: MemoryClient, data_dir: Path) -> None:
+async def test_an_adopted_container_that_ended_meanwhile_is_reported_and_restarted(client: FakeClient, data_dir: Path) -> None:
     first = agent_for(client, data_dir, keep_pods=True)
     await first.start()
     flag = data_dir / "go"
@@ -132,7 +132,7 @@ async def test_an_adopted_container_that_ended_meanwhile_is_reported_and_restart
         await second.stop()
 
 
-async def test_stopping_the_agent_stops_its_pods_and_removes_the_network(client: MemoryClient, data_dir: Path) -> None:
+async def test_stopping_the_agent_stops_its_pods_and_removes_the_network(client: FakeClient, data_dir: Path) -> None:
     a = agent_for(client, data_dir)
     await a.start()
     await client.create(pod("victim", "exec sleep 300"))
@@ -148,7 +148,7 @@ async def test_stopping_the_agent_stops_its_pods_and_removes_the_network(client:
     assert a.network is not None and getattr(a.network, "bridge", "") not in links.split()
 
 
-async def test_host_network_mode_gives_loopback_ips_and_rejects_port_clashes(client: MemoryClient, data_dir: Path) -> None:
+async def test_host_network_mode_gives_loopback_ips_and_rejects_port_clashes(client: FakeClient, data_dir: Path) -> None:
     a = agent_for(client, data_dir, network="host")
     await a.start()
     try:
@@ -169,5 +169,5 @@ async def test_host_network_mode_gives_loopback_ips_and_rejects_port_clashes(cli
         await a.stop()
 
 
-async def _gone(client: MemoryClient, name: str) -> bool:
+async def _gone(client: FakeClient, name: str) -> bool:
     return await get_pod(client, name) is None

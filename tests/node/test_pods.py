@@ -8,9 +8,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pumice.api.scheme import POD as PODS
+from pumice.api.scheme import POD
 from pumice.node.agent import NodeAgent
-from pumice.testing.node import MemoryClient, get_pod, phase_is, pod, wait_for
+from pumice.testing.fake_client import FakeClient
+from pumice.testing.node import get_pod, phase_is, pod, wait_for
 
 
 def log_lines(agent: NodeAgent, p: dict[str, Any], container: str = "c0", n: int = 0) -> list[str]:
@@ -23,7 +24,7 @@ def cstatus(p: dict[str, Any], i: int = 0) -> dict[str, Any]:
     return p["status"]["containerStatuses"][i]
 
 
-async def status_of(client: MemoryClient, name: str) -> dict[str, Any]:
+async def status_of(client: FakeClient, name: str) -> dict[str, Any]:
     p = await get_pod(client, name)
     assert p is not None
     return p
@@ -32,7 +33,7 @@ async def status_of(client: MemoryClient, name: str) -> dict[str, Any]:
 # -- restart policies ------------------------------------------------------------------------------
 
 
-async def test_on_failure_restarts_a_failing_container_until_it_succeeds(client: MemoryClient, agent: NodeAgent) -> None:
+async def test_on_failure_restarts_a_failing_container_until_it_succeeds(client: FakeClient, agent: NodeAgent) -> None:
     counter = agent.data_dir / "onfailure-count"
     script = f"n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}; echo run $n; [ $n -ge 3 ]"
     await client.create(pod("flaky", script, restart_policy="OnFailure"))
@@ -44,7 +45,7 @@ async def test_on_failure_restarts_a_failing_container_until_it_succeeds(client:
     assert log_lines(agent, p, n=2) == ["run 3"]
 
 
-async def test_always_puts_a_crashing_container_in_crash_loop_back_off(client: MemoryClient, agent: NodeAgent) -> None:
+async def test_always_puts_a_crashing_container_in_crash_loop_back_off(client: FakeClient, agent: NodeAgent) -> None:
     await client.create(pod("crasher", "echo boom; exit 2", restart_policy="Always"))
 
     async def backing_off() -> bool:
@@ -67,7 +68,7 @@ async def test_always_puts_a_crashing_container_in_crash_loop_back_off(client: M
 # -- probes ----------------------------------------------------------------------------------------
 
 
-async def test_readiness_exec_probe_makes_the_pod_ready_once_it_passes(client: MemoryClient, agent: NodeAgent) -> None:
+async def test_readiness_exec_probe_makes_the_pod_ready_once_it_passes(client: FakeClient, agent: NodeAgent) -> None:
     probe = {"exec": {"command": ["cat", "/tmp/ready"]}, "periodSeconds": 1}
     await client.create(pod("ready-later", "sleep 1; touch /tmp/ready; sleep 60", readinessProbe=probe))
     await wait_for(lambda: phase_is(client, "ready-later", "Running"))
@@ -78,7 +79,7 @@ async def test_readiness_exec_probe_makes_the_pod_ready_once_it_passes(client: M
     assert cstatus(p)["ready"] is True
 
 
-async def test_failing_liveness_probe_restarts_the_container(client: MemoryClient, agent: NodeAgent) -> None:
+async def test_failing_liveness_probe_restarts_the_container(client: FakeClient, agent: NodeAgent) -> None:
     probe = {"exec": {"command": ["/bin/sh", "-c", "exit 1"]}, "periodSeconds": 1, "failureThreshold": 1,
              "terminationGracePeriodSeconds": 1}
     await client.create(pod("unhealthy", "echo started; sleep 60", restart_policy="Always", livenessProbe=probe))
@@ -91,7 +92,7 @@ async def test_failing_liveness_probe_restarts_the_container(client: MemoryClien
     await wait_for(restarted, timeout=20)
 
 
-async def test_http_get_and_tcp_socket_probes_reach_the_pod_ip(client: MemoryClient, agent: NodeAgent) -> None:
+async def test_http_get_and_tcp_socket_probes_reach_the_pod_ip(client: FakeClient, agent: NodeAgent) -> None:
     server = "cd /tmp && echo ok > healthz && exec python3 -m http.server 8080"
     await client.create(pod(
         "web", server, image="python:3.11", ports=[{"containerPort": 8080, "name": "http"}],
@@ -104,7 +105,7 @@ async def test_http_get_and_tcp_socket_probes_reach_the_pod_ip(client: MemoryCli
     assert cstatus(p)["restartCount"] == 0
 
 
-async def test_startup_probe_gates_liveness(client: MemoryClient, agent: NodeAgent) -> None:
+async def test_startup_probe_gates_liveness(client: FakeClient, agent: NodeAgent) -> None:
     startup = {"exec": {"command": ["test", "-f", "/tmp/up"]}, "periodSeconds": 1, "failureThreshold": 30}
     liveness = {"exec": {"command": ["test", "-f", "/tmp/up"]}, "periodSeconds": 1, "failureThreshold": 1}
     await client.create(pod("slow-start", "sleep 2; touch /tmp/up; sleep 60", restart_policy="Always",
@@ -118,7 +119,7 @@ async def test_startup_probe_gates_liveness(client: MemoryClient, agent: NodeAge
 # -- environment and volumes -----------------------------------------------------------------------
 
 
-async def test_downward_api_env_and_volume(client: MemoryClient, agent: NodeAgent) -> None:
+async def test_downward_api_env_and_volume(client: FakeClient, agent: NodeAgent) -> None:
     env = [
         {"name": "MY_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
         {"name": "MY_NS", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
@@ -147,7 +148,7 @@ async def test_downward_api_env_and_volume(client: MemoryClient, agent: NodeAgen
     await wait_for(lambda: not Path("/etc/podinfo").exists())  # the mount point made on the host is removed
 
 
-async def test_configmap_and_secret_env_and_volumes(client: MemoryClient, agent: NodeAgent) -> None:
+async def test_configmap_and_secret_env_and_volumes(client: FakeClient, agent: NodeAgent) -> None:
     await client.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "namespace": "default"},
                          "data": {"mode": "fast", "app.conf": "threads=4\n"}})
     await client.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sec", "namespace": "default"},
@@ -165,7 +166,7 @@ async def test_configmap_and_secret_env_and_volumes(client: MemoryClient, agent:
     assert log_lines(agent, await status_of(client, "configured")) == ["fast fast s3cr3t", "threads=4", "s3cr3t"]
 
 
-async def test_a_missing_configmap_keeps_the_container_waiting(client: MemoryClient, agent: NodeAgent) -> None:
+async def test_a_missing_configmap_keeps_the_container_waiting(client: FakeClient, agent: NodeAgent) -> None:
     await client.create(pod("needs-cfg", "echo never", env=[
         {"name": "X", "valueFrom": {"configMapKeyRef": {"name": "absent", "key": "k"}}}]))
 
@@ -180,7 +181,7 @@ async def test_a_missing_configmap_keeps_the_container_waiting(client: MemoryCli
     await wait_for(lambda: phase_is(client, "needs-cfg", "Succeeded"), timeout=15)
 
 
-async def test_init_containers_run_in_order_before_the_containers(client: MemoryClient, agent: NodeAgent) -> None:
+async def test_init_containers_run_in_order_before_the_containers(client: FakeClient, agent: NodeAgent) -> None:
     p = pod("with-init", "cat /work/steps", volumeMounts=[{"name": "work", "mountPath": "/work"}])
     p["spec"]["initContainers"] = [
         {"name": f"init{i}", "image": "busybox", "command": ["/bin/sh", "-c", f"echo step{i} >> /work/steps"],
@@ -194,7 +195,7 @@ async def test_init_containers_run_in_order_before_the_containers(client: Memory
     assert _cond(got, "Initialized") == "True"
 
 
-async def test_a_failing_init_container_fails_a_never_restart_pod(client: MemoryClient, agent: NodeAgent) -> None:
+async def test_a_failing_init_container_fails_a_never_restart_pod(client: FakeClient, agent: NodeAgent) -> None:
     p = pod("init-fails", "echo never")
     p["spec"]["initContainers"] = [{"name": "init", "image": "busybox", "command": ["/bin/sh", "-c", "exit 7"]}]
     await client.create(p)
@@ -204,7 +205,7 @@ async def test_a_failing_init_container_fails_a_never_restart_pod(client: Memory
     assert not (agent.pod_dir(got) / "c0").exists()
 
 
-async def test_an_unsupported_volume_fails_the_pod_with_a_clear_message(client: MemoryClient, agent: NodeAgent) -> None:
+async def test_an_unsupported_volume_fails_the_pod_with_a_clear_message(client: FakeClient, agent: NodeAgent) -> None:
     p = pod("nfs", "echo never")
     p["spec"]["volumes"] = [{"name": "data", "nfs": {"server": "x", "path": "/"}}]
     await client.create(p)
@@ -216,7 +217,7 @@ async def test_an_unsupported_volume_fails_the_pod_with_a_clear_message(client: 
 # -- deletion --------------------------------------------------------------------------------------
 
 
-async def test_graceful_deletion_sends_sigterm_runs_pre_stop_and_deletes_the_pod(client: MemoryClient, agent: NodeAgent) -> None:
+async def test_graceful_deletion_sends_sigterm_runs_pre_stop_and_deletes_the_pod(client: FakeClient, agent: NodeAgent) -> None:
     marker = agent.data_dir / "prestop-ran"
     script = "trap 'echo got TERM; exit 0' TERM; echo up; while true; do sleep 0.1; done"
     await client.create(pod("polite", script, grace=10, lifecycle={"preStop": {"exec": {"command": [
@@ -224,12 +225,12 @@ async def test_graceful_deletion_sends_sigterm_runs_pre_stop_and_deletes_the_pod
     await wait_for(lambda: phase_is(client, "polite", "Running"))
     p = await status_of(client, "polite")
     await wait_for(lambda: "up" in log_lines(agent, p))
-    await client.delete(PODS, "polite", "default")
+    await client.delete(POD, "polite", "default")
     await wait_for(lambda: _gone(client, "polite"), timeout=15)
     assert marker.read_text().strip() == "prestop"
 
 
-async def test_a_container_ignoring_sigterm_is_killed_after_the_grace_period(client: MemoryClient, agent: NodeAgent) -> None:
+async def test_a_container_ignoring_sigterm_is_killed_after_the_grace_period(client: FakeClient, agent: NodeAgent) -> None:
     script = "trap '' TERM; echo stubborn; while true; do sleep 0.1; done"
     await client.create(pod("stubborn", script, grace=1))
     await wait_for(lambda: phase_is(client, "stubborn", "Running"))
@@ -244,7 +245,7 @@ async def test_a_container_ignoring_sigterm_is_killed_after_the_grace_period(cli
         seen.append(cur)
         return False
 
-    await client.delete(PODS, "stubborn", "default")
+    await client.delete(POD, "stubborn", "default")
     await wait_for(final_status, timeout=15, interval=0.02)
     terminated = [s["status"]["containerStatuses"][0]["state"].get("terminated") for s in seen]
     codes = {t["exitCode"] for t in terminated if t}
@@ -254,7 +255,7 @@ async def test_a_container_ignoring_sigterm_is_killed_after_the_grace_period(cli
 # -- admission -------------------------------------------------------------------------------------
 
 
-async def test_a_pod_that_does_not_fit_is_rejected_with_out_of_cpu(client: MemoryClient, agent: NodeAgent) -> None:
+async def test_a_pod_that_does_not_fit_is_rejected_with_out_of_cpu(client: FakeClient, agent: NodeAgent) -> None:
     await client.create(pod("huge", "echo never", requests="8"))
     await wait_for(lambda: phase_is(client, "huge", "Failed"))
     got = await status_of(client, "huge")
@@ -262,7 +263,7 @@ async def test_a_pod_that_does_not_fit_is_rejected_with_out_of_cpu(client: Memor
     assert "requested: 8000, used: 0, capacity: 4000" in got["status"]["message"]
 
 
-async def test_a_node_selector_mismatch_is_rejected(client: MemoryClient, agent: NodeAgent) -> None:
+async def test_a_node_selector_mismatch_is_rejected(client: FakeClient, agent: NodeAgent) -> None:
     p = pod("picky", "echo never")
     p["spec"]["nodeSelector"] = {"disk": "ssd"}
     await client.create(p)
@@ -277,18 +278,18 @@ def _cond(p: dict[str, Any], ctype: str) -> str:
     return next((c["status"] for c in (p.get("status") or {}).get("conditions") or [] if c["type"] == ctype), "")
 
 
-async def _ready(client: MemoryClient, name: str) -> bool:
+async def _ready(client: FakeClient, name: str) -> bool:
     p = await get_pod(client, name)
     return p is not None and _cond(p, "Ready") == "True"
 
 
-async def _started(client: MemoryClient, name: str) -> bool:
+async def _started(client: FakeClient, name: str) -> bool:
     p = await get_pod(client, name)
     cs = (p or {}).get("status", {}).get("containerStatuses") or [{}]
     return bool(cs[0].get("started")) and _cond(p or {"status": {}}, "Ready") == "True"
 
 
-async def _gone(client: MemoryClient, name: str) -> bool:
+async def _gone(client: FakeClient, name: str) -> bool:
     return await get_pod(client, name) is None
 
 
@@ -306,7 +307,7 @@ def _init_looping(name: str) -> dict[str, Any]:
     return p
 
 
-async def _init_pid(client: MemoryClient, agent: NodeAgent, name: str) -> tuple[str, int]:
+async def _init_pid(client: FakeClient, agent: NodeAgent, name: str) -> tuple[str, int]:
     await wait_for(lambda: _init_running(client, name))
     uid = (await status_of(client, name))["metadata"]["uid"]
     await wait_for(lambda: agent.workers[uid].records["wait-gcs-ready"].current is not None)
@@ -315,7 +316,7 @@ async def _init_pid(client: MemoryClient, agent: NodeAgent, name: str) -> tuple[
     return uid, cur.pid
 
 
-async def _init_running(client: MemoryClient, name: str) -> bool:
+async def _init_running(client: FakeClient, name: str) -> bool:
     p = await get_pod(client, name)
     st = ((p or {}).get("status") or {}).get("initContainerStatuses") or [{}]
     return "running" in (st[0].get("state") or {})
@@ -330,23 +331,23 @@ def _alive(pid: int) -> bool:
 
 
 async def test_graceful_deletion_during_an_init_container_stops_it_and_deletes_the_pod(
-        client: MemoryClient, agent: NodeAgent) -> None:
+        client: FakeClient, agent: NodeAgent) -> None:
     await client.create(_init_looping("init-loop"))
     uid, pid = await _init_pid(client, agent, "init-loop")
-    await client.delete(PODS, "init-loop", "default")
+    await client.delete(POD, "init-loop", "default")
     await wait_for(lambda: _gone(client, "init-loop"), timeout=15)
     await wait_for(lambda: not _alive(pid), timeout=5)
     await wait_for(lambda: uid not in agent.workers, timeout=5)
 
 
 async def test_force_deletion_during_an_init_container_still_kills_it_and_removes_the_sandbox(
-        client: MemoryClient, agent: NodeAgent) -> None:
+        client: FakeClient, agent: NodeAgent) -> None:
     await client.create(_init_looping("init-force"))
     uid, pid = await _init_pid(client, agent, "init-force")
     w = agent.workers[uid]
     assert w.sandbox is not None
     ns = w.sandbox.netns
-    await client.delete(PODS, "init-force", "default", grace_period_seconds=0)
+    await client.delete(POD, "init-force", "default", grace_period_seconds=0)
     assert await get_pod(client, "init-force") is None
     await wait_for(lambda: not _alive(pid), timeout=5)
     await wait_for(lambda: uid not in agent.workers, timeout=5)

@@ -3,10 +3,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from pumice.node.agent import NodeAgent
-from pumice.testing.node import MemoryClient, get_pod, phase_is, pod, wait_for
+from pumice.testing.fake_client import FakeClient
+from pumice.testing.node import get_pod, phase_is, pod, wait_for
 
 
-async def test_a_pod_that_exits_zero_succeeds_and_its_output_is_logged(client: MemoryClient, agent: NodeAgent) -> None:
+async def test_a_pod_that_exits_zero_succeeds_and_its_output_is_logged(client: FakeClient, agent: NodeAgent) -> None:
     await client.create(pod("hello", "echo hello from $HOSTNAME; echo oops >&2", node="node-0"))
     await wait_for(lambda: phase_is(client, "hello", "Succeeded"))
     p = await get_pod(client, "hello")
@@ -18,7 +19,7 @@ async def test_a_pod_that_exits_zero_succeeds_and_its_output_is_logged(client: M
     assert " stderr F oops" in log
 
 
-async def test_a_pod_that_exits_nonzero_with_restart_never_fails(client: MemoryClient, agent: NodeAgent) -> None:
+async def test_a_pod_that_exits_nonzero_with_restart_never_fails(client: FakeClient, agent: NodeAgent) -> None:
     await client.create(pod("bad", "exit 3", node="node-0"))
     await wait_for(lambda: phase_is(client, "bad", "Failed"))
     p = await get_pod(client, "bad")

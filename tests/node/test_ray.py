@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from pumice.api.scheme import POD as PODS
+from pumice.api.scheme import POD
 from pumice.node.agent import NodeAgent
 from pumice.node.network import netns_name, veth_name
 from pumice.testing.cluster import serve_http
@@ -192,7 +192,7 @@ async def _run_scenario(client: Any, agent: NodeAgent, logs: Any) -> None:
     pids = _pod_processes(netns)
     assert len(pids) >= 10  # head and worker: raylet, gcs_server, dashboard, agents ...
     for name in ("ray-driver", "ray-worker", "ray-head"):
-        await client.delete(PODS, name, "default")
+        await client.delete(POD, name, "default")
     for name in ("ray-driver", "ray-worker", "ray-head"):
         await wait_for(lambda n=name: _gone(client, n), timeout=90, interval=0.5)
     assert _leftovers(netns, veths, pids) == {"links": [], "netns": [], "procs": []}

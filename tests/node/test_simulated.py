@@ -8,7 +8,8 @@ import pytest
 
 from pumice._util.clock import LoopClock
 from pumice.node.agent import NodeAgent
-from pumice.testing.node import MemoryClient, get_pod, phase_is, pod, simulated_scale, wait_for
+from pumice.testing.fake_client import FakeClient
+from pumice.testing.node import get_pod, phase_is, pod, simulated_scale, wait_for
 
 
 def sim_pod(name: str, duration: float | None, exit_code: int = 0, **kw: Any) -> dict[str, Any]:
@@ -19,7 +20,7 @@ def sim_pod(name: str, duration: float | None, exit_code: int = 0, **kw: Any) ->
     return p
 
 
-async def _agent(client: MemoryClient, clock: LoopClock, **kw: Any) -> NodeAgent:
+async def _agent(client: FakeClient, clock: LoopClock, **kw: Any) -> NodeAgent:
     a = NodeAgent(client, runtime="simulated", data_dir="/nonexistent", nodes=2, node_name_prefix="sim",
                   node_cpu="4", node_memory="8Gi", clock=clock, sim_start_latency=2.0, **kw)
     await a.start()
@@ -29,7 +30,7 @@ async def _agent(client: MemoryClient, clock: LoopClock, **kw: Any) -> NodeAgent
 @pytest.mark.looptime
 async def test_a_simulated_pod_runs_for_its_annotated_duration_and_exits_with_its_code() -> None:
     clock = LoopClock()
-    client = MemoryClient(clock=clock)
+    client = FakeClient(clock=clock, graceful_pod_deletion=True)
     agent = await _agent(client, clock)
     t0 = clock.monotonic()
     await client.create(sim_pod("ok", 60))
@@ -46,10 +47,10 @@ async def test_a_simulated_pod_runs_for_its_annotated_duration_and_exits_with_it
 
 @pytest.mark.looptime
 async def test_a_simulated_pod_without_duration_runs_until_deleted() -> None:
-    from pumice.api.scheme import POD as PODS
+    from pumice.api.scheme import POD
 
     clock = LoopClock()
-    client = MemoryClient(clock=clock)
+    client = FakeClient(clock=clock, graceful_pod_deletion=True)
     agent = await _agent(client, clock)
     t0 = clock.monotonic()
     await client.create(sim_pod("forever", None, readinessProbe={"exec": {"command": ["true"]},
@@ -58,30 +59,29 @@ async def test_a_simulated_pod_without_duration_runs_until_deleted() -> None:
     assert clock.monotonic() - t0 >= 7.0  # 2 s start latency + 5 s initial delay
     await clock.sleep(600)
     assert await phase_is(client, "forever", "Running")
-    await client.delete(PODS, "forever", "default")
+    await client.delete(POD, "forever", "default")
     await wait_for(lambda: _gone(client, "forever"), timeout=60, interval=0.5)
     await agent.stop()
 
 
 @pytest.mark.looptime
 async def test_simulated_nodes_register_with_capacity_and_leases() -> None:
-    from pumice.api.scheme import LEASE as LEASES
-    from pumice.api.scheme import NODE as NODES
+    from pumice.api.scheme import LEASE, NODE
 
     clock = LoopClock()
-    client = MemoryClient(clock=clock)
+    client = FakeClient(clock=clock, graceful_pod_deletion=True)
     agent = await _agent(client, clock, node_gpus=2, labels={"pool": "a"})
-    node = await client.get(NODES, "sim-1")
+    node = await client.get(NODE, "sim-1")
     assert node["status"]["capacity"]["nvidia.com/gpu"] == "2"
     assert node["status"]["allocatable"]["cpu"] == "4"
     assert node["metadata"]["labels"]["kubernetes.io/hostname"] == "sim-1"
     assert node["metadata"]["labels"]["pool"] == "a"
     ready = next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
     assert ready["status"] == "True"
-    lease = await client.get(LEASES, "sim-1", "kube-node-lease")
+    lease = await client.get(LEASE, "sim-1", "kube-node-lease")
     first = lease["spec"]["renewTime"]
     await clock.sleep(25)
-    lease = await client.get(LEASES, "sim-1", "kube-node-lease")
+    lease = await client.get(LEASE, "sim-1", "kube-node-lease")
     assert lease["spec"]["renewTime"] > first
     await agent.stop()
 
@@ -89,7 +89,7 @@ async def test_simulated_nodes_register_with_capacity_and_leases() -> None:
 @pytest.mark.looptime
 async def test_simulated_admission_rejects_what_does_not_fit() -> None:
     clock = LoopClock()
-    client = MemoryClient(clock=clock)
+    client = FakeClient(clock=clock, graceful_pod_deletion=True)
     agent = await _agent(client, clock)
     await client.create(sim_pod("a", 100, requests="3"))
     await client.create(sim_pod("b", 100, requests="3"))
@@ -117,19 +117,19 @@ async def test_two_hundred_nodes_run_two_thousand_short_pods() -> None:
     assert result["failed"] == 200
 
 
-async def _ready(client: MemoryClient, name: str) -> bool:
+async def _ready(client: FakeClient, name: str) -> bool:
     p = await get_pod(client, name)
     return any(c["type"] == "Ready" and c["status"] == "True" for c in ((p or {}).get("status") or {}).get("conditions") or [])
 
 
-async def _gone(client: MemoryClient, name: str) -> bool:
+async def _gone(client: FakeClient, name: str) -> bool:
     return await get_pod(client, name) is None
 
 
 @pytest.mark.looptime
 async def test_active_deadline_fails_a_pod_that_runs_too_long() -> None:
     clock = LoopClock()
-    client = MemoryClient(clock=clock)
+    client = FakeClient(clock=clock, graceful_pod_deletion=True)
     agent = await _agent(client, clock)
     p = sim_pod("slow", 600)
     p["spec"]["activeDeadlineSeconds"] = 30

@@ -47,19 +47,7 @@ def main(argv: list[str]) -> int:
     # The child may mount volumes over the data dir: keep a handle on the exit file's directory.
     exit_dir = os.open(os.path.dirname(exit_path) or ".", os.O_RDONLY | os.O_DIRECTORY)
     exit_name = os.path.basename(exit_path)
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.dup2(out_w, 1)
-            os.dup2(err_w, 2)
-            for fd in (out_r, out_w, err_r, err_w, log, exit_dir):
-                os.close(fd)
-            for sig in _FORWARD:
-                signal.signal(sig, signal.SIG_DFL)
-            os.execvp(cmd[0], cmd)
-        except OSError as e:
-            os.write(2, f"exec {cmd[0]!r} failed: {e.strerror}\n".encode())
-            os._exit(127 if isinstance(e, FileNotFoundError) else 126)
+    pid = _spawn(cmd, out_w, err_w, close=(out_r, out_w, err_r, err_w, log, exit_dir))
     os.close(out_w)
     os.close(err_w)
 
@@ -72,27 +60,78 @@ def main(argv: list[str]) -> int:
     for sig in _FORWARD:
         signal.signal(sig, forward)
 
-    streams = {out_r: b"stdout", err_r: b"stderr"}
-    pending = {out_r: b"", err_r: b""}
+    status = _copy_output(pid, _CriLog(log, {out_r: b"stdout", err_r: b"stderr"}))
+    while status is None:
+        try:
+            _, status = os.waitpid(pid, 0)
+        except InterruptedError:
+            continue
+    code = os.waitstatus_to_exitcode(status)
+    if code < 0:
+        code = 128 - code
+    fd = os.open(exit_name + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, dir_fd=exit_dir)
+    os.write(fd, f"{code}\n".encode())
+    os.close(fd)
+    os.rename(exit_name + ".tmp", exit_name, src_dir_fd=exit_dir, dst_dir_fd=exit_dir)
+    return code
 
-    def emit(fd: int, data: bytes, final: bool) -> None:
-        buf = pending[fd] + data
+
+def _spawn(cmd: list[str], out_w: int, err_w: int, close: tuple[int, ...]) -> int:
+    """Fork; the child execs ``cmd`` with stdout/stderr on the pipes, ``close`` closed and the
+    forwarded signals at their defaults (exit 127 when not found, 126 when not runnable). The
+    child's pid."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.dup2(out_w, 1)
+            os.dup2(err_w, 2)
+            for fd in close:
+                os.close(fd)
+            for sig in _FORWARD:
+                signal.signal(sig, signal.SIG_DFL)
+            os.execvp(cmd[0], cmd)
+        except OSError as e:
+            os.write(2, f"exec {cmd[0]!r} failed: {e.strerror}\n".encode())
+            os._exit(127 if isinstance(e, FileNotFoundError) else 126)
+    return pid
+
+
+class _CriLog:
+    """Lines of the output pipes to the log file in the CRI format (``F`` full, ``P`` partial)."""
+
+    def __init__(self, log: int, streams: dict[int, bytes]) -> None:
+        self.log = log
+        self.streams = streams
+        self.pending = {fd: b"" for fd in streams}
+
+    def emit(self, fd: int, data: bytes, final: bool) -> None:
+        buf = self.pending[fd] + data
         lines = buf.split(b"\n")
         rest = lines.pop()
-        chunks = [b"%s %s F %s\n" % (_stamp(), streams[fd], line) for line in lines]
+        stream = self.streams[fd]
+        chunks = [b"%s %s F %s\n" % (_stamp(), stream, line) for line in lines]
         while len(rest) >= _PARTIAL:
-            chunks.append(b"%s %s P %s\n" % (_stamp(), streams[fd], rest[:_PARTIAL]))
+            chunks.append(b"%s %s P %s\n" % (_stamp(), stream, rest[:_PARTIAL]))
             rest = rest[_PARTIAL:]
         if final and rest:
-            chunks.append(b"%s %s F %s\n" % (_stamp(), streams[fd], rest))
+            chunks.append(b"%s %s F %s\n" % (_stamp(), stream, rest))
             rest = b""
-        pending[fd] = rest
+        self.pending[fd] = rest
         if chunks:
-            os.write(log, b"".join(chunks))
+            os.write(self.log, b"".join(chunks))
 
+    def flush(self) -> None:
+        for fd in self.streams:
+            if self.pending[fd]:
+                self.emit(fd, b"", True)
+
+
+def _copy_output(pid: int, out: _CriLog) -> int | None:
+    """Copy the pipes to the log until both close, or 1 s after the child exited (grandchildren
+    may hold them). The child's wait status when it was reaped meanwhile, else None."""
     status = None
     drain_deadline = None
-    open_fds = [out_r, err_r]
+    open_fds = list(out.streams)
     while open_fds:
         timeout = 0.2
         if drain_deadline is not None:
@@ -109,31 +148,17 @@ def main(argv: list[str]) -> int:
             except InterruptedError:
                 continue
             if data:
-                emit(fd, data, False)
+                out.emit(fd, data, False)
             else:
-                emit(fd, b"", True)
+                out.emit(fd, b"", True)
                 open_fds.remove(fd)
         if status is None:
             done, st = os.waitpid(pid, os.WNOHANG)
             if done:
                 status = st
                 drain_deadline = time.monotonic() + 1.0
-    for fd in (out_r, err_r):
-        if pending[fd]:
-            emit(fd, b"", True)
-    while status is None:
-        try:
-            _, status = os.waitpid(pid, 0)
-        except InterruptedError:
-            continue
-    code = os.waitstatus_to_exitcode(status)
-    if code < 0:
-        code = 128 - code
-    fd = os.open(exit_name + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, dir_fd=exit_dir)
-    os.write(fd, f"{code}\n".encode())
-    os.close(fd)
-    os.rename(exit_name + ".tmp", exit_name, src_dir_fd=exit_dir, dst_dir_fd=exit_dir)
-    return code
+    out.flush()
+    return status
 
 
 if __name__ == "__main__":

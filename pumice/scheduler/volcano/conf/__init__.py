@@ -182,7 +182,25 @@ def parse_conf(text: str, *, source: str = "<config>", apply_defaults: bool = Tr
     unknown_top = set(doc) - {"actions", "tiers", "configurations", "metrics"}
     if unknown_top:
         raise ConfigError(f"{source}: unknown field {sorted(unknown_top)[0]!r}")
-    actions_s = doc.get("actions") or ""
+    actions = _parse_actions(doc.get("actions") or "", source)
+    raw_tiers = doc.get("tiers") or []
+    if not isinstance(raw_tiers, list):
+        raise ConfigError(f"{source}: field 'tiers' must be a list")
+    tiers = [_parse_tier(raw, f"{source}: tiers[{ti}]", apply_defaults) for ti, raw in enumerate(raw_tiers)]
+    raw_confs = doc.get("configurations") or []
+    if not isinstance(raw_confs, list):
+        raise ConfigError(f"{source}: field 'configurations' must be a list")
+    metrics = doc.get("metrics") or {}
+    if not isinstance(metrics, dict):
+        raise ConfigError(f"{source}: field 'metrics' must be a mapping")
+    confs = [_parse_configuration(rc, f"{source}: configurations[{ci}]") for ci, rc in enumerate(raw_confs)]
+    conf = SchedulerConfiguration(actions, tuple(tiers), tuple(confs), dict(metrics))
+    validate_arguments(conf, source=source)
+    return conf
+
+
+def _parse_actions(actions_s: Any, source: str) -> tuple[str, ...]:
+    """The ``actions`` string as names, each a registered action."""
     if not isinstance(actions_s, str):
         raise ConfigError(f"{source}: field 'actions' must be a comma-separated string")
     actions = tuple(a.strip() for a in actions_s.split(",") if a.strip())
@@ -190,67 +208,70 @@ def parse_conf(text: str, *, source: str = "<config>", apply_defaults: bool = Tr
     for a in actions:
         if a not in known_actions:
             raise ConfigError(f"{source}: actions: unknown action {a!r}; known actions: {', '.join(known_actions)}")
+    return actions
+
+
+def _parse_tier(raw: Any, where: str, apply_defaults: bool) -> Tier:
+    """One tier: its plugins (unique names), and not proportion beside a hierarchical drf."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("plugins") or [], list):
+        raise ConfigError(f"{where}: expected a mapping with a 'plugins' list")
+    opts: list[PluginOption] = []
+    seen: set[str] = set()
+    for pi, rp in enumerate(raw.get("plugins") or []):
+        name = _plugin_name(rp, f"{where}.plugins[{pi}]")
+        if name in seen:
+            raise ConfigError(f"{where}.plugins[{pi}]: duplicate plugin {name!r} in one tier")
+        seen.add(name)
+        opts.append(_parse_plugin_option(rp, name, f"{where}.plugins[{pi}]", apply_defaults))
+    names = {o.name for o in opts}
+    if "proportion" in names and any(o.name == "drf" and o.enabled("enableHierarchy") for o in opts):
+        raise ConfigError(f"{where}: proportion and drf with enableHierarchy cannot be in one tier")
+    return Tier(tuple(opts))
+
+
+def _plugin_name(rp: Any, where: str) -> str:
+    """A plugin entry's name, which must be registered."""
+    if not isinstance(rp, dict) or not isinstance(rp.get("name"), str):
+        raise ConfigError(f"{where}: expected a mapping with a 'name'")
+    name: str = rp["name"]
     known_plugins = _known("plugin")
-    tiers: list[Tier] = []
-    raw_tiers = doc.get("tiers") or []
-    if not isinstance(raw_tiers, list):
-        raise ConfigError(f"{source}: field 'tiers' must be a list")
-    for ti, raw in enumerate(raw_tiers):
-        if not isinstance(raw, dict) or not isinstance(raw.get("plugins") or [], list):
-            raise ConfigError(f"{source}: tiers[{ti}]: expected a mapping with a 'plugins' list")
-        opts: list[PluginOption] = []
-        seen: set[str] = set()
-        for pi, rp in enumerate(raw.get("plugins") or []):
-            where = f"{source}: tiers[{ti}].plugins[{pi}]"
-            if not isinstance(rp, dict) or not isinstance(rp.get("name"), str):
-                raise ConfigError(f"{where}: expected a mapping with a 'name'")
-            name = rp["name"]
-            if name not in known_plugins:
-                raise ConfigError(f"{where}: unknown plugin {name!r}; known plugins: {', '.join(known_plugins)}")
-            if name in seen:
-                raise ConfigError(f"{where}: duplicate plugin {name!r} in one tier")
-            seen.add(name)
-            sw: dict[str, bool] = {}
-            for k, v in rp.items():
-                if k in ("name", "arguments"):
-                    continue
-                if k not in SWITCH_KEYS:
-                    raise ConfigError(f"{where} ({name}): unknown field {k!r}")
-                if not isinstance(v, bool):
-                    raise ConfigError(f"{where} ({name}): field {k!r} must be true or false, got {v!r}")
-                sw[k] = v
-            if apply_defaults:
-                for k in SWITCH_KEYS:
-                    sw.setdefault(k, k not in _OFF_BY_DEFAULT)
-            args = rp.get("arguments") or {}
-            if not isinstance(args, dict):
-                raise ConfigError(f"{where} ({name}): field 'arguments' must be a mapping")
-            opts.append(PluginOption(name, sw, dict(args)))
-        names = {o.name for o in opts}
-        if "proportion" in names and any(o.name == "drf" and o.enabled("enableHierarchy") for o in opts):
-            raise ConfigError(f"{source}: tiers[{ti}]: proportion and drf with enableHierarchy cannot be in one tier")
-        tiers.append(Tier(tuple(opts)))
-    confs: list[Configuration] = []
-    raw_confs = doc.get("configurations") or []
-    if not isinstance(raw_confs, list):
-        raise ConfigError(f"{source}: field 'configurations' must be a list")
-    metrics = doc.get("metrics") or {}
-    if not isinstance(metrics, dict):
-        raise ConfigError(f"{source}: field 'metrics' must be a mapping")
-    for ci, rc in enumerate(raw_confs):
-        if not isinstance(rc, dict) or not isinstance(rc.get("name"), str):
-            raise ConfigError(f"{source}: configurations[{ci}]: expected a mapping with a 'name'")
-        if rc["name"] not in known_actions:
-            raise ConfigError(
-                f"{source}: configurations[{ci}]: unknown action {rc['name']!r}; known actions: {', '.join(known_actions)}"
-            )
-        cargs = rc.get("arguments") or {}
-        if not isinstance(cargs, dict):
-            raise ConfigError(f"{source}: configurations[{ci}] ({rc['name']}): field 'arguments' must be a mapping")
-        confs.append(Configuration(rc["name"], dict(cargs)))
-    conf = SchedulerConfiguration(actions, tuple(tiers), tuple(confs), dict(metrics))
-    validate_arguments(conf, source=source)
-    return conf
+    if name not in known_plugins:
+        raise ConfigError(f"{where}: unknown plugin {name!r}; known plugins: {', '.join(known_plugins)}")
+    return name
+
+
+def _parse_plugin_option(rp: dict[str, Any], name: str, where: str, apply_defaults: bool) -> PluginOption:
+    """A plugin entry's boolean switches (defaulted unless ``apply_defaults`` is false) and its
+    ``arguments`` mapping (parsed later by the plugin)."""
+    sw: dict[str, bool] = {}
+    for k, v in rp.items():
+        if k in ("name", "arguments"):
+            continue
+        if k not in SWITCH_KEYS:
+            raise ConfigError(f"{where} ({name}): unknown field {k!r}")
+        if not isinstance(v, bool):
+            raise ConfigError(f"{where} ({name}): field {k!r} must be true or false, got {v!r}")
+        sw[k] = v
+    if apply_defaults:
+        for k in SWITCH_KEYS:
+            sw.setdefault(k, k not in _OFF_BY_DEFAULT)
+    args = rp.get("arguments") or {}
+    if not isinstance(args, dict):
+        raise ConfigError(f"{where} ({name}): field 'arguments' must be a mapping")
+    return PluginOption(name, sw, dict(args))
+
+
+def _parse_configuration(rc: Any, where: str) -> Configuration:
+    """One ``configurations`` entry: a registered action's name and its ``arguments`` mapping."""
+    if not isinstance(rc, dict) or not isinstance(rc.get("name"), str):
+        raise ConfigError(f"{where}: expected a mapping with a 'name'")
+    known_actions = _known("action")
+    if rc["name"] not in known_actions:
+        raise ConfigError(f"{where}: unknown action {rc['name']!r}; known actions: {', '.join(known_actions)}")
+    cargs = rc.get("arguments") or {}
+    if not isinstance(cargs, dict):
+        raise ConfigError(f"{where} ({rc['name']}): field 'arguments' must be a mapping")
+    return Configuration(rc["name"], dict(cargs))
 
 
 def validate_arguments(conf: SchedulerConfiguration, *, source: str = "<config>") -> None:
