@@ -109,5 +109,4 @@ def parse_arguments(arguments: Mapping[str, Any]) -> AdmissionFairSharingArgumen
     return a
 
 
-def new(args: AdmissionFairSharingArguments) -> AdmissionFairSharingPlugin:
-    return AdmissionFairSharingPlugin(args)
+new = AdmissionFairSharingPlugin

@@ -134,5 +134,4 @@ def parse_arguments(arguments: Mapping[str, Any]) -> BinpackArgs:
     return args
 
 
-def new(args: BinpackArgs) -> BinpackPlugin:
-    return BinpackPlugin(args)
+new = BinpackPlugin

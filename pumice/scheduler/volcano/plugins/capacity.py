@@ -491,8 +491,7 @@ def _filter_zero(req: Resource, a: Resource, b: Resource) -> Resource:
 parse_arguments = parser(CapacityArgs)
 
 
-def new(args: CapacityArgs) -> CapacityPlugin:
-    return CapacityPlugin(args)
+new = CapacityPlugin
 
 
 def _common_level(lp: list[str], rp: list[str]) -> int:

@@ -317,5 +317,4 @@ class CohortPlugin:
 parse_arguments = parser(NoArguments)
 
 
-def new(args: NoArguments) -> CohortPlugin:
-    return CohortPlugin(args)
+new = CohortPlugin

@@ -45,5 +45,4 @@ class ConformancePlugin:
 parse_arguments = parser(NoArguments)
 
 
-def new(args: NoArguments) -> ConformancePlugin:
-    return ConformancePlugin(args)
+new = ConformancePlugin

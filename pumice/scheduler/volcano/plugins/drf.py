@@ -294,5 +294,4 @@ def _resource_saturated(allocated: Resource, request: Resource, demanding: set[s
 parse_arguments = parser(NoArguments)
 
 
-def new(args: NoArguments) -> DrfPlugin:
-    return DrfPlugin(args)
+new = DrfPlugin

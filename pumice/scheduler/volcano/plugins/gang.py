@@ -143,5 +143,4 @@ def _skip_for_releasing(job: JobInfo) -> bool:
 parse_arguments = parser(NoArguments)
 
 
-def new(args: NoArguments) -> GangPlugin:
-    return GangPlugin(args)
+new = GangPlugin

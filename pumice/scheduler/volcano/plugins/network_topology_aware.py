@@ -345,5 +345,4 @@ def parse_arguments(arguments: Mapping[str, Any]) -> NetworkTopologyAwareArgs:
     return args
 
 
-def new(args: NetworkTopologyAwareArgs) -> NetworkTopologyAwarePlugin:
-    return NetworkTopologyAwarePlugin(args)
+new = NetworkTopologyAwarePlugin

@@ -248,5 +248,4 @@ def _count_prefer_no_schedule(task: TaskInfo, node: NodeInfo) -> int:
 parse_arguments = parser(NodeOrderArgs)
 
 
-def new(args: NodeOrderArgs) -> NodeOrderPlugin:
-    return NodeOrderPlugin(args)
+new = NodeOrderPlugin

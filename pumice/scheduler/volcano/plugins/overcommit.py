@@ -76,5 +76,4 @@ class OvercommitPlugin:
 parse_arguments = parser(OvercommitArgs)
 
 
-def new(args: OvercommitArgs) -> OvercommitPlugin:
-    return OvercommitPlugin(args)
+new = OvercommitPlugin

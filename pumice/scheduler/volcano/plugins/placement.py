@@ -141,5 +141,4 @@ def parse_arguments(arguments: Mapping[str, Any]) -> PlacementArguments:
     return a
 
 
-def new(args: PlacementArguments) -> PlacementPlugin:
-    return PlacementPlugin(args)
+new = PlacementPlugin

@@ -322,5 +322,4 @@ class PredicatesPlugin:
 parse_arguments = parser(PredicatesArgs)
 
 
-def new(args: PredicatesArgs) -> PredicatesPlugin:
-    return PredicatesPlugin(args)
+new = PredicatesPlugin

@@ -68,5 +68,4 @@ class PriorityPlugin:
 parse_arguments = parser(NoArguments)
 
 
-def new(args: NoArguments) -> PriorityPlugin:
-    return PriorityPlugin(args)
+new = PriorityPlugin

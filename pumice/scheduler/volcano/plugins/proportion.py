@@ -247,5 +247,4 @@ class ProportionPlugin:
 parse_arguments = parser(NoArguments)
 
 
-def new(args: NoArguments) -> ProportionPlugin:
-    return ProportionPlugin(args)
+new = ProportionPlugin

@@ -64,5 +64,4 @@ class SingleNodeFitPlugin:
 parse_arguments = parser(NoArguments)
 
 
-def new(args: NoArguments) -> SingleNodeFitPlugin:
-    return SingleNodeFitPlugin(args)
+new = SingleNodeFitPlugin

@@ -89,5 +89,4 @@ def parse_arguments(arguments: Mapping[str, Any]) -> SlaArgs:
     return args
 
 
-def new(args: SlaArgs) -> SlaPlugin:
-    return SlaPlugin(args)
+new = SlaPlugin

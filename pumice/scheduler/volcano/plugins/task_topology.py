@@ -62,5 +62,4 @@ class TaskTopologyPlugin:
 parse_arguments = parser(TaskTopologyArgs)
 
 
-def new(args: TaskTopologyArgs) -> TaskTopologyPlugin:
-    return TaskTopologyPlugin(args)
+new = TaskTopologyPlugin

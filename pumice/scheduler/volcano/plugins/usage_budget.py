@@ -153,5 +153,4 @@ def parse_arguments(arguments: Mapping[str, Any]) -> UsageBudgetArguments:
     return a
 
 
-def new(args: UsageBudgetArguments) -> UsageBudgetPlugin:
-    return UsageBudgetPlugin(args)
+new = UsageBudgetPlugin

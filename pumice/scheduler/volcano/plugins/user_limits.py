@@ -143,5 +143,4 @@ def parse_arguments(arguments: Mapping[str, Any]) -> UserLimitsArguments:
     return a
 
 
-def new(args: UserLimitsArguments) -> UserLimitsPlugin:
-    return UserLimitsPlugin(args)
+new = UserLimitsPlugin

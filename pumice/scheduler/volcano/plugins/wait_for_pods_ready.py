@@ -190,5 +190,4 @@ def parse_arguments(arguments: Mapping[str, Any]) -> WaitForPodsReadyArguments:
     return a
 
 
-def new(args: WaitForPodsReadyArguments) -> WaitForPodsReadyPlugin:
-    return WaitForPodsReadyPlugin(args)
+new = WaitForPodsReadyPlugin
