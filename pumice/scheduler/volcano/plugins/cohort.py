@@ -208,6 +208,22 @@ class CohortPlugin:
         return [m for m in self.members.values() if m.cohort == cohort]
 
     def on_session_open(self, ssn: Session) -> None:
+        self._read_members(ssn)
+        self._account_jobs(ssn)
+        self._register_reclaim_fns(ssn)
+        self._register_quota_fns(ssn)
+
+        def on_allocate(ev: Event) -> None:
+            self._account(ssn, ev.task, +1)
+
+        def on_deallocate(ev: Event) -> None:
+            self._account(ssn, ev.task, -1)
+
+        ssn.add_event_handler(EventHandler(allocate_func=on_allocate, deallocate_func=on_deallocate))
+
+    def _read_members(self, ssn: Session) -> None:
+        """The cohort member of each Queue from its annotations; a Queue whose annotations do not
+        parse is logged and kept in :attr:`invalid` (its jobs are refused with the reason)."""
         for name in sorted(ssn.queues):
             q = ssn.queues[name]
             try:
@@ -218,6 +234,9 @@ class CohortPlugin:
                 continue
             if m is not None:
                 self.members[name] = m
+
+    def _account_jobs(self, ssn: Session) -> None:
+        """Each member's used (allocated tasks) and reserved (inqueue jobs' minResources)."""
         for job in ssn.jobs.values():
             m = self.members.get(job.queue)
             if m is None:
@@ -228,41 +247,9 @@ class CohortPlugin:
             if job.phase == PodGroupPhase.INQUEUE and min_resources_list(job) is not None:
                 m.reserved = m.reserved + inqueue_resource(job, job.allocated)
 
-        def allocatable(q: QueueInfo, task: TaskInfo) -> bool:
-            if q.name in self.invalid:
-                return False
-            m = self.members.get(q.name)
-            if m is None:
-                return True
-            return not insufficient(m, self.cohort_members(m.cohort), task.resreq, reserved=False)
-
-        def enqueueable(job: JobInfo) -> int:
-            if job.queue in self.invalid:
-                ssn.record_pod_group_event(job, "Warning", "InvalidQueueAnnotation", f"Queue {job.queue}: {self.invalid[job.queue]}")
-                return Vote.REJECT
-            m = self.members.get(job.queue)
-            if m is None or min_resources_list(job) is None:
-                return Vote.ABSTAIN
-            names = insufficient(m, self.cohort_members(m.cohort), job.min_resources or Resource(), reserved=True)
-            if names and m.reclaim != RECLAIM_NEVER and within_nominal(m, job.min_resources or Resource(), reserved=True):
-                return Vote.PERMIT
-            if names:
-                ssn.record_pod_group_event(
-                    job, "Normal", "Unschedulable",
-                    f"cohort {m.cohort} quota insufficient for queue {m.queue}: " + ", ".join(f"insufficient {n}" for n in names))
-                return Vote.REJECT
-            return Vote.PERMIT
-
-        def enqueued(job: JobInfo) -> None:
-            m = self.members.get(job.queue)
-            if m is not None and min_resources_list(job) is not None:
-                m.reserved = m.reserved + (job.min_resources or Resource())
-
-        def on_allocate(ev: Event) -> None:
-            self._account(ssn, ev.task, +1)
-
-        def on_deallocate(ev: Event) -> None:
-            self._account(ssn, ev.task, -1)
+    def _register_reclaim_fns(self, ssn: Session) -> None:
+        """Preemptive (within nominal quota, unless reclaim is Never), ReclaimFits and Reclaimable
+        (borrowers' tasks above their nominal quota)."""
 
         def preemptive(q: QueueInfo, tasks: list[TaskInfo]) -> bool:
             m = self.members.get(q.name)
@@ -295,10 +282,44 @@ class CohortPlugin:
         ssn.add_preemptive_fn(PLUGIN_NAME, preemptive)
         ssn.add_reclaim_fits_fn(PLUGIN_NAME, reclaim_fits)
         ssn.add_reclaimable_fn(PLUGIN_NAME, reclaimable)
+
+    def _register_quota_fns(self, ssn: Session) -> None:
+        """Allocatable (the cohort's quota holds the task), JobEnqueueable (it holds the job's
+        minResources, or a lender's job is within its nominal quota) and JobEnqueued."""
+
+        def allocatable(q: QueueInfo, task: TaskInfo) -> bool:
+            if q.name in self.invalid:
+                return False
+            m = self.members.get(q.name)
+            if m is None:
+                return True
+            return not insufficient(m, self.cohort_members(m.cohort), task.resreq, reserved=False)
+
+        def enqueueable(job: JobInfo) -> int:
+            if job.queue in self.invalid:
+                ssn.record_pod_group_event(job, "Warning", "InvalidQueueAnnotation", f"Queue {job.queue}: {self.invalid[job.queue]}")
+                return Vote.REJECT
+            m = self.members.get(job.queue)
+            if m is None or min_resources_list(job) is None:
+                return Vote.ABSTAIN
+            names = insufficient(m, self.cohort_members(m.cohort), job.min_resources or Resource(), reserved=True)
+            if names and m.reclaim != RECLAIM_NEVER and within_nominal(m, job.min_resources or Resource(), reserved=True):
+                return Vote.PERMIT
+            if names:
+                ssn.record_pod_group_event(
+                    job, "Normal", "Unschedulable",
+                    f"cohort {m.cohort} quota insufficient for queue {m.queue}: " + ", ".join(f"insufficient {n}" for n in names))
+                return Vote.REJECT
+            return Vote.PERMIT
+
+        def enqueued(job: JobInfo) -> None:
+            m = self.members.get(job.queue)
+            if m is not None and min_resources_list(job) is not None:
+                m.reserved = m.reserved + (job.min_resources or Resource())
+
         ssn.add_allocatable_fn(PLUGIN_NAME, allocatable)
         ssn.add_job_enqueueable_fn(PLUGIN_NAME, enqueueable)
         ssn.add_job_enqueued_fn(PLUGIN_NAME, enqueued)
-        ssn.add_event_handler(EventHandler(allocate_func=on_allocate, deallocate_func=on_deallocate))
 
     def _account(self, ssn: Session, task: TaskInfo, sign: int) -> None:
         job = ssn.jobs.get(task.job)
