@@ -537,8 +537,6 @@ def job_submit(name: str, address: str | None, ray_version: str, runtime_env: st
 
 # --- get token -------------------------------------------------------------------------------------
 
-#: key of the token in Secret ``<cluster>`` (kuberay utils.RAY_AUTH_TOKEN_SECRET_KEY)
-AUTH_TOKEN_SECRET_KEY = "auth_token"
 
 
 def _api_text(e: BaseException) -> str:
@@ -565,7 +563,9 @@ async def cluster_auth_token(client: KubeClient, namespace: str, cluster: str) -
         secret = await client.get(scheme.SECRET, cluster, namespace)
     except ApiError as e:
         raise RayCliError(f"failed to get secret {namespace}/{cluster}: {_api_text(e)}") from None
-    data = (secret.get("data") or {}).get(AUTH_TOKEN_SECRET_KEY)
+    from pumice.controllers.ray.common.pod import RAY_AUTH_TOKEN_SECRET_KEY
+
+    data = (secret.get("data") or {}).get(RAY_AUTH_TOKEN_SECRET_KEY)
     if data is None:
         raise RayCliError(f"secret {namespace}/{cluster} does not have an auth_token")
     return base64.b64decode(data).decode(errors="replace")

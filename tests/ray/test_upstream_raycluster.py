@@ -755,3 +755,58 @@ async def test_events_failed_pod_creation(delete: list[str], failure: str) -> No
     with pytest.raises(ReplicaFailureError):
         await rc._reconcile_pods(cl)
     assert any(failure in message for _, _, message in ev.items), ev.items
+
+
+def _auth_env(pod: Obj) -> list[Obj]:
+    return [e for e in pod["spec"]["containers"][0].get("env") or [] if e["name"].startswith("RAY_AUTH")]
+
+
+@pytest.mark.upstream(f"{ORIGIN}: TestReconcile_AuthSecret")
+async def test_reconcile_auth_secret() -> None:
+    import base64
+
+    cl = setup_cluster()
+    cl["spec"]["authOptions"] = {"mode": "token"}
+    client, rc, _ = await world(*setup_pods())
+    await rc._reconcile_auth_secret(cl)
+    secret = await client.get(scheme.SECRET, INSTANCE, "default")
+    assert len(base64.b64decode(secret["stringData"]["auth_token"])) == 32
+    assert secret["metadata"]["ownerReferences"][0]["kind"] == "RayCluster"
+
+
+@pytest.mark.upstream(f"{ORIGIN}: TestReconcile_AuthSecret_SkipWhenK8sTokenAuthEnabled")
+async def test_reconcile_auth_secret_skip_when_k8s_token_auth_enabled() -> None:
+    cl = setup_cluster()
+    cl["spec"]["authOptions"] = {"mode": "token", "enableK8sTokenAuth": True}
+    client, rc, _ = await world(*setup_pods())
+    await rc._reconcile_auth_secret(cl)
+    assert (await client.list(scheme.SECRET, "default")).items == []
+
+
+@pytest.mark.upstream(f"{ORIGIN}: TestReconcileAuthSecret_WithSecretName")
+async def test_reconcile_auth_secret_with_secret_name() -> None:
+    cl = setup_cluster()
+    cl["spec"]["authOptions"] = {"mode": "token", "secretName": "provided-secret"}
+    client, rc, _ = await world()
+    await rc._reconcile_auth_secret(cl)
+    assert (await client.list(scheme.SECRET, "default")).items == []
+
+
+@pytest.mark.parametrize(("secret_name", "want"), [
+    pytest.param(None, INSTANCE, marks=pytest.mark.upstream(f"{ORIGIN}: TestReconcile_PodsWithAuthToken"),
+                 id="cluster-secret"),
+    pytest.param("provided-secret", "provided-secret", marks=pytest.mark.upstream(
+        f"{ORIGIN}: TestReconcilePodsWithAuthTokenSecretName"), id="provided-secret")])
+async def test_reconcile_pods_with_auth_token(secret_name: str | None, want: str) -> None:
+    cl = setup_cluster()
+    cl["spec"]["authOptions"] = {"mode": "token", **({"secretName": secret_name} if secret_name else {})}
+    client, rc, _ = await world()
+    await rc._reconcile_pods(cl)
+    pods = (await client.list(scheme.POD, "default")).items
+    assert len(pods) == 4
+    expected = [{"name": "RAY_AUTH_MODE", "value": "token"},
+                {"name": "RAY_AUTH_TOKEN", "valueFrom": {"secretKeyRef": {"name": want, "key": "auth_token"}}}]
+    for pod in pods:
+        assert _auth_env(pod) == expected
+        for init in pod["spec"].get("initContainers") or []:  # wait-gcs-ready too (configureTokenAuth)
+            assert [e for e in init.get("env") or [] if e["name"].startswith("RAY_AUTH")] == expected

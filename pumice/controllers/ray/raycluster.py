@@ -12,8 +12,9 @@ reconcileHeadService, reconcileHeadlessService, reconcilePods, shouldDeletePod, 
 updateEndpoints, updateHeadInfo) and utils/consistency.go (InconsistentRayClusterStatus).
 
 Deviates:
-- Ingress, auth Secret, the RayCluster-level serve Service and the GCS PVC (rocksdb backend)
-  sub-reconcilers are not implemented; upgradeStrategy Recreate is not implemented (the head Pod
+- Ingress, the RayCluster-level serve Service and the GCS PVC (rocksdb backend) sub-reconcilers
+  are not implemented; the auth Secret is (token auth), but the RayJob/RayService dashboard
+  clients do not send the token yet; upgradeStrategy Recreate is not implemented (the head Pod
   carries the recreate hash, nothing acts on it).
 - Pods and Services are read through a :class:`ClusterReader`: informer stores indexed by the
   ``ray.io/cluster`` label when set up on a Manager (:class:`CacheReader`), or direct list calls
@@ -22,9 +23,11 @@ Deviates:
 
 from __future__ import annotations
 
+import base64
 import copy
 import logging
 import random
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -34,7 +37,7 @@ from pumice._util.clock import Clock, default_clock, parse_rfc3339, rfc3339
 from pumice._util.duration import go_duration_string
 from pumice.api import Obj, scheme
 from pumice.api import meta as m
-from pumice.client.base import KubeClient, is_already_exists, is_not_found
+from pumice.client.base import KubeClient, get_or_none, is_already_exists, is_not_found
 from pumice.controllers.ray import association as assoc
 from pumice.controllers.ray import constants as c
 from pumice.controllers.ray.batchscheduler import BatchScheduler, DefaultBatchScheduler
@@ -337,6 +340,7 @@ class RayClusterReconciler:
         reconcile_err: Exception | None = None
         try:
             await self._reconcile_autoscaler_rbac(cluster)
+            await self._reconcile_auth_secret(cluster)
             await self._reconcile_head_service(cluster)
             await self._reconcile_headless_service(cluster)
             await self._reconcile_pods(cluster)
@@ -541,6 +545,34 @@ class RayClusterReconciler:
 
     async def _pod_exists(self, ns: str, name: str) -> bool:
         return await self.reader.pod_exists(ns, name)
+
+    # --- token authentication ----------------------------------------------------------------
+
+    async def _reconcile_auth_secret(self, cluster: Obj) -> None:
+        """Create Secret ``<cluster>`` with a random ``auth_token`` (32 random bytes, base64) for a
+        cluster with ``authOptions.mode: token``, unless Kubernetes token auth is on or the user
+        names their own Secret (``authOptions.secretName``); an existing Secret is kept.
+
+        Mirrors: raycluster_controller.go reconcileAuthSecret, createAuthSecret."""
+        opts = (cluster.get("spec") or {}).get("authOptions") or {}
+        if not podb.is_auth_enabled(cluster.get("spec") or {}) or podb.is_k8s_auth_enabled(opts) or \
+                opts.get("secretName"):
+            return
+        ns = cluster["metadata"].get("namespace", "default")
+        name = assoc.check_name(cluster["metadata"]["name"])
+        if await get_or_none(self.client, scheme.SECRET, name, ns) is not None:
+            return
+        token = base64.b64encode(secrets.token_bytes(32)).decode()
+        secret = {"apiVersion": "v1", "kind": "Secret",
+                  "metadata": {"name": name, "namespace": ns,
+                               "labels": {c.RAY_CLUSTER_LABEL_KEY: cluster["metadata"]["name"]},
+                               "ownerReferences": [m.owner_reference(cluster, default=scheme.RAY_CLUSTER)]},
+                  "stringData": {podb.RAY_AUTH_TOKEN_SECRET_KEY: token}}
+        try:
+            await self.client.create(secret)
+        except Exception as e:
+            if not is_already_exists(e):
+                raise
 
     # --- services --------------------------------------------------------------------------
 

@@ -405,12 +405,79 @@ def merge_autoscaler_overrides(container: Obj, autoscaler_options: Obj | None) -
             container[key] = list(opts[key])
 
 
+RAY_AUTH_MODE_ENV_VAR = "RAY_AUTH_MODE"
+RAY_AUTH_TOKEN_ENV_VAR = "RAY_AUTH_TOKEN"
+RAY_AUTH_TOKEN_SECRET_KEY = "auth_token"
+RAY_ENABLE_K8S_TOKEN_AUTH_ENV_VAR = "RAY_ENABLE_K8S_TOKEN_AUTH"
+RAY_TOKEN_VOLUME_NAME = "ray-token"
+RAY_TOKEN_MOUNT_PATH = "/var/run/secrets/ray.io/serviceaccount"
+
+
+def is_auth_enabled(spec: Obj) -> bool:
+    """``authOptions.mode: token`` (utils.IsAuthEnabled)."""
+    return ((spec.get("authOptions") or {}).get("mode") or "") == c.AuthMode.TOKEN
+
+
+def is_k8s_auth_enabled(auth_options: Obj | None) -> bool:
+    """``authOptions.enableK8sTokenAuth: true`` (utils.IsK8sAuthEnabled)."""
+    return bool((auth_options or {}).get("enableK8sTokenAuth"))
+
+
+def auth_secret_name(cluster_name: str, auth_options: Obj | None) -> str:
+    """The Secret holding ``auth_token``: ``authOptions.secretName``, else the cluster's name."""
+    return str((auth_options or {}).get("secretName") or assoc.check_name(cluster_name))
+
+
+def set_container_token_auth_env(cluster_name: str, container: Obj, auth_options: Obj | None) -> None:
+    """``RAY_AUTH_MODE=token`` plus either ``RAY_ENABLE_K8S_TOKEN_AUTH`` and the ``ray-token``
+    mount (Kubernetes token auth) or ``RAY_AUTH_TOKEN`` from the auth Secret; variables the user
+    set are kept.
+
+    Mirrors: common/pod.go SetContainerTokenAuthEnvVars."""
+    env = container.setdefault("env", [])
+    if not _env_exists(env, RAY_AUTH_MODE_ENV_VAR):
+        env.append({"name": RAY_AUTH_MODE_ENV_VAR, "value": str(c.AuthMode.TOKEN)})
+    if is_k8s_auth_enabled(auth_options):
+        if not _env_exists(env, RAY_ENABLE_K8S_TOKEN_AUTH_ENV_VAR):
+            env.append({"name": RAY_ENABLE_K8S_TOKEN_AUTH_ENV_VAR, "value": "true"})
+        mounts = container.setdefault("volumeMounts", [])
+        if not any(m.get("name") == RAY_TOKEN_VOLUME_NAME for m in mounts):
+            mounts.append({"name": RAY_TOKEN_VOLUME_NAME, "mountPath": RAY_TOKEN_MOUNT_PATH, "readOnly": True})
+    elif not _env_exists(env, RAY_AUTH_TOKEN_ENV_VAR):
+        env.append({"name": RAY_AUTH_TOKEN_ENV_VAR, "valueFrom": {"secretKeyRef": {
+            "name": auth_secret_name(cluster_name, auth_options), "key": RAY_AUTH_TOKEN_SECRET_KEY}}})
+
+
+def _configure_token_auth(cluster: Obj, tmpl: Obj) -> None:
+    """Token auth for the Ray container and the ``wait-gcs-ready`` init container, and the
+    projected ``ray-token`` volume for Kubernetes token auth.
+
+    Mirrors: common/pod.go configureTokenAuth, AddRayTokenVolume."""
+    spec = cluster.get("spec") or {}
+    if not is_auth_enabled(spec):
+        return
+    opts = spec.get("authOptions")
+    name = cluster["metadata"]["name"]
+    pod_spec = tmpl["spec"]
+    set_container_token_auth_env(name, pod_spec["containers"][c.RAY_CONTAINER_INDEX], opts)
+    if is_k8s_auth_enabled(opts):
+        vols = pod_spec.setdefault("volumes", [])
+        if not any(v.get("name") == RAY_TOKEN_VOLUME_NAME for v in vols):
+            vols.append({"name": RAY_TOKEN_VOLUME_NAME,
+                         "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}})
+    for init in pod_spec.get("initContainers") or []:
+        if init.get("name") == c.WAIT_GCS_READY_INIT_CONTAINER:
+            set_container_token_auth_env(name, init, opts)
+
+
 def _inject_autoscaler(cluster: Obj, tmpl: Obj, options: PodOptions) -> None:
     """Head template with in-tree autoscaling: service account, the sidecar, the v1/v2 switch."""
     pod_spec = tmpl["spec"]
     pod_spec["serviceAccountName"] = assoc.check_name(head_service_account_name(cluster))
     ray = pod_spec["containers"][c.RAY_CONTAINER_INDEX]
     sidecar = build_autoscaler_container(str(ray.get("image", "")), options)
+    if is_auth_enabled(cluster.get("spec") or {}):
+        set_container_token_auth_env(cluster["metadata"]["name"], sidecar, (cluster.get("spec") or {}).get("authOptions"))
     merge_autoscaler_overrides(sidecar, (cluster.get("spec") or {}).get("autoscalerOptions"))
     pod_spec["containers"].append(sidecar)
     version = autoscaler_version(cluster)
@@ -585,6 +652,7 @@ def build_head_pod(cluster: Obj, options: PodOptions = DEFAULT_POD_OPTIONS) -> O
         _inject_autoscaler(cluster, tmpl, options)
     _configure_gcs_ft(tmpl, cluster, c.RayNodeType.HEAD, params)
     _add_metrics_port(tmpl["spec"]["containers"][c.RAY_CONTAINER_INDEX])
+    _configure_token_auth(cluster, tmpl)
     return _finish_pod(cluster, tmpl, c.RayNodeType.HEAD, params, options)
 
 
@@ -638,4 +706,5 @@ def build_worker_pod(cluster: Obj, group: Obj, options: PodOptions = DEFAULT_POD
     if is_autoscaling_enabled(cluster.get("spec", {})) and autoscaler_version(cluster) == "v2":
         tmpl["spec"]["restartPolicy"] = "Never"
     _add_metrics_port(ray_ct)
+    _configure_token_auth(cluster, tmpl)
     return _finish_pod(cluster, tmpl, c.RayNodeType.WORKER, params, options)
