@@ -609,9 +609,14 @@ class Dashboard:
         queue = str(v.spec(pg).get("queue") or vc.DEFAULT_QUEUE)
         order = v.queue_order(self.cache.by_index("PodGroup", QUEUE_INDEX, queue), self._priority_classes())
         pos = next((i + 1 for i, o in enumerate(order) if v.md(o).get("uid") == v.md(pg).get("uid")), None)
+        # the scheduler's own count (queue-position plugin, status.positionInQueue) wins over
+        # the page's estimate from priority and creation time
+        written = v.status(pg).get("positionInQueue")
         return self._render(request, "podgroup", "podgroup.html", {
             "obj": pg, "phase": phase, "pods": sorted(pods, key=lambda p: v.md(p).get("name", "")),
-            "evs": self._events_of(pg), "explain": ex, "queue": queue, "position": pos,
+            "evs": self._events_of(pg), "explain": ex, "queue": queue,
+            "position": written if isinstance(written, int) and written > 0 else pos,
+            "position_written": isinstance(written, int) and written > 0,
             "ahead": order[:pos - 1] if pos else [], "hist": self.cache.history("PodGroup", pg),
             "pod_status": v.pod_status})
 

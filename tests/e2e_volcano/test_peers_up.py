@@ -11,14 +11,18 @@ well inside the 20 s PodsReady timeout the configuration gives every job.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import httpx2 as httpx
 import pytest
 
 from pumice.api import scheme
 from pumice.api.quantity import parse_quantity
+from pumice.client.base import ApiError
 from pumice.client.kubeconfig import connect
 from pumice.testing.node import wait_for
 from pumice.testing.up import Up, start_up, stop_up
@@ -45,6 +49,7 @@ tiers:
   - name: priority
   - name: gang
   - name: conformance
+  - name: queue-position
 - plugins:
   - name: admission-fair-sharing
   - name: drf
@@ -77,8 +82,22 @@ async def client(up: Up) -> AsyncIterator[Any]:
     try:
         await _nodes_ready(c)
         yield c
+        # the test's Pods go, so the next test finds the Nodes free (the stack is shared)
+        for ns in sorted(_NAMESPACES):
+            for job in (await c.list(scheme.VCJOB, ns)).items:
+                await c.delete(scheme.VCJOB, job["metadata"]["name"], ns)
+            for p in (await c.list(scheme.POD, ns)).items:
+                try:
+                    await c.delete(scheme.POD, p["metadata"]["name"], ns)
+                except ApiError as e:
+                    if e.code != 404:  # a vcjob's Pod may be gone with its job already
+                        raise
+        _NAMESPACES.clear()
     finally:
         await c.close()
+
+
+_NAMESPACES: set[str] = set()
 
 
 async def _nodes_ready(client: Any) -> None:
@@ -123,6 +142,7 @@ def pod(name: str, ns: str, group: str, cpu: str, *, annotations: dict[str, str]
 
 
 async def namespace(client: Any, name: str) -> None:
+    _NAMESPACES.add(name)
     await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 
 
@@ -247,13 +267,13 @@ async def test_admission_fair_sharing_gives_the_free_slot_to_the_queue_with_less
     node = sorted(n["metadata"]["name"] for n in (await client.list(scheme.NODE)).items)[-1]
     await client.patch(scheme.NODE, node, {"spec": {"taints": [{"key": "peers-e2e", "effect": "NoSchedule"}]}})
 
-    async def settled() -> list[dict[str, Any]] | None:
+    async def settled() -> tuple[list[dict[str, Any]]] | None:
         pods = [p for p in (await client.list(scheme.POD)).items if p["spec"].get("nodeName") == node
                 and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
-        return None if any(p["metadata"].get("deletionTimestamp") for p in pods) else pods
+        return None if any(p["metadata"].get("deletionTimestamp") for p in pods) else (pods,)
 
-    await wait_for(settled, timeout=60)
-    held = sum(parse_quantity(((c.get("resources") or {}).get("requests") or {}).get("cpu", 0)) for p in await settled() or []
+    (on_node,) = await wait_for(settled, timeout=60)
+    held = sum(parse_quantity(((c.get("resources") or {}).get("requests") or {}).get("cpu", 0)) for p in on_node
                for c in p["spec"]["containers"])
     free = f"{int((NODE_CPU - held) * 1000)}m"
     await client.create(pod_group("blocker", "afs", "afs-c"))
@@ -337,6 +357,34 @@ async def test_user_limits_hold_a_users_second_application_but_not_another_users
     ev = await wait_event(client, "users", "alice-2", "Unschedulable")
     assert ev["message"] == "user alice has 1 of at most 1 applications in queue ul"
     assert await pg_phase(client, "users", "alice-2") == "Pending"
+
+
+async def test_queue_position_is_in_the_podgroup_status_and_on_its_ui_page(client: Any, up: Up) -> None:
+    await namespace(client, "qpos")
+    await client.create(queue("qpos"))
+    # all three want a whole Node, the same one: at most one runs, the others wait in line
+    node = sorted(n["metadata"]["name"] for n in (await client.list(scheme.NODE)).items)[0]
+    for i in range(3):
+        await client.create(pod_group(f"line-{i}", "qpos", "qpos"))
+        await client.create(pod(f"line-{i}-0", "qpos", f"line-{i}", str(NODE_CPU), node=node))
+        await asyncio.sleep(0.1)  # distinct creation times: the job order's tie-break
+
+    async def positions() -> dict[str, Any] | None:
+        pgs = {pg["metadata"]["name"]: (pg.get("status") or {}).get("positionInQueue")
+               for pg in (await client.list(scheme.POD_GROUP, "qpos")).items}
+        waiting = [p for p in pgs.values() if p]
+        return pgs if len(pgs) == 3 and len(waiting) >= 2 and sorted(waiting) == list(range(1, len(waiting) + 1)) else None
+
+    found = await wait_for(positions, timeout=60)
+    # the line keeps its creation order (same priority)
+    line = [n for n, p in sorted(found.items(), key=lambda kv: kv[1] or 0) if p]
+    assert line == sorted(line)
+    second = next(n for n, p in found.items() if p == 2)
+    async with httpx.AsyncClient(base_url=up.url, timeout=30) as web:
+        r = await web.post("/login", data={"token": up.token})
+        assert r.status_code == 303
+        page = (await web.get(f"/podgroups/qpos/{second}")).text
+    assert re.search(r'<dd id="position">2 \(status.positionInQueue, from the scheduler\)</dd>', page), page[:2000]
 
 
 async def test_single_node_fit_keeps_a_job_no_node_can_hold_out_and_the_queue_moves_on(client: Any) -> None:

@@ -144,6 +144,9 @@ class PodGroupStatus(_Wire):
     running: NonNegInt32 | None = None
     succeeded: NonNegInt32 | None = None
     failed: NonNegInt32 | None = None
+    position_in_queue: Annotated[int, extra(minimum=1)] | None = None
+    """pumice's extension (no upstream field): the waiting job's 1-based place in its queue,
+    written by the ``queue-position`` scheduler plugin (Kueue's ``positionInClusterQueue``)."""
 
 
 class PodGroup(_TopLevel):

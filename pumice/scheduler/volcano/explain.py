@@ -16,7 +16,6 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass, field
-from functools import cmp_to_key
 from typing import Any
 
 from pumice.api import Obj
@@ -28,6 +27,7 @@ from pumice.scheduler.volcano.api.types import TaskStatus
 from pumice.scheduler.volcano.conf import SchedulerConfiguration
 from pumice.scheduler.volcano.framework.interface import RecordingCache
 from pumice.scheduler.volcano.framework.session import open_session, run_actions
+from pumice.scheduler.volcano.plugins.queue_position import queue_positions
 
 GROUP_KEY = "scheduling.k8s.io/group-name"
 KIND_ALIASES = {
@@ -352,17 +352,10 @@ def _placed(ex: Explanation, job: Any, scheduled: int, min_member: int) -> None:
 
 def _queue_position(ex: Explanation, ssn: Any, job: Any, qname: str) -> None:
     """Add the job's place among the queue's waiting jobs, in the session's job order."""
-    waiting = [j for j in ssn.jobs.values() if j.queue == qname and j.pod_group is not None and not j.is_ready()
-               and any(t.status is TaskStatus.Pending for t in j.tasks.values())]
-    if job not in waiting:
+    pos = queue_positions(ssn, [j for j in ssn.jobs.values() if j.queue == qname]).get(job.uid)
+    if pos is None:
         return
-
-    def order(a: Any, b: Any) -> int:
-        return -1 if ssn.job_order_fn(a, b) else (1 if ssn.job_order_fn(b, a) else 0)
-
-    ordered = sorted(waiting, key=cmp_to_key(order))
-    ex.details.append(f"queue position: {ordered.index(job) + 1} of {len(ordered)} waiting jobs in queue {qname} "
-                      "(the session's job order)")
+    ex.details.append(f"queue position: {pos[0]} of {pos[1]} waiting jobs in queue {qname} (the session's job order)")
 
 
 def _gang_request(job: Any, pending: list[Any], min_member: int) -> Resource:

@@ -114,9 +114,13 @@ def _cond_key(c: Obj) -> tuple[Any, ...]:
     return (c.get("type"), c.get("status"), c.get("reason"), c.get("message"))
 
 
+EXTENSION_STATUS_FIELDS = ("positionInQueue",)
+"""PodGroup status fields that are pumice's extensions (see plugins/queue_position.py)."""
+
+
 def status_changed(old: Obj, new: Obj) -> bool:
     """PodGroup status comparison ignoring condition timestamps and transitionIDs."""
-    for k in ("phase", "running", "succeeded", "failed"):
+    for k in ("phase", "running", "succeeded", "failed", *EXTENSION_STATUS_FIELDS):
         if (old.get(k) or 0) != (new.get(k) or 0):
             return True
     oc = sorted(_cond_key(c) for c in old.get("conditions") or [])
@@ -168,6 +172,9 @@ class Session:
         self.evicted: list[tuple[TaskInfo, str]] = []
         self.events: list[tuple[str, str, str, str]] = []
         self.pod_group_annotations: dict[str, dict[str, str]] = {}
+        self.pod_group_status_fields: dict[str, dict[str, Any]] = {}
+        """Extension status field -> (job uid -> value), set by plugins before close; a job
+        missing from a field's map loses that field (e.g. ``positionInQueue``)."""
         self.batch_predicates: dict[str, Callable[[TaskInfo], tuple[np.ndarray, Any]]] = {}
         self.batch_scores: dict[str, Callable[[TaskInfo, np.ndarray], np.ndarray]] = {}
         self.queue_metrics: dict[str, dict[str, Any]] = {}
@@ -829,6 +836,11 @@ def job_status(ssn: Session, job: JobInfo) -> Obj:
     st["running"] = job.count(TaskStatus.Running)
     st["failed"] = job.count(TaskStatus.Failed)
     st["succeeded"] = job.count(TaskStatus.Succeeded)
+    for name, values in ssn.pod_group_status_fields.items():
+        if job.uid in values:
+            st[name] = values[job.uid]
+        else:
+            st.pop(name, None)
     return st
 
 

@@ -51,6 +51,7 @@ _MODULES = (
     "predicates",
     "priority",
     "proportion",
+    "queue_position",
     "single_node_fit",
     "sla",
     "task_topology",
