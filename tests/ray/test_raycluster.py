@@ -286,3 +286,25 @@ class Events:
         self.items.append((type, reason, message))
 
 
+
+
+@pytest.mark.parametrize("annotated", [True, False])
+async def test_a_lost_head_of_a_provisioned_cluster_is_recreated_unless_annotated(
+        client: FakeClient, reconciler: RayClusterReconciler, annotated: bool) -> None:
+    # Upstream reconcilePods: a provisioned cluster marked ray.io/disable-provisioned-head-restart
+    # (SidecarMode RayJobs' clusters) gets no new head Pod; any other cluster does.
+    cl = load_sample("ray-cluster.sample.yaml", "RayCluster")
+    if annotated:
+        cl["metadata"]["annotations"] = {"ray.io/disable-provisioned-head-restart": "true"}
+    await client.create(cl)
+    await reconciler.reconcile(REQ)
+    await default_target_ports(client)
+    await mark_pods_running(client)
+    await settle(reconciler)
+    assert any(c["type"] == "RayClusterProvisioned" and c["status"] == "True"
+               for c in (await cluster(client))["status"]["conditions"])
+    head = (await pods(client, "head"))[0]
+    await client.delete(scheme.POD, head["metadata"]["name"], "default")
+    await settle(reconciler)
+    heads = await pods(client, "head")
+    assert (heads == []) if annotated else (len(heads) == 1 and heads[0]["metadata"]["name"] != head["metadata"]["name"])
