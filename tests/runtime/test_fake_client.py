@@ -109,3 +109,80 @@ async def test_list_pages_with_continue_and_expires_after_compaction(fake: FakeC
         await fake.list(CONFIGMAP, "default", limit=2, continue_=page.continue_)
     assert is_gone(e.value)
     assert len((await fake.list(DEPLOYMENT)).items) == 0
+
+
+def bound_pod(name: str, *, grace: int | None = None) -> dict:
+    p = pod(name)
+    p["spec"]["nodeName"] = "n1"
+    if grace is not None:
+        p["spec"]["terminationGracePeriodSeconds"] = grace
+    return p
+
+
+async def test_a_bound_pod_is_deleted_at_once_without_graceful_pod_deletion(fake: FakeClient) -> None:
+    await fake.create(bound_pod("p"))
+    await fake.delete(POD, "p", "default")
+    with pytest.raises(ApiError) as e:
+        await fake.get(POD, "p", "default")
+    assert is_not_found(e.value)
+
+
+async def test_graceful_pod_deletion_keeps_a_bound_pod_until_deleted_with_grace_zero() -> None:
+    clock = LoopClock()
+    fake = FakeClient(clock=clock, graceful_pod_deletion=True)
+    await fake.create(bound_pod("p", grace=30))
+    held = await fake.delete(POD, "p", "default")
+    assert held is not None and held["metadata"]["deletionGracePeriodSeconds"] == 30
+    assert held["metadata"]["deletionTimestamp"]
+    shorter = await fake.delete(POD, "p", "default", grace_period_seconds=5)
+    assert shorter is not None and shorter["metadata"]["deletionGracePeriodSeconds"] == 5
+    # a status write by the kubelet keeps it (a grace period is pending)
+    await fake.patch(POD, "p", {"status": {"phase": "Running"}}, "default", subresource="status")
+    assert (await fake.get(POD, "p", "default"))["metadata"]["deletionGracePeriodSeconds"] == 5
+    await fake.delete(POD, "p", "default", grace_period_seconds=0)
+    with pytest.raises(ApiError) as e:
+        await fake.get(POD, "p", "default")
+    assert is_not_found(e.value)
+    await fake.create(pod("unbound"))
+    await fake.delete(POD, "unbound", "default")
+    with pytest.raises(ApiError) as e:
+        await fake.get(POD, "unbound", "default")
+    assert is_not_found(e.value), "an unbound Pod has no kubelet to wait for"
+
+
+async def test_a_pod_held_by_a_finalizer_goes_when_the_kubelet_deleted_it_and_the_finalizer_is_removed() -> None:
+    fake = FakeClient(clock=LoopClock(), graceful_pod_deletion=True)
+    p = bound_pod("p", grace=30)
+    p["metadata"]["finalizers"] = ["example.com/keep"]
+    await fake.create(p)
+    await fake.delete(POD, "p", "default")
+    held = await fake.delete(POD, "p", "default", grace_period_seconds=0)
+    assert held is not None and held["metadata"]["deletionGracePeriodSeconds"] == 0
+    await fake.patch(POD, "p", {"metadata": {"finalizers": None}}, "default")
+    with pytest.raises(ApiError) as e:
+        await fake.get(POD, "p", "default")
+    assert is_not_found(e.value)
+
+
+async def test_a_watch_older_than_the_kept_history_is_gone() -> None:
+    fake = FakeClient(clock=LoopClock(), history=3)
+    first = await fake.create(configmap("c0"))
+    for i in range(1, 5):
+        await fake.create(configmap(f"c{i}"))
+    with pytest.raises(ApiError) as e:
+        async for _ in fake.watch(CONFIGMAP, "default", resource_version=first["metadata"]["resourceVersion"]):
+            break
+    assert is_gone(e.value)
+    third = (await fake.get(CONFIGMAP, "c2", "default"))["metadata"]["resourceVersion"]
+    stream = fake.watch(CONFIGMAP, "default", resource_version=third)
+    got = [(await stream.__anext__()).object["metadata"]["name"] for _ in range(2)]
+    assert got == ["c3", "c4"]
+    await stream.aclose()
+
+
+async def test_a_namespaced_object_without_a_namespace_goes_to_default(fake: FakeClient) -> None:
+    cm = configmap("nons")
+    del cm["metadata"]["namespace"]
+    created = await fake.create(cm)
+    assert created["metadata"]["namespace"] == "default"
+    assert (await fake.get(CONFIGMAP, "nons", "default"))["metadata"]["name"] == "nons"
