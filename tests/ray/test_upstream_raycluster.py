@@ -810,3 +810,77 @@ async def test_reconcile_pods_with_auth_token(secret_name: str | None, want: str
         assert _auth_env(pod) == expected
         for init in pod["spec"].get("initContainers") or []:  # wait-gcs-ready too (configureTokenAuth)
             assert [e for e in init.get("env") or [] if e["name"].startswith("RAY_AUTH")] == expected
+
+
+async def _deleted_ft_cluster(client: FakeClient) -> Obj:
+    """upstream's gcsFTEnabledCluster: FT annotation, no autoscaler, the Redis cleanup finalizer,
+    and deleted (so deletionTimestamp is set and the finalizer holds it)."""
+    cl = setup_cluster()
+    cl["metadata"]["annotations"] = {"ray.io/ft-enabled": "true"}
+    cl["metadata"]["finalizers"] = [FIN]
+    cl["spec"].pop("enableInTreeAutoscaling")
+    await client.create(cl)
+    await client.delete(scheme.RAY_CLUSTER, INSTANCE, "default")
+    return await client.get(scheme.RAY_CLUSTER, INSTANCE, "default")
+
+
+@pytest.mark.parametrize(("head", "worker", "jobs"), [
+    pytest.param(h, w, j, marks=pytest.mark.upstream(f"{ORIGIN}: Test_RedisCleanup / {n}"), id=n)
+    for n, h, w, j in [("Both head and worker Pods are not terminated", True, True, 0),
+                       ("Only head Pod is terminated", False, True, 1),
+                       ("Only worker Pod is terminated", True, False, 0),
+                       ("Both head and worker Pods are terminated", False, False, 1)]])
+async def test_redis_cleanup(head: bool, worker: bool, jobs: int) -> None:
+    client, rc, _ = await world()
+    await _deleted_ft_cluster(client)
+    if head:
+        await client.create(labelled_pod(HEAD_NODE, "head", group="headgroup"))
+    if worker:
+        await client.create(labelled_pod("workerNode", "worker", group=GROUP))
+    await rc.reconcile(Request("default", INSTANCE))
+    found = (await client.list(scheme.JOB, "default")).items
+    assert len(found) == jobs
+    if not jobs:
+        return
+    cl = await client.get(scheme.RAY_CLUSTER, INSTANCE, "default")
+    assert FIN in cl["metadata"]["finalizers"]
+    job = found[0]
+    assert job["spec"]["activeDeadlineSeconds"] == 300
+    assert job["spec"]["template"]["spec"]["containers"][0]["command"] == ["/bin/bash", "-c", "--"]
+    job["apiVersion"], job["kind"] = "batch/v1", "Job"
+    job["status"] = {"succeeded": 1, "conditions": [{"type": "SuccessCriteriaMet", "status": "True"},
+                                                    {"type": "Complete", "status": "True"}]}
+    await client.update_status(job)
+    await rc.reconcile(Request("default", INSTANCE))
+    assert (await client.list(scheme.RAY_CLUSTER, "default")).items == []
+
+
+@pytest.mark.parametrize(("fail", "message"), [
+    pytest.param(False, "Created Redis cleanup Job", marks=pytest.mark.upstream(
+        f"{ORIGIN}: TestEvents_RedisCleanup / Created Redis cleanup Job"), id="created"),
+    pytest.param(True, "Failed to create Redis cleanup Job", marks=pytest.mark.upstream(
+        f"{ORIGIN}: TestEvents_RedisCleanup / Failed to create Redis cleanup Job"), id="failed")])
+async def test_events_redis_cleanup(fail: bool, message: str) -> None:
+    from pumice.client.base import ApiError
+
+    client, rc, ev = await world()
+    await _deleted_ft_cluster(client)
+    if fail:
+        def boom(verb: str, plural: str, namespace: str, name: str) -> None:
+            if verb == "create":
+                raise ApiError(500, "InternalError", "random error", {})
+        client.interceptor = boom
+        with pytest.raises(ApiError, match="random error"):
+            await rc.reconcile(Request("default", INSTANCE))
+    else:
+        await rc.reconcile(Request("default", INSTANCE))
+    assert any(message in m for _, _, m in ev.items), ev.items
+
+
+@pytest.mark.parametrize(("name", "finalizers", "want"), [
+    pytest.param(n, f, w, marks=pytest.mark.upstream(f"{ORIGIN}: TestHasGCSFTFinalizer / {n}"), id=n)
+    for n, f, w in [("no finalizers", None, False), ("GCS FT finalizer present", [FIN], True),
+                    ("other finalizer only", ["some-other-finalizer"], False),
+                    ("GCS FT among multiple finalizers", ["other", FIN], True)]])
+def test_has_gcs_ft_finalizer(name: str, finalizers: list[str] | None, want: bool) -> None:
+    assert gcsft.has_finalizer({"metadata": {"finalizers": finalizers}}) is want

@@ -382,7 +382,7 @@ class RayClusterReconciler:
         md = cluster["metadata"]
         fin = c.GCS_FAULT_TOLERANCE_REDIS_CLEANUP_FINALIZER
         deleting = bool(md.get("deletionTimestamp"))
-        if deleting and gcsft.is_embedded_backend(cluster) and fin in (md.get("finalizers") or []):
+        if deleting and gcsft.is_embedded_backend(cluster) and gcsft.has_finalizer(cluster):
             log.info("RayCluster %s/%s: removing the stale Redis cleanup finalizer of an embedded-backend cluster",
                      md.get("namespace", "default"), md["name"])
             await self._remove_finalizer(cluster, fin)
@@ -391,7 +391,7 @@ class RayClusterReconciler:
             return None
         if not deleting:
             return await self._add_gcs_ft_finalizer(cluster)
-        if fin not in (md.get("finalizers") or []):
+        if not gcsft.has_finalizer(cluster):
             return Result()
         if await self._delete_pods_before_redis_cleanup(cluster):
             return Result(requeue_after=10.0)

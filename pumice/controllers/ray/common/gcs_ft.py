@@ -114,3 +114,8 @@ def job_finished(job: Obj) -> str:
         if cond.get("type") == "FailureTarget":
             return "Failed"
     return ""
+
+
+def has_finalizer(cluster: Obj) -> bool:
+    """Whether the cluster carries the Redis cleanup finalizer (hasGCSFTFinalizer)."""
+    return c.GCS_FAULT_TOLERANCE_REDIS_CLEANUP_FINALIZER in ((cluster.get("metadata") or {}).get("finalizers") or [])
