@@ -79,6 +79,24 @@ def is_gone(e: BaseException) -> bool:
     return isinstance(e, ApiError) and e.code == 410
 
 
+async def create_unless_exists(client: KubeClient, obj: Obj) -> bool:
+    """``client.create(obj)``, tolerating an object of that name that already exists (409
+    AlreadyExists, e.g. a cache behind the server).
+
+    Returns:
+        True when created, False when it already existed.
+    Raises:
+        ApiError: any other failed answer.
+    """
+    try:
+        await client.create(obj)
+    except ApiError as e:
+        if is_already_exists(e):
+            return False
+        raise
+    return True
+
+
 async def get_or_none(client: KubeClient, kind: ResourceKind, name: str, namespace: str | None = None) -> Obj | None:
     """``client.get``, with None for an object that does not exist (404).
 

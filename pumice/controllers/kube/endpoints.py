@@ -29,7 +29,7 @@ from pumice.api import Obj, meta
 from pumice.api.meta import owner_reference
 from pumice.api.scheme import ENDPOINT_SLICE, ENDPOINTS, POD, SERVICE
 from pumice.api.selectors import from_set
-from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
+from pumice.client.base import ApiError, KubeClient, create_unless_exists, is_not_found
 from pumice.client.informer import Informer
 from pumice.controllers.kube.podutil import compute_hash, is_terminal
 from pumice.runtime import Request, Result
@@ -215,14 +215,9 @@ class EndpointsReconciler:
         kind = ENDPOINTS if desired["kind"] == "Endpoints" else ENDPOINT_SLICE
         md = desired["metadata"]
         if live is None:
-            try:
-                await self.client.create(desired)
-            except ApiError as e:
-                if not is_already_exists(e):
-                    raise
-                live = await self.client.get(kind, md["name"], md["namespace"])
-            else:
+            if await create_unless_exists(self.client, desired):
                 return
+            live = await self.client.get(kind, md["name"], md["namespace"])
         new = copy.deepcopy(live)
         for f in fields:
             if f in desired:

@@ -37,7 +37,7 @@ from pumice._util.clock import Clock, default_clock, parse_rfc3339, rfc3339
 from pumice._util.duration import go_duration_string
 from pumice.api import Obj, scheme
 from pumice.api import meta as m
-from pumice.client.base import KubeClient, get_or_none, is_already_exists, is_not_found
+from pumice.client.base import KubeClient, create_unless_exists, get_or_none, is_already_exists, is_not_found
 from pumice.controllers.ray import association as assoc
 from pumice.controllers.ray import constants as c
 from pumice.controllers.ray.batchscheduler import BatchScheduler, DefaultBatchScheduler
@@ -525,10 +525,9 @@ class RayClusterReconciler:
                                     f"Failed to reconcile RayCluster {ns}/{name}. {msg}")
                 raise LookupError(msg)
             try:
-                await self.client.create(obj)
-            except Exception as e:
-                if is_already_exists(e):
+                if not await create_unless_exists(self.client, obj):
                     continue
+            except Exception as e:
                 self.recorder.event(cluster, "Warning", failed, f"Failed creating {noun} {ns}/{oname}, {e}")
                 raise
             self.recorder.event(cluster, "Normal", created, f"Created {noun} {ns}/{oname}")

@@ -28,7 +28,7 @@ import yaml
 from pumice.api import Obj, scheme
 from pumice.api.volcano.constants import NETWORK_TOPOLOGY_SOURCE_LABEL, TOPOLOGY_API_VERSION
 from pumice.api.volcano.topology import real_node_count
-from pumice.client.base import KubeClient, is_already_exists, is_not_found
+from pumice.client.base import KubeClient, create_unless_exists, is_not_found
 from pumice.runtime.reconcile import Request, Result
 
 log = logging.getLogger(__name__)
@@ -155,11 +155,7 @@ class HyperNodeDiscoveryReconciler:
         for name, obj in sorted(want.items()):
             cur = have.get(name)
             if cur is None:
-                try:
-                    await self.client.create(obj)
-                except Exception as e:
-                    if not is_already_exists(e):
-                        raise
+                await create_unless_exists(self.client, obj)
             elif cur.get("spec") != obj["spec"] or (cur["metadata"].get("labels") or {}) != obj["metadata"]["labels"]:
                 new = dict(cur)
                 new["spec"] = obj["spec"]

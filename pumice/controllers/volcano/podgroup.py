@@ -18,7 +18,7 @@ from typing import Any
 
 from pumice.api import Obj, scheme
 from pumice.api.meta import owner_reference
-from pumice.client.base import KubeClient, is_already_exists, is_not_found
+from pumice.client.base import KubeClient, create_unless_exists, is_not_found
 from pumice.controllers.volcano import keys
 from pumice.controllers.volcano.job import resources as res
 from pumice.controllers.volcano.job.builders import scheduling_annotations
@@ -119,11 +119,7 @@ class PodGroupReconciler:
         if self.podgroups.get(md.get("namespace"), name) is None:
             pg = build_podgroup_for_pod(pod, self._owner_annotations(pod),
                                         inherit_owner_annotations=self.inherit_owner_annotations)
-            try:
-                await self.client.create(pg)
-            except Exception as e:
-                if not is_already_exists(e):
-                    raise
+            await create_unless_exists(self.client, pg)
         try:
             await self.client.patch(scheme.POD, req.name, {"metadata": {"annotations": {keys.KUBE_GROUP_NAME_ANNOTATION_KEY: name}}},
                                     req.namespace)
