@@ -8,8 +8,8 @@ set by the test as upstream's envtest does (no kubelet).
 Not ported: the fluentbit sidecar assertion of "Static RayCluster" (upstream's suite configures a
 head sidecar option pumice does not have); "RayCluster with a maximum name" (needs the
 RayCluster-level serve Service, ``ray.io/enable-serve-service``, not implemented); "custom probe
-ports", "Manager cache Pod label selectors", "RayClusterStatusConditions feature gate" and
-"Redis cleanup finalizer timeout" (not done in this session).
+ports", "Manager cache Pod label selectors" and "Redis cleanup finalizer timeout" (not done in
+this session).
 """
 
 from __future__ import annotations
@@ -191,3 +191,59 @@ async def test_raycluster_with_invalid_num_of_hosts() -> None:
     cl["spec"]["workerGroupSpecs"][0]["numOfHosts"] = 0
     name = await create(w, cl)
     assert await workers(w, name) == []
+
+
+COND_ORIGIN = f"{ORIGIN}: RayCluster with RayClusterStatusConditions feature gate enabled"
+
+
+def condition(cl: Obj, kind: str) -> str:
+    return next((c["status"] for c in (cl.get("status") or {}).get("conditions") or [] if c["type"] == kind), "")
+
+
+@pytest.mark.upstream(f"{COND_ORIGIN} / Should handle HeadPodReady and RayClusterProvisioned conditions correctly")
+async def test_head_pod_ready_and_raycluster_provisioned_conditions() -> None:
+    w = World()
+    cl = raycluster_template("raycluster-status-conditions-enabled")
+    cl["spec"]["workerGroupSpecs"][0].update(replicas=1, maxReplicas=1)
+    name = await create(w, cl)
+    (head,), (worker,) = await w.pods(name, "ray.io/node-type=head"), await workers(w, name)
+
+    async def set_ready(pod: Obj, ready: bool) -> None:
+        pod = await w.client.get(scheme.POD, pod["metadata"]["name"], "default")
+        pod["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
+        await w.client.update_status(pod)
+        await w.settle()
+
+    await set_ready(head, True)
+    assert condition(await w.cluster(name), "HeadPodReady") == "True"
+    for _ in range(3):
+        await w.settle()
+        assert condition(await w.cluster(name), "RayClusterProvisioned") == "False"
+    await set_ready(worker, True)
+    assert condition(await w.cluster(name), "RayClusterProvisioned") == "True"
+    await set_ready(worker, False)
+    for _ in range(3):
+        await w.settle()
+        assert condition(await w.cluster(name), "RayClusterProvisioned") == "True"
+    await set_ready(head, False)
+    cl = await w.cluster(name)
+    assert condition(cl, "HeadPodReady") == "False" and condition(cl, "RayClusterProvisioned") == "True"
+
+
+@pytest.mark.upstream(f"{COND_ORIGIN} / Should handle RayClusterReplicaFailure condition correctly")
+async def test_raycluster_replica_failure_condition() -> None:
+    """Upstream's API server refuses the head Pod (imagePullPolicy "!invalid!"); the FakeClient
+    does not validate Pods, so the refusal is injected as the 422 the API server answers."""
+    from pumice.client.base import ApiError
+
+    w = World()
+    cl = raycluster_template("raycluster-status-conditions-enabled-invalid")
+    cl["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] = "!invalid!"
+
+    def refuse(verb: str, plural: str, namespace: str, name: str) -> None:
+        if verb == "create" and plural == "pods":
+            raise ApiError(422, "Invalid", 'Pod is invalid: spec.containers[0].imagePullPolicy: Unsupported value: '
+                                           '"!invalid!"', {})
+    w.client.interceptor = refuse
+    name = await create(w, cl)
+    assert condition(await w.cluster(name), "ReplicaFailure") == "True"
