@@ -14,8 +14,7 @@ updateEndpoints, updateHeadInfo) and utils/consistency.go (InconsistentRayCluste
 Deviates:
 - Ingress, the RayCluster-level serve Service and the GCS PVC (rocksdb backend) sub-reconcilers
   are not implemented; the auth Secret is (token auth), but the RayJob/RayService dashboard
-  clients do not send the token yet; upgradeStrategy Recreate is not implemented (the head Pod
-  carries the recreate hash, nothing acts on it).
+  clients do not send the token yet.
 - Pods and Services are read through a :class:`ClusterReader`: informer stores indexed by the
   ``ray.io/cluster`` label when set up on a Manager (:class:`CacheReader`), or direct list calls
   (:class:`ClientReader`, the default for a bare reconciler).
@@ -37,6 +36,7 @@ from pumice._util.clock import Clock, default_clock, parse_rfc3339, rfc3339
 from pumice._util.duration import go_duration_string
 from pumice.api import Obj, scheme
 from pumice.api import meta as m
+from pumice.api.ray.constants import RayClusterUpgradeType
 from pumice.client.base import KubeClient, create_unless_exists, get_or_none, is_already_exists, is_not_found
 from pumice.controllers.ray import association as assoc
 from pumice.controllers.ray import constants as c
@@ -48,7 +48,11 @@ from pumice.controllers.ray.common import resources as res
 from pumice.controllers.ray.common import service as svcb
 from pumice.controllers.ray.common.hashing import hash_without_replicas_and_workers_to_delete
 from pumice.controllers.ray.expectations import ScaleExpectations
-from pumice.controllers.ray.validation import ValidationError, validate_raycluster
+from pumice.controllers.ray.validation import (
+    ValidationError,
+    validate_raycluster,
+    validate_raycluster_upgrade_options,
+)
 from pumice.controllers.ray.wiring import PRIMARY_PREDICATE, event_recorder, informer_store
 from pumice.runtime.reconcile import Request, Result
 
@@ -323,6 +327,12 @@ class RayClusterReconciler:
             validate_raycluster(cluster)
         except ValidationError as e:
             self.recorder.event(cluster, "Warning", "InvalidRayClusterSpec", str(e))
+            return Result()
+        try:
+            validate_raycluster_upgrade_options(cluster)
+        except ValidationError as e:
+            self.recorder.event(cluster, "Warning", "InvalidRayClusterSpec",
+                                f"The RayCluster UpgradeStrategy is invalid {req.namespace}/{req.name}: {e}")
             return Result()
         status = cluster.get("status") or {}
         if m.is_condition_true(status, c.RayClusterConditionType.RAY_CLUSTER_SUSPENDING) and m.is_condition_true(
@@ -680,6 +690,22 @@ class RayClusterReconciler:
         if susp == c.RayClusterConditionType.RAY_CLUSTER_SUSPENDED or cluster["spec"].get("suspend"):
             return
 
+        if await self._should_recreate_pods_for_upgrade(cluster):
+            log.info("RayCluster %s/%s: spec changed with the Recreate upgradeStrategy; deleting all Pods", ns, name)
+            try:
+                await self._delete_all_pods(ns, f"{c.RAY_CLUSTER_LABEL_KEY}={name}")
+            except Exception as e:
+                self.recorder.event(cluster, "Warning", "FailedToDeletePodCollection",
+                                    f"Failed deleting Pods due to spec change with Recreate upgradeStrategy for "
+                                    f"RayCluster {ns}/{name}, {e}")
+                raise ReplicaFailureError(c.RayClusterConditionReason.FAILED_DELETE_ALL_PODS,
+                                          f"Failed to delete all Pods: {e}") from e
+            self.expectations.delete_cluster(ns, name)
+            self.recorder.event(cluster, "Normal", "DeletedPod",
+                                f"Deleted all Pods for RayCluster {ns}/{name} due to spec change with Recreate "
+                                "upgradeStrategy")
+            return
+
         await self.batch_scheduler.do_batch_scheduling_on_submission(cluster)
 
         now = self.clock.now()
@@ -713,6 +739,39 @@ class RayClusterReconciler:
 
         for group in cluster["spec"].get("workerGroupSpecs") or []:
             await self._reconcile_worker_group(cluster, group, all_pods, now)
+
+    async def _should_recreate_pods_for_upgrade(self, cluster: Obj) -> bool:
+        """With ``upgradeStrategy.type: Recreate``: whether the head Pod's
+        ``ray.io/upgrade-strategy-recreate-hash`` differs from the spec's hash. A head Pod made by
+        another KubeRay version gets the current hash and version instead (no recreation; a failed
+        update is logged).
+
+        Mirrors: raycluster_controller.go shouldRecreatePodsForUpgrade."""
+        strategy = (cluster["spec"].get("upgradeStrategy") or {}).get("type")
+        if strategy != RayClusterUpgradeType.RECREATE:
+            return False
+        ns, name = cluster["metadata"].get("namespace", "default"), cluster["metadata"]["name"]
+        cluster_hash = hash_without_replicas_and_workers_to_delete(cluster["spec"])
+        heads = [p for p in await self._list_pods(ns, name)
+                 if (p["metadata"].get("labels") or {}).get(c.RAY_NODE_TYPE_LABEL_KEY) == "head"]
+        if not heads:
+            return False
+        head = heads[0]
+        ann = head["metadata"].get("annotations") or {}
+        version = ann.get(c.KUBERAY_VERSION_KEY, "")
+        if version and version != c.KUBERAY_VERSION:
+            log.info("RayCluster %s/%s: KubeRay version changed; not recreating Pods", ns, name)
+            head = {**copy.deepcopy(head), "apiVersion": "v1", "kind": "Pod"}  # list items lack them
+            head["metadata"].setdefault("annotations", {}).update(
+                {c.UPGRADE_STRATEGY_RECREATE_HASH_KEY: cluster_hash, c.KUBERAY_VERSION_KEY: c.KUBERAY_VERSION})
+            try:
+                await self.client.update(head)
+            except Exception as e:
+                log.error("RayCluster %s/%s: failed to update head Pod %s annotations after the KubeRay version "
+                          "change: %s", ns, name, head["metadata"]["name"], e)
+            return False
+        actual = ann.get(c.UPGRADE_STRATEGY_RECREATE_HASH_KEY, "")
+        return bool(actual) and actual != cluster_hash
 
     async def _reconcile_worker_group(self, cluster: Obj, group: Obj, all_pods: list[Obj], now: float) -> None:
         name = cluster["metadata"]["name"]

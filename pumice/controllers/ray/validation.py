@@ -14,6 +14,7 @@ import yaml
 
 from pumice._util.duration import parse_go_duration
 from pumice.api import Obj, yamlsafe
+from pumice.api.ray.constants import RayClusterUpgradeType
 from pumice.controllers.ray import constants as c
 
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -70,6 +71,26 @@ def validate_raycluster(cluster: Obj) -> None:
     if not _DNS1035.match(name):
         raise ValidationError(f"RayCluster name should be a valid DNS-1035 label: {name}")
     validate_raycluster_spec(cluster.get("spec") or {}, meta.get("annotations") or {})
+
+
+def validate_raycluster_upgrade_options(cluster: Obj) -> None:
+    """``spec.upgradeStrategy.type`` is ``Recreate`` or ``None``, and is set only on a RayCluster a
+    user created (not on one a RayJob or RayService made).
+
+    Raises:
+        ValidationError: with upstream's text.
+
+    Mirrors: utils/validation.go ValidateRayClusterUpgradeOptions."""
+    utype = ((cluster.get("spec") or {}).get("upgradeStrategy") or {}).get("type")
+    if utype is None:
+        return
+    valid = (RayClusterUpgradeType.RECREATE.value, RayClusterUpgradeType.NONE.value)
+    if utype not in valid:
+        raise ValidationError(f"The RayCluster spec is invalid: Spec.UpgradeStrategy.Type value {utype} is invalid, "
+                              f"valid options are {valid[0]} or {valid[1]}")
+    creator = ((cluster.get("metadata") or {}).get("labels") or {}).get(c.RAY_ORIGINATED_FROM_CRD_LABEL_KEY)
+    if creator in (c.CRDType.RAY_JOB, c.CRDType.RAY_SERVICE):
+        raise ValidationError(f"upgradeStrategy cannot be set when RayCluster is created by {creator}")
 
 
 def validate_rayjob(rayjob: Obj) -> None:
