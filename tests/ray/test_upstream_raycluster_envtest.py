@@ -7,9 +7,10 @@ set by the test as upstream's envtest does (no kubelet).
 
 Not ported: the fluentbit sidecar assertion of "Static RayCluster" (upstream's suite configures a
 head sidecar option pumice does not have); "RayCluster with a maximum name" (needs the
-RayCluster-level serve Service, ``ray.io/enable-serve-service``, not implemented); "custom probe
-ports", "Manager cache Pod label selectors" and "Redis cleanup finalizer timeout" (not done in
-this session).
+RayCluster-level serve Service, ``ray.io/enable-serve-service``, not implemented); "Manager cache
+Pod label selectors" (pumice's informers are not restricted to Ray Pods' labels). The finalizer
+timeout's "Helper function tests" and "Auto-deletion safety" are the unit cases
+TestGetGCSFTDeletionTimeout and TestHasGCSFTFinalizer in test_upstream_raycluster.py.
 """
 
 from __future__ import annotations
@@ -247,3 +248,61 @@ async def test_raycluster_replica_failure_condition() -> None:
     w.client.interceptor = refuse
     name = await create(w, cl)
     assert condition(await w.cluster(name), "ReplicaFailure") == "True"
+
+
+@pytest.mark.upstream(f"{ORIGIN}: RayCluster with custom probe ports")
+async def test_raycluster_with_custom_probe_ports() -> None:
+    w = World()
+    cl = raycluster_template("raycluster-custom-probe-ports")
+    cl["spec"]["headGroupSpec"]["rayStartParams"] = {"dashboard-port": "8365", "dashboard-agent-listen-port": "8266"}
+    g = cl["spec"]["workerGroupSpecs"][0]
+    g.update(rayStartParams={"dashboard-agent-listen-port": "9000"}, replicas=1, maxReplicas=1)
+    name = await create(w, cl)
+    (head,), (worker,) = await w.pods(name, "ray.io/node-type=head"), await workers(w, name)
+    await w.pods_running(name)
+    await w.settle()
+    assert (await w.cluster(name))["status"]["state"] == "ready"
+    for probe in ("livenessProbe", "readinessProbe"):
+        command = " ".join(head["spec"]["containers"][0][probe]["exec"]["command"])
+        assert ":8266" in command and ":8365" in command, command
+        command = " ".join(worker["spec"]["containers"][0][probe]["exec"]["command"])
+        assert ":9000" in command and ":8365" not in command, command
+
+
+FT_ORIGIN = f"{ORIGIN}: RayCluster Redis cleanup finalizer timeout and auto-deletion"
+FIN = "ray.io/gcs-ft-redis-cleanup-finalizer"
+
+
+@pytest.mark.upstream(f"{FT_ORIGIN} / Auto-deletion for clusters with stuck GCS FT finalizer")
+async def test_auto_deletion_for_clusters_with_stuck_gcs_ft_finalizer() -> None:
+    w = World()
+    cl = raycluster_template("raycluster-redis-cleanup")
+    cl["metadata"]["finalizers"] = [FIN]
+    name = await create(w, cl)
+    assert FIN in (await w.cluster(name))["metadata"]["finalizers"]
+    # deleted, but not past the timeout: the finalizer stays (GCS FT is not even enabled here)
+    await w.client.delete(scheme.RAY_CLUSTER, name, "default")
+    await w.settle()
+    cl = await w.cluster(name)
+    assert cl["metadata"]["deletionTimestamp"] and FIN in cl["metadata"]["finalizers"]
+    # 20 minutes after the deletion: forceRemoveGCSFTFinalizer drops it, and the cluster goes
+    await w.rc._force_remove_gcs_ft_finalizer(cl, 20 * 60)
+    assert (await w.client.list(scheme.RAY_CLUSTER, "default")).items == []
+    assert any(r == "ForceDeletedStuckCluster" for _, r, _ in w.events)
+
+
+@pytest.mark.upstream(f"{FT_ORIGIN} / Integration with Redis cleanup flow")
+async def test_timeout_force_deletes_through_reconcile() -> None:
+    from pumice.runtime.reconcile import Request
+
+    w = World()
+    cl = raycluster_template("raycluster-integration")
+    cl["metadata"]["annotations"] = {"ray.io/ft-enabled": "true", "ray.io/gcs-ft-deletion-timeout": "1"}
+    cl["metadata"]["finalizers"] = [FIN]
+    await w.client.create(cl)
+    name = cl["metadata"]["name"]
+    await w.client.delete(scheme.RAY_CLUSTER, name, "default")
+    w.clock.advance(2)
+    result = await w.rc.reconcile(Request("default", name))
+    assert not result.requeue_after
+    assert (await w.client.list(scheme.RAY_CLUSTER, "default")).items == []
