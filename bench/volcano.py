@@ -27,6 +27,8 @@ creation to bind while a batch session of 10,000 Pods (1,000 Nodes, gangs of 8) 
 process (vc-scheduler and vc-agent-scheduler are separate processes upstream). Single 1-cpu
 agent Pods are created every ``--agent-interval`` seconds (wall) from the moment the batch
 session starts until it ends (at most ``--agent-pods``); creation-to-bind is wall time, p50/p99.
+The agent runs ``--agent-workers`` worker threads (agent.core.WorkerPool); the bench's main thread
+creates the Pods and is the binder, resolving results as the workers hand them over.
 Baseline in the same run: the same Pods (one PodGroup each) through the batch scheduler alone;
 they wait for the next session, which starts at max(end of the running session, its start + the
 1 s schedule period) and binds when it closes; that next session (10,000 bound Pods plus the
@@ -279,8 +281,15 @@ def _pct(xs: list[float], q: float) -> float:
 def agent_case(n_pods: int, max_agent: int, interval: float, workers: int, n_nodes: int = 1_000, period: float = 1.0) -> None:
     """Creation-to-bind of agent Pods during a batch session, beside the batch scheduler alone."""
     import multiprocessing as mp
+    import queue as stdqueue
 
-    from pumice.scheduler.volcano.agent.core import AGENT_SCHEDULER_NAME, AgentScheduler, AgentView
+    from pumice.scheduler.volcano.agent.core import (
+        AGENT_SCHEDULER_NAME,
+        AgentScheduler,
+        AgentView,
+        ScheduleResult,
+        WorkerPool,
+    )
     from pumice.scheduler.volcano.api.task_info import TaskInfo
 
     objs = cluster(n_nodes, n_pods, 8)
@@ -297,6 +306,10 @@ def agent_case(n_pods: int, max_agent: int, interval: float, workers: int, n_nod
     bound: dict[str, float] = {}
     i = 0
     result = None
+    # the worker threads compute; this thread creates the Pods and is the binder
+    results: stdqueue.Queue[ScheduleResult] = stdqueue.Queue()
+    pool = WorkerPool(sched, time.monotonic, results.put, poll=0.005)
+    pool.start()
     while result is None:
         now = time.monotonic()
         while i < max_agent and t_start + i * interval <= now:
@@ -304,14 +317,20 @@ def agent_case(n_pods: int, max_agent: int, interval: float, workers: int, n_nod
             sched.add(TaskInfo.from_pod(pod), now)
             created[f"agents/agent-{i}"] = t_start + i * interval
             i += 1
-        rep = sched.step(now)
-        t = time.monotonic()
-        for k in rep.bound:
-            bound[k] = t
+        try:
+            batch = [results.get(timeout=0.001)]
+        except stdqueue.Empty:
+            batch = []
+        while not results.empty():
+            batch.append(results.get_nowait())
+        if batch:
+            rep = sched.resolve(batch, now)
+            t = time.monotonic()
+            for k in rep.bound:
+                bound[k] = t
         if not out.empty():
             result = out.get()
-        elif not sched.queue.active_count:
-            time.sleep(0.0005)
+    pool.stop()
     proc.join()
     t0, t1, binds = result
     agent_lat = [bound[k] - created[k] for k in created if k in bound]
@@ -330,7 +349,7 @@ def agent_case(n_pods: int, max_agent: int, interval: float, workers: int, n_nod
     base_lat = [s2 + dur2 - created[f"agents/agent-{j}"] for j in range(i)]
     print(f"agent case: batch session of {n_pods} Pods on {n_nodes} Nodes: {t1 - t0:.2f}s wall, {len(binds)} bound; "
           f"{i} agent Pods created every {interval * 1000:.0f} ms meanwhile, {len(agent_lat)} bound by the agent scheduler "
-          f"({workers} worker(s), {sched.binder.conflicts} conflicts)", flush=True)
+          f"({workers} worker thread(s), {sched.binder.conflicts} conflicts)", flush=True)
     print(f"agent scheduler creation-to-bind: p50 {_pct(agent_lat, 0.5) * 1000:.1f} ms, p99 {_pct(agent_lat, 0.99) * 1000:.1f} ms",
           flush=True)
     print(f"batch scheduler alone (next session {dur2:.2f}s wall, {second['bound']:.0f} of {len(binds) + i} bound): "

@@ -170,3 +170,77 @@ def test_soft_sharding_prefers_the_shard_and_falls_back_when_it_is_full() -> Non
     assert "n2" not in run_twice(lambda: go(None)).values()  # unsharded: the idler 8-cpu Nodes win
     soft = run_twice(lambda: go({"n2"}))
     assert [soft[f"c1/a{i}"] for i in range(2)] == ["n2", "n2"] and {soft["c1/a2"], soft["c1/a3"]} <= {"n0", "n1"}
+
+
+# The worker threads (WorkerPool): what the live scheduler and the bench run.
+
+
+def test_worker_threads_compute_at_once_and_the_binder_resolves_their_conflicts() -> None:
+    import threading
+
+    from pumice.scheduler.volcano.agent.core import ScheduleResult, WorkerPool
+
+    objs = [node("n0", "1,8Gi,pods=110"), *(agent_pod(f"a{i}", "1,1Gi") for i in range(3))]
+    sched = AgentScheduler(view_of(objs), workers=3)
+    results: list[tuple[str, ScheduleResult]] = []
+    # each worker thread blocks after handing over its first result until all three have one, so
+    # no thread can take a second Pod: three threads computed on the same view version
+    together = threading.Barrier(3, timeout=10)
+    first = threading.local()
+
+    def emit(r: ScheduleResult) -> None:
+        results.append((threading.current_thread().name, r))
+        if not getattr(first, "seen", False):
+            first.seen = True
+            together.wait()
+
+    pool = WorkerPool(sched, lambda: 0.0, emit)
+    for o in objs[1:]:
+        sched.add(TaskInfo.from_pod(o), 0.0)
+    pool.start()
+    try:
+        deadline = threading.Event()
+        for _ in range(200):
+            if len(results) >= 3:
+                break
+            deadline.wait(0.05)
+        assert len(results) == 3
+        assert len({name for name, _ in results}) == 3  # three worker threads
+        assert all(r.candidates and r.candidates[0].node == "n0" for _, r in results)
+        rep = sched.resolve([r for _, r in results], now=0.0)  # the binder: one wins, two are stale
+        assert len(rep.bound) == 1 and len(rep.conflicted) == 2 and sched.binder.conflicts == 2
+        # the conflicted Pods are requeued urgently; the workers recompute on the updated view
+        for _ in range(200):
+            if len(results) >= 5:
+                break
+            deadline.wait(0.05)
+        again = sched.resolve([r for _, r in results[3:]], now=0.0)
+        assert again.bound == {} and sorted(again.unschedulable) == sorted(rep.conflicted)
+        assert set(again.unschedulable.values()) == {"0/1 nodes are available"}
+    finally:
+        pool.stop()
+
+
+def test_many_worker_threads_with_a_concurrent_binder_never_overcommit_and_place_what_fits() -> None:
+    import queue as stdqueue
+
+    from pumice.scheduler.volcano.agent.core import ScheduleResult, WorkerPool
+
+    objs = [*(node(f"n{i}", "4,64Gi,pods=110") for i in range(8)), *(agent_pod(f"a{i:02d}", "1,1Gi") for i in range(40))]
+    sched = AgentScheduler(view_of(objs), workers=4)
+    out: stdqueue.Queue[ScheduleResult] = stdqueue.Queue()
+    pool = WorkerPool(sched, lambda: 0.0, out.put)
+    for o in objs[8:]:
+        sched.add(TaskInfo.from_pod(o), 0.0)
+    pool.start()
+    bound: dict[str, str] = {}
+    unschedulable: set[str] = set()
+    try:
+        while len(bound) + len(unschedulable) < 40:
+            rep = sched.resolve([out.get(timeout=10)], now=0.0)  # the binder, concurrently with the workers
+            bound.update(rep.bound)
+            unschedulable.update(rep.unschedulable)
+    finally:
+        pool.stop()
+    assert len(bound) == 32 and len(unschedulable) == 8  # 8 Nodes x 4 cpu
+    assert overcommitted(objs, bound) == []

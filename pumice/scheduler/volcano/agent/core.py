@@ -14,19 +14,27 @@ since (a version newer than the Node's is accepted), assumes the Pod there (bump
 version) and hands the bind to the cache seam. When every candidate is stale the Pod goes back
 to the head of activeQ; when none fitted it goes to the unschedulable pool.
 
-:meth:`AgentScheduler.step` is one round of ``workers`` parallel workers: each pops one Pod and
-computes its result on the *same* view version, then the binder resolves them in pop order, so
-two workers that want the same last slot conflict exactly as upstream's goroutines do.
+:class:`WorkerPool` runs the workers as ``workers`` threads (the live scheduler and the bench use
+it): each thread pops one Pod, schedules it on the view current at that moment (under the view's
+read lock, so several workers compute at once) and hands the result to the binder, which resolves
+results as they arrive (under the write lock: it is the only writer of the view). A worker that
+computed on a version the binder has since moved gets a conflict, exactly as upstream's goroutines
+do. :meth:`AgentScheduler.step` is the deterministic single-thread form used by scenario tests and
+the simulator: ``workers`` Pods computed on the same view, then resolved in pop order.
 
 Mirrors: volcano pkg/agentscheduler (worker, framework snapshot, actions/allocate) and
 pkg/agentscheduler/cache/binder.go (candidate nodes with binding versions).
-Deviates: workers run one after another in one thread on one shared view (Python), not as
-goroutines with their own snapshot copies; the outcome per round is the same.
+Deviates: the workers share one view under a readers-writer lock instead of each copying a
+snapshot per cycle (the binder applies its binds to that view); CPython's GIL interleaves the
+workers' pure-Python filtering and scoring, so they overlap rather than run on separate cores
+(numpy sections release it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -220,6 +228,45 @@ class StepReport:
     unschedulable: dict[str, str] = field(default_factory=dict)
 
 
+class RWLock:
+    """Many readers or one writer (writer-preferring: a waiting writer holds new readers back)."""
+
+    def __init__(self) -> None:
+        self._cv = threading.Condition(threading.Lock())
+        self._readers = 0
+        self._writer = False
+        self._writers_waiting = 0
+
+    @contextmanager
+    def read(self) -> Iterator[None]:
+        with self._cv:
+            while self._writer or self._writers_waiting:
+                self._cv.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cv:
+                self._readers -= 1
+                if not self._readers:
+                    self._cv.notify_all()
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        with self._cv:
+            self._writers_waiting += 1
+            while self._writer or self._readers:
+                self._cv.wait()
+            self._writers_waiting -= 1
+            self._writer = True
+        try:
+            yield
+        finally:
+            with self._cv:
+                self._writer = False
+                self._cv.notify_all()
+
+
 class AgentScheduler:
     """The queue, ``workers`` workers and the binder over one view.
 
@@ -239,60 +286,149 @@ class AgentScheduler:
         self.binder = Binder(view, bind or self.recorder.bind)
         self.workers = max(1, workers)
         self.candidates = candidates
+        self.lock = threading.RLock()
+        """Guards the queue and ``tasks`` (worker threads pop, the loop adds and resolves)."""
+        self.view_lock = RWLock()
+        """Workers read the view under ``read()``; the binder and view swaps write."""
+        self.queued = threading.Condition(self.lock)
+        """Notified when a Pod may have become poppable (added, requeued, cluster event)."""
 
     def add(self, task: TaskInfo, now: float) -> bool:
         """Queue a new Pending Pod (keyed ``<ns>/<name>``); False when it is already queued."""
-        if task.key in self.tasks:
-            return False
-        self.tasks[task.key] = task
-        self.queue.add(task.key, task.namespace, task.name, task.priority, now)
-        return True
+        with self.lock:
+            if task.key in self.tasks:
+                return False
+            self.tasks[task.key] = task
+            self.queue.add(task.key, task.namespace, task.name, task.priority, now)
+            self.queued.notify_all()
+            return True
 
     def forget(self, key: str) -> None:
         """The Pod was deleted or bound by someone else."""
-        self.tasks.pop(key, None)
-        self.queue.delete(key)
+        with self.lock:
+            self.tasks.pop(key, None)
+            self.queue.delete(key)
 
     def cluster_event(self, now: float) -> None:
         """A Node or Pod changed: unschedulable Pods go back to activeQ or backoffQ."""
-        self.queue.move_all_to_active_or_backoff(now)
+        with self.lock:
+            self.queue.move_all_to_active_or_backoff(now)
+            self.queued.notify_all()
 
     def set_view(self, view: AgentView) -> None:
         """Replace the worker view (the live scheduler's rebuild); the queue is kept."""
-        self.view = view
-        self.binder.view = view
+        with self.view_lock.write():
+            self.view = view
+            self.binder.view = view
+
+    def pop(self, now: float) -> TaskInfo | None:
+        """Flush backoffQ and pop the next Pod of activeQ (None: nothing poppable)."""
+        with self.lock:
+            self.queue.flush(now)
+            while True:
+                qp = self.queue.pop_nowait()
+                if qp is None:
+                    return None
+                task = self.tasks.get(qp.uid)
+                if task is not None:
+                    return task
+                self.queue.done(qp.uid)
+
+    def schedule(self, task: TaskInfo) -> ScheduleResult:
+        """One worker cycle on the current view, under its read lock."""
+        with self.view_lock.read():
+            return schedule_pod(self.view, task, candidates=self.candidates)
 
     def compute(self, now: float) -> list[ScheduleResult]:
-        """The workers' half of a round: pop up to ``workers`` Pods and schedule each on the
-        current view (none sees the others' choices)."""
-        self.queue.flush(now)
+        """The workers' half of a deterministic round: pop up to ``workers`` Pods and schedule
+        each on the current view (none sees the others' choices)."""
         out: list[ScheduleResult] = []
         for _ in range(self.workers):
-            qp = self.queue.pop_nowait()
-            if qp is None:
+            task = self.pop(now)
+            if task is None:
                 break
-            out.append(schedule_pod(self.view, self.tasks[qp.uid], candidates=self.candidates))
+            out.append(self.schedule(task))
         return out
 
     def resolve(self, results: list[ScheduleResult], now: float) -> StepReport:
-        """The binder's half: bind in pop order; stale -> urgent requeue; none fit -> pool."""
+        """The binder's half: bind in the given order; stale -> urgent requeue; none fit -> pool.
+        A Pod forgotten while its worker computed is dropped."""
         rep = StepReport()
-        for r in results:
-            key = r.task.key
-            if not r.candidates:
-                self.queue.failed(key, now)
-                rep.unschedulable[key] = r.reason
-                continue
-            node = self.binder.bind(r)
-            if node is None:
-                self.queue.requeue_urgent(key, now)
-                rep.conflicted.append(key)
-            else:
-                self.queue.done(key)
-                self.tasks.pop(key, None)
-                rep.bound[key] = node
+        with self.view_lock.write(), self.lock:
+            for r in results:
+                key = r.task.key
+                if key not in self.tasks:
+                    self.queue.done(key)
+                    continue
+                if not r.candidates:
+                    self.queue.failed(key, now)
+                    rep.unschedulable[key] = r.reason
+                    continue
+                node = self.binder.bind(r)
+                if node is None:
+                    self.queue.requeue_urgent(key, now)
+                    self.queued.notify_all()
+                    rep.conflicted.append(key)
+                else:
+                    self.queue.done(key)
+                    self.tasks.pop(key, None)
+                    rep.bound[key] = node
         return rep
 
     def step(self, now: float) -> StepReport:
         """One round: :meth:`compute` then :meth:`resolve`."""
         return self.resolve(self.compute(now), now)
+
+
+class WorkerPool:
+    """``sched.workers`` worker threads (see the module docstring).
+
+    Each thread: pop a Pod (waiting on ``sched.queued`` up to ``poll`` seconds when none is
+    poppable, so backoffQ is flushed), :meth:`AgentScheduler.schedule` it on the current view,
+    then ``emit(result)`` from the worker thread; the caller resolves results with
+    :meth:`AgentScheduler.resolve` (the binder), in whatever thread it owns.
+
+    Args:
+        sched: the queue, view and binder.
+        now: the project clock's monotonic seconds (called from the worker threads).
+        emit: receives each result; must be thread-safe (e.g. ``loop.call_soon_threadsafe``).
+        poll: longest wait for a poppable Pod, in seconds.
+    """
+
+    def __init__(self, sched: AgentScheduler, now: Callable[[], float], emit: Callable[[ScheduleResult], None], *,
+                 poll: float = 0.05) -> None:
+        self.sched = sched
+        self.now = now
+        self.emit = emit
+        self.poll = poll
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for i in range(self.sched.workers):
+            t = threading.Thread(target=self._run, name=f"agent-worker-{i}", daemon=True)
+            self._threads.append(t)
+            t.start()
+
+    def wake(self) -> None:
+        with self.sched.queued:
+            self.sched.queued.notify_all()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop and join the threads (each finishes the Pod it holds first)."""
+        self._stop.set()
+        self.wake()
+        for t in self._threads:
+            t.join(timeout)
+        self._threads.clear()
+
+    def _run(self) -> None:
+        sched = self.sched
+        while not self._stop.is_set():
+            task = sched.pop(self.now())
+            if task is None:
+                with sched.queued:
+                    if not self._stop.is_set():
+                        sched.queued.wait(self.poll)
+                continue
+            self.emit(sched.schedule(task))

@@ -1,15 +1,18 @@
 """The live Agent Scheduler: the batch scheduler's informer cache, an event-driven loop, workers
 and the conflict-aware binder of :mod:`.core`.
 
-Every Pod or Node event marks the view dirty. One loop round: rebuild the view from the cache
-when dirty (the snapshot of :class:`SchedulerCache`, assumed binds included, hard sharding
-honoured) — a Node whose set of Pods changed gets a new binding version, and the unschedulable
-pool moves to backoffQ —, queue the new Pending Pods of this ``schedulerName``, let the workers
-compute on that view, yield to the event loop so that binds by other schedulers arrive, rebuild
-again if anything moved, and let the binder resolve (stale -> urgent requeue). Binds go through
-the cache (assumed, then the API bind); between rounds the NodeShard's ``status.nodesInUse`` is
-published (sharding modes hard and soft); a Pod that fits nowhere gets ``PodScheduled=False``,
-reason ``Unschedulable``.
+Every Pod or Node event marks the view dirty. :meth:`LiveAgentScheduler.run` starts the
+:class:`~pumice.scheduler.volcano.agent.core.WorkerPool` (``workers`` threads) and, on the event
+loop, acts as refresher and binder: when dirty it queues the new Pending Pods of this
+``schedulerName`` and, while Pods are queued, rebuilds the view from the cache (the snapshot of
+:class:`SchedulerCache`, assumed binds included, hard sharding honoured; a Node whose set of Pods
+changed gets a new binding version, and the unschedulable pool moves to backoffQ); each result a
+worker thread hands over is resolved after such a refresh, so a bind by another scheduler that
+arrived while the worker computed makes it stale (urgent requeue). Binds go through the cache
+(assumed, then the API bind); the NodeShard's ``status.nodesInUse`` is published after each
+batch of results and when idle (sharding modes hard and soft); a Pod that fits nowhere gets
+``PodScheduled=False``, reason ``Unschedulable``. :meth:`LiveAgentScheduler.run_round` is one
+deterministic round without threads (tests).
 
 Mirrors: volcano pkg/agentscheduler (scheduler.go, cache), cmd/agent-scheduler.
 Deviates: the view is rebuilt from the whole cache when anything changed (no incremental
@@ -26,7 +29,14 @@ from typing import Any
 
 from pumice._util.clock import Clock, LoopClock
 from pumice.client.base import KubeClient
-from pumice.scheduler.volcano.agent.core import AGENT_SCHEDULER_NAME, AgentScheduler, AgentView, StepReport
+from pumice.scheduler.volcano.agent.core import (
+    AGENT_SCHEDULER_NAME,
+    AgentScheduler,
+    AgentView,
+    ScheduleResult,
+    StepReport,
+    WorkerPool,
+)
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.cache.live import SchedulerCache
 
@@ -110,6 +120,9 @@ class LiveAgentScheduler:
             return StepReport()
         await asyncio.sleep(0)
         self.refresh()
+        return self._resolve(results, now)
+
+    def _resolve(self, results: list[ScheduleResult], now: float) -> StepReport:
         rep = self.core.resolve(results, now)
         for key, reason in rep.unschedulable.items():
             ns, name = key.split("/", 1)
@@ -117,27 +130,41 @@ class LiveAgentScheduler:
         return rep
 
     async def run(self, stop_event: asyncio.Event | None = None) -> None:
-        """Start the cache, then schedule until ``stop_event`` is set (forever when None)."""
+        """Start the cache and the worker threads, then refresh and bind until ``stop_event`` is
+        set (forever when None); the threads are stopped and joined on the way out."""
         stop = stop_event or asyncio.Event()
         await self.cache.start()
+        loop = asyncio.get_running_loop()
+        results: asyncio.Queue[ScheduleResult] = asyncio.Queue()
+        pool = WorkerPool(self.core, self.clock.monotonic, lambda r: loop.call_soon_threadsafe(results.put_nowait, r))
         self._dirty.set()
+        self.refresh()
+        pool.start()
         try:
             while not stop.is_set():
-                try:
-                    await self.run_round()
-                    self.cache.write_shard_status()
-                except Exception:
-                    log.exception("agent scheduling round failed")
-                if self.core.queue.active_count:
-                    await asyncio.sleep(0)
-                    continue
+                getter = asyncio.ensure_future(results.get())
                 waiter = asyncio.ensure_future(self._dirty.wait())
                 stopper = asyncio.ensure_future(stop.wait())
                 sleeper = asyncio.ensure_future(self.clock.sleep(self.idle_wait))
-                _done, pending = await asyncio.wait({waiter, stopper, sleeper}, return_when=asyncio.FIRST_COMPLETED)
-                for p in pending:
-                    p.cancel()
+                await asyncio.wait({getter, waiter, stopper, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+                for f in (waiter, stopper, sleeper):
+                    f.cancel()
+                batch: list[ScheduleResult] = []
+                if getter.done() and not getter.cancelled():
+                    batch.append(getter.result())
+                else:
+                    getter.cancel()
+                while not results.empty():
+                    batch.append(results.get_nowait())
+                try:
+                    self.refresh()
+                    if batch:
+                        self._resolve(batch, self.clock.monotonic())
+                    self.cache.write_shard_status()
+                except Exception:
+                    log.exception("agent scheduling round failed")
         finally:
+            await asyncio.to_thread(pool.stop)
             await self.cache.stop()
 
 
