@@ -136,7 +136,10 @@ class LiveAgentScheduler:
         await self.cache.start()
         loop = asyncio.get_running_loop()
         results: asyncio.Queue[ScheduleResult] = asyncio.Queue()
-        pool = WorkerPool(self.core, self.clock.monotonic, lambda r: loop.call_soon_threadsafe(results.put_nowait, r))
+        def emit(r: ScheduleResult) -> None:
+            loop.call_soon_threadsafe(results.put_nowait, r)
+
+        pool = WorkerPool(self.core, self.clock.monotonic, emit)
         self._dirty.set()
         self.refresh()
         pool.start()
