@@ -696,8 +696,16 @@ class _Api:
 
     # ------------------------------------------------------------------ watch
 
-    def _watch(self, request: Request, rk: ResourceKind, namespace: str | None, query: dict[str, str]) -> Response:
-        labels, fields = self._selectors(query)
+    def _watch_options(self, query: dict[str, str]) -> tuple[float | None, bool, str | None, bool | None]:
+        """``(timeoutSeconds, allowWatchBookmarks, resourceVersion to start from,
+        sendInitialEvents)`` of a watch request. With sendInitialEvents=true the start is None
+        (the current state as synthetic ADDED events, then the initial-events-end bookmark);
+        with false and no resourceVersion, the current revision (no synthetic events).
+
+        Raises:
+            StatusError: 400 for a bad parameter; 504 (ResourceVersionTooLarge) when
+                sendInitialEvents asks for a revision the store has not reached.
+        """
         try:
             timeout = float(query["timeoutSeconds"]) if query.get("timeoutSeconds") else None
         except ValueError:
@@ -714,49 +722,36 @@ class _Api:
                                   "Timeout", {"causes": [{"reason": "ResourceVersionTooLarge",
                                                           "message": "Too large resource version"}],
                                               "retryAfterSeconds": 1})
-            rv = None  # the current state as synthetic ADDED events, then the initial-events-end bookmark
+            rv = None
         elif send_initial is False and rv in (None, "", "0"):
-            rv = str(store.revision)  # no synthetic events: start at the most recent revision
+            rv = str(store.revision)
+        return timeout, bookmarks, rv, send_initial
+
+    @staticmethod
+    def _expired_watch(e: StatusError, proto: bool) -> Response:
+        """kube-apiserver's answer to a watch from a compacted revision: 200 and one ERROR event."""
+        if proto:
+            frame = pb.encode_watch_event("ERROR", pb.encode_object(e.status()))
+            return Response(content=frame, media_type=_PB_WATCH)
+        return _json(b'{"type":"ERROR","object":' + _encode(e.status()) + b"}\n")
+
+    def _watch(self, request: Request, rk: ResourceKind, namespace: str | None, query: dict[str, str]) -> Response:
+        labels, fields = self._selectors(query)
+        timeout, bookmarks, rv, send_initial = self._watch_options(query)
+        store = self.registry.store
         proto = not _wants_table(request) and self._protobuf(request, rk)
         try:
             w = self.registry.watch(rk, namespace, resource_version=rv, labels=labels, fields=fields)
         except StatusError as e:
             if e.code != 410:
                 raise
-            # kube-apiserver answers an expired watch with 200 and one ERROR event
-            if proto:
-                frame = pb.encode_watch_event("ERROR", pb.encode_object(e.status()))
-                return Response(content=frame, media_type=_PB_WATCH)
-            body = b'{"type":"ERROR","object":' + _encode(e.status()) + b"}\n"
-            return _json(body)
+            return self._expired_watch(e, proto)
         initial_left = w.queue.qsize() if send_initial else -1
         initial_rv = store.bookmark_revision(w)
-        table = _wants_table(request)
-        include = _include_object(request)
-        out = self.registry.output
-        render = self._table
         clock = self.clock
         interval = self.bookmark_interval
-        pb_object = self._pb_object
-
-        present = self.registry.present
-
-        def line(kind: str, s: Stored) -> bytes:
-            s = present(rk, s)
-            if proto:
-                return pb.encode_watch_event(kind, pb_object(rk, s))
-            if table:
-                return b'{"type":"' + kind.encode() + b'","object":' + _encode(render(rk, [s], include)) + b"}\n"
-            return b'{"type":"' + kind.encode() + b'","object":' + out(rk, s) + b"}\n"
-
-        def bookmark(revision: int, end_of_initial: bool = False) -> bytes:
-            md: dict[str, Any] = {"resourceVersion": str(revision)}
-            if end_of_initial:
-                md["annotations"] = {INITIAL_EVENTS_END: "true"}
-            bm = {"kind": rk.kind, "apiVersion": rk.api_version, "metadata": md}
-            if proto:
-                return pb.encode_watch_event("BOOKMARK", pb.encode_object(bm))
-            return b'{"type":"BOOKMARK","object":' + _encode(bm) + b"}\n"
+        line, bookmark = _watch_encoders(self, rk, proto=proto, table=_wants_table(request),
+                                         include=_include_object(request))
 
         async def stream() -> AsyncIterator[bytes]:
             q = w.queue
@@ -924,6 +919,37 @@ def _aggregated_version(accept: str) -> str | None:
         if part.strip().split(";")[0].strip() in ("application/json", "*/*") and "as=" not in part:
             return None
     return None
+
+
+def _watch_encoders(api: _Api, rk: ResourceKind, *, proto: bool, table: bool, include: str
+                    ) -> tuple[Callable[[str, Stored], bytes], Callable[..., bytes]]:
+    """The two encoders of one watch stream: ``event(type, stored)`` for ADDED/MODIFIED/DELETED
+    (JSON lines, Table rows for ``as=Table``, or protobuf frames; each object as the registry
+    presents it) and ``bookmark(revision, end_of_initial=False)`` (``end_of_initial`` marks the
+    end of sendInitialEvents). Closures over locals: they run once per event and watcher."""
+    out = api.registry.output
+    render = api._table
+    pb_object = api._pb_object
+    present = api.registry.present
+
+    def event(kind: str, s: Stored) -> bytes:
+        s = present(rk, s)
+        if proto:
+            return pb.encode_watch_event(kind, pb_object(rk, s))
+        if table:
+            return b'{"type":"' + kind.encode() + b'","object":' + _encode(render(rk, [s], include)) + b"}\n"
+        return b'{"type":"' + kind.encode() + b'","object":' + out(rk, s) + b"}\n"
+
+    def bookmark(revision: int, end_of_initial: bool = False) -> bytes:
+        md: dict[str, Any] = {"resourceVersion": str(revision)}
+        if end_of_initial:
+            md["annotations"] = {INITIAL_EVENTS_END: "true"}
+        bm = {"kind": rk.kind, "apiVersion": rk.api_version, "metadata": md}
+        if proto:
+            return pb.encode_watch_event("BOOKMARK", pb.encode_object(bm))
+        return b'{"type":"BOOKMARK","object":' + _encode(bm) + b"}\n"
+
+    return event, bookmark
 
 
 def _include_object(request: Request) -> str:
