@@ -884,3 +884,47 @@ async def test_events_redis_cleanup(fail: bool, message: str) -> None:
                     ("GCS FT among multiple finalizers", ["other", FIN], True)]])
 def test_has_gcs_ft_finalizer(name: str, finalizers: list[str] | None, want: bool) -> None:
     assert gcsft.has_finalizer({"metadata": {"finalizers": finalizers}}) is want
+
+
+@pytest.mark.parametrize("defaults", [
+    pytest.param(True, marks=pytest.mark.upstream(f"{ORIGIN}: TestBuildPodsInjectDefaultPodMetadata"), id="inject"),
+    pytest.param(False, marks=pytest.mark.upstream(f"{ORIGIN}: TestBuildPodsWithoutDefaultPodMetadata"),
+                 id="without")])
+async def test_build_pods_default_pod_metadata(defaults: bool) -> None:
+    cl = setup_cluster()
+    cl["spec"].pop("enableInTreeAutoscaling")
+    g = cl["spec"]["workerGroupSpecs"][0]
+    g.update(replicas=1, scaleStrategy={})
+    for spec, who in ((cl["spec"]["headGroupSpec"], "head"), (g, "worker")):
+        spec["rayStartParams"] = {}
+        spec["template"]["metadata"] = {
+            "annotations": {"user-annotation": f"{who}-only", **({"shared-annotation": who} if defaults else {})},
+            "labels": {"user-label": f"{who}-only", **({"shared-label": who} if defaults else {})}}
+    opts = RayClusterOptions(
+        default_pod_annotations={"monitoring.example.com/scrape": "true", "shared-annotation": "default"},
+        default_pod_labels={"fleet": "managed", "shared-label": "default"}) if defaults else RayClusterOptions()
+    client, rc, _ = await world(options=opts)
+    await rc._reconcile_pods(cl)
+    pods = {p["metadata"]["labels"]["ray.io/node-type"]: p["metadata"]
+            for p in (await client.list(scheme.POD, "default")).items}
+    for who, md in pods.items():
+        assert md["annotations"]["user-annotation"] == f"{who}-only" and md["labels"]["user-label"] == f"{who}-only"
+        if defaults:
+            assert md["annotations"]["monitoring.example.com/scrape"] == "true"
+            assert md["annotations"]["shared-annotation"] == who and md["labels"]["shared-label"] == who
+            assert md["labels"]["fleet"] == "managed"
+        else:
+            assert "monitoring.example.com/scrape" not in md["annotations"] and "fleet" not in md["labels"]
+
+
+@pytest.mark.upstream(f"{ORIGIN}: TestSetDefaults")
+async def test_set_defaults() -> None:
+    """Upstream fills nil rayStartParams with empty maps so the rest never sees nil; pumice's
+    builders read a missing rayStartParams as empty: such a cluster gets its Pods."""
+    cl = setup_cluster()
+    del cl["spec"]["headGroupSpec"]["rayStartParams"]
+    del cl["spec"]["workerGroupSpecs"][0]["rayStartParams"]
+    cl["spec"]["workerGroupSpecs"][0]["scaleStrategy"] = {}
+    client, rc, _ = await world()
+    await rc._reconcile_pods(cl)
+    assert len((await client.list(scheme.POD, "default")).items) == 4

@@ -27,8 +27,8 @@ import copy
 import logging
 import random
 import secrets
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -154,6 +154,9 @@ class RayClusterOptions:
         enable_random_pod_delete: ``ENABLE_RANDOM_POD_DELETE``.
         enable_gcs_ft_redis_cleanup: ``ENABLE_GCS_FT_REDIS_CLEANUP`` (on): the Redis cleanup
             finalizer and Job of GCS fault-tolerant clusters.
+        default_pod_annotations / default_pod_labels: the operator configuration's
+            ``defaultPodAnnotations`` / ``defaultPodLabels``: added to every head and worker Pod
+            where the template does not set the key.
     """
 
     pod: podb.PodOptions = podb.DEFAULT_POD_OPTIONS
@@ -161,6 +164,8 @@ class RayClusterOptions:
     default_requeue_seconds: float = c.RAYCLUSTER_DEFAULT_REQUEUE_SECONDS
     enable_random_pod_delete: bool = False
     enable_gcs_ft_redis_cleanup: bool = True
+    default_pod_annotations: Mapping[str, str] = field(default_factory=dict)
+    default_pod_labels: Mapping[str, str] = field(default_factory=dict)
 
 
 def _pod_running_and_ready(pod: Obj) -> bool:
@@ -651,6 +656,20 @@ class RayClusterReconciler:
         self.recorder.event(cluster, "Normal", "DeletedPod", f"Deleted Pod {ns}/{name}")
         return True
 
+    def _with_default_metadata(self, pod: Obj) -> Obj:
+        """Add the operator's default Pod annotations and labels where the Pod does not set the key.
+
+        Mirrors: raycluster_controller.go buildHeadPod / buildWorkerPod (DefaultPodAnnotations,
+        DefaultPodLabels)."""
+        md = pod.setdefault("metadata", {})
+        for key, defaults in (("annotations", self.options.default_pod_annotations),
+                              ("labels", self.options.default_pod_labels)):
+            if defaults:
+                target = md.setdefault(key, {})
+                for k, v in defaults.items():
+                    target.setdefault(k, v)
+        return pod
+
     async def _delete_all_pods(self, namespace: str, label_selector: str) -> list[Obj]:
         """Delete every Pod the selector matches that is not already being deleted (NotFound
         ignored). Returns the Pods listed, those already terminating included.
@@ -725,7 +744,7 @@ class RayClusterReconciler:
                     log.info("RayCluster %s/%s: head Pod gone; not recreating (provisioned head restart disabled)",
                              ns, name)
                 else:
-                    head = podb.build_head_pod(cluster, self.options.pod)
+                    head = self._with_default_metadata(podb.build_head_pod(cluster, self.options.pod))
                     ann = head["metadata"].setdefault("annotations", {})
                     ann[c.UPGRADE_STRATEGY_RECREATE_HASH_KEY] = hash_without_replicas_and_workers_to_delete(
                         cluster["spec"])
@@ -814,7 +833,8 @@ class RayClusterReconciler:
                 while str(idx) in used:
                     idx += 1
                 used.add(str(idx))
-                pod = podb.build_worker_pod(cluster, group, self.options.pod, replica_index=idx)
+                pod = self._with_default_metadata(podb.build_worker_pod(cluster, group, self.options.pod,
+                                                                        replica_index=idx))
                 self.batch_scheduler.add_metadata_to_child_resource(cluster, pod, gname)
                 await self._create_pod(cluster, pod, gname, fail_create)
         elif diff < 0:
@@ -855,8 +875,8 @@ class RayClusterReconciler:
                 used.add(str(idx))
                 rname = f"{gname}-{assoc.random_suffix(self.rng)}"
                 for h in range(hosts):
-                    pod = podb.build_worker_pod(cluster, group, self.options.pod, replica_index=idx,
-                                                replica_name=rname, host_index=h)
+                    pod = self._with_default_metadata(podb.build_worker_pod(
+                        cluster, group, self.options.pod, replica_index=idx, replica_name=rname, host_index=h))
                     self.batch_scheduler.add_metadata_to_child_resource(cluster, pod, gname)
                     await self._create_pod(cluster, pod, gname, c.RayClusterConditionReason.FAILED_CREATE_WORKER_POD)
         elif len(have) > want and not res.is_autoscaling_enabled(cluster["spec"]):
