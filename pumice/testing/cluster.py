@@ -31,6 +31,7 @@ from pumice.apiserver.server import APIServer
 from pumice.apiserver.storage import Storage
 from pumice.client.kube import Client
 from pumice.client.kubeconfig import connect, in_process
+from pumice.runtime.manager import Manager
 
 __all__ = ["HttpServer", "LocalCluster", "local_cluster", "serve_http"]
 
@@ -197,3 +198,23 @@ def serve_http(data_dir: Path | str, port: int = 0, *, tls: bool = True, **serve
     use as ``with`` or ``async with``; ``.url`` and ``.kubeconfig`` (``<data_dir>/kubeconfig``, with
     the CA data) once entered."""
     return HttpServer(data_dir, port, tls=tls, **server_kwargs)
+
+
+@contextlib.asynccontextmanager
+async def running(mgr: Manager, *, stop_timeout: float = 10.0,
+                  start_timeout: float | None = None) -> AsyncIterator[Manager]:
+    """``mgr`` started (caches synced, controllers running) for the body of the ``async with``;
+    stopped after it, waiting up to ``stop_timeout`` seconds for its task (an error while it
+    shuts down is not the test's concern and is suppressed).
+
+    Raises:
+        TimeoutError: the manager did not start within ``start_timeout`` seconds (None: no bound).
+    """
+    task = asyncio.create_task(mgr.start())
+    try:
+        await asyncio.wait_for(mgr.wait_started(), start_timeout)
+        yield mgr
+    finally:
+        mgr.stop()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, stop_timeout)

@@ -16,6 +16,7 @@ from pumice.api.scheme import Scheme
 from pumice.client.base import KubeClient
 from pumice.controllers.volcano import setup
 from pumice.runtime.manager import Manager
+from pumice.testing.cluster import running
 from pumice.testing.node import wait_for
 
 
@@ -42,14 +43,8 @@ async def running_controllers(client: KubeClient, **options: Any) -> AsyncIterat
     """A Manager with the Volcano controllers, started; stopped on exit."""
     mgr = Manager(client)
     setup(mgr, **options)
-    task = asyncio.create_task(mgr.start())
-    await mgr.wait_started()
-    try:
+    async with running(mgr):
         yield mgr
-    finally:
-        mgr.stop()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(task, 10)
 
 
 # a stepped scheduler driver and a minimal node agent, for end-to-end tests

@@ -15,7 +15,7 @@ from pumice.api import Obj
 from pumice.controllers.kube import KubeControllers, setup
 from pumice.runtime import Manager
 from pumice.scheduler.default.scheduler import DefaultScheduler
-from pumice.testing.cluster import HttpServer, local_cluster, serve_http
+from pumice.testing.cluster import HttpServer, local_cluster, running, serve_http
 from pumice.testing.fake_kubelet import FakeKubelet
 
 
@@ -98,14 +98,10 @@ async def cluster(tmp_path: Path) -> AsyncIterator[tuple[HttpServer, Any]]:
         await sched.start()
         mgr = Manager(clients[2], graceful_shutdown_timeout=2.0)
         setup(mgr)
-        task = asyncio.create_task(mgr.start())
         try:
-            await asyncio.wait_for(mgr.wait_started(), 30)
-            yield srv, clients[3]
+            async with running(mgr, start_timeout=30, stop_timeout=30):
+                yield srv, clients[3]
         finally:
-            mgr.stop()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(task, 30)
             await sched.stop()
             await kubelet.stop()
             for c in clients:

@@ -19,6 +19,7 @@ from pumice.cli.explain import explain_live
 from pumice.client.base import ApiError
 from pumice.runtime.manager import Manager
 from pumice.scheduler.volcano import default_conf
+from pumice.testing.cluster import running
 from pumice.testing.paths import shared_dir
 from pumice.testing.volcano_controllers import add_nodes, eventually, ready_node, schedule_once
 
@@ -45,14 +46,8 @@ async def ray_controllers(client: Any) -> AsyncIterator[Any]:
     mgr = Manager(client)
     ray_setup(mgr, batch_scheduler="volcano", dashboard_client_factory=dash.factory, seed=7)
     kube_setup(mgr, controllers=["job", "garbagecollector"])
-    task = asyncio.create_task(mgr.start())
-    await mgr.wait_started()
-    try:
+    async with running(mgr):
         yield dash
-    finally:
-        mgr.stop()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(task, 10)
 
 
 async def _get(c: Any, kind: Any, name: str, ns: str | None = "default") -> dict | None:
