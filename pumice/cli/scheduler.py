@@ -88,7 +88,7 @@ async def _run(kubeconfig: str | None, name: str, period: float, conf: str | Non
               help="Volcano scheduler configuration (YAML)")
 @click.option("--scheduler-sharding-mode", type=click.Choice(["none", "hard", "soft"]), default="none", show_default=True,
               help="Volcano / agent-scheduler: every Node, only this scheduler's NodeShard's Nodes (hard), or "
-                   "its Nodes first (soft, agent-scheduler only)")
+                   "its Nodes first and the others when they are full (soft)")
 @click.option("--scheduler-sharding-name", default=None, help="Volcano: the NodeShard to read (default: volcano)")
 @click.option("--scheduler-worker-count", type=click.IntRange(min=1), default=1, show_default=True,
               help="agent-scheduler: parallel workers")
@@ -100,8 +100,6 @@ def command(kubeconfig: str | None, name: str, schedule_period: str, scheduler_c
         raise click.UsageError("--scheduler-conf applies to --name volcano only")
     if scheduler_sharding_mode != "none" and name not in ("volcano", AGENT):
         raise click.UsageError("--scheduler-sharding-mode applies to --name volcano or agent-scheduler only")
-    if scheduler_sharding_mode == "soft" and name != AGENT:
-        raise click.UsageError("--scheduler-sharding-mode soft applies to --name agent-scheduler only")
     if scheduler_worker_count != 1 and name != AGENT:
         raise click.UsageError("--scheduler-worker-count applies to --name agent-scheduler only")
     asyncio.run(_run(kubeconfig, name, period, scheduler_conf, scheduler_sharding_mode, scheduler_sharding_name,

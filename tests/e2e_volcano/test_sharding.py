@@ -1,6 +1,6 @@
-"""Node sharding: the sharding controller splits Nodes by CPU allocation into NodeShards, and a
+"""Node sharding: the sharding controller splits Nodes by CPU allocation into NodeShards; a
 Volcano scheduler in hard sharding mode binds only to its shard's Nodes and publishes
-``status.nodesInUse``."""
+``status.nodesInUse``; in soft mode it fills its shard first and then uses the other Nodes."""
 
 from __future__ import annotations
 
@@ -88,6 +88,81 @@ async def test_a_hard_sharded_volcano_scheduler_binds_only_inside_its_shard(clus
             return (sh.get("status") or {}).get("nodesInUse") == ["n2", "n3"]
 
         await eventually(published, timeout=10)
+    finally:
+        stop.set()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, 10)
+
+
+BINPACK_CONF = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+    arguments:
+      leastrequested.weight: 0
+      balancedresource.weight: 0
+  - name: binpack
+"""
+
+
+async def test_a_soft_sharded_volcano_scheduler_fills_its_shard_first_then_uses_the_other_nodes(cluster: Any, tmp_path: Any) -> None:
+    c = cluster.client
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text(BINPACK_CONF)  # binpack scores the busy n0/n1 above the shard's empty n2/n3
+    await add_nodes(c, [ready_node(f"n{i}", cpu="2") for i in range(4)])
+    for i, n in enumerate(("n0", "n1")):
+        await c.create(busy_pod(f"busy-{i}", n))
+    await c.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "volcano-system"}})
+    await c.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "volcano-sharding-configmap",
+                    "namespace": "volcano-system"}, "data": {"sharding.yaml": SHARDING}})
+
+    async def shards() -> bool:
+        got = {o["metadata"]["name"]: o for o in (await c.list(scheme.NODE_SHARD)).items}
+        return "volcano" in got and got["volcano"]["spec"]["nodesDesired"] == ["n2", "n3"]
+
+    await eventually(shards, timeout=10)
+
+    async def default_open() -> bool:
+        with contextlib.suppress(Exception):
+            return ((await c.get(scheme.QUEUE, "default")).get("status") or {}).get("state") == "Open"
+        return False
+
+    await eventually(default_open)
+    stop = asyncio.Event()
+    task = asyncio.create_task(run_volcano(cluster.new_client() if hasattr(cluster, "new_client") else c,
+                                           schedule_period=0.05, stop_event=stop, sharding_mode="soft",
+                                           conf_path=str(conf)))
+
+    def vcjob(name: str, n: int) -> dict:
+        return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name, "namespace": "default"},
+                "spec": {"minAvailable": n, "schedulerName": "volcano", "tasks": [
+                    {"name": "w", "replicas": n, "template": {"spec": {"containers": [
+                        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}]}}
+
+    async def placed(name: str, n: int) -> list[str] | None:
+        pods = (await c.list(scheme.POD, "default", label_selector=f"volcano.sh/job-name={name}")).items
+        nodes = [p["spec"].get("nodeName") for p in pods]
+        return sorted(nodes) if len(nodes) == n and all(nodes) else None
+
+    try:
+        # two Pods: the shard (n2, n3) has room, so they go there although binpack prefers n0/n1
+        await c.create(vcjob("small", 2))
+        small = await eventually(lambda: placed("small", 2), timeout=15)
+        assert set(small) <= {"n2", "n3"}
+        # a gang of four: 2 cpu left in the shard, so hard mode could never place it; soft mode
+        # takes the shard's rest and the free cpu of n0 and n1
+        await c.create(vcjob("big", 4))
+        big = await eventually(lambda: placed("big", 4), timeout=15)
+        assert big.count("n0") == 1 and big.count("n1") == 1
+        assert sorted(small + [n for n in big if n in ("n2", "n3")]) == ["n2", "n2", "n3", "n3"]
     finally:
         stop.set()
         with contextlib.suppress(Exception):

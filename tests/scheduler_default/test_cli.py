@@ -41,9 +41,12 @@ def test_agent_scheduler_with_a_missing_kubeconfig_is_one_clear_error() -> None:
     assert res.exit_code == 1 and "cannot load kubeconfig" in res.output
 
 
-def test_soft_sharding_is_the_agent_schedulers() -> None:
-    res = CliRunner().invoke(command, ["--name", "volcano", "--scheduler-sharding-mode", "soft"])
-    assert res.exit_code == 2 and "--scheduler-sharding-mode soft applies to --name agent-scheduler only" in res.output
+def test_soft_sharding_is_accepted_by_the_volcano_scheduler_and_refused_for_the_default_one() -> None:
+    res = CliRunner().invoke(command, ["--name", "volcano", "--scheduler-sharding-mode", "soft",
+                                       "--kubeconfig", "/nonexistent/kubeconfig"])
+    assert res.exit_code == 1 and "cannot load kubeconfig" in res.output  # past the flag checks
+    res = CliRunner().invoke(command, ["--name", "default-scheduler", "--scheduler-sharding-mode", "soft"])
+    assert res.exit_code == 2 and "--scheduler-sharding-mode applies to --name volcano or agent-scheduler only" in res.output
 
 
 def test_up_agent_scheduler_needs_the_volcano_group(tmp_path: object) -> None:

@@ -35,8 +35,10 @@ class Scheduler:
         schedule_period: seconds between cycles.
         scheduler_name: Pods with this ``schedulerName`` are scheduled.
         clock: time source (default: the loop clock).
-        sharding_mode: ``none`` (every Node) or ``hard`` (only this scheduler's NodeShard's Nodes;
-            upstream's ``--scheduler-sharding-mode``; ``soft`` is not implemented).
+        sharding_mode: upstream's ``--scheduler-sharding-mode``: ``none`` (every Node), ``hard``
+            (only this scheduler's NodeShard's Nodes) or ``soft`` (every Node, the shard's
+            preferred by allocate, backfill, preempt and reclaim; the others are used when the
+            shard has no room).
         shard_name: the NodeShard to read (default: ``scheduler_name``).
 
     Raises:
@@ -98,6 +100,7 @@ class Scheduler:
         self.reload_conf_if_changed()
         t0 = self.clock.monotonic()
         snap = self.cache.snapshot()
+        snap.nodes_in_shard = self.cache.preferred_nodes
         ssn = open_session(snap, self.conf, self.cache, uid=None, seed=self.cycles, timer=self.clock.monotonic)
         metrics.open_session_duration.observe((self.clock.monotonic() - t0) * 1000)
         for name, secs in ssn.plugin_open_seconds.items():

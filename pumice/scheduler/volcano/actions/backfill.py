@@ -56,7 +56,9 @@ class BackfillAction(Configured[NoArguments]):
             if not nodes:
                 job.nodes_fit_errors[task.uid] = fit_errors
                 continue
-            node = nodes[0] if len(nodes) == 1 else ssn.best_node(task, nodes)
+            # soft sharding: this scheduler's shard first (upstream GetPredicatedNodeByShard)
+            node = nodes[0] if len(nodes) == 1 else next(
+                ssn.best_node(task, group) for group in ssn.by_shard(nodes) if group)
             try:
                 ssn.allocate(task, node)
             except Exception as e:

@@ -130,7 +130,9 @@ class PreemptAction(Configured[PreemptArgs]):
         if self.args.topology_aware:
             return self._topology_aware(ssn, stmt, preemptor, filt, nodes, queue)
         scores = ssn.prioritize(preemptor, nodes)
-        order = sorted(range(len(nodes)), key=lambda i: (-scores[i], i))
+        shard = ssn.nodes_in_shard
+        # soft sharding: this scheduler's shard's Nodes first, each group by score
+        order = sorted(range(len(nodes)), key=lambda i: (shard is not None and nodes[i].name not in shard, -scores[i], i))
         for i in order:
             node = nodes[i]
             preemptees = [t for t in node.tasks.values() if filt(t)]

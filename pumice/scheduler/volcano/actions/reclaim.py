@@ -66,7 +66,8 @@ class ReclaimAction(Configured[NoArguments]):
 
     def reclaim_for_task(self, ssn: Session, stmt: Statement, task: TaskInfo, job: JobInfo, queue: QueueInfo) -> bool:
         nodes, _ = predicate_nodes(ssn, task, None, "preempt", sample=False)
-        for node in nodes:
+        # soft sharding: this scheduler's shard's Nodes first (upstream GetPredicatedNodeByShard)
+        for node in (n for group in ssn.by_shard(nodes) for n in group):
             reclaimees = []
             for t in node.tasks.values():
                 if t.status is not TaskStatus.Running or not t.preemptable:

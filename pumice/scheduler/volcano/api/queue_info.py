@@ -89,3 +89,6 @@ class ClusterInfo:
     namespaces: dict[str, Obj] = field(default_factory=dict)
     now: float = 0.0
     hypernodes: HyperNodesInfo | None = None
+    nodes_in_shard: set[str] | None = None
+    """Soft sharding: the Nodes of this scheduler's NodeShard, preferred over the others
+    (upstream ``Session.NodesInShard``); None: no preference."""

@@ -188,7 +188,13 @@ def best_node_rows(ssn: Session, task: TaskInfo, rows: np.ndarray) -> NodeInfo |
     if len(rows) == 0:
         return None
     idle_ok = ssn.arrays.fits(task.resreq, "idle", rows)
-    for tier in (rows[idle_ok], rows[~idle_ok]):
+    shard = ssn.shard_mask()
+    if shard is None:
+        tiers = [rows[idle_ok], rows[~idle_ok]]
+    else:
+        own = shard[rows]
+        tiers = [rows[idle_ok & own], rows[idle_ok & ~own], rows[~idle_ok & own], rows[~idle_ok & ~own]]
+    for tier in tiers:
         if len(tier) == 1:
             return ssn.node_list[int(tier[0])]
         if len(tier) > 1:
@@ -198,7 +204,9 @@ def best_node_rows(ssn: Session, task: TaskInfo, rows: np.ndarray) -> NodeInfo |
 
 def best_node(ssn: Session, task: TaskInfo, nodes: list[NodeInfo]) -> NodeInfo | None:
     """Pick among feasible nodes: nodes that fit ``idle`` first, else those fitting only
-    ``future_idle``; one candidate is taken as is, several are scored."""
+    ``future_idle``; one candidate is taken as is, several are scored. Under soft sharding
+    each of the two is split, this scheduler's shard first: idle in shard, idle elsewhere,
+    future idle in shard, future idle elsewhere (upstream allocate prioritizeNodes)."""
     if not nodes:
         return None
     arr = ssn.arrays
@@ -215,7 +223,7 @@ def best_node(ssn: Session, task: TaskInfo, nodes: list[NodeInfo]) -> NodeInfo |
                 tier_a.append(n)
             elif task.resreq.less_equal(n.future_idle(), Dimension.ZERO):
                 tier_b.append(n)
-    for tier in (tier_a, tier_b):
+    for tier in (*ssn.by_shard(tier_a), *ssn.by_shard(tier_b)):
         if len(tier) == 1:
             return tier[0]
         if len(tier) > 1:

@@ -169,6 +169,8 @@ class Session:
                 extra.update(t.resreq.scalars)
         self.arrays = NodeArrays(self.node_list, sorted(extra))
         self.last_processed_node_index = 0
+        self.nodes_in_shard: set[str] | None = cluster.nodes_in_shard
+        self._shard_mask: np.ndarray | None = None
         self.evicted: list[tuple[TaskInfo, str]] = []
         self.events: list[tuple[str, str, str, str]] = []
         self.pod_group_annotations: dict[str, dict[str, str]] = {}
@@ -496,6 +498,24 @@ class Session:
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return all(fn(queue, task) for fn in self.callbacks.allocatable.flat())
+
+    def shard_mask(self) -> np.ndarray | None:
+        """Soft sharding: bool per ``node_list`` row, True for this scheduler's shard's Nodes
+        (None when there is no shard preference)."""
+        if self.nodes_in_shard is None:
+            return None
+        if self._shard_mask is None:
+            shard = self.nodes_in_shard
+            self._shard_mask = np.array([n.name in shard for n in self.node_list], dtype=bool)
+        return self._shard_mask
+
+    def by_shard(self, nodes: Sequence[NodeInfo]) -> list[list[NodeInfo]]:
+        """Soft sharding: ``[nodes in this scheduler's shard, the others]`` (order kept);
+        without a shard preference ``[nodes]``. Mirrors: volcano util.GetPredicatedNodeByShard."""
+        if self.nodes_in_shard is None:
+            return [list(nodes)]
+        shard = self.nodes_in_shard
+        return [[n for n in nodes if n.name in shard], [n for n in nodes if n.name not in shard]]
 
     def reclaim_fits(self, queue: QueueInfo, task: TaskInfo) -> bool:
         """Does ``queue`` have quota room for ``task`` now (all registered functions agree; none:
