@@ -46,7 +46,7 @@ from pumice._util.clock import Clock, default_clock, rfc3339, rfc3339_micro
 from pumice.api import Obj, meta, quantity
 from pumice.api.scheme import ENDPOINTS, LEASE, NAMESPACE, NODE, POD, SERVICE
 from pumice.api.selectors import from_set
-from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
+from pumice.client.base import ApiError, KubeClient, create_unless_exists, is_not_found
 from pumice.client.informer import Informer
 from pumice.node import podspec
 from pumice.node.logs import LogServer
@@ -842,11 +842,7 @@ class NodeAgent:
         obj = {"apiVersion": "v1", "kind": "Node",
                "metadata": {"name": node.name, "labels": dict(node.labels)},
                "spec": {"taints": node.taints} if node.taints else {}}
-        try:
-            await self.client.create(obj)
-        except ApiError as e:
-            if not is_already_exists(e):
-                raise
+        if not await create_unless_exists(self.client, obj):
             await self.client.patch(NODE, node.name, {"metadata": {"labels": dict(node.labels)}})
         await self.client.patch(NODE, node.name, {"status": self._node_status(node)}, subresource="status")
 

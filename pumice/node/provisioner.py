@@ -27,7 +27,7 @@ from typing import Any
 from pumice._util.clock import Clock, rfc3339
 from pumice.api import Obj
 from pumice.api.scheme import PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, STORAGE_CLASS
-from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
+from pumice.client.base import ApiError, KubeClient, create_unless_exists, is_not_found
 from pumice.client.informer import Informer
 
 log = logging.getLogger(__name__)
@@ -150,12 +150,8 @@ class LocalPathProvisioner:
         path = self.root / f"{volume_name(pvc)}_{md.get('namespace')}_{md['name']}"
         path.mkdir(parents=True, exist_ok=True)
         path.chmod(0o777)
-        try:
-            await self.client.create(desired_volume(pvc, sc, path))
-        except ApiError as e:
-            if is_already_exists(e):
-                return
-            raise
+        if not await create_unless_exists(self.client, desired_volume(pvc, sc, path)):
+            return
         await self._event(pvc, "Normal", "ProvisioningSucceeded", f"Successfully provisioned volume {volume_name(pvc)}")
 
     async def _event(self, obj: Obj, type_: str, reason: str, message: str) -> None:

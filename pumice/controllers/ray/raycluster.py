@@ -582,11 +582,7 @@ class RayClusterReconciler:
                                "labels": {c.RAY_CLUSTER_LABEL_KEY: cluster["metadata"]["name"]},
                                "ownerReferences": [m.owner_reference(cluster, default=scheme.RAY_CLUSTER)]},
                   "stringData": {podb.RAY_AUTH_TOKEN_SECRET_KEY: token}}
-        try:
-            await self.client.create(secret)
-        except Exception as e:
-            if not is_already_exists(e):
-                raise
+        await create_unless_exists(self.client, secret)
 
     # --- services --------------------------------------------------------------------------
 
@@ -610,12 +606,7 @@ class RayClusterReconciler:
     async def _reconcile_headless_service(self, cluster: Obj) -> None:
         if not svcb.needs_headless_service(cluster):
             return
-        svc = svcb.build_headless_service(cluster)
-        try:
-            await self.client.create(svc)
-        except Exception as e:
-            if not is_already_exists(e):
-                raise
+        await create_unless_exists(self.client, svcb.build_headless_service(cluster))
 
     # --- pods ------------------------------------------------------------------------------
 

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pumice.api import Obj, scheme
-from pumice.client.base import KubeClient, is_already_exists, is_not_found
+from pumice.client.base import KubeClient, create_unless_exists, is_not_found
 from pumice.controllers.volcano import keys
 from pumice.controllers.volcano.keys import Action, PodGroupPhase, QueueState
 
@@ -235,8 +235,4 @@ async def ensure_default_queues(client: KubeClient) -> None:
         except Exception as e:
             if not is_not_found(e):
                 raise
-        try:
-            await client.create(q)
-        except Exception as e:
-            if not is_already_exists(e):
-                raise
+        await create_unless_exists(client, q)

@@ -8,7 +8,7 @@ from typing import Any
 from pumice.api import Obj
 from pumice.api.meta import owner_reference
 from pumice.api.scheme import ResourceKind
-from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
+from pumice.client.base import ApiError, KubeClient, create_unless_exists, is_not_found
 
 log = logging.getLogger(__name__)
 
@@ -87,11 +87,7 @@ class PluginClient:
         except Exception as e:
             if not is_not_found(e):
                 raise
-        try:
-            await self.client.create(obj)
-        except Exception as e:
-            if not is_already_exists(e):
-                raise
+        await create_unless_exists(self.client, obj)
 
     async def apply_data(self, obj: Obj) -> None:
         """Create, or update ``data`` when it differs (ConfigMap, Secret)."""
