@@ -9,12 +9,31 @@ Conditions follow metav1.Condition / the core condition shape: ``type``, ``statu
 
 import copy
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from pumice.api import Obj
 
 if TYPE_CHECKING:
     from pumice.api.scheme import ResourceKind
+
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
+
+
+def deep_copy(obj: Any) -> Any:
+    """A deep copy of JSON data (dicts, lists, strings, numbers, booleans, None), through
+    msgspec's JSON codec: several times faster than :func:`copy.deepcopy` on wire objects.
+    Anything JSON cannot carry (a tuple, a set, a non-string key) is copied by ``copy.deepcopy``
+    instead, so the result always equals the input."""
+    try:
+        out = _decode(_encode(obj))
+    except (TypeError, msgspec.EncodeError):
+        return copy.deepcopy(obj)
+    if out != obj:
+        return copy.deepcopy(obj)
+    return out
 
 
 def meta(obj: Obj) -> Obj:

@@ -78,6 +78,9 @@ class SimConfig:
             nothing changed for this many simulated seconds.
         cleanup: delete a job's objects once it finished and was recorded (keeps the scheduler's
             snapshot to live objects; a finished Pod's deletion triggers no session).
+        snapshot_mode: the Volcano scheduler cache's ``incremental`` (default), ``full`` or
+            ``verify`` snapshot (see :meth:`SchedulerCache.snapshot`); the same decisions in each,
+            which the tests check.
     """
 
     nodes: list[NodeSpec]
@@ -93,6 +96,7 @@ class SimConfig:
     stall_after: float = 600.0
     name: str = "run"
     cleanup: bool = True
+    snapshot_mode: str = "incremental"
 
 
 @dataclass
@@ -106,6 +110,8 @@ class SimResult:
     ended_by: str
     wall_seconds: float = 0.0
     api_writes: int = 0
+    snapshot_mismatches: int = 0
+    """``snapshot_mode="verify"``: sessions whose incremental snapshot differed from the full build."""
 
 
 Progress = Callable[[float, int, int, int], None]
@@ -332,7 +338,8 @@ async def _run(cfg: SimConfig, clock: LoopClock, progress: Progress | None) -> S
         await mgr.wait_started()
 
         sched_cls = _sim_scheduler_class()
-        sched = sched_cls(client(), conf_path=cfg.scheduler_conf, schedule_period=cfg.schedule_period, clock=clock)
+        sched = sched_cls(client(), conf_path=cfg.scheduler_conf, schedule_period=cfg.schedule_period, clock=clock,
+                           snapshot_mode=cfg.snapshot_mode)
         sched.recorder = rec
         await sched.cache.start()
         loop = TriggeredLoop(sched, clock, cfg.schedule_period)
@@ -363,7 +370,8 @@ async def _run(cfg: SimConfig, clock: LoopClock, progress: Progress | None) -> S
         agent.stop_grace = 0.0
         with contextlib.suppress(Exception):
             await asyncio.wait_for(agent.stop(), timeout=60)
-        return SimResult(cfg, rec, end_time, ended_by, api_writes=writes)
+        return SimResult(cfg, rec, end_time, ended_by, api_writes=writes,
+                         snapshot_mismatches=sched.cache.snapshot_mismatches)
     finally:
         server.store.close_watchers()
         for c in clients:

@@ -40,6 +40,9 @@ class Scheduler:
             preferred by allocate, backfill, preempt and reclaim; the others are used when the
             shard has no room).
         shard_name: the NodeShard to read (default: ``scheduler_name``).
+        snapshot_mode: ``incremental`` (state kept across cycles, rebuilt where informer events
+            changed it), ``full`` (every object every cycle) or ``verify`` (both, compared; for
+            tests); see :meth:`SchedulerCache.snapshot`. Decisions are the same in every mode.
 
     Raises:
         ConfigError: at construction, when the first configuration cannot be loaded.
@@ -55,13 +58,14 @@ class Scheduler:
         clock: Clock | None = None,
         sharding_mode: str = "none",
         shard_name: str | None = None,
+        snapshot_mode: str = "incremental",
     ) -> None:
         self.client = client
         self.clock: Clock = clock or LoopClock()
         self.conf_path = conf_path
         self.schedule_period = schedule_period
         self.cache = SchedulerCache(client, clock=self.clock, scheduler_name=scheduler_name, sharding_mode=sharding_mode,
-                                    shard_name=shard_name)
+                                    shard_name=shard_name, snapshot_mode=snapshot_mode)
         self._conf_mtime: float | None = None
         self.conf: SchedulerConfiguration = self._load_conf(initial=True) or default_conf()
         self.cycles = 0

@@ -55,6 +55,9 @@ class NodeInfo:
     kube_nonzero: tuple[float, float] = (0.0, 0.0)
     index: int = -1
     on_change: Callable[[NodeInfo], None] | None = None
+    touched: bool = False
+    """Set by every change of the accounting (add/remove/update a task, mark evicted): the live
+    cache hands an untouched NodeInfo to the next session as it is, a touched one as a fresh copy."""
 
     @classmethod
     def from_node(cls, node: Obj) -> NodeInfo:
@@ -85,6 +88,7 @@ class NodeInfo:
         return self.idle + self.releasing - self.pipelined
 
     def _changed(self) -> None:
+        self.touched = True
         if self.on_change is not None:
             self.on_change(self)
 

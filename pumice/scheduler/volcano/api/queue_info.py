@@ -6,7 +6,7 @@ Mirrors: volcano pkg/scheduler/api/queue_info.go QueueInfo, cluster_info.go Clus
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pumice.api import Obj
 from pumice.api.volcano.constants import (
@@ -19,7 +19,10 @@ from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.resource import Resource
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pumice.scheduler.volcano.api.hyper_node_info import HyperNodesInfo
+    from pumice.scheduler.volcano.framework.node_arrays import NodeArrays
 
 
 
@@ -80,6 +83,14 @@ class ClusterInfo:
     """A snapshot: ordered jobs, nodes (Ready only), queues, priority class values, namespaces.
 
     The snapshot is owned by one session; build a fresh one per session.
+
+    Optional hints from the live cache's incremental snapshot (None from the full build):
+    ``total_allocatable`` is the Nodes' summed allocatable, in node order; ``node_arrays`` the
+    previous session's :class:`NodeArrays`, which the session may bring up to date instead of
+    building its own (see :meth:`NodeArrays.reuse`), and ``on_node_arrays`` receives the arrays
+    the session ends up with. ``node_memo`` is a dict that outlives the session while every Node
+    (membership, order and object) stays the same, for results that depend only on the Nodes
+    and the Pod spec (:attr:`Session.node_memo`).
     """
 
     jobs: dict[str, JobInfo] = field(default_factory=dict)
@@ -92,3 +103,7 @@ class ClusterInfo:
     nodes_in_shard: set[str] | None = None
     """Soft sharding: the Nodes of this scheduler's NodeShard, preferred over the others
     (upstream ``Session.NodesInShard``); None: no preference."""
+    total_allocatable: Resource | None = None
+    node_arrays: NodeArrays | None = None
+    on_node_arrays: Callable[[NodeArrays], None] | None = None
+    node_memo: dict[Any, Any] | None = None

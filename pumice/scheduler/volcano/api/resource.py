@@ -371,10 +371,19 @@ def share(allocated: float, total: float) -> float:
 
 
 def sum_resources(rs: Iterable[Resource]) -> Resource:
-    out = _EMPTY
+    """``r0 + r1 + ...`` (``Resource()`` for none), added in the same order as repeated ``+`` (so
+    the floats are the same), without building the intermediate Resources."""
+    cpu = mem = 0.0
+    sc: dict[str, float] = {}
+    n = 0
     for r in rs:
-        out = out + r
-    return out
+        n += 1
+        cpu += r.milli_cpu
+        mem += r.memory
+        if r._scalars:
+            for k, v in r._scalars.items():
+                sc[k] = sc.get(k, 0.0) + v
+    return Resource(cpu, mem, sc) if n else _EMPTY
 
 
 @functools.lru_cache(maxsize=16384)

@@ -30,10 +30,19 @@ from pumice.client.informer import Informer, SharedInformerFactory
 from pumice.runtime.events import EventRecorder
 from pumice.scheduler.volcano.api.queue_info import ClusterInfo
 from pumice.scheduler.volcano.api.task_info import TaskInfo
+from pumice.scheduler.volcano.cache.incremental import IncrementalSnapshot, snapshot_digest
 from pumice.scheduler.volcano.cache.snapshot import build_snapshot
 from pumice.scheduler.volcano.framework.session import CloseResult, status_changed
 
 log = logging.getLogger("pumice.scheduler.volcano")
+
+SNAPSHOT_MODES = ("full", "incremental", "verify")
+"""How :meth:`SchedulerCache.snapshot` builds: from every object each time, kept across sessions,
+or both and compared."""
+
+
+class SnapshotMismatch(AssertionError):
+    """``verify`` mode: the incremental snapshot differs from the full build."""
 
 
 
@@ -63,7 +72,9 @@ class SchedulerCache:
     """
 
     def __init__(self, client: KubeClient, *, clock: Clock, scheduler_name: str = "volcano",
-                 sharding_mode: str = "none", shard_name: str | None = None) -> None:
+                 sharding_mode: str = "none", shard_name: str | None = None, snapshot_mode: str = "full") -> None:
+        if snapshot_mode not in SNAPSHOT_MODES:
+            raise ValueError(f"snapshot_mode {snapshot_mode!r}: one of {', '.join(SNAPSHOT_MODES)}")
         self.client = client
         self.clock = clock
         self.scheduler_names = (scheduler_name,)
@@ -99,6 +110,11 @@ class SchedulerCache:
         self._recorder: EventRecorder | None = None
         self.last_pod_conditions: dict[str, tuple[str, str]] = {}
         self.bind_errors = 0
+        self.snapshot_mode = snapshot_mode
+        self.snapshot_mismatches = 0
+        self.incremental: IncrementalSnapshot | None = None
+        if snapshot_mode != "full":
+            self.incremental = IncrementalSnapshot(self.informers, self.scheduler_names, self._overlay, self._forget)
 
     async def start(self, timeout: float | None = None) -> bool:
         await self.factory.start()
@@ -145,11 +161,38 @@ class SchedulerCache:
             pod["metadata"]["deletionTimestamp"] = rfc3339(self.clock.now())
         return pod
 
+    def _forget(self, key: str) -> None:
+        self.assumed.pop(key, None)
+        self.releasing.discard(key)
+
+    def _pod_changed(self, key: str) -> None:
+        if self.incremental is not None:
+            self.incremental.pod_changed(key)
+
     def snapshot(self) -> ClusterInfo:
         """The scheduling snapshot; in hard sharding mode only this scheduler's shard's Nodes
         (:func:`pumice.api.volcano.sharding.shard_nodes`), remembered for the status write; in
         soft mode every Node, the shard's kept in ``preferred_nodes`` (the agent scheduler
-        ranks them first)."""
+        ranks them first).
+
+        ``snapshot_mode`` ``incremental`` (the batch scheduler's) keeps the state across sessions
+        (:mod:`pumice.scheduler.volcano.cache.incremental`): the snapshot must be consumed by
+        one session before the next is taken. ``verify`` also builds the full snapshot and
+        raises :class:`SnapshotMismatch` when the two differ (for tests). Sharding, or an object
+        without ``creationTimestamp``, uses the full build.
+        """
+        inc = self.incremental
+        if inc is not None and self.shard_kind is None and not inc.exotic:
+            snap = inc.snapshot(self.clock.now())
+            if self.snapshot_mode == "verify" and not inc.exotic:
+                full = build_snapshot(self.objects(), clock=self.clock, scheduler_names=self.scheduler_names)
+                a, b = snapshot_digest(snap), snapshot_digest(full)
+                if a != b:
+                    self.snapshot_mismatches += 1
+                    diff = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+                    raise SnapshotMismatch(f"incremental snapshot differs from the full build at item {diff}: "
+                                           f"{a[diff] if diff < len(a) else None!r} != {b[diff] if diff < len(b) else None!r}")
+            return snap
         objs = self.objects()
         if self.shard_kind is not None:
             usable = shard_nodes([o for o in objs if o.get("kind") == "NodeShard"], self.shard_name)
@@ -180,10 +223,12 @@ class SchedulerCache:
     # ----- session seam -------------------------------------------------------------------
     def bind(self, task: TaskInfo, node_name: str) -> None:
         self.assumed[task.key] = node_name
+        self._pod_changed(task.key)
         self._spawn(self._bind(task, node_name))
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         self.releasing.add(task.key)
+        self._pod_changed(task.key)
         self._spawn(self._evict(task, reason))
 
     def _spawn(self, coro: Any) -> None:
@@ -197,6 +242,7 @@ class SchedulerCache:
         except Exception as e:
             self.bind_errors += 1
             self.assumed.pop(task.key, None)
+            self._pod_changed(task.key)
             log.warning("failed to bind %s to %s: %s", task.key, node_name, e)
             await self._pod_condition(
                 task.namespace, task.name, "SchedulerError", f"failed to bind to node {node_name}: {e}"
@@ -213,9 +259,11 @@ class SchedulerCache:
             except Exception as e2:
                 if not is_not_found(e2):
                     self.releasing.discard(task.key)
+                    self._pod_changed(task.key)
                     log.warning("failed to evict %s (%s): %s", task.key, reason, e2)
         except Exception as e:
             self.releasing.discard(task.key)
+            self._pod_changed(task.key)
             log.warning("failed to evict %s (%s): %s", task.key, reason, e)
 
     async def _pod_condition(self, ns: str, name: str, reason: str, message: str, nominated: str = "") -> None:
@@ -237,9 +285,9 @@ class SchedulerCache:
     # ----- close-time writes --------------------------------------------------------------
     def write_close(self, res: CloseResult) -> None:
         """Queue the PodGroup, Queue, Event and Pod-condition writes of one closed session."""
-        pgs = {_key(o): o for o in self.informers["PodGroup"].lister.list()}
+        pgs = self.informers["PodGroup"].lister
         for key in res.changed:
-            cur = pgs.get(key)
+            cur = pgs.get_by_key(key)
             if cur is None:
                 continue
             new = res.pod_groups[key]
@@ -247,12 +295,12 @@ class SchedulerCache:
                 continue
             self._spawn(self._patch_pg(cur, new))
         for key, ann in res.pod_group_annotations.items():
-            cur = pgs.get(key)
+            cur = pgs.get_by_key(key)
             if cur is not None and any(((cur.get("metadata") or {}).get("annotations") or {}).get(k) != v for k, v in ann.items()):
                 self._spawn(self._patch_pg_annotations(cur, ann))
-        queues = {(o.get("metadata") or {}).get("name"): o for o in self.informers["Queue"].lister.list()}
+        queues = self.informers["Queue"].lister
         for qname, alloc in res.queue_allocated.items():
-            q = queues.get(qname)
+            q = queues.get_by_key(qname)
             if q is None:
                 continue
             patch = allocated_patch((q.get("status") or {}).get("allocated") or {}, alloc)
@@ -262,14 +310,14 @@ class SchedulerCache:
             if self.last_events.get(pg_key) == (reason, message):
                 continue
             self.last_events[pg_key] = (reason, message)
-            cur = pgs.get(pg_key)
+            cur = pgs.get_by_key(pg_key)
             if cur is not None:
                 self._spawn(self._event(cur, etype, reason, message))
-        pods = {_key(o): o for o in self.informers["Pod"].lister.list()}
+        pods = self.informers["Pod"].lister
         for pod_key, (reason, message, nominated) in res.pod_conditions.items():
             if not message or self.last_pod_conditions.get(pod_key) == (reason, message):
                 continue
-            pod = pods.get(pod_key)
+            pod = pods.get_by_key(pod_key)
             if pod is None:
                 continue
             cur = get_condition(pod, "PodScheduled")

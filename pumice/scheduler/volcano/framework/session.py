@@ -14,7 +14,6 @@ best nodes go to the first in node order (upstream: random).
 
 from __future__ import annotations
 
-import copy
 import logging
 import random
 import uuid
@@ -26,6 +25,7 @@ import numpy as np
 
 from pumice._util.clock import rfc3339
 from pumice.api import Obj
+from pumice.api.meta import deep_copy
 from pumice.api.volcano.constants import (
     JOB_ALLOCATED_HYPERNODE_ANNOTATION,
     PodGroupConditionType,
@@ -155,19 +155,26 @@ class Session:
         self.configurations = conf.configurations
         self.cache = cache
         self.vectorize = vectorize
-        self.total_resource: Resource = sum_resources(n.allocatable for n in self.node_list)
+        self.total_resource: Resource = (cluster.total_allocatable if cluster.total_allocatable is not None
+                                         else sum_resources(n.allocatable for n in self.node_list))
         self.plugins: dict[str, Plugin] = {}
         self.event_handlers: list[EventHandler] = []
         self.callbacks = Callbacks.for_tiers(conf.tiers)
         self.pod_group_status: dict[str, Obj] = {
-            j.uid: copy.deepcopy((j.pod_group or {}).get("status") or {}) for j in self.jobs.values()
+            j.uid: deep_copy((j.pod_group or {}).get("status") or {}) for j in self.jobs.values()
         }
         self.enabled_actions: set[str] = set(conf.actions)
         extra: set[str] = set()
         for j in self.jobs.values():
             for t in j.tasks.values():
                 extra.update(t.resreq.scalars)
-        self.arrays = NodeArrays(self.node_list, sorted(extra))
+        self.node_memo: dict[Any, Any] = cluster.node_memo if cluster.node_memo is not None else {}
+        """Memo for results that depend only on the session's Nodes (names, order, wire objects) and
+        the keys a plugin puts in (a Pod spec part, its own arguments): kept across sessions by
+        the live cache until a Node changes, per session otherwise."""
+        self.arrays = NodeArrays.reuse(cluster.node_arrays, self.node_list, sorted(extra))
+        if cluster.on_node_arrays is not None:
+            cluster.on_node_arrays(self.arrays)
         self.last_processed_node_index = 0
         self.nodes_in_shard: set[str] | None = cluster.nodes_in_shard
         self._shard_mask: np.ndarray | None = None
@@ -830,11 +837,13 @@ class Session:
                             fit = job.fit_error()
                         msg = fit or ALL_NODE_UNAVAILABLE_MSG
                     res.pod_conditions[t.key] = (reason, msg, nominated)
+        by_queue: dict[str, list[JobInfo]] = {}
+        for j in self.jobs.values():
+            by_queue.setdefault(j.queue, []).append(j)
         for q in self.queues.values():
             alloc = sum_resources(
                 t.resreq
-                for j in self.jobs.values()
-                if j.queue == q.name
+                for j in by_queue.get(q.name, ())
                 for s in ALLOCATED_STATUSES
                 for t in j.task_status_index.get(s, {}).values()
             )

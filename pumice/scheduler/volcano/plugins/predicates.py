@@ -300,7 +300,8 @@ class PredicatesPlugin:
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
-        self._static = {}
+        # static results depend on the Pod's selector/affinity/tolerations (the key) and the Nodes
+        self._static = ssn.node_memo.setdefault(("predicates.static", self.args), {})
         self.any_pod_affinity = any(
             ((t.pod.get("spec") or {}).get("affinity") or {}).get(k)
             for j in ssn.jobs.values()

@@ -1,0 +1,438 @@
+"""The live cache's incremental snapshot: scheduler state kept across sessions and rebuilt only
+where an informer event (or the cache's own bind/evict bookkeeping) changed it.
+
+:func:`pumice.scheduler.volcano.cache.snapshot.build_snapshot` turns every wire object into
+scheduler state at every session, O(Nodes + Pods + PodGroups). Here the same state is kept:
+
+- a *base* :class:`NodeInfo` per Ready Node and a base :class:`JobInfo` per PodGroup, each built
+  exactly as ``build_snapshot`` builds it (the same constructor, its tasks added in the same
+  order), and rebuilt only when the Node, the PodGroup, or one of its Pods changed;
+- the :class:`TaskInfo` of each Pod, built once per change of the Pod (or of the cache's
+  assumed-bind / releasing overlay of it);
+- the ordered Node and job lists, the HyperNode tree, the Nodes' summed allocatable and the
+  session's :class:`NodeArrays`, recomputed when what they depend on changed.
+
+A session mutates its snapshot. Jobs are handed out as clones of the base jobs (a session
+touches most of them: statuses, fit errors, PodGroup status). A Node is handed out as the same
+object session after session until a session changes it (:attr:`NodeInfo.touched`, set by every
+``add_task``/``remove_task``/``mark_evicted``); then it is replaced by a fresh clone of its base.
+So a session costs O(jobs + Nodes changed), and idle Nodes cost nothing.
+
+The result equals ``build_snapshot`` over :meth:`SchedulerCache.objects` in every field a
+decision reads (node, job, task and queue order included); :func:`snapshot_digest` is the
+comparison the tests (and the ``verify`` mode) use. Where the incremental path cannot promise
+that (an object without ``creationTimestamp``, whose position in the object list would be its
+creation time), the cache falls back to the full build.
+
+Mirrors: volcano pkg/scheduler/cache (event_handlers.go keeps NodeInfo/JobInfo current from
+informer events; cache.go Snapshot clones them for the session).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from pumice.api import Obj
+from pumice.api.meta import deep_copy
+from pumice.client.informer import Informer
+from pumice.scheduler.volcano.api.hyper_node_info import HyperNodesInfo, build_hypernodes
+from pumice.scheduler.volcano.api.job_info import JobInfo, NetworkTopology
+from pumice.scheduler.volcano.api.node_info import NodeInfo, node_is_ready
+from pumice.scheduler.volcano.api.queue_info import ClusterInfo, QueueInfo
+from pumice.scheduler.volcano.api.resource import Resource, sum_resources
+from pumice.scheduler.volcano.api.task_info import TaskInfo
+from pumice.scheduler.volcano.api.types import COMPLETED_STATUSES, TaskStatus
+from pumice.scheduler.volcano.cache.snapshot import SnapshotError, _creation, _ident, job_from_pod_group
+from pumice.scheduler.volcano.framework.node_arrays import NodeArrays
+
+OrderKey = tuple[str, str]
+
+
+def order_key(o: Obj) -> OrderKey:
+    """The snapshot order of an object: (creationTimestamp, ``<ns>/<name>``), as the full build
+    sorts each kind."""
+    md = o.get("metadata") or {}
+    ns = md.get("namespace")
+    name = md.get("name")
+    return (str(md.get("creationTimestamp") or ""), f"{ns}/{name}" if ns else str(name))
+
+
+def clone_node(base: NodeInfo) -> NodeInfo:
+    """A NodeInfo a session may change without changing ``base``: own task copies, own evicted
+    set; ``node`` and the (immutable) Resources shared. ``index``/``on_change`` are reset (the
+    session's NodeArrays sets them)."""
+    c = object.__new__(NodeInfo)
+    d = dict(base.__dict__)
+    d["tasks"] = {k: t.clone() for k, t in base.tasks.items()}
+    d["evicted"] = set(base.evicted)
+    d["index"] = -1
+    d["on_change"] = None
+    d["touched"] = False
+    c.__dict__.update(d)
+    return c
+
+
+def clone_job(base: JobInfo) -> JobInfo:
+    """A JobInfo a session may change without changing ``base``: task copies (re-indexed in the
+    same order), a deep copy of the PodGroup, copies of every mutable field."""
+    c = object.__new__(JobInfo)
+    d = dict(base.__dict__)
+    tasks = {uid: t.clone() for uid, t in base.tasks.items()}
+    d["tasks"] = tasks
+    d["task_status_index"] = {s: {uid: tasks[uid] for uid in bucket} for s, bucket in base.task_status_index.items()}
+    d["pod_group"] = deep_copy(base.pod_group) if base.pod_group is not None else None
+    d["task_min_available"] = dict(base.task_min_available)
+    d["nodes_fit_errors"] = dict(base.nodes_fit_errors)
+    d["annotations"] = dict(base.annotations)
+    nt = base.network_topology
+    d["network_topology"] = (NetworkTopology(nt.mode, nt.highest_tier_allowed, nt.highest_tier_name)
+                             if nt is not None else None)
+    c.__dict__.update(d)
+    return c
+
+
+class IncrementalSnapshot:
+    """Scheduler state kept current from informer events; :meth:`snapshot` hands a session its
+    :class:`ClusterInfo`.
+
+    Args:
+        informers: the cache's informers by kind (``Pod``, ``Node``, ``PodGroup``, ``Queue``,
+            ``PriorityClass``, ``Namespace``, ``HyperNode``); handlers are added here.
+        scheduler_names: Pending Pods of other schedulers are left out of jobs (as the full build).
+        overlay: ``(key, pod) -> pod``: the cache's assumed-bind / releasing view of a Pod.
+        forget: ``key -> None``: drop the cache's bookkeeping of a Pod that is gone.
+
+    Raises (from :meth:`snapshot`):
+        SnapshotError: a Pod, Node, PodGroup, Queue or PriorityClass that cannot be turned into
+            scheduler state, as the full build would (the message names object and field).
+    """
+
+    def __init__(self, informers: dict[str, Informer], scheduler_names: tuple[str, ...],
+                 overlay: Callable[[str, Obj], Obj], forget: Callable[[str], None]) -> None:
+        self.informers = informers
+        self.scheduler_names = scheduler_names
+        self._overlay = overlay
+        self._forget = forget
+        self.exotic = False
+        """An object without ``creationTimestamp`` was seen: the full build must be used."""
+        self._initialized = False
+        self.dirty_pods: set[str] = set()
+        self.dirty_nodes: set[str] = set()
+        self.dirty_jobs: set[str] = set()
+        self._meta_dirty = True
+        self._hn_dirty = True
+        self._node_set_dirty = True
+        # applied state
+        self._tasks: dict[str, TaskInfo] = {}
+        self._pod_order: dict[str, OrderKey] = {}
+        self._pod_node: dict[str, str] = {}
+        self._pod_job: dict[str, str] = {}
+        self._node_pods: dict[str, set[str]] = {}
+        self._job_pods: dict[str, set[str]] = {}
+        self._bad_pods: dict[str, str] = {}
+        self._bad_nodes: dict[str, str] = {}
+        self._bad_jobs: dict[str, str] = {}
+        self._bad_meta = ""
+        self._base_nodes: dict[str, NodeInfo] = {}
+        self._node_objs: dict[str, Obj] = {}
+        self._node_order: list[str] = []
+        self._session_nodes: dict[str, NodeInfo] = {}
+        self._base_jobs: dict[str, JobInfo] = {}
+        self._job_keys: dict[str, OrderKey] = {}
+        self._job_order: list[str] = []
+        self._job_order_dirty = True
+        self._priority_classes: dict[str, int] = {}
+        self._default_priority = 0
+        self._queue_objs: list[Obj] = []
+        self._namespaces: dict[str, Obj] = {}
+        self._hypernodes: HyperNodesInfo | None = None
+        self._total: Resource | None = None
+        self._arrays: NodeArrays | None = None
+        self._node_memo: dict[Any, Any] = {}
+        for kind, inf in informers.items():
+            inf.add_event_handler(*self._handlers(kind))
+
+    # ----- events -------------------------------------------------------------------------
+    def _handlers(self, kind: str) -> tuple[Callable[[Obj], None], Callable[[Obj, Obj], None], Callable[[Obj], None]]:
+        def mark(o: Obj) -> None:
+            md = o.get("metadata") or {}
+            if not md.get("creationTimestamp") and kind in ("Pod", "Node", "PodGroup", "Queue"):
+                self.exotic = True
+            if kind == "Pod":
+                self.dirty_pods.add(_store_key(md))
+            elif kind == "Node":
+                self.dirty_nodes.add(str(md.get("name")))
+                self._node_set_dirty = True
+            elif kind == "PodGroup":
+                self.dirty_jobs.add(_store_key(md))
+            elif kind == "HyperNode":
+                self._hn_dirty = True
+            else:
+                self._meta_dirty = True
+
+        return mark, lambda _old, new: mark(new), mark
+
+    def pod_changed(self, key: str) -> None:
+        """The cache's own view of Pod ``key`` changed (assumed bind, eviction, or their undoing)."""
+        self.dirty_pods.add(key)
+
+    # ----- snapshot -----------------------------------------------------------------------
+    def snapshot(self, now: float) -> ClusterInfo:
+        """The session's ClusterInfo (see the module docstring for what is shared)."""
+        if not self._initialized:
+            self._initialized = True
+            self.dirty_pods.update(self.informers["Pod"].lister.keys())
+            self.dirty_nodes.update(self.informers["Node"].lister.keys())
+            self.dirty_jobs.update(self.informers["PodGroup"].lister.keys())
+        if self._meta_dirty:
+            self._apply_meta()
+        self._apply_pods()
+        self._apply_nodes()
+        self._apply_jobs()
+        if self._bad_meta:
+            raise SnapshotError(self._bad_meta)
+        for bad in (self._bad_nodes, self._bad_pods, self._bad_jobs):
+            if bad:
+                raise SnapshotError(bad[min(bad)])
+        ci = ClusterInfo(now=now)
+        ci.priority_classes = dict(self._priority_classes)
+        ci.namespaces = dict(self._namespaces)
+        for o in self._queue_objs:
+            q = QueueInfo.from_queue(o, _creation(o, 0.0))
+            ci.queues[q.uid] = q
+        ci.nodes = self._nodes_for_session()
+        queues = ci.queues
+        ci.jobs = {uid: clone_job(job) for uid in self._job_order if (job := self._base_jobs[uid]).queue in queues}
+        if self._hn_dirty or self._hypernodes is None:
+            self._hn_dirty = False
+            self._hypernodes = build_hypernodes(
+                (_with_kind(o, "HyperNode") for o in sorted(self.informers["HyperNode"].lister.list(), key=order_key)),
+                list(ci.nodes), {n: ni.labels for n, ni in ci.nodes.items()})
+        ci.hypernodes = self._hypernodes
+        if self._total is None:
+            self._total = sum_resources(n.allocatable for n in ci.nodes.values())
+        ci.total_allocatable = self._total
+        ci.node_arrays = self._arrays
+        ci.on_node_arrays = self._keep_arrays
+        ci.node_memo = self._node_memo
+        return ci
+
+    def _keep_arrays(self, arrays: NodeArrays) -> None:
+        self._arrays = arrays
+
+    def _nodes_for_session(self) -> dict[str, NodeInfo]:
+        out: dict[str, NodeInfo] = {}
+        sess = self._session_nodes
+        for name in self._node_order:
+            n = sess.get(name)
+            if n is None or n.touched:
+                n = sess[name] = clone_node(self._base_nodes[name])
+            out[name] = n
+        return out
+
+    def _apply_meta(self) -> None:
+        self._meta_dirty = False
+        self._bad_meta = ""
+        pcs: dict[str, int] = {}
+        default = 0
+        try:
+            for o in sorted(self.informers["PriorityClass"].lister.list(), key=order_key):
+                name = (o.get("metadata") or {}).get("name", "")
+                try:
+                    pcs[name] = int(o.get("value") or 0)
+                except (TypeError, ValueError) as e:
+                    raise SnapshotError(f"{_ident(_with_kind(o, 'PriorityClass'))}: value: {e}") from e
+                if o.get("globalDefault"):
+                    default = pcs[name]
+            queue_objs = [_with_kind(o, "Queue") for o in sorted(self.informers["Queue"].lister.list(), key=order_key)]
+            for o in queue_objs:
+                try:
+                    QueueInfo.from_queue(o, 0.0)
+                except (TypeError, ValueError) as e:
+                    raise SnapshotError(f"{_ident(o)}: spec: {e}") from e
+        except SnapshotError as e:
+            self._bad_meta = str(e)
+            self._meta_dirty = True
+            return
+        if pcs != self._priority_classes or default != self._default_priority:
+            self._priority_classes, self._default_priority = pcs, default
+            self.dirty_jobs.update(self._base_jobs)
+            self.dirty_jobs.update(self._bad_jobs)
+        self._queue_objs = queue_objs
+        self._namespaces = {
+            (o.get("metadata") or {}).get("name", ""): _with_kind(o, "Namespace")
+            for o in sorted(self.informers["Namespace"].lister.list(), key=order_key)
+        }
+
+    def _apply_pods(self) -> None:
+        if not self.dirty_pods:
+            return
+        lister = self.informers["Pod"].lister
+        keys, self.dirty_pods = sorted(self.dirty_pods), set()
+        for key in keys:
+            old_node = self._pod_node.pop(key, "")
+            if old_node:
+                self._node_pods[old_node].discard(key)
+                self.dirty_nodes.add(old_node)
+            old_job = self._pod_job.pop(key, "")
+            if old_job:
+                self._job_pods[old_job].discard(key)
+                self.dirty_jobs.add(old_job)
+            self._bad_pods.pop(key, None)
+            obj = lister.get_by_key(key)
+            if obj is None:
+                self._tasks.pop(key, None)
+                self._pod_order.pop(key, None)
+                self._forget(key)
+                continue
+            o = self._overlay(key, _with_kind(obj, "Pod"))
+            try:
+                t = TaskInfo.from_pod(o)
+            except ValueError as e:
+                self._bad_pods[key] = f"{_ident(o)}: spec.containers[].resources: {e}"
+                self._tasks.pop(key, None)
+                continue
+            self._tasks[key] = t
+            self._pod_order[key] = order_key(o)
+            if t.node_name and t.status not in COMPLETED_STATUSES:
+                self._pod_node[key] = t.node_name
+                self._node_pods.setdefault(t.node_name, set()).add(key)
+                self.dirty_nodes.add(t.node_name)
+            sched = (o.get("spec") or {}).get("schedulerName") or "default-scheduler"
+            if t.job and (sched in self.scheduler_names or t.status is not TaskStatus.Pending):
+                self._pod_job[key] = t.job
+                self._job_pods.setdefault(t.job, set()).add(key)
+                self.dirty_jobs.add(t.job)
+
+    def _sorted_tasks(self, keys: Iterable[str]) -> list[TaskInfo]:
+        order = self._pod_order
+        return [self._tasks[k] for k in sorted(keys, key=lambda k: order[k])]
+
+    def _apply_nodes(self) -> None:
+        if not self.dirty_nodes:
+            return
+        lister = self.informers["Node"].lister
+        names, self.dirty_nodes = sorted(self.dirty_nodes), set()
+        membership = False
+        for name in names:
+            self._bad_nodes.pop(name, None)
+            self._session_nodes.pop(name, None)
+            obj = lister.get_by_key(name)
+            was = name in self._base_nodes
+            if obj is None or not node_is_ready(obj):
+                self._base_nodes.pop(name, None)
+                self._node_objs.pop(name, None)
+                membership |= was
+                continue
+            o = _with_kind(obj, "Node")
+            try:
+                n = NodeInfo.from_node(o)
+            except ValueError as e:
+                self._bad_nodes[name] = f"{_ident(o)}: status.allocatable: {e}"
+                self._base_nodes.pop(name, None)
+                membership |= was
+                continue
+            for t in self._sorted_tasks(self._node_pods.get(name, ())):
+                n.add_task(t)
+            n.touched = False
+            self._base_nodes[name] = n
+            if not was or self._node_objs.get(name) is not obj:
+                membership = True
+            self._node_objs[name] = obj
+        if membership or self._node_set_dirty:
+            self._node_set_dirty = False
+            objs = self._node_objs
+            self._node_order = sorted(self._base_nodes, key=lambda n: order_key(objs[n]))
+            self._hn_dirty = True
+            self._total = None
+            self._arrays = None
+            self._node_memo = {}
+
+    def _apply_jobs(self) -> None:
+        if not self.dirty_jobs:
+            return
+        lister = self.informers["PodGroup"].lister
+        uids, self.dirty_jobs = sorted(self.dirty_jobs), set()
+        for uid in uids:
+            self._bad_jobs.pop(uid, None)
+            obj = lister.get_by_key(uid)
+            if obj is None:
+                if self._base_jobs.pop(uid, None) is not None:
+                    self._job_keys.pop(uid, None)
+                    self._job_order_dirty = True
+                continue
+            o = _with_kind(obj, "PodGroup")
+            try:
+                job = job_from_pod_group(o, _creation(o, 0.0), self._priority_classes, self._default_priority)
+            except SnapshotError as e:
+                self._bad_jobs[uid] = str(e)
+                if self._base_jobs.pop(uid, None) is not None:
+                    self._job_keys.pop(uid, None)
+                    self._job_order_dirty = True
+                continue
+            if job.uid != uid:  # a PodGroup without a namespace: the full build's key differs
+                self.exotic = True
+            for t in self._sorted_tasks(self._job_pods.get(uid, ())):
+                job.add_task(t)
+            if uid not in self._base_jobs:
+                self._job_order_dirty = True
+            self._base_jobs[uid] = job
+            self._job_keys[uid] = order_key(o)
+        if self._job_order_dirty:
+            self._job_order_dirty = False
+            keys = self._job_keys
+            self._job_order = sorted(self._base_jobs, key=lambda u: keys[u])
+
+
+def _store_key(md: Obj) -> str:
+    ns = md.get("namespace")
+    return f"{ns}/{md.get('name')}" if ns else str(md.get("name"))
+
+
+def _with_kind(o: Obj, kind: str) -> Obj:
+    """The object as :meth:`SchedulerCache.objects` hands it to the full build: a shallow copy
+    with ``kind`` filled in."""
+    c = dict(o)
+    c.setdefault("kind", kind)
+    return c
+
+
+def snapshot_digest(ci: ClusterInfo) -> list[Any]:
+    """Everything in a snapshot a session reads, as comparable plain data (Node, job, task and
+    queue order included; a Releasing overlay's deletionTimestamp, which only marks the Pod as
+    going, left out). Used to check the incremental snapshot against the full build."""
+
+    def res(r: Resource | None) -> Any:
+        return None if r is None else (r.milli_cpu, r.memory, sorted(r.scalars.items()))
+
+    def task(t: TaskInfo) -> Any:
+        pod = dict(t.pod)
+        md = dict(pod.get("metadata") or {})
+        md.pop("deletionTimestamp", None)
+        pod["metadata"] = md
+        return (t.uid, t.name, t.namespace, t.job, t.role, res(t.resreq), str(t.status), t.priority, t.preemptable,
+                t.node_name, t.creation, repr(pod), t.sch_gated, t.preemption_policy, t.nominated_node_name,
+                t.eviction_occurred, t.last_transaction, t.job_allocated_hypernode)
+
+    out: list[Any] = [sorted(ci.priority_classes.items()), [(k, repr(v)) for k, v in ci.namespaces.items()]]
+    for q in ci.queues.values():
+        out.append(("queue", q.uid, q.name, q.weight, q.priority, q.reclaimable, q.state, q.parent, res(q.capability),
+                    res(q.deserved), res(q.guarantee), q.hierarchy, q.weights, q.creation, repr(q.queue)))
+    for n in ci.nodes.values():
+        out.append(("node", n.name, repr(n.node), res(n.allocatable), res(n.capacity), res(n.idle), res(n.used),
+                    res(n.releasing), res(n.pipelined), [(k, task(t)) for k, t in n.tasks.items()], sorted(n.evicted),
+                    n.kube_requested, n.kube_nonzero))
+    for j in ci.jobs.values():
+        nt = j.network_topology
+        out.append(("job", j.uid, j.name, j.namespace, j.queue, j.priority, j.min_available,
+                    sorted(j.task_min_available.items()), res(j.min_resources), j.creation, repr(j.pod_group),
+                    j.preemptable, [task(t) for t in j.tasks.values()],
+                    [(str(s), list(b)) for s, b in j.task_status_index.items()], res(j.allocated), res(j.total_request),
+                    repr(j.nodes_fit_errors), j.job_fit_errors, j.schedule_start_timestamp, sorted(j.annotations.items()),
+                    j.pending_best_effort, None if nt is None else (nt.mode, nt.highest_tier_allowed, nt.highest_tier_name),
+                    j.allocated_hypernode, j.waiting_tier))
+    hn = ci.hypernodes
+    if hn is not None:
+        out.append(("hypernodes", hn.node_order, sorted((k, repr(v)) for k, v in hn.infos.items())))
+    return out

@@ -1,0 +1,212 @@
+"""The live cache's incremental snapshot equals the full build after every kind of change, and
+hands a session only what changed as new objects."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from pumice.scheduler.volcano.api.node_info import NodeInfo
+from pumice.scheduler.volcano.api.task_info import TaskInfo
+from pumice.scheduler.volcano.cache.incremental import snapshot_digest
+from pumice.scheduler.volcano.cache.live import SnapshotMismatch
+from pumice.scheduler.volcano.cache.snapshot import build_snapshot
+from pumice.scheduler.volcano.scheduler import Scheduler
+from pumice.testing.cluster import local_cluster
+from pumice.testing.volcano import node, pod, podgroup, queue
+
+PREEMPT_CONF = """\
+actions: "enqueue, allocate, preempt, reclaim, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+
+
+def _bare(o: dict) -> dict:
+    o = dict(o)
+    md = dict(o["metadata"])
+    for k in ("uid", "creationTimestamp"):
+        md.pop(k, None)
+    o["metadata"] = md
+    if o["kind"] == "PodGroup":
+        o.pop("status", None)
+    return o
+
+
+async def _create(client, o: dict) -> dict:
+    st = o.get("status")
+    created = await client.create(_bare(o))
+    if o["kind"] == "Node" and st:
+        created["status"] = st
+        created = await client.update_status(created)
+    return created
+
+
+async def _settle(sched: Scheduler) -> None:
+    await sched.cache.flush()
+    for _ in range(20):
+        await asyncio.sleep(0)
+    await asyncio.sleep(0.05)
+
+
+async def _check(sched: Scheduler) -> None:
+    """One verify-mode cycle: the incremental snapshot is compared with the full build."""
+    await _settle(sched)
+    sched.run_once()
+    assert sched.cache.snapshot_mismatches == 0
+    assert sched.cache.incremental is not None and not sched.cache.incremental.exotic
+    await _settle(sched)
+
+
+async def test_incremental_snapshot_equals_the_full_build_through_arrivals_binds_ends_and_deletions(tmp_path) -> None:
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text(PREEMPT_CONF)
+    async with local_cluster() as c:
+        client = c.client
+        await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c1"}})
+        for pc, value in (("low", 10), ("high", 1000)):
+            await client.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                 "metadata": {"name": pc}, "value": value})
+        for o in [node(f"n{i}", "4,8Gi,pods=10,nvidia.com/gpu=2") for i in range(4)] + [queue("q1"), queue("q2", weight=3)]:
+            await _create(client, o)
+        sched = Scheduler(client, conf_path=str(conf), schedule_period=0.05, snapshot_mode="verify")
+        await sched.cache.start(timeout=5)
+        pods_kind = client.scheme.resolve("pods")
+        nodes_kind = client.scheme.resolve("nodes")
+        pg_kind = client.scheme.resolve("podgroups.scheduling.volcano.sh")
+        rng = random.Random(7)
+        try:
+            await _check(sched)
+            for g in range(8):
+                size = rng.choice([1, 2, 3])
+                q = rng.choice(["q1", "q2"])
+                await _create(client, podgroup(f"pg{g}", queue=q, min_member=size, phase="",
+                                               priority_class="high" if g % 3 == 0 else "low"))
+                for i in range(size):
+                    await _create(client, pod(f"pg{g}-p-{i}", group=f"pg{g}", requests=rng.choice(["1,1Gi", "2,2Gi,nvidia.com/gpu=1"]),
+                                              priority_class="high" if g % 3 == 0 else "low"))
+                await _check(sched)
+            # Pods start, some end, some go away; a Node goes NotReady and comes back; a Queue's
+            # weight changes; a global default PriorityClass appears
+            for p in sorted((await client.list(pods_kind, "c1")).items, key=lambda p: p["metadata"]["name"]):
+                if p["spec"].get("nodeName"):
+                    p["status"] = {"phase": "Running"}
+                    await client.update_status(p)
+            await _check(sched)
+            done = [p for p in (await client.list(pods_kind, "c1")).items if p["status"].get("phase") == "Running"][:3]
+            for p in done:
+                p["status"] = {"phase": "Succeeded"}
+                await client.update_status(p)
+            await _check(sched)
+            await client.delete(pods_kind, done[0]["metadata"]["name"], "c1")
+            await _check(sched)
+            n1 = await client.get(nodes_kind, "n1")
+            n1["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+            await client.update_status(n1)
+            await _check(sched)
+            n1 = await client.get(nodes_kind, "n1")
+            n1["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+            await client.update_status(n1)
+            await _check(sched)
+            q2 = await client.get(client.scheme.resolve("queues.scheduling.volcano.sh"), "q2")
+            q2["spec"]["weight"] = 1
+            await client.update(q2)
+            await _check(sched)
+            await client.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                 "metadata": {"name": "mid"}, "value": 500, "globalDefault": True})
+            await _create(client, podgroup("pg-default", queue="q1", min_member=1, phase=""))
+            await _check(sched)
+            await client.delete(pg_kind, "pg1", "c1")
+            await client.delete(nodes_kind, "n3")
+            await _check(sched)
+            await _create(client, node("n9", "8,16Gi,pods=20"))
+            await _check(sched)
+            assert sched.cycles >= 14
+        finally:
+            await sched.cache.stop()
+
+
+async def test_a_session_gets_the_untouched_nodes_of_the_last_one_and_fresh_copies_of_the_changed_ones() -> None:
+    async with local_cluster() as c:
+        client = c.client
+        await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c1"}})
+        for o in [node(f"n{i}", "2,4Gi,pods=10") for i in range(3)] + [queue("q1")]:
+            await _create(client, o)
+        sched = Scheduler(client, schedule_period=0.05, snapshot_mode="incremental")
+        await sched.cache.start(timeout=5)
+        try:
+            first = sched.cache.snapshot()
+            # nothing changed: the same NodeInfo objects, and they carry no session's changes
+            again = sched.cache.snapshot()
+            assert all(again.nodes[n] is first.nodes[n] for n in first.nodes)
+            # a session changes n0's accounting: the next snapshot has a fresh copy of n0 only
+            t = TaskInfo.from_pod(pod("x", requests="1,1Gi"))
+            again.nodes["n0"].add_task(t)
+            third = sched.cache.snapshot()
+            assert third.nodes["n0"] is not again.nodes["n0"]
+            assert "c1/x" not in third.nodes["n0"].tasks and third.nodes["n0"].idle.milli_cpu == 2000
+            assert third.nodes["n1"] is first.nodes["n1"] and third.nodes["n2"] is first.nodes["n2"]
+            # a Pod bound to n2 replaces n2's NodeInfo (and nothing else)
+            await _create(client, podgroup("pg", queue="q1", min_member=1, phase=""))
+            await _create(client, pod("p", group="pg", requests="1,1Gi"))
+            for _ in range(5):
+                await _settle(sched)
+                if any(p["spec"].get("nodeName") for p in sched.cache.informers["Pod"].lister.list()):
+                    break
+                sched.run_once()
+            await _settle(sched)
+            fourth = sched.cache.snapshot()
+            bound = next(n for n, ni in fourth.nodes.items() if ni.tasks)
+            assert fourth.nodes[bound] is not third.nodes[bound]
+            assert sum(1 for n in fourth.nodes if fourth.nodes[n] is third.nodes[n]) == 2
+            assert isinstance(fourth.nodes[bound], NodeInfo) and list(fourth.nodes[bound].tasks) == ["c1/p"]
+            assert snapshot_digest(fourth) == snapshot_digest(
+                build_snapshot(sched.cache.objects(), clock=sched.clock, scheduler_names=("volcano",)))
+        finally:
+            await sched.cache.stop()
+
+
+async def test_verify_mode_reports_a_snapshot_that_differs_from_the_full_build() -> None:
+    async with local_cluster() as c:
+        client = c.client
+        await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c1"}})
+        for o in [node("n0", "2,4Gi,pods=10"), queue("q1")]:
+            await _create(client, o)
+        sched = Scheduler(client, schedule_period=0.05, snapshot_mode="verify")
+        await sched.cache.start(timeout=5)
+        try:
+            snap = sched.cache.snapshot()
+            # a change made behind the cache's back (not through a session's NodeInfo methods)
+            snap.nodes["n0"].__dict__["used"] = snap.nodes["n0"].allocatable
+            with pytest.raises(SnapshotMismatch, match="differs from the full build"):
+                sched.cache.snapshot()
+            assert sched.cache.snapshot_mismatches == 1
+        finally:
+            await sched.cache.stop()
+
+
+def test_an_unknown_snapshot_mode_is_refused() -> None:
+    with pytest.raises(ValueError, match="snapshot_mode"):
+        Scheduler(_NoClient(), snapshot_mode="sometimes")  # type: ignore[arg-type]
+
+
+class _NoClient:
+    class scheme:
+        @staticmethod
+        def resolve(name: str) -> object:
+            return name
+
+        @staticmethod
+        def resolve_or_add(name: str, kind: object) -> object:
+            return kind
