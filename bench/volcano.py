@@ -20,7 +20,9 @@ The topology case: the same 5,000 Nodes under a 3-tier HyperNode tree (leaves of
 spines of 10 leaves, 8 super-spines), 10,000 Pods in gangs of 8 whose PodGroups ask for hard
 network topology at tier 2, scheduled by the default configuration plus network-topology-aware;
 its allocate rate is printed beside the flat 5,000-Node gangs-of-8 case (``--topology-only``
-runs just these two).
+runs just these); a third line runs the same gangs as vcjob partitions (``subGroupPolicy``: two
+sub-groups of 4 per gang, each with hard topology at tier 1, the job at tier 2) and counts the
+sub-groups that landed in more than one leaf (must be 0).
 
 The agent case (``--agent``; ``--agent-only`` runs just it): the Agent Scheduler's time from Pod
 creation to bind while a batch session of 10,000 Pods (1,000 Nodes, gangs of 8) runs in another
@@ -130,6 +132,23 @@ def topology_cluster(n_nodes: int, n_pods: int, gang: int = 8, tier: int = 2, se
     return out
 
 
+def partitioned_cluster(n_nodes: int, n_pods: int, gang: int = 8, part: int = 4) -> list[dict[str, Any]]:
+    """:func:`topology_cluster` with each gang split into sub-groups of ``part`` Pods
+    (``volcano.sh/partition-id``), each sub-group with hard network topology at tier 1."""
+    out = topology_cluster(n_nodes, n_pods, gang)
+    seen: dict[str, int] = {}
+    for o in out:
+        if o["kind"] == "PodGroup":
+            o["spec"]["subGroupPolicy"] = [{"name": "part", "subGroupSize": part, "minSubGroups": gang // part,
+                                            "matchLabelKeys": ["volcano.sh/partition-id"],
+                                            "networkTopology": {"mode": "hard", "highestTierAllowed": 1}}]
+        elif o["kind"] == "Pod":
+            g = o["metadata"]["annotations"]["scheduling.k8s.io/group-name"]
+            i = seen[g] = seen.get(g, -1) + 1
+            o["metadata"].setdefault("labels", {})["volcano.sh/partition-id"] = str(i // part)
+    return out
+
+
 # CPU seconds of this process: the figures stay comparable when other work shares the machine
 # (wall time is printed too).
 clock = time.process_time
@@ -154,6 +173,17 @@ def one_session(objs: list[dict[str, Any]], vectorize: bool, conf: Any = None) -
     ssn.close()
     t3 = clock()
     per_action["wall"] = time.perf_counter() - w0
+    leaf = {m["selector"]["exactMatch"]["name"]: o["metadata"]["name"] for o in objs if o["kind"] == "HyperNode"
+            and o["spec"]["tier"] == 1 for m in o["spec"]["members"]}
+    label = {f"{o['metadata'].get('namespace', 'default')}/{o['metadata']['name']}":
+             (o["metadata"]["annotations"]["scheduling.k8s.io/group-name"], (o["metadata"].get("labels") or {}).get("volcano.sh/partition-id"))
+             for o in objs if o["kind"] == "Pod"}
+    groups: dict[Any, set[str]] = {}
+    for key, node_name in rec.binds.items():
+        g = label.get(key)
+        if g is not None and g[1] is not None:
+            groups.setdefault(g, set()).add(leaf.get(node_name, ""))
+    per_action["split_groups"] = sum(1 for v in groups.values() if len(v) > 1)
     return {
         "snapshot": t1 - t0,
         "open": t2 - t1,
@@ -248,11 +278,15 @@ def topology_case(n_pods: int) -> None:
     objs = topology_cluster(5_000, n_pods)
     topo = one_session(objs, True, TOPO_CONF)
     pgs = {o["metadata"]["name"] for o in objs if o["kind"] == "PodGroup"}
-    for label, r in (("flat", flat), ("topology tier<=2", topo)):
+    gc.collect()
+    pobjs = partitioned_cluster(5_000, n_pods)
+    parts = one_session(pobjs, True, TOPO_CONF)
+    for label, r in (("flat", flat), ("topology tier<=2", topo), ("partitions of 4", parts)):
         print(f"5,000 nodes, gangs of 8, {label:>17}: bound {r['bound']:.0f} of {n_pods}, allocate CPU {r['allocate']:.2f}s, "
               f"{r['allocate_binds'] / r['allocate']:.0f} pods/s, session CPU {r['session']:.2f}s", flush=True)
     print(f"topology/flat allocate rate: {(topo['allocate_binds'] / topo['allocate']) / (flat['allocate_binds'] / flat['allocate']):.2f}x "
-          f"({len(pgs)} gangs)", flush=True)
+          f"({len(pgs)} gangs); partitioned/flat: {(parts['allocate_binds'] / parts['allocate']) / (flat['allocate_binds'] / flat['allocate']):.2f}x; "
+          f"sub-groups across leaves: {parts['split_groups']:.0f}", flush=True)
 
 
 def _agent_pod(i: int, scheduler: str) -> dict[str, Any]:

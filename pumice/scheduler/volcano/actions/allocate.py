@@ -67,6 +67,7 @@ class AllocateAction(Configured[AllocateArgs]):
     arguments = AllocateArgs
 
     def execute(self, ssn: Session) -> None:
+        self._shapes: dict[str, tuple[object, ...]] = {}
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn, total=True)
         seen: set[str] = set()
         jobs: dict[str, PriorityQueue[JobInfo]] = {}
@@ -154,6 +155,7 @@ class AllocateAction(Configured[AllocateArgs]):
         """
         hns = ssn.hypernodes
         saved = {uid: sub.allocated_hypernode for uid, sub in job.sub_jobs.items()}
+        fresh = not job.allocated_hypernode and not any(saved.values()) and job.ready_task_num() + job.waiting_task_num() == 0
         job.waiting_tier = 0
         for gradient in ssn.hyper_node_gradient_for_job(job, CLUSTER_TOP_HYPERNODE):
             if not gradient:
@@ -161,7 +163,10 @@ class AllocateAction(Configured[AllocateArgs]):
             if gradient[0] in hns.infos:
                 job.waiting_tier = hns.infos[gradient[0]].tier
             solutions: dict[str, tuple[float, list[PlannedOp], JobWorksheet, dict[str, str]]] = {}
+            tried: set[tuple[object, ...]] = set()
             for hn in gradient:
+                if fresh and self._same_as_tried(ssn, hn, tried):
+                    continue
                 job.reset_fit_err()
                 copy = jws.clone()
                 stmts: list[Statement] = []
@@ -206,9 +211,13 @@ class AllocateAction(Configured[AllocateArgs]):
         """
         if tasks.empty():
             return None, 0.0
+        fresh = not sub.allocated_hypernode and sub.ready_task_num() + sub.waiting_task_num() == 0
         for gradient in ssn.hyper_node_gradient_for_sub_job(sub, hn_for_job):
             solutions: dict[str, tuple[list[PlannedOp], PriorityQueue[TaskInfo]]] = {}
+            tried: set[tuple[object, ...]] = set()
             for hn in gradient:
+                if fresh and self._same_as_tried(ssn, hn, tried):
+                    continue
                 job.reset_sub_job_fit_err(sub.uid)
                 copy = tasks.clone()
                 stmt = self.allocate_for_tasks(ssn, job, q, copy, hypernode=hn, sub=sub)
@@ -225,6 +234,42 @@ class AllocateAction(Configured[AllocateArgs]):
             tasks._heap, tasks._seq = rest._heap, rest._seq
             return replay(ssn, plan), scores[best]
         return None, 0.0
+
+    def _same_as_tried(self, ssn: Session, hn: str, tried: set[tuple[object, ...]]) -> bool:
+        """Whether ``hn`` is an empty HyperNode exactly like one already dry-run for this job in
+        this gradient (same tier, and Node by Node the same allocatable, labels, taints,
+        schedulability and images, none running anything); records it otherwise.
+
+        For a job (sub-job) with nothing placed and no allocated HyperNode, such a twin gives
+        the same dry run and the same score, so it can neither win the tie (the first in
+        gradient order does) nor succeed where its twin failed; skipping it keeps the winner and
+        saves upstream's dry run per eligible HyperNode, which dominates large clusters.
+        """
+        nodes = ssn.hypernode_nodes(hn) if hn != CLUSTER_TOP_HYPERNODE else ssn.node_list
+        if any(n.tasks for n in nodes):
+            return False
+        info = ssn.hypernodes.infos.get(hn)
+        key = (info.tier if info is not None else -1, *(self._node_shape(n) for n in nodes))
+        if key in tried:
+            return True
+        tried.add(key)
+        return False
+
+    def _node_shape(self, node: NodeInfo) -> tuple[object, ...]:
+        shapes = self._shapes
+        got = shapes.get(node.name)
+        if got is None:
+            st = node.node.get("status") or {}
+            spec = node.node.get("spec") or {}
+            got = (
+                tuple(sorted(node.labels.items())),
+                repr(node.taints),
+                bool(spec.get("unschedulable")),
+                repr(node.allocatable),
+                repr([sorted(i.get("names") or []) for i in st.get("images") or []]),
+            )
+            shapes[node.name] = got
+        return got
 
     def allocate_for_topology_job(
         self, ssn: Session, job: JobInfo, q: QueueInfo, tasks: PriorityQueue[TaskInfo]
