@@ -44,8 +44,9 @@ def test_assignment_takes_ranges_in_order_warmup_and_busy_first_and_tops_up_to_m
     assert got == {"agent": ["a", "b", "c"], "volcano": ["d"]}
 
 
-async def test_a_hard_sharded_volcano_scheduler_binds_only_inside_its_shard(cluster: Any) -> None:
-    c = cluster.client
+async def sharded_cluster(c: Any) -> dict[str, Any]:
+    """Four 2-cpu Nodes, n0 and n1 half busy, the sharding ConfigMap: the agent-scheduler's shard
+    is n0, n1 and volcano's n2, n3 (returned by shard name); waits for the default Queue."""
     await add_nodes(c, [ready_node(f"n{i}", cpu="2") for i in range(4)])
     for i, n in enumerate(("n0", "n1")):
         await c.create(busy_pod(f"busy-{i}", n))
@@ -58,8 +59,7 @@ async def test_a_hard_sharded_volcano_scheduler_binds_only_inside_its_shard(clus
         ok = set(got) == {"agent-scheduler", "volcano"} and got["volcano"]["spec"]["nodesDesired"] == ["n2", "n3"]
         return got if ok else None
 
-    got = await eventually(shards, timeout=10)
-    assert got["agent-scheduler"]["spec"]["nodesDesired"] == ["n0", "n1"]
+    got: dict[str, Any] = await eventually(shards, timeout=10)
 
     async def default_open() -> bool:
         with contextlib.suppress(Exception):
@@ -67,6 +67,13 @@ async def test_a_hard_sharded_volcano_scheduler_binds_only_inside_its_shard(clus
         return False
 
     await eventually(default_open)
+    return got
+
+
+async def test_a_hard_sharded_volcano_scheduler_binds_only_inside_its_shard(cluster: Any) -> None:
+    c = cluster.client
+    got = await sharded_cluster(c)
+    assert got["agent-scheduler"]["spec"]["nodesDesired"] == ["n0", "n1"]
     stop = asyncio.Event()
     task = asyncio.create_task(run_volcano(cluster.new_client() if hasattr(cluster, "new_client") else c,
                                            schedule_period=0.05, stop_event=stop, sharding_mode="hard"))
@@ -117,25 +124,7 @@ async def test_a_soft_sharded_volcano_scheduler_fills_its_shard_first_then_uses_
     c = cluster.client
     conf = tmp_path / "volcano-scheduler.conf"
     conf.write_text(BINPACK_CONF)  # binpack scores the busy n0/n1 above the shard's empty n2/n3
-    await add_nodes(c, [ready_node(f"n{i}", cpu="2") for i in range(4)])
-    for i, n in enumerate(("n0", "n1")):
-        await c.create(busy_pod(f"busy-{i}", n))
-    await c.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "volcano-system"}})
-    await c.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "volcano-sharding-configmap",
-                    "namespace": "volcano-system"}, "data": {"sharding.yaml": SHARDING}})
-
-    async def shards() -> bool:
-        got = {o["metadata"]["name"]: o for o in (await c.list(scheme.NODE_SHARD)).items}
-        return "volcano" in got and got["volcano"]["spec"]["nodesDesired"] == ["n2", "n3"]
-
-    await eventually(shards, timeout=10)
-
-    async def default_open() -> bool:
-        with contextlib.suppress(Exception):
-            return ((await c.get(scheme.QUEUE, "default")).get("status") or {}).get("state") == "Open"
-        return False
-
-    await eventually(default_open)
+    await sharded_cluster(c)
     stop = asyncio.Event()
     task = asyncio.create_task(run_volcano(cluster.new_client() if hasattr(cluster, "new_client") else c,
                                            schedule_period=0.05, stop_event=stop, sharding_mode="soft",
