@@ -1,5 +1,6 @@
-"""``pumice up --runtime simulated`` end to end: HyperNodes and a hard-topology vcjob through the
-real API server (HTTPS), the controller-manager, the live Volcano scheduler and simulated Nodes."""
+"""``pumice up --runtime simulated`` end to end: HyperNodes, a hard-topology vcjob and a
+partitioned vcjob (each partition inside one rack) through the real API server (HTTPS), the
+controller-manager, the live Volcano scheduler and simulated Nodes."""
 
 from __future__ import annotations
 
@@ -79,5 +80,33 @@ async def test_a_hard_topology_vcjob_runs_inside_one_rack_under_pumice_up_simula
         await wait_for(annotated, timeout=60)
         counts = {o["metadata"]["name"]: (o.get("status") or {}).get("nodeCount") for o in (await client.list(scheme.HYPER_NODE)).items}
         assert counts == {"rack0": 2, "rack1": 2, "rack2": 2, "spine": 6}
+
+        # two partitions of two 1.5-cpu Pods, each partition bound to one rack (tier 1), the job
+        # to the spine: each partition takes one of the two free racks whole.
+        parted = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "parted", "namespace": "default"},
+                  "spec": {"minAvailable": 4, "schedulerName": "volcano",
+                           "networkTopology": {"mode": "hard", "highestTierAllowed": 2},
+                           "tasks": [{"name": "worker", "replicas": 4,
+                                      "partitionPolicy": {"totalPartitions": 2, "partitionSize": 2, "minPartitions": 2,
+                                                          "networkTopology": {"mode": "hard", "highestTierAllowed": 1}},
+                                      "template": {"spec": {"containers": [
+                                          {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1500m"}}}]}}}]}}
+        await client.create(parted)
+
+        async def parted_placed() -> list[dict] | None:
+            pods = [p for p in (await client.list(scheme.POD, "default", label_selector="volcano.sh/job-name=parted")).items
+                    if p["spec"].get("nodeName") and (p.get("status") or {}).get("phase") == "Running"]
+            return pods if len(pods) == 4 else None
+
+        await wait_for(parted_placed, timeout=120)
+        got = await parted_placed()
+        assert got is not None
+        rack_of = {n: r for r, ns in racks.items() for n in ns}
+        by_partition: dict[str, set[str]] = {}
+        for p in got:
+            by_partition.setdefault(p["metadata"]["labels"]["volcano.sh/partition-id"], set()).add(rack_of[p["spec"]["nodeName"]])
+        assert sorted(by_partition) == ["0", "1"] and all(len(v) == 1 for v in by_partition.values()), by_partition
+        used = {next(iter(v)) for v in by_partition.values()}
+        assert len(used) == 2 and rack not in used, (by_partition, rack)
     finally:
         stop_up(proc)
