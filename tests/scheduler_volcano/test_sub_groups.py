@@ -668,3 +668,66 @@ def test_min_partitions_not_reachable_binds_nothing(tmp_path: Path) -> None:
     # minPartitions 3 with room for two: the gang is not ready, nothing binds.
     case = Case("min partitions unreachable", [*racks(2), *partitioned_job(3, 2, 3)], ["allocate"], TIERS, binds={})
     run_both(case, tmp_path)
+
+
+# ----- upstream sub_job_info_test.go -----------------------------------------------------------
+SUBJOB = "volcano pkg/scheduler/api/sub_job_info_test.go"
+MATCH_CASES = [
+    ("match label selector and collect match values",
+     {"labelSelector": {"matchLabels": {"app": "test"}}, "matchLabelKeys": ["version", "env"]},
+     {"app": "test", "version": "v1", "env": "dev"}, ["v1", "dev"]),
+    ("no label selector with match keys", {"matchLabelKeys": ["zone"]}, {"zone": "zone-1"}, ["zone-1"]),
+    ("no match keys returns empty slice", {"labelSelector": {"matchLabels": {"app": "test"}}}, {"app": "test"}, []),
+    ("empty label selector matches all", {"labelSelector": {}, "matchLabelKeys": ["key"]}, {"key": "value"}, ["value"]),
+    ("match expression selector",
+     {"labelSelector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["test", "demo"]}]}, "matchLabelKeys": ["app"]},
+     {"app": "demo"}, ["demo"]),
+    ("multiple match keys with empty values", {"matchLabelKeys": ["a", "b"]}, {"a": "", "b": "val"}, None),
+    ("invalid label selector", {"labelSelector": {"matchExpressions": [{"key": "app", "operator": "invalid"}]}}, {"app": "test"}, None),
+    ("pod labels do not match selector", {"labelSelector": {"matchLabels": {"app": "test"}}, "matchLabelKeys": ["version"]},
+     {"app": "prod"}, None),
+    ("missing label key in pod", {"matchLabelKeys": ["missing"]}, {"existing": "value"}, None),
+    ("pod has no labels", {"matchLabelKeys": ["any"]}, {}, None),
+]
+
+
+@pytest.mark.parametrize(("name", "policy", "labels", "want"), [
+    pytest.param(*c, marks=pytest.mark.upstream(f"{SUBJOB}: TestGetSubJobMatchValues: {c[0]}"), id=c[0]) for c in MATCH_CASES])
+def test_upstream_sub_job_match_values(name: str, policy: dict, labels: dict, want: list[str] | None) -> None:
+    from pumice.scheduler.volcano.api.sub_job_info import match_values
+
+    assert match_values(policy, labels) == want
+
+
+CONVERT_CASES = [
+    ("soft mode is converted to hard mode", ("soft", None), 4, ("hard", 4)),
+    ("hard mode is not changed", ("hard", 2), 4, ("hard", 2)),
+    ("nil networkTopology is not changed", None, 4, None),
+    ("soft mode with existing HighestTierAllowed is overwritten", ("soft", 1), 5, ("hard", 5)),
+]
+
+
+@pytest.mark.parametrize(("name", "before", "max_tier", "after"), [
+    pytest.param(*c, marks=pytest.mark.upstream(f"{SUBJOB}: TestConvertToHardTopology: {c[0]}"), id=c[0]) for c in CONVERT_CASES])
+def test_upstream_convert_to_hard_topology(name: str, before: tuple | None, max_tier: int, after: tuple | None) -> None:
+    from pumice.scheduler.volcano.api.sub_job_info import NetworkTopology, new_sub_job
+
+    policy = {"networkTopology": NetworkTopology(before[0], before[1])} if before else {}
+    sub = new_sub_job("g", "u", "j", policy, None)
+    sub.convert_to_hard_topology(max_tier)
+    nt = sub.network_topology
+    assert (None if nt is None else (nt.mode, nt.highest_tier_allowed)) == after
+    if after is not None:
+        assert sub.is_hard_topology_mode() == (True, after[1])
+
+
+@pytest.mark.upstream(f"{SUBJOB}: TestNewSubJobInfo")
+def test_upstream_new_sub_job_info() -> None:
+    from pumice.scheduler.volcano.api.sub_job_info import new_sub_job
+
+    sub = new_sub_job("job/p", "job/p-3-x", "job", {"subGroupSize": 4, "networkTopology": {"mode": "hard", "highestTierAllowed": 2}},
+                      ["3", "x"])
+    assert (sub.min_available, sub.match_index, sub.is_hard_topology_mode()) == (4, 3, (True, 2))
+    plain = new_sub_job("job", "job", "job", None, None)
+    assert (plain.min_available, plain.match_index, plain.network_topology) == (1, 0, None)
+    assert new_sub_job("g", "u", "j", {}, ["abc"]).match_index == 0

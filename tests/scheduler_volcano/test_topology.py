@@ -9,6 +9,7 @@ path, and through ``pumice volcano session`` (``run_both``).
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -215,3 +216,42 @@ def test_explain_names_the_tier_a_hard_topology_job_waits_for() -> None:
                          "HyperNode of tier 1 or lower, and none has room; the roomiest is s1 (tier 1, cpu 8, memory 16Gi free)")
     assert ex.remedy == "one HyperNode of tier 1 or lower has cpu 12, memory 3Gi free, or highestTierAllowed is raised to 2"
     assert ex.details[-1].startswith("waiting for tier 1: HyperNodes of tier <= 1: s0 cpu 6, memory 14Gi, s1 cpu 8")
+
+
+# ----- upstream TestNodeLevelScoreWithNetWorkTopologies / TestHyperNodeBinpackWithNetWorkTopologies ----
+SCORE_ORIGIN = "volcano pkg/scheduler/actions/allocate/allocate_test.go"
+GANG_ALL = plugin("gang", enableJobOrder=True, enableJobReady=True, enableJobPipelined=True, enableJobStarving=True)
+NTA = plugin("network-topology-aware", enableNodeOrder=True, enabledHyperNodeOrder=True, enabledHyperNodeGradient=True)
+
+
+@pytest.mark.upstream(f"{SCORE_ORIGIN} TestNodeLevelScoreWithNetWorkTopologies: hard network topology constrain, allocate job to "
+                      "highest score hypeNode with node level binpack")
+def test_upstream_node_level_binpack_picks_the_busy_hypernode(tmp_path: Path) -> None:
+    objs = [queue("q1"),
+            podgroup("pg1", queue="q1", min_member=2, topology="hard", tier=1, allocated_hypernode=""),
+            podgroup("pg2", queue="q1", min_member=2, phase="Running"),
+            pod("p1", group="pg1", requests="2,4Gi", role="master"), pod("p2", group="pg1", requests="4,8Gi", role="worker"),
+            pod("p3", group="pg2", requests="2,4Gi", role="master", node="s0-n1", phase="Running"),
+            pod("p4", group="pg2", requests="4,8Gi", role="worker", node="s0-n2", phase="Running"),
+            node("s0-n1", "4,8Gi,pods=10"), node("s0-n2", "8,16Gi,pods=10"),
+            node("s1-n3", "4,8Gi,pods=10"), node("s1-n4", "8,16Gi,pods=10"),
+            hypernode("s0", 1, nodes=["s0-n1", "s0-n2"]), hypernode("s1", 1, nodes=["s1-n3", "s1-n4"]),
+            hypernode("s2", 2, hypernodes=["s0", "s1"])]
+    tiers = [[GANG_ALL, plugin("predicates", enablePredicate=True), plugin("binpack", enableNodeOrder=True), NTA]]
+    run_both(Case("node level binpack", objs, ["allocate"], tiers, binds={"c1/p1": "s0-n1", "c1/p2": "s0-n2"}), tmp_path)
+
+
+@pytest.mark.upstream(f"{SCORE_ORIGIN} TestHyperNodeBinpackWithNetWorkTopologies: hard network topology constrain, allocate task "
+                      "to node under LCAHyperNode")
+def test_upstream_hypernode_binpack_fills_two_leaves(tmp_path: Path) -> None:
+    objs = [queue("q1"), podgroup("pg1", queue="q1", min_member=4, topology="hard", tier=2, allocated_hypernode=""),
+            *(pod(f"p{i}", group="pg1", requests="4,8Gi", role="master" if i == 1 else "worker") for i in range(1, 5)),
+            *(node(f"s{(i - 1) // 2}-n{i}", "4,8Gi,pods=10") for i in range(1, 7)),
+            hypernode("s0", 1, nodes=["s0-n1", "s0-n2"]), hypernode("s1", 1, nodes=["s1-n3", "s1-n4"]),
+            hypernode("s2", 1, nodes=["s2-n5", "s2-n6"]), hypernode("s3", 2, hypernodes=["s0", "s1", "s2"])]
+    tiers = [[GANG_ALL, plugin("predicates", enablePredicate=True), NTA]]
+    c = Case("hypernode binpack", objs, ["allocate"], tiers)
+    run_both(c, tmp_path)
+    binds = run_case(c)["binds"]
+    per_leaf = Counter(n.split("-")[0] for n in binds.values())
+    assert len(binds) == 4 and sorted(per_leaf.values()) == [2, 2], binds
