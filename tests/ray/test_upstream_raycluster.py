@@ -4,6 +4,8 @@ raycluster_controller_unit_test.go); each test keeps upstream's name."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from pumice._util.clock import FakeClock
@@ -928,3 +930,45 @@ async def test_set_defaults() -> None:
     client, rc, _ = await world()
     await rc._reconcile_pods(cl)
     assert len((await client.list(scheme.POD, "default")).items) == 4
+
+
+@pytest.mark.parametrize(("name", "strategy", "head", "want"), [
+    pytest.param(n, s, h, w, marks=pytest.mark.upstream(f"{ORIGIN}: TestShouldRecreatePodsForUpgrade / {n}"), id=n)
+    for n, s, h, w in [
+        ("No upgrade strategy", None, "testPods", False),
+        ("Upgrade strategy type is nil", {}, "testPods", False),
+        ("Upgrade strategy type is None", {"type": "None"}, "testPods", False),
+        ("Recreate strategy but no pods exist", {"type": "Recreate"}, None, False),
+        ("Recreate strategy with matching RayClusterHash", {"type": "Recreate"}, ("current", "current"), False),
+        ("Recreate strategy with mismatched RayClusterHash", {"type": "Recreate"}, ("old-head-hash", "current"),
+         True),
+        ("Recreate strategy with different KubeRay version", {"type": "Recreate"}, ("old-hash", "v1.0.0"), False),
+        ("Recreate strategy with same KubeRay version but different hash", {"type": "Recreate"},
+         ("old-hash", "current"), True),
+        ("Recreate strategy with same KubeRay version and same hash", {"type": "Recreate"}, ("current", "current"),
+         False),
+    ]])
+async def test_should_recreate_pods_for_upgrade(name: str, strategy: Obj | None, head: Any, want: bool) -> None:
+    from pumice.controllers.ray import constants as c
+    from pumice.controllers.ray.common.hashing import hash_without_replicas_and_workers_to_delete
+
+    cl = setup_cluster()
+    if strategy is not None:
+        cl["spec"]["upgradeStrategy"] = strategy
+    current = hash_without_replicas_and_workers_to_delete(cl["spec"])
+    pods: list[Obj] = []
+    if head == "testPods":
+        pods = setup_pods()
+    elif head is not None:
+        pod = labelled_pod("head-pod", "head", group=HEAD_GROUP)
+        pod["metadata"]["annotations"] = {
+            "ray.io/upgrade-strategy-recreate-hash": current if head[0] == "current" else head[0],
+            "ray.io/kuberay-version": c.KUBERAY_VERSION if head[1] == "current" else head[1]}
+        pods = [pod]
+    client, rc, _ = await world(*pods)
+    assert await rc._should_recreate_pods_for_upgrade(cl) is want
+    if head is not None and head != "testPods" and head[1] != "current":
+        # another KubeRay version: the head Pod gets the current hash and version instead
+        ann = (await client.get(scheme.POD, "head-pod", "default"))["metadata"]["annotations"]
+        assert ann == {"ray.io/upgrade-strategy-recreate-hash": current, "ray.io/kuberay-version": c.KUBERAY_VERSION}
+
