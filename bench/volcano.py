@@ -38,8 +38,13 @@ agent Pods) is run and its wall time measured here, so the baseline latency of a
 next-session start + its measured duration - the Pod's creation time. The agent's view holds
 the Nodes as they were when the batch session started (the batch binds land at its close).
 
+The queue-position case (``--queue-position-only``): 10,000 Pods in gangs of 8 on 100 Nodes, so
+most gangs wait; session CPU with the default configuration and with the ``queue-position``
+plugin added (it sorts each queue's waiting jobs at close), same run, and the ratio.
+
 Usage: .venv/bin/python bench/volcano.py [--quick] [--repeat N] [--baseline-pods N] [--no-baseline] [--topology-only]
                                          [--agent | --agent-only] [--agent-pods N] [--agent-interval S]
+                                         [--queue-position-only]
 """
 
 from __future__ import annotations
@@ -206,8 +211,12 @@ def main() -> None:
     ap.add_argument("--agent-pods", type=int, default=1_000, help="most agent Pods created during the batch session")
     ap.add_argument("--agent-interval", type=float, default=0.02, help="seconds between agent Pod creations")
     ap.add_argument("--agent-workers", type=int, default=1, help="agent-scheduler workers")
+    ap.add_argument("--queue-position-only", action="store_true", help="only the queue-position plugin's cost")
     args = ap.parse_args()
     n_pods = 1_000 if args.quick else 10_000
+    if args.queue_position_only:
+        queue_position_case(n_pods)
+        return
     if args.agent_only:
         agent_case(n_pods, args.agent_pods, args.agent_interval, args.agent_workers)
         return
@@ -287,6 +296,28 @@ def topology_case(n_pods: int) -> None:
     print(f"topology/flat allocate rate: {(topo['allocate_binds'] / topo['allocate']) / (flat['allocate_binds'] / flat['allocate']):.2f}x "
           f"({len(pgs)} gangs); partitioned/flat: {(parts['allocate_binds'] / parts['allocate']) / (flat['allocate_binds'] / flat['allocate']):.2f}x; "
           f"sub-groups across leaves: {parts['split_groups']:.0f}", flush=True)
+
+
+def queue_position_case(n_pods: int, repeat: int = 3) -> None:
+    """Session CPU without and with the queue-position plugin on an oversubscribed cluster."""
+    with_pos = parse_conf(
+        DEFAULT_SCHEDULER_CONF.replace('"enqueue, allocate, backfill"', '"enqueue, allocate, backfill, preempt, reclaim"')
+        .replace("  - name: conformance\n", "  - name: conformance\n  - name: queue-position\n", 1),
+        source="bench-queue-position",
+    )
+    objs = cluster(100, n_pods, 8)
+    runs: dict[str, list[float]] = {"default": [], "queue-position": []}
+    bound: dict[str, float] = {}
+    for _ in range(repeat):
+        for label, conf in (("default", CONF), ("queue-position", with_pos)):
+            gc.collect()
+            r = one_session(objs, True, conf)
+            runs[label].append(r["session"])
+            bound[label] = r["bound"]
+    base, pos = statistics.median(runs["default"]), statistics.median(runs["queue-position"])
+    print(f"queue-position: 100 Nodes, {n_pods} Pods in gangs of 8 ({n_pods // 8 - int(bound['default']) // 8} gangs wait): "
+          f"session CPU {base:.2f}s default, {pos:.2f}s with queue-position (median of {repeat}); ratio {pos / base:.2f}x; "
+          f"bound {bound['default']:.0f} / {bound['queue-position']:.0f}", flush=True)
 
 
 def _agent_pod(i: int, scheduler: str) -> dict[str, Any]:
