@@ -69,7 +69,8 @@ def run(name: str, nodes: Path, workload: Path, n: int | None, profile: bool) ->
            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
     print(" ".join(f"{k}={v}" for k, v in out.items()), flush=True)
     if prof:
-        pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
+        pstats.Stats(prof).sort_stats("cumulative").print_stats(40)
+        pstats.Stats(prof).sort_stats("tottime").print_stats(30)
     return out
 
 

@@ -166,6 +166,55 @@ def validate(schema: dict[str, Any], obj: Any, path: str = "") -> list[FieldCaus
     return causes
 
 
+def has_type_errors(schema: dict[str, Any], value: Any, root: bool = True) -> bool:
+    """Whether :func:`validate` could report any ``FieldValueTypeInvalid`` cause for ``value``: a
+    fast walk over the same (sub)schema/value pairs that builds no message (every ``anyOf`` /
+    ``oneOf`` branch is walked, so it errs on the side of True). False means ``validate``'s type
+    causes are ``[]``; the API server's type check runs ``validate`` only when this is True."""
+    if not isinstance(schema, dict):
+        return False
+    if value is None:
+        return not (schema.get("nullable") or (not schema.get("type") and not schema.get("x-kubernetes-int-or-string")))
+    if schema.get("x-kubernetes-int-or-string") and (isinstance(value, bool) or not isinstance(value, int | str)):
+        return True
+    want = schema.get("type")
+    if want and not _matches_type(want, value):
+        return True
+    if isinstance(value, dict):
+        props: dict[str, Any] = schema.get("properties") or {}
+        for name, sub in props.items():
+            if name in value and not (root and name == "metadata") and value[name] is not None \
+                    and has_type_errors(sub, value[name], False):
+                return True
+            if name in value and value[name] is None and not (root and name == "metadata") \
+                    and has_type_errors(sub, None, False):
+                return True
+        addl = schema.get("additionalProperties")
+        if isinstance(addl, dict):
+            for name in value:
+                if name not in props and has_type_errors(addl, value[name], False):
+                    return True
+    elif isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for item in value:
+                if has_type_errors(items, item, False):
+                    return True
+    for sub in schema.get("allOf") or ():
+        if has_type_errors(sub, value, False):
+            return True
+    branches = (schema.get("anyOf") or []) + (schema.get("oneOf") or [])
+    if branches and not schema.get("x-kubernetes-int-or-string"):
+        # validate reports a failing branch's causes only when no branch passes cleanly
+        for sub in branches:
+            errs: list[FieldCause] = []
+            _validate(sub, value, "", errs)
+            if not errs:
+                return False
+        return any(has_type_errors(sub, value, False) for sub in branches)
+    return False
+
+
 def _validate(schema: dict[str, Any], value: Any, path: str, out: list[FieldCause], root: bool = False) -> None:
     if not isinstance(schema, dict):
         return
@@ -263,38 +312,37 @@ def _list_type_checks(schema: dict[str, Any], value: list[Any], path: str, out: 
 
 
 def _value_checks(schema: dict[str, Any], value: Any, path: str, shown: str, out: list[FieldCause]) -> None:
-    bad = format_value(value)
     enum = schema.get("enum")
     if enum is not None and value not in enum:
         supported = ", ".join(format_value(e) for e in enum)
-        out.append(FieldCause(path, f"Unsupported value: {bad}: supported values: {supported}",
+        out.append(FieldCause(path, f"Unsupported value: {format_value(value)}: supported values: {supported}",
                               "FieldValueNotSupported"))
     if isinstance(value, int | float) and not isinstance(value, bool):
         lo, hi = schema.get("minimum"), schema.get("maximum")
         if lo is not None:
             if schema.get("exclusiveMinimum") and value <= lo:
-                out.append(FieldCause(path, f"Invalid value: {bad}: {shown} in body should be greater than {_num(lo)}"))
+                out.append(FieldCause(path, f"Invalid value: {format_value(value)}: {shown} in body should be greater than {_num(lo)}"))
             elif value < lo:
                 out.append(FieldCause(
-                    path, f"Invalid value: {bad}: {shown} in body should be greater than or equal to {_num(lo)}"))
+                    path, f"Invalid value: {format_value(value)}: {shown} in body should be greater than or equal to {_num(lo)}"))
         if hi is not None:
             if schema.get("exclusiveMaximum") and value >= hi:
-                out.append(FieldCause(path, f"Invalid value: {bad}: {shown} in body should be less than {_num(hi)}"))
+                out.append(FieldCause(path, f"Invalid value: {format_value(value)}: {shown} in body should be less than {_num(hi)}"))
             elif value > hi:
                 out.append(FieldCause(
-                    path, f"Invalid value: {bad}: {shown} in body should be less than or equal to {_num(hi)}"))
+                    path, f"Invalid value: {format_value(value)}: {shown} in body should be less than or equal to {_num(hi)}"))
         rng = _INT_RANGES.get(schema.get("format", ""))
         if rng and isinstance(value, int) and not rng[0] <= value <= rng[1]:
-            out.append(FieldCause(path, f"Invalid value: {bad}: {shown} in body must be of type {schema['format']}"))
+            out.append(FieldCause(path, f"Invalid value: {format_value(value)}: {shown} in body must be of type {schema['format']}"))
     if isinstance(value, str):
         max_len, min_len = schema.get("maxLength"), schema.get("minLength")
         if max_len is not None and len(value) > max_len:
             out.append(FieldCause(path, f"Too long: may not be more than {max_len} bytes", "FieldValueTooLong"))
         if min_len is not None and len(value) < min_len:
-            out.append(FieldCause(path, f"Invalid value: {bad}: {shown} in body should be at least {min_len} chars long"))
+            out.append(FieldCause(path, f"Invalid value: {format_value(value)}: {shown} in body should be at least {min_len} chars long"))
         pattern = schema.get("pattern")
         if pattern is not None and not _search(pattern, value):
-            out.append(FieldCause(path, f"Invalid value: {bad}: {shown} in body should match '{pattern}'"))
+            out.append(FieldCause(path, f"Invalid value: {format_value(value)}: {shown} in body should match '{pattern}'"))
     if isinstance(value, list):
         max_items, min_items = schema.get("maxItems"), schema.get("minItems")
         if max_items is not None and len(value) > max_items:

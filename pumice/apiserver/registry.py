@@ -444,8 +444,9 @@ class Registry:
             version = cr.versions.get(rk.version)
             if version is not None and version.schema:
                 body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
-                causes += [c for c in kschema.validate(version.schema, body)
-                           if c.reason == "FieldValueTypeInvalid" and not c.message.startswith("Invalid value: null")]
+                if kschema.has_type_errors(version.schema, body):
+                    causes += [c for c in kschema.validate(version.schema, body)
+                               if c.reason == "FieldValueTypeInvalid" and not c.message.startswith("Invalid value: null")]
         if causes:
             name = obj["metadata"].get("name")
             raise errors.invalid(rk, name if isinstance(name, str) else "", causes)

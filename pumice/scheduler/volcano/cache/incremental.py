@@ -138,6 +138,8 @@ class IncrementalSnapshot:
         self._node_objs: dict[str, Obj] = {}
         self._node_order: list[str] = []
         self._session_nodes: dict[str, NodeInfo] = {}
+        """The NodeInfos handed to sessions, in node order once :attr:`_order_changed` is False."""
+        self._order_changed = True
         self._base_jobs: dict[str, JobInfo] = {}
         self._job_keys: dict[str, OrderKey] = {}
         self._job_order: list[str] = []
@@ -222,14 +224,18 @@ class IncrementalSnapshot:
         self._arrays = arrays
 
     def _nodes_for_session(self) -> dict[str, NodeInfo]:
-        out: dict[str, NodeInfo] = {}
         sess = self._session_nodes
-        for name in self._node_order:
-            n = sess.get(name)
-            if n is None or n.touched:
-                n = sess[name] = clone_node(self._base_nodes[name])
-            out[name] = n
-        return out
+        if self._order_changed or len(sess) != len(self._node_order):
+            old = sess
+            sess = self._session_nodes = {}
+            for name in self._node_order:
+                n = old.get(name)
+                sess[name] = n if n is not None and not n.touched else clone_node(self._base_nodes[name])
+        else:
+            for name in [name for name, n in sess.items() if n.touched]:
+                sess[name] = clone_node(self._base_nodes[name])
+        self._order_changed = False
+        return dict(sess)
 
     def _apply_meta(self) -> None:
         self._meta_dirty = False
@@ -317,7 +323,6 @@ class IncrementalSnapshot:
         membership = False
         for name in names:
             self._bad_nodes.pop(name, None)
-            self._session_nodes.pop(name, None)
             obj = lister.get_by_key(name)
             was = name in self._base_nodes
             if obj is None or not node_is_ready(obj):
@@ -337,6 +342,8 @@ class IncrementalSnapshot:
                 n.add_task(t)
             n.touched = False
             self._base_nodes[name] = n
+            if name in self._session_nodes:
+                self._session_nodes[name] = clone_node(n)
             if not was or self._node_objs.get(name) is not obj:
                 membership = True
             self._node_objs[name] = obj
@@ -344,6 +351,7 @@ class IncrementalSnapshot:
             self._node_set_dirty = False
             objs = self._node_objs
             self._node_order = sorted(self._base_nodes, key=lambda n: order_key(objs[n]))
+            self._order_changed = True
             self._hn_dirty = True
             self._total = None
             self._arrays = None

@@ -159,7 +159,12 @@ class NodeOrderPlugin:
     def _open_cluster_scores(self, ssn: Session) -> None:
         """What ImageLocality and InterPodAffinity need from the whole cluster, once a session."""
         self.ssn = ssn
-        self.states = image_states(ssn.node_list) if self.args.image_locality else {}
+        self.states: dict[str, dict[str, tuple[int, int]]] = {}
+        if self.args.image_locality:  # from the Nodes' status.images alone: kept while no Node changes
+            states = ssn.node_memo.get("nodeorder.image_states")
+            if states is None:
+                states = ssn.node_memo["nodeorder.image_states"] = image_states(ssn.node_list)
+            self.states = states
         self.any_affinity = bool(self.args.pod_affinity) and (
             any(has_pod_affinity(t) for n in ssn.node_list for t in n.tasks.values())
             or any(has_pod_affinity(t) for j in ssn.jobs.values() for t in j.tasks.values())
