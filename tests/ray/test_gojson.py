@@ -8,7 +8,10 @@ import json
 import pytest
 
 from pumice.controllers.ray.common.gojson import go_quantity_string, go_string, marshal
-from pumice.controllers.ray.common.hashing import hash_without_replicas_and_workers_to_delete
+from pumice.controllers.ray.common.hashing import (
+    hash_without_replicas_and_workers_to_delete,
+    with_raycluster_defaults,
+)
 
 from .conftest import load_sample
 
@@ -55,3 +58,14 @@ def test_the_hash_ignores_what_autoscalers_edit_and_sees_the_rest() -> None:
     assert hash_without_replicas_and_workers_to_delete(spec) == base
     g["template"]["spec"]["containers"][0]["image"] = "rayproject/ray:2.53.0"
     assert hash_without_replicas_and_workers_to_delete(spec) != base
+
+
+def test_the_head_pods_hash_sees_a_missing_ray_start_params_as_the_empty_map_upstream_defaults_it_to() -> None:
+    # rayStartParams has no omitempty: Go writes a nil map as null and an empty one as {}; the
+    # RayCluster controller's setDefaults turns nil into {} before hashing for the head Pod.
+    spec = load_sample("ray-cluster.sample.yaml", "RayCluster")["spec"]
+    spec["headGroupSpec"].pop("rayStartParams", None)
+    assert b'"rayStartParams":null' in marshal(spec)
+    defaulted = with_raycluster_defaults(spec)
+    assert defaulted["headGroupSpec"]["rayStartParams"] == {} and "rayStartParams" not in spec["headGroupSpec"]
+    assert b'"rayStartParams":{}' in marshal(defaulted)

@@ -46,7 +46,10 @@ from pumice.controllers.ray.common import pod as podb
 from pumice.controllers.ray.common import rbac
 from pumice.controllers.ray.common import resources as res
 from pumice.controllers.ray.common import service as svcb
-from pumice.controllers.ray.common.hashing import hash_without_replicas_and_workers_to_delete
+from pumice.controllers.ray.common.hashing import (
+    hash_without_replicas_and_workers_to_delete,
+    with_raycluster_defaults,
+)
 from pumice.controllers.ray.expectations import ScaleExpectations
 from pumice.controllers.ray.validation import (
     ValidationError,
@@ -738,7 +741,7 @@ class RayClusterReconciler:
                     head = self._with_default_metadata(podb.build_head_pod(cluster, self.options.pod))
                     ann = head["metadata"].setdefault("annotations", {})
                     ann[c.UPGRADE_STRATEGY_RECREATE_HASH_KEY] = hash_without_replicas_and_workers_to_delete(
-                        cluster["spec"])
+                        with_raycluster_defaults(cluster["spec"]))
                     ann[c.KUBERAY_VERSION_KEY] = c.KUBERAY_VERSION
                     self.batch_scheduler.add_metadata_to_child_resource(cluster, head, c.HEAD_GROUP_NAME)
                     await self._create_pod(cluster, head, HEAD_GROUP_KEY,
@@ -761,7 +764,7 @@ class RayClusterReconciler:
         if strategy != RayClusterUpgradeType.RECREATE:
             return False
         ns, name = cluster["metadata"].get("namespace", "default"), cluster["metadata"]["name"]
-        cluster_hash = hash_without_replicas_and_workers_to_delete(cluster["spec"])
+        cluster_hash = hash_without_replicas_and_workers_to_delete(with_raycluster_defaults(cluster["spec"]))
         heads = [p for p in await self._list_pods(ns, name)
                  if (p["metadata"].get("labels") or {}).get(c.RAY_NODE_TYPE_LABEL_KEY) == "head"]
         if not heads:

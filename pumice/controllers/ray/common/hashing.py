@@ -59,3 +59,17 @@ def hash_without_replicas_and_workers_to_delete(cluster_spec: Obj, layout: GoLay
         32 characters of base32 (extended hex alphabet).
     """
     return json_hash(spec_for_hashing(cluster_spec), layout)
+
+
+def with_raycluster_defaults(cluster_spec: Obj) -> Obj:
+    """A copy of a RayClusterSpec with the defaults the RayCluster controller sets in memory before
+    it hashes the spec for the head Pod: a missing ``rayStartParams`` (head and every worker group)
+    becomes ``{}``, which Go writes as ``{}`` where a nil map is ``null``.
+
+    Mirrors: raycluster_controller.go setDefaults."""
+    spec = copy.deepcopy(cluster_spec)
+    groups = [spec.setdefault("headGroupSpec", {}), *(spec.get("workerGroupSpecs") or [])]
+    for g in groups:
+        if g.get("rayStartParams") is None:
+            g["rayStartParams"] = {}
+    return spec
