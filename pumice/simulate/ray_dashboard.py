@@ -86,7 +86,7 @@ class SimulatedRayDashboard:
     jobs: dict[str, _Job] = field(default_factory=dict)
     apps: dict[str, dict[str, _App]] = field(default_factory=dict)
 
-    def factory(self, cluster: Obj, dashboard_url: str) -> RayDashboardClient:
+    def factory(self, cluster: Obj, dashboard_url: str, auth_token: str | None = None) -> RayDashboardClient:
         return SimulatedRayDashboardClient(self, cluster)
 
     # -- the job model -----------------------------------------------------------------------

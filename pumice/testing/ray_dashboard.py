@@ -36,9 +36,11 @@ class FakeRayDashboard:
     unreachable: bool = False
     fail_submit: bool = False
     urls: list[str] = field(default_factory=list)
+    tokens: list[str | None] = field(default_factory=list)
 
-    def factory(self, cluster: Obj, dashboard_url: str) -> RayDashboardClient:
+    def factory(self, cluster: Obj, dashboard_url: str, auth_token: str | None = None) -> RayDashboardClient:
         self.urls.append(dashboard_url)
+        self.tokens.append(auth_token)
         return FakeRayDashboardClient(self, dashboard_url)
 
     def set_job_status(self, job_id: str, status: str, *, message: str = "", start_time: int = 0,

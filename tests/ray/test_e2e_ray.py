@@ -47,8 +47,8 @@ class Stack:
         self.submissions: list[str] = []
         self.agent: Any = None
 
-    def counting_factory(self, cluster: Obj, url: str) -> RayDashboardClient:
-        inner = http_dashboard_client_factory(cluster, url)
+    def counting_factory(self, cluster: Obj, url: str, auth_token: str | None = None) -> RayDashboardClient:
+        inner = http_dashboard_client_factory(cluster, url, auth_token)
         outer = self
 
         class Counting:

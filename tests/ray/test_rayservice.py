@@ -50,8 +50,8 @@ class Harness:
                                        recorder=self)
         self.next_ip = 10
 
-    def factory(self, cluster: Obj, url: str) -> Any:
-        return self.dash(cluster["metadata"]["name"]).factory(cluster, url)
+    def factory(self, cluster: Obj, url: str, auth_token: str | None = None) -> Any:
+        return self.dash(cluster["metadata"]["name"]).factory(cluster, url, auth_token)
 
     def dash(self, cluster_name: str) -> FakeRayDashboard:
         return self.dashes.setdefault(cluster_name, FakeRayDashboard())
@@ -426,8 +426,8 @@ async def test_a_put_failure_is_a_warning_event_and_an_error() -> None:
     dash = h.dash(name)
     orig = dash.factory
 
-    def factory(cluster: Obj, url: str) -> Any:
-        cl = orig(cluster, url)
+    def factory(cluster: Obj, url: str, auth_token: str | None = None) -> Any:
+        cl = orig(cluster, url, auth_token)
         cl.update_deployments = boom  # type: ignore[method-assign]
         return cl
     dash.factory = factory  # type: ignore[method-assign]

@@ -11,12 +11,20 @@ and the head Service's ``dashboard`` port, and falls back to the dashboard URL o
 is not known yet. ``status.dashboardURL`` still holds the Service FQDN form, because the submitter
 Pod (inside the Pod network, with Service names in its hosts file) uses it.
 
+Token authentication: for a RayCluster with ``authOptions.mode: token`` the controllers open their
+client with :func:`dashboard_client_for`, which reads ``auth_token`` from the cluster's auth Secret
+(``authOptions.secretName``, else the cluster's name) and hands it to the factory; the client sends
+it as ``x-ray-authorization: Bearer <token>`` on every request (upstream's
+utils.GetRayDashboardClientFunc and RayDashboardClient.setAuthHeader).
+
 Mirrors: kuberay ray-operator/controllers/ray/utils/dashboardclient/dashboard_httpclient.go and
 utils/types/dashboard_httpclient.go.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -25,8 +33,10 @@ from urllib.parse import quote
 
 import httpx2
 
-from pumice.api import Obj
+from pumice.api import Obj, scheme
+from pumice.client.base import ApiError, KubeClient
 from pumice.controllers.ray import constants as c
+from pumice.controllers.ray.common import pod as podb
 from pumice.controllers.ray.common.job import runtime_env_json
 
 DIRECT_TIMEOUT_SECONDS = 2.0
@@ -123,8 +133,52 @@ class RayDashboardClient(Protocol):
         ...
 
 
-DashboardClientFactory = Callable[[Obj, str], RayDashboardClient]
-"""``(ray_cluster, dashboard_url) -> client``."""
+class DashboardClientFactory(Protocol):
+    """``(ray_cluster, dashboard_url, auth_token=None) -> client``; ``auth_token`` is the Ray auth
+    token of a token-auth cluster (None: send no ``x-ray-authorization`` header)."""
+
+    def __call__(self, cluster: Obj, dashboard_url: str, auth_token: str | None = None) -> RayDashboardClient: ...
+
+
+async def cluster_auth_token(client: KubeClient, cluster: Obj) -> str | None:
+    """The Ray auth token of ``cluster``: None unless ``spec.authOptions.mode`` is ``token``; else the
+    decoded ``data.auth_token`` of Secret ``authOptions.secretName`` (default: the cluster's name)
+    in the cluster's namespace.
+
+    Raises:
+        DashboardError: the Secret cannot be read, or has no ``auth_token`` (upstream's texts:
+            "failed to get auth secret NS/NAME: ..." and "auth token key '"auth_token"' not found
+            in secret NS/NAME").
+
+    Mirrors: utils/util.go GetRayDashboardClientFunc (the token part)."""
+    spec = cluster.get("spec") or {}
+    if not podb.is_auth_enabled(spec):
+        return None
+    md = cluster.get("metadata") or {}
+    ns = str(md.get("namespace") or "default")
+    name = podb.auth_secret_name(str(md.get("name", "")), spec.get("authOptions"))
+    try:
+        secret = await client.get(scheme.SECRET, name, ns)
+    except ApiError as e:
+        raise DashboardError(f"failed to get auth secret {ns}/{name}: {e}") from e
+    key = podb.RAY_AUTH_TOKEN_SECRET_KEY
+    value = (secret.get("data") or {}).get(key)
+    if value is None:
+        raise DashboardError(f"auth token key '\"{key}\"' not found in secret {ns}/{name}")
+    try:
+        return base64.b64decode(str(value), validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError) as e:
+        raise DashboardError(f"auth token key '\"{key}\"' in secret {ns}/{name} is not base64 text: {e}") from e
+
+
+async def dashboard_client_for(client: KubeClient, factory: DashboardClientFactory, cluster: Obj,
+                               dashboard_url: str) -> RayDashboardClient:
+    """The dashboard client the RayJob and RayService controllers use for ``cluster``: ``factory``
+    with the cluster's auth token (:func:`cluster_auth_token`).
+
+    Raises:
+        DashboardError: the token of a token-auth cluster cannot be read."""
+    return factory(cluster, dashboard_url, await cluster_auth_token(client, cluster))
 
 
 class HttpDashboardClient:
@@ -221,13 +275,14 @@ def dashboard_port_of(cluster: Obj) -> int:
     return c.DEFAULT_DASHBOARD_PORT
 
 
-def http_dashboard_client_factory(cluster: Obj, dashboard_url: str) -> RayDashboardClient:
+def http_dashboard_client_factory(cluster: Obj, dashboard_url: str, auth_token: str | None = None) -> RayDashboardClient:
     """Dial the head Pod IP (``status.head.podIP``) on the dashboard port; fall back to
-    ``dashboard_url`` while the Pod IP is unknown (see the module docstring)."""
+    ``dashboard_url`` while the Pod IP is unknown (see the module docstring). ``auth_token``: sent
+    as ``x-ray-authorization: Bearer <token>``."""
     pod_ip = ((cluster.get("status") or {}).get("head") or {}).get("podIP")
     if pod_ip:
-        return HttpDashboardClient(f"http://{pod_ip}:{dashboard_port_of(cluster)}")
-    return HttpDashboardClient(dashboard_url)
+        return HttpDashboardClient(f"http://{pod_ip}:{dashboard_port_of(cluster)}", token=auth_token)
+    return HttpDashboardClient(dashboard_url, token=auth_token)
 
 
 def proxied_dashboard_client_factory(base_url: str) -> DashboardClientFactory:
@@ -238,10 +293,10 @@ def proxied_dashboard_client_factory(base_url: str) -> DashboardClientFactory:
     if not base.startswith(("http://", "https://")):
         base = "http://" + base
 
-    def factory(cluster: Obj, dashboard_url: str) -> RayDashboardClient:
+    def factory(cluster: Obj, dashboard_url: str, auth_token: str | None = None) -> RayDashboardClient:
         md = cluster.get("metadata") or {}
         return HttpDashboardClient(f"{base}/{quote(str(md.get('namespace', '')), safe='')}/"
-                                   f"{quote(str(md.get('name', '')), safe='')}")
+                                   f"{quote(str(md.get('name', '')), safe='')}", token=auth_token)
 
     return factory
 

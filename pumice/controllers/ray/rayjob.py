@@ -45,6 +45,7 @@ from pumice.controllers.ray.common import service as svcb
 from pumice.controllers.ray.dashboard import (
     DashboardClientFactory,
     DashboardError,
+    dashboard_client_for,
     http_dashboard_client_factory,
 )
 from pumice.controllers.ray.raycluster import EventRecorder, NullRecorder, inconsistent_status
@@ -210,7 +211,8 @@ class RayJobReconciler:
                 log.info("RayJob %s/%s: cannot get RayCluster while stopping the job: %s",
                          job["metadata"].get("namespace"), job["metadata"]["name"], e)
             try:
-                dash = self.dashboard_client_factory(cluster, st.get("dashboardURL", ""))
+                dash = await dashboard_client_for(self.client, self.dashboard_client_factory, cluster,
+                                                  st.get("dashboardURL", ""))
                 await dash.stop_job(st["jobId"])
             except Exception as e:
                 log.info("RayJob %s/%s: failed to stop Ray job %s: %s", job["metadata"].get("namespace"),
@@ -683,7 +685,7 @@ async def on_running(r: RayJobReconciler, job: Obj) -> Result | None:
         changed, finished_at = await r._check_submitter(job)
         if r._submitter_finished_timeout(job, finished_at) or changed:
             return None
-    dash = r.dashboard_client_factory(cluster, st.get("dashboardURL", ""))
+    dash = await dashboard_client_for(r.client, r.dashboard_client_factory, cluster, st.get("dashboardURL", ""))
     try:
         info = await dash.get_job_info(st.get("jobId", ""))
     except DashboardError as e:

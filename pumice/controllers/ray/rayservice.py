@@ -58,6 +58,7 @@ from pumice.controllers.ray.common import service as svcb
 from pumice.controllers.ray.dashboard import (
     DashboardClientFactory,
     ServeProxyHealthCheck,
+    dashboard_client_for,
     http_dashboard_client_factory,
     http_serve_proxy_healthy,
 )
@@ -621,7 +622,7 @@ class RayServiceReconciler:
         if not m.is_condition_true(cluster.get("status") or {}, c.RayClusterConditionType.HEAD_POD_READY):
             return False, None
         url = await self._dashboard_url(cluster)
-        dash = self.dashboard_client_factory(cluster, url)
+        dash = await dashboard_client_for(self.client, self.dashboard_client_factory, cluster, url)
         details = await dash.get_serve_details()
         ready, apps = apps_from_serve_details(details)
         cname, ns = cluster["metadata"]["name"], m.namespace(cluster)
