@@ -83,7 +83,8 @@ _models: dict[tuple[str, str, str], Any] = {}
 
 
 def _node(t: Any) -> Any:
-    """A compact walk tree for a msgspec type: _Struct, _List, _Map, or None (any value)."""
+    """A compact walk tree for a msgspec type: _Struct, _List, _Map (item/value None: any), or None
+    (any value)."""
     if isinstance(t, msgspec.inspect.StructType):
         cached = _memo.get(t.cls)
         if cached is not None:
@@ -100,12 +101,12 @@ def _node(t: Any) -> Any:
         return None if None in kinds else _Scalar(frozenset(k for k in kinds if k))
     if type(t) in _SCALARS:
         return _Scalar(frozenset({_SCALARS[type(t)]}))
+    # a list or map of untyped values (lightkube types Go's map[string]string as a bare dict) is
+    # still a JSON array or object: only its items go unchecked
     if isinstance(t, msgspec.inspect.ListType | msgspec.inspect.SetType | msgspec.inspect.VarTupleType):
-        item = _node(t.item_type)
-        return None if item is None else _List(item)
+        return _List(_node(t.item_type))
     if isinstance(t, msgspec.inspect.DictType):
-        value = _node(t.value_type)
-        return None if value is None else _Map(value)
+        return _Map(_node(t.value_type))
     return None
 
 

@@ -124,6 +124,37 @@ async def test_a_badly_typed_pod_is_422_with_the_field(cluster: LocalCluster, sp
     assert f"{field} in body must be of type" in causes[0]["message"]
 
 
+def _set_path(obj: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    *parents, last = path.split(".")
+    cur = obj
+    for k in parents:
+        cur = cur[k]
+    cur[last] = value
+    return obj
+
+
+@pytest.mark.parametrize("path,field", [
+    ("spec.selector.matchLabels", "spec.selector.matchLabels"),
+    ("spec.template.metadata.labels", "spec.template.metadata.labels"),
+    ("metadata.annotations", "metadata.annotations"),
+    ("spec.template.spec.nodeSelector", "spec.template.spec.nodeSelector"),
+])
+async def test_a_map_field_that_is_not_an_object_is_422_not_500(cluster: LocalCluster, path: str, field: str) -> None:
+    # lightkube types Go's map[string]string as a bare dict: such fields still must be objects
+    # (found by the full-size fuzz of tests/reliability: matchLabels: true was a 500)
+    e = await _refused(cluster, "POST", DEPLOYMENTS, _set_path(_deployment(1), path, True))
+    assert e.code == 422
+    cause = e.status["details"]["causes"][0]
+    assert cause["field"] == field and cause["reason"] == "FieldValueTypeInvalid"
+    assert cause["message"] == f'Invalid value: true: {field} in body must be of type object: "boolean"'
+
+
+async def test_a_configmap_whose_data_is_a_list_is_422(cluster: LocalCluster) -> None:
+    e = await _refused(cluster, "POST", CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap",
+                                                     "metadata": {"name": "cm"}, "data": ["a"]})
+    assert e.code == 422 and e.status["details"]["causes"][0]["field"] == "data"
+
+
 async def test_a_null_spec_is_unset_and_reported_as_missing_containers(cluster: LocalCluster) -> None:
     e = await _refused(cluster, "POST", PODS, _pod(None))
     assert e.code == 422
