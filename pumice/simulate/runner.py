@@ -99,10 +99,15 @@ class SimConfig:
     snapshot_mode: str = "incremental"
 
 
-@dataclass
+@dataclass(repr=False)
 class SimResult:
     """What a run produced. ``wall_seconds`` and ``api_writes`` are outside the deterministic
     outputs (see :mod:`pumice.simulate.report`)."""
+
+    def __repr__(self) -> str:
+        # short on purpose: asyncio formats the run's result (a ValueError message in
+        # Runner.run's signal handling), and the dataclass repr walked the whole workload
+        return f"SimResult({self.config.name!r}, ended_by={self.ended_by!r}, end_time={self.end_time})"
 
     config: SimConfig
     recorder: Recorder

@@ -45,6 +45,7 @@ from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import COMPLETED_STATUSES, TaskStatus
 from pumice.scheduler.volcano.cache.snapshot import SnapshotError, _creation, _ident, job_from_pod_group
 from pumice.scheduler.volcano.framework.node_arrays import NodeArrays
+from pumice.scheduler.volcano.framework.util import copy_status
 
 OrderKey = tuple[str, str]
 
@@ -75,13 +76,16 @@ def clone_node(base: NodeInfo) -> NodeInfo:
 
 def clone_job(base: JobInfo) -> JobInfo:
     """A JobInfo a session may change without changing ``base``: task copies (re-indexed in the
-    same order), a deep copy of the PodGroup, copies of every mutable field."""
+    same order), a PodGroup whose ``status`` is copied (the one part of it a session writes;
+    spec and metadata are shared, read-only), copies of every mutable field."""
     c = object.__new__(JobInfo)
     d = dict(base.__dict__)
     tasks = {uid: t.clone() for uid, t in base.tasks.items()}
     d["tasks"] = tasks
     d["task_status_index"] = {s: {uid: tasks[uid] for uid in bucket} for s, bucket in base.task_status_index.items()}
-    d["pod_group"] = deep_copy(base.pod_group) if base.pod_group is not None else None
+    pg = base.pod_group
+    d["pod_group"] = {**pg, "status": copy_status(pg["status"])} if pg is not None and "status" in pg else (
+        deep_copy(pg) if pg is not None else None)
     d["task_min_available"] = dict(base.task_min_available)
     d["nodes_fit_errors"] = dict(base.nodes_fit_errors)
     d["annotations"] = dict(base.annotations)

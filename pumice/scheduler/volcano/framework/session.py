@@ -25,7 +25,6 @@ import numpy as np
 
 from pumice._util.clock import rfc3339
 from pumice.api import Obj
-from pumice.api.meta import deep_copy
 from pumice.api.volcano.constants import (
     JOB_ALLOCATED_HYPERNODE_ANNOTATION,
     PodGroupConditionType,
@@ -84,7 +83,7 @@ from pumice.scheduler.volcano.framework.callbacks import (
 )
 from pumice.scheduler.volcano.framework.interface import Event, EventHandler, Plugin, SessionCache
 from pumice.scheduler.volcano.framework.node_arrays import NodeArrays
-from pumice.scheduler.volcano.framework.util import PriorityQueue
+from pumice.scheduler.volcano.framework.util import PriorityQueue, copy_status
 
 log = logging.getLogger("pumice.scheduler.volcano")
 
@@ -161,7 +160,7 @@ class Session:
         self.event_handlers: list[EventHandler] = []
         self.callbacks = Callbacks.for_tiers(conf.tiers)
         self.pod_group_status: dict[str, Obj] = {
-            j.uid: deep_copy((j.pod_group or {}).get("status") or {}) for j in self.jobs.values()
+            j.uid: copy_status((j.pod_group or {}).get("status") or {}) for j in self.jobs.values()
         }
         self.enabled_actions: set[str] = set(conf.actions)
         extra: set[str] = set()

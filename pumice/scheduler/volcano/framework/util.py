@@ -11,6 +11,9 @@ import itertools
 from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
+from pumice.api import Obj
+from pumice.api.meta import deep_copy
+
 T = TypeVar("T")
 
 
@@ -81,3 +84,20 @@ def num_feasible_nodes_to_find(num_all: int, percentage: int = 0) -> int:
         pct = max(MIN_PERCENTAGE_OF_NODES, 50 - num_all // 125)
     n = num_all * pct // 100
     return max(n, MIN_FEASIBLE_NODES)
+
+
+def copy_status(status: Obj) -> Obj:
+    """A copy of a PodGroup ``status`` that shares nothing mutable with it: scalars and lists of
+    flat condition dicts are copied by hand (the usual shape), anything deeper by
+    :func:`deep_copy`."""
+    out: Obj = {}
+    for k, v in status.items():
+        if isinstance(v, list):
+            if all(type(c) is dict and not any(isinstance(x, dict | list) for x in c.values()) for c in v):
+                v = [dict(c) for c in v]
+            else:
+                v = deep_copy(v)
+        elif isinstance(v, dict):
+            v = deep_copy(v)
+        out[k] = v
+    return out
