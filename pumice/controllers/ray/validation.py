@@ -16,6 +16,8 @@ from pumice._util.duration import parse_go_duration
 from pumice.api import Obj, yamlsafe
 from pumice.api.ray.constants import RayClusterUpgradeType
 from pumice.controllers.ray import constants as c
+from pumice.controllers.ray.common import pod as podb
+from pumice.controllers.ray.common.job import go_quote
 
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
@@ -41,6 +43,11 @@ def validate_raycluster_spec(spec: Obj, annotations: dict[str, str] | None = Non
         if not ((g.get("template") or {}).get("spec") or {}).get("containers"):
             raise ValidationError("workerGroupSpec should have at least one container")
         mn, mx = g.get("minReplicas"), g.get("maxReplicas")
+        if not autoscaling and (mn is None or mx is None):
+            # The CRD defaults both (0 and MaxInt32), so only a spec that skipped the API server
+            # (or removed them) gets here.
+            raise ValidationError(f"worker group {gname} must set both minReplicas and maxReplicas when autoscaling is "
+                                  "disabled")
         if mn is not None and int(mn) < 0:
             raise ValidationError(f"worker group {gname} has negative minReplicas {mn}")
         if mx is not None and int(mx) < 0:
@@ -61,6 +68,69 @@ def validate_raycluster_spec(spec: Obj, annotations: dict[str, str] | None = Non
     if annotations.get(c.RAY_FT_ENABLED_ANNOTATION_KEY) is not None and spec.get("gcsFaultToleranceOptions"):
         raise ValidationError(f"{c.RAY_FT_ENABLED_ANNOTATION_KEY} annotation and GcsFaultToleranceOptions are both set. "
                               "Please use only GcsFaultToleranceOptions to configure GCS fault tolerance")
+    _validate_auth_options(spec)
+
+
+_GO_VERSION = re.compile(r"^\s*v?([0-9]+(?:\.[0-9]+)*)(.*)\Z")
+_MAX_UINT64 = 2**64 - 1
+
+
+def parse_generic_version(text: str) -> tuple[int, ...]:
+    """The numeric components of a version string as k8s.io/apimachinery's
+    ``version.ParseGeneric`` reads it: optional leading blanks and ``v``, at least two
+    dot-separated numbers, anything after them ignored (``2.52.0``, ``v2.52``, ``2.52.0rc1``).
+
+    Raises:
+        ValueError: with Go's text (``could not parse "X" as version``, ``illegal version string
+            "X"``, ``illegal zero-prefixed version component ...``)."""
+    m = _GO_VERSION.match(text)
+    if m is None:
+        raise ValueError(f"could not parse {go_quote(text)} as version")
+    comps = m.group(1).split(".")
+    if len(comps) < 2:
+        raise ValueError(f"illegal version string {go_quote(text)}")
+    if comps[0].startswith("0") and comps[0] != "0":
+        raise ValueError(f"illegal zero-prefixed version component {go_quote(comps[0])} in {go_quote(text)}")
+    out = tuple(int(x) for x in comps)
+    for comp, n in zip(comps, out, strict=True):
+        if n > _MAX_UINT64:
+            raise ValueError(f"illegal non-numeric version component {go_quote(comp)} in {go_quote(text)}: "
+                             f"strconv.ParseUint: parsing {go_quote(comp)}: value out of range")
+    return out
+
+
+def version_less_than(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """``Version.LessThan`` for generic versions: missing components count as 0."""
+    n = max(len(a), len(b))
+    return a + (0,) * (n - len(a)) < b + (0,) * (n - len(b))
+
+
+def _validate_auth_options(spec: Obj) -> None:
+    """``authOptions``: token mode needs ``rayVersion`` >= 2.52.0; Kubernetes token auth needs
+    token mode, >= 2.55.0 and no ``secretName``.
+
+    Mirrors: utils/validation.go ValidateRayClusterSpec (the IsAuthEnabled block)."""
+    opts = spec.get("authOptions") or {}
+    if not podb.is_auth_enabled(spec):
+        if podb.is_k8s_auth_enabled(opts):
+            raise ValidationError("authOptions.enableK8sTokenAuth is enabled but authOptions.mode not set to 'token'")
+        return
+    ray_version = str(spec.get("rayVersion") or "")
+    if not ray_version:
+        raise ValidationError("authOptions.mode is 'token' but RayVersion was not specified. Ray version 2.52.0 or "
+                              "later is required")
+    try:
+        parsed = parse_generic_version(ray_version)
+    except ValueError as e:
+        raise ValidationError(f"authOptions.mode is 'token' but RayVersion format is invalid: {ray_version}, {e}") from e
+    if version_less_than(parsed, (2, 52, 0)):
+        raise ValidationError(f"authOptions.mode is 'token' but minimum Ray version is 2.52.0, got {ray_version}")
+    if podb.is_k8s_auth_enabled(opts):
+        if version_less_than(parsed, (2, 55, 0)):
+            raise ValidationError("authOptions.enableK8sTokenAuth is enabled but minimum Ray version is 2.55.0, got "
+                                  f"{ray_version}")
+        if opts.get("secretName"):
+            raise ValidationError("authOptions.enableK8sTokenAuth is enabled and authOptions.secretName is also set")
 
 
 def validate_raycluster(cluster: Obj) -> None:
@@ -156,6 +226,8 @@ def validate_rayjob(rayjob: Obj) -> None:
     elif ttl > 0 and not spec.get("shutdownAfterJobFinishes"):
         raise ValidationError("a RayJob with shutdownAfterJobFinishes set to false cannot have TTLSecondsAfterFinished")
     if cluster_spec:
+        if podb.is_k8s_auth_enabled(cluster_spec.get("authOptions")):
+            raise ValidationError("The RayJob spec is invalid: K8s token auth mode is currently not supported for RayJob")
         validate_raycluster_spec(cluster_spec)
     status = rayjob.get("status") or {}
     if status.get("jobDeploymentStatus") == c.JobDeploymentStatus.WAITING and mode != c.JobSubmissionMode.INTERACTIVE_MODE:
@@ -250,7 +322,7 @@ def validate_rayservice_spec(rayservice: Obj) -> None:
     spec = rayservice.get("spec") or {}
     cluster_spec = spec.get("rayClusterConfig") or {}
     prefix = "The RayService spec is invalid"
-    if ((cluster_spec.get("authOptions") or {}).get("mode") or "").lower() == "kubernetes":
+    if podb.is_k8s_auth_enabled(cluster_spec.get("authOptions")):
         raise ValidationError(f"{prefix}: K8s token auth mode is currently not supported for RayService")
     try:
         validate_raycluster_spec(cluster_spec, (rayservice.get("metadata") or {}).get("annotations") or {})

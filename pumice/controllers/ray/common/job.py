@@ -67,7 +67,8 @@ def metadata_json(rayjob: Obj) -> str:
     return json.dumps(md, separators=(",", ":"), sort_keys=True)
 
 
-def _go_quote(s: str) -> str:
+def go_quote(s: str) -> str:
+    """Go's ``%q`` of ``s`` (JSON string quoting, which agrees with it for printable text)."""
     return json.dumps(s, ensure_ascii=False)
 
 
@@ -109,7 +110,7 @@ def build_job_submit_command(rayjob: Obj, mode: str, *, status_guard: bool | Non
 
     health = c.BASE_PYTHON_HEALTH_COMMAND.format(url=health_url, timeout=c.RAY_DASHBOARD_GCS_HEALTH_CHECK_TIMEOUT_SECONDS)
     cmd = ["until", health, ">/dev/null", "2>&1", ";",
-           "do", "echo", _go_quote(f"Waiting for Ray Dashboard GCS to become healthy at {address} ..."), ";",
+           "do", "echo", go_quote(f"Waiting for Ray Dashboard GCS to become healthy at {address} ..."), ";",
            "sleep", "2", ";", "done", ";"]
     if guard:
         cmd += ["if", "!", "ray", "job", "status", "--address", address, job_id, ">/dev/null", "2>&1", ";", "then"]
@@ -118,9 +119,9 @@ def build_job_submit_command(rayjob: Obj, mode: str, *, status_guard: bool | Non
         cmd.append("--no-wait")
     renv = runtime_env_json(rayjob)
     if renv:
-        cmd += ["--runtime-env-json", _go_quote(renv)]
+        cmd += ["--runtime-env-json", go_quote(renv)]
     if spec.get("metadata"):
-        cmd += ["--metadata-json", _go_quote(metadata_json(rayjob))]
+        cmd += ["--metadata-json", go_quote(metadata_json(rayjob))]
     if job_id:
         cmd += ["--submission-id", job_id]
     if float(spec.get("entrypointNumCpus") or 0) > 0:
@@ -128,7 +129,7 @@ def build_job_submit_command(rayjob: Obj, mode: str, *, status_guard: bool | Non
     if float(spec.get("entrypointNumGpus") or 0) > 0:
         cmd += ["--entrypoint-num-gpus", f"{float(spec['entrypointNumGpus']):f}"]
     if spec.get("entrypointResources"):
-        cmd += ["--entrypoint-resources", _go_quote(str(spec["entrypointResources"]))]
+        cmd += ["--entrypoint-resources", go_quote(str(spec["entrypointResources"]))]
     cmd += ["--", entrypoint, ";"]
     if guard:
         cmd += ["fi", ";", "ray", "job", "logs", "--address", address, "--follow", job_id]
