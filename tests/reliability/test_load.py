@@ -40,11 +40,25 @@ async def test_64_writers_200_watchers_every_event_in_order(tmp_path: Path, repo
     rss: list[int] = []
     errors: list[str] = []
     reopened: list[str] = []
+    died: list[str] = []
+    ending = False
     stop_at = time.monotonic() + duration
     try:
         start_rv = (await writer_clients[0].list(cms, NS)).resource_version
 
         async def watcher(i: int) -> None:
+            # a watcher that ends by anything but the test's own cancel at the end is reported
+            # (one of 200 stopped silently in 2 of 3 full runs of session 2; see issue 14's note)
+            try:
+                await watch(i)
+            except BaseException as e:
+                if not ending:
+                    died.append(f"watcher {i}: {type(e).__name__}: {e!r}")
+                raise
+            if not ending:
+                died.append(f"watcher {i}: returned")
+
+        async def watch(i: int) -> None:
             # as an informer does: a watch that ends is opened again from the last version seen
             # (counted); an ERROR (410: events were lost) ends the watcher and fails the test
             rv = start_rv
@@ -99,6 +113,7 @@ async def test_64_writers_200_watchers_every_event_in_order(tmp_path: Path, repo
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and any(len(s) < len(want) for s in seen):
             await asyncio.sleep(0.2)
+        ending = True
         sampler.cancel()
         for t in watchers:
             t.cancel()
@@ -120,9 +135,9 @@ async def test_64_writers_200_watchers_every_event_in_order(tmp_path: Path, repo
     rss_end = statistics.median(rss[-third:]) / 1024
     report(duration_s=duration, writers=WRITERS, watchers=WATCHERS, writes=len(acked),
            writes_per_s=round(len(acked) / duration, 1), p50_ms=round(p50, 1), p99_ms=round(p99, 1),
-           watchers_complete_in_order=complete, watches_reopened=len(reopened), rss_start_mib=round(rss_start, 1), rss_end_mib=round(rss_end, 1))
+           watchers_complete_in_order=complete, watches_reopened=len(reopened), watchers_died=len(died), rss_start_mib=round(rss_start, 1), rss_end_mib=round(rss_end, 1))
     assert len(want) == len(set(want)), "two writes acknowledged with one resourceVersion"
     assert not errors, errors[:3]
     behind = [(i, len(s), s == want[:len(s)], s[-1] if s else None) for i, s in enumerate(seen) if s != want]
-    assert complete == WATCHERS, (behind[:5], len(want), want[-1], reopened[:3])
+    assert complete == WATCHERS, (behind[:5], len(want), want[-1], reopened[:3], died[:3])
     assert rss_end <= rss_start * 1.25 + 30, (rss_start, rss_end)
