@@ -285,104 +285,158 @@ def _sim_scheduler_class() -> type:
     return SimScheduler
 
 
+@dataclass
+class _Stack:
+    """The running components of one simulation: the API server, the in-process clients made for
+    it, the long-running tasks (controller manager, schedulers), the node agent and the Volcano
+    scheduler."""
+
+    server: Any
+    clients: list[Any] = field(default_factory=list)
+    tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+    agent: Any = None
+    runtime: Any = None
+    scheduler: Any = None
+
+    def client(self) -> Any:
+        """A new in-process client of the server (closed with the stack)."""
+        from pumice.client.kubeconfig import in_process
+
+        c = in_process(self.server.app, scheme=self.server.scheme)
+        self.clients.append(c)
+        return c
+
+
 async def _run(cfg: SimConfig, clock: LoopClock, progress: Progress | None) -> SimResult:
+    """Start the stack, replay the arrivals until the run ends (:func:`_watch_until_done`), stop."""
+    stack = await _start_api_server(cfg, clock)
+    rec = Recorder(clock, clock.now(), cfg.nodes, {a.job: a for a in cfg.workload.arrivals})
+    api = stack.client()
+    try:
+        await _create_policy_objects(api, cfg)
+        await _start_node_agent(stack, cfg, clock)
+        await _start_controllers(stack, cfg, clock, rec)
+        await _start_schedulers(stack, cfg, clock, rec)
+        pending_deletes: set[asyncio.Task[None]] = set()
+        rec.start = clock.now()  # simulated time 0: everything is up, the first arrival is due
+        injector = asyncio.create_task(_inject(api, cfg, clock, rec, pending_deletes), name="arrivals")
+        ended_by = await _watch_until_done(cfg, clock, rec, stack.runtime, injector, pending_deletes, stack.server,
+                                           progress, api)
+        rec.close()
+        injector.cancel()
+        for t in pending_deletes:
+            t.cancel()
+        end_time, writes = rec.now(), _resource_version(stack.server)
+        await _stop_components(stack)
+        return SimResult(cfg, rec, end_time, ended_by, api_writes=writes,
+                         snapshot_mismatches=stack.scheduler.cache.snapshot_mismatches)
+    finally:
+        await _close_api_server(stack)
+
+
+async def _start_api_server(cfg: SimConfig, clock: LoopClock) -> _Stack:
+    """The API server: in-memory storage, the Volcano admission plugins, no bookmarks."""
     from pumice.apiserver.server import APIServer
-    from pumice.client.kubeconfig import in_process
-    from pumice.controllers import kube as kube_controllers
-    from pumice.controllers import ray as ray_controllers
     from pumice.controllers import volcano as volcano_controllers
-    from pumice.controllers.volcano.wiring import setup_controllers as setup_volcano_controllers
-    from pumice.node.agent import AgentConfig, NodeAgent
-    from pumice.runtime.manager import Manager
-    from pumice.simulate.ray_dashboard import SimulatedRayDashboard
 
     mutating, validating = volcano_controllers.admission_plugins()
     server = APIServer(None, admission_plugins=[*mutating, *validating], clock=clock,
                        seed=cfg.seed, bookmark_interval=1e9, history=5_000)
     await server.start()
-    clients: list[Any] = []
+    return _Stack(server)
 
-    def client() -> Any:
-        c = in_process(server.app, scheme=server.scheme)
-        clients.append(c)
-        return c
 
-    arrivals = {a.job: a for a in cfg.workload.arrivals}
-    rec = Recorder(clock, clock.now(), cfg.nodes, arrivals)
-    api = client()
-    tasks: list[asyncio.Task[Any]] = []
+async def _start_node_agent(stack: _Stack, cfg: SimConfig, clock: LoopClock) -> None:
+    """One node agent with the simulated runtime hosting every Node of the node list (own capacity
+    and labels; no Leases, no Events)."""
+    from pumice.node.agent import AgentConfig, NodeAgent
+
+    agent = NodeAgent(stack.client(), AgentConfig(
+        runtime="simulated", nodes=len(cfg.nodes), node_names=[n.name for n in cfg.nodes], clock=clock,
+        seed=cfg.seed, sim_start_latency=cfg.start_latency, lease_renew_interval=None, record_events=False))
+    for spec in cfg.nodes:
+        state = agent.nodes[spec.name]
+        state.capacity = spec.capacity()
+        state.labels.update(spec.node_labels())
+    await agent.start()
+    stack.agent, stack.runtime = agent, agent.runtime
+
+
+async def _start_controllers(stack: _Stack, cfg: SimConfig, clock: LoopClock, rec: Recorder) -> None:
+    """The controller manager (kube, Volcano and KubeRay controllers, the KubeRay ones on the
+    simulated Ray dashboard) and the recorder's informer handlers; returns once it runs."""
+    from pumice.controllers import kube as kube_controllers
+    from pumice.controllers import ray as ray_controllers
+    from pumice.controllers.volcano.wiring import setup_controllers as setup_volcano_controllers
+    from pumice.runtime.manager import Manager
+    from pumice.simulate.ray_dashboard import SimulatedRayDashboard
+
+    mgr = Manager(stack.client(), clock=clock, identity="pumice-simulate", metrics=False)
+    pod_inf = mgr.informers.informer(ray_controllers_kind("POD"))
+    rayjob_inf = mgr.informers.informer(ray_controllers_kind("RAY_JOB"))
+    dash = SimulatedRayDashboard(
+        clock, pods=lambda ns, sel: pod_inf.lister.list(ns, sel),
+        rayjobs=lambda ns, n: rayjob_inf.lister.get(ns, n),
+        finish_pod=getattr(stack.runtime, "finish_pod", None))
+    kube_controllers.setup(mgr, controllers=KUBE_CONTROLLERS)
+    setup_volcano_controllers(mgr)
+    ray_controllers.setup(mgr, batch_scheduler=cfg.batch_scheduler, dashboard_client_factory=dash.factory,
+                          seed=cfg.seed)
+    pod_inf.add_event_handler(rec.pod_event, lambda _o, n: rec.pod_event(n), lambda o: rec.pod_event(o, True))
+    rayjob_inf.add_event_handler(rec.rayjob_event, lambda _o, n: rec.rayjob_event(n), None)
+    pg_inf = mgr.informers.informer(ray_controllers_kind("POD_GROUP"))
+    pg_inf.add_event_handler(rec.podgroup_event, lambda _o, n: rec.podgroup_event(n), None)
+    stack.tasks.append(asyncio.create_task(mgr.start(), name="controller-manager"))
+    await mgr.wait_started()
+
+
+async def _start_schedulers(stack: _Stack, cfg: SimConfig, clock: LoopClock, rec: Recorder) -> None:
+    """The Volcano scheduler on :class:`TriggeredLoop`, reporting to the recorder; the default
+    scheduler too when RayJobs arrive (their submitter Pods are its)."""
+    sched = _sim_scheduler_class()(stack.client(), conf_path=cfg.scheduler_conf, schedule_period=cfg.schedule_period,
+                                   clock=clock, snapshot_mode=cfg.snapshot_mode)
+    sched.recorder = rec
+    await sched.cache.start()
+    stack.scheduler = sched
+    stack.tasks.append(asyncio.create_task(TriggeredLoop(sched, clock, cfg.schedule_period).run(),
+                                           name="volcano-scheduler"))
+    if any(a.kind == "RayJob" for a in cfg.workload.arrivals):
+        from pumice.scheduler.default.scheduler import run_scheduler
+
+        stack.tasks.append(asyncio.create_task(run_scheduler(stack.client(), clock=clock), name="default-scheduler"))
+
+
+async def _stop_components(stack: _Stack) -> None:
+    """Cancel the long-running tasks, stop the scheduler's informers and the node agent (no grace:
+    the run is over). Failures while stopping are logged, not raised: the results are in."""
+    for t in stack.tasks:
+        t.cancel()
+    for t in stack.tasks:
+        try:
+            await t
+        except asyncio.CancelledError:
+            pass
+        except Exception as e:
+            log.warning("simulation: %s ended with %s: %s", t.get_name(), type(e).__name__, e)
     try:
-        await _create_policy_objects(api, cfg)
+        await stack.scheduler.cache.factory.stop()
+    except Exception as e:
+        log.warning("simulation: stopping the scheduler's informers: %s: %s", type(e).__name__, e)
+    stack.agent.stop_grace = 0.0
+    try:
+        await asyncio.wait_for(stack.agent.stop(), timeout=60)
+    except Exception as e:
+        log.warning("simulation: stopping the node agent: %s: %s", type(e).__name__, e)
 
-        agent = NodeAgent(client(), AgentConfig(
-            runtime="simulated", nodes=len(cfg.nodes), node_names=[n.name for n in cfg.nodes], clock=clock,
-            seed=cfg.seed, sim_start_latency=cfg.start_latency, lease_renew_interval=None, record_events=False))
-        for spec in cfg.nodes:
-            state = agent.nodes[spec.name]
-            state.capacity = spec.capacity()
-            state.labels.update(spec.node_labels())
-        await agent.start()
-        runtime = agent.runtime
 
-        mgr = Manager(client(), clock=clock, identity="pumice-simulate", metrics=False)
-        pod_inf = mgr.informers.informer(ray_controllers_kind("POD"))
-        rayjob_inf = mgr.informers.informer(ray_controllers_kind("RAY_JOB"))
-        dash = SimulatedRayDashboard(
-            clock, pods=lambda ns, sel: pod_inf.lister.list(ns, sel),
-            rayjobs=lambda ns, n: rayjob_inf.lister.get(ns, n),
-            finish_pod=getattr(runtime, "finish_pod", None))
-        kube_controllers.setup(mgr, controllers=KUBE_CONTROLLERS)
-        setup_volcano_controllers(mgr)
-        ray_controllers.setup(mgr, batch_scheduler=cfg.batch_scheduler, dashboard_client_factory=dash.factory,
-                              seed=cfg.seed)
-        pod_inf.add_event_handler(rec.pod_event, lambda _o, n: rec.pod_event(n), lambda o: rec.pod_event(o, True))
-        rayjob_inf.add_event_handler(rec.rayjob_event, lambda _o, n: rec.rayjob_event(n), None)
-        pg_inf = mgr.informers.informer(ray_controllers_kind("POD_GROUP"))
-        pg_inf.add_event_handler(rec.podgroup_event, lambda _o, n: rec.podgroup_event(n), None)
-        tasks.append(asyncio.create_task(mgr.start(), name="controller-manager"))
-        await mgr.wait_started()
-
-        sched_cls = _sim_scheduler_class()
-        sched = sched_cls(client(), conf_path=cfg.scheduler_conf, schedule_period=cfg.schedule_period, clock=clock,
-                           snapshot_mode=cfg.snapshot_mode)
-        sched.recorder = rec
-        await sched.cache.start()
-        loop = TriggeredLoop(sched, clock, cfg.schedule_period)
-        tasks.append(asyncio.create_task(loop.run(), name="volcano-scheduler"))
-
-        if any(a.kind == "RayJob" for a in cfg.workload.arrivals):
-            from pumice.scheduler.default.scheduler import run_scheduler
-
-            tasks.append(asyncio.create_task(run_scheduler(client(), clock=clock), name="default-scheduler"))
-
-        pending_deletes: set[asyncio.Task[None]] = set()
-        rec.start = clock.now()  # simulated time 0: everything is up, the first arrival is due
-        injector = asyncio.create_task(_inject(api, cfg, clock, rec, pending_deletes), name="arrivals")
-        ended_by = await _watch_until_done(cfg, clock, rec, runtime, injector, pending_deletes, server, progress, api)
-        rec.close()
-        injector.cancel()
-        for t in pending_deletes:
-            t.cancel()
-        end_time = rec.now()
-        writes = _resource_version(server)
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
-        with contextlib.suppress(Exception):
-            await sched.cache.factory.stop()
-        agent.stop_grace = 0.0
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(agent.stop(), timeout=60)
-        return SimResult(cfg, rec, end_time, ended_by, api_writes=writes,
-                         snapshot_mismatches=sched.cache.snapshot_mismatches)
-    finally:
-        server.store.close_watchers()
-        for c in clients:
-            with contextlib.suppress(Exception):
-                await c.close()
-        server.close()
+async def _close_api_server(stack: _Stack) -> None:
+    stack.server.store.close_watchers()
+    for c in stack.clients:
+        try:
+            await c.close()
+        except Exception as e:
+            log.debug("simulation: closing a client: %s: %s", type(e).__name__, e)
+    stack.server.close()
 
 
 def ray_controllers_kind(name: str) -> Any:
