@@ -19,6 +19,7 @@ import pytest
 
 from pumice.api import Obj, scheme
 from pumice.apiserver import defaults as api_defaults
+from pumice.controllers.ray.common import job as jobb
 from pumice.controllers.ray.dashboard import (
     DashboardError,
     HttpDashboardClient,
@@ -29,7 +30,7 @@ from pumice.controllers.ray.dashboard import (
 from pumice.runtime.reconcile import Request
 from pumice.testing.fake_client import FakeClient
 
-from .conftest import ray_scheme
+from .conftest import load_sample, ray_scheme
 from .test_rayjob import Harness as JobHarness
 from .test_rayservice import NAME as RS_NAME
 from .test_rayservice import Harness as ServiceHarness
@@ -256,9 +257,39 @@ async def test_the_rayservice_controller_opens_its_dashboard_client_with_the_tok
 
 
 async def _sample_cluster_config(h: ServiceHarness) -> Obj:
-    from .conftest import load_sample
-
     rs = load_sample("ray-service.sample.yaml", "RayService")
     assert rs["metadata"]["name"] == RS_NAME
     cfg: Obj = rs["spec"]["rayClusterConfig"]
     return cfg
+
+
+TOKEN_ENV = [{"name": "RAY_AUTH_MODE", "value": "token"},
+             {"name": "RAY_AUTH_TOKEN", "valueFrom": {"secretKeyRef": {"name": "rayjob-sample-abcde", "key": "auth_token"}}}]
+
+
+def test_the_k8sjobmode_submitter_gets_the_token_env_so_ray_job_submit_authenticates() -> None:
+    job = load_sample("ray-job.sample.yaml", "RayJob")
+    job["status"] = {"dashboardURL": "h:8265", "jobId": "id-1"}
+    spec = job["spec"]["rayClusterSpec"]
+    spec["authOptions"] = {"mode": "token"}
+    tmpl = jobb.build_submitter_pod_template(job, spec, cluster_name="rayjob-sample-abcde")
+    env = tmpl["spec"]["containers"][0]["env"]
+    assert env[-2:] == TOKEN_ENV
+    assert "volumes" not in tmpl["spec"]
+    spec["authOptions"] = {"mode": "token", "secretName": "mine"}
+    env = jobb.build_submitter_pod_template(job, spec, cluster_name="x")["spec"]["containers"][0]["env"]
+    assert env[-1]["valueFrom"]["secretKeyRef"] == {"name": "mine", "key": "auth_token"}
+    del spec["authOptions"]
+    env = jobb.build_submitter_pod_template(job, spec, cluster_name="x")["spec"]["containers"][0]["env"]
+    assert not any(e["name"].startswith("RAY_AUTH") for e in env)
+
+
+def test_the_sidecar_submitter_gets_the_token_env() -> None:
+    job = load_sample("ray-job.sample.yaml", "RayJob")
+    job["spec"]["submissionMode"] = "SidecarMode"
+    job["status"] = {"dashboardURL": "h:8265", "jobId": "id-1"}
+    job["spec"]["rayClusterSpec"]["authOptions"] = {"mode": "token"}
+    cluster = jobb.build_cluster_for_rayjob(job, "rayjob-sample-abcde")
+    sidecar = cluster["spec"]["headGroupSpec"]["template"]["spec"]["containers"][-1]
+    assert sidecar["name"] == "ray-job-submitter"
+    assert sidecar["env"][-2:] == TOKEN_ENV

@@ -1,10 +1,12 @@
 """A RayJob on a token-auth RayCluster on real Ray (issue 10): ``pumice up`` as a subprocess, a
-RayJob in HTTPMode with ``authOptions.mode: token``. The RayCluster controller makes the auth
+RayJob with ``authOptions.mode: token``. The RayCluster controller makes the auth
 Secret and starts Ray with ``RAY_AUTH_MODE=token``; the RayJob controller reads the Secret and
-sends ``x-ray-authorization`` to submit and poll the job, which reaches SUCCEEDED. The head's
+sends ``x-ray-authorization`` to submit (HTTPMode) and poll the job; in K8sJobMode the submitter
+Pod's ``ray job submit`` authenticates with the ``RAY_AUTH_TOKEN`` the controller gives it. Both
+reach SUCCEEDED. The head's
 dashboard itself refuses a request without the token (so the success is the token's doing).
 
-Real Ray (~25 s on an idle machine): marked ``ray``; run it under the realray lock.
+Real Ray (~25-35 s per case on an idle machine): marked ``ray``; run it under the realray lock.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ NAME = "rayjob-token"
 RAY_VERSION = "2.60.0"  # the venv's Ray; token auth needs >= 2.52.0
 
 
-def rayjob() -> Obj:
+def rayjob(mode: str) -> Obj:
     head = {"name": "ray-head", "image": f"rayproject/ray:{RAY_VERSION}",
             "ports": [{"containerPort": 6379, "name": "gcs-server"}, {"containerPort": 8265, "name": "dashboard"},
                       {"containerPort": 10001, "name": "client"}],
@@ -43,7 +45,7 @@ def rayjob() -> Obj:
         "apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": NAME, "namespace": "default"},
         "spec": {
             "entrypoint": "python -c \"import ray; ray.init(); print('token job sees', ray.cluster_resources()['CPU'], 'CPU')\"",
-            "submissionMode": "HTTPMode", "shutdownAfterJobFinishes": False,
+            "submissionMode": mode, "shutdownAfterJobFinishes": False,
             "rayClusterSpec": {
                 "rayVersion": RAY_VERSION, "authOptions": {"mode": "token"},
                 "headGroupSpec": {"rayStartParams": {"num-cpus": "1"}, "template": {"spec": {"containers": [head]}}},
@@ -52,12 +54,13 @@ def rayjob() -> Obj:
     }
 
 
-async def test_http_mode_rayjob_on_a_token_auth_cluster_succeeds() -> None:
+@pytest.mark.parametrize("mode", ["HTTPMode", "K8sJobMode"])
+async def test_rayjob_on_a_token_auth_cluster_succeeds(mode: str) -> None:
     data = Path(tempfile.mkdtemp(prefix="pumice-token-e2e-", dir="/var/tmp"))
     proc, up = start_up(data, "--batch-scheduler", "none", "--node-cpu", "4", "--node-memory", "8Gi")
     client = connect(up.kubeconfig)
     try:
-        await client.create(rayjob())
+        await client.create(rayjob(mode))
         deadline = time.monotonic() + 600
         st: Obj = {}
         while time.monotonic() < deadline:

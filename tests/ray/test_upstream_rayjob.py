@@ -94,3 +94,14 @@ async def test_failed_delete_ray_cluster_event() -> None:
     with pytest.raises(ApiError):
         await rj._delete_cluster(job)
     assert any(r == "FailedToDeleteRayCluster" and "Failed to delete cluster" in m for _, r, m in ev.items)
+
+
+@pytest.mark.upstream(f"{ORIGIN}: TestGetSubmitterTemplate_WithEnableK8sTokenAuth")
+def test_get_submitter_template_with_enable_k8s_token_auth() -> None:
+    job = {"metadata": {"name": "j"}, "spec": {"submissionMode": "K8sJobMode"}}
+    cluster_spec = {"authOptions": {"mode": "token", "enableK8sTokenAuth": True},
+                    "headGroupSpec": {"template": {"spec": {"containers": [{"image": "rayproject/ray"}]}}}}
+    tmpl = jobb.build_submitter_pod_template(job, cluster_spec, cluster_name="test-raycluster")
+    assert any(v["name"] == "ray-token" and v.get("projected") for v in tmpl["spec"]["volumes"])
+    mounts = tmpl["spec"]["containers"][0]["volumeMounts"]
+    assert {"name": "ray-token", "mountPath": "/var/run/secrets/ray.io/serviceaccount", "readOnly": True} in mounts

@@ -359,7 +359,8 @@ class RayJobReconciler:
         except Exception as e:
             if not is_not_found(e):
                 raise
-        tmpl = jobb.build_submitter_pod_template(job, cluster.get("spec", {}), self.options.pod)
+        tmpl = jobb.build_submitter_pod_template(job, cluster.get("spec", {}), self.options.pod,
+                                                 cluster_name=cluster["metadata"]["name"])
         self.batch_scheduler.add_metadata_to_child_resource(job, tmpl, c.SUBMITTER_GROUP_NAME)
         try:
             await self.client.create(jobb.build_submitter_job(job, tmpl))

@@ -17,7 +17,15 @@ import yaml
 from pumice.api import Obj, scheme, yamlsafe
 from pumice.api.meta import owner_reference
 from pumice.controllers.ray import constants as c
-from pumice.controllers.ray.common.pod import DEFAULT_POD_OPTIONS, PodOptions, container_command
+from pumice.controllers.ray.common.pod import (
+    DEFAULT_POD_OPTIONS,
+    PodOptions,
+    add_ray_token_volume,
+    container_command,
+    is_auth_enabled,
+    is_k8s_auth_enabled,
+    set_container_token_auth_env,
+)
 
 
 class SubmitCommandError(ValueError):
@@ -155,9 +163,14 @@ def submitter_template(rayjob: Obj, cluster_spec: Obj) -> Obj:
 
 
 def configure_submitter_container(container: Obj, rayjob: Obj, mode: str,
-                                  options: PodOptions = DEFAULT_POD_OPTIONS) -> None:
+                                  options: PodOptions = DEFAULT_POD_OPTIONS, *, cluster_name: str = "",
+                                  cluster_spec: Obj | None = None) -> None:
     """Set the generated script (unless a K8sJobMode user container has its own command) and the
-    env ``PYTHONUNBUFFERED``, ``RAY_DASHBOARD_ADDRESS``, ``RAY_JOB_SUBMISSION_ID``."""
+    env ``PYTHONUNBUFFERED``, ``RAY_DASHBOARD_ADDRESS``, ``RAY_JOB_SUBMISSION_ID``; for a cluster
+    with ``authOptions.mode: token`` (``cluster_spec`` of RayCluster ``cluster_name``) also the
+    token-auth env, so ``ray job submit`` can talk to the dashboard.
+
+    Mirrors: rayjob_controller.go configureSubmitterContainer."""
     words = build_job_submit_command(rayjob, mode)
     if not container.get("command") or mode == c.JobSubmissionMode.SIDECAR_MODE:
         container["command"] = container_command(options, "e")
@@ -167,14 +180,24 @@ def configure_submitter_container(container: Obj, rayjob: Obj, mode: str,
     env.append({"name": "PYTHONUNBUFFERED", "value": "1"})
     env.append({"name": "RAY_DASHBOARD_ADDRESS", "value": str(status.get("dashboardURL") or "")})
     env.append({"name": "RAY_JOB_SUBMISSION_ID", "value": str(status.get("jobId") or "")})
+    if cluster_spec is not None and is_auth_enabled(cluster_spec):
+        set_container_token_auth_env(cluster_name, container, cluster_spec.get("authOptions"))
 
 
-def build_submitter_pod_template(rayjob: Obj, cluster_spec: Obj, options: PodOptions = DEFAULT_POD_OPTIONS) -> Obj:
-    """The submitter Job's pod template with the configured container and originated-from labels."""
+def build_submitter_pod_template(rayjob: Obj, cluster_spec: Obj, options: PodOptions = DEFAULT_POD_OPTIONS, *,
+                                 cluster_name: str = "") -> Obj:
+    """The submitter Job's pod template with the configured container and originated-from labels
+    (and the ``ray-token`` volume when the cluster, RayCluster ``cluster_name``, uses Kubernetes
+    token auth).
+
+    Mirrors: rayjob_controller.go getSubmitterTemplate."""
     tmpl = submitter_template(rayjob, cluster_spec)
     tmpl.setdefault("spec", {})
     configure_submitter_container(tmpl["spec"]["containers"][c.RAY_CONTAINER_INDEX], rayjob,
-                                  c.JobSubmissionMode.K8S_JOB_MODE, options)
+                                  c.JobSubmissionMode.K8S_JOB_MODE, options, cluster_name=cluster_name,
+                                  cluster_spec=cluster_spec)
+    if is_k8s_auth_enabled(cluster_spec.get("authOptions")):
+        add_ray_token_volume(tmpl["spec"])
     labels = tmpl.setdefault("metadata", {}).setdefault("labels", {})
     labels[c.RAY_ORIGINATED_FROM_CR_NAME_LABEL_KEY] = rayjob["metadata"]["name"]
     labels[c.RAY_ORIGINATED_FROM_CRD_LABEL_KEY] = c.CRDType.RAY_JOB
@@ -203,9 +226,14 @@ def build_submitter_job(rayjob: Obj, pod_template: Obj) -> Obj:
     }
 
 
-def build_sidecar_submitter_container(rayjob: Obj, options: PodOptions = DEFAULT_POD_OPTIONS) -> Obj:
-    ct = default_submitter_container(rayjob["spec"]["rayClusterSpec"])
-    configure_submitter_container(ct, rayjob, c.JobSubmissionMode.SIDECAR_MODE, options)
+def build_sidecar_submitter_container(rayjob: Obj, options: PodOptions = DEFAULT_POD_OPTIONS, *,
+                                      cluster_name: str = "") -> Obj:
+    """The SidecarMode submitter container for RayCluster ``cluster_name`` (built from the RayJob's
+    ``rayClusterSpec``). Mirrors: rayjob_controller.go getSubmitterContainer."""
+    spec = rayjob["spec"]["rayClusterSpec"]
+    ct = default_submitter_container(spec)
+    configure_submitter_container(ct, rayjob, c.JobSubmissionMode.SIDECAR_MODE, options, cluster_name=cluster_name,
+                                  cluster_spec=spec)
     return ct
 
 
@@ -231,6 +259,6 @@ def build_cluster_for_rayjob(rayjob: Obj, cluster_name: str, options: PodOptions
                "spec": copy.deepcopy(rayjob["spec"]["rayClusterSpec"])}
     if mode == c.JobSubmissionMode.SIDECAR_MODE:
         head_spec = cluster["spec"]["headGroupSpec"]["template"]["spec"]
-        head_spec["containers"].append(build_sidecar_submitter_container(rayjob, options))
+        head_spec["containers"].append(build_sidecar_submitter_container(rayjob, options, cluster_name=cluster_name))
         head_spec["restartPolicy"] = "Never"
     return cluster

@@ -448,6 +448,16 @@ def set_container_token_auth_env(cluster_name: str, container: Obj, auth_options
             "name": auth_secret_name(cluster_name, auth_options), "key": RAY_AUTH_TOKEN_SECRET_KEY}}})
 
 
+def add_ray_token_volume(pod_spec: Obj) -> None:
+    """The projected ServiceAccount-token volume ``ray-token`` (Kubernetes token auth), once.
+
+    Mirrors: common/pod.go AddRayTokenVolume."""
+    vols = pod_spec.setdefault("volumes", [])
+    if not any(v.get("name") == RAY_TOKEN_VOLUME_NAME for v in vols):
+        vols.append({"name": RAY_TOKEN_VOLUME_NAME,
+                     "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}})
+
+
 def _configure_token_auth(cluster: Obj, tmpl: Obj) -> None:
     """Token auth for the Ray container and the ``wait-gcs-ready`` init container, and the
     projected ``ray-token`` volume for Kubernetes token auth.
@@ -461,10 +471,7 @@ def _configure_token_auth(cluster: Obj, tmpl: Obj) -> None:
     pod_spec = tmpl["spec"]
     set_container_token_auth_env(name, pod_spec["containers"][c.RAY_CONTAINER_INDEX], opts)
     if is_k8s_auth_enabled(opts):
-        vols = pod_spec.setdefault("volumes", [])
-        if not any(v.get("name") == RAY_TOKEN_VOLUME_NAME for v in vols):
-            vols.append({"name": RAY_TOKEN_VOLUME_NAME,
-                         "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}})
+        add_ray_token_volume(pod_spec)
     for init in pod_spec.get("initContainers") or []:
         if init.get("name") == c.WAIT_GCS_READY_INIT_CONTAINER:
             set_container_token_auth_env(name, init, opts)
