@@ -166,7 +166,7 @@ class RayJobReconciler:
         try:
             validate_rayjob(job)
         except ValidationError as e:
-            self.recorder.event(job, "Warning", "InvalidRayJobSpec", f"{req.namespace}/{req.name}: {e}")
+            self.recorder.event(job, "Warning", e.reason, f"{req.namespace}/{req.name}: {e}")
             st = _status(job)
             st["jobDeploymentStatus"] = JDS.VALIDATION_FAILED.value
             st["reason"] = REASON.VALIDATION_FAILED.value

@@ -15,15 +15,24 @@ import yaml
 from pumice._util.duration import parse_go_duration
 from pumice.api import Obj, yamlsafe
 from pumice.api.ray.constants import RayClusterUpgradeType
+from pumice.api.validation import is_dns1035_label
 from pumice.controllers.ray import constants as c
 from pumice.controllers.ray.common import pod as podb
 from pumice.controllers.ray.common.job import go_quote
+from pumice.controllers.ray.common.resources import is_autoscaling_enabled
 
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 
 class ValidationError(ValueError):
-    """The object is invalid; the message says why."""
+    """The object is invalid; the message says why.
+
+    Attributes:
+        reason: the Event reason the controller records (for a RayJob: InvalidRayJobMetadata,
+            InvalidRayJobSpec or InvalidRayJobStatus; empty where the caller picks one).
+    """
+
+    reason: str = ""
 
 
 def validate_raycluster_spec(spec: Obj, annotations: dict[str, str] | None = None) -> None:
@@ -163,108 +172,227 @@ def validate_raycluster_upgrade_options(cluster: Obj) -> None:
         raise ValidationError(f"upgradeStrategy cannot be set when RayCluster is created by {creator}")
 
 
+INVALID_RAYJOB_METADATA = "InvalidRayJobMetadata"
+INVALID_RAYJOB_SPEC = "InvalidRayJobSpec"
+INVALID_RAYJOB_STATUS = "InvalidRayJobStatus"
+
+_SPEC = "The RayJob spec is invalid: "
+
+
 def validate_rayjob(rayjob: Obj) -> None:
+    """Metadata, then spec, then status, as upstream's validateRayJob; the first failure wins.
+
+    Raises:
+        ValidationError: with ``reason`` InvalidRayJobMetadata, InvalidRayJobSpec or
+            InvalidRayJobStatus (the Event reason upstream records) and upstream's message.
+
+    Mirrors: rayjob_controller.go validateRayJob."""
+    for check, reason in ((lambda: validate_rayjob_metadata(rayjob.get("metadata") or {}), INVALID_RAYJOB_METADATA),
+                          (lambda: validate_rayjob_spec(rayjob), INVALID_RAYJOB_SPEC),
+                          (lambda: validate_rayjob_status(rayjob), INVALID_RAYJOB_STATUS)):
+        try:
+            check()
+        except ValidationError as e:
+            e.reason = reason
+            raise
+
+
+def validate_rayjob_metadata(meta: Obj) -> None:
     """Raises:
-        ValidationError: name, spec or status invalid (see module docstring)."""
-    meta = rayjob.get("metadata") or {}
+        ValidationError: name too long or not a DNS-1035 label.
+
+    Mirrors: utils/validation.go ValidateRayJobMetadata."""
     name = meta.get("name", "")
     if len(name) > c.MAX_RAYJOB_NAME_LENGTH:
-        raise ValidationError(f"The RayJob metadata.name {name} should be no more than "
+        raise ValidationError("The RayJob metadata is invalid: RayJob name should be no more than "
                               f"{c.MAX_RAYJOB_NAME_LENGTH} characters")
-    if not _DNS1035.match(name):
-        raise ValidationError(f"The RayJob metadata.name {name} should be a valid DNS-1035 label")
+    if errs := is_dns1035_label(name):
+        raise ValidationError(f"The RayJob metadata is invalid: RayJob name should be a valid DNS1035 label: "
+                              f"[{' '.join(errs)}]")
+
+
+def validate_rayjob_status(rayjob: Obj) -> None:
+    """Raises:
+        ValidationError: Waiting outside InteractiveMode.
+
+    Mirrors: utils/validation.go ValidateRayJobStatus."""
+    mode = (rayjob.get("spec") or {}).get("submissionMode") or c.JobSubmissionMode.K8S_JOB_MODE
+    status = rayjob.get("status") or {}
+    if status.get("jobDeploymentStatus") == c.JobDeploymentStatus.WAITING and mode != c.JobSubmissionMode.INTERACTIVE_MODE:
+        raise ValidationError("The RayJob status is invalid: JobDeploymentStatus cannot be `Waiting` when "
+                              "SubmissionMode is not InteractiveMode")
+
+
+def validate_rayjob_spec(rayjob: Obj) -> None:
+    """The rules in upstream's order, with its messages (the first failure is reported).
+
+    Raises:
+        ValidationError: the first rule the spec breaks.
+
+    Mirrors: utils/validation.go ValidateRayJobSpec and validateDeletionConfiguration (with the
+    RayJobDeletionPolicy feature gate taken as enabled: pumice serves deletionStrategy). pumice
+    adds one rule upstream leaves to the CRD's enum: an unknown submissionMode.
+    """
     spec = rayjob.get("spec") or {}
     mode = spec.get("submissionMode") or c.JobSubmissionMode.K8S_JOB_MODE
     if mode not in {m.value for m in c.JobSubmissionMode}:
-        raise ValidationError(f"unknown submissionMode {mode!r}")
+        raise ValidationError(f"{_SPEC}unknown submissionMode {mode!r}")
+    shutdown = bool(spec.get("shutdownAfterJobFinishes"))
+    if spec.get("suspend") and not shutdown:
+        raise ValidationError(f"{_SPEC}a RayJob with shutdownAfterJobFinishes set to false is not allowed to be suspended")
+    if int(spec.get("ttlSecondsAfterFinished") or 0) < 0:
+        raise ValidationError(f"{_SPEC}TTLSecondsAfterFinished must be a non-negative integer")
+    _validate_deletion_configuration(spec)
     selector = spec.get("clusterSelector") or {}
     cluster_spec = spec.get("rayClusterSpec")
-    if not selector and not cluster_spec:
-        raise ValidationError("one of RayClusterSpec or ClusterSelector must be set")
-    if selector and cluster_spec:
-        raise ValidationError("only one of RayClusterSpec and ClusterSelector can be set")
-    if selector and not selector.get(c.RAY_CLUSTER_LABEL_KEY):
-        raise ValidationError(f"clusterSelector must contain the key {c.RAY_CLUSTER_LABEL_KEY}")
-    if selector and mode == c.JobSubmissionMode.SIDECAR_MODE:
-        raise ValidationError("ClusterSelector is not supported in SidecarMode")
     backoff = spec.get("backoffLimit")
-    if backoff is not None and int(backoff) < 0:
-        raise ValidationError("backoffLimit must be a positive integer")
-    if backoff is not None and int(backoff) > 0:
-        if selector:
-            raise ValidationError("BackoffLimit is incompatible with ClusterSelector")
-        if mode == c.JobSubmissionMode.INTERACTIVE_MODE:
-            raise ValidationError("BackoffLimit is incompatible with InteractiveMode")
-    if spec.get("suspend"):
-        if selector:
-            raise ValidationError("the ClusterSelector mode doesn't support the suspend operation")
-        if not spec.get("shutdownAfterJobFinishes"):
-            raise ValidationError("a RayJob with shutdownAfterJobFinishes set to false is not allowed to be suspended")
+    if spec.get("suspend") and selector:
+        raise ValidationError(f"{_SPEC}the ClusterSelector mode doesn't support the suspend operation")
+    if cluster_spec is None and not selector:
+        raise ValidationError(f"{_SPEC}one of RayClusterSpec or ClusterSelector must be set")
+    if selector:
+        if not selector.get(c.RAY_CLUSTER_LABEL_KEY):
+            raise ValidationError("cluster name in ClusterSelector should not be empty")
+        if mode == c.JobSubmissionMode.SIDECAR_MODE:
+            raise ValidationError("ClusterSelector is not supported in SidecarMode")
+        if backoff is not None and int(backoff) > 0:
+            raise ValidationError(f"{_SPEC}BackoffLimit is incompatible with ClusterSelector mode")
+    if mode == c.JobSubmissionMode.INTERACTIVE_MODE and backoff is not None and int(backoff) > 0:
+        raise ValidationError(f"{_SPEC}BackoffLimit is incompatible with InteractiveMode")
     if mode == c.JobSubmissionMode.SIDECAR_MODE:
-        if spec.get("submitterPodTemplate"):
+        if spec.get("submitterPodTemplate") is not None:
             raise ValidationError("Currently, SidecarMode doesn't support SubmitterPodTemplate")
-        if spec.get("submitterConfig"):
+        if spec.get("submitterConfig") is not None:
             raise ValidationError("Currently, SidecarMode doesn't support SubmitterConfig")
         rp = ((cluster_spec or {}).get("headGroupSpec", {}).get("template", {}).get("spec") or {}).get("restartPolicy")
         if rp not in (None, "", "Never"):
             raise ValidationError("restartPolicy for head Pod should be Never or unset when using SidecarMode")
+    if cluster_spec is not None:
+        if podb.is_k8s_auth_enabled(cluster_spec.get("authOptions")):
+            raise ValidationError(f"{_SPEC}K8s token auth mode is currently not supported for RayJob")
+        try:
+            validate_raycluster_spec(cluster_spec, (rayjob.get("metadata") or {}).get("annotations") or {})
+        except ValidationError as e:
+            raise ValidationError(f"{_SPEC}{e}") from None
     if spec.get("runtimeEnvYAML"):
         try:
             yamlsafe.safe_load(spec["runtimeEnvYAML"])
         except yaml.YAMLError as e:
-            raise ValidationError(f"failed to unmarshal RuntimeEnvYAML: {e}") from e
-    for field_name, minimum in (("activeDeadlineSeconds", 1), ("preRunningDeadlineSeconds", 1)):
+            raise ValidationError(f"failed to unmarshal RuntimeEnvYAML: {spec['runtimeEnvYAML']}: {e}") from e
+    for field_name in ("activeDeadlineSeconds", "preRunningDeadlineSeconds"):
         v = spec.get(field_name)
-        if v is not None and int(v) < minimum:
-            raise ValidationError(f"{field_name} must be a positive integer")
-    ttl = int(spec.get("ttlSecondsAfterFinished") or 0)
-    if ttl < 0:
-        raise ValidationError("TTLSecondsAfterFinished must be a non-negative integer")
+        if v is not None and int(v) <= 0:
+            raise ValidationError(f"{_SPEC}{field_name} must be a positive integer")
+    if backoff is not None and int(backoff) < 0:
+        raise ValidationError(f"{_SPEC}backoffLimit must be a positive integer")
+
+
+def _validate_deletion_configuration(spec: Obj) -> None:
+    """Mirrors: utils/validation.go validateDeletionConfiguration."""
+    shutdown = bool(spec.get("shutdownAfterJobFinishes"))
+    if not shutdown and int(spec.get("ttlSecondsAfterFinished") or 0) > 0:
+        raise ValidationError(f"{_SPEC}a RayJob with shutdownAfterJobFinishes set to false cannot have "
+                              "TTLSecondsAfterFinished")
     strategy = spec.get("deletionStrategy")
-    if strategy:
-        _validate_deletion_strategy(spec, strategy)
-    elif ttl > 0 and not spec.get("shutdownAfterJobFinishes"):
-        raise ValidationError("a RayJob with shutdownAfterJobFinishes set to false cannot have TTLSecondsAfterFinished")
-    if cluster_spec:
-        if podb.is_k8s_auth_enabled(cluster_spec.get("authOptions")):
-            raise ValidationError("The RayJob spec is invalid: K8s token auth mode is currently not supported for RayJob")
-        validate_raycluster_spec(cluster_spec)
-    status = rayjob.get("status") or {}
-    if status.get("jobDeploymentStatus") == c.JobDeploymentStatus.WAITING and mode != c.JobSubmissionMode.INTERACTIVE_MODE:
-        raise ValidationError("JobDeploymentStatus cannot be `Waiting` when SubmissionMode is not InteractiveMode")
-
-
-def _validate_deletion_strategy(spec: Obj, strategy: Obj) -> None:
-    rules = strategy.get("deletionRules")
-    legacy = strategy.get("onSuccess") is not None or strategy.get("onFailure") is not None
-    policies = {p.value for p in c.DeletionPolicyType}
-    if rules is not None:
-        if legacy:
-            raise ValidationError("deletionRules and onSuccess/onFailure cannot be used together")
-        if spec.get("shutdownAfterJobFinishes"):
-            raise ValidationError("deletionRules cannot be used together with shutdownAfterJobFinishes")
-        if int(spec.get("ttlSecondsAfterFinished") or 0) > 0:
-            raise ValidationError("deletionRules cannot be used together with the global TTLSecondsAfterFinished")
-        if spec.get("clusterSelector"):
-            raise ValidationError("deletionRules are not supported with ClusterSelector")
-        for rule in rules:
-            if rule.get("policy") not in policies:
-                raise ValidationError(f"unknown deletion policy {rule.get('policy')!r}")
-            cond = rule.get("condition") or {}
-            has_js, has_jds = cond.get("jobStatus") is not None, cond.get("jobDeploymentStatus") is not None
-            if has_js == has_jds:
-                raise ValidationError("exactly one of condition.jobStatus and condition.jobDeploymentStatus must be set")
-            if int(cond.get("ttlSeconds") or 0) < 0:
-                raise ValidationError("condition.ttlSeconds must be non-negative")
+    if strategy is None:
         return
-    if strategy.get("onSuccess") is None or strategy.get("onFailure") is None:
-        raise ValidationError("both DeletionStrategy.OnSuccess and DeletionStrategy.OnFailure must be set")
-    for which in ("onSuccess", "onFailure"):
-        pol = (strategy[which] or {}).get("policy")
-        if pol not in policies:
+    legacy = strategy.get("onSuccess") is not None or strategy.get("onFailure") is not None
+    rules = bool(strategy.get("deletionRules"))
+    if rules and shutdown:
+        raise ValidationError(f"{_SPEC}spec.shutdownAfterJobFinishes and spec.deletionStrategy.deletionRules are "
+                              "mutually exclusive")
+    if rules and legacy:
+        raise ValidationError(f"{_SPEC}Cannot use both legacy onSuccess/onFailure fields and deletionRules "
+                              "simultaneously")
+    if legacy:
+        _validate_legacy_deletion_policies(spec, strategy)
+    elif rules:
+        _validate_deletion_rules(spec, strategy["deletionRules"])
+    else:
+        raise ValidationError(f"{_SPEC}DeletionStrategy requires either BOTH onSuccess and onFailure, OR the "
+                              "deletionRules field (cannot be empty)")
+
+
+_DELETION_ORDER = ("DeleteWorkers", "DeleteCluster", "DeleteSelf")
+"""Deletion policies in the order their TTLs must not decrease (workers first, the RayJob last)."""
+
+
+def _validate_deletion_rules(spec: Obj, rules: list[Obj]) -> None:
+    """Every rule's problems, joined one per line (upstream's errors.Join).
+
+    Mirrors: utils/validation.go validateDeletionRules, validateDeletionCondition and
+    validateTTLConsistency (whose per-condition pass walks a Go map; here in sorted order)."""
+    selector_mode = bool(spec.get("clusterSelector"))
+    autoscaling = is_autoscaling_enabled(spec.get("rayClusterSpec") or {})
+    policies = {p.value for p in c.DeletionPolicyType}
+    by_condition: dict[tuple[str, str], dict[str, int]] = {}
+    errs: list[str] = []
+    for i, rule in enumerate(rules):
+        cond = rule.get("condition") or {}
+        js, jds = cond.get("jobStatus"), cond.get("jobDeploymentStatus")
+        policy = rule.get("policy")
+        if js is not None and jds is not None:
+            errs.append(f"deletionRules[{i}]: cannot set both JobStatus and JobDeploymentStatus at the same time")
+            continue
+        if js is None and jds is None:
+            errs.append(f"deletionRules[{i}]: exactly one of JobStatus and JobDeploymentStatus must be set")
+            continue
+        if int(cond.get("ttlSeconds") or 0) < 0:
+            errs.append(f"deletionRules[{i}]: TTLSeconds must be non-negative")
+            continue
+        if policy not in policies:  # the CRD's enum refuses it before upstream's controller sees it
+            errs.append(f"deletionRules[{i}]: unknown DeletionPolicyType '{policy}'")
+            continue
+        if selector_mode and policy in ("DeleteCluster", "DeleteWorkers"):
+            errs.append(f"deletionRules[{i}]: DeletionPolicyType '{policy}' not supported when ClusterSelector is set")
+            continue
+        if autoscaling and policy == "DeleteWorkers":
+            errs.append(f"deletionRules[{i}]: DeletionPolicyType 'DeleteWorkers' not supported with autoscaling enabled")
+            continue
+        key = ("JobStatus", str(js)) if js is not None else ("JobDeploymentStatus", str(jds))
+        ttls = by_condition.setdefault(key, {})
+        if policy in ttls:
+            errs.append(f"deletionRules[{i}]: duplicate rule for DeletionPolicyType '{policy}' and {key[0]} '{key[1]}'")
+            continue
+        ttls[policy] = int(cond.get("ttlSeconds") or 0)
+    for (kind, value), ttls in sorted(by_condition.items()):
+        prev: tuple[str, int] | None = None
+        for policy in _DELETION_ORDER:
+            if policy not in ttls:
+                continue
+            if prev is not None and ttls[policy] < prev[1]:
+                errs.append(f"for {kind} '{value}': {policy} TTL ({ttls[policy]}) must be >= {prev[0]} TTL ({prev[1]})")
+            prev = (policy, ttls[policy])
+    if errs:
+        raise ValidationError("\n".join(errs))
+
+
+def _validate_legacy_deletion_policies(spec: Obj, strategy: Obj) -> None:
+    """Mirrors: utils/validation.go validateLegacyDeletionPolicies."""
+    on_success, on_failure = strategy.get("onSuccess"), strategy.get("onFailure")
+    if on_success is None or on_failure is None:
+        raise ValidationError("both DeletionStrategy.OnSuccess and DeletionStrategy.OnFailure must be set when using "
+                              "the legacy deletion policy fields of DeletionStrategy")
+    success, failure = on_success.get("policy"), on_failure.get("policy")
+    if success is None:
+        raise ValidationError("the DeletionPolicyType field of DeletionStrategy.OnSuccess cannot be unset when "
+                              "DeletionStrategy is enabled")
+    if failure is None:
+        raise ValidationError("the DeletionPolicyType field of DeletionStrategy.OnFailure cannot be unset when "
+                              "DeletionStrategy is enabled")
+    policies = {p.value for p in c.DeletionPolicyType}
+    for which, pol in (("onSuccess", success), ("onFailure", failure)):
+        if pol not in policies:  # the CRD's enum refuses it before upstream's controller sees it
             raise ValidationError(f"the {which} policy {pol!r} is not a deletion policy")
-    if spec.get("shutdownAfterJobFinishes"):
-        raise ValidationError("DeletionStrategy cannot be used together with shutdownAfterJobFinishes")
+    if spec.get("clusterSelector"):
+        for pol, when in ((success, "success"), (failure, "failure")):
+            if pol in ("DeleteCluster", "DeleteWorkers"):
+                raise ValidationError(f"the ClusterSelector mode doesn't support DeletionStrategy={pol} on {when}")
+    if "DeleteWorkers" in (success, failure) and is_autoscaling_enabled(spec.get("rayClusterSpec") or {}):
+        raise ValidationError("DeletionStrategy=DeleteWorkers currently does not support RayCluster with autoscaling "
+                              "enabled")
+    if spec.get("shutdownAfterJobFinishes") and "DeleteNone" in (success, failure):
+        raise ValidationError(f"{_SPEC}shutdownAfterJobFinshes is set to 'true' while deletion policy is 'DeleteNone'")
 
 
 MAX_RAYSERVICE_NAME_LENGTH = c.MAX_RAYCLUSTER_NAME_LENGTH - 6
