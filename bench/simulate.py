@@ -16,15 +16,20 @@ second and the ratio to the baseline's.
 
 Figures per case: wall seconds, CPU seconds (``time.process_time``, steadier on a shared machine),
 simulated seconds, API writes and writes/s ("events"), scheduling sessions and ms per session,
-jobs finished, peak RSS (``ru_maxrss`` of the process, cumulative across cases).
+jobs finished, peak RSS (``ru_maxrss`` of the process, cumulative across cases), the 1-minute load
+average at the end; then the simulated queueing delay, and for openb the ``trace_check`` (simulated
+vs the trace's own creation -> scheduled delay).
 
-Usage: .venv/bin/python bench/simulate.py [--only openb|philly|baseline] [--philly-sample N] [--openb-sample N] [--profile]
+Usage: .venv/bin/python bench/simulate.py [--only openb|philly|baseline] [--philly-sample N] [--openb-sample N]
+[--philly-until-days D] [--profile]
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import json
+import os
 import pstats
 import resource
 import sys
@@ -34,13 +39,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from pumice.simulate import metrics
 from pumice.simulate.nodes import load_nodes
 from pumice.simulate.runner import SimConfig, simulate
 from pumice.simulate.workload import load_workload, sample
 from pumice.testing.paths import shared_dir
 
 
-def run(name: str, nodes: Path, workload: Path, n: int | None, profile: bool) -> dict[str, Any]:
+def run(name: str, nodes: Path, workload: Path, n: int | None, profile: bool, until: float | None = None) -> dict[str, Any]:
     specs = load_nodes(nodes)
     w = load_workload(workload)
     if n is not None:
@@ -58,16 +64,23 @@ def run(name: str, nodes: Path, workload: Path, n: int | None, profile: bool) ->
                   f"{time.perf_counter() - wall0:.0f} s wall, {time.process_time() - cpu0:.0f} s cpu",
                   file=sys.stderr, flush=True)
 
-    r = simulate(SimConfig(specs, w, name=name), progress=progress)
+    r = simulate(SimConfig(specs, w, name=name, until=until), progress=progress)
     if prof:
         prof.disable()
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    summ = metrics.summary(r.recorder, r.end_time, r.ended_by)
     out = {"case": name, "nodes": len(specs), "jobs": len(w.arrivals), "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
            "simulated_s": round(r.end_time), "ended_by": r.ended_by, "api_writes": r.api_writes,
            "writes_per_s": round(r.api_writes / wall, 1), "sessions": r.recorder.sessions,
            "ms_per_session": round(1000 * cpu / max(1, r.recorder.sessions), 1), "finished": r.recorder.finished,
            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+    out["load_avg"] = round(os.getloadavg()[0], 1)
     print(" ".join(f"{k}={v}" for k, v in out.items()), flush=True)
+    delay = summ.get("queueing_delay") or {}
+    print(f"  {name}: queueing delay (s) mean {delay.get('mean')} median {delay.get('median')} p99 {delay.get('p99')}; "
+          f"JCT {summ.get('jct')}; makespan {summ.get('makespan')}", flush=True)
+    if "trace_check" in summ:
+        print(f"  {name}: trace_check {json.dumps(summ['trace_check'], sort_keys=True)}", flush=True)
     if prof:
         pstats.Stats(prof).sort_stats("cumulative").print_stats(40)
         pstats.Stats(prof).sort_stats("tottime").print_stats(30)
@@ -80,6 +93,8 @@ def main() -> None:
     ap.add_argument("--philly-sample", type=int, default=None)
     ap.add_argument("--openb-sample", type=int, default=None)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--philly-until-days", type=float, default=None,
+                    help="stop the Philly case at this simulated day (the figures are then for that part)")
     a = ap.parse_args()
     t = shared_dir() / "traces"
     t0 = time.perf_counter()
@@ -92,7 +107,8 @@ def main() -> None:
                                t / "alibaba-clusterdata-gpu-v2023/openb_pod_list_default.csv", a.openb_sample, a.profile)
     if a.only in (None, "philly"):
         results["philly"] = run("philly-via-pollux", t / "alibaba-clusterdata-gpu-v2020/pai_machine_spec.csv",
-                                t / "philly-via-pollux/philly.csv", a.philly_sample, a.profile)
+                                t / "philly-via-pollux/philly.csv", a.philly_sample, a.profile,
+                                None if a.philly_until_days is None else a.philly_until_days * 86400)
     base = results["baseline"]["writes_per_s"] or 1
     for k, v in results.items():
         if k != "baseline":
