@@ -35,11 +35,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-# Exceptions that only a bug in pumice raises: their one line keeps the class name and says so.
-_BUGS = (AttributeError, AssertionError, IndexError, KeyError, LookupError, NameError, NotImplementedError,
-         RecursionError, RuntimeError, TypeError, ZeroDivisionError)
-
-
 def one_line(e: BaseException) -> str:
     """What went wrong, for a user, on one line (whitespace runs, newlines included, become one space).
 
@@ -47,6 +42,7 @@ def one_line(e: BaseException) -> str:
     read) is its message alone, as kubectl prints one; an exception only a bug raises keeps its
     class name, is marked internal, and says how to see its traceback.
     """
+    from pumice._util.errors import is_bug
     from pumice.client.base import ApiError
 
     text = " ".join(str(e).split())
@@ -55,7 +51,7 @@ def one_line(e: BaseException) -> str:
         if e.code in (401, 403):
             return f"the API server refused the request ({e.code} {e.reason}){': ' + message if message else ''}"
         return message or f"the API server answered {e.code} {e.reason}"
-    if isinstance(e, _BUGS) and not isinstance(e, UnicodeError):
+    if is_bug(e):
         what = f"{type(e).__name__}: {text}" if text else type(e).__name__
         return f"internal error ({what}); run again with PUMICE_DEBUG=1 for the traceback"
     if isinstance(e, OSError) and text.startswith("[Errno") and e.strerror:

@@ -438,7 +438,9 @@ def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node
     try:
         asyncio.run(main())
     except (OSError, DataDirInUse, AgentError) as e:
-        raise click.ClickException(str(e)) from None
+        from pumice.cli.main import one_line
+
+        raise click.ClickException(one_line(e)) from None
     except SystemExit as e:  # uvicorn exits when it cannot bind after all
         if e.code not in (0, None):
             raise click.ClickException(f"the API server could not start on {host}:{port}") from None

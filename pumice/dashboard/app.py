@@ -388,9 +388,14 @@ class Dashboard:
                 while True:
                     waiter = asyncio.ensure_future(cache.wait_change(seen, kinds, KEEPALIVE))
                     ticker = asyncio.ensure_future(tick.wait())
-                    done, pending = await asyncio.wait([waiter, ticker], return_when=asyncio.FIRST_COMPLETED)
-                    for t in pending:
-                        t.cancel()
+                    try:
+                        done, _ = await asyncio.wait([waiter, ticker], return_when=asyncio.FIRST_COMPLETED)
+                    finally:
+                        # also when the stream is cancelled (the tab closed) while waiting: a waiter
+                        # left pending is "Task was destroyed but it is pending!" at shutdown
+                        for t in (waiter, ticker):
+                            if not t.done():
+                                t.cancel()
                     if ticker in done:
                         tick.clear()
                         yield b"event: tick\ndata: tick\n\n"

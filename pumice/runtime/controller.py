@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from pumice._util.clock import Clock, default_clock
+from pumice._util.errors import is_bug
 from pumice.api import Obj
 from pumice.api.scheme import ResourceKind
 from pumice.client.base import is_conflict
@@ -264,9 +265,13 @@ class Controller:
             if is_conflict(e):  # a stale read; routine with optimistic concurrency
                 log.info("controller %s: %s: conflict, retrying (requeue #%d): %s",
                          self.name, req, self.queue.num_requeues(req), e)
-            else:
+            elif is_bug(e):  # a programming error: its traceback is what a fix needs
                 log.exception("controller %s: %s: reconcile failed (requeue #%d)",
                               self.name, req, self.queue.num_requeues(req))
+            else:  # an API refusal, an object not there yet ...: retried with backoff, one line each
+                log.error("controller %s: %s: reconcile failed (requeue #%d): %s: %s",
+                          self.name, req, self.queue.num_requeues(req), type(e).__name__, " ".join(str(e).split()))
+                log.debug("controller %s: %s: reconcile failure", self.name, req, exc_info=e)
         else:
             if result is not None and not isinstance(result, Result):
                 log.warning("controller %s: reconcile returned %r, not a Result", self.name, result)

@@ -43,3 +43,10 @@ def test_pumice_debug_shows_the_traceback(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("PUMICE_DEBUG", "1")
     res = CliRunner().invoke(cli_main.main, ["boom"])
     assert isinstance(res.exception, RuntimeError)
+
+
+def test_an_os_error_reads_as_its_reason_and_path_without_errno() -> None:
+    res = CliRunner().invoke(cli_main.main, ["up", "--runtime", "simulated", "--data-dir", "/proc/pumice-nope",
+                                             "--port", "0", "--no-dashboard"])
+    assert res.exit_code == 1
+    assert res.output.strip() == "Error: No such file or directory: /proc/pumice-nope"

@@ -176,6 +176,23 @@ async def test_an_exception_requeues_with_per_item_backoff(fake: FakeClient, mgr
 
 
 @pytest.mark.looptime
+async def test_an_expected_failure_logs_one_line_and_a_bug_its_traceback(
+        fake: FakeClient, mgr: Manager, caplog: pytest.LogCaptureFixture) -> None:
+    await fake.create(configmap("waiting"))
+    await fake.create(configmap("buggy"))
+    toy = Toy({"waiting": [LookupError("found 0 head"), Result()], "buggy": [TypeError("bad operand"), Result()]})
+    mgr.controller("logs").for_(CONFIGMAP).complete(toy)
+    with caplog.at_level("INFO", logger="pumice.runtime.controller"):
+        async with Running(mgr):
+            await eventually(lambda: len(toy.calls) == 4, timeout=5)
+    failed = {r.getMessage().split(": ")[1]: r for r in caplog.records if "reconcile failed" in r.getMessage()}
+    assert set(failed) == {"default/waiting", "default/buggy"}
+    assert failed["default/waiting"].exc_info is None
+    assert failed["default/waiting"].getMessage().endswith("): LookupError: found 0 head")
+    assert failed["default/buggy"].exc_info is not None and failed["default/buggy"].exc_info[0] is TypeError
+
+
+@pytest.mark.looptime
 async def test_a_terminal_error_is_not_retried_but_counted(fake: FakeClient, mgr: Manager) -> None:
     await fake.create(configmap("bad"))
     toy = Toy({"bad": [TerminalError("invalid spec")]})
