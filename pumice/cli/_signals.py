@@ -7,6 +7,11 @@ signal sets the stop Event for a graceful shutdown; if the task that asked for i
 ends ``asyncio.run`` with :class:`asyncio.CancelledError`, which ``pumice``'s command group turns
 into one line and exit status 1.
 
+:func:`interrupt_on_signals` is the same two-step contract for a command whose work is one long
+synchronous call (``pumice simulate``: a looptime loop that may be busy in a CPU-bound scheduling
+session for a while): the first signal calls a function at once, from the signal handler, not
+from an event loop that may not get control; a second signal ends the process at once.
+
 Mirrors: client-go's SetupSignalHandler (first signal: stop channel; second: os.Exit(1)).
 """
 
@@ -15,9 +20,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
+from collections.abc import Callable, Iterator
+from types import FrameType
 
-__all__ = ["DEFAULT_GRACE", "stop_on_signals"]
+__all__ = ["DEFAULT_GRACE", "interrupt_on_signals", "stop_on_signals"]
 
 log = logging.getLogger(__name__)
 
@@ -54,3 +62,31 @@ def stop_on_signals(*, grace: float = DEFAULT_GRACE) -> asyncio.Event:
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, on_signal, sig)
     return stop
+
+
+@contextlib.contextmanager
+def interrupt_on_signals(on_first: Callable[[signal.Signals], None]) -> Iterator[list[signal.Signals]]:
+    """While the block runs, the first SIGINT or SIGTERM calls ``on_first(signal)`` (from the
+    signal handler, in the main thread, between two bytecodes: keep it short and non-blocking,
+    e.g. :meth:`pumice.simulate.runner.StopFlag.set`); a second one ends the process at once
+    with status 128 + its number (130 for SIGINT), quietly: ``os._exit``, no traceback, no
+    clean-up, as client-go's second signal does. The handlers in place before are restored on
+    exit. Yields the list of signals received (empty, or the first one).
+
+    Must be entered from the main thread (Python delivers signals there only).
+    """
+    got: list[signal.Signals] = []
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        sig = signal.Signals(signum)
+        if got:
+            os._exit(128 + signum)
+        got.append(sig)
+        on_first(sig)
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield got
+    finally:
+        for sig, h in previous.items():
+            signal.signal(sig, h)

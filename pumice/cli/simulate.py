@@ -3,6 +3,7 @@ scheduler on a virtual clock, and report (see :mod:`pumice.simulate`)."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -10,8 +11,12 @@ from typing import Any
 import click
 
 
-def _parse_duration(value: str | None) -> float | None:
-    """``3600``, ``90s``, ``30m``, ``12h``, ``7d`` -> seconds."""
+def _parse_duration(value: str | None, option: str = "--until") -> float | None:
+    """``3600``, ``90s``, ``30m``, ``12h``, ``7d`` -> seconds.
+
+    Raises:
+        click.ClickException: not a duration (one line naming ``option``).
+    """
     if value is None:
         return None
     v = value.strip().lower()
@@ -21,7 +26,7 @@ def _parse_duration(value: str | None) -> float | None:
             return float(v[:-1]) * units[v[-1]]
         return float(v)
     except ValueError:
-        raise click.BadParameter(f"{value!r} is not a duration (e.g. 3600, 30m, 12h, 7d)") from None
+        raise click.ClickException(f"{option}: {value!r} is not a duration (e.g. 3600, 30m, 12h, 7d)") from None
 
 
 @click.command(name="simulate")
@@ -55,13 +60,16 @@ def command(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str |
             quiet: bool) -> None:
     """Replay a workload trace through the real controllers and Volcano scheduler on a virtual
     clock, and write per-job/Pod CSV and JSON, a summary and an HTML report to --out."""
+    from pumice.cli._signals import interrupt_on_signals
     from pumice.scheduler.volcano.conf import ConfigError, load_conf
     from pumice.simulate import nodes as nodes_mod
     from pumice.simulate import report
     from pumice.simulate import workload as wl
-    from pumice.simulate.runner import SimConfig, simulate
+    from pumice.simulate.runner import INTERRUPTED, SimConfig, StopFlag, simulate
 
     until_s = _parse_duration(until)
+    if not period > 0:
+        raise click.ClickException(f"--period: the scheduling period must be more than 0 seconds, got {period:g}")
     try:
         node_specs = nodes_mod.load_nodes(nodes_path)
         w = wl.load_workload(workload_path, fmt)
@@ -87,32 +95,49 @@ def command(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str |
     except (nodes_mod.InputError, ConfigError, OSError) as e:
         raise click.ClickException(str(e)) from None
 
-    results = []
-    for name, conf in confs:
-        cfg = SimConfig(node_specs, w, scheduler_conf=conf, queues=queues,
-                        batch_scheduler=None if batch_scheduler == "none" else batch_scheduler, seed=seed,
-                        until=until_s, schedule_period=period, name=name)
-        results.append(_run_with_progress(cfg, simulate, quiet, len(w.arrivals)))
-
+    # Ctrl-C / SIGTERM: the first stops the run as --until at the simulated time reached would and
+    # the report of what ran is written; a second exits at once (pumice.cli._signals).
+    stop = StopFlag()
+    with interrupt_on_signals(lambda sig: stop.set(sig.name)) as signals:
+        results = []
+        for name, conf in confs:
+            if stop.is_set():
+                break
+            cfg = SimConfig(node_specs, w, scheduler_conf=conf, queues=queues,
+                            batch_scheduler=None if batch_scheduler == "none" else batch_scheduler, seed=seed,
+                            until=until_s, schedule_period=period, name=name)
+            results.append(_run_with_progress(cfg, simulate, quiet, len(w.arrivals), stop))
+        where = _write(results, Path(out_dir), no_plots, report) if results else None
+    if signals:
+        stopped = [r for r in results if r.ended_by == INTERRUPTED]
+        at = f" at simulated {stopped[0].end_time:.0f} s ({stopped[0].end_time / 3600:.1f} h)" if stopped else ""
+        skipped = len(confs) - len(results)
+        click.echo(f"interrupted ({signals[0].name}){at}; "
+                   + (f"partial report: {where}" if where else "nothing simulated, no report")
+                   + (f" ({skipped} configuration(s) not run)" if skipped and where else ""), err=True)
+        raise click.exceptions.Exit(128 + signals[0].value)
     out = Path(out_dir)
-    try:
-        if len(results) == 1:
-            summ = report.write_run(results[0], out, plots=not no_plots)
-            summaries = [(results[0].config.name, summ)]
-            where = out / "report.html"
-        else:
-            report.write_compare(results, out, plots=not no_plots)
-            summaries = [(r.config.name, __import__("json").loads((out / r.config.name / "summary.json").read_text()))
-                         for r in results]
-            where = out / "index.html"
-    except OSError as e:
-        raise click.ClickException(f"cannot write the report to {out}: {e}") from None
+    summaries = [(r.config.name, json.loads((out / r.config.name if len(results) > 1 else out).joinpath("summary.json")
+                                            .read_text())) for r in results]
     click.echo(report.format_table(summaries, report.HEADLINE))
     for r in results:
         t = report.timing(r)
         click.echo(f"{r.config.name}: {t['simulated_seconds']:.0f} simulated s in {t['wall_seconds']:.1f} s wall, "
                    f"{t['api_writes']} API writes ({t['api_writes_per_second']}/s), {t['sessions']} sessions")
     click.echo(f"report: {where}")
+
+
+def _write(results: list[Any], out: Path, no_plots: bool, report: Any) -> Path:
+    """Write the report of ``results`` (one run: ``out/report.html``; more: ``out/index.html``);
+    returns the HTML file a user opens."""
+    try:
+        if len(results) == 1:
+            report.write_run(results[0], out, plots=not no_plots)
+            return out / "report.html"
+        report.write_compare(results, out, plots=not no_plots)
+        return out / "index.html"
+    except OSError as e:
+        raise click.ClickException(f"cannot write the report to {out}: {e}") from None
 
 
 def _load_queues(path: str) -> list[dict[str, Any]]:
@@ -131,9 +156,9 @@ def _load_queues(path: str) -> list[dict[str, Any]]:
     return queues
 
 
-def _run_with_progress(cfg: Any, simulate: Any, quiet: bool, total: int) -> Any:
+def _run_with_progress(cfg: Any, simulate: Any, quiet: bool, total: int, stop: Any) -> Any:
     if quiet:
-        return simulate(cfg)
+        return simulate(cfg, stop=stop)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     started = time.perf_counter()  # wall time for the events/s figure only
@@ -146,4 +171,4 @@ def _run_with_progress(cfg: Any, simulate: Any, quiet: bool, total: int) -> Any:
             bar.update(task, completed=done, total=n,
                        description=f"sim {sim_t / 3600:8.1f} h  {writes / wall:7.0f} events/s")
 
-        return simulate(cfg, progress=update)
+        return simulate(cfg, progress=update, stop=stop)

@@ -263,6 +263,13 @@ class Recorder:
             if not series or series[-1][1] != share:
                 series.append((t, share))
 
+    def drop_unarrived(self, t: float) -> None:
+        """Forget the jobs due after simulated time ``t`` (a run stopped early: the report covers
+        what arrived by then, as ``--until t`` would)."""
+        for name in [n for n, a in self.arrivals.items() if a.time > t]:
+            del self.arrivals[name]
+            self.jobs.pop(name, None)
+
     def close(self) -> None:
         """Close open partial-gang intervals at the end of the run."""
         t = self.now()

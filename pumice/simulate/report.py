@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pumice.simulate import metrics
-from pumice.simulate.runner import SimResult
+from pumice.simulate.runner import INTERRUPTED, SimResult
 
 JOB_COLUMNS = {
     "job": "job name (the pumice.io/sim-job label of its Pods)",
@@ -53,7 +53,11 @@ POD_COLUMNS = {
     "evictions": "times evicted",
 }
 SUMMARY_SCHEMA = {
-    "ended_by": "done (every job that can end ended), until (--until reached) or stalled (no progress possible)",
+    "ended_by": "done (every job that can end ended), until (--until reached), stalled (no progress possible) or "
+                "interrupted (Ctrl-C / SIGTERM: the report covers what arrived by then, as --until would)",
+    "interrupted": "only when interrupted: {signal, simulated_seconds}",
+    "config": "the scheduler configuration: {file (as given, or <built-in default>), sha256 of its bytes, "
+              "actions, plugins (tiers separated by ' | ')}",
     "simulated_seconds": "simulated time at the end",
     "jobs": "{total, finished, started, never_started}",
     "pods": "Pods created", "nodes": "Nodes", "gpus": "GPUs", "cpu_cores": "cores",
@@ -99,6 +103,9 @@ def write_run(result: SimResult, out: Path, *, plots: bool = True) -> dict[str, 
     jobs = metrics.job_rows(rec)
     pods = metrics.pod_rows(rec)
     summ = metrics.summary(rec, result.end_time, result.ended_by, jobs)
+    if result.ended_by == INTERRUPTED:
+        summ["interrupted"] = {"signal": result.stop_reason, "simulated_seconds": summ["simulated_seconds"]}
+    summ["config"] = dict(result.conf)
     (out / "summary.json").write_text(_json(summ))
     (out / "jobs.csv").write_text(_csv(jobs, list(JOB_COLUMNS)))
     (out / "jobs.json").write_text(_json(jobs))
@@ -109,7 +116,8 @@ def write_run(result: SimResult, out: Path, *, plots: bool = True) -> dict[str, 
     (out / "timeline.csv").write_text(_csv(tl, ["t", "cpu_milli", "gpu_milli", "frag_gpu_milli"]))
     (out / "timing.json").write_text(_json(timing(result)))
     images = _plots(result, jobs, out) if plots else []
-    (out / "report.html").write_text(_html([(result.config.name, summ)], images, title=result.config.name))
+    (out / "report.html").write_text(_html([(result.config.name, summ)], images, title=result.config.name,
+                                           configs=[(result.config.name, None, result.conf)]))
     return summ
 
 
@@ -122,7 +130,9 @@ def write_compare(results: list[SimResult], out: Path, *, plots: bool = True) ->
     table = compare_table(summaries)
     (out / "compare.json").write_text(_json({"policies": [n for n, _ in summaries], "rows": table}))
     images = [f"{n}/{img}" for n, _ in summaries for img in ("utilization.png", "delay_cdf.png")] if plots else []
-    (out / "index.html").write_text(_html(summaries, images, title="pumice simulate --compare"))
+    configs: list[tuple[str, str | None, dict[str, Any]]] = [
+        (r.config.name, f"{r.config.name}/report.html", r.conf) for r in results]
+    (out / "index.html").write_text(_html(summaries, images, title="pumice simulate --compare", configs=configs))
     return {"policies": [n for n, _ in summaries], "rows": table}
 
 
@@ -168,7 +178,27 @@ HEADLINE = ["ended_by", "jobs.total", "jobs.finished", "jct.mean", "jct.median",
             "gang.deadlock", "trace_check.simulated.median", "trace_check.trace.median"]
 
 
-def _html(summaries: list[tuple[str, dict[str, Any]]], images: list[str], *, title: str) -> str:
+def _conf_html(configs: list[tuple[str, str | None, dict[str, Any]]]) -> str:
+    """One line per run: its name (linked to its report when ``link``), conf file, digest, actions,
+    plugins."""
+    items = []
+    for name, link, conf in configs:
+        label = f'<a href="{html.escape(link)}">{html.escape(name)}</a>' if link else html.escape(name)
+        items.append(f"<li>{label}: scheduler configuration <code>{html.escape(str(conf.get('file')))}</code> "
+                     f"(sha256 <code>{html.escape(str(conf.get('sha256')))}</code>); actions "
+                     f"<code>{html.escape(str(conf.get('actions')))}</code>; plugins "
+                     f"<code>{html.escape(str(conf.get('plugins')))}</code></li>")
+    return "<ul>\n" + "\n".join(items) + "\n</ul>\n"
+
+
+def _interrupted_html(summaries: list[tuple[str, dict[str, Any]]]) -> str:
+    return "".join(f"<p><strong>{html.escape(n)}: interrupted ({html.escape(str(s['interrupted']['signal']))}) at "
+                   f"simulated {s['interrupted']['simulated_seconds']} s</strong>; the figures cover what arrived "
+                   "by then.</p>\n" for n, s in summaries if "interrupted" in s)
+
+
+def _html(summaries: list[tuple[str, dict[str, Any]]], images: list[str], *, title: str,
+          configs: list[tuple[str, str | None, dict[str, Any]]] | None = None) -> str:
     rows = compare_table(summaries)
     head = "".join(f"<th>{html.escape(n)}</th>" for n, _ in summaries)
     body = "\n".join("<tr><td>" + html.escape(str(r[0])) + "</td>" +
@@ -178,7 +208,7 @@ def _html(summaries: list[tuple[str, dict[str, Any]]], images: list[str], *, tit
     return (f"<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
             "<style>body{font-family:sans-serif}td,th{border:1px solid #ccc;padding:2px 6px}"
             "table{border-collapse:collapse}</style></head>\n<body>\n"
-            f"<h1>{html.escape(title)}</h1>\n<table><tr><th>figure</th>{head}</tr>\n{body}\n</table>\n{imgs}\n"
+            f"<h1>{html.escape(title)}</h1>\n{_interrupted_html(summaries)}{_conf_html(configs or [])}<table><tr><th>figure</th>{head}</tr>\n{body}\n</table>\n{imgs}\n"
             "<p>Definitions: pumice/simulate/metrics.py; columns of jobs.csv and pods.csv: "
             "pumice/simulate/report.py.</p>\n</body></html>\n")
 

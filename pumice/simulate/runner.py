@@ -39,6 +39,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import looptime
@@ -117,15 +118,86 @@ class SimResult:
     api_writes: int = 0
     snapshot_mismatches: int = 0
     """``snapshot_mode="verify"``: sessions whose incremental snapshot differed from the full build."""
+    conf: dict[str, Any] = field(default_factory=dict)
+    """The scheduler configuration the run used (:func:`conf_identity`)."""
+    stop_reason: str | None = None
+    """Why a :data:`INTERRUPTED` run was stopped (the :class:`StopFlag`'s reason, e.g. ``SIGINT``)."""
 
 
 Progress = Callable[[float, int, int, int], None]
 """``(simulated seconds, jobs finished, jobs total, api writes) -> None``."""
 
+INTERRUPTED = "interrupted"
+"""``SimResult.ended_by`` of a run stopped by :meth:`StopFlag.set` (Ctrl-C, SIGTERM)."""
 
-def simulate(cfg: SimConfig, *, progress: Progress | None = None) -> SimResult:
-    """Run ``cfg`` to the end on a fresh looptime loop. Sets the process clock for the run and
-    restores it after.
+
+class StopFlag:
+    """Asks a running simulation to stop early: the run ends as ``--until`` at the simulated time
+    reached would have ended it (``ended_by`` :data:`INTERRUPTED`, :attr:`SimResult.stop_reason`).
+
+    :meth:`set` may be called from a signal handler or another thread: it records the reason and
+    wakes the run's loop (``call_soon_threadsafe``); the run checks the flag between events (the
+    watcher wakes at once) and before every scheduling session, so a run stops within one session
+    of wall time. Once set it stays set (later calls keep the first reason).
+    """
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+        self._wake: Callable[[], None] | None = None
+
+    def is_set(self) -> bool:
+        return self.reason is not None
+
+    def set(self, reason: str = "stopped") -> None:
+        if self.reason is None:
+            self.reason = reason
+        wake = self._wake
+        if wake is not None:
+            wake()
+
+    def bind(self, loop: asyncio.AbstractEventLoop, wake: Callable[[], None]) -> None:
+        """Run ``wake`` on ``loop`` when the flag is set (now, if it is set already)."""
+
+        def threadsafe() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed: the run is over anyway
+                loop.call_soon_threadsafe(wake)
+
+        self._wake = threadsafe
+        if self.is_set():
+            threadsafe()
+
+    def unbind(self) -> None:
+        self._wake = None
+
+
+def conf_identity(path: str | None) -> dict[str, Any]:
+    """Which scheduler configuration a run used, for its report: ``{"file": the path as given
+    (``<built-in default>`` for None), "sha256": digest of its bytes (of the compiled-in text for
+    the default), "actions": "enqueue, allocate, ...", "plugins": "priority, gang | drf, ..."
+    (tiers separated by `` | ``)}``. Strings only, so each is one row of ``--compare``'s table.
+
+    Raises:
+        pumice.scheduler.volcano.ConfigError: the file cannot be read or parsed.
+    """
+    import hashlib
+
+    from pumice.scheduler.volcano.conf import DEFAULT_SCHEDULER_CONF, ConfigError, default_conf, parse_conf
+
+    if path is None:
+        data, conf, name = DEFAULT_SCHEDULER_CONF.encode(), default_conf(), "<built-in default>"
+    else:
+        try:
+            data = Path(path).read_bytes()
+        except OSError as e:
+            raise ConfigError(f"{path}: cannot read: {e.strerror}") from e
+        conf, name = parse_conf(data.decode(errors="replace"), source=path), path
+    return {"file": name, "sha256": hashlib.sha256(data).hexdigest(), "actions": ", ".join(conf.actions),
+            "plugins": " | ".join(", ".join(p.name for p in t.plugins) for t in conf.tiers)}
+
+
+def simulate(cfg: SimConfig, *, progress: Progress | None = None, stop: StopFlag | None = None) -> SimResult:
+    """Run ``cfg`` to the end (or until ``stop`` is set) on a fresh looptime loop. Sets the process
+    clock for the run and restores it after.
 
     Raises:
         pumice.scheduler.volcano.ConfigError: a bad scheduler configuration.
@@ -133,6 +205,7 @@ def simulate(cfg: SimConfig, *, progress: Progress | None = None) -> SimResult:
     """
     from pumice.client.informer import set_watch_timeout
 
+    conf = conf_identity(cfg.scheduler_conf)
     clock = LoopClock(epoch=cfg.epoch)
     previous = default_clock()
     set_default_clock(clock)
@@ -140,11 +213,14 @@ def simulate(cfg: SimConfig, *, progress: Progress | None = None) -> SimResult:
     t0 = time.perf_counter()  # wall time of the run, for the timing report only
     try:
         with asyncio.Runner(loop_factory=lambda: looptime.new_event_loop(start=0, noop_cycles=1)) as runner:
-            result = runner.run(_run(cfg, clock, progress))
+            result = runner.run(_run(cfg, clock, progress, stop))
     finally:
+        if stop is not None:
+            stop.unbind()
         set_default_clock(previous)
         set_watch_timeout(previous_watch)
     result.wall_seconds = time.perf_counter() - t0
+    result.conf = conf
     return result
 
 
@@ -208,8 +284,9 @@ class TriggeredLoop:
 
     TIME_DEPENDENT = ("sla",)
 
-    def __init__(self, scheduler: Any, clock: LoopClock, period: float) -> None:
+    def __init__(self, scheduler: Any, clock: LoopClock, period: float, stop: StopFlag | None = None) -> None:
         self.scheduler = scheduler
+        self.stop = stop
         self.clock = clock
         self.period = period
         self.dirty = asyncio.Event()
@@ -250,6 +327,8 @@ class TriggeredLoop:
             wait = last + self.period - self.clock.monotonic()
             if wait > 0:
                 await self.clock.sleep(wait)
+            if self.stop is not None and self.stop.is_set():
+                return  # no session after a stop: the run's watcher ends the run now
             self.dirty.clear()
             last = self.clock.monotonic()
             try:
@@ -307,7 +386,7 @@ class _Stack:
         return c
 
 
-async def _run(cfg: SimConfig, clock: LoopClock, progress: Progress | None) -> SimResult:
+async def _run(cfg: SimConfig, clock: LoopClock, progress: Progress | None, stop: StopFlag | None = None) -> SimResult:
     """Start the stack, replay the arrivals until the run ends (:func:`_watch_until_done`), stop."""
     stack = await _start_api_server(cfg, clock)
     rec = Recorder(clock, clock.now(), cfg.nodes, {a.job: a for a in cfg.workload.arrivals})
@@ -316,12 +395,14 @@ async def _run(cfg: SimConfig, clock: LoopClock, progress: Progress | None) -> S
         await _create_policy_objects(api, cfg)
         await _start_node_agent(stack, cfg, clock)
         await _start_controllers(stack, cfg, clock, rec)
-        await _start_schedulers(stack, cfg, clock, rec)
+        await _start_schedulers(stack, cfg, clock, rec, stop)
         pending_deletes: set[asyncio.Task[None]] = set()
         rec.start = clock.now()  # simulated time 0: everything is up, the first arrival is due
         injector = asyncio.create_task(_inject(api, cfg, clock, rec, pending_deletes), name="arrivals")
         ended_by = await _watch_until_done(cfg, clock, rec, stack.runtime, injector, pending_deletes, stack.server,
-                                           progress, api)
+                                           progress, api, stop)
+        if ended_by == INTERRUPTED:
+            rec.drop_unarrived(rec.now())  # as --until at this time would have left them out
         rec.close()
         injector.cancel()
         for t in pending_deletes:
@@ -329,7 +410,8 @@ async def _run(cfg: SimConfig, clock: LoopClock, progress: Progress | None) -> S
         end_time, writes = rec.now(), _resource_version(stack.server)
         await _stop_components(stack)
         return SimResult(cfg, rec, end_time, ended_by, api_writes=writes,
-                         snapshot_mismatches=stack.scheduler.cache.snapshot_mismatches)
+                         snapshot_mismatches=stack.scheduler.cache.snapshot_mismatches,
+                         stop_reason=stop.reason if stop is not None and ended_by == INTERRUPTED else None)
     finally:
         await _close_api_server(stack)
 
@@ -390,7 +472,8 @@ async def _start_controllers(stack: _Stack, cfg: SimConfig, clock: LoopClock, re
     await mgr.wait_started()
 
 
-async def _start_schedulers(stack: _Stack, cfg: SimConfig, clock: LoopClock, rec: Recorder) -> None:
+async def _start_schedulers(stack: _Stack, cfg: SimConfig, clock: LoopClock, rec: Recorder,
+                            stop: StopFlag | None = None) -> None:
     """The Volcano scheduler on :class:`TriggeredLoop`, reporting to the recorder; the default
     scheduler too when RayJobs arrive (their submitter Pods are its)."""
     sched = _sim_scheduler_class()(stack.client(), conf_path=cfg.scheduler_conf, schedule_period=cfg.schedule_period,
@@ -398,7 +481,7 @@ async def _start_schedulers(stack: _Stack, cfg: SimConfig, clock: LoopClock, rec
     sched.recorder = rec
     await sched.cache.start()
     stack.scheduler = sched
-    stack.tasks.append(asyncio.create_task(TriggeredLoop(sched, clock, cfg.schedule_period).run(),
+    stack.tasks.append(asyncio.create_task(TriggeredLoop(sched, clock, cfg.schedule_period, stop).run(),
                                            name="volcano-scheduler"))
     if any(a.kind == "RayJob" for a in cfg.workload.arrivals):
         from pumice.scheduler.default.scheduler import run_scheduler
@@ -513,8 +596,9 @@ async def _cleanup(api: Any, a: Arrival) -> None:
 
 async def _watch_until_done(cfg: SimConfig, clock: LoopClock, rec: Recorder, runtime: Any, injector: asyncio.Task[None],
                             pending_deletes: set[asyncio.Task[None]], server: Any, progress: Progress | None,
-                            api: Any = None) -> str:
-    """Return why the run ended: ``until``, ``done`` (every job that can end ended) or ``stalled``.
+                            api: Any = None, stop: StopFlag | None = None) -> str:
+    """Return why the run ended: ``until``, ``done`` (every job that can end ended), ``stalled``
+    or :data:`INTERRUPTED` (``stop`` was set; checked whenever the loop gets control).
 
     Wakes when a job finishes and at least every simulated hour (progress), so a 149-day trace
     costs a few thousand wake-ups, not one per period.
@@ -533,6 +617,8 @@ async def _watch_until_done(cfg: SimConfig, clock: LoopClock, rec: Recorder, run
             t.add_done_callback(cleanups.discard)
 
     rec.on_job_finished = finished
+    if stop is not None:
+        stop.bind(asyncio.get_running_loop(), woken.set)
     last_changes, quiet_since = -1, 0.0
     while True:
         step = PROGRESS_EVERY
@@ -544,6 +630,8 @@ async def _watch_until_done(cfg: SimConfig, clock: LoopClock, rec: Recorder, run
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(woken.wait(), step)
         woken.clear()
+        if stop is not None and stop.is_set():
+            return INTERRUPTED
         await asyncio.sleep(0)
         now = rec.now()
         if progress is not None:

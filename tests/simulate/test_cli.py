@@ -77,3 +77,61 @@ def test_a_bad_node_list_is_one_line_and_exit_1(tmp_path: Path) -> None:
     assert r.output.strip().splitlines() == [f"Error: {bad}: unknown node list header ['x', 'y']; expected openb "
                                              "(sn,cpu_milli,...), PAI (machine,gpu_type,...) or Tiresias "
                                              "(num_switch,num_node_p_switch,...)"]
+
+
+def test_each_report_names_its_configuration_and_the_index_links_them(tmp_path: Path) -> None:
+    import hashlib
+
+    from pumice.scheduler.volcano.conf import DEFAULT_SCHEDULER_CONF
+
+    gang_off = tmp_path / "gang-off.conf"
+    gang_off.write_text(GANG_OFF_CONF)
+    t = shared_dir() / "traces/tiresias-example"
+    out = tmp_path / "cmp"
+    r = CliRunner().invoke(main, ["simulate", "--nodes", str(t / "n32g4.csv"), "--workload", str(t / "60_job.csv"),
+                                  "--sample", "4", "--compare", str(gang_off), str(gang_off), "--out", str(out),
+                                  "--quiet", "--no-plots"])
+    assert r.exit_code == 0, r.output
+    digest = hashlib.sha256(GANG_OFF_CONF.encode()).hexdigest()
+    want = {"file": str(gang_off), "sha256": digest, "actions": "enqueue, allocate, backfill",
+            "plugins": "priority, conformance | drf, predicates, nodeorder"}
+    index = (out / "index.html").read_text()
+    for side in ("gang-off-A", "gang-off-B"):
+        assert json.loads((out / side / "summary.json").read_text())["config"] == want
+        html = (out / side / "report.html").read_text()
+        assert str(gang_off) in html and digest in html and "priority, conformance | drf, predicates, nodeorder" in html
+        assert f'<a href="{side}/report.html">{side}</a>' in index
+    ul = index[index.index("<ul>"):index.index("</ul>")]
+    assert ul.count(digest) == 2 and ul.count(str(gang_off)) == 2
+    rows = {row[0]: row[1:] for row in json.loads((out / "compare.json").read_text())["rows"]}
+    assert rows["config.sha256"] == [digest, digest]
+
+    # no --scheduler-conf: the compiled-in default, named as such
+    single = tmp_path / "single"
+    r = CliRunner().invoke(main, ["simulate", "--nodes", str(t / "n32g4.csv"), "--workload", str(t / "60_job.csv"),
+                                  "--sample", "2", "--out", str(single), "--quiet", "--no-plots"])
+    assert r.exit_code == 0, r.output
+    conf = json.loads((single / "summary.json").read_text())["config"]
+    assert conf["file"] == "<built-in default>"
+    assert conf["sha256"] == hashlib.sha256(DEFAULT_SCHEDULER_CONF.encode()).hexdigest()
+    assert "<built-in default>" in (single / "report.html").read_text().replace("&lt;", "<").replace("&gt;", ">")
+
+
+def test_bad_period_and_until_are_one_line_naming_the_option(tmp_path: Path) -> None:
+    t = shared_dir() / "traces/tiresias-example"
+    base = ["simulate", "--nodes", str(t / "n32g4.csv"), "--workload", str(t / "60_job.csv"), "--quiet",
+            "--out", str(tmp_path / "o")]
+    for period in ("0", "-1"):
+        r = CliRunner().invoke(main, [*base, "--period", period])
+        assert r.exit_code == 1
+        assert r.output.strip().splitlines() == [
+            f"Error: --period: the scheduling period must be more than 0 seconds, got {float(period):g}"]
+    r = CliRunner().invoke(main, [*base, "--until", "banana"])
+    assert r.exit_code == 1
+    assert r.output.strip().splitlines() == ["Error: --until: 'banana' is not a duration (e.g. 3600, 30m, 12h, 7d)"]
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_readme_out_directory_is_ignored_by_git() -> None:
+    root = Path(__file__).resolve().parents[2]
+    assert "/simulate-out/" in (root / ".gitignore").read_text().splitlines()

@@ -1,0 +1,175 @@
+"""Ctrl-C / SIGTERM in ``pumice simulate`` (trial-3 finding 6): the first signal stops the run
+as ``--until`` at the simulated time reached would, writes that report and exits 130 with one
+line; a second signal exits at once, quietly. In-process: :class:`StopFlag` ends a run early with
+the report of what arrived by then. Subprocess (a pty, as a terminal): the openb default trace
+on the openb GPU nodes, signalled once its progress bar shows jobs done."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pumice.simulate.nodes import NodeSpec
+from pumice.simulate.report import write_run
+from pumice.simulate.runner import INTERRUPTED, SimConfig, StopFlag, simulate
+from pumice.simulate.workload import load_workload
+from pumice.testing.paths import shared_dir
+
+OPENB = shared_dir() / "traces/alibaba-clusterdata-gpu-v2023"
+
+# Three one-Pod jobs: at 0 (runs 100 s), at 50 (runs 100 s) and at 10,000 s.
+THREE = """
+kind: Workload
+queues: [default]
+arrivals:
+{}
+"""
+ARRIVAL = """  - at: {at}
+    duration: 100
+    name: job-{at}
+    manifest:
+      apiVersion: v1
+      kind: Pod
+      spec:
+        schedulerName: volcano
+        restartPolicy: Never
+        containers:
+          - name: main
+            image: pumice.io/simulated
+            resources: {{requests: {{cpu: "1", memory: 1Gi}}}}
+"""
+
+
+def test_a_stop_ends_the_run_with_the_report_of_what_arrived(tmp_path: Path) -> None:
+    p = tmp_path / "w.yaml"
+    p.write_text(THREE.format("".join(ARRIVAL.format(at=t) for t in (0, 50, 10_000))))
+    stop = StopFlag()
+
+    def progress(sim_t: float, done: int, _total: int, _writes: int) -> None:
+        if done >= 2:  # both early jobs ended: stop long before the third arrives
+            stop.set("SIGINT")
+
+    r = simulate(SimConfig([NodeSpec("n1", 2000, 8 * 1024**3, pods=10)], load_workload(p)), progress=progress,
+                 stop=stop)
+    assert r.ended_by == INTERRUPTED and r.stop_reason == "SIGINT"
+    assert 150 <= r.end_time < 10_000
+    summ = write_run(r, tmp_path / "out", plots=False)
+    assert summ["ended_by"] == "interrupted"
+    assert summ["interrupted"] == {"signal": "SIGINT", "simulated_seconds": summ["simulated_seconds"]}
+    # the job due at 10,000 s had not arrived: left out, as --until would leave it
+    assert summ["jobs"] == {"total": 2, "finished": 2, "started": 2, "never_started": 0}
+    jobs = json.loads((tmp_path / "out/jobs.json").read_text())
+    assert sorted(j["job"] for j in jobs) == ["job-0", "job-50"]
+    assert "interrupted (SIGINT) at simulated" in (tmp_path / "out/report.html").read_text()
+
+
+def test_a_stop_set_before_the_run_starts_ends_it_at_once(tmp_path: Path) -> None:
+    p = tmp_path / "w.yaml"
+    p.write_text(THREE.format(ARRIVAL.format(at=1000)))
+    stop = StopFlag()
+    stop.set("SIGTERM")
+    r = simulate(SimConfig([NodeSpec("n1", 2000, 8 * 1024**3, pods=10)], load_workload(p)), stop=stop)
+    assert r.ended_by == INTERRUPTED and r.stop_reason == "SIGTERM" and r.end_time < 1000
+    assert r.recorder.jobs == {}
+
+
+def _start(out: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """``pumice simulate`` on the openb default trace with its stdout on a pty (rich draws the
+    progress bar live, as in a terminal)."""
+    master, slave = pty.openpty()
+    env = {**os.environ, "COLUMNS": "160"}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from pumice.cli.main import main; main()", "simulate",
+         "--nodes", str(OPENB / "openb_node_list_gpu_node.csv"), "--workload", str(OPENB / "openb_pod_list_default.csv"),
+         "--no-plots", "--out", str(out)],
+        stdout=slave, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
+    os.close(slave)
+    return proc, master
+
+
+def _read_until(master: int, proc: subprocess.Popen[bytes], want: bytes, timeout: float = 300) -> bytes:
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while want not in seen and proc.poll() is None and time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 1)
+        if ready:
+            try:
+                seen += os.read(master, 65536)
+            except OSError:
+                break
+    return seen
+
+
+def _drain(master: int) -> bytes:
+    out = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 0)
+        if not ready:
+            return out
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            return out
+        if not chunk:
+            return out
+        out += chunk
+
+
+@pytest.mark.skipif(not (OPENB / "openb_pod_list_default.csv").exists(), reason="openb trace not in ../shared")
+def test_ctrl_c_mid_run_writes_the_partial_report_and_exits_130(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc, master = _start(out)
+    try:
+        seen = _read_until(master, proc, b"events/s")  # the first progress output: the run is under way
+        assert b"events/s" in seen, seen[-2000:]
+        proc.send_signal(signal.SIGINT)
+        # bounded, not a timing assertion: without the fix the run went on for minutes
+        rc = proc.wait(timeout=120)
+        seen += _drain(master)
+        stderr = proc.stderr.read().decode() if proc.stderr else ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    assert rc == 130, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("interrupted (SIGINT) at simulated "), stderr
+    assert lines[0].endswith(f"partial report: {out / 'report.html'}")
+    assert b"Traceback" not in seen and "Traceback" not in stderr
+    summ = json.loads((out / "summary.json").read_text())
+    assert summ["ended_by"] == "interrupted" and summ["interrupted"]["signal"] == "SIGINT"
+    assert 0 < summ["jobs"]["total"] < 8152  # mid-run: not every Pod of the trace had arrived
+    assert summ["config"]["file"] == "<built-in default>"
+    for name in ("report.html", "jobs.csv", "pods.csv", "timeline.csv"):
+        assert (out / name).stat().st_size > 0
+
+
+@pytest.mark.skipif(not (OPENB / "openb_pod_list_default.csv").exists(), reason="openb trace not in ../shared")
+def test_a_second_ctrl_c_exits_at_once_without_a_traceback(tmp_path: Path) -> None:
+    proc, master = _start(tmp_path / "out")
+    try:
+        seen = _read_until(master, proc, b"events/s")
+        assert b"events/s" in seen, seen[-2000:]
+        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGINT)
+        rc = proc.wait(timeout=60)
+        seen += _drain(master)
+        stderr = proc.stderr.read().decode() if proc.stderr else ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    assert rc == 130, stderr
+    for text in (stderr, seen.decode(errors="replace")):
+        assert "Traceback" not in text and "KeyboardInterrupt" not in text and "never retrieved" not in text
