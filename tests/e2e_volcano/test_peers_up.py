@@ -38,7 +38,7 @@ tiers:
   - name: wait-for-pods-ready
     arguments:
       waitForPodsReady.timeout: 20
-      waitForPodsReady.backoffBaseSeconds: 3600
+      waitForPodsReady.backoffBaseSeconds: 5
   - name: single-node-fit
   - name: user-limits
     arguments:
@@ -216,6 +216,55 @@ async def test_wait_for_pods_ready_evicts_a_gang_that_never_gets_ready_and_backs
     await wait_for(evicted, timeout=60)
 
 
+async def test_wait_for_pods_ready_requeues_a_vcjob_gang_whose_recreated_pods_run_again(client: Any) -> None:
+    """The vcjob controller recreates the evicted Pods under the same names; after the backoff
+    (BackoffFinished) the scheduler binds them again and they time out again (trial 3 finding 1:
+    they stayed Pending for ever, the cache still counting the names as Releasing)."""
+    await namespace(client, "wfpr-job")
+    await client.create(queue("wfpr-job"))
+    probe = {"exec": {"command": ["true"]}, "initialDelaySeconds": 3600}
+    await client.create({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+                         "metadata": {"name": "slow", "namespace": "wfpr-job"},
+                         "spec": {"minAvailable": 2, "schedulerName": "volcano", "queue": "wfpr-job", "tasks": [
+                             {"name": "w", "replicas": 2, "template": {"spec": {"containers": [
+                                 {"name": "c", "image": "busybox", "readinessProbe": probe,
+                                  "resources": {"requests": {"cpu": "1"}}}]}}}]}})
+
+    async def bound_pods() -> dict[str, str] | None:
+        pods = (await client.list(scheme.POD, "wfpr-job", label_selector="volcano.sh/job-name=slow")).items
+        live = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods
+                if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")}
+        return live if len(live) == 2 else None
+
+    first = await wait_for(bound_pods, timeout=60)
+    assert sorted(first) == ["slow-w-0", "slow-w-1"]
+
+    async def pg() -> dict[str, Any] | None:
+        items = (await client.list(scheme.POD_GROUP, "wfpr-job")).items
+        return items[0] if items else None
+
+    async def requeue_count(n: str) -> bool:
+        got = await pg()
+        return got is not None and (got["metadata"].get("annotations") or {}).get(
+            "scheduling.pumice.io/requeue-count") == n
+
+    await wait_for(lambda: requeue_count("1"), timeout=90)
+
+    async def rebound() -> dict[str, str] | None:
+        now = await bound_pods()
+        return now if now is not None and not set(now.values()) & set(first.values()) else None
+
+    # the same names, new Pods, bound again once the 5 s backoff is over
+    second = await wait_for(rebound, timeout=90)
+    assert sorted(second) == ["slow-w-0", "slow-w-1"]
+    got = await pg()
+    assert got is not None
+    conds = {c["type"]: c for c in (got.get("status") or {}).get("conditions") or []}
+    assert conds["Requeued"]["reason"] == "BackoffFinished"
+    # and they are judged again: not Ready within the timeout, evicted a second time
+    await wait_for(lambda: requeue_count("2"), timeout=90)
+
+
 async def test_cohort_lets_a_queue_borrow_its_peers_idle_quota_up_to_the_lending_limit(client: Any) -> None:
     await namespace(client, "cohort")
     await client.create(queue("co-a", {"scheduling.pumice.io/cohort": "c1"}, {"cpu": "2"}))
@@ -251,6 +300,14 @@ async def test_cohort_reclaims_lent_quota_when_the_lender_needs_it_back(client: 
     await wait_running(client, "reclaim", "lender-0", "lender-1", timeout=90)
     states = [await pod_state(client, "reclaim", f"borrower-{i}") for i in range(3)]
     assert sum(1 for _, phase in states if phase == "Running") == 1
+    # each victim has upstream's evictor Event, its PodGroup the cache's (trial 3 finding 4)
+    victims = [f"borrower-{i}" for i, (_, phase) in enumerate(states) if phase != "Running"]
+    for v in victims:
+        ev = await wait_event(client, "reclaim", v, "Evict")
+        assert (ev["type"], ev["message"], ev["involvedObject"]["kind"]) == (
+            "Warning", "Pod is evicted, because of reclaim", "Pod")
+    ev = await wait_event(client, "reclaim", "borrower", "Evict")
+    assert (ev["type"], ev["message"], ev["involvedObject"]["kind"]) == ("Normal", "reclaim", "PodGroup")
 
 
 async def test_admission_fair_sharing_gives_the_free_slot_to_the_queue_with_less_past_usage(client: Any) -> None:

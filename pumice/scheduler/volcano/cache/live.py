@@ -104,11 +104,18 @@ class SchedulerCache:
             "Pod": self.factory.informer(self.pod_kind),
         }
         self.assumed: dict[str, str] = {}
-        self.releasing: set[str] = set()
+        """``<ns>/<name>`` -> the Node of a bind the informer has not shown yet."""
+        self.assumed_uids: dict[str, str] = {}
+        """``<ns>/<name>`` -> uid of the Pod that :attr:`assumed` holds for."""
+        self.releasing: dict[str, str] = {}
+        """``<ns>/<name>`` -> uid of a Pod being evicted. The uid matters: the vcjob controller
+        recreates an evicted Pod under the same name, and the successor is a new Pod, not a
+        Releasing one (upstream's cache keys tasks by uid)."""
         self.pending_writes: set[asyncio.Task[None]] = set()
         self.last_events: dict[str, tuple[str, str]] = {}
         self._recorder: EventRecorder | None = None
-        self.last_pod_conditions: dict[str, tuple[str, str]] = {}
+        self.last_pod_conditions: dict[str, tuple[str, str, str]] = {}
+        """``<ns>/<name>`` -> (uid, reason, message) last written (uid: a recreated Pod gets its own)."""
         self.bind_errors = 0
         self.snapshot_mode = snapshot_mode
         self.snapshot_mismatches = 0
@@ -144,26 +151,35 @@ class SchedulerCache:
                     o = self._overlay(key, o)
                 out.append(o)
         for key in [k for k in self.assumed if k not in live]:
-            self.assumed.pop(key, None)
-        self.releasing &= live
+            self._forget_assumed(key)
+        for key in [k for k in self.releasing if k not in live]:
+            self.releasing.pop(key, None)
         return out
 
     def _overlay(self, key: str, pod: Obj) -> Obj:
         node = (pod.get("spec") or {}).get("nodeName")
+        uid = (pod.get("metadata") or {}).get("uid")
         if key in self.assumed:
-            if node:
-                self.assumed.pop(key, None)
+            if node or not _same_pod(self.assumed_uids.get(key), uid):
+                self._forget_assumed(key)
             else:
                 pod = copy.deepcopy(pod)
                 pod["spec"]["nodeName"] = self.assumed[key]
+        if key in self.releasing and not _same_pod(self.releasing[key], uid):
+            # the evicted Pod is gone and another was created under its name
+            self.releasing.pop(key, None)
         if key in self.releasing and not (pod.get("metadata") or {}).get("deletionTimestamp"):
             pod = copy.deepcopy(pod)
             pod["metadata"]["deletionTimestamp"] = rfc3339(self.clock.now())
         return pod
 
-    def _forget(self, key: str) -> None:
+    def _forget_assumed(self, key: str) -> None:
         self.assumed.pop(key, None)
-        self.releasing.discard(key)
+        self.assumed_uids.pop(key, None)
+
+    def _forget(self, key: str) -> None:
+        self._forget_assumed(key)
+        self.releasing.pop(key, None)
 
     def _pod_changed(self, key: str) -> None:
         if self.incremental is not None:
@@ -223,11 +239,12 @@ class SchedulerCache:
     # ----- session seam -------------------------------------------------------------------
     def bind(self, task: TaskInfo, node_name: str) -> None:
         self.assumed[task.key] = node_name
+        self.assumed_uids[task.key] = _pod_uid(task)
         self._pod_changed(task.key)
         self._spawn(self._bind(task, node_name))
 
     def evict(self, task: TaskInfo, reason: str) -> None:
-        self.releasing.add(task.key)
+        self.releasing[task.key] = _pod_uid(task)
         self._pod_changed(task.key)
         self._spawn(self._evict(task, reason))
 
@@ -241,7 +258,8 @@ class SchedulerCache:
             await self.client.bind(task.namespace, task.name, node_name, pod_uid=task.uid)
         except Exception as e:
             self.bind_errors += 1
-            self.assumed.pop(task.key, None)
+            if self.assumed_uids.get(task.key) == _pod_uid(task):
+                self._forget_assumed(task.key)
             self._pod_changed(task.key)
             log.warning("failed to bind %s to %s: %s", task.key, node_name, e)
             await self._pod_condition(
@@ -249,6 +267,16 @@ class SchedulerCache:
             )
 
     async def _evict(self, task: TaskInfo, reason: str) -> None:
+        """Evict ``task``'s Pod (the Eviction API; a plain delete where eviction is refused),
+        after recording upstream's Events: a Warning ``Evict`` "Pod is evicted, because of
+        <reason>" on the Pod (the default evictor's) and a Normal ``Evict`` "<reason>" on its
+        PodGroup (cache.go Evict). Every eviction of every action and plugin comes here.
+        Deviates: the Pod's ``Ready`` condition is not set to False reason ``Evict`` first."""
+        pod = {**task.pod, "apiVersion": "v1", "kind": "Pod"}
+        await self._event(pod, "Warning", "Evict", f"Pod is evicted, because of {reason}")
+        pg = self.informers["PodGroup"].lister.get_by_key(task.job) if task.job else None
+        if pg is not None:
+            await self._event(pg, "Normal", "Evict", reason)
         try:
             await self.client.evict(task.namespace, task.name)
         except ApiError as e:
@@ -258,13 +286,18 @@ class SchedulerCache:
                 await self.client.delete(self.pod_kind, task.name, task.namespace)
             except Exception as e2:
                 if not is_not_found(e2):
-                    self.releasing.discard(task.key)
-                    self._pod_changed(task.key)
+                    self._unrelease(task)
                     log.warning("failed to evict %s (%s): %s", task.key, reason, e2)
         except Exception as e:
-            self.releasing.discard(task.key)
-            self._pod_changed(task.key)
+            self._unrelease(task)
             log.warning("failed to evict %s (%s): %s", task.key, reason, e)
+
+    def _unrelease(self, task: TaskInfo) -> None:
+        """The eviction of ``task`` failed: it is not Releasing any more (unless the name now
+        belongs to another Pod, whose bookkeeping is its own)."""
+        if self.releasing.get(task.key) == _pod_uid(task):
+            self.releasing.pop(task.key, None)
+        self._pod_changed(task.key)
 
     async def _pod_condition(self, ns: str, name: str, reason: str, message: str, nominated: str = "") -> None:
         cond = {
@@ -315,14 +348,17 @@ class SchedulerCache:
                 self._spawn(self._event(cur, etype, reason, message))
         pods = self.informers["Pod"].lister
         for pod_key, (reason, message, nominated) in res.pod_conditions.items():
-            if not message or self.last_pod_conditions.get(pod_key) == (reason, message):
+            if not message:
                 continue
             pod = pods.get_by_key(pod_key)
             if pod is None:
                 continue
+            uid = str(pod["metadata"].get("uid") or "")
+            if self.last_pod_conditions.get(pod_key) == (uid, reason, message):
+                continue
             cur = get_condition(pod, "PodScheduled")
             if cur is None or cur.get("reason") != reason or cur.get("message") != message:
-                self.last_pod_conditions[pod_key] = (reason, message)
+                self.last_pod_conditions[pod_key] = (uid, reason, message)
                 md = pod["metadata"]
                 self._spawn(self._pod_condition(md.get("namespace", "default"), md["name"], reason, message, nominated))
                 # upstream records a Warning FailedScheduling on the Pod whenever its condition
@@ -381,6 +417,17 @@ def _must(scheme: Any, name: str) -> ResourceKind:
     if rk is None:
         raise ValueError(f"the client's scheme does not know {name!r}")
     return rk  # type: ignore[no-any-return]
+
+
+def _pod_uid(task: TaskInfo) -> str:
+    """The uid of the Pod behind ``task`` ("" when the Pod has none)."""
+    return str((task.pod.get("metadata") or {}).get("uid") or "")
+
+
+def _same_pod(recorded: str | None, uid: str | None) -> bool:
+    """Whether bookkeeping recorded for a Pod of uid ``recorded`` still applies to a Pod of
+    ``uid`` (a missing uid on either side cannot tell them apart, so it applies)."""
+    return not recorded or not uid or recorded == uid
 
 
 def _key(o: Obj) -> str:

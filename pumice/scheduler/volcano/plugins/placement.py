@@ -20,6 +20,8 @@ it is limited to):
 
 The user is YuniKorn's: the ``user`` of the JSON annotation ``yunikorn.apache.org/user.info`` on
 the PodGroup (or, failing that, on its first Pod), e.g. ``{"user": "alice", "groups": ["ml"]}``.
+A vcjob's Pods are created only once its PodGroup is Inqueue, so for a vcjob the annotation
+must be on the job (the job controller copies it to the PodGroup), not on its Pod template.
 Deviates: pumice's API server does not stamp that annotation (YuniKorn's admission controller
 does), so it is set by whoever creates the job; no dynamic queue creation (``create: true``), no
 ``parent`` rules, no groups.
