@@ -17,9 +17,12 @@
   first container's log into ``D/<pod>/stdout.log`` and ``/tmp/ray/session_latest/logs/`` through
   ``tar`` run by ``pods/exec`` (the node agent runs it in the Pod's mount namespace), unpacked
   into ``D/<pod>/``;
-- ``job submit --name N -- ENTRYPOINT``: an InteractiveMode RayJob, then the local ``ray job submit``
-  with ``--submission-id`` to the cluster's dashboard (the head Pod IP, which the host reaches in
-  ``pumice up``; ``--address`` overrides it);
+- ``job submit (--name N [sizing flags] | -f rayjob.yaml) -- ENTRYPOINT``: an InteractiveMode RayJob
+  (the plugin's ``--head-cpu/--head-memory/--head-gpu/--worker-cpu/--worker-memory/--worker-gpu/
+  --worker-replicas``, defaults 2 CPU / 4Gi, 1 worker), then the local ``ray job submit`` with
+  ``--submission-id`` to the cluster's dashboard (the head Pod IP, which the host reaches in
+  ``pumice up``; ``--address`` overrides it). Refused at once when every Node runs the simulated
+  runtime (no kubelet endpoint); a timeout names the Pod that holds the cluster back;
 - ``version``: pumice's version and the KubeRay operator's (image tag of the Deployment labelled
   ``app.kubernetes.io/name in (kuberay-operator,kuberay)``, else pumice's own
   ``pumice-controller-manager`` from ``pumice install``).
@@ -32,7 +35,8 @@ delete/delete.go, session/session.go, log/log.go, job/job_submit.go, version/ver
 pkg/util/client/client.go (GetRayHeadSvcName, GetKubeRayOperatorVersion) and
 pkg/util/conditions.go RelevantRayClusterCondition.
 
-Deviates: ``job submit`` dials the head Pod IP instead of a port-forward; ``session`` also takes
+Deviates: ``job submit`` dials the head Pod IP instead of a port-forward and does not require
+``--working-dir``; ``session`` also takes
 ``--address`` (kubectl port-forward's bind address) and refuses at once, instead of retrying, when
 the resource has no head Service in its status yet; ``-n`` defaults to ``default``, not the
 kubeconfig context's namespace.
@@ -60,7 +64,7 @@ import yaml
 
 from pumice._util.clock import default_clock, parse_rfc3339
 from pumice.api import Obj, scheme
-from pumice.api.ray.constants import RayClusterConditionType
+from pumice.api.ray.constants import DEFAULT_MAX_REPLICAS, RayClusterConditionType
 from pumice.client.base import ApiError, ExecError, KubeClient
 from pumice.client.kube import Client
 
@@ -191,8 +195,10 @@ def build_cluster(name: str, namespace: str, *, ray_version: str, image: str, he
             "name": "ray-head", "image": image, "resources": resources(head_cpu, head_memory, head_gpu),
             "ports": [{"name": "gcs-server", "containerPort": 6379}, {"name": "dashboard", "containerPort": 8265},
                       {"name": "client", "containerPort": 10001}]}]}}},
-        "workerGroupSpecs": [{"groupName": "default-group", "replicas": worker_replicas, "minReplicas": worker_replicas,
-                              "maxReplicas": worker_replicas, "rayStartParams": {}, "template": {"spec": {"containers": [{
+        # no minReplicas / maxReplicas, as the plugin: the CRD defaults them to 0 and 2147483647, so
+        # `scale cluster -r N` works right after `create cluster`
+        "workerGroupSpecs": [{"groupName": "default-group", "replicas": worker_replicas,
+                              "rayStartParams": {}, "template": {"spec": {"containers": [{
                                   "name": "ray-worker", "image": image,
                                   "resources": resources(worker_cpu, worker_memory, worker_gpu)}]}}}],
     }
@@ -216,7 +222,9 @@ def scale_group(cluster: Obj, group: str, replicas: int | None, min_replicas: in
         raise RayCliError(f"worker group {group} not found in Ray cluster {name} in namespace {ns}. Available worker "
                           f"groups: {', '.join(x.get('groupName', '') for x in groups)}")
     changes = []
-    cur_min, cur_max, cur = int(g.get("minReplicas") or 0), int(g.get("maxReplicas") or 0), int(g.get("replicas") or 0)
+    # absent fields read as the plugin reads them: min 0, max MaxInt32, replicas 0
+    cur_min, cur, cur_max = int(g.get("minReplicas") or 0), int(g.get("replicas") or 0), int(
+        DEFAULT_MAX_REPLICAS if g.get("maxReplicas") is None else g["maxReplicas"])
     if min_replicas is not None and min_replicas != cur_min:
         changes.append(f"Scaled minReplicas: {cur_min} to {min_replicas}")
     if max_replicas is not None and max_replicas != cur_max:
@@ -471,57 +479,208 @@ def job_group() -> None:
     """Ray jobs on a RayJob's cluster."""
 
 
+def node_runs_processes(node: Obj) -> bool:
+    """Whether ``node``'s agent has a kubelet endpoint (a runtime with processes, so its Pod IPs are
+    reachable from the host in ``pumice up``); the simulated runtime publishes none."""
+    port = (((node.get("status") or {}).get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port")
+    return bool(port)
+
+
+def not_ready_reason(cluster: str, pods: list[Obj]) -> str:
+    """One line saying why RayCluster ``cluster`` is not ready, from its Pods: the first Pending Pod
+    with the scheduler's reason (its ``PodScheduled`` condition), else the first Pod that is not
+    Running / not Ready, else that no Pod exists. Head Pods are looked at first."""
+    if not pods:
+        return f"RayCluster {cluster} has no Pods yet"
+
+    def order(p: Obj) -> tuple[int, str]:
+        node_type = ((p.get("metadata") or {}).get("labels") or {}).get("ray.io/node-type", "")
+        return (0 if node_type == "head" else 1, str(p["metadata"].get("name", "")))
+
+    for p in sorted(pods, key=order):
+        st = p.get("status") or {}
+        name = p["metadata"].get("name", "")
+        node_type = ((p.get("metadata") or {}).get("labels") or {}).get("ray.io/node-type", "")
+        what = f"{node_type} Pod {name}" if node_type else f"Pod {name}"
+        phase = st.get("phase") or "Pending"
+        conds = {c.get("type"): c for c in st.get("conditions") or []}
+        sched = conds.get("PodScheduled") or {}
+        if phase == "Pending" and sched.get("status") == "False":
+            why = ": ".join(x for x in (sched.get("reason"), sched.get("message")) if x)
+            return f"{what} is Pending ({why})" if why else f"{what} is Pending (not scheduled)"
+        if phase != "Running":
+            waiting = next((((cs.get("state") or {}).get("waiting") or {}).get("reason")
+                            for cs in st.get("containerStatuses") or []
+                            if ((cs.get("state") or {}).get("waiting") or {}).get("reason")), None)
+            return f"{what} is {phase}" + (f" ({waiting})" if waiting else "")
+        if (conds.get("Ready") or {}).get("status") != "True":
+            return f"{what} is Running but not Ready"
+    return f"RayCluster {cluster}'s Pods are Running but its state is not ready yet"
+
+
+def run_ray_submit(argv: list[str]) -> None:
+    """Run ``ray job submit`` (``argv``) with stdout passed through; its stderr is held back and
+    written out after a success, and reduced to its last line on a failure.
+
+    Raises:
+        RayCliError: "ray job submit exited with N: <last line of its stderr>".
+    """
+    proc = subprocess.run(argv, stderr=subprocess.PIPE, text=True, errors="replace", check=False)
+    if proc.returncode != 0:
+        last = next((ln.strip() for ln in reversed(proc.stderr.splitlines()) if ln.strip()), "")
+        raise RayCliError(f"ray job submit exited with {proc.returncode}" + (f": {last}" if last else ""))
+    if proc.stderr:
+        sys.stderr.write(proc.stderr)
+
+
+def load_rayjob_file(path: str) -> Obj:
+    """The RayJob of ``-f FILE`` (kubectl-ray's checks: InteractiveMode, no backoffLimit > 0).
+
+    Raises:
+        RayCliError: missing / not a regular file, not YAML, not a RayJob, or those checks.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise RayCliError(f"Ray Job file does not exist. Failed with: stat {path}: no such file or directory")
+    if not p.is_file():
+        raise RayCliError("Filename given is not a regular file")
+    try:
+        job = yaml.safe_load(p.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise RayCliError(f"Failed to decode RayJob Yaml: {str(e).splitlines()[0]}") from None
+    if not isinstance(job, dict) or job.get("kind") != "RayJob":
+        raise RayCliError("Failed to decode RayJob Yaml: the file does not hold a RayJob")
+    spec = job.get("spec") or {}
+    if spec.get("submissionMode") != "InteractiveMode":
+        raise RayCliError("Submission mode of the Ray Job must be set to 'InteractiveMode'")
+    if int(spec.get("backoffLimit") or 0) > 0:
+        raise RayCliError("BackoffLimit is incompatible with InteractiveMode")
+    return job
+
+
 @job_group.command(name="submit", context_settings={"ignore_unknown_options": True})
-@click.option("--name", required=True, help="Name of the RayJob to create (InteractiveMode).")
+@click.option("-f", "--filename", default="", help="Path and name of the Ray Job YAML file")
+@click.option("--name", default="", help="Ray job name")
 @click.option("--address", default=None, help="Dashboard address (default: the head Pod IP, port 8265).")
-@click.option("--ray-version", default=DEFAULT_RAY_VERSION, show_default=True)
+@click.option("--submission-id", default="", help="ID to specify for the Ray job. If not provided, one will be "
+              "generated")
+@click.option("--ray-version", default=DEFAULT_RAY_VERSION, show_default=True, help="Ray version to use")
+@click.option("--image", default=None, help="container image to use (default: rayproject/ray:<ray-version>)")
+@click.option("--head-cpu", default="2", show_default=True, help="number of CPUs in the Ray head")
+@click.option("--head-memory", default="4Gi", show_default=True, help="amount of memory in the Ray head")
+@click.option("--head-gpu", default="0", show_default=True, help="number of GPUs in the Ray head")
+@click.option("--worker-replicas", default=1, show_default=True, type=int, help="desired worker group replicas")
+@click.option("--worker-cpu", default="2", show_default=True, help="number of CPUs in each worker group replica")
+@click.option("--worker-memory", default="4Gi", show_default=True,
+              help="amount of memory in each worker group replica")
+@click.option("--worker-gpu", default="0", show_default=True, help="number of GPUs in each worker group replica")
+@click.option("--dry-run", is_flag=True, help="print the generated YAML instead of creating the cluster. Only works "
+              "when filename is not provided")
 @click.option("--runtime-env", default=None)
 @click.option("--runtime-env-json", default=None)
 @click.option("--working-dir", default=None)
 @click.option("--no-wait", is_flag=True)
 @click.option("--timeout", default=120, show_default=True, type=int, help="Seconds to wait for the cluster.")
-@click.argument("entrypoint", nargs=-1, required=True)
+@click.argument("entrypoint", nargs=-1)
 @_conn
-def job_submit(name: str, address: str | None, ray_version: str, runtime_env: str | None,
+def job_submit(filename: str, name: str, address: str | None, submission_id: str, ray_version: str,
+               image: str | None, head_cpu: str, head_memory: str, head_gpu: str, worker_replicas: int,
+               worker_cpu: str, worker_memory: str, worker_gpu: str, dry_run: bool, runtime_env: str | None,
                runtime_env_json: str | None, working_dir: str | None, no_wait: bool, timeout: int,
                entrypoint: tuple[str, ...], namespace: str, kubeconfig: str | None, context: str | None) -> None:
-    """Create an InteractiveMode RayJob NAME, wait for its cluster, then run ``ray job submit`` with the
-    RayJob's submission id (so the RayJob follows the job)."""
+    """Create an InteractiveMode RayJob (``--name`` with the sizing flags, or ``-f rayjob.yaml``), wait
+    for its cluster, then run ``ray job submit`` with the RayJob's submission id (so the RayJob
+    follows the job)."""
+    try:
+        _job_submit(filename, name, address, submission_id, ray_version, image, head_cpu, head_memory, head_gpu,
+                    worker_replicas, worker_cpu, worker_memory, worker_gpu, dry_run, runtime_env, runtime_env_json,
+                    working_dir, no_wait, timeout, entrypoint, namespace, kubeconfig, context)
+    except RayCliError as e:
+        click.echo(f"Error: {e}", err=True)
+        sys.exit(1)
+
+
+def _job_submit(filename: str, name: str, address: str | None, submission_id: str, ray_version: str,
+                image: str | None, head_cpu: str, head_memory: str, head_gpu: str, worker_replicas: int,
+                worker_cpu: str, worker_memory: str, worker_gpu: str, dry_run: bool, runtime_env: str | None,
+                runtime_env_json: str | None, working_dir: str | None, no_wait: bool, timeout: int,
+                entrypoint: tuple[str, ...], namespace: str, kubeconfig: str | None, context: str | None) -> None:
+    from pumice.controllers.ray import association as assoc
+
+    if not filename and not name.strip():
+        raise RayCliError("Must set either yaml file (--filename) or set Ray job name (--name)")
+    if not entrypoint and not dry_run:
+        raise click.UsageError("missing the entrypoint: pumice ray job submit ... -- ENTRYPOINT")
+    for value, flag in ((head_cpu, "head-cpu"), (head_gpu, "head-gpu"), (head_memory, "head-memory"),
+                        (worker_cpu, "worker-cpu"), (worker_gpu, "worker-gpu"), (worker_memory, "worker-memory")):
+        _check_quantity(value, flag)
+    if address is not None and not address.strip():
+        raise RayCliError("--address was provided but is empty")
+    import random
+
+    sid = submission_id or assoc.rayjob_job_id(name or "rayjob", random.Random())
+    if filename:
+        job = load_rayjob_file(filename)
+        job.setdefault("metadata", {}).setdefault("namespace", namespace)
+        job["spec"]["jobId"] = sid
+        name = str(job["metadata"].get("name", ""))
+        ns = str(job["metadata"]["namespace"])
+        if not runtime_env and not runtime_env_json and job["spec"].get("runtimeEnvYAML"):
+            import json
+
+            runtime_env_json = json.dumps(yaml.safe_load(job["spec"]["runtimeEnvYAML"]))
+    else:
+        ns = namespace
+        cl = build_cluster(f"{name}-cluster", namespace, ray_version=ray_version,
+                           image=image or f"rayproject/ray:{ray_version}", head_cpu=head_cpu,
+                           head_memory=head_memory, head_gpu=head_gpu, worker_replicas=worker_replicas,
+                           worker_cpu=worker_cpu, worker_memory=worker_memory, worker_gpu=worker_gpu, labels={},
+                           annotations={}, autoscaler=None)
+        job = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": name, "namespace": namespace},
+               "spec": {"submissionMode": "InteractiveMode", "jobId": sid, "rayClusterSpec": cl["spec"]}}
+        if dry_run:
+            click.echo(yaml.safe_dump(job, sort_keys=False).rstrip())
+            return
     # the `ray` installed beside this Python (a venv not on PATH) before the one on PATH
     beside = Path(sys.executable).parent / "ray"
     ray = str(beside) if beside.is_file() and os.access(beside, os.X_OK) else shutil.which("ray")
     if ray is None:
         raise click.UsageError(f"the `ray` command is neither beside {sys.executable} nor on PATH "
                                "(pip install 'ray[default]')")
-    from pumice.controllers.ray import association as assoc
 
     async def fn(client: KubeClient) -> None:
-        import random
-
-        sid = assoc.rayjob_job_id(name, random.Random())
-        cl = build_cluster(f"{name}-cluster", namespace, ray_version=ray_version,
-                           image=f"rayproject/ray:{ray_version}", head_cpu="2", head_memory="4Gi", head_gpu="0",
-                           worker_replicas=1, worker_cpu="2", worker_memory="4Gi", worker_gpu="0", labels={},
-                           annotations={}, autoscaler=None)
-        job = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": name, "namespace": namespace},
-               "spec": {"submissionMode": "InteractiveMode", "jobId": sid, "rayClusterSpec": cl["spec"]}}
+        if not address:
+            try:
+                nodes = (await client.list(scheme.NODE)).items
+            except ApiError:
+                nodes = []  # no right to list Nodes: let the dial decide
+            if nodes and not any(node_runs_processes(n) for n in nodes):
+                raise RayCliError("job submit needs a dashboard reachable from this host: the Nodes run the simulated "
+                                  "runtime (no Ray processes, Pod IPs not on this host); pass --address to use "
+                                  "another dashboard")
         await client.create(job)
         click.echo(f"Submitted RayJob {name}.")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        ip = ""
+        ip, cname = "", ""
         while loop.time() < deadline:
-            st = (await client.get(scheme.RAY_JOB, name, namespace)).get("status") or {}
-            cname = st.get("rayClusterName")
+            st = (await client.get(scheme.RAY_JOB, name, ns)).get("status") or {}
+            cname = st.get("rayClusterName") or ""
             if cname:
-                cst = (await client.get(scheme.RAY_CLUSTER, cname, namespace)).get("status") or {}
+                cst = (await client.get(scheme.RAY_CLUSTER, cname, ns)).get("status") or {}
                 if cst.get("state") == "ready":
                     ip = (cst.get("head") or {}).get("podIP", "")
                     break
             await asyncio.sleep(2)
         if not ip and not address:
-            await client.delete(scheme.RAY_JOB, name, namespace)
-            raise RayCliError(f"timed out after {timeout}s waiting for the RayCluster of RayJob {name}; deleted it")
+            if cname:
+                pods = (await client.list(scheme.POD, ns, label_selector=f"ray.io/cluster={cname}")).items
+                why = not_ready_reason(cname, pods)
+            else:
+                why = f"RayJob {name} has no RayCluster yet"
+            await client.delete(scheme.RAY_JOB, name, ns)
+            raise RayCliError(f"timed out after {timeout}s waiting for the RayCluster of RayJob {name}: {why}; "
+                              "deleted the RayJob")
         args = [ray, "job", "submit", "--address", address or f"http://{ip}:8265", "--submission-id", sid]
         for flag, val in (("--runtime-env", runtime_env), ("--runtime-env-json", runtime_env_json),
                           ("--working-dir", working_dir)):
@@ -529,9 +688,7 @@ def job_submit(name: str, address: str | None, ray_version: str, runtime_env: st
                 args += [flag, val]
         if no_wait:
             args.append("--no-wait")
-        code = await asyncio.to_thread(subprocess.call, [*args, "--", *entrypoint])
-        if code != 0:
-            raise RayCliError(f"ray job submit exited with {code}")
+        await asyncio.to_thread(run_ray_submit, [*args, "--", *entrypoint])
     _run(kubeconfig, context, fn)
 
 
