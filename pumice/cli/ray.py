@@ -1046,12 +1046,18 @@ async def download_node_logs(client: Client, pod: Obj, out_dir: Path) -> None:
     name, ns = pod["metadata"]["name"], pod["metadata"].get("namespace", "default")
     container = ((pod.get("spec") or {}).get("containers") or [{}])[0].get("name")
     node_dir = out_dir / name
+    fresh = not node_dir.exists()
     node_dir.mkdir(parents=True, exist_ok=True)
     try:
         with open(node_dir / "stdout.log", "wb") as f:
             async for chunk in client.logs(ns, name, container=container):
                 f.write(chunk)
     except ApiError as e:
+        # nothing was downloaded: leave no empty file or directory behind (e.g. the simulated runtime)
+        with contextlib.suppress(OSError):
+            (node_dir / "stdout.log").unlink()
+            if fresh:
+                node_dir.rmdir()
         raise RayCliError(f"Error retrieving log for Ray cluster node {name}: {_api_text(e)}") from None
     with tempfile.TemporaryFile() as archive:
         try:
@@ -1134,11 +1140,11 @@ def log(resource: str, out_dir: str, node_type: str, link: str, namespace: str, 
         if not out_dir:
             click.echo("No output directory specified, creating dir under current directory using resource name.")
             out_dir = name
+            created_dir = not os.path.exists(out_dir)
             try:
                 os.makedirs(out_dir, exist_ok=True)
             except OSError as e:
                 fail(f"could not create directory with cluster name {out_dir}: {e.strerror or e}")
-            created_dir = True
         if not os.path.exists(out_dir):
             fail(f"Directory does not exist. Failed with: stat {out_dir}: no such file or directory")
         if not os.path.isdir(out_dir):
@@ -1166,8 +1172,14 @@ def log(resource: str, out_dir: str, node_type: str, link: str, namespace: str, 
                     os.rmdir(out_dir)
             raise RayCliError(f"No Ray nodes found for resource {cluster}")
         assert isinstance(client, Client)
-        for pod in pods:
-            await download_node_logs(client, pod, Path(out_dir))
+        try:
+            for pod in pods:
+                await download_node_logs(client, pod, Path(out_dir))
+        except RayCliError:
+            if created_dir:  # the directory made for this run, still empty: remove it
+                with contextlib.suppress(OSError):
+                    os.rmdir(out_dir)
+            raise
     _run(kubeconfig, context, fn)
 
 

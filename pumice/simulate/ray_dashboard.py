@@ -6,16 +6,22 @@ as their ``dashboard_client_factory``); nothing in them knows it is simulated.
 
 Job model, per RayCluster (the cluster the RayJob created, found by the factory's ``cluster``):
 
-- *submitted*: HTTPMode when the controller calls ``submit_job``; K8sJobMode when the submitter
-  Pod (label ``batch.kubernetes.io/job-name`` = the RayJob's name) is Running; SidecarMode and
-  InteractiveMode when the head Pod is Running (the job id is the RayJob's ``status.jobId``).
-- ``PENDING`` until the head Pod is Running and every Pod the cluster should have (1 head +
-  ``replicas x numOfHosts`` per worker group) is Running: the gang is bound;
-- ``RUNNING`` from the latest of those Pods' container start times;
+- *submitted*: a job exists only once something submits it, at that moment: HTTPMode when the
+  controller calls ``submit_job``; any mode through ``POST /api/jobs/`` of :func:`asgi_app` (the
+  way a user's ``ray job submit`` reaches an InteractiveMode RayJob's cluster); K8sJobMode when
+  the submitter Pod (label ``batch.kubernetes.io/job-name`` = the RayJob's name) is Running, at
+  its container's start; SidecarMode when the cluster is ready (the sidecar in the head Pod
+  submits then). InteractiveMode jobs are never made up: nothing runs until a submission arrives.
+- the cluster is *ready* when the head Pod and every Pod the cluster should have (1 head +
+  ``replicas x numOfHosts`` per worker group) are Running and Ready, at the latest of their
+  Ready conditions' ``lastTransitionTime`` (a Pod that reports no conditions counts from its
+  container start);
+- ``PENDING`` until both; ``RUNNING`` from ``start`` = the later of the submission and readiness;
 - ``SUCCEEDED`` ``pumice.io/sim-duration-seconds`` (annotation of the RayJob; default 0) after
-  that, or ``FAILED`` when the RayJob has ``pumice.io/sim-exit-code`` != 0. At that moment the
+  ``start``, or ``FAILED`` when the RayJob has ``pumice.io/sim-exit-code`` != 0. At that moment the
   submitter Pod's container ends with exit code 0 (or 1), as ``ray job submit`` does when it
-  stops tailing.
+  stops tailing. So ``startTime`` is never before the cluster is ready nor before the submission,
+  and ``endTime - startTime`` is the duration.
 
 Serve: ``update_deployments(config)`` records the applications; each is ``DEPLOYING`` and becomes
 ``RUNNING`` (deployments ``HEALTHY``) ``serve_start_delay`` seconds after it was first put.
@@ -57,6 +63,7 @@ class _Job:
     submitter_ended: bool = False
     cluster: str = ""  # "<namespace>/<name>" of the RayCluster it runs on
     submissions: int = 0  # accepted POST /api/jobs/ (HTTPMode); a second one with this id is refused
+    submitted: float = 0.0  # epoch seconds of the submission (0: at the cluster's readiness, SidecarMode)
 
 
 @dataclass
@@ -94,8 +101,8 @@ class SimulatedRayDashboard:
         md = cluster.get("metadata") or {}
         return self.pods(md.get("namespace", ""), {RAY_CLUSTER_LABEL_KEY: md.get("name", "")})
 
-    def gang_started(self, cluster: Obj) -> float | None:
-        """When every Pod of ``cluster`` was Running (epoch seconds), or None while one is not."""
+    def ready_at(self, cluster: Obj) -> float | None:
+        """When every Pod of ``cluster`` was Running and Ready (epoch seconds), or None while one is not."""
         spec = cluster.get("spec") or {}
         want = 1 + sum(int(g.get("replicas", g.get("minReplicas", 0)) or 0) * int(g.get("numOfHosts", 1) or 1)
                        for g in spec.get("workerGroupSpecs") or [] if not g.get("suspend"))
@@ -106,7 +113,10 @@ class SimulatedRayDashboard:
         heads = [p for p in running if (p["metadata"].get("labels") or {}).get(RAY_NODE_TYPE_LABEL_KEY) == "head"]
         if not heads or len(running) < want:
             return None
-        return max(_started_at(p) for p in running)
+        times = [_ready_at(p) for p in running]
+        if any(t is None for t in times):
+            return None
+        return max(t for t in times if t is not None)
 
     def _submitted(self, cluster: Obj, job_id: str) -> _Job | None:
         owner = _owner_rayjob(cluster)
@@ -115,15 +125,16 @@ class SimulatedRayDashboard:
             return None
         rj = self.rayjobs(ns, owner) or {}
         mode = (rj.get("spec") or {}).get("submissionMode") or "K8sJobMode"
-        if mode == "HTTPMode":
-            return None
+        at = 0.0
         if mode == "K8sJobMode":
             subs = [p for p in self.pods(ns, {JOB_NAME_LABEL: owner}) if (p.get("status") or {}).get("phase") == "Running"]
             if not subs:
                 return None
-        elif self.gang_started(cluster) is None:
-            return None
-        job = _Job(job_id, owner, ns, str((rj.get("spec") or {}).get("entrypoint", "")), cluster=_key(cluster))
+            at = min(_started_at(p) for p in subs) or self.clock.now()
+        elif mode != "SidecarMode" or self.ready_at(cluster) is None:
+            return None  # HTTPMode and InteractiveMode: only a submission makes a job
+        job = _Job(job_id, owner, ns, str((rj.get("spec") or {}).get("entrypoint", "")), cluster=_key(cluster),
+                   submitted=at)
         self.jobs[job_id] = job
         return job
 
@@ -131,13 +142,14 @@ class SimulatedRayDashboard:
         if job.status in TERMINAL:
             return
         now = self.clock.now()
-        started = self.gang_started(cluster)
-        if started is None:
+        ready = self.ready_at(cluster)
+        if ready is None and not job.start:
             return
         rj = self.rayjobs(job.namespace, job.rayjob) or {}
         ann = (rj.get("metadata") or {}).get("annotations") or {}
         duration = float(ann.get(ANNOTATION_DURATION, 0) or 0)
-        job.start = job.start or started
+        if not job.start:
+            job.start = max(job.submitted, ready or 0.0)
         if now < job.start + duration:
             job.status = JobStatus.RUNNING
             return
@@ -205,7 +217,8 @@ class SimulatedRayDashboardClient:
                                  "Please use a different submission_id.")
         if job is None:
             ns = (self.cluster.get("metadata") or {}).get("namespace", "")
-            job = self.state.jobs[job_id] = _Job(job_id, rayjob, ns, str(body.get("entrypoint", "")), cluster=self.key)
+            job = self.state.jobs[job_id] = _Job(job_id, rayjob, ns, str(body.get("entrypoint", "")), cluster=self.key,
+                                                 submitted=self.state.clock.now())
         job.submissions += 1
         return job_id
 
@@ -390,3 +403,16 @@ def _started_at(pod: Obj) -> float:
     if not best and (pod.get("status") or {}).get("startTime"):
         best = parse_rfc3339(pod["status"]["startTime"])
     return best
+
+
+def _ready_at(pod: Obj) -> float | None:
+    """When ``pod`` became Ready (its Ready condition's ``lastTransitionTime``), None while it is not;
+    a Pod that reports no conditions counts from its container start."""
+    conds = (pod.get("status") or {}).get("conditions")
+    if not conds:
+        return _started_at(pod)
+    ready = next((c for c in conds if c.get("type") == "Ready"), None)
+    if ready is None or ready.get("status") != "True":
+        return None
+    at = ready.get("lastTransitionTime")
+    return parse_rfc3339(at) if at else _started_at(pod)

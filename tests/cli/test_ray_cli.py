@@ -450,3 +450,42 @@ def test_run_ray_submit_reduces_a_traceback_to_its_last_line(capfd: pytest.Captu
     assert "tail of the job" in out and "Traceback" not in err
     run_ray_submit([sys.executable, "-c", "import sys; sys.stderr.write('a warning\\n')"])
     assert capfd.readouterr().err == "a warning\n"
+
+
+def test_log_on_the_simulated_runtime_fails_in_one_line_and_leaves_no_directory(
+        server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trial 3 finding 14: the failure left an empty ``./<cluster>/<pod>/`` behind."""
+    import asyncio
+
+    from pumice.api import scheme
+    from pumice.client.kubeconfig import connect
+
+    async def call(create: bool) -> None:
+        c = connect(str(server.kubeconfig))
+        try:
+            if create:
+                await c.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "simlognode"}})
+                await c.create({"apiVersion": "v1", "kind": "Pod", "metadata": {
+                    "name": "simlog-head-x", "namespace": "default",
+                    "labels": {"ray.io/cluster": "simlog", "ray.io/node-type": "head"}},
+                    "spec": {"nodeName": "simlognode", "containers": [{"name": "ray-head", "image": "i"}]}})
+            else:
+                await c.delete(scheme.POD, "simlog-head-x", "default")
+                await c.delete(scheme.NODE, "simlognode")
+        finally:
+            await c.close()
+
+    asyncio.run(call(True))
+    try:
+        monkeypatch.chdir(tmp_path)
+        r = run(server, "log", "simlog")
+        assert r.exit_code == 1
+        last = r.output.splitlines()[-1]
+        assert last.startswith("Error: Error retrieving log for Ray cluster node simlog-head-x: ") and \
+            "simulated runtime" in last
+        assert list(tmp_path.iterdir()) == []
+        (tmp_path / "mine").mkdir()  # a directory the user gave is kept, only the Pod's is removed
+        r = run(server, "log", "simlog", "--out-dir", str(tmp_path / "mine"))
+        assert r.exit_code == 1 and list((tmp_path / "mine").iterdir()) == []
+    finally:
+        asyncio.run(call(False))

@@ -44,15 +44,18 @@ def test_the_verbs_against_pumice_up_simulated(tmp_path: Path) -> None:
                 "--worker-memory", "1Gi", "--wait", "--timeout", "90")
         assert r.returncode == 0, r.stderr
         assert r.stdout.splitlines() == ["Created Ray cluster: demo", "Ray cluster demo is provisioned"]
+        # the README's next step (trial 3 finding 8): no --max-replicas needed, the CRD's default bound is MaxInt32
+        r = ray(k, "scale", "cluster", "demo", "-w", "default-group", "-r", "2")
+        assert r.returncode == 0 and "(Scaled Replicas: 1 to 2)" in r.stdout, r.stderr
         r = ray(k, "create", "workergroup", "extra", "-c", "demo", "--worker-cpu", "1", "--worker-memory", "1Gi")
         assert (r.returncode, r.stdout.strip()) == (0, "Updated Ray cluster default/demo with new worker group")
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:  # the controller creates the new group's Pod
             rows = ray(k, "get", "workergroup", "-c", "demo").stdout.splitlines()[1:]
-            if [r.split()[:4] for r in rows] == [["default-group", "1", "1", "1/1"], ["extra", "1", "10", "1/1"]]:
+            if [r.split()[:4] for r in rows] == [["default-group", "0", "2147483647", "2/2"], ["extra", "1", "10", "1/1"]]:
                 break
             time.sleep(1)
-        assert [r.split()[:4] for r in rows] == [["default-group", "1", "1", "1/1"], ["extra", "1", "10", "1/1"]], rows
+        assert [r.split()[:4] for r in rows] == [["default-group", "0", "2147483647", "2/2"], ["extra", "1", "10", "1/1"]], rows
         # a token-auth cluster: the controller makes Secret "tok" and get token prints it
         up.kubectl("apply", "-f", "-", input=TOKEN_CLUSTER)
         deadline = time.monotonic() + 60
@@ -67,6 +70,12 @@ def test_the_verbs_against_pumice_up_simulated(tmp_path: Path) -> None:
         r = ray(k, "log", "demo", "--out-dir", str(tmp_path), "--node-type", "head")
         assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1
         assert "runs the simulated runtime" in r.stderr and "Traceback" not in r.stderr
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]  # no empty <pod>/ left behind
+        # job submit: refused before anything is made (the Pod IPs are not on this host)
+        r = ray(k, "job", "submit", "--name", "job1", "--kubeconfig", str(k), "--", "python", "-c", "pass")
+        assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert "the Nodes run the simulated runtime" in r.stderr and "Traceback" not in r.stderr
+        assert "job1" not in up.kubectl("get", "rayjobs", "-o", "name")
         r = ray(k, "delete", "demo", "raycluster/tok", "-y")
         assert (r.returncode, r.stdout.splitlines()) == (0, ["Deleted raycluster demo", "Deleted raycluster tok"])
     finally:

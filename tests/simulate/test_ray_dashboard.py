@@ -110,3 +110,74 @@ async def test_the_http_app_serves_each_cluster_under_its_name_to_the_operators_
     other = HttpDashboardClient("http://sim:1/ns/unknown", transport=transport)
     with pytest.raises(DashboardError, match="503"):  # a cluster not known yet is an error, not "no such job"
         await other.get_job_info("id-3")
+
+
+def _ready(pod: Obj, at: float | None) -> Obj:
+    """``pod`` with a Ready condition: True since ``at``, or False when ``at`` is None."""
+    cond = {"type": "Ready", "status": "False"} if at is None else {
+        "type": "Ready", "status": "True", "lastTransitionTime": rfc3339(at)}
+    pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "True"}, cond]
+    return pod
+
+
+async def test_a_k8sjob_starts_at_its_submitter_after_the_cluster_is_ready_and_lasts_its_duration() -> None:
+    """Trial 3 finding 10: start was the gang's container start (before readiness, before the
+    submitter existed) and the duration was lost."""
+    clock = FakeClock(1_000.0)
+    dash, pods, ended = _setup(clock)
+    client = dash.factory(CLUSTER, "")
+    head = _ready(_pod("head", "head", "Running", 1_000, {}), None)
+    pods += [head, _ready(_pod("w1", "worker", "Running", 1_002, {}), 1_008),
+             _ready(_pod("w2", "worker", "Running", 1_003, {}), 1_009)]
+    clock.advance(20)
+    assert dash.ready_at(CLUSTER) is None  # head Running but not Ready
+    assert await client.get_job_info("id-1") is None  # no submitter yet: no job
+    _ready(head, 1_011)
+    assert dash.ready_at(CLUSTER) == 1_011
+    assert await client.get_job_info("id-1") is None
+    pods.append(_pod("submitter", "", "Running", 1_025, {"batch.kubernetes.io/job-name": "job"}))
+    clock.advance(10)  # 1_030
+    info = await client.get_job_info("id-1")
+    assert info is not None and info.job_status == "RUNNING" and info.start_time == 1_025_000
+    clock.advance(60)
+    info = await client.get_job_info("id-1")
+    assert info is not None and info.job_status == "SUCCEEDED"
+    assert (info.start_time, info.end_time) == (1_025_000, 1_085_000)  # the 60 s annotation
+    assert ended == [("uid-submitter", 0)]
+
+
+async def test_an_interactive_job_exists_only_once_submitted_over_http() -> None:
+    """Trial 3 finding 5: an InteractiveMode RayJob went SUCCEEDED although nothing was submitted."""
+    clock = FakeClock(1_000.0)
+    dash, pods, _ = _setup(clock, "InteractiveMode")
+    client = dash.factory(CLUSTER, "")
+    pods += [_ready(_pod("head", "head", "Running", 1_000, {}), 1_005),
+             _ready(_pod("w1", "worker", "Running", 1_000, {}), 1_005),
+             _ready(_pod("w2", "worker", "Running", 1_000, {}), 1_006)]
+    clock.advance(100)
+    assert await client.get_job_info("id-3") is None
+    assert await client.list_jobs() == []
+    client.submit({"submission_id": "id-3", "entrypoint": "python x.py"}, "job")  # POST /api/jobs/
+    info = await client.get_job_info("id-3")
+    assert info is not None and info.job_status == "RUNNING" and info.start_time == 1_100_000
+    clock.advance(60)
+    info = await client.get_job_info("id-3")
+    assert info is not None and info.job_status == "SUCCEEDED" and info.end_time == 1_160_000
+
+
+async def test_an_http_submission_before_readiness_starts_when_the_cluster_is_ready() -> None:
+    clock = FakeClock(1_000.0)
+    dash, pods, _ = _setup(clock, "HTTPMode")
+    client = dash.factory(CLUSTER, "")
+    head = _ready(_pod("head", "head", "Running", 1_000, {}), None)
+    pods += [head, _ready(_pod("w1", "worker", "Running", 1_000, {}), 1_001),
+             _ready(_pod("w2", "worker", "Running", 1_000, {}), 1_001)]
+    await client.submit_job({"metadata": {"name": "job", "namespace": "ns"}, "spec": {"entrypoint": "x"},
+                             "status": {"jobId": "id-4"}})
+    clock.advance(5)
+    info = await client.get_job_info("id-4")
+    assert info is not None and info.job_status == "PENDING" and info.start_time == 0
+    _ready(head, 1_007)
+    clock.advance(5)
+    info = await client.get_job_info("id-4")
+    assert info is not None and info.job_status == "RUNNING" and info.start_time == 1_007_000
