@@ -253,6 +253,16 @@ class SimulatedRayDashboardClient:
         return {"applications": apps}
 
     async def update_deployments(self, config: Obj) -> None:
+        """Record a ``PUT /api/serve/applications/`` body.
+
+        Raises:
+            DashboardError: a body Ray Serve's ``ServeDeploySchema`` refuses (HTTP 400): no
+                ``applications`` list, or an application that is not a mapping with a string
+                ``import_path``.
+        """
+        problem = serve_config_problem(config)
+        if problem:
+            raise DashboardError(f"PUT /api/serve/applications/: HTTP 400: {problem}")
         now = self.state.clock.now()
         mine = self.state.apps.setdefault(self.key, {})
         names = set()
@@ -309,7 +319,7 @@ def asgi_app(dashboard: SimulatedRayDashboard, clusters: Callable[[str, str], Ob
     """
     from starlette.applications import Starlette
     from starlette.requests import Request
-    from starlette.responses import JSONResponse
+    from starlette.responses import JSONResponse, PlainTextResponse
     from starlette.routing import Route
 
     def client(request: Request) -> SimulatedRayDashboardClient | JSONResponse:
@@ -368,12 +378,16 @@ def asgi_app(dashboard: SimulatedRayDashboard, clusters: Callable[[str, str], Ob
         await c.stop_job(job_id)
         return JSONResponse({"stopped": not was_terminal})
 
-    async def serve(request: Request) -> JSONResponse:
+    async def serve(request: Request) -> JSONResponse | PlainTextResponse:
         c = client(request)
         if isinstance(c, JSONResponse):
             return c
         if request.method == "PUT":
-            await c.update_deployments(await request.json())
+            body = await request.json()
+            problem = serve_config_problem(body)
+            if problem:  # Ray's answer to a config its schema refuses: 400 with the validation error
+                return PlainTextResponse(problem, status_code=400)
+            await c.update_deployments(body)
             return JSONResponse({})
         return JSONResponse(await c.get_serve_details())
 
@@ -385,6 +399,27 @@ def asgi_app(dashboard: SimulatedRayDashboard, clusters: Callable[[str, str], Ob
         Route(prefix + "/api/jobs/{job_id}/stop", stop, methods=["POST"]),
         Route(prefix + "/api/serve/applications/", serve, methods=["GET", "PUT"]),
     ])
+
+
+def serve_config_problem(config: Any) -> str:
+    """Why Ray Serve's ``ServeDeploySchema`` refuses ``config`` ("" when it accepts its shape): the
+    required ``applications`` list and each application's required string ``import_path``.
+
+    Mirrors: ray python/ray/serve/schema.py ServeDeploySchema / ServeApplicationSchema (required
+    fields only; the other fields are not checked)."""
+    if not isinstance(config, dict):
+        return "1 validation error for ServeDeploySchema: Input should be a valid dictionary"
+    apps = config.get("applications")
+    if apps is None:
+        return "1 validation error for ServeDeploySchema: applications: Field required"
+    if not isinstance(apps, list):
+        return "1 validation error for ServeDeploySchema: applications: Input should be a valid list"
+    for i, app in enumerate(apps):
+        if not isinstance(app, dict):
+            return f"1 validation error for ServeDeploySchema: applications.{i}: Input should be a valid dictionary"
+        if not isinstance(app.get("import_path"), str):
+            return f"1 validation error for ServeDeploySchema: applications.{i}.import_path: Field required"
+    return ""
 
 
 def _owner_rayjob(cluster: Obj) -> str | None:

@@ -554,3 +554,35 @@ def test_status_diff_ignores_cluster_status_and_observed_generation() -> None:
     assert not inconsistent_rayservice_status(old, new)
     new["numServeEndpoints"] = 1
     assert inconsistent_rayservice_status(old, new)
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("just a string", "serveConfigV2 is not a YAML mapping: cannot unmarshal str into map[string]any"),
+    ("applications: [unclosed", "serveConfigV2 is not valid YAML: "),
+])
+async def test_a_serve_config_that_is_not_a_yaml_mapping_is_a_warning_and_never_put(text: str, why: str) -> None:
+    """Trial 3 finding 14: such a serveConfigV2 was accepted in silence (upstream's yaml.Unmarshal
+    into a map fails, and the failure is a Warning Event FailedToUpdateServeApplications)."""
+    h = Harness()
+    await h.create(serveConfigV2=text)
+    await h.step(2)
+    with pytest.raises(LookupError):
+        await h.step()
+    name = (await h.status())["pendingServiceStatus"]["rayClusterName"]
+    await h.cluster_ready(name)
+    with pytest.raises(ValueError, match="serveConfigV2 is not"):
+        await h.step()
+    warning = next(e for e in h.events if e[1] == "FailedToUpdateServeApplications")
+    assert warning[0] == "Warning" and why in warning[2]
+    assert h.dash(name).serve_configs == []
+    assert "UpdatedServeApplications" not in h.reasons()
+
+
+def test_serve_config_of_decodes_a_mapping_and_empty_text() -> None:
+    from pumice.controllers.ray.rayservice import serve_config_of
+
+    assert serve_config_of("applications:\n- {name: a, import_path: m:app}") == {
+        "applications": [{"name": "a", "import_path": "m:app"}]}
+    assert serve_config_of("") == {}
+    with pytest.raises(ValueError, match="not a YAML mapping"):
+        serve_config_of("- a\n- b")

@@ -72,7 +72,7 @@ async def test_serve_applications_run_after_the_start_delay() -> None:
     clock = FakeClock(1_000.0)
     dash, _, _ = _setup(clock)
     client = dash.factory(CLUSTER, "")
-    await client.update_deployments({"applications": [{"name": "app", "route_prefix": "/",
+    await client.update_deployments({"applications": [{"name": "app", "route_prefix": "/", "import_path": "m:app",
                                                        "deployments": [{"name": "Model"}]}]})
     ready, apps = apps_from_serve_details(await client.get_serve_details())
     assert not ready and apps["app"]["status"] == "DEPLOYING"
@@ -110,6 +110,10 @@ async def test_the_http_app_serves_each_cluster_under_its_name_to_the_operators_
     other = HttpDashboardClient("http://sim:1/ns/unknown", transport=transport)
     with pytest.raises(DashboardError, match="503"):  # a cluster not known yet is an error, not "no such job"
         await other.get_job_info("id-3")
+    # a Serve config Ray's schema refuses: 400 with the validation error, as one line
+    with pytest.raises(DashboardError, match=r"^PUT /api/serve/applications/: HTTP 400: 1 validation error for "
+                                             r"ServeDeploySchema: applications: Field required$"):
+        await client.update_deployments({"::": "not yaml ["})
 
 
 def _ready(pod: Obj, at: float | None) -> Obj:
@@ -181,3 +185,20 @@ async def test_an_http_submission_before_readiness_starts_when_the_cluster_is_re
     clock.advance(5)
     info = await client.get_job_info("id-4")
     assert info is not None and info.job_status == "RUNNING" and info.start_time == 1_007_000
+
+
+async def test_serve_refuses_a_config_without_applications_as_ray_does() -> None:
+    """``serveConfigV2: "::: not yaml ["`` is YAML (the map {"::": "not yaml ["}); Ray Serve's schema
+    refuses it with HTTP 400, so the controller records FailedToUpdateServeApplications."""
+    from pumice.controllers.ray.dashboard import DashboardError
+
+    clock = FakeClock(1_000.0)
+    dash, _pods, _ = _setup(clock)
+    client = dash.factory(CLUSTER, "")
+    with pytest.raises(DashboardError, match=r"HTTP 400: .*applications: Field required"):
+        await client.update_deployments({"::": "not yaml ["})
+    with pytest.raises(DashboardError, match=r"applications\.0\.import_path: Field required"):
+        await client.update_deployments({"applications": [{"name": "a"}]})
+    assert (await client.get_serve_details()) == {"applications": {}}
+    await client.update_deployments({"applications": [{"name": "a", "import_path": "m:app"}]})
+    assert set((await client.get_serve_details())["applications"]) == {"a"}

@@ -81,6 +81,15 @@ async def test_a_rayjob_applied_with_kubectl_reaches_succeeded(tmp_path: Path) -
             await asyncio.sleep(0.5)
         assert status.get("jobStatus") == "SUCCEEDED", status
         assert status.get("jobDeploymentStatus") == "Complete", status
+        # trial 3 finding 10: the Ray job starts once submitted (the submitter Job exists only after
+        # the cluster is ready) and lasts its sim-duration-seconds
+        from pumice._util.clock import parse_rfc3339
+
+        submitter = json.loads(await asyncio.to_thread(kc, "get", "job", "sim-job", "-o", "json"))
+        info = status["rayJobInfo"]
+        start, end = parse_rfc3339(info["startTime"]), parse_rfc3339(info["endTime"])
+        assert start >= parse_rfc3339(submitter["metadata"]["creationTimestamp"]), (info, submitter["metadata"])
+        assert end - start == 3, info
     finally:
         stop.set()
         await asyncio.wait_for(up, 120)

@@ -38,6 +38,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
 from pumice._util.clock import Clock, default_clock, parse_rfc3339, rfc3339
 from pumice._util.duration import go_duration_string
 from pumice.api import Obj, scheme, yamlsafe
@@ -192,6 +194,28 @@ def apps_from_serve_details(details: Obj) -> tuple[bool, Obj]:
         apps[name or c.DEFAULT_SERVE_APP_NAME] = {"status": status, "message": str(app.get("message") or ""),
                                                   "serveDeploymentStatuses": deps}
     return ready and bool(apps), apps
+
+
+def serve_config_of(text: str) -> Obj:
+    """``serveConfigV2`` decoded as upstream decodes it (YAML into a map): the Serve config sent by
+    ``PUT /api/serve/applications/``. An empty text is ``{}``.
+
+    Raises:
+        ValueError: not YAML, or YAML that is not a mapping (a string, a list); the controller
+            records it as a Warning Event ``FailedToUpdateServeApplications`` and retries.
+
+    Mirrors: rayservice_controller.go updateServeDeployment (yaml.Unmarshal into map[string]any).
+    """
+    try:
+        config = yamlsafe.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ValueError(f"serveConfigV2 is not valid YAML: {' '.join(str(e).split())}") from None
+    if config is None:
+        return {}
+    if not isinstance(config, dict):
+        raise ValueError(f"serveConfigV2 is not a YAML mapping: cannot unmarshal {type(config).__name__} into "
+                         "map[string]any")
+    return config
 
 
 def need_submit_serve_applications(cached: str, current: str, apps: Obj) -> tuple[bool, str]:
@@ -632,7 +656,7 @@ class RayServiceReconciler:
         if submit:
             log.info("RayService %s: submitting Serve applications to %s: %s", m.key(rs), cname, why)
             try:
-                config = yamlsafe.safe_load(current) or {}
+                config = serve_config_of(current)
                 await dash.update_deployments(json.loads(json.dumps(config)))
             except Exception as e:
                 self._event(rs, "Warning", "FailedToUpdateServeApplications",
