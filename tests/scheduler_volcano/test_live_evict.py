@@ -174,3 +174,37 @@ async def test_every_eviction_records_upstreams_evict_events_on_the_pod_and_its_
 
 async def _async(v: bool) -> bool:
     return v
+
+
+async def test_a_pod_recreated_under_the_same_name_gets_its_own_pod_scheduled_condition() -> None:
+    async with local_cluster() as c:
+        client = c.client
+        await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c1"}})
+        await _seed(client, [node("n1", "2,4Gi,pods=10"), queue("q1"),
+                             podgroup("big", queue="q1", min_member=1, phase="Inqueue"),
+                             pod("huge", group="big", requests="64,1Gi")])
+        pods_kind = client.scheme.resolve("pods")
+        sched = Scheduler(client)
+        await sched.cache.start(timeout=5)
+        try:
+            async def condition_on(uid: str) -> bool:
+                p = await client.get(pods_kind, "huge", "c1")
+                return p["metadata"]["uid"] == uid and any(
+                    x["type"] == "PodScheduled" and x["status"] == "False" for x in (p.get("status") or {}).get("conditions") or [])
+
+            first = (await client.get(pods_kind, "huge", "c1"))["metadata"]["uid"]
+            await _cycle(sched)
+            await _wait(lambda: condition_on(first))
+            await client.delete(pods_kind, "huge", "c1", grace_period_seconds=0)
+            await _seed(client, [pod("huge", group="big", requests="64,1Gi")])
+            second = (await client.get(pods_kind, "huge", "c1"))["metadata"]["uid"]
+            assert second != first
+
+            async def cache_has_second() -> bool:
+                return (_pods(sched).get("huge") or {}).get("metadata", {}).get("uid") == second
+
+            await _wait(cache_has_second)
+            await _cycle(sched)
+            await _wait(lambda: condition_on(second), timeout=5)
+        finally:
+            await sched.cache.stop()
