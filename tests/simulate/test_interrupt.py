@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from pumice.cli._signals import interrupt_on_signals
 from pumice.simulate.nodes import NodeSpec
 from pumice.simulate.report import write_run
 from pumice.simulate.runner import INTERRUPTED, SimConfig, StopFlag, simulate
@@ -124,14 +125,24 @@ def _drain(master: int) -> bytes:
         out += chunk
 
 
+def test_interrupt_on_signals_calls_back_once_and_restores_the_handlers() -> None:
+    got: list[signal.Signals] = []
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    with interrupt_on_signals(got.append) as signals:
+        os.kill(os.getpid(), signal.SIGTERM)  # Python runs the handler before os.kill returns
+        assert got == [signal.SIGTERM] and signals == [signal.SIGTERM]
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
+
+
 @pytest.mark.skipif(not (OPENB / "openb_pod_list_default.csv").exists(), reason="openb trace not in ../shared")
-def test_ctrl_c_mid_run_writes_the_partial_report_and_exits_130(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_mid_run_writes_the_partial_report_and_exits_130(tmp_path: Path, sig: signal.Signals) -> None:
     out = tmp_path / "out"
     proc, master = _start(out)
     try:
         seen = _read_until(master, proc, b"events/s")  # the first progress output: the run is under way
         assert b"events/s" in seen, seen[-2000:]
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         # bounded, not a timing assertion: without the fix the run went on for minutes
         rc = proc.wait(timeout=120)
         seen += _drain(master)
@@ -141,13 +152,13 @@ def test_ctrl_c_mid_run_writes_the_partial_report_and_exits_130(tmp_path: Path) 
             proc.kill()
             proc.wait()
         os.close(master)
-    assert rc == 130, stderr
+    assert rc == 128 + sig.value, stderr  # 130 for SIGINT, 143 for SIGTERM
     lines = stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("interrupted (SIGINT) at simulated "), stderr
+    assert len(lines) == 1 and lines[0].startswith(f"interrupted ({sig.name}) at simulated "), stderr
     assert lines[0].endswith(f"partial report: {out / 'report.html'}")
     assert b"Traceback" not in seen and "Traceback" not in stderr
     summ = json.loads((out / "summary.json").read_text())
-    assert summ["ended_by"] == "interrupted" and summ["interrupted"]["signal"] == "SIGINT"
+    assert summ["ended_by"] == "interrupted" and summ["interrupted"]["signal"] == sig.name
     assert 0 < summ["jobs"]["total"] < 8152  # mid-run: not every Pod of the trace had arrived
     assert summ["config"]["file"] == "<built-in default>"
     for name in ("report.html", "jobs.csv", "pods.csv", "timeline.csv"):
