@@ -3,7 +3,8 @@ would let it run, computed by running the Volcano scheduler's session on the cur
 
 Kinds: ``podgroup``/``pg``, ``vcjob``/``vj``, ``rayjob``, ``raycluster``, ``pod``. The scheduler configuration is
 ``--scheduler-conf`` when given, else the ``volcano-scheduler.conf`` key of the ConfigMap
-``volcano-system/volcano-scheduler-configmap`` when present, else the scheduler's built-in default.
+``volcano-system/volcano-scheduler-configmap`` (where the running scheduler publishes the one it
+uses), else the scheduler's built-in default, with a one-line warning on stderr.
 
 Errors: a bad target, a missing object or an unreachable API server prints one line to stderr and
 exits 1.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -22,7 +24,8 @@ from pumice.api import scheme
 from pumice.api.scheme import ResourceKind
 from pumice.scheduler.volcano.explain import ExplainError, Explanation, explain
 
-SCHEDULER_CONFIGMAP = ("volcano-system", "volcano-scheduler-configmap", "volcano-scheduler.conf")
+DEFAULT_CONF_WARNING = ("Warning: no ConfigMap volcano-system/volcano-scheduler-configmap; replaying the built-in "
+                        "default scheduler configuration (pass --scheduler-conf FILE if the scheduler runs another)")
 
 
 async def gather_objects(client: Any, kind: str, name: str, namespace: str) -> list[dict[str, Any]]:
@@ -49,41 +52,67 @@ def _with_kind(rk: ResourceKind, items: list[dict[str, Any]]) -> list[dict[str, 
     return items
 
 
-async def scheduler_conf(client: Any, path: str | None) -> Any:
+async def scheduler_conf(client: Any, path: str | None, warn: Any = None) -> Any:
+    """The configuration to replay: ``path`` when given, else the one the running scheduler
+    published in ``volcano-system/volcano-scheduler-configmap`` (pumice's scheduler writes it; on
+    upstream's install it is the mounted one), else the built-in default, after calling
+    ``warn(message)``.
+
+    Raises:
+        ConfigError: the file or the ConfigMap's text is not a valid configuration.
+        ApiError: the ConfigMap could not be read (other than 404).
+    """
+    from pumice.client.base import is_not_found
     from pumice.scheduler.volcano import default_conf, load_conf
+    from pumice.scheduler.volcano.conf import CONF_KEY, CONFIG_MAP_NAME, CONFIG_MAP_NAMESPACE, parse_conf
 
     if path:
-        return load_conf(path)
-    ns, name, key = SCHEDULER_CONFIGMAP
+        return load_conf(Path(path))
     try:
-        cm = await client.get(scheme.CONFIG_MAP, name, ns)
-        text = (cm.get("data") or {}).get(key)
-        if text:
-            return load_conf(text)
-    except Exception:
-        pass
+        cm = await client.get(scheme.CONFIG_MAP, CONFIG_MAP_NAME, CONFIG_MAP_NAMESPACE)
+    except Exception as e:
+        if not is_not_found(e):
+            raise
+        cm = None
+    text = ((cm or {}).get("data") or {}).get(CONF_KEY)
+    if text:
+        return parse_conf(text, source=f"ConfigMap {CONFIG_MAP_NAMESPACE}/{CONFIG_MAP_NAME}")
+    if warn is not None:
+        warn(DEFAULT_CONF_WARNING)
     return default_conf()
 
 
-async def explain_live(client: Any, target: str, namespace: str, conf_path: str | None = None,
-                       now: float | None = None) -> Explanation:
-    """Explain ``target`` (``kind/name``) against a live API server through ``client``.
+def parse_target(target: str) -> tuple[str, str]:
+    """``kind/name`` -> (kind, name).
 
     Raises:
-        ExplainError: a malformed target or a missing object.
+        ExplainError: not of that form.
     """
-    from pumice.client.base import is_not_found
-
     kind, sep, name = target.partition("/")
     if not sep or not kind or not name:
         raise ExplainError(f"target must be <kind>/<name>, got {target!r}")
+    return kind, name
+
+
+async def explain_live(client: Any, target: str, namespace: str, conf_path: str | None = None,
+                       now: float | None = None, warn: Any = None) -> Explanation:
+    """Explain ``target`` (``kind/name``) against a live API server through ``client``; ``warn``
+    (a function of one line) is told when the built-in default configuration is replayed.
+
+    Raises:
+        ExplainError: a malformed target or a missing object.
+        ConfigError: see :func:`scheduler_conf`.
+    """
+    from pumice.client.base import is_not_found
+
+    kind, name = parse_target(target)
     try:
         objects = await gather_objects(client, kind, name, namespace)
     except Exception as e:
         if is_not_found(e):
             raise ExplainError(f"{kind} {namespace}/{name} not found") from e
         raise
-    conf = await scheduler_conf(client, conf_path)
+    conf = await scheduler_conf(client, conf_path, warn)
     if now is None:
         from pumice._util.clock import default_clock
 
@@ -106,21 +135,25 @@ def command(target: str, namespace: str, kubeconfig: str | None, context: str | 
     from pumice.client.kube import component_user_agent
     from pumice.client.kubeconfig import connect
 
+    def warn(line: str) -> None:
+        click.echo(line, err=True)
+
     async def main() -> Explanation:
         client = connect(kubeconfig, context=context, user_agent=component_user_agent("explain"))
         try:
-            return await explain_live(client, target, namespace, scheduler_conf)
+            return await explain_live(client, target, namespace, scheduler_conf, warn=warn)
         finally:
             await client.close()
 
     try:
+        parse_target(target)  # a malformed target is reported before the kubeconfig is read
         ex = asyncio.run(main())
     except ExplainError as e:
-        click.echo(f"error: {e}", err=True)
+        click.echo(f"Error: {e}", err=True)
         sys.exit(1)
-    except Exception as e:  # unreachable server, bad kubeconfig ...
+    except Exception as e:  # unreachable server, bad kubeconfig, bad configuration ...
         from pumice.cli.main import one_line
 
-        click.echo(f"error: {one_line(e)}", err=True)
+        click.echo(f"Error: {one_line(e)}", err=True)
         sys.exit(1)
     click.echo(json.dumps(ex.to_json(), indent=2) if output == "json" else ex.render())

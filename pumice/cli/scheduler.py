@@ -67,7 +67,9 @@ async def _run(kubeconfig: str | None, name: str, period: float, conf: str | Non
             config_error: type[BaseException] = getattr(volcano, "ConfigError", ValueError)
             try:
                 await run(client, conf_path=conf, schedule_period=period, scheduler_name="volcano", stop_event=stop,
-                          sharding_mode=sharding_mode, shard_name=sharding_name)
+                          sharding_mode=sharding_mode, shard_name=sharding_name,
+                          # one scheduler per cluster publishes its configuration for explain
+                          publish_conf=sharding_mode == "none")
             except config_error as e:
                 raise click.ClickException(f"bad --scheduler-conf {conf}: {e}") from e
         else:

@@ -83,12 +83,17 @@ async def run_up(
         on_dashboard: called with the dashboard URL once it serves (when ``opts.dashboard_port``).
     Raises:
         OSError: the port is taken, or the data dir is not writable.
+        ConfigError: ``opts.scheduler_conf`` is not a valid configuration (before anything starts).
     """
     from pumice.apiserver.server import APIServer
     from pumice.client.kube import Client, component_user_agent
     from pumice.client.kubeconfig import in_process
 
     stop = stop_event or asyncio.Event()
+    if opts.scheduler_conf is not None:  # refused before anything starts (ConfigError)
+        from pumice.scheduler.volcano import load_conf
+
+        load_conf(Path(opts.scheduler_conf))
     opts.data_dir.mkdir(parents=True, exist_ok=True)
     lock = lock_data_dir(opts.data_dir)
     check_port_free(opts.host, opts.port)
@@ -124,7 +129,8 @@ async def run_up(
 
     tasks = _start_components(opts, client, server.url, stop, root_ca=_root_ca(server))
     if dash_sock is not None:
-        tasks.append(asyncio.create_task(_dashboard(kubeconfig, dash_sock, stop, on_dashboard), name="dashboard"))
+        tasks.append(asyncio.create_task(_dashboard(kubeconfig, dash_sock, stop, on_dashboard, opts.scheduler_conf),
+                                         name="dashboard"))
     try:
         await _wait_for_stop_or_failure(stop, [serve_task, *tasks])
     finally:
@@ -173,7 +179,8 @@ def _start_components(opts: UpOptions, client: Callable[[str], Any], apiserver_u
         from pumice.scheduler import volcano
 
         tasks.append(asyncio.create_task(
-            volcano.run(client("volcano-scheduler"), conf_path=opts.scheduler_conf, stop_event=stop),
+            volcano.run(client("volcano-scheduler"), conf_path=opts.scheduler_conf, stop_event=stop,
+                        publish_conf=True),
             name="volcano-scheduler",
         ))
         if opts.agent_scheduler:
@@ -248,10 +255,10 @@ async def _wait_for_stop_or_failure(stop: asyncio.Event, tasks: list[asyncio.Tas
 
 
 async def _dashboard(kubeconfig: Path, sock: socket.socket, stop: asyncio.Event,
-                     on_dashboard: Callable[[str], None] | None) -> None:
+                     on_dashboard: Callable[[str], None] | None, scheduler_conf: str | None = None) -> None:
     """The web UI, on its own thread and loop: a client of the API through the kubeconfig (HTTPS,
     the admin token), with the controllers' and the Volcano scheduler's Prometheus registries of
-    this process as charts."""
+    this process as charts; its explain panels replay ``scheduler_conf`` (the scheduler's)."""
     import prometheus_client
 
     from pumice.dashboard.series import MetricSource
@@ -261,7 +268,7 @@ async def _dashboard(kubeconfig: Path, sock: socket.socket, stop: asyncio.Event,
     sources = [MetricSource.from_registry(prometheus_client.REGISTRY, "controllers"),
                MetricSource.from_registry(volcano_metrics.REGISTRY, "volcano-scheduler")]
     await run_dashboard_in_thread(kubeconfig, sock=sock, metric_sources=sources, stop_event=stop,
-                                  on_ready=on_dashboard)
+                                  on_ready=on_dashboard, scheduler_conf=scheduler_conf)
 
 
 async def _wait_serving(ready: asyncio.Event, serve_task: asyncio.Task[None]) -> None:
@@ -392,6 +399,13 @@ def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if agent_scheduler and "volcano" not in _parse_groups(controller_groups):
         raise click.UsageError("--agent-scheduler needs the volcano controller group")
+    if scheduler_conf is not None:
+        from pumice.scheduler.volcano import ConfigError, load_conf
+
+        try:
+            load_conf(Path(scheduler_conf))
+        except ConfigError as e:
+            raise click.ClickException(f"bad --scheduler-conf: {e}") from None
     opts = UpOptions(
         data_dir=data_dir, host=host, port=port, runtime=runtime, nodes=nodes, node_cpu=node_cpu,
         node_memory=node_memory, batch_scheduler=None if batch_scheduler == "none" else batch_scheduler,

@@ -139,14 +139,28 @@ def _listening_socket(host: str, port: int, allow_remote: bool) -> socket.socket
 
 
 def _explain_conf(scheduler_conf: str | None) -> Callable[[], Any] | None:
-    """The explain panels' scheduler configuration, loaded once from ``scheduler_conf`` (None: the
-    panels use the scheduler's)."""
+    """The explain panels' scheduler configuration, loaded from ``scheduler_conf`` at start (a bad
+    file raises ConfigError) and re-read when the file changes, as the scheduler does (a bad edit
+    keeps the previous one). None: the panels use the built-in default."""
     if not scheduler_conf:
         return None
-    from pumice.scheduler.volcano import load_conf
+    import os
 
-    conf = load_conf(scheduler_conf)
-    return lambda: conf
+    from pumice.scheduler.volcano import ConfigError, load_conf
+
+    state: dict[str, Any] = {"mtime": os.stat(scheduler_conf).st_mtime, "conf": load_conf(scheduler_conf)}
+
+    def current() -> Any:
+        try:
+            mtime = os.stat(scheduler_conf).st_mtime
+            if mtime != state["mtime"]:
+                state["mtime"] = mtime
+                state["conf"] = load_conf(scheduler_conf)
+        except (OSError, ConfigError) as e:
+            log.error("dashboard: keeping the previous scheduler configuration: %s", e)
+        return state["conf"]
+
+    return current
 
 
 async def _serve(cache: ClusterCache, sampler: Sampler, server: uvicorn.Server, sock: socket.socket, stop: asyncio.Event,

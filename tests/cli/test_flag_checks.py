@@ -38,3 +38,26 @@ def test_webhook_names_the_certificate_files_it_cannot_use(tmp_path: Path) -> No
                                        "--tls-private-key-file", str(bad)])
     assert result.exit_code == 1
     assert f"cannot use --tls-cert-file {bad}" in result.output
+
+
+@pytest.mark.parametrize(("conf", "message"), [
+    (None, "cannot read: No such file or directory"),
+    ('actions: "enqueue, allocate"\ntiers:\n- plugins: [{name: no-such-plugin}]\n', "no-such-plugin"),
+    ('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: wait-for-pods-ready\n'
+     '    arguments: {waitForPodsReady.timout: 20}\n', "unknown argument 'waitForPodsReady.timout'"),
+    ('actions: "enqueue, no-such-action"\ntiers:\n- plugins: [{name: gang}]\n', "no-such-action"),
+    ("actions: [unclosed\n", "invalid YAML"),
+])
+def test_a_bad_scheduler_conf_is_refused_before_anything_starts(tmp_path: Path, conf: str | None, message: str) -> None:
+    """Trial 3 finding 7: ``up`` printed "pumice is up" and the URLs before refusing the file."""
+    path = tmp_path / "volcano-scheduler.conf"
+    if conf is not None:
+        path.write_text(conf)
+    result = CliRunner().invoke(main, ["up", "--runtime", "simulated", "--port", "0", "--dashboard-port", "0",
+                                       "--data-dir", str(tmp_path / "d"), "--scheduler-conf", str(path)])
+    assert result.exit_code == 1, result.output
+    out = result.output.strip()
+    assert out.startswith("Error: bad --scheduler-conf: ") and "\n" not in out, out
+    assert message in out
+    assert "pumice is up" not in out
+    assert not (tmp_path / "d").exists()

@@ -19,9 +19,12 @@ from typing import Any
 
 import httpx2 as httpx
 import pytest
+from click.testing import CliRunner
 
 from pumice.api import scheme
 from pumice.api.quantity import parse_quantity
+from pumice.cli.explain import command as explain_command
+from pumice.cli.explain import explain_live
 from pumice.client.base import ApiError
 from pumice.client.kubeconfig import connect
 from pumice.testing.node import wait_for
@@ -43,7 +46,7 @@ tiers:
   - name: user-limits
     arguments:
       userLimits.limits:
-      - {users: [alice], queue: ul, maxApplications: 1}
+      - {users: [alice, carol], queue: ul, maxApplications: 1}
   - name: usage-budget
   - name: cohort
   - name: priority
@@ -414,6 +417,43 @@ async def test_user_limits_hold_a_users_second_application_but_not_another_users
     ev = await wait_event(client, "users", "alice-2", "Unschedulable")
     assert ev["message"] == "user alice has 1 of at most 1 applications in queue ul"
     assert await pg_phase(client, "users", "alice-2") == "Pending"
+
+
+async def test_explain_and_the_ui_replay_the_configuration_pumice_up_runs_with(client: Any, up: Up) -> None:
+    """Trial 3 finding 2: without --scheduler-conf, ``pumice explain`` and the UI's "Why is it
+    waiting?" replayed the built-in default and said a job held by user-limits was fine."""
+    await namespace(client, "why")
+    try:
+        await client.create(queue("ul"))
+    except ApiError as e:
+        if e.code != 409:  # made by the user-limits test already
+            raise
+    carol = {"yunikorn.apache.org/user.info": json.dumps({"user": "carol"})}
+    await client.create(pod_group("carol-1", "why", "ul", cpu="1", annotations=carol))
+    await client.create(pod("carol-1-0", "why", "carol-1", "1"))
+    await wait_running(client, "why", "carol-1-0")
+    await client.create(pod_group("carol-2", "why", "ul", cpu="1", annotations=carol))
+    await client.create(pod("carol-2-0", "why", "carol-2", "1"))
+    ev = await wait_event(client, "why", "carol-2", "Unschedulable")
+    assert ev["message"] == "user carol has 1 of at most 1 applications in queue ul"
+    cm = await client.get(scheme.CONFIG_MAP, "volcano-scheduler-configmap", "volcano-system")
+    assert cm["data"]["volcano-scheduler.conf"] == CONF  # published by the scheduler, as it runs it
+    warnings: list[str] = []
+    ex = await explain_live(client, "podgroup/carol-2", "why", warn=warnings.append)
+    assert not warnings
+    assert ex.gate == "enqueue-refused", ex.render()
+    assert "user carol has 1 of at most 1 applications in queue ul" in ex.reason, ex.render()
+    res = await asyncio.to_thread(CliRunner().invoke, explain_command,
+                                  ["podgroup/carol-2", "-n", "why", "--kubeconfig", str(up.kubeconfig)])
+    assert res.exit_code == 0, res.output
+    assert "user carol has 1 of at most 1 applications in queue ul" in res.output
+    assert "Warning" not in res.output
+    async with httpx.AsyncClient(base_url=up.url, timeout=30) as web:
+        r = await web.post("/login", data={"token": up.token})
+        assert r.status_code == 303
+        page = (await web.get("/podgroups/why/carol-2")).text
+    assert "Why is it waiting?" in page
+    assert "user carol has 1 of at most 1 applications in queue ul" in page, page[:3000]
 
 
 async def test_queue_position_is_in_the_podgroup_status_and_on_its_ui_page(client: Any, up: Up) -> None:

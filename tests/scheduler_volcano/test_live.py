@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 import pytest
@@ -296,3 +297,34 @@ async def test_a_pending_pod_gets_a_failed_scheduling_event_and_a_placed_gang_no
             assert huge["source"]["component"] == "volcano"
         finally:
             await sched.cache.stop()
+
+
+async def test_the_scheduler_publishes_the_configuration_it_runs_with(tmp_path: Path) -> None:
+    """Trial 3 finding 2: explain and the UI read the running scheduler's configuration from
+    ``volcano-system/volcano-scheduler-configmap``; the scheduler writes it at start and after a reload."""
+    from pumice.api import scheme
+    from pumice.cli.explain import scheduler_conf
+
+    first = 'actions: "enqueue, allocate"\ntiers:\n- plugins: [{name: priority}, {name: gang}]\n'
+    second = 'actions: "enqueue, allocate, backfill"\ntiers:\n- plugins: [{name: gang}, {name: cohort}]\n'
+    path = tmp_path / "volcano-scheduler.conf"
+    path.write_text(first)
+    async with local_cluster() as c:
+        warnings: list[str] = []
+        await scheduler_conf(c.client, None, warnings.append)
+        assert warnings and warnings[0].startswith("Warning: no ConfigMap volcano-system/volcano-scheduler-configmap")
+        sched = Scheduler(c.client, conf_path=str(path), publish_conf=True)
+        await sched.publish()
+        cm = await c.client.get(scheme.CONFIG_MAP, "volcano-scheduler-configmap", "volcano-system")
+        assert cm["data"] == {"volcano-scheduler.conf": first}
+        path.write_text(second)
+        os.utime(path, (1, 1))  # a new mtime, even within the file system's resolution
+        assert sched.reload_conf_if_changed()
+        await sched.publish()
+        cm = await c.client.get(scheme.CONFIG_MAP, "volcano-scheduler-configmap", "volcano-system")
+        assert cm["data"] == {"volcano-scheduler.conf": second}
+        warnings.clear()
+        conf = await scheduler_conf(c.client, None, warnings.append)
+        assert not warnings
+        assert conf.actions == ("enqueue", "allocate", "backfill")
+        assert [p.name for p in conf.tiers[0].plugins] == ["gang", "cohort"]

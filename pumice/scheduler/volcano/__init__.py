@@ -27,13 +27,15 @@ async def run(
     stop_event: Any = None,
     sharding_mode: str = "none",
     shard_name: str | None = None,
+    publish_conf: bool = False,
 ) -> None:
-    """Run the live scheduler until ``stop_event`` is set (see :mod:`.scheduler`)."""
+    """Run the live scheduler until ``stop_event`` is set (see :mod:`.scheduler`; ``publish_conf``
+    writes the configuration in use to ``volcano-system/volcano-scheduler-configmap``)."""
     from pumice.scheduler.volcano.scheduler import Scheduler
 
     sched = Scheduler(
         client, conf_path=conf_path, schedule_period=schedule_period, scheduler_name=scheduler_name, clock=clock,
-        sharding_mode=sharding_mode, shard_name=shard_name,
+        sharding_mode=sharding_mode, shard_name=shard_name, publish_conf=publish_conf,
     )
     await sched.run(stop_event)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from pathlib import Path
 from typing import Any
 
 from pumice._util.clock import Clock, LoopClock
@@ -20,7 +21,17 @@ from pumice.client.base import KubeClient
 from pumice.scheduler.volcano import metrics
 from pumice.scheduler.volcano.api.types import TaskStatus
 from pumice.scheduler.volcano.cache.live import SchedulerCache
-from pumice.scheduler.volcano.conf import ConfigError, SchedulerConfiguration, default_conf, load_conf
+from pumice.scheduler.volcano.conf import (
+    CONF_KEY,
+    CONFIG_MAP_NAME,
+    CONFIG_MAP_NAMESPACE,
+    DEFAULT_SCHEDULER_CONF,
+    ConfigError,
+    SchedulerConfiguration,
+    configmap_text,
+    default_conf,
+    parse_conf,
+)
 from pumice.scheduler.volcano.framework.session import CloseResult, Session, open_session, run_action
 
 log = logging.getLogger("pumice.scheduler.volcano")
@@ -40,6 +51,11 @@ class Scheduler:
             preferred by allocate, backfill, preempt and reclaim; the others are used when the
             shard has no room).
         shard_name: the NodeShard to read (default: ``scheduler_name``).
+        publish_conf: write the configuration in use (at start and after each reload) to the
+            ConfigMap ``volcano-system/volcano-scheduler-configmap`` (key ``volcano-scheduler.conf``,
+            where upstream's install keeps it) so that ``pumice explain`` and the web UI replay the
+            same one; creates the Namespace when absent. A failed write is logged and retried
+            next cycle.
         snapshot_mode: ``incremental`` (state kept across cycles, rebuilt where informer events
             changed it), ``full`` (every object every cycle) or ``verify`` (both, compared; for
             tests); see :meth:`SchedulerCache.snapshot`. Decisions are the same in every mode.
@@ -59,6 +75,7 @@ class Scheduler:
         sharding_mode: str = "none",
         shard_name: str | None = None,
         snapshot_mode: str = "incremental",
+        publish_conf: bool = False,
     ) -> None:
         self.client = client
         self.clock: Clock = clock or LoopClock()
@@ -67,6 +84,10 @@ class Scheduler:
         self.cache = SchedulerCache(client, clock=self.clock, scheduler_name=scheduler_name, sharding_mode=sharding_mode,
                                     shard_name=shard_name, snapshot_mode=snapshot_mode)
         self._conf_mtime: float | None = None
+        self.conf_text: str = DEFAULT_SCHEDULER_CONF
+        """The volcano-scheduler.conf text of :attr:`conf`."""
+        self.publish_conf = publish_conf
+        self._published: str | None = None
         self.conf: SchedulerConfiguration = self._load_conf(initial=True) or default_conf()
         self.cycles = 0
         self.last_result: CloseResult | None = None
@@ -84,7 +105,13 @@ class Scheduler:
             return None
         self._conf_mtime = mtime
         try:
-            return load_conf(self.conf_path)
+            try:
+                text = Path(self.conf_path).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as e:
+                raise ConfigError(f"{self.conf_path}: cannot read: {getattr(e, 'strerror', None) or e}") from e
+            conf = parse_conf(text, source=self.conf_path)
+            self.conf_text = configmap_text(text)
+            return conf
         except ConfigError as e:
             if initial:
                 raise
@@ -155,6 +182,49 @@ class Scheduler:
                 metrics.queue_overused.labels(queue_name=q.name).set(1 if qm["share"] >= 1 else 0)
             metrics.queue_weight.labels(queue_name=q.name).set(q.weight)
 
+    async def publish(self) -> None:
+        """Write :attr:`conf_text` to the scheduler ConfigMap when it differs from what this
+        scheduler last wrote (see ``publish_conf``).
+
+        Raises:
+            ApiError: the API server refused a write (other than the Namespace already existing).
+        """
+        from pumice.api import scheme
+        from pumice.client.base import is_already_exists, is_not_found
+
+        text = self.conf_text
+        if text == self._published:
+            return
+        data = {CONF_KEY: text}
+        try:
+            cm = await self.client.get(scheme.CONFIG_MAP, CONFIG_MAP_NAME, CONFIG_MAP_NAMESPACE)
+        except Exception as e:
+            if not is_not_found(e):
+                raise
+            try:
+                await self.client.create({"apiVersion": "v1", "kind": "Namespace",
+                                          "metadata": {"name": CONFIG_MAP_NAMESPACE}})
+            except Exception as e2:
+                if not is_already_exists(e2):
+                    raise
+            await self.client.create({"apiVersion": "v1", "kind": "ConfigMap",
+                                      "metadata": {"name": CONFIG_MAP_NAME, "namespace": CONFIG_MAP_NAMESPACE},
+                                      "data": data})
+        else:
+            if (cm.get("data") or {}).get(CONF_KEY) != text:
+                await self.client.patch(scheme.CONFIG_MAP, CONFIG_MAP_NAME, {"data": data}, CONFIG_MAP_NAMESPACE)
+        self._published = text
+        log.info("scheduler configuration published to ConfigMap %s/%s", CONFIG_MAP_NAMESPACE, CONFIG_MAP_NAME)
+
+    async def _publish_logged(self) -> None:
+        if not self.publish_conf:
+            return
+        try:
+            await self.publish()
+        except Exception as e:
+            log.warning("cannot publish the scheduler configuration to ConfigMap %s/%s (retried next cycle): %s",
+                        CONFIG_MAP_NAMESPACE, CONFIG_MAP_NAME, e)
+
     async def run(self, stop_event: asyncio.Event | None = None) -> None:
         """Start the cache, then cycle until ``stop_event`` is set (forever when None)."""
         stop = stop_event or asyncio.Event()
@@ -162,6 +232,7 @@ class Scheduler:
         try:
             while not stop.is_set():
                 started = self.clock.monotonic()
+                await self._publish_logged()
                 try:
                     self.run_once()
                 except Exception:

@@ -76,6 +76,12 @@ tiers:
 
 CONF_KEY = "volcano-scheduler.conf"
 
+CONFIG_MAP_NAMESPACE = "volcano-system"
+CONFIG_MAP_NAME = "volcano-scheduler-configmap"
+"""Where upstream's install keeps the scheduler configuration (key :data:`CONF_KEY`); pumice's
+scheduler publishes the configuration it runs with there, and ``pumice explain`` and the web UI
+read it back."""
+
 
 class ConfigError(ValueError):
     """A configuration that cannot be loaded; the message is one line naming source and field."""
@@ -317,6 +323,18 @@ def _is_file(text: str) -> bool:
         return False
 
 
+def configmap_text(text: str) -> str:
+    """The volcano-scheduler.conf text inside ``text``: ``data[CONF_KEY]`` when ``text`` is a
+    ConfigMap manifest, else ``text`` itself (invalid YAML is returned as is; parse it first)."""
+    try:
+        doc = yamlsafe.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    if isinstance(doc, dict) and doc.get("kind") == "ConfigMap":
+        return str((doc.get("data") or {}).get(CONF_KEY, ""))
+    return text
+
+
 def default_conf() -> SchedulerConfiguration:
     """The compiled-in default configuration, loader defaults applied."""
     return parse_conf(DEFAULT_SCHEDULER_CONF, source="<builtin default>")
@@ -336,6 +354,9 @@ def build_conf(
 
 
 __all__ = [
+    "CONFIG_MAP_NAME",
+    "CONFIG_MAP_NAMESPACE",
+    "CONF_KEY",
     "DEFAULT_SCHEDULER_CONF",
     "SWITCH_KEYS",
     "ConfigError",
@@ -344,6 +365,7 @@ __all__ = [
     "SchedulerConfiguration",
     "Tier",
     "build_conf",
+    "configmap_text",
     "default_conf",
     "load_conf",
     "parse_conf",
