@@ -248,3 +248,48 @@ def test_a_mixed_size_gang_reports_each_size() -> None:
     ex = explain(objs, "podgroup", "pg1", NS, NO_OVERCOMMIT)
     assert "2 Pods of cpu 3, memory 1Gi and 1 Pod of cpu 1, memory 1Gi" in ex.render(), ex.render()
     assert "can never fit" in ex.reason and "frees" not in ex.remedy, ex.render()
+
+
+COHORT = load_conf("""
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}, {name: cohort}]
+- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+""")
+
+
+def cohort_queue(name: str, nominal: str) -> dict:
+    q = queue(name, deserved={"cpu": nominal, "memory": "8Gi"})
+    q["metadata"]["annotations"]["scheduling.pumice.io/cohort"] = "c"
+    return q
+
+
+def test_a_gang_held_by_its_cohorts_quota_is_held_by_cohort_not_predicates() -> None:
+    """Trial 3 finding 3: qa borrowed 2 of qb's 4 cpu; qb's gang of 4 x 1 cpu fits the Nodes (10
+    cpu free) but not the 2 cpu the cohort leaves qb. explain said "held by: predicates"."""
+    running = [pod(f"a-{i}", namespace=NS, group="a", requests="1,1Gi", node=f"n{i % 4}", phase="Running")
+               for i in range(6)]
+    objs = [*(node(f"n{i}", "4,16Gi,pods=110") for i in range(4)), cohort_queue("qa", "4"), cohort_queue("qb", "4"),
+            podgroup("a", namespace=NS, queue="qa", min_member=6, phase="Running"), *running,
+            *gang("b", 4, q="qb", phase="Inqueue")]
+    ex = explain(objs, "podgroup", "b", NS, COHORT)
+    assert ex.gate == "cohort", ex.render()
+    assert ex.reason == ("cohort c quota: queue qb uses cpu 0, and the gang's request cpu 4 would take it past the "
+                         "cpu 2 it may use now (nominal cpu 4; used above their nominal quota by the other members: "
+                         "qa cpu 2)"), ex.render()
+    assert "reclaim-within-cohort" in ex.remedy
+    assert "held by: cohort" in ex.render()
+
+
+def test_the_queue_allocatable_sentence_adds_up() -> None:
+    """Trial 3 finding 3: "allocated cpu 4 + the gang's request cpu 1 > deserved cpu 6" was printed
+    (for a gang the cohort held); the sentence's sum is now over the limit it names."""
+    running = [pod(f"r{i}", namespace=NS, group="pg0", requests="1,1Gi", node="n1", phase="Running")
+               for i in range(2)]
+    objs = [node("n1", "8,32Gi,pods=110"), queue("q1", capability="3,16Gi", deserved="3,16Gi"),
+            podgroup("pg0", namespace=NS, queue="q1", min_member=2, phase="Running"), *running,
+            *gang("pg1", 2, phase="Inqueue")]
+    ex = explain(objs, "podgroup", "pg1", NS, CAPACITY)
+    assert ex.gate == "queue-allocatable", ex.render()
+    assert ex.reason.startswith("queue q1 is at its capability: allocated cpu 2 + the gang's request cpu 2 > "
+                                "capability cpu 3"), ex.render()

@@ -57,7 +57,9 @@ class Explanation:
         gate: a short id: ``finished``, ``running``, ``binding``, ``node-start``, ``no-podgroup``,
             ``queue-missing``,
             ``queue-closed``, ``enqueue-quota``, ``enqueue-overcommit``, ``enqueue-refused``,
-            ``no-pods``, ``queue-overused``, ``queue-allocatable``, ``topology``, ``gang``, ``predicates``.
+            ``no-pods``, ``queue-overused``, ``queue-allocatable``, ``cohort``, ``user-limits``,
+            ``usage-budget`` (a peers' plugin whose AllocatableFn refuses the gang), ``topology``,
+            ``gang``, ``predicates``.
         reason: one sentence with the numbers.
         remedy: what would let it run ("" when nothing holds it).
         details: supporting lines (fit errors, events).
@@ -290,7 +292,10 @@ def explain(objects: list[Obj], kind: str, name: str, namespace: str, conf: Sche
     run_actions(ssn, conf.actions)
     q = ssn.queues.get(qname)
     pending = [t for t in job.tasks.values() if t.status is TaskStatus.Pending]
-    allocatable_ok = all(ssn.allocatable(q, t) for t in pending[:1]) if q is not None and pending else True
+    gang_req = _gang_request(job, pending, job.min_available)
+    peer_refusal = _peer_allocatable_refusal(ssn, q, qname, pending, gang_req) if q is not None and pending else None
+    allocatable_ok = all(fn(q, t) for name, fn in _allocatable_fns(ssn) if name in _QUEUE_PLUGINS
+                         for t in pending[:1]) if q is not None and pending else True
     overused = ssn.overused(q) if q is not None else False
     plugin_numbers = _plugin_numbers(ssn, qname)
     node_reasons = _unplaced_reasons(ssn, job, pending)
@@ -330,7 +335,10 @@ def explain(objects: list[Obj], kind: str, name: str, namespace: str, conf: Sche
         ex.remedy = (f"other queues free resources, or give queue {qname} a larger weight/deserved share "
                      "(reclaim takes back resources other queues borrowed)")
         return ex
-    gang_req = _gang_request(job, pending, min_member)
+    if peer_refusal is not None:
+        ex.gate, ex.reason, ex.remedy = peer_refusal
+        _never_fits(ex, ssn, job)
+        return ex
     if _queue_allocatable_gate(ex, ssn, job, qname, pending, gang_req, plugin_numbers, allocatable_ok):
         return ex
     if _topology_gate(ex, ssn, job, pg, gang_req):
@@ -367,6 +375,70 @@ def _gang_request(job: Any, pending: list[Any], min_member: int) -> Resource:
     return gang_req
 
 
+_QUEUE_PLUGINS = ("capacity", "proportion")
+"""The queue plugins whose AllocatableFn :func:`_queue_allocatable_gate` explains with their numbers."""
+
+
+def _allocatable_fns(ssn: Any) -> list[tuple[str, Any]]:
+    """The session's AllocatableFns as (plugin name, fn), in tier order."""
+    return [pair for tier in ssn.callbacks.allocatable.tiered() for pair in tier]
+
+
+def _peer_allocatable_refusal(ssn: Any, q: Any, qname: str, pending: list[Any],
+                              gang_req: Resource) -> tuple[str, str, str] | None:
+    """(gate, reason, remedy) when a plugin other than capacity/proportion (cohort, user-limits,
+    usage-budget) refuses the gang at allocate: its AllocatableFn says no to the first pending
+    task, or to the gang's whole request at once (allocate asks task by task and discards a gang
+    it cannot complete, so after the session the first task alone may pass). Must run before the
+    session closes (the plugins drop their state then)."""
+    probe = min(pending, key=lambda t: t.name).clone()
+    probe.resreq = gang_req
+    first = min(pending, key=lambda t: t.name)
+    for name, fn in _allocatable_fns(ssn):
+        if name in _QUEUE_PLUGINS:
+            continue
+        if fn(q, first) and fn(q, probe):
+            continue
+        if name == "cohort":
+            return _cohort_refusal(ssn, qname, gang_req)
+        dims = [d for d in gang_req.resource_names() if d != "pods"]
+        return (name, f"{name} refuses to allocate the gang's request {_fmt_res(gang_req, dims)} in queue {qname}",
+                f"see the {name} plugin's limits for queue {qname} (its Events on the PodGroup say which)")
+    return None
+
+
+def _cohort_refusal(ssn: Any, qname: str, req: Resource) -> tuple[str, str, str]:
+    from pumice.scheduler.volcano.plugins.cohort import cap_of
+
+    plugin = ssn.plugins.get("cohort")
+    m = plugin.members.get(qname) if plugin is not None else None
+    if m is None:
+        return "cohort", f"the cohort plugin refuses queue {qname} (its annotations do not parse; see its Events)", \
+            f"fix queue {qname}'s cohort annotations"
+    members = plugin.cohort_members(m.cohort)
+    cap = cap_of(m, members, reserved=False)
+    over = [d for d in m.names if req.get(d) > 0 and m.used.get(d) + req.get(d) > cap.get(d) + 1e-9]
+    dims = over or [d for d in m.names if req.get(d) > 0]
+    lent = {p.queue: _above_nominal(p) for p in members if p.queue != qname}
+    borrowers = ", ".join(f"{qn} {_fmt_res(r, dims)}" for qn, r in sorted(lent.items())
+                          if any(r.get(d) > 0 for d in dims)) or "none"
+    reason = (f"cohort {m.cohort} quota: queue {qname} uses {_fmt_res(m.used, dims)}, and the gang's request "
+              f"{_fmt_res(req, dims)} would take it past the {_fmt_res(cap, dims)} it may use now (nominal "
+              f"{_fmt_res(m.nominal, dims)}; used above their nominal quota by the other members: {borrowers})")
+    remedy = (f"the other members of cohort {m.cohort} give back what they use above their nominal quota "
+              f"(queue {qname} with scheduling.pumice.io/reclaim-within-cohort Any or LowerPriority takes it back"
+              f"{'' if m.reclaim == 'Never' else ', as it does now, if reclaim is among the actions'}), or queue "
+              f"{qname}'s spec.deserved is raised")
+    return "cohort", reason, remedy
+
+
+def _above_nominal(m: Any) -> Resource:
+    """What cohort member ``m`` uses above its nominal quota (0 where it does not)."""
+    from pumice.scheduler.volcano.api.resource import exceeded_part
+
+    return exceeded_part(m.used, m.nominal)
+
+
 def _queue_allocatable_gate(ex: Explanation, ssn: Any, job: Any, qname: str, pending: list[Any],
                             gang_req: Resource, plugin_numbers: dict[str, Any], allocatable_ok: bool) -> bool:
     """The queue's capability (capacity) or deserved share (proportion) holds the gang: fill
@@ -386,8 +458,12 @@ def _queue_allocatable_gate(ex: Explanation, ssn: Any, job: Any, qname: str, pen
             limit_name = "capability" if plugin_numbers.get("plugin") == "capacity" else "deserved"
             limit = pn["real_capability"] if limit_name == "capability" else pn["deserved"]
             need = pn["allocated"] + req
-            ex.reason = (f"queue {qname} is at its {limit_name}: allocated {_fmt_res(pn['allocated'], dims)} + "
-                         f"the gang's request {_fmt_res(req, dims)} > {limit_name} {_fmt_res(limit, dims)}")
+            over = [d for d in dims if need.get(d) > limit.get(d) + 1e-9]
+            dims = over or dims
+            what = "deserved share (proportion's, from the queues' weights)" if limit_name == "deserved" else limit_name
+            ex.reason = (f"queue {qname} is at its {what}: allocated {_fmt_res(pn['allocated'], dims)} + "
+                         f"the gang's request {_fmt_res(req, dims)} "
+                         f"{'>' if over else 'reaches'} {limit_name} {_fmt_res(limit, dims)}")
             ex.remedy = ", ".join(f"raise queue {qname} {limit_name}.{d} to {_fmt_dim(d, need.get(d))}"
                                   for d in dims if need.get(d) > limit.get(d)) or f"free room in queue {qname}"
         else:
