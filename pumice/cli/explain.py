@@ -62,21 +62,14 @@ async def scheduler_conf(client: Any, path: str | None, warn: Any = None) -> Any
         ConfigError: the file or the ConfigMap's text is not a valid configuration.
         ApiError: the ConfigMap could not be read (other than 404).
     """
-    from pumice.client.base import is_not_found
     from pumice.scheduler.volcano import default_conf, load_conf
-    from pumice.scheduler.volcano.conf import CONF_KEY, CONFIG_MAP_NAME, CONFIG_MAP_NAMESPACE, parse_conf
+    from pumice.scheduler.volcano.scheduler import read_published_conf
 
     if path:
         return load_conf(Path(path))
-    try:
-        cm = await client.get(scheme.CONFIG_MAP, CONFIG_MAP_NAME, CONFIG_MAP_NAMESPACE)
-    except Exception as e:
-        if not is_not_found(e):
-            raise
-        cm = None
-    text = ((cm or {}).get("data") or {}).get(CONF_KEY)
-    if text:
-        return parse_conf(text, source=f"ConfigMap {CONFIG_MAP_NAMESPACE}/{CONFIG_MAP_NAME}")
+    conf = await read_published_conf(client)
+    if conf is not None:
+        return conf
     if warn is not None:
         warn(DEFAULT_CONF_WARNING)
     return default_conf()

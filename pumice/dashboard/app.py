@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import html
+import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib import resources
@@ -157,7 +158,8 @@ class Dashboard:
         cache: the cluster cache (started by the caller).
         sessions: login sessions.
         sampler: the time-series sampler (its ``run`` is started by the caller).
-        explain_conf: a function returning the Volcano scheduler configuration ``explain`` uses.
+        explain_conf: a function returning the Volcano scheduler configuration ``explain`` uses
+            (or an awaitable of it); None: the built-in default.
         title: shown in the header (e.g. the API server URL).
     """
 
@@ -651,6 +653,8 @@ class Dashboard:
             if t is not None:
                 objects.append(t)
         conf = self.explain_conf() if self.explain_conf is not None else default_conf()
+        if inspect.isawaitable(conf):
+            conf = await conf
         ex: Any
         try:
             ex = await asyncio.to_thread(explain, objects, kind, name, ns, conf, now=self.cache.clock.now())

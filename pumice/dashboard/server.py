@@ -83,7 +83,9 @@ async def run_dashboard(
         host, port: where to listen (port 0: a free one); ignored when ``sock`` is given.
         metric_sources: Prometheus sources charted on the Charts page.
         on_ready: called with the dashboard URL once it listens and the cache has synced.
-        scheduler_conf: volcano-scheduler.conf the explain panels use (default: the scheduler's).
+        scheduler_conf: volcano-scheduler.conf the explain panels use (default: the one the running
+            Volcano scheduler published in ``volcano-system/volcano-scheduler-configmap``, else
+            the built-in default).
         allow_remote: allow a non-loopback ``host``.
     Raises:
         OSError: the address cannot be bound.
@@ -100,7 +102,7 @@ async def run_dashboard(
     cache = ClusterCache(client)
     sampler = Sampler(cache, metric_sources, interval=sample_interval)
     sessions = Sessions(token_client_factory(single))
-    dash = Dashboard(cache, sessions, sampler, explain_conf=_explain_conf(scheduler_conf),
+    dash = Dashboard(cache, sessions, sampler, explain_conf=_explain_conf(scheduler_conf) or _published_conf(client),
                      title=single.cluster.server)
 
     import uvicorn
@@ -136,6 +138,24 @@ def _listening_socket(host: str, port: int, allow_remote: bool) -> socket.socket
         raise ValueError(f"the dashboard serves plain HTTP; refusing to listen on {host} "
                          "(use a loopback address or --allow-remote behind a TLS proxy)")
     return bind(host, port)
+
+
+def _published_conf(client: Any) -> Callable[[], Any]:
+    """The explain panels' configuration when none is given: the one the running Volcano
+    scheduler published (see ``read_published_conf``), else the built-in default (logged)."""
+    from pumice.scheduler.volcano import default_conf
+    from pumice.scheduler.volcano.scheduler import read_published_conf
+
+    async def current() -> Any:
+        try:
+            conf = await read_published_conf(client)
+        except Exception as e:
+            log.warning("dashboard: cannot read the scheduler's published configuration, explaining with the "
+                        "built-in default: %s", e)
+            return default_conf()
+        return conf if conf is not None else default_conf()
+
+    return current
 
 
 def _explain_conf(scheduler_conf: str | None) -> Callable[[], Any] | None:

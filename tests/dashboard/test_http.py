@@ -83,3 +83,17 @@ def test_login_with_a_valid_token_that_may_not_list_namespaces_says_so(up: Up) -
         assert "refused this token" not in r.text
         r = c.post("/login", data={"token": token + "x"})
         assert r.status_code == 401 and "the API server refused this token (401 Unauthorized)" in r.text
+
+
+def test_the_queues_list_says_what_its_bars_end_at_and_filters_by_name(web: httpx.Client) -> None:
+    """Trial 3 finding 11: the column said "allocated / capability" but showed deserved, and the
+    filter asked for namespace/name although Queues are cluster-scoped."""
+    page = web.get("/queues").text
+    assert "<th>Resources (allocated / capability, else deserved)</th>" in page
+    assert 'placeholder="name"' in page and 'placeholder="namespace/name"' not in page
+    row = page[page.index('<tr data-name="default">'):]
+    row = row[:row.index("</tr>")]
+    # the default queue has no capability: each figure names the limit it is shown against
+    assert re.findall(r'<span class="muted">(capability|deserved|no limit)</span>', row), row
+    assert '<span class="muted">capability</span>' not in row, row
+    assert 'placeholder="namespace/name"' in web.get("/pods").text

@@ -328,3 +328,8 @@ async def test_the_scheduler_publishes_the_configuration_it_runs_with(tmp_path: 
         assert not warnings
         assert conf.actions == ("enqueue", "allocate", "backfill")
         assert [p.name for p in conf.tiers[0].plugins] == ["gang", "cohort"]
+        # `pumice dashboard` without --scheduler-conf reads the same
+        from pumice.dashboard.server import _published_conf
+
+        ui = await _published_conf(c.client)()
+        assert [p.name for p in ui.tiers[0].plugins] == ["gang", "cohort"]

@@ -37,6 +37,30 @@ from pumice.scheduler.volcano.framework.session import CloseResult, Session, ope
 log = logging.getLogger("pumice.scheduler.volcano")
 
 
+async def read_published_conf(client: KubeClient) -> SchedulerConfiguration | None:
+    """The configuration a running scheduler published (see ``Scheduler(publish_conf=True)``):
+    the ``volcano-scheduler.conf`` key of ConfigMap ``volcano-system/volcano-scheduler-configmap``;
+    None when there is no such ConfigMap or key.
+
+    Raises:
+        ConfigError: the text is not a valid configuration.
+        ApiError: the ConfigMap could not be read (other than 404).
+    """
+    from pumice.api import scheme
+    from pumice.client.base import is_not_found
+
+    try:
+        cm = await client.get(scheme.CONFIG_MAP, CONFIG_MAP_NAME, CONFIG_MAP_NAMESPACE)
+    except Exception as e:
+        if is_not_found(e):
+            return None
+        raise
+    text = (cm.get("data") or {}).get(CONF_KEY)
+    if not text:
+        return None
+    return parse_conf(str(text), source=f"ConfigMap {CONFIG_MAP_NAMESPACE}/{CONFIG_MAP_NAME}")
+
+
 class Scheduler:
     """One scheduler: a cache, a configuration and the cycle.
 
