@@ -78,8 +78,8 @@ class Scheduler:
         publish_conf: write the configuration in use (at start and after each reload) to the
             ConfigMap ``volcano-system/volcano-scheduler-configmap`` (key ``volcano-scheduler.conf``,
             where upstream's install keeps it) so that ``pumice explain`` and the web UI replay the
-            same one; creates the Namespace when absent. A failed write is logged and retried
-            next cycle.
+            same one; creates the Namespace when absent. A failed write is logged once and
+            tried again after the next reload.
         snapshot_mode: ``incremental`` (state kept across cycles, rebuilt where informer events
             changed it), ``full`` (every object every cycle) or ``verify`` (both, compared; for
             tests); see :meth:`SchedulerCache.snapshot`. Decisions are the same in every mode.
@@ -246,7 +246,10 @@ class Scheduler:
         try:
             await self.publish()
         except Exception as e:
-            log.warning("cannot publish the scheduler configuration to ConfigMap %s/%s (retried next cycle): %s",
+            # e.g. no RBAC for ConfigMaps in volcano-system: said once, tried again after a reload
+            self._published = self.conf_text
+            log.warning("cannot publish the scheduler configuration to ConfigMap %s/%s (pumice explain will "
+                        "replay the built-in default unless given --scheduler-conf): %s",
                         CONFIG_MAP_NAMESPACE, CONFIG_MAP_NAME, e)
 
     async def run(self, stop_event: asyncio.Event | None = None) -> None:
