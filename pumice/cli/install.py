@@ -75,8 +75,11 @@ def cluster_roles() -> dict[str, list[Obj]]:
             _rule([""], ["pods"], ["get", "list", "watch", "update", "patch", "delete"]),
             _rule([""], ["pods/binding"], ["create"]),
             _rule([""], ["pods/status"], ["get", "update", "patch"]),
-            _rule([""], ["nodes", "namespaces", "configmaps", "resourcequotas", "persistentvolumeclaims",
+            _rule([""], ["nodes", "namespaces", "resourcequotas", "persistentvolumeclaims",
                          "persistentvolumes", "services"], READ),
+            # as upstream's volcano-scheduler ClusterRole: it publishes the configuration it runs
+            # with (volcano-scheduler-configmap), which pumice explain and the UI read
+            _rule([""], ["configmaps"], ["get", "list", "watch", "create", "delete", "update"]),
             _rule([""], ["events"], EVENTS),
             _rule(["events.k8s.io"], ["events"], EVENTS),
             _rule(["scheduling.volcano.sh"], ["podgroups", "queues"], ["get", "list", "watch", "update", "patch"]),
