@@ -672,7 +672,7 @@ def _job_submit(filename: str, name: str, address: str | None, submission_id: st
                     ip = (cst.get("head") or {}).get("podIP", "")
                     break
             await asyncio.sleep(2)
-        if not ip and not address:
+        if not ip:  # also with --address: the job runs on this RayJob's cluster, which is not ready
             if cname:
                 pods = (await client.list(scheme.POD, ns, label_selector=f"ray.io/cluster={cname}")).items
                 why = not_ready_reason(cname, pods)
