@@ -26,7 +26,12 @@ import yaml
 from pumice.api import Obj
 from pumice.api.volcano.constants import KUBE_GROUP_NAME_ANNOTATION_KEY
 from pumice.scheduler.volcano.cache.snapshot import SessionResult, build_snapshot, run_session
-from pumice.scheduler.volcano.conf import PluginOption, SchedulerConfiguration, build_conf
+from pumice.scheduler.volcano.conf import (
+    DEFAULT_SCHEDULER_CONF,
+    PluginOption,
+    SchedulerConfiguration,
+    build_conf,
+)
 
 CREATED = "2024-01-01T00:00:00Z"
 """Builders stamp every object with this creation time unless told otherwise, as upstream's
@@ -458,3 +463,11 @@ def run_case(case: Case, *, vectorize: bool = True) -> Obj:
 
 
 __all__ += ["Case", "check_case", "run_case"]
+
+
+def default_conf_with_actions(actions: str) -> str:
+    """The built-in volcano-scheduler.conf (:data:`DEFAULT_SCHEDULER_CONF`) with another
+    ``actions`` line, e.g. ``"enqueue, allocate, preempt, reclaim, backfill"``."""
+    head, _, rest = DEFAULT_SCHEDULER_CONF.partition("\n")
+    assert head.startswith("actions:"), head
+    return f'actions: "{actions}"\n{rest}'

@@ -15,22 +15,9 @@ from pumice.scheduler.volcano.cache.live import SnapshotMismatch
 from pumice.scheduler.volcano.cache.snapshot import build_snapshot
 from pumice.scheduler.volcano.scheduler import Scheduler
 from pumice.testing.cluster import local_cluster
-from pumice.testing.volcano import node, pod, podgroup, queue
+from pumice.testing.volcano import default_conf_with_actions, node, pod, podgroup, queue
 
-PREEMPT_CONF = """\
-actions: "enqueue, allocate, preempt, reclaim, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"""
+PREEMPT_CONF = default_conf_with_actions("enqueue, allocate, preempt, reclaim, backfill")
 
 
 def _bare(o: dict) -> dict:

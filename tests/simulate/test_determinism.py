@@ -10,6 +10,7 @@ from pumice.simulate.nodes import load_nodes
 from pumice.simulate.runner import SimConfig, simulate
 from pumice.simulate.workload import load_workload, sample
 from pumice.testing.paths import shared_dir
+from pumice.testing.volcano import default_conf_with_actions
 
 from .conftest import two_nodes_two_slots
 
@@ -29,20 +30,7 @@ def test_two_runs_with_the_same_seed_write_identical_files(two_gangs: Path, tmp_
     assert outs[0] == outs[1]
 
 
-RECLAIM_CONF = """
-actions: "enqueue, allocate, preempt, reclaim, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"""
+RECLAIM_CONF = default_conf_with_actions("enqueue, allocate, preempt, reclaim, backfill")
 
 
 def test_the_incremental_snapshot_decides_what_the_full_build_decides(tmp_path: Path) -> None:
