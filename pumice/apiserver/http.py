@@ -777,7 +777,9 @@ class _Api:
                                 async with asyncio.timeout(wait):
                                     item = await q.get()
                             except TimeoutError:
-                                if bookmarks and not w.closed:
+                                # an event published as the wait timed out is queued, not yet sent:
+                                # a bookmark now would carry its revision ahead of it
+                                if bookmarks and not w.closed and q.empty():
                                     yield bookmark(store.bookmark_revision(w))
                                 continue
                         if item is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 
@@ -153,3 +154,35 @@ async def test_watch_by_node_name_gets_only_that_nodes_pods(cluster: LocalCluste
     await cluster.client.delete(pods, "b", "default", grace_period_seconds=0)
     evs = await asyncio.wait_for(task, 5)
     assert [(e.type, e.object["metadata"]["name"]) for e in evs] == [("ADDED", "b"), ("DELETED", "b")]
+
+
+@pytest.mark.looptime
+async def test_a_bookmark_never_carries_a_revision_whose_event_is_still_to_come() -> None:
+    # a write published in the loop iteration in which the bookmark wait times out (its item is
+    # queued, the stream's wait ends with TimeoutError anyway): the BOOKMARK sent then must not
+    # carry that write's revision before its event, or a client resuming from the bookmark loses it
+    async with local_cluster(install_crds=False, bookmark_interval=1.0) as c:
+        cms = c.scheme.by_api_version_kind("v1", "ConfigMap")
+        start = int((await c.client.list(cms, "default")).resource_version)
+        seen: list[tuple[str, int]] = []
+
+        async def consume() -> None:
+            async for ev in c.client.watch(cms, "default", resource_version=str(start)):
+                seen.append((ev.type, int(ev.object["metadata"]["resourceVersion"])))
+
+        task = asyncio.create_task(consume())
+        for _ in range(20):  # the stream reaches its bookmark wait; no virtual time passes
+            await asyncio.sleep(0)
+        loop = asyncio.get_running_loop()
+        # due at the same instant as the wait's timeout, scheduled after it: runs right after it
+        loop.call_at(loop.time() + 1.0, lambda: c.server.store.put("/configmaps", configmap("late")))
+        await asyncio.sleep(3.5)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        events = [rv for t, rv in seen if t != "BOOKMARK"]
+        assert events == [start + 1], seen
+        for i, (t, rv) in enumerate(seen):
+            if t == "BOOKMARK":
+                later = [e for tt, e in seen[i + 1:] if tt != "BOOKMARK"]
+                assert all(e > rv for e in later), seen
