@@ -293,3 +293,63 @@ def test_the_queue_allocatable_sentence_adds_up() -> None:
     assert ex.gate == "queue-allocatable", ex.render()
     assert ex.reason.startswith("queue q1 is at its capability: allocated cpu 2 + the gang's request cpu 2 > "
                                 "capability cpu 3"), ex.render()
+
+
+WAIT_READY = load_conf("""
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance},
+            {name: wait-for-pods-ready, arguments: {waitForPodsReady.timeout: 20,
+             waitForPodsReady.backoffBaseSeconds: 10, waitForPodsReady.backoffLimitCount: 2}}]
+- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+""")
+
+
+def test_a_job_deactivated_by_wait_for_pods_ready_says_so_and_how_to_reactivate() -> None:
+    """Trial 4 N3: it said "enqueue refused (a plugin voted against it; no plugin left a message)"."""
+    objs = [node("n1", "8,32Gi,pods=110"), queue("q1"), *gang("w1", 2)]
+    objs[2]["metadata"].setdefault("annotations", {}).update(
+        {"scheduling.pumice.io/deactivated": "true", "scheduling.pumice.io/requeue-count": "2"})
+    ex = explain(objs, "podgroup", "w1", NS, WAIT_READY)
+    assert ex.gate == "wait-for-pods-ready", ex.render()
+    assert ex.reason.startswith("deactivated after 2 requeues (PodsReady timeout 20 s, "
+                                "waitForPodsReady.backoffLimitCount 2)"), ex.render()
+    assert ex.remedy == ("remove the annotation scheduling.pumice.io/deactivated from PodGroup c1/w1 (kubectl annotate "
+                         "podgroup -n c1 w1 scheduling.pumice.io/deactivated-) to reactivate it"), ex.render()
+    assert "no plugin left a message" not in ex.render()
+
+
+def test_a_job_in_its_pods_ready_backoff_says_until_when() -> None:
+    objs = [node("n1", "8,32Gi,pods=110"), queue("q1"), *gang("w1", 2)]
+    objs[2]["metadata"].setdefault("annotations", {}).update(
+        {"scheduling.pumice.io/requeue-count": "1", "scheduling.pumice.io/requeue-at": "2030-01-01T00:00:10Z"})
+    ex = explain(objs, "podgroup", "w1", NS, WAIT_READY, now=1893456000.0)  # 2030-01-01T00:00:00Z
+    assert ex.gate == "wait-for-pods-ready", ex.render()
+    assert ex.reason == ("requeued after 1 PodsReady timeout (its Pods were not all Ready in time); backoff until "
+                         "2030-01-01T00:00:10Z"), ex.render()
+    assert ex.remedy == "nothing: it is enqueued again when the backoff ends (2030-01-01T00:00:10Z)", ex.render()
+
+
+USER_LIMITS = load_conf("""
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance},
+            {name: user-limits, arguments: {userLimits.limits: [{users: ["*"], queue: q1, maxApplications: 1}]}}]
+- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+""")
+
+
+def test_a_job_over_its_users_application_limit_says_when_it_would_run() -> None:
+    """Trial 4 N3: "would run if: see the refusal above"."""
+    bob = {"yunikorn.apache.org/user.info": '{"user": "bob"}'}
+    running = pod("v1-0", namespace=NS, group="v1", requests="1,1Gi", node="n1", phase="Running")
+    objs = [node("n1", "8,32Gi,pods=110"), queue("q1"),
+            podgroup("v1", namespace=NS, queue="q1", min_member=1, phase="Running", annotations=bob), running,
+            podgroup("v2", namespace=NS, queue="q1", min_member=1, phase="Pending", min_resources="1,1Gi",
+                     annotations=bob),
+            pod("v2-0", namespace=NS, group="v2", requests="1,1Gi")]
+    ex = explain(objs, "podgroup", "v2", NS, USER_LIMITS)
+    assert ex.gate == "enqueue-refused", ex.render()
+    assert ex.reason == "enqueue refused: user bob has 1 of at most 1 applications in queue q1", ex.render()
+    assert ex.remedy == ("one of user bob's admitted jobs in queue q1 finishes or is deleted (or the user-limits "
+                         "maxApplications for bob in queue q1 is raised above 1)"), ex.render()

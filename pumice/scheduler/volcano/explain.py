@@ -58,7 +58,8 @@ class Explanation:
             ``queue-missing``,
             ``queue-closed``, ``enqueue-quota``, ``enqueue-overcommit``, ``enqueue-refused``,
             ``no-pods``, ``queue-overused``, ``queue-allocatable``, ``cohort``, ``user-limits``,
-            ``usage-budget`` (a peers' plugin whose AllocatableFn refuses the gang), ``topology``,
+            ``usage-budget`` (a peers' plugin whose AllocatableFn refuses the gang),
+            ``wait-for-pods-ready`` (deactivated, or in its requeue backoff), ``topology``,
             ``gang``, ``predicates``.
         reason: one sentence with the numbers.
         remedy: what would let it run ("" when nothing holds it).
@@ -289,6 +290,7 @@ def explain(objects: list[Obj], kind: str, name: str, namespace: str, conf: Sche
         ex.reason = f"the scheduler's snapshot has no job for {key}"
         return ex
     phase_before = job.phase or "Pending"
+    invalid = ssn.job_valid(job)
     run_actions(ssn, conf.actions)
     q = ssn.queues.get(qname)
     pending = [t for t in job.tasks.values() if t.status is TaskStatus.Pending]
@@ -316,6 +318,8 @@ def explain(objects: list[Obj], kind: str, name: str, namespace: str, conf: Sche
         ex.gate = "binding"
         ex.reason = (f"the scheduler binds {len(job_binds)} Pod(s) in this session ("
                      + ", ".join(f"{k} -> {v}" for k, v in sorted(job_binds.items())) + "); waiting for binding")
+        return ex
+    if invalid is not None and _pods_ready_gate(ex, ssn, pg, invalid):
         return ex
     if ex.phase == "Pending" and phase_before in ("", "Pending"):
         _enqueue_gate(ex, events, job, plugin_numbers, conf)
@@ -727,7 +731,53 @@ def _enqueue_gate(ex: Explanation, events: list[str], job: Any, numbers: dict[st
     refusal = next((m for m in events if "tasks in gang" not in m), None)
     ex.reason = "enqueue refused" + (f": {refusal}" if refusal else
                                      " (a plugin voted against it; no plugin left a message)")
-    ex.remedy = "see the refusal above"
+    apps = _USER_APPS_RE.match(refusal or "")
+    if apps is not None:
+        user, limit, q = apps.group("user"), apps.group("max"), apps.group("queue")
+        ex.remedy = (f"one of user {user}'s admitted jobs in queue {q} finishes or is deleted (or the user-limits "
+                     f"maxApplications for {user} in queue {q} is raised above {limit})")
+    else:
+        ex.remedy = "see the refusal above"
+
+
+#: user-limits' enqueue refusal (see plugins/user_limits.py).
+_USER_APPS_RE = re.compile(r"^user (?P<user>\S+) has (?P<n>\d+) of at most (?P<max>\d+) applications in queue "
+                           r"(?P<queue>\S+)$")
+
+
+def _pods_ready_gate(ex: Explanation, ssn: Any, pg: Obj, invalid: Any) -> bool:
+    """Fill ``ex`` when wait-for-pods-ready holds the job (``invalid``, the session's JobValid
+    verdict): deactivated after its requeuing limit, or waiting out its requeue backoff. False
+    when another plugin's verdict holds it."""
+    from pumice.scheduler.volcano.plugins import wait_for_pods_ready as wfpr
+
+    ann = _md(pg).get("annotations") or {}
+    raw = str(ann.get(wfpr.REQUEUE_COUNT_ANNOTATION) or "0")
+    count = int(raw) if raw.isdigit() else 0
+    plugin = ssn.plugins.get(wfpr.PLUGIN_NAME)
+    args = getattr(plugin, "args", None)
+    md = _md(pg)
+    ns, name = md.get("namespace"), md.get("name")
+    if invalid.reason == wfpr.DEACTIVATED_REQUEUING_LIMIT:
+        limits = (f"PodsReady timeout {args.timeout:g} s, waitForPodsReady.backoffLimitCount "
+                  f"{args.backoff_limit_count}") if args is not None else "PodsReady timeout"
+        ex.gate = wfpr.PLUGIN_NAME
+        ex.reason = (f"deactivated after {count} requeue{'' if count == 1 else 's'} ({limits}): its Pods were not "
+                     f"all Ready in time once more than the requeuing limit allows; the scheduler leaves it alone "
+                     f"while PodGroup {ns}/{name} has the annotation {wfpr.DEACTIVATED_ANNOTATION}")
+        ex.remedy = (f"remove the annotation {wfpr.DEACTIVATED_ANNOTATION} from PodGroup {ns}/{name} (kubectl "
+                     f"annotate podgroup -n {ns} {name} {wfpr.DEACTIVATED_ANNOTATION}-) to reactivate it")
+        ex.details.append(f"the requeue count ({wfpr.REQUEUE_COUNT_ANNOTATION}) is kept on reactivation: the next "
+                          "timeout deactivates it again; remove that annotation too to start over")
+        return True
+    if invalid.reason == wfpr.PODS_READY_TIMEOUT:
+        until = ann.get(wfpr.REQUEUE_AT_ANNOTATION) or "?"
+        ex.gate = wfpr.PLUGIN_NAME
+        ex.reason = (f"requeued after {count} PodsReady timeout{'' if count == 1 else 's'} (its Pods were not all "
+                     f"Ready in time); backoff until {until}")
+        ex.remedy = f"nothing: it is enqueued again when the backoff ends ({until})"
+        return True
+    return False
 
 
 _GANG_RE = re.compile(r"^(\d+)/(\d+) tasks in gang unschedulable")
