@@ -193,6 +193,10 @@ class MaxOfRateLimiter(Generic[T]):
         return max(limiter.num_requeues(item) for limiter in self.limiters)
 
 
+#: seconds within which a delayed item counts as ready (far below any delay a caller asks for)
+_DUE_SLACK = 1e-9
+
+
 def default_controller_rate_limiter(clock: Clock | None = None) -> MaxOfRateLimiter[Hashable]:
     """Per-item backoff 5 ms .. 1000 s combined with a 10 qps / burst 100 token bucket.
 
@@ -377,10 +381,13 @@ class RateLimitingQueue(Generic[T]):
             )
 
     async def _run_delays(self) -> None:
+        """Move delayed items whose ready time has come into the queue, sleeping until the next."""
         while not self._shutting_down:
             self._heap_changed.clear()
             now = self._clock.monotonic()
-            while self._heap and self._heap[0][0] <= now:
+            # a ready time a float rounding error past ``now`` is due: sleeping 1e-17 s does not
+            # move a virtual clock (looptime), and the loop would spin at that instant forever
+            while self._heap and self._heap[0][0] <= now + _DUE_SLACK:
                 ready, _, item = heapq.heappop(self._heap)
                 if self._waiting.get(item) == ready:  # else a stale, superseded entry
                     del self._waiting[item]

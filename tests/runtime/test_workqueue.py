@@ -141,6 +141,21 @@ async def test_add_after_keeps_the_earliest_ready_time_for_one_item() -> None:
     q.shutdown()
 
 
+@pytest.mark.looptime
+@pytest.mark.timeout(30)
+async def test_a_ready_time_a_rounding_error_away_is_released() -> None:
+    """0.035 + 0.04 is 0.07500000000000001 in floats while the virtual clock says 0.075: the
+    delay loop slept 1e-17 s again and again without time moving (a controller's fifth retry
+    never ran under looptime, e.g. in ``pumice simulate``)."""
+    loop = asyncio.get_running_loop()
+    q: RateLimitingQueue[str] = RateLimitingQueue("delay-rounding", clock=LoopClock())
+    await asyncio.sleep(0.035 - loop.time())
+    q.add_after("a", 0.04)
+    assert await q.get() == "a"
+    assert round(loop.time(), 3) == 0.075
+    q.shutdown()
+
+
 async def test_add_after_zero_adds_now() -> None:
     q: RateLimitingQueue[str] = RateLimitingQueue("delay-zero", clock=LoopClock())
     q.add_after("a", 0)
