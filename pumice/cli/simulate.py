@@ -15,7 +15,7 @@ def _parse_duration(value: str | None, option: str = "--until") -> float | None:
     """``3600``, ``90s``, ``30m``, ``12h``, ``7d`` -> seconds.
 
     Raises:
-        click.ClickException: not a duration (one line naming ``option``).
+        click.BadParameter: not a duration (a usage error naming ``option``: exit status 2).
     """
     if value is None:
         return None
@@ -26,7 +26,8 @@ def _parse_duration(value: str | None, option: str = "--until") -> float | None:
             return float(v[:-1]) * units[v[-1]]
         return float(v)
     except ValueError:
-        raise click.ClickException(f"{option}: {value!r} is not a duration (e.g. 3600, 30m, 12h, 7d)") from None
+        raise click.BadParameter(f"{value!r} is not a duration (e.g. 3600, 30m, 12h, 7d)",
+                                 param_hint=f"'{option}'") from None
 
 
 @click.command(name="simulate")
@@ -69,7 +70,8 @@ def command(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str |
 
     until_s = _parse_duration(until)
     if not period > 0:
-        raise click.ClickException(f"--period: the scheduling period must be more than 0 seconds, got {period:g}")
+        raise click.BadParameter(f"the scheduling period must be more than 0 seconds, got {period:g}",
+                                 param_hint="'--period'")
     try:
         node_specs = nodes_mod.load_nodes(nodes_path)
         w = wl.load_workload(workload_path, fmt)

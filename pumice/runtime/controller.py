@@ -27,7 +27,7 @@ from pumice._util.clock import Clock, default_clock
 from pumice._util.errors import is_bug
 from pumice.api import Obj
 from pumice.api.scheme import ResourceKind
-from pumice.client.base import is_conflict
+from pumice.client.base import ApiError, is_already_exists, is_conflict, is_not_found
 from pumice.client.informer import EventHandlerRegistration, Informer
 from pumice.client.workqueue import QueueShutDown, RateLimiter, RateLimitingQueue
 from pumice.runtime import metrics
@@ -35,6 +35,26 @@ from pumice.runtime.predicates import Predicate
 from pumice.runtime.reconcile import Reconciler, Request, Result, TerminalError
 
 MapFunc = Callable[[Obj], Iterable[Request]]
+
+#: requeues after which a retryable failure (see :func:`retryable_reason`) is logged at ERROR
+#: (with the rate limiter's 5 ms doubling backoff, ~5 s of failing); before, at INFO.
+RETRYABLE_QUIET_REQUEUES = 10
+
+
+def retryable_reason(e: BaseException) -> str | None:
+    """What makes ``e`` a failure that heals on a retry, or None: a stale read (409 Conflict,
+    "the object has been modified"), an object gone or not there yet in a race (404, a plain
+    ``LookupError`` as the controllers raise for a child not created yet), or one created
+    meanwhile (409 AlreadyExists)."""
+    if is_conflict(e):
+        return "conflict"
+    if is_not_found(e):
+        return "not found"
+    if is_already_exists(e):
+        return "already exists"
+    if type(e) is LookupError:
+        return "not there yet"
+    return None
 
 log = logging.getLogger(__name__)
 
@@ -262,15 +282,14 @@ class Controller:
             self.queue.add_rate_limited(req)
             self._errors.inc()
             self._total["error"].inc()
-            if is_conflict(e):  # a stale read; routine with optimistic concurrency
-                log.info("controller %s: %s: conflict, retrying (requeue #%d): %s",
-                         self.name, req, self.queue.num_requeues(req), e)
+            n = self.queue.num_requeues(req)
+            why = retryable_reason(e)
+            if why is not None and n < RETRYABLE_QUIET_REQUEUES:  # a race that the retry heals, routinely
+                log.info("controller %s: %s: %s, retrying (requeue #%d): %s", self.name, req, why, n, _one_line(e))
             elif is_bug(e):  # a programming error: its traceback is what a fix needs
-                log.exception("controller %s: %s: reconcile failed (requeue #%d)",
-                              self.name, req, self.queue.num_requeues(req))
-            else:  # an API refusal, an object not there yet ...: retried with backoff, one line each
-                log.error("controller %s: %s: reconcile failed (requeue #%d): %s: %s",
-                          self.name, req, self.queue.num_requeues(req), type(e).__name__, " ".join(str(e).split()))
+                log.exception("controller %s: %s: reconcile failed (requeue #%d)", self.name, req, n)
+            else:  # an API refusal, a race that lasts ...: retried with backoff, one line each
+                log.error("controller %s: %s: reconcile failed (requeue #%d): %s", self.name, req, n, _one_line(e))
                 log.debug("controller %s: %s: reconcile failure", self.name, req, exc_info=e)
         else:
             if result is not None and not isinstance(result, Result):
@@ -285,3 +304,9 @@ class Controller:
         finally:
             self._time.observe(max(0.0, self.clock.monotonic() - t0))
             self._active.dec()
+
+
+def _one_line(e: BaseException) -> str:
+    """``Type: message`` on one line (an ApiError is named by its Status, already in its text)."""
+    text = " ".join(str(e).split())
+    return text if isinstance(e, ApiError) else f"{type(e).__name__}: {text}"

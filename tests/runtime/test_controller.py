@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from pumice._util.clock import LoopClock
+from pumice.client.base import ApiError
 from pumice.runtime import (
     GenerationChangedPredicate,
     Manager,
@@ -178,18 +179,62 @@ async def test_an_exception_requeues_with_per_item_backoff(fake: FakeClient, mgr
 @pytest.mark.looptime
 async def test_an_expected_failure_logs_one_line_and_a_bug_its_traceback(
         fake: FakeClient, mgr: Manager, caplog: pytest.LogCaptureFixture) -> None:
-    await fake.create(configmap("waiting"))
+    await fake.create(configmap("refused"))
     await fake.create(configmap("buggy"))
-    toy = Toy({"waiting": [LookupError("found 0 head"), Result()], "buggy": [TypeError("bad operand"), Result()]})
+    denied = ApiError(400, "BadRequest", 'admission webhook "validatepodgroup.volcano.sh" denied the request')
+    toy = Toy({"refused": [denied, Result()], "buggy": [TypeError("bad operand"), Result()]})
     mgr.controller("logs").for_(CONFIGMAP).complete(toy)
     with caplog.at_level("INFO", logger="pumice.runtime.controller"):
         async with Running(mgr):
             await eventually(lambda: len(toy.calls) == 4, timeout=5)
     failed = {r.getMessage().split(": ")[1]: r for r in caplog.records if "reconcile failed" in r.getMessage()}
-    assert set(failed) == {"default/waiting", "default/buggy"}
-    assert failed["default/waiting"].exc_info is None
-    assert failed["default/waiting"].getMessage().endswith("): LookupError: found 0 head")
+    assert set(failed) == {"default/refused", "default/buggy"}
+    assert failed["default/refused"].exc_info is None and failed["default/refused"].levelname == "ERROR"
+    assert failed["default/refused"].getMessage().endswith(
+        '(requeue #1): 400 BadRequest: admission webhook "validatepodgroup.volcano.sh" denied the request')
     assert failed["default/buggy"].exc_info is not None and failed["default/buggy"].exc_info[0] is TypeError
+
+
+@pytest.mark.looptime
+async def test_a_retryable_failure_is_logged_at_info(
+        fake: FakeClient, mgr: Manager, caplog: pytest.LogCaptureFixture) -> None:
+    """Trial 4 N6: a race that heals on the retry (conflict, not found, not created yet) logged
+    ERROR lines, several within 100 ms. It is INFO, with the object and the reason."""
+    await fake.create(configmap("racing"))
+    modified = ApiError(409, "Conflict", "Operation cannot be fulfilled on configmaps \"racing\": the object has "
+                                         "been modified; please apply your changes to the latest version and try again")
+    toy = Toy({"racing": [LookupError("found 0 head"), ApiError(404, "NotFound", 'configmaps "x" not found'),
+                          modified, ApiError(409, "AlreadyExists", 'configmaps "x" already exists'), Result()]})
+    mgr.controller("races").for_(CONFIGMAP).complete(toy)
+    with caplog.at_level("INFO", logger="pumice.runtime.controller"):
+        async with Running(mgr):
+            await eventually(lambda: len(toy.calls) == 5, timeout=60)
+    racing = [r for r in caplog.records if "default/racing" in r.getMessage()]
+    assert [r.levelname for r in racing] == ["INFO"] * 4, [r.getMessage() for r in racing]
+    assert [r.getMessage() for r in racing] == [
+        "controller races: default/racing: not there yet, retrying (requeue #1): LookupError: found 0 head",
+        'controller races: default/racing: not found, retrying (requeue #2): 404 NotFound: configmaps "x" not found',
+        f"controller races: default/racing: conflict, retrying (requeue #3): {modified}",
+        'controller races: default/racing: already exists, retrying (requeue #4): 409 AlreadyExists: configmaps "x" '
+        "already exists"]
+
+
+@pytest.mark.looptime
+async def test_a_retryable_failure_that_lasts_is_an_error(
+        fake: FakeClient, mgr: Manager, caplog: pytest.LogCaptureFixture) -> None:
+    from pumice.runtime.controller import RETRYABLE_QUIET_REQUEUES
+
+    await fake.create(configmap("stuck"))
+    toy = Toy({"stuck": [*(LookupError("found 0 head") for _ in range(RETRYABLE_QUIET_REQUEUES + 1)), Result()]})
+    mgr.controller("races").for_(CONFIGMAP).complete(toy)
+    with caplog.at_level("INFO", logger="pumice.runtime.controller"):
+        async with Running(mgr):
+            await eventually(lambda: len(toy.calls) == RETRYABLE_QUIET_REQUEUES + 2, timeout=60)
+    stuck = [r for r in caplog.records if "default/stuck" in r.getMessage()]
+    levels = [r.levelname for r in stuck]
+    assert levels == ["INFO"] * (RETRYABLE_QUIET_REQUEUES - 1) + ["ERROR"] * 2, levels
+    assert stuck[-1].getMessage() == (f"controller races: default/stuck: reconcile failed (requeue "
+                                      f"#{RETRYABLE_QUIET_REQUEUES + 1}): LookupError: found 0 head")
 
 
 @pytest.mark.looptime
