@@ -65,13 +65,16 @@ def stop_on_signals(*, grace: float = DEFAULT_GRACE) -> asyncio.Event:
 
 
 @contextlib.contextmanager
-def interrupt_on_signals(on_first: Callable[[signal.Signals], None]) -> Iterator[list[signal.Signals]]:
+def interrupt_on_signals(on_first: Callable[[signal.Signals], None],
+                         last_words: Callable[[], str | None] | None = None) -> Iterator[list[signal.Signals]]:
     """While the block runs, the first SIGINT or SIGTERM calls ``on_first(signal)`` (from the
     signal handler, in the main thread, between two bytecodes: keep it short and non-blocking,
     e.g. :meth:`pumice.simulate.runner.StopFlag.set`); a second one ends the process at once
     with status 128 + its number (130 for SIGINT), quietly: ``os._exit``, no traceback, no
-    clean-up, as client-go's second signal does. The handlers in place before are restored on
-    exit. Yields the list of signals received (empty, or the first one).
+    clean-up, as client-go's second signal does, after writing the line ``last_words()``
+    returns, if any, to stderr (e.g. that an output being written is incomplete, and where).
+    The handlers in place before are restored on exit. Yields the list of signals received
+    (empty, or the first one).
 
     Must be entered from the main thread (Python delivers signals there only).
     """
@@ -80,6 +83,9 @@ def interrupt_on_signals(on_first: Callable[[signal.Signals], None]) -> Iterator
     def handler(signum: int, _frame: FrameType | None) -> None:
         sig = signal.Signals(signum)
         if got:
+            words = last_words() if last_words is not None else None
+            if words:
+                os.write(2, f"{sig.name} again: {words}\n".encode(errors="replace"))
             os._exit(128 + signum)
         got.append(sig)
         on_first(sig)

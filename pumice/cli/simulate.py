@@ -100,7 +100,12 @@ def command(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str |
     # Ctrl-C / SIGTERM: the first stops the run as --until at the simulated time reached would and
     # the report of what ran is written; a second exits at once (pumice.cli._signals).
     stop = StopFlag()
-    with interrupt_on_signals(lambda sig: stop.set(sig.name)) as signals:
+    writing: list[Path] = []  # the output directory while the report is written into it
+
+    def last_words() -> str | None:
+        return f"exited while writing the report; {writing[0]} is incomplete" if writing else None
+
+    with interrupt_on_signals(lambda sig: stop.set(sig.name), last_words) as signals:
         results = []
         for name, conf in confs:
             if stop.is_set():
@@ -109,7 +114,9 @@ def command(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str |
                             batch_scheduler=None if batch_scheduler == "none" else batch_scheduler, seed=seed,
                             until=until_s, schedule_period=period, name=name)
             results.append(_run_with_progress(cfg, simulate, quiet, len(w.arrivals), stop))
+        writing.append(Path(out_dir))
         where = _write(results, Path(out_dir), no_plots, report) if results else None
+        writing.clear()
     if signals:
         stopped = [r for r in results if r.ended_by == INTERRUPTED]
         at = f" at simulated {stopped[0].end_time:.0f} s ({stopped[0].end_time / 3600:.1f} h)" if stopped else ""

@@ -184,3 +184,32 @@ def test_a_second_ctrl_c_exits_at_once_without_a_traceback(tmp_path: Path) -> No
     assert rc == 130, stderr
     for text in (stderr, seen.decode(errors="replace")):
         assert "Traceback" not in text and "KeyboardInterrupt" not in text and "never retrieved" not in text
+
+
+SECOND_WHILE_WRITING = """
+import os, signal
+from pumice.simulate import report
+write_run = report.write_run
+def interrupted_write_run(*args, **kw):
+    os.kill(os.getpid(), signal.SIGINT)  # the first: the run is over already, the report is written
+    (args[1] / "summary.json").parent.mkdir(parents=True, exist_ok=True)
+    (args[1] / "summary.json").write_text("{}")
+    os.kill(os.getpid(), signal.SIGINT)  # the second, mid-report
+    return write_run(*args, **kw)
+report.write_run = interrupted_write_run
+from pumice.cli.main import main
+main()
+"""
+
+
+def test_a_second_ctrl_c_while_the_report_is_written_says_it_is_incomplete_and_where(tmp_path: Path) -> None:
+    """Trial 4 N5: the second Ctrl-C left an incomplete output directory without a word."""
+    t = shared_dir() / "traces/tiresias-example"
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-c", SECOND_WHILE_WRITING, "simulate", "--nodes", str(t / "n32g4.csv"),
+         "--workload", str(t / "60_job.csv"), "--sample", "2", "--no-plots", "--quiet", "--out", str(out)],
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stderr.strip().splitlines() == [f"SIGINT again: exited while writing the report; {out} is incomplete"]
+    assert not (out / "report.html").exists()
