@@ -64,13 +64,19 @@ SUMMARY_SCHEMA = {
     "jct": "{mean, median, p99} seconds over finished jobs",
     "queueing_delay": "{mean, median, p99, p99.9} seconds over started jobs",
     "makespan": "last finish - first arrival, seconds",
-    "allocation": "{cpu_ratio_mean, gpu_ratio_mean, gpu_fragmentation_mean}: time-weighted over the run",
+    "allocation": "{cpu_ratio_mean, gpu_ratio_mean, gpu_fragmentation_mean}: time-weighted over the run; "
+                  "{cpu_ratio_peak, gpu_ratio_peak}: the largest share held at any time",
     "queues": "queue -> {jobs, allocated_gpu_share, deserved_gpu_share} (time-weighted means)",
     "preemptions": "tasks evicted by the preempt action", "reclaims": "tasks evicted by reclaim",
     "evictions": "Pod evictions seen",
     "gang": "{gang_jobs, partial_gang_seconds, jobs_holding_partial_gang_at_end, deadlock}",
     "sessions": "scheduling sessions run",
-    "trace_check": "openb only: simulated vs trace queueing delay {mean, median, p90, p99}",
+    "trace_check": "openb only (pumice.simulate.metrics.trace_check): over the Pods the trace scheduled, the simulated "
+                   "and the trace's queueing delay {pods, mean, median, p90, p99, max, share_over_10s, share_over_60s} "
+                   "(simulated also not_started); trace_no_gpu: the trace's delay of the Pods without GPU; "
+                   "trace_pods_never_scheduled and how many of them the simulation bound; occupancy: peak CPU and GPU "
+                   "share the trace's own bind..deletion intervals hold vs the simulated peak. Why the two delays differ: "
+                   "README, 'Fidelity: the openb trace check'",
 }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from pumice.cli.main import main
@@ -37,6 +38,21 @@ def test_simulate_writes_the_report_with_the_trace_check(tmp_path: Path) -> None
     assert s["ended_by"] == "done" and s["jobs"]["finished"] == 4
     check = s["trace_check"]
     assert check["trace"]["median"] == 0.0 and check["trace"]["p99"] == 40.0
+    # the same four Pods on both sides; by hand: the trace waited 40 s once (0003), the
+    # simulation binds three at the first session (1 s) and 0003 once 0000 has ended (101-102)
+    assert check["trace"]["pods"] == check["simulated"]["pods"] == 4
+    assert check["simulated"]["not_started"] == 0
+    assert check["trace"]["share_over_10s"] == 0.25 and check["trace"]["share_over_60s"] == 0.0
+    assert check["simulated"]["share_over_10s"] == check["simulated"]["share_over_60s"] == 0.25
+    assert check["simulated"]["median"] == 1.0 and 91.0 <= check["simulated"]["max"] <= 92.0
+    assert check["trace_no_gpu"]["pods"] == 1 and check["trace_no_gpu"]["max"] == 0.0
+    assert check["trace_pods_never_scheduled"] == 0
+    occ = check["occupancy"]
+    # trace intervals: cpu 4+2+8 cores over [5, 50) of 64; GPU 1 + 0.5 + 2 over [50, 60) of 2 (the
+    # made-up trace over-commits); simulated: 0003's 2 GPUs alone, or 1.5 before
+    assert occ["trace_cpu_ratio_peak"] == pytest.approx(14 / 64, abs=1e-4)
+    assert occ["trace_gpu_ratio_peak"] == 1.75
+    assert occ["simulated_gpu_ratio_peak"] == 1.0 == s["allocation"]["gpu_ratio_peak"]
     jobs = {j["job"]: j for j in json.loads((out / "jobs.json").read_text())}
     # the 2-GPU Pod fits only after the 1-GPU (ends 101) and 0.5-GPU (ends 61) Pods ended
     assert jobs["openb-pod-0003"]["start"] >= 101
