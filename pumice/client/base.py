@@ -234,8 +234,10 @@ class KubeClient(Protocol):
         (either as an HTTP 410 or as an ERROR event carrying a 410 Status)."""
         ...
 
-    async def bind(self, namespace: str, pod_name: str, node_name: str, *, pod_uid: str | None = None) -> None:
-        """POST ``pods/<name>/binding`` (a v1 Binding)."""
+    async def bind(self, namespace: str, pod_name: str, node_name: str, *, pod_uid: str | None = None,
+                   annotations: Mapping[str, str] | None = None) -> None:
+        """POST ``pods/<name>/binding`` (a v1 Binding); ``annotations`` go on the Binding, and the
+        API server copies them onto the Pod (a scheduler's device choice)."""
         ...
 
     async def evict(self, namespace: str, pod_name: str, *, grace_period_seconds: int | None = None) -> None:

@@ -378,10 +378,13 @@ class Client:
         finally:
             await aclose()
 
-    async def bind(self, namespace: str, pod_name: str, node_name: str, *, pod_uid: str | None = None) -> None:
+    async def bind(self, namespace: str, pod_name: str, node_name: str, *, pod_uid: str | None = None,
+                   annotations: Mapping[str, str] | None = None) -> None:
         md: dict[str, Any] = {"name": pod_name, "namespace": namespace}
         if pod_uid:
             md["uid"] = pod_uid
+        if annotations:
+            md["annotations"] = dict(annotations)
         body = {"apiVersion": "v1", "kind": "Binding", "metadata": md,
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node_name}}
         await self.request("POST", f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(pod_name)}/binding",

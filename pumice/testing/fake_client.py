@@ -559,7 +559,8 @@ class FakeClient:
         new["metadata"]["deletionGracePeriodSeconds"] = grace
         return await self._replace(kind, old, new, deleting=True)
 
-    async def bind(self, namespace: str, pod_name: str, node_name: str, *, pod_uid: str | None = None) -> None:
+    async def bind(self, namespace: str, pod_name: str, node_name: str, *, pod_uid: str | None = None,
+                   annotations: Mapping[str, str] | None = None) -> None:
         pods = self.scheme.by_api_version_kind("v1", "Pod")
         assert pods is not None
         self._record("bind", pods, namespace, pod_name)
@@ -569,6 +570,8 @@ class FakeClient:
                                            f"{old['spec']['nodeName']!r}")
         new = _copy(old)
         new.setdefault("spec", {})["nodeName"] = node_name
+        for k, v in (annotations or {}).items():
+            new.setdefault("metadata", {}).setdefault("annotations", {})[k] = v
         await self._replace(pods, old, new)
 
     async def evict(self, namespace: str, pod_name: str, *, grace_period_seconds: int | None = None) -> None:

@@ -121,6 +121,10 @@ class TaskInfo:
     eviction_occurred: bool = False
     last_transaction: TransactionContext | None = None
     job_allocated_hypernode: str = ""
+    pod_annotations: dict[str, str] = field(default_factory=dict)
+    """Annotations the scheduler gives the Pod with its Binding (a device plugin's choice, e.g.
+    ``volcano.sh/gpu-index``); replaced, never changed in place, as clones share it
+    (upstream TaskInfo.PodAnnotations / MergePodAnnotations)."""
 
     @property
     def init_resreq(self) -> Resource:

@@ -107,6 +107,9 @@ class SchedulerCache:
         """``<ns>/<name>`` -> the Node of a bind the informer has not shown yet."""
         self.assumed_uids: dict[str, str] = {}
         """``<ns>/<name>`` -> uid of the Pod that :attr:`assumed` holds for."""
+        self.assumed_annotations: dict[str, dict[str, str]] = {}
+        """``<ns>/<name>`` -> the annotations its Binding carries (e.g. ``volcano.sh/gpu-index``),
+        shown on the assumed Pod until the informer shows the bound one."""
         self.releasing: dict[str, str] = {}
         """``<ns>/<name>`` -> uid of a Pod being evicted. The uid matters: the vcjob controller
         recreates an evicted Pod under the same name, and the successor is a new Pod, not a
@@ -165,6 +168,8 @@ class SchedulerCache:
             else:
                 pod = copy.deepcopy(pod)
                 pod["spec"]["nodeName"] = self.assumed[key]
+                if self.assumed_annotations.get(key):
+                    pod["metadata"].setdefault("annotations", {}).update(self.assumed_annotations[key])
         if key in self.releasing and not _same_pod(self.releasing[key], uid):
             # the evicted Pod is gone and another was created under its name
             self.releasing.pop(key, None)
@@ -176,6 +181,7 @@ class SchedulerCache:
     def _forget_assumed(self, key: str) -> None:
         self.assumed.pop(key, None)
         self.assumed_uids.pop(key, None)
+        self.assumed_annotations.pop(key, None)
 
     def _forget(self, key: str) -> None:
         self._forget_assumed(key)
@@ -240,6 +246,10 @@ class SchedulerCache:
     def bind(self, task: TaskInfo, node_name: str) -> None:
         self.assumed[task.key] = node_name
         self.assumed_uids[task.key] = _pod_uid(task)
+        if task.pod_annotations:
+            self.assumed_annotations[task.key] = dict(task.pod_annotations)
+        else:
+            self.assumed_annotations.pop(task.key, None)
         self._pod_changed(task.key)
         self._spawn(self._bind(task, node_name))
 
@@ -255,7 +265,11 @@ class SchedulerCache:
 
     async def _bind(self, task: TaskInfo, node_name: str) -> None:
         try:
-            await self.client.bind(task.namespace, task.name, node_name, pod_uid=task.uid)
+            if task.pod_annotations:
+                await self.client.bind(task.namespace, task.name, node_name, pod_uid=task.uid,
+                                       annotations=task.pod_annotations)
+            else:
+                await self.client.bind(task.namespace, task.name, node_name, pod_uid=task.uid)
         except Exception as e:
             self.bind_errors += 1
             if self.assumed_uids.get(task.key) == _pod_uid(task):

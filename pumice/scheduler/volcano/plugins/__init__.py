@@ -42,6 +42,7 @@ _MODULES = (
     "capacity",
     "cohort",
     "conformance",
+    "deviceshare",
     "drf",
     "gang",
     "network_topology_aware",
