@@ -48,7 +48,7 @@ def _parse_duration(value: str | None, option: str = "--until") -> float | None:
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--until", "until", default=None, help="Stop at this simulated time (3600, 30m, 12h, 7d).")
 @click.option("--scale", type=float, default=1.0, show_default=True,
-              help="Inflate arrivals: arrival times divided by this factor.")
+              help="Inflate arrivals: arrival times divided by this factor (durations unchanged).")
 @click.option("--sample", "sample_n", type=int, default=None, help="Replay N arrivals drawn with the seed.")
 @click.option("--period", type=float, default=1.0, show_default=True, help="Scheduling period, seconds.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="simulate-out", show_default=True,

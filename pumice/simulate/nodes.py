@@ -11,9 +11,12 @@ Formats (detected from the CSV header; see ../shared/traces/README.md for the co
   mem_p_node``): ``num_switch x num_node_p_switch`` identical Nodes ``tiresias-<i>``, memory in GiB.
 - YAML: Node manifests (``kind: Node``, ``status.capacity``), one or more documents.
 
-GPUs are published as ``nvidia.com/gpu`` and, for GPU sharing (openb), as
-``alibabacloud.com/gpu-milli`` (1000 per GPU, the unit the openb pod lists use); the GPU model is
-the label ``nvidia.com/gpu.product``. Every Node gets ``pods: 110`` unless its manifest says more
+GPUs are published as ``nvidia.com/gpu``; for GPU sharing as ``alibabacloud.com/gpu-milli``
+(1000 per GPU, pooled per Node: the DLRM adapter's) and as Volcano's per-card pair
+``volcano.sh/gpu-memory`` (1000 per GPU: the simulator's unit is a thousandth of a card, the unit
+the openb pod lists use, not MiB) and ``volcano.sh/gpu-number`` (the cards), which the
+``deviceshare`` plugin fits card by card (:mod:`pumice.scheduler.volcano.api.gpushare`); the GPU
+model is the label ``nvidia.com/gpu.product``. Every Node gets ``pods: 110`` unless its manifest says more
 (openb-scale nodes run more small Pods than that, so the CSV formats give 1000).
 """
 
@@ -27,9 +30,12 @@ from pathlib import Path
 import yaml
 
 from pumice.api import quantity
+from pumice.scheduler.volcano.api import gpushare
 
 GPU = "nvidia.com/gpu"
 GPU_MILLI = "alibabacloud.com/gpu-milli"
+GPU_MEMORY = gpushare.GPU_MEMORY
+GPU_NUMBER = gpushare.GPU_NUMBER
 GPU_MODEL_LABEL = "nvidia.com/gpu.product"
 MIB = 1024 * 1024
 GIB = 1024 * MIB
@@ -57,6 +63,8 @@ class NodeSpec:
         if self.gpus:
             cap[GPU] = str(self.gpus)
             cap[GPU_MILLI] = str(self.gpus * 1000)
+            cap[GPU_MEMORY] = str(self.gpus * 1000)
+            cap[GPU_NUMBER] = str(self.gpus)
         return cap
 
     def node_labels(self) -> dict[str, str]:

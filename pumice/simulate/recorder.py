@@ -22,7 +22,7 @@ from typing import Any
 from pumice._util.clock import Clock
 from pumice.api import Obj
 from pumice.node.podspec import pod_requests
-from pumice.simulate.nodes import GPU, GPU_MILLI, NodeSpec
+from pumice.simulate.nodes import GPU, GPU_MEMORY, GPU_MILLI, GPU_NUMBER, NodeSpec
 from pumice.simulate.workload import JOB_LABEL, QUEUE_ANNOTATION, Arrival
 
 TERMINAL = ("Succeeded", "Failed")
@@ -162,7 +162,7 @@ class Recorder:
         self.changes += 1
         if rec is None:
             req = pod_requests(pod)
-            gpu_milli = req.get(GPU, 0) * 1000 + req.get(GPU_MILLI, 0)
+            gpu_milli = (req.get(GPU, 0) + req.get(GPU_NUMBER, 0)) * 1000 + req.get(GPU_MILLI, 0) + req.get(GPU_MEMORY, 0)
             arrival = self.arrivals.get(job)
             queue = (md.get("annotations") or {}).get(QUEUE_ANNOTATION) or (arrival.queue if arrival else "default")
             rec = PodRecord(md["name"], job, queue, req.get("cpu", 0), gpu_milli, t)
@@ -283,9 +283,9 @@ def _gpu_share(res: Any, capacity_milli: int) -> float:
     scalars = getattr(res, "scalars", None) or {}
     milli = 0.0
     for k, v in dict(scalars).items():
-        if k == GPU:
+        if k in (GPU, GPU_NUMBER):
             milli += float(v)
-        elif k == GPU_MILLI:
+        elif k in (GPU_MILLI, GPU_MEMORY):
             milli += float(v) / 1000
     return milli / capacity_milli if capacity_milli else 0.0
 

@@ -38,7 +38,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,7 @@ import looptime
 from pumice._util.clock import LoopClock, default_clock, set_default_clock
 from pumice.api import Obj
 from pumice.api.meta import name as obj_name
-from pumice.simulate.nodes import NodeSpec
+from pumice.simulate.nodes import GPU_MEMORY, GPU_NUMBER, NodeSpec
 from pumice.simulate.recorder import Recorder
 from pumice.simulate.workload import NAMESPACE, Arrival, Workload
 
@@ -58,6 +58,34 @@ WATCH_TIMEOUT = 10**9
 """Informers' watch timeout during a run, seconds (see :func:`pumice.client.informer.set_watch_timeout`)."""
 KUBE_CONTROLLERS = ("replicaset", "deployment", "job", "garbagecollector", "namespace")
 
+GPUSHARE_CONF = Path(__file__).with_name("gpushare.conf")
+"""Volcano's built-in default configuration plus the ``deviceshare`` plugin (GPU sharing and GPU
+number on): what a run without ``--scheduler-conf`` uses when Pods ask for
+``volcano.sh/gpu-memory`` or ``volcano.sh/gpu-number``, so they are fitted card by card."""
+
+
+def shares_gpu_cards(workload: Workload) -> bool:
+    """Whether a Pod of the workload (a bare Pod or a vcjob task template) asks for
+    ``volcano.sh/gpu-memory`` or ``volcano.sh/gpu-number``."""
+    for a in workload.arrivals:
+        for o in a.objects:
+            specs = [o.get("spec") or {}] if o.get("kind") == "Pod" else \
+                [(t.get("template") or {}).get("spec") or {} for t in (o.get("spec") or {}).get("tasks") or []]
+            for spec in specs:
+                for c in spec.get("containers") or []:
+                    res = c.get("resources") or {}
+                    if any(k in (res.get(part) or {}) for part in ("requests", "limits") for k in (GPU_MEMORY, GPU_NUMBER)):
+                        return True
+    return False
+
+
+def effective_conf(cfg: SimConfig) -> str | None:
+    """The configuration file the run uses: ``cfg.scheduler_conf``, else :data:`GPUSHARE_CONF`
+    when :func:`shares_gpu_cards`, else None (the built-in default)."""
+    if cfg.scheduler_conf is not None:
+        return cfg.scheduler_conf
+    return str(GPUSHARE_CONF) if shares_gpu_cards(cfg.workload) else None
+
 
 @dataclass
 class SimConfig:
@@ -66,7 +94,8 @@ class SimConfig:
     Attributes:
         nodes: the cluster.
         workload: arrivals, queues and PriorityClasses.
-        scheduler_conf: a volcano-scheduler.conf path (None: the built-in default).
+        scheduler_conf: a volcano-scheduler.conf path (None: the built-in default; for a
+            workload whose Pods share GPU cards, :data:`GPUSHARE_CONF`, see :func:`effective_conf`).
         queues: Queue manifests (weights, capability, guarantee); Queues the workload names and
             these lack are created with weight 1.
         batch_scheduler: KubeRay's batch scheduler (``volcano`` or None).
@@ -191,6 +220,8 @@ def conf_identity(path: str | None) -> dict[str, Any]:
         except OSError as e:
             raise ConfigError(f"{path}: cannot read: {e.strerror}") from e
         conf, name = parse_conf(data.decode(errors="replace"), source=path), path
+        if Path(path) == GPUSHARE_CONF:
+            name = "<built-in default + deviceshare> (pumice/simulate/gpushare.conf)"
     return {"file": name, "sha256": hashlib.sha256(data).hexdigest(), "actions": ", ".join(conf.actions),
             "plugins": " | ".join(", ".join(p.name for p in t.plugins) for t in conf.tiers)}
 
@@ -205,6 +236,7 @@ def simulate(cfg: SimConfig, *, progress: Progress | None = None, stop: StopFlag
     """
     from pumice.client.informer import set_watch_timeout
 
+    cfg = replace(cfg, scheduler_conf=effective_conf(cfg))
     conf = conf_identity(cfg.scheduler_conf)
     clock = LoopClock(epoch=cfg.epoch)
     previous = default_clock()

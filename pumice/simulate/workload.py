@@ -11,11 +11,14 @@ Adapters, their mappings and assumptions:
 ``openb`` (Alibaba GPU v2023 ``openb_pod_list_*.csv``)
     One Pod per row, arriving at ``creation_time``. Duration: ``deletion_time - scheduled_time``
     (``- creation_time`` when the Pod was never scheduled). Requests: ``cpu_milli``,
-    ``memory_mib``, and GPU as ``alibabacloud.com/gpu-milli`` = ``num_gpu x 1000`` for whole-GPU
-    Pods or ``gpu_milli`` for GPU-sharing Pods (the Nodes publish 1000 per GPU). Assumption: the
-    GPU dimension is pooled per Node, so two 0.5-GPU Pods on one Node may share a GPU as in the
-    trace, but a whole-GPU Pod is not kept off a half-used GPU (per-device packing is not
-    modelled). ``gpu_spec`` (e.g. ``V100M16|V100M32``) becomes a required node affinity on
+    ``memory_mib``, and GPU per card as Volcano's GPU sharing asks for it (requests and limits):
+    a one-GPU Pod (``num_gpu`` 1) asks for ``volcano.sh/gpu-memory`` = ``gpu_milli`` (1000 for a
+    whole card; the Nodes publish 1000 per card), so it must fit on one card, as in FGD's and
+    Alibaba's GPU-sharing schedulers: a 0.5-GPU Pod cannot span two half-free cards; a multi-GPU
+    Pod asks for ``volcano.sh/gpu-number`` = ``num_gpu`` whole idle cards (every such Pod in the
+    pod lists has ``gpu_milli`` 1000). The per-card fit is the ``deviceshare`` plugin's, which
+    ``pumice simulate`` enables when no ``--scheduler-conf`` is given; a configuration without
+    it fits the pooled Node total only. ``gpu_spec`` (e.g. ``V100M16|V100M32``) becomes a required node affinity on
     ``nvidia.com/gpu.product``. QoS -> PriorityClass: Guaranteed 1000, LS 800, Burstable 500, BE
     100 (``openb-<qos>``). The trace's own ``scheduled_time - creation_time`` is kept as the
     reference queueing delay. All Pods go to the queue given (default ``default``).
@@ -59,7 +62,7 @@ import yaml
 
 from pumice.api import Obj
 from pumice.node.runtime.simulated import ANNOTATION_DURATION
-from pumice.simulate.nodes import GPU, GPU_MILLI, GPU_MODEL_LABEL, InputError
+from pumice.simulate.nodes import GPU, GPU_MEMORY, GPU_MILLI, GPU_MODEL_LABEL, GPU_NUMBER, InputError
 
 JOB_LABEL = "pumice.io/sim-job"
 GANG_ANNOTATION = "pumice.io/sim-gang"
@@ -208,9 +211,13 @@ def load_openb(path: Path, *, queue: str = "default") -> Workload:
             req = {"cpu": f"{int(r['cpu_milli'])}m", "memory": f"{int(r['memory_mib'])}Mi"}
         except (KeyError, ValueError) as e:
             raise InputError(f"{path}: row {r.get('name')}: {e}") from None
-        milli = num_gpu * 1000 if (num_gpu != 1 or gpu_milli in (0, 1000)) else gpu_milli
-        if milli:
-            req[GPU_MILLI] = str(milli)
+        if num_gpu == 1:
+            milli = gpu_milli if 0 < gpu_milli <= 1000 else 1000
+            req[GPU_MEMORY] = str(milli)
+        else:
+            milli = num_gpu * 1000
+            if num_gpu > 1:
+                req[GPU_NUMBER] = str(num_gpu)
         start = sched if sched is not None else created
         duration = max(0.0, deleted - start) if deleted is not None else None
         qos = r.get("qos") or "BE"
@@ -327,8 +334,10 @@ def sample(w: Workload, n: int, seed: int) -> Workload:
 
 
 def scale(w: Workload, factor: float) -> Workload:
-    """Inflate arrivals as the FGD study does: arrival times divided by ``factor`` (2.0 = twice the
-    arrival rate), durations unchanged."""
+    """Inflate arrivals: arrival times divided by ``factor`` (2.0 = twice the arrival rate),
+    durations unchanged. Not the FGD study's inflation, which ignores time: it submits Pods drawn
+    (with repeats) from the pod list until their GPU requests reach a multiple of the cluster's
+    GPUs (1.3x in the paper), and none ever ends."""
     if factor <= 0:
         raise InputError("--scale must be positive")
     return replace(w, arrivals=[replace(a, time=a.time / factor) for a in w.arrivals])

@@ -155,3 +155,37 @@ def test_bad_period_and_until_are_usage_errors_naming_the_option(tmp_path: Path)
 def test_the_readme_out_directory_is_ignored_by_git() -> None:
     root = Path(__file__).resolve().parents[2]
     assert "/simulate-out/" in (root / ".gitignore").read_text().splitlines()
+
+
+# Two 0.6-GPU Pods fill 0.6 of each of node-0's two cards; a 0.8-GPU Pod then fits the Node's
+# pooled 0.8 free but no card.
+PER_CARD_PODS = """name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time
+openb-pod-0000,1000,1024,1,600,,LS,Running,0,100,0
+openb-pod-0001,1000,1024,1,600,,LS,Running,0,100,0
+openb-pod-0002,1000,1024,1,800,,LS,Running,10,60,10
+"""
+
+
+def test_openb_gpu_shares_are_fitted_per_card(tmp_path: Path) -> None:
+    from pumice.scheduler.volcano.conf import DEFAULT_SCHEDULER_CONF
+
+    nodes, pods = tmp_path / "nodes.csv", tmp_path / "pods.csv"
+    nodes.write_text("sn,cpu_milli,memory_mib,gpu,model\nnode-0,32000,65536,2,T4\n")
+    pods.write_text(PER_CARD_PODS)
+    pooled_conf = tmp_path / "builtin.conf"
+    pooled_conf.write_text(DEFAULT_SCHEDULER_CONF)
+    starts = {}
+    for name, extra in (("per-card", []), ("pooled", ["--scheduler-conf", str(pooled_conf)])):
+        out = tmp_path / name
+        r = CliRunner().invoke(main, ["simulate", "--nodes", str(nodes), "--workload", str(pods), "--out", str(out),
+                                      "--quiet", "--no-plots", *extra])
+        assert r.exit_code == 0, r.output
+        s = json.loads((out / "summary.json").read_text())
+        starts[name] = {j["job"]: j["start"] for j in json.loads((out / "jobs.json").read_text())}
+        if name == "per-card":
+            assert s["config"]["file"].startswith("<built-in default + deviceshare>")
+            assert "deviceshare" in s["config"]["plugins"]
+    # by hand: without deviceshare the 0.8 Pod binds at the first session after 10; card by card
+    # it waits until both 0.6 Pods ended (bound at 1, 100 s: gone at 101)
+    assert starts["pooled"]["openb-pod-0002"] == 11.0
+    assert 101.0 <= starts["per-card"]["openb-pod-0002"] <= 102.0

@@ -28,6 +28,9 @@ def test_openb_node_list_has_1523_nodes_and_6212_gpus() -> None:
     assert sum(n.gpus for n in nodes) == 6212
     g = next(n for n in nodes if n.gpus)
     assert g.capacity()[GPU] == str(g.gpus) and g.capacity()[GPU_MILLI] == str(g.gpus * 1000)
+    # the per-card pair the deviceshare plugin reads: 1000 per card, and the cards
+    assert g.capacity()["volcano.sh/gpu-memory"] == str(g.gpus * 1000)
+    assert g.capacity()["volcano.sh/gpu-number"] == str(g.gpus)
     assert g.node_labels()[GPU_MODEL_LABEL] == g.gpu_model
 
 
@@ -52,7 +55,14 @@ def test_openb_pods_keep_duration_gpu_milli_priority_and_the_trace_delay() -> No
     first = {a.job: a for a in w.arrivals}["openb-pod-0001"]  # 6000m, 1 GPU at 460 milli, LS, 427061..12902960
     pod = first.objects[0]
     req = pod["spec"]["containers"][0]["resources"]["requests"]
-    assert req == {"cpu": "6000m", "memory": "12288Mi", GPU_MILLI: "460"}
+    assert req == {"cpu": "6000m", "memory": "12288Mi", "volcano.sh/gpu-memory": "460"}  # on one card
+    limits = pod["spec"]["containers"][0]["resources"]["limits"]
+    assert limits == {"volcano.sh/gpu-memory": "460"}  # deviceshare reads the limits, as upstream
+    by_name = {a.job: a for a in w.arrivals}
+    eight = next(a for a in w.arrivals if a.gpus == 8)  # a multi-GPU Pod: whole idle cards
+    assert eight.objects[0]["spec"]["containers"][0]["resources"]["requests"]["volcano.sh/gpu-number"] == "8"
+    assert by_name["openb-pod-0000"].objects[0]["spec"]["containers"][0]["resources"]["requests"][
+        "volcano.sh/gpu-memory"] == "1000"  # a whole card
     assert pod["metadata"]["annotations"][ANNOTATION_DURATION] == str(12902960 - 427061)
     assert pod["spec"]["priorityClassName"] == "openb-ls"
     assert first.trace_delay == 0.0
