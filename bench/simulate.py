@@ -20,8 +20,12 @@ jobs finished, peak RSS (``ru_maxrss`` of the process, cumulative across cases),
 average at the end; then the simulated queueing delay, and for openb the ``trace_check`` (simulated
 vs the trace's own creation -> scheduled delay).
 
-Usage: .venv/bin/python bench/simulate.py [--only openb|philly|baseline] [--philly-sample N] [--openb-sample N]
-[--philly-until-days D] [--profile]
+``openb-contended`` replays 1,000 sampled openb Pods on every 8th openb Node with arrivals
+compressed 1e5x, once card by card (deviceshare) and once pooled per Node, so the trace check
+shows what contention does to the simulated delay.
+
+Usage: .venv/bin/python bench/simulate.py [--only openb|openb-contended|philly|baseline] [--philly-sample N]
+[--openb-sample N] [--contended-sample N] [--contended-scale X] [--philly-until-days D] [--profile]
 """
 
 from __future__ import annotations
@@ -33,24 +37,29 @@ import os
 import pstats
 import resource
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from pumice.scheduler.volcano.conf import DEFAULT_SCHEDULER_CONF
 from pumice.simulate import metrics
 from pumice.simulate.nodes import load_nodes
 from pumice.simulate.runner import SimConfig, simulate
-from pumice.simulate.workload import load_workload, sample
+from pumice.simulate.workload import load_workload, sample, scale
 from pumice.testing.paths import shared_dir
 
 
-def run(name: str, nodes: Path, workload: Path, n: int | None, profile: bool, until: float | None = None) -> dict[str, Any]:
-    specs = load_nodes(nodes)
+def run(name: str, nodes: Path, workload: Path, n: int | None, profile: bool, until: float | None = None, *,
+        node_every: int = 1, scale_by: float = 1.0, conf: str | None = None) -> dict[str, Any]:
+    specs = load_nodes(nodes)[::node_every]
     w = load_workload(workload)
     if n is not None:
         w = sample(w, n, 0)
+    if scale_by != 1.0:
+        w = scale(w, scale_by)
     cpu0, wall0 = time.process_time(), time.perf_counter()
     prof = cProfile.Profile() if profile else None
     if prof:
@@ -64,7 +73,7 @@ def run(name: str, nodes: Path, workload: Path, n: int | None, profile: bool, un
                   f"{time.perf_counter() - wall0:.0f} s wall, {time.process_time() - cpu0:.0f} s cpu",
                   file=sys.stderr, flush=True)
 
-    r = simulate(SimConfig(specs, w, name=name, until=until), progress=progress)
+    r = simulate(SimConfig(specs, w, name=name, until=until, scheduler_conf=conf), progress=progress)
     if prof:
         prof.disable()
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
@@ -89,7 +98,9 @@ def run(name: str, nodes: Path, workload: Path, n: int | None, profile: bool, un
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", choices=["openb", "philly", "baseline"])
+    ap.add_argument("--only", choices=["openb", "openb-contended", "philly", "baseline"])
+    ap.add_argument("--contended-sample", type=int, default=1000)
+    ap.add_argument("--contended-scale", type=float, default=1e5)
     ap.add_argument("--philly-sample", type=int, default=None)
     ap.add_argument("--openb-sample", type=int, default=None)
     ap.add_argument("--profile", action="store_true")
@@ -99,12 +110,25 @@ def main() -> None:
     t = shared_dir() / "traces"
     t0 = time.perf_counter()
     results = {}
-    if a.only in (None, "baseline", "openb", "philly"):
+    if a.only in (None, "baseline", "openb", "openb-contended", "philly"):
         results["baseline"] = run("baseline-tiresias60", t / "tiresias-example/n32g4.csv",
                                   t / "tiresias-example/60_job.csv", None, False)
     if a.only in (None, "openb"):
         results["openb"] = run("openb-default", t / "alibaba-clusterdata-gpu-v2023/openb_node_list_all_node.csv",
                                t / "alibaba-clusterdata-gpu-v2023/openb_pod_list_default.csv", a.openb_sample, a.profile)
+    if a.only in (None, "openb-contended"):
+        # every 8th openb Node (755 GPUs) and 1,000 of the 8,152 Pods (their GPU requests add up
+        # to about the same), arrivals compressed 1e5x (149 days into 129 s): the cluster fills,
+        # so the trace check shows delay from contention; card by card (deviceshare, the default
+        # for openb) and pooled per Node (the built-in configuration)
+        ob = t / "alibaba-clusterdata-gpu-v2023"
+        with tempfile.TemporaryDirectory() as tmp:
+            pooled = Path(tmp) / "builtin.conf"
+            pooled.write_text(DEFAULT_SCHEDULER_CONF)
+            for label, conf in (("per-card", None), ("pooled", str(pooled))):
+                results[f"openb-contended-{label}"] = run(
+                    f"openb-contended-{label}", ob / "openb_node_list_all_node.csv", ob / "openb_pod_list_default.csv",
+                    a.contended_sample, a.profile, node_every=8, scale_by=a.contended_scale, conf=conf)
     if a.only in (None, "philly"):
         results["philly"] = run("philly-via-pollux", t / "alibaba-clusterdata-gpu-v2020/pai_machine_spec.csv",
                                 t / "philly-via-pollux/philly.csv", a.philly_sample, a.profile,

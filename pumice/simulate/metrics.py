@@ -178,15 +178,34 @@ def _delay_stats(values: list[float]) -> dict[str, Any]:
     return out
 
 
-def _peak(intervals: list[tuple[float, float, int]]) -> int:
-    """Largest sum of ``amount`` over ``(start, end, amount)`` intervals [start, end) at one time."""
-    steps = sorted([(s, a) for s, _e, a in intervals] + [(e, -a) for _s, e, a in intervals],
-                   key=lambda x: (x[0], x[1]))
-    cur = best = 0
-    for _t, a in steps:
-        cur += a
-        best = max(best, cur)
-    return best
+def trace_timeline(rec: Recorder, jobs: list[dict[str, Any]]) -> list[tuple[float, int, int]]:
+    """The allocation the trace's own times imply, as a step function ``[(t, cpu_milli, gpu_milli)]``:
+    each Pod the trace scheduled holds its requests from ``arrival + trace delay`` for its trace
+    duration (to the end of the run when it has none). Arrival times are the replayed ones, so with
+    ``--scale`` not 1 it is the demand the replay offers at the trace's own delays."""
+    end = max((s.t for s in rec.timeline), default=0.0)
+    pods_by_job: dict[str, list[Any]] = {}
+    for p in rec.pods.values():
+        pods_by_job.setdefault(p.job, []).append(p)
+    steps: list[tuple[float, int, int]] = []
+    for j in jobs:
+        if j["trace_queueing_delay"] is None:
+            continue
+        a = rec.jobs[j["job"]].arrival
+        start = a.time + (a.trace_delay or 0.0)
+        stop = start + a.duration if a.duration is not None else max(end, start)
+        for p in pods_by_job.get(j["job"], []):
+            steps += [(start, p.cpu_milli, p.gpu_milli), (stop, -p.cpu_milli, -p.gpu_milli)]
+    steps.sort(key=lambda x: (x[0], x[1] + x[2]))  # ends before starts at the same instant
+    out: list[tuple[float, int, int]] = []
+    cpu = gpu = 0
+    for t, c, g in steps:
+        cpu, gpu = cpu + c, gpu + g
+        if out and out[-1][0] == t:
+            out[-1] = (t, cpu, gpu)
+        else:
+            out.append((t, cpu, gpu))
+    return out
 
 
 def trace_check(rec: Recorder, jobs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -202,23 +221,11 @@ def trace_check(rec: Recorder, jobs: list[dict[str, Any]]) -> dict[str, Any]:
     replayed; with ``--scale`` not 1 that is the demand the replay offers), next to the simulated
     peak (see :func:`summary`'s ``allocation``).
     """
-    pods_by_job: dict[str, list[Any]] = {}
-    for p in rec.pods.values():
-        pods_by_job.setdefault(p.job, []).append(p)
     compared = [j for j in jobs if j["trace_queueing_delay"] is not None]
     sim = [j["queueing_delay"] for j in compared if j["queueing_delay"] is not None]
     never = [j for j in jobs if j["kind"] == "Pod" and j["trace_queueing_delay"] is None]
     no_gpu = [j["trace_queueing_delay"] for j in compared if not j["gpus"]]
-    cpu_iv: list[tuple[float, float, int]] = []
-    gpu_iv: list[tuple[float, float, int]] = []
-    end = max((s.t for s in rec.timeline), default=0.0)
-    for j in compared:
-        a = rec.jobs[j["job"]].arrival
-        start = a.time + (a.trace_delay or 0.0)
-        stop = start + a.duration if a.duration is not None else max(end, start)
-        for p in pods_by_job.get(j["job"], []):
-            cpu_iv.append((start, stop, p.cpu_milli))
-            gpu_iv.append((start, stop, p.gpu_milli))
+    implied = trace_timeline(rec, jobs)
     cpu_cap, gpu_cap = rec.cpu_capacity, rec.gpu_capacity
     sim_stats = _delay_stats(sim)
     sim_stats["not_started"] = len(compared) - len(sim)
@@ -231,8 +238,8 @@ def trace_check(rec: Recorder, jobs: list[dict[str, Any]]) -> dict[str, Any]:
         "trace_pods_never_scheduled": len(never),
         "trace_pods_never_scheduled_bound_in_simulation": sum(1 for j in never if j["start"] is not None),
         "occupancy": {
-            "trace_cpu_ratio_peak": _r(_peak(cpu_iv) / cpu_cap if cpu_cap else 0.0, 4),
-            "trace_gpu_ratio_peak": _r(_peak(gpu_iv) / gpu_cap if gpu_cap else 0.0, 4),
+            "trace_cpu_ratio_peak": _r(max((c for _t, c, _g in implied), default=0) / cpu_cap if cpu_cap else 0.0, 4),
+            "trace_gpu_ratio_peak": _r(max((g for _t, _c, g in implied), default=0) / gpu_cap if gpu_cap else 0.0, 4),
             "simulated_cpu_ratio_peak": _r(max((s.cpu_milli for s in rec.timeline), default=0) / cpu_cap
                                            if cpu_cap else 0.0, 4),
             "simulated_gpu_ratio_peak": _r(max((s.gpu_milli for s in rec.timeline), default=0) / gpu_cap

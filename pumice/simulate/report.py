@@ -240,6 +240,14 @@ def _plots(result: SimResult, jobs: list[dict[str, Any]], out: Path) -> list[str
         if rec.cpu_capacity:
             ax.step(t, [s.cpu_milli / rec.cpu_capacity for s in rec.timeline] + [rec.timeline[-1].cpu_milli / rec.cpu_capacity],
                     where="post", label="CPU allocated")
+    implied = [x for x in metrics.trace_timeline(rec, jobs) if x[0] <= result.end_time]
+    if implied:
+        ti = [x[0] / 3600 for x in implied] + [result.end_time / 3600]
+        for i, (label, cap) in ((2, ("GPU the trace's times imply", rec.gpu_capacity)),
+                                (1, ("CPU the trace's times imply", rec.cpu_capacity))):
+            if cap:
+                ys = [x[i] / cap for x in implied]
+                ax.step(ti, [*ys, ys[-1]], where="post", linestyle="--", label=label)
     ax.set_xlabel("simulated hours")
     ax.set_ylabel("fraction of capacity")
     ax.set_ylim(0, 1.05)
@@ -264,8 +272,10 @@ def _plots(result: SimResult, jobs: list[dict[str, Any]], out: Path) -> list[str
     files.append("queues.png")
 
     fig, ax = plt.subplots(figsize=(8, 3.5))
+    # with a trace, both delays over the Pods the trace scheduled (as trace_check)
+    same = [j for j in jobs if j["trace_queueing_delay"] is not None] or jobs
     for label, key in (("simulated", "queueing_delay"), ("trace", "trace_queueing_delay")):
-        v = sorted(j[key] for j in jobs if j[key] is not None)
+        v = sorted(j[key] for j in same if j[key] is not None)
         if v:
             ax.step(v, [(i + 1) / len(v) for i in range(len(v))], where="post", label=f"{label} queueing delay")
     v = sorted(j["jct"] for j in jobs if j["jct"] is not None)
