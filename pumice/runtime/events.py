@@ -38,7 +38,7 @@ from typing import Any
 from pumice._util.clock import Clock, default_clock, rfc3339
 from pumice.api import Obj
 from pumice.api.scheme import EVENT
-from pumice.client.base import KubeClient, is_not_found
+from pumice.client.base import KubeClient, is_already_exists, is_not_found
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,7 @@ AGGREGATE_INTERVAL = 600.0
 SPAM_BURST = 25
 SPAM_QPS = 1.0 / 300.0
 COMBINED_PREFIX = "(combined from similar events): "
+NAME_CLASH_RETRIES = 3
 
 __all__ = ["EVENT_TYPES", "EventRecorder"]
 
@@ -117,6 +118,8 @@ class EventRecorder:
         self._queue: asyncio.Queue[tuple[str, Obj, asyncio.Future[Obj | None]]] | None = None
         self._writer: asyncio.Task[None] | None = None
         self._last_nanos = 0
+        self._renamed: dict[str, str] = {}
+        """Event name -> the name it was created under after a name clash (see :meth:`_write`)."""
         self.dropped = 0
         """Events dropped by the spam filter or after failed writes."""
 
@@ -267,6 +270,12 @@ class EventRecorder:
                 self._queue.task_done()
 
     async def _write(self, action: str, ev: Obj) -> Obj:
+        """Create or patch ``ev``. A create whose name another recorder took in the same clock tick
+        (two objects of one name, e.g. a RayJob and its submitter Job, on a virtual clock where
+        ticks repeat) is retried under this recorder's next nanosecond name, which later patches
+        follow."""
+        name = ev["metadata"]["name"]
+        ev["metadata"]["name"] = self._renamed.get(name, name)
         if action == "patch":
             patch = {"count": ev["count"], "lastTimestamp": ev["lastTimestamp"], "message": ev["message"]}
             try:
@@ -277,4 +286,12 @@ class EventRecorder:
                 if not is_not_found(e):
                     raise
                 # the Event was deleted (TTL): create it again under its name
+        for _ in range(NAME_CLASH_RETRIES):
+            try:
+                return await self.client.create(ev)
+            except Exception as e:
+                if not is_already_exists(e) or action == "patch":
+                    raise
+            new = f"{ev['involvedObject']['name']}.{self._nanos(self.clock.now()):x}"
+            self._renamed[name] = ev["metadata"]["name"] = new
         return await self.client.create(ev)

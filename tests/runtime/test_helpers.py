@@ -258,3 +258,22 @@ async def test_a_patch_of_a_deleted_event_creates_it_again() -> None:
     again = await rec.event(copy.deepcopy(obj), "Normal", "R", "m")
     assert again is not None and again["count"] == 2
     assert len(await events_of(fake)) == 1
+
+
+@pytest.mark.looptime
+async def test_two_recorders_naming_events_in_the_same_clock_tick_both_write_and_patch_their_own() -> None:
+    """On a virtual clock a Job and a RayJob both named ``train`` get events in the same tick: the
+    second create clashed (409) and the event was dropped with a warning."""
+    fake = FakeClient(clock=LoopClock())
+    job = await fake.create(configmap("train"))
+    other = await fake.create({**configmap("train"), "kind": "Secret"})
+    a = EventRecorder(fake, "job-controller", clock=LoopClock(1_700_000_000.0))
+    b = EventRecorder(fake, "rayjob-controller", clock=LoopClock(1_700_000_000.0))
+    first = await a.event(job, "Normal", "SuccessfulCreate", "one")
+    second = await b.event(other, "Normal", "Created", "two")
+    assert first is not None and second is not None
+    assert first["metadata"]["name"] != second["metadata"]["name"]
+    again = await b.event(other, "Normal", "Created", "two")
+    assert again is not None and again["metadata"]["name"] == second["metadata"]["name"] and again["count"] == 2
+    assert a.dropped == b.dropped == 0
+    assert sorted(e["message"] for e in await events_of(fake)) == ["one", "two"]
