@@ -992,8 +992,9 @@ def head_service_ip_and_name(cluster: Obj, services: Sequence[Obj], head: Obj | 
     (``""`` without a head Pod) for a headless one.
 
     Raises:
-        RuntimeError: no head Service, or more than one (upstream's errors; the status is then
-            not written this pass).
+        LookupError: no head Service (yet: the informer may not have seen the one just created).
+        RuntimeError: more than one head Service. (Upstream's errors; the status is then not
+            written this pass.)
 
     Mirrors: raycluster_controller.go getHeadServiceIPAndName.
 
@@ -1002,7 +1003,7 @@ def head_service_ip_and_name(cluster: Obj, services: Sequence[Obj], head: Obj | 
     the Pods behind them."""
     name = cluster["metadata"]["name"]
     if not services:
-        raise RuntimeError(f"unable to find head service. cluster name {name}")
+        raise LookupError(f"unable to find head service. cluster name {name}")
     if len(services) > 1:
         raise RuntimeError(f"found multiple head services. cluster name {name}")
     svc = services[0]
