@@ -28,7 +28,8 @@ def controller_setups(names: list[str], *, batch_scheduler: str | None = None,
         names: group names from :data:`CONTROLLER_GROUPS`.
         batch_scheduler: KubeRay's batch scheduler (``"volcano"``; None, ``""`` or ``"none"``: none).
         ray_options: more keyword arguments of the KubeRay ``setup`` (``pumice up --runtime
-            simulated`` passes the simulated dashboard's ``dashboard_client_factory``).
+            simulated`` passes the simulated dashboard's ``dashboard_client_factory`` and
+            ``serve_proxy_healthy``).
         root_ca: the API server's CA (PEM) the kube controllers publish as ``kube-root-ca.crt``.
 
     Raises:

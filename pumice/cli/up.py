@@ -165,6 +165,7 @@ def _start_components(opts: UpOptions, client: Callable[[str], Any], apiserver_u
         dashboard, dash_informers = _simulated_ray_dashboard(client("ray-dashboard"), agent_holder)
         tasks.append(asyncio.create_task(_run_informers(dash_informers, stop), name="ray-dashboard"))
         ray_options["dashboard_client_factory"] = dashboard.factory
+        ray_options["serve_proxy_healthy"] = dashboard.serve_proxy_healthy
     tasks.append(asyncio.create_task(
         run_controller_manager(
             client("controller-manager"),
@@ -197,8 +198,9 @@ def _start_components(opts: UpOptions, client: Callable[[str], Any], apiserver_u
 def _simulated_ray_dashboard(api: Any, agent_holder: list[Any]) -> tuple[Any, Any]:
     """The simulated Ray dashboard for ``--runtime simulated`` (see pumice.simulate.ray_dashboard):
     a RayJob's Ray job runs for its ``pumice.io/sim-duration-seconds`` once its Pods run, then
-    SUCCEEDED, and its submitter Pod exits. Returns it and the informer factory it reads Pods and
-    RayJobs from."""
+    SUCCEEDED, and its submitter Pod exits; a RayService's Serve applications run after their start
+    delay and its head Pod's Serve proxy answers the health check. Returns it and the informer
+    factory it reads Pods, RayJobs and RayServices from."""
     from pumice._util.clock import default_clock
     from pumice.client.informer import SharedInformerFactory
     from pumice.simulate.ray_dashboard import on_informers

@@ -3,8 +3,11 @@
 Definitions (all times in simulated seconds; see docs in :mod:`pumice.simulate.report`):
 
 - job arrival: the trace's arrival time; job *start*: the moment the last Pod its gang needs was
-  bound (``gang_bound``; one-Pod jobs: the bind); *finish*: the last of its Pods terminal (RayJob:
-  ``jobDeploymentStatus`` Complete/Failed; services: deleted);
+  bound (``gang_bound``; one-Pod jobs: the bind; a Ray cluster's gang is its PodGroup's
+  ``minMember``); *ready* (Ray kinds only): a RayService's ``Ready`` condition first True, a
+  RayJob's Ray job start (``rayJobInfo.startTime``); *finish*: the last of its Pods terminal
+  (RayJob: ``jobDeploymentStatus`` Complete/Failed; services (RayService, Deployment, DLRM
+  instances): deleted);
 - JCT = finish - arrival, over finished jobs; queueing delay = start - arrival, over started jobs;
 - makespan = last finish - first arrival;
 - allocation ratio: time-weighted mean of allocated / capacity over [0, end], from the step
@@ -87,7 +90,7 @@ def job_rows(rec: Recorder) -> list[dict[str, Any]]:
         rows.append({
             "job": name, "kind": a.kind, "queue": a.queue, "tasks": a.tasks, "gpus": a.gpus,
             "arrival": _r(a.time), "enqueue": _r(js.enqueued), "bind": _r(min((p.bound for p in pods if p.bound is not None), default=None)),
-            "start": _r(started), "finish": _r(js.finished), "status": js.status or ("Running" if started is not None else
+            "start": _r(started), "ready": _r(js.ready), "finish": _r(js.finished), "status": js.status or ("Running" if started is not None else
                                     f"PartialGang {js.held}/{js.min_member}" if js.held else "Pending"),
             "queueing_delay": _r(started - a.time) if started is not None else None,
             "jct": _r(js.finished - a.time) if js.finished is not None and started is not None else None,

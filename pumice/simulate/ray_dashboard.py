@@ -23,8 +23,14 @@ Job model, per RayCluster (the cluster the RayJob created, found by the factory'
   stops tailing. So ``startTime`` is never before the cluster is ready nor before the submission,
   and ``endTime - startTime`` is the duration.
 
-Serve: ``update_deployments(config)`` records the applications; each is ``DEPLOYING`` and becomes
-``RUNNING`` (deployments ``HEALTHY``) ``serve_start_delay`` seconds after it was first put.
+Serve, per RayCluster: ``update_deployments(config)`` (``PUT /api/serve/applications/``) records
+the applications and starts Serve on the cluster; each application is ``DEPLOYING`` (deployments
+``UPDATING``) and becomes ``RUNNING`` (deployments ``HEALTHY``) a start delay after it was first
+put (or last changed): the annotation ``pumice.io/sim-serve-start-seconds`` of the RayService that
+owns the cluster, else ``serve_start_delay``. The Serve proxy of a head Pod answers its health
+check (:meth:`SimulatedRayDashboard.serve_proxy_healthy`, the RayService controller's
+``serve_proxy_healthy`` seam) once Serve runs on its cluster, as Ray starts the head's proxy with
+Serve.
 
 Times come from the project clock (virtual under looptime). Mirrors the answers of Ray's job
 manager (``JobStatus``, start/end in epoch milliseconds) and ``GET /api/serve/applications/``.
@@ -32,6 +38,7 @@ manager (``JobStatus``, start/end in epoch milliseconds) and ``GET /api/serve/ap
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,7 +54,11 @@ from pumice.controllers.ray.dashboard import (
 )
 from pumice.node.runtime.simulated import ANNOTATION_DURATION, ANNOTATION_EXIT_CODE
 
+log = logging.getLogger(__name__)
+
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+ANNOTATION_SERVE_START = "pumice.io/sim-serve-start-seconds"
+"""RayService annotation: seconds from a Serve application being put to it running."""
 TERMINAL = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED)
 
 
@@ -82,7 +93,10 @@ class SimulatedRayDashboard:
         pods: ``(namespace, label_selector) -> Pods`` (an informer lister's ``list``).
         rayjobs: ``(namespace, name) -> RayJob or None`` (an informer lister's ``get``).
         finish_pod: ``(pod uid, exit code) -> bool``: ends a Pod's containers in the simulated runtime.
-        serve_start_delay: seconds from a Serve config being put to its applications RUNNING.
+        serve_start_delay: seconds from a Serve config being put to its applications RUNNING, unless
+            the owning RayService says otherwise (:data:`ANNOTATION_SERVE_START`).
+        rayservices: ``(namespace, name) -> RayService or None`` (an informer lister's ``get``;
+            None: every cluster takes ``serve_start_delay``).
     """
 
     clock: Clock
@@ -90,11 +104,44 @@ class SimulatedRayDashboard:
     rayjobs: Callable[[str, str], Obj | None]
     finish_pod: Callable[[str, int], bool] | None = None
     serve_start_delay: float = 5.0
+    rayservices: Callable[[str, str], Obj | None] | None = None
     jobs: dict[str, _Job] = field(default_factory=dict)
     apps: dict[str, dict[str, _App]] = field(default_factory=dict)
 
     def factory(self, cluster: Obj, dashboard_url: str, auth_token: str | None = None) -> RayDashboardClient:
         return SimulatedRayDashboardClient(self, cluster)
+
+    async def serve_proxy_healthy(self, pod_ip: str, port: int) -> bool:
+        """The Serve proxy health check of the head Pod at ``pod_ip``: True iff a Running head Pod
+        has that IP and Serve runs on its cluster (a Serve config was put). ``port`` is not
+        checked (every simulated Pod listens on every port).
+
+        Mirrors the answer of ``GET http://<pod_ip>:<port>/-/healthz`` (see
+        :func:`pumice.controllers.ray.dashboard.http_serve_proxy_healthy`): no proxy before Serve
+        starts, 200 after."""
+        if not pod_ip:
+            return False
+        for p in self.pods("", {RAY_NODE_TYPE_LABEL_KEY: "head"}):
+            st, md = p.get("status") or {}, p.get("metadata") or {}
+            if st.get("podIP") == pod_ip and st.get("phase") == "Running" and not md.get("deletionTimestamp"):
+                cluster = (md.get("labels") or {}).get(RAY_CLUSTER_LABEL_KEY, "")
+                return f"{md.get('namespace', '')}/{cluster}" in self.apps
+        return False
+
+    def serve_delay(self, cluster: Obj) -> float:
+        """Seconds from a Serve application being put on ``cluster`` to it running: the owning
+        RayService's :data:`ANNOTATION_SERVE_START`, else ``serve_start_delay``."""
+        owner = _owner(cluster, "RayService")
+        if owner is None or self.rayservices is None:
+            return self.serve_start_delay
+        rs = self.rayservices((cluster.get("metadata") or {}).get("namespace", ""), owner) or {}
+        value = ((rs.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_SERVE_START)
+        try:
+            return max(0.0, float(value)) if value is not None else self.serve_start_delay
+        except ValueError:
+            log.warning("RayService %s: annotation %s=%r is not a number of seconds; using %s",
+                        owner, ANNOTATION_SERVE_START, value, self.serve_start_delay)
+            return self.serve_start_delay
 
     # -- the job model -----------------------------------------------------------------------
     def _cluster_pods(self, cluster: Obj) -> list[Obj]:
@@ -241,9 +288,10 @@ class SimulatedRayDashboardClient:
 
     async def get_serve_details(self) -> Obj:
         now = self.state.clock.now()
+        delay = self.state.serve_delay(self.cluster)
         apps: Obj = {}
         for name, app in sorted(self.state.apps.get(self.key, {}).items()):
-            ready = now >= app.since + self.state.serve_start_delay
+            ready = now >= app.since + delay
             deployments = {d.get("name", ""): {"name": d.get("name", ""),
                                                "status": "HEALTHY" if ready else "UPDATING"}
                            for d in app.config.get("deployments") or []}
@@ -278,16 +326,18 @@ class SimulatedRayDashboardClient:
 
 def on_informers(informers: Any, finish_pod: Callable[[str, int], bool], clock: Clock
                  ) -> tuple[SimulatedRayDashboard, Callable[[str, str], Obj | None]]:
-    """A :class:`SimulatedRayDashboard` reading Pods and RayJobs from ``informers`` (a
+    """A :class:`SimulatedRayDashboard` reading Pods, RayJobs and RayServices from ``informers`` (a
     :class:`~pumice.client.informer.SharedInformerFactory`, started by the caller), and the
     RayCluster getter ``(namespace, name) -> RayCluster or None`` that :func:`asgi_app` needs."""
-    from pumice.api.scheme import POD, RAY_CLUSTER, RAY_JOB
+    from pumice.api.scheme import POD, RAY_CLUSTER, RAY_JOB, RAY_SERVICE
 
     pods = informers.informer(POD)
     rayjobs = informers.informer(RAY_JOB)
+    rayservices = informers.informer(RAY_SERVICE)
     clusters = informers.informer(RAY_CLUSTER)
     dashboard = SimulatedRayDashboard(clock, pods=lambda ns, sel: pods.lister.list(ns, sel),
-                                      rayjobs=lambda ns, n: rayjobs.lister.get(ns, n), finish_pod=finish_pod)
+                                      rayjobs=lambda ns, n: rayjobs.lister.get(ns, n), finish_pod=finish_pod,
+                                      rayservices=lambda ns, n: rayservices.lister.get(ns, n))
     return dashboard, lambda ns, n: clusters.lister.get(ns, n)
 
 
@@ -423,8 +473,12 @@ def serve_config_problem(config: Any) -> str:
 
 
 def _owner_rayjob(cluster: Obj) -> str | None:
+    return _owner(cluster, "RayJob")
+
+
+def _owner(cluster: Obj, kind: str) -> str | None:
     for ref in (cluster.get("metadata") or {}).get("ownerReferences") or []:
-        if ref.get("kind") == "RayJob":
+        if ref.get("kind") == kind:
             return str(ref.get("name"))
     return None
 

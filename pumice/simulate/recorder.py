@@ -19,8 +19,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pumice._util.clock import Clock
+from pumice._util.clock import Clock, parse_rfc3339
 from pumice.api import Obj
+from pumice.api.meta import is_condition_true
+from pumice.api.ray.constants import RayServiceConditionType
+from pumice.api.volcano.constants import KUBE_GROUP_NAME_ANNOTATION_KEY
 from pumice.node.podspec import pod_requests
 from pumice.simulate.nodes import GPU, GPU_MEMORY, GPU_MILLI, GPU_NUMBER, NodeSpec
 from pumice.simulate.workload import JOB_LABEL, QUEUE_ANNOTATION, Arrival
@@ -64,8 +67,11 @@ class JobState:
     partial_seconds: float = 0.0
     gang_bound: float | None = None
     enqueued: float | None = None
+    ready: float | None = None
     finished: float | None = None
     status: str = ""
+    draining: bool = False
+    """Deleted (a service) with Pods still holding: counted finished when the last one goes."""
 
 
 @dataclass
@@ -106,6 +112,8 @@ class Recorder:
         self._node_gpu_used: dict[str, int] = {}
         self._frag = 0
         self._evicting: set[str] = set()
+        self._pg_min: dict[str, int] = {}  # "<ns>/<PodGroup>" -> minMember
+        self._pg_job: dict[str, str] = {}  # "<ns>/<PodGroup>" -> job, from its Pods' group-name annotation
         self.gpu_capacity = sum(self._node_gpu_cap.values())
         self.cpu_capacity = sum(n.cpu_milli for n in self.nodes)
         for name, a in self.arrivals.items():
@@ -140,6 +148,9 @@ class Recorder:
                 job.partial_since = None
             if sign > 0 and job.held >= job.min_member and job.gang_bound is None:
                 job.gang_bound = t
+            if sign < 0 and job.held == 0 and job.draining:
+                job.draining = False
+                self._finished(rec.job)
         self._sample()
 
     def _sample(self) -> None:
@@ -170,6 +181,12 @@ class Recorder:
             js = self.jobs.get(job)
             if js is not None and js.created is None:
                 js.created = rec.created
+            group = (md.get("annotations") or {}).get(KUBE_GROUP_NAME_ANNOTATION_KEY)
+            if group and js is not None:
+                pg_key = f"{md.get('namespace', '')}/{group}"
+                self._pg_job[pg_key] = job
+                if pg_key in self._pg_min:
+                    self._set_min_member(js, self._pg_min[pg_key])
         was_holding = rec.holding
         node = (pod.get("spec") or {}).get("nodeName")
         if node and rec.bound is None:
@@ -182,10 +199,10 @@ class Recorder:
                 and _disrupted(status) and key not in self._evicting:
             self._evicting.add(key)
             rec.evictions += 1
+        rec.phase = phase
         if phase in TERMINAL and rec.finished is None:
             rec.finished = t
             self._terminal(rec)
-        rec.phase = phase
         if deleted and rec.deleted is None:
             rec.deleted = t
             if rec.finished is None:
@@ -198,6 +215,8 @@ class Recorder:
         if js is None:
             return
         js.terminal += 1
+        # a service (delete_after) whose Pod ended before its deletion (an eviction of a bare Pod)
+        # ended then; one the run deleted ended at the deletion (deployment_deleted)
         if js.arrival.kind in ("Pod", "Job") and js.terminal >= js.arrival.tasks and js.finished is None:
             js.finished = self.now()
             js.status = "Succeeded" if rec.phase != "Failed" else "Failed"
@@ -205,20 +224,34 @@ class Recorder:
 
     # -- PodGroups and RayJobs ----------------------------------------------------------------
     def podgroup_event(self, pg: Obj) -> None:
+        """A PodGroup of a job: its ``minMember`` (the gang size the partial-gang and start times
+        use) and when it was first Inqueue. The job is the PodGroup's ``pumice.io/sim-job`` label,
+        its owner, or (a Ray cluster's PodGroup, owned by the RayCluster) the job of the Pods that
+        name it in ``scheduling.k8s.io/group-name``."""
         md = pg.get("metadata") or {}
-        job = (md.get("labels") or {}).get(JOB_LABEL) or _job_of_owner(md, self.jobs)
+        pg_key = f"{md.get('namespace', '')}/{md.get('name', '')}"
+        mm = int((pg.get("spec") or {}).get("minMember", 1) or 0)
+        if mm > 0:
+            self._pg_min[pg_key] = mm
+        job = (md.get("labels") or {}).get(JOB_LABEL) or _job_of_owner(md, self.jobs) or self._pg_job.get(pg_key)
         js = self.jobs.get(job) if job else None
         if js is None:
             return
         self.changes += 1
-        mm = int((pg.get("spec") or {}).get("minMember") or 1)
-        if mm != js.min_member and js.held == 0:
-            js.min_member = mm
+        if mm > 0 and js.finished is None:  # a finished RayJob's PodGroup shrinks to 0 (cleanup_on_completion)
+            self._set_min_member(js, mm)
         phase = (pg.get("status") or {}).get("phase")
         if phase in ("Inqueue", "Running") and js.enqueued is None:
             js.enqueued = self.now()
 
+    @staticmethod
+    def _set_min_member(js: JobState, mm: int) -> None:
+        if mm != js.min_member and js.held == 0:
+            js.min_member = mm
+
     def rayjob_event(self, rj: Obj) -> None:
+        """A RayJob's status: ``ready`` when its Ray job started (``rayJobInfo.startTime``), finished
+        at ``jobDeploymentStatus`` Complete or Failed."""
         name = (rj.get("metadata") or {}).get("name", "")
         js = self.jobs.get(name)
         if js is None:
@@ -227,17 +260,39 @@ class Recorder:
         st = rj.get("status") or {}
         if js.created is None:
             js.created = self.now()
+        started = (st.get("rayJobInfo") or {}).get("startTime")
+        if started and js.ready is None:
+            js.ready = parse_rfc3339(started) - self.start
         if st.get("jobDeploymentStatus") in ("Complete", "Failed") and js.finished is None:
             js.finished = self.now()
             js.status = "Succeeded" if st.get("jobDeploymentStatus") == "Complete" else "Failed"
             self._finished(name)
 
+    def rayservice_event(self, rs: Obj) -> None:
+        """A RayService's status: ``ready`` when its ``Ready`` condition first turned True (Serve
+        applications RUNNING and serve endpoints up: ``NonZeroServeEndpoints``)."""
+        name = (rs.get("metadata") or {}).get("name", "")
+        js = self.jobs.get(name)
+        if js is None:
+            return
+        self.changes += 1
+        if js.created is None:
+            js.created = self.now()
+        if js.ready is None and is_condition_true(rs.get("status") or {}, RayServiceConditionType.READY):
+            js.ready = self.now()
+
     def deployment_deleted(self, name: str) -> None:
+        """A service (Deployment, RayService, DLRM instance) was deleted at the end of its lifetime:
+        it finished now (status ``Deleted``); the run counts it done once its Pods are gone, so
+        their ends are in the Pod rows and the allocation timeline."""
         js = self.jobs.get(name)
         if js is not None and js.finished is None:
             js.finished = self.now()
             js.status = "Deleted"
-            self._finished(name)
+            if js.held:
+                js.draining = True
+            else:
+                self._finished(name)
 
     def _finished(self, job: str) -> None:
         self.finished += 1

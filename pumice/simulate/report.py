@@ -28,7 +28,7 @@ from pumice.simulate.runner import INTERRUPTED, SimResult
 
 JOB_COLUMNS = {
     "job": "job name (the pumice.io/sim-job label of its Pods)",
-    "kind": "Pod, Job (Volcano Job), RayJob or Deployment",
+    "kind": "Pod, Job (Volcano Job), RayJob, RayService or Deployment",
     "queue": "Volcano Queue",
     "tasks": "Pods the job runs (its gang size for a Volcano Job)",
     "gpus": "GPUs requested in total",
@@ -36,6 +36,8 @@ JOB_COLUMNS = {
     "enqueue": "seconds: PodGroup Inqueue (empty: never / no PodGroup)",
     "bind": "seconds: first Pod bound",
     "start": "seconds: the last Pod of its gang bound (one-Pod jobs: the bind)",
+    "ready": "seconds: RayService Ready condition first True; RayJob: its Ray job started (rayJobInfo.startTime); "
+             "empty for other kinds",
     "finish": "seconds: every Pod terminal (RayJob: Complete/Failed; services: deleted)",
     "status": "Succeeded, Failed, Deleted, Rejected: <why>; at the end: Running, PartialGang <held>/<minMember>, Pending",
     "queueing_delay": "start - arrival, seconds",

@@ -4,10 +4,11 @@ Wiring (one asyncio loop under looptime, no sockets, no threads):
 
 - the API server (in-memory storage) with the Volcano and ray.io admission plugins, reached by
   every component through the in-process streaming transport;
-- a controller manager with the kube (replicaset, deployment, job, garbagecollector, namespace),
-  Volcano (queue, podgroup, vcjob) and KubeRay (RayCluster, RayJob; batch scheduler from the
-  config) controllers, the KubeRay ones talking to the simulated Ray dashboard
-  (:mod:`pumice.simulate.ray_dashboard`);
+- a controller manager with the kube (replicaset, deployment, job, garbagecollector, namespace;
+  endpoints when RayServices arrive), Volcano (queue, podgroup, vcjob) and KubeRay (RayCluster,
+  RayJob, RayService; batch scheduler from the config) controllers, the KubeRay ones talking to
+  the simulated Ray dashboard (:mod:`pumice.simulate.ray_dashboard`: Jobs and Serve API, and the
+  head Pods' Serve proxy health check);
 - the Volcano scheduler (the real :class:`~pumice.scheduler.volcano.scheduler.Scheduler`: its
   cache, configuration and ``run_once``), driven by :class:`TriggeredLoop` below; the default
   scheduler too when the workload has Pods for it (RayJob submitters);
@@ -488,16 +489,21 @@ async def _start_controllers(stack: _Stack, cfg: SimConfig, clock: LoopClock, re
     mgr = Manager(stack.client(), clock=clock, identity="pumice-simulate", metrics=False)
     pod_inf = mgr.informers.informer(ray_controllers_kind("POD"))
     rayjob_inf = mgr.informers.informer(ray_controllers_kind("RAY_JOB"))
+    rayservice_inf = mgr.informers.informer(ray_controllers_kind("RAY_SERVICE"))
     dash = SimulatedRayDashboard(
         clock, pods=lambda ns, sel: pod_inf.lister.list(ns, sel),
         rayjobs=lambda ns, n: rayjob_inf.lister.get(ns, n),
-        finish_pod=getattr(stack.runtime, "finish_pod", None))
-    kube_controllers.setup(mgr, controllers=KUBE_CONTROLLERS)
+        finish_pod=getattr(stack.runtime, "finish_pod", None),
+        rayservices=lambda ns, n: rayservice_inf.lister.get(ns, n))
+    services = any(a.kind == "RayService" for a in cfg.workload.arrivals)
+    # RayService readiness counts the serve Service's ready endpoints (EndpointSlices)
+    kube_controllers.setup(mgr, controllers=KUBE_CONTROLLERS + (("endpoints",) if services else ()))
     setup_volcano_controllers(mgr)
     ray_controllers.setup(mgr, batch_scheduler=cfg.batch_scheduler, dashboard_client_factory=dash.factory,
-                          seed=cfg.seed)
+                          seed=cfg.seed, serve_proxy_healthy=dash.serve_proxy_healthy)
     pod_inf.add_event_handler(rec.pod_event, lambda _o, n: rec.pod_event(n), lambda o: rec.pod_event(o, True))
     rayjob_inf.add_event_handler(rec.rayjob_event, lambda _o, n: rec.rayjob_event(n), None)
+    rayservice_inf.add_event_handler(rec.rayservice_event, lambda _o, n: rec.rayservice_event(n), None)
     pg_inf = mgr.informers.informer(ray_controllers_kind("POD_GROUP"))
     pg_inf.add_event_handler(rec.podgroup_event, lambda _o, n: rec.podgroup_event(n), None)
     stack.tasks.append(asyncio.create_task(mgr.start(), name="controller-manager"))
@@ -507,7 +513,8 @@ async def _start_controllers(stack: _Stack, cfg: SimConfig, clock: LoopClock, re
 async def _start_schedulers(stack: _Stack, cfg: SimConfig, clock: LoopClock, rec: Recorder,
                             stop: StopFlag | None = None) -> None:
     """The Volcano scheduler on :class:`TriggeredLoop`, reporting to the recorder; the default
-    scheduler too when RayJobs arrive (their submitter Pods are its)."""
+    scheduler too when RayJobs arrive (their submitter Pods are its) or RayServices arrive without
+    KubeRay's Volcano batch scheduler (their Pods are its then)."""
     sched = _sim_scheduler_class()(stack.client(), conf_path=cfg.scheduler_conf, schedule_period=cfg.schedule_period,
                                    clock=clock, snapshot_mode=cfg.snapshot_mode)
     sched.recorder = rec
@@ -515,7 +522,7 @@ async def _start_schedulers(stack: _Stack, cfg: SimConfig, clock: LoopClock, rec
     stack.scheduler = sched
     stack.tasks.append(asyncio.create_task(TriggeredLoop(sched, clock, cfg.schedule_period, stop).run(),
                                            name="volcano-scheduler"))
-    if any(a.kind == "RayJob" for a in cfg.workload.arrivals):
+    if any(a.kind == "RayJob" or (a.kind == "RayService" and not cfg.batch_scheduler) for a in cfg.workload.arrivals):
         from pumice.scheduler.default.scheduler import run_scheduler
 
         stack.tasks.append(asyncio.create_task(run_scheduler(stack.client(), clock=clock), name="default-scheduler"))

@@ -42,7 +42,8 @@ Adapters, their mappings and assumptions:
     (empty: never); cpu/memory/GPU from the ``*_request`` columns (memory in GiB), priority
     ``openb-ls``. ``max_instance_per_node`` is not enforced (assumption).
 ``yaml`` (our own format, see :func:`load_yaml`)
-    RayJob / Volcano Job / Deployment / Pod manifests arriving at ``at`` with ``duration``.
+    RayJob / RayService / Volcano Job / Deployment / Pod manifests arriving at ``at`` with
+    ``duration`` (run time of a Pod, vcjob or Ray job; lifetime of a RayService or Deployment).
 """
 
 from __future__ import annotations
@@ -87,7 +88,8 @@ class Arrival:
     Attributes:
         time: seconds after the simulation start.
         job: the job name (unique in a workload); the ``pumice.io/sim-job`` label of its Pods.
-        kind: the kind of the first manifest (``Pod``, ``Job`` for vcjob, ``RayJob``, ``Deployment``).
+        kind: the kind of the first manifest (``Pod``, ``Job`` for vcjob, ``RayJob``, ``RayService``,
+            ``Deployment``).
         objects: manifests to create (namespace ``default`` unless they say otherwise).
         queue: the Volcano Queue the job runs in.
         tasks: how many Pods the job runs (its gang size when ``gang``).
@@ -358,18 +360,23 @@ def load_yaml(path: Path) -> Workload:
         queues: [team-a, team-b]    # optional: Queue names the arrivals use (created when absent)
         arrivals:
           - at: 0                   # seconds after the start
-            duration: 600           # seconds of run once running (Deployments: deleted after)
+            duration: 600           # seconds of run once running (services: deleted after)
             count: 2                # optional: this many copies, ``every`` seconds apart
             every: 30
             name: train             # optional: default the manifest's name; copies get -<i>
-            manifest: {...}         # a RayJob, Volcano Job, Deployment or Pod
+            manifest: {...}         # a RayJob, RayService, Volcano Job, Deployment or Pod
 
-    Durations go where each kind needs them: Pods and vcjob/Deployment Pod templates get the
-    simulated runtime's duration annotation; a RayJob gets it on itself (the simulated Ray
-    dashboard runs the Ray job that long); a Deployment is deleted ``duration`` seconds after it
-    arrives. A vcjob whose ``minAvailable`` > 1 also marks its Pods as one rendezvous gang (no
-    worker makes progress until ``minAvailable`` of them run). Multi-document files and
-    ``kind: List`` are accepted.
+    Durations go where each kind needs them: Pods and vcjob Pod templates get the simulated
+    runtime's duration annotation; a RayJob gets it on itself (the simulated Ray dashboard runs
+    the Ray job that long once its cluster is ready); a RayService or a Deployment is a service: it
+    is deleted ``duration`` seconds after it arrives, and without ``duration`` it runs until the
+    end of the run (and does not keep the run from ending). A RayService's Serve applications
+    become RUNNING ``pumice.io/sim-serve-start-seconds`` (an annotation of the RayService, default
+    5) after the RayService controller first puts them (see
+    :mod:`pumice.simulate.ray_dashboard`). Ray kinds take their Queue from the label
+    ``volcano.sh/queue-name``, as KubeRay's Volcano batch scheduler does. A vcjob whose
+    ``minAvailable`` > 1 also marks its Pods as one rendezvous gang (no worker makes progress
+    until ``minAvailable`` of them run). Multi-document files and ``kind: List`` are accepted.
     """
     try:
         docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
@@ -416,7 +423,7 @@ def _yaml_arrival(path: Path, a: Obj, k: int, count: int, t: float) -> Arrival:
         tmd = template.setdefault("metadata", {})
         tmd.setdefault("labels", {})[JOB_LABEL] = name
         ann = tmd.setdefault("annotations", {})
-        if duration is not None and kind != "RayJob":
+        if duration is not None and kind in ("Pod", "Job"):
             ann[ANNOTATION_DURATION] = _fmt(duration)
         if gang is not None:
             ann[GANG_ANNOTATION], ann[GANG_SIZE_ANNOTATION] = gang[0], str(gang[1])
@@ -431,11 +438,13 @@ def _yaml_arrival(path: Path, a: Obj, k: int, count: int, t: float) -> Arrival:
         min_av = int(spec.get("minAvailable", tasks))
         for task in spec.get("tasks") or []:
             stamp(task.setdefault("template", {}), (name, min_av) if min_av > 1 else None)
-    elif kind == "RayJob":
-        if duration is not None:
+    elif kind in ("RayJob", "RayService"):
+        if duration is not None and kind == "RayJob":
             md.setdefault("annotations", {})[ANNOTATION_DURATION] = _fmt(duration)
+        elif kind == "RayService":
+            delete_after, duration = duration, None
         queue = md.get("labels", {}).get("volcano.sh/queue-name", "default")
-        rcs = (m.get("spec") or {}).get("rayClusterSpec") or {}
+        rcs = m.setdefault("spec", {}).setdefault("rayClusterSpec" if kind == "RayJob" else "rayClusterConfig", {})
         stamp(rcs.setdefault("headGroupSpec", {}).setdefault("template", {}))
         tasks = 1
         for g in rcs.get("workerGroupSpecs") or []:
@@ -443,15 +452,13 @@ def _yaml_arrival(path: Path, a: Obj, k: int, count: int, t: float) -> Arrival:
             tasks += int(g.get("replicas", 1)) * int(g.get("numOfHosts", 1))
     elif kind == "Deployment":
         stamp(m.setdefault("spec", {}).setdefault("template", {}))
-        for k2 in ("annotations",):
-            m["spec"]["template"]["metadata"][k2].pop(ANNOTATION_DURATION, None)
         tasks = int(m["spec"].get("replicas", 1))
         delete_after = duration
         queue = m["spec"]["template"]["metadata"].get("annotations", {}).get(QUEUE_ANNOTATION, "default")
         duration = None
     else:
         raise InputError(f"{path}: arrival {name!r}: kind {kind!r} is not one of Pod, Job "
-                         "(batch.volcano.sh), RayJob, Deployment")
+                         "(batch.volcano.sh), RayJob, RayService, Deployment")
     return Arrival(t, name, kind, (m,), queue=queue, tasks=tasks, duration=duration, delete_after=delete_after)
 
 

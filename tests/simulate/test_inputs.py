@@ -112,3 +112,31 @@ def test_a_plain_manifest_given_as_a_workload_is_refused_not_simulated_as_nothin
     f.write_text("apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j}\nspec: {tasks: []}\n")
     with pytest.raises(InputError, match=r"no arrivals.*it holds Job manifest"):
         load_workload(f)
+
+
+def test_a_rayservice_arrival_is_a_service_deleted_after_its_duration(tmp_path: Path) -> None:
+    from pumice.simulate.workload import JOB_LABEL
+
+    f = tmp_path / "w.yaml"
+    f.write_text("""
+arrivals:
+  - at: 30
+    duration: 3600
+    manifest:
+      apiVersion: ray.io/v1
+      kind: RayService
+      metadata: {name: llm, labels: {volcano.sh/queue-name: serving}}
+      spec:
+        serveConfigV2: "applications: [{name: a, import_path: m:a}]"
+        rayClusterConfig:
+          headGroupSpec: {template: {spec: {containers: [{name: ray-head, image: ray}]}}}
+          workerGroupSpecs:
+            - {groupName: gpu, replicas: 2, numOfHosts: 2, template: {spec: {containers: [{name: w, image: ray}]}}}
+""")
+    [a] = load_workload(f).arrivals
+    assert (a.kind, a.job, a.time, a.queue, a.tasks) == ("RayService", "llm", 30.0, "serving", 5)
+    assert a.duration is None and a.delete_after == 3600.0  # a service: deleted after its duration
+    rcs = a.objects[0]["spec"]["rayClusterConfig"]
+    for t in (rcs["headGroupSpec"]["template"], rcs["workerGroupSpecs"][0]["template"]):
+        assert t["metadata"]["labels"][JOB_LABEL] == "llm"
+        assert ANNOTATION_DURATION not in t["metadata"].get("annotations", {})  # Ray Pods run until deleted

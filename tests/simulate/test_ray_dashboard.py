@@ -202,3 +202,60 @@ async def test_serve_refuses_a_config_without_applications_as_ray_does() -> None
     assert (await client.get_serve_details()) == {"applications": {}}
     await client.update_deployments({"applications": [{"name": "a", "import_path": "m:app"}]})
     assert set((await client.get_serve_details())["applications"]) == {"a"}
+
+
+SERVE = {"applications": [{"name": "app", "import_path": "m:app", "deployments": [{"name": "Model"}]}]}
+
+
+def _serve_setup(clock: FakeClock, annotations: dict[str, str] | None = None
+                 ) -> tuple[SimulatedRayDashboard, list[Obj], Obj]:
+    pods: list[Obj] = []
+    rayservice = {"metadata": {"name": "svc", "namespace": "ns", "annotations": dict(annotations or {})}}
+
+    def select(ns: str, sel: dict[str, str]) -> list[Obj]:
+        return [p for p in pods if (not ns or p["metadata"]["namespace"] == ns)
+                and all(p["metadata"]["labels"].get(k) == v for k, v in sel.items())]
+
+    dash = SimulatedRayDashboard(clock, pods=select, rayjobs=lambda ns, n: None,
+                                 rayservices=lambda ns, n: rayservice if (ns, n) == ("ns", "svc") else None)
+    cluster = {"metadata": {"name": "rc", "namespace": "ns", "ownerReferences": [{"kind": "RayService", "name": "svc"}]},
+               "spec": {"workerGroupSpecs": [{"replicas": 1}]}}
+    return dash, pods, cluster
+
+
+async def test_a_rayservice_annotation_sets_the_serve_start_delay_of_its_cluster() -> None:
+    clock = FakeClock(1_000.0)
+    dash, _, cluster = _serve_setup(clock, {"pumice.io/sim-serve-start-seconds": "30"})
+    client = dash.factory(cluster, "")
+    await client.update_deployments(SERVE)
+    clock.advance(29.5)
+    assert apps_from_serve_details(await client.get_serve_details())[0] is False
+    clock.advance(0.5)
+    ready, apps = apps_from_serve_details(await client.get_serve_details())
+    assert ready and apps["app"]["status"] == "RUNNING"
+
+
+async def test_a_bad_serve_start_annotation_falls_back_to_the_default_delay() -> None:
+    clock = FakeClock(1_000.0)
+    dash, _, cluster = _serve_setup(clock, {"pumice.io/sim-serve-start-seconds": "soon"})
+    assert dash.serve_delay(cluster) == dash.serve_start_delay
+
+
+async def test_the_head_pods_serve_proxy_is_healthy_once_serve_runs_on_its_cluster() -> None:
+    """The RayService controller's ``serve_proxy_healthy`` seam: GET /-/healthz on the head Pod's
+    IP has no proxy to answer before Serve starts (the first PUT), and 200 after."""
+    clock = FakeClock(1_000.0)
+    dash, pods, cluster = _serve_setup(clock)
+    head = _pod("head", "head", "Running", 1_000, {})
+    head["status"]["podIP"] = "10.244.0.7"
+    pods.append(head)
+    worker = _pod("w", "worker", "Running", 1_000, {})
+    worker["status"]["podIP"] = "10.244.0.8"
+    pods.append(worker)
+    assert await dash.serve_proxy_healthy("10.244.0.7", 8000) is False
+    await dash.factory(cluster, "").update_deployments(SERVE)
+    assert await dash.serve_proxy_healthy("10.244.0.7", 8000) is True
+    assert await dash.serve_proxy_healthy("10.244.0.8", 8000) is False  # not a head Pod
+    assert await dash.serve_proxy_healthy("", 8000) is False
+    head["status"]["phase"] = "Failed"
+    assert await dash.serve_proxy_healthy("10.244.0.7", 8000) is False

@@ -1,5 +1,6 @@
-"""A RayJob arrival in ``pumice simulate``: the real KubeRay controllers, Volcano gang scheduling of
-the Ray Pods, and the simulated Ray dashboard run it for its duration."""
+"""RayJob and RayService arrivals in ``pumice simulate``: the real KubeRay controllers, Volcano gang
+scheduling of the Ray Pods, and the simulated Ray dashboard (Jobs and Serve API, head Serve proxy)
+run them; the recorder keeps each one's arrival, start, ready and finish."""
 
 from __future__ import annotations
 
@@ -55,3 +56,78 @@ def test_a_rayjob_runs_its_duration_and_completes(tmp_path: Path) -> None:
     assert job["jct"] < 300 + 60
     ray_pods = [p for p in metrics.pod_rows(r.recorder) if p["job"] == "train"]
     assert len(ray_pods) >= 3  # head + 2 workers (+ the submitter)
+
+
+RAYSERVICE = """
+  - at: 10
+    duration: 600
+    name: serve
+    manifest:
+      apiVersion: ray.io/v1
+      kind: RayService
+      metadata:
+        labels: {volcano.sh/queue-name: default}
+        annotations: {pumice.io/sim-serve-start-seconds: "30"}
+      spec:
+        serveConfigV2: |
+          applications:
+            - name: app
+              import_path: model:app
+              deployments: [{name: Model, num_replicas: 1}]
+        rayClusterConfig:
+          headGroupSpec:
+            rayStartParams: {}
+            template:
+              spec:
+                containers: [{name: ray-head, image: rayproject/ray:2.46.0,
+                              resources: {requests: {cpu: "1", memory: 2Gi}}}]
+          workerGroupSpecs:
+            - groupName: cpu
+              replicas: 1
+              rayStartParams: {}
+              template:
+                spec:
+                  containers: [{name: ray-worker, image: rayproject/ray:2.46.0,
+                                resources: {requests: {cpu: "1", memory: 2Gi}}}]
+"""
+
+
+def _run_ray_workload(tmp_path: Path, service: str) -> tuple[object, dict[str, dict], list[dict]]:
+    p = tmp_path / "w.yaml"
+    p.write_text(WORKLOAD + service)
+    nodes = [NodeSpec(f"n{i}", 4000, 16 * 1024**3, pods=20) for i in range(2)]
+    r = simulate(SimConfig(nodes, load_workload(p)))
+    return r, {j["job"]: j for j in metrics.job_rows(r.recorder)}, metrics.pod_rows(r.recorder)
+
+
+def test_a_rayjob_and_a_rayservice_record_arrival_start_ready_and_finish(tmp_path: Path) -> None:
+    r, jobs, pods = _run_ray_workload(tmp_path, RAYSERVICE)
+    assert r.ended_by == "done"
+    train, serve = jobs["train"], jobs["serve"]
+    # the RayJob: its Ray job starts once the whole cluster is bound and runs 300 s; the RayJob
+    # controller sees the end at its next status poll
+    assert train["arrival"] == 5 and train["status"] == "Succeeded"
+    assert train["arrival"] <= train["start"] <= train["ready"]
+    assert 300 <= train["finish"] - train["ready"] < 305
+    # the RayService: Ready once its Serve application runs (30 s after the controller put it,
+    # which needs the cluster up) and the serve Service has endpoints; deleted after 600 s
+    assert serve["kind"] == "RayService" and serve["arrival"] == 10
+    assert serve["start"] >= serve["arrival"]
+    assert serve["ready"] >= serve["start"] + 30
+    assert serve["status"] == "Deleted" and serve["finish"] == 610 and serve["jct"] == 600
+    serve_pods = [p for p in pods if p["job"] == "serve"]
+    assert len(serve_pods) == 2  # head + 1 worker
+    assert all(p["bind"] <= serve["ready"] and p["deleted"] >= serve["finish"] for p in serve_pods)
+    assert round(r.end_time, 3) >= max(p["deleted"] for p in serve_pods)  # the run waits until its Pods are gone
+    summary = metrics.summary(r.recorder, r.end_time, r.ended_by)
+    assert summary["jobs"]["finished"] == 2
+    # both Ray clusters are Volcano gangs (minMember from their PodGroups), never partly bound
+    assert summary["gang"]["gang_jobs"] == 2 and summary["gang"]["partial_gang_seconds"] == 0
+
+
+def test_a_rayservice_without_duration_runs_until_the_end_and_does_not_hold_the_run(tmp_path: Path) -> None:
+    r, jobs, _ = _run_ray_workload(tmp_path, RAYSERVICE.replace("    duration: 600\n", ""))
+    assert r.ended_by == "done"
+    serve = jobs["serve"]
+    assert serve["ready"] is not None and serve["finish"] is None and serve["status"] == "Running"
+    assert r.end_time < 400  # ended with the RayJob (finished near 320 s), not at a stall timeout

@@ -1,18 +1,22 @@
-"""``pumice up --runtime simulated``: a RayJob applied with kubectl reaches SUCCEEDED through the
-simulated Ray dashboard (the KubeRay controllers are the real ones)."""
+"""``pumice up --runtime simulated``: a RayJob applied with kubectl reaches SUCCEEDED, and upstream's
+RayService sample reaches Ready, through the simulated Ray dashboard (the KubeRay controllers are
+the real ones)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
 import socket
 import subprocess
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 
 from pumice.cli.up import UpOptions, run_up
+from pumice.testing.paths import shared_dir
 
 RAYJOB = """
 apiVersion: ray.io/v1
@@ -93,3 +97,52 @@ async def test_a_rayjob_applied_with_kubectl_reaches_succeeded(tmp_path: Path) -
     finally:
         stop.set()
         await asyncio.wait_for(up, 120)
+
+
+@contextlib.asynccontextmanager
+async def _up_with_kubectl(tmp_path: Path) -> AsyncIterator[Callable[..., str]]:
+    """``pumice up --runtime simulated`` (2 Nodes of 4 cpu) and a kubectl bound to it."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed")
+    opts = UpOptions(data_dir=tmp_path / "data", port=_free_port(), runtime="simulated", nodes=2, node_cpu="4",
+                     node_memory="8Gi", network="host", pod_egress="none")
+    stop = asyncio.Event()
+    ready: asyncio.Future[Path] = asyncio.get_running_loop().create_future()
+    up = asyncio.create_task(run_up(opts, stop_event=stop, on_ready=lambda p: ready.set_result(p)))
+    try:
+        kubeconfig = await asyncio.wait_for(asyncio.shield(ready), 60)
+
+        def kc(*args: str) -> str:
+            return subprocess.run([kubectl, "--kubeconfig", str(kubeconfig), *args], check=True,
+                                  capture_output=True, text=True, timeout=60).stdout
+
+        yield kc
+    finally:
+        stop.set()
+        await asyncio.wait_for(up, 120)
+
+
+@pytest.mark.kubectl
+@pytest.mark.timeout(300)
+async def test_the_upstream_rayservice_sample_applied_with_kubectl_becomes_ready(tmp_path: Path) -> None:
+    sample = shared_dir() / "samples/kuberay/ray-service.sample.yaml"
+    async with _up_with_kubectl(tmp_path) as kc:
+        await asyncio.to_thread(kc, "apply", "-f", str(sample))
+        status: dict = {}
+        for _ in range(240):
+            status = json.loads(await asyncio.to_thread(kc, "get", "rayservice", "rayservice-sample", "-o", "json")
+                                ).get("status", {})
+            ready = next((c for c in status.get("conditions", []) if c["type"] == "Ready"), {})
+            if ready.get("status") == "True":
+                break
+            await asyncio.sleep(0.5)
+        assert ready.get("reason") == "NonZeroServeEndpoints", status
+        assert status["serviceStatus"] == "Running"
+        apps = status["activeServiceStatus"]["applicationStatuses"]
+        assert {name: app["status"] for name, app in apps.items()} == {"fruit_app": "RUNNING", "math_app": "RUNNING"}
+        assert apps["fruit_app"]["serveDeploymentStatuses"]["MangoStand"]["status"] == "HEALTHY"
+        # the head Pod's Serve proxy answers the simulated health check, so it serves too: head + worker
+        assert status["numServeEndpoints"] == 2, status
+        head = json.loads(await asyncio.to_thread(kc, "get", "pods", "-l", "ray.io/node-type=head", "-o", "json"))
+        assert [p["metadata"]["labels"]["ray.io/serve"] for p in head["items"]] == ["true"]
