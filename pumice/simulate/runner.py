@@ -239,6 +239,10 @@ def simulate(cfg: SimConfig, *, progress: Progress | None = None, stop: StopFlag
 
     cfg = replace(cfg, scheduler_conf=effective_conf(cfg))
     conf = conf_identity(cfg.scheduler_conf)
+    if "deviceshare" not in conf["plugins"].replace("|", ",").replace(" ", "").split(",") \
+            and shares_gpu_cards(cfg.workload):
+        log.warning("%s: the Pods ask for volcano.sh/gpu-memory or gpu-number but the scheduler configuration has "
+                    "no deviceshare plugin: GPUs are fitted pooled per Node, not card by card", conf["file"])
     clock = LoopClock(epoch=cfg.epoch)
     previous = default_clock()
     set_default_clock(clock)

@@ -189,3 +189,23 @@ def test_openb_gpu_shares_are_fitted_per_card(tmp_path: Path) -> None:
     # it waits until both 0.6 Pods ended (bound at 1, 100 s: gone at 101)
     assert starts["pooled"]["openb-pod-0002"] == 11.0
     assert 101.0 <= starts["per-card"]["openb-pod-0002"] <= 102.0
+
+
+def test_a_configuration_without_deviceshare_is_warned_about_for_shared_gpus(tmp_path: Path,
+                                                                            caplog: pytest.LogCaptureFixture) -> None:
+    from pumice.scheduler.volcano.conf import DEFAULT_SCHEDULER_CONF
+    from pumice.simulate.nodes import load_nodes
+    from pumice.simulate.runner import SimConfig, simulate
+    from pumice.simulate.workload import load_workload
+
+    nodes, pods, conf = tmp_path / "nodes.csv", tmp_path / "pods.csv", tmp_path / "builtin.conf"
+    nodes.write_text("sn,cpu_milli,memory_mib,gpu,model\nnode-0,32000,65536,2,T4\n")
+    pods.write_text(PER_CARD_PODS)
+    conf.write_text(DEFAULT_SCHEDULER_CONF)
+    with caplog.at_level("WARNING", logger="pumice.simulate"):
+        simulate(SimConfig(load_nodes(nodes), load_workload(pods), scheduler_conf=str(conf), until=5))
+    assert any("no deviceshare plugin: GPUs are fitted pooled per Node" in r.getMessage() for r in caplog.records)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="pumice.simulate"):
+        simulate(SimConfig(load_nodes(nodes), load_workload(pods), until=5))  # the gpushare default
+    assert not any("deviceshare" in r.getMessage() for r in caplog.records)
