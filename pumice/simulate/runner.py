@@ -25,7 +25,8 @@ Deviations from a live cluster, on purpose:
   would be 2 billion writes that change nothing.
 - Watch bookmarks are off (interval 10^9 s) and informers ask for watches that last 10^9 s (instead
   of re-opening every 300 s), for the same reason.
-- Sessions run when the period has elapsed *and* something changed (see :class:`TriggeredLoop`).
+- Sessions run on the period's ticks, only at the first tick after something changed (see
+  :class:`TriggeredLoop`).
 - Sandbox start latency is 0 (``start_latency`` to change): trace durations are run times.
 - A finished job's objects are deleted once recorded (``cleanup``), as PodGC and Volcano's
   ``ttlSecondsAfterFinished`` would do later; otherwise every session would snapshot every Pod
@@ -37,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -296,7 +298,19 @@ it unchanged (a Pod going Running, a PodGroup's conditions or counts, a Queue's
 
 
 class TriggeredLoop:
-    """Run the Volcano scheduler's cycle when the period has elapsed and something changed.
+    """Run the Volcano scheduler's cycle on its period's ticks, at the first tick after something
+    changed.
+
+    Ticks are ``start + k * period`` (``start``: the loop's first session, at once), as a live
+    scheduler's ``wait.Until(runOnce, period)`` would run them; a tick with nothing changed since
+    the previous session is skipped. A change at the very instant of a tick is taken by the next
+    tick, as if the tick had come first: so a session never runs in the middle of the cascade
+    that one change sets off at one virtual instant (a Pod arrives, the PodGroup controller
+    creates its PodGroup and annotates it; a job ends, its objects are cleaned up and the garbage
+    collector deletes its PodGroup): it sees the cascade's end state. Running at the change's
+    own instant instead (as this loop did before) gave a session that saw the Pod but not yet its
+    PodGroup, and one more a period later for the PodGroup, so two sessions per arrival and two
+    per completion where one decides the same.
 
     Something changed = an informer of the scheduler's cache delivered an add or a delete, or an
     update that changed what :data:`SCHEDULING_KEYS` keeps of the object: a Pod arrived, ended
@@ -357,17 +371,22 @@ class TriggeredLoop:
     async def run(self) -> None:
         for kind, inf in self.scheduler.cache.informers.items():
             inf.add_event_handler(*self._handlers(kind))
-        last = -self.period
+        origin = self.clock.monotonic()
+        tick = -1  # the last session's tick; the first session runs at once, at tick 0
         while True:
             if not self.always:
                 await self.dirty.wait()
-            wait = last + self.period - self.clock.monotonic()
-            if wait > 0:
-                await self.clock.sleep(wait)
+            now = self.clock.monotonic()
+            if tick < 0:
+                tick = 0
+            else:
+                # the first tick strictly after now (the epsilon absorbs float error in the
+                # loop's time, so a change at a tick's instant never runs in that tick)
+                tick = max(tick + 1, math.floor((now - origin) / self.period + 1e-9) + 1)
+                await self.clock.sleep(origin + tick * self.period - now)
             if self.stop is not None and self.stop.is_set():
                 return  # no session after a stop: the run's watcher ends the run now
             self.dirty.clear()
-            last = self.clock.monotonic()
             try:
                 self.scheduler.run_once()
             except Exception:
