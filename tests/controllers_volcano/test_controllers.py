@@ -143,8 +143,16 @@ async def test_job_pods_wait_for_the_podgroup_to_leave_pending(client: FakeClien
 
 
 async def _counts(client: FakeClient, queue: str, field: str, n: int) -> dict | None:
+    """The queue once the controller's gauge counts ``n`` PodGroups in phase ``field``; its status
+    never carries the counts (upstream writes only ``state`` since v1.11)."""
+    from prometheus_client import REGISTRY
+
     q = await _get(client, scheme.QUEUE, queue, None)
-    return q if q and (q.get("status") or {}).get(field) == n else None
+    if q is None:
+        return None
+    assert not set(q.get("status") or {}) & {"pending", "running", "unknown", "inqueue", "completed"}, q["status"]
+    got = REGISTRY.get_sample_value(f"volcano_queue_pod_group_{field}_count", {"queue_name": queue})
+    return q if got == n else None
 
 
 async def _n_pods(client: FakeClient, n: int) -> list[dict] | None:

@@ -85,7 +85,9 @@ class Reservation(_Wire):
 
 
 class QueueStatus(_Wire):
-    """``Queue.status``: state and PodGroup counts by phase."""
+    """``Queue.status``: state, allocated, reservation, and the PodGroup counts by phase that the
+    schema keeps but Volcano's queue controller no longer writes (since v1.11 they are gauges; see
+    :mod:`pumice.controllers.volcano.queue`)."""
 
     state: Annotated[str, extra(enum=[m.value for m in c.QueueState])] | None = None
     pending: NonNegInt32 | None = None

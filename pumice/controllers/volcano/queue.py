@@ -2,9 +2,15 @@
 
 Level-based: every reconcile of a Queue takes at most one pending ``bus.volcano.sh`` Command aimed
 at it (``target.kind: Queue``; actions OpenQueue / CloseQueue), deletes it, applies the phase
-table below to (current state, action, whether PodGroups remain), recounts the queue's
-PodGroups by phase and writes ``status`` once, only when it changed (merge patch on the status
-subresource, so the scheduler's ``status.allocated`` is left alone).
+table below to (current state, action, whether PodGroups remain) and writes ``status.state``
+only when it changed (merge patch on the status subresource, so the scheduler's
+``status.allocated`` is left alone). It recounts the queue's PodGroups by phase into the gauges
+``volcano_queue_pod_group_{pending,running,unknown,inqueue,completed}_count{queue_name}``
+(:data:`QUEUE_POD_GROUPS`), not into the Queue's status: upstream stopped writing those counts
+in v1.11 (volcano-sh/volcano#3751: the controller's and the scheduler's status writes
+conflicted, and the counts were only for display), so ``status.pending`` / ``running`` /
+``inqueue`` / ``unknown`` / ``completed`` stay unset, as on a Volcano cluster; ``pumice
+dashboard`` counts a queue's PodGroups itself (:func:`count_podgroups`).
 
 =============  =================  ====================  =====================================
 state          OpenQueue          CloseQueue            sync (no command)
@@ -31,9 +37,12 @@ state/{open,closing,closed,unknown}.go.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
+
+from prometheus_client import Gauge
 
 from pumice.api import Obj, scheme
 from pumice.client.base import KubeClient, create_unless_exists, is_not_found
@@ -45,6 +54,15 @@ log = logging.getLogger(__name__)
 QUEUE_INDEX = "volcano:queue"
 CLOSED_BY_PARENT = "volcano.sh/closed-by-parent"
 StateFn = Callable[[str, bool], str]
+
+
+QUEUE_POD_GROUPS: dict[str, Gauge] = {
+    field: Gauge(f"volcano_queue_pod_group_{field}_count", f"The number of {field.capitalize()} PodGroup in this queue",
+                 ["queue_name"])
+    for field in ("inqueue", "pending", "running", "unknown", "completed")
+}
+"""The queue controller's PodGroup counts per phase (prometheus_client default registry, served on
+the controller manager's ``/metrics``). Mirrors: volcano pkg/controllers/metrics/queue.go."""
 
 
 def pg_queue_indexer(pg: Obj) -> list[str]:
@@ -145,6 +163,9 @@ class QueueReconciler:
 
         queue = self.queues.get(None, req.name)
         if queue is None:
+            for gauge in QUEUE_POD_GROUPS.values():
+                with contextlib.suppress(KeyError):  # never counted (no PodGroup event seen)
+                    gauge.remove(req.name)
             return Result()
         action = Action.SYNC_QUEUE
         cmd = self._pending_command(req.name)
@@ -169,11 +190,11 @@ class QueueReconciler:
         status = queue.get("status") or {}
         cur = str(status.get("state") or "")
         new_state = next_state(cur, action, bool(pgs))
-        want: Obj = {"state": new_state, **count_podgroups(pgs)}
-        diff = {k: v for k, v in want.items() if status.get(k, 0 if k != "state" else "") != v}
-        if diff:
-            await self.client.patch(scheme.QUEUE, req.name, {"status": diff}, subresource="status")
-            if "state" in diff and self.recorder is not None and action == Action.CLOSE_QUEUE:
+        for field, n in count_podgroups(pgs).items():
+            QUEUE_POD_GROUPS[field].labels(req.name).set(n)
+        if new_state != cur:
+            await self.client.patch(scheme.QUEUE, req.name, {"status": {"state": new_state}}, subresource="status")
+            if self.recorder is not None and action == Action.CLOSE_QUEUE:
                 self.recorder.event(queue, "Normal", str(Action.CLOSE_QUEUE), "Close queue succeed")
         return Result(requeue_after=0.001) if requeue else Result()
 
