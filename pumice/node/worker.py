@@ -277,7 +277,11 @@ class PodWorker:
         if self.deleting():
             await self._terminate()
             return
-        if self.restored is None:
+        if self.restored is None and not getattr(self.host.runtime, "starts_at_once", False):
+            # the admission status (Pending, containers ContainerCreating); a runtime whose
+            # sandbox and containers start at the same instant would replace it before anyone
+            # could see it, so only its next status is written (as the kubelet's status manager,
+            # which writes a Pod's latest status, coalesces updates that come before its write)
             await self.sync_status()
         if not await self._setup_sandbox():
             return

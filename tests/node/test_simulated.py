@@ -140,3 +140,29 @@ async def test_active_deadline_fails_a_pod_that_runs_too_long() -> None:
     assert got["status"]["reason"] == "DeadlineExceeded"
     assert 30 <= clock.monotonic() - t0 <= 32
     await agent.stop()
+
+
+@pytest.mark.looptime
+@pytest.mark.parametrize(("latency", "written"), [(0.0, ["Running", "Succeeded"]),
+                                                  (2.0, ["Pending", "Running", "Succeeded"])])
+async def test_a_pod_that_starts_at_once_gets_no_zero_second_pending_status(latency: float, written: list[str]) -> None:
+    clock = LoopClock()
+    client = FakeClient(clock=clock, graceful_pod_deletion=True)
+    phases: list[str] = []
+    patch = client.patch
+
+    async def recording_patch(kind: Any, name: str, body: Any, *a: Any, **kw: Any) -> Any:
+        if name == "p" and kw.get("subresource") == "status":
+            phases.append(body["status"].get("phase"))
+        return await patch(kind, name, body, *a, **kw)
+
+    client.patch = recording_patch  # type: ignore[method-assign]
+    a = NodeAgent(client, runtime="simulated", data_dir="/nonexistent", node_names=["sim-0"], node_cpu="4",
+                  node_memory="8Gi", clock=clock, sim_start_latency=latency)
+    await a.start()
+    t0 = clock.monotonic()
+    await client.create(sim_pod("p", 10))
+    await wait_for(lambda: phase_is(client, "p", "Succeeded"), timeout=30, interval=0.5)
+    assert latency + 10 <= clock.monotonic() - t0 <= latency + 10.5
+    assert phases == written
+    await a.stop()

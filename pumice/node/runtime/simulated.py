@@ -1,7 +1,9 @@
 """Simulated runtime: no processes; a Pod's lifecycle plays out on the project clock.
 
 - Sandbox creation takes ``start_latency`` seconds (plus a seeded jitter of up to
-  ``start_jitter`` seconds), standing in for sandbox setup and image pull.
+  ``start_jitter`` seconds), standing in for sandbox setup and image pull. With neither
+  (``starts_at_once``) the Pod's first status written is Running: the Pending one would last
+  zero seconds.
 - A regular container runs for the Pod annotation ``pumice.io/sim-duration-seconds`` (or the
   first matching per-image rule, or forever when neither is given), then exits with
   ``pumice.io/sim-exit-code`` (default 0). Init containers exit 0 at once.
@@ -72,6 +74,12 @@ class SimulatedRuntime:
         self.timers = 0
         """Containers whose end is scheduled and has not come yet (a simulation is stalled when
         nothing is pending and this is 0)."""
+
+    @property
+    def starts_at_once(self) -> bool:
+        """No start latency and no jitter: a Pod's sandbox and containers start at the instant the
+        Pod is admitted (its worker then skips the admission status, Pending for zero seconds)."""
+        return self.start_latency <= 0 and self.start_jitter <= 0
 
     async def create_sandbox(self, pod: Obj, pod_dir: Path) -> Sandbox:
         md = pod["metadata"]
