@@ -273,6 +273,19 @@ def _pod_key(o: Obj) -> tuple[Any, ...]:
             (md.get("annotations") or {}).get("scheduling.k8s.io/group-name"), sched, spec.get("priority"))
 
 
+def _pod_waits(o: Obj) -> bool:
+    """A Pod some scheduler has still to place: no Node, not ended, not being deleted."""
+    return not (o.get("spec") or {}).get("nodeName") and (o.get("status") or {}).get("phase") not in (
+        "Succeeded", "Failed") and not (o.get("metadata") or {}).get("deletionTimestamp")
+
+
+def _group_waits(o: Obj) -> bool:
+    """A PodGroup the enqueue action has still to admit (Pending or no phase yet), or Unknown. An
+    Inqueue one is not counted: what it waits for are its Pods (counted themselves when they have
+    no Node), which the allocate action places."""
+    return (o.get("status") or {}).get("phase") in (None, "", "Pending", "Unknown")
+
+
 def _pod_group_key(o: Obj) -> tuple[Any, ...]:
     # Phase changes are the scheduler's own writes (Inqueue, Running): the session that wrote them
     # had already acted on them.
@@ -326,6 +339,20 @@ class TriggeredLoop:
     as on a live cluster, until it goes). Skipping it therefore changes no
     decision, and idle stretches cost nothing. The first session runs at start.
 
+    A change that only frees room (a Pod ended or went away, a PodGroup was deleted) while
+    nothing waits to be scheduled (no Pod without a Node that has not ended, no PodGroup Pending
+    or Unknown) runs no session either: with nothing pending, the configured
+    actions (enqueue, allocate, backfill, preempt, reclaim and their gang variants) have nothing
+    to place and no preemptor or reclaimer to evict for, so that session would decide nothing; the
+    next session, which the next arrival triggers, sees the freed room. What it would have
+    written comes later or not at all: the Queue's ``status.allocated`` and the PodGroups'
+    status are written by that next session (or never for a PodGroup the clean-up deleted), and
+    the queues' deserved shares (:attr:`Recorder.deserved`, sampled by the sessions that run)
+    keep their last value until then. ``triggers["idle-release"]`` counts those changes. Not
+    with a plugin that acts on running Pods over time (``wait-for-pods-ready``) or whose
+    ordering depends on past usage (``usage-budget``, ``admission-fair-sharing``), or an action
+    outside that list (``shuffle``): then every change triggers a session.
+
     Exceptions, where time itself changes decisions: the ``sla`` plugin (a job's waiting time
     against ``sla-waiting-time``) and any plugin reading the clock; with such a plugin in the
     configuration the loop runs every period regardless (``always``). A Pending task's
@@ -334,6 +361,11 @@ class TriggeredLoop:
     """
 
     TIME_DEPENDENT = ("sla",)
+    IDLE_RELEASE_ACTIONS = frozenset({"enqueue", "allocate", "backfill", "preempt", "reclaim", "gangpreempt",
+                                      "gangreclaim"})
+    """Actions that decide nothing when nothing is pending."""
+    RUNNING_POD_PLUGINS = ("wait-for-pods-ready", "usage-budget", "admission-fair-sharing")
+    """Plugins whose decisions depend on running Pods over time: with one, every release triggers."""
 
     def __init__(self, scheduler: Any, clock: LoopClock, period: float, stop: StopFlag | None = None) -> None:
         self.scheduler = scheduler
@@ -346,27 +378,61 @@ class TriggeredLoop:
         self._bind_errors = 0
         plugins = {p.name for tier in scheduler.conf.tiers for p in tier.plugins}
         self.always = bool(plugins & set(self.TIME_DEPENDENT))
+        self.idle_release = (set(scheduler.conf.actions) <= self.IDLE_RELEASE_ACTIONS
+                             and not plugins & set(self.RUNNING_POD_PLUGINS))
+        self.waiting: set[tuple[str, str, str]] = set()
+        """Pods without a Node that have not ended, and PodGroups Pending (or no phase) or Unknown."""
+
+    def _released(self, kind: str) -> None:
+        if self.idle_release and not self.waiting:
+            self.triggers["idle-release"] = self.triggers.get("idle-release", 0) + 1
+            return
+        self._changed(kind)
+
+    def _changed(self, kind: str) -> None:
+        self.triggers[kind] = self.triggers.get(kind, 0) + 1
+        self.dirty.set()
+
+    def _track(self, kind: str, obj: Obj, gone: bool = False) -> None:
+        if kind not in ("Pod", "PodGroup"):
+            return
+        md = obj.get("metadata") or {}
+        k = (kind, md.get("namespace") or "", md.get("name") or "")
+        if not gone and (_pod_waits(obj) if kind == "Pod" else _group_waits(obj)):
+            self.waiting.add(k)
+        else:
+            self.waiting.discard(k)
 
     def _handlers(self, kind: str) -> tuple[Callable[[Obj], None], Callable[[Obj, Obj], None], Callable[[Obj], None]]:
         key = SCHEDULING_KEYS.get(kind, _any_key)
 
-        def changed(*_: Any) -> None:
-            self.triggers[kind] = self.triggers.get(kind, 0) + 1
-            self.dirty.set()
+        def added(obj: Obj) -> None:
+            self._track(kind, obj)
+            self._changed(kind)
 
         def updated(old: Obj, new: Obj) -> None:
-            if key(old) != key(new):
-                changed()
+            self._track(kind, new)
+            ko, kn = key(old), key(new)
+            if ko == kn:
+                return
+            if kind == "Pod" and kn[1] and not ko[1] and (ko[0], *ko[2:]) == (kn[0], *kn[2:]):
+                self._released(kind)  # it ended, and nothing else the scheduler reads changed
+            else:
+                self._changed(kind)
 
         def deleted(obj: Obj) -> None:
+            self._track(kind, obj, gone=True)
             # A Pod that had ended freed its room when it ended: removing it (the simulator's
             # clean-up of finished jobs) changes no decision. A PodGroup's removal does (the
-            # enqueue gate counts Running PodGroups' minResources).
+            # enqueue gate counts Running PodGroups' minResources) when something waits.
             if kind == "Pod" and (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
                 return
-            changed()
+            if kind in ("Pod", "PodGroup"):
+                self._released(kind)
+            else:
+                self._changed(kind)
 
-        return changed, updated, deleted
+        return added, updated, deleted
 
     async def run(self) -> None:
         for kind, inf in self.scheduler.cache.informers.items():

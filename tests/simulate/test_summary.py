@@ -62,3 +62,16 @@ def test_summary_matches_the_hand_computed_case(tmp_path: Path) -> None:
     assert s["allocation"]["cpu_ratio_mean"] == pytest.approx(held / 2 / end, abs=1e-4)
     assert s["gang"]["partial_gang_seconds"] == 0.0
     assert s["jobs"] == {"total": 3, "finished": 3, "started": 3, "never_started": 0}
+
+
+def test_sessions_run_at_the_tick_after_a_change_and_not_for_an_idle_release(tmp_path: Path) -> None:
+    """The same case, counting sessions: the one at start (0); the tick after a and b arrive (1:
+    both bound); the tick after c arrives (11: it does not fit); the tick after b ends (52: c
+    waits, still no room); the tick after a ends (102: c bound). c's end at 132 frees room while
+    nothing waits: no session. A Pod and the PodGroup made for it at one instant cost one session,
+    as does a job's end and its clean-up."""
+    p = tmp_path / "w.yaml"
+    p.write_text(WORKLOAD)
+    r = simulate(SimConfig([NodeSpec("n1", 2000, 8 * 1024**3, pods=10)], load_workload(p)))
+    assert r.ended_by == "done"
+    assert r.recorder.sessions == 5
