@@ -6,7 +6,9 @@ CheckSubJob*, sub-jobs, NeedContinueAllocating, FitError, TaskSchedulingReason).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from pumice.api import Obj
 from pumice.api.volcano.constants import PodGroupPhase
@@ -31,6 +33,7 @@ from pumice.scheduler.volcano.api.types import (
 )
 
 _READY = (TaskStatus.Bound, TaskStatus.Binding, TaskStatus.Running, TaskStatus.Allocated, TaskStatus.Succeeded)
+_T = TypeVar("_T")
 _VALID = ALLOCATED_STATUSES | {TaskStatus.Succeeded, TaskStatus.Pipelined, TaskStatus.Pending}
 
 
@@ -64,6 +67,10 @@ class JobInfo:
     allocated_hypernode: str = ""
     waiting_tier: int = 0
     """The tier of the last HyperNode gradient allocate tried for this job (0: none tried)."""
+    version: int = 0
+    """The live cache's build number of the base job this one was cloned from (0: not from the
+    incremental snapshot). Two jobs with the same non-zero version were equal when the snapshot
+    handed them out; :class:`JobMemo` keys on it."""
     _sub_jobs: dict[str, SubJobInfo] | None = field(default=None, repr=False)
     _task_to_sub_job: dict[str, str] = field(default_factory=dict, repr=False)
 
@@ -234,7 +241,7 @@ class JobInfo:
         return list((self.pod_group.get("spec") or {}).get("subGroupPolicy") or [])
 
     def contains_sub_job_policy(self) -> bool:
-        return bool(self.sub_group_policies())
+        return bool(((self.pod_group or {}).get("spec") or {}).get("subGroupPolicy"))
 
     @property
     def min_sub_jobs(self) -> dict[str, int]:
@@ -421,3 +428,80 @@ class JobInfo:
                     msg += f". Origin reason is {t.name}: {fe}"
                     break
         return msg
+
+
+class JobMemo:
+    """Results a plugin computes from jobs as the snapshot handed them out, kept across sessions
+    by the live cache's incremental snapshot (:attr:`ClusterInfo.job_memo`) while the jobs'
+    base versions (:attr:`JobInfo.version`) stay the same.
+
+    A result is a pure function of the job(s) and of ``inputs`` (everything else it reads, as a
+    hashable value compared with ``==``); it is handed back as it was computed, so it must be
+    immutable or copied by the caller. Call only while the session's jobs are unchanged since
+    the snapshot, i.e. from ``on_session_open`` (the actions change jobs; a clone keeps its
+    base's version). A job with version 0 (the full build) is always computed afresh.
+
+    The cache forgets a job's entries when it rebuilds or removes the job (:meth:`forget`).
+    """
+
+    def __init__(self, on_mismatch: Callable[[str], None] | None = None) -> None:
+        self._jobs: dict[str, tuple[int, dict[str, tuple[Any, Any]]]] = {}
+        self._groups: dict[tuple[str, Hashable], tuple[tuple[int, ...], Any, Any]] = {}
+        self.hits = 0
+        """Results handed back without computing them (for tests and profiles)."""
+        self.on_mismatch = on_mismatch
+        """Check mode (the live cache's ``verify``): every hit is computed again and compared
+        float for float; a difference is reported here with what it was computed for."""
+
+    def _hit(self, what: str, kept: _T, compute: Callable[[], _T]) -> _T:
+        self.hits += 1
+        if self.on_mismatch is not None:
+            fresh = compute()
+            if _exact(fresh) != _exact(kept):
+                self.on_mismatch(f"{what}: memoized {kept!r} != computed {fresh!r}")
+        return kept
+
+    def forget(self, uid: str) -> None:
+        self._jobs.pop(uid, None)
+
+    def job(self, purpose: str, job: JobInfo, inputs: Any, compute: Callable[[JobInfo], _T]) -> _T:
+        """``compute(job)``, or the value it gave for the same job version and ``inputs``."""
+        v = job.version
+        if not v:
+            return compute(job)
+        ent = self._jobs.get(job.uid)
+        if ent is None or ent[0] != v:
+            ent = self._jobs[job.uid] = (v, {})
+        got = ent[1].get(purpose)
+        if got is not None and got[0] == inputs:
+            return self._hit(f"{purpose} of {job.uid}", got[1], lambda: compute(job))  # type: ignore[no-any-return]
+        val = compute(job)
+        ent[1][purpose] = (inputs, val)
+        return val
+
+    def group(self, purpose: str, key: Hashable, jobs: Sequence[JobInfo], inputs: Any,
+              compute: Callable[[Sequence[JobInfo]], _T]) -> _T:
+        """``compute(jobs)`` over an ordered group of jobs (e.g. one queue's, in snapshot order),
+        or the value it gave for the same ``key``, the same job versions in the same order and
+        the same ``inputs``."""
+        versions = tuple(j.version for j in jobs)
+        if not all(versions):
+            return compute(jobs)
+        got = self._groups.get((purpose, key))
+        if got is not None and got[0] == versions and got[1] == inputs:
+            return self._hit(f"{purpose} of {key!r}", got[2], lambda: compute(jobs))  # type: ignore[no-any-return]
+        val = compute(jobs)
+        self._groups[(purpose, key)] = (versions, inputs, val)
+        return val
+
+
+def _exact(v: Any) -> Any:
+    """``v`` as plain data that compares float for float (a Resource by its fields and scalar
+    order, containers item by item)."""
+    if isinstance(v, Resource):
+        return ("Resource", v.milli_cpu, v.memory, tuple(v.scalars.items()))
+    if isinstance(v, tuple | list):
+        return tuple(_exact(x) for x in v)
+    if isinstance(v, frozenset | set):
+        return frozenset(_exact(x) for x in v)
+    return v

@@ -14,7 +14,7 @@ from pumice.api.volcano.constants import (
     KUBE_HIERARCHY_WEIGHT_ANNOTATION_KEY,
     QueueState,
 )
-from pumice.scheduler.volcano.api.job_info import JobInfo
+from pumice.scheduler.volcano.api.job_info import JobInfo, JobMemo
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.resource import Resource
 
@@ -107,3 +107,6 @@ class ClusterInfo:
     node_arrays: NodeArrays | None = None
     on_node_arrays: Callable[[NodeArrays], None] | None = None
     node_memo: dict[Any, Any] | None = None
+    job_memo: JobMemo | None = None
+    """Results plugins compute from the jobs as handed out, kept while the jobs' versions stay
+    the same (:class:`JobMemo`); None: compute every session."""

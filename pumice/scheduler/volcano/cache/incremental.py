@@ -30,6 +30,7 @@ informer events; cache.go Snapshot clones them for the session).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -37,7 +38,7 @@ from pumice.api import Obj
 from pumice.api.meta import deep_copy
 from pumice.client.informer import Informer
 from pumice.scheduler.volcano.api.hyper_node_info import HyperNodesInfo, build_hypernodes
-from pumice.scheduler.volcano.api.job_info import JobInfo, NetworkTopology
+from pumice.scheduler.volcano.api.job_info import JobInfo, JobMemo, NetworkTopology
 from pumice.scheduler.volcano.api.node_info import NodeInfo, node_is_ready
 from pumice.scheduler.volcano.api.queue_info import ClusterInfo, QueueInfo
 from pumice.scheduler.volcano.api.resource import Resource, sum_resources
@@ -84,6 +85,8 @@ def clone_job(base: JobInfo) -> JobInfo:
     d["tasks"] = tasks
     d["task_status_index"] = {s: {uid: tasks[uid] for uid in bucket} for s, bucket in base.task_status_index.items()}
     pg = base.pod_group
+    d["_sub_jobs"] = None  # built on first use from the clone's own tasks
+    d["_task_to_sub_job"] = {}
     d["pod_group"] = {**pg, "status": copy_status(pg["status"])} if pg is not None and "status" in pg else (
         deep_copy(pg) if pg is not None else None)
     d["task_min_available"] = dict(base.task_min_available)
@@ -106,6 +109,8 @@ class IncrementalSnapshot:
         scheduler_names: Pending Pods of other schedulers are left out of jobs (as the full build).
         overlay: ``(key, pod) -> pod``: the cache's assumed-bind / releasing view of a Pod.
         forget: ``key -> None``: drop the cache's bookkeeping of a Pod that is gone.
+        memo_mismatch: when given (``verify`` mode), the sessions' :class:`JobMemo` recomputes
+            every result it hands back and reports a difference here.
 
     Raises (from :meth:`snapshot`):
         SnapshotError: a Pod, Node, PodGroup, Queue or PriorityClass that cannot be turned into
@@ -113,7 +118,8 @@ class IncrementalSnapshot:
     """
 
     def __init__(self, informers: dict[str, Informer], scheduler_names: tuple[str, ...],
-                 overlay: Callable[[str, Obj], Obj], forget: Callable[[str], None]) -> None:
+                 overlay: Callable[[str, Obj], Obj], forget: Callable[[str], None],
+                 memo_mismatch: Callable[[str], None] | None = None) -> None:
         self.informers = informers
         self.scheduler_names = scheduler_names
         self._overlay = overlay
@@ -156,6 +162,8 @@ class IncrementalSnapshot:
         self._total: Resource | None = None
         self._arrays: NodeArrays | None = None
         self._node_memo: dict[Any, Any] = {}
+        self._job_memo = JobMemo(memo_mismatch)
+        self._job_builds = itertools.count(1)
         for kind, inf in informers.items():
             inf.add_event_handler(*self._handlers(kind))
 
@@ -222,6 +230,7 @@ class IncrementalSnapshot:
         ci.node_arrays = self._arrays
         ci.on_node_arrays = self._keep_arrays
         ci.node_memo = self._node_memo
+        ci.job_memo = self._job_memo
         return ci
 
     def _keep_arrays(self, arrays: NodeArrays) -> None:
@@ -369,6 +378,7 @@ class IncrementalSnapshot:
         for uid in uids:
             self._bad_jobs.pop(uid, None)
             obj = lister.get_by_key(uid)
+            self._job_memo.forget(uid)
             if obj is None:
                 if self._base_jobs.pop(uid, None) is not None:
                     self._job_keys.pop(uid, None)
@@ -387,6 +397,7 @@ class IncrementalSnapshot:
                 self.exotic = True
             for t in self._sorted_tasks(self._job_pods.get(uid, ())):
                 job.add_task(t)
+            job.version = next(self._job_builds)
             if uid not in self._base_jobs:
                 self._job_order_dirty = True
             self._base_jobs[uid] = job

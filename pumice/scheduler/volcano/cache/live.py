@@ -124,7 +124,8 @@ class SchedulerCache:
         self.snapshot_mismatches = 0
         self.incremental: IncrementalSnapshot | None = None
         if snapshot_mode != "full":
-            self.incremental = IncrementalSnapshot(self.informers, self.scheduler_names, self._overlay, self._forget)
+            self.incremental = IncrementalSnapshot(self.informers, self.scheduler_names, self._overlay, self._forget,
+                                                   self._memo_mismatch if snapshot_mode == "verify" else None)
 
     async def start(self, timeout: float | None = None) -> bool:
         await self.factory.start()
@@ -191,6 +192,10 @@ class SchedulerCache:
         if self.incremental is not None:
             self.incremental.pod_changed(key)
 
+    def _memo_mismatch(self, what: str) -> None:
+        self.snapshot_mismatches += 1
+        raise SnapshotMismatch(f"a session's memoized result differs from a fresh computation: {what}")
+
     def snapshot(self) -> ClusterInfo:
         """The scheduling snapshot; in hard sharding mode only this scheduler's shard's Nodes
         (:func:`pumice.api.volcano.sharding.shard_nodes`), remembered for the status write; in
@@ -200,7 +205,8 @@ class SchedulerCache:
         ``snapshot_mode`` ``incremental`` (the batch scheduler's) keeps the state across sessions
         (:mod:`pumice.scheduler.volcano.cache.incremental`): the snapshot must be consumed by
         one session before the next is taken. ``verify`` also builds the full snapshot and
-        raises :class:`SnapshotMismatch` when the two differ (for tests). Sharding, or an object
+        raises :class:`SnapshotMismatch` when the two differ, or when a result the
+        session's plugins take from the :class:`JobMemo` differs from a fresh computation (for tests). Sharding, or an object
         without ``creationTimestamp``, uses the full build.
         """
         inc = self.incremental

@@ -32,7 +32,7 @@ from pumice.api.volcano.constants import (
 )
 from pumice.scheduler.volcano import metrics
 from pumice.scheduler.volcano.api.hyper_node_info import HyperNodesInfo, build_hypernodes
-from pumice.scheduler.volcano.api.job_info import JobInfo
+from pumice.scheduler.volcano.api.job_info import JobInfo, JobMemo
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.queue_info import ClusterInfo, QueueInfo
 from pumice.scheduler.volcano.api.resource import Resource, sum_resources
@@ -149,6 +149,7 @@ class Session:
         self.priority_classes = cluster.priority_classes
         self.namespaces = cluster.namespaces
         self.now = cluster.now
+        self._now_rfc3339: str | None = None
         self.conf = conf
         self.tiers = conf.tiers
         self.configurations = conf.configurations
@@ -163,10 +164,13 @@ class Session:
             j.uid: copy_status((j.pod_group or {}).get("status") or {}) for j in self.jobs.values()
         }
         self.enabled_actions: set[str] = set(conf.actions)
+        self.job_memo: JobMemo = cluster.job_memo if cluster.job_memo is not None else JobMemo()
+        """Results computed from the jobs as the snapshot handed them out, kept across sessions
+        by the live cache while the jobs do not change (:class:`JobMemo`); use it only before
+        the actions run (``on_session_open``)."""
         extra: set[str] = set()
         for j in self.jobs.values():
-            for t in j.tasks.values():
-                extra.update(t.resreq.scalars)
+            extra.update(self.job_memo.job("session.scalars", j, None, _task_scalars))
         self.node_memo: dict[Any, Any] = cluster.node_memo if cluster.node_memo is not None else {}
         """Memo for results that depend only on the session's Nodes (names, order, wire objects) and
         the keys a plugin puts in (a Pod spec part, its own arguments): kept across sessions by
@@ -767,7 +771,11 @@ class Session:
 
     # ----- misc ---------------------------------------------------------------------------
     def now_rfc3339(self) -> str:
-        return rfc3339(self.now)
+        """:attr:`now` as metav1.Time (formatted once a session: ``now`` does not change)."""
+        got = self._now_rfc3339
+        if got is None:
+            got = self._now_rfc3339 = rfc3339(self.now)
+        return got
 
     def plugin_option(self, name: str) -> PluginOption | None:
         for tier in self.tiers:
@@ -884,6 +892,11 @@ def pod_group_phase(job: JobInfo, unschedulable: bool, min_member: int) -> PodGr
     if job.phase != PodGroupPhase.INQUEUE:
         return PodGroupPhase.PENDING
     return PodGroupPhase.INQUEUE
+
+
+def _task_scalars(job: JobInfo) -> frozenset[str]:
+    """The scalar resource names the job's tasks request."""
+    return frozenset(k for t in job.tasks.values() for k in t.resreq.scalars)
 
 
 def _pod_index(name: str) -> int | None:

@@ -87,16 +87,17 @@ def num_feasible_nodes_to_find(num_all: int, percentage: int = 0) -> int:
 
 
 def copy_status(status: Obj) -> Obj:
-    """A copy of a PodGroup ``status`` that shares nothing mutable with it: scalars and lists of
-    flat condition dicts are copied by hand (the usual shape), anything deeper by
-    :func:`deep_copy`."""
+    """A copy of a PodGroup ``status`` a session may change without changing ``status``: the dict
+    and its lists are copied; the condition dicts in a list are shared, because the scheduler
+    replaces a condition (:meth:`Session.update_pod_group_condition`) and never edits one in
+    place. Any other nested dict or list of non-flat items is copied by :func:`deep_copy`.
+
+    The live cache's ``verify`` snapshot mode would report a shared condition changed in place
+    (the next snapshot's job would differ from the full build's)."""
     out: Obj = {}
     for k, v in status.items():
         if isinstance(v, list):
-            if all(type(c) is dict and not any(isinstance(x, dict | list) for x in c.values()) for c in v):
-                v = [dict(c) for c in v]
-            else:
-                v = deep_copy(v)
+            v = list(v) if all(type(c) is dict for c in v) else deep_copy(v)
         elif isinstance(v, dict):
             v = deep_copy(v)
         out[k] = v

@@ -162,14 +162,16 @@ class DrfPlugin:
 
     def _account_jobs(self, ssn: Session, hierarchy: bool) -> None:
         """Each job's allocated resources and dominant share; when hierarchical, also the queue tree."""
+        total = self.total
+        total_key = (total.milli_cpu, total.memory, tuple(total.scalars.items()))
+
+        def share(job: JobInfo) -> tuple[Resource, str, float]:
+            alloc = _allocated(job)
+            return (alloc, *dominant_share(alloc, total))
+
         for job in ssn.jobs.values():
-            alloc = Resource()
-            for s, b in job.task_status_index.items():
-                if s in ALLOCATED_STATUSES:
-                    for t in b.values():
-                        alloc = alloc + t.resreq
-            attr = DrfAttr(alloc)
-            self.update_share(attr)
+            alloc, dominant, job_share = ssn.job_memo.job("drf.share", job, total_key, share)
+            attr = DrfAttr(alloc, job_share, dominant)
             self.job_attrs[job.uid] = attr
             if hierarchy:
                 q = ssn.queues.get(job.queue)
@@ -276,6 +278,16 @@ class DrfPlugin:
         self.total = Resource()
         self.total_allocated = Resource()
         self.job_attrs = {}
+
+
+def _allocated(job: JobInfo) -> Resource:
+    """The job's allocated-status tasks' requests, added in index order."""
+    alloc = Resource()
+    for s, b in job.task_status_index.items():
+        if s in ALLOCATED_STATUSES:
+            for t in b.values():
+                alloc = alloc + t.resreq
+    return alloc
 
 
 def _hq(q: QueueInfo) -> QueueInfo:

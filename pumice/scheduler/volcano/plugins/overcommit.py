@@ -38,14 +38,11 @@ class OvercommitPlugin:
         used = sum_resources(n.used for n in ssn.node_list)
         self.idle = ssn.total_resource.multi(self.factor) - used
         self.inqueue = Resource()
+        memo = ssn.job_memo
         for job in ssn.jobs.values():
-            if min_resources_list(job) is None:
-                continue
-            if job.phase == PodGroupPhase.INQUEUE:
-                self.inqueue = self.inqueue + deduct_sch_gated(job, inqueue_resource(job, job.allocated))
-            min_member = int(((job.pod_group or {}).get("spec") or {}).get("minMember") or 0)
-            if job.phase == PodGroupPhase.RUNNING and allocated_task_num(job) >= min_member:
-                self.inqueue = self.inqueue + deduct_sch_gated(job, inqueue_resource(job, job.allocated))
+            add = memo.job("overcommit.inqueue", job, None, _inqueue_part)
+            if add is not None:
+                self.inqueue = self.inqueue + add
 
         def enqueueable(job: JobInfo) -> int:
             if min_resources_list(job) is None:
@@ -71,6 +68,25 @@ class OvercommitPlugin:
     def on_session_close(self, ssn: Session) -> None:
         self.idle = Resource()
         self.inqueue = Resource()
+
+
+def _inqueue_part(job: JobInfo) -> Resource | None:
+    """What ``job`` adds to the inqueue sum (an Inqueue job's, or a Running job's with its gang
+    allocated: minResources less what is allocated), None when nothing. An exactly-zero part is
+    None too: the sum starts at +0.0 and only adds parts >= 0 (see ``inqueue_resource``), so
+    adding 0.0 leaves every float and the scalar names as they were."""
+    if min_resources_list(job) is None:
+        return None
+    part: Resource | None = None
+    if job.phase == PodGroupPhase.INQUEUE:
+        part = deduct_sch_gated(job, inqueue_resource(job, job.allocated))
+    else:
+        min_member = int(((job.pod_group or {}).get("spec") or {}).get("minMember") or 0)
+        if job.phase == PodGroupPhase.RUNNING and allocated_task_num(job) >= min_member:
+            part = deduct_sch_gated(job, inqueue_resource(job, job.allocated))
+    if part is None or (part.milli_cpu == 0.0 and part.memory == 0.0 and not part.scalars):
+        return None
+    return part
 
 
 parse_arguments = parser(OvercommitArgs)

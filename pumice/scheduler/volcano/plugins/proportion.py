@@ -9,6 +9,7 @@ Mirrors: volcano pkg/scheduler/plugins/proportion/proportion.go.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pumice.api.volcano.constants import PodGroupPhase
@@ -53,6 +54,28 @@ class QueueAttr:
     share: float = 0.0
 
 
+def _queue_sums(jobs: Sequence[JobInfo]) -> tuple[Resource, Resource, Resource, Resource]:
+    """(allocated, request, inqueue, elastic) of one queue's jobs, added up in order."""
+    allocated = request = inqueue = elastic = Resource()
+    for job in jobs:
+        for s, b in job.task_status_index.items():
+            if s in ALLOCATED_STATUSES:
+                for t in b.values():
+                    allocated = allocated + t.resreq
+                    request = request + t.resreq
+            elif s is TaskStatus.Pending:
+                for t in b.values():
+                    request = request + t.resreq
+        has_min = min_resources_list(job) is not None
+        if job.phase == PodGroupPhase.INQUEUE and has_min:
+            inqueue = inqueue + deduct_sch_gated(job, inqueue_resource(job, job.allocated))
+        min_member = int(((job.pod_group or {}).get("spec") or {}).get("minMember") or 0)
+        if job.phase == PodGroupPhase.RUNNING and has_min and allocated_task_num(job) >= min_member:
+            inqueue = inqueue + deduct_sch_gated(job, inqueue_resource(job, job.allocated))
+        elastic = elastic + elastic_resources(job)
+    return allocated, request, inqueue, elastic
+
+
 def update_share(attr: QueueAttr) -> None:
     attr.share = usage_share(attr.allocated, attr.deserved)
 
@@ -80,41 +103,32 @@ class ProportionPlugin:
 
     def _account_jobs(self, ssn: Session) -> None:
         """One QueueAttr per queue that has jobs (capability, guarantee, realCapability), with
-        the jobs' allocated, requested, inqueue and elastic resources added up."""
+        the jobs' allocated, requested, inqueue and elastic resources added up.
+
+        Each queue's sums are over its own jobs in snapshot order (the same additions, in the
+        same order, as one pass over all jobs), memoized in ``ssn.job_memo`` while the queue's
+        jobs do not change."""
         total_guarantee = sum_resources(q.guarantee for q in ssn.queues.values() if q.guarantee is not None)
+        by_queue: dict[str, list[JobInfo]] = {}
         for job in ssn.jobs.values():
-            q = ssn.queues.get(job.queue)
-            if q is None:
-                continue
-            attr = self.queue_opts.get(job.queue)
-            if attr is None:
-                attr = QueueAttr(q.uid, q.name, q.weight)
-                if q.capability is not None:
-                    cap = q.capability
-                    attr.capability = Resource(
-                        cap.milli_cpu if cap.milli_cpu > 0 else math.inf,
-                        cap.memory if cap.memory > 0 else math.inf,
-                        cap.scalars,
-                    )
-                if q.guarantee is not None:
-                    attr.guarantee = q.guarantee
-                attr.real_capability = real_capability(self.total, total_guarantee, attr.guarantee, attr.capability)
-                self.queue_opts[job.queue] = attr
-            for s, b in job.task_status_index.items():
-                if s in ALLOCATED_STATUSES:
-                    for t in b.values():
-                        attr.allocated = attr.allocated + t.resreq
-                        attr.request = attr.request + t.resreq
-                elif s is TaskStatus.Pending:
-                    for t in b.values():
-                        attr.request = attr.request + t.resreq
-            has_min = min_resources_list(job) is not None
-            if job.phase == PodGroupPhase.INQUEUE and has_min:
-                attr.inqueue = attr.inqueue + deduct_sch_gated(job, inqueue_resource(job, job.allocated))
-            min_member = int(((job.pod_group or {}).get("spec") or {}).get("minMember") or 0)
-            if job.phase == PodGroupPhase.RUNNING and has_min and allocated_task_num(job) >= min_member:
-                attr.inqueue = attr.inqueue + deduct_sch_gated(job, inqueue_resource(job, job.allocated))
-            attr.elastic = attr.elastic + elastic_resources(job)
+            if job.queue in ssn.queues:
+                by_queue.setdefault(job.queue, []).append(job)
+        for name, jobs in by_queue.items():
+            q = ssn.queues[name]
+            attr = QueueAttr(q.uid, q.name, q.weight)
+            if q.capability is not None:
+                cap = q.capability
+                attr.capability = Resource(
+                    cap.milli_cpu if cap.milli_cpu > 0 else math.inf,
+                    cap.memory if cap.memory > 0 else math.inf,
+                    cap.scalars,
+                )
+            if q.guarantee is not None:
+                attr.guarantee = q.guarantee
+            attr.real_capability = real_capability(self.total, total_guarantee, attr.guarantee, attr.capability)
+            self.queue_opts[name] = attr
+            attr.allocated, attr.request, attr.inqueue, attr.elastic = ssn.job_memo.group(
+                "proportion.account", name, jobs, None, _queue_sums)
 
     def _set_deserved(self) -> None:
         """Water-fill ``deserved`` by weight over the queues (pure maths in _fair_share)."""

@@ -1,0 +1,67 @@
+"""JobMemo: a plugin's result over unchanged jobs is computed once and handed back while the
+jobs' versions and the inputs stay the same; the verify mode recomputes and compares."""
+
+from __future__ import annotations
+
+from pumice.scheduler.volcano.api.job_info import JobInfo, JobMemo
+from pumice.scheduler.volcano.api.resource import Resource
+
+
+def _job(uid: str, version: int) -> JobInfo:
+    return JobInfo(uid=uid, name=uid.split("/")[-1], namespace="default", version=version)
+
+
+class _Count:
+    def __init__(self, value: object) -> None:
+        self.calls = 0
+        self.value = value
+
+    def __call__(self, *_: object) -> object:
+        self.calls += 1
+        return self.value
+
+
+def test_a_job_result_is_kept_while_the_version_and_inputs_stay_the_same() -> None:
+    memo, f = JobMemo(), _Count(Resource(1000, 2))
+    j = _job("default/a", 3)
+    assert memo.job("p", j, ("total", 1), f) is f.value
+    assert memo.job("p", _job("default/a", 3), ("total", 1), f) is f.value
+    assert (f.calls, memo.hits) == (1, 1)
+    memo.job("p", j, ("total", 2), f)  # other inputs
+    memo.job("p", _job("default/a", 4), ("total", 2), f)  # the base job was rebuilt
+    assert f.calls == 3
+    memo.forget("default/a")
+    memo.job("p", _job("default/a", 4), ("total", 2), f)
+    assert f.calls == 4
+
+
+def test_a_job_outside_the_incremental_snapshot_is_computed_every_time() -> None:
+    memo, f = JobMemo(), _Count(1)
+    for _ in range(3):
+        memo.job("p", _job("default/a", 0), None, f)
+        memo.group("g", "q", [_job("default/a", 0)], None, f)
+    assert (f.calls, memo.hits) == (6, 0)
+
+
+def test_a_group_result_is_kept_only_for_the_same_jobs_in_the_same_order() -> None:
+    memo, f = JobMemo(), _Count(("sums",))
+    a, b = _job("default/a", 1), _job("default/b", 2)
+    memo.group("g", "q1", [a, b], None, f)
+    memo.group("g", "q1", [a, b], None, f)
+    assert f.calls == 1
+    memo.group("g", "q1", [b, a], None, f)
+    memo.group("g", "q2", [b, a], None, f)
+    memo.group("g", "q2", [b, _job("default/a", 5)], None, f)
+    assert f.calls == 4
+
+
+def test_verify_mode_reports_a_kept_result_that_differs_from_a_fresh_one() -> None:
+    seen: list[str] = []
+    memo = JobMemo(seen.append)
+    j = _job("default/a", 1)
+    memo.job("p", j, None, lambda _j: (Resource(1000, 0), "cpu", 0.5))
+    memo.job("p", j, None, lambda _j: (Resource(1000, 0), "cpu", 0.5))
+    assert seen == []
+    # equal within Resource's epsilon, yet not the same floats: reported
+    memo.job("p", j, None, lambda _j: (Resource(1000.000001, 0), "cpu", 0.5))
+    assert len(seen) == 1 and "p of default/a" in seen[0]
