@@ -2,9 +2,10 @@
 would let it run, computed by running the Volcano scheduler's session on the current objects.
 
 Kinds: ``podgroup``/``pg``, ``vcjob``/``vj``, ``rayjob``, ``raycluster``, ``pod``. The scheduler configuration is
-``--scheduler-conf`` when given, else the ``volcano-scheduler.conf`` key of the ConfigMap
-``volcano-system/volcano-scheduler-configmap`` (where the running scheduler publishes the one it
-uses), else the scheduler's built-in default, with a one-line warning on stderr.
+``--scheduler-conf`` when given, else the one the running scheduler runs, as it records it on the
+ConfigMap ``volcano-system/volcano-scheduler-configmap`` (annotation ``scheduling.pumice.io/conf-in-use``;
+its ``volcano-scheduler.conf`` key for upstream's scheduler), else the scheduler's built-in
+default, with a one-line warning on stderr.
 
 Errors: a bad target, a missing object or an unreachable API server prints one line to stderr and
 exits 1.
@@ -53,10 +54,10 @@ def _with_kind(rk: ResourceKind, items: list[dict[str, Any]]) -> list[dict[str, 
 
 
 async def scheduler_conf(client: Any, path: str | None, warn: Any = None) -> Any:
-    """The configuration to replay: ``path`` when given, else the one the running scheduler
-    published in ``volcano-system/volcano-scheduler-configmap`` (pumice's scheduler writes it; on
-    upstream's install it is the mounted one), else the built-in default, after calling
-    ``warn(message)``.
+    """The configuration to replay: ``path`` when given, else the one the running scheduler runs,
+    from ``volcano-system/volcano-scheduler-configmap`` (see ``read_published_conf``: pumice's
+    scheduler annotates it with what it runs; on upstream's install the key is the mounted file),
+    else the built-in default, after calling ``warn(message)``.
 
     Raises:
         ConfigError: the file or the ConfigMap's text is not a valid configuration.
@@ -67,7 +68,7 @@ async def scheduler_conf(client: Any, path: str | None, warn: Any = None) -> Any
 
     if path:
         return load_conf(Path(path))
-    conf = await read_published_conf(client)
+    conf = await read_published_conf(client, warn)
     if conf is not None:
         return conf
     if warn is not None:

@@ -77,8 +77,9 @@ def cluster_roles() -> dict[str, list[Obj]]:
             _rule([""], ["pods/status"], ["get", "update", "patch"]),
             _rule([""], ["nodes", "namespaces", "resourcequotas", "persistentvolumeclaims",
                          "persistentvolumes", "services"], READ),
-            # as upstream's volcano-scheduler ClusterRole: it publishes the configuration it runs
-            # with (volcano-scheduler-configmap), which pumice explain and the UI read
+            # as upstream's volcano-scheduler ClusterRole: it runs (or, with a file, publishes) the
+            # configuration in volcano-scheduler-configmap and records there what it runs for
+            # pumice explain and the UI (get + update, create when absent)
             _rule([""], ["configmaps"], ["get", "list", "watch", "create", "delete", "update"]),
             _rule([""], ["events"], EVENTS),
             _rule(["events.k8s.io"], ["events"], EVENTS),

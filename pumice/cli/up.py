@@ -129,7 +129,7 @@ async def run_up(
 
     tasks = _start_components(opts, client, server.url, stop, root_ca=_root_ca(server))
     if dash_sock is not None:
-        tasks.append(asyncio.create_task(_dashboard(kubeconfig, dash_sock, stop, on_dashboard, opts.scheduler_conf),
+        tasks.append(asyncio.create_task(_dashboard(kubeconfig, dash_sock, stop, on_dashboard),
                                          name="dashboard"))
     try:
         await _wait_for_stop_or_failure(stop, [serve_task, *tasks])
@@ -257,10 +257,11 @@ async def _wait_for_stop_or_failure(stop: asyncio.Event, tasks: list[asyncio.Tas
 
 
 async def _dashboard(kubeconfig: Path, sock: socket.socket, stop: asyncio.Event,
-                     on_dashboard: Callable[[str], None] | None, scheduler_conf: str | None = None) -> None:
+                     on_dashboard: Callable[[str], None] | None) -> None:
     """The web UI, on its own thread and loop: a client of the API through the kubeconfig (HTTPS,
     the admin token), with the controllers' and the Volcano scheduler's Prometheus registries of
-    this process as charts; its explain panels replay ``scheduler_conf`` (the scheduler's)."""
+    this process as charts; its explain panels replay the configuration the scheduler runs (as
+    it records it on its ConfigMap), never a copy of their own."""
     import prometheus_client
 
     from pumice.dashboard.series import MetricSource
@@ -270,7 +271,7 @@ async def _dashboard(kubeconfig: Path, sock: socket.socket, stop: asyncio.Event,
     sources = [MetricSource.from_registry(prometheus_client.REGISTRY, "controllers"),
                MetricSource.from_registry(volcano_metrics.REGISTRY, "volcano-scheduler")]
     await run_dashboard_in_thread(kubeconfig, sock=sock, metric_sources=sources, stop_event=stop,
-                                  on_ready=on_dashboard, scheduler_conf=scheduler_conf)
+                                  on_ready=on_dashboard)
 
 
 async def _wait_serving(ready: asyncio.Event, serve_task: asyncio.Task[None]) -> None:

@@ -456,6 +456,70 @@ async def test_explain_and_the_ui_replay_the_configuration_pumice_up_runs_with(c
     assert "user carol has 1 of at most 1 applications in queue ul" in page, page[:3000]
 
 
+async def test_an_edit_of_the_configmap_is_restored_from_the_file_and_the_ui_explains_with_what_runs(
+        client: Any, up: Up) -> None:
+    """Trial 4 N1 and N2, with ``pumice up --scheduler-conf FILE``. N1: an edit of
+    volcano-scheduler-configmap is written back from the file, with a Warning Event saying to edit
+    the file (it stayed, and explain replayed what nothing ran). N2: after the file changed (A -> B)
+    and then a bad edit, the scheduler keeps B; the UI kept A (it parsed the file itself, lazily)."""
+    conf_file = up.data_dir.parent / "volcano-scheduler.conf"
+    b_conf = CONF.replace("      - {users: [alice, carol], queue: ul, maxApplications: 1}\n",
+                          "      - {users: [alice, carol], queue: ul, maxApplications: 1}\n"
+                          "      - {users: [dave], queue: ul, maxApplications: 2}\n")
+    assert b_conf != CONF
+
+    async def conf_map() -> dict[str, Any]:
+        return await client.get(scheme.CONFIG_MAP, "volcano-scheduler-configmap", "volcano-system")
+
+    async def running_conf(text: str) -> None:
+        async def runs() -> bool:
+            cm = await conf_map()
+            return (cm["metadata"].get("annotations") or {}).get("scheduling.pumice.io/conf-in-use") == text
+        await wait_for(runs, timeout=30)
+
+    await client.patch(scheme.CONFIG_MAP, "volcano-scheduler-configmap",
+                       {"data": {"volcano-scheduler.conf": CONF.replace("maxApplications: 1", "maxApplications: 5")}},
+                       "volcano-system")
+    ev = await wait_event(client, "volcano-system", "volcano-scheduler-configmap", "SchedulerConfigurationOverwritten")
+    assert ev["type"] == "Warning" and f"--scheduler-conf file {conf_file}" in ev["message"]
+
+    async def restored() -> bool:
+        return (await conf_map())["data"]["volcano-scheduler.conf"] == CONF
+    await wait_for(restored, timeout=30)
+
+    await namespace(client, "why2")
+    try:
+        await client.create(queue("ul"))
+    except ApiError as e:
+        if e.code != 409:
+            raise
+    dave = {"yunikorn.apache.org/user.info": json.dumps({"user": "dave"})}
+    try:
+        conf_file.write_text(b_conf)
+        await running_conf(b_conf)
+        for i in (1, 2):
+            await client.create(pod_group(f"dave-{i}", "why2", "ul", cpu="1", annotations=dave))
+            await client.create(pod(f"dave-{i}-0", "why2", f"dave-{i}", "1"))
+        await wait_running(client, "why2", "dave-1-0", "dave-2-0")
+        conf_file.write_text(b_conf.replace("waitForPodsReady.timeout", "waitForPodsReady.timout"))
+        await client.create(pod_group("dave-3", "why2", "ul", cpu="1", annotations=dave))
+        await client.create(pod("dave-3-0", "why2", "dave-3", "1"))
+        ev = await wait_event(client, "why2", "dave-3", "Unschedulable")
+        assert ev["message"] == "user dave has 2 of at most 2 applications in queue ul"
+        ex = await explain_live(client, "podgroup/dave-3", "why2")
+        assert "user dave has 2 of at most 2 applications in queue ul" in ex.reason, ex.render()
+        async with httpx.AsyncClient(base_url=up.url, timeout=30) as web:
+            r = await web.post("/login", data={"token": up.token})
+            assert r.status_code == 303
+            page = (await web.get("/podgroups/why2/dave-3")).text
+        why = re.search(r'<dd class="why">([^<]*)</dd>', page)  # the explain panel's, not the Events table
+        assert why is not None, page[:3000]
+        assert why.group(1) == "enqueue refused: user dave has 2 of at most 2 applications in queue ul", why.group(1)
+    finally:
+        conf_file.write_text(CONF)
+        await running_conf(CONF)
+
+
 async def test_queue_position_is_in_the_podgroup_status_and_on_its_ui_page(client: Any, up: Up) -> None:
     await namespace(client, "qpos")
     await client.create(queue("qpos"))

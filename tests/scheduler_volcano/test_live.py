@@ -314,13 +314,13 @@ async def test_the_scheduler_publishes_the_configuration_it_runs_with(tmp_path: 
         await scheduler_conf(c.client, None, warnings.append)
         assert warnings and warnings[0].startswith("Warning: no ConfigMap volcano-system/volcano-scheduler-configmap")
         sched = Scheduler(c.client, conf_path=str(path), publish_conf=True)
-        await sched.publish()
+        await sched.sync_conf_map()
         cm = await c.client.get(scheme.CONFIG_MAP, "volcano-scheduler-configmap", "volcano-system")
         assert cm["data"] == {"volcano-scheduler.conf": first}
         path.write_text(second)
         os.utime(path, (1, 1))  # a new mtime, even within the file system's resolution
         assert sched.reload_conf_if_changed()
-        await sched.publish()
+        await sched.sync_conf_map()
         cm = await c.client.get(scheme.CONFIG_MAP, "volcano-scheduler-configmap", "volcano-system")
         assert cm["data"] == {"volcano-scheduler.conf": second}
         warnings.clear()
@@ -333,3 +333,145 @@ async def test_the_scheduler_publishes_the_configuration_it_runs_with(tmp_path: 
 
         ui = await _published_conf(c.client)()
         assert [p.name for p in ui.tiers[0].plugins] == ["gang", "cohort"]
+
+
+CM_KIND_NAME_NS = ("volcano-scheduler-configmap", "volcano-system")
+ONE_APP = ('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: user-limits\n'
+           '    arguments: {userLimits.limits: [{users: ["*"], maxApplications: 1}]}\n')
+TWO_APPS = ONE_APP.replace("maxApplications: 1", "maxApplications: 2")
+BAD = ONE_APP.replace("maxApplications: 1", "maxApplicatons: 1")
+
+
+def _max_apps(conf) -> int:
+    opt = next(p for t in conf.tiers for p in t.plugins if p.name == "user-limits")
+    return opt.parsed.limits[0].max_applications
+
+
+async def _edit_conf_map(client, text: str) -> None:
+    from pumice.api import scheme
+
+    await client.patch(scheme.CONFIG_MAP, *CM_KIND_NAME_NS[:1], {"data": {"volcano-scheduler.conf": text}},
+                       CM_KIND_NAME_NS[1])
+
+
+async def _conf_map_events(client) -> list[tuple[str, str, str]]:
+    evs = (await client.list(client.scheme.resolve("events"), "volcano-system")).items
+    return [(e["type"], e["reason"], e["message"]) for e in evs
+            if e["involvedObject"].get("kind") == "ConfigMap"]
+
+
+async def test_an_edit_of_the_configmap_changes_a_scheduler_without_a_file(caplog: pytest.LogCaptureFixture) -> None:
+    """Trial 4 N1: as upstream's scheduler runs the file the kubelet refreshes from the ConfigMap,
+    an edit of volcano-scheduler-configmap is run from the next cycle on (it was ignored, while
+    explain replayed it)."""
+    from pumice.api import scheme
+    from pumice.cli.explain import scheduler_conf
+
+    async with local_cluster() as c:
+        sched = Scheduler(c.client, publish_conf=True)
+        await sched.sync_conf_map()  # no ConfigMap: it is created with what runs (the built-in default)
+        cm = await c.client.get(scheme.CONFIG_MAP, *CM_KIND_NAME_NS)
+        assert cm["data"]["volcano-scheduler.conf"] == sched.conf_text
+        assert cm["metadata"]["annotations"]["scheduling.pumice.io/conf-in-use"] == sched.conf_text
+        await _edit_conf_map(c.client, ONE_APP)
+        with caplog.at_level("INFO", logger="pumice.scheduler.volcano"):
+            await sched.sync_conf_map()
+        assert sched.conf.actions == ("enqueue", "allocate") and _max_apps(sched.conf) == 1
+        assert ("scheduler configuration reloaded from ConfigMap volcano-system/volcano-scheduler-configmap"
+                in caplog.messages)
+        cm = await c.client.get(scheme.CONFIG_MAP, *CM_KIND_NAME_NS)
+        assert cm["data"]["volcano-scheduler.conf"] == ONE_APP  # the user's text, untouched
+        assert cm["metadata"]["annotations"]["scheduling.pumice.io/conf-in-use"] == ONE_APP
+        warnings: list[str] = []
+        assert _max_apps(await scheduler_conf(c.client, None, warnings.append)) == 1 and not warnings
+        # deleted: written again with what runs
+        await c.client.delete(scheme.CONFIG_MAP, *CM_KIND_NAME_NS)
+        await sched.sync_conf_map()
+        cm = await c.client.get(scheme.CONFIG_MAP, *CM_KIND_NAME_NS)
+        assert cm["data"]["volcano-scheduler.conf"] == ONE_APP
+
+
+async def test_a_bad_edit_of_the_configmap_keeps_the_previous_configuration_and_says_why(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Trial 4 N1/N2: the scheduler keeps what it ran, says why once (log line and a Warning Event on
+    the ConfigMap), and explain replays what the scheduler runs, warning that the ConfigMap differs."""
+    from pumice.cli.explain import scheduler_conf
+    from pumice.dashboard.server import _published_conf
+
+    async with local_cluster() as c:
+        sched = Scheduler(c.client, publish_conf=True)
+        await sched.sync_conf_map()
+        await _edit_conf_map(c.client, TWO_APPS)
+        await sched.sync_conf_map()
+        await _edit_conf_map(c.client, BAD)
+        with caplog.at_level("INFO", logger="pumice.scheduler.volcano"):
+            await sched.sync_conf_map()
+            await sched.sync_conf_map()
+        assert _max_apps(sched.conf) == 2
+        errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+        assert len(errors) == 1, errors
+        assert errors[0].startswith("keeping the previous scheduler configuration: ConfigMap "
+                                    "volcano-system/volcano-scheduler-configmap: tiers[0].plugins[1] (user-limits): "
+                                    "arguments:"), errors
+
+        async def event() -> bool:
+            return any(r == "InvalidSchedulerConfiguration" for _t, r, _m in await _conf_map_events(c.client))
+
+        await _wait(event)
+        (etype, _r, message), = [e for e in await _conf_map_events(c.client) if e[1] == "InvalidSchedulerConfiguration"]
+        assert etype == "Warning" and message == errors[0]
+        warnings: list[str] = []
+        assert _max_apps(await scheduler_conf(c.client, None, warnings.append)) == 2
+        assert len(warnings) == 1 and warnings[0].startswith(
+            "Warning: the volcano-scheduler.conf of ConfigMap volcano-system/volcano-scheduler-configmap differs from "
+            "the configuration the scheduler runs"), warnings
+        assert _max_apps(await _published_conf(c.client)()) == 2  # the web UI's
+        await _edit_conf_map(c.client, ONE_APP)  # fixed: applied
+        await sched.sync_conf_map()
+        assert _max_apps(sched.conf) == 1
+
+
+async def test_with_a_file_the_configmap_is_its_copy_and_an_edit_is_restored_with_a_warning(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Trial 4 N1 with ``pumice up --scheduler-conf FILE``: the file stays authoritative; an edit of
+    the ConfigMap is written back from the file, with a WARNING line and a Warning Event saying to
+    edit the file (it was left in place, so explain replayed a configuration nothing ran)."""
+    from pumice.api import scheme
+    from pumice.cli.explain import scheduler_conf
+
+    path = tmp_path / "volcano-scheduler.conf"
+    path.write_text(ONE_APP)
+    async with local_cluster() as c:
+        sched = Scheduler(c.client, conf_path=str(path), publish_conf=True)
+        await sched.sync_conf_map()
+        await _edit_conf_map(c.client, TWO_APPS)
+        with caplog.at_level("INFO", logger="pumice.scheduler.volcano"):
+            await sched.sync_conf_map()
+        assert _max_apps(sched.conf) == 1
+        cm = await c.client.get(scheme.CONFIG_MAP, *CM_KIND_NAME_NS)
+        assert cm["data"]["volcano-scheduler.conf"] == ONE_APP
+        warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        assert warned == [f"ConfigMap volcano-system/volcano-scheduler-configmap: this scheduler runs the "
+                          f"--scheduler-conf file {path}; volcano-scheduler.conf was edited and is restored from "
+                          f"that file (edit the file to change the configuration)"], warned
+
+        async def event() -> bool:
+            return any(r == "SchedulerConfigurationOverwritten" for _t, r, _m in await _conf_map_events(c.client))
+
+        await _wait(event)
+        assert _max_apps(await scheduler_conf(c.client, None)) == 1
+        # a change of the file is published quietly, and a bad one (N2) keeps what runs for explain too
+        caplog.clear()
+        path.write_text(TWO_APPS)
+        os.utime(path, (1, 1))
+        with caplog.at_level("INFO", logger="pumice.scheduler.volcano"):
+            assert sched.reload_conf_if_changed()
+            await sched.sync_conf_map()
+            path.write_text(BAD)
+            os.utime(path, (2, 2))
+            assert not sched.reload_conf_if_changed()
+            await sched.sync_conf_map()
+        assert not [r for r in caplog.records if r.levelname == "WARNING"]
+        assert _max_apps(sched.conf) == 2
+        assert _max_apps(await scheduler_conf(c.client, None)) == 2
+

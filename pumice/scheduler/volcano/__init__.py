@@ -29,8 +29,8 @@ async def run(
     shard_name: str | None = None,
     publish_conf: bool = False,
 ) -> None:
-    """Run the live scheduler until ``stop_event`` is set (see :mod:`.scheduler`; ``publish_conf``
-    writes the configuration in use to ``volcano-system/volcano-scheduler-configmap``)."""
+    """Run the live scheduler until ``stop_event`` is set (see :mod:`.scheduler`; with
+    ``publish_conf`` it and ``volcano-system/volcano-scheduler-configmap`` hold one configuration)."""
     from pumice.scheduler.volcano.scheduler import Scheduler
 
     sched = Scheduler(

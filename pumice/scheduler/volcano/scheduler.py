@@ -5,7 +5,15 @@ changed (a bad file keeps the previous configuration), take a snapshot of the ca
 session, run the configured actions, close the session and queue the status writes. Cycles
 never overlap.
 
-Mirrors: volcano pkg/scheduler/scheduler.go (Run, runOnce, watchSchedulerConf).
+With ``publish_conf`` the scheduler and the ConfigMap ``volcano-system/volcano-scheduler-configmap``
+hold one configuration (see :meth:`Scheduler.sync_conf_map`): without a file the ConfigMap is
+the configuration, as upstream's mounted one, and an edit of it is applied before the next cycle;
+with a file the file is, and the ConfigMap is its published copy. Either way the ConfigMap's
+annotation ``scheduling.pumice.io/conf-in-use`` holds what the scheduler runs, which ``pumice
+explain`` and the web UI replay (:func:`read_published_conf`).
+
+Mirrors: volcano pkg/scheduler/scheduler.go (Run, runOnce, watchSchedulerConf; the kubelet's
+refresh of the mounted ConfigMap becomes a read of the ConfigMap each cycle).
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +31,7 @@ from pumice.scheduler.volcano import metrics
 from pumice.scheduler.volcano.api.types import TaskStatus
 from pumice.scheduler.volcano.cache.live import SchedulerCache
 from pumice.scheduler.volcano.conf import (
+    CONF_IN_USE_ANNOTATION,
     CONF_KEY,
     CONFIG_MAP_NAME,
     CONFIG_MAP_NAMESPACE,
@@ -36,29 +46,40 @@ from pumice.scheduler.volcano.framework.session import CloseResult, Session, ope
 
 log = logging.getLogger("pumice.scheduler.volcano")
 
+#: seconds before a failed read or write of the scheduler ConfigMap is tried again
+CONF_MAP_RETRY_SECONDS = 30.0
 
-async def read_published_conf(client: KubeClient) -> SchedulerConfiguration | None:
-    """The configuration a running scheduler published (see ``Scheduler(publish_conf=True)``):
-    the ``volcano-scheduler.conf`` key of ConfigMap ``volcano-system/volcano-scheduler-configmap``;
-    None when there is no such ConfigMap or key.
+
+async def read_published_conf(client: KubeClient, warn: Callable[[str], Any] | None = None) -> SchedulerConfiguration | None:
+    """The configuration the running scheduler runs, from ConfigMap
+    ``volcano-system/volcano-scheduler-configmap``: its annotation ``scheduling.pumice.io/conf-in-use``
+    (written by pumice's scheduler, see ``Scheduler(publish_conf=True)``), else its
+    ``volcano-scheduler.conf`` key (upstream's scheduler, which runs the key as mounted); None when
+    there is no such ConfigMap or neither holds a text. ``warn`` (a function of one line) is told
+    when the key differs from what the scheduler runs (an edit not applied yet, or refused).
 
     Raises:
         ConfigError: the text is not a valid configuration.
         ApiError: the ConfigMap could not be read (other than 404).
     """
     from pumice.api import scheme
-    from pumice.client.base import is_not_found
+    from pumice.client.base import get_or_none
 
-    try:
-        cm = await client.get(scheme.CONFIG_MAP, CONFIG_MAP_NAME, CONFIG_MAP_NAMESPACE)
-    except Exception as e:
-        if is_not_found(e):
-            return None
-        raise
+    cm = await get_or_none(client, scheme.CONFIG_MAP, CONFIG_MAP_NAME, CONFIG_MAP_NAMESPACE)
+    if cm is None:
+        return None
+    where = f"ConfigMap {CONFIG_MAP_NAMESPACE}/{CONFIG_MAP_NAME}"
+    in_use = ((cm.get("metadata") or {}).get("annotations") or {}).get(CONF_IN_USE_ANNOTATION)
     text = (cm.get("data") or {}).get(CONF_KEY)
+    if in_use:
+        if text is not None and text != in_use and warn is not None:
+            warn(f"Warning: the {CONF_KEY} of {where} differs from the configuration the scheduler runs (an edit "
+                 f"not applied yet, or refused: kubectl describe configmap -n {CONFIG_MAP_NAMESPACE} "
+                 f"{CONFIG_MAP_NAME}); replaying the one it runs")
+        return parse_conf(str(in_use), source=f"{where}: annotation {CONF_IN_USE_ANNOTATION}")
     if not text:
         return None
-    return parse_conf(str(text), source=f"ConfigMap {CONFIG_MAP_NAMESPACE}/{CONFIG_MAP_NAME}")
+    return parse_conf(str(text), source=where)
 
 
 class Scheduler:
@@ -75,11 +96,13 @@ class Scheduler:
             preferred by allocate, backfill, preempt and reclaim; the others are used when the
             shard has no room).
         shard_name: the NodeShard to read (default: ``scheduler_name``).
-        publish_conf: write the configuration in use (at start and after each reload) to the
-            ConfigMap ``volcano-system/volcano-scheduler-configmap`` (key ``volcano-scheduler.conf``,
-            where upstream's install keeps it) so that ``pumice explain`` and the web UI replay the
-            same one; creates the Namespace when absent. A failed write is logged once and
-            tried again after the next reload.
+        publish_conf: keep the configuration and the ConfigMap
+            ``volcano-system/volcano-scheduler-configmap`` (key ``volcano-scheduler.conf``, where
+            upstream's install keeps it) one, before every cycle (see :meth:`sync_conf_map`), so
+            that an edit of the ConfigMap works as on upstream and ``pumice explain`` and the web
+            UI replay what runs; creates the Namespace and the ConfigMap when absent. A failed
+            read or write is logged once (again when its message changes) and tried again after
+            ``CONF_MAP_RETRY_SECONDS``.
         snapshot_mode: ``incremental`` (state kept across cycles, rebuilt where informer events
             changed it), ``full`` (every object every cycle) or ``verify`` (both, compared; for
             tests); see :meth:`SchedulerCache.snapshot`. Decisions are the same in every mode.
@@ -111,7 +134,11 @@ class Scheduler:
         self.conf_text: str = DEFAULT_SCHEDULER_CONF
         """The volcano-scheduler.conf text of :attr:`conf`."""
         self.publish_conf = publish_conf
-        self._published: str | None = None
+        self._refused: str | None = None
+        """The ConfigMap text last refused (said once)."""
+        self._sync_error: str | None = None
+        self._sync_retry_at = 0.0
+        self._recorder: Any = None
         self.conf: SchedulerConfiguration = self._load_conf(initial=True) or default_conf()
         self.cycles = 0
         self.last_result: CloseResult | None = None
@@ -206,51 +233,123 @@ class Scheduler:
                 metrics.queue_overused.labels(queue_name=q.name).set(1 if qm["share"] >= 1 else 0)
             metrics.queue_weight.labels(queue_name=q.name).set(q.weight)
 
-    async def publish(self) -> None:
-        """Write :attr:`conf_text` to the scheduler ConfigMap when it differs from what this
-        scheduler last wrote (see ``publish_conf``).
+    async def sync_conf_map(self) -> None:
+        """Make the ConfigMap ``volcano-system/volcano-scheduler-configmap`` and :attr:`conf` agree.
+
+        * No ConfigMap, or no ``volcano-scheduler.conf`` key: write :attr:`conf_text` there
+          (creating the Namespace and the ConfigMap).
+        * Without ``conf_path`` the ConfigMap is the configuration (upstream's scheduler runs the
+          file the kubelet refreshes from it): a changed key is parsed and run from the next
+          cycle on ("scheduler configuration reloaded from ConfigMap ..."); a bad one keeps the
+          previous configuration, says why once in an ERROR line and a Warning Event
+          ``InvalidSchedulerConfiguration`` on the ConfigMap, and is left for the user to fix.
+        * With ``conf_path`` the file is the configuration and the ConfigMap its copy: a key that
+          differs is written back, after a file reload quietly, after someone else's edit with a
+          WARNING line and a Warning Event ``SchedulerConfigurationOverwritten`` that say to edit
+          the file.
+        * The annotation ``scheduling.pumice.io/conf-in-use`` is set to :attr:`conf_text`.
 
         Raises:
-            ApiError: the API server refused a write (other than the Namespace already existing).
+            ApiError: the API server refused a read or write (a 409 Conflict with a concurrent
+                edit is left for the next cycle).
         """
         from pumice.api import scheme
-        from pumice.client.base import is_already_exists, is_not_found
+        from pumice.client.base import get_or_none, is_conflict
 
-        text = self.conf_text
-        if text == self._published:
+        cm = await get_or_none(self.client, scheme.CONFIG_MAP, CONFIG_MAP_NAME, CONFIG_MAP_NAMESPACE)
+        if cm is None:
+            await self._create_conf_map()
             return
-        data = {CONF_KEY: text}
-        try:
-            cm = await self.client.get(scheme.CONFIG_MAP, CONFIG_MAP_NAME, CONFIG_MAP_NAMESPACE)
+        text = (cm.get("data") or {}).get(CONF_KEY)
+        in_use = ((cm.get("metadata") or {}).get("annotations") or {}).get(CONF_IN_USE_ANNOTATION)
+        if self.conf_path is None and text is not None and text != self.conf_text:
+            await self._apply_conf_map(cm, str(text))
+        data, md = dict(cm.get("data") or {}), dict(cm.get("metadata") or {})
+        if text is None or (self.conf_path is not None and text != self.conf_text):
+            if text is not None and text != in_use:  # not a copy this scheduler wrote: someone's edit
+                await self._overwritten(cm)
+            data[CONF_KEY] = self.conf_text
+        if data == (cm.get("data") or {}) and in_use == self.conf_text:
+            return
+        md["annotations"] = {**(md.get("annotations") or {}), CONF_IN_USE_ANNOTATION: self.conf_text}
+        try:  # an update, not a patch: upstream's scheduler ClusterRole grants update on ConfigMaps
+            await self.client.update({**cm, "apiVersion": "v1", "kind": "ConfigMap", "metadata": md, "data": data})
         except Exception as e:
-            if not is_not_found(e):
+            if is_conflict(e):  # edited meanwhile: looked at again next cycle
+                log.debug("scheduler configuration: ConfigMap changed while written, next cycle: %s", e)
+                return
+            raise
+        if data != (cm.get("data") or {}):
+            log.info("scheduler configuration published to ConfigMap %s/%s", CONFIG_MAP_NAMESPACE, CONFIG_MAP_NAME)
+
+    async def _create_conf_map(self) -> None:
+        """Create the ConfigMap with :attr:`conf_text` (and its Namespace when that is missing; one
+        created meanwhile is looked at next cycle)."""
+        from pumice.client.base import create_unless_exists, is_not_found
+
+        cm = {"apiVersion": "v1", "kind": "ConfigMap",
+              "metadata": {"name": CONFIG_MAP_NAME, "namespace": CONFIG_MAP_NAMESPACE,
+                           "annotations": {CONF_IN_USE_ANNOTATION: self.conf_text}},
+              "data": {CONF_KEY: self.conf_text}}
+        try:
+            created = await create_unless_exists(self.client, cm)
+        except Exception as e:
+            if not is_not_found(e):  # 404: no Namespace volcano-system (not installed by upstream's manifests)
                 raise
-            try:
-                await self.client.create({"apiVersion": "v1", "kind": "Namespace",
-                                          "metadata": {"name": CONFIG_MAP_NAMESPACE}})
-            except Exception as e2:
-                if not is_already_exists(e2):
-                    raise
-            await self.client.create({"apiVersion": "v1", "kind": "ConfigMap",
-                                      "metadata": {"name": CONFIG_MAP_NAME, "namespace": CONFIG_MAP_NAMESPACE},
-                                      "data": data})
-        else:
-            if (cm.get("data") or {}).get(CONF_KEY) != text:
-                await self.client.patch(scheme.CONFIG_MAP, CONFIG_MAP_NAME, {"data": data}, CONFIG_MAP_NAMESPACE)
-        self._published = text
-        log.info("scheduler configuration published to ConfigMap %s/%s", CONFIG_MAP_NAMESPACE, CONFIG_MAP_NAME)
+            await create_unless_exists(self.client, {"apiVersion": "v1", "kind": "Namespace",
+                                                     "metadata": {"name": CONFIG_MAP_NAMESPACE}})
+            created = await create_unless_exists(self.client, cm)
+        if created:
+            log.info("scheduler configuration published to ConfigMap %s/%s", CONFIG_MAP_NAMESPACE, CONFIG_MAP_NAME)
 
-    async def _publish_logged(self) -> None:
-        if not self.publish_conf:
+    async def _apply_conf_map(self, cm: dict[str, Any], text: str) -> None:
+        """Run ``text`` (the ConfigMap's, which changed) from the next cycle on, or keep the
+        previous configuration and say why (once per text)."""
+        where = f"ConfigMap {CONFIG_MAP_NAMESPACE}/{CONFIG_MAP_NAME}"
+        try:
+            conf = parse_conf(text, source=where)
+        except ConfigError as e:
+            if text != self._refused:
+                self._refused = text
+                log.error("keeping the previous scheduler configuration: %s", e)
+                await self._conf_map_event(cm, "InvalidSchedulerConfiguration",
+                                           f"keeping the previous scheduler configuration: {e}")
+            return
+        self.conf, self.conf_text, self._refused = conf, text, None
+        log.info("scheduler configuration reloaded from %s", where)
+
+    async def _overwritten(self, cm: dict[str, Any]) -> None:
+        message = (f"this scheduler runs the --scheduler-conf file {self.conf_path}; {CONF_KEY} was edited "
+                   f"and is restored from that file (edit the file to change the configuration)")
+        log.warning("ConfigMap %s/%s: %s", CONFIG_MAP_NAMESPACE, CONFIG_MAP_NAME, message)
+        await self._conf_map_event(cm, "SchedulerConfigurationOverwritten", message)
+
+    async def _conf_map_event(self, cm: dict[str, Any], reason: str, message: str) -> None:
+        from pumice.runtime.events import EventRecorder
+
+        if self._recorder is None:
+            self._recorder = EventRecorder(self.client, "volcano", clock=self.clock)
+        try:
+            await self._recorder.event({"apiVersion": "v1", "kind": "ConfigMap", **cm}, "Warning", reason, message)
+        except Exception as e:
+            log.warning("event %s on ConfigMap %s/%s not written: %s", reason, CONFIG_MAP_NAMESPACE,
+                        CONFIG_MAP_NAME, e)
+
+    async def _sync_conf_map_logged(self) -> None:
+        if not self.publish_conf or self.clock.monotonic() < self._sync_retry_at:
             return
         try:
-            await self.publish()
+            await self.sync_conf_map()
         except Exception as e:
-            # e.g. no RBAC for ConfigMaps in volcano-system: said once, tried again after a reload
-            self._published = self.conf_text
-            log.warning("cannot publish the scheduler configuration to ConfigMap %s/%s (pumice explain will "
-                        "replay the built-in default unless given --scheduler-conf): %s",
-                        CONFIG_MAP_NAMESPACE, CONFIG_MAP_NAME, e)
+            # e.g. no RBAC for ConfigMaps in volcano-system: said once, tried again a little later
+            self._sync_retry_at = self.clock.monotonic() + CONF_MAP_RETRY_SECONDS
+            if str(e) != self._sync_error:
+                log.warning("cannot sync the scheduler configuration with ConfigMap %s/%s (pumice explain will "
+                            "replay the built-in default unless given --scheduler-conf): %s",
+                            CONFIG_MAP_NAMESPACE, CONFIG_MAP_NAME, e)
+            self._sync_error = str(e)
+        else:
+            self._sync_error = None
 
     async def run(self, stop_event: asyncio.Event | None = None) -> None:
         """Start the cache, then cycle until ``stop_event`` is set (forever when None)."""
@@ -259,7 +358,7 @@ class Scheduler:
         try:
             while not stop.is_set():
                 started = self.clock.monotonic()
-                await self._publish_logged()
+                await self._sync_conf_map_logged()
                 try:
                     self.run_once()
                 except Exception:

@@ -79,8 +79,13 @@ CONF_KEY = "volcano-scheduler.conf"
 CONFIG_MAP_NAMESPACE = "volcano-system"
 CONFIG_MAP_NAME = "volcano-scheduler-configmap"
 """Where upstream's install keeps the scheduler configuration (key :data:`CONF_KEY`); pumice's
-scheduler publishes the configuration it runs with there, and ``pumice explain`` and the web UI
-read it back."""
+scheduler reads it there (or publishes its ``--scheduler-conf`` file there), and ``pumice explain``
+and the web UI read back what it runs (:data:`CONF_IN_USE_ANNOTATION`)."""
+
+CONF_IN_USE_ANNOTATION = "scheduling.pumice.io/conf-in-use"
+"""Annotation of that ConfigMap: the volcano-scheduler.conf text the scheduler runs now, written
+by the scheduler (it differs from :data:`CONF_KEY` while an edit of the ConfigMap is not applied
+yet, or was refused)."""
 
 
 class ConfigError(ValueError):
@@ -356,6 +361,7 @@ def build_conf(
 __all__ = [
     "CONFIG_MAP_NAME",
     "CONFIG_MAP_NAMESPACE",
+    "CONF_IN_USE_ANNOTATION",
     "CONF_KEY",
     "DEFAULT_SCHEDULER_CONF",
     "SWITCH_KEYS",
