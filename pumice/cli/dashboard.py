@@ -28,7 +28,8 @@ from pumice.cli._signals import stop_on_signals
 @click.option("--metrics-url", "metrics_urls", multiple=True,
               help="A Prometheus /metrics URL to chart (e.g. a scheduler's); repeatable.")
 @click.option("--scheduler-conf", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="volcano-scheduler.conf the 'why is it waiting' panels use.")
+              help="volcano-scheduler.conf the 'why is it waiting' panels replay (default: the one the "
+                   "running Volcano scheduler runs, from its ConfigMap).")
 @click.option("--allow-remote", is_flag=True, help="Allow a non-loopback --host (put TLS in front of it).")
 @click.option("-v", "--verbose", is_flag=True)
 def command(kubeconfig: Path | None, context: str | None, host: str, port: int, metrics_urls: tuple[str, ...],

@@ -83,9 +83,9 @@ async def run_dashboard(
         host, port: where to listen (port 0: a free one); ignored when ``sock`` is given.
         metric_sources: Prometheus sources charted on the Charts page.
         on_ready: called with the dashboard URL once it listens and the cache has synced.
-        scheduler_conf: volcano-scheduler.conf the explain panels use (default: the one the running
-            Volcano scheduler published in ``volcano-system/volcano-scheduler-configmap``, else
-            the built-in default).
+        scheduler_conf: volcano-scheduler.conf the explain panels replay instead (default: the one
+            the running Volcano scheduler runs, as it records it on
+            ``volcano-system/volcano-scheduler-configmap``, else the built-in default).
         allow_remote: allow a non-loopback ``host``.
     Raises:
         OSError: the address cannot be bound.
