@@ -752,7 +752,8 @@ async def _watch_until_done(cfg: SimConfig, clock: LoopClock, rec: Recorder, run
         step = PROGRESS_EVERY
         if cfg.until is not None:
             step = min(step, cfg.until - rec.now())
-        if injector.done() and rec.changes == last_changes and getattr(runtime, "timers", 1) == 0:
+        if injector.done() and rec.changes == last_changes and getattr(runtime, "timers", 1) == 0 \
+                and not pending_deletes:  # a pending deletion (a service's end) is progress to wait for
             step = min(step, max(0.0, quiet_since + cfg.stall_after - rec.now()))
         if step > 0 and not woken.is_set():
             with contextlib.suppress(TimeoutError):
