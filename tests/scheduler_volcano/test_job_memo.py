@@ -3,8 +3,12 @@ jobs' versions and the inputs stay the same; the verify mode recomputes and comp
 
 from __future__ import annotations
 
+from pumice.api.volcano.constants import PodGroupPhase
 from pumice.scheduler.volcano.api.job_info import JobInfo, JobMemo
 from pumice.scheduler.volcano.api.resource import Resource
+from pumice.scheduler.volcano.api.task_info import TaskInfo
+from pumice.scheduler.volcano.api.types import TaskStatus
+from pumice.testing.volcano import pod
 
 
 def _job(uid: str, version: int) -> JobInfo:
@@ -65,3 +69,20 @@ def test_verify_mode_reports_a_kept_result_that_differs_from_a_fresh_one() -> No
     # equal within Resource's epsilon, yet not the same floats: reported
     memo.job("p", j, None, lambda _j: (Resource(1000.000001, 0), "cpu", 0.5))
     assert len(seen) == 1 and "p of default/a" in seen[0]
+
+
+def test_a_change_of_the_jobs_tasks_or_phase_makes_it_computed_afresh() -> None:
+    t = TaskInfo.from_pod(pod("p-0", group="pg", requests="1,1Gi"))
+    j = JobInfo(uid="default/pg", name="pg", namespace="default", pod_group={"spec": {}, "status": {"phase": "Pending"}})
+    j.add_task(t)
+    memo, f = JobMemo(), _Count(None)
+    changes = (lambda: j.update_task_status(t, TaskStatus.Allocated), lambda: j.set_phase(PodGroupPhase.INQUEUE),
+               lambda: j.delete_task(t), lambda: j.add_task(t))
+    for version, change in enumerate(changes, start=7):
+        j.version = version
+        memo.job("p", j, None, f)
+        memo.job("p", j, None, f)  # kept
+        change()
+        assert j.version == 0
+        memo.job("p", j, None, f)  # computed again
+    assert (f.calls, memo.hits) == (8, 4)

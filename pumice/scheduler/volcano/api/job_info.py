@@ -68,9 +68,11 @@ class JobInfo:
     waiting_tier: int = 0
     """The tier of the last HyperNode gradient allocate tried for this job (0: none tried)."""
     version: int = 0
-    """The live cache's build number of the base job this one was cloned from (0: not from the
-    incremental snapshot). Two jobs with the same non-zero version were equal when the snapshot
-    handed them out; :class:`JobMemo` keys on it."""
+    """The live cache's build number of the base job this one was cloned from; 0 when not from
+    the incremental snapshot, and reset to 0 by every change of the job's tasks or phase
+    (:meth:`add_task`, :meth:`delete_task`, :meth:`update_task_status`, :meth:`set_phase`). Two
+    jobs with the same non-zero version have the same tasks (statuses included), phase and
+    PodGroup spec; :class:`JobMemo` keys on it."""
     _sub_jobs: dict[str, SubJobInfo] | None = field(default=None, repr=False)
     _task_to_sub_job: dict[str, str] = field(default_factory=dict, repr=False)
 
@@ -94,10 +96,12 @@ class JobInfo:
         return ((self.pod_group or {}).get("status") or {}).get("phase") or ""
 
     def set_phase(self, phase: PodGroupPhase) -> None:
+        self.version = 0
         if self.pod_group is not None:
             self.pod_group.setdefault("status", {})["phase"] = str(phase)
 
     def add_task(self, t: TaskInfo) -> None:
+        self.version = 0
         self.tasks[t.uid] = t
         self.task_status_index.setdefault(t.status, {})[t.uid] = t
         if t.status is TaskStatus.Pending and t.best_effort:
@@ -120,6 +124,7 @@ class JobInfo:
         cur = self.tasks.pop(t.uid, None)
         if cur is None:
             return
+        self.version = 0
         self.total_request = self.total_request - cur.resreq
         if cur.status in ALLOCATED_STATUSES:
             self.allocated = self.allocated - cur.resreq
@@ -131,6 +136,7 @@ class JobInfo:
 
     def update_task_status(self, t: TaskInfo, status: TaskStatus) -> None:
         """Move ``t`` to ``status`` keeping the index and ``allocated`` consistent."""
+        self.version = 0
         cur = self.tasks.get(t.uid, t)
         old = cur.status
         was_alloc = old in ALLOCATED_STATUSES
@@ -435,11 +441,13 @@ class JobMemo:
     by the live cache's incremental snapshot (:attr:`ClusterInfo.job_memo`) while the jobs'
     base versions (:attr:`JobInfo.version`) stay the same.
 
-    A result is a pure function of the job(s) and of ``inputs`` (everything else it reads, as a
-    hashable value compared with ``==``); it is handed back as it was computed, so it must be
-    immutable or copied by the caller. Call only while the session's jobs are unchanged since
-    the snapshot, i.e. from ``on_session_open`` (the actions change jobs; a clone keeps its
-    base's version). A job with version 0 (the full build) is always computed afresh.
+    A result is a function of what a version stands for (the job's tasks with their statuses,
+    its phase, and what was fixed when it was built: PodGroup spec, minAvailable, queue...) and
+    of ``inputs`` (everything else it reads, as a hashable value compared with ``==``); it must
+    not read what a session sets otherwise (fit errors, conditions, HyperNode choices). It is
+    handed back as it was computed, so it must be immutable or copied by the caller. A job
+    whose tasks or phase the session changed has version 0, and a job with version 0 (also
+    every job of the full build) is always computed afresh.
 
     The cache forgets a job's entries when it rebuilds or removes the job (:meth:`forget`).
     """

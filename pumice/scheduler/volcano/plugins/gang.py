@@ -30,18 +30,7 @@ class GangPlugin:
 
     def on_session_open(self, ssn: Session) -> None:
         def valid(job: JobInfo) -> ValidateResult | None:
-            if not job.check_task_valid():
-                return ValidateResult(False, PodGroupConditionReason.NOT_ENOUGH_PODS_OF_TASK.value, "Not enough valid pods of each task for gang-scheduling")
-            if not job.check_sub_job_valid():
-                return ValidateResult(False, PodGroupConditionReason.NOT_ENOUGH_PODS_OF_TASK.value, "Not enough valid subGroups of each task for gang-scheduling")
-            vtn = job.valid_task_num()
-            if vtn < job.min_available:
-                return ValidateResult(
-                    False,
-                    PodGroupConditionReason.NOT_ENOUGH_PODS.value,
-                    f"Not enough valid tasks for gang-scheduling, valid: {vtn}, min: {job.min_available}",
-                )
-            return None
+            return ssn.job_memo.job("gang.valid", job, None, _valid)
 
         ssn.add_job_valid_fn(PLUGIN_NAME, valid)
 
@@ -129,6 +118,22 @@ class GangPlugin:
                         "message": "",
                     },
                 )
+
+
+def _valid(job: JobInfo) -> ValidateResult | None:
+    """Gang's JobValid verdict: enough valid Pods of each task, sub-groups and tasks in all."""
+    if not job.check_task_valid():
+        return ValidateResult(False, PodGroupConditionReason.NOT_ENOUGH_PODS_OF_TASK.value, "Not enough valid pods of each task for gang-scheduling")
+    if not job.check_sub_job_valid():
+        return ValidateResult(False, PodGroupConditionReason.NOT_ENOUGH_PODS_OF_TASK.value, "Not enough valid subGroups of each task for gang-scheduling")
+    vtn = job.valid_task_num()
+    if vtn < job.min_available:
+        return ValidateResult(
+            False,
+            PodGroupConditionReason.NOT_ENOUGH_PODS.value,
+            f"Not enough valid tasks for gang-scheduling, valid: {vtn}, min: {job.min_available}",
+        )
+    return None
 
 
 def _skip_for_releasing(job: JobInfo) -> bool:
