@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from pumice.api import Obj
 from pumice.api.meta import get_condition
@@ -58,6 +59,10 @@ class NodeInfo:
     touched: bool = False
     """Set by every change of the accounting (add/remove/update a task, mark evicted): the live
     cache hands an untouched NodeInfo to the next session as it is, a touched one as a fresh copy."""
+    device_memo: Any = None
+    """What a device plugin derived from this node's tasks (deviceshare: its GPU cards); dropped by
+    every change of the accounting. A copy of the NodeInfo shares it until either changes, so it
+    must never be changed in place."""
 
     @classmethod
     def from_node(cls, node: Obj) -> NodeInfo:
@@ -89,6 +94,7 @@ class NodeInfo:
 
     def _changed(self) -> None:
         self.touched = True
+        self.device_memo = None
         if self.on_change is not None:
             self.on_change(self)
 

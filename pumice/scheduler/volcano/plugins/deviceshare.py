@@ -24,7 +24,6 @@ implemented (their arguments are refused as unknown); both sharing modes may be 
 from __future__ import annotations
 
 import logging
-import weakref
 from typing import Any
 
 import numpy as np
@@ -53,11 +52,7 @@ _BIG = np.iinfo(np.int64).max
 
 _NOT_HOLDING = (TaskStatus.Releasing, TaskStatus.Pipelined)
 
-_MEMO: weakref.WeakKeyDictionary[NodeInfo, GPUDevices | None] = weakref.WeakKeyDictionary()
-"""Cards of a NodeInfo as its tasks left them. The live cache hands a session the NodeInfos the
-last session did not touch as the same objects, so their cards are not rebuilt; a touched
-NodeInfo is replaced by a new object (and the entry goes with the old one)."""
-
+_ROWS_KEY = ("deviceshare.rows",)
 
 class DeviceShareArgs(Arguments, frozen=True):
     gpu_sharing: bool = arg("deviceshare.GPUSharingEnable", False)
@@ -66,12 +61,15 @@ class DeviceShareArgs(Arguments, frozen=True):
     schedule_weight: int = arg("deviceshare.ScheduleWeight", 0)
 
 
-def node_devices(node: NodeInfo) -> GPUDevices | None:
-    """The cards of ``node`` with the Pods its tasks put on them (not the Releasing, Pipelined or
-    evicted ones, as upstream's NodeInfo.AddTask and the deallocate handler). Do not change the
-    result: it is shared (copy it first)."""
-    if node in _MEMO:
-        return _MEMO[node]
+def node_memo(node: NodeInfo) -> tuple[GPUDevices | None, int, int]:
+    """``(cards, largest idle memory of a card, idle cards)`` of ``node`` with the Pods its tasks
+    put on them (not the Releasing, Pipelined or evicted ones, as upstream's NodeInfo.AddTask and
+    the deallocate handler); kept in :attr:`NodeInfo.device_memo` until its tasks change (the live
+    cache hands a session the NodeInfos the last one did not touch as the same objects). Do not
+    change the cards: they are shared (copy them first)."""
+    memo = node.device_memo
+    if memo is not None:
+        return memo  # type: ignore[no-any-return]
     try:
         devs = GPUDevices.from_node(node.node)
     except QuantityError as e:
@@ -86,8 +84,14 @@ def node_devices(node: NodeInfo) -> GPUDevices | None:
                 devs.add_pod(key, t.pod, gpu_index({**ann, **t.pod_annotations}))
             except QuantityError as e:
                 log.warning("Pod %s on Node %s: GPU limits: %s; not counted on its cards", key, node.name, e)
-    _MEMO[node] = devs
-    return devs
+    memo = (devs, devs.max_idle_memory(), devs.idle_cards()) if devs is not None else (None, _BIG, _BIG)
+    node.device_memo = memo
+    return memo
+
+
+def node_devices(node: NodeInfo) -> GPUDevices | None:
+    """The cards of ``node`` (see :func:`node_memo`); None when it publishes none."""
+    return node_memo(node)[0]
 
 
 class DeviceSharePlugin:
@@ -130,14 +134,29 @@ class DeviceSharePlugin:
         return own
 
     def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per session node row: the largest idle card memory and the idle cards (no cards: no
+        limit). The rows of the NodeInfos the last session left untouched (the same objects) are
+        kept in the session's node memo and reused; the session changes its own copy."""
         if self._max_idle is None or self._idle_cards is None:
             assert self.ssn is not None
             nodes = self.ssn.node_list
-            self._pos = {n.name: i for i, n in enumerate(nodes)}
-            self._max_idle = np.full(len(nodes), _BIG, dtype=np.int64)
-            self._idle_cards = np.full(len(nodes), _BIG, dtype=np.int64)
-            for i, n in enumerate(nodes):
-                self._refresh(i, self.devices(n))
+            kept = self.ssn.node_memo.get(_ROWS_KEY)
+            if kept is None or len(kept[0]) != len(nodes):
+                memos = [node_memo(n) for n in nodes]
+                kept = (list(nodes), np.fromiter((m[1] for m in memos), dtype=np.int64, count=len(nodes)),
+                        np.fromiter((m[2] for m in memos), dtype=np.int64, count=len(nodes)),
+                        {n.name: i for i, n in enumerate(nodes)})
+                self.ssn.node_memo[_ROWS_KEY] = kept
+            else:
+                seen, max_idle, idle_cards, _pos = kept
+                for i, (a, b) in enumerate(zip(seen, nodes, strict=True)):
+                    if a is not b:
+                        _devs, max_idle[i], idle_cards[i] = node_memo(b)
+                        seen[i] = b
+            self._pos = kept[3]
+            self._max_idle, self._idle_cards = kept[1].copy(), kept[2].copy()
+            for name, devs in self._own.items():
+                self._refresh(self._pos.get(name), devs)
         return self._max_idle, self._idle_cards
 
     def _refresh(self, i: int | None, devs: GPUDevices | None) -> None:
@@ -239,6 +258,7 @@ def _set_annotations(task: TaskInfo, node: NodeInfo, annotations: dict[str, str]
     held = node.tasks.get(task.key)
     if held is not None:
         held.pod_annotations = annotations
+        node.device_memo = None  # derived from the tasks' annotations too
 
 
 parse_arguments = parser(DeviceShareArgs)
