@@ -12,7 +12,7 @@ Formats (detected from the CSV header; see ../shared/traces/README.md for the co
 - YAML: Node manifests (``kind: Node``, ``status.capacity``), one or more documents.
 
 GPUs are published as ``nvidia.com/gpu``; for GPU sharing as ``alibabacloud.com/gpu-milli``
-(1000 per GPU, pooled per Node: the DLRM adapter's) and as Volcano's per-card pair
+(1000 per GPU, pooled per Node; for YAML workloads, no trace adapter asks for it) and as Volcano's per-card pair
 ``volcano.sh/gpu-memory`` (1000 per GPU: the simulator's unit is a thousandth of a card, the unit
 the openb pod lists use, not MiB) and ``volcano.sh/gpu-number`` (the cards), which the
 ``deviceshare`` plugin fits card by card (:mod:`pumice.scheduler.volcano.api.gpushare`); the GPU

@@ -288,7 +288,7 @@ class Recorder:
         js = self.jobs.get(name)
         if js is not None and js.finished is None:
             js.finished = self.now()
-            js.status = "Deleted"
+            js.status = "Deleted" if js.gang_bound is not None else "Deleted before start"
             if js.held:
                 js.draining = True
             else:

@@ -39,7 +39,8 @@ JOB_COLUMNS = {
     "ready": "seconds: RayService Ready condition first True; RayJob: its Ray job started (rayJobInfo.startTime); "
              "empty for other kinds",
     "finish": "seconds: every Pod terminal (RayJob: Complete/Failed; services: deleted)",
-    "status": "Succeeded, Failed, Deleted, Rejected: <why>; at the end: Running, PartialGang <held>/<minMember>, Pending",
+    "status": "Succeeded, Failed, Deleted (a service at the end of its lifetime), Deleted before start, "
+              "Rejected: <why>; at the end: Running, PartialGang <held>/<minMember>, Pending",
     "queueing_delay": "start - arrival, seconds",
     "jct": "finish - arrival, seconds",
     "partial_gang_seconds": "time with 0 < bound Pods < minMember",

@@ -44,10 +44,22 @@ Adapters, their mappings and assumptions:
     One Volcano Job per row at ``submit_time``, ``duration`` seconds, ``num_gpu`` split into
     workers of at most 4 GPUs (the Tiresias clusters have 4 GPUs per node), one gang.
 ``dlrm`` (Alibaba GPU v2025 ``disaggregated_DLRM_trace.csv``)
-    One Deployment per ``app_name`` would hide per-instance times, so each instance is one Pod
-    at ``creation_time`` (empty: 0, already there at the start) deleted at ``deletion_time``
-    (empty: never); cpu/memory/GPU from the ``*_request`` columns (memory in GiB), priority
-    ``openb-ls``. ``max_instance_per_node`` is not enforced (assumption).
+    Long-running serving replicas. One Deployment per ``app_name`` would hide per-instance times,
+    so each instance is one bare Pod, a service that runs until deleted: it arrives at
+    ``creation_time`` (empty: it was already running when the trace window opened; it arrives at
+    0) and is deleted at ``deletion_time`` (empty: it outlived the window; it runs to the end of
+    the run and does not keep the run from ending). Its job row finishes at that deletion
+    (status ``Deleted``; JCT is then the instance's lifetime in the window, the queueing delay its
+    wait for a Node); one deleted before it ever ran says ``Deleted before start``. Requests from
+    the ``*_request`` columns: cpu cores, memory GiB, whole GPUs as ``nvidia.com/gpu`` (a fraction
+    would ask for ``volcano.sh/gpu-memory`` on one card). ``role`` places the instance: ``CN``
+    (CPU-node instances, no GPU) must go to a Node without a GPU model label, ``HN`` (GPU-node
+    instances) asks for its GPU. Priority ``openb-ls`` (all are latency-sensitive). Not modelled
+    (assumptions): ``max_instance_per_node`` (Kubernetes has no per-Node cap for a group of
+    bare Pods short of anti-affinity, which would mean 1), the ``*_limit`` columns, ``rdma_*``
+    and ``disk_*``, and ``scheduled_time`` (it is not compared with the simulated bind as openb's
+    is). The trace has no node list: the openb node lists (same operator, CPU and GPU Nodes up to
+    128 cores / 768 GiB) fit every instance but the 192-core ones.
 ``yaml`` (our own format, see :func:`load_yaml`)
     RayJob / RayService / Volcano Job / Deployment / Pod manifests arriving at ``at`` with
     ``duration`` (run time of a Pod, vcjob or Ray job; lifetime of a RayService or Deployment).
@@ -70,7 +82,7 @@ import yaml
 
 from pumice.api import Obj
 from pumice.node.runtime.simulated import ANNOTATION_DURATION
-from pumice.simulate.nodes import GPU, GPU_MEMORY, GPU_MILLI, GPU_MODEL_LABEL, GPU_NUMBER, InputError
+from pumice.simulate.nodes import GPU, GPU_MEMORY, GPU_MODEL_LABEL, GPU_NUMBER, InputError
 
 JOB_LABEL = "pumice.io/sim-job"
 GANG_ANNOTATION = "pumice.io/sim-gang"
@@ -310,6 +322,11 @@ def load_tiresias(path: Path, *, queue: str = "default") -> Workload:
     return Workload(arrivals, [queue], {}, str(path)).sort()
 
 
+DLRM_CPU_NODE_AFFINITY: Obj = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+    "nodeSelectorTerms": [{"matchExpressions": [{"key": GPU_MODEL_LABEL, "operator": "DoesNotExist"}]}]}}}
+"""Where a DLRM ``CN`` (CPU-node) instance may run: a Node without a GPU model."""
+
+
 def load_dlrm(path: Path, *, queue: str = "default") -> Workload:
     arrivals = []
     for r in _rows(path):
@@ -317,10 +334,14 @@ def load_dlrm(path: Path, *, queue: str = "default") -> Workload:
         deleted = float(r["deletion_time"]) if r.get("deletion_time") else None
         req = {"cpu": _fmt(float(r["cpu_request"] or 0)), "memory": f"{_fmt(float(r['memory_request'] or 0))}Gi"}
         g = float(r.get("gpu_request") or 0)
-        if g:
-            req[GPU_MILLI] = str(int(g * 1000))
+        if g and g == int(g):
+            req[GPU] = str(int(g))
+        elif g:
+            req[GPU_MEMORY] = str(round(g * 1000))
         name = r["instance_sn"].replace("_", "-")
-        pod = pod_manifest(name, requests=req, job=name, queue=queue, duration=None, priority_class="openb-ls")
+        affinity = DLRM_CPU_NODE_AFFINITY if r.get("role") == "CN" and not g else None
+        pod = pod_manifest(name, requests=req, job=name, queue=queue, duration=None, priority_class="openb-ls",
+                           affinity=affinity)
         arrivals.append(Arrival(created, name, "Pod", (pod,), queue=queue,
                                 delete_after=(deleted - created) if deleted is not None else None, gpus=g))
     return Workload(arrivals, [queue], {"openb-ls": OPENB_PRIORITY["LS"]}, str(path)).sort()

@@ -4,14 +4,16 @@ not keep the run from ending."""
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import pytest
 
 from pumice.simulate import metrics
-from pumice.simulate.nodes import NodeSpec
+from pumice.simulate.nodes import GPU, NodeSpec
 from pumice.simulate.runner import SimConfig, simulate
-from pumice.simulate.workload import load_workload
+from pumice.simulate.workload import DLRM_CPU_NODE_AFFINITY, load_workload, sample
+from pumice.testing.paths import shared_dir
 
 DEPLOYMENT = """
 arrivals:
@@ -52,3 +54,57 @@ def test_a_service_living_longer_than_the_stall_window_ends_at_its_deletion_with
     pods = [p for p in metrics.pod_rows(r.recorder) if p["job"] == "web"]
     assert len(pods) == 2 and all(p["deleted"] >= 2010 for p in pods)
     assert len(wakes) < 10, wakes[:20]
+
+
+DLRM = shared_dir() / "traces/alibaba-clusterdata-gpu-v2025/disaggregated_DLRM_trace.csv"
+
+
+def test_dlrm_instances_map_to_role_placed_pods_with_whole_gpus() -> None:
+    w = load_workload(DLRM)
+    by = {a.job: a for a in w.arrivals}
+    hn, cn = by["instance-0"], next(a for a in w.arrivals if a.objects[0]["spec"].get("affinity"))
+    hn_pod, cn_pod = hn.objects[0], cn.objects[0]
+    assert hn_pod["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "12", "memory": "120Gi", GPU: "1"}
+    assert "affinity" not in hn_pod["spec"] and hn.gpus == 1
+    assert cn_pod["spec"]["affinity"] == DLRM_CPU_NODE_AFFINITY and cn.gpus == 0
+    assert hn_pod["spec"]["priorityClassName"] == "openb-ls"
+    assert (hn.time, hn.duration, hn.delete_after) == (0.0, None, None)  # there before the window, outlives it
+
+
+def _dlrm_cluster() -> list[NodeSpec]:
+    """Four CPU Nodes (no GPU model) and four 8-GPU Nodes: room for every sampled instance."""
+    cpu = [NodeSpec(f"cn-{i}", 200_000, 1024 * 1024**3) for i in range(4)]
+    gpu = [NodeSpec(f"hn-{i}", 96_000, 768 * 1024**3, gpus=8, gpu_model="A100") for i in range(4)]
+    return cpu + gpu
+
+
+@pytest.mark.timeout(300)
+def test_a_dlrm_sample_runs_each_instance_from_creation_until_deletion_on_its_kind_of_node() -> None:
+    src = {r["instance_sn"].replace("_", "-"): r for r in csv.DictReader(DLRM.open())}
+    w = sample(load_workload(DLRM), 40, seed=3)
+    rows = [src[a.job] for a in w.arrivals]
+    # the sample has each kind of life: there at the start, arriving later, deleted, outliving the trace
+    assert {bool(r["creation_time"]) for r in rows} == {True, False}
+    assert {bool(r["deletion_time"]) for r in rows} == {True, False}
+    assert {r["role"] for r in rows} == {"CN", "HN"}
+    r = simulate(SimConfig(_dlrm_cluster(), w))
+    assert r.ended_by == "done"
+    pods = {p["job"]: p for p in metrics.pod_rows(r.recorder)}
+    last_deletion = 0.0
+    for j in metrics.job_rows(r.recorder):
+        row = src[j["job"]]
+        assert j["arrival"] == pytest.approx(float(row["creation_time"] or 0), abs=1e-3)
+        assert j["start"] is not None and j["queueing_delay"] <= 1.0  # room for all: bound at the next session
+        pod = pods[j["job"]]
+        assert pod["node"].startswith("cn-" if row["role"] == "CN" else "hn-")
+        if row["deletion_time"]:
+            deleted = float(row["deletion_time"])
+            last_deletion = max(last_deletion, deleted)
+            assert (j["status"], j["finish"]) == ("Deleted", pytest.approx(deleted, abs=1e-3))
+            assert j["jct"] == pytest.approx(deleted - j["arrival"], abs=1e-3)  # a service's lifetime
+            assert pod["deleted"] >= j["finish"]
+        else:  # outlives the trace: still running when the run ends, which it does not hold up
+            assert (j["status"], j["finish"], pod["phase"]) == ("Running", None, "Running")
+    assert last_deletion <= r.end_time < last_deletion + 60
+    summary = metrics.summary(r.recorder, r.end_time, r.ended_by)
+    assert summary["jobs"]["finished"] == sum(1 for x in rows if x["deletion_time"])
