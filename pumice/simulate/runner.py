@@ -28,6 +28,7 @@ Deviations from a live cluster, on purpose:
 - Sessions run on the period's ticks, only at the first tick after something changed (see
   :class:`TriggeredLoop`).
 - Sandbox start latency is 0 (``start_latency`` to change): trace durations are run times.
+- No Events: the node agent and the Volcano scheduler record none (nothing reads them in a run).
 - A finished job's objects are deleted once recorded (``cleanup``), as PodGC and Volcano's
   ``ttlSecondsAfterFinished`` would do later; otherwise every session would snapshot every Pod
   the trace ever ran.
@@ -607,6 +608,9 @@ async def _start_schedulers(stack: _Stack, cfg: SimConfig, clock: LoopClock, rec
     sched = _sim_scheduler_class()(stack.client(), conf_path=cfg.scheduler_conf, schedule_period=cfg.schedule_period,
                                    clock=clock, snapshot_mode=cfg.snapshot_mode)
     sched.recorder = rec
+    # No Events from the scheduler, as none from the node agent: nothing reads them during a run
+    # and the API server is gone after it (one write per job otherwise: the PodGroup's Scheduled).
+    sched.cache.event_kind = None
     await sched.cache.start()
     stack.scheduler = sched
     stack.tasks.append(asyncio.create_task(TriggeredLoop(sched, clock, cfg.schedule_period, stop).run(),
