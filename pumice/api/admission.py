@@ -69,7 +69,8 @@ class AdmissionRequest:
     """What a plugin sees.
 
     ``obj`` is the new object (CREATE/UPDATE; a mutating plugin may change it in place), ``old``
-    the stored one (UPDATE/DELETE). ``subresource`` is ``""`` for the main resource.
+    the stored one (UPDATE/DELETE): the store's own object, read-only (a plugin must not change
+    it; it is not copied for every request). ``subresource`` is ``""`` for the main resource.
     """
 
     operation: Operation

@@ -588,7 +588,7 @@ class Registry:
         if want_rv and str(want_rv) != str(old.rv):
             raise errors.conflict(rk, name, errors.STALE)
         new = self._prepare_update(rk, obj, old, sub)
-        req = AdmissionRequest("UPDATE", rk, ns or None, name, new, old.copy(), subresource=sub, dry_run=dry_run)
+        req = AdmissionRequest("UPDATE", rk, ns or None, name, new, old.obj, subresource=sub, dry_run=dry_run)
         await self._run_admission(req, mutate=True)
         if sub == "":
             self._validate(rk, new, old.obj)
@@ -781,7 +781,7 @@ class Registry:
         if pre.get("resourceVersion") and pre["resourceVersion"] != str(old.rv):
             raise errors.conflict(rk, name, f"Precondition failed: ResourceVersion in precondition: "
                                             f"{pre['resourceVersion']}, ResourceVersion in object meta: {old.rv}")
-        req = AdmissionRequest("DELETE", rk, ns or None, name, None, old.copy(), dry_run=opts.dry_run)
+        req = AdmissionRequest("DELETE", rk, ns or None, name, None, old.obj, dry_run=opts.dry_run)
         await self._run_admission(req, mutate=False)
         old = st.get(res, ns, name)
         if old is None:
