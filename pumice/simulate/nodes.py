@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +40,14 @@ GPU_NUMBER = gpushare.GPU_NUMBER
 GPU_MODEL_LABEL = "nvidia.com/gpu.product"
 MIB = 1024 * 1024
 GIB = 1024 * MIB
+
+
+def gpu_milli(requests: Mapping[str, int]) -> int:
+    """Thousandths of a GPU in ``requests`` (:func:`pumice.node.podspec.pod_requests` units): whole
+    cards (``nvidia.com/gpu``, ``volcano.sh/gpu-number``) x 1000 plus the shares
+    (``alibabacloud.com/gpu-milli``, ``volcano.sh/gpu-memory``, both 1000 per card here)."""
+    return (requests.get(GPU, 0) + requests.get(GPU_NUMBER, 0)) * 1000 + requests.get(GPU_MILLI, 0) \
+        + requests.get(GPU_MEMORY, 0)
 
 
 class InputError(Exception):

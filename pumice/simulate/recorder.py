@@ -25,7 +25,7 @@ from pumice.api.meta import is_condition_true
 from pumice.api.ray.constants import RayServiceConditionType
 from pumice.api.volcano.constants import KUBE_GROUP_NAME_ANNOTATION_KEY
 from pumice.node.podspec import pod_requests
-from pumice.simulate.nodes import GPU, GPU_MEMORY, GPU_MILLI, GPU_NUMBER, NodeSpec
+from pumice.simulate.nodes import GPU, GPU_MEMORY, GPU_MILLI, GPU_NUMBER, NodeSpec, gpu_milli
 from pumice.simulate.workload import JOB_LABEL, QUEUE_ANNOTATION, Arrival
 
 TERMINAL = ("Succeeded", "Failed")
@@ -173,10 +173,9 @@ class Recorder:
         self.changes += 1
         if rec is None:
             req = pod_requests(pod)
-            gpu_milli = (req.get(GPU, 0) + req.get(GPU_NUMBER, 0)) * 1000 + req.get(GPU_MILLI, 0) + req.get(GPU_MEMORY, 0)
             arrival = self.arrivals.get(job)
             queue = (md.get("annotations") or {}).get(QUEUE_ANNOTATION) or (arrival.queue if arrival else "default")
-            rec = PodRecord(md["name"], job, queue, req.get("cpu", 0), gpu_milli, t)
+            rec = PodRecord(md["name"], job, queue, req.get("cpu", 0), gpu_milli(req), t)
             self.pods[key] = rec
             js = self.jobs.get(job)
             if js is not None and js.created is None:

@@ -81,8 +81,9 @@ from typing import Any
 import yaml
 
 from pumice.api import Obj
+from pumice.node.podspec import pod_requests
 from pumice.node.runtime.simulated import ANNOTATION_DURATION
-from pumice.simulate.nodes import GPU, GPU_MEMORY, GPU_MODEL_LABEL, GPU_NUMBER, InputError
+from pumice.simulate.nodes import GPU, GPU_MEMORY, GPU_MODEL_LABEL, GPU_NUMBER, InputError, gpu_milli
 
 JOB_LABEL = "pumice.io/sim-job"
 GANG_ANNOTATION = "pumice.io/sim-gang"
@@ -517,7 +518,28 @@ def _yaml_arrival(path: Path, a: Obj, k: int, count: int, t: float) -> Arrival:
     else:
         raise InputError(f"{path}: arrival {name!r}: kind {kind!r} is not one of Pod, Job "
                          "(batch.volcano.sh), RayJob, RayService, Deployment")
-    return Arrival(t, name, kind, (m,), queue=queue, tasks=tasks, duration=duration, delete_after=delete_after)
+    return Arrival(t, name, kind, (m,), queue=queue, tasks=tasks, duration=duration, delete_after=delete_after,
+                   gpus=_manifest_gpus(m))
+
+
+def _manifest_gpus(m: Obj) -> float:
+    """GPUs a YAML arrival's Pods ask for in total: each Pod template's GPU requests (whole cards
+    and shares, :func:`~pumice.simulate.nodes.gpu_milli`) times how many Pods it makes."""
+    spec = m.get("spec") or {}
+    kind = m.get("kind")
+    templates: list[tuple[Obj, int]] = []
+    if kind == "Pod":
+        templates = [(m, 1)]
+    elif kind == "Deployment":
+        templates = [(spec.get("template") or {}, int(spec.get("replicas", 1)))]
+    elif kind == "Job":
+        templates = [(t.get("template") or {}, int(t.get("replicas", 1))) for t in spec.get("tasks") or []]
+    elif kind in ("RayJob", "RayService"):
+        rcs = spec.get("rayClusterSpec" if kind == "RayJob" else "rayClusterConfig") or {}
+        templates = [((rcs.get("headGroupSpec") or {}).get("template") or {}, 1)]
+        templates += [(g.get("template") or {}, int(g.get("replicas", 1)) * int(g.get("numOfHosts", 1)))
+                      for g in rcs.get("workerGroupSpecs") or []]
+    return sum(gpu_milli(pod_requests(t)) * n for t, n in templates) / 1000
 
 
 def concat(parts: Iterable[Workload]) -> Workload:

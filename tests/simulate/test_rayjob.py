@@ -131,3 +131,26 @@ def test_a_rayservice_without_duration_runs_until_the_end_and_does_not_hold_the_
     serve = jobs["serve"]
     assert serve["ready"] is not None and serve["finish"] is None and serve["status"] == "Running"
     assert r.end_time < 400  # ended with the RayJob (finished near 320 s), not at a stall timeout
+
+
+def test_the_readme_ray_workload_example_runs_and_records_gpus_and_readiness(tmp_path: Path) -> None:
+    import csv
+    import json
+
+    from click.testing import CliRunner
+
+    from pumice.cli.main import main
+    from pumice.testing.paths import shared_dir
+
+    example = Path(__file__).resolve().parents[2] / "docs/examples/ray-workload.yaml"
+    out = tmp_path / "out"
+    r = CliRunner().invoke(main, ["simulate", "--nodes", str(shared_dir() / "traces/tiresias-example/n1g4.csv"),
+                                  "--workload", str(example), "--out", str(out), "--quiet", "--no-plots"])
+    assert r.exit_code == 0, r.output
+    jobs = {j["job"]: j for j in csv.DictReader((out / "jobs.csv").open())}
+    assert (jobs["train"]["kind"], jobs["train"]["gpus"], jobs["train"]["status"]) == ("RayJob", "2.0", "Succeeded")
+    assert float(jobs["train"]["finish"]) - float(jobs["train"]["ready"]) >= 600
+    serve = jobs["serve"]
+    assert (serve["kind"], serve["gpus"], serve["status"], serve["finish"]) == ("RayService", "1.0", "Deleted", "3720.0")
+    assert float(serve["ready"]) >= float(serve["start"]) + 60
+    assert json.loads((out / "summary.json").read_text())["ended_by"] == "done"
