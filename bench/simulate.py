@@ -20,11 +20,15 @@ jobs finished, peak RSS (``ru_maxrss`` of the process, cumulative across cases),
 average at the end; then the simulated queueing delay, and for openb the ``trace_check`` (simulated
 vs the trace's own creation -> scheduled delay).
 
+``adapters``: the other adapters end to end: Pollux ``workload-1.csv`` (160 jobs) on Pollux's
+testbed (16 Nodes of 4 GPUs), 300 Alibaba DLRM serving instances (seed 0) on the openb node list,
+and the README's RayJob + RayService example (docs/examples/ray-workload.yaml) on one 4-GPU Node.
+
 ``openb-contended`` replays 1,000 sampled openb Pods on every 8th openb Node with arrivals
 compressed 1e5x, once card by card (deviceshare) and once pooled per Node, so the trace check
 shows what contention does to the simulated delay.
 
-Usage: .venv/bin/python bench/simulate.py [--only openb|openb-contended|philly|baseline] [--philly-sample N]
+Usage: .venv/bin/python bench/simulate.py [--only openb|openb-contended|philly|adapters|baseline] [--philly-sample N]
 [--openb-sample N] [--contended-sample N] [--contended-scale X] [--philly-until-days D] [--profile]
 """
 
@@ -98,7 +102,7 @@ def run(name: str, nodes: Path, workload: Path, n: int | None, profile: bool, un
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", choices=["openb", "openb-contended", "philly", "baseline"])
+    ap.add_argument("--only", choices=["openb", "openb-contended", "philly", "adapters", "baseline"])
     ap.add_argument("--contended-sample", type=int, default=1000)
     ap.add_argument("--contended-scale", type=float, default=1e5)
     ap.add_argument("--philly-sample", type=int, default=None)
@@ -110,7 +114,7 @@ def main() -> None:
     t = shared_dir() / "traces"
     t0 = time.perf_counter()
     results = {}
-    if a.only in (None, "baseline", "openb", "openb-contended", "philly"):
+    if a.only in (None, "baseline", "openb", "openb-contended", "philly", "adapters"):
         results["baseline"] = run("baseline-tiresias60", t / "tiresias-example/n32g4.csv",
                                   t / "tiresias-example/60_job.csv", None, False)
     if a.only in (None, "openb"):
@@ -133,6 +137,16 @@ def main() -> None:
         results["philly"] = run("philly-via-pollux", t / "alibaba-clusterdata-gpu-v2020/pai_machine_spec.csv",
                                 t / "philly-via-pollux/philly.csv", a.philly_sample, a.profile,
                                 None if a.philly_until_days is None else a.philly_until_days * 86400)
+    if a.only in (None, "adapters"):
+        with tempfile.TemporaryDirectory() as tmp:
+            testbed = Path(tmp) / "pollux-testbed.csv"  # Pollux's 16 x (4 GPUs, 48 cpu, 192 GiB)
+            testbed.write_text("num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n1,16,4,48,192\n")
+            results["pollux"] = run("pollux-workload-1", testbed, t / "philly-via-pollux/workloads/workload-1.csv",
+                                    None, a.profile)
+        results["dlrm"] = run("dlrm-300", t / "alibaba-clusterdata-gpu-v2023/openb_node_list_all_node.csv",
+                              t / "alibaba-clusterdata-gpu-v2025/disaggregated_DLRM_trace.csv", 300, a.profile)
+        results["ray"] = run("ray-example", t / "tiresias-example/n1g4.csv",
+                             Path(__file__).resolve().parents[1] / "docs/examples/ray-workload.yaml", None, a.profile)
     base = results["baseline"]["writes_per_s"] or 1
     for k, v in results.items():
         if k != "baseline":
