@@ -44,7 +44,7 @@ def _parse_duration(value: str | None, option: str = "--until") -> float | None:
 @click.option("--queues", "queues_path", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Queue manifests (YAML) to create before the run.")
 @click.option("--batch-scheduler", type=click.Choice(["volcano", "none"]), default="volcano", show_default=True,
-              help="KubeRay's batch scheduler for RayJobs.")
+              help="KubeRay's batch scheduler for RayJobs and RayServices.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--until", "until", default=None, help="Stop at this simulated time (3600, 30m, 12h, 7d).")
 @click.option("--scale", type=float, default=1.0, show_default=True,

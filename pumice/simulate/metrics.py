@@ -8,7 +8,8 @@ Definitions (all times in simulated seconds; see docs in :mod:`pumice.simulate.r
   RayJob's Ray job start (``rayJobInfo.startTime``); *finish*: the last of its Pods terminal
   (RayJob: ``jobDeploymentStatus`` Complete/Failed; services (RayService, Deployment, DLRM
   instances): deleted);
-- JCT = finish - arrival, over finished jobs; queueing delay = start - arrival, over started jobs;
+- JCT = finish - arrival, over finished jobs that started (for a service: its lifetime up to its
+  deletion); queueing delay = start - arrival, over started jobs;
 - makespan = last finish - first arrival;
 - allocation ratio: time-weighted mean of allocated / capacity over [0, end], from the step
   timeline; fragmentation likewise (free GPUs on partly allocated GPU Nodes / all GPUs);
