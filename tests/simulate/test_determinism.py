@@ -55,3 +55,17 @@ def test_the_incremental_snapshot_decides_what_the_full_build_decides(tmp_path: 
         report.write_run(r, tmp_path / mode, plots=False)
         outs[mode] = _files(tmp_path / mode)
     assert outs["full"] == outs["incremental"] == outs["verify"]
+
+
+def test_a_rayjob_and_a_rayservice_run_twice_write_identical_files(tmp_path: Path) -> None:
+    """The KubeRay controllers, the simulated Ray dashboard and the endpoints controller on the
+    virtual clock are deterministic too (the README's Ray example)."""
+    example = Path(__file__).resolve().parents[2] / "docs/examples/ray-workload.yaml"
+    nodes = load_nodes(shared_dir() / "traces/tiresias-example/n1g4.csv")
+    outs = []
+    for i in range(2):
+        r = simulate(SimConfig(nodes, load_workload(example), seed=3))
+        report.write_run(r, tmp_path / f"run{i}", plots=False)
+        outs.append(_files(tmp_path / f"run{i}"))
+    assert "ready" in outs[0]["jobs.csv"].decode().splitlines()[0].split(",")
+    assert outs[0] == outs[1]
