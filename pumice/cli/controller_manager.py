@@ -71,9 +71,13 @@ async def _main(kubeconfig: str | None, controllers: list[str], *, leader_elect:
 def _ray_options(ray_dashboard_proxy: str | None) -> dict[str, object]:
     if not ray_dashboard_proxy:
         return {}
-    from pumice.controllers.ray.dashboard import proxied_dashboard_client_factory
+    from pumice.controllers.ray.dashboard import (
+        proxied_dashboard_client_factory,
+        proxied_serve_proxy_health_check,
+    )
 
-    return {"dashboard_client_factory": proxied_dashboard_client_factory(ray_dashboard_proxy)}
+    return {"dashboard_client_factory": proxied_dashboard_client_factory(ray_dashboard_proxy),
+            "serve_proxy_healthy": proxied_serve_proxy_health_check(ray_dashboard_proxy)}
 
 
 def _root_ca(kubeconfig: str | None) -> str | None:
@@ -119,7 +123,8 @@ def _root_ca(kubeconfig: str | None) -> str | None:
 @click.option("--renew-deadline", type=float, default=10.0, show_default=True, help="Seconds.")
 @click.option("--retry-period", type=float, default=2.0, show_default=True, help="Seconds.")
 @click.option("--ray-dashboard-proxy", default=None, metavar="URL",
-              help="Reach every RayCluster's Ray dashboard at URL/<namespace>/<name>/ instead of its head Pod IP "
+              help="Reach every RayCluster's Ray dashboard at URL/<namespace>/<name>/, and a head Pod's Serve proxy "
+                   "health check at URL/serve-proxy/<pod IP>/<port>/-/healthz, instead of the Pod IP "
                    "(for example the simulated dashboards of `pumice node-agent --sim-ray-dashboard`).")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 def command(kubeconfig: str | None, controllers: str, leader_elect: bool, health_port: int | None,

@@ -359,8 +359,10 @@ def asgi_app(dashboard: SimulatedRayDashboard, clusters: Callable[[str, str], Ob
     """The simulated dashboards of every Ray cluster as one HTTP app: the Jobs and Serve REST API of
     RayCluster ``<namespace>/<name>`` under ``/<namespace>/<name>/`` (``GET/POST /api/jobs/``,
     ``GET/DELETE /api/jobs/<id>``, ``GET /api/jobs/<id>/logs``, ``POST /api/jobs/<id>/stop``,
-    ``GET/PUT /api/serve/applications/``), for controllers in another process (``pumice
-    controller-manager --ray-dashboard-proxy``). ``clusters(namespace, name)`` gives the RayCluster
+    ``GET/PUT /api/serve/applications/``), and each head Pod's Serve proxy health check
+    ``GET /serve-proxy/<pod IP>/<port>/-/healthz`` (200 or 503; see
+    :meth:`SimulatedRayDashboard.serve_proxy_healthy`), for controllers in another process
+    (``pumice controller-manager --ray-dashboard-proxy``). ``clusters(namespace, name)`` gives the RayCluster
     (an informer lister's ``get``); one it does not know yet is answered 503, not 404 (a 404 would
     say "no such job").
 
@@ -441,8 +443,13 @@ def asgi_app(dashboard: SimulatedRayDashboard, clusters: Callable[[str, str], Ob
             return JSONResponse({})
         return JSONResponse(await c.get_serve_details())
 
+    async def serve_proxy(request: Request) -> PlainTextResponse:
+        healthy = await dashboard.serve_proxy_healthy(request.path_params["pod_ip"], int(request.path_params["port"]))
+        return PlainTextResponse("success" if healthy else "no Serve proxy", status_code=200 if healthy else 503)
+
     prefix = "/{ns}/{name}"
     return Starlette(routes=[
+        Route("/serve-proxy/{pod_ip}/{port:int}/-/healthz", serve_proxy, methods=["GET"]),
         Route(prefix + "/api/jobs/", jobs, methods=["GET", "POST"]),
         Route(prefix + "/api/jobs/{job_id}", job, methods=["GET", "DELETE"]),
         Route(prefix + "/api/jobs/{job_id}/logs", logs, methods=["GET"]),

@@ -259,3 +259,34 @@ async def test_the_head_pods_serve_proxy_is_healthy_once_serve_runs_on_its_clust
     assert await dash.serve_proxy_healthy("", 8000) is False
     head["status"]["phase"] = "Failed"
     assert await dash.serve_proxy_healthy("10.244.0.7", 8000) is False
+
+
+async def test_the_http_app_answers_the_operators_proxied_serve_proxy_health_check() -> None:
+    """``pumice controller-manager --ray-dashboard-proxy`` in another process asks the simulated node
+    agent instead of dialing the head Pod IP."""
+    import httpx2
+
+    from pumice.controllers.ray.dashboard import proxied_serve_proxy_health_check
+    from pumice.simulate.ray_dashboard import asgi_app
+
+    clock = FakeClock(1_000.0)
+    dash, pods, cluster = _serve_setup(clock)
+    head = _pod("head", "head", "Running", 1_000, {})
+    head["status"]["podIP"] = "10.244.0.7"
+    pods.append(head)
+    app = asgi_app(dash, lambda ns, n: cluster if (ns, n) == ("ns", "rc") else None)
+    healthy = proxied_serve_proxy_health_check("sim:1", transport=httpx2.ASGITransport(app=app))
+    assert await healthy("10.244.0.7", 8000) is False  # Serve not started: no proxy (503)
+    await dash.factory(cluster, "").update_deployments(SERVE)
+    assert await healthy("10.244.0.7", 8000) is True
+    assert await healthy("10.244.0.9", 8000) is False and await healthy("", 8000) is False
+
+
+def test_controller_manager_with_a_dashboard_proxy_sends_both_dashboard_and_serve_proxy_checks_there() -> None:
+    from pumice.cli.controller_manager import _ray_options
+
+    assert _ray_options(None) == {}
+    opts = _ray_options("http://sim:1")
+    assert set(opts) == {"dashboard_client_factory", "serve_proxy_healthy"}
+    client = opts["dashboard_client_factory"]({"metadata": {"namespace": "ns", "name": "rc"}}, "unused")  # type: ignore[operator]
+    assert client.base_url == "http://sim:1/ns/rc"

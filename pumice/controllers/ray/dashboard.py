@@ -306,6 +306,30 @@ ServeProxyHealthCheck = Callable[[str, int], Awaitable[bool]]
 with HTTP 200."""
 
 
+def proxied_serve_proxy_health_check(base_url: str, *, transport: httpx2.AsyncBaseTransport | None = None
+                                     ) -> ServeProxyHealthCheck:
+    """A :data:`ServeProxyHealthCheck` through the proxy of :func:`proxied_dashboard_client_factory`:
+    ``GET <base_url>/serve-proxy/<pod_ip>/<port>/-/healthz`` stands for ``GET
+    http://<pod_ip>:<port>/-/healthz`` (the simulated node agent's ``--sim-ray-dashboard`` answers
+    it). True iff HTTP 200; a connection error or timeout is an unhealthy answer, as in
+    :func:`http_serve_proxy_healthy`. ``transport``: for tests (an ASGI app)."""
+    base = base_url.rstrip("/")
+    if not base.startswith(("http://", "https://")):
+        base = "http://" + base
+
+    async def healthy(pod_ip: str, port: int) -> bool:
+        if not pod_ip:
+            return False
+        try:
+            async with httpx2.AsyncClient(timeout=DIRECT_TIMEOUT_SECONDS, transport=transport) as http:
+                r = await http.get(f"{base}/serve-proxy/{quote(pod_ip, safe='')}/{int(port)}{c.SERVE_PROXY_HEALTH_PATH}")
+        except httpx2.HTTPError:
+            return False
+        return r.status_code == 200
+
+    return healthy
+
+
 async def http_serve_proxy_healthy(pod_ip: str, port: int) -> bool:
     """GET ``http://<pod_ip>:<port>/-/healthz`` with a 2 s timeout; True iff HTTP 200. A connection
     error or timeout is an unhealthy answer, not an error (the label just stays ``false``).
