@@ -186,3 +186,29 @@ async def test_a_bookmark_never_carries_a_revision_whose_event_is_still_to_come(
             if t == "BOOKMARK":
                 later = [e for tt, e in seen[i + 1:] if tt != "BOOKMARK"]
                 assert all(e > rv for e in later), seen
+
+
+async def test_a_write_that_changes_nothing_keeps_the_resource_version_and_notifies_no_watcher(
+        cluster: LocalCluster) -> None:
+    """As kube-apiserver's GuaranteedUpdate: an update, a status patch or a patch whose result
+    equals the stored object is answered with the stored object; nothing is written."""
+    pods = cluster.scheme.by_api_version_kind("v1", "Pod")
+    cms = cluster.scheme.by_api_version_kind("v1", "ConfigMap")
+    p = await cluster.client.create(pod("a", labels={"app": "x"}))
+    p = await cluster.client.patch(pods, "a", {"status": {"phase": "Running"}}, "default", subresource="status")
+    rv = p["metadata"]["resourceVersion"]
+    events = cluster.client.watch(pods, "default", resource_version=rv)
+    same = [
+        await cluster.client.update(p),
+        await cluster.client.update_status(p),
+        await cluster.client.patch(pods, "a", {"status": {"phase": "Running"}}, "default", subresource="status"),
+        await cluster.client.patch(pods, "a", {"metadata": {"labels": {"app": "x"}}}, "default"),
+    ]
+    assert [s["metadata"]["resourceVersion"] for s in same] == [rv] * 4
+    await cluster.client.create(configmap("after"))  # a later write, to see the store's revision moved by one
+    cm = await cluster.client.get(cms, "after", "default")
+    assert int(cm["metadata"]["resourceVersion"]) == int(rv) + 1
+    changed = await cluster.client.patch(pods, "a", {"metadata": {"labels": {"app": "y"}}}, "default")
+    got = await asyncio.wait_for(collect(events, 1), 10)
+    assert [(e.type, e.object["metadata"]["resourceVersion"]) for e in got] == [
+        ("MODIFIED", changed["metadata"]["resourceVersion"])]
