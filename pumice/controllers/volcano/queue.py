@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from prometheus_client import Gauge
@@ -113,16 +113,19 @@ def next_state(current: str, action: Action, has_podgroups: bool) -> str:
     return table.get(action, table[Action.SYNC_QUEUE])(current, has_podgroups)
 
 
-def count_podgroups(pgs: list[Obj]) -> dict[str, int]:
+_COUNT_FIELD: dict[str, str] = {PodGroupPhase.PENDING.value: "pending", PodGroupPhase.RUNNING.value: "running",
+                                PodGroupPhase.UNKNOWN.value: "unknown", PodGroupPhase.INQUEUE.value: "inqueue",
+                                PodGroupPhase.COMPLETED.value: "completed"}
+
+
+def count_podgroups(pgs: Iterable[Obj]) -> dict[str, int]:
     """``pending/running/unknown/inqueue/completed`` counts of PodGroups by ``status.phase``."""
-    counts = {"pending": 0, "running": 0, "unknown": 0, "inqueue": 0, "completed": 0}
-    field = {PodGroupPhase.PENDING: "pending", PodGroupPhase.RUNNING: "running",
-             PodGroupPhase.UNKNOWN: "unknown", PodGroupPhase.INQUEUE: "inqueue",
-             PodGroupPhase.COMPLETED: "completed"}
+    counts = dict.fromkeys(_COUNT_FIELD.values(), 0)
     for pg in pgs:
-        ph = (pg.get("status") or {}).get("phase") or ""
-        if ph in field:
-            counts[field[PodGroupPhase(ph)]] += 1
+        st = pg.get("status")
+        field = _COUNT_FIELD.get(st.get("phase") or "") if st else None
+        if field is not None:
+            counts[field] += 1
     return counts
 
 
