@@ -370,7 +370,7 @@ class RayClusterReconciler:
         changed = False
         try:
             new_status = await self._calculate_status(cluster, pods, reconcile_err)
-        except RuntimeError as e:  # upstream: the status is not written; the reconcile error wins
+        except (RuntimeError, LookupError) as e:  # upstream: the status is not written; the reconcile error wins
             log.info("RayCluster %s/%s: status not calculated: %s", ns, req.name, e)
             if reconcile_err is None:
                 raise
