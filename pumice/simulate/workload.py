@@ -435,7 +435,8 @@ def load_yaml(path: Path) -> Workload:
     :mod:`pumice.simulate.ray_dashboard`). Ray kinds take their Queue from the label
     ``volcano.sh/queue-name``, as KubeRay's Volcano batch scheduler does. A vcjob whose
     ``minAvailable`` > 1 also marks its Pods as one rendezvous gang (no worker makes progress
-    until ``minAvailable`` of them run). Multi-document files and ``kind: List`` are accepted.
+    until ``minAvailable`` of them run). A multi-document file adds up the arrivals and queues of
+    its documents.
     """
     try:
         docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
