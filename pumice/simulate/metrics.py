@@ -8,6 +8,8 @@ Definitions (all times in simulated seconds; see docs in :mod:`pumice.simulate.r
   RayJob's Ray job start (``rayJobInfo.startTime``); *finish*: the last of its Pods terminal
   (RayJob: ``jobDeploymentStatus`` Complete/Failed; services (RayService, Deployment, DLRM
   instances): deleted);
+- ready delay = ready - arrival, over Ray jobs that got ready (RayService: until it serves;
+  RayJob: until its Ray job runs);
 - JCT = finish - arrival, over finished jobs that started (for a service: its lifetime up to its
   deletion); queueing delay = start - arrival, over started jobs;
 - makespan = last finish - first arrival;
@@ -163,6 +165,10 @@ def summary(rec: Recorder, end: float, ended_by: str, jobs: list[dict[str, Any]]
                  "deadlock": ended_by == "stalled" and bool(partial_end)},
         "sessions": rec.sessions,
     }
+    ready = [j["ready"] - j["arrival"] for j in jobs if j["ready"] is not None]
+    if ready:
+        out["ready_delay"] = {"jobs": len(ready), "mean": _r(mean(ready)), "median": _r(median(ready)),
+                              "p99": _r(percentile(ready, 99))}
     if trace_delay:
         out["trace_check"] = trace_check(rec, jobs)
     return out

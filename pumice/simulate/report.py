@@ -74,6 +74,8 @@ SUMMARY_SCHEMA = {
     "evictions": "Pod evictions seen",
     "gang": "{gang_jobs, partial_gang_seconds, jobs_holding_partial_gang_at_end, deadlock}",
     "sessions": "scheduling sessions run",
+    "ready_delay": "only with RayServices/RayJobs that got ready: {jobs, mean, median, p99} of ready - arrival, "
+                   "seconds (a RayService until it serves, a RayJob until its Ray job runs)",
     "trace_check": "openb only (pumice.simulate.metrics.trace_check): over the Pods the trace scheduled, the simulated "
                    "and the trace's queueing delay {pods, mean, median, p90, p99, max, share_over_10s, share_over_60s} "
                    "(simulated also not_started); trace_no_gpu: the trace's delay of the Pods without GPU; "

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from pumice.simulate import metrics
 from pumice.simulate.nodes import NodeSpec
 from pumice.simulate.runner import SimConfig, simulate
@@ -121,6 +123,9 @@ def test_a_rayjob_and_a_rayservice_record_arrival_start_ready_and_finish(tmp_pat
     assert round(r.end_time, 3) >= max(p["deleted"] for p in serve_pods)  # the run waits until its Pods are gone
     summary = metrics.summary(r.recorder, r.end_time, r.ended_by)
     assert summary["jobs"]["finished"] == 2
+    waits = sorted([train["ready"] - train["arrival"], serve["ready"] - serve["arrival"]])
+    assert summary["ready_delay"] == {"jobs": 2, "mean": pytest.approx(sum(waits) / 2, abs=1e-3),
+                                      "median": pytest.approx(sum(waits) / 2, abs=1e-3), "p99": waits[1]}
     # both Ray clusters are Volcano gangs (minMember from their PodGroups), never partly bound
     assert summary["gang"]["gang_jobs"] == 2 and summary["gang"]["partial_gang_seconds"] == 0
 
