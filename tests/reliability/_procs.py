@@ -12,18 +12,24 @@ from pathlib import Path
 def start_apiserver(data_dir: Path, *, extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen[str], str]:
     """``pumice apiserver`` on a free port over ``data_dir``; returns (process, URL) once it listens.
 
+    Its stderr is appended to ``data_dir/apiserver.stderr.log`` (a file, not a pipe: nobody reads a
+    pipe during a run, and a server that logged more than the pipe holds would block).
+
     Raises:
-        AssertionError: it did not start (its stderr is in the message).
+        AssertionError: it did not start (the tail of its stderr is in the message).
     """
-    proc = subprocess.Popen([sys.executable, "-m", "pumice.cli.main", "apiserver", "--data-dir", str(data_dir),
-                             "--port", "0", *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log = data_dir / "apiserver.stderr.log"
+    with open(log, "ab") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "pumice.cli.main", "apiserver", "--data-dir", str(data_dir),
+                                 "--port", "0", *extra], stdout=subprocess.PIPE, stderr=err, text=True,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()
     if "listening on" not in line:
         proc.kill()
-        err = proc.stderr.read() if proc.stderr else ""
-        raise AssertionError(f"apiserver did not start: {line!r} {err[-2000:]}")
+        proc.wait()
+        raise AssertionError(f"apiserver did not start: {line!r} {log.read_text(errors='replace')[-2000:]}")
     return proc, line.rsplit(" ", 1)[-1].strip()
 
 
