@@ -82,8 +82,14 @@ async def test_incremental_snapshot_equals_the_full_build_through_arrivals_binds
                 await _create(client, podgroup(f"pg{g}", queue=q, min_member=size, phase="",
                                                priority_class="high" if g % 3 == 0 else "low"))
                 for i in range(size):
-                    await _create(client, pod(f"pg{g}-p-{i}", group=f"pg{g}", requests=rng.choice(["1,1Gi", "2,2Gi,nvidia.com/gpu=1"]),
-                                              priority_class="high" if g % 3 == 0 else "low"))
+                    # some Pods spread by pod anti-affinity: the cache keeps the Nodes holding them
+                    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                        {"labelSelector": {"matchLabels": {"spread": "yes"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+                    p = pod(f"pg{g}-p-{i}", group=f"pg{g}", requests=rng.choice(["1,1Gi", "2,2Gi,nvidia.com/gpu=1"]),
+                            priority_class="high" if g % 3 == 0 else "low", affinity=anti if g % 4 == 1 else None)
+                    if g % 4 == 1:
+                        p["metadata"].setdefault("labels", {})["spread"] = "yes"
+                    await _create(client, p)
                 await _check(sched)
             # Pods start, some end, some go away; a Node goes NotReady and comes back; a Queue's
             # weight changes; a global default PriorityClass appears
@@ -124,6 +130,8 @@ async def test_incremental_snapshot_equals_the_full_build_through_arrivals_binds
             # the plugins' memoized per-job and per-queue results were used and, in verify
             # mode, each one was recomputed and found equal (a difference counts a mismatch)
             assert sched.cache.incremental is not None and sched.cache.incremental._job_memo.hits > 0
+            # verify mode also compared the Nodes known to hold pod-affinity Pods with a scan
+            assert sched.cache.snapshot().pod_affinity_nodes
         finally:
             await sched.cache.stop()
 

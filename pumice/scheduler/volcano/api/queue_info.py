@@ -107,6 +107,9 @@ class ClusterInfo:
     node_arrays: NodeArrays | None = None
     on_node_arrays: Callable[[NodeArrays], None] | None = None
     node_memo: dict[Any, Any] | None = None
+    pod_affinity_nodes: frozenset[str] | None = None
+    """The Nodes with a task whose Pod has podAffinity or podAntiAffinity (None: not known, look
+    at every Node)."""
     job_memo: JobMemo | None = None
     """Results plugins compute from the jobs as handed out, kept while the jobs' versions stay
     the same (:class:`JobMemo`); None: compute every session."""

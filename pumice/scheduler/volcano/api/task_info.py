@@ -190,3 +190,9 @@ class TaskInfo:
 
     def transaction_context(self) -> TransactionContext:
         return TransactionContext(self.node_name, self.status, self.eviction_occurred)
+
+
+def has_pod_affinity(task: TaskInfo) -> bool:
+    """The Pod has podAffinity or podAntiAffinity (kube's PodsWithAffinity)."""
+    aff = (task.pod.get("spec") or {}).get("affinity") or {}
+    return bool(aff.get("podAffinity") or aff.get("podAntiAffinity"))

@@ -42,7 +42,7 @@ from pumice.scheduler.volcano.api.job_info import JobInfo, JobMemo, NetworkTopol
 from pumice.scheduler.volcano.api.node_info import NodeInfo, node_is_ready
 from pumice.scheduler.volcano.api.queue_info import ClusterInfo, QueueInfo
 from pumice.scheduler.volcano.api.resource import Resource, sum_resources
-from pumice.scheduler.volcano.api.task_info import TaskInfo
+from pumice.scheduler.volcano.api.task_info import TaskInfo, has_pod_affinity
 from pumice.scheduler.volcano.api.types import COMPLETED_STATUSES, TaskStatus
 from pumice.scheduler.volcano.cache.snapshot import SnapshotError, _creation, _ident, job_from_pod_group
 from pumice.scheduler.volcano.framework.node_arrays import NodeArrays
@@ -163,6 +163,8 @@ class IncrementalSnapshot:
         self._arrays: NodeArrays | None = None
         self._node_memo: dict[Any, Any] = {}
         self._job_memo = JobMemo(memo_mismatch)
+        self._affinity_nodes: set[str] = set()
+        """Base Nodes with a task whose Pod has podAffinity or podAntiAffinity."""
         self._job_builds = itertools.count(1)
         for kind, inf in informers.items():
             inf.add_event_handler(*self._handlers(kind))
@@ -231,6 +233,7 @@ class IncrementalSnapshot:
         ci.on_node_arrays = self._keep_arrays
         ci.node_memo = self._node_memo
         ci.job_memo = self._job_memo
+        ci.pod_affinity_nodes = frozenset(self._affinity_nodes)
         return ci
 
     def _keep_arrays(self, arrays: NodeArrays) -> None:
@@ -336,6 +339,7 @@ class IncrementalSnapshot:
         membership = False
         for name in names:
             self._bad_nodes.pop(name, None)
+            self._affinity_nodes.discard(name)
             obj = lister.get_by_key(name)
             was = name in self._base_nodes
             if obj is None or not node_is_ready(obj):
@@ -354,6 +358,10 @@ class IncrementalSnapshot:
             for t in self._sorted_tasks(self._node_pods.get(name, ())):
                 n.add_task(t)
             n.touched = False
+            if any(has_pod_affinity(t) for t in n.tasks.values()):
+                self._affinity_nodes.add(name)
+            else:
+                self._affinity_nodes.discard(name)
             self._base_nodes[name] = n
             if name in self._session_nodes:
                 self._session_nodes[name] = clone_node(n)

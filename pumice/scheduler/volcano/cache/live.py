@@ -29,7 +29,7 @@ from pumice.client.base import ApiError, KubeClient, is_not_found
 from pumice.client.informer import Informer, SharedInformerFactory
 from pumice.runtime.events import EventRecorder
 from pumice.scheduler.volcano.api.queue_info import ClusterInfo
-from pumice.scheduler.volcano.api.task_info import TaskInfo
+from pumice.scheduler.volcano.api.task_info import TaskInfo, has_pod_affinity
 from pumice.scheduler.volcano.cache.incremental import IncrementalSnapshot, snapshot_digest
 from pumice.scheduler.volcano.cache.snapshot import build_snapshot
 from pumice.scheduler.volcano.framework.session import CloseResult, status_changed
@@ -215,6 +215,11 @@ class SchedulerCache:
             if self.snapshot_mode == "verify" and not inc.exotic:
                 full = build_snapshot(self.objects(), clock=self.clock, scheduler_names=self.scheduler_names)
                 a, b = snapshot_digest(snap), snapshot_digest(full)
+                scan = frozenset(n for n, ni in full.nodes.items() if any(has_pod_affinity(t) for t in ni.tasks.values()))
+                if snap.pod_affinity_nodes != scan:
+                    self.snapshot_mismatches += 1
+                    raise SnapshotMismatch(f"pod-affinity Nodes {sorted(snap.pod_affinity_nodes or ())} != "
+                                           f"{sorted(scan)} of the full build")
                 if a != b:
                     self.snapshot_mismatches += 1
                     diff = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))

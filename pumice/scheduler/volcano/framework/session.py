@@ -37,7 +37,7 @@ from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.queue_info import ClusterInfo, QueueInfo
 from pumice.scheduler.volcano.api.resource import Resource, sum_resources
 from pumice.scheduler.volcano.api.sub_job_info import SubJobInfo, adjust_sub_job_topology
-from pumice.scheduler.volcano.api.task_info import TaskInfo
+from pumice.scheduler.volcano.api.task_info import TaskInfo, has_pod_affinity
 from pumice.scheduler.volcano.api.types import (
     ALL_NODE_UNAVAILABLE_MSG,
     ALLOCATED_STATUSES,
@@ -301,6 +301,20 @@ class Session:
 
     def add_event_handler(self, eh: EventHandler) -> None:
         self.event_handlers.append(eh)
+
+    # ----- what the whole snapshot holds (read at session open) ----------------------------
+    def nodes_with_pod_affinity(self) -> Sequence[NodeInfo]:
+        """The Nodes that may hold a Pod with podAffinity or podAntiAffinity: the live cache's
+        list of them (:attr:`ClusterInfo.pod_affinity_nodes`), every Node without it. Exact only
+        before the actions place Pods (``on_session_open``)."""
+        hint = self.cluster.pod_affinity_nodes
+        if hint is None:
+            return self.node_list
+        return [self.nodes[n] for n in hint if n in self.nodes]
+
+    def job_has_pod_affinity(self, job: JobInfo) -> bool:
+        """Some task of ``job`` has podAffinity or podAntiAffinity (memoized per job version)."""
+        return self.job_memo.job("pod_affinity", job, None, _job_has_pod_affinity)
 
     # ----- ordering -----------------------------------------------------------------------
     def job_order_compare(self, l: JobInfo, r: JobInfo) -> int:  # noqa: E741
@@ -892,6 +906,10 @@ def pod_group_phase(job: JobInfo, unschedulable: bool, min_member: int) -> PodGr
     if job.phase != PodGroupPhase.INQUEUE:
         return PodGroupPhase.PENDING
     return PodGroupPhase.INQUEUE
+
+
+def _job_has_pod_affinity(job: JobInfo) -> bool:
+    return any(has_pod_affinity(t) for t in job.tasks.values())
 
 
 def _task_scalars(job: JobInfo) -> frozenset[str]:

@@ -32,7 +32,7 @@ import numpy as np
 from pumice.api import Obj
 from pumice.api.selectors import SelectorError, from_label_selector
 from pumice.scheduler.volcano.api.node_info import NodeInfo
-from pumice.scheduler.volcano.api.task_info import TaskInfo
+from pumice.scheduler.volcano.api.task_info import TaskInfo, has_pod_affinity
 from pumice.scheduler.volcano.plugins.predicates import (
     match_label_selector,
     node_affinity_fits,
@@ -143,12 +143,6 @@ def _weighted_terms(owner: TaskInfo, kind: str) -> list[AffinityTerm]:
     for wt in aff.get("preferredDuringSchedulingIgnoredDuringExecution") or []:
         out.append(AffinityTerm(owner, wt.get("podAffinityTerm") or {}, int(wt.get("weight") or 0)))
     return out
-
-
-def has_pod_affinity(task: TaskInfo) -> bool:
-    """The Pod has podAffinity or podAntiAffinity (kube's PodsWithAffinity)."""
-    aff = (task.pod.get("spec") or {}).get("affinity") or {}
-    return bool(aff.get("podAffinity") or aff.get("podAntiAffinity"))
 
 
 def inter_pod_affinity_scores(task: TaskInfo, nodes: Sequence[NodeInfo], all_nodes: Sequence[NodeInfo],

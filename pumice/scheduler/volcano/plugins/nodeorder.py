@@ -22,11 +22,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from pumice.scheduler.volcano.api.node_info import NodeInfo
-from pumice.scheduler.volcano.api.task_info import TaskInfo
+from pumice.scheduler.volcano.api.task_info import TaskInfo, has_pod_affinity
 from pumice.scheduler.volcano.framework.arguments import Arguments, arg, parser
 from pumice.scheduler.volcano.framework.session import Session
 from pumice.scheduler.volcano.plugins._k8s_scores import (
-    has_pod_affinity,
     image_locality_scores,
     image_states,
     inter_pod_affinity_scores,
@@ -166,8 +165,8 @@ class NodeOrderPlugin:
                 states = ssn.node_memo["nodeorder.image_states"] = image_states(ssn.node_list)
             self.states = states
         self.any_affinity = bool(self.args.pod_affinity) and (
-            any(has_pod_affinity(t) for n in ssn.node_list for t in n.tasks.values())
-            or any(has_pod_affinity(t) for j in ssn.jobs.values() for t in j.tasks.values())
+            any(has_pod_affinity(t) for n in ssn.nodes_with_pod_affinity() for t in n.tasks.values())
+            or any(ssn.job_has_pod_affinity(j) for j in ssn.jobs.values())
         )
 
     def _needs_cluster_scores(self, task: TaskInfo) -> bool:

@@ -302,14 +302,9 @@ class PredicatesPlugin:
         self.ssn = ssn
         # static results depend on the Pod's selector/affinity/tolerations (the key) and the Nodes
         self._static = ssn.node_memo.setdefault(("predicates.static", self.args), {})
-        self.any_pod_affinity = any(
-            ((t.pod.get("spec") or {}).get("affinity") or {}).get(k)
-            for j in ssn.jobs.values()
-            for t in j.tasks.values()
-            for k in ("podAffinity", "podAntiAffinity")
-        ) or any(
+        self.any_pod_affinity = any(ssn.job_has_pod_affinity(j) for j in ssn.jobs.values()) or any(
             ((t.pod.get("spec") or {}).get("affinity") or {}).get("podAntiAffinity")
-            for n in ssn.node_list
+            for n in ssn.nodes_with_pod_affinity()
             for t in n.tasks.values()
         )
         ssn.add_predicate_fn(PLUGIN_NAME, self.predicate)
