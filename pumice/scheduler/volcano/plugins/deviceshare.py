@@ -141,7 +141,10 @@ class DeviceSharePlugin:
             assert self.ssn is not None
             nodes = self.ssn.node_list
             kept = self.ssn.node_memo.get(_ROWS_KEY)
-            if kept is None or len(kept[0]) != len(nodes):
+            if kept is not None and (len(kept[0]) != len(nodes)
+                                     or any(a is not b and a.name != b.name for a, b in zip(kept[0], nodes, strict=False))):
+                kept = None  # another node order: rebuild (the live cache drops its memo then anyway)
+            if kept is None:
                 memos = [node_memo(n) for n in nodes]
                 kept = (list(nodes), np.fromiter((m[1] for m in memos), dtype=np.int64, count=len(nodes)),
                         np.fromiter((m[2] for m in memos), dtype=np.int64, count=len(nodes)),
