@@ -107,6 +107,9 @@ class ClusterInfo:
     node_arrays: NodeArrays | None = None
     on_node_arrays: Callable[[NodeArrays], None] | None = None
     node_memo: dict[Any, Any] | None = None
+    pod_group_status: dict[str, Obj] | None = None
+    """Job uid -> its PodGroup status as handed out, an object no session changes (the live
+    cache's base job's; the job itself carries a copy); None: the session copies it."""
     pod_affinity_nodes: frozenset[str] | None = None
     """The Nodes with a task whose Pod has podAffinity or podAntiAffinity (None: not known, look
     at every Node)."""

@@ -220,6 +220,7 @@ class IncrementalSnapshot:
         ci.nodes = self._nodes_for_session()
         queues = ci.queues
         ci.jobs = {uid: clone_job(job) for uid in self._job_order if (job := self._base_jobs[uid]).queue in queues}
+        ci.pod_group_status = {uid: (self._base_jobs[uid].pod_group or {}).get("status") or {} for uid in ci.jobs}
         if self._hn_dirty or self._hypernodes is None:
             self._hn_dirty = False
             self._hypernodes = build_hypernodes(

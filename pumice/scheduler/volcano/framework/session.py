@@ -160,9 +160,13 @@ class Session:
         self.plugins: dict[str, Plugin] = {}
         self.event_handlers: list[EventHandler] = []
         self.callbacks = Callbacks.for_tiers(conf.tiers)
+        base_status = cluster.pod_group_status
         self.pod_group_status: dict[str, Obj] = {
-            j.uid: copy_status((j.pod_group or {}).get("status") or {}) for j in self.jobs.values()
+            j.uid: base_status[j.uid] if base_status is not None and j.uid in base_status
+            else copy_status((j.pod_group or {}).get("status") or {})
+            for j in self.jobs.values()
         }
+        """Each job's PodGroup status as the snapshot handed it out (read-only; close compares)."""
         self.enabled_actions: set[str] = set(conf.actions)
         self.job_memo: JobMemo = cluster.job_memo if cluster.job_memo is not None else JobMemo()
         """Results computed from the jobs as the snapshot handed them out, kept across sessions

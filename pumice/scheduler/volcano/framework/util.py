@@ -94,11 +94,15 @@ def copy_status(status: Obj) -> Obj:
 
     The live cache's ``verify`` snapshot mode would report a shared condition changed in place
     (the next snapshot's job would differ from the full build's)."""
-    out: Obj = {}
-    for k, v in status.items():
+    out: Obj = dict(status)
+    for k, v in out.items():
         if isinstance(v, list):
-            v = list(v) if all(type(c) is dict for c in v) else deep_copy(v)
+            for c in v:
+                if type(c) is not dict:
+                    out[k] = deep_copy(v)
+                    break
+            else:
+                out[k] = v.copy()
         elif isinstance(v, dict):
-            v = deep_copy(v)
-        out[k] = v
+            out[k] = deep_copy(v)
     return out
