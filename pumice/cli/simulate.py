@@ -30,6 +30,13 @@ def _parse_duration(value: str | None, option: str = "--until") -> float | None:
                                  param_hint=f"'{option}'") from None
 
 
+class _BadSchedulerConf(click.ClickException):
+    """A ``--scheduler-conf`` / ``--compare`` file that does not load: a bad option value, so exit
+    status 2 as click's usage errors, but printed as one line (``Error: <file>: <field>: ...``)."""
+
+    exit_code = 2
+
+
 @click.command(name="simulate")
 @click.option("--nodes", "nodes_path", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Node list: openb_node_list_*.csv, pai_machine_spec.csv, a Tiresias cluster spec, or Node YAML.")
@@ -94,7 +101,9 @@ def command(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str |
         for _, c in confs:
             if c is not None:
                 load_conf(c)
-    except (nodes_mod.InputError, ConfigError, OSError) as e:
+    except ConfigError as e:
+        raise _BadSchedulerConf(str(e)) from None
+    except (nodes_mod.InputError, OSError) as e:
         raise click.ClickException(str(e)) from None
 
     # Ctrl-C / SIGTERM: the first stops the run as --until at the simulated time reached would and

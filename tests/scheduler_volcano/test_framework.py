@@ -71,6 +71,21 @@ def test_unknown_action_lists_the_known_actions() -> None:
     )
 
 
+@pytest.mark.parametrize("text, error", [
+    ('actions: ""\ntiers: []\n', "x.conf: actions: no actions; give a comma-separated list of: allocate, backfill,"),
+    ("tiers: []\n", "x.conf: actions: no actions;"),
+    ('actions: "enqueue,,allocate"\n', "x.conf: actions: an empty action name at item 2 of 'enqueue,,allocate';"),
+    ('actions: "enqueue, allocate,"\n', "x.conf: actions: an empty action name at item 3 of 'enqueue, allocate,';"),
+])
+def test_a_configuration_that_runs_no_action_or_an_empty_action_name_is_refused(text: str, error: str) -> None:
+    """Trial 5 F-1: upstream's loader splits ``actions`` on commas and refuses any item, trimmed,
+    that is not a registered action (an empty one included), so such a file never loads."""
+    with pytest.raises(ConfigError) as e:
+        parse_conf(text, source="x.conf")
+    assert str(e.value).startswith(error), str(e.value)
+    assert parse_conf('actions: " enqueue ,allocate "\n').actions == ("enqueue", "allocate")
+
+
 def test_unknown_switch_and_bad_argument_types_are_errors() -> None:
     with pytest.raises(ConfigError, match="unknown field 'enableJobOdrer'"):
         parse_conf('actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n    enableJobOdrer: true\n')

@@ -133,6 +133,11 @@ async def test_config_file_is_reread_when_it_changes_and_a_bad_file_keeps_the_ol
         os.utime(conf, (2, 2))
         assert not sched.reload_conf_if_changed()
         assert sched.conf.actions == ("enqueue", "allocate", "backfill")
+        for i, bad in enumerate(('actions: ""\n', 'actions: "enqueue,,allocate"\n', "tiers: []\n")):
+            conf.write_text(bad)  # trial 5 F-1: a configuration that runs no action is refused
+            os.utime(conf, (3 + i, 3 + i))
+            assert not sched.reload_conf_if_changed()
+            assert sched.conf.actions == ("enqueue", "allocate", "backfill")
 
 
 def test_unknown_plugin_in_the_initial_config_is_an_error(tmp_path: Path) -> None:
@@ -429,6 +434,32 @@ async def test_a_bad_edit_of_the_configmap_keeps_the_previous_configuration_and_
         await _edit_conf_map(c.client, ONE_APP)  # fixed: applied
         await sched.sync_conf_map()
         assert _max_apps(sched.conf) == 1
+
+
+async def test_a_configmap_edit_without_actions_is_refused_and_scheduling_goes_on(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Trial 5 F-1: ``actions: ""`` was taken as "run nothing" and every vcjob stayed Pending; as
+    upstream's loader does, it is refused (one ERROR line, one Warning Event) and the previous
+    configuration keeps running."""
+    async with local_cluster() as c:
+        sched = Scheduler(c.client, publish_conf=True)
+        await sched.sync_conf_map()
+        await _edit_conf_map(c.client, ONE_APP)
+        await sched.sync_conf_map()
+        await _edit_conf_map(c.client, 'actions: ""\n')
+        with caplog.at_level("INFO", logger="pumice.scheduler.volcano"):
+            await sched.sync_conf_map()
+        assert sched.conf.actions == ("enqueue", "allocate")
+        errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+        assert errors == ["keeping the previous scheduler configuration: ConfigMap "
+                          "volcano-system/volcano-scheduler-configmap: actions: no actions; give a comma-separated "
+                          "list of: allocate, backfill, enqueue, gangpreempt, gangreclaim, preempt, reclaim, shuffle"]
+        assert not [r for r in caplog.records if "reloaded" in r.getMessage()]
+
+        async def event() -> bool:
+            return any(r == "InvalidSchedulerConfiguration" for _t, r, _m in await _conf_map_events(c.client))
+
+        await _wait(event)
 
 
 async def test_with_a_file_the_configmap_is_its_copy_and_an_edit_is_restored_with_a_warning(

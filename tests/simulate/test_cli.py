@@ -246,3 +246,24 @@ def test_cards_are_the_same_in_every_snapshot_mode(tmp_path: Path) -> None:
     # cards) waits for node-1's cards, the last (3's two) free at 161; 8 (0.5) waits for 5's whole
     # card on node-1 (gone at 51); each binds at the session the freeing triggers (within a period)
     assert 61.0 <= starts["6"] <= 62.0 and 161.0 <= starts["7"] <= 162.0 and 51.0 <= starts["8"] <= 52.0
+
+
+def test_a_scheduler_configuration_that_does_not_load_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """Trial 5 F-1: ``actions: ""`` ran a simulation in which nothing was ever scheduled; a
+    configuration that does not load is refused before the run, as a bad option value (exit 2)."""
+    t = shared_dir() / "traces/tiresias-example"
+    base = ["simulate", "--nodes", str(t / "n32g4.csv"), "--workload", str(t / "60_job.csv"), "--quiet",
+            "--no-plots", "--out", str(tmp_path / "o")]
+    known = "allocate, backfill, enqueue, gangpreempt, gangreclaim, preempt, reclaim, shuffle"
+    for i, (text, error) in enumerate((
+            ('actions: ""\n', f"actions: no actions; give a comma-separated list of: {known}"),
+            ('actions: "enqueue,,allocate"\n',
+             f"actions: an empty action name at item 2 of 'enqueue,,allocate'; give a comma-separated list of: {known}"),
+            ('actions: "enqueue, nosuchaction"\n', f"actions: unknown action 'nosuchaction'; known actions: {known}"))):
+        bad = tmp_path / f"bad{i}.conf"
+        bad.write_text(text)
+        for args in (["--scheduler-conf", str(bad)], ["--compare", str(bad), str(bad)]):
+            r = CliRunner().invoke(main, [*base, *args])
+            assert r.exit_code == 2, r.output
+            assert r.output.strip().splitlines() == [f"Error: {bad}: {error}"]
+    assert not (tmp_path / "o").exists()

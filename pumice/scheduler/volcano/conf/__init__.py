@@ -193,7 +193,7 @@ def parse_conf(text: str, *, source: str = "<config>", apply_defaults: bool = Tr
     unknown_top = set(doc) - {"actions", "tiers", "configurations", "metrics"}
     if unknown_top:
         raise ConfigError(f"{source}: unknown field {sorted(unknown_top)[0]!r}")
-    actions = _parse_actions(doc.get("actions") or "", source)
+    actions = _parse_actions("" if doc.get("actions") is None else doc["actions"], source)
     raw_tiers = doc.get("tiers") or []
     if not isinstance(raw_tiers, list):
         raise ConfigError(f"{source}: field 'tiers' must be a list")
@@ -211,12 +211,21 @@ def parse_conf(text: str, *, source: str = "<config>", apply_defaults: bool = Tr
 
 
 def _parse_actions(actions_s: Any, source: str) -> tuple[str, ...]:
-    """The ``actions`` string as names, each a registered action."""
+    """The ``actions`` string as names, each a registered action.
+
+    Every comma-separated item, trimmed, must name a registered action: an empty or missing
+    ``actions``, and an empty item (``"enqueue,,allocate"``, a trailing comma), are errors, as in
+    upstream's loader (pkg/scheduler/util.go UnmarshalSchedulerConf: ``failed to find Action``),
+    since a configuration that runs no action would schedule nothing.
+    """
     if not isinstance(actions_s, str):
         raise ConfigError(f"{source}: field 'actions' must be a comma-separated string")
-    actions = tuple(a.strip() for a in actions_s.split(",") if a.strip())
+    actions = tuple(a.strip() for a in actions_s.split(","))
     known_actions = _known("action")
-    for a in actions:
+    for i, a in enumerate(actions):
+        if not a:
+            what = "no actions" if len(actions) == 1 else f"an empty action name at item {i + 1} of {actions_s!r}"
+            raise ConfigError(f"{source}: actions: {what}; give a comma-separated list of: {', '.join(known_actions)}")
         if a not in known_actions:
             raise ConfigError(f"{source}: actions: unknown action {a!r}; known actions: {', '.join(known_actions)}")
     return actions
