@@ -13,9 +13,15 @@ the wrong JSON type into its Go struct. pumice checks the same walk tree's scala
 container shapes before admission and reports every mismatch as a 422 field cause in the
 structural-schema wording (``spec.containers: Invalid value: "x": spec.containers in body must
 be of type array: "string"``). ``null`` means unset, as Go's decoder reads it: such keys are
-removed from the object (and a ``null`` list item of objects becomes ``{}``).
+removed from the object (and a ``null`` list item of objects becomes ``{}``). An integer must
+also fit its field's Go type, the OpenAPI ``format`` of the field (the protobuf schema's
+``int32``/``int64``, :mod:`pumice.api.protobuf`; an integer of no known format is an int64): Go's
+decoder cannot put ``2147483648`` into an int32 nor ``99999999999999999999999`` into an int64,
+and such a value is a ``FieldValueInvalid`` cause in the structural-schema wording
+(``spec.replicas: Invalid value: 2147483648: spec.replicas in body must be of type int32``).
 
-Mirrors: k8s.io/apimachinery pkg/runtime/serializer/json (strict decoding errors).
+Mirrors: k8s.io/apimachinery pkg/runtime/serializer/json (strict decoding errors),
+k8s.io/kube-openapi pkg/validation/validate (the int32/int64 format check).
 """
 
 from __future__ import annotations
@@ -63,9 +69,58 @@ class _Map:
 @dataclass(eq=False, frozen=True)
 class _Scalar:
     """A JSON scalar leaf: the JSON types it accepts (``string``, ``integer``, ``number``,
-    ``boolean``)."""
+    ``boolean``); for an integer-only leaf, its ``format`` and the inclusive range ``lo``..``hi``
+    an integer value must be in (None: any integer)."""
 
     types: frozenset[str]
+    format: str = ""
+    lo: int | None = None
+    hi: int | None = None
+
+
+_INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+#: protobuf scalar type -> the OpenAPI integer format upstream publishes for it (kube-openapi)
+_PROTO_INT_FORMATS = {"int32": "int32", "uint32": "int32", "int64": "int64", "uint64": "int64"}
+
+
+def _scalar(types: frozenset[str], fmt: str = "int64") -> _Scalar:
+    """A leaf; an integer-only leaf gets ``fmt``'s range (Go's int types: an unknown format is int64)."""
+    if types != frozenset({"integer"}):
+        return _Scalar(types)
+    lo, hi = _INT_RANGES[fmt]
+    return _Scalar(types, fmt, lo, hi)
+
+
+def _with_format(node: Any, fmt: str) -> Any:
+    """``node`` with its integer leaf (itself, or its list item / map value) in format ``fmt``."""
+    if isinstance(node, _Scalar) and node.format and node.format != fmt:
+        return _scalar(node.types, fmt)
+    if isinstance(node, _List):
+        item = _with_format(node.item, fmt)
+        return node if item is node.item else _List(item)
+    if isinstance(node, _Map):
+        value = _with_format(node.value, fmt)
+        return node if value is node.value else _Map(value)
+    return node
+
+
+_proto_index: dict[tuple[str, str, str], Any] | None = None
+
+
+def _proto_message(cls: type) -> Any:
+    """The protobuf message (:mod:`pumice.api.protobuf`) of a lightkube model class, or None:
+    ``lightkube.models.core_v1.PodSpec`` is ``k8s.io.api.core.v1.PodSpec``, matched on the group's
+    last name, the version and the type name."""
+    global _proto_index
+    if _proto_index is None:
+        from pumice.api import protobuf
+
+        _proto_index = {}
+        for name, message in protobuf.schema().messages.items():
+            parts = name.split(".")
+            _proto_index[(parts[-3], parts[-2], parts[-1])] = message
+    group, _, version = cls.__module__.rpartition(".")[2].rpartition("_")
+    return _proto_index.get((group.rpartition("_")[2], version, cls.__name__))
 
 
 _SCALARS: dict[type, str] = {
@@ -90,17 +145,21 @@ def _node(t: Any) -> Any:
         if cached is not None:
             return cached
         node = _memo[t.cls] = _Struct()
+        message = _proto_message(t.cls)
         for f in t.fields:
-            node.fields[f.encode_name] = _node(f.type)
+            child = _node(f.type)
+            pf = message.by_name.get(f.encode_name) if message is not None else None
+            fmt = _PROTO_INT_FORMATS.get(pf.type) if pf is not None else None
+            node.fields[f.encode_name] = _with_format(child, fmt) if fmt else child
         return node
     if isinstance(t, msgspec.inspect.UnionType):
         members = [m for m in t.types if not isinstance(m, msgspec.inspect.NoneType)]
         if len(members) == 1:
             return _node(members[0])
         kinds = {_SCALARS.get(type(m)) for m in members}
-        return None if None in kinds else _Scalar(frozenset(k for k in kinds if k))
+        return None if None in kinds else _scalar(frozenset(k for k in kinds if k))
     if type(t) in _SCALARS:
-        return _Scalar(frozenset({_SCALARS[type(t)]}))
+        return _scalar(frozenset({_SCALARS[type(t)]}))
     # a list or map of untyped values (lightkube types Go's map[string]string as a bare dict) is
     # still a JSON array or object: only its items go unchecked
     if isinstance(t, msgspec.inspect.ListType | msgspec.inspect.SetType | msgspec.inspect.VarTupleType):
@@ -189,13 +248,14 @@ REDACTED = "<secret contents redacted>"
 
 
 def type_causes(tree: Any, obj: Any, path: str = "", *, redact: tuple[str, ...] = ()) -> list[Any]:
-    """Field causes for every value of ``obj`` whose JSON type the model does not accept, in
-    document order; ``null`` struct fields are removed from ``obj`` (unset), ``null`` items of a
+    """Field causes for every value of ``obj`` whose JSON type the model does not accept, or that
+    is an integer out of its field's format range, in document order; ``null`` struct fields are removed from ``obj`` (unset), ``null`` items of a
     list of objects become ``{}``. Values under a path that starts with one of ``redact``
     (a Secret's ``data`` and ``stringData``) are shown as ``<secret contents redacted>``.
 
     Returns:
-        :class:`pumice.api.admission.FieldCause` objects, reason ``FieldValueTypeInvalid``.
+        :class:`pumice.api.admission.FieldCause` objects, reason ``FieldValueTypeInvalid`` (a
+        wrong JSON type) or ``FieldValueInvalid`` (an integer out of range).
     """
     out: list[Any] = []
     if _types_ok(tree, obj):
@@ -203,7 +263,7 @@ def type_causes(tree: Any, obj: Any, path: str = "", *, redact: tuple[str, ...] 
     _types(tree, obj, path, out)
     if redact:
         for c in out:
-            if c.field.startswith(redact):
+            if c.field.startswith(redact) and c.reason == "FieldValueTypeInvalid":
                 c.message = _type_cause(c.field, REDACTED, c.message.rsplit("must be of type ", 1)[1].split(":")[0],
                                         shown_type=c.message.rsplit('"', 2)[-2]).message
     return out
@@ -231,7 +291,9 @@ def _types_ok(node: Any, value: Any) -> bool:
     if t is _Scalar:
         name = _EXACT_JSON.get(type(value))
         if name is None:
-            return _accepts(node.types, value)
+            return _accepts(node.types, value) and _in_range(node, value)
+        if name == "integer" and node.lo is not None:
+            return node.lo <= value <= node.hi
         return name in node.types or (name == "integer" and "number" in node.types)
     if t is _Struct:
         if type(value) is not dict:
@@ -263,6 +325,11 @@ def _types_ok(node: Any, value: Any) -> bool:
     return _types_slow_ok(node, value)
 
 
+def _in_range(node: _Scalar, value: Any) -> bool:
+    """Whether an accepted value is in the leaf's integer range (non-integers: nothing to check)."""
+    return node.lo is None or type(value) is not int or node.lo <= value <= node.hi  # type: ignore[operator]
+
+
 def _types_slow_ok(node: Any, value: Any) -> bool:
     out: list[Any] = []
     _types(node, value, "", out)
@@ -276,6 +343,12 @@ def _types(node: Any, value: Any, path: str, out: list[Any]) -> None:
     if isinstance(node, _Scalar):
         if not _accepts(node.types, value):
             out.append(_type_cause(path, value, ",".join(sorted(node.types))))
+        elif not _in_range(node, value):
+            from pumice.api.admission import FieldCause
+            from pumice.api.schema import format_value
+
+            out.append(FieldCause(path, f"Invalid value: {format_value(value)}: {path or '<root>'} in body must be of "
+                                        f"type {node.format}"))
         return
     if isinstance(node, _Struct):
         if not isinstance(value, dict):

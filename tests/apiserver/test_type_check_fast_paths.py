@@ -82,3 +82,46 @@ def test_builtin_fast_path_gives_the_same_causes_and_clean_up_as_the_full_walk()
         assert fast_obj == slow_obj
         bad += bool(slow)
     assert 50 < bad < 400
+
+
+def test_integer_ranges_are_checked_alike_by_the_fast_path_and_the_full_walk() -> None:
+    """Trial 5 F-2: integers out of their field's format (int32 / int64) are causes on both paths,
+    and values at the bounds are not."""
+    rng = random.Random(11)
+    tree = fields.model_for(POD)
+    base = pod("p", group="g", requests="1,1Gi")
+    base["spec"].update(priority=0, terminationGracePeriodSeconds=30,
+                        securityContext={"supplementalGroups": [1, 2]})
+    base["spec"]["containers"][0]["ports"] = [{"containerPort": 80}]
+    ints = [2**31 - 1, 2**31, -(2**31), -(2**31) - 1, 2**63 - 1, 2**63, -(2**63) - 1, 10**23]
+    seen = set()
+    for _ in range(300):
+        body = copy.deepcopy(base)
+        path = rng.choice([p for p in _paths(body) if p and isinstance(_get(body, p), int)])
+        _set(body, path, rng.choice(ints))
+        slow_obj, fast_obj = copy.deepcopy(body), copy.deepcopy(body)
+        slow: list[Any] = []
+        fields._types(tree, slow_obj, "", slow)
+        fast = fields.type_causes(tree, fast_obj)
+        assert [(c.field, c.message, c.reason) for c in fast] == [(c.field, c.message, c.reason) for c in slow]
+        value, leaf = _get(body, path), path[-1]
+        fmt = "int32" if leaf in ("priority", "containerPort") else "int64"
+        lo, hi = (-(2**31), 2**31 - 1) if fmt == "int32" else (-(2**63), 2**63 - 1)
+        if lo <= value <= hi:
+            assert fast == []
+        else:
+            (c,) = fast
+            assert c.reason == "FieldValueInvalid" and c.message.endswith(f"in body must be of type {fmt}")
+        seen.add((leaf, lo <= value <= hi))
+    assert {("priority", False), ("priority", True), ("terminationGracePeriodSeconds", False),
+            ("terminationGracePeriodSeconds", True), (1, False)} <= seen
+
+
+def _get(obj: Any, path: tuple[Any, ...]) -> Any:
+    for k in path:
+        obj = obj[k]
+    return obj
+
+
+def _set(obj: Any, path: tuple[Any, ...], value: Any) -> None:
+    _get(obj, path[:-1])[path[-1]] = value
