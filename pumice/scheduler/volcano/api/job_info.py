@@ -461,13 +461,10 @@ class JobMemo:
         """Check mode (the live cache's ``verify``): every hit is computed again and compared
         float for float; a difference is reported here with what it was computed for."""
 
-    def _hit(self, what: str, kept: _T, compute: Callable[[], _T]) -> _T:
-        self.hits += 1
-        if self.on_mismatch is not None:
-            fresh = compute()
-            if _exact(fresh) != _exact(kept):
-                self.on_mismatch(f"{what}: memoized {kept!r} != computed {fresh!r}")
-        return kept
+    def _check(self, what: str, kept: Any, fresh: Any) -> None:
+        if _exact(fresh) != _exact(kept):
+            assert self.on_mismatch is not None
+            self.on_mismatch(f"{what}: memoized {kept!r} != computed {fresh!r}")
 
     def forget(self, uid: str) -> None:
         self._jobs.pop(uid, None)
@@ -482,7 +479,10 @@ class JobMemo:
             ent = self._jobs[job.uid] = (v, {})
         got = ent[1].get(purpose)
         if got is not None and got[0] == inputs:
-            return self._hit(f"{purpose} of {job.uid}", got[1], lambda: compute(job))  # type: ignore[no-any-return]
+            self.hits += 1
+            if self.on_mismatch is not None:
+                self._check(f"{purpose} of {job.uid}", got[1], compute(job))
+            return got[1]  # type: ignore[no-any-return]
         val = compute(job)
         ent[1][purpose] = (inputs, val)
         return val
@@ -497,7 +497,10 @@ class JobMemo:
             return compute(jobs)
         got = self._groups.get((purpose, key))
         if got is not None and got[0] == versions and got[1] == inputs:
-            return self._hit(f"{purpose} of {key!r}", got[2], lambda: compute(jobs))  # type: ignore[no-any-return]
+            self.hits += 1
+            if self.on_mismatch is not None:
+                self._check(f"{purpose} of {key!r}", got[2], compute(jobs))
+            return got[2]  # type: ignore[no-any-return]
         val = compute(jobs)
         self._groups[(purpose, key)] = (versions, inputs, val)
         return val
