@@ -29,6 +29,7 @@ from typing import Any
 
 import msgspec
 import yaml
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from pumice._util.clock import Clock, default_clock
 from pumice._util.files import write_durably
@@ -76,6 +77,33 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+class StatusOnParseError(HttpToolsProtocol):
+    """uvicorn's HTTP/1.1 protocol (httptools), answering a request it cannot parse with a 400
+    ``Status`` as every other refusal, instead of uvicorn's plain-text ``Invalid HTTP request
+    received.``: a malformed request line or header, or a URL over 65535 bytes (the most httptools'
+    URL parser takes; kube-apiserver reads URLs up to its 1 MiB header limit). Its log lines go to
+    pumice's log (``pumice.apiserver.server``) instead of uvicorn's own format.
+
+    Relies on uvicorn's ``send_400_response`` hook (uvicorn 0.30-0.54); tests/apiserver/
+    test_hostile_input.py checks the answer over a socket.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.logger = log
+
+    def send_400_response(self, msg: str) -> None:
+        body = msgspec.json.encode(StatusError(
+            400, "invalid HTTP request: the request line or a header cannot be parsed (the URL is limited "
+            "to 65535 bytes)", "BadRequest").status())
+        head = [b"HTTP/1.1 400 Bad Request\r\n"]
+        head += [name + b": " + value + b"\r\n" for name, value in self.server_state.default_headers]
+        head += [b"content-type: application/json\r\n", b"content-length: %d\r\n" % len(body),
+                 b"connection: close\r\n\r\n"]
+        self.transport.write(b"".join(head) + body)
+        self.transport.close()
 
 
 class APIServer:
@@ -352,7 +380,7 @@ class APIServer:
             public = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET,
                                           backlog=2048)
         config = uvicorn.Config(self.app, host="127.0.0.1" if tls else host, port=0 if tls else port,
-                                log_level="warning", access_log=False,
+                                http=StatusOnParseError, log_level="warning", access_log=False,
                                 lifespan="off", timeout_graceful_shutdown=1,
                                 timeout_keep_alive=120, proxy_headers=False, server_header=False,
                                 # wsproto: the websockets library refuses kubectl's port-forward

@@ -4,6 +4,8 @@ refused request changes nothing stored."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import time
 from typing import Any
@@ -303,3 +305,35 @@ def test_plain_http_to_the_tls_port_gets_go_s_400_and_tls_still_works(tmp_path: 
             while chunk := s.recv(4096):
                 data += chunk
         assert data.startswith(b"HTTP/1.1 200") and b"gitVersion" in data
+
+
+@pytest.mark.parametrize("request_line", [
+    b"GET /api/v1/pods?labelSelector=" + b"a" * 100_000 + b" HTTP/1.1",  # over httptools' 64 KiB URL limit
+    b"GET /api/v1/pods HTTP/1.1\r\nbad header line",
+])
+async def test_a_request_that_cannot_be_parsed_gets_a_400_status(request_line: bytes) -> None:
+    """Trial 5 F-5: uvicorn answered these with a plain-text ``Invalid HTTP request received.``."""
+    from pumice.apiserver.server import APIServer
+
+    server = APIServer(None)
+    ready = asyncio.Event()
+    task = asyncio.create_task(server.serve("127.0.0.1", 0, tls=False, ready=ready))
+    try:
+        await asyncio.wait_for(ready.wait(), 30)
+        assert server.url is not None
+        host, port = server.url.removeprefix("http://").rsplit(":", 1)
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(request_line + b"\r\nHost: x\r\n\r\n")
+        await writer.drain()
+        answer = await asyncio.wait_for(reader.read(), 10)
+        writer.close()
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 Bad Request\r\n") and b"content-type: application/json" in head
+    assert json.loads(body) == {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "BadRequest", "code": 400,
+        "message": "invalid HTTP request: the request line or a header cannot be parsed (the URL is limited to "
+                   "65535 bytes)"}
