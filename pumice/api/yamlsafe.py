@@ -20,7 +20,8 @@ from typing import Any
 
 import yaml
 
-__all__ = ["DEFAULT_MAX_DEPTH", "DEFAULT_MAX_NODES", "YAMLLimitError", "check_node", "safe_load", "safe_load_all"]
+__all__ = ["DEFAULT_MAX_DEPTH", "DEFAULT_MAX_NODES", "YAMLLimitError", "check_node", "error_line", "safe_load",
+           "safe_load_all"]
 
 DEFAULT_MAX_DEPTH = 100
 #: every node takes at least two bytes of JSON: 3 MiB of JSON at most
@@ -134,3 +135,14 @@ def safe_load_all(stream: str | bytes, *, max_depth: int = DEFAULT_MAX_DEPTH,
         YAMLLimitError, yaml.YAMLError: as :func:`safe_load`.
     """
     return list(_documents(stream, max_depth, max_nodes, single=False))
+
+
+def error_line(e: yaml.YAMLError, source: str) -> str:
+    """A YAML error in one line, ``<source>:<line>:<column>: <problem>`` (1-based, as editors
+    and compilers print them; ``<source>: <first line of the message>`` when PyYAML gives no
+    position), instead of PyYAML's multi-line message with its context and caret."""
+    mark = getattr(e, "problem_mark", None)
+    problem = getattr(e, "problem", None)
+    if mark is not None and problem:
+        return f"{source}:{mark.line + 1}:{mark.column + 1}: {problem}"
+    return f"{source}: {str(e).splitlines()[0] if str(e) else type(e).__name__}"

@@ -3,7 +3,9 @@ scheduler on a virtual clock, and report (see :mod:`pumice.simulate`)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -22,17 +24,57 @@ def _parse_duration(value: str | None, option: str = "--until") -> float | None:
     v = value.strip().lower()
     units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
     try:
-        if v and v[-1] in units:
-            return float(v[:-1]) * units[v[-1]]
-        return float(v)
+        seconds = float(v[:-1]) * units[v[-1]] if v and v[-1] in units else float(v)
     except ValueError:
         raise click.BadParameter(f"{value!r} is not a duration (e.g. 3600, 30m, 12h, 7d)",
                                  param_hint=f"'{option}'") from None
+    if math.isnan(seconds) or seconds <= 0:
+        raise click.BadParameter(f"the simulated time to stop at must be more than 0 seconds, got {value}",
+                                 param_hint=f"'{option}'")
+    return seconds
+
+
+def _positive_scale(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
+    """``--scale``: a finite factor above 0 (nan would make every arrival time nan).
+
+    Raises:
+        click.BadParameter: anything else (exit status 2).
+    """
+    if not (math.isfinite(value) and value > 0):
+        raise click.BadParameter(f"the arrival-rate factor must be a finite number more than 0, got {value:g}")
+    return value
+
+
+def _check_out(out: Path) -> bool:
+    """Make sure the report can be written to ``out`` before the run (a long run would otherwise
+    find out at its end): create it (and its parents) if absent and check it is writable.
+    Returns whether it was created here.
+
+    Raises:
+        click.BadParameter: it cannot be created or written (exit status 2).
+    """
+    import os
+
+    created = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise click.BadParameter(f"cannot create {out}: {e.strerror or e}", param_hint="'--out'") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise click.BadParameter(f"cannot write to {out}: permission denied", param_hint="'--out'")
+    return created
 
 
 class _BadSchedulerConf(click.ClickException):
     """A ``--scheduler-conf`` / ``--compare`` file that does not load: a bad option value, so exit
     status 2 as click's usage errors, but printed as one line (``Error: <file>: <field>: ...``)."""
+
+    exit_code = 2
+
+
+class _BadInputFile(click.ClickException):
+    """A ``--workload`` or ``--queues`` file that is not valid YAML or not the expected shape: a
+    bad option value (exit status 2), printed as one line (``Error: <file>[:line:col]: ...``)."""
 
     exit_code = 2
 
@@ -54,9 +96,9 @@ class _BadSchedulerConf(click.ClickException):
               help="KubeRay's batch scheduler for RayJobs and RayServices.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--until", "until", default=None, help="Stop at this simulated time (3600, 30m, 12h, 7d).")
-@click.option("--scale", type=float, default=1.0, show_default=True,
+@click.option("--scale", type=float, default=1.0, show_default=True, callback=_positive_scale,
               help="Inflate arrivals: arrival times divided by this factor (durations unchanged).")
-@click.option("--sample", "sample_n", type=int, default=None, help="Replay N arrivals drawn with the seed.")
+@click.option("--sample", "sample_n", type=click.IntRange(min=1), default=None, help="Replay N arrivals drawn with the seed.")
 @click.option("--period", type=float, default=1.0, show_default=True, help="Scheduling period, seconds.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="simulate-out", show_default=True,
               help="Where the report goes.")
@@ -68,6 +110,20 @@ def command(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str |
             quiet: bool) -> None:
     """Replay a workload trace through the real controllers and Volcano scheduler on a virtual
     clock, and write per-job/Pod CSV and JSON, a summary and an HTML report to --out."""
+    try:
+        _simulate(nodes_path, workload_path, fmt, scheduler_conf, compare, queues_path, batch_scheduler, seed,
+                  until, scale, sample_n, period, out_dir, no_plots, quiet)
+    except KeyboardInterrupt:
+        # Ctrl-C before the run's own handler is in place (imports, loading the trace): nothing
+        # ran, nothing to report; the same status as an interrupted run, without click's "Aborted!"
+        click.echo("interrupted (SIGINT) before the run started; nothing simulated, no report", err=True)
+        raise click.exceptions.Exit(130) from None
+
+
+def _simulate(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str | None,
+              compare: tuple[str, str] | None, queues_path: str | None, batch_scheduler: str, seed: int,
+              until: str | None, scale: float, sample_n: int | None, period: float, out_dir: str, no_plots: bool,
+              quiet: bool) -> None:
     from pumice.cli._signals import interrupt_on_signals
     from pumice.scheduler.volcano.conf import ConfigError, load_conf
     from pumice.simulate import nodes as nodes_mod
@@ -81,13 +137,19 @@ def command(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str |
                                  param_hint="'--period'")
     try:
         node_specs = nodes_mod.load_nodes(nodes_path)
-        w = wl.load_workload(workload_path, fmt)
+        try:
+            w = wl.load_workload(workload_path, fmt)
+        except nodes_mod.InputError as e:
+            raise _BadInputFile(str(e)) from None
         if sample_n is not None:
             w = wl.sample(w, sample_n, seed)
         if scale != 1.0:
             w = wl.scale(w, scale)
         w = wl.until(w, until_s)
-        queues = _load_queues(queues_path) if queues_path else []
+        try:
+            queues = _load_queues(queues_path) if queues_path else []
+        except nodes_mod.InputError as e:
+            raise _BadInputFile(str(e)) from None
         confs: list[tuple[str, str | None]] = []
         if compare:
             if scheduler_conf:
@@ -105,6 +167,7 @@ def command(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str |
         raise _BadSchedulerConf(str(e)) from None
     except (nodes_mod.InputError, OSError) as e:
         raise click.ClickException(str(e)) from None
+    created = _check_out(Path(out_dir))
 
     # Ctrl-C / SIGTERM: the first stops the run as --until at the simulated time reached would and
     # the report of what ran is written; a second exits at once (pumice.cli._signals).
@@ -126,6 +189,11 @@ def command(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str |
         writing.append(Path(out_dir))
         where = _write(results, Path(out_dir), no_plots, report) if results else None
         writing.clear()
+    for r in results:
+        _warn_rejected(r, len(results) > 1)
+    if not results and created:
+        with contextlib.suppress(OSError):
+            Path(out_dir).rmdir()  # made by _check_out for a run that never started
     if signals:
         stopped = [r for r in results if r.ended_by == INTERRUPTED]
         at = f" at simulated {stopped[0].end_time:.0f} s ({stopped[0].end_time / 3600:.1f} h)" if stopped else ""
@@ -145,6 +213,26 @@ def command(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str |
     click.echo(f"report: {where}")
 
 
+REJECTED_SHOWN = 10
+"""Rejected arrivals named one per WARNING line; more are counted in one line."""
+
+
+def _warn_rejected(result: Any, name_run: bool) -> None:
+    """One ``WARNING`` line on stderr per arrival the API server refused (its reason), up to
+    :data:`REJECTED_SHOWN`, then one line counting the rest; jobs.csv has them all."""
+    from pumice.simulate.recorder import REJECTED
+
+    rejected = sorted(((js.arrival.time, name, js.status) for name, js in result.recorder.jobs.items()
+                       if js.status.startswith(REJECTED)))
+    run = f"{result.config.name}: " if name_run else ""
+    for _t, name, status in rejected[:REJECTED_SHOWN]:
+        reason = status.removeprefix(REJECTED).removeprefix(":").strip()
+        click.echo(f"WARNING: {run}job {name} was rejected by the API server: {reason}", err=True)
+    if len(rejected) > REJECTED_SHOWN:
+        click.echo(f"WARNING: {run}{len(rejected) - REJECTED_SHOWN} more job(s) rejected (status Rejected in "
+                   "jobs.csv)", err=True)
+
+
 def _write(results: list[Any], out: Path, no_plots: bool, report: Any) -> Path:
     """Write the report of ``results`` (one run: ``out/report.html``; more: ``out/index.html``);
     returns the HTML file a user opens."""
@@ -161,13 +249,18 @@ def _write(results: list[Any], out: Path, no_plots: bool, report: Any) -> Path:
 def _load_queues(path: str) -> list[dict[str, Any]]:
     import yaml
 
+    from pumice.api.yamlsafe import error_line
     from pumice.simulate.nodes import InputError
 
     try:
         docs = [d for d in yaml.safe_load_all(Path(path).read_text()) if d]
     except yaml.YAMLError as e:
-        raise InputError(f"{path}: not YAML: {e}") from None
+        raise InputError(error_line(e, path)) from None
+    if not all(isinstance(d, dict) for d in docs):
+        raise InputError(f"{path}: expected Queue manifests (mappings)")
     items = [i for d in docs for i in (d.get("items") or [] if d.get("kind") == "List" else [d])]
+    if not all(isinstance(i, dict) for i in items):
+        raise InputError(f"{path}: expected Queue manifests (mappings)")
     queues = [i for i in items if i.get("kind") == "Queue"]
     if not queues:
         raise InputError(f"{path}: no Queue manifests")

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pumice.simulate.recorder import Recorder, Sample
+from pumice.simulate.recorder import REJECTED, Recorder, Sample
 
 
 def percentile(values: list[float], p: float) -> float | None:
@@ -140,7 +140,8 @@ def summary(rec: Recorder, end: float, ended_by: str, jobs: list[dict[str, Any]]
         "ended_by": ended_by,
         "simulated_seconds": _r(end),
         "jobs": {"total": len(jobs), "finished": len(jct), "started": len(delay),
-                 "never_started": sum(1 for j in jobs if j["start"] is None)},
+                 "never_started": sum(1 for j in jobs if j["start"] is None),
+                 "rejected": sum(1 for j in jobs if str(j["status"]).startswith(REJECTED))},
         "pods": len(rec.pods),
         "nodes": len(rec.nodes), "gpus": gpu_cap // 1000, "cpu_cores": cpu_cap / 1000,
         "jct": {"mean": _r(mean(jct)), "median": _r(median(jct)), "p99": _r(percentile(jct, 99))},

@@ -31,6 +31,7 @@ from pathlib import Path
 import yaml
 
 from pumice.api import quantity
+from pumice.api.yamlsafe import error_line
 from pumice.scheduler.volcano.api import gpushare
 
 GPU = "nvidia.com/gpu"
@@ -131,7 +132,7 @@ def _yaml_nodes(p: Path) -> list[NodeSpec]:
     try:
         docs = [d for d in yaml.safe_load_all(p.read_text()) if d]
     except yaml.YAMLError as e:
-        raise InputError(f"{p}: not YAML: {e}") from None
+        raise InputError(error_line(e, str(p))) from None
     items = [i for d in docs for i in (d.get("items") or [] if d.get("kind") == "List" else [d])]
     for d in items:
         if d.get("kind") != "Node":

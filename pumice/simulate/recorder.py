@@ -29,6 +29,8 @@ from pumice.simulate.nodes import GPU, GPU_MEMORY, GPU_MILLI, GPU_NUMBER, NodeSp
 from pumice.simulate.workload import JOB_LABEL, QUEUE_ANNOTATION, Arrival
 
 TERMINAL = ("Succeeded", "Failed")
+REJECTED = "Rejected"
+"""The status of a job whose manifest the API server refused (``Rejected: <its message>``)."""
 
 
 @dataclass
@@ -292,6 +294,15 @@ class Recorder:
                 js.draining = True
             else:
                 self._finished(name)
+
+    def rejected(self, name: str, reason: str) -> None:
+        """The API server refused to create an arrival's manifest: the job ended at once, never
+        started (status ``Rejected: <reason>``), and counts as finished so it does not keep the run
+        open."""
+        js = self.jobs.get(name)
+        if js is not None and js.finished is None:
+            js.finished, js.status = self.now(), f"{REJECTED}: {reason}"
+            self._finished(name)
 
     def _finished(self, job: str) -> None:
         self.finished += 1

@@ -62,7 +62,8 @@ SUMMARY_SCHEMA = {
     "config": "the scheduler configuration: {file (as given, or <built-in default>), sha256 of its bytes, "
               "actions, plugins (tiers separated by ' | ')}",
     "simulated_seconds": "simulated time at the end",
-    "jobs": "{total, finished, started, never_started}",
+    "jobs": "{total, finished, started, never_started, rejected}: finished = ended after they started; rejected = "
+            "the API server refused the manifest (job status 'Rejected: <reason>'; never started)",
     "pods": "Pods created", "nodes": "Nodes", "gpus": "GPUs", "cpu_cores": "cores",
     "jct": "{mean, median, p99} seconds over finished jobs",
     "queueing_delay": "{mean, median, p99, p99.9} seconds over started jobs",
@@ -183,8 +184,8 @@ def format_table(summaries: list[tuple[str, dict[str, Any]]], keys: list[str] | 
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells)
 
 
-HEADLINE = ["ended_by", "jobs.total", "jobs.finished", "jct.mean", "jct.median", "jct.p99", "queueing_delay.mean",
-            "queueing_delay.p99", "makespan", "allocation.gpu_ratio_mean", "allocation.cpu_ratio_mean",
+HEADLINE = ["ended_by", "jobs.total", "jobs.finished", "jobs.rejected", "jct.mean", "jct.median", "jct.p99",
+            "queueing_delay.mean", "queueing_delay.p99", "makespan", "allocation.gpu_ratio_mean", "allocation.cpu_ratio_mean",
             "allocation.gpu_fragmentation_mean", "preemptions", "reclaims", "gang.partial_gang_seconds",
             "gang.deadlock", "trace_check.simulated.median", "trace_check.trace.median"]
 

@@ -712,10 +712,8 @@ async def _inject(api: Any, cfg: SimConfig, clock: LoopClock, rec: Recorder,
             try:
                 await api.create(obj)
             except Exception as e:
-                log.error("arrival %s: creating %s %s failed: %s", a.job, obj.get("kind"), obj_name(obj), e)
-                js = rec.jobs.get(a.job)
-                if js is not None and js.finished is None:
-                    js.finished, js.status = rec.now(), f"Rejected: {e}"
+                log.info("arrival %s: creating %s %s failed: %s", a.job, obj.get("kind"), obj_name(obj), e)
+                rec.rejected(a.job, " ".join(str(e).split()) or type(e).__name__)
         if a.delete_after is not None:
             t = asyncio.create_task(_delete_later(api, a, clock, rec))
             pending.add(t)
@@ -739,8 +737,10 @@ async def _cleanup(api: Any, a: Arrival) -> None:
     for obj in a.objects:
         if a.kind == "RayJob":
             continue
-        kind = api.scheme.by_api_version_kind(obj["apiVersion"], obj["kind"])
         try:
+            kind = api.scheme.by_api_version_kind(obj.get("apiVersion", ""), obj.get("kind", ""))
+            if kind is None:  # not a kind the server knows: it refused it, nothing was created
+                continue
             await api.delete(kind, obj_name(obj), (obj.get("metadata") or {}).get("namespace", NAMESPACE),
                              propagation_policy="Background")
         except Exception as e:

@@ -76,11 +76,12 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 
 from pumice.api import Obj
+from pumice.api.yamlsafe import error_line
 from pumice.node.podspec import pod_requests
 from pumice.node.runtime.simulated import ANNOTATION_DURATION
 from pumice.simulate.nodes import GPU, GPU_MEMORY, GPU_MODEL_LABEL, GPU_NUMBER, InputError, gpu_milli
@@ -441,16 +442,15 @@ def load_yaml(path: Path) -> Workload:
     try:
         docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
     except yaml.YAMLError as e:
-        raise InputError(f"{path}: not YAML: {e}") from None
+        raise InputError(error_line(e, str(path))) from None
     arrivals: list[Arrival] = []
     queues: list[str] = []
     for d in docs:
         if not isinstance(d, dict):
             raise InputError(f"{path}: a workload document is a mapping with `arrivals:`, not {type(d).__name__}")
+        check_workload_document(path, d)
         queues += [str(q) for q in d.get("queues") or []]
-        for i, a in enumerate(d.get("arrivals") or []):
-            if "manifest" not in a:
-                raise InputError(f"{path}: arrivals[{i}] has no manifest")
+        for a in d.get("arrivals") or []:
             count, every = int(a.get("count", 1)), float(a.get("every", 0))
             for k in range(count):
                 arrivals.append(_yaml_arrival(path, a, k, count, float(a.get("at", 0)) + k * every))
@@ -463,6 +463,118 @@ def load_yaml(path: Path) -> Workload:
         if a.queue not in queues:
             queues.append(a.queue)
     return Workload(arrivals, queues, {}, str(path)).sort()
+
+
+def _type_name(v: Any) -> str:
+    return {dict: "mapping", list: "list", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(v), type(v).__name__)
+
+
+def check_workload_document(path: Path, d: Obj) -> None:
+    """Check the shape of one workload YAML document (:func:`load_yaml`) before it is read: the
+    types of ``queues``, ``arrivals`` and each arrival's fields, and of the manifest parts the
+    loader fills in (``metadata``, its ``labels``/``annotations``, ``spec``, a vcjob's ``tasks``,
+    a Ray kind's cluster spec and groups, a Deployment's ``template``). Numbers: ``at``,
+    ``every`` and ``duration`` finite and not negative, ``count`` and ``replicas`` whole and not
+    negative. The API server validates the rest of each manifest when it arrives.
+
+    Raises:
+        InputError: ``<file>: <where>: expected <what>, got <type>`` (``where`` like
+            ``arrivals[0].manifest.spec``), one line.
+    """
+
+    def fail(where: str, what: str, v: Any, value: bool = False) -> NoReturn:
+        raise InputError(f"{path}: {where}: expected {what}, got {repr(v) if value else _type_name(v)}")
+
+    def mapping(v: Any, where: str, optional: bool = True) -> Obj:
+        if v is None and optional:
+            return {}
+        if not isinstance(v, dict):
+            fail(where, "a mapping", v)
+        return v
+
+    def seq(v: Any, where: str) -> list[Any]:
+        if v is None:
+            return []
+        if not isinstance(v, list):
+            fail(where, "a list", v)
+        return v
+
+    def number(v: Any, where: str, whole: bool = False) -> None:
+        if isinstance(v, bool) or not isinstance(v, int | float | str):
+            fail(where, "a whole number" if whole else "a number of seconds", v)
+        try:
+            x = float(v)
+        except ValueError:
+            fail(where, "a whole number" if whole else "a number of seconds", v, value=True)
+        if not math.isfinite(x) or x < 0 or (whole and x != int(x)):
+            fail(where, "a whole number, 0 or more" if whole else "a finite number of seconds, 0 or more", v,
+                 value=True)
+
+    for i, q in enumerate(seq(d.get("queues"), "queues")):
+        if not isinstance(q, str):
+            fail(f"queues[{i}]", "a Queue name", q)
+    for i, a in enumerate(seq(d.get("arrivals"), "arrivals")):
+        at = f"arrivals[{i}]"
+        mapping(a, at, optional=False)
+        for key in ("at", "every", "duration"):
+            if a.get(key) is not None:
+                number(a[key], f"{at}.{key}")
+        if a.get("count") is not None:
+            number(a["count"], f"{at}.count", whole=True)
+        if a.get("name") is not None and not isinstance(a["name"], str | int):
+            fail(f"{at}.name", "a name", a["name"])
+        if "manifest" not in a:
+            raise InputError(f"{path}: {at} has no manifest")
+        m = mapping(a["manifest"], f"{at}.manifest", optional=False)
+        where = f"{at}.manifest"
+        for key in ("kind", "apiVersion"):
+            if m.get(key) is not None and not isinstance(m[key], str):
+                fail(f"{where}.{key}", "a string", m[key])
+        md = mapping(m.get("metadata"), f"{where}.metadata")
+        for key in ("labels", "annotations"):
+            mapping(md.get(key), f"{where}.metadata.{key}")
+        spec = mapping(m.get("spec"), f"{where}.spec")
+        templates: list[tuple[Any, str]] = []
+        kind = m.get("kind")
+        if kind == "Job":
+            for j, task in enumerate(seq(spec.get("tasks"), f"{where}.spec.tasks")):
+                mapping(task, f"{where}.spec.tasks[{j}]", optional=False)
+                templates.append((task.get("template"), f"{where}.spec.tasks[{j}].template"))
+                if task.get("replicas") is not None:
+                    number(task["replicas"], f"{where}.spec.tasks[{j}].replicas", whole=True)
+            if spec.get("minAvailable") is not None:
+                number(spec["minAvailable"], f"{where}.spec.minAvailable", whole=True)
+        elif kind in ("RayJob", "RayService"):
+            key = "rayClusterSpec" if kind == "RayJob" else "rayClusterConfig"
+            rcs = mapping(spec.get(key), f"{where}.spec.{key}")
+            head = mapping(rcs.get("headGroupSpec"), f"{where}.spec.{key}.headGroupSpec")
+            templates.append((head.get("template"), f"{where}.spec.{key}.headGroupSpec.template"))
+            for j, g in enumerate(seq(rcs.get("workerGroupSpecs"), f"{where}.spec.{key}.workerGroupSpecs")):
+                gw = f"{where}.spec.{key}.workerGroupSpecs[{j}]"
+                mapping(g, gw, optional=False)
+                templates.append((g.get("template"), f"{gw}.template"))
+                for n in ("replicas", "numOfHosts"):
+                    if g.get(n) is not None:
+                        number(g[n], f"{gw}.{n}", whole=True)
+        elif kind == "Deployment":
+            templates.append((spec.get("template"), f"{where}.spec.template"))
+            if spec.get("replicas") is not None:
+                number(spec["replicas"], f"{where}.spec.replicas", whole=True)
+        elif kind == "Pod":
+            templates.append((m, where))
+        for t, tw in templates:
+            t = mapping(t, tw)
+            tmd = mapping(t.get("metadata"), f"{tw}.metadata")
+            for key in ("labels", "annotations"):
+                mapping(tmd.get(key), f"{tw}.metadata.{key}")
+            tspec = mapping(t.get("spec"), f"{tw}.spec")
+            for j, c in enumerate(seq(tspec.get("containers"), f"{tw}.spec.containers")):
+                cw = f"{tw}.spec.containers[{j}]"
+                c = mapping(c, cw, optional=False)
+                res = mapping(c.get("resources"), f"{cw}.resources")
+                for part in ("requests", "limits"):
+                    mapping(res.get(part), f"{cw}.resources.{part}")
 
 
 def _yaml_arrival(path: Path, a: Obj, k: int, count: int, t: float) -> Arrival:

@@ -267,3 +267,121 @@ def test_a_scheduler_configuration_that_does_not_load_is_one_line_and_exit_2(tmp
             assert r.exit_code == 2, r.output
             assert r.output.strip().splitlines() == [f"Error: {bad}: {error}"]
     assert not (tmp_path / "o").exists()
+
+
+NODE_YAML = ('apiVersion: v1\nkind: Node\nmetadata: {name: n0}\nstatus: {capacity: {cpu: "2", memory: 4Gi}}\n')
+
+
+@pytest.mark.parametrize(("text", "line"), [
+    ("arrivals: [1, 2]\n", "arrivals[0]: expected a mapping, got int"),
+    ("arrivals:\n- at: 0\n  duration: 10\n  manifest: {kind: Pod, spec: hello}\n",
+     "arrivals[0].manifest.spec: expected a mapping, got string"),
+    ("arrivals: {a: 1}\n", "arrivals: expected a list, got mapping"),
+    ("arrivals:\n- at: 0\n  duration: -5\n  manifest: {kind: Pod}\n",
+     "arrivals[0].duration: expected a finite number of seconds, 0 or more, got -5"),
+    ("arrivals:\n- at: 0\n  manifest: {apiVersion: batch.volcano.sh/v1alpha1, kind: Job, spec: {tasks: [x]}}\n",
+     "arrivals[0].manifest.spec.tasks[0]: expected a mapping, got string"),
+    ("queues: [[a]]\narrivals: []\n", "queues[0]: expected a Queue name, got list"),
+])
+def test_a_malformed_yaml_workload_is_one_line_naming_where_and_exit_2(tmp_path: Path, text: str, line: str) -> None:
+    """Trial 5 F-4: these ended in "internal error (TypeError/AttributeError)" or a wrong message."""
+    nodes, w = tmp_path / "nodes.yaml", tmp_path / "w.yaml"
+    nodes.write_text(NODE_YAML)
+    w.write_text(text)
+    r = CliRunner().invoke(main, ["simulate", "--nodes", str(nodes), "--workload", str(w), "--quiet", "--no-plots",
+                                  "--out", str(tmp_path / "o")])
+    assert r.exit_code == 2, r.output
+    assert r.output.strip().splitlines() == [f"Error: {w}: {line}"]
+    assert "internal error" not in r.output and not (tmp_path / "o").exists()
+
+
+def test_yaml_syntax_errors_are_one_line_with_line_and_column(tmp_path: Path) -> None:
+    """Trial 5 F-10: PyYAML's 8-line message with context and caret, for --workload and --queues."""
+    nodes, bad = tmp_path / "nodes.yaml", tmp_path / "bad.yaml"
+    nodes.write_text(NODE_YAML)
+    bad.write_text("a: 1\nkey: [unclosed\n")
+    good = tmp_path / "w.yaml"
+    good.write_text("arrivals:\n- {at: 0, duration: 1, manifest: {apiVersion: v1, kind: Pod}}\n")
+    for args in (["--workload", str(bad)], ["--workload", str(good), "--queues", str(bad)]):
+        r = CliRunner().invoke(main, ["simulate", "--nodes", str(nodes), *args, "--quiet", "--out",
+                                      str(tmp_path / "o")])
+        assert r.exit_code == 2, r.output
+        assert r.output.strip().splitlines() == [f"Error: {bad}:3:1: expected ',' or ']', but got '<stream end>'"]
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["--scale", "nan"], "Error: Invalid value for '--scale': the arrival-rate factor must be a finite number more "
+                         "than 0, got nan"),
+    (["--scale", "0"], "Error: Invalid value for '--scale': the arrival-rate factor must be a finite number more "
+                       "than 0, got 0"),
+    (["--until", "-5"], "Error: Invalid value for '--until': the simulated time to stop at must be more than 0 "
+                        "seconds, got -5"),
+    (["--until", "nan"], "Error: Invalid value for '--until': the simulated time to stop at must be more than 0 "
+                         "seconds, got nan"),
+    (["--sample", "-3"], "Error: Invalid value for '--sample': -3 is not in the range x>=1."),
+])
+def test_bad_scale_until_and_sample_are_usage_errors(tmp_path: Path, args: list[str], line: str) -> None:
+    """Trial 5 F-7: --scale nan ran with nan times, --until -5 ran 0 s, --sample -3 printed Python's message."""
+    t = shared_dir() / "traces/tiresias-example"
+    r = CliRunner().invoke(main, ["simulate", "--nodes", str(t / "n32g4.csv"), "--workload", str(t / "60_job.csv"),
+                                  "--quiet", "--out", str(tmp_path / "o"), *args])
+    assert r.exit_code == 2, r.output
+    assert r.output.strip().splitlines()[-1] == line
+
+
+def test_an_unwritable_out_is_refused_before_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trial 5 F-12: the whole simulation ran first, then "cannot write the report"."""
+    import pumice.simulate.runner as runner
+
+    def must_not_run(*_a: object, **_k: object) -> None:
+        raise AssertionError("the simulation ran")
+
+    monkeypatch.setattr(runner, "simulate", must_not_run)
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    t = shared_dir() / "traces/tiresias-example"
+    r = CliRunner().invoke(main, ["simulate", "--nodes", str(t / "n32g4.csv"), "--workload", str(t / "60_job.csv"),
+                                  "--quiet", "--out", str(afile / "sub")])
+    assert r.exit_code == 2, r.output
+    assert r.output.strip().splitlines()[-1].startswith(f"Error: Invalid value for '--out': cannot create {afile / 'sub'}")
+
+
+def test_ctrl_c_before_the_run_loop_exits_130_quietly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trial 5 F-18: a Ctrl-C while the trace loads gave click's "Aborted!" and exit 1."""
+    import pumice.simulate.workload as wl
+
+    def interrupted(*_a: object, **_k: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(wl, "load_workload", interrupted)
+    t = shared_dir() / "traces/tiresias-example"
+    r = CliRunner().invoke(main, ["simulate", "--nodes", str(t / "n32g4.csv"), "--workload", str(t / "60_job.csv"),
+                                  "--quiet", "--out", str(tmp_path / "o")])
+    assert r.exit_code == 130, r.output
+    assert "Aborted" not in r.output
+    assert r.output.strip() == "interrupted (SIGINT) before the run started; nothing simulated, no report"
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_rejected_arrival_is_reported_and_does_not_hold_the_run_open(tmp_path: Path) -> None:
+    """Trial 5 F-9: a Pod without apiVersion was refused by the API server, yet never counted as
+    finished: the run "stalled" after 4200 simulated s, exit 0, nothing said on the console."""
+    nodes, w = tmp_path / "nodes.yaml", tmp_path / "w.yaml"
+    nodes.write_text(NODE_YAML)
+    w.write_text("arrivals:\n"
+                 "- {at: 0, duration: 5, manifest: {kind: Pod, spec: {containers: [{name: a, image: b}]}}}\n"
+                 "- at: 0\n  duration: 5\n  name: ok\n"
+                 "  manifest: {apiVersion: v1, kind: Pod, spec: {schedulerName: volcano, restartPolicy: Never,\n"
+                 "             containers: [{name: a, image: b, resources: {requests: {cpu: '1'}}}]}}\n")
+    out = tmp_path / "o"
+    r = CliRunner().invoke(main, ["simulate", "--nodes", str(nodes), "--workload", str(w), "--quiet", "--no-plots",
+                                  "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    warnings = [line for line in r.output.splitlines() if line.startswith("WARNING")]
+    assert warnings == ["WARNING: job pod was rejected by the API server: the object needs apiVersion and kind"]
+    s = json.loads((out / "summary.json").read_text())
+    assert s["ended_by"] == "done" and s["simulated_seconds"] < 60
+    assert s["jobs"] == {"total": 2, "finished": 1, "started": 1, "never_started": 1, "rejected": 1}
+    jobs = {j["job"]: j for j in json.loads((out / "jobs.json").read_text())}
+    assert jobs["pod"]["status"] == "Rejected: the object needs apiVersion and kind"
+    assert jobs["pod"]["start"] is None and jobs["ok"]["status"] == "Succeeded"

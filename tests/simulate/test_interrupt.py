@@ -67,7 +67,7 @@ def test_a_stop_ends_the_run_with_the_report_of_what_arrived(tmp_path: Path) -> 
     assert summ["ended_by"] == "interrupted"
     assert summ["interrupted"] == {"signal": "SIGINT", "simulated_seconds": summ["simulated_seconds"]}
     # the job due at 10,000 s had not arrived: left out, as --until would leave it
-    assert summ["jobs"] == {"total": 2, "finished": 2, "started": 2, "never_started": 0}
+    assert summ["jobs"] == {"total": 2, "finished": 2, "started": 2, "never_started": 0, "rejected": 0}
     jobs = json.loads((tmp_path / "out/jobs.json").read_text())
     assert sorted(j["job"] for j in jobs) == ["job-0", "job-50"]
     assert "interrupted (SIGINT) at simulated" in (tmp_path / "out/report.html").read_text()

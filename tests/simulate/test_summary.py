@@ -61,7 +61,7 @@ def test_summary_matches_the_hand_computed_case(tmp_path: Path) -> None:
     held = 2 * 50 + 1 * 50 + 2 * 30
     assert s["allocation"]["cpu_ratio_mean"] == pytest.approx(held / 2 / end, abs=1e-4)
     assert s["gang"]["partial_gang_seconds"] == 0.0
-    assert s["jobs"] == {"total": 3, "finished": 3, "started": 3, "never_started": 0}
+    assert s["jobs"] == {"total": 3, "finished": 3, "started": 3, "never_started": 0, "rejected": 0}
 
 
 def test_sessions_run_at_the_tick_after_a_change_and_not_for_an_idle_release(tmp_path: Path) -> None:
