@@ -99,6 +99,8 @@ class Recorder:
     jobs: dict[str, JobState] = field(default_factory=dict)
     timeline: list[Sample] = field(default_factory=list)
     changes: int = 0
+    last_change: float = 0.0
+    """Seconds since the start of the last change (:meth:`touch`)."""
     preemptions: int = 0
     reclaims: int = 0
     sessions: int = 0
@@ -172,7 +174,7 @@ class Recorder:
         key = f"{md.get('namespace', '')}/{md['name']}"
         rec = self.pods.get(key)
         t = self.now()
-        self.changes += 1
+        self.touch()
         if rec is None:
             req = pod_requests(pod)
             arrival = self.arrivals.get(job)
@@ -238,7 +240,7 @@ class Recorder:
         js = self.jobs.get(job) if job else None
         if js is None:
             return
-        self.changes += 1
+        self.touch()
         if mm > 0 and js.finished is None:  # a finished RayJob's PodGroup shrinks to 0 (cleanup_on_completion)
             self._set_min_member(js, mm)
         phase = (pg.get("status") or {}).get("phase")
@@ -257,7 +259,7 @@ class Recorder:
         js = self.jobs.get(name)
         if js is None:
             return
-        self.changes += 1
+        self.touch()
         st = rj.get("status") or {}
         if js.created is None:
             js.created = self.now()
@@ -276,7 +278,7 @@ class Recorder:
         js = self.jobs.get(name)
         if js is None:
             return
-        self.changes += 1
+        self.touch()
         if js.created is None:
             js.created = self.now()
         if js.ready is None and is_condition_true(rs.get("status") or {}, RayServiceConditionType.READY):
@@ -295,6 +297,12 @@ class Recorder:
             else:
                 self._finished(name)
 
+    def touch(self) -> None:
+        """Something the run watches changed now: counted in :attr:`changes`, its time in
+        :attr:`last_change` (the stall window is measured from it)."""
+        self.changes += 1
+        self.last_change = self.now()
+
     def rejected(self, name: str, reason: str) -> None:
         """The API server refused to create an arrival's manifest: the job ended at once, never
         started (status ``Rejected: <reason>``), and counts as finished so it does not keep the run
@@ -302,6 +310,7 @@ class Recorder:
         js = self.jobs.get(name)
         if js is not None and js.finished is None:
             js.finished, js.status = self.now(), f"{REJECTED}: {reason}"
+            self.touch()
             self._finished(name)
 
     def _finished(self, job: str) -> None:

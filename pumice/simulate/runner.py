@@ -109,8 +109,10 @@ class SimConfig:
         schedule_period: the Volcano scheduler period, seconds.
         start_latency: simulated sandbox start, seconds.
         epoch: the wall-clock date simulated time 0 stands for (epoch seconds).
-        stall_after: with every arrival in and no Pod counting down, the run is stalled once
-            nothing changed for this many simulated seconds.
+        stall_after: with every arrival in, no Pod counting down and no service deletion due, the
+            run is stalled once nothing changed for this many simulated seconds, counted from the
+            last change (a Pod, PodGroup, RayJob or RayService event; a rejected arrival; the last
+            arrival). An idle stretch before a later arrival is never a stall.
         cleanup: delete a job's objects once it finished and was recorded (keeps the scheduler's
             snapshot to live objects; a finished Pod's deletion triggers no session).
         snapshot_mode: the Volcano scheduler cache's ``incremental`` (default), ``full`` or
@@ -718,6 +720,7 @@ async def _inject(api: Any, cfg: SimConfig, clock: LoopClock, rec: Recorder,
             t = asyncio.create_task(_delete_later(api, a, clock, rec))
             pending.add(t)
             t.add_done_callback(pending.discard)
+    rec.touch()  # every arrival is in: the stall window starts no earlier than the last one
 
 
 async def _delete_later(api: Any, a: Arrival, clock: LoopClock, rec: Recorder) -> None:
@@ -770,16 +773,16 @@ async def _watch_until_done(cfg: SimConfig, clock: LoopClock, rec: Recorder, run
             t.add_done_callback(cleanups.discard)
 
     rec.on_job_finished = finished
+    injector.add_done_callback(lambda _t: woken.set())  # every arrival in: the stall window may apply now
     if stop is not None:
         stop.bind(asyncio.get_running_loop(), woken.set)
-    last_changes, quiet_since = -1, 0.0
     while True:
         step = PROGRESS_EVERY
         if cfg.until is not None:
             step = min(step, cfg.until - rec.now())
-        if injector.done() and rec.changes == last_changes and getattr(runtime, "timers", 1) == 0 \
+        if injector.done() and getattr(runtime, "timers", 1) == 0 \
                 and not pending_deletes:  # a pending deletion (a service's end) is progress to wait for
-            step = min(step, max(0.0, quiet_since + cfg.stall_after - rec.now()))
+            step = min(step, max(0.0, rec.last_change + cfg.stall_after - rec.now()))
         if step > 0 and not woken.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(woken.wait(), step)
@@ -796,10 +799,7 @@ async def _watch_until_done(cfg: SimConfig, clock: LoopClock, rec: Recorder, run
             continue
         if rec.finished >= finite and not pending_deletes and _all_finite_done(rec):
             return "done"
-        if rec.changes != last_changes:
-            last_changes, quiet_since = rec.changes, now
-            continue
-        if getattr(runtime, "timers", 1) == 0 and not pending_deletes and now - quiet_since >= cfg.stall_after:
+        if getattr(runtime, "timers", 1) == 0 and not pending_deletes and now - rec.last_change >= cfg.stall_after:
             return "stalled"
 
 

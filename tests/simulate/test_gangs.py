@@ -34,3 +34,21 @@ def test_without_gang_scheduling_both_jobs_hold_two_and_neither_runs(two_gangs: 
     held = {name: js.held for name, js in r.recorder.jobs.items()}
     assert held == {"gang-0": 2, "gang-1": 2}
     assert s["gang"]["partial_gang_seconds"] > 0
+    # trial 5 F-8: declared stalled one stall window (600 s) after the last change (the binds at
+    # 1-2 s), not at 4,200 s: the watcher's first wait was a whole progress hour
+    assert 600 <= r.end_time <= 610
+    assert r.end_time == r.recorder.last_change + 600
+
+
+def test_an_idle_stretch_before_a_later_arrival_is_not_a_stall(tmp_path: Path) -> None:
+    """Nothing changes from 11 s to 5,000 s (longer than the 600-s stall window), but an arrival
+    is still due: the run waits for it and ends ``done``."""
+    w = tmp_path / "w.yaml"
+    pod = ("{apiVersion: v1, kind: Pod, spec: {schedulerName: volcano, restartPolicy: Never, containers: "
+           "[{name: a, image: b, resources: {requests: {cpu: '1'}}}]}}")
+    w.write_text(f"arrivals:\n- {{at: 0, duration: 10, name: early, manifest: {pod}}}\n"
+                 f"- {{at: 5000, duration: 10, name: late, manifest: {pod}}}\n")
+    r = simulate(SimConfig(two_nodes_two_slots(), load_workload(w)))
+    assert r.ended_by == "done"
+    jobs = {j["job"]: j for j in metrics.job_rows(r.recorder)}
+    assert jobs["late"]["status"] == "Succeeded" and jobs["late"]["finish"] >= 5010
