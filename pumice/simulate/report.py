@@ -290,7 +290,10 @@ def _plots(result: SimResult, jobs: list[dict[str, Any]], out: Path) -> list[str
     ax.set_xscale("symlog")
     ax.set_xlabel("seconds")
     ax.set_ylabel("CDF")
-    ax.legend(loc="lower right")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="lower right")
+    else:  # no job started (a deadlocked run): say so instead of matplotlib's empty-legend warning
+        ax.text(0.5, 0.5, "no job started", transform=ax.transAxes, ha="center", va="center")
     fig.tight_layout()
     fig.savefig(out / "delay_cdf.png", metadata=meta)
     plt.close(fig)

@@ -52,3 +52,18 @@ def test_an_idle_stretch_before_a_later_arrival_is_not_a_stall(tmp_path: Path) -
     assert r.ended_by == "done"
     jobs = {j["job"]: j for j in metrics.job_rows(r.recorder)}
     assert jobs["late"]["status"] == "Succeeded" and jobs["late"]["finish"] >= 5010
+
+
+def test_the_plots_of_a_run_where_no_job_started_warn_nothing(two_gangs: Path, gang_off_conf: Path,
+                                                             tmp_path: Path) -> None:
+    """Trial 5 F-13: matplotlib's "No artists with labels found to put in legend" UserWarning on
+    stderr for the deadlocked side of a comparison."""
+    import warnings
+
+    from pumice.simulate.report import write_run
+
+    r = simulate(SimConfig(two_nodes_two_slots(), load_workload(two_gangs), scheduler_conf=str(gang_off_conf)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        write_run(r, tmp_path / "out", plots=True)
+    assert (tmp_path / "out/delay_cdf.png").stat().st_size > 0
