@@ -257,7 +257,10 @@ def _plots(result: SimResult, jobs: list[dict[str, Any]], out: Path) -> list[str
     ax.set_xlabel("simulated hours")
     ax.set_ylabel("fraction of capacity")
     ax.set_ylim(0, 1.05)
-    ax.legend(loc="upper right")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper right")
+    else:  # a run that ended before any allocation was sampled (no legend: matplotlib would warn)
+        ax.text(0.5, 0.5, "nothing allocated", ha="center", va="center", transform=ax.transAxes)
     fig.tight_layout()
     fig.savefig(out / "utilization.png", metadata=meta)
     plt.close(fig)

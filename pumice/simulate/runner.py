@@ -638,10 +638,36 @@ async def _start_schedulers(stack: _Stack, cfg: SimConfig, clock: LoopClock, rec
     stack.scheduler = sched
     stack.tasks.append(asyncio.create_task(TriggeredLoop(sched, clock, cfg.schedule_period, stop).run(),
                                            name="volcano-scheduler"))
-    if any(a.kind == "RayJob" or (a.kind == "RayService" and not cfg.batch_scheduler) for a in cfg.workload.arrivals):
+    if _needs_default_scheduler(cfg):
         from pumice.scheduler.default.scheduler import run_scheduler
 
         stack.tasks.append(asyncio.create_task(run_scheduler(stack.client(), clock=clock), name="default-scheduler"))
+
+
+def _pod_specs(o: Obj) -> list[Obj]:
+    """The Pod specs a manifest makes: its own (Pod), its template's (Deployment, ReplicaSet,
+    StatefulSet, DaemonSet, batch/v1 Job), or its job template's (CronJob)."""
+    spec = o.get("spec") or {}
+    if o.get("kind") == "Pod":
+        return [spec]
+    if o.get("kind") == "CronJob" and not str(o.get("apiVersion", "")).startswith("batch.volcano.sh"):
+        spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+    template = spec.get("template")
+    return [template.get("spec") or {}] if isinstance(template, dict) else []
+
+
+def _needs_default_scheduler(cfg: SimConfig) -> bool:
+    """Whether some arrival has Pods for Kubernetes' default scheduler: a RayJob's submitter Job,
+    a RayService's Pods without the Volcano batch scheduler, or a Pod (or Pod template) whose
+    ``schedulerName`` is not ``volcano`` (Kubernetes defaults it to ``default-scheduler``).
+    Without one, such Pods would wait forever."""
+    for a in cfg.workload.arrivals:
+        if a.kind == "RayJob" or (a.kind == "RayService" and not cfg.batch_scheduler):
+            return True
+        for o in a.objects:
+            if any(spec.get("schedulerName", "default-scheduler") != "volcano" for spec in _pod_specs(o)):
+                return True
+    return False
 
 
 async def _stop_components(stack: _Stack) -> None:
