@@ -79,7 +79,49 @@ class _BadInputFile(click.ClickException):
     exit_code = 2
 
 
-@click.command(name="simulate")
+class _CompareNeedsTwo(click.ClickException):
+    """``--compare`` given one file: one line and exit status 2 (a usage error), instead of click's
+    ``requires 2 arguments`` or, when an option follows, ``File '--out' does not exist`` (click
+    takes the next word as the second file)."""
+
+    exit_code = 2
+
+    def __init__(self, got: str | None) -> None:
+        one = f"got only {got}" if got else "got none"
+        super().__init__(f"--compare takes two scheduler configuration files (--compare A.conf B.conf); {one}")
+
+
+def _compare_pair(ctx: click.Context, param: click.Parameter, value: tuple[str, str] | None) -> tuple[str, str] | None:
+    """``--compare A B``: two existing files. A second word that is one of this command's options
+    (``--compare A --out D``) means one file was given.
+
+    Raises:
+        _CompareNeedsTwo: one file given.
+        click.BadParameter: a file that does not exist (click's own check and message).
+    """
+    if value is None:
+        return None
+    options = {o for p in ctx.command.params for o in p.opts}
+    if value[1] in options:
+        raise _CompareNeedsTwo(value[0])
+    exists = click.Path(exists=True, dir_okay=False)
+    return (str(exists.convert(value[0], param, ctx)), str(exists.convert(value[1], param, ctx)))
+
+
+class _SimulateCommand(click.Command):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """click's parser, with ``--compare`` given fewer than two words as :class:`_CompareNeedsTwo`."""
+        given = list(args)  # the parser consumes ``args``
+        try:
+            return super().parse_args(ctx, args)
+        except click.BadOptionUsage as e:
+            if e.option_name != "--compare" or "--compare" not in given:
+                raise
+            rest = given[len(given) - given[::-1].index("--compare"):]
+            raise _CompareNeedsTwo(rest[0] if rest else None) from None
+
+
+@click.command(name="simulate", cls=_SimulateCommand)
 @click.option("--nodes", "nodes_path", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Node list: openb_node_list_*.csv, pai_machine_spec.csv, a Tiresias cluster spec, or Node YAML.")
 @click.option("--workload", "workload_path", required=True, type=click.Path(exists=True, dir_okay=False),
@@ -88,7 +130,7 @@ class _BadInputFile(click.ClickException):
               type=click.Choice(["auto", "openb", "philly", "pollux", "tiresias", "dlrm", "yaml"]))
 @click.option("--scheduler-conf", type=click.Path(exists=True, dir_okay=False), default=None,
               help="volcano-scheduler.conf (default: the built-in configuration).")
-@click.option("--compare", "compare", nargs=2, type=click.Path(exists=True, dir_okay=False), default=None,
+@click.option("--compare", "compare", nargs=2, type=click.Path(dir_okay=False), default=None, callback=_compare_pair,
               help="Run the same input under two scheduler configurations, side by side.")
 @click.option("--queues", "queues_path", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Queue manifests (YAML) to create before the run.")

@@ -779,8 +779,9 @@ async def _cleanup(api: Any, a: Arrival) -> None:
 async def _watch_until_done(cfg: SimConfig, clock: LoopClock, rec: Recorder, runtime: Any, injector: asyncio.Task[None],
                             pending_deletes: set[asyncio.Task[None]], server: Any, progress: Progress | None,
                             api: Any = None, stop: StopFlag | None = None) -> str:
-    """Return why the run ended: ``until``, ``done`` (every job that can end ended), ``stalled``
-    or :data:`INTERRUPTED` (``stop`` was set; checked whenever the loop gets control).
+    """Return why the run ended: ``until``, ``done`` (every job that can end ended; with
+    ``cfg.until``, every job ended: services without an end run to it), ``stalled`` or
+    :data:`INTERRUPTED` (``stop`` was set; checked whenever the loop gets control).
 
     Wakes when a job finishes and at least every simulated hour (progress), so a 149-day trace
     costs a few thousand wake-ups, not one per period.
@@ -802,12 +803,16 @@ async def _watch_until_done(cfg: SimConfig, clock: LoopClock, rec: Recorder, run
     injector.add_done_callback(lambda _t: woken.set())  # every arrival in: the stall window may apply now
     if stop is not None:
         stop.bind(asyncio.get_running_loop(), woken.set)
+    def finite_done() -> bool:
+        return rec.finished >= finite and not pending_deletes and _all_finite_done(rec)
+
     while True:
         step = PROGRESS_EVERY
         if cfg.until is not None:
             step = min(step, cfg.until - rec.now())
         if injector.done() and getattr(runtime, "timers", 1) == 0 \
-                and not pending_deletes:  # a pending deletion (a service's end) is progress to wait for
+                and not pending_deletes \
+                and not (cfg.until is not None and finite_done()):  # services left: they run to --until
             step = min(step, max(0.0, rec.last_change + cfg.stall_after - rec.now()))
         if step > 0 and not woken.is_set():
             with contextlib.suppress(TimeoutError):
@@ -823,8 +828,10 @@ async def _watch_until_done(cfg: SimConfig, clock: LoopClock, rec: Recorder, run
             return "until"
         if not injector.done():
             continue
-        if rec.finished >= finite and not pending_deletes and _all_finite_done(rec):
-            return "done"
+        if finite_done():
+            if cfg.until is None or all(js.finished is not None for js in rec.jobs.values()):
+                return "done"
+            continue  # with --until, services without an end (no duration) run to it
         if getattr(runtime, "timers", 1) == 0 and not pending_deletes and now - rec.last_change >= cfg.stall_after:
             return "stalled"
 

@@ -385,3 +385,36 @@ def test_a_rejected_arrival_is_reported_and_does_not_hold_the_run_open(tmp_path:
     jobs = {j["job"]: j for j in json.loads((out / "jobs.json").read_text())}
     assert jobs["pod"]["status"] == "Rejected: the object needs apiVersion and kind"
     assert jobs["pod"]["start"] is None and jobs["ok"]["status"] == "Succeeded"
+
+
+@pytest.mark.parametrize("after", [[], ["--quiet"], ["--out", "elsewhere"]])
+def test_compare_with_one_file_is_one_line_and_exit_2(tmp_path: Path, after: list[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--compare A`` printed click's usage and ``requires 2 arguments``, or, with an option after
+    it, ``File '--out' does not exist`` (click took the option as the second file)."""
+    import pumice.simulate.runner as runner
+
+    def must_not_run(*_a: object, **_k: object) -> None:
+        raise AssertionError("the simulation ran")
+
+    monkeypatch.setattr(runner, "simulate", must_not_run)
+    monkeypatch.chdir(tmp_path)
+    conf = tmp_path / "gang-off.conf"
+    conf.write_text(GANG_OFF_CONF)
+    t = shared_dir() / "traces/tiresias-example"
+    r = CliRunner().invoke(main, ["simulate", "--nodes", str(t / "n32g4.csv"), "--workload", str(t / "60_job.csv"),
+                                  "--compare", str(conf), *after])
+    assert r.exit_code == 2, r.output
+    assert r.output.strip().splitlines() == [
+        f"Error: --compare takes two scheduler configuration files (--compare A.conf B.conf); got only {conf}"]
+    assert not list(tmp_path.glob("*out*")) and not (tmp_path / "elsewhere").exists()
+
+
+def test_compare_with_a_missing_file_names_it(tmp_path: Path) -> None:
+    conf = tmp_path / "a.conf"
+    conf.write_text(GANG_OFF_CONF)
+    t = shared_dir() / "traces/tiresias-example"
+    r = CliRunner().invoke(main, ["simulate", "--nodes", str(t / "n32g4.csv"), "--workload", str(t / "60_job.csv"),
+                                  "--compare", str(conf), str(tmp_path / "nope.conf"), "--out", str(tmp_path / "o")])
+    assert r.exit_code == 2, r.output
+    assert r.output.strip().splitlines()[-1] == f"Error: Invalid value for '--compare': File '{tmp_path / 'nope.conf'}' does not exist."

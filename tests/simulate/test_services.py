@@ -56,6 +56,26 @@ def test_a_service_living_longer_than_the_stall_window_ends_at_its_deletion_with
     assert len(wakes) < 10, wakes[:20]
 
 
+
+@pytest.mark.timeout(120)
+def test_services_without_an_end_run_to_until(tmp_path: Path) -> None:
+    """A workload of services only (no ``duration``) ended ``done`` at its last arrival even with
+    ``--until``: nothing was left that could end. With ``until`` the run goes on to it (one
+    wake-up an hour, no stall: a steady service is not stuck); without, it still ends at once."""
+    p = tmp_path / "w.yaml"
+    p.write_text(DEPLOYMENT.replace("    duration: 2000\n", ""))
+    wakes: list[float] = []
+    r = simulate(SimConfig([NodeSpec("n1", 4000, 8 * 1024**3)], load_workload(p), until=7200.0),
+                 progress=lambda t, *_: wakes.append(t))
+    assert (r.ended_by, r.end_time) == ("until", 7200.0)
+    (web,) = metrics.job_rows(r.recorder)
+    assert (web["status"], web["start"], web["finish"]) == ("Running", 11.0, None)
+    assert metrics.summary(r.recorder, r.end_time, r.ended_by)["allocation"]["cpu_ratio_mean"] == \
+        pytest.approx(0.5 * (7200 - 11) / 7200, abs=1e-4)  # 2 of 4 cores from 11 s to the end
+    assert len(wakes) < 10, wakes[:20]
+    r = simulate(SimConfig([NodeSpec("n1", 4000, 8 * 1024**3)], load_workload(p)))
+    assert (r.ended_by, r.end_time) == ("done", 10.0)
+
 DLRM = shared_dir() / "traces/alibaba-clusterdata-gpu-v2025/disaggregated_DLRM_trace.csv"
 
 
