@@ -21,28 +21,30 @@ from typing import Any
 
 import click
 
-from pumice.api import scheme
 from pumice.api.scheme import ResourceKind
-from pumice.scheduler.volcano.explain import ExplainError, Explanation, explain
+from pumice.scheduler.volcano.explain import (
+    SESSION_KINDS,
+    ExplainError,
+    Explanation,
+    explain,
+    target_resource,
+)
 
 DEFAULT_CONF_WARNING = ("Warning: no ConfigMap volcano-system/volcano-scheduler-configmap; replaying the built-in "
                         "default scheduler configuration (pass --scheduler-conf FILE if the scheduler runs another)")
 
 
 async def gather_objects(client: Any, kind: str, name: str, namespace: str) -> list[dict[str, Any]]:
-    """The objects a session needs (Nodes, HyperNodes, Pods, PodGroups, Queues, PriorityClasses, Namespaces)
-    plus the target itself, listed through ``client``."""
+    """The objects a session needs (:data:`~pumice.scheduler.volcano.explain.SESSION_KINDS`: Nodes,
+    HyperNodes, Pods, PodGroups, Queues, PriorityClasses, Namespaces) plus the target itself when it
+    is not one of those (:func:`~pumice.scheduler.volcano.explain.target_resource`), listed through
+    ``client``."""
     objects: list[dict[str, Any]] = []
-    for rk in (scheme.NAMESPACE, scheme.NODE, scheme.HYPER_NODE, scheme.PRIORITY_CLASS,
-               scheme.QUEUE, scheme.POD_GROUP, scheme.POD):
+    for rk in SESSION_KINDS:
         objects.extend(_with_kind(rk, (await client.list(rk)).items))
-    k = kind.lower()
-    if k in ("vcjob", "vcjobs", "vj", "jobs.batch.volcano.sh", "job.batch.volcano.sh"):
-        objects.extend(_with_kind(scheme.VCJOB, [await client.get(scheme.VCJOB, name, namespace)]))
-    elif k in ("rayjob", "rayjobs", "rayjobs.ray.io"):
-        objects.extend(_with_kind(scheme.RAY_JOB, [await client.get(scheme.RAY_JOB, name, namespace)]))
-    elif k in ("raycluster", "rayclusters", "rayclusters.ray.io"):
-        objects.extend(_with_kind(scheme.RAY_CLUSTER, [await client.get(scheme.RAY_CLUSTER, name, namespace)]))
+    target = target_resource(kind)
+    if target is not None:
+        objects.extend(_with_kind(target, [await client.get(target, name, namespace)]))
     return objects
 
 

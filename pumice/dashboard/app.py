@@ -115,18 +115,18 @@ PAGE_KINDS: dict[str, tuple[str, ...]] = {
     "queues": ("Queue", "PodGroup"),
     "queue": ("Queue", "PodGroup", "Event", "Job"),
     "vcjobs": ("Job", "PodGroup"),
-    "vcjob": ("Job", "PodGroup", "Pod", "Event", "Queue"),
+    "vcjob": ("Job", "PodGroup", "Pod", "Event", "Queue", "HyperNode"),
     "podgroups": ("PodGroup",),
-    "podgroup": ("PodGroup", "Pod", "Event", "Queue"),
+    "podgroup": ("PodGroup", "Pod", "Event", "Queue", "HyperNode"),
     "rayclusters": ("RayCluster", "Pod"),
     "raycluster": ("RayCluster", "Pod", "Event", "PodGroup"),
     "rayjobs": ("RayJob",),
-    "rayjob": ("RayJob", "RayCluster", "Pod", "Event", "PodGroup"),
+    "rayjob": ("RayJob", "RayCluster", "Pod", "Event", "PodGroup", "HyperNode"),
     "rayservices": ("RayService",),
     "rayservice": ("RayService", "RayCluster", "Event"),
     "nodes": ("Node", "Pod"),
     "pods": ("Pod",),
-    "pod": ("Pod", "Event"),
+    "pod": ("Pod", "Event", "HyperNode"),
     "charts": ("Queue",),
 }
 
@@ -637,7 +637,7 @@ class Dashboard:
         """The ``pumice explain`` verdict for ``kind/name``, run on the cached objects (re-run at
         most every 2 s, and only when the cache changed)."""
         from pumice.scheduler.volcano import default_conf
-        from pumice.scheduler.volcano.explain import ExplainError, explain
+        from pumice.scheduler.volcano.explain import SESSION_KINDS, ExplainError, explain, target_resource
 
         key = (kind, ns, name)
         hit = self._explain_cache.get(key)
@@ -645,11 +645,11 @@ class Dashboard:
         if hit is not None and (hit[0] == self.cache.version or now - hit[1] < 2.0):
             return hit[2]
         objects: list[Obj] = []
-        for k in ("Namespace", "Node", "PriorityClass", "Queue", "PodGroup", "Pod"):
-            objects.extend(self.cache.list(k))
-        target_kind = {"vcjob": "Job", "rayjob": "RayJob"}.get(kind)
-        if target_kind:
-            t = self.cache.get(target_kind, ns, name)
+        for rk in SESSION_KINDS:  # the kinds `pumice explain` lists: HyperNodes too
+            objects.extend(self.cache.list(rk.kind))
+        target = target_resource(kind)
+        if target is not None:
+            t = self.cache.get(target.kind, ns, name)
             if t is not None:
                 objects.append(t)
         conf = self.explain_conf() if self.explain_conf is not None else default_conf()
@@ -663,6 +663,10 @@ class Dashboard:
         except Exception as e:
             log.exception("dashboard: explain %s %s/%s failed", kind, ns, name)
             ex = {"error": f"{type(e).__name__}: {e}"}
+        unlisted = [rk.kind for rk in SESSION_KINDS if not self.cache.synced(rk.kind)]
+        if unlisted and not isinstance(ex, dict):
+            ex.details.append(f"the UI has not listed {', '.join(unlisted)} (not installed or not authorized?): "
+                              "this answer is without them")
         self._explain_cache[key] = (self.cache.version, now, ex)
         return ex
 

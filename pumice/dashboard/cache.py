@@ -48,8 +48,11 @@ KINDS: dict[str, ResourceKind] = {
     "Event": sk.EVENT,
     "Namespace": sk.NAMESPACE,
     "PriorityClass": sk.PRIORITY_CLASS,
+    "HyperNode": sk.HYPER_NODE,
 }
-"""Short kind name (as pages and SSE messages use it) -> the kind listed and watched."""
+"""Short kind name (as pages and SSE messages use it) -> the kind listed and watched. Holds every
+kind of :data:`pumice.scheduler.volcano.explain.SESSION_KINDS`: the explain panels replay the
+scheduler's session on these, as ``pumice explain`` does on the API's lists."""
 
 QUEUE_INDEX = "spec.queue"
 JOB_NAME_INDEX = label_index(vc.JOB_NAME_KEY)

@@ -151,6 +151,77 @@ def test_a_pending_gang_shows_the_explain_answer(objects, browser, login, shot) 
     page.context.close()
 
 
+CONF_MAP = ("volcano-system", "volcano-scheduler-configmap")
+
+HYPERNODES = """
+apiVersion: topology.volcano.sh/v1alpha1
+kind: HyperNode
+metadata: {name: ui-leaf0}
+spec: {tier: 1, members: [{type: Node, selector: {exactMatch: {name: %(n0)s}}}]}
+---
+apiVersion: topology.volcano.sh/v1alpha1
+kind: HyperNode
+metadata: {name: ui-leaf1}
+spec: {tier: 1, members: [{type: Node, selector: {exactMatch: {name: %(n1)s}}}]}
+---
+apiVersion: topology.volcano.sh/v1alpha1
+kind: HyperNode
+metadata: {name: ui-spine}
+spec: {tier: 2, members: [{type: HyperNode, selector: {exactMatch: {name: ui-leaf0}}},
+                          {type: HyperNode, selector: {exactMatch: {name: ui-leaf1}}}]}
+"""
+
+
+def _set_scheduler_conf(up, text: str) -> None:
+    """Edit the running scheduler's configuration as a user does (its ConfigMap) and wait until
+    the scheduler runs it (it records what it runs in the conf-in-use annotation)."""
+    patch = json.dumps({"data": {"volcano-scheduler.conf": text}})
+    up.kubectl("patch", "configmap", CONF_MAP[1], "-n", CONF_MAP[0], "--type=merge", "-p", patch)
+    wait_until(lambda: up.kubectl("get", "configmap", CONF_MAP[1], "-n", CONF_MAP[0], "-o",
+                                  r"jsonpath={.metadata.annotations.scheduling\.pumice\.io/conf-in-use}").strip() == text.strip(),
+               30, "the scheduler runs the edited configuration")
+
+
+def test_a_gang_held_by_its_network_topology_shows_what_pumice_explain_says(objects, browser, login, shot) -> None:
+    """With network-topology-aware enabled, two 5-cpu Pods with networkTopology hard,
+    highestTierAllowed 1, where each tier-1 HyperNode is one 8-cpu Node: the scheduler holds the
+    gang, and the page says so (gate ``topology``, the tier, the roomiest HyperNode, the tier that
+    would do) in the CLI's words. Without HyperNodes in its replay the UI found the gang placeable
+    on two Nodes."""
+    before = objects.kubectl("get", "configmap", CONF_MAP[1], "-n", CONF_MAP[0], "-o",
+                             r"jsonpath={.data.volcano-scheduler\.conf}")
+    assert "  - name: nodeorder\n" in before + "\n"
+    _set_scheduler_conf(objects, before.rstrip("\n") + "\n  - name: network-topology-aware\n")
+    nodes = objects.kubectl("get", "nodes", "-o", "jsonpath={.items[*].metadata.name}").split()
+    objects.kubectl("apply", "-f", "-", input=HYPERNODES % {"n0": nodes[0], "n1": nodes[1]})
+    job = sleeping_vcjob("topo", replicas=2, queue="default", cpu="5").replace(
+        "  queue: default\n", "  queue: default\n  networkTopology: {mode: hard, highestTierAllowed: 1}\n")
+    try:
+        wait_until(lambda: objects.kubectl("get", "hypernode", "ui-spine", "-o", "jsonpath={.status.nodeCount}") == "2",
+                   30, "the HyperNode controller counted the spine's Nodes")
+        objects.kubectl("apply", "-f", "-", input=job)
+        page = login(browser, objects)
+        page.goto(objects.url + "vcjobs/default/topo")
+        wait_until(lambda: page.locator(".explain .why").count() == 1 and "topology" in page.inner_text(".explain dd code"),
+                   30, "the explain panel names the topology gate")
+        res = subprocess.run([sys.executable, "-m", "pumice.cli.main", "explain", "vcjob/topo", "-o", "json",
+                              "--kubeconfig", str(objects.kubeconfig)], capture_output=True, text=True, timeout=60)
+        assert res.returncode == 0, res.stderr
+        cli = json.loads(res.stdout)
+        assert cli["gate"] == "topology"
+        assert page.inner_text(".explain .why").strip() == cli["reason"].strip()
+        assert page.inner_text(".explain .remedy").strip() == cli["remedy"].strip()
+        assert "highestTierAllowed 1" in cli["reason"] and "raised to 2" in cli["remedy"]
+        shot(page, "vcjob-topology")
+        page.context.close()
+        assert objects.kubectl("get", "pods", "-l", "volcano.sh/job-name=topo",
+                               "-o", "jsonpath={.items[*].spec.nodeName}").strip() == ""
+    finally:
+        objects.kubectl("delete", "vcjob", "topo", "--ignore-not-found", "--wait=false")
+        objects.kubectl("delete", "hypernode", "ui-leaf0", "ui-leaf1", "ui-spine", "--ignore-not-found")
+        _set_scheduler_conf(objects, before)
+
+
 def test_scaling_a_worker_group_from_the_ui_patches_the_raycluster(objects, browser, login, shot) -> None:
     page = login(browser, objects)
     page.goto(objects.url + "rayclusters/default/raycluster-kuberay")

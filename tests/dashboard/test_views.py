@@ -88,3 +88,17 @@ def test_job_rows_take_the_gang_of_the_podgroup_the_job_owns() -> None:
     assert (row.phase, row.tone, row.ready, row.min_member, row.gang_label) == ("Running", "ok", 2, 2,
                                                                                "Gang requirement met")
     assert (row.queue, row.replicas, row.tasks, row.age) == ("default", 3, 2, "5m")
+
+
+def test_the_ui_watches_every_kind_the_explain_session_is_built_from() -> None:
+    """The explain panels replay the session on the watch cache: a kind of SESSION_KINDS the cache
+    does not watch would be missing from the UI's answer and not from ``pumice explain``'s."""
+    from pumice.dashboard.cache import KINDS
+    from pumice.scheduler.volcano.explain import SESSION_KINDS, target_resource
+
+    assert {rk.kind for rk in SESSION_KINDS} <= set(KINDS)
+    assert "HyperNode" in {rk.kind for rk in SESSION_KINDS}
+    for kind in ("vcjob", "rayjob"):  # the UI's explained targets besides PodGroups and Pods
+        target = target_resource(kind)
+        assert target is not None and KINDS[target.kind] == target
+    assert target_resource("pg") is None and target_resource("pod") is None

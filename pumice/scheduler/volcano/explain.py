@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from pumice.api import Obj
+from pumice.api import Obj, scheme
 from pumice.api.meta import find_condition, get_condition
 from pumice.api.volcano.constants import DEFAULT_SCHEDULER_NAME
 from pumice.scheduler.volcano import build_snapshot
@@ -39,6 +39,22 @@ KIND_ALIASES = {
     "raycluster": "RayCluster", "rayclusters": "RayCluster", "rayclusters.ray.io": "RayCluster",
     "pod": "Pod", "pods": "Pod", "po": "Pod",
 }
+
+SESSION_KINDS: tuple[scheme.ResourceKind, ...] = (
+    scheme.NAMESPACE, scheme.NODE, scheme.HYPER_NODE, scheme.PRIORITY_CLASS, scheme.QUEUE, scheme.POD_GROUP, scheme.POD)
+"""The kinds :func:`explain` builds its session from, listed in full by every caller (``pumice
+explain`` lists them from the API, the web UI reads them from its watch cache), so both replay the
+same snapshot: HyperNodes included, or a job held by its ``networkTopology`` reads as a gang or
+predicates failure."""
+
+_TARGET_KINDS = {"VCJob": scheme.VCJOB, "RayJob": scheme.RAY_JOB, "RayCluster": scheme.RAY_CLUSTER}
+
+
+def target_resource(kind: str) -> scheme.ResourceKind | None:
+    """The object :func:`explain` needs besides :data:`SESSION_KINDS` for a target of ``kind``
+    (any spelling of :data:`KIND_ALIASES`): the Volcano Job, RayJob or RayCluster itself; None for
+    a PodGroup or Pod (already among the session's kinds) or an unknown kind."""
+    return _TARGET_KINDS.get(KIND_ALIASES.get(kind.lower(), ""))
 
 
 class ExplainError(ValueError):
