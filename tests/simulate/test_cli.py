@@ -418,3 +418,39 @@ def test_compare_with_a_missing_file_names_it(tmp_path: Path) -> None:
                                   "--compare", str(conf), str(tmp_path / "nope.conf"), "--out", str(tmp_path / "o")])
     assert r.exit_code == 2, r.output
     assert r.output.strip().splitlines()[-1] == f"Error: Invalid value for '--compare': File '{tmp_path / 'nope.conf'}' does not exist."
+
+
+def test_the_report_explains_the_trace_check_rows_and_points_to_the_readme(tmp_path: Path) -> None:
+    """Trial 5 F-14: report.html listed the trace_check.* figures with no word on what they are or
+    why the simulated and the trace's delays differ."""
+    from pumice.simulate.report import TRACE_CHECK_README
+
+    nodes, pods = tmp_path / "nodes.csv", tmp_path / "pods.csv"
+    nodes.write_text(OPENB_NODES)
+    pods.write_text(OPENB_PODS)
+    r = CliRunner().invoke(main, ["simulate", "--nodes", str(nodes), "--workload", str(pods), "--out",
+                                  str(tmp_path / "o"), "--quiet", "--no-plots"])
+    assert r.exit_code == 0, r.output
+    page = html_unescape((tmp_path / "o/report.html").read_text())
+    # this run's figures (see test_simulate_writes_the_report_with_the_trace_check), the reason, the pointer
+    assert "trace_check rows: the queueing delay (creation -> bind)" in page
+    assert "simulated median 1.0 s vs the trace's 0.0 s (p99 92.0 vs 40.0 s)" in page
+    assert "hold at most 175.0% of the GPUs and 21.9% of the CPU" in page  # the made-up trace over-commits
+    assert "not expected to match: the trace's delays come from what the list does not carry" in page
+    assert TRACE_CHECK_README in page
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    assert "### Fidelity: the openb trace check" in readme  # the section the report names exists
+    # a run without a trace has none of it
+    t = shared_dir() / "traces/tiresias-example"
+    r = CliRunner().invoke(main, ["simulate", "--nodes", str(t / "n32g4.csv"), "--workload", str(t / "60_job.csv"),
+                                  "--sample", "3", "--out", str(tmp_path / "t"), "--quiet", "--no-plots"])
+    assert r.exit_code == 0, r.output
+    assert "trace_check" not in (tmp_path / "t/report.html").read_text()
+
+
+def html_unescape(text: str) -> str:
+    """The text of an HTML page: tags dropped, entities decoded."""
+    import html
+    import re
+
+    return html.unescape(re.sub(r"<[^>]+>", "", text))
