@@ -112,7 +112,9 @@ def pod_rows(rec: Recorder) -> list[dict[str, Any]]:
         p = rec.pods[key]
         rows.append({"pod": key, "job": p.job, "queue": p.queue, "node": p.node, "cpu_milli": p.cpu_milli,
                      "gpu_milli": p.gpu_milli, "arrival": _r(p.created), "bind": _r(p.bound), "start": _r(p.started),
-                     "finish": _r(p.finished), "deleted": _r(p.deleted), "phase": p.phase, "evictions": p.evictions})
+                     "finish": _r(p.finished), "deleted": _r(p.deleted),
+                     "phase": p.phase_at_deletion if p.phase_at_deletion is not None else p.phase,
+                     "status": p.status, "evictions": p.evictions})
     return rows
 
 

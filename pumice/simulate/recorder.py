@@ -49,7 +49,24 @@ class PodRecord:
     deleted: float | None = None
     node: str = ""
     phase: str = "Pending"
+    """The last phase the API showed (after a deletion: the kubelet's terminal phase for it)."""
+    phase_at_deletion: str | None = None
+    """The phase when its deletion began (``deletionTimestamp`` set, or removed at once); None:
+    not deleted."""
     evictions: int = 0
+
+    @property
+    def status(self) -> str:
+        """How it ended, for pods.csv: ``Evicted`` (preempt, reclaim, a disruption), ``Deleted``
+        (deleted while Pending or Running: its owner or the run ended it; the kubelet then reports
+        ``Failed`` for the containers it stopped, upstream since Kubernetes 1.27, which is no
+        failure of the Pod's own), ``Succeeded``/``Failed`` (ended on its own, deleted afterwards
+        or not), else its phase at the end (``Running``, ``Pending``)."""
+        if self.evictions:
+            return "Evicted"
+        if self.phase_at_deletion is not None:
+            return self.phase_at_deletion if self.phase_at_deletion in TERMINAL else "Deleted"
+        return self.phase
 
     @property
     def holding(self) -> bool:
@@ -195,6 +212,8 @@ class Recorder:
         if node and rec.bound is None:
             rec.bound, rec.node = t, node
         status = pod.get("status") or {}
+        if rec.phase_at_deletion is None and (deleted or md.get("deletionTimestamp")):
+            rec.phase_at_deletion = rec.phase  # before the kubelet's last word on the deletion
         phase = status.get("phase") or rec.phase
         if phase == "Running" and rec.started is None:
             rec.started = t

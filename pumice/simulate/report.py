@@ -52,7 +52,12 @@ POD_COLUMNS = {
     "pod": "namespace/name", "job": "job", "queue": "queue", "node": "Node bound to",
     "cpu_milli": "cpu request, millicores", "gpu_milli": "GPU request, 1/1000 GPU",
     "arrival": "seconds: first seen", "bind": "seconds", "start": "seconds: phase Running",
-    "finish": "seconds: phase Succeeded/Failed", "deleted": "seconds", "phase": "last phase",
+    "finish": "seconds: phase Succeeded/Failed", "deleted": "seconds: gone from the API",
+    "phase": "its last phase before it was deleted (Pending, Running, Succeeded, Failed); not deleted: at the end",
+    "status": "how it ended: Succeeded or Failed (on its own), Deleted (deleted while Pending or Running: by its "
+              "owner, e.g. a RayCluster torn down after its RayJob, or by the run at a service's end; the kubelet "
+              "then reports phase Failed for the containers it stopped, as upstream), Evicted (preempt, reclaim, a "
+              "disruption); still there at the end: Running or Pending",
     "evictions": "times evicted",
 }
 SUMMARY_SCHEMA = {

@@ -159,3 +159,10 @@ def test_the_readme_ray_workload_example_runs_and_records_gpus_and_readiness(tmp
     assert (serve["kind"], serve["gpus"], serve["status"], serve["finish"]) == ("RayService", "1.0", "Deleted", "3720.0")
     assert float(serve["ready"]) >= float(serve["start"]) + 60
     assert json.loads((out / "summary.json").read_text())["ended_by"] == "done"
+    # trial 5 F-11: the Ray Pods, deleted with their clusters (the RayJob's after its job succeeded,
+    # the service's at its end), read "phase Failed": the kubelet's terminal phase for containers
+    # it stopped (exit 143 on SIGTERM). pods.csv gives the phase before the deletion and how it ended
+    pods = list(csv.DictReader((out / "pods.csv").open()))
+    assert sorted(p["job"] for p in pods) == ["serve", "serve", "train", "train", "train"]
+    assert {(p["phase"], p["status"]) for p in pods} == {("Running", "Deleted")}
+    assert all(p["deleted"] for p in pods)

@@ -75,3 +75,53 @@ def test_sessions_run_at_the_tick_after_a_change_and_not_for_an_idle_release(tmp
     r = simulate(SimConfig([NodeSpec("n1", 2000, 8 * 1024**3, pods=10)], load_workload(p)))
     assert r.ended_by == "done"
     assert r.recorder.sessions == 5
+
+
+def _pod(name: str, phase: str, *, node: str = "n1", deleting: bool = False, disrupted: bool = False) -> dict:
+    md: dict = {"name": name, "namespace": "default", "labels": {"pumice.io/sim-job": name}}
+    if deleting:
+        md["deletionTimestamp"] = "2023-11-14T22:13:30Z"
+    status: dict = {"phase": phase}
+    if disrupted:
+        status["conditions"] = [{"type": "DisruptionTarget", "status": "True"}]
+    return {"metadata": md, "spec": {"nodeName": node, "containers": [{"name": "c"}]}, "status": status}
+
+
+def test_pods_report_their_phase_before_deletion_and_how_they_ended() -> None:
+    """Trial 5 F-11: a Pod deleted while Running (a RayCluster torn down after its RayJob
+    succeeded) ends with the kubelet's phase Failed for the containers it stopped; pods.csv read
+    ``Failed``. ``phase`` is now the one before the deletion and ``status`` says how it ended."""
+    from pumice._util.clock import FakeClock
+    from pumice.simulate.recorder import Recorder
+    from pumice.simulate.workload import Arrival
+
+    clock = FakeClock()
+    names = ("deleted", "evicted", "done", "done-then-deleted", "failed", "running", "deleted-pending")
+    rec = Recorder(clock, clock.now(), [NodeSpec("n1", 8000, 8 * 1024**3)],
+                   {n: Arrival(0.0, n, "Pod", ()) for n in names})
+    for n in names:
+        rec.pod_event(_pod(n, "Pending", node="" if n == "deleted-pending" else "n1"))
+    clock.advance(1)
+    for n in names[:-1]:
+        rec.pod_event(_pod(n, "Running"))
+    clock.advance(10)
+    # deleted by its owner: deletionTimestamp, then the kubelet's Failed (exit 143), then gone
+    rec.pod_event(_pod("deleted", "Running", deleting=True))
+    rec.pod_event(_pod("deleted", "Failed", deleting=True))
+    rec.pod_event(_pod("deleted", "Failed", deleting=True), deleted=True)
+    # evicted (preempt/reclaim: a DisruptionTarget condition with the deletion)
+    rec.pod_event(_pod("evicted", "Running", deleting=True, disrupted=True))
+    rec.pod_event(_pod("evicted", "Failed", deleting=True, disrupted=True), deleted=True)
+    rec.pod_event(_pod("done", "Succeeded"))
+    rec.pod_event(_pod("done-then-deleted", "Succeeded"))
+    rec.pod_event(_pod("done-then-deleted", "Succeeded", deleting=True), deleted=True)
+    rec.pod_event(_pod("failed", "Failed"))
+    rec.pod_event(_pod("deleted-pending", "Pending", node=""), deleted=True)  # removed at once, never bound
+    rows = {r["job"]: (r["phase"], r["status"]) for r in metrics.pod_rows(rec)}
+    assert rows == {"deleted": ("Running", "Deleted"), "evicted": ("Running", "Evicted"),
+                    "done": ("Succeeded", "Succeeded"), "done-then-deleted": ("Succeeded", "Succeeded"),
+                    "failed": ("Failed", "Failed"), "running": ("Running", "Running"),
+                    "deleted-pending": ("Pending", "Deleted")}
+    # what the jobs saw is unchanged: a bare Pod ended by a deletion is a job that did not succeed
+    jobs = {j["job"]: j["status"] for j in metrics.job_rows(rec)}
+    assert jobs["deleted"] == jobs["evicted"] == "Failed" and jobs["done-then-deleted"] == "Succeeded"
