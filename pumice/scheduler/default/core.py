@@ -21,11 +21,13 @@ from __future__ import annotations
 import heapq
 import random
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pumice.api import Obj
 from pumice.scheduler.default import plugins
 from pumice.scheduler.default.podinfo import NodeInfo, PodInfo
+from pumice.scheduler.default.spread import WEIGHT_POD_TOPOLOGY_SPREAD, SpreadNode, spread_scores
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,11 @@ class CoreBase:
         if node in self._slot:
             self._account(self._slot[node], pod, -1)
 
+    def pod_info(self, uid: str) -> PodInfo | None:
+        """The counted Pod's facts (None when it is not counted)."""
+        entry = self._pods.get(uid)
+        return entry[1] if entry else None
+
     def pod_node(self, uid: str) -> str | None:
         entry = self._pods.get(uid)
         return entry[0] if entry else None
@@ -154,6 +161,21 @@ class LoopCore(CoreBase):
         if info is not None:
             info.add_pod(pod, sign)
 
+    def _spread_scores(self, pod: PodInfo, feasible: Sequence[int]) -> list[int]:
+        """PodTopologySpread's normalized scores of the ``feasible`` slots (in their order) for a
+        Pod with :attr:`PodInfo.spread`: the reference :func:`spread_scores` over every Node."""
+        assert pod.spread is not None
+        nodes: dict[int, SpreadNode] = {}
+        for slot, info in enumerate(self._infos):
+            if info is None:
+                continue
+            nodes[slot] = SpreadNode(
+                info.name, info.labels, pod.matches_node_selection(info.labels, info.name),
+                plugins.first_untolerated_taint(pod, info.taints) is None,
+                [p.labels for p in self._node_pods.get(info.name, {}).values()
+                 if p.namespace == pod.namespace and not p.terminating])
+        return spread_scores(pod.spread, [nodes[s] for s in feasible], nodes.values())
+
     def node_info(self, name: str) -> NodeInfo | None:
         s = self._slot.get(name)
         return None if s is None else self._infos[s]
@@ -179,12 +201,15 @@ class LoopCore(CoreBase):
             return Decision(None, msg, tuple(sorted(reasons.items())))
         taint_scores = plugins.normalize_reverse(
             [plugins.intolerable_prefer_no_schedule(pod, info) for _, info in feasible])
+        spread = (self._spread_scores(pod, [slot for slot, _ in feasible]) if pod.spread is not None
+                  else [0] * len(feasible))
         best = -1
         candidates: list[int] = []
-        for (slot, info), ts in zip(feasible, taint_scores, strict=True):
+        for (slot, info), ts, ss in zip(feasible, taint_scores, spread, strict=True):
             score = (plugins.WEIGHT_LEAST_ALLOCATED * plugins.least_allocated(pod, info)
                      + plugins.WEIGHT_BALANCED_ALLOCATION * plugins.balanced_allocation(pod, info)
-                     + plugins.WEIGHT_TAINT_TOLERATION * ts)
+                     + plugins.WEIGHT_TAINT_TOLERATION * ts
+                     + WEIGHT_POD_TOPOLOGY_SPREAD * ss)
             if score > best:
                 best, candidates = score, [slot]
             elif score == best:

@@ -13,6 +13,7 @@ staging/src/k8s.io/component-helpers/scheduling/corev1/nodeaffinity (requirement
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pumice.api import Obj
@@ -25,6 +26,7 @@ from pumice.scheduler.default.resources import (
     pod_nonzero_requests,
     pod_requests,
 )
+from pumice.scheduler.default.spread import Spread
 
 TAINT_NOT_READY = "node.kubernetes.io/not-ready"
 TAINT_UNREACHABLE = "node.kubernetes.io/unreachable"
@@ -60,7 +62,7 @@ class Requirement:
         object.__setattr__(self, "_selector", from_node_selector_requirements(
             [{"key": self.key, "operator": self.operator, "values": list(self.values)}]))
 
-    def matches(self, labels: dict[str, str], node_name: str) -> bool:
+    def matches(self, labels: Mapping[str, str], node_name: str) -> bool:
         return self._selector.matches({"metadata.name": node_name} if self.field else labels)
 
 
@@ -137,6 +139,10 @@ class PodInfo:
         affinity_terms: required node affinity terms (any must hold), None when absent.
         tolerations: the Pod's tolerations.
         priority: ``spec.priority`` (0 when unset).
+        labels: the Pod's labels (PodTopologySpread counts Pods by them).
+        terminating: it has a deletionTimestamp (PodTopologySpread does not count it).
+        spread: the soft topology spread constraints it is scored with; the scheduler sets them
+            (:mod:`pumice.scheduler.default.spread`), :meth:`from_pod` leaves None.
     """
 
     uid: str
@@ -151,6 +157,9 @@ class PodInfo:
     tolerations: tuple[Toleration, ...] = ()
     priority: int = 0
     creation: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    terminating: bool = False
+    spread: Spread | None = None
 
     @property
     def key(self) -> str:
@@ -159,7 +168,7 @@ class PodInfo:
     def tolerates(self, taint: Taint) -> bool:
         return any(t.tolerates(taint) for t in self.tolerations)
 
-    def matches_node_selection(self, labels: dict[str, str], node_name: str) -> bool:
+    def matches_node_selection(self, labels: Mapping[str, str], node_name: str) -> bool:
         """nodeSelector and required node affinity (Mirrors: nodeaffinity.GetRequiredNodeAffinity)."""
         if not all(r.matches(labels, node_name) for r in self.selector):
             return False
@@ -200,6 +209,8 @@ class PodInfo:
             tolerations=tolerations,
             priority=int(spec.get("priority") or 0),
             creation=str(meta.get("creationTimestamp") or ""),
+            labels=dict(meta.get("labels") or {}),
+            terminating=bool(meta.get("deletionTimestamp")),
         )
 
 

@@ -3,6 +3,9 @@
 Responsibility: Pods whose ``spec.schedulerName`` is ``scheduler_name`` (``"default-scheduler"``
 also takes Pods with an empty schedulerName); Pods of any other schedulerName are never touched.
 Assigned Pods of every scheduler count against their Node; Succeeded/Failed Pods do not.
+Scores include PodTopologySpread with Kubernetes' system-default constraints, for which the
+scheduler also watches Services, ReplicationControllers, ReplicaSets and StatefulSets
+(:mod:`pumice.scheduler.default.spread`).
 
 The cycle: pop the next Pod from the :class:`SchedulingQueue`, run the vectorized core, then
 either *assume* the Pod on the chosen Node (it counts there at once, so the next cycle never
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from typing import Any
 
@@ -28,7 +32,8 @@ from prometheus_client import Counter
 from pumice._util.clock import Clock, default_clock, rfc3339
 from pumice.api import Obj
 from pumice.api.meta import with_condition
-from pumice.api.scheme import NODE, POD
+from pumice.api.scheme import NODE, POD, REPLICA_SET, REPLICATION_CONTROLLER, SERVICE, STATEFUL_SET
+from pumice.api.selectors import SelectorError
 from pumice.client.base import ApiError, KubeClient, is_not_found, patch_status_conditions
 from pumice.client.informer import SharedInformerFactory
 from pumice.runtime.events import EventRecorder
@@ -36,6 +41,13 @@ from pumice.scheduler.default.core import CoreBase
 from pumice.scheduler.default.podinfo import PodInfo, PodSpecError, effective_taints
 from pumice.scheduler.default.queue import SchedulingQueue
 from pumice.scheduler.default.resources import node_allocatable
+from pumice.scheduler.default.spread import (
+    Spread,
+    controller_ref,
+    default_selector,
+    selects_by_controller,
+    soft_constraints,
+)
 from pumice.scheduler.default.vector import VectorCore
 
 log = logging.getLogger(__name__)
@@ -109,6 +121,11 @@ class DefaultScheduler:
         self._stopped = asyncio.Event()
         self._pods = self.informers.informer(POD)
         self._nodes = self.informers.informer(NODE)
+        # what PodTopologySpread's system-default constraints select by (helper.DefaultSelector)
+        self._services = self.informers.informer(SERVICE)
+        self._controllers = {("v1", "ReplicationController"): self.informers.informer(REPLICATION_CONTROLLER),
+                             ("apps/v1", "ReplicaSet"): self.informers.informer(REPLICA_SET),
+                             ("apps/v1", "StatefulSet"): self.informers.informer(STATEFUL_SET)}
         self._nodes.add_event_handler(self._on_node_add, self._on_node_update, self._on_node_delete)
         self._pods.add_event_handler(self._on_pod_add, self._on_pod_update, self._on_pod_delete)
 
@@ -149,12 +166,41 @@ class DefaultScheduler:
             self._forget(uid)
             return
         self._assumed.pop(uid, None)
-        if self.core.pod_node(uid) == node:
+        if self.core.pod_node(uid) == node and not self._spread_facts_changed(uid, pod):
             return
         try:
             self.core.add_pod(PodInfo.from_pod(pod), str(node))
         except PodSpecError:
             log.warning("assigned pod %s has unreadable requests; not counted", uid)
+
+    def _spread_facts_changed(self, uid: str, pod: Obj) -> bool:
+        """The labels or the terminating mark of a counted Pod changed (PodTopologySpread counts
+        Pods by them)."""
+        known = self.core.pod_info(uid)
+        md = pod.get("metadata") or {}
+        return known is not None and (dict(md.get("labels") or {}) != known.labels
+                                      or bool(md.get("deletionTimestamp")) != known.terminating)
+
+    def _spread_of(self, pod: Obj) -> Spread | None:
+        """The Pod's soft topology spread constraints: its own ScheduleAnyway ones, else the
+        system defaults selected by the Services and the RC/RS/StatefulSet that select it.
+
+        Raises:
+            PodSpecError: a constraint's labelSelector does not parse.
+        """
+        default = None
+        if not (pod.get("spec") or {}).get("topologySpreadConstraints"):
+            ns = str((pod.get("metadata") or {}).get("namespace") or "")
+            ref = controller_ref(pod)
+            controller = None
+            if ref is not None and selects_by_controller(ref):
+                inf = self._controllers[(str(ref.get("apiVersion")), str(ref.get("kind")))]
+                controller = inf.store.get(ns, str(ref.get("name") or ""))
+            default = default_selector(pod, self._services.store.list(ns), controller)
+        try:
+            return soft_constraints(pod, default)
+        except SelectorError as e:
+            raise PodSpecError(f"bad topologySpreadConstraints labelSelector: {e}") from e
 
     def _forget(self, uid: str) -> bool:
         self._assumed.pop(uid, None)
@@ -205,7 +251,7 @@ class DefaultScheduler:
             self.queue.done(qp.uid)
             return
         try:
-            info = PodInfo.from_pod(pod)
+            info = dataclasses.replace(PodInfo.from_pod(pod), spread=self._spread_of(pod))
         except PodSpecError as e:
             SCHEDULE_ATTEMPTS.labels(self.scheduler_name, "error").inc()
             self.queue.failed(qp.uid, self._now())
@@ -289,7 +335,7 @@ class DefaultScheduler:
     async def start(self) -> None:
         """Start informers (if owned), wait for their caches, then the scheduling loops."""
         await self.informers.start()
-        await self.informers.wait_for_cache_sync([self._pods, self._nodes])
+        await self.informers.wait_for_cache_sync([self._pods, self._nodes, self._services, *self._controllers.values()])
         for coro in (self._flush_loop(), self._schedule_loop()):
             task = asyncio.create_task(coro)
             self._tasks.add(task)

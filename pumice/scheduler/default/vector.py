@@ -14,6 +14,7 @@ Mirrors: the same upstream plugins as :mod:`pumice.scheduler.default.plugins`.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from typing import Any
 
@@ -21,16 +22,20 @@ import numpy as np
 import numpy.typing as npt
 
 from pumice.api import Obj
+from pumice.api.selectors import LabelSelector
 from pumice.scheduler.default import plugins
 from pumice.scheduler.default.core import CoreBase, Decision
 from pumice.scheduler.default.podinfo import PodInfo, Requirement, Taint, Term, effective_taints
 from pumice.scheduler.default.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, node_allocatable
+from pumice.scheduler.default.spread import HOSTNAME_KEY, MAX_NODE_SCORE, WEIGHT_POD_TOPOLOGY_SPREAD, Spread
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
 
 _BASE_RESOURCES = (PODS, CPU, MEMORY, EPHEMERAL_STORAGE)
 _UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
+MATCH_CACHE = 256
+"""Selectors per namespace whose matching-Pod counts per Node the core keeps (PodTopologySpread)."""
 
 
 class _LabelColumn:
@@ -88,6 +93,8 @@ class VectorCore(CoreBase):
         self._ports: dict[tuple[str, int], dict[int, Counter[str]]] = {}
         self._tol_cache: dict[tuple[Any, ...], tuple[BoolArray, IntArray]] = {}
         self._n = 0  # rows in use (max slot + 1)
+        # namespace -> selector -> node name -> counted Pods it matches (PodTopologySpread)
+        self._match_counts: dict[str, dict[LabelSelector, Counter[str]]] = {}
 
     # -- storage ------------------------------------------------------------------------------
     def _grow(self, need: int) -> None:
@@ -294,6 +301,92 @@ class VectorCore(CoreBase):
     def _pod_columns(self, pod: PodInfo) -> list[tuple[str, int, int]]:
         return [(r, self._resource_col(r), v) for r, v in pod.requests.items() if v > 0]
 
+    # -- PodTopologySpread -------------------------------------------------------------------
+    def add_pod(self, pod: PodInfo, node: str) -> None:
+        super().add_pod(pod, node)  # a re-add goes through remove_pod first
+        self._count_matches(pod, node, 1)
+
+    def remove_pod(self, uid: str) -> None:
+        entry = self._pods.get(uid)
+        super().remove_pod(uid)
+        if entry is not None:
+            self._count_matches(entry[1], entry[0], -1)
+
+    def _count_matches(self, pod: PodInfo, node: str, sign: int) -> None:
+        if pod.terminating:
+            return
+        for selector, counts in self._match_counts.get(pod.namespace, {}).items():
+            if selector.matches(pod.labels):
+                counts[node] += sign
+                if counts[node] <= 0:
+                    del counts[node]
+
+    def _match_vector(self, namespace: str, selector: LabelSelector, n: int) -> npt.NDArray[np.float64]:
+        """Per Node row: the counted Pods of ``namespace`` (not terminating) ``selector`` matches.
+        Counts per selector are kept up to date from the first use on (at most
+        :data:`MATCH_CACHE` selectors per namespace; a full one is emptied)."""
+        cache = self._match_counts.setdefault(namespace, {})
+        counts = cache.get(selector)
+        if counts is None:
+            if len(cache) >= MATCH_CACHE:
+                cache.clear()
+            counts = cache[selector] = Counter(
+                node for node, p in self._pods.values()
+                if p.namespace == namespace and not p.terminating and selector.matches(p.labels))
+        out = np.zeros(n, dtype=np.float64)
+        for node, c in counts.items():
+            slot = self._slot.get(node)
+            if slot is not None and slot < n:
+                out[slot] = c
+        return out
+
+    def _spread_vector(self, pod: PodInfo, spread: Spread, feasible: BoolArray, n: int) -> IntArray:
+        """PodTopologySpread's normalized score per Node row (meaningful on ``feasible`` rows):
+        :func:`pumice.scheduler.default.spread.spread_scores` as column operations, with the same
+        float arithmetic in the same order."""
+        present = self.present[:n]
+        cons = spread.constraints
+        codes = [col.codes[:n] if (col := self._labels.get(c.topology_key)) is not None
+                 else np.full(n, -1, dtype=np.int32) for c in cons]
+        has_all = present.copy()
+        for cd in codes:
+            has_all &= cd >= 0
+        counted = has_all if not spread.system_defaulted else present
+        scored = feasible & has_all if not spread.system_defaulted else feasible
+        affinity = self._affinity_mask(pod, n)
+        tolerated = self._taint_tables(pod)[0][self.taint_sig[:n]]
+        s = np.zeros(n, dtype=np.float64)
+        for c, cd in zip(cons, codes, strict=True):
+            matches = self._match_vector(pod.namespace, c.selector, n)
+            cnt: npt.NDArray[Any]
+            if c.topology_key == HOSTNAME_KEY:
+                weight = math.log(int(scored.sum()) + 2)
+                cnt = matches
+            else:
+                col = self._labels.get(c.topology_key)
+                k = len(col.values) if col is not None else 0
+                # a Node without the key is in the domain "" (as a Go map lookup of a missing key)
+                missing = col.values.get("", k) if col is not None else k
+                domain = np.where(cd >= 0, cd, missing)
+                seen = np.zeros(k + 1, dtype=bool)
+                seen[domain[scored]] = True
+                weight = math.log(int(seen.sum()) + 2)
+                eligible = counted.copy()
+                if c.node_affinity_policy == "Honor" and affinity is not None:
+                    eligible &= affinity
+                if c.node_taints_policy == "Honor":
+                    eligible &= tolerated
+                per_domain = np.bincount(domain[eligible], weights=matches[eligible], minlength=k + 1)
+                cnt = per_domain[domain]
+            s += np.where(cd >= 0, cnt * weight + (c.max_skew - 1), 0.0)
+        raw = np.floor(s + 0.5).astype(np.int64)
+        if not scored.any():
+            return np.zeros(n, dtype=np.int64)
+        lo, hi = int(raw[scored].min()), max(0, int(raw[scored].max()))
+        norm = (np.full(n, MAX_NODE_SCORE, dtype=np.int64) if hi == 0
+                else MAX_NODE_SCORE * (hi + lo - raw) // hi)
+        return np.where(scored, norm, 0)
+
     # -- schedule -----------------------------------------------------------------------------
     def schedule(self, pod: PodInfo) -> Decision:
         n = self._n
@@ -335,6 +428,8 @@ class VectorCore(CoreBase):
                 total = total + plugins.WEIGHT_TAINT_TOLERATION * plugins.MAX_NODE_SCORE
         else:
             total = total + plugins.WEIGHT_TAINT_TOLERATION * plugins.MAX_NODE_SCORE
+        if pod.spread is not None:
+            total = total + WEIGHT_POD_TOPOLOGY_SPREAD * self._spread_vector(pod, pod.spread, mask, n)
         total = np.where(mask, total, -1)
         best = np.flatnonzero(total == total.max())
         k = self.rng.randrange(best.size) if best.size > 1 else 0

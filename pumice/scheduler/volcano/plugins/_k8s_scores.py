@@ -23,14 +23,13 @@ states count the session's (Ready) nodes, where volcano's cache counts every nod
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
 from pumice.api import Obj
 from pumice.api.selectors import SelectorError, from_label_selector
+from pumice.scheduler.default.spread import SpreadNode, soft_constraints, spread_scores
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.task_info import TaskInfo, has_pod_affinity
 from pumice.scheduler.volcano.plugins.predicates import (
@@ -43,7 +42,6 @@ MAX_NODE_SCORE = 100
 MB = 1024 * 1024
 MIN_IMAGE_THRESHOLD = 23 * MB
 MAX_CONTAINER_IMAGE_THRESHOLD = 1000 * MB
-HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 
 def _labels(pod: Obj) -> dict[str, str]:
@@ -201,99 +199,27 @@ def inter_pod_affinity_scores(task: TaskInfo, nodes: Sequence[NodeInfo], all_nod
 
 
 # ----- PodTopologySpread ---------------------------------------------------------------------
-def _soft_constraints(task: TaskInfo) -> list[dict[str, Any]]:
-    labels = _labels(task.pod)
-    out = []
-    for c in (task.pod.get("spec") or {}).get("topologySpreadConstraints") or []:
-        if c.get("whenUnsatisfiable") != "ScheduleAnyway":
-            continue
-        sel = c.get("labelSelector")
-        extra = {k: labels[k] for k in c.get("matchLabelKeys") or [] if k in labels}
-        if extra:
-            sel = dict(sel or {})
-            sel["matchLabels"] = {**(sel.get("matchLabels") or {}), **extra}
-        out.append({
-            "max_skew": int(c.get("maxSkew") or 1),
-            "key": str(c.get("topologyKey") or ""),
-            "selector": sel,
-            "affinity_policy": c.get("nodeAffinityPolicy") or "Honor",
-            "taints_policy": c.get("nodeTaintsPolicy") or "Ignore",
-        })
-    return out
-
-
-def _count_matching(node: NodeInfo, selector: Obj | None, namespace: str) -> int:
-    n = 0
-    for t in _live_pods(node):
-        if t.namespace != namespace or (t.pod.get("metadata") or {}).get("deletionTimestamp"):
-            continue
-        if match_label_selector(_labels(t.pod), selector):
-            n += 1
-    return n
-
-
 def pod_topology_spread_scores(task: TaskInfo, nodes: Sequence[NodeInfo], all_nodes: Sequence[NodeInfo]) -> np.ndarray | None:
-    """PodTopologySpread scoring for the Pod's ``ScheduleAnyway`` constraints: per constraint,
-    the matching Pods in the node's domain times log(domains + 2) plus maxSkew - 1, summed and
-    rounded; then ``100 * (max + min - s) / max`` over the candidates (nodes missing a topology
-    key score 0). None when the Pod has no such constraint."""
-    cons = _soft_constraints(task)
-    if not cons or not all_nodes:
+    """PodTopologySpread scoring for the Pod's ``ScheduleAnyway`` constraints: the default
+    scheduler's :func:`~pumice.scheduler.default.spread.spread_scores` (matching Pods in the node's
+    domain times log(domains + 2) plus maxSkew - 1, summed and rounded, then ``100 * (max + min -
+    s) / max`` over the candidates; nodes missing a topology key score 0) on this session's view
+    of the nodes. None when the Pod has no such constraint (or one whose selector does not parse,
+    which the API refuses at create)."""
+    try:
+        spread = soft_constraints(task.pod, None)
+    except SelectorError:
         return None
-    ignored = {n.name for n in nodes if any(c["key"] not in n.labels for c in cons)}
-    counts: list[dict[str, int]] = [{} for _ in cons]
-    sizes = [0] * len(cons)
-    for n in nodes:
-        if n.name in ignored:
-            continue
-        for i, c in enumerate(cons):
-            if c["key"] == HOSTNAME_LABEL:
-                continue
-            v = n.labels[c["key"]]
-            if v not in counts[i]:
-                counts[i][v] = 0
-                sizes[i] += 1
-    weights = []
-    for i, c in enumerate(cons):
-        sz = len(nodes) - len(ignored) if c["key"] == HOSTNAME_LABEL else sizes[i]
-        weights.append(math.log(sz + 2))
-    pod = task.pod
-    for n in all_nodes:
-        if any(c["key"] not in n.labels for c in cons):
-            continue
-        for i, c in enumerate(cons):
-            if c["affinity_policy"] == "Honor" and not node_affinity_fits(pod, n):
-                continue
-            if c["taints_policy"] == "Honor" and untolerated_taint(pod, n, ("NoSchedule", "NoExecute")) is not None:
-                continue
-            v = n.labels[c["key"]]
-            if v not in counts[i]:
-                continue
-            counts[i][v] += _count_matching(n, c["selector"], task.namespace)
-    raw: list[int | None] = []
-    for n in nodes:
-        if n.name in ignored:
-            raw.append(None)
-            continue
-        s = 0.0
-        for i, c in enumerate(cons):
-            val = n.labels.get(c["key"])
-            if val is None:
-                continue
-            cnt = _count_matching(n, c["selector"], task.namespace) if c["key"] == HOSTNAME_LABEL else counts[i][val]
-            s += cnt * weights[i] + (c["max_skew"] - 1)
-        raw.append(_round_half_away(s))
-    valid = [r for r in raw if r is not None]
-    lo = min(valid) if valid else 0
-    hi = max(max(valid), 0) if valid else 0
-    out = np.zeros(len(nodes))
-    for i, r in enumerate(raw):
-        if r is None:
-            continue
-        out[i] = MAX_NODE_SCORE if hi == 0 else MAX_NODE_SCORE * (hi + lo - r) // hi
-    return out
+    if spread is None or not all_nodes:
+        return None
+    pod, ns = task.pod, task.namespace
 
+    def view(n: NodeInfo) -> SpreadNode:
+        return SpreadNode(n.name, n.labels, node_affinity_fits(pod, n),
+                          untolerated_taint(pod, n, ("NoSchedule", "NoExecute")) is None,
+                          [_labels(t.pod) for t in _live_pods(n)
+                           if t.namespace == ns and not (t.pod.get("metadata") or {}).get("deletionTimestamp")])
 
-def _round_half_away(x: float) -> int:
-    """Go's math.Round: half away from zero."""
-    return math.floor(x + 0.5) if x >= 0 else -math.floor(-x + 0.5)
+    views = {n.name: view(n) for n in all_nodes}
+    return np.array(spread_scores(spread, [views.get(n.name) or view(n) for n in nodes], views.values()),
+                    dtype=np.float64)
