@@ -15,8 +15,9 @@ Definitions (all times in simulated seconds; see docs in :mod:`pumice.simulate.r
 - makespan = last finish - first arrival;
 - allocation ratio: time-weighted mean of allocated / capacity over [0, end], from the step
   timeline; fragmentation likewise (free GPUs on partly allocated GPU Nodes / all GPUs);
-- per-queue share: time-weighted mean of the Queue's allocated GPUs / all GPUs, next to the
-  time-weighted mean of the deserved share the proportion plugin computed;
+- per-queue share: time-weighted mean of the CPU the Queue's Pods hold / all CPU, next to the
+  time-weighted mean of the deserved CPU the fair-share plugin (proportion, capacity) computed /
+  all CPU; the same for GPUs on a cluster with GPUs (``*_gpu_share``; left out without GPUs);
 - partial-gang seconds: summed over gang jobs, time with 0 < held Pods < minMember;
 - percentiles: nearest-rank on the sorted values (p99 of n values is the ceil(0.99 n)-th).
 """
@@ -63,15 +64,18 @@ def time_weighted(timeline: list[Sample], end: float, value: Any) -> float:
     return total / end
 
 
-def _series_mean(series: list[tuple[float, float]], end: float) -> float:
+def _series_mean(series: list[tuple[float, float, float]], end: float, index: int) -> float:
+    """Mean over [0, end] of the step function ``(t, value...)``'s ``index``-th value (0 before
+    its first step)."""
     if end <= 0 or not series:
         return 0.0
     total = 0.0
-    for i, (t, v) in enumerate(series):
+    for i, step in enumerate(series):
+        t = step[0]
         if t >= end:
             break
         nxt = series[i + 1][0] if i + 1 < len(series) else end
-        total += v * (min(nxt, end) - t)
+        total += step[index] * (min(nxt, end) - t)
     return total / end
 
 
@@ -134,10 +138,14 @@ def summary(rec: Recorder, end: float, ended_by: str, jobs: list[dict[str, Any]]
     for q in names:
         queues[q] = {
             "jobs": sum(1 for j in jobs if j["queue"] == q),
-            "allocated_gpu_share": _r(time_weighted(rec.timeline, end, lambda s, q=q: s.queues.get(q, 0) / gpu_cap)
-                                      if gpu_cap else 0.0, 4),
-            "deserved_gpu_share": _r(_series_mean(rec.deserved.get(q, []), end), 4),
+            "allocated_cpu_share": _r(time_weighted(rec.timeline, end, lambda s, q=q: s.queues.get(q, (0, 0))[0] / cpu_cap)
+                                      if cpu_cap else 0.0, 4),
+            "deserved_cpu_share": _r(_series_mean(rec.deserved.get(q, []), end, 1), 4),
         }
+        if gpu_cap:
+            queues[q]["allocated_gpu_share"] = _r(time_weighted(
+                rec.timeline, end, lambda s, q=q: s.queues.get(q, (0, 0))[1] / gpu_cap), 4)
+            queues[q]["deserved_gpu_share"] = _r(_series_mean(rec.deserved.get(q, []), end, 2), 4)
     out: dict[str, Any] = {
         "ended_by": ended_by,
         "simulated_seconds": _r(end),

@@ -10,7 +10,10 @@ Definitions (the summary's, see :mod:`pumice.simulate.metrics`):
   Failed) or gone;
 - GPU fragmentation: free GPUs on GPU Nodes that are partly allocated (a Node with some GPU
   capacity in use and some free); a multi-GPU worker cannot use them;
-- a gang job (``minMember`` > 1) *holds a partial gang* while 0 < held Pods < minMember.
+- a gang job (``minMember`` > 1) *holds a partial gang* while 0 < held Pods < minMember;
+- per queue, the CPU and GPU its held Pods request (allocated), and the deserved CPU and GPU the
+  fair-share plugin (proportion, capacity) computed in each session, as shares of the cluster's
+  capacity; a queue the session left out (no job in it) deserves nothing then.
 """
 
 from __future__ import annotations
@@ -101,7 +104,8 @@ class Sample:
     cpu_milli: int
     gpu_milli: int
     frag_gpu_milli: int
-    queues: dict[str, int]
+    queues: dict[str, tuple[int, int]]
+    """queue -> (cpu_milli, gpu_milli) its Pods hold (queues holding nothing left out)."""
 
 
 @dataclass
@@ -121,14 +125,16 @@ class Recorder:
     preemptions: int = 0
     reclaims: int = 0
     sessions: int = 0
-    deserved: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    deserved: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)
+    """queue -> steps ``(t, cpu share, gpu share)`` of its deserved resources / the cluster's
+    capacity (gpu share 0 on a cluster without GPUs)."""
     on_job_finished: Callable[[str], None] | None = None
     finished: int = 0
 
     def __post_init__(self) -> None:
         self._cpu = 0
         self._gpu = 0
-        self._queues: dict[str, int] = {}
+        self._queues: dict[str, tuple[int, int]] = {}
         self._node_gpu_cap = {n.name: n.gpus * 1000 for n in self.nodes}
         self._node_gpu_used: dict[str, int] = {}
         self._frag = 0
@@ -152,7 +158,8 @@ class Recorder:
     def _hold(self, rec: PodRecord, sign: int) -> None:
         self._cpu += sign * rec.cpu_milli
         self._gpu += sign * rec.gpu_milli
-        self._queues[rec.queue] = self._queues.get(rec.queue, 0) + sign * (rec.gpu_milli or 0)
+        cpu, gpu = self._queues.get(rec.queue, (0, 0))
+        self._queues[rec.queue] = (cpu + sign * rec.cpu_milli, gpu + sign * rec.gpu_milli)
         if rec.gpu_milli and rec.node in self._node_gpu_cap:
             self._frag -= self._frag_of(rec.node)
             self._node_gpu_used[rec.node] = self._node_gpu_used.get(rec.node, 0) + sign * rec.gpu_milli
@@ -176,7 +183,7 @@ class Recorder:
 
     def _sample(self) -> None:
         t = self.now()
-        s = Sample(t, self._cpu, self._gpu, self._frag, {q: v for q, v in self._queues.items() if v})
+        s = Sample(t, self._cpu, self._gpu, self._frag, {q: v for q, v in self._queues.items() if v[0] or v[1]})
         if self.timeline and self.timeline[-1].t == t:
             self.timeline[-1] = s
         else:
@@ -338,7 +345,8 @@ class Recorder:
             self.on_job_finished(job)
 
     def session(self, evicted: list[tuple[Any, str]], queue_metrics: dict[str, dict[str, Any]]) -> None:
-        """After each scheduling session: preemption/reclaim counts and each Queue's deserved share."""
+        """After each scheduling session: preemption/reclaim counts and each Queue's deserved CPU
+        and GPU shares (a queue sampled before and absent now had no job in the session: 0)."""
         self.sessions += 1
         for _task, reason in evicted:
             if reason == "preempt":
@@ -346,15 +354,16 @@ class Recorder:
             elif reason == "reclaim":
                 self.reclaims += 1
         t = self.now()
+        shares: dict[str, tuple[float, float]] = {q: (0.0, 0.0) for q in self.deserved}
         for q, m in queue_metrics.items():
             des = m.get("deserved")
-            if des is None:
-                continue
-            share = _gpu_share(des, self.gpu_capacity) if self.gpu_capacity else \
-                (des.milli_cpu / self.cpu_capacity if self.cpu_capacity else 0.0)
+            if des is not None:
+                shares[q] = (des.milli_cpu / self.cpu_capacity if self.cpu_capacity else 0.0,
+                             _gpu_share(des, self.gpu_capacity))
+        for q, (cpu, gpu) in shares.items():
             series = self.deserved.setdefault(q, [])
-            if not series or series[-1][1] != share:
-                series.append((t, share))
+            if not series or series[-1][1:] != (cpu, gpu):
+                series.append((t, cpu, gpu))
 
     def drop_unarrived(self, t: float) -> None:
         """Forget the jobs due after simulated time ``t`` (a run stopped early: the report covers

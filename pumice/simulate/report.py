@@ -75,7 +75,10 @@ SUMMARY_SCHEMA = {
     "makespan": "last finish - first arrival, seconds",
     "allocation": "{cpu_ratio_mean, gpu_ratio_mean, gpu_fragmentation_mean}: time-weighted over the run; "
                   "{cpu_ratio_peak, gpu_ratio_peak}: the largest share held at any time",
-    "queues": "queue -> {jobs, allocated_gpu_share, deserved_gpu_share} (time-weighted means)",
+    "queues": "queue -> {jobs, allocated_cpu_share, deserved_cpu_share, and on a cluster with GPUs allocated_gpu_share, "
+              "deserved_gpu_share}: time-weighted means of the CPU (GPUs) the queue's Pods hold and of the CPU (GPUs) "
+              "the fair-share plugin (proportion, capacity) made it deserve in each session, as shares of the "
+              "cluster's; a queue with no job in a session deserves 0 then (queues.png draws both over time)",
     "preemptions": "tasks evicted by the preempt action", "reclaims": "tasks evicted by reclaim",
     "evictions": "Pod evictions seen",
     "gang": "{gang_jobs, partial_gang_seconds, jobs_holding_partial_gang_at_end, deadlock}",
@@ -304,18 +307,7 @@ def _plots(result: SimResult, jobs: list[dict[str, Any]], out: Path) -> list[str
     plt.close(fig)
     files.append("utilization.png")
 
-    fig, ax = plt.subplots(figsize=(8, 3.5))
-    queues = sorted({q for s in rec.timeline for q in s.queues})
-    if rec.gpu_capacity and queues and rec.timeline:
-        for q in queues[:20]:
-            ax.step(t, [s.queues.get(q, 0) / rec.gpu_capacity for s in rec.timeline] +
-                    [rec.timeline[-1].queues.get(q, 0) / rec.gpu_capacity], where="post", label=q)
-        ax.legend(loc="upper right", fontsize="x-small", ncol=2)
-    ax.set_xlabel("simulated hours")
-    ax.set_ylabel("GPU share allocated")
-    fig.tight_layout()
-    fig.savefig(out / "queues.png", metadata=meta)
-    plt.close(fig)
+    _queue_plot(plt, rec, result.end_time, out / "queues.png", meta)
     files.append("queues.png")
 
     fig, ax = plt.subplots(figsize=(8, 3.5))
@@ -340,3 +332,39 @@ def _plots(result: SimResult, jobs: list[dict[str, Any]], out: Path) -> list[str
     plt.close(fig)
     files.append("delay_cdf.png")
     return files
+
+
+QUEUES_PLOTTED = 20
+"""queues.png draws at most this many queues (the first by name)."""
+
+
+def _queue_plot(plt: Any, rec: Any, end: float, path: Path, meta: dict[str, Any]) -> None:
+    """queues.png: per queue, the share of the cluster's CPU its Pods hold (solid) and the share
+    the fair-share plugin made it deserve (dashed, as sampled by the sessions); a GPU panel above
+    it on a cluster with GPUs."""
+    panels = [(2, "GPU", rec.gpu_capacity)] if rec.gpu_capacity else []
+    panels.append((1, "CPU", rec.cpu_capacity))
+    fig, axes = plt.subplots(len(panels), 1, figsize=(8, 3.5 * len(panels)), squeeze=False, sharex=True)
+    queues = sorted({q for s in rec.timeline for q in s.queues} | set(rec.deserved))[:QUEUES_PLOTTED]
+    hours = [s.t / 3600 for s in rec.timeline] + [end / 3600]
+    for (index, label, cap), ax in zip(panels, axes[:, 0], strict=True):
+        for i, q in enumerate(queues):
+            color = f"C{i % 10}"
+            if rec.timeline and cap:
+                ys = [s.queues.get(q, (0, 0))[index - 1] / cap for s in rec.timeline]
+                ax.step(hours, [*ys, ys[-1]], where="post", color=color, label=f"{q} allocated")
+            steps = rec.deserved.get(q, [])
+            if steps:
+                ys = [st[index] for st in steps]
+                ax.step([st[0] / 3600 for st in steps] + [end / 3600], [*ys, ys[-1]], where="post", color=color,
+                        linestyle="--", label=f"{q} deserved")
+        ax.set_ylabel(f"share of the {label}")
+        ax.set_ylim(0, 1.05)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(loc="upper right", fontsize="x-small", ncol=2)
+        else:  # no queue held anything and no session computed a deserved share
+            ax.text(0.5, 0.5, f"no queue held {label}", ha="center", va="center", transform=ax.transAxes)
+    axes[-1, 0].set_xlabel("simulated hours")
+    fig.tight_layout()
+    fig.savefig(path, metadata=meta)
+    plt.close(fig)

@@ -58,6 +58,11 @@ def test_simulate_writes_the_report_with_the_trace_check(tmp_path: Path) -> None
     assert jobs["openb-pod-0003"]["start"] >= 101
     assert jobs["openb-pod-0000"]["nodes"] == "node-0"
     assert "<table>" in (out / "report.html").read_text()
+    # a cluster with GPUs: the queue's CPU and GPU shares (trial 5 F-6)
+    assert set(s["queues"]) == {"default"}
+    assert set(s["queues"]["default"]) == {"jobs", "allocated_cpu_share", "deserved_cpu_share", "allocated_gpu_share",
+                                           "deserved_gpu_share"}
+    assert s["queues"]["default"]["allocated_gpu_share"] > 0 and s["queues"]["default"]["allocated_cpu_share"] > 0
     for name in ("jobs.csv", "pods.csv", "timeline.csv", "utilization.png", "queues.png", "delay_cdf.png"):
         assert (out / name).stat().st_size > 0
 

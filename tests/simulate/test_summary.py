@@ -125,3 +125,59 @@ def test_pods_report_their_phase_before_deletion_and_how_they_ended() -> None:
     # what the jobs saw is unchanged: a bare Pod ended by a deletion is a job that did not succeed
     jobs = {j["job"]: j["status"] for j in metrics.job_rows(rec)}
     assert jobs["deleted"] == jobs["evicted"] == "Failed" and jobs["done-then-deleted"] == "Succeeded"
+
+
+def _bare_pod(queue: str) -> str:
+    return ("{apiVersion: v1, kind: Pod, metadata: {annotations: {scheduling.volcano.sh/queue-name: " + queue + "}}, "
+            "spec: {schedulerName: volcano, restartPolicy: Never, containers: [{name: main, image: sim, "
+            "resources: {requests: {cpu: '1', memory: 1Gi}}}]}}")
+
+
+QUEUES = [{"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": n},
+           "spec": {"weight": w, "reclaimable": True}} for n, w in (("qa", 1), ("qb", 3))]
+
+
+def test_queue_shares_on_a_cpu_only_cluster_are_cpu_shares_computed_by_hand(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trial 5 F-6: on a cluster without GPUs the queue table held a GPU allocated share (0) next
+    to a CPU deserved share under the name ``deserved_gpu_share``, and a queue kept its last
+    deserved share after its jobs were gone (the shares summed to more than 1).
+
+    One Node of 4 cpu; qa (weight 1): a (1 cpu, 50 s) at 0; qb (weight 3): b-0, b-1 (1 cpu, 100 s)
+    at 0 and c (1 cpu, 10 s) at 60. Proportion splits 4 cpu 1:3 and caps each queue at what it
+    requests: at the session at 1, qa 1 cpu (0.25), qb 2 (0.5); a ends at 51 (nothing waits: no
+    session); at the session at 61 qa has no job (deserved 0) and qb requests 3 (0.75). b ends at
+    101, the end."""
+    p = tmp_path / "w.yaml"
+    p.write_text(f"arrivals:\n- {{at: 0, duration: 50, name: a, manifest: {_bare_pod('qa')}}}\n"
+                 f"- {{at: 0, duration: 100, count: 2, name: b, manifest: {_bare_pod('qb')}}}\n"
+                 f"- {{at: 60, duration: 10, name: c, manifest: {_bare_pod('qb')}}}\n")
+    r = simulate(SimConfig([NodeSpec("n1", 4000, 8 * 1024**3, pods=10)], load_workload(p), queues=QUEUES))
+    assert (r.ended_by, r.end_time) == ("done", 101.0)
+    jobs = {j["job"]: j for j in metrics.job_rows(r.recorder)}
+    assert (jobs["a"]["start"], jobs["b-0"]["start"], jobs["c"]["start"]) == (1.0, 1.0, 61.0)
+    q = metrics.summary(r.recorder, r.end_time, r.ended_by)["queues"]
+    end = 101.0
+    assert q == {
+        "qa": {"jobs": 1, "allocated_cpu_share": pytest.approx(0.25 * 50 / end, abs=1e-4),
+               "deserved_cpu_share": pytest.approx(0.25 * 60 / end, abs=1e-4)},
+        "qb": {"jobs": 3, "allocated_cpu_share": pytest.approx((0.5 * 100 + 0.25 * 10) / end, abs=1e-4),
+               "deserved_cpu_share": pytest.approx((0.5 * 60 + 0.75 * 40) / end, abs=1e-4)},
+    }
+    assert r.recorder.deserved["qa"][-1] == (61.0, 0.0, 0.0)
+    # queues.png was an empty "GPU share allocated" axis: now one CPU panel, both queues, both lines
+    import matplotlib.pyplot as plt
+
+    from pumice.simulate.report import write_run
+
+    figures: list = []
+    close = plt.close
+    monkeypatch.setattr(plt, "close", figures.append)
+    write_run(r, tmp_path / "out")
+    monkeypatch.setattr(plt, "close", close)
+    (queues_fig,) = [f for f in figures if any("share of the" in a.get_ylabel() for a in f.axes)]
+    (ax,) = queues_fig.axes
+    assert ax.get_ylabel() == "share of the CPU"
+    assert ax.get_legend_handles_labels()[1] == ["qa allocated", "qa deserved", "qb allocated", "qb deserved"]
+    for f in figures:
+        plt.close(f)
