@@ -353,3 +353,24 @@ def test_a_job_over_its_users_application_limit_says_when_it_would_run() -> None
     assert ex.reason == "enqueue refused: user bob has 1 of at most 1 applications in queue q1", ex.render()
     assert ex.remedy == ("one of user bob's admitted jobs in queue q1 finishes or is deleted (or the user-limits "
                          "maxApplications for bob in queue q1 is raised above 1)"), ex.render()
+
+
+def test_a_hand_made_podgroup_whose_pods_are_gone_says_nothing_recreates_them() -> None:
+    """Trial 5 F-16 (b): a PodGroup made by hand whose bare Pod was evicted (deleted) was
+    explained as "the controller creates the Pods on its next pass"; there is no controller."""
+    pg = podgroup("crash", namespace=NS, queue="q1", min_member=1, min_resources="1,1Gi", phase="Inqueue")
+    ex = explain([node("n1"), queue("q1"), pg], "podgroup", "crash", NS, NO_OVERCOMMIT)
+    assert ex.gate == "no-pods", ex.render()
+    assert ex.reason == ("the PodGroup is Inqueue but has no Pods, and no controller owns it (no ownerReference with "
+                         "controller: true): nothing creates Pods for it; bare Pods that were deleted or evicted are "
+                         "not recreated"), ex.render()
+    assert ex.remedy == ("create its Pods again (annotation scheduling.k8s.io/group-name: crash), or delete the "
+                         "PodGroup"), ex.render()
+    # owned by a controller, asked for by the PodGroup's name: that controller makes the Pods
+    pg["metadata"]["ownerReferences"] = [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "j1",
+                                          "uid": "u1", "controller": True}]
+    ex = explain([node("n1"), queue("q1"), pg], "podgroup", "crash", NS, NO_OVERCOMMIT)
+    assert ex.gate == "no-pods", ex.render()
+    assert ex.reason == ("the PodGroup is Inqueue (admitted to the queue) but has no Pods yet; its controller (Job j1) "
+                         "creates them once the PodGroup leaves Pending"), ex.render()
+    assert ex.remedy == "nothing: the controller creates the Pods on its next pass"

@@ -202,3 +202,29 @@ async def test_live_scheduler_evicts_and_annotates_a_gang_not_ready_in_time(tmp_
             assert all(p["metadata"].get("deletionTimestamp") or p["metadata"]["name"] != "g-0" for p in lst.items)
         finally:
             await sched.cache.stop()
+
+
+@pytest.mark.parametrize(("annotations", "reason", "why"), [
+    ({"scheduling.pumice.io/deactivated": "true"}, "DeactivatedDueToRequeuingLimitExceeded",
+     "The workload is deactivated due to exceeding the maximum number of re-queuing retries"),
+    ({"scheduling.pumice.io/requeue-count": "1", "scheduling.pumice.io/requeue-at": "1970-01-01T00:01:00Z"},
+     "PodsReadyTimeout", "requeued after the PodsReady timeout; backoff until 1970-01-01T00:01:00Z"),
+])
+def test_a_held_gang_says_why_instead_of_blaming_resources(annotations: dict[str, str], reason: str, why: str) -> None:
+    """Trial 5 F-16 (a): a deactivated (or backing-off) gang on empty Nodes also got gang's
+    ``Unschedulable`` ``NotEnoughResources`` condition and a Warning "2/2 tasks in gang
+    unschedulable: pod group is not ready, 2 Pending..." (read as a capacity problem)."""
+    res = run_scenario(pending_gang(annotations), actions=ACTIONS, tiers=TIERS)
+    conds = {c["type"]: c for c in res.pod_groups["c1/g"]["conditions"]}
+    assert (conds["Unschedulable"]["status"], conds["Unschedulable"]["reason"], conds["Unschedulable"]["message"]) == (
+        "True", reason, f"2/2 tasks in gang unschedulable: {why}")
+    warnings = [e for e in res.events if e[1] == "Warning"]
+    assert warnings == [("c1/g", "Warning", "Unschedulable", f"2/2 tasks in gang unschedulable: {why}")]
+    assert res.close is not None
+    assert {k: v[1] for k, v in res.close.pod_conditions.items()} == {"c1/g-0": why, "c1/g-1": why}
+    # the same gang not held (backoff over) is scheduled; a gang short of room still says NotEnoughResources
+    short = pending_gang({})
+    short[0]["status"]["allocatable"]["cpu"] = short[0]["status"]["capacity"]["cpu"] = "1"
+    short[1]["status"]["allocatable"]["cpu"] = short[1]["status"]["capacity"]["cpu"] = "1"
+    res = run_scenario(short, actions=ACTIONS, tiers=TIERS)
+    assert {c["type"]: c["reason"] for c in res.pod_groups["c1/g"]["conditions"]}["Unschedulable"] == "NotEnoughResources"

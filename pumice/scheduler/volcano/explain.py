@@ -279,6 +279,25 @@ def _gate_before_session(ex: Explanation, objects: list[Obj], kind: str, name: s
     return pg
 
 
+def _no_pods(ex: Explanation, pg: Obj, asked_for_podgroup: bool) -> None:
+    """An admitted PodGroup without Pods: its controller makes them, unless it has none (a
+    PodGroup made by hand, asked for as ``podgroup/NAME``: its bare Pods, once deleted or evicted,
+    come back from nothing)."""
+    ex.gate = "no-pods"
+    owner = next((r for r in _md(pg).get("ownerReferences") or [] if r.get("controller")), None)
+    if asked_for_podgroup and owner is None:
+        ex.reason = (f"the PodGroup is {ex.phase} but has no Pods, and no controller owns it (no ownerReference "
+                     "with controller: true): nothing creates Pods for it; bare Pods that were deleted or "
+                     "evicted are not recreated")
+        ex.remedy = (f"create its Pods again (annotation {GROUP_KEY}: {_md(pg).get('name', '')}), or delete the "
+                     "PodGroup")
+        return
+    by = f"its controller ({owner.get('kind')} {owner.get('name')})" if owner is not None else "the job's controller"
+    ex.reason = (f"the PodGroup is {ex.phase} (admitted to the queue) but has no Pods yet; {by} creates them once "
+                 "the PodGroup leaves Pending")
+    ex.remedy = "nothing: the controller creates the Pods on its next pass"
+
+
 def explain(objects: list[Obj], kind: str, name: str, namespace: str, conf: SchedulerConfiguration,
             *, now: float = 0.0) -> Explanation:
     """Explain why ``kind/name`` in ``namespace`` is (not) running, from ``objects`` (Nodes, Pods,
@@ -342,10 +361,7 @@ def explain(objects: list[Obj], kind: str, name: str, namespace: str, conf: Sche
         _gang_room(ex, ssn, job)
         return ex
     if not job.tasks:
-        ex.gate = "no-pods"
-        ex.reason = (f"the PodGroup is {ex.phase} (admitted to the queue) but has no Pods yet; the job's "
-                     "controller creates them once the PodGroup leaves Pending")
-        ex.remedy = "nothing: the controller creates the Pods on its next pass"
+        _no_pods(ex, pg, KIND_ALIASES[kind.lower()] == "PodGroup")
         return ex
     if overused and pending:
         pn = plugin_numbers.get("queue")

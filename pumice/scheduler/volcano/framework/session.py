@@ -194,6 +194,10 @@ class Session:
         self.batch_predicates: dict[str, Callable[[TaskInfo], tuple[np.ndarray, Any]]] = {}
         self.batch_scores: dict[str, Callable[[TaskInfo, np.ndarray], np.ndarray]] = {}
         self.queue_metrics: dict[str, dict[str, Any]] = {}
+        self.held_jobs: dict[str, ValidateResult] = {}
+        """Jobs a plugin keeps out of scheduling on purpose, not for want of room (job uid -> its
+        verdict; pumice's ``wait-for-pods-ready``): their ``Unschedulable`` condition (gang) and
+        Warning carry that reason instead of blaming resources."""
         self.plugin_open_seconds: dict[str, float] = {}
         self.current_action = ""
         self.errors: list[tuple[str, str, str, str]] = []
@@ -846,7 +850,8 @@ class Session:
                 # unschedulable: pod group is ready, N Binding" for a gang whose binds are still in
                 # flight; nothing is unschedulable then, so pumice leaves that Warning out
                 pending = job.count(TaskStatus.Pending)
-                fit = job.fit_error()
+                held = self.held_jobs.get(job.uid)
+                fit = held.message if held is not None else job.fit_error()
                 res.events.append(
                     (job.uid, "Warning", "Unschedulable", f"{pending}/{len(job.tasks)} tasks in gang unschedulable: {fit}")
                 )

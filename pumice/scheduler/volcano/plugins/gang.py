@@ -94,7 +94,9 @@ class GangPlugin:
                     if ctx.status in ALLOCATED_STATUSES:
                         schedulable += 1
                 unready = job.min_available - (schedulable + job.ready_task_num())
-                msg = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {job.fit_error()}"
+                held = ssn.held_jobs.get(job.uid)  # Deviates: a job a plugin holds on purpose says why
+                reason = held.reason if held is not None else PodGroupConditionReason.NOT_ENOUGH_RESOURCES.value
+                fit = held.message if held is not None else job.fit_error()
                 ssn.update_pod_group_condition(
                     job,
                     {
@@ -102,8 +104,8 @@ class GangPlugin:
                         "status": "True",
                         "lastTransitionTime": ssn.now_rfc3339(),
                         "transitionID": ssn.uid,
-                        "reason": PodGroupConditionReason.NOT_ENOUGH_RESOURCES.value,
-                        "message": msg,
+                        "reason": reason,
+                        "message": f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {fit}",
                     },
                 )
             else:

@@ -165,6 +165,7 @@ class WaitForPodsReadyPlugin:
             res = self._check(ssn, job)
             if res is not None:
                 held[uid] = res
+        ssn.held_jobs.update(held)  # their Unschedulable condition and Warning give this reason
 
         def valid(job: JobInfo) -> ValidateResult | None:
             return held.get(job.uid)
