@@ -247,36 +247,25 @@ async def run_process_sample() -> None:
             print(f"  {label:32s} {b - a:6.0f} s")
 
 
-SERVE_APPS = "tests/ray/serve_apps"
+RAYSERVICE_READY_TIMEOUT = 600
+"""Seconds the RayService gets to answer; past that the bench stops with the diagnosis."""
 
 
 async def run_rayservice() -> None:
-    """ray-service.sample.yaml (working_dir -> our own Serve apps from a ConfigMap, as the acceptance
-    test) on real Ray: apply -> cluster ready (the baseline: what a plain RayCluster of the same
-    spec costs) -> RayService Ready -> first answered request; then a cluster-spec change under a
-    client sending requests (one fresh connection each, through the serve Service) until the new
-    cluster serves: upgrade duration and failed requests."""
-    from pathlib import Path
-
+    """ray-service.sample.yaml as the acceptance test runs it (:mod:`pumice.testing.rayservice`:
+    our own Serve apps from a ConfigMap, the Router at 0.1 CPU) on real Ray: apply -> cluster
+    ready (the baseline: what a plain RayCluster of the same spec costs) -> RayService Ready ->
+    first answered request; then a cluster-spec change under a client sending requests (one fresh
+    connection each, through the serve Service) until the new cluster serves: upgrade duration and
+    failed requests. A RayService not answering within :data:`RAYSERVICE_READY_TIMEOUT` s, or an
+    upgrade not done within it, stops the bench with the objects' status and Ray's log digest."""
     import httpx2
-    import yaml
 
-    from pumice.testing.paths import shared_dir
+    from pumice.testing.ray_logs import diagnosis
+    from pumice.testing.rayservice import sample_rayservice, serve_apps_configmap
 
-    apps = Path(__file__).resolve().parents[1] / SERVE_APPS
-    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "serve-apps", "namespace": "default"},
-          "data": {p.name: p.read_text() for p in sorted(apps.glob("*.py"))}}
-    rs = next(d for d in yaml.safe_load_all((shared_dir() / "samples/kuberay/ray-service.sample.yaml").read_text())
-              if d and d.get("kind") == "RayService")
-    rs["metadata"]["namespace"] = "default"
-    rs["spec"]["serveConfigV2"] = rs["spec"]["serveConfigV2"].replace(
-        "https://github.com/ray-project/test_dag/archive/78b4a5da38796123d9f9ffff59bab2792a043e95.zip",
-        "local:///tmp/serve-apps")
-    cfg = rs["spec"]["rayClusterConfig"]
-    for g in [cfg["headGroupSpec"], *cfg["workerGroupSpecs"]]:
-        g["template"]["spec"].setdefault("volumes", []).append({"name": "serve-apps", "configMap": {"name": "serve-apps"}})
-        g["template"]["spec"]["containers"][0].setdefault("volumeMounts", []).append(
-            {"name": "serve-apps", "mountPath": "/tmp/serve-apps"})
+    cm = serve_apps_configmap()
+    rs = sample_rayservice()
     name = rs["metadata"]["name"]
     url = f"http://{name}-serve-svc.default.svc.cluster.local:8000/fruit/"
 
@@ -299,6 +288,9 @@ async def run_rayservice() -> None:
         await client.create(rs)
         t_cluster = t_ready = t_first = None
         while t_first is None:
+            if time.perf_counter() - t0 > RAYSERVICE_READY_TIMEOUT:
+                raise SystemExit(f"the RayService did not answer within {RAYSERVICE_READY_TIMEOUT} s\n"
+                                 f"{await diagnosis(client, agent.data_dir / 'pods')}")
             cur = await client.get(scheme.RAY_SERVICE, name, "default")
             pend = ((cur.get("status") or {}).get("pendingServiceStatus") or {})
             act = ((cur.get("status") or {}).get("activeServiceStatus") or {})
@@ -343,6 +335,10 @@ async def run_rayservice() -> None:
             act = (cur.get("status") or {}).get("activeServiceStatus") or {}
             if act.get("rayClusterName") not in (None, "", old):
                 break
+            if time.perf_counter() - t1 > RAYSERVICE_READY_TIMEOUT:
+                stop.set()
+                raise SystemExit(f"the upgrade was not done within {RAYSERVICE_READY_TIMEOUT} s\n"
+                                 f"{await diagnosis(client, agent.data_dir / 'pods')}")
             await asyncio.sleep(0.5)
         upgrade = time.perf_counter() - t1
         await asyncio.sleep(5)

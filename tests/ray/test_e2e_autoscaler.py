@@ -20,6 +20,7 @@ import pytest
 from pumice.api import scheme
 from pumice.client.kubeconfig import connect
 from pumice.testing.autoscaler import autoscaler_log, scale_up_and_down, wait_head_ready
+from pumice.testing.ray_logs import diagnosis
 from pumice.testing.up import start_up, stop_up
 
 from .conftest import load_sample
@@ -41,13 +42,13 @@ async def test_autoscaler_scales_up_on_a_queued_task_and_down_when_idle() -> Non
     try:
         for kind in ("ConfigMap", "RayCluster"):
             await client.create(load_sample("ray-cluster.autoscaler.yaml", kind))
-        head = await wait_head_ready(client, NAME)
         try:
+            head = await wait_head_ready(client, NAME)
             t = await scale_up_and_down(client, NAME, head["status"]["podIP"])
-        except BaseException:
+        except Exception as e:
             # What the autoscaler said is the first thing to read when scaling did not happen.
-            print("autoscaler container log (tail):\n" + await autoscaler_log(client, NAME), flush=True)
-            raise
+            raise AssertionError(f"{e!r}\nautoscaler container log (tail):\n{await autoscaler_log(client, NAME)}\n"
+                                 f"{await diagnosis(client, data / 'node' / 'pods')}") from e
         print(f"autoscaler: queued -> worker Pod created {t.queued_to_pod_created:.1f} s, Running "
               f"{t.queued_to_pod_running:.1f} s, task started {t.queued_to_task_started:.1f} s; task ended -> "
               f"replicas 0 {t.task_ended_to_scaled_down:.1f} s, Pod gone {t.task_ended_to_pod_gone:.1f} s "

@@ -27,7 +27,6 @@ import asyncio
 import copy
 import shutil
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +51,8 @@ pytestmark = [
 
 NAME = "raycluster-external-redis"
 NODE = {"node_cpu": "8", "node_memory": "24Gi"}
+BUDGET = 1300
+"""Seconds a test's stack may run (below the 1500-s pytest timeout by the teardown)."""
 
 
 def sample_docs(ft: bool) -> list[Obj]:
@@ -78,17 +79,6 @@ async def apply(s: Stack, docs: list[Obj]) -> None:
         await s.client.create(d)
 
 
-async def wait_for(s: Stack, what: str, pred: Callable[[], Any], timeout: float = 600) -> Any:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while loop.time() < deadline:
-        got = await pred()
-        if got:
-            return got
-        await asyncio.sleep(1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 async def head_pod(s: Stack) -> Obj | None:
     pods = (await s.client.list(scheme.POD, "default", label_selector=f"ray.io/cluster={NAME},ray.io/node-type=head")).items
     return pods[0] if pods else None
@@ -103,7 +93,7 @@ async def ready_head_ip(s: Stack, not_pod: str = "") -> str:
         if (cl.get("status") or {}).get("state") != "ready":
             return ""
         return str((head.get("status") or {}).get("podIP") or "")
-    return str(await wait_for(s, "a ready cluster", ready))
+    return str(await s.until("a ready cluster", ready, 600))
 
 
 async def run_script(ip: str, script: str, sid: str) -> tuple[str, str]:
@@ -133,7 +123,7 @@ async def restart_head(s: Stack) -> str:
 
 
 async def test_ft_on_a_detached_actor_survives_a_head_restart() -> None:
-    async with stack(**NODE) as s:
+    async with stack(budget=BUDGET, **NODE) as s:
         await apply(s, sample_docs(ft=True))
         ip = await ready_head_ip(s)
         assert (await run_script(ip, "detached_actor.py", "create-1"))[0] == "SUCCEEDED"
@@ -158,7 +148,7 @@ async def test_ft_on_a_detached_actor_survives_a_head_restart() -> None:
             except Exception:
                 return True
             return False
-        await wait_for(s, "the RayCluster to go after its Redis cleanup Job", cleaned, timeout=400)
+        await s.until("the RayCluster to go after its Redis cleanup Job", cleaned, 400)
         # The Job may complete, release the finalizer and be collected between two polls: its
         # outcome is also in the Events, which outlive it (kube's Job controller: Completed).
         job = f"{NAME}-redis-cleanup"
@@ -173,7 +163,7 @@ async def test_ft_on_a_detached_actor_survives_a_head_restart() -> None:
 
 
 async def test_ft_off_the_actor_is_gone_after_a_head_restart() -> None:
-    async with stack(**NODE) as s:
+    async with stack(budget=BUDGET, **NODE) as s:
         await apply(s, sample_docs(ft=False))
         ip = await ready_head_ip(s)
         assert (await run_script(ip, "detached_actor.py", "create-1"))[0] == "SUCCEEDED"
@@ -196,7 +186,7 @@ async def _rayjob_across_a_head_deletion(s: Stack, name: str, mode: str, **spec:
     async def running() -> str:
         st = (await s.client.get(scheme.RAY_JOB, name, "default")).get("status") or {}
         return str(st.get("rayClusterName") or "") if st.get("jobStatus") == "RUNNING" else ""
-    cname = await wait_for(s, f"RayJob {name} to run", running)
+    cname = await s.until(f"RayJob {name} to run", running, 600)
     sel = f"ray.io/cluster={cname},ray.io/node-type=head"
     head = (await s.client.list(scheme.POD, "default", label_selector=sel)).items[0]
     await s.client.delete(scheme.POD, head["metadata"]["name"], "default")
@@ -213,7 +203,7 @@ async def _rayjob_across_a_head_deletion(s: Stack, name: str, mode: str, **spec:
         if got.get("jobDeploymentStatus") in ("Complete", "Failed"):
             st = got
         return bool(st) and (recreated or clock.now() - deleted >= 90)
-    await wait_for(s, f"RayJob {name} to end", settled, timeout=600)
+    await s.until(f"RayJob {name} to end", settled, 600)
     print(f"{mode} RayJob after its head Pod was deleted without GCS FT: {st.get('jobDeploymentStatus')} "
           f"{st.get('reason')} ({st.get('message')}); head recreated within 90 s: {recreated}", flush=True)
     return st, recreated
@@ -222,7 +212,7 @@ async def _rayjob_across_a_head_deletion(s: Stack, name: str, mode: str, **spec:
 async def test_ft_off_a_k8sjobmode_rayjob_without_submitter_retries_fails_when_its_head_is_deleted() -> None:
     # Ports upstream e2e rayjob_test.go "RayJob controller recreates the head Pod if it is deleted
     # while the job is running" (backoffLimit 0: no resubmission to the fresh head).
-    async with stack(**NODE) as s:
+    async with stack(budget=BUDGET, **NODE) as s:
         await apply(s, [d for d in sample_docs(ft=False) if d["kind"] != "RayCluster"])
         st, recreated = await _rayjob_across_a_head_deletion(s, "k8s-job", "K8sJobMode",
                                                             submitterConfig={"backoffLimit": 0})
@@ -234,7 +224,7 @@ async def test_ft_off_a_k8sjobmode_rayjob_without_submitter_retries_fails_when_i
 async def test_ft_off_a_sidecarmode_rayjob_fails_and_its_head_is_not_recreated() -> None:
     # Ports upstream e2e rayjob_sidecar_mode_test.go "RayJob fails when head Pod is deleted when
     # job is running".
-    async with stack(**NODE) as s:
+    async with stack(budget=BUDGET, **NODE) as s:
         await apply(s, [d for d in sample_docs(ft=False) if d["kind"] != "RayCluster"])
         st, recreated = await _rayjob_across_a_head_deletion(s, "sidecar-job", "SidecarMode")
         assert not recreated

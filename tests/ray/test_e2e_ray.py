@@ -4,6 +4,14 @@ in per-Pod network namespaces) and the KubeRay operator with the HTTP dashboard 
 
 Serial and slow (Ray starts, pip installs): marked ``ray``. The operator runs in its own Manager so
 the restart test can stop it and start a fresh one (new in-memory state) against the same world.
+
+A wait that runs out, and a test that overruns its stack's ``budget``, fail with the objects'
+status and the telling lines of Ray's logs (:mod:`pumice.testing.ray_logs`) in the message: a hang
+in CI is diagnosed from the CI output. The budget is an ``asyncio.timeout`` around the test body,
+below the module's pytest-timeout, because pytest-timeout's SIGALRM lands in whichever asyncio task
+runs at that moment and is kept there as that task's result (``Task.__step`` keeps a BaseException
+other than SystemExit/KeyboardInterrupt) when it is a background task (node agent, operator), so
+the test would go on waiting.
 """
 
 from __future__ import annotations
@@ -13,9 +21,9 @@ import contextlib
 import shutil
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -24,8 +32,11 @@ from pumice.controllers.ray import setup
 from pumice.controllers.ray.dashboard import DashboardError, RayDashboardClient, http_dashboard_client_factory
 from pumice.controllers.ray.status import format_rayjob_status
 from pumice.runtime.manager import Manager
+from pumice.testing.ray_logs import diagnosis
 
 from .conftest import load_sample
+
+T = TypeVar("T")
 
 pytestmark = [
     pytest.mark.ray,
@@ -79,20 +90,43 @@ class Stack:
     async def rayjob(self, name: str) -> Obj:
         return await self.client.get(scheme.RAY_JOB, name, "default")
 
-    async def wait_rayjob(self, name: str, pred: Callable[[Obj], bool], timeout: float = 600) -> Obj:
-        last = ""
+    async def diagnosis(self) -> str:
+        """The objects' status, the Pods, Warning Events and Ray's log digest of every Pod."""
+        return await diagnosis(self.client, self.agent.data_dir / "pods")
+
+    async def until(self, what: str | Callable[[], str], probe: Callable[[], Awaitable[T]],
+                    timeout: float = 300, period: float = 1.0) -> T:
+        """Poll ``probe`` every ``period`` s until it returns a truthy value, and return it.
+
+        Raises:
+            AssertionError: not so within ``timeout`` s; the message names ``what`` (or what it
+                returns then) and carries :meth:`diagnosis`.
+        """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while loop.time() < deadline:
+        while True:
+            got = await probe()
+            if got:
+                return got
+            if loop.time() >= deadline:
+                raise AssertionError(f"timed out after {timeout:.0f} s waiting for "
+                                     f"{what() if callable(what) else what}\n{await self.diagnosis()}")
+            await asyncio.sleep(period)
+
+    async def wait_rayjob(self, name: str, pred: Callable[[Obj], bool], timeout: float = 600) -> Obj:
+        """Poll RayJob ``name`` until ``pred(status)``, printing each new status line; see :meth:`until`."""
+        last = ""
+
+        async def probe() -> Obj | None:
+            nonlocal last
             job = await self.rayjob(name)
             line = format_rayjob_status(job)
             if line != last:
                 print(line, flush=True)
                 last = line
-            if pred(job.get("status") or {}):
-                return job
-            await asyncio.sleep(1)
-        raise AssertionError(f"timed out: {last}")
+            return job if pred(job.get("status") or {}) else None
+
+        return await self.until(lambda: f"RayJob {name}; last status: {last}", probe, timeout)
 
 
 def stack_root_ca() -> str:
@@ -107,9 +141,12 @@ def stack_root_ca() -> str:
 
 
 @contextlib.asynccontextmanager
-async def stack(**agent_kwargs: Any) -> AsyncIterator[Stack]:
+async def stack(budget: float = 720, **agent_kwargs: Any) -> AsyncIterator[Stack]:
     """The whole system on one process-runtime Node; ``agent_kwargs`` go to the NodeAgent
-    (e.g. ``node_cpu`` / ``node_memory``: the capacity the Node publishes)."""
+    (e.g. ``node_cpu`` / ``node_memory``: the capacity the Node publishes).
+
+    ``budget`` (s) bounds the body: past it the body is cancelled and the test fails with
+    :meth:`Stack.diagnosis`. Keep it below the test's pytest-timeout by the teardown's ~2 minutes."""
     from pumice.controllers import kube
     from pumice.node import agent as agent_mod
     from pumice.scheduler.default import scheduler as sched
@@ -132,7 +169,15 @@ async def stack(**agent_kwargs: Any) -> AsyncIterator[Stack]:
             await kube_mgr.wait_started()
             await s.start_operator()
             try:
-                yield s
+                budget_cm = asyncio.timeout(budget)
+                try:
+                    async with budget_cm:
+                        yield s
+                except TimeoutError as e:
+                    if not budget_cm.expired():
+                        raise
+                    raise AssertionError(f"the test did not finish within its budget of {budget:.0f} s\n"
+                                         f"{await s.diagnosis()}") from e
             finally:
                 if s.operator is not None:
                     await s.kill_operator()
@@ -212,26 +257,19 @@ async def test_raycluster_scales_1_2_1_with_workers_to_delete() -> None:
                                         label_selector="ray.io/cluster=scale,ray.io/node-type=worker")).items
             return sorted(p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp"))
 
-        async def until(pred: Callable[[], Any], timeout: float = 300) -> None:
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + timeout
-            while not await pred():
-                assert loop.time() < deadline, "timed out"
-                await asyncio.sleep(1)
-
         async def nodes_are(n: int) -> bool:
             try:
                 return await ray_nodes(await get()) == n
             except Exception:
                 return False
 
-        await until(lambda: _state_ready(get))
-        await until(lambda: nodes_are(2))
+        await s.until("RayCluster scale ready", lambda: _state_ready(get))
+        await s.until("2 Ray nodes", lambda: nodes_are(2))
         first = await workers()
         cl = await get()
         cl["spec"]["workerGroupSpecs"][0]["replicas"] = 2
         await s.client.update(cl)
-        await until(lambda: nodes_are(3))
+        await s.until("3 Ray nodes", lambda: nodes_are(3))
         second = next(n for n in await workers() if n not in first)
         cl = await get()
         cl["spec"]["workerGroupSpecs"][0]["replicas"] = 1
@@ -241,8 +279,8 @@ async def test_raycluster_scales_1_2_1_with_workers_to_delete() -> None:
         async def only_first() -> bool:
             return await workers() == first
 
-        await until(only_first)
-        await until(lambda: nodes_are(2))
+        await s.until(f"only the first worker {first} left", only_first)
+        await s.until("2 Ray nodes again", lambda: nodes_are(2))
 
 
 async def _state_ready(get: Callable[[], Any]) -> bool:
@@ -291,3 +329,13 @@ async def test_sidecar_mode_rayjob_succeeds() -> None:
         job = await s.wait_rayjob("rayjob-sidecar", lambda st: st.get("jobDeploymentStatus") in ("Complete", "Failed"))
         st = job["status"]
         assert (st["jobStatus"], st["jobDeploymentStatus"]) == ("SUCCEEDED", "Complete"), st
+
+
+async def test_a_test_past_its_stack_budget_fails_with_the_diagnosis() -> None:
+    """A hang fails at the stack's budget with the objects' status in the message (no Ray needed:
+    the body just waits)."""
+    with pytest.raises(AssertionError, match="did not finish within its budget of 3 s") as failed:
+        async with stack(budget=3):
+            await asyncio.sleep(3600)
+    text = str(failed.value)
+    assert "=== objects" in text and "=== Ray logs" in text and "(no Ray logs under" in text

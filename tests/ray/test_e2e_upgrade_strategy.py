@@ -4,11 +4,8 @@ change does not recreate anything. Marked ``ray_long`` (make test-ray-long)."""
 
 from __future__ import annotations
 
-import asyncio
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -22,14 +19,6 @@ pytestmark = [
     pytest.mark.timeout(900),
     pytest.mark.skipif(not (Path(sys.executable).parent / "ray").exists(), reason="ray is not installed"),
 ]
-
-
-async def until(pred: Callable[[], Awaitable[Any]], timeout: float = 300) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not await pred():
-        assert loop.time() < deadline, "timed out"
-        await asyncio.sleep(1)
 
 
 async def test_recreate_replaces_every_pod_on_a_template_change_and_the_cluster_comes_back() -> None:
@@ -52,12 +41,12 @@ async def test_recreate_replaces_every_pod_on_a_template_change_and_the_cluster_
             except Exception:
                 return False
 
-        await until(lambda: ready_with(2))
+        await s.until("RayCluster recreate ready with 2 Ray nodes", lambda: ready_with(2))
         first = set(await live())
         cl = await get()
         cl["spec"]["workerGroupSpecs"][0]["replicas"] = 2
         await s.client.update(cl)
-        await until(lambda: ready_with(3))
+        await s.until("RayCluster recreate ready with 3 Ray nodes", lambda: ready_with(3))
         assert first < set(await live())  # a replicas change recreates nothing
 
         cl = await get()
@@ -70,8 +59,8 @@ async def test_recreate_replaces_every_pod_on_a_template_change_and_the_cluster_
             return len(pods) == 3 and not (set(pods) & first) and all(
                 {"name": "RECREATE_MARK", "value": "2"} in (p["spec"]["containers"][0].get("env") or [])
                 for p in pods.values())
-        await until(replaced)
-        await until(lambda: ready_with(3))
+        await s.until("all 3 Pods replaced by Pods of the new template", replaced)
+        await s.until("RayCluster recreate ready again with 3 Ray nodes", lambda: ready_with(3))
         events = [e for e in (await s.client.list(scheme.EVENT, "default")).items
                   if (e.get("involvedObject") or {}).get("name") == "recreate" and e.get("reason") == "DeletedPod"]
         assert any("due to spec change with Recreate upgradeStrategy" in e.get("message", "") for e in events)
