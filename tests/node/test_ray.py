@@ -24,6 +24,7 @@ from pumice.node.agent import NodeAgent
 from pumice.node.network import netns_name, veth_name
 from pumice.testing.cluster import serve_http
 from pumice.testing.node import get_pod, phase_is, wait_for
+from pumice.testing.ray_logs import diagnosis
 
 pytestmark = [
     pytest.mark.ray,
@@ -214,6 +215,10 @@ async def _gone(client: Any, name: str) -> bool:
     return await get_pod(client, name) is None
 
 
+SCENARIO_BUDGET = 480
+"""Seconds the scenario may take (about 60 on an idle machine); the test's pytest timeout is 600."""
+
+
 @pytest.mark.timeout(600)
 async def test_two_ray_nodes_and_a_driver_pod_run_on_one_node(data_dir: Path) -> None:
     kubectl = shutil.which("kubectl") or shutil.which("kubectl", path=str(Path(sys.executable).parent))
@@ -236,7 +241,13 @@ async def test_two_ray_nodes_and_a_driver_pod_run_on_one_node(data_dir: Path) ->
             return await asyncio.to_thread(_proxy_logs, srv.url, srv.token, name)
 
         try:
-            await _run_scenario(client, agent, logs)
+            # Bounded here, below the pytest timeout: its SIGALRM can land in one of the agent's
+            # tasks and be kept there, and the test would wait on; and a failure carries the Pods'
+            # states and Ray's log digest.
+            async with asyncio.timeout(SCENARIO_BUDGET):
+                await _run_scenario(client, agent, logs)
+        except (AssertionError, TimeoutError) as e:
+            raise AssertionError(f"{e!r}\n{await diagnosis(client, agent.data_dir / 'pods')}") from e
         finally:
             await agent.stop()
             await client.close()
