@@ -27,7 +27,12 @@ from dataclasses import dataclass
 from pumice.api import Obj
 from pumice.scheduler.default import plugins
 from pumice.scheduler.default.podinfo import NodeInfo, PodInfo
-from pumice.scheduler.default.spread import WEIGHT_POD_TOPOLOGY_SPREAD, SpreadNode, spread_scores
+from pumice.scheduler.default.spread import (
+    WEIGHT_POD_TOPOLOGY_SPREAD,
+    SpreadNode,
+    prefilter,
+    spread_scores,
+)
 
 
 @dataclass(frozen=True)
@@ -161,10 +166,8 @@ class LoopCore(CoreBase):
         if info is not None:
             info.add_pod(pod, sign)
 
-    def _spread_scores(self, pod: PodInfo, feasible: Sequence[int]) -> list[int]:
-        """PodTopologySpread's normalized scores of the ``feasible`` slots (in their order) for a
-        Pod with :attr:`PodInfo.spread`: the reference :func:`spread_scores` over every Node."""
-        assert pod.spread is not None
+    def _spread_nodes(self, pod: PodInfo) -> dict[int, SpreadNode]:
+        """Every Node (by slot) as PodTopologySpread sees it for ``pod``."""
         nodes: dict[int, SpreadNode] = {}
         for slot, info in enumerate(self._infos):
             if info is None:
@@ -174,6 +177,13 @@ class LoopCore(CoreBase):
                 plugins.first_untolerated_taint(pod, info.taints) is None,
                 [p.labels for p in self._node_pods.get(info.name, {}).values()
                  if p.namespace == pod.namespace and not p.terminating])
+        return nodes
+
+    def _spread_scores(self, pod: PodInfo, feasible: Sequence[int]) -> list[int]:
+        """PodTopologySpread's normalized scores of the ``feasible`` slots (in their order) for a
+        Pod with :attr:`PodInfo.spread`: the reference :func:`spread_scores` over every Node."""
+        assert pod.spread is not None
+        nodes = self._spread_nodes(pod)
         return spread_scores(pod.spread, [nodes[s] for s in feasible], nodes.values())
 
     def node_info(self, name: str) -> NodeInfo | None:
@@ -185,11 +195,16 @@ class LoopCore(CoreBase):
         reasons: Counter[str] = Counter()
         unresolvable = 0
         total = 0
+        spread_state = (prefilter(pod.spread_filter, pod.labels, self._spread_nodes(pod).values())
+                        if pod.spread_filter else None)
         for slot, info in enumerate(self._infos):
             if info is None:
                 continue
             total += 1
             failed = plugins.run_filters(pod, info)
+            if not failed and spread_state is not None:
+                why = spread_state.reason(info.labels)
+                failed = [why] if why else []
             if failed:
                 reasons.update(failed)
                 if not plugins.is_resolvable(failed):

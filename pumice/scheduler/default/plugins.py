@@ -4,8 +4,10 @@ These are the reference semantics: the plain-loop core runs them node by node, t
 core computes the same answers over numpy columns, and a test checks the two agree.
 
 Filters run in upstream's default order and stop at the first failing plugin per Node
-(NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit). A
-filter returns ``[]`` when the Node passes, else the reasons (NodeResourcesFit may return several).
+(NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit; then
+PodTopologySpread, which needs state over all Nodes and so is run by the cores from
+:mod:`pumice.scheduler.default.spread`). A filter returns ``[]`` when the Node passes, else the
+reasons (NodeResourcesFit may return several).
 
 Scores are 0..100 (MaxNodeScore); the total is ``1*LeastAllocated + 1*BalancedAllocation +
 3*TaintToleration`` (upstream default weights; NodeResourcesFit and BalancedAllocation score cpu
@@ -22,6 +24,7 @@ from collections import Counter
 
 from pumice.scheduler.default.podinfo import TAINT_UNSCHEDULABLE, NodeInfo, PodInfo, Taint
 from pumice.scheduler.default.resources import CPU, MEMORY, PODS
+from pumice.scheduler.default.spread import REASON_CONSTRAINTS_NOT_MATCH
 
 MAX_NODE_SCORE = 100
 
@@ -182,11 +185,12 @@ def fit_error_message(num_nodes: int, reasons: Counter[str], unresolvable: int) 
     return f"{msg} preemption: 0/{num_nodes} nodes are available: {', '.join(post_parts)}."
 
 
-RESOLVABLE_REASONS = (REASON_NODE_PORTS,)
+RESOLVABLE_REASONS = (REASON_NODE_PORTS, REASON_CONSTRAINTS_NOT_MATCH)
 
 
 def is_resolvable(reasons: list[str]) -> bool:
-    """True when preemption could help: NodeResourcesFit and NodePorts answer Unschedulable, the
-    other filters UnschedulableAndUnresolvable."""
+    """True when preemption could help: NodeResourcesFit, NodePorts and PodTopologySpread's skew
+    check answer Unschedulable, the other filters (and PodTopologySpread's missing topology
+    label) UnschedulableAndUnresolvable."""
     return all(r in RESOLVABLE_REASONS or r.startswith("Insufficient ") or r == REASON_TOO_MANY_PODS
                for r in reasons)

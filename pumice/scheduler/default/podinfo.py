@@ -26,7 +26,7 @@ from pumice.scheduler.default.resources import (
     pod_nonzero_requests,
     pod_requests,
 )
-from pumice.scheduler.default.spread import Spread
+from pumice.scheduler.default.spread import Spread, SpreadConstraint
 
 TAINT_NOT_READY = "node.kubernetes.io/not-ready"
 TAINT_UNREACHABLE = "node.kubernetes.io/unreachable"
@@ -143,6 +143,9 @@ class PodInfo:
         terminating: it has a deletionTimestamp (PodTopologySpread does not count it).
         spread: the soft topology spread constraints it is scored with; the scheduler sets them
             (:mod:`pumice.scheduler.default.spread`), :meth:`from_pod` leaves None.
+        spread_filter: its ``DoNotSchedule`` topology spread constraints, which filter Nodes
+            (:func:`pumice.scheduler.default.spread.hard_constraints`); the scheduler sets them,
+            :meth:`from_pod` leaves none.
     """
 
     uid: str
@@ -160,6 +163,7 @@ class PodInfo:
     labels: Mapping[str, str] = field(default_factory=dict)
     terminating: bool = False
     spread: Spread | None = None
+    spread_filter: tuple[SpreadConstraint, ...] = ()
 
     @property
     def key(self) -> str:

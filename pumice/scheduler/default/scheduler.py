@@ -43,8 +43,10 @@ from pumice.scheduler.default.queue import SchedulingQueue
 from pumice.scheduler.default.resources import node_allocatable
 from pumice.scheduler.default.spread import (
     Spread,
+    SpreadConstraint,
     controller_ref,
     default_selector,
+    hard_constraints,
     selects_by_controller,
     soft_constraints,
 )
@@ -166,12 +168,18 @@ class DefaultScheduler:
             self._forget(uid)
             return
         self._assumed.pop(uid, None)
-        if self.core.pod_node(uid) == node and not self._spread_facts_changed(uid, pod):
+        known = self.core.pod_node(uid)
+        if known == node and not self._spread_facts_changed(uid, pod):
             return
         try:
             self.core.add_pod(PodInfo.from_pod(pod), str(node))
         except PodSpecError:
             log.warning("assigned pod %s has unreadable requests; not counted", uid)
+            return
+        # A Pod placed by someone else, moved, or relabelled changes the topology spread counts
+        # a DoNotSchedule constraint of a parked Pod may be waiting for (PodTopologySpread's
+        # Pod Add/Update events); the Pods this scheduler assumed are counted already.
+        self.queue.move_all_to_active_or_backoff(self._now())
 
     def _spread_facts_changed(self, uid: str, pod: Obj) -> bool:
         """The labels or the terminating mark of a counted Pod changed (PodTopologySpread counts
@@ -199,6 +207,18 @@ class DefaultScheduler:
             default = default_selector(pod, self._services.store.list(ns), controller)
         try:
             return soft_constraints(pod, default)
+        except SelectorError as e:
+            raise PodSpecError(f"bad topologySpreadConstraints labelSelector: {e}") from e
+
+    @staticmethod
+    def _spread_filter_of(pod: Obj) -> tuple[SpreadConstraint, ...]:
+        """The Pod's DoNotSchedule topology spread constraints.
+
+        Raises:
+            PodSpecError: a constraint's labelSelector does not parse.
+        """
+        try:
+            return hard_constraints(pod)
         except SelectorError as e:
             raise PodSpecError(f"bad topologySpreadConstraints labelSelector: {e}") from e
 
@@ -251,7 +271,8 @@ class DefaultScheduler:
             self.queue.done(qp.uid)
             return
         try:
-            info = dataclasses.replace(PodInfo.from_pod(pod), spread=self._spread_of(pod))
+            info = dataclasses.replace(PodInfo.from_pod(pod), spread=self._spread_of(pod),
+                                       spread_filter=self._spread_filter_of(pod))
         except PodSpecError as e:
             SCHEDULE_ATTEMPTS.labels(self.scheduler_name, "error").inc()
             self.queue.failed(qp.uid, self._now())

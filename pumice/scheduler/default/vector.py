@@ -27,7 +27,15 @@ from pumice.scheduler.default import plugins
 from pumice.scheduler.default.core import CoreBase, Decision
 from pumice.scheduler.default.podinfo import PodInfo, Requirement, Taint, Term, effective_taints
 from pumice.scheduler.default.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, node_allocatable
-from pumice.scheduler.default.spread import HOSTNAME_KEY, MAX_NODE_SCORE, WEIGHT_POD_TOPOLOGY_SPREAD, Spread
+from pumice.scheduler.default.spread import (
+    HOSTNAME_KEY,
+    MAX_NODE_SCORE,
+    NO_DOMAIN_MIN,
+    REASON_CONSTRAINTS_NOT_MATCH,
+    REASON_NODE_LABEL_NOT_MATCH,
+    WEIGHT_POD_TOPOLOGY_SPREAD,
+    Spread,
+)
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
@@ -387,6 +395,47 @@ class VectorCore(CoreBase):
                 else MAX_NODE_SCORE * (hi + lo - raw) // hi)
         return np.where(scored, norm, 0)
 
+    def _spread_filter(self, pod: PodInfo, n: int) -> tuple[BoolArray, BoolArray]:
+        """PodTopologySpread's filter per Node row for the Pod's DoNotSchedule constraints:
+        ``(missing, skewed)``, the rows it rejects for a missing topology key, resp. for maxSkew
+        (each row in at most one, by the first constraint it fails). The same counts as
+        :func:`pumice.scheduler.default.spread.prefilter`, as column operations."""
+        present = self.present[:n]
+        cons = pod.spread_filter
+        codes = [col.codes[:n] if (col := self._labels.get(c.topology_key)) is not None
+                 else np.full(n, -1, dtype=np.int32) for c in cons]
+        has_all = present.copy()
+        for cd in codes:
+            has_all &= cd >= 0
+        affinity = self._affinity_mask(pod, n)
+        tolerated = self._taint_tables(pod)[0][self.taint_sig[:n]]
+        missing = np.zeros(n, dtype=bool)
+        skewed = np.zeros(n, dtype=bool)
+        alive = present.copy()
+        for c, cd in zip(cons, codes, strict=True):
+            eligible = has_all.copy()
+            if c.node_affinity_policy == "Honor" and affinity is not None:
+                eligible &= affinity
+            if c.node_taints_policy == "Honor":
+                eligible &= tolerated
+            col = self._labels.get(c.topology_key)
+            k = len(col.values) if col is not None else 0
+            matches = self._match_vector(pod.namespace, c.selector, n)
+            per_domain = np.bincount(cd[eligible], weights=matches[eligible], minlength=k + 1)
+            seen = np.zeros(k + 1, dtype=bool)
+            seen[cd[eligible]] = True
+            domains = int(seen.sum())
+            least = int(per_domain[seen].min()) if domains else NO_DOMAIN_MIN
+            if domains < c.min_domains:
+                least = 0
+            lacks = cd < 0
+            count = per_domain[np.where(lacks, k, cd)]
+            over = ~lacks & (count + int(c.selector.matches(pod.labels)) - least > c.max_skew)
+            missing |= alive & lacks
+            skewed |= alive & over
+            alive &= ~lacks & ~over
+        return missing, skewed
+
     # -- schedule -----------------------------------------------------------------------------
     def schedule(self, pod: PodInfo) -> Decision:
         n = self._n
@@ -398,8 +447,11 @@ class VectorCore(CoreBase):
                 mask &= m
         for _, c, v in cols:
             mask &= self.free[c][:n] >= v
+        spread_filter = self._spread_filter(pod, n) if pod.spread_filter else None
+        if spread_filter is not None:
+            mask &= ~(spread_filter[0] | spread_filter[1])
         if not mask.any():
-            return self._diagnose(pod, n, stages, cols)
+            return self._diagnose(pod, n, stages, cols, spread_filter)
         # Scores over every row (contiguous arrays, no fancy indexing); infeasible rows masked.
         alloc_cpu, alloc_mem = self.alloc[1][:n], self.alloc[2][:n]
         safe_cpu, safe_mem = self.safe_cpu[:n], self.safe_mem[:n]
@@ -438,7 +490,8 @@ class VectorCore(CoreBase):
         return Decision(name)
 
     def _diagnose(self, pod: PodInfo, n: int, stages: list[tuple[str, BoolArray | None]],
-                  cols: list[tuple[str, int, int]]) -> Decision:
+                  cols: list[tuple[str, int, int]],
+                  spread_filter: tuple[BoolArray, BoolArray] | None = None) -> Decision:
         alive = self.present[:n].copy()
         total = int(alive.sum())
         reasons: Counter[str] = Counter()
@@ -472,5 +525,15 @@ class VectorCore(CoreBase):
             short = int((alive & (self.free[c][:n] < v)).sum())
             if short:
                 reasons[plugins.insufficient(r)] += short
+        if spread_filter is not None:
+            for _, c, v in cols:
+                alive &= self.free[c][:n] >= v
+            lacking = int((alive & spread_filter[0]).sum())
+            skewed = int((alive & spread_filter[1]).sum())
+            if lacking:
+                reasons[REASON_NODE_LABEL_NOT_MATCH] += lacking
+                unresolvable += lacking
+            if skewed:
+                reasons[REASON_CONSTRAINTS_NOT_MATCH] += skewed
         msg = plugins.fit_error_message(total, reasons, unresolvable)
         return Decision(None, msg, tuple(sorted(reasons.items())))
