@@ -29,13 +29,12 @@ import numpy as np
 
 from pumice.api import Obj
 from pumice.api.selectors import SelectorError, from_label_selector
-from pumice.scheduler.default.spread import SpreadNode, soft_constraints, spread_scores
+from pumice.scheduler.default.spread import soft_constraints, spread_scores
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.task_info import TaskInfo, has_pod_affinity
 from pumice.scheduler.volcano.plugins.predicates import (
     match_label_selector,
-    node_affinity_fits,
-    untolerated_taint,
+    spread_node,
 )
 
 MAX_NODE_SCORE = 100
@@ -212,14 +211,6 @@ def pod_topology_spread_scores(task: TaskInfo, nodes: Sequence[NodeInfo], all_no
         return None
     if spread is None or not all_nodes:
         return None
-    pod, ns = task.pod, task.namespace
-
-    def view(n: NodeInfo) -> SpreadNode:
-        return SpreadNode(n.name, n.labels, node_affinity_fits(pod, n),
-                          untolerated_taint(pod, n, ("NoSchedule", "NoExecute")) is None,
-                          [_labels(t.pod) for t in _live_pods(n)
-                           if t.namespace == ns and not (t.pod.get("metadata") or {}).get("deletionTimestamp")])
-
-    views = {n.name: view(n) for n in all_nodes}
-    return np.array(spread_scores(spread, [views.get(n.name) or view(n) for n in nodes], views.values()),
+    views = {n.name: spread_node(task, n) for n in all_nodes}
+    return np.array(spread_scores(spread, [views.get(n.name) or spread_node(task, n) for n in nodes], views.values()),
                     dtype=np.float64)

@@ -2,9 +2,11 @@
 
 Filters, in kube's order: NodeUnschedulable, NodeAffinity (nodeSelector + required node
 affinity), NodePorts, TaintToleration, InterPodAffinity (required pod (anti-)affinity, basics:
-labelSelector matchLabels/matchExpressions over a topologyKey); and "node(s) pod number
-exceeded" when the node's allocatable ``pods`` <= its pod count. Resource fit is not here
-(allocate checks it).
+labelSelector matchLabels/matchExpressions over a topologyKey), PodTopologySpread (a Pod's
+``DoNotSchedule`` constraints, ``predicate.PodTopologySpreadEnable``: the default scheduler's
+:mod:`pumice.scheduler.default.spread` prefilter, run at the pre-predicate over the session's
+Nodes, and its check per Node); and "node(s) pod number exceeded" when the node's allocatable
+``pods`` <= its pod count. Resource fit is not here (allocate checks it).
 
 The static filters (unschedulable, affinity, taints) depend only on the pod spec and the node,
 so their verdict is computed once per distinct pod scheduling spec and node and cached for the
@@ -24,6 +26,13 @@ import numpy as np
 
 from pumice.api import Obj
 from pumice.api.selectors import SelectorError, from_label_selector, from_node_selector_requirements, from_set
+from pumice.scheduler.default.spread import (
+    REASON_NODE_LABEL_NOT_MATCH,
+    FilterState,
+    SpreadNode,
+    hard_constraints,
+    prefilter,
+)
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.resource import PODS
 from pumice.scheduler.volcano.api.task_info import TaskInfo
@@ -39,6 +48,7 @@ ERR_PORTS = "node(s) didn't have free ports for the requested pod ports"
 ERR_POD_AFFINITY = "node(s) didn't match pod affinity rules"
 ERR_POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
 ERR_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+SPREAD_PLUGIN = "PodTopologySpread"
 
 
 class PredicatesArgs(Arguments, frozen=True):
@@ -135,6 +145,18 @@ def _ports_conflict(a: tuple[str, str, int], b: tuple[str, str, int]) -> bool:
     return a[0] == b[0] or "0.0.0.0" in (a[0], b[0])
 
 
+def spread_node(task: TaskInfo, node: NodeInfo) -> SpreadNode:
+    """``node`` as PodTopologySpread sees it for ``task``: whether the Pod's node affinity and its
+    NoSchedule/NoExecute tolerations admit it, and the labels of its live (not evicted, not
+    terminating) Pods of the task's namespace."""
+    pod = task.pod
+    return SpreadNode(node.name, node.labels, node_affinity_fits(pod, node), untolerated_taint(pod, node) is None,
+                      [(t.pod.get("metadata") or {}).get("labels") or {}
+                       for k, t in node.tasks.items()
+                       if k not in node.evicted and t.namespace == task.namespace
+                       and not (t.pod.get("metadata") or {}).get("deletionTimestamp")])
+
+
 def _static_key(pod: Obj) -> str:
     spec = pod.get("spec") or {}
     aff = (spec.get("affinity") or {}).get("nodeAffinity")
@@ -155,6 +177,8 @@ class PredicatesPlugin:
         self._keys: dict[str, str] = {}
         self.ssn: Session | None = None
         self.any_pod_affinity = False
+        # task uid -> PodTopologySpread's PreFilter state (set by the pre-predicate)
+        self._spread: dict[str, FilterState] = {}
 
     # ----- per node -----------------------------------------------------------------------
     def static_statuses(self, task: TaskInfo, node: NodeInfo) -> list[Status]:
@@ -193,7 +217,53 @@ class PredicatesPlugin:
             st = self._pod_affinity(task, node)
             if st is not None:
                 out.append(st)
+                return out
+        state = self._spread_state(task)
+        if state is not None:
+            why = state.reason(node.labels)
+            if why is not None:
+                code = (StatusCode.UnschedulableAndUnresolvable if why == REASON_NODE_LABEL_NOT_MATCH
+                        else StatusCode.Unschedulable)
+                out.append(Status(code, why, SPREAD_PLUGIN))
         return out
+
+    # ----- PodTopologySpread (DoNotSchedule) ----------------------------------------------
+    def pre_predicate(self, task: TaskInfo) -> str | None:
+        """PodTopologySpread's PreFilter: count the task's DoNotSchedule constraints' matching
+        Pods per domain over the session's Nodes as they are now (allocations of this session
+        included). An error text when a constraint's labelSelector does not parse."""
+        self._spread.pop(task.uid, None)
+        if not self.args.pod_topology_spread or not (task.pod.get("spec") or {}).get("topologySpreadConstraints"):
+            return None
+        try:
+            self._compute_spread(task)
+        except SelectorError as e:
+            return f"{SPREAD_PLUGIN}: bad topologySpreadConstraints labelSelector: {e}"
+        return None
+
+    def _compute_spread(self, task: TaskInfo) -> FilterState | None:
+        """Raises: SelectorError (a constraint's labelSelector)."""
+        assert self.ssn is not None
+        cons = hard_constraints(task.pod)
+        if not cons:
+            return None
+        labels = (task.pod.get("metadata") or {}).get("labels") or {}
+        state = self._spread[task.uid] = prefilter(cons, labels, (spread_node(task, n) for n in self.ssn.node_list))
+        return state
+
+    def _spread_state(self, task: TaskInfo) -> FilterState | None:
+        """The task's PreFilter state: the pre-predicate's, or computed now when the caller
+        skipped it; None when the filter does not apply."""
+        if (not self.args.pod_topology_spread or self.ssn is None
+                or not (task.pod.get("spec") or {}).get("topologySpreadConstraints")):
+            return None
+        state = self._spread.get(task.uid)
+        if state is not None:
+            return state
+        try:
+            return self._compute_spread(task)
+        except SelectorError:
+            return None  # the pre-predicate reported it
 
     def predicate(self, task: TaskInfo, node: NodeInfo) -> list[Status]:
         out: list[Status] = []
@@ -287,7 +357,8 @@ class PredicatesPlugin:
         pcol = arr.col[PODS]
         pods_ok = ~(arr.has_dim[:, pcol] & (arr.allocatable[:, pcol] <= arr.pod_count))
         mask = smask & pods_ok
-        dynamic = bool(host_ports(task.pod)) or (self.args.pod_affinity and self.any_pod_affinity)
+        dynamic = (bool(host_ports(task.pod)) or (self.args.pod_affinity and self.any_pod_affinity)
+                   or self._spread_state(task) is not None)
         if dynamic:
             for idx in np.flatnonzero(mask):
                 if self.dynamic_statuses(task, ssn.node_list[int(idx)]):
@@ -307,12 +378,14 @@ class PredicatesPlugin:
             for n in ssn.nodes_with_pod_affinity()
             for t in n.tasks.values()
         )
+        ssn.add_pre_predicate_fn(PLUGIN_NAME, self.pre_predicate)
         ssn.add_predicate_fn(PLUGIN_NAME, self.predicate)
         ssn.batch_predicates[PLUGIN_NAME] = self.batch
 
     def on_session_close(self, ssn: Session) -> None:
         self.ssn = None
         self._static = {}
+        self._spread = {}
 
 
 parse_arguments = parser(PredicatesArgs)
