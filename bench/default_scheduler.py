@@ -13,7 +13,8 @@ least 500 Pods/s at 5,000 Nodes.
 Times are CPU seconds of this process (time.process_time), so a loaded machine does not skew
 the ratio; the end-to-end figure is wall time.
 
-Usage: python bench/default_scheduler.py [--pods 10000] [--baseline-pods 300] [--spread-pods 2000] [--e2e]
+Usage: python bench/default_scheduler.py [--pods 10000] [--baseline-pods 300] [--spread-pods 2000]
+    [--hard-spread-pods 2000] [--e2e]
 """
 
 from __future__ import annotations
@@ -65,6 +66,21 @@ def with_default_spread(pod: Obj, j: int) -> PodInfo:
     pod["metadata"]["labels"] = {"app": f"svc-{j % SERVICES}"}
     svc = {"spec": {"selector": {"app": f"svc-{j % SERVICES}"}}}
     return dataclasses.replace(PodInfo.from_pod(pod), spread=soft_constraints(pod, default_selector(pod, [svc], None)))
+
+
+def with_hard_spread(pod: Obj, j: int) -> PodInfo:
+    """Pod ``j`` as one replica of Deployment ``dep-<j mod 50>`` whose template carries the common
+    ``maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule``
+    constraint (PodTopologySpread's filter runs for every Pod; no system-default scoring)."""
+    from pumice.scheduler.default.spread import hard_constraints, soft_constraints
+
+    app = f"dep-{j % SERVICES}"
+    pod["metadata"]["labels"] = {"app": app}
+    pod["spec"]["topologySpreadConstraints"] = [{
+        "maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": app}}}]
+    return dataclasses.replace(PodInfo.from_pod(pod), spread=soft_constraints(pod, None),
+                               spread_filter=hard_constraints(pod))
 
 
 def run_core(core: CoreBase, nodes: list[Obj], pods: list[PodInfo]) -> tuple[float, int]:
@@ -123,25 +139,29 @@ async def run_e2e(n_nodes: int, n_pods: int) -> tuple[float, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--pods", type=int, default=10_000)
+    ap.add_argument("--pods", type=int, default=10_000, help="0: skip the vectorized/plain-loop comparison")
     ap.add_argument("--baseline-pods", type=int, default=300)
     ap.add_argument("--nodes", type=int, nargs="*", default=[500, 5000])
     ap.add_argument("--e2e", action="store_true", help="also run end to end through the in-process API")
     ap.add_argument("--e2e-pods", type=int, default=2000)
+    ap.add_argument("--hard-spread-pods", type=int, default=2000,
+                    help="Pods (replicas of 50 Deployments with a maxSkew 1 hostname DoNotSchedule constraint) "
+                         "timed with the vectorized core against the same Pods without it; 0: skip")
     ap.add_argument("--spread-pods", type=int, default=2000,
                     help="Pods (replicas of 50 Services, so PodTopologySpread's system defaults score them) "
                          "timed with the vectorized core against the same number without spreading; 0: skip")
     args = ap.parse_args()
-    for n_nodes in args.nodes:
-        rng = random.Random(42)
-        nodes = [make_node(i, rng) for i in range(n_nodes)]
-        pods = [PodInfo.from_pod(make_pod(j, rng)) for j in range(args.pods)]
-        vt, vbound = run_core(VectorCore(seed=1), nodes, pods)
-        base = pods[: args.baseline_pods]
-        lt, lbound = run_core(LoopCore(seed=1), nodes, base)
-        vrate, lrate = vbound / vt, lbound / lt
-        print(f"nodes={n_nodes:>5} pods={len(pods)}: vectorized {vrate:8.0f} pods/s ({vbound} bound in {vt:.2f} CPU s); "
-              f"plain-loop baseline {lrate:6.1f} pods/s (first {len(base)} pods); ratio {vrate / lrate:.1f}x")
+    if args.pods:
+        for n_nodes in args.nodes:
+            rng = random.Random(42)
+            nodes = [make_node(i, rng) for i in range(n_nodes)]
+            pods = [PodInfo.from_pod(make_pod(j, rng)) for j in range(args.pods)]
+            vt, vbound = run_core(VectorCore(seed=1), nodes, pods)
+            base = pods[: args.baseline_pods]
+            lt, lbound = run_core(LoopCore(seed=1), nodes, base)
+            vrate, lrate = vbound / vt, lbound / lt
+            print(f"nodes={n_nodes:>5} pods={len(pods)}: vectorized {vrate:8.0f} pods/s ({vbound} bound in {vt:.2f} CPU s); "
+                  f"plain-loop baseline {lrate:6.1f} pods/s (first {len(base)} pods); ratio {vrate / lrate:.1f}x")
     if args.spread_pods:
         for n_nodes in args.nodes:
             rng = random.Random(42)
@@ -153,6 +173,18 @@ def main() -> None:
             st, sbound = run_core(VectorCore(seed=1), nodes, spread)
             print(f"nodes={n_nodes:>5} pods={len(raw)}: with default spreading {sbound / st:8.0f} pods/s, "
                   f"without {pbound / pt:8.0f} pods/s (same Pods, this run); ratio {(sbound / st) / (pbound / pt):.3f}")
+    if args.hard_spread_pods:
+        for n_nodes in args.nodes:
+            rng = random.Random(42)
+            nodes = [make_node(i, rng) for i in range(n_nodes)]
+            raw = [make_pod(j, rng) for j in range(args.hard_spread_pods)]
+            plain = [PodInfo.from_pod(p) for p in raw]
+            hard = [with_hard_spread(p, j) for j, p in enumerate(raw)]
+            pt, pbound = run_core(VectorCore(seed=1), nodes, plain)
+            ht, hbound = run_core(VectorCore(seed=1), nodes, hard)
+            print(f"nodes={n_nodes:>5} pods={len(raw)}: with a DoNotSchedule hostname constraint {hbound / ht:8.0f} "
+                  f"pods/s ({hbound} bound), without {pbound / pt:8.0f} pods/s (same Pods, this run); "
+                  f"ratio {(hbound / ht) / (pbound / pt):.3f}")
     if args.e2e:
         for n_nodes in args.nodes:
             rate, cpu_rate = asyncio.run(run_e2e(n_nodes, args.e2e_pods))

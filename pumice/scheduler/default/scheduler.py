@@ -4,8 +4,10 @@ Responsibility: Pods whose ``spec.schedulerName`` is ``scheduler_name`` (``"defa
 also takes Pods with an empty schedulerName); Pods of any other schedulerName are never touched.
 Assigned Pods of every scheduler count against their Node; Succeeded/Failed Pods do not.
 Scores include PodTopologySpread with Kubernetes' system-default constraints, for which the
-scheduler also watches Services, ReplicationControllers, ReplicaSets and StatefulSets
-(:mod:`pumice.scheduler.default.spread`).
+scheduler also watches Services, ReplicationControllers, ReplicaSets and StatefulSets; a Pod's
+``DoNotSchedule`` constraints filter Nodes (:mod:`pumice.scheduler.default.spread`), and an
+assigned Pod the scheduler did not place itself moves the parked Pods back to the queue, since it
+changes the spread counts.
 
 The cycle: pop the next Pod from the :class:`SchedulingQueue`, run the vectorized core, then
 either *assume* the Pod on the chosen Node (it counts there at once, so the next cycle never
