@@ -9,11 +9,14 @@ import random
 
 import pytest
 
+from pumice.api.volcano.constants import PodGroupPhase
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.task_info import TaskInfo
+from pumice.scheduler.volcano.api.types import FitErrors, TaskStatus
 from pumice.scheduler.volcano.cache.incremental import snapshot_digest
 from pumice.scheduler.volcano.cache.live import SnapshotMismatch
 from pumice.scheduler.volcano.cache.snapshot import build_snapshot
+from pumice.scheduler.volcano.framework.session import open_session
 from pumice.scheduler.volcano.scheduler import Scheduler
 from pumice.testing.cluster import local_cluster
 from pumice.testing.volcano import default_conf_with_actions, node, pod, podgroup, queue
@@ -172,6 +175,135 @@ async def test_a_session_gets_the_untouched_nodes_of_the_last_one_and_fresh_copi
             assert isinstance(fourth.nodes[bound], NodeInfo) and list(fourth.nodes[bound].tasks) == ["c1/p"]
             assert snapshot_digest(fourth) == snapshot_digest(
                 build_snapshot(sched.cache.objects(), clock=sched.clock, scheduler_names=("volcano",)))
+        finally:
+            await sched.cache.stop()
+
+
+async def test_a_session_gets_the_jobs_the_last_one_left_untouched_and_fresh_clones_of_the_changed_ones() -> None:
+    async with local_cluster() as c:
+        client = c.client
+        await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c1"}})
+        for o in [node("n0", "4,8Gi,pods=10"), queue("q1")]:
+            await _create(client, o)
+        for g in ("a", "b", "c", "d", "e"):
+            await _create(client, podgroup(g, queue="q1", min_member=1, phase="Inqueue"))
+            await _create(client, pod(f"{g}-0", group=g, requests="1,1Gi"))
+        sched = Scheduler(client, schedule_period=0.05, snapshot_mode="incremental")
+        await sched.cache.start(timeout=5)
+        inc = sched.cache.incremental
+        assert inc is not None
+
+        def full() -> list:
+            return snapshot_digest(build_snapshot(sched.cache.objects(), clock=sched.clock, scheduler_names=("volcano",)))
+
+        try:
+            await _settle(sched)
+            first = sched.cache.snapshot()
+            again = sched.cache.snapshot()
+            assert all(again.jobs[u] is first.jobs[u] for u in first.jobs) and inc.jobs_kept == 5
+            # what a session may leave in a job: a fit error (added in place), a task moved by
+            # the job's own methods, a rebound field, a new phase, a sub-job index built on use
+            again.jobs["c1/a"].nodes_fit_errors[next(iter(again.jobs["c1/a"].tasks))] = FitErrors()
+            b = again.jobs["c1/b"]
+            bt = next(iter(b.tasks.values()))
+            b.update_task_status(bt, TaskStatus.Allocated)
+            bt.node_name = "n0"
+            again.jobs["c1/c"].waiting_tier = 2
+            phase = again.jobs["c1/d"].phase
+            again.jobs["c1/d"].set_phase(PodGroupPhase.RUNNING)
+            again.jobs["c1/e"].sub_jobs  # noqa: B018
+            third = sched.cache.snapshot()
+            for u in ("c1/a", "c1/b", "c1/c", "c1/d", "c1/e"):
+                assert third.jobs[u] is not again.jobs[u], u
+            # none of it reached the cache's jobs: each clone is as the full build makes it
+            assert not third.jobs["c1/a"].nodes_fit_errors
+            assert third.jobs["c1/b"].tasks[bt.uid].status is TaskStatus.Pending
+            assert third.jobs["c1/b"].tasks[bt.uid].node_name == ""
+            assert third.jobs["c1/c"].waiting_tier == 0
+            assert third.jobs["c1/d"].phase == phase != "Running"
+            assert third.pod_group_status["c1/d"].get("phase", "") == phase
+            assert snapshot_digest(third) == full()
+            # and the next one gets them again
+            fourth = sched.cache.snapshot()
+            assert all(fourth.jobs[u] is third.jobs[u] for u in third.jobs)
+            # a PodGroup changed by the API: its job is rebuilt and handed out as a new clone
+            pg_kind = client.scheme.resolve("podgroups.scheduling.volcano.sh")
+            e = await client.get(pg_kind, "e", "c1")
+            e["spec"]["minMember"] = 2
+            await client.update(e)
+            await _settle(sched)
+            fifth = sched.cache.snapshot()
+            assert fifth.jobs["c1/e"] is not fourth.jobs["c1/e"] and fifth.jobs["c1/e"].min_available == 2
+            assert sum(1 for u in fifth.jobs if fifth.jobs[u] is fourth.jobs[u]) == 4
+            assert snapshot_digest(fifth) == full()
+        finally:
+            await sched.cache.stop()
+
+
+async def _settled_job_cluster(client) -> None:
+    """Node n0, queue q1 and job c1/a: one Pod bound to n0 and Running."""
+    await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c1"}})
+    for o in [node("n0", "4,8Gi,pods=10"), queue("q1"), podgroup("a", queue="q1", min_member=1, phase="")]:
+        await _create(client, o)
+    p = await _create(client, pod("a-0", group="a", requests="1,1Gi", node="n0"))
+    p["status"] = {"phase": "Running"}
+    await client.update_status(p)
+
+
+async def _run_until_quiet(sched: Scheduler) -> None:
+    """Run sessions until one skips c1/a at close (its status written and read back)."""
+    for _ in range(8):
+        await _settle(sched)
+        if "c1/a" not in sched.run_once().pod_groups:
+            return
+    raise AssertionError("c1/a was computed at every close")
+
+
+async def test_close_skips_a_job_left_untouched_whose_last_close_emitted_nothing_and_computes_a_touched_one() -> None:
+    async with local_cluster() as c:
+        client = c.client
+        await _settled_job_cluster(client)
+        sched = Scheduler(client, schedule_period=0.05, snapshot_mode="incremental")
+        await sched.cache.start(timeout=5)
+        try:
+            await _run_until_quiet(sched)
+            pg = sched.cache.informers["PodGroup"].lister.get_by_key("c1/a")
+            assert pg["status"]["phase"] == "Running" and pg["status"]["running"] == 1
+            await _settle(sched)
+            # the same job, but this session ends its task: a kept "emits nothing" would leave
+            # the PodGroup Running with running=1
+            ssn = open_session(sched.cache.snapshot(), sched.conf, sched.cache)
+            job = ssn.jobs["c1/a"]
+            job.update_task_status(next(iter(job.tasks.values())), TaskStatus.Failed)
+            res = ssn.close()
+            assert res.changed == ["c1/a"]
+            assert res.pod_groups["c1/a"]["running"] == 0 and res.pod_groups["c1/a"]["failed"] == 1
+            # a fit error alone (no status change): computed too, and emits nothing new
+            ssn = open_session(sched.cache.snapshot(), sched.conf, sched.cache)
+            ssn.jobs["c1/a"].job_fit_errors = "0/1 nodes are available"
+            assert "c1/a" in ssn.close().pod_groups
+        finally:
+            await sched.cache.stop()
+
+
+async def test_verify_mode_reports_a_close_skip_that_would_have_emitted_something() -> None:
+    async with local_cluster() as c:
+        client = c.client
+        await _settled_job_cluster(client)
+        sched = Scheduler(client, schedule_period=0.05, snapshot_mode="verify")
+        await sched.cache.start(timeout=5)
+        try:
+            # verify mode computes every job, and checks each one it would have skipped
+            for _ in range(6):
+                await _settle(sched)
+                assert "c1/a" in sched.run_once().pod_groups
+            assert sched.cache.incremental is not None and "c1/a" in sched.cache.incremental._close_quiet
+            await _settle(sched)
+            ssn = open_session(sched.cache.snapshot(), sched.conf, sched.cache)
+            # the status last written is not what the job's version stood for
+            ssn.pod_group_status["c1/a"] = {"phase": "Pending"}
+            with pytest.raises(SnapshotMismatch, match="close of c1/a"):
+                ssn.close()
         finally:
             await sched.cache.stop()
 

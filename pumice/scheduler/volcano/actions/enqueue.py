@@ -18,9 +18,8 @@ class EnqueueAction(Configured[NoArguments]):
     name = ACTION_NAME
 
     def execute(self, ssn: Session) -> None:
-        for job in ssn.jobs.values():
-            if job.schedule_start_timestamp == 0:
-                job.schedule_start_timestamp = ssn.now
+        if ssn.schedule_start_timestamp is None:
+            ssn.schedule_start_timestamp = ssn.now
         queues, jobs = jobs_by_queue(ssn, ssn.jobs.values(), JobInfo.is_pending)
         while not queues.empty():
             q = queues.pop()

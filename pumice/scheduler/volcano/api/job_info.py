@@ -60,7 +60,6 @@ class JobInfo:
     total_request: Resource = field(default_factory=Resource)
     nodes_fit_errors: dict[str, FitErrors] = field(default_factory=dict)
     job_fit_errors: str = ""
-    schedule_start_timestamp: float = 0.0
     annotations: dict[str, str] = field(default_factory=dict)
     pending_best_effort: int = 0
     network_topology: NetworkTopology | None = None
@@ -97,8 +96,9 @@ class JobInfo:
 
     def set_phase(self, phase: PodGroupPhase) -> None:
         self.version = 0
-        if self.pod_group is not None:
-            self.pod_group.setdefault("status", {})["phase"] = str(phase)
+        pg = self.pod_group
+        if pg is not None:  # a new PodGroup dict: the snapshot's may be shared with the live cache
+            self.pod_group = {**pg, "status": {**(pg.get("status") or {}), "phase": str(phase)}}
 
     def add_task(self, t: TaskInfo) -> None:
         self.version = 0
@@ -434,6 +434,22 @@ class JobInfo:
                     msg += f". Origin reason is {t.name}: {fe}"
                     break
         return msg
+
+
+def untouched(job: JobInfo, fields: dict[str, Any]) -> bool:
+    """``job``, handed to a session with ``fields`` (a copy of its ``__dict__`` then), is as it
+    was handed out: the live cache may hand it to the next session instead of a fresh clone, and
+    the session's close may take its status to be what it was for the same version.
+
+    What a session changes in a job: its tasks and their statuses (every change goes through
+    :meth:`JobInfo.add_task` / ``delete_task`` / ``update_task_status`` / ``set_phase``, which
+    reset :attr:`JobInfo.version` to 0, and every write to a task's placement fields comes with
+    one of them), fit errors (added to ``nodes_fit_errors`` in place), and fields it rebinds
+    (``job_fit_errors``, ``waiting_tier``, ``allocated_hypernode``, ``queue``, the sub-job index
+    built on first use...), caught by comparing the fields. PodGroup conditions are kept on the
+    session, not in the job. The live cache's ``verify`` snapshot mode compares every snapshot
+    with a full build, so a change this misses is reported as a snapshot mismatch."""
+    return bool(job.version) and not job.nodes_fit_errors and job.__dict__ == fields
 
 
 class JobMemo:

@@ -113,6 +113,14 @@ class ClusterInfo:
     pod_affinity_nodes: frozenset[str] | None = None
     """The Nodes with a task whose Pod has podAffinity or podAntiAffinity (None: not known, look
     at every Node)."""
+    handed_out: dict[str, tuple[JobInfo, JobInfo, dict[str, Any]]] | None = None
+    """Job uid -> (base job, the job in :attr:`jobs`, its fields as handed out) for the jobs the
+    live cache may hand to the next session again when this one leaves them untouched
+    (:func:`pumice.scheduler.volcano.api.job_info.untouched`); None from the full build."""
+    close_quiet: dict[str, int] | None = None
+    """Job uid -> the job version whose close, untouched, emitted nothing (status as written,
+    no Event, no Pod condition); kept by the live cache across sessions, see
+    :meth:`Session.close`. None: every job's status is computed at close."""
     job_memo: JobMemo | None = None
     """Results plugins compute from the jobs as handed out, kept while the jobs' versions stay
     the same (:class:`JobMemo`); None: compute every session."""

@@ -35,10 +35,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from pumice.api import Obj
-from pumice.api.meta import deep_copy
 from pumice.client.informer import Informer
 from pumice.scheduler.volcano.api.hyper_node_info import HyperNodesInfo, build_hypernodes
-from pumice.scheduler.volcano.api.job_info import JobInfo, JobMemo, NetworkTopology
+from pumice.scheduler.volcano.api.job_info import JobInfo, JobMemo, NetworkTopology, untouched
 from pumice.scheduler.volcano.api.node_info import NodeInfo, node_is_ready
 from pumice.scheduler.volcano.api.queue_info import ClusterInfo, QueueInfo
 from pumice.scheduler.volcano.api.resource import Resource, sum_resources
@@ -46,7 +45,6 @@ from pumice.scheduler.volcano.api.task_info import TaskInfo, has_pod_affinity
 from pumice.scheduler.volcano.api.types import COMPLETED_STATUSES, TaskStatus
 from pumice.scheduler.volcano.cache.snapshot import SnapshotError, _creation, _ident, job_from_pod_group
 from pumice.scheduler.volcano.framework.node_arrays import NodeArrays
-from pumice.scheduler.volcano.framework.util import copy_status
 
 OrderKey = tuple[str, str]
 
@@ -77,18 +75,16 @@ def clone_node(base: NodeInfo) -> NodeInfo:
 
 def clone_job(base: JobInfo) -> JobInfo:
     """A JobInfo a session may change without changing ``base``: task copies (re-indexed in the
-    same order), a PodGroup whose ``status`` is copied (the one part of it a session writes;
-    spec and metadata are shared, read-only), copies of every mutable field."""
+    same order), copies of every mutable field. The PodGroup dict is shared: a session never
+    edits it in place (:meth:`JobInfo.set_phase` replaces it, conditions are kept on the session:
+    :meth:`Session.update_pod_group_condition`)."""
     c = object.__new__(JobInfo)
     d = dict(base.__dict__)
     tasks = {uid: t.clone() for uid, t in base.tasks.items()}
     d["tasks"] = tasks
     d["task_status_index"] = {s: {uid: tasks[uid] for uid in bucket} for s, bucket in base.task_status_index.items()}
-    pg = base.pod_group
     d["_sub_jobs"] = None  # built on first use from the clone's own tasks
     d["_task_to_sub_job"] = {}
-    d["pod_group"] = {**pg, "status": copy_status(pg["status"])} if pg is not None and "status" in pg else (
-        deep_copy(pg) if pg is not None else None)
     d["task_min_available"] = dict(base.task_min_available)
     d["nodes_fit_errors"] = dict(base.nodes_fit_errors)
     d["annotations"] = dict(base.annotations)
@@ -163,9 +159,14 @@ class IncrementalSnapshot:
         self._arrays: NodeArrays | None = None
         self._node_memo: dict[Any, Any] = {}
         self._job_memo = JobMemo(memo_mismatch)
+        self._close_quiet: dict[str, int] = {}
         self._affinity_nodes: set[str] = set()
         """Base Nodes with a task whose Pod has podAffinity or podAntiAffinity."""
         self._job_builds = itertools.count(1)
+        self._lent: dict[str, tuple[JobInfo, JobInfo, dict[str, Any]]] = {}
+        """Job uid -> (base job, the job handed to the last session, its fields as handed out)."""
+        self.jobs_kept = 0
+        """Jobs handed to a session as the previous session left them (for tests and profiles)."""
         for kind, inf in informers.items():
             inf.add_event_handler(*self._handlers(kind))
 
@@ -219,7 +220,7 @@ class IncrementalSnapshot:
             ci.queues[q.uid] = q
         ci.nodes = self._nodes_for_session()
         queues = ci.queues
-        ci.jobs = {uid: clone_job(job) for uid in self._job_order if (job := self._base_jobs[uid]).queue in queues}
+        ci.jobs = self._jobs_for_session(queues)
         ci.pod_group_status = {uid: (self._base_jobs[uid].pod_group or {}).get("status") or {} for uid in ci.jobs}
         if self._hn_dirty or self._hypernodes is None:
             self._hn_dirty = False
@@ -234,8 +235,35 @@ class IncrementalSnapshot:
         ci.on_node_arrays = self._keep_arrays
         ci.node_memo = self._node_memo
         ci.job_memo = self._job_memo
+        ci.handed_out = self._lent
+        ci.close_quiet = self._close_quiet
         ci.pod_affinity_nodes = frozenset(self._affinity_nodes)
         return ci
+
+    def _jobs_for_session(self, queues: dict[str, QueueInfo]) -> dict[str, JobInfo]:
+        """The session's jobs in job order: a clone of each base job, or the one handed to the
+        last session when that session left it untouched (see :func:`untouched`) and its base was
+        not rebuilt since. Jobs with a network topology or sub-group policies are always cloned
+        afresh: a session adjusts their topology in place."""
+        lent = self._lent
+        kept: dict[str, tuple[JobInfo, JobInfo, dict[str, Any]]] = {}
+        out: dict[str, JobInfo] = {}
+        base_jobs = self._base_jobs
+        for uid in self._job_order:
+            base = base_jobs[uid]
+            if base.queue not in queues:
+                continue
+            got = lent.get(uid)
+            if got is not None and got[0] is base and untouched(got[1], got[2]):
+                out[uid] = got[1]
+                kept[uid] = got
+                self.jobs_kept += 1
+                continue
+            job = out[uid] = clone_job(base)
+            if base.network_topology is None and not base.contains_sub_job_policy():
+                kept[uid] = (base, job, dict(job.__dict__))
+        self._lent = kept
+        return out
 
     def _keep_arrays(self, arrays: NodeArrays) -> None:
         self._arrays = arrays
@@ -388,6 +416,7 @@ class IncrementalSnapshot:
             self._bad_jobs.pop(uid, None)
             obj = lister.get_by_key(uid)
             self._job_memo.forget(uid)
+            self._close_quiet.pop(uid, None)
             if obj is None:
                 if self._base_jobs.pop(uid, None) is not None:
                     self._job_keys.pop(uid, None)
@@ -461,7 +490,7 @@ def snapshot_digest(ci: ClusterInfo) -> list[Any]:
                     sorted(j.task_min_available.items()), res(j.min_resources), j.creation, repr(j.pod_group),
                     j.preemptable, [task(t) for t in j.tasks.values()],
                     [(str(s), list(b)) for s, b in j.task_status_index.items()], res(j.allocated), res(j.total_request),
-                    repr(j.nodes_fit_errors), j.job_fit_errors, j.schedule_start_timestamp, sorted(j.annotations.items()),
+                    repr(j.nodes_fit_errors), j.job_fit_errors, sorted(j.annotations.items()),
                     j.pending_best_effort, None if nt is None else (nt.mode, nt.highest_tier_allowed, nt.highest_tier_name),
                     j.allocated_hypernode, j.waiting_tier))
     hn = ci.hypernodes

@@ -32,7 +32,7 @@ from pumice.api.volcano.constants import (
 )
 from pumice.scheduler.volcano import metrics
 from pumice.scheduler.volcano.api.hyper_node_info import HyperNodesInfo, build_hypernodes
-from pumice.scheduler.volcano.api.job_info import JobInfo, JobMemo
+from pumice.scheduler.volcano.api.job_info import JobInfo, JobMemo, untouched
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.queue_info import ClusterInfo, QueueInfo
 from pumice.scheduler.volcano.api.resource import Resource, sum_resources
@@ -93,7 +93,8 @@ log = logging.getLogger("pumice.scheduler.volcano")
 class CloseResult:
     """What closing a session produces for the status writers.
 
-    ``pod_groups``: ``<ns>/<name>`` -> new status dict, for every job with a PodGroup;
+    ``pod_groups``: ``<ns>/<name>`` -> new status dict, for every job with a PodGroup (but
+    the jobs whose close the live cache knows to change nothing, see :meth:`Session.close`);
     ``changed``: keys whose status materially changed; ``events``: (pg key, type, reason,
     message); ``pod_conditions``: task key -> (reason, message, nominatedNodeName) for
     Pending/Allocated/Pipelined tasks; ``queue_allocated``: queue -> ResourceList;
@@ -168,6 +169,11 @@ class Session:
         }
         """Each job's PodGroup status as the snapshot handed it out (read-only; close compares)."""
         self.enabled_actions: set[str] = set(conf.actions)
+        self.handed_out = cluster.handed_out
+        self.close_quiet = cluster.close_quiet
+        self.close_skips: frozenset[str] | set[str] = frozenset()
+        """Jobs whose close is known to emit nothing (set when :meth:`close` starts): a plugin
+        that writes a per-job PodGroup condition on close may leave them out."""
         self.job_memo: JobMemo = cluster.job_memo if cluster.job_memo is not None else JobMemo()
         """Results computed from the jobs as the snapshot handed them out, kept across sessions
         by the live cache while the jobs do not change (:class:`JobMemo`); use it only before
@@ -188,9 +194,17 @@ class Session:
         self.evicted: list[tuple[TaskInfo, str]] = []
         self.events: list[tuple[str, str, str, str]] = []
         self.pod_group_annotations: dict[str, dict[str, str]] = {}
+        self._pg_conditions: dict[str, list[Obj]] = {}
+        """Job uid -> its PodGroup conditions as this session set them (see
+        :meth:`update_pod_group_condition`)."""
+        self.schedule_start_timestamp: float | None = None
+        """When enqueue ran in this session (epoch seconds), None before. Upstream stamps the
+        session's copy of every job whose ``ScheduleStartTimestamp`` is zero with that time; the
+        cache's job never carries one, so it is the same for every job and kept here once."""
         self.pod_group_status_fields: dict[str, dict[str, Any]] = {}
         """Extension status field -> (job uid -> value), set by plugins before close; a job
-        missing from a field's map loses that field (e.g. ``positionInQueue``)."""
+        missing from a field's map loses that field (e.g. ``positionInQueue``). A plugin that
+        sets a field in its ``on_session_close`` puts the (empty) entry in at open already."""
         self.batch_predicates: dict[str, Callable[[TaskInfo], tuple[np.ndarray, Any]]] = {}
         self.batch_scores: dict[str, Callable[[TaskInfo, np.ndarray], np.ndarray]] = {}
         self.queue_metrics: dict[str, dict[str, Any]] = {}
@@ -814,18 +828,74 @@ class Session:
         """Queue an annotation to merge into the job's PodGroup (written by the cache on close)."""
         self.pod_group_annotations.setdefault(job.uid, {})[key] = value
 
+    def pod_group_conditions(self, job: JobInfo) -> list[Obj]:
+        """The job's PodGroup conditions as this session left them: the snapshot's, with the
+        session's :meth:`update_pod_group_condition` / :meth:`remove_pod_group_condition` applied
+        (read-only; [] without a PodGroup)."""
+        got = self._pg_conditions.get(job.uid)
+        if got is not None:
+            return got
+        return list(((job.pod_group or {}).get("status") or {}).get("conditions") or [])
+
+    def _own_conditions(self, job: JobInfo) -> list[Obj]:
+        got = self._pg_conditions.get(job.uid)
+        if got is None:
+            got = self._pg_conditions[job.uid] = list(
+                ((job.pod_group or {}).get("status") or {}).get("conditions") or [])
+        return got
+
     def update_pod_group_condition(self, job: JobInfo, cond: Obj) -> None:
+        """Set ``cond`` on the job's PodGroup status as written on close (replacing the condition
+        of the same type in place, else appended). Kept on the session, not in the job: the
+        snapshot's job (and its PodGroup) is left as handed out, so the live cache can hand it to
+        the next session unchanged (:mod:`pumice.scheduler.volcano.cache.incremental`)."""
         if job.pod_group is None:
             return
-        conds = job.pod_group.setdefault("status", {}).setdefault("conditions", [])
+        conds = self._own_conditions(job)
         for i, c in enumerate(conds):
             if c.get("type") == cond.get("type"):
                 conds[i] = cond
                 return
         conds.append(cond)
 
+    def remove_pod_group_condition(self, job: JobInfo, ctype: str) -> None:
+        """Drop the condition of type ``ctype`` from the job's PodGroup status as written on close."""
+        if job.pod_group is None:
+            return
+        conds = self._own_conditions(job)
+        conds[:] = [c for c in conds if c.get("type") != ctype]
+
+    def _clean_at_close(self) -> set[str]:
+        """The jobs this session left as the live cache handed them out (no task, phase, fit
+        error or field changed; no PodGroup condition, annotation or extension status field set
+        before close). Empty without the live cache's hints."""
+        ho = self.handed_out
+        if ho is None or self.close_quiet is None or self.pod_group_status_fields:
+            return set()
+        jobs, conds, anns = self.jobs, self._pg_conditions, self.pod_group_annotations
+        return {uid for uid, (_base, job, fields) in ho.items()
+                if jobs.get(uid) is job and uid not in conds and uid not in anns and untouched(job, fields)}
+
     def close(self, rfc3339: Callable[[float], str] | None = None) -> CloseResult:
-        """Close plugins, then compute every job's PodGroup status and every queue's allocated."""
+        """Close plugins, then compute every job's PodGroup status and every queue's allocated.
+
+        With the live cache's hints (:attr:`ClusterInfo.handed_out`, :attr:`ClusterInfo.close_quiet`),
+        a job this session left untouched whose close emitted nothing the last time for the same
+        version is skipped: its status, Events and Pod conditions are a function of the job as
+        handed out (its tasks, phase, PodGroup and last written status), so they would again
+        equal what was written, and it is left out of :attr:`CloseResult.pod_groups`. A plugin
+        that sets a status field on close declares it at open (an entry in
+        :attr:`pod_group_status_fields`), which turns this off. In the ``verify`` snapshot mode
+        (:attr:`JobMemo.on_mismatch` set) every job is computed and a skipped one that would emit
+        something is reported as a mismatch.
+        """
+        clean = self._clean_at_close()
+        quiet = self.close_quiet
+        skip: set[str] = set()
+        if clean and quiet:
+            skip = {uid for uid in clean if quiet.get(uid) == self.jobs[uid].version}
+        check = self.job_memo.on_mismatch
+        self.close_skips = skip if check is None else frozenset()
         for p in self.plugins.values():
             p.on_session_close(self)
         res = CloseResult()
@@ -833,6 +903,11 @@ class Session:
         for job in self.jobs.values():
             if job.pod_group is None:
                 continue
+            uid = job.uid
+            if uid in skip and check is None:
+                continue
+            n_events, n_conds = len(res.events), len(res.pod_conditions)
+            changed = False
             if job.network_topology is not None and job.allocated_hypernode != self.old_allocated_hypernode.get(job.uid, ""):
                 res.pod_group_annotations.setdefault(job.uid, {})[JOB_ALLOCATED_HYPERNODE_ANNOTATION] = job.allocated_hypernode
             if job.uid in self.pod_group_annotations:
@@ -841,6 +916,7 @@ class Session:
             old = self.pod_group_status.get(job.uid, {})
             res.pod_groups[job.uid] = st
             if status_changed(old, st):
+                changed = True
                 res.changed.append(job.uid)
             phase = st.get("phase")
             fit: str | None = None
@@ -867,6 +943,15 @@ class Session:
                             fit = job.fit_error()
                         msg = fit or ALL_NODE_UNAVAILABLE_MSG
                     res.pod_conditions[t.key] = (reason, msg, nominated)
+            if quiet is not None:
+                silent = (not changed and n_events == len(res.events) and n_conds == len(res.pod_conditions)
+                          and uid not in res.pod_group_annotations)
+                if uid in skip and not silent and check is not None:
+                    check(f"close of {uid}: skipped as emitting nothing for version {job.version}, but it emits")
+                if silent and uid in clean:
+                    quiet[uid] = job.version
+                else:
+                    quiet.pop(uid, None)
         by_queue: dict[str, list[JobInfo]] = {}
         for j in self.jobs.values():
             by_queue.setdefault(j.queue, []).append(j)
@@ -885,7 +970,10 @@ def job_status(ssn: Session, job: JobInfo) -> Obj:
     """The PodGroup status after this session (phase, running/failed/succeeded, conditions)."""
     pg = job.pod_group or {}
     st = dict(pg.get("status") or {})
-    if "conditions" in st:
+    conds = ssn._pg_conditions.get(job.uid)
+    if conds is not None:
+        st["conditions"] = [dict(c) for c in conds]
+    elif "conditions" in st:
         st["conditions"] = [dict(c) for c in st["conditions"] or []]
     unschedulable = any(
         c.get("type") == PodGroupConditionType.UNSCHEDULABLE.value and c.get("status") == "True" and c.get("transitionID") == ssn.uid

@@ -65,7 +65,9 @@ class QueuePositionPlugin:
         self.args = args
 
     def on_session_open(self, ssn: Session) -> None:
-        pass
+        # declared now, set on close: a session whose close sets status fields computes every
+        # job's status (Session.close)
+        ssn.pod_group_status_fields[POSITION_FIELD] = {}
 
     def on_session_close(self, ssn: Session) -> None:
         ssn.pod_group_status_fields[POSITION_FIELD] = {uid: pos for uid, (pos, _n) in queue_positions(ssn).items()}

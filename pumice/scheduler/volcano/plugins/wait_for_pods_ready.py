@@ -84,8 +84,8 @@ def pod_ready(task: TaskInfo) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
 
 
-def _condition(job: JobInfo, ctype: str) -> dict[str, Any] | None:
-    for c in ((job.pod_group or {}).get("status") or {}).get("conditions") or []:
+def _condition(ssn: Session, job: JobInfo, ctype: str) -> dict[str, Any] | None:
+    for c in ssn.pod_group_conditions(job):
         if c.get("type") == ctype:
             return dict(c)
     return None
@@ -98,7 +98,7 @@ class WaitForPodsReadyPlugin:
         self.args = args
 
     def _cond(self, ssn: Session, job: JobInfo, ctype: str, status: str, reason: str, message: str) -> None:
-        old = _condition(job, ctype)
+        old = _condition(ssn, job, ctype)
         if old is not None and (old.get("status"), old.get("reason"), old.get("message")) == (status, reason, message):
             return
         ssn.update_pod_group_condition(job, {"type": ctype, "status": status, "reason": reason, "message": message,
@@ -108,8 +108,7 @@ class WaitForPodsReadyPlugin:
         for st in _BOUND:
             for t in sorted(job.tasks_in(st), key=lambda t: t.name):
                 ssn.evict(t, reason)
-        conds = ((job.pod_group or {}).get("status") or {}).get("conditions") or []
-        conds[:] = [c for c in conds if c.get("type") != PODS_READY]
+        ssn.remove_pod_group_condition(job, PODS_READY)
 
     def _check(self, ssn: Session, job: JobInfo) -> ValidateResult | None:
         """Advance one job's state; the ValidateResult that keeps it unscheduled, or None."""
@@ -133,7 +132,7 @@ class WaitForPodsReadyPlugin:
         if ready >= max(job.min_available, 1):
             self._cond(ssn, job, PODS_READY, "True", STARTED, ALL_READY_MSG)
             return None
-        cond = _condition(job, PODS_READY)
+        cond = _condition(ssn, job, PODS_READY)
         if cond is None or cond.get("status") != "False":
             self._cond(ssn, job, PODS_READY, "False", WAIT_FOR_START, NOT_ALL_READY_MSG)
             return None
