@@ -20,9 +20,10 @@
 - ``job submit (--name N [sizing flags] | -f rayjob.yaml) -- ENTRYPOINT``: an InteractiveMode RayJob
   (the plugin's ``--head-cpu/--head-memory/--head-gpu/--worker-cpu/--worker-memory/--worker-gpu/
   --worker-replicas``, defaults 2 CPU / 4Gi, 1 worker), then the local ``ray job submit`` with
-  ``--submission-id`` to the cluster's dashboard (the head Pod IP, which the host reaches in
-  ``pumice up``; ``--address`` overrides it). Refused at once when every Node runs the simulated
-  runtime (no kubelet endpoint); a timeout names the Pod that holds the cluster back;
+  ``--submission-id`` to the cluster's dashboard through ``kubectl port-forward service/<head
+  service> :8265`` (the API server's tunnel to the node agent, so it works wherever kubectl does;
+  ``--address`` overrides it). Refused at once when every Node runs the simulated runtime (no
+  kubelet endpoint); a timeout names the Pod that holds the cluster back;
 - ``version``: pumice's version and the KubeRay operator's (image tag of the Deployment labelled
   ``app.kubernetes.io/name in (kuberay-operator,kuberay)``, else pumice's own
   ``pumice-controller-manager`` from ``pumice install``).
@@ -35,7 +36,8 @@ delete/delete.go, session/session.go, log/log.go, job/job_submit.go, version/ver
 pkg/util/client/client.go (GetRayHeadSvcName, GetKubeRayOperatorVersion) and
 pkg/util/conditions.go RelevantRayClusterCondition.
 
-Deviates: ``job submit`` dials the head Pod IP instead of a port-forward and does not require
+Deviates: ``job submit`` runs the real ``kubectl port-forward`` (kubectl-ray uses client-go's in
+its own process) to a free local port (kubectl-ray: 8265) and does not require
 ``--working-dir``; ``session`` also takes
 ``--address`` (kubectl port-forward's bind address) and refuses at once, instead of retrying, when
 the resource has no head Service in its status yet; ``-n`` defaults to ``default``, not the
@@ -54,7 +56,7 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote_plus
@@ -561,7 +563,8 @@ def load_rayjob_file(path: str) -> Obj:
 @job_group.command(name="submit", context_settings={"ignore_unknown_options": True})
 @click.option("-f", "--filename", default="", help="Path and name of the Ray Job YAML file")
 @click.option("--name", default="", help="Ray job name")
-@click.option("--address", default=None, help="Dashboard address (default: the head Pod IP, port 8265).")
+@click.option("--address", default=None, help="Ray dashboard address (default: `kubectl port-forward` to the head "
+              "Service's dashboard port 8265, through the API server).")
 @click.option("--submission-id", default="", help="ID to specify for the Ray job. If not provided, one will be "
               "generated")
 @click.option("--ray-version", default=DEFAULT_RAY_VERSION, show_default=True, help="Ray version to use")
@@ -648,31 +651,37 @@ def _job_submit(filename: str, name: str, address: str | None, submission_id: st
         raise click.UsageError(f"the `ray` command is neither beside {sys.executable} nor on PATH "
                                "(pip install 'ray[default]')")
 
+    kubectl = None if address else kubectl_binary()
+    if not address and kubectl is None:
+        raise RayCliError(f"job submit reaches the Ray dashboard with `kubectl port-forward` (as kubectl-ray does), "
+                          f"and kubectl is neither beside {sys.executable} nor on PATH; install it or pass --address")
+
     async def fn(client: KubeClient) -> None:
         if not address:
             try:
                 nodes = (await client.list(scheme.NODE)).items
             except ApiError:
-                nodes = []  # no right to list Nodes: let the dial decide
+                nodes = []  # no right to list Nodes: let the port-forward decide
             if nodes and not any(node_runs_processes(n) for n in nodes):
-                raise RayCliError("job submit needs a dashboard reachable from this host: the Nodes run the simulated "
-                                  "runtime (no Ray processes, Pod IPs not on this host); pass --address to use "
-                                  "another dashboard")
+                raise RayCliError("job submit needs a Ray dashboard to submit to: the Nodes run the simulated runtime "
+                                  "(no Ray processes, nothing to port-forward to); pass --address to use another "
+                                  "dashboard")
         await client.create(job)
         click.echo(f"Submitted RayJob {name}.")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        ip, cname = "", ""
+        ready: Obj | None = None
+        cname = ""
         while loop.time() < deadline:
             st = (await client.get(scheme.RAY_JOB, name, ns)).get("status") or {}
             cname = st.get("rayClusterName") or ""
             if cname:
-                cst = (await client.get(scheme.RAY_CLUSTER, cname, ns)).get("status") or {}
-                if cst.get("state") == "ready":
-                    ip = (cst.get("head") or {}).get("podIP", "")
+                cluster = await client.get(scheme.RAY_CLUSTER, cname, ns)
+                if (cluster.get("status") or {}).get("state") == "ready":
+                    ready = cluster
                     break
             await asyncio.sleep(2)
-        if not ip:  # also with --address: the job runs on this RayJob's cluster, which is not ready
+        if ready is None:  # also with --address: the job runs on this RayJob's cluster, which is not ready
             if cname:
                 pods = (await client.list(scheme.POD, ns, label_selector=f"ray.io/cluster={cname}")).items
                 why = not_ready_reason(cname, pods)
@@ -681,15 +690,92 @@ def _job_submit(filename: str, name: str, address: str | None, submission_id: st
             await client.delete(scheme.RAY_JOB, name, ns)
             raise RayCliError(f"timed out after {timeout}s waiting for the RayCluster of RayJob {name}: {why}; "
                               "deleted the RayJob")
-        args = [ray, "job", "submit", "--address", address or f"http://{ip}:8265", "--submission-id", sid]
+        extra: list[str] = []
         for flag, val in (("--runtime-env", runtime_env), ("--runtime-env-json", runtime_env_json),
                           ("--working-dir", working_dir)):
             if val:
-                args += [flag, val]
+                extra += [flag, val]
         if no_wait:
-            args.append("--no-wait")
-        await asyncio.to_thread(run_ray_submit, [*args, "--", *entrypoint])
+            extra.append("--no-wait")
+        if address:
+            await asyncio.to_thread(run_ray_submit, [ray, "job", "submit", "--address", address, "--submission-id",
+                                                     sid, *extra, "--", *entrypoint])
+            return
+        assert kubectl is not None
+        service = head_service_name("raycluster", ready) or assoc.head_service_name(ready)
+        async with dashboard_port_forward(kubectl, ns, service, kubeconfig=kubeconfig, context=context) as port:
+            await asyncio.to_thread(run_ray_submit, [ray, "job", "submit", "--address", f"http://127.0.0.1:{port}",
+                                                     "--submission-id", sid, *extra, "--", *entrypoint])
     _run(kubeconfig, context, fn)
+
+
+DASHBOARD_PORT = 8265
+PORT_FORWARD_TIMEOUT = 60.0
+"""Seconds ``job submit`` waits for ``kubectl port-forward`` to listen (kubectl-ray waits 60 s)."""
+
+
+def kubectl_binary() -> str | None:
+    """The kubectl installed beside this Python (pumice's venv) before the one on PATH; None: neither."""
+    beside = Path(sys.executable).parent / "kubectl"
+    return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else shutil.which("kubectl")
+
+
+@contextlib.asynccontextmanager
+async def dashboard_port_forward(kubectl: str, namespace: str, service: str, *, kubeconfig: str | None,
+                                 context: str | None) -> AsyncIterator[int]:
+    """``kubectl port-forward service/<service> :8265`` for the body of the ``async with``: the
+    API server relays the tunnel to the node agent of the head Pod, so it works wherever kubectl
+    does. Yields the local port kubectl chose on 127.0.0.1; stops kubectl (SIGTERM) at the end.
+    kubectl's output is drained all along (it writes a line per connection).
+
+    Raises:
+        RayCliError: kubectl ended, or did not listen within :data:`PORT_FORWARD_TIMEOUT`, with
+            the last line of its stderr.
+    """
+    argv = [kubectl, *(["--kubeconfig", kubeconfig] if kubeconfig else []), *(["--context", context] if context else []),
+            "port-forward", "-n", namespace, f"service/{service}", f":{DASHBOARD_PORT}"]
+    proc = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.DEVNULL,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    err: list[str] = []
+    port_seen: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    prefix = "Forwarding from 127.0.0.1:"
+
+    async def read_stdout(stream: asyncio.StreamReader) -> None:
+        while line := (await stream.readline()).decode(errors="replace"):
+            if line.startswith(prefix) and not port_seen.done():
+                port_seen.set_result(int(line[len(prefix):].split()[0]))
+
+    async def read_stderr(stream: asyncio.StreamReader) -> None:
+        while raw := await stream.readline():
+            if line := raw.decode(errors="replace").strip():
+                err[:] = [*err[-20:], line]
+
+    readers = [asyncio.create_task(read_stdout(proc.stdout)), asyncio.create_task(read_stderr(proc.stderr))]
+    try:
+        exited = asyncio.create_task(proc.wait())
+        done, _ = await asyncio.wait([port_seen, exited], timeout=PORT_FORWARD_TIMEOUT,
+                                     return_when=asyncio.FIRST_COMPLETED)
+        if port_seen not in done:
+            exited.cancel()
+            if proc.returncode is not None:
+                await asyncio.gather(*readers, return_exceptions=True)
+            why = err[-1] if err else (f"exit status {proc.returncode}" if proc.returncode is not None
+                                       else f"not listening after {PORT_FORWARD_TIMEOUT:g}s")
+            raise RayCliError(f"kubectl port-forward to service/{service} port {DASHBOARD_PORT} failed: {why}")
+        exited.cancel()
+        yield port_seen.result()
+    finally:
+        if proc.returncode is None:
+            proc.terminate()
+            try:
+                await asyncio.wait_for(proc.wait(), 10)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+        for t in readers:
+            t.cancel()
+        await asyncio.gather(*readers, return_exceptions=True)
 
 
 # --- get token -------------------------------------------------------------------------------------
@@ -908,9 +994,7 @@ def session(resource: str, verbose: bool, address: str | None, namespace: str, k
         kind, name = parse_resource(resource)
     except RayCliError as e:
         raise click.UsageError(str(e)) from None
-    # the kubectl installed beside this Python (pumice's venv) before the one on PATH
-    beside = Path(sys.executable).parent / "kubectl"
-    kubectl = str(beside) if beside.is_file() and os.access(beside, os.X_OK) else shutil.which("kubectl")
+    kubectl = kubectl_binary()
     if kubectl is None:
         click.echo(f"Error: kubectl is neither beside {sys.executable} nor on PATH (session runs `kubectl "
                    "port-forward`, as kubectl-ray does)", err=True)

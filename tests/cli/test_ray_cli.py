@@ -400,8 +400,8 @@ def test_job_submit_refuses_simulated_nodes(server: Any) -> None:
     try:
         r = submit(server, "--name", "simjob", "--", "python", "-c", "pass")
         assert r.exit_code == 1
-        assert r.output.strip().startswith("Error: job submit needs a dashboard reachable from this host: the Nodes "
-                                           "run the simulated runtime")
+        assert r.output.strip().startswith("Error: job submit needs a Ray dashboard to submit to: the Nodes run the "
+                                           "simulated runtime")
         assert len(r.output.strip().splitlines()) == 1
         assert "simjob" not in asyncio.run(call("list"))
     finally:

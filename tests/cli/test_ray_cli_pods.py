@@ -1,7 +1,8 @@
 """``pumice ray log`` and ``pumice ray session`` against the API server and a process-runtime node
 agent: ``log`` reads each Ray Pod's container log and its ``/tmp/ray/session_latest/logs`` through
 ``pods/exec`` (tar in the Pod's own mount namespace), ``session`` runs the real ``kubectl
-port-forward service/<head service>`` through the API server's tunnel to the node agent.
+port-forward service/<head service>`` through the API server's tunnel to the node agent, and
+``job submit`` hands ``ray job submit`` a local port that kubectl forwards the same way.
 
 The Pods stand in for Ray nodes (labels, a Ray-shaped logs directory behind a ``session_latest``
 symlink, HTTP servers on the dashboard and client ports): what is under test is the CLI and the
@@ -27,6 +28,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from pumice.api import scheme
 from pumice.cli.main import main as cli
 from pumice.node.agent import NodeAgent
 from pumice.testing.cluster import HttpServer, serve_http
@@ -79,6 +81,17 @@ def _ray_node(name: str, cluster: str, node_type: str) -> dict[str, Any]:
               f"echo raylet-of-{name} > $s/logs/raylet.out && echo gcs > $s/logs/old/gcs_server.err && "
               f"echo started {name} && exec sleep 3600")
     return pod(name, script, labels=_ray_labels(cluster, node_type))
+
+
+def _fetch_index(base: str) -> str | None:
+    """GET ``base/index.html`` (retried for 10 s: the server in the Pod may still be starting)."""
+    for _ in range(20):
+        try:
+            with urllib.request.urlopen(f"{base}/index.html", timeout=10) as resp:
+                return str(resp.read().decode())
+        except OSError:
+            time.sleep(0.5)
+    return None
 
 
 async def _cli(srv: HttpServer, *args: str) -> Any:
@@ -154,13 +167,9 @@ async def test_session_forwards_the_dashboard_and_client_ports_of_the_head_servi
                 lines.append(line.rstrip("\n"))
 
         def fetch(port: int) -> None:
-            for _ in range(20):  # the servers in the Pod may still be starting
-                try:
-                    with urllib.request.urlopen(f"http://{address}:{port}/index.html", timeout=10) as resp:
-                        bodies.append(resp.read().decode())
-                    return
-                except OSError:
-                    time.sleep(0.5)
+            body = _fetch_index(f"http://{address}:{port}")
+            if body is not None:
+                bodies.append(body)
 
         try:
             read_until_forwarding(2)
@@ -184,3 +193,71 @@ async def test_session_forwards_the_dashboard_and_client_ports_of_the_head_servi
     assert "failed to port-forward: signal: killed. Retrying in 3s ..." in lines, lines
     assert bodies == ["ray head\n"] * 3, lines
     assert code == 0, lines
+
+
+async def test_job_submit_reaches_the_dashboard_through_a_kubectl_port_forward(
+        stack: HttpServer, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No ``--address``: ``ray job submit`` gets ``http://127.0.0.1:<port>``, a ``kubectl
+    port-forward`` to the head Service's port 8265 through the API server (the test stands in for
+    the operator: it points the RayJob at a ready RayCluster); the tunnel ends with the submit."""
+    import pumice.cli.ray as ray_cli
+
+    www = data_dir / "www"
+    www.mkdir()
+    (www / "index.html").write_text("ray dashboard\n")
+    serve = f"{sys.executable} -m http.server --bind 127.0.0.1 --directory {www} 8265"
+    await _running(stack, pod("jc-head", serve, labels=_ray_labels("jc", "head")))
+    client = stack.client()
+    try:
+        await client.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "jc-head-svc", "namespace": "default"},
+                             "spec": {"selector": {"ray.io/cluster": "jc", "ray.io/node-type": "head"},
+                                      "ports": [{"name": "dashboard", "port": 8265}]}})
+        cl = await client.create({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+                                  "metadata": {"name": "jc", "namespace": "default"},
+                                  "spec": {"headGroupSpec": {"rayStartParams": {}, "template": {"spec": {
+                                      "containers": [{"name": "ray-head", "image": "rayproject/ray"}]}}}}})
+        await client.update_status({**cl, "status": {"state": "ready", "head": {"serviceName": "jc-head-svc"}}})
+    finally:
+        await client.close()
+
+    seen: list[list[str]] = []
+    bodies: list[str] = []
+
+    def fake_ray_submit(argv: list[str]) -> None:  # runs where `ray job submit` would
+        seen.append(argv)
+        body = _fetch_index(argv[argv.index("--address") + 1])
+        if body is not None:
+            bodies.append(body)
+
+    monkeypatch.setattr(ray_cli, "run_ray_submit", fake_ray_submit)
+    monkeypatch.setenv("PATH", f"{Path(kubectl_binary()).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+
+    async def play_operator() -> None:
+        c = stack.client()
+        try:
+            async def rayjob() -> Any:
+                try:
+                    return await c.get(scheme.RAY_JOB, "pf-job", "default")
+                except Exception:
+                    return None
+            await wait_for(rayjob, timeout=60)
+            job = await rayjob()
+            await c.update_status({**job, "status": {"rayClusterName": "jc"}})
+        finally:
+            await c.close()
+
+    operator = asyncio.create_task(play_operator())
+    r = await asyncio.to_thread(CliRunner().invoke, cli, [
+        "ray", "job", "submit", "--name", "pf-job", "--submission-id", "sub-1", "--timeout", "60",
+        "--kubeconfig", str(stack.kubeconfig), "--", "python", "-c", "pass"])
+    assert r.exit_code == 0, r.output
+    await operator
+    assert len(seen) == 1, r.output
+    argv = seen[0]
+    address = argv[argv.index("--address") + 1]
+    assert address.startswith("http://127.0.0.1:") and address != "http://127.0.0.1:8265"
+    assert argv[argv.index("--submission-id") + 1] == "sub-1" and argv[-4:] == ["--", "python", "-c", "pass"]
+    assert bodies == ["ray dashboard\n"]
+    # the port-forward is gone with the submit
+    kids = [k for task in Path("/proc/self/task").iterdir() for k in (task / "children").read_text().split()]
+    assert not [k for k in kids if "kubectl" in Path(f"/proc/{k}/cmdline").read_bytes().decode(errors="replace")]
