@@ -86,3 +86,53 @@ def test_a_change_of_the_jobs_tasks_or_phase_makes_it_computed_afresh() -> None:
         assert j.version == 0
         memo.job("p", j, None, f)  # computed again
     assert (f.calls, memo.hits) == (8, 4)
+
+
+def _queue_job(uid: str, version: int, requests: list[str], phase: PodGroupPhase, rng_status: list[TaskStatus],
+               min_resources: dict[str, str] | None = None) -> JobInfo:
+    pg: dict = {"spec": {"minMember": 1}, "status": {"phase": str(phase)}}
+    if min_resources is not None:
+        pg["spec"]["minResources"] = min_resources
+    j = JobInfo(uid=uid, name=uid.split("/")[-1], namespace="default", pod_group=pg,
+                min_resources=Resource.from_list(min_resources) if min_resources else None)
+    for i, (req, st) in enumerate(zip(requests, rng_status, strict=True)):
+        t = TaskInfo.from_pod(pod(f"{j.name}-{i}", namespace="default", group=j.name, requests=req))
+        t.status = st
+        j.add_task(t)
+    j.version = version
+    return j
+
+
+def _exact(sums: tuple[Resource, ...]) -> list:
+    return [(r.milli_cpu, r.memory, list(r.scalars.items())) for r in sums]
+
+
+def test_proportion_queue_sums_from_job_parts_equal_the_task_by_task_sums_float_for_float() -> None:
+    from random import Random
+
+    from pumice.scheduler.volcano.plugins.proportion import _queue_sums, queue_sums_by_job
+
+    rng = Random(5)
+    statuses = [TaskStatus.Running, TaskStatus.Pending, TaskStatus.Binding, TaskStatus.Succeeded, TaskStatus.Allocated]
+    for fractional in (False, True):
+        memo = JobMemo()
+        for rnd in range(3):
+            jobs = []
+            for k in range(12):
+                n = rng.randint(1, 4)
+                reqs = [f"{rng.choice(['1', '250m', '3']) if not fractional else rng.choice(['0.0001', '1.0003', '7m'])},"
+                        f"{rng.choice(['1Gi', '1.5Gi', '3001'])}"
+                        + rng.choice(["", ",nvidia.com/gpu=1", ",example.com/fpga=2"]) for _ in range(n)]
+                jobs.append(_queue_job(f"default/j{rnd}-{k}", k + 1, reqs, rng.choice([PodGroupPhase.RUNNING, PodGroupPhase.INQUEUE]),
+                                       [rng.choice(statuses) for _ in range(n)],
+                                       {"cpu": "2", "memory": "1Gi"} if k % 3 else None))
+            for order in (jobs, jobs[::-1], jobs[3:], jobs):  # later passes: memo hits
+                assert _exact(queue_sums_by_job(memo, order)) == _exact(_queue_sums(order))
+        assert memo.hits > 0
+    # a stale part (the job changed but kept its version) would give another sum: the version
+    # is what keys the part, so a changed job must come with a new version
+    memo = JobMemo()
+    a = _queue_job("default/a", 1, ["1,1Gi"], PodGroupPhase.RUNNING, [TaskStatus.Running])
+    assert queue_sums_by_job(memo, [a])[0].milli_cpu == 1000
+    b = _queue_job("default/a", 2, ["1,1Gi", "2,1Gi"], PodGroupPhase.RUNNING, [TaskStatus.Running] * 2)
+    assert queue_sums_by_job(memo, [b])[0].milli_cpu == 3000

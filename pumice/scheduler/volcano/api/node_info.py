@@ -59,6 +59,9 @@ class NodeInfo:
     touched: bool = False
     """Set by every change of the accounting (add/remove/update a task, mark evicted): the live
     cache hands an untouched NodeInfo to the next session as it is, a touched one as a fresh copy."""
+    touch_log: set[str] | None = None
+    """Where a touched NodeInfo adds its name (the live cache's set of session Nodes to replace);
+    None: nowhere."""
     device_memo: Any = None
     """What a device plugin derived from this node's tasks (deviceshare: its GPU cards); dropped by
     every change of the accounting. A copy of the NodeInfo shares it until either changes, so it
@@ -94,6 +97,8 @@ class NodeInfo:
 
     def _changed(self) -> None:
         self.touched = True
+        if self.touch_log is not None:
+            self.touch_log.add(self.name)
         self.device_memo = None
         if self.on_change is not None:
             self.on_change(self)

@@ -58,10 +58,10 @@ def order_key(o: Obj) -> OrderKey:
     return (str(md.get("creationTimestamp") or ""), f"{ns}/{name}" if ns else str(name))
 
 
-def clone_node(base: NodeInfo) -> NodeInfo:
+def clone_node(base: NodeInfo, touch_log: set[str] | None = None) -> NodeInfo:
     """A NodeInfo a session may change without changing ``base``: own task copies, own evicted
     set; ``node`` and the (immutable) Resources shared. ``index``/``on_change`` are reset (the
-    session's NodeArrays sets them)."""
+    session's NodeArrays sets them); a change adds the Node's name to ``touch_log``."""
     c = object.__new__(NodeInfo)
     d = dict(base.__dict__)
     d["tasks"] = {k: t.clone() for k, t in base.tasks.items()}
@@ -69,6 +69,7 @@ def clone_node(base: NodeInfo) -> NodeInfo:
     d["index"] = -1
     d["on_change"] = None
     d["touched"] = False
+    d["touch_log"] = touch_log
     c.__dict__.update(d)
     return c
 
@@ -143,6 +144,8 @@ class IncrementalSnapshot:
         self._base_nodes: dict[str, NodeInfo] = {}
         self._node_objs: dict[str, Obj] = {}
         self._node_order: list[str] = []
+        self._touched_nodes: set[str] = set()
+        """Names of session Nodes changed since they were handed out (each adds its own)."""
         self._session_nodes: dict[str, NodeInfo] = {}
         """The NodeInfos handed to sessions, in node order once :attr:`_order_changed` is False."""
         self._order_changed = True
@@ -270,15 +273,22 @@ class IncrementalSnapshot:
 
     def _nodes_for_session(self) -> dict[str, NodeInfo]:
         sess = self._session_nodes
+        log = self._touched_nodes
         if self._order_changed or len(sess) != len(self._node_order):
+            log.clear()
             old = sess
             sess = self._session_nodes = {}
             for name in self._node_order:
                 n = old.get(name)
-                sess[name] = n if n is not None and not n.touched else clone_node(self._base_nodes[name])
+                sess[name] = n if n is not None and not n.touched else clone_node(self._base_nodes[name], log)
         else:
-            for name in [name for name, n in sess.items() if n.touched]:
-                sess[name] = clone_node(self._base_nodes[name])
+            # the Nodes a session touched named themselves in the log (NodeInfo.touch_log)
+            names = sorted(log)
+            log.clear()
+            for name in names:
+                n = sess.get(name)
+                if n is not None and n.touched:
+                    sess[name] = clone_node(self._base_nodes[name], log)
         self._order_changed = False
         return dict(sess)
 
@@ -393,7 +403,7 @@ class IncrementalSnapshot:
                 self._affinity_nodes.discard(name)
             self._base_nodes[name] = n
             if name in self._session_nodes:
-                self._session_nodes[name] = clone_node(n)
+                self._session_nodes[name] = clone_node(n, self._touched_nodes)
             if not was or self._node_objs.get(name) is not obj:
                 membership = True
             self._node_objs[name] = obj

@@ -162,7 +162,8 @@ class Session:
         self.event_handlers: list[EventHandler] = []
         self.callbacks = Callbacks.for_tiers(conf.tiers)
         base_status = cluster.pod_group_status
-        self.pod_group_status: dict[str, Obj] = {
+        self.pod_group_status: dict[str, Obj] = base_status if base_status is not None and all(
+            uid in base_status for uid in self.jobs) else {
             j.uid: base_status[j.uid] if base_status is not None and j.uid in base_status
             else copy_status((j.pod_group or {}).get("status") or {})
             for j in self.jobs.values()
@@ -217,7 +218,10 @@ class Session:
         self.errors: list[tuple[str, str, str, str]] = []
         self.hypernodes: HyperNodesInfo = cluster.hypernodes or build_hypernodes((), list(self.nodes), {})
         self._hn_nodes: dict[str, list[NodeInfo]] = {}
-        self.old_allocated_hypernode: dict[str, str] = {j.uid: j.allocated_hypernode for j in self.jobs.values()}
+        self.old_allocated_hypernode: dict[str, str] = {
+            j.uid: j.allocated_hypernode for j in self.jobs.values() if j.network_topology is not None}
+        """The allocated HyperNode of each job with a network topology as handed out (close
+        writes the annotation when it changed)."""
         self._adjust_network_topology()
 
     # ----- registration -------------------------------------------------------------------

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pumice.api.volcano.constants import PodGroupPhase
-from pumice.scheduler.volcano.api.job_info import JobInfo
+from pumice.scheduler.volcano.api.job_info import JobInfo, JobMemo
 from pumice.scheduler.volcano.api.queue_info import QueueInfo
 from pumice.scheduler.volcano.api.resource import Dimension, Resource, sum_resources
 from pumice.scheduler.volcano.api.task_info import TaskInfo
@@ -76,6 +76,57 @@ def _queue_sums(jobs: Sequence[JobInfo]) -> tuple[Resource, Resource, Resource, 
     return allocated, request, inqueue, elastic
 
 
+_EXACT_LIMIT = float(2**53)
+
+
+def _integral(r: Resource) -> bool:
+    """Every amount of ``r`` is a whole number from 0 up to 2**53 (so sums of such amounts below
+    2**53 are exact floats, whatever the order of the additions)."""
+    for v in (r.milli_cpu, r.memory, *r.scalars.values()):
+        if not (0.0 <= v < _EXACT_LIMIT and v.is_integer()):
+            return False
+    return True
+
+
+def _job_parts(job: JobInfo) -> tuple[Resource, Resource, Resource | None, Resource, bool]:
+    """One job's share of :func:`_queue_sums`: its allocated and requested tasks' resources (added
+    up task by task as there), what it adds to inqueue (None: nothing) and to elastic, and
+    whether every task amount is whole (see :func:`_integral`)."""
+    allocated, request, inqueue, elastic = _queue_sums((job,))
+    whole = all(_integral(t.resreq) for t in job.tasks.values())
+    has_min = min_resources_list(job) is not None
+    part: Resource | None = None
+    if has_min and job.phase == PodGroupPhase.INQUEUE:
+        part = inqueue
+    elif has_min and job.phase == PodGroupPhase.RUNNING:
+        min_member = int(((job.pod_group or {}).get("spec") or {}).get("minMember") or 0)
+        if allocated_task_num(job) >= min_member:
+            part = inqueue
+    return allocated, request, part, elastic, whole
+
+
+def queue_sums_by_job(memo: JobMemo, jobs: Sequence[JobInfo]) -> tuple[Resource, Resource, Resource, Resource]:
+    """:func:`_queue_sums` from each job's memoized parts (:func:`_job_parts`), equal float for
+    float. inqueue and elastic are added job by job there too. allocated and request are added
+    task by task there: adding the jobs' part sums instead gives the same floats when every task
+    amount is a whole number and the totals stay below 2**53 (every addition is then exact), and
+    the same scalar order (each name first appears with the same task); otherwise the sums are
+    taken task by task."""
+    allocated = request = inqueue = elastic = Resource()
+    for job in jobs:
+        a, r, q, e, whole = memo.job("proportion.parts", job, None, _job_parts)
+        if not whole:
+            return _queue_sums(jobs)
+        allocated = allocated + a
+        request = request + r
+        if q is not None:
+            inqueue = inqueue + q
+        elastic = elastic + e
+    if not (_integral(request) and _integral(allocated)):
+        return _queue_sums(jobs)
+    return allocated, request, inqueue, elastic
+
+
 def update_share(attr: QueueAttr) -> None:
     attr.share = usage_share(attr.allocated, attr.deserved)
 
@@ -106,8 +157,8 @@ class ProportionPlugin:
         the jobs' allocated, requested, inqueue and elastic resources added up.
 
         Each queue's sums are over its own jobs in snapshot order (the same additions, in the
-        same order, as one pass over all jobs), memoized in ``ssn.job_memo`` while the queue's
-        jobs do not change."""
+        same order, as one pass over all jobs), from each job's parts memoized in
+        ``ssn.job_memo`` (:func:`queue_sums_by_job`)."""
         total_guarantee = sum_resources(q.guarantee for q in ssn.queues.values() if q.guarantee is not None)
         by_queue: dict[str, list[JobInfo]] = {}
         for job in ssn.jobs.values():
@@ -127,8 +178,7 @@ class ProportionPlugin:
                 attr.guarantee = q.guarantee
             attr.real_capability = real_capability(self.total, total_guarantee, attr.guarantee, attr.capability)
             self.queue_opts[name] = attr
-            attr.allocated, attr.request, attr.inqueue, attr.elastic = ssn.job_memo.group(
-                "proportion.account", name, jobs, None, _queue_sums)
+            attr.allocated, attr.request, attr.inqueue, attr.elastic = queue_sums_by_job(ssn.job_memo, jobs)
 
     def _set_deserved(self) -> None:
         """Water-fill ``deserved`` by weight over the queues (pure maths in _fair_share)."""
