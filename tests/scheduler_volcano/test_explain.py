@@ -143,6 +143,25 @@ def test_vcjob_whose_podgroup_is_inqueue_waits_for_its_pods() -> None:
     assert ex.gate == "no-pods", ex.render()
 
 
+def test_a_vcjob_held_by_its_queue_capability_gets_its_queue_position() -> None:
+    # a Volcano Job creates its Pods only once its PodGroup is enqueued: a job refused at enqueue
+    # has no Pods yet and still waits in its queue (trial 6, F-10)
+    job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+           "metadata": {"name": "j1", "namespace": NS, "uid": "u1"},
+           "spec": {"minAvailable": 3, "queue": "q1"}, "status": {"state": {"phase": "Pending"}}}
+    pg = podgroup("j1-u1", namespace=NS, queue="q1", min_member=3, min_resources="3,3Gi", phase="Pending")
+    objs = [node("n1", "8,16Gi,pods=110"), queue("q1", capability="2,8Gi"), job, pg]
+    ex = explain(objs, "vcjob", "j1", NS, NO_OVERCOMMIT)
+    assert ex.gate == "enqueue-quota", ex.render()
+    assert "queue position: 1 of 1 waiting jobs in queue q1 (the session's job order)" in ex.details, ex.render()
+    # a second one behind it (created later) is second
+    job2 = {**job, "metadata": {"name": "j2", "namespace": NS, "uid": "u2", "creationTimestamp": "2030-01-01T00:00:00Z"}}
+    pg2 = podgroup("j2-u2", namespace=NS, queue="q1", min_member=3, min_resources="3,3Gi",
+                   phase="Pending", created="2030-01-01T00:00:00Z")
+    ex2 = explain([*objs, job2, pg2], "vcjob", "j2", NS, NO_OVERCOMMIT)
+    assert "queue position: 2 of 2 waiting jobs in queue q1 (the session's job order)" in ex2.details, ex2.render()
+
+
 def test_unknown_kind_and_missing_object_are_clear_errors() -> None:
     with pytest.raises(ExplainError, match="cannot explain kind 'deployment'"):
         explain([], "deployment", "x", NS, CONF)

@@ -7,7 +7,8 @@ PodGroup's status as ``status.positionInQueue`` (1 = next), so ``kubectl get pod
 the UI and any client see it without a second API.
 
 A job is *waiting* when it has a PodGroup, is not ready (fewer than ``minAvailable`` tasks placed)
-and still has Pending tasks after the session's actions; its position is its 1-based index among
+and, after the session's actions, still has Pending tasks or a PodGroup still Pending (refused
+at enqueue: a Volcano Job creates its Pods only once enqueued, so such a job may have none); its position is its 1-based index among
 the waiting jobs of its queue in the session's job order (the configured JobOrderFns: priority,
 gang, drf... then creation time and UID). A job that is not waiting has no ``positionInQueue``.
 ``pumice explain`` prints the same number (one implementation: :func:`queue_positions`).
@@ -34,9 +35,11 @@ POSITION_FIELD = "positionInQueue"
 
 
 def waiting(job: JobInfo) -> bool:
-    """Has a PodGroup, is not ready, and still has Pending tasks."""
-    return job.pod_group is not None and not job.is_ready() and any(
-        t.status is TaskStatus.Pending for t in job.tasks.values())
+    """Has a PodGroup, is not ready, and still has Pending tasks or waits for enqueue (PodGroup
+    phase Pending: a Volcano Job creates its Pods only once its PodGroup is enqueued, so a job
+    its queue's capability holds back has none yet)."""
+    return job.pod_group is not None and not job.is_ready() and (job.is_pending() or any(
+        t.status is TaskStatus.Pending for t in job.tasks.values()))
 
 
 def queue_positions(ssn: Session, jobs: Iterable[JobInfo] | None = None) -> dict[str, tuple[int, int]]:
