@@ -16,6 +16,7 @@ from pumice.api import Obj
 from pumice.controllers.ray.dashboard import (
     DashboardError,
     HttpDashboardClient,
+    NoDashboardAddress,
     http_dashboard_client_factory,
 )
 
@@ -101,6 +102,23 @@ async def test_connection_errors_raise_dashboard_error() -> None:
     client = HttpDashboardClient("http://127.0.0.1:9", timeout=0.5)
     with pytest.raises(DashboardError):
         await client.get_job_info("x")
+
+
+@pytest.mark.parametrize("url", ["", "  ", "http://", "https://"])
+async def test_no_dashboard_address_sends_nothing(url: str) -> None:
+    """trial-6 F-5: no head Pod IP and no dashboardURL used to POST ``http:/api/jobs/<id>/stop``."""
+    sent: list[str] = []
+
+    def record(req: httpx2.Request) -> httpx2.Response:
+        sent.append(str(req.url))
+        return httpx2.Response(200, json={"stopped": True})
+
+    client = HttpDashboardClient(url, transport=httpx2.MockTransport(record))
+    with pytest.raises(NoDashboardAddress, match="no dashboard address yet"):
+        await client.stop_job("j-abcde")
+    with pytest.raises(NoDashboardAddress):
+        await http_dashboard_client_factory({}, url).stop_job("j-abcde")
+    assert sent == []
 
 
 def test_factory_dials_the_head_pod_ip_and_falls_back_to_the_url() -> None:

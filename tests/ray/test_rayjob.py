@@ -405,6 +405,30 @@ async def test_deleting_a_running_rayjob_stops_the_ray_job_first(h: Harness) -> 
     assert not await h.exists(scheme.RAY_JOB, "rayjob-sample")
 
 
+async def test_deleting_an_initializing_rayjob_sends_no_stop_without_a_dashboard_address(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """trial-6 F-5: the cluster is not up (no head Pod IP, no status.dashboardURL); upstream's
+    request to ``http://`` fails, pumice sends none, says why, and drops the finalizer."""
+    import logging
+
+    from pumice.controllers.ray.dashboard import http_dashboard_client_factory
+
+    h = Harness()
+    h.rj.dashboard_client_factory = http_dashboard_client_factory
+    await h.create()
+    await h.step()  # New -> Initializing
+    await h.step()  # creates the cluster, which is not ready
+    st = await h.status()
+    assert st["jobDeploymentStatus"] == "Initializing" and not st.get("dashboardURL")
+    await h.delete(scheme.RAY_JOB, "rayjob-sample")
+    with caplog.at_level(logging.INFO, logger="pumice.controllers.ray.rayjob"):
+        await h.step()
+    text = caplog.text
+    assert f"Ray job {st['jobId']} not stopped: no dashboard address yet" in text
+    assert "failed to stop" not in text and "http:/api" not in text
+    assert not await h.exists(scheme.RAY_JOB, "rayjob-sample")
+
+
 async def test_invalid_spec_is_validation_failed_without_requeue(h: Harness) -> None:
     await h.create(suspend=True)  # suspend needs shutdownAfterJobFinishes
     result = await h.step()

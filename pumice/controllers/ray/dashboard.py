@@ -29,7 +29,7 @@ import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import httpx2
 
@@ -44,6 +44,12 @@ DIRECT_TIMEOUT_SECONDS = 2.0
 
 class DashboardError(Exception):
     """A dashboard call failed (connection error, timeout, or an unexpected HTTP status)."""
+
+
+class NoDashboardAddress(DashboardError):
+    """No dashboard address is known yet (the head Pod has no IP and the RayJob no
+    ``status.dashboardURL``), so no request was sent. Upstream builds ``http://`` with an empty host
+    there and its request fails; pumice says so before sending anything."""
 
 
 @dataclass(frozen=True)
@@ -185,16 +191,19 @@ class HttpDashboardClient:
     """:class:`RayDashboardClient` over HTTP.
 
     Args:
-        base_url: ``http://host:port`` of the dashboard.
+        base_url: ``http://host:port`` of the dashboard; one without a host (``""``) makes every
+            call raise :class:`NoDashboardAddress` without sending anything.
         timeout: seconds per request (upstream: 2 s direct).
         token: optional Ray auth token (header ``x-ray-authorization: Bearer <token>``).
     """
 
     def __init__(self, base_url: str, *, timeout: float = DIRECT_TIMEOUT_SECONDS, token: str | None = None,
                  transport: Any = None) -> None:
+        base_url = base_url.strip()
         if not base_url.startswith(("http://", "https://")):
             base_url = "http://" + base_url
-        self.base_url = base_url.rstrip("/")
+        # no host (an empty dashboard URL): every request raises NoDashboardAddress instead
+        self.base_url = base_url.rstrip("/") if urlsplit(base_url).netloc else ""
         headers = {"x-ray-authorization": f"Bearer {token}"} if token else {}
         kwargs: Obj = {"timeout": timeout, "headers": headers}
         if transport is not None:
@@ -202,6 +211,9 @@ class HttpDashboardClient:
         self._kwargs = kwargs
 
     async def _request(self, method: str, path: str, **kw: Any) -> httpx2.Response:
+        if not self.base_url:
+            raise NoDashboardAddress(f"{method} {path}: no dashboard address yet (the head Pod has no IP "
+                                     "and status.dashboardURL is empty)")
         try:
             async with httpx2.AsyncClient(**self._kwargs) as http:
                 return await http.request(method, self.base_url + path, **kw)

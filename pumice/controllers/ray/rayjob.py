@@ -45,6 +45,7 @@ from pumice.controllers.ray.common import service as svcb
 from pumice.controllers.ray.dashboard import (
     DashboardClientFactory,
     DashboardError,
+    NoDashboardAddress,
     dashboard_client_for,
     http_dashboard_client_factory,
 )
@@ -214,6 +215,10 @@ class RayJobReconciler:
                 dash = await dashboard_client_for(self.client, self.dashboard_client_factory, cluster,
                                                   st.get("dashboardURL", ""))
                 await dash.stop_job(st["jobId"])
+            except NoDashboardAddress:
+                log.info("RayJob %s/%s: Ray job %s not stopped: no dashboard address yet (the head Pod has no "
+                         "IP), so it was never submitted", job["metadata"].get("namespace"),
+                         job["metadata"]["name"], st.get("jobId"))
             except Exception as e:
                 log.info("RayJob %s/%s: failed to stop Ray job %s: %s", job["metadata"].get("namespace"),
                          job["metadata"]["name"], st.get("jobId"), e)
