@@ -391,6 +391,13 @@ def create_cluster(name: str, ray_version: str, image: str | None, head_cpu: str
                    labels: tuple[str, ...], annotations: tuple[str, ...], autoscaler: str | None, dry_run: bool,
                    wait: bool, timeout: int, namespace: str, kubeconfig: str | None, context: str | None) -> None:
     """Create RayCluster NAME with the plugin's defaults and these flags."""
+    try:
+        for value, flag in ((head_cpu, "head-cpu"), (head_gpu, "head-gpu"), (head_memory, "head-memory"),
+                            (worker_cpu, "worker-cpu"), (worker_gpu, "worker-gpu"), (worker_memory, "worker-memory")):
+            _check_quantity(value, flag)
+    except RayCliError as e:
+        click.echo(f"Error: {e}", err=True)
+        sys.exit(1)
     cluster = build_cluster(name, namespace, ray_version=ray_version, image=image or f"rayproject/ray:{ray_version}",
                             head_cpu=head_cpu, head_memory=head_memory, head_gpu=head_gpu,
                             worker_replicas=worker_replicas, worker_cpu=worker_cpu, worker_memory=worker_memory,

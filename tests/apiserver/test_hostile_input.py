@@ -126,6 +126,19 @@ async def test_a_badly_typed_pod_is_422_with_the_field(cluster: LocalCluster, sp
     assert f"{field} in body must be of type" in causes[0]["message"]
 
 
+@pytest.mark.parametrize("part,rname,q", [("requests", "memory", "-2Gi"), ("limits", "cpu", "-1"),
+                                          ("requests", "nvidia.com/gpu", "-1")])
+async def test_a_negative_resource_quantity_is_422_as_kube_apiserver_says(
+        cluster: LocalCluster, part: str, rname: str, q: str) -> None:
+    """kube-apiserver's ValidateResourceQuantityValue (pkg/apis/core/validation); trial-6 F-6."""
+    e = await _refused(cluster, "POST", PODS, _pod({"containers": [
+        {"name": "c", "image": "i", "resources": {part: {rname: q}}}]}))
+    assert e.code == 422 and e.reason == "Invalid"
+    field = f"spec.containers[0].resources.{part}[{rname}]"
+    assert {"reason": "FieldValueInvalid", "field": field,
+            "message": f'Invalid value: "{q}": must be greater than or equal to 0'} in e.status["details"]["causes"]
+
+
 def _set_path(obj: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     *parents, last = path.split(".")
     cur = obj

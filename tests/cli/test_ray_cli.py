@@ -89,6 +89,23 @@ def test_create_dry_run_prints_the_plugin_defaults() -> None:
     assert cl["spec"]["enableInTreeAutoscaling"] is True and cl["spec"]["autoscalerOptions"] == {"version": "v2"}
 
 
+@pytest.mark.parametrize(("flag", "value", "message"), [
+    ("--head-memory", "-2Gi", "head-memory cannot be negative"),
+    ("--head-cpu", "-1", "head-cpu cannot be negative"),
+    ("--worker-gpu", "-1", "worker-gpu cannot be negative"),
+    ("--worker-cpu", "two", "worker-cpu is not a valid resource quantity: 'two'"),
+    ("--head-memory", "", "head-memory is not a valid resource quantity: ''"),
+])
+def test_create_cluster_refuses_a_negative_or_bad_quantity_before_creating_anything(
+        server: Any, flag: str, value: str, message: str) -> None:
+    """trial-6 F-6: kubectl-ray create cluster's util.ValidateResourceQuantity, before anything is sent."""
+    for extra in ((), ("--dry-run",)):
+        r = run(server, "create", "cluster", "neg", flag, value, *extra)
+        assert (r.exit_code, r.output.strip()) == (1, f"Error: {message}")
+    r = run(server, "get", "cluster", "neg")
+    assert r.exit_code == 1 and r.output.strip() == "Error: Ray cluster neg not found in namespace default"
+
+
 def test_scale_validates_the_final_bounds() -> None:
     cl = build_cluster("c", "default", ray_version="2.52.0", image="i", head_cpu="1", head_memory="1Gi", head_gpu="0",
                        worker_replicas=2, worker_cpu="1", worker_memory="1Gi", worker_gpu="0", labels={},
