@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shutil
 import signal
@@ -69,6 +70,8 @@ from pumice.api import Obj, scheme
 from pumice.api.ray.constants import DEFAULT_MAX_REPLICAS, RayClusterConditionType
 from pumice.client.base import ApiError, ExecError, KubeClient
 from pumice.client.kube import Client
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_RAY_VERSION = "2.52.0"
 DEFAULT_IMAGE = f"rayproject/ray:{DEFAULT_RAY_VERSION}"
@@ -542,6 +545,48 @@ def run_ray_submit(argv: list[str]) -> None:
         sys.stderr.write(proc.stderr)
 
 
+async def submit_and_report(ray: str, address: str, submission_id: str, extra: list[str],
+                            entrypoint: tuple[str, ...]) -> None:
+    """``ray job submit --address ADDRESS --submission-id ID EXTRA -- ENTRYPOINT`` (through
+    :func:`run_ray_submit`); when it fails and the dashboard knows the job, the error says the
+    job's status and its status message (``GET /api/jobs/<id>``: what ``ray job submit`` prints on
+    stdout as "Job '<id>' failed" and "Status message: ..."), instead of stderr's last line, which
+    for a job that ran is Ray's log of its log stream closing.
+
+    Raises:
+        RayCliError: "ray job <id> FAILED: <status message>", or run_ray_submit's error when the
+            dashboard has no such job or cannot be asked.
+    """
+    argv = [ray, "job", "submit", "--address", address, "--submission-id", submission_id, *extra, "--", *entrypoint]
+    try:
+        await asyncio.to_thread(run_ray_submit, argv)
+    except RayCliError as e:
+        why = await ray_job_failure(address, submission_id)
+        if why is None:
+            raise
+        raise RayCliError(why) from e
+
+
+async def ray_job_failure(address: str, submission_id: str) -> str | None:
+    """One line naming the Ray job's status and status message ("ray job <id> FAILED: Job
+    entrypoint command failed with exit code 3, last available logs (truncated to 20,000 chars):
+    ... <last log line>"), from the dashboard at ``address``; None when the dashboard does not know
+    the job (``ray job submit`` failed before submitting it), the job did not end badly (e.g. still
+    RUNNING), or the dashboard cannot be asked (that reason is logged)."""
+    from pumice.controllers.ray.dashboard import DashboardError, HttpDashboardClient
+
+    try:
+        info = await HttpDashboardClient(address, timeout=10.0).get_job_info(submission_id)
+    except DashboardError as e:
+        logger.warning("ray job %s: cannot read its status from the dashboard: %s", submission_id, e)
+        return None
+    if info is None or info.job_status in ("PENDING", "RUNNING", "SUCCEEDED"):
+        return None
+    lines = [ln.strip() for ln in info.message.splitlines() if ln.strip()]
+    message = lines[0] + (f" ... {lines[-1]}" if len(lines) > 1 else "") if lines else "no status message"
+    return f"ray job {submission_id} {info.job_status}: {message}"
+
+
 def load_rayjob_file(path: str) -> Obj:
     """The RayJob of ``-f FILE`` (kubectl-ray's checks: InteractiveMode, no backoffLimit > 0).
 
@@ -705,14 +750,12 @@ def _job_submit(filename: str, name: str, address: str | None, submission_id: st
         if no_wait:
             extra.append("--no-wait")
         if address:
-            await asyncio.to_thread(run_ray_submit, [ray, "job", "submit", "--address", address, "--submission-id",
-                                                     sid, *extra, "--", *entrypoint])
+            await submit_and_report(ray, address, sid, extra, entrypoint)
             return
         assert kubectl is not None
         service = head_service_name("raycluster", ready) or assoc.head_service_name(ready)
         async with dashboard_port_forward(kubectl, ns, service, kubeconfig=kubeconfig, context=context) as port:
-            await asyncio.to_thread(run_ray_submit, [ray, "job", "submit", "--address", f"http://127.0.0.1:{port}",
-                                                     "--submission-id", sid, *extra, "--", *entrypoint])
+            await submit_and_report(ray, f"http://127.0.0.1:{port}", sid, extra, entrypoint)
     _run(kubeconfig, context, fn)
 
 

@@ -195,16 +195,9 @@ async def test_session_forwards_the_dashboard_and_client_ports_of_the_head_servi
     assert code == 0, lines
 
 
-async def test_job_submit_reaches_the_dashboard_through_a_kubectl_port_forward(
-        stack: HttpServer, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No ``--address``: ``ray job submit`` gets ``http://127.0.0.1:<port>``, a ``kubectl
-    port-forward`` to the head Service's port 8265 through the API server (the test stands in for
-    the operator: it points the RayJob at a ready RayCluster); the tunnel ends with the submit."""
-    import pumice.cli.ray as ray_cli
-
-    www = data_dir / "www"
-    www.mkdir()
-    (www / "index.html").write_text("ray dashboard\n")
+async def _ready_head(stack: HttpServer, www: Path) -> None:
+    """A head Pod serving ``www`` on the dashboard port, its Service, and RayCluster ``jc``
+    marked ready (the test stands in for the operator)."""
     serve = f"{sys.executable} -m http.server --bind 127.0.0.1 --directory {www} 8265"
     await _running(stack, pod("jc-head", serve, labels=_ray_labels("jc", "head")))
     client = stack.client()
@@ -220,6 +213,44 @@ async def test_job_submit_reaches_the_dashboard_through_a_kubectl_port_forward(
     finally:
         await client.close()
 
+
+async def _submit(stack: HttpServer, name: str, submission_id: str) -> Any:
+    """``pumice ray job submit --name NAME`` while playing the operator: the RayJob gets
+    ``status.rayClusterName: jc``."""
+    async def play_operator() -> None:
+        c = stack.client()
+        try:
+            async def rayjob() -> Any:
+                try:
+                    return await c.get(scheme.RAY_JOB, name, "default")
+                except Exception:
+                    return None
+            await wait_for(rayjob, timeout=60)
+            job = await rayjob()
+            await c.update_status({**job, "status": {"rayClusterName": "jc"}})
+        finally:
+            await c.close()
+
+    operator = asyncio.create_task(play_operator())
+    r = await asyncio.to_thread(CliRunner().invoke, cli, [
+        "ray", "job", "submit", "--name", name, "--submission-id", submission_id, "--timeout", "60",
+        "--kubeconfig", str(stack.kubeconfig), "--", "python", "-c", "pass"])
+    await operator
+    return r
+
+
+async def test_job_submit_reaches_the_dashboard_through_a_kubectl_port_forward(
+        stack: HttpServer, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No ``--address``: ``ray job submit`` gets ``http://127.0.0.1:<port>``, a ``kubectl
+    port-forward`` to the head Service's port 8265 through the API server (the test stands in for
+    the operator: it points the RayJob at a ready RayCluster); the tunnel ends with the submit."""
+    import pumice.cli.ray as ray_cli
+
+    www = data_dir / "www"
+    www.mkdir()
+    (www / "index.html").write_text("ray dashboard\n")
+    await _ready_head(stack, www)
+
     seen: list[list[str]] = []
     bodies: list[str] = []
 
@@ -231,27 +262,8 @@ async def test_job_submit_reaches_the_dashboard_through_a_kubectl_port_forward(
 
     monkeypatch.setattr(ray_cli, "run_ray_submit", fake_ray_submit)
     monkeypatch.setenv("PATH", f"{Path(kubectl_binary()).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-
-    async def play_operator() -> None:
-        c = stack.client()
-        try:
-            async def rayjob() -> Any:
-                try:
-                    return await c.get(scheme.RAY_JOB, "pf-job", "default")
-                except Exception:
-                    return None
-            await wait_for(rayjob, timeout=60)
-            job = await rayjob()
-            await c.update_status({**job, "status": {"rayClusterName": "jc"}})
-        finally:
-            await c.close()
-
-    operator = asyncio.create_task(play_operator())
-    r = await asyncio.to_thread(CliRunner().invoke, cli, [
-        "ray", "job", "submit", "--name", "pf-job", "--submission-id", "sub-1", "--timeout", "60",
-        "--kubeconfig", str(stack.kubeconfig), "--", "python", "-c", "pass"])
+    r = await _submit(stack, "pf-job", "sub-1")
     assert r.exit_code == 0, r.output
-    await operator
     assert len(seen) == 1, r.output
     argv = seen[0]
     address = argv[argv.index("--address") + 1]
@@ -261,3 +273,39 @@ async def test_job_submit_reaches_the_dashboard_through_a_kubectl_port_forward(
     # the port-forward is gone with the submit
     kids = [k for task in Path("/proc/self/task").iterdir() for k in (task / "children").read_text().split()]
     assert not [k for k in kids if "kubectl" in Path(f"/proc/{k}/cmdline").read_bytes().decode(errors="replace")]
+
+
+async def test_a_failed_job_is_reported_with_its_status_message_not_stderr_s_last_line(
+        stack: HttpServer, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trial 6 F-11: ``ray job submit`` of a job whose entrypoint exits 3 exits 1, and its stderr's
+    last line is Ray's INFO log of the log stream closing. The one-line error says the job FAILED
+    and its status message, read from the dashboard (``GET /api/jobs/<id>``, served here as a
+    file by the head Pod's HTTP server) through the same port-forward; a job the dashboard does
+    not know keeps stderr's last line."""
+    import json
+
+    import pumice.cli.ray as ray_cli
+
+    www = data_dir / "www"
+    (www / "api" / "jobs").mkdir(parents=True)
+    (www / "api" / "jobs" / "sub-f").write_text(json.dumps({
+        "status": "FAILED", "submission_id": "sub-f", "entrypoint": "python -c pass",
+        "message": "Job entrypoint command failed with exit code 3, last available logs (truncated to 20,000 chars):\n"
+                   "hello\nbye\n"}))
+    await _ready_head(stack, www)
+    websocket = ("2026-12-02 00:27:00,224 INFO sdk.py:520 -- WebSocket closed for job sub-f with close code 1000")
+    real = ray_cli.run_ray_submit
+
+    def stand_in(argv: list[str]) -> None:  # `ray job submit` of a job that failed
+        real([sys.executable, "-c", f"import sys; sys.stderr.write({websocket!r} + '\\n'); sys.exit(1)"])
+
+    monkeypatch.setattr(ray_cli, "run_ray_submit", stand_in)
+    monkeypatch.setenv("PATH", f"{Path(kubectl_binary()).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    r = await _submit(stack, "jfail", "sub-f")
+    assert r.exit_code == 1, r.output
+    assert r.output.splitlines()[-1] == ("Error: ray job sub-f FAILED: Job entrypoint command failed with exit code 3, "
+                                         "last available logs (truncated to 20,000 chars): ... bye"), r.output
+    # the dashboard has no job sub-g (404): ray job submit failed before submitting it
+    r = await _submit(stack, "jfail2", "sub-g")
+    assert r.exit_code == 1, r.output
+    assert r.output.splitlines()[-1] == f"Error: ray job submit exited with 1: {websocket}", r.output
