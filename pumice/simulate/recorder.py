@@ -129,6 +129,9 @@ class Recorder:
     """queue -> steps ``(t, cpu share, gpu share)`` of its deserved resources / the cluster's
     capacity (gpu share 0 on a cluster without GPUs)."""
     on_job_finished: Callable[[str], None] | None = None
+    on_lifetime_start: Callable[[Arrival], None] | None = None
+    """Called when the Pod of an arrival with ``delete_after_start`` first goes Running (the run
+    deletes it that many seconds later)."""
     finished: int = 0
 
     def __post_init__(self) -> None:
@@ -198,7 +201,7 @@ class Recorder:
         key = f"{md.get('namespace', '')}/{md['name']}"
         rec = self.pods.get(key)
         t = self.now()
-        self.touch()
+        before = None if rec is None else (rec.bound, rec.phase, rec.phase_at_deletion, rec.deleted, rec.evictions)
         if rec is None:
             req = pod_requests(pod)
             arrival = self.arrivals.get(job)
@@ -224,6 +227,9 @@ class Recorder:
         phase = status.get("phase") or rec.phase
         if phase == "Running" and rec.started is None:
             rec.started = t
+            js = self.jobs.get(job)
+            if js is not None and js.arrival.delete_after_start is not None and self.on_lifetime_start is not None:
+                self.on_lifetime_start(js.arrival)
         if md.get("deletionTimestamp") and rec.deleted is None and phase not in TERMINAL and rec.bound is not None \
                 and _disrupted(status) and key not in self._evicting:
             self._evicting.add(key)
@@ -238,6 +244,10 @@ class Recorder:
                 self._terminal(rec)
         if rec.holding != was_holding:
             self._hold(rec, 1 if rec.holding else -1)
+        if before != (rec.bound, rec.phase, rec.phase_at_deletion, rec.deleted, rec.evictions):
+            # a change of the Pod's life; not one of its containers' only (a restart under
+            # restartPolicy Always is no progress: it must not keep a stalled run going)
+            self.touch()
 
     def _terminal(self, rec: PodRecord) -> None:
         js = self.jobs.get(rec.job)
@@ -311,7 +321,8 @@ class Recorder:
             js.ready = self.now()
 
     def deployment_deleted(self, name: str) -> None:
-        """A service (Deployment, RayService, DLRM instance) was deleted at the end of its lifetime:
+        """A service (Deployment, RayService, DLRM instance, a YAML bare Pod with ``restartPolicy:
+        Always``) was deleted at the end of its lifetime:
         it finished now (status ``Deleted``); the run counts it done once its Pods are gone, so
         their ends are in the Pod rows and the allocation timeline."""
         js = self.jobs.get(name)

@@ -543,6 +543,7 @@ async def _run(cfg: SimConfig, clock: LoopClock, progress: Progress | None, stop
         await _start_controllers(stack, cfg, clock, rec)
         await _start_schedulers(stack, cfg, clock, rec, stop)
         pending_deletes: set[asyncio.Task[None]] = set()
+        rec.on_lifetime_start = lambda a: _delete_later(api, a, clock, rec, pending_deletes, a.delete_after_start)
         rec.start = clock.now()  # simulated time 0: everything is up, the first arrival is due
         injector = asyncio.create_task(_inject(api, cfg, clock, rec, pending_deletes), name="arrivals")
         ended_by = await _watch_until_done(cfg, clock, rec, stack.runtime, injector, pending_deletes, stack.server,
@@ -743,15 +744,21 @@ async def _inject(api: Any, cfg: SimConfig, clock: LoopClock, rec: Recorder,
                 log.info("arrival %s: creating %s %s failed: %s", a.job, obj.get("kind"), obj_name(obj), e)
                 rec.rejected(a.job, " ".join(str(e).split()) or type(e).__name__)
         if a.delete_after is not None:
-            t = asyncio.create_task(_delete_later(api, a, clock, rec))
-            pending.add(t)
-            t.add_done_callback(pending.discard)
+            _delete_later(api, a, clock, rec, pending, a.delete_after)
     rec.touch()  # every arrival is in: the stall window starts no earlier than the last one
 
 
-async def _delete_later(api: Any, a: Arrival, clock: LoopClock, rec: Recorder) -> None:
-    assert a.delete_after is not None
-    await clock.sleep(a.delete_after)
+def _delete_later(api: Any, a: Arrival, clock: LoopClock, rec: Recorder, pending: set[asyncio.Task[None]],
+                  delay: float | None) -> None:
+    """Delete ``a``'s manifests ``delay`` seconds from now (a task kept in ``pending`` meanwhile)."""
+    assert delay is not None
+    t = asyncio.get_running_loop().create_task(_delete_after(api, a, clock, rec, delay))
+    pending.add(t)
+    t.add_done_callback(pending.discard)
+
+
+async def _delete_after(api: Any, a: Arrival, clock: LoopClock, rec: Recorder, delay: float) -> None:
+    await clock.sleep(delay)
     for obj in a.objects:
         kind = api.scheme.by_api_version_kind(obj["apiVersion"], obj["kind"])
         with contextlib.suppress(Exception):

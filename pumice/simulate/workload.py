@@ -62,7 +62,10 @@ Adapters, their mappings and assumptions:
     128 cores / 768 GiB) fit every instance but the 192-core ones.
 ``yaml`` (our own format, see :func:`load_yaml`)
     RayJob / RayService / Volcano Job / Deployment / Pod manifests arriving at ``at`` with
-    ``duration`` (run time of a Pod, vcjob or Ray job; lifetime of a RayService or Deployment).
+    ``duration`` (run time of a Pod, vcjob or Ray job once running; lifetime of a RayService or
+    Deployment from its arrival). A bare Pod with ``restartPolicy: Always`` (the default) never
+    ends on its own: ``duration`` is its lifetime once Running, then the run deletes it (as
+    openb's Pods live from their scheduling to their deletion; :attr:`Arrival.delete_after_start`).
 """
 
 from __future__ import annotations
@@ -128,6 +131,9 @@ class Arrival:
         duration: seconds of run once running (None: runs until deleted or the end).
         delete_after: delete the manifests this many seconds after ``time`` (long-running
             services; None: never).
+        delete_after_start: delete the manifests this many seconds after the arrival's Pod first
+            went Running (a YAML bare Pod with ``restartPolicy: Always``, which never ends on its
+            own; None: not so).
         trace_delay: the queueing delay the trace itself recorded (openb), seconds.
         gpus: GPUs the job asks for in total (for per-job reports).
     """
@@ -140,6 +146,7 @@ class Arrival:
     tasks: int = 1
     duration: float | None = None
     delete_after: float | None = None
+    delete_after_start: float | None = None
     trace_delay: float | None = None
     gpus: float = 0.0
 
@@ -427,7 +434,8 @@ def load_yaml(path: Path) -> Workload:
             manifest: {...}         # a RayJob, RayService, Volcano Job, Deployment or Pod
 
     Durations go where each kind needs them: Pods and vcjob Pod templates get the simulated
-    runtime's duration annotation; a RayJob gets it on itself (the simulated Ray dashboard runs
+    runtime's duration annotation (a bare Pod with ``restartPolicy: Always``, the default, gets
+    none: the run deletes it ``duration`` seconds after it went Running); a RayJob gets it on itself (the simulated Ray dashboard runs
     the Ray job that long once its cluster is ready); a RayService or a Deployment is a service: it
     is deleted ``duration`` seconds after it arrives, and without ``duration`` it runs until the
     end of the run (and does not keep the run from ending). A RayService's Serve applications
@@ -589,13 +597,19 @@ def _yaml_arrival(path: Path, a: Obj, k: int, count: int, t: float) -> Arrival:
     duration = float(a["duration"]) if a.get("duration") is not None else None
     queue = "default"
     tasks = 1
-    delete_after = None
+    delete_after = delete_after_start = None
+    # A bare Pod that never ends on its own (restartPolicy Always, the default) lives `duration`
+    # seconds once Running, then the run deletes it, as openb's trace Pods live from their
+    # scheduling to their deletion; Never and OnFailure Pods exit 0 after `duration` instead.
+    forever = kind == "Pod" and ((m.get("spec") or {}).get("restartPolicy") or "Always") == "Always"
+    if forever:
+        delete_after_start = duration
 
     def stamp(template: Obj, gang: tuple[str, int] | None = None) -> None:
         tmd = template.setdefault("metadata", {})
         tmd.setdefault("labels", {})[JOB_LABEL] = name
         ann = tmd.setdefault("annotations", {})
-        if duration is not None and kind in ("Pod", "Job"):
+        if duration is not None and kind in ("Pod", "Job") and not forever:
             ann[ANNOTATION_DURATION] = _fmt(duration)
         if gang is not None:
             ann[GANG_ANNOTATION], ann[GANG_SIZE_ANNOTATION] = gang[0], str(gang[1])
@@ -632,7 +646,7 @@ def _yaml_arrival(path: Path, a: Obj, k: int, count: int, t: float) -> Arrival:
         raise InputError(f"{path}: arrival {name!r}: kind {kind!r} is not one of Pod, Job "
                          "(batch.volcano.sh), RayJob, RayService, Deployment")
     return Arrival(t, name, kind, (m,), queue=queue, tasks=tasks, duration=duration, delete_after=delete_after,
-                   gpus=_manifest_gpus(m))
+                   delete_after_start=delete_after_start, gpus=_manifest_gpus(m))
 
 
 def _manifest_gpus(m: Obj) -> float:

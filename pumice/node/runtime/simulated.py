@@ -72,8 +72,10 @@ class SimulatedRuntime:
         self._gangs: dict[str, _Gang] = {}
         self._by_pod: dict[str, list[Container]] = {}
         self.timers = 0
-        """Containers whose end is scheduled and has not come yet (a simulation is stalled when
-        nothing is pending and this is 0)."""
+        """Containers whose end is scheduled, has not come yet and can end their Pod (a simulation
+        is stalled when nothing is pending and this is 0). Not counted: a container of a Pod with
+        ``restartPolicy: Always``, or ``OnFailure`` with a non-zero exit code, which the kubelet
+        restarts when it ends, over and over: its end is no progress."""
 
     @property
     def starts_at_once(self) -> bool:
@@ -112,7 +114,8 @@ class SimulatedRuntime:
         code = 0 if req.init else int(ann.get(ANNOTATION_EXIT_CODE, 0))
         gang_key = ann.get(ANNOTATION_GANG) if not req.init else None
         key = f"{sandbox.namespace}/{gang_key}" if gang_key else None
-        holder: list[Any] = [None, key]
+        # [timer handle, gang key, whether its end can end the Pod (counted in self.timers)]
+        holder: list[Any] = [None, key, _ends_pod(pod, code)]
         if duration is not None and key:
             gang = self._gangs.get(key)
             if gang is None:
@@ -135,11 +138,13 @@ class SimulatedRuntime:
 
     def _arm(self, loop: asyncio.AbstractEventLoop, fut: asyncio.Future[int], duration: float, code: int,
              holder: list[Any]) -> None:
-        self.timers += 1
-        holder[0] = loop.call_later(duration, self._fire, fut, code)
+        if holder[2]:
+            self.timers += 1
+        holder[0] = loop.call_later(duration, self._fire, fut, code, holder)
 
-    def _fire(self, fut: asyncio.Future[int], code: int) -> None:
-        self.timers -= 1
+    def _fire(self, fut: asyncio.Future[int], code: int, holder: list[Any]) -> None:
+        if holder[2]:
+            self.timers -= 1
         _resolve(fut, code)
 
     def finish_pod(self, uid: str, code: int) -> bool:
@@ -162,7 +167,7 @@ class SimulatedRuntime:
         if holder[0] is not None:
             holder[0].cancel()
             holder[0] = None
-            if not fut.done():
+            if not fut.done() and holder[2]:
                 self.timers -= 1
         gang = self._gangs.get(holder[1]) if holder[1] else None
         if gang is not None and not gang.started:
@@ -192,6 +197,13 @@ class SimulatedRuntime:
 
     def update_hosts(self, sandbox: Sandbox, content: str) -> None:
         return None
+
+
+def _ends_pod(pod: Obj, code: int) -> bool:
+    """Whether a regular container exiting with ``code`` can end its Pod: the kubelet restarts it
+    under ``restartPolicy`` ``Always`` (the default) and, with a non-zero code, ``OnFailure``."""
+    policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
+    return policy == "Never" or (policy == "OnFailure" and code == 0)
 
 
 def _resolve(fut: asyncio.Future[int], code: int) -> None:

@@ -1,0 +1,51 @@
+"""Trial 6 F-1: every YAML arrival ends, or the run ends ``stalled``; none runs on forever."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pumice.simulate import metrics
+from pumice.simulate.runner import SimConfig, simulate
+from pumice.simulate.workload import load_workload
+
+from .conftest import two_nodes_two_slots
+
+POD = "{{apiVersion: v1, kind: Pod, {meta}spec: {{{policy}containers: [{{name: c, image: x, resources: {{requests: {{cpu: '1'}}}}}}]}}}}"
+
+
+def _run(tmp_path: Path, text: str) -> tuple[object, dict[str, dict[str, object]]]:
+    w = tmp_path / "w.yaml"
+    w.write_text(text)
+    # --until 3 h only as a safety net: before the fix these runs went on for ever
+    r = simulate(SimConfig(two_nodes_two_slots(), load_workload(w), until=3 * 3600))
+    return r, {j["job"]: j for j in metrics.job_rows(r.recorder)}
+
+
+def test_a_bare_pod_with_restart_policy_always_lives_its_duration_once_running(tmp_path: Path) -> None:
+    """Default restartPolicy (Always): the Pod never ends on its own; ``duration`` is its lifetime
+    once Running (openb's scheduled -> deleted), then the run deletes it and ends ``done``."""
+    pod = POD.format(meta="", policy="")
+    never = POD.format(meta="", policy="restartPolicy: Never, ")
+    r, jobs = _run(tmp_path, f"arrivals:\n- {{at: 0, duration: 10, name: always, manifest: {pod}}}\n"
+                             f"- {{at: 0, duration: 10, name: never, manifest: {never}}}\n")
+    assert r.ended_by == "done"  # type: ignore[attr-defined]
+    assert jobs["always"]["status"] == "Deleted" and jobs["always"]["finish"] == 10.0
+    assert jobs["never"]["status"] == "Succeeded" and jobs["never"]["finish"] == 10.0
+    pods = {p.name: p for p in r.recorder.pods.values()}  # type: ignore[attr-defined]
+    assert pods["always"].started == 0.0 and pods["always"].deleted is not None
+
+
+def test_a_pod_restarting_for_ever_is_a_stall_not_an_endless_run(tmp_path: Path) -> None:
+    """A container that fails every 10 s under restartPolicy OnFailure is restarted for ever (as
+    under Always): its restarts are no progress, so the run ends ``stalled`` one window (600 s)
+    after the last change of a Pod's life (the binds at 0 s), not at --until."""
+    failing = POD.format(meta="metadata: {annotations: {pumice.io/sim-exit-code: '1'}}, ",
+                         policy="restartPolicy: OnFailure, ")
+    ok = POD.format(meta="", policy="restartPolicy: OnFailure, ")
+    r, jobs = _run(tmp_path, f"arrivals:\n- {{at: 0, duration: 10, name: loop, manifest: {failing}}}\n"
+                             f"- {{at: 0, duration: 30, name: fin, manifest: {ok}}}\n")
+    assert r.ended_by == "stalled"  # type: ignore[attr-defined]
+    assert 600 <= r.end_time <= 700  # type: ignore[attr-defined]
+    assert jobs["fin"]["status"] == "Succeeded"
+    assert jobs["loop"]["status"] == "Running"
+    assert [p.evictions for p in r.recorder.pods.values()] == [0, 0]  # type: ignore[attr-defined]
