@@ -33,7 +33,14 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import (
+    FileResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
@@ -194,6 +201,7 @@ class Dashboard:
             r("/login", self.login, methods=["POST"]),
             r("/logout", self.logout, methods=["POST"]),
             r("/healthz", self.healthz),
+            r("/favicon.ico", self.favicon),
             Mount("/static", StaticFiles(directory=str(_package_dir("static"))), name="static"),
             r("/", self.overview),
             r("/events", self.events),
@@ -370,6 +378,11 @@ class Dashboard:
     async def healthz(self, request: Request) -> Response:
         return Response("ok", media_type="text/plain")
 
+    async def favicon(self, request: Request) -> Response:
+        """The icon the pages link (``static/favicon.svg``), also where browsers and tools look
+        without reading a page: ``/favicon.ico``; no sign-in needed, like ``/static``."""
+        return FileResponse(_package_dir("static") / "favicon.svg", media_type="image/svg+xml")
+
     # ------------------------------------------------------------------ live updates
 
     async def events(self, request: Request) -> Response:
@@ -461,13 +474,43 @@ class Dashboard:
         pressure = sum(1 for j in jobs if v.job_phase(j) == "Pending") + sum(
             1 for pg in pgs if (v.status(pg).get("phase") or "Pending") in ("Pending", "Inqueue"))
         issues = v.scheduling_issues(jobs, pgs, queues, rjs)
+        show_all = request.query_params.get("all") == "1"
+        await self._issue_reasons(issues if show_all else issues[:5])
         used, total = v.utilisation(nodes, c.list("Pod"))
         recent_jobs = sorted(jobs, key=lambda o: v.md(o).get("creationTimestamp") or "", reverse=True)[:5]
         recent_pgs = sorted(pgs, key=lambda o: v.md(o).get("creationTimestamp") or "", reverse=True)[:5]
         return self._render(request, "overview", "overview.html", {
             "cards": cards, "pressure": pressure, "issues": issues, "cpu_used": used, "cpu_total": total,
             "recent_jobs": recent_jobs, "recent_pgs": recent_pgs,
-            "show_all": request.query_params.get("all") == "1"})
+            "show_all": show_all})
+
+    EXPLAINED_ISSUES = 20
+    """At most this many Scheduling issues rows per page get the explain verdict (a scheduling
+    session each, cached as on the detail pages); the rest get their latest Event."""
+
+    async def _issue_reasons(self, issues: list[v.Issue]) -> None:
+        """Fill the Details of the waiting rows that carry no reason of their own (no condition,
+        no state message: e.g. a Volcano Job its queue's capability holds at enqueue) with
+        ``pumice explain``'s verdict, ``<gate>: <why>``, as the object's own page shows it; past
+        :attr:`EXPLAINED_ISSUES` rows, or when explain has no answer, with the object's latest
+        Event (``reason: message``)."""
+        from pumice.scheduler.volcano.explain import Explanation
+
+        targets = {"Job": ("vcjob", "Job"), "PodGroup": ("podgroup", "PodGroup"), "RayJob": ("rayjob", "RayJob")}
+        explained = 0
+        for row in issues:
+            target = targets.get(row.type)
+            if row.details or target is None:
+                continue
+            if row.tone != "err" and explained < self.EXPLAINED_ISSUES:  # waiting, not failed
+                explained += 1
+                ex = await self._explain(target[0], row.namespace, row.name)
+                if isinstance(ex, Explanation) and ex.gate and ex.reason:
+                    row.details = f"{ex.gate}: {ex.reason}"
+                    continue
+            evs = self._events_of(self.cache.get(target[1], row.namespace, row.name))
+            if evs:
+                row.details = ": ".join(x for x in (evs[-1].get("reason"), evs[-1].get("message")) if x)
 
     # ------------------------------------------------------------------ queues
 

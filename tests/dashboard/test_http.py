@@ -97,3 +97,14 @@ def test_the_queues_list_says_what_its_bars_end_at_and_filters_by_name(web: http
     assert re.findall(r'<span class="muted">(capability|deserved|no limit)</span>', row), row
     assert '<span class="muted">capability</span>' not in row, row
     assert 'placeholder="namespace/name"' in web.get("/pods").text
+
+
+def test_the_icon_is_served_without_sign_in_and_linked_from_every_page(up: Up, web: httpx.Client) -> None:
+    """Trial 6 F-13: /favicon.ico was a 404 on every page load."""
+    with httpx.Client(base_url=up.url) as anonymous:
+        for path in ("/favicon.ico", "/static/favicon.svg"):
+            r = anonymous.get(path)
+            assert r.status_code == 200 and r.headers["content-type"] == "image/svg+xml", (path, r.status_code)
+            assert r.text.startswith("<svg"), path
+        assert '<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">' in anonymous.get("/login").text
+    assert '<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">' in web.get("/queues").text
