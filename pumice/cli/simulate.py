@@ -204,7 +204,8 @@ def _simulate(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str
             confs = [(Path(scheduler_conf).stem if scheduler_conf else "default", scheduler_conf)]
         for _, c in confs:
             if c is not None:
-                load_conf(c)
+                for warning in load_conf(c).warnings:
+                    click.echo(f"Warning: {warning}", err=True)
     except ConfigError as e:
         raise _BadSchedulerConf(str(e)) from None
     except (nodes_mod.InputError, OSError) as e:

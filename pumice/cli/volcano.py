@@ -110,6 +110,8 @@ def session(path: Path, config: Path | None, explain: bool) -> None:
     except ConfigError as e:
         _fail(str(e))
         return
+    for w in conf.warnings:
+        click.echo(f"Warning: {w}", err=True)
     skipped: list[tuple[str, str, str]] = []
     try:
         objs = load_manifests(path, skipped)

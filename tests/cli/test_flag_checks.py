@@ -44,7 +44,7 @@ def test_webhook_names_the_certificate_files_it_cannot_use(tmp_path: Path) -> No
     (None, "cannot read: No such file or directory"),
     ('actions: "enqueue, allocate"\ntiers:\n- plugins: [{name: no-such-plugin}]\n', "no-such-plugin"),
     ('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: wait-for-pods-ready\n'
-     '    arguments: {waitForPodsReady.timout: 20}\n', "unknown argument 'waitForPodsReady.timout'"),
+     '    arguments: {waitForPodsReady.timeout: soon}\n', "waitForPodsReady.timeout: expected a number, got 'soon'"),
     ('actions: "enqueue, no-such-action"\ntiers:\n- plugins: [{name: gang}]\n', "no-such-action"),
     ("actions: [unclosed\n", "invalid YAML"),
 ])

@@ -13,7 +13,7 @@ from pumice.api import Obj
 from pumice.scheduler.volcano.api.gpushare import GPU_INDEX, GPUDevices
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.cache.snapshot import build_snapshot, run_session
-from pumice.scheduler.volcano.framework.arguments import ArgumentError
+from pumice.scheduler.volcano.framework.arguments import ArgumentError, ignored_arguments
 from pumice.scheduler.volcano.framework.interface import RecordingCache
 from pumice.scheduler.volcano.plugins import PLUGINS
 from pumice.testing.volcano import build_conf, node, plugin, pod, podgroup, queue
@@ -119,5 +119,8 @@ def test_cards_from_the_node_and_unhealthy_ids() -> None:
 
 def test_arguments_are_upstreams() -> None:
     PLUGINS["deviceshare"].parse({"deviceshare.GPUSharingEnable": "true", "deviceshare.ScheduleWeight": 10})
-    with pytest.raises(ArgumentError, match=r"deviceshare\.VGPUEnable"):
-        PLUGINS["deviceshare"].parse({"deviceshare.VGPUEnable": True})
+    with ignored_arguments() as ignored:  # vGPU is not implemented: ignored, named in the load's warnings
+        assert PLUGINS["deviceshare"].parse({"deviceshare.VGPUEnable": True}) == PLUGINS["deviceshare"].parse({})
+    assert ignored == ["deviceshare.VGPUEnable"]
+    with pytest.raises(ArgumentError, match=r"deviceshare\.GPUNumberEnable"):
+        PLUGINS["deviceshare"].parse({"deviceshare.GPUNumberEnable": "maybe"})

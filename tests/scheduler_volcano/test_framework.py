@@ -297,6 +297,19 @@ def test_cli_defaults_uid_and_orders_by_file_position(tmp_path: Path) -> None:
     assert out["pods"]["ns/pa"]["reason"] == "Unschedulable"
 
 
+def test_cli_session_runs_a_conf_with_an_unknown_argument_and_prints_one_warning_line(tmp_path: Path) -> None:
+    """trial-6 F-12: upstream would run this configuration (gang reads no ``gang.bogus``)."""
+    d = tmp_path / "m"
+    write_manifests(d, [node("n1"), queue("c1"), podgroup("pg1"), pod("p1", group="pg1", requests={"cpu": "1"})])
+    conf = tmp_path / "gang.conf"
+    conf.write_text('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n    arguments: {gang.bogus: 1}\n')
+    res = CliRunner().invoke(command, ["session", "-f", str(d), "--config", str(conf)])
+    assert res.exit_code == 0, res.output
+    warnings = [ln for ln in res.stderr.splitlines() if ln.startswith("Warning:")]
+    assert warnings == [f"Warning: {conf}: tiers[0].plugins[0] (gang): arguments: unknown argument 'gang.bogus' ignored"]
+    assert json.loads(res.stdout)["binds"] == {"c1/p1": "n1"}
+
+
 # ----- snapshot ------------------------------------------------------------------------------
 def test_snapshot_keeps_ready_nodes_and_jobs_whose_queue_exists() -> None:
     snap = build_snapshot([node("n1"), node("n2", ready=False), queue("c1"), podgroup("pg1"), podgroup("pg2", queue="nope")])

@@ -462,6 +462,24 @@ async def test_a_configmap_edit_without_actions_is_refused_and_scheduling_goes_o
         await _wait(event)
 
 
+async def test_a_configmap_edit_with_an_unknown_argument_runs_with_a_warning_line(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """trial-6 F-12: upstream runs an edit whose plugin argument no plugin reads (``arguments`` is a
+    free map), so pumice does too, with one WARNING line naming the ignored key and no Event."""
+    async with local_cluster() as c:
+        sched = Scheduler(c.client, publish_conf=True)
+        await sched.sync_conf_map()
+        await _edit_conf_map(c.client, TWO_APPS.replace("  - name: gang\n", "  - name: gang\n    arguments: {gang.bogus: 1}\n"))
+        with caplog.at_level("INFO", logger="pumice.scheduler.volcano"):
+            await sched.sync_conf_map()
+        assert _max_apps(sched.conf) == 2
+        where = "ConfigMap volcano-system/volcano-scheduler-configmap"
+        assert [r.getMessage() for r in caplog.records if r.levelname in ("WARNING", "ERROR")] == [
+            f"{where}: tiers[0].plugins[0] (gang): arguments: unknown argument 'gang.bogus' ignored"]
+        assert [r for r in caplog.records if "reloaded" in r.getMessage()]
+        assert not [r for _t, r, _m in await _conf_map_events(c.client) if r == "InvalidSchedulerConfiguration"]
+
+
 async def test_with_a_file_the_configmap_is_its_copy_and_an_edit_is_restored_with_a_warning(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """Trial 4 N1 with ``pumice up --scheduler-conf FILE``: the file stays authoritative; an edit of

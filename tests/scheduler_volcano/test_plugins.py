@@ -177,9 +177,14 @@ def test_binpack_arguments_parse_with_negative_extra_weight_as_one() -> None:
     assert p.weights == {"cpu": 5, "memory": 2, "nvidia.com/gpu": 7, "example.com/foo": 1}
 
 
-def test_binpack_rejects_an_unknown_argument() -> None:
-    with pytest.raises(ArgumentError, match=r"binpack\.wieght"):
-        PLUGINS["binpack"]({"binpack.wieght": 1})
+def test_binpack_ignores_an_unknown_argument_and_names_it() -> None:
+    from pumice.scheduler.volcano.framework.arguments import ignored_arguments
+
+    with ignored_arguments() as ignored:
+        assert PLUGINS["binpack"].parse({"binpack.wieght": 1}) == PLUGINS["binpack"].parse({})
+    assert ignored == ["binpack.wieght"]
+    with pytest.raises(ArgumentError, match=r"binpack\.weight"):
+        PLUGINS["binpack"]({"binpack.weight": "heavy"})
 
 
 OVERCOMMIT = [

@@ -140,8 +140,9 @@ def test_arguments_parse_once_and_reject_bad_input() -> None:
     parse = PLUGINS["wait-for-pods-ready"].parse
     a = parse({"waitForPodsReady.timeout": "120", "waitForPodsReady.backoffLimitCount": 3})
     assert (a.timeout, a.backoff_limit_count, a.backoff_base_seconds, a.backoff_max_seconds) == (120, 3, 60, 3600)
-    with pytest.raises(ArgumentError, match=r"waitForPodsReady\.tmeout"):
-        parse({"waitForPodsReady.tmeout": 1})
+    assert parse({"waitForPodsReady.tmeout": 1}) == parse({})  # an unknown key is ignored (a warning)
+    with pytest.raises(ArgumentError, match=r"waitForPodsReady\.timeout"):
+        parse({"waitForPodsReady.timeout": "soon"})
     with pytest.raises(ArgumentError, match="must not be negative"):
         parse({"waitForPodsReady.timeout": -1})
 

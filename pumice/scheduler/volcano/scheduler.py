@@ -82,6 +82,12 @@ async def read_published_conf(client: KubeClient, warn: Callable[[str], Any] | N
     return parse_conf(str(text), source=where)
 
 
+def _log_warnings(conf: SchedulerConfiguration) -> None:
+    """A WARNING line per argument the loaded configuration ignores (an unknown key)."""
+    for w in conf.warnings:
+        log.warning("%s", w)
+
+
 class Scheduler:
     """One scheduler: a cache, a configuration and the cycle.
 
@@ -162,6 +168,7 @@ class Scheduler:
                 raise ConfigError(f"{self.conf_path}: cannot read: {getattr(e, 'strerror', None) or e}") from e
             conf = parse_conf(text, source=self.conf_path)
             self.conf_text = configmap_text(text)
+            _log_warnings(conf)
             return conf
         except ConfigError as e:
             if initial:
@@ -316,6 +323,7 @@ class Scheduler:
                                            f"keeping the previous scheduler configuration: {e}")
             return
         self.conf, self.conf_text, self._refused = conf, text, None
+        _log_warnings(conf)
         log.info("scheduler configuration reloaded from %s", where)
 
     async def _overwritten(self, cm: dict[str, Any]) -> None:

@@ -9,7 +9,10 @@ Loading applies upstream's defaults: every unset switch is on, except ``enableHi
 ``enabledClusterOrder``. Configurations built in code (tests) keep exactly the switches given.
 
 Errors: :class:`ConfigError` (a ValueError) with one line naming the source and the field; an
-unknown action or plugin lists the known names.
+unknown action or plugin lists the known names. A plugin or action argument no plugin reads is not
+an error (upstream's ``arguments`` is a free map): it is ignored and named in
+:attr:`SchedulerConfiguration.warnings`, which whoever runs or replays the configuration logs or
+prints.
 
 Mirrors: volcano pkg/scheduler/conf/scheduler_conf.go, pkg/scheduler/util.go (loader,
 DefaultSchedulerConf), pkg/scheduler/plugins/defaults.go.
@@ -18,7 +21,7 @@ DefaultSchedulerConf), pkg/scheduler/plugins/defaults.go.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -138,6 +141,9 @@ class SchedulerConfiguration:
     tiers: tuple[Tier, ...]
     configurations: tuple[Configuration, ...] = ()
     metrics: Mapping[str, str] = field(default_factory=dict)
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+    """One line per ignored argument (``<source>: tiers[0].plugins[1] (gang): arguments: unknown
+    argument 'gang.bogus' ignored``), set by :func:`parse_conf`."""
 
     def action_arguments(self, name: str) -> Mapping[str, Any]:
         for c in self.configurations:
@@ -177,7 +183,8 @@ def parse_conf(text: str, *, source: str = "<config>", apply_defaults: bool = Tr
     Raises:
         ConfigError: YAML errors, wrong shapes, unknown actions/plugins/switches, duplicate plugin
             names in one tier, drf hierarchy together with proportion in one tier, or plugin
-            arguments that the plugin rejects.
+            arguments that the plugin rejects (a wrong type; an unknown key is only a warning,
+            see :attr:`SchedulerConfiguration.warnings`).
     """
     try:
         doc = yamlsafe.safe_load(text)
@@ -206,7 +213,14 @@ def parse_conf(text: str, *, source: str = "<config>", apply_defaults: bool = Tr
         raise ConfigError(f"{source}: field 'metrics' must be a mapping")
     confs = [_parse_configuration(rc, f"{source}: configurations[{ci}]") for ci, rc in enumerate(raw_confs)]
     conf = SchedulerConfiguration(actions, tuple(tiers), tuple(confs), dict(metrics))
-    validate_arguments(conf, source=source)
+    warnings = validate_arguments(conf, source=source)
+    if not warnings:
+        return conf
+    from pumice.scheduler.volcano.framework.arguments import ignored_arguments
+
+    conf = replace(conf, warnings=warnings)
+    with ignored_arguments():  # reported above
+        conf.parsed_action_arguments  # noqa: B018 - parse once now, so sessions never do
     return conf
 
 
@@ -294,24 +308,40 @@ def _parse_configuration(rc: Any, where: str) -> Configuration:
     return Configuration(rc["name"], dict(cargs))
 
 
-def validate_arguments(conf: SchedulerConfiguration, *, source: str = "<config>") -> None:
-    """Parse every plugin's and action's arguments once so bad keys/types fail at load."""
+def validate_arguments(conf: SchedulerConfiguration, *, source: str = "<config>") -> tuple[str, ...]:
+    """Parse every plugin's and action's arguments once so wrong types fail at load.
+
+    Returns:
+        one warning line per unknown argument key, which is ignored (upstream's plugins read only
+        the keys they know from the free ``arguments`` map).
+    Raises:
+        ConfigError: an argument of the wrong type (the line names source, plugin and key).
+    """
     from pumice.scheduler.volcano.actions import ACTIONS
-    from pumice.scheduler.volcano.framework.arguments import ArgumentError
+    from pumice.scheduler.volcano.framework.arguments import ArgumentError, ignored_arguments
     from pumice.scheduler.volcano.plugins import PLUGINS
 
+    warnings: list[str] = []
     for ti, tier in enumerate(conf.tiers):
         for pi, opt in enumerate(tier.plugins):
-            try:
-                PLUGINS[opt.name].build(opt.parsed)
-            except ArgumentError as e:
-                raise ConfigError(f"{source}: tiers[{ti}].plugins[{pi}] ({opt.name}): arguments: {e}") from e
+            where = f"{source}: tiers[{ti}].plugins[{pi}] ({opt.name})"
+            with ignored_arguments() as ignored:
+                try:
+                    PLUGINS[opt.name].build(opt.parsed)
+                except ArgumentError as e:
+                    raise ConfigError(f"{where}: arguments: {e}") from e
+            warnings += [f"{where}: arguments: unknown argument {k!r} ignored" for k in ignored]
     for ci, c in enumerate(conf.configurations):
-        try:
-            ACTIONS[c.name].parse_arguments(c.arguments)
-        except ArgumentError as e:
-            raise ConfigError(f"{source}: configurations[{ci}] ({c.name}): arguments: {e}") from e
-    conf.parsed_action_arguments  # noqa: B018 - parse once now, so sessions never do
+        where = f"{source}: configurations[{ci}] ({c.name})"
+        with ignored_arguments() as ignored:
+            try:
+                ACTIONS[c.name].parse_arguments(c.arguments)
+            except ArgumentError as e:
+                raise ConfigError(f"{where}: arguments: {e}") from e
+        warnings += [f"{where}: arguments: unknown argument {k!r} ignored" for k in ignored]
+    with ignored_arguments():  # reported above
+        conf.parsed_action_arguments  # noqa: B018 - parse once now, so sessions never do
+    return tuple(warnings)
 
 
 def load_conf(text_or_path: str | Path) -> SchedulerConfiguration:

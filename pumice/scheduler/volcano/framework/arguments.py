@@ -6,18 +6,43 @@ fields carry the upstream key as their wire name (:func:`arg`); :func:`decode` t
 into that struct with ``msgspec.convert`` in lax mode, so ``"3"`` is accepted for an integer and
 ``"true"`` for a boolean as upstream's ``GetInt``/``GetBool`` accept them from YAML.
 
+Unknown top-level keys are ignored, as upstream's free ``Arguments`` map ignores keys no plugin
+reads (an argument of a newer Volcano, a typo): :func:`decode` drops them and reports each to the
+:func:`ignored_arguments` block around it (the configuration loader turns them into warnings), or
+logs a warning when there is none.
+
 Mirrors: volcano pkg/scheduler/framework/arguments.go (GetInt/GetFloat64/GetBool/GetString).
-Deviates: unknown keys and wrong types raise :class:`ArgumentError` instead of being logged.
+Deviates: a wrong type raises :class:`ArgumentError` instead of being logged (upstream keeps the
+default); upstream also ignores unknown keys silently.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any, ClassVar, Generic, TypeVar, cast
 
 import msgspec
+
+log = logging.getLogger(__name__)
+
+_IGNORED: ContextVar[list[str] | None] = ContextVar("pumice_ignored_arguments", default=None)
+
+
+@contextlib.contextmanager
+def ignored_arguments() -> Iterator[list[str]]:
+    """Collect, in order, the unknown argument keys :func:`decode` drops inside the block (instead
+    of logging them), e.g. ``with ignored_arguments() as keys: parse(mapping)``."""
+    keys: list[str] = []
+    token = _IGNORED.set(keys)
+    try:
+        yield keys
+    finally:
+        _IGNORED.reset(token)
 
 
 class ArgumentError(ValueError):
@@ -25,7 +50,8 @@ class ArgumentError(ValueError):
 
 
 class Arguments(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    """Base of every plugin's and action's argument struct (frozen; unknown keys rejected)."""
+    """Base of every plugin's and action's argument struct (frozen). :func:`decode` drops the
+    unknown top-level keys before conversion; nested structs still reject theirs."""
 
 
 A = TypeVar("A", bound=Arguments)
@@ -67,15 +93,27 @@ def decode(
         arguments: the YAML mapping (None = all defaults).
         extra: accepts keys outside the declared fields (e.g. ``binpack.resources.<name>``);
             those are collected into the struct's field named ``extra``.
+    Returns:
+        the struct; a key that is neither declared nor ``extra`` is left out and reported (see
+        :func:`ignored_arguments`).
     Raises:
-        ArgumentError: unknown key or wrong type (the message names the key).
+        ArgumentError: a wrong type, or an unknown key inside a nested struct (the message names
+            the key).
     """
     given = dict(arguments or {})
-    if extra is not None:
-        declared = {f.encode_name for f in msgspec.structs.fields(cls)}
-        extras = {k: given.pop(k) for k in list(given) if k not in declared and extra(k)}
-        if extras:
-            given["extra"] = extras
+    declared = {f.encode_name for f in msgspec.structs.fields(cls)}
+    extras = {k: given.pop(k) for k in list(given) if k not in declared and extra is not None and extra(k)}
+    if extras:
+        given["extra"] = extras
+    unknown = [k for k in given if k not in declared and not (k == "extra" and extras)]
+    if unknown:
+        sink = _IGNORED.get()
+        for k in unknown:
+            del given[k]
+            if sink is None:
+                log.warning("unknown argument %r ignored (%s reads no such key)", k, cls.__name__)
+            else:
+                sink.append(str(k))
     try:
         return msgspec.convert(given, cls, strict=False)
     except msgspec.ValidationError as e:
@@ -91,7 +129,7 @@ def parser(cls: type[A]) -> Callable[[Mapping[str, Any] | None], A]:
     ``parser(BinpackArgs)(mapping)`` is ``decode(BinpackArgs, mapping)``.
 
     Raises (when called):
-        ArgumentError: unknown key or wrong type.
+        ArgumentError: wrong type (unknown keys are dropped, see :func:`decode`).
     """
     return functools.partial(decode, cls)
 
@@ -112,5 +150,5 @@ class Configured(Generic[A]):
 
     @classmethod
     def parse_arguments(cls, arguments: Mapping[str, Any]) -> A:
-        """Raises: ArgumentError: unknown key or wrong type (the message names the key)."""
+        """Raises: ArgumentError: wrong type (the message names the key); unknown keys are dropped."""
         return cast("A", decode(cls.arguments, arguments))

@@ -17,7 +17,8 @@ gpushare devices score every Node 0, so no node-order function is registered).
 Mirrors: volcano pkg/scheduler/plugins/deviceshare/deviceshare.go (the predicate) and the device
 allocate/release calls of plugins/predicates/predicates.go's event handlers.
 Deviates: the vGPU (HAMi), Ascend NPU, node-lock and GPU-exclusivity parts are not
-implemented (their arguments are refused as unknown); both sharing modes may be on at once
+implemented (their arguments, e.g. ``deviceshare.VGPUEnable``, are ignored with a warning, as
+a Volcano release without them would ignore them); both sharing modes may be on at once
 (upstream exits; see the card model's docstring).
 """
 
