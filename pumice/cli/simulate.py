@@ -73,8 +73,10 @@ class _BadSchedulerConf(click.ClickException):
 
 
 class _BadInputFile(click.ClickException):
-    """A ``--workload`` or ``--queues`` file that is not valid YAML or not the expected shape: a
-    bad option value (exit status 2), printed as one line (``Error: <file>[:line:col]: ...``)."""
+    """A ``--nodes``, ``--workload`` or ``--queues`` file that cannot be read as its format (not
+    text, a header that does not match, a bad or negative number, not valid YAML, not the
+    expected shape): a bad option value (exit status 2), printed as one line naming the file
+    (``Error: <file>[:line:col | : row N (line L), column C]: ...``)."""
 
     exit_code = 2
 
@@ -109,11 +111,20 @@ def _compare_pair(ctx: click.Context, param: click.Parameter, value: tuple[str, 
 
 
 class _SimulateCommand(click.Command):
+    FILE_OPTIONS = frozenset({"nodes_path", "workload_path", "scheduler_conf", "queues_path", "compare"})
+    """Options naming an input file; a bad one is one line (``Error: Invalid value for '--nodes':
+    File 'x' does not exist.``), exit status 2."""
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         """click's parser, with ``--compare`` given fewer than two words as :class:`_CompareNeedsTwo`."""
         given = list(args)  # the parser consumes ``args``
         try:
             return super().parse_args(ctx, args)
+        except click.BadParameter as e:
+            if e.param is not None and e.param.name in self.FILE_OPTIONS:
+                # a missing input file: one line naming it (click adds its usage and a hint)
+                raise _BadInputFile(e.format_message()) from None
+            raise
         except click.BadOptionUsage as e:
             if e.option_name != "--compare" or "--compare" not in given:
                 raise
@@ -179,19 +190,13 @@ def _simulate(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str
                                  param_hint="'--period'")
     try:
         node_specs = nodes_mod.load_nodes(nodes_path)
-        try:
-            w = wl.load_workload(workload_path, fmt)
-        except nodes_mod.InputError as e:
-            raise _BadInputFile(str(e)) from None
+        w = wl.load_workload(workload_path, fmt)
         if sample_n is not None:
             w = wl.sample(w, sample_n, seed)
         if scale != 1.0:
             w = wl.scale(w, scale)
         w = wl.until(w, until_s)
-        try:
-            queues = _load_queues(queues_path) if queues_path else []
-        except nodes_mod.InputError as e:
-            raise _BadInputFile(str(e)) from None
+        queues = _load_queues(queues_path) if queues_path else []
         confs: list[tuple[str, str | None]] = []
         if compare:
             if scheduler_conf:
@@ -209,7 +214,7 @@ def _simulate(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str
     except ConfigError as e:
         raise _BadSchedulerConf(str(e)) from None
     except (nodes_mod.InputError, OSError) as e:
-        raise click.ClickException(str(e)) from None
+        raise _BadInputFile(str(e)) from None
     created = _check_out(Path(out_dir))
 
     # Ctrl-C / SIGTERM: the first stops the run as --until at the simulated time reached would and
@@ -293,10 +298,10 @@ def _load_queues(path: str) -> list[dict[str, Any]]:
     import yaml
 
     from pumice.api.yamlsafe import error_line
-    from pumice.simulate.nodes import InputError
+    from pumice.simulate.nodes import InputError, read_text
 
     try:
-        docs = [d for d in yaml.safe_load_all(Path(path).read_text()) if d]
+        docs = [d for d in yaml.safe_load_all(read_text(Path(path))) if d]
     except yaml.YAMLError as e:
         raise InputError(error_line(e, path)) from None
     if not all(isinstance(d, dict) for d in docs):

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,11 +85,86 @@ class NodeSpec:
         return out
 
 
-def _rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
-    text = path.read_text()
+def read_text(path: Path) -> str:
+    """The file's text (UTF-8).
+
+    Raises:
+        InputError: not UTF-8 text (``<file>: not a text file: byte 0xf6 at offset 2 is not
+            UTF-8``), or it cannot be read.
+    """
+    try:
+        return path.read_text()
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not a text file: byte 0x{e.object[e.start]:02x} at offset {e.start} is not UTF-8"
+                         ) from None
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+
+
+@dataclass(frozen=True)
+class CsvRow:
+    """One data row of a trace CSV: its file, its number among the data rows (1 = the first after
+    the header) and its source line, and its fields by column name."""
+
+    path: Path
+    row: int
+    line: int
+    fields: dict[str, str]
+
+    def where(self, column: str) -> str:
+        return f"{self.path}: row {self.row} (line {self.line}), column {column}"
+
+    def text(self, column: str) -> str:
+        """The column's text, stripped ('' when the row is short)."""
+        return (self.fields.get(column) or "").strip()
+
+    def number(self, column: str, *, whole: bool = False, optional: bool = False, default: float = 0.0,
+               positive: bool = False) -> float:
+        """The column as a finite number, 0 or more (more than 0 with ``positive``; a whole number
+        with ``whole``); ``default`` for an empty field when ``optional``.
+
+        Raises:
+            InputError: ``<file>: row N (line L), column C: expected a whole number, 0 or more,
+                got '-4'``.
+        """
+        v = self.text(column)
+        if v == "" and optional:
+            return default
+        what = ("a whole number" if whole else "a number") + (", more than 0" if positive else ", 0 or more")
+        try:
+            x = float(v)
+        except ValueError:
+            raise InputError(f"{self.where(column)}: expected {what}, got {v!r}") from None
+        if not math.isfinite(x) or x < 0 or (positive and x == 0) or (whole and x != int(x)):
+            raise InputError(f"{self.where(column)}: expected {what}, got {v!r}")
+        return x
+
+
+def read_csv(path: Path, fmt: str, required: tuple[str, ...]) -> list[CsvRow]:
+    """The data rows of a trace CSV in format ``fmt``, after checking that its header has every
+    ``required`` column.
+
+    Raises:
+        InputError: not text, not CSV, or ``<file>: the header does not match the <fmt> format:
+            no column(s) a, b (its header: x,y,z)``.
+    """
+    text = read_text(path)
     reader = csv.DictReader(io.StringIO(text))
-    rows = list(reader)
-    return [h.strip() for h in (reader.fieldnames or [])], rows
+    try:
+        header = [h.strip() for h in (reader.fieldnames or [])]
+        missing = [c for c in required if c not in header]
+        if missing:
+            got = ",".join(header)
+            got = got if len(got) <= 120 else got[:117] + "..."
+            raise InputError(f"{path}: the header does not match the {fmt} format: no column(s) "
+                             f"{', '.join(missing)} (its header: {got or 'empty'})")
+        rows = []
+        for i, r in enumerate(reader, 1):
+            rows.append(CsvRow(path, i, reader.line_num, {(k or "").strip(): v for k, v in r.items()
+                                                          if isinstance(v, str)}))
+    except csv.Error as e:
+        raise InputError(f"{path}: line {reader.line_num}: not CSV: {e}") from None
+    return rows
 
 
 def load_nodes(path: str | Path) -> list[NodeSpec]:
@@ -100,39 +176,46 @@ def load_nodes(path: str | Path) -> list[NodeSpec]:
     p = Path(path)
     if p.suffix in (".yaml", ".yml"):
         return _yaml_nodes(p)
-    header, rows = _rows(p)
-    try:
-        if {"sn", "cpu_milli", "memory_mib", "gpu"} <= set(header):
-            out = [NodeSpec(r["sn"], int(r["cpu_milli"]), int(r["memory_mib"]) * MIB, int(r["gpu"] or 0),
-                            (r.get("model") or "").strip()) for r in rows]
-        elif {"machine", "gpu_type", "cap_cpu", "cap_mem", "cap_gpu"} <= set(header):
-            out = [NodeSpec(f"pai-{i:04d}", int(float(r["cap_cpu"]) * 1000), int(float(r["cap_mem"]) * GIB),
-                            int(float(r["cap_gpu"] or 0)), "" if r["gpu_type"] == "CPU" else r["gpu_type"],
-                            labels={"pumice.io/machine": r["machine"]})
-                   for i, r in enumerate(rows)]
-        elif {"num_switch", "num_node_p_switch", "num_gpu_p_node"} <= set(header):
-            out = []
-            for r in rows:
-                n = int(r["num_switch"]) * int(r["num_node_p_switch"])
-                for _ in range(n):
-                    out.append(NodeSpec(f"tiresias-{len(out):04d}", int(r["num_cpu_p_node"]) * 1000,
-                                        int(float(r["mem_p_node"]) * GIB), int(r["num_gpu_p_node"])))
-        else:
-            raise InputError(f"{p}: unknown node list header {header}; expected openb (sn,cpu_milli,...), "
-                             "PAI (machine,gpu_type,...) or Tiresias (num_switch,num_node_p_switch,...)")
-    except (KeyError, ValueError) as e:
-        raise InputError(f"{p}: bad row: {e}") from None
+    header = {h.strip() for h in read_text(p).split("\n", 1)[0].split(",")}
+    out: list[NodeSpec] = []
+    if {"sn", "cpu_milli", "memory_mib", "gpu"} <= header:
+        for r in read_csv(p, "openb node list", ("sn", "cpu_milli", "memory_mib", "gpu")):
+            out.append(NodeSpec(r.text("sn"), int(r.number("cpu_milli", whole=True, positive=True)),
+                                int(r.number("memory_mib", whole=True, positive=True)) * MIB,
+                                int(r.number("gpu", whole=True, optional=True)), r.text("model")))
+    elif {"machine", "gpu_type", "cap_cpu", "cap_mem", "cap_gpu"} <= header:
+        for r in read_csv(p, "PAI machine spec", ("machine", "gpu_type", "cap_cpu", "cap_mem", "cap_gpu")):
+            out.append(NodeSpec(f"pai-{r.row - 1:04d}", int(r.number("cap_cpu", positive=True) * 1000),
+                                int(r.number("cap_mem", positive=True) * GIB),
+                                int(r.number("cap_gpu", whole=True, optional=True)),
+                                "" if r.text("gpu_type") == "CPU" else r.text("gpu_type"),
+                                labels={"pumice.io/machine": r.text("machine")}))
+    elif {"num_switch", "num_node_p_switch", "num_gpu_p_node"} <= header:
+        cols = ("num_switch", "num_node_p_switch", "num_gpu_p_node", "num_cpu_p_node", "mem_p_node")
+        for r in read_csv(p, "Tiresias cluster spec", cols):
+            n = int(r.number("num_switch", whole=True, positive=True)) \
+                * int(r.number("num_node_p_switch", whole=True, positive=True))
+            cpu = int(r.number("num_cpu_p_node", whole=True, positive=True)) * 1000
+            mem = int(r.number("mem_p_node", positive=True) * GIB)
+            gpus = int(r.number("num_gpu_p_node", whole=True))
+            for _ in range(n):
+                out.append(NodeSpec(f"tiresias-{len(out):04d}", cpu, mem, gpus))
+    else:
+        raise InputError(f"{p}: unknown node list header {sorted(header)}; expected openb (sn,cpu_milli,...), "
+                         "PAI (machine,gpu_type,...) or Tiresias (num_switch,num_node_p_switch,...)")
     if not out:
-        raise InputError(f"{p}: no nodes")
+        raise InputError(f"{p}: no nodes: the file has a header and no data rows")
     return out
 
 
 def _yaml_nodes(p: Path) -> list[NodeSpec]:
     out = []
     try:
-        docs = [d for d in yaml.safe_load_all(p.read_text()) if d]
+        docs = [d for d in yaml.safe_load_all(read_text(p)) if d]
     except yaml.YAMLError as e:
         raise InputError(error_line(e, str(p))) from None
+    if not all(isinstance(d, dict) for d in docs):
+        raise InputError(f"{p}: expected Node manifests (mappings)")
     items = [i for d in docs for i in (d.get("items") or [] if d.get("kind") == "List" else [d])]
     for d in items:
         if d.get("kind") != "Node":

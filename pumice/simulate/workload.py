@@ -71,9 +71,7 @@ Adapters, their mappings and assumptions:
 from __future__ import annotations
 
 import copy
-import csv
 import datetime as dt
-import io
 import math
 import random
 from collections.abc import Iterable
@@ -87,7 +85,16 @@ from pumice.api import Obj
 from pumice.api.yamlsafe import error_line
 from pumice.node.podspec import pod_requests
 from pumice.node.runtime.simulated import ANNOTATION_DURATION
-from pumice.simulate.nodes import GPU, GPU_MEMORY, GPU_MODEL_LABEL, GPU_NUMBER, InputError, gpu_milli
+from pumice.simulate.nodes import (
+    GPU,
+    GPU_MEMORY,
+    GPU_MODEL_LABEL,
+    GPU_NUMBER,
+    InputError,
+    gpu_milli,
+    read_csv,
+    read_text,
+)
 
 JOB_LABEL = "pumice.io/sim-job"
 GANG_ANNOTATION = "pumice.io/sim-gang"
@@ -165,10 +172,6 @@ class Workload:
         return self
 
 
-def _rows(path: Path) -> list[dict[str, str]]:
-    return list(csv.DictReader(io.StringIO(path.read_text())))
-
-
 def _fmt(x: float) -> str:
     return repr(float(x)) if x != int(x) else str(int(x))
 
@@ -241,17 +244,17 @@ def _gpu_job(name: str, t: float, gpus: int, per_worker: int, duration: float, q
 
 def load_openb(path: Path, *, queue: str = "default") -> Workload:
     arrivals = []
-    for r in _rows(path):
-        if "creation_time" not in r:
-            raise InputError(f"{path}: no creation_time column (the multigpu variants carry no times)")
-        try:
-            created = float(r["creation_time"])
-            sched = float(r["scheduled_time"]) if r.get("scheduled_time") else None
-            deleted = float(r["deletion_time"]) if r.get("deletion_time") else None
-            num_gpu, gpu_milli = int(r["num_gpu"] or 0), int(r["gpu_milli"] or 0)
-            req = {"cpu": f"{int(r['cpu_milli'])}m", "memory": f"{int(r['memory_mib'])}Mi"}
-        except (KeyError, ValueError) as e:
-            raise InputError(f"{path}: row {r.get('name')}: {e}") from None
+    header = read_text(path).split("\n", 1)[0]
+    if "creation_time" not in header.split(",") and {"name", "num_gpu", "gpu_milli"} <= set(header.strip().split(",")):
+        raise InputError(f"{path}: no creation_time column (the multigpu variants carry no times)")
+    for row in read_csv(path, "openb", ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "creation_time")):
+        created = row.number("creation_time")
+        sched = row.number("scheduled_time") if row.text("scheduled_time") else None
+        deleted = row.number("deletion_time") if row.text("deletion_time") else None
+        num_gpu = int(row.number("num_gpu", whole=True, optional=True))
+        gpu_milli = int(row.number("gpu_milli", whole=True, optional=True))
+        req = {"cpu": f"{int(row.number('cpu_milli', whole=True))}m",
+               "memory": f"{int(row.number('memory_mib', whole=True))}Mi"}
         if num_gpu == 1:
             milli = gpu_milli if 0 < gpu_milli <= 1000 else 1000
             req[GPU_MEMORY] = str(milli)
@@ -261,14 +264,14 @@ def load_openb(path: Path, *, queue: str = "default") -> Workload:
                 req[GPU_NUMBER] = str(num_gpu)
         start = sched if sched is not None else created
         duration = max(0.0, deleted - start) if deleted is not None else None
-        qos = r.get("qos") or "BE"
+        qos = row.text("qos") or "BE"
         pc = f"openb-{qos.lower()}"
         affinity = None
-        if r.get("gpu_spec"):
-            models = [m for m in r["gpu_spec"].split("|") if m]
+        if row.text("gpu_spec"):
+            models = [m for m in row.text("gpu_spec").split("|") if m]
             affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
                 {"matchExpressions": [{"key": GPU_MODEL_LABEL, "operator": "In", "values": models}]}]}}}
-        name = r["name"]
+        name = row.text("name")
         pod = pod_manifest(name, requests=req, job=name, queue=queue, duration=duration, priority_class=pc,
                            affinity=affinity)
         arrivals.append(Arrival(created, name, "Pod", (pod,), queue=queue, duration=duration,
@@ -279,19 +282,22 @@ def load_openb(path: Path, *, queue: str = "default") -> Workload:
 
 
 def load_philly(path: Path, *, gpus_per_worker: int = 8) -> Workload:
-    rows = _rows(path)
-    try:
-        stamps = [dt.datetime.strptime(r["timestamp"], "%Y-%m-%d %H:%M:%S").replace(tzinfo=dt.UTC).timestamp()
-                  for r in rows]
-    except (KeyError, ValueError) as e:
-        raise InputError(f"{path}: bad timestamp: {e}") from None
+    rows = read_csv(path, "philly", ("timestamp", "num_gpus", "cluster", "duration"))
+    stamps = []
+    for row in rows:
+        try:
+            stamps.append(dt.datetime.strptime(row.text("timestamp"), "%Y-%m-%d %H:%M:%S")
+                          .replace(tzinfo=dt.UTC).timestamp())
+        except ValueError:
+            raise InputError(f"{row.where('timestamp')}: expected a time like 2017-10-03 12:00:00, "
+                             f"got {row.text('timestamp')!r}") from None
     t0 = min(stamps) if stamps else 0.0
     arrivals, queues = [], set()
-    for i, (r, ts) in enumerate(zip(rows, stamps, strict=True)):
-        q = f"vc-{r['cluster']}"
+    for i, (row, ts) in enumerate(zip(rows, stamps, strict=True)):
+        q = f"vc-{row.text('cluster')}"
         queues.add(q)
-        arrivals.append(_gpu_job(f"philly-{i:05d}", ts - t0, int(r["num_gpus"]), gpus_per_worker,
-                                 float(r["duration"]), q))
+        arrivals.append(_gpu_job(f"philly-{i:05d}", ts - t0, int(row.number("num_gpus", whole=True)), gpus_per_worker,
+                                 row.number("duration"), q))
     return Workload(arrivals, sorted(queues), {}, str(path)).sort()
 
 
@@ -316,18 +322,22 @@ def pollux_run_seconds(application: str, replicas: int, batch_size: int) -> floa
 
 def load_pollux(path: Path, *, queue: str = "default") -> Workload:
     arrivals = []
-    for r in _rows(path):
-        n = int(r["num_replicas"])
-        duration = pollux_run_seconds(r["application"], n, int(r.get("batch_size") or 0))
-        arrivals.append(_gpu_job(r["name"], float(r["time"]), n, 1, duration, queue))
+    for row in read_csv(path, "pollux", ("name", "time", "application", "num_replicas")):
+        n = int(row.number("num_replicas", whole=True, positive=True))
+        try:
+            duration = pollux_run_seconds(row.text("application"), n,
+                                          int(row.number("batch_size", whole=True, optional=True)))
+        except InputError as e:
+            raise InputError(f"{row.where('application')}: {e}") from None
+        arrivals.append(_gpu_job(row.text("name"), row.number("time"), n, 1, duration, queue))
     return Workload(arrivals, [queue], {}, str(path)).sort()
 
 
 def load_tiresias(path: Path, *, queue: str = "default") -> Workload:
     arrivals = []
-    for r in _rows(path):
-        arrivals.append(_gpu_job(f"tiresias-{int(r['job_id']):03d}", float(r["submit_time"]), int(r["num_gpu"]), 4,
-                                 float(r["duration"]), queue))
+    for row in read_csv(path, "tiresias", ("job_id", "num_gpu", "submit_time", "duration")):
+        arrivals.append(_gpu_job(f"tiresias-{int(row.number('job_id', whole=True)):03d}", row.number("submit_time"),
+                                 int(row.number("num_gpu", whole=True)), 4, row.number("duration"), queue))
     return Workload(arrivals, [queue], {}, str(path)).sort()
 
 
@@ -338,17 +348,20 @@ DLRM_CPU_NODE_AFFINITY: Obj = {"nodeAffinity": {"requiredDuringSchedulingIgnored
 
 def load_dlrm(path: Path, *, queue: str = "default") -> Workload:
     arrivals = []
-    for r in _rows(path):
-        created = float(r["creation_time"]) if r.get("creation_time") else 0.0
-        deleted = float(r["deletion_time"]) if r.get("deletion_time") else None
-        req = {"cpu": _fmt(float(r["cpu_request"] or 0)), "memory": f"{_fmt(float(r['memory_request'] or 0))}Gi"}
-        g = float(r.get("gpu_request") or 0)
+    for row in read_csv(path, "dlrm", ("instance_sn", "cpu_request", "memory_request", "gpu_request")):
+        created = row.number("creation_time", optional=True)
+        deleted = row.number("deletion_time") if row.text("deletion_time") else None
+        if deleted is not None and deleted < created:
+            raise InputError(f"{row.where('deletion_time')}: {deleted:g} is before creation_time {created:g}")
+        req = {"cpu": _fmt(row.number("cpu_request", optional=True)),
+               "memory": f"{_fmt(row.number('memory_request', optional=True))}Gi"}
+        g = row.number("gpu_request", optional=True)
         if g and g == int(g):
             req[GPU] = str(int(g))
         elif g:
             req[GPU_MEMORY] = str(round(g * 1000))
-        name = r["instance_sn"].replace("_", "-")
-        affinity = DLRM_CPU_NODE_AFFINITY if r.get("role") == "CN" and not g else None
+        name = row.text("instance_sn").replace("_", "-")
+        affinity = DLRM_CPU_NODE_AFFINITY if row.text("role") == "CN" and not g else None
         pod = pod_manifest(name, requests=req, job=name, queue=queue, duration=None, priority_class="openb-ls",
                            affinity=affinity)
         arrivals.append(Arrival(created, name, "Pod", (pod,), queue=queue,
@@ -371,14 +384,17 @@ def load_workload(path: str | Path, fmt: str = "auto", **kw: Any) -> Workload:
         raise InputError(f"unknown workload format {fmt!r}; known: {', '.join(sorted(loaders))}")
     try:
         return loaders[fmt](p, **kw)  # type: ignore[operator]
-    except (KeyError, ValueError) as e:
+    except (KeyError, ValueError, TypeError) as e:
         raise InputError(f"{p}: not a valid {fmt} workload: {e}") from None
 
 
 def detect_format(p: Path) -> str:
     if p.suffix in (".yaml", ".yml"):
         return "yaml"
-    header = set(p.read_text().split("\n", 1)[0].strip().split(","))
+    text = read_text(p)
+    if not text.strip():
+        raise InputError(f"{p}: empty file")
+    header = {h.strip() for h in text.split("\n", 1)[0].strip().split(",")}
     if {"creation_time", "num_gpu", "gpu_milli"} <= header:
         return "openb"
     if {"timestamp", "num_gpus", "cluster"} <= header:
@@ -448,7 +464,7 @@ def load_yaml(path: Path) -> Workload:
     its documents.
     """
     try:
-        docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+        docs = [d for d in yaml.safe_load_all(read_text(path)) if d]
     except yaml.YAMLError as e:
         raise InputError(error_line(e, str(path))) from None
     arrivals: list[Arrival] = []

@@ -89,12 +89,13 @@ def test_compare_runs_both_configurations_side_by_side(tmp_path: Path) -> None:
     assert "jct.mean" in r.output
 
 
-def test_a_bad_node_list_is_one_line_and_exit_1(tmp_path: Path) -> None:
+def test_a_bad_node_list_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """Exit status 2 as every other bad input file (trial 6 F-7; it was 1)."""
     bad = tmp_path / "bad.csv"
     bad.write_text("x,y\n1,2\n")
     t = shared_dir() / "traces/tiresias-example/60_job.csv"
     r = CliRunner().invoke(main, ["simulate", "--nodes", str(bad), "--workload", str(t), "--quiet"])
-    assert r.exit_code == 1
+    assert r.exit_code == 2
     assert r.output.strip().splitlines() == [f"Error: {bad}: unknown node list header ['x', 'y']; expected openb "
                                              "(sn,cpu_milli,...), PAI (machine,gpu_type,...) or Tiresias "
                                              "(num_switch,num_node_p_switch,...)"]

@@ -1,0 +1,119 @@
+"""Trial 6 F-3 and F-7: a bad input file of any format is refused before the run in one line that
+names the file (and for a CSV value, its row, line and column), exit status 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from pumice.cli.main import main
+from pumice.testing.paths import shared_dir
+
+TIRESIAS_NODES = "num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n1,2,4,40,256\n"
+TIRESIAS = "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+OPENB = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+PHILLY = "timestamp,num_gpus,cluster,duration\n"
+POLLUX = "name,time,application,num_replicas,batch_size\n"
+DLRM = "instance_sn,role,app_name,cpu_request,gpu_request,memory_request,creation_time,deletion_time\n"
+
+
+def _simulate(tmp_path: Path, nodes: Path, workload: Path, *extra: str) -> tuple[int, list[str]]:
+    r = CliRunner().invoke(main, ["simulate", "--nodes", str(nodes), "--workload", str(workload), "--quiet",
+                                  "--no-plots", "--out", str(tmp_path / "o"), *extra])
+    assert "Traceback" not in r.output and "internal error" not in r.output
+    assert not (tmp_path / "o").exists()  # refused before the run
+    return r.exit_code, r.output.strip().splitlines()
+
+
+def _files(tmp_path: Path, name: str, text: str | bytes) -> tuple[Path, Path]:
+    nodes, w = tmp_path / "nodes.csv", tmp_path / name
+    nodes.write_text(TIRESIAS_NODES)
+    if isinstance(text, bytes):
+        w.write_bytes(text)
+    else:
+        w.write_text(text)
+    return nodes, w
+
+
+@pytest.mark.parametrize(("name", "text", "where"), [
+    # Tiresias: the trial's file; each negative column in turn
+    ("t.csv", TIRESIAS + "1,-4,0,10,resnet,100,1\n", "row 1 (line 2), column num_gpu: expected a whole number, "
+                                                     "0 or more, got '-4'"),
+    ("t.csv", TIRESIAS + "1,4,0,10,resnet,100,1\n2,4,-10,10,resnet,100,1\n",
+     "row 2 (line 3), column submit_time: expected a number, 0 or more, got '-10'"),
+    ("t.csv", TIRESIAS + "1,4,0,10,resnet,-100,1\n", "row 1 (line 2), column duration: expected a number, 0 or more, "
+                                                     "got '-100'"),
+    ("t.csv", TIRESIAS + "1,1.5,0,10,resnet,100,1\n", "row 1 (line 2), column num_gpu: expected a whole number, "
+                                                      "0 or more, got '1.5'"),
+    ("o.csv", OPENB + "p0,1000,1024,-1,1000,,LS,Running,0,100,0\n",
+     "row 1 (line 2), column num_gpu: expected a whole number, 0 or more, got '-1'"),
+    ("o.csv", OPENB + "p0,1000,1024,1,1000,,LS,Running,-5,100,0\n",
+     "row 1 (line 2), column creation_time: expected a number, 0 or more, got '-5'"),
+    ("o.csv", OPENB + "p0,-1000,1024,1,1000,,LS,Running,0,100,0\n",
+     "row 1 (line 2), column cpu_milli: expected a whole number, 0 or more, got '-1000'"),
+    ("p.csv", PHILLY + "2017-10-03 12:00:00,-8,vc1,100\n",
+     "row 1 (line 2), column num_gpus: expected a whole number, 0 or more, got '-8'"),
+    ("p.csv", PHILLY + "2017-10-03 12:00:00,8,vc1,-100\n",
+     "row 1 (line 2), column duration: expected a number, 0 or more, got '-100'"),
+    ("p.csv", PHILLY + "yesterday,8,vc1,100\n",
+     "row 1 (line 2), column timestamp: expected a time like 2017-10-03 12:00:00, got 'yesterday'"),
+    ("x.csv", POLLUX + "j,-3,bert,6,384\n", "row 1 (line 2), column time: expected a number, 0 or more, got '-3'"),
+    ("x.csv", POLLUX + "j,3,bert,-6,384\n",
+     "row 1 (line 2), column num_replicas: expected a whole number, more than 0, got '-6'"),
+    ("d.csv", DLRM + "i_1,CN,a,-2,0,16,5,10\n", "row 1 (line 2), column cpu_request: expected a number, 0 or more, "
+                                               "got '-2'"),
+    ("d.csv", DLRM + "i_1,CN,a,2,0,16,-5,10\n", "row 1 (line 2), column creation_time: expected a number, 0 or more, "
+                                               "got '-5'"),
+])
+def test_a_negative_or_bad_csv_value_is_one_line_naming_file_row_and_column(tmp_path: Path, name: str, text: str,
+                                                                            where: str) -> None:
+    nodes, w = _files(tmp_path, name, text)
+    code, lines = _simulate(tmp_path, nodes, w)
+    assert (code, lines) == (2, [f"Error: {w}: {where}"])
+
+
+def test_a_tiresias_file_read_as_philly_says_the_header_does_not_match(tmp_path: Path) -> None:
+    """Was ``bad timestamp: 'timestamp'``."""
+    nodes, _ = _files(tmp_path, "unused.csv", "")
+    t = shared_dir() / "traces/tiresias-example/60_job.csv"
+    code, lines = _simulate(tmp_path, nodes, t, "--format", "philly")
+    assert (code, lines) == (2, [f"Error: {t}: the header does not match the philly format: no column(s) timestamp, "
+                                 "num_gpus, cluster (its header: job_id,num_gpu,submit_time,iterations,model_name,"
+                                 "duration,interval)"])
+
+
+@pytest.mark.parametrize("which", ["workload", "nodes"])
+def test_random_bytes_are_one_line_naming_the_file_and_exit_2(tmp_path: Path, which: str) -> None:
+    """Was ``'utf-8' codec can't decode byte 0xf6 ...`` without the file, exit 1."""
+    nodes, w = _files(tmp_path, "w.csv", b"\x00\x01\xf6\xfe garbage")
+    bad = w
+    if which == "nodes":
+        nodes, w = w, shared_dir() / "traces/tiresias-example/60_job.csv"
+    code, lines = _simulate(tmp_path, nodes, w)
+    assert (code, lines) == (2, [f"Error: {bad}: not a text file: byte 0xf6 at offset 2 is not UTF-8"])
+
+
+@pytest.mark.parametrize(("count", "got"), [("-2", "'-2'"), ("0", "'0'")])
+def test_a_node_list_without_nodes_names_the_value(tmp_path: Path, count: str, got: str) -> None:
+    """Was ``no nodes``, exit 1."""
+    nodes = tmp_path / "n.csv"
+    nodes.write_text(f"num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n1,{count},4,40,256\n")
+    code, lines = _simulate(tmp_path, nodes, shared_dir() / "traces/tiresias-example/60_job.csv")
+    assert (code, lines) == (2, [f"Error: {nodes}: row 1 (line 2), column num_node_p_switch: expected a whole "
+                                 f"number, more than 0, got {got}"])
+
+
+@pytest.mark.parametrize("option", ["--nodes", "--workload"])
+def test_a_missing_file_is_one_line_and_exit_2(tmp_path: Path, option: str) -> None:
+    """Was click's three lines (usage, hint, error)."""
+    nodes, w = _files(tmp_path, "t.csv", TIRESIAS + "1,4,0,10,resnet,100,1\n")
+    missing = tmp_path / "nope.csv"
+    code, lines = _simulate(tmp_path, missing if option == "--nodes" else nodes, missing if option == "--workload" else w)
+    assert (code, lines) == (2, [f"Error: Invalid value for '{option}': File '{missing}' does not exist."])
+
+
+def test_an_empty_workload_is_one_line(tmp_path: Path) -> None:
+    nodes, w = _files(tmp_path, "e.csv", "")
+    assert _simulate(tmp_path, nodes, w) == (2, [f"Error: {w}: empty file"])
