@@ -11,7 +11,7 @@ import pytest
 from pumice.api import scheme
 from pumice.controllers.volcano.admission.jobs import mutate_job
 from pumice.controllers.volcano.job import builders
-from pumice.controllers.volcano.job.state import JOB_STEPS
+from pumice.controllers.volcano.job.state import JOB_STEPS, StateAction, Target
 from pumice.controllers.volcano.keys import Action, JobPhase, QueueState
 from pumice.controllers.volcano.queue import next_state
 from pumice.testing.fake_client import FakeClient
@@ -21,6 +21,49 @@ from pumice.testing.volcano_controllers import running_controllers as running
 
 def test_every_job_phase_has_a_step() -> None:
     assert set(JOB_STEPS) == set(JobPhase)
+
+
+class _Ops:
+    """A JobOps that records which primitive a step called and applies its update to ``status``."""
+
+    def __init__(self, job: dict, status: dict) -> None:
+        self.job, self.status, self.called = job, status, ""
+
+    async def sync_job(self, update: Any) -> None:
+        self.called = "sync_job"
+        update(self.status)
+
+    async def kill_job(self, retain: Any, update: Any) -> None:
+        self.called = "kill_job"
+        update(self.status)
+
+    async def kill_target(self, target: Any, update: Any) -> None:
+        self.called = "kill_target"
+        update(self.status)
+
+
+@pytest.mark.parametrize(("action", "target", "primitive"), [
+    (Action.SYNC_JOB, None, "sync_job"),
+    (Action.RESTART_POD, Target("pod", "t", "j1-t-0"), "kill_target"),
+    (Action.RESTART_JOB, None, "kill_job"),
+    (Action.ABORT_JOB, None, "kill_job"),
+])
+@pytest.mark.parametrize(("status", "phase"), [
+    ({"retryCount": 1, "minAvailable": 6, "terminating": 4}, JobPhase.RESTARTING),
+    ({"retryCount": 1, "minAvailable": 6, "terminating": 0}, JobPhase.PENDING),
+    ({"retryCount": 3, "minAvailable": 6, "terminating": 0}, JobPhase.FAILED),
+])
+async def test_restarting_runs_upstreams_primitive_and_rule(action: Action, target: Target | None, primitive: str,
+                                                           status: dict, phase: JobPhase) -> None:
+    """Upstream master's restartingState.Execute (volcano pkg/controllers/job/state/restarting.go,
+    since 68da9635a, v1.11): SyncJob syncs (and syncJob recounts nothing while the new PodGroup is
+    Pending, so a count left by the kill stays until the scheduler enqueues it: trial-6 F-2, and
+    upstream PR #5342), targeted restarts kill their target, anything else kills the job; one rule
+    for all: Failed at maxRetry, else Pending once replicas - terminating >= minAvailable."""
+    job = vcjob(replicas=6, min_available=6, maxRetry=3)
+    ops = _Ops(job, {**status, "state": {"phase": str(JobPhase.RESTARTING)}})
+    await JOB_STEPS[JobPhase.RESTARTING](ops, StateAction(action, target))  # type: ignore[arg-type]
+    assert (ops.called, ops.status["state"]["phase"]) == (primitive, phase)
 
 
 @pytest.mark.parametrize(("state", "action", "has_pgs", "want"), [
@@ -187,6 +230,8 @@ async def test_pod_evicted_restarts_the_job_with_a_new_version(client: FakeClien
         assert {p["metadata"]["annotations"]["volcano.sh/job-version"] for p in pods} == {"1"}
         await eventually(lambda: _phase_is(client, JobPhase.PENDING))
         assert pg is not None
+        # once the new PodGroup is Inqueue the counts are those of the Pods that exist (upstream syncJob)
+        assert not (await client.get(scheme.VCJOB, "j1", "default"))["status"].get("terminating")
 
 
 async def test_pod_failed_with_abort_policy_aborts(client: FakeClient) -> None:
