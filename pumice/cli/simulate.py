@@ -191,6 +191,8 @@ def _simulate(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str
     try:
         node_specs = nodes_mod.load_nodes(nodes_path)
         w = wl.load_workload(workload_path, fmt)
+        in_file = len(w.arrivals)
+        read_as = wl.detect_format(Path(workload_path)) if fmt == "auto" else fmt
         if sample_n is not None:
             w = wl.sample(w, sample_n, seed)
         if scale != 1.0:
@@ -215,6 +217,15 @@ def _simulate(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str
         raise _BadSchedulerConf(str(e)) from None
     except (nodes_mod.InputError, OSError) as e:
         raise _BadInputFile(str(e)) from None
+    inputs: dict[str, Any] = {
+        "nodes": nodes_path, "workload": workload_path, "format": read_as, "queues": queues_path,
+        "scheduler_conf": list(compare) if compare else scheduler_conf,
+        "batch_scheduler": batch_scheduler, "seed": seed, "until": until_s, "scale": scale, "sample": sample_n,
+        "period": period, "workload_arrivals": in_file, "arrivals": len(w.arrivals)}
+    if sample_n is not None and sample_n > in_file:
+        inputs["note"] = (f"--sample {sample_n} is more than the {in_file} arrivals of the workload: "
+                          "all of them replayed")
+        click.echo(f"WARNING: {inputs['note']} ({workload_path})", err=True)
     created = _check_out(Path(out_dir))
 
     # Ctrl-C / SIGTERM: the first stops the run as --until at the simulated time reached would and
@@ -232,7 +243,7 @@ def _simulate(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str
                 break
             cfg = SimConfig(node_specs, w, scheduler_conf=conf, queues=queues,
                             batch_scheduler=None if batch_scheduler == "none" else batch_scheduler, seed=seed,
-                            until=until_s, schedule_period=period, name=name)
+                            until=until_s, schedule_period=period, name=name, inputs=inputs)
             results.append(_run_with_progress(cfg, simulate, quiet, len(w.arrivals), stop))
         writing.append(Path(out_dir))
         where = _write(results, Path(out_dir), no_plots, report) if results else None

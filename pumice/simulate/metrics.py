@@ -79,8 +79,13 @@ def _series_mean(series: list[tuple[float, float, float]], end: float, index: in
     return total / end
 
 
-def _r(x: float | None, nd: int = 3) -> float | None:
-    return None if x is None else round(x, nd)
+def rounded(x: float | None, nd: int = 3) -> float | None:
+    """``x`` rounded to ``nd`` decimals (3: milliseconds), always a float (``0.0``, never ``0``:
+    every figure of a field has one JSON type), or None."""
+    return None if x is None else float(round(x, nd))
+
+
+_r = rounded
 
 
 def job_rows(rec: Recorder) -> list[dict[str, Any]]:

@@ -8,7 +8,8 @@ Output directory layout (one run; with ``--compare`` one such directory per poli
     summary.json    the summary (schema: :data:`SUMMARY_SCHEMA`)
     jobs.csv/.json  one row per job (columns: :data:`JOB_COLUMNS`)
     pods.csv/.json  one row per Pod (columns: :data:`POD_COLUMNS`)
-    timeline.csv    t, cpu_milli, gpu_milli, frag_gpu_milli (allocated at t, until the next row)
+    timeline.csv    t, cpu_milli, gpu_milli, frag_gpu_milli (allocated at t, until the next row;
+                    t in seconds rounded to the millisecond, as every time in the outputs)
     report.html     tables and the plots below
     utilization.png, queues.png, delay_cdf.png
     timing.json     wall seconds, API writes, writes/s, wall ms per job (not deterministic)
@@ -66,6 +67,12 @@ SUMMARY_SCHEMA = {
     "interrupted": "only when interrupted: {signal, simulated_seconds}",
     "config": "the scheduler configuration: {file (as given, or <built-in default>), sha256 of its bytes, "
               "actions, plugins (tiers separated by ' | ')}",
+    "inputs": "what produced the run, as given: {nodes, workload, format (the one read; auto: detected), queues "
+              "(--queues file or null), scheduler_conf (--scheduler-conf, or the two --compare files, or null: the "
+              "built-in default), batch_scheduler, seed, until (seconds or null), scale, sample (--sample N or null), "
+              "period, workload_arrivals (in the file), arrivals (replayed: after --sample and --until), and note (only "
+              "when --sample asked for more arrivals than the workload has)}; a run made without the CLI has what its "
+              "SimConfig knows (workload, seed, until, period, batch_scheduler, arrivals)",
     "simulated_seconds": "simulated time at the end",
     "jobs": "{total, finished, started, never_started, rejected}: finished = ended after they started; rejected = "
             "the API server refused the manifest (job status 'Rejected: <reason>'; never started)",
@@ -126,19 +133,45 @@ def write_run(result: SimResult, out: Path, *, plots: bool = True) -> dict[str, 
     if result.ended_by == INTERRUPTED:
         summ["interrupted"] = {"signal": result.stop_reason, "simulated_seconds": summ["simulated_seconds"]}
     summ["config"] = dict(result.conf)
+    summ["inputs"] = inputs(result.config)
     (out / "summary.json").write_text(_json(summ))
     (out / "jobs.csv").write_text(_csv(jobs, list(JOB_COLUMNS)))
     (out / "jobs.json").write_text(_json(jobs))
     (out / "pods.csv").write_text(_csv(pods, list(POD_COLUMNS)))
     (out / "pods.json").write_text(_json(pods))
-    tl = [{"t": s.t, "cpu_milli": s.cpu_milli, "gpu_milli": s.gpu_milli, "frag_gpu_milli": s.frag_gpu_milli}
-          for s in rec.timeline]
+    tl: list[dict[str, Any]] = []
+    for s in rec.timeline:
+        row = {"t": metrics.rounded(s.t), "cpu_milli": s.cpu_milli, "gpu_milli": s.gpu_milli,
+               "frag_gpu_milli": s.frag_gpu_milli}
+        if tl and tl[-1]["t"] == row["t"]:
+            tl[-1] = row  # two steps within the same millisecond: the later holds
+        else:
+            tl.append(row)
     (out / "timeline.csv").write_text(_csv(tl, ["t", "cpu_milli", "gpu_milli", "frag_gpu_milli"]))
     (out / "timing.json").write_text(_json(timing(result)))
     images = _plots(result, jobs, out) if plots else []
     (out / "report.html").write_text(_html([(result.config.name, summ)], images, title=result.config.name,
                                            configs=[(result.config.name, None, result.conf)]))
     return summ
+
+
+def inputs(cfg: Any) -> dict[str, Any]:
+    """``summary.json``'s ``inputs`` (:data:`SUMMARY_SCHEMA`): what the config knows, then what
+    the CLI recorded in ``cfg.inputs`` (files and flags as given)."""
+    out: dict[str, Any] = {"workload": cfg.workload.source or None, "batch_scheduler": cfg.batch_scheduler or "none",
+                           "seed": cfg.seed, "until": cfg.until, "period": float(cfg.schedule_period),
+                           "arrivals": len(cfg.workload.arrivals)}
+    out.update(cfg.inputs)
+    return out
+
+
+def _inputs_html(summ: dict[str, Any]) -> str:
+    """One line naming the files and flags of the run (``inputs``)."""
+    i = summ.get("inputs") or {}
+    if not i:
+        return ""
+    parts = [f"{html.escape(k)} <code>{html.escape('-' if i[k] is None else str(i[k]))}</code>" for k in sorted(i)]
+    return "<p>Inputs: " + "; ".join(parts) + "</p>\n"
 
 
 def write_compare(results: list[SimResult], out: Path, *, plots: bool = True) -> dict[str, Any]:
@@ -259,7 +292,8 @@ def _html(summaries: list[tuple[str, dict[str, Any]]], images: list[str], *, tit
     return (f"<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
             "<style>body{font-family:sans-serif}td,th{border:1px solid #ccc;padding:2px 6px}"
             "table{border-collapse:collapse}</style></head>\n<body>\n"
-            f"<h1>{html.escape(title)}</h1>\n{_interrupted_html(summaries)}{_conf_html(configs or [])}"
+            f"<h1>{html.escape(title)}</h1>\n{_interrupted_html(summaries)}"
+            f"{_inputs_html(summaries[0][1]) if summaries else ''}{_conf_html(configs or [])}"
             f"{_trace_check_html(summaries)}<table><tr><th>figure</th>{head}</tr>\n{body}\n</table>\n{imgs}\n"
             "<p>Definitions: pumice/simulate/metrics.py; columns of jobs.csv and pods.csv and every summary "
             "figure: pumice/simulate/report.py; the output files: README.md, section \"Simulate: replay a trace "

@@ -115,6 +115,7 @@ class SimConfig:
             arrival). An idle stretch before a later arrival is never a stall.
         cleanup: delete a job's objects once it finished and was recorded (keeps the scheduler's
             snapshot to live objects; a finished Pod's deletion triggers no session).
+        inputs: the files and flags that produced the run, as given (for the report only).
         snapshot_mode: the Volcano scheduler cache's ``incremental`` (default), ``full`` or
             ``verify`` snapshot (see :meth:`SchedulerCache.snapshot`); the same decisions in each,
             which the tests check.
@@ -134,6 +135,9 @@ class SimConfig:
     name: str = "run"
     cleanup: bool = True
     snapshot_mode: str = "incremental"
+    inputs: dict[str, Any] = field(default_factory=dict)
+    """What produced the run, for its report (``summary.json`` ``inputs``): the files and flags as
+    given (``pumice simulate`` fills it; see :func:`pumice.simulate.report.inputs`)."""
 
 
 @dataclass(repr=False)
