@@ -103,29 +103,34 @@ def test_bad_types_raise_at_load_and_unknown_keys_are_ignored_with_a_warning(
         caplog: pytest.LogCaptureFixture) -> None:
     """trial-6 F-12: upstream's ``arguments`` is a free map each plugin reads its own keys from,
     so an unknown key (a newer Volcano's, a typo) loads; pumice names it in ``conf.warnings``."""
-    with pytest.raises(ArgumentError, match=r"predicate.CacheEnable: expected a boolean, got 'sometimes'"):
-        PLUGINS["predicates"].parse({"predicate.CacheEnable": "sometimes"})
+    with pytest.raises(ArgumentError, match=r"waitForPodsReady.timeout: expected a number, got 'soon'"):
+        PLUGINS["wait-for-pods-ready"].parse({"waitForPodsReady.timeout": "soon"})  # pumice's own plugin
     with caplog.at_level("WARNING", logger="pumice.scheduler.volcano.framework.arguments"):
         args = PLUGINS["predicates"].parse({"predicate.NodeAfinityEnable": True, "predicate.CacheEnable": False})
     assert args == PLUGINS["predicates"].parse({"predicate.CacheEnable": False})
     assert "unknown argument 'predicate.NodeAfinityEnable' ignored" in caplog.text
     conf = parse_conf('actions: "enqueue, preempt"\ntiers:\n- plugins:\n  - name: gang\n    arguments: {gang.bogus: 1}\n'
                       '  - name: binpack\n    arguments: {binpack.weight: 3, binpack.resources.nvidia.com/gpu: 2, '
-                      'binpack.wieght: 1}\nconfigurations:\n- name: preempt\n  arguments: {enableTopologyAware: true}\n',
+                      'binpack.wieght: 1}\n  - name: predicates\n    arguments: {predicate.CacheEnable: sometimes}\n'
+                      'configurations:\n- name: preempt\n  arguments: {enableTopologyAware: true}\n',
                       source="x.conf")
     assert conf.warnings == (
         "x.conf: tiers[0].plugins[0] (gang): arguments: unknown argument 'gang.bogus' ignored",
         "x.conf: tiers[0].plugins[1] (binpack): arguments: unknown argument 'binpack.wieght' ignored",
+        "x.conf: tiers[0].plugins[2] (predicates): arguments: predicate.CacheEnable: expected a boolean, got "
+        "'sometimes'; the default is used",
         "x.conf: configurations[0] (preempt): arguments: unknown argument 'enableTopologyAware' ignored",
     )
+    assert conf.tiers[0].plugins[2].parsed.cache is False
     binpack = conf.tiers[0].plugins[1].parsed
     assert (binpack.weight, binpack.extra) == (3, {"binpack.resources.nvidia.com/gpu": 2})
     assert conf.parsed_action_arguments["preempt"] == parse_conf(
         'actions: "preempt"\ntiers: []\n').parsed_action_arguments["preempt"]
     assert parse_conf('actions: "enqueue"\ntiers:\n- plugins:\n  - name: gang\n').warnings == ()
-    with pytest.raises(ConfigError, match=r"tiers\[0\].plugins\[0\] \(binpack\): arguments: binpack.weight: "
-                                          r"expected an integer, got 'heavy'"):
-        parse_conf('actions: "allocate"\ntiers:\n- plugins:\n  - name: binpack\n    arguments: {binpack.weight: heavy}\n')
+    with pytest.raises(ConfigError, match=r"tiers\[0\].plugins\[0\] \(wait-for-pods-ready\): arguments: "
+                                          r"waitForPodsReady.timeout: expected a number, got 'soon'"):
+        parse_conf('actions: "allocate"\ntiers:\n- plugins:\n  - name: wait-for-pods-ready\n'
+                   '    arguments: {waitForPodsReady.timeout: soon}\n')
 
 
 def test_action_arguments_are_parsed_once_per_configuration(tmp_path: Path) -> None:

@@ -86,11 +86,17 @@ def test_a_configuration_that_runs_no_action_or_an_empty_action_name_is_refused(
     assert parse_conf('actions: " enqueue ,allocate "\n').actions == ("enqueue", "allocate")
 
 
-def test_unknown_switch_and_bad_argument_types_are_errors() -> None:
+def test_unknown_switch_and_bad_argument_types_of_pumice_plugins_are_errors() -> None:
     with pytest.raises(ConfigError, match="unknown field 'enableJobOdrer'"):
         parse_conf('actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n    enableJobOdrer: true\n')
-    with pytest.raises(ConfigError, match=r"overcommit-factor: expected a number"):
-        parse_conf('actions: "allocate"\ntiers:\n- plugins:\n  - name: overcommit\n    arguments: {overcommit-factor: lots}\n')
+    with pytest.raises(ConfigError, match=r"usageBudget.periodSeconds: expected a number"):
+        parse_conf('actions: "allocate"\ntiers:\n- plugins:\n  - name: usage-budget\n    arguments: {usageBudget.periodSeconds: lots}\n')
+    # an upstream plugin's: upstream's GetFloat64 logs it and keeps the default (trial-6 F-12)
+    conf = parse_conf('actions: "allocate"\ntiers:\n- plugins:\n  - name: overcommit\n    arguments: {overcommit-factor: lots}\n')
+    assert conf.warnings == ("<config>: tiers[0].plugins[0] (overcommit): arguments: overcommit-factor: expected a number, "
+                             "got 'lots'; the default is used",)
+    assert conf.tiers[0].plugins[0].parsed == parse_conf(
+        'actions: "allocate"\ntiers:\n- plugins:\n  - name: overcommit\n').tiers[0].plugins[0].parsed
     with pytest.raises(ConfigError, match="duplicate plugin 'gang'"):
         parse_conf('actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: gang\n')
 

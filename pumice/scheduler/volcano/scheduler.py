@@ -83,7 +83,8 @@ async def read_published_conf(client: KubeClient, warn: Callable[[str], Any] | N
 
 
 def _log_warnings(conf: SchedulerConfiguration) -> None:
-    """A WARNING line per argument the loaded configuration ignores (an unknown key)."""
+    """A WARNING line per argument the loaded configuration ignores (an unknown key or a wrong type
+    of an upstream plugin's argument)."""
     for w in conf.warnings:
         log.warning("%s", w)
 

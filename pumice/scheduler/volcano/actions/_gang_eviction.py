@@ -358,6 +358,7 @@ def build_plan_in_domain(ssn: Session, queue: QueueInfo | None, job: JobInfo, do
 # ----- the action driver ----------------------------------------------------------------------
 class GangEvictionArgs(Arguments, frozen=True):
     """Upstream keys ``maxDomains`` (<= 0: 8) and ``allowWholeBundle``."""
+    lenient_types = True  # upstream reads these with GetInt/GetBool/...: a wrong type keeps the default
 
     max_domains: int = arg("maxDomains", 8)
     allow_whole_bundle: bool = arg("allowWholeBundle", True)

@@ -59,6 +59,7 @@ ACTION_NAME = "allocate"
 
 
 class AllocateArgs(Arguments, frozen=True):
+    lenient_types = True  # upstream reads these with GetInt/GetBool/...: a wrong type keeps the default
     predicate_error_cache: bool = arg("predicateErrorCacheEnable", True)
 
 

@@ -35,6 +35,7 @@ ACTION_NAME = "preempt"
 
 
 class PreemptArgs(Arguments, frozen=True):
+    lenient_types = True  # upstream reads these with GetInt/GetBool/...: a wrong type keeps the default
     topology_aware: bool = arg("enableTopologyAwarePreemption", False)
     min_candidate_pct: int = arg("minCandidateNodesPercentage", 10)
     min_candidate_abs: int = arg("minCandidateNodesAbsolute", 1)

@@ -10,7 +10,8 @@ Loading applies upstream's defaults: every unset switch is on, except ``enableHi
 
 Errors: :class:`ConfigError` (a ValueError) with one line naming the source and the field; an
 unknown action or plugin lists the known names. A plugin or action argument no plugin reads is not
-an error (upstream's ``arguments`` is a free map): it is ignored and named in
+an error (upstream's ``arguments`` is a free map), nor is a value of the wrong type for an
+upstream plugin or action (upstream logs it and keeps the default): each is ignored and named in
 :attr:`SchedulerConfiguration.warnings`, which whoever runs or replays the configuration logs or
 prints.
 
@@ -156,7 +157,7 @@ class SchedulerConfiguration:
         """Action name -> its arguments struct, for every configured action (parsed once).
 
         Raises:
-            ArgumentError: an action's arguments have an unknown key or a wrong type.
+            ArgumentError: never for an action's arguments (upstream's: a wrong type keeps the default).
         """
         from pumice.scheduler.volcano.actions import ACTIONS
 
@@ -183,8 +184,9 @@ def parse_conf(text: str, *, source: str = "<config>", apply_defaults: bool = Tr
     Raises:
         ConfigError: YAML errors, wrong shapes, unknown actions/plugins/switches, duplicate plugin
             names in one tier, drf hierarchy together with proportion in one tier, or plugin
-            arguments that the plugin rejects (a wrong type; an unknown key is only a warning,
-            see :attr:`SchedulerConfiguration.warnings`).
+            arguments that the plugin rejects (a wrong type for one of pumice's own plugins, a
+            value its own check refuses; an unknown key, or a wrong type for an upstream plugin,
+            is only a warning, see :attr:`SchedulerConfiguration.warnings`).
     """
     try:
         doc = yamlsafe.safe_load(text)
@@ -309,13 +311,15 @@ def _parse_configuration(rc: Any, where: str) -> Configuration:
 
 
 def validate_arguments(conf: SchedulerConfiguration, *, source: str = "<config>") -> tuple[str, ...]:
-    """Parse every plugin's and action's arguments once so wrong types fail at load.
+    """Parse every plugin's and action's arguments once, so a refused one fails at load.
 
     Returns:
-        one warning line per unknown argument key, which is ignored (upstream's plugins read only
-        the keys they know from the free ``arguments`` map).
+        one warning line per ignored argument: an unknown key (upstream's plugins read only the
+        keys they know from the free ``arguments`` map), or a value of the wrong type of an
+        upstream plugin or action, whose default is used (upstream's GetInt/GetBool log it).
     Raises:
-        ConfigError: an argument of the wrong type (the line names source, plugin and key).
+        ConfigError: an argument of the wrong type of one of pumice's own plugins, or one a
+            plugin's own check refuses (the line names source, plugin and key).
     """
     from pumice.scheduler.volcano.actions import ACTIONS
     from pumice.scheduler.volcano.framework.arguments import ArgumentError, ignored_arguments
@@ -330,7 +334,7 @@ def validate_arguments(conf: SchedulerConfiguration, *, source: str = "<config>"
                     PLUGINS[opt.name].build(opt.parsed)
                 except ArgumentError as e:
                     raise ConfigError(f"{where}: arguments: {e}") from e
-            warnings += [f"{where}: arguments: unknown argument {k!r} ignored" for k in ignored]
+            warnings += [f"{where}: arguments: {line}" for line in ignored]
     for ci, c in enumerate(conf.configurations):
         where = f"{source}: configurations[{ci}] ({c.name})"
         with ignored_arguments() as ignored:
@@ -338,7 +342,7 @@ def validate_arguments(conf: SchedulerConfiguration, *, source: str = "<config>"
                 ACTIONS[c.name].parse_arguments(c.arguments)
             except ArgumentError as e:
                 raise ConfigError(f"{where}: arguments: {e}") from e
-        warnings += [f"{where}: arguments: unknown argument {k!r} ignored" for k in ignored]
+        warnings += [f"{where}: arguments: {line}" for line in ignored]
     with ignored_arguments():  # reported above
         conf.parsed_action_arguments  # noqa: B018 - parse once now, so sessions never do
     return tuple(warnings)

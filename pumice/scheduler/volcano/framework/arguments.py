@@ -7,13 +7,16 @@ into that struct with ``msgspec.convert`` in lax mode, so ``"3"`` is accepted fo
 ``"true"`` for a boolean as upstream's ``GetInt``/``GetBool`` accept them from YAML.
 
 Unknown top-level keys are ignored, as upstream's free ``Arguments`` map ignores keys no plugin
-reads (an argument of a newer Volcano, a typo): :func:`decode` drops them and reports each to the
-:func:`ignored_arguments` block around it (the configuration loader turns them into warnings), or
-logs a warning when there is none.
+reads (an argument of a newer Volcano, a typo). A top-level value of the wrong type in the struct
+of an upstream plugin or action (``lenient_types = True``) is ignored too and its default kept, as
+upstream's GetInt/GetBool/GetFloat64/GetString log it and leave the default. :func:`decode` reports
+each ignored key to the :func:`ignored_arguments` block around it (the configuration loader turns
+them into warnings), or logs a warning when there is none.
 
 Mirrors: volcano pkg/scheduler/framework/arguments.go (GetInt/GetFloat64/GetBool/GetString).
-Deviates: a wrong type raises :class:`ArgumentError` instead of being logged (upstream keeps the
-default); upstream also ignores unknown keys silently.
+Deviates: pumice's own plugins (``lenient_types = False``) refuse a wrong type with
+:class:`ArgumentError`; lax conversion accepts ``"3"`` for an integer, which upstream's GetInt
+does not; upstream ignores unknown keys silently.
 """
 
 from __future__ import annotations
@@ -35,8 +38,9 @@ _IGNORED: ContextVar[list[str] | None] = ContextVar("pumice_ignored_arguments", 
 
 @contextlib.contextmanager
 def ignored_arguments() -> Iterator[list[str]]:
-    """Collect, in order, the unknown argument keys :func:`decode` drops inside the block (instead
-    of logging them), e.g. ``with ignored_arguments() as keys: parse(mapping)``."""
+    """Collect, in order, one line per argument :func:`decode` ignores inside the block (instead
+    of logging them): ``unknown argument 'gang.bogus' ignored`` or ``binpack.weight: expected an
+    integer, got 'heavy'; the default is used``. Use: ``with ignored_arguments() as lines: ...``."""
     keys: list[str] = []
     token = _IGNORED.set(keys)
     try:
@@ -51,7 +55,10 @@ class ArgumentError(ValueError):
 
 class Arguments(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """Base of every plugin's and action's argument struct (frozen). :func:`decode` drops the
-    unknown top-level keys before conversion; nested structs still reject theirs."""
+    unknown top-level keys before conversion; nested structs still reject theirs. An upstream
+    plugin's or action's struct sets ``lenient_types = True`` (see the module docstring)."""
+
+    lenient_types: ClassVar[bool] = False
 
 
 A = TypeVar("A", bound=Arguments)
@@ -67,17 +74,26 @@ _TYPE_RE = re.compile(r"Expected `([^`]+)`, got `[^`]+` - at `\$\.?(.*)`")
 _UNKNOWN_RE = re.compile(r"unknown field `(.+)`")
 
 
-def _argument_error(err: msgspec.ValidationError, arguments: Mapping[str, Any]) -> ArgumentError:
+def _argument_error(err: msgspec.ValidationError, arguments: Mapping[str, Any]) -> tuple[ArgumentError, str | None]:
+    """The error for ``err`` and, for a wrong type of a top-level key, that key."""
     text = str(err)
     m = _UNKNOWN_RE.search(text)
     if m:
-        return ArgumentError(f"unknown argument {m.group(1)!r}")
+        return ArgumentError(f"unknown argument {m.group(1)!r}"), None
     m = _TYPE_RE.search(text)
     if m:
         key = m.group(2).strip("[]\"'")
         want = _EXPECTED.get(m.group(1).split(" ")[0], f"a {m.group(1)}")
-        return ArgumentError(f"{key}: expected {want}, got {arguments.get(key)!r}")
-    return ArgumentError(text)
+        return ArgumentError(f"{key}: expected {want}, got {arguments.get(key)!r}"), key if key in arguments else None
+    return ArgumentError(text), None
+
+
+def _ignored(cls: type, line: str) -> None:
+    sink = _IGNORED.get()
+    if sink is None:
+        log.warning("%s: %s", cls.__name__, line)
+    else:
+        sink.append(line)
 
 
 def decode(
@@ -94,30 +110,29 @@ def decode(
         extra: accepts keys outside the declared fields (e.g. ``binpack.resources.<name>``);
             those are collected into the struct's field named ``extra``.
     Returns:
-        the struct; a key that is neither declared nor ``extra`` is left out and reported (see
-        :func:`ignored_arguments`).
+        the struct; a key that is neither declared nor ``extra``, and with ``cls.lenient_types`` a
+        top-level key of the wrong type, is left out and reported (see :func:`ignored_arguments`).
     Raises:
-        ArgumentError: a wrong type, or an unknown key inside a nested struct (the message names
-            the key).
+        ArgumentError: a wrong type (of a pumice plugin, or nested), or an unknown key inside a
+            nested struct (the message names the key).
     """
     given = dict(arguments or {})
     declared = {f.encode_name for f in msgspec.structs.fields(cls)}
     extras = {k: given.pop(k) for k in list(given) if k not in declared and extra is not None and extra(k)}
     if extras:
         given["extra"] = extras
-    unknown = [k for k in given if k not in declared and not (k == "extra" and extras)]
-    if unknown:
-        sink = _IGNORED.get()
-        for k in unknown:
-            del given[k]
-            if sink is None:
-                log.warning("unknown argument %r ignored (%s reads no such key)", k, cls.__name__)
-            else:
-                sink.append(str(k))
-    try:
-        return msgspec.convert(given, cls, strict=False)
-    except msgspec.ValidationError as e:
-        raise _argument_error(e, given) from None
+    for k in [k for k in given if k not in declared and not (k == "extra" and extras)]:
+        del given[k]
+        _ignored(cls, f"unknown argument {k!r} ignored")
+    while True:
+        try:
+            return msgspec.convert(given, cls, strict=False)
+        except msgspec.ValidationError as e:
+            err, key = _argument_error(e, given)
+            if not cls.lenient_types or key is None or key == "extra":
+                raise err from None
+            del given[key]
+            _ignored(cls, f"{err}; the default is used")
 
 
 class NoArguments(Arguments, frozen=True):

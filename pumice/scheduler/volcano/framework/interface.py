@@ -49,7 +49,8 @@ class Action(Protocol):
 class ActionClass(Protocol):
     """An action's class: parses its arguments (once, at configuration load) and builds the action.
 
-    ``parse_arguments`` raises ``ArgumentError`` on an unknown key or a wrong type.
+    ``parse_arguments`` raises ``ArgumentError`` on a wrong type it refuses (unknown keys are ignored;
+    see :mod:`pumice.scheduler.volcano.framework.arguments`).
     """
 
     def __call__(self, args: Any) -> Action: ...

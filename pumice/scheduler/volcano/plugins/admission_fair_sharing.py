@@ -98,7 +98,7 @@ class AdmissionFairSharingPlugin:
 
 
 def parse_arguments(arguments: Mapping[str, Any]) -> AdmissionFairSharingArguments:
-    """Decode the arguments; raises ArgumentError for an unknown key, a wrong type or a negative
+    """Decode the arguments; raises ArgumentError for a wrong type (unknown keys are ignored with a warning) or a negative
     number."""
     a = decode(AdmissionFairSharingArguments, arguments)
     for key, v in (("admissionFairSharing.usageHalfLifeTime", a.usage_half_life_time),

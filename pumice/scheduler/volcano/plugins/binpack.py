@@ -26,6 +26,7 @@ MAX_NODE_SCORE = 100.0
 
 
 class BinpackArgs(Arguments, frozen=True):
+    lenient_types = True  # upstream reads these with GetInt/GetBool/...: a wrong type keeps the default
     weight: int = arg("binpack.weight", 1)
     cpu: int = arg("binpack.cpu", 1)
     memory: int = arg("binpack.memory", 1)
@@ -127,7 +128,8 @@ def parse_arguments(arguments: Mapping[str, Any]) -> BinpackArgs:
     """Parse (once, at configuration load) the arguments under their upstream keys.
 
     Raises:
-        ArgumentError: an unknown key or a value of the wrong type.
+        ArgumentError: a nested value of the wrong type (unknown keys and top-level wrong types are
+            ignored with a warning, as upstream).
     """
     args = decode(BinpackArgs, arguments, extra=lambda k: k.startswith("binpack.resources."))
     args.weights()

@@ -56,6 +56,7 @@ ROOT = "root"
 
 
 class CapacityArgs(Arguments, frozen=True):
+    lenient_types = True  # upstream reads these with GetInt/GetBool/...: a wrong type keeps the default
     ancestor_reclaim_level: int = arg("ancestorReclaimLevel", 0)
 
 

@@ -56,6 +56,7 @@ _NOT_HOLDING = (TaskStatus.Releasing, TaskStatus.Pipelined)
 _ROWS_KEY = ("deviceshare.rows",)
 
 class DeviceShareArgs(Arguments, frozen=True):
+    lenient_types = True  # upstream reads these with GetInt/GetBool/...: a wrong type keeps the default
     gpu_sharing: bool = arg("deviceshare.GPUSharingEnable", False)
     gpu_number: bool = arg("deviceshare.GPUNumberEnable", False)
     schedule_policy: str = arg("deviceshare.SchedulePolicy", "")

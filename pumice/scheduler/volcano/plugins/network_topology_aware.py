@@ -54,6 +54,7 @@ DEFAULT_EVICT_MAX_HYPERNODES = 8
 class NetworkTopologyAwareArgs(Arguments, frozen=True):
     """Upstream keys: ``weight``, ``hypernode.binpack.{cpu,memory,resources,resources.<name>}``,
     ``hypernode.binpack.normal-pod.{enable,fading}``, ``hypernode.gradient.evict.max-hypernodes``."""
+    lenient_types = True  # upstream reads these with GetInt/GetBool/...: a wrong type keeps the default
 
     weight: int = msgspec.field(default=1, name="weight")
     binpack_cpu: int = msgspec.field(default=1, name="hypernode.binpack.cpu")
@@ -338,7 +339,8 @@ def parse_arguments(arguments: Mapping[str, Any]) -> NetworkTopologyAwareArgs:
     """Parse (once, at configuration load) the arguments under their upstream keys.
 
     Raises:
-        ArgumentError: an unknown key or a value of the wrong type.
+        ArgumentError: a nested value of the wrong type (unknown keys and top-level wrong types are
+            ignored with a warning, as upstream).
     """
     args = decode(NetworkTopologyAwareArgs, arguments, extra=lambda k: k.startswith("hypernode.binpack.resources."))
     args.weights()

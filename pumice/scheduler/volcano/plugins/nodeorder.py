@@ -38,6 +38,7 @@ MAX_NODE_SCORE = 100
 
 
 class NodeOrderArgs(Arguments, frozen=True):
+    lenient_types = True  # upstream reads these with GetInt/GetBool/...: a wrong type keeps the default
     least_requested: int = arg("leastrequested.weight", 1)
     most_requested: int = arg("mostrequested.weight", 0)
     node_affinity: int = arg("nodeaffinity.weight", 2)

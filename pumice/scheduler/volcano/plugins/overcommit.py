@@ -23,6 +23,7 @@ DEFAULT_FACTOR = 1.2
 
 
 class OvercommitArgs(Arguments, frozen=True):
+    lenient_types = True  # upstream reads these with GetInt/GetBool/...: a wrong type keeps the default
     factor: float = arg("overcommit-factor", DEFAULT_FACTOR)
 
 

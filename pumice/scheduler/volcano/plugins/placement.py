@@ -134,7 +134,7 @@ class PlacementPlugin:
 
 
 def parse_arguments(arguments: Mapping[str, Any]) -> PlacementArguments:
-    """Decode the arguments; raises ArgumentError for an unknown key or rule, a wrong type, or a
+    """Decode the arguments; raises ArgumentError for an unknown rule, a wrong type, or a
     ``fixed`` rule without ``value``."""
     a = decode(PlacementArguments, arguments)
     for i, r in enumerate(a.rules):

@@ -52,6 +52,7 @@ SPREAD_PLUGIN = "PodTopologySpread"
 
 
 class PredicatesArgs(Arguments, frozen=True):
+    lenient_types = True  # upstream reads these with GetInt/GetBool/...: a wrong type keeps the default
     node_affinity: bool = arg("predicate.NodeAffinityEnable", True)
     node_ports: bool = arg("predicate.NodePortsEnable", True)
     taint_toleration: bool = arg("predicate.TaintTolerationEnable", True)

@@ -22,6 +22,7 @@ __all__ = ["PLUGIN_NAME", "SlaArgs", "SlaPlugin", "parse_go_duration"]
 
 
 class SlaArgs(Arguments, frozen=True):
+    lenient_types = True  # upstream reads these with GetInt/GetBool/...: a wrong type keeps the default
     waiting_time: str = arg(SLA_WAITING_TIME_KEY, "")
 
 
@@ -82,7 +83,8 @@ def parse_arguments(arguments: Mapping[str, Any]) -> SlaArgs:
     """Parse (once, at configuration load) the arguments under their upstream keys.
 
     Raises:
-        ArgumentError: an unknown key, a value of the wrong type or a bad duration.
+        ArgumentError: a duration that does not parse (unknown keys and wrong types are ignored
+            with a warning, as upstream).
     """
     args = decode(SlaArgs, arguments)
     SlaPlugin(args)

@@ -21,6 +21,7 @@ ANTI_AFFINITY = "volcano.sh/task-topology-anti-affinity"
 
 
 class TaskTopologyArgs(Arguments, frozen=True):
+    lenient_types = True  # upstream reads these with GetInt/GetBool/...: a wrong type keeps the default
     weight: int = arg("task-topology.weight", 10)
 
 

@@ -145,7 +145,7 @@ class UsageBudgetPlugin:
 
 
 def parse_arguments(arguments: Mapping[str, Any]) -> UsageBudgetArguments:
-    """Decode the arguments; raises ArgumentError for an unknown key, a wrong type or a period
+    """Decode the arguments; raises ArgumentError for a wrong type (unknown keys are ignored with a warning) or a period
     that is not positive."""
     a = decode(UsageBudgetArguments, arguments)
     if a.period_seconds <= 0:

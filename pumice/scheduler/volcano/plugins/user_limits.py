@@ -127,7 +127,7 @@ class UserLimitsPlugin:
 
 
 def parse_arguments(arguments: Mapping[str, Any]) -> UserLimitsArguments:
-    """Decode the arguments; raises ArgumentError for an unknown key, a wrong type, a limit
+    """Decode the arguments; raises ArgumentError for a wrong type (unknown keys are ignored with a warning), a limit
     without users, a negative maxApplications or a maxResources value that is no quantity."""
     a = decode(UserLimitsArguments, arguments)
     for i, lim in enumerate(a.limits):

@@ -180,7 +180,7 @@ class WaitForPodsReadyPlugin:
 
 
 def parse_arguments(arguments: Mapping[str, Any]) -> WaitForPodsReadyArguments:
-    """Decode the arguments; raises ArgumentError for an unknown key, a wrong type or a
+    """Decode the arguments; raises ArgumentError for a wrong type (unknown keys are ignored with a warning) or a
     negative timeout/backoff."""
     a = decode(WaitForPodsReadyArguments, arguments)
     for key, v in (("waitForPodsReady.timeout", a.timeout), ("waitForPodsReady.backoffBaseSeconds", a.backoff_base_seconds),
