@@ -72,6 +72,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import logging
 import math
 import random
 from collections.abc import Iterable
@@ -95,6 +96,8 @@ from pumice.simulate.nodes import (
     read_csv,
     read_text,
 )
+
+log = logging.getLogger("pumice.simulate.workload")
 
 JOB_LABEL = "pumice.io/sim-job"
 GANG_ANNOTATION = "pumice.io/sim-gang"
@@ -640,6 +643,11 @@ def _yaml_arrival(path: Path, a: Obj, k: int, count: int, t: float) -> Arrival:
         min_av = int(spec.get("minAvailable", tasks))
         for task in spec.get("tasks") or []:
             stamp(task.setdefault("template", {}), (name, min_av) if min_av > 1 else None)
+            policy = (task["template"].get("spec") or {}).get("restartPolicy") or "Always"
+            if duration is not None and policy == "Always":
+                log.warning("%s: arrival %s: task %s has restartPolicy Always (Kubernetes' default): its Pods "
+                            "restart after their duration and the job never completes (the run ends stalled); "
+                            "give the template restartPolicy: Never or OnFailure", path, name, task.get("name", ""))
     elif kind in ("RayJob", "RayService"):
         if duration is not None and kind == "RayJob":
             md.setdefault("annotations", {})[ANNOTATION_DURATION] = _fmt(duration)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from pumice.simulate import metrics
 from pumice.simulate.runner import SimConfig, simulate
 from pumice.simulate.workload import load_workload
@@ -49,3 +51,24 @@ def test_a_pod_restarting_for_ever_is_a_stall_not_an_endless_run(tmp_path: Path)
     assert jobs["fin"]["status"] == "Succeeded"
     assert jobs["loop"]["status"] == "Running"
     assert [p.evictions for p in r.recorder.pods.values()] == [0, 0]  # type: ignore[attr-defined]
+
+
+def test_a_vcjob_whose_pods_restart_for_ever_is_warned_about_before_the_run(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A vcjob task template without restartPolicy gets Kubernetes' Always: its Pods restart after
+    their duration and the job never completes (as on a cluster); the loader says so."""
+    w = tmp_path / "w.yaml"
+    w.write_text("arrivals:\n- {at: 0, duration: 30, name: vj, manifest: {apiVersion: batch.volcano.sh/v1alpha1, "
+                 "kind: Job, spec: {minAvailable: 1, tasks: [{name: w, replicas: 1, template: {spec: {containers: "
+                 "[{name: c, image: x}]}}}]}}}\n")
+    with caplog.at_level("WARNING", logger="pumice.simulate"):
+        load_workload(w)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{w}: arrival vj: task w has restartPolicy Always (Kubernetes' default): its Pods restart after their "
+        "duration and the job never completes (the run ends stalled); give the template restartPolicy: Never or "
+        "OnFailure"]
+    caplog.clear()
+    w.write_text(w.read_text().replace("{spec: {containers", "{spec: {restartPolicy: OnFailure, containers"))
+    with caplog.at_level("WARNING", logger="pumice.simulate"):
+        load_workload(w)
+    assert caplog.records == []
