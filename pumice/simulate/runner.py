@@ -506,6 +506,9 @@ def _sim_scheduler_class() -> type:
 
         recorder: Recorder | None = None
 
+        def _conf_warnings(self, conf: Any) -> None:
+            """Not logged: ``pumice simulate`` prints them once, before the run."""
+
         def _record(self, ssn: Any, res: Any) -> None:
             super()._record(ssn, res)
             if self.recorder is not None:

@@ -82,13 +82,6 @@ async def read_published_conf(client: KubeClient, warn: Callable[[str], Any] | N
     return parse_conf(str(text), source=where)
 
 
-def _log_warnings(conf: SchedulerConfiguration) -> None:
-    """A WARNING line per argument the loaded configuration ignores (an unknown key or a wrong type
-    of an upstream plugin's argument)."""
-    for w in conf.warnings:
-        log.warning("%s", w)
-
-
 class Scheduler:
     """One scheduler: a cache, a configuration and the cycle.
 
@@ -169,13 +162,19 @@ class Scheduler:
                 raise ConfigError(f"{self.conf_path}: cannot read: {getattr(e, 'strerror', None) or e}") from e
             conf = parse_conf(text, source=self.conf_path)
             self.conf_text = configmap_text(text)
-            _log_warnings(conf)
+            self._conf_warnings(conf)
             return conf
         except ConfigError as e:
             if initial:
                 raise
             log.error("keeping the previous scheduler configuration: %s", e)
             return None
+
+    def _conf_warnings(self, conf: SchedulerConfiguration) -> None:
+        """A WARNING line per argument the loaded configuration ignores (an unknown key, or a
+        wrong type of an upstream plugin's argument)."""
+        for w in conf.warnings:
+            log.warning("%s", w)
 
     def reload_conf_if_changed(self) -> bool:
         new = self._load_conf()
@@ -324,7 +323,7 @@ class Scheduler:
                                            f"keeping the previous scheduler configuration: {e}")
             return
         self.conf, self.conf_text, self._refused = conf, text, None
-        _log_warnings(conf)
+        self._conf_warnings(conf)
         log.info("scheduler configuration reloaded from %s", where)
 
     async def _overwritten(self, cm: dict[str, Any]) -> None:
