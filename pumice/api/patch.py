@@ -1,6 +1,8 @@
 """JSON merge patch (RFC 7386) and JSON patch (RFC 6902) over plain JSON values.
 
-Both functions are pure: they return a new value and never change their arguments.
+Both functions are pure: they return a new value and never change their arguments
+(:func:`merge_patch_into` is the in-place form of :func:`merge_patch`, for a caller that owns both
+arguments).
 
 Errors: :class:`PatchError` (a ValueError) for a malformed patch, a path that does not exist, or
 a failed ``test`` operation; the API server answers it with 422 (JSON patch) or 400. As in
@@ -16,7 +18,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-__all__ = ["PatchError", "json_patch", "merge_patch"]
+__all__ = ["PatchError", "json_patch", "merge_patch", "merge_patch_into"]
 
 
 class PatchError(ValueError):
@@ -37,6 +39,22 @@ def merge_patch(original: Any, patch: Any) -> Any:
         else:
             result[k] = copy.deepcopy(v)
     return result
+
+
+def merge_patch_into(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """:func:`merge_patch` of a JSON object into a JSON object, in place: ``target`` is changed
+    and returned, and it takes ``patch``'s values themselves (no copies), so the caller must own
+    both and not use ``patch`` afterwards. The result equals ``merge_patch(target, patch)``, keys
+    in the same order (a replaced key keeps its place, a new key comes last)."""
+    for k, v in patch.items():
+        if v is None:
+            target.pop(k, None)
+        elif isinstance(v, dict):
+            cur = target.get(k)
+            target[k] = merge_patch_into(cur if isinstance(cur, dict) else {}, v)
+        else:
+            target[k] = v
+    return target
 
 
 def _pointer(path: str) -> list[str]:

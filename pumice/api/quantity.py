@@ -9,6 +9,7 @@ Units: :func:`milli_value` gives milli-units (cpu in millicores), :func:`value` 
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from decimal import Decimal, InvalidOperation, localcontext
@@ -50,7 +51,14 @@ def parse_quantity(q: str | int | float) -> Fraction:
         return Fraction(q)
     if isinstance(q, float):
         return Fraction(Decimal(repr(q)))
-    s = str(q).strip()
+    return _parse_text(str(q))
+
+
+@functools.lru_cache(maxsize=16384)
+def _parse_text(text: str) -> Fraction:
+    """:func:`parse_quantity` of a string (kept: every Pod and resource sum parses the same few
+    quantities again and again; a Fraction is immutable, and a refused string raises every time)."""
+    s = text.strip()
     m = _RE.match(s)
     if not m:
         raise QuantityError(

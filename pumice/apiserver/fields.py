@@ -34,7 +34,9 @@ import msgspec
 
 from pumice.api.scheme import ResourceKind
 
-__all__ = ["model_for", "object_meta_tree", "type_causes", "unknown_fields"]
+__all__ = ["FixedPoints", "model_for", "object_meta_tree", "type_causes", "types_clean", "unknown_fields"]
+
+_encode = msgspec.json.Encoder().encode
 
 _MODULES = {
     "": "core_v1",
@@ -267,6 +269,55 @@ def type_causes(tree: Any, obj: Any, path: str = "", *, redact: tuple[str, ...] 
                 c.message = _type_cause(c.field, REDACTED, c.message.rsplit("must be of type ", 1)[1].split(":")[0],
                                         shown_type=c.message.rsplit('"', 2)[-2]).message
     return out
+
+
+class FixedPoints:
+    """A bounded set of ``(kind, JSON encoding)`` keys of values a normalising check passed and
+    left exactly as they were (the oldest key is dropped first beyond ``limit``). The encoding
+    tells apart what ``==`` does not (``1``, ``1.0`` and ``true``; key order), so a value with the
+    same key would pass the same check unchanged again: the check is a function of the JSON."""
+
+    def __init__(self, limit: int = 4096) -> None:
+        self._keys: dict[tuple[Any, bytes], None] = {}
+        self._limit = limit
+
+    def __contains__(self, key: tuple[Any, bytes]) -> bool:
+        return key in self._keys
+
+    def add(self, key: tuple[Any, bytes]) -> None:
+        keys = self._keys
+        if len(keys) >= self._limit:
+            del keys[next(iter(keys))]
+        keys[key] = None
+
+
+def types_clean(tree: Any, obj: Any, clean: FixedPoints, *, keep: str = "spec") -> bool:
+    """True when :func:`type_causes` would find nothing in ``obj`` (making the same removals of
+    ``null`` fields, so ``obj`` ends the same either way); False as soon as a value is wrong, with
+    some of those removals made (then call :func:`type_causes`: it makes the rest and finds the
+    causes, in document order, as it would have alone). The value
+    under the top-level field ``keep`` (a Pod's ``spec``: unchanged by a status or metadata
+    write) is looked up in ``clean`` by its JSON encoding and skipped when found; one that passes
+    unchanged is added."""
+    if type(tree) is not _Struct or type(obj) is not dict:
+        return _types_ok(tree, obj)
+    fields = tree.fields
+    for k in [k for k in obj if k in fields]:
+        v = obj[k]
+        if v is None:
+            del obj[k]
+            continue
+        if k == keep and type(v) is dict:
+            key = (tree, _encode(v))
+            if key in clean:
+                continue
+            if not _types_ok(fields[k], v):
+                return False
+            if _encode(v) == key[1]:
+                clean.add(key)
+        elif not _types_ok(fields[k], v):
+            return False
+    return True
 
 
 def _type_cause(path: str, value: Any, want: str, *, shown_type: str | None = None) -> Any:

@@ -144,7 +144,17 @@ def _check_list_options(query: dict[str, str], *, watch: bool) -> None:
                           {"group": "meta.k8s.io", "kind": "ListOptions", "causes": causes})
 
 
+_JSON_TYPE = (b"content-type", b"application/json")
+
+
 def _json(data: bytes, code: int = 200, headers: dict[str, str] | None = None) -> Response:
+    if headers is None and code >= 200 and code not in (204, 304):
+        # every answer to a request goes through here: the raw headers Starlette's init_headers
+        # would make for a bytes body, without its per-response work
+        r = Response.__new__(Response)
+        r.status_code, r.media_type, r.background, r.body = code, "application/json", None, data
+        r.raw_headers = [(b"content-length", str(len(data)).encode("latin-1")), _JSON_TYPE]
+        return r
     return Response(content=data, status_code=code, media_type="application/json", headers=headers)
 
 
@@ -182,7 +192,7 @@ class _Api:
     """The request handler: a dispatch table from the first path segment (``version``,
     ``healthz``, ``openapi``, ``api``, ``apis``), then from the verb and subresource."""
 
-    def __init__(self, registry: Registry, *, token: str | None, clock: Clock, bookmark_interval: float,
+    def __init__(self, registry: Registry, *, token: str | None, clock: Clock, bookmark_interval: float | None,
                  log_client_factory: Any = None, access: Access | None = None) -> None:
         self.access = access
         self.registry = registry
@@ -225,11 +235,14 @@ class _Api:
     async def handle(self, request: Request) -> Response:
         scope = request.scope
         path: str = scope["path"]
+        # parsed once per request (Starlette's query_params would parse it again): the last value
+        # of a repeated name wins, as in QueryParams.get
+        query = scope["pumice.query"] = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"),
+                                                       keep_blank_values=True))
         try:
             if self.access is not None:
                 user = self.access.authenticate(scope, request.headers.get("authorization", ""))
                 user = self.access.impersonate(user, scope.get("headers") or [])
-                query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
                 self.access.authorize(user, request.method, path, query)
                 scope["pumice.user"] = user
             elif self.token is not None and path not in PUBLIC_PATHS and \
@@ -240,7 +253,7 @@ class _Api:
         except StatusError as e:
             return _status(e)
         try:
-            check_query(request.method, request.query_params, self.registry.store.revision)
+            check_query(request.method, query, self.registry.store.revision)
             return await self._route(request, path)
         except StatusError as e:
             return _status(e)
@@ -324,7 +337,9 @@ class _Api:
         sub = rest[2] if len(rest) > 2 else ""
         if sub and sub not in rk.subresources:
             raise _not_found_path()
-        query = dict(parse_qsl(request.scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
+        query = request.scope.get("pumice.query")
+        if query is None:
+            query = dict(parse_qsl(request.scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
         return _Target(rk, namespace, rest[1] if len(rest) > 1 else None, sub, query)
 
     def register_subresource(self, method: str, sub: str, handler: Handler) -> None:
@@ -768,7 +783,7 @@ class _Api:
                             wait = deadline - clock.monotonic()
                             if wait <= 0:
                                 return
-                        if bookmarks:
+                        if bookmarks and interval is not None:
                             wait = interval if wait is None else min(wait, interval)
                         if wait is None:
                             item = await q.get()
@@ -932,10 +947,11 @@ def _watch_encoders(api: _Api, rk: ResourceKind, *, proto: bool, table: bool, in
     out = api.registry.output
     render = api._table
     pb_object = api._pb_object
-    present = api.registry.present
+    present = api.registry.present if api.registry.strategy(rk).converts else None
 
     def event(kind: str, s: Stored) -> bytes:
-        s = present(rk, s)
+        if present is not None:
+            s = present(rk, s)
         if proto:
             return pb.encode_watch_event(kind, pb_object(rk, s))
         if table:
@@ -993,7 +1009,7 @@ def render_table(rk: ResourceKind, objs: list[dict[str, Any]], now: float,
     return to_table(rk, objs, now, printer_columns)
 
 
-def build_app(registry: Registry, *, token: str | None, clock: Clock, bookmark_interval: float = 60.0,
+def build_app(registry: Registry, *, token: str | None, clock: Clock, bookmark_interval: float | None = 60.0,
               log_client_factory: Any = None, access: Access | None = None) -> tuple[Starlette, Any]:
     """The Starlette app serving ``registry``; returns ``(app, handler)`` where the handler has a
     ``ready`` flag and the ``token`` (both may be changed later). With ``access``, requests are

@@ -38,7 +38,8 @@ from pumice.api import Obj, protobuf
 from pumice.api import schema as kschema
 from pumice.api.admission import AdmissionError, AdmissionRequest, FieldCause
 from pumice.api.apply import ApplyConflict, server_side_apply
-from pumice.api.patch import PatchError, json_patch, merge_patch
+from pumice.api.meta import deep_copy
+from pumice.api.patch import PatchError, json_patch, merge_patch_into
 from pumice.api.schema import json_type_name as json_type
 from pumice.api.scheme import ResourceKind, Scheme
 from pumice.api.selectors import FieldSelector, LabelSelector
@@ -49,7 +50,15 @@ from pumice.apiserver.admission import AdmissionChain
 from pumice.apiserver.crds import CustomResource, crd_info
 from pumice.apiserver.errors import StatusError
 from pumice.apiserver.eviction import check_disruption_budget
-from pumice.apiserver.fields import REDACTED, model_for, object_meta_tree, type_causes, unknown_fields
+from pumice.apiserver.fields import (
+    REDACTED,
+    FixedPoints,
+    model_for,
+    object_meta_tree,
+    type_causes,
+    types_clean,
+    unknown_fields,
+)
 from pumice.apiserver.store import Expired, Store, Stored, Watcher
 from pumice.apiserver.strategy import Strategy, strategy_for
 
@@ -215,6 +224,10 @@ class Registry:
             for ev in store.list(res):
                 self.track_event(res, ev)
         self._now_cache: tuple[int, str] = (-1, "")
+        # specs (by kind and JSON) that the zero-value drop and the type check left unchanged: a
+        # status or metadata write sends the same spec again, and it needs neither once more
+        self._zero_free_specs = FixedPoints()
+        self._typed_specs = FixedPoints()
 
     # ---------------------------------------------------------------- helpers
 
@@ -395,7 +408,7 @@ class Registry:
         body["kind"] = rk.kind
         if self.custom(rk) is None:
             # "", 0 and false written explicitly mean unset, as Go's decoding makes them
-            protobuf.drop_zero_values(body)
+            self._drop_zero_values(body)
         md = body.get("metadata")
         if md is None:
             md = body["metadata"] = {}
@@ -419,6 +432,21 @@ class Registry:
         self._check_types(rk, body)
         return body
 
+    def _drop_zero_values(self, body: Obj) -> None:
+        """:func:`pumice.api.protobuf.drop_zero_values` of ``body``; a spec it left unchanged
+        before (same kind, same JSON) is not walked again."""
+        spec = body.get("spec")
+        if type(spec) is not dict:
+            protobuf.drop_zero_values(body)
+            return
+        protobuf.drop_zero_values(body, keys=("metadata",))
+        key = ((body["apiVersion"], body["kind"]), _encode(spec))
+        if key in self._zero_free_specs:
+            return
+        protobuf.drop_zero_values(body, keys=("spec",))
+        if _encode(spec) == key[1]:
+            self._zero_free_specs.add(key)
+
     def _check_types(self, rk: ResourceKind, obj: Obj) -> None:
         """The typed-schema check of every kind, before defaulting and admission: built-in kinds
         against their lightkube model, custom resources against the served version's structural
@@ -431,8 +459,12 @@ class Registry:
         if cr is None:
             tree = model_for(rk)
             secret = ("data", "stringData") if (rk.group, rk.kind) == ("", "Secret") else ()
-            causes = (type_causes(tree, obj, redact=secret) if tree is not None
-                      else type_causes(_META_TREE, obj["metadata"], "metadata"))
+            if tree is None:
+                causes = type_causes(_META_TREE, obj["metadata"], "metadata")
+            elif types_clean(tree, obj, self._typed_specs):
+                causes = []
+            else:
+                causes = type_causes(tree, obj, redact=secret)
             for part in secret:
                 values = obj.get(part)
                 for k, v in (values.items() if isinstance(values, dict) else ()):
@@ -730,7 +762,9 @@ class Registry:
         base = old.copy()
         try:
             if patch_type == "merge":
-                return merge_patch(base, patch)
+                # the patch's own values go into the fresh copy of the stored object, so they are
+                # copied first (a conflict retries with the same patch)
+                return merge_patch_into(base, deep_copy(patch))
             if patch_type == "json":
                 return json_patch(base, patch)
             if patch_type == "strategic":

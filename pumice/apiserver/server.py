@@ -121,7 +121,8 @@ class APIServer:
         builtin_admission: install NamespaceLifecycle, ServiceAccount and Priority (default True).
         install_crds: install :func:`pumice.api.crds.builtin_crds` at start (default True).
         history: watch events kept per resource (older resourceVersions get 410).
-        bookmark_interval: seconds between watch bookmarks for clients that allow them.
+        bookmark_interval: seconds between watch bookmarks for clients that allow them (None: no
+            bookmarks but the initial-events-end one).
         seed: seeds uids and generateName suffixes (deterministic runs).
         event_ttl: seconds an Event lives after its last write (kube-apiserver's --event-ttl).
         token_auth_file: a static token file (kube-apiserver's ``--token-auth-file``:
@@ -147,7 +148,7 @@ class APIServer:
         builtin_admission: bool = True,
         install_crds: bool = True,
         history: int = 20_000,
-        bookmark_interval: float = 60.0,
+        bookmark_interval: float | None = 60.0,
         seed: int = 0,
         event_ttl: float = 3600.0,
         token_auth_file: Path | str | None = None,

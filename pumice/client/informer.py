@@ -76,17 +76,18 @@ LABEL_INDEX_PREFIX = "label:"
 _PAGE_SIZE = 500
 _BACKOFF_INITIAL = 0.8
 _BACKOFF_MAX = 30.0
-_WATCH_TIMEOUT = 300.0  # seconds the server keeps one watch open; it is re-opened after
+_WATCH_TIMEOUT: float | None = 300.0  # seconds the server keeps one watch open; it is re-opened after
 _SHORT_WATCH = 1.0  # a watch ending sooner than this with no event waits before re-opening
 
 
-def set_watch_timeout(seconds: float) -> float:
-    """Set the ``timeoutSeconds`` informers ask for on each watch (default 300 s) and return the
-    previous value. The simulator raises it for the length of a run: on a virtual clock a 149-day
-    trace would otherwise re-open every watch of every informer every 5 simulated minutes
-    (hundreds of thousands of requests that deliver nothing)."""
+def set_watch_timeout(seconds: float | None) -> float | None:
+    """Set the ``timeoutSeconds`` informers ask for on each watch (default 300 s; None: none, the
+    watch lasts until the server or the informer ends it) and return the previous value. The
+    simulator turns it off for the length of a run: on a virtual clock a 149-day trace would
+    otherwise re-open every watch of every informer every 5 simulated minutes (hundreds of
+    thousands of requests that deliver nothing)."""
     global _WATCH_TIMEOUT
-    previous, _WATCH_TIMEOUT = _WATCH_TIMEOUT, float(seconds)
+    previous, _WATCH_TIMEOUT = _WATCH_TIMEOUT, None if seconds is None else float(seconds)
     return previous
 
 
@@ -259,12 +260,22 @@ class Store:
 
     def _put(self, key: str, obj: Obj) -> Obj | None:
         old = self._items.get(key)
-        if old is not None:
-            self._unindex(key, old)
         self._items[key] = obj
         for name, fn in self._indexers.items():
-            for v in fn(obj):
-                self._indices[name].setdefault(v, set()).add(key)
+            values = fn(obj)
+            index = self._indices[name]
+            if old is not None:
+                before = fn(old)
+                if before == values:
+                    continue  # an update that keeps this index's values (most do): nothing moves
+                for v in before:
+                    bucket = index.get(v)
+                    if bucket is not None:
+                        bucket.discard(key)
+                        if not bucket:
+                            del index[v]
+            for v in values:
+                index.setdefault(v, set()).add(key)
         return old
 
     def _remove(self, key: str) -> Obj | None:
@@ -510,7 +521,7 @@ class Informer:
             resource_version=self.resource_version or None,
             label_selector=self.label_selector,
             field_selector=self.field_selector,
-            timeout_seconds=int(_WATCH_TIMEOUT),
+            timeout_seconds=None if _WATCH_TIMEOUT is None else int(_WATCH_TIMEOUT),
             allow_bookmarks=True,
         )
         try:

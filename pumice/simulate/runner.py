@@ -23,8 +23,8 @@ Deviations from a live cluster, on purpose:
 - Node Leases and heartbeats are off and the node lifecycle controller does not run: Nodes never
   fail in a trace replay, and 1,523 Nodes renewing a Lease every 10 s for 149 simulated days
   would be 2 billion writes that change nothing.
-- Watch bookmarks are off (interval 10^9 s) and informers ask for watches that last 10^9 s (instead
-  of re-opening every 300 s), for the same reason.
+- Watch bookmarks are off and informers ask for watches without a timeout (instead of re-opening
+  every 300 s), for the same reason.
 - Sessions run on the period's ticks, only at the first tick after something changed (see
   :class:`TriggeredLoop`).
 - Sandbox start latency is 0 (``start_latency`` to change): trace durations are run times.
@@ -59,8 +59,8 @@ from pumice.simulate.workload import NAMESPACE, Arrival, Workload
 log = logging.getLogger("pumice.simulate")
 
 DEFAULT_EPOCH = 1_700_000_000.0
-WATCH_TIMEOUT = 10**9
-"""Informers' watch timeout during a run, seconds (see :func:`pumice.client.informer.set_watch_timeout`)."""
+WATCH_TIMEOUT = None
+"""Informers' watch timeout during a run: none (see :func:`pumice.client.informer.set_watch_timeout`)."""
 KUBE_CONTROLLERS = ("replicaset", "deployment", "job", "garbagecollector", "namespace")
 
 GPUSHARE_CONF = Path(__file__).with_name("gpushare.conf")
@@ -577,7 +577,7 @@ async def _start_api_server(cfg: SimConfig, clock: LoopClock) -> _Stack:
 
     mutating, validating = volcano_controllers.admission_plugins()
     server = APIServer(None, admission_plugins=[*mutating, *validating], clock=clock,
-                       seed=cfg.seed, bookmark_interval=1e9, history=5_000)
+                       seed=cfg.seed, bookmark_interval=None, history=5_000)
     await server.start()
     return _Stack(server)
 

@@ -125,3 +125,30 @@ def _get(obj: Any, path: tuple[Any, ...]) -> Any:
 
 def _set(obj: Any, path: tuple[Any, ...], value: Any) -> None:
     _get(obj, path[:-1])[path[-1]] = value
+
+
+def test_remembered_specs_give_the_same_verdict_and_clean_up_as_the_full_walk() -> None:
+    """types_clean (the registry's check with clean specs remembered by their JSON) is True
+    exactly when type_causes finds nothing, leaves the object as the full walk does, and a spec
+    remembered clean is one the full walk also finds clean (mutants of the same Pod, in a seeded
+    order, so many specs repeat: those that were clean are looked up, not walked)."""
+    rng = random.Random(13)
+    tree = fields.model_for(POD)
+    base = pod("p", group="g", requests="1,1Gi", labels={"a": "b"})
+    base["spec"]["containers"][0]["ports"] = [{"containerPort": 80}]
+    base["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True", "lastProbeTime": None}]}
+    clean = fields.FixedPoints(limit=64)
+    bodies = _mutants(base, rng, 300)
+    remembered = 0
+    for body in [rng.choice(bodies) for _ in range(1500)]:
+        slow_obj, fast_obj = copy.deepcopy(body), copy.deepcopy(body)
+        slow = fields.type_causes(tree, slow_obj)
+        spec = fast_obj.get("spec")
+        known = isinstance(spec, dict) and (tree, fields._encode(spec)) in clean
+        remembered += known
+        ok = fields.types_clean(tree, fast_obj, clean)
+        assert ok == (not slow), body
+        fast = [] if ok else fields.type_causes(tree, fast_obj)  # as the registry does
+        assert [(c.field, c.message) for c in fast] == [(c.field, c.message) for c in slow]
+        assert fast_obj == slow_obj
+    assert remembered > 300

@@ -117,6 +117,32 @@ async def test_bookmarks_carry_the_current_revision() -> None:
             break
 
 
+@pytest.mark.looptime
+async def test_without_a_bookmark_interval_a_watch_sends_events_and_never_a_bookmark() -> None:
+    # pumice simulate's server: bookmarks off, watches without timeoutSeconds (they last until
+    # closed); a long idle stretch of virtual time sends nothing, then the next event comes
+    async with local_cluster(install_crds=False, bookmark_interval=None) as c:
+        cms = c.scheme.by_api_version_kind("v1", "ConfigMap")
+        start = (await c.client.list(cms, "default")).resource_version
+        seen: list[str] = []
+
+        async def consume() -> None:
+            async for ev in c.client.watch(cms, "default", resource_version=start):
+                seen.append(f"{ev.type} {ev.object['metadata'].get('name', '')}")
+
+        task = asyncio.create_task(consume())
+        await asyncio.sleep(10**7)
+        assert seen == []
+        await c.client.create(configmap("after"))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert seen == ["ADDED after"]
+        assert not task.done()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 async def test_many_watchers_each_see_every_event_in_order(cluster: LocalCluster) -> None:
     cms = cluster.scheme.by_api_version_kind("v1", "ConfigMap")
     lst = await cluster.client.list(cms, "default")
