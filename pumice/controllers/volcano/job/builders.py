@@ -9,11 +9,10 @@ CalcFirstCountResources, CalcPGMinResources) and job_controller_actions.go
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping
 
 from pumice.api import Obj
-from pumice.api.meta import owner_reference
+from pumice.api.meta import deep_copy, owner_reference
 from pumice.api.volcano.constants import PARTITION_ID_LABEL
 from pumice.controllers.volcano import keys
 from pumice.controllers.volcano.job import resources as res
@@ -189,7 +188,7 @@ def podgroup_spec_update(pg: Obj, job: Obj, priority_of: Callable[[str], int | N
     """The PodGroup with its spec brought in line with the job (minMember, minResources,
     minTaskMember, priorityClassName, subGroupPolicy), or None when nothing changes."""
     want = build_podgroup(job, priority_of)["spec"]
-    new = copy.deepcopy(pg)
+    new = deep_copy(pg)
     spec = new.setdefault("spec", {})
     changed = False
     for k in ("minMember", "minResources", "priorityClassName"):
@@ -219,7 +218,7 @@ def build_pod(job: Obj, task: Obj, index: int) -> Obj:
     plugins run)."""
     md, spec = job["metadata"], job.get("spec") or {}
     status = job.get("status") or {}
-    tmpl = copy.deepcopy(task.get("template") or {})
+    tmpl = deep_copy(task.get("template") or {})
     tname = task.get("name") or keys.DEFAULT_TASK_SPEC
     tmeta = tmpl.get("metadata") or {}
     pod_spec = tmpl.get("spec") or {}

@@ -26,7 +26,6 @@ pkg/controllers/garbagecollector (TTL).
 
 from __future__ import annotations
 
-import copy
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +33,7 @@ from typing import Any
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
 from pumice._util.duration import go_duration_string, parse_go_duration
 from pumice.api import Obj, scheme
+from pumice.api.meta import deep_copy
 from pumice.client.base import KubeClient, get_or_none, is_already_exists, is_not_found
 from pumice.controllers.volcano import keys
 from pumice.controllers.volcano.admission.jobs import mutate_job, validate_job_spec
@@ -117,7 +117,7 @@ def defaulted_and_checked(job: Obj) -> tuple[Obj, str]:
     controller still runs the Job as upstream's webhook would have left it, and refuses (with an
     event, see :data:`INVALID_JOB_REASON`) one the webhook would have refused. Nothing is written
     back: the defaults are derived again at each pass, so Pod names stay stable."""
-    candidate = copy.deepcopy(job)
+    candidate = deep_copy(job)
     mutate_job(candidate, str((job.get("spec") or {}).get("schedulerName") or keys.DEFAULT_SCHEDULER_NAME))
     problem = validate_job_spec(candidate)
     return (job if candidate.get("spec") == job.get("spec") else candidate), problem
@@ -470,7 +470,7 @@ class _Ops:
 
     def __init__(self, r: JobReconciler, job: Obj, pods: list[Obj], pg: Obj | None, mem: _Memory) -> None:
         self.r = r
-        self.job = copy.deepcopy(job)
+        self.job = deep_copy(job)
         self.pods = pods
         self.pg = pg
         self.mem = mem
@@ -495,7 +495,7 @@ class _Ops:
         status["conditions"] = [c for c in status.get("conditions") or [] if c.get("status") != cond["status"]] + [cond]
 
     async def _write_status(self, status: Obj) -> None:
-        obj = copy.deepcopy(self.job)
+        obj = deep_copy(self.job)
         obj["status"] = status
         try:
             self.job = await self.r.client.update_status(obj)
@@ -527,8 +527,8 @@ class _Ops:
         spec = job.get("spec") or {}
         if self.r.queues.get(None, spec.get("queue") or keys.DEFAULT_QUEUE) is None:
             raise RuntimeError(f"queue {spec.get('queue')!r} of job {job['metadata']['name']} not found")
-        status: Obj = copy.deepcopy(job.get("status") or {})
-        original = copy.deepcopy(status)
+        status: Obj = deep_copy(job.get("status") or {})
+        original = deep_copy(status)
         job["status"] = status
         plugins = self._plugins()
         await self._run_plugins(status, spec, plugins)
@@ -627,14 +627,14 @@ class _Ops:
         c, per_task = classify(pods)
         counts.update(c)
         new_status: Obj = {
-            "state": copy.deepcopy(status.get("state") or {}),
+            "state": deep_copy(status.get("state") or {}),
             **counts,
             "terminating": terminating,
             "version": int(status.get("version") or 0),
             "minAvailable": int(spec.get("minAvailable") or 0),
             "taskStatusCount": per_task,
-            "controlledResources": copy.deepcopy(status.get("controlledResources") or {}),
-            "conditions": copy.deepcopy(status.get("conditions") or []),
+            "controlledResources": deep_copy(status.get("controlledResources") or {}),
+            "conditions": deep_copy(status.get("conditions") or []),
             "retryCount": int(status.get("retryCount") or 0),
         }
         if "runningDuration" in status:
@@ -691,8 +691,8 @@ class _Ops:
     async def _kill(self, retain: frozenset[str], target: Target | None, update: UpdateFn | None) -> None:
         job = self.job
         spec = job.get("spec") or {}
-        status: Obj = copy.deepcopy(job.get("status") or {})
-        original = copy.deepcopy(status)
+        status: Obj = deep_copy(job.get("status") or {})
+        original = deep_copy(status)
         kept: list[Obj] = []
         to_kill: list[Obj] = []
         terminating = 0
@@ -758,7 +758,7 @@ def _partition_of(pods: list[Obj], pod_name: str) -> str | None:
 
 def _norm(status: Obj) -> Obj:
     """Status without the fields that only move with time (compared to decide a write)."""
-    s = copy.deepcopy(status)
+    s = deep_copy(status)
     (s.get("state") or {}).pop("lastTransitionTime", None)
     s.pop("conditions", None)
     s.pop("runningDuration", None)
