@@ -171,7 +171,10 @@ class GarbageCollector:
             owner = self.graph.get(ouid)
             if owner is not None and owner.deleting and FOREGROUND in owner.finalizers:
                 self.queue.add(("owner", ouid))
-        for dep in self.dependents.get(uid, ()):
+        # in uid order: a set of strings iterates in an order that changes with the process's
+        # hash seed, and the order of these deletes decides which writes of other components
+        # still find their object (pumice simulate's API write count varied between runs)
+        for dep in sorted(self.dependents.get(uid, ())):
             self.queue.add(("delete", dep))
 
     # -- attemptToDelete ----------------------------------------------------------------------
