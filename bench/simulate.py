@@ -24,11 +24,18 @@ vs the trace's own creation -> scheduled delay).
 testbed (16 Nodes of 4 GPUs), 300 Alibaba DLRM serving instances (seed 0) on the openb node list,
 and the README's RayJob + RayService example (docs/examples/ray-workload.yaml) on one 4-GPU Node.
 
+``job-writes``: the API cost of one openb job outside the scheduler's sessions, on the real
+in-process stack: the ten calls one job makes (create Pod, create PodGroup, annotate the Pod,
+PodGroup status, bind, Queue status, Pod Running, Pod Succeeded, delete Pod, delete PodGroup),
+with the fan-out of a run (3 Pod informers, 2 PodGroup and 2 Queue informers, as the scheduler,
+the controller manager and the node agent have), on the virtual clock. Prints CPU per job and
+per write, and the ratio to a raw ``Store.put`` of the same Pods measured in the same run.
+
 ``openb-contended`` replays 1,000 sampled openb Pods on every 8th openb Node with arrivals
 compressed 1e5x, once card by card (deviceshare) and once pooled per Node, so the trace check
 shows what contention does to the simulated delay.
 
-Usage: .venv/bin/python bench/simulate.py [--only openb|openb-contended|philly|adapters|baseline] [--philly-sample N]
+Usage: .venv/bin/python bench/simulate.py [--only openb|openb-contended|philly|adapters|baseline|job-writes] [--philly-sample N]
 [--openb-sample N] [--contended-sample N] [--contended-scale X] [--philly-until-days D] [--profile]
 """
 
@@ -100,9 +107,119 @@ def run(name: str, nodes: Path, workload: Path, n: int | None, profile: bool, un
     return out
 
 
+def job_writes(jobs: int) -> dict[str, Any]:
+    """The ``job-writes`` case (see the module doc)."""
+    import asyncio
+    import copy
+
+    import looptime
+
+    from pumice._util.clock import LoopClock, default_clock, set_default_clock
+    from pumice.api import scheme
+    from pumice.apiserver.server import APIServer
+    from pumice.apiserver.storage import MemoryStorage
+    from pumice.apiserver.store import Store
+    from pumice.client.informer import Informer, set_watch_timeout
+    from pumice.client.kubeconfig import in_process
+    from pumice.controllers import volcano as vc
+    from pumice.controllers.volcano.podgroup import build_podgroup_for_pod, podgroup_name_for_pod
+
+    t = shared_dir() / "traces/alibaba-clusterdata-gpu-v2023"
+    w = load_workload(t / "openb_pod_list_default.csv")
+    nodes = load_nodes(t / "openb_node_list_all_node.csv")[:50]
+    pods = [copy.deepcopy(a.objects[0]) for a in w.arrivals if a.objects[0]["kind"] == "Pod"][:jobs + 50]
+    ts = "2023-01-01T00:00:00Z"
+    running = {"phase": "Running", "hostIP": "10.0.0.1", "podIP": "10.1.0.1", "podIPs": [{"ip": "10.1.0.1"}],
+               "startTime": ts, "qosClass": "Burstable",
+               "conditions": [{"type": "Ready", "status": "True", "lastProbeTime": None, "lastTransitionTime": ts}],
+               "containerStatuses": [{"name": "main", "ready": True, "restartCount": 0, "image": "x", "imageID": "",
+                                      "started": True, "state": {"running": {"startedAt": ts}}}]}
+    done = {**running, "phase": "Succeeded", "containerStatuses": [
+        {"name": "main", "ready": False, "restartCount": 0, "image": "x", "imageID": "", "started": False,
+         "state": {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": ts, "finishedAt": ts}}}]}
+    out: dict[str, Any] = {}
+
+    async def main() -> None:
+        clock = LoopClock(epoch=1.7e9)
+        set_default_clock(clock)
+        m, v = vc.admission_plugins()
+        server = APIServer(None, admission_plugins=[*m, *v], clock=clock, seed=0, bookmark_interval=None,
+                           history=5000)
+        await server.start()
+        c = in_process(server.app, scheme=server.scheme)
+        for name, value in sorted(w.priority_classes.items()):
+            await c.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                            "metadata": {"name": name}, "value": value})
+        await c.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "default"},
+                        "spec": {"weight": 1, "reclaimable": True}})
+        await c.patch(scheme.QUEUE, "default", {"status": {"state": "Open"}}, subresource="status")
+        for n in nodes:
+            await c.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": n.name, "labels": n.node_labels()},
+                            "status": {"capacity": n.capacity(), "allocatable": n.capacity()}})
+        infs = [Informer(c, k) for k in [scheme.POD] * 3 + [scheme.POD_GROUP] * 2 + [scheme.QUEUE] * 2]
+        for i in infs:
+            i.start()
+        for i in infs:
+            await i.wait_synced()
+
+        async def job(k: int, pod: dict[str, Any]) -> None:
+            ns = pod["metadata"].get("namespace", "default")
+            created = await c.create(pod)
+            name = created["metadata"]["name"]
+            await c.create(build_podgroup_for_pod(created, {}, inherit_owner_annotations=True))
+            group = podgroup_name_for_pod(created)
+            await c.patch(scheme.POD, name, {"metadata": {"annotations": {"scheduling.k8s.io/group-name": group}}}, ns)
+            await c.patch(scheme.POD_GROUP, group, {"status": {"phase": "Inqueue", "conditions": [
+                {"type": "Scheduled", "status": "True", "transitionID": f"t{k}", "lastTransitionTime": ts,
+                 "reason": "tasks in gang are ready to be scheduled", "message": ""}]}}, ns)
+            await c.bind(ns, name, nodes[k % len(nodes)].name, pod_uid=created["metadata"]["uid"])
+            await c.patch(scheme.QUEUE, "default", {"status": {"allocated": {"cpu": str(k), "memory": str(k * 1024)}}},
+                          subresource="status")
+            await c.patch(scheme.POD, name, {"status": running}, ns, subresource="status")
+            await c.patch(scheme.POD, name, {"status": done}, ns, subresource="status")
+            await c.delete(scheme.POD, name, ns, propagation_policy="Background")
+            await c.delete(scheme.POD_GROUP, group, ns)
+            await asyncio.sleep(0.01)  # the informers take their events
+
+        for k, p in enumerate(pods[:50]):  # warm-up
+            await job(k, p)
+        writes0, cpu0 = server.store.revision, time.process_time()
+        for k, p in enumerate(pods[50:], 50):
+            await job(k, p)
+        out["cpu_s"] = time.process_time() - cpu0
+        out["writes"] = server.store.revision - writes0
+        for i in infs:
+            await i.stop()
+        await c.close()
+        server.close()
+
+    previous_clock, previous_watch = default_clock(), set_watch_timeout(None)
+    try:
+        with asyncio.Runner(loop_factory=lambda: looptime.new_event_loop(start=0, noop_cycles=1)) as runner:
+            runner.run(main())
+    finally:
+        set_default_clock(previous_clock)
+        set_watch_timeout(previous_watch)
+    store = Store(MemoryStorage())  # baseline: the raw store write of the same Pods
+    cpu0 = time.process_time()
+    for p in pods:
+        obj = copy.deepcopy(p)
+        obj["metadata"].setdefault("namespace", "default")
+        store.put("/pods", obj)
+    put_us = 1e6 * (time.process_time() - cpu0) / len(pods)
+    n = len(pods) - 50
+    r = {"case": "job-writes", "jobs": n, "writes": out["writes"], "cpu_s": round(out["cpu_s"], 2),
+         "cpu_us_per_job": round(1e6 * out["cpu_s"] / n), "cpu_us_per_write": round(1e6 * out["cpu_s"] / out["writes"], 1),
+         "store_put_us": round(put_us, 1), "ratio_to_store_put": round(1e6 * out["cpu_s"] / out["writes"] / put_us, 1),
+         "load_avg": round(os.getloadavg()[0], 1)}
+    print(" ".join(f"{k}={v}" for k, v in r.items()), flush=True)
+    return r
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", choices=["openb", "openb-contended", "philly", "adapters", "baseline"])
+    ap.add_argument("--only", choices=["openb", "openb-contended", "philly", "adapters", "baseline", "job-writes"])
+    ap.add_argument("--jobs", type=int, default=1500, help="jobs of the job-writes case")
     ap.add_argument("--contended-sample", type=int, default=1000)
     ap.add_argument("--contended-scale", type=float, default=1e5)
     ap.add_argument("--philly-sample", type=int, default=None)
@@ -113,6 +230,9 @@ def main() -> None:
     a = ap.parse_args()
     t = shared_dir() / "traces"
     t0 = time.perf_counter()
+    if a.only == "job-writes":
+        job_writes(a.jobs)
+        return
     results = {}
     if a.only in (None, "baseline", "openb", "openb-contended", "philly", "adapters"):
         results["baseline"] = run("baseline-tiresias60", t / "tiresias-example/n32g4.csv",
