@@ -110,6 +110,9 @@ def _exact(sums: tuple[Resource, ...]) -> list:
 def test_proportion_queue_sums_from_job_parts_equal_the_task_by_task_sums_float_for_float() -> None:
     from random import Random
 
+    from pumice.scheduler.volcano.api.resource import sum_resources
+    from pumice.scheduler.volcano.api.types import ALLOCATED_STATUSES
+    from pumice.scheduler.volcano.framework.session import queue_allocated
     from pumice.scheduler.volcano.plugins.proportion import _queue_sums, queue_sums_by_job
 
     rng = Random(5)
@@ -128,6 +131,10 @@ def test_proportion_queue_sums_from_job_parts_equal_the_task_by_task_sums_float_
                                        {"cpu": "2", "memory": "1Gi"} if k % 3 else None))
             for order in (jobs, jobs[::-1], jobs[3:], jobs):  # later passes: memo hits
                 assert _exact(queue_sums_by_job(memo, order)) == _exact(_queue_sums(order))
+                # close's per-queue allocated: the same, against the task-by-task sum
+                flat = sum_resources(t.resreq for j in order for s in ALLOCATED_STATUSES
+                                     for t in j.task_status_index.get(s, {}).values())
+                assert _exact((queue_allocated(memo, order),)) == _exact((flat,))
         assert memo.hits > 0
     # a stale part (the job changed but kept its version) would give another sum: the version
     # is what keys the part, so a changed job must come with a new version

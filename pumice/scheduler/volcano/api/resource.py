@@ -386,6 +386,19 @@ def sum_resources(rs: Iterable[Resource]) -> Resource:
     return Resource(cpu, mem, sc) if n else _EMPTY
 
 
+_EXACT_LIMIT = float(2**53)
+
+
+def whole(r: Resource) -> bool:
+    """Every amount of ``r`` is a whole number from 0 up to 2**53: sums of such amounts that stay
+    below 2**53 are exact floats, so they are the same whatever the grouping of the additions
+    (a sum of per-job sums equals the task-by-task sum)."""
+    for v in (r.milli_cpu, r.memory, *r._scalars.values()):
+        if not (0.0 <= v < _EXACT_LIMIT and v.is_integer()):
+            return False
+    return True
+
+
 @functools.lru_cache(maxsize=16384)
 def _parsed(items: tuple[tuple[str, Any], ...]) -> Resource:
     """:meth:`Resource.from_list` memoized on the ResourceList's items: Resource is immutable, and a

@@ -35,7 +35,7 @@ from pumice.scheduler.volcano.api.hyper_node_info import HyperNodesInfo, build_h
 from pumice.scheduler.volcano.api.job_info import JobInfo, JobMemo, untouched
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.queue_info import ClusterInfo, QueueInfo
-from pumice.scheduler.volcano.api.resource import Resource, sum_resources
+from pumice.scheduler.volcano.api.resource import Resource, sum_resources, whole
 from pumice.scheduler.volcano.api.sub_job_info import SubJobInfo, adjust_sub_job_topology
 from pumice.scheduler.volcano.api.task_info import TaskInfo, has_pod_affinity
 from pumice.scheduler.volcano.api.types import (
@@ -177,8 +177,9 @@ class Session:
         that writes a per-job PodGroup condition on close may leave them out."""
         self.job_memo: JobMemo = cluster.job_memo if cluster.job_memo is not None else JobMemo()
         """Results computed from the jobs as the snapshot handed them out, kept across sessions
-        by the live cache while the jobs do not change (:class:`JobMemo`); use it only before
-        the actions run (``on_session_open``)."""
+        by the live cache while the jobs do not change (:class:`JobMemo`); use it before the
+        actions run (``on_session_open``), or later only for a result of the job's tasks and
+        phase alone (every change of those resets the job's version, so it is computed afresh)."""
         extra: set[str] = set()
         for j in self.jobs.values():
             extra.update(self.job_memo.job("session.scalars", j, None, _task_scalars))
@@ -960,14 +961,20 @@ class Session:
         for j in self.jobs.values():
             by_queue.setdefault(j.queue, []).append(j)
         for q in self.queues.values():
-            alloc = sum_resources(
-                t.resreq
-                for j in by_queue.get(q.name, ())
-                for s in ALLOCATED_STATUSES
-                for t in j.task_status_index.get(s, {}).values()
-            )
-            res.queue_allocated[q.name] = alloc.to_list()
+            res.queue_allocated[q.name] = queue_allocated(self.job_memo, by_queue.get(q.name, [])).to_list()
         return res
+
+
+def queue_allocated(memo: JobMemo, jobs: Sequence[JobInfo]) -> Resource:
+    """The summed requests of the jobs' allocated tasks, task by task in job order; from each
+    job's memoized sum (a function of its tasks, and every change of a job's tasks resets its
+    version) when every amount is whole, which gives the same floats (see :func:`whole`)."""
+    parts = [memo.job("close.allocated", j, None, _allocated_part) for j in jobs]
+    if all(w for _r, w in parts):
+        alloc = sum_resources(r for r, _w in parts)
+        if whole(alloc):
+            return alloc
+    return sum_resources(t.resreq for j in jobs for t in _allocated_tasks(j))
 
 
 def job_status(ssn: Session, job: JobInfo) -> Obj:
@@ -1007,6 +1014,18 @@ def pod_group_phase(job: JobInfo, unschedulable: bool, min_member: int) -> PodGr
     if job.phase != PodGroupPhase.INQUEUE:
         return PodGroupPhase.PENDING
     return PodGroupPhase.INQUEUE
+
+
+def _allocated_tasks(job: JobInfo) -> Iterable[TaskInfo]:
+    idx = job.task_status_index
+    for s in ALLOCATED_STATUSES:
+        yield from idx.get(s, {}).values()
+
+
+def _allocated_part(job: JobInfo) -> tuple[Resource, bool]:
+    """(the job's allocated tasks' summed requests, every amount whole)."""
+    tasks = list(_allocated_tasks(job))
+    return sum_resources(t.resreq for t in tasks), all(whole(t.resreq) for t in tasks)
 
 
 def _job_has_pod_affinity(job: JobInfo) -> bool:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pumice.api.volcano.constants import PodGroupPhase
 from pumice.scheduler.volcano.api.job_info import JobInfo, JobMemo
 from pumice.scheduler.volcano.api.queue_info import QueueInfo
-from pumice.scheduler.volcano.api.resource import Dimension, Resource, sum_resources
+from pumice.scheduler.volcano.api.resource import Dimension, Resource, sum_resources, whole
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import ALLOCATED_STATUSES, TaskStatus, Vote
 from pumice.scheduler.volcano.framework.arguments import NoArguments, parser
@@ -76,24 +76,12 @@ def _queue_sums(jobs: Sequence[JobInfo]) -> tuple[Resource, Resource, Resource, 
     return allocated, request, inqueue, elastic
 
 
-_EXACT_LIMIT = float(2**53)
-
-
-def _integral(r: Resource) -> bool:
-    """Every amount of ``r`` is a whole number from 0 up to 2**53 (so sums of such amounts below
-    2**53 are exact floats, whatever the order of the additions)."""
-    for v in (r.milli_cpu, r.memory, *r.scalars.values()):
-        if not (0.0 <= v < _EXACT_LIMIT and v.is_integer()):
-            return False
-    return True
-
-
 def _job_parts(job: JobInfo) -> tuple[Resource, Resource, Resource | None, Resource, bool]:
     """One job's share of :func:`_queue_sums`: its allocated and requested tasks' resources (added
     up task by task as there), what it adds to inqueue (None: nothing) and to elastic, and
-    whether every task amount is whole (see :func:`_integral`)."""
+    whether every task amount is whole (:func:`whole`)."""
     allocated, request, inqueue, elastic = _queue_sums((job,))
-    whole = all(_integral(t.resreq) for t in job.tasks.values())
+    whole_amounts = all(whole(t.resreq) for t in job.tasks.values())
     has_min = min_resources_list(job) is not None
     part: Resource | None = None
     if has_min and job.phase == PodGroupPhase.INQUEUE:
@@ -102,7 +90,7 @@ def _job_parts(job: JobInfo) -> tuple[Resource, Resource, Resource | None, Resou
         min_member = int(((job.pod_group or {}).get("spec") or {}).get("minMember") or 0)
         if allocated_task_num(job) >= min_member:
             part = inqueue
-    return allocated, request, part, elastic, whole
+    return allocated, request, part, elastic, whole_amounts
 
 
 def queue_sums_by_job(memo: JobMemo, jobs: Sequence[JobInfo]) -> tuple[Resource, Resource, Resource, Resource]:
@@ -112,18 +100,17 @@ def queue_sums_by_job(memo: JobMemo, jobs: Sequence[JobInfo]) -> tuple[Resource,
     amount is a whole number and the totals stay below 2**53 (every addition is then exact), and
     the same scalar order (each name first appears with the same task); otherwise the sums are
     taken task by task."""
-    allocated = request = inqueue = elastic = Resource()
-    for job in jobs:
-        a, r, q, e, whole = memo.job("proportion.parts", job, None, _job_parts)
-        if not whole:
-            return _queue_sums(jobs)
-        allocated = allocated + a
-        request = request + r
-        if q is not None:
-            inqueue = inqueue + q
-        elastic = elastic + e
-    if not (_integral(request) and _integral(allocated)):
+    parts = [memo.job("proportion.parts", job, None, _job_parts) for job in jobs]
+    if not all(p[4] for p in parts):
         return _queue_sums(jobs)
+    allocated = sum_resources(p[0] for p in parts)
+    request = sum_resources(p[1] for p in parts)
+    if not (whole(request) and whole(allocated)):
+        return _queue_sums(jobs)
+    # sum_resources adds in the same order as repeated +, which is how inqueue and elastic are
+    # added up job by job in _queue_sums
+    inqueue = sum_resources(p[2] for p in parts if p[2] is not None)
+    elastic = sum_resources(p[3] for p in parts)
     return allocated, request, inqueue, elastic
 
 
