@@ -275,7 +275,13 @@ class FixedPoints:
     """A bounded set of ``(kind, JSON encoding)`` keys of values a normalising check passed and
     left exactly as they were (the oldest key is dropped first beyond ``limit``). The encoding
     tells apart what ``==`` does not (``1``, ``1.0`` and ``true``; key order), so a value with the
-    same key would pass the same check unchanged again: the check is a function of the JSON."""
+    same key would pass the same check unchanged again: the check is a function of the JSON.
+    :meth:`usable` says whether an encoding may be a key: not one with ``null`` in it, which is
+    also what a NaN or an infinity (a YAML body can carry them) encodes to."""
+
+    @staticmethod
+    def usable(encoded: bytes) -> bool:
+        return b"null" not in encoded
 
     def __init__(self, limit: int = 4096) -> None:
         self._keys: dict[tuple[Any, bytes], None] = {}
@@ -313,7 +319,7 @@ def types_clean(tree: Any, obj: Any, clean: FixedPoints, *, keep: str = "spec") 
                 continue
             if not _types_ok(fields[k], v):
                 return False
-            if _encode(v) == key[1]:
+            if clean.usable(key[1]) and _encode(v) == key[1]:
                 clean.add(key)
         elif not _types_ok(fields[k], v):
             return False

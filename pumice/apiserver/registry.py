@@ -444,7 +444,7 @@ class Registry:
         if key in self._zero_free_specs:
             return
         protobuf.drop_zero_values(body, keys=("spec",))
-        if _encode(spec) == key[1]:
+        if self._zero_free_specs.usable(key[1]) and _encode(spec) == key[1]:
             self._zero_free_specs.add(key)
 
     def _check_types(self, rk: ResourceKind, obj: Obj) -> None:

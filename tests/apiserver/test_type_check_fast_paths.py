@@ -152,3 +152,19 @@ def test_remembered_specs_give_the_same_verdict_and_clean_up_as_the_full_walk() 
         assert [(c.field, c.message) for c in fast] == [(c.field, c.message) for c in slow]
         assert fast_obj == slow_obj
     assert remembered > 300
+
+
+def test_a_spec_with_a_nan_is_never_taken_for_a_remembered_one() -> None:
+    """NaN, an infinity and null all encode as JSON null, so an encoding with null in it is never
+    a key: a clean spec is remembered, one with a NaN is checked in full and gets its cause."""
+    tree = fields.model_for(POD)
+    clean = fields.FixedPoints()
+    assert not clean.usable(fields._encode({"a": float("nan"), "b": float("inf")}))
+    ok = pod("p", group="g", requests="1,1Gi")
+    assert fields.types_clean(tree, copy.deepcopy(ok), clean)
+    assert (tree, fields._encode(ok["spec"])) in clean
+    with_nan = copy.deepcopy(ok)
+    with_nan["spec"]["terminationGracePeriodSeconds"] = float("nan")
+    assert not fields.types_clean(tree, copy.deepcopy(with_nan), clean)
+    assert [c.field for c in fields.type_causes(tree, copy.deepcopy(with_nan))] == [
+        "spec.terminationGracePeriodSeconds"]
