@@ -187,7 +187,7 @@ class Dashboard:
         """Seconds the last live refresh of a page path took to render (the event stream spaces
         its change events by twice that, so a page that is slow to render is not re-rendered
         back to back while its objects churn)."""
-        self._explain_cache: dict[tuple[str, str, str], tuple[int, float, Any]] = {}
+        self._explain_cache: dict[tuple[float, str, str, str], tuple[int, float, Any]] = {}
         # lists of 1,000 rows are ~500 kB of HTML, ~25 kB gzipped; event streams are never compressed
         self.app = Starlette(routes=self._routes(), middleware=[Middleware(SecurityHeaders),
                                                                 Middleware(GZipMiddleware, minimum_size=2048)])
@@ -691,11 +691,13 @@ class Dashboard:
 
     async def _explain(self, kind: str, ns: str, name: str, *, reuse_for: float = 2.0) -> Any:
         """The ``pumice explain`` verdict for ``kind/name``, run on the cached objects (re-run at
-        most every ``reuse_for`` seconds, and only when the cache changed)."""
+        most every ``reuse_for`` seconds, and only when the cache changed). Each ``reuse_for``
+        keeps its own verdicts: a detail page never shows one the Overview kept for 30 s, nor one
+        computed a moment before its object changed."""
         from pumice.scheduler.volcano import default_conf
         from pumice.scheduler.volcano.explain import SESSION_KINDS, ExplainError, explain, target_resource
 
-        key = (kind, ns, name)
+        key = (reuse_for, kind, ns, name)
         hit = self._explain_cache.get(key)
         now = self.cache.clock.monotonic()
         if hit is not None and (hit[0] == self.cache.version or now - hit[1] < reuse_for):
