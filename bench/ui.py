@@ -82,7 +82,7 @@ def main() -> None:
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+            ctx = browser.new_context(viewport={"width": 1280, "height": 800}, bypass_csp=True)  # its waits evaluate strings; the pages forbid eval
             page = ctx.new_page()
             page.set_default_timeout(120_000)
             base = [timed(lambda: page.goto(up.url + "login")) for _ in range(5)]
