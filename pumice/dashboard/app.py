@@ -490,7 +490,7 @@ class Dashboard:
     rows the Overview shows by default."""
     ISSUE_VERDICT_AGE = 30.0
     """Seconds a row's verdict is reused although the cluster changed (the detail pages re-run
-    theirs after 2 s): a busy cluster changes all the time, and re-running 5 sessions on each
+    theirs on every change): a busy cluster changes all the time, and re-running 5 sessions on each
     live refresh made the Overview with 1,000 pending gangs take 3 s instead of 0.5 s."""
 
     async def _issue_reasons(self, issues: list[v.Issue]) -> None:
@@ -689,11 +689,12 @@ class Dashboard:
                                lambda c: c.delete(sk.POD_GROUP, name, ns, propagation_policy="Background"),
                                doing=f"delete podgroup {ns}/{name}")
 
-    async def _explain(self, kind: str, ns: str, name: str, *, reuse_for: float = 2.0) -> Any:
-        """The ``pumice explain`` verdict for ``kind/name``, run on the cached objects (re-run at
-        most every ``reuse_for`` seconds, and only when the cache changed). Each ``reuse_for``
-        keeps its own verdicts: a detail page never shows one the Overview kept for 30 s, nor one
-        computed a moment before its object changed."""
+    async def _explain(self, kind: str, ns: str, name: str, *, reuse_for: float = 0.0) -> Any:
+        """The ``pumice explain`` verdict for ``kind/name``, run on the cached objects: re-run
+        when the cache changed, except within ``reuse_for`` seconds of the last run. Each
+        ``reuse_for`` keeps its own verdicts. A detail page (``reuse_for`` 0) re-runs on every
+        change: a page refreshes only when a change is announced, so a verdict kept across the last
+        change (say, from just before the job's PodGroup existed) would stay on it for good."""
         from pumice.scheduler.volcano import default_conf
         from pumice.scheduler.volcano.explain import SESSION_KINDS, ExplainError, explain, target_resource
 
