@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -348,17 +349,23 @@ class VectorCore(CoreBase):
                 out[slot] = c
         return out
 
+    def _topology_codes(self, cons: Sequence[Any], n: int) -> tuple[list[Any], BoolArray]:
+        """Per constraint, each Node row's value code for its topology key (-1: the Node lacks
+        the key), and the present rows that have every constraint's key."""
+        codes = [col.codes[:n] if (col := self._labels.get(c.topology_key)) is not None
+                 else np.full(n, -1, dtype=np.int32) for c in cons]
+        has_all = self.present[:n].copy()
+        for cd in codes:
+            has_all &= cd >= 0
+        return codes, has_all
+
     def _spread_vector(self, pod: PodInfo, spread: Spread, feasible: BoolArray, n: int) -> IntArray:
         """PodTopologySpread's normalized score per Node row (meaningful on ``feasible`` rows):
         :func:`pumice.scheduler.default.spread.spread_scores` as column operations, with the same
         float arithmetic in the same order."""
         present = self.present[:n]
         cons = spread.constraints
-        codes = [col.codes[:n] if (col := self._labels.get(c.topology_key)) is not None
-                 else np.full(n, -1, dtype=np.int32) for c in cons]
-        has_all = present.copy()
-        for cd in codes:
-            has_all &= cd >= 0
+        codes, has_all = self._topology_codes(cons, n)
         counted = has_all if not spread.system_defaulted else present
         scored = feasible & has_all if not spread.system_defaulted else feasible
         affinity = self._affinity_mask(pod, n)
@@ -402,11 +409,7 @@ class VectorCore(CoreBase):
         :func:`pumice.scheduler.default.spread.prefilter`, as column operations."""
         present = self.present[:n]
         cons = pod.spread_filter
-        codes = [col.codes[:n] if (col := self._labels.get(c.topology_key)) is not None
-                 else np.full(n, -1, dtype=np.int32) for c in cons]
-        has_all = present.copy()
-        for cd in codes:
-            has_all &= cd >= 0
+        codes, has_all = self._topology_codes(cons, n)
         affinity = self._affinity_mask(pod, n)
         tolerated = self._taint_tables(pod)[0][self.taint_sig[:n]]
         missing = np.zeros(n, dtype=bool)
