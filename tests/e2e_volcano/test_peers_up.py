@@ -172,13 +172,20 @@ async def wait_phase(client: Any, ns: str, name: str, phase: str, timeout: float
     await wait_for(reached, timeout=timeout)
 
 
-async def wait_event(client: Any, ns: str, obj: str, reason: str, timeout: float = 60) -> dict[str, Any]:
-    """The first Event about ``obj`` with ``reason``, waiting for it."""
+async def wait_event(client: Any, ns: str, obj: str, reason: str, timeout: float = 60,
+                     prefix: str = "") -> dict[str, Any]:
+    """The first Event about ``obj`` with ``reason`` whose message starts with ``prefix``, waiting for it.
+
+    A PodGroup is created before its Pods, so a session can run in between and record the gang's
+    own Unschedulable Event ("0/0 tasks in gang unschedulable ...") before the one a test is about;
+    ``prefix`` waits past such an earlier Event instead of reading it.
+    """
     found: list[dict[str, Any]] = []
 
     async def seen() -> bool:
         for e in (await client.list(scheme.EVENT, ns)).items:
-            if (e.get("involvedObject") or {}).get("name") == obj and e.get("reason") == reason:
+            if ((e.get("involvedObject") or {}).get("name") == obj and e.get("reason") == reason
+                    and (e.get("message") or "").startswith(prefix)):
                 found.append(e)
                 return True
         return False
@@ -280,7 +287,7 @@ async def test_cohort_lets_a_queue_borrow_its_peers_idle_quota_up_to_the_lending
     await wait_running(client, "cohort", "borrow-0", "borrow-1", "borrow-2")
     await client.create(pod_group("more", "cohort", "co-a", cpu="1"))
     await client.create(pod("more-0", "cohort", "more", "1"))
-    ev = await wait_event(client, "cohort", "more", "Unschedulable")
+    ev = await wait_event(client, "cohort", "more", "Unschedulable", prefix="cohort ")
     assert ev["message"] == "cohort c1 quota insufficient for queue co-a: insufficient cpu"
     assert await pg_phase(client, "cohort", "more") == "Pending"
     assert (await pod_state(client, "cohort", "more-0"))[0] == ""
@@ -365,7 +372,7 @@ async def test_usage_budget_stops_admitting_once_the_queue_spent_its_cpu_hours(c
     await wait_phase(client, "budget", "first-0", "Succeeded")
     await client.create(pod_group("second", "budget", "budget", cpu="1"))
     await client.create(pod("second-0", "budget", "second", "1"))
-    ev = await wait_event(client, "budget", "second", "Unschedulable")
+    ev = await wait_event(client, "budget", "second", "Unschedulable", prefix="queue budget ")
     assert ev["message"].startswith("queue budget used ")
     assert "of its 0.0002 cpu-hours budget in the last 720h" in ev["message"]
     assert await pg_phase(client, "budget", "second") == "Pending"
@@ -414,7 +421,7 @@ async def test_user_limits_hold_a_users_second_application_but_not_another_users
     await client.create(pod_group("bob-1", "users", "ul", cpu="1", annotations=user("bob")))
     await client.create(pod("bob-1-0", "users", "bob-1", "1"))
     await wait_running(client, "users", "bob-1-0")
-    ev = await wait_event(client, "users", "alice-2", "Unschedulable")
+    ev = await wait_event(client, "users", "alice-2", "Unschedulable", prefix="user alice ")
     assert ev["message"] == "user alice has 1 of at most 1 applications in queue ul"
     assert await pg_phase(client, "users", "alice-2") == "Pending"
 
@@ -434,7 +441,7 @@ async def test_explain_and_the_ui_replay_the_configuration_pumice_up_runs_with(c
     await wait_running(client, "why", "carol-1-0")
     await client.create(pod_group("carol-2", "why", "ul", cpu="1", annotations=carol))
     await client.create(pod("carol-2-0", "why", "carol-2", "1"))
-    ev = await wait_event(client, "why", "carol-2", "Unschedulable")
+    ev = await wait_event(client, "why", "carol-2", "Unschedulable", prefix="user carol ")
     assert ev["message"] == "user carol has 1 of at most 1 applications in queue ul"
     cm = await client.get(scheme.CONFIG_MAP, "volcano-scheduler-configmap", "volcano-system")
     assert cm["data"]["volcano-scheduler.conf"] == CONF  # published by the scheduler, as it runs it
@@ -504,7 +511,7 @@ async def test_an_edit_of_the_configmap_is_restored_from_the_file_and_the_ui_exp
         conf_file.write_text(b_conf.replace("waitForPodsReady.timeout", "waitForPodsReady.timout"))
         await client.create(pod_group("dave-3", "why2", "ul", cpu="1", annotations=dave))
         await client.create(pod("dave-3-0", "why2", "dave-3", "1"))
-        ev = await wait_event(client, "why2", "dave-3", "Unschedulable")
+        ev = await wait_event(client, "why2", "dave-3", "Unschedulable", prefix="user dave ")
         assert ev["message"] == "user dave has 2 of at most 2 applications in queue ul"
         ex = await explain_live(client, "podgroup/dave-3", "why2")
         assert "user dave has 2 of at most 2 applications in queue ul" in ex.reason, ex.render()
@@ -553,7 +560,7 @@ async def test_single_node_fit_keeps_a_job_no_node_can_hold_out_and_the_queue_mo
     await client.create(queue("snf"))
     await client.create(pod_group("huge", "snf", "snf", cpu=str(NODE_CPU + 2)))
     await client.create(pod("huge-0", "snf", "huge", str(NODE_CPU + 2)))
-    ev = await wait_event(client, "snf", "huge", "Unschedulable")
+    ev = await wait_event(client, "snf", "huge", "Unschedulable", prefix="task huge-0 ")
     assert ev["type"] == "Warning"
     assert ev["message"].startswith("task huge-0 requests cpu ")
     await client.create(pod_group("small", "snf", "snf", cpu="1"))
