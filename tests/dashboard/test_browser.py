@@ -33,6 +33,38 @@ def wait_until(fn, timeout: float = 20.0, what: str = "condition") -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def explain_cli(objects, target: str) -> dict:
+    """``pumice explain TARGET -o json`` against the stack: its parsed answer."""
+    res = subprocess.run([sys.executable, "-m", "pumice.cli.main", "explain", target, "-o", "json",
+                          "--kubeconfig", str(objects.kubeconfig)], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def panel_matches_cli(page, objects, target: str, fields: tuple[str, ...], timeout: float = 30.0) -> dict:
+    """Wait until the page's explain panel shows, in each of ``fields`` (``why``, ``remedy``), the
+    text ``pumice explain TARGET`` gives now; return that CLI answer.
+
+    Both are live replays of a cluster that other tests of the module still change (a deleted
+    job's Pods terminate, the scheduler runs a session), so one read of each can catch them on
+    either side of such a change: the page must converge to the CLI's answer, not match it at one
+    instant.
+
+    Raises:
+        AssertionError: they still differ after ``timeout`` s (both texts in the message).
+    """
+    keys = {"why": "reason", "remedy": "remedy"}
+    deadline = time.monotonic() + timeout
+    while True:
+        cli = explain_cli(objects, target)
+        shown = {f: page.inner_text(f".explain .{f}").strip() for f in fields}
+        if all(shown[f] == str(cli[keys[f]]).strip() for f in fields):
+            return cli
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"the page's explain panel {shown} never matched pumice explain {cli}")
+        time.sleep(0.5)
+
+
 @pytest.fixture(scope="module")
 def objects(up):
     """A queue with a running gang, a gang that can never fit, and the upstream RayCluster sample."""
@@ -140,12 +172,7 @@ def test_a_pending_gang_shows_the_explain_answer(objects, browser, login, shot) 
     page = login(browser, objects)
     page.goto(objects.url + "vcjobs/default/huge")
     page.wait_for_selector(".explain .why")
-    shown = page.inner_text(".explain .why")
-    res = subprocess.run([sys.executable, "-m", "pumice.cli.main", "explain", "vcjob/huge", "-o", "json",
-                          "--kubeconfig", str(objects.kubeconfig)], capture_output=True, text=True, timeout=60)
-    assert res.returncode == 0, res.stderr
-    cli = json.loads(res.stdout)
-    assert shown.strip() == cli["reason"].strip()
+    cli = panel_matches_cli(page, objects, "vcjob/huge", ("why",))
     assert cli["gate"] in page.inner_text(".explain")
     shot(page, "vcjob-pending")
     page.context.close()
@@ -160,10 +187,7 @@ def test_a_job_held_by_its_queue_capability_says_why_in_the_scheduling_issues(ob
     objects.kubectl("apply", "-f", "-", input=sleeping_vcjob("capped-job", replicas=3, queue="capped", cpu="1"))
     try:
         def cli_says() -> dict | None:
-            res = subprocess.run([sys.executable, "-m", "pumice.cli.main", "explain", "vcjob/capped-job", "-o", "json",
-                                  "--kubeconfig", str(objects.kubeconfig)], capture_output=True, text=True, timeout=60)
-            assert res.returncode == 0, res.stderr
-            out = json.loads(res.stdout)
+            out = explain_cli(objects, "vcjob/capped-job")
             return out if out["gate"] == "enqueue-quota" else None
 
         found: list[dict] = []
@@ -265,13 +289,8 @@ def test_a_gang_held_by_its_network_topology_shows_what_pumice_explain_says(obje
         page.goto(objects.url + "vcjobs/default/topo")
         wait_until(lambda: page.locator(".explain .why").count() == 1 and "topology" in page.inner_text(".explain dd code"),
                    30, "the explain panel names the topology gate")
-        res = subprocess.run([sys.executable, "-m", "pumice.cli.main", "explain", "vcjob/topo", "-o", "json",
-                              "--kubeconfig", str(objects.kubeconfig)], capture_output=True, text=True, timeout=60)
-        assert res.returncode == 0, res.stderr
-        cli = json.loads(res.stdout)
+        cli = panel_matches_cli(page, objects, "vcjob/topo", ("why", "remedy"))
         assert cli["gate"] == "topology"
-        assert page.inner_text(".explain .why").strip() == cli["reason"].strip()
-        assert page.inner_text(".explain .remedy").strip() == cli["remedy"].strip()
         assert "highestTierAllowed 1" in cli["reason"] and "raised to 2" in cli["remedy"]
         shot(page, "vcjob-topology")
         page.context.close()

@@ -42,6 +42,12 @@ async def pods(c: Any, job: str) -> list[dict]:
     return [p for p in items if not p["metadata"].get("deletionTimestamp")]
 
 
+async def pod_group_of(c: Any, job: str) -> bool:
+    """Whether the vcjob controller made ``job``'s PodGroup (named ``<job>-<uid>``)."""
+    return any(pg["metadata"]["name"].startswith(f"{job}-")
+               for pg in (await c.client.list(scheme.POD_GROUP, "default")).items)
+
+
 async def phase(c: Any, job: str) -> str:
     try:
         j = await c.client.get(scheme.VCJOB, job, "default")
@@ -57,7 +63,10 @@ async def test_seeds_example_with_the_live_scheduler(cluster: Any) -> None:
         await c.client.create(vcjob("j1"))
         await eventually(lambda: _is(c, "j1", "Running"), timeout=15)
         await c.client.create(vcjob("j2"))
-        await asyncio.sleep(0.5)  # ten scheduling cycles
+        # the vcjob controller makes j2's PodGroup first (until then explain answers no-podgroup,
+        # which a loaded machine showed after a bare sleep), then ten scheduling cycles run over it
+        await eventually(lambda: pod_group_of(c, "j2"), timeout=15)
+        await asyncio.sleep(0.5)
         assert await phase(c, "j2") == "Pending"
         assert not any(p["spec"].get("nodeName") for p in await pods(c, "j2"))
         ex = await explain_live(c.client, "vcjob/j2", "default")
