@@ -56,6 +56,7 @@ class Stack:
         self.operator: Manager | None = None
         self.operator_task: asyncio.Task[None] | None = None
         self.submissions: list[str] = []
+        self.job_info_calls = 0
         self.agent: Any = None
 
     def counting_factory(self, cluster: Obj, url: str, auth_token: str | None = None) -> RayDashboardClient:
@@ -70,6 +71,10 @@ class Stack:
                 sid = await inner.submit_job(rayjob)
                 outer.submissions.append(sid)
                 return sid
+
+            async def get_job_info(self, job_id: str) -> Any:
+                outer.job_info_calls += 1
+                return await inner.get_job_info(job_id)
 
         return Counting()  # type: ignore[return-value]
 
@@ -190,9 +195,13 @@ async def stack(budget: float = 720, **agent_kwargs: Any) -> AsyncIterator[Stack
         shutil.rmtree(data, ignore_errors=True)
 
 
-def small_cluster_spec() -> Obj:
-    """The sample's cluster, with resources small enough for a 2-CPU machine."""
+def small_cluster_spec(*, workers: bool = True) -> Obj:
+    """The sample's cluster, with resources small enough for a 2-CPU machine; without its worker
+    group when not ``workers`` (a test about the job's lifecycle, not the cluster's shape, spares
+    the machine a second Ray node: each takes 10-40 s of the 2 CPUs to start)."""
     spec = load_sample("ray-job.sample.yaml", "RayJob")["spec"]["rayClusterSpec"]
+    if not workers:
+        del spec["workerGroupSpecs"]
     spec["headGroupSpec"]["template"]["spec"]["containers"][0]["resources"] = {
         "limits": {"cpu": "1", "memory": "2Gi"}, "requests": {"cpu": "500m", "memory": "1Gi"}}
     spec["headGroupSpec"]["template"]["spec"].pop("volumes", None)
@@ -220,7 +229,8 @@ async def test_failing_entrypoint_with_backoff_limit_1_fails_twice() -> None:
             "apiVersion": "ray.io/v1", "kind": "RayJob",
             "metadata": {"name": "rayjob-fail", "namespace": "default"},
             "spec": {"entrypoint": "python -c 'import sys; sys.exit(1)'", "submissionMode": "HTTPMode",
-                     "backoffLimit": 1, "shutdownAfterJobFinishes": True, "rayClusterSpec": small_cluster_spec()},
+                     "backoffLimit": 1, "shutdownAfterJobFinishes": True,
+                     "rayClusterSpec": small_cluster_spec(workers=False)},
         })
         job = await s.wait_rayjob("rayjob-fail", lambda st: st.get("jobDeploymentStatus") == "Failed")
         st = job["status"]
@@ -289,17 +299,28 @@ async def _state_ready(get: Callable[[], Any]) -> bool:
 
 async def test_operator_restart_while_running_neither_resubmits_nor_recreates() -> None:
     async with stack() as s:
+        # the entrypoint runs until the test releases it (a host path: the Pods' /tmp is private),
+        # so the job is RUNNING for the whole restart however slow the machine, and ends right after
+        release = s.agent.data_dir.parent / "release-rayjob-restart"
         await s.client.create({
             "apiVersion": "ray.io/v1", "kind": "RayJob",
             "metadata": {"name": "rayjob-restart", "namespace": "default"},
-            "spec": {"entrypoint": "python -c 'import time; time.sleep(25); print(\"done\")'",
-                     "rayClusterSpec": small_cluster_spec()},
+            "spec": {"entrypoint": ("python -c 'import os, time; [time.sleep(0.2) for _ in iter(lambda: "
+                                    f"os.path.exists(\"{release}\"), True)]; print(\"done\")'"),
+                     "rayClusterSpec": small_cluster_spec(workers=False)},
         })
         job = await s.wait_rayjob("rayjob-restart", lambda st: st.get("jobStatus") == "RUNNING")
         before = job["status"]
         await s.kill_operator()
         await asyncio.sleep(3)
+        s.job_info_calls = 0
         await s.start_operator()
+
+        async def new_operator_polled_the_running_job() -> bool:
+            return s.job_info_calls >= 2
+
+        await s.until("the restarted operator to poll the running job twice", new_operator_polled_the_running_job)
+        release.touch()
         job = await s.wait_rayjob("rayjob-restart", lambda st: st.get("jobDeploymentStatus") in ("Complete", "Failed"))
         st = job["status"]
         assert (st["jobStatus"], st["jobDeploymentStatus"]) == ("SUCCEEDED", "Complete")
@@ -324,7 +345,7 @@ async def test_sidecar_mode_rayjob_succeeds() -> None:
             "metadata": {"name": "rayjob-sidecar", "namespace": "default"},
             "spec": {"entrypoint": "python -c 'import ray; ray.init(); print(ray.cluster_resources())'",
                      "submissionMode": "SidecarMode", "shutdownAfterJobFinishes": True,
-                     "rayClusterSpec": small_cluster_spec()},
+                     "rayClusterSpec": small_cluster_spec(workers=False)},
         })
         job = await s.wait_rayjob("rayjob-sidecar", lambda st: st.get("jobDeploymentStatus") in ("Complete", "Failed"))
         st = job["status"]
