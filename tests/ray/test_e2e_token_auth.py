@@ -17,6 +17,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
@@ -25,7 +26,7 @@ import pytest
 from pumice.api import Obj, scheme
 from pumice.client.kubeconfig import connect
 from pumice.testing.ray_logs import diagnosis
-from pumice.testing.up import start_up, stop_up
+from pumice.testing.up import Up, start_up, stop_up
 
 pytestmark = [
     pytest.mark.ray,
@@ -37,13 +38,28 @@ NAME = "rayjob-token"
 RAY_VERSION = "2.60.0"  # the venv's Ray; token auth needs >= 2.52.0
 
 
-def rayjob(mode: str) -> Obj:
+@pytest.fixture(scope="module")
+def up() -> Iterator[tuple[Up, Path]]:
+    """One ``pumice up`` (process runtime) for both submission modes: each case runs its own RayJob
+    and RayCluster in it, so a second stack start and stop bought nothing. Yields it and its data
+    dir."""
+    data = Path(tempfile.mkdtemp(prefix="pumice-token-e2e-", dir="/var/tmp"))
+    proc, u = start_up(data, "--batch-scheduler", "none", "--node-cpu", "4", "--node-memory", "8Gi")
+    try:
+        yield u, data
+    finally:
+        stop_up(proc, timeout=120)
+        print((data / "up.log").read_text()[-3000:], flush=True)
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def rayjob(name: str, mode: str) -> Obj:
     head = {"name": "ray-head", "image": f"rayproject/ray:{RAY_VERSION}",
             "ports": [{"containerPort": 6379, "name": "gcs-server"}, {"containerPort": 8265, "name": "dashboard"},
                       {"containerPort": 10001, "name": "client"}],
             "resources": {"limits": {"cpu": "1", "memory": "2Gi"}, "requests": {"cpu": "500m", "memory": "1Gi"}}}
     return {
-        "apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": NAME, "namespace": "default"},
+        "apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": name, "namespace": "default"},
         "spec": {
             "entrypoint": "python -c \"import ray; ray.init(); print('token job sees', ray.cluster_resources()['CPU'], 'CPU')\"",
             "submissionMode": mode, "shutdownAfterJobFinishes": False,
@@ -56,20 +72,20 @@ def rayjob(mode: str) -> Obj:
 
 
 @pytest.mark.parametrize("mode", ["HTTPMode", "K8sJobMode"])
-async def test_rayjob_on_a_token_auth_cluster_succeeds(mode: str) -> None:
-    data = Path(tempfile.mkdtemp(prefix="pumice-token-e2e-", dir="/var/tmp"))
-    proc, up = start_up(data, "--batch-scheduler", "none", "--node-cpu", "4", "--node-memory", "8Gi")
-    client = connect(up.kubeconfig)
+async def test_rayjob_on_a_token_auth_cluster_succeeds(up: tuple[Up, Path], mode: str) -> None:
+    u, data = up
+    name = f"{NAME}-{mode.lower()}"
+    client = connect(u.kubeconfig)
     try:
-        await client.create(rayjob(mode))
+        await client.create(rayjob(name, mode))
         deadline = time.monotonic() + 300  # 25-35 s on an idle machine
         st: Obj = {}
         while True:
-            st = (await client.get(scheme.RAY_JOB, NAME, "default")).get("status") or {}
+            st = (await client.get(scheme.RAY_JOB, name, "default")).get("status") or {}
             if st.get("jobDeploymentStatus") in ("Complete", "Failed"):
                 break
             if time.monotonic() > deadline:
-                raise AssertionError(f"RayJob {NAME} did not end within 300 s\n"
+                raise AssertionError(f"RayJob {name} did not end within 300 s\n"
                                      f"{await diagnosis(client, data / 'node' / 'pods')}")
             await asyncio.sleep(2)
         assert (st.get("jobStatus"), st.get("jobDeploymentStatus")) == ("SUCCEEDED", "Complete"), (
@@ -88,8 +104,7 @@ async def test_rayjob_on_a_token_auth_cluster_succeeds(mode: str) -> None:
         assert refused.status_code == 401, refused.text
         assert allowed.status_code == 200 and allowed.json()["status"] == "SUCCEEDED", allowed.text
         assert "token job sees 1.0 CPU" in logs.json()["logs"], logs.text
+        # the next case shares the stack: this one's Ray cluster goes (the deletion cascades)
+        await client.delete(scheme.RAY_JOB, name, "default")
     finally:
         await client.close()
-        stop_up(proc, timeout=120)
-        print((data / "up.log").read_text()[-3000:], flush=True)
-        shutil.rmtree(data, ignore_errors=True)

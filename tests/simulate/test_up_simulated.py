@@ -18,6 +18,9 @@ import pytest
 from pumice.cli.up import UpOptions, run_up
 from pumice.testing.paths import shared_dir
 
+# The containers set their own readiness probe: KubeRay injects one only when a container has none,
+# and its 10 s initial delay (kept real time by the simulated runtime) would be most of this test's
+# wall time; the injected probes stay covered by the RayService sample below.
 RAYJOB = """
 apiVersion: ray.io/v1
 kind: RayJob
@@ -37,6 +40,7 @@ spec:
             - name: ray-head
               image: rayproject/ray:2.46.0
               resources: {requests: {cpu: "1", memory: 1Gi}}
+              readinessProbe: {exec: {command: ["true"]}, periodSeconds: 1}
     workerGroupSpecs:
       - groupName: small
         replicas: 1
@@ -47,6 +51,7 @@ spec:
               - name: ray-worker
                 image: rayproject/ray:2.46.0
                 resources: {requests: {cpu: "1", memory: 1Gi}}
+                readinessProbe: {exec: {command: ["true"]}, periodSeconds: 1}
 """
 
 
