@@ -49,7 +49,10 @@ def _vcjob(name: str) -> dict[str, Any]:
 
 
 def _raycluster(name: str) -> dict[str, Any]:
-    c = {"name": "ray", "image": "rayproject/ray:2.60.0", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
+    # its own readiness probe (1 s period): KubeRay's injected one waits 10 s, in real time under
+    # the simulated runtime, at every start, and every node agent kill restarts the Pods
+    c = {"name": "ray", "image": "rayproject/ray:2.60.0", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+         "readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 1}}
     return {"apiVersion": "ray.io/v1", "kind": "RayCluster",
             "metadata": {"name": name, "namespace": NS, "labels": {"ray.io/scheduler-name": "volcano"}},
             "spec": {"headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [{**c, "name": "ray-head"}]}}},
