@@ -181,6 +181,8 @@ class AgentConfig:
         record_events: write Events (default: process runtime only).
         egress_allow: hosts the egress proxy lets Pods reach (default: the package indexes).
         stop_grace: cap on each Pod's grace period when the agent stops (seconds).
+        usage_period: seconds between the usage samples ``kubectl top`` reads (after a first one
+            at start and one 2 s later); metrics-server's default resolution is 15.
     """
 
     runtime: Literal["process", "simulated"] = "process"
@@ -213,6 +215,7 @@ class AgentConfig:
     record_events: bool | None = None
     egress_allow: list[str] | None = None
     stop_grace: float = 35.0
+    usage_period: float = 15.0
     instance_type: str | None = None
 
     def check(self) -> None:
@@ -267,6 +270,7 @@ class NodeAgent:
         self.record_events = (cfg.runtime == "process") if cfg.record_events is None else cfg.record_events
         self.egress_allow = cfg.egress_allow
         self.stop_grace = cfg.stop_grace
+        self.usage_period = cfg.usage_period
         self._sim = dict(start_latency=cfg.sim_start_latency, start_jitter=cfg.sim_start_jitter,
                          image_durations=cfg.sim_image_durations)
 
@@ -755,15 +759,16 @@ class NodeAgent:
         return out
 
     async def _usage_loop(self) -> None:
-        """Sample usage at once, after 2 s (so ``kubectl top`` has a window early), then every 15 s."""
-        delay = 2.0
+        """Sample usage at once, after 2 s (so ``kubectl top`` has a window early), then every
+        ``usage_period`` s (15 by default)."""
+        delay = min(2.0, self.usage_period)
         while True:
             try:
                 await asyncio.to_thread(self._sampler.sample)
             except Exception as e:  # a /proc read racing a dying process must not stop sampling
                 log.warning("usage sampling failed: %s", e)
             await self.clock.sleep(delay)
-            delay = 15.0
+            delay = self.usage_period
 
     async def _forward_target(self, namespace: str, pod: str) -> ForwardTarget | str:
         """Where ``kubectl port-forward`` connections into a Pod go (the kubelet's GetPortForward)."""

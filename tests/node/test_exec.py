@@ -34,7 +34,8 @@ Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 async def stack(data_dir: Path) -> AsyncIterator[tuple[HttpServer, NodeAgent, Kubectl, dict[str, str]]]:
     async with serve_http(data_dir / "api") as srv:
         agent = NodeAgent(srv.client(), runtime="process", data_dir=data_dir / "node", node_names=["node-0"],
-                          node_cpu="4", node_memory="8Gi", lease_renew_interval=None, stop_grace=2.0)
+                          node_cpu="4", node_memory="8Gi", lease_renew_interval=None, stop_grace=2.0,
+                          usage_period=1.0)
         await agent.start()
         kubectl = kubectl_tool.Kubectl(srv.kubeconfig, data_dir)
         try:
@@ -176,7 +177,7 @@ async def test_top_reports_node_and_pod_usage_from_the_node_agent(stack: Any) ->
         return await _run(kubectl, "top", "pod", "busy", "--no-headers")
 
     cpu, p = 0, await top_pod()
-    for _ in range(60):  # usage is a rate over two samples (15 s apart) that both saw the Pod
+    for _ in range(60):  # usage is a rate over two samples (usage_period apart) that both saw the Pod
         if p.returncode == 0:
             name, cpu_text, mem = p.stdout.split()
             cpu = int(cpu_text.rstrip("m"))
