@@ -171,7 +171,11 @@ async def test_a_stop_and_start_of_the_agent_restarts_containers_like_a_node_reb
         assert after["status"]["startTime"] == before["status"]["startTime"]
         assert after["status"]["initContainerStatuses"][0]["restartCount"] == 1
         assert "terminated" in after["status"]["containerStatuses"][0]["lastState"]
-        events = (await client.list(EVENT, "default")).items
-        assert any(e["reason"] == "SandboxChanged" and e["involvedObject"]["name"] == "survivor" for e in events)
+
+        async def sandbox_changed() -> bool:  # the agent writes Events from a background task
+            events = (await client.list(EVENT, "default")).items
+            return any(e["reason"] == "SandboxChanged" and e["involvedObject"]["name"] == "survivor" for e in events)
+
+        await wait_for(sandbox_changed, timeout=15)
     finally:
         await b.stop()
