@@ -103,7 +103,7 @@ def _queue_job(uid: str, version: int, requests: list[str], phase: PodGroupPhase
     return j
 
 
-def _exact(sums: tuple[Resource, ...]) -> list:
+def exact_data(sums: tuple[Resource, ...]) -> list:
     return [(r.milli_cpu, r.memory, list(r.scalars.items())) for r in sums]
 
 
@@ -130,11 +130,11 @@ def test_proportion_queue_sums_from_job_parts_equal_the_task_by_task_sums_float_
                                        [rng.choice(statuses) for _ in range(n)],
                                        {"cpu": "2", "memory": "1Gi"} if k % 3 else None))
             for order in (jobs, jobs[::-1], jobs[3:], jobs):  # later passes: memo hits
-                assert _exact(queue_sums_by_job(memo, order)) == _exact(_queue_sums(order))
+                assert exact_data(queue_sums_by_job(memo, order)) == exact_data(_queue_sums(order))
                 # close's per-queue allocated: the same, against the task-by-task sum
                 flat = sum_resources(t.resreq for j in order for s in ALLOCATED_STATUSES
                                      for t in j.task_status_index.get(s, {}).values())
-                assert _exact((queue_allocated(memo, order),)) == _exact((flat,))
+                assert exact_data((queue_allocated(memo, order),)) == exact_data((flat,))
         assert memo.hits > 0
     # a stale part (the job changed but kept its version) would give another sum: the version
     # is what keys the part, so a changed job must come with a new version

@@ -478,7 +478,7 @@ class JobMemo:
         float for float; a difference is reported here with what it was computed for."""
 
     def _check(self, what: str, kept: Any, fresh: Any) -> None:
-        if _exact(fresh) != _exact(kept):
+        if exact_data(fresh) != exact_data(kept):
             assert self.on_mismatch is not None
             self.on_mismatch(f"{what}: memoized {kept!r} != computed {fresh!r}")
 
@@ -522,13 +522,13 @@ class JobMemo:
         return val
 
 
-def _exact(v: Any) -> Any:
+def exact_data(v: Any) -> Any:
     """``v`` as plain data that compares float for float (a Resource by its fields and scalar
     order, containers item by item)."""
     if isinstance(v, Resource):
         return ("Resource", v.milli_cpu, v.memory, tuple(v.scalars.items()))
     if isinstance(v, tuple | list):
-        return tuple(_exact(x) for x in v)
+        return tuple(exact_data(x) for x in v)
     if isinstance(v, frozenset | set):
-        return frozenset(_exact(x) for x in v)
+        return frozenset(exact_data(x) for x in v)
     return v

@@ -17,6 +17,7 @@ from pumice.api.volcano.constants import (
 from pumice.scheduler.volcano.api.job_info import JobInfo, JobMemo
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.resource import Resource
+from pumice.scheduler.volcano.api.running_sum import Changes, RunningSums
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -124,3 +125,9 @@ class ClusterInfo:
     job_memo: JobMemo | None = None
     """Results plugins compute from the jobs as handed out, kept while the jobs' versions stay
     the same (:class:`JobMemo`); None: compute every session."""
+    changes: Changes | None = None
+    """What changed since the live cache's previous snapshot (:class:`Changes`); None: not known
+    (the full build)."""
+    running_sums: dict[str, RunningSums] | None = None
+    """Running sums by purpose, kept by the live cache across sessions and brought up to date by
+    the sessions from :attr:`changes` (:meth:`Session.job_sums`); None: fold afresh."""

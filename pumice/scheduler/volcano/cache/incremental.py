@@ -41,6 +41,7 @@ from pumice.scheduler.volcano.api.job_info import JobInfo, JobMemo, NetworkTopol
 from pumice.scheduler.volcano.api.node_info import NodeInfo, node_is_ready
 from pumice.scheduler.volcano.api.queue_info import ClusterInfo, QueueInfo
 from pumice.scheduler.volcano.api.resource import Resource, sum_resources
+from pumice.scheduler.volcano.api.running_sum import Changes, RunningSums
 from pumice.scheduler.volcano.api.task_info import TaskInfo, has_pod_affinity
 from pumice.scheduler.volcano.api.types import COMPLETED_STATUSES, TaskStatus
 from pumice.scheduler.volcano.cache.snapshot import SnapshotError, _creation, _ident, job_from_pod_group
@@ -170,6 +171,14 @@ class IncrementalSnapshot:
         """Job uid -> (base job, the job handed to the last session, its fields as handed out)."""
         self.jobs_kept = 0
         """Jobs handed to a session as the previous session left them (for tests and profiles)."""
+        self._generation = 0
+        self._handed: set[str] = set()
+        """The uids of the jobs handed to the last session."""
+        self._jobs_changed: set[str] = set()
+        self._nodes_changed: set[str] | None = None
+        """Names of the session Nodes replaced since the last snapshot; None: all of them."""
+        self._node_pos: dict[str, int] = {}
+        self._running: dict[str, RunningSums] = {}
         for kind, inf in informers.items():
             inf.add_event_handler(*self._handlers(kind))
 
@@ -224,6 +233,10 @@ class IncrementalSnapshot:
         ci.nodes = self._nodes_for_session()
         queues = ci.queues
         ci.jobs = self._jobs_for_session(queues)
+        self._generation += 1
+        ci.changes = Changes(self._generation, self._jobs_changed, self._nodes_changed, self._job_keys, self._node_pos)
+        ci.running_sums = self._running
+        self._nodes_changed = set()
         ci.pod_group_status = {uid: (self._base_jobs[uid].pod_group or {}).get("status") or {} for uid in ci.jobs}
         if self._hn_dirty or self._hypernodes is None:
             self._hn_dirty = False
@@ -252,6 +265,7 @@ class IncrementalSnapshot:
         kept: dict[str, tuple[JobInfo, JobInfo, dict[str, Any]]] = {}
         out: dict[str, JobInfo] = {}
         base_jobs = self._base_jobs
+        changed: set[str] = set()
         for uid in self._job_order:
             base = base_jobs[uid]
             if base.queue not in queues:
@@ -262,10 +276,14 @@ class IncrementalSnapshot:
                 kept[uid] = got
                 self.jobs_kept += 1
                 continue
+            changed.add(uid)
             job = out[uid] = clone_job(base)
             if base.network_topology is None and not base.contains_sub_job_policy():
                 kept[uid] = (base, job, dict(job.__dict__))
         self._lent = kept
+        changed.update(self._handed.difference(out))
+        self._handed = set(out)
+        self._jobs_changed = changed
         return out
 
     def _keep_arrays(self, arrays: NodeArrays) -> None:
@@ -281,14 +299,19 @@ class IncrementalSnapshot:
             for name in self._node_order:
                 n = old.get(name)
                 sess[name] = n if n is not None and not n.touched else clone_node(self._base_nodes[name], log)
+            self._nodes_changed = None
+            self._node_pos = {name: i for i, name in enumerate(self._node_order)}
         else:
             # the Nodes a session touched named themselves in the log (NodeInfo.touch_log)
             names = sorted(log)
             log.clear()
+            changed = self._nodes_changed
             for name in names:
                 n = sess.get(name)
                 if n is not None and n.touched:
                     sess[name] = clone_node(self._base_nodes[name], log)
+                    if changed is not None:
+                        changed.add(name)
         self._order_changed = False
         return dict(sess)
 
@@ -404,6 +427,8 @@ class IncrementalSnapshot:
             self._base_nodes[name] = n
             if name in self._session_nodes:
                 self._session_nodes[name] = clone_node(n, self._touched_nodes)
+                if self._nodes_changed is not None:
+                    self._nodes_changed.add(name)
             if not was or self._node_objs.get(name) is not obj:
                 membership = True
             self._node_objs[name] = obj

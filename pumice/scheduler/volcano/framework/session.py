@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import random
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,10 +32,11 @@ from pumice.api.volcano.constants import (
 )
 from pumice.scheduler.volcano import metrics
 from pumice.scheduler.volcano.api.hyper_node_info import HyperNodesInfo, build_hypernodes
-from pumice.scheduler.volcano.api.job_info import JobInfo, JobMemo, untouched
+from pumice.scheduler.volcano.api.job_info import JobInfo, JobMemo, exact_data, untouched
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.queue_info import ClusterInfo, QueueInfo
 from pumice.scheduler.volcano.api.resource import Resource, sum_resources, whole
+from pumice.scheduler.volcano.api.running_sum import Parts, RunningSums, fold
 from pumice.scheduler.volcano.api.sub_job_info import SubJobInfo, adjust_sub_job_topology
 from pumice.scheduler.volcano.api.task_info import TaskInfo, has_pod_affinity
 from pumice.scheduler.volcano.api.types import (
@@ -338,6 +339,83 @@ class Session:
         if hint is None:
             return self.node_list
         return [self.nodes[n] for n in hint if n in self.nodes]
+
+    # ----- running sums -------------------------------------------------------------------
+    def job_sums(self, purpose: str, width: int, entry: Callable[[JobInfo], tuple[Hashable, Parts, bool]],
+                 also: Iterable[str] = ()) -> RunningSums | None:
+        """Per-group sums of ``entry(job)`` = (group, ``width`` parts, exact) over this session's
+        jobs, kept by the live cache across sessions (:class:`RunningSums`, one per
+        ``purpose``): only the jobs named in :attr:`ClusterInfo.changes` (and ``also``) are
+        passed to ``entry`` again, the others keep the parts they had. ``entry`` must be a
+        function of what a job's version stands for (use :attr:`job_memo`); ``exact`` False
+        says a fold of the parts would not equal the caller's own sum (the group's
+        :meth:`RunningSums.sums` is then None). ``also`` names jobs changed since the snapshot
+        (e.g. at close: the jobs the session touched).
+
+        Returns None without the live cache's hints (fold afresh). In the ``verify`` snapshot
+        mode the sums are compared with a fresh fold (group order, floats and scalar order),
+        and a difference is reported as a mismatch (:attr:`JobMemo.on_mismatch`)."""
+        ch, store = self.cluster.changes, self.cluster.running_sums
+        if ch is None or store is None:
+            return None
+        rs = store.get(purpose)
+        if rs is None or rs.width != width:
+            rs = store[purpose] = RunningSums(width)
+        jobs, order = self.jobs, ch.job_order
+        if rs.seen in (ch.generation - 1, ch.generation):
+            todo = set(also) if rs.seen == ch.generation else ch.jobs.union(also)
+            for uid in sorted(todo):
+                job = jobs.get(uid)
+                if job is None:
+                    rs.remove(uid)
+                else:
+                    group, parts, exact = entry(job)
+                    rs.set(uid, group, parts, order[uid], exact)
+        else:
+            rs.clear()
+            for uid, job in jobs.items():
+                group, parts, exact = entry(job)
+                rs.set(uid, group, parts, order[uid], exact)
+        rs.seen = ch.generation
+        check = self.job_memo.on_mismatch
+        if check is not None:
+            fresh: dict[Hashable, list[Parts]] = {}
+            for job in jobs.values():
+                group, parts, _exact_parts = entry(job)
+                fresh.setdefault(group, []).append(parts)
+            _check_sums(check, purpose, rs, {g: fold(ps, width) for g, ps in fresh.items()})
+        return rs
+
+    def node_sums(self, purpose: str, part: Callable[[NodeInfo], Resource]) -> Resource | None:
+        """The sum of ``part(node)`` over the session's Nodes in node order, kept by the live cache
+        across sessions like :meth:`job_sums` (only the Nodes replaced since the last snapshot
+        are passed to ``part`` again; a change of the Node list or order starts afresh). None
+        without the live cache's hints, or when the running total is not known to be exact
+        (:class:`RunningSums`): fold afresh then. ``verify`` mode compares it with a fresh fold."""
+        ch, store = self.cluster.changes, self.cluster.running_sums
+        if ch is None or store is None:
+            return None
+        rs = store.get(purpose)
+        if rs is None or rs.width != 1:
+            rs = store[purpose] = RunningSums(1)
+        nodes, pos = self.nodes, ch.node_order
+        if ch.nodes is not None and rs.seen == ch.generation - 1:
+            for name in sorted(ch.nodes):
+                n = nodes.get(name)
+                if n is None:
+                    rs.remove(name)
+                else:
+                    rs.set(name, None, (part(n),), pos[name])
+        elif rs.seen != ch.generation:
+            rs.clear()
+            for name, n in nodes.items():
+                rs.set(name, None, (part(n),), pos[name])
+        rs.seen = ch.generation
+        check = self.job_memo.on_mismatch
+        if check is not None:
+            _check_sums(check, purpose, rs, {None: fold(((part(n),) for n in self.node_list), 1)} if nodes else {})
+        got = rs.sums(None)
+        return None if got is None else got[0]
 
     def job_has_pod_affinity(self, job: JobInfo) -> bool:
         """Some task of ``job`` has podAffinity or podAntiAffinity (memoized per job version)."""
@@ -957,11 +1035,26 @@ class Session:
                     quiet[uid] = job.version
                 else:
                     quiet.pop(uid, None)
-        by_queue: dict[str, list[JobInfo]] = {}
-        for j in self.jobs.values():
-            by_queue.setdefault(j.queue, []).append(j)
+        memo = self.job_memo
+
+        def entry(job: JobInfo) -> tuple[str, tuple[Resource], bool]:
+            part, whole_amounts = memo.job("close.allocated", job, None, _allocated_part)
+            return job.queue, (part,), whole_amounts
+
+        # the jobs changed since the last close: those the snapshot named, and those this
+        # session touched
+        running = self.job_sums("close.allocated", 1, entry, also=self.jobs.keys() - clean)
+        by_queue: dict[str, list[JobInfo]] | None = None
         for q in self.queues.values():
-            res.queue_allocated[q.name] = queue_allocated(self.job_memo, by_queue.get(q.name, [])).to_list()
+            got = None if running is None else running.sums(q.name)
+            if got is None:
+                if by_queue is None:
+                    by_queue = {}
+                    for j in self.jobs.values():
+                        by_queue.setdefault(j.queue, []).append(j)
+                res.queue_allocated[q.name] = queue_allocated(memo, by_queue.get(q.name, [])).to_list()
+            else:
+                res.queue_allocated[q.name] = got[0].to_list()
         return res
 
 
@@ -1030,6 +1123,19 @@ def _allocated_part(job: JobInfo) -> tuple[Resource, bool]:
 
 def _job_has_pod_affinity(job: JobInfo) -> bool:
     return any(has_pod_affinity(t) for t in job.tasks.values())
+
+
+def _check_sums(check: Callable[[str], None], purpose: str, rs: RunningSums,
+                fresh: dict[Hashable, tuple[Resource, ...]]) -> None:
+    """Report (``check``) where running sums differ from a fresh fold ``fresh`` (group -> sums,
+    groups in the order of their first items)."""
+    if rs.groups() != list(fresh):
+        check(f"running sums {purpose}: groups {rs.groups()!r} != {list(fresh)!r} of a fresh fold")
+        return
+    for g, want in fresh.items():
+        got = rs.sums(g)
+        if got is not None and exact_data(got) != exact_data(want):
+            check(f"running sums {purpose} of {g!r}: {got!r} != {want!r} of a fresh fold")
 
 
 def _task_scalars(job: JobInfo) -> frozenset[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pumice.api.volcano.constants import PodGroupPhase
 from pumice.scheduler.volcano.api.job_info import JobInfo
+from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.resource import Resource, sum_resources
 from pumice.scheduler.volcano.api.types import Vote
 from pumice.scheduler.volcano.framework.arguments import Arguments, arg, parser
@@ -36,14 +37,26 @@ class OvercommitPlugin:
         self.inqueue = Resource()
 
     def on_session_open(self, ssn: Session) -> None:
-        used = sum_resources(n.used for n in ssn.node_list)
+        used = ssn.node_sums("overcommit.used", _used)
+        if used is None:
+            used = sum_resources(n.used for n in ssn.node_list)
         self.idle = ssn.total_resource.multi(self.factor) - used
-        self.inqueue = Resource()
         memo = ssn.job_memo
-        for job in ssn.jobs.values():
-            add = memo.job("overcommit.inqueue", job, None, _inqueue_part)
-            if add is not None:
-                self.inqueue = self.inqueue + add
+
+        def entry(job: JobInfo) -> tuple[None, tuple[Resource | None], bool]:
+            return None, (memo.job("overcommit.inqueue", job, None, _inqueue_part),), True
+
+        running = ssn.job_sums("overcommit.inqueue", 1, entry)
+        got = None if running is None else running.sums(None)
+        if got is not None:
+            # the fold below from Resource() equals sum_resources of the parts float for float
+            self.inqueue = got[0]
+        else:
+            self.inqueue = Resource()
+            for job in ssn.jobs.values():
+                add = memo.job("overcommit.inqueue", job, None, _inqueue_part)
+                if add is not None:
+                    self.inqueue = self.inqueue + add
 
         def enqueueable(job: JobInfo) -> int:
             if min_resources_list(job) is None:
@@ -69,6 +82,10 @@ class OvercommitPlugin:
     def on_session_close(self, ssn: Session) -> None:
         self.idle = Resource()
         self.inqueue = Resource()
+
+
+def _used(node: NodeInfo) -> Resource:
+    return node.used
 
 
 def _inqueue_part(job: JobInfo) -> Resource | None:

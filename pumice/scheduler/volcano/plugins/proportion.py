@@ -114,6 +114,16 @@ def queue_sums_by_job(memo: JobMemo, jobs: Sequence[JobInfo]) -> tuple[Resource,
     return allocated, request, inqueue, elastic
 
 
+def _jobs_by_queue(ssn: Session) -> dict[str, list[JobInfo]]:
+    """The session's jobs of each queue that exists, in snapshot order (queues in the order of
+    their first jobs)."""
+    by_queue: dict[str, list[JobInfo]] = {}
+    for job in ssn.jobs.values():
+        if job.queue in ssn.queues:
+            by_queue.setdefault(job.queue, []).append(job)
+    return by_queue
+
+
 def update_share(attr: QueueAttr) -> None:
     attr.share = usage_share(attr.allocated, attr.deserved)
 
@@ -145,13 +155,23 @@ class ProportionPlugin:
 
         Each queue's sums are over its own jobs in snapshot order (the same additions, in the
         same order, as one pass over all jobs), from each job's parts memoized in
-        ``ssn.job_memo`` (:func:`queue_sums_by_job`)."""
+        ``ssn.job_memo`` (:func:`queue_sums_by_job`). With the live cache they are running
+        sums of those parts (:meth:`Session.job_sums`), brought up to date from the jobs that
+        changed; equal float for float where every part is whole, the fold otherwise."""
         total_guarantee = sum_resources(q.guarantee for q in ssn.queues.values() if q.guarantee is not None)
-        by_queue: dict[str, list[JobInfo]] = {}
-        for job in ssn.jobs.values():
-            if job.queue in ssn.queues:
-                by_queue.setdefault(job.queue, []).append(job)
-        for name, jobs in by_queue.items():
+        memo = ssn.job_memo
+
+        def entry(job: JobInfo) -> tuple[str, tuple[Resource | None, ...], bool]:
+            p = memo.job("proportion.parts", job, None, _job_parts)
+            return job.queue, p[:4], p[4]
+
+        running = ssn.job_sums("proportion.sums", 4, entry)
+        by_queue: dict[str, list[JobInfo]] | None = None
+        names = [] if running is None else [g for g in running.groups() if g in ssn.queues]
+        if running is None:
+            by_queue = _jobs_by_queue(ssn)
+            names = list(by_queue)
+        for name in names:
             q = ssn.queues[name]
             attr = QueueAttr(q.uid, q.name, q.weight)
             if q.capability is not None:
@@ -165,7 +185,12 @@ class ProportionPlugin:
                 attr.guarantee = q.guarantee
             attr.real_capability = real_capability(self.total, total_guarantee, attr.guarantee, attr.capability)
             self.queue_opts[name] = attr
-            attr.allocated, attr.request, attr.inqueue, attr.elastic = queue_sums_by_job(ssn.job_memo, jobs)
+            sums = None if running is None else running.sums(name)
+            if sums is None:
+                if by_queue is None:
+                    by_queue = _jobs_by_queue(ssn)
+                sums = queue_sums_by_job(memo, by_queue[name])
+            attr.allocated, attr.request, attr.inqueue, attr.elastic = sums  # type: ignore[assignment]
 
     def _set_deserved(self) -> None:
         """Water-fill ``deserved`` by weight over the queues (pure maths in _fair_share)."""

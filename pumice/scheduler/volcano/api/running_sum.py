@@ -1,0 +1,248 @@
+"""Running sums: per-group sums of per-item Resource parts, kept across sessions and brought up to
+date from the items that changed, equal float for float (scalar-name order included) to a fresh
+fold of the parts in item order.
+
+A plugin that adds up one Resource per job (or per Node) at every session open folds
+O(jobs) parts although few of them changed since the last session. :class:`RunningSums` keeps
+each group's totals and only replaces the parts of the items named as changed.
+
+Why the totals equal a fresh fold (``sum_resources`` over the parts in item order):
+
+- amounts: when every part's amounts are whole numbers from 0 up to 2**53 (:func:`whole`) and
+  every total stays below 2**53, every addition and subtraction is exact, so the total is the
+  same whatever the order of the operations. A group with a part that is not whole, or a total
+  that reached 2**53, has no running total (:meth:`RunningSums.sums` gives None and the caller
+  folds afresh);
+- scalar names: a fold's totals hold the names in the order they first appear, item by item in
+  item order and inside an item in its part's order. For each name the sums keep the items that
+  carry it in a heap by (item order, position in the part), so the first carrier is at the top
+  (entries of items that changed since are dropped when they reach the top); the names are put
+  in the order of their first carriers;
+- groups: a group exists while it has items, and groups are listed in the order of their first
+  item, as a fold that groups items in item order would list them.
+
+No upstream counterpart: Volcano folds every job at every session.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pumice.scheduler.volcano.api.resource import Resource, sum_resources, whole
+
+Parts = tuple[Resource | None, ...]
+"""One item's parts, one per sum slot; None adds nothing (not even a scalar name)."""
+
+_LIMIT = float(2**53)
+
+
+class _Slot:
+    """One sum of one group."""
+
+    __slots__ = ("carriers", "cpu", "heaps", "mem", "sc")
+
+    def __init__(self) -> None:
+        self.cpu = 0.0
+        self.mem = 0.0
+        self.sc: dict[str, float] = {}
+        self.carriers: dict[str, dict[str, tuple[Any, int]]] = {}
+        """Scalar name -> item -> (item order, position of the name in the item's part)."""
+        self.heaps: dict[str, list[tuple[Any, int, str]]] = {}
+
+
+class _Group:
+    __slots__ = ("bad", "members", "order_heap", "poisoned", "slots")
+
+    def __init__(self, width: int) -> None:
+        self.slots = [_Slot() for _ in range(width)]
+        self.members: dict[str, Any] = {}
+        """Item -> its order."""
+        self.order_heap: list[tuple[Any, str]] = []
+        self.bad = 0
+        """Items whose parts are not exact (not whole, or marked so)."""
+        self.poisoned = False
+        """A total reached 2**53 once: its later values may be rounded (until :meth:`clear`)."""
+
+
+class RunningSums:
+    """Per-group sums of ``width`` Resource parts per item, kept across sessions.
+
+    Items are named by a string (a job uid, a Node name) and ordered by an ``order`` value the
+    caller gives (any totally ordered value: the job's snapshot order key, a Node's position);
+    two items never share an order value. :meth:`set` replaces an item's group, parts and order,
+    :meth:`remove` takes it out, :meth:`sums` gives a group's totals as a fresh fold of its items'
+    parts in item order would (``Resource()`` for a slot without parts), or None when they are not
+    known to be exact (see the module docstring).
+
+    ``seen`` is for the owner (the session that brings the sums up to date): the snapshot
+    generation they stand for.
+    """
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self._items: dict[str, tuple[Hashable, Parts, Any, bool, bool]] = {}
+        """Item -> (group, parts, order, exact as given, exact and whole)."""
+        self._groups: dict[Hashable, _Group] = {}
+        self.seen: int = -1
+
+    def clear(self) -> None:
+        self._items.clear()
+        self._groups.clear()
+        self.seen = -1
+
+    def __contains__(self, item: str) -> bool:
+        return item in self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def set(self, item: str, group: Hashable, parts: Parts, order: Any, exact: bool = True) -> None:
+        """Put ``item`` in ``group`` with ``parts`` (len ``width``) at ``order``, replacing what it
+        had. ``exact=False`` marks parts whose fold is known not to match this sum (e.g. parts
+        that are sums of amounts that are not whole): the group then has no running total."""
+        old = self._items.get(item)
+        if old is not None:
+            if old[0] == group and old[2] == order and old[3] == exact and all(
+                    a is b for a, b in zip(old[1], parts, strict=True)):
+                return
+            self._take(item, old)
+        ok = exact and all(p is None or whole(p) for p in parts)
+        self._items[item] = (group, parts, order, exact, ok)
+        g = self._groups.get(group)
+        if g is None:
+            g = self._groups[group] = _Group(self.width)
+        g.members[item] = order
+        _push(g.order_heap, (order, item), g.members, _member_entry)
+        if not ok:
+            # left out of the totals (a subtraction of it later might not be exact); the group
+            # has no running total while it is there
+            g.bad += 1
+            return
+        for slot, part in zip(g.slots, parts, strict=True):
+            if part is None:
+                continue
+            slot.cpu += part.milli_cpu
+            slot.mem += part.memory
+            if slot.cpu >= _LIMIT or slot.mem >= _LIMIT:
+                g.poisoned = True
+            for pos, (name, v) in enumerate(part.scalars.items()):
+                t = slot.sc[name] = slot.sc.get(name, 0.0) + v
+                if t >= _LIMIT:
+                    g.poisoned = True
+                carriers = slot.carriers.setdefault(name, {})
+                carriers[item] = (order, pos)
+                _push(slot.heaps.setdefault(name, []), (order, pos, item), carriers, _carrier_entry)
+
+    def remove(self, item: str) -> None:
+        old = self._items.get(item)
+        if old is not None:
+            self._take(item, old)
+
+    def _take(self, item: str, old: tuple[Hashable, Parts, Any, bool, bool]) -> None:
+        group, parts, _order, _exact, ok = old
+        del self._items[item]
+        g = self._groups[group]
+        del g.members[item]
+        if not ok:
+            g.bad -= 1
+            parts = ()
+        for slot, part in zip(g.slots, parts, strict=False):
+            if part is None:
+                continue
+            slot.cpu -= part.milli_cpu
+            slot.mem -= part.memory
+            for name, v in part.scalars.items():
+                slot.sc[name] -= v
+                carriers = slot.carriers[name]
+                del carriers[item]
+                if not carriers:
+                    del slot.carriers[name], slot.heaps[name], slot.sc[name]
+        if not g.members:
+            del self._groups[group]
+
+    def groups(self) -> list[Hashable]:
+        """The groups that have items, in the order of their first items."""
+        firsts = []
+        for key, g in self._groups.items():
+            h = g.order_heap
+            while g.members.get(h[0][1], _GONE) != h[0][0]:
+                heapq.heappop(h)
+            firsts.append((h[0][0], key))
+        firsts.sort(key=lambda x: x[0])
+        return [k for _o, k in firsts]
+
+    def sums(self, group: Hashable) -> tuple[Resource, ...] | None:
+        """``group``'s totals, slot by slot (``Resource()`` where no item has a part, every slot
+        for a group without items), or None when they are not known to be exact (a part that is
+        not whole, a total that reached 2**53: the caller folds afresh)."""
+        g = self._groups.get(group)
+        if g is None:
+            return tuple(Resource() for _ in range(self.width))
+        if g.bad or g.poisoned:
+            return None
+        out = []
+        for slot in g.slots:
+            if not (slot.cpu < _LIMIT and slot.mem < _LIMIT):
+                return None
+            firsts = []
+            for name, h in slot.heaps.items():
+                carriers = slot.carriers[name]
+                while carriers.get(h[0][2]) != h[0][:2]:
+                    heapq.heappop(h)
+                firsts.append((h[0][0], h[0][1], name))
+            firsts.sort(key=lambda x: (x[0], x[1]))
+            out.append(Resource(slot.cpu, slot.mem, {name: slot.sc[name] for _o, _p, name in firsts}))
+        return tuple(out)
+
+
+_GONE = object()
+
+
+def _member_entry(item: str, order: Any) -> tuple[Any, str]:
+    return (order, item)
+
+
+def _carrier_entry(item: str, at: tuple[Any, int]) -> tuple[Any, int, str]:
+    return (*at, item)
+
+
+def _push(heap: list[Any], entry: tuple[Any, ...], live: dict[str, Any], make: Any) -> None:
+    """Push ``entry``; when stale entries (of items that changed or left) make up most of the
+    heap, rebuild it from ``live`` (item -> what its entry is made of) so it stays O(items)."""
+    if len(heap) > 2 * len(live) + 16:
+        heap[:] = [make(k, v) for k, v in live.items()]
+        heapq.heapify(heap)
+    else:
+        heapq.heappush(heap, entry)
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What changed in a live cache's snapshot since the one before it (generation - 1).
+
+    ``jobs``: uids of the jobs that are not the very objects handed to the last session, as it
+    left them untouched (fresh clones, rebuilt, new or gone); every other job is that object
+    with the same version. ``nodes``: names of the Nodes that are not the objects handed to the
+    last session (None: every Node, e.g. the Node list or order changed). ``job_order``: each
+    job's snapshot order key (read-only). ``node_order``: each Node's position in node order.
+    """
+
+    generation: int
+    jobs: frozenset[str] | set[str]
+    nodes: frozenset[str] | set[str] | None
+    job_order: Mapping[str, Any]
+    node_order: Mapping[str, int]
+
+
+def fold(parts: Iterable[Parts], width: int) -> tuple[Resource, ...]:
+    """The fresh fold :class:`RunningSums` stands for: ``sum_resources`` of each slot's parts in
+    item order, None parts left out (for checks and tests)."""
+    cols: list[list[Resource]] = [[] for _ in range(width)]
+    for ps in parts:
+        for col, p in zip(cols, ps, strict=True):
+            if p is not None:
+                col.append(p)
+    return tuple(sum_resources(c) for c in cols)

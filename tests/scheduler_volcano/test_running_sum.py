@@ -1,0 +1,171 @@
+"""Running sums kept across sessions equal a fresh fold of the parts float for float (scalar order
+and group order included), take changed parts in place of stale ones, give no total when it
+would not be exact, and verify mode reports a stale one."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from pumice.scheduler.volcano.api.job_info import exact_data
+from pumice.scheduler.volcano.api.resource import Resource
+from pumice.scheduler.volcano.api.running_sum import RunningSums, fold
+from pumice.scheduler.volcano.cache.live import SnapshotMismatch
+from pumice.scheduler.volcano.framework.session import open_session
+from pumice.scheduler.volcano.scheduler import Scheduler
+from pumice.testing.cluster import local_cluster
+from pumice.testing.volcano import node, pod, podgroup, queue
+
+from .test_incremental_snapshot import _create, _settle
+
+NAMES = ["nvidia.com/gpu", "pods", "example.com/fpga", "hugepages-2Mi"]
+
+
+def _part(rng: random.Random) -> Resource | None:
+    if rng.random() < 0.2:
+        return None
+    names = rng.sample(NAMES, rng.randint(0, 3))
+    return Resource(rng.randint(0, 64) * 1000, rng.randint(0, 1 << 40), {n: float(rng.randint(0, 8) * 1000) for n in names})
+
+
+def _fresh(items: dict[str, tuple[str, tuple, int]], width: int) -> dict[str, tuple[Resource, ...]]:
+    by_group: dict[str, list[tuple]] = {}
+    for _item, (group, parts, _order) in sorted(items.items(), key=lambda kv: kv[1][2]):
+        by_group.setdefault(group, []).append(parts)
+    return {g: fold(ps, width) for g, ps in by_group.items()}
+
+
+def test_running_sums_equal_a_fresh_fold_through_random_changes() -> None:
+    rng = random.Random(11)
+    rs = RunningSums(2)
+    items: dict[str, tuple[str, tuple, int]] = {}
+    orders = rng.sample(range(10_000), 400)
+    for step in range(3000):
+        item = f"j{rng.randrange(60)}"
+        if item in items and rng.random() < 0.3:
+            rs.remove(item)
+            del items[item]
+        else:
+            group = rng.choice(["q1", "q2", "q3"])
+            # an item keeps its order unless it leaves and comes back (a rebuilt job keeps its key)
+            order = items[item][2] if item in items else orders[step % len(orders)] * 100 + int(item[1:])
+            parts = (_part(rng), _part(rng))
+            rs.set(item, group, parts, order)
+            items[item] = (group, parts, order)
+        want = _fresh(items, 2)
+        assert rs.groups() == list(want)
+        for g, sums in want.items():
+            got = rs.sums(g)
+            assert got is not None and exact_data(got) == exact_data(sums), (step, g)
+        assert len(rs) == len(items)
+    # a group without items sums to nothing
+    assert exact_data(rs.sums("nope")) == exact_data((Resource(), Resource()))
+
+
+def test_a_changed_part_replaces_the_stale_one() -> None:
+    rs = RunningSums(1)
+    rs.set("a", "q", (Resource(1000, 10, {"nvidia.com/gpu": 1000.0}),), 1)
+    rs.set("b", "q", (Resource(2000, 20),), 2)
+    # the job changed (a task ended): its new part counts, the old one no longer does
+    rs.set("a", "q", (Resource(500, 5, {"pods": 1.0}),), 1)
+    got = rs.sums("q")
+    assert got is not None and exact_data(got) == exact_data((Resource(2500, 25, {"pods": 1.0}),))
+    # b now carries the first gpu: the scalar order follows b's position after a's pods
+    rs.set("b", "q", (Resource(2000, 20, {"nvidia.com/gpu": 2000.0, "pods": 2.0}),), 2)
+    got = rs.sums("q")
+    assert got is not None and list(got[0].scalars) == ["pods", "nvidia.com/gpu"]
+    rs.remove("a")
+    got = rs.sums("q")
+    assert got is not None and list(got[0].scalars) == ["nvidia.com/gpu", "pods"]
+    assert exact_data(got) == exact_data((Resource(2000, 20, {"nvidia.com/gpu": 2000.0, "pods": 2.0}),))
+
+
+def test_no_running_total_while_a_part_is_not_whole_or_a_total_is_too_big() -> None:
+    rs = RunningSums(1)
+    rs.set("a", "q", (Resource(1000, 10),), 1)
+    rs.set("b", "q", (Resource(0.1, 10),), 2)
+    assert rs.sums("q") is None
+    rs.set("c", "r", (Resource(1, 1),), 3, exact=False)
+    assert rs.sums("r") is None
+    # once the inexact part is gone the total is exact again (it was never added)
+    rs.remove("b")
+    got = rs.sums("q")
+    assert got is not None and exact_data(got) == exact_data((Resource(1000, 10),))
+    rs.set("d", "q", (Resource(0, float(2**52)),), 4)
+    rs.set("e", "q", (Resource(0, float(2**52)),), 5)
+    assert rs.sums("q") is None
+
+
+def test_stale_heap_entries_are_dropped() -> None:
+    rs = RunningSums(1)
+    for i in range(200):
+        rs.set("a", "q", (Resource(i, 0, {"pods": float(i)}),), 1)
+    # one live item: its heaps stay small although it was set 200 times
+    g = rs._groups["q"]
+    assert len(g.order_heap) <= 18 and len(g.slots[0].heaps["pods"]) <= 18
+
+
+async def test_verify_mode_reports_a_running_sum_that_missed_a_change() -> None:
+    async with local_cluster() as c:
+        client = c.client
+        await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c1"}})
+        for o in [node("n0", "4,8Gi,pods=10"), queue("q1")]:
+            await _create(client, o)
+        for g in ("a", "b"):
+            await _create(client, podgroup(g, queue="q1", min_member=1, phase="Inqueue"))
+            await _create(client, pod(f"{g}-0", group=g, requests="1,1Gi"))
+        sched = Scheduler(client, schedule_period=0.05, snapshot_mode="verify")
+        await sched.cache.start(timeout=5)
+        try:
+            for _ in range(3):
+                await _settle(sched)
+                sched.run_once()
+            assert sched.cache.snapshot_mismatches == 0
+            inc = sched.cache.incremental
+            assert inc is not None
+            running = inc._running
+            assert {"proportion.sums", "overcommit.inqueue", "overcommit.used", "close.allocated"} <= set(running)
+            # job a's parts as if a change of it had been missed
+            rs = running["proportion.sums"]
+            group, parts, order, _exact, _ok = rs._items["c1/a"]
+            rs.set("c1/a", group, (Resource(7000, 7), *parts[1:]), order)
+            await _settle(sched)
+            snap = sched.cache.snapshot()
+            assert "c1/a" not in snap.changes.jobs
+            with pytest.raises(SnapshotMismatch, match=r"running sums proportion\.sums"):
+                open_session(snap, sched.conf, sched.cache)
+        finally:
+            await sched.cache.stop()
+
+
+async def test_the_snapshot_names_the_jobs_and_nodes_that_changed() -> None:
+    async with local_cluster() as c:
+        client = c.client
+        await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c1"}})
+        for o in [node("n0", "4,8Gi,pods=10"), node("n1", "4,8Gi,pods=10"), queue("q1")]:
+            await _create(client, o)
+        for g in ("a", "b"):
+            await _create(client, podgroup(g, queue="q1", min_member=1, phase="Inqueue"))
+            await _create(client, pod(f"{g}-0", group=g, requests="1,1Gi"))
+        sched = Scheduler(client, schedule_period=0.05, snapshot_mode="incremental")
+        await sched.cache.start(timeout=5)
+        try:
+            await _settle(sched)
+            first = sched.cache.snapshot()
+            assert first.changes is not None and first.changes.jobs == {"c1/a", "c1/b"} and first.changes.nodes is None
+            second = sched.cache.snapshot()
+            assert second.changes is not None and second.changes.generation == first.changes.generation + 1
+            assert not second.changes.jobs and not second.changes.nodes
+            # a session touches job a and Node n1: the next snapshot names both (and only them)
+            second.jobs["c1/a"].waiting_tier = 1
+            second.nodes["n1"].add_task(next(iter(second.jobs["c1/b"].tasks.values())).clone())
+            third = sched.cache.snapshot()
+            assert third.changes is not None and third.changes.jobs == {"c1/a"} and third.changes.nodes == {"n1"}
+            # a job that goes away is named too
+            await client.delete(client.scheme.resolve("podgroups.scheduling.volcano.sh"), "b", "c1")
+            await _settle(sched)
+            fourth = sched.cache.snapshot()
+            assert fourth.changes is not None and "c1/b" in fourth.changes.jobs and "c1/b" not in fourth.jobs
+        finally:
+            await sched.cache.stop()
