@@ -181,9 +181,21 @@ class Session:
         by the live cache while the jobs do not change (:class:`JobMemo`); use it before the
         actions run (``on_session_open``), or later only for a result of the job's tasks and
         phase alone (every change of those resets the job's version, so it is computed afresh)."""
+        memo = self.job_memo
+
+        def names_entry(job: JobInfo) -> tuple[None, tuple[Resource | None], bool]:
+            return None, (memo.job("session.scalar_names", job, None, _scalar_names_part),), True
+
+        # the names the jobs' tasks request, from running sums whose scalar names are their union
+        running = self.job_sums("session.scalars", 1, names_entry)
+        got = None if running is None else running.sums(None)
         extra: set[str] = set()
-        for j in self.jobs.values():
-            extra.update(self.job_memo.job("session.scalars", j, None, _task_scalars))
+        if got is not None:
+            extra.update(got[0].scalars)
+        else:
+            for j in self.jobs.values():
+                extra.update(memo.job("session.scalars", j, None, _task_scalars))
+        self._any_job_pod_affinity: bool | None = None
         self.node_memo: dict[Any, Any] = cluster.node_memo if cluster.node_memo is not None else {}
         """Memo for results that depend only on the session's Nodes (names, order, wire objects) and
         the keys a plugin puts in (a Pod spec part, its own arguments): kept across sessions by
@@ -221,7 +233,7 @@ class Session:
         self.hypernodes: HyperNodesInfo = cluster.hypernodes or build_hypernodes((), list(self.nodes), {})
         self._hn_nodes: dict[str, list[NodeInfo]] = {}
         self.old_allocated_hypernode: dict[str, str] = {
-            j.uid: j.allocated_hypernode for j in self.jobs.values() if j.network_topology is not None}
+            j.uid: j.allocated_hypernode for j in self._topology_candidates() if j.network_topology is not None}
         """The allocated HyperNode of each job with a network topology as handed out (close
         writes the annotation when it changed)."""
         self._adjust_network_topology()
@@ -420,6 +432,21 @@ class Session:
     def job_has_pod_affinity(self, job: JobInfo) -> bool:
         """Some task of ``job`` has podAffinity or podAntiAffinity (memoized per job version)."""
         return self.job_memo.job("pod_affinity", job, None, _job_has_pod_affinity)
+
+    def any_job_has_pod_affinity(self) -> bool:
+        """Some job of the session as handed out has a task with podAffinity or podAntiAffinity
+        (:meth:`job_has_pod_affinity`); with the live cache a running count of such jobs (kept
+        as the memory amount of a running sum, 1 per job), else a scan. Computed once per
+        session: call it before the actions run."""
+        if self._any_job_pod_affinity is None:
+            def entry(job: JobInfo) -> tuple[None, tuple[Resource | None], bool]:
+                return None, (_ONE if self.job_has_pod_affinity(job) else None,), True
+
+            running = self.job_sums("session.pod_affinity_jobs", 1, entry)
+            got = None if running is None else running.sums(None)
+            self._any_job_pod_affinity = (got[0].memory > 0 if got is not None
+                                          else any(self.job_has_pod_affinity(j) for j in self.jobs.values()))
+        return self._any_job_pod_affinity
 
     # ----- ordering -----------------------------------------------------------------------
     def job_order_compare(self, l: JobInfo, r: JobInfo) -> int:  # noqa: E741
@@ -834,6 +861,16 @@ class Session:
                     out[k] += v
         return out
 
+    def _topology_candidates(self) -> Iterable[JobInfo]:
+        """The jobs that may have a network topology or sub-group policies, in job order: every
+        job, or with the live cache only those it named as changed (it hands such jobs out as
+        fresh clones every session, never again as they were)."""
+        ch = self.cluster.changes
+        if ch is None:
+            return self.jobs.values()
+        jobs = self.jobs
+        return [jobs[u] for u in sorted(ch.jobs.intersection(jobs), key=ch.job_order.__getitem__)]
+
     def _adjust_network_topology(self) -> None:
         """Translate ``highestTierName`` to a tier, turn soft mode into hard mode at the root's
         tier (so soft jobs take the gradient path unfiltered), and recover a running job's
@@ -844,7 +881,7 @@ class Session:
         """
         hns = self.hypernodes
         top = hns.root.tier
-        for job in self.jobs.values():
+        for job in self._topology_candidates():
             nt = job.network_topology
             if nt is not None:
                 if nt.highest_tier_name and nt.highest_tier_allowed is None:
@@ -1141,6 +1178,17 @@ def _check_sums(check: Callable[[str], None], purpose: str, rs: RunningSums,
 def _task_scalars(job: JobInfo) -> frozenset[str]:
     """The scalar resource names the job's tasks request."""
     return frozenset(k for t in job.tasks.values() for k in t.resreq.scalars)
+
+
+def _scalar_names_part(job: JobInfo) -> Resource | None:
+    """The scalar names the job's tasks request as a Resource of zeros (a running sum of these
+    holds their union), None for none."""
+    names = _task_scalars(job)
+    return Resource(0.0, 0.0, dict.fromkeys(sorted(names), 0.0)) if names else None
+
+
+_ONE = Resource(0.0, 1.0)
+"""A count of one, kept as a memory amount (see :meth:`Session.any_job_has_pod_affinity`)."""
 
 
 def _pod_index(name: str) -> int | None:

@@ -167,7 +167,7 @@ class NodeOrderPlugin:
             self.states = states
         self.any_affinity = bool(self.args.pod_affinity) and (
             any(has_pod_affinity(t) for n in ssn.nodes_with_pod_affinity() for t in n.tasks.values())
-            or any(ssn.job_has_pod_affinity(j) for j in ssn.jobs.values())
+            or ssn.any_job_has_pod_affinity()
         )
 
     def _needs_cluster_scores(self, task: TaskInfo) -> bool:

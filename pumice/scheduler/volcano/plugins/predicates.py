@@ -374,7 +374,7 @@ class PredicatesPlugin:
         self.ssn = ssn
         # static results depend on the Pod's selector/affinity/tolerations (the key) and the Nodes
         self._static = ssn.node_memo.setdefault(("predicates.static", self.args), {})
-        self.any_pod_affinity = any(ssn.job_has_pod_affinity(j) for j in ssn.jobs.values()) or any(
+        self.any_pod_affinity = ssn.any_job_has_pod_affinity() or any(
             ((t.pod.get("spec") or {}).get("affinity") or {}).get("podAntiAffinity")
             for n in ssn.nodes_with_pod_affinity()
             for t in n.tasks.values()
