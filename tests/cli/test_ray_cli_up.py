@@ -79,9 +79,9 @@ def test_the_verbs_against_pumice_up_simulated(tmp_path: Path) -> None:
         # with --address, a cluster that never gets ready still times out with the reason, and the
         # RayJob goes (it used to submit anyway and leave a RayJob that could never run)
         r = ray(k, "job", "submit", "--name", "job2", "--address", "http://127.0.0.1:1", "--head-cpu", "100",
-                "--timeout", "6", "--kubeconfig", str(k), "--", "python", "-c", "pass")
+                "--timeout", "2", "--kubeconfig", str(k), "--", "python", "-c", "pass")
         assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
-        assert "timed out after 6s waiting for the RayCluster of RayJob job2" in r.stderr, r.stderr
+        assert "timed out after 2s waiting for the RayCluster of RayJob job2" in r.stderr, r.stderr
         assert r.stderr.strip().endswith("deleted the RayJob"), r.stderr
         assert "job2" not in up.kubectl("get", "rayjobs", "-o", "name")
         r = ray(k, "delete", "demo", "raycluster/tok", "-y")
