@@ -23,6 +23,16 @@ def load_sample(name: str, kind: str | None = None) -> Obj:
     raise LookupError(f"{kind} not in {name}")
 
 
+QUICK_READINESS: Obj = {"httpGet": {"path": "/api/healthz", "port": 52365}, "initialDelaySeconds": 1,
+                        "periodSeconds": 1, "timeoutSeconds": 2, "failureThreshold": 10}
+"""For the real-Ray tests' own containers: the readiness check KubeRay injects for Ray >= 2.53 (the
+node's ``/api/healthz`` on the agent port), asked every second from the first. The injected one
+starts after 10 s and repeats every 5 s, which on an idle machine is most of a head node's start.
+A container that sets its own probe keeps it (KubeRay injects one only when none is set); the
+injected probes stay covered by the tests that run the samples' containers as they are
+(test_sample_rayjob_succeeds, the RayService test, the job-submit tests)."""
+
+
 def ray_scheme() -> Scheme:
     s = Scheme.builtin()
     for rk in (scheme.RAY_CLUSTER, scheme.RAY_JOB, scheme.RAY_SERVICE, scheme.POD_GROUP):

@@ -34,7 +34,7 @@ from pumice.controllers.ray.status import format_rayjob_status
 from pumice.runtime.manager import Manager
 from pumice.testing.ray_logs import diagnosis
 
-from .conftest import load_sample
+from .conftest import QUICK_READINESS, load_sample
 
 T = TypeVar("T")
 
@@ -206,7 +206,10 @@ def small_cluster_spec(*, workers: bool = True) -> Obj:
         "limits": {"cpu": "1", "memory": "2Gi"}, "requests": {"cpu": "500m", "memory": "1Gi"}}
     spec["headGroupSpec"]["template"]["spec"].pop("volumes", None)
     spec["headGroupSpec"]["template"]["spec"]["containers"][0].pop("volumeMounts", None)
+    for group in [spec["headGroupSpec"], *spec.get("workerGroupSpecs", [])]:
+        group["template"]["spec"]["containers"][0]["readinessProbe"] = QUICK_READINESS
     return spec
+
 
 
 async def apply_sample_rayjob(s: Stack) -> None:

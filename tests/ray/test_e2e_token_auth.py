@@ -28,6 +28,8 @@ from pumice.client.kubeconfig import connect
 from pumice.testing.ray_logs import diagnosis
 from pumice.testing.up import Up, start_up, stop_up
 
+from .conftest import QUICK_READINESS
+
 pytestmark = [
     pytest.mark.ray,
     pytest.mark.timeout(900),
@@ -57,7 +59,8 @@ def rayjob(name: str, mode: str) -> Obj:
     head = {"name": "ray-head", "image": f"rayproject/ray:{RAY_VERSION}",
             "ports": [{"containerPort": 6379, "name": "gcs-server"}, {"containerPort": 8265, "name": "dashboard"},
                       {"containerPort": 10001, "name": "client"}],
-            "resources": {"limits": {"cpu": "1", "memory": "2Gi"}, "requests": {"cpu": "500m", "memory": "1Gi"}}}
+            "resources": {"limits": {"cpu": "1", "memory": "2Gi"}, "requests": {"cpu": "500m", "memory": "1Gi"}},
+            "readinessProbe": QUICK_READINESS}
     return {
         "apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": name, "namespace": "default"},
         "spec": {
