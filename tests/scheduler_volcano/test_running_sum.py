@@ -11,6 +11,7 @@ import pytest
 from pumice.scheduler.volcano.api.job_info import exact_data
 from pumice.scheduler.volcano.api.resource import Resource
 from pumice.scheduler.volcano.api.running_sum import RunningSums, fold
+from pumice.scheduler.volcano.api.types import TaskStatus
 from pumice.scheduler.volcano.cache.live import SnapshotMismatch
 from pumice.scheduler.volcano.framework.session import open_session
 from pumice.scheduler.volcano.scheduler import Scheduler
@@ -167,5 +168,47 @@ async def test_the_snapshot_names_the_jobs_and_nodes_that_changed() -> None:
             await _settle(sched)
             fourth = sched.cache.snapshot()
             assert fourth.changes is not None and "c1/b" in fourth.changes.jobs and "c1/b" not in fourth.jobs
+        finally:
+            await sched.cache.stop()
+
+
+async def test_drf_job_attrs_kept_across_sessions_are_made_afresh_for_a_touched_job_and_checked_in_verify_mode() -> None:
+    async with local_cluster() as c:
+        client = c.client
+        await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c1"}})
+        for o in [node("n0", "4,8Gi,pods=10"), queue("q1")]:
+            await _create(client, o)
+        for g in ("a", "b"):
+            await _create(client, podgroup(g, queue="q1", min_member=1, phase="Inqueue"))
+            await _create(client, pod(f"{g}-0", group=g, requests="1,1Gi"))
+        sched = Scheduler(client, schedule_period=0.05, snapshot_mode="verify")
+        await sched.cache.start(timeout=5)
+        try:
+            for _ in range(3):
+                await _settle(sched)
+                sched.run_once()
+            assert sched.cache.snapshot_mismatches == 0
+            await _settle(sched)
+            ssn = open_session(sched.cache.snapshot(), sched.conf, sched.cache)
+            drf = ssn.plugins["drf"]
+            table = sched.cache.incremental._running["drf.attrs"]
+            assert drf.job_attrs is table.values and set(table.values) == {"c1/a", "c1/b"}
+            # a session moves a's task and changes a's attr in place, as drf's event handler does
+            job = ssn.jobs["c1/a"]
+            task = next(iter(job.tasks.values()))
+            was = table.values["c1/a"].allocated
+            job.update_task_status(task, TaskStatus.Pipelined if task.status is TaskStatus.Pending else TaskStatus.Pending)
+            table.values["c1/a"].allocated = was + Resource(3000, 3)
+            b_attr = table.values["c1/b"]
+            ssn.close()
+            # the stale value is not handed on: the next session makes a's attr afresh and keeps b's
+            ssn = open_session(sched.cache.snapshot(), sched.conf, sched.cache)
+            assert exact_data((ssn.plugins["drf"].job_attrs["c1/a"].allocated,)) == exact_data((was,))
+            assert ssn.plugins["drf"].job_attrs["c1/b"] is b_attr
+            ssn.close()
+            # a value changed behind the table's back is reported in verify mode
+            table.values["c1/b"].share = 0.5
+            with pytest.raises(SnapshotMismatch, match=r"job table drf\.attrs of c1/b"):
+                open_session(sched.cache.snapshot(), sched.conf, sched.cache)
         finally:
             await sched.cache.stop()

@@ -17,7 +17,7 @@ from pumice.api.volcano.constants import (
 from pumice.scheduler.volcano.api.job_info import JobInfo, JobMemo
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.resource import Resource
-from pumice.scheduler.volcano.api.running_sum import Changes, RunningSums
+from pumice.scheduler.volcano.api.running_sum import Changes, JobTable, RunningSums
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -128,6 +128,7 @@ class ClusterInfo:
     changes: Changes | None = None
     """What changed since the live cache's previous snapshot (:class:`Changes`); None: not known
     (the full build)."""
-    running_sums: dict[str, RunningSums] | None = None
+    running_sums: dict[str, RunningSums | JobTable] | None = None
     """Running sums by purpose, kept by the live cache across sessions and brought up to date by
-    the sessions from :attr:`changes` (:meth:`Session.job_sums`); None: fold afresh."""
+    the sessions from :attr:`changes` (:meth:`Session.job_sums`), and per-job tables
+    (:meth:`Session.job_table`); None: fold afresh."""

@@ -201,6 +201,17 @@ class RunningSums:
 _GONE = object()
 
 
+class JobTable:
+    """One value per job kept across sessions (``values``: job uid -> value), for the inputs
+    it was made with; the session replaces the values of the jobs the snapshot names as changed
+    (:meth:`Session.job_table`). ``seen``: the snapshot generation it stands for."""
+
+    def __init__(self, inputs: Hashable) -> None:
+        self.inputs = inputs
+        self.values: dict[str, Any] = {}
+        self.seen = -1
+
+
 def _member_entry(item: str, order: Any) -> tuple[Any, str]:
     return (order, item)
 

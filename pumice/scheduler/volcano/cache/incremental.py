@@ -41,7 +41,7 @@ from pumice.scheduler.volcano.api.job_info import JobInfo, JobMemo, NetworkTopol
 from pumice.scheduler.volcano.api.node_info import NodeInfo, node_is_ready
 from pumice.scheduler.volcano.api.queue_info import ClusterInfo, QueueInfo
 from pumice.scheduler.volcano.api.resource import Resource, sum_resources
-from pumice.scheduler.volcano.api.running_sum import Changes, RunningSums
+from pumice.scheduler.volcano.api.running_sum import Changes, JobTable, RunningSums
 from pumice.scheduler.volcano.api.task_info import TaskInfo, has_pod_affinity
 from pumice.scheduler.volcano.api.types import COMPLETED_STATUSES, TaskStatus
 from pumice.scheduler.volcano.cache.snapshot import SnapshotError, _creation, _ident, job_from_pod_group
@@ -178,7 +178,7 @@ class IncrementalSnapshot:
         self._nodes_changed: set[str] | None = None
         """Names of the session Nodes replaced since the last snapshot; None: all of them."""
         self._node_pos: dict[str, int] = {}
-        self._running: dict[str, RunningSums] = {}
+        self._running: dict[str, RunningSums | JobTable] = {}
         for kind, inf in informers.items():
             inf.add_event_handler(*self._handlers(kind))
 

@@ -19,7 +19,7 @@ import random
 import uuid
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -36,7 +36,7 @@ from pumice.scheduler.volcano.api.job_info import JobInfo, JobMemo, exact_data, 
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.queue_info import ClusterInfo, QueueInfo
 from pumice.scheduler.volcano.api.resource import Resource, sum_resources, whole
-from pumice.scheduler.volcano.api.running_sum import Parts, RunningSums, fold
+from pumice.scheduler.volcano.api.running_sum import JobTable, Parts, RunningSums, fold
 from pumice.scheduler.volcano.api.sub_job_info import SubJobInfo, adjust_sub_job_topology
 from pumice.scheduler.volcano.api.task_info import TaskInfo, has_pod_affinity
 from pumice.scheduler.volcano.api.types import (
@@ -87,6 +87,8 @@ from pumice.scheduler.volcano.framework.node_arrays import NodeArrays
 from pumice.scheduler.volcano.framework.util import PriorityQueue, copy_status
 
 log = logging.getLogger("pumice.scheduler.volcano")
+
+_V = TypeVar("_V")
 
 
 
@@ -371,7 +373,7 @@ class Session:
         if ch is None or store is None:
             return None
         rs = store.get(purpose)
-        if rs is None or rs.width != width:
+        if not isinstance(rs, RunningSums) or rs.width != width:
             rs = store[purpose] = RunningSums(width)
         jobs, order = self.jobs, ch.job_order
         if rs.seen in (ch.generation - 1, ch.generation):
@@ -398,6 +400,45 @@ class Session:
             _check_sums(check, purpose, rs, {g: fold(ps, width) for g, ps in fresh.items()})
         return rs
 
+    def job_table(self, purpose: str, inputs: Hashable, make: Callable[[JobInfo], _V],
+                  key: Callable[[_V], Any]) -> dict[str, _V]:
+        """``{uid: make(job)}`` over this session's jobs. With the live cache the dict is kept
+        across sessions (one per ``purpose``, remade when ``inputs`` change) and only the jobs
+        named in :attr:`ClusterInfo.changes` are passed to ``make`` again; so ``make`` must be a
+        function of what a job's version stands for and ``inputs`` (use :attr:`job_memo`).
+        The session may change a value in place only for a job whose tasks it changes (that job
+        is then named as changed in the next snapshot, and its value made afresh).
+
+        In the ``verify`` snapshot mode every value is compared (through ``key``, as plain
+        data) with a fresh ``make(job)``, and a difference is reported as a mismatch."""
+        ch, store = self.cluster.changes, self.cluster.running_sums
+        if ch is None or store is None:
+            return {uid: make(job) for uid, job in self.jobs.items()}
+        table = store.get(purpose)
+        jobs = self.jobs
+        if (not isinstance(table, JobTable) or table.inputs != inputs
+                or table.seen not in (ch.generation - 1, ch.generation)):
+            table = store[purpose] = JobTable(inputs)
+            table.values = {uid: make(job) for uid, job in jobs.items()}
+        elif table.seen != ch.generation:
+            values = table.values
+            for uid in sorted(ch.jobs):
+                job = jobs.get(uid)
+                if job is None:
+                    values.pop(uid, None)
+                else:
+                    values[uid] = make(job)
+        table.seen = ch.generation
+        check = self.job_memo.on_mismatch
+        if check is not None:
+            if table.values.keys() != jobs.keys():
+                check(f"job table {purpose}: jobs {sorted(table.values)} != {sorted(jobs)}")
+            for uid, job in jobs.items():
+                got, want = key(table.values[uid]), key(make(job))
+                if exact_data(got) != exact_data(want):
+                    check(f"job table {purpose} of {uid}: {got!r} != {want!r} made afresh")
+        return table.values  # type: ignore[no-any-return]
+
     def node_sums(self, purpose: str, part: Callable[[NodeInfo], Resource]) -> Resource | None:
         """The sum of ``part(node)`` over the session's Nodes in node order, kept by the live cache
         across sessions like :meth:`job_sums` (only the Nodes replaced since the last snapshot
@@ -408,7 +449,7 @@ class Session:
         if ch is None or store is None:
             return None
         rs = store.get(purpose)
-        if rs is None or rs.width != 1:
+        if not isinstance(rs, RunningSums) or rs.width != 1:
             rs = store[purpose] = RunningSums(1)
         nodes, pos = self.nodes, ch.node_order
         if ch.nodes is not None and rs.seen == ch.generation - 1:

@@ -169,14 +169,22 @@ class DrfPlugin:
             alloc = _allocated(job)
             return (alloc, *dominant_share(alloc, total))
 
-        for job in ssn.jobs.values():
+        def make(job: JobInfo) -> DrfAttr:
             alloc, dominant, job_share = ssn.job_memo.job("drf.share", job, total_key, share)
-            attr = DrfAttr(alloc, job_share, dominant)
+            return DrfAttr(alloc, job_share, dominant)
+
+        if not hierarchy:
+            # kept across sessions by the live cache: _apply changes an attr in place only for
+            # a job whose task it moves, which the next snapshot names as changed
+            self.job_attrs = ssn.job_table("drf.attrs", total_key, make, _attr_key)
+            return
+        for job in ssn.jobs.values():
+            attr = make(job)
             self.job_attrs[job.uid] = attr
             if hierarchy:
                 q = ssn.queues.get(job.queue)
                 if q is not None:
-                    self.total_allocated = self.total_allocated + alloc
+                    self.total_allocated = self.total_allocated + attr.allocated
                     self.update_hierarchical_share(self.root, self.total_allocated, job, attr, q.hierarchy, q.weights)
 
     def _register_preemptable_fn(self, ssn: Session) -> None:
@@ -278,6 +286,10 @@ class DrfPlugin:
         self.total = Resource()
         self.total_allocated = Resource()
         self.job_attrs = {}
+
+
+def _attr_key(a: DrfAttr) -> tuple[Resource, float, str]:
+    return (a.allocated, a.share, a.dominant_resource)
 
 
 def _allocated(job: JobInfo) -> Resource:
