@@ -194,6 +194,40 @@ class _ConvertingStore:
         return self._out(self._store.delete(res, ns, name))
 
 
+def _check_named_body(body: Any, kind: str, api_versions: tuple[str, ...], namespace: str, name: str) -> None:
+    """Refuse a subresource body (Pod ``binding``, ``eviction``) that is not a ``kind`` object of
+    one of ``api_versions`` for the object of the URL, with kube-apiserver's 400 BadRequest texts.
+
+    Missing ``apiVersion``/``kind`` default to the subresource's own; the body's
+    ``metadata.name`` must equal the URL's name (an empty one too), and a namespace it sets must
+    equal the URL's.
+
+    Mirrors: kubernetes pkg/registry/core/pod/storage (EvictionREST.Create, BindingREST.Create),
+    k8s.io/apiserver pkg/endpoints/handlers/create.go (AcceptsGroupVersion, the namespace check).
+
+    Raises:
+        StatusError: 400 BadRequest.
+    """
+    if not isinstance(body, dict):
+        raise errors.bad_request(f"not a {kind} object: {json_type(body)}")
+    av, bkind = body.get("apiVersion") or api_versions[0], body.get("kind") or kind
+    if not isinstance(av, str) or not isinstance(bkind, str):
+        raise errors.bad_request(f"Object 'apiVersion' and 'kind' must be strings in a {kind}")
+    if av not in api_versions:
+        raise errors.bad_request(f"the API version in the data ({av}) does not match the expected API version "
+                                 f"({api_versions[0]})")
+    if bkind != kind:
+        raise errors.bad_request(f"not a {kind} object: {bkind} ({av})")
+    md = body.get("metadata") or {}
+    if not isinstance(md, dict):
+        raise errors.bad_request("metadata must be an object")
+    if md.get("namespace") and md["namespace"] != namespace:
+        raise errors.bad_request("the namespace of the provided object does not match the namespace sent on the "
+                                 "request")
+    if md.get("name") != name:
+        raise errors.bad_request(f"name in URL does not match name in {kind} object")
+
+
 class Registry:
     """kube-apiserver's REST semantics for every served kind.
 
@@ -864,12 +898,12 @@ class Registry:
         """POST pods/<name>/binding: set spec.nodeName and PodScheduled=True.
 
         Raises:
-            StatusError: 404, 409 (already bound, being deleted, uid mismatch), 422 (no target).
+            StatusError: 400 (not a v1 Binding, or its name/namespace differ from the URL's),
+                404, 409 (already bound, being deleted, uid mismatch), 422 (no target).
         """
         pods = self.scheme.by_api_version_kind("v1", "Pod")
         assert pods is not None
-        if not isinstance(binding, dict):
-            raise errors.bad_request("the body must be a v1 Binding")
+        _check_named_body(binding, "Binding", ("v1",), namespace, name)
         target = binding.get("target") or {}
         node = target.get("name")
         if not node:
@@ -909,14 +943,16 @@ class Registry:
     async def evict(self, namespace: str, name: str, eviction: Any) -> None:
         """POST pods/<name>/eviction: delete the Pod with the Eviction's deleteOptions.
 
+        The body must be a policy/v1 (or v1beta1) Eviction naming the Pod of the URL (400
+        otherwise, see :func:`_check_named_body`).
+
         A Pod selected by a PodDisruptionBudget whose ``disruptionsAllowed`` is 0 is not
         evicted: 429 TooManyRequests (see :func:`pumice.apiserver.eviction.check_disruption_budget`).
         """
         pods = self.scheme.by_api_version_kind("v1", "Pod")
         assert pods is not None
-        if eviction is not None and not isinstance(eviction, dict):
-            raise errors.bad_request("the body must be a policy/v1 Eviction")
-        opts = DeleteOptions.parse((eviction or {}).get("deleteOptions"), {})
+        _check_named_body(eviction, "Eviction", ("policy/v1", "policy/v1beta1"), namespace, name)
+        opts = DeleteOptions.parse(eviction.get("deleteOptions"), {})
         pod = self.store.get("/pods", namespace, name)
         if pod is None:
             raise errors.not_found(pods, name)

@@ -87,3 +87,60 @@ async def test_list_by_node_name_follows_binding_and_deletion(cluster: LocalClus
     await cluster.client.delete(pods, "b", "default", grace_period_seconds=0)
     assert await on("n1") == ["a"]
     assert await on("n2") == []
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "other"}},
+     "name in URL does not match name in Eviction object"),
+    ({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {}},
+     "name in URL does not match name in Eviction object"),
+    ({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p", "namespace": "kube-system"}},
+     "the namespace of the provided object does not match the namespace sent on the request"),
+    ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "p"}},
+     "the API version in the data (v1) does not match the expected API version (policy/v1)"),
+    ({"apiVersion": "policy/v1", "kind": "ConfigMap", "metadata": {"name": "p"}},
+     "not a Eviction object: ConfigMap (policy/v1)"),
+])
+async def test_eviction_body_must_name_the_pod_of_the_url(cluster: LocalCluster, body: dict[str, object],
+                                                          message: str) -> None:
+    pods = cluster.scheme.by_api_version_kind("v1", "Pod")
+    await cluster.client.create(pod("p"))
+    await cluster.client.create(pod("other"))
+    with pytest.raises(ApiError) as e:
+        await cluster.client.request("POST", "/api/v1/namespaces/default/pods/p/eviction", body=body)
+    assert (e.value.code, e.value.reason, e.value.message) == (400, "BadRequest", message)
+    assert await cluster.client.get(pods, "p", "default") and await cluster.client.get(pods, "other", "default")
+
+
+async def test_eviction_accepts_v1beta1_and_a_body_without_kind(cluster: LocalCluster) -> None:
+    pods = cluster.scheme.by_api_version_kind("v1", "Pod")
+    await cluster.client.create(pod("a"))
+    await cluster.client.create(pod("b"))
+    await cluster.client.request("POST", "/api/v1/namespaces/default/pods/a/eviction",
+                                 body={"apiVersion": "policy/v1beta1", "kind": "Eviction",
+                                       "metadata": {"name": "a", "namespace": "default"}})
+    await cluster.client.request("POST", "/api/v1/namespaces/default/pods/b/eviction", body={"metadata": {"name": "b"}})
+    for name in ("a", "b"):
+        with pytest.raises(ApiError) as e:
+            await cluster.client.get(pods, name, "default")
+        assert is_not_found(e.value)
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "other"}},
+     "name in URL does not match name in Binding object"),
+    ({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p", "namespace": "kube-system"}},
+     "the namespace of the provided object does not match the namespace sent on the request"),
+    ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "p"}}, "not a Binding object: ConfigMap (v1)"),
+])
+async def test_binding_body_must_name_the_pod_of_the_url(cluster: LocalCluster, body: dict[str, object],
+                                                         message: str) -> None:
+    pods = cluster.scheme.by_api_version_kind("v1", "Pod")
+    await cluster.client.create(pod("p"))
+    await cluster.client.create(pod("other"))
+    with pytest.raises(ApiError) as e:
+        await cluster.client.request("POST", "/api/v1/namespaces/default/pods/p/binding",
+                                     body={**body, "target": {"kind": "Node", "name": "n1"}})
+    assert (e.value.code, e.value.reason, e.value.message) == (400, "BadRequest", message)
+    for name in ("p", "other"):
+        assert not (await cluster.client.get(pods, name, "default"))["spec"].get("nodeName")
