@@ -88,6 +88,37 @@ def value(q: str | int | float) -> int:
     return math.ceil(parse_quantity(q))
 
 
+INT64_MAX = 2**63 - 1
+"""The largest amount Go's ``Quantity.Value()`` / ``MilliValue()`` can return (int64)."""
+
+
+def milli_value_int64(q: str | int | float) -> int:
+    """:func:`milli_value` kept to int64, as the schedulers hold amounts: ``"1e400"`` cpu ->
+    9223372036854775807 millicores, ``"-1e400"`` -> -9223372036854775808.
+
+    The API stores such a quantity as kube-apiserver does (Pod validation sets no upper bound on
+    requests), so a scheduler must still represent it.
+    Mirrors: apimachinery resource.Quantity.MilliValue() (int64 result).
+    Deviates: Go returns 0 (int64 path) or wrapped low bits (inf.Dec path) when the amount does
+    not fit; here it saturates, so an absurd request is simply larger than any Node.
+    Raises:
+        QuantityError: ``q`` is not a quantity.
+    """
+    return _clamp_int64(milli_value(q))
+
+
+def value_int64(q: str | int | float) -> int:
+    """:func:`value` kept to int64 (saturating), as :func:`milli_value_int64`.
+
+    Mirrors: apimachinery resource.Quantity.Value(); same deviation on overflow.
+    """
+    return _clamp_int64(value(q))
+
+
+def _clamp_int64(n: int) -> int:
+    return INT64_MAX if n > INT64_MAX else (-INT64_MAX - 1 if n < -INT64_MAX - 1 else n)
+
+
 def is_quantity(q: object) -> bool:
     """True when ``q`` parses as a quantity."""
     try:

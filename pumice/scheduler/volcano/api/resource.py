@@ -18,7 +18,7 @@ import operator
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from pumice.api.quantity import QuantityError, milli_value, value
+from pumice.api.quantity import QuantityError, milli_value_int64, value_int64
 
 MIN_RESOURCE = 0.1
 """Volcano's epsilon (``minResource``) for tolerant comparisons."""
@@ -102,15 +102,15 @@ class Resource:
         for name, q in rl.items():
             try:
                 if name == CPU:
-                    cpu += milli_value(q)
+                    cpu += milli_value_int64(q)
                 elif name == MEMORY:
-                    mem += value(q)
+                    mem += value_int64(q)
                 elif name == PODS:
-                    sc[PODS] = sc.get(PODS, 0.0) + value(q)
+                    sc[PODS] = sc.get(PODS, 0.0) + value_int64(q)
                 elif name.startswith("count/"):
                     continue
                 else:
-                    sc[name] = sc.get(name, 0.0) + milli_value(q)
+                    sc[name] = sc.get(name, 0.0) + milli_value_int64(q)
             except (QuantityError, TypeError) as e:
                 raise QuantityError(f"resource {name!r}: {e}") from e
         return cls(cpu, mem, sc)

@@ -31,6 +31,7 @@ informer events; cache.go Snapshot clones them for the session).
 from __future__ import annotations
 
 import itertools
+import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -48,6 +49,8 @@ from pumice.scheduler.volcano.cache.snapshot import SnapshotError, _creation, _i
 from pumice.scheduler.volcano.framework.node_arrays import NodeArrays
 
 OrderKey = tuple[str, str]
+
+log = logging.getLogger(__name__)
 
 
 def order_key(o: Obj) -> OrderKey:
@@ -460,8 +463,12 @@ class IncrementalSnapshot:
             o = _with_kind(obj, "PodGroup")
             try:
                 job = job_from_pod_group(o, _creation(o, 0.0), self._priority_classes, self._default_priority)
-            except SnapshotError as e:
-                self._bad_jobs[uid] = str(e)
+            except Exception as e:  # one bad PodGroup must not cut the batch short
+                # SnapshotError names the field; anything else is a bug building this one job, kept
+                # as its reason (the snapshot then refuses like the full build) with a traceback
+                if not isinstance(e, SnapshotError):
+                    log.exception("PodGroup %s: cannot be turned into a scheduler job", uid)
+                self._bad_jobs[uid] = str(e) if isinstance(e, SnapshotError) else f"{_ident(o)}: {type(e).__name__}: {e}"
                 if self._base_jobs.pop(uid, None) is not None:
                     self._job_keys.pop(uid, None)
                     self._job_order_dirty = True

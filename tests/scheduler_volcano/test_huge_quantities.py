@@ -1,0 +1,123 @@
+"""A quantity too large for int64 (``cpu: 1e400``, which kube-apiserver stores: Pod validation sets
+no upper bound) neither stops the scheduler nor ``pumice explain`` for other objects (trial-7 F-7)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+
+from pumice.api.quantity import INT64_MAX, milli_value_int64, value_int64
+from pumice.scheduler.volcano import default_conf
+from pumice.scheduler.volcano.api.job_info import JobMemo
+from pumice.scheduler.volcano.api.resource import Resource
+from pumice.scheduler.volcano.cache import incremental
+from pumice.scheduler.volcano.explain import explain
+from pumice.scheduler.volcano.scheduler import Scheduler
+from pumice.testing.cluster import local_cluster
+from pumice.testing.volcano import node, pod, podgroup, queue
+
+NS = "c1"
+
+
+def test_int64_accessors_saturate_where_the_exact_amount_does_not_fit() -> None:
+    assert milli_value_int64("1e400") == INT64_MAX
+    assert value_int64("-1e400") == -INT64_MAX - 1
+    assert milli_value_int64("1500m") == 1500 and value_int64("1Gi") == 2**30
+    r = Resource.from_list({"cpu": "1e400", "memory": "1e400", "nvidia.com/gpu": "1e400"})
+    assert r.milli_cpu == float(INT64_MAX) and r.memory == float(INT64_MAX)
+    assert r.get("nvidia.com/gpu") == float(INT64_MAX)
+
+
+def _objects() -> list[dict]:
+    return [
+        node("n1", "8,16Gi,pods=110"), queue("q1"),
+        podgroup("huge", namespace=NS, queue="q1", min_member=1, min_resources={"cpu": "1e400"}),
+        pod("huge-0", namespace=NS, group="huge", requests={"cpu": "1e400"}),
+        podgroup("small", namespace=NS, queue="q1", min_member=1, min_resources="1,1Gi"),
+        pod("small-0", namespace=NS, group="small", requests="1,1Gi"),
+    ]
+
+
+def test_explain_of_other_objects_works_beside_a_huge_request_and_the_huge_one_is_explained() -> None:
+    small = explain(_objects(), "podgroup", "small", NS, default_conf())
+    assert small.gate == "binding", small.render()
+    huge = explain(_objects(), "podgroup", "huge", NS, default_conf())
+    assert "it can never fit" in huge.reason and "cpu 9.22337e+15" in huge.reason, huge.render()
+
+
+async def _settle(sched: Scheduler) -> None:
+    await sched.cache.flush()
+    for _ in range(20):
+        await asyncio.sleep(0)
+    await asyncio.sleep(0.05)
+
+
+async def test_the_live_scheduler_binds_other_pods_beside_a_huge_request(tmp_path) -> None:
+    async with local_cluster() as c:
+        client = c.client
+        await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+        for o in _objects():
+            st = o.pop("status", None) if o["kind"] != "PodGroup" else None
+            o["metadata"].pop("uid", None)
+            o["metadata"].pop("creationTimestamp", None)
+            o.pop("status", None)
+            created = await client.create(o)
+            if o["kind"] == "Node" and st:
+                created["status"] = st
+                await client.update_status(created)
+        sched = Scheduler(client, schedule_period=0.05, snapshot_mode="verify")
+        await sched.cache.start(timeout=5)
+        try:
+            for _ in range(3):
+                await _settle(sched)
+                sched.run_once()
+            assert sched.cache.snapshot_mismatches == 0
+            await _settle(sched)
+            pods = client.scheme.resolve("pods")
+            assert (await client.get(pods, "small-0", NS))["spec"].get("nodeName") == "n1"
+            assert not (await client.get(pods, "huge-0", NS))["spec"].get("nodeName")
+        finally:
+            await sched.cache.stop()
+
+
+def test_a_podgroup_that_fails_to_build_leaves_the_rest_of_the_batch_applied(monkeypatch, caplog) -> None:
+    """Only SnapshotError was caught: any other error while building one job cleared the dirty set
+    and skipped every PodGroup after it in the batch."""
+    real = incremental.job_from_pod_group
+
+    def flaky(pg: dict, *a: object) -> object:
+        if pg["metadata"]["name"] == "a":
+            raise OverflowError("int too large to convert to float")
+        return real(pg, *a)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(incremental, "job_from_pod_group", flaky)
+
+    class Lister:
+        def __init__(self, objs: dict[str, dict]) -> None:
+            self.objs = objs
+
+        def get_by_key(self, key: str) -> dict | None:
+            return self.objs.get(key)
+
+    class Inf:
+        def __init__(self, objs: dict[str, dict]) -> None:
+            self.lister = Lister(objs)
+
+    pgs = {f"{NS}/{n}": podgroup(n, namespace=NS, queue="q1", min_member=1) for n in ("a", "b", "c")}
+    snap = incremental.IncrementalSnapshot.__new__(incremental.IncrementalSnapshot)
+    state = {
+        "informers": {"PodGroup": Inf(pgs)}, "dirty_jobs": set(pgs), "_bad_jobs": {}, "_base_jobs": {},
+        "_job_keys": {}, "_job_pods": {}, "_close_quiet": {}, "_job_order_dirty": False, "_job_order": [],
+        "_priority_classes": {}, "_default_priority": 0, "exotic": False,
+    }
+    for k, v in state.items():
+        object.__setattr__(snap, k, v)
+    snap._job_memo = JobMemo()  # type: ignore[call-arg]
+    snap._job_builds = itertools.count(1)
+    snap._sorted_tasks = lambda pods: []  # type: ignore[method-assign]
+    with caplog.at_level(logging.ERROR, logger=incremental.__name__):
+        snap._apply_jobs()
+    assert sorted(snap._base_jobs) == [f"{NS}/b", f"{NS}/c"]
+    assert "OverflowError" in snap._bad_jobs[f"{NS}/a"] and "PodGroup c1/a" in snap._bad_jobs[f"{NS}/a"]
+    assert "PodGroup c1/a" in caplog.text
