@@ -1,19 +1,24 @@
 """Cron schedules of CronJobs: the standard five fields (minute, hour, day of month, month, day
 of week) with ``*``, lists, ranges, steps, month and weekday names, and the ``@hourly``-style
-macros, evaluated in a time zone (UTC unless the CronJob names one).
+descriptors (``@yearly @annually @monthly @weekly @daily @midnight @hourly``) and ``@every
+<Go duration>``, evaluated in a time zone (UTC unless the CronJob names one).
 
 Mirrors: robfig/cron/v3 ParseStandard as the CronJob controller uses it (pkg/controller/cronjob
 utils.go mostRecentScheduleTime/nextScheduleTime): a day-of-month and day-of-week that are both
-restricted match when either matches.
+restricted match when either matches; ``@every D`` is robfig's ConstantDelaySchedule (D truncated
+to whole seconds, at least 1 s; the next activation is the current second plus D).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import math
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
-__all__ = ["Schedule", "parse_schedule"]
+from pumice._util.duration import parse_go_duration
+
+__all__ = ["CronSchedule", "Every", "Schedule", "parse_schedule"]
 
 _MACROS = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *", "@weekly": "0 0 * * 0",
            "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *"}
@@ -107,25 +112,56 @@ class Schedule:
         raise ValueError("the schedule has no activation in the next five years")
 
 
-def parse_schedule(text: str, zone: str | None = None) -> Schedule:
+@dataclass(frozen=True)
+class Every:
+    """``@every <duration>``: activations ``delay`` seconds apart, counted from the second a
+    time falls in (robfig ConstantDelaySchedule); the zone plays no part."""
+
+    delay: int
+    zone: str = "UTC"
+
+    def next_after(self, t: float) -> float:
+        """``t`` rounded down to the second, plus ``delay`` (seconds since the epoch)."""
+        return float(math.floor(t) + self.delay)
+
+
+CronSchedule = Schedule | Every
+"""What :func:`parse_schedule` returns; both have ``next_after(t) -> float``."""
+
+
+def parse_schedule(text: str, zone: str | None = None) -> CronSchedule:
     """Parse a cron schedule (``TZ=Zone`` / ``CRON_TZ=Zone`` prefixes are refused, as the
     CronJob API does; use ``spec.timeZone``).
 
+    Args:
+        text: five fields, a descriptor such as ``@hourly``, or ``@every 1h30m``.
+        zone: an IANA zone name, or None / "" for UTC.
     Raises:
-        ValueError: with robfig/cron-like wording.
+        ValueError: with robfig/cron-like wording (``unrecognized descriptor: @often``,
+            ``failed to parse duration @every 5x: ...``, ``expected exactly 5 fields, ...``).
+    Mirrors: robfig/cron/v3 parser.go ParseStandard/parseDescriptor, constantdelay.go Every.
     """
     s = text.strip()
     if s.startswith(("TZ=", "CRON_TZ=")):
         raise ValueError("cannot use TZ or CRON_TZ in schedule, use timeZone field instead")
-    s = _MACROS.get(s, s)
-    fields = s.split()
-    if len(fields) != 5:
-        raise ValueError(f"expected exactly 5 fields, found {len(fields)}: [{' '.join(fields)}]")
-    parsed = [_field(f, i) for i, f in enumerate(fields)]
     if zone:
         try:
             ZoneInfo(zone)
         except Exception as e:
             raise ValueError(f"unknown time zone {zone}") from e
+    if s.startswith("@every "):
+        try:
+            seconds = parse_go_duration(s[len("@every "):])
+        except ValueError as e:
+            raise ValueError(f"failed to parse duration {s}: {e}") from e
+        return Every(max(1, int(seconds)), zone or "UTC")
+    if s.startswith("@"):
+        if s not in _MACROS:
+            raise ValueError(f"unrecognized descriptor: {s}")
+        s = _MACROS[s]
+    fields = s.split()
+    if len(fields) != 5:
+        raise ValueError(f"expected exactly 5 fields, found {len(fields)}: [{' '.join(fields)}]")
+    parsed = [_field(f, i) for i, f in enumerate(fields)]
     return Schedule(parsed[0], parsed[1], parsed[2], parsed[3], parsed[4], fields[2] not in ("*", "?"),
                     fields[4] not in ("*", "?"), zone or "UTC")

@@ -143,7 +143,8 @@ def _selector_matches_template(spec: Obj, *, map_selector: bool = False) -> list
 
 
 def cron_schedule_error(schedule: str) -> str:
-    """Why ``schedule`` is not a standard 5-field cron expression (or a macro such as ``@hourly``);
+    """Why ``schedule`` is not a standard 5-field cron expression (or a descriptor such as ``@hourly``,
+    or ``@every <duration>``, as kube-apiserver's cron.ParseStandard);
     "" when it is one. The CronJob controller parses it with the same rules."""
     try:
         parse_schedule(schedule)

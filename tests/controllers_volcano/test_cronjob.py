@@ -153,3 +153,25 @@ async def test_the_api_refuses_a_cronjob_with_tz_in_its_schedule() -> None:
         with pytest.raises(ApiError) as e:
             await c.client.create(body)
         assert 'admission webhook "validatecronjob.volcano.sh" denied the request: schedule should not contain TZ' in str(e.value)
+
+
+@pytest.mark.parametrize("schedule", ["@hourly", "@daily", "@every 5m", "@every 1h30m"])
+def test_the_webhook_takes_robfig_descriptors_and_every(schedule: str) -> None:
+    assert validate_cronjob(cron(schedule=schedule)) == ""
+
+
+def test_the_webhook_refuses_an_unknown_descriptor() -> None:
+    assert validate_cronjob(cron(schedule="@often")) == "schedule is not a valid cron expression"
+
+
+def test_every_schedules_from_the_last_run_at_its_interval() -> None:
+    """@every 5m: robfig's ConstantDelaySchedule counts from creation, then from lastScheduleTime."""
+    s = parse_schedule("@every 5m", None)
+    cj = cron(schedule="@every 5m")
+    assert most_recent_schedule_time(cj, T0 + dt.timedelta(minutes=4), s, True)[1:] == (None, Missed.NONE)
+    _e, t, missed = most_recent_schedule_time(cj, T0 + dt.timedelta(minutes=6), s, True)
+    assert t == T0 + dt.timedelta(minutes=5) and missed is Missed.NONE
+    cj["status"] = {"lastScheduleTime": "2026-12-01T10:03:30Z"}
+    _e, t, missed = most_recent_schedule_time(cj, T0 + dt.timedelta(minutes=17), s, True)
+    assert t == T0 + dt.timedelta(minutes=15) and missed is Missed.FEW
+    assert s.next(T0) == T0 + dt.timedelta(minutes=5)

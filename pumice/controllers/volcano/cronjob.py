@@ -20,8 +20,9 @@ A reconcile of one CronJob, on the project clock:
    controller ownerReference (``SuccessfulCreate``; a same-named Job not ours: ``ForeignJob``);
    it joins ``active`` and ``lastScheduleTime`` is set; requeue at the next time.
 
-Cron expressions are parsed by croniter (5 fields, ``TZ=``/``CRON_TZ=`` prefixes honoured with an
-``UnsupportedSchedule`` warning, as upstream's robfig/cron ParseStandard).
+Cron expressions are parsed by :mod:`pumice.api.cron` as upstream's robfig/cron ParseStandard (5
+fields, descriptors such as ``@hourly``, ``@every <duration>``); ``TZ=``/``CRON_TZ=`` prefixes are
+honoured with an ``UnsupportedSchedule`` warning.
 
 Mirrors: volcano pkg/controllers/cronjob (cronjob_controller.go, _handler.go, _util.go).
 """
@@ -37,9 +38,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from croniter import croniter
-
 from pumice.api import Obj, scheme
+from pumice.api.cron import CronSchedule
+from pumice.api.cron import parse_schedule as parse_cron
 from pumice.api.meta import owner_reference
 from pumice.api.volcano.constants import CRON_JOB_SCHEDULED_TIMESTAMP_ANNOTATION, ConcurrencyPolicy
 from pumice.client.base import KubeClient, is_already_exists, is_not_found
@@ -53,7 +54,7 @@ UTC = dt.UTC
 
 
 class ScheduleError(ValueError):
-    """A schedule croniter cannot parse, or a time zone that does not exist."""
+    """A schedule robfig/cron's ParseStandard would refuse, or a time zone that does not exist."""
 
 
 class Missed(enum.Enum):
@@ -64,15 +65,14 @@ class Missed(enum.Enum):
 
 @dataclass(frozen=True)
 class Schedule:
-    """A parsed cron expression in a time zone; :meth:`next` is the first time strictly after."""
+    """A parsed schedule; :meth:`next` is the first activation strictly after a time (UTC)."""
 
     expr: str
+    cron: CronSchedule
     zone: dt.tzinfo
 
     def next(self, t: dt.datetime) -> dt.datetime:
-        got = croniter(self.expr, t.astimezone(self.zone)).get_next(dt.datetime)
-        assert isinstance(got, dt.datetime)
-        return got.astimezone(UTC)
+        return dt.datetime.fromtimestamp(self.cron.next_after(t.timestamp()), UTC)
 
 
 def load_zone(name: str) -> dt.tzinfo:
@@ -89,15 +89,18 @@ def parse_schedule(schedule: str, time_zone: str | None) -> Schedule:
     """``schedule`` in ``time_zone`` (a ``TZ=``/``CRON_TZ=`` prefix wins over it).
 
     Raises:
-        ScheduleError: not a 5-field cron expression, or an unknown zone.
+        ScheduleError: not a cron expression ParseStandard takes, or an unknown zone.
     """
-    expr, zone = schedule.strip(), load_zone(time_zone or "")
+    expr, zone = schedule.strip(), time_zone or ""
+    load_zone(zone)
     if expr.startswith(("TZ=", "CRON_TZ=")):
         head, _, expr = expr.partition(" ")
-        zone = load_zone(head.split("=", 1)[1])
-    if len(expr.split()) != 5 or not croniter.is_valid(expr):
-        raise ScheduleError(f"failed to parse schedule {schedule!r}")
-    return Schedule(expr.strip(), zone)
+        zone = head.split("=", 1)[1]
+        load_zone(zone)
+    try:
+        return Schedule(expr.strip(), parse_cron(expr, None if zone in ("", "UTC") else zone), load_zone(zone))
+    except ValueError as e:
+        raise ScheduleError(f"failed to parse schedule {schedule!r}: {e}") from e
 
 
 def _ts(value: str | None) -> dt.datetime | None:
