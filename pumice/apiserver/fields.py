@@ -296,6 +296,9 @@ class FixedPoints:
             del keys[next(iter(keys))]
         keys[key] = None
 
+    def clear(self) -> None:
+        self._keys.clear()
+
 
 def types_clean(tree: Any, obj: Any, clean: FixedPoints, *, keep: str = "spec") -> bool:
     """True when :func:`type_causes` would find nothing in ``obj`` (making the same removals of

@@ -67,6 +67,8 @@ __all__ = ["DeleteOptions", "Registry", "resource_key"]
 _encode = msgspec.json.Encoder().encode
 
 _META_TREE = object_meta_tree()
+#: root-schema keywords under which a schema check of an object is the union of its properties'
+_SPLIT_ROOT = frozenset({"type", "properties", "description"})
 _GEN_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
 #: the store resource of Events (core/v1 and events.k8s.io/v1 share it)
@@ -262,6 +264,9 @@ class Registry:
         # status or metadata write sends the same spec again, and it needs neither once more
         self._zero_free_specs = FixedPoints()
         self._typed_specs = FixedPoints()
+        # top-level values of custom resources (by check, schema identity, property and JSON) that
+        # passed a schema check; emptied whenever the served CRDs change
+        self._clean_cr_parts = FixedPoints()
 
     # ---------------------------------------------------------------- helpers
 
@@ -510,12 +515,57 @@ class Registry:
             version = cr.versions.get(rk.version)
             if version is not None and version.schema:
                 body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
-                if kschema.has_type_errors(version.schema, body):
+                unchecked, fresh = self._schema_parts("types", version.schema, body)
+                if kschema.has_type_errors(version.schema, unchecked):
                     causes += [c for c in kschema.validate(version.schema, body)
                                if c.reason == "FieldValueTypeInvalid" and not c.message.startswith("Invalid value: null")]
+                else:
+                    for key in fresh:
+                        self._clean_cr_parts.add(key)
         if causes:
             name = obj["metadata"].get("name")
             raise errors.invalid(rk, name if isinstance(name, str) else "", causes)
+
+    def _schema_parts(self, check: str, schema: Obj, body: Obj) -> tuple[Obj, builtins.list[tuple[Any, bytes]]]:
+        """``body`` (a custom resource without apiVersion, kind and metadata) less the top-level
+        object values that passed ``check`` (``"types"``: :func:`pumice.api.schema.has_type_errors`
+        found nothing; ``"valid"``: :func:`pumice.api.schema.validate` found nothing) before, under
+        the same schema with the same JSON; and the memo keys of the object values left in, to
+        remember if they pass now.
+
+        Exact only where the root schema looks at nothing but each property's own value (its keys
+        are among type ``object``, properties and description, as in every CRD pumice serves):
+        then either check of ``body`` finds what it finds in the values left in, and a value's
+        result depends on its schema and its JSON only (both checks are pure functions). For any
+        other root schema ``body`` comes back whole. Encodings with ``null`` are never remembered
+        (a NaN encodes as null too; see :class:`~pumice.apiserver.fields.FixedPoints`)."""
+        props = schema.get("properties")
+        if not (schema.keys() <= _SPLIT_ROOT and schema.get("type", "object") == "object" and type(props) is dict):
+            return body, []
+        memo = self._clean_cr_parts
+        left: Obj = {}
+        fresh: builtins.list[tuple[Any, bytes]] = []
+        for k, v in body.items():
+            if type(v) is dict and k in props:
+                key = ((check, id(schema), k), _encode(v))
+                if key in memo:
+                    continue
+                if memo.usable(key[1]):
+                    fresh.append(key)
+            left[k] = v
+        return left, fresh
+
+    def schema_causes(self, schema: Obj, body: Obj) -> builtins.list[FieldCause]:
+        """:func:`pumice.api.schema.validate` of ``body`` (a custom resource without apiVersion,
+        kind and metadata), skipping the top-level values that validated clean before with the
+        same schema and JSON (see :meth:`_schema_parts`); with causes, the whole body is validated
+        again, so the causes and their order are validate's own."""
+        unchecked, fresh = self._schema_parts("valid", schema, body)
+        if kschema.validate(schema, unchecked):
+            return kschema.validate(schema, body)
+        for key in fresh:
+            self._clean_cr_parts.add(key)
+        return []
 
     def _prune_default(self, rk: ResourceKind, obj: Obj, strict: str) -> builtins.list[str]:
         """Prune unknown fields (custom resources) and apply schema defaults; returns warnings.
@@ -1004,6 +1054,7 @@ class Registry:
             for v in prev.versions:
                 self.scheme.remove(prev.group, v, prev.plural)
         self.crds[cr.resource] = cr
+        self._clean_cr_parts.clear()  # its keys name schemas by identity
         for rk in cr.kinds():
             self.scheme.add(rk)
         for fn in self.crd_listeners:
@@ -1012,6 +1063,7 @@ class Registry:
     def uninstall_crd(self, crd: Obj) -> None:
         cr = crd_info(crd)
         prev = self.crds.pop(cr.resource, None)
+        self._clean_cr_parts.clear()
         if prev is not None:
             for v in prev.versions:
                 self.scheme.remove(prev.group, v, prev.plural)

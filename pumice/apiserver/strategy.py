@@ -26,7 +26,6 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from pumice.api import Obj
-from pumice.api import schema as kschema
 from pumice.api.admission import FieldCause
 from pumice.api.scheme import ResourceKind
 from pumice.api.selectors import FieldSelector
@@ -292,7 +291,7 @@ class CustomResourceStrategy(Strategy):
         version = cr.versions.get(rk.version) if cr is not None else None
         if version is not None and version.schema:
             body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
-            causes.extend(kschema.validate(version.schema, body))
+            causes.extend(reg.schema_causes(version.schema, body))
         return causes
 
 

@@ -238,8 +238,11 @@ class PodWorker:
     def removed(self) -> None:
         """The Pod object is gone from the API (force deletion): stop at once."""
         self._removed = True
-        self.pod["metadata"].setdefault("deletionTimestamp", rfc3339(self.host.clock.now()))
-        self.pod["metadata"]["deletionGracePeriodSeconds"] = 0
+        # the Pod is the informer's object, shared with other readers: marked on a copy
+        md = dict(self.pod["metadata"])
+        md.setdefault("deletionTimestamp", rfc3339(self.host.clock.now()))
+        md["deletionGracePeriodSeconds"] = 0
+        self.pod = {**self.pod, "metadata": md}
         self._wake.set()
 
     async def cancel(self) -> None:

@@ -8,10 +8,15 @@ import copy
 import random
 from typing import Any
 
+import pytest
+
 from pumice.api import schema as kschema
 from pumice.api.crds import builtin_crds
 from pumice.api.scheme import POD
 from pumice.apiserver import fields
+from pumice.apiserver.errors import StatusError
+from pumice.client.base import ApiError
+from pumice.testing.cluster import LocalCluster
 from pumice.testing.volcano import pod, podgroup, queue
 
 WRONG = ["x", 3, 2.5, True, None, [], {}, [1, "a"], {"k": None}]
@@ -168,3 +173,75 @@ def test_a_spec_with_a_nan_is_never_taken_for_a_remembered_one() -> None:
     assert not fields.types_clean(tree, copy.deepcopy(with_nan), clean)
     assert [c.field for c in fields.type_causes(tree, copy.deepcopy(with_nan))] == [
         "spec.terminationGracePeriodSeconds"]
+
+
+def _custom_cases() -> list[tuple[str, str, dict[str, Any]]]:
+    from pumice.simulate.workload import vcjob_manifest
+
+    job = vcjob_manifest("j", workers=[{"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"}] * 2, queue="q",
+                         duration=60.0)
+    job["status"] = {"state": {"phase": "Running"}, "running": 2, "minAvailable": 2}
+    return [("scheduling.volcano.sh/v1beta1", "PodGroup",
+             podgroup("pg", min_member=2, min_resources="1,1Gi", phase="Inqueue")),
+            ("scheduling.volcano.sh/v1beta1", "Queue", queue("q", weight=2, capability="4,8Gi", guarantee="1,1Gi")),
+            ("batch.volcano.sh/v1alpha1", "Job", job)]
+
+
+async def test_remembered_custom_resource_parts_give_the_causes_of_the_full_schema_walk(cluster: LocalCluster) -> None:
+    """The registry remembers the top-level values of a custom resource (spec, status) that
+    passed the type check or the schema validation, by schema and JSON, and walks only the
+    others. Over seeded mutants of a PodGroup, a Queue and a vcjob, drawn with repeats so that
+    most specs are remembered ones, the type check raises exactly the 422 causes that
+    has_type_errors + validate give on the whole body, and the validation returns validate's
+    causes, in the same order."""
+    reg = cluster.server.registry
+    rng = random.Random(29)
+    remembered = typed = invalid = 0
+    for api_version, kind, base in _custom_cases():
+        rk = cluster.scheme.by_api_version_kind(api_version, kind)
+        assert rk is not None
+        cr = reg.custom(rk)
+        assert cr is not None
+        schema = cr.versions[rk.version].schema
+        assert schema is not None
+        bodies = _mutants({k: v for k, v in base.items() if k not in ("apiVersion", "kind", "metadata")}, rng, 150)
+        for body in [rng.choice(bodies) for _ in range(600)]:
+            full = copy.deepcopy(body)
+            want_types = [(c.field, c.message) for c in kschema.validate(schema, full)
+                          if c.reason == "FieldValueTypeInvalid" and not c.message.startswith("Invalid value: null")] \
+                if kschema.has_type_errors(schema, full) else []
+            want = [(c.field, c.reason, c.message) for c in kschema.validate(schema, copy.deepcopy(body))]
+            left, _ = reg._schema_parts("types", schema, body)
+            remembered += len(left) < len(body)
+            obj = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "x", "namespace": "default"},
+                   **copy.deepcopy(body)}
+            try:
+                reg._check_types(rk, obj)
+                got_types: list[tuple[str, str]] = []
+            except StatusError as e:
+                assert e.code == 422 and e.details is not None
+                got_types = [(c["field"], c["message"]) for c in e.details["causes"]]
+            assert got_types == want_types, body
+            got = [(c.field, c.reason, c.message) for c in reg.schema_causes(schema, copy.deepcopy(body))]
+            assert got == want, body
+            typed += bool(want_types)
+            invalid += bool(want)
+    assert remembered > 600 and typed > 100 and invalid > typed
+
+
+async def test_a_changed_crd_schema_checks_a_remembered_spec_again(cluster: LocalCluster) -> None:
+    """A spec remembered clean under the old schema of a CRD is walked again once the CRD
+    changes: here minMember becomes a string, and the same PodGroup spec gets its 422."""
+    crds = cluster.scheme.by_api_version_kind("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+    pgs = cluster.scheme.by_api_version_kind("scheduling.volcano.sh/v1beta1", "PodGroup")
+    assert crds is not None and pgs is not None
+    await cluster.client.create(podgroup("a", namespace="default", min_member=2))
+    await cluster.client.create(podgroup("b", namespace="default", min_member=2))  # its spec is a remembered one now
+    crd = await cluster.client.get(crds, "podgroups.scheduling.volcano.sh")
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    schema["properties"]["spec"]["properties"]["minMember"] = {"type": "string"}
+    await cluster.client.update(crd)
+    with pytest.raises(ApiError) as e:
+        await cluster.client.create(podgroup("c", namespace="default", min_member=2))
+    assert e.value.code == 422
+    assert [c["field"] for c in e.value.status["details"]["causes"]] == ["spec.minMember"]
