@@ -393,3 +393,23 @@ def test_a_hand_made_podgroup_whose_pods_are_gone_says_nothing_recreates_them() 
     assert ex.reason == ("the PodGroup is Inqueue (admitted to the queue) but has no Pods yet; its controller (Job j1) "
                          "creates them once the PodGroup leaves Pending"), ex.render()
     assert ex.remedy == "nothing: the controller creates the Pods on its next pass"
+
+
+def _rayjob(name: str, status: dict) -> dict:
+    return {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": name, "namespace": NS},
+            "spec": {"entrypoint": "python x.py", "suspend": True}, "status": status}
+
+
+def test_a_validation_failed_rayjob_is_held_by_its_spec_with_the_operators_message() -> None:
+    """trial-7 F-16: explain blamed a missing PodGroup; the RayJob will never run as it is."""
+    msg = ("The RayJob spec is invalid: a RayJob with shutdownAfterJobFinishes set to false is not allowed "
+           "to be suspended")
+    rj = _rayjob("rjmb", {"jobDeploymentStatus": "ValidationFailed", "reason": "ValidationFailed", "message": msg})
+    ex = explain([node("n1"), queue("q1"), rj], "rayjob", "rjmb", NS, CONF)
+    assert ex.gate == "validation", ex.render()
+    assert msg in ex.reason and "re-create the RayJob" in ex.remedy
+    # suspended later: its cluster and PodGroup still exist, the RayJob's state still wins
+    rj2 = _rayjob("rjsus", {"jobDeploymentStatus": "ValidationFailed", "reason": "ValidationFailed", "message": msg,
+                            "rayClusterName": "rjsus-abcde"})
+    objs = [node("n1"), queue("q1"), rj2, *gang("ray-rjsus-pg", 1, phase="Running")]
+    assert explain(objs, "rayjob", "rjsus", NS, CONF).gate == "validation"

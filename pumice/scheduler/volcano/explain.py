@@ -245,6 +245,12 @@ def _gate_before_session(ex: Explanation, objects: list[Obj], kind: str, name: s
         if scheduler != DEFAULT_SCHEDULER_NAME and phase == "Pending":
             _other_scheduler(ex, pod, scheduler)
             return None
+    invalid = _validation_failed(objects, kind, name, namespace)
+    if invalid:
+        ex.gate, ex.reason = "validation", invalid
+        ex.remedy = ("fix the spec as the message says, then delete and re-create the RayJob "
+                     "(ValidationFailed is terminal: the operator does not start it even once the spec is valid)")
+        return None
     done = _finished(objects, kind, name, namespace)
     if done:
         ex.gate, ex.reason = "finished", done
@@ -672,6 +678,17 @@ def _other_scheduler(ex: Explanation, pod: Obj, scheduler: str) -> None:
     else:
         ex.reason = f"waiting for scheduler {scheduler} to place it (it has written no verdict yet)"
         ex.remedy = f"scheduler {scheduler} running; `pumice up` runs default-scheduler and volcano"
+
+
+def _validation_failed(objects: list[Obj], kind: str, name: str, namespace: str) -> str:
+    """The operator's message when the target is a RayJob in ``ValidationFailed`` (KubeRay writes
+    it with reason ``ValidationFailed`` and never leaves it), else ""."""
+    if KIND_ALIASES.get(kind.lower()) != "RayJob":
+        return ""
+    st = (_find(objects, "RayJob", name, namespace, "ray.io/") or {}).get("status") or {}
+    if st.get("jobDeploymentStatus") != "ValidationFailed":
+        return ""
+    return f"the RayJob is ValidationFailed: {st.get('message') or '(no message)'}"
 
 
 def _finished(objects: list[Obj], kind: str, name: str, namespace: str) -> str:
