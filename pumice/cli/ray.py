@@ -7,7 +7,9 @@
   defaults (head 2 CPU / 4Gi, one worker group ``default-group`` of 1 × 2 CPU / 4Gi, head ports
   6379 ``gcs-server``, 8265 ``dashboard``, 10001 ``client``);
   ``create workergroup GROUP -c CLUSTER [flags]``: appends a group (1 replica, min 1, max 10,
-  2 CPU / 4Gi) and updates the RayCluster;
+  2 CPU / 4Gi) and updates the RayCluster; a GROUP the cluster already has is refused (upstream
+  appends it, and the operator then refuses the whole spec); negative replica counts are usage
+  errors, as in ``scale cluster``;
 - ``scale cluster CLUSTER -w GROUP [-r N] [--min-replicas N] [--max-replicas N]``;
 - ``delete RESOURCE... [-y]`` (``NAME`` is a RayCluster, else ``raycluster|rayjob|rayservice/NAME``);
 - ``session RESOURCE``: ``kubectl port-forward service/<head service>`` for 8265 + 10001
@@ -378,7 +380,7 @@ def _kv(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--head-cpu", default="2", show_default=True)
 @click.option("--head-memory", default="4Gi", show_default=True)
 @click.option("--head-gpu", default="0", show_default=True)
-@click.option("--worker-replicas", default=1, show_default=True, type=int)
+@click.option("--worker-replicas", default=1, show_default=True, type=click.IntRange(min=0))
 @click.option("--worker-cpu", default="2", show_default=True)
 @click.option("--worker-memory", default="4Gi", show_default=True)
 @click.option("--worker-gpu", default="0", show_default=True)
@@ -624,7 +626,7 @@ def load_rayjob_file(path: str) -> Obj:
 @click.option("--head-cpu", default="2", show_default=True, help="number of CPUs in the Ray head")
 @click.option("--head-memory", default="4Gi", show_default=True, help="amount of memory in the Ray head")
 @click.option("--head-gpu", default="0", show_default=True, help="number of GPUs in the Ray head")
-@click.option("--worker-replicas", default=1, show_default=True, type=int, help="desired worker group replicas")
+@click.option("--worker-replicas", default=1, show_default=True, type=click.IntRange(min=0), help="desired worker group replicas")
 @click.option("--worker-cpu", default="2", show_default=True, help="number of CPUs in each worker group replica")
 @click.option("--worker-memory", default="4Gi", show_default=True,
               help="amount of memory in each worker group replica")
@@ -946,10 +948,10 @@ def build_worker_group(name: str, *, image: str, replicas: int, num_of_hosts: in
 @click.option("-c", "--ray-cluster", required=True, help="Ray cluster to add a worker group to.")
 @click.option("--ray-version", default=DEFAULT_RAY_VERSION, show_default=True)
 @click.option("--image", default=None, help="Default: rayproject/ray:<ray-version>.")
-@click.option("--worker-replicas", default=1, show_default=True, type=int)
-@click.option("--num-of-hosts", default=1, show_default=True, type=int)
-@click.option("--worker-min-replicas", default=1, show_default=True, type=int)
-@click.option("--worker-max-replicas", default=10, show_default=True, type=int)
+@click.option("--worker-replicas", default=1, show_default=True, type=click.IntRange(min=0))
+@click.option("--num-of-hosts", default=1, show_default=True, type=click.IntRange(min=0))
+@click.option("--worker-min-replicas", default=1, show_default=True, type=click.IntRange(min=0))
+@click.option("--worker-max-replicas", default=10, show_default=True, type=click.IntRange(min=0))
 @click.option("--worker-cpu", default="2", show_default=True)
 @click.option("--worker-gpu", default="0", show_default=True)
 @click.option("--worker-tpu", default="0", show_default=True)
@@ -983,7 +985,12 @@ def create_workergroup(group: str, ray_cluster: str, ray_version: str, image: st
             cl = await client.get(scheme.RAY_CLUSTER, ray_cluster, namespace)
         except ApiError as e:
             raise RayCliError(f"error getting Ray cluster: {_api_text(e)}") from None
-        cl.setdefault("spec", {}).setdefault("workerGroupSpecs", []).append(spec)
+        groups = cl.setdefault("spec", {}).setdefault("workerGroupSpecs", [])
+        if any(g.get("groupName") == group for g in groups):
+            # upstream appends anyway and the operator then refuses the whole cluster's spec
+            # (InvalidRayClusterSpec: worker group names must be unique)
+            raise RayCliError(f"worker group {group} already exists in Ray cluster {namespace}/{ray_cluster}")
+        groups.append(spec)
         try:
             updated = await client.update(cl)
         except ApiError as e:

@@ -89,6 +89,16 @@ def test_create_dry_run_prints_the_plugin_defaults() -> None:
     assert cl["spec"]["enableInTreeAutoscaling"] is True and cl["spec"]["autoscalerOptions"] == {"version": "v2"}
 
 
+def test_create_cluster_refuses_negative_worker_replicas_and_takes_an_empty_image_as_the_default() -> None:
+    """trial-7 F-8: --worker-replicas -1 made a head-only cluster; --image '' is kubectl-ray's default image."""
+    r = CliRunner().invoke(cli, ["ray", "create", "cluster", "x", "--dry-run", "--worker-replicas", "-1"])
+    assert r.exit_code == 2 and "-1 is not in the range x>=0" in r.output
+    r = CliRunner().invoke(cli, ["ray", "create", "cluster", "x", "--dry-run", "--image", ""])
+    assert r.exit_code == 0, r.output
+    assert yaml.safe_load(r.output)["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["image"] == \
+        "rayproject/ray:2.52.0"
+
+
 @pytest.mark.parametrize(("flag", "value", "message"), [
     ("--head-memory", "-2Gi", "head-memory cannot be negative"),
     ("--head-cpu", "-1", "head-cpu cannot be negative"),
@@ -227,6 +237,12 @@ def test_create_workergroup_appends_the_plugins_default_group(server: Any) -> No
     assert (r.exit_code, r.output.strip()) == (1, "Error: worker-memory is not a valid resource quantity: 'lots'")
     r = run(server, "create", "workergroup", "nocluster")
     assert r.exit_code == 2 and "Missing option '-c' / '--ray-cluster'" in r.output
+    # trial-7 F-8: a second group of the same name broke the cluster (InvalidRayClusterSpec)
+    r = run(server, "create", "workergroup", "extra", "-c", "wg")
+    assert (r.exit_code, r.output.strip()) == (1, "Error: worker group extra already exists in Ray cluster default/wg")
+    assert [g["groupName"] for g in asyncio.run(get())["spec"]["workerGroupSpecs"]] == ["default-group", "extra"]
+    r = run(server, "create", "workergroup", "neg", "-c", "wg", "--worker-replicas", "-1")
+    assert r.exit_code == 2 and "-1 is not in the range x>=0" in r.output
 
 
 def test_version_reports_the_operator_image_tag_or_upstreams_warning(tmp_path: Path) -> None:
