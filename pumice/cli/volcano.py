@@ -28,7 +28,7 @@ _NAMESPACED = {"Pod", "PodGroup"}
 
 
 def _fail(msg: str) -> None:
-    click.echo(f"error: {msg}", err=True)
+    click.echo(f"Error: {msg}", err=True)
     sys.exit(2)
 
 
@@ -120,7 +120,8 @@ def session(path: Path, config: Path | None, explain: bool) -> None:
         return
     summary = read_summary(objs, skipped)
     if not any(o["kind"] in ("Pod", "PodGroup") for o in objs):
-        _fail(f"{path}: nothing to schedule: {summary}")
+        _fail(f"{path}: nothing to schedule (a session schedules Pods and PodGroups; the controllers of `pumice up` "
+              f"make them from Volcano Jobs and Ray resources): {summary}")
         return
     click.echo(summary, err=True)
     sources = {id(o): o.pop("_source") for o in objs}

@@ -50,6 +50,38 @@ def _service_account_config() -> SingleConfig:
     return single
 
 
+def _shape_problem(p: Path) -> str:
+    """What is wrong with the shape of kubeconfig file ``p`` in the user's terms (a top level or a
+    clusters/users/contexts entry that is not a mapping), or "" when the shape is right or the
+    file cannot be read as YAML."""
+    try:
+        doc = yaml.safe_load(p.read_text())
+    except (OSError, yaml.YAMLError):
+        return ""
+    if not isinstance(doc, dict):
+        return f"the file holds {_yaml_kind(doc)}, not a mapping of clusters, users and contexts"
+    for key in ("clusters", "users", "contexts"):
+        items = doc.get(key)
+        if items is None:
+            continue
+        if not isinstance(items, list):
+            return f"{key} is {_yaml_kind(items)}, not a list"
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                return f"{key}[{i}] is {_yaml_kind(item)}, not a mapping"
+            inner = item.get(key[:-1])
+            if inner is not None and not isinstance(inner, dict):
+                return f"{key}[{i}].{key[:-1]} is {_yaml_kind(inner)}, not a mapping"
+    return ""
+
+
+def _yaml_kind(v: object) -> str:
+    if v is None:
+        return "nothing"
+    return {list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean",
+            dict: "a mapping"}.get(type(v), type(v).__name__)
+
+
 def load(path: Path | str | None = None, *, context: str | None = None) -> SingleConfig:
     """The chosen context of a kubeconfig file; with no ``path``, ``$KUBECONFIG`` or
     ``~/.kube/config``, else the in-cluster ServiceAccount config inside a Pod.
@@ -69,8 +101,8 @@ def load(path: Path | str | None = None, *, context: str | None = None) -> Singl
     except (ValueError, OSError):
         raise
     except Exception as e:  # lightkube fails with AttributeError/KeyError/TypeError on malformed files
-        detail = " ".join(str(e).split())
-        if isinstance(e, KeyError):
+        detail = _shape_problem(p) or " ".join(str(e).split())
+        if isinstance(e, KeyError) and not _shape_problem(p):
             detail = f"no {detail} in it"
         elif isinstance(e, yaml.YAMLError):
             detail = f"not YAML: {detail}"

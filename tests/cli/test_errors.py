@@ -11,8 +11,14 @@ from click.testing import CliRunner
 from pumice.cli import main as cli_main
 
 
-@pytest.mark.parametrize("text", ["hello: [1, 2\n", "- a\n- b\n", "clusters: 5\ncurrent-context: x\ncontexts: [{name: x, context: 7}]\n"])
-def test_a_bad_kubeconfig_is_one_line(tmp_path: Path, text: str) -> None:
+@pytest.mark.parametrize(("text", "detail"), [
+    ("hello: [1, 2\n", "not YAML"),
+    # trial-7 F-13: these said "('list' object has no attribute 'get')"
+    ("- a\n- b\n", "(the file holds a list, not a mapping of clusters, users and contexts)"),
+    ("clusters: 5\ncurrent-context: x\ncontexts: [{name: x, context: 7}]\n", "(clusters is a number, not a list)"),
+    ("current-context: x\ncontexts: [{name: x, context: 7}]\n", "(contexts[0].context is a number, not a mapping)"),
+])
+def test_a_bad_kubeconfig_is_one_line(tmp_path: Path, text: str, detail: str) -> None:
     kc = tmp_path / "kubeconfig"
     kc.write_text(text)
     res = CliRunner().invoke(cli_main.main, ["explain", "pod/x", "--kubeconfig", str(kc)])
@@ -20,6 +26,7 @@ def test_a_bad_kubeconfig_is_one_line(tmp_path: Path, text: str) -> None:
     out = res.output.strip()
     assert "\n" not in out and "Traceback" not in out
     assert f"kubeconfig {kc} is not a valid kubeconfig" in out
+    assert detail in out
 
 
 def test_an_unexpected_exception_in_a_command_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,6 +19,8 @@ def test_session_says_what_it_read_and_what_it_ignored(tmp_path: Path) -> None:
     assert res.stdout == ""
     line = res.stderr.strip()
     assert "\n" not in line and "nothing to schedule" in line
+    # trial-7 F-13: the one command whose prefix was lower-case, and it did not say what it reads
+    assert line.startswith("Error: ") and "a session schedules Pods and PodGroups" in line
     assert "ignored 1 Job (batch.volcano.sh/v1alpha1)" in line and "1 RayCluster (ray.io/v1)" in line
     (tmp_path / "nodes.yaml").write_text(
         "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '2', memory: 4Gi, pods: '10'}}\n"
