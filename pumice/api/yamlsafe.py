@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["DEFAULT_MAX_DEPTH", "DEFAULT_MAX_NODES", "YAMLLimitError", "check_node", "error_line", "safe_load",
+__all__ = ["DEFAULT_MAX_DEPTH", "DEFAULT_MAX_NODES", "YAMLLimitError", "check_node", "compose", "error_line", "safe_load",
            "safe_load_all"]
 
 DEFAULT_MAX_DEPTH = 100
@@ -135,6 +135,21 @@ def safe_load_all(stream: str | bytes, *, max_depth: int = DEFAULT_MAX_DEPTH,
         YAMLLimitError, yaml.YAMLError: as :func:`safe_load`.
     """
     return list(_documents(stream, max_depth, max_nodes, single=False))
+
+
+def compose(stream: str | bytes) -> yaml.Node | None:
+    """The node graph of one YAML document (aliases shared, nothing expanded or built); None for
+    an empty stream. Callers walk it once per node (e.g. the duplicate-key check of request
+    bodies) after :func:`safe_load` accepted the same text.
+
+    Raises:
+        yaml.YAMLError: not YAML.
+    """
+    loader = _Loader(stream)
+    try:
+        return loader.get_single_node()
+    finally:
+        loader.dispose()
 
 
 def error_line(e: yaml.YAMLError, source: str) -> str:

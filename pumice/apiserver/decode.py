@@ -13,6 +13,12 @@ depth, YAML alias expansion and decoded size.
 Errors are :class:`~pumice.apiserver.errors.StatusError` (400 BadRequest, 413
 RequestEntityTooLarge), never RecursionError or MemoryError.
 
+Duplicate fields (:func:`duplicate_fields`): the decoders above keep the last value of a repeated
+key, as Go's do; kube-apiserver's strict decoding reports each repetition, JSON as
+``duplicate field "spec.template.spec.containers[0].image"`` and YAML as go-yaml's
+``line 5: key "name" already set in map``. The caller refuses them under
+``fieldValidation=Strict`` and warns otherwise (the HTTP handlers; see http.py).
+
 Mirrors: go-yaml v2 decode.go (allowedAliasRatio, "document contains excessive aliasing"),
 sigs.k8s.io/json (max nesting depth), k8s.io/apiserver pkg/endpoints/handlers (400 on decode
 errors). Deviates: the depth limit is 100 levels, not 10,000: pumice keeps objects as Python
@@ -21,6 +27,7 @@ values and walks them recursively (Kubernetes objects, CRD schemas included, sta
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -32,7 +39,7 @@ from pumice.api import yamlsafe
 from pumice.apiserver import errors
 from pumice.apiserver.errors import StatusError
 
-__all__ = ["MAX_DECODED_BYTES", "MAX_DEPTH", "check_query", "decode_body", "json_depth"]
+__all__ = ["MAX_DECODED_BYTES", "MAX_DEPTH", "check_query", "decode_body", "duplicate_fields", "json_depth"]
 
 MAX_DEPTH = 100
 MAX_DECODED_BYTES = 3 * 1024 * 1024
@@ -95,6 +102,83 @@ def decode_body(raw: bytes, *, yaml_ok: bool) -> Any:
         if json_depth(raw) > MAX_DEPTH:
             raise errors.bad_request(f"error decoding the request body as JSON: exceeded max depth of {MAX_DEPTH}")
     return value
+
+
+class _Pairs(dict[str, Any]):
+    """A decoded JSON object that knows the paths of the duplicate keys inside it."""
+
+    __slots__ = ("dups",)
+    dups: list[str]
+
+
+def _nested_dups(prefix: str, value: Any, out: list[str]) -> None:
+    if type(value) is _Pairs:
+        out.extend(prefix + "." + d if d[0] != "[" else prefix + d for d in value.dups)
+    elif type(value) is list:
+        for i, item in enumerate(value):
+            _nested_dups(f"{prefix}[{i}]", item, out)
+
+
+def _object_pairs(pairs: list[tuple[str, Any]]) -> _Pairs:
+    obj = _Pairs(pairs)
+    dups: list[str] = []
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, value in pairs:
+            if key in seen:
+                dups.append(key)
+            seen.add(key)
+            _nested_dups(key, value, dups)
+    else:
+        for key, value in pairs:
+            if type(value) is _Pairs or type(value) is list:
+                _nested_dups(key, value, dups)
+    obj.dups = dups
+    return obj
+
+
+def _yaml_dups(root: yaml.Node) -> list[str]:
+    out: list[str] = []
+    done: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in done:
+            continue
+        done.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            seen: set[str] = set()
+            for k, _v in node.value:
+                if isinstance(k, yaml.ScalarNode):
+                    if k.value in seen:
+                        out.append(f'line {k.start_mark.line + 1}: key "{k.value}" already set in map')
+                    seen.add(k.value)
+            stack.extend(v for pair in reversed(node.value) for v in reversed(pair))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(reversed(node.value))
+    return sorted(out, key=lambda m: int(m.split(":", 1)[0][5:]))
+
+
+def duplicate_fields(raw: bytes) -> list[str]:
+    """The repeated keys of a request body that :func:`decode_body` accepted, in document order:
+    JSON ``duplicate field "<path>"`` (paths as ``a.b[0].c``), YAML ``line <n>: key "<k>" already
+    set in map``. Decodes the body once more (a body already refused is not decoded here).
+
+    Mirrors: sigs.k8s.io/json strict decoding (``duplicate field``), go-yaml v2 strict unmarshal
+    (``already set in map``), as k8s.io/apimachinery's strict serializers report them.
+    """
+    try:
+        value = json.loads(raw, object_pairs_hook=_object_pairs)
+    except (ValueError, RecursionError):
+        try:
+            node = yamlsafe.compose(raw)
+        except (yaml.YAMLError, RecursionError):
+            return []
+        return [] if node is None else _yaml_dups(node)
+    out: list[str] = []
+    if type(value) is _Pairs:
+        out = [f'duplicate field "{d}"' for d in value.dups]
+    return out
 
 
 _OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}

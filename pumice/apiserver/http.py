@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
@@ -40,12 +40,12 @@ from pumice.api.selectors import SelectorError, parse_field_selector, parse_labe
 from pumice.api.tables import to_table
 from pumice.apiserver import discovery, errors, openapi
 from pumice.apiserver.access import PUBLIC_PATHS, Access
-from pumice.apiserver.decode import check_query, decode_body
+from pumice.apiserver.decode import check_query, decode_body, duplicate_fields
 from pumice.apiserver.errors import StatusError
 from pumice.apiserver.metrics import MetricsAPI
 from pumice.apiserver.registry import DeleteOptions, Registry
 from pumice.apiserver.store import Stored
-from pumice.apiserver.streaming import StreamProxy, kubelet_endpoint
+from pumice.apiserver.streaming import StreamProxy, check_log_options, kubelet_endpoint
 
 __all__ = ["MAX_BODY_BYTES", "build_app"]
 
@@ -377,35 +377,41 @@ class _Api:
 
     async def _put(self, request: Request, t: _Target) -> Response:
         assert t.name is not None
-        body = await self._body(request, t.rk)
+        dups: list[str] = []
+        body = await self._body(request, t.rk, t.query, dups)
         s, warnings = await self.registry.update(t.rk, t.namespace, t.name, body, sub=t.sub,
                                                  dry_run=_dry_run(t.query),
                                                  field_validation=t.query.get("fieldValidation", ""),
                                                  field_manager=t.query.get("fieldManager", ""))
-        return self._object(request, t.rk, s, 200, _warnings(warnings))
+        return self._object(request, t.rk, s, 200, _warnings(dups + warnings))
 
     async def _put_scale_h(self, request: Request, t: _Target) -> Response:
         assert t.name is not None
         body = await self._body(request)
         return await self._put_scale(t.rk, t.namespace, t.name, body, _dry_run(t.query))
 
-    async def _patch_body(self, request: Request) -> tuple[str, Any]:
+    async def _patch_body(self, request: Request, t: _Target | None = None,
+                          dups: list[str] | None = None) -> tuple[str, Any]:
         ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
         ptype = PATCH_TYPES.get(ctype)
         if ptype is None:
             raise errors.unsupported_media_type(ctype)
         raw = await self._raw_body(request)
-        return ptype, _parse_body(raw, yaml_ok=ptype == "apply")
+        patch = _parse_body(raw, yaml_ok=ptype == "apply")
+        if t is not None and dups is not None and ptype != "json":
+            dups.extend(_duplicates(request, raw, t.rk, t.query))
+        return ptype, patch
 
     async def _patch(self, request: Request, t: _Target) -> Response:
         assert t.name is not None
-        ptype, patch = await self._patch_body(request)
+        dups: list[str] = []
+        ptype, patch = await self._patch_body(request, t, dups)
         q = t.query
         s, created, warnings = await self.registry.patch(
             t.rk, t.namespace, t.name, ptype, patch, sub=t.sub, dry_run=_dry_run(q),
             field_validation=q.get("fieldValidation", ""), field_manager=q.get("fieldManager", ""),
             force=q.get("force") in ("true", "1"))
-        return self._object(request, t.rk, s, 201 if created else 200, _warnings(warnings))
+        return self._object(request, t.rk, s, 201 if created else 200, _warnings(dups + warnings))
 
     async def _patch_scale_h(self, request: Request, t: _Target) -> Response:
         assert t.name is not None
@@ -466,9 +472,12 @@ class _Api:
                 break
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
-    async def _body(self, request: Request, rk: ResourceKind | None = None) -> Any:
+    async def _body(self, request: Request, rk: ResourceKind | None = None, query: Mapping[str, str] | None = None,
+                    dups: list[str] | None = None) -> Any:
         """The decoded request body: JSON, YAML, or protobuf (built-in kinds only; 415 for custom
-        resources, as kube-apiserver has no protobuf form for them)."""
+        resources, as kube-apiserver has no protobuf form for them). With ``dups`` (and ``rk``,
+        ``query``), the body's duplicate fields are checked as :func:`_duplicates` says and their
+        warnings appended to ``dups``."""
         ctype = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
         if ctype not in ("application/json", "application/yaml", pb.PROTOBUF, "", "*/*"):
             raise StatusError(415, f'the body of the request was in an unknown format - accepted media types '
@@ -480,7 +489,10 @@ class _Api:
         raw = await self._raw_body(request)
         if ctype == pb.PROTOBUF:
             return _parse_protobuf(raw)
-        return _parse_body(raw, yaml_ok=ctype == "application/yaml")
+        body = _parse_body(raw, yaml_ok=ctype == "application/yaml")
+        if dups is not None:
+            dups.extend(_duplicates(request, raw, rk, query or {}))
+        return body
 
     async def _delete_options_body(self, request: Request) -> Any:
         """A DELETE body (DeleteOptions as JSON or protobuf), or None when empty."""
@@ -677,7 +689,8 @@ class _Api:
                       query: dict[str, str]) -> Response:
         if rk.namespaced and namespace is None:
             raise errors.method_not_allowed("POST to an all-namespaces collection is not allowed; name the namespace")
-        body = await self._body(request, rk)
+        dups: list[str] = []
+        body = await self._body(request, rk, query, dups)
         if self.access is not None:
             out = self.access.special_post(request.scope.get("pumice.user"), rk.group, rk.plural, namespace, None, "",
                                            body, _dry_run(query))
@@ -686,7 +699,7 @@ class _Api:
         s, warnings = await self.registry.create(rk, namespace, body, dry_run=_dry_run(query),
                                                  field_validation=query.get("fieldValidation", ""),
                                                  field_manager=query.get("fieldManager", ""))
-        return self._object(request, rk, s, 201, _warnings(warnings))
+        return self._object(request, rk, s, 201, _warnings(dups + warnings))
 
     async def _delete_collection(self, request: Request, rk: ResourceKind, namespace: str | None,
                                  query: dict[str, str]) -> Response:
@@ -830,7 +843,9 @@ class _Api:
     async def _log(self, rk: ResourceKind, namespace: str, name: str, query: dict[str, str]) -> Response:
         """Proxy ``pods/<name>/log`` to the node agent serving the Pod's Node, as kube-apiserver
         proxies to the kubelet: GET ``http://<InternalIP>:<kubeletEndpoint.Port>/containerLogs/
-        <ns>/<pod>/<container>`` with follow, tailLines, sinceSeconds, timestamps, previous."""
+        <ns>/<pod>/<container>`` with follow, tailLines, sinceSeconds, timestamps, previous
+        (checked first: :func:`~pumice.apiserver.streaming.check_log_options`)."""
+        check_log_options(name, query)
         pod = self.registry.get(rk, namespace, name).obj
         containers = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
         container = query.get("container") or ""
@@ -1001,6 +1016,30 @@ def _parse_protobuf(raw: bytes) -> Any:
 
 def _parse_body(raw: bytes, *, yaml_ok: bool) -> Any:
     return decode_body(raw, yaml_ok=yaml_ok)
+
+
+def _duplicates(request: Request, raw: bytes, rk: ResourceKind | None, query: Mapping[str, str]) -> list[str]:
+    """The duplicate-field warnings of a write's body (create, update, merge/strategic/apply
+    patch) under its ``fieldValidation``: none for ``Ignore``; 400 BadRequest for ``Strict``
+    (``<Kind> in version "<v>" cannot be handled as a <Kind>: strict decoding error: ...``);
+    otherwise (``Warn``, or unset: kube-apiserver's default) one warning per repetition.
+
+    Bodies from the in-process transport (pumice's own components, ``pumice simulate``) are not
+    checked: they are built from dicts, which cannot repeat a key, and a second decode would
+    cost every in-process write.
+
+    Mirrors: k8s.io/apiserver pkg/endpoints/handlers (create.go, update.go, patch.go: strict
+    decoding errors as warnings or a BadRequest by fieldValidation).
+    """
+    fv = query.get("fieldValidation", "")
+    if fv == "Ignore" or rk is None or (request.scope.get("extensions") or {}).get("pumice.in_process"):
+        return []
+    dups = duplicate_fields(raw)
+    if dups and fv == "Strict":
+        listed = ("yaml: unmarshal errors:\n  " + "\n  ".join(dups)) if dups[0].startswith("line ") else ", ".join(dups)
+        raise errors.bad_request(f'{rk.kind} in version "{rk.version}" cannot be handled as a {rk.kind}: '
+                                 f"strict decoding error: {listed}")
+    return dups
 
 
 def render_table(rk: ResourceKind, objs: list[dict[str, Any]], now: float,

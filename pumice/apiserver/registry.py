@@ -568,7 +568,8 @@ class Registry:
         return []
 
     def _prune_default(self, rk: ResourceKind, obj: Obj, strict: str) -> builtins.list[str]:
-        """Prune unknown fields (custom resources) and apply schema defaults; returns warnings.
+        """Prune unknown fields and apply schema defaults (custom resources); returns warnings
+        (``unknown field "<path>"``) under fieldValidation Warn or unset (kube-apiserver's default).
 
         Raises:
             StatusError: 400 under fieldValidation=Strict when unknown fields were sent.
@@ -597,7 +598,7 @@ class Registry:
             listed = ", ".join(f'unknown field "{u}"' for u in unknown)
             raise errors.bad_request(f'{rk.kind} in version "{rk.version}" cannot be handled as a {rk.kind}: '
                                      f"strict decoding error: {listed}")
-        if unknown and strict == "Warn":
+        if unknown and strict != "Ignore":  # Warn, or unset: kube-apiserver's default
             return [f'unknown field "{u}"' for u in unknown]
         return []
 

@@ -23,12 +23,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import MutableMapping
+import re
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 from urllib.parse import parse_qs, parse_qsl, urlencode
 
 import msgspec
 
+from pumice._util.clock import parse_rfc3339
+from pumice.api.admission import FieldCause
 from pumice.apiserver import errors
 from pumice.apiserver.access import Access
 from pumice.apiserver.errors import StatusError
@@ -41,6 +44,62 @@ log = logging.getLogger(__name__)
 STREAM_SUBRESOURCES = frozenset({"exec", "attach", "portforward"})
 DEFAULT_CONTAINER_ANNOTATION = "kubectl.kubernetes.io/default-container"
 
+
+
+_GO_INT = re.compile(r"[+-]?[0-9]+")
+_GO_BOOLS = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True,
+             "0": False, "f": False, "F": False, "FALSE": False, "false": False, "False": False}
+
+
+def check_log_options(name: str, query: Mapping[str, str]) -> None:
+    """Check a ``pods/<name>/log`` request's options before anything else (the Pod, its
+    container, its node agent), as kube-apiserver decodes and validates PodLogOptions first.
+
+    Raises:
+        StatusError: 400 BadRequest for a value that does not parse (``tailLines``,
+            ``sinceSeconds``, ``limitBytes`` integers; ``follow``, ``previous``, ``timestamps``
+            booleans; ``sinceTime`` RFC 3339), with Go's strconv/time texts; 422 Invalid
+            ``PodLogOptions "<name>" is invalid: ...`` for negative ``tailLines``,
+            ``sinceSeconds``/``limitBytes`` below 1, or both ``sinceSeconds`` and ``sinceTime``.
+
+    Mirrors: kubernetes pkg/registry/core/pod/rest/log.go (LogREST.Get),
+    pkg/apis/core/validation ValidatePodLogOptions, the query conversions of PodLogOptions.
+    """
+    numbers: dict[str, int] = {}
+    for key in ("tailLines", "sinceSeconds", "limitBytes"):
+        if key in query:
+            v = query[key]
+            if not _GO_INT.fullmatch(v):
+                raise errors.bad_request(f'strconv.ParseInt: parsing "{v}": invalid syntax')
+            numbers[key] = int(v)
+    for key in ("follow", "previous", "timestamps", "insecureSkipTLSVerifyBackend"):
+        if key in query and query[key] not in _GO_BOOLS:
+            raise errors.bad_request(f'strconv.ParseBool: parsing "{query[key]}": invalid syntax')
+    if "sinceTime" in query:
+        try:
+            parse_rfc3339(query["sinceTime"])
+        except ValueError:
+            raise errors.bad_request(f'parsing time "{query["sinceTime"]}" as "2006-01-02T15:04:05Z07:00": '
+                                     "cannot parse as RFC 3339") from None
+    causes: list[FieldCause] = []
+    tail, since, limit = numbers.get("tailLines"), numbers.get("sinceSeconds"), numbers.get("limitBytes")
+    if tail is not None and tail < 0:
+        causes.append(FieldCause("tailLines", f"Invalid value: {tail}: must be greater than or equal to 0",
+                                 "FieldValueInvalid"))
+    if limit is not None and limit < 1:
+        causes.append(FieldCause("limitBytes", f"Invalid value: {limit}: must be greater than 0", "FieldValueInvalid"))
+    if since is not None and "sinceTime" in query:
+        causes.append(FieldCause("", "Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified",
+                                 "FieldValueForbidden"))
+    elif since is not None and since < 1:
+        causes.append(FieldCause("sinceSeconds", f"Invalid value: {since}: must be greater than 0",
+                                 "FieldValueInvalid"))
+    if causes:
+        parts = [f"{c.field}: {c.message}" for c in causes]
+        body = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+        raise StatusError(422, f'PodLogOptions "{name}" is invalid: {body}', "Invalid",
+                          {"name": name, "kind": "PodLogOptions",
+                           "causes": [{"reason": c.reason, "message": c.message, "field": c.field} for c in causes]})
 
 
 def kubelet_endpoint(registry: Registry, pod: dict[str, Any], what: str) -> tuple[str, int]:

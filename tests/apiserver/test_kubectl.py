@@ -271,3 +271,13 @@ def test_sort_by_a_field_outside_metadata_lists_every_object_in_order(kubectl) -
     out = kubectl("get", "configmaps", "-l", "sortcase=yes", "--sort-by=.data.rank", "--no-headers").stdout
     names = [line.split()[0] for line in out.splitlines() if line.strip()]
     assert names == ["sort-a", "sort-b", "sort-c"]
+
+
+def test_kubectl_raw_create_warns_about_a_duplicate_field_and_strict_refuses_it(kubectl, tmp_path: Path) -> None:
+    f = tmp_path / "dup.json"
+    f.write_text('{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"kdup1","name":"kdup2"}}')
+    p = kubectl("create", "--raw", "/api/v1/namespaces/default/configmaps", "-f", str(f))
+    assert 'Warning: duplicate field "metadata.name"' in p.stderr and '"name":"kdup2"' in p.stdout
+    p = kubectl("create", "--raw", "/api/v1/namespaces/default/configmaps?fieldValidation=Strict", "-f", str(f),
+                check=False)
+    assert p.returncode != 0 and 'strict decoding error: duplicate field "metadata.name"' in p.stderr

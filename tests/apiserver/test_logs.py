@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+from urllib.parse import parse_qsl
 
 import pytest
 import uvicorn
@@ -86,3 +87,30 @@ async def test_logs_and_exec_of_a_pod_on_a_node_without_kubelet_endpoint_answer_
             await c.request("GET", f"/api/v1/namespaces/default/pods/sim/{sub}", params=params)
         assert e.value.code == 400, e.value
         assert "simulated runtime" in str(e.value)
+
+
+@pytest.mark.parametrize(("query", "code", "message"), [
+    ("sinceSeconds=-5", 422, 'PodLogOptions "sim" is invalid: sinceSeconds: Invalid value: -5: must be greater than 0'),
+    ("tailLines=-1", 422,
+     'PodLogOptions "sim" is invalid: tailLines: Invalid value: -1: must be greater than or equal to 0'),
+    ("limitBytes=0&tailLines=-2", 422, 'PodLogOptions "sim" is invalid: [tailLines: Invalid value: -2: must be '
+                                       'greater than or equal to 0, limitBytes: Invalid value: 0: must be greater than 0]'),
+    ("sinceSeconds=5&sinceTime=2026-01-01T00:00:00Z", 422,
+     'PodLogOptions "sim" is invalid: : Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified'),
+    ("tailLines=abc", 400, 'strconv.ParseInt: parsing "abc": invalid syntax'),
+    ("follow=yes", 400, 'strconv.ParseBool: parsing "yes": invalid syntax'),
+])
+async def test_log_options_are_checked_before_the_pod_and_its_node(cluster: LocalCluster, query: str, code: int,
+                                                                    message: str) -> None:
+    """As kube-apiserver's LogREST.Get: the options are decoded and validated first, so a bad
+    option is reported on the simulated runtime too, and for a Pod that does not exist."""
+    c = cluster.client
+    await c.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "sim-0"},
+                    "status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.9"}],
+                               "daemonEndpoints": {"kubeletEndpoint": {"Port": 0}}}})
+    await c.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sim", "namespace": "default"},
+                    "spec": {"nodeName": "sim-0", "containers": [{"name": "c", "image": "busybox"}]}})
+    for pod_name in ("sim", "absent"):
+        with pytest.raises(ApiError) as e:
+            await c.request("GET", f"/api/v1/namespaces/default/pods/{pod_name}/log", params=dict(parse_qsl(query)))
+        assert (e.value.code, e.value.message) == (code, message.replace('"sim"', f'"{pod_name}"'))
