@@ -7,11 +7,14 @@ import asyncio
 import itertools
 import logging
 
+import pytest
+
 from pumice.api.quantity import INT64_MAX, milli_value_int64, value_int64
 from pumice.scheduler.volcano import default_conf
 from pumice.scheduler.volcano.api.job_info import JobMemo
 from pumice.scheduler.volcano.api.resource import Resource
 from pumice.scheduler.volcano.cache import incremental
+from pumice.scheduler.volcano.cache.snapshot import SnapshotError
 from pumice.scheduler.volcano.explain import explain
 from pumice.scheduler.volcano.scheduler import Scheduler
 from pumice.testing.cluster import local_cluster
@@ -121,3 +124,15 @@ def test_a_podgroup_that_fails_to_build_leaves_the_rest_of_the_batch_applied(mon
     assert sorted(snap._base_jobs) == [f"{NS}/b", f"{NS}/c"]
     assert "OverflowError" in snap._bad_jobs[f"{NS}/a"] and "PodGroup c1/a" in snap._bad_jobs[f"{NS}/a"]
     assert "PodGroup c1/a" in caplog.text
+
+
+def test_an_object_the_scheduler_cannot_read_is_left_out_of_another_objects_explanation() -> None:
+    bad = pod("bad-0", namespace=NS, group="huge", requests={"cpu": "lots"})
+    objs = [*_objects(), bad]
+    small = explain(objs, "podgroup", "small", NS, default_conf())
+    assert small.gate == "binding", small.render()
+    assert any("left out" in d and "Pod c1/bad-0" in d and "'lots'" in d for d in small.details), small.render()
+    # the target's own PodGroup unreadable: the error names it
+    broken = podgroup("broken", namespace=NS, queue="q1", min_member=1, min_resources={"cpu": "lots"})
+    with pytest.raises(SnapshotError, match=r"PodGroup c1/broken: spec\.minResources"):
+        explain([*_objects(), broken], "podgroup", "broken", NS, default_conf())

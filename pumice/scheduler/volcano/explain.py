@@ -321,7 +321,7 @@ def explain(objects: list[Obj], kind: str, name: str, namespace: str, conf: Sche
         return ex
     key, qname = ex.podgroup or "", ex.queue or ""
 
-    snapshot = build_snapshot(objects)
+    snapshot = _snapshot_without_bad_objects(objects, ex, pg)
     snapshot.now = now
     rec = RecordingCache()
     ssn = open_session(snapshot, conf, rec, uid="pumice-explain")
@@ -678,6 +678,27 @@ def _other_scheduler(ex: Explanation, pod: Obj, scheduler: str) -> None:
     else:
         ex.reason = f"waiting for scheduler {scheduler} to place it (it has written no verdict yet)"
         ex.remedy = f"scheduler {scheduler} running; `pumice up` runs default-scheduler and volcano"
+
+
+def _snapshot_without_bad_objects(objects: list[Obj], ex: Explanation, target_pg: Obj) -> Any:
+    """The session's snapshot of ``objects``; an object the scheduler cannot read (a bad quantity
+    or field) is left out with a detail line, unless it is the target's own PodGroup, so one bad
+    object does not stop the explanation of every other.
+
+    Raises:
+        SnapshotError: the target's PodGroup itself is unreadable (the message names the field).
+    """
+    from pumice.scheduler.volcano.cache.snapshot import SnapshotError
+
+    left_out: list[Obj] = []
+    while True:
+        try:
+            return build_snapshot(o for o in objects if not any(o is b for b in left_out))
+        except SnapshotError as e:
+            if e.obj is None or e.obj is target_pg or any(e.obj is b for b in left_out):
+                raise
+            left_out.append(e.obj)
+            ex.details.append(f"left out (the scheduler cannot read it either): {e}")
 
 
 def _validation_failed(objects: list[Obj], kind: str, name: str, namespace: str) -> str:

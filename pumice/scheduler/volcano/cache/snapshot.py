@@ -26,7 +26,14 @@ from pumice.scheduler.volcano.framework.session import CloseResult, open_session
 
 
 class SnapshotError(ValueError):
-    """A wire object that cannot be turned into scheduler state; names object and field."""
+    """A wire object that cannot be turned into scheduler state; names object and field.
+
+    ``obj`` is the offending wire object when known (``pumice explain`` leaves it out and goes on).
+    """
+
+    def __init__(self, message: str, obj: Obj | None = None) -> None:
+        super().__init__(message)
+        self.obj = obj
 
 
 def _creation(obj: Obj, default: float) -> float:
@@ -49,12 +56,12 @@ def job_from_pod_group(pg: Obj, creation: float, priority_classes: dict[str, int
     try:
         mr = Resource.from_list(spec["minResources"]) if spec.get("minResources") is not None else None
     except ValueError as e:
-        raise SnapshotError(f"{_ident(pg)}: spec.minResources: {e}") from e
+        raise SnapshotError(f"{_ident(pg)}: spec.minResources: {e}", pg) from e
     try:
         min_member = int(spec.get("minMember") or 0)
         tmin = {str(k): int(v) for k, v in (spec.get("minTaskMember") or {}).items()}
     except (TypeError, ValueError) as e:
-        raise SnapshotError(f"{_ident(pg)}: spec.minMember/minTaskMember: {e}") from e
+        raise SnapshotError(f"{_ident(pg)}: spec.minMember/minTaskMember: {e}", pg) from e
     pcn = spec.get("priorityClassName") or ""
     prio = priority_classes.get(pcn, default_priority) if pcn else default_priority
     ann = md.get("annotations") or {}
@@ -101,7 +108,7 @@ def build_snapshot(
             try:
                 ci.priority_classes[name] = int(o.get("value") or 0)
             except (TypeError, ValueError) as e:
-                raise SnapshotError(f"{_ident(o)}: value: {e}") from e
+                raise SnapshotError(f"{_ident(o)}: value: {e}", o) from e
             if o.get("globalDefault"):
                 default_priority = ci.priority_classes[name]
     for i, o in enumerate(objs):
@@ -112,7 +119,7 @@ def build_snapshot(
             try:
                 q = QueueInfo.from_queue(o, _creation(o, float(i)))
             except (TypeError, ValueError) as e:
-                raise SnapshotError(f"{_ident(o)}: spec: {e}") from e
+                raise SnapshotError(f"{_ident(o)}: spec: {e}", o) from e
             ci.queues[q.uid] = q
         elif kind == "Node":
             if not node_is_ready(o):
@@ -120,7 +127,7 @@ def build_snapshot(
             try:
                 n = NodeInfo.from_node(o)
             except ValueError as e:
-                raise SnapshotError(f"{_ident(o)}: status.allocatable: {e}") from e
+                raise SnapshotError(f"{_ident(o)}: status.allocatable: {e}", o) from e
             ci.nodes[n.name] = n
     for i, o in enumerate(objs):
         if o.get("kind") == "PodGroup":
@@ -132,7 +139,7 @@ def build_snapshot(
         try:
             t = TaskInfo.from_pod(o)
         except ValueError as e:
-            raise SnapshotError(f"{_ident(o)}: spec.containers[].resources: {e}") from e
+            raise SnapshotError(f"{_ident(o)}: spec.containers[].resources: {e}", o) from e
         if not (o.get("metadata") or {}).get("creationTimestamp"):
             t.creation = float(i)
         sched = (o.get("spec") or {}).get("schedulerName") or "default-scheduler"
