@@ -464,11 +464,15 @@ class IncrementalSnapshot:
             try:
                 job = job_from_pod_group(o, _creation(o, 0.0), self._priority_classes, self._default_priority)
             except Exception as e:  # one bad PodGroup must not cut the batch short
-                # SnapshotError names the field; anything else is a bug building this one job, kept
-                # as its reason (the snapshot then refuses like the full build) with a traceback
-                if not isinstance(e, SnapshotError):
-                    log.exception("PodGroup %s: cannot be turned into a scheduler job", uid)
-                self._bad_jobs[uid] = str(e) if isinstance(e, SnapshotError) else f"{_ident(o)}: {type(e).__name__}: {e}"
+                # SnapshotError (a field the API lets through and the scheduler cannot read) is kept:
+                # the snapshot refuses like the full build. Anything else is a bug building this one
+                # job: logged with its traceback, and the job left out of sessions until it changes,
+                # so the other PodGroups are still scheduled
+                if isinstance(e, SnapshotError):
+                    self._bad_jobs[uid] = str(e)
+                else:
+                    log.exception("%s: left out of scheduling until it changes: %s: %s", _ident(o),
+                                  type(e).__name__, e)
                 if self._base_jobs.pop(uid, None) is not None:
                     self._job_keys.pop(uid, None)
                     self._job_order_dirty = True
