@@ -31,6 +31,10 @@ _DECIMAL = {
 _RE = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?\d+|[numkMGTPE]?)$")
 
 
+_MAX_EXPONENT = 1000
+"""``1e5000`` parses as ``1e1000`` (see :func:`parse_quantity`)."""
+
+
 class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity; the message quotes it."""
 
@@ -44,6 +48,8 @@ def parse_quantity(q: str | int | float) -> Fraction:
         The exact value as a Fraction (cpu in cores, memory in bytes).
     Raises:
         QuantityError: the string does not match the quantity grammar.
+    Deviates: an ``e`` exponent beyond +-1000 counts as +-1000 (Go keeps the exact scale, but
+    ``Value()``/``MilliValue()`` cannot return such amounts either).
     """
     if isinstance(q, bool):
         raise QuantityError(f"quantities must match the regular expression: {q!r}")
@@ -73,7 +79,10 @@ def _parse_text(text: str) -> Fraction:
     if suffix in _BINARY:
         return base * _BINARY[suffix]
     if len(suffix) > 1 and suffix[0] in "eE":  # "E" alone is exa
-        exp = int(suffix[1:])
+        # an exponent far outside any amount is clamped: 10**exp of a 7-digit exponent alone takes
+        # seconds (Go keeps it as an int64 mantissa and a scale); the value stays beyond int64
+        # either way, or below a nano-unit, which is all a caller can tell apart
+        exp = max(-_MAX_EXPONENT, min(_MAX_EXPONENT, int(suffix[1:])))
         return base * (Fraction(10) ** exp)
     return base * _DECIMAL[suffix]
 

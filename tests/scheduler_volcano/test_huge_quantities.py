@@ -138,3 +138,17 @@ def test_an_object_the_scheduler_cannot_read_is_left_out_of_another_objects_expl
     broken = podgroup("broken", namespace=NS, queue="q1", min_member=1, min_resources={"cpu": "lots"})
     with pytest.raises(SnapshotError, match=r"PodGroup c1/broken: spec\.minResources"):
         explain([*_objects(), broken], "podgroup", "broken", NS, default_conf())
+
+
+async def test_an_exponent_of_any_size_parses_at_once_and_the_api_stores_the_pod() -> None:
+    """10**999999999 as an exact fraction would never finish: the API server's loop would hang."""
+    assert milli_value_int64("1e999999999") == INT64_MAX
+    assert milli_value_int64("1e-999999999") == 1  # below a nano-unit: rounds up, as Go's ParseQuantity
+    async with local_cluster() as c:
+        await c.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+        p = pod("far", namespace=NS, requests={"cpu": "1e999999999"})
+        for k in ("uid", "creationTimestamp"):
+            p["metadata"].pop(k, None)
+        p.pop("status", None)
+        made = await c.client.create(p)
+        assert made["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "1e999999999"
