@@ -225,7 +225,7 @@ def _simulate(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str
     if sample_n is not None and sample_n > in_file:
         inputs["note"] = (f"--sample {sample_n} is more than the {in_file} arrivals of the workload: "
                           "all of them replayed")
-        click.echo(f"WARNING: {inputs['note']} ({workload_path})", err=True)
+        click.echo(f"Warning: {inputs['note']} ({workload_path})", err=True)
     created = _check_out(Path(out_dir))
 
     # Ctrl-C / SIGTERM: the first stops the run as --until at the simulated time reached would and
@@ -273,11 +273,11 @@ def _simulate(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str
 
 
 REJECTED_SHOWN = 10
-"""Rejected arrivals named one per WARNING line; more are counted in one line."""
+"""Rejected arrivals named one per `Warning:` line; more are counted in one line."""
 
 
 def _warn_rejected(result: Any, name_run: bool) -> None:
-    """One ``WARNING`` line on stderr per arrival the API server refused (its reason), up to
+    """One ``Warning:`` line on stderr per arrival the API server refused (its reason), up to
     :data:`REJECTED_SHOWN`, then one line counting the rest; jobs.csv has them all."""
     from pumice.simulate.recorder import REJECTED
 
@@ -286,9 +286,9 @@ def _warn_rejected(result: Any, name_run: bool) -> None:
     run = f"{result.config.name}: " if name_run else ""
     for _t, name, status in rejected[:REJECTED_SHOWN]:
         reason = status.removeprefix(REJECTED).removeprefix(":").strip()
-        click.echo(f"WARNING: {run}job {name} was rejected by the API server: {reason}", err=True)
+        click.echo(f"Warning: {run}job {name} was rejected by the API server: {reason}", err=True)
     if len(rejected) > REJECTED_SHOWN:
-        click.echo(f"WARNING: {run}{len(rejected) - REJECTED_SHOWN} more job(s) rejected (status Rejected in "
+        click.echo(f"Warning: {run}{len(rejected) - REJECTED_SHOWN} more job(s) rejected (status Rejected in "
                    "jobs.csv)", err=True)
 
 

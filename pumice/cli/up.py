@@ -207,9 +207,9 @@ def _simulated_ray_dashboard(api: Any, agent_holder: list[Any]) -> tuple[Any, An
 
     informers = SharedInformerFactory(api)
 
-    def finish_pod(uid: str, code: int) -> bool:
+    def finish_pod(uid: str, code: int, container: str | None = None, /) -> bool:
         finish = getattr(getattr(agent_holder[0], "runtime", None), "finish_pod", None) if agent_holder else None
-        return bool(finish(uid, code)) if finish is not None else False
+        return bool(finish(uid, code, container)) if finish is not None else False
 
     dashboard, _ = on_informers(informers, finish_pod, default_clock())
     return dashboard, informers

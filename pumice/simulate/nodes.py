@@ -93,7 +93,8 @@ def read_text(path: Path) -> str:
             UTF-8``), or it cannot be read.
     """
     try:
-        return path.read_text()
+        # utf-8-sig: a leading byte-order mark (Excel's "CSV UTF-8" writes one) is not text
+        return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as e:
         raise InputError(f"{path}: not a text file: byte 0x{e.object[e.start]:02x} at offset {e.start} is not UTF-8"
                          ) from None
@@ -145,8 +146,9 @@ def read_csv(path: Path, fmt: str, required: tuple[str, ...]) -> list[CsvRow]:
     ``required`` column.
 
     Raises:
-        InputError: not text, not CSV, or ``<file>: the header does not match the <fmt> format:
-            no column(s) a, b (its header: x,y,z)``.
+        InputError: not text, not CSV, ``<file>: the header does not match the <fmt> format:
+            no column(s) a, b (its header: x,y,z)``, a row with more or fewer fields than the
+            header (``<file>: row 3 (line 4): 6 field(s), the header has 7``), or no data row.
     """
     text = read_text(path)
     reader = csv.DictReader(io.StringIO(text))
@@ -160,10 +162,16 @@ def read_csv(path: Path, fmt: str, required: tuple[str, ...]) -> list[CsvRow]:
                              f"{', '.join(missing)} (its header: {got or 'empty'})")
         rows = []
         for i, r in enumerate(reader, 1):
+            n = sum(len(v) if isinstance(v, list) else v is not None for v in r.values())
+            if n != len(header):
+                raise InputError(f"{path}: row {i} (line {reader.line_num}): {n} field(s), the header has "
+                                 f"{len(header)}")
             rows.append(CsvRow(path, i, reader.line_num, {(k or "").strip(): v for k, v in r.items()
                                                           if isinstance(v, str)}))
     except csv.Error as e:
         raise InputError(f"{path}: line {reader.line_num}: not CSV: {e}") from None
+    if not rows:
+        raise InputError(f"{path}: no data rows (only the header)")
     return rows
 
 

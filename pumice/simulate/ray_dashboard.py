@@ -19,8 +19,9 @@ Job model, per RayCluster (the cluster the RayJob created, found by the factory'
 - ``PENDING`` until both; ``RUNNING`` from ``start`` = the later of the submission and readiness;
 - ``SUCCEEDED`` ``pumice.io/sim-duration-seconds`` (annotation of the RayJob; default 0) after
   ``start``, or ``FAILED`` when the RayJob has ``pumice.io/sim-exit-code`` != 0. At that moment the
-  submitter Pod's container ends with exit code 0 (or 1), as ``ray job submit`` does when it
-  stops tailing. So ``startTime`` is never before the cluster is ready nor before the submission,
+  submitter ends with exit code 0 (or 1), as ``ray job submit`` does when it stops tailing: the
+  K8sJobMode submitter Pod's container, or the SidecarMode head Pod's ``ray-job-submitter``
+  container (the other containers of the head Pod run on). So ``startTime`` is never before the cluster is ready nor before the submission,
   and ``endTime - startTime`` is the duration.
 
 Serve, per RayCluster: ``update_deployments(config)`` (``PUT /api/serve/applications/``) records
@@ -41,11 +42,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pumice._util.clock import Clock, parse_rfc3339
 from pumice.api import Obj
 from pumice.api.ray.constants import RAY_CLUSTER_LABEL_KEY, RAY_NODE_TYPE_LABEL_KEY, JobStatus
+from pumice.controllers.ray.constants import SUBMITTER_CONTAINER_NAME
 from pumice.controllers.ray.dashboard import (
     DashboardError,
     RayDashboardClient,
@@ -55,6 +57,14 @@ from pumice.controllers.ray.dashboard import (
 from pumice.node.runtime.simulated import ANNOTATION_DURATION, ANNOTATION_EXIT_CODE
 
 log = logging.getLogger(__name__)
+
+
+class FinishPod(Protocol):
+    """Ends the running containers of the Pod ``uid`` (only ``container`` when given) with ``code``;
+    returns whether one ran."""
+
+    def __call__(self, uid: str, code: int, container: str | None = None, /) -> bool: ...
+
 
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 ANNOTATION_SERVE_START = "pumice.io/sim-serve-start-seconds"
@@ -92,7 +102,9 @@ class SimulatedRayDashboard:
         clock: the project clock.
         pods: ``(namespace, label_selector) -> Pods`` (an informer lister's ``list``).
         rayjobs: ``(namespace, name) -> RayJob or None`` (an informer lister's ``get``).
-        finish_pod: ``(pod uid, exit code) -> bool``: ends a Pod's containers in the simulated runtime.
+        finish_pod: ``(pod uid, exit code[, container name]) -> bool``: ends a Pod's containers
+            (or the named one) in the simulated runtime (:meth:`~pumice.node.runtime.simulated.
+            SimulatedRuntime.finish_pod`).
         serve_start_delay: seconds from a Serve config being put to its applications RUNNING, unless
             the owning RayService says otherwise (:data:`ANNOTATION_SERVE_START`).
         rayservices: ``(namespace, name) -> RayService or None`` (an informer lister's ``get``;
@@ -102,7 +114,7 @@ class SimulatedRayDashboard:
     clock: Clock
     pods: Callable[[str, dict[str, str]], list[Obj]]
     rayjobs: Callable[[str, str], Obj | None]
-    finish_pod: Callable[[str, int], bool] | None = None
+    finish_pod: FinishPod | None = None
     serve_start_delay: float = 5.0
     rayservices: Callable[[str, str], Obj | None] | None = None
     jobs: dict[str, _Job] = field(default_factory=dict)
@@ -206,9 +218,18 @@ class SimulatedRayDashboard:
         self._end_submitter(job, 1 if failed else 0)
 
     def _end_submitter(self, job: _Job, code: int) -> None:
+        """The job's submitter exits with ``code``, as ``ray job submit`` does when the job it
+        tails ends: the K8sJobMode submitter Pod (label ``batch.kubernetes.io/job-name``), and the
+        ``ray-job-submitter`` container of the head Pod of the job's cluster (SidecarMode)."""
         if job.submitter_ended or self.finish_pod is None:
             return
         job.submitter_ended = True
+        rj = self.rayjobs(job.namespace, job.rayjob) or {}
+        if (rj.get("spec") or {}).get("submissionMode") == "SidecarMode":
+            heads = {RAY_CLUSTER_LABEL_KEY: job.cluster.partition("/")[2], RAY_NODE_TYPE_LABEL_KEY: "head"}
+            for p in self.pods(job.namespace, heads):
+                self.finish_pod(str((p.get("metadata") or {}).get("uid", "")), code, SUBMITTER_CONTAINER_NAME)
+            return
         for p in self.pods(job.namespace, {JOB_NAME_LABEL: job.rayjob}):
             self.finish_pod(str((p.get("metadata") or {}).get("uid", "")), code)
 
@@ -324,7 +345,7 @@ class SimulatedRayDashboardClient:
             del mine[gone]
 
 
-def on_informers(informers: Any, finish_pod: Callable[[str, int], bool], clock: Clock
+def on_informers(informers: Any, finish_pod: FinishPod, clock: Clock
                  ) -> tuple[SimulatedRayDashboard, Callable[[str, str], Obj | None]]:
     """A :class:`SimulatedRayDashboard` reading Pods, RayJobs and RayServices from ``informers`` (a
     :class:`~pumice.client.informer.SharedInformerFactory`, started by the caller), and the

@@ -91,6 +91,7 @@ from pumice.simulate.nodes import (
     GPU_MEMORY,
     GPU_MODEL_LABEL,
     GPU_NUMBER,
+    CsvRow,
     InputError,
     gpu_milli,
     read_csv,
@@ -338,8 +339,14 @@ def load_pollux(path: Path, *, queue: str = "default") -> Workload:
 
 def load_tiresias(path: Path, *, queue: str = "default") -> Workload:
     arrivals = []
+    seen: dict[int, CsvRow] = {}
     for row in read_csv(path, "tiresias", ("job_id", "num_gpu", "submit_time", "duration")):
-        arrivals.append(_gpu_job(f"tiresias-{int(row.number('job_id', whole=True)):03d}", row.number("submit_time"),
+        job_id = int(row.number("job_id", whole=True))
+        if job_id in seen:
+            raise InputError(f"{row.where('job_id')}: job_id {job_id} repeats row {seen[job_id].row} "
+                             f"(line {seen[job_id].line}); each job needs its own id")
+        seen[job_id] = row
+        arrivals.append(_gpu_job(f"tiresias-{job_id:03d}", row.number("submit_time"),
                                  int(row.number("num_gpu", whole=True)), 4, row.number("duration"), queue))
     return Workload(arrivals, [queue], {}, str(path)).sort()
 
@@ -386,9 +393,28 @@ def load_workload(path: str | Path, fmt: str = "auto", **kw: Any) -> Workload:
     if fmt not in loaders:
         raise InputError(f"unknown workload format {fmt!r}; known: {', '.join(sorted(loaders))}")
     try:
-        return loaders[fmt](p, **kw)  # type: ignore[operator]
+        w: Workload = loaders[fmt](p, **kw)  # type: ignore[operator]
     except (KeyError, ValueError, TypeError) as e:
         raise InputError(f"{p}: not a valid {fmt} workload: {e}") from None
+    check_unique_jobs(p, w)
+    return w
+
+
+def check_unique_jobs(path: Path, w: Workload) -> None:
+    """Refuse a workload in which two arrivals make the same job: results are kept per job name
+    (and the second one's objects would collide with the first's in the API).
+
+    Raises:
+        InputError: ``<file>: two arrivals make the job 'a' (at 0 s and at 5 s); job names must be
+            unique in a workload (YAML: give each arrival its own `name`)``.
+    """
+    seen: dict[str, float] = {}
+    for a in w.arrivals:
+        if a.job in seen:
+            raise InputError(f"{path}: two arrivals make the job {a.job!r} (at {_fmt(seen[a.job])} s and at "
+                             f"{_fmt(a.time)} s); job names must be unique in a workload "
+                             "(YAML: give each arrival its own `name`)")
+        seen[a.job] = a.time
 
 
 def detect_format(p: Path) -> str:

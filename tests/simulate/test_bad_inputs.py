@@ -66,6 +66,14 @@ def _files(tmp_path: Path, name: str, text: str | bytes) -> tuple[Path, Path]:
                                                "got '-2'"),
     ("d.csv", DLRM + "i_1,CN,a,2,0,16,-5,10\n", "row 1 (line 2), column creation_time: expected a number, 0 or more, "
                                                "got '-5'"),
+    # trial 7 F-9: a row with fewer or more fields than the header, a header without rows
+    ("t.csv", TIRESIAS + "1,4,0,10,resnet,100\n", "row 1 (line 2): 6 field(s), the header has 7"),
+    ("t.csv", TIRESIAS + "1,4,0,10,resnet,100,1\n2,4,0,10,resnet,100,1,extra\n",
+     "row 2 (line 3): 8 field(s), the header has 7"),
+    ("t.csv", TIRESIAS, "no data rows (only the header)"),
+    # trial 7 F-4: two rows of one job
+    ("t.csv", TIRESIAS + "1,4,0,10,resnet,100,1\n1,4,5,10,resnet,100,1\n",
+     "row 2 (line 3), column job_id: job_id 1 repeats row 1 (line 2); each job needs its own id"),
 ])
 def test_a_negative_or_bad_csv_value_is_one_line_naming_file_row_and_column(tmp_path: Path, name: str, text: str,
                                                                             where: str) -> None:
@@ -117,3 +125,23 @@ def test_a_missing_file_is_one_line_and_exit_2(tmp_path: Path, option: str) -> N
 def test_an_empty_workload_is_one_line(tmp_path: Path) -> None:
     nodes, w = _files(tmp_path, "e.csv", "")
     assert _simulate(tmp_path, nodes, w) == (2, [f"Error: {w}: empty file"])
+
+
+def test_two_yaml_arrivals_of_one_job_name_are_refused(tmp_path: Path) -> None:
+    """Trial 7 F-4: both ran as job ``a``; the second was rejected (409) and the first one's run was
+    reported as never started."""
+    pod = "{apiVersion: v1, kind: Pod, spec: {restartPolicy: Never, containers: [{name: c, image: x}]}}"
+    nodes, w = _files(tmp_path, "w.yaml", "arrivals:\n" + "".join(
+        f"  - {{at: {t}, duration: 10, name: a, manifest: {pod}}}\n" for t in (0, 5)))
+    code, lines = _simulate(tmp_path, nodes, w)
+    assert (code, lines) == (2, [f"Error: {w}: two arrivals make the job 'a' (at 0 s and at 5 s); job names must be "
+                                 "unique in a workload (YAML: give each arrival its own `name`)"])
+
+
+def test_a_csv_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    """Trial 7 F-9: Excel's "CSV UTF-8" starts with a BOM; the header was not recognised."""
+    from pumice.simulate.workload import load_workload
+
+    _, w = _files(tmp_path, "t.csv", "\ufeff" + TIRESIAS + "1,4,0,10,resnet,100,1\n")
+    assert w.read_bytes().startswith(b"\xef\xbb\xbf")
+    assert [a.job for a in load_workload(w).arrivals] == ["tiresias-001"]

@@ -402,8 +402,8 @@ def test_a_rejected_arrival_is_reported_and_does_not_hold_the_run_open(tmp_path:
     r = CliRunner().invoke(main, ["simulate", "--nodes", str(nodes), "--workload", str(w), "--quiet", "--no-plots",
                                   "--out", str(out)])
     assert r.exit_code == 0, r.output
-    warnings = [line for line in r.output.splitlines() if line.startswith("WARNING")]
-    assert warnings == ["WARNING: job pod was rejected by the API server: the object needs apiVersion and kind"]
+    warnings = [line for line in r.output.splitlines() if line.startswith("Warning:")]
+    assert warnings == ["Warning: job pod was rejected by the API server: the object needs apiVersion and kind"]
     s = json.loads((out / "summary.json").read_text())
     assert s["ended_by"] == "done" and s["simulated_seconds"] < 60
     assert s["jobs"] == {"total": 2, "finished": 1, "started": 1, "never_started": 1, "rejected": 1}

@@ -59,7 +59,7 @@ def test_a_sample_larger_than_the_workload_says_so_and_replays_all(tmp_path: Pat
                                   "--quiet", "--no-plots", "--out", str(out)])
     assert r.exit_code == 0, r.output
     note = "--sample 50 is more than the 3 arrivals of the workload: all of them replayed"
-    warnings = [line for line in r.output.splitlines() if line.startswith("WARNING")]
-    assert warnings == [f"WARNING: {note} ({w})"]
+    warnings = [line for line in r.output.splitlines() if line.startswith("Warning:")]
+    assert warnings == [f"Warning: {note} ({w})"]
     summ = json.loads((out / "summary.json").read_text())
     assert summ["inputs"]["note"] == note and summ["inputs"]["arrivals"] == 3 and summ["jobs"]["total"] == 3

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from pumice._util.clock import FakeClock, rfc3339
@@ -19,9 +21,9 @@ def _pod(name: str, kind: str, phase: str, started: float | None, labels: dict[s
             "status": st}
 
 
-def _setup(clock: FakeClock, mode: str = "K8sJobMode") -> tuple[SimulatedRayDashboard, list[Obj], list[tuple[str, int]]]:
+def _setup(clock: FakeClock, mode: str = "K8sJobMode") -> tuple[SimulatedRayDashboard, list[Obj], list[tuple[Any, ...]]]:
     pods: list[Obj] = []
-    ended: list[tuple[str, int]] = []
+    ended: list[tuple[Any, ...]] = []
     rayjob = {"metadata": {"name": "job", "namespace": "ns", "annotations": {"pumice.io/sim-duration-seconds": "60"}},
               "spec": {"submissionMode": mode, "entrypoint": "python x.py"}}
 
@@ -29,7 +31,8 @@ def _setup(clock: FakeClock, mode: str = "K8sJobMode") -> tuple[SimulatedRayDash
         return [p for p in pods if all(p["metadata"]["labels"].get(k) == v for k, v in sel.items())]
 
     dash = SimulatedRayDashboard(clock, pods=select, rayjobs=lambda ns, n: rayjob if n == "job" else None,
-                                 finish_pod=lambda uid, code: ended.append((uid, code)) is None)
+                                 finish_pod=lambda uid, code, container=None: ended.append(
+                                     (uid, code) if container is None else (uid, code, container)) is None)
     return dash, pods, ended
 
 
@@ -55,6 +58,28 @@ async def test_a_job_is_pending_until_the_gang_runs_then_succeeds_after_its_dura
     info = await client.get_job_info("id-1")
     assert info is not None and info.job_status == "SUCCEEDED" and info.end_time == 1_070_000
     assert ended == [("uid-submitter", 0)]  # the submitter exits with the job
+
+
+async def test_a_sidecar_job_ends_the_head_pods_submitter_container_with_its_exit_code() -> None:
+    """Trial 7 F-2: in SidecarMode the submitter is the head Pod's ``ray-job-submitter`` container;
+    it must exit when the Ray job ends (0 on SUCCEEDED, 1 on FAILED), as ``ray job submit`` does,
+    or the RayJob stays Running until the transition grace period."""
+    for exit_code, status in ((None, "SUCCEEDED"), ("3", "FAILED")):
+        clock = FakeClock(1_000.0)
+        dash, pods, ended = _setup(clock, "SidecarMode")
+        if exit_code is not None:
+            rayjob = dash.rayjobs("ns", "job")
+            assert rayjob is not None
+            rayjob["metadata"]["annotations"]["pumice.io/sim-exit-code"] = exit_code
+        client = dash.factory(CLUSTER, "")
+        pods += [_pod("head", "head", "Running", 1_000, {}), _pod("w1", "worker", "Running", 1_000, {}),
+                 _pod("w2", "worker", "Running", 1_000, {})]
+        info = await client.get_job_info("id-s")
+        assert info is not None and info.job_status == "RUNNING" and ended == []
+        clock.advance(60)
+        info = await client.get_job_info("id-s")
+        assert info is not None and info.job_status == status
+        assert ended == [("uid-head", 0 if status == "SUCCEEDED" else 1, "ray-job-submitter")]
 
 
 async def test_http_mode_jobs_exist_once_submitted() -> None:

@@ -166,3 +166,36 @@ def test_the_readme_ray_workload_example_runs_and_records_gpus_and_readiness(tmp
     assert sorted(p["job"] for p in pods) == ["serve", "serve", "train", "train", "train"]
     assert {(p["phase"], p["status"]) for p in pods} == {("Running", "Deleted")}
     assert all(p["deleted"] for p in pods)
+
+
+def _mode_arrival(name: str, mode: str) -> str:
+    return f"""
+  - at: 0
+    duration: 5
+    name: {name}
+    manifest:
+      apiVersion: ray.io/v1
+      kind: RayJob
+      spec:
+        entrypoint: python x.py
+        submissionMode: {mode}
+        rayClusterSpec:
+          headGroupSpec:
+            rayStartParams: {{}}
+            template:
+              spec:
+                containers: [{{name: ray-head, image: rayproject/ray:2.46.0, resources: {{requests: {{cpu: "1"}}}}}}]
+"""
+
+
+def test_a_sidecar_mode_rayjob_ends_with_its_ray_job_like_a_k8sjob_mode_one(tmp_path: Path) -> None:
+    """Trial 7 F-2: the head Pod's ``ray-job-submitter`` container never ended, so a SidecarMode
+    RayJob ended only through the 300-s transition grace period (JCT ~318 s against 18 s)."""
+    p = tmp_path / "w.yaml"
+    p.write_text("arrivals:" + _mode_arrival("side", "SidecarMode") + _mode_arrival("k8s", "K8sJobMode"))
+    nodes = [NodeSpec(f"n{i}", 4000, 16 * 1024**3, pods=20) for i in range(2)]
+    r = simulate(SimConfig(nodes, load_workload(p)))
+    jobs = {j["job"]: j for j in metrics.job_rows(r.recorder)}
+    assert r.ended_by == "done"
+    assert jobs["side"]["status"] == jobs["k8s"]["status"] == "Succeeded"
+    assert abs(jobs["side"]["jct"] - jobs["k8s"]["jct"]) <= 5, (jobs["side"], jobs["k8s"])

@@ -81,15 +81,30 @@ async def test_a_rayjob_applied_with_kubectl_reaches_succeeded(tmp_path: Path) -
             return subprocess.run([kubectl, "--kubeconfig", str(kubeconfig), *args], check=True,
                                   capture_output=True, text=True, timeout=60).stdout
 
+        # trial 7 F-2: the same RayJob in SidecarMode (head only: 2 Nodes of 4 cpu hold both); its
+        # head Pod's ray-job-submitter container must exit with the Ray job, as on real Ray, or the
+        # RayJob stays Running until the 300-s transition grace period
+        sidecar = tmp_path / "sidecar.yaml"
+        sidecar.write_text(RAYJOB.replace("name: sim-job", "name: sim-sidecar").replace(
+            "spec:\n  entrypoint:", "spec:\n  submissionMode: SidecarMode\n  entrypoint:").split("    workerGroupSpecs:")[0])
         await asyncio.to_thread(kc, "apply", "-f", str(manifest))
-        status: dict = {}
-        for _ in range(240):
-            status = json.loads(await asyncio.to_thread(kc, "get", "rayjob", "sim-job", "-o", "json")).get("status", {})
-            if status.get("jobDeploymentStatus") in ("Complete", "Failed"):
-                break
-            await asyncio.sleep(0.5)
+        await asyncio.to_thread(kc, "apply", "-f", str(sidecar))
+
+        async def finished(name: str) -> dict:
+            status: dict = {}
+            for _ in range(240):
+                status = json.loads(await asyncio.to_thread(kc, "get", "rayjob", name, "-o", "json")).get("status", {})
+                if status.get("jobDeploymentStatus") in ("Complete", "Failed"):
+                    break
+                await asyncio.sleep(0.5)
+            return status
+
+        status = await finished("sim-job")
         assert status.get("jobStatus") == "SUCCEEDED", status
         assert status.get("jobDeploymentStatus") == "Complete", status
+        side = await finished("sim-sidecar")
+        assert (side.get("jobStatus"), side.get("jobDeploymentStatus"), side.get("reason", "")) == (
+            "SUCCEEDED", "Complete", ""), side
         # trial 3 finding 10: the Ray job starts once submitted (the submitter Job exists only after
         # the cluster is ready) and lasts its sim-duration-seconds
         from pumice._util.clock import parse_rfc3339

@@ -11,8 +11,9 @@
   (distributed training workers) make no progress until N containers of that key (per namespace)
   have started; then all their durations start together. Late joiners (restarts) run at once.
 - SIGTERM ends a container at once with 143, SIGKILL with 137; probes and exec hooks succeed.
-- :meth:`SimulatedRuntime.finish_pod` ends a Pod's containers from outside (the simulated Ray
-  dashboard ends a RayJob's submitter when the Ray job ends).
+- :meth:`SimulatedRuntime.finish_pod` ends a Pod's containers, or one of them, from outside (the
+  simulated Ray dashboard ends a RayJob's submitter when the Ray job ends: the submitter Pod in
+  K8sJobMode, the head Pod's ``ray-job-submitter`` container in SidecarMode).
 
 Deterministic: the jitter comes from ``random.Random(f"{seed}:{uid}")``, so a Pod's timings do not
 depend on the order in which Pods arrive.
@@ -147,13 +148,14 @@ class SimulatedRuntime:
             self.timers -= 1
         _resolve(fut, code)
 
-    def finish_pod(self, uid: str, code: int) -> bool:
-        """End every running regular container of the Pod ``uid`` with ``code``. Returns whether
-        the Pod had one."""
+    def finish_pod(self, uid: str, code: int, container: str | None = None) -> bool:
+        """End every running regular container of the Pod ``uid`` (only the one named
+        ``container`` when given) with ``code``, as if its process exited. Returns whether the Pod
+        had one."""
         ended = False
         for c in self._by_pod.get(uid, []):
             fut, _ = c.state
-            if not fut.done():
+            if not fut.done() and (container is None or c.name == container):
                 self._end(c, code)
                 ended = True
         return ended
