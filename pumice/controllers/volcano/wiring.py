@@ -169,7 +169,8 @@ def setup_job_controller(mgr: Any, opts: VolcanoOptions) -> None:
         .watches(scheme.POD_GROUP, _pg_to_job, predicates=FuncPredicate(update=lambda o, n: _phase(o) != _phase(n)))
         .watches(scheme.COMMAND, _cmd_to_job)
         .with_options(max_concurrent_reconciles=opts.workers)
-        .complete(JobReconciler(mgr.client, pods=informers.informer(scheme.POD).lister,
+        .complete(JobReconciler(mgr.client, jobs=informers.informer(scheme.VCJOB).lister,
+                                pods=informers.informer(scheme.POD).lister,
                                 podgroups=informers.informer(scheme.POD_GROUP).lister,
                                 queues=informers.informer(scheme.QUEUE).lister,
                                 commands=informers.informer(scheme.COMMAND).lister,

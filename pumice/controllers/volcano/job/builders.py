@@ -184,33 +184,43 @@ def build_podgroup(job: Obj, priority_of: Callable[[str], int | None] = lambda _
     return {"apiVersion": keys.SCHEDULING_API_VERSION, "kind": "PodGroup", "metadata": meta, "spec": pg_spec}
 
 
-def podgroup_spec_update(pg: Obj, job: Obj, priority_of: Callable[[str], int | None] = lambda _: None) -> Obj | None:
-    """The PodGroup with its spec brought in line with the job (minMember, minResources,
-    minTaskMember, priorityClassName, subGroupPolicy), or None when nothing changes."""
-    want = build_podgroup(job, priority_of)["spec"]
-    new = deep_copy(pg)
-    spec = new.setdefault("spec", {})
-    changed = False
+def podgroup_spec_update(pg: Obj, job: Obj, priority_of: Callable[[str], int | None] = lambda _: None,
+                         *, want: Obj | None = None) -> Obj | None:
+    """A copy of the PodGroup with its spec brought in line with the job (minMember,
+    minResources, minTaskMember, priorityClassName, subGroupPolicy), or None when nothing changes.
+
+    ``want`` is ``build_podgroup(job, priority_of)["spec"]`` when the caller has it (read, never
+    changed); the PodGroup is copied only when something changes."""
+    if want is None:
+        want = build_podgroup(job, priority_of)["spec"]
+    spec = pg.get("spec") or {}
+    changed: Obj = {}
     for k in ("minMember", "minResources", "priorityClassName"):
         if spec.get(k) != want.get(k) and not (k == "priorityClassName" and not spec.get(k) and not want.get(k)):
-            if want.get(k) is None:
-                spec.pop(k, None)
-            else:
-                spec[k] = want[k]
-            changed = True
-    mtm = dict(spec.get("minTaskMember") or {})
-    for t, n in want["minTaskMember"].items():
-        if mtm.get(t) != n:
-            mtm[t] = n
-            changed = True
-    spec["minTaskMember"] = mtm
+            changed[k] = want.get(k)
+    mtm = spec.get("minTaskMember") or {}
+    if any(mtm.get(t) != n for t, n in want["minTaskMember"].items()):
+        changed["minTaskMember"] = {**mtm, **want["minTaskMember"]}
     if (spec.get("subGroupPolicy") or []) != (want.get("subGroupPolicy") or []):
-        if want.get("subGroupPolicy"):
-            spec["subGroupPolicy"] = want["subGroupPolicy"]
+        changed["subGroupPolicy"] = want.get("subGroupPolicy") or None
+    if not changed:
+        return None
+    new = deep_copy(pg)
+    nspec = new.setdefault("spec", {})
+    for k in ("minMember", "minResources", "priorityClassName"):
+        if k not in changed:
+            continue
+        if changed[k] is None:
+            nspec.pop(k, None)
         else:
-            spec.pop("subGroupPolicy", None)
-        changed = True
-    return new if changed else None
+            nspec[k] = deep_copy(changed[k])
+    nspec["minTaskMember"] = deep_copy(changed.get("minTaskMember", mtm))
+    if "subGroupPolicy" in changed:
+        if changed["subGroupPolicy"] is None:
+            nspec.pop("subGroupPolicy", None)
+        else:
+            nspec["subGroupPolicy"] = deep_copy(changed["subGroupPolicy"])
+    return new
 
 
 def build_pod(job: Obj, task: Obj, index: int) -> Obj:

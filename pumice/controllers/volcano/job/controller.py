@@ -2,7 +2,10 @@
 
 One reconcile of a Job:
 
-1. reads the Job and its PodGroup fresh from the API, its Pods from the cache;
+1. reads the Job, its PodGroup and its Pods from the informer caches, as upstream reads its job
+   cache and PodGroup lister; the Job as this controller last wrote it stands in for a cached one
+   with an older resourceVersion (upstream jobCache.Update refuses an older version), and a write
+   made from a stale cache fails with 409 Conflict and is retried (the work queue's backoff);
 2. derives the job events upstream's informer handlers would have sent, by comparing the Pods
    (uid, phase, restart count) and the PodGroup phase with what this controller saw last time (kept
    in memory, as upstream keeps its job cache): PodPending, PodRunning, PodFailed (+ exit code),
@@ -219,9 +222,10 @@ def classify(pods: list[Obj]) -> tuple[dict[str, int], dict[str, Obj]]:
 class JobReconciler:
     """Reconciles one vcjob (Request = namespace/name)."""
 
-    def __init__(self, client: KubeClient, *, pods: Any, podgroups: Any, queues: Any, commands: Any,
+    def __init__(self, client: KubeClient, *, jobs: Any, pods: Any, podgroups: Any, queues: Any, commands: Any,
                  priorityclasses: Any = None, clock: Clock, recorder: Any = None) -> None:
         self.client = client
+        self.jobs = jobs
         self.pods = pods
         self.podgroups = podgroups
         self.queues = queues
@@ -231,6 +235,14 @@ class JobReconciler:
         self.recorder = recorder
         self.plugin_client = job_plugins.PluginClient(client)
         self._mem: dict[str, _Memory] = {}
+        # "ns/name" -> the Job as this controller's last status write returned it, until the
+        # informer has that version (upstream's job cache, updated with each write's result)
+        self._written: dict[str, Obj] = {}
+        self._sweep_at = _SWEEP_MIN
+        # "ns/name" -> (uid, generation, defaulted spec or None when unchanged, problem)
+        self._defaults: dict[str, tuple[str, int, Obj | None, str]] = {}
+        # "ns/name" -> ((uid, generation, template priorities), the PodGroup spec the Job wants)
+        self._pg_specs: dict[str, tuple[tuple[Any, ...], Obj]] = {}
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -245,13 +257,75 @@ class JobReconciler:
         pods = self.pods.by_index("owner-uid", uid) if uid else []
         return sorted(pods, key=lambda p: p["metadata"]["name"])
 
-    async def _get(self, kind: Any, name: str, ns: str | None) -> Obj | None:
-        return await get_or_none(self.client, kind, name, ns)
+    def current_job(self, namespace: str, name: str) -> Obj | None:
+        """The Job from the informer cache, or the one this controller's last status write
+        returned when the cache still holds an older resourceVersion of it; None when the cache
+        has no such Job (deleted). Read-only: shared with every reader of the cache.
 
-    async def get_podgroup(self, job: Obj) -> Obj | None:
-        ns = job["metadata"].get("namespace")
-        pg = await self._get(scheme.POD_GROUP, builders.podgroup_name(job), ns)
-        return pg
+        Mirrors: volcano pkg/controllers/cache/cache.go jobCache.Update (an older resourceVersion
+        never replaces a newer one)."""
+        cached = self.jobs.get(namespace, name)
+        key = f"{namespace}/{name}"
+        mine = self._written.get(key)
+        if mine is None:
+            return cached
+        if cached is not None and _newer(mine, cached):
+            return mine
+        del self._written[key]
+        return cached
+
+    def _remember_write(self, job: Obj) -> None:
+        """Keep ``job`` (an API answer) until the informer cache has caught up with it; drop the
+        entries it has caught up with whenever the map doubled since the last sweep."""
+        md = job["metadata"]
+        self._written[f"{md.get('namespace') or ''}/{md['name']}"] = job
+        if len(self._written) < self._sweep_at:
+            return
+        for key, mine in list(self._written.items()):
+            ns, _, name = key.partition("/")
+            cached = self.jobs.get(ns, name)
+            if cached is None or not _newer(mine, cached):
+                del self._written[key]
+        self._sweep_at = max(_SWEEP_MIN, 2 * len(self._written))
+
+    def defaulted(self, job: Obj) -> tuple[Obj, str]:
+        """:func:`defaulted_and_checked` of ``job``, remembered per Job uid and generation (the
+        defaults and checks read only the spec, which changes only with the generation)."""
+        md = job["metadata"]
+        gen = md.get("generation")
+        if gen is None:
+            return defaulted_and_checked(job)
+        key = f"{md.get('namespace') or ''}/{md['name']}"
+        uid = str(md.get("uid") or "")
+        hit = self._defaults.get(key)
+        if hit is None or hit[0] != uid or hit[1] != gen:
+            out, problem = defaulted_and_checked(job)
+            hit = (uid, gen, None if out is job else out["spec"], problem)
+            self._defaults[key] = hit
+            return out, problem
+        spec, problem = hit[2], hit[3]
+        return (job if spec is None else {**job, "spec": spec}), problem
+
+    def wanted_podgroup_spec(self, job: Obj) -> Obj:
+        """``build_podgroup(job)["spec"]``, remembered per Job uid, generation and the values of
+        its task templates' PriorityClasses (all it is computed from). Read-only."""
+        md = job["metadata"]
+        gen = md.get("generation")
+        if gen is None:
+            return builders.build_podgroup(job, self.priority_of)["spec"]
+        pcs = tuple(((t.get("template") or {}).get("spec") or {}).get("priorityClassName") or ""
+                    for t in builders.tasks(job))
+        stamp = (md.get("uid"), gen, tuple(self.priority_of(pc) if pc else None for pc in pcs))
+        key = f"{md.get('namespace') or ''}/{md['name']}"
+        hit = self._pg_specs.get(key)
+        if hit is None or hit[0] != stamp:
+            hit = (stamp, builders.build_podgroup(job, self.priority_of)["spec"])
+            self._pg_specs[key] = hit
+        return hit[1]
+
+    def get_podgroup(self, job: Obj) -> Obj | None:
+        """The Job's PodGroup from the informer cache (read-only), or None."""
+        return self.podgroups.get(job["metadata"].get("namespace"), builders.podgroup_name(job))
 
     def _event(self, obj: Obj, etype: str, reason: str, message: str) -> None:
         if self.recorder is not None:
@@ -359,15 +433,17 @@ class JobReconciler:
     async def reconcile(self, req: Any) -> Any:
         from pumice.runtime.reconcile import Result
 
-        job = await self._get(scheme.VCJOB, req.name, req.namespace)
+        job = self.current_job(req.namespace, req.name)
         key = f"{req.namespace}/{req.name}"
         if job is None:
             for k in [k for k in self._mem if k.startswith(key + "/")]:
                 del self._mem[k]
+            self._defaults.pop(key, None)
+            self._pg_specs.pop(key, None)
             return Result()
         if job["metadata"].get("deletionTimestamp"):
             return Result()
-        job, problem = defaulted_and_checked(job)
+        job, problem = self.defaulted(job)
         if problem:
             # without the admission webhook (a real cluster that has not installed it) an invalid
             # Job would otherwise create and delete Pods in a loop or wait forever in silence
@@ -376,7 +452,7 @@ class JobReconciler:
         mkey = f"{key}/{job['metadata'].get('uid', '')}"
         mem = self._mem.get(mkey, _Memory())
         pods = self.job_pods(job)
-        pg = await self.get_podgroup(job)
+        pg = self.get_podgroup(job)
         events, new_mem = self.observe(job, pods, pg, mem)
         now = self.clock.now()
 
@@ -503,6 +579,7 @@ class _Ops:
             if is_not_found(e):
                 return
             raise
+        self.r._remember_write(self.job)
 
     async def _ensure_podgroup(self) -> None:
         job = self.job
@@ -513,9 +590,11 @@ class _Ops:
             except Exception as e:
                 if not is_already_exists(e):
                     raise
-                self.pg = await self.r.get_podgroup(job)
+                # the cache has not seen it yet (or it was made meanwhile): read it
+                self.pg = await get_or_none(self.r.client, scheme.POD_GROUP, pg["metadata"]["name"],
+                                            pg["metadata"].get("namespace"))
             return
-        upd = builders.podgroup_spec_update(self.pg, job, self.r.priority_of)
+        upd = builders.podgroup_spec_update(self.pg, job, self.r.priority_of, want=self.r.wanted_podgroup_spec(job))
         if upd is not None:
             self.pg = await self.r.client.update(upd)
 
@@ -747,6 +826,22 @@ class _Ops:
                 if not is_not_found(e):
                     raise
             self.pg = None
+
+
+#: the smallest size of ``JobReconciler._written`` at which it is swept
+_SWEEP_MIN = 64
+
+
+def _newer(a: Obj, b: Obj) -> bool:
+    """Whether ``a`` is a later version of the same object than ``b`` (same uid, larger
+    resourceVersion as an integer; False when either version is not an integer)."""
+    ma, mb = a["metadata"], b["metadata"]
+    if ma.get("uid") != mb.get("uid"):
+        return False
+    try:
+        return int(ma.get("resourceVersion") or 0) > int(mb.get("resourceVersion") or 0)
+    except ValueError:
+        return False
 
 
 def _partition_of(pods: list[Obj], pod_name: str) -> str | None:
