@@ -20,8 +20,9 @@ immediately: use looptime to test timing.)
 Metrics (prometheus_client, default registry, label ``name``): ``workqueue_depth``,
 ``workqueue_adds_total``, ``workqueue_queue_duration_seconds``,
 ``workqueue_work_duration_seconds``, ``workqueue_retries_total``,
-``workqueue_unfinished_work_seconds``, ``workqueue_longest_running_processor_seconds`` (the last
-two computed at scrape time from the most recent queue of that name).
+``workqueue_unfinished_work_seconds``, ``workqueue_longest_running_processor_seconds`` (the
+depth and the last two computed at scrape time from the most recent queue of that name, so an
+add or a get costs no gauge update).
 
 Mirrors: client-go util/workqueue (queue.go, delaying_queue.go, rate_limiting_queue.go,
 default_rate_limiters.go, metrics.go).
@@ -259,11 +260,11 @@ class RateLimitingQueue(Generic[T]):
         self._seq = itertools.count()
         self._heap_changed = asyncio.Event()
         self._delay_task: asyncio.Task[None] | None = None
-        self._depth = WORKQUEUE_DEPTH.labels(name)
         self._adds = WORKQUEUE_ADDS.labels(name)
         self._queue_duration = WORKQUEUE_QUEUE_DURATION.labels(name)
         self._work_duration = WORKQUEUE_WORK_DURATION.labels(name)
         self._retries = WORKQUEUE_RETRIES.labels(name)
+        WORKQUEUE_DEPTH.labels(name).set_function(self.__len__)
         WORKQUEUE_UNFINISHED_WORK.labels(name).set_function(self.unfinished_work_seconds)
         WORKQUEUE_LONGEST_RUNNING.labels(name).set_function(self.longest_running_seconds)
 
@@ -280,7 +281,6 @@ class RateLimitingQueue(Generic[T]):
         if item in self._processing:
             return
         self._queue.append(item)
-        self._depth.set(len(self._queue))
         self._nonempty.set()
 
     def __len__(self) -> int:
@@ -299,7 +299,6 @@ class RateLimitingQueue(Generic[T]):
             self._nonempty.clear()
             await self._nonempty.wait()
         item = self._queue.popleft()
-        self._depth.set(len(self._queue))
         now = self._clock.monotonic()
         added = self._added_at.pop(item, None)
         if added is not None:
@@ -319,7 +318,6 @@ class RateLimitingQueue(Generic[T]):
         self._processing.discard(item)
         if item in self._dirty:
             self._queue.append(item)
-            self._depth.set(len(self._queue))
             self._nonempty.set()
 
     def shutdown(self) -> None:

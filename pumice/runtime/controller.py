@@ -153,7 +153,8 @@ class Controller:
         self._errors = metrics.RECONCILE_ERRORS.labels(name)
         self._terminal = metrics.TERMINAL_RECONCILE_ERRORS.labels(name)
         self._time = metrics.RECONCILE_TIME.labels(name)
-        self._active = metrics.ACTIVE_WORKERS.labels(name)
+        self._active = 0  # reconciles in flight; the gauge reads it at scrape time
+        metrics.ACTIVE_WORKERS.labels(name).set_function(lambda: self._active)
 
     def _new_queue(self) -> RateLimitingQueue[Request]:
         return RateLimitingQueue(self.name, rate_limiter=self._rate_limiter, clock=self.clock)
@@ -266,7 +267,7 @@ class Controller:
 
     async def reconcile_handler(self, req: Request) -> None:
         """Reconcile ``req`` once and map the outcome onto the queue (see the module doc)."""
-        self._active.inc()
+        self._active += 1
         t0 = self.clock.monotonic()
         try:
             result = await self.reconciler.reconcile(req)
@@ -303,7 +304,7 @@ class Controller:
                 self._total["success"].inc()
         finally:
             self._time.observe(max(0.0, self.clock.monotonic() - t0))
-            self._active.dec()
+            self._active -= 1
 
 
 def _one_line(e: BaseException) -> str:

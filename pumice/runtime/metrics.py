@@ -7,7 +7,8 @@
 - ``controller_runtime_reconcile_panics_total{controller}`` (never incremented; Python raises);
 - ``controller_runtime_reconcile_time_seconds{controller}`` histogram;
 - ``controller_runtime_max_concurrent_reconciles{controller}`` and
-  ``controller_runtime_active_workers{controller}`` gauges;
+  ``controller_runtime_active_workers{controller}`` gauges (the latter read at scrape time from
+  the most recent controller of that name);
 - ``leader_election_master_status{name}`` gauge (1 while leading).
 
 The work-queue metrics live in :mod:`pumice.client.workqueue`.

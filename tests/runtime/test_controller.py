@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from pumice._util.clock import LoopClock
 from pumice.client.base import ApiError
@@ -279,6 +280,7 @@ async def test_max_concurrent_reconciles_runs_different_requests_in_parallel_nev
     active: set[str] = set()
     peak = 0
     overlaps: list[str] = []
+    gauge: list[float | None] = []
     done: list[str] = []
 
     class Slow:
@@ -288,6 +290,7 @@ async def test_max_concurrent_reconciles_runs_different_requests_in_parallel_nev
                 overlaps.append(req.name)
             active.add(req.name)
             peak = max(peak, len(active))
+            gauge.append(REGISTRY.get_sample_value("controller_runtime_active_workers", {"controller": "parallel"}))
             await asyncio.sleep(1.0)
             active.discard(req.name)
             done.append(req.name)
@@ -307,6 +310,8 @@ async def test_max_concurrent_reconciles_runs_different_requests_in_parallel_nev
     assert peak == 3
     assert overlaps == []
     assert m.MAX_CONCURRENT_RECONCILES.labels("parallel")._value.get() == 3
+    assert max(gauge) == 3  # the active-workers gauge, read at scrape time, saw all three at once
+    assert REGISTRY.get_sample_value("controller_runtime_active_workers", {"controller": "parallel"}) == 0
 
 
 async def test_builder_reports_wiring_errors_at_complete(mgr: Manager) -> None:

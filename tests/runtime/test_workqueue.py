@@ -9,11 +9,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from prometheus_client import REGISTRY
 
 from pumice._util.clock import FakeClock, LoopClock
 from pumice.client.workqueue import (
     WORKQUEUE_ADDS,
-    WORKQUEUE_DEPTH,
     WORKQUEUE_RETRIES,
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
@@ -234,7 +234,7 @@ async def test_metrics_count_adds_depth_and_retries_per_queue_name() -> None:
     q.add("a")
     q.add("b")
     assert WORKQUEUE_ADDS.labels("metrics-q")._value.get() - adds0 == 2
-    assert WORKQUEUE_DEPTH.labels("metrics-q")._value.get() == 2
+    assert REGISTRY.get_sample_value("workqueue_depth", {"name": "metrics-q"}) == 2
     item = await q.get()
     q.add_rate_limited(item)
     q.done(item)
