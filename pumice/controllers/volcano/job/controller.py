@@ -546,7 +546,9 @@ class _Ops:
 
     def __init__(self, r: JobReconciler, job: Obj, pods: list[Obj], pg: Obj | None, mem: _Memory) -> None:
         self.r = r
-        self.job = deep_copy(job)
+        # a shallow copy: the cached Job is shared; the steps only ever replace its status (with
+        # a copy they own), never change a part of it in place
+        self.job = dict(job)
         self.pods = pods
         self.pg = pg
         self.mem = mem
@@ -571,8 +573,7 @@ class _Ops:
         status["conditions"] = [c for c in status.get("conditions") or [] if c.get("status") != cond["status"]] + [cond]
 
     async def _write_status(self, status: Obj) -> None:
-        obj = deep_copy(self.job)
-        obj["status"] = status
+        obj = {**self.job, "status": status}
         try:
             self.job = await self.r.client.update_status(obj)
         except Exception as e:
@@ -607,7 +608,7 @@ class _Ops:
         if self.r.queues.get(None, spec.get("queue") or keys.DEFAULT_QUEUE) is None:
             raise RuntimeError(f"queue {spec.get('queue')!r} of job {job['metadata']['name']} not found")
         status: Obj = deep_copy(job.get("status") or {})
-        original = deep_copy(status)
+        original = job.get("status") or {}  # read only: compared, never changed
         job["status"] = status
         plugins = self._plugins()
         await self._run_plugins(status, spec, plugins)
@@ -771,7 +772,7 @@ class _Ops:
         job = self.job
         spec = job.get("spec") or {}
         status: Obj = deep_copy(job.get("status") or {})
-        original = deep_copy(status)
+        original = job.get("status") or {}  # read only: compared, never changed
         kept: list[Obj] = []
         to_kill: list[Obj] = []
         terminating = 0
@@ -852,15 +853,14 @@ def _partition_of(pods: list[Obj], pod_name: str) -> str | None:
 
 
 def _norm(status: Obj) -> Obj:
-    """Status without the fields that only move with time (compared to decide a write)."""
-    s = deep_copy(status)
-    (s.get("state") or {}).pop("lastTransitionTime", None)
-    s.pop("conditions", None)
-    s.pop("runningDuration", None)
+    """Status without the fields that only move with time (compared to decide a write); a new
+    dict sharing the values of ``status``, which it does not change."""
+    s = {k: v for k, v in status.items() if k not in ("conditions", "runningDuration")}
+    if isinstance(s.get("state"), dict):
+        s["state"] = {k: v for k, v in s["state"].items() if k != "lastTransitionTime"}
     for k in ("pending", "running", "succeeded", "failed", "unknown", "terminating", "version", "retryCount",
               "minAvailable"):
         s[k] = int(s.get(k) or 0)
     s["taskStatusCount"] = s.get("taskStatusCount") or {}
     s["controlledResources"] = s.get("controlledResources") or {}
     return s
-
