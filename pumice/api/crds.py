@@ -20,8 +20,10 @@ pruned (rejected under ``fieldValidation=Strict``) and wrong types rejected, as 
 
 Deviates: lightkube follows a newer Kubernetes than the upstream CRDs, so Pod templates accept a
 few newer fields; only the storage version of each kind is served (upstream also serves
-ray.io/v1alpha1); CEL rules (``x-kubernetes-validations``) and list-type markers inside embedded
-Kubernetes types are not generated.
+ray.io/v1alpha1); list-type markers inside embedded Kubernetes types are not generated. The
+KubeRay CRDs' CEL rules (``x-kubernetes-validations``) are generated from the models
+(:mod:`pumice.api.ray.types`); HyperNode's selector rules are not, its admission webhook checks
+the same with the same messages.
 
 Mirrors: kuberay ray-operator/config/crd/bases/ray.io_*.yaml and volcano
 config/crd/volcano/bases/*.yaml (names, scope, subresources, printer columns).

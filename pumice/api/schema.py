@@ -12,8 +12,10 @@ the API server for custom resources (prune and default on every write, then vali
 Mirrors: apiextensions-apiserver pkg/apiserver/validation (ValidateCustomResource and the
 kube-openapi error texts), pkg/apiserver/schema/defaulting and pkg/apiserver/schema/pruning.
 
-Deviates: CEL rules (``x-kubernetes-validations``) are not evaluated; ``format`` is checked only
-for ``int32``/``int64`` ranges; ``not`` is ignored.
+CEL rules (``x-kubernetes-validations``) are not evaluated here but by the API server
+(:mod:`pumice.apiserver.celrules`).
+
+Deviates: ``format`` is checked only for ``int32``/``int64`` ranges; ``not`` is ignored.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@
 :func:`validate_crd` returns the field causes that make a CRD invalid.
 
 Mirrors: k8s.io/apiextensions-apiserver pkg/apiserver/customresource_handler.go (crdInfo),
-pkg/apis/apiextensions/validation/validation.go (a subset).
+pkg/apis/apiextensions/validation/validation.go (a subset; CEL rules that do not compile are
+refused, see :mod:`pumice.apiserver.celrules`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from pumice.api import Obj
 from pumice.api.admission import FieldCause
 from pumice.api.scheme import ResourceKind
+from pumice.apiserver.celrules import RuleSet, compile_rules, rule_compile_causes
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,8 @@ class CustomVersion:
     printer_columns: list[Obj] = field(default_factory=list)
     status: bool = False
     scale: Obj | None = None  # {specReplicasPath, statusReplicasPath, labelSelectorPath}
+    #: the schema's compiled x-kubernetes-validations (None: the schema has none)
+    rules: RuleSet | None = None
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,7 @@ def crd_info(crd: Obj) -> CustomResource:
         versions[v["name"]] = CustomVersion(
             name=v["name"], served=bool(v.get("served", True)), storage=bool(v.get("storage", False)),
             schema=schema, printer_columns=list(cols), status="status" in subs, scale=subs.get("scale"),
+            rules=compile_rules(schema) if schema else None,
         )
         if v.get("storage"):
             storage = v["name"]
@@ -119,6 +124,9 @@ def validate_crd(crd: Obj) -> list[FieldCause]:
         for i, v in enumerate(versions):
             if not isinstance(v, dict) or not v.get("name"):
                 causes.append(FieldCause(f"spec.versions[{i}].name", "Required value", "FieldValueRequired"))
+            if isinstance(v, dict) and isinstance(v.get("schema"), dict):
+                causes += rule_compile_causes(v["schema"].get("openAPIV3Schema"),
+                                              f"spec.versions[{i}].schema.openAPIV3Schema")
     name = crd.get("metadata", {}).get("name", "")
     if group and names.get("plural") and name != f"{names['plural']}.{group}":
         causes.append(FieldCause("metadata.name", f'Invalid value: "{name}": must be spec.names.plural+"."+spec.group'))

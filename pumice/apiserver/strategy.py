@@ -279,8 +279,10 @@ class CRDStrategy(Strategy):
 
 
 class CustomResourceStrategy(Strategy):
-    """Custom resources: validation against the served version's structural schema (pruning
-    and defaulting happen earlier, in the registry's decode step).
+    """Custom resources: validation against the served version's structural schema, then its
+    ``x-kubernetes-validations`` rules (:mod:`pumice.apiserver.celrules`; versions without rules
+    skip this). Pruning and defaulting happen earlier, in the
+    registry's decode step.
 
     Mirrors: k8s.io/apiextensions-apiserver pkg/registry/customresource/strategy.go.
     """
@@ -292,6 +294,8 @@ class CustomResourceStrategy(Strategy):
         if version is not None and version.schema:
             body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
             causes.extend(reg.schema_causes(version.schema, body))
+        if version is not None and version.rules is not None:
+            causes.extend(version.rules.validate(obj, old))
         return causes
 
 

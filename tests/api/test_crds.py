@@ -54,9 +54,14 @@ EMBEDDED_ROOTS = {"template", "submitterPodTemplate", "headService", "serveServi
                   "volumeMounts", "securityContext", "valueFrom", "volumeClaim", "labelSelector"}
 
 
+#: CEL rules pumice enforces by admission instead of in the CRD (HyperNode's selector rules: the
+#: validatehypernode webhook checks the same, with the same messages).
+HAND_ENFORCED_RULES = {".spec.members[].selector"}
+
+
 def compare(up: dict[str, Any], ours: dict[str, Any], path: str, problems: list[str],
             embedded: bool = False) -> None:
-    """Same types, property names, required lists, defaults and enums, recursively (inside
+    """Same types, property names, required lists, defaults, enums and CEL rules, recursively (inside
     embedded Kubernetes types, ours may be a superset)."""
     if up.get("type") != ours.get("type"):
         problems.append(f"{path}: type {up.get('type')!r} upstream, {ours.get('type')!r} ours")
@@ -67,6 +72,10 @@ def compare(up: dict[str, Any], ours: dict[str, Any], path: str, problems: list[
         problems.append(f"{path}: default {up.get('default')!r} upstream, {ours.get('default')!r} ours")
     if "enum" in up and sorted(map(str, up["enum"])) != sorted(map(str, ours.get("enum") or [])):
         problems.append(f"{path}: enum {up['enum']} upstream, {ours.get('enum')} ours")
+    if up.get("x-kubernetes-validations") != ours.get("x-kubernetes-validations") and not embedded \
+            and path not in HAND_ENFORCED_RULES:
+        problems.append(f"{path}: x-kubernetes-validations {up.get('x-kubernetes-validations')} upstream, "
+                        f"{ours.get('x-kubernetes-validations')} ours")
     if is_opaque(ours):
         return
     up_props, our_props = up.get("properties") or {}, ours.get("properties") or {}

@@ -281,3 +281,28 @@ def test_kubectl_raw_create_warns_about_a_duplicate_field_and_strict_refuses_it(
     p = kubectl("create", "--raw", "/api/v1/namespaces/default/configmaps?fieldValidation=Strict", "-f", str(f),
                 check=False)
     assert p.returncode != 0 and 'strict decoding error: duplicate field "metadata.name"' in p.stderr
+
+
+def test_kuberay_crd_cel_rules_hold_for_kubectl(kubectl) -> None:
+    """The upstream RayJob CRD's x-kubernetes-validations: managedBy's allowed values and its
+    immutability (a transition rule), deletionStrategy's exclusive forms."""
+    kubectl("apply", "--server-side", "--force-conflicts", "-f", str(samples_dir() / "kuberay" / "ray.io_rayjobs.yaml"))
+    docs = list(yaml.safe_load_all((samples_dir() / "kuberay" / "ray-job.sample.yaml").read_text()))
+    job = next(d for d in docs if d and d.get("kind") == "RayJob")
+    job["metadata"]["name"] = "rjmb"
+    job["spec"]["managedBy"] = "evil.example/operator"
+    p = kubectl("apply", "-f", "-", stdin=yaml.safe_dump(job), check=False)
+    assert p.returncode != 0
+    assert ('spec.managedBy: Invalid value: "string": the managedBy field value must be either '
+            "'ray.io/kuberay-operator' or 'kueue.x-k8s.io/multikueue'") in p.stderr
+    job["spec"]["managedBy"] = "ray.io/kuberay-operator"
+    kubectl("apply", "-f", "-", stdin=yaml.safe_dump(job))
+    p = kubectl("patch", "rayjob", "rjmb", "--type", "merge", "-p", '{"spec":{"managedBy":"kueue.x-k8s.io/multikueue"}}',
+                check=False)
+    assert p.returncode != 0 and "the managedBy field is immutable" in p.stderr
+    kubectl("patch", "rayjob", "rjmb", "--type", "merge", "-p", '{"spec":{"entrypoint":"python -c pass"}}')
+    p = kubectl("patch", "rayjob", "rjmb", "--type", "merge", "-p",
+                '{"spec":{"deletionStrategy":{"onSuccess":{"policy":"DeleteCluster"},'
+                '"deletionRules":[{"policy":"DeleteCluster","condition":{"jobStatus":"SUCCEEDED"}}]}}}', check=False)
+    assert p.returncode != 0 and "legacy policies (onSuccess/onFailure) and deletionRules cannot be used together" \
+        in p.stderr

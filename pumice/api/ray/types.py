@@ -103,13 +103,38 @@ class AutoscalerOptions(_Wire):
     volume_mounts: list[VolumeMount] | None = None
 
 
+#: The CEL rules (``x-kubernetes-validations``) of KubeRay's CRDs, evaluated by the API server
+#: (pumice.apiserver.celrules). Mirrors: kuberay ray-operator/apis/ray/v1 (+kubebuilder:validation:XValidation).
+_IMMUTABLE = {"rule": "self == oldSelf", "message": "the managedBy field is immutable"}
+_MANAGED_BY_VALUES = {"rule": "self in ['ray.io/kuberay-operator', 'kueue.x-k8s.io/multikueue']",
+                      "message": "the managedBy field value must be either 'ray.io/kuberay-operator' or "
+                                 "'kueue.x-k8s.io/multikueue'"}
+ManagedBy = Annotated[str, extra(**{"x-kubernetes-validations": [_IMMUTABLE, _MANAGED_BY_VALUES]})]
+_BACKEND_IMMUTABLE = {"rule": "self == oldSelf", "message": "gcsFaultToleranceOptions.backend is immutable"}
+_DELETION_STRATEGY_RULES = [
+    {"rule": "!((has(self.onSuccess) || has(self.onFailure)) && has(self.deletionRules))",
+     "message": "legacy policies (onSuccess/onFailure) and deletionRules cannot be used together within the same "
+                "deletionStrategy"},
+    {"rule": "((has(self.onSuccess) && has(self.onFailure)) || has(self.deletionRules))",
+     "message": "deletionStrategy requires either BOTH onSuccess and onFailure, OR the deletionRules field (cannot be "
+                "empty)"},
+]
+_DELETION_CONDITION_RULES = [
+    {"rule": "!(has(self.jobStatus) && has(self.jobDeploymentStatus))",
+     "message": "JobStatus and JobDeploymentStatus cannot be used together within the same deletion condition."},
+    {"rule": "has(self.jobStatus) || has(self.jobDeploymentStatus)",
+     "message": "the deletion condition requires either the JobStatus or the JobDeploymentStatus field."},
+]
+
+
 class RedisCredential(_Wire):
     value: str | None = None
     value_from: EnvVarSource | None = None
 
 
 class GcsFaultToleranceOptions(_Wire):
-    backend: Annotated[str, extra(enum=[m.value for m in c.GcsFaultToleranceBackend])] | None = None
+    backend: Annotated[str, extra(enum=[m.value for m in c.GcsFaultToleranceBackend],
+                                  **{"x-kubernetes-validations": [_BACKEND_IMMUTABLE]})] | None = None
     external_storage_namespace: str | None = None
     redis_address: str | None = None
     redis_password: RedisCredential | None = None
@@ -167,7 +192,7 @@ class RayClusterSpec(_Wire):
     gcs_fault_tolerance_options: GcsFaultToleranceOptions | None = None
     head_service_annotations: dict[str, str] | None = None
     history_server_options: dict[str, Any] | None = None
-    managed_by: str | None = None
+    managed_by: ManagedBy | None = None
     network_policy: dict[str, Any] | None = None
     ray_version: str | None = None
     suspend: bool | None = None
@@ -231,7 +256,7 @@ class DeletionCondition(_Wire):
 
 class DeletionRule(_Wire):
     policy: Annotated[str, extra(enum=[m.value for m in c.DeletionPolicyType])]
-    condition: DeletionCondition
+    condition: Annotated[DeletionCondition, extra(**{"x-kubernetes-validations": _DELETION_CONDITION_RULES})]
 
 
 class DeletionStrategy(_Wire):
@@ -252,13 +277,15 @@ class RayJobSpec(_Wire):
     active_deadline_seconds: Int32 | None = None
     backoff_limit: Annotated[Int32, crd_default()] = 0
     cluster_selector: dict[str, str] | None = None
-    deletion_strategy: DeletionStrategy | None = None
+    deletion_strategy: (
+        Annotated[DeletionStrategy, extra(**{"x-kubernetes-validations": _DELETION_STRATEGY_RULES})] | None
+    ) = None
     entrypoint: str | None = None
     entrypoint_num_cpus: float | None = None
     entrypoint_num_gpus: float | None = None
     entrypoint_resources: str | None = None
     job_id: str | None = None
-    managed_by: str | None = None
+    managed_by: ManagedBy | None = None
     metadata: dict[str, str] | None = None
     pre_running_deadline_seconds: Annotated[Int32, extra(minimum=1)] | None = None
     ray_cluster_spec: RayClusterSpec | None = None
@@ -320,7 +347,7 @@ class RayServiceSpec(_Wire):
     ray_cluster_config: RayClusterSpec
     deployment_unhealthy_second_threshold: Int32 | None = None
     exclude_head_pod_from_serve_svc: bool | None = None
-    managed_by: str | None = None
+    managed_by: ManagedBy | None = None
     ray_cluster_deletion_delay_seconds: Annotated[Int32, extra(minimum=0)] | None = None
     serve_config_v2: str | None = None
     serve_service: Service | None = None
