@@ -149,3 +149,14 @@ def test_schemas_without_rules_compile_to_nothing() -> None:
     assert compile_rules(schema) is not None
     del schema["properties"]["spec"]
     assert compile_rules(schema) is None
+
+
+async def test_a_pattern_that_is_not_a_regular_expression_refuses_the_crd(cluster: LocalCluster) -> None:
+    crd = copy.deepcopy(RULES_CRD)
+    props = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    props["mode"]["pattern"] = "(["
+    msg = await _refused(cluster.client.create(crd))
+    assert ('spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[mode].pattern: Invalid value: "([": '
+            "must be a valid regular expression, but isn't: error parsing regexp: ") in msg
+    props["mode"]["pattern"] = r"^\p{L}+$"  # RE2 syntax Python's re lacks: let through
+    assert await cluster.client.create(crd)
