@@ -428,11 +428,17 @@ class NodeAgent:
             "lastTimestamp": now,
             "count": 1,
         }
-        self._spawn(self._create_quietly(ev))
+        self._spawn(self._create_event(ev))
 
-    async def _create_quietly(self, obj: Obj) -> None:
-        with contextlib.suppress(Exception):
-            await self.client.create(obj)
+    async def _create_event(self, ev: Obj) -> None:
+        """Create one Event; a failure is logged and the Event dropped, as client-go's event
+        recorder does (an Event is best effort and never holds up the Pod it is about)."""
+        try:
+            await self.client.create(ev)
+        except Exception as e:
+            obj = ev["involvedObject"]
+            log.warning("node agent: could not record Event %s %r for pod %s/%s: %s",
+                        ev["reason"], ev["message"], obj.get("namespace"), obj.get("name"), e)
 
     def _spawn(self, coro: Any) -> None:
         t = asyncio.get_running_loop().create_task(coro)
@@ -480,8 +486,10 @@ class NodeAgent:
         try:
             await self._start()
         except BaseException:
-            with contextlib.suppress(Exception):
+            try:
                 await self.stop()
+            except Exception:
+                log.exception("node agent: stopping after a failed start failed too (the start's error follows)")
             raise
 
     async def _start(self) -> None:
@@ -594,8 +602,12 @@ class NodeAgent:
         for t in self._tasks:
             t.cancel()
         for t in self._tasks:
-            with contextlib.suppress(BaseException):
+            try:
                 await t
+            except asyncio.CancelledError:
+                pass
+            except Exception:
+                log.exception("node agent: task %s failed while stopping", t.get_name())
         self._tasks.clear()
         workers = list(self.workers.values())
         if self.keep_pods and self.runtime_kind == "process":
@@ -610,10 +622,17 @@ class NodeAgent:
                     w._task.cancel()
 
             async def stop_one(w: PodWorker) -> None:
-                with contextlib.suppress(Exception):
+                md = w.pod["metadata"]
+                try:
                     await w.stop_all(min(self.stop_grace, w._grace()))
-                with contextlib.suppress(Exception):
+                except Exception:
+                    log.exception("node agent: stopping the containers of pod %s/%s failed",
+                                  md.get("namespace"), md.get("name"))
+                try:
                     await w._cleanup_sandbox()
+                except Exception:
+                    log.exception("node agent: cleaning up the sandbox of pod %s/%s failed",
+                                  md.get("namespace"), md.get("name"))
 
             await asyncio.gather(*(stop_one(w) for w in workers))
             for w in workers:
@@ -730,9 +749,12 @@ class NodeAgent:
         if cur is None or w.sandbox is None or not self.runtime.is_alive(cur):
             return f"container {container} is not running (state: {rec.state})"
         env = self.base_env(w.pod, spec)
-        with contextlib.suppress(Exception):
+        try:
             env = podspec.container_env(w.pod_with_ips(), spec, await w._lookup_table(), base=env,
                                         node_allocatable=self.node_allocatable(w.node))
+        except Exception as e:
+            log.warning("node agent: exec in %s/%s: the container's own environment could not be "
+                        "resolved (%s); the command runs with the base environment", namespace, pod, e)
         workdir = spec.get("workingDir") or str(w.pod_dir_path() / "work")
         mode = getattr(self.runtime, "mode", "plain")
         prefix = nsenter_prefix(cur.pid) if mode != "plain" else []

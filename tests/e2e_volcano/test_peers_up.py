@@ -6,7 +6,7 @@ conditions and annotations, Events) back through the API.
 
 The Pods are bare Pods of a PodGroup (``scheduling.k8s.io/group-name``), so nothing but the
 scheduler decides where and whether they run. Simulated Pods are Ready about 1 s after binding,
-well inside the 20 s PodsReady timeout the configuration gives every job.
+well inside the 10 s PodsReady timeout the configuration gives every job.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ tiers:
       - {rule: namespace, namespaces: [team-p]}
   - name: wait-for-pods-ready
     arguments:
-      waitForPodsReady.timeout: 20
-      waitForPodsReady.backoffBaseSeconds: 5
+      waitForPodsReady.timeout: 10
+      waitForPodsReady.backoffBaseSeconds: 2
   - name: single-node-fit
   - name: user-limits
     arguments:
@@ -264,7 +264,7 @@ async def test_wait_for_pods_ready_requeues_a_vcjob_gang_whose_recreated_pods_ru
         now = await bound_pods()
         return now if now is not None and not set(now.values()) & set(first.values()) else None
 
-    # the same names, new Pods, bound again once the 5 s backoff is over
+    # the same names, new Pods, bound again once the 2 s backoff is over
     second = await wait_for(rebound, timeout=90)
     assert sorted(second) == ["slow-w-0", "slow-w-1"]
     got = await pg()
@@ -558,8 +558,10 @@ async def test_queue_position_is_in_the_podgroup_status_and_on_its_ui_page(clien
 async def test_single_node_fit_keeps_a_job_no_node_can_hold_out_and_the_queue_moves_on(client: Any) -> None:
     await namespace(client, "snf")
     await client.create(queue("snf"))
-    await client.create(pod_group("huge", "snf", "snf", cpu=str(NODE_CPU + 2)))
+    # the Pod first: single-node-fit judges a job's Pending tasks at enqueue, and a session between
+    # the PodGroup and its Pod would enqueue a job with no task to judge
     await client.create(pod("huge-0", "snf", "huge", str(NODE_CPU + 2)))
+    await client.create(pod_group("huge", "snf", "snf", cpu=str(NODE_CPU + 2)))
     ev = await wait_event(client, "snf", "huge", "Unschedulable", prefix="task huge-0 ")
     assert ev["type"] == "Warning"
     assert ev["message"].startswith("task huge-0 requests cpu ")

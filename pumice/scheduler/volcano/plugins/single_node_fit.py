@@ -8,6 +8,11 @@ even an empty one. Such a job stays Pending with a Warning event ``Unschedulable
 admitted: admitted (Inqueue) jobs reserve their minResources in proportion's and capacity's queue
 accounting, so an impossible job would keep the jobs behind it out of the queue forever.
 
+Only Pods that exist are judged: a job with no Pending Pod yet (a PodGroup created before its
+Pods, or a Volcano Job, whose controller creates its Pods only once the PodGroup is Inqueue) has
+nothing to judge and is enqueued as without the plugin; allocate's fit errors then report a Pod no
+node can hold.
+
 Opt in by listing ``single-node-fit`` in a tier (first tier recommended); it takes no arguments.
 """
 
