@@ -22,7 +22,9 @@ RULES_CRD: dict[str, Any] = {
         "names": {"kind": "Gadget", "plural": "gadgets"},
         "scope": "Namespaced",
         "versions": [{
-            "name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
+            "name": "v1", "served": True, "storage": True,
+            "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas",
+                                                     "statusReplicasPath": ".status.replicas"}},
             "schema": {"openAPIV3Schema": {
                 "type": "object",
                 "properties": {
@@ -160,3 +162,15 @@ async def test_a_pattern_that_is_not_a_regular_expression_refuses_the_crd(cluste
             "must be a valid regular expression, but isn't: error parsing regexp: ") in msg
     props["mode"]["pattern"] = r"^\p{L}+$"  # RE2 syntax Python's re lacks: let through
     assert await cluster.client.create(crd)
+
+
+async def test_the_scale_subresource_is_held_to_the_rules(cluster: LocalCluster, gadgets) -> None:
+    """kubectl scale writes through .../scale: the object's rules still hold (trial-7's 'kubectl scale widget')."""
+    await cluster.client.create(gadget("g4", replicas=1))
+    with pytest.raises(ApiError) as e:
+        await cluster.client.request("PATCH", "/apis/example.com/v1/namespaces/default/gadgets/g4/scale",
+                                     body={"spec": {"replicas": 9}}, content_type="application/merge-patch+json")
+    assert e.value.code == 422 and "at most 5 replicas" in e.value.message
+    await cluster.client.request("PATCH", "/apis/example.com/v1/namespaces/default/gadgets/g4/scale",
+                                 body={"spec": {"replicas": 4}}, content_type="application/merge-patch+json")
+    assert (await cluster.client.get(gadgets, "g4", "default"))["spec"]["replicas"] == 4
