@@ -54,7 +54,7 @@ class _Slot:
 
 
 class _Group:
-    __slots__ = ("bad", "members", "order_heap", "poisoned", "slots")
+    __slots__ = ("bad", "cached", "members", "order_heap", "poisoned", "slots")
 
     def __init__(self, width: int) -> None:
         self.slots = [_Slot() for _ in range(width)]
@@ -65,6 +65,8 @@ class _Group:
         """Items whose parts are not exact (not whole, or marked so)."""
         self.poisoned = False
         """A total reached 2**53 once: its later values may be rounded (until :meth:`clear`)."""
+        self.cached: tuple[Resource, ...] | None = None
+        """:meth:`RunningSums.sums` since the last change of the group."""
 
 
 class RunningSums:
@@ -115,6 +117,7 @@ class RunningSums:
         if g is None:
             g = self._groups[group] = _Group(self.width)
         g.members[item] = order
+        g.cached = None
         _push(g.order_heap, (order, item), g.members, _member_entry)
         if not ok:
             # left out of the totals (a subtraction of it later might not be exact); the group
@@ -146,6 +149,7 @@ class RunningSums:
         del self._items[item]
         g = self._groups[group]
         del g.members[item]
+        g.cached = None
         if not ok:
             g.bad -= 1
             parts = ()
@@ -183,6 +187,8 @@ class RunningSums:
             return tuple(Resource() for _ in range(self.width))
         if g.bad or g.poisoned:
             return None
+        if g.cached is not None:
+            return g.cached
         out = []
         for slot in g.slots:
             if not (slot.cpu < _LIMIT and slot.mem < _LIMIT):
@@ -195,7 +201,8 @@ class RunningSums:
                 firsts.append((h[0][0], h[0][1], name))
             firsts.sort(key=lambda x: (x[0], x[1]))
             out.append(Resource(slot.cpu, slot.mem, {name: slot.sc[name] for _o, _p, name in firsts}))
-        return tuple(out)
+        g.cached = tuple(out)
+        return g.cached
 
 
 _GONE = object()
