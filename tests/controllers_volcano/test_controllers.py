@@ -502,3 +502,24 @@ async def test_queue_and_podgroup_reconciles_are_idempotent(client: FakeClient) 
         await ctrls["volcano-queue"].reconciler.reconcile(Request("", "default"))
         await ctrls["volcano-podgroup"].reconciler.reconcile(Request("default", "p1"))
         assert client.writes()[before:] == []
+
+
+def test_queue_podgroup_gauges_are_set_again_for_a_queue_made_again_after_its_removal() -> None:
+    from prometheus_client import REGISTRY
+
+    from pumice.controllers.volcano.queue import _forget_counts, _set_counts
+
+    def running() -> float | None:
+        return REGISTRY.get_sample_value("volcano_queue_pod_group_running_count", {"queue_name": "gauge-q"})
+
+    counts = {"inqueue": 0, "pending": 1, "running": 2, "unknown": 0, "completed": 0}
+    _set_counts("gauge-q", counts)
+    _set_counts("gauge-q", dict(counts))  # unchanged: nothing to set
+    assert running() == 2
+    _forget_counts("gauge-q")
+    assert running() is None
+    _set_counts("gauge-q", counts)
+    assert running() == 2
+    _set_counts("gauge-q", {**counts, "running": 3})
+    assert running() == 3
+    _forget_counts("gauge-q")

@@ -64,6 +64,29 @@ QUEUE_POD_GROUPS: dict[str, Gauge] = {
 """The queue controller's PodGroup counts per phase (prometheus_client default registry, served on
 the controller manager's ``/metrics``). Mirrors: volcano pkg/controllers/metrics/queue.go."""
 
+# queue name -> (its QUEUE_POD_GROUPS children by field, the counts last set); every write of the
+# gauges goes through _set_counts/_forget_counts, so an unchanged count is not set again
+_COUNTED: dict[str, tuple[dict[str, Any], dict[str, int]]] = {}
+
+
+def _set_counts(queue: str, counts: dict[str, int]) -> None:
+    """Set ``queue``'s PodGroup count gauges to ``counts`` (field -> n) unless they hold them."""
+    last = _COUNTED.get(queue)
+    if last is not None and last[1] == counts:
+        return
+    children = last[0] if last is not None else {f: g.labels(queue) for f, g in QUEUE_POD_GROUPS.items()}
+    for field, n in counts.items():
+        children[field].set(n)
+    _COUNTED[queue] = (children, dict(counts))
+
+
+def _forget_counts(queue: str) -> None:
+    """Remove ``queue``'s PodGroup count gauges (the Queue is gone)."""
+    _COUNTED.pop(queue, None)
+    for gauge in QUEUE_POD_GROUPS.values():
+        with contextlib.suppress(KeyError):  # never counted (no PodGroup event seen)
+            gauge.remove(queue)
+
 
 def pg_queue_indexer(pg: Obj) -> list[str]:
     return [str((pg.get("spec") or {}).get("queue") or keys.DEFAULT_QUEUE)]
@@ -166,9 +189,7 @@ class QueueReconciler:
 
         queue = self.queues.get(None, req.name)
         if queue is None:
-            for gauge in QUEUE_POD_GROUPS.values():
-                with contextlib.suppress(KeyError):  # never counted (no PodGroup event seen)
-                    gauge.remove(req.name)
+            _forget_counts(req.name)
             return Result()
         action = Action.SYNC_QUEUE
         cmd = self._pending_command(req.name)
@@ -193,8 +214,7 @@ class QueueReconciler:
         status = queue.get("status") or {}
         cur = str(status.get("state") or "")
         new_state = next_state(cur, action, bool(pgs))
-        for field, n in count_podgroups(pgs).items():
-            QUEUE_POD_GROUPS[field].labels(req.name).set(n)
+        _set_counts(req.name, count_podgroups(pgs))
         if new_state != cur:
             await self.client.patch(scheme.QUEUE, req.name, {"status": {"state": new_state}}, subresource="status")
             if self.recorder is not None and action == Action.CLOSE_QUEUE:
