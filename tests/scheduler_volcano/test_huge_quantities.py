@@ -3,7 +3,6 @@ no upper bound) neither stops the scheduler nor ``pumice explain`` for other obj
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import logging
 
@@ -19,6 +18,8 @@ from pumice.scheduler.volcano.explain import explain
 from pumice.scheduler.volcano.scheduler import Scheduler
 from pumice.testing.cluster import local_cluster
 from pumice.testing.volcano import node, pod, podgroup, queue
+
+from .test_incremental_snapshot import _create, _settle
 
 NS = "c1"
 
@@ -49,27 +50,13 @@ def test_explain_of_other_objects_works_beside_a_huge_request_and_the_huge_one_i
     assert "it can never fit" in huge.reason and "cpu 9.22337e+15" in huge.reason, huge.render()
 
 
-async def _settle(sched: Scheduler) -> None:
-    await sched.cache.flush()
-    for _ in range(20):
-        await asyncio.sleep(0)
-    await asyncio.sleep(0.05)
-
-
 async def test_the_live_scheduler_binds_other_pods_beside_a_huge_request(tmp_path) -> None:
     """trial-7 F-18: PodGroup c1/small comes after c1/huge in the cache's batch; it was dropped."""
     async with local_cluster() as c:
         client = c.client
         await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
         for o in _objects():
-            st = o.pop("status", None) if o["kind"] != "PodGroup" else None
-            o["metadata"].pop("uid", None)
-            o["metadata"].pop("creationTimestamp", None)
-            o.pop("status", None)
-            created = await client.create(o)
-            if o["kind"] == "Node" and st:
-                created["status"] = st
-                await client.update_status(created)
+            await _create(client, o)
         sched = Scheduler(client, schedule_period=0.05, snapshot_mode="verify")
         await sched.cache.start(timeout=5)
         try:
