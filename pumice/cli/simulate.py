@@ -31,7 +31,30 @@ def _parse_duration(value: str | None, option: str = "--until") -> float | None:
     if math.isnan(seconds) or seconds <= 0:
         raise click.BadParameter(f"the simulated time to stop at must be more than 0 seconds, got {value}",
                                  param_hint=f"'{option}'")
+    from pumice.simulate.runner import MAX_SIMULATED_SECONDS
+
+    if seconds > MAX_SIMULATED_SECONDS:
+        raise click.BadParameter(f"{value} is more than the {MAX_SIMULATED_SECONDS:.0f} simulated seconds "
+                                 "(10 years) a run may last", param_hint=f"'{option}'")
     return seconds
+
+
+def _check_span(w: Any, workload_path: str, scale: float) -> None:
+    """Refuse arrivals past the longest run (trial 7 F-5: ``at: 1e12`` or ``--scale 1e-9`` ran for
+    ever, idle simulated time costing wall time).
+
+    Raises:
+        InputError: ``<file>: an arrival at 1e+12 simulated seconds (...) is past the ...``.
+    """
+    from pumice.simulate.nodes import InputError
+    from pumice.simulate.runner import MAX_SIMULATED_SECONDS
+
+    last = max((a.time for a in w.arrivals), default=0.0)
+    if last > MAX_SIMULATED_SECONDS:
+        scaled = f" after --scale {scale:g}" if scale != 1.0 else ""
+        raise InputError(f"{workload_path}: an arrival at {last:g} simulated seconds{scaled} ({last / 86400 / 365:.3g} "
+                         f"years) is past the {MAX_SIMULATED_SECONDS:.0f} s (10 years) a run may last; "
+                         "drop it with --until or check its time")
 
 
 def _positive_scale(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
@@ -198,6 +221,7 @@ def _simulate(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str
         if scale != 1.0:
             w = wl.scale(w, scale)
         w = wl.until(w, until_s)
+        _check_span(w, workload_path, scale)
         queues = _load_queues(queues_path) if queues_path else []
         confs: list[tuple[str, str | None]] = []
         if compare:

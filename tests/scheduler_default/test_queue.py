@@ -58,3 +58,20 @@ def test_deleted_pod_is_never_popped() -> None:
     q.add("a", "ns", "a", 0, now=0.0)
     q.delete("a")
     assert q.pop_nowait() is None
+
+
+async def test_wait_parked_returns_only_once_a_pod_is_parked() -> None:
+    """The flush loop waits here while nothing is parked (trial 7 F-5: under pumice simulate's
+    virtual clock, one wake-up per idle second made a simulated week cost ~100 s of wall time)."""
+    import asyncio
+
+    q = SchedulingQueue()
+    waiter = asyncio.create_task(q.wait_parked())
+    q.add("a", "ns", "a", 0, now=0.0)
+    q.pop_nowait()
+    await asyncio.sleep(0)
+    assert not waiter.done()  # active or in flight is not parked: flush has nothing to move
+    q.failed("a", now=0.0)
+    await asyncio.wait_for(waiter, 1)
+    assert q.unschedulable_count == 1
+    await asyncio.wait_for(q.wait_parked(), 1)  # still parked: at once

@@ -145,3 +145,17 @@ def test_a_csv_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
     _, w = _files(tmp_path, "t.csv", "\ufeff" + TIRESIAS + "1,4,0,10,resnet,100,1\n")
     assert w.read_bytes().startswith(b"\xef\xbb\xbf")
     assert [a.job for a in load_workload(w).arrivals] == ["tiresias-001"]
+
+
+@pytest.mark.parametrize("extra", [(), ("--scale", "1e-9")])
+def test_an_arrival_past_the_longest_run_is_refused(tmp_path: Path, extra: tuple[str, ...]) -> None:
+    """Trial 7 F-5: ``at: 1e12`` (or ``--scale 1e-9``) ran for ever."""
+    at = "0" if extra else "1e12"
+    nodes, w = _files(tmp_path, "w.yaml", f"arrivals:\n  - {{at: {at}, duration: 10, name: a, manifest: "
+                      "{apiVersion: v1, kind: Pod, spec: {restartPolicy: Never, containers: [{name: c, image: x}]}}}\n"
+                      "  - {at: 1000, duration: 10, name: b, manifest: "
+                      "{apiVersion: v1, kind: Pod, spec: {restartPolicy: Never, containers: [{name: c, image: x}]}}}\n")
+    code, lines = _simulate(tmp_path, nodes, w, *extra)
+    when = "1e+12 simulated seconds after --scale 1e-09 (3.17e+04" if extra else "1e+12 simulated seconds (3.17e+04"
+    assert (code, lines) == (2, [f"Error: {w}: an arrival at {when} years) is past the 315360000 s (10 years) a run "
+                                 "may last; drop it with --until or check its time"])

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from pumice.simulate import metrics
+from pumice.simulate.nodes import NodeSpec
 from pumice.simulate.runner import SimConfig, simulate
 from pumice.simulate.workload import load_workload
 
@@ -72,3 +73,14 @@ def test_a_vcjob_whose_pods_restart_for_ever_is_warned_about_before_the_run(
     with caplog.at_level("WARNING", logger="pumice.simulate"):
         load_workload(w)
     assert caplog.records == []
+
+
+def test_an_arrival_after_194_simulated_days_runs_and_the_run_ends(tmp_path: Path) -> None:
+    """Trial 7 F-5: past 2**24 simulated seconds asyncio's 1-ns clock resolution no longer moved a
+    float time, a timer due at the loop's time never ran and the run spun at 4661 h for ever."""
+    p = tmp_path / "w.yaml"
+    p.write_text("arrivals:\n  - {at: 2e7, duration: 10, name: late, manifest: {apiVersion: v1, kind: Pod, "
+                 "spec: {restartPolicy: Never, containers: [{name: c, image: x}]}}}\n")
+    r = simulate(SimConfig([NodeSpec("n0", 4000, 16 * 1024**3, pods=20)], load_workload(p)))
+    job = {j["job"]: j for j in metrics.job_rows(r.recorder)}["late"]
+    assert (r.ended_by, job["status"], job["arrival"], job["finish"]) == ("done", "Succeeded", 2e7, 2e7 + 10)

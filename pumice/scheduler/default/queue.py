@@ -56,6 +56,7 @@ class SchedulingQueue:
     _cycle: int = 0
     _move_request_cycle: int = -1
     _wakeup: asyncio.Event = field(default_factory=asyncio.Event)
+    _parked: asyncio.Event = field(default_factory=asyncio.Event)
 
     def __len__(self) -> int:
         return len(self._pods)
@@ -108,6 +109,7 @@ class SchedulingQueue:
     def _requeue(self, qp: QueuedPod, now: float) -> None:
         if qp.attempts and self._backoff_expiry(qp) > now:
             self._backoff[qp.uid] = self._backoff_expiry(qp)
+            self._parked.set()
         else:
             self._push_active(qp, now)
 
@@ -139,6 +141,7 @@ class SchedulingQueue:
             self._backoff[uid] = self._backoff_expiry(qp)
         else:
             self._unschedulable[uid] = now
+        self._parked.set()
 
     def requeue_urgent(self, uid: str, now: float) -> None:
         """An attempt for ``uid`` lost a bind conflict: back to the head of activeQ, no backoff
@@ -158,6 +161,13 @@ class SchedulingQueue:
         """An attempt for ``uid`` ended with an assumed Node: the Pod leaves the queue."""
         self._in_flight.discard(uid)
         self._pods.pop(uid, None)
+
+    async def wait_parked(self) -> None:
+        """Return once a Pod is in backoffQ or unschedulablePods (at once if one is): until then
+        :meth:`flush` has nothing to move, so the flush loop need not wake every second."""
+        while not (self._backoff or self._unschedulable):
+            self._parked.clear()
+            await self._parked.wait()
 
     def flush(self, now: float) -> None:
         """Move expired backoffs to activeQ and long-unschedulable Pods out (run every second)."""
