@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -257,8 +258,15 @@ def _simulate(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str
     stop = StopFlag()
     writing: list[Path] = []  # the output directory while the report is written into it
 
-    def last_words() -> str | None:
-        return f"exited while writing the report; {writing[0]} is incomplete" if writing else None
+    def last_words() -> str:
+        if writing:
+            return f"exited while writing the report; {writing[0]} is incomplete"
+        removed = False
+        if created:  # made by _check_out and nothing is written before the report: still empty
+            with contextlib.suppress(OSError):
+                Path(out_dir).rmdir()
+                removed = True
+        return "exited before the report was written; no report" + (f" ({out_dir} removed)" if removed else "")
 
     with interrupt_on_signals(lambda sig: stop.set(sig.name), last_words) as signals:
         results = []
@@ -268,7 +276,12 @@ def _simulate(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str
             cfg = SimConfig(node_specs, w, scheduler_conf=conf, queues=queues,
                             batch_scheduler=None if batch_scheduler == "none" else batch_scheduler, seed=seed,
                             until=until_s, schedule_period=period, name=name, inputs=inputs)
-            results.append(_run_with_progress(cfg, simulate, quiet, len(w.arrivals), stop))
+            try:
+                results.append(_run_with_progress(cfg, simulate, quiet, len(w.arrivals), stop))
+            except nodes_mod.InputError as e:  # a --queues manifest the API server refused
+                if created:
+                    shutil.rmtree(out_dir, ignore_errors=True)
+                raise _BadInputFile(f"{queues_path}: {e}") from None
         writing.append(Path(out_dir))
         where = _write(results, Path(out_dir), no_plots, report) if results else None
         writing.clear()

@@ -9,7 +9,8 @@ Formats (detected from the CSV header; see ../shared/traces/README.md for the co
   ``pai-<row>`` (the machine hashes are 24 hex digits, kept as the ``pumice.io/machine`` label).
 - Tiresias cluster specs (``num_switch, num_node_p_switch, num_gpu_p_node, num_cpu_p_node,
   mem_p_node``): ``num_switch x num_node_p_switch`` identical Nodes ``tiresias-<i>``, memory in GiB.
-- YAML: Node manifests (``kind: Node``, ``status.capacity``), one or more documents.
+- YAML: Node manifests (``kind: Node``, ``status.allocatable``, else ``status.capacity``, per
+  resource; cpu 1 and memory 1Gi when neither says), one or more documents.
 
 GPUs are published as ``nvidia.com/gpu``; for GPU sharing as ``alibabacloud.com/gpu-milli``
 (1000 per GPU, pooled per Node; for YAML workloads, no trace adapter asks for it) and as Volcano's per-card pair
@@ -183,7 +184,7 @@ def load_nodes(path: str | Path) -> list[NodeSpec]:
     """
     p = Path(path)
     if p.suffix in (".yaml", ".yml"):
-        return _yaml_nodes(p)
+        return _distinct(p, _yaml_nodes(p))
     header = {h.strip() for h in read_text(p).split("\n", 1)[0].split(",")}
     out: list[NodeSpec] = []
     if {"sn", "cpu_milli", "memory_mib", "gpu"} <= header:
@@ -213,7 +214,21 @@ def load_nodes(path: str | Path) -> list[NodeSpec]:
                          "PAI (machine,gpu_type,...) or Tiresias (num_switch,num_node_p_switch,...)")
     if not out:
         raise InputError(f"{p}: no nodes: the file has a header and no data rows")
-    return out
+    return _distinct(p, out)
+
+
+def _distinct(p: Path, nodes: list[NodeSpec]) -> list[NodeSpec]:
+    """``nodes``, after checking that no two share a name.
+
+    Raises:
+        InputError: ``<file>: two Nodes are named 'n1'``.
+    """
+    seen: set[str] = set()
+    for n in nodes:
+        if n.name in seen:
+            raise InputError(f"{p}: two Nodes are named {n.name!r}")
+        seen.add(n.name)
+    return nodes
 
 
 def _yaml_nodes(p: Path) -> list[NodeSpec]:
@@ -228,15 +243,27 @@ def _yaml_nodes(p: Path) -> list[NodeSpec]:
     for d in items:
         if d.get("kind") != "Node":
             continue
-        md, cap = d.get("metadata") or {}, (d.get("status") or {}).get("capacity") or {}
+        md, st = d.get("metadata") or {}, d.get("status") or {}
+        # what the schedulers fit against is allocatable; capacity where allocatable says nothing
+        cap = {**(st.get("capacity") or {}), **(st.get("allocatable") or {})}
+        name = md.get("name")
         try:
+            if not name or not isinstance(name, str):
+                raise ValueError("metadata.name: a Node needs a name")
             labels = dict(md.get("labels") or {})
             model = labels.pop(GPU_MODEL_LABEL, "")
-            out.append(NodeSpec(md["name"], quantity.milli_value(str(cap.get("cpu", "1"))),
-                                quantity.value(str(cap.get("memory", "1Gi"))), int(quantity.value(str(cap.get(GPU, "0")))),
-                                model, int(cap.get("pods", 110)), labels))
-        except (KeyError, ValueError) as e:
-            raise InputError(f"{p}: Node {md.get('name')!r}: {e}") from None
+            cpu = quantity.milli_value(str(cap.get("cpu", "1")))
+            memory = quantity.value(str(cap.get("memory", "1Gi")))
+            gpus = quantity.value(str(cap.get(GPU, "0")))
+            pods = quantity.value(str(cap.get("pods", 110)))
+            for what, v, least in (("cpu", cpu, 1), ("memory", memory, 1), (GPU, gpus, 0), ("pods", pods, 1)):
+                if v < least or (what != "cpu" and v != int(v)):
+                    raise ValueError(f"status.allocatable/capacity {what}: expected "
+                                     f"{'a whole number' if what != 'cpu' else 'a quantity'}"
+                                     f"{', more than 0' if least else ', 0 or more'}, got {cap.get(what)!r}")
+            out.append(NodeSpec(name, int(cpu), int(memory), int(gpus), model, int(pods), labels))
+        except (KeyError, ValueError, TypeError) as e:
+            raise InputError(f"{p}: Node {name!r}: {e}") from None
     if not out:
         raise InputError(f"{p}: no Node manifests")
     return out

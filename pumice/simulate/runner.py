@@ -52,7 +52,8 @@ import looptime
 from pumice._util.clock import LoopClock, default_clock, set_default_clock
 from pumice.api import Obj
 from pumice.api.meta import name as obj_name
-from pumice.simulate.nodes import GPU_MEMORY, GPU_NUMBER, NodeSpec
+from pumice.client.base import ApiError
+from pumice.simulate.nodes import GPU_MEMORY, GPU_NUMBER, InputError, NodeSpec
 from pumice.simulate.recorder import Recorder
 from pumice.simulate.workload import NAMESPACE, Arrival, Workload
 
@@ -102,7 +103,8 @@ class SimConfig:
         scheduler_conf: a volcano-scheduler.conf path (None: the built-in default; for a
             workload whose Pods share GPU cards, :data:`GPUSHARE_CONF`, see :func:`effective_conf`).
         queues: Queue manifests (weights, capability, guarantee); Queues the workload names and
-            these lack are created with weight 1.
+            these lack are created with weight 1. One the API server refuses ends the run at once
+            with :class:`~pumice.simulate.nodes.InputError` (``Queue 'qa' refused by the API server: ...``).
         batch_scheduler: KubeRay's batch scheduler (``volcano`` or None).
         seed: seeds the API server's UIDs, the controllers' name generators and the runtime.
         until: stop at this simulated time (seconds; None: when every job ended or the run stalls).
@@ -750,7 +752,10 @@ async def _create_policy_objects(api: Any, cfg: SimConfig) -> None:
     given = set()
     for q in cfg.queues:
         given.add(obj_name(q))
-        await api.create(q)
+        try:
+            await api.create(q)
+        except ApiError as e:
+            raise InputError(f"Queue {obj_name(q)!r} refused by the API server: {' '.join(str(e).split())}") from None
     for name in cfg.workload.queues:
         if name not in given and name != "default":
             await api.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",

@@ -159,3 +159,41 @@ def test_an_arrival_past_the_longest_run_is_refused(tmp_path: Path, extra: tuple
     when = "1e+12 simulated seconds after --scale 1e-09 (3.17e+04" if extra else "1e+12 simulated seconds (3.17e+04"
     assert (code, lines) == (2, [f"Error: {w}: an arrival at {when} years) is past the 315360000 s (10 years) a run "
                                  "may last; drop it with --until or check its time"])
+
+
+@pytest.mark.parametrize(("text", "error"), [
+    ("kind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '-8', memory: 32Gi}}\n",
+     "Node 'n1': status.allocatable/capacity cpu: expected a quantity, more than 0, got '-8'"),
+    ("kind: Node\nmetadata: {name: n1}\nstatus: {capacity: {cpu: '8', pods: '0'}}\n",
+     "Node 'n1': status.allocatable/capacity pods: expected a whole number, more than 0, got '0'"),
+    ("kind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '8'}}\n---\n"
+     "kind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '8'}}\n", "two Nodes are named 'n1'"),
+])
+def test_a_bad_node_yaml_is_one_line_naming_the_file_and_node(tmp_path: Path, text: str, error: str) -> None:
+    """Trial 7 F-14: a negative allocatable ran (stalled, exit 0); two Nodes of one name said
+    ``node_names must list `nodes` distinct names`` (exit 1)."""
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text(text)
+    code, lines = _simulate(tmp_path, nodes, shared_dir() / "traces/tiresias-example/60_job.csv")
+    assert (code, lines) == (2, [f"Error: {nodes}: {error}"])
+
+
+def test_a_node_yaml_is_read_from_allocatable_then_capacity(tmp_path: Path) -> None:
+    from pumice.simulate.nodes import load_nodes
+
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text("kind: Node\nmetadata: {name: n1}\nstatus: {capacity: {cpu: '8', memory: 32Gi},"
+                     " allocatable: {cpu: 7500m}}\n")
+    [n] = load_nodes(nodes)
+    assert (n.cpu_milli, n.memory) == (7500, 32 * 1024**3)
+
+
+def test_a_queue_the_api_server_refuses_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    """Trial 7 F-14: was the API error without the file, exit 1."""
+    nodes, w = _files(tmp_path, "t.csv", TIRESIAS + "1,4,0,10,resnet,100,1\n")
+    queues = tmp_path / "q.yaml"
+    queues.write_text("apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: qa}\nspec: {weight: -1}\n")
+    code, lines = _simulate(tmp_path, nodes, w, "--queues", str(queues))
+    assert (code, lines) == (2, [f"Error: {queues}: Queue 'qa' refused by the API server: 422 Invalid: "
+                                 "Queue.scheduling.volcano.sh \"qa\" is invalid: spec.weight: Invalid value: -1: "
+                                 "spec.weight in body should be greater than or equal to 1"])

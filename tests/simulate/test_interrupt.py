@@ -214,3 +214,31 @@ def test_a_second_ctrl_c_while_the_report_is_written_says_it_is_incomplete_and_w
     assert proc.returncode == 130, proc.stderr
     assert proc.stderr.strip().splitlines() == [f"SIGINT again: exited while writing the report; {out} is incomplete"]
     assert not (out / "report.html").exists()
+
+
+SECOND_DURING_RUN = """
+import os, signal
+from pumice.simulate import runner
+simulate = runner.simulate
+def interrupted_simulate(*args, **kw):
+    os.kill(os.getpid(), signal.SIGINT)  # the first: the run stops at its next chance
+    os.kill(os.getpid(), signal.SIGINT)  # the second, before any report
+    return simulate(*args, **kw)
+runner.simulate = interrupted_simulate
+from pumice.cli.main import main
+main()
+"""
+
+
+def test_a_second_ctrl_c_before_the_report_says_so_and_removes_the_empty_output_directory(tmp_path: Path) -> None:
+    """Trial 7 F-17: two quick Ctrl-C left an empty output directory and printed nothing."""
+    t = shared_dir() / "traces/tiresias-example"
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-c", SECOND_DURING_RUN, "simulate", "--nodes", str(t / "n32g4.csv"),
+         "--workload", str(t / "60_job.csv"), "--sample", "2", "--no-plots", "--quiet", "--out", str(out)],
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"SIGINT again: exited before the report was written; no report ({out} removed)"]
+    assert not out.exists()
