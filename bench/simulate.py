@@ -31,12 +31,16 @@ with the fan-out of a run (3 Pod informers, 2 PodGroup and 2 Queue informers, as
 the controller manager and the node agent have), on the virtual clock. Prints CPU per job and
 per write, and the ratio to a raw ``Store.put`` of the same Pods measured in the same run.
 
+``idle``: two bare Pods (restartPolicy Never, 10 s each) on the Tiresias 32-node cluster, one at
+0 and one ``--idle-days`` (default 10) simulated days later, nothing running in between: what an
+idle stretch costs in wall time (simulated seconds per wall second), against the baseline.
+
 ``openb-contended`` replays 1,000 sampled openb Pods on every 8th openb Node with arrivals
 compressed 1e5x, once card by card (deviceshare) and once pooled per Node, so the trace check
 shows what contention does to the simulated delay.
 
-Usage: .venv/bin/python bench/simulate.py [--only openb|openb-contended|philly|adapters|baseline|job-writes] [--philly-sample N]
-[--openb-sample N] [--contended-sample N] [--contended-scale X] [--philly-until-days D] [--profile]
+Usage: .venv/bin/python bench/simulate.py [--only openb|openb-contended|philly|adapters|baseline|job-writes|idle] [--philly-sample N]
+[--openb-sample N] [--contended-sample N] [--contended-scale X] [--philly-until-days D] [--idle-days D] [--profile]
 """
 
 from __future__ import annotations
@@ -218,7 +222,9 @@ def job_writes(jobs: int) -> dict[str, Any]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", choices=["openb", "openb-contended", "philly", "adapters", "baseline", "job-writes"])
+    ap.add_argument("--only", choices=["openb", "openb-contended", "philly", "adapters", "baseline", "job-writes",
+                                       "idle"])
+    ap.add_argument("--idle-days", type=float, default=10.0, help="the idle stretch of the idle case")
     ap.add_argument("--jobs", type=int, default=1500, help="jobs of the job-writes case")
     ap.add_argument("--contended-sample", type=int, default=1000)
     ap.add_argument("--contended-scale", type=float, default=1e5)
@@ -234,7 +240,7 @@ def main() -> None:
         job_writes(a.jobs)
         return
     results = {}
-    if a.only in (None, "baseline", "openb", "openb-contended", "philly", "adapters"):
+    if a.only in (None, "baseline", "openb", "openb-contended", "philly", "adapters", "idle"):
         results["baseline"] = run("baseline-tiresias60", t / "tiresias-example/n32g4.csv",
                                   t / "tiresias-example/60_job.csv", None, False)
     if a.only in (None, "openb"):
@@ -267,6 +273,16 @@ def main() -> None:
                               t / "alibaba-clusterdata-gpu-v2025/disaggregated_DLRM_trace.csv", 300, a.profile)
         results["ray"] = run("ray-example", t / "tiresias-example/n1g4.csv",
                              Path(__file__).resolve().parents[1] / "docs/examples/ray-workload.yaml", None, a.profile)
+    if a.only in (None, "idle"):
+        with tempfile.TemporaryDirectory() as tmp:
+            idle = Path(tmp) / "idle.yaml"
+            pod = "{apiVersion: v1, kind: Pod, spec: {restartPolicy: Never, containers: [{name: c, image: x}]}}"
+            idle.write_text(f"arrivals:\n  - {{at: 0, duration: 10, name: first, manifest: {pod}}}\n"
+                            f"  - {{at: {a.idle_days * 86400:g}, duration: 10, name: late, manifest: {pod}}}\n")
+            results["idle"] = run(f"idle-{a.idle_days:g}-days", t / "tiresias-example/n32g4.csv", idle, None, a.profile)
+        for k in ("baseline", "idle"):
+            r = results[k]
+            print(f"{k}: {r['simulated_s'] / max(r['wall_s'], 1e-9):,.0f} simulated s per wall s")
     base = results["baseline"]["writes_per_s"] or 1
     for k, v in results.items():
         if k != "baseline":
