@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -167,10 +168,23 @@ def _not_found_path() -> StatusError:
     return StatusError(404, "the server could not find the requested resource", "NotFound", {})
 
 
+_HEADER_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
 def _warnings(warnings: list[str]) -> dict[str, str] | None:
+    """The ``Warning`` header for ``warnings`` (RFC 7234 ``299 - "text"``, comma-joined), or None.
+
+    As kube-apiserver (apimachinery ``NewWarningHeader``): ``"`` and ``\\`` are escaped and the text
+    goes out as UTF-8 bytes (a field name a client sent may be any Unicode). Control characters
+    (newlines included), which Go's server turns into spaces or refuses, become spaces, so user
+    text can never end the header. The value is handed to Starlette as the Latin-1 reading of
+    those bytes, which it writes out unchanged.
+    """
     if not warnings:
         return None
-    return {"Warning": ", ".join('299 - "' + w.replace('"', '\\"') + '"' for w in warnings)}
+    quoted = ('299 - "' + _HEADER_CONTROL.sub(" ", w.replace("\\", "\\\\").replace('"', '\\"')) + '"'
+              for w in warnings)
+    return {"Warning": ", ".join(quoted).encode("utf-8", "replace").decode("latin-1")}
 
 
 @dataclass(frozen=True)

@@ -90,3 +90,13 @@ def test_unset_field_validation_warns_about_unknown_fields(srv: HttpServer) -> N
     r = http(srv).post(CMS, params={"fieldValidation": "Ignore"},
                        json={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dupk2"}, "bogus": 1})
     assert r.status_code == 201 and "warning" not in r.headers
+
+
+def test_a_warning_about_a_non_ascii_field_name_goes_out_as_utf8_with_quotes_and_newlines_escaped(srv: HttpServer) -> None:
+    # the bad-input fuzz found a 500 here: a header value must be Latin-1 to Starlette, and a field
+    # name is any Unicode; upstream sends the UTF-8 bytes with " and \ escaped
+    body = '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"uni"},"b\u00f6g\U0004f278\\"q\\\\s\\nt":1}'
+    r = http(srv).post(CMS, content=body.encode(), headers={"Content-Type": "application/json"})
+    assert r.status_code == 201, r.text
+    raw = dict(r.headers.raw)[b"warning"].decode("utf-8")
+    assert raw == '299 - "unknown field \\"b\u00f6g\U0004f278\\"q\\\\s t\\""'
