@@ -4,7 +4,9 @@ would not be exact, and verify mode reports a stale one."""
 
 from __future__ import annotations
 
+import contextlib
 import random
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -35,6 +37,31 @@ def _fresh(items: dict[str, tuple[str, tuple, int]], width: int) -> dict[str, tu
     for _item, (group, parts, _order) in sorted(items.items(), key=lambda kv: kv[1][2]):
         by_group.setdefault(group, []).append(parts)
     return {g: fold(ps, width) for g, ps in by_group.items()}
+
+
+@contextlib.asynccontextmanager
+async def two_jobs(mode: str, nodes: int = 1, sessions: int = 3) -> AsyncIterator[Scheduler]:
+    """A live scheduler (``snapshot_mode`` ``mode``) over namespace c1 with ``nodes`` Nodes n0.. of
+    4 cpu, Queue q1 and two Inqueue one-Pod jobs a and b, after ``sessions`` sessions (none
+    mismatched in verify mode)."""
+    async with local_cluster() as c:
+        client = c.client
+        await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c1"}})
+        for o in [*(node(f"n{i}", "4,8Gi,pods=10") for i in range(nodes)), queue("q1")]:
+            await _create(client, o)
+        for g in ("a", "b"):
+            await _create(client, podgroup(g, queue="q1", min_member=1, phase="Inqueue"))
+            await _create(client, pod(f"{g}-0", group=g, requests="1,1Gi"))
+        sched = Scheduler(client, schedule_period=0.05, snapshot_mode=mode)
+        await sched.cache.start(timeout=5)
+        try:
+            for _ in range(sessions):
+                await _settle(sched)
+                sched.run_once()
+            assert sched.cache.snapshot_mismatches == 0
+            yield sched
+        finally:
+            await sched.cache.stop()
 
 
 def test_running_sums_equal_a_fresh_fold_through_random_changes() -> None:
@@ -108,107 +135,64 @@ def test_stale_heap_entries_are_dropped() -> None:
 
 
 async def test_verify_mode_reports_a_running_sum_that_missed_a_change() -> None:
-    async with local_cluster() as c:
-        client = c.client
-        await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c1"}})
-        for o in [node("n0", "4,8Gi,pods=10"), queue("q1")]:
-            await _create(client, o)
-        for g in ("a", "b"):
-            await _create(client, podgroup(g, queue="q1", min_member=1, phase="Inqueue"))
-            await _create(client, pod(f"{g}-0", group=g, requests="1,1Gi"))
-        sched = Scheduler(client, schedule_period=0.05, snapshot_mode="verify")
-        await sched.cache.start(timeout=5)
-        try:
-            for _ in range(3):
-                await _settle(sched)
-                sched.run_once()
-            assert sched.cache.snapshot_mismatches == 0
-            inc = sched.cache.incremental
-            assert inc is not None
-            running = inc._running
-            assert {"proportion.sums", "overcommit.inqueue", "overcommit.used", "close.allocated"} <= set(running)
-            # job a's parts as if a change of it had been missed
-            rs = running["proportion.sums"]
-            group, parts, order, _exact, _ok = rs._items["c1/a"]
-            rs.set("c1/a", group, (Resource(7000, 7), *parts[1:]), order)
-            await _settle(sched)
-            snap = sched.cache.snapshot()
-            assert "c1/a" not in snap.changes.jobs
-            with pytest.raises(SnapshotMismatch, match=r"running sums proportion\.sums"):
-                open_session(snap, sched.conf, sched.cache)
-        finally:
-            await sched.cache.stop()
+    async with two_jobs("verify") as sched:
+        inc = sched.cache.incremental
+        assert inc is not None
+        running = inc._running
+        assert {"proportion.sums", "overcommit.inqueue", "overcommit.used", "close.allocated"} <= set(running)
+        # job a's parts as if a change of it had been missed
+        rs = running["proportion.sums"]
+        group, parts, order, _exact, _ok = rs._items["c1/a"]
+        rs.set("c1/a", group, (Resource(7000, 7), *parts[1:]), order)
+        await _settle(sched)
+        snap = sched.cache.snapshot()
+        assert "c1/a" not in snap.changes.jobs
+        with pytest.raises(SnapshotMismatch, match=r"running sums proportion\.sums"):
+            open_session(snap, sched.conf, sched.cache)
 
 
 async def test_the_snapshot_names_the_jobs_and_nodes_that_changed() -> None:
-    async with local_cluster() as c:
-        client = c.client
-        await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c1"}})
-        for o in [node("n0", "4,8Gi,pods=10"), node("n1", "4,8Gi,pods=10"), queue("q1")]:
-            await _create(client, o)
-        for g in ("a", "b"):
-            await _create(client, podgroup(g, queue="q1", min_member=1, phase="Inqueue"))
-            await _create(client, pod(f"{g}-0", group=g, requests="1,1Gi"))
-        sched = Scheduler(client, schedule_period=0.05, snapshot_mode="incremental")
-        await sched.cache.start(timeout=5)
-        try:
-            await _settle(sched)
-            first = sched.cache.snapshot()
-            assert first.changes is not None and first.changes.jobs == {"c1/a", "c1/b"} and first.changes.nodes is None
-            second = sched.cache.snapshot()
-            assert second.changes is not None and second.changes.generation == first.changes.generation + 1
-            assert not second.changes.jobs and not second.changes.nodes
-            # a session touches job a and Node n1: the next snapshot names both (and only them)
-            second.jobs["c1/a"].waiting_tier = 1
-            second.nodes["n1"].add_task(next(iter(second.jobs["c1/b"].tasks.values())).clone())
-            third = sched.cache.snapshot()
-            assert third.changes is not None and third.changes.jobs == {"c1/a"} and third.changes.nodes == {"n1"}
-            # a job that goes away is named too
-            await client.delete(client.scheme.resolve("podgroups.scheduling.volcano.sh"), "b", "c1")
-            await _settle(sched)
-            fourth = sched.cache.snapshot()
-            assert fourth.changes is not None and "c1/b" in fourth.changes.jobs and "c1/b" not in fourth.jobs
-        finally:
-            await sched.cache.stop()
+    async with two_jobs("incremental", nodes=2, sessions=0) as sched:
+        client = sched.client
+        await _settle(sched)
+        first = sched.cache.snapshot()
+        assert first.changes is not None and first.changes.jobs == {"c1/a", "c1/b"} and first.changes.nodes is None
+        second = sched.cache.snapshot()
+        assert second.changes is not None and second.changes.generation == first.changes.generation + 1
+        assert not second.changes.jobs and not second.changes.nodes
+        # a session touches job a and Node n1: the next snapshot names both (and only them)
+        second.jobs["c1/a"].waiting_tier = 1
+        second.nodes["n1"].add_task(next(iter(second.jobs["c1/b"].tasks.values())).clone())
+        third = sched.cache.snapshot()
+        assert third.changes is not None and third.changes.jobs == {"c1/a"} and third.changes.nodes == {"n1"}
+        # a job that goes away is named too
+        await client.delete(client.scheme.resolve("podgroups.scheduling.volcano.sh"), "b", "c1")
+        await _settle(sched)
+        fourth = sched.cache.snapshot()
+        assert fourth.changes is not None and "c1/b" in fourth.changes.jobs and "c1/b" not in fourth.jobs
 
 
 async def test_drf_job_attrs_kept_across_sessions_are_made_afresh_for_a_touched_job_and_checked_in_verify_mode() -> None:
-    async with local_cluster() as c:
-        client = c.client
-        await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c1"}})
-        for o in [node("n0", "4,8Gi,pods=10"), queue("q1")]:
-            await _create(client, o)
-        for g in ("a", "b"):
-            await _create(client, podgroup(g, queue="q1", min_member=1, phase="Inqueue"))
-            await _create(client, pod(f"{g}-0", group=g, requests="1,1Gi"))
-        sched = Scheduler(client, schedule_period=0.05, snapshot_mode="verify")
-        await sched.cache.start(timeout=5)
-        try:
-            for _ in range(3):
-                await _settle(sched)
-                sched.run_once()
-            assert sched.cache.snapshot_mismatches == 0
-            await _settle(sched)
-            ssn = open_session(sched.cache.snapshot(), sched.conf, sched.cache)
-            drf = ssn.plugins["drf"]
-            table = sched.cache.incremental._running["drf.attrs"]
-            assert drf.job_attrs is table.values and set(table.values) == {"c1/a", "c1/b"}
-            # a session moves a's task and changes a's attr in place, as drf's event handler does
-            job = ssn.jobs["c1/a"]
-            task = next(iter(job.tasks.values()))
-            was = table.values["c1/a"].allocated
-            job.update_task_status(task, TaskStatus.Pipelined if task.status is TaskStatus.Pending else TaskStatus.Pending)
-            table.values["c1/a"].allocated = was + Resource(3000, 3)
-            b_attr = table.values["c1/b"]
-            ssn.close()
-            # the stale value is not handed on: the next session makes a's attr afresh and keeps b's
-            ssn = open_session(sched.cache.snapshot(), sched.conf, sched.cache)
-            assert exact_data((ssn.plugins["drf"].job_attrs["c1/a"].allocated,)) == exact_data((was,))
-            assert ssn.plugins["drf"].job_attrs["c1/b"] is b_attr
-            ssn.close()
-            # a value changed behind the table's back is reported in verify mode
-            table.values["c1/b"].share = 0.5
-            with pytest.raises(SnapshotMismatch, match=r"job table drf\.attrs of c1/b"):
-                open_session(sched.cache.snapshot(), sched.conf, sched.cache)
-        finally:
-            await sched.cache.stop()
+    async with two_jobs("verify") as sched:
+        await _settle(sched)
+        ssn = open_session(sched.cache.snapshot(), sched.conf, sched.cache)
+        drf = ssn.plugins["drf"]
+        table = sched.cache.incremental._running["drf.attrs"]
+        assert drf.job_attrs is table.values and set(table.values) == {"c1/a", "c1/b"}
+        # a session moves a's task and changes a's attr in place, as drf's event handler does
+        job = ssn.jobs["c1/a"]
+        task = next(iter(job.tasks.values()))
+        was = table.values["c1/a"].allocated
+        job.update_task_status(task, TaskStatus.Pipelined if task.status is TaskStatus.Pending else TaskStatus.Pending)
+        table.values["c1/a"].allocated = was + Resource(3000, 3)
+        b_attr = table.values["c1/b"]
+        ssn.close()
+        # the stale value is not handed on: the next session makes a's attr afresh and keeps b's
+        ssn = open_session(sched.cache.snapshot(), sched.conf, sched.cache)
+        assert exact_data((ssn.plugins["drf"].job_attrs["c1/a"].allocated,)) == exact_data((was,))
+        assert ssn.plugins["drf"].job_attrs["c1/b"] is b_attr
+        ssn.close()
+        # a value changed behind the table's back is reported in verify mode
+        table.values["c1/b"].share = 0.5
+        with pytest.raises(SnapshotMismatch, match=r"job table drf\.attrs of c1/b"):
+            open_session(sched.cache.snapshot(), sched.conf, sched.cache)
