@@ -69,6 +69,8 @@ _encode = msgspec.json.Encoder().encode
 _META_TREE = object_meta_tree()
 #: root-schema keywords under which a schema check of an object is the union of its properties'
 _SPLIT_ROOT = frozenset({"type", "properties", "description"})
+#: kube-apiserver's 400 text when a body names another namespace than the URL (handlers/rest.go)
+_NAMESPACE_MISMATCH = "the namespace of the provided object does not match the namespace sent on the request"
 _GEN_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
 #: the store resource of Events (core/v1 and events.k8s.io/v1 share it)
@@ -224,8 +226,7 @@ def _check_named_body(body: Any, kind: str, api_versions: tuple[str, ...], names
     if not isinstance(md, dict):
         raise errors.bad_request("metadata must be an object")
     if md.get("namespace") and md["namespace"] != namespace:
-        raise errors.bad_request("the namespace of the provided object does not match the namespace sent on the "
-                                 "request")
+        raise errors.bad_request(_NAMESPACE_MISMATCH)
     if md.get("name") != name:
         raise errors.bad_request(f"name in URL does not match name in {kind} object")
 
@@ -456,8 +457,7 @@ class Registry:
         if rk.namespaced:
             bns = md.get("namespace")
             if bns and namespace and bns != namespace:
-                raise errors.bad_request("the namespace of the provided object does not match the namespace sent on "
-                                         "the request")
+                    raise errors.bad_request(_NAMESPACE_MISMATCH)
             if not (bns or namespace):
                 raise errors.bad_request("the namespace of the object must be set (no namespace in URL or body)")
             md["namespace"] = bns or namespace

@@ -212,8 +212,6 @@ def load_nodes(path: str | Path) -> list[NodeSpec]:
     else:
         raise InputError(f"{p}: unknown node list header {sorted(header)}; expected openb (sn,cpu_milli,...), "
                          "PAI (machine,gpu_type,...) or Tiresias (num_switch,num_node_p_switch,...)")
-    if not out:
-        raise InputError(f"{p}: no nodes: the file has a header and no data rows")
     return _distinct(p, out)
 
 
