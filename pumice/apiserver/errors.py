@@ -128,6 +128,13 @@ def bad_request(message: str) -> StatusError:
     return StatusError(400, message, "BadRequest")
 
 
+def strict_decoding(rk: ResourceKind, listed: str) -> StatusError:
+    """400 for a body refused under ``fieldValidation=Strict`` (unknown or duplicate fields,
+    ``listed`` as the decoder words them), in kube-apiserver's words."""
+    return bad_request(f'{rk.kind} in version "{rk.version}" cannot be handled as a {rk.kind}: '
+                       f"strict decoding error: {listed}")
+
+
 def forbidden(rk: ResourceKind | None, name: str, why: str, verb: str = "create") -> StatusError:
     qual = _qualified(rk) if rk else ""
     msg = f'{qual} "{name}" is forbidden: {why}' if rk else why

@@ -1051,8 +1051,7 @@ def _duplicates(request: Request, raw: bytes, rk: ResourceKind | None, query: Ma
     dups = duplicate_fields(raw)
     if dups and fv == "Strict":
         listed = ("yaml: unmarshal errors:\n  " + "\n  ".join(dups)) if dups[0].startswith("line ") else ", ".join(dups)
-        raise errors.bad_request(f'{rk.kind} in version "{rk.version}" cannot be handled as a {rk.kind}: '
-                                 f"strict decoding error: {listed}")
+        raise errors.strict_decoding(rk, listed)
     return dups
 
 

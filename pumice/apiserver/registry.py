@@ -596,8 +596,7 @@ class Registry:
         unknown = [u.lstrip(".") for u in unknown]
         if unknown and strict == "Strict":
             listed = ", ".join(f'unknown field "{u}"' for u in unknown)
-            raise errors.bad_request(f'{rk.kind} in version "{rk.version}" cannot be handled as a {rk.kind}: '
-                                     f"strict decoding error: {listed}")
+            raise errors.strict_decoding(rk, listed)
         if unknown and strict != "Ignore":  # Warn, or unset: kube-apiserver's default
             return [f'unknown field "{u}"' for u in unknown]
         return []
