@@ -83,10 +83,12 @@ _NO_DELETECOLLECTION = ("create", "delete", "get", "list", "patch", "update", "w
 NAMESPACE = ResourceKind("", "v1", "Namespace", "namespaces", namespaced=False, short_names=("ns",),
                          subresources=("status", "finalize"), verbs=_NO_DELETECOLLECTION)
 POD = ResourceKind("", "v1", "Pod", "pods", short_names=("po",), categories=("all",),
-                   subresources=("status", "binding", "eviction", "log", "exec", "attach", "portforward"))
-NODE = ResourceKind("", "v1", "Node", "nodes", namespaced=False, short_names=("no",), subresources=("status",))
+                   subresources=("status", "binding", "eviction", "log", "exec", "attach", "portforward",
+                                 "proxy"))
+NODE = ResourceKind("", "v1", "Node", "nodes", namespaced=False, short_names=("no",),
+                    subresources=("status", "proxy"))
 SERVICE = ResourceKind("", "v1", "Service", "services", short_names=("svc",), categories=("all",),
-                       subresources=("status",), verbs=_NO_DELETECOLLECTION)
+                       subresources=("status", "proxy"), verbs=_NO_DELETECOLLECTION)
 ENDPOINTS = ResourceKind("", "v1", "Endpoints", "endpoints", short_names=("ep",), singular="endpoints")
 CONFIG_MAP = ResourceKind("", "v1", "ConfigMap", "configmaps", short_names=("cm",))
 SECRET = ResourceKind("", "v1", "Secret", "secrets")

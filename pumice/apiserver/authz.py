@@ -308,7 +308,7 @@ _WORKLOADS: dict[str, list[str]] = {
 #: what edit may write (read-only subresources stay read-only)
 _EDITABLE: dict[str, list[str]] = {
     "": ["pods", "pods/exec", "pods/attach", "pods/portforward", "pods/eviction", "pods/proxy", "services",
-         "endpoints", "configmaps", "secrets", "persistentvolumeclaims", "replicationcontrollers",
+         "services/proxy", "endpoints", "configmaps", "secrets", "persistentvolumeclaims", "replicationcontrollers",
          "replicationcontrollers/scale", "serviceaccounts", "serviceaccounts/token", "events"],
     "apps": ["deployments", "deployments/scale", "deployments/rollback", "replicasets", "replicasets/scale",
              "statefulsets", "statefulsets/scale", "daemonsets"],
@@ -348,8 +348,8 @@ def bootstrap_policy() -> tuple[list[Obj], list[Obj]]:
     view.append({"apiGroups": [""], "resources": ["namespaces"], "verbs": list(_READ)})
     edit = [{"apiGroups": [g], "resources": list(rs), "verbs": list(_WRITE)} for g, rs in _EDITABLE.items()]
     edit.append({"apiGroups": [""], "resources": ["secrets"], "verbs": list(_READ)})
-    edit.append({"apiGroups": [""], "resources": ["pods/exec", "pods/attach", "pods/portforward"],
-                 "verbs": ["get"]})
+    edit.append({"apiGroups": [""], "resources": ["pods/exec", "pods/attach", "pods/portforward", "pods/proxy",
+                                                  "services/proxy"], "verbs": list(_READ)})
     admin = [
         {"apiGroups": [RBAC], "resources": ["roles", "rolebindings"], "verbs": [*_READ, *_WRITE]},
         {"apiGroups": ["authorization.k8s.io"], "resources": ["localsubjectaccessreviews"], "verbs": ["create"]},

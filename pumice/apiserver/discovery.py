@@ -36,7 +36,16 @@ _SUB_KIND: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
     "eviction": ("policy", "v1", "Eviction", ("create",)),
     "log": ("", "", "", ("get",)),
     "finalize": ("", "", "", ("update",)),
+    # kind: "<parent kind>ProxyOptions" (PodProxyOptions, ServiceProxyOptions, NodeProxyOptions)
+    "proxy": ("", "v1", "ProxyOptions", ("create", "delete", "get", "patch", "update")),
 }
+
+
+def _sub_kind(rk: ResourceKind, sub: str) -> tuple[str, str, str, tuple[str, ...]]:
+    g, v, kind, verbs = _SUB_KIND.get(sub, ("", "", "", ("get",)))
+    if sub == "proxy":
+        kind = rk.kind + kind
+    return g, v, kind, verbs
 
 _VERSION_RE = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
 
@@ -105,7 +114,7 @@ def api_resource_list(scheme: Scheme, group: str, version: str) -> Obj | None:
         r["storageVersionHash"] = _storage_hash(rk)
         resources.append(r)
         for sub in rk.subresources:
-            g, v, kind, verbs = _SUB_KIND.get(sub, ("", "", "", ("get",)))
+            g, v, kind, verbs = _sub_kind(rk, sub)
             s: Obj = {"name": f"{rk.plural}/{sub}", "singularName": "", "namespaced": rk.namespaced,
                       "kind": kind or rk.kind, "verbs": list(verbs)}
             if g:
@@ -131,7 +140,7 @@ def _aggregated_resource(rk: ResourceKind) -> Obj:
         r["categories"] = list(rk.categories)
     subs = []
     for sub in rk.subresources:
-        g, v, kind, verbs = _SUB_KIND.get(sub, ("", "", "", ("get",)))
+        g, v, kind, verbs = _sub_kind(rk, sub)
         subs.append({"subresource": sub,
                      "responseKind": {"group": g if kind else rk.group, "version": v or rk.version,
                                       "kind": kind or rk.kind},

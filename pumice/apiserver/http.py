@@ -44,6 +44,7 @@ from pumice.apiserver.access import PUBLIC_PATHS, Access
 from pumice.apiserver.decode import check_query, decode_body, duplicate_fields
 from pumice.apiserver.errors import StatusError
 from pumice.apiserver.metrics import MetricsAPI
+from pumice.apiserver.proxy import ProxyAPI, parse_proxy_path
 from pumice.apiserver.registry import DeleteOptions, Registry
 from pumice.apiserver.store import Stored
 from pumice.apiserver.streaming import StreamProxy, check_log_options, kubelet_endpoint
@@ -242,6 +243,7 @@ class _Api:
             ("POST", "portforward"): self._stream_without_websocket,
         }
         self.streams = StreamProxy(registry, access)
+        self.proxy = ProxyAPI(registry)
         self.metrics = MetricsAPI(registry, log_client_factory)
 
     # ------------------------------------------------------------------ entry
@@ -267,6 +269,9 @@ class _Api:
         except StatusError as e:
             return _status(e)
         try:
+            proxied = parse_proxy_path((scope.get("raw_path") or path.encode()).decode("latin-1"))
+            if proxied is not None:  # before the query checks: the query string is the target's
+                return await self.proxy.serve(request, *proxied)
             check_query(request.method, query, self.registry.store.revision)
             return await self._route(request, path)
         except StatusError as e:

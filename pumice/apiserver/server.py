@@ -201,6 +201,12 @@ class APIServer:
 
     # ------------------------------------------------------------------ setup
 
+    @property
+    def proxy(self) -> Any:
+        """The :class:`~pumice.apiserver.proxy.ProxyAPI` serving ``pods|services|nodes/proxy``
+        (``add_backend`` serves in-process targets, e.g. the simulated Ray dashboards)."""
+        return self._api.proxy
+
     def add_admission_plugin(self, plugin: Any) -> None:
         """Append an admission plugin (mutating when it has ``admit``, validating when it has
         ``validate``); takes effect for the next request."""

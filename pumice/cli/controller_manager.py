@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import logging
 import sys
+from typing import Any
 
 import click
 
@@ -46,7 +47,8 @@ def _parse_controllers(value: str) -> list[str]:
 
 async def _main(kubeconfig: str | None, controllers: list[str], *, leader_elect: bool, health_port: int | None,
                 batch_scheduler: str | None, identity: str | None, lease_duration: float,
-                renew_deadline: float, retry_period: float, ray_dashboard_proxy: str | None = None) -> None:
+                renew_deadline: float, retry_period: float, ray_dashboard_proxy: str | None = None,
+                use_kubernetes_proxy: bool = False) -> None:
     from pumice.client.kube import component_user_agent
     from pumice.client.kubeconfig import connect
 
@@ -58,7 +60,8 @@ async def _main(kubeconfig: str | None, controllers: list[str], *, leader_elect:
     try:
         await run_controller_manager(
             client, controller_setups(controllers, batch_scheduler=batch_scheduler, root_ca=_root_ca(kubeconfig),
-                                      ray_options=_ray_options(ray_dashboard_proxy)),
+                                      ray_options=_ray_options(ray_dashboard_proxy, client if use_kubernetes_proxy
+                                                               else None)),
             leader_elect=leader_elect,
             stop_event=stop, health_port=health_port, identity=identity,
             lease_duration=lease_duration, renew_deadline=renew_deadline, retry_period=retry_period,
@@ -68,7 +71,14 @@ async def _main(kubeconfig: str | None, controllers: list[str], *, leader_elect:
             await client.close()
 
 
-def _ray_options(ray_dashboard_proxy: str | None) -> dict[str, object]:
+def _ray_options(ray_dashboard_proxy: str | None, kube_proxy_client: Any = None) -> dict[str, object]:
+    """The KubeRay controllers' dashboard seams: ``--use-kubernetes-proxy`` (``kube_proxy_client``:
+    the manager's own client, whose credentials reach the API server's service proxy), else
+    ``--ray-dashboard-proxy``, else none (the head Pod IP)."""
+    if kube_proxy_client is not None:
+        from pumice.controllers.ray.dashboard import kubernetes_proxy_dashboard_client_factory
+
+        return {"dashboard_client_factory": kubernetes_proxy_dashboard_client_factory(kube_proxy_client.http)}
     if not ray_dashboard_proxy:
         return {}
     from pumice.controllers.ray.dashboard import (
@@ -126,10 +136,14 @@ def _root_ca(kubeconfig: str | None) -> str | None:
               help="Reach every RayCluster's Ray dashboard at URL/<namespace>/<name>/, and a head Pod's Serve proxy "
                    "health check at URL/serve-proxy/<pod IP>/<port>/-/healthz, instead of the Pod IP "
                    "(for example the simulated dashboards of `pumice node-agent --sim-ray-dashboard`).")
+@click.option("--use-kubernetes-proxy", is_flag=True,
+              help="Reach every RayCluster's Ray dashboard through the API server's service proxy "
+                   "(<server>/api/v1/namespaces/<ns>/services/<head svc>:dashboard/proxy) with this manager's "
+                   "credentials and a 10 s timeout, as KubeRay's flag of the same name.")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 def command(kubeconfig: str | None, controllers: str, leader_elect: bool, health_port: int | None,
             batch_scheduler: str, identity: str | None, lease_duration: float, renew_deadline: float,
-            retry_period: float, ray_dashboard_proxy: str | None, verbose: bool) -> None:
+            retry_period: float, ray_dashboard_proxy: str | None, use_kubernetes_proxy: bool, verbose: bool) -> None:
     """Run controllers against a kubeconfig until SIGTERM/SIGINT."""
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -137,6 +151,8 @@ def command(kubeconfig: str | None, controllers: str, leader_elect: bool, health
         for noisy in ("httpx2", "httpx", "httpcore", "uvicorn.access"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
     names = _parse_controllers(controllers)
+    if use_kubernetes_proxy and ray_dashboard_proxy:
+        raise click.UsageError("--use-kubernetes-proxy and --ray-dashboard-proxy contradict each other")
     if not lease_duration > renew_deadline > 1.2 * retry_period > 0:
         raise click.BadParameter("need lease-duration > renew-deadline > 1.2 * retry-period > 0")
     try:
@@ -144,7 +160,7 @@ def command(kubeconfig: str | None, controllers: str, leader_elect: bool, health
             kubeconfig, names, leader_elect=leader_elect, health_port=health_port,
             batch_scheduler=None if batch_scheduler == "none" else batch_scheduler, identity=identity,
             lease_duration=lease_duration, renew_deadline=renew_deadline, retry_period=retry_period,
-            ray_dashboard_proxy=ray_dashboard_proxy,
+            ray_dashboard_proxy=ray_dashboard_proxy, use_kubernetes_proxy=use_kubernetes_proxy,
         ))
     except LeaderElectionLost as e:
         click.echo(f"controller-manager: leader election lost: {e}", err=True)

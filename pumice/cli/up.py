@@ -127,7 +127,8 @@ async def run_up(
         clients.append(c)
         return c
 
-    tasks = _start_components(opts, client, server.url, stop, root_ca=_root_ca(server))
+    tasks = _start_components(opts, client, server.url, stop, root_ca=_root_ca(server),
+                              add_proxy_backend=server.proxy.add_backend)
     if dash_sock is not None:
         tasks.append(asyncio.create_task(_dashboard(kubeconfig, dash_sock, stop, on_dashboard),
                                          name="dashboard"))
@@ -150,10 +151,13 @@ async def run_up(
 
 
 def _start_components(opts: UpOptions, client: Callable[[str], Any], apiserver_url: str | None,
-                      stop: asyncio.Event, *, root_ca: str | None = None) -> list[asyncio.Task[None]]:
+                      stop: asyncio.Event, *, root_ca: str | None = None,
+                      add_proxy_backend: Callable[[Any], Any] | None = None) -> list[asyncio.Task[None]]:
     """Start the controller manager, the default (and with ``volcano`` the Volcano) scheduler and
     the node agent as tasks, each with its own in-process client (``client(component)``); the
-    node agent is last, so that it is stopped first."""
+    node agent is last, so that it is stopped first. With the simulated runtime,
+    ``add_proxy_backend`` (the API server's) gets the simulated Ray dashboards, so that
+    ``services/<head svc>:dashboard/proxy/...`` reaches them."""
     from pumice.cli._controllers import controller_setups
     from pumice.runtime.run import run_controller_manager
     from pumice.scheduler.default.scheduler import run_scheduler
@@ -163,6 +167,10 @@ def _start_components(opts: UpOptions, client: Callable[[str], Any], apiserver_u
     agent_holder: list[Any] = []
     if opts.runtime == "simulated":
         dashboard, dash_informers = _simulated_ray_dashboard(client("ray-dashboard"), agent_holder)
+        if add_proxy_backend is not None:
+            from pumice.simulate.ray_dashboard import proxy_backend
+
+            add_proxy_backend(proxy_backend(dash_informers, dashboard))
         tasks.append(asyncio.create_task(_run_informers(dash_informers, stop), name="ray-dashboard"))
         ray_options["dashboard_client_factory"] = dashboard.factory
         ray_options["serve_proxy_healthy"] = dashboard.serve_proxy_healthy

@@ -44,6 +44,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import httpx2
+
 from pumice._util.clock import Clock, parse_rfc3339
 from pumice.api import Obj
 from pumice.api.ray.constants import RAY_CLUSTER_LABEL_KEY, RAY_NODE_TYPE_LABEL_KEY, JobStatus
@@ -52,6 +54,7 @@ from pumice.controllers.ray.dashboard import (
     DashboardError,
     RayDashboardClient,
     RayJobInfo,
+    dashboard_port_of,
     submit_request_body,
 )
 from pumice.node.runtime.simulated import ANNOTATION_DURATION, ANNOTATION_EXIT_CODE
@@ -477,6 +480,53 @@ def asgi_app(dashboard: SimulatedRayDashboard, clusters: Callable[[str, str], Ob
         Route(prefix + "/api/jobs/{job_id}/stop", stop, methods=["POST"]),
         Route(prefix + "/api/serve/applications/", serve, methods=["GET", "PUT"]),
     ])
+
+
+def proxy_backend(informers: Any, dashboard: SimulatedRayDashboard) -> Callable[[str, int], Any]:
+    """The API server's in-process target for the simulated Pods (see
+    :meth:`pumice.apiserver.proxy.ProxyAPI.add_backend`): ``(pod IP, port)`` of a RayCluster head
+    Pod on its ``dashboard`` port is that cluster's simulated dashboard (:func:`asgi_app` under
+    ``/<namespace>/<name>``), so ``services/<head svc>:dashboard/proxy/api/jobs/`` answers as Ray's
+    does; any other port of a simulated Pod refuses the connection, as a port nothing listens on
+    does. Addresses of no Pod in ``informers`` are not its own (None).
+
+    ``informers``: the factory :func:`on_informers` read from (Pods and RayClusters)."""
+    from pumice.api.scheme import POD, RAY_CLUSTER
+
+    pods = informers.informer(POD)
+    clusters = informers.informer(RAY_CLUSTER)
+    app = asgi_app(dashboard, lambda ns, n: clusters.lister.get(ns, n))
+    refused = _RefusedTransport()
+
+    def backend(ip: str, port: int) -> Any:
+        pod = next((p for p in pods.lister.list(None) if (p.get("status") or {}).get("podIP") == ip), None)
+        if pod is None:
+            return None
+        md = pod.get("metadata") or {}
+        labels = md.get("labels") or {}
+        if labels.get(RAY_NODE_TYPE_LABEL_KEY) != "head":
+            return refused
+        cluster = clusters.lister.get(md.get("namespace", ""), labels.get(RAY_CLUSTER_LABEL_KEY, ""))
+        if cluster is None or port != dashboard_port_of(cluster):
+            return refused
+        prefix = f"/{md.get('namespace', '')}/{(cluster.get('metadata') or {}).get('name', '')}"
+
+        async def prefixed(scope: Any, receive: Any, send: Any) -> None:
+            scope = dict(scope, path=prefix + scope["path"],
+                         raw_path=prefix.encode() + (scope.get("raw_path") or scope["path"].encode()))
+            await app(scope, receive, send)
+
+        return httpx2.ASGITransport(app=prefixed)
+
+    return backend
+
+
+class _RefusedTransport(httpx2.AsyncBaseTransport):
+    """An httpx2 transport whose every connection is refused (a simulated Pod's closed port)."""
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ConnectError("connection refused", request=request) from ConnectionRefusedError(
+            111, "Connection refused")
 
 
 def serve_config_problem(config: Any) -> str:

@@ -36,10 +36,14 @@ import httpx2
 from pumice.api import Obj, scheme
 from pumice.client.base import ApiError, KubeClient
 from pumice.controllers.ray import constants as c
+from pumice.controllers.ray.association import head_service_name
 from pumice.controllers.ray.common import pod as podb
 from pumice.controllers.ray.common.job import runtime_env_json
 
 DIRECT_TIMEOUT_SECONDS = 2.0
+PROXY_TIMEOUT_SECONDS = 10.0
+"""Per-request timeout through the API server's service proxy (KubeRay
+RayHTTPClientProxyTimeoutSeconds)."""
 
 
 class DashboardError(Exception):
@@ -198,7 +202,7 @@ class HttpDashboardClient:
     """
 
     def __init__(self, base_url: str, *, timeout: float = DIRECT_TIMEOUT_SECONDS, token: str | None = None,
-                 transport: Any = None) -> None:
+                 transport: Any = None, client: httpx2.AsyncClient | None = None) -> None:
         base_url = base_url.strip()
         if not base_url.startswith(("http://", "https://")):
             base_url = "http://" + base_url
@@ -209,12 +213,16 @@ class HttpDashboardClient:
         if transport is not None:
             kwargs["transport"] = transport
         self._kwargs = kwargs
+        self._client = client
 
     async def _request(self, method: str, path: str, **kw: Any) -> httpx2.Response:
         if not self.base_url:
             raise NoDashboardAddress(f"{method} {path}: no dashboard address yet (the head Pod has no IP "
                                      "and status.dashboardURL is empty)")
         try:
+            if self._client is not None:  # a shared client (the API server's, with its credentials)
+                return await self._client.request(method, self.base_url + path, timeout=self._kwargs["timeout"],
+                                                  headers=self._kwargs["headers"], **kw)
             async with httpx2.AsyncClient(**self._kwargs) as http:
                 return await http.request(method, self.base_url + path, **kw)
         except httpx2.HTTPError as e:
@@ -309,6 +317,25 @@ def proxied_dashboard_client_factory(base_url: str) -> DashboardClientFactory:
         md = cluster.get("metadata") or {}
         return HttpDashboardClient(f"{base}/{quote(str(md.get('namespace', '')), safe='')}/"
                                    f"{quote(str(md.get('name', '')), safe='')}", token=auth_token)
+
+    return factory
+
+
+def kubernetes_proxy_dashboard_client_factory(api: httpx2.AsyncClient) -> DashboardClientFactory:
+    """KubeRay's ``--use-kubernetes-proxy``: reach each RayCluster's dashboard through the API
+    server's service proxy, ``<server>/api/v1/namespaces/<ns>/services/<head svc>:dashboard/proxy``,
+    with the operator's own credentials (``api``: its client, base URL and auth set) and a 10 s
+    timeout. The head Service is ``status.head.serviceName``, else the generated name.
+
+    Mirrors: ray-operator controllers/ray/utils/util.go GetRayDashboardClientFunc."""
+    server = str(api.base_url).rstrip("/")
+
+    def factory(cluster: Obj, dashboard_url: str, auth_token: str | None = None) -> RayDashboardClient:
+        md = cluster.get("metadata") or {}
+        svc = ((cluster.get("status") or {}).get("head") or {}).get("serviceName") or head_service_name(cluster)
+        base = (f"{server}/api/v1/namespaces/{quote(str(md.get('namespace', '')), safe='')}/services/"
+                f"{quote(str(svc), safe='')}:{c.DASHBOARD_PORT_NAME}/proxy")
+        return HttpDashboardClient(base, timeout=PROXY_TIMEOUT_SECONDS, token=auth_token, client=api)
 
     return factory
 
