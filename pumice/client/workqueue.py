@@ -277,7 +277,8 @@ class RateLimitingQueue(Generic[T]):
             return
         self._adds.inc()
         self._dirty.add(item)
-        self._added_at.setdefault(item, self._clock.monotonic())
+        if item not in self._added_at:
+            self._added_at[item] = self._clock.monotonic()
         if item in self._processing:
             return
         self._queue.append(item)
@@ -308,11 +309,16 @@ class RateLimitingQueue(Generic[T]):
         self._dirty.discard(item)
         return item
 
-    def done(self, item: T) -> None:
-        """Mark ``item`` finished; if it was added again meanwhile, queue it again."""
+    def started_at(self, item: T) -> float | None:
+        """The clock's monotonic time at which a worker took ``item`` (None when not processing)."""
+        return self._started_at.get(item)
+
+    def done(self, item: T, *, now: float | None = None) -> None:
+        """Mark ``item`` finished; if it was added again meanwhile, queue it again. ``now``: the
+        clock's monotonic time, when the caller has just read it (read here otherwise)."""
         started = self._started_at.pop(item, None)
         if started is not None:
-            self._work_duration.observe(max(0.0, self._clock.monotonic() - started))
+            self._work_duration.observe(max(0.0, (self._clock.monotonic() if now is None else now) - started))
         if item not in self._processing:
             return  # a stray or repeated done(): never queue an item twice
         self._processing.discard(item)

@@ -173,29 +173,43 @@ class Controller:
     # -- event handlers ----------------------------------------------------------------------
 
     def _handlers(self, w: Watch) -> EventHandlerRegistration:
-        q = self.queue
+        # called once per informer event for every watch of every controller: the predicates and
+        # the map function are looked up once here, not per event
+        add = self.queue.add
+        map_fn = w.map_fn
+        preds = tuple(w.predicates)
+        name = self.name
 
-        def enqueue(objs: Iterable[Obj]) -> None:
-            for obj in objs:
-                try:
-                    reqs = list(w.map_fn(obj))
-                except Exception:
-                    log.exception("controller %s: map function failed", self.name)
-                    continue
-                for req in reqs:
-                    q.add(req)
+        def enqueue(obj: Obj) -> None:
+            try:
+                reqs = map_fn(obj)
+                if type(reqs) is not list:
+                    reqs = list(reqs)
+            except Exception:
+                log.exception("controller %s: map function failed", name)
+                return
+            for req in reqs:
+                add(req)
 
         def on_add(obj: Obj) -> None:
-            if all(p.create(obj) for p in w.predicates):
-                enqueue((obj,))
+            for p in preds:
+                if not p.create(obj):
+                    return
+            enqueue(obj)
 
         def on_update(old: Obj, new: Obj) -> None:
-            if all(p.update(old, new) for p in w.predicates):
-                enqueue((old, new) if w.map_old else (new,))
+            for p in preds:
+                if not p.update(old, new):
+                    return
+            if w.map_old:
+                enqueue(old)
+            enqueue(new)
 
         def on_delete(obj: Obj) -> None:
-            if all(p.delete(obj) for p in w.predicates):
-                enqueue((obj,))
+            for p in preds:
+                if not p.delete(obj):
+                    return
+            enqueue(obj)
 
         return EventHandlerRegistration(on_add, on_update, on_delete)
 
@@ -260,15 +274,22 @@ class Controller:
             if self._stopping:
                 self.queue.done(req)
                 return
+            end: float | None = None
             try:
-                await self.reconcile_handler(req)
+                end = await self._reconcile(req, self.queue.started_at(req))
             finally:
-                self.queue.done(req)
+                self.queue.done(req, now=end)
 
     async def reconcile_handler(self, req: Request) -> None:
         """Reconcile ``req`` once and map the outcome onto the queue (see the module doc)."""
+        await self._reconcile(req, None)
+
+    async def _reconcile(self, req: Request, t0: float | None) -> float:
+        """:meth:`reconcile_handler`, timed from ``t0`` (the clock's monotonic time; read here
+        when None); returns the monotonic time at its end."""
         self._active += 1
-        t0 = self.clock.monotonic()
+        if t0 is None:
+            t0 = self.clock.monotonic()
         try:
             result = await self.reconciler.reconcile(req)
         except asyncio.CancelledError:
@@ -303,8 +324,10 @@ class Controller:
             else:
                 self._total["success"].inc()
         finally:
-            self._time.observe(max(0.0, self.clock.monotonic() - t0))
+            end = self.clock.monotonic()
+            self._time.observe(max(0.0, end - t0))
             self._active -= 1
+        return end
 
 
 def _one_line(e: BaseException) -> str:

@@ -523,3 +523,72 @@ def test_queue_podgroup_gauges_are_set_again_for_a_queue_made_again_after_its_re
     _set_counts("gauge-q", {**counts, "running": 3})
     assert running() == 3
     _forget_counts("gauge-q")
+
+
+def _pg(name: str, queue: str | None, phase: str | None, *, deleting: bool = False, ns: str = "default") -> dict:
+    pg: dict[str, Any] = {"metadata": {"name": name, "namespace": ns}, "spec": {}}
+    if queue is not None:
+        pg["spec"]["queue"] = queue
+    if phase is not None:
+        pg["status"] = {"phase": phase}
+    if deleting:
+        pg["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return pg
+
+
+def test_podgroup_counts_follow_phase_queue_and_deletion_changes() -> None:
+    from pumice.controllers.volcano.queue import PodGroupCounts
+
+    c = PodGroupCounts()
+    a = _pg("a", "q1", "Pending")
+    c.on_add(a)
+    assert c.counts("q1")["pending"] == 1 and c.has_podgroups("q1")
+    b = _pg("a", "q1", "Running")  # the phase moved: the old count must not stay
+    c.on_update(a, b)
+    assert c.counts("q1") == {"inqueue": 0, "pending": 0, "running": 1, "unknown": 0, "completed": 0}
+    moved = _pg("a", "q2", "Running")  # moved to another queue: q1 loses it
+    c.on_update(b, moved)
+    assert not c.has_podgroups("q1") and c.counts("q1")["running"] == 0
+    assert c.counts("q2")["running"] == 1
+    going = _pg("a", "q2", "Running", deleting=True)  # being deleted: counted nowhere
+    c.on_update(moved, going)
+    assert not c.has_podgroups("q2") and c.counts("q2")["running"] == 0
+    c.on_delete(going)
+    assert not c.has_podgroups("q2")
+    c.on_add(_pg("a", None, None))  # made again: the default queue, no phase, still "has PodGroups"
+    assert c.has_podgroups("default") and c.counts("default") == dict.fromkeys(
+        ("inqueue", "pending", "running", "unknown", "completed"), 0)
+    got = c.counts("default")
+    got["pending"] = 7  # a copy: the caller cannot change the kept counts
+    assert c.counts("default")["pending"] == 0
+
+
+def test_podgroup_counts_equal_a_fresh_count_of_the_cache_after_random_events() -> None:
+    import random
+
+    from pumice.controllers.volcano.queue import PodGroupCounts, count_podgroups
+
+    rnd = random.Random(7)
+    cache: dict[str, dict] = {}
+    c = PodGroupCounts()
+    for _ in range(3000):
+        name = f"pg{rnd.randrange(12)}"
+        ns = rnd.choice(["default", "other"])
+        key = f"{ns}/{name}"
+        if key in cache and rnd.random() < 0.25:
+            c.on_delete(cache.pop(key))
+        else:
+            new = _pg(name, rnd.choice([None, "q1", "q2"]), rnd.choice([None, "", "Pending", "Inqueue", "Running",
+                                                                         "Unknown", "Completed", "Weird"]),
+                      deleting=rnd.random() < 0.2, ns=ns)
+            if key in cache:
+                c.on_update(cache[key], new)
+            else:
+                c.on_add(new)
+            cache[key] = new
+        for q in ("default", "q1", "q2"):
+            live = [pg for pg in cache.values() if (pg["spec"].get("queue") or "default") == q
+                    and not pg["metadata"].get("deletionTimestamp")]
+            assert c.counts(q) == count_podgroups(live)
+            assert c.has_podgroups(q) == bool(live)
+

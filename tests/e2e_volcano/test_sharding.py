@@ -156,3 +156,35 @@ async def test_a_soft_sharded_volcano_scheduler_fills_its_shard_first_then_uses_
         stop.set()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(task, 10)
+
+
+async def test_node_and_pod_events_queue_nothing_until_the_sharding_configmap_exists(cluster: Any) -> None:
+    """Without the ConfigMap a sharding reconcile does nothing, so Node and Pod events queue
+    nothing; its arrival makes the shards, and later Pod placements still move Nodes."""
+    from prometheus_client import REGISTRY
+
+    c = cluster.client
+    ctrl = next(x for x in cluster.mgr.controllers if x.name == "volcano-sharding")
+
+    def adds() -> float:
+        return REGISTRY.get_sample_value("workqueue_adds_total", {"name": "volcano-sharding"}) or 0.0
+
+    async def desired(name: str, want: list[str]) -> bool:
+        with contextlib.suppress(Exception):
+            return (await c.get(scheme.NODE_SHARD, name))["spec"]["nodesDesired"] == want
+        return False
+
+    await add_nodes(c, [ready_node(f"n{i}", cpu="2") for i in range(4)])
+    await c.create(busy_pod("busy-0", "n0"))
+    await eventually(lambda: ctrl.reconciler.pods.get("default", "busy-0") is not None
+                     and ctrl.reconciler.nodes.get(None, "n3") is not None)
+    before = adds()
+    await c.create(busy_pod("busy-1", "n1"))
+    await eventually(lambda: ctrl.reconciler.pods.get("default", "busy-1") is not None)
+    assert adds() == before
+    await c.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "volcano-system"}})
+    await c.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "volcano-sharding-configmap",
+                    "namespace": "volcano-system"}, "data": {"sharding.yaml": SHARDING}})
+    await eventually(lambda: desired("volcano", ["n2", "n3"]), timeout=10)
+    await c.create(busy_pod("busy-2", "n2"))  # placed once configured: n2 moves to the agent's shard
+    await eventually(lambda: desired("volcano", ["n3"]), timeout=10)

@@ -150,10 +150,24 @@ class GarbageCollector:
             self.dependents.setdefault(str(ref.get("uid")), set()).add(node.uid)
         self.graph[node.uid] = node
         self._absent.discard(node.uid)
-        if node.owners and (old is None or old.owners != node.owners):
+        if node.owners and (old is None or old.owners != node.owners) and not self._owners_solid(node):
             self.queue.add(("delete", node.uid))
         if node.deleting and (ORPHAN in node.finalizers or FOREGROUND in node.finalizers):
             self.queue.add(("owner", node.uid))
+
+    def _owners_solid(self, node: GraphNode) -> bool:
+        """Whether every owner of ``node`` is in the graph and not waiting for its dependents
+        (deleted in the foreground): attemptToDelete would find nothing to do. The item is not
+        queued then, as upstream's graph builder queues a dependent only for an owner it does not
+        know (a virtual node); when an owner goes later, its removal (or its foreground deletion)
+        queues the dependents."""
+        if node.deleting:
+            return True  # attemptToDelete skips an object being deleted
+        for ref in node.owners:
+            owner = self.graph.get(str(ref.get("uid")))
+            if owner is None or (owner.deleting and FOREGROUND in owner.finalizers):
+                return False
+        return True
 
     def _remove(self, obj: Obj) -> None:
         uid = str((obj.get("metadata") or {}).get("uid", ""))

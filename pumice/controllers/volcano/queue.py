@@ -152,6 +152,78 @@ def count_podgroups(pgs: Iterable[Obj]) -> dict[str, int]:
     return counts
 
 
+class PodGroupCounts:
+    """Per queue, the :func:`count_podgroups` counts of its PodGroups not being deleted and how
+    many those are, kept up to date by the PodGroup informer's events (register :meth:`on_add`,
+    :meth:`on_update`, :meth:`on_delete`), so a Queue reconcile does not go over the queue's
+    PodGroups. The informer calls its handlers right after each change of its cache, so between
+    events the counts are those of the cached PodGroups (``spec.queue``, or ``default``).
+    """
+
+    def __init__(self) -> None:
+        self._of: dict[str, tuple[str, str | None]] = {}  # PodGroup key -> (queue, counted field)
+        self._counts: dict[str, dict[str, int]] = {}  # queue -> field -> n
+        self._live: dict[str, int] = {}  # queue -> PodGroups not being deleted
+
+    @staticmethod
+    def _entry(pg: Obj) -> tuple[str, str | None] | None:
+        """(queue, field or None) of a PodGroup not being deleted; None for one being deleted."""
+        md = pg.get("metadata") or {}
+        if md.get("deletionTimestamp"):
+            return None
+        st = pg.get("status")
+        return (str((pg.get("spec") or {}).get("queue") or keys.DEFAULT_QUEUE),
+                _COUNT_FIELD.get(st.get("phase") or "") if st else None)
+
+    def _put(self, pg: Obj) -> None:
+        md = pg.get("metadata") or {}
+        key = f"{md.get('namespace') or ''}/{md.get('name', '')}"
+        entry = self._entry(pg)
+        old = self._of.get(key)
+        if old == entry:
+            return
+        if old is not None:
+            self._take(old)
+        if entry is None:
+            self._of.pop(key, None)
+            return
+        self._of[key] = entry
+        queue, field = entry
+        self._live[queue] = self._live.get(queue, 0) + 1
+        counts = self._counts.get(queue)
+        if counts is None:
+            counts = self._counts[queue] = dict.fromkeys(_COUNT_FIELD.values(), 0)
+        if field is not None:
+            counts[field] += 1
+
+    def _take(self, entry: tuple[str, str | None]) -> None:
+        queue, field = entry
+        self._live[queue] -= 1
+        if field is not None:
+            self._counts[queue][field] -= 1
+
+    def on_add(self, pg: Obj) -> None:
+        self._put(pg)
+
+    def on_update(self, _old: Obj, new: Obj) -> None:
+        self._put(new)
+
+    def on_delete(self, pg: Obj) -> None:
+        md = pg.get("metadata") or {}
+        old = self._of.pop(f"{md.get('namespace') or ''}/{md.get('name', '')}", None)
+        if old is not None:
+            self._take(old)
+
+    def counts(self, queue: str) -> dict[str, int]:
+        """``count_podgroups`` of the queue's PodGroups not being deleted (a fresh dict)."""
+        counts = self._counts.get(queue)
+        return dict(counts) if counts is not None else dict.fromkeys(_COUNT_FIELD.values(), 0)
+
+    def has_podgroups(self, queue: str) -> bool:
+        """Whether the queue has a PodGroup not being deleted."""
+        return self._live.get(queue, 0) > 0
+
+
 def command_target(cmd: Obj) -> tuple[str, str]:
     t = cmd.get("target") or {}
     return str(t.get("kind") or ""), str(t.get("name") or "")
@@ -172,12 +244,17 @@ def root_queue() -> Obj:
 class QueueReconciler:
     """Reconciles one Queue (Request name = queue name)."""
 
-    def __init__(self, client: KubeClient, queues: Any, podgroups: Any, commands: Any, recorder: Any = None) -> None:
+    def __init__(self, client: KubeClient, queues: Any, podgroups: Any, commands: Any, recorder: Any = None,
+                 counts: PodGroupCounts | None = None) -> None:
+        """``counts``: kept by the PodGroup informer's events (see :class:`PodGroupCounts`);
+        without it each reconcile counts the queue's PodGroups in ``podgroups`` (indexed by
+        :data:`QUEUE_INDEX`)."""
         self.client = client
         self.queues = queues
         self.podgroups = podgroups
         self.commands = commands
         self.recorder = recorder
+        self.counts = counts
 
     def _pending_command(self, name: str) -> Obj | None:
         mine = [c for c in self.commands.list() if command_target(c) == ("Queue", name)]
@@ -209,12 +286,16 @@ class QueueReconciler:
                                 cmd["metadata"]["name"], cmd.get("action"))
                 requeue = self._pending_command(req.name) is not None
         action = await self._hierarchy(queue, action)
-        pgs = [pg for pg in self.podgroups.by_index(QUEUE_INDEX, req.name)
-               if not (pg.get("metadata") or {}).get("deletionTimestamp")]
+        if self.counts is not None:
+            has_pgs, counts = self.counts.has_podgroups(req.name), self.counts.counts(req.name)
+        else:
+            pgs = [pg for pg in self.podgroups.by_index(QUEUE_INDEX, req.name)
+                   if not (pg.get("metadata") or {}).get("deletionTimestamp")]
+            has_pgs, counts = bool(pgs), count_podgroups(pgs)
         status = queue.get("status") or {}
         cur = str(status.get("state") or "")
-        new_state = next_state(cur, action, bool(pgs))
-        _set_counts(req.name, count_podgroups(pgs))
+        new_state = next_state(cur, action, has_pgs)
+        _set_counts(req.name, counts)
         if new_state != cur:
             await self.client.patch(scheme.QUEUE, req.name, {"status": {"state": new_state}}, subresource="status")
             if self.recorder is not None and action == Action.CLOSE_QUEUE:

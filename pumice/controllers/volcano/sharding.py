@@ -148,4 +148,12 @@ def is_sharding_config(cm: Obj) -> bool:
     return md.get("name") == CONFIG_MAP_NAME and md.get("namespace") == CONFIG_MAP_NAMESPACE
 
 
-__all__ = ["ShardingReconciler", "assign", "is_sharding_config", "parse_config"]
+def sharding_configured(configmaps: Any) -> bool:
+    """Whether the cache holds a sharding configuration (the ConfigMap with a non-empty
+    ``sharding.yaml``). Without one a reconcile does nothing, so Node and Pod events need not
+    enqueue: the ConfigMap's own create or update enqueues once it appears."""
+    cm = configmaps.get(CONFIG_MAP_NAMESPACE, CONFIG_MAP_NAME)
+    return bool(cm is not None and (cm.get("data") or {}).get(CONFIG_KEY))
+
+
+__all__ = ["ShardingReconciler", "assign", "is_sharding_config", "parse_config", "sharding_configured"]

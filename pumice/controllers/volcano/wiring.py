@@ -40,13 +40,19 @@ from pumice.controllers.volcano.jobflow import JobFlowReconciler
 from pumice.controllers.volcano.podgroup import PodGroupReconciler, ScaledToZeroReconciler
 from pumice.controllers.volcano.queue import (
     QUEUE_INDEX,
+    PodGroupCounts,
     QueueReconciler,
     children_of,
     command_target,
     ensure_default_queues,
     pg_queue_indexer,
 )
-from pumice.controllers.volcano.sharding import SHARDING_REQUEST, ShardingReconciler, is_sharding_config
+from pumice.controllers.volcano.sharding import (
+    SHARDING_REQUEST,
+    ShardingReconciler,
+    is_sharding_config,
+    sharding_configured,
+)
 from pumice.runtime.predicates import FuncPredicate
 from pumice.runtime.reconcile import Request
 
@@ -109,6 +115,8 @@ def setup_queue_controller(mgr: Any, opts: VolcanoOptions) -> None:
     informers = mgr.informers
     pg_inf = informers.informer(scheme.POD_GROUP)
     pg_inf.add_indexer(QUEUE_INDEX, pg_queue_indexer)
+    counts = PodGroupCounts()
+    pg_inf.add_event_handler(counts.on_add, counts.on_update, counts.on_delete)
     queues = informers.informer(scheme.QUEUE).lister
     (mgr.controller("volcano-queue")
         .for_(scheme.QUEUE)
@@ -120,7 +128,7 @@ def setup_queue_controller(mgr: Any, opts: VolcanoOptions) -> None:
                  predicates=FuncPredicate(update=lambda o, n: (o.get("status") or {}).get("state") != (
                      n.get("status") or {}).get("state")))
         .complete(QueueReconciler(mgr.client, queues, pg_inf.lister, informers.informer(scheme.COMMAND).lister,
-                                  mgr.event_recorder("vc-controller-manager"))))
+                                  mgr.event_recorder("vc-controller-manager"), counts)))
     if opts.create_default_queue:
         async def default_queue() -> None:
             delay = 0.05
@@ -230,18 +238,27 @@ def setup_sharding_controller(mgr: Any, opts: VolcanoOptions) -> None:
     """``volcano-sharding``: NodeShards from ``volcano-system/volcano-sharding-configmap``, fed by
     Nodes and Pod placements."""
     informers = mgr.informers
+    configmaps = informers.informer(scheme.CONFIG_MAP).lister
+
+    # Node and Pod events enqueue only while a sharding configuration is cached: without one the
+    # reconcile does nothing, and the ConfigMap's own event enqueues when one appears
+    def configured(_o: Obj) -> bool:
+        return sharding_configured(configmaps)
 
     def placement_changed(o: Obj, n: Obj) -> bool:
-        return (o.get("spec") or {}).get("nodeName") != (n.get("spec") or {}).get("nodeName") or (
-            o.get("status") or {}).get("phase") != (n.get("status") or {}).get("phase")
+        return sharding_configured(configmaps) and (
+            (o.get("spec") or {}).get("nodeName") != (n.get("spec") or {}).get("nodeName") or (
+                o.get("status") or {}).get("phase") != (n.get("status") or {}).get("phase"))
 
     (mgr.controller("volcano-sharding")
         .for_(scheme.CONFIG_MAP, predicates=FuncPredicate(create=is_sharding_config, update=lambda o, n: is_sharding_config(n),
                                                         delete=is_sharding_config))
-        .watches(scheme.NODE, lambda _o: [SHARDING_REQUEST])
-        .watches(scheme.POD, lambda _o: [SHARDING_REQUEST], predicates=FuncPredicate(update=placement_changed))
+        .watches(scheme.NODE, lambda _o: [SHARDING_REQUEST],
+                 predicates=FuncPredicate(create=configured, update=lambda _o, n: configured(n), delete=configured))
+        .watches(scheme.POD, lambda _o: [SHARDING_REQUEST],
+                 predicates=FuncPredicate(create=configured, update=placement_changed, delete=configured))
         .complete(ShardingReconciler(mgr.client, informers.informer(scheme.NODE).lister, informers.informer(scheme.POD).lister,
-                                     informers.informer(scheme.NODE_SHARD).lister, informers.informer(scheme.CONFIG_MAP).lister)))
+                                     informers.informer(scheme.NODE_SHARD).lister, configmaps)))
 
 
 SETUPS: tuple[Callable[[Any, VolcanoOptions], None], ...] = (
