@@ -3,7 +3,6 @@ endpoint, or the node agent, unchanged; errors are kube-apiserver's Status texts
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import socket
@@ -11,13 +10,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx2
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from pumice.apiserver.proxy import parse_proxy_path, split_scheme_name_port
+from pumice.runtime.health import HealthServer
 from pumice.testing.cluster import LocalCluster
 
 from .builders import pod
@@ -39,23 +38,26 @@ async def healthz(request: Request) -> Response:
     return PlainTextResponse("ok")
 
 
+JOB_LISTS: list[dict[str, str]] = []
+
+
+async def ray_jobs(request: Request) -> Response:
+    """Ray's ``GET /api/jobs/`` (no jobs); records the request's headers."""
+    JOB_LISTS.append(dict(request.headers))
+    return JSONResponse([])
+
+
 @contextlib.asynccontextmanager
 async def backend() -> AsyncIterator[int]:
     """A real HTTP server on 127.0.0.1 (a Pod's or node agent's port)."""
-    app = Starlette(routes=[Route("/moved", moved), Route("/healthz", healthz),
+    app = Starlette(routes=[Route("/moved", moved), Route("/healthz", healthz), Route("/api/jobs/", ray_jobs),
                             Route("/{path:path}", echo, methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])])
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        await asyncio.sleep(0.01)
+    server = HealthServer(app)
+    await server.start()
     try:
-        yield port
+        yield server.port
     finally:
-        server.should_exit = True
-        await task
+        await server.stop()
 
 
 def http(cluster: LocalCluster) -> httpx2.AsyncClient:
@@ -158,8 +160,8 @@ async def test_service_proxy_resolves_the_port_name_or_number_to_the_endpoint_ta
         await running_pod(cluster, "head", "127.0.0.1", port)
         await service_with_endpoints(cluster, "svc", "127.0.0.1", port, "head")
         for id_ in ("svc:dashboard", "svc:8265", "http:svc:dashboard"):
-            r = await h.get(f"/api/v1/namespaces/default/services/{id_}/proxy/api/jobs/")
-            assert r.status_code == 200 and r.json()["path"] == "/api/jobs/", id_
+            r = await h.get(f"/api/v1/namespaces/default/services/{id_}/proxy/api/version/")
+            assert r.status_code == 200 and r.json()["path"] == "/api/version/", id_
 
 
 async def test_service_proxy_errors_are_kube_apiservers(cluster: LocalCluster) -> None:
@@ -254,3 +256,21 @@ async def test_proxy_is_authorized_as_a_subresource_verb_by_rbac(cluster: LocalC
         assert code == 403 and 'cannot create resource "services/proxy"' in message
         code, _, _ = status_of(await h.get("/api/v1/namespaces/default/pods/head/proxy/", headers=alice))
         assert code == 403
+
+
+async def test_kuberay_use_kubernetes_proxy_client_reaches_the_dashboard_through_the_head_service(
+        cluster: LocalCluster) -> None:
+    """``pumice controller-manager --use-kubernetes-proxy``'s dashboard client: ``GET /api/jobs/``
+    goes to ``<server>/api/v1/namespaces/<ns>/services/<head svc>:dashboard/proxy/api/jobs/`` with
+    the manager's credentials (here the admin token) and reaches the head Pod."""
+    from pumice.controllers.ray.dashboard import kubernetes_proxy_dashboard_client_factory
+
+    async with backend() as port, http(cluster) as h:
+        await running_pod(cluster, "head", "127.0.0.1", port)
+        await service_with_endpoints(cluster, "ray-head-svc", "127.0.0.1", port, "head")
+        rc = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "ray", "namespace": "default"},
+              "spec": {"headGroupSpec": {"template": {"spec": {"containers": [{"name": "ray-head"}]}}}}}
+        dash = kubernetes_proxy_dashboard_client_factory(h)(rc, "")
+        assert await dash.list_jobs() == []
+        assert JOB_LISTS[-1]["x-forwarded-uri"] == (
+            "/api/v1/namespaces/default/services/ray-head-svc:dashboard/proxy/api/jobs/")

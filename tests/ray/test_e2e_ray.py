@@ -224,6 +224,15 @@ async def test_sample_rayjob_succeeds() -> None:
         job = await s.wait_rayjob("rayjob-sample", lambda st: st.get("jobDeploymentStatus") in ("Complete", "Failed"))
         st = job["status"]
         assert (st["jobStatus"], st["jobDeploymentStatus"]) == ("SUCCEEDED", "Complete"), st
+        # the kept cluster's real dashboard through the API server's services/proxy (the head Pod IP
+        # on the Pod bridge), as `kubectl get --raw .../services/<head svc>:dashboard/proxy/...`
+        import httpx2
+
+        async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=s.lc.app), base_url="http://apiserver",
+                                      headers={"Authorization": f"Bearer {s.lc.server.token}"}) as h:
+            r = await h.get(f"/api/v1/namespaces/default/services/{st['rayClusterName']}-head-svc:dashboard/proxy"
+                            f"/api/jobs/{st['jobId']}")
+        assert r.status_code == 200 and r.json()["status"] == "SUCCEEDED", r.text
 
 
 async def test_failing_entrypoint_with_backoff_limit_1_fails_twice() -> None:

@@ -11,7 +11,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ import httpx2
 import pytest
 
 from pumice.cli.up import UpOptions, run_up
+from pumice.testing.kube_control_plane import free_port
 
 RAYJOB = """
 apiVersion: ray.io/v1
@@ -43,19 +43,13 @@ spec:
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.mark.kubectl
 @pytest.mark.timeout(240)
 async def test_a_rayjob_runs_through_the_service_proxy_and_kubectl_reaches_the_dashboard(tmp_path: Path) -> None:
     kubectl = shutil.which("kubectl")
     if kubectl is None:
         pytest.skip("kubectl is not installed")
-    opts = UpOptions(data_dir=tmp_path / "data", port=_free_port(), runtime="simulated", nodes=1, node_cpu="4",
+    opts = UpOptions(data_dir=tmp_path / "data", port=free_port(), runtime="simulated", nodes=1, node_cpu="4",
                      node_memory="8Gi", network="host", pod_egress="none", controllers=["kube", "volcano"])
     stop = asyncio.Event()
     ready: asyncio.Future[Path] = asyncio.get_running_loop().create_future()
