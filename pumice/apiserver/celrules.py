@@ -17,26 +17,48 @@ version:
 - A failing rule gives ``<path>: Invalid value: "<schema type>": <message>`` (``reason``
   FieldValueForbidden / FieldValueRequired / FieldValueDuplicate give those forms; ``fieldPath``
   extends the path); the message is ``messageExpression``'s value when it evaluates to a non-empty
-  string, else ``message``, else ``failed rule: <rule>``. A rule whose evaluation fails gives
-  ``<error> evaluating rule: <rule>``.
+  one-line string, else ``message``, else ``failed rule: <rule>``. A rule whose evaluation fails
+  gives ``<error> evaluating rule: <name>`` (``<name>``: the rule's message, else its text, as
+  upstream's ruleErrorString), or for arguments of the wrong type ``'no such overload': call
+  arguments did not match a supported operator, function or macro signature for rule: <name>``.
 
-:func:`rule_compile_causes` lists the rules of a CRD that do not compile (422 at CRD create).
+:func:`rule_compile_causes` lists the rules of a CRD that kube-apiserver refuses at create (422):
+a rule or messageExpression that does not parse, an unknown ``reason``, and a rule whose plain
+field selections on ``self`` / ``oldSelf`` name a field the structural schema does not declare
+(cel-go's ``undefined field 'x'``, see :func:`undefined_fields`).
+
+Kubernetes' CEL libraries (quantity, url, ip, cidr, format, regex ``find``/``findAll``, the
+string, list and set extensions) are :mod:`pumice.apiserver.cellib`; a rule is handed only the
+library functions it references, so rules without them cost what they did. Optional values work
+through functions (``optional.of``/``none``/``ofNonZeroValue``, ``hasValue``, ``value``,
+``orValue``, ``or``).
 
 Mirrors: k8s.io/apiextensions-apiserver pkg/apiserver/schema/cel (compilation.go, validation.go),
 pkg/apis/apiextensions/validation (rule compilation at CRD create), CRDValidationRatcheting.
 
-Deviates: rules are parsed but not type-checked against the schema at CRD create (a rule naming a
-field the schema lacks is refused at evaluation, not at create); no cost budget; of Kubernetes'
-CEL libraries only what the interpreter has built in (``has``, ``size``, ``matches``,
-``startsWith``/``endsWith``/``contains``, macros ``all``/``exists``/``exists_one``/``map``/
-``filter``, ``timestamp``/``duration``) is there, so a rule using ``quantity()``, ``url()``,
-``ip()``, the string or list extensions is skipped with one logged warning per rule instead of
-being evaluated; optional types (``.?``) do not parse.
+Deviates:
+
+- The type-check at CRD create covers plain selection chains on ``self`` / ``oldSelf`` only
+  (through properties, map values); types of other expressions (comprehension variables, items
+  after an index, function results, operand types of operators) are not checked, so such a
+  mistake is found when the rule runs (``no such key`` / ``no such overload``), not at create.
+- No cost budget: neither the static estimate at CRD create (per-rule and per-CRD limits) nor
+  the runtime budget per write.
+- CEL's optional syntax (``self.?x``, ``m[?k]``, ``[?v]``, ``{?k: v}``) does not parse in the
+  interpreter (``common-expression-language`` 0.10.0, the newest on PyPI): the CRD is accepted as
+  kube-apiserver accepts it, and the rule is left out with one logged warning.
+- A rule calling a function that is still missing (``string(ip)``, quantity ``mul``/``div``,
+  ``semver``, ``authz``, the two-variable comprehensions ...) is skipped with one logged warning
+  per rule instead of being evaluated (``string(ip)``/``string(cidr)`` fail with ``no such
+  overload`` instead: the interpreter's ``string`` cannot be extended).
+- Field names that CEL must escape (``x-y`` as ``x__dash__y``, ``namespace`` as
+  ``__namespace__``) pass the create check but are not unescaped at evaluation (``no such key``).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,8 +67,9 @@ import cel
 from pumice.api import Obj
 from pumice.api.admission import FieldCause
 from pumice.api.schema import json_type_name
+from pumice.apiserver import cellib
 
-__all__ = ["RuleSet", "compile_rules", "rule_compile_causes"]
+__all__ = ["RuleSet", "compile_rules", "rule_compile_causes", "undefined_fields"]
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +91,7 @@ class _Rule:
     reason: str
     field_path: str
     type_name: str
+    functions: dict[str, Any]
 
 
 def _compile(source: Any) -> Any:
@@ -79,6 +103,16 @@ def _compile(source: Any) -> Any:
     if not isinstance(source, str) or not source.strip():
         raise ValueError("rule is not specified")
     return cel.compile(source)
+
+
+_OPTIONAL_SYNTAX = ("unsupported syntax '.?'", "unsupported syntax '[?'", "unsupported syntax '?'")
+
+
+def _optional_syntax(error: ValueError) -> bool:
+    """True when ``error`` is the interpreter refusing CEL's optional syntax (``.?``, ``[?``,
+    ``{?``), which kube-apiserver accepts: such a rule is kept out and logged, the CRD accepted."""
+    text = str(error)
+    return any(marker in text for marker in _OPTIONAL_SYNTAX)
 
 
 def _walk(schema: Any, steps: tuple[Step, ...], where: str, out: list[tuple[tuple[Step, ...], str, Obj]]) -> None:
@@ -101,6 +135,92 @@ def _walk(schema: Any, steps: tuple[Step, ...], where: str, out: list[tuple[tupl
         _walk(items, (*steps, ("i", keys or None)), f"{where}.items", out)
 
 
+_TOKENS = re.compile(r"""
+    (?P<str>[rR]?[bB]?[rR]?(?:\'\'\'[\s\S]*?\'\'\'|\"\"\"[\s\S]*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"))
+  | (?P<id>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<num>[0-9][0-9A-Za-z_.]*)
+  | (?P<sp>\s+)
+  | (?P<op>.)""", re.X)
+
+_RESERVED = {"true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function", "if",
+             "import", "let", "loop", "package", "namespace", "return", "var", "void", "while"}
+
+
+def _unescape(name: str) -> str:
+    """The property a CEL identifier names: Kubernetes escapes keywords as ``__in__`` and ``.``,
+    ``-``, ``/``, ``__`` as ``__dot__``, ``__dash__``, ``__slash__``, ``__underscores__``."""
+    if name.startswith("__") and name.endswith("__") and name[2:-2] in _RESERVED:
+        return name[2:-2]
+    return (name.replace("__underscores__", "\0").replace("__dot__", ".").replace("__dash__", "-")
+            .replace("__slash__", "/").replace("\0", "__"))
+
+
+def _selections(source: str) -> list[list[tuple[int, str]]]:
+    """The plain field-selection chains on ``self`` / ``oldSelf`` in ``source``: each a list of
+    ``(offset of the '.', field name)``, ending before an index, a method call or anything else."""
+    tokens = [(m.lastgroup, m.group(), m.start()) for m in _TOKENS.finditer(source) if m.lastgroup != "sp"]
+    chains: list[list[tuple[int, str]]] = []
+    for i, (kind, text, _pos) in enumerate(tokens):
+        if kind != "id" or text not in ("self", "oldSelf") or (i and tokens[i - 1][1] == "."):
+            continue
+        chain: list[tuple[int, str]] = []
+        j = i + 1
+        while j + 1 < len(tokens) and tokens[j][1] == "." and tokens[j + 1][0] == "id":
+            if j + 2 < len(tokens) and tokens[j + 2][1] == "(":
+                break  # a method call (self.size(), self.all(x, ...)), not a field
+            chain.append((tokens[j][2], tokens[j + 1][1]))
+            j += 2
+        if chain:
+            chains.append(chain)
+    return chains
+
+
+def undefined_fields(source: str, node: Any, *, root: bool) -> list[str]:
+    """cel-go's ``undefined field`` errors for ``source`` evaluated at schema ``node``: every
+    plain selection on ``self`` / ``oldSelf`` (``self.spec.replicas``, ``has(self.x)``) is walked
+    through the structural schema, and a name an object's ``properties`` lacks is an error
+    (``ERROR: <input>:1:5: undefined field 'x'`` with the source line and a caret, as cel-go
+    prints it). ``root``: ``node`` is the resource's top level, which also has apiVersion, kind
+    and metadata.
+
+    Only these chains are checked: a chain stops at an index, a method or macro call, a map
+    (``additionalProperties``), ``x-kubernetes-preserve-unknown-fields``,
+    ``x-kubernetes-int-or-string`` or an embedded resource's apiVersion/kind/metadata; types of
+    other expressions are not inferred (no full type-check).
+
+    Mirrors: k8s.io/apiextensions-apiserver pkg/apiserver/schema/cel/compilation.go (the checked
+    compile against the schema's DeclType), cel-go's checker error text.
+    """
+    errors: list[str] = []
+    lines = source.split("\n")
+    for chain in _selections(source):
+        at: Any = node
+        top = root
+        for pos, name in chain:
+            if not isinstance(at, dict) or at.get("x-kubernetes-preserve-unknown-fields") \
+                    or at.get("x-kubernetes-int-or-string"):
+                break
+            if (top or at.get("x-kubernetes-embedded-resource")) and name in ("apiVersion", "kind", "metadata"):
+                break
+            top = False
+            props = at.get("properties")
+            if isinstance(at.get("additionalProperties"), dict):
+                at = at["additionalProperties"]
+                continue
+            if at.get("type") != "object" or not isinstance(props, dict) or not props:
+                break
+            field = name if name in props else _unescape(name)
+            if field in props:
+                at = props[field]
+                continue
+            line = source.count("\n", 0, pos)
+            col = pos - (source.rfind("\n", 0, pos) + 1)
+            errors.append(f"ERROR: <input>:{line + 1}:{col + 1}: undefined field '{name}'\n"
+                          f" | {lines[line]}\n | {'.' * col}^")
+            break
+    return errors
+
+
 def rule_compile_causes(schema: Any, where: str) -> list[FieldCause]:
     """The causes of every rule (or messageExpression) under ``schema`` that does not compile,
     with the schema path ``where`` (e.g. ``spec.versions[0].schema.openAPIV3Schema``), as the
@@ -109,7 +229,7 @@ def rule_compile_causes(schema: Any, where: str) -> list[FieldCause]:
     found: list[tuple[tuple[Step, ...], str, Obj]] = []
     _walk(schema, (), where, found)
     causes: list[FieldCause] = []
-    for _steps, path, node in found:
+    for steps, path, node in found:
         rules = node["x-kubernetes-validations"]
         if not isinstance(rules, list):
             causes.append(FieldCause(f"{path}.x-kubernetes-validations", "Invalid value: must be a list of rules"))
@@ -125,9 +245,16 @@ def rule_compile_causes(schema: Any, where: str) -> list[FieldCause]:
                 try:
                     _compile(rule.get(key))
                 except ValueError as e:
+                    if _optional_syntax(e):
+                        continue  # accepted as kube-apiserver does; the rule is left out (compile_rules)
                     detail = " ".join(str(e).split())
                     causes.append(FieldCause(f"{at}.{key}", f'Invalid value: "{rule.get(key)}": compilation failed: '
                                              f"{detail}"))
+                    continue
+                undefined = undefined_fields(str(rule[key]), node, root=not steps)
+                if undefined:
+                    causes.append(FieldCause(f"{at}.{key}", f'Invalid value: "{rule.get(key)}": compilation failed: '
+                                             + " ".join(" ".join(u.split()) for u in undefined)))
             reason = rule.get("reason")
             if reason is not None and reason not in _REASONS:
                 supported = ", ".join(f'"{r}"' for r in _REASONS)
@@ -153,15 +280,20 @@ def compile_rules(schema: Any) -> RuleSet | None:
                 mexpr = rule.get("messageExpression")
                 mprogram = _compile(mexpr) if mexpr else None
             except ValueError as e:
-                log.warning("CRD validation rule %r left out: it does not compile: %s", rule.get("rule"),
-                            " ".join(str(e).split()))
+                why = "it uses CEL's optional syntax, which pumice's CEL runtime does not parse" \
+                    if _optional_syntax(e) else "it does not compile"
+                log.warning("CRD validation rule %r left out: %s: %s", rule.get("rule"), why, " ".join(str(e).split()))
                 continue
             refs = program.references()
+            functions = cellib.functions_for(refs)
+            if mprogram is not None:
+                functions.update(cellib.functions_for(mprogram.references()))
             rules.append(_Rule(
                 steps=steps, source=str(rule["rule"]), program=program,
                 transition="oldSelf" in (refs.get("variables") or ()), message=str(rule.get("message") or ""),
                 message_program=mprogram, reason=str(rule.get("reason") or "FieldValueInvalid"),
                 field_path=str(rule.get("fieldPath") or ""), type_name=str(node.get("type") or ""),
+                functions=functions,
             ))
     return RuleSet(tuple(rules)) if rules else None
 
@@ -249,37 +381,61 @@ def _root_view(obj: Obj) -> Obj:
 _warned: set[tuple[str, str]] = set()
 
 
+def _error_string(rule: _Rule) -> str:
+    """How a failing rule is named in an error: its message when it has one, else its text
+    (upstream's ruleErrorString)."""
+    return rule.message.strip() or rule.source.strip()
+
+
+def _failure(rule: _Rule, field: str, value: Any, detail: str) -> FieldCause:
+    """The cause of a rule whose evaluation failed with ``detail``."""
+    if detail.lower().startswith("no such overload"):
+        return _cause(rule, field, value, "'no such overload': call arguments did not match a supported operator, "
+                      f"function or macro signature for rule: {_error_string(rule)}")
+    return _cause(rule, field, value, f"{detail} evaluating rule: {_error_string(rule)}")
+
+
 def _evaluate(rule: _Rule, path: str, value: Any, prior: Any) -> FieldCause | None:
     env: dict[str, Any] = {"self": value}
     if prior is not _NONE:
         env["oldSelf"] = prior
+    if rule.functions:
+        env.update(rule.functions)
+        cellib.take_error()  # forget a library error an earlier rule absorbed (``||``, ``&&``)
     field = _join(path, rule.field_path.lstrip(".")) if rule.field_path else path
     try:
         ok = rule.program.execute(env)
     except RuntimeError as e:
+        library_error = cellib.take_error() if rule.functions else None
+        if library_error is not None:
+            return _failure(rule, field, value, library_error)
         if "Undefined variable or function" in str(e):
             if (rule.source, str(e)) not in _warned:
                 _warned.add((rule.source, str(e)))
                 log.warning("CRD validation rule %r not evaluated: %s (not supported by pumice's CEL runtime)",
                             rule.source, e)
             return None
-        return _cause(rule, field, value, f"{e} evaluating rule: {rule.source}")
+        return _failure(rule, field, value, str(e))
     except (KeyError, TypeError, ValueError, ArithmeticError, OverflowError) as e:
         detail = f"no such key: {e.args[0]}" if isinstance(e, KeyError) and e.args else str(e)
-        return _cause(rule, field, value, f"{detail} evaluating rule: {rule.source}")
+        return _failure(rule, field, value, detail)
     if ok is True:
         return None
     if ok is not False:
         return _cause(rule, field, value, f"rule did not evaluate to a boolean: {rule.source}")
-    message = rule.message or f"failed rule: {rule.source}"
+    message = rule.message.strip() or f"failed rule: {rule.source.strip()}"
     if rule.message_program is not None:
         try:
             text = rule.message_program.execute(env)
         except (RuntimeError, KeyError, TypeError, ValueError, ArithmeticError, OverflowError) as e:
+            cellib.take_error()
             log.warning("messageExpression of CRD validation rule %r failed: %s; its message is used", rule.source, e)
         else:
-            if isinstance(text, str) and text.strip():
-                message = text
+            if isinstance(text, str) and text.strip() and "\n" not in text.strip():
+                message = text.strip()
+            else:
+                log.warning("messageExpression of CRD validation rule %r gave %r, not a non-empty one-line "
+                            "string; its message is used", rule.source, text)
     return _cause(rule, field, value, message)
 
 
