@@ -31,28 +31,28 @@ Kubernetes' CEL libraries (quantity, url, ip, cidr, format, regex ``find``/``fin
 string, list and set extensions) are :mod:`pumice.apiserver.cellib`; a rule is handed only the
 library functions it references, so rules without them cost what they did. Optional values work
 through functions (``optional.of``/``none``/``ofNonZeroValue``, ``hasValue``, ``value``,
-``orValue``, ``or``).
+``orValue``, ``or``). Property names CEL must escape are seen as upstream names them (``x-y`` as
+``x__dash__y``, ``namespace`` as ``__namespace__``); only a rule that mentions an escaped name
+pays for the renamed copy of its value.
 
 Mirrors: k8s.io/apiextensions-apiserver pkg/apiserver/schema/cel (compilation.go, validation.go),
 pkg/apis/apiextensions/validation (rule compilation at CRD create), CRDValidationRatcheting.
 
 Deviates:
 
-- The type-check at CRD create covers plain selection chains on ``self`` / ``oldSelf`` only
-  (through properties, map values); types of other expressions (comprehension variables, items
-  after an index, function results, operand types of operators) are not checked, so such a
-  mistake is found when the rule runs (``no such key`` / ``no such overload``), not at create.
+- The type-check at CRD create covers selection chains on ``self`` / ``oldSelf`` and on the
+  variables of comprehensions over them (through properties, indexes, map values); the types of
+  other expressions (function and macro results, operand types of operators) are not inferred, so
+  such a mistake is found when the rule runs (``no such key`` / ``no such overload``).
 - No cost budget: neither the static estimate at CRD create (per-rule and per-CRD limits) nor
   the runtime budget per write.
 - CEL's optional syntax (``self.?x``, ``m[?k]``, ``[?v]``, ``{?k: v}``) does not parse in the
   interpreter (``common-expression-language`` 0.10.0, the newest on PyPI): the CRD is accepted as
   kube-apiserver accepts it, and the rule is left out with one logged warning.
-- A rule calling a function that is still missing (``string(ip)``, quantity ``mul``/``div``,
-  ``semver``, ``authz``, the two-variable comprehensions ...) is skipped with one logged warning
-  per rule instead of being evaluated (``string(ip)``/``string(cidr)`` fail with ``no such
-  overload`` instead: the interpreter's ``string`` cannot be extended).
-- Field names that CEL must escape (``x-y`` as ``x__dash__y``, ``namespace`` as
-  ``__namespace__``) pass the create check but are not unescaped at evaluation (``no such key``).
+- A rule calling a function that is still missing is skipped with one logged warning per rule
+  instead of being evaluated: ``string(ip)`` / ``string(cidr)`` (the interpreter's ``string``
+  cannot be extended), quantity ``mul``/``div``/``divInt``, ``semver``, ``authz``, two-variable
+  comprehensions (``all(k, v, ...)``).
 """
 
 from __future__ import annotations
@@ -92,6 +92,7 @@ class _Rule:
     field_path: str
     type_name: str
     functions: dict[str, Any]
+    escaping: Any  # the rule's schema node when a property under it needs CEL escaping, else None
 
 
 def _compile(source: Any) -> Any:
@@ -155,69 +156,180 @@ def _unescape(name: str) -> str:
             .replace("__slash__", "/").replace("\0", "__"))
 
 
-def _selections(source: str) -> list[list[tuple[int, str]]]:
-    """The plain field-selection chains on ``self`` / ``oldSelf`` in ``source``: each a list of
-    ``(offset of the '.', field name)``, ending before an index, a method call or anything else."""
-    tokens = [(m.lastgroup, m.group(), m.start()) for m in _TOKENS.finditer(source) if m.lastgroup != "sp"]
-    chains: list[list[tuple[int, str]]] = []
-    for i, (kind, text, _pos) in enumerate(tokens):
-        if kind != "id" or text not in ("self", "oldSelf") or (i and tokens[i - 1][1] == "."):
-            continue
-        chain: list[tuple[int, str]] = []
-        j = i + 1
-        while j + 1 < len(tokens) and tokens[j][1] == "." and tokens[j + 1][0] == "id":
-            if j + 2 < len(tokens) and tokens[j + 2][1] == "(":
-                break  # a method call (self.size(), self.all(x, ...)), not a field
-            chain.append((tokens[j][2], tokens[j + 1][1]))
-            j += 2
-        if chain:
-            chains.append(chain)
-    return chains
+_MACROS = {"all", "exists", "exists_one", "map", "filter"}
+
+
+class _Scope:
+    """A comprehension macro's variable: its name, the tokens it is bound in, and the schema of
+    the items it ranges over (None: not known, its selections are not checked)."""
+
+    __slots__ = ("elements", "end", "known", "start", "var")
+
+    def __init__(self, var: str, start: int, end: int) -> None:
+        self.var, self.start, self.end = var, start, end
+        self.elements: Any = None
+        self.known = False
+
+
+_ESCAPED_PARTS = re.compile(r"__|[./-]|[^A-Za-z0-9_./-]")
+_ESCAPES = {"__": "__underscores__", ".": "__dot__", "-": "__dash__", "/": "__slash__"}
+
+
+def _escape(name: str) -> str | None:
+    """The CEL identifier of property ``name`` (``x-y`` -> ``x__dash__y``, ``namespace`` ->
+    ``__namespace__``); None when CEL cannot name it (it is then not visible to rules).
+
+    Mirrors: k8s.io/apiserver pkg/cel/escaping.go Escape.
+    """
+    if not name or name[0].isdigit():
+        return None
+    if name in _RESERVED:
+        return f"__{name}__"
+    unsupported = False
+
+    def part(m: re.Match[str]) -> str:
+        nonlocal unsupported
+        if m.group() in _ESCAPES:
+            return _ESCAPES[m.group()]
+        unsupported = True
+        return ""
+
+    out = _ESCAPED_PARTS.sub(part, name)
+    return None if unsupported else out
+
+
+def _needs_escaping(schema: Any) -> bool:
+    """True when a property name under ``schema`` is not a plain CEL identifier."""
+    if not isinstance(schema, dict):
+        return False
+    props = schema.get("properties")
+    if isinstance(props, dict) and any(_escape(k) != k or _needs_escaping(v) for k, v in props.items()):
+        return True
+    return _needs_escaping(schema.get("additionalProperties")) or _needs_escaping(schema.get("items"))
+
+
+def _escaped_view(value: Any, schema: Any) -> Any:
+    """``value`` with its object properties named as CEL names them (see :func:`_escape`); map
+    keys (``additionalProperties``) stay as they are, as upstream."""
+    if not isinstance(schema, dict):
+        return value
+    if type(value) is dict:
+        props = schema.get("properties")
+        if isinstance(props, dict) and props:
+            out: dict[str, Any] = {}
+            for k, v in value.items():
+                key = _escape(k) if k in props else k
+                if key is not None:
+                    out[key] = _escaped_view(v, props.get(k))
+            return out
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, dict):
+            return {k: _escaped_view(v, extra) for k, v in value.items()}
+        return value
+    if type(value) is list and isinstance(schema.get("items"), dict):
+        return [_escaped_view(v, schema["items"]) for v in value]
+    return value
+
+
+def _closing(tokens: list[tuple[str, str, int]], at: int) -> int:
+    """The index of the bracket closing the one at ``at`` (the last token when unbalanced)."""
+    pair = {"(": ")", "[": "]", "{": "}"}[tokens[at][1]]
+    depth = 0
+    for i in range(at, len(tokens)):
+        text = tokens[i][1]
+        if text == tokens[at][1]:
+            depth += 1
+        elif text == pair:
+            depth -= 1
+            if depth == 0:
+                return i
+    return len(tokens) - 1
 
 
 def undefined_fields(source: str, node: Any, *, root: bool) -> list[str]:
-    """cel-go's ``undefined field`` errors for ``source`` evaluated at schema ``node``: every
-    plain selection on ``self`` / ``oldSelf`` (``self.spec.replicas``, ``has(self.x)``) is walked
-    through the structural schema, and a name an object's ``properties`` lacks is an error
-    (``ERROR: <input>:1:5: undefined field 'x'`` with the source line and a caret, as cel-go
-    prints it). ``root``: ``node`` is the resource's top level, which also has apiVersion, kind
-    and metadata.
+    """cel-go's ``undefined field`` errors for ``source`` evaluated at schema ``node``.
 
-    Only these chains are checked: a chain stops at an index, a method or macro call, a map
-    (``additionalProperties``), ``x-kubernetes-preserve-unknown-fields``,
-    ``x-kubernetes-int-or-string`` or an embedded resource's apiVersion/kind/metadata; types of
-    other expressions are not inferred (no full type-check).
+    Every selection chain on ``self`` / ``oldSelf`` (``self.spec.replicas``, ``has(self.x)``,
+    ``self.items[0].name``) and on the variable of a comprehension over such a chain
+    (``self.ports.all(p, p.name != '')``: ``p`` ranges over the items' schema) is walked through
+    the structural schema; a name an object's ``properties`` lacks is an error, printed as cel-go
+    prints it (``ERROR: <input>:1:5: undefined field 'x'``, the source line, a caret under the
+    ``.``). ``root``: ``node`` is the resource's top level, which also has apiVersion, kind and
+    metadata.
+
+    A chain stops (is not checked further) at a method or function call, a map's
+    ``additionalProperties`` key access continues into its values, and it stops at
+    ``x-kubernetes-preserve-unknown-fields``, ``x-kubernetes-int-or-string``, a node without
+    properties, and an embedded resource's apiVersion/kind/metadata; the types of other
+    expressions (function results, operands) are not inferred: this is no full type-check.
 
     Mirrors: k8s.io/apiextensions-apiserver pkg/apiserver/schema/cel/compilation.go (the checked
     compile against the schema's DeclType), cel-go's checker error text.
     """
-    errors: list[str] = []
+    tokens = [(m.lastgroup or "", m.group(), m.start()) for m in _TOKENS.finditer(source) if m.lastgroup != "sp"]
+    scopes: dict[int, _Scope] = {}  # index of the macro's name token -> its scope
+    for k in range(len(tokens) - 4):
+        if tokens[k][1] == "." and tokens[k + 1][1] in _MACROS and tokens[k + 2][1] == "(" \
+                and tokens[k + 3][0] == "id" and tokens[k + 4][1] == ",":
+            scopes[k + 1] = _Scope(tokens[k + 3][1], k + 4, _closing(tokens, k + 2))
     lines = source.split("\n")
-    for chain in _selections(source):
-        at: Any = node
-        top = root
-        for pos, name in chain:
+    errors: list[str] = []
+
+    def walk(j: int, at: Any, top: bool) -> None:
+        """Walk the chain after the base identifier at ``j - 1`` from schema ``at``."""
+        while j + 1 < len(tokens):
+            text = tokens[j][1]
+            if text == "[":
+                close = _closing(tokens, j)
+                if isinstance(at, dict) and at.get("type") == "array":
+                    at, j, top = at.get("items"), close + 1, False
+                    continue
+                if isinstance(at, dict) and isinstance(at.get("additionalProperties"), dict):
+                    at, j, top = at["additionalProperties"], close + 1, False
+                    continue
+                return
+            if text != "." or tokens[j + 1][0] != "id":
+                return
+            name = tokens[j + 1][1]
+            if j + 2 < len(tokens) and tokens[j + 2][1] == "(":
+                scope = scopes.get(j + 1)
+                if scope is not None and isinstance(at, dict) and at.get("type") == "array":
+                    scope.elements, scope.known = at.get("items"), True
+                return  # a method or macro call: its result is not typed here
             if not isinstance(at, dict) or at.get("x-kubernetes-preserve-unknown-fields") \
                     or at.get("x-kubernetes-int-or-string"):
-                break
+                return
             if (top or at.get("x-kubernetes-embedded-resource")) and name in ("apiVersion", "kind", "metadata"):
-                break
+                return
             top = False
-            props = at.get("properties")
             if isinstance(at.get("additionalProperties"), dict):
                 at = at["additionalProperties"]
+                j += 2
                 continue
+            props = at.get("properties")
             if at.get("type") != "object" or not isinstance(props, dict) or not props:
-                break
+                return
             field = name if name in props else _unescape(name)
-            if field in props:
-                at = props[field]
-                continue
-            line = source.count("\n", 0, pos)
-            col = pos - (source.rfind("\n", 0, pos) + 1)
-            errors.append(f"ERROR: <input>:{line + 1}:{col + 1}: undefined field '{name}'\n"
-                          f" | {lines[line]}\n | {'.' * col}^")
-            break
+            if field not in props:
+                pos = tokens[j][2]
+                line = source.count("\n", 0, pos)
+                col = pos - (source.rfind("\n", 0, pos) + 1)
+                errors.append(f"ERROR: <input>:{line + 1}:{col + 1}: undefined field '{name}'\n"
+                              f" | {lines[line]}\n | {'.' * col}^")
+                return
+            at = props[field]
+            j += 2
+
+    for i, (kind, text, _pos) in enumerate(tokens):
+        if kind != "id" or (i and tokens[i - 1][1] == "."):
+            continue
+        inner = max((s for s in scopes.values() if s.var == text and s.start < i <= s.end),
+                    key=lambda s: s.start, default=None)
+        if inner is not None:
+            if inner.known and inner.elements is not None:
+                walk(i + 1, inner.elements, False)
+        elif text in ("self", "oldSelf"):
+            walk(i + 1, node, root)
     return errors
 
 
@@ -294,6 +406,7 @@ def compile_rules(schema: Any) -> RuleSet | None:
                 message_program=mprogram, reason=str(rule.get("reason") or "FieldValueInvalid"),
                 field_path=str(rule.get("fieldPath") or ""), type_name=str(node.get("type") or ""),
                 functions=functions,
+                escaping=node if "__" in str(rule["rule"]) + str(mexpr or "") and _needs_escaping(node) else None,
             ))
     return RuleSet(tuple(rules)) if rules else None
 
@@ -396,9 +509,14 @@ def _failure(rule: _Rule, field: str, value: Any, detail: str) -> FieldCause:
 
 
 def _evaluate(rule: _Rule, path: str, value: Any, prior: Any) -> FieldCause | None:
-    env: dict[str, Any] = {"self": value}
-    if prior is not _NONE:
-        env["oldSelf"] = prior
+    if rule.escaping is not None:
+        env: dict[str, Any] = {"self": _escaped_view(value, rule.escaping)}
+        if prior is not _NONE:
+            env["oldSelf"] = _escaped_view(prior, rule.escaping)
+    else:
+        env = {"self": value}
+        if prior is not _NONE:
+            env["oldSelf"] = prior
     if rule.functions:
         env.update(rule.functions)
         cellib.take_error()  # forget a library error an earlier rule absorbed (``||``, ``&&``)

@@ -248,6 +248,17 @@ def test_undefined_fields_are_refused_with_cel_gos_error() -> None:
     dot = rule.index(".status")  # cel-go points at the selection's '.', columns from 1
     assert [c.message.split("compilation failed: ")[1] for c in rule_compile_causes(root, "x")] == [
         f"ERROR: <input>:1:{dot + 1}: undefined field 'status' | {rule} | {'.' * dot}^"]
+    # through an index and the variable of a comprehension (the innermost binding of a name wins)
+    rule = "self.tags[0].x == '' || self.weights.all(w, w > 0)"
+    assert rule_compile_causes(_schema(rule), "x") == []  # items are scalars: not walked further
+    ports = {"type": "object", "properties": {"ports": {"type": "array", "items": {
+        "type": "object", "properties": {"name": {"type": "string"}, "port": {"type": "integer"}}}}}}
+    for rule, name in [("self.ports.all(p, p.name != '' && p.prot > 0)", "prot"),
+                       ("self.ports[0].nam == ''", "nam"),
+                       ("self.ports.all(p, self.ports.exists(p, p.port > 0) && p.nme == '')", "nme"),
+                       ("self.ports.map(p, p.port).all(x, x > 0) && self.ports.filter(q, q.bad).size() == 0", "bad")]:
+        found = rule_compile_causes({**ports, "x-kubernetes-validations": [{"rule": rule}]}, "x")
+        assert len(found) == 1 and f"undefined field '{name}'" in found[0].message, (rule, found)
     # maps, preserve-unknown-fields and escaped names are not refused
     loose = {"type": "object", "properties": {
         "labels": {"type": "object", "additionalProperties": {"type": "string"}},
@@ -256,6 +267,31 @@ def test_undefined_fields_are_refused_with_cel_gos_error() -> None:
         "x-kubernetes-validations": [{"rule": "self.labels.team == 'a' && self.extra.anything.at.all == 1 && "
                                               "self.x__dash__y == self.__namespace__"}]}
     assert rule_compile_causes(loose, "x") == []
+
+
+def test_escaped_property_names_are_seen_as_upstream_names_them() -> None:
+    schema = {"type": "object", "properties": {"spec": {
+        "type": "object",
+        "properties": {"max-size": {"type": "integer"}, "namespace": {"type": "string"},
+                       "a.b": {"type": "string"}, "labels": {"type": "object",
+                                                          "additionalProperties": {"type": "string"}}},
+        "x-kubernetes-validations": [
+            {"rule": "self.max__dash__size <= 10 && self.__namespace__ != 'kube-system' && "
+                     "self.a__dot__b.size() < 5 && !('x-y' in self.labels)"}]}}}
+    assert rule_compile_causes(schema, "x") == []
+    rules = compile_rules(schema)
+    assert rules is not None and rules.rules[0].escaping is not None
+
+    def check(**spec: Any) -> int:
+        assert rules is not None
+        return len(rules.validate({"metadata": {"name": "g"}, "spec": spec}, None))
+
+    ok = {"max-size": 3, "namespace": "default", "a.b": "ab", "labels": {"team": "a"}}
+    assert check(**ok) == 0
+    assert check(**{**ok, "max-size": 11}) == 1
+    assert check(**{**ok, "namespace": "kube-system"}) == 1
+    assert check(**{**ok, "labels": {"x-y": "1"}}) == 1  # map keys are not escaped
+    assert compile_rules(_schema("self.name != ''")).rules[0].escaping is None  # type: ignore[union-attr]
 
 
 def _crds_in(folder: str) -> list[dict[str, Any]]:
