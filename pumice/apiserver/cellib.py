@@ -19,9 +19,12 @@ type); :func:`take_error` gives the last one to the rule evaluator, which report
 kube-apiserver does (``<error> evaluating rule: <rule>``).
 
 Mirrors: k8s.io/apiserver pkg/cel/library (quantity.go, urls.go, ip.go, cidr.go, regex.go,
-lists.go, format.go) and cel-go's ext strings (version 2+: ``charAt`` ... ``format``,
-``strings.quote``, ``reverse``) and ext lists (``slice``, ``flatten``, ``distinct``, ``reverse``),
-ext sets (``sets.contains``/``equivalent``/``intersects``).
+lists.go, format.go) and the cel-go extensions kube-apiserver's base environment adds: strings
+version 2 (``charAt`` ... ``join``, ``format`` with cel-go's first formatter, ``strings.quote``;
+index semantics of cel-go >= 0.22) and sets. Beyond that environment (as read at
+pkg/cel/environment/base.go; the brief asked for them): string ``reverse`` (strings version 3)
+and the cel-go list extensions ``slice``, ``flatten``, ``distinct``, ``reverse``, so a rule using
+them is evaluated here where that kube-apiserver refuses it at create.
 
 Deviates: ``string(ip)`` / ``string(cidr)`` are not available (the interpreter's ``string`` cannot
 be overloaded): a rule using them is refused at evaluation with ``no such overload``; quantity
@@ -44,6 +47,7 @@ import re
 import threading
 from collections.abc import Callable
 from datetime import datetime
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 from urllib.parse import parse_qs, quote
@@ -165,9 +169,11 @@ def _quantity(s: Any) -> dict[str, str]:
     return _q(_parse_q(s))
 
 
-def _is_quantity(s: Any) -> bool:
+def _parses(parse: Callable[[Any], Any], s: Any) -> bool:
+    """True when ``parse(s)`` succeeds (isQuantity, isIP, isCIDR); an argument of the wrong type
+    still has no overload."""
     try:
-        _parse_q(s)
+        parse(s)
     except CelError as e:
         if e.text == "no such overload":
             raise
@@ -341,17 +347,6 @@ def _ip(value: Any) -> dict[str, str]:
     return {IP: str(_interface(_tagged(value, CIDR)).ip)}
 
 
-def _is_ip(s: Any) -> bool:
-    try:
-        _parse_ip(_string(s))
-    except CelError as e:
-        if e.text == "no such overload":
-            raise
-        _last.error = None
-        return False
-    return True
-
-
 def _ip_is_canonical(s: Any) -> bool:
     raw = _string(s)
     return str(_parse_ip(raw)) == raw
@@ -408,17 +403,6 @@ def _cidr(s: Any) -> dict[str, str]:
         raise
 
 
-def _is_cidr(s: Any) -> bool:
-    try:
-        _parse_cidr(_string(s))
-    except CelError as e:
-        if e.text == "no such overload":
-            raise
-        _last.error = None
-        return False
-    return True
-
-
 def _contains_ip(cidr_v: Any, other: Any) -> bool:
     c = _cidr_value(cidr_v)
     a = _parse_ip(other) if type(other) is str else _ip_value(other)
@@ -468,9 +452,11 @@ def _index_of(target: Any, item: Any, offset: Any = None) -> int:
         return next((i for i, x in enumerate(target) if _cel_equal(x, item)), -1)
     text, sub = _string(target), _string(item)
     start = 0 if offset is None else _int(offset)
-    if start < 0 or start > len(text):
+    if start < 0:
         raise _out_of_range(start)
-    return text.find(sub, start)
+    if sub == "":
+        return min(start, len(text))
+    return -1 if start >= len(text) else text.find(sub, start)
 
 
 def _last_index_of(target: Any, item: Any, offset: Any = None) -> int:
@@ -480,11 +466,11 @@ def _last_index_of(target: Any, item: Any, offset: Any = None) -> int:
     if offset is None:
         return text.rfind(sub)
     end = _int(offset)
-    if sub == "":
-        return end
-    if end < 0 or end >= len(text):
+    if end < 0:
         raise _out_of_range(end)
-    return text.rfind(sub, 0, end + len(sub))
+    if sub == "":
+        return min(end, len(text))
+    return -1 if end >= len(text) else text.rfind(sub, 0, end + len(sub))
 
 
 def _replace(s: Any, old: Any, new: Any, n: Any = -1) -> str:
@@ -507,12 +493,12 @@ def _split(s: Any, sep: Any, n: Any = -1) -> list[str]:
 def _substring(s: Any, start: Any, end: Any = None) -> str:
     text, a = _string(s), _int(start)
     b = len(text) if end is None else _int(end)
+    if a > b:
+        raise CelError(f"invalid substring range. start: {a}, end: {b}")
     if a < 0 or a > len(text):
         raise _out_of_range(a)
     if b < 0 or b > len(text):
         raise _out_of_range(b)
-    if a > b:
-        raise CelError(f"invalid substring range. start: {a}, end: {b}")
     return text[a:b]
 
 
@@ -550,7 +536,7 @@ def _format_arg(value: Any, nested: bool = False) -> str:
     if value is None:
         return "null"
     if type(value) is float:
-        return (repr(value).removesuffix(".0") if math.isfinite(value) else ("NaN" if math.isnan(value) else
+        return (_go_shortest_g(value) if math.isfinite(value) else ("NaN" if math.isnan(value) else
                                                          ("+Inf" if value > 0 else "-Inf")))
     if type(value) is list:
         return "[" + ", ".join(_format_arg(v, True) for v in value) + "]"
@@ -560,6 +546,26 @@ def _format_arg(value: Any, nested: bool = False) -> str:
     if type(value) is bytes:
         return value.decode("utf-8", "replace")
     return str(value)
+
+
+def _go_shortest_g(x: float) -> str:
+    """Go's ``strconv.FormatFloat(x, 'g', -1, 64)`` (cel-go's ``string(double)``): the shortest
+    digits that round-trip, with an exponent when it is below -4 or at least 6 digits."""
+    if x == 0:
+        return "-0" if math.copysign(1.0, x) < 0 else "0"
+    sign, digits, exp = Decimal(repr(x)).as_tuple()
+    ds = "".join(map(str, digits)).rstrip("0") or "0"
+    point = len(digits) + int(exp)  # decimal point position after the first len(digits) digits
+    e = point - 1
+    out = "-" if sign else ""
+    if e < -4 or e >= 6:  # shortest: Go decides with precision 6
+        mant = ds[0] + ("." + ds[1:] if len(ds) > 1 else "")
+        return f"{out}{mant}e{'-' if e < 0 else '+'}{abs(e):02d}"
+    if point <= 0:
+        return f"{out}0.{'0' * -point}{ds}"
+    if point >= len(ds):
+        return f"{out}{ds}{'0' * (point - len(ds))}"
+    return f"{out}{ds[:point]}.{ds[point:]}"
 
 
 _VERB = re.compile(r"%(?:\.(\d+))?([sdfeboxX%])|%")
@@ -836,7 +842,7 @@ def _sub(a: Any, b: Any) -> dict[str, str]:
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     # quantity
     "quantity": _quantity,
-    "isQuantity": _is_quantity,
+    "isQuantity": lambda s: _parses(_parse_q, s),
     "compareTo": _compare,
     "isGreaterThan": lambda a, b: _compare(a, b) == 1,
     "isLessThan": lambda a, b: _compare(a, b) == -1,
@@ -857,7 +863,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "getQuery": _get_query,
     # ip
     "ip": _ip,
-    "isIP": _is_ip,
+    "isIP": lambda s: _parses(lambda x: _parse_ip(_string(x)), s),
     "ip.isCanonical": _ip_is_canonical,
     "family": lambda a: _ip_value(a).version,
     "isUnspecified": lambda a: _ip_value(a).is_unspecified,
@@ -867,7 +873,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "isGlobalUnicast": _is_global_unicast,
     # cidr
     "cidr": _cidr,
-    "isCIDR": _is_cidr,
+    "isCIDR": lambda s: _parses(lambda x: _parse_cidr(_string(x)), s),
     "containsIP": _contains_ip,
     "containsCIDR": _contains_cidr,
     "prefixLength": lambda c: _cidr_value(c).network.prefixlen,

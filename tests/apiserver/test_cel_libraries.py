@@ -150,6 +150,11 @@ def test_string_extensions() -> None:
     assert holds("self.name.trim() == 'x' && strings.quote(self.name) == '\"  x \\\\t\"'", name="  x \t")
     assert holds("'%s has %d replicas at %.1f%%'.format([self.name, 3, 99.5]) == 'web has 3 replicas at 99.5%'",
                  name="web")
+    # doubles print as Go's strconv 'g' (cel-go's string(double)), strings inside lists quoted
+    assert holds("'%s %s %s'.format([1.0, 1234567.0, [self.name, 2]]) == '1 1.234567e+06 [\"web\", 2]'", name="web")
+    # cel-go >= 0.22: an offset past the end finds nothing instead of failing
+    assert holds("self.name.indexOf('b', 9) == -1 && self.name.lastIndexOf('w', 9) == -1 && "
+                 "self.name.indexOf('', 9) == 3 && self.name.lastIndexOf('') == 3", name="web")
     assert causes("self.name.charAt(9) == ''", name="abc") == [
         "spec: Invalid value: \"object\": index out of range: 9 evaluating rule: self.name.charAt(9) == ''"]
     assert causes("self.name.substring(2, 1) == ''", name="abc")[0].startswith(
