@@ -337,7 +337,9 @@ def rule_compile_causes(schema: Any, where: str) -> list[FieldCause]:
     """The causes of every rule (or messageExpression) under ``schema`` that does not compile,
     with the schema path ``where`` (e.g. ``spec.versions[0].schema.openAPIV3Schema``), as the
     CRD validation gives them: ``<where>...x-kubernetes-validations[i].rule: Invalid value:
-    "<rule>": compilation failed: <error>``."""
+    "<rule>": compilation failed: <error>`` (``messageExpression compilation failed`` for a
+    messageExpression). Deviates: the value shown is the expression, where kube-apiserver prints
+    the whole ValidationRule struct (with pointer addresses when reason is set)."""
     found: list[tuple[tuple[Step, ...], str, Obj]] = []
     _walk(schema, (), where, found)
     causes: list[FieldCause] = []
@@ -354,19 +356,19 @@ def rule_compile_causes(schema: Any, where: str) -> list[FieldCause]:
             for key in ("rule", "messageExpression"):
                 if key == "messageExpression" and key not in rule:
                     continue
+                failed = "compilation failed" if key == "rule" else "messageExpression compilation failed"
                 try:
                     _compile(rule.get(key))
                 except ValueError as e:
                     if _optional_syntax(e):
                         continue  # accepted as kube-apiserver does; the rule is left out (compile_rules)
                     detail = " ".join(str(e).split())
-                    causes.append(FieldCause(f"{at}.{key}", f'Invalid value: "{rule.get(key)}": compilation failed: '
-                                             f"{detail}"))
+                    causes.append(FieldCause(f"{at}.{key}", f'Invalid value: "{rule.get(key)}": {failed}: {detail}'))
                     continue
                 undefined = undefined_fields(str(rule[key]), node, root=not steps)
                 if undefined:
-                    causes.append(FieldCause(f"{at}.{key}", f'Invalid value: "{rule.get(key)}": compilation failed: '
-                                             + " ".join(" ".join(u.split()) for u in undefined)))
+                    detail = " ".join(" ".join(u.split()) for u in undefined)
+                    causes.append(FieldCause(f"{at}.{key}", f'Invalid value: "{rule.get(key)}": {failed}: {detail}'))
             reason = rule.get("reason")
             if reason is not None and reason not in _REASONS:
                 supported = ", ".join(f'"{r}"' for r in _REASONS)

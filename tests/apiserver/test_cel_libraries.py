@@ -253,6 +253,12 @@ def test_undefined_fields_are_refused_with_cel_gos_error() -> None:
     dot = rule.index(".status")  # cel-go points at the selection's '.', columns from 1
     assert [c.message.split("compilation failed: ")[1] for c in rule_compile_causes(root, "x")] == [
         f"ERROR: <input>:1:{dot + 1}: undefined field 'status' | {rule} | {'.' * dot}^"]
+    # a messageExpression is checked too, with upstream's prefix
+    schema = _schema("self.name != ''")
+    schema["properties"]["spec"]["x-kubernetes-validations"][0]["messageExpression"] = "'bad ' + self.nme"
+    assert [c.message for c in rule_compile_causes(schema, "x")] == [
+        "Invalid value: \"'bad ' + self.nme\": messageExpression compilation failed: ERROR: <input>:1:14: "
+        "undefined field 'nme' | 'bad ' + self.nme | .............^"]
     # through an index and the variable of a comprehension (the innermost binding of a name wins)
     rule = "self.tags[0].x == '' || self.weights.all(w, w > 0)"
     assert rule_compile_causes(_schema(rule), "x") == []  # items are scalars: not walked further
