@@ -84,7 +84,7 @@ NAMESPACE = ResourceKind("", "v1", "Namespace", "namespaces", namespaced=False, 
                          subresources=("status", "finalize"), verbs=_NO_DELETECOLLECTION)
 POD = ResourceKind("", "v1", "Pod", "pods", short_names=("po",), categories=("all",),
                    subresources=("status", "binding", "eviction", "log", "exec", "attach", "portforward",
-                                 "proxy"))
+                                 "proxy", "ephemeralcontainers"))
 NODE = ResourceKind("", "v1", "Node", "nodes", namespaced=False, short_names=("no",),
                     subresources=("status", "proxy"))
 SERVICE = ResourceKind("", "v1", "Service", "services", short_names=("svc",), categories=("all",),

@@ -36,6 +36,7 @@ _SUB_KIND: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
     "eviction": ("policy", "v1", "Eviction", ("create",)),
     "log": ("", "", "", ("get",)),
     "finalize": ("", "", "", ("update",)),
+    "ephemeralcontainers": ("", "", "", ("get", "patch", "update")),
     # kind: "<parent kind>ProxyOptions" (PodProxyOptions, ServiceProxyOptions, NodeProxyOptions)
     "proxy": ("", "v1", "ProxyOptions", ("create", "delete", "get", "patch", "update")),
 }

@@ -229,7 +229,8 @@ class _Api:
         }
         self._object_handlers: dict[tuple[str, str], Handler] = {
             ("GET", ""): self._get, ("GET", "status"): self._get, ("GET", "log"): self._get_log,
-            ("GET", "scale"): self._get_scale,
+            ("GET", "scale"): self._get_scale, ("GET", "ephemeralcontainers"): self._get,
+            ("PUT", "ephemeralcontainers"): self._put, ("PATCH", "ephemeralcontainers"): self._patch,
             ("PUT", ""): self._put, ("PUT", "status"): self._put, ("PUT", "finalize"): self._put,
             ("PUT", "scale"): self._put_scale_h,
             ("PATCH", ""): self._patch, ("PATCH", "status"): self._patch, ("PATCH", "finalize"): self._patch,
@@ -874,7 +875,8 @@ class _Api:
                                          f"[{' '.join(str(c) for c in containers)}]")
             container = str(containers[0])
         else:
-            inits = [c.get("name") for c in (pod.get("spec") or {}).get("initContainers") or []]
+            spec = pod.get("spec") or {}
+            inits = [c.get("name") for key in ("initContainers", "ephemeralContainers") for c in spec.get(key) or []]
             if container not in containers and container not in inits:
                 raise errors.bad_request(f"container {container} is not valid for pod {name}")
         ip, port = kubelet_endpoint(self.registry, pod, "logs")

@@ -740,6 +740,8 @@ class Registry:
             new = old.copy()
             new.setdefault("spec", {})["finalizers"] = list((obj.get("spec") or {}).get("finalizers") or [])
             return new
+        if sub:
+            return self.strategy(rk).prepare_subresource_update(self, rk, sub, obj, old.copy())
         new = obj
         md, omd = new["metadata"], old.obj["metadata"]
         for k in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):

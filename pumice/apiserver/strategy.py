@@ -31,7 +31,7 @@ from pumice.api.scheme import ResourceKind
 from pumice.api.selectors import FieldSelector
 from pumice.api.validation import validate_object
 from pumice.apiserver import defaults as kdefaults
-from pumice.apiserver import events
+from pumice.apiserver import errors, events
 from pumice.apiserver.crds import crd_status, validate_crd
 from pumice.apiserver.store import Stored
 
@@ -114,6 +114,15 @@ class Strategy:
         """Validate (``old`` None) or ValidateUpdate: the field causes that make ``obj`` invalid."""
         return validate_object(rk, obj, old)
 
+    def prepare_subresource_update(self, reg: Registry, rk: ResourceKind, sub: str, obj: Obj, old: Obj) -> Obj:
+        """The object a PUT (or PATCH) of the writable subresource ``sub`` stores, from the body
+        ``obj`` and a copy of the stored object ``old`` (status and finalize are the registry's).
+
+        Raises:
+            StatusError: 405 for a subresource the kind does not write; 422 for an invalid change.
+        """
+        raise errors.method_not_allowed()
+
     def deletion_grace(self, obj: Obj, opts: DeleteOptions) -> int | None:
         """The grace period (seconds) of a delete, or None for kinds without graceful deletion."""
         return None
@@ -159,6 +168,29 @@ class PodStrategy(Strategy):
         if status.get("conditions") and obj["spec"].get("nodeName"):
             obj["status"]["conditions"] = status["conditions"]
 
+    def prepare_subresource_update(self, reg: Registry, rk: ResourceKind, sub: str, obj: Obj, old: Obj) -> Obj:
+        """``ephemeralcontainers``: only ``spec.ephemeralContainers`` of the body is taken (defaulted,
+        then checked by :func:`ephemeral_containers_causes`); everything else stays as stored.
+
+        Mirrors: kubernetes pkg/registry/core/pod/strategy.go (podEphemeralContainersStrategy,
+        dropNonEphemeralContainerUpdates)."""
+        if sub != "ephemeralcontainers":
+            return super().prepare_subresource_update(reg, rk, sub, obj, old)
+        given = (obj.get("spec") or {}).get("ephemeralContainers") if isinstance(obj.get("spec"), dict) else None
+        new = old
+        spec = new.setdefault("spec", {})
+        before = list(spec.get("ephemeralContainers") or [])
+        if isinstance(given, list) and given:
+            ecs = copy.deepcopy(given)
+            kdefaults.pod_spec({"ephemeralContainers": ecs})
+            spec["ephemeralContainers"] = ecs
+        else:
+            spec.pop("ephemeralContainers", None)
+        causes = ephemeral_containers_causes(spec, before)
+        if causes:
+            raise errors.invalid(rk, str(new["metadata"].get("name", "")), causes)
+        return new
+
     def deletion_grace(self, obj: Obj, opts: DeleteOptions) -> int | None:
         spec = obj.get("spec") or {}
         if not spec.get("nodeName") or (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
@@ -166,6 +198,55 @@ class PodStrategy(Strategy):
         if opts.grace_period_seconds is not None:
             return opts.grace_period_seconds
         return int(spec.get("terminationGracePeriodSeconds", 30) or 0)
+
+
+#: the container fields an ephemeral container may set (validation.go allowedEphemeralContainerFields)
+EPHEMERAL_ALLOWED = frozenset({
+    "name", "image", "command", "args", "workingDir", "envFrom", "env", "volumeMounts", "volumeDevices",
+    "terminationMessagePath", "terminationMessagePolicy", "imagePullPolicy", "securityContext", "stdin",
+    "stdinOnce", "tty", "targetContainerName"})
+
+
+def ephemeral_containers_causes(spec: Obj, before: list[Obj]) -> list[FieldCause]:
+    """Why ``spec.ephemeralContainers`` may not replace ``before``: an existing ephemeral container
+    removed or changed, a missing name or image, a name another container has, a target that is
+    not a container, a field an ephemeral container cannot set (ports, resources, probes,
+    lifecycle, restartPolicy...).
+
+    Mirrors: kubernetes pkg/apis/core/validation/validation.go (ValidatePodEphemeralContainersUpdate,
+    validateEphemeralContainers)."""
+    path = "spec.ephemeralContainers"
+    ecs = [c for c in spec.get("ephemeralContainers") or [] if isinstance(c, dict)]
+    causes: list[FieldCause] = []
+    by_name = {c.get("name"): c for c in ecs}
+    for old in before:
+        new = by_name.get(old.get("name"))
+        if new is None:
+            causes.append(FieldCause(path, f'Forbidden: existing ephemeral containers "{old.get("name")}" may not be '
+                                           "removed\n", "FieldValueForbidden"))
+        elif new != old:
+            causes.append(FieldCause(path, f'Forbidden: existing ephemeral containers "{old.get("name")}" may not be '
+                                           "changed\n", "FieldValueForbidden"))
+    others = {c.get("name") for key in ("containers", "initContainers") for c in spec.get(key) or []}
+    seen: set[str] = set()
+    for i, c in enumerate(ecs):
+        at = f"{path}[{i}]"
+        name = c.get("name")
+        if not name:
+            causes.append(FieldCause(f"{at}.name", "Required value", "FieldValueRequired"))
+        elif name in others or name in seen:
+            causes.append(FieldCause(f"{at}.name", f'Duplicate value: "{name}"', "FieldValueDuplicate"))
+        seen.add(str(name))
+        if not c.get("image"):
+            causes.append(FieldCause(f"{at}.image", "Required value", "FieldValueRequired"))
+        for key in sorted(set(c) - EPHEMERAL_ALLOWED):
+            if c[key] not in (None, [], {}, ""):
+                causes.append(FieldCause(f"{at}.{key}", "Forbidden: cannot be set for an Ephemeral Container",
+                                         "FieldValueForbidden"))
+        target = c.get("targetContainerName")
+        if target and target not in {x.get("name") for x in spec.get("containers") or []}:
+            causes.append(FieldCause(f"{at}.targetContainerName", f'Not found: "{target}"', "FieldValueNotFound"))
+    return causes
 
 
 async def _bind(reg: Registry, namespace: str, name: str, body: Any, dry_run: bool) -> None:

@@ -141,7 +141,7 @@ def stream_location(registry: Registry, namespace: str, name: str, sub: str,
     pod = registry.get(pods, namespace, name).obj
     spec = pod.get("spec") or {}
     names = [c.get("name") for c in spec.get("containers") or []]
-    inits = [c.get("name") for c in spec.get("initContainers") or []]
+    inits = [c.get("name") for key in ("initContainers", "ephemeralContainers") for c in spec.get(key) or []]
     container = (query.get("container") or [""])[-1]
     if sub == "portforward":
         container = "-"

@@ -742,7 +742,8 @@ class NodeAgent:
         if w is None:
             return f'pod "{pod}" not found on this node'
         rec = w.records.get(container)
-        spec = next((c for c in podspec.all_containers(w.pod) if c.get("name") == container), None)
+        ephemeral = (w.pod.get("spec") or {}).get("ephemeralContainers") or []
+        spec = next((c for c in [*podspec.all_containers(w.pod), *ephemeral] if c.get("name") == container), None)
         if rec is None or spec is None:
             return f'container "{container}" not found in pod "{pod}"'
         cur = rec.current

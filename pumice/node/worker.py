@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pumice._util.clock import Clock
+from pumice._util.clock import Clock, parse_rfc3339
 from pumice._util.clock import rfc3339 as _rfc3339
 from pumice.api import Obj
 from pumice.api.scheme import POD
@@ -100,6 +100,7 @@ class ContainerRecord:
     start_backoff: float = 0.0
     kill_reason: str = ""
     ever_started: bool = False
+    ephemeral: bool = False
 
     def terminated_state(self) -> Obj:
         t: Obj = {"exitCode": self.exit_code, "reason": self.reason, "startedAt": rfc3339(self.started_at),
@@ -233,7 +234,43 @@ class PodWorker:
                     t = asyncio.get_running_loop().create_task(self._stop_container(c, rec, self._grace()))
                     self._bg.add(t)
                     t.add_done_callback(self._bg.discard)
+            self._start_ephemeral()
         self._wake.set()
+
+    def _start_ephemeral(self) -> None:
+        """Start the ephemeral containers added since the last look, once the Pod's regular
+        containers run (each runs once in the Pod's sandbox and is never restarted).
+
+        Mirrors: kubernetes pkg/kubelet/kuberuntime/kuberuntime_manager.go computePodActions
+        (EphemeralContainersToStart) and SyncPod step 6."""
+        if self.sandbox is None or not self.initialized or self.deleting() or self.terminal:
+            return
+        before = {st.get("name"): st for st in (self.pod.get("status") or {}).get("ephemeralContainerStatuses") or []}
+        for c in (self.pod.get("spec") or {}).get("ephemeralContainers") or []:
+            if c.get("name") in self.records:
+                continue
+            rec = ContainerRecord(c["name"], c.get("image", ""), ephemeral=True)
+            self.records[c["name"]] = rec
+            ended = ((before.get(c["name"]) or {}).get("state") or {}).get("terminated")
+            if ended is not None:  # it ran before this agent started (a restart): not run again
+                rec.state, rec.reason, rec.exit_code = "terminated", str(ended.get("reason", "")), ended.get("exitCode", 0)
+                rec.started_at = parse_rfc3339(ended["startedAt"]) if ended.get("startedAt") else 0.0
+                rec.finished_at = parse_rfc3339(ended["finishedAt"]) if ended.get("finishedAt") else 0.0
+                rec.ever_started = True
+                continue
+            t = asyncio.get_running_loop().create_task(self._run_ephemeral(c, rec),
+                                                       name=f"ephemeral {self.namespace}/{self.name}/{c['name']}")
+            self._bg.add(t)
+            t.add_done_callback(self._bg.discard)
+
+    async def _run_ephemeral(self, c: Obj, rec: ContainerRecord) -> None:
+        try:
+            while not self.deleting() and not self.terminal:
+                if await self._run_once(c, rec) is not None:
+                    break
+            await self.sync_status()
+        except Exception:
+            log.exception("ephemeral container %s of %s/%s failed", rec.name, self.namespace, self.name)
 
     def removed(self) -> None:
         """The Pod object is gone from the API (force deletion): stop at once."""
@@ -298,6 +335,7 @@ class PodWorker:
             self.host.state_changed()
         for c in self._spec_containers(False):
             self._supervisors[c["name"]] = asyncio.get_running_loop().create_task(self._supervise(c))
+        self._start_ephemeral()
         # wait for completion or deletion
         while True:
             if self.deleting():
@@ -861,7 +899,7 @@ class PodWorker:
                 return "Failed"
         if not self.initialized and not final:
             return "Pending"
-        mains = [r for r in self.records.values() if not r.init]
+        mains = [r for r in self.records.values() if not r.init and not r.ephemeral]
         running = sum(r.state == "running" for r in mains)
         never = sum(r.state == "waiting" and not r.ever_started for r in mains)
         terminated = [r for r in mains if r.state == "terminated"]
@@ -943,6 +981,9 @@ class PodWorker:
         }
         if init_recs:
             status["initContainerStatuses"] = [r.status() for r in init_recs]
+        ephemeral = [r for r in self.records.values() if r.ephemeral]
+        if ephemeral:
+            status["ephemeralContainerStatuses"] = [r.status() for r in ephemeral]
         if self.sandbox is not None:
             status["podIP"] = self.sandbox.ip
             status["podIPs"] = [{"ip": self.sandbox.ip}]

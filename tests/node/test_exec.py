@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from pumice.api.scheme import POD
 from pumice.node.agent import NodeAgent
 from pumice.testing import kubectl as kubectl_tool
 from pumice.testing.cluster import HttpServer, serve_http
@@ -120,6 +121,33 @@ async def test_attach_streams_what_the_container_writes(stack: Any) -> None:
 
     out = await asyncio.to_thread(attach_for, 4.0)
     assert "tick-" in out, out
+
+
+async def test_kubectl_debug_runs_an_ephemeral_container_in_the_pods_sandbox(stack: Any) -> None:
+    """``kubectl debug`` (no ``-i``) adds an ephemeral container through pods/ephemeralcontainers; the
+    node agent runs it once in the Pod's namespaces, reports it in ephemeralContainerStatuses, and
+    ``kubectl logs -c`` reads it; the Pod's own container runs on."""
+    srv, _agent, kubectl, _env = stack
+    await _running_pod(srv, "dbg")
+    p = await _run(kubectl, "debug", "dbg", "--image=busybox", "--target=c0", "-c", "debugger", "--",
+                   "sh", "-c", "echo debug-in-$HOSTNAME")
+    assert p.returncode == 0, p.stderr
+    client = srv.client()
+
+    async def ended() -> Any:
+        got = await client.get(POD, "dbg", "default")
+        statuses = (got.get("status") or {}).get("ephemeralContainerStatuses") or []
+        return statuses and "terminated" in statuses[0]["state"] and got
+
+    try:
+        got = await wait_for(ended, timeout=60)
+    finally:
+        await client.close()
+    [st] = got["status"]["ephemeralContainerStatuses"]
+    assert (st["name"], st["state"]["terminated"]["exitCode"]) == ("debugger", 0)
+    assert got["status"]["phase"] == "Running" and got["status"]["containerStatuses"][0]["state"].get("running")
+    p = await _run(kubectl, "logs", "dbg", "-c", "debugger")
+    assert (p.returncode, p.stdout) == (0, "debug-in-dbg\n"), p.stderr
 
 
 async def test_cp_copies_a_file_into_the_pod_and_back(stack: Any, data_dir: Path) -> None:
