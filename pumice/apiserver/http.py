@@ -24,12 +24,12 @@ import hmac
 import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import parse_qsl
 
 import msgspec
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
@@ -188,8 +188,7 @@ def _warnings(warnings: list[str]) -> dict[str, str] | None:
     return {"Warning": ", ".join(quoted).encode("utf-8", "replace").decode("latin-1")}
 
 
-@dataclass(frozen=True)
-class _Target:
+class _Target(NamedTuple):
     """What a resource path names: the kind, namespace (None: cluster scope or all namespaces),
     object name (None: the collection), subresource (``""``: the object itself) and query."""
 
@@ -201,6 +200,45 @@ class _Target:
 
 
 Handler = Callable[[Request, _Target], Awaitable[Response]]
+
+
+class _Headers(Headers):
+    """Starlette's request Headers with dict lookups: the first value of each name, as
+    Starlette's own scan returns it, indexed once per request (its ``get`` walks the list and
+    raises and catches a KeyError for each absent name, several times per request)."""
+
+    def __init__(self, scope: Any) -> None:
+        super().__init__(scope=scope)
+        first: dict[bytes, bytes] = {}
+        for k, v in self._list:
+            if k not in first:
+                first[k] = v
+        self._first = first
+
+    def __getitem__(self, key: str) -> str:
+        v = self._first.get(key.lower().encode("latin-1"))
+        if v is None:
+            raise KeyError(key)
+        return v.decode("latin-1")
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        v = self._first.get(key.lower().encode("latin-1"))
+        return default if v is None else v.decode("latin-1")
+
+    def __contains__(self, key: Any) -> bool:
+        return key.lower().encode("latin-1") in self._first
+
+
+class _Request(Request):
+    """A Starlette Request whose ``headers`` are :class:`_Headers`."""
+
+    @property
+    def headers(self) -> Headers:
+        try:
+            return self._headers
+        except AttributeError:
+            self._headers: Headers = _Headers(self.scope)
+            return self._headers
 
 
 class _Api:
@@ -253,9 +291,12 @@ class _Api:
         scope = request.scope
         path: str = scope["path"]
         # parsed once per request (Starlette's query_params would parse it again): the last value
-        # of a repeated name wins, as in QueryParams.get
-        query = scope["pumice.query"] = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"),
-                                                       keep_blank_values=True))
+        # of a repeated name wins, as in QueryParams.get. The in-process transport hands over the
+        # dict it encoded (DirectASGI.request's params) instead.
+        query = scope.get("pumice.query")
+        if query is None:
+            query = scope["pumice.query"] = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"),
+                                                           keep_blank_values=True))
         try:
             if self.access is not None:
                 user = self.access.authenticate(scope, request.headers.get("authorization", ""))
@@ -471,6 +512,11 @@ class _Api:
     # ------------------------------------------------------------------ bodies
 
     async def _raw_body(self, request: Request) -> bytes:
+        given = request.scope.get("pumice.body")  # the in-process transport's whole body
+        if given is not None:
+            if len(given) > MAX_BODY_BYTES:
+                raise StatusError(413, f"Request entity too large: limit is {MAX_BODY_BYTES}", "RequestEntityTooLarge")
+            return given  # type: ignore[no-any-return]
         length = request.headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > MAX_BODY_BYTES:
             raise StatusError(413, f"Request entity too large: limit is {MAX_BODY_BYTES}", "RequestEntityTooLarge")
@@ -1099,5 +1145,15 @@ class _App(Starlette):
             await super().__call__(scope, receive, send)
             return
         scope["app"] = self
-        response = await self._handle(Request(scope, receive, send))
+        response = await self._handle(_Request(scope, receive, send))
         await response(scope, receive, send)
+
+    async def respond(self, scope: Any, receive: Any) -> Response:
+        """The in-process fast path (:class:`~pumice.client.transport.DirectASGI`): the answer to
+        the HTTP request ``scope`` (body read through ``receive``) as the Response object, not sent.
+        The caller takes its ``status_code`` and ``body``, or iterates a StreamingResponse's
+        ``body_iterator`` itself (a watch: the events with no ASGI messages, no queue and no task
+        in between; closing the iterator ends the watch). The same handler as :meth:`__call__`
+        (authentication, authorization, routing, every Status)."""
+        scope["app"] = self
+        return await self._handle(_Request(scope, receive))

@@ -29,6 +29,7 @@ from typing import Any
 
 import msgspec
 import yaml
+from starlette.responses import Response
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from pumice._util.clock import Clock, default_clock
@@ -478,6 +479,21 @@ class AckWhenDurable:
             await send(message)
 
         await self.app(scope, receive, send_when_durable)
+
+    async def respond(self, scope: dict[str, Any], receive: Any) -> Response:
+        """The in-process fast path of the wrapped app's ``respond`` (see
+        :meth:`pumice.apiserver.http._App.respond`) with the same acknowledgement rule: the
+        answer to a write is returned once every revision committed before it is durable, else
+        a 500 ``Status``."""
+        response = await self.app.respond(scope, receive)
+        if scope.get("method") in _WRITE_METHODS:
+            store = self.store
+            try:
+                await store.wait_durable(store.revision)
+            except StorageError as e:
+                body = msgspec.json.encode(StatusError(500, f"Internal error occurred: {e}").status()) + b"\n"
+                return Response(content=body, status_code=500, media_type="application/json")
+        return response
 
 
 def _cert_sans(path: Path) -> set[str]:

@@ -59,6 +59,16 @@ def _error(resp_status: int, body: bytes) -> ApiError:
     return ApiError(int(st.get("code") or resp_status), str(st.get("reason", "")), str(st.get("message", "")), st)
 
 
+def query_fields(params: Mapping[str, Any] | None) -> dict[str, str]:
+    """The query parameters of a request as text: None values left out, every other value as
+    ``urlencode`` writes it (``str(v)``). ``dict(parse_qsl(urlencode(f), keep_blank_values=True))``
+    gives back ``f`` itself, so the in-process transport hands this dict to the server as the
+    parsed query string (keys and values are str; no bytes values)."""
+    if not params:
+        return {}
+    return {k: v if isinstance(v, str) else str(v) for k, v in params.items() if v is not None}
+
+
 def component_user_agent(component: str = "client") -> str:
     """The User-Agent a pumice component sends: ``pumice-<component>/v<version> (<os>/<arch>)``,
     shaped like client-go's (``kube-scheduler/v1.34.0 (linux/amd64) kubernetes/<commit>``) so that
@@ -146,14 +156,16 @@ class Client:
         Raises:
             ApiError: on a non-2xx answer.
         """
-        query = urlencode({k: v for k, v in params.items() if v is not None}) if params else ""
+        fields = query_fields(params)
+        query = urlencode(fields) if fields else ""
         content = None if body is None else (body if isinstance(body, bytes) else _encode(body))
         if self._direct is not None:
             raw = [(b"accept", b"application/json"), (b"user-agent", self._ua)]
             if content is not None:
                 raw.append((b"content-type", content_type.encode()))
                 raw.append((b"content-length", str(len(content)).encode()))
-            status, data = await self._direct.request(method, path, query.encode(), raw, content or b"")
+            status, data = await self._direct.request(method, path, query.encode(), raw, content or b"",
+                                                      params=fields)
         elif self._aio is not None:
             headers = {"Content-Type": content_type, "Accept": "application/json"} if content is not None \
                 else {"Accept": "application/json"}

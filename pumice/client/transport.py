@@ -15,7 +15,7 @@ reference/ecosystem.md section 1.3.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import httpx2
@@ -140,11 +140,17 @@ class DirectASGI:
 
     :meth:`request` returns ``(status, body)``; :meth:`stream` returns ``(status, chunks, close)``
     where ``chunks`` is an async iterator of body chunks and ``close`` ends the exchange.
+
+    When the app has ``respond(scope, receive)`` (pumice's API server: it returns the Starlette
+    Response instead of sending it), the answer is read from that object: no ASGI messages, and a
+    streamed answer (a watch) is iterated in the caller's own task, with no app task and no queue
+    in between. Otherwise the app is called as any ASGI app.
     """
 
     def __init__(self, app: Any, host: str = "pumice.local") -> None:
         self.app = app
         self.host = host
+        self._respond: Callable[[dict[str, Any], Any], Awaitable[Any]] | None = getattr(app, "respond", None)
 
     def _scope(self, method: str, path: str, query: bytes, headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
         return {
@@ -164,11 +170,24 @@ class DirectASGI:
         }
 
     async def request(self, method: str, path: str, query: bytes, headers: list[tuple[bytes, bytes]],
-                      body: bytes) -> tuple[int, bytes]:
+                      body: bytes, *, params: dict[str, str] | None = None) -> tuple[int, bytes]:
+        """One request; ``params``, when given, is ``query`` already parsed (what
+        ``dict(parse_qsl(query, keep_blank_values=True))`` gives), which an app with ``respond``
+        takes instead of parsing ``query`` again (scope keys ``pumice.query``; the body goes as
+        ``pumice.body``)."""
         scope = self._scope(method, path, query, headers)
+        receive = _one_body(body, asyncio.Event())  # a plain response never waits for a disconnect
+        if self._respond is not None:
+            scope["pumice.body"] = body
+            if params is not None:
+                scope["pumice.query"] = params
+            response = await self._respond(scope, receive)
+            iterator = getattr(response, "body_iterator", None)
+            if iterator is None:
+                return response.status_code, response.body
+            return response.status_code, b"".join([c async for c in _as_bytes(iterator)])
         status = 500
         chunks: list[bytes] = []
-        receive = _one_body(body, asyncio.Event())  # a plain response never waits for a disconnect
 
         async def send(message: dict[str, Any]) -> None:
             nonlocal status
@@ -191,3 +210,11 @@ class DirectASGI:
         stream = resp.stream
         assert isinstance(stream, _QueueStream)
         return resp.status_code, stream.__aiter__(), stream.aclose
+
+
+async def _as_bytes(chunks: AsyncIterator[bytes | str | memoryview]) -> AsyncGenerator[bytes, None]:
+    """A Starlette body iterator's chunks as bytes (str chunks UTF-8 encoded, as StreamingResponse
+    sends them); empty chunks are left out, as the ASGI transports leave them out."""
+    async for chunk in chunks:
+        if chunk:
+            yield chunk if isinstance(chunk, bytes) else (chunk.encode() if isinstance(chunk, str) else bytes(chunk))

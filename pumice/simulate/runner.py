@@ -41,7 +41,9 @@ import contextlib
 import gc
 import logging
 import math
+import selectors
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -263,6 +265,67 @@ costs about one wake-up per simulated hour (:data:`PROGRESS_EVERY`), so a run of
 never end in practice."""
 
 
+class _WakeSelector(selectors.DefaultSelector):
+    """The selector of a run's loop: its zero-timeout polls (looptime polls for I/O before every
+    loop iteration) return at once with nothing while nothing can be ready, instead of an epoll
+    system call each.
+
+    "Nothing can be ready" holds while the loop's own self-pipe is the only file registered and
+    nothing has written to it since the last real poll. The loop marks :attr:`woken` before and
+    after every ``call_soon_threadsafe`` (the only writer of that pipe, apart from signal
+    handlers added with ``add_signal_handler``, after which every poll is real). A run registers
+    no other file (no sockets); if anything does, every poll is real again. Polls with a timeout
+    (a loop with nothing to run) are always real."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.woken = True
+        self.always = False
+        self._quiet_size = -1  # the number of registered files when only the self-pipe is
+
+    def quiet_from_now(self) -> None:
+        """Take the files registered now (the loop's self-pipe) as the quiet state."""
+        self._quiet_size = len(self.get_map())
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        if timeout == 0 and not self.woken and not self.always and len(self.get_map()) == self._quiet_size:
+            return []
+        self.woken = False
+        return super().select(timeout)
+
+
+class _SimLoop(asyncio.SelectorEventLoop):
+    """asyncio's selector loop on a :class:`_WakeSelector` (looptime makes it virtual-time)."""
+
+    _selector: _WakeSelector
+
+    def __init__(self) -> None:
+        selector = _WakeSelector()
+        super().__init__(selector)
+        selector.quiet_from_now()
+
+    def call_soon_threadsafe(self, callback: Any, *args: Any,  # type: ignore[override]  # same call, Any-typed
+                             context: Any = None) -> asyncio.Handle:
+        self._selector.woken = True
+        handle = super().call_soon_threadsafe(callback, *args, context=context)
+        self._selector.woken = True
+        return handle
+
+    def add_signal_handler(self, sig: int, callback: Any, *args: Any) -> None:  # type: ignore[override]
+        self._selector.always = True  # its handler writes to the self-pipe itself
+        super().add_signal_handler(sig, callback, *args)
+
+
+class _PendingFutures(weakref.WeakSet):  # type: ignore[type-arg]
+    """looptime's set of executor futures (it walks the set on every loop iteration to see
+    whether a thread is still working): the same set, with the walk of an empty one free."""
+
+    def __iter__(self) -> Any:
+        if not len(self):
+            return iter(())
+        return super().__iter__()
+
+
 def _virtual_loop() -> asyncio.AbstractEventLoop:
     """A looptime loop (virtual time from 0, moved to the next timer when every task waits).
 
@@ -272,8 +335,14 @@ def _virtual_loop() -> asyncio.AbstractEventLoop:
     never runs: the loop spins at that instant for ever (seen as runs stuck at 4661 simulated
     hours). A 100-ns resolution, under looptime's own 1-us tick, keeps timers due on time to
     2**30 s."""
-    loop = looptime.new_event_loop(start=0, noop_cycles=1)
+    loop = looptime.patch_event_loop(_SimLoop(), start=0, noop_cycles=1)
     loop._clock_resolution = 1e-7  # type: ignore[attr-defined]  # asyncio's own attribute, see above
+    # looptime's pending executor futures (a name-mangled attribute): when present and still the
+    # empty WeakSet it starts with, the same set whose empty walk costs nothing (see _PendingFutures)
+    attr = "_LoopTimeEventLoop__sync_futures"
+    futures = loop.__dict__.get(attr)
+    if type(futures) is weakref.WeakSet and not futures:
+        setattr(loop, attr, _PendingFutures())
     return loop
 
 

@@ -1,0 +1,136 @@
+"""The run's event loop (``runner._virtual_loop``): looptime's virtual time, with the zero-timeout
+I/O polls skipped while nothing can be ready. Same virtual times as looptime's own loop; a
+wake-up from another thread, an executor job, a registered socket and a signal handler are
+still seen."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+import threading
+import weakref
+
+import looptime
+
+from pumice.simulate.runner import _PendingFutures, _virtual_loop, _WakeSelector
+
+
+async def _script(log: list[tuple[str, float]]) -> None:
+    loop = asyncio.get_running_loop()
+
+    async def worker(name: str, delays: list[float]) -> None:
+        for d in delays:
+            await asyncio.sleep(d)
+            log.append((name, loop.time()))
+
+    q: asyncio.Queue[int] = asyncio.Queue()
+
+    async def consumer() -> None:
+        for _ in range(3):
+            await q.get()
+            log.append(("got", loop.time()))
+
+    async def producer() -> None:
+        for d in (0.5, 0.0, 7.25):
+            await asyncio.sleep(d)
+            q.put_nowait(1)
+
+    try:
+        async with asyncio.timeout(100):
+            await asyncio.Event().wait()
+    except TimeoutError:
+        log.append(("timeout", loop.time()))
+    await asyncio.gather(worker("a", [1, 2, 3.5]), worker("b", [0, 0, 2.999999]), consumer(), producer(),
+                         asyncio.sleep(2**25))  # past 194 days: the 100-ns resolution keeps timers due
+    log.append(("end", loop.time()))
+
+
+def test_the_run_loop_keeps_looptimes_virtual_times() -> None:
+    ours: list[tuple[str, float]] = []
+    theirs: list[tuple[str, float]] = []
+    loop = _virtual_loop()
+    try:
+        loop.run_until_complete(_script(ours))
+    finally:
+        loop.close()
+    plain = looptime.new_event_loop(start=0, noop_cycles=1)
+    plain._clock_resolution = 1e-7  # type: ignore[attr-defined]  # as _virtual_loop sets it
+    try:
+        plain.run_until_complete(_script(theirs))
+    finally:
+        plain.close()
+    assert ours == theirs and ours[-1] == ("end", 100 + 2**25)
+
+
+def test_a_thread_an_executor_and_a_socket_still_wake_the_run_loop() -> None:
+    loop = _virtual_loop()
+
+    async def main() -> list[str]:
+        seen: list[str] = []
+        done = asyncio.Event()
+        threading.Timer(0.05, lambda: loop.call_soon_threadsafe(done.set)).start()
+        await done.wait()  # nothing else to run: a real wait, woken through the self-pipe
+        seen.append("thread")
+        assert await loop.run_in_executor(None, lambda: 6 * 7) == 42
+        seen.append("executor")
+        a, b = socket.socketpair()
+        try:
+            got = asyncio.Event()
+            loop.add_reader(a.fileno(), got.set)
+            b.send(b"x")
+            while not got.is_set():  # busy with ready work: only zero-timeout polls, which must be real
+                await asyncio.sleep(0)
+            loop.remove_reader(a.fileno())
+            seen.append("socket")
+        finally:
+            a.close()
+            b.close()
+        return seen
+
+    try:
+        assert loop.run_until_complete(main()) == ["thread", "executor", "socket"]
+    finally:
+        loop.close()
+
+
+def test_zero_timeout_polls_are_real_after_a_wake_a_new_file_or_a_signal_handler() -> None:
+    loop = _virtual_loop()
+    try:
+        sel = loop._selector  # type: ignore[attr-defined]
+        assert isinstance(sel, _WakeSelector)
+        sel.select(0)
+        assert sel.select(0) == [] and not sel.woken
+        loop.call_soon_threadsafe(lambda: None)  # writes a byte to the self-pipe
+        assert sel.woken
+        assert len(sel.select(0)) == 1  # the real poll sees the pipe (the test took the wake-up)
+        a, b = socket.socketpair()
+        try:
+            sel.register(a, 1)
+            b.send(b"x")
+            assert a in [k.fileobj for k, _ in sel.select(0)]  # not woken, but another file is registered
+            sel.unregister(a)
+        finally:
+            a.close()
+            b.close()
+        loop.add_signal_handler(signal.SIGUSR1, lambda: None)
+        try:
+            assert sel.always
+        finally:
+            loop.remove_signal_handler(signal.SIGUSR1)
+    finally:
+        loop.close()
+
+
+def test_pending_futures_walk_as_a_weak_set() -> None:
+    class F:
+        pass
+
+    s: weakref.WeakSet[F] = _PendingFutures()
+    assert list(s) == [] and not any(True for _ in s)
+    f, g = F(), F()
+    s.add(f)
+    s.add(g)
+    assert set(s) == {f, g}
+    del f
+    assert list(s) == [g]
