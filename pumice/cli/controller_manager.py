@@ -76,9 +76,13 @@ def _ray_options(ray_dashboard_proxy: str | None, kube_proxy_client: Any = None)
     the manager's own client, whose credentials reach the API server's service proxy), else
     ``--ray-dashboard-proxy``, else none (the head Pod IP)."""
     if kube_proxy_client is not None:
-        from pumice.controllers.ray.dashboard import kubernetes_proxy_dashboard_client_factory
+        from pumice.controllers.ray.dashboard import (
+            kubernetes_proxy_dashboard_client_factory,
+            kubernetes_proxy_serve_health_check,
+        )
 
-        return {"dashboard_client_factory": kubernetes_proxy_dashboard_client_factory(kube_proxy_client.http)}
+        return {"dashboard_client_factory": kubernetes_proxy_dashboard_client_factory(kube_proxy_client.http),
+                "serve_proxy_healthy": kubernetes_proxy_serve_health_check(kube_proxy_client.http)}
     if not ray_dashboard_proxy:
         return {}
     from pumice.controllers.ray.dashboard import (
@@ -138,7 +142,8 @@ def _root_ca(kubeconfig: str | None) -> str | None:
                    "(for example the simulated dashboards of `pumice node-agent --sim-ray-dashboard`).")
 @click.option("--use-kubernetes-proxy", is_flag=True,
               help="Reach every RayCluster's Ray dashboard through the API server's service proxy "
-                   "(<server>/api/v1/namespaces/<ns>/services/<head svc>:dashboard/proxy) with this manager's "
+                   "(<server>/api/v1/namespaces/<ns>/services/<head svc>:dashboard/proxy), and each head Pod's "
+                   "Serve proxy health check through pods/<pod>:<port>/proxy/-/healthz, with this manager's "
                    "credentials and a 10 s timeout, as KubeRay's flag of the same name.")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 def command(kubeconfig: str | None, controllers: str, leader_elect: bool, health_port: int | None,

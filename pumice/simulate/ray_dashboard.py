@@ -49,7 +49,7 @@ import httpx2
 from pumice._util.clock import Clock, parse_rfc3339
 from pumice.api import Obj
 from pumice.api.ray.constants import RAY_CLUSTER_LABEL_KEY, RAY_NODE_TYPE_LABEL_KEY, JobStatus
-from pumice.controllers.ray.constants import SUBMITTER_CONTAINER_NAME
+from pumice.controllers.ray.constants import DEFAULT_SERVING_PORT, SERVING_PORT_NAME, SUBMITTER_CONTAINER_NAME
 from pumice.controllers.ray.dashboard import (
     DashboardError,
     RayDashboardClient,
@@ -126,7 +126,12 @@ class SimulatedRayDashboard:
     def factory(self, cluster: Obj, dashboard_url: str, auth_token: str | None = None) -> RayDashboardClient:
         return SimulatedRayDashboardClient(self, cluster)
 
-    async def serve_proxy_healthy(self, pod_ip: str, port: int) -> bool:
+    async def serve_proxy_healthy(self, pod: Obj, port: int) -> bool:
+        """The RayService controller's ``serve_proxy_healthy`` seam: :meth:`serve_proxy_healthy_at`
+        the Pod's IP."""
+        return await self.serve_proxy_healthy_at(str((pod.get("status") or {}).get("podIP") or ""), port)
+
+    async def serve_proxy_healthy_at(self, pod_ip: str, port: int) -> bool:
         """The Serve proxy health check of the head Pod at ``pod_ip``: True iff a Running head Pod
         has that IP and Serve runs on its cluster (a Serve config was put). ``port`` is not
         checked (every simulated Pod listens on every port).
@@ -385,7 +390,7 @@ def asgi_app(dashboard: SimulatedRayDashboard, clusters: Callable[[str, str], Ob
     ``GET/DELETE /api/jobs/<id>``, ``GET /api/jobs/<id>/logs``, ``POST /api/jobs/<id>/stop``,
     ``GET/PUT /api/serve/applications/``), and each head Pod's Serve proxy health check
     ``GET /serve-proxy/<pod IP>/<port>/-/healthz`` (200 or 503; see
-    :meth:`SimulatedRayDashboard.serve_proxy_healthy`), for controllers in another process
+    :meth:`SimulatedRayDashboard.serve_proxy_healthy_at`), for controllers in another process
     (``pumice controller-manager --ray-dashboard-proxy``). ``clusters(namespace, name)`` gives the RayCluster
     (an informer lister's ``get``); one it does not know yet is answered 503, not 404 (a 404 would
     say "no such job").
@@ -468,7 +473,7 @@ def asgi_app(dashboard: SimulatedRayDashboard, clusters: Callable[[str, str], Ob
         return JSONResponse(await c.get_serve_details())
 
     async def serve_proxy(request: Request) -> PlainTextResponse:
-        healthy = await dashboard.serve_proxy_healthy(request.path_params["pod_ip"], int(request.path_params["port"]))
+        healthy = await dashboard.serve_proxy_healthy_at(request.path_params["pod_ip"], int(request.path_params["port"]))
         return PlainTextResponse("success" if healthy else "no Serve proxy", status_code=200 if healthy else 503)
 
     prefix = "/{ns}/{name}"
@@ -488,7 +493,9 @@ def proxy_backend(informers: Any, dashboard: SimulatedRayDashboard) -> Callable[
     Pod on its ``dashboard`` port is that cluster's simulated dashboard (:func:`asgi_app` under
     ``/<namespace>/<name>``), so ``services/<head svc>:dashboard/proxy/api/jobs/`` answers as Ray's
     does; any other port of a simulated Pod refuses the connection, as a port nothing listens on
-    does. Addresses of no Pod in ``informers`` are not its own (None).
+    does, except the head's Serve proxy port, whose ``/-/healthz`` answers as
+    :meth:`SimulatedRayDashboard.serve_proxy_healthy_at`. Addresses of no Pod in ``informers`` are
+    not its own (None).
 
     ``informers``: the factory :func:`on_informers` read from (Pods and RayClusters)."""
     from pumice.api.scheme import POD, RAY_CLUSTER
@@ -507,9 +514,12 @@ def proxy_backend(informers: Any, dashboard: SimulatedRayDashboard) -> Callable[
         if labels.get(RAY_NODE_TYPE_LABEL_KEY) != "head":
             return refused
         cluster = clusters.lister.get(md.get("namespace", ""), labels.get(RAY_CLUSTER_LABEL_KEY, ""))
-        if cluster is None or port != dashboard_port_of(cluster):
+        if cluster is not None and port == dashboard_port_of(cluster):
+            prefix = f"/{md.get('namespace', '')}/{(cluster.get('metadata') or {}).get('name', '')}"
+        elif port == _serve_port(pod):  # the head's Serve proxy (its /-/healthz)
+            prefix = f"/serve-proxy/{ip}/{port}"
+        else:
             return refused
-        prefix = f"/{md.get('namespace', '')}/{(cluster.get('metadata') or {}).get('name', '')}"
 
         async def prefixed(scope: Any, receive: Any, send: Any) -> None:
             scope = dict(scope, path=prefix + scope["path"],
@@ -519,6 +529,14 @@ def proxy_backend(informers: Any, dashboard: SimulatedRayDashboard) -> Callable[
         return httpx2.ASGITransport(app=prefixed)
 
     return backend
+
+
+def _serve_port(pod: Obj) -> int:
+    """The head Ray container's ``serve`` port (8000 by default), as the RayService controller
+    checks it."""
+    containers = (pod.get("spec") or {}).get("containers") or [{}]
+    return next((int(p["containerPort"]) for p in containers[0].get("ports") or []
+                 if p.get("name") == SERVING_PORT_NAME), DEFAULT_SERVING_PORT)
 
 
 class _RefusedTransport(httpx2.AsyncBaseTransport):

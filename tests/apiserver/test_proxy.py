@@ -274,3 +274,21 @@ async def test_kuberay_use_kubernetes_proxy_client_reaches_the_dashboard_through
         assert await dash.list_jobs() == []
         assert JOB_LISTS[-1]["x-forwarded-uri"] == (
             "/api/v1/namespaces/default/services/ray-head-svc:dashboard/proxy/api/jobs/")
+
+
+async def test_kuberay_use_kubernetes_proxy_serve_health_check_goes_through_pods_proxy(cluster: LocalCluster) -> None:
+    """The Serve proxy health check of ``--use-kubernetes-proxy``: ``GET .../pods/<head>:<port>/proxy/-/healthz``;
+    200 is healthy, a closed port (503 from the proxy) is not."""
+    from pumice.controllers.ray.dashboard import kubernetes_proxy_serve_health_check
+
+    async with backend() as port, http(cluster) as h:
+        await running_pod(cluster, "head", "127.0.0.1", port)
+        head = await cluster.client.get(cluster.scheme.by_api_version_kind("v1", "Pod"), "head", "default")
+        healthy = kubernetes_proxy_serve_health_check(h)
+        assert await healthy(head, port) is True
+        free = socket.socket()
+        free.bind(("127.0.0.1", 0))
+        closed = free.getsockname()[1]
+        free.close()
+        assert await healthy(head, closed) is False
+        assert await healthy({"metadata": {"name": "head", "namespace": "default"}}, port) is False  # no IP yet

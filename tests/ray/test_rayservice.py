@@ -56,8 +56,8 @@ class Harness:
     def dash(self, cluster_name: str) -> FakeRayDashboard:
         return self.dashes.setdefault(cluster_name, FakeRayDashboard())
 
-    async def proxy(self, pod_ip: str, port: int) -> bool:
-        return pod_ip in self.healthy
+    async def proxy(self, pod: Obj, port: int) -> bool:
+        return (pod.get("status") or {}).get("podIP") in self.healthy
 
     def event(self, obj: Obj, type: str, reason: str, message: str) -> None:
         self.events.append((type, reason, message))

@@ -101,6 +101,12 @@ async def test_a_rayjob_runs_through_the_service_proxy_and_kubectl_reaches_the_d
             r = await h.get(f"/api/v1/namespaces/default/services/{cluster}-head-svc:dashboard/proxy/api/jobs/"
                             f"{status['jobId']}")
             assert r.status_code == 200 and r.json()["status"] == "SUCCEEDED"
+            # the head's Serve proxy port answers its health check (no Serve on a RayJob's cluster)
+            head_name = json.loads((await asyncio.to_thread(
+                kc, "get", "pods", "-l", f"ray.io/cluster={cluster},ray.io/node-type=head", "-o", "json")).stdout
+                                   )["items"][0]["metadata"]["name"]
+            r = await h.get(f"/api/v1/namespaces/default/pods/{head_name}:8000/proxy/-/healthz")
+            assert (r.status_code, r.text) == (503, "no Serve proxy")
 
         missing = await asyncio.to_thread(kc, "get", "--raw",
                                           "/api/v1/namespaces/default/services/nope:dashboard/proxy/", check=False)

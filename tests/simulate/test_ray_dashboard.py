@@ -277,13 +277,13 @@ async def test_the_head_pods_serve_proxy_is_healthy_once_serve_runs_on_its_clust
     worker = _pod("w", "worker", "Running", 1_000, {})
     worker["status"]["podIP"] = "10.244.0.8"
     pods.append(worker)
-    assert await dash.serve_proxy_healthy("10.244.0.7", 8000) is False
+    assert await dash.serve_proxy_healthy_at("10.244.0.7", 8000) is False
     await dash.factory(cluster, "").update_deployments(SERVE)
-    assert await dash.serve_proxy_healthy("10.244.0.7", 8000) is True
-    assert await dash.serve_proxy_healthy("10.244.0.8", 8000) is False  # not a head Pod
-    assert await dash.serve_proxy_healthy("", 8000) is False
+    assert await dash.serve_proxy_healthy_at("10.244.0.7", 8000) is True
+    assert await dash.serve_proxy_healthy_at("10.244.0.8", 8000) is False  # not a head Pod
+    assert await dash.serve_proxy_healthy_at("", 8000) is False
     head["status"]["phase"] = "Failed"
-    assert await dash.serve_proxy_healthy("10.244.0.7", 8000) is False
+    assert await dash.serve_proxy_healthy_at("10.244.0.7", 8000) is False
 
 
 async def test_the_http_app_answers_the_operators_proxied_serve_proxy_health_check() -> None:
@@ -301,10 +301,10 @@ async def test_the_http_app_answers_the_operators_proxied_serve_proxy_health_che
     pods.append(head)
     app = asgi_app(dash, lambda ns, n: cluster if (ns, n) == ("ns", "rc") else None)
     healthy = proxied_serve_proxy_health_check("sim:1", transport=httpx2.ASGITransport(app=app))
-    assert await healthy("10.244.0.7", 8000) is False  # Serve not started: no proxy (503)
+    assert await healthy(head, 8000) is False  # Serve not started: no proxy (503)
     await dash.factory(cluster, "").update_deployments(SERVE)
-    assert await healthy("10.244.0.7", 8000) is True
-    assert await healthy("10.244.0.9", 8000) is False and await healthy("", 8000) is False
+    assert await healthy(head, 8000) is True
+    assert await healthy({"status": {"podIP": "10.244.0.9"}}, 8000) is False and await healthy({}, 8000) is False
 
 
 def test_controller_manager_with_a_dashboard_proxy_sends_both_dashboard_and_serve_proxy_checks_there() -> None:

@@ -68,7 +68,7 @@ def setup(mgr: Any, *, batch_scheduler: str | None = None, dashboard_client_fact
             the HTTP client dialing the head Pod IP.
         seed: seed of the generator for generated names (None: OS entropy, drawn here, not at import).
         rayservice_options: RayService switches (default: from the environment, ``ENABLE_ZERO_DOWNTIME``).
-        serve_proxy_healthy: ``(pod_ip, port) -> bool`` for the head Pods' ``ray.io/serve`` label
+        serve_proxy_healthy: ``(head Pod, port) -> bool`` for the head Pods' ``ray.io/serve`` label
             (default: HTTP GET ``/-/healthz``).
     Returns:
         The three reconcilers.

@@ -340,9 +340,14 @@ def kubernetes_proxy_dashboard_client_factory(api: httpx2.AsyncClient) -> Dashbo
     return factory
 
 
-ServeProxyHealthCheck = Callable[[str, int], Awaitable[bool]]
-"""``(pod_ip, serve_port) -> healthy``: does the Serve proxy on a head Pod answer ``/-/healthz``
-with HTTP 200."""
+ServeProxyHealthCheck = Callable[[Obj, int], Awaitable[bool]]
+"""``(head Pod, serve_port) -> healthy``: does the Serve proxy on the head Pod answer
+``/-/healthz`` with HTTP 200."""
+
+
+def pod_ip_of(pod: Obj) -> str:
+    """``status.podIP`` ("" while the Pod has none)."""
+    return str((pod.get("status") or {}).get("podIP") or "")
 
 
 def proxied_serve_proxy_health_check(base_url: str, *, transport: httpx2.AsyncBaseTransport | None = None
@@ -356,7 +361,8 @@ def proxied_serve_proxy_health_check(base_url: str, *, transport: httpx2.AsyncBa
     if not base.startswith(("http://", "https://")):
         base = "http://" + base
 
-    async def healthy(pod_ip: str, port: int) -> bool:
+    async def healthy(pod: Obj, port: int) -> bool:
+        pod_ip = pod_ip_of(pod)
         if not pod_ip:
             return False
         try:
@@ -369,11 +375,35 @@ def proxied_serve_proxy_health_check(base_url: str, *, transport: httpx2.AsyncBa
     return healthy
 
 
-async def http_serve_proxy_healthy(pod_ip: str, port: int) -> bool:
-    """GET ``http://<pod_ip>:<port>/-/healthz`` with a 2 s timeout; True iff HTTP 200. A connection
+def kubernetes_proxy_serve_health_check(api: httpx2.AsyncClient) -> ServeProxyHealthCheck:
+    """KubeRay's ``--use-kubernetes-proxy`` Serve proxy health check: ``GET <server>/api/v1/
+    namespaces/<ns>/pods/<head pod>:<port>/proxy/-/healthz`` with the operator's credentials
+    (``api``) and a 10 s timeout; True iff HTTP 200 (a failure is an unhealthy answer).
+
+    Mirrors: ray-operator controllers/ray/utils/util.go GetRayHttpProxyClientFunc."""
+    server = str(api.base_url).rstrip("/")
+
+    async def healthy(pod: Obj, port: int) -> bool:
+        md = pod.get("metadata") or {}
+        if not md.get("name") or not pod_ip_of(pod):
+            return False
+        url = (f"{server}/api/v1/namespaces/{quote(str(md.get('namespace', '')), safe='')}/pods/"
+               f"{quote(str(md['name']), safe='')}:{int(port)}/proxy{c.SERVE_PROXY_HEALTH_PATH}")
+        try:
+            r = await api.get(url, timeout=PROXY_TIMEOUT_SECONDS)
+        except httpx2.HTTPError:
+            return False
+        return r.status_code == 200
+
+    return healthy
+
+
+async def http_serve_proxy_healthy(pod: Obj, port: int) -> bool:
+    """GET ``http://<pod IP>:<port>/-/healthz`` with a 2 s timeout; True iff HTTP 200. A connection
     error or timeout is an unhealthy answer, not an error (the label just stays ``false``).
 
     Mirrors: utils/httpproxy_httpclient.go CheckProxyActorHealth."""
+    pod_ip = pod_ip_of(pod)
     if not pod_ip:
         return False
     try:

@@ -39,7 +39,7 @@ class RayOperatorOptions:
             (RayCluster, RayJob, RayService), so a seeded operator names children reproducibly.
         raycluster, rayjob, rayservice: each controller's switches (``rayservice`` None: from
             the environment, ``ENABLE_ZERO_DOWNTIME``).
-        serve_proxy_healthy: ``(pod_ip, port) -> bool`` for the ``ray.io/serve`` label (None:
+        serve_proxy_healthy: ``(head Pod, port) -> bool`` for the ``ray.io/serve`` label (None:
             HTTP GET ``/-/healthz``).
     """
 

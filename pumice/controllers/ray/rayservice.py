@@ -249,7 +249,7 @@ class RayServiceReconciler:
     Args:
         client: the API client.
         dashboard_client_factory: ``(ray_cluster, dashboard_url) -> RayDashboardClient``.
-        serve_proxy_healthy: ``(pod_ip, port) -> bool`` for the head Pod's ``ray.io/serve`` label.
+        serve_proxy_healthy: ``(head Pod, port) -> bool`` for the head Pod's ``ray.io/serve`` label.
         rng: seeded generator for pending cluster names (``<rs>-<5 alnum>``).
     """
 
@@ -606,7 +606,7 @@ class RayServiceReconciler:
             container = (head.get("spec") or {}).get("containers", [{}])[c.RAY_CONTAINER_INDEX]
             port = next((int(p["containerPort"]) for p in container.get("ports") or []
                          if p.get("name") == c.SERVING_PORT_NAME), c.DEFAULT_SERVING_PORT)
-            healthy = await self.serve_proxy_healthy(str((head.get("status") or {}).get("podIP") or ""), port)
+            healthy = await self.serve_proxy_healthy(head, port)
             new = "true" if healthy else "false"
         labels = head["metadata"].setdefault("labels", {})
         if labels.get(c.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY) == new:
