@@ -159,6 +159,25 @@ class ProxyAPI:
         self.registry = registry
         self.transport = transport
         self._backends: list[Backend] = []
+        self._network: httpx2.AsyncClient | None = None
+
+    def _client(self, transport: httpx2.AsyncBaseTransport | None) -> tuple[httpx2.AsyncClient, bool]:
+        """``(client, owned)``: one pooled client for the network (kept connections, made on first
+        use in the server's loop), a fresh one around an in-process backend (closed after use)."""
+        timeout = httpx2.Timeout(None, connect=_CONNECT_TIMEOUT)
+        if transport is not None:
+            return httpx2.AsyncClient(transport=transport, timeout=timeout, follow_redirects=False,
+                                      trust_env=False), True
+        if self._network is None:
+            self._network = httpx2.AsyncClient(timeout=timeout, verify=False, follow_redirects=False,
+                                               trust_env=False)
+        return self._network, False
+
+    async def aclose(self) -> None:
+        """Close the pooled network client (the API server's shutdown)."""
+        if self._network is not None:
+            await self._network.aclose()
+            self._network = None
 
     def add_backend(self, backend: Backend) -> Callable[[], None]:
         """Serve some addresses in process (checked before the network); returns the remover."""
@@ -273,18 +292,17 @@ class ProxyAPI:
         if not subpath and method in ("GET", "HEAD"):
             query = request.scope.get("query_string", b"").decode("latin-1")
             return Response(status_code=301, headers={"Location": req_path + "/" + (f"?{query}" if query else "")})
-        transport = self._transport_for(target, plural)
+        client, owned = self._client(self._transport_for(target, plural))
         query = request.scope.get("query_string", b"").decode("latin-1")
         url = target.base() + (subpath or "/") + (f"?{query}" if query else "")
         headers = _request_headers(request, req_path)
-        client = httpx2.AsyncClient(transport=transport, timeout=httpx2.Timeout(None, connect=_CONNECT_TIMEOUT),
-                                    verify=False, follow_redirects=False, trust_env=False)
         body = _body(request) if method not in ("GET", "HEAD", "OPTIONS") or _has_body(request) else None
         try:
             upstream = await client.send(client.build_request(method, url, headers=headers, content=body),
                                          stream=True)
         except httpx2.HTTPError as e:
-            await client.aclose()
+            if owned:
+                await client.aclose()
             raise StatusError(503, f"error trying to reach service: {_dial_error(target, e)}") from None
         prefix = req_path[: len(req_path) - len(subpath)] if subpath else req_path
         out_headers = _response_headers(upstream.headers, target, prefix)
@@ -295,11 +313,14 @@ class ProxyAPI:
                     yield chunk
             finally:
                 await upstream.aclose()
-                await client.aclose()
+                if owned:
+                    await client.aclose()
 
         return StreamingResponse(stream(), status_code=upstream.status_code, headers=out_headers)
 
     def _transport_for(self, target: ProxyTarget, plural: str) -> httpx2.AsyncBaseTransport | None:
+        """An in-process backend's transport, else :attr:`transport` (None: the network) once the
+        address is allowed."""
         for backend in self._backends:
             t = backend(target.host, target.port_number())
             if t is not None:

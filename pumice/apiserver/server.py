@@ -17,6 +17,7 @@ Mirrors: kubernetes cmd/kube-apiserver/app/server.go (in spirit: one process, on
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as _dt
 import ipaddress
 import logging
@@ -424,6 +425,8 @@ class APIServer:
             elif tls:
                 public.close()
             self.store.close_watchers()
+            with contextlib.suppress(Exception):  # pooled proxy connections: nothing to report
+                await self._api.proxy.aclose()
             if not task.done():
                 server.should_exit = True
                 try:
