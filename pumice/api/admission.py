@@ -87,7 +87,11 @@ class AdmissionRequest:
 class MutatingPlugin(Protocol):
     name: str
 
-    def handles(self, req: AdmissionRequest) -> bool: ...
+    def handles(self, req: AdmissionRequest) -> bool:
+        """Whether the plugin runs for ``req``: a function of ``req.operation``, ``req.kind`` and
+        ``req.subresource`` only (and of the plugin's configuration when it is registered); the
+        server asks once per such triple and remembers the answer."""
+        ...
 
     async def admit(self, req: AdmissionRequest, reader: ObjectReader) -> None:
         """Mutate ``req.obj`` in place; raise AdmissionError to deny."""
@@ -97,7 +101,10 @@ class MutatingPlugin(Protocol):
 class ValidatingPlugin(Protocol):
     name: str
 
-    def handles(self, req: AdmissionRequest) -> bool: ...
+    def handles(self, req: AdmissionRequest) -> bool:
+        """As :meth:`MutatingPlugin.handles`: a function of ``req.operation``, ``req.kind`` and
+        ``req.subresource`` only."""
+        ...
 
     async def validate(self, req: AdmissionRequest, reader: ObjectReader) -> None:
         """Raise AdmissionError to deny."""

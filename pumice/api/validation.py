@@ -22,8 +22,11 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
 from pumice.api import Obj
 from pumice.api.admission import FieldCause
+from pumice.api.memo import FixedPoints
 from pumice.api.quantity import QuantityError, parse_quantity
 from pumice.api.schema import format_value, json_type_name
 from pumice.api.scheme import ResourceKind
@@ -352,12 +355,48 @@ def _validate_containers(containers: Any, field: str, names: set[str], required:
     return out
 
 
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
+
+#: Pod specs (by field, restart policies and JSON encoding) in which validate_pod_spec found
+#: nothing: it is a pure function of those, and a metadata write sends the same spec again
+_VALID = FixedPoints()
+
+
+def _valid_key(rule: Any, value: Any) -> tuple[Any, bytes] | None:
+    """The memo key of ``value`` under ``rule``, or None when it cannot be one: an encoding
+    with ``null`` (see :meth:`~pumice.api.memo.FixedPoints.usable`), or a value that does not
+    decode back to itself (a tuple, a set: JSON would not tell them from a list)."""
+    try:
+        encoded = _encode(value)
+    except (TypeError, msgspec.EncodeError):
+        return None
+    if not _VALID.usable(encoded) or _decode(encoded) != value:
+        return None
+    return (rule, encoded)
+
+
+def _remember_valid(key: tuple[Any, bytes] | None, out: list[FieldCause]) -> list[FieldCause]:
+    if key is not None and not out:
+        _VALID.add(key)
+    return out
+
+
 def validate_pod_spec(spec: Any, field: str, restart_policies: list[str] | None = None) -> list[FieldCause]:
     """Rules for a PodSpec at ``field`` (``spec`` or ``spec.template.spec``): containers present,
     names unique DNS-1123 labels, images set, quantities parse, restartPolicy in
     ``restart_policies`` (default Always/OnFailure/Never)."""
     if not isinstance(spec, dict):
         return [_required(field)]
+    out: list[FieldCause] = []
+    key = _valid_key(("podspec", field, tuple(restart_policies or ())), spec)
+    if key is not None and key in _VALID:
+        return out
+    out = _validate_pod_spec(spec, field, restart_policies)
+    return _remember_valid(key, out)
+
+
+def _validate_pod_spec(spec: Obj, field: str, restart_policies: list[str] | None) -> list[FieldCause]:
     out: list[FieldCause] = []
     names: set[str] = set()
     out += _validate_containers(spec.get("initContainers"), f"{field}.initContainers", names, False)

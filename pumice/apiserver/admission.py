@@ -55,10 +55,18 @@ SYSTEM_PRIORITY_CLASSES: tuple[dict[str, Any], ...] = (
 
 @dataclass
 class AdmissionChain:
-    """Ordered mutating and validating plugins."""
+    """Ordered mutating and validating plugins (change them through :meth:`add` and
+    :meth:`remove` only).
+
+    Which plugins handle a request is asked once per ``(operation, kind, subresource)`` and
+    remembered until the next :meth:`add` or :meth:`remove`: ``handles`` is a function of those
+    three and of the plugin's own configuration (see :class:`pumice.api.admission.MutatingPlugin`).
+    """
 
     mutating: list[Any] = field(default_factory=list)
     validating: list[Any] = field(default_factory=list)
+    _handling: dict[tuple[bool, str, Any, str], tuple[Any, ...]] = field(default_factory=dict, repr=False,
+                                                                           compare=False)
 
     def add(self, plugin: Any) -> None:
         """Register a plugin: in the mutating phase when it has ``admit``, in the validating
@@ -76,10 +84,12 @@ class AdmissionChain:
             added = True
         if not added:
             raise TypeError(f"admission plugin {plugin!r} has neither admit() nor validate()")
+        self._handling.clear()
 
     def remove(self, name: str) -> None:
         self.mutating = [p for p in self.mutating if getattr(p, "name", None) != name]
         self.validating = [p for p in self.validating if getattr(p, "name", None) != name]
+        self._handling.clear()
 
     def names(self) -> list[str]:
         seen: dict[str, None] = {}
@@ -87,15 +97,23 @@ class AdmissionChain:
             seen[getattr(p, "name", type(p).__name__)] = None
         return list(seen)
 
+    def handling(self, req: AdmissionRequest, *, mutating: bool) -> tuple[Any, ...]:
+        """The plugins of one phase that handle ``req``, in registration order."""
+        key = (mutating, req.operation, req.kind, req.subresource)
+        try:
+            return self._handling[key]
+        except KeyError:
+            plugins = self.mutating if mutating else self.validating
+            found = self._handling[key] = tuple(p for p in plugins if p.handles(req))
+            return found
+
     async def admit(self, req: AdmissionRequest, reader: ObjectReader) -> None:
-        for p in self.mutating:
-            if p.handles(req):
-                await p.admit(req, reader)
+        for p in self.handling(req, mutating=True):
+            await p.admit(req, reader)
 
     async def validate(self, req: AdmissionRequest, reader: ObjectReader) -> None:
-        for p in self.validating:
-            if p.handles(req):
-                await p.validate(req, reader)
+        for p in self.handling(req, mutating=False):
+            await p.validate(req, reader)
 
 
 class NamespaceLifecycle:

@@ -32,9 +32,11 @@ from typing import Any
 
 import msgspec
 
+from pumice.api.memo import FixedPoints
 from pumice.api.scheme import ResourceKind
 
-__all__ = ["FixedPoints", "model_for", "object_meta_tree", "type_causes", "types_clean", "unknown_fields"]
+__all__ = ["FixedPoints", "field_types_ok", "model_for", "object_meta_tree", "type_causes", "types_clean",
+           "unknown_fields"]
 
 _encode = msgspec.json.Encoder().encode
 
@@ -197,10 +199,38 @@ def object_meta_tree() -> Any:
     return _node(msgspec.inspect.type_info(ObjectMeta))
 
 
-def unknown_fields(tree: Any, obj: Any, *, remove: bool) -> list[str]:
-    """Paths of fields of ``obj`` the model does not have (removed from ``obj`` when ``remove``)."""
+def unknown_fields(tree: Any, obj: Any, *, remove: bool, known: FixedPoints | None = None) -> list[str]:
+    """Paths of fields of ``obj`` the model does not have (removed from ``obj`` when ``remove``),
+    in document order.
+
+    ``known``: the top-level object values other than ``metadata`` in which the walk found
+    nothing before, by tree, field and JSON encoding (the walk is a function of those); such a
+    value is not walked again, and one in which nothing is found now is added."""
     out: list[str] = []
-    _walk(tree, obj, "", out, remove)
+    if known is None or type(tree) is not _Struct or type(obj) is not dict:
+        _walk(tree, obj, "", out, remove)
+        return out
+    fields = tree.fields
+    for k in list(obj):
+        if k not in fields:
+            out.append(k)
+            if remove:
+                del obj[k]
+            continue
+        child = fields[k]
+        if child is None:
+            continue
+        v = obj[k]
+        if type(v) is dict and k != "metadata":
+            key = ((tree, k), _encode(v))
+            if key in known:
+                continue
+            found = len(out)
+            _walk(child, v, k, out, remove)
+            if len(out) == found and known.usable(key[1]):
+                known.add(key)
+        else:
+            _walk(child, v, k, out, remove)
     return out
 
 
@@ -271,35 +301,6 @@ def type_causes(tree: Any, obj: Any, path: str = "", *, redact: tuple[str, ...] 
     return out
 
 
-class FixedPoints:
-    """A bounded set of ``(kind, JSON encoding)`` keys of values a normalising check passed and
-    left exactly as they were (the oldest key is dropped first beyond ``limit``). The encoding
-    tells apart what ``==`` does not (``1``, ``1.0`` and ``true``; key order), so a value with the
-    same key would pass the same check unchanged again: the check is a function of the JSON.
-    :meth:`usable` says whether an encoding may be a key: not one with ``null`` in it, which is
-    also what a NaN or an infinity (a YAML body can carry them) encodes to."""
-
-    @staticmethod
-    def usable(encoded: bytes) -> bool:
-        return b"null" not in encoded
-
-    def __init__(self, limit: int = 4096) -> None:
-        self._keys: dict[tuple[Any, bytes], None] = {}
-        self._limit = limit
-
-    def __contains__(self, key: tuple[Any, bytes]) -> bool:
-        return key in self._keys
-
-    def add(self, key: tuple[Any, bytes]) -> None:
-        keys = self._keys
-        if len(keys) >= self._limit:
-            del keys[next(iter(keys))]
-        keys[key] = None
-
-    def clear(self) -> None:
-        self._keys.clear()
-
-
 def types_clean(tree: Any, obj: Any, clean: FixedPoints, *, keep: str = "spec") -> bool:
     """True when :func:`type_causes` would find nothing in ``obj`` (making the same removals of
     ``null`` fields, so ``obj`` ends the same either way); False as soon as a value is wrong, with
@@ -327,6 +328,16 @@ def types_clean(tree: Any, obj: Any, clean: FixedPoints, *, keep: str = "spec") 
         elif not _types_ok(fields[k], v):
             return False
     return True
+
+
+def field_types_ok(tree: Any, key: str, value: Any) -> bool:
+    """Whether :func:`type_causes` of an object would find nothing under its top-level field
+    ``key`` holding ``value`` (not None), making the same removals of ``null`` fields in
+    ``value``; False as well when ``tree`` is not an object's tree (then check the whole object)."""
+    if type(tree) is not _Struct:
+        return False
+    node = tree.fields.get(key, _MISSING)
+    return node is _MISSING or _types_ok(node, value)
 
 
 def _type_cause(path: str, value: Any, want: str, *, shown_type: str | None = None) -> Any:

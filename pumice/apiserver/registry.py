@@ -53,6 +53,7 @@ from pumice.apiserver.eviction import check_disruption_budget
 from pumice.apiserver.fields import (
     REDACTED,
     FixedPoints,
+    field_types_ok,
     model_for,
     object_meta_tree,
     type_causes,
@@ -268,6 +269,11 @@ class Registry:
         # top-level values of custom resources (by check, schema identity, property and JSON) that
         # passed a schema check; emptied whenever the served CRDs change
         self._clean_cr_parts = FixedPoints()
+        # top-level values of built-in kinds (by model, field and JSON) with no unknown field
+        self._known_parts = FixedPoints()
+        # status writes: everything but the status (by kind, URL and JSON) of bodies that passed
+        # the body check; emptied whenever the served CRDs change
+        self._clean_status_rests = FixedPoints()
 
     # ---------------------------------------------------------------- helpers
 
@@ -471,6 +477,54 @@ class Registry:
         self._check_types(rk, body)
         return body
 
+    def _check_status_body(self, rk: ResourceKind, namespace: str | None, body: Obj, name: str) -> tuple[Obj, bool]:
+        """:meth:`_check_body` of a status write whose body is a fresh decode of the stored object
+        with only its ``status`` changed by a merge patch; returns ``(body, untouched)``, where
+        ``untouched`` says that everything but the status is still exactly the stored object's.
+
+        Everything but the status of such a body comes back unchanged on every status write of
+        one object version, and a status write keeps the stored values of those parts anyway,
+        so only whether the body check refuses them matters. That is a function of the kind (and
+        the served CRDs), the URL's namespace and name and their JSON: once a body with the same
+        JSON passed, only the status is checked (its types; the zero-value drop of a built-in
+        kind with an object ``spec`` does not touch the status). Any finding, and any body
+        not seen before, takes the whole :meth:`_check_body`, so the refusals (400, and 422 with
+        every cause in document order) are exactly its own.
+        """
+        status = body.get("status")
+        cr = self.custom(rk)
+        schema: Obj | None = None
+        if cr is None:
+            tree = model_for(rk)
+            if tree is None or type(body.get("spec")) is not dict or (rk.group, rk.kind) == ("", "Secret"):
+                return self._check_body(rk, namespace, body, name), False
+        else:
+            version = cr.versions.get(rk.version)
+            schema = version.schema if version is not None else None
+            if schema and not self._splits(schema):
+                return self._check_body(rk, namespace, body, name), False
+        rest = {k: v for k, v in body.items() if k != "status"}
+        key = (("status", rk, namespace or "", name), _encode(rest))
+        memo = self._clean_status_rests
+        if key not in memo:
+            obj = self._check_body(rk, namespace, body, name)
+            if memo.usable(key[1]):
+                memo.add(key)
+            return obj, False
+        if type(status) is dict:
+            if cr is None:
+                if not field_types_ok(tree, "status", status):
+                    return self._check_body(rk, namespace, body, name), False
+            elif schema:
+                unchecked, fresh = self._schema_parts("types", schema, {"status": status})
+                if kschema.has_type_errors(schema, unchecked):
+                    return self._check_body(rk, namespace, body, name), False
+                for part in fresh:
+                    self._clean_cr_parts.add(part)
+        elif status is not None:
+            return self._check_body(rk, namespace, body, name), False
+        return body, True
+
     def _drop_zero_values(self, body: Obj) -> None:
         """:func:`pumice.api.protobuf.drop_zero_values` of ``body``; a spec it left unchanged
         before (same kind, same JSON) is not walked again."""
@@ -539,9 +593,9 @@ class Registry:
         result depends on its schema and its JSON only (both checks are pure functions). For any
         other root schema ``body`` comes back whole. Encodings with ``null`` are never remembered
         (a NaN encodes as null too; see :class:`~pumice.apiserver.fields.FixedPoints`)."""
-        props = schema.get("properties")
-        if not (schema.keys() <= _SPLIT_ROOT and schema.get("type", "object") == "object" and type(props) is dict):
+        if not self._splits(schema):
             return body, []
+        props = schema["properties"]
         memo = self._clean_cr_parts
         left: Obj = {}
         fresh: builtins.list[tuple[Any, bytes]] = []
@@ -554,6 +608,38 @@ class Registry:
                     fresh.append(key)
             left[k] = v
         return left, fresh
+
+    def _unchanged_parts(self, check: str, schema: Obj, body: Obj) -> tuple[Obj, builtins.list[tuple[Any, bytes]]]:
+        """For ``check`` ``"prune"``: the top-level object values of ``body`` (a custom resource
+        without apiVersion, kind and metadata) that :func:`pumice.api.schema.prune` and
+        :func:`~pumice.api.schema.default` left unchanged with nothing pruned before, under the
+        same schema with the same JSON, each replaced in ``body`` by ``{}`` (put them back
+        afterwards); and the memo keys of the object values left in. Both steps are pure
+        functions of a value's schema and JSON, and under a split root (see :meth:`_splits`) the
+        root's own step only sees whether a property is present. Nothing for any other root."""
+        if not self._splits(schema):
+            return {}, []
+        props = schema["properties"]
+        memo = self._clean_cr_parts
+        aside: Obj = {}
+        fresh: builtins.list[tuple[Any, bytes]] = []
+        for k, v in body.items():
+            if type(v) is dict and k in props:
+                key = ((check, id(schema), k), _encode(v))
+                if key in memo:
+                    aside[k] = v
+                elif memo.usable(key[1]):
+                    fresh.append(key)
+        for k in aside:
+            body[k] = {}
+        return aside, fresh
+
+    @staticmethod
+    def _splits(schema: Obj) -> bool:
+        """Whether a check of a body under this root schema is the union of the checks of its
+        top-level values (root keys among type ``object``, properties and description)."""
+        return schema.keys() <= _SPLIT_ROOT and schema.get("type", "object") == "object" and \
+            type(schema.get("properties")) is dict
 
     def schema_causes(self, schema: Obj, body: Obj) -> builtins.list[FieldCause]:
         """:func:`pumice.api.schema.validate` of ``body`` (a custom resource without apiVersion,
@@ -579,18 +665,27 @@ class Registry:
             tree = model_for(rk)
             if tree is None:
                 return []
-            unknown = unknown_fields(tree, obj, remove=True)
+            unknown = unknown_fields(tree, obj, remove=True, known=self._known_parts)
         else:
             version = cr.versions.get(rk.version)
             schema = version.schema if version else None
             if not schema:
                 return []
             keep: Obj = {k: obj.pop(k) for k in ("apiVersion", "kind", "metadata") if k in obj}
+            # top-level values that pruning and defaulting left as they were before (same schema,
+            # same JSON) stand aside under an empty placeholder, which keeps their place and
+            # their presence for the root's own steps (a split root looks at nothing else)
+            aside, fresh = self._unchanged_parts("prune", schema, obj)
             try:
                 unknown = kschema.prune(schema, obj)
                 kschema.default(schema, obj)
             finally:
+                obj.update(aside)
                 obj.update(keep)
+            if not unknown:
+                for key in fresh:
+                    if _encode(obj.get(key[0][2])) == key[1]:
+                        self._clean_cr_parts.add(key)
             if isinstance(obj.get("metadata"), dict):
                 unknown += ["metadata." + u for u in unknown_fields(_META_TREE, obj["metadata"], remove=True)]
         unknown = [u.lstrip(".") for u in unknown]
@@ -686,13 +781,20 @@ class Registry:
         field_validation: str = "",
         field_manager: str = "",
         _expect: Stored | None = None,
+        _status_patch: bool = False,
     ) -> tuple[Stored, builtins.list[str]]:
         """PUT an object (``sub`` ``""``, ``"status"`` or ``"finalize"`` for namespaces).
+
+        ``_status_patch`` (from :meth:`patch`): ``body`` is a fresh decode of ``_expect`` with
+        only its status changed (see :meth:`_check_status_body`).
 
         Raises:
             StatusError: 404, 409 Conflict on a stale resourceVersion, 400, 422.
         """
-        obj = self._check_body(rk, namespace, body, name)
+        if _status_patch and sub == "status" and _expect is not None:
+            obj, untouched = self._check_status_body(rk, namespace, body, name)
+        else:
+            obj, untouched = self._check_body(rk, namespace, body, name), False
         ns = self._ns(rk, namespace)
         res = self.storage_resource(rk)
         st = self._view(rk)
@@ -703,7 +805,8 @@ class Registry:
         want_rv = obj["metadata"].get("resourceVersion")
         if want_rv and str(want_rv) != str(old.rv):
             raise errors.conflict(rk, name, errors.STALE)
-        new = self._prepare_update(rk, obj, old, sub)
+        # a status patch that left everything else as stored is already the new object
+        new = obj if untouched and old is _expect else self._prepare_update(rk, obj, old, sub)
         req = AdmissionRequest("UPDATE", rk, ns or None, name, new, old.obj, subresource=sub, dry_run=dry_run)
         await self._run_admission(req, mutate=True)
         if sub == "":
@@ -811,6 +914,7 @@ class Registry:
         ns = self._ns(rk, namespace)
         res = self.storage_resource(rk)
         st = self._view(rk)
+        status_patch = sub == "status" and patch_type == "merge" and patch.keys() <= {"status"}
         for attempt in range(8):
             old = st.get(res, ns, name)
             if old is None:
@@ -835,7 +939,8 @@ class Registry:
             try:
                 stored, warnings = await self.update(rk, namespace, name, patched, sub=sub, dry_run=dry_run,
                                                      field_validation=field_validation,
-                                                     field_manager=field_manager, _expect=old)
+                                                     field_manager=field_manager, _expect=old,
+                                                     _status_patch=status_patch)
             except StatusError as e:
                 if e.code == 409 and e.reason == "Conflict" and attempt < 7 and "Precondition" not in e.message:
                     continue
@@ -1057,6 +1162,7 @@ class Registry:
                 self.scheme.remove(prev.group, v, prev.plural)
         self.crds[cr.resource] = cr
         self._clean_cr_parts.clear()  # its keys name schemas by identity
+        self._clean_status_rests.clear()
         for rk in cr.kinds():
             self.scheme.add(rk)
         for fn in self.crd_listeners:
@@ -1066,6 +1172,7 @@ class Registry:
         cr = crd_info(crd)
         prev = self.crds.pop(cr.resource, None)
         self._clean_cr_parts.clear()
+        self._clean_status_rests.clear()
         if prev is not None:
             for v in prev.versions:
                 self.scheme.remove(prev.group, v, prev.plural)

@@ -1,0 +1,40 @@
+"""Memos of checks that are pure functions of a value's JSON.
+
+Used by the API server's write path (type checks, pruning, validation) to skip a check of a
+value that passed the same check before: a status or metadata write sends the same spec again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["FixedPoints"]
+
+
+class FixedPoints:
+    """A bounded set of ``(kind, JSON encoding)`` keys of values a normalising check passed and
+    left exactly as they were (the oldest key is dropped first beyond ``limit``). The encoding
+    tells apart what ``==`` does not (``1``, ``1.0`` and ``true``; key order), so a value with the
+    same key would pass the same check unchanged again: the check is a function of the JSON.
+    :meth:`usable` says whether an encoding may be a key: not one with ``null`` in it, which is
+    also what a NaN or an infinity (a YAML body can carry them) encodes to."""
+
+    @staticmethod
+    def usable(encoded: bytes) -> bool:
+        return b"null" not in encoded
+
+    def __init__(self, limit: int = 4096) -> None:
+        self._keys: dict[tuple[Any, bytes], None] = {}
+        self._limit = limit
+
+    def __contains__(self, key: tuple[Any, bytes]) -> bool:
+        return key in self._keys
+
+    def add(self, key: tuple[Any, bytes]) -> None:
+        keys = self._keys
+        if len(keys) >= self._limit:
+            del keys[next(iter(keys))]
+        keys[key] = None
+
+    def clear(self) -> None:
+        self._keys.clear()

@@ -1,0 +1,260 @@
+"""The write path's memos (status bodies, unknown fields of built-in kinds, pruning and defaulting
+of custom resources, Pod spec validation, the admission chain's plugins per kind) change no
+answer: the same seeded sequence of writes, with wrong types, unknown fields, missing defaults
+and invalid values, and with stored objects changed behind the registry's back (a remembered
+value that is no longer what is stored), gives the same Statuses, causes, warnings and stored
+bytes on a registry with every memo and on one with none."""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from typing import Any
+
+import pytest
+
+from pumice._util.clock import FakeClock
+from pumice.api import validation
+from pumice.api.admission import AdmissionRequest
+from pumice.api.scheme import POD, ResourceKind
+from pumice.apiserver.errors import StatusError
+from pumice.apiserver.registry import Registry
+from pumice.testing.cluster import LocalCluster, local_cluster
+from pumice.testing.volcano import pod, podgroup, queue
+
+WRONG: list[Any] = ["x", 3, 2.5, True, None, [], {}, [1, "a"], {"k": None}]
+
+
+class _NoMemo:
+    """A memo that remembers nothing (the registry then checks everything in full)."""
+
+    @staticmethod
+    def usable(encoded: bytes) -> bool:
+        return False
+
+    def __contains__(self, key: Any) -> bool:
+        return False
+
+    def add(self, key: Any) -> None:
+        pass
+
+    def clear(self) -> None:
+        pass
+
+
+def _forget_everything(reg: Registry) -> None:
+    """Make ``reg`` check everything in full, as before the memos: nothing remembered, the status
+    body checked whole, nothing set aside from pruning."""
+    for name in ("_zero_free_specs", "_typed_specs", "_clean_cr_parts", "_clean_status_rests"):
+        assert hasattr(reg, name)
+        setattr(reg, name, _NoMemo())
+    reg._known_parts = None  # type: ignore[assignment]
+
+    def check_status_body(rk: ResourceKind, namespace: str | None, body: Any, name: str) -> tuple[Any, bool]:
+        return reg._check_body(rk, namespace, body, name), False
+
+    reg._check_status_body = check_status_body  # type: ignore[method-assign]
+    reg._unchanged_parts = lambda check, schema, body: ({}, [])  # type: ignore[method-assign]
+
+
+@pytest.fixture
+async def pair() -> AsyncIterator[tuple[LocalCluster, LocalCluster]]:
+    async with AsyncExitStack() as stack:
+        fast = await stack.enter_async_context(local_cluster(clock=FakeClock()))
+        full = await stack.enter_async_context(local_cluster(clock=FakeClock()))
+        _forget_everything(full.server.registry)
+        yield fast, full
+
+
+def _paths(obj: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix]
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+def _mutant(base: Any, rng: random.Random) -> Any:
+    """``base``, or a copy with one to three values replaced by a wrong one or an unknown field
+    added."""
+    out = copy.deepcopy(base)
+    if rng.random() < 0.4:
+        return out
+    for _ in range(rng.choice([1, 1, 2, 3])):
+        paths = [p for p in _paths(out) if p]
+        if not paths:
+            break
+        path = rng.choice(paths)
+        parent = out
+        for k in path[:-1]:
+            parent = parent[k]
+        if rng.random() < 0.2 and isinstance(parent, dict):
+            parent["unknownField"] = "u"
+        else:
+            parent[path[-1]] = copy.deepcopy(rng.choice(WRONG))
+    return out
+
+
+async def _outcome(call: Any) -> tuple[Any, ...]:
+    try:
+        result = await call
+    except StatusError as e:
+        return ("error", e.code, e.reason, e.message, (e.details or {}).get("causes"))
+    stored = result[0]
+    return ("ok", stored.data, result[1:])
+
+
+async def _both(pair: tuple[LocalCluster, LocalCluster], method: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+    got = []
+    for c in pair:
+        got.append(await _outcome(getattr(c.server.registry, method)(*copy.deepcopy(args), **copy.deepcopy(kwargs))))
+    assert got[0] == got[1], (method, args, kwargs)
+    return got[0]
+
+
+def _behind_the_back(pair: tuple[LocalCluster, LocalCluster], res: str, ns: str, name: str,
+                     change: dict[str, Any]) -> None:
+    """Store a changed copy of an object without any check (a remembered value goes stale)."""
+    for c in pair:
+        s = c.server.store.get(res, ns, name)
+        assert s is not None
+        obj = s.copy()
+        obj.update(copy.deepcopy(change))
+        c.server.store.put(res, obj)
+
+
+async def test_pod_status_patches_answer_alike_with_and_without_the_memos(
+        pair: tuple[LocalCluster, LocalCluster]) -> None:
+    """Pod status patches (the node agent's): statuses with wrong types and unknown fields, drawn
+    with repeats, on Pods whose stored spec or metadata is now and then replaced behind the
+    registry's back by one with a wrong type; the fast path is taken (the remembered bodies
+    are used) and every answer matches the full checks."""
+    rng = random.Random(41)
+    base_status = {"phase": "Running", "hostIP": "10.0.0.1", "startTime": "2024-01-01T00:00:00Z",
+                   "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2024-01-01T00:00:00Z"}],
+                   "containerStatuses": [{"name": "main", "ready": True, "restartCount": 0, "image": "busybox",
+                                          "imageID": "", "state": {"running": {"startedAt": "2024-01-01T00:00:00Z"}}}]}
+    statuses = [_mutant(base_status, rng) for _ in range(40)]
+    for i in range(4):
+        await _both(pair, "create", POD, "default", pod(f"p{i}", namespace="default", requests="1,1Gi"))
+    fast_hits = 0
+    original = Registry._check_status_body
+
+    def counting(self: Registry, *a: Any) -> tuple[Any, bool]:
+        nonlocal fast_hits
+        out = original(self, *a)
+        fast_hits += out[1] and self is pair[0].server.registry
+        return out
+
+    Registry._check_status_body = counting  # type: ignore[method-assign]
+    try:
+        for _ in range(400):
+            name = f"p{rng.randrange(4)}"
+            r = rng.random()
+            if r < 0.05:
+                bad = rng.choice([{"spec": {"containers": "x"}}, {"spec": {"containers": [{"name": 3, "image": "b"}]}},
+                                  {"metadata": {"name": name, "namespace": "default", "labels": {"a": 1}}}])
+                _behind_the_back(pair, "/pods", "default", name, bad)
+            elif r < 0.1:
+                good = pod(name, namespace="default", requests=rng.choice(["1,1Gi", "2,2Gi"]))
+                _behind_the_back(pair, "/pods", "default", name, {"spec": good["spec"]})
+            else:
+                await _both(pair, "patch", POD, "default", name, "merge", {"status": rng.choice(statuses)},
+                            sub="status")
+    finally:
+        Registry._check_status_body = original  # type: ignore[method-assign]
+    assert fast_hits > 100
+
+
+async def test_custom_resource_writes_answer_alike_with_and_without_the_memos(
+        pair: tuple[LocalCluster, LocalCluster]) -> None:
+    """Queue status patches and PodGroup patches of the main resource (the scheduler's), with
+    wrong types, unknown fields (pruned, with a warning) and fields left out that have schema
+    defaults, drawn with repeats, and a stored spec now and then replaced behind the registry's
+    back: the same answers and stored bytes with and without the memos."""
+    rng = random.Random(43)
+    fast, _ = pair
+    qk = fast.scheme.by_api_version_kind("scheduling.volcano.sh/v1beta1", "Queue")
+    pgk = fast.scheme.by_api_version_kind("scheduling.volcano.sh/v1beta1", "PodGroup")
+    assert isinstance(qk, ResourceKind) and isinstance(pgk, ResourceKind)
+    await _both(pair, "create", qk, None, queue("q", weight=2, capability="4,8Gi"))
+    for i in range(3):
+        await _both(pair, "create", pgk, "default", podgroup(f"g{i}", namespace="default", queue="q", min_member=2))
+    q_statuses = [_mutant({"state": "Open", "allocated": {"cpu": "1", "memory": "1Gi"}, "running": 1}, rng)
+                  for _ in range(30)]
+    pg_base = podgroup("g", namespace="default", queue="q", min_member=2, min_resources="1,1Gi", phase="Running")
+    pg_bodies = [_mutant({"spec": pg_base["spec"], "status": pg_base["status"]}, rng) for _ in range(40)]
+    pg_bodies += [{"spec": {"minMember": 2, "queue": None}, "status": {"phase": "Pending"}}] * 3  # queue: its default
+    warned = 0
+    for _ in range(400):
+        r = rng.random()
+        if r < 0.05:
+            _behind_the_back(pair, "scheduling.volcano.sh/podgroups", "default", f"g{rng.randrange(3)}",
+                             {"spec": rng.choice([{"minMember": "two"}, {"minMember": 2, "queue": "q"}])})
+        elif r < 0.45:
+            await _both(pair, "patch", qk, None, "q", "merge", {"status": rng.choice(q_statuses)}, sub="status")
+        else:
+            got = await _both(pair, "patch", pgk, "default", f"g{rng.randrange(3)}", "merge",
+                              rng.choice(pg_bodies))
+            warned += got[0] == "ok" and bool(got[2][1])
+    assert warned > 10
+
+
+async def test_pod_creates_and_metadata_patches_answer_alike_with_and_without_the_memos(
+        pair: tuple[LocalCluster, LocalCluster], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pod creates and metadata/spec patches of the main resource, with specs that carry unknown
+    fields and invalid values, drawn with repeats (validate_pod_spec's memo is swapped for
+    one that remembers nothing during the second registry's turn)."""
+    rng = random.Random(47)
+    specs = [_mutant(pod("x", namespace="default", requests="1,1Gi")["spec"], rng) for _ in range(30)]
+    memos = (validation._VALID, _NoMemo())
+    names: list[str] = []
+
+    async def both(method: str, *args: Any) -> tuple[Any, ...]:
+        got = []
+        for c, memo in zip(pair, memos, strict=True):
+            monkeypatch.setattr(validation, "_VALID", memo)
+            got.append(await _outcome(getattr(c.server.registry, method)(*copy.deepcopy(args))))
+        assert got[0] == got[1], args
+        return got[0]
+
+    for i in range(300):
+        if rng.random() < 0.5 or not names:
+            body = pod(f"p{i}", namespace="default")
+            body["spec"] = rng.choice(specs)
+            if (await both("create", POD, "default", body))[0] == "ok":
+                names.append(f"p{i}")
+        else:
+            patch: dict[str, Any] = {"metadata": {"labels": {"k": rng.choice(["a", "b", "-bad"])}}}
+            if rng.random() < 0.3:
+                patch["spec"] = {"activeDeadlineSeconds": rng.choice([5, -1, "x"])}
+            await both("patch", POD, "default", rng.choice(names), "merge", patch)
+    assert len(names) > 50
+
+
+async def test_a_plugin_added_later_is_asked_and_a_removed_one_is_not(pair: tuple[LocalCluster, LocalCluster]) -> None:
+    """The chain remembers which plugins handle a kind until a plugin is added or removed."""
+    fast, _ = pair
+    seen: list[str] = []
+
+    class Recorder:
+        name = "Recorder"
+
+        def handles(self, req: AdmissionRequest) -> bool:
+            return req.kind.plural == "pods"
+
+        async def validate(self, req: AdmissionRequest, reader: Any) -> None:
+            seen.append(req.name)
+
+    reg = fast.server.registry
+    await reg.create(POD, "default", pod("a", namespace="default"))
+    fast.add_admission_plugin(Recorder())
+    await reg.create(POD, "default", pod("b", namespace="default"))
+    fast.server.admission.remove("Recorder")
+    await reg.create(POD, "default", pod("c", namespace="default"))
+    assert seen == ["b"]
