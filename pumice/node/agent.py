@@ -55,7 +55,7 @@ from pumice.node.network import HostNetwork, NetnsNetwork, NetworkError, hosts_c
 from pumice.node.provisioner import LocalPathProvisioner
 from pumice.node.proxy import EgressProxy, TcpForwarder, package_index_hosts
 from pumice.node.runtime.base import Container, ContainerRuntime, Sandbox
-from pumice.node.runtime.process import DEFAULT_PATH, MemoryCgroups, ProcessRuntime
+from pumice.node.runtime.process import DEFAULT_PATH, MemoryCgroups, ProcessRuntime, stdin_socket_path
 from pumice.node.runtime.simulated import SimulatedRuntime
 from pumice.node.services import ServiceDirectory
 from pumice.node.streaming import ExecTarget, ForwardTarget, StreamServer, nsenter_prefix
@@ -764,7 +764,10 @@ class NodeAgent:
             c = rec.current
             return c is not None and c is cur
 
-        return ExecTarget(prefix, env, workdir, cur.log_path, running)
+        stdin_path = ""
+        if spec.get("stdin") and self.runtime.name == "process":
+            stdin_path = str(stdin_socket_path(w.pod_dir_path() / container, cur.restart_count))
+        return ExecTarget(prefix, env, workdir, cur.log_path, running, stdin_path)
 
     def _usage_pods(self) -> list[tuple[str, str, str, str, str, list[int], str]]:
         """Running Pods with their processes and memory cgroup, for the usage sampler."""

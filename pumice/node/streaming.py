@@ -13,8 +13,10 @@ exit code as the ``ExitCode`` cause), 4 resize (``{"Width": w, "Height": h}``); 
 Exec in the process runtime enters the Pod's network, mount and UTS namespaces (``nsenter`` on the
 container's process), runs in the container's working directory with the container's environment,
 and with ``tty=true`` gets a pseudo-terminal whose window size follows channel 4. Attach streams
-what the container writes from now on (its log file); the container's stdin is not attachable
-(containers of the process runtime run with stdin closed), so stdin on attach is refused.
+what the container writes from now on (its log file); stdin on attach goes to the container's
+stdin socket when the container sets ``stdin: true`` (its shim feeds the container's stdin pipe, or
+its pseudo-terminal with ``tty: true``; terminal resizes are not passed on), and is refused
+otherwise (other containers of the process runtime run with stdin closed).
 
 Mirrors: kubernetes pkg/kubelet/cri/streaming/remotecommand (websocket.go: channel numbers and
 protocols; httpstream.go; exec.go: the NonZeroExitCode Status) and
@@ -96,6 +98,8 @@ class ExecTarget:
     workdir: str
     log_path: str
     running: Callable[[], bool]
+    stdin_path: str = ""
+    """The container's stdin socket (a ``stdin: true`` container of the process runtime), or ""."""
 
 
 #: ``resolve(namespace, pod, container)`` -> the target, or a message saying why there is none
@@ -289,14 +293,25 @@ class StreamServer:
                 await feeder
 
     async def _attach(self, ws: WebSocket, t: ExecTarget, *, stdin: bool) -> None:
+        sink: asyncio.StreamWriter | None = None
         if stdin:
-            await ws.send(bytes([ERROR]) + status_failure(
-                "stdin is not attachable: containers of the process runtime run with stdin closed", "BadRequest",
-                400))
-            return
+            # the shim binds the socket a moment after the container counts as started
+            deadline = asyncio.get_running_loop().time() + 5.0
+            while t.stdin_path and sink is None and t.running():
+                try:
+                    sink = await _connect_unix(t.stdin_path)
+                except OSError:
+                    if asyncio.get_running_loop().time() > deadline:
+                        break
+                    await asyncio.sleep(0.05)
+            if sink is None:
+                await ws.send(bytes([ERROR]) + status_failure(
+                    "stdin is not attachable: the container does not set stdin: true (containers of the process "
+                    "runtime run with stdin closed otherwise)", "BadRequest", 400))
+                return
         offset = os.path.getsize(t.log_path) if os.path.exists(t.log_path) else 0
         tail = FileTail(t.log_path, offset)
-        closed = asyncio.ensure_future(_drain(ws))
+        closed = asyncio.ensure_future(_drain(ws) if sink is None else _feed(ws, sink))
         try:
             while not closed.done():
                 lines, grew = tail.read(missing_ok=True)
@@ -426,6 +441,37 @@ async def _forward(t: ForwardTarget, pod: str, data: Stream, err: Stream) -> Non
 async def _drain(ws: WebSocket) -> None:
     while await ws.recv() is not None:
         pass
+
+
+async def _connect_unix(path: str) -> asyncio.StreamWriter:
+    """A connection to the Unix socket ``path`` (through a directory fd: a data dir path may pass
+    the 108-byte limit of a socket address)."""
+    dfd = os.open(os.path.dirname(path), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        _, writer = await asyncio.open_unix_connection(f"/proc/self/fd/{dfd}/{os.path.basename(path)}")
+    finally:
+        os.close(dfd)
+    return writer
+
+
+async def _feed(ws: WebSocket, sink: asyncio.StreamWriter) -> None:
+    """Attach's stdin: channel-0 messages to the container's stdin socket until the client closes
+    its stdin (then only waits for the client to go, as :func:`_drain`); terminal resizes
+    (channel 4) are not passed on."""
+    try:
+        while (msg := await ws.recv()) is not None:
+            if not isinstance(msg, bytes) or not msg:
+                continue
+            if msg[0] == STDIN:
+                sink.write(msg[1:])
+                await sink.drain()
+            elif msg[0] == CLOSE and msg[1:2] == bytes([STDIN]):
+                break
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        sink.close()
+    await _drain(ws)
 
 
 def _controlling_tty() -> None:

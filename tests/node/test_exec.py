@@ -150,6 +150,55 @@ async def test_kubectl_debug_runs_an_ephemeral_container_in_the_pods_sandbox(sta
     assert (p.returncode, p.stdout) == (0, "debug-in-dbg\n"), p.stderr
 
 
+async def test_kubectl_debug_it_gives_a_shell_on_a_terminal_in_the_pod(stack: Any) -> None:
+    """``kubectl debug -it``: the ephemeral container (stdin and tty) runs ``sh`` on a
+    pseudo-terminal; attach feeds it what is typed and streams back what it writes."""
+    srv, _agent, _kubectl, env = stack
+    await _running_pod(srv, "dbgt")
+
+    def interactive() -> str:
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execve(kubectl_binary(), [kubectl_binary(), "debug", "-it", "dbgt", "--image=busybox", "--target=c0",
+                                         "-c", "shell", "--", "sh"], env)
+        out = b""
+        deadline = time.monotonic() + 60
+        sent = 0
+        while time.monotonic() < deadline:
+            r, _, _ = select.select([fd], [], [], 0.5)
+            if r:
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            if sent == 0 and b"command prompt" in out:
+                os.write(fd, b"echo answer-$((6*7))-$(hostname); tty\r")
+                sent = 1
+            elif sent == 1 and b"answer-42-dbgt" in out:
+                os.write(fd, b"exit\r")
+                sent = 2
+        if sent < 2:
+            os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        os.close(fd)
+        return out.decode(errors="replace")
+
+    text = await asyncio.to_thread(interactive)
+    assert "answer-42-dbgt" in text, text
+    assert "/dev/pts/" in text, text
+
+
+async def test_kubectl_debug_i_feeds_stdin_to_the_ephemeral_container(stack: Any) -> None:
+    srv, _agent, kubectl, _env = stack
+    await _running_pod(srv, "dbgi")
+    p = await _run(kubectl, "debug", "-i", "dbgi", "--image=busybox", "-c", "piped", "--", "sh",
+                   stdin="echo piped-$HOSTNAME\nexit 3\n")
+    assert "piped-dbgi" in p.stdout, (p.stdout, p.stderr)
+
+
 async def test_cp_copies_a_file_into_the_pod_and_back(stack: Any, data_dir: Path) -> None:
     srv, _agent, kubectl, _env = stack
     await _running_pod(srv, "files")

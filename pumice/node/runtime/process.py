@@ -47,6 +47,11 @@ from pumice.node.runtime.base import Container, RuntimeError_, Sandbox, StartReq
 log = logging.getLogger(__name__)
 
 SHIM = Path(__file__).with_name("shim.py")
+
+
+def stdin_socket_path(container_dir: Path, restart_count: int) -> Path:
+    """The Unix socket the shim of a ``stdin: true`` container reads the container's stdin from."""
+    return container_dir / f"{restart_count}.stdin"
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 _POD_INIT = """#!/bin/sh
@@ -432,6 +437,10 @@ class ProcessRuntime:
             "PUMICE_HOSTNAME": sandbox.extra.get("hostname", sandbox.name),
             "PUMICE_WORKDIR": workdir,
         })
+        if c.get("stdin"):  # attach with stdin writes here (see shim.py)
+            env["PUMICE_STDIN_SOCKET"] = str(stdin_socket_path(cdir, req.restart_count))
+            if c.get("tty"):
+                env["PUMICE_TTY"] = "1"
         shim = [self.python, "-I", "-S", str(SHIM), str(log_path), str(exit_path), "--",
                 "/bin/sh", str(self.init_script), "stage2", *req.argv]
         stage0 = ["/bin/sh", str(self.init_script), "stage0"]

@@ -14,14 +14,23 @@ mounts are made (its child makes them), so volume mounts cannot hide the interpr
   writes the exit code to ``EXIT_FILE`` (``128 + signal`` for a killed child, as a shell reports
   it) via a temporary file and rename, and exits with that code.
 
+A container with ``stdin: true`` (``PUMICE_STDIN_SOCKET`` set to a path in the environment) gets its
+stdin from a pipe the shim feeds with what arrives on a Unix socket at that path (the node agent's
+``attach`` with stdin connects there); with ``tty: true`` as well (``PUMICE_TTY=1``) the command
+runs on a pseudo-terminal (80x24) whose output goes to the log as it comes (``P`` records until a
+newline), so a shell's prompt and echo reach an attached client. Both variables are removed from
+the command's environment.
+
 The exit file lets an agent that restarted (and so is not the parent) learn the exit code of a
 container it adopted. Time here is the wall clock: the shim is a separate OS process of the
 process runtime, which only runs on wall time.
 """
 
+import contextlib
 import os
 import select
 import signal
+import socket
 import sys
 import time
 
@@ -41,15 +50,40 @@ def main(argv: list[str]) -> int:
         return 2
     log_path, exit_path = argv[0], argv[1]
     cmd = argv[3:]
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
+    stdin_socket = os.environ.pop("PUMICE_STDIN_SOCKET", "")
+    tty = os.environ.pop("PUMICE_TTY", "") == "1" and bool(stdin_socket)
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     # The child may mount volumes over the data dir: keep a handle on the exit file's directory.
     exit_dir = os.open(os.path.dirname(exit_path) or ".", os.O_RDONLY | os.O_DIRECTORY)
     exit_name = os.path.basename(exit_path)
-    pid = _spawn(cmd, out_w, err_w, close=(out_r, out_w, err_r, err_w, log, exit_dir))
-    os.close(out_w)
-    os.close(err_w)
+    stdin: _Stdin | None = None
+    if tty:
+        import fcntl
+        import pty
+        import struct
+        import termios
+
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+        pid = _spawn(cmd, slave, slave, close=(master, slave, log, exit_dir), stdin=slave)
+        os.close(slave)
+        stdin = _Stdin(stdin_socket, master)
+        out = _CriLog(log, {master: b"stdout"}, eager=True)
+    else:
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        in_r = in_w = -1
+        if stdin_socket:
+            in_r, in_w = os.pipe()
+        pid = _spawn(cmd, out_w, err_w, close=(out_r, out_w, err_r, err_w, log, exit_dir,
+                                                *((in_r, in_w) if stdin_socket else ())),
+                     stdin=in_r if stdin_socket else None)
+        os.close(out_w)
+        os.close(err_w)
+        if stdin_socket:
+            os.close(in_r)
+            stdin = _Stdin(stdin_socket, in_w)
+        out = _CriLog(log, {out_r: b"stdout", err_r: b"stderr"})
 
     def forward(signum: int, _frame: object) -> None:
         try:
@@ -60,7 +94,7 @@ def main(argv: list[str]) -> int:
     for sig in _FORWARD:
         signal.signal(sig, forward)
 
-    status = _copy_output(pid, _CriLog(log, {out_r: b"stdout", err_r: b"stderr"}))
+    status = _copy_output(pid, out, stdin)
     while status is None:
         try:
             _, status = os.waitpid(pid, 0)
@@ -76,13 +110,15 @@ def main(argv: list[str]) -> int:
     return code
 
 
-def _spawn(cmd: list[str], out_w: int, err_w: int, close: tuple[int, ...]) -> int:
-    """Fork; the child execs ``cmd`` with stdout/stderr on the pipes, ``close`` closed and the
-    forwarded signals at their defaults (exit 127 when not found, 126 when not runnable). The
-    child's pid."""
+def _spawn(cmd: list[str], out_w: int, err_w: int, close: tuple[int, ...], stdin: int | None = None) -> int:
+    """Fork; the child execs ``cmd`` with stdout/stderr on the pipes (stdin on ``stdin`` when
+    given), ``close`` closed and the forwarded signals at their defaults (exit 127 when not found,
+    126 when not runnable). The child's pid."""
     pid = os.fork()
     if pid == 0:
         try:
+            if stdin is not None:
+                os.dup2(stdin, 0)
             os.dup2(out_w, 1)
             os.dup2(err_w, 2)
             for fd in close:
@@ -96,12 +132,53 @@ def _spawn(cmd: list[str], out_w: int, err_w: int, close: tuple[int, ...]) -> in
     return pid
 
 
-class _CriLog:
-    """Lines of the output pipes to the log file in the CRI format (``F`` full, ``P`` partial)."""
+class _Stdin:
+    """The container's stdin: every connection to the Unix socket ``path`` has its bytes written
+    to ``sink`` (a pipe or a pseudo-terminal); the sink stays open when a client goes."""
 
-    def __init__(self, log: int, streams: dict[int, bytes]) -> None:
+    def __init__(self, path: str, sink: int) -> None:
+        self.sink = sink
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        # a long data dir path would pass the 108-byte limit of sun_path: bind through a dir fd
+        dfd = os.open(os.path.dirname(path) or ".", os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            self.listener.bind(f"/proc/self/fd/{dfd}/{os.path.basename(path)}")
+        finally:
+            os.close(dfd)
+        self.listener.listen(4)
+        self.conns: dict[int, socket.socket] = {}
+
+    def fds(self) -> list[int]:
+        return [self.listener.fileno(), *self.conns]
+
+    def handle(self, fd: int) -> None:
+        if fd == self.listener.fileno():
+            conn, _ = self.listener.accept()
+            self.conns[conn.fileno()] = conn
+            return
+        conn = self.conns[fd]
+        try:
+            data = conn.recv(65536)
+        except OSError:
+            data = b""
+        if not data:
+            del self.conns[fd]
+            conn.close()
+            return
+        with contextlib.suppress(OSError):
+            os.write(self.sink, data)
+
+
+class _CriLog:
+    """Lines of the output pipes to the log file in the CRI format (``F`` full, ``P`` partial;
+    ``eager``: what has no newline yet goes out at once as ``P``, for a terminal)."""
+
+    def __init__(self, log: int, streams: dict[int, bytes], eager: bool = False) -> None:
         self.log = log
         self.streams = streams
+        self.eager = eager
         self.pending = {fd: b"" for fd in streams}
 
     def emit(self, fd: int, data: bytes, final: bool) -> None:
@@ -116,6 +193,9 @@ class _CriLog:
         if final and rest:
             chunks.append(b"%s %s F %s\n" % (_stamp(), stream, rest))
             rest = b""
+        elif self.eager and rest:
+            chunks.append(b"%s %s P %s\n" % (_stamp(), stream, rest))
+            rest = b""
         self.pending[fd] = rest
         if chunks:
             os.write(self.log, b"".join(chunks))
@@ -126,9 +206,10 @@ class _CriLog:
                 self.emit(fd, b"", True)
 
 
-def _copy_output(pid: int, out: _CriLog) -> int | None:
+def _copy_output(pid: int, out: _CriLog, stdin: _Stdin | None = None) -> int | None:
     """Copy the pipes to the log until both close, or 1 s after the child exited (grandchildren
-    may hold them). The child's wait status when it was reaped meanwhile, else None."""
+    may hold them), feeding ``stdin`` meanwhile. The child's wait status when it was reaped
+    meanwhile, else None."""
     status = None
     drain_deadline = None
     open_fds = list(out.streams)
@@ -138,15 +219,21 @@ def _copy_output(pid: int, out: _CriLog) -> int | None:
             timeout = max(0.0, drain_deadline - time.monotonic())
             if timeout == 0.0:
                 break
+        inputs = stdin.fds() if stdin is not None and status is None else []
         try:
-            ready, _, _ = select.select(open_fds, [], [], timeout)
+            ready, _, _ = select.select(open_fds + inputs, [], [], timeout)
         except InterruptedError:
             ready = []
         for fd in ready:
+            if fd in inputs:
+                stdin.handle(fd)  # type: ignore[union-attr]
+                continue
             try:
                 data = os.read(fd, 65536)
             except InterruptedError:
                 continue
+            except OSError:  # EIO: a terminal whose last user closed it
+                data = b""
             if data:
                 out.emit(fd, data, False)
             else:
