@@ -395,7 +395,7 @@ class Recorder:
 def _gpu_share(res: Any, capacity_milli: int) -> float:
     scalars = getattr(res, "scalars", None) or {}
     milli = 0.0
-    for k, v in dict(scalars).items():
+    for k, v in scalars.items():  # a Resource's scalars are never changed: no copy needed
         if k in (GPU, GPU_NUMBER):
             milli += float(v)
         elif k in (GPU_MILLI, GPU_MEMORY):

@@ -74,3 +74,29 @@ def test_share_is_the_largest_allocated_to_deserved_ratio() -> None:
 def test_dominant_share_names_the_scarcest_resource() -> None:
     assert dominant_share(Resource(1000, 6 * GI), Resource(10000, 8 * GI)) == ("memory", 0.75)
     assert dominant_share(NONE, Resource(10000, 8 * GI)) == ("", 0.0)
+
+
+def test_proportion_deserved_gives_its_last_result_again_only_for_the_very_same_inputs(monkeypatch) -> None:
+    from pumice.scheduler.volcano.plugins import _fair_share
+
+    calls = []
+    fill = _fair_share._water_fill
+    monkeypatch.setattr(_fair_share, "_water_fill", lambda c, t: calls.append(1) or fill(c, t))
+    monkeypatch.setattr(_fair_share, "_LAST", [])
+    claims = [claim("a", 1, Resource(8000, 8 * GI, {"nvidia.com/gpu": 2000})), claim("b", 2, Resource(1000, GI))]
+    first = proportion_deserved(claims, Resource(8000, 8 * GI, {"nvidia.com/gpu": 4000}))
+    first["a"] = NONE  # the caller's dict is its own
+    again = proportion_deserved(list(claims), Resource(8000, 8 * GI, {"nvidia.com/gpu": 4000}))
+    assert len(calls) == 1 and again == fill(claims, Resource(8000, 8 * GI, {"nvidia.com/gpu": 4000}))
+    # the stale case: a request that changed is filled afresh
+    claims[1] = claim("b", 2, Resource(2000, GI))
+    changed = proportion_deserved(claims, Resource(8000, 8 * GI, {"nvidia.com/gpu": 4000}))
+    assert len(calls) == 2 and changed["b"] == Resource(2000, GI)
+    # equal but not the same bits (-0.0) are other inputs; so is another scalar order
+    proportion_deserved(claims, Resource(8000, 8 * GI, {"nvidia.com/gpu": -0.0}))
+    proportion_deserved(claims, Resource(8000, 8 * GI, {"nvidia.com/gpu": 0.0}))
+    assert len(calls) == 4
+    a = claim("a", 1, Resource(1000, GI, {"x": 1.0, "y": 2.0}))
+    proportion_deserved([a], Resource(8000, 8 * GI))
+    proportion_deserved([claim("a", 1, Resource(1000, GI, {"y": 2.0, "x": 1.0}))], Resource(8000, 8 * GI))
+    assert len(calls) == 6

@@ -148,17 +148,25 @@ async def test_a_session_gets_the_untouched_nodes_of_the_last_one_and_fresh_copi
         sched = Scheduler(client, schedule_period=0.05, snapshot_mode="incremental")
         await sched.cache.start(timeout=5)
         try:
-            first = sched.cache.snapshot()
+            # a snapshot's Nodes dict and list are the cache's own, handed out without a copy and
+            # brought up to date by the next snapshot (taken once the session closed): what a
+            # session had is kept here as copies of them
+            first = dict(sched.cache.snapshot().nodes)
             # nothing changed: the same NodeInfo objects, and they carry no session's changes
             again = sched.cache.snapshot()
-            assert all(again.nodes[n] is first.nodes[n] for n in first.nodes)
+            assert all(again.nodes[n] is first[n] for n in first)
+            assert again.node_list == list(again.nodes.values())
             # a session changes n0's accounting: the next snapshot has a fresh copy of n0 only
             t = TaskInfo.from_pod(pod("x", requests="1,1Gi"))
-            again.nodes["n0"].add_task(t)
+            touched = again.nodes["n0"]
+            touched.add_task(t)
             third = sched.cache.snapshot()
-            assert third.nodes["n0"] is not again.nodes["n0"]
+            assert third.nodes["n0"] is not touched
             assert "c1/x" not in third.nodes["n0"].tasks and third.nodes["n0"].idle.milli_cpu == 2000
-            assert third.nodes["n1"] is first.nodes["n1"] and third.nodes["n2"] is first.nodes["n2"]
+            assert third.nodes["n1"] is first["n1"] and third.nodes["n2"] is first["n2"]
+            assert third.node_list is not None and all(a is b for a, b in zip(third.node_list, third.nodes.values(),
+                                                                            strict=True))
+            third_nodes = dict(third.nodes)
             # a Pod bound to n2 replaces n2's NodeInfo (and nothing else)
             await _create(client, podgroup("pg", queue="q1", min_member=1, phase=""))
             await _create(client, pod("p", group="pg", requests="1,1Gi"))
@@ -170,8 +178,10 @@ async def test_a_session_gets_the_untouched_nodes_of_the_last_one_and_fresh_copi
             await _settle(sched)
             fourth = sched.cache.snapshot()
             bound = next(n for n, ni in fourth.nodes.items() if ni.tasks)
-            assert fourth.nodes[bound] is not third.nodes[bound]
-            assert sum(1 for n in fourth.nodes if fourth.nodes[n] is third.nodes[n]) == 2
+            assert fourth.nodes[bound] is not third_nodes[bound]
+            assert sum(1 for n in fourth.nodes if fourth.nodes[n] is third_nodes[n]) == 2
+            assert fourth.node_list is not None and all(a is b for a, b in zip(fourth.node_list, fourth.nodes.values(),
+                                                                             strict=True))
             assert isinstance(fourth.nodes[bound], NodeInfo) and list(fourth.nodes[bound].tasks) == ["c1/p"]
             assert snapshot_digest(fourth) == snapshot_digest(
                 build_snapshot(sched.cache.objects(), clock=sched.clock, scheduler_names=("volcano",)))

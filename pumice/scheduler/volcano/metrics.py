@@ -7,6 +7,8 @@ with ``prometheus_client.generate_latest(REGISTRY)``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 REGISTRY = CollectorRegistry(auto_describe=True)
@@ -75,3 +77,15 @@ queue_deserved_memory_bytes = Gauge(
 queue_share = Gauge("queue_share", "Share for one queue", ["queue_name"], namespace=_NS, registry=REGISTRY)
 queue_weight = Gauge("queue_weight", "Weight for one queue", ["queue_name"], namespace=_NS, registry=REGISTRY)
 queue_overused = Gauge("queue_overused", "If one queue is overused", ["queue_name"], namespace=_NS, registry=REGISTRY)
+
+_CHILDREN: dict[tuple[Any, tuple[str, ...]], Any] = {}
+
+
+def child(metric: Any, *values: str) -> Any:
+    """``metric.labels(*values)``, looked up once per metric and label values (no metric here is
+    ever cleared or has a child removed, so the child stays the one ``labels`` gives)."""
+    key = (metric, values)
+    got = _CHILDREN.get(key)
+    if got is None:
+        got = _CHILDREN[key] = metric.labels(*values)
+    return got

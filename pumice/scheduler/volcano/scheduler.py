@@ -28,6 +28,8 @@ from typing import Any
 from pumice._util.clock import Clock, LoopClock
 from pumice.client.base import KubeClient
 from pumice.scheduler.volcano import metrics
+from pumice.scheduler.volcano.api.job_info import JobInfo
+from pumice.scheduler.volcano.api.resource import Resource
 from pumice.scheduler.volcano.api.types import TaskStatus
 from pumice.scheduler.volcano.cache.live import SchedulerCache
 from pumice.scheduler.volcano.conf import (
@@ -193,7 +195,7 @@ class Scheduler:
         ssn = open_session(snap, self.conf, self.cache, uid=None, seed=self.cycles, timer=self.clock.monotonic)
         metrics.open_session_duration.observe((self.clock.monotonic() - t0) * 1000)
         for name, secs in ssn.plugin_open_seconds.items():
-            metrics.plugin_scheduling_latency.labels(plugin=name, OnSession="OnSessionOpen").observe(secs * 1000)
+            metrics.child(metrics.plugin_scheduling_latency, name, "OnSessionOpen").observe(secs * 1000)
         try:
             self._run_actions(ssn)
         finally:
@@ -210,35 +212,47 @@ class Scheduler:
         for name in self.conf.actions:
             t = self.clock.monotonic()
             run_action(ssn, name)
-            metrics.action_scheduling_latency.labels(action=name).observe((self.clock.monotonic() - t) * 1000)
+            metrics.child(metrics.action_scheduling_latency, name).observe((self.clock.monotonic() - t) * 1000)
 
     def _record(self, ssn: Session, res: CloseResult) -> None:
-        unscheduled = 0
-        for job in ssn.jobs.values():
-            if job.count(TaskStatus.Binding):
-                metrics.schedule_attempts.labels(result="scheduled").inc(job.count(TaskStatus.Binding))
-            if job.pod_group is not None and not job.is_ready() and job.tasks:
-                unscheduled += 1
-                metrics.schedule_attempts.labels(result="unschedulable").inc(job.count(TaskStatus.Pending))
+        counts = ssn.job_sums("record.counts", 2, _record_entry, also=ssn.cluster.job_log or ())
+        got = None if counts is None else counts.sums(None)
+        if got is not None:
+            (binding, unscheduled_f), pending = (got[0].milli_cpu, got[0].memory), got[1].milli_cpu
+            if binding:
+                metrics.child(metrics.schedule_attempts, "scheduled").inc(binding)
+            unscheduled = int(unscheduled_f)
+            if unscheduled:
+                metrics.child(metrics.schedule_attempts, "unschedulable").inc(pending)
+        else:
+            unscheduled = 0
+            for job in ssn.jobs.values():
+                if job.count(TaskStatus.Binding):
+                    metrics.child(metrics.schedule_attempts, "scheduled").inc(job.count(TaskStatus.Binding))
+                if job.pod_group is not None and not job.is_ready() and job.tasks:
+                    unscheduled += 1
+                    metrics.child(metrics.schedule_attempts, "unschedulable").inc(job.count(TaskStatus.Pending))
         metrics.unschedule_job_count.set(unscheduled)
         victims = sum(1 for _t, r in ssn.evicted if r == "preempt")
         metrics.pod_preemption_victims.set(victims)
         if victims:
             metrics.total_preemption_attempts.inc()
+        child = metrics.child
         for q in ssn.queues.values():
-            qm: dict[str, Any] = ssn.queue_metrics.get(q.name, {})
+            name = q.name
+            qm: dict[str, Any] = ssn.queue_metrics.get(name, {})
             alloc = qm.get("allocated")
             if alloc is not None:
-                metrics.queue_allocated_milli_cpu.labels(queue_name=q.name).set(alloc.milli_cpu)
-                metrics.queue_allocated_memory_bytes.labels(queue_name=q.name).set(alloc.memory)
+                child(metrics.queue_allocated_milli_cpu, name).set(alloc.milli_cpu)
+                child(metrics.queue_allocated_memory_bytes, name).set(alloc.memory)
             des = qm.get("deserved")
             if des is not None:
-                metrics.queue_deserved_milli_cpu.labels(queue_name=q.name).set(des.milli_cpu)
-                metrics.queue_deserved_memory_bytes.labels(queue_name=q.name).set(des.memory)
+                child(metrics.queue_deserved_milli_cpu, name).set(des.milli_cpu)
+                child(metrics.queue_deserved_memory_bytes, name).set(des.memory)
             if "share" in qm:
-                metrics.queue_share.labels(queue_name=q.name).set(qm["share"])
-                metrics.queue_overused.labels(queue_name=q.name).set(1 if qm["share"] >= 1 else 0)
-            metrics.queue_weight.labels(queue_name=q.name).set(q.weight)
+                child(metrics.queue_share, name).set(qm["share"])
+                child(metrics.queue_overused, name).set(1 if qm["share"] >= 1 else 0)
+            child(metrics.queue_weight, name).set(q.weight)
 
     async def sync_conf_map(self) -> None:
         """Make the ConfigMap ``volcano-system/volcano-scheduler-configmap`` and :attr:`conf` agree.
@@ -381,3 +395,14 @@ class Scheduler:
                         p.cancel()
         finally:
             await self.cache.stop()
+
+
+def _record_entry(job: JobInfo) -> tuple[None, tuple[Resource | None, Resource | None], bool]:
+    """A job's part of :meth:`Scheduler._record`'s counts, as whole amounts: (its Binding tasks,
+    1 when it is unscheduled) and (its Pending tasks when it is unscheduled); None for zeros.
+    A function of the job's tasks and their statuses (every change of which the job logs)."""
+    binding = job.count(TaskStatus.Binding)
+    unscheduled = job.pod_group is not None and not job.is_ready() and bool(job.tasks)
+    first = Resource(float(binding), 1.0 if unscheduled else 0.0) if binding or unscheduled else None
+    pending = job.count(TaskStatus.Pending) if unscheduled else 0
+    return None, (first, Resource(float(pending), 0.0) if pending else None), True

@@ -17,15 +17,29 @@ from pumice.scheduler.volcano.framework.util import PriorityQueue
 
 
 def jobs_by_queue(ssn: Session, jobs: Iterable[JobInfo], keep: Callable[[JobInfo], bool],
+                  candidates: Iterable[JobInfo] | None = None,
                   ) -> tuple[PriorityQueue[QueueInfo], dict[str, PriorityQueue[JobInfo]]]:
     """The queues of ``jobs`` (those the session knows; each once, in queue order) and, per
     queue uid, the jobs for which ``keep(job)`` holds, in job order. ``keep`` is called once per
-    job whose queue is known, in the order of ``jobs``."""
+    job whose queue is known, in the order of ``jobs``; with ``candidates`` (a part of ``jobs``
+    in the same order, holding every job ``keep`` would take) only on those."""
     queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn, total=True)
-    seen: set[str] = set()
     by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+    known = ssn.queues
+    if candidates is not None:
+        # the queues pushed in the order of their first jobs, as the loop below pushes them
+        for name in dict.fromkeys([job.queue for job in jobs]):
+            q = known.get(name)
+            if q is not None:
+                queues.push(q)
+        for job in candidates:
+            q = known.get(job.queue)
+            if q is not None and keep(job):
+                by_queue.setdefault(q.uid, PriorityQueue(ssn.job_order_fn, total=True)).push(job)
+        return queues, by_queue
+    seen: set[str] = set()
     for job in jobs:
-        q = ssn.queues.get(job.queue)
+        q = known.get(job.queue)
         if q is None:
             continue
         if q.uid not in seen:

@@ -75,7 +75,9 @@ class AllocateAction(Configured[AllocateArgs]):
         worksheets: dict[str, PriorityQueue[TaskInfo]] = {}
         job_worksheets: dict[str, JobWorksheet] = {}
         enqueue_on = "enqueue" in ssn.enabled_actions
-        for job in ssn.jobs.values():
+        # a job left out of active_jobs is past Pending, has no Pending task and no sub-group
+        # policy: the loop below would only ask job_valid (no side effect) and skip it
+        for job in ssn.active_jobs():
             if job.is_pending():
                 if enqueue_on:
                     continue

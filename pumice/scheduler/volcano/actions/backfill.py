@@ -21,8 +21,9 @@ class BackfillAction(Configured[NoArguments]):
     name = ACTION_NAME
 
     def pick_up_tasks(self, ssn: Session) -> list[TaskInfo]:
-        # a job without BestEffort tasks has nothing to pick; skipping it changes no order
-        candidates = [job for job in ssn.jobs.values() if _has_best_effort(job)]
+        # a job without BestEffort tasks has nothing to pick (so neither has one left out of
+        # active_jobs: no Pending or Pipelined task); skipping it changes no order
+        candidates = [job for job in ssn.active_jobs() if _has_best_effort(job)]
         queues, jobs = jobs_by_queue(
             ssn, (job for job in candidates if not job.is_pending() and ssn.job_valid(job) is None), lambda _: True)
         out: list[TaskInfo] = []

@@ -20,7 +20,8 @@ class EnqueueAction(Configured[NoArguments]):
     def execute(self, ssn: Session) -> None:
         if ssn.schedule_start_timestamp is None:
             ssn.schedule_start_timestamp = ssn.now
-        queues, jobs = jobs_by_queue(ssn, ssn.jobs.values(), JobInfo.is_pending)
+        # a Pending job is among the session's active jobs
+        queues, jobs = jobs_by_queue(ssn, ssn.jobs.values(), JobInfo.is_pending, ssn.active_jobs())
         while not queues.empty():
             q = queues.pop()
             pq = jobs.get(q.uid)

@@ -74,6 +74,15 @@ class JobInfo:
     PodGroup spec; :class:`JobMemo` keys on it."""
     _sub_jobs: dict[str, SubJobInfo] | None = field(default=None, repr=False)
     _task_to_sub_job: dict[str, str] = field(default_factory=dict, repr=False)
+    touch_log: set[str] | None = field(default=None, repr=False)
+    """Where every change that resets :attr:`version` adds the job's uid (the live cache's log of
+    the jobs a session changed, see :meth:`Session.active_jobs`); None: nowhere."""
+
+    def _touched(self) -> None:
+        self.version = 0
+        log = self.touch_log
+        if log is not None:
+            log.add(self.uid)
 
     def is_hard_topology_mode(self) -> tuple[bool, int]:
         """(hard, highest allowed tier): hard only with mode ``hard`` and a tier limit.
@@ -95,13 +104,13 @@ class JobInfo:
         return ((self.pod_group or {}).get("status") or {}).get("phase") or ""
 
     def set_phase(self, phase: PodGroupPhase) -> None:
-        self.version = 0
+        self._touched()
         pg = self.pod_group
         if pg is not None:  # a new PodGroup dict: the snapshot's may be shared with the live cache
             self.pod_group = {**pg, "status": {**(pg.get("status") or {}), "phase": str(phase)}}
 
     def add_task(self, t: TaskInfo) -> None:
-        self.version = 0
+        self._touched()
         self.tasks[t.uid] = t
         self.task_status_index.setdefault(t.status, {})[t.uid] = t
         if t.status is TaskStatus.Pending and t.best_effort:
@@ -124,7 +133,7 @@ class JobInfo:
         cur = self.tasks.pop(t.uid, None)
         if cur is None:
             return
-        self.version = 0
+        self._touched()
         self.total_request = self.total_request - cur.resreq
         if cur.status in ALLOCATED_STATUSES:
             self.allocated = self.allocated - cur.resreq
@@ -136,7 +145,7 @@ class JobInfo:
 
     def update_task_status(self, t: TaskInfo, status: TaskStatus) -> None:
         """Move ``t`` to ``status`` keeping the index and ``allocated`` consistent."""
-        self.version = 0
+        self._touched()
         cur = self.tasks.get(t.uid, t)
         old = cur.status
         was_alloc = old in ALLOCATED_STATUSES
@@ -434,6 +443,15 @@ class JobInfo:
                     msg += f". Origin reason is {t.name}: {fe}"
                     break
         return msg
+
+
+def may_act(job: JobInfo) -> bool:
+    """Whether an action may have something to do with ``job`` as it is: its PodGroup is Pending
+    (enqueue), it has Pending or Pipelined tasks (allocate, backfill) or sub-group policies
+    (allocate's sub-job path). A function of what :attr:`JobInfo.version` stands for."""
+    idx = job.task_status_index
+    return bool(job.is_pending() or idx.get(TaskStatus.Pending) or idx.get(TaskStatus.Pipelined)
+                or job.contains_sub_job_policy())
 
 
 def untouched(job: JobInfo, fields: dict[str, Any]) -> bool:

@@ -128,6 +128,17 @@ class ClusterInfo:
     changes: Changes | None = None
     """What changed since the live cache's previous snapshot (:class:`Changes`); None: not known
     (the full build)."""
+    on_untouched: Callable[[set[str]], None] | None = None
+    """Receives, when the session closes, the uids of the :attr:`handed_out` jobs it left
+    untouched (the live cache then hands them to the next session without looking again)."""
+    node_list: list[NodeInfo] | None = None
+    """The values of :attr:`nodes` in node order (read-only); None: the session lists them."""
+    active_jobs: set[str] | None = None
+    """The uids of the jobs that were :func:`~pumice.scheduler.volcano.cache.incremental.may_act`
+    as handed out (read-only); None: not known (every job may)."""
+    job_log: set[str] | None = None
+    """Where the session's jobs log their uid when their tasks or phase change
+    (:attr:`JobInfo.touch_log`); None: no log (with :attr:`active_jobs` None)."""
     running_sums: dict[str, RunningSums | JobTable] | None = None
     """Running sums by purpose, kept by the live cache across sessions and brought up to date by
     the sessions from :attr:`changes` (:meth:`Session.job_sums`), and per-job tables

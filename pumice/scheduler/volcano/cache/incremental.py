@@ -38,7 +38,7 @@ from typing import Any
 from pumice.api import Obj
 from pumice.client.informer import Informer
 from pumice.scheduler.volcano.api.hyper_node_info import HyperNodesInfo, build_hypernodes
-from pumice.scheduler.volcano.api.job_info import JobInfo, JobMemo, NetworkTopology, untouched
+from pumice.scheduler.volcano.api.job_info import JobInfo, JobMemo, NetworkTopology, may_act, untouched
 from pumice.scheduler.volcano.api.node_info import NodeInfo, node_is_ready
 from pumice.scheduler.volcano.api.queue_info import ClusterInfo, QueueInfo
 from pumice.scheduler.volcano.api.resource import Resource, sum_resources
@@ -78,13 +78,15 @@ def clone_node(base: NodeInfo, touch_log: set[str] | None = None) -> NodeInfo:
     return c
 
 
-def clone_job(base: JobInfo) -> JobInfo:
+def clone_job(base: JobInfo, touch_log: set[str] | None = None) -> JobInfo:
     """A JobInfo a session may change without changing ``base``: task copies (re-indexed in the
     same order), copies of every mutable field. The PodGroup dict is shared: a session never
     edits it in place (:meth:`JobInfo.set_phase` replaces it, conditions are kept on the session:
-    :meth:`Session.update_pod_group_condition`)."""
+    :meth:`Session.update_pod_group_condition`). A change of its tasks or phase adds its uid to
+    ``touch_log``."""
     c = object.__new__(JobInfo)
     d = dict(base.__dict__)
+    d["touch_log"] = touch_log
     tasks = {uid: t.clone() for uid, t in base.tasks.items()}
     d["tasks"] = tasks
     d["task_status_index"] = {s: {uid: tasks[uid] for uid in bucket} for s, bucket in base.task_status_index.items()}
@@ -177,10 +179,30 @@ class IncrementalSnapshot:
         self._generation = 0
         self._handed: set[str] = set()
         """The uids of the jobs handed to the last session."""
+        self._left_untouched: tuple[int, set[str]] | None = None
+        self._rebuilt: set[str] = set()
+        """Uids of the jobs :meth:`_apply_jobs` rebuilt or dropped since the last snapshot."""
+        self._out: dict[str, JobInfo] | None = None
+        """The jobs dict handed to the last session (brought up to date in place when the job
+        order and the queues stay the same)."""
+        self._out_order: list[str] | None = None
+        self._out_queues: frozenset[str] = frozenset()
+        self._unkept: set[str] = set()
+        """Uids of the jobs handed to the last session that are never handed out again as they
+        were (network topology, sub-group policies)."""
+        """(generation, the uids of the jobs its session's close found untouched)."""
+        self._job_log: set[str] = set()
+        """Uids of the session jobs whose tasks or phase a session changed (:attr:`JobInfo.touch_log`)."""
+        self._active: set[str] = set()
+        self._pg_status: dict[str, Obj] = {}
+        """Job uid -> its base job's PodGroup status, for the jobs handed to the last session."""
+        """Uids of the jobs handed to the last session that were then :func:`may_act` (as handed out)."""
         self._jobs_changed: set[str] = set()
         self._nodes_changed: set[str] | None = None
         """Names of the session Nodes replaced since the last snapshot; None: all of them."""
         self._node_pos: dict[str, int] = {}
+        self._session_list: list[NodeInfo] = []
+        """:attr:`_session_nodes`' values in node order."""
         self._running: dict[str, RunningSums | JobTable] = {}
         for kind, inf in informers.items():
             inf.add_event_handler(*self._handlers(kind))
@@ -234,13 +256,30 @@ class IncrementalSnapshot:
             q = QueueInfo.from_queue(o, _creation(o, 0.0))
             ci.queues[q.uid] = q
         ci.nodes = self._nodes_for_session()
+        ci.node_list = self._session_list
         queues = ci.queues
+        self._job_log.clear()
         ci.jobs = self._jobs_for_session(queues)
+        ci.active_jobs = self._active
+        ci.job_log = self._job_log
         self._generation += 1
         ci.changes = Changes(self._generation, self._jobs_changed, self._nodes_changed, self._job_keys, self._node_pos)
         ci.running_sums = self._running
         self._nodes_changed = set()
-        ci.pod_group_status = {uid: (self._base_jobs[uid].pod_group or {}).get("status") or {} for uid in ci.jobs}
+        # each job's PodGroup status as its base holds it: kept across sessions, brought up to
+        # date for the jobs named changed (a kept job has the same base)
+        pgs = self._pg_status
+        for uid in self._jobs_changed:
+            if uid in ci.jobs:
+                pgs[uid] = (self._base_jobs[uid].pod_group or {}).get("status") or {}
+            else:
+                pgs.pop(uid, None)
+        check = self._job_memo.on_mismatch
+        if check is not None:
+            fresh = {uid: (self._base_jobs[uid].pod_group or {}).get("status") or {} for uid in ci.jobs}
+            if pgs.keys() != fresh.keys() or any(pgs[u] is not v and pgs[u] != v for u, v in fresh.items()):
+                check(f"PodGroup statuses kept for {sorted(pgs)} differ from the base jobs' {sorted(fresh)}")
+        ci.pod_group_status = pgs
         if self._hn_dirty or self._hypernodes is None:
             self._hn_dirty = False
             self._hypernodes = build_hypernodes(
@@ -255,6 +294,8 @@ class IncrementalSnapshot:
         ci.node_memo = self._node_memo
         ci.job_memo = self._job_memo
         ci.handed_out = self._lent
+        generation = self._generation
+        ci.on_untouched = lambda uids: self._untouched_at_close(generation, uids)
         ci.close_quiet = self._close_quiet
         ci.pod_affinity_nodes = frozenset(self._affinity_nodes)
         return ci
@@ -263,31 +304,102 @@ class IncrementalSnapshot:
         """The session's jobs in job order: a clone of each base job, or the one handed to the
         last session when that session left it untouched (see :func:`untouched`) and its base was
         not rebuilt since. Jobs with a network topology or sub-group policies are always cloned
-        afresh: a session adjusts their topology in place."""
+        afresh: a session adjusts their topology in place.
+
+        When the job order and the queues are those of the last snapshot and the last session's
+        close said which jobs it left untouched, only the other jobs (and those rebuilt since) are
+        looked at: the dict handed to the last session is brought up to date in place."""
+        # what the last session's close found untouched (nothing changes a job after that)
+        left = self._left_untouched
+        trusted = left[1] if left is not None and left[0] == self._generation else None
+        self._left_untouched = None
+        rebuilt, self._rebuilt = self._rebuilt, set()
+        queue_keys = frozenset(queues)
+        prev = self._out
+        base_jobs = self._base_jobs
+        # the same jobs in the same order: the order list not re-sorted, the same queues, and no
+        # rebuilt job that moved into or out of a known queue
+        same = (trusted is not None and prev is not None and self._out_order is self._job_order
+                and self._out_queues == queue_keys
+                and all(uid in base_jobs and (base_jobs[uid].queue in queues) == (uid in prev) for uid in rebuilt))
+        out = self._jobs_in_place(trusted, rebuilt) if same and trusted is not None else self._jobs_afresh(
+            queues, trusted)
+        self._out, self._out_order, self._out_queues = out, self._job_order, queue_keys
+        active = self._active
+        for uid in self._jobs_changed:
+            now = out.get(uid)
+            if now is not None and may_act(now):
+                active.add(uid)
+            else:
+                active.discard(uid)
+        return out
+
+    def _keepable(self, uid: str, base: JobInfo, job: JobInfo, kept: dict[str, tuple[JobInfo, JobInfo, dict[str, Any]]]) -> None:
+        if base.network_topology is None and not base.contains_sub_job_policy():
+            kept[uid] = (base, job, dict(job.__dict__))
+            self._unkept.discard(uid)
+        else:
+            kept.pop(uid, None)
+            self._unkept.add(uid)
+
+    def _jobs_afresh(self, queues: dict[str, QueueInfo], trusted: set[str] | None) -> dict[str, JobInfo]:
         lent = self._lent
         kept: dict[str, tuple[JobInfo, JobInfo, dict[str, Any]]] = {}
         out: dict[str, JobInfo] = {}
         base_jobs = self._base_jobs
         changed: set[str] = set()
+        check = self._job_memo.on_mismatch
+        self._unkept = set()
         for uid in self._job_order:
             base = base_jobs[uid]
             if base.queue not in queues:
                 continue
             got = lent.get(uid)
-            if got is not None and got[0] is base and untouched(got[1], got[2]):
+            if got is not None and check is not None and trusted is not None and (
+                    (uid in trusted) != untouched(got[1], got[2])):
+                check(f"job {uid}: untouched at the last close: {uid in trusted}, "
+                      f"at this snapshot: {untouched(got[1], got[2])}")
+            if got is not None and got[0] is base and (uid in trusted if trusted is not None
+                                                       else untouched(got[1], got[2])):
                 out[uid] = got[1]
                 kept[uid] = got
                 self.jobs_kept += 1
                 continue
             changed.add(uid)
-            job = out[uid] = clone_job(base)
-            if base.network_topology is None and not base.contains_sub_job_policy():
-                kept[uid] = (base, job, dict(job.__dict__))
+            job = out[uid] = clone_job(base, self._job_log)
+            self._keepable(uid, base, job, kept)
         self._lent = kept
         changed.update(self._handed.difference(out))
         self._handed = set(out)
         self._jobs_changed = changed
         return out
+
+    def _jobs_in_place(self, trusted: set[str], rebuilt: set[str]) -> dict[str, JobInfo]:
+        """:meth:`_jobs_afresh` when the job order and queues did not change: the jobs to clone
+        are those rebuilt since, those the last close did not find untouched, and those never
+        handed out as they were (topology and sub-group jobs)."""
+        out, kept, base_jobs = self._out, self._lent, self._base_jobs
+        assert out is not None
+        redo = rebuilt.intersection(out)
+        redo.update(kept.keys() - trusted)
+        redo.update(self._unkept)
+        check = self._job_memo.on_mismatch
+        if check is not None:
+            for uid, job in out.items():
+                got = kept.get(uid)
+                keep = got is not None and got[1] is job and got[0] is base_jobs[uid] and untouched(job, got[2])
+                if keep == (uid in redo):
+                    check(f"job {uid}: untouched at the last close: {uid not in redo}, at this snapshot: {keep}")
+        for uid in sorted(redo):
+            base = base_jobs[uid]
+            job = out[uid] = clone_job(base, self._job_log)
+            self._keepable(uid, base, job, kept)
+        self.jobs_kept += len(out) - len(redo)
+        self._jobs_changed = redo
+        return out
+
+    def _untouched_at_close(self, generation: int, uids: set[str]) -> None:
+        self._left_untouched = (generation, uids)
 
     def _keep_arrays(self, arrays: NodeArrays) -> None:
         self._arrays = arrays
@@ -304,6 +416,7 @@ class IncrementalSnapshot:
                 sess[name] = n if n is not None and not n.touched else clone_node(self._base_nodes[name], log)
             self._nodes_changed = None
             self._node_pos = {name: i for i, name in enumerate(self._node_order)}
+            self._session_list = list(sess.values())
         else:
             # the Nodes a session touched named themselves in the log (NodeInfo.touch_log)
             names = sorted(log)
@@ -315,8 +428,22 @@ class IncrementalSnapshot:
                     sess[name] = clone_node(self._base_nodes[name], log)
                     if changed is not None:
                         changed.add(name)
+            # the list follows the dict: the Nodes replaced here and by _apply_nodes
+            lst, pos = self._session_list, self._node_pos
+            if changed is None:
+                lst[:] = sess.values()
+            else:
+                for name in changed:
+                    i = pos.get(name)
+                    if i is not None:
+                        lst[i] = sess[name]
+            check = self._job_memo.on_mismatch
+            if check is not None and (len(lst) != len(sess) or any(a is not b for a, b in zip(lst, sess.values(), strict=False))):
+                check("the session's Node list differs from its Nodes dict")
         self._order_changed = False
-        return dict(sess)
+        # handed out as they are (no copy): a session never adds or removes a Node, and the next
+        # snapshot is taken after the session closed
+        return sess
 
     def _apply_meta(self) -> None:
         self._meta_dirty = False
@@ -454,6 +581,7 @@ class IncrementalSnapshot:
             self._bad_jobs.pop(uid, None)
             obj = lister.get_by_key(uid)
             self._job_memo.forget(uid)
+            self._rebuilt.add(uid)
             self._close_quiet.pop(uid, None)
             if obj is None:
                 if self._base_jobs.pop(uid, None) is not None:

@@ -146,7 +146,10 @@ class Callbacks:
 
     @classmethod
     def for_tiers(cls, tiers: Sequence[Tier]) -> Callbacks:
-        return cls(**{f.name: CallbackTable(POINTS[_point_name(f.name)], tiers) for f in fields(cls)})
+        points = _FIELD_POINTS.get(cls)
+        if points is None:  # once per class: the field names and their points do not change
+            points = _FIELD_POINTS[cls] = [(f.name, POINTS[_point_name(f.name)]) for f in fields(cls)]
+        return cls(**{name: CallbackTable(point, tiers) for name, point in points})
 
     def by_point(self, point: str) -> CallbackTable[Any]:
         """The table of the extension point named ``point`` (upstream camelCase, e.g. ``jobOrder``).
@@ -158,6 +161,10 @@ class Callbacks:
             raise KeyError(f"unknown extension point {point!r}")
         table: CallbackTable[Any] = getattr(self, _attr_name(point))
         return table
+
+
+_FIELD_POINTS: dict[type, list[tuple[str, ExtensionPoint]]] = {}
+"""Per :class:`Callbacks` class: (field name, its extension point), in field order."""
 
 
 def _point_name(attr: str) -> str:

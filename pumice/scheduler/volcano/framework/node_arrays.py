@@ -46,6 +46,8 @@ class NodeArrays:
             [any(t.get("effect") == "PreferNoSchedule" for t in n.taints) for n in self.nodes], dtype=bool
         )
         self._dirty: set[int] = set()
+        self.generation = -1
+        """The live cache's snapshot generation these arrays were last brought up to date for."""
         for i, node in enumerate(self.nodes):
             self._set_row(i, node)
 
@@ -59,16 +61,22 @@ class NodeArrays:
         node.on_change = self._mark
 
     @classmethod
-    def reuse(cls, prev: NodeArrays | None, nodes: Sequence[NodeInfo], extra_dims: Iterable[str] = ()) -> NodeArrays:
+    def reuse(cls, prev: NodeArrays | None, nodes: Sequence[NodeInfo], extra_dims: Iterable[str] = (),
+              candidates: Iterable[int] | None = None) -> NodeArrays:
         """The arrays ``NodeArrays(nodes, extra_dims)`` would build, made by bringing ``prev`` (the
         previous session's, over the same Nodes) up to date: rows whose NodeInfo is the same object
         as before are kept, the others are rebuilt. Builds afresh when ``prev`` is None or does
         not fit (other Node names, another column set, or a replaced Node with another
         allocatable or taints). The result is equal to a fresh build either way; the cost is
-        O(Nodes replaced) instead of O(Nodes)."""
+        O(Nodes replaced) instead of O(Nodes). ``candidates``: the rows that may hold another
+        NodeInfo than ``prev`` has (e.g. the live cache's Nodes changed since the last session);
+        None: every row is looked at."""
         if prev is None or len(prev.nodes) != len(nodes) or _with_extra(prev.node_dims, extra_dims) != prev.dims:
             return cls(nodes, extra_dims)
-        replaced = [i for i, (old, new) in enumerate(zip(prev.nodes, nodes, strict=True)) if old is not new]
+        if candidates is None:
+            replaced = [i for i, (old, new) in enumerate(zip(prev.nodes, nodes, strict=True)) if old is not new]
+        else:
+            replaced = sorted(i for i in candidates if prev.nodes[i] is not nodes[i])
         for i in replaced:
             old, new = prev.nodes[i], nodes[i]
             if old.name != new.name or not _same(old.allocatable, new.allocatable) or old.taints != new.taints:

@@ -32,7 +32,7 @@ from pumice.api.volcano.constants import (
 )
 from pumice.scheduler.volcano import metrics
 from pumice.scheduler.volcano.api.hyper_node_info import HyperNodesInfo, build_hypernodes
-from pumice.scheduler.volcano.api.job_info import JobInfo, JobMemo, exact_data, untouched
+from pumice.scheduler.volcano.api.job_info import JobInfo, JobMemo, exact_data, may_act, untouched
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.queue_info import ClusterInfo, QueueInfo
 from pumice.scheduler.volcano.api.resource import Resource, sum_resources, whole
@@ -148,7 +148,8 @@ class Session:
         self.cluster = cluster
         self.jobs: dict[str, JobInfo] = cluster.jobs
         self.nodes: dict[str, NodeInfo] = cluster.nodes
-        self.node_list: list[NodeInfo] = list(cluster.nodes.values())
+        self.node_list: list[NodeInfo] = (cluster.node_list if cluster.node_list is not None
+                                          else list(cluster.nodes.values()))
         self.queues: dict[str, QueueInfo] = cluster.queues
         self.priority_classes = cluster.priority_classes
         self.namespaces = cluster.namespaces
@@ -165,8 +166,9 @@ class Session:
         self.event_handlers: list[EventHandler] = []
         self.callbacks = Callbacks.for_tiers(conf.tiers)
         base_status = cluster.pod_group_status
-        self.pod_group_status: dict[str, Obj] = base_status if base_status is not None and all(
-            uid in base_status for uid in self.jobs) else {
+        # the live cache's (cluster.changes set) holds exactly the session's jobs
+        self.pod_group_status: dict[str, Obj] = base_status if base_status is not None and (
+            cluster.changes is not None or all(uid in base_status for uid in self.jobs)) else {
             j.uid: base_status[j.uid] if base_status is not None and j.uid in base_status
             else copy_status((j.pod_group or {}).get("status") or {})
             for j in self.jobs.values()
@@ -202,7 +204,22 @@ class Session:
         """Memo for results that depend only on the session's Nodes (names, order, wire objects) and
         the keys a plugin puts in (a Pod spec part, its own arguments): kept across sessions by
         the live cache until a Node changes, per session otherwise."""
-        self.arrays = NodeArrays.reuse(cluster.node_arrays, self.node_list, sorted(extra))
+        ch = cluster.changes
+        prev = cluster.node_arrays
+        rows: list[int] | None = None
+        if ch is not None and ch.nodes is not None and prev is not None and prev.generation == ch.generation - 1:
+            # the live cache named every Node that is not the object the last session had
+            pos = ch.node_order
+            rows = [pos[n] for n in ch.nodes if n in pos]
+            check = self.job_memo.on_mismatch
+            if check is not None and len(prev.nodes) == len(self.node_list):
+                missed = [i for i, (a, b) in enumerate(zip(prev.nodes, self.node_list, strict=True))
+                          if a is not b and i not in rows]
+                if missed:
+                    check(f"node arrays: rows {missed} replaced but not named as changed")
+        self.arrays = NodeArrays.reuse(prev, self.node_list, sorted(extra), rows)
+        if ch is not None:
+            self.arrays.generation = ch.generation
         if cluster.on_node_arrays is not None:
             cluster.on_node_arrays(self.arrays)
         self.last_processed_node_index = 0
@@ -353,6 +370,28 @@ class Session:
         if hint is None:
             return self.node_list
         return [self.nodes[n] for n in hint if n in self.nodes]
+
+    def active_jobs(self) -> Iterable[JobInfo]:
+        """The jobs an action may have something to do with, in job order: with the live cache's
+        index, those that were Pending, had Pending or Pipelined tasks or sub-group policies as
+        handed out (:attr:`ClusterInfo.active_jobs`) and those whose tasks or phase this session
+        changed since (:attr:`ClusterInfo.job_log`); every job without it. A job left out is past
+        Pending, has no Pending or Pipelined task and no sub-group policy. In the ``verify``
+        snapshot mode a job left out that is not so is reported as a mismatch."""
+        ci = self.cluster
+        active, logged, ch = ci.active_jobs, ci.job_log, ci.changes
+        jobs = self.jobs
+        if active is None or logged is None or ch is None:
+            return jobs.values()
+        uids = active.union(logged)
+        uids.intersection_update(jobs)
+        out = [jobs[u] for u in sorted(uids, key=ch.job_order.__getitem__)]
+        check = self.job_memo.on_mismatch
+        if check is not None:
+            missed = [uid for uid, j in jobs.items() if uid not in uids and may_act(j)]
+            if missed:
+                check(f"active jobs: {missed} may act but were left out")
+        return out
 
     # ----- running sums -------------------------------------------------------------------
     def job_sums(self, purpose: str, width: int, entry: Callable[[JobInfo], tuple[Hashable, Parts, bool]],
@@ -1029,13 +1068,23 @@ class Session:
     def _clean_at_close(self) -> set[str]:
         """The jobs this session left as the live cache handed them out (no task, phase, fit
         error or field changed; no PodGroup condition, annotation or extension status field set
-        before close). Empty without the live cache's hints."""
+        before close). Empty without the live cache's hints.
+
+        The jobs left untouched (:func:`untouched`, whatever their conditions) are also handed
+        to the live cache (:attr:`ClusterInfo.on_untouched`), so that its next snapshot does not
+        look at them again: nothing from here to the next snapshot changes a job (close, the
+        plugins' ``on_session_close`` and the status writers only read the jobs)."""
         ho = self.handed_out
-        if ho is None or self.close_quiet is None or self.pod_group_status_fields:
+        if ho is None:
             return set()
-        jobs, conds, anns = self.jobs, self._pg_conditions, self.pod_group_annotations
-        return {uid for uid, (_base, job, fields) in ho.items()
-                if jobs.get(uid) is job and uid not in conds and uid not in anns and untouched(job, fields)}
+        jobs = self.jobs
+        left = {uid for uid, (_base, job, fields) in ho.items() if jobs.get(uid) is job and untouched(job, fields)}
+        if self.cluster.on_untouched is not None:
+            self.cluster.on_untouched(left)
+        if self.close_quiet is None or self.pod_group_status_fields:
+            return set()
+        conds, anns = self._pg_conditions, self.pod_group_annotations
+        return {uid for uid in left if uid not in conds and uid not in anns}
 
     def close(self, rfc3339: Callable[[float], str] | None = None) -> CloseResult:
         """Close plugins, then compute every job's PodGroup status and every queue's allocated.

@@ -10,8 +10,10 @@ and drf/drf.go (calculateShare).
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pumice.scheduler.volcano.api.resource import Dimension, Resource, exceeded_part, share
 from pumice.scheduler.volcano.plugins._queue_util import exact_equal, res_max
@@ -43,10 +45,38 @@ def usage_share(allocated: Resource, deserved: Resource) -> float:
     return res
 
 
+def _key(claims: Sequence[Claim], total: Resource) -> tuple[Any, ...]:
+    """The inputs of :func:`proportion_deserved` as a key that tells apart every two inputs an
+    arithmetic could tell apart: the names, weights and scalar names as they are, every amount
+    by its bits (so 0.0 and -0.0 differ), in order."""
+    names: list[Any] = []
+    amounts: list[float] = []
+    rs = [total]
+    for c in claims:
+        rs += (c.request, c.real_capability, c.guarantee)
+    for r in rs:
+        sc = r.scalars
+        amounts += (r.milli_cpu, r.memory)
+        if sc:
+            names.append(tuple(sc))
+            amounts += sc.values()
+        else:
+            names.append(())
+    return (tuple((c.key, c.weight) for c in claims), tuple(names), struct.pack(f"<{len(amounts)}d", *amounts))
+
+
+_LAST: list[tuple[tuple[Any, ...], dict[str, Resource]]] = []
+"""The last :func:`proportion_deserved` inputs (as a :func:`_key`) and result."""
+
+
 def proportion_deserved(claims: Sequence[Claim], total: Resource) -> dict[str, Resource]:
     """Water filling: share ``total`` among ``claims`` by weight, each capped by its request and
     real capability and floored by its guarantee, redistributing what a satisfied queue does not
     take until nothing is left or nothing changes.
+
+    A pure function of its inputs: the result of the last call is given again (as a new dict)
+    when every input is bit for bit the same (the queues' requests seldom change from one
+    session to the next).
 
     Args:
         claims: in the order the rounds walk them (pumice: by queue name).
@@ -56,6 +86,15 @@ def proportion_deserved(claims: Sequence[Claim], total: Resource) -> dict[str, R
 
     Mirrors: proportion.go OnSessionOpen (the ``for { totalWeight ... }`` loop).
     """
+    key = _key(claims, total)
+    if _LAST and _LAST[0][0] == key:
+        return dict(_LAST[0][1])
+    got = _water_fill(claims, total)
+    _LAST[:] = [(key, dict(got))]
+    return got
+
+
+def _water_fill(claims: Sequence[Claim], total: Resource) -> dict[str, Resource]:
     deserved: dict[str, Resource] = {c.key: Resource() for c in claims}
     remaining = total
     met: set[str] = set()

@@ -25,6 +25,7 @@ a Volcano release without them would ignore them); both sharing modes may be on 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -141,28 +142,57 @@ class DeviceSharePlugin:
         kept in the session's node memo and reused; the session changes its own copy."""
         if self._max_idle is None or self._idle_cards is None:
             assert self.ssn is not None
-            nodes = self.ssn.node_list
-            kept = self.ssn.node_memo.get(_ROWS_KEY)
-            if kept is not None and (len(kept[0]) != len(nodes)
-                                     or any(a is not b and a.name != b.name for a, b in zip(kept[0], nodes, strict=False))):
-                kept = None  # another node order: rebuild (the live cache drops its memo then anyway)
-            if kept is None:
-                memos = [node_memo(n) for n in nodes]
-                kept = (list(nodes), np.fromiter((m[1] for m in memos), dtype=np.int64, count=len(nodes)),
-                        np.fromiter((m[2] for m in memos), dtype=np.int64, count=len(nodes)),
-                        {n.name: i for i, n in enumerate(nodes)})
-                self.ssn.node_memo[_ROWS_KEY] = kept
+            ssn = self.ssn
+            nodes = ssn.node_list
+            kept = ssn.node_memo.get(_ROWS_KEY)
+            ch = ssn.cluster.changes
+            if (kept is not None and ch is not None and ch.nodes is not None and kept[4] == ch.generation - 1
+                    and len(kept[0]) == len(nodes) and self._follow(kept, nodes, ch.nodes)):
+                # the live cache named every Node that is not the object the last session had
+                check = ssn.job_memo.on_mismatch
+                if check is not None and any(a is not b for a, b in zip(kept[0], nodes, strict=True)):
+                    check("deviceshare: a Node replaced since the last session was not named as changed")
             else:
-                seen, max_idle, idle_cards, _pos = kept
-                for i, (a, b) in enumerate(zip(seen, nodes, strict=True)):
-                    if a is not b:
-                        _devs, max_idle[i], idle_cards[i] = node_memo(b)
-                        seen[i] = b
+                if kept is not None and (len(kept[0]) != len(nodes)
+                                         or any(a is not b and a.name != b.name for a, b in zip(kept[0], nodes, strict=False))):
+                    kept = None  # another node order: rebuild (the live cache drops its memo then anyway)
+                if kept is None:
+                    memos = [node_memo(n) for n in nodes]
+                    kept = [list(nodes), np.fromiter((m[1] for m in memos), dtype=np.int64, count=len(nodes)),
+                            np.fromiter((m[2] for m in memos), dtype=np.int64, count=len(nodes)),
+                            {n.name: i for i, n in enumerate(nodes)}, 0]
+                    ssn.node_memo[_ROWS_KEY] = kept
+                else:
+                    seen, max_idle, idle_cards = kept[0], kept[1], kept[2]
+                    for i, (a, b) in enumerate(zip(seen, nodes, strict=True)):
+                        if a is not b:
+                            _devs, max_idle[i], idle_cards[i] = node_memo(b)
+                            seen[i] = b
+            kept[4] = ch.generation if ch is not None else 0
             self._pos = kept[3]
             self._max_idle, self._idle_cards = kept[1].copy(), kept[2].copy()
             for name, devs in self._own.items():
                 self._refresh(self._pos.get(name), devs)
         return self._max_idle, self._idle_cards
+
+    @staticmethod
+    def _follow(kept: list[Any], nodes: list[NodeInfo], changed: Iterable[str]) -> bool:
+        """Bring the kept rows (Nodes, largest idle card memory, idle cards, positions) up to date
+        from the Nodes named ``changed``; False (nothing changed) when a name is not at its
+        position any more."""
+        seen, max_idle, idle_cards, pos = kept[0], kept[1], kept[2], kept[3]
+        rows = []
+        for name in changed:
+            i = pos.get(name)
+            if i is None or nodes[i].name != name:
+                return False
+            rows.append(i)
+        for i in rows:
+            b = nodes[i]
+            if seen[i] is not b:
+                _devs, max_idle[i], idle_cards[i] = node_memo(b)
+                seen[i] = b
+        return True
 
     def _refresh(self, i: int | None, devs: GPUDevices | None) -> None:
         if self._max_idle is None or self._idle_cards is None or devs is None or i is None:
