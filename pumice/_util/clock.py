@@ -127,9 +127,18 @@ def set_default_clock(clock: Clock) -> None:
     _default = clock
 
 
+_RFC3339: dict[int, str] = {}  # whole second -> its text (writes stamp the same seconds often)
+
+
 def rfc3339(ts: float) -> str:
     """Format epoch seconds as Kubernetes' metav1.Time: ``2024-01-02T03:04:05Z`` (second precision)."""
-    return _dt.datetime.fromtimestamp(int(ts), tz=_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    key = int(ts)
+    out = _RFC3339.get(key)
+    if out is None:
+        if len(_RFC3339) >= 4096:
+            _RFC3339.clear()
+        out = _RFC3339[key] = _dt.datetime.fromtimestamp(key, tz=_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return out
 
 
 def rfc3339_micro(ts: float) -> str:

@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pumice._util.clock import Clock, parse_rfc3339
-from pumice._util.clock import rfc3339 as _rfc3339
+from pumice._util.clock import Clock, parse_rfc3339, rfc3339
 from pumice.api import Obj
 from pumice.api.scheme import POD
 from pumice.node import podspec
@@ -35,20 +34,6 @@ if TYPE_CHECKING:
     from pumice.client.base import KubeClient
 
 log = logging.getLogger(__name__)
-
-
-_TIMES: dict[int, str] = {}
-
-
-def rfc3339(ts: float) -> str:
-    """Cached :func:`pumice._util.clock.rfc3339` (status writes format the same seconds often)."""
-    key = int(ts)
-    out = _TIMES.get(key)
-    if out is None:
-        if len(_TIMES) > 4096:
-            _TIMES.clear()
-        out = _TIMES[key] = _rfc3339(key)
-    return out
 
 
 KUBELET_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready", "PodScheduled")

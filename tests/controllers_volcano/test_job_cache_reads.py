@@ -39,6 +39,9 @@ class Lister:
     def list(self, namespace: str | None = None) -> list[Obj]:
         return [o for (ns, _), o in sorted(self.objs.items()) if namespace in (None, ns)]
 
+    def __len__(self) -> int:
+        return len(self.objs)
+
     def by_index(self, _index: str, uid: str) -> list[Obj]:
         return [o for o in self.list() if any(r.get("uid") == uid for r in o["metadata"].get("ownerReferences") or [])]
 

@@ -60,3 +60,20 @@ def test_monotonic_follows_the_loop() -> None:
 
     with asyncio.Runner(loop_factory=lambda: looptime.new_event_loop(start=0)) as runner:
         assert runner.run(main()) == pytest.approx(42.0)
+
+
+def test_rfc3339_is_whole_seconds_utc_and_its_memory_never_answers_another_second() -> None:
+    import datetime as dt
+
+    from pumice._util import clock
+
+    def fresh(ts: float) -> str:
+        return dt.datetime.fromtimestamp(int(ts), tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    assert clock.rfc3339(1_700_000_000.9) == "2023-11-14T22:13:20Z"
+    assert clock.rfc3339(1_700_000_001.0) == "2023-11-14T22:13:21Z"  # the next second, not the one remembered
+    # more seconds than the memory holds: it is emptied and filled again, every answer still right
+    for ts in range(1_600_000_000, 1_600_000_000 + 3 * 4096, 3):
+        assert clock.rfc3339(ts + 0.5) == fresh(ts)
+    assert len(clock._RFC3339) <= 4096
+    assert clock.rfc3339(1_700_000_000.2) == "2023-11-14T22:13:20Z"

@@ -50,7 +50,7 @@ _IGNORED = {("", "events"), ("events.k8s.io", "events")}
 Item = tuple[str, str]  # ("delete" | "owner", uid)
 
 
-@dataclass
+@dataclass(slots=True)
 class GraphNode:
     """One object in the ownership graph."""
 
@@ -66,8 +66,9 @@ class GraphNode:
     @classmethod
     def of(cls, kind: ResourceKind, obj: Obj) -> GraphNode:
         md = obj.get("metadata") or {}
+        # the references are the informer's (read-only, never changed here), not a copy
         return cls(kind, md.get("namespace") or "", md.get("name", ""), md.get("uid", ""),
-                   list(md.get("ownerReferences") or []), tuple(md.get("finalizers") or ()),
+                   md.get("ownerReferences") or [], tuple(md.get("finalizers") or ()),
                    bool(md.get("deletionTimestamp")), str(md.get("resourceVersion", "")))
 
 
@@ -141,16 +142,18 @@ class GarbageCollector:
         if not node.uid:
             return
         old = self.graph.get(node.uid)
-        if old is not None:
+        same_owners = old is not None and old.owners == node.owners
+        if old is not None and not same_owners:
             for ref in old.owners:
                 deps = self.dependents.get(str(ref.get("uid")))
                 if deps is not None:
                     deps.discard(node.uid)
-        for ref in node.owners:
-            self.dependents.setdefault(str(ref.get("uid")), set()).add(node.uid)
+        if not same_owners:  # (same owners: the dependents index already holds this node)
+            for ref in node.owners:
+                self.dependents.setdefault(str(ref.get("uid")), set()).add(node.uid)
         self.graph[node.uid] = node
         self._absent.discard(node.uid)
-        if node.owners and (old is None or old.owners != node.owners) and not self._owners_solid(node):
+        if node.owners and not same_owners and not self._owners_solid(node):
             self.queue.add(("delete", node.uid))
         if node.deleting and (ORPHAN in node.finalizers or FOREGROUND in node.finalizers):
             self.queue.add(("owner", node.uid))

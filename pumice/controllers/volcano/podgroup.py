@@ -22,6 +22,7 @@ from pumice.client.base import KubeClient, create_unless_exists, is_not_found
 from pumice.controllers.volcano import keys
 from pumice.controllers.volcano.job import resources as res
 from pumice.controllers.volcano.job.builders import scheduling_annotations
+from pumice.runtime.reconcile import Result
 
 log = logging.getLogger(__name__)
 
@@ -105,8 +106,6 @@ class PodGroupReconciler:
         return out
 
     async def reconcile(self, req: Any) -> Any:
-        from pumice.runtime.reconcile import Result
-
         pod = self.pods.get(req.namespace, req.name)
         if pod is None or (pod.get("spec") or {}).get("schedulerName") not in self.scheduler_names:
             return Result()
@@ -138,8 +137,6 @@ class ScaledToZeroReconciler:
         self.podgroups = podgroups
 
     async def reconcile(self, req: Any) -> Any:
-        from pumice.runtime.reconcile import Result
-
         rs = self.replicasets.get(req.namespace, req.name)
         if rs is None or int((rs.get("spec") or {}).get("replicas", 1) or 0) != 0:
             return Result()

@@ -48,6 +48,7 @@ from pumice.api import Obj, scheme
 from pumice.client.base import KubeClient, create_unless_exists, is_not_found
 from pumice.controllers.volcano import keys
 from pumice.controllers.volcano.keys import Action, PodGroupPhase, QueueState
+from pumice.runtime.reconcile import Result
 
 log = logging.getLogger(__name__)
 
@@ -257,13 +258,13 @@ class QueueReconciler:
         self.counts = counts
 
     def _pending_command(self, name: str) -> Obj | None:
+        if not len(self.commands):  # no Command anywhere (the usual case): nothing to list
+            return None
         mine = [c for c in self.commands.list() if command_target(c) == ("Queue", name)]
         mine.sort(key=lambda c: (c["metadata"].get("creationTimestamp", ""), c["metadata"].get("name", "")))
         return mine[0] if mine else None
 
     async def reconcile(self, req: Any) -> Any:
-        from pumice.runtime.reconcile import Result
-
         queue = self.queues.get(None, req.name)
         if queue is None:
             _forget_counts(req.name)

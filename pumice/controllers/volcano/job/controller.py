@@ -51,6 +51,7 @@ from pumice.controllers.volcano.job.state import (
     step_for,
 )
 from pumice.controllers.volcano.keys import Action, Event, JobPhase, PodGroupPhase
+from pumice.runtime.reconcile import Result
 
 log = logging.getLogger(__name__)
 
@@ -408,6 +409,8 @@ class JobReconciler:
         return events, new
 
     async def take_command(self, job: Obj) -> Action | None:
+        if not len(self.commands):  # no Command anywhere (the usual case): nothing to list
+            return None
         md = job["metadata"]
         mine = [c for c in self.commands.list(md.get("namespace"))
                 if (c.get("target") or {}).get("kind") == "Job" and (c.get("target") or {}).get("name") == md["name"]]
@@ -431,8 +434,6 @@ class JobReconciler:
     # -- reconcile ---------------------------------------------------------------------------
 
     async def reconcile(self, req: Any) -> Any:
-        from pumice.runtime.reconcile import Result
-
         job = self.current_job(req.namespace, req.name)
         key = f"{req.namespace}/{req.name}"
         if job is None:
@@ -450,7 +451,7 @@ class JobReconciler:
             self._event(job, "Warning", INVALID_JOB_REASON, f"the job cannot run: {problem.strip()}")
             return Result()
         mkey = f"{key}/{job['metadata'].get('uid', '')}"
-        mem = self._mem.get(mkey, _Memory())
+        mem = self._mem.get(mkey) or _Memory()
         pods = self.job_pods(job)
         pg = self.get_podgroup(job)
         events, new_mem = self.observe(job, pods, pg, mem)
@@ -625,10 +626,11 @@ class _Ops:
         new_status = self._counted_status(status, spec, [*live, *created], terminating)
         if update is not None:
             update(new_status)
-        if _norm(new_status) == _norm(original):
+        norm_new = _norm(new_status)
+        if norm_new == _norm(original):
             return
         if (new_status.get("state") or {}).get("phase") != (original.get("state") or {}).get("phase") \
-                or _norm(new_status) != _norm(status):
+                or norm_new != _norm(status):
             self._stamp(new_status)
         await self._write_status(new_status)
 
