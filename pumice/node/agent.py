@@ -870,11 +870,18 @@ class NodeAgent:
         }
 
     async def _register_node(self, node: NodeState) -> None:
+        """Create the Node with its status (the API server keeps a Node's status on create); a
+        Node that exists gets our labels and a status patch instead.
+
+        Mirrors: kubernetes pkg/kubelet/kubelet_node_status.go registerWithAPIServer (initialNode
+        carries the status; tryRegisterWithAPIServer reconciles an existing Node)."""
         obj = {"apiVersion": "v1", "kind": "Node",
                "metadata": {"name": node.name, "labels": dict(node.labels)},
-               "spec": {"taints": node.taints} if node.taints else {}}
-        if not await create_unless_exists(self.client, obj):
-            await self.client.patch(NODE, node.name, {"metadata": {"labels": dict(node.labels)}})
+               "spec": {"taints": node.taints} if node.taints else {},
+               "status": self._node_status(node)}
+        if await create_unless_exists(self.client, obj):
+            return
+        await self.client.patch(NODE, node.name, {"metadata": {"labels": dict(node.labels)}})
         await self.client.patch(NODE, node.name, {"status": self._node_status(node)}, subresource="status")
 
     async def _register_nodes(self) -> None:

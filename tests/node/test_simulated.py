@@ -87,6 +87,28 @@ async def test_simulated_nodes_register_with_capacity_and_leases() -> None:
 
 
 @pytest.mark.looptime
+async def test_a_new_node_is_created_with_its_status_and_an_existing_one_is_patched() -> None:
+    """As the kubelet's registerWithAPIServer: the Node is created with its status (one write);
+    a Node that exists already gets the agent's labels and a status patch."""
+    from pumice.api.scheme import NODE
+
+    clock = LoopClock()
+    client = FakeClient(clock=clock, graceful_pod_deletion=True)
+    await client.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "sim-0", "labels": {"old": "x"}}})
+    before = len(client.writes())
+    agent = await _agent(client, clock, labels={"pool": "a"}, lease_renew_interval=None)
+    node_writes = [(w[0], w[1], w[3]) for w in client.writes()[before:] if w[1] == "nodes"]
+    assert node_writes == [("create", "nodes", "sim-0"), ("patch", "nodes", "sim-0"), ("patch", "nodes", "sim-0"),
+                           ("create", "nodes", "sim-1")]
+    for name in ("sim-0", "sim-1"):
+        node = await client.get(NODE, name)
+        assert node["status"]["allocatable"]["cpu"] == "4"
+        assert node["metadata"]["labels"]["pool"] == "a"
+        assert next(c for c in node["status"]["conditions"] if c["type"] == "Ready")["status"] == "True"
+    await agent.stop()
+
+
+@pytest.mark.looptime
 async def test_simulated_admission_rejects_what_does_not_fit() -> None:
     clock = LoopClock()
     client = FakeClient(clock=clock, graceful_pod_deletion=True)
