@@ -230,15 +230,12 @@ class _Headers(Headers):
 
 
 class _Request(Request):
-    """A Starlette Request whose ``headers`` are :class:`_Headers`."""
+    """A Starlette Request whose ``headers`` are :class:`_Headers`, made with the request (every
+    request reads them: Starlette's ``headers`` property returns the one set here)."""
 
-    @property
-    def headers(self) -> Headers:
-        try:
-            return self._headers
-        except AttributeError:
-            self._headers: Headers = _Headers(self.scope)
-            return self._headers
+    def __init__(self, scope: Any, *args: Any) -> None:
+        super().__init__(scope, *args)
+        self._headers = _Headers(scope)
 
 
 class _Api:

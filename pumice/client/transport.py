@@ -15,12 +15,16 @@ reference/ecosystem.md section 1.3.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import httpx2
 
 __all__ = ["StreamingASGITransport"]
+
+log = logging.getLogger(__name__)
 
 
 def _one_body(body: bytes, disconnected: asyncio.Event) -> Callable[[], Awaitable[dict[str, Any]]]:
@@ -203,6 +207,8 @@ class DirectASGI:
 
     async def stream(self, method: str, path: str, query: bytes,
                      headers: list[tuple[bytes, bytes]]) -> tuple[int, AsyncIterator[bytes], Any]:
+        if self._respond is not None:
+            return await self._stream_response(self._scope(method, path, query, headers))
         transport = StreamingASGITransport(self.app)
         url = httpx2.URL(f"http://{self.host}{path}" + (f"?{query.decode()}" if query else ""))
         req = httpx2.Request(method, url, headers=headers)
@@ -210,6 +216,70 @@ class DirectASGI:
         stream = resp.stream
         assert isinstance(stream, _QueueStream)
         return resp.status_code, stream.__aiter__(), stream.aclose
+
+    async def _stream_response(self, scope: dict[str, Any]) -> tuple[int, AsyncIterator[bytes], Any]:
+        """:meth:`stream` over the app's ``respond``. The tasks and queue are those of
+        :class:`StreamingASGITransport` with Starlette's StreamingResponse (an app task that
+        answers and then waits for the disconnect; a second task that sets the status and moves
+        each chunk into the queue the caller reads), so every event reaches the caller on the
+        same loop iteration as before, without an ASGI message per chunk."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        started: asyncio.Future[int] = loop.create_future()
+        done = asyncio.Event()
+        assert self._respond is not None
+        respond = self._respond
+
+        async def pump(status: int, chunks: AsyncIterator[bytes | str | memoryview]) -> None:
+            if not started.done():
+                started.set_result(status)
+            put = queue.put_nowait
+            try:
+                async for chunk in chunks:
+                    if chunk:
+                        put(chunk if isinstance(chunk, bytes) else
+                            chunk.encode() if isinstance(chunk, str) else bytes(chunk))
+            except Exception:
+                log.exception("in-process stream %s %s failed; ending it", scope["method"], scope["path"])
+            finally:
+                put(None)
+
+        async def run() -> None:
+            try:
+                response = await respond(scope, _one_body(b"", done))
+            except Exception as e:
+                if not started.done():
+                    started.set_exception(e)
+                queue.put_nowait(None)
+                return
+            iterator = getattr(response, "body_iterator", None)
+            if iterator is None:
+                if not started.done():
+                    started.set_result(response.status_code)
+                if response.body:
+                    queue.put_nowait(bytes(response.body))
+                queue.put_nowait(None)
+                return
+            streaming = loop.create_task(pump(response.status_code, iterator))
+            try:
+                await done.wait()
+            finally:
+                if not streaming.done():
+                    streaming.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await streaming
+                aclose = getattr(iterator, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+
+        task = loop.create_task(run())
+        try:
+            status = await started
+        except BaseException:
+            task.cancel()
+            raise
+        stream = _QueueStream(queue, task, done)
+        return status, stream.__aiter__(), stream.aclose
 
 
 async def _as_bytes(chunks: AsyncIterator[bytes | str | memoryview]) -> AsyncGenerator[bytes, None]:

@@ -5,6 +5,7 @@ acknowledge-when-durable rule. Also the request headers' dict lookups against St
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
@@ -170,3 +171,45 @@ async def test_a_write_that_cannot_be_made_durable_answers_500_on_the_fast_path(
         storage.failing = False
         got = await c.client.get(scheme.CONFIG_MAP, "ok", "default")
         assert got["metadata"]["name"] == "ok"
+
+
+async def _asgi_stream(app: Any, path: str, query: dict[str, Any]) -> tuple[int, bytes]:
+    h = httpx2.AsyncClient(transport=StreamingASGITransport(app), base_url="http://pumice.local")
+    async with h, h.stream("GET", path, params=query_fields(query), headers={"accept": "application/json"}) as r:
+        return r.status_code, b"".join([c async for c in r.aiter_raw()])
+
+
+async def _direct_stream(app: Any, path: str, query: dict[str, Any]) -> tuple[int, bytes]:
+    status, chunks, close = await DirectASGI(app).stream("GET", path, urlencode(query_fields(query)).encode(),
+                                                         [(b"accept", b"application/json")])
+    try:
+        return status, b"".join([c async for c in chunks])
+    finally:
+        await close()
+
+
+async def test_a_watch_on_the_fast_path_streams_the_bytes_of_the_asgi_path() -> None:
+    async with local_cluster(history=3) as c:
+        app, ns = c.server.app, "/api/v1/namespaces/default/configmaps"
+        start = (await c.client.list(scheme.CONFIG_MAP, "default")).resource_version
+        for i in range(5):
+            await c.client.create({"apiVersion": "v1", "kind": "ConfigMap",
+                                   "metadata": {"name": f"w{i}", "labels": {"i": str(i)}}})
+        now = (await c.client.list(scheme.CONFIG_MAP, "default")).resource_version
+        cases: list[dict[str, Any]] = [
+            {"watch": "true", "resourceVersion": str(int(now) - 2), "timeoutSeconds": 1},
+            {"watch": "true", "resourceVersion": str(int(now) - 2), "labelSelector": "i in (1,2),i!=2",
+             "timeoutSeconds": 1, "allowWatchBookmarks": "true"},
+            {"watch": "true", "timeoutSeconds": 1, "fieldSelector": "metadata.name=w0"},  # the current objects
+            {"watch": "true", "resourceVersion": start, "timeoutSeconds": 1},  # compacted: 200 + an ERROR event
+            {"watch": "true", "resourceVersion": "x"},  # 400
+            {"watch": "true", "sendInitialEvents": "true"},  # 422
+        ]
+        got = await asyncio.gather(*(f(app, ns, q) for q in cases for f in (_asgi_stream, _direct_stream)))
+        for i, q in enumerate(cases):
+            a, d = got[2 * i], got[2 * i + 1]
+            assert a == d, q
+            assert a[0] != 200 or a[1].count(b"\n") >= 1, (q, a)
+        assert [g[0] for g in got[::2]] == [200, 200, 200, 200, 400, 422]
+        assert b'"reason":"Expired"' in got[7][1] and got[7][1].count(b"\n") == 1
+        assert c.server.store.watcher_count() == 0  # every ended watch is unregistered

@@ -69,8 +69,10 @@ def test_a_thread_an_executor_and_a_socket_still_wake_the_run_loop() -> None:
     async def main() -> list[str]:
         seen: list[str] = []
         done = asyncio.Event()
-        threading.Timer(0.05, lambda: loop.call_soon_threadsafe(done.set)).start()
+        timer = threading.Timer(0.05, lambda: loop.call_soon_threadsafe(done.set))
+        timer.start()
         await done.wait()  # nothing else to run: a real wait, woken through the self-pipe
+        timer.join()
         seen.append("thread")
         assert await loop.run_in_executor(None, lambda: 6 * 7) == 42
         seen.append("executor")
