@@ -71,8 +71,16 @@ def status_success() -> bytes:
     return json.dumps({"metadata": {}, "status": "Success"}).encode()
 
 
+def exit_code(returncode: int) -> int:
+    """The exit code the kubelet reports for an exec'd command: the process's own code, or
+    ``128 + N`` for one killed by signal N (asyncio gives ``-N``), as runc/containerd report it;
+    kubectl refuses a negative code (``invalid exit code value "-9"``)."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
 def status_exit(argv: list[str], code: int) -> bytes:
-    """The Status the kubelet sends when a command ends with a non-zero code."""
+    """The Status the kubelet sends when a command ends with a non-zero code (``code`` as
+    :func:`exit_code` gives it)."""
     return json.dumps({
         "metadata": {}, "status": "Failure",
         "message": f"command terminated with non-zero exit code: error executing command [{' '.join(argv)}], "
@@ -179,6 +187,7 @@ class StreamServer:
             code = await self._exec_pipes(ws, t, full, stdin)
         if code is None:
             return
+        code = exit_code(code)
         await ws.send(bytes([ERROR]) + (status_success() if code == 0 else status_exit(argv, code)))
 
     async def _exec_pipes(self, ws: WebSocket, t: ExecTarget, full: list[str], stdin: bool) -> int | None:

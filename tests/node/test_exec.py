@@ -65,6 +65,10 @@ async def test_exec_runs_in_the_pod_and_returns_output_and_exit_code(stack: Any)
     assert p.returncode == 3, p.stderr
     assert p.stdout == "out-box\n"
     assert "err" in p.stderr
+    # a command killed by a signal ends with 128 + N, as runc reports it (kubectl refuses "-9")
+    p = await _run(kubectl, "exec", "box", "--", "sh", "-c", "kill -9 $$")
+    assert p.returncode == 137, p.stderr
+    assert "command terminated with exit code 137" in p.stderr
     p = await _run(kubectl, "exec", "-i", "box", "--", "cat", stdin="through stdin\n")
     assert (p.returncode, p.stdout) == (0, "through stdin\n"), p.stderr
     # the Pod's own /tmp and hostname, not the host's
