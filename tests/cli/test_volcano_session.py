@@ -34,3 +34,29 @@ def test_session_says_what_it_read_and_what_it_ignored(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.stderr
     assert res.stderr.startswith("read 1 Node, 1 Queue, 1 PodGroup, 1 Pod; ignored 1 Job")
     assert '"default/p": "n1"' in res.stdout
+
+
+def test_session_uses_volcanos_default_queue_when_the_manifests_have_none(tmp_path: Path) -> None:
+    """trial-8 F-14: Nodes, a PodGroup of queue default and its Pods, no Queue: every Volcano cluster has the
+    `default` Queue, so the dry run binds as a cluster would and says it added the Queue."""
+    from pumice.cli.volcano import command as volcano_cli
+
+    (tmp_path / "all.yaml").write_text(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '4', memory: 8Gi, pods: '10'}}\n"
+        "---\napiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {name: pg1, namespace: default}\n"
+        "spec: {minMember: 2, minResources: {cpu: '2'}}\n"
+        + "".join(
+            f"---\napiVersion: v1\nkind: Pod\nmetadata: {{name: p{i}, namespace: default, annotations: "
+            "{scheduling.k8s.io/group-name: pg1}}\nspec: {schedulerName: volcano, containers: [{name: c, image: i, "
+            "resources: {requests: {cpu: '1'}}}]}\nstatus: {phase: Pending}\n" for i in (1, 2)))
+    res = CliRunner().invoke(volcano_cli, ["session", "-f", str(tmp_path)])
+    assert res.exit_code == 0, res.stderr
+    assert "no Queue 'default' in the manifests: using Volcano's default Queue" in res.stderr
+    assert '"default/p1": "n1"' in res.stdout and '"default/p2": "n1"' in res.stdout
+    # a manifest that names its own default Queue is used as written (a closed one binds nothing)
+    (tmp_path / "q.yaml").write_text("apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: default}\n"
+                                     "spec: {weight: 1}\nstatus: {state: Closed}\n")
+    res = CliRunner().invoke(volcano_cli, ["session", "-f", str(tmp_path)])
+    assert res.exit_code == 0, res.stderr
+    assert "no Queue" not in res.stderr
+    assert '"binds": {}' in res.stdout
