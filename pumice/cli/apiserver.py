@@ -1,7 +1,8 @@
 """``pumice apiserver``: run the Kubernetes-compatible API server alone.
 
 Writes ``<data-dir>/kubeconfig`` (bearer token; CA data when TLS) and prints where it is. Binding
-to a non-loopback ``--host`` turns TLS on (self-signed certificate in the data dir).
+to a non-loopback ``--host`` turns TLS on (self-signed certificate in the data dir). Takes the data
+dir's lock (:mod:`pumice.cli._datadir`) as ``pumice up`` does, and refuses a dir another pumice holds.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from pumice.cli._datadir import DataDirInUse, lock_data_dir
 from pumice.cli._signals import stop_on_signals
 
 DEFAULT_DATA_DIR = "~/.local/share/pumice"
@@ -34,8 +36,15 @@ def command(data_dir: str, port: int, host: str, no_crds: bool, durability: str)
 
     path = Path(data_dir).expanduser()
     try:
+        lock = lock_data_dir(path)
+    except DataDirInUse as e:
+        raise click.ClickException(str(e)) from None
+    except OSError as e:
+        raise click.ClickException(f"cannot open data dir {path}: {e}") from None
+    try:
         server = APIServer(path, install_crds=not no_crds, durability=durability)
     except (StorageError, OSError) as e:
+        lock.close()
         raise click.ClickException(f"cannot open data dir {path}: {e}") from None
 
     async def main() -> None:
@@ -68,3 +77,4 @@ def command(data_dir: str, port: int, host: str, no_crds: bool, durability: str)
     finally:
         with contextlib.suppress(Exception):
             server.close()
+        lock.close()

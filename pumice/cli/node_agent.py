@@ -149,4 +149,13 @@ def command(kubeconfig: str | None, runtime: str, nodes: int, node_cpu: str | No
         network=network, pod_cidr=pod_cidr, bridge=bridge, pod_egress=pod_egress, apiserver_url_for_pods=apiserver_url_for_pods,
         keep_pods=keep_pods, seed=seed, sim_start_latency=sim_start_latency, sim_ray_dashboard=sim_ray_dashboard,
     )
-    asyncio.run(_run(kubeconfig, options))
+    from pumice.cli._datadir import DataDirInUse, lock_data_dir
+
+    try:
+        lock = lock_data_dir(Path(data_dir))
+    except (DataDirInUse, OSError) as e:
+        raise click.ClickException(str(e)) from None
+    try:
+        asyncio.run(_run(kubeconfig, options))
+    finally:
+        lock.close()

@@ -15,19 +15,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import logging
-import os
 import socket
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import click
 
 from pumice.api.quantity import is_quantity, parse_quantity
+from pumice.cli._datadir import DataDirInUse, lock_data_dir
 from pumice.cli._signals import stop_on_signals
 
 log = logging.getLogger("pumice.up")
@@ -94,8 +93,12 @@ async def run_up(
         from pumice.scheduler.volcano import load_conf
 
         load_conf(Path(opts.scheduler_conf))
-    opts.data_dir.mkdir(parents=True, exist_ok=True)
     lock = lock_data_dir(opts.data_dir)
+    try:  # the node agent's directory too, so a `pumice node-agent --data-dir <it>` is refused
+        node_lock = lock_data_dir(opts.data_dir / "node")
+    except BaseException:
+        lock.close()
+        raise
     check_port_free(opts.host, opts.port)
     dash_sock = None
     if opts.dashboard_port is not None:
@@ -147,6 +150,7 @@ async def run_up(
         serve_task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await serve_task
+        node_lock.close()
         lock.close()
 
 
@@ -319,34 +323,6 @@ def _parse_groups(value: str) -> list[str]:
         raise click.BadParameter(f"unknown controllers {unknown}; choose from {','.join(sorted(CONTROLLER_GROUPS))}",
                                  param_hint="--controllers")
     return names
-
-
-class DataDirInUse(RuntimeError):
-    """Another pumice process holds the data directory's lock."""
-
-
-def lock_data_dir(data_dir: Path) -> IO[str]:
-    """Take ``<data-dir>/pumice.lock`` (an exclusive, non-blocking flock) for this process.
-
-    Returns the open lock file; closing it releases the lock (the OS releases it at exit too).
-
-    Raises:
-        DataDirInUse: another process holds it; the message names its pid.
-    """
-    path = data_dir / "pumice.lock"
-    f = open(path, "a+")  # noqa: SIM115 - held for the life of the process
-    try:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        f.seek(0)
-        holder = f.read().strip() or "?"
-        f.close()
-        raise DataDirInUse(f"data dir {data_dir} is in use by another pumice process (pid {holder})") from None
-    f.seek(0)
-    f.truncate()
-    f.write(f"{os.getpid()}\n")
-    f.flush()
-    return f
 
 
 def check_port_free(host: str, port: int) -> None:

@@ -57,3 +57,24 @@ def test_an_os_error_reads_as_its_reason_and_path_without_errno() -> None:
                                              "--port", "0", "--no-dashboard"])
     assert res.exit_code == 1
     assert res.output.strip() == "Error: No such file or directory: /proc/pumice-nope"
+
+
+@pytest.mark.parametrize("argv", [
+    ["apiserver", "--port", "0"],
+    ["node-agent", "--runtime", "simulated"],
+])
+def test_a_data_dir_held_by_another_pumice_is_refused_in_one_line(tmp_path: Path, argv: list[str]) -> None:
+    # trial-8 F-19: `pumice apiserver` on a running `pumice up`'s data dir opened its pumice.db,
+    # handed out the same resourceVersions and rewrote its kubeconfig.
+    import os
+
+    from pumice.cli._datadir import lock_data_dir
+
+    held = lock_data_dir(tmp_path)  # another open file description: flock refuses it like another process
+    try:
+        res = CliRunner().invoke(cli_main.main, [*argv, "--data-dir", str(tmp_path)])
+    finally:
+        held.close()
+    assert res.exit_code == 1
+    assert res.output == f"Error: data dir {tmp_path} is in use by another pumice process (pid {os.getpid()})\n"
+    assert not (tmp_path / "pumice.db").exists() and not (tmp_path / "kubeconfig").exists()
