@@ -331,8 +331,12 @@ def _warn_rejected(result: Any, name_run: bool) -> None:
 
 def _write(results: list[Any], out: Path, no_plots: bool, report: Any) -> Path:
     """Write the report of ``results`` (one run: ``out/report.html``; more: ``out/index.html``);
-    returns the HTML file a user opens."""
+    returns the HTML file a user opens. An earlier report in ``out`` is removed first
+    (:func:`pumice.simulate.report.clear_earlier`), with one ``Warning:`` line."""
     try:
+        earlier = report.clear_earlier(out)
+        if earlier:
+            click.echo(f"Warning: {out} held an earlier report: its {len(earlier)} file(s) were replaced", err=True)
         if len(results) == 1:
             report.write_run(results[0], out, plots=not no_plots)
             return out / "report.html"

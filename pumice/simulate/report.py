@@ -123,6 +123,37 @@ def timing(result: SimResult) -> dict[str, Any]:
             "simulated_seconds": round(result.end_time, 3)}
 
 
+RUN_FILES = ("summary.json", "jobs.csv", "jobs.json", "pods.csv", "pods.json", "timeline.csv", "timing.json",
+             "report.html", "utilization.png", "queues.png", "delay_cdf.png")
+"""The files :func:`write_run` writes (the PNGs only with plots)."""
+
+COMPARE_FILES = ("compare.json", "index.html")
+"""The files :func:`write_compare` writes at the top, beside one :data:`RUN_FILES` directory per run."""
+
+
+def clear_earlier(out: Path) -> list[Path]:
+    """Remove an earlier report from ``out`` before a new one is written there, so the directory
+    never mixes two runs (a single run over a comparison, or a ``--no-plots`` run over one with
+    plots): the :data:`RUN_FILES` and :data:`COMPARE_FILES` at the top, and the :data:`RUN_FILES`
+    of every subdirectory holding a ``summary.json`` (a comparison's run; the subdirectory too
+    when that empties it). Nothing else is touched. Returns the removed paths, sorted.
+
+    Raises OSError when a file cannot be removed."""
+    removed: list[Path] = []
+    if not out.is_dir():
+        return removed
+    dirs = [out, *sorted(d for d in out.iterdir() if d.is_dir() and (d / "summary.json").is_file())]
+    for d in dirs:
+        for name in RUN_FILES + (COMPARE_FILES if d == out else ()):
+            f = d / name
+            if f.is_file():
+                f.unlink()
+                removed.append(f)
+        if d != out and not any(d.iterdir()):
+            d.rmdir()
+    return sorted(removed)
+
+
 def write_run(result: SimResult, out: Path, *, plots: bool = True) -> dict[str, Any]:
     """Write one run's files into ``out`` (created). Returns the summary."""
     out.mkdir(parents=True, exist_ok=True)

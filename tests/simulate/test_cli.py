@@ -87,6 +87,17 @@ def test_compare_runs_both_configurations_side_by_side(tmp_path: Path) -> None:
     assert (out / "index.html").exists()
     assert all((out / p / "summary.json").exists() for p in table["policies"])
     assert "jct.mean" in r.output
+    # trial-8 F-13: a single run into the same --out replaces the comparison instead of mixing with it;
+    # a file pumice did not write stays
+    (out / "notes.txt").write_text("mine")
+    r = CliRunner().invoke(main, ["simulate", "--nodes", str(t / "n32g4.csv"), "--workload", str(t / "60_job.csv"),
+                                  "--sample", "3", "--out", str(out), "--quiet", "--no-plots"])
+    assert r.exit_code == 0, r.output
+    assert f"Warning: {out} held an earlier report: its " in r.stderr
+    assert sorted(p.name for p in out.iterdir()) == [
+        "jobs.csv", "jobs.json", "notes.txt", "pods.csv", "pods.json", "report.html", "summary.json", "timeline.csv",
+        "timing.json"]
+    assert json.loads((out / "summary.json").read_text())["inputs"]["arrivals"] == 3
 
 
 def test_a_bad_node_list_is_one_line_and_exit_2(tmp_path: Path) -> None:
