@@ -19,10 +19,14 @@ Job model, per RayCluster (the cluster the RayJob created, found by the factory'
 - ``PENDING`` until both; ``RUNNING`` from ``start`` = the later of the submission and readiness;
 - ``SUCCEEDED`` ``pumice.io/sim-duration-seconds`` (annotation of the RayJob; default 0) after
   ``start``, or ``FAILED`` when the RayJob has ``pumice.io/sim-exit-code`` != 0. At that moment the
-  submitter ends with exit code 0 (or 1), as ``ray job submit`` does when it stops tailing: the
-  K8sJobMode submitter Pod's container, or the SidecarMode head Pod's ``ray-job-submitter``
-  container (the other containers of the head Pod run on). So ``startTime`` is never before the cluster is ready nor before the submission,
-  and ``endTime - startTime`` is the duration.
+  submitter ends, as the command KubeRay gives it does when it stops tailing: the SidecarMode head
+  Pod's ``ray-job-submitter`` container (``ray job submit``, which exits 1 iff the job FAILED; the
+  other containers of the head Pod run on) and every Running K8sJobMode submitter Pod (its script
+  ends with ``ray job logs --follow``, which exits 0 whatever the job's end). A K8sJobMode submitter
+  Pod that starts after the job ended (a retry of the submitter Job) ends with 0 the next time the
+  job is looked at, as ``ray job logs --follow`` of a terminal job returns at once. So ``startTime``
+  is never before the cluster is ready nor before the submission, and ``endTime - startTime`` is
+  the duration.
 
 Serve, per RayCluster: ``update_deployments(config)`` (``PUT /api/serve/applications/``) records
 the applications and starts Serve on the cluster; each application is ``DEPLOYING`` (deployments
@@ -207,6 +211,7 @@ class SimulatedRayDashboard:
 
     def _advance(self, job: _Job, cluster: Obj) -> None:
         if job.status in TERMINAL:
+            self._end_submitter(job)  # a submitter Pod that started after the end (K8sJobMode)
             return
         now = self.clock.now()
         ready = self.ready_at(cluster)
@@ -223,23 +228,32 @@ class SimulatedRayDashboard:
         failed = int(ann.get(ANNOTATION_EXIT_CODE, 0) or 0) != 0
         job.status = JobStatus.FAILED if failed else JobStatus.SUCCEEDED
         job.end = job.start + duration
-        self._end_submitter(job, 1 if failed else 0)
+        self._end_submitter(job)
 
-    def _end_submitter(self, job: _Job, code: int) -> None:
-        """The job's submitter exits with ``code``, as ``ray job submit`` does when the job it
-        tails ends: the K8sJobMode submitter Pod (label ``batch.kubernetes.io/job-name``), and the
-        ``ray-job-submitter`` container of the head Pod of the job's cluster (SidecarMode)."""
-        if job.submitter_ended or self.finish_pod is None:
+    def _end_submitter(self, job: _Job) -> None:
+        """The submitter of the terminal ``job`` exits, as the command KubeRay gives it does when
+        the job it tails has ended.
+
+        SidecarMode, once: the ``ray-job-submitter`` container of the head Pod of the job's cluster
+        runs ``ray job submit`` (no ``--no-wait``), which exits 1 iff the job FAILED (Ray's
+        ``job_cli.submit``). K8sJobMode, on every call: each running submitter Pod (label
+        ``batch.kubernetes.io/job-name``) exits 0, because its script ends with ``ray job logs
+        --follow``, which returns 0 for any terminal job (Ray's ``job_cli.logs`` ignores the final
+        status); a Pod of the submitter Job that starts after the job ended is ended too."""
+        if self.finish_pod is None:
             return
-        job.submitter_ended = True
         rj = self.rayjobs(job.namespace, job.rayjob) or {}
         if (rj.get("spec") or {}).get("submissionMode") == "SidecarMode":
+            if job.submitter_ended:
+                return
+            job.submitter_ended = True
+            code = 1 if job.status == JobStatus.FAILED else 0
             heads = {RAY_CLUSTER_LABEL_KEY: job.cluster.partition("/")[2], RAY_NODE_TYPE_LABEL_KEY: "head"}
             for p in self.pods(job.namespace, heads):
                 self.finish_pod(str((p.get("metadata") or {}).get("uid", "")), code, SUBMITTER_CONTAINER_NAME)
             return
         for p in self.pods(job.namespace, {JOB_NAME_LABEL: job.rayjob}):
-            self.finish_pod(str((p.get("metadata") or {}).get("uid", "")), code)
+            self.finish_pod(str((p.get("metadata") or {}).get("uid", "")), 0)
 
     def info(self, job: _Job) -> RayJobInfo:
         message = {JobStatus.PENDING: "Job has not started yet.", JobStatus.RUNNING: "Job is currently running.",
@@ -310,7 +324,7 @@ class SimulatedRayDashboardClient:
         if job.status not in TERMINAL:
             job.status = JobStatus.STOPPED
             job.end = self.state.clock.now()
-            self.state._end_submitter(job, 1)
+            self.state._end_submitter(job)
 
     async def delete_job(self, job_id: str) -> None:
         self.state.jobs.pop(job_id, None)

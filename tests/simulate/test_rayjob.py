@@ -168,14 +168,15 @@ def test_the_readme_ray_workload_example_runs_and_records_gpus_and_readiness(tmp
     assert all(p["deleted"] for p in pods)
 
 
-def _mode_arrival(name: str, mode: str) -> str:
+def _mode_arrival(name: str, mode: str, exit_code: int = 0) -> str:
+    meta = f"\n      metadata: {{annotations: {{pumice.io/sim-exit-code: '{exit_code}'}}}}" if exit_code else ""
     return f"""
   - at: 0
     duration: 5
     name: {name}
     manifest:
       apiVersion: ray.io/v1
-      kind: RayJob
+      kind: RayJob{meta}
       spec:
         entrypoint: python x.py
         submissionMode: {mode}
@@ -199,3 +200,19 @@ def test_a_sidecar_mode_rayjob_ends_with_its_ray_job_like_a_k8sjob_mode_one(tmp_
     assert r.ended_by == "done"
     assert jobs["side"]["status"] == jobs["k8s"]["status"] == "Succeeded"
     assert abs(jobs["side"]["jct"] - jobs["k8s"]["jct"]) <= 5, (jobs["side"], jobs["k8s"])
+
+
+def test_a_rayjob_whose_ray_job_fails_ends_with_it_in_either_submission_mode(tmp_path: Path) -> None:
+    """Trial 8 F-7: a K8sJobMode submitter exited 1 on a FAILED job (its script ends with ``ray job
+    logs --follow``, which exits 0), the submitter Job then started a retry Pod that never ended,
+    and the RayJob became Failed only through the 300-s transition grace period (JCT 372 s against 72 s)."""
+    p = tmp_path / "w.yaml"
+    p.write_text("arrivals:" + _mode_arrival("k8s", "K8sJobMode", 1) + _mode_arrival("side", "SidecarMode", 1)
+                 + _mode_arrival("ok", "K8sJobMode"))
+    nodes = [NodeSpec(f"n{i}", 4000, 16 * 1024**3, pods=20) for i in range(3)]
+    r = simulate(SimConfig(nodes, load_workload(p)))
+    jobs = {j["job"]: j for j in metrics.job_rows(r.recorder)}
+    assert r.ended_by == "done"
+    assert (jobs["k8s"]["status"], jobs["side"]["status"], jobs["ok"]["status"]) == ("Failed", "Failed", "Succeeded")
+    assert abs(jobs["k8s"]["jct"] - jobs["ok"]["jct"]) <= 5, (jobs["k8s"], jobs["ok"])
+    assert abs(jobs["side"]["jct"] - jobs["ok"]["jct"]) <= 5, (jobs["side"], jobs["ok"])
