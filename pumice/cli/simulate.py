@@ -32,7 +32,7 @@ def _parse_duration(value: str | None, option: str = "--until") -> float | None:
     if math.isnan(seconds) or seconds <= 0:
         raise click.BadParameter(f"the simulated time to stop at must be more than 0 seconds, got {value}",
                                  param_hint=f"'{option}'")
-    from pumice.simulate.runner import MAX_SIMULATED_SECONDS
+    from pumice.simulate.workload import MAX_SIMULATED_SECONDS
 
     if seconds > MAX_SIMULATED_SECONDS:
         raise click.BadParameter(f"{value} is more than the {MAX_SIMULATED_SECONDS:.0f} simulated seconds "
@@ -40,15 +40,17 @@ def _parse_duration(value: str | None, option: str = "--until") -> float | None:
     return seconds
 
 
-def _check_span(w: Any, workload_path: str, scale: float) -> None:
+def _check_span(w: Any, workload_path: str, scale: float, until: float | None) -> None:
     """Refuse arrivals past the longest run (trial 7 F-5: ``at: 1e12`` or ``--scale 1e-9`` ran for
-    ever, idle simulated time costing wall time).
+    ever, idle simulated time costing wall time), and, without ``--until``, jobs that would run
+    past it (trial 8 F-6: ``at`` plus the run time or lifetime, each under the cap, may pass it).
 
     Raises:
-        InputError: ``<file>: an arrival at 1e+12 simulated seconds (...) is past the ...``.
+        InputError: ``<file>: an arrival at 1e+12 simulated seconds (...) is past the ...``, or
+            ``<file>: arrival 'j' (at 2e+08 s) runs until 4e+08 simulated seconds (...), past the ...``.
     """
     from pumice.simulate.nodes import InputError
-    from pumice.simulate.runner import MAX_SIMULATED_SECONDS
+    from pumice.simulate.workload import MAX_SIMULATED_SECONDS
 
     last = max((a.time for a in w.arrivals), default=0.0)
     if last > MAX_SIMULATED_SECONDS:
@@ -56,6 +58,15 @@ def _check_span(w: Any, workload_path: str, scale: float) -> None:
         raise InputError(f"{workload_path}: an arrival at {last:g} simulated seconds{scaled} ({last / 86400 / 365:.3g} "
                          f"years) is past the {MAX_SIMULATED_SECONDS:.0f} s (10 years) a run may last; "
                          "drop it with --until or check its time")
+    if until is not None:
+        return  # the run stops at --until, within the cap
+    for a in w.arrivals:
+        end = a.time + max((x for x in (a.duration, a.delete_after, a.delete_after_start) if x is not None),
+                           default=0.0)
+        if end > MAX_SIMULATED_SECONDS:
+            raise InputError(f"{workload_path}: arrival {a.job!r} (at {a.time:g} s) runs until {end:g} simulated "
+                             f"seconds ({end / 86400 / 365:.3g} years), past the {MAX_SIMULATED_SECONDS:.0f} s "
+                             "(10 years) a run may last; check its duration or stop the run earlier with --until")
 
 
 def _positive_scale(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
@@ -212,6 +223,12 @@ def _simulate(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str
     if not period > 0:
         raise click.BadParameter(f"the scheduling period must be more than 0 seconds, got {period:g}",
                                  param_hint="'--period'")
+    from pumice.simulate.runner import STALL_AFTER_SECONDS
+
+    if not period < STALL_AFTER_SECONDS:  # trial 8 F-3: no session ran and the run ended "stalled"
+        raise click.BadParameter(f"the scheduling period must be less than the {STALL_AFTER_SECONDS:g} simulated "
+                                 f"seconds without a change after which a run ends stalled, got {period:g}",
+                                 param_hint="'--period'")
     try:
         node_specs = nodes_mod.load_nodes(nodes_path)
         w = wl.load_workload(workload_path, fmt)
@@ -222,7 +239,7 @@ def _simulate(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str
         if scale != 1.0:
             w = wl.scale(w, scale)
         w = wl.until(w, until_s)
-        _check_span(w, workload_path, scale)
+        _check_span(w, workload_path, scale, until_s)
         queues = _load_queues(queues_path) if queues_path else []
         confs: list[tuple[str, str | None]] = []
         if compare:

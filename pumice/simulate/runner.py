@@ -95,6 +95,11 @@ def effective_conf(cfg: SimConfig) -> str | None:
     return str(GPUSHARE_CONF) if shares_gpu_cards(cfg.workload) else None
 
 
+STALL_AFTER_SECONDS = 600.0
+"""The default :attr:`SimConfig.stall_after`: simulated seconds with nothing changing (and nothing
+counting down or due) after which a run ends ``stalled``."""
+
+
 @dataclass
 class SimConfig:
     """One run's inputs.
@@ -135,7 +140,7 @@ class SimConfig:
     schedule_period: float = 1.0
     start_latency: float = 0.0
     epoch: float = DEFAULT_EPOCH
-    stall_after: float = 600.0
+    stall_after: float = STALL_AFTER_SECONDS
     name: str = "run"
     cleanup: bool = True
     snapshot_mode: str = "incremental"
@@ -258,11 +263,6 @@ def _quiet_gc() -> tuple[int, int, int]:
     return previous
 
 
-MAX_SIMULATED_SECONDS = 10 * 365 * 86400.0
-"""The latest simulated time a run may reach (10 years, far beyond every trace here; openb's spans
-149 days): :func:`_virtual_loop` keeps time exact to 2**30 s (34 years), and an idle stretch still
-costs about one wake-up per simulated hour (:data:`PROGRESS_EVERY`), so a run of centuries would
-never end in practice."""
 
 
 class _WakeSelector(selectors.DefaultSelector):

@@ -127,6 +127,32 @@ largest per-GPU batch, yolov3's being 8), as the generator's ``get_configuration
 configurations it draws. Each is under 12 hours, as the generator requires."""
 
 
+MAX_SIMULATED_SECONDS = 10 * 365 * 86400.0
+"""The latest simulated time a run may reach (10 years, far beyond every trace here; openb's spans
+149 days), and so the longest run time of a job: the runner's virtual loop keeps time exact to
+2**30 s (34 years; a timer past it never fires and the run freezes), and an idle stretch still
+costs about one wake-up per simulated hour, so a run of centuries would never end in practice."""
+
+
+def _years(seconds: float) -> str:
+    return f"{seconds / 86400 / 365:.3g} years"
+
+
+def _run_seconds(row: CsvRow, column: str) -> float:
+    """The ``column`` of ``row`` as a job's run time: a number of seconds, 0 or more, at most
+    :data:`MAX_SIMULATED_SECONDS`.
+
+    Raises:
+        InputError: ``<file>: row N (line L), column duration: 5e+09 seconds (158 years) is more than
+            the 315360000 s (10 years) a run may last``.
+    """
+    x = row.number(column)
+    if x > MAX_SIMULATED_SECONDS:
+        raise InputError(f"{row.where(column)}: {x:g} seconds ({_years(x)}) is more than the "
+                         f"{MAX_SIMULATED_SECONDS:.0f} s (10 years) a run may last")
+    return x
+
+
 @dataclass(frozen=True)
 class Arrival:
     """Manifests created at ``time``.
@@ -301,7 +327,7 @@ def load_philly(path: Path, *, gpus_per_worker: int = 8) -> Workload:
         q = f"vc-{row.text('cluster')}"
         queues.add(q)
         arrivals.append(_gpu_job(f"philly-{i:05d}", ts - t0, int(row.number("num_gpus", whole=True)), gpus_per_worker,
-                                 row.number("duration"), q))
+                                 _run_seconds(row, "duration"), q))
     return Workload(arrivals, sorted(queues), {}, str(path)).sort()
 
 
@@ -347,7 +373,7 @@ def load_tiresias(path: Path, *, queue: str = "default") -> Workload:
                              f"(line {seen[job_id].line}); each job needs its own id")
         seen[job_id] = row
         arrivals.append(_gpu_job(f"tiresias-{job_id:03d}", row.number("submit_time"),
-                                 int(row.number("num_gpu", whole=True)), 4, row.number("duration"), queue))
+                                 int(row.number("num_gpu", whole=True)), 4, _run_seconds(row, "duration"), queue))
     return Workload(arrivals, [queue], {}, str(path)).sort()
 
 
@@ -564,6 +590,18 @@ def check_workload_document(path: Path, d: Obj) -> None:
             fail(where, "a whole number, 0 or more" if whole else "a finite number of seconds, 0 or more", v,
                  value=True)
 
+    def run_time(x: float, where: str) -> None:
+        if x > MAX_SIMULATED_SECONDS:
+            raise InputError(f"{path}: {where}: {x:g} seconds ({_years(x)}) is more than the "
+                             f"{MAX_SIMULATED_SECONDS:.0f} s (10 years) a run may last")
+
+    def annotations(md: Obj, where: str) -> None:
+        ann = mapping(md.get("annotations"), f"{where}.annotations")
+        if ann.get(ANNOTATION_DURATION) is not None:
+            aw = f"{where}.annotations[{ANNOTATION_DURATION}]"
+            number(ann[ANNOTATION_DURATION], aw)
+            run_time(float(ann[ANNOTATION_DURATION]), aw)
+
     for i, q in enumerate(seq(d.get("queues"), "queues")):
         if not isinstance(q, str):
             fail(f"queues[{i}]", "a Queue name", q)
@@ -573,6 +611,8 @@ def check_workload_document(path: Path, d: Obj) -> None:
         for key in ("at", "every", "duration"):
             if a.get(key) is not None:
                 number(a[key], f"{at}.{key}")
+        if a.get("duration") is not None:
+            run_time(float(a["duration"]), f"{at}.duration")
         if a.get("count") is not None:
             number(a["count"], f"{at}.count", whole=True)
         if a.get("name") is not None and not isinstance(a["name"], str | int):
@@ -587,6 +627,7 @@ def check_workload_document(path: Path, d: Obj) -> None:
         md = mapping(m.get("metadata"), f"{where}.metadata")
         for key in ("labels", "annotations"):
             mapping(md.get(key), f"{where}.metadata.{key}")
+        annotations(md, f"{where}.metadata")
         spec = mapping(m.get("spec"), f"{where}.spec")
         templates: list[tuple[Any, str]] = []
         kind = m.get("kind")
@@ -621,6 +662,7 @@ def check_workload_document(path: Path, d: Obj) -> None:
             tmd = mapping(t.get("metadata"), f"{tw}.metadata")
             for key in ("labels", "annotations"):
                 mapping(tmd.get(key), f"{tw}.metadata.{key}")
+            annotations(tmd, f"{tw}.metadata")
             tspec = mapping(t.get("spec"), f"{tw}.spec")
             for j, c in enumerate(seq(tspec.get("containers"), f"{tw}.spec.containers")):
                 cw = f"{tw}.spec.containers[{j}]"

@@ -197,3 +197,32 @@ def test_a_queue_the_api_server_refuses_is_one_line_naming_the_file(tmp_path: Pa
     assert (code, lines) == (2, [f"Error: {queues}: Queue 'qa' refused by the API server: 422 Invalid: "
                                  "Queue.scheduling.volcano.sh \"qa\" is invalid: spec.weight: Invalid value: -1: "
                                  "spec.weight in body should be greater than or equal to 1"])
+
+
+POD = "{apiVersion: v1, kind: Pod, spec: {restartPolicy: Never, containers: [{name: c, image: x}]}}"
+ANNOTATED_POD = ("{apiVersion: v1, kind: Pod, metadata: {annotations: {pumice.io/sim-duration-seconds: '5e9'}}, "
+                 "spec: {restartPolicy: Never, containers: [{name: c, image: x}]}}")
+
+
+@pytest.mark.parametrize(("name", "text", "error"), [
+    ("t.csv", TIRESIAS + "0,1,0,10,resnet,5e9,1\n1,1,10,10,resnet,100,1\n",
+     "{w}: row 1 (line 2), column duration: 5e+09 seconds (159 years) is more than the 315360000 s (10 years) a "
+     "run may last"),
+    ("p.csv", PHILLY + "2017-10-03 12:00:00,1,a,5e9\n",
+     "{w}: row 1 (line 2), column duration: 5e+09 seconds (159 years) is more than the 315360000 s (10 years) a "
+     "run may last"),
+    ("w.yaml", f"arrivals:\n  - {{at: 0, duration: 5e9, name: a, manifest: {POD}}}\n",
+     "{w}: arrivals[0].duration: 5e+09 seconds (159 years) is more than the 315360000 s (10 years) a run may last"),
+    ("w.yaml", f"arrivals:\n  - {{at: 0, name: a, manifest: {ANNOTATED_POD}}}\n",
+     "{w}: arrivals[0].manifest.metadata.annotations[pumice.io/sim-duration-seconds]: 5e+09 seconds (159 years) "
+     "is more than the 315360000 s (10 years) a run may last"),
+    ("w.yaml", f"arrivals:\n  - {{at: 2e8, duration: 2e8, name: a, manifest: {POD}}}\n",
+     "{w}: arrival 'a' (at 2e+08 s) runs until 4e+08 simulated seconds (12.7 years), past the 315360000 s "
+     "(10 years) a run may last; check its duration or stop the run earlier with --until"),
+])
+def test_a_run_time_past_the_longest_run_is_refused_naming_the_row(tmp_path: Path, name: str, text: str,
+                                                                   error: str) -> None:
+    """Trial 8 F-6: a CSV or YAML ``duration`` (or the duration annotation) of 5e9 s was accepted and
+    the run froze at simulated 2**30 s (the loop's timers are exact only that far)."""
+    nodes, w = _files(tmp_path, name, text)
+    assert _simulate(tmp_path, nodes, w) == (2, ["Error: " + error.format(w=w)])

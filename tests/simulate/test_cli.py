@@ -161,6 +161,11 @@ def test_bad_period_and_until_are_usage_errors_naming_the_option(tmp_path: Path)
         assert r.output.strip().splitlines()[-1] == (
             f"Error: Invalid value for '--period': the scheduling period must be more than 0 seconds, got "
             f"{float(period):g}")
+    r = CliRunner().invoke(main, [*base, "--period", "1e9"])  # trial 8 F-3: ran no session, "stalled"
+    assert r.exit_code == 2, r.output
+    assert r.output.strip().splitlines()[-1] == (
+        "Error: Invalid value for '--period': the scheduling period must be less than the 600 simulated seconds "
+        "without a change after which a run ends stalled, got 1e+09")
     r = CliRunner().invoke(main, [*base, "--until", "banana"])
     assert r.exit_code == 2, r.output
     assert r.output.strip().splitlines()[-1] == (

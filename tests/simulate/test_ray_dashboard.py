@@ -315,3 +315,26 @@ def test_controller_manager_with_a_dashboard_proxy_sends_both_dashboard_and_serv
     assert set(opts) == {"dashboard_client_factory", "serve_proxy_healthy"}
     client = opts["dashboard_client_factory"]({"metadata": {"namespace": "ns", "name": "rc"}}, "unused")  # type: ignore[operator]
     assert client.base_url == "http://sim:1/ns/rc"
+
+
+async def test_a_failed_k8sjob_ends_its_submitter_with_0_and_a_retry_pod_started_after_the_end_too() -> None:
+    """Trial 8 F-7: the K8sJobMode script ends with ``ray job logs --follow``, which exits 0 for any
+    terminal job and returns at once for one already ended; a retry Pod of the submitter Job
+    that started after the end never ended, holding the RayJob until the 300-s grace period."""
+    clock = FakeClock(1_000.0)
+    dash, pods, ended = _setup(clock)
+    rayjob = dash.rayjobs("ns", "job")
+    assert rayjob is not None
+    rayjob["metadata"]["annotations"]["pumice.io/sim-exit-code"] = "1"
+    client = dash.factory(CLUSTER, "")
+    pods += [_pod("head", "head", "Running", 1_000, {}), _pod("w1", "worker", "Running", 1_000, {}),
+             _pod("w2", "worker", "Running", 1_000, {}),
+             _pod("submitter", "", "Running", 1_000, {"batch.kubernetes.io/job-name": "job"})]
+    assert (info := await client.get_job_info("id-f")) is not None and info.job_status == "RUNNING"
+    clock.advance(60)
+    assert (info := await client.get_job_info("id-f")) is not None and info.job_status == "FAILED"
+    assert ended == [("uid-submitter", 0)]
+    pods.append(_pod("retry", "", "Running", 1_070, {"batch.kubernetes.io/job-name": "job"}))
+    clock.advance(10)
+    assert (info := await client.get_job_info("id-f")) is not None and info.job_status == "FAILED"
+    assert ("uid-retry", 0) in ended
