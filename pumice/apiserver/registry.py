@@ -240,10 +240,13 @@ class Registry:
         scheme: the served kinds (CRD kinds are added and removed here).
         clock: time source for timestamps.
         admission: the admission chain.
-        seed: seeds the generator of uids and generateName suffixes.
+        seed: seeds the generator of uids and generateName suffixes (deterministic runs:
+            ``pumice simulate``, tests); None (a cluster's default): the OS's randomness, so uids
+            are random RFC 4122 version 4 UUIDs, unique across clusters and restarts as
+            kube-apiserver's (apimachinery util/uuid.NewUUID).
     """
 
-    def __init__(self, store: Store, scheme: Scheme, clock: Clock, admission: AdmissionChain, *, seed: int = 0,
+    def __init__(self, store: Store, scheme: Scheme, clock: Clock, admission: AdmissionChain, *, seed: int | None = None,
                  event_ttl: float = 3600.0) -> None:
         self.store = store
         self.scheme = scheme
@@ -251,7 +254,7 @@ class Registry:
         self.admission = admission
         self.reader = _Reader(self)
         self.crds: dict[str, CustomResource] = {}
-        self._rng = random.Random(seed ^ store.revision)
+        self._rng = random.Random(seed ^ store.revision) if seed is not None else random.SystemRandom()
         self.crd_listeners: list[Callable[[], None]] = [self.reader.forget_kinds]
         # Events expire event_ttl seconds after their last write (kube-apiserver --event-ttl, 1 h)
         self.event_ttl = event_ttl

@@ -125,7 +125,8 @@ class APIServer:
         history: watch events kept per resource (older resourceVersions get 410).
         bookmark_interval: seconds between watch bookmarks for clients that allow them (None: no
             bookmarks but the initial-events-end one).
-        seed: seeds uids and generateName suffixes (deterministic runs).
+        seed: seeds uids and generateName suffixes (deterministic runs); None (default): random
+            uids from the OS, as kube-apiserver's.
         event_ttl: seconds an Event lives after its last write (kube-apiserver's --event-ttl).
         token_auth_file: a static token file (kube-apiserver's ``--token-auth-file``:
             ``token,user,uid,"group1,group2"`` lines) for users besides the admin.
@@ -151,7 +152,7 @@ class APIServer:
         install_crds: bool = True,
         history: int = 20_000,
         bookmark_interval: float | None = 60.0,
-        seed: int = 0,
+        seed: int | None = None,
         event_ttl: float = 3600.0,
         token_auth_file: Path | str | None = None,
         authorization: str = "RBAC",

@@ -89,8 +89,10 @@ async def local_cluster(
         install_crds: install the ray.io and volcano CRDs at start.
         data_dir: a directory for the SQLite database (None: in memory).
         server_kwargs: more :class:`~pumice.apiserver.server.APIServer` arguments (``history``,
-            ``bookmark_interval``, ``builtin_admission``).
+            ``bookmark_interval``, ``builtin_admission``; ``seed`` defaults to 0 here, so tests
+            get the same uids every run).
     """
+    server_kwargs.setdefault("seed", 0)
     server = APIServer(data_dir, storage=storage, admission_plugins=admission, clock=clock,
                        install_crds=install_crds, **server_kwargs)
     await server.start()

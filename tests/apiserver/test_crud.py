@@ -214,3 +214,20 @@ async def test_events_expire_after_their_ttl() -> None:
         await c.client.create(event("new"))
         names = [e["metadata"]["name"] for e in (await c.client.list(evs, "default")).items]
         assert names == ["new"]
+
+
+@pytest.mark.parametrize(("seed", "same"), [(None, False), (7, True)])
+async def test_fresh_clusters_draw_random_uids_and_seeded_ones_repeat(tmp_path, seed, same) -> None:
+    # trial-8 F-16: every fresh `pumice up` (APIServer's default) handed out the same uids.
+    import uuid
+
+    from pumice.testing.cluster import local_cluster
+
+    uids = []
+    for run in ("a", "b"):
+        async with local_cluster(data_dir=tmp_path / run, install_crds=False, seed=seed) as c:
+            uids.append((await c.client.create(pod("p1")))["metadata"]["uid"])
+    assert (uids[0] == uids[1]) is same
+    for u in uids:
+        parsed = uuid.UUID(u)
+        assert (parsed.version, parsed.variant, str(parsed)) == (4, uuid.RFC_4122, u)
