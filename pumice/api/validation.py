@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -267,7 +268,23 @@ def validate_object_meta(rk: ResourceKind, obj: Obj, old: Obj | None) -> list[Fi
             out.append(_invalid("metadata.name", name, "field is immutable"))
         if ns != (old_meta.get("namespace") or ""):
             out.append(_invalid("metadata.namespace", ns, "field is immutable"))
+        if old_meta.get("deletionTimestamp"):
+            out += _no_new_finalizers(meta.get("finalizers"), old_meta.get("finalizers"))
     return out
+
+
+def _no_new_finalizers(new: Any, old: Any) -> list[FieldCause]:
+    """An object being deleted takes no finalizer it did not have.
+
+    Mirrors: apimachinery pkg/api/validation/objectmeta.go ValidateNoNewFinalizers (the new names
+    sorted, printed as Go's ``%#v`` of a ``[]string``)."""
+    have = {str(f) for f in old} if isinstance(old, list) else set()
+    extra = sorted({str(f) for f in new} - have) if isinstance(new, list) else []
+    if not extra:
+        return []
+    listed = "[]string{" + ", ".join(json.dumps(f) for f in extra) + "}"
+    return [_forbidden("metadata.finalizers",
+                       f"no new finalizers can be added if the object is being deleted, found new finalizers {listed}")]
 
 
 # --- pods -----------------------------------------------------------------------------------------

@@ -633,6 +633,8 @@ class _Api:
 
     def _list(self, request: Request, rk: ResourceKind, namespace: str | None, query: dict[str, str]) -> Response:
         _check_list_options(query, watch=False)
+        if query.get("resourceVersionMatch") == "Exact":
+            self._check_exact_revision(query)
         labels, fields = self._selectors(query)
         try:
             limit = int(query.get("limit") or 0)
@@ -656,6 +658,29 @@ class _Api:
                 + b'","metadata":' + _encode(meta) + b',"items":[')
         body = head + b",".join(self.registry.outputs(rk, items)) + b"]}"
         return _json(body)
+
+    def _check_exact_revision(self, query: dict[str, str]) -> None:
+        """``resourceVersionMatch=Exact``: the list must be the collection at that revision. The
+        store keeps only the current state, so only the current revision can be served.
+
+        Raises:
+            StatusError: 410 Expired ``The resourceVersion for the provided list is too old.`` for
+                an older revision (as kube-apiserver for a compacted one: etcd3 interpretListError),
+                504 ``Too large resource version: <rv>, current: <revision>`` for a later one.
+
+        Deviates: kube-apiserver serves any revision etcd has not compacted yet (5 minutes of
+        history by default); pumice has compacted all but the current one.
+        """
+        want = _resource_version(query.get("resourceVersion"))
+        current = self.registry.store.revision
+        if want is None or want == current:
+            return
+        if want > current:
+            raise StatusError(504, f"Timeout: Too large resource version: {want}, current: {current}",
+                              "Timeout", {"causes": [{"reason": "ResourceVersionTooLarge",
+                                                      "message": "Too large resource version"}],
+                                          "retryAfterSeconds": 1})
+        raise errors.expired("The resourceVersion for the provided list is too old.")
 
     def _table(self, rk: ResourceKind, items: list[Stored], include_object: str = "Metadata") -> dict[str, Any]:
         """Table rows carry PartialObjectMetadata, the whole object for ``includeObject=Object``

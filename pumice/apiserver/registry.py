@@ -110,8 +110,12 @@ class DeleteOptions:
             except (TypeError, ValueError):
                 raise errors.bad_request(f"invalid gracePeriodSeconds {gps!r}") from None
         pp = body.get("propagationPolicy", query.get("propagationPolicy"))
-        if pp is None and body.get("orphanDependents") is not None:
-            pp = "Orphan" if body["orphanDependents"] else "Background"
+        orphan = body.get("orphanDependents", query.get("orphanDependents"))
+        if pp is not None and orphan is not None:  # apimachinery ValidateDeleteOptions
+            raise StatusError(422, f'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Invalid value: '
+                              f'"{pp}": orphanDependents and deletionPropagation cannot be both set', "Invalid")
+        if pp is None and orphan is not None:
+            pp = "Orphan" if orphan in (True, "true", "1") else "Background"
         if pp is not None and pp not in ("Orphan", "Background", "Foreground"):
             raise StatusError(422, f'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: '
                               f'"{pp}": supported values: "Foreground", "Background", "Orphan"', "Invalid")
