@@ -1112,6 +1112,10 @@ class Registry:
 
         A Pod selected by a PodDisruptionBudget whose ``disruptionsAllowed`` is 0 is not
         evicted: 429 TooManyRequests (see :func:`pumice.apiserver.eviction.check_disruption_budget`).
+        Before the delete the Pod gets the condition ``DisruptionTarget=True`` (reason
+        ``EvictionByEvictionAPI``, message ``Eviction API: evicting``), unless a dry run, as
+        kube-apiserver 1.31+ does (PodDisruptionConditions, pkg/registry/core/pod/storage/eviction.go
+        addConditionAndDeletePod).
         """
         pods = self.scheme.by_api_version_kind("v1", "Pod")
         assert pods is not None
@@ -1122,7 +1126,29 @@ class Registry:
             raise errors.not_found(pods, name)
         if not opts.dry_run:
             check_disruption_budget(self, pod.obj)
+            self._add_disruption_target(pod)
         await self.delete(pods, namespace, name, opts)
+
+    def _add_disruption_target(self, pod: Stored) -> None:
+        """Write ``DisruptionTarget=True`` (EvictionByEvictionAPI) into the Pod's status; the
+        transition time moves only when the condition changes (podutil.UpdatePodCondition)."""
+        want = {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+                "message": "Eviction API: evicting"}
+        new = pod.copy()
+        status = new.setdefault("status", {})
+        conds = list(status.get("conditions") or [])
+        for i, c in enumerate(conds):
+            if c.get("type") == "DisruptionTarget":
+                if all(c.get(k) == v for k, v in want.items()):
+                    return
+                moved = c.get("status") != "True"
+                conds[i] = {**c, **want, "lastProbeTime": None,
+                            "lastTransitionTime": self.now() if moved else c.get("lastTransitionTime")}
+                break
+        else:
+            conds.append({**want, "lastProbeTime": None, "lastTransitionTime": self.now()})
+        status["conditions"] = conds
+        self.store.put("/pods", new)
 
     # ---------------------------------------------------------------- CRDs
 

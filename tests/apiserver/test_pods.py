@@ -60,6 +60,21 @@ async def test_eviction_deletes_the_pod(cluster: LocalCluster) -> None:
         await cluster.client.get(pods, "p", "default")
 
 
+async def test_an_evicted_pod_gets_the_disruption_target_condition_before_it_goes(cluster: LocalCluster) -> None:
+    """Trial 8 F-9: kube-apiserver 1.31+ (PodDisruptionConditions) marks a Pod the Eviction API
+    deletes; Job podFailurePolicy rules and pumice simulate's eviction count read it."""
+    pods = cluster.scheme.by_api_version_kind("v1", "Pod")
+    await cluster.client.create({**pod("p"), "metadata": {"name": "p", "namespace": "default",
+                                                          "finalizers": ["example.com/hold"]}})
+    await cluster.client.evict("default", "p")
+    p = await cluster.client.get(pods, "p", "default")
+    assert p["metadata"]["deletionTimestamp"]
+    cond = [c for c in p["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+    assert len(cond) == 1 and cond[0]["lastTransitionTime"]
+    assert {k: cond[0][k] for k in ("status", "reason", "message")} == {
+        "status": "True", "reason": "EvictionByEvictionAPI", "message": "Eviction API: evicting"}
+
+
 async def test_field_selector_on_node_name(cluster: LocalCluster) -> None:
     pods = cluster.scheme.by_api_version_kind("v1", "Pod")
     await cluster.client.create(pod("a", node="n1"))
