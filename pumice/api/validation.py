@@ -233,10 +233,59 @@ def validate_annotations(annotations: Any, field: str) -> list[FieldCause]:
     return out
 
 
+def validate_owner_references(refs: Any, field: str) -> list[FieldCause]:
+    """Owner references name their owner fully (version, kind, name, uid; never a core/v1 Event),
+    and at most one is the controller. Causes at ``field`` (no index, as upstream).
+
+    Mirrors: apimachinery pkg/api/validation/objectmeta.go ValidateOwnerReferences.
+    """
+    out: list[FieldCause] = []
+    if not isinstance(refs, list):
+        return out
+    first_controller = ""
+    for ref in refs:
+        if not isinstance(ref, dict):
+            continue
+        api_version, kind = str(ref.get("apiVersion") or ""), str(ref.get("kind") or "")
+        # schema.FromAPIVersionAndKind: "v1" is the core group, "g/v" a group; more slashes: no version
+        group, _, version = api_version.rpartition("/") if api_version.count("/") <= 1 else ("", "", "")
+        if not version:
+            out.append(_invalid(f"{field}.apiVersion", api_version, "version must not be empty"))
+        for key in ("kind", "name", "uid"):
+            if not ref.get(key):
+                out.append(_invalid(f"{field}.{key}", str(ref.get(key) or ""), "must not be empty"))
+        if (group, version, kind) == ("", "v1", "Event"):
+            out.append(_invalid(field, ref, "/v1, Kind=Event is disallowed from being an owner"))
+        if ref.get("controller") is True:
+            current = f"{kind}/{ref.get('name') or ''}"
+            if first_controller:
+                out.append(_invalid(field, refs, "Only one reference can have Controller set to true. Found "
+                                                 f'"true" in references for {first_controller} and {current}'))
+            else:
+                first_controller = current
+    return out
+
+
+def validate_finalizers(finalizers: Any, field: str) -> list[FieldCause]:
+    """Finalizer names are qualified names, and ``orphan`` and ``foregroundDeletion`` exclude each
+    other. Causes at ``field`` (no index, as upstream).
+
+    Mirrors: apimachinery pkg/api/validation/objectmeta.go ValidateFinalizers.
+    """
+    out: list[FieldCause] = []
+    if not isinstance(finalizers, list):
+        return out
+    for f in finalizers:
+        out += [_invalid(field, f, e) for e in is_qualified_name(str(f))]
+    if "orphan" in finalizers and "foregroundDeletion" in finalizers:
+        out.append(_invalid(field, finalizers, "finalizer orphan and foregroundDeletion cannot be both set"))
+    return out
+
+
 def validate_object_meta(rk: ResourceKind, obj: Obj, old: Obj | None) -> list[FieldCause]:
     """metadata rules of every kind: name (or generateName) and its format, namespace presence for
-    namespaced kinds (the server fills it from the URL first), labels, annotations, and on update
-    name and namespace immutability."""
+    namespaced kinds (the server fills it from the URL first), labels, annotations, owner
+    references, finalizers, and on update name and namespace immutability."""
     out: list[FieldCause] = []
     meta = obj.get("metadata")
     if not isinstance(meta, dict):
@@ -262,6 +311,8 @@ def validate_object_meta(rk: ResourceKind, obj: Obj, old: Obj | None) -> list[Fi
         out.append(_forbidden("metadata.namespace", "not allowed on this type"))
     out += validate_labels(meta.get("labels"), "metadata.labels")
     out += validate_annotations(meta.get("annotations"), "metadata.annotations")
+    out += validate_owner_references(meta.get("ownerReferences"), "metadata.ownerReferences")
+    out += validate_finalizers(meta.get("finalizers"), "metadata.finalizers")
     if old is not None:
         old_meta = old.get("metadata") or {}
         if name != (old_meta.get("name") or ""):

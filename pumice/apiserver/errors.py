@@ -25,6 +25,7 @@ __all__ = [
     "invalid",
     "method_not_allowed",
     "not_found",
+    "resource_version_set_on_create",
     "status_success",
     "unsupported_media_type",
 ]
@@ -72,8 +73,9 @@ class StatusError(Exception):
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
         }
+        if self.reason:  # omitempty: an unknown error has none
+            st["reason"] = self.reason
         if self.details is not None:
             st["details"] = self.details
         st["code"] = self.code
@@ -139,6 +141,18 @@ def forbidden(rk: ResourceKind | None, name: str, why: str, verb: str = "create"
     qual = _qualified(rk) if rk else ""
     msg = f'{qual} "{name}" is forbidden: {why}' if rk else why
     return StatusError(403, msg, "Forbidden", _details(rk, name))
+
+
+def resource_version_set_on_create() -> StatusError:
+    """A create whose body sets a non-zero ``metadata.resourceVersion``.
+
+    Mirrors: apiserver pkg/storage/errors.go ErrResourceVersionSetOnCreate, a plain error the etcd3
+    store's Create returns and the handler answers as an unknown error: 500 with an empty reason
+    (kubectl: ``Error from server: resourceVersion should not be set on objects to be created``).
+    """
+    err = StatusError(500, "resourceVersion should not be set on objects to be created")
+    err.reason = ""
+    return err
 
 
 def expired(message: str) -> StatusError:

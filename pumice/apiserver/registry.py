@@ -734,10 +734,12 @@ class Registry:
         """POST to a collection. Returns the stored object (not stored for dry run) and warnings.
 
         Raises:
-            StatusError: 400 bad body, 409 AlreadyExists, 422 Invalid, 404/403 from admission.
+            StatusError: 400 bad body, 409 AlreadyExists, 422 Invalid, 404/403 from admission, 500
+                (reason "") when the body sets a non-zero metadata.resourceVersion, as kube-apiserver.
         """
         obj = self._check_body(rk, namespace, body, None)
         md = obj["metadata"]
+        rv_set = str(md.get("resourceVersion") or "0").isdigit() and int(md.get("resourceVersion") or 0) != 0
         ns = self._ns(rk, namespace or md.get("namespace"))
         res = self.storage_resource(rk)
         st = self._view(rk)
@@ -757,6 +759,8 @@ class Registry:
         await self._run_admission(req, mutate=True)
         self._validate(rk, obj, None)
         await self._run_admission(req, mutate=False)
+        if rv_set:  # the storage layer's refusal (etcd3 store.Create), after validation and admission
+            raise errors.resource_version_set_on_create()
         if st.get(res, ns, name) is not None:
             raise errors.already_exists(rk, name)
         if dry_run:

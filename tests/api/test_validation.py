@@ -121,3 +121,41 @@ def test_priority_class_value_limit():
     [cause] = validate_object(PC, pc, None)
     assert cause.field == "value" and cause.reason == "FieldValueForbidden"
     assert validate_object(PC, {"metadata": {"name": "system-x"}, "value": 2_000_000_000}, None) == []
+
+
+def messages(causes):
+    return [(c.field, c.message) for c in causes]
+
+
+def test_owner_references_are_complete_and_name_one_controller():
+    # trial-8 F-10; apimachinery objectmeta.go ValidateOwnerReferences (no index in the field path)
+    obj = pod()
+    obj["metadata"]["ownerReferences"] = [
+        {"apiVersion": "", "kind": "", "name": "", "uid": ""},
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "a", "uid": "1", "controller": True},
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "b", "uid": "2", "controller": True},
+        {"apiVersion": "v1", "kind": "Event", "name": "e", "uid": "3"},
+    ]
+    got = messages(validate_object(POD, obj, None))
+    assert got[:4] == [
+        ("metadata.ownerReferences.apiVersion", 'Invalid value: "": version must not be empty'),
+        ("metadata.ownerReferences.kind", 'Invalid value: "": must not be empty'),
+        ("metadata.ownerReferences.name", 'Invalid value: "": must not be empty'),
+        ("metadata.ownerReferences.uid", 'Invalid value: "": must not be empty'),
+    ]
+    assert got[4][0] == "metadata.ownerReferences" and got[4][1].endswith(
+        'Only one reference can have Controller set to true. Found "true" in references for ConfigMap/a and ConfigMap/b')
+    assert got[5][0] == "metadata.ownerReferences" and got[5][1].endswith(
+        ": /v1, Kind=Event is disallowed from being an owner")
+    assert len(got) == 6
+
+
+def test_finalizer_names_are_qualified_names():
+    # trial-8 F-10; apimachinery objectmeta.go ValidateFinalizers
+    obj = pod()
+    obj["metadata"]["finalizers"] = ["example.com/ok", "bad finalizer", "x/y/z", "orphan", "foregroundDeletion"]
+    got = messages(validate_object(POD, obj, None))
+    assert [f for f, _ in got] == ["metadata.finalizers"] * 3
+    assert got[0][1].startswith('Invalid value: "bad finalizer": name part must consist of alphanumeric characters')
+    assert got[1][1].startswith('Invalid value: "x/y/z": a qualified name must consist of alphanumeric characters')
+    assert got[2][1].endswith(": finalizer orphan and foregroundDeletion cannot be both set")
