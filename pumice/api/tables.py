@@ -691,38 +691,159 @@ _PRINTERS.update({
 
 # --- JSONPath (printer columns) -------------------------------------------------------------------
 
-_SEGMENT = re.compile(r"((?:\\.|[^.\[\]])+)|\[(\d+|\*|'[^']*'|\"[^\"]*\")\]")
+_FILTER = re.compile(r"^\s*@((?:\.(?:\\.|[^.\s=!<>])+)*)\s*(?:(==|!=|<=|>=|<|>)\s*(.+?))?\s*$")
+_OPS: dict[str, Callable[[Any, Any], bool]] = {
+    "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+    ">": lambda a, b: a > b, "<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b,
+}
+
+
+def _closing(p: str, i: int) -> int:
+    """Index of the ``]`` that closes the bracket opened at ``p[i]`` (quotes and parentheses skipped)."""
+    quote, depth = "", 0
+    for j in range(i + 1, len(p)):
+        ch = p[j]
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "]" and depth == 0:
+            return j
+    raise ValueError(f"unclosed [ in {p!r}")
+
+
+def _literal(text: str) -> Any:
+    t = text.strip()
+    if len(t) >= 2 and t[0] == t[-1] and t[0] in "'\"":
+        return t[1:-1]
+    if t in ("true", "false"):
+        return t == "true"
+    try:
+        return float(t)
+    except ValueError:
+        raise ValueError(f"unrecognized filter value {t!r}") from None
+
+
+def _same_kind(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool)
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return True
+    return type(a) is type(b)
+
+
+def _children(node: Any) -> list[Any]:
+    """A list's elements or a map's values (``[]`` for a scalar)."""
+    return list(node) if isinstance(node, list) else list(node.values()) if isinstance(node, dict) else []
+
+
+def _descendants(node: Any) -> list[Any]:
+    """``node`` and every value under it, depth first (maps in key order, as client-go sorts them)."""
+    out = [node]
+    if isinstance(node, dict):
+        for k in sorted(node):
+            out += _descendants(node[k])
+    elif isinstance(node, list):
+        for v in node:
+            out += _descendants(v)
+    return out
+
+
+def _step(nodes: list[Any], p: str, i: int) -> tuple[list[Any], int]:
+    """Apply the path segment at ``p[i]`` to every node; the results and the next index."""
+    if p.startswith("..", i):
+        nodes = [d for n in nodes for d in _descendants(n)]
+        i += 1  # the second '.' starts a field segment, or a bracket follows
+        if i + 1 < len(p) and p[i + 1] == "[":
+            i += 1
+    if p[i] == ".":
+        j = i + 1
+        while j < len(p) and p[j] not in ".[":
+            j += 2 if p[j] == "\\" else 1
+        key = p[i + 1:j].replace("\\.", ".")
+        if key == "*":
+            return [v for n in nodes for v in _children(n)], j
+        if not key:
+            return nodes, j
+        return [n[key] for n in nodes if isinstance(n, dict) and key in n], j
+    if p[i] != "[":
+        raise ValueError(f"unexpected {p[i]!r} at {i} in {p!r}")
+    j = _closing(p, i)
+    inner = p[i + 1:j].strip()
+    out: list[Any] = []
+    if inner.startswith("?(") and inner.endswith(")"):
+        m = _FILTER.match(inner[2:-1])
+        if m is None:
+            raise ValueError(f"unrecognized filter {inner!r}")
+        sub, op, lit = m.group(1), m.group(2), m.group(3)
+        want = _literal(lit) if op else None
+        for n in nodes:
+            for el in _children(n):
+                found = jsonpath_find(el, sub) if sub else [el]
+                if op is None:
+                    keep = bool(found)
+                else:
+                    keep = any(_same_kind(v, want) and _OPS[op](v, want) for v in found)
+                if keep:
+                    out.append(el)
+        return out, j + 1
+    for n in nodes:
+        if inner == "*":
+            out += _children(n)
+        elif inner[:1] in "'\"":
+            out += [n[k] for k in (x.strip()[1:-1] for x in inner.split(",")) if isinstance(n, dict) and k in n]
+        elif isinstance(n, list):
+            if ":" in inner:
+                parts = [int(x) if x.strip() else None for x in inner.split(":")]
+                out += n[slice(*parts)]
+            else:
+                for x in inner.split(","):
+                    k = int(x)
+                    if -len(n) <= k < len(n):
+                        out.append(n[k])
+    return out, j + 1
+
+
+def jsonpath_find(obj: Any, path: str) -> list[Any]:
+    """Every value a Kubernetes JSONPath selects in ``obj``, in order; missing keys select nothing.
+
+    Supports what CRD printer columns use: fields (``.a.b``, ``\\.`` escapes a dot), ``{...}``
+    and ``$``, indices (negative too), slices ``[a:b]``, ``[*]`` and ``.*``, unions ``[0,1]`` and
+    ``['a','b']``, recursive descent ``..name``, and filters ``[?(@.type=="Ready")]`` (``==``,
+    ``!=``, ``<``, ``>``, ``<=``, ``>=`` against a string, number or boolean; ``[?(@.x)]`` for
+    presence).
+
+    Raises:
+        ValueError: the path does not parse.
+
+    Mirrors: client-go util/jsonpath (the evaluation apiextensions-apiserver's table convertor runs
+    with missing keys allowed).
+    """
+    p = path.strip()
+    if p.startswith("{") and p.endswith("}"):
+        p = p[1:-1].strip()
+    p = p[1:] if p.startswith("$") else p
+    nodes, i = [obj], 0
+    while i < len(p):
+        nodes, i = _step(nodes, p, i)
+    return nodes
 
 
 def jsonpath_get(obj: Any, path: str) -> tuple[bool, Any]:
-    """Evaluate a simple JSONPath (``.status.state``, ``.spec.items[0].name``, ``{.a.b}``,
-    ``.metadata.labels.app\\.kubernetes\\.io/name``); ``(found, value)``."""
-    p = path.strip()
-    if p.startswith("{") and p.endswith("}"):
-        p = p[1:-1]
-    p = p.lstrip("$")
-    node = obj
-    for m in _SEGMENT.finditer(p):
-        name, index = m.group(1), m.group(2)
-        if name is not None:
-            key = name.replace("\\.", ".")
-            if not isinstance(node, dict) or key not in node:
-                return False, None
-            node = node[key]
-        elif index == "*":
-            if not isinstance(node, list):
-                return False, None
-            continue
-        elif index is not None and index[0] in "'\"":
-            key = index[1:-1]
-            if not isinstance(node, dict) or key not in node:
-                return False, None
-            node = node[key]
-        else:
-            if not isinstance(node, list) or index is None or int(index) >= len(node):
-                return False, None
-            node = node[int(index)]
-    return True, node
+    """The first value :func:`jsonpath_find` selects, as a printer column cell takes it;
+    ``(found, value)``, ``(False, None)`` when nothing is selected or the path does not parse.
+
+    Mirrors: apiextensions-apiserver pkg/registry/customresource/tableconvertor (results[0][0]).
+    """
+    try:
+        found = jsonpath_find(obj, path)
+    except (ValueError, TypeError):
+        return False, None
+    return (True, found[0]) if found else (False, None)
 
 
 def _printer_cell(col: Obj, obj: Obj, now: float) -> Cell:

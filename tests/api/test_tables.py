@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from pumice.api.scheme import ResourceKind, Scheme
-from pumice.api.tables import human_duration, jsonpath_get, pod_status_reason, to_table
+from pumice.api.tables import human_duration, jsonpath_find, jsonpath_get, pod_status_reason, to_table
 
 SCHEME = Scheme.builtin()
 NOW = 1_700_000_000.0  # 2023-11-14T22:13:20Z
@@ -143,3 +143,18 @@ def test_jsonpath_simple_paths():
     assert jsonpath_get(obj, ".spec.items[0].x") == (True, 1)
     assert jsonpath_get(obj, "{.metadata.labels.app\\.kubernetes\\.io/name}") == (True, "n")
     assert jsonpath_get(obj, ".status.state") == (False, None)
+
+
+def test_printer_columns_take_the_first_value_of_filters_and_wildcards():
+    # trial-8 F-12: kube-apiserver evaluates printer columns with client-go's jsonpath and prints results[0][0]
+    rk = SCHEME.by_api_version_kind("ray.io/v1", "RayCluster")
+    cols = [{"name": "Ready", "type": "string", "jsonPath": '.status.conditions[?(@.type=="Ready")].status'},
+            {"name": "Types", "type": "string", "jsonPath": ".status.conditions[*].type"},
+            {"name": "Big", "type": "string", "jsonPath": ".status.conditions[?(@.n >= 2)].type"},
+            {"name": "Deep", "type": "integer", "jsonPath": "..n"}]
+    rc = {"metadata": {"name": "rc", "creationTimestamp": CREATED},
+          "status": {"conditions": [{"type": "Synced", "status": "False"}, {"type": "Ready", "status": "True", "n": 2}]}}
+    t = to_table(rk, [rc], NOW, cols)
+    assert t["rows"][0]["cells"] == ["rc", "True", "Synced", "Ready", 2]
+    assert jsonpath_find(rc, ".status.conditions[-1:].type") == ["Ready"]
+    assert jsonpath_get(rc, ".status.conditions[?(@.type=='Gone')].status") == (False, None)
