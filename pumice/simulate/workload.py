@@ -496,6 +496,9 @@ def load_yaml(path: Path) -> Workload:
 
         kind: Workload              # optional
         queues: [team-a, team-b]    # optional: Queue names the arrivals use (created when absent)
+        priorityClasses:            # optional: PriorityClasses to create, name: value
+          low: 10
+          high: 1000
         arrivals:
           - at: 0                   # seconds after the start
             duration: 600           # seconds of run once running (services: deleted after)
@@ -515,8 +518,14 @@ def load_yaml(path: Path) -> Workload:
     :mod:`pumice.simulate.ray_dashboard`). Ray kinds take their Queue from the label
     ``volcano.sh/queue-name``, as KubeRay's Volcano batch scheduler does. A vcjob whose
     ``minAvailable`` > 1 also marks its Pods as one rendezvous gang (no worker makes progress
-    until ``minAvailable`` of them run). A multi-document file adds up the arrivals and queues of
-    its documents.
+    until ``minAvailable`` of them run). A multi-document file adds up the arrivals, queues and
+    PriorityClasses of its documents. A ``priorityClassName`` anywhere in a manifest must name a
+    declared PriorityClass or a system one (``system-cluster-critical``, ``system-node-critical``):
+    the API server's Priority admission refuses the Pods of any other, and the run would stall.
+
+    Raises:
+        InputError: one line naming the file and the arrival, e.g. ``<file>: arrivals[0].manifest.
+            spec.priorityClassName: no PriorityClass 'low' (declare it under `priorityClasses:`)``.
     """
     try:
         docs = [d for d in yaml.safe_load_all(read_text(path)) if d]
@@ -524,11 +533,21 @@ def load_yaml(path: Path) -> Workload:
         raise InputError(error_line(e, str(path))) from None
     arrivals: list[Arrival] = []
     queues: list[str] = []
+    classes: dict[str, int] = {}
     for d in docs:
         if not isinstance(d, dict):
             raise InputError(f"{path}: a workload document is a mapping with `arrivals:`, not {type(d).__name__}")
         check_workload_document(path, d)
         queues += [str(q) for q in d.get("queues") or []]
+        classes.update({str(k): int(v) for k, v in (d.get("priorityClasses") or {}).items()})
+    known = set(classes) | SYSTEM_PRIORITY_CLASSES
+    for d in docs:
+        for i, a in enumerate(d.get("arrivals") or []):
+            for where, value in _priority_class_names(a["manifest"], f"arrivals[{i}].manifest"):
+                if value not in known:
+                    raise InputError(f"{path}: {where}: no PriorityClass {value!r} (declare it under "
+                                     "`priorityClasses:`, e.g. `priorityClasses: {" + str(value) + ": 100}`)")
+    for d in docs:
         for a in d.get("arrivals") or []:
             count, every = int(a.get("count", 1)), float(a.get("every", 0))
             for k in range(count):
@@ -541,7 +560,24 @@ def load_yaml(path: Path) -> Workload:
     for a in arrivals:
         if a.queue not in queues:
             queues.append(a.queue)
-    return Workload(arrivals, queues, {}, str(path)).sort()
+    return Workload(arrivals, queues, classes, str(path)).sort()
+
+
+SYSTEM_PRIORITY_CLASSES = {"system-cluster-critical", "system-node-critical"}
+"""The PriorityClasses kube-apiserver creates itself (pkg/apis/scheduling SystemPriorityClasses)."""
+
+
+def _priority_class_names(v: Any, where: str) -> Iterable[tuple[str, Any]]:
+    """Every ``priorityClassName`` in a manifest, with where it is (depth first, in order)."""
+    if isinstance(v, dict):
+        for k, x in v.items():
+            if k == "priorityClassName" and x:
+                yield f"{where}.{k}", x
+            else:
+                yield from _priority_class_names(x, f"{where}.{k}")
+    elif isinstance(v, list):
+        for j, x in enumerate(v):
+            yield from _priority_class_names(x, f"{where}[{j}]")
 
 
 def _type_name(v: Any) -> str:
@@ -605,6 +641,13 @@ def check_workload_document(path: Path, d: Obj) -> None:
     for i, q in enumerate(seq(d.get("queues"), "queues")):
         if not isinstance(q, str):
             fail(f"queues[{i}]", "a Queue name", q)
+    for k, v in mapping(d.get("priorityClasses"), "priorityClasses").items():
+        where = f"priorityClasses[{k}]"
+        if not isinstance(k, str) or not k:
+            fail("priorityClasses", "PriorityClass names", k)
+        if isinstance(v, bool) or not isinstance(v, int) or not -2147483648 <= v <= 1000000000:
+            fail(where, "a whole number from -2147483648 to 1000000000 (the highest user-definable priority)", v,
+                 value=isinstance(v, int | float) and not isinstance(v, bool))
     for i, a in enumerate(seq(d.get("arrivals"), "arrivals")):
         at = f"arrivals[{i}]"
         mapping(a, at, optional=False)

@@ -226,3 +226,35 @@ def test_a_run_time_past_the_longest_run_is_refused_naming_the_row(tmp_path: Pat
     the run froze at simulated 2**30 s (the loop's timers are exact only that far)."""
     nodes, w = _files(tmp_path, name, text)
     assert _simulate(tmp_path, nodes, w) == (2, ["Error: " + error.format(w=w)])
+
+
+PRIO_POD = ("{apiVersion: v1, kind: Pod, spec: {priorityClassName: low, restartPolicy: Never, "
+            "containers: [{name: c, image: x}]}}")
+
+
+def test_a_yaml_arrival_naming_an_undeclared_priority_class_is_refused(tmp_path: Path) -> None:
+    """Trial 8 F-20: the Priority admission refused every Pod of such a job and the run just stalled."""
+    nodes, w = _files(tmp_path, "w.yaml", f"arrivals:\n  - {{at: 0, duration: 10, name: a, manifest: {PRIO_POD}}}\n")
+    assert _simulate(tmp_path, nodes, w) == (2, [
+        f"Error: {w}: arrivals[0].manifest.spec.priorityClassName: no PriorityClass 'low' (declare it under "
+        "`priorityClasses:`, e.g. `priorityClasses: {low: 100}`)"])
+    nodes, w = _files(tmp_path, "w.yaml", "priorityClasses: {low: 2000000000}\n"
+                      f"arrivals:\n  - {{at: 0, duration: 10, name: a, manifest: {PRIO_POD}}}\n")
+    assert _simulate(tmp_path, nodes, w) == (2, [
+        f"Error: {w}: priorityClasses[low]: expected a whole number from -2147483648 to 1000000000 (the highest "
+        "user-definable priority), got 2000000000"])
+
+
+def test_declared_priority_classes_are_created_and_their_pods_run(tmp_path: Path) -> None:
+    from pumice.simulate import metrics
+    from pumice.simulate.nodes import load_nodes
+    from pumice.simulate.runner import SimConfig, simulate
+    from pumice.simulate.workload import load_workload
+
+    nodes, w = _files(tmp_path, "w.yaml", "priorityClasses: {low: 10}\n"
+                      f"arrivals:\n  - {{at: 0, duration: 10, name: a, manifest: {PRIO_POD}}}\n")
+    wl = load_workload(w)
+    assert wl.priority_classes == {"low": 10}
+    r = simulate(SimConfig(load_nodes(nodes), wl))
+    assert r.ended_by == "done"
+    assert [(j["job"], j["status"]) for j in metrics.job_rows(r.recorder)] == [("a", "Succeeded")]
