@@ -134,6 +134,12 @@ MAX_SIMULATED_SECONDS = 10 * 365 * 86400.0
 costs about one wake-up per simulated hour, so a run of centuries would never end in practice."""
 
 
+MAX_COPIES = 1_000_000
+"""The most copies one YAML arrival's ``count`` may make: each copy is an :class:`Arrival` with its
+manifests, held for the whole run (about a kilobyte or more each), and a million is far beyond every
+trace here (Philly's 82,247 jobs)."""
+
+
 def _years(seconds: float) -> str:
     return f"{seconds / 86400 / 365:.3g} years"
 
@@ -658,6 +664,14 @@ def check_workload_document(path: Path, d: Obj) -> None:
             run_time(float(a["duration"]), f"{at}.duration")
         if a.get("count") is not None:
             number(a["count"], f"{at}.count", whole=True)
+            count = int(float(a["count"]))
+            if count > MAX_COPIES:
+                raise InputError(f"{path}: {at}.count: {count} copies is more than the {MAX_COPIES} one arrival may "
+                                 "make (each is held in memory for the whole run)")
+            last = float(a.get("at") or 0) + max(0, count - 1) * float(a.get("every") or 0)
+            if last > MAX_SIMULATED_SECONDS:
+                raise InputError(f"{path}: {at}: the last of its {count} copies arrives at {last:g} simulated seconds "
+                                 f"({_years(last)}), past the {MAX_SIMULATED_SECONDS:.0f} s (10 years) a run may last")
         if a.get("name") is not None and not isinstance(a["name"], str | int):
             fail(f"{at}.name", "a name", a["name"])
         if "manifest" not in a:

@@ -258,3 +258,15 @@ def test_declared_priority_classes_are_created_and_their_pods_run(tmp_path: Path
     r = simulate(SimConfig(load_nodes(nodes), wl))
     assert r.ended_by == "done"
     assert [(j["job"], j["status"]) for j in metrics.job_rows(r.recorder)] == [("a", "Succeeded")]
+
+
+@pytest.mark.parametrize(("extra", "error"), [
+    ("count: 100000000", "arrivals[0].count: 100000000 copies is more than the 1000000 one arrival may make (each is "
+                         "held in memory for the whole run)"),
+    ("count: 1000, every: 1e6", "arrivals[0]: the last of its 1000 copies arrives at 9.99e+08 simulated seconds "
+                                "(31.7 years), past the 315360000 s (10 years) a run may last"),
+])
+def test_a_count_too_large_is_refused_before_the_copies_are_made(tmp_path: Path, extra: str, error: str) -> None:
+    """Trial 8 F-21: ``count: 100000000`` was expanded eagerly until memory ran out."""
+    nodes, w = _files(tmp_path, "w.yaml", f"arrivals:\n  - {{at: 0, duration: 10, {extra}, name: a, manifest: {POD}}}\n")
+    assert _simulate(tmp_path, nodes, w) == (2, [f"Error: {w}: {error}"])
