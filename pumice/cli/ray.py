@@ -68,6 +68,7 @@ import click
 import yaml
 
 from pumice._util.clock import default_clock, parse_rfc3339
+from pumice._util.duration import go_duration_string, parse_go_duration
 from pumice.api import Obj, scheme
 from pumice.api.ray.constants import DEFAULT_MAX_REPLICAS, RayClusterConditionType
 from pumice.client.base import ApiError, ExecError, KubeClient
@@ -373,6 +374,24 @@ def _kv(values: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
+class GoDuration(click.ParamType):
+    """A Go duration flag (``5m``, ``60s``, ``1h30m``) in seconds, as pflag's ``DurationVar`` takes it;
+    a bare number other than 0 is refused with Go's ``time.ParseDuration`` text."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, int | float):
+            return float(value)
+        text = str(value)
+        try:
+            return parse_go_duration(text)
+        except ValueError:
+            digits = text.strip().lstrip("+-").replace(".", "", 1)
+            why = "missing unit in duration" if digits.isdigit() else "invalid duration"
+            self.fail(f'time: {why} "{text}"', param, ctx)
+
+
 @create_group.command(name="cluster")
 @click.argument("name")
 @click.option("--ray-version", default=DEFAULT_RAY_VERSION, show_default=True)
@@ -389,12 +408,13 @@ def _kv(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--autoscaler", type=click.Choice(["v1", "v2"]), default=None)
 @click.option("--dry-run", is_flag=True, help="Print the RayCluster YAML instead of creating it.")
 @click.option("--wait", is_flag=True, help="Wait until RayClusterProvisioned or state ready.")
-@click.option("--timeout", default=300, show_default=True, type=int, help="Seconds to --wait.")
+@click.option("--timeout", default="5m0s", show_default=True, type=GoDuration(),
+              help="How long to --wait (a duration: 5m, 60s).")
 @_conn
 def create_cluster(name: str, ray_version: str, image: str | None, head_cpu: str, head_memory: str, head_gpu: str,
                    worker_replicas: int, worker_cpu: str, worker_memory: str, worker_gpu: str,
                    labels: tuple[str, ...], annotations: tuple[str, ...], autoscaler: str | None, dry_run: bool,
-                   wait: bool, timeout: int, namespace: str, kubeconfig: str | None, context: str | None) -> None:
+                   wait: bool, timeout: float, namespace: str, kubeconfig: str | None, context: str | None) -> None:
     """Create RayCluster NAME with the plugin's defaults and these flags."""
     try:
         for value, flag in ((head_cpu, "head-cpu"), (head_gpu, "head-gpu"), (head_memory, "head-memory"),
@@ -425,7 +445,8 @@ def create_cluster(name: str, ray_version: str, image: str | None, head_cpu: str
                 click.echo(f"Ray cluster {name} is provisioned")
                 return
             await asyncio.sleep(2)
-        raise RayCliError(f"timed out after {timeout}s waiting for Ray cluster {name} to be provisioned")
+        raise RayCliError(f"timed out after {go_duration_string(timeout)} waiting for Ray cluster {name} to be "
+                          "provisioned")
     _run(kubeconfig, context, fn)
 
 

@@ -522,3 +522,15 @@ def test_log_on_the_simulated_runtime_fails_in_one_line_and_leaves_no_directory(
         assert r.exit_code == 1 and list((tmp_path / "mine").iterdir()) == []
     finally:
         asyncio.run(call(False))
+
+
+def test_create_cluster_timeout_is_a_go_duration(server: Any) -> None:
+    # trial-8 F-11: kubectl-ray declares --timeout with DurationVar (default 5m0s); a bare number is refused
+    r = CliRunner().invoke(cli, ["ray", "create", "cluster", "x", "--dry-run", "--timeout", "60"])
+    assert r.exit_code == 2 and "Invalid value for '--timeout': time: missing unit in duration \"60\"" in r.output
+    r = CliRunner().invoke(cli, ["ray", "create", "cluster", "x", "--dry-run", "--timeout", "5x"])
+    assert r.exit_code == 2 and "time: invalid duration \"5x\"" in r.output
+    r = run(server, "create", "cluster", "slow", "--wait", "--timeout", "1.5s")  # no operator: never provisioned
+    assert r.exit_code == 1
+    assert r.output.strip().splitlines() == ["Created Ray cluster: slow",
+                                             "Error: timed out after 1.5s waiting for Ray cluster slow to be provisioned"]

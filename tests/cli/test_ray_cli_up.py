@@ -41,7 +41,7 @@ def test_the_verbs_against_pumice_up_simulated(tmp_path: Path) -> None:
     try:
         k = up.kubeconfig
         r = ray(k, "create", "cluster", "demo", "--head-cpu", "1", "--head-memory", "1Gi", "--worker-cpu", "1",
-                "--worker-memory", "1Gi", "--wait", "--timeout", "90")
+                "--worker-memory", "1Gi", "--wait", "--timeout", "90s")
         assert r.returncode == 0, r.stderr
         assert r.stdout.splitlines() == ["Created Ray cluster: demo", "Ray cluster demo is provisioned"]
         # the README's next step (trial 3 finding 8): no --max-replicas needed, the CRD's default bound is MaxInt32
