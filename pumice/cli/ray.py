@@ -182,15 +182,29 @@ async def node_rows(client: KubeClient, namespace: str | None, cluster: str | No
 
 def build_cluster(name: str, namespace: str, *, ray_version: str, image: str, head_cpu: str, head_memory: str,
                   head_gpu: str, worker_replicas: int, worker_cpu: str, worker_memory: str, worker_gpu: str,
-                  labels: dict[str, str], annotations: dict[str, str], autoscaler: str | None) -> Obj:
-    """The RayCluster ``create cluster`` makes (the plugin's defaults and flags)."""
+                  labels: dict[str, str], annotations: dict[str, str], autoscaler: str | None,
+                  head_ephemeral_storage: str = "", head_ray_start_params: dict[str, str] | None = None,
+                  head_node_selectors: dict[str, str] | None = None, worker_ephemeral_storage: str = "",
+                  worker_tpu: str = "0", worker_ray_start_params: dict[str, str] | None = None,
+                  worker_node_selectors: dict[str, str] | None = None, num_of_hosts: int | None = 1) -> Obj:
+    """The RayCluster ``create cluster`` makes (the plugin's defaults and flags). Ephemeral storage,
+    GPU and TPU go into requests and limits when given and non-zero; node selectors into the Pod
+    templates; ``numOfHosts`` is set on the worker group unless None (``job submit`` leaves it out).
 
-    def resources(cpu: str, mem: str, gpu: str) -> Obj:
+    Mirrors: kubectl-plugin util/generation/generation.go generateRayClusterSpec (flags path).
+    """
+    from pumice.api.quantity import parse_quantity
+
+    def resources(cpu: str, mem: str, gpu: str, storage: str = "", tpu: str = "") -> Obj:
         r: Obj = {"requests": {"cpu": cpu, "memory": mem}, "limits": {"memory": mem}}
-        if gpu and gpu != "0":
-            r["requests"]["nvidia.com/gpu"] = gpu
-            r["limits"]["nvidia.com/gpu"] = gpu
+        for key, amount in (("ephemeral-storage", storage), ("nvidia.com/gpu", gpu), ("google.com/tpu", tpu)):
+            if amount and parse_quantity(amount) != 0:
+                r["requests"][key] = amount
+                r["limits"][key] = amount
         return r
+
+    def pod_spec(container: Obj, selectors: dict[str, str] | None) -> Obj:
+        return {"nodeSelector": selectors, "containers": [container]} if selectors else {"containers": [container]}
 
     meta: Obj = {"name": name, "namespace": namespace}
     if labels:
@@ -199,16 +213,20 @@ def build_cluster(name: str, namespace: str, *, ray_version: str, image: str, he
         meta["annotations"] = annotations
     spec: Obj = {
         "rayVersion": ray_version,
-        "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [{
-            "name": "ray-head", "image": image, "resources": resources(head_cpu, head_memory, head_gpu),
+        "headGroupSpec": {"rayStartParams": dict(head_ray_start_params or {}), "template": {"spec": pod_spec({
+            "name": "ray-head", "image": image,
+            "resources": resources(head_cpu, head_memory, head_gpu, head_ephemeral_storage),
             "ports": [{"name": "gcs-server", "containerPort": 6379}, {"name": "dashboard", "containerPort": 8265},
-                      {"name": "client", "containerPort": 10001}]}]}}},
+                      {"name": "client", "containerPort": 10001}]}, head_node_selectors)}},
         # no minReplicas / maxReplicas, as the plugin: the CRD defaults them to 0 and 2147483647, so
         # `scale cluster -r N` works right after `create cluster`
         "workerGroupSpecs": [{"groupName": "default-group", "replicas": worker_replicas,
-                              "rayStartParams": {}, "template": {"spec": {"containers": [{
+                              **({} if num_of_hosts is None else {"numOfHosts": num_of_hosts}),
+                              "rayStartParams": dict(worker_ray_start_params or {}), "template": {"spec": pod_spec({
                                   "name": "ray-worker", "image": image,
-                                  "resources": resources(worker_cpu, worker_memory, worker_gpu)}]}}}],
+                                  "resources": resources(worker_cpu, worker_memory, worker_gpu,
+                                                         worker_ephemeral_storage, worker_tpu)},
+                                  worker_node_selectors)}}],
     }
     if autoscaler:
         spec["enableInTreeAutoscaling"] = True
@@ -403,23 +421,44 @@ class GoDuration(click.ParamType):
 @click.option("--worker-cpu", default="2", show_default=True)
 @click.option("--worker-memory", default="4Gi", show_default=True)
 @click.option("--worker-gpu", default="0", show_default=True)
+@click.option("--head-ephemeral-storage", default="", help="Ephemeral storage of the Ray head (default: none).")
+@click.option("--head-ray-start-params", multiple=True, help="k=v[,k=v] for the head's 'ray start', repeatable.")
+@click.option("--head-node-selectors", multiple=True, help="k=v[,k=v] node selectors of the head Pod, repeatable.")
+@click.option("--worker-ephemeral-storage", default="", help="Ephemeral storage of each worker (default: none).")
+@click.option("--worker-tpu", default="0", show_default=True, help="TPUs of each worker (google.com/tpu).")
+@click.option("--worker-ray-start-params", multiple=True, help="k=v[,k=v] for the workers' 'ray start', repeatable.")
+@click.option("--worker-node-selectors", multiple=True, help="k=v[,k=v] node selectors of the worker Pods, repeatable.")
+@click.option("--num-of-hosts", default=1, show_default=True, type=click.IntRange(min=0),
+              help="Hosts per replica of the default worker group.")
 @click.option("--labels", multiple=True, help="key=value, repeatable.")
 @click.option("--annotations", multiple=True, help="key=value, repeatable.")
 @click.option("--autoscaler", type=click.Choice(["v1", "v2"]), default=None)
 @click.option("--dry-run", is_flag=True, help="Print the RayCluster YAML instead of creating it.")
 @click.option("--wait", is_flag=True, help="Wait until RayClusterProvisioned or state ready.")
 @click.option("--timeout", default="5m0s", show_default=True, type=GoDuration(),
-              help="How long to --wait (a duration: 5m, 60s).")
+              help="The timeout for --wait (a duration: 5m, 60s).")
 @_conn
 def create_cluster(name: str, ray_version: str, image: str | None, head_cpu: str, head_memory: str, head_gpu: str,
                    worker_replicas: int, worker_cpu: str, worker_memory: str, worker_gpu: str,
                    labels: tuple[str, ...], annotations: tuple[str, ...], autoscaler: str | None, dry_run: bool,
-                   wait: bool, timeout: float, namespace: str, kubeconfig: str | None, context: str | None) -> None:
+                   wait: bool, timeout: float, namespace: str, kubeconfig: str | None, context: str | None,
+                   head_ephemeral_storage: str = "", head_ray_start_params: tuple[str, ...] = (),
+                   head_node_selectors: tuple[str, ...] = (), worker_ephemeral_storage: str = "",
+                   worker_tpu: str = "0", worker_ray_start_params: tuple[str, ...] = (),
+                   worker_node_selectors: tuple[str, ...] = (), num_of_hosts: int = 1) -> None:
     """Create RayCluster NAME with the plugin's defaults and these flags."""
+    head_params = _kv_map(head_ray_start_params, "--head-ray-start-params")
+    head_selectors = _kv_map(head_node_selectors, "--head-node-selectors")
+    worker_params = _kv_map(worker_ray_start_params, "--worker-ray-start-params")
+    worker_selectors = _kv_map(worker_node_selectors, "--worker-node-selectors")
     try:
         for value, flag in ((head_cpu, "head-cpu"), (head_gpu, "head-gpu"), (head_memory, "head-memory"),
-                            (worker_cpu, "worker-cpu"), (worker_gpu, "worker-gpu"), (worker_memory, "worker-memory")):
-            _check_quantity(value, flag)
+                            (head_ephemeral_storage, "head-ephemeral-storage"), (worker_cpu, "worker-cpu"),
+                            (worker_gpu, "worker-gpu"), (worker_tpu, "worker-tpu"), (worker_memory, "worker-memory"),
+                            (worker_ephemeral_storage, "worker-ephemeral-storage")):
+            if value != "" or flag.endswith(("cpu", "gpu", "memory", "tpu")):
+                _check_quantity(value, flag)
+        validate_tpu(worker_tpu, num_of_hosts, worker_selectors)
     except RayCliError as e:
         click.echo(f"Error: {e}", err=True)
         sys.exit(1)
@@ -427,7 +466,11 @@ def create_cluster(name: str, ray_version: str, image: str | None, head_cpu: str
                             head_cpu=head_cpu, head_memory=head_memory, head_gpu=head_gpu,
                             worker_replicas=worker_replicas, worker_cpu=worker_cpu, worker_memory=worker_memory,
                             worker_gpu=worker_gpu, labels=_kv(labels), annotations=_kv(annotations),
-                            autoscaler=autoscaler)
+                            autoscaler=autoscaler, head_ephemeral_storage=head_ephemeral_storage,
+                            head_ray_start_params=head_params, head_node_selectors=head_selectors,
+                            worker_ephemeral_storage=worker_ephemeral_storage, worker_tpu=worker_tpu,
+                            worker_ray_start_params=worker_params, worker_node_selectors=worker_selectors,
+                            num_of_hosts=num_of_hosts)
     if dry_run:
         click.echo(yaml.safe_dump(cluster, sort_keys=False).rstrip())
         return
@@ -713,7 +756,7 @@ def _job_submit(filename: str, name: str, address: str | None, submission_id: st
                            image=image or f"rayproject/ray:{ray_version}", head_cpu=head_cpu,
                            head_memory=head_memory, head_gpu=head_gpu, worker_replicas=worker_replicas,
                            worker_cpu=worker_cpu, worker_memory=worker_memory, worker_gpu=worker_gpu, labels={},
-                           annotations={}, autoscaler=None)
+                           annotations={}, autoscaler=None, num_of_hosts=None)
         job = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": name, "namespace": namespace},
                "spec": {"submissionMode": "InteractiveMode", "jobId": sid, "rayClusterSpec": cl["spec"]}}
         if dry_run:

@@ -534,3 +534,30 @@ def test_create_cluster_timeout_is_a_go_duration(server: Any) -> None:
     assert r.exit_code == 1
     assert r.output.strip().splitlines() == ["Created Ray cluster: slow",
                                              "Error: timed out after 1.5s waiting for Ray cluster slow to be provisioned"]
+
+
+def test_create_cluster_takes_the_plugins_storage_tpu_selector_and_start_param_flags() -> None:
+    # trial-8 F-11: kubectl-ray create cluster's head/worker ephemeral storage, TPU, node selector,
+    # ray start params and num-of-hosts flags (generation.go generateRayClusterSpec)
+    r = CliRunner().invoke(cli, [
+        "ray", "create", "cluster", "x", "--dry-run", "--head-ephemeral-storage", "8Gi",
+        "--head-ray-start-params", "dashboard-host=0.0.0.0,num-cpus=0", "--head-node-selectors", "pool=head",
+        "--worker-ephemeral-storage", "16Gi", "--worker-tpu", "4", "--num-of-hosts", "2",
+        "--worker-ray-start-params", "metrics-export-port=8080",
+        "--worker-node-selectors", "cloud.google.com/gke-tpu-accelerator=tpu-v6e-slice",
+        "--worker-node-selectors", "cloud.google.com/gke-tpu-topology=2x4"])
+    assert r.exit_code == 0, r.output
+    spec = yaml.safe_load(r.output)["spec"]
+    head, worker = spec["headGroupSpec"], spec["workerGroupSpecs"][0]
+    assert head["rayStartParams"] == {"dashboard-host": "0.0.0.0", "num-cpus": "0"}
+    assert head["template"]["spec"]["nodeSelector"] == {"pool": "head"}
+    assert head["template"]["spec"]["containers"][0]["resources"]["limits"] == {"memory": "4Gi",
+                                                                               "ephemeral-storage": "8Gi"}
+    assert (worker["numOfHosts"], worker["rayStartParams"]) == (2, {"metrics-export-port": "8080"})
+    assert worker["template"]["spec"]["nodeSelector"] == {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+                                                          "cloud.google.com/gke-tpu-topology": "2x4"}
+    assert worker["template"]["spec"]["containers"][0]["resources"]["requests"] == {
+        "cpu": "2", "memory": "4Gi", "ephemeral-storage": "16Gi", "google.com/tpu": "4"}
+    r = CliRunner().invoke(cli, ["ray", "create", "cluster", "x", "--dry-run", "--worker-tpu", "4"])
+    assert r.exit_code == 1
+    assert r.output.startswith("Error: cloud.google.com/gke-tpu-accelerator is not set in --worker-node-selectors.")
