@@ -702,20 +702,29 @@ def load_rayjob_file(path: str) -> Obj:
 @click.option("--working-dir", default=None)
 @click.option("--no-wait", is_flag=True)
 @click.option("--timeout", default=120, show_default=True, type=int, help="Seconds to wait for the cluster.")
+@click.option("--head-node-selectors", multiple=True, help="k=v[,k=v] node selectors of the head Pod, repeatable.")
+@click.option("--worker-node-selectors", multiple=True, help="k=v[,k=v] node selectors of the worker Pods, repeatable.")
+@click.option("--ttl-seconds-after-finished", type=int, default=None,
+              help="TTL seconds after finished (sets shutdownAfterJobFinishes).")
 @click.argument("entrypoint", nargs=-1)
 @_conn
 def job_submit(filename: str, name: str, address: str | None, submission_id: str, ray_version: str,
                image: str | None, head_cpu: str, head_memory: str, head_gpu: str, worker_replicas: int,
                worker_cpu: str, worker_memory: str, worker_gpu: str, dry_run: bool, runtime_env: str | None,
                runtime_env_json: str | None, working_dir: str | None, no_wait: bool, timeout: int,
-               entrypoint: tuple[str, ...], namespace: str, kubeconfig: str | None, context: str | None) -> None:
+               entrypoint: tuple[str, ...], namespace: str, kubeconfig: str | None, context: str | None,
+               head_node_selectors: tuple[str, ...] = (), worker_node_selectors: tuple[str, ...] = (),
+               ttl_seconds_after_finished: int | None = None) -> None:
     """Create an InteractiveMode RayJob (``--name`` with the sizing flags, or ``-f rayjob.yaml``), wait
     for its cluster, then run ``ray job submit`` with the RayJob's submission id (so the RayJob
     follows the job)."""
     try:
         _job_submit(filename, name, address, submission_id, ray_version, image, head_cpu, head_memory, head_gpu,
                     worker_replicas, worker_cpu, worker_memory, worker_gpu, dry_run, runtime_env, runtime_env_json,
-                    working_dir, no_wait, timeout, entrypoint, namespace, kubeconfig, context)
+                    working_dir, no_wait, timeout, entrypoint, namespace, kubeconfig, context,
+                    head_selectors=_kv_map(head_node_selectors, "--head-node-selectors"),
+                    worker_selectors=_kv_map(worker_node_selectors, "--worker-node-selectors"),
+                    ttl=ttl_seconds_after_finished)
     except RayCliError as e:
         click.echo(f"Error: {e}", err=True)
         sys.exit(1)
@@ -725,8 +734,15 @@ def _job_submit(filename: str, name: str, address: str | None, submission_id: st
                 image: str | None, head_cpu: str, head_memory: str, head_gpu: str, worker_replicas: int,
                 worker_cpu: str, worker_memory: str, worker_gpu: str, dry_run: bool, runtime_env: str | None,
                 runtime_env_json: str | None, working_dir: str | None, no_wait: bool, timeout: int,
-                entrypoint: tuple[str, ...], namespace: str, kubeconfig: str | None, context: str | None) -> None:
+                entrypoint: tuple[str, ...], namespace: str, kubeconfig: str | None, context: str | None, *,
+                head_selectors: dict[str, str] | None = None, worker_selectors: dict[str, str] | None = None,
+                ttl: int | None = None) -> None:
+    """``ttl`` (``--ttl-seconds-after-finished``, None when not given) sets the RayJob's
+    ttlSecondsAfterFinished and shutdownAfterJobFinishes, as kubectl-ray's job_submit.go."""
     from pumice.controllers.ray import association as assoc
+
+    if ttl is not None and ttl < 0:
+        raise RayCliError("--ttl-seconds-after-finished must be greater than or equal to 0")
 
     if not filename and not name.strip():
         raise RayCliError("Must set either yaml file (--filename) or set Ray job name (--name)")
@@ -750,15 +766,24 @@ def _job_submit(filename: str, name: str, address: str | None, submission_id: st
             import json
 
             runtime_env_json = json.dumps(yaml.safe_load(job["spec"]["runtimeEnvYAML"]))
+        if ttl is not None:
+            job["spec"]["ttlSecondsAfterFinished"], job["spec"]["shutdownAfterJobFinishes"] = ttl, True
+        if int(job["spec"].get("ttlSecondsAfterFinished") or 0) < 0:
+            raise RayCliError("ttlSecondsAfterFinished must be greater than or equal to 0")
+        if not job["spec"].get("shutdownAfterJobFinishes") and int(job["spec"].get("ttlSecondsAfterFinished") or 0) > 0:
+            raise RayCliError("ttlSecondsAfterFinished is only supported when shutdownAfterJobFinishes is set to true")
     else:
         ns = namespace
         cl = build_cluster(f"{name}-cluster", namespace, ray_version=ray_version,
                            image=image or f"rayproject/ray:{ray_version}", head_cpu=head_cpu,
                            head_memory=head_memory, head_gpu=head_gpu, worker_replicas=worker_replicas,
                            worker_cpu=worker_cpu, worker_memory=worker_memory, worker_gpu=worker_gpu, labels={},
-                           annotations={}, autoscaler=None, num_of_hosts=None)
+                           annotations={}, autoscaler=None, num_of_hosts=None, head_node_selectors=head_selectors,
+                           worker_node_selectors=worker_selectors)
         job = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": name, "namespace": namespace},
                "spec": {"submissionMode": "InteractiveMode", "jobId": sid, "rayClusterSpec": cl["spec"]}}
+        if ttl is not None:
+            job["spec"]["ttlSecondsAfterFinished"], job["spec"]["shutdownAfterJobFinishes"] = ttl, True
         if dry_run:
             click.echo(yaml.safe_dump(job, sort_keys=False).rstrip())
             return

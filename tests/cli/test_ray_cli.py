@@ -561,3 +561,24 @@ def test_create_cluster_takes_the_plugins_storage_tpu_selector_and_start_param_f
     r = CliRunner().invoke(cli, ["ray", "create", "cluster", "x", "--dry-run", "--worker-tpu", "4"])
     assert r.exit_code == 1
     assert r.output.startswith("Error: cloud.google.com/gke-tpu-accelerator is not set in --worker-node-selectors.")
+
+
+def test_job_submit_node_selectors_and_ttl(server: Any, tmp_path: Path) -> None:
+    # trial-8 F-11: kubectl-ray job_submit.go --head/--worker-node-selectors and --ttl-seconds-after-finished
+    r = submit(server, "--name", "j1", "--dry-run", "--head-node-selectors", "zone=a", "--worker-node-selectors",
+               "zone=b,pool=w", "--ttl-seconds-after-finished", "30", "--", "true")
+    assert r.exit_code == 0, r.output
+    spec = yaml.safe_load(r.output)["spec"]
+    assert (spec["ttlSecondsAfterFinished"], spec["shutdownAfterJobFinishes"]) == (30, True)
+    cluster = spec["rayClusterSpec"]
+    assert cluster["headGroupSpec"]["template"]["spec"]["nodeSelector"] == {"zone": "a"}
+    assert cluster["workerGroupSpecs"][0]["template"]["spec"]["nodeSelector"] == {"zone": "b", "pool": "w"}
+    r = submit(server, "--name", "j1", "--dry-run", "--ttl-seconds-after-finished", "-1", "--", "true")
+    assert (r.exit_code, r.output) == (1, "Error: --ttl-seconds-after-finished must be greater than or equal to 0\n")
+    f = tmp_path / "job.yaml"
+    f.write_text("apiVersion: ray.io/v1\nkind: RayJob\nmetadata: {name: j2}\nspec: {submissionMode: InteractiveMode, "
+                 "ttlSecondsAfterFinished: 10, "
+                 "rayClusterSpec: {headGroupSpec: {template: {spec: {containers: []}}}}}\n")
+    r = submit(server, "-f", str(f), "--", "true")
+    assert (r.exit_code, r.output) == (
+        1, "Error: ttlSecondsAfterFinished is only supported when shutdownAfterJobFinishes is set to true\n")
