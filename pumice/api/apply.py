@@ -1,34 +1,55 @@
-"""Server-side apply (``application/apply-patch+yaml``), simplified.
+"""Server-side apply (``application/apply-patch+yaml``) and field ownership (``managedFields``).
 
-What it does:
+Every write records who set which fields, as kube-apiserver's field manager does:
 
-* ``live is None``: the applied configuration becomes the object (create).
-* Otherwise the applied configuration is merged into the live object: maps key by key; lists of
-  built-in kinds by their strategic patch merge keys (containers by ``name``...), merge-strategy
-  primitive lists (``finalizers``) by union, every other list replaced; for custom resources lists
-  merge by key only for ``conditions`` (by ``type``) and are otherwise replaced (atomic).
-* Fields this manager applied before and no longer applies are removed, unless another apply
-  manager also owns them.
-* ``metadata.managedFields`` gets one entry per manager (``operation: Apply``,
-  ``fieldsType: FieldsV1``, ``fieldsV1`` the applied field set in upstream's ``f:``/``k:``/``v:``
-  notation), replacing that manager's previous Apply entry.
-* A field owned by another Apply manager whose value would change is a conflict: raise
-  :class:`ApplyConflict`, unless ``force`` is set, which takes the field over.
+* **Update** (create, PUT, and JSON/merge/strategic PATCH, of the object or of its ``status``,
+  ``scale`` or ``finalize`` subresource): :func:`update_managed_fields` compares the stored object
+  with the new one. The fields the write added or changed move to the writer's
+  ``operation: Update`` entry (keyed by manager, ``apiVersion`` and ``subresource``), with
+  ``time`` set to the write's time; they leave every other entry, and so do the fields the write
+  removed. An entry whose set becomes empty is dropped. Past 10 Update entries the oldest are
+  merged into one ``ancient-changes`` entry per ``apiVersion``. An object stored without
+  managedFields (never tracked, or reset by the client sending ``managedFields: [{}]``/``[]``)
+  stays untracked on update.
+* **Apply** (:func:`server_side_apply`): the applied configuration is merged into the live
+  object: maps key by key; lists of built-in kinds by their strategic patch merge keys
+  (containers by ``name``...), merge-strategy primitive lists (``finalizers``) by union, every
+  other list replaced; for custom resources lists merge by key only for ``conditions`` (by
+  ``type``) and are otherwise replaced (atomic). Fields this manager applied before and no longer
+  applies are removed unless another manager (Apply or Update) owns them. A field that another
+  manager owns and whose value the apply changes is a conflict: :class:`ApplyConflict`, unless
+  ``force``, which takes it over. The manager's ``operation: Apply`` entry is replaced by the
+  applied field set (dropped when that set is empty). An apply onto an object without
+  managedFields first gives its present fields to a ``before-first-apply`` Update entry.
 
-Deviates (documented simplification): ownership is tracked for Apply managers only (updates
-through PUT/PATCH record no managedFields and never conflict); the entries carry no ``time``
-(the server may set it); keyed list items are identified by their single merge key.
+Entries are ordered as upstream encodes them (operation, time, manager, apiVersion,
+subresource); each is ``{"manager", "operation", "apiVersion", "time", "fieldsType": "FieldsV1",
+"fieldsV1", "subresource"}`` with ``fieldsV1`` in upstream's ``f:``/``k:``/``v:`` notation
+(``".": {}`` marks a set member that also has members below it).
 
-Mirrors: k8s.io/apiserver pkg/endpoints/handlers/fieldmanager and sigs.k8s.io/structured-merge-diff
-(merge, field sets, conflicts), in spirit only.
+Deviates (documented simplification): keyed list items are identified by their single merge key
+(upstream keys ``ports`` by containerPort and protocol); a map that a create brings is owned by
+the creator (``".": {}``) also where upstream's Go zero value already holds it (nested
+non-pointer structs such as ``spec.template``; a built-in object's ``spec`` and ``status``
+themselves are not), and atomic structs (``spec.selector``) are owned field by field;
+Apply sets count every non-empty map as a path only (upstream also owns the entries of
+``x-kubernetes-preserve-unknown-fields`` maps one by one).
+
+Mirrors: k8s.io/apimachinery pkg/util/managedfields/internal (fieldmanager.go decodeLiveOrNew,
+managedfieldsupdater.go, capmanagers.go, skipnonapplied.go, stripmeta.go, conflict.go,
+managedfields.go sortEncodedManagedFields) and sigs.k8s.io/structured-merge-diff merge/update.go
+(Updater.Update/Apply), typed/compare.go and typed/tofieldset.go, in spirit.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import json
-from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from pumice.api import Obj
 from pumice.api.strategic import SUPPORTED_KINDS, merge_info
@@ -38,26 +59,129 @@ from pumice.api.strategic import SUPPORTED_KINDS, merge_info
 Step = tuple[str, str]
 Path = tuple[Step, ...]
 
-_UNTRACKED_META = {"name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp",
-                   "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink"}
+#: kube-apiserver's limit on a field manager name (bytes of UTF-8).
+FIELD_MANAGER_MAX_LENGTH = 128
+#: upstream's cap on Update entries (DefaultMaxUpdateManagers) and the name of their merge.
+MAX_UPDATE_MANAGERS = 10
+ANCIENT_CHANGES = "ancient-changes"
+BEFORE_FIRST_APPLY = "before-first-apply"
+
+_META: Path = (("f", "metadata"),)
+#: metadata fields nobody owns (upstream's stripMetaManager set; ``metadata`` itself too)
+_STRIPPED_META = frozenset({"name", "namespace", "creationTimestamp", "selfLink", "uid", "clusterName",
+                            "generation", "managedFields", "resourceVersion"})
+#: what an Apply set also leaves out (cannot be applied)
+_UNTRACKED_META = _STRIPPED_META | {"deletionTimestamp", "deletionGracePeriodSeconds"}
+_MISSING: Any = object()
+_NOTHING: frozenset[str] = frozenset()
+_TYPE_FIELDS = frozenset({"apiVersion", "kind"})
+#: top-level fields a built-in object always has (Go non-pointer structs): never added or removed
+_GO_STRUCT_ROOTS = frozenset({(("f", "spec"),), (("f", "status"),)})
 
 
 class ApplyConflict(Exception):
-    """Applying would change fields another manager applied. ``conflicts`` lists
-    ``(manager, path)`` pairs; the message is upstream's: ``Apply failed with 1 conflict:
-    conflict with "other": .spec.replicas``. The API server answers 409 Conflict."""
+    """Applying would change fields other managers own. ``conflicts`` lists ``(manager, path)``
+    pairs, the manager as upstream prints it (``"kubectl-create" using v1``,
+    ``"kubectl" with subresource "scale" using apps/v1``, ``"other"`` for an Apply manager) and
+    the path rendered (``.data.a``). The message is upstream's: ``Apply failed with 1 conflict:
+    conflict with "kubectl-create" using v1: .data.a``, or for several ``Apply failed with 2
+    conflicts: conflicts with "a":\\n- .x\\n- .y``. The API server answers 409 Conflict."""
 
     def __init__(self, conflicts: list[tuple[str, str]]):
         self.conflicts = conflicts
         n = len(conflicts)
         if n == 1:
             m, p = conflicts[0]
-            message = f'Apply failed with 1 conflict: conflict with "{m}": {p}'
+            message = f"Apply failed with 1 conflict: conflict with {m}: {p}"
         else:
-            details = "\n".join(f'- conflict with "{m}": {p}' for m, p in conflicts)
-            message = f"Apply failed with {n} conflicts:\n{details}"
+            lines: list[str] = []
+            last = None
+            for m, p in conflicts:
+                if m != last:
+                    lines.append(f"conflicts with {m}:")
+                    last = m
+                lines.append(f"- {p}")
+            message = f"Apply failed with {n} conflicts: " + "\n".join(lines)
         super().__init__(message)
 
+
+# ------------------------------------------------------------------ field manager names
+
+def _printable(ch: str) -> bool:
+    """Go's unicode.IsPrint: letters, marks, numbers, punctuation, symbols and ASCII space (the
+    characters Python's ``str.isprintable`` accepts)."""
+    return ch.isprintable()
+
+
+def field_manager_errors(value: str) -> list[tuple[str, str]]:
+    """``(reason, message)`` of what is wrong with a ``fieldManager`` option: longer than 128
+    bytes (``Too long: may not be more than 128 bytes``), or a character that is not printable
+    (``Invalid value: "\\x01bad": invalid character U+0001 (at position 0)``; the position is
+    the byte offset, as Go's ``range`` over a string gives it).
+
+    Mirrors: k8s.io/apimachinery pkg/apis/meta/v1/validation ValidateFieldManager.
+    """
+    if len(value) <= FIELD_MANAGER_MAX_LENGTH // 4 and value.isprintable():
+        return []
+    out: list[tuple[str, str]] = []
+    raw = value.encode("utf-8", "surrogatepass")
+    if len(raw) > FIELD_MANAGER_MAX_LENGTH:
+        out.append(("FieldValueTooLong", f"Too long: may not be more than {FIELD_MANAGER_MAX_LENGTH} bytes"))
+    pos = 0
+    for ch in value:
+        if not _printable(ch):
+            out.append(("FieldValueInvalid", f"Invalid value: {_go_quote(value)}: invalid character "
+                                             f"U+{ord(ch):04X} (at position {pos})"))
+        pos += len(ch.encode("utf-8", "surrogatepass"))
+    return out
+
+
+def _go_quote(s: str) -> str:
+    """Go's %q of a string (strconv.Quote): printable runes as they are, others escaped."""
+    out = ['"']
+    for ch in s:
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif _printable(ch):
+            out.append(ch)
+        elif ch in "\a\b\f\n\r\t\v":
+            out.append({"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
+                        "\v": "\\v"}[ch])
+        elif ord(ch) < 0x80:
+            out.append(f"\\x{ord(ch):02x}")
+        elif ord(ch) <= 0xFFFF:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    out.append('"')
+    return "".join(out)
+
+
+def manager_or_user_agent(manager: str, user_agent: str) -> str:
+    """The field manager of a write: the ``fieldManager`` option, else the User-Agent up to its
+    first ``/`` with unprintable characters left out, cut at 128 bytes (``kubectl/v1.32.3
+    (linux/amd64) kubernetes/abc`` -> ``kubectl``). Empty when both are empty (the entry is then
+    named ``unknown``).
+
+    Mirrors: k8s.io/apiserver pkg/endpoints/handlers/create.go managerOrUserAgent,
+    prefixFromUserAgent.
+    """
+    if manager:
+        return manager
+    out: list[str] = []
+    size = 0
+    for ch in user_agent.split("/", 1)[0]:
+        if not _printable(ch):
+            continue
+        n = len(ch.encode("utf-8", "surrogatepass"))
+        if size + n > FIELD_MANAGER_MAX_LENGTH:
+            break
+        out.append(ch)
+        size += n
+    return "".join(out)
+
+
+# ------------------------------------------------------------------ field sets
 
 def _list_key(kind: str, builtin: bool, path: tuple[str, ...]) -> tuple[str | None, bool]:
     """(merge key, merges) of the list at ``path`` (map-field names only)."""
@@ -69,72 +193,188 @@ def _list_key(kind: str, builtin: bool, path: tuple[str, ...]) -> tuple[str | No
     return None, False
 
 
+def _key_step(key: str, item: Any) -> Step:
+    value = item[key]
+    if type(value) is str or type(value) is int:
+        return _scalar_key_step(key, value)
+    return ("k", _json({key: value}))
+
+
+@functools.lru_cache(maxsize=4096)
+def _scalar_key_step(key: str, value: str | int) -> Step:
+    return ("k", _json({key: value}))
+
+
+def _value_step(item: Any) -> Step:
+    return ("v", _json(item))
+
+
+def _json(value: Any) -> str:
+    """Compact JSON, as upstream writes list keys and values in FieldsV1."""
+    return msgspec.json.encode(value).decode()
+
+
 def _field_set(value: Any, kind: str, builtin: bool, names: tuple[str, ...], prefix: Path,
                out: set[Path]) -> None:
-    """Collect the leaf and intermediate paths ``value`` sets."""
+    """Collect the paths an applied value sets: scalars, atomic lists, empty maps and nulls are
+    members; keyed list items and set-list values are members; a non-empty map is not."""
     if isinstance(value, dict):
+        if not value:
+            if prefix:
+                out.add(prefix)
+            return
         for k, v in value.items():
             if not prefix and k in ("apiVersion", "kind"):
                 continue
-            if prefix == (("f", "metadata"),) and k in _UNTRACKED_META:
+            if prefix == _META and k in _UNTRACKED_META:
                 continue
-            p = (*prefix, ("f", k))
-            out.add(p)
-            _field_set(v, kind, builtin, (*names, k), p, out)
+            _field_set(v, kind, builtin, (*names, k), (*prefix, ("f", k)), out)
     elif isinstance(value, list):
         key, merges = _list_key(kind, builtin, names)
         if not merges:
-            return  # atomic list: the field itself is the leaf
+            out.add(prefix)  # atomic list: the field itself is the leaf
+            return
         for item in value:
             if key is not None and isinstance(item, dict) and key in item:
-                p = (*prefix, ("k", json.dumps({key: item[key]}, separators=(",", ":"))))
+                p = (*prefix, _key_step(key, item))
                 out.add(p)
                 _field_set(item, kind, builtin, names, p, out)
             elif key is None and not isinstance(item, dict | list):
-                out.add((*prefix, ("v", json.dumps(item))))
+                out.add((*prefix, _value_step(item)))
+    elif prefix:
+        out.add(prefix)
 
 
 def field_set(obj: Obj, kind: str, builtin: bool = True) -> set[Path]:
     """The set of field paths an applied configuration specifies (metadata identity fields,
-    ``apiVersion`` and ``kind`` excluded)."""
+    ``apiVersion`` and ``kind`` excluded).
+
+    Mirrors: structured-merge-diff typed/tofieldset.go (TypedValue.ToFieldSet)."""
     out: set[Path] = set()
     _field_set(obj, kind, builtin, (), (), out)
-    meta: Path = (("f", "metadata"),)
-    if meta in out and not any(len(p) > 1 and p[0] == meta[0] for p in out):
-        out.discard(meta)  # only identity fields (name, namespace) were given
     return out
 
 
-def fields_v1(paths: set[Path]) -> Obj:
-    """Encode a field set in FieldsV1 form: ``{"f:spec": {"f:replicas": {}}}``; keyed items carry
-    ``".": {}``."""
-    root: Obj = {}
-    for path in sorted(paths):
+def fields_v1(paths: set[Path] | frozenset[Path]) -> Obj:
+    """Encode a field set in FieldsV1 form: ``{"f:spec": {"f:replicas": {}}}``; a member that
+    has members below it carries ``".": {}``; keys in upstream's order (``.`` first)."""
+    root: dict[str, Any] = {}
+    members: set[int] = set()
+    for path in paths:
         node = root
         for kind, name in path:
             node = node.setdefault(f"{kind}:{name}", {})
-            if kind == "k":
-                node.setdefault(".", {})
-    return root
+        members.add(id(node))
+
+    def emit(node: dict[str, Any]) -> Obj:
+        out: Obj = {}
+        if node and id(node) in members:
+            out["."] = {}
+        for key in sorted(node):
+            out[key] = emit(node[key])
+        return out
+
+    return emit(root)
 
 
 def parse_fields_v1(fv1: Any) -> set[Path]:
-    """Decode a FieldsV1 object into a set of paths (inverse of :func:`fields_v1`)."""
+    """Decode a FieldsV1 object into its set of member paths (inverse of :func:`fields_v1`): a
+    node is a member when it is empty or carries ``"."``."""
     out: set[Path] = set()
 
     def walk(node: Any, prefix: Path) -> None:
-        if not isinstance(node, dict):
-            return
         for key, child in node.items():
-            if key == "." or ":" not in key:
+            if key == "." or ":" not in key or not isinstance(child, dict):
                 continue
             k, _, name = key.partition(":")
             p = (*prefix, (k, name))
-            out.add(p)
+            if not child or "." in child:
+                out.add(p)
             walk(child, p)
 
-    walk(fv1, ())
+    if isinstance(fv1, dict):
+        walk(fv1, ())
     return out
+
+
+def _has_member(fv1: Any, path: Path) -> bool:
+    """Whether ``path`` is a member of the FieldsV1 object ``fv1`` (no full decode)."""
+    node = fv1
+    for kind, name in path:
+        if not isinstance(node, dict):
+            return False
+        node = node.get(f"{kind}:{name}")
+        if node is None:
+            return False
+    return isinstance(node, dict) and (not node or "." in node)
+
+
+def _touches(fv1: Any, paths: list[Path]) -> bool:
+    return any(_has_member(fv1, p) for p in paths)
+
+
+def _fv1_key(name: str) -> tuple[int, str]:
+    return (0, "") if name == "." else (1, name)
+
+
+def _fv1_edit(fv1: Obj, remove: list[Path], add: list[Path]) -> Obj:
+    """``fields_v1(parse_fields_v1(fv1) - remove | add)`` without decoding the whole set: only
+    the nodes along the given paths are copied (``fv1`` is not modified)."""
+    root: Obj = dict(fv1)
+    mine = {id(root)}
+    grown: list[Obj] = []
+
+    def own(parent: Obj, key: str) -> Obj:
+        child: Obj = parent[key]
+        if id(child) not in mine:
+            child = dict(child)
+            parent[key] = child
+            mine.add(id(child))
+        return child
+
+    for path in remove:
+        node, stack = root, []
+        for kind, name in path:
+            key = f"{kind}:{name}"
+            if type(node.get(key)) is not dict:
+                break
+            stack.append((node, key))
+            node = own(node, key)
+        else:
+            if any(k != "." for k in node):  # a member with members below: unmark it
+                node.pop(".", None)
+                continue
+            parent, key = stack.pop()  # a leaf: drop it, then the prefixes it alone held up
+            del parent[key]
+            while not parent and stack:
+                parent, key = stack.pop()
+                del parent[key]
+            if list(parent) == ["."]:  # a member with nothing left below it
+                parent.clear()
+    for path in add:
+        node = root
+        last = len(path) - 1
+        for i, (kind, name) in enumerate(path):
+            key = f"{kind}:{name}"
+            if key in node:
+                child = own(node, key)
+                if i < last and not child:  # going below a member leaf: it stays a member
+                    child["."] = {}
+                elif i == last and child and "." not in child:
+                    child["."] = {}
+                    grown.append(child)
+                node = child
+            else:
+                child = {}
+                node[key] = child
+                mine.add(id(child))
+                grown.append(node)
+                node = child
+    for node in grown:
+        items = sorted(node.items(), key=lambda kv: _fv1_key(kv[0]))
+        node.clear()
+        node.update(items)
+    return root
 
 
 def render_path(path: Path) -> str:
@@ -216,19 +456,355 @@ def _merge(live: Any, applied: Any, kind: str, builtin: bool, names: tuple[str, 
     return copy.deepcopy(applied)
 
 
-def _managers(live: Obj) -> list[Obj]:
-    entries = (live.get("metadata") or {}).get("managedFields") or []
-    return [e for e in entries if isinstance(e, dict)]
+
+# ------------------------------------------------------------------ comparing two objects
+
+@dataclass(frozen=True, slots=True)
+class _Walk:
+    kind: str
+    builtin: bool
+    skip_top: frozenset[str]  # apiVersion, kind and the write's reset fields (e.g. status)
 
 
-def _iter_other_apply(entries: list[Obj], manager: str) -> Iterator[tuple[Obj, set[Path]]]:
+def _diff(lhs: Any, rhs: Any, w: _Walk, names: tuple[str, ...], prefix: Path, changed: list[Path],
+          removed: list[Path]) -> None:
+    """Add to ``changed`` the paths ``rhs`` adds or modifies relative to ``lhs`` and to
+    ``removed`` those it removes (``_MISSING`` for an absent side). A map or list node absent on
+    one side is itself added/removed (besides its content); a JSON null counts as present and
+    empty, as upstream's typed compare counts it.
+
+    Mirrors: structured-merge-diff typed/compare.go (compareWalker)."""
+    ldict, rdict = type(lhs) is dict, type(rhs) is dict
+    llist, rlist = type(lhs) is list, type(rhs) is list
+    if ldict or rdict or llist or rlist:
+        lnull, rnull = lhs is None or lhs is _MISSING, rhs is None or rhs is _MISSING
+        if (ldict or lnull) and (rdict or rnull):
+            empty = not (ldict and lhs) and not (rdict and rhs)
+            if not empty:
+                _diff_map(lhs if ldict else {}, rhs if rdict else {}, w, names, prefix, changed, removed)
+        elif (llist or lnull) and (rlist or rnull):
+            if not _list_key(w.kind, w.builtin, names)[1]:  # an atomic list is a leaf
+                if prefix:
+                    _diff_leaf(lhs, rhs, prefix, changed, removed)
+                return
+            empty = not (llist and lhs) and not (rlist and rhs)
+            if not empty:
+                _diff_list(lhs if llist else [], rhs if rlist else [], w, names, prefix, changed, removed)
+        else:  # the type changed: the node is modified; the old content goes, the new arrives
+            changed.append(prefix)
+            if ldict or llist:
+                _diff(lhs, _MISSING, w, names, prefix, [], removed)
+            if rdict or rlist:
+                _diff(_MISSING, rhs, w, names, prefix, changed, [])
+            return
+        if not prefix or prefix == _META or (w.builtin and prefix in _GO_STRUCT_ROOTS):
+            return
+        if empty:  # both sides empty, null or absent: a leaf
+            _diff_leaf(lhs, rhs, prefix, changed, removed)
+        elif lhs is _MISSING:
+            changed.append(prefix)
+        elif rhs is _MISSING:
+            removed.append(prefix)
+        return
+    _diff_leaf(lhs, rhs, prefix, changed, removed)
+
+
+def _diff_leaf(lhs: Any, rhs: Any, prefix: Path, changed: list[Path], removed: list[Path]) -> None:
+    if lhs is _MISSING:
+        changed.append(prefix)
+    elif rhs is _MISSING:
+        removed.append(prefix)
+    elif type(lhs) is not type(rhs) or lhs != rhs:
+        changed.append(prefix)
+
+
+def _diff_map(lhs: dict[str, Any], rhs: dict[str, Any], w: _Walk, names: tuple[str, ...], prefix: Path,
+              changed: list[Path], removed: list[Path]) -> None:
+    skip = (w.skip_top if not prefix else _STRIPPED_META if prefix == _META else _NOTHING)
+    for k, lv in lhs.items():
+        if k in skip:
+            continue
+        rv = rhs.get(k, _MISSING)
+        lt = type(lv)
+        if rv is _MISSING:
+            if lt is not dict and lt is not list:
+                removed.append((*prefix, ("f", k)))
+                continue
+        elif lt is type(rv):
+            if lv == rv:
+                continue
+            if lt is not dict and lt is not list:
+                changed.append((*prefix, ("f", k)))
+                continue
+        _diff(lv, rv, w, (*names, k), (*prefix, ("f", k)), changed, removed)
+    for k, rv in rhs.items():
+        if k not in lhs and k not in skip:
+            rt = type(rv)
+            if rt is not dict and rt is not list:
+                changed.append((*prefix, ("f", k)))
+            else:
+                _diff(_MISSING, rv, w, (*names, k), (*prefix, ("f", k)), changed, removed)
+
+
+def _diff_list(lhs: list[Any], rhs: list[Any], w: _Walk, names: tuple[str, ...], prefix: Path,
+               changed: list[Path], removed: list[Path]) -> None:
+    key = _list_key(w.kind, w.builtin, names)[0]
+    if key is None:
+        for v in lhs:
+            if not isinstance(v, dict | list) and v not in rhs:
+                removed.append((*prefix, _value_step(v)))
+        for v in rhs:
+            if not isinstance(v, dict | list) and v not in lhs:
+                changed.append((*prefix, _value_step(v)))
+        return
+    lm: dict[Step, Any] = {}
+    for item in lhs:
+        if isinstance(item, dict) and key in item:
+            lm.setdefault(_key_step(key, item), item)
+    rm: dict[Step, Any] = {}
+    for item in rhs:
+        if isinstance(item, dict) and key in item:
+            rm.setdefault(_key_step(key, item), item)
+    for step, lv in lm.items():
+        rv = rm.get(step, _MISSING)
+        if rv is not _MISSING and lv == rv:
+            continue
+        _diff(lv, rv, w, names, (*prefix, step), changed, removed)
+    for step, rv in rm.items():
+        if step not in lm:
+            _diff(_MISSING, rv, w, names, (*prefix, step), changed, removed)
+
+
+def _created(value: dict[str, Any], w: _Walk, names: tuple[str, ...], top: bool) -> Obj:
+    """The FieldsV1 of every path of a new object (what :func:`_compare` from ``{}`` finds,
+    encoded as :func:`fields_v1` encodes it), built in one pass: the create's fast path."""
+    out: Obj = {}
+    skip = w.skip_top if top else _STRIPPED_META if names == ("metadata",) else _NOTHING
+    for k in sorted(value):
+        if k in skip:
+            continue
+        v = value[k]
+        t = type(v)
+        if t is dict and v:
+            child = _created(v, w, (*names, k), False)
+            if top and (k == "metadata" or (w.builtin and k in ("spec", "status"))):
+                if child:
+                    out["f:" + k] = child
+                continue
+            out["f:" + k] = {".": {}, **child}
+        elif t is list and v and _list_key(w.kind, w.builtin, (*names, k))[1]:
+            key = _list_key(w.kind, w.builtin, (*names, k))[0]
+            items: Obj = {}
+            for item in v:
+                if key is not None and type(item) is dict and key in item:
+                    kind, name = _key_step(key, item)
+                    items.setdefault(f"{kind}:{name}", {".": {}, **_created(item, w, (*names, k), False)})
+                elif key is None and not isinstance(item, dict | list):
+                    kind, name = _value_step(item)
+                    items[f"{kind}:{name}"] = {}
+            out["f:" + k] = {".": {}, **{i: items[i] for i in sorted(items)}}
+        else:
+            out["f:" + k] = {}
+    return out
+
+
+def _compare(old: Obj, new: Obj, w: _Walk) -> tuple[list[Path], list[Path]]:
+    """(added or modified, removed) paths from ``old`` to ``new`` (whole objects)."""
+    changed: list[Path] = []
+    removed: list[Path] = []
+    _diff_map(old, new, w, (), (), changed, removed)
+    return changed, removed
+
+
+# ------------------------------------------------------------------ managedFields entries
+
+def _entry_id(e: Obj) -> tuple[str, str, str, str]:
+    """Upstream's manager identifier: manager, operation, apiVersion (Update only), subresource."""
+    op = str(e.get("operation") or "")
+    return (str(e.get("manager") or ""), op, "" if op == "Apply" else str(e.get("apiVersion") or ""),
+            str(e.get("subresource") or ""))
+
+
+def _id_json(ident: tuple[str, str, str, str]) -> str:
+    """The identifier as upstream's JSON (the order conflicts are grouped in)."""
+    d = {"manager": ident[0], "operation": ident[1]}
+    if ident[2]:
+        d["apiVersion"] = ident[2]
+    if ident[3]:
+        d["subresource"] = ident[3]
+    return json.dumps(d, separators=(",", ":"))
+
+
+def describe_manager(e: Obj) -> str:
+    """A manager as conflict messages print it: ``"m"``, ``"m" with subresource "status"``, and
+    for Update managers `` using <apiVersion>``.
+
+    Mirrors: k8s.io/apimachinery pkg/util/managedfields/internal/conflict.go printManager."""
+    out = json.dumps(str(e.get("manager") or ""), ensure_ascii=False)
+    if e.get("subresource"):
+        out += f" with subresource {json.dumps(str(e['subresource']), ensure_ascii=False)}"
+    if e.get("operation") == "Update":
+        out += f" using {e.get('apiVersion') or ''}"
+    return out
+
+
+def _valid_entries(entries: Any) -> list[Obj] | None:
+    """The entries when every one decodes as upstream's DecodeManagedFields accepts it
+    (operation Apply or Update, an apiVersion, fieldsType FieldsV1, fieldsV1 an object or
+    absent), else None."""
+    if not isinstance(entries, list):
+        return None
     for e in entries:
-        if e.get("operation") == "Apply" and e.get("manager") != manager:
-            yield e, parse_fields_v1(e.get("fieldsV1"))
+        if not isinstance(e, dict) or e.get("operation") not in ("Apply", "Update") or not e.get("apiVersion") \
+                or e.get("fieldsType") != "FieldsV1" or not isinstance(e.get("fieldsV1", {}), dict):
+            return None
+    return entries
 
+
+def _is_reset(entries: Any) -> bool:
+    """``managedFields: []`` or ``[{}]``: the client asks to drop all ownership."""
+    return isinstance(entries, list) and (not entries or (len(entries) == 1 and entries[0] == {}))
+
+
+def _entry(manager: str, operation: str, api_version: str, time: str | None, paths: set[Path] | Obj,
+           subresource: str) -> Obj:
+    e: Obj = {"manager": manager or "unknown", "operation": operation, "apiVersion": api_version}
+    if time:
+        e["time"] = time
+    e["fieldsType"] = "FieldsV1"
+    e["fieldsV1"] = paths if isinstance(paths, dict) else fields_v1(paths)
+    if subresource:
+        e["subresource"] = subresource
+    return e
+
+
+def _ordered(entries: list[Obj]) -> list[Obj]:
+    """Upstream's order: operation (Apply first), time, manager, apiVersion, subresource."""
+    return sorted(entries, key=lambda e: (str(e.get("operation") or ""), str(e.get("time") or ""),
+                                          str(e.get("manager") or ""), str(e.get("apiVersion") or ""),
+                                          str(e.get("subresource") or "")))
+
+
+def _cap(entries: list[Obj], limit: int = MAX_UPDATE_MANAGERS) -> list[Obj]:
+    """Merge the oldest Update entries, per apiVersion, into one ``ancient-changes`` entry
+    until at most ``limit`` are left (the bucket takes the time of the newest merged one).
+
+    Mirrors: k8s.io/apimachinery pkg/util/managedfields/internal/capmanagers.go."""
+    updaters = [e for e in entries if e.get("operation") == "Update"]
+    if len(updaters) <= limit:
+        return entries
+    updaters.sort(key=lambda e: (str(e.get("time") or ""), _id_json(_entry_id(e))))
+    by_id = {_entry_id(e): e for e in entries}
+    first: dict[str, Obj] = {}
+    length = len(updaters)
+    for e in updaters:
+        if length <= limit:
+            break
+        version = str(e.get("apiVersion") or "")
+        if version not in first:
+            first[version] = e
+            continue
+        bucket_id = (ANCIENT_CHANGES, "Update", version, "")
+        if bucket_id not in by_id:
+            head = by_id.pop(_entry_id(first[version]))
+            by_id[bucket_id] = head
+        merged = parse_fields_v1(by_id[bucket_id].get("fieldsV1")) | parse_fields_v1(e.get("fieldsV1"))
+        by_id[bucket_id] = _entry(ANCIENT_CHANGES, "Update", version, e.get("time"), merged, "")
+        del by_id[_entry_id(e)]
+        length -= 1
+    return list(by_id.values())
+
+
+def _set_entries(obj: Obj, entries: list[Obj]) -> None:
+    md = obj.setdefault("metadata", {})
+    if entries:
+        md["managedFields"] = _ordered(entries)
+    else:
+        md.pop("managedFields", None)
+
+
+def update_managed_fields(old: Obj | None, new: Obj, *, manager: str, api_version: str, kind: str, builtin: bool,
+                          time: str | None, subresource: str = "", ignore: frozenset[str] = frozenset()) -> None:
+    """Record a non-apply write of ``new`` (over ``old``; None for a create) in
+    ``new.metadata.managedFields``, in place.
+
+    Args:
+        old: the stored object (not modified), or None for a create.
+        new: the object about to be stored; its ``metadata.managedFields`` is replaced.
+        manager: the field manager (see :func:`manager_or_user_agent`); ``""`` records ``unknown``.
+        api_version: the endpoint's ``group/version`` (``v1``, ``apps/v1``).
+        kind, builtin: how lists merge (see :func:`server_side_apply`).
+        time: the write's time (RFC 3339, seconds), or None to leave the entry without one
+            (upstream's scale subresource writes carry none).
+        subresource: ``""``, ``status``, ``scale`` or ``finalize``: a subresource write ignores
+            managedFields sent in the body.
+        ignore: top-level fields the write does not own (the reset fields: ``status`` for a
+            write of the main resource of a kind with a status subresource).
+
+    Mirrors: k8s.io/apimachinery pkg/util/managedfields/internal (FieldManager.Update and the
+    managers it chains) and structured-merge-diff merge/update.go Updater.Update.
+    """
+    md = new.get("metadata")
+    if not isinstance(md, dict):
+        return
+    stored = ((old or {}).get("metadata") or {}).get("managedFields")
+    old_entries: list[Obj] = stored if type(stored) is list else []
+    sent = md.get("managedFields")
+    if subresource or sent is None or sent is stored or sent == stored:
+        entries = old_entries
+    elif _is_reset(sent):
+        entries = []
+    else:
+        entries = _valid_entries(sent) or old_entries
+    if not entries and old is not None:  # never tracked, or reset: stays untracked
+        md.pop("managedFields", None)
+        return
+    w = _Walk(kind, builtin, _TYPE_FIELDS | ignore)
+    if old is None and not entries:  # a create: every field is the creator's
+        fv1 = _created(new, w, (), True)
+        _set_entries(new, [_entry(manager, "Update", api_version, time, fv1, subresource)] if fv1 else [])
+        return
+    changed, removed = _compare(old or {}, new, w)
+    if not changed and not removed:
+        if entries is not old_entries or old is None:
+            _set_entries(new, list(entries))
+        elif old is not None and "managedFields" in old.get("metadata", {}):
+            md["managedFields"] = old["metadata"]["managedFields"]
+        return
+    me = (manager or "unknown", "Update", api_version, subresource)
+    gone = changed + removed
+    out: list[Obj] = []
+    mine: Obj | None = None
+    for e in entries:
+        if _entry_id(e) == me:
+            mine = e
+            continue
+        owned = e.get("fieldsV1")
+        if isinstance(owned, dict) and _touches(owned, gone):
+            owned = _fv1_edit(owned, gone, [])
+            if not owned:
+                continue
+            e = {**e, "fieldsV1": owned}
+        out.append(e)
+    if mine is not None and not changed and not _touches(mine.get("fieldsV1"), removed):
+        out.append(mine)
+    elif mine is not None or changed:
+        fv1 = (mine or {}).get("fieldsV1") or {}
+        if mine is not None and all(_has_member(fv1, p) for p in changed) and not _touches(fv1, removed):
+            paths: Obj = fv1
+        else:
+            paths = _fv1_edit(fv1, removed, changed)
+        stamp = time if changed else (mine or {}).get("time")
+        if paths:
+            out.append(_entry(manager, "Update", api_version, stamp, paths, subresource))
+    _set_entries(new, _cap(out))
+
+
+# ------------------------------------------------------------------ apply
 
 def server_side_apply(live: Obj | None, applied: Obj, *, manager: str, kind: str, force: bool,
-                      builtin: bool | None = None) -> Obj:
+                      builtin: bool | None = None, time: str | None = None, api_version: str | None = None,
+                      subresource: str = "", ignore: frozenset[str] = frozenset()) -> Obj:
     """Apply ``applied`` for ``manager`` onto ``live`` (None to create).
 
     Args:
@@ -240,12 +816,19 @@ def server_side_apply(live: Obj | None, applied: Obj, *, manager: str, kind: str
         builtin: whether the object is of a built-in kind; by default decided from its
             ``apiVersion`` (core, ``apps``, ``batch``, ``policy``, ``autoscaling`` and ``*.k8s.io``
             groups are built in; ``ray.io`` or ``batch.volcano.sh`` are not).
+        time: the write's time (RFC 3339) for the entries it changes; None records none.
+        api_version: the endpoint's ``group/version``; by default the applied ``apiVersion``.
+        subresource: ``""``, or ``status`` for an apply to the status subresource (its entry is
+            a different manager from the same name's apply to the object).
+        ignore: top-level fields the apply does not own (``status`` on the main resource of a
+            kind with a status subresource).
 
     Returns:
         The new object with ``metadata.managedFields`` updated.
 
     Raises:
-        ApplyConflict: a field another Apply manager owns would change and ``force`` is False.
+        ApplyConflict: a field another manager (Apply or Update) owns would change and
+            ``force`` is False; every clash is listed, grouped by manager.
         ValueError: the applied configuration is not an object, or a keyed list element lacks
             its key.
     """
@@ -255,76 +838,69 @@ def server_side_apply(live: Obj | None, applied: Obj, *, manager: str, kind: str
     applied = copy.deepcopy(applied)
     applied_meta = applied.get("metadata") or {}
     applied_meta.pop("managedFields", None)
-    new_set = field_set(applied, kind, is_builtin)
-    api_version = applied.get("apiVersion", "")
-
+    new_set = {p for p in field_set(applied, kind, is_builtin) if p[0][1] not in ignore}
+    version = api_version or str(applied.get("apiVersion") or (live or {}).get("apiVersion") or "")
+    w = _Walk(kind, is_builtin, _TYPE_FIELDS | ignore)
+    me = (manager, "Apply", "", subresource)
+    out: list[Obj] = []
+    previous: Obj | None = None
     if live is None:
         result = applied
-        entries: list[Obj] = []
+        changed_obj = True
     else:
-        entries = copy.deepcopy(_managers(live))
-        _take_or_refuse_conflicts(live, applied, entries, new_set, manager=manager, kind=kind,
-                                  builtin=is_builtin, force=force)
         base = copy.deepcopy(live)
         base.get("metadata", {}).pop("managedFields", None)
+        entries = _valid_entries((live.get("metadata") or {}).get("managedFields") or []) or []
+        if not entries:  # never tracked: what is there belongs to before-first-apply
+            present, _ = _compare({}, base, w)
+            if present:
+                entries = [_entry(BEFORE_FIRST_APPLY, "Update", version, time, set(present), "")]
+        previous = next((e for e in entries if _entry_id(e) == me), None)
+        others = [e for e in entries if e is not previous]
         result = _merge(base, applied, kind, is_builtin, ())
-        _remove_released_fields(result, entries, new_set, manager)
-
-    entries = [e for e in entries if not (e.get("manager") == manager and e.get("operation") == "Apply")]
-    entries = [e for e in entries if e.get("fieldsV1")]
-    entries.append({
-        "manager": manager,
-        "operation": "Apply",
-        "apiVersion": api_version,
-        "fieldsType": "FieldsV1",
-        "fieldsV1": fields_v1(new_set),
-    })
-    result.setdefault("metadata", {})["managedFields"] = entries
+        _remove_released_fields(result, previous, others, new_set)
+        changed, removed = _compare(base, result, w)
+        changed_obj = result != base
+        changed_set, removed_set = set(changed), set(removed)
+        clashes: list[tuple[Obj, set[Path]]] = []
+        for e in others:
+            owned = parse_fields_v1(e.get("fieldsV1"))
+            clash = owned & changed_set
+            if clash:
+                clashes.append((e, clash))
+            if clash or owned & removed_set:
+                owned = owned - clash - removed_set
+                if owned:
+                    out.append({**e, "fieldsV1": fields_v1(owned)})
+            else:
+                out.append(e)
+        if clashes and not force:
+            clashes.sort(key=lambda c: _id_json(_entry_id(c[0])))
+            raise ApplyConflict([(describe_manager(e), render_path(p)) for e, clash in clashes
+                                 for p in sorted(clash)])
+    if new_set:
+        stamp = time if changed_obj else (previous or {}).get("time")
+        out.append(_entry(manager, "Apply", version, stamp, new_set, subresource))
+    _set_entries(result, out)
     return result
 
 
-def _take_or_refuse_conflicts(live: Obj, applied: Obj, entries: list[Obj], new_set: set[Path], *, manager: str,
-                              kind: str, builtin: bool, force: bool) -> None:
-    """Compare the fields other Apply managers own with the values ``applied`` sets.
-
-    With ``force`` the clashing fields move to ``manager`` (removed from the other entries'
-    ``fieldsV1`` in place); without it they are refused.
-
-    Raises:
-        ApplyConflict: a clashing field and ``force`` is False (every clash, with its manager).
-    """
-    conflicts: list[tuple[str, str]] = []
-    for entry, owned in _iter_other_apply(entries, manager):
-        clashing = []
-        for path in sorted(new_set & owned):
-            _, live_value = _lookup(live, path)
-            _, new_value = _lookup(applied, path)
-            if isinstance(new_value, dict | list) and not _is_atomic_leaf(path, applied, kind, builtin):
-                continue
-            if live_value != new_value:
-                clashing.append(path)
-        if clashing and not force:
-            conflicts += [(str(entry.get("manager")), render_path(p)) for p in clashing]
-        elif clashing:
-            entry["fieldsV1"] = fields_v1(owned - set(clashing))
-    if conflicts:
-        raise ApplyConflict(conflicts)
-
-
-def _remove_released_fields(result: Obj, entries: list[Obj], new_set: set[Path], manager: str) -> None:
-    """Remove from ``result`` the fields ``manager`` applied before, no longer applies and no
-    other Apply manager owns: whole subtrees, shallowest first; a subtree another manager still
-    owns part of stays, and then only its parts nobody owns go."""
-    previous = next((parse_fields_v1(e.get("fieldsV1")) for e in entries
-                     if e.get("manager") == manager and e.get("operation") == "Apply"), set())
-    others: set[Path] = set()
-    for _, owned in _iter_other_apply(entries, manager):
-        others |= owned
+def _remove_released_fields(result: Obj, previous: Obj | None, others: list[Obj], new_set: set[Path]) -> None:
+    """Remove from ``result`` the fields the applier applied before (``previous``), no longer
+    applies and no other manager owns: whole subtrees, shallowest first; a subtree another
+    manager still owns part of stays, and then only its parts nobody owns go."""
+    if previous is None:
+        return
+    before = parse_fields_v1(previous.get("fieldsV1"))
+    owned: set[Path] = set()
+    for e in others:
+        owned |= parse_fields_v1(e.get("fieldsV1"))
     removed: list[Path] = []
-    for path in sorted(previous - new_set - others, key=len):
+    kept = owned | new_set
+    for path in sorted(before - new_set - owned, key=len):
         if any(path[:len(r)] == r for r in removed):
             continue
-        if any(o[:len(path)] == path for o in others | new_set):
+        if any(o[:len(path)] == path for o in kept):
             continue
         _remove(result, path)
         removed.append(path)
@@ -339,11 +915,3 @@ def _is_builtin(applied: Obj, live: Obj | None, kind: str) -> bool:
         return kind in SUPPORTED_KINDS
     group = api_version.rpartition("/")[0]
     return group in _BUILTIN_GROUPS or group.endswith(".k8s.io")
-
-
-def _is_atomic_leaf(path: Path, applied: Obj, kind: str, builtin: bool) -> bool:
-    names = tuple(n for k, n in path if k == "f")
-    found, value = _lookup(applied, path)
-    if found and isinstance(value, list):
-        return not _list_key(kind, builtin, names)[1]
-    return False

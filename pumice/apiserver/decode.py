@@ -36,6 +36,7 @@ import msgspec
 import yaml
 
 from pumice.api import yamlsafe
+from pumice.api.apply import field_manager_errors
 from pumice.apiserver import errors
 from pumice.apiserver.errors import StatusError
 
@@ -203,32 +204,52 @@ _OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "Patc
 _FIELD_VALIDATION = ("", "Ignore", "Strict", "Warn")
 
 
-def check_query(method: str, query: Mapping[str, str], revision: int) -> None:
+def check_query(method: str, query: Mapping[str, str], revision: int, patch_type: str | None = None) -> None:
     """Request options checked before a request is routed, as kube-apiserver checks them.
 
-    - ``fieldValidation`` on a write must be one of ``Ignore``, ``Warn``, ``Strict`` (or empty):
-      422 ``CreateOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: ...``.
+    - CreateOptions, UpdateOptions, PatchOptions (``patch_type`` from the Content-Type, None when
+      it is not a patch type: the 415 comes later), 422 ``PatchOptions.meta.k8s.io "" is invalid:
+      <field>: <error>`` (``[<error>, <error>]`` for several), each error a cause, in upstream's
+      order: an apply patch without ``fieldManager`` (``fieldManager: Required value: is required
+      for apply patch``); ``force`` on any other patch (``force: Forbidden: may not be specified
+      for non-apply patch``); a ``fieldManager`` longer than 128 bytes or with an unprintable
+      character (:func:`pumice.api.apply.field_manager_errors`); a ``fieldValidation`` other than
+      ``Ignore``, ``Warn``, ``Strict`` or empty (``fieldValidation: Unsupported value: ...``).
     - ``resourceVersion`` on a read must be an integer (400), and not newer than the store's
       ``revision``: 504 Timeout ``Too large resource version: <rv>, current: <revision>`` with a
       ``ResourceVersionTooLarge`` cause and ``retryAfterSeconds: 1`` (the watch cache's answer
       once it has waited for the version; pumice's store is the only source of versions, so a
       newer one cannot arrive and the answer is immediate).
 
-    Mirrors: k8s.io/apimachinery pkg/apis/meta/v1/validation ValidateFieldValidation,
+    Mirrors: k8s.io/apimachinery pkg/apis/meta/v1/validation ValidateCreateOptions,
+    ValidateUpdateOptions, ValidatePatchOptions, ValidateFieldManager, ValidateFieldValidation;
     k8s.io/apiserver pkg/storage/errors.go NewTooLargeResourceVersionError.
 
     Raises:
         StatusError: as above.
     """
     if method in _OPTIONS_KIND:
+        causes: list[dict[str, str]] = []
+        manager = query.get("fieldManager", "")
+        if method == "PATCH" and patch_type == "apply":
+            if not manager:
+                causes.append({"reason": "FieldValueRequired", "message": "Required value: is required for apply patch",
+                               "field": "fieldManager"})
+        elif method == "PATCH" and patch_type is not None and "force" in query:
+            causes.append({"reason": "FieldValueForbidden",
+                           "message": "Forbidden: may not be specified for non-apply patch", "field": "force"})
+        causes += [{"reason": r, "message": m, "field": "fieldManager"} for r, m in field_manager_errors(manager)]
         fv = query.get("fieldValidation")
         if fv is not None and fv not in _FIELD_VALIDATION:
-            kind = _OPTIONS_KIND[method]
             supported = ", ".join(f'"{v}"' for v in _FIELD_VALIDATION)
-            message = f'Unsupported value: "{fv}": supported values: {supported}'
-            raise StatusError(422, f'{kind}.meta.k8s.io "" is invalid: fieldValidation: {message}', "Invalid",
-                              {"group": "meta.k8s.io", "kind": kind, "causes": [
-                                  {"reason": "FieldValueNotSupported", "message": message, "field": "fieldValidation"}]})
+            causes.append({"reason": "FieldValueNotSupported", "field": "fieldValidation",
+                           "message": f'Unsupported value: "{fv}": supported values: {supported}'})
+        if causes:
+            kind = _OPTIONS_KIND[method]
+            parts = [f"{c['field']}: {c['message']}" for c in causes]
+            body = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+            raise StatusError(422, f'{kind}.meta.k8s.io "" is invalid: {body}', "Invalid",
+                              {"group": "meta.k8s.io", "kind": kind, "causes": causes})
     elif method == "GET":
         rv = query.get("resourceVersion")
         if rv:

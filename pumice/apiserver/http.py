@@ -36,6 +36,7 @@ from starlette.routing import Route
 
 from pumice._util.clock import Clock
 from pumice.api import protobuf as pb
+from pumice.api.apply import manager_or_user_agent
 from pumice.api.scheme import ResourceKind
 from pumice.api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from pumice.api.tables import to_table
@@ -311,7 +312,8 @@ class _Api:
             proxied = parse_proxy_path((scope.get("raw_path") or path.encode()).decode("latin-1"))
             if proxied is not None:  # before the query checks: the query string is the target's
                 return await self.proxy.serve(request, *proxied)
-            check_query(request.method, query, self.registry.store.revision)
+            check_query(request.method, query, self.registry.store.revision,
+                        PATCH_TYPES.get(request.headers.get("content-type", "").split(";")[0].strip().lower()))
             return await self._route(request, path)
         except StatusError as e:
             return _status(e)
@@ -440,13 +442,13 @@ class _Api:
         s, warnings = await self.registry.update(t.rk, t.namespace, t.name, body, sub=t.sub,
                                                  dry_run=_dry_run(t.query),
                                                  field_validation=t.query.get("fieldValidation", ""),
-                                                 field_manager=t.query.get("fieldManager", ""))
+                                                 field_manager=_manager(request, t.query))
         return self._object(request, t.rk, s, 200, _warnings(dups + warnings))
 
     async def _put_scale_h(self, request: Request, t: _Target) -> Response:
         assert t.name is not None
         body = await self._body(request)
-        return await self._put_scale(t.rk, t.namespace, t.name, body, _dry_run(t.query))
+        return await self._put_scale(t.rk, t.namespace, t.name, body, _dry_run(t.query), _manager(request, t.query))
 
     async def _patch_body(self, request: Request, t: _Target | None = None,
                           dups: list[str] | None = None) -> tuple[str, Any]:
@@ -467,14 +469,15 @@ class _Api:
         q = t.query
         s, created, warnings = await self.registry.patch(
             t.rk, t.namespace, t.name, ptype, patch, sub=t.sub, dry_run=_dry_run(q),
-            field_validation=q.get("fieldValidation", ""), field_manager=q.get("fieldManager", ""),
+            field_validation=q.get("fieldValidation", ""), field_manager=_manager(request, q),
             force=q.get("force") in ("true", "1"))
         return self._object(request, t.rk, s, 201 if created else 200, _warnings(dups + warnings))
 
     async def _patch_scale_h(self, request: Request, t: _Target) -> Response:
         assert t.name is not None
         ptype, patch = await self._patch_body(request)
-        return await self._patch_scale(t.rk, t.namespace, t.name, ptype, patch, _dry_run(t.query))
+        return await self._patch_scale(t.rk, t.namespace, t.name, ptype, patch, _dry_run(t.query),
+                                       _manager(request, t.query))
 
     async def _delete(self, request: Request, t: _Target) -> Response:
         assert t.name is not None
@@ -737,15 +740,15 @@ class _Api:
         return "spec.replicas"
 
     async def _put_scale(self, rk: ResourceKind, namespace: str | None, name: str, body: Any,
-                         dry_run: bool) -> Response:
+                         dry_run: bool, manager: str = "") -> Response:
         if not isinstance(body, dict):
             raise errors.bad_request("the body must be an autoscaling/v1 Scale")
         replicas = (body.get("spec") or {}).get("replicas")
         return await self._set_replicas(rk, namespace, name, replicas, body.get("metadata", {}).get("resourceVersion"),
-                                        dry_run)
+                                        dry_run, manager)
 
     async def _patch_scale(self, rk: ResourceKind, namespace: str | None, name: str, ptype: str, patch: Any,
-                           dry_run: bool) -> Response:
+                           dry_run: bool, manager: str = "") -> Response:
         from pumice.api.patch import PatchError, json_patch, merge_patch
 
         current = self._scale(rk, self.registry.get(rk, namespace, name))
@@ -753,10 +756,11 @@ class _Api:
             new = json_patch(current, patch) if ptype == "json" else merge_patch(current, patch)
         except PatchError as e:
             raise StatusError(422, str(e), "Invalid") from None
-        return await self._set_replicas(rk, namespace, name, (new.get("spec") or {}).get("replicas"), None, dry_run)
+        return await self._set_replicas(rk, namespace, name, (new.get("spec") or {}).get("replicas"), None, dry_run,
+                                        manager)
 
     async def _set_replicas(self, rk: ResourceKind, namespace: str | None, name: str, replicas: Any,
-                            rv: Any, dry_run: bool) -> Response:
+                            rv: Any, dry_run: bool, manager: str = "") -> Response:
         if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
             raise StatusError(422, f'Scale.autoscaling "{name}" is invalid: spec.replicas: Invalid value: '
                               f"{replicas!r}: must be greater than or equal to 0", "Invalid")
@@ -768,7 +772,8 @@ class _Api:
         cur[path[-1]] = replicas
         if rv:
             patch.setdefault("metadata", {})["resourceVersion"] = str(rv)
-        s, _, _ = await self.registry.patch(rk, namespace, name, "merge", patch, dry_run=dry_run)
+        s, _, _ = await self.registry.patch(rk, namespace, name, "merge", patch, dry_run=dry_run, field_manager=manager,
+                                            _manager_sub="scale")
         return _json(_encode(self._scale(rk, s)))
 
     # ------------------------------------------------------------------ writes
@@ -786,7 +791,7 @@ class _Api:
                 return _json(_encode(out), 201)
         s, warnings = await self.registry.create(rk, namespace, body, dry_run=_dry_run(query),
                                                  field_validation=query.get("fieldValidation", ""),
-                                                 field_manager=query.get("fieldManager", ""))
+                                                 field_manager=_manager(request, query))
         return self._object(request, rk, s, 201, _warnings(dups + warnings))
 
     async def _delete_collection(self, request: Request, rk: ResourceKind, namespace: str | None,
@@ -1085,6 +1090,12 @@ def _include_object(request: Request) -> str:
 def _wants_table(request: Request) -> bool:
     accept = request.headers.get("accept", "")
     return "as=Table" in accept and "g=meta.k8s.io" in accept
+
+
+def _manager(request: Request, query: dict[str, str]) -> str:
+    """The field manager of a write: ``fieldManager``, else from the User-Agent
+    (:func:`pumice.api.apply.manager_or_user_agent`)."""
+    return manager_or_user_agent(query.get("fieldManager", ""), request.headers.get("user-agent", ""))
 
 
 def _dry_run(query: dict[str, str]) -> bool:

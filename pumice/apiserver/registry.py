@@ -37,7 +37,7 @@ from pumice._util.clock import Clock, rfc3339
 from pumice.api import Obj, protobuf
 from pumice.api import schema as kschema
 from pumice.api.admission import AdmissionError, AdmissionRequest, FieldCause
-from pumice.api.apply import ApplyConflict, server_side_apply
+from pumice.api.apply import ApplyConflict, server_side_apply, update_managed_fields
 from pumice.api.meta import deep_copy
 from pumice.api.patch import PatchError, json_patch, merge_patch_into
 from pumice.api.schema import json_type_name as json_type
@@ -73,6 +73,7 @@ _SPLIT_ROOT = frozenset({"type", "properties", "description"})
 #: kube-apiserver's 400 text when a body names another namespace than the URL (handlers/rest.go)
 _NAMESPACE_MISMATCH = "the namespace of the provided object does not match the namespace sent on the request"
 _GEN_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+_STATUS = frozenset({"status"})
 
 #: the store resource of Events (core/v1 and events.k8s.io/v1 share it)
 EVENT_RESOURCES = (events.CORE_RESOURCE,)
@@ -248,6 +249,13 @@ class Registry:
             ``pumice simulate``, tests); None (a cluster's default): the OS's randomness, so uids
             are random RFC 4122 version 4 UUIDs, unique across clusters and restarts as
             kube-apiserver's (apimachinery util/uuid.NewUUID).
+
+    Attributes:
+        track_update_managers: record every create/update/patch in ``managedFields`` as an
+            ``operation: Update`` entry (kube-apiserver's behaviour, the default). ``pumice
+            simulate`` turns it off: no client applies there, and objects then carry only
+            Apply entries (an apply onto such an object gives its present fields to
+            ``before-first-apply``, as upstream does for an untracked object).
     """
 
     def __init__(self, store: Store, scheme: Scheme, clock: Clock, admission: AdmissionChain, *, seed: int | None = None,
@@ -260,6 +268,7 @@ class Registry:
         self.crds: dict[str, CustomResource] = {}
         self._rng = random.Random(seed ^ store.revision) if seed is not None else random.SystemRandom()
         self.crd_listeners: list[Callable[[], None]] = [self.reader.forget_kinds]
+        self.track_update_managers = True
         # Events expire event_ttl seconds after their last write (kube-apiserver --event-ttl, 1 h)
         self.event_ttl = event_ttl
         self._event_expiry: dict[tuple[str, str, str], float] = {}
@@ -730,8 +739,11 @@ class Registry:
         dry_run: bool = False,
         field_validation: str = "",
         field_manager: str = "",
+        _applied: bool = False,
     ) -> tuple[Stored, builtins.list[str]]:
         """POST to a collection. Returns the stored object (not stored for dry run) and warnings.
+        ``field_manager`` gets the created fields (see :meth:`_track`); ``_applied``: the body
+        carries the managedFields of a server-side apply already.
 
         Raises:
             StatusError: 400 bad body, 409 AlreadyExists, 422 Invalid, 404/403 from admission, 500
@@ -754,6 +766,8 @@ class Registry:
                 if st.get(res, ns, md["name"]) is None:
                     break
         self._prepare_create(rk, obj)
+        if not _applied:
+            self._track(None, obj, rk, field_manager, "")
         name = md["name"]
         req = AdmissionRequest("CREATE", rk, ns or None, name, obj, None, dry_run=dry_run)
         await self._run_admission(req, mutate=True)
@@ -793,8 +807,13 @@ class Registry:
         field_manager: str = "",
         _expect: Stored | None = None,
         _status_patch: bool = False,
+        _applied: bool = False,
+        _manager_sub: str | None = None,
     ) -> tuple[Stored, builtins.list[str]]:
         """PUT an object (``sub`` ``""``, ``"status"`` or ``"finalize"`` for namespaces).
+        ``field_manager`` gets the fields the write changes (see :meth:`_track`), recorded under
+        ``_manager_sub`` (default ``sub``; ``"scale"`` for the scale subresource); ``_applied``:
+        ``body`` carries the managedFields of a server-side apply already.
 
         ``_status_patch`` (from :meth:`patch`): ``body`` is a fresh decode of ``_expect`` with
         only its status changed (see :meth:`_check_status_body`).
@@ -818,6 +837,8 @@ class Registry:
             raise errors.conflict(rk, name, errors.STALE)
         # a status patch that left everything else as stored is already the new object
         new = obj if untouched and old is _expect else self._prepare_update(rk, obj, old, sub)
+        if not _applied:
+            self._track(old.obj, new, rk, field_manager, sub if _manager_sub is None else _manager_sub)
         req = AdmissionRequest("UPDATE", rk, ns or None, name, new, old.obj, subresource=sub, dry_run=dry_run)
         await self._run_admission(req, mutate=True)
         if sub == "":
@@ -875,6 +896,23 @@ class Registry:
             md["generation"] = int(omd.get("generation", 1) or 1) + 1
         return new
 
+    def _track(self, old: Obj | None, new: Obj, rk: ResourceKind, manager: str, sub: str) -> None:
+        """Record a create (``old`` None) or non-apply update in ``new``'s managedFields, unless
+        :attr:`track_update_managers` is off. A write of the main resource of a kind with a status
+        subresource owns no status field; a scale write records no time, and one of a custom
+        resource records nothing (kube-apiserver 1.32 tracks no ownership there, kubernetes#131892).
+
+        Mirrors: k8s.io/apiserver pkg/endpoints/handlers (create.go, update.go, patch.go:
+        FieldManager.UpdateNoErrors) and pumice.api.apply.update_managed_fields."""
+        if not self.track_update_managers:
+            return
+        custom = self.custom(rk) is not None
+        if sub == "scale" and custom:
+            return
+        update_managed_fields(old, new, manager=manager, api_version=rk.api_version, kind=rk.kind, builtin=not custom,
+                              time=None if sub == "scale" else self.now(), subresource=sub,
+                              ignore=_STATUS if not sub and "status" in rk.subresources else frozenset())
+
     def _finished(self, rk: ResourceKind, obj: Obj) -> bool:
         """A deleting object whose finalizers (and grace period) are done is removed."""
         md = obj["metadata"]
@@ -899,6 +937,7 @@ class Registry:
         field_validation: str = "",
         field_manager: str = "",
         force: bool = False,
+        _manager_sub: str | None = None,
     ) -> tuple[Stored, bool, builtins.list[str]]:
         """PATCH: ``patch_type`` is ``merge``, ``json``, ``strategic`` or ``apply``. Returns
         ``(object, created, warnings)``; ``apply`` creates a missing object.
@@ -911,8 +950,10 @@ class Registry:
                                      "include: application/json-patch+json, application/merge-patch+json, "
                                      "application/apply-patch+yaml", "UnsupportedMediaType")
         if patch_type == "apply" and not field_manager:
-            raise errors.bad_request("PATCH requests of type apply-patch+yaml must include a fieldManager query "
-                                     "parameter")
+            message = "Required value: is required for apply patch"
+            raise StatusError(422, f'PatchOptions.meta.k8s.io "" is invalid: fieldManager: {message}', "Invalid",
+                              {"group": "meta.k8s.io", "kind": "PatchOptions", "causes": [
+                                  {"reason": "FieldValueRequired", "message": message, "field": "fieldManager"}]})
         if patch_type in ("merge", "strategic", "apply") and not isinstance(patch, dict):
             raise errors.bad_request("the patch must be a JSON object")
         if patch_type == "apply":
@@ -935,10 +976,10 @@ class Registry:
                     applied = self._apply(None, body, rk, field_manager, force)
                     stored, warnings = await self.create(rk, namespace, applied, dry_run=dry_run,
                                                          field_validation=field_validation,
-                                                         field_manager=field_manager)
+                                                         field_manager=field_manager, _applied=True)
                     return stored, True, warnings
                 raise errors.not_found(rk, name)
-            patched = self._apply_patch(rk, old, patch_type, patch, field_manager, force)
+            patched = self._apply_patch(rk, old, patch_type, patch, field_manager, force, sub)
             if not isinstance(patched, dict):
                 raise StatusError(422, "the patch result is not a JSON object", "Invalid")
             md = patched.setdefault("metadata", {})
@@ -951,7 +992,8 @@ class Registry:
                 stored, warnings = await self.update(rk, namespace, name, patched, sub=sub, dry_run=dry_run,
                                                      field_validation=field_validation,
                                                      field_manager=field_manager, _expect=old,
-                                                     _status_patch=status_patch)
+                                                     _status_patch=status_patch, _applied=patch_type == "apply",
+                                                     _manager_sub=_manager_sub)
             except StatusError as e:
                 if e.code == 409 and e.reason == "Conflict" and attempt < 7 and "Precondition" not in e.message:
                     continue
@@ -960,7 +1002,7 @@ class Registry:
         raise errors.conflict(rk, name, errors.STALE)
 
     def _apply_patch(self, rk: ResourceKind, old: Stored, patch_type: str, patch: Any, manager: str,
-                     force: bool) -> Any:
+                     force: bool, sub: str = "") -> Any:
         base = old.copy()
         try:
             if patch_type == "merge":
@@ -972,25 +1014,29 @@ class Registry:
             if patch_type == "strategic":
                 return strategic_merge_patch(base, patch, rk.kind)
             if patch_type == "apply":
-                return self._apply(base, copy.deepcopy(patch), rk, manager, force)
+                return self._apply(base, copy.deepcopy(patch), rk, manager, force, sub)
         except PatchError as e:
             raise StatusError(422, str(e), "Invalid") from None
         except ValueError as e:
             raise StatusError(422, str(e), "Invalid") from None
         raise errors.unsupported_media_type(patch_type)
 
-    def _apply(self, live: Obj | None, applied: Obj, rk: ResourceKind, manager: str, force: bool) -> Obj:
+    def _apply(self, live: Obj | None, applied: Obj, rk: ResourceKind, manager: str, force: bool,
+               sub: str = "") -> Obj:
         if applied.get("apiVersion") not in (None, rk.api_version) or applied.get("kind") not in (None, rk.kind):
             raise errors.bad_request(f"the apiVersion/kind in the applied configuration ({applied.get('apiVersion')}, "
                                      f"{applied.get('kind')}) does not match the endpoint ({rk.api_version}, {rk.kind})")
         try:
             result: Obj = server_side_apply(live, applied, manager=manager, kind=rk.kind, force=force,
-                                            builtin=self.custom(rk) is None)
+                                            builtin=self.custom(rk) is None, time=self.now(),
+                                            api_version=rk.api_version, subresource=sub,
+                                            ignore=_STATUS if not sub and "status" in rk.subresources
+                                            else frozenset())
         except ApplyConflict as e:
             raise StatusError(409, str(e), "Conflict", {"name": applied.get("metadata", {}).get("name", ""),
                                                         "group": rk.group, "kind": rk.plural,
                                                         "causes": [{"reason": "FieldManagerConflict",
-                                                                    "message": f'conflict with "{m}"',
+                                                                    "message": f"conflict with {m}",
                                                                     "field": p} for m, p in e.conflicts]}) from None
         return result
 

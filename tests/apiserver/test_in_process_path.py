@@ -88,7 +88,9 @@ def _same(a: tuple[int, bytes], b: tuple[int, bytes]) -> None:
 
     def strip(d: Any) -> Any:
         if isinstance(d, dict):
-            return {k: strip(v) for k, v in d.items() if k not in ("uid", "resourceVersion", "creationTimestamp")}
+            # managedFields name the writer by its User-Agent (httpx here, none on the direct path)
+            return {k: strip(v) for k, v in d.items()
+                    if k not in ("uid", "resourceVersion", "creationTimestamp", "managedFields")}
         if isinstance(d, list):
             return [strip(v) for v in d]
         return d.replace("-asgi", "").replace("-direct", "") if isinstance(d, str) else d

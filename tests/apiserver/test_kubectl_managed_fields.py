@@ -1,0 +1,86 @@
+"""Real kubectl against ``pumice up --runtime simulated``: server-side apply meets the fields that
+``kubectl create``, ``kubectl scale`` and ``kubectl edit`` set, as on kube-apiserver 1.32 (trial 8
+F-1: an apply used to overwrite them silently)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.simulate.test_up_simulated import _up_with_kubectl
+
+CM = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c1}\ndata: {a: \"2\"}\n"
+DEPLOY = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d1}
+spec:
+  replicas: %d
+  selector: {matchLabels: {app: d1}}
+  template:
+    metadata: {labels: {app: d1}}
+    spec:
+      containers: [{name: nginx, image: nginx}]
+"""
+
+
+@pytest.mark.kubectl
+@pytest.mark.timeout(300)
+async def test_server_side_apply_conflicts_with_create_scale_and_edit(tmp_path: Path) -> None:
+    async with _up_with_kubectl(tmp_path) as kc:
+
+        def run(*args: str, stdin: str | None = None, env: dict[str, str] | None = None
+                ) -> subprocess.CompletedProcess[str]:
+            # kubectl whose failure is the point (kc raises on a non-zero exit)
+            return subprocess.run(["kubectl", "--kubeconfig", str(tmp_path / "data" / "kubeconfig"), *args],
+                                  input=stdin, capture_output=True, text=True, timeout=60,
+                                  env={**os.environ, **(env or {})})
+
+        def managers(kind: str, name: str) -> dict[str, dict]:  # run in a thread: the server shares the loop
+            p = run("get", kind, name, "-o", "json", "--show-managed-fields")
+            assert p.returncode == 0, p.stderr
+            obj = json.loads(p.stdout)
+            return {f'{e["manager"]}/{e.get("subresource", "")}': e for e in obj["metadata"]["managedFields"]}
+
+        # create, then apply: 409 naming the creator, nothing changed; --force-conflicts takes it
+        await asyncio.to_thread(kc, "create", "configmap", "c1", "--from-literal=a=1")
+        assert (await asyncio.to_thread(managers, "configmap", "c1"))["kubectl-create/"]["fieldsV1"] == {"f:data": {".": {}, "f:a": {}}}
+        p = await asyncio.to_thread(run, "apply", "--server-side", "-f", "-", stdin=CM)
+        assert p.returncode != 0
+        assert 'Apply failed with 1 conflict: conflict with "kubectl-create" using v1: .data.a' in p.stderr
+        assert json.loads(await asyncio.to_thread(kc, "get", "configmap", "c1", "-o", "json"))["data"] == {"a": "1"}
+        p = await asyncio.to_thread(run, "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=CM)
+        assert p.returncode == 0 and "serverside-applied" in p.stdout, p.stderr
+        got = await asyncio.to_thread(managers, "configmap", "c1")
+        assert got["kubectl/"]["operation"] == "Apply" and got["kubectl/"]["fieldsV1"] == {"f:data": {"f:a": {}}}
+        assert json.loads(await asyncio.to_thread(kc, "get", "configmap", "c1", "-o", "json"))["data"] == {"a": "2"}
+
+        # kubectl scale (the scale subresource, manager from kubectl's User-Agent), then apply replicas
+        await asyncio.to_thread(kc, "create", "deployment", "d1", "--image=nginx", "--replicas=1")
+        await asyncio.to_thread(kc, "scale", "deployment", "d1", "--replicas=2")
+        scale = (await asyncio.to_thread(managers, "deployment", "d1"))["kubectl/scale"]
+        assert scale["operation"] == "Update" and scale["fieldsV1"] == {"f:spec": {"f:replicas": {}}}
+        p = await asyncio.to_thread(run, "apply", "--server-side", "-f", "-", stdin=DEPLOY % 5)
+        assert p.returncode != 0
+        assert ('Apply failed with 1 conflict: conflict with "kubectl" with subresource "scale" using apps/v1: '
+                '.spec.replicas') in p.stderr
+        assert json.loads(await asyncio.to_thread(kc, "get", "deployment", "d1", "-o", "json"))["spec"]["replicas"] == 2
+
+        # kubectl edit owns the image it changed; an apply of another image conflicts with it
+        editor = tmp_path / "edit.sh"
+        editor.write_text('#!/bin/sh\nsed -i "s/image: nginx$/image: nginx:1.27/" "$1"\n')
+        editor.chmod(0o755)
+        p = await asyncio.to_thread(run, "edit", "deployment", "d1", env={"KUBE_EDITOR": str(editor)})
+        assert p.returncode == 0, p.stderr
+        edit = (await asyncio.to_thread(managers, "deployment", "d1"))["kubectl-edit/"]
+        assert edit["fieldsV1"] == {"f:spec": {"f:template": {"f:spec": {"f:containers": {
+            'k:{"name":"nginx"}': {"f:image": {}}}}}}}
+        p = await asyncio.to_thread(run, "apply", "--server-side", "-f", "-", stdin=(DEPLOY % 2).replace(
+            "image: nginx}", "image: nginx:1.28}"))
+        assert p.returncode != 0
+        assert 'conflict with "kubectl-edit" using apps/v1: .spec.template.spec.containers[name="nginx"].image' \
+            in p.stderr, p.stderr

@@ -1,0 +1,147 @@
+"""managedFields through the API: every create/update/patch records its field manager (from
+``fieldManager`` or the User-Agent), subresources included, and server-side apply conflicts with
+them as kube-apiserver's does; request options are validated with apimachinery's words."""
+
+from __future__ import annotations
+
+import pytest
+
+from pumice.client.base import ApiError
+from pumice.testing.cluster import LocalCluster
+
+APPLY = "application/apply-patch+yaml"
+MERGE = "application/merge-patch+json"
+
+
+def configmap(**data: str) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c1"}, "data": dict(data)}
+
+
+def deployment(replicas: int) -> dict:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d1"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "d1"}},
+                     "template": {"metadata": {"labels": {"app": "d1"}},
+                                  "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}
+
+
+def entries(obj: dict) -> list[tuple[str, str, str]]:
+    return [(e["manager"], e["operation"], e.get("subresource", "")) for e in obj["metadata"]["managedFields"]]
+
+
+async def test_create_patch_and_put_record_their_managers(cluster: LocalCluster) -> None:
+    cms = cluster.scheme.by_api_version_kind("v1", "ConfigMap")
+    c = cluster.client
+    obj = await c.request("POST", cms.path("default"), body=configmap(a="1"), params={"fieldManager": "kubectl-create"})
+    assert obj["metadata"]["managedFields"][0]["fieldsV1"] == {"f:data": {".": {}, "f:a": {}}}
+    obj = await c.request("PATCH", cms.path("default", "c1"), body={"data": {"b": "2"}}, content_type=MERGE,
+                          params={"fieldManager": "kubectl-patch"})
+    obj["data"]["a"] = "3"
+    obj = await c.request("PUT", cms.path("default", "c1"), body=obj, params={"fieldManager": "kubectl-edit"})
+    by = {e["manager"]: e for e in obj["metadata"]["managedFields"]}
+    assert sorted(by) == ["kubectl-create", "kubectl-edit", "kubectl-patch"]
+    assert all(e["operation"] == "Update" and e["apiVersion"] == "v1" for e in by.values())
+    assert by["kubectl-create"]["fieldsV1"] == {"f:data": {}}  # still owns the map it made, not .data.a
+    assert by["kubectl-patch"]["fieldsV1"] == {"f:data": {"f:b": {}}}
+    assert by["kubectl-edit"]["fieldsV1"] == {"f:data": {"f:a": {}}}
+
+
+async def test_without_field_manager_the_user_agent_names_the_writer(cluster: LocalCluster) -> None:
+    cms = cluster.scheme.by_api_version_kind("v1", "ConfigMap")
+    obj = await cluster.client.request("POST", cms.path("default"), body=configmap(a="1"))
+    assert obj["metadata"]["managedFields"][0]["manager"] == "pumice-client"
+
+
+async def test_a_write_that_changes_nothing_keeps_the_resource_version(cluster: LocalCluster) -> None:
+    cms = cluster.scheme.by_api_version_kind("v1", "ConfigMap")
+    c = cluster.client
+    obj = await c.request("POST", cms.path("default"), body=configmap(a="1"), params={"fieldManager": "m1"})
+    again = await c.request("PATCH", cms.path("default", "c1"), body={"data": {"a": "1"}}, content_type=MERGE,
+                            params={"fieldManager": "m2"})
+    assert again["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
+    assert entries(again) == [("m1", "Update", "")]
+
+
+async def test_status_and_scale_writes_carry_their_subresource(cluster: LocalCluster) -> None:
+    deps = cluster.scheme.by_api_version_kind("apps/v1", "Deployment")
+    c = cluster.client
+    await c.request("POST", deps.path("default"), body=deployment(1), params={"fieldManager": "kubectl-create"})
+    await c.request("PATCH", deps.path("default", "d1", "status"), body={"status": {"observedGeneration": 7}},
+                    content_type=MERGE, params={"fieldManager": "ctrl"})
+    await c.request("PATCH", deps.path("default", "d1", "scale"), body={"spec": {"replicas": 3}},
+                    content_type=MERGE, params={"fieldManager": "kubectl-scale"})
+    obj = await c.request("GET", deps.path("default", "d1"))
+    by = {e["manager"]: e for e in obj["metadata"]["managedFields"]}
+    assert by["ctrl"]["subresource"] == "status" and by["ctrl"]["fieldsV1"] == {
+        "f:status": {"f:observedGeneration": {}}}
+    scale = by["kubectl-scale"]
+    assert scale["subresource"] == "scale" and scale["apiVersion"] == "apps/v1" and "time" not in scale
+    assert scale["fieldsV1"] == {"f:spec": {"f:replicas": {}}}
+    assert "f:replicas" not in by["kubectl-create"]["fieldsV1"]["f:spec"]
+    with pytest.raises(ApiError) as err:
+        await c.request("PATCH", deps.path("default", "d1"), body=deployment(5), content_type=APPLY,
+                        params={"fieldManager": "kubectl"})
+    assert err.value.code == 409
+    assert err.value.message == ('Apply failed with 1 conflict: conflict with "kubectl-scale" with subresource '
+                                 '"scale" using apps/v1: .spec.replicas')
+    assert err.value.status["details"]["causes"] == [{
+        "reason": "FieldManagerConflict", "message": 'conflict with "kubectl-scale" with subresource "scale" using '
+                                                     'apps/v1', "field": ".spec.replicas"}]
+    forced = await c.request("PATCH", deps.path("default", "d1"), body=deployment(5), content_type=APPLY,
+                             params={"fieldManager": "kubectl", "force": "true"})
+    assert forced["spec"]["replicas"] == 5
+    assert "kubectl-scale" not in {e["manager"] for e in forced["metadata"]["managedFields"]}
+
+
+async def test_apply_after_create_conflicts_until_forced(cluster: LocalCluster) -> None:
+    cms = cluster.scheme.by_api_version_kind("v1", "ConfigMap")
+    c = cluster.client
+    await c.request("POST", cms.path("default"), body=configmap(a="1"), params={"fieldManager": "kubectl-create"})
+    with pytest.raises(ApiError) as err:
+        await c.request("PATCH", cms.path("default", "c1"), body=configmap(a="2"), content_type=APPLY,
+                        params={"fieldManager": "kubectl"})
+    assert err.value.code == 409 and err.value.reason == "Conflict"
+    assert err.value.message == 'Apply failed with 1 conflict: conflict with "kubectl-create" using v1: .data.a'
+    obj = await c.request("GET", cms.path("default", "c1"))
+    assert obj["data"] == {"a": "1"}
+
+
+@pytest.mark.parametrize(("ctype", "query", "message"), [
+    (MERGE, {"force": "true"}, 'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be specified '
+                               "for non-apply patch"),
+    (MERGE, {"fieldManager": "m" * 129}, 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Too long: may not '
+                                         "be more than 128 bytes"),
+    (MERGE, {"fieldManager": "\x01bad"}, 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Invalid value: '
+                                         '"\\x01bad": invalid character U+0001 (at position 0)'),
+    (APPLY, {"fieldManager": ""}, 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is '
+                                  "required for apply patch"),
+    (APPLY, {}, 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply '
+                "patch"),
+])
+async def test_patch_options_are_validated_as_upstream(cluster: LocalCluster, ctype: str, query: dict,
+                                                       message: str) -> None:
+    cms = cluster.scheme.by_api_version_kind("v1", "ConfigMap")
+    await cluster.client.request("POST", cms.path("default"), body=configmap(a="1"))
+    before = cluster.server.store.revision
+    with pytest.raises(ApiError) as err:
+        await cluster.client.request("PATCH", cms.path("default", "c1"), body=configmap(z="1"), content_type=ctype,
+                                     params=query)
+    assert (err.value.code, err.value.reason, err.value.message) == (422, "Invalid", message)
+    assert err.value.status["details"]["kind"] == "PatchOptions"
+    assert cluster.server.store.revision == before
+
+
+async def test_create_and_update_options_are_validated_too(cluster: LocalCluster) -> None:
+    cms = cluster.scheme.by_api_version_kind("v1", "ConfigMap")
+    c = cluster.client
+    with pytest.raises(ApiError) as err:
+        await c.request("POST", cms.path("default"), body=configmap(a="1"),
+                        params={"fieldManager": "m" * 129, "fieldValidation": "Bogus"})
+    assert err.value.code == 422
+    assert err.value.message == ('CreateOptions.meta.k8s.io "" is invalid: [fieldManager: Too long: may not be more '
+                                 'than 128 bytes, fieldValidation: Unsupported value: "Bogus": supported values: '
+                                 '"", "Ignore", "Strict", "Warn"]')
+    obj = await c.request("POST", cms.path("default"), body=configmap(a="1"))
+    with pytest.raises(ApiError) as err:
+        await c.request("PUT", cms.path("default", "c1"), body=obj, params={"fieldManager": "a\tb"})
+    assert err.value.message == ('UpdateOptions.meta.k8s.io "" is invalid: fieldManager: Invalid value: "a\\tb": '
+                                 "invalid character U+0009 (at position 1)")
