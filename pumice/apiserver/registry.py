@@ -1026,6 +1026,8 @@ class Registry:
         if applied.get("apiVersion") not in (None, rk.api_version) or applied.get("kind") not in (None, rk.kind):
             raise errors.bad_request(f"the apiVersion/kind in the applied configuration ({applied.get('apiVersion')}, "
                                      f"{applied.get('kind')}) does not match the endpoint ({rk.api_version}, {rk.kind})")
+        if isinstance(applied.get("metadata"), dict) and applied["metadata"].get("managedFields") is not None:
+            raise errors.bad_request("metadata.managedFields must be nil")
         try:
             result: Obj = server_side_apply(live, applied, manager=manager, kind=rk.kind, force=force,
                                             builtin=self.custom(rk) is None, time=self.now(),

@@ -145,3 +145,13 @@ async def test_create_and_update_options_are_validated_too(cluster: LocalCluster
         await c.request("PUT", cms.path("default", "c1"), body=obj, params={"fieldManager": "a\tb"})
     assert err.value.message == ('UpdateOptions.meta.k8s.io "" is invalid: fieldManager: Invalid value: "a\\tb": '
                                  "invalid character U+0009 (at position 1)")
+
+
+async def test_an_applied_configuration_may_not_carry_managed_fields(cluster: LocalCluster) -> None:
+    cms = cluster.scheme.by_api_version_kind("v1", "ConfigMap")
+    body = configmap(a="1")
+    body["metadata"]["managedFields"] = []
+    with pytest.raises(ApiError) as err:
+        await cluster.client.request("PATCH", cms.path("default", "c1"), body=body, content_type=APPLY,
+                                     params={"fieldManager": "kubectl"})
+    assert (err.value.code, err.value.message) == (400, "metadata.managedFields must be nil")
