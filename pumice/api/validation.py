@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -182,6 +183,13 @@ def is_label_value(value: str) -> list[str]:
     return errs
 
 
+@functools.lru_cache(maxsize=4096)
+def _key_errors(value: str) -> tuple[str, ...]:
+    """:func:`is_qualified_name` of a label or annotation key, remembered (a pure function of
+    the string; every Pod of a workload carries the same keys)."""
+    return tuple(is_qualified_name(value))
+
+
 NameRule = Callable[[str], list[str]]
 
 _NAME_RULES: dict[tuple[str, str], NameRule] = {
@@ -210,7 +218,7 @@ def validate_labels(labels: Any, field: str) -> list[FieldCause]:
     if not isinstance(labels, dict):
         return [_invalid(field, labels, "must be a map of string keys to string values")]
     for k, v in labels.items():
-        out += [_invalid(field, k, e) for e in is_qualified_name(str(k))]
+        out += [_invalid(field, k, e) for e in _key_errors(str(k))]
         if not isinstance(v, str):
             out.append(_invalid(f"{field}[{k}]", v, "must be a string"))
         else:
@@ -226,7 +234,7 @@ def validate_annotations(annotations: Any, field: str) -> list[FieldCause]:
         return [_invalid(field, annotations, "must be a map of string keys to string values")]
     total = 0
     for k, v in annotations.items():
-        out += [_invalid(field, k, e) for e in is_qualified_name(str(k).lower())]
+        out += [_invalid(field, k, e) for e in _key_errors(str(k).lower())]
         total += len(str(k)) + len(str(v))
     if total > 256 * 1024:
         out.append(FieldCause(field, "Too long: may not be more than 262144 bytes", "FieldValueTooLong"))

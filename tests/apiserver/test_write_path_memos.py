@@ -258,3 +258,18 @@ async def test_a_plugin_added_later_is_asked_and_a_removed_one_is_not(pair: tupl
     fast.server.admission.remove("Recorder")
     await reg.create(POD, "default", pod("c", namespace="default"))
     assert seen == ["b"]
+
+
+def test_remembered_label_key_verdicts_are_each_keys_own() -> None:
+    """Label and annotation keys' verdicts are remembered per key string: a bad key after good
+    ones (and a good one after a bad one) gets its own causes, as the uncached rule gives."""
+    for _ in range(2):
+        assert validation.validate_labels({"app": "a", "example.com/role": "b"}, "metadata.labels") == []
+        bad = validation.validate_labels({"app": "a", "-app": "b", "example.com/-role": "c"}, "metadata.labels")
+        assert [(c.field, c.message) for c in bad] == [
+            ("metadata.labels", f'Invalid value: "-app": {e}') for e in validation.is_qualified_name("-app")] + [
+            ("metadata.labels", f'Invalid value: "example.com/-role": {e}')
+            for e in validation.is_qualified_name("example.com/-role")]
+        assert validation.validate_annotations({"Example.com/Key": "v"}, "metadata.annotations") == []
+        assert [c.field for c in validation.validate_annotations({"a b": "v"}, "metadata.annotations")] == [
+            "metadata.annotations"]
