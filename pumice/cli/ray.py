@@ -678,6 +678,32 @@ def load_rayjob_file(path: str) -> Obj:
     return job
 
 
+def ray_submit_args(*, headers: str, verify: str, entrypoint_resources: str, metadata_json: str, log_style: str,
+                    log_color: str, entrypoint_num_cpus: float, entrypoint_num_gpus: float, entrypoint_memory: int,
+                    verbose: bool) -> list[str]:
+    """The ``ray job submit`` flags ``job submit`` passes through, each only when set (non-empty,
+    positive), numbers printed as Go's ``%f`` / ``%d``.
+
+    Mirrors: kubectl-plugin cmd/job/job_submit.go Run (raySubmitCmd). Deviates: the entrypoint
+    resources go as Ray's ``--entrypoint-resources`` (the plugin writes ``--entrypoint-resource``,
+    which ``ray job submit`` does not have).
+    """
+    out: list[str] = []
+    for flag, number, text in (("--entrypoint-num-cpus", entrypoint_num_cpus, f"{entrypoint_num_cpus:f}"),
+                               ("--entrypoint-num-gpus", entrypoint_num_gpus, f"{entrypoint_num_gpus:f}"),
+                               ("--entrypoint-memory", entrypoint_memory, f"{entrypoint_memory:d}")):
+        if number > 0:
+            out += [flag, text]
+    for flag, value in (("--entrypoint-resources", entrypoint_resources), ("--metadata-json", metadata_json),
+                        ("--headers", headers), ("--verify", verify), ("--log-style", log_style),
+                        ("--log-color", log_color)):
+        if value:
+            out += [flag, value]
+    if verbose:
+        out.append("--verbose")
+    return out
+
+
 @job_group.command(name="submit", context_settings={"ignore_unknown_options": True})
 @click.option("-f", "--filename", default="", help="Path and name of the Ray Job YAML file")
 @click.option("--name", default="", help="Ray job name")
@@ -706,6 +732,18 @@ def load_rayjob_file(path: str) -> Obj:
 @click.option("--worker-node-selectors", multiple=True, help="k=v[,k=v] node selectors of the worker Pods, repeatable.")
 @click.option("--ttl-seconds-after-finished", type=int, default=None,
               help="TTL seconds after finished (sets shutdownAfterJobFinishes).")
+@click.option("--headers", default="", help="Headers for the Ray dashboard, as JSON (passed to `ray job submit`).")
+@click.option("--verify", default="", help="Verify the dashboard's TLS certificate: a boolean or a CA path "
+              "(passed to `ray job submit`).")
+@click.option("--entrypoint-resources", default="", help="JSON dictionary of resource name to quantity reserved "
+              "for the entrypoint (passed to `ray job submit`).")
+@click.option("--metadata-json", default="", help="JSON dictionary of job metadata (passed to `ray job submit`).")
+@click.option("--log-style", default="", help="auto | record | pretty (passed to `ray job submit`).")
+@click.option("--log-color", default="", help="auto | false | true (passed to `ray job submit`).")
+@click.option("--entrypoint-num-cpus", type=float, default=0.0, help="CPUs reserved for the entrypoint.")
+@click.option("--entrypoint-num-gpus", type=float, default=0.0, help="GPUs reserved for the entrypoint.")
+@click.option("--entrypoint-memory", type=int, default=0, help="Memory (bytes) reserved for the entrypoint.")
+@click.option("-v", "--verbose", is_flag=True, help="Pass --verbose to `ray job submit`.")
 @click.argument("entrypoint", nargs=-1)
 @_conn
 def job_submit(filename: str, name: str, address: str | None, submission_id: str, ray_version: str,
@@ -714,7 +752,10 @@ def job_submit(filename: str, name: str, address: str | None, submission_id: str
                runtime_env_json: str | None, working_dir: str | None, no_wait: bool, timeout: int,
                entrypoint: tuple[str, ...], namespace: str, kubeconfig: str | None, context: str | None,
                head_node_selectors: tuple[str, ...] = (), worker_node_selectors: tuple[str, ...] = (),
-               ttl_seconds_after_finished: int | None = None) -> None:
+               ttl_seconds_after_finished: int | None = None, headers: str = "", verify: str = "",
+               entrypoint_resources: str = "", metadata_json: str = "", log_style: str = "", log_color: str = "",
+               entrypoint_num_cpus: float = 0.0, entrypoint_num_gpus: float = 0.0, entrypoint_memory: int = 0,
+               verbose: bool = False) -> None:
     """Create an InteractiveMode RayJob (``--name`` with the sizing flags, or ``-f rayjob.yaml``), wait
     for its cluster, then run ``ray job submit`` with the RayJob's submission id (so the RayJob
     follows the job)."""
@@ -724,7 +765,12 @@ def job_submit(filename: str, name: str, address: str | None, submission_id: str
                     working_dir, no_wait, timeout, entrypoint, namespace, kubeconfig, context,
                     head_selectors=_kv_map(head_node_selectors, "--head-node-selectors"),
                     worker_selectors=_kv_map(worker_node_selectors, "--worker-node-selectors"),
-                    ttl=ttl_seconds_after_finished)
+                    ttl=ttl_seconds_after_finished,
+                    ray_args=ray_submit_args(headers=headers, verify=verify, entrypoint_resources=entrypoint_resources,
+                                             metadata_json=metadata_json, log_style=log_style, log_color=log_color,
+                                             entrypoint_num_cpus=entrypoint_num_cpus,
+                                             entrypoint_num_gpus=entrypoint_num_gpus,
+                                             entrypoint_memory=entrypoint_memory, verbose=verbose))
     except RayCliError as e:
         click.echo(f"Error: {e}", err=True)
         sys.exit(1)
@@ -736,8 +782,8 @@ def _job_submit(filename: str, name: str, address: str | None, submission_id: st
                 runtime_env_json: str | None, working_dir: str | None, no_wait: bool, timeout: int,
                 entrypoint: tuple[str, ...], namespace: str, kubeconfig: str | None, context: str | None, *,
                 head_selectors: dict[str, str] | None = None, worker_selectors: dict[str, str] | None = None,
-                ttl: int | None = None) -> None:
-    """``ttl`` (``--ttl-seconds-after-finished``, None when not given) sets the RayJob's
+                ttl: int | None = None, ray_args: list[str] | None = None) -> None:
+    """``ray_args`` go to ``ray job submit`` as they are (:func:`ray_submit_args`). ``ttl`` (``--ttl-seconds-after-finished``, None when not given) sets the RayJob's
     ttlSecondsAfterFinished and shutdownAfterJobFinishes, as kubectl-ray's job_submit.go."""
     from pumice.controllers.ray import association as assoc
 
@@ -840,6 +886,7 @@ def _job_submit(filename: str, name: str, address: str | None, submission_id: st
                 extra += [flag, val]
         if no_wait:
             extra.append("--no-wait")
+        extra += ray_args or []
         if address:
             await submit_and_report(ray, address, sid, extra, entrypoint)
             return

@@ -582,3 +582,22 @@ def test_job_submit_node_selectors_and_ttl(server: Any, tmp_path: Path) -> None:
     r = submit(server, "-f", str(f), "--", "true")
     assert (r.exit_code, r.output) == (
         1, "Error: ttlSecondsAfterFinished is only supported when shutdownAfterJobFinishes is set to true\n")
+
+
+def test_job_submit_passes_the_plugins_ray_job_submit_flags_through() -> None:
+    # trial-8 F-11: kubectl-ray job_submit.go hands these to `ray job submit` when set
+    from pumice.cli.ray import ray_submit_args
+
+    assert ray_submit_args(headers="", verify="", entrypoint_resources="", metadata_json="", log_style="",
+                           log_color="", entrypoint_num_cpus=0, entrypoint_num_gpus=0, entrypoint_memory=0,
+                           verbose=False) == []
+    assert ray_submit_args(headers='{"a":"b"}', verify="false", entrypoint_resources='{"r":1}', metadata_json="{}",
+                           log_style="record", log_color="false", entrypoint_num_cpus=0.5, entrypoint_num_gpus=1,
+                           entrypoint_memory=1024, verbose=True) == [
+        "--entrypoint-num-cpus", "0.500000", "--entrypoint-num-gpus", "1.000000", "--entrypoint-memory", "1024",
+        "--entrypoint-resources", '{"r":1}', "--metadata-json", "{}", "--headers", '{"a":"b"}', "--verify", "false",
+        "--log-style", "record", "--log-color", "false", "--verbose"]
+    r = CliRunner().invoke(cli, ["ray", "job", "submit", "--help"])
+    for flag in ("--headers", "--verify", "--entrypoint-resources", "--metadata-json", "--log-style", "--log-color",
+                 "--entrypoint-num-cpus", "--entrypoint-num-gpus", "--entrypoint-memory", "--verbose"):
+        assert flag in r.output
