@@ -57,6 +57,7 @@ class PodRecord:
     """The phase when its deletion began (``deletionTimestamp`` set, or removed at once); None:
     not deleted."""
     evictions: int = 0
+    uid: str = ""
 
     @property
     def status(self) -> str:
@@ -142,6 +143,7 @@ class Recorder:
         self._node_gpu_used: dict[str, int] = {}
         self._frag = 0
         self._evicting: set[str] = set()
+        self._current: dict[str, str] = {}  # "<ns>/<name>" -> the record key of its latest Pod, once re-created
         self._pg_min: dict[str, int] = {}  # "<ns>/<PodGroup>" -> minMember
         self._pg_job: dict[str, str] = {}  # "<ns>/<PodGroup>" -> job, from its Pods' group-name annotation
         self.gpu_capacity = sum(self._node_gpu_cap.values())
@@ -198,15 +200,23 @@ class Recorder:
         job = (md.get("labels") or {}).get(JOB_LABEL)
         if job is None:
             return
-        key = f"{md.get('namespace', '')}/{md['name']}"
+        base = f"{md.get('namespace', '')}/{md['name']}"
+        key = self._current.get(base, base)
         rec = self.pods.get(key)
+        uid = str(md.get("uid") or "")
+        if rec is not None and rec.deleted is not None and uid and rec.uid and uid != rec.uid:
+            # a new Pod of the same name (a vcjob re-creates an evicted or restarted Pod under its
+            # name): a record of its own, "<ns>/<name>#<n>" for the n-th one (trial-8 F-8)
+            key = f"{base}#{sum(1 for k in self.pods if k == base or k.startswith(base + '#')) + 1}"
+            self._current[base] = key
+            rec = None
         t = self.now()
         before = None if rec is None else (rec.bound, rec.phase, rec.phase_at_deletion, rec.deleted, rec.evictions)
         if rec is None:
             req = pod_requests(pod)
             arrival = self.arrivals.get(job)
             queue = (md.get("annotations") or {}).get(QUEUE_ANNOTATION) or (arrival.queue if arrival else "default")
-            rec = PodRecord(md["name"], job, queue, req.get("cpu", 0), gpu_milli(req), t)
+            rec = PodRecord(md["name"], job, queue, req.get("cpu", 0), gpu_milli(req), t, uid=uid)
             self.pods[key] = rec
             js = self.jobs.get(job)
             if js is not None and js.created is None:
@@ -252,6 +262,10 @@ class Recorder:
     def _terminal(self, rec: PodRecord) -> None:
         js = self.jobs.get(rec.job)
         if js is None:
+            return
+        if js.arrival.kind == "Job" and rec.evictions:
+            # a vcjob's Pod evicted while it ran (its kubelet then reports Failed): the job
+            # controller re-creates it, so the task has not ended (trial-8 F-8)
             return
         js.terminal += 1
         # a service (delete_after) whose Pod ended before its deletion (an eviction of a bare Pod)

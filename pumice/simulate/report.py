@@ -50,7 +50,7 @@ JOB_COLUMNS = {
     "nodes": "Nodes its Pods ran on, space-separated",
 }
 POD_COLUMNS = {
-    "pod": "namespace/name", "job": "job", "queue": "queue", "node": "Node bound to",
+    "pod": "namespace/name (a re-created Pod of the same name, as a vcjob makes after an eviction: namespace/name#2, #3...)", "job": "job", "queue": "queue", "node": "Node bound to",
     "cpu_milli": "cpu request, millicores", "gpu_milli": "GPU request, 1/1000 GPU",
     "arrival": "seconds: first seen", "bind": "seconds", "start": "seconds: phase Running",
     "finish": "seconds: phase Succeeded/Failed", "deleted": "seconds: gone from the API",
