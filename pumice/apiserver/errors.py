@@ -144,15 +144,15 @@ def forbidden(rk: ResourceKind | None, name: str, why: str, verb: str = "create"
 
 
 def resource_version_set_on_create() -> StatusError:
-    """A create whose body sets a non-zero ``metadata.resourceVersion``.
+    """A create whose body sets a non-zero ``metadata.resourceVersion``: 400 BadRequest with the
+    storage's message (kubectl: ``Error from server (BadRequest): resourceVersion should not be set
+    on objects to be created``).
 
-    Mirrors: apiserver pkg/storage/errors.go ErrResourceVersionSetOnCreate, a plain error the etcd3
-    store's Create returns and the handler answers as an unknown error: 500 with an empty reason
-    (kubectl: ``Error from server: resourceVersion should not be set on objects to be created``).
+    Mirrors: apiserver pkg/storage/errors.go ErrResourceVersionSetOnCreate, the message of the etcd3
+    store's Create. Deviates: kube-apiserver answers it as an unknown error (500, no reason); pumice
+    answers bad input with a 4xx, never a 500, so the client sees whose fault it is.
     """
-    err = StatusError(500, "resourceVersion should not be set on objects to be created")
-    err.reason = ""
-    return err
+    return StatusError(400, "resourceVersion should not be set on objects to be created", "BadRequest")
 
 
 def expired(message: str) -> StatusError:

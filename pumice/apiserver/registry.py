@@ -746,8 +746,8 @@ class Registry:
         carries the managedFields of a server-side apply already.
 
         Raises:
-            StatusError: 400 bad body, 409 AlreadyExists, 422 Invalid, 404/403 from admission, 500
-                (reason "") when the body sets a non-zero metadata.resourceVersion, as kube-apiserver.
+            StatusError: 400 bad body (also when it sets a non-zero metadata.resourceVersion, where
+                kube-apiserver answers 500), 409 AlreadyExists, 422 Invalid, 404/403 from admission.
         """
         obj = self._check_body(rk, namespace, body, None)
         md = obj["metadata"]
