@@ -10,6 +10,7 @@ import functools
 import os
 import pty
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -77,35 +78,41 @@ async def test_exec_runs_in_the_pod_and_returns_output_and_exit_code(stack: Any)
     assert not Path("/tmp/inside").exists()
 
 
+def on_terminal(argv: list[str], env: dict[str, str], script: list[tuple[bytes, bytes]],
+                timeout: float = 60) -> str:
+    """Run ``argv`` on a pseudo-terminal; each time the output holds a ``script`` step's cue, type
+    its text. Returns the output and ``[exit N]`` (the process is killed when the script does not
+    finish within ``timeout`` s)."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(argv[0], argv, env)
+    out = b""
+    deadline = time.monotonic() + timeout
+    steps = list(script)
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([fd], [], [], 0.5)
+        if r:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        if steps and steps[0][0] in out:
+            os.write(fd, steps.pop(0)[1])
+    else:
+        os.kill(pid, signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    return out.decode(errors="replace") + f"\n[exit {os.waitstatus_to_exitcode(status)}]"
+
+
 async def test_exec_tty_through_a_pseudo_terminal(stack: Any) -> None:
     srv, _agent, _kubectl, env = stack
     await _running_pod(srv, "term")
-
-    def interactive() -> str:
-        pid, fd = pty.fork()
-        if pid == 0:
-            os.execve(kubectl_binary(), [kubectl_binary(), "exec", "-it", "term", "--", "sh"], env)
-        out = b""
-        deadline = time.monotonic() + 30
-        sent = False
-        while time.monotonic() < deadline:
-            r, _, _ = select.select([fd], [], [], 0.5)
-            if r:
-                try:
-                    chunk = os.read(fd, 4096)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                out += chunk
-            if not sent and (b"#" in out or b"$" in out):
-                os.write(fd, b"tty; echo rows=$(stty size); exit 7\n")
-                sent = True
-        _, status = os.waitpid(pid, 0)
-        os.close(fd)
-        return out.decode(errors="replace") + f"\n[exit {os.waitstatus_to_exitcode(status)}]"
-
-    text = await asyncio.to_thread(interactive)
+    text = await asyncio.to_thread(on_terminal, [kubectl_binary(), "exec", "-it", "term", "--", "sh"], env,
+                                   [(b"#", b"tty; echo rows=$(stty size); exit 7\n")], 30)
     assert "/dev/pts/" in text, text
     assert "rows=" in text, text
     assert "[exit 7]" in text, text
@@ -159,38 +166,9 @@ async def test_kubectl_debug_it_gives_a_shell_on_a_terminal_in_the_pod(stack: An
     pseudo-terminal; attach feeds it what is typed and streams back what it writes."""
     srv, _agent, _kubectl, env = stack
     await _running_pod(srv, "dbgt")
-
-    def interactive() -> str:
-        pid, fd = pty.fork()
-        if pid == 0:
-            os.execve(kubectl_binary(), [kubectl_binary(), "debug", "-it", "dbgt", "--image=busybox", "--target=c0",
-                                         "-c", "shell", "--", "sh"], env)
-        out = b""
-        deadline = time.monotonic() + 60
-        sent = 0
-        while time.monotonic() < deadline:
-            r, _, _ = select.select([fd], [], [], 0.5)
-            if r:
-                try:
-                    chunk = os.read(fd, 4096)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                out += chunk
-            if sent == 0 and b"command prompt" in out:
-                os.write(fd, b"echo answer-$((6*7))-$(hostname); tty\r")
-                sent = 1
-            elif sent == 1 and b"answer-42-dbgt" in out:
-                os.write(fd, b"exit\r")
-                sent = 2
-        if sent < 2:
-            os.kill(pid, 9)
-        os.waitpid(pid, 0)
-        os.close(fd)
-        return out.decode(errors="replace")
-
-    text = await asyncio.to_thread(interactive)
+    argv = [kubectl_binary(), "debug", "-it", "dbgt", "--image=busybox", "--target=c0", "-c", "shell", "--", "sh"]
+    text = await asyncio.to_thread(on_terminal, argv, env, [
+        (b"command prompt", b"echo answer-$((6*7))-$(hostname); tty\r"), (b"answer-42-dbgt", b"exit\r")])
     assert "answer-42-dbgt" in text, text
     assert "/dev/pts/" in text, text
 
