@@ -17,20 +17,10 @@ from pumice.apiserver import fields
 from pumice.apiserver.errors import StatusError
 from pumice.client.base import ApiError
 from pumice.testing.cluster import LocalCluster
+from pumice.testing.mutate import value_paths
 from pumice.testing.volcano import pod, podgroup, queue
 
 WRONG = ["x", 3, 2.5, True, None, [], {}, [1, "a"], {"k": None}]
-
-
-def _paths(obj: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            out += _paths(v, (*prefix, k))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            out += _paths(v, (*prefix, i))
-    return out
 
 
 def _mutants(base: dict[str, Any], rng: random.Random, n: int) -> list[dict[str, Any]]:
@@ -38,7 +28,7 @@ def _mutants(base: dict[str, Any], rng: random.Random, n: int) -> list[dict[str,
     for _ in range(n):
         o = copy.deepcopy(base)
         for _ in range(rng.choice([1, 1, 2, 3])):
-            paths = [p for p in _paths(o) if p]
+            paths = [p for p in value_paths(o) if p]
             path = rng.choice(paths)
             parent = o
             for k in path[:-1]:
@@ -102,7 +92,7 @@ def test_integer_ranges_are_checked_alike_by_the_fast_path_and_the_full_walk() -
     seen = set()
     for _ in range(300):
         body = copy.deepcopy(base)
-        path = rng.choice([p for p in _paths(body) if p and isinstance(_get(body, p), int)])
+        path = rng.choice([p for p in value_paths(body) if p and isinstance(_get(body, p), int)])
         _set(body, path, rng.choice(ints))
         slow_obj, fast_obj = copy.deepcopy(body), copy.deepcopy(body)
         slow: list[Any] = []

@@ -22,6 +22,7 @@ from pumice.api.scheme import POD, ResourceKind
 from pumice.apiserver.errors import StatusError
 from pumice.apiserver.registry import Registry
 from pumice.testing.cluster import LocalCluster, local_cluster
+from pumice.testing.mutate import value_paths
 from pumice.testing.volcano import pod, podgroup, queue
 
 WRONG: list[Any] = ["x", 3, 2.5, True, None, [], {}, [1, "a"], {"k": None}]
@@ -68,17 +69,6 @@ async def pair() -> AsyncIterator[tuple[LocalCluster, LocalCluster]]:
         yield fast, full
 
 
-def _paths(obj: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            out += _paths(v, (*prefix, k))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            out += _paths(v, (*prefix, i))
-    return out
-
-
 def _mutant(base: Any, rng: random.Random) -> Any:
     """``base``, or a copy with one to three values replaced by a wrong one or an unknown field
     added."""
@@ -86,7 +76,7 @@ def _mutant(base: Any, rng: random.Random) -> Any:
     if rng.random() < 0.4:
         return out
     for _ in range(rng.choice([1, 1, 2, 3])):
-        paths = [p for p in _paths(out) if p]
+        paths = [p for p in value_paths(out) if p]
         if not paths:
             break
         path = rng.choice(paths)
