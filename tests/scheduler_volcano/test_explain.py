@@ -413,3 +413,17 @@ def test_a_validation_failed_rayjob_is_held_by_its_spec_with_the_operators_messa
                             "rayClusterName": "rjsus-abcde"})
     objs = [node("n1"), queue("q1"), rj2, *gang("ray-rjsus-pg", 1, phase="Running")]
     assert explain(objs, "rayjob", "rjsus", NS, CONF).gate == "validation"
+
+
+def test_a_queue_whose_deserved_share_is_the_whole_cluster_is_not_blamed() -> None:
+    """trial-8 F-18: one 2-cpu Node, the only queue's deserved share is the whole cluster (capped
+    there by proportion); 1.5 cpu run, a 1-cpu Pod waits. The Node is the gate: no deserved.cpu can
+    be raised past the cluster."""
+    running = pod("head", namespace=NS, group="pg0", requests="1500m,1Gi", node="n1", phase="Running")
+    objs = [node("n1", "2,16Gi,pods=110"), queue("q1"),
+            podgroup("pg0", namespace=NS, queue="q1", min_member=1, phase="Running"), running,
+            *gang("pg1", 1, phase="Inqueue")]
+    ex = explain(objs, "podgroup", "pg1", NS, NO_OVERCOMMIT)
+    assert ex.gate != "queue-allocatable", ex.render()
+    assert "deserved" not in ex.remedy, ex.render()
+    assert any("Insufficient cpu" in d for d in ex.details), ex.render()

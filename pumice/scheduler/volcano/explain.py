@@ -489,9 +489,11 @@ def _queue_allocatable_gate(ex: Explanation, ssn: Any, job: Any, qname: str, pen
     if pn0 and pending:
         lim0 = pn0["real_capability"] if plugin_numbers.get("plugin") == "capacity" else pn0["deserved"]
         fits, names = (pn0["allocated"] + gang_req).less_equal_in_request_dims(lim0, gang_req)
-        # a limit that is the whole cluster is the Nodes' gate, not the queue's
+        # a limit that is the whole cluster is the Nodes' gate, not the queue's (no limit can be
+        # raised past the cluster; proportion caps deserved there), whatever the session said
         queue_bound = any(lim0.get(d) < ssn.total_resource.get(d) - 0.1 for d in names)
-        allocatable_ok = allocatable_ok and (fits or not queue_bound)
+        if not fits:
+            allocatable_ok = not queue_bound
     if not allocatable_ok:
         pn = plugin_numbers.get("queue")
         req = gang_req if pending else Resource()
