@@ -54,6 +54,7 @@ import fcntl
 import ipaddress
 import logging
 import os
+import re
 import socket
 import struct
 from collections.abc import AsyncIterator, Callable
@@ -72,7 +73,7 @@ from pumice.apiserver.registry import Registry
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Backend", "ProxyAPI", "ProxyTarget", "parse_proxy_path", "split_scheme_name_port"]
+__all__ = ["Backend", "ProxyAPI", "ProxyTarget", "dial_port", "parse_proxy_path", "split_scheme_name_port"]
 
 PROXY_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
 #: RFC 7230 hop-by-hop headers (Go's httputil.ReverseProxy list), never forwarded either way
@@ -103,6 +104,34 @@ def split_scheme_name_port(id_: str) -> tuple[str, str, str] | None:
     if not name or scheme not in _VALID_SCHEMES:
         return None
     return scheme, name, port
+
+
+_GO_PORT_NUMBER = re.compile(r"[+-]?[0-9]+")
+
+
+def dial_port(port: str) -> str:
+    """The port number a dial of ``host:port`` uses, as Go's resolver takes ``port`` (kube-apiserver
+    puts the proxy id's port into the target URL as given): "" stays "" (the scheme's default), an
+    ASCII decimal number with an optional sign must be 0-65535, anything else is a service name
+    looked up in /etc/services (``http`` is 80).
+
+    Raises:
+        StatusError: 503 ``error trying to reach service: dial tcp: address 99999: invalid port``
+            or ``...: lookup tcp/abc: unknown port``, Go's dial errors.
+
+    Mirrors: go net/lookup.go (Resolver.LookupPort, parsePort) and net/net.go (OpError, AddrError).
+    """
+    if port == "":
+        return ""
+    if _GO_PORT_NUMBER.fullmatch(port):
+        number = int(port)
+        if 0 <= number <= 0xFFFF:
+            return str(number)
+        raise StatusError(503, f"error trying to reach service: dial tcp: address {port}: invalid port")
+    try:
+        return str(socket.getservbyname(port.lower(), "tcp"))
+    except (OSError, ValueError, UnicodeError):
+        raise StatusError(503, f"error trying to reach service: dial tcp: lookup tcp/{port}: unknown port") from None
 
 
 @dataclass(frozen=True)
@@ -287,6 +316,7 @@ class ProxyAPI:
             target = self.service_location(namespace or "", id_)
         else:
             target = self.node_location(id_)
+        target = ProxyTarget(target.scheme, target.host, dial_port(target.port))
         raw_path = request.scope.get("raw_path") or request.scope["path"].encode()
         req_path = raw_path.decode("latin-1")
         if not subpath and method in ("GET", "HEAD"):

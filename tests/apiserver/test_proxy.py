@@ -207,6 +207,20 @@ async def test_pod_proxy_errors_are_kube_apiservers(cluster: LocalCluster) -> No
                                        "connection refused")
 
 
+
+async def test_pod_proxy_port_that_cannot_be_dialled_is_a_503_as_gos_dialer_says(cluster: LocalCluster) -> None:
+    """kube-apiserver puts the id's port into the URL as given, and Go's dialer refuses it: a
+    number out of range, or a name /etc/services does not know (was: 500 from the URL parser)."""
+    async with http(cluster) as h:
+        base = "/api/v1/namespaces/default/pods"
+        await running_pod(cluster, "p1", "127.0.0.1", 1)
+        for port, detail in (("99999", "address 99999: invalid port"), ("-1", "address -1: invalid port"),
+                             ("no-such-port", "lookup tcp/no-such-port: unknown port"),
+                             ("1.5", "lookup tcp/1.5: unknown port"), ("%5B", "lookup tcp/[: unknown port")):
+            assert status_of(await h.get(f"{base}/p1:{port}/proxy/x")) == (
+                503, "ServiceUnavailable", f"error trying to reach service: dial tcp: {detail}"), port
+
+
 async def test_node_proxy_reaches_the_node_agent(cluster: LocalCluster) -> None:
     async with backend() as port, http(cluster) as h:
         await cluster.client.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "agent"},
