@@ -393,41 +393,54 @@ def _validate_containers(containers: Any, field: str, names: set[str], required:
     if not isinstance(containers, list):
         return [_invalid(field, containers, "must be a list of containers")]
     for i, ctr in enumerate(containers):
-        cf = f"{field}[{i}]"
-        if not isinstance(ctr, dict):
-            out.append(_invalid(cf, ctr, "must be an object"))
-            continue
-        name = ctr.get("name") or ""
-        if not name:
-            out.append(_required(f"{cf}.name"))
-        else:
-            out += [_invalid(f"{cf}.name", name, e) for e in is_dns1123_label(name)]
+        out += validate_container(ctr, f"{field}[{i}]", names)
+    return out
+
+
+def validate_container(ctr: Any, field: str, names: set[str] | None = None) -> list[FieldCause]:
+    """The causes of one container (at ``field``, e.g. ``spec.containers[0]``): name required and
+    a DNS-1123 label, image required, pull policy, ports, resources, env names. ``names``: the
+    container names seen so far in the Pod (a repeated name is a duplicate; this one is added);
+    None: no duplicate check (the caller has its own).
+
+    Mirrors (the subset pumice checks): kubernetes pkg/apis/core/validation/validation.go
+    validateContainerCommon."""
+    if not isinstance(ctr, dict):
+        return [_invalid(field, ctr, "must be an object")]
+    out: list[FieldCause] = []
+    cf = field
+    name = ctr.get("name") or ""
+    if not name:
+        out.append(_required(f"{cf}.name"))
+    else:
+        out += [_invalid(f"{cf}.name", name, e) for e in is_dns1123_label(name)]
+        if names is not None:
             if name in names:
                 out.append(_duplicate(f"{cf}.name", name))
             names.add(name)
-        if not ctr.get("image"):
-            out.append(_required(f"{cf}.image"))
-        pull = ctr.get("imagePullPolicy")
-        if pull and pull not in PULL_POLICIES:
-            out.append(_not_supported(f"{cf}.imagePullPolicy", pull, PULL_POLICIES))
-        port_names: set[str] = set()
-        for j, port in enumerate(ctr.get("ports") or []):
-            pf = f"{cf}.ports[{j}]"
-            cp = port.get("containerPort") if isinstance(port, dict) else None
-            if not isinstance(cp, int) or isinstance(cp, bool) or not 1 <= cp <= 65535:
-                out.append(_invalid(f"{pf}.containerPort", cp, "must be between 1 and 65535, inclusive"))
-            pname = port.get("name") if isinstance(port, dict) else None
-            if pname:
-                if pname in port_names:
-                    out.append(_duplicate(f"{pf}.name", pname))
-                port_names.add(pname)
-            proto = port.get("protocol") if isinstance(port, dict) else None
-            if proto and proto not in PROTOCOLS:
-                out.append(_not_supported(f"{pf}.protocol", proto, PROTOCOLS))
-        out += _validate_resources(ctr.get("resources"), f"{cf}.resources")
-        for j, env in enumerate(ctr.get("env") or []):
-            if not isinstance(env, dict) or not env.get("name"):
-                out.append(_required(f"{cf}.env[{j}].name"))
+    if not ctr.get("image"):
+        out.append(_required(f"{cf}.image"))
+    pull = ctr.get("imagePullPolicy")
+    if pull and pull not in PULL_POLICIES:
+        out.append(_not_supported(f"{cf}.imagePullPolicy", pull, PULL_POLICIES))
+    port_names: set[str] = set()
+    for j, port in enumerate(ctr.get("ports") or []):
+        pf = f"{cf}.ports[{j}]"
+        cp = port.get("containerPort") if isinstance(port, dict) else None
+        if not isinstance(cp, int) or isinstance(cp, bool) or not 1 <= cp <= 65535:
+            out.append(_invalid(f"{pf}.containerPort", cp, "must be between 1 and 65535, inclusive"))
+        pname = port.get("name") if isinstance(port, dict) else None
+        if pname:
+            if pname in port_names:
+                out.append(_duplicate(f"{pf}.name", pname))
+            port_names.add(pname)
+        proto = port.get("protocol") if isinstance(port, dict) else None
+        if proto and proto not in PROTOCOLS:
+            out.append(_not_supported(f"{pf}.protocol", proto, PROTOCOLS))
+    out += _validate_resources(ctr.get("resources"), f"{cf}.resources")
+    for j, env in enumerate(ctr.get("env") or []):
+        if not isinstance(env, dict) or not env.get("name"):
+            out.append(_required(f"{cf}.env[{j}].name"))
     return out
 
 

@@ -29,7 +29,7 @@ from pumice.api import Obj
 from pumice.api.admission import FieldCause
 from pumice.api.scheme import ResourceKind
 from pumice.api.selectors import FieldSelector
-from pumice.api.validation import validate_object
+from pumice.api.validation import validate_container, validate_object
 from pumice.apiserver import defaults as kdefaults
 from pumice.apiserver import errors, events
 from pumice.apiserver.crds import crd_status, validate_crd
@@ -209,8 +209,10 @@ EPHEMERAL_ALLOWED = frozenset({
 
 def ephemeral_containers_causes(spec: Obj, before: list[Obj]) -> list[FieldCause]:
     """Why ``spec.ephemeralContainers`` may not replace ``before``: an existing ephemeral container
-    removed or changed, a missing name or image, a name another container has, a target that is
-    not a container, a field an ephemeral container cannot set (ports, resources, probes,
+    removed or changed; then for each ephemeral container, in upstream's order: the container
+    checks every container gets (:func:`pumice.api.validation.validate_container`: name a DNS-1123
+    label, image required...), a name another container has, a target that is not a container or
+    init container, a field an ephemeral container cannot set (ports, resources, probes,
     lifecycle, restartPolicy...).
 
     Mirrors: kubernetes pkg/apis/core/validation/validation.go (ValidatePodEphemeralContainersUpdate,
@@ -227,25 +229,23 @@ def ephemeral_containers_causes(spec: Obj, before: list[Obj]) -> list[FieldCause
         elif new != old:
             causes.append(FieldCause(path, f'Forbidden: existing ephemeral containers "{old.get("name")}" may not be '
                                            "changed\n", "FieldValueForbidden"))
-    others = {c.get("name") for key in ("containers", "initContainers") for c in spec.get(key) or []}
-    seen: set[str] = set()
+    others = {c.get("name") for key in ("containers", "initContainers") for c in spec.get(key) or []
+              if isinstance(c, dict)}
+    seen = set(others)
     for i, c in enumerate(ecs):
         at = f"{path}[{i}]"
+        causes += validate_container(c, at)
         name = c.get("name")
-        if not name:
-            causes.append(FieldCause(f"{at}.name", "Required value", "FieldValueRequired"))
-        elif name in others or name in seen:
+        if name in seen:
             causes.append(FieldCause(f"{at}.name", f'Duplicate value: "{name}"', "FieldValueDuplicate"))
-        seen.add(str(name))
-        if not c.get("image"):
-            causes.append(FieldCause(f"{at}.image", "Required value", "FieldValueRequired"))
+        seen.add(name)
+        target = c.get("targetContainerName")
+        if target and target not in others:
+            causes.append(FieldCause(f"{at}.targetContainerName", f'Not found: "{target}"', "FieldValueNotFound"))
         for key in sorted(set(c) - EPHEMERAL_ALLOWED):
             if c[key] not in (None, [], {}, ""):
                 causes.append(FieldCause(f"{at}.{key}", "Forbidden: cannot be set for an Ephemeral Container",
                                          "FieldValueForbidden"))
-        target = c.get("targetContainerName")
-        if target and target not in {x.get("name") for x in spec.get("containers") or []}:
-            causes.append(FieldCause(f"{at}.targetContainerName", f'Not found: "{target}"', "FieldValueNotFound"))
     return causes
 
 

@@ -76,9 +76,27 @@ async def test_an_ephemeral_container_takes_only_the_allowed_fields_and_a_real_t
         r = await h.patch(URL, content=json.dumps({"spec": {"ephemeralContainers": [bad]}}), headers=SMP)
         assert r.status_code == 422
         assert [(c["field"], c["message"]) for c in r.json()["details"]["causes"]] == [
-            ("spec.ephemeralContainers[0].name", 'Duplicate value: "main"'),
             ("spec.ephemeralContainers[0].image", "Required value"),
-            ("spec.ephemeralContainers[0].ports", "Forbidden: cannot be set for an Ephemeral Container"),
+            ("spec.ephemeralContainers[0].name", 'Duplicate value: "main"'),
             ("spec.ephemeralContainers[0].targetContainerName", 'Not found: "nope"'),
+            ("spec.ephemeralContainers[0].ports", "Forbidden: cannot be set for an Ephemeral Container"),
         ]
         assert (await h.get("/api/v1/namespaces/default/pods/p")).json()["spec"].get("ephemeralContainers") is None
+
+
+async def test_an_ephemeral_container_gets_the_container_checks_and_may_target_an_init_container(
+        cluster: LocalCluster) -> None:
+    """validateEphemeralContainers runs validateContainerCommon (the name is a DNS-1123 label) and
+    takes init containers as targets (was: any name stored; an init container target refused)."""
+    await cluster.client.create(pod("p", initContainers=[{"name": "setup", "image": "busybox:1.36"}]))
+    async with http(cluster) as h:
+        bad = debugger("Bad_Name", imagePullPolicy="Sometimes")
+        r = await h.patch(URL, content=json.dumps({"spec": {"ephemeralContainers": [bad]}}), headers=SMP)
+        assert r.status_code == 422, r.text
+        assert [(c["field"], c["message"].split(":")[0]) for c in r.json()["details"]["causes"]] == [
+            ("spec.ephemeralContainers[0].name", 'Invalid value'),
+            ("spec.ephemeralContainers[0].imagePullPolicy", "Unsupported value"),
+        ]
+        good = debugger("debugger-1", targetContainerName="setup")
+        r = await h.patch(URL, content=json.dumps({"spec": {"ephemeralContainers": [good]}}), headers=SMP)
+        assert r.status_code == 200, r.text
