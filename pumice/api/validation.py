@@ -848,8 +848,14 @@ KindValidator = Callable[[Obj, "Obj | None"], list[FieldCause]]
 
 
 def _validate_pod(obj: Obj, old: Obj | None) -> list[FieldCause]:
+    """ValidatePodCreate / ValidatePodUpdate: ephemeral containers come only through the
+    ``ephemeralcontainers`` subresource, never with a create (validation.go ValidatePodCreate)."""
     out = validate_pod_spec(obj.get("spec"), "spec")
-    if old is not None:
+    if old is None:
+        spec = obj.get("spec")
+        if isinstance(spec, dict) and spec.get("ephemeralContainers"):
+            out.append(_forbidden("spec.ephemeralContainers", "cannot be set on create"))
+    else:
         out += validate_pod_update(obj, old)
     return out
 

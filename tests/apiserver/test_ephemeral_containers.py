@@ -100,3 +100,12 @@ async def test_an_ephemeral_container_gets_the_container_checks_and_may_target_a
         good = debugger("debugger-1", targetContainerName="setup")
         r = await h.patch(URL, content=json.dumps({"spec": {"ephemeralContainers": [good]}}), headers=SMP)
         assert r.status_code == 200, r.text
+
+
+async def test_a_pod_create_may_not_carry_ephemeral_containers(cluster: LocalCluster) -> None:
+    """ValidatePodCreate: ``spec.ephemeralContainers: Forbidden: cannot be set on create`` (was: stored)."""
+    async with http(cluster) as h:
+        r = await h.post("/api/v1/namespaces/default/pods", json=pod("p", ephemeralContainers=[debugger()]))
+        assert r.status_code == 422, r.text
+        assert [(c["field"], c["message"]) for c in r.json()["details"]["causes"]] == [
+            ("spec.ephemeralContainers", "Forbidden: cannot be set on create")]
