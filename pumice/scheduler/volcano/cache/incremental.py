@@ -180,23 +180,26 @@ class IncrementalSnapshot:
         self._handed: set[str] = set()
         """The uids of the jobs handed to the last session."""
         self._left_untouched: tuple[int, set[str]] | None = None
+        """(generation, the uids of the jobs its session's close found untouched)."""
         self._rebuilt: set[str] = set()
         """Uids of the jobs :meth:`_apply_jobs` rebuilt or dropped since the last snapshot."""
         self._out: dict[str, JobInfo] | None = None
         """The jobs dict handed to the last session (brought up to date in place when the job
         order and the queues stay the same)."""
         self._out_order: list[str] | None = None
+        """The :attr:`_job_order` list (by identity: it is replaced, never edited, when it changes)
+        the last session's jobs dict followed."""
         self._out_queues: frozenset[str] = frozenset()
+        """The queue uids of the last snapshot."""
         self._unkept: set[str] = set()
         """Uids of the jobs handed to the last session that are never handed out again as they
         were (network topology, sub-group policies)."""
-        """(generation, the uids of the jobs its session's close found untouched)."""
         self._job_log: set[str] = set()
         """Uids of the session jobs whose tasks or phase a session changed (:attr:`JobInfo.touch_log`)."""
         self._active: set[str] = set()
+        """Uids of the jobs handed to the last session that were then :func:`may_act` (as handed out)."""
         self._pg_status: dict[str, Obj] = {}
         """Job uid -> its base job's PodGroup status, for the jobs handed to the last session."""
-        """Uids of the jobs handed to the last session that were then :func:`may_act` (as handed out)."""
         self._jobs_changed: set[str] = set()
         self._nodes_changed: set[str] | None = None
         """Names of the session Nodes replaced since the last snapshot; None: all of them."""
