@@ -377,6 +377,24 @@ def _fv1_edit(fv1: Obj, remove: list[Path], add: list[Path]) -> Obj:
     return root
 
 
+def _list_value(name: str) -> tuple[bool, Any]:
+    """``(True, value)`` of a ``v:`` step's JSON, ``(False, None)`` when it is not JSON."""
+    try:
+        return True, json.loads(name)
+    except ValueError:
+        return False, None
+
+
+def _list_item_key(name: str) -> dict[str, Any] | None:
+    """The key fields of a ``k:`` step (a JSON object), or None when it is not one.
+
+    Steps come from stored ``managedFields``; the server writes only objects there, but a client
+    may PUT any ``fieldsV1`` (kube-apiserver drops such entries when it decodes them; pumice
+    keeps them), so a step that is not an object names no list item instead of failing the
+    write with a 500."""
+    ok, key = _list_value(name)
+    return key if ok and isinstance(key, dict) else None
+
 def render_path(path: Path) -> str:
     """``.spec.containers[name="c"].image`` style rendering used in conflict messages."""
     parts = []
@@ -384,11 +402,11 @@ def render_path(path: Path) -> str:
         if kind == "f":
             parts.append(f".{name}")
         elif kind == "k":
-            try:
-                key = json.loads(name)
-                parts.append("[" + ",".join(f"{k}={json.dumps(v)}" for k, v in key.items()) + "]")
-            except ValueError:
+            key = _list_item_key(name)
+            if key is None:
                 parts.append(f"[{name}]")
+            else:
+                parts.append("[" + ",".join(f"{k}={json.dumps(v)}" for k, v in key.items()) + "]")
         else:
             parts.append(f"[={name}]")
     return "".join(parts)
@@ -402,17 +420,18 @@ def _lookup(obj: Any, path: Path) -> tuple[bool, Any]:
                 return False, None
             node = node[name]
         elif kind == "k":
-            if not isinstance(node, list):
+            key = _list_item_key(name)
+            if key is None or not isinstance(node, list):
                 return False, None
-            key = json.loads(name)
             match = [x for x in node if isinstance(x, dict) and all(x.get(k) == v for k, v in key.items())]
             if not match:
                 return False, None
             node = match[0]
         else:
-            if not isinstance(node, list) or json.loads(name) not in node:
+            ok, value = _list_value(name)
+            if not ok or not isinstance(node, list) or value not in node:
                 return False, None
-            node = json.loads(name)
+            node = value
     return True, node
 
 
@@ -424,11 +443,14 @@ def _remove(obj: Any, path: Path) -> None:
     if kind == "f" and isinstance(parent, dict):
         parent.pop(name, None)
     elif kind == "k" and isinstance(parent, list):
-        key = json.loads(name)
-        parent[:] = [x for x in parent if not (isinstance(x, dict) and all(x.get(k) == v for k, v in key.items()))]
+        key = _list_item_key(name)
+        if key is not None:
+            parent[:] = [x for x in parent
+                         if not (isinstance(x, dict) and all(x.get(k) == v for k, v in key.items()))]
     elif kind == "v" and isinstance(parent, list):
-        value = json.loads(name)
-        parent[:] = [x for x in parent if x != value]
+        ok, value = _list_value(name)
+        if ok:
+            parent[:] = [x for x in parent if x != value]
 
 
 def _merge(live: Any, applied: Any, kind: str, builtin: bool, names: tuple[str, ...]) -> Any:

@@ -155,3 +155,25 @@ async def test_an_applied_configuration_may_not_carry_managed_fields(cluster: Lo
         await cluster.client.request("PATCH", cms.path("default", "c1"), body=body, content_type=APPLY,
                                      params={"fieldManager": "kubectl"})
     assert (err.value.code, err.value.message) == (400, "metadata.managedFields must be nil")
+
+
+async def test_apply_over_a_hand_written_list_key_that_is_not_an_object_is_not_a_500(cluster: LocalCluster) -> None:
+    """A client may PUT any fieldsV1; an Apply manager's ``k:`` step that is not a JSON object (or
+    not JSON) names no list item, so the manager's next apply goes through (was: 500
+    AttributeError / a 422 with a JSON decoder's message)."""
+    deps = cluster.scheme.by_api_version_kind("apps/v1", "Deployment")
+    c = cluster.client
+    await c.request("PATCH", deps.path("default", "d1"), body=deployment(1), content_type=APPLY,
+                    params={"fieldManager": "ap"})
+    for step in ("k:[1]", 'k:"c"', "k:null", "k:{bad", "v:{"):
+        cur = await c.request("GET", deps.path("default", "d1"))
+        cur["metadata"]["managedFields"] = [{
+            "manager": "ap", "operation": "Apply", "apiVersion": "apps/v1", "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:spec": {"f:template": {"f:spec": {"f:containers": {step: {".": {}, "f:image": {}}}}}}}}]
+        await c.request("PUT", deps.path("default", "d1"), body=cur, params={"fieldManager": "ap"})
+        body = deployment(1)
+        body["spec"]["template"]["spec"]["containers"][0]["image"] = f"busybox-{len(step)}"
+        got = await c.request("PATCH", deps.path("default", "d1"), body=body, content_type=APPLY,
+                              params={"fieldManager": "ap"})
+        containers = got["spec"]["template"]["spec"]["containers"]
+        assert [(x["name"], x["image"]) for x in containers] == [("c", f"busybox-{len(step)}")], step
