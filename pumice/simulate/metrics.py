@@ -6,7 +6,8 @@ Definitions (all times in simulated seconds; see docs in :mod:`pumice.simulate.r
   bound (``gang_bound``; one-Pod jobs: the bind; a Ray cluster's gang is its PodGroup's
   ``minMember``); *ready* (Ray kinds only): a RayService's ``Ready`` condition first True, a
   RayJob's Ray job start (``rayJobInfo.startTime``); *finish*: the last of its Pods terminal
-  (RayJob: ``jobDeploymentStatus`` Complete/Failed; services (RayService, Deployment, DLRM
+  (Volcano Job: its phase Completed/Failed/Aborted/Terminated, after the restarts its policies
+  made; RayJob: ``jobDeploymentStatus`` Complete/Failed; services (RayService, Deployment, DLRM
   instances): deleted);
 - ready delay = ready - arrival, over Ray jobs that got ready (RayService: until it serves;
   RayJob: until its Ray job runs);

@@ -61,7 +61,7 @@ from pumice.controllers.ray.dashboard import (
     dashboard_port_of,
     submit_request_body,
 )
-from pumice.node.runtime.simulated import ANNOTATION_DURATION, ANNOTATION_EXIT_CODE
+from pumice.node.runtime.simulated import ANNOTATION_DURATION, ANNOTATION_EXIT_CODE, exit_codes
 
 log = logging.getLogger(__name__)
 
@@ -225,7 +225,7 @@ class SimulatedRayDashboard:
         if now < job.start + duration:
             job.status = JobStatus.RUNNING
             return
-        failed = int(ann.get(ANNOTATION_EXIT_CODE, 0) or 0) != 0
+        failed = exit_codes(ann.get(ANNOTATION_EXIT_CODE) or 0)[0] != 0  # a Ray job runs once: its first code
         job.status = JobStatus.FAILED if failed else JobStatus.SUCCEEDED
         job.end = job.start + duration
         self._end_submitter(job)

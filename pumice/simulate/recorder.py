@@ -26,7 +26,7 @@ from pumice._util.clock import Clock, parse_rfc3339
 from pumice.api import Obj
 from pumice.api.meta import is_condition_true
 from pumice.api.ray.constants import RayServiceConditionType
-from pumice.api.volcano.constants import KUBE_GROUP_NAME_ANNOTATION_KEY
+from pumice.api.volcano.constants import KUBE_GROUP_NAME_ANNOTATION_KEY, JobPhase
 from pumice.node.podspec import pod_requests
 from pumice.simulate.nodes import GPU, GPU_MEMORY, GPU_MILLI, GPU_NUMBER, NodeSpec, gpu_milli
 from pumice.simulate.workload import JOB_LABEL, QUEUE_ANNOTATION, Arrival
@@ -34,6 +34,11 @@ from pumice.simulate.workload import JOB_LABEL, QUEUE_ANNOTATION, Arrival
 TERMINAL = ("Succeeded", "Failed")
 REJECTED = "Rejected"
 """The status of a job whose manifest the API server refused (``Rejected: <its message>``)."""
+VCJOB_ENDS = {JobPhase.COMPLETED: "Succeeded", JobPhase.FAILED: "Failed", JobPhase.ABORTED: "Aborted",
+              JobPhase.TERMINATED: "Terminated"}
+"""A Volcano Job's phases that end it (``status.state.phase``; Aborted stays until a ResumeJob
+Command, which nothing sends during a run) -> the job's status in jobs.csv (Completed is written
+``Succeeded``, as for every other kind)."""
 
 
 @dataclass
@@ -93,6 +98,8 @@ class JobState:
     ready: float | None = None
     finished: float | None = None
     status: str = ""
+    retry_count: int | None = None
+    """A Volcano Job's ``status.retryCount`` as last seen (None: other kinds, or no status yet)."""
     draining: bool = False
     """Deleted (a service) with Pods still holding: counted finished when the last one goes."""
 
@@ -263,11 +270,11 @@ class Recorder:
         js = self.jobs.get(rec.job)
         if js is None:
             return
-        if js.arrival.kind == "Job" and rec.evictions:
-            # a vcjob's Pod evicted while it ran (its kubelet then reports Failed): the job
-            # controller re-creates it, so the task has not ended (trial-8 F-8)
-            return
         js.terminal += 1
+        if js.arrival.kind == "Job":
+            # a vcjob ends with its phase (vcjob_event), not with its Pods: its controller re-creates
+            # an evicted Pod, and a RestartJob/RestartTask policy replaces failed ones (trial-8 F-8)
+            return
         # a service (delete_after) whose Pod ended before its deletion (an eviction of a bare Pod)
         # ended then; one the run deleted ended at the deletion (deployment_deleted)
         if js.arrival.kind in ("Pod", "Job") and js.terminal >= js.arrival.tasks and js.finished is None:
@@ -301,6 +308,25 @@ class Recorder:
     def _set_min_member(js: JobState, mm: int) -> None:
         if mm != js.min_member and js.held == 0:
             js.min_member = mm
+
+    def vcjob_event(self, job: Obj) -> None:
+        """A Volcano Job's status: finished when its phase ends it (:data:`VCJOB_ENDS`: Completed,
+        Failed, Aborted, Terminated), as ``kubectl get vcjob`` shows the end, with the restarts its
+        lifecycle policies made (``status.retryCount``) kept in :attr:`JobState.retry_count`. The
+        job is the Job's ``pumice.io/sim-job`` label, else its name."""
+        md = job.get("metadata") or {}
+        name = (md.get("labels") or {}).get(JOB_LABEL) or md.get("name", "")
+        js = self.jobs.get(name)
+        if js is None or js.arrival.kind != "Job":
+            return
+        st = job.get("status") or {}
+        if st:
+            js.retry_count = int(st.get("retryCount") or 0)
+        end = VCJOB_ENDS.get((st.get("state") or {}).get("phase", ""))
+        if end is not None and js.finished is None:
+            js.finished, js.status = self.now(), end
+            self.touch()
+            self._finished(name)
 
     def rayjob_event(self, rj: Obj) -> None:
         """A RayJob's status: ``ready`` when its Ray job started (``rayJobInfo.startTime``), finished

@@ -39,9 +39,11 @@ JOB_COLUMNS = {
     "start": "seconds: the last Pod of its gang bound (one-Pod jobs: the bind)",
     "ready": "seconds: RayService Ready condition first True; RayJob: its Ray job started (rayJobInfo.startTime); "
              "empty for other kinds",
-    "finish": "seconds: every Pod terminal (RayJob: Complete/Failed; services: deleted)",
+    "finish": "seconds: every Pod terminal (Volcano Job: its phase Completed, Failed, Aborted or Terminated, "
+              "after any restarts its policies made; RayJob: Complete/Failed; services: deleted)",
     "status": "Succeeded, Failed, Deleted (a service at the end of its lifetime), Deleted before start, "
-              "Rejected: <why>; at the end: Running, PartialGang <held>/<minMember>, Pending",
+              "Rejected: <why>, and for a Volcano Job Aborted or Terminated (its phase; Completed is Succeeded); "
+              "at the end: Running, PartialGang <held>/<minMember>, Pending",
     "queueing_delay": "start - arrival, seconds",
     "jct": "finish - arrival, seconds",
     "partial_gang_seconds": "time with 0 < bound Pods < minMember",
@@ -50,7 +52,8 @@ JOB_COLUMNS = {
     "nodes": "Nodes its Pods ran on, space-separated",
 }
 POD_COLUMNS = {
-    "pod": "namespace/name (a re-created Pod of the same name, as a vcjob makes after an eviction: namespace/name#2, #3...)", "job": "job", "queue": "queue", "node": "Node bound to",
+    "pod": "namespace/name (a re-created Pod of the same name, as a vcjob makes after an eviction or a restart "
+           "by its policies: namespace/name#2, #3...)", "job": "job", "queue": "queue", "node": "Node bound to",
     "cpu_milli": "cpu request, millicores", "gpu_milli": "GPU request, 1/1000 GPU",
     "arrival": "seconds: first seen", "bind": "seconds", "start": "seconds: phase Running",
     "finish": "seconds: phase Succeeded/Failed", "deleted": "seconds: gone from the API",

@@ -722,6 +722,9 @@ async def _start_controllers(stack: _Stack, cfg: SimConfig, clock: LoopClock, re
     rayservice_inf.add_event_handler(rec.rayservice_event, lambda _o, n: rec.rayservice_event(n), None)
     pg_inf = mgr.informers.informer(ray_controllers_kind("POD_GROUP"))
     pg_inf.add_event_handler(rec.podgroup_event, lambda _o, n: rec.podgroup_event(n), None)
+    if any(a.kind == "Job" for a in cfg.workload.arrivals):  # a vcjob ends with its phase
+        vcjob_inf = mgr.informers.informer(ray_controllers_kind("VCJOB"))
+        vcjob_inf.add_event_handler(rec.vcjob_event, lambda _o, n: rec.vcjob_event(n), None)
     stack.tasks.append(asyncio.create_task(mgr.start(), name="controller-manager"))
     await mgr.wait_started()
 

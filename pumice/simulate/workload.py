@@ -85,7 +85,7 @@ import yaml
 from pumice.api import Obj
 from pumice.api.yamlsafe import error_line
 from pumice.node.podspec import pod_requests
-from pumice.node.runtime.simulated import ANNOTATION_DURATION
+from pumice.node.runtime.simulated import ANNOTATION_DURATION, ANNOTATION_EXIT_CODE, exit_codes
 from pumice.simulate.nodes import (
     GPU,
     GPU_MEMORY,
@@ -643,6 +643,12 @@ def check_workload_document(path: Path, d: Obj) -> None:
             aw = f"{where}.annotations[{ANNOTATION_DURATION}]"
             number(ann[ANNOTATION_DURATION], aw)
             run_time(float(ann[ANNOTATION_DURATION]), aw)
+        if ann.get(ANNOTATION_EXIT_CODE) is not None:
+            try:
+                exit_codes(ann[ANNOTATION_EXIT_CODE])
+            except ValueError:
+                fail(f"{where}.annotations[{ANNOTATION_EXIT_CODE}]",
+                     "a whole number or a comma-separated list of them", ann[ANNOTATION_EXIT_CODE], value=True)
 
     for i, q in enumerate(seq(d.get("queues"), "queues")):
         if not isinstance(q, str):

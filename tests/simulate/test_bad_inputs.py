@@ -228,6 +228,15 @@ def test_a_run_time_past_the_longest_run_is_refused_naming_the_row(tmp_path: Pat
     assert _simulate(tmp_path, nodes, w) == (2, ["Error: " + error.format(w=w)])
 
 
+def test_a_bad_exit_code_annotation_is_refused_naming_where(tmp_path: Path) -> None:
+    pod = ("{apiVersion: v1, kind: Pod, metadata: {annotations: {pumice.io/sim-exit-code: '1,x'}}, "
+           "spec: {restartPolicy: Never, containers: [{name: c, image: x}]}}")
+    nodes, w = _files(tmp_path, "w.yaml", f"arrivals:\n  - {{at: 0, duration: 5, name: a, manifest: {pod}}}\n")
+    assert _simulate(tmp_path, nodes, w) == (2, [
+        f"Error: {w}: arrivals[0].manifest.metadata.annotations[pumice.io/sim-exit-code]: expected a whole number "
+        "or a comma-separated list of them, got '1,x'"])
+
+
 PRIO_POD = ("{apiVersion: v1, kind: Pod, spec: {priorityClassName: low, restartPolicy: Never, "
             "containers: [{name: c, image: x}]}}")
 

@@ -6,7 +6,11 @@
   zero seconds.
 - A regular container runs for the Pod annotation ``pumice.io/sim-duration-seconds`` (or the
   first matching per-image rule, or forever when neither is given), then exits with
-  ``pumice.io/sim-exit-code`` (default 0). Init containers exit 0 at once.
+  ``pumice.io/sim-exit-code`` (default 0). Init containers exit 0 at once. A comma-separated list
+  of codes (``"1,0"``) gives the code of each run in turn: the n-th time this runtime starts that
+  container of a Pod of that namespace/name (a kubelet restart, or a Pod re-created under its
+  name, as a Volcano Job's restart policies do) exits with the n-th code, the last one repeating:
+  a task that fails once and then succeeds.
 - Rendezvous gangs: Pods annotated ``pumice.io/sim-gang: <key>`` and ``pumice.io/sim-gang-size: N``
   (distributed training workers) make no progress until N containers of that key (per namespace)
   have started; then all their durations start together. Late joiners (restarts) run at once.
@@ -72,6 +76,7 @@ class SimulatedRuntime:
         self.ipam = IPAM(pod_cidr, reserved=[str(IPAM(pod_cidr).net.network_address + 1)])
         self._gangs: dict[str, _Gang] = {}
         self._by_pod: dict[str, list[Container]] = {}
+        self._runs: dict[str, int] = {}  # "<ns>/<pod>/<container>" -> runs so far (exit-code lists only)
         self.timers = 0
         """Containers whose end is scheduled, has not come yet and can end their Pod (a simulation
         is stalled when nothing is pending and this is 0). Not counted: a container of a Pod with
@@ -112,11 +117,17 @@ class SimulatedRuntime:
         fut: asyncio.Future[int] = loop.create_future()
         ann = (pod.get("metadata") or {}).get("annotations") or {}
         duration = 0.0 if req.init else self._duration(pod, req.container)
-        code = 0 if req.init else int(ann.get(ANNOTATION_EXIT_CODE, 0))
+        codes = [0] if req.init else exit_codes(ann.get(ANNOTATION_EXIT_CODE, "0"))
+        if len(codes) > 1:
+            run_key = f"{sandbox.namespace}/{sandbox.name}/{req.container['name']}"
+            n = self._runs[run_key] = self._runs.get(run_key, 0) + 1
+            codes = codes[min(n, len(codes)) - 1:]
+        code = codes[0]
         gang_key = ann.get(ANNOTATION_GANG) if not req.init else None
         key = f"{sandbox.namespace}/{gang_key}" if gang_key else None
-        # [timer handle, gang key, whether its end can end the Pod (counted in self.timers)]
-        holder: list[Any] = [None, key, _ends_pod(pod, code)]
+        # [timer handle, gang key, whether its end can end the Pod (counted in self.timers): this
+        # run's, or a later run's the kubelet restarts it into]
+        holder: list[Any] = [None, key, any(_ends_pod(pod, c) for c in codes)]
         if duration is not None and key:
             gang = self._gangs.get(key)
             if gang is None:
@@ -199,6 +210,18 @@ class SimulatedRuntime:
 
     def update_hosts(self, sandbox: Sandbox, content: str) -> None:
         return None
+
+
+def exit_codes(value: Any) -> list[int]:
+    """The ``pumice.io/sim-exit-code`` annotation's codes: one whole number, or several separated
+    by commas (one per run, see the module docstring). Raises ValueError naming the value when a
+    part is not a whole number."""
+    parts = [p.strip() for p in str(value).split(",")]
+    try:
+        return [int(p) for p in parts]
+    except ValueError:
+        raise ValueError(f"{ANNOTATION_EXIT_CODE}: expected a whole number or a comma-separated list of them, "
+                         f"got {value!r}") from None
 
 
 def _ends_pod(pod: Obj, code: int) -> bool:
