@@ -109,6 +109,7 @@ def job_rows(rec: Recorder) -> list[dict[str, Any]]:
             "jct": _r(js.finished - a.time) if js.finished is not None and started is not None else None,
             "partial_gang_seconds": _r(js.partial_seconds),
             "evictions": sum(p.evictions for p in pods),
+            "restarts": js.retry_count,
             "trace_queueing_delay": _r(a.trace_delay),
             "nodes": " ".join(sorted({p.node for p in pods if p.node})),
         })
@@ -182,6 +183,9 @@ def summary(rec: Recorder, end: float, ended_by: str, jobs: list[dict[str, Any]]
                  "deadlock": ended_by == "stalled" and bool(partial_end)},
         "sessions": rec.sessions,
     }
+    restarted = [j["restarts"] for j in jobs if j["restarts"]]
+    if restarted:
+        out["restarts"] = {"jobs": len(restarted), "total": sum(restarted)}
     ready = [j["ready"] - j["arrival"] for j in jobs if j["ready"] is not None]
     if ready:
         out["ready_delay"] = {"jobs": len(ready), "mean": _r(mean(ready)), "median": _r(median(ready)),

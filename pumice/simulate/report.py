@@ -48,6 +48,9 @@ JOB_COLUMNS = {
     "jct": "finish - arrival, seconds",
     "partial_gang_seconds": "time with 0 < bound Pods < minMember",
     "evictions": "its Pods' evictions (preempt, reclaim)",
+    "restarts": "Volcano Job: its status.retryCount at the end: one per restart its lifecycle policies made "
+                "(RestartJob, RestartTask, RestartPod), also the last one, which found maxRetry used up and "
+                "failed the job instead; empty for other kinds",
     "trace_queueing_delay": "the trace's own scheduled - creation (openb), seconds",
     "nodes": "Nodes its Pods ran on, space-separated",
 }
@@ -91,6 +94,8 @@ SUMMARY_SCHEMA = {
               "cluster's; a queue with no job in a session deserves 0 then (queues.png draws both over time)",
     "preemptions": "tasks evicted by the preempt action", "reclaims": "tasks evicted by reclaim",
     "evictions": "Pod evictions seen",
+    "restarts": "only when a Volcano Job restarted: {jobs, total}: the Volcano Jobs whose status.retryCount ended "
+                "above 0, and the sum of those counts (jobs.csv restarts)",
     "gang": "{gang_jobs, partial_gang_seconds, jobs_holding_partial_gang_at_end, deadlock}",
     "sessions": "scheduling sessions run",
     "ready_delay": "only with RayServices/RayJobs that got ready: {jobs, mean, median, p99} of ready - arrival, "

@@ -50,3 +50,6 @@ def test_a_vcjob_restarted_by_its_policy_ends_with_its_phase(tmp_path: Path) -> 
     assert [p["status"] for k, p in sorted(pods.items()) if p["job"] == "doomed"] == ["Failed", "Failed"]
     assert (jobs["doomed"]["finish"], jobs["doomed"]["jct"], jobs["doomed"]["status"]) == (64.0, 64.0, "Failed")
     assert r.ended_by == "done" and r.end_time == 104.0
+    # status.retryCount: flaky restarted once; doomed's second RestartJob counts too
+    assert (jobs["flaky"]["restarts"], jobs["doomed"]["restarts"]) == (1, 2)
+    assert metrics.summary(r.recorder, r.end_time, r.ended_by)["restarts"] == {"jobs": 2, "total": 3}
