@@ -3,9 +3,10 @@
 - ``get cluster [NAME] [-A]``, ``get workergroup [GROUP] [-c CLUSTER] [-A]``,
   ``get node [NODE] [-c CLUSTER] [-A]``: the plugin's tables (same columns);
   ``get token CLUSTER``: the ``auth_token`` of Secret ``CLUSTER`` of a token-auth RayCluster;
-- ``create cluster NAME [flags] [--dry-run] [--wait --timeout 5m]``: a RayCluster with the plugin's
-  defaults (head 2 CPU / 4Gi, one worker group ``default-group`` of 1 × 2 CPU / 4Gi, head ports
-  6379 ``gcs-server``, 8265 ``dashboard``, 10001 ``client``);
+- ``create cluster NAME [flags | --file F] [--dry-run] [--wait --timeout 5m]``: a RayCluster with the
+  plugin's defaults (head 2 CPU / 4Gi, one worker group ``default-group`` of 1 × 2 CPU / 4Gi, head
+  ports 6379 ``gcs-server``, 8265 ``dashboard``, 10001 ``client``), or from the plugin's
+  cluster-config file (:mod:`pumice.cli.ray_config`); a cluster that exists is refused;
   ``create workergroup GROUP -c CLUSTER [flags]``: appends a group (1 replica, min 1, max 10,
   2 CPU / 4Gi) and updates the RayCluster; a GROUP the cluster already has is refused (upstream
   appends it, and the operator then refuses the whole spec); negative replica counts are usage
@@ -71,7 +72,7 @@ from pumice._util.clock import default_clock, parse_rfc3339
 from pumice._util.duration import go_duration_string, parse_go_duration
 from pumice.api import Obj, scheme
 from pumice.api.ray.constants import DEFAULT_MAX_REPLICAS, RayClusterConditionType
-from pumice.client.base import ApiError, ExecError, KubeClient
+from pumice.client.base import ApiError, ExecError, KubeClient, get_or_none
 from pumice.client.kube import Client
 
 logger = logging.getLogger(__name__)
@@ -437,6 +438,9 @@ class GoDuration(click.ParamType):
 @click.option("--wait", is_flag=True, help="Wait until RayClusterProvisioned or state ready.")
 @click.option("--timeout", default="5m0s", show_default=True, type=GoDuration(),
               help="The timeout for --wait (a duration: 5m, 60s).")
+@click.option("--file", "config_file", default="",
+              help="Path to a YAML file containing Ray cluster configuration (the plugin's format; with it only "
+                   "--namespace, --context, --kubeconfig, --dry-run, --wait and --timeout).")
 @_conn
 def create_cluster(name: str, ray_version: str, image: str | None, head_cpu: str, head_memory: str, head_gpu: str,
                    worker_replicas: int, worker_cpu: str, worker_memory: str, worker_gpu: str,
@@ -445,8 +449,13 @@ def create_cluster(name: str, ray_version: str, image: str | None, head_cpu: str
                    head_ephemeral_storage: str = "", head_ray_start_params: tuple[str, ...] = (),
                    head_node_selectors: tuple[str, ...] = (), worker_ephemeral_storage: str = "",
                    worker_tpu: str = "0", worker_ray_start_params: tuple[str, ...] = (),
-                   worker_node_selectors: tuple[str, ...] = (), num_of_hosts: int = 1) -> None:
-    """Create RayCluster NAME with the plugin's defaults and these flags."""
+                   worker_node_selectors: tuple[str, ...] = (), num_of_hosts: int = 1, config_file: str = "") -> None:
+    """Create RayCluster NAME with the plugin's defaults and these flags, or from the plugin's
+    cluster-config file (``--file``, see :mod:`pumice.cli.ray_config`)."""
+    if config_file:
+        cluster = _cluster_from_file(click.get_current_context(), config_file, name, namespace)
+        _create_cluster(cluster, dry_run=dry_run, wait=wait, timeout=timeout, kubeconfig=kubeconfig, context=context)
+        return
     head_params = _kv_map(head_ray_start_params, "--head-ray-start-params")
     head_selectors = _kv_map(head_node_selectors, "--head-node-selectors")
     worker_params = _kv_map(worker_ray_start_params, "--worker-ray-start-params")
@@ -471,11 +480,67 @@ def create_cluster(name: str, ray_version: str, image: str | None, head_cpu: str
                             worker_ephemeral_storage=worker_ephemeral_storage, worker_tpu=worker_tpu,
                             worker_ray_start_params=worker_params, worker_node_selectors=worker_selectors,
                             num_of_hosts=num_of_hosts)
+    _create_cluster(cluster, dry_run=dry_run, wait=wait, timeout=timeout, kubeconfig=kubeconfig, context=context)
+
+
+_ALLOWED_WITH_FILE = frozenset({"file", "context", "namespace", "dry-run", "wait", "timeout", "kubeconfig"})
+"""The flags ``create cluster --file`` takes besides it (the plugin's list; ``--kubeconfig``
+too, which the plugin refuses with the file as it does any flag not listed)."""
+
+
+def _cluster_from_file(ctx: click.Context, path: str, name: str, namespace: str) -> Obj:
+    """``create cluster NAME --file F``: refuse the flags that would set the cluster, read and check
+    the file, resolve the name and namespace; errors print one line and exit 1.
+
+    Mirrors: kubectl-plugin create/create_cluster.go Validate and Run (the config-file path)."""
+    from click.core import ParameterSource
+
+    from pumice.cli import ray_config
+
+    given = sorted(_flag_name(p) for p in ctx.command.params
+                   if isinstance(p, click.Option) and ctx.get_parameter_source(p.name or "") == ParameterSource.COMMANDLINE)
+    try:
+        bad = [f for f in given if f not in _ALLOWED_WITH_FILE]
+        if bad:
+            raise RayCliError(f"the following flags are incompatible with --file: [{' '.join(bad)}]")
+        try:
+            config = ray_config.parse_config_file(path, DEFAULT_RAY_VERSION)
+        except ray_config.ConfigError as e:
+            raise RayCliError(f"failed to parse config file: {e}") from None
+        try:
+            ray_config.validate_config(config, _check_quantity, validate_tpu)
+        except (ray_config.ConfigError, RayCliError) as e:
+            raise RayCliError(f"failed to validate config file: {e}") from None
+        try:
+            name = ray_config.resolve_name(config, name)
+            namespace = ray_config.resolve_namespace(
+                config, namespace, ctx.get_parameter_source("namespace") == ParameterSource.COMMANDLINE)
+        except ray_config.ConfigError as e:
+            raise RayCliError(str(e)) from None
+    except RayCliError as e:
+        click.echo(f"Error: {' '.join(str(e).split())}", err=True)
+        sys.exit(1)
+    return ray_config.build_cluster_from_config(config, name, namespace)
+
+
+def _flag_name(p: click.Option) -> str:
+    """An option's long name without dashes (``--head-cpu`` -> ``head-cpu``; ``config_file`` -> ``file``)."""
+    longs = [o for o in p.opts if o.startswith("--")]
+    return (longs[0] if longs else p.opts[0]).lstrip("-")
+
+
+def _create_cluster(cluster: Obj, *, dry_run: bool, wait: bool, timeout: float, kubeconfig: str | None,
+                    context: str | None) -> None:
+    """Print ``cluster`` (``--dry-run``) or create it, refusing one that exists with the plugin's
+    text, and with ``--wait`` wait until it is provisioned or ``timeout`` seconds passed."""
+    name, namespace = cluster["metadata"]["name"], cluster["metadata"]["namespace"]
     if dry_run:
         click.echo(yaml.safe_dump(cluster, sort_keys=False).rstrip())
         return
 
     async def fn(client: KubeClient) -> None:
+        if await get_or_none(client, scheme.RAY_CLUSTER, name, namespace) is not None:
+            raise RayCliError(f"the Ray cluster {name} in namespace {namespace} already exists")
         created = await client.create(cluster)
         click.echo(f"Created Ray cluster: {created['metadata']['name']}")
         if not wait:

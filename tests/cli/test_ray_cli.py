@@ -26,6 +26,7 @@ from pumice.cli.ray import (
     table,
 )
 from pumice.testing.cluster import serve_http
+from pumice.testing.paths import shared_dir
 
 
 @pytest.fixture(scope="module")
@@ -601,3 +602,96 @@ def test_job_submit_passes_the_plugins_ray_job_submit_flags_through() -> None:
     for flag in ("--headers", "--verify", "--entrypoint-resources", "--metadata-json", "--log-style", "--log-color",
                  "--entrypoint-num-cpus", "--entrypoint-num-gpus", "--entrypoint-memory", "--verbose"):
         assert flag in r.output
+
+
+CLUSTER_CONFIG = """\
+# kubectl-ray's cluster-config format (kubectl-plugin/pkg/util/generation), not a RayCluster
+name: from-file
+labels: {team: ml}
+ray-version: 2.46.0
+head:
+  memory: 3Gi
+  ray-start-params: {num-cpus: 0}
+worker-groups:
+  - name: cpu
+    replicas: 2
+    cpu: 1
+    memory: 2Gi
+  - replicas: 0
+    gpu: 1
+    num-of-hosts: 1
+autoscaler: {version: v2}
+"""
+
+
+def test_create_cluster_from_the_plugins_config_file(server: Any, tmp_path: Path) -> None:
+    """trial-8 F-11: ``create cluster NAME --file F`` as kubectl-ray's (create_cluster.go, generation.go)."""
+    f = tmp_path / "cluster.yaml"
+    f.write_text(CLUSTER_CONFIG)
+    r = run(server, "create", "cluster", "from-file", "--file", str(f), "--dry-run")
+    assert r.exit_code == 0, r.output
+    cl = yaml.safe_load(r.output)
+    assert cl["metadata"] == {"name": "from-file", "namespace": "default", "labels": {"team": "ml"}}
+    spec = cl["spec"]
+    # ray-version from the file; the image stays the plugin's default (the file gives none)
+    assert spec["rayVersion"] == "2.46.0"
+    head = spec["headGroupSpec"]["template"]["spec"]["containers"][0]
+    assert head["image"] == "rayproject/ray:2.52.0"
+    # the file's head is merged into the default head (cpu 2 kept); CPU is a request only
+    assert head["resources"] == {"requests": {"cpu": "2", "memory": "3Gi"}, "limits": {"memory": "3Gi"}}
+    assert spec["headGroupSpec"]["rayStartParams"] == {"num-cpus": "0"}
+    # the file's worker groups replace the default one: no default CPU/memory; an unnamed second
+    # group is default-group-1
+    cpu, gpu = spec["workerGroupSpecs"]
+    assert (cpu["groupName"], cpu["replicas"], "numOfHosts" in cpu) == ("cpu", 2, False)
+    assert cpu["template"]["spec"]["containers"][0]["resources"] == {
+        "requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "2Gi"}}
+    assert (gpu["groupName"], gpu["replicas"], gpu["numOfHosts"]) == ("default-group-1", 0, 1)
+    assert gpu["template"]["spec"]["containers"][0]["resources"] == {
+        "requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "1"}}
+    assert spec["enableInTreeAutoscaling"] is True and spec["autoscalerOptions"] == {"version": "v2"}
+    r = run(server, "create", "cluster", "from-file", "--file", str(f))
+    assert (r.exit_code, r.output.strip()) == (0, "Created Ray cluster: from-file")
+    r = run(server, "get", "workergroup", "-c", "from-file")
+    assert [line.split()[0] for line in r.output.strip().splitlines()[1:]] == ["cpu", "default-group-1"]
+    r = run(server, "create", "cluster", "from-file", "--file", str(f))
+    assert (r.exit_code, r.output.strip()) == (1, "Error: the Ray cluster from-file in namespace default already exists")
+    assert run(server, "delete", "from-file", "-y").exit_code == 0
+
+
+def _file_error(server: Any, tmp_path: Path, text: str, *args: str) -> tuple[int, str]:
+    f = tmp_path / "c.yaml"
+    f.write_text(text)
+    r = run(server, "create", "cluster", "x", "--file", str(f), *args)
+    assert "Traceback" not in r.output
+    return r.exit_code, r.output.strip()
+
+
+def test_create_cluster_file_refusals_have_the_plugins_texts(server: Any, tmp_path: Path) -> None:
+    # a RayCluster manifest is not the plugin's config format: each top-level key is refused
+    sample = shared_dir() / "samples" / "kuberay" / "ray-cluster.sample.yaml"
+    r = run(server, "create", "cluster", "x", "--file", str(sample))
+    assert r.exit_code == 1
+    assert r.output.startswith("Error: failed to parse config file: failed to parse YAML: yaml: unmarshal errors: line ")
+    assert "field apiVersion not found in type generation.RayClusterConfig" in r.output
+    assert "field spec not found in type generation.RayClusterConfig" in r.output
+    assert len(r.output.strip().splitlines()) == 1
+    assert _file_error(server, tmp_path, "image: x\n", "--head-cpu", "1", "--ray-version", "2.9.0") == (
+        1, "Error: the following flags are incompatible with --file: [head-cpu ray-version]")
+    assert _file_error(server, tmp_path, "worker-groups:\n  - replicas: two\n") == (
+        1, "Error: failed to parse config file: failed to parse YAML: yaml: unmarshal errors: "
+           "line 2: cannot unmarshal !!str `two` into int32")
+    assert _file_error(server, tmp_path, "worker-groups:\n  - replicas: 1\n    cpu: -1\n") == (
+        1, "Error: failed to validate config file: cpu (worker group 0) cannot be negative")
+    assert _file_error(server, tmp_path, "gke: {gcsfuse: {mount-path: /mnt}}\n") == (
+        1, "Error: failed to validate config file: .gcsfuse.bucket-name is required")
+    assert _file_error(server, tmp_path, "name: y\n") == (
+        1, 'Error: the cluster name in the config file "y" does not match the cluster name "x". You must use the '
+           "same name to perform this operation")
+    assert _file_error(server, tmp_path, "namespace: a\n", "-n", "b") == (
+        1, 'Error: the namespace in the config file "a" does not match the namespace "b". You must pass '
+           "--namespace=a to perform this operation")
+    r = run(server, "create", "cluster", "x", "--file", str(tmp_path / "none.yaml"))
+    assert (r.exit_code, r.output.strip()) == (
+        1, f"Error: failed to parse config file: config file {tmp_path / 'none.yaml'} does not exist")
+    assert run(server, "get", "cluster", "x").exit_code == 1  # nothing was created
