@@ -95,6 +95,11 @@ def status_failure(message: str, reason: str = "InternalError", code: int = 500)
                        "code": code}).encode()
 
 
+#: attach's tries to connect to a container's stdin socket, and the pause between two
+_STDIN_TRIES = 100
+_STDIN_RETRY_SECONDS = 0.05
+
+
 @dataclass
 class ExecTarget:
     """Where a command runs: ``prefix`` (e.g. nsenter into the Pod) goes before the command,
@@ -304,19 +309,27 @@ class StreamServer:
     async def _attach(self, ws: WebSocket, t: ExecTarget, *, stdin: bool) -> None:
         sink: asyncio.StreamWriter | None = None
         if stdin:
-            # the shim binds the socket a moment after the container counts as started
-            deadline = asyncio.get_running_loop().time() + 5.0
-            while t.stdin_path and sink is None and t.running():
+            # the shim binds the socket a moment after the container counts as started: up to
+            # _STDIN_TRIES tries _STDIN_RETRY_SECONDS apart (counted, not timed: no clock read here)
+            for _ in range(_STDIN_TRIES):
+                if not t.stdin_path or not t.running():
+                    break
                 try:
                     sink = await _connect_unix(t.stdin_path)
+                    break
                 except OSError:
-                    if asyncio.get_running_loop().time() > deadline:
-                        break
-                    await asyncio.sleep(0.05)
+                    await asyncio.sleep(_STDIN_RETRY_SECONDS)
             if sink is None:
-                await ws.send(bytes([ERROR]) + status_failure(
-                    "stdin is not attachable: the container does not set stdin: true (containers of the process "
-                    "runtime run with stdin closed otherwise)", "BadRequest", 400))
+                if not t.stdin_path:
+                    why = ("the container does not set stdin: true (containers of the process runtime run with "
+                           "stdin closed otherwise)")
+                elif not t.running():
+                    why = "the container is not running"
+                else:
+                    why = (f"the container's stdin socket did not accept a connection within "
+                           f"{_STDIN_TRIES * _STDIN_RETRY_SECONDS:g} s")
+                    log.warning("attach to %s: stdin socket %s did not accept a connection", t.log_path, t.stdin_path)
+                await ws.send(bytes([ERROR]) + status_failure(f"stdin is not attachable: {why}", "BadRequest", 400))
                 return
         offset = os.path.getsize(t.log_path) if os.path.exists(t.log_path) else 0
         tail = FileTail(t.log_path, offset)
