@@ -828,13 +828,39 @@ def _is_base64(value: str) -> bool:
 PRIORITY_USER_MAX = 1_000_000_000
 
 
+#: the PriorityClasses kube-apiserver makes itself, name -> value (their globalDefault is false);
+#: the only names the ``system-`` prefix may have (pkg/apis/scheduling/types.go, helpers.go)
+SYSTEM_PRIORITY_CLASS_VALUES: dict[str, int] = {"system-node-critical": 2_000_001_000,
+                                                "system-cluster-critical": 2_000_000_000}
+
+
+def _system_class_error(name: str, value: Any, global_default: Any) -> str | None:
+    """Why ``name`` (``system-`` prefixed) may not be a PriorityClass with ``value`` and
+    ``globalDefault``, or None. Mirrors: pkg/apis/scheduling/helpers.go IsKnownSystemPriorityClass."""
+    want = SYSTEM_PRIORITY_CLASS_VALUES.get(name)
+    if want is None:
+        return f"{name} is not a known system priority class"
+    if value != want:
+        return f"value of {name} PriorityClass must be {want}"
+    if bool(global_default):
+        return f"globalDefault of {name} PriorityClass must be false"
+    return None
+
+
 def _validate_priority_class(obj: Obj, old: Obj | None) -> list[FieldCause]:
+    """Mirrors: pkg/apis/scheduling/validation/validation.go ValidatePriorityClass (and
+    ValidatePriorityClassUpdate's immutable value)."""
     out: list[FieldCause] = []
     value = obj.get("value")
     name = (obj.get("metadata") or {}).get("name") or ""
     if not isinstance(value, int) or isinstance(value, bool):
         out.append(_invalid("value", value, "must be an integer"))
-    elif value > PRIORITY_USER_MAX and not name.startswith("system-"):
+    elif name.startswith("system-"):
+        why = _system_class_error(name, value, obj.get("globalDefault"))
+        if why is not None:
+            out.append(_forbidden("metadata.name", "priority class names with 'system-' prefix are reserved for "
+                                                   f"system use only. error: {why}"))
+    elif value > PRIORITY_USER_MAX:
         out.append(_forbidden("value", f"maximum allowed value of a user defined priority is {PRIORITY_USER_MAX}"))
     policy = obj.get("preemptionPolicy")
     if policy is not None and policy not in ("PreemptLowerPriority", "Never"):

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pumice.api.admission import AdmissionError, AdmissionRequest, FieldCause, ObjectReader
+from pumice.api.validation import SYSTEM_PRIORITY_CLASS_VALUES
 
 __all__ = [
     "IMMORTAL_NAMESPACES",
@@ -46,10 +47,12 @@ IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")
 #: PriorityClasses every kube-apiserver creates at start
 SYSTEM_PRIORITY_CLASSES: tuple[dict[str, Any], ...] = (
     {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "system-node-critical"},
-     "value": 2000001000, "description": "Used for system critical pods that must not be moved from their current node."},
+     "value": SYSTEM_PRIORITY_CLASS_VALUES["system-node-critical"],
+     "description": "Used for system critical pods that must not be moved from their current node."},
     {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "system-cluster-critical"},
-     "value": 2000000000, "description": "Used for system critical pods that must run in the cluster, but can be "
-                                        "moved to another node if necessary."},
+     "value": SYSTEM_PRIORITY_CLASS_VALUES["system-cluster-critical"],
+     "description": "Used for system critical pods that must run in the cluster, but can be moved to another node if "
+                    "necessary."},
 )
 
 

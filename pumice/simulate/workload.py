@@ -83,6 +83,7 @@ from typing import Any, NoReturn
 import yaml
 
 from pumice.api import Obj
+from pumice.api.validation import SYSTEM_PRIORITY_CLASS_VALUES
 from pumice.api.yamlsafe import error_line
 from pumice.node.podspec import pod_requests
 from pumice.node.runtime.simulated import ANNOTATION_DURATION, ANNOTATION_EXIT_CODE, exit_codes
@@ -569,7 +570,7 @@ def load_yaml(path: Path) -> Workload:
     return Workload(arrivals, queues, classes, str(path)).sort()
 
 
-SYSTEM_PRIORITY_CLASSES = {"system-cluster-critical", "system-node-critical"}
+SYSTEM_PRIORITY_CLASSES = frozenset(SYSTEM_PRIORITY_CLASS_VALUES)
 """The PriorityClasses kube-apiserver creates itself (pkg/apis/scheduling SystemPriorityClasses)."""
 
 

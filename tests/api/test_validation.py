@@ -120,7 +120,20 @@ def test_priority_class_value_limit():
     pc = {"metadata": {"name": "huge"}, "value": 2_000_000_000}
     [cause] = validate_object(PC, pc, None)
     assert cause.field == "value" and cause.reason == "FieldValueForbidden"
-    assert validate_object(PC, {"metadata": {"name": "system-x"}, "value": 2_000_000_000}, None) == []
+    assert validate_object(PC, {"metadata": {"name": "system-cluster-critical"}, "value": 2_000_000_000}, None) == []
+
+
+def test_the_system_prefix_is_reserved_for_the_known_system_priority_classes():
+    """ValidatePriorityClass (IsKnownSystemPriorityClass): a ``system-`` name must be one of the
+    system classes, with its value and globalDefault false (was: any ``system-`` name, any value)."""
+    reserved = "Forbidden: priority class names with 'system-' prefix are reserved for system use only. error: "
+    for pc, detail in (({"metadata": {"name": "system-x"}, "value": 2_000_000_000},
+                        "system-x is not a known system priority class"),
+                       ({"metadata": {"name": "system-node-critical"}, "value": 5},
+                        "value of system-node-critical PriorityClass must be 2000001000"),
+                       ({"metadata": {"name": "system-cluster-critical"}, "value": 2_000_000_000, "globalDefault": True},
+                        "globalDefault of system-cluster-critical PriorityClass must be false")):
+        assert messages(validate_object(PC, pc, None)) == [("metadata.name", reserved + detail)]
 
 
 def messages(causes):

@@ -5,13 +5,14 @@ Mirrors: volcano pkg/scheduler/plugins/conformance/conformance.go.
 
 from __future__ import annotations
 
+from pumice.api.validation import SYSTEM_PRIORITY_CLASS_VALUES
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import Vote
 from pumice.scheduler.volcano.framework.arguments import NoArguments, parser
 from pumice.scheduler.volcano.framework.session import Session
 
 PLUGIN_NAME = "conformance"
-_CRITICAL = frozenset({"system-cluster-critical", "system-node-critical"})
+_CRITICAL = frozenset(SYSTEM_PRIORITY_CLASS_VALUES)
 
 
 def not_critical(evictees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
