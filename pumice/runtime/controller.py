@@ -186,7 +186,9 @@ class Controller:
                 if type(reqs) is not list:
                     reqs = list(reqs)
             except Exception:
-                log.exception("controller %s: map function failed", name)
+                md = obj.get("metadata") or {}
+                log.exception("controller %s: map function failed on %s %s/%s; this event enqueues nothing", name,
+                              obj.get("kind", "?"), md.get("namespace", ""), md.get("name", "?"))
                 return
             for req in reqs:
                 add(req)
