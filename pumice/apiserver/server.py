@@ -17,7 +17,6 @@ Mirrors: kubernetes cmd/kube-apiserver/app/server.go (in spirit: one process, on
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as _dt
 import ipaddress
 import logging
@@ -426,8 +425,11 @@ class APIServer:
             elif tls:
                 public.close()
             self.store.close_watchers()
-            with contextlib.suppress(Exception):  # pooled proxy connections: nothing to report
+            try:  # the proxy's pooled connections to Pods and node agents
                 await self._api.proxy.aclose()
+            except Exception as e:  # a failing close must not stop the shutdown, but is said
+                log.warning("API server shutdown: closing the proxy's pooled connections failed: %s: %s",
+                            type(e).__name__, e)
             if not task.done():
                 server.should_exit = True
                 try:
