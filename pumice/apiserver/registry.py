@@ -28,7 +28,7 @@ import random
 import uuid
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import msgspec
@@ -1178,12 +1178,34 @@ class Registry:
             raise errors.not_found(pods, name)
         if not opts.dry_run:
             check_disruption_budget(self, pod.obj)
-            self._add_disruption_target(pod)
+            stored = self._add_disruption_target(pod, opts)
+            pre = opts.preconditions
+            if stored is not None and pre and pre.get("resourceVersion"):
+                # we changed the Pod: the delete's precondition follows our own write
+                opts = replace(opts, preconditions={**pre, "resourceVersion": str(stored.rv)})
         await self.delete(pods, namespace, name, opts)
 
-    def _add_disruption_target(self, pod: Stored) -> None:
-        """Write ``DisruptionTarget=True`` (EvictionByEvictionAPI) into the Pod's status; the
-        transition time moves only when the condition changes (podutil.UpdatePodCondition)."""
+    def _add_disruption_target(self, pod: Stored, opts: DeleteOptions) -> Stored | None:
+        """Write ``DisruptionTarget=True`` (EvictionByEvictionAPI) into the Pod's status, once the
+        eviction's preconditions hold for it; the transition time moves only when the condition
+        changes (podutil.UpdatePodCondition). Returns the stored Pod, None when nothing changed.
+
+        Raises:
+            StatusError: 409 Conflict (eviction.go's texts) when the preconditions' uid or
+                resourceVersion is not the Pod's.
+        """
+        pre = opts.preconditions or {}
+        md = pod.obj["metadata"]
+        why = None
+        if pre.get("uid") and pre["uid"] != md.get("uid"):
+            why = (f"the UID in the precondition ({pre['uid']}) does not match the UID in record ({md.get('uid')}). "
+                   "The object might have been deleted and then recreated")
+        elif pre.get("resourceVersion") and pre["resourceVersion"] != str(pod.rv):
+            why = (f"the ResourceVersion in the precondition ({pre['resourceVersion']}) does not match the "
+                   f"ResourceVersion in record ({pod.rv}). The object might have been modified")
+        if why is not None:
+            raise StatusError(409, f'Operation cannot be fulfilled on Pod "{md.get("name")}": {why}', "Conflict",
+                              {"name": md.get("name"), "kind": "Pod"})
         want = {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
                 "message": "Eviction API: evicting"}
         new = pod.copy()
@@ -1192,7 +1214,7 @@ class Registry:
         for i, c in enumerate(conds):
             if c.get("type") == "DisruptionTarget":
                 if all(c.get(k) == v for k, v in want.items()):
-                    return
+                    return None
                 moved = c.get("status") != "True"
                 conds[i] = {**c, **want, "lastProbeTime": None,
                             "lastTransitionTime": self.now() if moved else c.get("lastTransitionTime")}
@@ -1200,7 +1222,7 @@ class Registry:
         else:
             conds.append({**want, "lastProbeTime": None, "lastTransitionTime": self.now()})
         status["conditions"] = conds
-        self.store.put("/pods", new)
+        return self.store.put("/pods", new)
 
     # ---------------------------------------------------------------- CRDs
 

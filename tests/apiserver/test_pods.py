@@ -75,6 +75,31 @@ async def test_an_evicted_pod_gets_the_disruption_target_condition_before_it_goe
         "status": "True", "reason": "EvictionByEvictionAPI", "message": "Eviction API: evicting"}
 
 
+
+async def test_an_eviction_checks_its_preconditions_before_marking_the_pod(cluster: LocalCluster) -> None:
+    """eviction.go addConditionAndDeletePod: the deleteOptions' preconditions are checked on the
+    latest Pod before the DisruptionTarget condition is written, and a resourceVersion
+    precondition then follows the Pod's new version (was: a wrong uid left the condition on a Pod
+    that was not evicted, and a right resourceVersion failed the delete with 409)."""
+    pods = cluster.scheme.by_api_version_kind("v1", "Pod")
+    c = cluster.client
+    await c.create({**pod("p"), "metadata": {"name": "p", "namespace": "default", "finalizers": ["example.com/hold"]}})
+    url = "/api/v1/namespaces/default/pods/p/eviction"
+
+    def eviction(**pre: str) -> dict:
+        return {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p", "namespace": "default"},
+                "deleteOptions": {"preconditions": pre}}
+
+    with pytest.raises(ApiError) as e:
+        await c.request("POST", url, body=eviction(uid="not-its-uid"))
+    assert e.value.code == 409
+    got = await c.get(pods, "p", "default")
+    assert not (got.get("status") or {}).get("conditions") and not got["metadata"].get("deletionTimestamp")
+    await c.request("POST", url, body=eviction(resourceVersion=got["metadata"]["resourceVersion"]))
+    got = await c.get(pods, "p", "default")
+    assert got["metadata"]["deletionTimestamp"]
+    assert [x["type"] for x in got["status"]["conditions"]] == ["DisruptionTarget"]
+
 async def test_field_selector_on_node_name(cluster: LocalCluster) -> None:
     pods = cluster.scheme.by_api_version_kind("v1", "Pod")
     await cluster.client.create(pod("a", node="n1"))
