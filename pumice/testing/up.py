@@ -21,6 +21,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 CHROMIUM = "/usr/bin/chromium"
 """Debian's Chromium: the browser the UI tests and bench/ui.py drive (never a downloaded one)."""
@@ -54,6 +55,37 @@ def sleeping_vcjob(name: str, *, replicas: int, queue: str, cpu: str) -> str:
     of ``replicas`` (minAvailable = replicas) busybox Pods that sleep an hour, each requesting
     ``cpu`` (a quantity string) and 1Gi, in Volcano queue ``queue``."""
     return _SLEEPING_VCJOB % {"name": name, "n": replicas, "queue": queue, "cpu": cpu}
+
+
+def simulated_rayjob(name: str, *, duration_seconds: float, workers: int = 0, shutdown_after_finishes: bool = False,
+                     submission_mode: str | None = None) -> str:
+    """A RayJob manifest (YAML text for ``kubectl apply -f``) for ``pumice up --runtime simulated``:
+    its Ray job runs ``duration_seconds`` (the ``pumice.io/sim-duration-seconds`` annotation) on a
+    head of 1 cpu and 1Gi and, with ``workers`` > 0, one worker group ``small`` of that many such
+    workers. Every container sets its own readiness probe (period 1 s): KubeRay injects one only
+    where a container has none, and its 10-s initial delay would be most of a test's wall time.
+    ``submission_mode``: ``spec.submissionMode`` when given (default K8sJobMode)."""
+    import yaml
+
+    def group(container: str) -> dict[str, Any]:
+        return {"rayStartParams": {}, "template": {"spec": {"containers": [{
+            "name": container, "image": "rayproject/ray:2.46.0",
+            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+            "readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 1}}]}}}
+
+    cluster: dict[str, Any] = {"headGroupSpec": group("ray-head")}
+    if workers:
+        cluster["workerGroupSpecs"] = [{"groupName": "small", "replicas": workers, **group("ray-worker")}]
+    spec: dict[str, Any] = {"entrypoint": 'python -c "print(1)"'}
+    if submission_mode is not None:
+        spec["submissionMode"] = submission_mode
+    if shutdown_after_finishes:
+        spec["shutdownAfterJobFinishes"] = True
+    spec["rayClusterSpec"] = cluster
+    job = {"apiVersion": "ray.io/v1", "kind": "RayJob",
+           "metadata": {"name": name, "annotations": {"pumice.io/sim-duration-seconds": f"{duration_seconds:g}"}},
+           "spec": spec}
+    return str(yaml.safe_dump(job, sort_keys=False))
 
 
 @dataclass

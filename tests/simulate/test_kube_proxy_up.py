@@ -20,27 +20,9 @@ import pytest
 
 from pumice.cli.up import UpOptions, run_up
 from pumice.testing.kube_control_plane import free_port
+from pumice.testing.up import simulated_rayjob
 
-RAYJOB = """
-apiVersion: ray.io/v1
-kind: RayJob
-metadata:
-  name: via-proxy
-  annotations:
-    pumice.io/sim-duration-seconds: "2"
-spec:
-  entrypoint: python -c "print(1)"
-  rayClusterSpec:
-    headGroupSpec:
-      rayStartParams: {}
-      template:
-        spec:
-          containers:
-            - name: ray-head
-              image: rayproject/ray:2.46.0
-              resources: {requests: {cpu: "1", memory: 1Gi}}
-              readinessProbe: {exec: {command: ["true"]}, periodSeconds: 1}
-"""
+RAYJOB = simulated_rayjob("via-proxy", duration_seconds=2)
 
 
 @pytest.mark.kubectl

@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import json
 import shutil
-import socket
 import subprocess
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -16,49 +15,11 @@ from pathlib import Path
 import pytest
 
 from pumice.cli.up import UpOptions, run_up
+from pumice.testing.kube_control_plane import free_port
 from pumice.testing.paths import shared_dir
+from pumice.testing.up import simulated_rayjob
 
-# The containers set their own readiness probe: KubeRay injects one only when a container has none,
-# and its 10 s initial delay (kept real time by the simulated runtime) would be most of this test's
-# wall time; the injected probes stay covered by the RayService sample below.
-RAYJOB = """
-apiVersion: ray.io/v1
-kind: RayJob
-metadata:
-  name: sim-job
-  annotations:
-    pumice.io/sim-duration-seconds: "3"
-spec:
-  entrypoint: python -c "print(1)"
-  shutdownAfterJobFinishes: true
-  rayClusterSpec:
-    headGroupSpec:
-      rayStartParams: {}
-      template:
-        spec:
-          containers:
-            - name: ray-head
-              image: rayproject/ray:2.46.0
-              resources: {requests: {cpu: "1", memory: 1Gi}}
-              readinessProbe: {exec: {command: ["true"]}, periodSeconds: 1}
-    workerGroupSpecs:
-      - groupName: small
-        replicas: 1
-        rayStartParams: {}
-        template:
-          spec:
-            containers:
-              - name: ray-worker
-                image: rayproject/ray:2.46.0
-                resources: {requests: {cpu: "1", memory: 1Gi}}
-                readinessProbe: {exec: {command: ["true"]}, periodSeconds: 1}
-"""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+RAYJOB = simulated_rayjob("sim-job", duration_seconds=3, workers=1, shutdown_after_finishes=True)
 
 
 @pytest.mark.kubectl
@@ -67,7 +28,7 @@ async def test_a_rayjob_applied_with_kubectl_reaches_succeeded(tmp_path: Path) -
     kubectl = shutil.which("kubectl")
     if kubectl is None:
         pytest.skip("kubectl is not installed")
-    opts = UpOptions(data_dir=tmp_path / "data", port=_free_port(), runtime="simulated", nodes=2, node_cpu="4",
+    opts = UpOptions(data_dir=tmp_path / "data", port=free_port(), runtime="simulated", nodes=2, node_cpu="4",
                      node_memory="8Gi", network="host", pod_egress="none")
     stop = asyncio.Event()
     ready: asyncio.Future[Path] = asyncio.get_running_loop().create_future()
@@ -85,8 +46,8 @@ async def test_a_rayjob_applied_with_kubectl_reaches_succeeded(tmp_path: Path) -
         # head Pod's ray-job-submitter container must exit with the Ray job, as on real Ray, or the
         # RayJob stays Running until the 300-s transition grace period
         sidecar = tmp_path / "sidecar.yaml"
-        sidecar.write_text(RAYJOB.replace("name: sim-job", "name: sim-sidecar").replace(
-            "spec:\n  entrypoint:", "spec:\n  submissionMode: SidecarMode\n  entrypoint:").split("    workerGroupSpecs:")[0])
+        sidecar.write_text(simulated_rayjob("sim-sidecar", duration_seconds=3, shutdown_after_finishes=True,
+                                            submission_mode="SidecarMode"))
         await asyncio.to_thread(kc, "apply", "-f", str(manifest))
         await asyncio.to_thread(kc, "apply", "-f", str(sidecar))
 
@@ -125,7 +86,7 @@ async def _up_with_kubectl(tmp_path: Path) -> AsyncIterator[Callable[..., str]]:
     kubectl = shutil.which("kubectl")
     if kubectl is None:
         pytest.skip("kubectl is not installed")
-    opts = UpOptions(data_dir=tmp_path / "data", port=_free_port(), runtime="simulated", nodes=2, node_cpu="4",
+    opts = UpOptions(data_dir=tmp_path / "data", port=free_port(), runtime="simulated", nodes=2, node_cpu="4",
                      node_memory="8Gi", network="host", pod_egress="none")
     stop = asyncio.Event()
     ready: asyncio.Future[Path] = asyncio.get_running_loop().create_future()
