@@ -21,6 +21,7 @@ class FixedPoints:
 
     @staticmethod
     def usable(encoded: bytes) -> bool:
+        """Whether the JSON ``encoded`` may be part of a key (it has no ``null``)."""
         return b"null" not in encoded
 
     def __init__(self, limit: int = 4096) -> None:
@@ -31,10 +32,12 @@ class FixedPoints:
         return key in self._keys
 
     def add(self, key: tuple[Any, bytes]) -> None:
+        """Remember ``key`` (``(check, JSON encoding)``), forgetting the oldest key at the limit."""
         keys = self._keys
         if len(keys) >= self._limit:
             del keys[next(iter(keys))]
         keys[key] = None
 
     def clear(self) -> None:
+        """Forget every key (what the checks depend on changed, e.g. the served CRDs)."""
         self._keys.clear()

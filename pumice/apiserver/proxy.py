@@ -143,10 +143,13 @@ class ProxyTarget:
     port: str
 
     def base(self) -> str:
+        """``scheme://host[:port]`` (scheme ``http`` when none was given; an IPv6 host bracketed)."""
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{self.scheme or 'http'}://{host}" + (f":{self.port}" if self.port else "")
 
     def port_number(self) -> int:
+        """The TCP port dialled: :attr:`port` (a number, see :func:`dial_port`), else the scheme's
+        default (443 for https, 80 otherwise)."""
         if self.port.isdigit():
             return int(self.port)
         return 443 if self.scheme == "https" else 80
