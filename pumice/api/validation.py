@@ -610,6 +610,10 @@ def _validate_template(spec: Obj, restart_policies: list[str], selector_required
             and not _selector_matches(selector, tlabels):
         out.append(_invalid("spec.template.metadata.labels", tlabels, "`selector` does not match template `labels`"))
     out += validate_pod_spec(template.get("spec"), "spec.template.spec", restart_policies)
+    tspec = template.get("spec")
+    if isinstance(tspec, dict) and tspec.get("ephemeralContainers"):  # ValidatePodTemplateSpec
+        out.append(_forbidden("spec.template.spec.ephemeralContainers",
+                              "ephemeral containers not allowed in pod template"))
     return out
 
 

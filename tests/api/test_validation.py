@@ -107,6 +107,18 @@ def test_deployment_selector_must_match_template_labels():
     assert ("spec.selector", "FieldValueRequired") in fields(validate_object(DEPLOY, dep, None))
 
 
+
+def test_a_pod_template_may_not_carry_ephemeral_containers():
+    """ValidatePodTemplateSpec: ``spec.template.spec.ephemeralContainers: Forbidden: ephemeral
+    containers not allowed in pod template`` (was: accepted, and every Pod made from it refused)."""
+    dep = {"metadata": {"name": "d", "namespace": "default"},
+           "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "a"}},
+                    "template": {"metadata": {"labels": {"app": "a"}},
+                                 "spec": {"containers": [{"name": "c", "image": "i"}],
+                                          "ephemeralContainers": [{"name": "e", "image": "i"}]}}}}
+    assert messages(validate_object(DEPLOY, dep, None)) == [
+        ("spec.template.spec.ephemeralContainers", "Forbidden: ephemeral containers not allowed in pod template")]
+
 def test_job_restart_policy_and_counts():
     job = {"metadata": {"name": "j", "namespace": "default"},
            "spec": {"completions": -1, "template": {"spec": {"restartPolicy": "Always",
