@@ -536,9 +536,15 @@ def _evaluate(rule: _Rule, path: str, value: Any, prior: Any) -> FieldCause | No
                             rule.source, e)
             return None
         return _failure(rule, field, value, str(e))
-    except (KeyError, TypeError, ValueError, ArithmeticError, OverflowError) as e:
+    except (LookupError, TypeError, ValueError, ArithmeticError) as e:
+        # KeyError: a missing map key; IndexError: a list index out of range (the package's
+        # "index out of bounds: 5"; cel-go says "index '5' out of range in list size '1'")
         detail = f"no such key: {e.args[0]}" if isinstance(e, KeyError) and e.args else str(e)
         return _failure(rule, field, value, detail)
+    except Exception as e:  # the evaluator failed in a way not listed above: the rule fails, as in cel-go
+        log.warning("CRD validation rule %r: evaluation failed with %s: %s", rule.source, type(e).__name__, e,
+                    exc_info=True)
+        return _failure(rule, field, value, str(e) or type(e).__name__)
     if ok is True:
         return None
     if ok is not False:
@@ -547,7 +553,7 @@ def _evaluate(rule: _Rule, path: str, value: Any, prior: Any) -> FieldCause | No
     if rule.message_program is not None:
         try:
             text = rule.message_program.execute(env)
-        except (RuntimeError, KeyError, TypeError, ValueError, ArithmeticError, OverflowError) as e:
+        except Exception as e:  # any failure of the message expression: logged, the rule's message used
             cellib.take_error()
             log.warning("messageExpression of CRD validation rule %r failed: %s; its message is used", rule.source, e)
         else:

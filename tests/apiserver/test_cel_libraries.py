@@ -236,6 +236,16 @@ def test_rules_without_library_functions_pass_none() -> None:
     assert rules is not None and set(rules.rules[0].functions) == {"lowerAscii", "ip.isCanonical"}
 
 
+
+def test_a_list_index_out_of_range_fails_the_rule_instead_of_the_request() -> None:
+    """An index past a list's end is an evaluation error, so the rule fails with it (cel-go:
+    ``index '5' out of range in list size '1'``; the package's text here). It escaped as an
+    IndexError, a 500 for the write."""
+    for rule in ("self.tags[5] == 'x'", "self.tags.exists(t, t == self.tags[9])"):
+        [cause] = causes(rule, tags=["a"])
+        assert cause.startswith('spec: Invalid value: "object": index out of bounds: ') and \
+            cause.endswith(f" evaluating rule: {rule}"), cause
+
 # --- type-check at CRD create --------------------------------------------------------------------
 
 
