@@ -527,7 +527,9 @@ def _evaluate(rule: _Rule, path: str, value: Any, prior: Any) -> FieldCause | No
         ok = rule.program.execute(env)
     except RuntimeError as e:
         library_error = cellib.take_error() if rule.functions else None
-        if library_error is not None:
+        # the library's text when this error is that library error, not one an earlier part of
+        # the rule absorbed (``||``, ``&&``) before another function failed
+        if library_error is not None and library_error in str(e):
             return _failure(rule, field, value, library_error)
         if "Undefined variable or function" in str(e):
             if (rule.source, str(e)) not in _warned:

@@ -246,6 +246,14 @@ def test_a_list_index_out_of_range_fails_the_rule_instead_of_the_request() -> No
         assert cause.startswith('spec: Invalid value: "object": index out of bounds: ') and \
             cause.endswith(f" evaluating rule: {rule}"), cause
 
+
+def test_a_library_error_absorbed_by_or_does_not_name_a_later_failure() -> None:
+    """``(quantity(bad)... || true)`` absorbs the quantity error; the rule then fails in ``int()``,
+    and that failure is what the cause says (was: the absorbed quantity error's text)."""
+    rule = "(quantity(self.cpu).sign() > 0 || true) && int(self.name) > 0"
+    [cause] = causes(rule, cpu="bogus", name="x")
+    assert "quantities must match" not in cause and "int" in cause, cause
+
 # --- type-check at CRD create --------------------------------------------------------------------
 
 
