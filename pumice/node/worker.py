@@ -334,7 +334,10 @@ class PodWorker:
                 await self._deadline_exceeded()
                 return
             self._wake.clear()
-            waiters = [asyncio.ensure_future(self._wake.wait()), *self._supervisors.values()]
+            # only the containers still supervised: a finished supervisor (a container that ended
+            # for good while another runs, as a SidecarMode RayJob's submitter beside ray-head)
+            # would end every wait at once, a busy loop that also froze a simulation's clock
+            waiters = [asyncio.ensure_future(self._wake.wait()), *(t for t in self._supervisors.values() if not t.done())]
             await asyncio.wait(waiters, timeout=left, return_when=asyncio.FIRST_COMPLETED)
             waiters[0].cancel()
 

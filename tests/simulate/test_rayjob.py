@@ -216,3 +216,51 @@ def test_a_rayjob_whose_ray_job_fails_ends_with_it_in_either_submission_mode(tmp
     assert (jobs["k8s"]["status"], jobs["side"]["status"], jobs["ok"]["status"]) == ("Failed", "Failed", "Succeeded")
     assert abs(jobs["k8s"]["jct"] - jobs["ok"]["jct"]) <= 5, (jobs["k8s"], jobs["ok"])
     assert abs(jobs["side"]["jct"] - jobs["ok"]["jct"]) <= 5, (jobs["side"], jobs["ok"])
+
+
+def test_a_pod_with_one_container_ended_for_good_does_not_freeze_the_clock(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SidecarMode RayJob that keeps its cluster (shutdownAfterJobFinishes false): the head Pod's
+    submitter container ends for good (restartPolicy Never) while ray-head runs on. The node
+    agent's Pod worker waited on every container's supervisor, the finished one too, so each wait
+    returned at once: a busy loop at one instant, and a simulation with anything left to run never
+    advanced its clock (t8fix saw it with --until). The run is bounded by a budget of event-loop
+    iterations (this one needs a few hundred), so the old code fails here instead of hanging."""
+    from pumice.simulate import runner
+
+    budget = 50_000
+
+    def counted_loop() -> object:
+        loop = make_loop()
+        run_once, n = loop._run_once, [0]  # type: ignore[attr-defined]  # asyncio's own
+
+        def once() -> None:
+            n[0] += 1
+            if n[0] > budget:
+                raise AssertionError(f"{budget} event-loop iterations at simulated {loop.time():.3f} s: the loop spins")
+            run_once()
+
+        loop._run_once = once  # type: ignore[attr-defined]
+        return loop
+
+    make_loop = runner._virtual_loop
+    monkeypatch.setattr(runner, "_virtual_loop", counted_loop)
+    p = tmp_path / "w.yaml"
+    side = _mode_arrival("side", "SidecarMode").replace("submissionMode: SidecarMode",
+                                                       "submissionMode: SidecarMode\n        shutdownAfterJobFinishes: false")
+    p.write_text("arrivals:" + side + """
+  - at: 0
+    duration: 100
+    name: long
+    manifest:
+      apiVersion: v1
+      kind: Pod
+      spec:
+        schedulerName: volcano
+        restartPolicy: Never
+        containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
+""")
+    r = simulate(SimConfig([NodeSpec("n1", 4000, 16 * 1024**3, pods=20)], load_workload(p)))
+    jobs = {j["job"]: j for j in metrics.job_rows(r.recorder)}
+    assert (r.ended_by, jobs["side"]["status"], jobs["long"]["status"]) == ("done", "Succeeded", "Succeeded")
+    assert jobs["long"]["finish"] == r.end_time >= 100  # the clock moved past the sidecar's end
