@@ -647,6 +647,9 @@ async def _run(cfg: SimConfig, clock: LoopClock, progress: Progress | None, stop
         injector = asyncio.create_task(_inject(api, cfg, clock, rec, pending_deletes), name="arrivals")
         ended_by = await _watch_until_done(cfg, clock, rec, stack.runtime, injector, pending_deletes, stack.server,
                                            progress, api, stop)
+        failure = injector.exception() if injector.done() and not injector.cancelled() else None
+        if failure is not None:
+            raise failure  # a bug while replaying the arrivals: the run did not see them all, so no report
         if ended_by == INTERRUPTED:
             rec.drop_unarrived(rec.now())  # as --until at this time would have left them out
         rec.close()

@@ -84,3 +84,22 @@ def test_an_arrival_after_194_simulated_days_runs_and_the_run_ends(tmp_path: Pat
     r = simulate(SimConfig([NodeSpec("n0", 4000, 16 * 1024**3, pods=20)], load_workload(p)))
     job = {j["job"]: j for j in metrics.job_rows(r.recorder)}["late"]
     assert (r.ended_by, job["status"], job["arrival"], job["finish"]) == ("done", "Succeeded", 2e7, 2e7 + 10)
+
+
+def test_a_failure_while_replaying_arrivals_fails_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The arrivals task's exception was never looked at: the run went on as if every arrival was
+    in and reported a run that never replayed the rest (errors are never swallowed)."""
+    from pumice.simulate import runner
+
+    def broken(*_a: object, **_k: object) -> None:
+        raise RuntimeError("scheduling the deletion broke")
+
+    monkeypatch.setattr(runner, "_delete_later", broken)
+    p = tmp_path / "w.yaml"
+    deployment = ("{apiVersion: apps/v1, kind: Deployment, spec: {replicas: 1, selector: {matchLabels: {app: d}}, "
+                  "template: {metadata: {labels: {app: d}}, spec: {containers: [{name: c, image: x}]}}}}")
+    pod = POD.format(meta="", policy="restartPolicy: Never, ")
+    p.write_text(f"arrivals:\n  - {{at: 0, duration: 50, name: d, manifest: {deployment}}}\n"
+                 f"  - {{at: 10, duration: 5, name: p, manifest: {pod}}}\n")
+    with pytest.raises(RuntimeError, match="scheduling the deletion broke"):
+        simulate(SimConfig([NodeSpec("n1", 4000, 8 * 1024**3, pods=10)], load_workload(p)))
