@@ -866,15 +866,36 @@ def _delete_later(api: Any, a: Arrival, clock: LoopClock, rec: Recorder, pending
     t = asyncio.get_running_loop().create_task(_delete_after(api, a, clock, rec, delay))
     pending.add(t)
     t.add_done_callback(pending.discard)
+    t.add_done_callback(_log_failure(a.job, "deletion"))
+
+
+def _log_failure(job: str, what: str) -> Callable[[asyncio.Task[None]], None]:
+    """A done callback for a job's fire-and-forget task: an exception it ended with is logged
+    with the job and a traceback (asyncio would only report it when the task is collected)."""
+    def done(t: asyncio.Task[None]) -> None:
+        if not t.cancelled() and (e := t.exception()) is not None:
+            log.error("job %s: %s failed: %s", job, what, e, exc_info=e)
+    return done
 
 
 async def _delete_after(api: Any, a: Arrival, clock: LoopClock, rec: Recorder, delay: float) -> None:
     await clock.sleep(delay)
     for obj in a.objects:
         kind = api.scheme.by_api_version_kind(obj["apiVersion"], obj["kind"])
-        with contextlib.suppress(Exception):
-            await api.delete(kind, obj_name(obj), (obj.get("metadata") or {}).get("namespace", NAMESPACE))
+        await _delete_quietly_if_gone(api, a, kind, obj)
     rec.deployment_deleted(a.job)
+
+
+async def _delete_quietly_if_gone(api: Any, a: Arrival, kind: Any, obj: Obj, **options: Any) -> None:
+    """Delete one of ``a``'s objects; 404 (already gone: the garbage collector or an earlier
+    clean-up was first) is expected and ignored, any other refusal is logged with the job, the
+    object and the Status; an exception that is not an API answer propagates (a bug)."""
+    ns = (obj.get("metadata") or {}).get("namespace", NAMESPACE)
+    try:
+        await api.delete(kind, obj_name(obj), ns, **options)
+    except ApiError as e:
+        if e.code != 404:
+            log.warning("job %s: deleting %s %s/%s was refused: %s", a.job, obj.get("kind"), ns, obj_name(obj), e)
 
 
 async def _cleanup(api: Any, a: Arrival) -> None:
@@ -884,14 +905,10 @@ async def _cleanup(api: Any, a: Arrival) -> None:
     for obj in a.objects:
         if a.kind == "RayJob":
             continue
-        try:
-            kind = api.scheme.by_api_version_kind(obj.get("apiVersion", ""), obj.get("kind", ""))
-            if kind is None:  # not a kind the server knows: it refused it, nothing was created
-                continue
-            await api.delete(kind, obj_name(obj), (obj.get("metadata") or {}).get("namespace", NAMESPACE),
-                             propagation_policy="Background")
-        except Exception as e:
-            log.debug("clean-up of %s: %s", a.job, e)
+        kind = api.scheme.by_api_version_kind(obj.get("apiVersion", ""), obj.get("kind", ""))
+        if kind is None:  # not a kind the server knows: it refused it, nothing was created
+            continue
+        await _delete_quietly_if_gone(api, a, kind, obj, propagation_policy="Background")
 
 
 async def _watch_until_done(cfg: SimConfig, clock: LoopClock, rec: Recorder, runtime: Any, injector: asyncio.Task[None],
@@ -916,6 +933,7 @@ async def _watch_until_done(cfg: SimConfig, clock: LoopClock, rec: Recorder, run
             t = asyncio.get_running_loop().create_task(_cleanup(api, rec.arrivals[job]))
             cleanups.add(t)
             t.add_done_callback(cleanups.discard)
+            t.add_done_callback(_log_failure(job, "clean-up"))
 
     rec.on_job_finished = finished
     injector.add_done_callback(lambda _t: woken.set())  # every arrival in: the stall window may apply now

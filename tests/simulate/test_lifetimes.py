@@ -103,3 +103,33 @@ def test_a_failure_while_replaying_arrivals_fails_the_run(tmp_path: Path, monkey
                  f"  - {{at: 10, duration: 5, name: p, manifest: {pod}}}\n")
     with pytest.raises(RuntimeError, match="scheduling the deletion broke"):
         simulate(SimConfig([NodeSpec("n1", 4000, 8 * 1024**3, pods=10)], load_workload(p)))
+
+
+def test_the_runs_own_deletes_ignore_404_and_log_any_other_refusal(caplog: pytest.LogCaptureFixture) -> None:
+    """A clean-up delete that finds the object gone (404) is expected; any other refusal is logged
+    with the job and the object, not dropped (it used to be suppressed whatever it was)."""
+    import asyncio
+    import logging
+
+    from pumice.api.scheme import Scheme
+    from pumice.client.base import ApiError
+    from pumice.simulate import runner
+    from pumice.simulate.workload import Arrival
+
+    class Api:
+        scheme = Scheme.builtin()
+
+        def __init__(self, code: int) -> None:
+            self.code = code
+
+        async def delete(self, *_a: object, **_k: object) -> None:
+            raise ApiError(self.code, "Conflict" if self.code == 409 else "NotFound", "nope")
+
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"}}
+    a = Arrival(time=0.0, job="j", kind="Pod", objects=(pod,))
+    with caplog.at_level(logging.DEBUG, logger=runner.log.name):
+        asyncio.run(runner._cleanup(Api(404), a))  # type: ignore[arg-type]
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+        asyncio.run(runner._cleanup(Api(409), a))  # type: ignore[arg-type]
+    warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warned == ["job j: deleting Pod default/p was refused: 409 Conflict: nope"]
