@@ -15,7 +15,7 @@ from pumice.api import Obj, scheme
 from pumice.api.meta import deep_copy
 from pumice.client.base import is_conflict
 from pumice.controllers.volcano.job import builders
-from pumice.controllers.volcano.job.controller import JobReconciler
+from pumice.controllers.volcano.job.controller import JobReconciler, _Memory
 from pumice.runtime.reconcile import Request
 from pumice.testing.fake_client import FakeClient
 from pumice.testing.volcano_controllers import eventually, running_controllers, volcano_scheme
@@ -190,3 +190,30 @@ async def test_reconciles_of_a_running_job_read_no_job_or_podgroup_from_the_api(
         gets.clear()  # from here on: the PodGroup's phase change, the Pods' creation and their events
         await eventually(lambda: w.n_pods(2))
     assert gets == []
+
+
+async def test_the_memory_of_a_job_is_dropped_with_it_and_starts_afresh_for_a_new_uid_under_its_name() -> None:
+    client = FakeClient(volcano_scheme())
+    await client.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "default"},
+                         "spec": {"weight": 1}, "status": {"state": "Open"}})
+    j1, j10 = await client.create(vcjob("j1")), await client.create(vcjob("j10"))
+    jobs = Lister(j1, j10)
+    r = reconciler(client, jobs, queues=Lister(await client.get(scheme.QUEUE, "default")))
+    for name in ("j1", "j10"):
+        jobs.put(await client.get(scheme.VCJOB, name, "default"))
+        await r.reconcile(Request("default", name))
+    assert set(r._mem) == {"default/j1", "default/j10"}
+    r._mem["default/j1"][1].killed.add("pod-of-the-old-j1")
+    del jobs.objs[("default", "j1")]
+    await r.reconcile(Request("default", "j1"))
+    assert set(r._mem) == {"default/j10"}  # j10's memory is not j1's, though its key starts with it
+    # j1 made again (another uid); a memory left from the old one, as when its removal was never
+    # reconciled, is not the new one's
+    r._mem["default/j1"] = (j1["metadata"]["uid"], _Memory(killed={"pod-of-the-old-j1"}))
+    await client.delete(scheme.VCJOB, "j1", "default")
+    again = await client.create(vcjob("j1"))
+    assert again["metadata"]["uid"] != j1["metadata"]["uid"]
+    jobs.put(again)
+    await r.reconcile(Request("default", "j1"))
+    uid, mem = r._mem["default/j1"]
+    assert uid == again["metadata"]["uid"] and "pod-of-the-old-j1" not in mem.killed

@@ -87,10 +87,14 @@ def _phase(obj: Obj) -> str:
 
 
 def _job_changed(old: Obj, new: Obj) -> bool:
-    """Upstream updateJob: only spec changes and phase changes enqueue."""
+    """Upstream updateJob: only spec changes and phase changes enqueue (a deletionTimestamp
+    alone does not: the reconcile of a Job being deleted does nothing)."""
     return old.get("spec") != new.get("spec") or ((old.get("status") or {}).get("state") or {}).get("phase") != (
-        (new.get("status") or {}).get("state") or {}).get("phase") or bool(
-        (new.get("metadata") or {}).get("deletionTimestamp"))
+        (new.get("status") or {}).get("state") or {}).get("phase")
+
+
+def _never(_obj: Obj) -> bool:
+    return False
 
 
 @dataclass(frozen=True)
@@ -169,21 +173,30 @@ def setup_podgroup_controllers(mgr: Any, opts: VolcanoOptions) -> None:
 
 
 def setup_job_controller(mgr: Any, opts: VolcanoOptions) -> None:
-    """``volcano-job``: vcjobs, fed by their Pods, PodGroup phase changes and Commands."""
+    """``volcano-job``: vcjobs, fed by their Pods, PodGroup phase changes and Commands.
+
+    Enqueues as upstream's handlers (job_controller_handler.go) do: a Job's creation, and its
+    updates that change the spec or the phase (not its deletion: ``deleteJob`` only drops the
+    Job from the controller's cache, here :meth:`JobReconciler.forget`); every event of a Pod it
+    controls; a PodGroup's updates that change its phase (upstream registers no add or delete
+    handler for PodGroups); every Command."""
     informers = mgr.informers
+    jobs = informers.informer(scheme.VCJOB)
+    reconciler = JobReconciler(mgr.client, jobs=jobs.lister, pods=informers.informer(scheme.POD).lister,
+                               podgroups=informers.informer(scheme.POD_GROUP).lister,
+                               queues=informers.informer(scheme.QUEUE).lister,
+                               commands=informers.informer(scheme.COMMAND).lister,
+                               priorityclasses=informers.informer(scheme.PRIORITY_CLASS).lister, clock=mgr.clock,
+                               recorder=mgr.event_recorder("vc-controller-manager"))
+    jobs.add_event_handler(on_delete=reconciler.forget)
     (mgr.controller("volcano-job")
-        .for_(scheme.VCJOB, predicates=FuncPredicate(update=_job_changed))
+        .for_(scheme.VCJOB, predicates=FuncPredicate(update=_job_changed, delete=_never))
         .owns(scheme.POD)
-        .watches(scheme.POD_GROUP, _pg_to_job, predicates=FuncPredicate(update=lambda o, n: _phase(o) != _phase(n)))
+        .watches(scheme.POD_GROUP, _pg_to_job, predicates=FuncPredicate(
+            create=_never, update=lambda o, n: _phase(o) != _phase(n), delete=_never))
         .watches(scheme.COMMAND, _cmd_to_job)
         .with_options(max_concurrent_reconciles=opts.workers)
-        .complete(JobReconciler(mgr.client, jobs=informers.informer(scheme.VCJOB).lister,
-                                pods=informers.informer(scheme.POD).lister,
-                                podgroups=informers.informer(scheme.POD_GROUP).lister,
-                                queues=informers.informer(scheme.QUEUE).lister,
-                                commands=informers.informer(scheme.COMMAND).lister,
-                                priorityclasses=informers.informer(scheme.PRIORITY_CLASS).lister, clock=mgr.clock,
-                                recorder=mgr.event_recorder("vc-controller-manager"))))
+        .complete(reconciler))
 
 
 def setup_cronjob_controller(mgr: Any, opts: VolcanoOptions) -> None:

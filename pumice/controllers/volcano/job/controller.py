@@ -235,7 +235,9 @@ class JobReconciler:
         self.clock = clock
         self.recorder = recorder
         self.plugin_client = job_plugins.PluginClient(client)
-        self._mem: dict[str, _Memory] = {}
+        # "ns/name" -> (uid, what this controller saw of that Job last time); a Job made again
+        # under the same name (another uid) starts with a fresh memory
+        self._mem: dict[str, tuple[str, _Memory]] = {}
         # "ns/name" -> the Job as this controller's last status write returned it, until the
         # informer has that version (upstream's job cache, updated with each write's result)
         self._written: dict[str, Obj] = {}
@@ -274,6 +276,25 @@ class JobReconciler:
             return mine
         del self._written[key]
         return cached
+
+    def forget(self, job: Obj) -> None:
+        """Drop what this controller remembers of ``job`` (the last known state of a deleted
+        Job: its informer's delete event): the memory of that uid, the derived defaults and
+        PodGroup spec, and its last written version. A reconcile of the Job that is under way
+        drops its memory at its end (it finds the Job gone from the cache).
+
+        Mirrors: volcano pkg/controllers/job job_controller_handler.go deleteJob (the Job
+        leaves the controller's cache; nothing is enqueued)."""
+        md = job.get("metadata") or {}
+        key = f"{md.get('namespace') or ''}/{md.get('name', '')}"
+        seen = self._mem.get(key)
+        if seen is not None and seen[0] == str(md.get("uid", "")):
+            del self._mem[key]
+        self._defaults.pop(key, None)
+        self._pg_specs.pop(key, None)
+        mine = self._written.get(key)
+        if mine is not None and mine["metadata"].get("uid") == md.get("uid"):
+            del self._written[key]
 
     def _remember_write(self, job: Obj) -> None:
         """Keep ``job`` (an API answer) until the informer cache has caught up with it; drop the
@@ -437,8 +458,7 @@ class JobReconciler:
         job = self.current_job(req.namespace, req.name)
         key = f"{req.namespace}/{req.name}"
         if job is None:
-            for k in [k for k in self._mem if k.startswith(key + "/")]:
-                del self._mem[k]
+            self._mem.pop(key, None)
             self._defaults.pop(key, None)
             self._pg_specs.pop(key, None)
             return Result()
@@ -450,8 +470,9 @@ class JobReconciler:
             # Job would otherwise create and delete Pods in a loop or wait forever in silence
             self._event(job, "Warning", INVALID_JOB_REASON, f"the job cannot run: {problem.strip()}")
             return Result()
-        mkey = f"{key}/{job['metadata'].get('uid', '')}"
-        mem = self._mem.get(mkey) or _Memory()
+        uid = str(job["metadata"].get("uid", ""))
+        seen = self._mem.get(key)
+        mem = seen[1] if seen is not None and seen[0] == uid else _Memory()
         pods = self.job_pods(job)
         pg = self.get_podgroup(job)
         events, new_mem = self.observe(job, pods, pg, mem)
@@ -503,7 +524,11 @@ class JobReconciler:
                 if at in ("pod", "partition") and chosen is not None and d.pod != chosen.pod:
                     continue
                 del new_mem.delayed[pname]
-        self._mem[mkey] = new_mem
+        cached = self.jobs.get(req.namespace, req.name)
+        if cached is not None and cached["metadata"].get("uid") == job["metadata"].get("uid"):
+            self._mem[key] = (uid, new_mem)
+        else:  # deleted while this reconcile ran: its delete event has passed (see forget)
+            self._mem.pop(key, None)
 
         waits = [d.deadline - now for d in new_mem.delayed.values()]
         ttl_wait = await self._ttl(ops.job)
