@@ -31,7 +31,8 @@ def admission_plugins(
             default, as shipped upstream).
     Returns:
         ``(mutating, validating)``: mutating jobs/queues/podgroups/pods, then validating
-        jobs (webhook, then the basic job-validation-policy), queues, podgroups, hypernodes, pods.
+        jobs (webhook, then the basic job-validation-policy), queues, podgroups, hypernodes,
+        cronjobs, jobflows, pods.
     """
     from pumice.controllers.volcano import admission as adm
 
@@ -48,6 +49,7 @@ def admission_plugins(
         adm.PodGroupValidator(),
         adm.HyperNodeValidator(),
         adm.CronJobValidator(),
+        adm.JobFlowValidator(),
         adm.PodValidator((scheduler_name,)),
     ]
     return mutating, validating

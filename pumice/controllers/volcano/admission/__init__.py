@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pumice.controllers.volcano.admission.cronjobs import CronJobValidator
 from pumice.controllers.volcano.admission.hypernodes import HyperNodeValidator
+from pumice.controllers.volcano.admission.jobflows import JobFlowValidator
 from pumice.controllers.volcano.admission.jobs import JobMutator, JobPolicyValidator, JobValidator
 from pumice.controllers.volcano.admission.podgroups import PodGroupMutator, PodGroupValidator
 from pumice.controllers.volcano.admission.pods import (
@@ -20,6 +21,7 @@ from pumice.controllers.volcano.admission.queues import QueueMutator, QueueValid
 __all__ = [
     "CronJobValidator",
     "HyperNodeValidator",
+    "JobFlowValidator",
     "JobMutator",
     "JobPolicyValidator",
     "JobValidator",
