@@ -9,11 +9,14 @@ from typing import Any
 import pytest
 
 from pumice.api import scheme
+from pumice.controllers.volcano import admission_plugins
 from pumice.controllers.volcano.admission.jobs import mutate_job
 from pumice.controllers.volcano.job import builders
 from pumice.controllers.volcano.job.state import JOB_STEPS, StateAction, Target
 from pumice.controllers.volcano.keys import Action, JobPhase, QueueState
 from pumice.controllers.volcano.queue import next_state
+from pumice.runtime.metrics import RECONCILE_ERRORS
+from pumice.testing.cluster import local_cluster
 from pumice.testing.fake_client import FakeClient
 from pumice.testing.volcano_controllers import eventually
 from pumice.testing.volcano_controllers import running_controllers as running
@@ -592,3 +595,20 @@ def test_podgroup_counts_equal_a_fresh_count_of_the_cache_after_random_events() 
             assert c.counts(q) == count_podgroups(live)
             assert c.has_podgroups(q) == bool(live)
 
+
+
+async def test_a_pod_in_a_queue_that_does_not_exist_gets_one_podgroup_error_event_however_often_retried() -> None:
+    mutating, validating = admission_plugins()
+    errors = RECONCILE_ERRORS.labels("volcano-podgroup")
+    async with local_cluster(admission=[*mutating, *validating]) as c, running(c.client):
+        before = errors._value.get()
+        await c.client.create({"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": "podq", "namespace": "default", "annotations": {"scheduling.volcano.sh/queue-name": "q2"}},
+            "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "image": "x"}]}})
+        await eventually(lambda: errors._value.get() >= before + 4)  # the refused create, retried
+        events = [e for e in (await c.client.list(scheme.EVENT, namespace="default")).items
+                  if e["involvedObject"]["name"] == "podq"]
+        assert [(e["type"], e["reason"], e["count"]) for e in events] == [("Warning", "PodGroupError", 1)]
+        assert events[0]["message"] == (
+            'Failed to create PodGroup, err: admission webhook "validatepodgroup.volcano.sh" denied the request: '
+            'unable to find queue: queue.scheduling.volcano.sh "q2" not found')

@@ -117,8 +117,17 @@ def test_a_bound_pod_waits_for_its_node() -> None:
 
 def test_a_volcano_pod_without_group_says_so() -> None:
     p = pod("p1", namespace=NS, requests="1,1Gi")
-    ex = explain([node("n1"), p], "pod", "p1", NS, CONF)
+    ex = explain([node("n1"), queue("default"), p], "pod", "p1", NS, CONF)
     assert ex.gate == "no-podgroup" and "scheduling.k8s.io/group-name" in ex.reason
+
+
+def test_a_volcano_pod_in_a_queue_that_does_not_exist_names_the_queue() -> None:
+    p = pod("p1", namespace=NS, requests="1,1Gi", annotations={"scheduling.volcano.sh/queue-name": "q2"})
+    ex = explain([node("n1"), queue("default"), p], "pod", "p1", NS, CONF)
+    assert ex.gate == "no-podgroup", ex.render()
+    assert ex.reason.startswith("queue q2 does not exist"), ex.render()
+    assert ex.queue == "q2" and ex.remedy.startswith("create queue q2"), ex.render()
+    assert "check that it runs" not in ex.render()
 
 
 def test_a_default_scheduler_pod_gets_that_scheduler_s_reason() -> None:

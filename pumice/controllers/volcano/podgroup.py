@@ -8,17 +8,25 @@ Pod's requests x minMember, the queue from the Pod annotation ``scheduling.volca
 the Pod's priorityClassName, and the preemptable / cooldown / revocable-zone / JDB annotations.
 The Pod is then annotated with the group name. A ReplicaSet scaled to zero loses its PodGroup.
 
+A create the API refuses (the podgroup webhook's ``unable to find queue`` for a queue that does not
+exist) is retried with backoff, as upstream, and also recorded as a Warning Event on the Pod,
+reason ``PodGroupError``, message ``Failed to create PodGroup, err: <the refusal>``: the reason and
+text upstream's vcjob controller gives a failed PodGroup create; one Event per distinct refusal,
+not one per retry.
+
 Mirrors: volcano pkg/controllers/podgroup/pg_controller.go and pg_controller_handler.go.
+Deviates: upstream's pg controller records no Event for a refused create (it only logs and retries).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from pumice.api import Obj, scheme
 from pumice.api.meta import owner_reference
-from pumice.client.base import KubeClient, create_unless_exists, is_not_found
+from pumice.client.base import ApiError, KubeClient, create_unless_exists, is_not_found
 from pumice.controllers.volcano import keys
 from pumice.controllers.volcano.job import resources as res
 from pumice.controllers.volcano.job.builders import scheduling_annotations
@@ -27,6 +35,9 @@ from pumice.runtime.reconcile import Result
 log = logging.getLogger(__name__)
 
 _OWNER_KINDS = {"ReplicaSet": scheme.REPLICA_SET, "Job": scheme.JOB}
+
+POD_GROUP_ERROR = "PodGroupError"
+"""Event reason of a refused PodGroup create (volcano batch/v1alpha1 JobEvent ``PodGroupError``)."""
 
 
 def podgroup_name_for_pod(pod: Obj) -> str:
@@ -86,8 +97,15 @@ class PodGroupReconciler:
 
     def __init__(self, client: KubeClient, pods: Any, podgroups: Any,
                  scheduler_names: tuple[str, ...] = (keys.DEFAULT_SCHEDULER_NAME,),
-                 owners: dict[str, Any] | None = None, inherit_owner_annotations: bool = True) -> None:
+                 owners: dict[str, Any] | None = None, inherit_owner_annotations: bool = True,
+                 event: Callable[[Obj, str, str, str], Any] | None = None) -> None:
+        """``event(obj, type, reason, message)`` records an Event (an EventRecorder's ``event``);
+        None records none."""
         self.client = client
+        self.event = event
+        self._refused: dict[tuple[str, str], tuple[str, str]] = {}
+        """(namespace, name) -> (Pod uid, the last refusal recorded as an Event for it), so a retry
+        refused the same way records none; dropped once the Pod is gone or has its PodGroup."""
         self.pods = pods
         self.podgroups = podgroups
         self.scheduler_names = scheduler_names
@@ -107,7 +125,10 @@ class PodGroupReconciler:
 
     async def reconcile(self, req: Any) -> Any:
         pod = self.pods.get(req.namespace, req.name)
-        if pod is None or (pod.get("spec") or {}).get("schedulerName") not in self.scheduler_names:
+        if pod is None:
+            self._refused.pop((req.namespace, req.name), None)
+            return Result()
+        if (pod.get("spec") or {}).get("schedulerName") not in self.scheduler_names:
             return Result()
         md = pod["metadata"]
         if (md.get("annotations") or {}).get(keys.KUBE_GROUP_NAME_ANNOTATION_KEY) or md.get("deletionTimestamp"):
@@ -118,7 +139,12 @@ class PodGroupReconciler:
         if self.podgroups.get(md.get("namespace"), name) is None:
             pg = build_podgroup_for_pod(pod, self._owner_annotations(pod),
                                         inherit_owner_annotations=self.inherit_owner_annotations)
-            await create_unless_exists(self.client, pg)
+            try:
+                await create_unless_exists(self.client, pg)
+            except Exception as e:
+                self._record_refusal(pod, e)
+                raise
+        self._refused.pop((req.namespace, req.name), None)
         try:
             await self.client.patch(scheme.POD, req.name, {"metadata": {"annotations": {keys.KUBE_GROUP_NAME_ANNOTATION_KEY: name}}},
                                     req.namespace)
@@ -126,6 +152,18 @@ class PodGroupReconciler:
             if not is_not_found(e):
                 raise
         return Result()
+
+    def _record_refusal(self, pod: Obj, e: Exception) -> None:
+        """A Warning ``PodGroupError`` Event on the Pod, unless this refusal was the last one recorded."""
+        if self.event is None:
+            return
+        message = f"Failed to create PodGroup, err: {e.message if isinstance(e, ApiError) else e}"
+        md = pod["metadata"]
+        key, seen = (md.get("namespace", ""), md.get("name", "")), (str(md.get("uid", "")), message)
+        if self._refused.get(key) == seen:
+            return
+        self._refused[key] = seen
+        self.event({"apiVersion": "v1", "kind": "Pod", **pod}, "Warning", POD_GROUP_ERROR, message)
 
 
 class ScaledToZeroReconciler:

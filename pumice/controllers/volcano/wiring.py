@@ -166,7 +166,8 @@ def setup_podgroup_controllers(mgr: Any, opts: VolcanoOptions) -> None:
                                                  delete=lambda o: False))
         .with_options(max_concurrent_reconciles=opts.workers)
         .complete(PodGroupReconciler(mgr.client, informers.informer(scheme.POD).lister, podgroups,
-                                     opts.scheduler_names, owners)))
+                                     opts.scheduler_names, owners,
+                                     event=mgr.event_recorder("vc-controller-manager").event)))
     (mgr.controller("volcano-podgroup-scale")
         .for_(scheme.REPLICA_SET)
         .complete(ScaledToZeroReconciler(mgr.client, owners["ReplicaSet"], podgroups)))

@@ -20,7 +20,7 @@ from typing import Any
 
 from pumice.api import Obj, scheme
 from pumice.api.meta import find_condition, get_condition
-from pumice.api.volcano.constants import DEFAULT_SCHEDULER_NAME
+from pumice.api.volcano.constants import DEFAULT_SCHEDULER_NAME, QUEUE_NAME_ANNOTATION_KEY
 from pumice.scheduler.volcano import build_snapshot
 from pumice.scheduler.volcano.api.resource import Dimension, Resource
 from pumice.scheduler.volcano.api.types import TaskStatus
@@ -258,6 +258,13 @@ def _gate_before_session(ex: Explanation, objects: list[Obj], kind: str, name: s
     if pg_name is None:
         ex.gate, ex.reason = "no-podgroup", note or "no PodGroup"
         ex.remedy = "the controller creates the PodGroup; check that it runs"
+        qname = ((_md(pod).get("annotations") or {}).get(QUEUE_NAME_ANNOTATION_KEY) or "default") if pod else ""
+        if pod is not None and _find(objects, "Queue", qname, None) is None:
+            ex.queue = qname
+            ex.reason = (f"queue {qname} does not exist (annotation {QUEUE_NAME_ANNOTATION_KEY}), so the API "
+                         f"refuses the Pod's PodGroup (validatepodgroup.volcano.sh: unable to find queue) and "
+                         f"the controller retries")
+            ex.remedy = f"create queue {qname}, or delete the Pod and create it with an existing queue"
         return None
     pg = _find(objects, "PodGroup", pg_name, namespace)
     key = f"{namespace}/{pg_name}"
