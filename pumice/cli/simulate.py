@@ -331,16 +331,17 @@ REJECTED_SHOWN = 10
 
 
 def _warn_rejected(result: Any, name_run: bool) -> None:
-    """One ``Warning:`` line on stderr per arrival the API server refused (its reason), up to
-    :data:`REJECTED_SHOWN`, then one line counting the rest; jobs.csv has them all."""
+    """One ``Warning:`` line on stderr per arrival the API server (or KubeRay) refused (who, and
+    its reason), up to :data:`REJECTED_SHOWN`, then one line counting the rest; jobs.csv has them
+    all."""
     from pumice.simulate.recorder import REJECTED
 
-    rejected = sorted(((js.arrival.time, name, js.status) for name, js in result.recorder.jobs.items()
-                       if js.status.startswith(REJECTED)))
+    rejected = sorted(((js.arrival.time, name, js.status, js.rejected_by)
+                       for name, js in result.recorder.jobs.items() if js.status.startswith(REJECTED)))
     run = f"{result.config.name}: " if name_run else ""
-    for _t, name, status in rejected[:REJECTED_SHOWN]:
+    for _t, name, status, by in rejected[:REJECTED_SHOWN]:
         reason = status.removeprefix(REJECTED).removeprefix(":").strip()
-        click.echo(f"Warning: {run}job {name} was rejected by the API server: {reason}", err=True)
+        click.echo(f"Warning: {run}job {name} was rejected by {by}: {reason}", err=True)
     if len(rejected) > REJECTED_SHOWN:
         click.echo(f"Warning: {run}{len(rejected) - REJECTED_SHOWN} more job(s) rejected (status Rejected in "
                    "jobs.csv)", err=True)

@@ -25,7 +25,7 @@ from typing import Any
 from pumice._util.clock import Clock, parse_rfc3339
 from pumice.api import Obj
 from pumice.api.meta import is_condition_true
-from pumice.api.ray.constants import RayServiceConditionType
+from pumice.api.ray.constants import JobDeploymentStatus, RayServiceConditionType
 from pumice.api.volcano.constants import KUBE_GROUP_NAME_ANNOTATION_KEY, JobPhase
 from pumice.node.podspec import pod_requests
 from pumice.simulate.nodes import GPU, GPU_MEMORY, GPU_MILLI, GPU_NUMBER, NodeSpec, gpu_milli
@@ -33,7 +33,11 @@ from pumice.simulate.workload import JOB_LABEL, QUEUE_ANNOTATION, Arrival
 
 TERMINAL = ("Succeeded", "Failed")
 REJECTED = "Rejected"
-"""The status of a job whose manifest the API server refused (``Rejected: <its message>``)."""
+"""The status of a job the API server (or KubeRay) refused (``Rejected: <its message>``)."""
+API_SERVER = "the API server"
+KUBERAY = "KubeRay"
+"""Who refused a job (:attr:`JobState.rejected_by`): the API server refused to create a manifest;
+KubeRay refused a created RayJob (``jobDeploymentStatus: ValidationFailed``)."""
 VCJOB_ENDS = {JobPhase.COMPLETED: "Succeeded", JobPhase.FAILED: "Failed", JobPhase.ABORTED: "Aborted",
               JobPhase.TERMINATED: "Terminated"}
 """A Volcano Job's phases that end it (``status.state.phase``; Aborted stays until a ResumeJob
@@ -100,6 +104,8 @@ class JobState:
     status: str = ""
     retry_count: int | None = None
     """A Volcano Job's ``status.retryCount`` as last seen (None: other kinds, or no status yet)."""
+    rejected_by: str = ""
+    """Who refused the job (:data:`API_SERVER`, :data:`KUBERAY`); empty: not rejected."""
     draining: bool = False
     """Deleted (a service) with Pods still holding: counted finished when the last one goes."""
 
@@ -330,7 +336,10 @@ class Recorder:
 
     def rayjob_event(self, rj: Obj) -> None:
         """A RayJob's status: ``ready`` when its Ray job started (``rayJobInfo.startTime``), finished
-        at ``jobDeploymentStatus`` Complete or Failed."""
+        at ``jobDeploymentStatus`` Complete or Failed, rejected (:meth:`rejected`, by KubeRay) at
+        ValidationFailed: KubeRay refused the spec and never leaves that state (terminal, as in
+        ray-operator rayjob_controller.go), so the job ends at once with ``Rejected:
+        ValidationFailed: <status.message>`` (the Warning Event ``InvalidRayJobSpec``'s text)."""
         name = (rj.get("metadata") or {}).get("name", "")
         js = self.jobs.get(name)
         if js is None:
@@ -342,7 +351,10 @@ class Recorder:
         started = (st.get("rayJobInfo") or {}).get("startTime")
         if started and js.ready is None:
             js.ready = parse_rfc3339(started) - self.start
-        if st.get("jobDeploymentStatus") in ("Complete", "Failed") and js.finished is None:
+        if st.get("jobDeploymentStatus") == JobDeploymentStatus.VALIDATION_FAILED:
+            reason = st.get("reason") or JobDeploymentStatus.VALIDATION_FAILED.value
+            self.rejected(name, f"{reason}: {st.get('message') or '(no message)'}", by=KUBERAY)
+        elif st.get("jobDeploymentStatus") in ("Complete", "Failed") and js.finished is None:
             js.finished = self.now()
             js.status = "Succeeded" if st.get("jobDeploymentStatus") == "Complete" else "Failed"
             self._finished(name)
@@ -380,13 +392,13 @@ class Recorder:
         self.changes += 1
         self.last_change = self.now()
 
-    def rejected(self, name: str, reason: str) -> None:
-        """The API server refused to create an arrival's manifest: the job ended at once, never
-        started (status ``Rejected: <reason>``), and counts as finished so it does not keep the run
-        open."""
+    def rejected(self, name: str, reason: str, by: str = API_SERVER) -> None:
+        """``by`` (the API server, or KubeRay for a RayJob it refused) refused an arrival: the job
+        ended at once, never started (status ``Rejected: <reason>``, :attr:`JobState.rejected_by`
+        ``by``), and counts as finished so it does not keep the run open."""
         js = self.jobs.get(name)
         if js is not None and js.finished is None:
-            js.finished, js.status = self.now(), f"{REJECTED}: {reason}"
+            js.finished, js.status, js.rejected_by = self.now(), f"{REJECTED}: {reason}", by
             self.touch()
             self._finished(name)
 

@@ -40,7 +40,8 @@ JOB_COLUMNS = {
     "ready": "seconds: RayService Ready condition first True; RayJob: its Ray job started (rayJobInfo.startTime); "
              "empty for other kinds",
     "finish": "seconds: every Pod terminal (Volcano Job: its phase Completed, Failed, Aborted or Terminated, "
-              "after any restarts its policies made; RayJob: Complete/Failed; services: deleted)",
+              "after any restarts its policies made; RayJob: Complete/Failed, ValidationFailed: rejected at once; "
+              "services: deleted)",
     "status": "Succeeded, Failed, Deleted (a service at the end of its lifetime), Deleted before start, "
               "Rejected: <why>, and for a Volcano Job Aborted or Terminated (its phase; Completed is Succeeded); "
               "at the end: Running, PartialGang <held>/<minMember>, Pending",
@@ -81,7 +82,8 @@ SUMMARY_SCHEMA = {
               "SimConfig knows (workload, seed, until, period, batch_scheduler, arrivals)",
     "simulated_seconds": "simulated time at the end",
     "jobs": "{total, finished, started, never_started, rejected}: finished = ended after they started; rejected = "
-            "the API server refused the manifest (job status 'Rejected: <reason>'; never started)",
+            "the API server refused the manifest, or KubeRay a RayJob (jobDeploymentStatus ValidationFailed) "
+            "(job status 'Rejected: <reason>'; never started)",
     "pods": "Pods created", "nodes": "Nodes", "gpus": "GPUs", "cpu_cores": "cores",
     "jct": "{mean, median, p99} seconds over finished jobs",
     "queueing_delay": "{mean, median, p99, p99.9} seconds over started jobs",

@@ -428,6 +428,30 @@ def test_a_rejected_arrival_is_reported_and_does_not_hold_the_run_open(tmp_path:
     assert jobs["pod"]["start"] is None and jobs["ok"]["status"] == "Succeeded"
 
 
+def test_a_rayjob_kuberay_refuses_is_rejected_at_once_with_the_operators_reason(tmp_path: Path) -> None:
+    """Trial 9 F-3: a RayJob KubeRay refuses (``jobDeploymentStatus: ValidationFailed``, terminal
+    in KubeRay) was recorded as Pending; the run ended ``stalled`` after 600 simulated s with
+    ``jobs.rejected`` 0 and nothing said on the console."""
+    nodes, w = tmp_path / "nodes.yaml", tmp_path / "w.yaml"
+    nodes.write_text(NODE_YAML)
+    w.write_text("arrivals:\n"
+                 "- at: 0\n  duration: 10\n  name: rj\n"
+                 "  manifest: {apiVersion: ray.io/v1, kind: RayJob, spec: {entrypoint: python x.py,\n"
+                 "             rayClusterSpec: {headGroupSpec: {rayStartParams: {}, template: {spec: {containers: []}}}}}}\n")
+    out = tmp_path / "o"
+    r = CliRunner().invoke(main, ["simulate", "--nodes", str(nodes), "--workload", str(w), "--quiet", "--no-plots",
+                                  "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    reason = "ValidationFailed: The RayJob spec is invalid: headGroupSpec should have at least one container"
+    warnings = [line for line in r.output.splitlines() if line.startswith("Warning:")]
+    assert warnings == [f"Warning: job rj was rejected by KubeRay: {reason}"]
+    s = json.loads((out / "summary.json").read_text())
+    assert s["ended_by"] == "done" and s["simulated_seconds"] < 60
+    assert s["jobs"] == {"total": 1, "finished": 0, "started": 0, "never_started": 1, "rejected": 1}
+    [job] = json.loads((out / "jobs.json").read_text())
+    assert job["status"] == f"Rejected: {reason}" and job["start"] is None
+
+
 @pytest.mark.parametrize("after", [[], ["--quiet"], ["--out", "elsewhere"]])
 def test_compare_with_one_file_is_one_line_and_exit_2(tmp_path: Path, after: list[str],
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
