@@ -1,5 +1,6 @@
 """The live Agent Scheduler against the in-process API server: binds its own Pods (not the
-batch scheduler's), parks a Pod that fits nowhere with PodScheduled=False/Unschedulable, and binds
+batch scheduler's), parks a Pod that fits nowhere with PodScheduled=False/Unschedulable and a
+FailedScheduling Event naming the per-Node reasons, and binds
 it once a Pod is deleted (a cluster event)."""
 
 from __future__ import annotations
@@ -44,6 +45,17 @@ async def test_live_agent_scheduler_binds_parks_and_retries(cluster: Any) -> Non
             return any(x["type"] == "PodScheduled" and x["reason"] == "Unschedulable" for x in conds)
 
         await eventually(parked, timeout=15)
+        cond = next(x for x in (await c.get(scheme.POD, "late", "default"))["status"]["conditions"]
+                    if x["type"] == "PodScheduled")
+        assert cond["message"] == "0/2 nodes are unavailable: 2 Insufficient cpu."
+
+        async def failed_scheduling() -> list[dict]:
+            return [e for e in (await c.list(scheme.EVENT, "default")).items
+                    if e["involvedObject"]["name"] == "late" and e["reason"] == "FailedScheduling"]
+
+        [ev] = await eventually(failed_scheduling, timeout=15)
+        assert (ev["type"], ev["message"], ev["source"]["component"]) == (
+            "Warning", "0/2 nodes are unavailable: 2 Insufficient cpu.", "agent-scheduler")
         await c.delete(scheme.POD, "a0", "default")
 
         async def late_bound() -> str | None:
@@ -86,7 +98,7 @@ async def test_live_bind_by_another_scheduler_makes_the_agent_result_stale(clust
         rep = sched.core.resolve(results, sched.clock.monotonic())
         assert rep.conflicted == ["default/a0"] and rep.bound == {}
         again = sched.core.step(sched.clock.monotonic())
-        assert again.unschedulable == {"default/a0": "0/1 nodes are available"}
+        assert again.unschedulable == {"default/a0": "0/1 nodes are unavailable: 1 Insufficient cpu."}
         await sched.cache.flush()
         assert not (await c.get(scheme.POD, "a0", "default"))["spec"].get("nodeName")
     finally:

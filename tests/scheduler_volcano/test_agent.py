@@ -79,10 +79,10 @@ def test_a_pod_that_fits_nowhere_goes_to_the_pool_and_returns_on_a_cluster_event
     sched = AgentScheduler(view)
     sched.add(TaskInfo.from_pod(objs[1]), 0.0)
     rep = sched.step(now=0.0)
-    assert rep.unschedulable == {"c1/big": "0/1 nodes are available"}
+    assert rep.unschedulable == {"c1/big": "0/1 nodes are unavailable: 1 Insufficient cpu."}
     assert sched.step(now=5.0).bound == {}  # still in the pool: no cluster event yet
     sched.cluster_event(5.0)  # backoff of the first attempt (1 s) is over: straight to activeQ
-    assert sched.step(now=5.0).unschedulable == {"c1/big": "0/1 nodes are available"}
+    assert sched.step(now=5.0).unschedulable == {"c1/big": "0/1 nodes are unavailable: 1 Insufficient cpu."}
 
 
 def batch_objects() -> list[dict]:
@@ -112,7 +112,7 @@ def test_conflict_batch_binds_first_then_the_agent_result_is_stale_and_requeued(
 
     batch, agent, conflicted, unsched, over = run_twice(go)
     assert batch == {"c1/b-0": "n0"} and agent == {} and conflicted == ["c1/a-0"]
-    assert unsched == {"c1/a-0": "0/1 nodes are available"} and over == []
+    assert unsched == {"c1/a-0": "0/1 nodes are unavailable: 1 Insufficient cpu."} and over == []
 
 
 def test_conflict_agent_binds_first_and_the_batch_session_sees_the_slot_taken() -> None:
@@ -216,7 +216,7 @@ def test_worker_threads_compute_at_once_and_the_binder_resolves_their_conflicts(
             deadline.wait(0.05)
         again = sched.resolve([r for _, r in results[3:]], now=0.0)
         assert again.bound == {} and sorted(again.unschedulable) == sorted(rep.conflicted)
-        assert set(again.unschedulable.values()) == {"0/1 nodes are available"}
+        assert set(again.unschedulable.values()) == {"0/1 nodes are unavailable: 1 Insufficient cpu."}
     finally:
         pool.stop()
 

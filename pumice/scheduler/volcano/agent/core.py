@@ -45,7 +45,15 @@ from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.queue_info import ClusterInfo
 from pumice.scheduler.volcano.api.resource import Dimension
 from pumice.scheduler.volcano.api.task_info import TaskInfo
-from pumice.scheduler.volcano.api.types import TaskStatus
+from pumice.scheduler.volcano.api.types import (
+    ALL_NODE_UNAVAILABLE_MSG,
+    FitError,
+    FitErrors,
+    Status,
+    StatusCode,
+    TaskStatus,
+    insufficient_reason,
+)
 from pumice.scheduler.volcano.conf import SchedulerConfiguration, parse_conf
 from pumice.scheduler.volcano.framework.interface import RecordingCache
 from pumice.scheduler.volcano.framework.predicate_helper import predicate_rows
@@ -177,7 +185,7 @@ def schedule_pod(view: AgentView, task: TaskInfo, *, candidates: int = DEFAULT_C
                 break
     view._next_start = (start + looked) % n if n else 0
     if not feasible:
-        return ScheduleResult(task, reason=f"0/{n} nodes are available")
+        return ScheduleResult(task, reason=unschedulable_message(view, task))
     return ScheduleResult(task, _ranked(view, feasible, view.session.prioritize(task, feasible), candidates))
 
 
@@ -188,8 +196,29 @@ def _schedule_rows(view: AgentView, task: TaskInfo, rows: np.ndarray, candidates
     if len(rows):
         rows = rows[ssn.arrays.fits(task.resreq, "idle", rows)]
     if not len(rows):
-        return ScheduleResult(task, reason=f"0/{len(view.node_names)} nodes are available")
+        return ScheduleResult(task, reason=unschedulable_message(view, task))
     return ScheduleResult(task, _ranked(view, [ssn.node_list[int(r)] for r in rows], ssn.prioritize_rows(task, rows), candidates))
+
+
+def unschedulable_message(view: AgentView, task: TaskInfo) -> str:
+    """Why ``task`` fits no Node of ``view``: Volcano's FitErrors histogram over every Node, each
+    judged as upstream's agent allocate does (the request against the Node's idle resources,
+    ``Insufficient <first short resource>``, then the predicate plugins), e.g.
+    ``0/2 nodes are unavailable: 2 Insufficient cpu.``; ``all nodes are unavailable`` when there is
+    no Node at all. Only called on the failure path, so it checks every Node (no sampling).
+
+    Mirrors: volcano pkg/agentscheduler/actions/allocate/allocate.go predicate and
+    recordTaskFailStatus, pkg/scheduler/api/unschedule_info.go FitErrors.Error.
+    """
+    fe = FitErrors()
+    for name in view.node_names:
+        node = view.cluster.nodes[name]
+        ok, short = task.resreq.less_equal_with_names(node.idle, Dimension.ZERO)
+        err = (FitError(task.namespace, task.name, name, [Status(StatusCode.Unschedulable, insufficient_reason(short))])
+               if not ok else view.session.predicate_for_allocate(task, node))
+        if err is not None:
+            fe.set_node_error(name, err)
+    return str(fe) if fe.node_names else ALL_NODE_UNAVAILABLE_MSG
 
 
 class Binder:

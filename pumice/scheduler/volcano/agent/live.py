@@ -11,7 +11,9 @@ worker thread hands over is resolved after such a refresh, so a bind by another 
 arrived while the worker computed makes it stale (urgent requeue). Binds go through the cache
 (assumed, then the API bind); the NodeShard's ``status.nodesInUse`` is published after each
 batch of results and when idle (sharding modes hard and soft); a Pod that fits nowhere gets
-``PodScheduled=False``, reason ``Unschedulable``. :meth:`LiveAgentScheduler.run_round` is one
+``PodScheduled=False``, reason ``Unschedulable``, with Volcano's per-Node histogram
+(``0/2 nodes are unavailable: 2 Insufficient cpu.``) and a Warning ``FailedScheduling`` Event
+when that condition changes. :meth:`LiveAgentScheduler.run_round` is one
 deterministic round without threads (tests).
 
 Mirrors: volcano pkg/agentscheduler (scheduler.go, cache), cmd/agent-scheduler.
@@ -125,8 +127,7 @@ class LiveAgentScheduler:
     def _resolve(self, results: list[ScheduleResult], now: float) -> StepReport:
         rep = self.core.resolve(results, now)
         for key, reason in rep.unschedulable.items():
-            ns, name = key.split("/", 1)
-            self.cache._spawn(self.cache._pod_condition(ns, name, "Unschedulable", reason))
+            self.cache.task_unschedulable(key, "Unschedulable", reason)
         return rep
 
     async def run(self, stop_event: asyncio.Event | None = None) -> None:

@@ -371,25 +371,31 @@ class SchedulerCache:
             cur = pgs.get_by_key(pg_key)
             if cur is not None:
                 self._spawn(self._event(cur, etype, reason, message))
-        pods = self.informers["Pod"].lister
         for pod_key, (reason, message, nominated) in res.pod_conditions.items():
-            if not message:
-                continue
-            pod = pods.get_by_key(pod_key)
-            if pod is None:
-                continue
-            uid = str(pod["metadata"].get("uid") or "")
-            if self.last_pod_conditions.get(pod_key) == (uid, reason, message):
-                continue
-            cur = get_condition(pod, "PodScheduled")
-            if cur is None or cur.get("reason") != reason or cur.get("message") != message:
-                self.last_pod_conditions[pod_key] = (uid, reason, message)
-                md = pod["metadata"]
-                self._spawn(self._pod_condition(md.get("namespace", "default"), md["name"], reason, message, nominated))
-                # upstream records a Warning FailedScheduling on the Pod whenever its condition
-                # changes (cache.go taskUnschedulable), so `kubectl describe pod` shows why
-                self._spawn(self._event({**pod, "apiVersion": "v1", "kind": "Pod"}, "Warning", "FailedScheduling",
-                                        message))
+            self.task_unschedulable(pod_key, reason, message, nominated)
+
+    def task_unschedulable(self, pod_key: str, reason: str, message: str, nominated: str = "") -> None:
+        """Queue ``PodScheduled=False`` (``reason``, ``message``) on the Pod ``namespace/name`` and
+        a Warning ``FailedScheduling`` Event with the message, when the condition changes (nothing
+        for an empty message, a Pod gone from the cache, or the condition already written).
+
+        Mirrors: volcano pkg/scheduler/cache/cache.go and pkg/agentscheduler/cache/cache.go
+        taskUnschedulable (the Event is recorded whenever the condition is updated).
+        """
+        if not message:
+            return
+        pod = self.informers["Pod"].lister.get_by_key(pod_key)
+        if pod is None:
+            return
+        uid = str(pod["metadata"].get("uid") or "")
+        if self.last_pod_conditions.get(pod_key) == (uid, reason, message):
+            return
+        cur = get_condition(pod, "PodScheduled")
+        if cur is None or cur.get("reason") != reason or cur.get("message") != message:
+            self.last_pod_conditions[pod_key] = (uid, reason, message)
+            md = pod["metadata"]
+            self._spawn(self._pod_condition(md.get("namespace", "default"), md["name"], reason, message, nominated))
+            self._spawn(self._event({**pod, "apiVersion": "v1", "kind": "Pod"}, "Warning", "FailedScheduling", message))
 
     async def _patch_pg(self, cur: Obj, status: Obj) -> None:
         md = cur["metadata"]
@@ -426,7 +432,9 @@ class SchedulerCache:
         if self.event_kind is None:
             return
         if self._recorder is None:
-            self._recorder = EventRecorder(self.client, "volcano", clock=self.clock)
+            # upstream's source component: util.GenerateComponentName(schedulerNames)
+            component = self.scheduler_names[0] if len(self.scheduler_names) == 1 else "volcano"
+            self._recorder = EventRecorder(self.client, component, clock=self.clock)
         if obj.get("kind") != "Pod":
             obj = {**obj, "apiVersion": obj.get("apiVersion", "scheduling.volcano.sh/v1beta1"), "kind": "PodGroup"}
         try:
