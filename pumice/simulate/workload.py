@@ -83,6 +83,7 @@ from typing import Any, NoReturn
 import yaml
 
 from pumice.api import Obj
+from pumice.api.quantity import QuantityError, parse_quantity
 from pumice.api.validation import SYSTEM_PRIORITY_CLASS_VALUES
 from pumice.api.yamlsafe import error_line
 from pumice.node.podspec import pod_requests
@@ -596,13 +597,17 @@ def check_workload_document(path: Path, d: Obj) -> None:
     """Check the shape of one workload YAML document (:func:`load_yaml`) before it is read: the
     types of ``queues``, ``arrivals`` and each arrival's fields, and of the manifest parts the
     loader fills in (``metadata``, its ``labels``/``annotations``, ``spec``, a vcjob's ``tasks``,
-    a Ray kind's cluster spec and groups, a Deployment's ``template``). Numbers: ``at``,
+    a Ray kind's cluster spec and groups, a Deployment's ``template``), and the quantities of each
+    Pod template's containers, init containers (``resources.requests``/``limits``) and
+    ``overhead`` (as the run reads them before the API server sees them). Numbers: ``at``,
     ``every`` and ``duration`` finite and not negative, ``count`` and ``replicas`` whole and not
     negative. The API server validates the rest of each manifest when it arrives.
 
     Raises:
         InputError: ``<file>: <where>: expected <what>, got <type>`` (``where`` like
-            ``arrivals[0].manifest.spec``), one line.
+            ``arrivals[0].manifest.spec``; a quantity: ``<file>: arrivals[1].manifest.spec.
+            containers[0].resources.requests[cpu] (arrival 'c'): quantities must match ...: 'abc'``;
+            the arrival's name when it has one), one line.
     """
 
     def fail(where: str, what: str, v: Any, value: bool = False) -> NoReturn:
@@ -632,6 +637,13 @@ def check_workload_document(path: Path, d: Obj) -> None:
         if not math.isfinite(x) or x < 0 or (whole and x != int(x)):
             fail(where, "a whole number, 0 or more" if whole else "a finite number of seconds, 0 or more", v,
                  value=True)
+
+    def quantities(resources: Obj, where: str) -> None:
+        for name, q in resources.items():
+            try:
+                parse_quantity(q)
+            except QuantityError as e:
+                raise InputError(f"{path}: {where}[{name}]{arrival_name}: {e}") from None
 
     def run_time(x: float, where: str) -> None:
         if x > MAX_SIMULATED_SECONDS:
@@ -689,6 +701,8 @@ def check_workload_document(path: Path, d: Obj) -> None:
             if m.get(key) is not None and not isinstance(m[key], str):
                 fail(f"{where}.{key}", "a string", m[key])
         md = mapping(m.get("metadata"), f"{where}.metadata")
+        named = a.get("name") or md.get("name")
+        arrival_name = f" (arrival {str(named)!r})" if named else ""
         for key in ("labels", "annotations"):
             mapping(md.get(key), f"{where}.metadata.{key}")
         annotations(md, f"{where}.metadata")
@@ -728,12 +742,14 @@ def check_workload_document(path: Path, d: Obj) -> None:
                 mapping(tmd.get(key), f"{tw}.metadata.{key}")
             annotations(tmd, f"{tw}.metadata")
             tspec = mapping(t.get("spec"), f"{tw}.spec")
-            for j, c in enumerate(seq(tspec.get("containers"), f"{tw}.spec.containers")):
-                cw = f"{tw}.spec.containers[{j}]"
-                c = mapping(c, cw, optional=False)
-                res = mapping(c.get("resources"), f"{cw}.resources")
-                for part in ("requests", "limits"):
-                    mapping(res.get(part), f"{cw}.resources.{part}")
+            for key in ("containers", "initContainers"):
+                for j, c in enumerate(seq(tspec.get(key), f"{tw}.spec.{key}")):
+                    cw = f"{tw}.spec.{key}[{j}]"
+                    c = mapping(c, cw, optional=False)
+                    res = mapping(c.get("resources"), f"{cw}.resources")
+                    for part in ("requests", "limits"):
+                        quantities(mapping(res.get(part), f"{cw}.resources.{part}"), f"{cw}.resources.{part}")
+            quantities(mapping(tspec.get("overhead"), f"{tw}.spec.overhead"), f"{tw}.spec.overhead")
 
 
 def _yaml_arrival(path: Path, a: Obj, k: int, count: int, t: float) -> Arrival:

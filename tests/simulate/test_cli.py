@@ -310,6 +310,7 @@ def test_a_scheduler_configuration_with_an_unknown_argument_runs_with_one_warnin
     assert not [r for r in caplog.records if "gang.bogus" in r.getMessage()]  # not logged again by the run
 
 
+QUANTITY_RE = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 NODE_YAML = ('apiVersion: v1\nkind: Node\nmetadata: {name: n0}\nstatus: {capacity: {cpu: "2", memory: 4Gi}}\n')
 
 
@@ -323,6 +324,24 @@ NODE_YAML = ('apiVersion: v1\nkind: Node\nmetadata: {name: n0}\nstatus: {capacit
     ("arrivals:\n- at: 0\n  manifest: {apiVersion: batch.volcano.sh/v1alpha1, kind: Job, spec: {tasks: [x]}}\n",
      "arrivals[0].manifest.spec.tasks[0]: expected a mapping, got string"),
     ("queues: [[a]]\narrivals: []\n", "queues[0]: expected a Queue name, got list"),
+    # trial 9 F-9: a bad quantity was refused without its place (`not a valid yaml workload: quantities ...`)
+    ("arrivals:\n- {at: 0, duration: 5, name: ok, manifest: {apiVersion: v1, kind: Pod}}\n"
+     "- at: 0\n  duration: 5\n  name: c\n  manifest: {apiVersion: v1, kind: Pod, spec: {containers: "
+     "[{name: a, image: b, resources: {requests: {cpu: abc}}}]}}\n",
+     f"arrivals[1].manifest.spec.containers[0].resources.requests[cpu] (arrival 'c'): {QUANTITY_RE}: 'abc'"),
+    ("arrivals:\n- at: 0\n  duration: 5\n  manifest: {apiVersion: ray.io/v1, kind: RayJob, metadata: {name: rj},\n"
+     "    spec: {rayClusterSpec: {headGroupSpec: {template: {spec: {containers: [{name: h, image: r}]}}},\n"
+     "      workerGroupSpecs: [{template: {spec: {containers: [{name: w, image: r,\n"
+     "        resources: {limits: {nvidia.com/gpu: 1x}}}]}}}]}}}\n",
+     "arrivals[0].manifest.spec.rayClusterSpec.workerGroupSpecs[0].template.spec.containers[0].resources."
+     f"limits[nvidia.com/gpu] (arrival 'rj'): {QUANTITY_RE}: '1x'"),
+    ("arrivals:\n- at: 0\n  duration: 5\n  manifest: {apiVersion: batch.volcano.sh/v1alpha1, kind: Job, spec: {tasks:\n"
+     "    [{replicas: 1, template: {spec: {initContainers: [{name: i, image: b, resources: {requests: "
+     "{memory: 1 Gi}}}]}}}]}}\n",
+     f"arrivals[0].manifest.spec.tasks[0].template.spec.initContainers[0].resources.requests[memory]: {QUANTITY_RE}: "
+     "'1 Gi'"),
+    ("arrivals:\n- {at: 0, duration: 5, manifest: {apiVersion: v1, kind: Pod, spec: {overhead: {cpu: [1]}}}}\n",
+     f"arrivals[0].manifest.spec.overhead[cpu]: {QUANTITY_RE}: '[1]'"),
 ])
 def test_a_malformed_yaml_workload_is_one_line_naming_where_and_exit_2(tmp_path: Path, text: str, line: str) -> None:
     """Trial 5 F-4: these ended in "internal error (TypeError/AttributeError)" or a wrong message."""
