@@ -21,6 +21,10 @@ Every write records who set which fields, as kube-apiserver's field manager does
   ``force``, which takes it over. The manager's ``operation: Apply`` entry is replaced by the
   applied field set (dropped when that set is empty). An apply onto an object without
   managedFields first gives its present fields to a ``before-first-apply`` Update entry.
+* **From client-side apply** (manager ``kubectl`` only): a conflict on a field that the live
+  object's ``kubectl.kubernetes.io/last-applied-configuration`` annotation records with the live
+  value is forgiven (the field is taken over as if forced); the other conflicts are still raised,
+  alone. After the apply an existing annotation is rewritten to the applied configuration.
 
 Entries are ordered as upstream encodes them (operation, time, manager, apiVersion,
 subresource); each is ``{"manager", "operation", "apiVersion", "time", "fieldsType": "FieldsV1",
@@ -37,7 +41,7 @@ Apply sets count every non-empty map as a path only (upstream also owns the entr
 
 Mirrors: k8s.io/apimachinery pkg/util/managedfields/internal (fieldmanager.go decodeLiveOrNew,
 managedfieldsupdater.go, capmanagers.go, skipnonapplied.go, stripmeta.go, conflict.go,
-managedfields.go sortEncodedManagedFields) and sigs.k8s.io/structured-merge-diff merge/update.go
+lastappliedmanager.go, lastappliedupdater.go, managedfields.go sortEncodedManagedFields) and sigs.k8s.io/structured-merge-diff merge/update.go
 (Updater.Update/Apply), typed/compare.go and typed/tofieldset.go, in spirit.
 """
 
@@ -52,7 +56,9 @@ from typing import Any
 import msgspec
 
 from pumice.api import Obj
+from pumice.api.gojson import encode_unstructured
 from pumice.api.strategic import SUPPORTED_KINDS, merge_info
+from pumice.api.validation import annotations_too_long
 
 #: One step of a field path: ("f", name) a map field, ("k", json-of-key) a keyed list item,
 #: ("v", json-of-value) a primitive-list value.
@@ -65,6 +71,12 @@ FIELD_MANAGER_MAX_LENGTH = 128
 MAX_UPDATE_MANAGERS = 10
 ANCIENT_CHANGES = "ancient-changes"
 BEFORE_FIRST_APPLY = "before-first-apply"
+#: client-side ``kubectl apply``'s record of what it applied (k8s.io/api core/v1
+#: LastAppliedConfigAnnotation)
+LAST_APPLIED_CONFIG_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
+#: the one field manager whose applies take over from client-side apply (kubectl's default
+#: ``--field-manager`` with ``--server-side``); any other name opts out
+KUBECTL_MANAGER = "kubectl"
 
 _META: Path = (("f", "metadata"),)
 #: metadata fields nobody owns (upstream's stripMetaManager set; ``metadata`` itself too)
@@ -850,13 +862,15 @@ def server_side_apply(live: Obj | None, applied: Obj, *, manager: str, kind: str
 
     Raises:
         ApplyConflict: a field another manager (Apply or Update) owns would change and
-            ``force`` is False; every clash is listed, grouped by manager.
+            ``force`` is False; every clash is listed, grouped by manager (for ``kubectl``, less
+            those the last-applied annotation forgives).
         ValueError: the applied configuration is not an object, or a keyed list element lacks
             its key.
     """
     if not isinstance(applied, dict):
         raise ValueError("the applied configuration must be an object")
     is_builtin = _is_builtin(applied, live, kind) if builtin is None else builtin
+    sent = applied
     applied = copy.deepcopy(applied)
     applied_meta = applied.get("metadata") or {}
     applied_meta.pop("managedFields", None)
@@ -896,6 +910,9 @@ def server_side_apply(live: Obj | None, applied: Obj, *, manager: str, kind: str
                     out.append({**e, "fieldsV1": fields_v1(owned)})
             else:
                 out.append(e)
+        if clashes and not force and manager == KUBECTL_MANAGER:
+            allowed = _last_applied_fields(base, version, w)
+            clashes = [(e, clash - allowed) for e, clash in clashes if clash - allowed]
         if clashes and not force:
             clashes.sort(key=lambda c: _id_json(_entry_id(c[0])))
             raise ApplyConflict([(describe_manager(e), render_path(p)) for e, clash in clashes
@@ -904,7 +921,50 @@ def server_side_apply(live: Obj | None, applied: Obj, *, manager: str, kind: str
         stamp = time if changed_obj else (previous or {}).get("time")
         out.append(_entry(manager, "Apply", version, stamp, new_set, subresource))
     _set_entries(result, out)
+    if manager == KUBECTL_MANAGER:
+        _sync_last_applied(result, sent)
     return result
+
+
+def _last_applied_fields(live: Obj, version: str, w: _Walk) -> set[Path]:
+    """The fields of ``live``'s last-applied annotation that still hold the value it records:
+    conflicts on these are forgiven for an apply by ``kubectl`` (client-side apply owned them and
+    nobody changed them since). Empty when there is no annotation, it is not a JSON object, or
+    its ``apiVersion`` is not the endpoint's ``version``.
+
+    Mirrors: apimachinery pkg/util/managedfields/internal/lastappliedmanager.go
+    (allowedConflictsFromLastApplied)."""
+    text = ((live.get("metadata") or {}).get("annotations") or {}).get(LAST_APPLIED_CONFIG_ANNOTATION)
+    if not isinstance(text, str) or not text:
+        return set()
+    try:
+        last = json.loads(text)
+    except ValueError:
+        return set()
+    if not isinstance(last, dict) or last.get("apiVersion") != version:
+        return set()
+    changed, removed = _compare(last, live, w)
+    return field_set(last, w.kind, w.builtin) - set(changed) - set(removed)
+
+
+def _sync_last_applied(result: Obj, sent: Obj) -> None:
+    """After a successful apply by ``kubectl``: an object that carries the last-applied
+    annotation gets it rewritten to the configuration just applied (without that annotation), so
+    a later client-side ``kubectl apply`` diffs against it; an annotation that would push the
+    object's annotations over their size limit is dropped instead.
+
+    Mirrors: apimachinery pkg/util/managedfields/internal/lastappliedupdater.go and
+    lastapplied.go (SetLastApplied)."""
+    annotations = (result.get("metadata") or {}).get("annotations")
+    if not isinstance(annotations, dict) or not annotations.get(LAST_APPLIED_CONFIG_ANNOTATION):
+        return
+    config = copy.deepcopy(sent)
+    sent_annotations = (config.get("metadata") or {}).get("annotations")
+    if isinstance(sent_annotations, dict):
+        sent_annotations.pop(LAST_APPLIED_CONFIG_ANNOTATION, None)
+    annotations[LAST_APPLIED_CONFIG_ANNOTATION] = encode_unstructured(config)
+    if annotations_too_long(annotations):
+        del annotations[LAST_APPLIED_CONFIG_ANNOTATION]
 
 
 def _remove_released_fields(result: Obj, previous: Obj | None, others: list[Obj], new_set: set[Path]) -> None:

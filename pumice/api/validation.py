@@ -226,18 +226,29 @@ def validate_labels(labels: Any, field: str) -> list[FieldCause]:
     return out
 
 
+#: the most bytes an object's annotations may hold, keys and values together
+#: (apimachinery pkg/api/validation TotalAnnotationSizeLimitB)
+TOTAL_ANNOTATION_SIZE_LIMIT_B = 256 * 1024
+
+
+def annotations_too_long(annotations: dict[str, Any]) -> bool:
+    """Whether keys and values together exceed :data:`TOTAL_ANNOTATION_SIZE_LIMIT_B` bytes of
+    UTF-8. Mirrors: apimachinery pkg/api/validation ValidateAnnotationsSize."""
+    total = sum(len(str(k).encode()) + len(str(v).encode()) for k, v in annotations.items())
+    return total > TOTAL_ANNOTATION_SIZE_LIMIT_B
+
+
 def validate_annotations(annotations: Any, field: str) -> list[FieldCause]:
     out: list[FieldCause] = []
     if annotations is None:
         return out
     if not isinstance(annotations, dict):
         return [_invalid(field, annotations, "must be a map of string keys to string values")]
-    total = 0
-    for k, v in annotations.items():
+    for k in annotations:
         out += [_invalid(field, k, e) for e in _key_errors(str(k).lower())]
-        total += len(str(k)) + len(str(v))
-    if total > 256 * 1024:
-        out.append(FieldCause(field, "Too long: may not be more than 262144 bytes", "FieldValueTooLong"))
+    if annotations_too_long(annotations):
+        out.append(FieldCause(field, f"Too long: may not be more than {TOTAL_ANNOTATION_SIZE_LIMIT_B} bytes",
+                              "FieldValueTooLong"))
     return out
 
 

@@ -6,6 +6,7 @@ behaviour seen through kubectl."""
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 
@@ -289,3 +290,72 @@ def test_editing_a_field_set_in_place_matches_decoding_and_encoding_it() -> None
         add = [path() for _ in range(rng.randint(0, 3))]
         assert json.dumps(_fv1_edit(fv1, remove, add)) == json.dumps(fields_v1((base - set(remove)) | set(add)))
         assert json.dumps(fv1) == before
+
+
+# ------------------------------------------------ client-side apply -> server-side apply (trial-9 F-2)
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def client_side_applied(**data: str) -> dict:
+    """What ``kubectl apply`` (client side) stores: the data and kubectl's annotation, both
+    owned by ``kubectl-client-side-apply``."""
+    obj = cm(**data)
+    record = {"apiVersion": "v1", "kind": "ConfigMap", "data": dict(data),
+              "metadata": {"annotations": {}, "name": "c", "namespace": "default"}}
+    obj["metadata"]["annotations"] = {LAST_APPLIED: json.dumps(record, separators=(",", ":"), sort_keys=True) + "\n"}
+    return created(obj, manager="kubectl-client-side-apply")
+
+
+def test_kubectl_apply_takes_over_client_side_fields_that_still_hold_their_last_applied_value() -> None:
+    obj = client_side_applied(a="1", b="1")
+    out = server_side_apply(obj, applied(a="2", b="1"), manager="kubectl", kind="ConfigMap", force=False, time=T1)
+    assert out["data"] == {"a": "2", "b": "1"}
+    got = owners(out)
+    assert got["kubectl"] == {A, B}
+    # .data.a moved to kubectl; .data.b, applied with the same value, is shared; the annotation stays
+    assert A not in got["kubectl-client-side-apply"] and B in got["kubectl-client-side-apply"]
+    assert (("f", "metadata"), ("f", "annotations"), ("f", LAST_APPLIED)) in got["kubectl-client-side-apply"]
+    # the annotation now records this apply, as Go writes it (keys sorted, HTML-safe, a newline)
+    assert out["metadata"]["annotations"][LAST_APPLIED] == (
+        '{"apiVersion":"v1","data":{"a":"2","b":"1"},"kind":"ConfigMap","metadata":{"name":"c"}}\n')
+    assert obj["data"] == {"a": "1", "b": "1"}  # the live object is left alone
+
+
+def test_only_the_kubectl_manager_is_forgiven() -> None:
+    obj = client_side_applied(a="1")
+    with pytest.raises(ApplyConflict) as err:
+        server_side_apply(obj, applied(a="2"), manager="other", kind="ConfigMap", force=False, time=T1)
+    assert str(err.value) == 'Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using v1: .data.a'
+    out = server_side_apply(obj, applied(a="2"), manager="other", kind="ConfigMap", force=True, time=T1)
+    assert json.loads(out["metadata"]["annotations"][LAST_APPLIED])["data"] == {"a": "1"}  # not kept in step
+
+
+def test_a_field_changed_since_the_client_side_apply_still_conflicts_and_only_it() -> None:
+    obj = client_side_applied(a="1", b="1")
+    obj = updated(obj, lambda o: o["data"].update(a="9"), "kubectl-patch")
+    with pytest.raises(ApplyConflict) as err:
+        server_side_apply(obj, applied(a="2", b="2"), manager="kubectl", kind="ConfigMap", force=False, time=T2)
+    assert err.value.conflicts == [('"kubectl-patch" using v1', ".data.a")]
+
+
+@pytest.mark.parametrize("record", ["", "{not json", '{"apiVersion":"v2","data":{"a":"1"}}', "[1]"],
+                         ids=["empty", "not-json", "other-version", "not-an-object"])
+def test_without_a_usable_last_applied_record_nothing_is_forgiven(record: str) -> None:
+    obj = client_side_applied(a="1")
+    obj["metadata"]["annotations"][LAST_APPLIED] = record
+    with pytest.raises(ApplyConflict):
+        server_side_apply(obj, applied(a="2"), manager="kubectl", kind="ConfigMap", force=False, time=T1)
+
+
+def test_kubectl_apply_adds_no_last_applied_record_where_there_was_none() -> None:
+    out = server_side_apply(created(cm(a="1")), applied(a="2"), manager="kubectl", kind="ConfigMap", force=True)
+    assert "annotations" not in out["metadata"]
+
+
+def test_a_last_applied_record_past_the_annotation_limit_is_dropped() -> None:
+    obj = client_side_applied(a="1")
+    big = applied(a="2")
+    big["metadata"]["annotations"] = {"big": "x" * (200 * 1024)}
+    out = server_side_apply(obj, big, manager="kubectl", kind="ConfigMap", force=False, time=T1)
+    assert out["data"] == {"a": "2"} and set(out["metadata"]["annotations"]) == {"big"}

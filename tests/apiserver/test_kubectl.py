@@ -56,6 +56,45 @@ def test_apply_creates_then_updates(kubectl, tmp_path: Path) -> None:
     assert "kubectl.kubernetes.io/last-applied-configuration" in got["metadata"]["annotations"]
 
 
+CSA_CM = "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\ndata: {{a: \"{a}\", b: \"{b}\"}}\n"
+
+
+def test_server_side_apply_takes_over_from_client_side_apply(kubectl) -> None:
+    """The documented upgrade path (trial-9 F-2): ``kubectl apply`` then ``kubectl apply
+    --server-side`` goes through; the fields move to ``kubectl`` (Apply) and kubectl's
+    last-applied annotation now records the server-side apply."""
+    kubectl("apply", "-f", "-", stdin=CSA_CM.format(name="csa1", a="1", b="x"))
+    out = kubectl("apply", "--server-side", "-f", "-", stdin=CSA_CM.format(name="csa1", a="2", b="x")).stdout
+    assert "configmap/csa1 serverside-applied" in out
+    got = json.loads(kubectl("get", "configmap", "csa1", "-o", "json", "--show-managed-fields").stdout)
+    assert got["data"] == {"a": "2", "b": "x"}
+    # once the apply went through, kubectl itself moves what kubectl-client-side-apply still
+    # owned to kubectl and applies the annotation as kubectl-last-applied (client-go csaupgrade)
+    entries = {e["manager"]: e for e in got["metadata"]["managedFields"]}
+    assert set(entries) == {"kubectl", "kubectl-last-applied"}
+    assert entries["kubectl"]["operation"] == "Apply"
+    assert entries["kubectl"]["fieldsV1"] == {"f:data": {"f:a": {}, "f:b": {}}}
+    assert entries["kubectl-last-applied"]["fieldsV1"] == {
+        "f:metadata": {"f:annotations": {"f:kubectl.kubernetes.io/last-applied-configuration": {}}}}
+    last = got["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+    assert json.loads(last) == {"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "2", "b": "x"},
+                                "metadata": {"name": "csa1", "namespace": "default"}}
+    # and client-side apply goes on from there: kubectl's three-way diff sees b as removed
+    kubectl("apply", "-f", "-", stdin="apiVersion: v1\nkind: ConfigMap\nmetadata: {name: csa1}\ndata: {a: \"3\"}\n")
+    assert json.loads(kubectl("get", "configmap", "csa1", "-o", "json").stdout)["data"] == {"a": "3"}
+
+
+def test_server_side_apply_still_conflicts_on_a_field_changed_since_the_client_side_apply(kubectl) -> None:
+    """As kube-apiserver: only fields whose live value is the last-applied one are forgiven; the
+    others keep their conflict (here .data.a, changed by kubectl patch), and nothing is written."""
+    kubectl("apply", "-f", "-", stdin=CSA_CM.format(name="csa2", a="1", b="x"))
+    kubectl("patch", "configmap", "csa2", "--type", "merge", "-p", '{"data":{"a":"9"}}')
+    p = kubectl("apply", "--server-side", "-f", "-", stdin=CSA_CM.format(name="csa2", a="2", b="y"), check=False)
+    assert p.returncode != 0
+    assert 'Apply failed with 1 conflict: conflict with "kubectl-patch" using v1: .data.a' in p.stderr
+    assert json.loads(kubectl("get", "configmap", "csa2", "-o", "json").stdout)["data"] == {"a": "9", "b": "x"}
+
+
 def test_get_prints_a_table(kubectl) -> None:
     kubectl("apply", "-f", "-", stdin=POD.format(name="tp1", app="t"))
     out = kubectl("get", "pods").stdout

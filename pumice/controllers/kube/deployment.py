@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
 from pumice.api import Obj, meta
+from pumice.api.apply import LAST_APPLIED_CONFIG_ANNOTATION
 from pumice.api.meta import owner_reference
 from pumice.api.scheme import DEPLOYMENT, POD, REPLICA_SET
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_conflict, is_not_found
@@ -54,7 +55,7 @@ DESIRED_REPLICAS = "deployment.kubernetes.io/desired-replicas"
 MAX_REPLICAS = "deployment.kubernetes.io/max-replicas"
 REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
 _SKIP_ANNOTATIONS = {REVISION, DESIRED_REPLICAS, MAX_REPLICAS, REVISION_HISTORY,
-                     "kubectl.kubernetes.io/last-applied-configuration"}
+                     LAST_APPLIED_CONFIG_ANNOTATION}
 
 # condition reasons (pkg/controller/deployment/util)
 NEW_RS_REASON = "NewReplicaSetCreated"

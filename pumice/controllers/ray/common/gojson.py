@@ -27,6 +27,7 @@ from typing import Any
 
 from pumice._util.duration import go_duration_string, parse_go_duration
 from pumice.api import quantity as q
+from pumice.api.gojson import go_json, go_number, go_string
 
 __all__ = ["GoLayout", "go_quantity_string", "go_string", "marshal", "raycluster_spec_layout"]
 
@@ -58,23 +59,6 @@ def raycluster_spec_layout() -> GoLayout:
                      .read_text())
     return GoLayout(root=doc["root"], source=doc["source"],
                     types={k: [(f[0], f[1], f[2]) for f in v] for k, v in doc["types"].items()})
-
-
-def go_string(s: str) -> str:
-    """A JSON string as Go's encoding/json writes it (HTML-safe)."""
-    out = ['"']
-    for ch in s:
-        o = ord(ch)
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch in "<>&" or o in (0x2028, 0x2029):
-            out.append(f"\\u{o:04x}")
-        elif o < 0x20:
-            out.append({"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(ch, f"\\u{o:04x}"))
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
 
 
 def go_quantity_string(value: str | int | float) -> str:
@@ -116,28 +100,6 @@ def _go_time(value: Any, micro: bool) -> str:
         return "null"
     t = datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00")).astimezone(datetime.UTC)
     return go_string(t.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ"))
-
-
-def _generic(value: Any, sort_keys: bool) -> str:
-    """An untyped JSON value: ``interface{}`` (maps sorted) or raw JSON (kept as given)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return go_string(value)
-    if isinstance(value, (int, float)):
-        return _number(value)
-    if isinstance(value, list):
-        return "[" + ",".join(_generic(v, sort_keys) for v in value) + "]"
-    items = sorted(value.items()) if sort_keys else list(value.items())
-    return "{" + ",".join(go_string(str(k)) + ":" + _generic(v, sort_keys) for k, v in items) + "}"
-
-
-def _number(value: int | float) -> str:
-    if isinstance(value, int) or (value == int(value) and abs(value) < 1e21):
-        return str(int(value))
-    return repr(float(value))
 
 
 class _Encoder:
@@ -189,15 +151,15 @@ class _Encoder:
         if t in ("int", "uint"):
             return str(int(value or 0))
         if t == "float":
-            return _number(value or 0)
+            return go_number(value or 0)
         if t == "bool":
             return "true" if value else "false"
         if t == "bytes":
             return "null" if value is None else go_string(str(value))
         if t == "any":
-            return _generic(value, sort_keys=True)
+            return go_json(value)
         if t == "raw":
-            return _generic(value, sort_keys=False)
+            return go_json(value, sort_keys=False)
         if t == "quantity":
             return go_string(go_quantity_string("0" if value in (None, "") else value))
         if t in ("time", "microtime"):
