@@ -50,6 +50,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,6 +60,8 @@ from pumice.api import Obj
 from pumice.api.gojson import encode_unstructured
 from pumice.api.strategic import SUPPORTED_KINDS, merge_info
 from pumice.api.validation import annotations_too_long
+
+_log = logging.getLogger(__name__)
 
 #: One step of a field path: ("f", name) a map field, ("k", json-of-key) a keyed list item,
 #: ("v", json-of-value) a primitive-list value.
@@ -939,12 +942,17 @@ def _last_applied_fields(live: Obj, version: str, w: _Walk) -> set[Path]:
         return set()
     try:
         last = json.loads(text)
+        if not isinstance(last, dict) or last.get("apiVersion") != version:
+            return set()
+        changed, removed = _compare(last, live, w)
+        return field_set(last, w.kind, w.builtin) - set(changed) - set(removed)
     except ValueError:
         return set()
-    if not isinstance(last, dict) or last.get("apiVersion") != version:
+    except RecursionError:  # a record nested deeper than any object the API server accepts
+        md = live.get("metadata") or {}
+        _log.warning("%s %s/%s: %s is nested too deeply to compare; no conflict is forgiven", w.kind,
+                     md.get("namespace", ""), md.get("name", ""), LAST_APPLIED_CONFIG_ANNOTATION)
         return set()
-    changed, removed = _compare(last, live, w)
-    return field_set(last, w.kind, w.builtin) - set(changed) - set(removed)
 
 
 def _sync_last_applied(result: Obj, sent: Obj) -> None:

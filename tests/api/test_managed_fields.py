@@ -339,8 +339,11 @@ def test_a_field_changed_since_the_client_side_apply_still_conflicts_and_only_it
     assert err.value.conflicts == [('"kubectl-patch" using v1', ".data.a")]
 
 
-@pytest.mark.parametrize("record", ["", "{not json", '{"apiVersion":"v2","data":{"a":"1"}}', "[1]"],
-                         ids=["empty", "not-json", "other-version", "not-an-object"])
+DEEP = '{"apiVersion":"v1","data":' + '{"x":' * 3000 + "1" + "}" * 3000 + "}"
+
+
+@pytest.mark.parametrize("record", ["", "{not json", '{"apiVersion":"v2","data":{"a":"1"}}', "[1]", DEEP],
+                         ids=["empty", "not-json", "other-version", "not-an-object", "too-deep"])
 def test_without_a_usable_last_applied_record_nothing_is_forgiven(record: str) -> None:
     obj = client_side_applied(a="1")
     obj["metadata"]["annotations"][LAST_APPLIED] = record
