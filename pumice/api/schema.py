@@ -115,24 +115,6 @@ def _num(v: float | int) -> str:
     return str(v)
 
 
-def _matches_type(want: str, value: Any) -> bool:
-    if want == "object":
-        return isinstance(value, dict)
-    if want == "array":
-        return isinstance(value, list)
-    if want == "string":
-        return isinstance(value, str)
-    if want == "boolean":
-        return isinstance(value, bool)
-    if want == "integer":
-        if isinstance(value, bool):
-            return False
-        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-    if want == "number":
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    return True
-
-
 def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
@@ -162,125 +144,326 @@ def validate(schema: dict[str, Any], obj: Any, path: str = "") -> list[FieldCaus
           ``FieldValueDuplicate``.
 
         ``metadata`` at the root is left to the API server's object-meta validation.
+
+    A schema checked many times is better wrapped once in :class:`CompiledSchema`.
     """
-    causes: list[FieldCause] = []
-    _validate(schema, obj, path, causes, root=(path == ""))
-    return causes
+    return CompiledSchema(schema).validate(obj, path)
 
 
 def has_type_errors(schema: dict[str, Any], value: Any, root: bool = True) -> bool:
     """Whether :func:`validate` could report any ``FieldValueTypeInvalid`` cause for ``value``: a
     fast walk over the same (sub)schema/value pairs that builds no message (every ``anyOf`` /
     ``oneOf`` branch is walked, so it errs on the side of True). False means ``validate``'s type
-    causes are ``[]``; the API server's type check runs ``validate`` only when this is True."""
-    if not isinstance(schema, dict):
+    causes are ``[]``; the API server's type check runs ``validate`` only when this is True.
+    ``root``: ``value`` is a whole object (its ``metadata`` is not looked at)."""
+    return _types_bad(_Node(schema), value, root)
+
+
+class CompiledSchema:
+    """A structural schema ready to check many objects: :meth:`validate`, :meth:`has_type_errors`,
+    :meth:`default` and :meth:`prune` answer exactly as the module functions of the same names,
+    but what each (sub)schema asks (its type, properties, checks, defaults) is read from the
+    schema once, when a walk first reaches it, instead of on every walk.
+
+    The schema must not change afterwards (the API server makes one per served CRD version;
+    a CRD update makes a new one). Values are walked by their own keys, so an object with few of
+    a schema's many properties costs what it holds.
+    """
+
+    __slots__ = ("_root", "schema")
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self.schema = schema
+        self._root = _Node(schema)
+
+    def validate(self, obj: Any, path: str = "") -> list[FieldCause]:
+        """:func:`validate` under this schema."""
+        causes: list[FieldCause] = []
+        _check(self._root, obj, path, causes, path == "")
+        return causes
+
+    def has_type_errors(self, value: Any) -> bool:
+        """:func:`has_type_errors` of a whole object under this schema."""
+        return _types_bad(self._root, value, True)
+
+    def default(self, obj: Any) -> None:
+        """:func:`default` under this schema."""
+        _default(self._root, obj)
+
+    def prune(self, obj: Any) -> list[str]:
+        """:func:`prune` under this schema."""
+        removed: list[str] = []
+        _prune(self._root, obj, "", removed, True)
+        return removed
+
+
+def _is_integer(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+#: whether a value has each known ``type`` (any other type name passes every value)
+_TYPE_OK: dict[str, Any] = {
+    "object": lambda v: isinstance(v, dict), "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str), "boolean": lambda v: isinstance(v, bool),
+    "integer": _is_integer, "number": _is_number,
+}
+
+#: the keywords :func:`_value_checks` reads (a schema with none of them has nothing to check there)
+_VALUE_CHECK_KEYS = ("enum", "minimum", "maximum", "maxLength", "minLength", "pattern", "maxItems", "minItems",
+                     "maxProperties", "minProperties")
+
+#: the scalar types (exactly these, no subclass) that pass each ``type`` (no type: all of them);
+#: under a schema with nothing else to check, such a value passes every walker unchanged, so the
+#: walkers do not descend to it (a float is left to the integer check, which looks at its value)
+_PLAIN: dict[Any, frozenset[type]] = {
+    None: frozenset({str, int, float, bool}), "string": frozenset({str}), "boolean": frozenset({bool}),
+    "integer": frozenset({int}), "number": frozenset({int, float}), "object": frozenset(), "array": frozenset(),
+}
+
+
+class _Node:
+    """One (sub)schema as the walkers read it; its children are made when a walk first needs them."""
+
+    __slots__ = (
+        "_addl",
+        "_all_of",
+        "_branches",
+        "_items",
+        "_kids",
+        "addl_null",
+        "defaults",
+        "drop_null",
+        "embedded",
+        "has_addl",
+        "has_items",
+        "ios",
+        "list_type",
+        "null_ok",
+        "ok",
+        "plain",
+        "pos",
+        "preserve",
+        "props",
+        "required",
+        "required_nullable",
+        "required_set",
+        "schema",
+        "simple",
+        "type_ok",
+        "value_checks",
+        "want",
+    )
+
+    def __init__(self, schema: Any) -> None:
+        self.schema = schema
+        self.ok = ok = isinstance(schema, dict)
+        get = schema.get if ok else {}.get
+        self.want = want = get("type")
+        self.type_ok = _TYPE_OK.get(want) if want else None
+        self.ios = ios = bool(get("x-kubernetes-int-or-string"))
+        self.null_ok = bool(get("nullable")) or (not want and not ios)
+        props = get("properties") or {}
+        self.props: dict[str, Any] = props
+        self.pos = {name: i for i, name in enumerate(props)}
+        self._kids: dict[str, _Node] | None = None
+        addl = get("additionalProperties")
+        self._addl: _Node | None = None
+        self.has_addl = isinstance(addl, dict)
+        self.has_items = isinstance(get("items"), dict)
+        self._items: _Node | None = None
+        self._all_of: list[_Node] | None = None
+        self._branches: list[_Node] | None = None
+        self.required: tuple[str, ...] = tuple(get("required") or ())
+        self.required_set = frozenset(self.required)
+        self.required_nullable = frozenset(n for n in self.required if (props.get(n) or {}).get("nullable"))
+        self.embedded = bool(get("x-kubernetes-embedded-resource"))
+        fmt = get("format", "")
+        self.value_checks = any(get(k) is not None for k in _VALUE_CHECK_KEYS) or fmt in _INT_RANGES
+        self.list_type = get("x-kubernetes-list-type")
+        combos = bool(get("allOf") or get("anyOf") or get("oneOf"))
+        # a scalar that passes the type check has nothing more to answer to
+        self.simple = ok and not ios and not self.value_checks and not combos
+        self.plain = _PLAIN.get(want or None, _PLAIN[None]) if self.simple else frozenset()
+        self.preserve = bool(get("x-kubernetes-preserve-unknown-fields")) or addl is True
+        self.defaults = [(name, sub["default"], bool(sub.get("nullable"))) for name, sub in props.items()
+                         if isinstance(sub, dict) and "default" in sub]
+        self.drop_null = frozenset(name for name, sub in props.items()
+                                   if isinstance(sub, dict) and not sub.get("nullable") and "default" not in sub)
+        # what a null value of a name outside the properties becomes: None (left), or ("drop",) / ("default", v)
+        self.addl_null: tuple[Any, ...] | None = None
+        if isinstance(addl, dict) and not addl.get("nullable"):
+            self.addl_null = ("default", addl["default"]) if "default" in addl else ("drop",)
+
+    def kids(self) -> dict[str, _Node]:
+        kids = self._kids
+        if kids is None:
+            kids = self._kids = {name: _Node(sub) for name, sub in self.props.items()}
+        return kids
+
+    def addl(self) -> _Node | None:
+        if self._addl is None and self.has_addl:
+            self._addl = _Node(self.schema["additionalProperties"])
+        return self._addl
+
+    def items(self) -> _Node | None:
+        if self._items is None and self.has_items:
+            self._items = _Node(self.schema["items"])
+        return self._items
+
+    def all_of(self) -> list[_Node]:
+        if self._all_of is None:
+            self._all_of = [_Node(s) for s in (self.schema.get("allOf") or ())] if self.ok else []
+        return self._all_of
+
+    def branches(self) -> list[_Node]:
+        if self._branches is None:
+            self._branches = [_Node(s) for s in (self.schema.get("anyOf") or []) + (self.schema.get("oneOf") or [])] \
+                if self.ok else []
+        return self._branches
+
+
+def _types_bad(node: _Node, value: Any, root: bool) -> bool:
+    """:func:`has_type_errors` over a compiled node."""
+    if not node.ok:
         return False
     if value is None:
-        return not (schema.get("nullable") or (not schema.get("type") and not schema.get("x-kubernetes-int-or-string")))
-    if schema.get("x-kubernetes-int-or-string") and (isinstance(value, bool) or not isinstance(value, int | str)):
+        return not node.null_ok
+    if node.ios and (isinstance(value, bool) or not isinstance(value, int | str)):
         return True
-    want = schema.get("type")
-    if want and not _matches_type(want, value):
+    type_ok = node.type_ok
+    if type_ok is not None and not type_ok(value):
         return True
     if isinstance(value, dict):
-        props: dict[str, Any] = schema.get("properties") or {}
-        for name, sub in props.items():
-            if name in value and not (root and name == "metadata") and value[name] is not None \
-                    and has_type_errors(sub, value[name], False):
-                return True
-            if name in value and value[name] is None and not (root and name == "metadata") \
-                    and has_type_errors(sub, None, False):
-                return True
-        addl = schema.get("additionalProperties")
-        if isinstance(addl, dict):
-            for name in value:
-                if name not in props and has_type_errors(addl, value[name], False):
+        if node.props:
+            kids = node.kids()
+            for name, v in value.items():
+                kid = kids.get(name)
+                if kid is None or (root and name == "metadata") or type(v) in kid.plain:
+                    continue
+                if _types_bad(kid, v, False):
+                    return True
+        addl = node.addl()
+        if addl is not None:
+            props = node.props
+            a_plain = addl.plain
+            for name, v in value.items():
+                if name not in props and type(v) not in a_plain \
+                        and _types_bad(addl, v, False):
                     return True
     elif isinstance(value, list):
-        items = schema.get("items")
-        if isinstance(items, dict):
+        items = node.items()
+        if items is not None:
+            i_plain = items.plain
             for item in value:
-                if has_type_errors(items, item, False):
+                if type(item) not in i_plain \
+                        and _types_bad(items, item, False):
                     return True
-    for sub in schema.get("allOf") or ():
-        if has_type_errors(sub, value, False):
+    if node.simple:
+        return False
+    for sub in node.all_of():
+        if _types_bad(sub, value, False):
             return True
-    branches = (schema.get("anyOf") or []) + (schema.get("oneOf") or [])
-    if branches and not schema.get("x-kubernetes-int-or-string"):
+    branches = node.branches()
+    if branches and not node.ios:
         # validate reports a failing branch's causes only when no branch passes cleanly
         for sub in branches:
             errs: list[FieldCause] = []
-            _validate(sub, value, "", errs)
+            _check(sub, value, "", errs, False)
             if not errs:
                 return False
-        return any(has_type_errors(sub, value, False) for sub in branches)
+        return any(_types_bad(sub, value, False) for sub in branches)
     return False
 
 
-def _validate(schema: dict[str, Any], value: Any, path: str, out: list[FieldCause], root: bool = False) -> None:
-    if not isinstance(schema, dict):
+def _check(node: _Node, value: Any, path: str, out: list[FieldCause], root: bool) -> None:
+    """:func:`validate` over a compiled node (causes in document order: properties in the
+    schema's order, then additional properties in the value's)."""
+    if not node.ok:
         return
-    shown = path or "<root>"
     if value is None:
-        if schema.get("nullable") or (not schema.get("type") and not schema.get("x-kubernetes-int-or-string")):
+        if node.null_ok:
             return
-        want = schema.get("type") or "integer"
-        out.append(FieldCause(path, f"Invalid value: null: {shown} in body must be of type {want}: \"null\"",
+        want = node.want or "integer"
+        out.append(FieldCause(path, f"Invalid value: null: {path or '<root>'} in body must be of type {want}: \"null\"",
                               "FieldValueTypeInvalid"))
         return
-    if schema.get("x-kubernetes-int-or-string") and (isinstance(value, bool) or not isinstance(value, int | str)):
+    if node.ios and (isinstance(value, bool) or not isinstance(value, int | str)):
         out.append(FieldCause(
             path,
-            f"Invalid value: {format_value(value)}: {shown} in body must be of type integer,string: "
+            f"Invalid value: {format_value(value)}: {path or '<root>'} in body must be of type integer,string: "
             f"\"{json_type_name(value)}\"",
             "FieldValueTypeInvalid"))
         return
-    want = schema.get("type")
-    if want and not _matches_type(want, value):
+    type_ok = node.type_ok
+    if type_ok is not None and not type_ok(value):
         out.append(FieldCause(
             path,
-            f"Invalid value: {format_value(value)}: {shown} in body must be of type {want}: "
+            f"Invalid value: {format_value(value)}: {path or '<root>'} in body must be of type {node.want}: "
             f"\"{json_type_name(value)}\"",
             "FieldValueTypeInvalid"))
         return
 
     before = len(out)
-    _value_checks(schema, value, path, shown, out)
+    if node.value_checks:
+        _value_checks(node.schema, value, path, path or "<root>", out)
 
     if isinstance(value, dict):
-        props: dict[str, Any] = schema.get("properties") or {}
-        for name in schema.get("required") or ():
-            if name not in value or (value[name] is None and not (props.get(name) or {}).get("nullable")):
+        props = node.props
+        required = node.required
+        for name in required:
+            if name not in value or (value[name] is None and name not in node.required_nullable):
                 out.append(FieldCause(_join(path, name), "Required value", "FieldValueRequired"))
-        if schema.get("x-kubernetes-embedded-resource"):
+        if node.embedded:
             for name in ("apiVersion", "kind"):
                 if not value.get(name):
                     out.append(FieldCause(_join(path, name), "Required value", "FieldValueRequired"))
-        for name, sub in props.items():
-            if name in value and not (root and name == "metadata"):
-                if value[name] is None and name in (schema.get("required") or ()):
+        if props:
+            kids = node.kids()
+            present = [name for name in value if name in kids]
+            if len(present) > 1:
+                present.sort(key=node.pos.__getitem__)
+            required_set = node.required_set
+            for name in present:
+                if root and name == "metadata":
+                    continue
+                v = value[name]
+                if v is None and name in required_set:
                     continue  # already reported as required
-                _validate(sub, value[name], _join(path, name), out)
-        addl = schema.get("additionalProperties")
-        if isinstance(addl, dict):
-            for name in value:
-                if name not in props:
-                    _validate(addl, value[name], _join(path, name), out)
+                kid = kids[name]
+                if type(v) not in kid.plain:
+                    _check(kid, v, f"{path}.{name}" if path else name, out, False)
+        addl = node.addl()
+        if addl is not None:
+            a_plain = addl.plain
+            for name, v in value.items():
+                if name not in props and type(v) not in a_plain:
+                    _check(addl, v, _join(path, name), out, False)
     elif isinstance(value, list):
-        items = schema.get("items")
-        if isinstance(items, dict):
+        items = node.items()
+        if items is not None:
+            i_plain = items.plain
             for i, item in enumerate(value):
-                _validate(items, item, f"{path}[{i}]", out)
-        _list_type_checks(schema, value, path, out)
+                if type(item) not in i_plain:
+                    _check(items, item, f"{path}[{i}]", out, False)
+        if node.list_type is not None:
+            _list_type_checks(node.schema, value, path, out)
 
-    for sub in schema.get("allOf") or ():
-        _validate(sub, value, path, out)
-    branches = (schema.get("anyOf") or []) + (schema.get("oneOf") or [])
-    if branches and len(out) == before and not schema.get("x-kubernetes-int-or-string"):
+    if node.simple:
+        return
+    for sub in node.all_of():
+        _check(sub, value, path, out, False)
+    branches = node.branches()
+    if branches and len(out) == before and not node.ios:
         trials = []
         for sub in branches:
             errs: list[FieldCause] = []
-            _validate(sub, value, path, errs)
+            _check(sub, value, path, errs, False)
             if not errs:
                 break
             trials.append(errs)
@@ -387,37 +570,45 @@ def default(schema: dict[str, Any], obj: Any) -> None:
 
     Mirrors: apiextensions-apiserver pkg/apiserver/schema/defaulting/algorithm.go Default.
     """
-    if not isinstance(schema, dict):
+    _default(_Node(schema), obj)
+
+
+def _default(node: _Node, obj: Any) -> None:
+    if not node.ok:
         return
     if isinstance(obj, dict):
-        props: dict[str, Any] = schema.get("properties") or {}
-        for name, sub in props.items():
-            if not isinstance(sub, dict):
-                continue
-            if name in obj and obj[name] is None and not sub.get("nullable") and "default" not in sub:
+        props = node.props
+        drop = node.drop_null
+        nulls = [name for name, v in obj.items() if v is None] if drop or node.addl_null else ()
+        for name in nulls:
+            if name in drop:
                 del obj[name]  # a null for a non-nullable field without default is dropped
-            elif "default" in sub and (name not in obj or (obj[name] is None and not sub.get("nullable"))):
-                obj[name] = copy.deepcopy(sub["default"])
-        addl_schema = schema.get("additionalProperties")
-        if isinstance(addl_schema, dict) and not addl_schema.get("nullable"):
-            for name in [k for k, v in obj.items() if v is None and k not in props]:
-                if "default" in addl_schema:
-                    obj[name] = copy.deepcopy(addl_schema["default"])
-                else:
-                    del obj[name]
-        for name, sub in props.items():
-            if name in obj:
-                default(sub, obj[name])
-        addl = schema.get("additionalProperties")
-        if isinstance(addl, dict):
-            for name, val in obj.items():
+        for name, value, nullable in node.defaults:
+            if name not in obj or (obj[name] is None and not nullable):
+                obj[name] = copy.deepcopy(value)
+        addl_null = node.addl_null
+        if addl_null is not None:
+            for name in nulls:
                 if name not in props:
-                    default(addl, val)
+                    if addl_null[0] == "default":
+                        obj[name] = copy.deepcopy(addl_null[1])
+                    else:
+                        del obj[name]
+        kids = node.kids() if props else None
+        addl = node.addl()
+        for name, v in obj.items():
+            if not isinstance(v, dict | list):
+                continue  # nothing below a scalar
+            kid = kids.get(name) if kids is not None else None
+            if kid is not None:
+                _default(kid, v)
+            elif addl is not None and name not in props:
+                _default(addl, v)
     elif isinstance(obj, list):
-        items = schema.get("items")
-        if isinstance(items, dict):
+        items = node.items()
+        if items is not None:
             for item in obj:
-                default(items, item)
+                _default(items, item)
 
 
 # --- pruning --------------------------------------------------------------------------------------
@@ -439,33 +630,37 @@ def prune(schema: dict[str, Any], obj: Any) -> list[str]:
     Mirrors: apiextensions-apiserver pkg/apiserver/schema/pruning/algorithm.go.
     """
     removed: list[str] = []
-    _prune(schema, obj, "", removed, root=True)
+    _prune(_Node(schema), obj, "", removed, True)
     return removed
 
 
-def _prune(schema: dict[str, Any], obj: Any, path: str, removed: list[str], root: bool = False) -> None:
-    if not isinstance(schema, dict) or schema.get("x-kubernetes-int-or-string"):
+def _prune(node: _Node, obj: Any, path: str, removed: list[str], root: bool = False) -> None:
+    if not node.ok or node.ios:
         return
     if isinstance(obj, dict):
-        props: dict[str, Any] = schema.get("properties") or {}
-        addl = schema.get("additionalProperties")
-        preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields")) or addl is True
-        keep_meta = root or bool(schema.get("x-kubernetes-embedded-resource"))
+        props = node.props
+        addl = node.addl()
+        preserve = node.preserve
+        keep_meta = root or node.embedded
+        kids = node.kids() if props else {}
         for name in list(obj):
-            child = f"{path}.{name}"
             if keep_meta and name in _ROOT_KEEP and name not in props:
                 continue
             if root and name == "metadata":
                 continue
-            if name in props:
-                _prune(props[name], obj[name], child, removed)
-            elif isinstance(addl, dict):
-                _prune(addl, obj[name], child, removed)
-            elif not preserve:
-                del obj[name]
-                removed.append(child)
+            kid = kids.get(name)
+            if kid is None and name not in props:
+                kid = addl
+                if kid is None:
+                    if not preserve:
+                        del obj[name]
+                        removed.append(f"{path}.{name}")
+                    continue
+            v = obj[name]
+            if kid is not None and isinstance(v, dict | list):  # nothing to prune below a scalar
+                _prune(kid, v, f"{path}.{name}", removed)
     elif isinstance(obj, list):
-        items = schema.get("items")
-        if isinstance(items, dict):
+        items = node.items()
+        if items is not None:
             for i, item in enumerate(obj):
                 _prune(items, item, f"{path}[{i}]", removed)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from pumice.api import Obj
 from pumice.api.admission import FieldCause
+from pumice.api.schema import CompiledSchema
 from pumice.api.scheme import ResourceKind
 from pumice.apiserver.celrules import RuleSet, compile_rules, rule_compile_causes
 
@@ -33,6 +34,8 @@ class CustomVersion:
     scale: Obj | None = None  # {specReplicasPath, statusReplicasPath, labelSelectorPath}
     #: the schema's compiled x-kubernetes-validations (None: the schema has none)
     rules: RuleSet | None = None
+    #: the schema ready for the API server's checks (None: no schema)
+    compiled: CompiledSchema | None = None
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,7 @@ def crd_info(crd: Obj) -> CustomResource:
         versions[v["name"]] = CustomVersion(
             name=v["name"], served=bool(v.get("served", True)), storage=bool(v.get("storage", False)),
             schema=schema, printer_columns=list(cols), status="status" in subs, scale=subs.get("scale"),
-            rules=compile_rules(schema) if schema else None,
+            rules=compile_rules(schema) if schema else None, compiled=CompiledSchema(schema) if schema else None,
         )
         if v.get("storage"):
             storage = v["name"]

@@ -519,6 +519,7 @@ class Registry:
             schema = version.schema if version is not None else None
             if schema and not self._splits(schema):
                 return self._check_body(rk, namespace, body, name), False
+            compiled = version.compiled if version is not None else None
         rest = {k: v for k, v in body.items() if k != "status"}
         key = (("status", rk, namespace or "", name), _encode(rest))
         memo = self._clean_status_rests
@@ -531,9 +532,9 @@ class Registry:
             if cr is None:
                 if not field_types_ok(tree, "status", status):
                     return self._check_body(rk, namespace, body, name), False
-            elif schema:
+            elif schema and compiled is not None:
                 unchecked, fresh = self._schema_parts("types", schema, {"status": status})
-                if kschema.has_type_errors(schema, unchecked):
+                if compiled.has_type_errors(unchecked):
                     return self._check_body(rk, namespace, body, name), False
                 for part in fresh:
                     self._clean_cr_parts.add(part)
@@ -583,11 +584,11 @@ class Registry:
         else:
             causes = type_causes(_META_TREE, obj["metadata"], "metadata")
             version = cr.versions.get(rk.version)
-            if version is not None and version.schema:
+            if version is not None and version.schema and version.compiled is not None:
                 body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
                 unchecked, fresh = self._schema_parts("types", version.schema, body)
-                if kschema.has_type_errors(version.schema, unchecked):
-                    causes += [c for c in kschema.validate(version.schema, body)
+                if version.compiled.has_type_errors(unchecked):
+                    causes += [c for c in version.compiled.validate(body)
                                if c.reason == "FieldValueTypeInvalid" and not c.message.startswith("Invalid value: null")]
                 else:
                     for key in fresh:
@@ -657,14 +658,16 @@ class Registry:
         return schema.keys() <= _SPLIT_ROOT and schema.get("type", "object") == "object" and \
             type(schema.get("properties")) is dict
 
-    def schema_causes(self, schema: Obj, body: Obj) -> builtins.list[FieldCause]:
+    def schema_causes(self, schema: Obj | kschema.CompiledSchema, body: Obj) -> builtins.list[FieldCause]:
         """:func:`pumice.api.schema.validate` of ``body`` (a custom resource without apiVersion,
         kind and metadata), skipping the top-level values that validated clean before with the
         same schema and JSON (see :meth:`_schema_parts`); with causes, the whole body is validated
-        again, so the causes and their order are validate's own."""
-        unchecked, fresh = self._schema_parts("valid", schema, body)
-        if kschema.validate(schema, unchecked):
-            return kschema.validate(schema, body)
+        again, so the causes and their order are validate's own. ``schema``: a served version's
+        :class:`~pumice.api.schema.CompiledSchema`, or a schema to compile for this call."""
+        compiled = schema if isinstance(schema, kschema.CompiledSchema) else kschema.CompiledSchema(schema)
+        unchecked, fresh = self._schema_parts("valid", compiled.schema, body)
+        if compiled.validate(unchecked):
+            return compiled.validate(body)
         for key in fresh:
             self._clean_cr_parts.add(key)
         return []
@@ -685,7 +688,8 @@ class Registry:
         else:
             version = cr.versions.get(rk.version)
             schema = version.schema if version else None
-            if not schema:
+            compiled = version.compiled if version else None
+            if not schema or compiled is None:
                 return []
             keep: Obj = {k: obj.pop(k) for k in ("apiVersion", "kind", "metadata") if k in obj}
             # top-level values that pruning and defaulting left as they were before (same schema,
@@ -693,8 +697,8 @@ class Registry:
             # their presence for the root's own steps (a split root looks at nothing else)
             aside, fresh = self._unchanged_parts("prune", schema, obj)
             try:
-                unknown = kschema.prune(schema, obj)
-                kschema.default(schema, obj)
+                unknown = compiled.prune(obj)
+                compiled.default(obj)
             finally:
                 obj.update(aside)
                 obj.update(keep)

@@ -372,9 +372,9 @@ class CustomResourceStrategy(Strategy):
         causes = super().validate(reg, rk, obj, old)
         cr = reg.custom(rk)
         version = cr.versions.get(rk.version) if cr is not None else None
-        if version is not None and version.schema:
+        if version is not None and version.compiled is not None:
             body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
-            causes.extend(reg.schema_causes(version.schema, body))
+            causes.extend(reg.schema_causes(version.compiled, body))
         if version is not None and version.rules is not None:
             causes.extend(version.rules.validate(obj, old))
         return causes

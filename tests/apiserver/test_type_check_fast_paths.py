@@ -235,3 +235,30 @@ async def test_a_changed_crd_schema_checks_a_remembered_spec_again(cluster: Loca
         await cluster.client.create(podgroup("c", namespace="default", min_member=2))
     assert e.value.code == 422
     assert [c["field"] for c in e.value.status["details"]["causes"]] == ["spec.minMember"]
+
+
+async def test_a_changed_crd_schema_gets_a_newly_compiled_schema(cluster: LocalCluster) -> None:
+    """Each served CRD version checks with a CompiledSchema read from its schema once. After a CRD
+    update, status writes and creates follow the new schema: a status value the old schema
+    took (and whose compiled parts were walked) is refused under a new maximum, a new default is
+    set, and a property the new schema drops is pruned."""
+    crds = cluster.scheme.by_api_version_kind("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+    pgs = cluster.scheme.by_api_version_kind("scheduling.volcano.sh/v1beta1", "PodGroup")
+    assert crds is not None and pgs is not None
+    c = cluster.client
+    await c.create(podgroup("a", namespace="default", min_member=2))
+    await c.patch(pgs, "a", {"status": {"running": 5, "phase": "Running"}}, "default")
+    crd = await c.get(crds, "podgroups.scheduling.volcano.sh")
+    props = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
+    props["status"]["properties"]["running"]["maximum"] = 3
+    props["spec"]["properties"]["minMember"]["default"] = 7
+    del props["spec"]["properties"]["priorityClassName"]
+    await c.update(crd)
+    with pytest.raises(ApiError) as e:
+        await c.patch(pgs, "a", {"status": {"running": 5, "phase": "Pending"}}, "default")
+    assert e.value.code == 422
+    assert [c["field"] for c in e.value.status["details"]["causes"]] == ["status.running"]
+    b = podgroup("b", namespace="default", priority_class="high")
+    del b["spec"]["minMember"]
+    created = await c.create(b)
+    assert created["spec"]["minMember"] == 7 and "priorityClassName" not in created["spec"]
