@@ -450,7 +450,11 @@ class Registry:
 
     # ---------------------------------------------------------------- body checks
 
-    def _check_body(self, rk: ResourceKind, namespace: str | None, body: Any, name: str | None) -> Obj:
+    def _check_body(self, rk: ResourceKind, namespace: str | None, body: Any, name: str | None, *,
+                    cr_status: bool = False) -> Obj:
+        """The body checks of kube-apiserver's decode step: apiVersion, kind, namespace and name
+        against the URL (400), the types (422, see :meth:`_check_types`; ``cr_status``: a custom
+        resource's status PUT, whose status :meth:`update` checks after the lookup)."""
         if not isinstance(body, dict):
             raise errors.bad_request(f"the body of the request must be a JSON object of kind {rk.kind}")
         av, kind = body.get("apiVersion"), body.get("kind")
@@ -490,7 +494,7 @@ class Registry:
             if bname and bname != name:
                 raise errors.bad_request(f"the name of the object ({bname}) does not match the name on the URL ({name})")
             md["name"] = name
-        self._check_types(rk, body)
+        self._check_types(rk, body, cr_status="before" if cr_status else "")
         return body
 
     def _check_status_body(self, rk: ResourceKind, namespace: str | None, body: Obj, name: str) -> tuple[Obj, bool]:
@@ -557,10 +561,18 @@ class Registry:
         if self._zero_free_specs.usable(key[1]) and _encode(spec) == key[1]:
             self._zero_free_specs.add(key)
 
-    def _check_types(self, rk: ResourceKind, obj: Obj) -> None:
+    def _check_types(self, rk: ResourceKind, obj: Obj, *, cr_status: str = "") -> None:
         """The typed-schema check of every kind, before defaulting and admission: built-in kinds
         against their lightkube model, custom resources against the served version's structural
         schema (types only here; the rest of the schema is validated after admission).
+
+        ``cr_status`` (a custom resource's status PUT, ``""`` otherwise): the body's top-level
+        values other than ``status`` are not checked (kube-apiserver's status strategy replaces
+        them with the stored ones before it validates). ``"before"`` (the decode step): metadata,
+        and the status too when metadata has causes (so the 422 names them all); ``"after"``
+        (:meth:`update`, once the stored object is found and its resourceVersion matched, as
+        kube-apiserver validates a custom resource: a missing one is 404 first, a stale version
+        409): the status alone.
 
         Raises:
             StatusError: 422 Invalid with one cause per value of the wrong JSON type.
@@ -582,10 +594,14 @@ class Registry:
                         causes.append(FieldCause(f"{part}[{k}]", f'Invalid value: "{REDACTED}": {part}[{k}] in body '
                                                  f'must be of type string: "{json_type(v)}"', "FieldValueTypeInvalid"))
         else:
-            causes = type_causes(_META_TREE, obj["metadata"], "metadata")
+            causes = type_causes(_META_TREE, obj["metadata"], "metadata") if cr_status != "after" else []
             version = cr.versions.get(rk.version)
-            if version is not None and version.schema and version.compiled is not None:
-                body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+            if version is not None and version.schema and version.compiled is not None and not (
+                    cr_status == "before" and not causes):
+                if cr_status:
+                    body = {"status": obj["status"]} if "status" in obj else {}
+                else:
+                    body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
                 unchecked, fresh = self._schema_parts("types", version.schema, body)
                 if version.compiled.has_type_errors(unchecked):
                     causes += [c for c in version.compiled.validate(body)
@@ -825,10 +841,12 @@ class Registry:
         Raises:
             StatusError: 404, 409 Conflict on a stale resourceVersion, 400, 422.
         """
+        cr_status = False
         if _status_patch and sub == "status" and _expect is not None:
             obj, untouched = self._check_status_body(rk, namespace, body, name)
         else:
-            obj, untouched = self._check_body(rk, namespace, body, name), False
+            cr_status = sub == "status" and self.custom(rk) is not None
+            obj, untouched = self._check_body(rk, namespace, body, name, cr_status=cr_status), False
         ns = self._ns(rk, namespace)
         res = self.storage_resource(rk)
         st = self._view(rk)
@@ -839,6 +857,8 @@ class Registry:
         want_rv = obj["metadata"].get("resourceVersion")
         if want_rv and str(want_rv) != str(old.rv):
             raise errors.conflict(rk, name, errors.STALE)
+        if cr_status:  # as kube-apiserver validates: after the lookup (404) and the version check (409)
+            self._check_types(rk, obj, cr_status="after")
         # a status patch that left everything else as stored is already the new object
         new = obj if untouched and old is _expect else self._prepare_update(rk, obj, old, sub)
         if not _applied:

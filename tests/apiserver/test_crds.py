@@ -97,6 +97,36 @@ async def test_status_subresource_of_custom_resource(cluster: LocalCluster, widg
     assert w["status"] == {"state": "ready"} and w["metadata"]["generation"] == 1
 
 
+async def test_a_status_put_of_a_custom_resource_checks_the_types_of_its_status_only_and_after_the_lookup(
+        cluster: LocalCluster, widgets) -> None:
+    """kube-apiserver's status strategy for custom resources keeps the stored object but its
+    status and validates the result after reading the stored object: the body's other values
+    are not checked, a missing object is 404 and a stale resourceVersion 409 before the status
+    types are looked at; metadata is checked in the decode step, with the status then."""
+    w = await cluster.client.create(widget("w1", size=1))
+    put = {**copy.deepcopy(w), "spec": {"size": "one", "color": 7}, "status": {"replicas": 2}}
+    got = await cluster.client.update_status(put)
+    assert got["spec"] == w["spec"] and got["status"] == {"replicas": 2}
+
+    def causes(e: pytest.ExceptionInfo[ApiError]) -> list[str]:
+        return [c["field"] for c in e.value.status["details"]["causes"]]
+
+    bad = {**copy.deepcopy(got), "status": {"replicas": "two", "state": 3}}
+    with pytest.raises(ApiError) as e:
+        await cluster.client.update_status(bad)
+    assert e.value.code == 422 and causes(e) == ["status.replicas", "status.state"]
+    with pytest.raises(ApiError) as e:
+        await cluster.client.update_status({**copy.deepcopy(bad), "metadata": {**bad["metadata"], "labels": 5}})
+    assert e.value.code == 422 and causes(e) == ["metadata.labels", "status.replicas", "status.state"]
+    with pytest.raises(ApiError) as e:
+        await cluster.client.update_status({**copy.deepcopy(bad), "metadata": {**bad["metadata"], "resourceVersion": "1"}})
+    assert e.value.code == 409
+    await cluster.client.delete(widgets, "w1", "default")
+    with pytest.raises(ApiError) as e:
+        await cluster.client.update_status(bad)
+    assert e.value.code == 404
+
+
 async def test_scale_subresource_of_custom_resource(cluster: LocalCluster, widgets) -> None:
     await cluster.client.create(widget("w1", size=1, replicas=2))
     scale = await cluster.client.request("GET", widgets.path("default", "w1", "scale"))
