@@ -31,6 +31,7 @@ from typing import Any
 
 import click
 
+from pumice.cli._netopts import bridge_option, pod_cidr_option
 from pumice.cli._signals import stop_on_signals
 
 
@@ -111,9 +112,9 @@ async def _serve_ray_dashboard(client: Any, agent: Any, address: str) -> tuple[A
 @click.option("--node-name-prefix", default="pumice-node", show_default=True)
 @click.option("--data-dir", type=click.Path(file_okay=False), default="pumice-data/node", show_default=True)
 @click.option("--network", type=click.Choice(["auto", "netns", "host"]), default="auto", show_default=True)
-@click.option("--pod-cidr", default=None,
+@click.option("--pod-cidr", default=None, callback=pod_cidr_option,
               help="Pod addresses (netns mode). Default: a free /22 of 10.244.0.0/16 derived from the bridge name.")
-@click.option("--bridge", default=None,
+@click.option("--bridge", default=None, callback=bridge_option,
               help="Bridge name (netns mode). Default: pumice-<hash of the API server URL>.")
 @click.option("--pod-egress", type=click.Choice(["proxy", "nat", "none"]), default="proxy", show_default=True)
 @click.option("--apiserver-url-for-pods", default=None,

@@ -27,6 +27,7 @@ import click
 
 from pumice.api.quantity import is_quantity, parse_quantity
 from pumice.cli._datadir import DataDirInUse, lock_data_dir
+from pumice.cli._netopts import bridge_option, pod_cidr_option
 from pumice.cli._signals import stop_on_signals
 
 log = logging.getLogger("pumice.up")
@@ -349,9 +350,9 @@ def check_port_free(host: str, port: int) -> None:
 @click.option("--batch-scheduler", type=click.Choice(["volcano", "none"]), default="volcano", show_default=True,
               help="KubeRay's batch scheduler: volcano gives Ray Pods a PodGroup and schedulerName volcano.")
 @click.option("--network", type=click.Choice(["auto", "netns", "host"]), default="auto", show_default=True)
-@click.option("--pod-cidr", default=None,
+@click.option("--pod-cidr", default=None, callback=pod_cidr_option,
               help="Pod addresses (netns mode). Default: a free /22 of 10.244.0.0/16 derived from the data dir.")
-@click.option("--bridge", default=None, help="Bridge name (netns mode). Default: pumice-<hash of the data dir>.")
+@click.option("--bridge", default=None, callback=bridge_option, help="Bridge name (netns mode). Default: pumice-<hash of the data dir>.")
 @click.option("--pod-egress", type=click.Choice(["proxy", "nat", "none"]), default="proxy", show_default=True)
 @click.option("--keep-pods", is_flag=True,
               help="Leave Pod processes running on exit; the next start adopts them as they are. Without it a "

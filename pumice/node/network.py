@@ -61,6 +61,39 @@ def bridge_name(scope: str) -> str:
     return BRIDGE_PREFIX + hashlib.sha256(scope.encode()).hexdigest()[:8]
 
 
+def parse_pod_cidr(cidr: str) -> ipaddress.IPv4Network:
+    """A Pod CIDR as given to ``--pod-cidr`` (host bits may be set: ``10.0.0.1/24`` is
+    ``10.0.0.0/24``).
+
+    Raises:
+        NetworkError: not an IPv4 network (``ipaddress``'s text), or fewer than 4 addresses (the
+            network and broadcast addresses and the bridge's take 3). One line.
+    """
+    try:
+        net = ipaddress.ip_network(cidr, strict=False)
+    except ValueError as e:
+        raise NetworkError(f"bad Pod CIDR {cidr!r}: {e}") from None
+    if not isinstance(net, ipaddress.IPv4Network) or net.num_addresses < 4:
+        raise NetworkError(f"Pod CIDR {cidr} must be an IPv4 network of at least 4 addresses")
+    return net
+
+
+def check_bridge_name(name: str) -> None:
+    """Refuse a bridge name Linux would refuse as an interface name.
+
+    Raises:
+        NetworkError: empty, longer than 15 characters (IFNAMSIZ 16 with the NUL), ``.`` or
+            ``..``, or holding ``/``, ``:`` or whitespace (net/core/dev.c dev_valid_name). One line.
+    """
+    if not name:
+        raise NetworkError("the bridge name is empty")
+    if len(name) > 15:
+        raise NetworkError(f"bridge name {name!r} is longer than 15 characters")
+    if name in (".", "..") or any(ch in "/:" or ch.isspace() for ch in name):
+        raise NetworkError(f"bridge name {name!r} is not a valid interface name (no '/', ':' or whitespace, "
+                           "not '.' or '..')")
+
+
 def host_networks(text: str) -> list[tuple[str, ipaddress.IPv4Interface]]:
     """Parse ``ip -o -4 addr show`` into (interface, address/prefix) pairs."""
     out: list[tuple[str, ipaddress.IPv4Interface]] = []
@@ -85,12 +118,12 @@ def choose_instance_network(scope: str, taken: list[tuple[str, ipaddress.IPv4Int
     Returns:
         (bridge, cidr), cidr in canonical ``a.b.c.d/n`` form.
     Raises:
-        NetworkError: ``cidr`` overlaps another interface's network, differs from the existing
-            bridge's, the name is too long, or every slot is taken. One line, naming what to change.
+        NetworkError: ``cidr`` is bad (:func:`parse_pod_cidr`), overlaps another interface's
+            network or differs from the existing bridge's, the name is bad
+            (:func:`check_bridge_name`), or every slot is taken. One line, naming what to change.
     """
     bridge = bridge or bridge_name(scope)
-    if len(bridge) > 15:
-        raise NetworkError(f"bridge name {bridge!r} is longer than 15 characters")
+    check_bridge_name(bridge)
     own = [a for name, a in taken if name == bridge]
     others = [(name, a) for name, a in taken if name != bridge]
 
@@ -101,12 +134,7 @@ def choose_instance_network(scope: str, taken: list[tuple[str, ipaddress.IPv4Int
         return None
 
     if cidr is not None:
-        try:
-            net = ipaddress.ip_network(cidr, strict=False)
-        except ValueError as e:
-            raise NetworkError(f"bad Pod CIDR {cidr!r}: {e}") from None
-        if not isinstance(net, ipaddress.IPv4Network) or net.num_addresses < 4:
-            raise NetworkError(f"Pod CIDR {cidr} must be an IPv4 network of at least 4 addresses")
+        net = parse_pod_cidr(cidr)
         hit = clash(net)
         if hit is not None:
             raise NetworkError(f"Pod CIDR {net} overlaps {hit[1]} on {hit[0]} (another pumice instance or a host "

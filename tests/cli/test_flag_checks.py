@@ -27,6 +27,35 @@ def test_bad_flags_are_one_line_errors(tmp_path: Path, args: list[str], message:
     assert not (tmp_path / "d").exists()
 
 
+@pytest.mark.parametrize("command", ["up", "node-agent"])
+@pytest.mark.parametrize(("args", "message"), [
+    (["--pod-cidr", "10.0.0.0/33"],
+     "Invalid value for '--pod-cidr': bad Pod CIDR '10.0.0.0/33': '10.0.0.0/33' does not appear to be an IPv4 or "
+     "IPv6 network"),
+    (["--pod-cidr", "fd00::/64"], "Invalid value for '--pod-cidr': Pod CIDR fd00::/64 must be an IPv4 network of at "
+     "least 4 addresses"),
+    (["--pod-cidr", "10.0.0.0/31"], "Invalid value for '--pod-cidr': Pod CIDR 10.0.0.0/31 must be an IPv4 network"),
+    (["--bridge", "pumice-0123456789"], "Invalid value for '--bridge': bridge name 'pumice-0123456789' is longer "
+     "than 15 characters"),
+    (["--bridge", "a/b"], "Invalid value for '--bridge': bridge name 'a/b' is not a valid interface name"),
+])
+def test_a_bad_pod_network_option_is_a_usage_error_before_anything_starts(tmp_path: Path, command: str,
+                                                                           args: list[str], message: str) -> None:
+    """Trial 9 F-6: ``pumice up --pod-cidr 10.0.0.0/33`` printed "pumice is up", then exited 1 with
+    Python's ipaddress text, the option not named."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+                          "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+                          "current-context: x\n")
+    where = (["--port", "0", "--dashboard-port", "0"] if command == "up" else ["--kubeconfig", str(kubeconfig)])
+    result = CliRunner().invoke(main, [command, "--runtime", "simulated", *where, "--data-dir", str(tmp_path / "d"),
+                                       *args])
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert "pumice is up" not in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "d").exists()
+
+
 def test_webhook_names_the_certificate_files_it_cannot_use(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
