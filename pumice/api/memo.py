@@ -6,6 +6,7 @@ value that passed the same check before: a status or metadata write sends the sa
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 __all__ = ["FixedPoints"]
@@ -25,7 +26,9 @@ class FixedPoints:
         return b"null" not in encoded
 
     def __init__(self, limit: int = 4096) -> None:
-        self._keys: dict[tuple[Any, bytes], None] = {}
+        # an OrderedDict drops its oldest key in O(1); a plain dict's next(iter()) walks over the
+        # slots its earlier deletions left at the front, up to thousands per add on a full memo
+        self._keys: OrderedDict[tuple[Any, bytes], None] = OrderedDict()
         self._limit = limit
 
     def __contains__(self, key: tuple[Any, bytes]) -> bool:
@@ -35,7 +38,7 @@ class FixedPoints:
         """Remember ``key`` (``(check, JSON encoding)``), forgetting the oldest key at the limit."""
         keys = self._keys
         if len(keys) >= self._limit:
-            del keys[next(iter(keys))]
+            keys.popitem(last=False)
         keys[key] = None
 
     def clear(self) -> None:

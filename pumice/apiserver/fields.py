@@ -55,6 +55,9 @@ _MODULES = {
 }
 
 
+_EXACT_JSON = {bool: "boolean", int: "integer", float: "number", str: "string", dict: "object", list: "array"}
+
+
 @dataclass(eq=False)
 class _Struct:
     fields: dict[str, Any] = field(default_factory=dict)
@@ -80,6 +83,15 @@ class _Scalar:
     format: str = ""
     lo: int | None = None
     hi: int | None = None
+    #: the Python types (exactly these) whose every value the leaf accepts as it is: the type
+    #: checks pass such a value without a call (an integer leaf with a range looks at the value)
+    plain: frozenset[type] = field(init=False)
+
+    def __post_init__(self) -> None:
+        ok = {t for t, name in _EXACT_JSON.items()
+              if (name in self.types or (name == "integer" and "number" in self.types))
+              and not (name == "integer" and self.lo is not None)}
+        object.__setattr__(self, "plain", frozenset(ok))
 
 
 _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
@@ -349,9 +361,6 @@ def _type_cause(path: str, value: Any, want: str, *, shown_type: str | None = No
                             f"\"{shown_type or _json_type(value)}\"", "FieldValueTypeInvalid")
 
 
-_EXACT_JSON = {bool: "boolean", int: "integer", float: "number", str: "string", dict: "object", list: "array"}
-
-
 def _types_ok(node: Any, value: Any) -> bool:
     """:func:`_types` without building paths or causes: True when it would find nothing. Makes the
     same removals of ``null`` struct fields and the same ``null`` -> ``{}`` list items (they do not
@@ -374,7 +383,11 @@ def _types_ok(node: Any, value: Any) -> bool:
             v = value[k]
             if v is None:
                 del value[k]
-            elif not _types_ok(fields[k], v):
+                continue
+            child = fields[k]
+            if type(child) is _Scalar and type(v) in child.plain:
+                continue
+            if not _types_ok(child, v):
                 return False
         return True
     if t is _List:
@@ -382,17 +395,19 @@ def _types_ok(node: Any, value: Any) -> bool:
             return False
         item_node = node.item
         struct = isinstance(item_node, _Struct)
+        plain = item_node.plain if type(item_node) is _Scalar else frozenset()
         for i, item in enumerate(value):
             if item is None and struct:
                 value[i] = item = {}
-            if not _types_ok(item_node, item):
+            if type(item) not in plain and not _types_ok(item_node, item):
                 return False
         return True
     if t is _Map:
         if type(value) is not dict:
             return False
         vnode = node.value
-        return all(_types_ok(vnode, item) for item in value.values())
+        plain = vnode.plain if type(vnode) is _Scalar else frozenset()
+        return all(type(item) in plain or _types_ok(vnode, item) for item in value.values())
     return _types_slow_ok(node, value)
 
 

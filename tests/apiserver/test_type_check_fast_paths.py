@@ -262,3 +262,18 @@ async def test_a_changed_crd_schema_gets_a_newly_compiled_schema(cluster: LocalC
     del b["spec"]["minMember"]
     created = await c.create(b)
     assert created["spec"]["minMember"] == 7 and "priorityClassName" not in created["spec"]
+
+
+def test_a_full_memo_forgets_its_oldest_key_first() -> None:
+    """FixedPoints keeps at most ``limit`` keys and drops the oldest added first; adding a key it
+    holds keeps that key's place (so it is still dropped by age)."""
+    memo = fields.FixedPoints(limit=3)
+    for k in (b"1", b"2", b"3"):
+        memo.add(("t", k))
+    memo.add(("t", b"1"))  # held: at the limit, the oldest (itself) goes and it comes back last
+    assert [("t", k) in memo for k in (b"1", b"2", b"3")] == [True, True, True]
+    memo.add(("t", b"4"))
+    assert [("t", k) in memo for k in (b"1", b"2", b"3", b"4")] == [True, False, True, True]
+    for i in range(5, 50):
+        memo.add(("t", str(i).encode()))
+    assert [k for k in (str(i).encode() for i in range(50)) if ("t", k) in memo] == [b"47", b"48", b"49"]
