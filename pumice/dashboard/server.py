@@ -107,9 +107,13 @@ async def run_dashboard(
 
     import uvicorn
 
+    from pumice.runtime.health import QuietServer
+
     config = uvicorn.Config(dash.app, lifespan="off", log_level="warning", access_log=False,
                             timeout_graceful_shutdown=2)
-    server = uvicorn.Server(config)
+    # the caller owns SIGTERM/SIGINT (stop_event): uvicorn's own handlers would re-raise the signal
+    # when it stops, which `pumice dashboard` took for a second signal (trial-9 F-10)
+    server = QuietServer(config)
     tasks: list[asyncio.Task[Any]] = []
     try:
         await _serve(cache, sampler, server, sock, stop, tasks, on_ready)

@@ -5,11 +5,13 @@ line, no traceback."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -101,3 +103,37 @@ def test_sigterm_stops_pumice_apiserver_with_status_zero(tmp_path: Path) -> None
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(30) == 0
     assert proc.stderr is not None and "Traceback" not in proc.stderr.read()
+
+
+
+def test_one_sigterm_stops_pumice_dashboard_gracefully_not_as_a_second_signal(tmp_path: Path) -> None:
+    """Trial 9 F-10: the dashboard's uvicorn server caught SIGTERM beside the CLI's handler and
+    re-raised it when it stopped, which the CLI took for a second SIGTERM and cancelled the
+    graceful stop (``second SIGTERM: cancelling``)."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    server = subprocess.Popen([sys.executable, "-m", "pumice.cli.main", "apiserver", "--data-dir",
+                               str(tmp_path / "api"), "--port", "0"], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True, env=env)
+    try:
+        assert server.stdout is not None and "listening on" in server.stdout.readline()
+        proc = subprocess.Popen([sys.executable, "-m", "pumice.cli.main", "dashboard", "--kubeconfig",
+                                 str(tmp_path / "api" / "kubeconfig"), "--port", "0"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            assert proc.stderr is not None
+            url = proc.stderr.readline().split()[1] if proc.stderr else ""
+            assert url.startswith("http://"), f"pumice dashboard exited ({proc.wait()}) before it served"
+            for _ in range(300):  # the web server runs (its signal handlers, if it has any, are installed)
+                with contextlib.suppress(OSError), urllib.request.urlopen(url + "healthz", timeout=5):
+                    break
+                time.sleep(0.1)
+            proc.send_signal(signal.SIGTERM)
+            rc = proc.wait(30)
+        finally:
+            proc.kill()
+        rest = proc.stderr.read()
+    finally:
+        server.terminate()
+        server.wait(15)
+    assert rc == 0, rest[-2000:]
+    assert "second SIGTERM" not in rest and "cancelling" not in rest and "Traceback" not in rest, rest[-2000:]
