@@ -9,12 +9,13 @@ from __future__ import annotations
 import pytest
 
 from pumice.scheduler.volcano import metrics
-from pumice.scheduler.volcano.api.types import TaskStatus
+from pumice.scheduler.volcano.api.job_info import WriteLoggedJob
+from pumice.scheduler.volcano.api.types import FitErrors, TaskStatus
 from pumice.scheduler.volcano.cache.incremental import clone_node
 from pumice.scheduler.volcano.cache.live import SnapshotMismatch
 from pumice.scheduler.volcano.framework.node_arrays import NodeArrays
 from pumice.scheduler.volcano.framework.session import open_session
-from pumice.testing.volcano import pod, podgroup
+from pumice.testing.volcano import pod, podgroup, queue
 
 from .test_incremental_snapshot import _create, _settle
 from .test_running_sum import two_jobs
@@ -148,3 +149,74 @@ async def test_the_scheduler_counts_follow_the_jobs_that_changed() -> None:
             # c is the one unscheduled job, with its two Pending tasks
             assert metrics.unschedule_job_count._value.get() == 1
             assert unschedulable._value.get() - before == 2
+
+
+async def test_close_trusts_the_write_log_of_the_jobs_it_handed_out() -> None:
+    async with two_jobs("verify", sessions=2) as sched:
+        await _settle(sched)
+        snap = sched.cache.snapshot()
+        assert snap.job_writes == set()
+        ssn = open_session(snap, sched.conf, sched.cache)
+        a, b = ssn.jobs["c1/a"], ssn.jobs["c1/b"]
+        assert isinstance(a, WriteLoggedJob)
+        b.nodes_fit_errors["c1/b-0"] = FitErrors()  # an entry added in place is logged too
+        ssn.close()
+        inc = sched.cache.incremental
+        assert inc is not None and inc._left_untouched is not None and inc._left_untouched[1] == {"c1/a"}
+        # the stale case: the next snapshot clears the log and hands b out afresh, a kept
+        snap = sched.cache.snapshot()
+        assert snap.job_writes == set() and snap.jobs["c1/a"] is a and snap.jobs["c1/b"] is not b
+        assert not snap.jobs["c1/b"].nodes_fit_errors
+        ssn = open_session(snap, sched.conf, sched.cache)
+        a = ssn.jobs["c1/a"]
+        a.waiting_tier = 2  # a field set: logged
+        assert snap.job_writes == {"c1/a"}
+        ssn.close()
+        assert inc._left_untouched[1] == {"c1/b"}
+        # a change that bypasses the log is reported in verify mode
+        snap = sched.cache.snapshot()
+        ssn = open_session(snap, sched.conf, sched.cache)
+        ssn.jobs["c1/b"].__dict__["waiting_tier"] = 3
+        with pytest.raises(SnapshotMismatch, match=r"jobs \['c1/b'\] logged no write"):
+            ssn.close()
+
+
+async def test_close_walks_only_the_jobs_it_does_not_skip_in_job_order() -> None:
+    async with two_jobs("incremental") as sched:
+        await _create(sched.client, podgroup("c", queue="q1", min_member=1, phase="Inqueue"))
+        await _create(sched.client, pod("c-0", group="c", requests="64,1Gi"))  # fits no Node
+        for _ in range(3):
+            await _settle(sched)
+            sched.run_once()
+        ssn = open_session(sched.cache.snapshot(), sched.conf, sched.cache)
+        res = ssn.close()
+        # a and b emitted nothing at their last close and were left untouched: skipped; c, which
+        # fits nowhere, is closed (its Warning and Pod condition again)
+        assert ssn.close_skips == {"c1/a", "c1/b"}
+        assert [j.uid for j in ssn.jobs_to_close()] == ["c1/c"]
+        assert list(res.pod_groups) == ["c1/c"] and res.pod_conditions
+
+
+async def test_job_queues_follow_a_queue_set_in_the_session() -> None:
+    async with two_jobs("verify") as sched:
+        await _create(sched.client, queue("q0"))
+        await _create(sched.client, podgroup("c", queue="q0", min_member=1, phase="Inqueue"))
+        await _settle(sched)
+        ssn = open_session(sched.cache.snapshot(), sched.conf, sched.cache)
+        assert ssn.job_queues() == ["q1", "q0"]
+        ssn.close()
+        ssn = open_session(sched.cache.snapshot(), sched.conf, sched.cache)
+        # a plugin (placement) sets a job's queue: the written job's entry is made again (the
+        # stale one would keep q1 first)
+        ssn.jobs["c1/a"].queue = "q0"
+        ssn.jobs["c1/b"].queue = "q0"
+        assert ssn.job_queues() == ["q0"]
+        ssn.close()
+        # the next session has the jobs afresh, in their own queues again
+        ssn = open_session(sched.cache.snapshot(), sched.conf, sched.cache)
+        assert ssn.job_queues() == ["q1", "q0"]
+        # a queue set behind the log is reported in verify mode
+        ssn.jobs["c1/a"].__dict__["queue"] = "q0"
+        ssn.jobs["c1/b"].__dict__["queue"] = "q0"
+        with pytest.raises(SnapshotMismatch, match=r"session.job_queues: groups \['q1', 'q0'\] != \['q0'\]"):
+            ssn.job_queues()

@@ -17,18 +17,20 @@ from pumice.scheduler.volcano.framework.util import PriorityQueue
 
 
 def jobs_by_queue(ssn: Session, jobs: Iterable[JobInfo], keep: Callable[[JobInfo], bool],
-                  candidates: Iterable[JobInfo] | None = None,
+                  candidates: Iterable[JobInfo] | None = None, queue_names: Iterable[str] | None = None,
                   ) -> tuple[PriorityQueue[QueueInfo], dict[str, PriorityQueue[JobInfo]]]:
     """The queues of ``jobs`` (those the session knows; each once, in queue order) and, per
     queue uid, the jobs for which ``keep(job)`` holds, in job order. ``keep`` is called once per
     job whose queue is known, in the order of ``jobs``; with ``candidates`` (a part of ``jobs``
-    in the same order, holding every job ``keep`` would take) only on those."""
+    in the same order, holding every job ``keep`` would take) only on those, and then
+    ``queue_names`` may give the queues of ``jobs`` in the order of their first jobs
+    (:meth:`Session.job_queues` for all the session's jobs)."""
     queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn, total=True)
     by_queue: dict[str, PriorityQueue[JobInfo]] = {}
     known = ssn.queues
     if candidates is not None:
         # the queues pushed in the order of their first jobs, as the loop below pushes them
-        for name in dict.fromkeys([job.queue for job in jobs]):
+        for name in queue_names if queue_names is not None else dict.fromkeys([job.queue for job in jobs]):
             q = known.get(name)
             if q is not None:
                 queues.push(q)

@@ -77,6 +77,10 @@ class JobInfo:
     touch_log: set[str] | None = field(default=None, repr=False)
     """Where every change that resets :attr:`version` adds the job's uid (the live cache's log of
     the jobs a session changed, see :meth:`Session.active_jobs`); None: nowhere."""
+    write_log: set[str] | None = field(default=None, repr=False)
+    """Where a :class:`WriteLoggedJob` adds its uid whenever a field is set or a fit error is
+    recorded (the live cache's log of the jobs a session wrote); unused
+    by a plain JobInfo."""
 
     def _touched(self) -> None:
         self.version = 0
@@ -452,6 +456,69 @@ def may_act(job: JobInfo) -> bool:
     idx = job.task_status_index
     return bool(job.is_pending() or idx.get(TaskStatus.Pending) or idx.get(TaskStatus.Pipelined)
                 or job.contains_sub_job_policy())
+
+
+class _FitErrorsLog(dict[str, FitErrors]):
+    """A :class:`WriteLoggedJob`'s ``nodes_fit_errors``: every way of adding an entry adds the
+    job's uid to its write log (entries are only ever added to the empty dict a clone starts
+    with, so a job without a logged write has none)."""
+
+    __slots__ = ("_log", "_uid")
+
+    def __init__(self, log: set[str] | None = None, uid: str = "") -> None:
+        super().__init__()
+        self._log = log
+        self._uid = uid
+
+    def _wrote(self) -> None:
+        if self._log is not None:
+            self._log.add(self._uid)
+
+    def __setitem__(self, key: str, value: FitErrors) -> None:
+        dict.__setitem__(self, key, value)
+        self._wrote()
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        self._wrote()
+        return dict.setdefault(self, key, default)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        self._wrote()
+        dict.update(self, *args, **kwargs)
+
+    def __ior__(self, other: Any) -> _FitErrorsLog:  # type: ignore[override,misc]
+        self._wrote()
+        dict.update(self, other)
+        return self
+
+    def __reduce__(self) -> Any:  # a copy is a plain dict (nothing to log to)
+        return (dict, (dict(self),))
+
+
+class WriteLoggedJob(JobInfo):
+    """A session's JobInfo (a clone the live cache hands out) that adds its uid to
+    :attr:`JobInfo.write_log` whenever one of its fields is set (``version`` reset by a change
+    of its tasks or phase included) or a fit error is added to its ``nodes_fit_errors``; so a
+    job whose uid is not in the log at close is :func:`untouched` without comparing its fields.
+    Built by :func:`~pumice.scheduler.volcano.cache.incremental.clone_job` (``__dict__`` filled
+    directly, nothing logged); the log is cleared at each snapshot.
+
+    Why a job whose uid is not in the log is :func:`untouched`: that comparison of ``__dict__``
+    with its copy sees only rebound fields, and every rebind goes through ``__setattr__``; a
+    change of its tasks or phase resets ``version`` (a field); a fit error is added through
+    its logging ``nodes_fit_errors``, which starts empty. The converse need not hold (a field
+    set to an equal value is logged), which only makes the caller look at the job again."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        log = self.write_log
+        if log is not None:
+            log.add(self.uid)
+
+
+def fit_errors_log(log: set[str] | None, uid: str) -> dict[str, FitErrors]:
+    """An empty ``nodes_fit_errors`` for a :class:`WriteLoggedJob` of ``uid`` logging to ``log``."""
+    return _FitErrorsLog(log, uid)
 
 
 def untouched(job: JobInfo, fields: dict[str, Any]) -> bool:

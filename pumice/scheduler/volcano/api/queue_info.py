@@ -139,6 +139,10 @@ class ClusterInfo:
     job_log: set[str] | None = None
     """Where the session's jobs log their uid when their tasks or phase change
     (:attr:`JobInfo.touch_log`); None: no log (with :attr:`active_jobs` None)."""
+    job_writes: set[str] | None = None
+    """Where the :attr:`handed_out` jobs log their uid when a field is set or a fit error
+    recorded (:class:`~pumice.scheduler.volcano.api.job_info.WriteLoggedJob`), empty when
+    handed out; None: no log (compare each job's fields)."""
     running_sums: dict[str, RunningSums | JobTable] | None = None
     """Running sums by purpose, kept by the live cache across sessions and brought up to date by
     the sessions from :attr:`changes` (:meth:`Session.job_sums`), and per-job tables

@@ -179,7 +179,9 @@ class Session:
         self.close_quiet = cluster.close_quiet
         self.close_skips: frozenset[str] | set[str] = frozenset()
         """Jobs whose close is known to emit nothing (set when :meth:`close` starts): a plugin
-        that writes a per-job PodGroup condition on close may leave them out."""
+        that writes a per-job PodGroup condition on close may leave them out
+        (:meth:`jobs_to_close` lists the others)."""
+        self._closing: Iterable[JobInfo] = self.jobs.values()
         self.job_memo: JobMemo = cluster.job_memo if cluster.job_memo is not None else JobMemo()
         """Results computed from the jobs as the snapshot handed them out, kept across sessions
         by the live cache while the jobs do not change (:class:`JobMemo`); use it before the
@@ -392,6 +394,20 @@ class Session:
             if missed:
                 check(f"active jobs: {missed} may act but were left out")
         return out
+
+    def job_queues(self) -> list[str]:
+        """The queue names of the session's jobs as they are now, each once, in the order of its
+        first job (job order). With the live cache's hints the groups of running sums keyed by
+        each job's queue (:meth:`job_sums`), brought up to date from the jobs named changed and
+        those written this session (:attr:`ClusterInfo.job_writes`: a plugin may set
+        ``job.queue``, e.g. placement); else a walk over every job. In the ``verify`` snapshot
+        mode the groups are compared with a walk (see :meth:`job_sums`)."""
+        ci = self.cluster
+        writes = ci.job_writes
+        running = None if writes is None else self.job_sums("session.job_queues", 1, _queue_entry, also=writes)
+        if running is None:
+            return list(dict.fromkeys([job.queue for job in self.jobs.values()]))
+        return [str(g) for g in running.groups()]
 
     # ----- running sums -------------------------------------------------------------------
     def job_sums(self, purpose: str, width: int, entry: Callable[[JobInfo], tuple[Hashable, Parts, bool]],
@@ -1065,6 +1081,11 @@ class Session:
         conds = self._own_conditions(job)
         conds[:] = [c for c in conds if c.get("type") != ctype]
 
+    def jobs_to_close(self) -> Iterable[JobInfo]:
+        """The session's jobs but :attr:`close_skips`, in job order (during :meth:`close`; every
+        job before it)."""
+        return self._closing
+
     def _clean_at_close(self) -> set[str]:
         """The jobs this session left as the live cache handed them out (no task, phase, fit
         error or field changed; no PodGroup condition, annotation or extension status field set
@@ -1078,13 +1099,25 @@ class Session:
         if ho is None:
             return set()
         jobs = self.jobs
-        left = {uid for uid, (_base, job, fields) in ho.items() if jobs.get(uid) is job and untouched(job, fields)}
+        writes = self.cluster.job_writes
+        left: set[str]
+        if writes is not None:
+            # the jobs that logged no write since handed out (WriteLoggedJob): no field rebound,
+            # no task or phase changed, no fit error; a session never puts another object in
+            # the jobs dict
+            left = ho.keys() - writes
+            check = self.job_memo.on_mismatch
+            if check is not None:
+                bad = sorted(uid for uid in left if not (jobs.get(uid) is ho[uid][1] and untouched(ho[uid][1], ho[uid][2])))
+                if bad:
+                    check(f"jobs {bad} logged no write but are not as handed out")
+        else:
+            left = {uid for uid, (_base, job, fields) in ho.items() if jobs.get(uid) is job and untouched(job, fields)}
         if self.cluster.on_untouched is not None:
             self.cluster.on_untouched(left)
         if self.close_quiet is None or self.pod_group_status_fields:
             return set()
-        conds, anns = self._pg_conditions, self.pod_group_annotations
-        return {uid for uid in left if uid not in conds and uid not in anns}
+        return left.difference(self._pg_conditions, self.pod_group_annotations)
 
     def close(self, rfc3339: Callable[[float], str] | None = None) -> CloseResult:
         """Close plugins, then compute every job's PodGroup status and every queue's allocated.
@@ -1102,15 +1135,32 @@ class Session:
         clean = self._clean_at_close()
         quiet = self.close_quiet
         skip: set[str] = set()
-        if clean and quiet:
-            skip = {uid for uid in clean if quiet.get(uid) == self.jobs[uid].version}
         check = self.job_memo.on_mismatch
+        jobs = self.jobs
+        if clean and quiet:
+            if self.cluster.job_writes is not None:
+                # the live cache drops a job's entry whenever it rebuilds the job, and a clean
+                # job is a clone of the same build as at its last close: an entry is its version
+                skip = clean.intersection(quiet)
+                if check is not None:
+                    bad = sorted(uid for uid in skip if quiet[uid] != jobs[uid].version)
+                    if bad:
+                        check(f"close: quiet entries of {bad} are for another version")
+            else:
+                skip = {uid for uid in clean if quiet.get(uid) == jobs[uid].version}
         self.close_skips = skip if check is None else frozenset()
+        ch = self.cluster.changes
+        closing: Iterable[JobInfo] = jobs.values()
+        if self.close_skips and ch is not None:
+            # the others in job order (the jobs dict is in the order of their keys)
+            order = ch.job_order
+            closing = [jobs[uid] for uid in sorted(jobs.keys() - skip, key=order.__getitem__)]
+        self._closing = closing
         for p in self.plugins.values():
             p.on_session_close(self)
         res = CloseResult()
         res.events.extend(self.events)
-        for job in self.jobs.values():
+        for job in closing:
             if job.pod_group is None:
                 continue
             uid = job.uid
@@ -1246,6 +1296,11 @@ def _allocated_part(job: JobInfo) -> tuple[Resource, bool]:
     """(the job's allocated tasks' summed requests, every amount whole)."""
     tasks = list(_allocated_tasks(job))
     return sum_resources(t.resreq for t in tasks), all(whole(t.resreq) for t in tasks)
+
+
+def _queue_entry(job: JobInfo) -> tuple[str, tuple[Resource | None], bool]:
+    """A job's entry in :meth:`Session.job_queues`' running sums: its queue, no amounts."""
+    return job.queue, (None,), True
 
 
 def _job_has_pod_affinity(job: JobInfo) -> bool:

@@ -134,7 +134,13 @@ def real_capability(parent: Resource, guarantees: Resource, guarantee: Resource,
         guarantees: the sum of the guarantees of the queue and its siblings (flat: all queues).
     Mirrors: capacity.go / proportion.go realCapability.
     """
-    real = exceeded_part(parent, guarantees) + guarantee
+    return capped_capability(exceeded_part(parent, guarantees), guarantee, capability)
+
+
+def capped_capability(free: Resource, guarantee: Resource, capability: Resource | None) -> Resource:
+    """:func:`real_capability` from ``free`` = ``exceeded_part(parent, guarantees)``, which is
+    the same for every sibling queue (so it is computed once for them)."""
+    real = free + guarantee
     return real if capability is None else real.min_dimension(capability, Dimension.INFINITY)
 
 

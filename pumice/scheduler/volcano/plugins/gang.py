@@ -82,9 +82,8 @@ class GangPlugin:
         ssn.add_job_starving_fns(PLUGIN_NAME, lambda j: j.is_starving())
 
     def on_session_close(self, ssn: Session) -> None:
-        skips = ssn.close_skips
-        for job in ssn.jobs.values():
-            if not job.tasks or job.uid in skips:
+        for job in ssn.jobs_to_close():
+            if not job.tasks:
                 continue
             if not job.is_ready():
                 if _skip_for_releasing(job):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pumice.api.volcano.constants import PodGroupPhase
 from pumice.scheduler.volcano.api.job_info import JobInfo, JobMemo
 from pumice.scheduler.volcano.api.queue_info import QueueInfo
-from pumice.scheduler.volcano.api.resource import Dimension, Resource, sum_resources, whole
+from pumice.scheduler.volcano.api.resource import Dimension, Resource, exceeded_part, sum_resources, whole
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import ALLOCATED_STATUSES, TaskStatus, Vote
 from pumice.scheduler.volcano.framework.arguments import NoArguments, parser
@@ -23,8 +23,8 @@ from pumice.scheduler.volcano.framework.interface import Event, EventHandler
 from pumice.scheduler.volcano.framework.session import Session
 from pumice.scheduler.volcano.plugins._fair_share import (
     Claim,
+    capped_capability,
     proportion_deserved,
-    real_capability,
     usage_share,
 )
 from pumice.scheduler.volcano.plugins._queue_util import (
@@ -159,6 +159,8 @@ class ProportionPlugin:
         sums of those parts (:meth:`Session.job_sums`), brought up to date from the jobs that
         changed; equal float for float where every part is whole, the fold otherwise."""
         total_guarantee = sum_resources(q.guarantee for q in ssn.queues.values() if q.guarantee is not None)
+        # realCapability's cluster part, the same for every queue (see real_capability)
+        free = exceeded_part(self.total, total_guarantee)
         memo = ssn.job_memo
 
         def entry(job: JobInfo) -> tuple[str, tuple[Resource | None, ...], bool]:
@@ -183,7 +185,7 @@ class ProportionPlugin:
                 )
             if q.guarantee is not None:
                 attr.guarantee = q.guarantee
-            attr.real_capability = real_capability(self.total, total_guarantee, attr.guarantee, attr.capability)
+            attr.real_capability = capped_capability(free, attr.guarantee, attr.capability)
             self.queue_opts[name] = attr
             sums = None if running is None else running.sums(name)
             if sums is None:
