@@ -524,3 +524,43 @@ async def test_with_a_file_the_configmap_is_its_copy_and_an_edit_is_restored_wit
         assert _max_apps(sched.conf) == 2
         assert _max_apps(await scheduler_conf(c.client, None)) == 2
 
+
+
+async def test_the_queue_allocated_check_is_kept_per_queue_object_and_list() -> None:
+    from pumice.scheduler.volcano.framework.session import CloseResult
+
+    async with local_cluster() as c:
+        client = c.client
+        await _seed(client, [queue("q1")])
+        sched = Scheduler(client)
+        await sched.cache.start(timeout=5)
+        patches: list[object] = []
+        real = client.patch
+
+        def wrap(*a, **kw):  # type: ignore[no-untyped-def]
+            patches.append(a[2])
+            return real(*a, **kw)
+
+        client.patch = wrap  # type: ignore[method-assign]
+        cache = sched.cache
+        try:
+            q = cache.informers["Queue"].lister.get_by_key("q1")
+            cache.write_close(CloseResult(queue_allocated={"q1": {}}))
+            assert patches == [] and cache._allocated_same["q1"] == (q, {})
+            # the same object, another list: looked at again (and written)
+            cache.write_close(CloseResult(queue_allocated={"q1": {"cpu": "1"}}))
+            await cache.flush()
+            assert patches == [{"status": {"allocated": {"cpu": "1"}}}] and "q1" not in cache._allocated_same
+
+            async def updated() -> bool:
+                got = cache.informers["Queue"].lister.get_by_key("q1")
+                return ((got or {}).get("status") or {}).get("allocated") == {"cpu": "1"}
+
+            await _wait(updated)
+            # the stale case: the list that was equal to the old object's is not to the new one's
+            cache._allocated_same["q1"] = (q, {})
+            cache.write_close(CloseResult(queue_allocated={"q1": {}}))
+            await cache.flush()
+            assert patches[-1] == {"status": {"allocated": {"cpu": None}}}
+        finally:
+            await cache.stop()

@@ -220,3 +220,34 @@ async def test_job_queues_follow_a_queue_set_in_the_session() -> None:
         ssn.jobs["c1/b"].__dict__["queue"] = "q0"
         with pytest.raises(SnapshotMismatch, match=r"session.job_queues: groups \['q1', 'q0'\] != \['q0'\]"):
             ssn.job_queues()
+
+
+async def test_a_new_job_order_is_patched_from_the_last_sessions_jobs() -> None:
+    async with two_jobs("verify") as sched:
+        await _create(sched.client, podgroup("c", queue="q1", min_member=1, phase="Inqueue"))
+        await _settle(sched)
+        ssn = open_session(sched.cache.snapshot(), sched.conf, sched.cache)
+        a, b = ssn.jobs["c1/a"], ssn.jobs["c1/b"]
+        b.waiting_tier = 2  # b is touched in this session
+        ssn.close()
+        # a new job d and a deleted one c: a new order list, so a new dict in the new order
+        pgs = sched.client.scheme.resolve("podgroups.scheduling.volcano.sh")
+        await sched.client.delete(pgs, "c", "c1")
+        await _create(sched.client, podgroup("d", queue="q1", min_member=1, phase="Inqueue"))
+        await _settle(sched)
+        jobs = ssn.jobs
+        snap = sched.cache.snapshot()
+        assert snap.jobs is not jobs and list(snap.jobs) == ["c1/a", "c1/b", "c1/d"]
+        # a kept; the stale b (touched) and the new d cloned; c named changed as gone
+        assert snap.jobs["c1/a"] is a and snap.jobs["c1/b"] is not b and snap.jobs["c1/b"].waiting_tier == 0
+        assert snap.changes.jobs == {"c1/b", "c1/c", "c1/d"}
+        ssn = open_session(snap, sched.conf, sched.cache)
+        ssn.close()
+        # a job lost from the last session's dict (so not kept, not cloned) is reported
+        inc = sched.cache.incremental
+        assert inc is not None and inc._out is not None
+        await _create(sched.client, podgroup("e", queue="q1", min_member=1, phase="Inqueue"))
+        await _settle(sched)
+        inc._out["c1/x"] = inc._out.pop("c1/a")
+        with pytest.raises(SnapshotMismatch, match=r"job c1/a: untouched at the last close"):
+            sched.cache.snapshot()

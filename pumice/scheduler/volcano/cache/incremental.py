@@ -176,7 +176,8 @@ class IncrementalSnapshot:
         self._job_order_dirty = True
         self._priority_classes: dict[str, int] = {}
         self._default_priority = 0
-        self._queue_objs: list[Obj] = []
+        self._queue_objs: list[tuple[Obj, float]] = []
+        """The Queues in snapshot order, each with its creation time (epoch seconds)."""
         self._namespaces: dict[str, Obj] = {}
         self._hypernodes: HyperNodesInfo | None = None
         self._total: Resource | None = None
@@ -273,8 +274,8 @@ class IncrementalSnapshot:
         ci = ClusterInfo(now=now)
         ci.priority_classes = dict(self._priority_classes)
         ci.namespaces = dict(self._namespaces)
-        for o in self._queue_objs:
-            q = QueueInfo.from_queue(o, _creation(o, 0.0))
+        for o, creation in self._queue_objs:
+            q = QueueInfo.from_queue(o, creation)
             ci.queues[q.uid] = q
         ci.nodes = self._nodes_for_session()
         ci.node_list = self._session_list
@@ -329,9 +330,11 @@ class IncrementalSnapshot:
         not rebuilt since. Jobs with a network topology or sub-group policies are always cloned
         afresh: a session adjusts their topology in place.
 
-        When the job order and the queues are those of the last snapshot and the last session's
-        close said which jobs it left untouched, only the other jobs (and those rebuilt since) are
-        looked at: the dict handed to the last session is brought up to date in place."""
+        When the queues are those of the last snapshot and the last session's close said which
+        jobs it left untouched, only the other jobs (and those rebuilt, added or removed since)
+        are looked at: with the same job order the dict handed to the last session is brought
+        up to date in place, else a new dict is made from it in the new order
+        (:meth:`_jobs_patched`)."""
         # what the last session's close found untouched (nothing changes a job after that)
         left = self._left_untouched
         trusted = left[1] if left is not None and left[0] == self._generation else None
@@ -345,8 +348,12 @@ class IncrementalSnapshot:
         same = (trusted is not None and prev is not None and self._out_order is self._job_order
                 and self._out_queues == queue_keys
                 and all(uid in base_jobs and (base_jobs[uid].queue in queues) == (uid in prev) for uid in rebuilt))
-        out = self._jobs_in_place(trusted, rebuilt) if same and trusted is not None else self._jobs_afresh(
-            queues, trusted)
+        if same and trusted is not None:
+            out = self._jobs_in_place(trusted, rebuilt)
+        elif trusted is not None and prev is not None and self._out_queues == queue_keys:
+            out = self._jobs_patched(queues, trusted, rebuilt)
+        else:
+            out = self._jobs_afresh(queues, trusted)
         self._out, self._out_order, self._out_queues = out, self._job_order, queue_keys
         active = self._active
         for uid in self._jobs_changed:
@@ -421,6 +428,49 @@ class IncrementalSnapshot:
         self._jobs_changed = redo
         return out
 
+    def _jobs_patched(self, queues: dict[str, QueueInfo], trusted: set[str], rebuilt: set[str]) -> dict[str, JobInfo]:
+        """:meth:`_jobs_afresh` when the queues did not change but the job order did (a PodGroup
+        added or removed): a job not rebuilt since the last snapshot has the same base, so it is
+        in the session iff it was in the last one; the new dict is the last one's jobs in the
+        new order (a C-level pass), and the jobs cloned are those :meth:`_jobs_in_place` clones
+        plus the ones new to the session."""
+        prev, kept, base_jobs = self._out, self._lent, self._base_jobs
+        assert prev is not None
+        members = prev.keys() - rebuilt
+        members.update(uid for uid in rebuilt if uid in base_jobs and base_jobs[uid].queue in queues)
+        order = self._job_order
+        if len(members) != len(order):
+            order = [uid for uid in order if uid in members]
+        out: dict[str, JobInfo] = dict(zip(order, map(prev.get, order), strict=True))  # type: ignore[arg-type]
+        gone = prev.keys() - members
+        for uid in kept.keys() - members:
+            del kept[uid]
+        self._unkept.intersection_update(members)
+        redo = members.intersection(rebuilt)
+        redo.update(members.difference(prev))
+        redo.update(kept.keys() - trusted)
+        redo.update(self._unkept)
+        check = self._job_memo.on_mismatch
+        if check is not None:
+            want = [uid for uid in self._job_order if base_jobs[uid].queue in queues]
+            if list(out) != want:
+                check(f"patched job order {list(out)} != {want}")
+            for uid, job in out.items():
+                got = kept.get(uid)
+                keep = (job is not None and got is not None and got[1] is job and got[0] is base_jobs[uid]
+                        and untouched(job, got[2]))
+                if not keep and uid not in redo:
+                    check(f"job {uid}: untouched at the last close: True, at this snapshot: False")
+        for uid in sorted(redo):
+            base = base_jobs[uid]
+            job = out[uid] = clone_job(base, self._job_log, self._job_writes)
+            self._keepable(uid, base, job, kept)
+        self.jobs_kept += len(out) - len(redo)
+        redo.update(gone)
+        self._jobs_changed = redo
+        self._handed = members
+        return out
+
     def _untouched_at_close(self, generation: int, uids: set[str]) -> None:
         self._left_untouched = (generation, uids)
 
@@ -482,8 +532,9 @@ class IncrementalSnapshot:
                     raise SnapshotError(f"{_ident(_with_kind(o, 'PriorityClass'))}: value: {e}") from e
                 if o.get("globalDefault"):
                     default = pcs[name]
-            queue_objs = [_with_kind(o, "Queue") for o in sorted(self.informers["Queue"].lister.list(), key=order_key)]
-            for o in queue_objs:
+            queue_objs = [(o, _creation(o, 0.0))
+                          for o in (_with_kind(o, "Queue") for o in sorted(self.informers["Queue"].lister.list(), key=order_key))]
+            for o, _c in queue_objs:
                 try:
                     QueueInfo.from_queue(o, 0.0)
                 except (TypeError, ValueError) as e:
@@ -492,6 +543,9 @@ class IncrementalSnapshot:
             self._bad_meta = str(e)
             self._meta_dirty = True
             return
+        except Exception:
+            self._meta_dirty = True  # e.g. a creationTimestamp _creation cannot read: again next time
+            raise
         if pcs != self._priority_classes or default != self._default_priority:
             self._priority_classes, self._default_priority = pcs, default
             self.dirty_jobs.update(self._base_jobs)

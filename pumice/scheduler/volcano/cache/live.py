@@ -120,6 +120,9 @@ class SchedulerCache:
         self.last_pod_conditions: dict[str, tuple[str, str, str]] = {}
         """``<ns>/<name>`` -> (uid, reason, message) last written (uid: a recreated Pod gets its own)."""
         self.bind_errors = 0
+        self._allocated_same: dict[str, tuple[Obj, dict[str, str]]] = {}
+        """Queue -> (its object, a ``status.allocated`` list) for which :func:`allocated_patch`
+        gave None (nothing to write)."""
         self.snapshot_mode = snapshot_mode
         self.snapshot_mismatches = 0
         self.incremental: IncrementalSnapshot | None = None
@@ -357,13 +360,22 @@ class SchedulerCache:
             if cur is not None and any(((cur.get("metadata") or {}).get("annotations") or {}).get(k) != v for k, v in ann.items()):
                 self._spawn(self._patch_pg_annotations(cur, ann))
         queues = self.informers["Queue"].lister
+        same = self._allocated_same
         for qname, alloc in res.queue_allocated.items():
             q = queues.get_by_key(qname)
             if q is None:
                 continue
+            # a pure function of the two: known to be None for this very object (the informer
+            # replaces an object that changes, never edits it) and an equal desired list
+            seen = same.get(qname)
+            if seen is not None and seen[0] is q and seen[1] == alloc:
+                continue
             patch = allocated_patch((q.get("status") or {}).get("allocated") or {}, alloc)
             if patch is not None:
+                same.pop(qname, None)
                 self._spawn(self._patch_queue(qname, patch))
+            else:
+                same[qname] = (q, alloc)
         for pg_key, etype, reason, message in res.events:
             if self.last_events.get(pg_key) == (reason, message):
                 continue
