@@ -30,6 +30,7 @@ from click.testing import CliRunner
 
 from pumice.api import scheme
 from pumice.cli.main import main as cli
+from pumice.client.base import ApiError
 from pumice.node.agent import NodeAgent
 from pumice.testing.cluster import HttpServer, serve_http
 from pumice.testing.kubectl import kubectl_binary
@@ -98,9 +99,24 @@ async def _cli(srv: HttpServer, *args: str) -> Any:
     return await asyncio.to_thread(CliRunner().invoke, cli, ["ray", *args, "--kubeconfig", str(srv.kubeconfig)])
 
 
+async def _has_logged(srv: HttpServer, name: str, text: str) -> bool:
+    """Whether Pod ``name``'s log holds ``text`` yet (a Pod is Running once its process is
+    spawned, before its script has written anything; the log endpoint refuses while the
+    container's status is not written yet)."""
+    client = srv.client()
+    try:
+        return text.encode() in b"".join([c async for c in client.logs("default", name)])
+    except ApiError:
+        return False
+    finally:
+        await client.close()
+
+
 async def test_log_downloads_each_ray_nodes_logs_through_exec(stack: HttpServer, data_dir: Path) -> None:
     await _running(stack, _ray_node("lc-head", "lc", "head"), _ray_node("lc-worker", "lc", "worker"),
                    pod("bare-head", "sleep 3600", labels=_ray_labels("bare", "head")))
+    for node in ("lc-head", "lc-worker"):
+        await wait_for(lambda node=node: _has_logged(stack, node, f"started {node}"), timeout=60)
     out = data_dir / "logs"
     out.mkdir()
     r = await _cli(stack, "log", "lc", "--out-dir", str(out))
