@@ -4,36 +4,36 @@ starts, with the node agent's own check (:mod:`pumice.node.network`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import click
 
 
-def pod_cidr_option(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
-    """``--pod-cidr``: None stays None; else :func:`pumice.node.network.parse_pod_cidr` must take it.
+def _checked_by(check_name: str) -> Callable[[click.Context, click.Parameter, str | None], str | None]:
+    """A click callback: None stays None; else ``pumice.node.network.<check_name>(value)`` must
+    pass (imported when an option is given, so the CLI's start-up does not load the network code).
 
-    Raises:
-        click.BadParameter: its message (``bad Pod CIDR '10.0.0.0/33': ...``)."""
-    if value is None:
-        return None
-    from pumice.node.network import NetworkError, parse_pod_cidr
+    Raises (from the callback):
+        click.BadParameter: the check's NetworkError message."""
+    def callback(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from pumice.node import network
 
-    try:
-        parse_pod_cidr(value)
-    except NetworkError as e:
-        raise click.BadParameter(str(e)) from None
-    return value
+        check: Any = getattr(network, check_name)
+        try:
+            check(value)
+        except network.NetworkError as e:
+            raise click.BadParameter(str(e)) from None
+        return value
+    return callback
 
 
-def bridge_option(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
-    """``--bridge``: None stays None; else :func:`pumice.node.network.check_bridge_name` must pass.
+pod_cidr_option = _checked_by("parse_pod_cidr")
+"""``--pod-cidr``: :func:`pumice.node.network.parse_pod_cidr` must take it (``bad Pod CIDR
+'10.0.0.0/33': ...``)."""
 
-    Raises:
-        click.BadParameter: its message (``bridge name 'x...' is longer than 15 characters``)."""
-    if value is None:
-        return None
-    from pumice.node.network import NetworkError, check_bridge_name
-
-    try:
-        check_bridge_name(value)
-    except NetworkError as e:
-        raise click.BadParameter(str(e)) from None
-    return value
+bridge_option = _checked_by("check_bridge_name")
+"""``--bridge``: :func:`pumice.node.network.check_bridge_name` must pass (``bridge name 'x...' is
+longer than 15 characters``)."""
