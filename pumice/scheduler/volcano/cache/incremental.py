@@ -415,18 +415,31 @@ class IncrementalSnapshot:
         redo.update(self._unkept)
         check = self._job_memo.on_mismatch
         if check is not None:
-            for uid, job in out.items():
-                got = kept.get(uid)
-                keep = got is not None and got[1] is job and got[0] is base_jobs[uid] and untouched(job, got[2])
-                if not keep and uid not in redo:
-                    check(f"job {uid}: untouched at the last close: True, at this snapshot: False")
+            self._check_kept(out, kept, base_jobs, redo, check)
+        self._clone_redo(out, kept, base_jobs, redo)
+        self._jobs_changed = redo
+        return out
+
+    @staticmethod
+    def _check_kept(out: dict[str, Any], kept: dict[str, Any], base_jobs: dict[str, JobInfo], redo: set[str],
+                    check: Callable[[str], None]) -> None:
+        """Verify mode: every job of ``out`` not in ``redo`` must be the untouched one handed out
+        from the same base (``kept[uid]`` = (base, job, fields at hand-out))."""
+        for uid, job in out.items():
+            got = kept.get(uid)
+            keep = (job is not None and got is not None and got[1] is job and got[0] is base_jobs[uid]
+                    and untouched(job, got[2]))
+            if not keep and uid not in redo:
+                check(f"job {uid}: untouched at the last close: True, at this snapshot: False")
+
+    def _clone_redo(self, out: dict[str, JobInfo], kept: dict[str, Any], base_jobs: dict[str, JobInfo],
+                    redo: set[str]) -> None:
+        """Clone the jobs of ``redo`` into ``out`` (in uid order) and count the others as kept."""
         for uid in sorted(redo):
             base = base_jobs[uid]
             job = out[uid] = clone_job(base, self._job_log, self._job_writes)
             self._keepable(uid, base, job, kept)
         self.jobs_kept += len(out) - len(redo)
-        self._jobs_changed = redo
-        return out
 
     def _jobs_patched(self, queues: dict[str, QueueInfo], trusted: set[str], rebuilt: set[str]) -> dict[str, JobInfo]:
         """:meth:`_jobs_afresh` when the queues did not change but the job order did (a PodGroup
@@ -455,17 +468,8 @@ class IncrementalSnapshot:
             want = [uid for uid in self._job_order if base_jobs[uid].queue in queues]
             if list(out) != want:
                 check(f"patched job order {list(out)} != {want}")
-            for uid, job in out.items():
-                got = kept.get(uid)
-                keep = (job is not None and got is not None and got[1] is job and got[0] is base_jobs[uid]
-                        and untouched(job, got[2]))
-                if not keep and uid not in redo:
-                    check(f"job {uid}: untouched at the last close: True, at this snapshot: False")
-        for uid in sorted(redo):
-            base = base_jobs[uid]
-            job = out[uid] = clone_job(base, self._job_log, self._job_writes)
-            self._keepable(uid, base, job, kept)
-        self.jobs_kept += len(out) - len(redo)
+            self._check_kept(out, kept, base_jobs, redo, check)
+        self._clone_redo(out, kept, base_jobs, redo)
         redo.update(gone)
         self._jobs_changed = redo
         self._handed = members
