@@ -829,12 +829,16 @@ class NodeAgent:
             last = w.pod_dir_path() / container / f"{n - 1}.log"
             if last.exists():
                 return str(last), lambda: False
-        if not path.exists():
-            return f'container "{container}" in pod "{pod}" is waiting to start: {rec.reason or "ContainerCreating"}'
 
         def running() -> bool:
             c = rec.current
             return c is not None and c.restart_count == n and not previous
+
+        # A started instance's log is served even before its shim has created the file (read as
+        # empty): the kubelet's runtime creates the file with the container, so a running
+        # container always has a log.
+        if not path.exists() and not running():
+            return f'container "{container}" in pod "{pod}" is waiting to start: {rec.reason or "ContainerCreating"}'
 
         return str(path), running
 

@@ -243,7 +243,8 @@ class LogServer:
             try:
                 tail = FileTail(path, offset)
                 while more:
-                    lines, grew = tail.read()
+                    # missing_ok: a just-started instance's shim may not have created the file yet.
+                    lines, grew = tail.read(missing_ok=True)
                     if lines:
                         more = await send(b"".join(render(lines.splitlines(keepends=True), req)))
                     elif not running():

@@ -78,6 +78,21 @@ async def test_the_kubelet_log_endpoint_serves_tail_timestamps_previous_and_foll
     assert code == 404
 
 
+async def test_a_running_containers_log_is_served_before_its_file_exists(client: FakeClient, agent: NodeAgent) -> None:
+    # Just after a start the shim may not have created the log file yet; the kubelet serves a
+    # running container's log (empty), never "waiting to start".
+    node = await client.get(NODE, "node-0")
+    port = node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"]
+    await client.create(pod("quiet", "exec sleep 60"))
+    await wait_for(lambda: phase_is(client, "quiet", "Running"))
+    log_file = agent.pod_dir(await get_pod(client, "quiet")) / "c0" / "0.log"
+    await wait_for(log_file.exists)
+    log_file.rename(log_file.with_suffix(".moved"))  # the state of the race, made to last
+    assert await http_get(port, "/containerLogs/default/quiet/c0") == (200, "")
+    code, text = await http_get(port, "/containerLogs/default/quiet/c0?follow=true", read_for=0.5)
+    assert (code, text) == (200, "")
+
+
 async def _has(port: int, path: str, needle: str) -> bool:
     return needle in (await http_get(port, path))[1]
 
