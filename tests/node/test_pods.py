@@ -4,9 +4,12 @@ graceful deletion, admission."""
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from pumice.api.scheme import POD
 from pumice.node.agent import NodeAgent
@@ -63,6 +66,33 @@ async def test_always_puts_a_crashing_container_in_crash_loop_back_off(client: F
     found = agent._log_source("default", "crasher", "c0", False)
     assert not isinstance(found, str), found
     assert "boom" in Path(found[0]).read_text()
+
+
+async def test_a_restart_logs_what_of_the_previous_tmp_it_could_not_remove(
+        client: FakeClient, agent: NodeAgent, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    # Each start gets a fresh private /tmp; an entry of the old one that cannot be removed is
+    # logged with the Pod, the container and the reason (it used to be ignored).
+    await client.create(pod("retmp", "sleep 1; exit 1", restart_policy="Always"))
+    await wait_for(lambda: phase_is(client, "retmp", "Running"))
+    tmp = agent.pod_dir(await status_of(client, "retmp")) / "c0" / "tmp"
+    await wait_for(tmp.is_dir)
+    (tmp / "stuck").write_text("x")
+    real_unlink = os.unlink
+
+    def unlink(path: Any, *a: Any, **kw: Any) -> None:
+        if os.path.basename(os.fsdecode(path)) == "stuck":
+            raise PermissionError(1, "Operation not permitted")
+        real_unlink(path, *a, **kw)
+
+    monkeypatch.setattr(os, "unlink", unlink)
+    caplog.set_level(logging.WARNING, logger="pumice.node.runtime.process")
+
+    async def restarted() -> bool:
+        return cstatus(await status_of(client, "retmp")).get("restartCount", 0) >= 1
+
+    await wait_for(restarted, timeout=20)
+    msgs = [r.getMessage() for r in caplog.records if r.name == "pumice.node.runtime.process"]
+    assert any("Pod default/retmp container c0" in m and "stuck: Operation not permitted" in m for m in msgs), msgs
 
 
 # -- probes ----------------------------------------------------------------------------------------

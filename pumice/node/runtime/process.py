@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pumice._util.clock import Clock
+from pumice._util.files import remove_tree, scan_tree
 from pumice.api import Obj
 from pumice.node import podspec
 from pumice.node.network import HostNetwork, NetnsNetwork, NetworkError, hosts_content, write_in_place
@@ -417,7 +418,11 @@ class ProcessRuntime:
         # writable layer from the container runtime: Ray keeps its session under /tmp/ray, and a
         # restarted Ray head must not find the previous incarnation's session files.
         tmp_dir = cdir / "tmp"
-        shutil.rmtree(tmp_dir, ignore_errors=True)
+        left = await asyncio.to_thread(remove_tree, scan_tree(tmp_dir))
+        if left:
+            log.warning("Pod %s/%s container %s: the previous instance's /tmp (%s) was not fully removed, "
+                        "%d entries left, e.g. %s", sandbox.namespace, sandbox.name, cname, tmp_dir, len(left),
+                        left[0])
         tmp_dir.mkdir(parents=True, exist_ok=True)
         os.chmod(tmp_dir, 0o1777)
         env = dict(req.env)
