@@ -32,7 +32,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from pumice._util.duration import parse_go_duration
+from pumice._util.duration import parse_go_duration_ns
 from pumice.api import Obj
 
 __all__ = [
@@ -267,9 +267,9 @@ def _format_time(seconds: int, nanos: int, micro: bool) -> str:
 
 
 def _parse_duration(s: str) -> int:
-    """A Go duration string in nanoseconds (:func:`pumice._util.duration.parse_go_duration`)."""
+    """A Go duration string in nanoseconds (:func:`pumice._util.duration.parse_go_duration_ns`)."""
     try:
-        return round(parse_go_duration(s) * 1e9)
+        return parse_go_duration_ns(s)
     except ValueError as e:
         raise ProtobufError(f"invalid duration {s!r}") from e
 

@@ -69,9 +69,10 @@ import click
 import yaml
 
 from pumice._util.clock import default_clock, parse_rfc3339
-from pumice._util.duration import go_duration_string, parse_go_duration
+from pumice._util.duration import go_duration_string
 from pumice.api import Obj, scheme
 from pumice.api.ray.constants import DEFAULT_MAX_REPLICAS, RayClusterConditionType
+from pumice.cli._duration import GoDuration
 from pumice.client.base import ApiError, ExecError, KubeClient, get_or_none
 from pumice.client.kube import Client
 
@@ -391,24 +392,6 @@ def _kv(values: tuple[str, ...]) -> dict[str, str]:
             raise click.BadParameter(f"{v!r} is not key=value")
         out[k] = val
     return out
-
-
-class GoDuration(click.ParamType):
-    """A Go duration flag (``5m``, ``60s``, ``1h30m``) in seconds, as pflag's ``DurationVar`` takes it;
-    a bare number other than 0 is refused with Go's ``time.ParseDuration`` text."""
-
-    name = "duration"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        if isinstance(value, int | float):
-            return float(value)
-        text = str(value)
-        try:
-            return parse_go_duration(text)
-        except ValueError:
-            digits = text.strip().lstrip("+-").replace(".", "", 1)
-            why = "missing unit in duration" if digits.isdigit() else "invalid duration"
-            self.fail(f'time: {why} "{text}"', param, ctx)
 
 
 @create_group.command(name="cluster")

@@ -13,28 +13,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
-import re
 from typing import Any
 
 import click
 
+from pumice.cli._duration import GoDuration
 from pumice.cli._signals import stop_on_signals
 
 AGENT = "agent-scheduler"
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m)?$")
-
-
-def parse_duration(text: str) -> float:
-    """``"1s"``, ``"500ms"``, ``"2m"``, ``"1.5"`` -> seconds.
-
-    Raises:
-        click.BadParameter: not a duration.
-    """
-    m = _DURATION.match(text.strip())
-    if not m:
-        raise click.BadParameter(f"{text!r} is not a duration (e.g. 1s, 500ms, 2m)")
-    n, unit = float(m.group(1)), m.group(2) or "s"
-    return n / 1000 if unit == "ms" else n * 60 if unit == "m" else n
 
 
 async def _make_client(kubeconfig: str | None, component: str) -> Any:
@@ -85,7 +71,8 @@ async def _run(kubeconfig: str | None, name: str, period: float, conf: str | Non
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="kubeconfig file")
 @click.option("--name", "name", default="default-scheduler", show_default=True,
               help="schedulerName served: default-scheduler (or another name for the default scheduler), volcano, agent-scheduler")
-@click.option("--schedule-period", default="1s", show_default=True, help="Volcano session period")
+@click.option("--schedule-period", default="1s", show_default=True, type=GoDuration(),
+              help="Volcano session period (a Go duration, as vc-scheduler's flag)")
 @click.option("--scheduler-conf", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Volcano scheduler configuration (YAML)")
 @click.option("--scheduler-sharding-mode", type=click.Choice(["none", "hard", "soft"]), default="none", show_default=True,
@@ -94,10 +81,12 @@ async def _run(kubeconfig: str | None, name: str, period: float, conf: str | Non
 @click.option("--scheduler-sharding-name", default=None, help="Volcano: the NodeShard to read (default: volcano)")
 @click.option("--scheduler-worker-count", type=click.IntRange(min=1), default=1, show_default=True,
               help="agent-scheduler: parallel workers")
-def command(kubeconfig: str | None, name: str, schedule_period: str, scheduler_conf: str | None,
+def command(kubeconfig: str | None, name: str, schedule_period: float, scheduler_conf: str | None,
             scheduler_sharding_mode: str, scheduler_sharding_name: str | None, scheduler_worker_count: int) -> None:
     """Run the default, the Volcano or the Volcano Agent scheduler."""
-    period = parse_duration(schedule_period)
+    if schedule_period <= 0:
+        raise click.BadParameter("must be positive", param_hint="'--schedule-period'")
+    period = schedule_period
     if scheduler_conf and name != "volcano":
         raise click.UsageError("--scheduler-conf applies to --name volcano only")
     if scheduler_sharding_mode != "none" and name not in ("volcano", AGENT):
