@@ -1213,6 +1213,9 @@ class Registry:
         """Write ``DisruptionTarget=True`` (EvictionByEvictionAPI) into the Pod's status, once the
         eviction's preconditions hold for it; the transition time moves only when the condition
         changes (podutil.UpdatePodCondition). Returns the stored Pod, None when nothing changed.
+        No managedFields entry is recorded, as upstream: eviction.go writes through the Pod
+        status store's Update (genericregistry.Store), and the field manager runs only in the
+        HTTP handlers above it.
 
         Raises:
             StatusError: 409 Conflict (eviction.go's texts) when the preconditions' uid or
