@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -26,7 +28,14 @@ from pumice.scheduler.volcano.conf import (
     build_conf,
     parse_conf,
 )
-from pumice.scheduler.volcano.framework import POINTS, RecordingCache, Session, Statement, open_session
+from pumice.scheduler.volcano.framework import (
+    POINTS,
+    RecordingCache,
+    Session,
+    Statement,
+    open_session,
+    run_actions,
+)
 from pumice.scheduler.volcano.plugins import PLUGINS
 from pumice.testing.paths import shared_dir
 from pumice.testing.volcano import node, pod, podgroup, queue, write_manifests
@@ -197,6 +206,36 @@ def test_task_order_uses_the_pod_index_of_names_with_three_parts() -> None:
     t10 = TaskInfo(uid="z", name="job-w-10", namespace="ns", job="", role="", resreq=Resource(), status=TaskStatus.Pending)
     t9 = TaskInfo(uid="a", name="job-w-9", namespace="ns", job="", role="", resreq=Resource(), status=TaskStatus.Pending)
     assert ssn.task_order_fn(t9, t10)
+
+
+
+def test_a_released_session_is_freed_without_the_garbage_collector() -> None:
+    """Plugins keep their session and register closures over it: a closed session is a
+    reference cycle until :meth:`Session.release` drops them (the scheduler releases each
+    session after recording it), after which reference counting alone frees it."""
+    objs = [node("n1", "4,8Gi,pods=10"), queue("c1"), podgroup("pg1", min_member=1), pod("p1", group="pg1")]
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        ssn = open_session(build_snapshot(objs), default_conf(), RecordingCache())
+        run_actions(ssn, ssn.conf.actions)
+        res = ssn.close()
+        assert ssn.plugins and ssn.event_handlers and ssn.callbacks.job_order.flat()
+        cycle = weakref.ref(ssn)
+        del ssn
+        assert cycle() is not None  # only the collector would free it
+        ssn = open_session(build_snapshot(objs), default_conf(), RecordingCache())
+        run_actions(ssn, ssn.conf.actions)
+        assert ssn.close().pod_groups == res.pod_groups
+        ssn.release()
+        assert not ssn.plugins and not ssn.event_handlers and ssn.callbacks.job_order.flat() == []
+        assert ssn.jobs["c1/pg1"].tasks and ssn.queues["c1"]  # the results stay readable
+        released = weakref.ref(ssn)
+        del ssn
+        assert released() is None
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 # ----- statement -------------------------------------------------------------------------------

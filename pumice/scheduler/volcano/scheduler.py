@@ -203,6 +203,7 @@ class Scheduler:
             self.cache.write_close(res)
             self.cache.write_shard_status()
             self._record(ssn, res)
+            ssn.release()
         metrics.e2e_scheduling_latency.observe((self.clock.monotonic() - t0) * 1000)
         self.cycles += 1
         self.last_result = res

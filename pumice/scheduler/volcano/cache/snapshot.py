@@ -222,4 +222,5 @@ def run_session(
     res.pod_groups = closed.pod_groups
     for k, (reason, msg, _nom) in closed.pod_conditions.items():
         res.unschedulable[k] = (reason, msg)
+    ssn.release()
     return res

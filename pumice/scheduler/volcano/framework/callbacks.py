@@ -106,6 +106,12 @@ class CallbackTable(Generic[F]):
     def names(self) -> list[str]:
         return [n for tier in self.tiered() for n, _ in tier]
 
+    def clear(self) -> None:
+        """Forget every registered function (see :meth:`Callbacks.clear`)."""
+        self.fns.clear()
+        self._tiered = None
+        self._flat = None
+
 
 @dataclass
 class Callbacks:
@@ -150,6 +156,13 @@ class Callbacks:
         if points is None:  # once per class: the field names and their points do not change
             points = _FIELD_POINTS[cls] = [(f.name, POINTS[_point_name(f.name)]) for f in fields(cls)]
         return cls(**{name: CallbackTable(point, tiers) for name, point in points})
+
+    def clear(self) -> None:
+        """Empty every table: plugins register closures over their session, so a table that
+        keeps them keeps the session in a reference cycle (see :meth:`Session.release`)."""
+        for name, _point in _FIELD_POINTS[type(self)]:
+            table: CallbackTable[Any] = getattr(self, name)
+            table.clear()
 
     def by_point(self, point: str) -> CallbackTable[Any]:
         """The table of the extension point named ``point`` (upstream camelCase, e.g. ``jobOrder``).
