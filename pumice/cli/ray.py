@@ -6,7 +6,9 @@
 - ``create cluster NAME [flags | --file F] [--dry-run] [--wait --timeout 5m]``: a RayCluster with the
   plugin's defaults (head 2 CPU / 4Gi, one worker group ``default-group`` of 1 × 2 CPU / 4Gi, head
   ports 6379 ``gcs-server``, 8265 ``dashboard``, 10001 ``client``), or from the plugin's
-  cluster-config file (:mod:`pumice.cli.ray_config`); a cluster that exists is refused;
+  cluster-config file (:mod:`pumice.cli.ray_config`); a cluster that exists is refused, else it
+  is server-side applied (field manager ``ray-kubectl-plugin``); ``--dry-run`` prints it as the
+  plugin does (go-yaml: keys sorted, :mod:`pumice._util.goyaml`);
   ``create workergroup GROUP -c CLUSTER [flags]``: appends a group (1 replica, min 1, max 10,
   2 CPU / 4Gi) and updates the RayCluster; a GROUP the cluster already has is refused (upstream
   appends it, and the operator then refuses the whole spec); negative replica counts are usage
@@ -26,7 +28,8 @@
   ``--submission-id`` to the cluster's dashboard through ``kubectl port-forward service/<head
   service> :8265`` (the API server's tunnel to the node agent, so it works wherever kubectl does;
   ``--address`` overrides it). Refused at once when every Node runs the simulated runtime (no
-  kubelet endpoint); a timeout names the Pod that holds the cluster back;
+  kubelet endpoint); a timeout names the Pod that holds the cluster back; the generated RayJob is
+  server-side applied (``ray-kubectl-plugin``), one from ``-f`` created;
 - ``version``: pumice's version and the KubeRay operator's (image tag of the Deployment labelled
   ``app.kubernetes.io/name in (kuberay-operator,kuberay)``, else pumice's own
   ``pumice-controller-manager`` from ``pumice install``).
@@ -44,7 +47,9 @@ its own process) to a free local port (kubectl-ray: 8265) and does not require
 ``--working-dir``; ``session`` also takes
 ``--address`` (kubectl port-forward's bind address) and refuses at once, instead of retrying, when
 the resource has no head Service in its status yet; ``-n`` defaults to ``default``, not the
-kubeconfig context's namespace.
+kubeconfig context's namespace. ``job submit --dry-run`` prints the RayJob with its ``jobId``
+(the plugin sets it after the apply) and without the plugin's ``entrypoint: ""``,
+``ttlSecondsAfterFinished: 0`` and ``shutdownAfterJobFinishes: false``.
 """
 
 from __future__ import annotations
@@ -68,6 +73,7 @@ from urllib.parse import quote_plus
 import click
 import yaml
 
+from pumice._util import goyaml
 from pumice._util.clock import default_clock, parse_rfc3339
 from pumice._util.duration import go_duration_string
 from pumice.api import Obj, scheme
@@ -77,6 +83,9 @@ from pumice.client.base import ApiError, ExecError, KubeClient, get_or_none
 from pumice.client.kube import Client
 
 logger = logging.getLogger(__name__)
+
+FIELD_MANAGER = "ray-kubectl-plugin"
+"""The field manager of what kubectl-ray applies (kubectl-plugin pkg/util constant.go FieldManager)."""
 
 DEFAULT_RAY_VERSION = "2.52.0"
 DEFAULT_IMAGE = f"rayproject/ray:{DEFAULT_RAY_VERSION}"
@@ -189,51 +198,32 @@ def build_cluster(name: str, namespace: str, *, ray_version: str, image: str, he
                   head_node_selectors: dict[str, str] | None = None, worker_ephemeral_storage: str = "",
                   worker_tpu: str = "0", worker_ray_start_params: dict[str, str] | None = None,
                   worker_node_selectors: dict[str, str] | None = None, num_of_hosts: int | None = 1) -> Obj:
-    """The RayCluster ``create cluster`` makes (the plugin's defaults and flags). Ephemeral storage,
-    GPU and TPU go into requests and limits when given and non-zero; node selectors into the Pod
-    templates; ``numOfHosts`` is set on the worker group unless None (``job submit`` leaves it out).
+    """The RayCluster ``create cluster`` makes from its flags: the flags as a cluster config (one
+    worker group ``default-group``) given to the one generator the ``--file`` path uses
+    (:func:`pumice.cli.ray_config.build_cluster_from_config`): CPU a request only; memory,
+    ephemeral storage, GPU and TPU (workers only) requests and limits; a zero or empty quantity and
+    empty ``rayStartParams`` left out; node selectors in the Pod templates; ``numOfHosts`` on the
+    worker group unless None (``job submit`` leaves it out). No minReplicas / maxReplicas, as the
+    plugin: the CRD defaults them to 0 and 2147483647, so ``scale cluster -r N`` works right after.
 
-    Mirrors: kubectl-plugin util/generation/generation.go generateRayClusterSpec (flags path).
+    Mirrors: kubectl-plugin create/create_cluster.go Run (the flags made into a RayClusterConfig)
+    and util/generation/generation.go GenerateRayClusterApplyConfig.
     """
-    from pumice.api.quantity import parse_quantity
+    from pumice.cli import ray_config
 
-    def resources(cpu: str, mem: str, gpu: str, storage: str = "", tpu: str = "") -> Obj:
-        r: Obj = {"requests": {"cpu": cpu, "memory": mem}, "limits": {"memory": mem}}
-        for key, amount in (("ephemeral-storage", storage), ("nvidia.com/gpu", gpu), ("google.com/tpu", tpu)):
-            if amount and parse_quantity(amount) != 0:
-                r["requests"][key] = amount
-                r["limits"][key] = amount
-        return r
-
-    def pod_spec(container: Obj, selectors: dict[str, str] | None) -> Obj:
-        return {"nodeSelector": selectors, "containers": [container]} if selectors else {"containers": [container]}
-
-    meta: Obj = {"name": name, "namespace": namespace}
-    if labels:
-        meta["labels"] = labels
-    if annotations:
-        meta["annotations"] = annotations
-    spec: Obj = {
-        "rayVersion": ray_version,
-        "headGroupSpec": {"rayStartParams": dict(head_ray_start_params or {}), "template": {"spec": pod_spec({
-            "name": "ray-head", "image": image,
-            "resources": resources(head_cpu, head_memory, head_gpu, head_ephemeral_storage),
-            "ports": [{"name": "gcs-server", "containerPort": 6379}, {"name": "dashboard", "containerPort": 8265},
-                      {"name": "client", "containerPort": 10001}]}, head_node_selectors)}},
-        # no minReplicas / maxReplicas, as the plugin: the CRD defaults them to 0 and 2147483647, so
-        # `scale cluster -r N` works right after `create cluster`
-        "workerGroupSpecs": [{"groupName": "default-group", "replicas": worker_replicas,
-                              **({} if num_of_hosts is None else {"numOfHosts": num_of_hosts}),
-                              "rayStartParams": dict(worker_ray_start_params or {}), "template": {"spec": pod_spec({
-                                  "name": "ray-worker", "image": image,
-                                  "resources": resources(worker_cpu, worker_memory, worker_gpu,
-                                                         worker_ephemeral_storage, worker_tpu)},
-                                  worker_node_selectors)}}],
-    }
-    if autoscaler:
-        spec["enableInTreeAutoscaling"] = True
-        spec["autoscalerOptions"] = {"version": autoscaler}
-    return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": meta, "spec": spec}
+    head: Obj = {"cpu": head_cpu, "memory": head_memory, "ephemeral-storage": head_ephemeral_storage,
+                 "gpu": head_gpu, "ray-start-params": dict(head_ray_start_params or {}),
+                 "node-selectors": dict(head_node_selectors or {})}
+    group: Obj = {"name": "default-group", "replicas": worker_replicas, "cpu": worker_cpu, "memory": worker_memory,
+                  "ephemeral-storage": worker_ephemeral_storage, "gpu": worker_gpu, "tpu": worker_tpu,
+                  "ray-start-params": dict(worker_ray_start_params or {}),
+                  "node-selectors": dict(worker_node_selectors or {})}
+    if num_of_hosts is not None:
+        group["num-of-hosts"] = num_of_hosts
+    config: Obj = {"ray-version": ray_version, "image": image, "labels": dict(labels),
+                   "annotations": dict(annotations), "head": head, "worker-groups": [group],
+                   "autoscaler": {"version": autoscaler or ""}}
+    return ray_config.build_cluster_from_config(config, name, namespace)
 
 
 def scale_group(cluster: Obj, group: str, replicas: int | None, min_replicas: int | None,
@@ -514,17 +504,26 @@ def _flag_name(p: click.Option) -> str:
 
 def _create_cluster(cluster: Obj, *, dry_run: bool, wait: bool, timeout: float, kubeconfig: str | None,
                     context: str | None) -> None:
-    """Print ``cluster`` (``--dry-run``) or create it, refusing one that exists with the plugin's
-    text, and with ``--wait`` wait until it is provisioned or ``timeout`` seconds passed."""
+    """Print ``cluster`` (``--dry-run``, as sigs.k8s.io/yaml prints it: keys sorted) or create it
+    with a server-side apply (field manager ``ray-kubectl-plugin``), refusing one that exists with
+    the plugin's text, and with ``--wait`` wait until it is provisioned or ``timeout`` seconds
+    passed.
+
+    Mirrors: kubectl-plugin create/create_cluster.go Run (RayClusters().Apply after
+    clusterExists; generation.ConvertRayClusterApplyConfigToYaml)."""
     name, namespace = cluster["metadata"]["name"], cluster["metadata"]["namespace"]
     if dry_run:
-        click.echo(yaml.safe_dump(cluster, sort_keys=False).rstrip())
+        click.echo(goyaml.dump(cluster))
         return
 
     async def fn(client: KubeClient) -> None:
         if await get_or_none(client, scheme.RAY_CLUSTER, name, namespace) is not None:
             raise RayCliError(f"the Ray cluster {name} in namespace {namespace} already exists")
-        created = await client.create(cluster)
+        try:
+            created = await client.patch(scheme.RAY_CLUSTER, name, cluster, namespace, patch_type="apply",
+                                         field_manager=FIELD_MANAGER)
+        except ApiError as e:
+            raise RayCliError(f"failed to create Ray cluster: {e.message}") from None
         click.echo(f"Created Ray cluster: {created['metadata']['name']}")
         if not wait:
             return
@@ -879,7 +878,7 @@ def _job_submit(filename: str, name: str, address: str | None, submission_id: st
         if ttl is not None:
             job["spec"]["ttlSecondsAfterFinished"], job["spec"]["shutdownAfterJobFinishes"] = ttl, True
         if dry_run:
-            click.echo(yaml.safe_dump(job, sort_keys=False).rstrip())
+            click.echo(goyaml.dump(job))
             return
     # the `ray` installed beside this Python (a venv not on PATH) before the one on PATH
     beside = Path(sys.executable).parent / "ray"
@@ -903,7 +902,13 @@ def _job_submit(filename: str, name: str, address: str | None, submission_id: st
                 raise RayCliError("job submit needs a Ray dashboard to submit to: the Nodes run the simulated runtime "
                                   "(no Ray processes, nothing to port-forward to); pass --address to use another "
                                   "dashboard")
-        await client.create(job)
+        if filename:
+            await client.create(job)
+        else:  # the generated RayJob is applied (job_submit.go: RayJobs().Apply, util.FieldManager)
+            try:
+                await client.patch(scheme.RAY_JOB, name, job, ns, patch_type="apply", field_manager=FIELD_MANAGER)
+            except ApiError as e:
+                raise RayCliError(f"Failed to apply generated YAML: {e.message}") from None
         click.echo(f"Submitted RayJob {name}.")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout

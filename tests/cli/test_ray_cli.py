@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,62 @@ def test_create_dry_run_prints_the_plugin_defaults() -> None:
     assert [p["name"] for p in head["ports"]] == ["gcs-server", "dashboard", "client"]
     assert cl["spec"]["workerGroupSpecs"][0]["groupName"] == "default-group"
     assert cl["spec"]["enableInTreeAutoscaling"] is True and cl["spec"]["autoscalerOptions"] == {"version": "v2"}
+
+
+def test_create_dry_run_prints_what_the_plugin_prints() -> None:
+    """The plugin prints its apply configuration through go-yaml: keys sorted, a quantity that
+    reads as a number double-quoted, a zero quantity and empty rayStartParams left out, and a
+    blank line after (``fmt.Printf("%s\\n", yaml)``)."""
+    r = CliRunner().invoke(cli, ["ray", "create", "cluster", "x", "--dry-run", "--head-cpu", "0", "--worker-gpu", "1",
+                                 "--labels", "team=ml"])
+    assert r.exit_code == 0, r.output
+    assert r.output == """\
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata:
+  labels:
+    team: ml
+  name: x
+  namespace: default
+spec:
+  headGroupSpec:
+    template:
+      spec:
+        containers:
+        - image: rayproject/ray:2.52.0
+          name: ray-head
+          ports:
+          - containerPort: 6379
+            name: gcs-server
+          - containerPort: 8265
+            name: dashboard
+          - containerPort: 10001
+            name: client
+          resources:
+            limits:
+              memory: 4Gi
+            requests:
+              memory: 4Gi
+  rayVersion: 2.52.0
+  workerGroupSpecs:
+  - groupName: default-group
+    numOfHosts: 1
+    replicas: 1
+    template:
+      spec:
+        containers:
+        - image: rayproject/ray:2.52.0
+          name: ray-worker
+          resources:
+            limits:
+              memory: 4Gi
+              nvidia.com/gpu: "1"
+            requests:
+              cpu: "2"
+              memory: 4Gi
+              nvidia.com/gpu: "1"
+
+"""
 
 
 def test_create_cluster_refuses_negative_worker_replicas_and_takes_an_empty_image_as_the_default() -> None:
@@ -660,6 +717,31 @@ def test_create_cluster_from_the_plugins_config_file(server: Any, tmp_path: Path
     r = run(server, "create", "cluster", "from-file", "--file", str(f))
     assert (r.exit_code, r.output.strip()) == (1, "Error: the Ray cluster from-file in namespace default already exists")
     assert run(server, "delete", "from-file", "-y").exit_code == 0
+
+
+def test_create_cluster_is_a_server_side_apply_by_the_plugins_field_manager(server: Any, tmp_path: Path) -> None:
+    """create_cluster.go Run: RayClusters().Apply with FieldManager ray-kubectl-plugin, from flags
+    and from a config file alike (it used to be a create, owned by manager "pumice")."""
+    from pumice.api import scheme
+    from pumice.client.kubeconfig import connect
+
+    async def owners(name: str) -> list[tuple[str, str]]:
+        c = connect(str(server.kubeconfig))
+        try:
+            cl = await c.get(scheme.RAY_CLUSTER, name, "default")
+            return [(m["manager"], m["operation"]) for m in cl["metadata"]["managedFields"]]
+        finally:
+            await c.close()
+
+    f = tmp_path / "c.yaml"
+    f.write_text("worker-groups:\n  - replicas: 0\n")
+    assert run(server, "create", "cluster", "ssa-flags", "--worker-replicas", "0").exit_code == 0
+    assert run(server, "create", "cluster", "ssa-file", "--file", str(f)).exit_code == 0
+    try:
+        for name in ("ssa-flags", "ssa-file"):
+            assert asyncio.run(owners(name)) == [("ray-kubectl-plugin", "Apply")]
+    finally:
+        assert run(server, "delete", "ssa-flags", "raycluster/ssa-file", "-y").exit_code == 0
 
 
 def _file_error(server: Any, tmp_path: Path, text: str, *args: str) -> tuple[int, str]:

@@ -1,0 +1,26 @@
+"""pumice._util.goyaml: YAML as go-yaml v2 marshals a map (kubectl-ray's --dry-run output)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pumice._util.goyaml import dump, key_less
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    ("a", "b"), ("B", "a"),  # letters by code point
+    ("a_b", "aB"), ("a-b", "ab"), ("a.b", "aa"),  # a non-letter before a letter
+    ("group-2", "group-10"), ("x9", "x10"),  # digit runs by their number
+    ("a", "ab"),  # a prefix first
+])
+def test_key_order(a: str, b: str) -> None:
+    assert key_less(a, b) and not key_less(b, a)
+
+
+def test_dump_quotes_what_would_read_as_another_type_in_double_quotes() -> None:
+    assert dump({"n": "2", "t": "true", "e": "", "f": "1.5", "s": "2Gi", "i": 3, "b": False, "m": {}}) == (
+        'b: false\ne: ""\nf: "1.5"\ni: 3\nm: {}\nn: "2"\ns: 2Gi\nt: "true"\n')
+
+
+def test_dump_writes_a_multi_line_string_as_a_literal_block() -> None:
+    assert dump({"script": "echo a\necho b\n"}) == "script: |\n  echo a\n  echo b\n"
