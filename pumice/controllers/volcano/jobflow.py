@@ -13,7 +13,17 @@ Job, and ``state.phase``: Pending -> Running once a Job runs or completed and no
 Running -> Succeed when every flow's Job is Completed; -> Failed when a Job Failed or was
 Terminated. With ``jobRetainPolicy: delete`` a Succeeded flow's Jobs are deleted.
 
-Mirrors: volcano pkg/controllers/jobflow (jobflow_controller_action.go, state/*.go).
+A flow whose JobTemplate does not exist stops the pass there (no later flow's Job, no status
+write) and fails it: the JobFlow is retried with the controller's backoff, and once it has failed
+again after ``MAX_REQUEUE_NUM`` retries (vc-controller-manager's ``--max-requeue-num``, 15) the
+JobFlow gets a Warning Event, reason ``SyncJobFlow``, message ``SyncJobFlow JobFlow failed for sync
+jobflow <name> failed for jobtemplate.flow.volcano.sh "<template>" not found, event is OutOfSync,
+action is SyncJobFlow``, and the count starts over. A flow graph that is not a DAG (a cycle, a
+target that names no flow) is no error to the controller: such a JobFlow waits, Pending, with no
+Event, as upstream's (only the ``validatejobflow.volcano.sh`` webhook refuses it).
+
+Mirrors: volcano pkg/controllers/jobflow (jobflow_controller_action.go, state/*.go;
+jobflow_controller.go handleJobFlow and handleJobFlowErr for the failure path).
 Deviates: like upstream at the studied commit, ``dependsOn.probe`` and ``patch`` are accepted and
 not used; ``runningHistories`` are not kept.
 """
@@ -29,6 +39,12 @@ from pumice.api.meta import owner_reference
 from pumice.api.volcano.constants import BATCH_API_VERSION, CREATED_BY_JOB_FLOW, CREATED_BY_JOB_TEMPLATE
 from pumice.client.base import KubeClient, is_already_exists, is_not_found
 from pumice.runtime.reconcile import Request, Result
+
+#: vc-controller-manager's default ``--max-requeue-num``: retries of a failing JobFlow before its Event.
+MAX_REQUEUE_NUM = 15
+
+#: upstream's FlowRequest of every JobFlow sync (SyncJobFlowAction, OutOfSyncEvent).
+SYNC_ACTION, SYNC_EVENT = "SyncJobFlow", "OutOfSync"
 
 _BUCKETS = {"Pending": "pendingJobs", "Running": "runningJobs", "Completing": None, "Completed": "completedJobs",
             "Terminating": None, "Terminated": "terminatedJobs", "Failed": "failedJobs"}
@@ -84,6 +100,10 @@ def flow_status(jobflow: Obj, jobs: list[Obj]) -> Obj:
     return st
 
 
+class _SyncError(Exception):
+    """A pass that failed as upstream's syncJobFlow does (the message is upstream's error text)."""
+
+
 class JobFlowReconciler:
     """Reconciles one JobFlow (see the module docstring)."""
 
@@ -94,6 +114,7 @@ class JobFlowReconciler:
         self.templates = templates
         self.jobs = jobs
         self.event = event
+        self._failures: dict[tuple[str, str], int] = {}  # failed passes in a row (upstream: NumRequeues)
 
     def _owned(self, jf: Obj) -> list[Obj]:
         uid = jf["metadata"].get("uid")
@@ -101,6 +122,31 @@ class JobFlowReconciler:
                 if any(r.get("controller") and r.get("uid") == uid for r in j["metadata"].get("ownerReferences") or [])]
 
     async def reconcile(self, req: Request) -> Result:
+        """One sync of the JobFlow.
+
+        Raises:
+            LookupError: a flow's JobTemplate does not exist (retried with backoff; the
+                ``MAX_REQUEUE_NUM``-th retry that fails records the Event instead, see the module doc).
+        """
+        key = (req.namespace, req.name)
+        try:
+            result = await self._sync(req)
+        except _SyncError as e:
+            failed = self._failures.pop(key, 0)
+            jf = self.jobflows.get(req.namespace, req.name)
+            if jf is None:
+                return Result()
+            if failed < MAX_REQUEUE_NUM:
+                self._failures[key] = failed + 1
+                raise LookupError(f"JobFlow {req.namespace}/{req.name}: {e}") from None
+            self.event(jf, "Warning", SYNC_ACTION,
+                       f"{SYNC_ACTION} JobFlow failed for sync jobflow {req.name} failed for {e}, "
+                       f"event is {SYNC_EVENT}, action is {SYNC_ACTION}")
+            return Result()
+        self._failures.pop(key, None)
+        return result
+
+    async def _sync(self, req: Request) -> Result:
         jf = self.jobflows.get(req.namespace, req.name)
         if jf is None or jf["metadata"].get("deletionTimestamp"):
             return Result()
@@ -122,9 +168,8 @@ class JobFlowReconciler:
             if any(_phase(self.jobs.get(req.namespace, job_name(req.name, t)) or {}) != "Completed" for t in targets):
                 continue
             template = self.templates.get(req.namespace, flow["name"])
-            if template is None:
-                self.event(jf, "Warning", "FailedCreate", f'jobtemplate.flow.volcano.sh "{flow["name"]}" not found')
-                continue
+            if template is None:  # upstream's deployJob returns the lister's NotFound: no status write
+                raise _SyncError(f'jobtemplate.flow.volcano.sh "{flow["name"]}" not found')
             try:
                 await self.client.create(build_job(jf, template))
             except Exception as e:
