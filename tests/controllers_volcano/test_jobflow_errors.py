@@ -53,7 +53,7 @@ async def test_a_missing_template_fails_the_pass_and_after_the_retries_records_u
     r, client, events = _reconciler(_flow([{"name": "prepare"}, {"name": "other"}]))
     req = Request("default", "flow")
     for _ in range(MAX_REQUEUE_NUM):
-        with pytest.raises(LookupError, match='jobtemplate.flow.volcano.sh "prepare" not found'):
+        with pytest.raises(LookupError, match=r'jobtemplate\.flow\.volcano\.sh "prepare" not found'):
             await r.reconcile(req)
     assert events == []
     assert await r.reconcile(req) == Result()
