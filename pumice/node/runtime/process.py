@@ -418,7 +418,7 @@ class ProcessRuntime:
         # writable layer from the container runtime: Ray keeps its session under /tmp/ray, and a
         # restarted Ray head must not find the previous incarnation's session files.
         tmp_dir = cdir / "tmp"
-        left = await asyncio.to_thread(remove_tree, scan_tree(tmp_dir))
+        left = await asyncio.to_thread(lambda: remove_tree(scan_tree(tmp_dir)))  # the scan off the loop too
         if left:
             log.warning("Pod %s/%s container %s: the previous instance's /tmp (%s) was not fully removed, "
                         "%d entries left, e.g. %s", sandbox.namespace, sandbox.name, cname, tmp_dir, len(left),
