@@ -56,6 +56,7 @@ from typing import Any
 
 import msgspec
 
+from pumice._util.gostrings import is_print, quote
 from pumice.api import Obj
 from pumice.api.gojson import encode_unstructured
 from pumice.api.strategic import SUPPORTED_KINDS, merge_info
@@ -122,12 +123,6 @@ class ApplyConflict(Exception):
 
 # ------------------------------------------------------------------ field manager names
 
-def _printable(ch: str) -> bool:
-    """Go's unicode.IsPrint: letters, marks, numbers, punctuation, symbols and ASCII space (the
-    characters Python's ``str.isprintable`` accepts)."""
-    return ch.isprintable()
-
-
 def field_manager_errors(value: str) -> list[tuple[str, str]]:
     """``(reason, message)`` of what is wrong with a ``fieldManager`` option: longer than 128
     bytes (``Too long: may not be more than 128 bytes``), or a character that is not printable
@@ -144,32 +139,11 @@ def field_manager_errors(value: str) -> list[tuple[str, str]]:
         out.append(("FieldValueTooLong", f"Too long: may not be more than {FIELD_MANAGER_MAX_LENGTH} bytes"))
     pos = 0
     for ch in value:
-        if not _printable(ch):
-            out.append(("FieldValueInvalid", f"Invalid value: {_go_quote(value)}: invalid character "
+        if not is_print(ch):
+            out.append(("FieldValueInvalid", f"Invalid value: {quote(value)}: invalid character "
                                              f"U+{ord(ch):04X} (at position {pos})"))
         pos += len(ch.encode("utf-8", "surrogatepass"))
     return out
-
-
-def _go_quote(s: str) -> str:
-    """Go's %q of a string (strconv.Quote): printable runes as they are, others escaped."""
-    out = ['"']
-    for ch in s:
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif _printable(ch):
-            out.append(ch)
-        elif ch in "\a\b\f\n\r\t\v":
-            out.append({"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
-                        "\v": "\\v"}[ch])
-        elif ord(ch) < 0x80:
-            out.append(f"\\x{ord(ch):02x}")
-        elif ord(ch) <= 0xFFFF:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(f"\\U{ord(ch):08x}")
-    out.append('"')
-    return "".join(out)
 
 
 def manager_or_user_agent(manager: str, user_agent: str) -> str:
@@ -186,7 +160,7 @@ def manager_or_user_agent(manager: str, user_agent: str) -> str:
     out: list[str] = []
     size = 0
     for ch in user_agent.split("/", 1)[0]:
-        if not _printable(ch):
+        if not is_print(ch):
             continue
         n = len(ch.encode("utf-8", "surrogatepass"))
         if size + n > FIELD_MANAGER_MAX_LENGTH:

@@ -27,6 +27,7 @@ from typing import Annotated, Any
 
 import msgspec
 
+from pumice._util.gostrings import quote
 from pumice.api.admission import FieldCause
 
 #: JSON-schema key marking a field whose Python default is also the CRD ``default:``; removed
@@ -95,7 +96,7 @@ def json_type_name(value: Any) -> str:
 def format_value(value: Any) -> str:
     """A bad value as kube-apiserver prints it in a field error (strings quoted, numbers bare)."""
     if isinstance(value, str):
-        return _quote(value)
+        return quote(value)
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -103,10 +104,6 @@ def format_value(value: Any) -> str:
     if isinstance(value, int | float):
         return _num(value)
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
-def _quote(s: str) -> str:
-    return json.dumps(s, ensure_ascii=False)
 
 
 def _num(v: float | int) -> str:

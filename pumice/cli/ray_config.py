@@ -36,6 +36,7 @@ from typing import Any
 
 import yaml
 
+from pumice._util.gostrings import quote
 from pumice.api import Obj
 
 
@@ -183,7 +184,7 @@ def _decode_map(node: yaml.Node, errors: list[str]) -> dict[str, str] | None:
         elif not isinstance(v, yaml.ScalarNode):
             _type_error(v, _STR, errors)
         elif str(k.value) in out:
-            errors.append(f"line {k.start_mark.line + 1}: key {_go_quote(str(k.value))} already set in map")
+            errors.append(f"line {k.start_mark.line + 1}: key {quote(str(k.value))} already set in map")
         else:
             out[str(k.value)] = "" if _is_null(v) else v.value
     return out
@@ -196,10 +197,6 @@ def _decode_int32(node: yaml.Node, errors: list[str]) -> int | None:
             return int(n)
     _type_error(node, _INT32, errors)
     return None
-
-
-def _go_quote(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def validate_config(config: Obj, check_quantity: Any, validate_tpu: Any) -> None:
@@ -240,8 +237,8 @@ def resolve_name(config: Obj, cli_name: str) -> str:
         ConfigError: the plugin's text for a mismatch."""
     in_file = config.get("name") or ""
     if in_file and cli_name and in_file != cli_name:
-        raise ConfigError(f"the cluster name in the config file {_go_quote(in_file)} does not match the cluster name "
-                          f"{_go_quote(cli_name)}. You must use the same name to perform this operation")
+        raise ConfigError(f"the cluster name in the config file {quote(in_file)} does not match the cluster name "
+                          f"{quote(cli_name)}. You must use the same name to perform this operation")
     if not (cli_name or in_file):
         raise ConfigError("the cluster name is required")
     return cli_name or in_file
@@ -255,8 +252,8 @@ def resolve_namespace(config: Obj, namespace: str, explicit: bool) -> str:
         ConfigError: the plugin's text for a mismatch."""
     in_file = config.get("namespace") or ""
     if explicit and in_file and namespace != in_file:
-        raise ConfigError(f"the namespace in the config file {_go_quote(in_file)} does not match the namespace "
-                          f"{_go_quote(namespace)}. You must pass --namespace={in_file} to perform this operation")
+        raise ConfigError(f"the namespace in the config file {quote(in_file)} does not match the namespace "
+                          f"{quote(namespace)}. You must pass --namespace={in_file} to perform this operation")
     return in_file or namespace
 
 

@@ -7,6 +7,7 @@ import copy
 
 import pytest
 
+from pumice._util.gostrings import quote
 from pumice.controllers.ray.batchscheduler import (
     DefaultBatchScheduler,
     UnknownBatchSchedulerError,
@@ -240,7 +241,7 @@ def test_submitter_job_runs_the_status_then_submit_guard() -> None:
               "exit(0 if b'success' in r.read() else 1)\"")
     script = (f'until {health} >/dev/null 2>&1 ; do echo "Waiting for Ray Dashboard GCS to become healthy at {addr} ..." ; '
               f"sleep 2 ; done ; if ! ray job status --address {addr} rayjob-sample-xyz12 >/dev/null 2>&1 ; then "
-              f"ray job submit --address {addr} --no-wait --runtime-env-json {jobb.go_quote(renv)} "
+              f"ray job submit --address {addr} --no-wait --runtime-env-json {quote(renv)} "
               f"--submission-id rayjob-sample-xyz12 -- python /home/ray/samples/sample_code.py ; fi ; "
               f"ray job logs --address {addr} --follow rayjob-sample-xyz12")
     tmpl = jobb.build_submitter_pod_template(job, job["spec"]["rayClusterSpec"])

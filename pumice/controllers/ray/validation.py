@@ -13,12 +13,12 @@ import re
 import yaml
 
 from pumice._util.duration import parse_go_duration
+from pumice._util.gostrings import quote as go_quote
 from pumice.api import Obj, yamlsafe
 from pumice.api.ray.constants import RayClusterUpgradeType
 from pumice.api.validation import is_dns1035_label
 from pumice.controllers.ray import constants as c
 from pumice.controllers.ray.common import pod as podb
-from pumice.controllers.ray.common.job import go_quote
 from pumice.controllers.ray.common.resources import is_autoscaling_enabled
 
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")

@@ -14,6 +14,7 @@ import re
 
 import yaml
 
+from pumice._util.gostrings import quote as go_quote
 from pumice.api import Obj, scheme, yamlsafe
 from pumice.api.meta import owner_reference
 from pumice.controllers.ray import constants as c
@@ -73,11 +74,6 @@ def metadata_json(rayjob: Obj) -> str:
         if vt < (2, 6, 0):
             raise SubmitCommandError("the Ray version must be at least 2.6.0 to use the metadata field")
     return json.dumps(md, separators=(",", ":"), sort_keys=True)
-
-
-def go_quote(s: str) -> str:
-    """Go's ``%q`` of ``s`` (JSON string quoting, which agrees with it for printable text)."""
-    return json.dumps(s, ensure_ascii=False)
 
 
 def _find_port(container: Obj, name: str, default: int) -> int:
