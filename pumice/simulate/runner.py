@@ -64,7 +64,9 @@ log = logging.getLogger("pumice.simulate")
 DEFAULT_EPOCH = 1_700_000_000.0
 WATCH_TIMEOUT = None
 """Informers' watch timeout during a run: none (see :func:`pumice.client.informer.set_watch_timeout`)."""
-KUBE_CONTROLLERS = ("replicaset", "deployment", "job", "garbagecollector", "namespace")
+KUBE_CONTROLLERS = ("replicaset", "deployment", "job", "garbagecollector", "namespace", "podgc")
+"""The kube controllers a run starts; ``podgc`` without its periodic pass (see
+:mod:`pumice.controllers.kube.podgc`: it acts only when a Node is deleted or tainted out-of-service)."""
 
 GPUSHARE_CONF = Path(__file__).with_name("gpushare.conf")
 """Volcano's built-in default configuration plus the ``deviceshare`` plugin (GPU sharing and GPU
@@ -716,7 +718,8 @@ async def _start_controllers(stack: _Stack, cfg: SimConfig, clock: LoopClock, re
         rayservices=lambda ns, n: rayservice_inf.lister.get(ns, n))
     services = any(a.kind == "RayService" for a in cfg.workload.arrivals)
     # RayService readiness counts the serve Service's ready endpoints (EndpointSlices)
-    kube_controllers.setup(mgr, controllers=KUBE_CONTROLLERS + (("endpoints",) if services else ()))
+    kube_controllers.setup(mgr, controllers=KUBE_CONTROLLERS + (("endpoints",) if services else ()),
+                           pod_gc_check_period=None)
     setup_volcano_controllers(mgr)
     ray_controllers.setup(mgr, batch_scheduler=cfg.batch_scheduler, dashboard_client_factory=dash.factory,
                           seed=cfg.seed, serve_proxy_healthy=dash.serve_proxy_healthy)

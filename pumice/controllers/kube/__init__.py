@@ -12,6 +12,7 @@ name                      what it does
 ``namespace``             :mod:`.namespace`: empties Terminating Namespaces, then finalizes them
 ``garbagecollector``      :mod:`.garbagecollector`: ownerReferences (background, foreground, orphan)
 ``nodelifecycle``         :mod:`.nodelifecycle`: heartbeat expiry, taints, NoExecute evictions
+``podgc``                 :mod:`.podgc`: orphaned, unscheduled terminating and excess terminated Pods
 ``serviceaccount``        :mod:`.serviceaccount`: a ``default`` ServiceAccount in every Namespace
 ``root-ca-cert-publisher`` :mod:`.rootcacert`: ConfigMap ``kube-root-ca.crt`` in every Namespace
                           (only when ``setup`` is given the API server's CA)
@@ -44,6 +45,7 @@ from pumice.controllers.kube.namespace import NamespaceReconciler
 from pumice.controllers.kube.nodelifecycle import GRACE_PERIOD, MONITOR_PERIOD, NodeLifecycleController
 from pumice.controllers.kube.options import KubeOptions
 from pumice.controllers.kube.persistentvolume import PersistentVolumeBinder
+from pumice.controllers.kube.podgc import GC_CHECK_PERIOD, TERMINATED_POD_GC_THRESHOLD, PodGCController
 from pumice.controllers.kube.replicaset import ReplicaSetReconciler, setup_replication_controller
 from pumice.controllers.kube.resourcequota import ResourceQuotaReconciler
 from pumice.controllers.kube.rootcacert import RootCACertPublisher
@@ -59,6 +61,7 @@ SETUPS: dict[str, Callable[[Manager, KubeOptions], object]] = {
     "namespace": NamespaceReconciler.setup_with_manager,
     "garbagecollector": GarbageCollector.setup_with_manager,
     "nodelifecycle": NodeLifecycleController.setup_with_manager,
+    "podgc": PodGCController.setup_with_manager,
     "serviceaccount": ServiceAccountsReconciler.setup_with_manager,
     "root-ca-cert-publisher": RootCACertPublisher.setup_with_manager,
     "clusterrole-aggregation": ClusterRoleAggregationReconciler.setup_with_manager,
@@ -88,6 +91,7 @@ class KubeControllers:
         self.namespace: NamespaceReconciler | None = None
         self.garbagecollector: GarbageCollector | None = None
         self.nodelifecycle: NodeLifecycleController | None = None
+        self.podgc: PodGCController | None = None
         self.serviceaccount: ServiceAccountsReconciler | None = None
         self.root_ca_cert_publisher: RootCACertPublisher | None = None
         self.clusterrole_aggregation: ClusterRoleAggregationReconciler | None = None
@@ -102,7 +106,9 @@ class KubeControllers:
 
 def setup(mgr: Manager, *, controllers: Iterable[str] | None = None, workers: int = 8,
           pod_failure_backoff: float = DEFAULT_POD_FAILURE_BACKOFF, node_grace_period: float = GRACE_PERIOD,
-          node_monitor_period: float = MONITOR_PERIOD, root_ca: str | None = None) -> KubeControllers:
+          node_monitor_period: float = MONITOR_PERIOD, root_ca: str | None = None,
+          terminated_pod_gc_threshold: int = TERMINATED_POD_GC_THRESHOLD,
+          pod_gc_check_period: float | None = GC_CHECK_PERIOD) -> KubeControllers:
     """Register the built-in controllers on ``mgr``.
 
     Args:
@@ -113,6 +119,10 @@ def setup(mgr: Manager, *, controllers: Iterable[str] | None = None, workers: in
         node_monitor_period: seconds between node health passes (upstream 5).
         root_ca: the API server's CA certificate (PEM) for ``kube-root-ca.crt``; the publisher does
             not run without it (kube-controller-manager's ``--root-ca-file``).
+        terminated_pod_gc_threshold: terminated Pods the pod garbage collector keeps (upstream
+            ``--terminated-pod-gc-threshold`` 12500; <= 0: all).
+        pod_gc_check_period: seconds between pod garbage collection passes (upstream 20); None:
+            only event-driven passes (Node deleted or tainted out-of-service, quarantine over).
 
     Raises:
         ValueError: an unknown controller name (the message lists the known ones).
@@ -123,7 +133,8 @@ def setup(mgr: Manager, *, controllers: Iterable[str] | None = None, workers: in
         raise ValueError(f"unknown kube controllers {unknown}; known: {', '.join(CONTROLLERS)}")
     opts = KubeOptions(workers=workers, pod_failure_backoff=pod_failure_backoff,
                        node_grace_period=node_grace_period, node_monitor_period=node_monitor_period,
-                       root_ca=root_ca)
+                       root_ca=root_ca, terminated_pod_gc_threshold=terminated_pod_gc_threshold,
+                       pod_gc_check_period=pod_gc_check_period)
     out = KubeControllers()
     for name in wanted:
         setattr(out, name.replace("-", "_"), SETUPS[name](mgr, opts))
