@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -188,3 +190,33 @@ async def test_a_pod_that_starts_at_once_gets_no_zero_second_pending_status(late
     assert latency + 10 <= clock.monotonic() - t0 <= latency + 10.5
     assert phases == written
     await a.stop()
+
+
+@pytest.mark.looptime
+async def test_a_container_that_ran_its_duration_leaves_no_reference_cycle() -> None:
+    """A fired timer keeps its arguments; the runtime drops it once fired, so a container that
+    ended is freed by reference counting (a simulation runs tens of thousands of them)."""
+    from pathlib import Path
+
+    from pumice.node.runtime.base import StartRequest
+    from pumice.node.runtime.simulated import SimulatedRuntime
+
+    clock = LoopClock()
+    rt = SimulatedRuntime(clock, start_latency=0)
+    p = sim_pod("short", 5)
+    p["metadata"]["uid"] = "u-short"
+    sandbox = await rt.create_sandbox(p, Path("/nonexistent"))
+    c = await rt.start(sandbox, p, StartRequest(p["spec"]["containers"][0], ["true"], {}, [], 0))
+    assert await rt.wait(sandbox, p, c) == 0 and rt.timers == 0
+    fut, holder = c.state
+    assert holder[0] is None  # the fired handle is not kept
+    await rt.remove_sandbox(sandbox)
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        gone = weakref.ref(fut)
+        del c, fut, holder
+        assert gone() is None
+    finally:
+        if was_enabled:
+            gc.enable()

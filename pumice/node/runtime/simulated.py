@@ -155,6 +155,9 @@ class SimulatedRuntime:
         holder[0] = loop.call_later(duration, self._fire, fut, code, holder)
 
     def _fire(self, fut: asyncio.Future[int], code: int, holder: list[Any]) -> None:
+        # the fired handle keeps its arguments, this holder among them: dropped, so that the
+        # two are not a reference cycle left to the garbage collector
+        holder[0] = None
         if holder[2]:
             self.timers -= 1
         _resolve(fut, code)
