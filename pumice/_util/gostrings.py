@@ -5,6 +5,9 @@ Mirrors: Go's strconv.Quote (``%q`` of a string) and unicode.IsPrint.
 
 from __future__ import annotations
 
+import math
+from decimal import Decimal
+
 _ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
 
 
@@ -38,3 +41,51 @@ def quote(s: str) -> str:
             out.append(f"\\U{ord(ch):08x}")
     out.append('"')
     return "".join(out)
+
+
+def sprint_v(value: object) -> str:
+    """An untyped JSON value (``map[string]interface{}`` and what it holds) as Go's ``fmt`` ``%v``
+    (and ``%+v``) prints it: ``map[k1:v1 k2:v2]`` with the keys sorted, ``[a b]``, strings bare,
+    ``<nil>``, integers as integers and other numbers as ``%g`` (``1e+06``, ``1.5``).
+
+    >>> sprint_v({"b": [1, "x"], "a": {"c": None, "d": 1.5}})
+    'map[a:map[c:<nil> d:1.5] b:[1 x]]'
+    """
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _go_g(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "[" + " ".join(sprint_v(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{sprint_v(value[k])}" for k in sorted(value)) + "]"
+    return str(value)
+
+
+def _go_g(f: float) -> str:
+    """Go's ``%v`` of a float64 (``strconv.FormatFloat(f, 'g', -1, 64)``): the shortest digits,
+    in exponent form (``1e+06``, ``1.5e-05``) when the decimal exponent is below -4 or at least 6."""
+    if f != f:
+        return "NaN"
+    if f in (float("inf"), float("-inf")):
+        return "+Inf" if f > 0 else "-Inf"
+    if f == 0:
+        return "-0" if math.copysign(1.0, f) < 0 else "0"
+    sign, digits, exponent = Decimal(repr(f)).normalize().as_tuple()
+    assert isinstance(exponent, int)
+    ds = "".join(map(str, digits))
+    exp10 = len(ds) + exponent - 1
+    neg = "-" if sign else ""
+    if exp10 < -4 or exp10 >= 6:
+        mant = ds[0] + ("." + ds[1:] if len(ds) > 1 else "")
+        return f"{neg}{mant}e{'-' if exp10 < 0 else '+'}{abs(exp10):02d}"
+    if exponent >= 0:
+        return neg + ds + "0" * exponent
+    point = len(ds) + exponent
+    return neg + (ds[:point] if point > 0 else "0") + "." + ("0" * -point if point < 0 else "") + ds[max(point, 0):]

@@ -32,6 +32,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from pumice._util import gobase64
 from pumice._util.duration import parse_go_duration_ns
 from pumice.api import Obj
 
@@ -374,7 +375,15 @@ def _encode_scalar(out: bytearray, f_number: int, ftype: str, value: Any) -> Non
             raise ProtobufError(f"field {f_number}: string expected, got {value!r}")
         _bytes_field(out, f_number, value.encode())
     elif ftype == "bytes":
-        data = base64.b64decode(value) if isinstance(value, str) else bytes(value)
+        if isinstance(value, str):
+            try:
+                data = gobase64.std_decode(value)
+            except gobase64.CorruptInputError as e:
+                raise ProtobufError(f"field {f_number}: {e}") from None
+        elif isinstance(value, bytes | bytearray):
+            data = bytes(value)
+        else:
+            raise ProtobufError(f"field {f_number}: base64 string expected, got {value!r}")
         _bytes_field(out, f_number, data)
     elif ftype in _VARINT:
         if ftype == "bool":

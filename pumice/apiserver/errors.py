@@ -130,11 +130,19 @@ def bad_request(message: str) -> StatusError:
     return StatusError(400, message, "BadRequest")
 
 
+def cannot_handle(rk: ResourceKind, why: str) -> StatusError:
+    """400 for a body kube-apiserver's decoder cannot read into the kind's Go struct (``why``: the
+    decoder's error, e.g. ``illegal base64 data at input byte 3``).
+
+    Mirrors: apiserver pkg/endpoints/handlers/rest.go transformDecodeError (the body's kind is
+    always known here: the decoder defaults it from the URL)."""
+    return bad_request(f'{rk.kind} in version "{rk.version}" cannot be handled as a {rk.kind}: {why}')
+
+
 def strict_decoding(rk: ResourceKind, listed: str) -> StatusError:
     """400 for a body refused under ``fieldValidation=Strict`` (unknown or duplicate fields,
     ``listed`` as the decoder words them), in kube-apiserver's words."""
-    return bad_request(f'{rk.kind} in version "{rk.version}" cannot be handled as a {rk.kind}: '
-                       f"strict decoding error: {listed}")
+    return cannot_handle(rk, f"strict decoding error: {listed}")
 
 
 def forbidden(rk: ResourceKind | None, name: str, why: str, verb: str = "create") -> StatusError:

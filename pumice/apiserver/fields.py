@@ -35,8 +35,8 @@ import msgspec
 from pumice.api.memo import FixedPoints
 from pumice.api.scheme import ResourceKind
 
-__all__ = ["FixedPoints", "field_types_ok", "model_for", "object_meta_tree", "type_causes", "types_clean",
-           "unknown_fields"]
+__all__ = ["FixedPoints", "bytes_error", "field_types_ok", "model_for", "object_meta_tree", "repair_bytes",
+           "type_causes", "types_clean", "unknown_fields"]
 
 _encode = msgspec.json.Encoder().encode
 
@@ -465,3 +465,135 @@ def _types(node: Any, value: Any, path: str, out: list[Any]) -> None:
 
 
 _MISSING = object()
+
+
+# ------------------------------------------------------------------ []byte fields
+
+#: a ``[]byte`` leaf in a bytes tree
+_BYTES = "bytes"
+_bytes_trees: dict[tuple[str, str], Any] = {}
+
+
+def _bytes_tree(message: str, seen: dict[str, Any]) -> Any:
+    """The fields of protobuf ``message`` that lead to a ``bytes`` field, as a dict JSON name ->
+    :data:`_BYTES`, ``("list", child)``, ``("map", child)`` or a nested dict (inline structs merged
+    into their parent, as in JSON); None when there is none. ``seen``: messages in progress or done
+    (the schema is recursive: JSONSchemaProps)."""
+    from pumice.api import protobuf
+
+    if message in seen:
+        return seen[message]
+    seen[message] = None
+    msg = protobuf.schema().messages.get(message)
+    if msg is None:
+        return None
+    tree: dict[str, Any] = {}
+    node: Any
+    for f in msg.fields:
+        if f.map_key:
+            child = _BYTES if f.map_value == "bytes" else _bytes_tree(f.map_value, seen)
+            node = ("map", child) if child is not None else None
+        else:
+            child = _BYTES if f.type == "bytes" else _bytes_tree(f.type, seen)
+            node = ("list", child) if child is not None and f.repeated and f.type != "bytes" else child
+        if node is None:
+            continue
+        if f.inline and isinstance(node, dict):
+            tree.update(node)
+        else:
+            tree[f.name] = node
+    seen[message] = tree or None
+    return seen[message]
+
+
+def _bytes_tree_for(rk: ResourceKind) -> Any:
+    key = (rk.api_version, rk.kind)
+    if key not in _bytes_trees:
+        from pumice.api import protobuf
+
+        message = protobuf.message_for(rk.api_version, rk.kind)
+        _bytes_trees[key] = _bytes_tree(message, {}) if message is not None else None
+    return _bytes_trees[key]
+
+
+def bytes_error(rk: ResourceKind, obj: Any) -> tuple[str, str] | None:
+    """Check and canonicalise the ``[]byte`` fields of a built-in object (every ``bytes`` field of
+    its protobuf message: a ConfigMap's ``binaryData``, a Secret's ``data``, a ``caBundle``, a
+    CertificateSigningRequest's ``request``...) as kube-apiserver's JSON decoding does: each string
+    must be base64 to Go (:func:`pumice._util.gobase64.std_decode`) and is stored as Go encodes the
+    decoded bytes again (newlines dropped, padding bits zero), in place.
+
+    Returns:
+        None, or ``(path, message)`` of the first value in document order that is not base64
+        (``binaryData[a]``, ``illegal base64 data at input byte 3``): Go's decoder keeps the first
+        error. Values of another JSON type are left to :func:`type_causes`.
+
+    Kinds without a ``bytes`` field (most) cost one dictionary lookup.
+    """
+    tree = _bytes_tree_for(rk)
+    if tree is None or type(obj) is not dict:
+        return None
+    return _walk_bytes(tree, obj, "")
+
+
+def repair_bytes(rk: ResourceKind, obj: Any) -> list[tuple[str, str]]:
+    """Make every ``[]byte`` field of ``obj`` that is not base64 (stored before pumice checked them
+    on write) the base64 of its UTF-8 text, in place, so it can be encoded (protobuf) as the bytes
+    a writer most likely meant; the others are canonicalised as :func:`bytes_error` does.
+
+    Returns:
+        ``(path, message)`` for each value replaced, in document order.
+    """
+    tree = _bytes_tree_for(rk)
+    found: list[tuple[str, str]] = []
+    if tree is not None and type(obj) is dict:
+        _walk_bytes(tree, obj, "", found)
+    return found
+
+
+def _fix_bytes(container: Any, key: Any, path: str, repaired: list[tuple[str, str]] | None) -> tuple[str, str] | None:
+    """Canonicalise the ``[]byte`` string at ``container[key]``; a bad one is returned, or (with
+    ``repaired``) replaced by the base64 of its UTF-8 text and listed there."""
+    import base64
+
+    from pumice._util.gobase64 import CorruptInputError, canonical
+
+    v = container[key]
+    if type(v) is not str or not v:
+        return None
+    try:
+        container[key] = canonical(v)
+    except CorruptInputError as e:
+        if repaired is None:
+            return path, str(e)
+        repaired.append((path, str(e)))
+        container[key] = base64.b64encode(v.encode("utf-8", "surrogatepass")).decode()
+    return None
+
+
+def _walk_bytes(node: Any, value: Any, path: str, repaired: list[tuple[str, str]] | None = None) -> tuple[str, str] | None:
+    if type(node) is dict:
+        if type(value) is not dict:
+            return None
+        for k in list(value):
+            child = node.get(k)
+            if child is None:
+                continue
+            sub = f"{path}.{k}" if path else k
+            found = (_fix_bytes(value, k, sub, repaired) if child is _BYTES
+                     else _walk_bytes(child, value[k], sub, repaired))
+            if found:
+                return found
+        return None
+    shape, child = node
+    if shape == "list":
+        keys: list[Any] = list(range(len(value))) if type(value) is list else []
+    else:
+        keys = list(value) if type(value) is dict else []
+    for k in keys:
+        sub = f"{path}[{k}]"
+        found = (_fix_bytes(value, k, sub, repaired) if child is _BYTES
+                 else _walk_bytes(child, value[k], sub, repaired))
+        if found:
+            return found
+    return None

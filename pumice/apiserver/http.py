@@ -37,6 +37,7 @@ from starlette.routing import Route
 from pumice._util.clock import Clock
 from pumice.api import protobuf as pb
 from pumice.api.apply import manager_or_user_agent
+from pumice.api.meta import deep_copy
 from pumice.api.scheme import ResourceKind
 from pumice.api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from pumice.api.tables import to_table
@@ -44,6 +45,7 @@ from pumice.apiserver import discovery, errors, openapi
 from pumice.apiserver.access import PUBLIC_PATHS, Access
 from pumice.apiserver.decode import check_query, decode_body, duplicate_fields
 from pumice.apiserver.errors import StatusError
+from pumice.apiserver.fields import repair_bytes
 from pumice.apiserver.metrics import MetricsAPI
 from pumice.apiserver.proxy import ProxyAPI, parse_proxy_path
 from pumice.apiserver.registry import DeleteOptions, Registry
@@ -598,10 +600,41 @@ class _Api:
         cached = self._pb_cache.get(key)
         if cached is not None and cached[0] is s:
             return cached[1]
-        data = pb.encode(self._pb_message(rk), s.obj)
+        try:
+            data = pb.encode(self._pb_message(rk), s.obj)
+        except pb.ProtobufError as e:
+            data = self._repaired_message(rk, s, e)
         if len(self._pb_cache) >= 65536:
             self._pb_cache.clear()
         self._pb_cache[key] = (s, data)
+        return data
+
+    def _repaired_message(self, rk: ResourceKind, s: Stored, error: pb.ProtobufError) -> bytes:
+        """The protobuf message of a stored object a plain encoding failed on: a ``[]byte`` field
+        that is not base64 (stored by a pumice older than the check on write, see
+        :func:`pumice.apiserver.fields.bytes_error`) is encoded as the bytes of its text, and a
+        warning names the object and the fields, so a protobuf GET, LIST or WATCH (every
+        client-go informer) still gets the object and the collection, never a 500. Logged once
+        per object version (the result is cached with it).
+
+        Raises:
+            StatusError: 500 InternalError when the object cannot be encoded even so (a stored
+                value of the wrong type: refused on write, so a server fault).
+        """
+        md = s.obj.get("metadata") or {}
+        ns = md.get("namespace")
+        where = f"{rk.kind} {ns + '/' if ns else ''}{md.get('name')}"
+        obj = deep_copy(s.obj)
+        fixed = repair_bytes(rk, obj)
+        try:
+            data = pb.encode(self._pb_message(rk), obj)
+        except pb.ProtobufError as e:
+            log.error("protobuf encoding of %s (resourceVersion %s) failed: %s", where, s.rv, e)
+            raise StatusError(500, f"Internal error occurred: {where} cannot be encoded as protobuf: {e}",
+                              "InternalError") from None
+        log.warning("protobuf encoding of %s (resourceVersion %s): %s; encoded as the bytes of the text (the "
+                    "object was stored before pumice checked []byte fields; write it again to fix it)",
+                    where, s.rv, "; ".join(f"{path}: {why}" for path, why in fixed) or error)
         return data
 
     def _pb_message(self, rk: ResourceKind) -> str:
