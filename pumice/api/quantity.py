@@ -108,12 +108,14 @@ def milli_value_int64(q: str | int | float) -> int:
     The API stores such a quantity as kube-apiserver does (Pod validation sets no upper bound on
     requests), so a scheduler must still represent it.
     Mirrors: apimachinery resource.Quantity.MilliValue() (int64 result).
-    Deviates: Go returns 0 (int64 path) or wrapped low bits (inf.Dec path) when the amount does
-    not fit; here it saturates, so an absurd request is simply larger than any Node.
+    Saturates as apimachinery's current AsScaledInt64/scaledValue do (mostPositive or
+    mostNegative when the amount does not fit), so an absurd request is simply larger than any
+    Node. Deviates from older releases (1.32), which returned 0 (int64 path) or wrapped low bits
+    (inf.Dec path).
     Raises:
         QuantityError: ``q`` is not a quantity.
     """
-    return _clamp_int64(milli_value(q))
+    return clamp_int64(milli_value(q))
 
 
 def value_int64(q: str | int | float) -> int:
@@ -121,10 +123,11 @@ def value_int64(q: str | int | float) -> int:
 
     Mirrors: apimachinery resource.Quantity.Value(); same deviation on overflow.
     """
-    return _clamp_int64(value(q))
+    return clamp_int64(value(q))
 
 
-def _clamp_int64(n: int) -> int:
+def clamp_int64(n: int) -> int:
+    """``n`` saturated to int64 (sums of :func:`milli_value_int64` amounts kept in range)."""
     return INT64_MAX if n > INT64_MAX else (-INT64_MAX - 1 if n < -INT64_MAX - 1 else n)
 
 

@@ -1,6 +1,7 @@
-"""Click callbacks of the Pod network options ``--pod-cidr`` and ``--bridge`` (``pumice up``,
-``pumice node-agent``): a bad value is a usage error naming the option (exit 2) before anything
-starts, with the node agent's own check (:mod:`pumice.node.network`)."""
+"""Click callbacks of the node agent's options that ``pumice up`` and ``pumice node-agent`` share:
+the Pod network (``--pod-cidr``, ``--bridge``) and the Node capacity (``--node-cpu``,
+``--node-memory``). A bad value is a usage error naming the option (exit 2) before anything
+starts, with the node agent's own check (:mod:`pumice.node.network`, :mod:`pumice.node.agent`)."""
 
 from __future__ import annotations
 
@@ -37,3 +38,27 @@ pod_cidr_option = _checked_by("parse_pod_cidr")
 bridge_option = _checked_by("check_bridge_name")
 """``--bridge``: :func:`pumice.node.network.check_bridge_name` must pass (``bridge name 'x...' is
 longer than 15 characters``)."""
+
+
+def _capacity_checked(resource: str) -> Callable[[click.Context, click.Parameter, str | None], str | None]:
+    """A click callback: None stays None; else :func:`pumice.node.agent.check_node_capacity`
+    must pass for ``resource``."""
+    def callback(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from pumice.node.agent import AgentError, check_node_capacity
+
+        try:
+            check_node_capacity(resource, value)
+        except AgentError as e:
+            raise click.BadParameter(str(e)) from None
+        return value
+    return callback
+
+
+node_cpu_option = _capacity_checked("cpu")
+"""``--node-cpu``: a positive quantity of at most int64 millicores (``'1e400' is more than a Node
+can have (at most 9223372036854775807m cpu)``)."""
+
+node_memory_option = _capacity_checked("memory")
+"""``--node-memory``: a positive quantity of at most int64 bytes."""

@@ -31,7 +31,7 @@ from typing import Any
 
 import click
 
-from pumice.cli._netopts import bridge_option, pod_cidr_option
+from pumice.cli._netopts import bridge_option, node_cpu_option, node_memory_option, pod_cidr_option
 from pumice.cli._signals import stop_on_signals
 
 
@@ -105,8 +105,8 @@ async def _serve_ray_dashboard(client: Any, agent: Any, address: str) -> tuple[A
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="Kubeconfig of the API server.")
 @click.option("--runtime", type=click.Choice(["process", "simulated"]), default="process", show_default=True)
 @click.option("--nodes", type=click.IntRange(min=1), default=1, show_default=True, help="Logical Nodes to host.")
-@click.option("--node-cpu", default=None, help="CPU per Node (quantity); default: the machine's.")
-@click.option("--node-memory", default=None, help="Memory per Node (quantity); default: the machine's.")
+@click.option("--node-cpu", default=None, callback=node_cpu_option, help="CPU per Node (quantity); default: the machine's.")
+@click.option("--node-memory", default=None, callback=node_memory_option, help="Memory per Node (quantity); default: the machine's.")
 @click.option("--node-gpus", type=click.IntRange(min=0), default=0, help="nvidia.com/gpu per Node.")
 @click.option("--node-name", "node_names", multiple=True, help="Node names (one per --nodes).")
 @click.option("--node-name-prefix", default="pumice-node", show_default=True)

@@ -25,9 +25,8 @@ from typing import Any
 
 import click
 
-from pumice.api.quantity import is_quantity, parse_quantity
 from pumice.cli._datadir import DataDirInUse, lock_data_dir
-from pumice.cli._netopts import bridge_option, pod_cidr_option
+from pumice.cli._netopts import bridge_option, node_cpu_option, node_memory_option, pod_cidr_option
 from pumice.cli._signals import stop_on_signals
 
 log = logging.getLogger("pumice.up")
@@ -345,8 +344,8 @@ def check_port_free(host: str, port: int) -> None:
 @click.option("--port", type=click.IntRange(0, 65535), default=6443, show_default=True, help="API server port.")
 @click.option("--runtime", type=click.Choice(["process", "simulated"]), default="process", show_default=True)
 @click.option("--nodes", type=click.IntRange(min=1), default=1, show_default=True, help="Number of Nodes the agent hosts.")
-@click.option("--node-cpu", default=None, help="cpu per Node (default: the machine's).")
-@click.option("--node-memory", default=None, help="memory per Node, e.g. 8Gi (default: the machine's).")
+@click.option("--node-cpu", default=None, callback=node_cpu_option, help="cpu per Node (default: the machine's).")
+@click.option("--node-memory", default=None, callback=node_memory_option, help="memory per Node, e.g. 8Gi (default: the machine's).")
 @click.option("--batch-scheduler", type=click.Choice(["volcano", "none"]), default="volcano", show_default=True,
               help="KubeRay's batch scheduler: volcano gives Ray Pods a PodGroup and schedulerName volcano.")
 @click.option("--network", type=click.Choice(["auto", "netns", "host"]), default="auto", show_default=True)
@@ -380,9 +379,6 @@ def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node
     """Run the whole embedded control plane on this machine (Ctrl-C stops it cleanly)."""
     if no_dashboard and dashboard_port is not None:
         raise click.UsageError("--no-dashboard and --dashboard-port contradict each other")
-    for flag, q in (("--node-cpu", node_cpu), ("--node-memory", node_memory)):
-        if q is not None and (not is_quantity(q) or parse_quantity(q) <= 0):
-            raise click.BadParameter(f"{q!r} is not a positive quantity", param_hint=flag)
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if agent_scheduler and "volcano" not in _parse_groups(controller_groups):

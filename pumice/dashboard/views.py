@@ -18,7 +18,14 @@ from typing import Any
 from pumice._util.clock import parse_rfc3339
 from pumice.api import Obj
 from pumice.api.meta import get_condition
-from pumice.api.quantity import QuantityError, format_bytes, format_millis, milli_value
+from pumice.api.quantity import (
+    INT64_MAX,
+    QuantityError,
+    format_bytes,
+    format_millis,
+    milli_value_int64,
+    value_int64,
+)
 from pumice.api.volcano import constants as vc
 from pumice.controllers.volcano.queue import count_podgroups
 
@@ -92,12 +99,15 @@ def tone(kind: str, value: str) -> str:
 
 def res_value(name: str, q: Any) -> float:
     """A quantity as a number in display units' base: milli-cores for cpu, bytes for memory,
-    units otherwise (0 for a malformed quantity)."""
+    units otherwise (0 for a malformed quantity). Amounts beyond int64 saturate as
+    Quantity.MilliValue()/Value() do (``1e400`` cpu: 9223372036854775807 milli-cores)."""
     try:
-        m = milli_value(q)
+        m = milli_value_int64(q)
+        if name == "cpu":
+            return float(m)
+        return m / 1000.0 if abs(m) < INT64_MAX else float(value_int64(q))
     except (QuantityError, ValueError, TypeError):
         return 0.0
-    return float(m) if name == "cpu" else m / 1000.0
 
 
 def fmt_res(name: str, v: float | None) -> str:

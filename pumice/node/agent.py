@@ -73,6 +73,24 @@ class AgentError(Exception):
     """Bad agent configuration (the message says what to change)."""
 
 
+def check_node_capacity(resource: str, q: str) -> None:
+    """A Node capacity given by hand (``--node-cpu``, ``--node-memory``) must be a positive
+    quantity that a kubelet can report: the kubelet builds its capacity from int64 amounts
+    (cpu as ``NewMilliQuantity(cores*1000)``, memory as ``NewQuantity(bytes)``), so ``1e400``
+    cpu could never be a Node's.
+
+    Raises:
+        AgentError: ``'1e400' is more than a Node can have (at most 9223372036854775807m cpu)``,
+            or ``'0' is not a positive quantity``.
+    """
+    if not quantity.is_quantity(q) or quantity.parse_quantity(q) <= 0:
+        raise AgentError(f"{q!r} is not a positive quantity")
+    if resource == "cpu" and quantity.milli_value(q) > quantity.INT64_MAX:
+        raise AgentError(f"{q!r} is more than a Node can have (at most {quantity.INT64_MAX}m cpu)")
+    if resource != "cpu" and quantity.value(q) > quantity.INT64_MAX:
+        raise AgentError(f"{q!r} is more than a Node can have (at most {quantity.INT64_MAX} bytes of {resource})")
+
+
 @dataclass
 class NodeState:
     """One logical Node: its published capacity and what its admitted Pods request."""
@@ -295,11 +313,11 @@ class NodeAgent:
         cpu = str(cfg.node_cpu if cfg.node_cpu is not None else (os.cpu_count() or 1))
         mem = str(cfg.node_memory if cfg.node_memory is not None else f"{_machine_memory() // 1024}Ki")
         capacity = {"cpu": cpu, "memory": mem, "pods": str(cfg.node_pods)}
-        try:
-            quantity.parse_quantity(cpu)
-            quantity.parse_quantity(mem)
-        except Exception as e:
-            raise AgentError(f"bad node capacity: {e}") from e
+        for resource, q in (("cpu", cpu), ("memory", mem)):
+            try:
+                check_node_capacity(resource, q)
+            except AgentError as e:
+                raise AgentError(f"bad node capacity: {e}") from None
         if cfg.runtime == "process":
             with contextlib.suppress(OSError):
                 st = os.statvfs(self.data_dir if self.data_dir.exists() else self.data_dir.parent)

@@ -38,8 +38,15 @@ def test_bad_flags_are_one_line_errors(tmp_path: Path, args: list[str], message:
     (["--bridge", "pumice-0123456789"], "Invalid value for '--bridge': bridge name 'pumice-0123456789' is longer "
      "than 15 characters"),
     (["--bridge", "a/b"], "Invalid value for '--bridge': bridge name 'a/b' is not a valid interface name"),
+    # trial-10 F-9: accepted, then tracebacks and exit 1 (a kubelet reports int64 amounts only)
+    (["--node-cpu", "1e400"], "Invalid value for '--node-cpu': '1e400' is more than a Node can have (at most "
+     "9223372036854775807m cpu)"),
+    (["--node-memory", "1e400"], "Invalid value for '--node-memory': '1e400' is more than a Node can have (at most "
+     "9223372036854775807 bytes of memory)"),
+    (["--node-cpu", "0"], "Invalid value for '--node-cpu': '0' is not a positive quantity"),
+    (["--node-memory", "8Gb"], "Invalid value for '--node-memory': '8Gb' is not a positive quantity"),
 ])
-def test_a_bad_pod_network_option_is_a_usage_error_before_anything_starts(tmp_path: Path, command: str,
+def test_a_bad_pod_network_or_node_capacity_option_is_a_usage_error_before_anything_starts(tmp_path: Path, command: str,
                                                                            args: list[str], message: str) -> None:
     """Trial 9 F-6: ``pumice up --pod-cidr 10.0.0.0/33`` printed "pumice is up", then exited 1 with
     Python's ipaddress text, the option not named."""

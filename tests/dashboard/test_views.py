@@ -102,3 +102,13 @@ def test_the_ui_watches_every_kind_the_explain_session_is_built_from() -> None:
         target = target_resource(kind)
         assert target is not None and KINDS[target.kind] == target
     assert target_resource("pg") is None and target_resource("pod") is None
+
+
+def test_a_node_with_a_quantity_beyond_int64_shows_the_saturated_amount() -> None:
+    """trial-10 F-9: ``cpu: 1e400`` made the Overview and Nodes pages answer 500 (OverflowError)."""
+    node = {"metadata": {"name": "big"}, "status": {"allocatable": {"cpu": "1e400", "memory": "1e400", "pods": "110"},
+                                                    "conditions": [{"type": "Ready", "status": "True"}]}}
+    [row] = v.node_rows([node], {})
+    assert row.resources == [("cpu", 0.0, float(2**63 - 1)), ("memory", 0.0, float(2**63 - 1)), ("pods", 0.0, 110.0)]
+    assert v.fmt_res("cpu", row.resources[0][2]) == "9223372036854775808m"
+    assert v.res_value("nvidia.com/gpu", "500m") == 0.5

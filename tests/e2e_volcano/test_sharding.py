@@ -188,3 +188,13 @@ async def test_node_and_pod_events_queue_nothing_until_the_sharding_configmap_ex
     await eventually(lambda: desired("volcano", ["n2", "n3"]), timeout=10)
     await c.create(busy_pod("busy-2", "n2"))  # placed once configured: n2 moves to the agent's shard
     await eventually(lambda: desired("volcano", ["n3"]), timeout=10)
+
+
+def test_a_node_with_cpu_beyond_int64_is_idle_not_an_overflow() -> None:
+    """trial-10 F-9's Node (``cpu: 1e400``): the utilisation uses saturated int64 millicores."""
+    from pumice.controllers.volcano.sharding import cpu_utilization
+
+    big = {"metadata": {"name": "big"}, "status": {"allocatable": {"cpu": "1e400"}}}
+    pod = {"spec": {"nodeName": "big", "containers": [{"resources": {"requests": {"cpu": "1e400"}}}]},
+           "status": {"phase": "Running"}}
+    assert cpu_utilization([big], [pod]) == {"big": 1.0}

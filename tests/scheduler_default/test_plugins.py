@@ -252,3 +252,19 @@ def test_same_seed_same_placements() -> None:
         return out
 
     assert run() == run()
+
+
+def test_a_node_with_a_quantity_beyond_int64_saturates_as_quantity_milli_value() -> None:
+    """trial-10 F-9: ``cpu: 1e400`` broke the node table (OverflowError). kube-scheduler holds
+    allocatable as Quantity.MilliValue()/Value(), which saturate at the int64 maximum."""
+    huge = node("big", cpu="1e400", memory="1e400")
+    for core in (VectorCore(), LoopCore()):
+        core.set_node(huge)
+        core.set_node(node("small", cpu="1"))
+        p = PodInfo.from_pod(pod("p", cpu="2", memory="1Gi"))
+        d = core.schedule(p)
+        assert d.node == "big"
+        core.add_pod(p, "big")
+        # a request beyond int64 too: the saturated amounts compare, nothing overflows
+        assert core.schedule(PodInfo.from_pod(pod("q", cpu="1e400"))).node is None
+    assert pod_requests(pod("p", cpu="1e400", overhead={"cpu": "1e400"})) == {"cpu": 2**63 - 1}

@@ -67,7 +67,8 @@ def parse_config(text: str) -> list[SchedulerShardConfig]:
 
 
 def cpu_utilization(nodes: list[Obj], pods: list[Obj]) -> dict[str, float]:
-    """Node name -> requested CPU of its bound, unfinished Pods over its allocatable CPU."""
+    """Node name -> requested CPU of its bound, unfinished Pods over its allocatable CPU (both
+    as int64 millicores, saturated: a ``1e400`` Node is nearly idle, not an OverflowError)."""
     used: dict[str, float] = {}
     for p in pods:
         n = (p.get("spec") or {}).get("nodeName")
@@ -76,12 +77,12 @@ def cpu_utilization(nodes: list[Obj], pods: list[Obj]) -> dict[str, float]:
         for c in (p.get("spec") or {}).get("containers") or []:
             req = ((c.get("resources") or {}).get("requests") or {}).get("cpu")
             if req is not None:
-                used[n] = used.get(n, 0.0) + float(quantity.parse_quantity(str(req)))
+                used[n] = used.get(n, 0.0) + quantity.milli_value_int64(str(req)) / 1000.0
     out = {}
     for node in nodes:
         name = node["metadata"]["name"]
         alloc = ((node.get("status") or {}).get("allocatable") or {}).get("cpu")
-        cap = float(quantity.parse_quantity(str(alloc))) if alloc is not None else 0.0
+        cap = quantity.milli_value_int64(str(alloc)) / 1000.0 if alloc is not None else 0.0
         out[name] = used.get(name, 0.0) / cap if cap > 0 else 1.0
     return out
 

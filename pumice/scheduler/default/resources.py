@@ -2,6 +2,8 @@
 
 Units: ``cpu`` in millicores, ``memory`` and ``ephemeral-storage`` in bytes, ``pods`` as a count,
 extended resources (``nvidia.com/gpu``, ``hugepages-2Mi`` ...) in whole units (``Value()``).
+Every amount and sum is an int64, saturated as Quantity.MilliValue()/Value() saturate: a Node or
+a request of ``1e400`` holds 9223372036854775807 (the node table is numpy int64).
 
 Mirrors: kubernetes staging/src/k8s.io/component-helpers/resource/helpers.go PodRequests (the
 init-container max rule with restartable sidecars, plus pod overhead) and
@@ -16,7 +18,7 @@ from functools import lru_cache
 from typing import Any
 
 from pumice.api import Obj
-from pumice.api.quantity import milli_value, value
+from pumice.api.quantity import clamp_int64, milli_value_int64, value_int64
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -29,7 +31,8 @@ DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
 
 def quantity_units(resource: str, q: str | int | float) -> int:
-    """One resource quantity in pumice's integer units (millicores for cpu, else ``Value()``).
+    """One resource quantity in pumice's integer units (millicores for cpu, else ``Value()``),
+    saturated to int64.
 
     Raises:
         QuantityError: ``q`` is not a quantity.
@@ -39,7 +42,7 @@ def quantity_units(resource: str, q: str | int | float) -> int:
 
 @lru_cache(maxsize=4096)
 def _units(milli: bool, q: str | int | float) -> int:
-    return milli_value(q) if milli else value(q)
+    return milli_value_int64(q) if milli else value_int64(q)
 
 
 def _add(into: dict[str, int], other: Mapping[str, int]) -> None:
@@ -94,7 +97,7 @@ def pod_requests(pod: Obj) -> dict[str, int]:
     total = _combine(spec, container_requests)
     for k, v in (spec.get("overhead") or {}).items():
         total[k] = total.get(k, 0) + quantity_units(k, v)
-    return {k: v for k, v in total.items() if v}
+    return {k: clamp_int64(v) for k, v in total.items() if v}
 
 
 def _nonzero_container(container: Obj) -> dict[str, int]:
@@ -113,7 +116,7 @@ def pod_nonzero_requests(pod: Obj) -> tuple[int, int]:
     for k, v in (spec.get("overhead") or {}).items():
         if k in (CPU, MEMORY):
             total[k] = total.get(k, 0) + quantity_units(k, v)
-    return total.get(CPU, 0), total.get(MEMORY, 0)
+    return clamp_int64(total.get(CPU, 0)), clamp_int64(total.get(MEMORY, 0))
 
 
 def node_allocatable(node: Obj) -> dict[str, int]:
