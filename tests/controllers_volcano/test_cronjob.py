@@ -175,3 +175,48 @@ def test_every_schedules_from_the_last_run_at_its_interval() -> None:
     _e, t, missed = most_recent_schedule_time(cj, T0 + dt.timedelta(minutes=17), s, True)
     assert t == T0 + dt.timedelta(minutes=15) and missed is Missed.FEW
     assert s.next(T0) == T0 + dt.timedelta(minutes=5)
+
+
+async def test_a_job_just_created_is_not_reported_orphaned_by_a_reconcile_on_a_stale_cronjob() -> None:
+    """trial-10 F-10: the reconcile that the new Job's informer event triggers read the CronJob
+    before its own status write (``active`` with the Job) reached the cache, and warned
+    OrphanedJob at every run. Upstream (processCtlJobAndActiveJob) asks the API for the CronJob
+    before it warns; a Job the live CronJob does not list is still reported."""
+    mutating, validating = admission_plugins()
+    clock = FakeClock(T0.timestamp())
+    async with local_cluster(admission=[*mutating, *validating]) as c:
+        q = await c.client.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "default"},
+                                   "spec": {"weight": 1}})
+        q["status"] = {"state": "Open"}
+        await c.client.update_status(q)
+        body = cron()
+        body["metadata"].pop("uid")
+        await c.client.create(body)
+        events: list[tuple[str, str]] = []
+
+        def reconciler(cjs: list[dict], jobs: list[dict]) -> CronJobReconciler:
+            return CronJobReconciler(c.client, _Lister(cjs), _Lister(jobs), clock,
+                                     lambda o, t, reason, m: events.append((reason, m)))
+
+        async def cronjobs() -> list[dict]:
+            cjs = (await c.client.list(scheme.CRON_JOB, "default")).items
+            for o in cjs:
+                o["metadata"]["creationTimestamp"] = "2026-12-01T09:58:30Z"
+            return cjs
+
+        stale = await cronjobs()
+        clock.advance(91)
+        await reconciler(stale, []).reconcile(Request("default", "nightly"))
+        [job] = (await c.client.list(scheme.VCJOB, "default")).items
+        assert events == [("SuccessfulCreate", f"Created job {job['metadata']['name']} for CronJob default/nightly")]
+        # the Job's add event: the CronJob cache still holds the copy from before the status write
+        await reconciler(stale, [job]).reconcile(Request("default", "nightly"))
+        assert [r for r, _m in events] == ["SuccessfulCreate"]
+        cj = await c.client.get(scheme.CRON_JOB, "nightly", "default")
+        assert [a["name"] for a in cj["status"]["active"]] == [job["metadata"]["name"]]
+        # a Job this CronJob owns that its live status does not list is an orphan
+        cj["status"]["active"] = []
+        await c.client.update_status(cj)
+        await reconciler(await cronjobs(), [job]).reconcile(Request("default", "nightly"))
+        assert ("OrphanedJob", f"Detected orphaned job forgotten or not managed by controller: {job['metadata']['name']} "
+                f"(UID: {job['metadata']['uid']})") in events

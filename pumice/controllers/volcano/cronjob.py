@@ -6,7 +6,9 @@ A reconcile of one CronJob, on the project clock:
    ``SawCompletedJob``); a Completed one advances ``status.lastSuccessfulTime``; the oldest
    finished Jobs beyond ``successfulJobsHistoryLimit``/``failedJobsHistoryLimit`` are deleted
    (``SuccessfulDelete``/``FailedDelete``);
-2. owned running Jobs missing from ``active`` are reported (``OrphanedJob``); ``active``
+2. owned running Jobs missing from ``active`` are reported (``OrphanedJob``), unless the live
+   CronJob (a GET, as upstream: the cache may not hold this controller's own last status write
+   yet) lists them, in which case the reconcile goes on from the live CronJob; ``active``
    entries whose Job is gone or was replaced are dropped (``StaleReference``);
 3. ``suspend`` stops here; a bad ``timeZone`` is an ``InvalidTimeZone`` event;
 4. the most recent unmet schedule time since ``lastScheduleTime`` (or creation), bounded by
@@ -43,7 +45,7 @@ from pumice.api.cron import CronSchedule
 from pumice.api.cron import parse_schedule as parse_cron
 from pumice.api.meta import owner_reference
 from pumice.api.volcano.constants import CRON_JOB_SCHEDULED_TIMESTAMP_ANNOTATION, ConcurrencyPolicy
-from pumice.client.base import KubeClient, is_already_exists, is_not_found
+from pumice.client.base import KubeClient, get_or_none, is_already_exists, is_not_found
 from pumice.runtime.reconcile import Request, Result
 
 log = logging.getLogger(__name__)
@@ -217,11 +219,20 @@ class CronJobReconciler:
         cur = self.cronjobs.get(req.namespace, req.name)
         if cur is None or cur["metadata"].get("deletionTimestamp"):
             return Result()
+        jobs = [j for j in self.jobs.list(req.namespace) if _controlled_by(j, cur)]
+        listed = {a.get("uid") for a in (cur.get("status") or {}).get("active") or []}
+        if any(j["metadata"].get("uid") not in listed and _phase(j) not in FINISHED_PHASES for j in jobs):
+            # A running Job the cached CronJob does not list: most often the Job this controller
+            # just created, its status write not yet in the cache. Ask the API, as upstream does
+            # before it reports an orphan, and go on from the live CronJob.
+            live = await get_or_none(self.client, scheme.CRON_JOB, req.name, req.namespace)
+            if live is None or live["metadata"].get("deletionTimestamp"):
+                return Result()
+            cur = live
         cj = copy.deepcopy(cur)
         st = cj.setdefault("status", {})
         spec = cj.get("spec") or {}
         now = dt.datetime.fromtimestamp(self.clock.now(), UTC)
-        jobs = [j for j in self.jobs.list(req.namespace) if _controlled_by(j, cj)]
         active_uids = {a.get("uid") for a in st.get("active") or []}
         succeeded, failed = [], []
         for j in jobs:
