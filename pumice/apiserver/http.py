@@ -904,8 +904,11 @@ class _Api:
         initial_rv = store.bookmark_revision(w)
         clock = self.clock
         interval = self.bookmark_interval
-        line, bookmark = _watch_encoders(self, rk, proto=proto, table=_wants_table(request),
-                                         include=_include_object(request))
+        table = _wants_table(request)
+        objects = not proto and not table and request.scope.get("pumice.watch_objects") is True
+        line, bookmark = (_object_encoders(self, rk) if objects else
+                          _watch_encoders(self, rk, proto=proto, table=table, include=_include_object(request)))
+        join: Callable[[list[Any]], Any] = _same if objects else b"".join
 
         async def stream() -> AsyncIterator[bytes]:
             q = w.queue
@@ -913,7 +916,7 @@ class _Api:
             pending = initial_left
             try:
                 if pending == 0:
-                    yield bookmark(initial_rv, True)
+                    yield join([bookmark(initial_rv, True)])
                     pending = -1
                 while True:
                     if q.empty():
@@ -934,7 +937,7 @@ class _Api:
                                 # an event published as the wait timed out is queued, not yet sent:
                                 # a bookmark now would carry its revision ahead of it
                                 if bookmarks and not w.closed and q.empty():
-                                    yield bookmark(store.bookmark_revision(w))
+                                    yield join([bookmark(store.bookmark_revision(w))])
                                 continue
                         if item is None:
                             return
@@ -950,7 +953,7 @@ class _Api:
                         item = q.get_nowait()
                         if item is None:
                             if chunk:
-                                yield b"".join(chunk)
+                                yield join(chunk)
                             return
                         chunk.append(line(item[0], item[1]))
                         if pending > 0:
@@ -958,7 +961,7 @@ class _Api:
                     if pending == 0:
                         chunk.append(bookmark(initial_rv, True))
                         pending = -1
-                    yield b"".join(chunk)
+                    yield join(chunk)
             finally:
                 store.unwatch(w)
 
@@ -1110,6 +1113,39 @@ def _watch_encoders(api: _Api, rk: ResourceKind, *, proto: bool, table: bool, in
         return b'{"type":"BOOKMARK","object":' + _encode(bm) + b"}\n"
 
     return event, bookmark
+
+
+def _object_encoders(api: _Api, rk: ResourceKind) -> tuple[Callable[[str, Stored], Any], Callable[..., Any]]:
+    """:func:`_watch_encoders` for an in-process watch that asked for objects (ASGI scope key
+    ``pumice.watch_objects``, set by :class:`~pumice.client.transport.DirectASGI` for a caller
+    that promised not to change them): each event as ``(type, object)`` instead of a JSON line,
+    the object being what decoding that line would give. Where the stored object is served as it
+    is stored (no conversion, same apiVersion: every built-in kind, single-version custom
+    resources), it is the stored object itself (:attr:`Stored.obj`, never changed after it is
+    stored): no encode, no decode and no copy per watcher; otherwise a fresh decode of the line's
+    object. The stream then yields lists of these pairs instead of joined bytes."""
+    out = api.registry.output
+    present = api.registry.present if api.registry.strategy(rk).converts else None
+    api_version = rk.api_version
+
+    def event(kind: str, s: Stored) -> tuple[str, Any]:
+        if present is None and s.obj.get("apiVersion") == api_version:
+            return kind, s.obj
+        if present is not None:
+            s = present(rk, s)
+        return kind, _decode(out(rk, s))
+
+    def bookmark(revision: int, end_of_initial: bool = False) -> tuple[str, Any]:
+        md: dict[str, Any] = {"resourceVersion": str(revision)}
+        if end_of_initial:
+            md["annotations"] = {INITIAL_EVENTS_END: "true"}
+        return "BOOKMARK", {"kind": rk.kind, "apiVersion": rk.api_version, "metadata": md}
+
+    return event, bookmark
+
+
+def _same(chunk: list[Any]) -> list[Any]:
+    return chunk
 
 
 def _include_object(request: Request) -> str:

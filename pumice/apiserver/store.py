@@ -434,6 +434,30 @@ class Store:
                     del st.by_index[w.index]
         w.closed = True
 
+    def changed_objects(self) -> builtins.list[str]:
+        """The storage keys (with the event revision, for an object in the event history) of the
+        stored objects that no longer encode to the JSON they were stored with: something changed
+        a :attr:`Stored.obj` after it was stored. In-process informers share these objects (see
+        :meth:`pumice.client.base.KubeClient.watch`, ``read_only``), so a handler that writes
+        into an informer's object shows up here; tests and ``pumice simulate`` check that this is
+        empty. Cost: one encode per current object and per event kept."""
+        changed: builtins.list[str] = []
+        for resource, st in sorted(self._resources.items()):
+            for (ns, name), s in sorted(st.objects.items()):
+                if _encode(s.obj) != s.data:
+                    changed.append(storage_key(resource, ns, name))
+            seen: set[int] = set()
+            for ev in st.history:
+                for kept in (ev.new, ev.old):
+                    if kept is None or id(kept) in seen:
+                        continue
+                    seen.add(id(kept))
+                    if _encode(kept.obj) != kept.data:
+                        md = kept.obj.get("metadata") or {}
+                        changed.append(f"{storage_key(resource, str(md.get('namespace') or ''), str(md.get('name')))}"
+                                       f" (event {ev.rv})")
+        return changed
+
     def close_watchers(self) -> None:
         """End every watch (server shutdown)."""
         for st in self._resources.values():

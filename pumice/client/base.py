@@ -229,9 +229,16 @@ class KubeClient(Protocol):
         field_selector: str | None = None,
         timeout_seconds: int | None = None,
         allow_bookmarks: bool = True,
+        read_only: bool = False,
     ) -> AsyncIterator[WatchEvent]:
         """Stream events after ``resource_version``. Raises ApiError(410) when it is compacted
-        (either as an HTTP 410 or as an ERROR event carrying a 410 Status)."""
+        (either as an HTTP 410 or as an ERROR event carrying a 410 Status).
+
+        ``read_only``: the caller never changes an event's object (nor anything in it). A client
+        may then hand over objects it shares with others: an in-process client gets the API
+        server's own stored objects, with no JSON encoding or decoding per watcher (informers
+        ask for this; changing such an object would change the server's copy). Other clients
+        ignore it."""
         ...
 
     async def bind(self, namespace: str, pod_name: str, node_name: str, *, pod_uid: str | None = None,

@@ -20,8 +20,12 @@ Behaviour (the reflector):
 - ``resync_period`` (seconds): every period, ``on_update(obj, obj)`` for every cached object.
 
 Objects in the store are the dicts the client returned, shared by every reader: **treat them as
-read-only; ``copy.deepcopy`` before mutating**. List items get ``apiVersion``/``kind`` filled in
-(the API server omits them in list items).
+read-only; ``copy.deepcopy`` before mutating**. The watch is opened with ``read_only=True``, so
+over the in-process transport the objects are the API server's own stored objects, shared by
+every informer of the process with the server: changing one changes what the server holds (a
+``pumice.testing`` cluster fails its test when that happens, and ``pumice simulate`` fails its
+run). List items get ``apiVersion``/``kind`` filled in (the API server omits them in list items;
+they are decoded afresh).
 
 Keys: ``"<namespace>/<name>"``, or ``"<name>"`` for cluster-scoped objects (client-go
 MetaNamespaceKeyFunc).
@@ -523,6 +527,7 @@ class Informer:
             field_selector=self.field_selector,
             timeout_seconds=None if _WATCH_TIMEOUT is None else int(_WATCH_TIMEOUT),
             allow_bookmarks=True,
+            read_only=True,
         )
         try:
             async for ev in stream:

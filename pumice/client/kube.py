@@ -188,11 +188,12 @@ class Client:
                 gc.enable()
         return _decode(data) if data else None
 
-    async def _stream(self, path: str, query: str) -> tuple[int, AsyncIterator[bytes], Any]:
-        """Open a streaming GET; returns ``(status, chunks, aclose)``."""
+    async def _stream(self, path: str, query: str, *, objects: bool = False) -> tuple[int, AsyncIterator[Any], Any]:
+        """Open a streaming GET; returns ``(status, chunks, aclose)``. ``objects``: see
+        :meth:`DirectASGI.stream` (in-process only; other transports give bytes)."""
         if self._direct is not None:
             return await self._direct.stream("GET", path, query.encode(), [(b"accept", b"application/json"),
-                                                                            (b"user-agent", self._ua)])
+                                                                            (b"user-agent", self._ua)], objects=objects)
         if self._aio is not None:
             return await self._aio.stream(f"{path}?{query}" if query else path, {"Accept": "application/json"})
         req = self._http.build_request("GET", f"{path}?{query}" if query else path,
@@ -362,18 +363,23 @@ class Client:
         field_selector: str | None = None,
         timeout_seconds: int | None = None,
         allow_bookmarks: bool = True,
+        read_only: bool = False,
     ) -> AsyncIterator[WatchEvent]:
         params = {"watch": "true", "resourceVersion": resource_version or None,
                   "labelSelector": label_selector or None, "fieldSelector": field_selector or None,
                   "timeoutSeconds": timeout_seconds, "allowWatchBookmarks": "true" if allow_bookmarks else None}
         status, chunks, aclose = await self._stream(
             kind.path(namespace if kind.namespaced else None),
-            urlencode({k: v for k, v in params.items() if v is not None}))
+            urlencode({k: v for k, v in params.items() if v is not None}), objects=read_only)
         try:
             if status >= 300:
                 raise _error(status, b"".join([c async for c in chunks]))
             buf = b""
             async for chunk in chunks:
+                if type(chunk) is list:  # an in-process watch of objects (read_only)
+                    for etype, obj in chunk:
+                        yield WatchEvent(etype, obj)
+                    continue
                 buf += chunk
                 if b"\n" not in buf:
                     continue

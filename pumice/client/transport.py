@@ -204,10 +204,18 @@ class DirectASGI:
         await self.app(scope, receive, send)
         return status, b"".join(chunks)
 
-    async def stream(self, method: str, path: str, query: bytes,
-                     headers: list[tuple[bytes, bytes]]) -> tuple[int, AsyncIterator[bytes], Any]:
+    async def stream(self, method: str, path: str, query: bytes, headers: list[tuple[bytes, bytes]], *,
+                     objects: bool = False) -> tuple[int, AsyncIterator[Any], Any]:
+        """``objects`` (a watch whose caller promised not to change what it receives): ask an app
+        with ``respond`` (pumice's API server) for events as objects (scope key
+        ``pumice.watch_objects``): the chunks are then lists of ``(type, object)`` pairs, the
+        objects possibly the server's own stored ones, instead of bytes of JSON lines. An error
+        answer, and any other app, still give bytes."""
         if self._respond is not None:
-            return await self._stream_response(self._scope(method, path, query, headers))
+            scope = self._scope(method, path, query, headers)
+            if objects:
+                scope["pumice.watch_objects"] = True
+            return await self._stream_response(scope)
         transport = StreamingASGITransport(self.app)
         url = httpx2.URL(f"http://{self.host}{path}" + (f"?{query.decode()}" if query else ""))
         req = httpx2.Request(method, url, headers=headers)
@@ -216,7 +224,7 @@ class DirectASGI:
         assert isinstance(stream, _QueueStream)
         return resp.status_code, stream.__aiter__(), stream.aclose
 
-    async def _stream_response(self, scope: dict[str, Any]) -> tuple[int, AsyncIterator[bytes], Any]:
+    async def _stream_response(self, scope: dict[str, Any]) -> tuple[int, AsyncIterator[Any], Any]:
         """:meth:`stream` over the app's ``respond``: the caller iterates the response's body
         iterator in its own task (no app task, no queue, no ASGI message per chunk), so an event
         reaches an informer one task switch earlier than through :class:`StreamingASGITransport`.
@@ -240,12 +248,14 @@ class DirectASGI:
         return response.status_code, chunks, close
 
 
-async def _as_bytes(chunks: AsyncIterator[bytes | str | memoryview]) -> AsyncGenerator[bytes, None]:
+async def _as_bytes(chunks: AsyncIterator[Any]) -> AsyncGenerator[Any, None]:
     """A Starlette body iterator's chunks as bytes (str chunks UTF-8 encoded, as StreamingResponse
-    sends them); empty chunks are left out, as the ASGI transports leave them out."""
+    sends them); empty chunks are left out, as the ASGI transports leave them out. Lists (a watch
+    of objects: see :meth:`DirectASGI.stream`) pass as they are."""
     async for chunk in chunks:
         if chunk:
-            yield chunk if isinstance(chunk, bytes) else (chunk.encode() if isinstance(chunk, str) else bytes(chunk))
+            yield chunk if isinstance(chunk, (bytes, list)) else (
+                chunk.encode() if isinstance(chunk, str) else bytes(chunk))
 
 
 async def _once(body: bytes) -> AsyncGenerator[bytes, None]:
@@ -257,7 +267,7 @@ async def _noop() -> None:
     return None
 
 
-async def _logged(chunks: AsyncGenerator[bytes, None], scope: dict[str, Any]) -> AsyncGenerator[bytes, None]:
+async def _logged(chunks: AsyncGenerator[Any, None], scope: dict[str, Any]) -> AsyncGenerator[Any, None]:
     """``chunks``, ending (with the error logged) where the server's body iterator fails."""
     try:
         async for chunk in chunks:

@@ -660,6 +660,7 @@ async def _run(cfg: SimConfig, clock: LoopClock, progress: Progress | None, stop
             t.cancel()
         end_time, writes = rec.now(), _resource_version(stack.server)
         await _stop_components(stack)
+        _check_stored_objects(stack.server)
         return SimResult(cfg, rec, end_time, ended_by, api_writes=writes,
                          snapshot_mismatches=stack.scheduler.cache.snapshot_mismatches,
                          stop_reason=stop.reason if stop is not None and ended_by == INTERRUPTED else None)
@@ -803,6 +804,20 @@ async def _stop_components(stack: _Stack) -> None:
         await asyncio.wait_for(stack.agent.stop(), timeout=60)
     except Exception as e:
         log.warning("simulation: stopping the node agent: %s: %s", type(e).__name__, e)
+
+
+def _check_stored_objects(server: Any) -> None:
+    """Raise when a component changed an object the API server stored (the in-process informers
+    share them: :meth:`pumice.apiserver.store.Store.changed_objects`): the run's decisions may
+    then rest on objects that differ from what the API holds, so it gives no report.
+
+    Raises:
+        RuntimeError: naming the first changed objects.
+    """
+    changed = server.store.changed_objects()
+    if changed:
+        raise RuntimeError(f"simulation: {len(changed)} stored objects were changed in place by a component "
+                           f"(a bug: informer objects are read-only): {', '.join(changed[:5])}")
 
 
 async def _close_api_server(stack: _Stack) -> None:

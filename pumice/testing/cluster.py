@@ -80,7 +80,10 @@ async def local_cluster(
     data_dir: Path | None = None,
     **server_kwargs: Any,
 ) -> AsyncIterator[LocalCluster]:
-    """An in-process API server and client.
+    """An in-process API server and client. When the body ends without an exception, every
+    object the server stored (current, or in the event history) must still be as stored: a
+    component that changed one (e.g. a handler writing into an informer's object, which in-process
+    informers share with the server) fails the test with AssertionError.
 
     Args:
         storage: a backend (default: in memory, or SQLite in ``data_dir`` when given).
@@ -100,6 +103,11 @@ async def local_cluster(
     cluster = LocalCluster(server, client)
     try:
         yield cluster
+        # in-process informers share the server's stored objects: none may have been changed
+        changed = server.store.changed_objects()
+        if changed:
+            raise AssertionError(f"{len(changed)} stored objects were changed in place (informer objects are "
+                                 f"read-only): {', '.join(changed[:5])}")
     finally:
         server.store.close_watchers()
         for c in [client, *cluster._clients]:

@@ -327,7 +327,7 @@ class FakeClient:
     async def watch(
         self, kind: ResourceKind, namespace: str | None = None, *, resource_version: str | None = None,
         label_selector: str | None = None, field_selector: str | None = None,
-        timeout_seconds: int | None = None, allow_bookmarks: bool = True,
+        timeout_seconds: int | None = None, allow_bookmarks: bool = True, read_only: bool = False,
     ) -> AsyncIterator[WatchEvent]:
         self._record("watch", kind, namespace, "")
         gk = (kind.group, kind.plural)
