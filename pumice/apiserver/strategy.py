@@ -270,7 +270,11 @@ class NamespaceStrategy(Strategy):
 
     def prepare_create(self, reg: Registry, rk: ResourceKind, obj: Obj) -> None:
         kdefaults.namespace(obj)
-        obj.setdefault("spec", {})["finalizers"] = ["kubernetes"]
+        spec = obj.setdefault("spec", {})
+        finalizers = list(spec.get("finalizers") or [])
+        if "kubernetes" not in finalizers:  # required on create; others given are kept
+            finalizers.append("kubernetes")
+        spec["finalizers"] = finalizers
         obj["status"] = {"phase": "Active"}
 
     def prepare_update(self, reg: Registry, rk: ResourceKind, new: Obj, old: Obj) -> None:
