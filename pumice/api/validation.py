@@ -9,21 +9,39 @@ ValidatePodUpdate, ValidateService, ValidateNode, ValidateConfigMap, ValidateNam
 pkg/apis/apps/validation, pkg/apis/batch/validation, pkg/apis/scheduling/validation and
 apimachinery pkg/util/validation (name, label and qualified-name rules).
 
-Deviates: only the rules listed per kind below are checked (a subset of upstream's); a Job
-without ``spec.selector`` is accepted (upstream generates one before validating);
+Pod specs (Pods and every pod template) get ValidatePodSpec's rules for volumes (names, one
+source, emptyDir sizeLimit, a few required source fields), containers (names, images, ports with
+IANA names, env names and valueFrom, envFrom, volume mounts of known volumes, resource names and
+quantities, extended resources' limits, probes' and lifecycle hooks' handlers, securityContext
+ids), init containers (restartPolicy, probes only when restartable), restartPolicy, dnsPolicy,
+nodeSelector, securityContext, node and pod affinity, topology spread, nodeName, hostname,
+subdomain, tolerations, priorityClassName; Services get ValidateService's (clusterIPs, families,
+ExternalName, ports, session affinity, traffic policies) and the node port range; Secrets the
+keys their type needs; Deployments the strategy rules, Jobs ttlSecondsAfterFinished and Indexed
+completions.
+
+Deviates: only the rules listed per kind are checked (a subset of upstream's: not the volume
+sources' own fields beyond the required ones, volume devices, resize policies, sysctls, seccomp
+and AppArmor profiles, Windows options, host aliases, DNS config searches, pod resource claims,
+LoadBalancer source ranges); a quantity is shown as written, not in its canonical form; fields the
+defaulter leaves unset (probe periods, Service traffic policies) are checked only when set; a
+Job without ``spec.selector`` is accepted (upstream generates one before validating);
 CustomResourceDefinition specs are checked by the API server (pumice.apiserver.crds), not here.
 """
 
 from __future__ import annotations
 
 import functools
+import ipaddress
 import json
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeGuard
 
 import msgspec
 
+from pumice._util.gobase64 import std_decode
+from pumice._util.gostrings import quote
 from pumice.api import Obj
 from pumice.api.admission import FieldCause
 from pumice.api.memo import FixedPoints
@@ -360,60 +378,552 @@ def _no_new_finalizers(new: Any, old: Any) -> list[FieldCause]:
 RESTART_POLICIES = ["Always", "OnFailure", "Never"]
 PULL_POLICIES = ["Always", "IfNotPresent", "Never"]
 PROTOCOLS = ["SCTP", "TCP", "UDP"]
+DNS_POLICIES = ["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"]
+TERMINATION_MESSAGE_POLICIES = ["File", "FallbackToLogsOnError"]
+INT32_MAX = 2**31 - 1
+
+_PORT_NAME_CHARSET = re.compile("^[-a-z0-9]+$")
+#: IsRelaxedEnvVarName (RelaxedEnvironmentVariableValidation, on by default since 1.32)
+_RELAXED_ENV_NAME = re.compile("^[ -<>-~]+$")
+RELAXED_ENV_NAME_ERR = "a valid environment variable name must consist only of printable ASCII characters other than '='"
+PERCENT_FMT = "[0-9]+%"
+_PERCENT = re.compile(f"^{PERCENT_FMT}$")
+
+
+def regex_error(msg: str, fmt: str, *examples: str) -> str:
+    """apimachinery validation.RegexError: ``msg (e.g. 'a',  or 'b', regex used for validation is 'fmt')``."""
+    if not examples:
+        return f"{msg} (regex used for validation is '{fmt}')"
+    shown = " or ".join(f"'{e}', " for e in examples)
+    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
+
+
+def inclusive_range_error(lo: int, hi: int) -> str:
+    return f"must be between {lo} and {hi}, inclusive"
+
+
+def is_valid_port_num(port: Any) -> list[str]:
+    """IsValidPortNum (1-65535)."""
+    if not _is_int(port) or not 1 <= port <= 65535:
+        return [inclusive_range_error(1, 65535)]
+    return []
+
+
+_HAS_LETTER = re.compile("[a-z]")
+
+
+@functools.lru_cache(maxsize=4096)
+def _port_name_errors(port: str) -> tuple[str, ...]:
+    return tuple(is_valid_port_name(port))
+
+
+def is_valid_port_name(port: str) -> list[str]:
+    """IsValidPortName: an IANA_SVC_NAME (at most 15 characters, a-z0-9 and '-', one letter)."""
+    errs = []
+    if len(port) > 15:
+        errs.append("must be no more than 15 characters")
+    if not _PORT_NAME_CHARSET.match(port):
+        errs.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+    if not _HAS_LETTER.search(port):
+        errs.append("must contain at least one letter (a-z)")
+    if "--" in port:
+        errs.append("must not contain consecutive hyphens")
+    if port.startswith("-") or port.endswith("-"):
+        errs.append("must not begin or end with a hyphen")
+    return errs
+
+
+def _is_int(v: Any) -> TypeGuard[int]:
+    return type(v) is int
+
+
+def _port_num_or_name(port: Any, field: str) -> list[FieldCause]:
+    """ValidatePortNumOrName of an int-or-string port."""
+    if isinstance(port, str):
+        return [_invalid(field, port, e) for e in _port_name_errors(port)]
+    return [_invalid(field, port if _is_int(port) else 0, e) for e in is_valid_port_num(port)]
+
+
+def _non_negative_at(value: Any, field: str) -> list[FieldCause]:
+    """ValidateNonnegativeField (types were checked before: a non-integer is a type error)."""
+    if _is_int(value) and value < 0:
+        return [_invalid(field, value, "must be greater than or equal to 0")]
+    return []
+
+
+def _is_valid_ip(value: str) -> bool:
+    """netutils.ParseIPSloppy: IPv4 (leading zeros allowed) or IPv6."""
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        parts = value.split(".")
+        return len(parts) == 4 and all(p.isdigit() and p.isascii() and int(p) <= 255 for p in parts)
+    return True
+
+
+IP_ERR = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
+
+
+# resource names: pkg/apis/core/helper/helpers.go
+_STANDARD_RESOURCES = frozenset({
+    "cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory", "requests.ephemeral-storage",
+    "limits.cpu", "limits.memory", "limits.ephemeral-storage", "pods", "resourcequotas", "services",
+    "replicationcontrollers", "secrets", "persistentvolumeclaims", "storage", "requests.storage",
+    "services.nodeports", "services.loadbalancers"})
+_STANDARD_CONTAINER_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})
+
+
+def _is_huge_page(name: str) -> bool:
+    return name.startswith("hugepages-")
+
+
+def is_native_resource(name: str) -> bool:
+    """IsNativeResource: unprefixed, or prefixed with ``kubernetes.io/``."""
+    return "/" not in name or "kubernetes.io/" in name
+
+
+@functools.lru_cache(maxsize=4096)
+def is_extended_resource_name(name: str) -> bool:
+    """IsExtendedResourceName: a fully qualified name outside kubernetes.io (``nvidia.com/gpu``)."""
+    if is_native_resource(name) or name.startswith("requests."):
+        return False
+    return not is_qualified_name("requests." + name)
+
+
+def is_overcommit_allowed(name: str) -> bool:
+    """IsOvercommitAllowed: native resources but huge pages; extended resources are not."""
+    return is_native_resource(name) and not _is_huge_page(name)
+
+
+@functools.lru_cache(maxsize=4096)
+def container_resource_name_errors(name: str) -> tuple[str, ...]:
+    """validateContainerResourceName (after validateResourceName): why ``name`` may not be a
+    container's resource (``()`` for cpu, memory, ephemeral-storage, hugepages-*, extended names)."""
+    if name in _STANDARD_CONTAINER_RESOURCES:
+        return ()
+    errs = is_qualified_name(name)
+    if not errs and "/" not in name and name not in _STANDARD_RESOURCES and not name.startswith(
+            ("hugepages-", "requests.hugepages-", "limits.hugepages-")):
+        errs = ["must be a standard resource type or fully qualified"]
+    if "/" not in name:
+        if not _is_huge_page(name):
+            errs.append("must be a standard resource for containers")
+    elif not is_native_resource(name) and not is_extended_resource_name(name):
+        errs.append("doesn't follow extended resource name standard")
+    return tuple(errs)
+
+
+QUANTITY_ERR = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+
+
+def _resource_list(values: dict[str, Any], field: str, out: list[FieldCause]) -> dict[str, Any]:
+    """Names and quantities of a limits or requests map; the parsed amounts that parse."""
+    parsed: dict[str, Any] = {}
+    for rname, q in values.items():
+        at = f"{field}[{rname}]"
+        out += [_invalid(at, rname, e) for e in container_resource_name_errors(str(rname))]
+        try:
+            amount = parse_quantity(q)
+        except (QuantityError, TypeError, ValueError):
+            out.append(_invalid(at, q, QUANTITY_ERR))
+            continue
+        if amount < 0:
+            out.append(_invalid(at, q, "must be greater than or equal to 0"))
+        if is_extended_resource_name(str(rname)) and amount.denominator != 1:
+            out.append(_invalid(at, q, "must be an integer"))
+        parsed[rname] = amount
+    return parsed
 
 
 def _validate_resources(res: Any, field: str) -> list[FieldCause]:
+    """validateResourceRequirements of a container: names, quantities, requests <= limits, and
+    requests == limits for resources that may not be overcommitted (extended resources, huge pages),
+    whose limit is required."""
     out: list[FieldCause] = []
     if not isinstance(res, dict):
         return out
-    parsed: dict[str, dict[str, Any]] = {}
+    parts: dict[str, dict[str, Any]] = {}
     for part in ("limits", "requests"):
         values = res.get(part) or {}
         if not isinstance(values, dict):
             out.append(_invalid(f"{field}.{part}", values, "must be a map of resource names to quantities"))
             continue
-        parsed[part] = {}
-        for rname, q in values.items():
-            try:
-                amount = parse_quantity(q)
-            except (QuantityError, TypeError, ValueError):
-                out.append(_invalid(f"{field}.{part}[{rname}]", q,
-                                    "quantities must match the regular expression "
-                                    "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"))
-                continue
-            if amount < 0:
-                out.append(_invalid(f"{field}.{part}[{rname}]", q, "must be greater than or equal to 0"))
-            parsed[part][rname] = amount
-    for rname, req in (parsed.get("requests") or {}).items():
-        lim = (parsed.get("limits") or {}).get(rname)
-        if lim is not None and req > lim:
-            raw = (res.get("requests") or {}).get(rname)
-            out.append(_invalid(f"{field}.requests", str(raw),
-                                f"must be less than or equal to {rname} limit of {(res.get('limits') or {})[rname]}"))
+        parts[part] = _resource_list(values, f"{field}.{part}", out)
+    limits = parts.get("limits") or {}
+    raw_limits: dict[str, Any] = res["limits"] if isinstance(res.get("limits"), dict) else {}
+    for rname, req in (parts.get("requests") or {}).items():
+        raw = (res.get("requests") or {}).get(rname)
+        lim = limits.get(rname)
+        if lim is not None and raw == raw_limits.get(rname):  # the defaulter copies limits to requests
+            continue
+        if lim is not None:
+            if req != lim and not is_overcommit_allowed(str(rname)):
+                out.append(_invalid(f"{field}.requests", str(raw),
+                                    f"must be equal to {rname} limit of {raw_limits[rname]}"))
+            elif req > lim:
+                out.append(_invalid(f"{field}.requests", str(raw),
+                                    f"must be less than or equal to {rname} limit of {raw_limits[rname]}"))
+        elif rname not in raw_limits and not is_overcommit_allowed(str(rname)):
+            out.append(_required(f"{field}.limits", "Limit must be set for non overcommitable resources"))
     return out
 
 
-def _validate_containers(containers: Any, field: str, names: set[str], required: bool) -> list[FieldCause]:
+#: volume source keys, in ValidateVolumes' order, with the child name its "more than 1" error uses
+_VOLUME_SOURCES: dict[str, str] = {
+    "emptyDir": "emptyDir", "hostPath": "hostPath", "gitRepo": "gitRepo", "gcePersistentDisk": "gcePersistentDisk",
+    "awsElasticBlockStore": "awsElasticBlockStore", "secret": "secret", "nfs": "nfs", "iscsi": "iscsi",
+    "glusterfs": "glusterfs", "flocker": "flocker", "persistentVolumeClaim": "persistentVolumeClaim", "rbd": "rbd",
+    "cinder": "cinder", "cephfs": "cephFS", "quobyte": "quobyte", "downwardAPI": "downwarAPI", "fc": "fc",
+    "flexVolume": "flexVolume", "configMap": "configMap", "azureFile": "azureFile", "vsphereVolume": "vsphereVolume",
+    "photonPersistentDisk": "photonPersistentDisk", "portworxVolume": "portworxVolume", "azureDisk": "azureDisk",
+    "storageos": "storageos", "projected": "projected", "scaleIO": "scaleIO", "csi": "csi", "ephemeral": "ephemeral",
+    "image": "image"}
+#: the required string field of some sources (validate*VolumeSource)
+_VOLUME_REQUIRED = {"hostPath": ("path",), "secret": ("secretName",), "configMap": ("name",),
+                    "persistentVolumeClaim": ("claimName",), "nfs": ("server", "path"), "csi": ("driver",)}
+FILE_MODE_ERR = "must be a number between 0 and 0777 (octal), both inclusive"
+
+
+def _validate_volume_source(vol: Obj, field: str) -> list[FieldCause]:
     out: list[FieldCause] = []
-    if not containers:
-        if required:
-            out.append(_required(field))
-        return out
-    if not isinstance(containers, list):
-        return [_invalid(field, containers, "must be a list of containers")]
-    for i, ctr in enumerate(containers):
-        out += validate_container(ctr, f"{field}[{i}]", names)
+    count = 0
+    for key, child in _VOLUME_SOURCES.items():
+        src = vol.get(key)
+        if src is None:
+            continue
+        if count:
+            out.append(_forbidden(f"{field}.{child}", "may not specify more than 1 volume type"))
+            continue
+        count += 1
+        sf = f"{field}.{key}"
+        if not isinstance(src, dict):
+            continue
+        if key == "emptyDir" and src.get("sizeLimit") is not None:
+            try:
+                negative = parse_quantity(src["sizeLimit"]) < 0
+            except (QuantityError, TypeError, ValueError):
+                negative = False
+            if negative:
+                out.append(_forbidden(f"{sf}.sizeLimit", "SizeLimit field must be a valid resource quantity"))
+        for req in _VOLUME_REQUIRED.get(key, ()):
+            if not src.get(req):
+                out.append(_required(f"{sf}.{req}"))
+        mode = src.get("defaultMode")
+        if _is_int(mode) and not 0 <= mode <= 0o777:
+            out.append(_invalid(f"{sf}.defaultMode", mode, FILE_MODE_ERR))
+    if not count:
+        out.append(_required(field, "must specify a volume type"))
     return out
 
 
-def validate_container(ctr: Any, field: str, names: set[str] | None = None) -> list[FieldCause]:
-    """The causes of one container (at ``field``, e.g. ``spec.containers[0]``): name required and
-    a DNS-1123 label, image required, pull policy, ports, resources, env names. ``names``: the
-    container names seen so far in the Pod (a repeated name is a duplicate; this one is added);
-    None: no duplicate check (the caller has its own).
+def _validate_volumes(volumes: Any, field: str) -> tuple[set[str], list[FieldCause]]:
+    """ValidateVolumes: the names of the valid volumes (the ones mounts may name) and the causes."""
+    names: set[str] = set()
+    out: list[FieldCause] = []
+    if not isinstance(volumes, list):
+        return names, out
+    for i, vol in enumerate(volumes):
+        vf = f"{field}[{i}]"
+        if not isinstance(vol, dict):
+            out.append(_invalid(vf, vol, "must be an object"))
+            continue
+        name = vol.get("name") or ""
+        errs = _validate_volume_source(vol, vf)
+        if not name:
+            errs.append(_required(f"{vf}.name"))
+        else:
+            errs += [_invalid(f"{vf}.name", name, e) for e in is_dns1123_label(name)]
+        if name in names:
+            errs.append(_duplicate(f"{vf}.name", name))
+        if errs:
+            out += errs
+        else:
+            names.add(name)
+    return names, out
 
-    Mirrors (the subset pumice checks): kubernetes pkg/apis/core/validation/validation.go
-    validateContainerCommon."""
+
+def _validate_volume_mounts(mounts: Any, volumes: set[str] | None, field: str) -> list[FieldCause]:
+    """ValidateVolumeMounts: name and mountPath required, the volume exists, paths unique, subPath
+    relative without '..'. ``volumes`` None: the volumes are not known (no existence check)."""
+    out: list[FieldCause] = []
+    paths: set[str] = set()
+    for i, m in enumerate(mounts if isinstance(mounts, list) else ()):
+        mf = f"{field}[{i}]"
+        if not isinstance(m, dict):
+            out.append(_invalid(mf, m, "must be an object"))
+            continue
+        name, path = m.get("name") or "", m.get("mountPath") or ""
+        if not name:
+            out.append(_required(f"{mf}.name"))
+        if volumes is not None and name not in volumes:
+            out.append(FieldCause(f"{mf}.name", f"Not found: {format_value(name)}", "FieldValueNotFound"))
+        if not path:
+            out.append(_required(f"{mf}.mountPath"))
+        if path in paths:
+            out.append(_invalid(f"{mf}.mountPath", path, "must be unique"))
+        paths.add(path)
+        for key in ("subPath", "subPathExpr"):
+            sub = m.get(key)
+            if isinstance(sub, str) and sub:
+                if sub.startswith("/"):
+                    out.append(_invalid(f"{field}.{key}", sub, "must be a relative path"))
+                if ".." in sub.replace("\\", "/").split("/"):
+                    out.append(_invalid(f"{field}.{key}", sub, "must not contain '..'"))
+    return out
+
+
+#: validEnvDownwardAPIFieldPathExpressions, sorted (sets.List)
+ENV_FIELD_PATHS = ["metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "spec.serviceAccountName",
+                   "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs"]
+#: what ConvertDownwardAPIFieldLabel accepts for v1 Pods
+_POD_FIELD_LABELS = frozenset({
+    "metadata.annotations", "metadata.labels", "metadata.name", "metadata.namespace", "metadata.uid",
+    "spec.nodeName", "spec.restartPolicy", "spec.serviceAccountName", "spec.schedulerName", "status.phase",
+    "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs"})
+_SUBSCRIPTED = re.compile(r"^([^\[]+)\['(.*)'\]$")
+RESOURCE_FIELD_PATHS = ["limits.cpu", "limits.ephemeral-storage", "limits.memory", "requests.cpu",
+                        "requests.ephemeral-storage", "requests.memory"]
+
+
+def _field_ref(ref: Obj, field: str) -> list[FieldCause]:
+    """validateObjectFieldSelector for env (after ConvertDownwardAPIFieldLabel)."""
+    if not ref.get("apiVersion"):
+        return [_required(f"{field}.apiVersion")]
+    path = ref.get("fieldPath") or ""
+    if not path:
+        return [_required(f"{field}.fieldPath")]
+    if ref["apiVersion"] != "v1":
+        return [_invalid(f"{field}.fieldPath", path,
+                         f"error converting fieldPath: unsupported pod version: {ref['apiVersion']}")]
+    sub = _SUBSCRIPTED.match(path)
+    if sub:
+        base, key = sub.group(1), sub.group(2)
+        if base not in ("metadata.annotations", "metadata.labels"):
+            return [_invalid(f"{field}.fieldPath", path,
+                             f"error converting fieldPath: field label does not support subscript: {path}")]
+        name = key.lower() if base == "metadata.annotations" else key
+        return [_invalid(field, name, e) for e in is_qualified_name(name)]
+    if path == "spec.host":
+        path = "spec.nodeName"
+    if path not in _POD_FIELD_LABELS:
+        return [_invalid(f"{field}.fieldPath", path, f"error converting fieldPath: field label not supported: {path}")]
+    if path not in ENV_FIELD_PATHS:
+        return [_not_supported(f"{field}.fieldPath", path, ENV_FIELD_PATHS)]
+    return []
+
+
+def _key_ref(ref: Obj, field: str) -> list[FieldCause]:
+    """validateConfigMapKeySelector / validateSecretKeySelector."""
+    name = ref.get("name") or ""
+    out = [_invalid(f"{field}.name", name, e) for e in is_dns1123_subdomain(name)]
+    key = ref.get("key") or ""
+    if not key:
+        out.append(_required(f"{field}.key"))
+    elif len(key) > 253 or not _CONFIG_KEY.match(key):
+        out.append(_invalid(f"{field}.key", key, CONFIG_KEY_ERR))
+    return out
+
+
+def _validate_env(env: Any, field: str) -> list[FieldCause]:
+    """ValidateEnv: names (relaxed rule), and valueFrom: one source, not with a value."""
+    out: list[FieldCause] = []
+    for j, ev in enumerate(env if isinstance(env, list) else ()):
+        ef = f"{field}[{j}]"
+        if not isinstance(ev, dict):
+            out.append(_invalid(ef, ev, "must be an object"))
+            continue
+        name = ev.get("name") or ""
+        if not name:
+            out.append(_required(f"{ef}.name"))
+        elif not _RELAXED_ENV_NAME.match(name):
+            out.append(_invalid(f"{ef}.name", name, RELAXED_ENV_NAME_ERR))
+        vf = ev.get("valueFrom")
+        if not isinstance(vf, dict):
+            continue
+        vff = f"{ef}.valueFrom"
+        sources = 0
+        if isinstance(vf.get("fieldRef"), dict):
+            sources += 1
+            out += _field_ref(vf["fieldRef"], f"{vff}.fieldRef")
+        rf = vf.get("resourceFieldRef")
+        if isinstance(rf, dict):
+            sources += 1
+            res = rf.get("resource") or ""
+            if not res:
+                out.append(_required(f"{vff}.resourceFieldRef.resource"))
+            elif res not in RESOURCE_FIELD_PATHS and not res.startswith(("requests.hugepages-", "limits.hugepages-")):
+                out.append(_not_supported(f"{vff}.resourceFieldRef.resource", res, RESOURCE_FIELD_PATHS))
+        for key in ("configMapKeyRef", "secretKeyRef"):
+            if isinstance(vf.get(key), dict):
+                sources += 1
+                out += _key_ref(vf[key], f"{vff}.{key}")
+        if sources == 0:
+            out.append(_invalid(vff, "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` "
+                                         "or `secretKeyRef`"))
+        elif ev.get("value"):
+            out.append(_invalid(vff, "", "may not be specified when `value` is not empty"))
+        elif sources > 1:
+            out.append(_invalid(vff, "", "may not have more than one field specified at a time"))
+    return out
+
+
+def _validate_env_from(env_from: Any, field: str) -> list[FieldCause]:
+    """ValidateEnvFrom: prefix a valid name, exactly one of configMapRef and secretRef."""
+    out: list[FieldCause] = []
+    for j, ef in enumerate(env_from if isinstance(env_from, list) else ()):
+        if not isinstance(ef, dict):
+            continue
+        prefix = ef.get("prefix") or ""
+        if prefix and not _RELAXED_ENV_NAME.match(prefix):
+            out.append(_invalid(f"{field}[{j}].prefix", prefix, RELAXED_ENV_NAME_ERR))
+        sources = 0
+        for key in ("configMapRef", "secretRef"):
+            ref = ef.get(key)
+            if isinstance(ref, dict):
+                sources += 1
+                if not ref.get("name"):
+                    out.append(_required(f"{field}[{j}].{key}.name"))
+        if sources == 0:
+            out.append(_invalid(field, "", "must specify one of: `configMapRef` or `secretRef`"))
+        elif sources > 1:
+            out.append(_invalid(field, "", "may not have more than one field specified at a time"))
+    return out
+
+
+_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc", "sleep")
+
+
+def _validate_handler(handler: Obj, kinds: tuple[str, ...], grace: Any, field: str) -> list[FieldCause]:
+    """validateHandler: exactly one handler type of ``kinds``, each checked."""
+    out: list[FieldCause] = []
+    count = 0
+    for kind in _HANDLERS:
+        action = handler.get(kind)
+        if kind not in kinds or action is None:
+            continue
+        if count:
+            out.append(_forbidden(f"{field}.{kind}", "may not specify more than 1 handler type"))
+            continue
+        count += 1
+        af = f"{field}.{kind}"
+        action = action if isinstance(action, dict) else {}
+        if kind == "exec" and not action.get("command"):
+            out.append(_required(f"{af}.command"))
+        elif kind in ("httpGet", "tcpSocket", "grpc"):
+            out += _port_num_or_name(action.get("port"), f"{af}.port")
+            scheme = action.get("scheme")
+            if kind == "httpGet" and scheme is not None and scheme not in ("HTTP", "HTTPS"):
+                out.append(_not_supported(f"{af}.scheme", scheme, ["HTTP", "HTTPS"]))
+        elif kind == "sleep" and _is_int(grace):
+            secs = action.get("seconds")
+            if _is_int(secs) and (secs <= 0 or secs > grace):
+                out.append(_invalid(af, secs, f"must be greater than 0 and less than terminationGracePeriodSeconds "
+                                              f"({grace}). Enable AllowPodLifecycleSleepActionZeroValue feature "
+                                              "gate for zero sleep."))
+    if not count:
+        out.append(_required(field, "must specify a handler type"))
+    return out
+
+
+_PROBE_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
+_LIFECYCLE_HANDLERS = ("exec", "httpGet", "tcpSocket", "sleep")
+
+
+def _validate_probe(probe: Any, kind: str, grace: Any, field: str) -> list[FieldCause]:
+    """validateLivenessProbe / validateReadinessProbe / validateStartupProbe."""
+    if not isinstance(probe, dict):
+        return []
+    out = _validate_handler(probe, _PROBE_HANDLERS, grace, field)
+    for key in ("initialDelaySeconds", "timeoutSeconds", "periodSeconds", "successThreshold", "failureThreshold"):
+        v = probe.get(key)
+        if type(v) is int and v < 0:
+            out.append(_invalid(f"{field}.{key}", v, "must be greater than or equal to 0"))
+    tgps = probe.get("terminationGracePeriodSeconds")
+    if _is_int(tgps) and tgps <= 0:
+        out.append(_invalid(f"{field}.terminationGracePeriodSeconds", tgps, "must be greater than 0"))
+    success = probe.get("successThreshold")
+    if kind != "readinessProbe" and _is_int(success) and success not in (0, 1):  # 0 is defaulted to 1
+        out.append(_invalid(f"{field}.successThreshold", success, "must be 1"))
+    if kind == "readinessProbe" and tgps is not None:
+        out.append(_invalid(f"{field}.terminationGracePeriodSeconds", tgps, "must not be set for readinessProbes"))
+    return out
+
+
+_PROBE_KEYS = frozenset({"lifecycle", "livenessProbe", "readinessProbe", "startupProbe"})
+
+
+def _probes_and_lifecycle(ctr: Obj, grace: Any, cf: str) -> list[FieldCause]:
+    out: list[FieldCause] = []
+    if _PROBE_KEYS.isdisjoint(ctr):
+        return out
+    lifecycle = ctr.get("lifecycle")
+    if isinstance(lifecycle, dict):
+        for hook in ("postStart", "preStop"):
+            if isinstance(lifecycle.get(hook), dict):
+                out += _validate_handler(lifecycle[hook], _LIFECYCLE_HANDLERS, grace, f"{cf}.lifecycle.{hook}")
+    for kind in ("livenessProbe", "readinessProbe", "startupProbe"):
+        out += _validate_probe(ctr.get(kind), kind, grace, f"{cf}.{kind}")
+    return out
+
+
+def _validate_security_context(sc: Any, field: str, *, pod: bool) -> list[FieldCause]:
+    """The user and group ids of a pod's or container's securityContext (IsValidUserID/GroupID)."""
+    out: list[FieldCause] = []
+    if not isinstance(sc, dict):
+        return out
+    keys = ("fsGroup", "runAsUser", "runAsGroup") if pod else ("runAsUser", "runAsGroup")
+    for key in keys:
+        v = sc.get(key)
+        if _is_int(v) and not 0 <= v <= INT32_MAX:
+            out.append(_invalid(f"{field}.{key}", v, inclusive_range_error(0, INT32_MAX)))
+    if pod:
+        for g, gid in enumerate(sc.get("supplementalGroups") or []):
+            if _is_int(gid) and not 0 <= gid <= INT32_MAX:
+                out.append(_invalid(f"{field}.supplementalGroups[{g}]", gid, inclusive_range_error(0, INT32_MAX)))
+    return out
+
+
+def _validate_container_ports(ports: Any, field: str) -> list[FieldCause]:
+    out: list[FieldCause] = []
+    names: set[str] = set()
+    for j, port in enumerate(ports if isinstance(ports, list) else ()):
+        pf = f"{field}[{j}]"
+        if not isinstance(port, dict):
+            out.append(_invalid(pf, port, "must be an object"))
+            continue
+        pname = port.get("name")
+        if pname:
+            errs = _port_name_errors(str(pname))
+            if errs:
+                out += [_invalid(f"{pf}.name", pname, e) for e in errs]
+            elif pname in names:
+                out.append(_duplicate(f"{pf}.name", pname))
+            else:
+                names.add(pname)
+        cp = port.get("containerPort")
+        if cp in (None, 0):
+            out.append(_required(f"{pf}.containerPort"))
+        else:
+            out += [_invalid(f"{pf}.containerPort", cp, e) for e in is_valid_port_num(cp)]
+        hp = port.get("hostPort")
+        if hp not in (None, 0):
+            out += [_invalid(f"{pf}.hostPort", hp, e) for e in is_valid_port_num(hp)]
+        proto = port.get("protocol")
+        if proto and proto not in PROTOCOLS:
+            out.append(_not_supported(f"{pf}.protocol", proto, PROTOCOLS))
+    return out
+
+
+def validate_container(ctr: Any, field: str, names: set[str] | None = None,
+                       volumes: set[str] | None = None) -> list[FieldCause]:
+    """The checks every container gets (at ``field``, e.g. ``spec.containers[0]``): name required
+    and a DNS-1123 label, image required, terminationMessagePolicy, ports (IANA names, numbers),
+    env and envFrom, volume mounts (of ``volumes``; None: not checked), pull policy, resources
+    (names, quantities, limits of extended resources), securityContext ids. ``names``: the
+    container names seen so far (a repeated name is a duplicate; this one is added); None: no
+    duplicate check (the caller has its own).
+
+    Mirrors: kubernetes pkg/apis/core/validation/validation.go validateContainerCommon."""
     if not isinstance(ctr, dict):
         return [_invalid(field, ctr, "must be an object")]
     out: list[FieldCause] = []
@@ -423,33 +933,32 @@ def validate_container(ctr: Any, field: str, names: set[str] | None = None) -> l
         out.append(_required(f"{cf}.name"))
     else:
         out += [_invalid(f"{cf}.name", name, e) for e in is_dns1123_label(name)]
-        if names is not None:
-            if name in names:
-                out.append(_duplicate(f"{cf}.name", name))
+    if names is not None:
+        if name in names:
+            out.append(_duplicate(f"{cf}.name", name))
+        elif name:
             names.add(name)
     if not ctr.get("image"):
         out.append(_required(f"{cf}.image"))
+    tmp = ctr.get("terminationMessagePolicy")
+    if tmp and tmp not in TERMINATION_MESSAGE_POLICIES:
+        out.append(_not_supported(f"{cf}.terminationMessagePolicy", tmp, TERMINATION_MESSAGE_POLICIES))
+    if "ports" in ctr:
+        out += _validate_container_ports(ctr["ports"], f"{cf}.ports")
+    if "env" in ctr:
+        out += _validate_env(ctr["env"], f"{cf}.env")
+    if "envFrom" in ctr:
+        out += _validate_env_from(ctr["envFrom"], f"{cf}.envFrom")
+    if "volumeMounts" in ctr:
+        out += _validate_volume_mounts(ctr["volumeMounts"], volumes, f"{cf}.volumeMounts")
     pull = ctr.get("imagePullPolicy")
     if pull and pull not in PULL_POLICIES:
         out.append(_not_supported(f"{cf}.imagePullPolicy", pull, PULL_POLICIES))
-    port_names: set[str] = set()
-    for j, port in enumerate(ctr.get("ports") or []):
-        pf = f"{cf}.ports[{j}]"
-        cp = port.get("containerPort") if isinstance(port, dict) else None
-        if not isinstance(cp, int) or isinstance(cp, bool) or not 1 <= cp <= 65535:
-            out.append(_invalid(f"{pf}.containerPort", cp, "must be between 1 and 65535, inclusive"))
-        pname = port.get("name") if isinstance(port, dict) else None
-        if pname:
-            if pname in port_names:
-                out.append(_duplicate(f"{pf}.name", pname))
-            port_names.add(pname)
-        proto = port.get("protocol") if isinstance(port, dict) else None
-        if proto and proto not in PROTOCOLS:
-            out.append(_not_supported(f"{pf}.protocol", proto, PROTOCOLS))
-    out += _validate_resources(ctr.get("resources"), f"{cf}.resources")
-    for j, env in enumerate(ctr.get("env") or []):
-        if not isinstance(env, dict) or not env.get("name"):
-            out.append(_required(f"{cf}.env[{j}].name"))
+    res = ctr.get("resources")
+    if res:
+        out += _validate_resources(res, f"{cf}.resources")
+    if ctr.get("securityContext"):
+        out += _validate_security_context(ctr["securityContext"], f"{cf}.securityContext", pod=False)
     return out
 
 
@@ -481,9 +990,14 @@ def _remember_valid(key: tuple[Any, bytes] | None, out: list[FieldCause]) -> lis
 
 
 def validate_pod_spec(spec: Any, field: str, restart_policies: list[str] | None = None) -> list[FieldCause]:
-    """Rules for a PodSpec at ``field`` (``spec`` or ``spec.template.spec``): containers present,
-    names unique DNS-1123 labels, images set, quantities parse, restartPolicy in
-    ``restart_policies`` (default Always/OnFailure/Never)."""
+    """Rules for a PodSpec at ``field`` (``spec`` or ``spec.template.spec``), in upstream's order:
+    volumes, containers, init containers, hostNetwork ports, restartPolicy (in ``restart_policies``,
+    default Always/OnFailure/Never), dnsPolicy, nodeSelector, securityContext, affinity, dnsConfig,
+    topologySpreadConstraints, serviceAccountName, nodeName, activeDeadlineSeconds, hostname,
+    subdomain, tolerations, priorityClassName. One pass; a spec found valid is remembered.
+
+    Mirrors: kubernetes pkg/apis/core/validation/validation.go ValidatePodSpec (the rules listed in
+    the module docstring; volume sources are checked for count and a few required fields only)."""
     if not isinstance(spec, dict):
         return [_required(field)]
     out: list[FieldCause] = []
@@ -495,32 +1009,267 @@ def validate_pod_spec(spec: Any, field: str, restart_policies: list[str] | None 
 
 
 def _validate_pod_spec(spec: Obj, field: str, restart_policies: list[str] | None) -> list[FieldCause]:
-    out: list[FieldCause] = []
-    names: set[str] = set()
-    out += _validate_containers(spec.get("initContainers"), f"{field}.initContainers", names, False)
-    out += _validate_containers(spec.get("containers"), f"{field}.containers", names, True)
+    grace = spec.get("terminationGracePeriodSeconds")
+    volumes, out = _validate_volumes(spec["volumes"], f"{field}.volumes") if "volumes" in spec else (set(), [])
+    out += _validate_containers(spec, field, volumes, grace)
+    if spec.get("hostNetwork") is True:
+        out += _host_network_ports(spec, field)
     policy = spec.get("restartPolicy")
     allowed = restart_policies or RESTART_POLICIES
     if policy is not None and policy not in allowed:
         out.append(_not_supported(f"{field}.restartPolicy", policy, allowed))
-    ads = spec.get("activeDeadlineSeconds")
-    if ads is not None and (not isinstance(ads, int) or ads <= 0):
-        out.append(_invalid(f"{field}.activeDeadlineSeconds", ads, "must be between 1 and 2147483647, inclusive"))
-    tgps = spec.get("terminationGracePeriodSeconds")
-    if tgps is not None and (not isinstance(tgps, int) or tgps < 0):
-        out.append(_invalid(f"{field}.terminationGracePeriodSeconds", tgps, "must be greater than or equal to 0"))
-    for i, tol in enumerate(spec.get("tolerations") or []):
-        if isinstance(tol, dict):
-            op = tol.get("operator")
-            if op and op not in ("Exists", "Equal"):
-                out.append(_not_supported(f"{field}.tolerations[{i}].operator", op, ["Equal", "Exists"]))
-            eff = tol.get("effect")
-            if eff and eff not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
-                out.append(_not_supported(f"{field}.tolerations[{i}].effect", eff,
-                                          ["NoExecute", "NoSchedule", "PreferNoSchedule"]))
+    dns = spec.get("dnsPolicy")
+    if dns and dns not in DNS_POLICIES:
+        out.append(_not_supported(f"{field}.dnsPolicy", dns, DNS_POLICIES))
     node_selector = spec.get("nodeSelector")
     if node_selector is not None:
         out += validate_labels(node_selector, f"{field}.nodeSelector")
+    if spec.get("securityContext"):
+        out += _validate_security_context(spec["securityContext"], f"{field}.securityContext", pod=True)
+    if spec.get("affinity"):
+        out += _validate_affinity(spec["affinity"], f"{field}.affinity")
+    if dns == "None":
+        cfg = spec.get("dnsConfig")
+        if not isinstance(cfg, dict):
+            out.append(_required(f"{field}.dnsConfig", "must provide `dnsConfig` when `dnsPolicy` is None"))
+        elif not cfg.get("nameservers"):
+            out.append(_required(f"{field}.dnsConfig.nameservers",
+                                 "must provide at least one DNS nameserver when `dnsPolicy` is None"))
+    if spec.get("topologySpreadConstraints"):
+        out += _validate_spread(spec["topologySpreadConstraints"], f"{field}.topologySpreadConstraints")
+    for key, check in (("serviceAccountName", is_dns1123_subdomain), ("nodeName", is_dns1123_subdomain)):
+        value = spec.get(key)
+        if isinstance(value, str) and value:
+            out += [_invalid(f"{field}.{key}", value, e) for e in check(value)]
+    ads = spec.get("activeDeadlineSeconds")
+    if ads is not None and (not _is_int(ads) or not 1 <= ads <= INT32_MAX):
+        out.append(_invalid(f"{field}.activeDeadlineSeconds", ads, inclusive_range_error(1, INT32_MAX)))
+    for key in ("hostname", "subdomain"):
+        value = spec.get(key)
+        if isinstance(value, str) and value:
+            out += [_invalid(f"{field}.{key}", value, e) for e in is_dns1123_label(value)]
+    if spec.get("tolerations"):
+        out += _validate_tolerations(spec["tolerations"], f"{field}.tolerations")
+    pcn = spec.get("priorityClassName")
+    if isinstance(pcn, str) and pcn:
+        out += [_invalid(f"{field}.priorityClassName", pcn, e) for e in is_dns1123_subdomain(pcn)]
+    tgps = spec.get("terminationGracePeriodSeconds")
+    if tgps is not None and (not _is_int(tgps) or tgps < 0):
+        out.append(_invalid(f"{field}.terminationGracePeriodSeconds", tgps, "must be greater than or equal to 0"))
+    return out
+
+
+def _validate_containers(spec: Obj, field: str, volumes: set[str], grace: Any) -> list[FieldCause]:
+    """validateContainers then validateInitContainers: regular containers required, names unique
+    across both lists (a clash reported on the init container), probes and lifecycle only on
+    regular and restartable init containers, restartPolicy only on init containers."""
+    out: list[FieldCause] = []
+    containers = spec.get("containers")
+    cfield = f"{field}.containers"
+    names: set[str] = set()
+    if not containers:
+        out.append(_required(cfield))
+    elif not isinstance(containers, list):
+        out.append(_invalid(cfield, containers, "must be a list of containers"))
+    else:
+        for i, ctr in enumerate(containers):
+            cf = f"{cfield}[{i}]"
+            out += validate_container(ctr, cf, names, volumes)
+            if not isinstance(ctr, dict):
+                continue
+            out += _probes_and_lifecycle(ctr, grace, cf)
+            if ctr.get("restartPolicy") is not None:
+                out.append(_forbidden(f"{cf}.restartPolicy", "may not be set for non-init containers"))
+    inits = spec.get("initContainers")
+    ifield = f"{field}.initContainers"
+    if inits and not isinstance(inits, list):
+        return [*out, _invalid(ifield, inits, "must be a list of containers")]
+    for i, ctr in enumerate(inits or ()):
+        cf = f"{ifield}[{i}]"
+        out += validate_container(ctr, cf, names, volumes)
+        if not isinstance(ctr, dict):
+            continue
+        rp = ctr.get("restartPolicy")
+        if rp is not None and rp != "Always":
+            out.append(_not_supported(f"{cf}.restartPolicy", rp, ["Always"]))
+        if rp == "Always":
+            out += _probes_and_lifecycle(ctr, grace, cf)
+        else:
+            for key in ("lifecycle", "livenessProbe", "readinessProbe", "startupProbe"):
+                if ctr.get(key) is not None:
+                    out.append(_forbidden(f"{cf}.{key}", "may not be set for init containers without "
+                                                         "restartPolicy=Always"))
+    return out
+
+
+def _host_network_ports(spec: Obj, field: str) -> list[FieldCause]:
+    """validatePodHostNetworkDeps: with hostNetwork a hostPort must be the containerPort (an unset
+    hostPort is defaulted to it, so only a set, different one is refused)."""
+    out: list[FieldCause] = []
+    if spec.get("hostNetwork") is not True:
+        return out
+    for i, ctr in enumerate(spec.get("containers") or []):
+        for j, port in enumerate((ctr.get("ports") or []) if isinstance(ctr, dict) else ()):
+            if isinstance(port, dict) and port.get("hostPort") not in (None, 0) \
+                    and port.get("hostPort") != port.get("containerPort"):
+                out.append(_invalid(f"{field}.containers[{i}].ports[{j}].hostPort", port["hostPort"],
+                                    "must match `containerPort` when `hostNetwork` is true"))
+    return out
+
+
+def _validate_tolerations(tolerations: Any, field: str) -> list[FieldCause]:
+    """ValidateTolerations."""
+    out: list[FieldCause] = []
+    for i, tol in enumerate(tolerations if isinstance(tolerations, list) else ()):
+        tf = f"{field}[{i}]"
+        if not isinstance(tol, dict):
+            out.append(_invalid(tf, tol, "must be an object"))
+            continue
+        key, op = tol.get("key") or "", tol.get("operator") or ""
+        value, effect = tol.get("value") or "", tol.get("effect") or ""
+        if key:
+            out += [_invalid(f"{tf}.key", key, e) for e in is_qualified_name(key)]
+        if not key and op != "Exists":
+            out.append(_invalid(f"{tf}.operator", op,
+                                'operator must be Exists when `key` is empty, which means "match all values and all keys"'))
+        if tol.get("tolerationSeconds") is not None and effect != "NoExecute":
+            out.append(_invalid(f"{tf}.effect", effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+        if op in ("Equal", ""):
+            errs = is_label_value(value)
+            if errs:
+                out.append(_invalid(f"{tf}.operator", value, ";".join(errs)))
+        elif op == "Exists":
+            if value:
+                out.append(_invalid(f"{tf}.operator", value, "value must be empty when `operator` is 'Exists'"))
+        else:
+            out.append(_not_supported(f"{tf}.operator", op, ["Equal", "Exists"]))
+        if effect and effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+            out.append(_not_supported(f"{tf}.effect", effect, ["NoSchedule", "PreferNoSchedule", "NoExecute"]))
+    return out
+
+
+def _node_selector_term(term: Any, field: str, *, check_values: bool) -> list[FieldCause]:
+    """ValidateNodeSelectorTerm: matchExpressions (operator and values) and matchFields."""
+    out: list[FieldCause] = []
+    if not isinstance(term, dict):
+        return out
+    for j, req in enumerate(term.get("matchExpressions") or []):
+        rf = f"{field}.matchExpressions[{j}]"
+        if not isinstance(req, dict):
+            continue
+        op, values = req.get("operator"), req.get("values") or []
+        if op in ("In", "NotIn"):
+            if not values:
+                out.append(_required(f"{rf}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
+        elif op in ("Exists", "DoesNotExist"):
+            if values:
+                out.append(_forbidden(f"{rf}.values", "may not be specified when `operator` is 'Exists' or "
+                                                      "'DoesNotExist'"))
+        elif op in ("Gt", "Lt"):
+            if len(values) != 1:
+                out.append(_required(f"{rf}.values", "must be specified single value when `operator` is 'Lt' or 'Gt'"))
+        else:
+            out.append(_invalid(f"{rf}.operator", op or "", "not a valid selector operator"))
+        out += [_invalid(f"{rf}.key", req.get("key") or "", e) for e in is_qualified_name(str(req.get("key") or ""))]
+        if check_values:
+            for k, v in enumerate(values):
+                out += [_invalid(f"{rf}.values[{k}]", v, e) for e in is_label_value(str(v))]
+    for j, req in enumerate(term.get("matchFields") or []):
+        rf = f"{field}.matchFields[{j}]"
+        if not isinstance(req, dict):
+            continue
+        if req.get("operator") in ("In", "NotIn"):
+            if len(req.get("values") or []) != 1:
+                out.append(_required(f"{rf}.values", "must be only one value when `operator` is 'In' or 'NotIn' "
+                                                     "for node field selector"))
+        else:
+            out.append(_invalid(f"{rf}.operator", req.get("operator") or "", "not a valid selector operator"))
+        if req.get("key") != "metadata.name":
+            out.append(_invalid(f"{rf}.key", req.get("key") or "", "not a valid field selector key"))
+        else:
+            for k, v in enumerate(req.get("values") or []):
+                out += [_invalid(f"{rf}.values[{k}]", v, e) for e in is_dns1123_subdomain(str(v))]
+    return out
+
+
+def _pod_affinity_terms(terms: Any, field: str, *, weighted: bool) -> list[FieldCause]:
+    out: list[FieldCause] = []
+    for i, term in enumerate(terms if isinstance(terms, list) else ()):
+        if not isinstance(term, dict):
+            continue
+        tf = f"{field}[{i}]"
+        if weighted:
+            w = term.get("weight")
+            if _is_int(w) and not 1 <= w <= 100:
+                out.append(_invalid(f"{tf}.weight", w, "must be in the range 1-100"))
+            tf, term = f"{tf}.podAffinityTerm", term.get("podAffinityTerm") or {}
+        topology = term.get("topologyKey") or ""
+        if not topology:
+            out.append(_required(f"{tf}.topologyKey", "can not be empty"))
+        out += [_invalid(f"{tf}.topologyKey", topology, e) for e in is_qualified_name(topology)]
+    return out
+
+
+def _validate_affinity(affinity: Any, field: str) -> list[FieldCause]:
+    """validateAffinity: node affinity terms, pod (anti-)affinity topology keys and weights."""
+    out: list[FieldCause] = []
+    if not isinstance(affinity, dict):
+        return out
+    na = affinity.get("nodeAffinity")
+    if isinstance(na, dict):
+        nf = f"{field}.nodeAffinity"
+        req = na.get("requiredDuringSchedulingIgnoredDuringExecution")
+        if isinstance(req, dict):
+            tf = f"{nf}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+            terms = req.get("nodeSelectorTerms") or []
+            if not terms:
+                out.append(_required(tf, "must have at least one node selector term"))
+            for i, term in enumerate(terms):
+                out += _node_selector_term(term, f"{tf}[{i}]", check_values=True)
+        for i, pref in enumerate(na.get("preferredDuringSchedulingIgnoredDuringExecution") or []):
+            if not isinstance(pref, dict):
+                continue
+            pf = f"{nf}.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
+            w = pref.get("weight")
+            if _is_int(w) and not 1 <= w <= 100:
+                out.append(_invalid(f"{pf}.weight", w, "must be in the range 1-100"))
+            out += _node_selector_term(pref.get("preference"), f"{pf}.preference", check_values=False)
+    for kind in ("podAffinity", "podAntiAffinity"):
+        pa = affinity.get(kind)
+        if isinstance(pa, dict):
+            pf = f"{field}.{kind}"
+            out += _pod_affinity_terms(pa.get("requiredDuringSchedulingIgnoredDuringExecution"),
+                                       f"{pf}.requiredDuringSchedulingIgnoredDuringExecution", weighted=False)
+            out += _pod_affinity_terms(pa.get("preferredDuringSchedulingIgnoredDuringExecution"),
+                                       f"{pf}.preferredDuringSchedulingIgnoredDuringExecution", weighted=True)
+    return out
+
+
+def _validate_spread(constraints: Any, field: str) -> list[FieldCause]:
+    """validateTopologySpreadConstraints: maxSkew > 0, topologyKey set, whenUnsatisfiable, no
+    repeated {topologyKey, whenUnsatisfiable}, minDomains."""
+    out: list[FieldCause] = []
+    items = [c for c in constraints if isinstance(c, dict)] if isinstance(constraints, list) else []
+    for i, c in enumerate(items):
+        cf = f"{field}[{i}]"
+        skew = c.get("maxSkew")
+        if not _is_int(skew) or skew <= 0:
+            out.append(_invalid(f"{cf}.maxSkew", skew if skew is not None else 0, "must be greater than zero"))
+        if not c.get("topologyKey"):
+            out.append(_required(f"{cf}.topologyKey", "can not be empty"))
+        action = c.get("whenUnsatisfiable") or ""
+        if action not in ("DoNotSchedule", "ScheduleAnyway"):
+            out.append(_not_supported(f"{cf}.whenUnsatisfiable", action, ["DoNotSchedule", "ScheduleAnyway"]))
+        pair = (c.get("topologyKey"), c.get("whenUnsatisfiable"))
+        if any((o.get("topologyKey"), o.get("whenUnsatisfiable")) == pair for o in items[i + 1:]):
+            out.append(_duplicate(f"{cf}.{{topologyKey, whenUnsatisfiable}}", f"{{{pair[0] or ''}, {pair[1] or ''}}}"))
+        md = c.get("minDomains")
+        if md is not None:
+            if not _is_int(md) or md <= 0:
+                out.append(_invalid(f"{cf}.minDomains", md, "must be greater than zero"))
+            if action != "DoNotSchedule":
+                out.append(_invalid(f"{cf}.minDomains", md, "can only use minDomains if "
+                                                            f"whenUnsatisfiable=DoNotSchedule, not {action}"))
     return out
 
 
@@ -626,9 +1375,6 @@ def _validate_template(spec: Obj, restart_policies: list[str], selector_required
     return out
 
 
-INT32_MAX = 2**31 - 1
-
-
 def _non_negative(spec: Obj, key: str) -> list[FieldCause]:
     """An int32 field that must be >= 0 (types were checked before: a non-integer is a type error)."""
     v = spec.get(key)
@@ -652,6 +1398,86 @@ def _validate_replicated(obj: Obj, old: Obj | None) -> list[FieldCause]:
     return out
 
 
+def _go_int_or_string(v: Any) -> str:
+    """An intstr.IntOrString as Go's ``%#v`` prints it in a field error (the type has no value
+    String method): ``intstr.IntOrString{Type:1, IntVal:0, StrVal:"25%"}``."""
+    if isinstance(v, str):
+        return f'intstr.IntOrString{{Type:1, IntVal:0, StrVal:{quote(v)}}}'
+    return f'intstr.IntOrString{{Type:0, IntVal:{v if _is_int(v) else 0}, StrVal:""}}'
+
+
+def _invalid_int_or_string(field: str, v: Any, detail: str) -> FieldCause:
+    return FieldCause(field, f"Invalid value: {_go_int_or_string(v)}: {detail}", "FieldValueInvalid")
+
+
+def _int_or_percent(v: Any) -> int:
+    """getIntOrPercentValue: a valid percentage's number, else the IntValue (0 for a bad string)."""
+    if isinstance(v, str):
+        digits = v[:-1] if _PERCENT.match(v) else v
+        return int(digits) if re.fullmatch(r"[+-]?[0-9]+", digits) else 0
+    return v if _is_int(v) else 0
+
+
+def _positive_int_or_percent(v: Any, field: str) -> list[FieldCause]:
+    """ValidatePositiveIntOrPercent."""
+    if isinstance(v, str):
+        if not _PERCENT.match(v):
+            return [_invalid_int_or_string(field, v, regex_error(
+                "a valid percent string must be a numeric string followed by an ending '%'", PERCENT_FMT, "1%", "93%"))]
+        return []
+    return _non_negative_at(v, field)
+
+
+def _validate_deployment_strategy(strategy: Any, field: str) -> list[FieldCause]:
+    """ValidateDeploymentStrategy (the strategy is defaulted: type RollingUpdate, 25%/25%)."""
+    if not isinstance(strategy, dict):
+        return []
+    stype, ru = strategy.get("type"), strategy.get("rollingUpdate")
+    if stype == "Recreate":
+        if ru is not None:
+            return [_forbidden(f"{field}.rollingUpdate", "may not be specified when strategy `type` is 'Recreate'")]
+        return []
+    if stype == "RollingUpdate":
+        if not isinstance(ru, dict):
+            return [_required(f"{field}.rollingUpdate", "this should be defaulted and never be nil")]
+        rf = f"{field}.rollingUpdate"
+        unavailable, surge = ru.get("maxUnavailable"), ru.get("maxSurge")
+        out = _positive_int_or_percent(unavailable, f"{rf}.maxUnavailable")
+        out += _positive_int_or_percent(surge, f"{rf}.maxSurge")
+        if _int_or_percent(unavailable) == 0 and _int_or_percent(surge) == 0:
+            out.append(_invalid_int_or_string(f"{rf}.maxUnavailable", unavailable, "may not be 0 when `maxSurge` is 0"))
+        if isinstance(unavailable, str) and _PERCENT.match(unavailable) and int(unavailable[:-1]) > 100:
+            out.append(_invalid_int_or_string(f"{rf}.maxUnavailable", unavailable, "must not be greater than 100%"))
+        return out
+    # Go prints the whole (dereferenced) strategy struct; a set rollingUpdate is a pointer there
+    ru_shown = "(*apps.RollingUpdateDeployment)(nil)" if ru is None else "(*apps.RollingUpdateDeployment)(0xc000000000)"
+    shown = f"apps.DeploymentStrategy{{Type:{quote(str(stype or ''))}, RollingUpdate:{ru_shown}}}"
+    return [FieldCause(field, f'Unsupported value: {shown}: supported values: "Recreate", "RollingUpdate"',
+                       "FieldValueNotSupported")]
+
+
+def _validate_deployment(obj: Obj, old: Obj | None) -> list[FieldCause]:
+    """ValidateDeploymentSpec: the ReplicaSet rules, then strategy, revisionHistoryLimit and
+    progressDeadlineSeconds (> minReadySeconds)."""
+    out = _validate_replicated(obj, old)
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return out
+    out += _validate_deployment_strategy(spec.get("strategy"), "spec.strategy")
+    out += _non_negative_at(spec.get("revisionHistoryLimit"), "spec.revisionHistoryLimit")
+    pds = spec.get("progressDeadlineSeconds")
+    if _is_int(pds):
+        out += _non_negative_at(pds, "spec.progressDeadlineSeconds")
+        mrs = spec.get("minReadySeconds")
+        if pds <= (mrs if _is_int(mrs) else 0):
+            out.append(_invalid("spec.progressDeadlineSeconds", pds, "must be greater than minReadySeconds"))
+    return out
+
+
+#: batch validation maxCompletionsForIndexedJob
+MAX_COMPLETIONS_INDEXED = 100_000
+
+
 def _validate_job(obj: Obj, old: Obj | None) -> list[FieldCause]:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
@@ -665,6 +1491,14 @@ def _validate_job(obj: Obj, old: Obj | None) -> list[FieldCause]:
     mode = spec.get("completionMode")
     if mode is not None and mode not in ("NonIndexed", "Indexed"):
         out.append(_not_supported("spec.completionMode", mode, ["NonIndexed", "Indexed"]))
+    if mode == "Indexed":
+        completions = spec.get("completions")
+        if completions is None:
+            out.append(_required("spec.completions", "when completion mode is Indexed"))
+        elif _is_int(completions) and completions > MAX_COMPLETIONS_INDEXED:
+            out.append(_invalid("spec.completions", completions,
+                                f"must be less than or equal to {MAX_COMPLETIONS_INDEXED} when completion mode is Indexed"))
+    out += _non_negative_at(spec.get("ttlSecondsAfterFinished"), "spec.ttlSecondsAfterFinished")
     out += _validate_template(spec, ["OnFailure", "Never"], selector_required=False)
     if old is not None:
         ospec = old.get("spec") or {}
@@ -695,22 +1529,14 @@ def _is_iana_svc_name(value: str) -> bool:
 # --- other kinds ----------------------------------------------------------------------------------
 
 SERVICE_TYPES = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]
+#: the apiserver's default --service-node-port-range
+NODE_PORT_RANGE = (30000, 32767)
 
 
-def _validate_service(obj: Obj, old: Obj | None) -> list[FieldCause]:
-    spec = obj.get("spec")
-    if not isinstance(spec, dict):
-        return [_required("spec")]
-    out: list[FieldCause] = []
-    stype = spec.get("type") or "ClusterIP"
-    if stype not in SERVICE_TYPES:
-        out.append(_not_supported("spec.type", stype, SERVICE_TYPES))
+def _service_ports(spec: Obj, headless: bool, out: list[FieldCause]) -> None:
+    """validateServicePort of each port, then the duplicate nodePort and (port, protocol) checks."""
     ports = spec.get("ports") or []
-    headless = spec.get("clusterIP") == "None"
-    if not ports and not headless and stype != "ExternalName":
-        out.append(_required("spec.ports"))
     names: set[str] = set()
-    seen: set[tuple[Any, Any]] = set()
     for i, port in enumerate(ports):
         pf = f"spec.ports[{i}]"
         if not isinstance(port, dict):
@@ -724,34 +1550,135 @@ def _validate_service(obj: Obj, old: Obj | None) -> list[FieldCause]:
             if name in names:
                 out.append(_duplicate(f"{pf}.name", name))
             names.add(name)
-        num = port.get("port")
-        if not isinstance(num, int) or isinstance(num, bool) or not 1 <= num <= 65535:
-            out.append(_invalid(f"{pf}.port", num, "must be between 1 and 65535, inclusive"))
-        proto = port.get("protocol") or "TCP"
+        out += [_invalid(f"{pf}.port", port.get("port"), e) for e in is_valid_port_num(port.get("port"))]
+        proto = port.get("protocol") or "TCP"  # defaulted before validation
         if proto not in PROTOCOLS:
             out.append(_not_supported(f"{pf}.protocol", proto, PROTOCOLS))
-        if (num, proto) in seen:
-            out.append(_duplicate(pf, {"port": num, "protocol": proto}))
-        seen.add((num, proto))
-        target = port.get("targetPort")
-        if isinstance(target, int) and not isinstance(target, bool):
-            if not 1 <= target <= 65535:
-                out.append(_invalid(f"{pf}.targetPort", target, "must be between 1 and 65535, inclusive"))
-        elif isinstance(target, str) and not _is_iana_svc_name(target):
-            out.append(_invalid(f"{pf}.targetPort", target,
-                                "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)"))
-        node_port = port.get("nodePort")
-        if node_port and stype not in ("NodePort", "LoadBalancer"):
-            out.append(_forbidden(f"{pf}.nodePort", "may not be used when `type` is 'ClusterIP'"))
+        if port.get("targetPort") is not None:
+            out += _port_num_or_name(port.get("targetPort"), f"{pf}.targetPort")
+        app = port.get("appProtocol")
+        if isinstance(app, str):
+            out += [_invalid(f"{pf}.appProtocol", app, e) for e in is_qualified_name(app)]
+
+
+def _cluster_ips(spec: Obj, out: list[FieldCause]) -> None:
+    """ValidateServiceClusterIPsRelatedFields (clusterIPs is made from clusterIP first, as the
+    strategy's PrepareForCreate does)."""
+    ip = spec.get("clusterIP") or ""
+    ips = spec.get("clusterIPs") or ([ip] if ip else [])
+    if ip and ips and ips[0] != ip:
+        out.append(_invalid("spec.clusterIPs", ips, "first value must match `clusterIP`"))
+    elif not ip and spec.get("clusterIPs"):
+        out.append(_invalid("spec.clusterIPs", ips, "must be empty when `clusterIP` is not specified"))
+    seen: set[str] = set()
+    for i, fam in enumerate(spec.get("ipFamilies") or []):
+        if fam not in ("IPv4", "IPv6"):
+            out.append(_not_supported(f"spec.ipFamilies[{i}]", fam, ["IPv4", "IPv6"]))
+        if fam in seen:
+            out.append(_duplicate(f"spec.ipFamilies[{i}]", fam))
+        seen.add(fam)
+    policy = spec.get("ipFamilyPolicy")
+    if policy is not None and policy not in ("PreferDualStack", "RequireDualStack", "SingleStack"):
+        out.append(_not_supported("spec.ipFamilyPolicy", policy, ["PreferDualStack", "RequireDualStack", "SingleStack"]))
+    for i, cip in enumerate(ips):
+        if i == 0 and cip == "None":
+            if len(ips) > 1:
+                out.append(_invalid("spec.clusterIPs", ips, "'None' must be the first and only value"))
+            continue
+        if not isinstance(cip, str) or not _is_valid_ip(cip):
+            out.append(_invalid(f"spec.clusterIPs[{i}]", cip, IP_ERR))
+    if len(ips) > 2:
+        out.append(_invalid("spec.clusterIPs", ips, "may only hold up to 2 values"))
+
+
+def _validate_service(obj: Obj, old: Obj | None) -> list[FieldCause]:
+    """ValidateService, in upstream's order, and the node port allocator's range check.
+
+    Mirrors: kubernetes pkg/apis/core/validation/validation.go ValidateService (sessionAffinityConfig,
+    loadBalancerSourceRanges and loadBalancerClass are not checked); pkg/registry/core/service
+    portallocator (``provided port is not in the valid range``)."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return [_required("spec")]
+    out: list[FieldCause] = []
+    stype = spec.get("type") or "ClusterIP"
+    ip = spec.get("clusterIP") or ""
+    ips = spec.get("clusterIPs") or ([ip] if ip else [])
+    headless = len(ips) == 1 and ips[0] == "None"
+    if not spec.get("ports") and not headless and stype != "ExternalName":
+        out.append(_required("spec.ports"))
+    if stype in ("LoadBalancer", "NodePort") and headless:
+        out.append(_invalid("spec.clusterIPs[0]", "None", f"may not be set to 'None' for {stype} services"))
+    elif stype == "ExternalName":
+        if ips:
+            out.append(_forbidden("spec.clusterIPs", "may not be set for ExternalName services"))
+        if spec.get("ipFamilies"):
+            out.append(_forbidden("spec.ipFamilies", "may not be set for ExternalName services"))
+        if spec.get("ipFamilyPolicy") is not None:
+            out.append(_forbidden("spec.ipFamilyPolicy", "may not be set for ExternalName services"))
+        cname = str(spec.get("externalName") or "").removesuffix(".")
+        if cname:
+            out += [_invalid("spec.externalName", cname, e) for e in is_dns1123_subdomain(cname)]
+        else:
+            out.append(_required("spec.externalName"))
+    _service_ports(spec, headless, out)
     selector = spec.get("selector")
     if selector is not None:
         out += validate_labels(selector, "spec.selector")
+    affinity = spec.get("sessionAffinity")
+    if affinity is not None and affinity not in ("ClientIP", "None"):
+        out.append(_not_supported("spec.sessionAffinity", affinity, ["ClientIP", "None"]))
+    if affinity == "None" and spec.get("sessionAffinityConfig") is not None:
+        out.append(_forbidden("spec.sessionAffinityConfig", "must not be set when session affinity is None"))
+    if stype != "ExternalName":
+        _cluster_ips(spec, out)
+    for i, eip in enumerate(spec.get("externalIPs") or []):
+        if not isinstance(eip, str) or not _is_valid_ip(eip):
+            out.append(_invalid(f"spec.externalIPs[{i}]", eip, IP_ERR))
+    if stype not in SERVICE_TYPES:
+        out.append(_not_supported("spec.type", stype, SERVICE_TYPES))
+    ports = [p for p in spec.get("ports") or [] if isinstance(p, dict)]
+    if stype == "ClusterIP":
+        for i, port in enumerate(ports):
+            if port.get("nodePort"):
+                out.append(_forbidden(f"spec.ports[{i}].nodePort", "may not be used when `type` is 'ClusterIP'"))
+    node_ports: set[tuple[Any, Any]] = set()
+    pairs: set[tuple[Any, Any]] = set()
+    for i, port in enumerate(ports):
+        proto = port.get("protocol") or "TCP"
+        np = port.get("nodePort")
+        if np:
+            if (proto, np) in node_ports:
+                out.append(_duplicate(f"spec.ports[{i}].nodePort", np))
+            node_ports.add((proto, np))
+        pair = (proto, port.get("port"))
+        if pair in pairs:
+            out.append(FieldCause(f"spec.ports[{i}]", f"Duplicate value: core.ServicePort{{Name:\"\", Protocol:"
+                                  f"{quote(str(proto))}, AppProtocol:(*string)(nil), Port:{port.get('port')}, "
+                                  "TargetPort:intstr.IntOrString{Type:0, IntVal:0, StrVal:\"\"}, NodePort:0}",
+                                  "FieldValueDuplicate"))
+        pairs.add(pair)
+    externally = stype in ("LoadBalancer", "NodePort") or (stype == "ClusterIP" and bool(spec.get("externalIPs")))
+    etp = spec.get("externalTrafficPolicy")
+    if etp:
+        if not externally:
+            out.append(_invalid("spec.externalTrafficPolicy", etp, "may only be set for externally-accessible services"))
+        elif etp not in ("Cluster", "Local"):
+            out.append(_not_supported("spec.externalTrafficPolicy", etp, ["Cluster", "Local"]))
+    itp = spec.get("internalTrafficPolicy")
+    if itp is not None and itp not in ("Cluster", "Local"):
+        out.append(_not_supported("spec.internalTrafficPolicy", itp, ["Cluster", "Local"]))
     if old is not None:
         old_ip = (old.get("spec") or {}).get("clusterIP")
-        new_ip = spec.get("clusterIP")
         # an update without clusterIP keeps the allocated one (upstream copies it before validating)
-        if old_ip and new_ip and new_ip != old_ip and stype != "ExternalName":
-            out.append(_invalid("spec.clusterIP", new_ip, "field is immutable"))
+        if old_ip and ip and ip != old_ip and stype != "ExternalName":
+            out.append(_invalid("spec.clusterIPs[0]", [ip], "may not change once set"))
+    lo, hi = NODE_PORT_RANGE
+    for i, port in enumerate(ports):
+        np = port.get("nodePort")
+        if _is_int(np) and np and not lo <= np <= hi and stype in ("NodePort", "LoadBalancer"):
+            out.append(_invalid(f"spec.ports[{i}].nodePort", np, "provided port is not in the valid range. "
+                                f"The range of valid ports is {lo}-{hi}"))
     return out
 
 
@@ -824,7 +1751,60 @@ def _validate_secret(obj: Obj, old: Obj | None) -> list[FieldCause]:
         out.append(_invalid("type", obj.get("type"), "field is immutable"))
     # data values that are not base64 never get here: kube-apiserver's JSON decoding refuses them
     # (400, see pumice.apiserver.fields.bytes_error)
+    data = obj.get("data")
+    out += _secret_type_keys(obj, data if isinstance(data, dict) else {})
     return out
+
+
+def _secret_type_keys(obj: Obj, data: dict[str, Any]) -> list[FieldCause]:
+    """ValidateSecret's rules per type: the keys a typed Secret must hold (dockercfg and
+    dockerconfigjson: well-formed JSON objects; service-account-token: the account annotation)."""
+    stype = obj.get("type")
+    if stype == "kubernetes.io/service-account-token":
+        annotations = (obj.get("metadata") or {}).get("annotations") or {}
+        if not annotations.get("kubernetes.io/service-account.name"):
+            return [_required("metadata.annotations[kubernetes.io/service-account.name]")]
+    elif stype in ("kubernetes.io/dockercfg", "kubernetes.io/dockerconfigjson"):
+        key = ".dockercfg" if stype == "kubernetes.io/dockercfg" else ".dockerconfigjson"
+        if key not in data:
+            return [_required(f"data[{key}]")]
+        try:
+            parsed = json.loads(std_decode(str(data[key])))
+        except ValueError as e:
+            return [FieldCause(f"data[{key}]", f'Invalid value: "<secret contents redacted>": {_json_error(e)}',
+                               "FieldValueInvalid")]
+        if not isinstance(parsed, dict):
+            return [FieldCause(f"data[{key}]", 'Invalid value: "<secret contents redacted>": json: cannot '
+                               f"unmarshal {_go_json_kind(parsed)} into Go value of type map[string]interface {{}}",
+                               "FieldValueInvalid")]
+    elif stype == "kubernetes.io/basic-auth":
+        if "username" not in data and "password" not in data:
+            return [_required("data[username]"), _required("data[password]")]
+    elif stype == "kubernetes.io/ssh-auth":
+        if not data.get("ssh-privatekey"):
+            return [_required("data[ssh-privatekey]")]
+    elif stype == "kubernetes.io/tls":
+        return [_required(f"data[{key}]") for key in ("tls.crt", "tls.key") if key not in data]
+    return []
+
+
+def _json_error(e: Exception) -> str:
+    """encoding/json's text for a malformed document (the common case; Python's position differs)."""
+    if isinstance(e, json.JSONDecodeError) and e.pos >= len(e.doc):
+        return "unexpected end of JSON input"
+    if isinstance(e, json.JSONDecodeError):
+        ch = e.doc[e.pos] if e.pos < len(e.doc) else ""
+        return f"invalid character {quote_rune(ch)} looking for beginning of value"
+    return "invalid character looking for beginning of value"
+
+
+def quote_rune(ch: str) -> str:
+    """Go's %q of a rune for the ASCII printable ones (``'x'``)."""
+    return "'" + ch.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _go_json_kind(v: Any) -> str:
+    return {list: "array", str: "string", bool: "bool", type(None): "null"}.get(type(v), "number")
 
 
 PRIORITY_USER_MAX = 1_000_000_000
@@ -894,7 +1874,7 @@ _KIND_RULES: dict[tuple[str, str], KindValidator] = {
     ("", "Node"): _validate_node,
     ("", "ConfigMap"): _validate_config_map,
     ("", "Secret"): _validate_secret,
-    ("apps", "Deployment"): _validate_replicated,
+    ("apps", "Deployment"): _validate_deployment,
     ("apps", "ReplicaSet"): _validate_replicated,
     ("batch", "Job"): _validate_job,
     ("scheduling.k8s.io", "PriorityClass"): _validate_priority_class,

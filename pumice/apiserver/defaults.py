@@ -77,8 +77,9 @@ def service(obj: Obj) -> None:
                 p["targetPort"] = p["port"]
     if spec.get("type") == "ClusterIP" or spec.get("clusterIP") == "None":
         spec.setdefault("internalTrafficPolicy", "Cluster")
-    spec.setdefault("ipFamilies", ["IPv4"])
-    spec.setdefault("ipFamilyPolicy", "SingleStack")
+    if spec.get("type") != "ExternalName":  # the allocator sets families only where IPs are allocated
+        spec.setdefault("ipFamilies", ["IPv4"])
+        spec.setdefault("ipFamilyPolicy", "SingleStack")
 
 
 def deployment(obj: Obj) -> None:

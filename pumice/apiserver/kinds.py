@@ -19,7 +19,7 @@ from pumice.api.admission import FieldCause
 from pumice.api.cron import parse_schedule
 from pumice.api.scheme import ResourceKind
 from pumice.api.selectors import from_label_selector
-from pumice.api.validation import validate_object
+from pumice.api.validation import validate_object, validate_pod_spec
 from pumice.apiserver import defaults as kdefaults
 from pumice.apiserver.strategy import Strategy, register
 
@@ -168,8 +168,14 @@ class _Workload(Strategy):
         return out + self._check(spec, old)
 
 
+def _template_spec(spec: Obj, field: str, restart_policies: list[str]) -> list[FieldCause]:
+    """ValidatePodTemplateSpec's pod spec rules (the same as a Pod's) for ``spec.template``."""
+    return validate_pod_spec((spec.get("template") or {}).get("spec"), field, restart_policies)
+
+
 def _check_statefulset(spec: Obj, old: Obj | None) -> list[FieldCause]:
     out = _selector_matches_template(spec)
+    out += _template_spec(spec, "spec.template.spec", ["Always"])
     if spec.get("podManagementPolicy") not in ("OrderedReady", "Parallel"):
         out.append(_unsupported("spec.podManagementPolicy", spec.get("podManagementPolicy"),
                                 ["OrderedReady", "Parallel"]))
@@ -190,9 +196,7 @@ def _check_statefulset(spec: Obj, old: Obj | None) -> list[FieldCause]:
 
 def _check_daemonset(spec: Obj, old: Obj | None) -> list[FieldCause]:
     out = _selector_matches_template(spec)
-    rp = ((spec.get("template") or {}).get("spec") or {}).get("restartPolicy", "Always")
-    if rp != "Always":
-        out.append(_unsupported("spec.template.spec.restartPolicy", rp, ["Always"]))
+    out += _template_spec(spec, "spec.template.spec", ["Always"])
     if old is not None and (old.get("spec") or {}).get("selector") != spec.get("selector"):
         out.append(_invalid("spec.selector", spec.get("selector"), "field is immutable"))
     return out
@@ -211,11 +215,15 @@ def _check_cronjob(spec: Obj, old: Obj | None) -> list[FieldCause]:
         out.append(_unsupported("spec.concurrencyPolicy", spec.get("concurrencyPolicy"), ["Allow", "Forbid", "Replace"]))
     if not isinstance(spec.get("jobTemplate"), dict):
         out.append(_required("spec.jobTemplate"))
+    else:
+        out += _template_spec(spec["jobTemplate"].get("spec") or {}, "spec.jobTemplate.spec.template.spec",
+                              ["OnFailure", "Never"])
     return out
 
 
 def _check_rc(spec: Obj, old: Obj | None) -> list[FieldCause]:
     out = _selector_matches_template(spec, map_selector=True)
+    out += _template_spec(spec, "spec.template.spec", ["Always"])
     if not isinstance(spec.get("replicas"), int) or spec["replicas"] < 0:
         out.append(_invalid("spec.replicas", spec.get("replicas"), "must be greater than or equal to 0"))
     return out

@@ -62,6 +62,14 @@ def test_bad_intstr_is_an_error() -> None:
         scaled_value("ten", 10, round_up=True)
 
 
+def test_bad_percentage_is_intstrs_error_not_pythons() -> None:
+    """trial-10 F-8 d5: ``200x%`` made the controller log Python's int() text."""
+    with pytest.raises(ValueError) as e:
+        scaled_value("200x%", 10, round_up=True)
+    assert str(e.value) == ('invalid value for IntOrString: invalid value "200x%": '
+                            'strconv.Atoi: parsing "200x": invalid syntax')
+
+
 def dep(replicas: int, surge: Any = None, unavailable: Any = None) -> Obj:
     ru: Obj = {}
     if surge is not None:

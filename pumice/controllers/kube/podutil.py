@@ -11,12 +11,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections import Counter
 from typing import Any
 
 import msgspec
 
 from pumice._util.clock import parse_rfc3339
+from pumice._util.gostrings import quote
 from pumice.api import Obj, meta
 from pumice.api.scheme import POD
 from pumice.client.base import ApiError, KubeClient, is_not_found
@@ -141,7 +143,10 @@ def scaled_value(value: int | str | None, total: int, *, round_up: bool, default
     if not s.endswith("%"):
         if s.isdigit():
             return int(s)
-        raise ValueError(f"invalid value for IntOrString: invalid type: string is not a percentage: {s!r}")
+        raise ValueError("invalid value for IntOrString: invalid type: string is not a percentage")
+    if not re.fullmatch(r"[+-]?[0-9]+", s[:-1]):
+        raise ValueError(f"invalid value for IntOrString: invalid value {quote(s)}: "
+                         f"strconv.Atoi: parsing {quote(s[:-1])}: invalid syntax")
     pct = int(s[:-1])
     x = pct * total / 100
     return math.ceil(x) if round_up else math.floor(x)

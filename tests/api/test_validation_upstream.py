@@ -1,0 +1,316 @@
+"""Built-in validation against kube-apiserver's own texts: each case breaks one rule of
+pkg/apis/core/validation (Pods, Services, Secrets), pkg/apis/apps/validation (Deployments) or
+pkg/apis/batch/validation (Jobs) and expects upstream's field path, reason and message. The cases
+are the ones trial-10 (F-8) found stored with 201; the objects are defaulted first, as the API
+server does before it validates."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from pumice.api import Obj
+from pumice.api.scheme import ResourceKind
+from pumice.api.validation import DNS1123_LABEL_ERR, DNS1123_SUBDOMAIN_ERR, validate_object
+from pumice.apiserver import defaults, kinds
+
+
+def rk(group: str, kind: str, namespaced: bool = True) -> ResourceKind:
+    return ResourceKind(group=group, version="v1", kind=kind, plural=kind.lower() + "s", namespaced=namespaced)
+
+
+POD, SVC, SECRET = rk("", "Pod"), rk("", "Service"), rk("", "Secret")
+DEPLOY, JOB, STS = rk("apps", "Deployment"), rk("batch", "Job"), rk("apps", "StatefulSet")
+
+
+def pod(**spec: Any) -> Obj:
+    base: Obj = {"containers": [{"name": "c", "image": "x"}]}
+    base.update(spec)
+    obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"}, "spec": base}
+    defaults.pod(obj)
+    return obj
+
+
+def ctr(**fields: Any) -> list[Obj]:
+    return [{"name": "c", "image": "x", **fields}]
+
+
+def causes(kind: ResourceKind, obj: Obj) -> list[tuple[str, str, str]]:
+    return [(c.field, c.reason, c.message) for c in validate_object(kind, obj, None)]
+
+
+C0 = "spec.containers[0]"
+
+
+POD_CASES = [
+    ("mount of an unknown volume", pod(containers=ctr(volumeMounts=[{"name": "nope", "mountPath": "/x"}])),
+     [(f"{C0}.volumeMounts[0].name", "FieldValueNotFound", 'Not found: "nope"')]),
+    ("node affinity operator", pod(affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "a", "operator": "Bogus", "values": ["b"]}]}]}}}),
+     [("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+       ".matchExpressions[0].operator", "FieldValueInvalid", 'Invalid value: "Bogus": not a valid selector operator')]),
+    ("toleration Exists with a value", pod(tolerations=[{"key": "k", "operator": "Exists", "value": "x"}]),
+     [("spec.tolerations[0].operator", "FieldValueInvalid",
+       "Invalid value: \"x\": value must be empty when `operator` is 'Exists'")]),
+    ("toleration without key must be Exists", pod(tolerations=[{"operator": "Equal", "value": "x"}]),
+     [("spec.tolerations[0].operator", "FieldValueInvalid",
+       'Invalid value: "Equal": operator must be Exists when `key` is empty, which means "match all values and all '
+       'keys"')]),
+    ("GPU request without a limit", pod(containers=ctr(resources={"requests": {"nvidia.com/gpu": "1"}})),
+     [(f"{C0}.resources.limits", "FieldValueRequired",
+       "Required value: Limit must be set for non overcommitable resources")]),
+    ("GPU request different from its limit",
+     pod(containers=ctr(resources={"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "2"}})),
+     [(f"{C0}.resources.requests", "FieldValueInvalid", 'Invalid value: "1": must be equal to nvidia.com/gpu limit of 2')]),
+    ("GPU count not an integer",
+     pod(containers=ctr(resources={"limits": {"nvidia.com/gpu": "500m"}})),
+     [(f"{C0}.resources.limits[nvidia.com/gpu]", "FieldValueInvalid", 'Invalid value: "500m": must be an integer'),
+      (f"{C0}.resources.requests[nvidia.com/gpu]", "FieldValueInvalid", 'Invalid value: "500m": must be an integer')]),
+    ("unknown resource name", pod(containers=ctr(resources={"requests": {"bogusresource": "1"}})),
+     [(f"{C0}.resources.requests[bogusresource]", "FieldValueInvalid",
+       'Invalid value: "bogusresource": must be a standard resource type or fully qualified'),
+      (f"{C0}.resources.requests[bogusresource]", "FieldValueInvalid",
+       'Invalid value: "bogusresource": must be a standard resource for containers')]),
+    ("probe without a handler", pod(containers=ctr(livenessProbe={"periodSeconds": 0})),
+     [(f"{C0}.livenessProbe", "FieldValueRequired", "Required value: must specify a handler type")]),
+    ("probe with two handlers",
+     pod(containers=ctr(readinessProbe={"exec": {"command": ["true"]}, "tcpSocket": {"port": 80}})),
+     [(f"{C0}.readinessProbe.tcpSocket", "FieldValueForbidden", "Forbidden: may not specify more than 1 handler type")]),
+    ("preStop without a handler", pod(containers=ctr(lifecycle={"preStop": {}})),
+     [(f"{C0}.lifecycle.preStop", "FieldValueRequired", "Required value: must specify a handler type")]),
+    ("hostname not a DNS label", pod(hostname="Bad_Host"),
+     [("spec.hostname", "FieldValueInvalid", f'Invalid value: "Bad_Host": {DNS1123_LABEL_ERR}')]),
+    ("nodeName not a DNS subdomain", pod(nodeName="Bad_Node"),
+     [("spec.nodeName", "FieldValueInvalid", f'Invalid value: "Bad_Node": {DNS1123_SUBDOMAIN_ERR}')]),
+    ("env name with '='", pod(containers=ctr(env=[{"name": "1bad=", "value": "v"}])),
+     [(f"{C0}.env[0].name", "FieldValueInvalid", 'Invalid value: "1bad=": a valid environment variable name must '
+       "consist only of printable ASCII characters other than '='")]),
+    ("two volumes with one name", pod(volumes=[{"name": "v", "emptyDir": {}}, {"name": "v", "emptyDir": {}}]),
+     [("spec.volumes[1].name", "FieldValueDuplicate", 'Duplicate value: "v"')]),
+    ("port name too long", pod(containers=ctr(ports=[{"name": "averyveryverylongportname", "containerPort": 80}])),
+     [(f"{C0}.ports[0].name", "FieldValueInvalid",
+       'Invalid value: "averyveryverylongportname": must be no more than 15 characters')]),
+    ("negative runAsUser", pod(securityContext={"runAsUser": -5}),
+     [("spec.securityContext.runAsUser", "FieldValueInvalid",
+       "Invalid value: -5: must be between 0 and 2147483647, inclusive")]),
+    ("negative container runAsUser", pod(containers=ctr(securityContext={"runAsUser": -1})),
+     [(f"{C0}.securityContext.runAsUser", "FieldValueInvalid",
+       "Invalid value: -1: must be between 0 and 2147483647, inclusive")]),
+    ("unknown dnsPolicy", pod(dnsPolicy="Bogus"),
+     [("spec.dnsPolicy", "FieldValueNotSupported", 'Unsupported value: "Bogus": supported values: '
+       '"ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"')]),
+    ("negative emptyDir sizeLimit", pod(volumes=[{"name": "v", "emptyDir": {"sizeLimit": "-1"}}]),
+     [("spec.volumes[0].emptyDir.sizeLimit", "FieldValueForbidden",
+       "Forbidden: SizeLimit field must be a valid resource quantity")]),
+    ("readinessProbe on an init container",
+     pod(initContainers=[{"name": "i", "image": "x", "readinessProbe": {"exec": {"command": ["true"]}}}]),
+     [("spec.initContainers[0].readinessProbe", "FieldValueForbidden",
+       "Forbidden: may not be set for init containers without restartPolicy=Always")]),
+    ("env valueFrom without a source", pod(containers=ctr(env=[{"name": "A", "valueFrom": {}}])),
+     [(f"{C0}.env[0].valueFrom", "FieldValueInvalid", 'Invalid value: "": must specify one of: `fieldRef`, '
+       "`resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`")]),
+    ("env value and valueFrom",
+     pod(containers=ctr(env=[{"name": "A", "value": "v", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}])),
+     [(f"{C0}.env[0].valueFrom", "FieldValueInvalid",
+       'Invalid value: "": may not be specified when `value` is not empty')]),
+    ("env fieldRef to an unknown field",
+     pod(containers=ctr(env=[{"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "spec.bogus"}}}])),
+     [(f"{C0}.env[0].valueFrom.fieldRef.fieldPath", "FieldValueInvalid",
+       'Invalid value: "spec.bogus": error converting fieldPath: field label not supported: spec.bogus')]),
+    ("env fieldRef to a field env cannot read",
+     pod(containers=ctr(env=[{"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "status.phase"}}}])),
+     [(f"{C0}.env[0].valueFrom.fieldRef.fieldPath", "FieldValueNotSupported",
+       'Unsupported value: "status.phase": supported values: "metadata.name", "metadata.namespace", "metadata.uid", '
+       '"spec.nodeName", "spec.serviceAccountName", "status.hostIP", "status.hostIPs", "status.podIP", '
+       '"status.podIPs"')]),
+    ("volume without a source", pod(volumes=[{"name": "v"}]),
+     [("spec.volumes[0]", "FieldValueRequired", "Required value: must specify a volume type")]),
+    ("volume with two sources", pod(volumes=[{"name": "v", "emptyDir": {}, "hostPath": {"path": "/x"}}]),
+     [("spec.volumes[0].hostPath", "FieldValueForbidden", "Forbidden: may not specify more than 1 volume type")]),
+    ("topology spread maxSkew 0", pod(topologySpreadConstraints=[
+        {"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]),
+     [("spec.topologySpreadConstraints[0].maxSkew", "FieldValueInvalid", "Invalid value: 0: must be greater than zero")]),
+    ("hostNetwork with a different hostPort",
+     pod(hostNetwork=True, containers=ctr(ports=[{"containerPort": 80, "hostPort": 81}])),
+     [(f"{C0}.ports[0].hostPort", "FieldValueInvalid",
+       "Invalid value: 81: must match `containerPort` when `hostNetwork` is true")]),
+]
+
+
+@pytest.mark.parametrize(("obj", "want"), [c[1:] for c in POD_CASES], ids=[c[0] for c in POD_CASES])
+def test_pod_rule_has_upstreams_cause(obj: Obj, want: list[tuple[str, str, str]]) -> None:
+    assert causes(POD, obj) == want
+
+
+def test_a_pod_using_every_checked_field_well_is_valid() -> None:
+    obj = pod(
+        volumes=[{"name": "data", "emptyDir": {"sizeLimit": "1Gi"}}, {"name": "cfg", "configMap": {"name": "c"}}],
+        containers=ctr(
+            ports=[{"name": "http", "containerPort": 8080}],
+            env=[{"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                 {"name": "LBL", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['app']"}}},
+                 {"name": "my.var-1", "value": "x"}],
+            volumeMounts=[{"name": "data", "mountPath": "/data"}, {"name": "cfg", "mountPath": "/cfg"}],
+            resources={"limits": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"}},
+            livenessProbe={"httpGet": {"path": "/", "port": "http"}, "periodSeconds": 5},
+            lifecycle={"preStop": {"exec": {"command": ["sleep", "1"]}}},
+            securityContext={"runAsUser": 1000}),
+        initContainers=[{"name": "init", "image": "x", "restartPolicy": "Always",
+                         "readinessProbe": {"tcpSocket": {"port": 8080}}}],
+        tolerations=[{"operator": "Exists"}, {"key": "k", "operator": "Equal", "value": "v", "effect": "NoSchedule"}],
+        affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}},
+        topologySpreadConstraints=[{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}],
+        hostname="h-1", subdomain="s", nodeName="node-1.example", securityContext={"runAsUser": 0})
+    assert causes(POD, obj) == []
+
+
+def test_a_pod_template_gets_the_pod_rules_at_its_path() -> None:
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s", "namespace": "default"},
+           "spec": {"selector": {"matchLabels": {"a": "b"}}, "serviceName": "s",
+                    "template": {"metadata": {"labels": {"a": "b"}},
+                                 "spec": {"containers": ctr(volumeMounts=[{"name": "nope", "mountPath": "/x"}])}}}}
+    kinds.statefulset(sts)
+    from pumice.apiserver.kinds import _check_statefulset
+    got = [(c.field, c.message) for c in _check_statefulset(sts["spec"], None)]
+    assert got == [("spec.template.spec.containers[0].volumeMounts[0].name", 'Not found: "nope"')]
+
+
+# --- Deployments and Jobs -------------------------------------------------------------------------
+
+
+def deploy(**spec: Any) -> Obj:
+    base: Obj = {"selector": {"matchLabels": {"a": "b"}},
+                 "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": ctr()}}}
+    base.update(spec)
+    obj = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "default"},
+           "spec": base}
+    defaults.deployment(obj)
+    return obj
+
+
+DEPLOY_CASES = [
+    ("unknown strategy type", deploy(strategy={"type": "Bogus"}),
+     [("spec.strategy", "FieldValueNotSupported",
+       'Unsupported value: apps.DeploymentStrategy{Type:"Bogus", RollingUpdate:(*apps.RollingUpdateDeployment)(nil)}: '
+       'supported values: "Recreate", "RollingUpdate"')]),
+    ("maxSurge and maxUnavailable both 0",
+     deploy(strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 0}}),
+     [("spec.strategy.rollingUpdate.maxUnavailable", "FieldValueInvalid",
+       'Invalid value: intstr.IntOrString{Type:0, IntVal:0, StrVal:""}: may not be 0 when `maxSurge` is 0')]),
+    ("maxSurge not a percentage",
+     deploy(strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "200x%"}}),
+     [("spec.strategy.rollingUpdate.maxSurge", "FieldValueInvalid",
+       'Invalid value: intstr.IntOrString{Type:1, IntVal:0, StrVal:"200x%"}: a valid percent string must be a '
+       "numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')")]),
+    ("maxUnavailable over 100%",
+     deploy(strategy={"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "150%"}}),
+     [("spec.strategy.rollingUpdate.maxUnavailable", "FieldValueInvalid",
+       'Invalid value: intstr.IntOrString{Type:1, IntVal:0, StrVal:"150%"}: must not be greater than 100%')]),
+    ("rollingUpdate with Recreate", deploy(strategy={"type": "Recreate", "rollingUpdate": {}}),
+     [("spec.strategy.rollingUpdate", "FieldValueForbidden",
+       "Forbidden: may not be specified when strategy `type` is 'Recreate'")]),
+    ("negative revisionHistoryLimit", deploy(revisionHistoryLimit=-1),
+     [("spec.revisionHistoryLimit", "FieldValueInvalid", "Invalid value: -1: must be greater than or equal to 0")]),
+    ("progressDeadlineSeconds not above minReadySeconds", deploy(progressDeadlineSeconds=0),
+     [("spec.progressDeadlineSeconds", "FieldValueInvalid", "Invalid value: 0: must be greater than minReadySeconds")]),
+    ("a bad template container", deploy(template={"metadata": {"labels": {"a": "b"}},
+                                                  "spec": {"containers": ctr(lifecycle={"postStart": {}})}}),
+     [("spec.template.spec.containers[0].lifecycle.postStart", "FieldValueRequired",
+       "Required value: must specify a handler type")]),
+]
+
+
+@pytest.mark.parametrize(("obj", "want"), [c[1:] for c in DEPLOY_CASES], ids=[c[0] for c in DEPLOY_CASES])
+def test_deployment_rule_has_upstreams_cause(obj: Obj, want: list[tuple[str, str, str]]) -> None:
+    assert causes(DEPLOY, obj) == want
+
+
+def job(**spec: Any) -> Obj:
+    base: Obj = {"template": {"spec": {"containers": ctr(), "restartPolicy": "Never"}}}
+    base.update(spec)
+    obj = {"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": {"name": "j", "namespace": "default", "uid": "u1"}, "spec": base}
+    defaults.job(obj)
+    return obj
+
+
+def test_job_negative_ttl_is_invalid() -> None:
+    assert causes(JOB, job(ttlSecondsAfterFinished=-1)) == [
+        ("spec.ttlSecondsAfterFinished", "FieldValueInvalid", "Invalid value: -1: must be greater than or equal to 0")]
+
+
+def test_indexed_job_needs_completions() -> None:
+    assert causes(JOB, job(completionMode="Indexed", parallelism=2)) == [
+        ("spec.completions", "FieldValueRequired", "Required value: when completion mode is Indexed")]
+
+
+# --- Services and Secrets -------------------------------------------------------------------------
+
+
+def svc(**spec: Any) -> Obj:
+    base: Obj = {"ports": [{"port": 80}]}
+    base.update(spec)
+    obj = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "default"}, "spec": base}
+    defaults.service(obj)
+    return obj
+
+
+SVC_CASES = [
+    ("clusterIP not an IP", svc(clusterIP="999.1.1.1"),
+     [("spec.clusterIPs[0]", "FieldValueInvalid",
+       'Invalid value: "999.1.1.1": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)')]),
+    ("ExternalName without externalName", svc(type="ExternalName", ports=[]),
+     [("spec.externalName", "FieldValueRequired", "Required value")]),
+    ("nodePort out of range", svc(type="NodePort", ports=[{"port": 80, "nodePort": 5}]),
+     [("spec.ports[0].nodePort", "FieldValueInvalid", "Invalid value: 5: provided port is not in the valid range. "
+       "The range of valid ports is 30000-32767")]),
+    ("unknown sessionAffinity", svc(sessionAffinity="Bogus"),
+     [("spec.sessionAffinity", "FieldValueNotSupported",
+       'Unsupported value: "Bogus": supported values: "ClientIP", "None"')]),
+    ("headless NodePort", svc(type="NodePort", clusterIP="None"),
+     [("spec.clusterIPs[0]", "FieldValueInvalid",
+       "Invalid value: \"None\": may not be set to 'None' for NodePort services")]),
+    ("externalTrafficPolicy on a ClusterIP Service", svc(externalTrafficPolicy="Local"),
+     [("spec.externalTrafficPolicy", "FieldValueInvalid",
+       'Invalid value: "Local": may only be set for externally-accessible services')]),
+    ("unknown ipFamily", svc(ipFamilies=["IPv7"]),
+     [("spec.ipFamilies[0]", "FieldValueNotSupported", 'Unsupported value: "IPv7": supported values: "IPv4", "IPv6"')]),
+]
+
+
+@pytest.mark.parametrize(("obj", "want"), [c[1:] for c in SVC_CASES], ids=[c[0] for c in SVC_CASES])
+def test_service_rule_has_upstreams_cause(obj: Obj, want: list[tuple[str, str, str]]) -> None:
+    assert causes(SVC, obj) == want
+
+
+def test_valid_services_of_each_type_pass() -> None:
+    for obj in (svc(), svc(clusterIP="None"), svc(type="NodePort", ports=[{"port": 80, "nodePort": 30080}],
+                                                  externalTrafficPolicy="Local"),
+                svc(type="ExternalName", externalName="db.example.com.", ports=[]), svc(clusterIP="10.0.0.10")):
+        assert causes(SVC, obj) == []
+
+
+def secret(stype: str, data: dict[str, str]) -> Obj:
+    obj = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "default"},
+           "type": stype, "data": copy.deepcopy(data)}
+    defaults.secret(obj)
+    return obj
+
+
+@pytest.mark.parametrize(("stype", "data", "want"), [
+    ("kubernetes.io/tls", {}, [("data[tls.crt]", "FieldValueRequired", "Required value"),
+                               ("data[tls.key]", "FieldValueRequired", "Required value")]),
+    ("kubernetes.io/tls", {"tls.crt": "YQ==", "tls.key": "YQ=="}, []),
+    ("kubernetes.io/dockerconfigjson", {}, [("data[.dockerconfigjson]", "FieldValueRequired", "Required value")]),
+    ("kubernetes.io/dockerconfigjson", {".dockerconfigjson": "e30="}, []),
+    ("kubernetes.io/basic-auth", {}, [("data[username]", "FieldValueRequired", "Required value"),
+                                      ("data[password]", "FieldValueRequired", "Required value")]),
+    ("kubernetes.io/basic-auth", {"password": ""}, []),
+    ("kubernetes.io/ssh-auth", {}, [("data[ssh-privatekey]", "FieldValueRequired", "Required value")]),
+    ("Opaque", {}, []),
+])
+def test_typed_secret_keys(stype: str, data: dict[str, str], want: list[tuple[str, str, str]]) -> None:
+    assert causes(SECRET, secret(stype, data)) == want
