@@ -535,6 +535,12 @@ def _resource_list(values: dict[str, Any], field: str, out: list[FieldCause]) ->
     return parsed
 
 
+@functools.lru_cache(maxsize=4096)
+def _exceeds(request: str, limit: str) -> bool:
+    """Whether the quantity ``request`` is more than ``limit`` (both parse)."""
+    return parse_quantity(request) > parse_quantity(limit)
+
+
 def _validate_resources(res: Any, field: str) -> list[FieldCause]:
     """validateResourceRequirements of a container: names, quantities, requests <= limits, and
     requests == limits for resources that may not be overcommitted (extended resources, huge pages),
@@ -557,10 +563,11 @@ def _validate_resources(res: Any, field: str) -> list[FieldCause]:
         if lim is not None and raw == raw_limits.get(rname):  # the defaulter copies limits to requests
             continue
         if lim is not None:
-            if req != lim and not is_overcommit_allowed(str(rname)):
+            if not is_overcommit_allowed(str(rname)) and req != lim:
                 out.append(_invalid(f"{field}.requests", str(raw),
                                     f"must be equal to {rname} limit of {raw_limits[rname]}"))
-            elif req > lim:
+            elif (_exceeds(raw, raw_limits[rname]) if isinstance(raw, str) and isinstance(raw_limits[rname], str)
+                  else req > lim):
                 out.append(_invalid(f"{field}.requests", str(raw),
                                     f"must be less than or equal to {rname} limit of {raw_limits[rname]}"))
         elif rname not in raw_limits and not is_overcommit_allowed(str(rname)):
@@ -584,13 +591,17 @@ _VOLUME_REQUIRED = {"hostPath": ("path",), "secret": ("secretName",), "configMap
 FILE_MODE_ERR = "must be a number between 0 and 0777 (octal), both inclusive"
 
 
+_VOLUME_SOURCE_ORDER = {key: i for i, key in enumerate(_VOLUME_SOURCES)}
+
+
 def _validate_volume_source(vol: Obj, field: str) -> list[FieldCause]:
     out: list[FieldCause] = []
     count = 0
-    for key, child in _VOLUME_SOURCES.items():
-        src = vol.get(key)
-        if src is None:
-            continue
+    keys = [k for k in vol if k in _VOLUME_SOURCE_ORDER and vol[k] is not None]
+    if len(keys) > 1:
+        keys.sort(key=_VOLUME_SOURCE_ORDER.__getitem__)
+    for key in keys:
+        child, src = _VOLUME_SOURCES[key], vol[key]
         if count:
             out.append(_forbidden(f"{field}.{child}", "may not specify more than 1 volume type"))
             continue
@@ -692,9 +703,18 @@ def _field_ref(ref: Obj, field: str) -> list[FieldCause]:
     path = ref.get("fieldPath") or ""
     if not path:
         return [_required(f"{field}.fieldPath")]
-    if ref["apiVersion"] != "v1":
-        return [_invalid(f"{field}.fieldPath", path,
-                         f"error converting fieldPath: unsupported pod version: {ref['apiVersion']}")]
+    return [FieldCause(field + sub, msg, reason) for sub, msg, reason in _field_ref_errors(str(ref["apiVersion"]), path)]
+
+
+@functools.lru_cache(maxsize=1024)
+def _field_ref_errors(api_version: str, path: str) -> tuple[tuple[str, str, str], ...]:
+    """The causes of a fieldRef (field suffix, message, reason): a pure function of its two strings."""
+    return tuple((c.field, c.message, c.reason) for c in _field_ref_causes(api_version, path, ""))
+
+
+def _field_ref_causes(api_version: str, path: str, field: str) -> list[FieldCause]:
+    if api_version != "v1":
+        return [_invalid(f"{field}.fieldPath", path, f"error converting fieldPath: unsupported pod version: {api_version}")]
     sub = _SUBSCRIPTED.match(path)
     if sub:
         base, key = sub.group(1), sub.group(2)
