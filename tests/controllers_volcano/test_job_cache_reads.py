@@ -217,3 +217,102 @@ async def test_the_memory_of_a_job_is_dropped_with_it_and_starts_afresh_for_a_ne
     await r.reconcile(Request("default", "j1"))
     uid, mem = r._mem["default/j1"]
     assert uid == again["metadata"]["uid"] and "pod-of-the-old-j1" not in mem.killed
+
+
+def test_the_podgroup_min_resources_are_remembered_by_every_value_they_are_computed_from() -> None:
+    def job(requests: dict[str, Any], *, replicas: int = 2, min_available: int = 2, init: list | None = None) -> Obj:
+        spec: Obj = {"containers": [{"name": "c", "image": "busybox", "resources": {"requests": requests}}]}
+        if init is not None:
+            spec["initContainers"] = init
+        return job_obj(5, tasks=[{"name": "t", "replicas": replicas, "template": {"spec": spec}}],
+                       minAvailable=min_available)
+
+    assert builders.pg_min_resources(job({"cpu": "1"})) == {"cpu": "2"}
+    assert builders.pg_min_resources(job({"cpu": "2"})) == {"cpu": "4"}  # the same shape, another value
+    assert builders.pg_min_resources(job({"cpu": "2"}, min_available=1)) == {"cpu": "2"}
+    assert builders.pg_min_resources(job({"cpu": "2"}, replicas=3, min_available=3)) == {"cpu": "6"}
+    # 1 and True are equal keys but not equal quantities (True is no quantity: not counted)
+    assert builders.pg_min_resources(job({"cpu": True})) == {}
+    assert builders.pg_min_resources(job({"cpu": 1})) == {"cpu": "2"}
+    init = [{"name": "i", "image": "busybox", "resources": {"requests": {"cpu": "3"}}}]
+    assert builders.pg_min_resources(job({"cpu": "1"}, init=init)) == {"cpu": "6"}
+    assert builders.pg_min_resources(job({"cpu": "1"}, init=[{**init[0], "restartPolicy": "Always"}])) == {"cpu": "8"}
+    # an unhashable value (refused by the schema) is computed, not remembered
+    assert builders.pg_min_resources(job({"cpu": "1", "memory": {"odd": 1}})) == {"cpu": "2"}
+    # stale values: an answer changed by its reader, and a template changed in place
+    got = builders.pg_min_resources(job({"cpu": "1"}))
+    got["cpu"] = "999"
+    assert builders.pg_min_resources(job({"cpu": "1"})) == {"cpu": "2"}
+    j = job({"cpu": "1"})
+    assert builders.pg_min_resources(j) == {"cpu": "2"}
+    j["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "5"
+    assert builders.pg_min_resources(j) == {"cpu": "10"}
+
+
+def test_the_created_podgroup_has_the_wanted_spec_and_shares_nothing_with_it() -> None:
+    job = job_obj(5, tasks=[task("a", 2)])
+    r = reconciler(None, Lister())
+    want = r.wanted_podgroup_spec(job)
+    frozen = deep_copy(want)
+    pg = builders.build_podgroup(job, spec=want)
+    assert pg == builders.build_podgroup(job) and pg["spec"] == frozen
+    pg["spec"]["minResources"]["cpu"] = "999"
+    assert want == frozen
+
+
+async def test_a_reconcile_never_changes_the_cached_job_its_status_or_podgroup() -> None:
+    client = FakeClient(volcano_scheme())
+    await client.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "default"},
+                         "spec": {"weight": 1}, "status": {"state": "Open"}})
+    created = await client.create(vcjob("j1", plugins={"env": []}))
+    jobs = Lister(created)
+    r = reconciler(client, jobs, queues=Lister(await client.get(scheme.QUEUE, "default")))
+    await r.reconcile(Request("default", "j1"))  # Pending, with the env plugin's record
+    pending = await client.get(scheme.VCJOB, "j1", "default")
+    assert pending["status"]["controlledResources"] == {"plugin-env": "env"}
+    pg = (await client.list(scheme.POD_GROUP, "default")).items[0]
+    pg = await client.update({**pg, "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                              "status": {"phase": "Inqueue"}})
+    jobs.put(pending)
+    podgroups = Lister(pg)
+    r.podgroups = podgroups
+    before_job, before_pg = deep_copy(pending), deep_copy(pg)
+    await r.reconcile(Request("default", "j1"))  # the Pods are made and counted
+    assert pending == before_job and pg == before_pg
+    counted = await client.get(scheme.VCJOB, "j1", "default")
+    assert counted["status"]["pending"] == 2 and counted["status"]["controlledResources"] == {"plugin-env": "env"}
+    # the Pods run: the phase moves to Running on the status the step owns
+    pods = Lister()
+    for p in (await client.list(scheme.POD, "default")).items:
+        pods.put(await client.update_status({**p, "apiVersion": "v1", "kind": "Pod", "status": {"phase": "Running"}}))
+    r.pods = pods
+    jobs.put(counted)
+    before_job = deep_copy(counted)
+    await r.reconcile(Request("default", "j1"))
+    assert counted == before_job
+    running = await client.get(scheme.VCJOB, "j1", "default")
+    assert running["status"]["state"]["phase"] == "Running" and running["status"]["running"] == 2
+    # a kill step changes the phase on its own copy too
+    completing = await client.update_status({**running, "status": {**running["status"], "state": {"phase": "Completing"}}})
+    jobs.put(completing)
+    r.pods = Lister()
+    before_job = deep_copy(completing)
+    await r.reconcile(Request("default", "j1"))
+    assert completing == before_job
+    assert (await client.get(scheme.VCJOB, "j1", "default"))["status"]["state"]["phase"] == "Completed"
+
+
+def test_a_pod_with_a_job_version_that_is_no_number_is_neither_remembered_nor_gone() -> None:
+    job = job_obj(5)
+    r = reconciler(None, Lister(job))
+
+    def pod(name: str, version: str, phase: str = "Running") -> Obj:
+        return {"metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}",
+                             "annotations": {"volcano.sh/job-version": version, "volcano.sh/task-spec": "t"}},
+                "status": {"phase": phase}}
+
+    mem = _Memory(pods={"j1-t-0": ("uid-j1-t-0", "Running", 0), "j1-t-1": ("uid-j1-t-1", "Running", 0)})
+    events, new = r.observe(job, [pod("j1-t-0", "x"), pod("j1-t-1", "0")], None, mem)
+    assert events == [] and set(new.pods) == {"j1-t-1"}
+    events, new = r.observe(job, [pod("j1-t-1", "0", "Succeeded")], None, mem)
+    assert [(e.event, e.pod) for e in events] == [("OutOfSync", "j1-t-1"), ("PodEvicted", "j1-t-0")]  # 1 of 2 done

@@ -10,6 +10,7 @@ CalcFirstCountResources, CalcPGMinResources) and job_controller_actions.go
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from pumice.api import Obj
 from pumice.api.meta import deep_copy, owner_reference
@@ -29,7 +30,9 @@ def podgroup_name(job: Obj) -> str:
 
 
 def tasks(job: Obj) -> list[Obj]:
-    return list((job.get("spec") or {}).get("tasks") or [])
+    """The Job's ``spec.tasks`` (the list itself, not a copy: read it, never change it)."""
+    ts = (job.get("spec") or {}).get("tasks")
+    return ts if type(ts) is list else list(ts or [])
 
 
 def total_replicas(job: Obj) -> int:
@@ -61,15 +64,52 @@ def _sorted_by_priority(job: Obj, priority_of: Callable[[str], int | None]) -> l
 
 def pg_min_resources(job: Obj, priority_of: Callable[[str], int | None] = lambda _: None) -> dict[str, str]:
     """The PodGroup's ``minResources``: the requests of the first ``minAvailable`` Pods, tasks
-    walked highest template priority first (see reference §1.4.2)."""
+    walked highest template priority first (see reference §1.4.2).
+
+    Remembered (a bounded table) by what it is computed from: ``minAvailable`` and, for each task
+    in that order, its replicas, minAvailable and the requests of its Pod template's containers
+    and init containers; the same shapes recur across the Jobs of a trace. Returns a new dict."""
     job_min = int((job.get("spec") or {}).get("minAvailable") or 0)
     ordered = _sorted_by_priority(job, priority_of)
+    try:
+        key: Any = (job_min, tuple((t.get("replicas"), t.get("minAvailable"),
+                                    _requests_key((t.get("template") or {}).get("spec") or {})) for t in ordered))
+        hit = _MIN_RESOURCES.get(key)
+    except TypeError:  # an unhashable value somewhere (refused by validation): not remembered
+        return _min_resources(job_min, ordered)
+    if hit is None:
+        if len(_MIN_RESOURCES) >= _MIN_RESOURCES_SIZE:
+            _MIN_RESOURCES.clear()
+        hit = _MIN_RESOURCES[key] = _min_resources(job_min, ordered)
+    return dict(hit)
+
+
+#: pg_min_resources' table: key -> minResources (cleared when it reaches the size)
+_MIN_RESOURCES: dict[Any, dict[str, str]] = {}
+_MIN_RESOURCES_SIZE = 4096
+
+
+def _requests_key(pod_spec: Obj) -> Any:
+    """Everything :func:`~pumice.controllers.volcano.job.resources.pod_requests` reads of a Pod
+    spec, as a hashable tuple (TypeError when a value is not hashable). Each value goes with its
+    type: ``True`` and ``1`` are equal keys but not equal quantities."""
+    def reqs(c: Obj) -> tuple[tuple[str, type, Any], ...]:
+        return tuple(sorted((k, type(v), v) for k, v in ((c.get("resources") or {}).get("requests") or {}).items()))
+
+    return (tuple(reqs(c) for c in pod_spec.get("containers") or []),
+            tuple((c.get("restartPolicy"), reqs(c)) for c in pod_spec.get("initContainers") or []))
+
+
+def _min_resources(job_min: int, ordered: list[Obj]) -> dict[str, str]:
+    """:func:`pg_min_resources` over the tasks in priority order."""
     total: res.Res = {}
 
     def spec_of(t: Obj) -> Obj:
         return (t.get("template") or {}).get("spec") or {}
 
-    if job_min < total_task_min_available(job):
+    task_min_total = sum(int(t["minAvailable"]) if t.get("minAvailable") is not None else int(t.get("replicas") or 0)
+                         for t in ordered)
+    if job_min < task_min_total:
         count = job_min
         for t in ordered:
             reps = int(t.get("replicas") or 0)
@@ -155,9 +195,29 @@ def sub_group_policy(task: Obj) -> Obj:
     return out
 
 
-def build_podgroup(job: Obj, priority_of: Callable[[str], int | None] = lambda _: None) -> Obj:
-    """The PodGroup of a vcjob, owned by it; annotations and labels copied from the job."""
-    md, spec = job["metadata"], job.get("spec") or {}
+def build_podgroup(job: Obj, priority_of: Callable[[str], int | None] = lambda _: None, *,
+                   spec: Obj | None = None) -> Obj:
+    """The PodGroup of a vcjob, owned by it; annotations and labels copied from the job.
+
+    ``spec``: :func:`podgroup_spec` of the job when the caller has it (copied, never changed)."""
+    md = job["metadata"]
+    meta: Obj = {
+        "name": podgroup_name(job),
+        "namespace": md.get("namespace", "default"),
+        "ownerReferences": [owner_reference(job)],
+    }
+    if md.get("annotations"):
+        meta["annotations"] = dict(md["annotations"])
+    if md.get("labels"):
+        meta["labels"] = dict(md["labels"])
+    return {"apiVersion": keys.SCHEDULING_API_VERSION, "kind": "PodGroup", "metadata": meta,
+            "spec": podgroup_spec(job, priority_of) if spec is None else deep_copy(spec)}
+
+
+def podgroup_spec(job: Obj, priority_of: Callable[[str], int | None] = lambda _: None) -> Obj:
+    """The spec of the vcjob's PodGroup (minMember, minTaskMember, queue, minResources,
+    priorityClassName, networkTopology, subGroupPolicy)."""
+    spec = job.get("spec") or {}
     pg_spec: Obj = {
         "minMember": int(spec.get("minAvailable") or 0),
         "minTaskMember": {t.get("name", ""): min_task_member(t) for t in tasks(job)},
@@ -172,16 +232,7 @@ def build_podgroup(job: Obj, priority_of: Callable[[str], int | None] = lambda _
     policies = [sub_group_policy(t) for t in tasks(job) if t.get("partitionPolicy")]
     if policies:
         pg_spec["subGroupPolicy"] = policies
-    meta: Obj = {
-        "name": podgroup_name(job),
-        "namespace": md.get("namespace", "default"),
-        "ownerReferences": [owner_reference(job)],
-    }
-    if md.get("annotations"):
-        meta["annotations"] = dict(md["annotations"])
-    if md.get("labels"):
-        meta["labels"] = dict(md["labels"])
-    return {"apiVersion": keys.SCHEDULING_API_VERSION, "kind": "PodGroup", "metadata": meta, "spec": pg_spec}
+    return pg_spec
 
 
 def podgroup_spec_update(pg: Obj, job: Obj, priority_of: Callable[[str], int | None] = lambda _: None,
@@ -189,10 +240,10 @@ def podgroup_spec_update(pg: Obj, job: Obj, priority_of: Callable[[str], int | N
     """A copy of the PodGroup with its spec brought in line with the job (minMember,
     minResources, minTaskMember, priorityClassName, subGroupPolicy), or None when nothing changes.
 
-    ``want`` is ``build_podgroup(job, priority_of)["spec"]`` when the caller has it (read, never
-    changed); the PodGroup is copied only when something changes."""
+    ``want`` is :func:`podgroup_spec` of the job when the caller has it (read, never changed);
+    the PodGroup is copied only when something changes."""
     if want is None:
-        want = build_podgroup(job, priority_of)["spec"]
+        want = podgroup_spec(job, priority_of)
     spec = pg.get("spec") or {}
     changed: Obj = {}
     for k in ("minMember", "minResources", "priorityClassName"):

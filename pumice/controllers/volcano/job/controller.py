@@ -190,9 +190,15 @@ def _ann(obj: Obj) -> dict[str, str]:
 
 
 def _restarts(pod: Obj) -> int:
+    """The restart count summed over the Pod's init and main container statuses."""
     st = pod.get("status") or {}
-    return sum(int(cs.get("restartCount") or 0)
-               for cs in [*(st.get("initContainerStatuses") or []), *(st.get("containerStatuses") or [])])
+    n = 0
+    for key in ("initContainerStatuses", "containerStatuses"):
+        for cs in st.get(key) or ():
+            r = cs.get("restartCount")
+            if r:
+                n += int(r)
+    return n
 
 
 def _exit_code(pod: Obj) -> int:
@@ -329,19 +335,20 @@ class JobReconciler:
         return (job if spec is None else {**job, "spec": spec}), problem
 
     def wanted_podgroup_spec(self, job: Obj) -> Obj:
-        """``build_podgroup(job)["spec"]``, remembered per Job uid, generation and the values of
-        its task templates' PriorityClasses (all it is computed from). Read-only."""
+        """:func:`~pumice.controllers.volcano.job.builders.podgroup_spec` of ``job``, remembered
+        per Job uid, generation and the values of its task templates' PriorityClasses (all it is
+        computed from). Read-only."""
         md = job["metadata"]
         gen = md.get("generation")
         if gen is None:
-            return builders.build_podgroup(job, self.priority_of)["spec"]
+            return builders.podgroup_spec(job, self.priority_of)
         pcs = tuple(((t.get("template") or {}).get("spec") or {}).get("priorityClassName") or ""
                     for t in builders.tasks(job))
         stamp = (md.get("uid"), gen, tuple(self.priority_of(pc) if pc else None for pc in pcs))
         key = f"{md.get('namespace') or ''}/{md['name']}"
         hit = self._pg_specs.get(key)
         if hit is None or hit[0] != stamp:
-            hit = (stamp, builders.build_podgroup(job, self.priority_of)["spec"])
+            hit = (stamp, builders.podgroup_spec(job, self.priority_of))
             self._pg_specs[key] = hit
         return hit[1]
 
@@ -362,38 +369,57 @@ class JobReconciler:
         """Derive job events from what changed since ``mem``; returns them and the new memory."""
         new = _Memory(pods={}, killed=set(mem.killed), pg_phase=_phase(pg), delayed=dict(mem.delayed))
         events: list[JobEvent] = []
-        by_task_succeeded: dict[str, int] = {}
-        for p in pods:
-            if _pod_phase(p) == "Succeeded":
-                t = _ann(p).get(keys.TASK_SPEC_KEY, "")
-                by_task_succeeded[t] = by_task_succeeded.get(t, 0) + 1
-        replicas = {t.get("name", ""): int(t.get("replicas") or 0) for t in builders.tasks(job)}
-        max_retry = {t.get("name", ""): int(t.get("maxRetry") or 3) for t in builders.tasks(job)}
-        retried: dict[str, int] = {}
-        for p in pods:
-            if _pod_phase(p) in ("Running", "Pending"):
-                t = _ann(p).get(keys.TASK_SPEC_KEY, "")
-                retried[t] = retried.get(t, 0) + _restarts(p)
+        # read only for the rare events that need them (a Pod that succeeded or restarted)
+        succeeded: dict[str, int] | None = None
+        retried: dict[str, int] | None = None
+
+        def task_completed(task: str) -> bool:
+            nonlocal succeeded
+            if succeeded is None:
+                succeeded = {}
+                for p in pods:
+                    if _pod_phase(p) == "Succeeded":
+                        tn = _ann(p).get(keys.TASK_SPEC_KEY, "")
+                        succeeded[tn] = succeeded.get(tn, 0) + 1
+            return succeeded.get(task, 0) >= _task_replicas(job, task)
 
         def task_failed(task: str) -> bool:
             """Upstream jobCache.TaskFailed: the task's live Pods restarted maxRetry times."""
-            if replicas.get(task, 0) == 0 or max_retry.get(task) == -1:
+            nonlocal retried
+            replicas, max_retry = 0, 3
+            for t in builders.tasks(job):
+                if t.get("name", "") == task:
+                    replicas, max_retry = int(t.get("replicas") or 0), int(t.get("maxRetry") or 3)
+            if replicas == 0 or max_retry == -1:
                 return False
-            return retried.get(task, 0) >= max_retry.get(task, 3)
+            if retried is None:
+                retried = {}
+                for p in pods:
+                    if _pod_phase(p) in ("Running", "Pending"):
+                        tn = _ann(p).get(keys.TASK_SPEC_KEY, "")
+                        retried[tn] = retried.get(tn, 0) + _restarts(p)
+            return retried.get(task, 0) >= max_retry
 
+        seen = mem.pods
+        killed = mem.killed
+        unversioned: set[str] = set()  # live, but not remembered: a job version that is no number
         for p in pods:
             md = p["metadata"]
             name, uid, ph = md["name"], md.get("uid", ""), _pod_phase(p)
-            ann = _ann(p)
-            task = ann.get(keys.TASK_SPEC_KEY, "")
+            ann = md.get("annotations") or {}
             try:
                 version = int(ann.get(keys.JOB_VERSION, "0"))
             except ValueError:
+                unversioned.add(name)
                 continue
             restarts = _restarts(p)
             new.pods[name] = (uid, ph, restarts)
-            prev = mem.pods.get(name)
-            out_of_sync = keys.OUT_OF_SYNC_KEY in ann or uid in mem.killed
+            prev = seen.get(name)
+            if prev is not None and prev[0] == uid and prev[1] == ph and (
+                    prev[2] == restarts or ph not in ("Running", "Pending")):
+                continue  # nothing this Pod shows changed
+            task = ann.get(keys.TASK_SPEC_KEY, "")
+            out_of_sync = keys.OUT_OF_SYNC_KEY in ann or uid in killed
             ev: Event | None = None
             code = 0
             if prev is None or prev[0] != uid:
@@ -402,8 +428,7 @@ class JobReconciler:
                 if ph == "Failed":
                     ev, code = Event.POD_FAILED, _exit_code(p)
                 elif ph == "Succeeded":
-                    ev = Event.TASK_COMPLETED if by_task_succeeded.get(task, 0) >= replicas.get(task, 0) \
-                        else Event.OUT_OF_SYNC
+                    ev = Event.TASK_COMPLETED if task_completed(task) else Event.OUT_OF_SYNC
                 elif ph == "Running":
                     ev = Event.POD_RUNNING
                 elif ph == "Pending":
@@ -412,19 +437,18 @@ class JobReconciler:
                     ev = Event.OUT_OF_SYNC
                 if out_of_sync:
                     ev = Event.OUT_OF_SYNC
-            elif prev[2] != restarts and ph in ("Running", "Pending"):
+            else:  # only the restart count moved, on a live Pod
                 ev = Event.OUT_OF_SYNC if out_of_sync or not task_failed(task) else Event.TASK_FAILED
-            if ev is not None:
-                events.append(JobEvent(ev, task, name, uid, code, version))
-        live = {p["metadata"]["name"] for p in pods}
-        for name, (uid, _ph, _r) in sorted(mem.pods.items()):
-            if name in live:
-                continue
-            ev = Event.OUT_OF_SYNC if uid in mem.killed else Event.POD_EVICTED
-            # the deleted Pod's task and version are not in the cache any more: recover them
-            task, version = _task_of(job, name), int((job.get("status") or {}).get("version") or 0)
-            events.append(JobEvent(ev, task, name, uid, 0, version))
-            new.killed.discard(uid)
+            events.append(JobEvent(ev, task, name, uid, code, version))
+        if any(name not in new.pods for name in seen):
+            for name, (uid, _ph, _r) in sorted(seen.items()):
+                if name in new.pods or name in unversioned:
+                    continue
+                ev = Event.OUT_OF_SYNC if uid in killed else Event.POD_EVICTED
+                # the deleted Pod's task and version are not in the cache any more: recover them
+                task, version = _task_of(job, name), int((job.get("status") or {}).get("version") or 0)
+                events.append(JobEvent(ev, task, name, uid, 0, version))
+                new.killed.discard(uid)
         if pg is not None and new.pg_phase != mem.pg_phase and new.pg_phase == PodGroupPhase.UNKNOWN:
             events.append(JobEvent(Event.JOB_UNKNOWN, version=int((job.get("status") or {}).get("version") or 0)))
         return events, new
@@ -557,6 +581,15 @@ class JobReconciler:
         return None
 
 
+def _task_replicas(job: Obj, task: str) -> int:
+    """``replicas`` of the Job's task named ``task`` (the last of that name; 0 when none)."""
+    n = 0
+    for t in builders.tasks(job):
+        if t.get("name", "") == task:
+            n = int(t.get("replicas") or 0)
+    return n
+
+
 def _task_of(job: Obj, pod_name: str) -> str:
     jname = job["metadata"]["name"]
     for t in builders.tasks(job):
@@ -611,7 +644,7 @@ class _Ops:
     async def _ensure_podgroup(self) -> None:
         job = self.job
         if self.pg is None:
-            pg = builders.build_podgroup(job, self.r.priority_of)
+            pg = builders.build_podgroup(job, self.r.priority_of, spec=self.r.wanted_podgroup_spec(job))
             try:
                 self.pg = await self.r.client.create(pg)
             except Exception as e:
@@ -633,7 +666,7 @@ class _Ops:
         spec = job.get("spec") or {}
         if self.r.queues.get(None, spec.get("queue") or keys.DEFAULT_QUEUE) is None:
             raise RuntimeError(f"queue {spec.get('queue')!r} of job {job['metadata']['name']} not found")
-        status: Obj = deep_copy(job.get("status") or {})
+        status: Obj = _own_status(job.get("status") or {})
         original = job.get("status") or {}  # read only: compared, never changed
         job["status"] = status
         plugins = self._plugins()
@@ -729,19 +762,21 @@ class _Ops:
 
     @staticmethod
     def _counted_status(status: Obj, spec: Obj, pods: list[Obj], terminating: int) -> Obj:
-        """The status with the Pod counts (per phase and per task) of ``pods``."""
+        """The status with the Pod counts (per phase and per task) of ``pods``: a new dict with
+        its own ``state``, ``controlledResources`` and ``conditions`` containers (see
+        :func:`_own_status`)."""
         counts = {"pending": 0, "running": 0, "succeeded": 0, "failed": 0, "unknown": 0}
         c, per_task = classify(pods)
         counts.update(c)
         new_status: Obj = {
-            "state": deep_copy(status.get("state") or {}),
+            "state": dict(status.get("state") or {}),
             **counts,
             "terminating": terminating,
             "version": int(status.get("version") or 0),
             "minAvailable": int(spec.get("minAvailable") or 0),
             "taskStatusCount": per_task,
-            "controlledResources": deep_copy(status.get("controlledResources") or {}),
-            "conditions": deep_copy(status.get("conditions") or []),
+            "controlledResources": dict(status.get("controlledResources") or {}),
+            "conditions": list(status.get("conditions") or []),
             "retryCount": int(status.get("retryCount") or 0),
         }
         if "runningDuration" in status:
@@ -798,7 +833,7 @@ class _Ops:
     async def _kill(self, retain: frozenset[str], target: Target | None, update: UpdateFn | None) -> None:
         job = self.job
         spec = job.get("spec") or {}
-        status: Obj = deep_copy(job.get("status") or {})
+        status: Obj = _own_status(job.get("status") or {})
         original = job.get("status") or {}  # read only: compared, never changed
         kept: list[Obj] = []
         to_kill: list[Obj] = []
@@ -877,6 +912,22 @@ def _partition_of(pods: list[Obj], pod_name: str) -> str | None:
         if p["metadata"]["name"] == pod_name:
             return (p["metadata"].get("labels") or {}).get("volcano.sh/partition-id")
     return None
+
+
+def _own_status(status: Obj) -> Obj:
+    """A copy of a Job status (read-only, from the informer cache) that a step may change: the
+    dict, its ``state`` and ``controlledResources`` (the plugins record themselves there) and its
+    ``conditions`` list are new; every other value is shared, as the steps and plugins only ever
+    replace those (a condition entry, ``taskStatusCount``...), never change them in place. Key
+    order is kept."""
+    out = dict(status)
+    for k, v in out.items():
+        if type(v) is dict:
+            if k == "state" or k == "controlledResources":
+                out[k] = dict(v)
+        elif type(v) is list and k == "conditions":
+            out[k] = list(v)
+    return out
 
 
 def _norm(status: Obj) -> Obj:
