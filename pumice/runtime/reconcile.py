@@ -23,16 +23,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 __all__ = ["Reconciler", "Request", "Result", "TerminalError"]
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class Request:
+class Request(NamedTuple):
     """Which object to reconcile: ``namespace`` (``""`` for cluster-scoped kinds) and ``name``.
 
-    Hashable and ordered; this is the work-queue item.
+    Hashable and ordered (by namespace, then name); this is the work-queue item. A named tuple:
+    its hash, equality and order are the tuple's own, in C (every event and every work-queue
+    step hashes it several times), with the values and hash of ``(namespace, name)``.
     """
 
     namespace: str

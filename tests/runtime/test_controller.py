@@ -337,3 +337,19 @@ async def test_controllers_share_one_informer_per_kind(fake: FakeClient, mgr: Ma
         await fake.create(configmap("x"))
         await eventually(lambda: a.names() == ["default/x"])
     assert sum(1 for act in fake.actions if act[0] == "watch" and act[1] == "configmaps") == 1
+
+
+def test_a_request_is_a_value_named_by_namespace_and_name() -> None:
+    r = Request("default", "j1")
+    assert r == Request(namespace="default", name="j1") and r != Request("default", "j2") and r != Request("other", "j1")
+    # the work queue hashes it: the hash (and so the order of a set of Requests) is that of
+    # the (namespace, name) pair, as it was for the dataclass before
+    assert hash(r) == hash(("default", "j1")) and len({r, Request("default", "j1")}) == 1
+    assert sorted([Request("b", "a"), Request("a", "z"), Request("a", "b")]) == [
+        Request("a", "b"), Request("a", "z"), Request("b", "a")]
+    assert str(r) == "default/j1" and str(Request("", "node-1")) == "node-1"
+    assert repr(r) == "Request(namespace='default', name='j1')"
+    assert Request.for_object({"metadata": {"namespace": "ns", "name": "x"}}) == Request("ns", "x")
+    assert Request.for_object({"metadata": {"name": "cluster-wide"}}) == Request("", "cluster-wide")
+    with pytest.raises(AttributeError):
+        r.name = "j2"  # type: ignore[misc]
