@@ -216,6 +216,9 @@ DEPLOY_CASES = [
      [("spec.revisionHistoryLimit", "FieldValueInvalid", "Invalid value: -1: must be greater than or equal to 0")]),
     ("progressDeadlineSeconds not above minReadySeconds", deploy(progressDeadlineSeconds=0),
      [("spec.progressDeadlineSeconds", "FieldValueInvalid", "Invalid value: 0: must be greater than minReadySeconds")]),
+    ("activeDeadlineSeconds in the template",
+     deploy(template={"metadata": {"labels": {"a": "b"}}, "spec": {"containers": ctr(), "activeDeadlineSeconds": 5}}),
+     [("spec.template.spec.activeDeadlineSeconds", "FieldValueInvalid", "Invalid value: 5: must not be specified")]),
     ("a bad template container", deploy(template={"metadata": {"labels": {"a": "b"}},
                                                   "spec": {"containers": ctr(lifecycle={"postStart": {}})}}),
      [("spec.template.spec.containers[0].lifecycle.postStart", "FieldValueRequired",
@@ -314,3 +317,13 @@ def secret(stype: str, data: dict[str, str]) -> Obj:
 ])
 def test_typed_secret_keys(stype: str, data: dict[str, str], want: list[tuple[str, str, str]]) -> None:
     assert causes(SECRET, secret(stype, data)) == want
+
+
+def test_a_stored_pod_that_breaks_a_newer_rule_can_still_change_its_metadata() -> None:
+    stored = pod(containers=ctr(resources={"requests": {"nvidia.com/gpu": "1"}}))
+    relabelled = copy.deepcopy(stored)
+    relabelled["metadata"]["labels"] = {"a": "b"}
+    assert validate_object(POD, relabelled, stored) == []
+    changed = copy.deepcopy(relabelled)
+    changed["spec"]["containers"][0]["image"] = "y"
+    assert [c.field for c in validate_object(POD, changed, stored)] == ["spec.containers[0].resources.limits"]
