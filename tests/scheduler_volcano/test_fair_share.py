@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+import random
 
-from pumice.scheduler.volcano.api.resource import Resource
+from pumice.scheduler.volcano.api.resource import Dimension, Resource, exceeded_part
 from pumice.scheduler.volcano.plugins._fair_share import (
     Claim,
     clamp_deserved,
@@ -13,6 +14,7 @@ from pumice.scheduler.volcano.plugins._fair_share import (
     real_capability,
     usage_share,
 )
+from pumice.scheduler.volcano.plugins._queue_util import exact_equal, res_max
 
 GI = 1024**3
 NONE = Resource()
@@ -83,20 +85,81 @@ def test_proportion_deserved_gives_its_last_result_again_only_for_the_very_same_
     fill = _fair_share._water_fill
     monkeypatch.setattr(_fair_share, "_water_fill", lambda c, t: calls.append(1) or fill(c, t))
     monkeypatch.setattr(_fair_share, "_LAST", [])
+    total = Resource(8000, 8 * GI, {"nvidia.com/gpu": 4000})
     claims = [claim("a", 1, Resource(8000, 8 * GI, {"nvidia.com/gpu": 2000})), claim("b", 2, Resource(1000, GI))]
-    first = proportion_deserved(claims, Resource(8000, 8 * GI, {"nvidia.com/gpu": 4000}))
+    first = proportion_deserved(claims, total)
     first["a"] = NONE  # the caller's dict is its own
-    again = proportion_deserved(list(claims), Resource(8000, 8 * GI, {"nvidia.com/gpu": 4000}))
-    assert len(calls) == 1 and again == fill(claims, Resource(8000, 8 * GI, {"nvidia.com/gpu": 4000}))
+    again = proportion_deserved(list(claims), total)
+    assert len(calls) == 1 and again == fill(claims, total)
     # the stale case: a request that changed is filled afresh
     claims[1] = claim("b", 2, Resource(2000, GI))
-    changed = proportion_deserved(claims, Resource(8000, 8 * GI, {"nvidia.com/gpu": 4000}))
+    changed = proportion_deserved(claims, total)
     assert len(calls) == 2 and changed["b"] == Resource(2000, GI)
-    # equal but not the same bits (-0.0) are other inputs; so is another scalar order
-    proportion_deserved(claims, Resource(8000, 8 * GI, {"nvidia.com/gpu": -0.0}))
-    proportion_deserved(claims, Resource(8000, 8 * GI, {"nvidia.com/gpu": 0.0}))
-    assert len(calls) == 4
-    a = claim("a", 1, Resource(1000, GI, {"x": 1.0, "y": 2.0}))
-    proportion_deserved([a], Resource(8000, 8 * GI))
-    proportion_deserved([claim("a", 1, Resource(1000, GI, {"y": 2.0, "x": 1.0}))], Resource(8000, 8 * GI))
-    assert len(calls) == 6
+    # another weight, key or total (even an equal one: other objects) is another input
+    proportion_deserved([claims[0], claim("b", 3, claims[1].request)], total)
+    proportion_deserved([claims[0], claim("c", 2, claims[1].request)], total)
+    proportion_deserved(claims, Resource(8000, 8 * GI, {"nvidia.com/gpu": 4000}))
+    assert len(calls) == 5
+
+
+def _water_fill_on_resources(claims: list[Claim], total: Resource) -> dict[str, Resource]:
+    """The water filling written with the Resource methods (the form it mirrors upstream): the
+    oracle for _fair_share._water_fill, which does the same on plain floats."""
+    deserved: dict[str, Resource] = {c.key: Resource() for c in claims}
+    remaining = total
+    met: set[str] = set()
+    while True:
+        total_weight = sum(c.weight for c in claims if c.key not in met)
+        if total_weight == 0:
+            break
+        old_remaining = remaining
+        inc_total = Resource()
+        dec_total = Resource()
+        for c in claims:
+            if c.key in met:
+                continue
+            old = deserved[c.key]
+            d = old + remaining.multi(c.weight / total_weight)
+            d = d.min_dimension(c.real_capability, Dimension.INFINITY)
+            d = d.min_dimension(c.request, Dimension.ZERO)
+            d = res_max(d, c.guarantee)
+            deserved[c.key] = d
+            if c.request.less_equal(d, Dimension.ZERO) or exact_equal(d, old):
+                met.add(c.key)
+            inc, dec = d.diff(old, Dimension.ZERO)
+            inc_total = inc_total + inc
+            dec_total = dec_total + dec
+        remaining = exceeded_part(remaining + dec_total, inc_total)
+        if remaining.is_empty() or exact_equal(remaining, old_remaining):
+            break
+    return deserved
+
+
+def _bits(got: dict[str, Resource]) -> list[object]:
+    return [(k, r.milli_cpu.hex(), r.memory.hex(), [(n, v.hex()) for n, v in r.scalars.items()]) for k, r in got.items()]
+
+
+def test_water_fill_on_floats_is_bit_for_bit_the_resource_version() -> None:
+    from pumice.scheduler.volcano.plugins._fair_share import _water_fill
+
+    rng = random.Random(15)
+    names = ["nvidia.com/gpu", "pods", "x", "volcano.sh/gpu-memory"]
+
+    def amount() -> float:
+        return rng.choice([0.0, -0.0, 0.05, 1.0, 3.0, 1000.0, 1e6 / 3, 2.0**53, math.inf, rng.uniform(0, 1e4)])
+
+    def res(p: float = 0.5) -> Resource:
+        sc = {n: amount() for n in rng.sample(names, rng.randint(0, len(names))) if rng.random() < p}
+        return Resource(amount(), amount(), sc)
+
+    cases = 0
+    for _ in range(3000):
+        n = rng.randint(1, 5)
+        claims = [Claim(f"q{i}", rng.choice([0, 1, 1, 2, 3]), res(), rng.choice([INF, res(0.8)]),
+                        rng.choice([NONE, res(0.3), res(1.0)])) for i in range(n)]
+        if rng.random() < 0.2:
+            claims.append(claims[0])  # a repeated key
+        total = res(rng.choice([0.2, 0.9]))
+        assert _bits(_water_fill(claims, total)) == _bits(_water_fill_on_resources(claims, total)), (claims, total)
+        cases += 1
+    assert cases == 3000

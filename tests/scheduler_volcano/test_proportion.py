@@ -106,3 +106,34 @@ def test_deserved_is_water_filled_by_weight_and_capped_by_request() -> None:
     attrs = ssn.plugins["proportion"].queue_opts  # type: ignore[attr-defined]
     assert (attrs["q-1"].deserved.milli_cpu, attrs["q-1"].deserved.memory, attrs["q-1"].deserved.get("pods")) == (2500, 3e9, 2)
     assert (attrs["q-2"].deserved.milli_cpu, attrs["q-2"].deserved.memory, attrs["q-2"].deserved.get("pods")) == (2500, 2e9, 1)
+
+
+def test_queue_caps_are_given_again_only_for_the_very_same_objects(monkeypatch) -> None:
+    import math
+
+    from pumice.scheduler.volcano.api.queue_info import QueueInfo
+    from pumice.scheduler.volcano.api.resource import Resource
+    from pumice.scheduler.volcano.plugins import proportion
+    from pumice.scheduler.volcano.plugins._fair_share import real_capability
+
+    monkeypatch.setattr(proportion, "_LAST_CAPS", [])
+    total = Resource(8000, 8e9)
+    qs = {"a": QueueInfo("a", "a", capability=Resource(2000, 0)), "b": QueueInfo("b", "b", guarantee=Resource(1000, 1e9))}
+
+    def fresh(total: Resource, qs: dict[str, QueueInfo]) -> dict[str, object]:
+        g = Resource(1000, 1e9)
+        return {"a": (Resource(2000, math.inf), Resource(), real_capability(total, g, Resource(), Resource(2000, math.inf))),
+                "b": (None, qs["b"].guarantee, real_capability(total, g, qs["b"].guarantee, None))}
+
+    first = proportion.queue_caps(total, qs)
+    assert first == fresh(total, qs)
+    assert proportion.queue_caps(total, dict(qs)) is first
+    # stale cases: another guarantee object, another total, another queue set
+    qs["b"] = QueueInfo("b", "b", guarantee=Resource(3000, 1e9))
+    second = proportion.queue_caps(total, qs)
+    assert second is not first and second["b"][2] == real_capability(total, Resource(3000, 1e9), Resource(3000, 1e9), None)
+    assert second["a"][2] == Resource(2000, 7e9)
+    third = proportion.queue_caps(Resource(8000, 8e9), qs)
+    assert third is not second and third == second
+    del qs["b"]
+    assert proportion.queue_caps(total, qs) == {"a": (Resource(2000, math.inf), Resource(), Resource(2000, 8e9))}

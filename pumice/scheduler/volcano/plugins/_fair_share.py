@@ -10,13 +10,19 @@ and drf/drf.go (calculateShare).
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from pumice.scheduler.volcano.api.resource import Dimension, Resource, exceeded_part, share
-from pumice.scheduler.volcano.plugins._queue_util import exact_equal, res_max
+from pumice.scheduler.volcano.api.resource import (
+    MIN_RESOURCE,
+    PODS,
+    Dimension,
+    Resource,
+    _le,
+    exceeded_part,
+    share,
+)
+from pumice.scheduler.volcano.plugins._queue_util import res_max
 
 
 @dataclass(frozen=True)
@@ -45,28 +51,16 @@ def usage_share(allocated: Resource, deserved: Resource) -> float:
     return res
 
 
-def _key(claims: Sequence[Claim], total: Resource) -> tuple[Any, ...]:
-    """The inputs of :func:`proportion_deserved` as a key that tells apart every two inputs an
-    arithmetic could tell apart: the names, weights and scalar names as they are, every amount
-    by its bits (so 0.0 and -0.0 differ), in order."""
-    names: list[Any] = []
-    amounts: list[float] = []
-    rs = [total]
-    for c in claims:
-        rs += (c.request, c.real_capability, c.guarantee)
-    for r in rs:
-        sc = r.scalars
-        amounts += (r.milli_cpu, r.memory)
-        if sc:
-            names.append(tuple(sc))
-            amounts += sc.values()
-        else:
-            names.append(())
-    return (tuple((c.key, c.weight) for c in claims), tuple(names), struct.pack(f"<{len(amounts)}d", *amounts))
+_LAST: list[tuple[Resource, list[Claim], dict[str, Resource]]] = []
+"""The last :func:`proportion_deserved` inputs and result."""
 
 
-_LAST: list[tuple[tuple[Any, ...], dict[str, Resource]]] = []
-"""The last :func:`proportion_deserved` inputs (as a :func:`_key`) and result."""
+def _same_inputs(last: list[Claim], claims: Sequence[Claim]) -> bool:
+    """The same keys and weights in the same order, and the very same Resource objects."""
+    return len(last) == len(claims) and all(
+        a.key == b.key and a.weight == b.weight and a.request is b.request
+        and a.real_capability is b.real_capability and a.guarantee is b.guarantee
+        for a, b in zip(last, claims, strict=True))
 
 
 def proportion_deserved(claims: Sequence[Claim], total: Resource) -> dict[str, Resource]:
@@ -75,8 +69,9 @@ def proportion_deserved(claims: Sequence[Claim], total: Resource) -> dict[str, R
     take until nothing is left or nothing changes.
 
     A pure function of its inputs: the result of the last call is given again (as a new dict)
-    when every input is bit for bit the same (the queues' requests seldom change from one
-    session to the next).
+    when ``total`` and every claim's Resources are the very objects of the last call, with the
+    same keys and weights (Resources are immutable; proportion hands in the same objects while
+    the queues and their requests do not change).
 
     Args:
         claims: in the order the rounds walk them (pumice: by queue name).
@@ -86,43 +81,129 @@ def proportion_deserved(claims: Sequence[Claim], total: Resource) -> dict[str, R
 
     Mirrors: proportion.go OnSessionOpen (the ``for { totalWeight ... }`` loop).
     """
-    key = _key(claims, total)
-    if _LAST and _LAST[0][0] == key:
-        return dict(_LAST[0][1])
+    if _LAST:
+        last_total, last_claims, last = _LAST[0]
+        if last_total is total and _same_inputs(last_claims, claims):
+            return dict(last)
     got = _water_fill(claims, total)
-    _LAST[:] = [(key, dict(got))]
+    _LAST[:] = [(total, list(claims), dict(got))]
     return got
 
 
 def _water_fill(claims: Sequence[Claim], total: Resource) -> dict[str, Resource]:
-    deserved: dict[str, Resource] = {c.key: Resource() for c in claims}
-    remaining = total
+    """The water filling on plain floats: each amount is a (milli_cpu, memory, scalars) triple,
+    and every step is the Resource method it stands for (named in the comments) written out on
+    the triples: the same float operations on the same operands, the scalar names in the same
+    order, so the result is bit for bit what the Resource methods give (the test keeps that
+    version as its oracle and compares on recorded and drawn inputs); only the Resource objects
+    in between are not built."""
+    zero: tuple[float, float, dict[str, float]] = (0.0, 0.0, {})
+    deserved = {c.key: zero for c in claims}
+    rc, rm, rs = total.milli_cpu, total.memory, dict(total.scalars)
     met: set[str] = set()
     while True:
         total_weight = sum(c.weight for c in claims if c.key not in met)
         if total_weight == 0:
             break
-        old_remaining = remaining
-        inc_total = Resource()
-        dec_total = Resource()
+        orc, orm, ors = rc, rm, rs
+        ic = im = dc = dm = 0.0
+        isc: dict[str, float] = {}
+        dsc: dict[str, float] = {}
         for c in claims:
-            if c.key in met:
+            key = c.key
+            if key in met:
                 continue
-            old = deserved[c.key]
-            d = old + remaining.multi(c.weight / total_weight)
-            d = d.min_dimension(c.real_capability, Dimension.INFINITY)
-            d = d.min_dimension(c.request, Dimension.ZERO)
-            d = res_max(d, c.guarantee)
-            deserved[c.key] = d
-            if c.request.less_equal(d, Dimension.ZERO) or exact_equal(d, old):
-                met.add(c.key)
-            inc, dec = d.diff(old, Dimension.ZERO)
-            inc_total = inc_total + inc
-            dec_total = dec_total + dec
-        remaining = exceeded_part(remaining + dec_total, inc_total)
-        if remaining.is_empty() or exact_equal(remaining, old_remaining):
+            oc, om, osc = deserved[key]
+            ratio = c.weight / total_weight
+            cap, req, g = c.real_capability, c.request, c.guarantee
+            csc, qsc = cap.scalars, req.scalars
+            # old + remaining.multi(ratio), then .min_dimension(real_capability, INFINITY), then
+            # .min_dimension(request, ZERO), name by name (min(a, b) is ``b if b < a else a``)
+            sc: dict[str, float] = {}
+            for n in (*osc, *(n for n in rs if n not in osc)) if rs else osc:
+                v = osc.get(n, 0.0) + rs[n] * ratio if n in rs else osc[n]
+                if n in csc:
+                    b = csc[n]
+                    if b < v:
+                        v = b
+                if n in qsc:
+                    b = qsc[n]
+                    sc[n] = b if b < v else v
+                else:
+                    sc[n] = 0.0
+            cpu = oc + rc * ratio
+            b = cap.milli_cpu
+            if b < cpu:
+                cpu = b
+            b = req.milli_cpu
+            if b < cpu:
+                cpu = b
+            mem = om + rm * ratio
+            b = cap.memory
+            if b < mem:
+                mem = b
+            b = req.memory
+            if b < mem:
+                mem = b
+            # res_max(d, guarantee) (max(a, b) is ``b if b > a else a``)
+            for n, b in g.scalars.items():
+                if n not in sc or b > sc[n]:
+                    sc[n] = b
+            b = g.milli_cpu
+            if b > cpu:
+                cpu = b
+            b = g.memory
+            if b > mem:
+                mem = b
+            deserved[key] = (cpu, mem, sc)
+            # request.less_equal(d, ZERO) or exact_equal(d, old)
+            fits = _le(req.milli_cpu, cpu) and _le(req.memory, mem)
+            if fits:
+                for n, b in qsc.items():
+                    if not _le(b, sc.get(n, 0.0)):
+                        fits = False
+                        break
+            if fits or (cpu == oc and mem == om and sc == osc):
+                met.add(key)
+            # inc, dec = d.diff(old, ZERO); inc_total + inc; dec_total + dec (the sums start at
+            # +0.0 and only grow, so adding the other side's 0.0 would change no bit; every name of
+            # old is a name of d: each step above keeps the names it is given)
+            if cpu > oc:
+                ic += cpu - oc
+            else:
+                dc += oc - cpu
+            if mem > om:
+                im += mem - om
+            else:
+                dm += om - mem
+            for n, lv in sc.items():
+                rv = osc.get(n, 0.0)
+                if lv > rv:
+                    isc[n] = isc.get(n, 0.0) + (lv - rv)
+                else:
+                    dsc[n] = dsc.get(n, 0.0) + (rv - lv)
+        # remaining = exceeded_part(remaining + dec_total, inc_total)
+        ac = rc + dc
+        am = rm + dm
+        asc = rs
+        if dsc:
+            asc = dict(rs)
+            for n, v in dsc.items():
+                asc[n] = asc.get(n, 0.0) + v
+        rc = ac - ic if ac > ic else 0.0
+        rm = am - im if am > im else 0.0
+        rs = {}
+        for n in (*asc, *(n for n in isc if n not in asc)):
+            lv = asc.get(n, 0.0)
+            rv = isc.get(n, 0.0)
+            if lv > rv:
+                rs[n] = lv - rv
+        # remaining.is_empty() or exact_equal(remaining, old_remaining)
+        if ((not (rc >= MIN_RESOURCE or rm >= MIN_RESOURCE)
+                and all(v < MIN_RESOURCE for n, v in rs.items() if n != PODS))
+                or (rc == orc and rm == orm and rs == ors)):
             break
-    return deserved
+    return {key: Resource(c, m, s) for key, (c, m, s) in deserved.items()}
 
 
 def real_capability(parent: Resource, guarantees: Resource, guarantee: Resource, capability: Resource | None) -> Resource:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pumice.api.volcano.constants import PodGroupPhase
 from pumice.scheduler.volcano.api.job_info import JobInfo, JobMemo
@@ -38,20 +38,62 @@ from pumice.scheduler.volcano.plugins._queue_util import (
 PLUGIN_NAME = "proportion"
 
 
-@dataclass
+@dataclass(slots=True)
 class QueueAttr:
+    """One queue's figures for a session (every Resource given: no default is built per queue
+    and session; ``deserved`` is set by the water filling)."""
+
     queue_id: str
     name: str
     weight: int
-    deserved: Resource = field(default_factory=Resource)
-    allocated: Resource = field(default_factory=Resource)
-    request: Resource = field(default_factory=Resource)
-    elastic: Resource = field(default_factory=Resource)
-    inqueue: Resource = field(default_factory=Resource)
-    capability: Resource | None = None
-    real_capability: Resource = field(default_factory=Resource)
-    guarantee: Resource = field(default_factory=Resource)
+    capability: Resource | None
+    real_capability: Resource
+    guarantee: Resource
+    allocated: Resource
+    request: Resource
+    inqueue: Resource
+    elastic: Resource
+    deserved: Resource
     share: float = 0.0
+
+
+QueueCaps = dict[str, tuple[Resource | None, Resource, Resource]]
+
+_LAST_CAPS: list[tuple[Resource, list[tuple[str, Resource | None, Resource | None]], QueueCaps]] = []
+"""The last :func:`queue_caps` inputs (the very objects) and result."""
+
+
+def queue_caps(total: Resource, queues: dict[str, QueueInfo]) -> QueueCaps:
+    """Queue uid -> (capability with an unset or zero cpu/memory as infinite, guarantee
+    (``Resource()`` when unset), realCapability) for every queue, each a function of ``total``
+    and the queues' capability and guarantee Resources alone.
+
+    The last result is given again (the same dict: read it, never change it) when ``total`` and
+    every queue's capability and guarantee are the very objects of the last call (Resources are
+    immutable, and the snapshot's QueueInfos get the same parsed objects while the Queues do
+    not change: :meth:`Resource.from_list` is memoized)."""
+    key = [(q.uid, q.capability, q.guarantee) for q in queues.values()]
+    if _LAST_CAPS:
+        last_total, last_key, last = _LAST_CAPS[0]
+        if last_total is total and len(last_key) == len(key) and all(
+                a[0] == b[0] and a[1] is b[1] and a[2] is b[2] for a, b in zip(last_key, key, strict=True)):
+            return last
+    total_guarantee = sum_resources(g for _u, _c, g in key if g is not None)
+    # realCapability's cluster part, the same for every queue (see real_capability)
+    free = exceeded_part(total, total_guarantee)
+    out: QueueCaps = {}
+    for uid, cap, guarantee in key:
+        capability = None
+        if cap is not None:
+            capability = Resource(
+                cap.milli_cpu if cap.milli_cpu > 0 else math.inf,
+                cap.memory if cap.memory > 0 else math.inf,
+                cap.scalars,
+            )
+        g = guarantee if guarantee is not None else Resource()
+        out[uid] = (capability, g, capped_capability(free, g, capability))
+    _LAST_CAPS[:] = [(total, key, out)]
+    return out
 
 
 def _queue_sums(jobs: Sequence[JobInfo]) -> tuple[Resource, Resource, Resource, Resource]:
@@ -158,9 +200,7 @@ class ProportionPlugin:
         ``ssn.job_memo`` (:func:`queue_sums_by_job`). With the live cache they are running
         sums of those parts (:meth:`Session.job_sums`), brought up to date from the jobs that
         changed; equal float for float where every part is whole, the fold otherwise."""
-        total_guarantee = sum_resources(q.guarantee for q in ssn.queues.values() if q.guarantee is not None)
-        # realCapability's cluster part, the same for every queue (see real_capability)
-        free = exceeded_part(self.total, total_guarantee)
+        caps = queue_caps(self.total, ssn.queues)
         memo = ssn.job_memo
 
         def entry(job: JobInfo) -> tuple[str, tuple[Resource | None, ...], bool]:
@@ -173,26 +213,18 @@ class ProportionPlugin:
         if running is None:
             by_queue = _jobs_by_queue(ssn)
             names = list(by_queue)
+        empty = Resource.empty()
         for name in names:
             q = ssn.queues[name]
-            attr = QueueAttr(q.uid, q.name, q.weight)
-            if q.capability is not None:
-                cap = q.capability
-                attr.capability = Resource(
-                    cap.milli_cpu if cap.milli_cpu > 0 else math.inf,
-                    cap.memory if cap.memory > 0 else math.inf,
-                    cap.scalars,
-                )
-            if q.guarantee is not None:
-                attr.guarantee = q.guarantee
-            attr.real_capability = capped_capability(free, attr.guarantee, attr.capability)
-            self.queue_opts[name] = attr
             sums = None if running is None else running.sums(name)
             if sums is None:
                 if by_queue is None:
                     by_queue = _jobs_by_queue(ssn)
                 sums = queue_sums_by_job(memo, by_queue[name])
-            attr.allocated, attr.request, attr.inqueue, attr.elastic = sums  # type: ignore[assignment]
+            allocated, request, inqueue, elastic = sums
+            capability, guarantee, real = caps[name]
+            self.queue_opts[name] = QueueAttr(q.uid, q.name, q.weight, capability, real, guarantee,
+                                              allocated, request, inqueue, elastic, empty)  # type: ignore[arg-type]
 
     def _set_deserved(self) -> None:
         """Water-fill ``deserved`` by weight over the queues (pure maths in _fair_share)."""
