@@ -139,3 +139,18 @@ def test_action_arguments_are_parsed_once_per_configuration(tmp_path: Path) -> N
     assert parsed["preempt"].topology_aware is True
     assert conf.parsed_action_arguments is parsed
 
+
+
+def test_set_gauge_leaves_out_only_a_set_to_the_very_same_float(monkeypatch: pytest.MonkeyPatch) -> None:
+    import math
+
+    from prometheus_client import CollectorRegistry, Gauge
+
+    g = Gauge("g", "test gauge", registry=CollectorRegistry())
+    sets: list[float] = []
+    real = g.set
+    monkeypatch.setattr(g, "set", lambda v: sets.append(v) or real(v))
+    for v in (1.0, 1, 1.0, 2.5, 0.0, -0.0, -0.0, 0, math.nan, math.nan, 2.5):
+        metrics.set_gauge(g, v)
+    assert [str(v) for v in sets] == ["1.0", "2.5", "0.0", "-0.0", "0.0", "nan", "nan", "2.5"]
+    assert g._value.get() == 2.5

@@ -189,6 +189,34 @@ async def test_a_session_gets_the_untouched_nodes_of_the_last_one_and_fresh_copi
             await sched.cache.stop()
 
 
+async def test_a_session_gets_the_queue_infos_of_the_last_one_until_their_queue_changes() -> None:
+    async with local_cluster() as c:
+        client = c.client
+        for o in [node("n0", "2,4Gi,pods=10"), queue("q1"), queue("q2", weight=2)]:
+            await _create(client, o)
+        sched = Scheduler(client, schedule_period=0.05, snapshot_mode="incremental")
+        await sched.cache.start(timeout=5)
+        try:
+            first = sched.cache.snapshot().queues
+            again = sched.cache.snapshot().queues
+            assert list(again) == ["q1", "q2"] and all(again[q] is first[q] for q in first)
+            with pytest.raises(AttributeError):
+                again["q1"].weight = 5  # type: ignore[misc]
+            # stale case: q2's weight changes, a new Queue comes: new QueueInfos for those only
+            q2 = await client.get(client.scheme.resolve("queues.scheduling.volcano.sh"), "q2")
+            q2["spec"]["weight"] = 7
+            await client.update(q2)
+            await _create(client, queue("q0", weight=3))
+            await _settle(sched)
+            third = sched.cache.snapshot()
+            assert third.queues["q1"] is first["q1"] and third.queues["q2"] is not first["q2"]
+            assert third.queues["q2"].weight == 7 and third.queues["q0"].weight == 3
+            assert snapshot_digest(third) == snapshot_digest(
+                build_snapshot(sched.cache.objects(), clock=sched.clock, scheduler_names=("volcano",)))
+        finally:
+            await sched.cache.stop()
+
+
 async def test_a_session_gets_the_jobs_the_last_one_left_untouched_and_fresh_clones_of_the_changed_ones() -> None:
     async with local_cluster() as c:
         client = c.client

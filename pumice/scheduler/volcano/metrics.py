@@ -7,6 +7,7 @@ with ``prometheus_client.generate_latest(REGISTRY)``.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -89,3 +90,20 @@ def child(metric: Any, *values: str) -> Any:
     if got is None:
         got = _CHILDREN[key] = metric.labels(*values)
     return got
+
+
+_GAUGE_LAST: dict[Any, float] = {}
+"""Gauge (child) -> the value :func:`set_gauge` last set it to."""
+
+
+def set_gauge(gauge: Any, value: float) -> None:
+    """``gauge.set(value)``, left out when the last :func:`set_gauge` of this gauge set the very
+    same float (equal, and the same sign for zeros; NaN is always set). Exact only for gauges
+    every write of which goes through here: the per-queue gauges :meth:`Scheduler._record` sets
+    at every session (most of them do not move from one session to the next)."""
+    v = float(value)
+    last = _GAUGE_LAST.get(gauge)
+    if last is not None and v == last and (v != 0.0 or math.copysign(1.0, v) == math.copysign(1.0, last)):
+        return
+    gauge.set(v)
+    _GAUGE_LAST[gauge] = v

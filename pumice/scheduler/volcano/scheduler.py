@@ -238,22 +238,22 @@ class Scheduler:
         metrics.pod_preemption_victims.set(victims)
         if victims:
             metrics.total_preemption_attempts.inc()
-        child = metrics.child
+        child, put = metrics.child, metrics.set_gauge
         for q in ssn.queues.values():
             name = q.name
             qm: dict[str, Any] = ssn.queue_metrics.get(name, {})
             alloc = qm.get("allocated")
             if alloc is not None:
-                child(metrics.queue_allocated_milli_cpu, name).set(alloc.milli_cpu)
-                child(metrics.queue_allocated_memory_bytes, name).set(alloc.memory)
+                put(child(metrics.queue_allocated_milli_cpu, name), alloc.milli_cpu)
+                put(child(metrics.queue_allocated_memory_bytes, name), alloc.memory)
             des = qm.get("deserved")
             if des is not None:
-                child(metrics.queue_deserved_milli_cpu, name).set(des.milli_cpu)
-                child(metrics.queue_deserved_memory_bytes, name).set(des.memory)
+                put(child(metrics.queue_deserved_milli_cpu, name), des.milli_cpu)
+                put(child(metrics.queue_deserved_memory_bytes, name), des.memory)
             if "share" in qm:
-                child(metrics.queue_share, name).set(qm["share"])
-                child(metrics.queue_overused, name).set(1 if qm["share"] >= 1 else 0)
-            child(metrics.queue_weight, name).set(q.weight)
+                put(child(metrics.queue_share, name), qm["share"])
+                put(child(metrics.queue_overused, name), 1 if qm["share"] >= 1 else 0)
+            put(child(metrics.queue_weight, name), q.weight)
 
     async def sync_conf_map(self) -> None:
         """Make the ConfigMap ``volcano-system/volcano-scheduler-configmap`` and :attr:`conf` agree.

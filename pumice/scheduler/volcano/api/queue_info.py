@@ -27,10 +27,14 @@ if TYPE_CHECKING:
 
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, frozen=True)
 class QueueInfo:
     """A Queue. ``uid`` = name (as upstream). ``capability``/``deserved``/``guarantee`` are None
-    when the spec omits them. ``creation`` epoch seconds."""
+    when the spec omits them. ``creation`` epoch seconds.
+
+    Frozen: the live cache hands the same QueueInfo to every session while its Queue object
+    does not change (its Resources are immutable, and ``queue``, the wire object, is never
+    edited by a session)."""
 
     uid: str
     name: str

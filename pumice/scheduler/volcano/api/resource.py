@@ -58,9 +58,11 @@ class Resource:
     _scalars: dict[str, float]
 
     def __init__(self, milli_cpu: float = 0.0, memory: float = 0.0, scalars: Mapping[str, float] | None = None):
-        object.__setattr__(self, "milli_cpu", float(milli_cpu))
-        object.__setattr__(self, "memory", float(memory))
-        object.__setattr__(self, "_scalars", dict(scalars) if scalars else {})
+        # the slots' own setters (bound below the class): __setattr__ refuses, and
+        # object.__setattr__ looks the slot up by name at every call
+        _set_milli_cpu(self, float(milli_cpu))
+        _set_memory(self, float(memory))
+        _set_scalars(self, dict(scalars) if scalars else {})
 
     def __setattr__(self, name: str, val: Any) -> None:
         raise AttributeError("Resource is immutable")
@@ -348,6 +350,11 @@ class Resource:
             else:
                 out[n] = _fmt_milli(v)
         return out
+
+
+_set_milli_cpu = Resource.__dict__["milli_cpu"].__set__
+_set_memory = Resource.__dict__["memory"].__set__
+_set_scalars = Resource.__dict__["_scalars"].__set__
 
 
 def _fmt_milli(v: float) -> str:

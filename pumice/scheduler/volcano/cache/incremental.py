@@ -176,8 +176,11 @@ class IncrementalSnapshot:
         self._job_order_dirty = True
         self._priority_classes: dict[str, int] = {}
         self._default_priority = 0
-        self._queue_objs: list[tuple[Obj, float]] = []
-        """The Queues in snapshot order, each with its creation time (epoch seconds)."""
+        self._queue_infos: list[QueueInfo] = []
+        """The Queues in snapshot order (frozen: handed to every session as they are)."""
+        self._queue_built: dict[int, tuple[Obj, QueueInfo]] = {}
+        """id(informer Queue object) -> (that object, its QueueInfo): informer objects are
+        replaced when they change, never edited, so the same object gives the same QueueInfo."""
         self._namespaces: dict[str, Obj] = {}
         self._hypernodes: HyperNodesInfo | None = None
         self._total: Resource | None = None
@@ -274,8 +277,7 @@ class IncrementalSnapshot:
         ci = ClusterInfo(now=now)
         ci.priority_classes = dict(self._priority_classes)
         ci.namespaces = dict(self._namespaces)
-        for o, creation in self._queue_objs:
-            q = QueueInfo.from_queue(o, creation)
+        for q in self._queue_infos:
             ci.queues[q.uid] = q
         ci.nodes = self._nodes_for_session()
         ci.node_list = self._session_list
@@ -536,13 +538,23 @@ class IncrementalSnapshot:
                     raise SnapshotError(f"{_ident(_with_kind(o, 'PriorityClass'))}: value: {e}") from e
                 if o.get("globalDefault"):
                     default = pcs[name]
-            queue_objs = [(o, _creation(o, 0.0))
-                          for o in (_with_kind(o, "Queue") for o in sorted(self.informers["Queue"].lister.list(), key=order_key))]
-            for o, _c in queue_objs:
+            built = self._queue_built
+            raws = sorted(self.informers["Queue"].lister.list(), key=order_key)
+            # every creation time first, then every spec (the order the errors are raised in)
+            todo = [(raw, _with_kind(raw, "Queue")) for raw in raws
+                    if (got := built.get(id(raw))) is None or got[0] is not raw]
+            creations = [_creation(o, 0.0) for _raw, o in todo]
+            fresh: dict[int, tuple[Obj, QueueInfo]] = {}
+            for (raw, o), creation in zip(todo, creations, strict=True):
                 try:
-                    QueueInfo.from_queue(o, 0.0)
+                    fresh[id(raw)] = (raw, QueueInfo.from_queue(o, creation))
                 except (TypeError, ValueError) as e:
                     raise SnapshotError(f"{_ident(o)}: spec: {e}") from e
+            queue_infos = []
+            for raw in raws:
+                got = fresh.get(id(raw)) or built[id(raw)]
+                fresh[id(raw)] = got
+                queue_infos.append(got[1])
         except SnapshotError as e:
             self._bad_meta = str(e)
             self._meta_dirty = True
@@ -554,7 +566,8 @@ class IncrementalSnapshot:
             self._priority_classes, self._default_priority = pcs, default
             self.dirty_jobs.update(self._base_jobs)
             self.dirty_jobs.update(self._bad_jobs)
-        self._queue_objs = queue_objs
+        self._queue_infos = queue_infos
+        self._queue_built = fresh
         self._namespaces = {
             (o.get("metadata") or {}).get("name", ""): _with_kind(o, "Namespace")
             for o in sorted(self.informers["Namespace"].lister.list(), key=order_key)
@@ -698,7 +711,7 @@ class IncrementalSnapshot:
         if self._job_order_dirty:
             self._job_order_dirty = False
             keys = self._job_keys
-            self._job_order = sorted(self._base_jobs, key=lambda u: keys[u])
+            self._job_order = sorted(self._base_jobs, key=keys.__getitem__)
 
 
 def _store_key(md: Obj) -> str:
