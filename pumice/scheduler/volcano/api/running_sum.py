@@ -106,12 +106,15 @@ class RunningSums:
         had. ``exact=False`` marks parts whose fold is known not to match this sum (e.g. parts
         that are sums of amounts that are not whole): the group then has no running total."""
         old = self._items.get(item)
-        if old is not None:
-            if old[0] == group and old[2] == order and old[3] == exact and all(
-                    a is b for a, b in zip(old[1], parts, strict=True)):
-                return
-            self._take(item, old)
         ok = exact and all(p is None or whole(p) for p in parts)
+        if old is not None:
+            if old[0] == group and old[2] == order and old[3] == exact:
+                if all(a is b for a, b in zip(old[1], parts, strict=True)):
+                    return
+                if ok and old[4]:
+                    self._replace(item, group, old[1], parts, order)
+                    return
+            self._take(item, old)
         self._items[item] = (group, parts, order, exact, ok)
         g = self._groups.get(group)
         if g is None:
@@ -138,6 +141,44 @@ class RunningSums:
                 carriers = slot.carriers.setdefault(name, {})
                 carriers[item] = (order, pos)
                 _push(slot.heaps.setdefault(name, []), (order, pos, item), carriers, _carrier_entry)
+
+    def _replace(self, item: str, group: Hashable, old: Parts, parts: Parts, order: Any) -> None:
+        """:meth:`set` of an item that stays in its group at its order, its old and new parts
+        both exact and whole: the totals are moved by the difference (every amount is a whole
+        number below 2**53, so the totals are the same as after taking the old parts out and
+        adding the new ones), the group's order entry is kept, and a scalar carrier's heap entry
+        is pushed only when its position changed."""
+        self._items[item] = (group, parts, order, True, True)
+        g = self._groups[group]
+        g.cached = None
+        for slot, was, part in zip(g.slots, old, parts, strict=True):
+            if was is part:
+                continue
+            gone: dict[str, float] = {}
+            if was is not None:
+                slot.cpu -= was.milli_cpu
+                slot.mem -= was.memory
+                gone = dict(was.scalars)
+            if part is not None:
+                slot.cpu += part.milli_cpu
+                slot.mem += part.memory
+                if slot.cpu >= _LIMIT or slot.mem >= _LIMIT:
+                    g.poisoned = True
+                for pos, (name, v) in enumerate(part.scalars.items()):
+                    t = slot.sc[name] = slot.sc.get(name, 0.0) - gone.pop(name, 0.0) + v
+                    if t >= _LIMIT:
+                        g.poisoned = True
+                    carriers = slot.carriers.setdefault(name, {})
+                    at = (order, pos)
+                    if carriers.get(item) != at:
+                        carriers[item] = at
+                        _push(slot.heaps.setdefault(name, []), (order, pos, item), carriers, _carrier_entry)
+            for name, v in gone.items():
+                slot.sc[name] -= v
+                carriers = slot.carriers[name]
+                del carriers[item]
+                if not carriers:
+                    del slot.carriers[name], slot.heaps[name], slot.sc[name]
 
     def remove(self, item: str) -> None:
         old = self._items.get(item)
