@@ -26,9 +26,10 @@ __all__ = ["StreamingASGITransport"]
 log = logging.getLogger(__name__)
 
 
-def _one_body(body: bytes, disconnected: asyncio.Event) -> Callable[[], Awaitable[dict[str, Any]]]:
+def _one_body(body: bytes, disconnected: asyncio.Event | None) -> Callable[[], Awaitable[dict[str, Any]]]:
     """An ASGI ``receive`` for a request whose whole ``body`` is known: one ``http.request``
-    message, then ``http.disconnect`` once ``disconnected`` is set."""
+    message, then ``http.disconnect`` once ``disconnected`` is set (None: never, as for a plain
+    request, whose answer never waits for a disconnect; no Event is made for it)."""
     sent = False
 
     async def receive() -> dict[str, Any]:
@@ -36,7 +37,10 @@ def _one_body(body: bytes, disconnected: asyncio.Event) -> Callable[[], Awaitabl
         if not sent:
             sent = True
             return {"type": "http.request", "body": body, "more_body": False}
-        await disconnected.wait()
+        if disconnected is None:
+            await asyncio.get_running_loop().create_future()  # never done: no disconnect comes
+        else:
+            await disconnected.wait()
         return {"type": "http.disconnect"}
 
     return receive
@@ -179,7 +183,7 @@ class DirectASGI:
         takes instead of parsing ``query`` again (scope keys ``pumice.query``; the body goes as
         ``pumice.body``)."""
         scope = self._scope(method, path, query, headers)
-        receive = _one_body(body, asyncio.Event())  # a plain response never waits for a disconnect
+        receive = _one_body(body, None)  # a plain response never waits for a disconnect
         if self._respond is not None:
             scope["pumice.body"] = body
             if params is not None:
