@@ -14,16 +14,16 @@ source, emptyDir sizeLimit, a few required source fields), containers (names, im
 IANA names, env names and valueFrom, envFrom, volume mounts of known volumes, resource names and
 quantities, extended resources' limits, probes' and lifecycle hooks' handlers, securityContext
 ids), init containers (restartPolicy, probes only when restartable), restartPolicy, dnsPolicy,
-nodeSelector, securityContext, node and pod affinity, topology spread, nodeName, hostname,
-subdomain, tolerations, priorityClassName; Services get ValidateService's (clusterIPs, families,
+nodeSelector, securityContext, imagePullSecrets, node and pod affinity, dnsConfig, readiness and
+scheduling gates, topology spread, nodeName, hostname, subdomain, tolerations, hostAliases,
+priorityClassName, runtimeClassName, preemptionPolicy, overhead, os; Services get ValidateService's (clusterIPs, families,
 ExternalName, ports, session affinity, traffic policies) and the node port range; Secrets the
 keys their type needs; Deployments the strategy rules, Jobs ttlSecondsAfterFinished and Indexed
 completions.
 
 Deviates: only the rules listed per kind are checked (a subset of upstream's: not the volume
 sources' own fields beyond the required ones, volume devices, resize policies, sysctls, seccomp
-and AppArmor profiles, Windows options, host aliases, DNS config searches, pod resource claims,
-LoadBalancer source ranges); a quantity is shown as written, not in its canonical form; fields the
+and AppArmor profiles, Windows options, pod resource claims, LoadBalancer source ranges); a quantity is shown as written, not in its canonical form; fields the
 defaulter leaves unset (probe periods, Service traffic policies) are checked only when set; a
 Job without ``spec.selector`` is accepted (upstream generates one before validating);
 CustomResourceDefinition specs are checked by the API server (pumice.apiserver.crds), not here.
@@ -1046,15 +1046,25 @@ def _validate_pod_spec(spec: Obj, field: str, restart_policies: list[str] | None
         out += validate_labels(node_selector, f"{field}.nodeSelector")
     if spec.get("securityContext"):
         out += _validate_security_context(spec["securityContext"], f"{field}.securityContext", pod=True)
+    for i, ref in enumerate(spec.get("imagePullSecrets") or ()):
+        if isinstance(ref, dict) and set(ref) - {"name"}:
+            out.append(FieldCause(f"{field}.imagePullSecrets[{i}]", "Invalid value: core.LocalObjectReference"
+                                  f"{{Name:{quote(str(ref.get('name') or ''))}}}: only name may be set",
+                                  "FieldValueInvalid"))
     if spec.get("affinity"):
         out += _validate_affinity(spec["affinity"], f"{field}.affinity")
-    if dns == "None":
-        cfg = spec.get("dnsConfig")
-        if not isinstance(cfg, dict):
-            out.append(_required(f"{field}.dnsConfig", "must provide `dnsConfig` when `dnsPolicy` is None"))
-        elif not cfg.get("nameservers"):
-            out.append(_required(f"{field}.dnsConfig.nameservers",
-                                 "must provide at least one DNS nameserver when `dnsPolicy` is None"))
+    if dns == "None" or spec.get("dnsConfig"):
+        out += _validate_dns_config(spec.get("dnsConfig"), dns, f"{field}.dnsConfig")
+    for i, gate in enumerate(spec.get("readinessGates") or ()):
+        ctype = str((gate or {}).get("conditionType") or "") if isinstance(gate, dict) else ""
+        out += [_invalid(f"{field}.readinessGates[{i}].conditionType", ctype, e) for e in is_qualified_name(ctype)]
+    seen_gates: set[str] = set()
+    for i, gate in enumerate(spec.get("schedulingGates") or ()):
+        gname = str(gate.get("name") or "") if isinstance(gate, dict) else ""
+        out += [_invalid(f"{field}.schedulingGates[{i}]", gname, e) for e in is_qualified_name(gname)]
+        if gname in seen_gates:
+            out.append(_duplicate(f"{field}.schedulingGates[{i}]", gname))
+        seen_gates.add(gname)
     if spec.get("topologySpreadConstraints"):
         out += _validate_spread(spec["topologySpreadConstraints"], f"{field}.topologySpreadConstraints")
     for key, check in (("serviceAccountName", is_dns1123_subdomain), ("nodeName", is_dns1123_subdomain)):
@@ -1070,9 +1080,36 @@ def _validate_pod_spec(spec: Obj, field: str, restart_policies: list[str] | None
             out += [_invalid(f"{field}.{key}", value, e) for e in is_dns1123_label(value)]
     if spec.get("tolerations"):
         out += _validate_tolerations(spec["tolerations"], f"{field}.tolerations")
+    for i, alias in enumerate(spec.get("hostAliases") or ()):
+        if not isinstance(alias, dict):
+            continue
+        ip = alias.get("ip") or ""
+        if not isinstance(ip, str) or not _is_valid_ip(ip):
+            out.append(_invalid(f"{field}.hostAliases[{i}].ip", ip, IP_ERR))
+        for j, host in enumerate(alias.get("hostnames") or ()):
+            out += [_invalid(f"{field}.hostAliases[{i}].hostnames[{j}]", host, e) for e in is_dns1123_subdomain(str(host))]
     pcn = spec.get("priorityClassName")
     if isinstance(pcn, str) and pcn:
         out += [_invalid(f"{field}.priorityClassName", pcn, e) for e in is_dns1123_subdomain(pcn)]
+    rcn = spec.get("runtimeClassName")
+    if isinstance(rcn, str):
+        out += [_invalid(f"{field}.runtimeClassName", rcn, e) for e in is_dns1123_subdomain(rcn)]
+    pp = spec.get("preemptionPolicy")
+    if pp is not None:
+        if not pp:
+            out.append(_required(f"{field}.preemptionPolicy"))
+        elif pp not in ("PreemptLowerPriority", "Never"):
+            out.append(_not_supported(f"{field}.preemptionPolicy", pp, ["PreemptLowerPriority", "Never"]))
+    overhead = spec.get("overhead")
+    if isinstance(overhead, dict) and overhead:
+        _resource_list(overhead, f"{field}.overhead.limits", out)
+    pod_os = spec.get("os")
+    if isinstance(pod_os, dict):
+        os_name = pod_os.get("name") or ""
+        if not os_name:
+            out.append(_required(f"{field}.os.name", "cannot be empty"))
+        elif os_name not in ("linux", "windows"):
+            out.append(_not_supported(f"{field}.os", os_name, ["linux", "windows"]))
     tgps = spec.get("terminationGracePeriodSeconds")
     if tgps is not None and (not _is_int(tgps) or tgps < 0):
         out.append(_invalid(f"{field}.terminationGracePeriodSeconds", tgps, "must be greater than or equal to 0"))
@@ -1119,6 +1156,45 @@ def _validate_containers(spec: Obj, field: str, volumes: set[str], grace: Any) -
                 if ctr.get(key) is not None:
                     out.append(_forbidden(f"{cf}.{key}", "may not be set for init containers without "
                                                          "restartPolicy=Always"))
+    return out
+
+
+def _go_strings(values: list[Any]) -> str:
+    """A []string as Go's ``%#v`` prints it: ``[]string{"a", "b"}``."""
+    return "[]string{" + ", ".join(quote(str(v)) for v in values) + "}"
+
+
+def _validate_dns_config(cfg: Any, policy: Any, field: str) -> list[FieldCause]:
+    """validatePodDNSConfig: dnsPolicy None needs nameservers; at most 3 nameservers (IPs), 32
+    search domains (subdomains, 2048 characters), option names set."""
+    if policy == "None":
+        if not isinstance(cfg, dict):
+            return [_required(field, "must provide `dnsConfig` when `dnsPolicy` is None")]
+        if not cfg.get("nameservers"):
+            return [_required(f"{field}.nameservers", "must provide at least one DNS nameserver when `dnsPolicy` is None")]
+    out: list[FieldCause] = []
+    if not isinstance(cfg, dict):
+        return out
+    servers = [str(n) for n in cfg.get("nameservers") or ()]
+    if len(servers) > 3:
+        out.append(FieldCause(f"{field}.nameservers", f"Invalid value: {_go_strings(servers)}: must not have more "
+                              "than 3 nameservers", "FieldValueInvalid"))
+    for i, ns in enumerate(servers):
+        if not _is_valid_ip(ns):
+            out.append(_invalid(f"{field}.nameservers[{i}]", ns, IP_ERR))
+    searches = [str(d) for d in cfg.get("searches") or ()]
+    if len(searches) > 32:
+        out.append(FieldCause(f"{field}.searches", f"Invalid value: {_go_strings(searches)}: must not have more than "
+                              "32 search paths", "FieldValueInvalid"))
+    if len(" ".join(searches)) > 2048:
+        out.append(FieldCause(f"{field}.searches", f"Invalid value: {_go_strings(searches)}: must not have more than "
+                              "2048 characters (including spaces) in the search list", "FieldValueInvalid"))
+    for i, domain in enumerate(searches):
+        d = domain.removesuffix(".")
+        out += [_invalid(f"{field}.searches[{i}]", d, e) for e in is_dns1123_subdomain(d)]
+    for i, opt in enumerate(cfg.get("options") or ()):
+        if not isinstance(opt, dict) or not opt.get("name"):
+            out.append(_required(f"{field}.options[{i}]", "must not be empty"))
     return out
 
 
@@ -1891,6 +1967,8 @@ def _validate_pod(obj: Obj, old: Obj | None) -> list[FieldCause]:
         spec = obj.get("spec")
         if isinstance(spec, dict) and spec.get("ephemeralContainers"):
             out.append(_forbidden("spec.ephemeralContainers", "cannot be set on create"))
+        if isinstance(spec, dict) and spec.get("nodeName") and spec.get("schedulingGates"):
+            out.append(_forbidden("spec.nodeName", "cannot be set until all schedulingGates have been cleared"))
     else:
         out += validate_pod_update(obj, old)
     return out

@@ -136,6 +136,28 @@ POD_CASES = [
      pod(hostNetwork=True, containers=ctr(ports=[{"containerPort": 80, "hostPort": 81}])),
      [(f"{C0}.ports[0].hostPort", "FieldValueInvalid",
        "Invalid value: 81: must match `containerPort` when `hostNetwork` is true")]),
+    ("dnsPolicy None without dnsConfig", pod(dnsPolicy="None"),
+     [("spec.dnsConfig", "FieldValueRequired", "Required value: must provide `dnsConfig` when `dnsPolicy` is None")]),
+    ("dnsConfig nameserver not an IP", pod(dnsConfig={"nameservers": ["x"]}),
+     [("spec.dnsConfig.nameservers[0]", "FieldValueInvalid",
+       'Invalid value: "x": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)')]),
+    ("imagePullSecrets entry with more than a name", pod(imagePullSecrets=[{"name": "r", "namespace": "x"}]),
+     [("spec.imagePullSecrets[0]", "FieldValueInvalid",
+       'Invalid value: core.LocalObjectReference{Name:"r"}: only name may be set')]),
+    ("scheduling gate repeated", pod(schedulingGates=[{"name": "a.b/c"}, {"name": "a.b/c"}]),
+     [("spec.schedulingGates[1]", "FieldValueDuplicate", 'Duplicate value: "a.b/c"')]),
+    ("nodeName with scheduling gates", pod(nodeName="n1", schedulingGates=[{"name": "g"}]),
+     [("spec.nodeName", "FieldValueForbidden", "Forbidden: cannot be set until all schedulingGates have been cleared")]),
+    ("hostAlias without an IP", pod(hostAliases=[{"hostnames": ["a.example"]}]),
+     [("spec.hostAliases[0].ip", "FieldValueInvalid",
+       'Invalid value: "": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)')]),
+    ("unknown preemptionPolicy", pod(preemptionPolicy="Sometimes"),
+     [("spec.preemptionPolicy", "FieldValueNotSupported",
+       'Unsupported value: "Sometimes": supported values: "PreemptLowerPriority", "Never"')]),
+    ("unknown os", pod(os={"name": "plan9"}),
+     [("spec.os", "FieldValueNotSupported", 'Unsupported value: "plan9": supported values: "linux", "windows"')]),
+    ("negative overhead", pod(overhead={"cpu": "-1"}),
+     [("spec.overhead.limits[cpu]", "FieldValueInvalid", 'Invalid value: "-1": must be greater than or equal to 0')]),
 ]
 
 
@@ -163,7 +185,11 @@ def test_a_pod_using_every_checked_field_well_is_valid() -> None:
         affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
             {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}},
         topologySpreadConstraints=[{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}],
-        hostname="h-1", subdomain="s", nodeName="node-1.example", securityContext={"runAsUser": 0})
+        hostname="h-1", subdomain="s", nodeName="node-1.example", securityContext={"runAsUser": 0},
+        dnsConfig={"nameservers": ["1.1.1.1"], "searches": ["ns.svc.cluster.local."], "options": [{"name": "ndots"}]},
+        readinessGates=[{"conditionType": "example.com/ready"}], imagePullSecrets=[{"name": "reg"}],
+        hostAliases=[{"ip": "10.0.0.1", "hostnames": ["a.example"]}], preemptionPolicy="Never", os={"name": "linux"},
+        overhead={"cpu": "100m"})
     assert causes(POD, obj) == []
 
 
