@@ -622,8 +622,94 @@ def _validate_volume_source(vol: Obj, field: str) -> list[FieldCause]:
         mode = src.get("defaultMode")
         if _is_int(mode) and not 0 <= mode <= 0o777:
             out.append(_invalid(f"{sf}.defaultMode", mode, FILE_MODE_ERR))
+        if key in ("secret", "configMap"):
+            for j, item in enumerate(src.get("items") or ()):
+                out += _key_to_path(item, f"{sf}.items[{j}]")
+        elif key == "downwardAPI":
+            for item in src.get("items") or ():
+                out += _downward_api_file(item, sf)
+        elif key == "projected":
+            out += _projection_sources(src, sf)
     if not count:
         out.append(_required(field, "must specify a volume type"))
+    return out
+
+
+def _local_path(path: str, field: str) -> list[FieldCause]:
+    """ValidateLocalNonReservedPath: relative, no '..' element, not starting with '..'."""
+    out: list[FieldCause] = []
+    if path.startswith("/"):
+        out.append(_invalid(field, path, "must be a relative path"))
+    if ".." in path.split("/"):
+        out.append(_invalid(field, path, "must not contain '..'"))
+    if path.startswith("..") and not path.startswith("../"):
+        out.append(_invalid(field, path, "must not start with '..'"))
+    return out
+
+
+def _key_to_path(item: Any, field: str) -> list[FieldCause]:
+    """validateKeyToPath of a secret or configMap volume item."""
+    if not isinstance(item, dict):
+        return []
+    out: list[FieldCause] = []
+    if not item.get("key"):
+        out.append(_required(f"{field}.key"))
+    path = str(item.get("path") or "")
+    if not path:
+        out.append(_required(f"{field}.path"))
+    out += _local_path(path, f"{field}.path")
+    mode = item.get("mode")
+    if _is_int(mode) and not 0 <= mode <= 0o777:
+        out.append(_invalid(f"{field}.mode", mode, FILE_MODE_ERR))
+    return out
+
+
+def _downward_api_file(item: Any, field: str) -> list[FieldCause]:
+    """validateDownwardAPIVolumeFile (its causes are at the volume source's path, as upstream)."""
+    if not isinstance(item, dict):
+        return []
+    out: list[FieldCause] = []
+    path = str(item.get("path") or "")
+    if not path:
+        out.append(_required(f"{field}.path"))
+    out += _local_path(path, f"{field}.path")
+    if item.get("fieldRef") is not None:
+        if item.get("resourceFieldRef") is not None:
+            out.append(_invalid(field, "resource", "fieldRef and resourceFieldRef can not be specified simultaneously"))
+    elif item.get("resourceFieldRef") is None:
+        out.append(_required(field, "one of fieldRef and resourceFieldRef is required"))
+    mode = item.get("mode")
+    if _is_int(mode) and not 0 <= mode <= 0o777:
+        out.append(_invalid(f"{field}.mode", mode, FILE_MODE_ERR))
+    return out
+
+
+def _projection_sources(src: Obj, field: str) -> list[FieldCause]:
+    """validateProjectionSources: one type per source, names and items of secret/configMap sources."""
+    out: list[FieldCause] = []
+    for i, source in enumerate(src.get("sources") or ()):
+        if not isinstance(source, dict):
+            continue
+        sf = f"{field}.sources[{i}]"
+        kinds = [k for k in ("secret", "configMap", "downwardAPI", "serviceAccountToken", "clusterTrustBundle")
+                 if source.get(k) is not None]
+        for kind in ("secret", "configMap"):
+            ref = source.get(kind)
+            if isinstance(ref, dict):
+                if not ref.get("name"):
+                    out.append(_required(f"{sf}.{kind}.name"))
+                for j, item in enumerate(ref.get("items") or ()):
+                    out += _key_to_path(item, f"{sf}.{kind}.items[{j}]")
+        token = source.get("serviceAccountToken")
+        if isinstance(token, dict):
+            secs = token.get("expirationSeconds")
+            if _is_int(secs) and secs < 600:
+                out.append(_invalid(f"{sf}.serviceAccountToken.expirationSeconds", secs,
+                                    "may not specify a duration less than 10 minutes"))
+            if not token.get("path"):
+                out.append(_required(f"{field}.path"))
+        if len(kinds) > 1:
+            out.append(_forbidden(sf, "may not specify more than 1 volume type per source"))
     return out
 
 
@@ -678,7 +764,7 @@ def _validate_volume_mounts(mounts: Any, volumes: set[str] | None, field: str) -
             if isinstance(sub, str) and sub:
                 if sub.startswith("/"):
                     out.append(_invalid(f"{field}.{key}", sub, "must be a relative path"))
-                if ".." in sub.replace("\\", "/").split("/"):
+                if ".." in sub.split("/"):
                     out.append(_invalid(f"{field}.{key}", sub, "must not contain '..'"))
     return out
 

@@ -136,6 +136,17 @@ POD_CASES = [
      pod(hostNetwork=True, containers=ctr(ports=[{"containerPort": 80, "hostPort": 81}])),
      [(f"{C0}.ports[0].hostPort", "FieldValueInvalid",
        "Invalid value: 81: must match `containerPort` when `hostNetwork` is true")]),
+    ("secret volume item without a key and with a path going up",
+     pod(volumes=[{"name": "v", "secret": {"secretName": "s", "items": [{"path": "../x"}]}}]),
+     [("spec.volumes[0].secret.items[0].key", "FieldValueRequired", "Required value"),
+      ("spec.volumes[0].secret.items[0].path", "FieldValueInvalid", 'Invalid value: "../x": must not contain \'..\'')]),
+    ("projected source with two types", pod(volumes=[{"name": "v", "projected": {"sources": [
+        {"secret": {"name": "s"}, "configMap": {"name": "c"}}]}}]),
+     [("spec.volumes[0].projected.sources[0]", "FieldValueForbidden",
+       "Forbidden: may not specify more than 1 volume type per source")]),
+    ("downwardAPI item without a source", pod(volumes=[{"name": "v", "downwardAPI": {"items": [{"path": "p"}]}}]),
+     [("spec.volumes[0].downwardAPI", "FieldValueRequired", "Required value: one of fieldRef and resourceFieldRef is "
+       "required")]),
     ("dnsPolicy None without dnsConfig", pod(dnsPolicy="None"),
      [("spec.dnsConfig", "FieldValueRequired", "Required value: must provide `dnsConfig` when `dnsPolicy` is None")]),
     ("dnsConfig nameserver not an IP", pod(dnsConfig={"nameservers": ["x"]}),
