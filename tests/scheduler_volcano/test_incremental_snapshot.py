@@ -92,6 +92,9 @@ async def test_incremental_snapshot_equals_the_full_build_through_arrivals_binds
                             priority_class="high" if g % 3 == 0 else "low", affinity=anti if g % 4 == 1 else None)
                     if g % 4 == 1:
                         p["metadata"].setdefault("labels", {})["spread"] = "yes"
+                    res = p["spec"]["containers"][0]["resources"]
+                    if "nvidia.com/gpu" in res["requests"]:  # an extended resource needs its limit (API rule)
+                        res["limits"] = {"nvidia.com/gpu": res["requests"]["nvidia.com/gpu"]}
                     await _create(client, p)
                 await _check(sched)
             # Pods start, some end, some go away; a Node goes NotReady and comes back; a Queue's
