@@ -104,6 +104,11 @@ class Watcher:
     index: tuple[str, str] | None = None
     seq: int = 0
     start_rv: int = 0
+    plain: bool = field(init=False, default=False)
+    """No namespace and no selectors: every event passes as it is (set at construction)."""
+
+    def __post_init__(self) -> None:
+        self.plain = self.namespace is None and self.labels.empty and self.fields.empty
 
     def _match(self, s: Stored) -> bool:
         obj = s.obj
@@ -118,7 +123,9 @@ class Watcher:
         object starts/stops matching."""
         if self.closed or ev.rv <= self.start_rv:
             return
-        if ev.type == MODIFIED:
+        if self.plain:  # every object matches: a MODIFIED stays MODIFIED (it has an old object)
+            item = (ev.type, ev.new)
+        elif ev.type == MODIFIED:
             now = self._match(ev.new)
             before = ev.old is not None and self._match(ev.old)
             if now and before:

@@ -211,3 +211,25 @@ async def _until(cond: Any, timeout: float = 5.0) -> None:
     async with asyncio.timeout(timeout):
         while not cond():
             await asyncio.sleep(0.01)
+
+
+async def test_a_watcher_without_namespace_or_selectors_queues_every_event_as_the_filter_would() -> None:
+    """The unfiltered fast path of ``Watcher.offer`` queues what the filter path queues."""
+    from pumice.api.selectors import FieldSelector, LabelSelector
+    from pumice.apiserver.store import ADDED, DELETED, MODIFIED, Event, Stored, Watcher
+
+    def stored(rv: int, **labels: str) -> Stored:
+        obj = {"metadata": {"name": "a", "namespace": "ns", "labels": labels, "resourceVersion": str(rv)}}
+        return Stored(obj, _encode(obj), rv)
+
+    s1, s2, s3 = stored(1), stored(2, x="y"), stored(3)
+    events = [Event(ADDED, 1, "/pods", s1, None), Event(MODIFIED, 2, "/pods", s2, s1),
+              Event(DELETED, 3, "/pods", s3, s2)]
+    fast, slow = (Watcher("/pods", None, LabelSelector(), FieldSelector(), start_rv=0) for _ in range(2))
+    slow.plain = False
+    assert fast.plain and not Watcher("/pods", "ns", LabelSelector(), FieldSelector()).plain
+    for ev in events:
+        fast.offer(ev, 100)
+        slow.offer(ev, 100)
+    got = [[w.queue.get_nowait() for _ in range(3)] for w in (fast, slow)]
+    assert got[0] == got[1] == [(ADDED, s1), (MODIFIED, s2), (DELETED, s3)]
