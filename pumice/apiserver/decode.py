@@ -40,7 +40,8 @@ from pumice.api.apply import field_manager_errors
 from pumice.apiserver import errors
 from pumice.apiserver.errors import StatusError
 
-__all__ = ["MAX_DECODED_BYTES", "MAX_DEPTH", "check_query", "decode_body", "duplicate_fields", "json_depth"]
+__all__ = ["MAX_DECODED_BYTES", "MAX_DEPTH", "check_query", "check_resource_version", "decode_body", "duplicate_fields",
+           "json_depth"]
 
 MAX_DEPTH = 100
 MAX_DECODED_BYTES = 3 * 1024 * 1024
@@ -251,14 +252,20 @@ def check_query(method: str, query: Mapping[str, str], revision: int, patch_type
             raise StatusError(422, f'{kind}.meta.k8s.io "" is invalid: {body}', "Invalid",
                               {"group": "meta.k8s.io", "kind": kind, "causes": causes})
     elif method == "GET":
-        rv = query.get("resourceVersion")
-        if rv:
-            try:
-                wanted = int(rv)
-            except ValueError:
-                raise errors.bad_request(f"invalid resource version: {rv!r}") from None
-            if wanted > revision:
-                raise StatusError(504, f"Too large resource version: {wanted}, current: {revision}", "Timeout",
-                                  {"causes": [{"reason": "ResourceVersionTooLarge",
-                                               "message": "Too large resource version"}],
-                                   "retryAfterSeconds": 1})
+        check_resource_version(query, revision)
+
+
+def check_resource_version(query: Mapping[str, str], revision: int) -> None:
+    """The ``resourceVersion`` of a read (GET, and the list of a DELETE of a collection): an
+    integer (400) not newer than the store's ``revision`` (504, see :func:`check_query`)."""
+    rv = query.get("resourceVersion")
+    if rv:
+        try:
+            wanted = int(rv)
+        except ValueError:
+            raise errors.bad_request(f"invalid resource version: {rv!r}") from None
+        if wanted > revision:
+            raise StatusError(504, f"Too large resource version: {wanted}, current: {revision}", "Timeout",
+                              {"causes": [{"reason": "ResourceVersionTooLarge",
+                                           "message": "Too large resource version"}],
+                               "retryAfterSeconds": 1})
