@@ -48,6 +48,17 @@ class AdmissionError(Exception):
         return self.message
 
 
+def forbidden(req: AdmissionRequest, why: str) -> AdmissionError:
+    """A 403 denial worded as upstream's ``admission.NewForbidden``:
+    ``<resource> "<name>" is forbidden: <why>`` (``pods "p1"``, ``priorityclasses.scheduling.k8s.io
+    "g2"``; without a name ``pods is forbidden: <why>``).
+
+    Mirrors: k8s.io/apiserver pkg/admission/errors.go NewForbidden, apimachinery errors.NewForbidden."""
+    resource = f"{req.kind.plural}.{req.kind.group}" if req.kind.group else req.kind.plural
+    who = f'{resource} "{req.name}"' if req.name else resource
+    return AdmissionError(f"{who} is forbidden: {why}", code=403)
+
+
 class ObjectReader(Protocol):
     """Read-only view of the stored objects given to plugins (no I/O beyond the store)."""
 

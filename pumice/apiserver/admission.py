@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pumice.api.admission import AdmissionError, AdmissionRequest, FieldCause, ObjectReader
+from pumice.api.admission import AdmissionError, AdmissionRequest, ObjectReader, forbidden
 from pumice.api.validation import SYSTEM_PRIORITY_CLASS_VALUES
 
 __all__ = [
@@ -169,7 +169,7 @@ class Priority:
         if pc_name:
             pc = await reader.get(pc_kind, pc_name)
             if pc is None:
-                raise AdmissionError(f"no PriorityClass with name {pc_name} was found", code=403)
+                raise forbidden(req, f"no PriorityClass with name {pc_name} was found")
         else:
             defaults = [p for p in await reader.list(pc_kind) if p.get("globalDefault")]
             if defaults:
@@ -178,10 +178,9 @@ class Priority:
                 spec["priorityClassName"] = pc["metadata"]["name"]
         value = int(pc.get("value", 0)) if pc else 0
         if "priority" in spec and spec["priority"] is not None and int(spec["priority"]) != value:
-            raise AdmissionError(
-                f"the integer value of priority ({spec['priority']}) must not be provided in pod spec; "
-                f"priority admission controller computed {value} from the given PriorityClass name", code=403,
-            )
+            raise forbidden(req, f"the integer value of priority ({spec['priority']}) must not be provided in pod "
+                                 f"spec; priority admission controller computed {value} from the given PriorityClass "
+                                 "name")
         spec["priority"] = value
         if pc is not None:
             spec["preemptionPolicy"] = pc.get("preemptionPolicy") or "PreemptLowerPriority"
@@ -193,12 +192,8 @@ class Priority:
             return
         for other in await reader.list(req.kind):
             if other.get("globalDefault") and other["metadata"]["name"] != req.name:
-                raise AdmissionError(
-                    f'PriorityClass "{req.name}" is invalid: globalDefault: Invalid value: true: '
-                    f"PriorityClass {other['metadata']['name']} is already marked as default. "
-                    "Only one default can exist",
-                    code=422, causes=[FieldCause("globalDefault", "Invalid value: true: only one default can exist")],
-                )
+                raise forbidden(req, f"PriorityClass {other['metadata']['name']} is already marked as default. "
+                                     "Only one default can exist")
 
 
 #: where the token volume is mounted in every container

@@ -25,7 +25,7 @@ from fractions import Fraction
 from typing import Any
 
 from pumice.api import Obj, quantity
-from pumice.api.admission import AdmissionError, AdmissionRequest, ObjectReader
+from pumice.api.admission import AdmissionError, AdmissionRequest, ObjectReader, forbidden
 from pumice.api.quota import format_list, format_quantity, object_usage
 
 __all__ = ["LimitRanger", "ResourceQuota"]
@@ -151,15 +151,13 @@ class ResourceQuota:
                 missing = [k for k in hard if k in ("requests.cpu", "requests.memory", "limits.cpu", "limits.memory",
                                                      "cpu", "memory") and k not in wanted]
                 if missing:
-                    raise AdmissionError(f'{req.kind.plural} "{req.name}" is forbidden: failed quota: {qname}: '
-                                         f"must specify {','.join(sorted(missing))}", code=403)
+                    raise forbidden(req, f"failed quota: {qname}: must specify {','.join(sorted(missing))}")
             over = {k for k in hard if k in wanted and used.get(k, Fraction(0)) + wanted[k] > hard[k]}
             if over:
-                raise AdmissionError(
-                    f'{req.kind.plural} "{req.name}" is forbidden: exceeded quota: {qname}, '
-                    f"requested: {format_list({k: wanted[k] for k in over})}, "
-                    f"used: {format_list({k: used.get(k, Fraction(0)) for k in over})}, "
-                    f"limited: {format_list({k: hard[k] for k in over})}", code=403)
+                raise forbidden(req, f"exceeded quota: {qname}, "
+                                     f"requested: {format_list({k: wanted[k] for k in over})}, "
+                                     f"used: {format_list({k: used.get(k, Fraction(0)) for k in over})}, "
+                                     f"limited: {format_list({k: hard[k] for k in over})}")
 
 
 _COUNTED = (("", "v1", "Pod"), ("", "v1", "Service"), ("", "v1", "ConfigMap"), ("", "v1", "Secret"),

@@ -42,7 +42,9 @@ class ApiError(Exception):
     status: Obj = field(default_factory=dict)
 
     def __str__(self) -> str:
-        return f"{self.code} {self.reason}: {self.message}"
+        """The Status message alone, as client-go's ``StatusError.Error()`` prints it (Event texts
+        and logs that format the error read as upstream's); the code only when there is none."""
+        return self.message or f"{self.code} {self.reason}".strip()
 
 
 @dataclass

@@ -192,7 +192,7 @@ async def test_an_expected_failure_logs_one_line_and_a_bug_its_traceback(
     assert set(failed) == {"default/refused", "default/buggy"}
     assert failed["default/refused"].exc_info is None and failed["default/refused"].levelname == "ERROR"
     assert failed["default/refused"].getMessage().endswith(
-        '(requeue #1): 400 BadRequest: admission webhook "validatepodgroup.volcano.sh" denied the request')
+        '(requeue #1): admission webhook "validatepodgroup.volcano.sh" denied the request')
     assert failed["default/buggy"].exc_info is not None and failed["default/buggy"].exc_info[0] is TypeError
 
 
@@ -214,10 +214,9 @@ async def test_a_retryable_failure_is_logged_at_info(
     assert [r.levelname for r in racing] == ["INFO"] * 4, [r.getMessage() for r in racing]
     assert [r.getMessage() for r in racing] == [
         "controller races: default/racing: not there yet, retrying (requeue #1): LookupError: found 0 head",
-        'controller races: default/racing: not found, retrying (requeue #2): 404 NotFound: configmaps "x" not found',
+        'controller races: default/racing: not found, retrying (requeue #2): configmaps "x" not found',
         f"controller races: default/racing: conflict, retrying (requeue #3): {modified}",
-        'controller races: default/racing: already exists, retrying (requeue #4): 409 AlreadyExists: configmaps "x" '
-        "already exists"]
+        'controller races: default/racing: already exists, retrying (requeue #4): configmaps "x" already exists']
 
 
 @pytest.mark.looptime

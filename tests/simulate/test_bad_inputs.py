@@ -194,7 +194,7 @@ def test_a_queue_the_api_server_refuses_is_one_line_naming_the_file(tmp_path: Pa
     queues = tmp_path / "q.yaml"
     queues.write_text("apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: qa}\nspec: {weight: -1}\n")
     code, lines = _simulate(tmp_path, nodes, w, "--queues", str(queues))
-    assert (code, lines) == (2, [f"Error: {queues}: Queue 'qa' refused by the API server: 422 Invalid: "
+    assert (code, lines) == (2, [f"Error: {queues}: Queue 'qa' refused by the API server: "
                                  "Queue.scheduling.volcano.sh \"qa\" is invalid: spec.weight: Invalid value: -1: "
                                  "spec.weight in body should be greater than or equal to 1"])
 
