@@ -154,7 +154,9 @@ def cron_schedule_error(schedule: str) -> str:
 
 
 class _Workload(Strategy):
-    """Status reset on create; generation handled by the registry; selector/template checks."""
+    """Status reset on create; generation (set by the registry); selector/template checks."""
+
+    generation = True
 
     def __init__(self, defaulter: Any, check: Any) -> None:
         super().__init__(defaulter=defaulter)
@@ -269,7 +271,9 @@ def _check_pv(spec: Obj, old: Obj | None) -> list[FieldCause]:
 
 
 class _VolumeStrategy(_Workload):
-    """PersistentVolume(Claim)s start in phase Pending."""
+    """PersistentVolume(Claim)s start in phase Pending (and have no generation)."""
+
+    generation = False
 
     def prepare_create(self, reg: Registry, rk: ResourceKind, obj: Obj) -> None:
         super().prepare_create(reg, rk, obj)

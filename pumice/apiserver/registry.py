@@ -815,8 +815,12 @@ class Registry:
             md.pop(k, None)
         md["uid"] = self._uid()
         md["creationTimestamp"] = self.now()
-        md["generation"] = 1
-        self.strategy(rk).prepare_create(self, rk, obj)
+        strategy = self.strategy(rk)
+        if strategy.generation:
+            md["generation"] = 1
+        else:
+            md.pop("generation", None)
+        strategy.prepare_create(self, rk, obj)
 
     # ---------------------------------------------------------------- update
 
@@ -922,7 +926,8 @@ class Registry:
             md["managedFields"] = omd["managedFields"]
         self.strategy(rk).prepare_update(self, rk, new, old.obj)
         skip = ("metadata", "status") if self.has_status(rk) else ("metadata",)
-        if any(new.get(k) != old.obj.get(k) for k in set(new) | set(old.obj) if k not in skip):
+        if self.strategy(rk).generation and any(
+                new.get(k) != old.obj.get(k) for k in set(new) | set(old.obj) if k not in skip):
             md["generation"] = int(omd.get("generation", 1) or 1) + 1
         return new
 

@@ -69,6 +69,11 @@ class Strategy:
     storage_resource: str | None = None
     #: True when the stored form differs from the served one (see :meth:`to_storage`)
     converts: bool = False
+    #: the kind has ``metadata.generation``: 1 on create, one more on each change of what is
+    #: neither metadata nor status (upstream: only the strategies that set Generation in
+    #: PrepareForCreate/PrepareForUpdate: workloads, PodDisruptionBudget, NetworkPolicy,
+    #: EndpointSlice, Pods (1.33+), CRDs, custom resources; not ConfigMaps, Secrets, Services...)
+    generation: bool = False
 
     def to_storage(self, obj: Obj) -> Obj:
         """The stored form of a served object (identity unless :attr:`converts`)."""
@@ -83,11 +88,13 @@ class Strategy:
         return fs
 
     def __init__(self, *, field_labels: frozenset[str] | None = None,
-                 defaulter: Callable[[Obj], None] | None = None) -> None:
+                 defaulter: Callable[[Obj], None] | None = None, generation: bool | None = None) -> None:
         if field_labels is not None:
             self.field_labels = field_labels
         if defaulter is not None:
             self.defaulter = defaulter
+        if generation is not None:
+            self.generation = generation
 
     def default(self, obj: Obj) -> None:
         if self.defaulter is not None:
@@ -149,6 +156,10 @@ class PodStrategy(Strategy):
 
     Mirrors: kubernetes pkg/registry/core/pod/strategy.go (PrepareForCreate, CheckGracefulDelete).
     """
+
+    #: kube-apiserver's pod strategy sets Generation since 1.33 (KEP-5067; observedGeneration
+    #: in the status stays behind its feature gate)
+    generation = True
 
     field_labels = frozenset({
         "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
@@ -343,6 +354,8 @@ class CRDStrategy(Strategy):
     Mirrors: k8s.io/apiextensions-apiserver pkg/registry/customresourcedefinition/strategy.go.
     """
 
+    generation = True
+
     def prepare_create(self, reg: Registry, rk: ResourceKind, obj: Obj) -> None:
         obj["status"] = crd_status(obj, reg.now())
 
@@ -371,6 +384,8 @@ class CustomResourceStrategy(Strategy):
 
     Mirrors: k8s.io/apiextensions-apiserver pkg/registry/customresource/strategy.go.
     """
+
+    generation = True
 
     def validate(self, reg: Registry, rk: ResourceKind, obj: Obj, old: Obj | None) -> list[FieldCause]:
         causes = super().validate(reg, rk, obj, old)
@@ -418,9 +433,12 @@ register("events.k8s.io", "events", EventsV1Strategy(field_labels=frozenset({
 })))
 register("", "secrets", Strategy(field_labels=frozenset({"type"}), defaulter=kdefaults.secret))
 register("", "services", ServiceStrategy())
-register("apps", "deployments", Strategy(defaulter=kdefaults.deployment))
+register("apps", "deployments", Strategy(defaulter=kdefaults.deployment, generation=True))
 register("apps", "replicasets", Strategy(field_labels=frozenset({"status.replicas"}),
-                                         defaulter=kdefaults.replicaset))
-register("batch", "jobs", Strategy(field_labels=frozenset({"status.successful"}), defaulter=kdefaults.job))
+                                         defaulter=kdefaults.replicaset, generation=True))
+register("batch", "jobs", Strategy(field_labels=frozenset({"status.successful"}), defaulter=kdefaults.job,
+                                   generation=True))
+register("networking.k8s.io", "networkpolicies", Strategy(generation=True))
+register("discovery.k8s.io", "endpointslices", Strategy(generation=True))
 register("scheduling.k8s.io", "priorityclasses", Strategy(defaulter=kdefaults.priority_class))
 register("apiextensions.k8s.io", "customresourcedefinitions", CRDStrategy())
