@@ -36,7 +36,20 @@ import msgspec
 from pumice.api.selectors import FieldSelector, LabelSelector, field_value
 from pumice.apiserver.storage import Storage, StorageError
 
-__all__ = ["INDEXED_FIELDS", "LIST_INDEXED_FIELDS", "Event", "Expired", "Store", "Stored", "Watcher", "storage_key"]
+__all__ = ["INDEXED_FIELDS", "LIST_INDEXED_FIELDS", "MAX_REQUEST_BYTES", "Event", "Expired", "ObjectTooLarge", "Store",
+           "Stored", "Watcher", "storage_key"]
+
+#: etcd's default ``--max-request-bytes`` (1.5 MiB): the largest write etcd takes, key and value
+MAX_REQUEST_BYTES = 1_572_864
+
+
+class ObjectTooLarge(Exception):
+    """A write larger than the limit :meth:`Store.put` was given (``size``: key and encoded value,
+    in bytes); nothing changed."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"etcdserver: request is too large ({size} bytes)")
+        self.size = size
 
 log = logging.getLogger(__name__)
 
@@ -270,20 +283,30 @@ class Store:
 
     # ---- writes ----
 
-    def put(self, resource: str, obj: dict[str, Any]) -> Stored:
+    def put(self, resource: str, obj: dict[str, Any], *, max_bytes: int | None = None) -> Stored:
         """Store ``obj`` (create or replace) at the next revision; sets its
         ``metadata.resourceVersion`` in place and returns the Stored. The caller hands ``obj``
-        over: it must not change it afterwards.
+        over: it must not change it afterwards. ``max_bytes``: refuse a write whose key and JSON
+        encoding are larger (etcd's request limit, :data:`MAX_REQUEST_BYTES`; None: no limit).
 
         Raises:
             StorageError: the commit failed; nothing changed.
+            ObjectTooLarge: over ``max_bytes``; nothing changed (``resourceVersion`` put back).
         """
         md = obj["metadata"]
         ns, name = md.get("namespace") or "", md["name"]
         rv = self.revision + 1
+        before = md.get("resourceVersion")
         md["resourceVersion"] = str(rv)
         data = _encode(obj)
-        self.storage.commit(rv, [(storage_key(resource, ns, name), data)], ())
+        key = storage_key(resource, ns, name)
+        if max_bytes is not None and len(data) + len(key) > max_bytes:
+            if before is None:
+                del md["resourceVersion"]
+            else:
+                md["resourceVersion"] = before
+            raise ObjectTooLarge(len(data) + len(key))
+        self.storage.commit(rv, [(key, data)], ())
         self.revision = rv
         st = self._state(resource)
         old = st.objects.get((ns, name))
