@@ -1893,8 +1893,12 @@ def _validate_node(obj: Obj, old: Obj | None) -> list[FieldCause]:
 MAX_DATA_SIZE = 1024 * 1024
 
 
-def _data_size(values: dict[str, Any]) -> int:
-    return sum(len(v.encode()) if isinstance(v, str) else 0 for v in values.values())
+def _data_size(values: dict[str, Any], *, base64: bool = False) -> int:
+    """The bytes of ``values`` as upstream counts them: a string's UTF-8 bytes, a ``[]byte``
+    value's decoded bytes (``base64``: the values are canonical base64, checked at decode)."""
+    if not base64:
+        return sum(len(v.encode()) if isinstance(v, str) else 0 for v in values.values())
+    return sum(len(v) // 4 * 3 - v[-2:].count("=") if isinstance(v, str) and v else 0 for v in values.values())
 
 
 def _validate_config_map(obj: Obj, old: Obj | None, *, secret: bool = False) -> list[FieldCause]:
@@ -1918,7 +1922,7 @@ def _validate_config_map(obj: Obj, old: Obj | None, *, secret: bool = False) -> 
                 out.append(FieldCause(f"{part}[{k}]", f"Invalid value: {shown}: {part}[{k}] in body must "
                                       f"be of type string: \"{json_type_name(v)}\"", "FieldValueTypeInvalid"))
             keys.add(k)
-        total += _data_size(values)
+        total += _data_size(values, base64=secret or part == "binaryData")
     if total > MAX_DATA_SIZE:
         out.append(FieldCause("[]", f"Too long: may not be more than {MAX_DATA_SIZE} bytes", "FieldValueTooLong"))
     if old is not None and old.get("immutable") and (
@@ -2040,15 +2044,37 @@ def _validate_priority_class(obj: Obj, old: Obj | None) -> list[FieldCause]:
 KindValidator = Callable[[Obj, "Obj | None"], list[FieldCause]]
 
 
+#: Go's unicode.IsSpace, what strings.TrimSpace trims
+_GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
+            "\u2028\u2029\u202f\u205f\u3000"
+
+
+def _containers_only_for_pod(spec: Any) -> list[FieldCause]:
+    """What a Pod's containers and init containers must be beyond a template's: an image without
+    leading or trailing whitespace. Mirrors: validation.go validateContainersOnlyForPod,
+    validateInitContainersOnlyForPod (validateContainerOnlyForPod)."""
+    out: list[FieldCause] = []
+    if not isinstance(spec, dict):
+        return out
+    for part in ("containers", "initContainers"):
+        ctrs = spec.get(part)
+        for i, ctr in enumerate(ctrs if isinstance(ctrs, list) else ()):
+            image = ctr.get("image") if isinstance(ctr, dict) else None
+            if isinstance(image, str) and image != image.strip(_GO_SPACE):
+                out.append(_invalid(f"spec.{part}[{i}].image", image, "must not have leading or trailing whitespace"))
+    return out
+
+
 def _validate_pod(obj: Obj, old: Obj | None) -> list[FieldCause]:
-    """ValidatePodCreate / ValidatePodUpdate: ephemeral containers come only through the
+    """ValidatePodCreate / ValidatePodUpdate: the spec, then what only a Pod's containers must be
+    (:func:`_containers_only_for_pod`); ephemeral containers come only through the
     ``ephemeralcontainers`` subresource, never with a create (validation.go ValidatePodCreate).
 
     Deviates: an update that leaves the spec as stored (labels, annotations, finalizers) does not
     validate the spec again, so a Pod stored by an older pumice that breaks a rule added since can
     still have its finalizers removed; upstream validates it again."""
     same_spec = old is not None and obj.get("spec") == old.get("spec")
-    out = [] if same_spec else validate_pod_spec(obj.get("spec"), "spec")
+    out = [] if same_spec else validate_pod_spec(obj.get("spec"), "spec") + _containers_only_for_pod(obj.get("spec"))
     if old is None:
         spec = obj.get("spec")
         if isinstance(spec, dict) and spec.get("ephemeralContainers"):

@@ -128,3 +128,16 @@ async def test_a_bad_value_stored_by_an_older_pumice_is_still_listed_as_protobuf
         assert one.status_code == 200 and pb.decode_object(one.content)["binaryData"] == {"a": "bm90IGJhc2U2NCE="}
     warned = [rec.getMessage() for rec in caplog.records if "protobuf encoding of ConfigMap default/old" in rec.getMessage()]
     assert len(warned) == 1 and "binaryData[a]: illegal base64 data at input byte 3" in warned[0]
+
+
+async def test_the_one_mib_limit_counts_the_decoded_bytes(http: httpx2.AsyncClient) -> None:
+    import base64
+
+    # 900,000 bytes are 1,200,000 base64 characters: under the 1 MiB of data upstream counts
+    value = base64.b64encode(b"\0" * 900_000).decode()
+    assert (await http.post(CMS, json=cm("size1", a=value))).status_code == 201
+    r = await http.post("/api/v1/namespaces/default/secrets", json={"metadata": {"name": "size2"}, "data": {"a": value}})
+    assert r.status_code == 201, r.text[:300]
+    too_big = base64.b64encode(b"\0" * 1_048_577).decode()
+    r = await http.post(CMS, json=cm("size3", a=too_big))
+    assert r.status_code == 422 and "Too long: may not be more than 1048576 bytes" in r.text, r.text[:300]
