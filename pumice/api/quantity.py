@@ -165,3 +165,65 @@ def format_decimal(x: Fraction) -> str:
         d = Decimal(x.numerator) / Decimal(x.denominator)
     s = format(d.normalize(), "f")
     return s
+
+
+_BINARY_SUFFIXES = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+_DECIMAL_SUFFIXES = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+_NANO = 10**9
+
+#: resource.Quantity's formats (Go's names)
+DECIMAL_SI, BINARY_SI, DECIMAL_EXPONENT = "DecimalSI", "BinarySI", "DecimalExponent"
+
+
+def quantity_format(value: str | int | float) -> str:
+    """The format Go's ParseQuantity gives ``value``: :data:`BINARY_SI` for a ``Ki``..``Ei``
+    suffix, :data:`DECIMAL_EXPONENT` for an ``e``/``E`` exponent, else :data:`DECIMAL_SI`."""
+    text = str(value).strip() if not isinstance(value, bool) else str(value)
+    suffix = text.lstrip("+-0123456789.")
+    if suffix in _BINARY_SUFFIXES[1:]:
+        return BINARY_SI
+    if suffix[:1] in ("e", "E") and suffix[1:]:
+        return DECIMAL_EXPONENT
+    return DECIMAL_SI
+
+
+def canonical_string(value: str | int | float | Fraction, fmt: str | None = None) -> str:
+    """A quantity as Go's ``Quantity.String()`` writes it: in ``fmt`` (default: the format of
+    ``value`` as parsed, :func:`quantity_format`; an amount given as a Fraction needs ``fmt``),
+    with the largest suffix of that family that keeps the number an integer (``1500m``, ``2Gi``,
+    ``5G``; an exponent is a multiple of 3: ``1e400`` is ``10e399``); binary only for an integer
+    of at least 1024 in magnitude (else decimal SI); precision below ``1n`` rounds away from
+    zero; zero is ``"0"``.
+
+    Mirrors: apimachinery pkg/api/resource/quantity.go CanonicalizeBytes, amount.go
+    AsCanonicalBytes / AsCanonicalBase1024Bytes.
+
+    Raises:
+        QuantityError: ``value`` is not a quantity.
+    """
+    if isinstance(value, Fraction):
+        v = value
+        fmt = fmt or DECIMAL_SI
+    else:
+        text = str(value).strip() if not isinstance(value, bool) else str(value)
+        v = parse_quantity(value if isinstance(value, (int, float)) and not isinstance(value, bool) else text)
+        fmt = fmt or quantity_format(text)
+    scaled = v * _NANO
+    nanos = math.ceil(scaled) if scaled >= 0 else math.floor(scaled)
+    if nanos == 0:
+        return "0"
+    if fmt == BINARY_SI and (-1024 * _NANO < nanos < 1024 * _NANO or nanos % _NANO):
+        fmt = DECIMAL_SI
+    if fmt == BINARY_SI:
+        n, k = nanos // _NANO, 0
+        while n % 1024 == 0 and k < len(_BINARY_SUFFIXES) - 1:
+            n, k = n // 1024, k + 1
+        return f"{n}{_BINARY_SUFFIXES[k]}"
+    m, e = nanos, -9
+    while m % 10 == 0:
+        m, e = m // 10, e + 1
+    r = e % 3
+    m, e = m * 10**r, e - r
+    if fmt == DECIMAL_SI and e in _DECIMAL_SUFFIXES:
+        return f"{m}{_DECIMAL_SUFFIXES[e]}"
+    return f"{m}e{e}" if e else str(m)

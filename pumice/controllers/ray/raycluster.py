@@ -29,7 +29,6 @@ import random
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pumice._util.clock import Clock, default_clock, parse_rfc3339, rfc3339
@@ -900,10 +899,13 @@ class RayClusterReconciler:
         st["minWorkerReplicas"] = res.min_worker_pods(spec)
         st["maxWorkerReplicas"] = res.max_worker_pods(spec)
         total = res.desired_resources(spec)
-        st["desiredCPU"] = res.format_quantity("cpu", total.get("cpu", Fraction(0)))
-        st["desiredMemory"] = res.format_quantity("memory", total.get("memory", Fraction(0)))
-        st["desiredGPU"] = res.format_quantity("gpu", res.sum_gpus(total))
-        st["desiredTPU"] = res.format_quantity("google.com/tpu", total.get("google.com/tpu", Fraction(0)))
+        formats = res.desired_formats(spec)
+        st["desiredCPU"] = res.status_quantity(total, formats, "cpu")
+        st["desiredMemory"] = res.status_quantity(total, formats, "memory")
+        gpus = sorted(k for k in total if res.is_gpu_resource_key(k))  # sumGPUs: a zero Quantity plus each
+        st["desiredGPU"] = res.status_quantity({"gpu": res.sum_gpus(total)},
+                                               {"gpu": formats[gpus[0]]} if gpus else {}, "gpu")
+        st["desiredTPU"] = res.status_quantity(total, formats, "google.com/tpu")
         if err is None and len(pods) == st["desiredWorkerReplicas"] + 1 and all_pods_running(pods):
             st["state"] = c.ClusterState.READY.value
             st.pop("reason", None)

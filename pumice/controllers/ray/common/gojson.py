@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import math
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -31,9 +30,6 @@ from pumice.api.gojson import go_json, go_number, go_string
 
 __all__ = ["GoLayout", "go_quantity_string", "go_string", "marshal", "raycluster_spec_layout"]
 
-_BINARY_SUFFIXES = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
-_DECIMAL_SUFFIXES = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
-_NANO = 10**9
 
 
 @dataclass(frozen=True)
@@ -62,37 +58,13 @@ def raycluster_spec_layout() -> GoLayout:
 
 
 def go_quantity_string(value: str | int | float) -> str:
-    """A quantity in Go's canonical form (``Quantity.String()``): the suffix family of the input
-    (binary ``Ki``..``Ei``, decimal exponent ``e3``, or decimal SI), the largest suffix that keeps
-    the number an integer, and binary only when the value is an integer of at least 1024 in
-    magnitude; precision below ``1n`` rounds away from zero.
+    """A quantity in Go's canonical form (``Quantity.String()``): see
+    :func:`pumice.api.quantity.canonical_string`.
 
     Raises:
         pumice.api.quantity.QuantityError: not a quantity.
     """
-    text = str(value).strip() if not isinstance(value, bool) else str(value)
-    v = q.parse_quantity(value if isinstance(value, (int, float)) and not isinstance(value, bool) else text)
-    scaled = v * _NANO
-    nanos = math.ceil(scaled) if scaled >= 0 else math.floor(scaled)
-    if nanos == 0:
-        return "0"
-    suffix = text.lstrip("+-0123456789.")
-    fmt = "binary" if suffix in _BINARY_SUFFIXES[1:] else "exponent" if suffix[:1] in ("e", "E") and suffix[1:] else "si"
-    if fmt == "binary" and (-1024 * _NANO < nanos < 1024 * _NANO or nanos % _NANO):
-        fmt = "si"
-    if fmt == "binary":
-        n, k = nanos // _NANO, 0
-        while n % 1024 == 0 and k < len(_BINARY_SUFFIXES) - 1:
-            n, k = n // 1024, k + 1
-        return f"{n}{_BINARY_SUFFIXES[k]}"
-    m, e = nanos, -9
-    while m % 10 == 0:
-        m, e = m // 10, e + 1
-    r = e % 3
-    m, e = m * 10**r, e - r
-    if fmt == "si" and e in _DECIMAL_SUFFIXES:
-        return f"{m}{_DECIMAL_SUFFIXES[e]}"
-    return f"{m}e{e}" if e else str(m)
+    return q.canonical_string(value)
 
 
 def _go_time(value: Any, micro: bool) -> str:

@@ -16,7 +16,14 @@ from collections.abc import Iterable
 from fractions import Fraction
 
 from pumice.api import Obj
-from pumice.api.quantity import format_bytes, format_millis, parse_quantity
+from pumice.api.quantity import (
+    DECIMAL_SI,
+    canonical_string,
+    format_bytes,
+    format_millis,
+    parse_quantity,
+    quantity_format,
+)
 from pumice.controllers.ray import constants as c
 
 ResourceList = dict[str, Fraction]
@@ -146,6 +153,55 @@ def desired_resources(spec: Obj) -> ResourceList:
         n = int(g.get("replicas") or 0) * num_of_hosts(g)
         parts.append(scale(pod_resources(g.get("template", {}).get("spec", {})), n))
     return sum_resource_lists(parts)
+
+
+def _pod_formats(pod_spec: Obj) -> dict[str, tuple[str, bool]]:
+    """Per resource name, the Go Quantity format of the Pod's sum and whether the sum is zero, as
+    CalculatePodResource leaves them: the first container's quantity, whose format an Add takes
+    over only while the sum is zero (resource.Quantity.Add)."""
+    out: dict[str, tuple[str, bool]] = {}
+    for ct in pod_spec.get("containers") or []:
+        res = ct.get("resources") or {}
+        wanted = dict(res.get("requests") or {})
+        for k, v in (res.get("limits") or {}).items():
+            wanted.setdefault(k, v)
+        for k, v in wanted.items():
+            fmt, zero = quantity_format(v), parse_quantity(v) == 0
+            if k not in out:
+                out[k] = (fmt, zero)
+            else:
+                cur, cur_zero = out[k]
+                out[k] = (fmt if cur_zero else cur, cur_zero and zero)
+    return out
+
+
+def desired_formats(spec: Obj) -> dict[str, str]:
+    """The Go Quantity format of each sum :func:`desired_resources` makes, as KubeRay's
+    CalculateDesiredResources leaves it (head first, then the worker groups that are not
+    suspended, each Pod's sum multiplied by its replicas, which keeps the format), so the status
+    prints it as upstream does (``1e400`` is ``10e399``, ``2G`` + ``1G`` is ``3G``)."""
+    parts = [(_pod_formats(spec.get("headGroupSpec", {}).get("template", {}).get("spec", {})), 1)]
+    for g in spec.get("workerGroupSpecs") or []:
+        if is_group_suspended(g):
+            continue
+        parts.append((_pod_formats(g.get("template", {}).get("spec", {})), int(g.get("replicas") or 0) * num_of_hosts(g)))
+    out: dict[str, tuple[str, bool]] = {}
+    for formats, n in parts:
+        for k, (fmt, zero) in formats.items():
+            zero = zero or n == 0
+            if k not in out:
+                out[k] = (fmt, zero)
+            else:
+                cur, cur_zero = out[k]
+                out[k] = (fmt if cur_zero else cur, cur_zero and zero)
+    return {k: fmt for k, (fmt, _) in out.items()}
+
+
+def status_quantity(total: ResourceList, formats: dict[str, str], name: str) -> str:
+    """``total[name]`` as KubeRay's status writes the Quantity (``Quantity.String()`` in the
+    format :func:`desired_formats` found; ``"0"`` when absent)."""
+    amount = total.get(name, Fraction(0))
+    return canonical_string(amount, formats.get(name, DECIMAL_SI))
 
 
 def min_resources(spec: Obj) -> ResourceList:
