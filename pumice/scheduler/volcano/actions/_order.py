@@ -17,27 +17,41 @@ from pumice.scheduler.volcano.framework.util import PriorityQueue
 
 
 def jobs_by_queue(ssn: Session, jobs: Iterable[JobInfo], keep: Callable[[JobInfo], bool],
-                  candidates: Iterable[JobInfo] | None = None, queue_names: Iterable[str] | None = None,
+                  candidates: Iterable[JobInfo] | None = None,
+                  queue_names: Callable[[], Iterable[str]] | None = None,
                   ) -> tuple[PriorityQueue[QueueInfo], dict[str, PriorityQueue[JobInfo]]]:
     """The queues of ``jobs`` (those the session knows; each once, in queue order) and, per
     queue uid, the jobs for which ``keep(job)`` holds, in job order. ``keep`` is called once per
     job whose queue is known, in the order of ``jobs``; with ``candidates`` (a part of ``jobs``
     in the same order, holding every job ``keep`` would take) only on those, and then
     ``queue_names`` may give the queues of ``jobs`` in the order of their first jobs
-    (:meth:`Session.job_queues` for all the session's jobs)."""
+    (e.g. :meth:`Session.job_queues`; called only when needed).
+
+    With ``candidates``, when the kept jobs are in one queue or none, the queue heap holds just
+    that queue: the caller must be a loop for which popping a queue without kept jobs does
+    nothing (enqueue's), so the other queues' places in the order cannot matter."""
     queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn, total=True)
     by_queue: dict[str, PriorityQueue[JobInfo]] = {}
     known = ssn.queues
     if candidates is not None:
-        # the queues pushed in the order of their first jobs, as the loop below pushes them
-        for name in queue_names if queue_names is not None else dict.fromkeys([job.queue for job in jobs]):
-            q = known.get(name)
-            if q is not None:
-                queues.push(q)
+        first: QueueInfo | None = None
         for job in candidates:
             q = known.get(job.queue)
             if q is not None and keep(job):
-                by_queue.setdefault(q.uid, PriorityQueue(ssn.job_order_fn, total=True)).push(job)
+                pq = by_queue.get(q.uid)
+                if pq is None:
+                    pq = by_queue[q.uid] = PriorityQueue(ssn.job_order_fn, total=True)
+                    first = q
+                pq.push(job)
+        if len(by_queue) <= 1:
+            if first is not None:
+                queues.push(first)
+            return queues, by_queue
+        # the queues pushed in the order of their first jobs, as the loop below pushes them
+        for name in queue_names() if queue_names is not None else dict.fromkeys([job.queue for job in jobs]):
+            q = known.get(name)
+            if q is not None:
+                queues.push(q)
         return queues, by_queue
     seen: set[str] = set()
     for job in jobs:

@@ -22,7 +22,7 @@ class EnqueueAction(Configured[NoArguments]):
             ssn.schedule_start_timestamp = ssn.now
         # a Pending job is among the session's active jobs
         queues, jobs = jobs_by_queue(ssn, ssn.jobs.values(), JobInfo.is_pending, ssn.active_jobs(),
-                                     queue_names=ssn.job_queues())
+                                     queue_names=ssn.job_queues)
         while not queues.empty():
             q = queues.pop()
             pq = jobs.get(q.uid)

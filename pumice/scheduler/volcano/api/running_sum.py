@@ -29,6 +29,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
+from operator import is_
 from typing import Any
 
 from pumice.scheduler.volcano.api.resource import Resource, sum_resources, whole
@@ -109,7 +110,8 @@ class RunningSums:
         ok = exact and all(p is None or whole(p) for p in parts)
         if old is not None:
             if old[0] == group and old[2] == order and old[3] == exact:
-                if all(a is b for a, b in zip(old[1], parts, strict=True)):
+                was = old[1]
+                if len(was) == len(parts) and all(map(is_, was, parts)):
                     return
                 if ok and old[4]:
                     self._replace(item, group, old[1], parts, order)

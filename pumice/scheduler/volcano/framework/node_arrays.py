@@ -132,10 +132,14 @@ class NodeArrays:
                     return np.zeros(n, dtype=bool)
                 continue
             cols.append((c, x))
-        ok = np.ones(n, dtype=bool)
-        for c, x in cols:
+        ok: np.ndarray | None = None
+        for c, x in cols:  # cols starts with cpu and memory: ok is a fresh mask after the first
             col = arr[:, c] if rows is None else arr[rows, c]
-            ok &= col > x - MIN_RESOURCE
+            if ok is None:
+                ok = col > x - MIN_RESOURCE
+            else:
+                ok &= col > x - MIN_RESOURCE
+        assert ok is not None
         return ok
 
 

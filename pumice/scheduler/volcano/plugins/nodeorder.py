@@ -18,6 +18,7 @@ Deviates: PodTopologySpread's system-default constraints are not applied (see
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import nullcontext
 
 import numpy as np
 
@@ -58,6 +59,7 @@ def balanced_score(
     node_mem: np.ndarray,
     ccpu: np.ndarray,
     cmem: np.ndarray,
+    positive: bool | None = None,
 ) -> np.ndarray:
     """Kubernetes 1.36 BalancedAllocation: how much the Pod improves the Node's balance.
 
@@ -70,20 +72,32 @@ def balanced_score(
         req_cpu, req_mem: the Pod's requests (millicores, bytes; no non-zero defaults).
         node_cpu, node_mem: what the Pods already on each node request.
         ccpu, cmem: each node's allocatable.
+        positive: whether every ``ccpu`` and ``cmem`` is above 0 (None: found out here).
     Mirrors: kubernetes pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go
     (v1.36, vendored by volcano ed72c7c8) balancedResourceScorer / balancedResourceScore.
     """
 
+    if positive is None:
+        positive = _all_positive(ccpu, cmem)
+
     def balance(ucpu: np.ndarray, umem: np.ndarray) -> np.ndarray:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            fc = np.minimum(ucpu / ccpu, 1.0)
-            fm = np.minimum(umem / cmem, 1.0)
-        both = (ccpu > 0) & (cmem > 0)
-        std = np.where(both, np.abs(fc - fm) / 2, 0.0)
+        if positive:  # no division by zero, every node has both resources: std as below, exactly
+            std = np.abs(np.minimum(ucpu / ccpu, 1.0) - np.minimum(umem / cmem, 1.0)) / 2
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                fc = np.minimum(ucpu / ccpu, 1.0)
+                fm = np.minimum(umem / cmem, 1.0)
+            both = (ccpu > 0) & (cmem > 0)
+            std = np.where(both, np.abs(fc - fm) / 2, 0.0)
         return np.trunc((1 - std) * MAX_NODE_SCORE)
 
     half = MAX_NODE_SCORE // 2
     return half + np.trunc((half + balance(node_cpu + req_cpu, node_mem + req_mem) - balance(node_cpu, node_mem)) / 2)
+
+
+def _all_positive(ccpu: np.ndarray, cmem: np.ndarray) -> bool:
+    """Every node has some allocatable CPU and memory (then the scores divide by no zero)."""
+    return bool((ccpu > 0).all()) and bool((cmem > 0).all())
 
 
 def resource_scores(
@@ -104,23 +118,33 @@ def resource_scores(
     cpu_nz, mem_nz = task.nonzero_request
     ucpu, umem = nonzero[:, 0] + cpu_nz, nonzero[:, 1] + mem_nz
     total = np.zeros(len(ucpu))
-    with np.errstate(divide="ignore", invalid="ignore"):
+    # with every allocatable above 0 nothing divides by zero and the "no allocatable" cases
+    # below select nothing: the same floats without them (the weights are whole numbers, and a
+    # product by 1 is the value itself)
+    positive = _all_positive(ccpu, cmem)
+    with nullcontext() if positive else np.errstate(divide="ignore", invalid="ignore"):
         if args.least_requested:
             lc = np.floor((ccpu - ucpu) * MAX_NODE_SCORE / ccpu)
             lm = np.floor((cmem - umem) * MAX_NODE_SCORE / cmem)
-            lc[(ucpu > ccpu) | (ccpu <= 0)] = 0
-            lm[(umem > cmem) | (cmem <= 0)] = 0
-            total += np.floor((lc + lm) / 2) * args.least_requested
+            lc[(ucpu > ccpu) if positive else (ucpu > ccpu) | (ccpu <= 0)] = 0
+            lm[(umem > cmem) if positive else (umem > cmem) | (cmem <= 0)] = 0
+            total += _weighted(np.floor((lc + lm) / 2), args.least_requested)
         if args.most_requested:
             mc = np.floor(np.minimum(ucpu, ccpu) * MAX_NODE_SCORE / ccpu)
             mm = np.floor(np.minimum(umem, cmem) * MAX_NODE_SCORE / cmem)
-            mc[ccpu <= 0] = 0
-            mm[cmem <= 0] = 0
-            total += np.floor((mc + mm) / 2) * args.most_requested
+            if not positive:
+                mc[ccpu <= 0] = 0
+                mm[cmem <= 0] = 0
+            total += _weighted(np.floor((mc + mm) / 2), args.most_requested)
     req = task.resreq
     if args.balanced_resource and (req.milli_cpu > 0 or req.memory > 0):
-        total += balanced_score(req.milli_cpu, req.memory, requested[:, 0], requested[:, 1], ccpu, cmem) * args.balanced_resource
+        total += _weighted(balanced_score(req.milli_cpu, req.memory, requested[:, 0], requested[:, 1], ccpu, cmem, positive),
+                           args.balanced_resource)
     return total
+
+
+def _weighted(scores: np.ndarray, weight: int) -> np.ndarray:
+    return scores if weight == 1 else scores * weight
 
 
 class NodeOrderPlugin:
