@@ -159,6 +159,9 @@ class Recorder:
         self._current: dict[str, str] = {}  # "<ns>/<name>" -> the record key of its latest Pod, once re-created
         self._pg_min: dict[str, int] = {}  # "<ns>/<PodGroup>" -> minMember
         self._pg_job: dict[str, str] = {}  # "<ns>/<PodGroup>" -> job, from its Pods' group-name annotation
+        # queue -> (the deserved Resource last seen, its (cpu, gpu) shares); Resources are
+        # immutable and the entry holds the object, so "is" means the same amounts
+        self._share_of: dict[str, tuple[Any, tuple[float, float]]] = {}
         self.gpu_capacity = sum(self._node_gpu_cap.values())
         self.cpu_capacity = sum(n.cpu_milli for n in self.nodes)
         for name, a in self.arrivals.items():
@@ -418,11 +421,15 @@ class Recorder:
                 self.reclaims += 1
         t = self.now()
         shares: dict[str, tuple[float, float]] = {q: (0.0, 0.0) for q in self.deserved}
+        share_of = self._share_of
         for q, m in queue_metrics.items():
             des = m.get("deserved")
             if des is not None:
-                shares[q] = (des.milli_cpu / self.cpu_capacity if self.cpu_capacity else 0.0,
-                             _gpu_share(des, self.gpu_capacity))
+                got = share_of.get(q)
+                if got is None or got[0] is not des:
+                    got = share_of[q] = (des, (des.milli_cpu / self.cpu_capacity if self.cpu_capacity else 0.0,
+                                               _gpu_share(des, self.gpu_capacity)))
+                shares[q] = got[1]
         for q, (cpu, gpu) in shares.items():
             series = self.deserved.setdefault(q, [])
             if not series or series[-1][1:] != (cpu, gpu):

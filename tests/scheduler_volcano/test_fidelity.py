@@ -5,15 +5,18 @@ upstream nodeorder cases."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from pumice.scheduler.volcano.api.resource import Resource
 from pumice.scheduler.volcano.cache.snapshot import build_snapshot
 from pumice.scheduler.volcano.conf import build_conf
 from pumice.scheduler.volcano.framework import RecordingCache, Statement, open_session
-from pumice.scheduler.volcano.plugins.nodeorder import balanced_score
+from pumice.scheduler.volcano.plugins.nodeorder import NodeOrderArgs, balanced_score, resource_scores
 from pumice.testing.volcano import Case, node, plugin, pod, podgroup, queue, taint
 
 from .conftest import run_both, upstream_params
@@ -36,6 +39,49 @@ def test_balanced_allocation_scores_the_improvement_in_balance() -> None:
 def test_a_node_without_allocatable_memory_is_balanced_on_cpu_alone() -> None:
     got = balanced_score(1000.0, 1.0 * GI, np.array([0.0]), np.array([0.0]), np.array([4000.0]), np.array([0.0]))
     assert got.tolist() == [75.0]
+
+
+def _kube_scores(task_req: tuple[float, float], nz: tuple[float, float], used: tuple[float, float],
+                 cap: tuple[float, float], least: int, most: int, bal: int) -> float:
+    """One node's Least/Most/Balanced sum, node by node as kube writes it (floats, floor/trunc)."""
+    u = (used[0] + nz[0], used[1] + nz[1])
+
+    def frac(x: float, c: float) -> float:
+        return min(x / c, 1.0)
+
+    def balance(a: float, b: float) -> float:
+        std = abs(frac(a, cap[0]) - frac(b, cap[1])) / 2 if cap[0] > 0 and cap[1] > 0 else 0.0
+        return math.trunc((1 - std) * 100)
+
+    ls = [0.0 if x > c or c <= 0 else math.floor((c - x) * 100 / c) for x, c in zip(u, cap, strict=True)]
+    ms = [0.0 if c <= 0 else math.floor(min(x, c) * 100 / c) for x, c in zip(u, cap, strict=True)]
+    total = math.floor((ls[0] + ls[1]) / 2) * least + math.floor((ms[0] + ms[1]) / 2) * most
+    if bal and (task_req[0] > 0 or task_req[1] > 0):
+        b0 = balance(used[0], used[1])
+        b1 = balance(used[0] + task_req[0], used[1] + task_req[1])
+        total += (50 + math.trunc((50 + b1 - b0) / 2)) * bal
+    return total
+
+
+@pytest.mark.parametrize("with_empty_node", [False, True])
+@pytest.mark.parametrize("weights", [(1, 0, 1), (3, 2, 2)])
+def test_vectorized_resource_scores_equal_kube_node_by_node(with_empty_node: bool, weights: tuple[int, int, int]) -> None:
+    """resource_scores over arrays (its shortcut when every node has cpu and memory, and its
+    general path when one has none) gives each node's kube score exactly."""
+    rng = np.random.default_rng(5)
+    n = 40
+    cap = np.column_stack([rng.choice([4000.0, 64000.0, 96000.0], n), rng.choice([8.0 * GI, 512.0 * GI], n)])
+    if with_empty_node:
+        cap[3] = (0.0, 0.0)
+        cap[7, 1] = 0.0
+    used = np.floor(cap * rng.random((n, 2)) * 1.2)
+    args = NodeOrderArgs(least_requested=weights[0], most_requested=weights[1], balanced_resource=weights[2])
+    for req in ((4000.0, 32.0 * GI), (0.0, 0.0), (100.0, 0.0)):
+        nz = (max(req[0], 100.0), max(req[1], 200.0 * 2**20))
+        task = SimpleNamespace(nonzero_request=nz, resreq=Resource(*req))
+        got = resource_scores(args, task, used, used, cap[:, 0], cap[:, 1])  # type: ignore[arg-type]
+        want = [_kube_scores(req, nz, (used[i, 0], used[i, 1]), (cap[i, 0], cap[i, 1]), *weights) for i in range(n)]
+        assert got.tolist() == want
 
 
 def test_a_pipelined_pod_counts_in_the_node_view_the_scores_read() -> None:

@@ -210,3 +210,24 @@ def test_queue_weights_barely_bind_vcjobs_as_in_upstream_volcano(tmp_path: Path)
     # starts in the first 1,513 s)
     starts = sorted((j["start"], j["job"]) for j in metrics.job_rows(r.recorder))
     assert [job[0] for _t, job in starts[:8]] == ["a", "b", "a", "b", "a", "a", "a", "a"], starts
+
+
+def test_deserved_shares_follow_a_new_deserved_of_a_queue() -> None:
+    """Recorder.session keeps each queue's shares for the deserved Resource it last saw; a new
+    Resource (a new deserved) is shared out again, also when it is another object with other
+    amounts for the same queue (the stale case)."""
+    from pumice._util.clock import FakeClock
+    from pumice.scheduler.volcano.api.resource import Resource
+    from pumice.simulate.recorder import Recorder
+
+    clock = FakeClock()
+    rec = Recorder(clock, clock.now(), [NodeSpec("n1", 8000, 8 * 1024**3, gpus=4)], {})
+    first = Resource(2000, 0, {"nvidia.com/gpu": 1000})
+    rec.session([], {"q": {"deserved": first}})
+    clock.advance(1)
+    rec.session([], {"q": {"deserved": first}})  # the same object: no new step
+    clock.advance(1)
+    rec.session([], {"q": {"deserved": Resource(4000, 0, {"nvidia.com/gpu": 2000})}})
+    clock.advance(1)
+    rec.session([], {})  # no job in the queue: 0
+    assert rec.deserved["q"] == [(0.0, 0.25, 0.25), (2.0, 0.5, 0.5), (3.0, 0.0, 0.0)]

@@ -45,6 +45,9 @@ class NodeArrays:
         self.prefer_no_schedule = np.array(
             [any(t.get("effect") == "PreferNoSchedule" for t in n.taints) for n in self.nodes], dtype=bool
         )
+        self.any_prefer_no_schedule = bool(self.prefer_no_schedule.any())
+        """Some node has a PreferNoSchedule taint (fixed: :meth:`reuse` keeps arrays only over
+        Nodes with the same taints)."""
         self._dirty: set[int] = set()
         self.generation = -1
         """The live cache's snapshot generation these arrays were last brought up to date for."""

@@ -227,13 +227,13 @@ class NodeOrderPlugin:
         def rows_scores(task: TaskInfo, rows: np.ndarray) -> np.ndarray:
             arr = ssn.arrays
             arr.sync()
-            out = resource_scores(
-                args, task, arr.kube_nonzero[rows], arr.kube_requested[rows], arr.allocatable[rows, 0], arr.allocatable[rows, 1]
-            )
+            alloc = arr.allocatable[rows, :2]
+            out = resource_scores(args, task, arr.kube_nonzero[rows], arr.kube_requested[rows], alloc[:, 0], alloc[:, 1])
             spec = task.pod.get("spec") or {}
-            pns = arr.prefer_no_schedule[rows]
+            any_pns = arr.any_prefer_no_schedule
             preferred = (((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("preferredDuringSchedulingIgnoredDuringExecution"))
-            if preferred or pns.any():
+            if preferred or (any_pns and arr.prefer_no_schedule[rows].any()):
+                pns = arr.prefer_no_schedule[rows] if any_pns else np.zeros(len(rows), dtype=bool)
                 out += self._affinity_taint(task, [ssn.node_list[int(i)] for i in rows], pns)
             elif args.taint_toleration:
                 out += float(MAX_NODE_SCORE * args.taint_toleration)
