@@ -71,6 +71,8 @@ class CallbackTable(Generic[F]):
     :meth:`add`.
     """
 
+    __slots__ = ("_flat", "_tiered", "_tiers", "fns", "point")
+
     def __init__(self, point: ExtensionPoint, tiers: Sequence[Tier]) -> None:
         self.point = point
         self._tiers = tiers
@@ -155,7 +157,13 @@ class Callbacks:
         points = _FIELD_POINTS.get(cls)
         if points is None:  # once per class: the field names and their points do not change
             points = _FIELD_POINTS[cls] = [(f.name, POINTS[_point_name(f.name)]) for f in fields(cls)]
-        return cls(**{name: CallbackTable(point, tiers) for name, point in points})
+        # the dataclass's fields filled in directly (a session makes one per point: 32 calls of
+        # __init__'s keyword matching were most of this)
+        out = object.__new__(cls)
+        fill = out.__dict__
+        for name, point in points:
+            fill[name] = CallbackTable(point, tiers)
+        return out
 
     def clear(self) -> None:
         """Empty every table: plugins register closures over their session, so a table that
