@@ -4,6 +4,9 @@ exactly one scheduling session over manifests and prints what it decided as JSON
 Output: ``{"binds": {"<ns>/<pod>": "<node>"}, "evictions": ["<ns>/<pod>"], "pipelined":
 {"<ns>/<pod>": "<node>"}, "podGroups": {"<ns>/<name>": {"phase": ..., "conditions": [...]}}}``.
 Bad manifests or configuration: one line naming the file, object and field on stderr, exit 2.
+Each object is checked as the API server checks it (schema, validation and the Volcano admission
+webhooks, see :func:`validate_manifests`): an object a cluster would refuse is an error, not a
+plausible-looking answer.
 What was read and what was ignored (kinds the session does not take, such as a vcjob or a
 RayCluster, whose controllers make the Pods and PodGroups) is said in one line on stderr; when
 nothing a session can use was read, that line is an error (exit 2).
@@ -13,6 +16,8 @@ ordered by their position across the files (sorted by path).
 
 from __future__ import annotations
 
+import asyncio
+import copy
 import json
 import sys
 from pathlib import Path
@@ -127,6 +132,11 @@ def session(path: Path, config: Path | None, explain: bool) -> None:
     added = _cluster_default_queue(objs)
     if added:
         click.echo(added, err=True)
+    try:
+        validate_manifests(objs)
+    except ValueError as e:
+        _fail(str(e))
+        return
     sources = {id(o): o.pop("_source") for o in objs}
     try:
         snap = build_snapshot(objs)
@@ -140,6 +150,112 @@ def session(path: Path, config: Path | None, explain: bool) -> None:
         out["fitErrors"] = dict(sorted(res.fit_errors.items()))
         out["pods"] = {k: {"reason": r, "message": m} for k, (r, m) in sorted(res.unschedulable.items())}
     click.echo(json.dumps(out, indent=2))
+
+
+_CREATE_ORDER = ("Namespace", "PriorityClass", "Queue", "HyperNode", "Node", "PodGroup", "Pod")
+"""Kinds in the order a cluster needs them: a PodGroup's Queue, a Pod's PriorityClass first."""
+_API_VERSIONS = {"Namespace": "v1", "Node": "v1", "Pod": "v1", "PriorityClass": "scheduling.k8s.io/v1",
+                 "Queue": "scheduling.volcano.sh/v1beta1", "PodGroup": "scheduling.volcano.sh/v1beta1",
+                 "HyperNode": "topology.volcano.sh/v1alpha1"}
+"""What a manifest without ``apiVersion`` is read as (the session reads by kind)."""
+_SERVER_SET = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "selfLink",
+               "deletionTimestamp", "deletionGracePeriodSeconds")
+"""Metadata the API server sets itself (a dump of a live cluster carries it)."""
+
+
+def validate_manifests(objs: list[dict[str, Any]]) -> None:
+    """Check every object as the API server checks it on create: each is created, in
+    :data:`_CREATE_ORDER`, in a throwaway in-memory API server (pumice's own, with the CRDs and the
+    Volcano admission plugins of ``pumice up``: type checks, CRD schemas, validation, admission;
+    no second validator). ``objs`` is not changed.
+
+    The manifests describe a cluster's state, not a sequence of requests, so what the API
+    server itself fills in or what may have changed since an object was created is not held
+    against it: server-set metadata and a Pod's ``spec.priority`` (the Priority admission's
+    output) are dropped, a missing ``apiVersion`` is read from the kind, the Namespaces the
+    objects name exist, every Queue is Open (as the queue controller makes it; a Queue's state
+    is checked by its schema), and a Queue, parent Queue or PriorityClass the objects name but
+    the files lack exists (an Open Queue; a PriorityClass of the Pod's ``spec.priority``), as
+    it did when they were created.
+
+    Raises:
+        ValueError: ``<file>: <Kind> <ns>/<name>: <the API server's message>`` for the first
+            object it refuses.
+    """
+    asyncio.run(_validate(objs))
+
+
+def _placeholders(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Namespaces, Queues and PriorityClasses the objects name and the files lack."""
+    from pumice.controllers.volcano import keys
+    from pumice.controllers.volcano.queue import root_queue
+
+    have = {(o["kind"], (o.get("metadata") or {}).get("name")) for o in objs}
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def add(kind: str, name: str, obj: dict[str, Any]) -> None:
+        if name and (kind, name) not in have and (kind, name) not in out:
+            out[(kind, name)] = obj
+
+    for o in objs:
+        md, spec = o.get("metadata") or {}, o.get("spec") or {}
+        if o["kind"] in _NAMESPACED and md.get("namespace") != "default":
+            ns = str(md.get("namespace"))
+            add("Namespace", ns, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        queue = str(spec.get("queue") or "") if o["kind"] == "PodGroup" else \
+            str(spec.get("parent") or "") if o["kind"] == "Queue" else ""
+        if queue == keys.ROOT_QUEUE:
+            add("Queue", queue, root_queue())
+        elif queue:
+            add("Queue", queue, {"apiVersion": keys.SCHEDULING_API_VERSION, "kind": "Queue",
+                                 "metadata": {"name": queue}, "spec": {"weight": 1}})
+        if o["kind"] == "Pod" and spec.get("priorityClassName"):
+            name = str(spec["priorityClassName"])
+            add("PriorityClass", name, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                        "metadata": {"name": name}, "value": int(spec.get("priority") or 0)})
+    return list(out.values())
+
+
+async def _validate(objs: list[dict[str, Any]]) -> None:
+    from pumice.api.crds import builtin_crds
+    from pumice.apiserver.server import APIServer
+    from pumice.client.base import ApiError
+    from pumice.client.kubeconfig import in_process
+    from pumice.controllers.volcano import admission_plugins
+
+    mutating, validating = admission_plugins()
+    server = APIServer(None, admission_plugins=[*mutating, *validating], seed=0, bookmark_interval=None,
+                       install_crds=False)
+    await server.start()
+    # only the CRDs of the kinds a session reads (the others cost the most of a start)
+    groups = {_API_VERSIONS[k].split("/")[0] for k in _CREATE_ORDER if "/" in _API_VERSIONS[k]}
+    await server.apply_crds([c for c in builtin_crds() if c["spec"]["group"] in groups], builtin=True)
+    client = in_process(server.app, scheme=server.scheme)
+    todo = [*_placeholders(objs), *objs]
+    try:
+        for kind in _CREATE_ORDER:
+            for o in todo:
+                if o["kind"] != kind:
+                    continue
+                body = {k: copy.deepcopy(v) for k, v in o.items() if k != "_source"}
+                body.setdefault("apiVersion", _API_VERSIONS[kind])
+                md = body["metadata"]
+                for key in _SERVER_SET:
+                    md.pop(key, None)
+                if kind == "Pod":
+                    (body.get("spec") or {}).pop("priority", None)
+                if kind == "Namespace" and md.get("name") == "default":
+                    continue
+                try:
+                    made = await client.create(body)
+                    if kind == "Queue":
+                        made["status"] = {**(made.get("status") or {}), "state": "Open"}
+                        await client.update_status(made)
+                except ApiError as e:
+                    raise ValueError(f"{o.get('_source', '(a placeholder)')}: {_names(o)}: {e.message or e}") from None
+    finally:
+        await client.close()
+        server.close()
 
 
 def _cluster_default_queue(objs: list[dict[str, Any]]) -> str | None:

@@ -60,3 +60,52 @@ def test_session_uses_volcanos_default_queue_when_the_manifests_have_none(tmp_pa
     assert res.exit_code == 0, res.stderr
     assert "no Queue" not in res.stderr
     assert '"binds": {}' in res.stdout
+
+
+def test_session_refuses_what_the_api_server_would_refuse_naming_file_and_object(tmp_path: Path) -> None:
+    """trial-10 F-14: a PodGroup with minMember -2 came out Completed with its Pods bound; the API
+    answers 422 (CRD schema), and a PodGroup of a Queue that does not exist is refused by the
+    validatepodgroup webhook. The same checks (one implementation: an in-memory API server) run
+    before the session."""
+    from pumice.cli.volcano import command as volcano_cli
+
+    node = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '4', memory: 8Gi, pods: '10'}}\n"
+    pod = ("---\napiVersion: v1\nkind: Pod\nmetadata: {name: p1, namespace: default, annotations: "
+           "{scheduling.k8s.io/group-name: pg}}\nspec: {schedulerName: volcano, containers: [{name: c, image: i, "
+           "resources: {requests: {cpu: '1'}}}]}\n")
+    bad = tmp_path / "neg.yaml"
+    bad.write_text(node + "---\napiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\n"
+                   "metadata: {name: pg, namespace: default}\nspec: {minMember: -2}\n" + pod)
+    res = CliRunner().invoke(volcano_cli, ["session", "-f", str(bad)])
+    assert res.exit_code == 2 and res.stdout == ""
+    assert res.stderr.strip().splitlines()[-1] == (
+        f'Error: {bad}: PodGroup default/pg: PodGroup.scheduling.volcano.sh "pg" is invalid: spec.minMember: '
+        "Invalid value: -2: spec.minMember in body should be greater than or equal to 0")
+    bad.write_text(node + "---\napiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: qa}\n"
+                   "spec: {weight: 1, capability: {cpu: '1'}, deserved: {cpu: '2'}}\n"
+                   "---\napiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\n"
+                   "metadata: {name: pg, namespace: default}\nspec: {minMember: 1, queue: qa}\n" + pod)
+    res = CliRunner().invoke(volcano_cli, ["session", "-f", str(bad)])
+    assert res.exit_code == 2
+    assert res.stderr.strip().splitlines()[-1] == (
+        f'Error: {bad}: Queue qa: admission webhook "validatequeue.volcano.sh" denied the request: '
+        'requestBody.spec.deserved.cpu: Invalid value: "2": deserved[cpu]=2 must be <= capability[cpu]=1')
+
+
+def test_session_takes_a_dump_of_cluster_state_that_references_objects_the_files_lack(tmp_path: Path) -> None:
+    """What the API server fills in (a Pod's spec.priority, server metadata) and objects that may
+    have gone since (a PodGroup's Queue, a Pod's PriorityClass) are not held against a manifest."""
+    from pumice.cli.volcano import command as volcano_cli
+
+    (tmp_path / "dump.yaml").write_text(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1, resourceVersion: '7', uid: x}\n"
+        "status: {allocatable: {cpu: '4', memory: 8Gi, pods: '10'}}\n"
+        "---\napiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\n"
+        "metadata: {name: pg, namespace: team, creationTimestamp: '2026-01-01T00:00:00Z'}\n"
+        "spec: {minMember: 1, queue: gone}\n"
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p1, namespace: team, annotations: "
+        "{scheduling.k8s.io/group-name: pg}}\nspec: {schedulerName: volcano, priorityClassName: high, priority: 1000, "
+        "containers: [{name: c, image: i, resources: {requests: {cpu: '1'}}}]}\n")
+    res = CliRunner().invoke(volcano_cli, ["session", "-f", str(tmp_path)])
+    assert res.exit_code == 0, res.stderr
+    assert '"binds": {}' in res.stdout  # the Queue is not in the session: its jobs wait, as on a cluster

@@ -114,24 +114,24 @@ def gpu(name: str, group: str, a100: int, *, node_name: str = "", priority: int 
 
 def project_tree() -> list[dict]:
     return [GPU_ROOT,
-            hq("project1_root", "root", "nvidia.com/a100=1", "nvidia.com/a100=2"),
-            hq("project1_non-preemptable", "project1_root", "nvidia.com/a100=1", "nvidia.com/a100=1"),
-            hq("project1_preemptable", "project1_root", None, None),
-            hq("project2_root", "root", "nvidia.com/a100=3", "nvidia.com/a100=4"),
-            hq("project2_non-preemptable", "project2_root", "nvidia.com/a100=3", "nvidia.com/a100=3"),
-            hq("project2_preemptable", "project2_root", None, None)]
+            hq("project1-root", "root", "nvidia.com/a100=1", "nvidia.com/a100=2"),
+            hq("project1-non-preemptable", "project1-root", "nvidia.com/a100=1", "nvidia.com/a100=1"),
+            hq("project1-preemptable", "project1-root", None, None),
+            hq("project2-root", "root", "nvidia.com/a100=3", "nvidia.com/a100=4"),
+            hq("project2-non-preemptable", "project2-root", "nvidia.com/a100=3", "nvidia.com/a100=3"),
+            hq("project2-preemptable", "project2-root", None, None)]
 
 
 ANCESTOR = [
     Case("case1: Can reclaim based on parent deserved when ancestorReclaimLevel is 1",
-         [GPU_NODE, GPU_ROOT, hq("case1_queue1", "root", "nvidia.com/a100=1", None), hq("case1_queue11", "case1_queue1", None, None),
-          hq("case1_queue2", "root", None, None),
-          pg("pg1", "case1_queue2", 1, "Running"), pg("pg2", "case1_queue11", 1, "Inqueue"),
+         [GPU_NODE, GPU_ROOT, hq("case1-queue1", "root", "nvidia.com/a100=1", None), hq("case1-queue11", "case1-queue1", None, None),
+          hq("case1-queue2", "root", None, None),
+          pg("pg1", "case1-queue2", 1, "Running"), pg("pg2", "case1-queue11", 1, "Inqueue"),
           gpu("p1", "pg1", 4, node_name="n1"), gpu("p2", "pg2", 1)],
          ["enqueue", "reclaim", "allocate"], level_tiers(1), evictions=["ns1/p1"], evict_num=1, pipelined={"ns1/pg2": ["n1"]}),
     Case("case2: Cross-parent reclaim pipelines project1 pending job when project2 child and parent are both over deserved",
          [GPU_NODE, *project_tree(),
-          *(pg(f"pg{i}", "project2_preemptable", 1, "Running") for i in range(1, 5)), pg("pg5", "project1_preemptable", 1, "Pending"),
+          *(pg(f"pg{i}", "project2-preemptable", 1, "Running") for i in range(1, 5)), pg("pg5", "project1-preemptable", 1, "Pending"),
           gpu("p1", "pg1", 1, node_name="n1", priority=2), gpu("p2", "pg2", 1, node_name="n1", priority=2),
           gpu("p3", "pg3", 1, node_name="n1", priority=2), gpu("p4", "pg4", 1, node_name="n1", priority=1), gpu("p5", "pg5", 1)],
          ["enqueue", "reclaim", "allocate"], level_tiers(1), evictions=["ns1/p4"], evict_num=1, pipelined={"ns1/pg5": ["n1"]}),

@@ -310,7 +310,9 @@ def test_cli_bad_quantity_names_file_object_and_field(tmp_path: Path) -> None:
     res = CliRunner().invoke(command, ["session", "-f", str(d)])
     assert res.exit_code == 2
     line = res.output.strip().splitlines()[-1]
-    assert "objects.yaml" in line and "Pod c1/p1" in line and "resources" in line and "'cpu'" in line
+    # the API server's own check and text (trial-10 F-14: the session validates as the API does)
+    assert "objects.yaml" in line and "Pod c1/p1" in line and 'Pod "p1" is invalid: ' \
+        "spec.containers[0].resources.requests[cpu]: Invalid value: \"lots\"" in line
 
 
 def test_cli_missing_name_is_an_error(tmp_path: Path) -> None:
@@ -328,9 +330,9 @@ def test_cli_defaults_uid_and_orders_by_file_position(tmp_path: Path) -> None:
                 "kind: PodGroup\nmetadata: {name: zz, namespace: ns}\nspec: {minMember: 1}\nstatus: {phase: Inqueue}",
                 "kind: PodGroup\nmetadata: {name: aa, namespace: ns}\nspec: {minMember: 1}\nstatus: {phase: Inqueue}",
                 "kind: Pod\nmetadata: {name: pz, namespace: ns, annotations: {scheduling.k8s.io/group-name: zz}}\n"
-                "spec: {schedulerName: volcano, containers: [{name: c, resources: {requests: {cpu: '1'}}}]}",
+                "spec: {schedulerName: volcano, containers: [{name: c, image: i, resources: {requests: {cpu: '1'}}}]}",
                 "kind: Pod\nmetadata: {name: pa, namespace: ns, annotations: {scheduling.k8s.io/group-name: aa}}\n"
-                "spec: {schedulerName: volcano, containers: [{name: c, resources: {requests: {cpu: '1'}}}]}",
+                "spec: {schedulerName: volcano, containers: [{name: c, image: i, resources: {requests: {cpu: '1'}}}]}",
             ]
         )
     )
