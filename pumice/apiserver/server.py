@@ -418,13 +418,16 @@ class APIServer:
                 self.write_kubeconfig(self.url)
             if ready is not None:
                 ready.set()
-            await task
+            # shielded: a cancel of serve() (SIGTERM) must not cancel uvicorn mid-response, which
+            # logs every open watch as "Exception in ASGI application" (CancelledError); the
+            # finally below ends the watches first, then lets uvicorn stop gracefully
+            await asyncio.shield(task)
         finally:
+            self.store.close_watchers()  # each watch stream ends as on a normal timeout
             if front is not None:
                 await front.close()
             elif tls:
                 public.close()
-            self.store.close_watchers()
             try:  # the proxy's pooled connections to Pods and node agents
                 await self._api.proxy.aclose()
             except Exception as e:  # a failing close must not stop the shutdown, but is said
