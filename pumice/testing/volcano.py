@@ -92,7 +92,12 @@ def pod(
         lab["volcano.sh/task-spec"] = role
     if preemptable is not None:
         lab["volcano.sh/preemptable"] = "true" if preemptable else "false"
-    container: Obj = {"name": "main", "image": "busybox", "resources": {"requests": resource_list(requests)}}
+    reqs = resource_list(requests)
+    resources: Obj = {"requests": reqs}
+    extended = {k: v for k, v in reqs.items() if "/" in k or k.startswith("hugepages-")}
+    if extended:  # the API wants limits (equal to requests) for resources that cannot be overcommitted
+        resources["limits"] = extended
+    container: Obj = {"name": "main", "image": "busybox", "resources": resources}
     if host_ports:
         container["ports"] = [{"containerPort": p, "hostPort": p, "protocol": "TCP"} for p in host_ports]
     spec: Obj = {"schedulerName": scheduler_name, "containers": [container]}
