@@ -248,6 +248,9 @@ def _yaml_nodes(p: Path) -> list[NodeSpec]:
         try:
             if not name or not isinstance(name, str):
                 raise ValueError("metadata.name: a Node needs a name")
+            if not cap:  # trial-10 F-5: it ran as a 1-CPU Node and the run stalled without a word
+                raise ValueError("no status.allocatable or status.capacity: a simulated Node's resources are read "
+                                 "from them")
             labels = dict(md.get("labels") or {})
             model = labels.pop(GPU_MODEL_LABEL, "")
             cpu = quantity.milli_value(str(cap.get("cpu", "1")))

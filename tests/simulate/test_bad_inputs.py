@@ -168,6 +168,11 @@ def test_an_arrival_past_the_longest_run_is_refused(tmp_path: Path, extra: tuple
      "Node 'n1': status.allocatable/capacity pods: expected a whole number, more than 0, got '0'"),
     ("kind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '8'}}\n---\n"
      "kind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '8'}}\n", "two Nodes are named 'n1'"),
+    # trial-10 F-5: ran as a 1-CPU Node, every job Pending, ended "stalled" without a word
+    ("apiVersion: v1\nkind: Node\nmetadata: {name: x}\n",
+     "Node 'x': no status.allocatable or status.capacity: a simulated Node's resources are read from them"),
+    ("kind: Node\nmetadata: {name: x}\nstatus: {allocatable: {}, capacity: {}}\n",
+     "Node 'x': no status.allocatable or status.capacity: a simulated Node's resources are read from them"),
 ])
 def test_a_bad_node_yaml_is_one_line_naming_the_file_and_node(tmp_path: Path, text: str, error: str) -> None:
     """Trial 7 F-14: a negative allocatable ran (stalled, exit 0); two Nodes of one name said
