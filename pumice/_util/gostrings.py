@@ -1,12 +1,16 @@
-"""Go's quoting of strings, for texts that must read as upstream's (error messages, shell words).
+"""Go's quoting of strings, for texts that must read as upstream's (error messages, shell words),
+and Go's integer parsing, for inputs that must take what upstream takes.
 
-Mirrors: Go's strconv.Quote (``%q`` of a string) and unicode.IsPrint.
+Mirrors: Go's strconv.Quote (``%q`` of a string), strconv.Atoi and unicode.IsPrint.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from decimal import Decimal
+
+_ATOI = re.compile(r"[+-]?[0-9]+")
 
 _ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
 
@@ -15,6 +19,21 @@ def is_print(ch: str) -> bool:
     """Go's ``unicode.IsPrint`` of one character: letters, marks, numbers, punctuation, symbols and
     the ASCII space (what Python's ``str.isprintable`` accepts)."""
     return ch.isprintable()
+
+
+def atoi(s: str) -> int:
+    """``s`` as Go's ``strconv.Atoi`` parses it: an optional sign and ASCII digits only (Python's
+    ``int``/``str.isdigit`` also take other scripts' digits, ``_`` and spaces), within int64.
+
+    Raises:
+        ValueError: ``s`` is not such a number, or is out of the int64 range.
+    """
+    if not _ATOI.fullmatch(s):
+        raise ValueError(f"strconv.Atoi: parsing {quote(s)}: invalid syntax")
+    n = int(s)
+    if not -(2**63) <= n < 2**63:
+        raise ValueError(f"strconv.Atoi: parsing {quote(s)}: value out of range")
+    return n
 
 
 def quote(s: str) -> str:

@@ -46,6 +46,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from pumice._util.clock import rfc3339
+from pumice._util.gostrings import atoi
 from pumice.api import Obj
 from pumice.api import scheme as sk
 from pumice.api.volcano import constants as vc
@@ -136,6 +137,15 @@ PAGE_KINDS: dict[str, tuple[str, ...]] = {
     "pod": ("Pod", "Event", "HyperNode"),
     "charts": ("Queue",),
 }
+
+
+def _atoi_or_none(raw: str) -> int | None:
+    """A form's number as Go's strconv.Atoi reads it (ASCII digits only: Python's ``isdigit``
+    takes ``"٣"`` and ``"²"``), None when it is not one."""
+    try:
+        return atoi(raw)
+    except ValueError:
+        return None
 
 
 def _package_dir(sub: str) -> Path:
@@ -593,9 +603,10 @@ class Dashboard:
             raw = str(form.get("weight") or "").strip()
 
             async def patch(client: KubeClient) -> None:
-                if not raw.isdigit() or int(raw) <= 0:
+                weight = _atoi_or_none(raw)
+                if weight is None or weight <= 0:
                     raise ValueError("Weight must be an integer greater than 0.")
-                await client.patch(sk.QUEUE, name, {"spec": {"weight": int(raw)}})
+                await client.patch(sk.QUEUE, name, {"spec": {"weight": weight}})
 
             return await self._act(request, back, f"weight of queue {name} set to {raw}", patch,
                                    doing=f"set the weight of queue {name} to {raw!r}")
@@ -770,9 +781,10 @@ class Dashboard:
                 idx = next((i for i, g in enumerate(groups) if g["name"] == group), None)
                 if idx is None:
                     raise ValueError(f"worker group {group!r} not found")
-                if not raw.isdigit():
+                n = _atoi_or_none(raw)
+                if n is None or n < 0:  # ASCII digits only, as kubectl's int flags (trial-10 F-6)
                     raise ValueError("replicas must be a non-negative integer")
-                n, g = int(raw), groups[idx]
+                g = groups[idx]
                 if n < g["min"] or (g["max"] and n > g["max"]):
                     raise ValueError(f"replicas must be within minReplicas {g['min']} and maxReplicas {g['max']}")
                 await client.patch(KINDS["RayCluster"], name, [
@@ -889,9 +901,10 @@ class Dashboard:
         ns, name = request.path_params["ns"], request.path_params["name"]
         container = request.query_params.get("container") or None
         raw_tail = request.query_params.get("tail") or "500"
-        if not raw_tail.isdigit():
+        tail_n = _atoi_or_none(raw_tail)
+        if tail_n is None or tail_n < 0:
             return PlainTextResponse(f"tail must be a number of lines, not {raw_tail!r}\n", 400)
-        tail = int(raw_tail)
+        tail = tail_n
         follow = request.query_params.get("follow", "1") == "1"
         client: Any = sess.client
 

@@ -108,3 +108,17 @@ def test_the_icon_is_served_without_sign_in_and_linked_from_every_page(up: Up, w
             assert r.text.startswith("<svg"), path
         assert '<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">' in anonymous.get("/login").text
     assert '<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">' in web.get("/queues").text
+
+
+@pytest.mark.parametrize("raw", ["٣", "²", "3\u200b"])
+def test_a_number_in_a_form_is_ascii_digits_only(web: httpx.Client, up: Up, raw: str) -> None:
+    """trial-10 F-6: the forms took ``str.isdigit``'s digits: an Arabic-Indic three scaled to 3,
+    a superscript two answered with Python's int() text. Go's strconv.Atoi (kubectl's number
+    flags) takes ASCII digits only."""
+    origin = {"origin": up.url.rstrip("/")}
+    r = web.post("/queues/default/weight", data={"weight": raw}, headers=origin)
+    assert r.status_code == 303
+    [flash] = _flash(web.get("/queues/default").text)
+    assert flash.endswith(": Weight must be an integer greater than 0."), flash
+    r = web.get("/pods/default/nope/log", params={"tail": raw})
+    assert r.status_code == 400 and r.text.startswith("tail must be a number of lines")

@@ -3,7 +3,7 @@ table, written out here as Go prints them)."""
 
 import pytest
 
-from pumice._util.gostrings import quote
+from pumice._util.gostrings import atoi, quote
 
 
 @pytest.mark.parametrize(("s", "go"), [
@@ -21,3 +21,15 @@ from pumice._util.gostrings import quote
 ])
 def test_quote_as_go_strconv_quote(s: str, go: str) -> None:
     assert quote(s) == go
+
+
+@pytest.mark.parametrize(("s", "n"), [("0", 0), ("42", 42), ("-7", -7), ("+3", 3), ("007", 7),
+                                      ("9223372036854775807", 2**63 - 1), ("-9223372036854775808", -(2**63))])
+def test_atoi_takes_what_go_strconv_atoi_takes(s: str, n: int) -> None:
+    assert atoi(s) == n
+
+
+@pytest.mark.parametrize("s", ["", " 1", "1 ", "٣", "²", "1_000", "0x10", "1.0", "+", "9223372036854775808"])
+def test_atoi_refuses_what_go_strconv_atoi_refuses(s: str) -> None:
+    with pytest.raises(ValueError, match=r"strconv\.Atoi: parsing"):
+        atoi(s)
