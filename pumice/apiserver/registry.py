@@ -1107,7 +1107,10 @@ class Registry:
         Go error upstream, answered 500 (reason unknown); pumice answers the same message as 400
         BadRequest (bad input is never a 500 here). The patched object's JSON in the merge/JSON
         patch message has its keys sorted at every level (upstream: sorted at the top level by
-        json-patch, Go struct order below).
+        json-patch, Go struct order below). A Secret's patch or patched object is not echoed
+        (``<secret contents redacted>``, the placeholder of ValidateSecret): upstream echoes it,
+        secret values included; pumice never echoes a Secret's values (tests/reliability/
+        test_security.py).
         """
         if self.custom(rk) is not None:
             return
@@ -1125,6 +1128,8 @@ class Registry:
             value, why = sprint_v(patch), f"error decoding from json: {why}"
         else:
             value = go_json(patched)
+        if rk.group == "" and rk.kind == "Secret":
+            value = REDACTED
         message = f"Invalid value: {quote(value)}: {why}"
         raise StatusError(422, f' "" is invalid: patch: {message}', "Invalid",
                           {"causes": [{"reason": "FieldValueInvalid", "message": message, "field": "patch"}]})

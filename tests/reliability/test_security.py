@@ -102,6 +102,13 @@ async def test_secret_values_are_never_logged_or_echoed(caplog: pytest.LogCaptur
                 await cl.patch(secrets, "s", bad, "default")
             except Exception as e:
                 answers.append(str(getattr(e, "status", e)))
+        for patch_type in ("merge", "strategic", "json"):  # bad base64 beside a good value
+            body: Any = ([{"op": "add", "path": "/data/bad", "value": MARKER + "!"}] if patch_type == "json"
+                         else {"data": {"bad": MARKER + "!", "good": b64}})
+            try:
+                await cl.patch(secrets, "s", body, "default", patch_type=patch_type)
+            except Exception as e:
+                answers.append(str(getattr(e, "status", e)))
         s["data"] = {"x": {"nested": MARKER}}
         try:
             await cl.update(s)
@@ -109,7 +116,7 @@ async def test_secret_values_are_never_logged_or_echoed(caplog: pytest.LogCaptur
             answers.append(str(getattr(e, "status", e)))
         events = (await cl.list(c.scheme.by_api_version_kind("v1", "Event"), "default")).items
     text = caplog.text + "\n".join(answers) + str(events)
-    assert len(answers) == 5
+    assert len(answers) == 8
     assert MARKER not in text and b64 not in text, [a for a in answers if MARKER in a or b64 in a]
     report(secret_writes=9, refusals_checked=len(answers), log_records=len(caplog.records), leaks=0)
 
