@@ -6,14 +6,21 @@ still seen."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import signal
 import socket
 import threading
 import weakref
+from pathlib import Path
 
 import looptime
+import pytest
 
-from pumice.simulate.runner import _PendingFutures, _virtual_loop, _WakeSelector
+from pumice.simulate import runner
+from pumice.simulate.runner import SimConfig, _PendingFutures, _virtual_loop, _WakeSelector, simulate
+from pumice.simulate.workload import load_workload
+
+from .conftest import two_nodes_two_slots
 
 
 async def _script(log: list[tuple[str, float]]) -> None:
@@ -136,3 +143,34 @@ def test_pending_futures_walk_as_a_weak_set() -> None:
     assert set(s) == {f, g}
     del f
     assert list(s) == [g]
+
+
+def _run_counting_collections(two_gangs: Path) -> tuple[list[bool], list[int]]:
+    """One small run: whether the collector was on at each progress call, and the generation of
+    every collection made while it was off (the run's own)."""
+    on: list[bool] = []
+    generations: list[int] = []
+
+    def counted(phase: str, info: dict[str, int]) -> None:
+        if phase == "stop" and not gc.isenabled():
+            generations.append(info["generation"])
+
+    gc.callbacks.append(counted)
+    try:
+        simulate(SimConfig(two_nodes_two_slots(), load_workload(two_gangs), seed=7),
+                 progress=lambda *_a: on.append(gc.isenabled()))
+    finally:
+        gc.callbacks.remove(counted)
+    return on, generations
+
+
+def test_the_collector_is_off_during_a_run_collects_on_growth_and_is_back_on_after(
+        two_gangs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert gc.isenabled()
+    on, generations = _run_counting_collections(two_gangs)
+    assert on and not any(on) and gc.isenabled()
+    assert generations == []  # the run stays under SIM_GC_GROWTH new objects
+    monkeypatch.setattr(runner, "SIM_GC_GROWTH", 0)  # any growth at all: collect at every check
+    on, generations = _run_counting_collections(two_gangs)
+    assert not any(on) and gc.isenabled()
+    assert generations.count(2) > 1 and set(generations) == {2}
