@@ -37,6 +37,14 @@ def cron(name: str = "nightly", schedule: str = "*/5 * * * *", **spec: Any) -> d
                                                                    {"name": "c", "image": "busybox"}]}}}]}}, **spec}}
 
 
+async def _open_default_queue(client: Any) -> None:
+    """The ``default`` Queue, Open (the CronJob's Jobs go to it)."""
+    q = await client.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "default"},
+                             "spec": {"weight": 1}})
+    q["status"] = {"state": "Open"}
+    await client.update_status(q)
+
+
 def test_the_most_recent_unmet_time_and_the_job_name_in_minutes() -> None:
     s = parse_schedule("*/5 * * * *", None)
     cj = cron()
@@ -90,10 +98,7 @@ async def test_the_controller_runs_jobs_on_schedule_forbids_overlap_and_keeps_hi
     mutating, validating = admission_plugins()
     clock = FakeClock(T0.timestamp())
     async with local_cluster(admission=[*mutating, *validating]) as c:
-        q = await c.client.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "default"},
-                                   "spec": {"weight": 1}})
-        q["status"] = {"state": "Open"}
-        await c.client.update_status(q)
+        await _open_default_queue(c.client)
         body = cron(concurrencyPolicy="Forbid", successfulJobsHistoryLimit=1)
         body["metadata"].pop("uid")
         body["metadata"].pop("creationTimestamp")
@@ -185,10 +190,7 @@ async def test_a_job_just_created_is_not_reported_orphaned_by_a_reconcile_on_a_s
     mutating, validating = admission_plugins()
     clock = FakeClock(T0.timestamp())
     async with local_cluster(admission=[*mutating, *validating]) as c:
-        q = await c.client.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "default"},
-                                   "spec": {"weight": 1}})
-        q["status"] = {"state": "Open"}
-        await c.client.update_status(q)
+        await _open_default_queue(c.client)
         body = cron()
         body["metadata"].pop("uid")
         await c.client.create(body)
