@@ -5,7 +5,6 @@ and every protobuf read of the namespace's ConfigMaps then answered 500)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 
 import httpx2
 import pytest
@@ -15,13 +14,6 @@ from pumice.testing.cluster import LocalCluster
 
 CMS = "/api/v1/namespaces/default/configmaps"
 PB = "application/vnd.kubernetes.protobuf"
-
-
-@pytest.fixture
-async def http(cluster: LocalCluster) -> AsyncIterator[httpx2.AsyncClient]:
-    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=cluster.app), base_url="http://apiserver",
-                                  headers={"Authorization": f"Bearer {cluster.server.token}"}) as c:
-        yield c
 
 
 def cm(name: str, **binary: str) -> dict:

@@ -3,21 +3,10 @@ ConfigMap got generation 1, bumped on each data change; kube-apiserver 1.32 sets
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import httpx2
 import pytest
 
-from pumice.testing.cluster import LocalCluster
-
 NS = "/api/v1/namespaces/default"
-
-
-@pytest.fixture
-async def http(cluster: LocalCluster) -> AsyncIterator[httpx2.AsyncClient]:
-    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=cluster.app), base_url="http://apiserver",
-                                  headers={"Authorization": f"Bearer {cluster.server.token}"}) as c:
-        yield c
 
 
 MERGE = {"Content-Type": "application/merge-patch+json"}
