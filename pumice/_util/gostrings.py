@@ -21,18 +21,20 @@ def is_print(ch: str) -> bool:
     return ch.isprintable()
 
 
-def atoi(s: str) -> int:
-    """``s`` as Go's ``strconv.Atoi`` parses it: an optional sign and ASCII digits only (Python's
-    ``int``/``str.isdigit`` also take other scripts' digits, ``_`` and spaces), within int64.
+def atoi(s: str, func: str = "Atoi") -> int:
+    """``s`` as Go's ``strconv.Atoi`` (or, with ``func="ParseInt"``, ``strconv.ParseInt(s, 10,
+    64)``) parses it: an optional sign and ASCII digits only (Python's ``int``/``str.isdigit`` also
+    take other scripts' digits, ``_`` and spaces), within int64.
 
     Raises:
-        ValueError: ``s`` is not such a number, or is out of the int64 range.
+        ValueError: ``s`` is not such a number, or is out of the int64 range, with Go's text
+            (``strconv.<func>: parsing "abc": invalid syntax``, ``... value out of range``).
     """
     if not _ATOI.fullmatch(s):
-        raise ValueError(f"strconv.Atoi: parsing {quote(s)}: invalid syntax")
+        raise ValueError(f"strconv.{func}: parsing {quote(s)}: invalid syntax")
     n = int(s)
     if not -(2**63) <= n < 2**63:
-        raise ValueError(f"strconv.Atoi: parsing {quote(s)}: value out of range")
+        raise ValueError(f"strconv.{func}: parsing {quote(s)}: value out of range")
     return n
 
 

@@ -26,12 +26,14 @@ k8s.io/kube-openapi pkg/validation/validate (the int32/int64 format check).
 
 from __future__ import annotations
 
+import base64
 import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
+from pumice._util.gobase64 import CorruptInputError, canonical
 from pumice.api.memo import FixedPoints
 from pumice.api.scheme import ResourceKind
 
@@ -554,10 +556,6 @@ def repair_bytes(rk: ResourceKind, obj: Any) -> list[tuple[str, str]]:
 def _fix_bytes(container: Any, key: Any, path: str, repaired: list[tuple[str, str]] | None) -> tuple[str, str] | None:
     """Canonicalise the ``[]byte`` string at ``container[key]``; a bad one is returned, or (with
     ``repaired``) replaced by the base64 of its UTF-8 text and listed there."""
-    import base64
-
-    from pumice._util.gobase64 import CorruptInputError, canonical
-
     v = container[key]
     if type(v) is not str or not v:
         return None

@@ -35,7 +35,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from pumice._util.clock import Clock
-from pumice._util.gostrings import quote
+from pumice._util.gostrings import atoi
 from pumice.api import protobuf as pb
 from pumice.api.apply import manager_or_user_agent
 from pumice.api.meta import deep_copy
@@ -95,9 +95,6 @@ def _bool_param(query: dict[str, str], name: str) -> bool | None:
     raise errors.bad_request(f"invalid boolean value {v!r} for {name}")
 
 
-_INT64 = re.compile(r"[+-]?[0-9]+")
-
-
 def _go_int64(query: dict[str, str], name: str) -> int | None:
     """An int64 query parameter as kube-apiserver's parameter codec reads it (strconv.ParseInt
     base 10): None when absent.
@@ -109,12 +106,10 @@ def _go_int64(query: dict[str, str], name: str) -> int | None:
     v = query.get(name)
     if v is None:
         return None
-    if not _INT64.fullmatch(v):
-        raise errors.bad_request(f"strconv.ParseInt: parsing {quote(v)}: invalid syntax")
-    n = int(v)
-    if not -(2**63) <= n < 2**63:
-        raise errors.bad_request(f"strconv.ParseInt: parsing {quote(v)}: value out of range")
-    return n
+    try:
+        return atoi(v, "ParseInt")
+    except ValueError as e:
+        raise errors.bad_request(str(e)) from None
 
 
 def _go_bool(query: dict[str, str], name: str) -> bool:

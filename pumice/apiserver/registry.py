@@ -24,6 +24,7 @@ import base64
 import binascii
 import builtins
 import copy
+import logging
 import random
 import uuid
 from collections import deque
@@ -68,6 +69,7 @@ from pumice.apiserver.strategy import Strategy, strategy_for
 
 __all__ = ["DeleteOptions", "Registry", "resource_key"]
 
+log = logging.getLogger(__name__)
 _encode = msgspec.json.Encoder().encode
 
 _META_TREE = object_meta_tree()
@@ -832,8 +834,9 @@ class Registry:
             if message is not None:
                 try:
                     size = len(protobuf.envelope(rk.api_version, rk.kind, protobuf.encode(message, obj))) + len(res)
-                except protobuf.ProtobufError:
-                    pass
+                except protobuf.ProtobufError as e:
+                    log.warning("%s %s: measured by its JSON size (%d bytes), its protobuf encoding failed: %s",
+                                rk.kind, res, size, e)
                 if size <= MAX_REQUEST_BYTES:
                     return st.put(res, obj)  # type: ignore[no-any-return]
         raise StatusError(413, "etcdserver: request is too large", "RequestEntityTooLarge")

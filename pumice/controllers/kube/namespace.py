@@ -216,7 +216,7 @@ class NamespaceReconciler:
             changed |= meta.set_condition(status, cond, now)
         if changed:
             try:
-                await self.client.update_status({**copy.deepcopy(ns_obj), "status": status})
+                await self.client.update_status({**{k: copy.deepcopy(v) for k, v in ns_obj.items() if k != "status"}, "status": status})
             except ApiError as e:
                 if not (is_conflict(e) or is_not_found(e)):
                     log.error("namespace %s: couldn't update status condition: %s", req.name, e)

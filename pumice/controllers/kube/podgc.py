@@ -49,6 +49,7 @@ from pumice.api import Obj, meta
 from pumice.api.scheme import NODE, POD
 from pumice.client.base import ApiError, KubeClient, get_or_none, is_not_found
 from pumice.client.informer import Informer
+from pumice.controllers.kube import podutil
 from pumice.runtime.manager import Manager
 
 if TYPE_CHECKING:
@@ -228,7 +229,7 @@ class PodGCController:
         log.info("pod gc: force deleting Pod %s/%s", ns, name)
         try:
             status = pod.get("status") or {}
-            if status.get("phase") not in ("Succeeded", "Failed"):
+            if not podutil.is_terminal(pod):
                 patch: Obj = {"phase": "Failed"}
                 if condition is not None:
                     conds = meta.with_condition(status.get("conditions"), {**condition, "lastProbeTime": None},
