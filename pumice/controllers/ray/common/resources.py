@@ -166,13 +166,18 @@ def _pod_formats(pod_spec: Obj) -> dict[str, tuple[str, bool]]:
         for k, v in (res.get("limits") or {}).items():
             wanted.setdefault(k, v)
         for k, v in wanted.items():
-            fmt, zero = quantity_format(v), parse_quantity(v) == 0
-            if k not in out:
-                out[k] = (fmt, zero)
-            else:
-                cur, cur_zero = out[k]
-                out[k] = (fmt if cur_zero else cur, cur_zero and zero)
+            _add_format(out, k, quantity_format(v), parse_quantity(v) == 0)
     return out
+
+
+def _add_format(out: dict[str, tuple[str, bool]], name: str, fmt: str, zero: bool) -> None:
+    """Add a quantity of format ``fmt`` (zero or not) to the sum ``out[name]``: the sum keeps its
+    format unless it is still zero (resource.Quantity.Add)."""
+    if name not in out:
+        out[name] = (fmt, zero)
+    else:
+        cur, cur_zero = out[name]
+        out[name] = (fmt if cur_zero else cur, cur_zero and zero)
 
 
 def desired_formats(spec: Obj) -> dict[str, str]:
@@ -188,12 +193,7 @@ def desired_formats(spec: Obj) -> dict[str, str]:
     out: dict[str, tuple[str, bool]] = {}
     for formats, n in parts:
         for k, (fmt, zero) in formats.items():
-            zero = zero or n == 0
-            if k not in out:
-                out[k] = (fmt, zero)
-            else:
-                cur, cur_zero = out[k]
-                out[k] = (fmt if cur_zero else cur, cur_zero and zero)
+            _add_format(out, k, fmt, zero or n == 0)
     return {k: fmt for k, (fmt, _) in out.items()}
 
 
