@@ -1496,7 +1496,9 @@ def validate_pod_update(new: Obj, old: Obj) -> list[FieldCause]:
     if any(g not in old_gates for g in new_gates):
         out.append(_forbidden("spec.schedulingGates", "only deletion is allowed, but found new scheduling gate"))
     old_ads, new_ads = ospec.get("activeDeadlineSeconds"), nspec.get("activeDeadlineSeconds")
-    if old_ads is not None and (new_ads is None or new_ads > old_ads):
+    if old_ads is not None and new_ads is None:
+        out.append(_invalid("spec.activeDeadlineSeconds", None, "must not update from a positive integer to nil value"))
+    elif old_ads is not None and _is_int(new_ads) and _is_int(old_ads) and new_ads > old_ads:
         out.append(_invalid("spec.activeDeadlineSeconds", new_ads,
                             "must be less than or equal to previous value"))
     return out
@@ -2069,12 +2071,11 @@ def _validate_pod(obj: Obj, old: Obj | None) -> list[FieldCause]:
     """ValidatePodCreate / ValidatePodUpdate: the spec, then what only a Pod's containers must be
     (:func:`_containers_only_for_pod`); ephemeral containers come only through the
     ``ephemeralcontainers`` subresource, never with a create (validation.go ValidatePodCreate).
-
-    Deviates: an update that leaves the spec as stored (labels, annotations, finalizers) does not
-    validate the spec again, so a Pod stored by an older pumice that breaks a rule added since can
-    still have its finalizers removed; upstream validates it again."""
-    same_spec = old is not None and obj.get("spec") == old.get("spec")
-    out = [] if same_spec else validate_pod_spec(obj.get("spec"), "spec") + _containers_only_for_pod(obj.get("spec"))
+    An update validates the whole new Pod again (validatePodMetadataAndSpec), also when only its
+    metadata changed: a stored Pod that breaks a rule cannot change its labels or finalizers
+    until its spec is fixed, as upstream (a spec validated before is remembered, so this costs
+    one encoding of the spec)."""
+    out = validate_pod_spec(obj.get("spec"), "spec") + _containers_only_for_pod(obj.get("spec"))
     if old is None:
         spec = obj.get("spec")
         if isinstance(spec, dict) and spec.get("ephemeralContainers"):

@@ -356,11 +356,26 @@ def test_typed_secret_keys(stype: str, data: dict[str, str], want: list[tuple[st
     assert causes(SECRET, secret(stype, data)) == want
 
 
-def test_a_stored_pod_that_breaks_a_newer_rule_can_still_change_its_metadata() -> None:
+def test_a_pod_update_validates_the_whole_new_pod_also_when_only_its_metadata_changed() -> None:
+    """validation.go ValidatePodUpdate runs validatePodMetadataAndSpec on the new Pod: a stored
+    Pod that breaks a rule cannot change its labels either."""
     stored = pod(containers=ctr(resources={"requests": {"nvidia.com/gpu": "1"}}))
     relabelled = copy.deepcopy(stored)
     relabelled["metadata"]["labels"] = {"a": "b"}
-    assert validate_object(POD, relabelled, stored) == []
-    changed = copy.deepcopy(relabelled)
-    changed["spec"]["containers"][0]["image"] = "y"
-    assert [c.field for c in validate_object(POD, changed, stored)] == ["spec.containers[0].resources.limits"]
+    assert [(c.field, c.reason) for c in validate_object(POD, relabelled, stored)] == [
+        ("spec.containers[0].resources.limits", "FieldValueRequired")]
+    fine = pod()
+    relabelled = copy.deepcopy(fine)
+    relabelled["metadata"]["labels"] = {"a": "b"}
+    assert validate_object(POD, relabelled, fine) == []
+
+
+def test_a_pod_update_may_not_unset_active_deadline_seconds() -> None:
+    stored = pod(activeDeadlineSeconds=30)
+    unset, longer = pod(), pod(activeDeadlineSeconds=60)
+    assert [(c.field, c.reason, c.message) for c in validate_object(POD, unset, stored)] == [
+        ("spec.activeDeadlineSeconds", "FieldValueInvalid",
+         "Invalid value: null: must not update from a positive integer to nil value")]
+    assert [(c.field, c.message) for c in validate_object(POD, longer, stored)] == [
+        ("spec.activeDeadlineSeconds", "Invalid value: 60: must be less than or equal to previous value")]
+    assert validate_object(POD, pod(activeDeadlineSeconds=10), stored) == []
