@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import asyncio
 
+import prometheus_client
 import pytest
 
 from pumice.api import Obj
 from pumice.api.scheme import NODE, POD
 from pumice.client.base import get_or_none
 from pumice.controllers.kube import SETUPS
-from pumice.controllers.kube.podgc import eviction_and_creation_order, is_pod_terminated
+from pumice.controllers.kube.podgc import (
+    DELETING_PODS_ERROR_TOTAL,
+    eviction_and_creation_order,
+    is_pod_terminated,
+)
 from pumice.simulate.runner import KUBE_CONTROLLERS
 
 from .conftest import Env, chain, eventually
@@ -42,6 +47,13 @@ def node(name: str, *, ready: str = "True", taints: list[Obj] | None = None) -> 
                        "conditions": [{"type": "Ready", "status": ready, "reason": "KubeletReady"}]}}
 
 
+def forced(reason: str, *, errors: bool = False) -> float:
+    """The podgc counter of namespace default and ``reason`` (0 before its first increment)."""
+    name = "pod_gc_collector_force_delete_pod_errors_total" if errors else "pod_gc_collector_force_delete_pods_total"
+    value = prometheus_client.REGISTRY.get_sample_value(name, {"namespace": "default", "reason": reason})
+    return value or 0.0
+
+
 async def release(env: Env, name: str) -> None:
     p = await env.client.get(POD, name, "default")
     p["metadata"]["finalizers"] = []
@@ -56,6 +68,7 @@ def test_podgc_runs_in_the_controller_manager_and_in_simulate() -> None:
 @pytest.mark.looptime
 async def test_pod_bound_to_a_missing_node_is_failed_with_disruption_target_and_force_deleted() -> None:
     async with chain(nodes=1) as env:
+        orphaned0 = forced("orphaned")
         await env.client.create(pod("orphan", node="ghost", finalizer=True))
         loop = asyncio.get_running_loop()
         start = loop.time()
@@ -72,6 +85,7 @@ async def test_pod_bound_to_a_missing_node_is_failed_with_disruption_target_and_
         assert (cond["status"], cond["reason"], cond["message"]) == ("True", "DeletionByPodGC",
                                                                       "PodGC: node no longer exists")
         assert got["metadata"]["deletionGracePeriodSeconds"] == 0
+        assert forced("orphaned") - orphaned0 >= 1
         await release(env, "orphan")
         assert await get_or_none(env.client, POD, "orphan", "default") is None
 
@@ -133,6 +147,7 @@ async def test_a_node_recreated_during_the_quarantine_keeps_its_pods() -> None:
 @pytest.mark.looptime
 async def test_unscheduled_terminating_pod_is_failed_and_force_deleted() -> None:
     async with chain(nodes=1) as env:
+        unscheduled0, errors0 = forced("unscheduled"), forced("unscheduled", errors=True)
         await env.client.create(pod("unscheduled", finalizer=True, scheduler="nobody"))
         await env.client.delete(POD, "unscheduled", "default")
 
@@ -142,12 +157,15 @@ async def test_unscheduled_terminating_pod_is_failed_and_force_deleted() -> None
         await eventually(failed, timeout=30, interval=1.0, what="unscheduled terminating Pod marked Failed")
         got = await env.client.get(POD, "unscheduled", "default")
         assert not any(c["type"] == "DisruptionTarget" for c in got["status"].get("conditions") or [])
+        assert forced("unscheduled") - unscheduled0 >= 1
+        assert forced("unscheduled", errors=True) == errors0
         await release(env, "unscheduled")
 
 
 @pytest.mark.looptime
 async def test_terminated_pods_over_the_threshold_go_evicted_first_then_oldest() -> None:
     async with chain(nodes=1, terminated_pod_gc_threshold=2) as env:
+        terminated0 = forced("terminated")
         for i, (phase, reason) in enumerate([("Succeeded", None), ("Failed", None), ("Failed", "Evicted"),
                                              ("Succeeded", None), ("Pending", None)]):
             await env.client.create(pod(f"t{i}", scheduler="nobody"))
@@ -166,11 +184,13 @@ async def test_terminated_pods_over_the_threshold_go_evicted_first_then_oldest()
         await eventually(collected, timeout=60, interval=1.0, what="t2 (evicted) and t0 (oldest) collected")
         await asyncio.sleep(60)
         assert await names() == {"t1", "t3", "t4"}
+        assert forced("terminated") - terminated0 == 2
 
 
 @pytest.mark.looptime
 async def test_terminating_pod_on_a_not_ready_out_of_service_node_is_force_deleted() -> None:
     async with chain(nodes=1) as env:
+        oos0 = forced("out-of-service")
         await env.client.create(node("oos", ready="False"))
         await env.client.create(node("down", ready="False"))
         await env.client.create(pod("on-oos", node="oos"))
@@ -186,6 +206,7 @@ async def test_terminating_pod_on_a_not_ready_out_of_service_node_is_force_delet
             return await get_or_none(env.client, POD, "on-oos", "default") is None
 
         await eventually(gone, timeout=30, interval=1.0, what="terminating Pod on the out-of-service Node deleted")
+        assert forced("out-of-service") - oos0 == 1
         # no taint: the Pod waits for its kubelet (its 30 s grace is not podgc's business)
         assert (await env.client.get(POD, "on-down", "default"))["metadata"].get("deletionTimestamp")
 
@@ -199,3 +220,17 @@ def test_terminated_means_not_pending_running_or_unknown_and_evicted_sort_first(
         ("old", "2026-01-01T00:00:00Z", {"phase": "Failed"}),
         ("ev", "2026-01-01T00:00:09Z", {"phase": "Failed", "reason": "Evicted"})]]
     assert [p["metadata"]["name"] for p in eviction_and_creation_order(pods)] == ["ev", "old", "a", "b"]
+
+
+def test_podgc_metrics_have_upstreams_names_labels_and_help() -> None:
+    """pkg/controller/podgc/metrics/metrics.go, as component-base exposes an ALPHA metric."""
+    text = prometheus_client.generate_latest().decode()
+    assert ("# HELP pod_gc_collector_force_delete_pods_total [ALPHA] Number of pods that are being forcefully "
+            "deleted since the Pod GC Controller started.") in text
+    assert ("# HELP pod_gc_collector_force_delete_pod_errors_total [ALPHA] Number of errors encountered when "
+            "forcefully deleting the pods since the Pod GC Controller started.") in text
+    assert "# TYPE pod_gc_collector_force_delete_pods_total counter" in text
+    DELETING_PODS_ERROR_TOTAL.labels("ns-x", "orphaned").inc()
+    sample = prometheus_client.REGISTRY.get_sample_value(
+        "pod_gc_collector_force_delete_pod_errors_total", {"namespace": "ns-x", "reason": "orphaned"})
+    assert sample is not None and sample >= 1

@@ -20,7 +20,14 @@ Each collected Pod is first patched (status subresource, strategic merge, with i
 re-created Pod of the same name is not touched) to phase ``Failed`` (plus the condition for
 orphans) unless it already Succeeded or Failed, then deleted with grace period 0. A failed
 patch or delete is logged with the Pod and the error and retried by the next pass; a Pod already
-gone (404) is not an error.
+gone (404) is not logged.
+
+Metrics (prometheus_client default registry, served on the controller manager's ``/metrics``),
+each labelled ``namespace`` and ``reason`` (``terminated``, ``out-of-service``, ``orphaned``,
+``unscheduled``: the step that chose the Pod): ``pod_gc_collector_force_delete_pods_total``
+counts every forced deletion tried, ``pod_gc_collector_force_delete_pod_errors_total`` the ones
+whose patch or delete failed (a 404 included, as upstream counts it). The help texts carry
+component-base's ``[ALPHA]`` stability prefix, as kube-controller-manager exposes them.
 
 When passes run: at start, every ``gc_check_period`` seconds (upstream's gcCheckPeriod, 20 s),
 when a Node is deleted or gets the out-of-service taint (its name is quarantined at once), and
@@ -31,7 +38,8 @@ collect costs nothing.
 
 Mirrors: kubernetes pkg/controller/podgc/gc_controller.go (gc, gcTerminated, gcTerminating,
 gcOrphaned, discoverDeletedNodes, gcUnscheduledTerminating, byEvictionAndCreationTimestamp,
-markFailedAndDeletePodWithCondition); cmd/kube-controller-manager options
+markFailedAndDeletePodWithCondition), pkg/controller/podgc/metrics/metrics.go;
+cmd/kube-controller-manager options
 (``--terminated-pod-gc-threshold``). Deviates: upstream logs "Failed to get node" for every
 terminating Pod whose Node is not cached; here such a Pod is left to the orphan and unscheduled
 steps without a log line.
@@ -43,6 +51,8 @@ import asyncio
 import contextlib
 import logging
 from typing import TYPE_CHECKING
+
+from prometheus_client import Counter
 
 from pumice._util.clock import Clock, rfc3339
 from pumice.api import Obj, meta
@@ -67,6 +77,21 @@ TERMINATED_POD_GC_THRESHOLD = 12500
 TAINT_OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
 ORPHAN_CONDITION: Obj = {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByPodGC",
                          "message": "PodGC: node no longer exists"}
+
+DELETING_PODS_TOTAL = Counter(
+    "force_delete_pods_total",
+    "[ALPHA] Number of pods that are being forcefully deleted since the Pod GC Controller started.",
+    ["namespace", "reason"], subsystem="pod_gc_collector")
+"""``pod_gc_collector_force_delete_pods_total{namespace,reason}`` (upstream DeletingPodsTotal)."""
+DELETING_PODS_ERROR_TOTAL = Counter(
+    "force_delete_pod_errors_total",
+    "[ALPHA] Number of errors encountered when forcefully deleting the pods since the Pod GC Controller started.",
+    ["namespace", "reason"], subsystem="pod_gc_collector")
+"""``pod_gc_collector_force_delete_pod_errors_total{namespace,reason}`` (upstream DeletingPodsErrorTotal)."""
+REASON_TERMINATED = "terminated"
+REASON_TERMINATING_OUT_OF_SERVICE = "out-of-service"
+REASON_ORPHANED = "orphaned"
+REASON_TERMINATING_UNSCHEDULED = "unscheduled"
 
 
 def is_pod_terminated(pod: Obj) -> bool:
@@ -163,7 +188,7 @@ class PodGCController:
             return
         log.info("pod gc: garbage collecting %d terminated pods", excess)
         for pod in eviction_and_creation_order(terminated)[:excess]:
-            await self._mark_failed_and_delete(pod)
+            await self._mark_failed_and_delete(pod, REASON_TERMINATED)
 
     async def gc_terminating(self, pods: list[Obj]) -> None:
         """Delete terminating Pods on Nodes that are not Ready and tainted out-of-service."""
@@ -176,7 +201,7 @@ class PodGCController:
             if node is not None and not _node_ready(node) and _out_of_service(node):
                 doomed.append(pod)
         for pod in eviction_and_creation_order(doomed):
-            await self._mark_failed_and_delete(pod)
+            await self._mark_failed_and_delete(pod, REASON_TERMINATING_OUT_OF_SERVICE)
 
     async def gc_orphaned(self, pods: list[Obj]) -> None:
         """Quarantine the names of missing Nodes that Pods are bound to; delete the Pods of those
@@ -191,7 +216,7 @@ class PodGCController:
         for pod in pods:
             if (pod.get("spec") or {}).get("nodeName") not in deleted:
                 continue
-            if await self._mark_failed_and_delete(pod, ORPHAN_CONDITION):
+            if await self._mark_failed_and_delete(pod, REASON_ORPHANED, ORPHAN_CONDITION):
                 log.info("pod gc: forced deletion of orphaned Pod %s/%s (node %s) succeeded", meta.namespace(pod),
                          meta.name(pod), pod["spec"]["nodeName"])
 
@@ -217,16 +242,18 @@ class PodGCController:
         for pod in pods:
             if not (pod.get("metadata") or {}).get("deletionTimestamp") or (pod.get("spec") or {}).get("nodeName"):
                 continue
-            if await self._mark_failed_and_delete(pod):
+            if await self._mark_failed_and_delete(pod, REASON_TERMINATING_UNSCHEDULED):
                 log.info("pod gc: forced deletion of unscheduled terminating Pod %s/%s succeeded", meta.namespace(pod),
                          meta.name(pod))
 
-    async def _mark_failed_and_delete(self, pod: Obj, condition: Obj | None = None) -> bool:
-        """Phase Failed (plus ``condition``) unless already terminal, then delete with grace 0.
-        Returns whether both succeeded; a failure is logged (the next pass retries)."""
+    async def _mark_failed_and_delete(self, pod: Obj, reason: str, condition: Obj | None = None) -> bool:
+        """Phase Failed (plus ``condition``) unless already terminal, then delete with grace 0,
+        counted under ``reason`` (one of the ``REASON_`` labels). Returns whether both
+        succeeded; a failure is counted and logged (the next pass retries)."""
         md = pod["metadata"]
         ns, name = md.get("namespace"), md["name"]
         log.info("pod gc: force deleting Pod %s/%s", ns, name)
+        DELETING_PODS_TOTAL.labels(ns or "", reason).inc()
         try:
             status = pod.get("status") or {}
             if not podutil.is_terminal(pod):
@@ -239,6 +266,7 @@ class PodGCController:
                                         patch_type="strategic", subresource="status")
             await self.client.delete(POD, name, ns, grace_period_seconds=0)
         except ApiError as e:
+            DELETING_PODS_ERROR_TOTAL.labels(ns or "", reason).inc()
             if not is_not_found(e):
                 log.error("pod gc: could not delete Pod %s/%s: %s", ns, name, e)
             return False
