@@ -415,7 +415,9 @@ class _Api:
         method = request.method
         if t.name is None:
             collection = self._collection_handlers.get(method)
-            if collection is None:
+            # kube-apiserver serves only list and watch on a namespaced resource's all-namespaces
+            # path (trial 11 F-9: a DELETE there deleted every namespace's objects)
+            if collection is None or (method != "GET" and t.rk.namespaced and t.namespace is None):
                 raise errors.method_not_allowed()
             return await collection(request, t)
         if t.rk.namespaced and t.namespace is None:
@@ -850,7 +852,7 @@ class _Api:
     async def _create(self, request: Request, rk: ResourceKind, namespace: str | None,
                       query: dict[str, str]) -> Response:
         if rk.namespaced and namespace is None:
-            raise errors.method_not_allowed("POST to an all-namespaces collection is not allowed; name the namespace")
+            raise errors.method_not_allowed()
         dups: list[str] = []
         body = await self._body(request, rk, query, dups)
         if self.access is not None:
