@@ -311,7 +311,7 @@ def _fv1_edit(fv1: Obj, remove: list[Path], add: list[Path]) -> Obj:
     the nodes along the given paths are copied (``fv1`` is not modified)."""
     root: Obj = dict(fv1)
     mine = {id(root)}
-    grown: list[Obj] = []
+    grown: dict[int, Obj] = {}  # by id: a node many added paths grow is sorted once, not once per path
 
     def own(parent: Obj, key: str) -> Obj:
         child: Obj = parent[key]
@@ -351,15 +351,15 @@ def _fv1_edit(fv1: Obj, remove: list[Path], add: list[Path]) -> Obj:
                     child["."] = {}
                 elif i == last and child and "." not in child:
                     child["."] = {}
-                    grown.append(child)
+                    grown[id(child)] = child
                 node = child
             else:
                 child = {}
                 node[key] = child
                 mine.add(id(child))
-                grown.append(node)
+                grown[id(node)] = node
                 node = child
-    for node in grown:
+    for node in grown.values():
         items = sorted(node.items(), key=lambda kv: _fv1_key(kv[0]))
         node.clear()
         node.update(items)
