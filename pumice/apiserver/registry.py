@@ -76,6 +76,8 @@ _META_TREE = object_meta_tree()
 #: root-schema keywords under which a schema check of an object is the union of its properties'
 _SPLIT_ROOT = frozenset({"type", "properties", "description"})
 #: kube-apiserver's 400 text when a body names another namespace than the URL (handlers/rest.go)
+TOO_LARGE = "etcdserver: request is too large"
+"""etcd's ErrRequestTooLarge text, what a write over :data:`~pumice.apiserver.store.MAX_REQUEST_BYTES` gets."""
 _NAMESPACE_MISMATCH = "the namespace of the provided object does not match the namespace sent on the request"
 _GEN_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _STATUS = frozenset({"status"})
@@ -839,7 +841,7 @@ class Registry:
                                 rk.kind, res, size, e)
                 if size <= MAX_REQUEST_BYTES:
                     return st.put(res, obj)  # type: ignore[no-any-return]
-        raise StatusError(413, "etcdserver: request is too large", "RequestEntityTooLarge")
+        raise StatusError(413, TOO_LARGE, "RequestEntityTooLarge")
 
     def _prepare_create(self, rk: ResourceKind, obj: Obj) -> None:
         md = obj["metadata"]
@@ -871,11 +873,14 @@ class Registry:
         _status_patch: bool = False,
         _applied: bool = False,
         _manager_sub: str | None = None,
+        _drop_managed_fields: bool = False,
     ) -> tuple[Stored, builtins.list[str]]:
         """PUT an object (``sub`` ``""``, ``"status"`` or ``"finalize"`` for namespaces).
         ``field_manager`` gets the fields the write changes (see :meth:`_track`), recorded under
         ``_manager_sub`` (default ``sub``; ``"scale"`` for the scale subresource); ``_applied``:
-        ``body`` carries the managedFields of a server-side apply already.
+        ``body`` carries the managedFields of a server-side apply already;
+        ``_drop_managed_fields`` (from :meth:`patch`'s retry of a too-large patch): the object is
+        stored without managedFields, taken out after mutating admission, before validation.
 
         ``_status_patch`` (from :meth:`patch`): ``body`` is a fresh decode of ``_expect`` with
         only its status changed (see :meth:`_check_status_body`).
@@ -907,6 +912,8 @@ class Registry:
             self._track(old.obj, new, rk, field_manager, sub if _manager_sub is None else _manager_sub)
         req = AdmissionRequest("UPDATE", rk, ns or None, name, new, old.obj, subresource=sub, dry_run=dry_run)
         await self._run_admission(req, mutate=True)
+        if _drop_managed_fields:
+            new["metadata"].pop("managedFields", None)
         if sub == "":
             self._validate(rk, new, old.obj)
         await self._run_admission(req, mutate=False)
@@ -1009,8 +1016,17 @@ class Registry:
         """PATCH: ``patch_type`` is ``merge``, ``json``, ``strategic`` or ``apply``. Returns
         ``(object, created, warnings)``; ``apply`` creates a missing object.
 
+        A patch other than ``apply`` whose result is refused as too large for etcd (413
+        ``etcdserver: request is too large``, see :meth:`_put`) is tried once more against the
+        object read again, this time stored without ``metadata.managedFields`` (they can be
+        large, and dropping them is safe); a second refusal is answered.
+
         Raises:
-            StatusError: 404, 409, 415 (strategic on a custom resource), 422 (patch does not apply).
+            StatusError: 404, 409, 413 (too large even without managedFields, or an ``apply``),
+            415 (strategic on a custom resource), 422 (patch does not apply).
+
+        Mirrors: apiserver pkg/endpoints/handlers/patch.go patchResource (the isTooLargeError
+        retry with managedFields set to nil).
         """
         if patch_type == "strategic" and self.custom(rk) is not None:
             raise errors.StatusError(415, "the body of the request was in an unknown format - accepted media types "
@@ -1034,7 +1050,9 @@ class Registry:
         res = self.storage_resource(rk)
         st = self._view(rk)
         status_patch = sub == "status" and patch_type == "merge" and patch.keys() <= {"status"}
-        for attempt in range(8):
+        drop_managed_fields = False
+        conflicts = 0
+        while True:
             old = st.get(res, ns, name)
             if old is None:
                 if patch_type == "apply" and sub == "":
@@ -1062,13 +1080,17 @@ class Registry:
                                                      field_validation=field_validation,
                                                      field_manager=field_manager, _expect=old,
                                                      _status_patch=status_patch, _applied=patch_type == "apply",
-                                                     _manager_sub=_manager_sub)
+                                                     _manager_sub=_manager_sub,
+                                                     _drop_managed_fields=drop_managed_fields)
             except StatusError as e:
-                if e.code == 409 and e.reason == "Conflict" and attempt < 7 and "Precondition" not in e.message:
+                if e.code == 409 and e.reason == "Conflict" and conflicts < 7 and "Precondition" not in e.message:
+                    conflicts += 1
+                    continue
+                if e.code == 413 and e.message == TOO_LARGE and patch_type != "apply" and not drop_managed_fields:
+                    drop_managed_fields = True
                     continue
                 raise
             return stored, False, warnings
-        raise errors.conflict(rk, name, errors.STALE)
 
     def _apply_patch(self, rk: ResourceKind, old: Stored, patch_type: str, patch: Any, manager: str,
                      force: bool, sub: str = "") -> Any:
