@@ -1161,9 +1161,8 @@ class Registry:
 
     def _apply(self, live: Obj | None, applied: Obj, rk: ResourceKind, manager: str, force: bool,
                sub: str = "") -> Obj:
-        if applied.get("apiVersion") not in (None, rk.api_version) or applied.get("kind") not in (None, rk.kind):
-            raise errors.bad_request(f"the apiVersion/kind in the applied configuration ({applied.get('apiVersion')}, "
-                                     f"{applied.get('kind')}) does not match the endpoint ({rk.api_version}, {rk.kind})")
+        if applied.get("apiVersion") != rk.api_version or applied.get("kind") != rk.kind:
+            raise errors.bad_request(f"invalid object type: {_applied_gvk(applied)}")
         if isinstance(applied.get("metadata"), dict) and applied["metadata"].get("managedFields") is not None:
             raise errors.bad_request("metadata.managedFields must be nil")
         try:
@@ -1442,3 +1441,17 @@ class Registry:
             except (KeyError, TypeError, ValueError):
                 continue
 
+
+def _applied_gvk(applied: Obj) -> str:
+    """An apply patch's group, version and kind as apimachinery prints a ``GroupVersionKind``
+    (``/v1, Kind=ConfigMap``; ``/, Kind=`` for none): the text of fieldmanager's version check,
+    which refuses any patch whose apiVersion or kind is not the endpoint's, a missing one included.
+    A non-string value reads as empty, and so does an apiVersion with more than one ``/`` (upstream's
+    ParseGroupVersion fails and the unstructured object reports no GroupVersionKind)."""
+    api_version, kind = applied.get("apiVersion"), applied.get("kind")
+    api_version = api_version if isinstance(api_version, str) else ""
+    kind = kind if isinstance(kind, str) else ""
+    if api_version.count("/") > 1:
+        return "/, Kind="
+    group, _, version = api_version.rpartition("/")
+    return f"{group}/{version}, Kind={kind}"
