@@ -317,6 +317,39 @@ def validate_finalizers(finalizers: Any, field: str) -> list[FieldCause]:
     return out
 
 
+_STANDARD_FINALIZERS = frozenset({"kubernetes", "orphan", "foregroundDeletion"})
+
+
+def validate_kube_finalizer_name(name: str, field: str) -> list[FieldCause]:
+    """A finalizer name of a built-in kind: a qualified name that, without a ``/``, must be one of
+    the standard ones (``kubernetes``, ``orphan``, ``foregroundDeletion``). Causes at ``field``.
+
+    Mirrors: kubernetes pkg/apis/core/validation validateFinalizerName (apimachinery's
+    ValidateFinalizerName, then validateKubeFinalizerName).
+    """
+    out = [_invalid(field, name, e) for e in is_qualified_name(name)]
+    if "/" not in name and name not in _STANDARD_FINALIZERS:
+        out.append(_invalid(field, name, "name is neither a standard finalizer name nor is it fully qualified"))
+    return out
+
+
+def _validate_namespace(obj: Obj, old: Obj | None) -> list[FieldCause]:
+    """``spec.finalizers`` names: on create at ``spec.finalizers`` (ValidateNamespace), on a change
+    (the ``finalize`` subresource; an update of the main resource keeps the stored spec) at
+    ``spec.finalizers[i]`` (ValidateNamespaceFinalizeUpdate).
+
+    Mirrors: kubernetes pkg/apis/core/validation ValidateNamespace, ValidateNamespaceFinalizeUpdate.
+    """
+    finalizers = (obj.get("spec") or {}).get("finalizers")
+    if not isinstance(finalizers, list):
+        return []
+    if old is None:
+        return [c for f in finalizers for c in validate_kube_finalizer_name(str(f), "spec.finalizers")]
+    if finalizers == (old.get("spec") or {}).get("finalizers"):
+        return []
+    return [c for i, f in enumerate(finalizers) for c in validate_kube_finalizer_name(str(f), f"spec.finalizers[{i}]")]
+
+
 def validate_object_meta(rk: ResourceKind, obj: Obj, old: Obj | None) -> list[FieldCause]:
     """metadata rules of every kind: name (or generateName) and its format, namespace presence for
     namespaced kinds (the server fills it from the URL first), labels, annotations, owner
@@ -2093,6 +2126,7 @@ _KIND_RULES: dict[tuple[str, str], KindValidator] = {
     ("", "Node"): _validate_node,
     ("", "ConfigMap"): _validate_config_map,
     ("", "Secret"): _validate_secret,
+    ("", "Namespace"): _validate_namespace,
     ("apps", "Deployment"): _validate_deployment,
     ("apps", "ReplicaSet"): _validate_replicated,
     ("batch", "Job"): _validate_job,

@@ -914,7 +914,7 @@ class Registry:
         await self._run_admission(req, mutate=True)
         if _drop_managed_fields:
             new["metadata"].pop("managedFields", None)
-        if sub == "":
+        if sub in ("", "finalize"):  # finalize: ValidateNamespaceFinalizeUpdate (the finalizer names)
             self._validate(rk, new, old.obj)
         await self._run_admission(req, mutate=False)
         current = st.get(res, ns, name)
