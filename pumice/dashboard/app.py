@@ -198,6 +198,10 @@ class Dashboard:
         its change events by twice that, so a page that is slow to render is not re-rendered
         back to back while its objects churn)."""
         self._explain_cache: dict[tuple[float, str, str, str], tuple[int, float, Any]] = {}
+        self.stopping = asyncio.Event()
+        """Set when the server stops: the live-update streams end (they would otherwise wait for
+        the next change until the server's graceful-shutdown timeout cancelled them, each one
+        logged as "Exception in ASGI application")."""
         # lists of 1,000 rows are ~500 kB of HTML, ~25 kB gzipped; event streams are never compressed
         self.app = Starlette(routes=self._routes(), middleware=[Middleware(SecurityHeaders),
                                                                 Middleware(GZipMiddleware, minimum_size=2048)])
@@ -408,19 +412,22 @@ class Dashboard:
             seen = cache.version
             tick = asyncio.Event()
             self.sampler.listeners.append(tick)
+            stopping = asyncio.ensure_future(self.stopping.wait())
             yield b": connected\n\n"
             try:
                 while True:
                     waiter = asyncio.ensure_future(cache.wait_change(seen, kinds, KEEPALIVE))
                     ticker = asyncio.ensure_future(tick.wait())
                     try:
-                        done, _ = await asyncio.wait([waiter, ticker], return_when=asyncio.FIRST_COMPLETED)
+                        done, _ = await asyncio.wait([waiter, ticker, stopping], return_when=asyncio.FIRST_COMPLETED)
                     finally:
                         # also when the stream is cancelled (the tab closed) while waiting: a waiter
                         # left pending is "Task was destroyed but it is pending!" at shutdown
                         for t in (waiter, ticker):
                             if not t.done():
                                 t.cancel()
+                    if stopping in done:
+                        break
                     if ticker in done:
                         tick.clear()
                         yield b"event: tick\ndata: tick\n\n"
@@ -438,6 +445,7 @@ class Dashboard:
                         break
             finally:
                 self.sampler.listeners.remove(tick)
+                stopping.cancel()
 
         return StreamingResponse(stream(), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
@@ -910,8 +918,21 @@ class Dashboard:
 
         async def stream() -> AsyncIterator[bytes]:
             buf = b""
+            chunks = client.logs(ns, name, container=container, follow=follow, tail_lines=tail)
+            stopping = asyncio.ensure_future(self.stopping.wait())
             try:
-                async for chunk in client.logs(ns, name, container=container, follow=follow, tail_lines=tail):
+                while True:  # each chunk raced against the server stopping (a followed log may never end)
+                    nxt = asyncio.ensure_future(anext(chunks))
+                    await asyncio.wait([nxt, stopping], return_when=asyncio.FIRST_COMPLETED)
+                    if not nxt.done():
+                        nxt.cancel()
+                        await asyncio.wait([nxt])  # the cancel taken (asyncio.wait does not raise it)
+                        yield _sse("end", "the dashboard stopped")
+                        return
+                    try:
+                        chunk = nxt.result()
+                    except StopAsyncIteration:
+                        break
                     buf += chunk
                     *lines, buf = buf.split(b"\n")
                     for line in lines:
@@ -922,6 +943,9 @@ class Dashboard:
             except ApiError as e:
                 yield _sse("line", html.escape(f"[log unavailable: {e.message or e.reason or e.code}]") + "\n")
                 yield _sse("end", "error")
+            finally:
+                stopping.cancel()
+                await chunks.aclose()  # type: ignore[attr-defined]
 
         return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 

@@ -119,6 +119,7 @@ async def run_dashboard(
         await _serve(cache, sampler, server, sock, stop, tasks, on_ready)
     finally:
         stop.set()
+        dash.stopping.set()  # the live-update streams end, so the HTTP server stops without cancelling them
         server.should_exit = True
         for t in tasks:
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
