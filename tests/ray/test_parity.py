@@ -67,3 +67,22 @@ async def test_rayjob_path_records_created_service_for_its_head_service() -> Non
     await rj.reconcile(req)  # -> Running
     await rj.reconcile(req)  # Running: the RayJob's head Service
     assert ("Normal", "CreatedService", "Created the service default/rayjob-sample-head-svc") in ev.items
+
+
+async def test_a_worker_group_named_empty_creates_worker_pods_with_worker_events() -> None:
+    """The CRD lets groupName be ``""``; its Pods are still workers (trial 11 F-2: they were
+    reported as ``CreatedHeadPod``)."""
+    ev = Events()
+    client = FakeClient(ray_scheme(), clock=FakeClock())
+    rc = RayClusterReconciler(client, recorder=ev)
+    sample = load_sample("ray-cluster.sample.yaml", "RayCluster")
+    sample["spec"]["workerGroupSpecs"][0]["groupName"] = ""
+    sample["spec"]["workerGroupSpecs"][0]["replicas"] = 1
+    cluster = await client.create(sample)
+    await rc.reconcile(Request("default", cluster["metadata"]["name"]))
+    pods = (await client.list(scheme.POD, "default")).items
+    by_type = {p["metadata"]["labels"]["ray.io/node-type"]: p["metadata"]["name"] for p in pods}
+    assert set(by_type) == {"head", "worker"}
+    reasons = [(r, m) for _, r, m in ev.items if r.startswith("Created") and r.endswith("Pod")]
+    assert sorted(reasons) == [("CreatedHeadPod", f"Created head Pod default/{by_type['head']}"),
+                               ("CreatedWorkerPod", f"Created worker Pod default/{by_type['worker']}")]

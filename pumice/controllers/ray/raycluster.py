@@ -612,11 +612,14 @@ class RayClusterReconciler:
 
     # --- pods ------------------------------------------------------------------------------
 
-    async def _create_pod(self, cluster: Obj, pod: Obj, group_key: str, failure_reason: str) -> str:
-        """Create a head (``group_key`` empty) or worker Pod; events ``CreatedHeadPod`` /
-        ``CreatedWorkerPod`` and their ``FailedToCreate…`` Warnings with upstream's texts."""
+    async def _create_pod(self, cluster: Obj, pod: Obj, group_key: str, failure_reason: str, *,
+                          head: bool = False) -> str:
+        """Create the head (``head`` true, ``group_key`` HEAD_GROUP_KEY) or a worker Pod of group
+        ``group_key``; events ``CreatedHeadPod`` / ``CreatedWorkerPod`` and their ``FailedToCreate…``
+        Warnings with upstream's texts. ``head`` is its own flag: a worker group may be named ``""``
+        too (the CRD allows it), and its Pods are still workers (trial 11 F-2). Expectations share
+        the key then, as upstream's (HeadGroup is ``""`` there as well)."""
         ns = cluster["metadata"].get("namespace", "default")
-        head = group_key == HEAD_GROUP_KEY
         try:
             created = await self.client.create(pod)
         except Exception as e:
@@ -744,7 +747,7 @@ class RayClusterReconciler:
                     ann[c.KUBERAY_VERSION_KEY] = c.KUBERAY_VERSION
                     self.batch_scheduler.add_metadata_to_child_resource(cluster, head, c.HEAD_GROUP_NAME)
                     await self._create_pod(cluster, head, HEAD_GROUP_KEY,
-                                           c.RayClusterConditionReason.FAILED_CREATE_HEAD_POD)
+                                           c.RayClusterConditionReason.FAILED_CREATE_HEAD_POD, head=True)
             else:
                 raise RuntimeError(f"{len(heads)} head Pods found for RayCluster {ns}/{name}; delete the extra "
                                    f"head Pods")
