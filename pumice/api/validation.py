@@ -21,9 +21,11 @@ ExternalName, ports, session affinity, traffic policies) and the node port range
 keys their type needs; Deployments the strategy rules, Jobs ttlSecondsAfterFinished and Indexed
 completions.
 
+Container and pod securityContexts also get the seccompProfile rules.
+
 Deviates: only the rules listed per kind are checked (a subset of upstream's: not the volume
-sources' own fields beyond the required ones, volume devices, resize policies, sysctls, seccomp
-and AppArmor profiles, Windows options, pod resource claims, LoadBalancer source ranges); a quantity is shown as written, not in its canonical form; fields the
+sources' own fields beyond the required ones, volume devices, resize policies, sysctls,
+AppArmor profiles, Windows options, pod resource claims, LoadBalancer source ranges); a quantity is shown as written, not in its canonical form; fields the
 defaulter leaves unset (probe periods, Service traffic policies) are checked only when set; a
 Job without ``spec.selector`` is accepted (upstream generates one before validating);
 CustomResourceDefinition specs are checked by the API server (pumice.apiserver.crds), not here.
@@ -668,13 +670,19 @@ def _validate_volume_source(vol: Obj, field: str) -> list[FieldCause]:
     return out
 
 
-def _local_path(path: str, field: str) -> list[FieldCause]:
-    """ValidateLocalNonReservedPath: relative, no '..' element, not starting with '..'."""
+def _local_descending_path(path: str, field: str) -> list[FieldCause]:
+    """validateLocalDescendingPath: relative, no '..' element (one cause however many)."""
     out: list[FieldCause] = []
     if path.startswith("/"):
         out.append(_invalid(field, path, "must be a relative path"))
     if ".." in path.split("/"):
         out.append(_invalid(field, path, "must not contain '..'"))
+    return out
+
+
+def _local_path(path: str, field: str) -> list[FieldCause]:
+    """ValidateLocalNonReservedPath: a local descending path not starting with '..'."""
+    out = _local_descending_path(path, field)
     if path.startswith("..") and not path.startswith("../"):
         out.append(_invalid(field, path, "must not start with '..'"))
     return out
@@ -1019,6 +1027,36 @@ def _validate_security_context(sc: Any, field: str, *, pod: bool) -> list[FieldC
         for g, gid in enumerate(sc.get("supplementalGroups") or []):
             if _is_int(gid) and not 0 <= gid <= INT32_MAX:
                 out.append(_invalid(f"{field}.supplementalGroups[{g}]", gid, inclusive_range_error(0, INT32_MAX)))
+    if isinstance(sc.get("seccompProfile"), dict):
+        out += _seccomp_profile(sc["seccompProfile"], f"{field}.seccompProfile")
+    return out
+
+
+SECCOMP_PROFILE_TYPES = ["Localhost", "RuntimeDefault", "Unconfined"]
+
+
+def _seccomp_profile(sp: Obj, field: str) -> list[FieldCause]:
+    """validateSeccompProfileField: a known type; localhostProfile set, a local descending path,
+    exactly when the type is Localhost.
+
+    Deviates: the cause for a localhostProfile beside another type shows the profile as Go's
+    ``%#v`` would, but without the pointer address Go prints for the profile string."""
+    out: list[FieldCause] = []
+    stype, local = sp.get("type") or "", sp.get("localhostProfile")
+    if not stype:
+        out.append(_required(f"{field}.type", "type is required when seccompProfile is set"))
+    elif stype not in SECCOMP_PROFILE_TYPES:
+        out.append(_not_supported(f"{field}.type", stype, SECCOMP_PROFILE_TYPES))
+    if stype == "Localhost":
+        if local is None:
+            out.append(_required(f"{field}.localhostProfile", "must be set when seccomp type is Localhost"))
+        else:
+            out += _local_descending_path(str(local), f"{field}.localhostProfile")
+    elif local is not None:
+        value = f"core.SeccompProfile{{Type:{quote(str(stype))}, LocalhostProfile:(*string)(...)}}"
+        out.append(FieldCause(f"{field}.localhostProfile",
+                              f"Invalid value: {value}: can only be set when seccomp type is Localhost",
+                              "FieldValueInvalid"))
     return out
 
 
