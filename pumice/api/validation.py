@@ -21,7 +21,8 @@ ExternalName, ports, session affinity, traffic policies) and the node port range
 keys their type needs; Deployments the strategy rules, Jobs ttlSecondsAfterFinished and Indexed
 completions.
 
-Container and pod securityContexts also get the seccompProfile rules.
+Container and pod securityContexts also get the seccompProfile rules; hostPath volumes their
+path (no '..') and type rules.
 
 Deviates: only the rules listed per kind are checked (a subset of upstream's: not the volume
 sources' own fields beyond the required ones, volume devices, resize policies, sysctls,
@@ -654,6 +655,8 @@ def _validate_volume_source(vol: Obj, field: str) -> list[FieldCause]:
         for req in _VOLUME_REQUIRED.get(key, ()):
             if not src.get(req):
                 out.append(_required(f"{sf}.{req}"))
+        if key == "hostPath" and src.get("path"):
+            out += _host_path(src, sf)
         mode = src.get("defaultMode")
         if _is_int(mode) and not 0 <= mode <= 0o777:
             out.append(_invalid(f"{sf}.defaultMode", mode, FILE_MODE_ERR))
@@ -667,6 +670,22 @@ def _validate_volume_source(vol: Obj, field: str) -> list[FieldCause]:
             out += _projection_sources(src, sf)
     if not count:
         out.append(_required(field, "must specify a volume type"))
+    return out
+
+
+#: supportedHostPathTypes, sorted (sets.List): "" is the unset type
+HOST_PATH_TYPES = ["", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate", "File", "FileOrCreate", "Socket"]
+
+
+def _host_path(src: Obj, field: str) -> list[FieldCause]:
+    """validateHostPathVolumeSource past the required path: no '..' element, a known type."""
+    out: list[FieldCause] = []
+    path = str(src["path"])
+    if ".." in path.split("/"):
+        out.append(_invalid(f"{field}.path", path, "must not contain '..'"))
+    htype = src.get("type")
+    if htype is not None and htype not in HOST_PATH_TYPES:
+        out.append(_not_supported(f"{field}.type", htype, HOST_PATH_TYPES))
     return out
 
 

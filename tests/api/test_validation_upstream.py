@@ -187,6 +187,12 @@ POD_CASES = [
      [(f"{C0}.securityContext.seccompProfile.localhostProfile", "FieldValueInvalid",
        'Invalid value: core.SeccompProfile{Type:"RuntimeDefault", LocalhostProfile:(*string)(...)}: can only be set '
        "when seccomp type is Localhost")]),
+    ("hostPath going up with an unknown type",
+     pod(volumes=[{"name": "v", "hostPath": {"path": "/data/../etc", "type": "Dir"}}]),
+     [("spec.volumes[0].hostPath.path", "FieldValueInvalid", "Invalid value: \"/data/../etc\": must not contain '..'"),
+      ("spec.volumes[0].hostPath.type", "FieldValueNotSupported",
+       'Unsupported value: "Dir": supported values: "", "BlockDevice", "CharDevice", "Directory", '
+       '"DirectoryOrCreate", "File", "FileOrCreate", "Socket"')]),
     ("negative overhead", pod(overhead={"cpu": "-1"}),
      [("spec.overhead.limits[cpu]", "FieldValueInvalid", 'Invalid value: "-1": must be greater than or equal to 0')]),
 ]
@@ -199,7 +205,8 @@ def test_pod_rule_has_upstreams_cause(obj: Obj, want: list[tuple[str, str, str]]
 
 def test_a_pod_using_every_checked_field_well_is_valid() -> None:
     obj = pod(
-        volumes=[{"name": "data", "emptyDir": {"sizeLimit": "1Gi"}}, {"name": "cfg", "configMap": {"name": "c"}}],
+        volumes=[{"name": "data", "emptyDir": {"sizeLimit": "1Gi"}}, {"name": "cfg", "configMap": {"name": "c"}},
+                 {"name": "host", "hostPath": {"path": "/var/log", "type": "DirectoryOrCreate"}}],
         containers=ctr(
             ports=[{"name": "http", "containerPort": 8080}],
             env=[{"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
