@@ -802,12 +802,16 @@ def _yaml_arrival(path: Path, a: Obj, k: int, count: int, t: float) -> Arrival:
         elif kind == "RayService":
             delete_after, duration = duration, None
         queue = md.get("labels", {}).get("volcano.sh/queue-name", "default")
-        rcs = m.setdefault("spec", {}).setdefault("rayClusterSpec" if kind == "RayJob" else "rayClusterConfig", {})
-        stamp(rcs.setdefault("headGroupSpec", {}).setdefault("template", {}))
-        tasks = 1
-        for g in rcs.get("workerGroupSpecs") or []:
-            stamp(g.setdefault("template", {}))
-            tasks += int(g.get("replicas", 1)) * int(g.get("numOfHosts", 1))
+        spec = m.setdefault("spec", {})
+        if kind == "RayJob" and spec.get("clusterSelector") and "rayClusterSpec" not in spec:
+            tasks = 0  # runs on an existing RayCluster, as KubeRay does: no cluster of its own to stamp
+        else:
+            rcs = spec.setdefault("rayClusterSpec" if kind == "RayJob" else "rayClusterConfig", {})
+            stamp(rcs.setdefault("headGroupSpec", {}).setdefault("template", {}))
+            tasks = 1
+            for g in rcs.get("workerGroupSpecs") or []:
+                stamp(g.setdefault("template", {}))
+                tasks += int(g.get("replicas", 1)) * int(g.get("numOfHosts", 1))
     elif kind == "Deployment":
         stamp(m.setdefault("spec", {}).setdefault("template", {}))
         tasks = int(m["spec"].get("replicas", 1))

@@ -264,3 +264,31 @@ def test_a_pod_with_one_container_ended_for_good_does_not_freeze_the_clock(tmp_p
     jobs = {j["job"]: j for j in metrics.job_rows(r.recorder)}
     assert (r.ended_by, jobs["side"]["status"], jobs["long"]["status"]) == ("done", "Succeeded", "Succeeded")
     assert jobs["long"]["finish"] == r.end_time >= 100  # the clock moved past the sidecar's end
+
+
+SELECTOR_JOB = """
+arrivals:
+  - at: 0
+    duration: 30
+    name: on-existing
+    manifest:
+      apiVersion: ray.io/v1
+      kind: RayJob
+      metadata: {labels: {volcano.sh/queue-name: default}}
+      spec: {entrypoint: python x.py, submissionMode: HTTPMode, clusterSelector: {ray.io/cluster: nosuch}}
+"""
+
+
+def test_a_cluster_selector_rayjob_is_left_without_a_cluster_spec_and_waits_for_its_cluster(tmp_path: Path) -> None:
+    """A RayJob that runs on an existing RayCluster (clusterSelector, no rayClusterSpec) is given
+    as written, not an invented empty cluster spec KubeRay refuses (trial 11 F-3); with no such
+    cluster it waits, as upstream's controller requeues until the cluster exists."""
+    p = tmp_path / "w.yaml"
+    p.write_text(SELECTOR_JOB)
+    w = load_workload(p)
+    [arrival] = w.arrivals
+    assert "rayClusterSpec" not in arrival.objects[0]["spec"] and arrival.tasks == 0
+    r = simulate(SimConfig([NodeSpec("n0", 4000, 16 * 1024**3, pods=20)], w, until=60))
+    [job] = metrics.job_rows(r.recorder)
+    assert job["status"] == "Pending"  # was "Rejected: ValidationFailed: ... at least one container"
+    assert not r.recorder.jobs["on-existing"].rejected_by
