@@ -656,8 +656,11 @@ class Dashboard:
                 return self._not_found(request, f"Volcano Job {ns}/{name}")
             cmd_action = "AbortJob" if action == "suspend" else "ResumeJob"
             ref = {"apiVersion": vc.BATCH_API_VERSION, "kind": "Job", "name": name, "uid": v.md(j).get("uid")}
+            refusal = v.vcjob_action_refusal(v.job_phase(j), action)
 
             async def call(client: KubeClient) -> None:
+                if refusal is not None:
+                    raise ValueError(refusal)
                 await client.create({
                     "apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
                     "metadata": {"generateName": f"{name}-{cmd_action.lower()}-", "namespace": ns,
@@ -830,17 +833,27 @@ class Dashboard:
         return self._render(request, "rayjob", "rayjob.html", {
             "obj": rj, "ds": ds, "rc": rc, "url": v.ray_dashboard_url(rc) if rc else None,
             "submitters": submitters, "evs": self._events_of(rj), "explain": ex,
-            "hist": self.cache.history("RayJob", rj), "suspended": bool(v.spec(rj).get("suspend"))})
+            "hist": self.cache.history("RayJob", rj), "suspended": bool(v.spec(rj).get("suspend")),
+            "suspendable": v.RAYJOB_SUSPENDABLE})
 
     async def rayjob_action(self, request: Request) -> Response:
         ns, name, action = request.path_params["ns"], request.path_params["name"], request.path_params["action"]
         back = f"/rayjobs/{ns}/{name}"
         kind = KINDS["RayJob"]
         if action in ("suspend", "resume"):
+            rj = self.cache.get("RayJob", ns, name)
+            if rj is None:
+                return self._not_found(request, f"RayJob {ns}/{name}")
             flag = action == "suspend"
+            refusal = v.rayjob_action_refusal(rj, action)
+
+            async def call(client: KubeClient) -> None:
+                if refusal is not None:
+                    raise ValueError(refusal)
+                await client.patch(kind, name, {"spec": {"suspend": flag}}, ns)
+
             return await self._act(request, back, f"RayJob {ns}/{name} {action}ed" if flag else f"RayJob {ns}/{name} resumed",
-                                   lambda c: c.patch(kind, name, {"spec": {"suspend": flag}}, ns),
-                                   doing=f"{action} RayJob {ns}/{name}")
+                                   call, doing=f"{action} RayJob {ns}/{name}")
         if action == "delete":
             return await self._act(request, "/rayjobs", f"RayJob {ns}/{name} deleted",
                                    lambda c: c.delete(kind, name, ns, propagation_policy="Background"),

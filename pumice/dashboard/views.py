@@ -237,6 +237,36 @@ def can_resume(phase: str) -> bool:
     return phase == "Aborted"
 
 
+#: RayJob jobDeploymentStatus values in which the page offers Suspend (the job has not ended)
+RAYJOB_SUSPENDABLE = ("New", "Initializing", "Waiting", "Running", "Retrying")
+
+
+def rayjob_action_refusal(rj: Obj, action: str) -> str | None:
+    """Why the RayJob page does not offer ``action`` (``suspend`` or ``resume``) for ``rj``, or None
+    when it does: the POST handler refuses what the page would not send (trial 11 F-4: a suspend
+    posted for a Complete RayJob turned it ValidationFailed for good)."""
+    suspended = bool(spec(rj).get("suspend"))
+    if action == "resume":
+        return None if suspended else "it is not suspended"
+    ds = status(rj).get("jobDeploymentStatus") or "New"
+    if suspended:
+        return "it is suspended already"
+    if ds not in RAYJOB_SUSPENDABLE:
+        return f"its jobDeploymentStatus is {ds}"
+    if not spec(rj).get("shutdownAfterJobFinishes"):
+        return "a RayJob with shutdownAfterJobFinishes set to false is not allowed to be suspended"
+    return None
+
+
+def vcjob_action_refusal(phase: str, action: str) -> str | None:
+    """Why the Volcano Job page does not offer ``action`` in ``phase``, or None when it does."""
+    if action == "suspend" and not can_suspend(phase):
+        return f"the job is {phase}"
+    if action == "resume" and not can_resume(phase):
+        return f"the job is {phase or 'Pending'}, not Aborted"
+    return None
+
+
 def priority_of(obj: Obj, priority_classes: Mapping[str, int]) -> int:
     sp = spec(obj)
     if sp.get("priority") is not None:

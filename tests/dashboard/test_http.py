@@ -122,3 +122,35 @@ def test_a_number_in_a_form_is_ascii_digits_only(web: httpx.Client, up: Up, raw:
     assert flash.endswith(": Weight must be an integer greater than 0."), flash
     r = web.get("/pods/default/nope/log", params={"tail": raw})
     assert r.status_code == 400 and r.text.startswith("tail must be a number of lines")
+
+
+def test_a_rayjob_action_the_page_does_not_offer_is_refused_and_changes_nothing(web: httpx.Client, up: Up) -> None:
+    """The POST handlers refuse what the page would not send (trial 11 F-4: suspend posted for a
+    Complete RayJob turned it ValidationFailed for good): here a RayJob without
+    shutdownAfterJobFinishes (KubeRay refuses to suspend it) and a resume of one not suspended."""
+    up.kubectl("apply", "-f", "-", input="""
+apiVersion: ray.io/v1
+kind: RayJob
+metadata: {name: t11-nosuspend, namespace: default}
+spec:
+  entrypoint: python -c pass
+  suspend: false
+  rayClusterSpec:
+    headGroupSpec:
+      rayStartParams: {}
+      template: {spec: {containers: [{name: ray-head, image: rayproject/ray:2.46.0,
+                                      resources: {requests: {cpu: 100m, memory: 256Mi}}}]}}
+""")
+    origin = {"origin": up.url.rstrip("/")}
+    page = "/rayjobs/default/t11-nosuspend"
+    for _ in range(100):  # the dashboard's cache sees the RayJob shortly after the apply
+        if web.get(page).status_code == 200:
+            break
+    r = web.post(f"{page}/suspend", headers=origin)
+    assert r.status_code == 303 and r.headers["location"] == page
+    assert _flash(web.get(page).text) == ["could not suspend RayJob default/t11-nosuspend: a RayJob with "
+                                          "shutdownAfterJobFinishes set to false is not allowed to be suspended"]
+    r = web.post(f"{page}/resume", headers=origin)
+    assert _flash(web.get(page).text) == ["could not resume RayJob default/t11-nosuspend: it is not suspended"]
+    assert up.kubectl("get", "rayjob", "t11-nosuspend", "-o", "jsonpath={.spec.suspend}") == "false"
+    up.kubectl("delete", "rayjob", "t11-nosuspend", "--wait=false")

@@ -112,3 +112,21 @@ def test_a_node_with_a_quantity_beyond_int64_shows_the_saturated_amount() -> Non
     assert row.resources == [("cpu", 0.0, float(2**63 - 1)), ("memory", 0.0, float(2**63 - 1)), ("pods", 0.0, 110.0)]
     assert v.fmt_res("cpu", row.resources[0][2]) == "9223372036854775808m"
     assert v.res_value("nvidia.com/gpu", "500m") == 0.5
+
+
+def test_the_rayjob_and_vcjob_action_refusals_match_what_the_pages_offer() -> None:
+    from pumice.dashboard import views as v
+
+    def rj(ds: str, **spec: object) -> dict[str, object]:
+        return {"spec": spec, "status": {"jobDeploymentStatus": ds}}
+
+    assert v.rayjob_action_refusal(rj("Running", shutdownAfterJobFinishes=True), "suspend") is None
+    assert v.rayjob_action_refusal(rj("Complete", shutdownAfterJobFinishes=True), "suspend") == (
+        "its jobDeploymentStatus is Complete")
+    assert "shutdownAfterJobFinishes set to false" in str(v.rayjob_action_refusal(rj("Running"), "suspend"))
+    assert v.rayjob_action_refusal(rj("Suspended", suspend=True), "resume") is None
+    assert v.rayjob_action_refusal(rj("Complete"), "resume") == "it is not suspended"
+    assert v.vcjob_action_refusal("Running", "suspend") is None
+    assert v.vcjob_action_refusal("Completed", "suspend") == "the job is Completed"
+    assert v.vcjob_action_refusal("Aborted", "resume") is None
+    assert v.vcjob_action_refusal("Running", "resume") == "the job is Running, not Aborted"
