@@ -92,6 +92,46 @@ def test_predicate_that_fails_everywhere_is_reported_with_node_counts() -> None:
     assert any("0/2 nodes are unavailable" in d for d in ex.details), ex.render()
 
 
+def test_a_node_selector_no_node_matches_names_the_label_not_freeing_cpu() -> None:
+    # trial 11 F-10: freeing cpu cannot help a Pod whose nodeSelector matches no Node
+    objs = [node("n1", "8,16Gi,pods=110"), node("n2", "8,16Gi,pods=110"), queue("q1"),
+            *gang("pg1", 1, phase="Inqueue", node_selector={"nosuch": "label"})]
+    ex = explain(objs, "podgroup", "pg1", NS, CONF)
+    assert ex.gate == "predicates", ex.render()
+    assert ex.remedy == "a Node labelled nosuch=label, or change the nodeSelector", ex.render()
+    assert "freeing resources cannot help" in ex.reason and "frees" not in ex.remedy
+
+
+def test_an_untolerated_taint_on_every_node_names_the_taint() -> None:
+    taint = {"key": "dedicated", "value": "infra", "effect": "NoSchedule"}
+    objs = [node("n1", "8,16Gi,pods=110", taints=[taint]), queue("q1"), *gang("pg1", 1, phase="Inqueue")]
+    ex = explain(objs, "podgroup", "pg1", NS, CONF)
+    assert ex.gate == "predicates", ex.render()
+    assert ex.remedy.startswith("a toleration on the Pod for the taint"), ex.render()
+    assert "{dedicated: infra}" in ex.remedy
+
+
+def test_a_selector_some_node_matches_still_gets_the_room_advice() -> None:
+    running = [pod(f"r{i}", namespace=NS, group="pg0", requests="1,1Gi", node="n1", phase="Running") for i in range(2)]
+    objs = [node("n1", "2,16Gi,pods=110", labels={"gpu": "a100"}), node("n2", "8,16Gi,pods=110"), queue("q1"),
+            podgroup("pg0", namespace=NS, queue="q1", min_member=2, phase="Running"), *running,
+            *gang("pg1", 1, phase="Inqueue", node_selector={"gpu": "a100"})]
+    ex = explain(objs, "podgroup", "pg1", NS, NO_OVERCOMMIT)
+    assert ex.remedy.startswith("frees 1 cpu on any Node"), ex.render()
+
+
+def test_a_podgroup_with_fewer_pods_than_min_member_needs_pods_not_room() -> None:
+    # trial 11 F-10 (gang case): 1 Pod, minMember 5, minResources cpu 100 in a 24-cpu cluster
+    objs = [node(f"n{i}", "8,16Gi,pods=110") for i in range(3)]
+    objs += [queue("q1"), podgroup("pg1", namespace=NS, queue="q1", min_member=5, min_resources={"cpu": "100"},
+                                   phase="Pending"),
+             pod("pg1-0", namespace=NS, group="pg1", requests="1,1Gi")]
+    ex = explain(objs, "podgroup", "pg1", NS, CONF)
+    assert ex.remedy == ("4 more Pods in the group (or a smaller minMember), and a minResources the cluster "
+                         "can hold"), ex.render()
+    assert "the PodGroup has 1 Pod but minMember 5, and minResources cpu 100 > cluster cpu 24 x 1.2" in ex.reason
+
+
 def test_a_placeable_gang_is_waiting_for_binding() -> None:
     objs = [node("n1", "4,16Gi,pods=110"), queue("q1"), *gang("pg1", 2, phase="Inqueue")]
     ex = explain(objs, "podgroup", "pg1", NS, NO_OVERCOMMIT)

@@ -23,7 +23,7 @@ from pumice.api.meta import find_condition, get_condition
 from pumice.api.volcano.constants import DEFAULT_SCHEDULER_NAME, QUEUE_NAME_ANNOTATION_KEY
 from pumice.scheduler.volcano import build_snapshot
 from pumice.scheduler.volcano.api.resource import Dimension, Resource
-from pumice.scheduler.volcano.api.types import TaskStatus
+from pumice.scheduler.volcano.api.types import StatusCode, TaskStatus
 from pumice.scheduler.volcano.conf import SchedulerConfiguration
 from pumice.scheduler.volcano.framework.interface import RecordingCache
 from pumice.scheduler.volcano.framework.session import open_session, run_actions
@@ -349,6 +349,7 @@ def explain(objects: list[Obj], kind: str, name: str, namespace: str, conf: Sche
     overused = ssn.overused(q) if q is not None else False
     plugin_numbers = _plugin_numbers(ssn, qname)
     node_reasons = _unplaced_reasons(ssn, job, pending)
+    blocked = _unresolvable_remedy(ssn, pending)
     job_binds = {k: v for k, v in rec.binds.items() if k in {t.key for t in job.tasks.values()}}
     closed = ssn.close()
     status = closed.pod_groups.get(key, {})
@@ -392,7 +393,7 @@ def explain(objects: list[Obj], kind: str, name: str, namespace: str, conf: Sche
         return ex
     if _topology_gate(ex, ssn, job, pg, gang_req):
         return ex
-    _gang_gate(ex, job, status, closed.pod_conditions, ssn, node_reasons)
+    _gang_gate(ex, job, status, closed.pod_conditions, ssn, node_reasons, blocked)
     return ex
 
 
@@ -649,6 +650,17 @@ def _never_fits(ex: Explanation, ssn: Any, job: Any) -> bool:
     members = _member_requests(job, all_members=True)
     if not members:
         return False
+    live = sum(1 for t in job.tasks.values() if t.status not in (TaskStatus.Succeeded, TaskStatus.Failed))
+    beyond = _min_resources_beyond_cluster(ssn, job)
+    if job.tasks and live < job.min_available:
+        # room cannot help a group that has too few Pods: it needs Pods (or a smaller minMember)
+        ex.reason += (f"; it can never run as it is: the PodGroup has {live} Pod{'s' if live != 1 else ''} "
+                      f"but minMember {job.min_available}")
+        ex.remedy = f"{job.min_available - live} more Pods in the group (or a smaller minMember)"
+        if beyond:
+            ex.reason += f", and minResources {beyond}"
+            ex.remedy += ", and a minResources the cluster can hold"
+        return True
     total = _fit_count(ssn, members[:max(job.min_available, 1)], empty=True)
     if total >= job.min_available:
         return False
@@ -657,6 +669,64 @@ def _never_fits(ex: Explanation, ssn: Any, job: Any) -> bool:
     ex.remedy = (f"Nodes with room for {job.min_available - total} more such Pods, smaller requests, "
                  f"or a smaller minMember")
     return True
+
+
+def _min_resources_beyond_cluster(ssn: Any, job: Any) -> str:
+    """``cpu 100 > cluster cpu 24 x 1.2``: the dimensions of the job's minResources above the
+    cluster's allocatable times the overcommit factor (1 without the overcommit plugin), which
+    no enqueue can ever admit; "" when it fits."""
+    if job.min_resources is None:
+        return ""
+    factor = float(getattr(ssn.plugins.get("overcommit"), "factor", 1.0))
+    total = ssn.total_resource
+    dims = [d for d in job.min_resources.resource_names()
+            if d != "pods" and job.min_resources.get(d) > total.get(d) * factor + 1e-6]
+    if not dims:
+        return ""
+    return (f"{_fmt_res(job.min_resources, dims)} > cluster {_fmt_res(total, dims)}"
+            + (f" x {factor:g}" if factor != 1.0 else ""))
+
+
+def _lift(task: Any, plugin: str, reason: str) -> str:
+    """What would lift one UnschedulableAndUnresolvable predicate verdict on ``task``, by the
+    plugin that gave it (kube-scheduler's plugin names: NodeAffinity, TaintToleration, ...)."""
+    spec = task.pod.get("spec") or {}
+    if plugin == "NodeAffinity":
+        sel = spec.get("nodeSelector") or {}
+        labelled = ("a Node labelled " + ", ".join(f"{k}={v}" for k, v in sorted(sel.items()))) if sel else ""
+        req = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution")
+        if sel and req:
+            return f"{labelled} that also matches the Pod's required node affinity, or change the nodeSelector/affinity"
+        if sel:
+            return f"{labelled}, or change the nodeSelector"
+        return "a Node that matches the Pod's required node affinity, or change the affinity"
+    if plugin == "TaintToleration":
+        return f"a toleration on the Pod for the taint, or a Node without it ({reason})"
+    if plugin == "NodeUnschedulable":
+        return "a schedulable Node (kubectl uncordon)"
+    return f"a Node that passes {plugin or 'the predicate'} ({reason}), or change the Pod"
+
+
+def _unresolvable_remedy(ssn: Any, pending: list[Any]) -> str:
+    """When a Pending task fails a predicate that freeing resources cannot lift
+    (UnschedulableAndUnresolvable: node affinity/selector, taints, cordoned Nodes) on every Node,
+    what would lift it (``a Node labelled gpu=a100, or change the nodeSelector``); "" when every
+    Pending task passes those predicates on some Node. Run before the session closes."""
+    if not ssn.nodes:
+        return ""
+    for t in sorted(pending, key=lambda t: t.name):
+        lifts: dict[str, None] = {}
+        for n in sorted(ssn.nodes.values(), key=lambda n: n.name):
+            fe = ssn.predicate_for_allocate(t, n)
+            if fe is None or not fe.unresolvable():
+                break
+            for st in fe.statuses:
+                if st.code is StatusCode.UnschedulableAndUnresolvable:
+                    lifts[_lift(t, st.plugin, st.reason)] = None
+        else:
+            return "; or ".join(lifts)
+    return ""
 
 
 def _gang_room(ex: Explanation, ssn: Any, job: Any) -> None:
@@ -863,7 +933,7 @@ _GANG_RE = re.compile(r"^(\d+)/(\d+) tasks in gang unschedulable")
 
 
 def _gang_gate(ex: Explanation, job: Any, status: Obj, pod_conditions: dict[str, tuple[str, str, str]],
-               ssn: Any, node_reasons: dict[str, str]) -> None:
+               ssn: Any, node_reasons: dict[str, str], blocked: str = "") -> None:
     min_member = job.min_available
     ready = job.ready_task_num()
     pending = sorted((t for t in job.tasks.values() if t.status is TaskStatus.Pending), key=lambda t: t.name)
@@ -900,6 +970,11 @@ def _gang_gate(ex: Explanation, job: Any, status: Obj, pod_conditions: dict[str,
                  f"{min_member}; the rest fit on none of the {n_nodes} Nodes")
     for msg, n in sorted(fit_msgs.items()):
         ex.details.append(f"{n} Pod(s): {msg}")
+    if pending and blocked:
+        ex.gate = "predicates"
+        ex.reason += "; freeing resources cannot help: a predicate fails on every Node"
+        ex.remedy = blocked
+        return
     if pending:
         req = min((t.resreq for t in pending), key=_size_key)  # the smallest member still to place
         dims = [n for n in req.resource_names() if n != "pods"]
