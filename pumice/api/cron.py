@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import re
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
@@ -28,42 +29,75 @@ _MONTHS = {m: i + 1 for i, m in enumerate(["jan", "feb", "mar", "apr", "may", "j
 _DAYS = {d: i for i, d in enumerate(["sun", "mon", "tue", "wed", "thu", "fri", "sat"])}
 
 
-def _value(text: str, index: int) -> int:
-    t = text.lower()
-    if index == 3 and t in _MONTHS:
-        return _MONTHS[t]
-    if index == 4 and t in _DAYS:
-        return _DAYS[t]
-    if not t.isdigit():
-        raise ValueError(f"failed to parse int from {text}: invalid syntax")
-    v = int(t)
-    if index == 4 and v == 7:
-        return 0
+_INT = re.compile(r"[+-]?[0-9]+")
+_INT_MAX = 2**63 - 1
+
+
+def _atoi(text: str) -> int:
+    """Go strconv.Atoi on 64-bit, with robfig's mustParseInt wrapping and negative check."""
+    why = ""
+    if not _INT.fullmatch(text):
+        why = "invalid syntax"
+    elif not -_INT_MAX - 1 <= int(text) <= _INT_MAX:
+        why = "value out of range"
+    if why:
+        raise ValueError(f'failed to parse int from {text}: strconv.Atoi: parsing "{text}": {why}')
+    v = int(text)
+    if v < 0:
+        raise ValueError(f"negative number ({v}) not allowed: {text}")
     return v
 
 
-def _field(text: str, index: int) -> frozenset[int]:
+def _value(text: str, index: int) -> int:
+    """parseIntOrName: a month or weekday name (any case) in those fields, else an integer."""
+    names = _MONTHS if index == 3 else _DAYS if index == 4 else None
+    if names is not None and text.lower() in names:
+        return names[text.lower()]
+    return _atoi(text)
+
+
+def _field(text: str, index: int) -> tuple[frozenset[int], bool]:
+    """The values of one field and whether it carries robfig's star bit (a ``*`` or ``?``
+    range with no step above 1: such a day field does not restrict the day)."""
     lo, hi = _RANGES[index]
     out: set[int] = set()
-    for part in text.split(","):
-        rng, _, step_text = part.partition("/")
-        step = 1
-        if step_text:
-            if not step_text.isdigit() or int(step_text) == 0:
-                raise ValueError(f"invalid step {step_text!r} in {_NAMES[index]} field {text!r}")
-            step = int(step_text)
-        if rng in ("*", "?"):
+    star = False
+    for expr in (p for p in text.split(",") if p):
+        range_and_step = expr.split("/")
+        low_high = range_and_step[0].split("-")
+        extra = False
+        if low_high[0] in ("*", "?"):
             a, b = lo, hi
-        elif "-" in rng:
-            x, _, y = rng.partition("-")
-            a, b = _value(x, index), _value(y, index)
+            extra = True
         else:
-            a = _value(rng, index)
-            b = hi if step_text else a
-        if a < lo or b > hi or a > b:
-            raise ValueError(f"{_NAMES[index]} field {text!r} is beyond {lo}-{hi}")
+            a = _value(low_high[0], index)
+            if len(low_high) == 1:
+                b = a
+            elif len(low_high) == 2:
+                b = _value(low_high[1], index)
+            else:
+                raise ValueError(f"too many hyphens: {expr}")
+        if len(range_and_step) == 1:
+            step = 1
+        elif len(range_and_step) == 2:
+            step = _atoi(range_and_step[1])
+            if len(low_high) == 1:  # "N/step" means "N-max/step"
+                b = hi
+            if step > 1:
+                extra = False
+        else:
+            raise ValueError(f"too many slashes: {expr}")
+        if a < lo:
+            raise ValueError(f"beginning of range ({a}) below minimum ({lo}): {expr}")
+        if b > hi:
+            raise ValueError(f"end of range ({b}) above maximum ({hi}): {expr}")
+        if a > b:
+            raise ValueError(f"beginning of range ({a}) beyond end of range ({b}): {expr}")
+        if step == 0:
+            raise ValueError(f"step of range should be a positive number: {expr}")
         out.update(range(a, b + 1, step))
-    return frozenset(out)
+        star = star or extra
+    return frozenset(out), star
 
 
 @dataclass(frozen=True)
@@ -137,10 +171,13 @@ def parse_schedule(text: str, zone: str | None = None) -> CronSchedule:
         text: five fields, a descriptor such as ``@hourly``, or ``@every 1h30m``.
         zone: an IANA zone name, or None / "" for UTC.
     Raises:
-        ValueError: with robfig/cron-like wording (``unrecognized descriptor: @often``,
-            ``failed to parse duration @every 5x: ...``, ``expected exactly 5 fields, ...``).
+        ValueError: with robfig/cron v3's wording (``unrecognized descriptor: @often``,
+            ``failed to parse duration @every 5x: ...``, ``expected exactly 5 fields, ...``,
+            ``end of range (61) above maximum (59): 61``); the day of week is 0-6 (``7`` is refused).
     Mirrors: robfig/cron/v3 parser.go ParseStandard/parseDescriptor, constantdelay.go Every.
     """
+    if not text:
+        raise ValueError("empty spec string")
     s = text.strip()
     if s.startswith(("TZ=", "CRON_TZ=")):
         raise ValueError("cannot use TZ or CRON_TZ in schedule, use timeZone field instead")
@@ -163,5 +200,5 @@ def parse_schedule(text: str, zone: str | None = None) -> CronSchedule:
     if len(fields) != 5:
         raise ValueError(f"expected exactly 5 fields, found {len(fields)}: [{' '.join(fields)}]")
     parsed = [_field(f, i) for i, f in enumerate(fields)]
-    return Schedule(parsed[0], parsed[1], parsed[2], parsed[3], parsed[4], fields[2] not in ("*", "?"),
-                    fields[4] not in ("*", "?"), zone or "UTC")
+    return Schedule(parsed[0][0], parsed[1][0], parsed[2][0], parsed[3][0], parsed[4][0], not parsed[2][1],
+                    not parsed[4][1], zone or "UTC")

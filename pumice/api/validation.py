@@ -1705,6 +1705,21 @@ def _positive_int_or_percent(v: Any, field: str) -> list[FieldCause]:
     return _non_negative_at(v, field)
 
 
+def _not_more_than_100_percent(v: Any, field: str) -> list[FieldCause]:
+    """IsNotMoreThan100Percent: a valid percent string above 100%."""
+    if isinstance(v, str) and _PERCENT.match(v) and int(v[:-1]) > 100:
+        return [_invalid_int_or_string(field, v, "must not be greater than 100%")]
+    return []
+
+
+def validate_percent_or_count(v: Any, field: str) -> list[FieldCause]:
+    """A PodDisruptionBudget's minAvailable / maxUnavailable (an int or a percent string):
+    ValidatePositiveIntOrPercent then IsNotMoreThan100Percent, as FieldCauses at ``field``.
+
+    Mirrors: kubernetes pkg/apis/policy/validation ValidatePodDisruptionBudgetSpec."""
+    return _positive_int_or_percent(v, field) + _not_more_than_100_percent(v, field)
+
+
 def _validate_deployment_strategy(strategy: Any, field: str) -> list[FieldCause]:
     """ValidateDeploymentStrategy (the strategy is defaulted: type RollingUpdate, 25%/25%)."""
     if not isinstance(strategy, dict):
@@ -1723,8 +1738,7 @@ def _validate_deployment_strategy(strategy: Any, field: str) -> list[FieldCause]
         out += _positive_int_or_percent(surge, f"{rf}.maxSurge")
         if _int_or_percent(unavailable) == 0 and _int_or_percent(surge) == 0:
             out.append(_invalid_int_or_string(f"{rf}.maxUnavailable", unavailable, "may not be 0 when `maxSurge` is 0"))
-        if isinstance(unavailable, str) and _PERCENT.match(unavailable) and int(unavailable[:-1]) > 100:
-            out.append(_invalid_int_or_string(f"{rf}.maxUnavailable", unavailable, "must not be greater than 100%"))
+        out += _not_more_than_100_percent(unavailable, f"{rf}.maxUnavailable")
         return out
     # Go prints the whole (dereferenced) strategy struct; a set rollingUpdate is a pointer there
     ru_shown = "(*apps.RollingUpdateDeployment)(nil)" if ru is None else "(*apps.RollingUpdateDeployment)(0xc000000000)"

@@ -19,7 +19,7 @@ from pumice.api.admission import FieldCause
 from pumice.api.cron import parse_schedule
 from pumice.api.scheme import ResourceKind
 from pumice.api.selectors import from_label_selector
-from pumice.api.validation import validate_object, validate_pod_spec
+from pumice.api.validation import validate_object, validate_percent_or_count, validate_pod_spec
 from pumice.apiserver import defaults as kdefaults
 from pumice.apiserver.strategy import Strategy, register
 
@@ -232,10 +232,14 @@ def _check_rc(spec: Obj, old: Obj | None) -> list[FieldCause]:
 
 
 def _check_pdb(spec: Obj, old: Obj | None) -> list[FieldCause]:
+    out: list[FieldCause] = []
     if "minAvailable" in spec and "maxUnavailable" in spec:
-        return [FieldCause("spec", "Invalid value: minAvailable and maxUnavailable cannot be both set",
-                           "FieldValueInvalid")]
-    return []
+        out.append(FieldCause("spec", "Invalid value: minAvailable and maxUnavailable cannot be both set",
+                              "FieldValueInvalid"))
+    for key in ("minAvailable", "maxUnavailable"):
+        if spec.get(key) is not None:
+            out += validate_percent_or_count(spec[key], f"spec.{key}")
+    return out
 
 
 def _check_pvc(spec: Obj, old: Obj | None) -> list[FieldCause]:

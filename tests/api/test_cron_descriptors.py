@@ -39,6 +39,32 @@ def test_unknown_descriptors_and_bad_durations_are_refused(text: str, message: s
         parse_schedule(text)
 
 
+@pytest.mark.parametrize(("text", "message"), [
+    ("61 * * * *", "end of range (61) above maximum (59): 61"),
+    ("0 0 0 * *", "beginning of range (0) below minimum (1): 0"),
+    ("5-3,7 * * * *", "beginning of range (5) beyond end of range (3): 5-3"),
+    ("x * * * *", 'failed to parse int from x: strconv.Atoi: parsing "x": invalid syntax'),
+    ("*/0 * * * *", "step of range should be a positive number: */0"),
+    ("*/-1 * * * *", "negative number (-1) not allowed: -1"),
+    ("1-2-3 * * * *", "too many hyphens: 1-2-3"),
+    ("1/2/3 * * * *", "too many slashes: 1/2/3"),
+    ("0 0 * * 7", "end of range (7) above maximum (6): 7"),
+    ("", "empty spec string"),
+])
+def test_field_errors_are_robfig_cron_v3_s_texts(text: str, message: str) -> None:
+    # trial 11 F-13: kube-apiserver's spec.schedule error is robfig/cron/v3 ParseStandard's err.Error()
+    with pytest.raises(ValueError) as e:
+        parse_schedule(text)
+    assert str(e.value) == message
+
+
+def test_a_stepped_star_restricts_the_day_as_robfig_s_star_bit_says() -> None:
+    # "*/2" in day of month has no star bit: the day matches when day of month OR day of week does
+    t0 = 1_700_000_000.0  # Tuesday 2023-11-14 22:13:20 UTC
+    assert parse_schedule("0 0 */2 * 4").next_after(t0) == 1_700_006_400.0  # Wednesday 15th: an odd day of month
+    assert parse_schedule("0 0 */1 * 4").next_after(t0) == 1_700_092_800.0  # */1 keeps the star: Thursday 16th
+
+
 async def test_the_api_stores_a_batch_cronjob_with_a_descriptor_or_every() -> None:
     async with local_cluster() as c:
         for name, schedule in (("hourly", "@hourly"), ("every", "@every 5m")):

@@ -159,7 +159,7 @@ def test_cron_schedules_parse_as_the_cronjob_api_does() -> None:
     assert parse_schedule("0 0 * * 0").next_after(t0) == 1_700_352_000.0  # Sunday 2023-11-19
     with pytest.raises(ValueError, match="timeZone"):
         parse_schedule("TZ=UTC * * * * *")
-    with pytest.raises(ValueError, match="beyond"):
+    with pytest.raises(ValueError, match=r"^end of range \(61\) above maximum \(59\): 61$"):
         parse_schedule("61 * * * *")
 
 
@@ -170,6 +170,22 @@ async def test_cronjob_with_a_bad_schedule_is_invalid() -> None:
                                      "metadata": {"name": "bad", "namespace": "default"},
                                      "spec": {"schedule": "every minute", "jobTemplate": {"spec": {}}}})
         assert e.value.code == 422 and "spec.schedule" in str(e.value)
+
+
+@pytest.mark.parametrize(("key", "value"), [("minAvailable", "200%"), ("maxUnavailable", "101%")])
+async def test_a_pod_disruption_budget_over_100_percent_is_invalid(key: str, value: str) -> None:
+    # trial 11 F-13: ValidatePodDisruptionBudgetSpec -> IsNotMoreThan100Percent
+    async with chain(nodes=1, manager=False) as env:
+        with pytest.raises(ApiError) as e:
+            await env.client.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                                     "metadata": {"name": "pdb1", "namespace": "default"},
+                                     "spec": {"selector": {"matchLabels": {"a": "b"}}, key: value}})
+        assert e.value.code == 422
+        assert (f'spec.{key}: Invalid value: intstr.IntOrString{{Type:1, IntVal:0, StrVal:"{value}"}}: '
+                "must not be greater than 100%") in str(e.value)
+        await env.client.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                                 "metadata": {"name": "pdb2", "namespace": "default"},
+                                 "spec": {"selector": {"matchLabels": {"a": "b"}}, key: "100%"}})
 
 
 async def test_replication_controller_keeps_its_replicas() -> None:
