@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
 from pumice._util.duration import go_duration_string, parse_go_duration
@@ -56,13 +56,15 @@ from pumice.runtime.reconcile import Result
 log = logging.getLogger(__name__)
 
 INTERNAL_EVENTS = frozenset({Event.OUT_OF_SYNC, Event.COMMAND_ISSUED, Event.POD_RUNNING})
+_SYNC = StateAction(Action.SYNC_JOB)  # the usual action (immutable, shared)
+_DONE = Result()  # the usual outcome (immutable, shared)
 INTERNAL_ACTIONS = frozenset({Action.SYNC_JOB, Action.ENQUEUE_JOB, Action.SYNC_QUEUE, Action.OPEN_QUEUE,
                               Action.CLOSE_QUEUE})
 
 
-@dataclass(frozen=True)
-class JobEvent:
-    """One derived job event (upstream apis.Request)."""
+class JobEvent(NamedTuple):
+    """One derived job event (upstream apis.Request); a NamedTuple, cheap to make (one or two
+    per reconcile)."""
 
     event: Event
     task: str = ""
@@ -511,7 +513,7 @@ class JobReconciler:
                     d.event in (Event.POD_FAILED, Event.POD_EVICTED) and ev.event == Event.POD_RUNNING):
                 del new_mem.delayed[ev.pod]
 
-        act = StateAction(Action.SYNC_JOB)
+        act = _SYNC
         chosen: JobEvent | None = None
         cmd = await self.take_command(job)
         if cmd is not None:
@@ -527,7 +529,7 @@ class JobReconciler:
                 if action != Action.SYNC_JOB:
                     act, chosen = StateAction(action, target_of(action, ev)), ev
                     break
-            if act.action == Action.SYNC_JOB:
+            if act.action == Action.SYNC_JOB and new_mem.delayed:
                 due = sorted((d for d in new_mem.delayed.values() if d.deadline <= now), key=lambda d: d.deadline)
                 if due:
                     d = due[0]
@@ -559,7 +561,7 @@ class JobReconciler:
         if ttl_wait is not None:
             waits.append(ttl_wait)
         waits = [max(w, 0.001) for w in waits]
-        return Result(requeue_after=min(waits)) if waits else Result()
+        return Result(requeue_after=min(waits)) if waits else _DONE
 
     async def _ttl(self, job: Obj) -> float | None:
         """Delete a finished Job once ``ttlSecondsAfterFinished`` passed; else seconds to wait."""
@@ -617,8 +619,11 @@ class _Ops:
         return rfc3339(self.r.clock.now())
 
     def _plugins(self) -> list[job_plugins.JobPlugin]:
+        named = (self.job.get("spec") or {}).get("plugins")
+        if not named:
+            return []
         out = []
-        for name, args in sorted(((self.job.get("spec") or {}).get("plugins") or {}).items()):
+        for name, args in sorted(named.items()):
             try:
                 out.append(job_plugins.build(name, list(args or [])))
             except KeyError as e:
@@ -684,11 +689,10 @@ class _Ops:
         new_status = self._counted_status(status, spec, [*live, *created], terminating)
         if update is not None:
             update(new_status)
-        norm_new = _norm(new_status)
-        if norm_new == _norm(original):
+        if _same_status(new_status, original):
             return
         if (new_status.get("state") or {}).get("phase") != (original.get("state") or {}).get("phase") \
-                or norm_new != _norm(status):
+                or not _same_status(new_status, status):
             self._stamp(new_status)
         await self._write_status(new_status)
 
@@ -930,15 +934,34 @@ def _own_status(status: Obj) -> Obj:
     return out
 
 
-def _norm(status: Obj) -> Obj:
-    """Status without the fields that only move with time (compared to decide a write); a new
-    dict sharing the values of ``status``, which it does not change."""
-    s = {k: v for k, v in status.items() if k not in ("conditions", "runningDuration")}
-    if isinstance(s.get("state"), dict):
-        s["state"] = {k: v for k, v in s["state"].items() if k != "lastTransitionTime"}
-    for k in ("pending", "running", "succeeded", "failed", "unknown", "terminating", "version", "retryCount",
-              "minAvailable"):
-        s[k] = int(s.get(k) or 0)
-    s["taskStatusCount"] = s.get("taskStatusCount") or {}
-    s["controlledResources"] = s.get("controlledResources") or {}
-    return s
+#: status fields compared as integers by :func:`_same_status` (absent, None and 0 are alike)
+_COUNT_KEYS = frozenset({"pending", "running", "succeeded", "failed", "unknown", "terminating", "version",
+                         "retryCount", "minAvailable"})
+#: status fields that only move with time: never compared
+_TIMED_KEYS = frozenset({"conditions", "runningDuration"})
+_ABSENT = object()
+
+
+def _same_status(a: Obj, b: Obj) -> bool:
+    """Whether two Job statuses agree on every field but those that only move with time
+    (``conditions``, ``runningDuration``, ``state.lastTransitionTime``): the counts compared as
+    integers (absent = 0), ``taskStatusCount`` and ``controlledResources`` absent = empty, any
+    other field present in both and equal. Reads both, changes neither (decides a write)."""
+    for k in a.keys() | b.keys():
+        if k in _TIMED_KEYS:
+            continue
+        if k in _COUNT_KEYS:
+            if int(a.get(k) or 0) != int(b.get(k) or 0):
+                return False
+        elif k == "taskStatusCount" or k == "controlledResources":
+            if (a.get(k) or {}) != (b.get(k) or {}):
+                return False
+        elif k not in a or k not in b:
+            return False
+        elif k == "state" and isinstance(a[k], dict) and isinstance(b[k], dict):
+            sa, sb = a[k], b[k]
+            if any(sa.get(x, _ABSENT) != sb.get(x, _ABSENT) for x in sa.keys() | sb.keys() if x != "lastTransitionTime"):
+                return False
+        elif a[k] != b[k]:
+            return False
+    return True
