@@ -187,6 +187,18 @@ def quantity_format(value: str | int | float) -> str:
     return DECIMAL_SI
 
 
+def add_format(cur: tuple[str, bool] | None, fmt: str, zero: bool) -> tuple[str, bool]:
+    """The (format, is zero) of a sum after adding a quantity of format ``fmt`` (zero or not) to
+    a sum of ``cur`` (None: no sum yet, the quantity is copied): the sum keeps its format unless
+    it is still zero, when it takes the added one's.
+
+    Mirrors: apimachinery pkg/api/resource/quantity.go Quantity.Add (a zero receiver takes the
+    argument's Format), as quotav1.Add and resourcehelper's addResourceList use it."""
+    if cur is None:
+        return (fmt, zero)
+    return (fmt if cur[1] else cur[0], cur[1] and zero)
+
+
 def canonical_string(value: str | int | float | Fraction, fmt: str | None = None) -> str:
     """A quantity as Go's ``Quantity.String()`` writes it: in ``fmt`` (default: the format of
     ``value`` as parsed, :func:`quantity_format`; an amount given as a Fraction needs ``fmt``),

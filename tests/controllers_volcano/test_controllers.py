@@ -14,6 +14,7 @@ from pumice.controllers.volcano.admission.jobs import mutate_job
 from pumice.controllers.volcano.job import builders
 from pumice.controllers.volcano.job.state import JOB_STEPS, StateAction, Target
 from pumice.controllers.volcano.keys import Action, JobPhase, QueueState
+from pumice.controllers.volcano.podgroup import build_podgroup_for_pod
 from pumice.controllers.volcano.queue import next_state
 from pumice.runtime.metrics import RECONCILE_ERRORS
 from pumice.testing.cluster import local_cluster
@@ -374,6 +375,25 @@ async def test_bare_volcano_pod_gets_a_podgroup(client: FakeClient) -> None:
         assert pg["metadata"]["ownerReferences"][0]["kind"] == "Pod"
         p = await eventually(lambda: _annotated(client, "p1"))
         assert p["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == name
+
+
+@pytest.mark.parametrize(("memory", "min_member", "expected"), [
+    ("1G", 1, "1G"), ("1500M", 1, "1500M"), ("1000", 1, "1k"), ("2e9", 1, "2e9"), ("1E3", 1, "1e3"),
+    ("100000000000000000000", 1, "100E"), ("1Gi", 3, "3Gi"), ("1G", 3, "3G")])
+def test_a_bare_pods_podgroup_keeps_the_pods_quantity_format(memory: str, min_member: int, expected: str) -> None:
+    # trial 11 F-12: CalTaskRequests adds the Pod's usage with quotav1.Add, which keeps its format
+    pod = {"metadata": {"name": "p1", "namespace": "default", "uid": "u1"},
+           "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "10m", "memory": memory}}}]}}
+    pg = build_podgroup_for_pod(pod, {"scheduling.volcano.sh/group-min-member": str(min_member)})
+    assert pg["spec"]["minResources"]["memory"] == expected
+
+
+def test_a_zero_first_container_gives_the_sum_the_next_ones_format() -> None:
+    pod = {"metadata": {"name": "p1", "namespace": "default", "uid": "u1"},
+           "spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "0", "memory": "1Gi"}}},
+                                   {"name": "b", "resources": {"requests": {"cpu": "1500m", "memory": "1G"}}}],
+                    "initContainers": [{"name": "i", "resources": {"requests": {"memory": "4G"}}}]}}
+    assert build_podgroup_for_pod(pod)["spec"]["minResources"] == {"cpu": "1500m", "memory": "4G"}
 
 
 async def _annotated(client: FakeClient, name: str) -> dict | None:

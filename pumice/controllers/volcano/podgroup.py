@@ -76,7 +76,9 @@ def build_podgroup_for_pod(pod: Obj, owner_annotations: dict[str, str] | None = 
             labels[k] = plabels[k]
     spec: Obj = {
         "minMember": min_member,
-        "minResources": res.fmt(res.task_requests(pod.get("spec") or {}, min_member)),
+        # CalTaskRequests: quotav1.Add min_member times keeps the Pod's quantity formats
+        "minResources": res.fmt_in(res.task_requests(pod.get("spec") or {}, min_member),
+                                   res.pod_request_formats(pod.get("spec") or {})),
     }
     if (pod.get("spec") or {}).get("priorityClassName"):
         spec["priorityClassName"] = pod["spec"]["priorityClassName"]

@@ -18,6 +18,7 @@ from fractions import Fraction
 from pumice.api import Obj
 from pumice.api.quantity import (
     DECIMAL_SI,
+    add_format,
     canonical_string,
     format_bytes,
     format_millis,
@@ -171,13 +172,8 @@ def _pod_formats(pod_spec: Obj) -> dict[str, tuple[str, bool]]:
 
 
 def _add_format(out: dict[str, tuple[str, bool]], name: str, fmt: str, zero: bool) -> None:
-    """Add a quantity of format ``fmt`` (zero or not) to the sum ``out[name]``: the sum keeps its
-    format unless it is still zero (resource.Quantity.Add)."""
-    if name not in out:
-        out[name] = (fmt, zero)
-    else:
-        cur, cur_zero = out[name]
-        out[name] = (fmt if cur_zero else cur, cur_zero and zero)
+    """Add a quantity of format ``fmt`` (zero or not) to the sum ``out[name]`` (:func:`add_format`)."""
+    out[name] = add_format(out.get(name), fmt, zero)
 
 
 def desired_formats(spec: Obj) -> dict[str, str]:
