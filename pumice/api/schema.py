@@ -15,7 +15,7 @@ kube-openapi error texts), pkg/apiserver/schema/defaulting and pkg/apiserver/sch
 CEL rules (``x-kubernetes-validations``) are not evaluated here but by the API server
 (:mod:`pumice.apiserver.celrules`).
 
-Deviates: ``format`` is checked only for ``int32``/``int64`` ranges; ``not`` is ignored.
+Deviates: ``format`` is checked only for ``int32``/``int64`` ranges and ``date-time``; ``not`` is ignored.
 """
 
 from __future__ import annotations
@@ -117,6 +117,35 @@ def _join(path: str, name: str) -> str:
 
 
 _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+#: the names kube-openapi's format registry knows date-time by (it drops dashes: "date-time" is "datetime")
+_DATE_TIME_FORMATS = frozenset({"date-time", "datetime"})
+#: what every date-time format cause's message holds
+DATE_TIME_TYPE = "in body must be of type date"
+_RX_DATE = re.compile(r"(\d{4})-(\d\d)-(\d\d)")
+_RX_DATE_TIME = re.compile(r"([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))")
+_MONTH_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def is_date_time(value: str) -> bool:
+    """Whether ``value`` is a ``format: date-time`` string to kube-openapi: a date Go's
+    ``time.Parse("2006-01-02", ...)`` takes, a ``t`` (any case; the text after a second ``t`` is
+    ignored), then ``hh:mm:ss[.fraction](z|±hh:mm)`` with hh <= 23, mm and ss <= 59.
+
+    Mirrors: k8s.io/kube-openapi pkg/validation/strfmt IsDateTime and IsDate."""
+    if len(value) < 4:
+        return False
+    parts = value.lower().split("t")
+    if len(parts) < 2:
+        return False
+    d = _RX_DATE.fullmatch(parts[0])
+    if d is None or not d.group(0).isascii():
+        return False
+    year, month, day = int(d.group(1)), int(d.group(2)), int(d.group(3))
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    if not 1 <= month <= 12 or not 1 <= day <= (28 if month == 2 and not leap else _MONTH_DAYS[month - 1]):
+        return False
+    m = _RX_DATE_TIME.fullmatch(parts[1])
+    return m is not None and m.group(1) <= "23" and m.group(2) <= "59" and m.group(3) <= "59"
 
 
 def validate(schema: dict[str, Any], obj: Any, path: str = "") -> list[FieldCause]:
@@ -281,7 +310,8 @@ class _Node:
         self.required_nullable = frozenset(n for n in self.required if (props.get(n) or {}).get("nullable"))
         self.embedded = bool(get("x-kubernetes-embedded-resource"))
         fmt = get("format", "")
-        self.value_checks = any(get(k) is not None for k in _VALUE_CHECK_KEYS) or fmt in _INT_RANGES
+        self.value_checks = (any(get(k) is not None for k in _VALUE_CHECK_KEYS) or fmt in _INT_RANGES
+                             or fmt in _DATE_TIME_FORMATS)
         self.list_type = get("x-kubernetes-list-type")
         combos = bool(get("allOf") or get("anyOf") or get("oneOf"))
         # a scalar that passes the type check has nothing more to answer to
@@ -525,6 +555,10 @@ def _value_checks(schema: dict[str, Any], value: Any, path: str, shown: str, out
         pattern = schema.get("pattern")
         if pattern is not None and not _search(pattern, value):
             out.append(FieldCause(path, f"Invalid value: {format_value(value)}: {shown} in body should match '{pattern}'"))
+        fmt = schema.get("format")
+        if fmt in _DATE_TIME_FORMATS and not is_date_time(value):
+            out.append(FieldCause(path, f"Invalid value: {format_value(value)}: {shown} in body must be of type {fmt}: "
+                                        f"{quote(value)}", "FieldValueTypeInvalid"))
     if isinstance(value, list):
         max_items, min_items = schema.get("maxItems"), schema.get("minItems")
         if max_items is not None and len(value) > max_items:

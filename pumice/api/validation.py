@@ -2191,7 +2191,38 @@ def _validate_pod(obj: Obj, old: Obj | None) -> list[FieldCause]:
     return out
 
 
+def _validate_events_v1_event(obj: Obj, old: Obj | None) -> list[FieldCause]:
+    """The strict rules of an Event created through events.k8s.io/v1 (an update, and a core/v1
+    create, keep the legacy rules only): eventTime set, type Normal or Warning, the reporting
+    controller (a qualified name) and instance, action and reason set, and the length limits
+    (128 characters; note 1024). Field paths are the internal Event's, values shown as ``""``.
+
+    Mirrors: kubernetes pkg/apis/core/validation/events.go ValidateEventCreate."""
+    out: list[FieldCause] = []
+    if old is not None:
+        return out
+    if not obj.get("eventTime"):
+        out.append(_required("eventTime"))
+    etype = obj.get("type") or ""
+    if etype not in ("Normal", "Warning"):
+        out.append(_invalid("type", "", f"has invalid value: {etype}"))
+    controller = obj.get("reportingController") or ""
+    if not controller:
+        out.append(_required("reportingController"))
+    out += [_invalid("reportingController", controller, e) for e in is_qualified_name(str(controller))]
+    for key, limit in (("reportingInstance", 128), ("action", 128), ("reason", 128)):
+        value = obj.get(key) or ""
+        if not value:
+            out.append(_required(key))
+        if len(str(value)) > limit:
+            out.append(_invalid(key, "", f"can have at most {limit} characters"))
+    if len(str(obj.get("note") or "")) > 1024:
+        out.append(_invalid("note", "", "can have at most 1024 characters"))
+    return out
+
+
 _KIND_RULES: dict[tuple[str, str], KindValidator] = {
+    ("events.k8s.io", "Event"): _validate_events_v1_event,
     ("", "Pod"): _validate_pod,
     ("", "Service"): _validate_service,
     ("", "Node"): _validate_node,

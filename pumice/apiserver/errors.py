@@ -130,13 +130,22 @@ def bad_request(message: str) -> StatusError:
     return StatusError(400, message, "BadRequest")
 
 
-def cannot_handle(rk: ResourceKind, why: str) -> StatusError:
+class DecodeError(StatusError):
+    """A 400 :func:`cannot_handle`; ``why`` is the decoder's own error (a patch handler words the
+    same failure its own way, see the registry's patch)."""
+
+    def __init__(self, message: str, why: str) -> None:
+        super().__init__(400, message, "BadRequest")
+        self.why = why
+
+
+def cannot_handle(rk: ResourceKind, why: str) -> DecodeError:
     """400 for a body kube-apiserver's decoder cannot read into the kind's Go struct (``why``: the
     decoder's error, e.g. ``illegal base64 data at input byte 3``).
 
     Mirrors: apiserver pkg/endpoints/handlers/rest.go transformDecodeError (the body's kind is
     always known here: the decoder defaults it from the URL)."""
-    return bad_request(f'{rk.kind} in version "{rk.version}" cannot be handled as a {rk.kind}: {why}')
+    return DecodeError(f'{rk.kind} in version "{rk.version}" cannot be handled as a {rk.kind}: {why}', why)
 
 
 def strict_decoding(rk: ResourceKind, listed: str) -> StatusError:

@@ -33,11 +33,12 @@ from typing import Any
 
 import msgspec
 
+from pumice._util import gotime
 from pumice._util.gobase64 import CorruptInputError, canonical
 from pumice.api.memo import FixedPoints
 from pumice.api.scheme import ResourceKind
 
-__all__ = ["FixedPoints", "bytes_error", "field_types_ok", "model_for", "object_meta_tree", "repair_bytes",
+__all__ = ["TIME_PARSE", "FixedPoints", "bytes_error", "field_types_ok", "model_for", "object_meta_tree", "repair_bytes",
            "type_causes", "types_clean", "unknown_fields"]
 
 _encode = msgspec.json.Encoder().encode
@@ -85,6 +86,9 @@ class _Scalar:
     format: str = ""
     lo: int | None = None
     hi: int | None = None
+    #: a metav1.Time or MicroTime leaf: the Go layout its string must parse with
+    #: (:mod:`pumice._util.gotime`), "" otherwise
+    layout: str = ""
     #: the Python types (exactly these) whose every value the leaf accepts as it is: the type
     #: checks pass such a value without a call (an integer leaf with a range looks at the value)
     plain: frozenset[type] = field(init=False)
@@ -92,13 +96,21 @@ class _Scalar:
     def __post_init__(self) -> None:
         ok = {t for t, name in _EXACT_JSON.items()
               if (name in self.types or (name == "integer" and "number" in self.types))
-              and not (name == "integer" and self.lo is not None)}
+              and not (name == "integer" and self.lo is not None) and not (name == "string" and self.layout)}
         object.__setattr__(self, "plain", frozenset(ok))
 
 
 _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 #: protobuf scalar type -> the OpenAPI integer format upstream publishes for it (kube-openapi)
 _PROTO_INT_FORMATS = {"int32": "int32", "uint32": "int32", "int64": "int64", "uint64": "int64"}
+#: protobuf message of a time field -> the leaf its JSON string is (the Go layout it is parsed with)
+_PROTO_TIMES = {
+    "k8s.io.apimachinery.pkg.apis.meta.v1.Time": _Scalar(frozenset({"string"}), layout=gotime.RFC3339_LAYOUT),
+    "k8s.io.apimachinery.pkg.apis.meta.v1.MicroTime": _Scalar(frozenset({"string"}), layout=gotime.MICRO_LAYOUT),
+}
+#: the reason of a :func:`type_causes` cause for a time string Go cannot parse: not a field
+#: cause upstream, but the decoding error of the whole body (400, see errors.cannot_handle)
+TIME_PARSE = "TimeParse"
 
 
 def _scalar(types: frozenset[str], fmt: str = "int64") -> _Scalar:
@@ -168,6 +180,8 @@ def _node(t: Any) -> Any:
             child = _node(f.type)
             pf = message.by_name.get(f.encode_name) if message is not None else None
             fmt = _PROTO_INT_FORMATS.get(pf.type) if pf is not None else None
+            if pf is not None and pf.type in _PROTO_TIMES and type(child) is _Scalar:
+                child = _PROTO_TIMES[pf.type]
             node.fields[f.encode_name] = _with_format(child, fmt) if fmt else child
         return node
     if isinstance(t, msgspec.inspect.UnionType):
@@ -376,6 +390,8 @@ def _types_ok(node: Any, value: Any) -> bool:
             return _accepts(node.types, value) and _in_range(node, value)
         if name == "integer" and node.lo is not None:
             return node.lo <= value <= node.hi
+        if name == "string" and node.layout:
+            return gotime.parses(value, node.layout)
         return name in node.types or (name == "integer" and "number" in node.types)
     if t is _Struct:
         if type(value) is not dict:
@@ -437,6 +453,12 @@ def _types(node: Any, value: Any, path: str, out: list[Any]) -> None:
 
             out.append(FieldCause(path, f"Invalid value: {format_value(value)}: {path or '<root>'} in body must be of "
                                         f"type {node.format}"))
+        elif node.layout and type(value) is str:
+            why = gotime.parse_error(value, node.layout)
+            if why is not None:
+                from pumice.api.admission import FieldCause
+
+                out.append(FieldCause(path, why, TIME_PARSE))
         return
     if isinstance(node, _Struct):
         if not isinstance(value, dict):

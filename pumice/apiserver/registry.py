@@ -55,6 +55,7 @@ from pumice.apiserver.errors import StatusError
 from pumice.apiserver.eviction import check_disruption_budget
 from pumice.apiserver.fields import (
     REDACTED,
+    TIME_PARSE,
     FixedPoints,
     bytes_error,
     field_types_ok,
@@ -620,6 +621,9 @@ class Registry:
                     for key in fresh:
                         self._clean_cr_parts.add(key)
         if causes:
+            for c in causes:
+                if c.reason == TIME_PARSE:  # Go's decoder stops at a time it cannot parse: no field causes
+                    raise errors.cannot_handle(rk, c.message)
             name = obj["metadata"].get("name")
             raise errors.invalid(rk, name if isinstance(name, str) else "", causes)
 
@@ -741,6 +745,24 @@ class Registry:
         if unknown and strict != "Ignore":  # Warn, or unset: kube-apiserver's default
             return [f'unknown field "{u}"' for u in unknown]
         return []
+
+    def _validate_cr_status_formats(self, rk: ResourceKind, obj: Obj) -> None:
+        """The ``format: date-time`` check of a custom resource's status write (kube-apiserver's
+        status strategy validates the status against the schema; pumice checks its types on every
+        status write and, of the values, only this format, so that no typed client meets a time
+        it cannot parse).
+
+        Raises:
+            StatusError: 422 Invalid, one ``FieldValueTypeInvalid`` cause per bad date-time.
+        """
+        cr = self.custom(rk)
+        version = cr.versions.get(rk.version) if cr is not None else None
+        if version is None or version.compiled is None:
+            return
+        causes = [c for c in self.schema_causes(version.compiled, {"status": obj["status"]})
+                  if c.reason == "FieldValueTypeInvalid" and kschema.DATE_TIME_TYPE in c.message]
+        if causes:
+            raise errors.invalid(rk, str(obj["metadata"].get("name", "")), causes)
 
     def _validate(self, rk: ResourceKind, obj: Obj, old: Obj | None) -> None:
         causes = self.strategy(rk).validate(self, rk, obj, old)
@@ -916,6 +938,8 @@ class Registry:
             new["metadata"].pop("managedFields", None)
         if sub in ("", "finalize"):  # finalize: ValidateNamespaceFinalizeUpdate (the finalizer names)
             self._validate(rk, new, old.obj)
+        elif sub == "status" and type(new.get("status")) is dict:
+            self._validate_cr_status_formats(rk, new)
         await self._run_admission(req, mutate=False)
         current = st.get(res, ns, name)
         if current is None:
@@ -1060,9 +1084,14 @@ class Registry:
                     body.setdefault("metadata", {}).setdefault("name", name)
                     applied = self._apply(None, body, rk, field_manager, force)
                     self._check_patched_bytes(rk, patch_type, patch, applied)
-                    stored, warnings = await self.create(rk, namespace, applied, dry_run=dry_run,
-                                                         field_validation=field_validation,
-                                                         field_manager=field_manager, _applied=True)
+                    try:
+                        stored, warnings = await self.create(rk, namespace, applied, dry_run=dry_run,
+                                                             field_validation=field_validation,
+                                                             field_manager=field_manager, _applied=True)
+                    except errors.DecodeError as e:
+                        if not e.why.startswith("parsing time "):
+                            raise
+                        raise self._patch_decode_error(rk, patch_type, patch, applied, e.why) from None
                     return stored, True, warnings
                 raise errors.not_found(rk, name)
             patched = self._apply_patch(rk, old, patch_type, patch, field_manager, force, sub)
@@ -1082,6 +1111,12 @@ class Registry:
                                                      _status_patch=status_patch, _applied=patch_type == "apply",
                                                      _manager_sub=_manager_sub,
                                                      _drop_managed_fields=drop_managed_fields)
+            except errors.DecodeError as e:
+                # a time Go cannot parse (metav1.Time UnmarshalJSON): the patch handler's decoding of
+                # the patched object fails, before any update; strict decoding errors stay as they are
+                if not e.why.startswith("parsing time "):
+                    raise
+                raise self._patch_decode_error(rk, patch_type, patch, patched, e.why) from None
             except StatusError as e:
                 if e.code == 409 and e.reason == "Conflict" and conflicts < 7 and "Precondition" not in e.message:
                     conflicts += 1
@@ -1140,24 +1175,31 @@ class Registry:
         if self.custom(rk) is not None:
             return
         bad = bytes_error(rk, patched)
-        if bad is None:
-            return
-        why = bad[1]
+        if bad is not None:
+            raise self._patch_decode_error(rk, patch_type, patch, patched, f"error decoding from json: {bad[1]}")
+
+    @staticmethod
+    def _patch_decode_error(rk: ResourceKind, patch_type: str, patch: Any, patched: Obj, why: str) -> StatusError:
+        """The patch handler's refusal of a patched built-in object its Go struct cannot hold
+        (``why``: the converter's error; a []byte field's is ``error decoding from json: ...``, a
+        metav1.Time's the bare ``parsing time ...``), worded per patch type as
+        :meth:`_check_patched_bytes` describes (merge and JSON patches show ``why`` without the
+        ``error decoding from json: `` prefix: their decoder is the JSON one)."""
         if patch_type == "apply":
             pmd = patch.get("metadata") if isinstance(patch.get("metadata"), dict) else {}
             gvk = f"{rk.group}/{rk.version}, Kind={rk.kind}"
-            raise errors.bad_request(
+            return errors.bad_request(
                 f"failed to convert new object ({pmd.get('namespace') or ''}/{pmd.get('name') or ''}; {gvk}) to "
-                f"proper version: unable to convert unstructured object to {gvk}: error decoding from json: {why}")
+                f"proper version: unable to convert unstructured object to {gvk}: {why}")
         if patch_type == "strategic":
-            value, why = sprint_v(patch), f"error decoding from json: {why}"
+            value = sprint_v(patch)
         else:
-            value = go_json(patched)
+            value, why = go_json(patched), why.removeprefix("error decoding from json: ")
         if rk.group == "" and rk.kind == "Secret":
             value = REDACTED
         message = f"Invalid value: {quote(value)}: {why}"
-        raise StatusError(422, f' "" is invalid: patch: {message}', "Invalid",
-                          {"causes": [{"reason": "FieldValueInvalid", "message": message, "field": "patch"}]})
+        return StatusError(422, f' "" is invalid: patch: {message}', "Invalid",
+                           {"causes": [{"reason": "FieldValueInvalid", "message": message, "field": "patch"}]})
 
     def _apply(self, live: Obj | None, applied: Obj, rk: ResourceKind, manager: str, force: bool,
                sub: str = "") -> Obj:
