@@ -37,9 +37,10 @@ from collections import deque
 from collections.abc import Hashable
 from typing import Generic, Protocol, TypeVar
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import Gauge
 
 from pumice._util.clock import Clock, default_clock
+from pumice._util.metrics import TallyCounter, TallyHistogram
 
 T = TypeVar("T", bound=Hashable)
 T_contra = TypeVar("T_contra", bound=Hashable, contravariant=True)
@@ -57,18 +58,19 @@ __all__ = [
 _BUCKETS = (1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0)
 
 WORKQUEUE_DEPTH = Gauge("workqueue_depth", "Current depth of workqueue", ["name"])
-WORKQUEUE_ADDS = Counter("workqueue_adds", "Total number of adds handled by workqueue", ["name"])
-WORKQUEUE_QUEUE_DURATION = Histogram(
+# updated on every add, get and done: plain numbers, scraped as prometheus_client's Counter/Histogram
+WORKQUEUE_ADDS = TallyCounter("workqueue_adds", "Total number of adds handled by workqueue", ["name"])
+WORKQUEUE_QUEUE_DURATION = TallyHistogram(
     "workqueue_queue_duration_seconds",
     "How long in seconds an item stays in workqueue before being requested",
-    ["name"], buckets=_BUCKETS,
+    ["name"], _BUCKETS,
 )
-WORKQUEUE_WORK_DURATION = Histogram(
+WORKQUEUE_WORK_DURATION = TallyHistogram(
     "workqueue_work_duration_seconds",
     "How long in seconds processing an item from workqueue takes",
-    ["name"], buckets=_BUCKETS,
+    ["name"], _BUCKETS,
 )
-WORKQUEUE_RETRIES = Counter("workqueue_retries", "Total number of retries handled by workqueue", ["name"])
+WORKQUEUE_RETRIES = TallyCounter("workqueue_retries", "Total number of retries handled by workqueue", ["name"])
 WORKQUEUE_UNFINISHED_WORK = Gauge(
     "workqueue_unfinished_work_seconds",
     "How many seconds of work has been done that is in progress and hasn't been observed by "

@@ -68,24 +68,42 @@ def enqueue_for_object(obj: Obj) -> list[Request]:
 
 def enqueue_for_owner(owner_kind: ResourceKind) -> MapFunc:
     """A map function: the Request of ``obj``'s *controller* owner when it is of ``owner_kind``
-    (group and kind compared, version ignored), else nothing.
+    (group and kind compared, version ignored), else nothing. It reads only the object's
+    ``ownerReferences`` and namespace (an update that leaves them alone maps old and new alike).
 
     Mirrors: controller-runtime handler.EnqueueRequestForOwner(..., OnlyControllerOwner()).
     """
+    return _OwnerMapper(owner_kind)
 
-    def mapper(obj: Obj) -> list[Request]:
+
+class _OwnerMapper:
+    """:func:`enqueue_for_owner`'s map function (a class, so that the event handlers can tell
+    that only ``ownerReferences`` and the namespace decide its Requests)."""
+
+    __slots__ = ("_groups", "group", "kind", "namespaced")
+
+    def __init__(self, owner_kind: ResourceKind) -> None:
+        self.group, self.kind, self.namespaced = owner_kind.group, owner_kind.kind, owner_kind.namespaced
+        self._groups: dict[str, str] = {}  # apiVersion -> its group, for the few apiVersions seen
+
+    def __call__(self, obj: Obj) -> list[Request]:
         md = obj.get("metadata") or {}
-        for ref in md.get("ownerReferences") or []:
+        for ref in md.get("ownerReferences") or ():
             if not ref.get("controller"):
                 continue
-            group = str(ref.get("apiVersion", "")).rpartition("/")[0]
-            if group != owner_kind.group or ref.get("kind") != owner_kind.kind:
+            if ref.get("kind") != self.kind:
                 return []
-            ns = (md.get("namespace") or "") if owner_kind.namespaced else ""
+            api = str(ref.get("apiVersion", ""))
+            group = self._groups.get(api)
+            if group is None:
+                group = api.rpartition("/")[0]
+                if len(self._groups) < 64:
+                    self._groups[api] = group
+            if group != self.group:
+                return []
+            ns = (md.get("namespace") or "") if self.namespaced else ""
             return [Request(ns, str(ref.get("name", "")))]
         return []
-
-    return mapper
 
 
 @dataclass
@@ -179,6 +197,10 @@ class Controller:
         map_fn = w.map_fn
         preds = tuple(w.predicates)
         name = self.name
+        map_old = w.map_old
+        # an owner mapper maps old and new alike when the update left ownerReferences alone: the
+        # old object's Request would be the new one's, which the queue holds once anyway
+        by_owner = isinstance(map_fn, _OwnerMapper)
 
         def enqueue(obj: Obj) -> None:
             try:
@@ -203,7 +225,8 @@ class Controller:
             for p in preds:
                 if not p.update(old, new):
                     return
-            if w.map_old:
+            if map_old and not (by_owner and (old.get("metadata") or {}).get("ownerReferences") == (
+                    new.get("metadata") or {}).get("ownerReferences")):
                 enqueue(old)
             enqueue(new)
 

@@ -621,11 +621,11 @@ async def test_a_pod_in_a_queue_that_does_not_exist_gets_one_podgroup_error_even
     mutating, validating = admission_plugins()
     errors = RECONCILE_ERRORS.labels("volcano-podgroup")
     async with local_cluster(admission=[*mutating, *validating]) as c, running(c.client):
-        before = errors._value.get()
+        before = errors.get()
         await c.client.create({"apiVersion": "v1", "kind": "Pod", "metadata": {
             "name": "podq", "namespace": "default", "annotations": {"scheduling.volcano.sh/queue-name": "q2"}},
             "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "image": "x"}]}})
-        await eventually(lambda: errors._value.get() >= before + 4)  # the refused create, retried
+        await eventually(lambda: errors.get() >= before + 4)  # the refused create, retried
         events = [e for e in (await c.client.list(scheme.EVENT, namespace="default")).items
                   if e["involvedObject"]["name"] == "podq"]
         assert [(e["type"], e["reason"], e["count"]) for e in events] == [("Warning", "PodGroupError", 1)]

@@ -108,6 +108,30 @@ async def test_owns_enqueues_the_controller_owner_of_the_for_kind_only(fake: Fak
         assert toy.names() == ["default/marker"], "non-controller refs and other owner kinds enqueue nothing"
 
 
+async def test_owns_enqueues_the_old_and_the_new_owner_when_an_update_moves_the_child(fake: FakeClient,
+                                                                                     mgr: Manager) -> None:
+    first = await fake.create(configmap("first"))
+    second = await fake.create(configmap("second"))
+    toy = Toy()
+    mgr.controller("moved").for_(CONFIGMAP).owns(SECRET).complete(toy)
+    async with Running(mgr):
+        await eventually(lambda: sorted(toy.names()) == ["default/first", "default/second"])
+        child = await fake.create(secret("child", owner=first))
+        await eventually(lambda: toy.names().count("default/first") == 2)
+        toy.calls.clear()
+        child["data"] = {"k": "dg=="}  # an update that keeps the owner: the owner alone
+        child = await fake.update(child)
+        await fake.create(configmap("marker1"))
+        await eventually(lambda: "default/marker1" in toy.names())
+        assert toy.names() == ["default/first", "default/marker1"]
+        toy.calls.clear()
+        child["metadata"]["ownerReferences"] = secret("x", owner=second)["metadata"]["ownerReferences"]
+        await fake.update(child)  # moved to another owner: both are reconciled
+        await fake.create(configmap("marker2"))
+        await eventually(lambda: "default/marker2" in toy.names())
+        assert sorted(toy.names()) == ["default/first", "default/marker2", "default/second"]
+
+
 async def test_watches_enqueues_what_the_map_function_returns(fake: FakeClient, mgr: Manager) -> None:
     toy = Toy()
 
@@ -165,7 +189,7 @@ async def test_an_exception_requeues_with_per_item_backoff(fake: FakeClient, mgr
     await fake.create(configmap("flaky"))
     toy = Toy({"flaky": [RuntimeError("1"), RuntimeError("2"), RuntimeError("3"), Result()]})
     ctrl = mgr.controller("backoff").for_(CONFIGMAP).complete(toy)
-    errors0 = m.RECONCILE_ERRORS.labels("backoff")._value.get()
+    errors0 = m.RECONCILE_ERRORS.labels("backoff").get()
     async with Running(mgr):
         await eventually(lambda: len(toy.calls) == 4, timeout=5)
         t = [c[1] for c in toy.calls]
@@ -174,7 +198,7 @@ async def test_an_exception_requeues_with_per_item_backoff(fake: FakeClient, mgr
         assert ctrl.queue.num_requeues(Request("default", "flaky")) == 0, "success forgets the backoff"
         await asyncio.sleep(60)
         assert len(toy.calls) == 4
-    assert m.RECONCILE_ERRORS.labels("backoff")._value.get() - errors0 == 3
+    assert m.RECONCILE_ERRORS.labels("backoff").get() - errors0 == 3
 
 
 @pytest.mark.looptime
@@ -242,16 +266,16 @@ async def test_a_terminal_error_is_not_retried_but_counted(fake: FakeClient, mgr
     await fake.create(configmap("bad"))
     toy = Toy({"bad": [TerminalError("invalid spec")]})
     mgr.controller("terminal").for_(CONFIGMAP).complete(toy)
-    terminal0 = m.TERMINAL_RECONCILE_ERRORS.labels("terminal")._value.get()
-    error_total0 = m.RECONCILE_TOTAL.labels("terminal", "error")._value.get()
+    terminal0 = m.TERMINAL_RECONCILE_ERRORS.labels("terminal").get()
+    error_total0 = m.RECONCILE_TOTAL.labels("terminal", "error").get()
     async with Running(mgr):
         await eventually(lambda: len(toy.calls) == 1)
         await asyncio.sleep(3600)
         assert len(toy.calls) == 1
         await fake.update({**(await fake.get(CONFIGMAP, "bad", "default")), "data": {"fixed": "1"}})
         await eventually(lambda: len(toy.calls) == 2), "a later event reconciles again"
-    assert m.TERMINAL_RECONCILE_ERRORS.labels("terminal")._value.get() - terminal0 == 1
-    assert m.RECONCILE_TOTAL.labels("terminal", "error")._value.get() - error_total0 == 1
+    assert m.TERMINAL_RECONCILE_ERRORS.labels("terminal").get() - terminal0 == 1
+    assert m.RECONCILE_TOTAL.labels("terminal", "error").get() - error_total0 == 1
 
 
 @pytest.mark.looptime
@@ -259,8 +283,8 @@ async def test_requeue_after_reconciles_again_after_that_delay(fake: FakeClient,
     await fake.create(configmap("poll"))
     toy = Toy({"poll": [Result(requeue_after=30), Result(requeue_after=30), Result()]})
     mgr.controller("poll").for_(CONFIGMAP).complete(toy)
-    requeue0 = m.RECONCILE_TOTAL.labels("poll", "requeue_after")._value.get()
-    success0 = m.RECONCILE_TOTAL.labels("poll", "success")._value.get()
+    requeue0 = m.RECONCILE_TOTAL.labels("poll", "requeue_after").get()
+    success0 = m.RECONCILE_TOTAL.labels("poll", "success").get()
     async with Running(mgr):
         await asyncio.sleep(61)
         assert len(toy.calls) == 3
@@ -268,8 +292,8 @@ async def test_requeue_after_reconciles_again_after_that_delay(fake: FakeClient,
         assert [round(b - a, 3) for a, b in itertools.pairwise(t)] == [30.0, 30.0]
         await asyncio.sleep(300)
         assert len(toy.calls) == 3
-    assert m.RECONCILE_TOTAL.labels("poll", "requeue_after")._value.get() - requeue0 == 2
-    assert m.RECONCILE_TOTAL.labels("poll", "success")._value.get() - success0 == 1
+    assert m.RECONCILE_TOTAL.labels("poll", "requeue_after").get() - requeue0 == 2
+    assert m.RECONCILE_TOTAL.labels("poll", "success").get() - success0 == 1
 
 
 @pytest.mark.looptime

@@ -228,17 +228,17 @@ async def test_add_rate_limited_retries_after_the_backoff_and_forget_resets_it()
 
 async def test_metrics_count_adds_depth_and_retries_per_queue_name() -> None:
     q: RateLimitingQueue[str] = RateLimitingQueue("metrics-q", clock=LoopClock())
-    adds0 = WORKQUEUE_ADDS.labels("metrics-q")._value.get()
-    retries0 = WORKQUEUE_RETRIES.labels("metrics-q")._value.get()
+    adds0 = WORKQUEUE_ADDS.labels("metrics-q").get()
+    retries0 = WORKQUEUE_RETRIES.labels("metrics-q").get()
     q.add("a")
     q.add("a")
     q.add("b")
-    assert WORKQUEUE_ADDS.labels("metrics-q")._value.get() - adds0 == 2
+    assert WORKQUEUE_ADDS.labels("metrics-q").get() - adds0 == 2
     assert REGISTRY.get_sample_value("workqueue_depth", {"name": "metrics-q"}) == 2
     item = await q.get()
     q.add_rate_limited(item)
     q.done(item)
-    assert WORKQUEUE_RETRIES.labels("metrics-q")._value.get() - retries0 == 1
+    assert WORKQUEUE_RETRIES.labels("metrics-q").get() - retries0 == 1
     q.shutdown()
 
 
