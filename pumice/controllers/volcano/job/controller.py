@@ -252,8 +252,9 @@ class JobReconciler:
         self._sweep_at = _SWEEP_MIN
         # "ns/name" -> (uid, generation, defaulted spec or None when unchanged, problem)
         self._defaults: dict[str, tuple[str, int, Obj | None, str]] = {}
-        # "ns/name" -> ((uid, generation, template priorities), the PodGroup spec the Job wants)
-        self._pg_specs: dict[str, tuple[tuple[Any, ...], Obj]] = {}
+        # "ns/name" -> (uid, generation, the task templates' PriorityClass names (() when none is
+        # named), their values, the PodGroup spec the Job wants)
+        self._pg_specs: dict[str, tuple[Any, Any, tuple[str, ...], tuple[int | None, ...], Obj]] = {}
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -344,15 +345,23 @@ class JobReconciler:
         gen = md.get("generation")
         if gen is None:
             return builders.podgroup_spec(job, self.priority_of)
-        pcs = tuple(((t.get("template") or {}).get("spec") or {}).get("priorityClassName") or ""
-                    for t in builders.tasks(job))
-        stamp = (md.get("uid"), gen, tuple(self.priority_of(pc) if pc else None for pc in pcs))
+        uid = md.get("uid")
         key = f"{md.get('namespace') or ''}/{md['name']}"
         hit = self._pg_specs.get(key)
-        if hit is None or hit[0] != stamp:
-            hit = (stamp, builders.podgroup_spec(job, self.priority_of))
-            self._pg_specs[key] = hit
-        return hit[1]
+        if hit is not None and hit[0] == uid and hit[1] == gen:
+            # the templates' PriorityClass names move only with the generation; their values may
+            # change at any time, so they are read again (none named: nothing to read)
+            pcs = hit[2]
+            if not pcs or tuple(self.priority_of(pc) if pc else None for pc in pcs) == hit[3]:
+                return hit[4]
+        else:
+            named = tuple(((t.get("template") or {}).get("spec") or {}).get("priorityClassName") or ""
+                          for t in builders.tasks(job))
+            pcs = named if any(named) else ()
+        prios = tuple(self.priority_of(pc) if pc else None for pc in pcs)
+        spec = builders.podgroup_spec(job, self.priority_of)
+        self._pg_specs[key] = (uid, gen, pcs, prios, spec)
+        return spec
 
     def get_podgroup(self, job: Obj) -> Obj | None:
         """The Job's PodGroup from the informer cache (read-only), or None."""
