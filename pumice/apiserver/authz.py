@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from pumice.api import Obj
+from pumice.api.params import query_bool
 from pumice.apiserver.authn import SA_PREFIX, UserInfo
 
 __all__ = [
@@ -105,7 +106,7 @@ def request_attributes(user: UserInfo, method: str, path: str, query: Mapping[st
     if resource == "namespaces" and name:
         namespace = name
     if not name and method.upper() in ("GET", "HEAD") and verb != "watch":
-        verb = "watch" if query.get("watch") in ("true", "1") else "list"
+        verb = "watch" if query_bool(query, "watch") else "list"
     elif not name and method.upper() == "DELETE":
         verb = "deletecollection"
     if verb in ("list", "watch") and not name:

@@ -25,7 +25,6 @@ import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, NamedTuple
-from urllib.parse import parse_qsl
 
 import msgspec
 from starlette.applications import Starlette
@@ -39,6 +38,7 @@ from pumice._util.gostrings import atoi
 from pumice.api import protobuf as pb
 from pumice.api.apply import manager_or_user_agent
 from pumice.api.meta import deep_copy
+from pumice.api.params import query_bool, query_values
 from pumice.api.scheme import ResourceKind
 from pumice.api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from pumice.api.tables import to_table
@@ -75,24 +75,6 @@ _NS_SUBRESOURCES = frozenset({"status", "finalize"})
 #: the annotation on the BOOKMARK that ends a watch's initial events (metav1.InitialEventsAnnotationKey)
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 _PB_WATCH = pb.PROTOBUF + ";stream=watch"
-_TRUE = ("true", "1", "True")
-_FALSE = ("false", "0", "False")
-
-
-def _bool_param(query: dict[str, str], name: str) -> bool | None:
-    """A boolean query parameter: None when absent.
-
-    Raises:
-        StatusError: 400 for a value that is not a boolean.
-    """
-    v = query.get(name)
-    if v is None:
-        return None
-    if v in _TRUE or v == "":
-        return True
-    if v in _FALSE:
-        return False
-    raise errors.bad_request(f"invalid boolean value {v!r} for {name}")
 
 
 def _go_int64(query: dict[str, str], name: str) -> int | None:
@@ -110,14 +92,6 @@ def _go_int64(query: dict[str, str], name: str) -> int | None:
         return atoi(v, "ParseInt")
     except ValueError as e:
         raise errors.bad_request(str(e)) from None
-
-
-def _go_bool(query: dict[str, str], name: str) -> bool:
-    """A bool query parameter as the parameter codec reads it: absent, ``0`` or ``false`` (any
-    case) are false, anything else (``abc``, empty) true. Mirrors: apimachinery
-    pkg/runtime/conversion.go Convert_Slice_string_To_bool."""
-    v = query.get(name)
-    return v is not None and v != "0" and v.lower() != "false"
 
 
 def _list_options(query: dict[str, str], *, watch: bool) -> tuple[int, int | None]:
@@ -152,7 +126,7 @@ def _check_list_options(query: dict[str, str], *, watch: bool) -> None:
     Mirrors: k8s.io/apimachinery pkg/apis/meta/internalversion/validation ValidateListOptions.
     """
     causes: list[dict[str, str]] = []
-    sie = _bool_param(query, "sendInitialEvents")
+    sie = query_bool(query, "sendInitialEvents")
     match = query.get("resourceVersionMatch", "")
     rv = query.get("resourceVersion", "")
     if match and match not in ("NotOlderThan", "Exact"):
@@ -167,7 +141,7 @@ def _check_list_options(query: dict[str, str], *, watch: bool) -> None:
                 causes.append({"reason": "FieldValueForbidden", "field": "resourceVersionMatch",
                                "message": "Forbidden: sendInitialEvents requires setting resourceVersionMatch "
                                           "to NotOlderThan"})
-            if _bool_param(query, "allowWatchBookmarks") is not True:
+            if not query_bool(query, "allowWatchBookmarks"):
                 causes.append({"reason": "FieldValueForbidden", "field": "allowWatchBookmarks",
                                "message": "Forbidden: sendInitialEvents requires setting allowWatchBookmarks "
                                           "to true"})
@@ -330,13 +304,12 @@ class _Api:
     async def handle(self, request: Request) -> Response:
         scope = request.scope
         path: str = scope["path"]
-        # parsed once per request (Starlette's query_params would parse it again): the last value
-        # of a repeated name wins, as in QueryParams.get. The in-process transport hands over the
-        # dict it encoded (DirectASGI.request's params) instead.
+        # parsed once per request (Starlette's query_params would parse it again): the first value
+        # of a repeated name counts, as in kube-apiserver's parameter codec. The in-process
+        # transport hands over the dict it encoded (DirectASGI.request's params) instead.
         query = scope.get("pumice.query")
         if query is None:
-            query = scope["pumice.query"] = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"),
-                                                           keep_blank_values=True))
+            query = scope["pumice.query"] = query_values(scope.get("query_string", b"").decode("latin-1"))
         try:
             if self.access is not None:
                 user = self.access.authenticate(scope, request.headers.get("authorization", ""))
@@ -443,7 +416,7 @@ class _Api:
             raise _not_found_path()
         query = request.scope.get("pumice.query")
         if query is None:
-            query = dict(parse_qsl(request.scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
+            query = query_values(request.scope.get("query_string", b"").decode("latin-1"))
         return _Target(rk, namespace, rest[1] if len(rest) > 1 else None, sub, query)
 
     def register_subresource(self, method: str, sub: str, handler: Handler) -> None:
@@ -454,7 +427,7 @@ class _Api:
     # ------------------------------------------------------------------ collection and object verbs
 
     async def _get_collection(self, request: Request, t: _Target) -> Response:
-        if _go_bool(t.query, "watch"):
+        if query_bool(t.query, "watch"):
             return self._watch(request, t.rk, t.namespace, t.query)
         return self._list(request, t.rk, t.namespace, t.query)
 
@@ -514,7 +487,7 @@ class _Api:
         s, created, warnings = await self.registry.patch(
             t.rk, t.namespace, t.name, ptype, patch, sub=t.sub, dry_run=_dry_run(q),
             field_validation=q.get("fieldValidation", ""), field_manager=_manager(request, q),
-            force=q.get("force") in ("true", "1"))
+            force=bool(query_bool(q, "force")))
         return self._object(request, t.rk, s, 201 if created else 200, _warnings(dups + warnings))
 
     async def _patch_scale_h(self, request: Request, t: _Target) -> Response:
@@ -906,10 +879,10 @@ class _Api:
         """
         _, seconds = _list_options(query, watch=True)
         timeout = float(seconds) if seconds is not None else None
-        bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
+        bookmarks = bool(query_bool(query, "allowWatchBookmarks"))
         rv = query.get("resourceVersion")
         store = self.registry.store
-        send_initial = _bool_param(query, "sendInitialEvents")
+        send_initial = query_bool(query, "sendInitialEvents")
         if send_initial:
             want = _resource_version(rv)
             if want is not None and want > store.revision:

@@ -42,6 +42,7 @@ from pumice.api.admission import AdmissionError, AdmissionRequest, FieldCause
 from pumice.api.apply import ApplyConflict, server_side_apply, update_managed_fields
 from pumice.api.gojson import go_json
 from pumice.api.meta import deep_copy
+from pumice.api.params import query_bool
 from pumice.api.patch import PatchError, json_patch, merge_patch_into
 from pumice.api.schema import json_type_name as json_type
 from pumice.api.scheme import ResourceKind, Scheme
@@ -119,12 +120,12 @@ class DeleteOptions:
             except (TypeError, ValueError):
                 raise errors.bad_request(f"invalid gracePeriodSeconds {gps!r}") from None
         pp = body.get("propagationPolicy", query.get("propagationPolicy"))
-        orphan = body.get("orphanDependents", query.get("orphanDependents"))
+        orphan = body.get("orphanDependents", query_bool(query, "orphanDependents"))
         if pp is not None and orphan is not None:  # apimachinery ValidateDeleteOptions
             raise StatusError(422, f'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Invalid value: '
                               f'"{pp}": orphanDependents and deletionPropagation cannot be both set', "Invalid")
         if pp is None and orphan is not None:
-            pp = "Orphan" if orphan in (True, "true", "1") else "Background"
+            pp = "Orphan" if orphan is True else "Background"
         if pp is not None and pp not in ("Orphan", "Background", "Foreground"):
             raise StatusError(422, f'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: '
                               f'"{pp}": supported values: "Foreground", "Background", "Orphan"', "Invalid")

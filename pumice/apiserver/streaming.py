@@ -23,15 +23,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 from collections.abc import Mapping, MutableMapping
 from typing import Any
-from urllib.parse import parse_qs, parse_qsl, urlencode
+from urllib.parse import parse_qs, urlencode
 
 import msgspec
 
 from pumice._util.clock import parse_rfc3339
+from pumice._util.gostrings import atoi
 from pumice.api.admission import FieldCause
+from pumice.api.params import query_values
 from pumice.apiserver import errors
 from pumice.apiserver.access import Access
 from pumice.apiserver.errors import StatusError
@@ -46,19 +47,15 @@ DEFAULT_CONTAINER_ANNOTATION = "kubectl.kubernetes.io/default-container"
 
 
 
-_GO_INT = re.compile(r"[+-]?[0-9]+")
-_GO_BOOLS = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True,
-             "0": False, "f": False, "F": False, "FALSE": False, "false": False, "False": False}
-
-
 def check_log_options(name: str, query: Mapping[str, str]) -> None:
     """Check a ``pods/<name>/log`` request's options before anything else (the Pod, its
     container, its node agent), as kube-apiserver decodes and validates PodLogOptions first.
 
     Raises:
         StatusError: 400 BadRequest for a value that does not parse (``tailLines``,
-            ``sinceSeconds``, ``limitBytes`` integers; ``follow``, ``previous``, ``timestamps``
-            booleans; ``sinceTime`` RFC 3339), with Go's strconv/time texts; 422 Invalid
+            ``sinceSeconds``, ``limitBytes`` integers; ``sinceTime`` RFC 3339), with Go's
+            strconv/time texts (the booleans ``follow``, ``previous``, ``timestamps`` never fail:
+            :func:`pumice.api.params.query_bool`); 422 Invalid
             ``PodLogOptions "<name>" is invalid: ...`` for negative ``tailLines``,
             ``sinceSeconds``/``limitBytes`` below 1, or both ``sinceSeconds`` and ``sinceTime``.
 
@@ -68,13 +65,10 @@ def check_log_options(name: str, query: Mapping[str, str]) -> None:
     numbers: dict[str, int] = {}
     for key in ("tailLines", "sinceSeconds", "limitBytes"):
         if key in query:
-            v = query[key]
-            if not _GO_INT.fullmatch(v):
-                raise errors.bad_request(f'strconv.ParseInt: parsing "{v}": invalid syntax')
-            numbers[key] = int(v)
-    for key in ("follow", "previous", "timestamps", "insecureSkipTLSVerifyBackend"):
-        if key in query and query[key] not in _GO_BOOLS:
-            raise errors.bad_request(f'strconv.ParseBool: parsing "{query[key]}": invalid syntax')
+            try:
+                numbers[key] = atoi(query[key], "ParseInt")
+            except ValueError as e:
+                raise errors.bad_request(str(e)) from None
     if "sinceTime" in query:
         try:
             parse_rfc3339(query["sinceTime"])
@@ -142,7 +136,7 @@ def stream_location(registry: Registry, namespace: str, name: str, sub: str,
     spec = pod.get("spec") or {}
     names = [c.get("name") for c in spec.get("containers") or []]
     inits = [c.get("name") for key in ("initContainers", "ephemeralContainers") for c in spec.get(key) or []]
-    container = (query.get("container") or [""])[-1]
+    container = (query.get("container") or [""])[0]
     if sub == "portforward":
         container = "-"
     elif not container:
@@ -190,7 +184,7 @@ class StreamProxy:
         if self.access is not None:
             user = self.access.authenticate(scope, headers.get("authorization", ""))
             user = self.access.impersonate(user, list(scope.get("headers") or []))
-            self.access.authorize(user, method, path, dict(parse_qsl(raw_query)), upgrade=method == "GET")
+            self.access.authorize(user, method, path, query_values(raw_query), upgrade=method == "GET")
         found = self.parse(path)
         if found is None:
             raise StatusError(404, "the server could not find the requested resource", "NotFound", {})

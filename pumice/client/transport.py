@@ -179,7 +179,7 @@ class DirectASGI:
     async def request(self, method: str, path: str, query: bytes, headers: list[tuple[bytes, bytes]],
                       body: bytes, *, params: dict[str, str] | None = None) -> tuple[int, bytes]:
         """One request; ``params``, when given, is ``query`` already parsed (what
-        ``dict(parse_qsl(query, keep_blank_values=True))`` gives), which an app with ``respond``
+        ``pumice.api.params.query_values(query)`` gives), which an app with ``respond``
         takes instead of parsing ``query`` again (scope keys ``pumice.query``; the body goes as
         ``pumice.body``)."""
         scope = self._scope(method, path, query, headers)

@@ -23,9 +23,10 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
 from pumice._util.clock import Clock, parse_rfc3339
+from pumice.api.params import query_bool, query_values
 
 log = logging.getLogger(__name__)
 
@@ -212,7 +213,7 @@ class LogServer:
         if len(parts) != 4 or parts[0] != "containerLogs":
             await self._simple(writer, 404, "not found\n")
             return
-        q = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        q = query_values(url.query)
         try:
             req = self._parse(q)
         except ValueError as e:
@@ -261,7 +262,7 @@ class LogServer:
 
     def _parse(self, q: dict[str, str]) -> LogRequest:
         def flag(name: str) -> bool:
-            return q.get(name, "false").lower() in ("true", "1")
+            return bool(query_bool(q, name))
 
         def num(name: str) -> int | None:
             if name not in q:

@@ -40,6 +40,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from pumice.api.params import query_bool
 from pumice.client.websocket import WebSocket, accept
 from pumice.node.logs import FileTail
 from pumice.node.spdy import Session, Stream
@@ -134,7 +135,10 @@ PodResolver = Callable[[str, str], Awaitable["ForwardTarget | str"]]
 
 
 def _flag(q: dict[str, list[str]], name: str) -> bool:
-    return (q.get(name) or ["false"])[-1].lower() in ("true", "1")
+    """A bool option of the exec/attach query the API server passed on (PodExecOptions,
+    PodAttachOptions): its first value as kube-apiserver's parameter codec reads it."""
+    values = q.get(name)
+    return bool(values and query_bool({name: values[0]}, name))
 
 
 class StreamServer:

@@ -98,7 +98,9 @@ async def test_logs_and_exec_of_a_pod_on_a_node_without_kubelet_endpoint_answer_
     ("sinceSeconds=5&sinceTime=2026-01-01T00:00:00Z", 422,
      'PodLogOptions "sim" is invalid: : Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified'),
     ("tailLines=abc", 400, 'strconv.ParseInt: parsing "abc": invalid syntax'),
-    ("follow=yes", 400, 'strconv.ParseBool: parsing "yes": invalid syntax'),
+    # a bool never fails to decode (Convert_Slice_string_To_bool: "yes" is true)
+    ("follow=yes&tailLines=-1", 422,
+     'PodLogOptions "sim" is invalid: tailLines: Invalid value: -1: must be greater than or equal to 0'),
 ])
 async def test_log_options_are_checked_before_the_pod_and_its_node(cluster: LocalCluster, query: str, code: int,
                                                                     message: str) -> None:
