@@ -8,10 +8,8 @@ eviction.go (checkAndDecrement, the 429 texts).
 
 from __future__ import annotations
 
-import math
-from typing import Any
-
 from pumice.api import Obj, meta
+from pumice.api.intstr import scaled_value
 from pumice.api.selectors import from_label_selector
 
 __all__ = ["budget_status", "pdb_matches", "pod_counts_as_healthy"]
@@ -34,12 +32,6 @@ def pod_counts_as_healthy(pod: Obj) -> bool:
     return meta.pod_is_ready(pod) and not (pod.get("metadata") or {}).get("deletionTimestamp")
 
 
-def _scaled(value: Any, total: int) -> int:
-    if isinstance(value, str) and value.endswith("%"):
-        return math.ceil(int(value[:-1]) * total / 100)
-    return int(value)
-
-
 def budget_status(pdb: Obj, pods: list[Obj], disrupted: dict[str, str]) -> Obj:
     """The status fields of ``pdb`` for the Pods it selects: expectedPods, currentHealthy,
     desiredHealthy, disruptionsAllowed, disruptedPods, observedGeneration and the
@@ -53,9 +45,9 @@ def budget_status(pdb: Obj, pods: list[Obj], disrupted: dict[str, str]) -> Obj:
     expected = len(live)
     healthy = sum(1 for p in live if pod_counts_as_healthy(p) and p["metadata"]["name"] not in disrupted)
     if "maxUnavailable" in spec and spec["maxUnavailable"] is not None:
-        desired = max(0, expected - _scaled(spec["maxUnavailable"], expected))
+        desired = max(0, expected - scaled_value(spec["maxUnavailable"], expected, round_up=True))
     else:
-        desired = _scaled(spec.get("minAvailable", 1), expected)
+        desired = scaled_value(spec.get("minAvailable", 1), expected, round_up=True)
     allowed = max(0, healthy - desired)
     cond = {"type": "DisruptionAllowed", "status": "True" if allowed > 0 else "False",
             "reason": "SufficientPods" if allowed > 0 else "InsufficientPods", "message": "",

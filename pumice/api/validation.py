@@ -47,6 +47,7 @@ from pumice._util.gobase64 import std_decode
 from pumice._util.gostrings import quote
 from pumice.api import Obj
 from pumice.api.admission import FieldCause
+from pumice.api.intstr import int_value
 from pumice.api.memo import FixedPoints
 from pumice.api.quantity import QuantityError, parse_quantity
 from pumice.api.schema import format_value, json_type_name
@@ -1690,8 +1691,7 @@ def _invalid_int_or_string(field: str, v: Any, detail: str) -> FieldCause:
 def _int_or_percent(v: Any) -> int:
     """getIntOrPercentValue: a valid percentage's number, else the IntValue (0 for a bad string)."""
     if isinstance(v, str):
-        digits = v[:-1] if _PERCENT.match(v) else v
-        return int(digits) if re.fullmatch(r"[+-]?[0-9]+", digits) else 0
+        return int_value(v[:-1] if _PERCENT.match(v) else v)
     return v if _is_int(v) else 0
 
 

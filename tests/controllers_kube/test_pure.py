@@ -14,7 +14,7 @@ from pumice.controllers.kube.deployment import (
     new_rs_replicas,
     resolve_fenceposts,
 )
-from pumice.controllers.kube.podutil import compute_hash, deletion_order, scaled_value
+from pumice.controllers.kube.podutil import compute_hash, deletion_order
 from pumice.runtime import TerminalError
 
 
@@ -48,26 +48,6 @@ def test_pods_doubled_up_on_a_node_go_before_lonely_ones() -> None:
 def test_more_restarts_go_first_among_equal_pods() -> None:
     pods = [pod("calm", node="n1"), pod("crashy", node="n2", restarts=5)]
     assert deletion_order(pods)[0]["metadata"]["name"] == "crashy"
-
-
-@pytest.mark.parametrize(("value", "total", "up", "want"), [
-    ("25%", 10, True, 3), ("25%", 10, False, 2), (2, 10, True, 2), ("0%", 5, True, 0), ("100%", 3, False, 3),
-])
-def test_scaled_values_round_like_intstr(value: Any, total: int, up: bool, want: int) -> None:
-    assert scaled_value(value, total, round_up=up) == want
-
-
-def test_bad_intstr_is_an_error() -> None:
-    with pytest.raises(ValueError, match="percentage"):
-        scaled_value("ten", 10, round_up=True)
-
-
-def test_bad_percentage_is_intstrs_error_not_pythons() -> None:
-    """trial-10 F-8 d5: ``200x%`` made the controller log Python's int() text."""
-    with pytest.raises(ValueError) as e:
-        scaled_value("200x%", 10, round_up=True)
-    assert str(e.value) == ('invalid value for IntOrString: invalid value "200x%": '
-                            'strconv.Atoi: parsing "200x": invalid syntax')
 
 
 def dep(replicas: int, surge: Any = None, unavailable: Any = None) -> Obj:

@@ -22,6 +22,7 @@ import copy
 import logging
 
 from pumice.api import Obj, meta
+from pumice.api.intstr import scaled_value
 from pumice.api.meta import owner_reference
 from pumice.api.scheme import DAEMON_SET, NODE, POD
 from pumice.api.selectors import from_label_selector
@@ -32,7 +33,6 @@ from pumice.controllers.kube.podutil import (
     compute_hash,
     delete_exactly,
     is_terminal,
-    scaled_value,
 )
 from pumice.runtime import Request, Result
 from pumice.runtime.events import EventRecorder

@@ -32,11 +32,12 @@ from typing import TYPE_CHECKING
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
 from pumice.api import Obj, meta
 from pumice.api.apply import LAST_APPLIED_CONFIG_ANNOTATION
+from pumice.api.intstr import scaled_value
 from pumice.api.meta import owner_reference
 from pumice.api.scheme import DEPLOYMENT, POD, REPLICA_SET
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_conflict, is_not_found
 from pumice.client.informer import OWNER_UID_INDEX, Informer
-from pumice.controllers.kube.podutil import compute_hash, is_terminal, scaled_value
+from pumice.controllers.kube.podutil import compute_hash, is_terminal
 from pumice.controllers.kube.replicaset import ORPHAN_INDEX, orphan_indexer, workload_selector
 from pumice.runtime import Request, Result, TerminalError
 from pumice.runtime.events import EventRecorder

@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-import re
 from collections import Counter
 from typing import Any
 
 import msgspec
 
 from pumice._util.clock import parse_rfc3339
-from pumice._util.gostrings import quote
 from pumice.api import Obj, meta
 from pumice.api.scheme import POD
 from pumice.client.base import ApiError, KubeClient, is_not_found
@@ -128,28 +125,6 @@ def compute_hash(template: Obj, collision_count: int | None = None) -> str:
         data += f"#{collision_count}"
     h = int.from_bytes(hashlib.sha256(data.encode()).digest()[:4], "big")
     return safe_encode(str(h))
-
-
-def scaled_value(value: int | str | None, total: int, *, round_up: bool, default: int | str = 0) -> int:
-    """GetScaledValueFromIntOrPercent: an int, or ``"25%"`` of ``total`` rounded up or down.
-
-    Raises:
-        ValueError: a string that is not a percentage.
-    """
-    v = default if value is None else value
-    if isinstance(v, int):
-        return v
-    s = str(v)
-    if not s.endswith("%"):
-        if s.isdigit():
-            return int(s)
-        raise ValueError("invalid value for IntOrString: invalid type: string is not a percentage")
-    if not re.fullmatch(r"[+-]?[0-9]+", s[:-1]):
-        raise ValueError(f"invalid value for IntOrString: invalid value {quote(s)}: "
-                         f"strconv.Atoi: parsing {quote(s[:-1])}: invalid syntax")
-    pct = int(s[:-1])
-    x = pct * total / 100
-    return math.ceil(x) if round_up else math.floor(x)
 
 
 def pod_from_template(template: Obj, *, namespace: str, generate_name: str, owner_ref: Obj,
