@@ -1,7 +1,8 @@
 """Go's quoting of strings, for texts that must read as upstream's (error messages, shell words),
 and Go's integer parsing, for inputs that must take what upstream takes.
 
-Mirrors: Go's strconv.Quote (``%q`` of a string), strconv.Atoi and unicode.IsPrint.
+Mirrors: Go's strconv.Quote (``%q`` of a string), strconv.Atoi, strconv.ParseUint and
+unicode.IsPrint.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import re
 from decimal import Decimal
 
 _ATOI = re.compile(r"[+-]?[0-9]+")
+_DIGITS = re.compile(r"[0-9]+")
 
 _ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
 
@@ -35,6 +37,22 @@ def atoi(s: str, func: str = "Atoi") -> int:
     n = int(s)
     if not -(2**63) <= n < 2**63:
         raise ValueError(f"strconv.{func}: parsing {quote(s)}: value out of range")
+    return n
+
+
+def parse_uint(s: str) -> int:
+    """``s`` as Go's ``strconv.ParseUint(s, 10, 64)`` parses it: ASCII digits only (no sign),
+    within uint64.
+
+    Raises:
+        ValueError: with Go's text (``strconv.ParseUint: parsing "-1": invalid syntax``,
+            ``... value out of range``).
+    """
+    if not _DIGITS.fullmatch(s):
+        raise ValueError(f"strconv.ParseUint: parsing {quote(s)}: invalid syntax")
+    n = int(s)
+    if n >= 2**64:
+        raise ValueError(f"strconv.ParseUint: parsing {quote(s)}: value out of range")
     return n
 
 

@@ -35,13 +35,14 @@ from typing import Any
 import msgspec
 import yaml
 
+from pumice._util.gostrings import parse_uint, quote
 from pumice.api import yamlsafe
 from pumice.api.apply import field_manager_errors
 from pumice.apiserver import errors
 from pumice.apiserver.errors import StatusError
 
 __all__ = ["MAX_DECODED_BYTES", "MAX_DEPTH", "check_query", "check_resource_version", "decode_body", "duplicate_fields",
-           "json_depth"]
+           "json_depth", "object_resource_version", "parse_resource_version"]
 
 MAX_DEPTH = 100
 MAX_DECODED_BYTES = 3 * 1024 * 1024
@@ -205,10 +206,10 @@ _OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "Patc
 _FIELD_VALIDATION = ("", "Ignore", "Strict", "Warn")
 
 
-def check_query(method: str, query: Mapping[str, str], revision: int, patch_type: str | None = None) -> None:
-    """Request options checked before a request is routed, as kube-apiserver checks them.
-
-    - CreateOptions, UpdateOptions, PatchOptions (``patch_type`` from the Content-Type, None when
+def check_query(method: str, query: Mapping[str, str], patch_type: str | None = None) -> None:
+    """Write options checked before a request is routed, as kube-apiserver checks them (a read's
+    ``resourceVersion`` is checked where the read is served: :func:`check_resource_version`):
+    CreateOptions, UpdateOptions, PatchOptions (``patch_type`` from the Content-Type, None when
       it is not a patch type: the 415 comes later), 422 ``PatchOptions.meta.k8s.io "" is invalid:
       <field>: <error>`` (``[<error>, <error>]`` for several), each error a cause, in upstream's
       order: an apply patch without ``fieldManager`` (``fieldManager: Required value: is required
@@ -216,15 +217,9 @@ def check_query(method: str, query: Mapping[str, str], revision: int, patch_type
       for non-apply patch``); a ``fieldManager`` longer than 128 bytes or with an unprintable
       character (:func:`pumice.api.apply.field_manager_errors`); a ``fieldValidation`` other than
       ``Ignore``, ``Warn``, ``Strict`` or empty (``fieldValidation: Unsupported value: ...``).
-    - ``resourceVersion`` on a read must be an integer (400), and not newer than the store's
-      ``revision``: 504 Timeout ``Too large resource version: <rv>, current: <revision>`` with a
-      ``ResourceVersionTooLarge`` cause and ``retryAfterSeconds: 1`` (the watch cache's answer
-      once it has waited for the version; pumice's store is the only source of versions, so a
-      newer one cannot arrive and the answer is immediate).
 
     Mirrors: k8s.io/apimachinery pkg/apis/meta/v1/validation ValidateCreateOptions,
-    ValidateUpdateOptions, ValidatePatchOptions, ValidateFieldManager, ValidateFieldValidation;
-    k8s.io/apiserver pkg/storage/errors.go NewTooLargeResourceVersionError.
+    ValidateUpdateOptions, ValidatePatchOptions, ValidateFieldManager, ValidateFieldValidation.
 
     Raises:
         StatusError: as above.
@@ -251,21 +246,62 @@ def check_query(method: str, query: Mapping[str, str], revision: int, patch_type
             body = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
             raise StatusError(422, f'{kind}.meta.k8s.io "" is invalid: {body}', "Invalid",
                               {"group": "meta.k8s.io", "kind": kind, "causes": causes})
-    elif method == "GET":
-        check_resource_version(query, revision)
 
 
-def check_resource_version(query: Mapping[str, str], revision: int) -> None:
-    """The ``resourceVersion`` of a read (GET, and the list of a DELETE of a collection): an
-    integer (400) not newer than the store's ``revision`` (504, see :func:`check_query`)."""
-    rv = query.get("resourceVersion")
-    if rv:
-        try:
-            wanted = int(rv)
-        except ValueError:
-            raise errors.bad_request(f"invalid resource version: {rv!r}") from None
-        if wanted > revision:
-            raise StatusError(504, f"Too large resource version: {wanted}, current: {revision}", "Timeout",
-                              {"causes": [{"reason": "ResourceVersionTooLarge",
-                                           "message": "Too large resource version"}],
-                               "retryAfterSeconds": 1})
+def parse_resource_version(rv: str | None) -> int:
+    """A requested ``resourceVersion`` as the storage reads it: 0 when absent, ``""`` or ``"0"``,
+    else a uint64 (``strconv.ParseUint``: digits only, so ``+5``, `` 5`` and ``5_0`` are refused).
+
+    Raises:
+        ValueError: the storage's field error, ``resourceVersion: Invalid value: "abc":
+            strconv.ParseUint: parsing "abc": invalid syntax``.
+
+    Mirrors: k8s.io/apiserver pkg/storage/api_object_versioner.go ParseResourceVersion.
+    """
+    if rv is None or rv in ("", "0"):
+        return 0
+    try:
+        return parse_uint(rv)
+    except ValueError as e:
+        raise ValueError(f"resourceVersion: Invalid value: {quote(rv)}: {e}") from None
+
+
+def object_resource_version(rv: Any) -> int:
+    """An object's ``metadata.resourceVersion`` as the storage reads it on a write: 0 when unset
+    or empty, else a uint64.
+
+    Raises:
+        ValueError: Go's text, ``strconv.ParseUint: parsing "abc": invalid syntax``.
+
+    Mirrors: k8s.io/apiserver pkg/storage/api_object_versioner.go ObjectResourceVersion.
+    """
+    if rv is None or rv == "":
+        return 0
+    return parse_uint(str(rv))
+
+
+def check_resource_version(query: Mapping[str, str], revision: int, *, listing: bool) -> int:
+    """The ``resourceVersion`` of a read (GET of an object or its status, a list, a watch, the
+    list of a DELETE of a collection), checked as the storage checks it: 0 when not given.
+
+    Raises:
+        StatusError: 400 BadRequest for a value :func:`parse_resource_version` refuses: a list's
+            ``invalid resource version: resourceVersion: Invalid value: "abc": strconv.ParseUint:
+            ...`` (the storage's ValidateListOptions); for a get or a watch the field error alone.
+            504 :func:`pumice.apiserver.errors.too_large_resource_version` for a version newer
+            than the store's ``revision`` (the watch cache's answer once it has waited for the
+            version; pumice's store is the only source of versions, so a newer one cannot arrive
+            and the answer is immediate: apiserver pkg/storage/errors.go
+            NewTooLargeResourceVersionError).
+
+    Deviates: for a get or a watch kube-apiserver passes the storage's error on as it is, so the
+    client sees a 500 with no reason and the same message; pumice answers bad input with a 4xx.
+    Mirrors: k8s.io/apiserver pkg/storage/interfaces.go ValidateListOptions, cacher Get and Watch.
+    """
+    try:
+        wanted = parse_resource_version(query.get("resourceVersion"))
+    except ValueError as e:
+        raise errors.bad_request(f"invalid resource version: {e}" if listing else str(e)) from None
+    if wanted > revision:
+        raise errors.too_large_resource_version(wanted, revision)
+    return wanted

@@ -172,6 +172,19 @@ def resource_version_set_on_create() -> StatusError:
     return StatusError(400, "resourceVersion should not be set on objects to be created", "BadRequest")
 
 
+def too_large_resource_version(wanted: int, current: int) -> StatusError:
+    """A read at a ``resourceVersion`` newer than the store's: 504 Timeout ``Timeout: Too large
+    resource version: <wanted>, current: <current>``, cause ``ResourceVersionTooLarge``, retry
+    after 1 s.
+
+    Mirrors: apiserver pkg/storage/errors.go NewTooLargeResourceVersionError (apimachinery
+    NewTimeoutError adds the ``Timeout: `` prefix).
+    """
+    return StatusError(504, f"Timeout: Too large resource version: {wanted}, current: {current}", "Timeout",
+                       {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                        "retryAfterSeconds": 1})
+
+
 def expired(message: str) -> StatusError:
     return StatusError(410, message, "Expired")
 

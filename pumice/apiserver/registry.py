@@ -52,6 +52,7 @@ from pumice.apiserver import errors, events
 from pumice.apiserver import kinds as _kinds  # noqa: F401 - registers the strategies of the newer kinds
 from pumice.apiserver.admission import AdmissionChain
 from pumice.apiserver.crds import CustomResource, crd_info
+from pumice.apiserver.decode import object_resource_version, parse_resource_version
 from pumice.apiserver.errors import StatusError
 from pumice.apiserver.eviction import check_disruption_budget
 from pumice.apiserver.fields import (
@@ -444,12 +445,10 @@ class Registry:
         fields: FieldSelector,
     ) -> Watcher:
         self.check_field_selector(rk, fields)
-        rv: int | None = None
-        if resource_version not in (None, "", "0"):
-            try:
-                rv = int(str(resource_version))
-            except ValueError:
-                raise errors.bad_request(f"invalid resource version: {resource_version!r}") from None
+        try:
+            rv = parse_resource_version(resource_version) or None
+        except ValueError as e:  # Deviates: kube-apiserver answers 500 with this text
+            raise errors.bad_request(str(e)) from None
         try:
             return self.store.watch(self.storage_resource(rk), namespace if rk.namespaced else None,
                                     resource_version=rv, labels=labels,
@@ -804,7 +803,10 @@ class Registry:
         """
         obj = self._check_body(rk, namespace, body, None)
         md = obj["metadata"]
-        rv_set = str(md.get("resourceVersion") or "0").isdigit() and int(md.get("resourceVersion") or 0) != 0
+        try:  # the etcd3 store refuses a version it can read and is not 0, and clears any other
+            rv_set = object_resource_version(md.get("resourceVersion")) != 0
+        except ValueError:
+            rv_set = False
         ns = self._ns(rk, namespace or md.get("namespace"))
         res = self.storage_resource(rk)
         st = self._view(rk)
@@ -881,6 +883,25 @@ class Registry:
 
     # ---------------------------------------------------------------- update
 
+    @staticmethod
+    def _precondition_rv(rv: Any) -> int:
+        """The ``metadata.resourceVersion`` an update or patch result carries, as the storage reads
+        it: 0 (unset, ``""``: an unconditional update) or the version the stored object must have.
+
+        Raises:
+            StatusError: 400 BadRequest with Go's text (``strconv.ParseUint: parsing "abc": invalid
+                syntax``) for one it cannot read, before admission and validation. Deviates:
+                kube-apiserver passes that error on as it is (500, no reason); pumice answers bad
+                input with a 4xx.
+
+        Mirrors: apiserver pkg/registry/generic/registry/store.go Update (ObjectResourceVersion of
+        the updated object inside GuaranteedUpdate).
+        """
+        try:
+            return object_resource_version(rv)
+        except ValueError as e:
+            raise errors.bad_request(str(e)) from None
+
     async def update(
         self,
         rk: ResourceKind,
@@ -924,8 +945,7 @@ class Registry:
         if old is None:
             raise errors.not_found(rk, name)
         warnings = self._prune_default(rk, obj, field_validation) if sub == "" else []
-        want_rv = obj["metadata"].get("resourceVersion")
-        if want_rv and str(want_rv) != str(old.rv):
+        if self._precondition_rv(obj["metadata"].get("resourceVersion")) not in (0, old.rv):
             raise errors.conflict(rk, name, errors.STALE)
         if cr_status:  # as kube-apiserver validates: after the lookup (404) and the version check (409)
             self._check_types(rk, obj, cr_status="after")
@@ -1102,7 +1122,7 @@ class Registry:
             md = patched.setdefault("metadata", {})
             if not isinstance(md, dict):
                 raise StatusError(422, "metadata must be an object", "Invalid")
-            if str(md.get("resourceVersion", old.rv)) != str(old.rv):
+            if self._precondition_rv(md.get("resourceVersion", old.rv)) not in (0, old.rv):
                 raise errors.conflict(rk, name, errors.STALE)
             md.pop("resourceVersion", None)
             try:

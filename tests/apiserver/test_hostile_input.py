@@ -283,7 +283,7 @@ async def test_a_future_resource_version_is_answered_with_too_large(cluster: Loc
     for params in ({"watch": "1", "resourceVersion": "99999999"}, {"resourceVersion": "99999999"}):
         e = await _refused(cluster, "GET", PODS, None, params=params)
         assert e.code == 504 and e.reason == "Timeout"
-        assert e.message.startswith("Too large resource version: 99999999, current: ")
+        assert e.message.startswith("Timeout: Too large resource version: 99999999, current: ")
         assert e.status["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
         assert e.status["details"]["retryAfterSeconds"] == 1
 

@@ -28,7 +28,8 @@ async def http(cluster: LocalCluster) -> AsyncIterator[httpx2.AsyncClient]:
     ({"limit": ""}, 400, 'strconv.ParseInt: parsing "": invalid syntax'),
     ({"limit": "99999999999999999999"}, 400, 'strconv.ParseInt: parsing "99999999999999999999": value out of range'),
     ({"timeoutSeconds": "abc"}, 400, 'strconv.ParseInt: parsing "abc": invalid syntax'),
-    ({"resourceVersion": "zzz"}, 400, "invalid resource version: 'zzz'"),
+    ({"resourceVersion": "zzz"}, 400,
+     'invalid resource version: resourceVersion: Invalid value: "zzz": strconv.ParseUint: parsing "zzz": invalid syntax'),
     ({"resourceVersionMatch": "NotOlderThan"}, 422,
      'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden '
      "unless resourceVersion is provided"),
