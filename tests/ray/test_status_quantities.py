@@ -22,7 +22,7 @@ def spec(head: dict, *workers: dict) -> dict:
 
 
 def status(sp: dict, name: str) -> str:
-    return res.status_quantity(res.desired_resources(sp), res.desired_formats(sp), name)
+    return res.status_quantity(*res.desired_quantities(sp), name)
 
 
 def test_canonical_strings_keep_the_format() -> None:
@@ -48,3 +48,13 @@ def test_the_first_quantity_gives_the_format() -> None:
     # a zero head takes the workers' format
     assert status(spec({"memory": "0"}, group(None, "1Gi", replicas=3)), "memory") == "3Gi"
     assert status(spec({}), "cpu") == "0"
+
+
+def test_one_walk_gives_the_sums_and_their_formats_suspended_groups_left_out() -> None:
+    suspended = {**group("5", "5Gi", replicas=3), "suspend": True}
+    sp = spec({"cpu": "500m"}, group("1", "2G", replicas=2), suspended, group("0", "1Gi", replicas=0))
+    total, formats = res.desired_quantities(sp)
+    assert total == {"cpu": Fraction(5, 2), "memory": Fraction(4 * 10**9)}
+    assert formats == {"cpu": DECIMAL_SI, "memory": DECIMAL_SI}
+    assert res.desired_resources(sp) == total
+    assert res.min_resources(sp) == {"cpu": Fraction(1, 2), "memory": Fraction(0)}

@@ -901,8 +901,7 @@ class RayClusterReconciler:
         st["desiredWorkerReplicas"] = res.desired_worker_pods(spec)
         st["minWorkerReplicas"] = res.min_worker_pods(spec)
         st["maxWorkerReplicas"] = res.max_worker_pods(spec)
-        total = res.desired_resources(spec)
-        formats = res.desired_formats(spec)
+        total, formats = res.desired_quantities(spec)
         st["desiredCPU"] = res.status_quantity(total, formats, "cpu")
         st["desiredMemory"] = res.status_quantity(total, formats, "memory")
         gpus = sorted(k for k in total if res.is_gpu_resource_key(k))  # sumGPUs: a zero Quantity plus each

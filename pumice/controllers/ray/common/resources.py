@@ -12,7 +12,7 @@ CalculateDesiredReplicas, CalculateMinReplicas, CalculateMaxReplicas) and utils/
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from fractions import Fraction
 
 from pumice.api import Obj
@@ -45,13 +45,19 @@ def sum_gpus(resources: ResourceList) -> Fraction:
     return sum((v for k, v in resources.items() if is_gpu_resource_key(k)), Fraction(0))
 
 
+def _container_quantities(container: Obj) -> dict[str, str]:
+    """The container's quantity strings: requests, with limits filling the names requests do not
+    set (CalculatePodResource)."""
+    res = container.get("resources") or {}
+    out = dict(res.get("requests") or {})
+    for k, v in (res.get("limits") or {}).items():
+        out.setdefault(k, v)
+    return out
+
+
 def container_resources(container: Obj) -> ResourceList:
     """Requests, with limits filling the names requests do not set."""
-    res = container.get("resources") or {}
-    out: ResourceList = {k: parse_quantity(v) for k, v in (res.get("requests") or {}).items()}
-    for k, v in (res.get("limits") or {}).items():
-        out.setdefault(k, parse_quantity(v))
-    return out
+    return {k: parse_quantity(v) for k, v in _container_quantities(container).items()}
 
 
 def pod_resources(pod_spec: Obj) -> ResourceList:
@@ -142,33 +148,31 @@ def _saturate(n: int) -> int:
     return min(n, c.MAX_INT32)
 
 
-def desired_resources(spec: Obj) -> ResourceList:
-    """Head pod + Σ per-pod × raw ``replicas`` × numOfHosts (suspended groups skipped).
-
-    Note: uses the raw ``replicas`` value, not the clamped one, as upstream does.
-    """
-    parts = [pod_resources(spec.get("headGroupSpec", {}).get("template", {}).get("spec", {}))]
+def _cluster_pods(spec: Obj, count: Callable[[Obj], int]) -> Iterator[tuple[Obj, int]]:
+    """``(Pod spec, how many)``: the head's once, then each worker group's that is not
+    suspended, ``count(group)`` times (the order KubeRay sums them in)."""
+    yield spec.get("headGroupSpec", {}).get("template", {}).get("spec", {}), 1
     for g in spec.get("workerGroupSpecs") or []:
-        if is_group_suspended(g):
-            continue
-        n = int(g.get("replicas") or 0) * num_of_hosts(g)
-        parts.append(scale(pod_resources(g.get("template", {}).get("spec", {})), n))
-    return sum_resource_lists(parts)
+        if not is_group_suspended(g):
+            yield g.get("template", {}).get("spec", {}), count(g)
 
 
-def _pod_formats(pod_spec: Obj) -> dict[str, tuple[str, bool]]:
-    """Per resource name, the Go Quantity format of the Pod's sum and whether the sum is zero, as
-    CalculatePodResource leaves them: the first container's quantity, whose format an Add takes
-    over only while the sum is zero (resource.Quantity.Add)."""
-    out: dict[str, tuple[str, bool]] = {}
+def _raw_replicas(group: Obj) -> int:
+    return int(group.get("replicas") or 0) * num_of_hosts(group)
+
+
+def _pod_quantities(pod_spec: Obj) -> tuple[ResourceList, dict[str, tuple[str, bool]]]:
+    """The Pod's sum (as :func:`pod_resources`) and, per resource name, the Go Quantity format of
+    that sum and whether it is zero, as CalculatePodResource leaves them: the first container's
+    quantity, whose format an Add takes over only while the sum is zero (resource.Quantity.Add)."""
+    total: ResourceList = {}
+    formats: dict[str, tuple[str, bool]] = {}
     for ct in pod_spec.get("containers") or []:
-        res = ct.get("resources") or {}
-        wanted = dict(res.get("requests") or {})
-        for k, v in (res.get("limits") or {}).items():
-            wanted.setdefault(k, v)
-        for k, v in wanted.items():
-            _add_format(out, k, quantity_format(v), parse_quantity(v) == 0)
-    return out
+        for k, v in _container_quantities(ct).items():
+            amount = parse_quantity(v)
+            total[k] = total.get(k, Fraction(0)) + amount
+            _add_format(formats, k, quantity_format(v), amount == 0)
+    return total, formats
 
 
 def _add_format(out: dict[str, tuple[str, bool]], name: str, fmt: str, zero: bool) -> None:
@@ -176,39 +180,42 @@ def _add_format(out: dict[str, tuple[str, bool]], name: str, fmt: str, zero: boo
     out[name] = add_format(out.get(name), fmt, zero)
 
 
-def desired_formats(spec: Obj) -> dict[str, str]:
-    """The Go Quantity format of each sum :func:`desired_resources` makes, as KubeRay's
-    CalculateDesiredResources leaves it (head first, then the worker groups that are not
-    suspended, each Pod's sum multiplied by its replicas, which keeps the format), so the status
-    prints it as upstream does (``1e400`` is ``10e399``, ``2G`` + ``1G`` is ``3G``)."""
-    parts = [(_pod_formats(spec.get("headGroupSpec", {}).get("template", {}).get("spec", {})), 1)]
-    for g in spec.get("workerGroupSpecs") or []:
-        if is_group_suspended(g):
-            continue
-        parts.append((_pod_formats(g.get("template", {}).get("spec", {})), int(g.get("replicas") or 0) * num_of_hosts(g)))
-    out: dict[str, tuple[str, bool]] = {}
-    for formats, n in parts:
-        for k, (fmt, zero) in formats.items():
-            _add_format(out, k, fmt, zero or n == 0)
-    return {k: fmt for k, (fmt, _) in out.items()}
+def desired_quantities(spec: Obj) -> tuple[ResourceList, dict[str, str]]:
+    """``(sums, formats)`` in one walk of the spec: the head Pod + Σ per-Pod × raw ``replicas`` ×
+    numOfHosts (suspended groups skipped; the raw ``replicas``, not the clamped one, as upstream),
+    and the Go Quantity format of each sum as KubeRay's CalculateDesiredResources leaves it (each
+    Pod's sum multiplied by its replicas keeps the format; a zero product takes the next one's),
+    so the status prints it as upstream does (``1e400`` is ``10e399``, ``2G`` + ``1G`` is ``3G``).
+
+    Mirrors: kuberay utils/util.go CalculateDesiredResources, CalculatePodResource.
+    """
+    total: ResourceList = {}
+    formats: dict[str, tuple[str, bool]] = {}
+    for pod_spec, n in _cluster_pods(spec, _raw_replicas):
+        amounts, pod_formats = _pod_quantities(pod_spec)
+        for k, v in amounts.items():
+            total[k] = total.get(k, Fraction(0)) + v * n
+        for k, (fmt, zero) in pod_formats.items():
+            _add_format(formats, k, fmt, zero or n == 0)
+    return total, {k: fmt for k, (fmt, _) in formats.items()}
+
+
+def desired_resources(spec: Obj) -> ResourceList:
+    """The sums of :func:`desired_quantities`."""
+    return desired_quantities(spec)[0]
 
 
 def status_quantity(total: ResourceList, formats: dict[str, str], name: str) -> str:
     """``total[name]`` as KubeRay's status writes the Quantity (``Quantity.String()`` in the
-    format :func:`desired_formats` found; ``"0"`` when absent)."""
+    format :func:`desired_quantities` found; ``"0"`` when absent)."""
     amount = total.get(name, Fraction(0))
     return canonical_string(amount, formats.get(name, DECIMAL_SI))
 
 
 def min_resources(spec: Obj) -> ResourceList:
     """Head pod + Σ per-pod × minReplicas × numOfHosts (suspended groups skipped)."""
-    parts = [pod_resources(spec.get("headGroupSpec", {}).get("template", {}).get("spec", {}))]
-    for g in spec.get("workerGroupSpecs") or []:
-        if is_group_suspended(g):
-            continue
-        n = group_min_max(g)[0] * num_of_hosts(g)
-        parts.append(scale(pod_resources(g.get("template", {}).get("spec", {})), n))
-    return sum_resource_lists(parts)
+    return sum_resource_lists(scale(pod_resources(pod_spec), n) for pod_spec, n in
+                              _cluster_pods(spec, lambda g: group_min_max(g)[0] * num_of_hosts(g)))
 
 
 def is_autoscaling_enabled(spec: Obj) -> bool:
