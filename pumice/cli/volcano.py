@@ -27,9 +27,13 @@ import click
 import yaml
 
 from pumice.api import yamlsafe
+from pumice.api.scheme import HYPER_NODE, NAMESPACE, NODE, POD, POD_GROUP, PRIORITY_CLASS, QUEUE
 
-_KINDS = {"Namespace", "Node", "Pod", "PodGroup", "Queue", "PriorityClass", "HyperNode"}
-_NAMESPACED = {"Pod", "PodGroup"}
+_SESSION_KINDS = {rk.kind: rk for rk in (NAMESPACE, PRIORITY_CLASS, QUEUE, HYPER_NODE, NODE, POD_GROUP, POD)}
+"""The kinds a session reads (by kind; a manifest without ``apiVersion`` is read as the one here),
+in the order a cluster needs them: a PodGroup's Queue, a Pod's PriorityClass first."""
+_KINDS = set(_SESSION_KINDS)
+_NAMESPACED = {kind for kind, rk in _SESSION_KINDS.items() if rk.namespaced}
 
 
 def _fail(msg: str) -> None:
@@ -152,12 +156,6 @@ def session(path: Path, config: Path | None, explain: bool) -> None:
     click.echo(json.dumps(out, indent=2))
 
 
-_CREATE_ORDER = ("Namespace", "PriorityClass", "Queue", "HyperNode", "Node", "PodGroup", "Pod")
-"""Kinds in the order a cluster needs them: a PodGroup's Queue, a Pod's PriorityClass first."""
-_API_VERSIONS = {"Namespace": "v1", "Node": "v1", "Pod": "v1", "PriorityClass": "scheduling.k8s.io/v1",
-                 "Queue": "scheduling.volcano.sh/v1beta1", "PodGroup": "scheduling.volcano.sh/v1beta1",
-                 "HyperNode": "topology.volcano.sh/v1alpha1"}
-"""What a manifest without ``apiVersion`` is read as (the session reads by kind)."""
 _SERVER_SET = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "selfLink",
                "deletionTimestamp", "deletionGracePeriodSeconds")
 """Metadata the API server sets itself (a dump of a live cluster carries it)."""
@@ -165,7 +163,7 @@ _SERVER_SET = ("uid", "resourceVersion", "creationTimestamp", "generation", "man
 
 def validate_manifests(objs: list[dict[str, Any]]) -> None:
     """Check every object as the API server checks it on create: each is created, in
-    :data:`_CREATE_ORDER`, in a throwaway in-memory API server (pumice's own, with the CRDs and the
+    :data:`_SESSION_KINDS`' order, in a throwaway in-memory API server (pumice's own, with the CRDs and the
     Volcano admission plugins of ``pumice up``: type checks, CRD schemas, validation, admission;
     no second validator). ``objs`` is not changed.
 
@@ -188,7 +186,7 @@ def validate_manifests(objs: list[dict[str, Any]]) -> None:
 def _placeholders(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Namespaces, Queues and PriorityClasses the objects name and the files lack."""
     from pumice.controllers.volcano import keys
-    from pumice.controllers.volcano.queue import root_queue
+    from pumice.controllers.volcano.queue import new_queue, root_queue
 
     have = {(o["kind"], (o.get("metadata") or {}).get("name")) for o in objs}
     out: dict[tuple[str, str], dict[str, Any]] = {}
@@ -201,17 +199,16 @@ def _placeholders(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         md, spec = o.get("metadata") or {}, o.get("spec") or {}
         if o["kind"] in _NAMESPACED and md.get("namespace") != "default":
             ns = str(md.get("namespace"))
-            add("Namespace", ns, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+            add("Namespace", ns, {"apiVersion": NAMESPACE.api_version, "kind": NAMESPACE.kind, "metadata": {"name": ns}})
         queue = str(spec.get("queue") or "") if o["kind"] == "PodGroup" else \
             str(spec.get("parent") or "") if o["kind"] == "Queue" else ""
         if queue == keys.ROOT_QUEUE:
             add("Queue", queue, root_queue())
         elif queue:
-            add("Queue", queue, {"apiVersion": keys.SCHEDULING_API_VERSION, "kind": "Queue",
-                                 "metadata": {"name": queue}, "spec": {"weight": 1}})
+            add("Queue", queue, new_queue(queue))
         if o["kind"] == "Pod" and spec.get("priorityClassName"):
             name = str(spec["priorityClassName"])
-            add("PriorityClass", name, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            add("PriorityClass", name, {"apiVersion": PRIORITY_CLASS.api_version, "kind": PRIORITY_CLASS.kind,
                                         "metadata": {"name": name}, "value": int(spec.get("priority") or 0)})
     return list(out.values())
 
@@ -228,17 +225,17 @@ async def _validate(objs: list[dict[str, Any]]) -> None:
                        install_crds=False)
     await server.start()
     # only the CRDs of the kinds a session reads (the others cost the most of a start)
-    groups = {_API_VERSIONS[k].split("/")[0] for k in _CREATE_ORDER if "/" in _API_VERSIONS[k]}
+    groups = {rk.group for rk in _SESSION_KINDS.values() if rk.group}
     await server.apply_crds([c for c in builtin_crds() if c["spec"]["group"] in groups], builtin=True)
     client = in_process(server.app, scheme=server.scheme)
     todo = [*_placeholders(objs), *objs]
     try:
-        for kind in _CREATE_ORDER:
+        for kind, rk in _SESSION_KINDS.items():
             for o in todo:
                 if o["kind"] != kind:
                     continue
                 body = {k: copy.deepcopy(v) for k, v in o.items() if k != "_source"}
-                body.setdefault("apiVersion", _API_VERSIONS[kind])
+                body.setdefault("apiVersion", rk.api_version)
                 md = body["metadata"]
                 for key in _SERVER_SET:
                     md.pop(key, None)

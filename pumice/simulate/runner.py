@@ -857,6 +857,8 @@ def _resource_version(server: Any) -> int:
 
 
 async def _create_policy_objects(api: Any, cfg: SimConfig) -> None:
+    from pumice.controllers.volcano.queue import new_queue
+
     for name, value in sorted(cfg.workload.priority_classes.items()):
         await api.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                           "metadata": {"name": name}, "value": value})
@@ -869,8 +871,7 @@ async def _create_policy_objects(api: Any, cfg: SimConfig) -> None:
             raise InputError(f"Queue {obj_name(q)!r} refused by the API server: {' '.join(str(e).split())}") from None
     for name in cfg.workload.queues:
         if name not in given and name != "default":
-            await api.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
-                              "metadata": {"name": name}, "spec": {"weight": 1, "reclaimable": True}})
+            await api.create(new_queue(name))
 
 
 async def _inject(api: Any, cfg: SimConfig, clock: LoopClock, rec: Recorder,

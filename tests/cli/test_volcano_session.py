@@ -109,3 +109,22 @@ def test_session_takes_a_dump_of_cluster_state_that_references_objects_the_files
     res = CliRunner().invoke(volcano_cli, ["session", "-f", str(tmp_path)])
     assert res.exit_code == 0, res.stderr
     assert '"binds": {}' in res.stdout  # the Queue is not in the session: its jobs wait, as on a cluster
+
+
+def test_the_objects_the_files_lack_come_from_the_queue_builders_and_the_kinds_registry() -> None:
+    """One Queue builder (the controller's) and one kinds registry (pumice.api.scheme): the third
+    inline Queue and the hand-kept kind -> apiVersion map are gone."""
+    from pumice.api.scheme import NAMESPACE, PRIORITY_CLASS
+    from pumice.cli.volcano import _placeholders
+    from pumice.controllers.volcano.queue import new_queue, root_queue
+
+    objs = [{"kind": "PodGroup", "metadata": {"name": "pg", "namespace": "team"}, "spec": {"queue": "q1"}},
+            {"kind": "Queue", "metadata": {"name": "child"}, "spec": {"parent": "root"}},
+            {"kind": "Pod", "metadata": {"name": "p", "namespace": "team"},
+             "spec": {"priorityClassName": "high", "priority": 7}}]
+    assert _placeholders(objs) == [
+        {"apiVersion": NAMESPACE.api_version, "kind": "Namespace", "metadata": {"name": "team"}},
+        new_queue("q1"), root_queue(),
+        {"apiVersion": PRIORITY_CLASS.api_version, "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 7}]
+    assert new_queue("q1")["spec"] == {"weight": 1, "reclaimable": True}
+    assert root_queue()["spec"] == {"weight": 1, "reclaimable": False}

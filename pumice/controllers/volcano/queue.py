@@ -230,16 +230,24 @@ def command_target(cmd: Obj) -> tuple[str, str]:
     return str(t.get("kind") or ""), str(t.get("name") or "")
 
 
-def default_queue() -> Obj:
+def new_queue(name: str, *, reclaimable: bool = True) -> Obj:
+    """A Queue as Volcano's queue webhook defaults one given only its name: weight 1,
+    reclaimable unless said otherwise (the root Queue is not).
+
+    Mirrors: volcano pkg/webhooks/admission/queues/mutate (weight 1, reclaimable true)."""
     return {"apiVersion": keys.SCHEDULING_API_VERSION, "kind": "Queue",
-            "metadata": {"name": keys.DEFAULT_QUEUE},
-            "spec": {"weight": 1, "reclaimable": True}}
+            "metadata": {"name": name},
+            "spec": {"weight": 1, "reclaimable": reclaimable}}
+
+
+def default_queue() -> Obj:
+    """Volcano's ``default`` Queue (what the controller manager creates at start)."""
+    return new_queue(keys.DEFAULT_QUEUE)
 
 
 def root_queue() -> Obj:
-    return {"apiVersion": keys.SCHEDULING_API_VERSION, "kind": "Queue",
-            "metadata": {"name": keys.ROOT_QUEUE},
-            "spec": {"weight": 1, "reclaimable": False}}
+    """Volcano's ``root`` Queue of the hierarchy (not reclaimable)."""
+    return new_queue(keys.ROOT_QUEUE, reclaimable=False)
 
 
 class QueueReconciler:
