@@ -29,7 +29,9 @@
   service> :8265`` (the API server's tunnel to the node agent, so it works wherever kubectl does;
   ``--address`` overrides it). Refused at once when every Node runs the simulated runtime (no
   kubelet endpoint); a timeout names the Pod that holds the cluster back; the generated RayJob is
-  server-side applied (``ray-kubectl-plugin``), one from ``-f`` created;
+  server-side applied, one from ``-f`` created, both as field manager ``ray-kubectl-plugin``; a
+  submission id not given is generated as the plugin does (``raysubmit_`` + 16 characters) and
+  printed first;
 - ``version``: pumice's version and the KubeRay operator's (image tag of the Deployment labelled
   ``app.kubernetes.io/name in (kuberay-operator,kuberay)``, else pumice's own
   ``pumice-controller-manager`` from ``pumice install``).
@@ -47,9 +49,7 @@ its own process) to a free local port (kubectl-ray: 8265) and does not require
 ``--working-dir``; ``session`` also takes
 ``--address`` (kubectl port-forward's bind address) and refuses at once, instead of retrying, when
 the resource has no head Service in its status yet; ``-n`` defaults to ``default``, not the
-kubeconfig context's namespace. ``job submit --dry-run`` prints the RayJob with its ``jobId``
-(the plugin sets it after the apply) and without the plugin's ``entrypoint: ""``,
-``ttlSecondsAfterFinished: 0`` and ``shutdownAfterJobFinishes: false``.
+kubeconfig context's namespace.
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -834,25 +835,21 @@ def _job_submit(filename: str, name: str, address: str | None, submission_id: st
     ttlSecondsAfterFinished and shutdownAfterJobFinishes, as kubectl-ray's job_submit.go."""
     from pumice.controllers.ray import association as assoc
 
+    if not entrypoint:  # the plugin refuses a missing entrypoint first, --dry-run too
+        raise click.UsageError("missing the entrypoint: pumice ray job submit ... -- ENTRYPOINT")
     if ttl is not None and ttl < 0:
         raise RayCliError("--ttl-seconds-after-finished must be greater than or equal to 0")
 
     if not filename and not name.strip():
         raise RayCliError("Must set either yaml file (--filename) or set Ray job name (--name)")
-    if not entrypoint and not dry_run:
-        raise click.UsageError("missing the entrypoint: pumice ray job submit ... -- ENTRYPOINT")
     for value, flag in ((head_cpu, "head-cpu"), (head_gpu, "head-gpu"), (head_memory, "head-memory"),
                         (worker_cpu, "worker-cpu"), (worker_gpu, "worker-gpu"), (worker_memory, "worker-memory")):
         _check_quantity(value, flag)
     if address is not None and not address.strip():
         raise RayCliError("--address was provided but is empty")
-    import random
-
-    sid = submission_id or assoc.rayjob_job_id(name or "rayjob", random.Random())
     if filename:
         job = load_rayjob_file(filename)
         job.setdefault("metadata", {}).setdefault("namespace", namespace)
-        job["spec"]["jobId"] = sid
         name = str(job["metadata"].get("name", ""))
         ns = str(job["metadata"]["namespace"])
         if not runtime_env and not runtime_env_json and job["spec"].get("runtimeEnvYAML"):
@@ -865,6 +862,12 @@ def _job_submit(filename: str, name: str, address: str | None, submission_id: st
             raise RayCliError("ttlSecondsAfterFinished must be greater than or equal to 0")
         if not job["spec"].get("shutdownAfterJobFinishes") and int(job["spec"].get("ttlSecondsAfterFinished") or 0) > 0:
             raise RayCliError("ttlSecondsAfterFinished is only supported when shutdownAfterJobFinishes is set to true")
+    sid = submission_id
+    if not sid:
+        sid = generate_submission_id()
+        click.echo(f"Generated submission ID for Ray job: {sid}")
+    if filename:
+        job["spec"]["jobId"] = sid
     else:
         ns = namespace
         cl = build_cluster(f"{name}-cluster", namespace, ray_version=ray_version,
@@ -873,10 +876,11 @@ def _job_submit(filename: str, name: str, address: str | None, submission_id: st
                            worker_cpu=worker_cpu, worker_memory=worker_memory, worker_gpu=worker_gpu, labels={},
                            annotations={}, autoscaler=None, num_of_hosts=None, head_node_selectors=head_selectors,
                            worker_node_selectors=worker_selectors)
+        # the plugin's RayJobYamlObject sets every one of these (kuberay < 1.2.2 needs the entrypoint)
         job = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": name, "namespace": namespace},
-               "spec": {"submissionMode": "InteractiveMode", "jobId": sid, "rayClusterSpec": cl["spec"]}}
-        if ttl is not None:
-            job["spec"]["ttlSecondsAfterFinished"], job["spec"]["shutdownAfterJobFinishes"] = ttl, True
+               "spec": {"submissionMode": "InteractiveMode", "entrypoint": " ".join(entrypoint),
+                        "ttlSecondsAfterFinished": 0 if ttl is None else ttl,
+                        "shutdownAfterJobFinishes": ttl is not None, "jobId": sid, "rayClusterSpec": cl["spec"]}}
         if dry_run:
             click.echo(goyaml.dump(job))
             return
@@ -902,8 +906,11 @@ def _job_submit(filename: str, name: str, address: str | None, submission_id: st
                 raise RayCliError("job submit needs a Ray dashboard to submit to: the Nodes run the simulated runtime "
                                   "(no Ray processes, nothing to port-forward to); pass --address to use another "
                                   "dashboard")
-        if filename:
-            await client.create(job)
+        if filename:  # job_submit.go: RayJobs().Create with util.FieldManager
+            try:
+                await client.create(job, field_manager=FIELD_MANAGER)
+            except ApiError as e:
+                raise RayCliError(f"Error when creating RayJob CR: {e.message}") from None
         else:  # the generated RayJob is applied (job_submit.go: RayJobs().Apply, util.FieldManager)
             try:
                 await client.patch(scheme.RAY_JOB, name, job, ns, patch_type="apply", field_manager=FIELD_MANAGER)
@@ -948,6 +955,17 @@ def _job_submit(filename: str, name: str, address: str | None, submission_id: st
         async with dashboard_port_forward(kubectl, ns, service, kubeconfig=kubeconfig, context=context) as port:
             await submit_and_report(ray, f"http://127.0.0.1:{port}", sid, extra, entrypoint)
     _run(kubeconfig, context, fn)
+
+
+_SUBMISSION_ID_CHARS = "abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ123456789"
+"""ASCII letters and digits but the easily confused I, l, O, 0 and o."""
+
+
+def generate_submission_id() -> str:
+    """A new Ray submission id, ``raysubmit_`` and 16 characters drawn from a cryptographic source.
+
+    Mirrors: kubectl-plugin cmd/job/job_submit.go generateSubmissionID."""
+    return "raysubmit_" + "".join(secrets.choice(_SUBMISSION_ID_CHARS) for _ in range(16))
 
 
 DASHBOARD_PORT = 8265

@@ -182,8 +182,9 @@ class KubeClient(Protocol):
         resource_version: str | None = None,
     ) -> ObjectList: ...
 
-    async def create(self, obj: Obj, *, dry_run: bool = False) -> Obj:
-        """POST ``obj`` (its apiVersion/kind/metadata.namespace select the collection)."""
+    async def create(self, obj: Obj, *, dry_run: bool = False, field_manager: str | None = None) -> Obj:
+        """POST ``obj`` (its apiVersion/kind/metadata.namespace select the collection), owning its
+        fields as ``field_manager`` (None: the client's own)."""
         ...
 
     async def update(self, obj: Obj) -> Obj:

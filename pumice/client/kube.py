@@ -291,11 +291,11 @@ class Client:
             it.setdefault("kind", kind.kind)
         return ObjectList(items, str(md.get("resourceVersion", "")), str(md.get("continue") or ""))
 
-    async def create(self, obj: Obj, *, dry_run: bool = False) -> Obj:
+    async def create(self, obj: Obj, *, dry_run: bool = False, field_manager: str | None = None) -> Obj:
         kind = await self._kind_of(obj)
         ns = self._ns(kind, obj.get("metadata", {}).get("namespace"))
         result: Obj = await self.request("POST", kind.path(ns), body=obj,
-                                         params={"fieldManager": self.field_manager,
+                                         params={"fieldManager": field_manager or self.field_manager,
                                                  "dryRun": "All" if dry_run else None})
         return result
 

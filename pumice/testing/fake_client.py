@@ -361,7 +361,9 @@ class FakeClient:
 
     # -- writes ------------------------------------------------------------------------------
 
-    async def create(self, obj: Obj, *, dry_run: bool = False) -> Obj:
+    async def create(self, obj: Obj, *, dry_run: bool = False, field_manager: str | None = None) -> Obj:
+        """As the API server's create; ``field_manager`` is not recorded (the fake keeps no
+        managedFields, as for its patches)."""
         rk = self._kind_of(obj)
         md = obj.get("metadata") or {}
         name = md.get("name") or ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import re
 from pathlib import Path
 from typing import Any
 
@@ -489,7 +490,7 @@ def test_job_submit_refuses_simulated_nodes(server: Any) -> None:
 
     asyncio.run(call("create"))
     try:
-        r = submit(server, "--name", "simjob", "--", "python", "-c", "pass")
+        r = submit(server, "--name", "simjob", "--submission-id", "s1", "--", "python", "-c", "pass")
         assert r.exit_code == 1
         assert r.output.strip().startswith("Error: job submit needs a Ray dashboard to submit to: the Nodes run the "
                                            "simulated runtime")
@@ -780,3 +781,54 @@ def test_create_cluster_file_refusals_have_the_plugins_texts(server: Any, tmp_pa
     assert (r.exit_code, r.output.strip()) == (
         1, f"Error: failed to parse config file: config file {tmp_path / 'none.yaml'} does not exist")
     assert run(server, "get", "cluster", "x").exit_code == 1  # nothing was created
+
+
+def test_job_submit_dry_run_prints_what_the_plugin_prints(server: Any) -> None:
+    """job_submit.go Run: a generated submission id (``raysubmit_`` + 16 of the plugin's characters)
+    is printed first; the RayJob carries the entrypoint, ``ttlSecondsAfterFinished: 0`` and
+    ``shutdownAfterJobFinishes: false`` as RayJobYamlObject sets them (they used to be left out)."""
+    r = submit(server, "--name", "j1", "--dry-run", "--", "python", "-c", "pass")
+    assert r.exit_code == 0, r.output
+    first, rest = r.output.split("\n", 1)
+    assert re.fullmatch(r"Generated submission ID for Ray job: raysubmit_[a-km-zA-HJ-NP-Z1-9]{16}", first), first
+    spec = yaml.safe_load(rest)["spec"]
+    assert spec["jobId"] == first.rsplit(" ", 1)[1]
+    assert (spec["entrypoint"], spec["ttlSecondsAfterFinished"], spec["shutdownAfterJobFinishes"]) == (
+        "python -c pass", 0, False)
+    assert rest.startswith("apiVersion: ray.io/v1\nkind: RayJob\nmetadata:\n  name: j1\n  namespace: default\nspec:\n"
+                           "  entrypoint: python -c pass\n  jobId: ")
+    r = submit(server, "--name", "j1", "--dry-run", "--submission-id", "mine", "--", "true")
+    assert r.exit_code == 0 and r.output.startswith("apiVersion: ray.io/v1\n"), r.output
+    assert yaml.safe_load(r.output)["spec"]["jobId"] == "mine"
+
+
+def test_job_submit_wants_an_entrypoint_with_dry_run_too(server: Any) -> None:
+    r = submit(server, "--name", "j1", "--dry-run")
+    assert r.exit_code == 2 and "missing the entrypoint" in r.output
+
+
+def test_job_submit_from_a_file_creates_as_the_plugins_field_manager(server: Any, tmp_path: Path) -> None:
+    """job_submit.go Run: RayJobs().Create with FieldManager ray-kubectl-plugin (it was "pumice").
+    A finalizer keeps the RayJob the timed-out submit deletes, to read who owns its fields."""
+    from pumice.api import scheme
+    from pumice.client.kubeconfig import connect
+
+    f = tmp_path / "rj.yaml"
+    f.write_text("apiVersion: ray.io/v1\nkind: RayJob\nmetadata: {name: fm, finalizers: [test.pumice/keep]}\n"
+                 "spec: {submissionMode: InteractiveMode}\n")
+    r = submit(server, "-f", str(f), "--address", "http://127.0.0.1:1", "--timeout", "1", "--", "true")
+    assert r.exit_code == 1 and "timed out after 1s waiting for the RayCluster of RayJob fm" in r.output, r.output
+    r = submit(server, "-f", str(f), "--address", "http://127.0.0.1:1", "--timeout", "1", "--", "true")
+    assert r.exit_code == 1 and r.output.splitlines()[-1] == (
+        'Error: Error when creating RayJob CR: rayjobs.ray.io "fm" already exists'), r.output
+
+    async def owners_then_release() -> list[tuple[str, str]]:
+        c = connect(str(server.kubeconfig))
+        try:
+            job = await c.get(scheme.RAY_JOB, "fm", "default")
+            await c.patch(scheme.RAY_JOB, "fm", {"metadata": {"finalizers": None}}, "default")
+            return [(m["manager"], m["operation"]) for m in job["metadata"]["managedFields"]]
+        finally:
+            await c.close()
+
+    assert asyncio.run(owners_then_release()) == [("ray-kubectl-plugin", "Update")]
