@@ -217,11 +217,8 @@ class _Headers(Headers):
 
     def __init__(self, scope: Any) -> None:
         super().__init__(scope=scope)
-        first: dict[bytes, bytes] = {}
-        for k, v in self._list:
-            if k not in first:
-                first[k] = v
-        self._first = first
+        # built from the end, so the first value of a repeated name is the one kept
+        self._first: dict[bytes, bytes] = dict(reversed(self._list))
 
     def __getitem__(self, key: str) -> str:
         v = self._first.get(key.lower().encode("latin-1"))
@@ -315,7 +312,9 @@ class _Api:
         except StatusError as e:
             return _status(e)
         try:
-            proxied = parse_proxy_path((scope.get("raw_path") or path.encode()).decode("latin-1"))
+            raw = (scope.get("raw_path") or path.encode()).decode("latin-1")
+            # every proxy path has a "proxy" segment: others skip the parse
+            proxied = parse_proxy_path(raw) if "/proxy" in raw else None
             if proxied is not None:  # before the query checks: the query string is the target's
                 return await self.proxy.serve(request, *proxied)
             check_query(request.method, query, PATCH_TYPES.get(request.headers.get("content-type", "").split(";")[0].strip().lower()))

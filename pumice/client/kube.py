@@ -17,9 +17,10 @@ from __future__ import annotations
 import asyncio
 import gc
 import platform
+import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, quote_plus, urlencode
 
 import httpx2
 import msgspec
@@ -67,6 +68,17 @@ def query_fields(params: Mapping[str, Any] | None) -> dict[str, str]:
     if not params:
         return {}
     return {k: v if isinstance(v, str) else str(v) for k, v in params.items() if v is not None}
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9_.~-]*").fullmatch
+
+
+def _query_string(fields: Mapping[str, str]) -> str:
+    """``urlencode(fields)`` for a dict of str (what :func:`query_fields` gives), the same text:
+    a key or value of characters ``quote_plus`` never escapes (ASCII letters, digits, ``_.-~``:
+    most names, numbers and field managers) goes as it is, any other through ``quote_plus``."""
+    return "&".join(f"{k if _PLAIN(k) else quote_plus(k)}={v if _PLAIN(v) else quote_plus(v)}"
+                    for k, v in fields.items())
 
 
 def component_user_agent(component: str = "client") -> str:
@@ -157,7 +169,7 @@ class Client:
             ApiError: on a non-2xx answer.
         """
         fields = query_fields(params)
-        query = urlencode(fields) if fields else ""
+        query = _query_string(fields) if fields else ""
         content = None if body is None else (body if isinstance(body, bytes) else _encode(body))
         if self._direct is not None:
             raw = [(b"accept", b"application/json"), (b"user-agent", self._ua)]
@@ -370,7 +382,7 @@ class Client:
                   "timeoutSeconds": timeout_seconds, "allowWatchBookmarks": "true" if allow_bookmarks else None}
         status, chunks, aclose = await self._stream(
             kind.path(namespace if kind.namespaced else None),
-            urlencode({k: v for k, v in params.items() if v is not None}), objects=read_only)
+            _query_string(query_fields(params)), objects=read_only)
         try:
             if status >= 300:
                 raise _error(status, b"".join([c async for c in chunks]))

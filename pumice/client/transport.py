@@ -240,7 +240,7 @@ class DirectASGI:
         iterator = getattr(response, "body_iterator", None)
         if iterator is None:
             return response.status_code, _once(bytes(response.body)), _noop
-        chunks = _logged(_as_bytes(iterator), scope)
+        chunks = _logged(iterator, scope)
 
         async def close() -> None:
             done.set()
@@ -271,10 +271,14 @@ async def _noop() -> None:
     return None
 
 
-async def _logged(chunks: AsyncGenerator[Any, None], scope: dict[str, Any]) -> AsyncGenerator[Any, None]:
-    """``chunks``, ending (with the error logged) where the server's body iterator fails."""
+async def _logged(chunks: AsyncIterator[Any], scope: dict[str, Any]) -> AsyncGenerator[Any, None]:
+    """A Starlette body iterator's chunks as :func:`_as_bytes` gives them (one generator, not two
+    stacked: a watch passes every event batch through here), ending (with the error logged) where
+    the server's body iterator fails."""
     try:
         async for chunk in chunks:
-            yield chunk
+            if chunk:
+                yield chunk if isinstance(chunk, (bytes, list)) else (
+                    chunk.encode() if isinstance(chunk, str) else bytes(chunk))
     except Exception:
         log.exception("in-process stream %s %s failed; ending it", scope["method"], scope["path"])
