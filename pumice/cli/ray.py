@@ -283,11 +283,13 @@ def parse_resource(arg: str) -> tuple[str, str]:
 # --- click wiring ----------------------------------------------------------------------------------
 
 def _run(kubeconfig: str | None, context: str | None, fn: Callable[[KubeClient], Awaitable[None]]) -> None:
-    from pumice.client.kube import component_user_agent
+    from pumice.client.kube import client_go_user_agent
     from pumice.client.kubeconfig import connect
 
     async def main() -> None:
-        client = connect(kubeconfig, context=context, user_agent=component_user_agent("kubectl-ray"))
+        # as kubectl-ray's client-go clients: its User-Agent, and no fieldManager unless the
+        # plugin names one (util.FieldManager), so the server records manager kubectl-ray
+        client = connect(kubeconfig, context=context, field_manager="", user_agent=client_go_user_agent("kubectl-ray"))
         try:
             await fn(client)
         finally:
@@ -1199,7 +1201,7 @@ def create_workergroup(group: str, ray_cluster: str, ray_version: str, image: st
             raise RayCliError(f"worker group {group} already exists in Ray cluster {namespace}/{ray_cluster}")
         groups.append(spec)
         try:
-            updated = await client.update(cl)
+            updated = await client.update(cl, field_manager=FIELD_MANAGER)  # create_workergroup.go
         except ApiError as e:
             raise RayCliError(f"error updating Ray cluster with new worker group: {_api_text(e)}") from None
         click.echo(f"Updated Ray cluster {updated['metadata'].get('namespace', namespace)}/"

@@ -187,8 +187,9 @@ class KubeClient(Protocol):
         fields as ``field_manager`` (None: the client's own)."""
         ...
 
-    async def update(self, obj: Obj) -> Obj:
-        """PUT the whole object (status ignored by the server); 409 on stale resourceVersion."""
+    async def update(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
+        """PUT the whole object (status ignored by the server); 409 on stale resourceVersion;
+        ``field_manager`` overrides the client's for this write."""
         ...
 
     async def update_status(self, obj: Obj) -> Obj:

@@ -89,6 +89,15 @@ def component_user_agent(component: str = "client") -> str:
     return f"pumice-{component}/v{__version__} ({platform.system().lower()}/{machine})"
 
 
+def client_go_user_agent(command: str) -> str:
+    """The User-Agent client-go's rest.DefaultKubernetesUserAgent gives a binary named
+    ``command`` built without Kubernetes' version ldflags (as plugins such as kubectl-ray are):
+    ``kubectl-ray/v0.0.0 (linux/amd64) kubernetes/$Format``; the API server derives the field
+    manager ``kubectl-ray`` from it when a write names none."""
+    machine = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
+    return f"{command}/v0.0.0 ({platform.system().lower()}/{machine}) kubernetes/$Format"
+
+
 class Client:
     """Async access to a Kubernetes API (pumice's own server or a real cluster).
 
@@ -98,7 +107,8 @@ class Client:
             for the in-process server); None for real HTTP.
         scheme: the kinds this client resolves; defaults to the built-in kinds. Unknown
             ``(apiVersion, kind)`` pairs are looked up through discovery on first use.
-        field_manager: the ``fieldManager`` sent on writes.
+        field_manager: the ``fieldManager`` sent on writes; "" sends none, so the server derives the
+            manager from the User-Agent (as client-go's typed clients leave it).
         timeout: seconds for non-watch requests.
         user_agent: the User-Agent header (default :func:`component_user_agent` of ``"client"``); each
             component passes its own.
@@ -158,7 +168,7 @@ class Client:
             import lightkube
 
             self._lightkube = lightkube.AsyncClient(self.config, transport=self._transport,
-                                                    field_manager=self.field_manager)
+                                                    field_manager=self.field_manager or None)
         return self._lightkube
 
     async def request(self, method: str, path: str, *, body: Any = None, content_type: str = "application/json",
@@ -307,22 +317,22 @@ class Client:
         kind = await self._kind_of(obj)
         ns = self._ns(kind, obj.get("metadata", {}).get("namespace"))
         result: Obj = await self.request("POST", kind.path(ns), body=obj,
-                                         params={"fieldManager": field_manager or self.field_manager,
+                                         params={"fieldManager": field_manager or self.field_manager or None,
                                                  "dryRun": "All" if dry_run else None})
         return result
 
-    async def update(self, obj: Obj) -> Obj:
-        return await self._put(obj)
+    async def update(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
+        return await self._put(obj, field_manager=field_manager)
 
     async def update_status(self, obj: Obj) -> Obj:
         return await self._put(obj, "status")
 
-    async def _put(self, obj: Obj, subresource: str | None = None) -> Obj:
+    async def _put(self, obj: Obj, subresource: str | None = None, *, field_manager: str | None = None) -> Obj:
         kind = await self._kind_of(obj)
         md = obj.get("metadata", {})
         result: Obj = await self.request(
             "PUT", kind.path(self._ns(kind, md.get("namespace")), md["name"], subresource), body=obj,
-            params={"fieldManager": self.field_manager})
+            params={"fieldManager": field_manager or self.field_manager or None})
         return result
 
     async def patch(
@@ -338,7 +348,7 @@ class Client:
         force: bool = False,
     ) -> Obj:
         ct = _PATCH_CT[patch_type]
-        params: dict[str, Any] = {"fieldManager": field_manager or self.field_manager}
+        params: dict[str, Any] = {"fieldManager": field_manager or self.field_manager or None}
         if patch_type == "apply" and force:
             params["force"] = "true"
         result: Obj = await self.request("PATCH", kind.path(self._ns(kind, namespace), name, subresource),

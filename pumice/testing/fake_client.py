@@ -435,7 +435,7 @@ class FakeClient:
             raise self._not_found(rk, name)
         return old
 
-    async def update(self, obj: Obj) -> Obj:
+    async def update(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
         rk = self._kind_of(obj)
         md = obj.get("metadata") or {}
         self._record("update", rk, md.get("namespace"), md.get("name", ""))
@@ -644,9 +644,9 @@ class CountingClient:
         result: Obj = await self.inner.create(obj, **kw)
         return result
 
-    async def update(self, obj: Obj) -> Obj:
+    async def update(self, obj: Obj, **kw: Any) -> Obj:
         self._obj("update", obj)
-        result: Obj = await self.inner.update(obj)
+        result: Obj = await self.inner.update(obj, **kw)
         return result
 
     async def update_status(self, obj: Obj) -> Obj:

@@ -832,3 +832,28 @@ def test_job_submit_from_a_file_creates_as_the_plugins_field_manager(server: Any
             await c.close()
 
     assert asyncio.run(owners_then_release()) == [("ray-kubectl-plugin", "Update")]
+
+
+def test_writes_are_recorded_under_kubectl_rays_field_managers(server: Any) -> None:
+    # trial 11 F-14: scale is a client-go Update with no fieldManager (the server derives kubectl-ray from
+    # the User-Agent); create cluster applies and create workergroup updates as ray-kubectl-plugin
+    from pumice.api.scheme import RAY_CLUSTER
+    from pumice.client.kubeconfig import connect
+
+    async def managers() -> list[tuple[str, str]]:
+        client = connect(server.kubeconfig)
+        try:
+            cl = await client.get(RAY_CLUSTER, "fm", "default")
+        finally:
+            await client.close()
+        return [(m["manager"], m["operation"]) for m in cl["metadata"]["managedFields"]
+                if m.get("subresource") != "status"]
+
+    assert run(server, "create", "cluster", "fm", "--worker-replicas", "1").exit_code == 0
+    assert run(server, "scale", "cluster", "fm", "-w", "default-group", "-r", "2").exit_code == 0
+    assert asyncio.run(managers()) == [("ray-kubectl-plugin", "Apply"), ("kubectl-ray", "Update")]
+    r = run(server, "create", "workergroup", "extra", "-c", "fm", "--worker-cpu", "1")
+    assert r.exit_code == 0, r.output
+    # workerGroupSpecs is an atomic list in the CRD: the later Update takes it over
+    assert ("ray-kubectl-plugin", "Update") in asyncio.run(managers())
+    assert run(server, "delete", "raycluster/fm", "-y").exit_code == 0
