@@ -133,6 +133,9 @@ CLUSTER_ROLE_BINDING = ResourceKind("rbac.authorization.k8s.io", "v1", "ClusterR
 EVENTS_V1_EVENT = ResourceKind("events.k8s.io", "v1", "Event", "events", short_names=("ev",))
 ENDPOINT_SLICE = ResourceKind("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices")
 _CREATE_ONLY = ("create",)
+#: core/v1 ``bindings``: POST a Binding to bind the Pod it names, as ``pods/<name>/binding``
+#: (kube-apiserver's LegacyBindingREST; create only)
+BINDING = ResourceKind("", "v1", "Binding", "bindings", verbs=_CREATE_ONLY)
 NODE_METRICS = ResourceKind("metrics.k8s.io", "v1beta1", "NodeMetrics", "nodes", namespaced=False, verbs=("get", "list"))
 POD_METRICS = ResourceKind("metrics.k8s.io", "v1beta1", "PodMetrics", "pods", verbs=("get", "list"))
 TOKEN_REVIEW = ResourceKind("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", namespaced=False,
@@ -157,7 +160,7 @@ BUILTIN_KINDS: tuple[ResourceKind, ...] = (
     ENDPOINT_SLICE, CUSTOM_RESOURCE_DEFINITION,
     PERSISTENT_VOLUME_CLAIM, PERSISTENT_VOLUME, REPLICATION_CONTROLLER, RESOURCE_QUOTA, LIMIT_RANGE, STATEFUL_SET,
     DAEMON_SET, CONTROLLER_REVISION, BATCH_CRON_JOB, POD_DISRUPTION_BUDGET, STORAGE_CLASS, API_SERVICE,
-    TOKEN_REVIEW, SELF_SUBJECT_REVIEW, SELF_SUBJECT_ACCESS_REVIEW, SUBJECT_ACCESS_REVIEW, LOCAL_SUBJECT_ACCESS_REVIEW,
+    BINDING, TOKEN_REVIEW, SELF_SUBJECT_REVIEW, SELF_SUBJECT_ACCESS_REVIEW, SUBJECT_ACCESS_REVIEW, LOCAL_SUBJECT_ACCESS_REVIEW,
     SELF_SUBJECT_RULES_REVIEW, NODE_METRICS, POD_METRICS,
 )
 

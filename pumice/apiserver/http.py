@@ -39,7 +39,7 @@ from pumice.api import protobuf as pb
 from pumice.api.apply import manager_or_user_agent
 from pumice.api.meta import deep_copy
 from pumice.api.params import query_bool, query_values
-from pumice.api.scheme import ResourceKind
+from pumice.api.scheme import BINDING, ResourceKind
 from pumice.api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from pumice.api.tables import to_table
 from pumice.apiserver import discovery, errors, openapi
@@ -416,12 +416,28 @@ class _Api:
     # ------------------------------------------------------------------ collection and object verbs
 
     async def _get_collection(self, request: Request, t: _Target) -> Response:
+        if "list" not in t.rk.verbs:  # a create-only kind (bindings, the reviews): no GET handler upstream
+            raise errors.method_not_allowed()
         if query_bool(t.query, "watch"):
             return self._watch(request, t.rk, t.namespace, t.query)
         return self._list(request, t.rk, t.namespace, t.query)
 
     async def _post_collection(self, request: Request, t: _Target) -> Response:
+        if t.rk is BINDING and t.namespace is not None:
+            return await self._post_binding(request, t)
         return await self._create(request, t.rk, t.namespace, t.query)
+
+    async def _post_binding(self, request: Request, t: _Target) -> Response:
+        """POST namespaces/<ns>/bindings: bind the Pod the Binding names (its metadata.name), as
+        POST pods/<name>/binding does (:meth:`Registry.bind`); 201 with a Success Status.
+
+        Mirrors: kubernetes pkg/registry/core/pod/storage/storage.go LegacyBindingREST.Create."""
+        assert t.namespace is not None
+        body = await self._body(request, t.rk)
+        md = body.get("metadata") if isinstance(body, dict) else None
+        name = md.get("name") if isinstance(md, dict) else None
+        await self.registry.bind(t.namespace, name if isinstance(name, str) else "", body, dry_run=_dry_run(t.query))
+        return _json(_encode(errors.status_success(201)), 201)
 
     async def _delete_collection_h(self, request: Request, t: _Target) -> Response:
         return await self._delete_collection(request, t.rk, t.namespace, t.query)
