@@ -193,10 +193,18 @@ def method_not_allowed(message: str = "the server does not allow this method on 
     return StatusError(405, message, "MethodNotAllowed")
 
 
-def unsupported_media_type(content_type: str) -> StatusError:
-    return StatusError(415, f"the body of the request was in an unknown format - accepted media types include: "
-                       f"application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
-                       f" (got {content_type!r})", "UnsupportedMediaType")
+def unsupported_media_type(*, custom: bool) -> StatusError:
+    """415 for a PATCH whose Content-Type is not a patch type the resource takes: the built-in
+    kinds list strategic merge too, custom resources do not.
+
+    Mirrors: apiserver pkg/endpoints/installer.go (PATCH supportedTypes), apiextensions-apiserver
+    customresource_handler.go, negotiation errUnsupportedMediaType.Error."""
+    types = ["application/json-patch+json", "application/merge-patch+json"]
+    if not custom:
+        types.append("application/strategic-merge-patch+json")
+    types.append("application/apply-patch+yaml")
+    return StatusError(415, "the body of the request was in an unknown format - accepted media types include: "
+                       + ", ".join(types), "UnsupportedMediaType")
 
 
 def status_success(code: int = 200, details: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -474,11 +474,11 @@ class _Api:
         return await self._put_scale(t.rk, t.namespace, t.name, body, _dry_run(t.query), _manager(request, t.query))
 
     async def _patch_body(self, request: Request, t: _Target | None = None,
-                          dups: list[str] | None = None) -> tuple[str, Any]:
+                          dups: list[str] | None = None, *, custom: bool = False) -> tuple[str, Any]:
         ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
         ptype = PATCH_TYPES.get(ctype)
         if ptype is None:
-            raise errors.unsupported_media_type(ctype)
+            raise errors.unsupported_media_type(custom=custom)
         raw = await self._raw_body(request)
         patch = _parse_body(raw, yaml_ok=ptype == "apply")
         if t is not None and dups is not None and ptype != "json":
@@ -488,7 +488,7 @@ class _Api:
     async def _patch(self, request: Request, t: _Target) -> Response:
         assert t.name is not None
         dups: list[str] = []
-        ptype, patch = await self._patch_body(request, t, dups)
+        ptype, patch = await self._patch_body(request, t, dups, custom=self.registry.custom(t.rk) is not None)
         q = t.query
         s, created, warnings = await self.registry.patch(
             t.rk, t.namespace, t.name, ptype, patch, sub=t.sub, dry_run=_dry_run(q),
@@ -498,7 +498,7 @@ class _Api:
 
     async def _patch_scale_h(self, request: Request, t: _Target) -> Response:
         assert t.name is not None
-        ptype, patch = await self._patch_body(request)
+        ptype, patch = await self._patch_body(request, custom=self.registry.custom(t.rk) is not None)
         return await self._patch_scale(t.rk, t.namespace, t.name, ptype, patch, _dry_run(t.query),
                                        _manager(request, t.query))
 

@@ -1074,9 +1074,7 @@ class Registry:
         retry with managedFields set to nil).
         """
         if patch_type == "strategic" and self.custom(rk) is not None:
-            raise errors.StatusError(415, "the body of the request was in an unknown format - accepted media types "
-                                     "include: application/json-patch+json, application/merge-patch+json, "
-                                     "application/apply-patch+yaml", "UnsupportedMediaType")
+            raise errors.unsupported_media_type(custom=True)
         if patch_type == "apply" and not field_manager:
             message = "Required value: is required for apply patch"
             raise StatusError(422, f'PatchOptions.meta.k8s.io "" is invalid: fieldManager: {message}', "Invalid",
@@ -1166,7 +1164,7 @@ class Registry:
             raise StatusError(422, str(e), "Invalid") from None
         except ValueError as e:
             raise StatusError(422, str(e), "Invalid") from None
-        raise errors.unsupported_media_type(patch_type)
+        raise errors.unsupported_media_type(custom=self.custom(rk) is not None)
 
     def _check_patched_bytes(self, rk: ResourceKind, patch_type: str, patch: Any, patched: Obj) -> None:
         """The ``[]byte`` fields of a patched built-in object (see

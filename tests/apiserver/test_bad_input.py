@@ -30,6 +30,10 @@ async def test_unknown_content_type_for_patch_is_415(cluster: LocalCluster) -> N
     with pytest.raises(ApiError) as e:
         await cluster.client.request("PATCH", cms.path("default", "a"), body=b"{}", content_type="text/plain")
     assert e.value.code == 415
+    # trial 11 F-11 c: installer.go's PATCH supportedTypes for a built-in kind include strategic merge
+    assert e.value.message == ("the body of the request was in an unknown format - accepted media types include: "
+                               "application/json-patch+json, application/merge-patch+json, "
+                               "application/strategic-merge-patch+json, application/apply-patch+yaml")
 
 
 async def test_bad_json_patch_changes_nothing(cluster: LocalCluster) -> None:

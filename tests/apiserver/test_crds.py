@@ -140,6 +140,9 @@ async def test_strategic_merge_patch_on_custom_resource_is_415(cluster: LocalClu
     with pytest.raises(ApiError) as e:
         await cluster.client.patch(widgets, "w1", {"spec": {"size": 2}}, "default", patch_type="strategic")
     assert e.value.code == 415 and e.value.reason == "UnsupportedMediaType"
+    assert e.value.message == ("the body of the request was in an unknown format - accepted media types include: "
+                               "application/json-patch+json, application/merge-patch+json, "
+                               "application/apply-patch+yaml")
 
 
 async def test_table_uses_printer_columns(cluster: LocalCluster, widgets) -> None:
