@@ -36,6 +36,9 @@ class CustomVersion:
     rules: RuleSet | None = None
     #: the schema ready for the API server's checks (None: no schema)
     compiled: CompiledSchema | None = None
+    #: the field selector paths ``selectableFields`` declares (``spec.color`` for the jsonPath
+    #: ``.spec.color``), served for list and watch besides metadata.name and metadata.namespace
+    selectable_fields: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,8 @@ def crd_info(crd: Obj) -> CustomResource:
             name=v["name"], served=bool(v.get("served", True)), storage=bool(v.get("storage", False)),
             schema=schema, printer_columns=list(cols), status="status" in subs, scale=subs.get("scale"),
             rules=compile_rules(schema) if schema else None, compiled=CompiledSchema(schema) if schema else None,
+            selectable_fields=frozenset(str(f.get("jsonPath") or "").removeprefix(".")
+                                        for f in v.get("selectableFields") or [] if isinstance(f, dict)),
         )
         if v.get("storage"):
             storage = v["name"]

@@ -369,6 +369,9 @@ class Registry:
 
     def check_field_selector(self, rk: ResourceKind, fs: FieldSelector) -> None:
         allowed = self.strategy(rk).field_labels
+        cr = self.custom(rk) if fs.requirements else None
+        if cr is not None and rk.version in cr.versions:  # CRD selectableFields (GA in 1.32)
+            allowed = allowed | cr.versions[rk.version].selectable_fields
         for path in fs.paths():
             if path not in ("metadata.name", "metadata.namespace") and path not in allowed:
                 raise errors.bad_request(f'field label not supported: {path}')
