@@ -851,14 +851,21 @@ def _printer_cell(col: Obj, obj: Obj, now: float) -> Cell:
     if not found or value is None:
         return None
     ctype = col.get("type", "string")
+    # typed columns as apiextensions' cellForJSONValue: a value of another JSON type is no cell
+    # (kubectl prints <none>); an integer column truncates a number, a number column widens an integer
     if ctype == "date":
-        return age(value, now) if isinstance(value, str) else "<invalid>"
+        if not isinstance(value, str):
+            return None
+        return age(value, now) if parse_time(value) is not None else "<invalid>"
+    number = isinstance(value, int | float) and not isinstance(value, bool)
     if ctype == "integer":
-        return value if isinstance(value, int) and not isinstance(value, bool) else str(value)
+        return int(value) if number else None
     if ctype == "number":
-        return value if isinstance(value, int | float) and not isinstance(value, bool) else str(value)
+        return float(value) if number else None
     if ctype == "boolean":
-        return value if isinstance(value, bool) else str(value)
+        return value if isinstance(value, bool) else None
+    if ctype != "string":
+        return None
     if isinstance(value, str):
         return value
     if isinstance(value, dict | list):

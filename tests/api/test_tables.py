@@ -158,3 +158,19 @@ def test_printer_columns_take_the_first_value_of_filters_and_wildcards():
     assert t["rows"][0]["cells"] == ["rc", "True", "Synced", "Ready", 2]
     assert jsonpath_find(rc, ".status.conditions[-1:].type") == ["Ready"]
     assert jsonpath_get(rc, ".status.conditions[?(@.type=='Gone')].status") == (False, None)
+
+
+def test_printer_columns_of_a_type_show_no_cell_for_a_value_of_another_type() -> None:
+    """apiextensions cellForJSONValue: a typed column's value of the wrong JSON type is no cell
+    (kubectl: <none>); integer truncates a number, number widens an integer (trial 11 F-16)."""
+    from pumice.api.scheme import ResourceKind
+    from pumice.api.tables import to_table
+
+    rk = ResourceKind("t11.io", "v1", "Thing", "things")
+    cols = [{"name": n, "type": t, "jsonPath": f".spec.{n}"} for n, t in
+            (("i", "integer"), ("f", "number"), ("b", "boolean"), ("d", "date"), ("s", "string"), ("x", "integer"))]
+    obj = {"metadata": {"name": "th"}, "spec": {"i": "red1", "f": "abc", "b": 1, "d": "bogus", "s": 5, "x": 2.7}}
+    cells = to_table(rk, [obj], 0.0, cols)["rows"][0]["cells"]
+    assert cells == ["th", None, None, None, "<invalid>", "5", 2]
+    obj["spec"] = {"i": 3, "f": 2, "b": True}
+    assert to_table(rk, [obj], 0.0, cols)["rows"][0]["cells"][1:4] == [3, 2.0, True]
