@@ -128,6 +128,7 @@ def set_default_clock(clock: Clock) -> None:
 
 
 _RFC3339: dict[int, str] = {}  # whole second -> its text (writes stamp the same seconds often)
+_RFC3339_DAYS: dict[int, str] = {}  # whole UTC day since the epoch -> its ``YYYY-MM-DDT`` text
 
 
 def rfc3339(ts: float) -> str:
@@ -137,7 +138,17 @@ def rfc3339(ts: float) -> str:
     if out is None:
         if len(_RFC3339) >= 4096:
             _RFC3339.clear()
-        out = _RFC3339[key] = _dt.datetime.fromtimestamp(key, tz=_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        day, sec = divmod(key, 86400)
+        date = _RFC3339_DAYS.get(day)
+        if date is None:
+            if len(_RFC3339_DAYS) >= 4096:
+                _RFC3339_DAYS.clear()
+            # the day's text as the whole second's would begin (a second past the day's range
+            # raises here as there)
+            date = _RFC3339_DAYS[day] = _dt.datetime.fromtimestamp(day * 86400, tz=_dt.UTC).strftime("%Y-%m-%dT")
+        hour, sec = divmod(sec, 3600)
+        minute, sec = divmod(sec, 60)
+        out = _RFC3339[key] = f"{date}{hour:02d}:{minute:02d}:{sec:02d}Z"
     return out
 
 

@@ -73,6 +73,30 @@ def test_share_is_the_largest_allocated_to_deserved_ratio() -> None:
     assert usage_share(Resource(1000, GI), NONE) == 0.0
 
 
+def test_share_is_bit_for_bit_the_max_over_the_deserved_dimensions_of_their_shares() -> None:
+    """updateShare as written upstream (max of helpers.Share over deserved's resource names) is
+    the oracle of the inlined walk, on drawn amounts (zeros of both signs, infinities, NaN)."""
+    from pumice.scheduler.volcano.api.resource import share
+
+    def oracle(allocated: Resource, deserved: Resource) -> float:
+        res = 0.0
+        for rn in deserved.resource_names():
+            res = max(res, share(allocated.get(rn), deserved.get(rn)))
+        return res
+
+    rng = random.Random(15)
+    amounts = [0.0, -0.0, 0.05, 0.1, 0.2, 1.0, 3.0, 1e9, math.inf, math.nan, 1000.0, -5.0]
+
+    def draw() -> Resource:
+        names = rng.sample(["nvidia.com/gpu", "pods", "example.com/x"], rng.randint(0, 3))
+        return Resource(rng.choice(amounts), rng.choice(amounts), {n: rng.choice(amounts) for n in names})
+
+    for _ in range(5000):
+        a, d = draw(), draw()
+        got, want = usage_share(a, d), oracle(a, d)
+        assert (math.isnan(got) and math.isnan(want)) or (got == want and math.copysign(1, got) == math.copysign(1, want))
+
+
 def test_dominant_share_names_the_scarcest_resource() -> None:
     assert dominant_share(Resource(1000, 6 * GI), Resource(10000, 8 * GI)) == ("memory", 0.75)
     assert dominant_share(NONE, Resource(10000, 8 * GI)) == ("", 0.0)

@@ -100,6 +100,7 @@ def test_a_podgroup_that_fails_to_build_leaves_the_rest_of_the_batch_applied(mon
     state = {
         "informers": {"PodGroup": Inf(pgs)}, "dirty_jobs": set(pgs), "_bad_jobs": {}, "_base_jobs": {},
         "_job_keys": {}, "_job_pods": {}, "_close_quiet": {}, "_job_order_dirty": False, "_job_order": [],
+        "_job_order_sorted": True,
         "_priority_classes": {}, "_default_priority": 0, "exotic": False, "_rebuilt": set(),
     }
     for k, v in state.items():

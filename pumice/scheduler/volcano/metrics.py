@@ -107,3 +107,47 @@ def set_gauge(gauge: Any, value: float) -> None:
         return
     gauge.set(v)
     _GAUGE_LAST[gauge] = v
+
+
+_QUEUE_CHILDREN: dict[str, tuple[Any, ...]] = {}
+_QUEUE_LAST: dict[str, tuple[float | None, ...]] = {}
+"""Queue name -> the values :func:`set_queue_gauges` last put (None: left as it was)."""
+
+
+def set_queue_gauges(name: str, alloc_cpu: float | None, alloc_mem: float | None, des_cpu: float | None,
+                     des_mem: float | None, share: float | None, weight: float) -> None:
+    """The per-queue gauges of one session, each through :func:`set_gauge` (None: that gauge is
+    left as it is; ``queue_overused`` follows ``share``: 1 when it is >= 1). When every value is
+    the very float (zeros of the same sign) this function last put for the queue, every
+    ``set_gauge`` would leave its gauge out, and so the whole call is left out (exact as long as
+    these gauges are set only here, as :meth:`Scheduler._record` does)."""
+    values = (alloc_cpu, alloc_mem, des_cpu, des_mem, share, weight)
+    last = _QUEUE_LAST.get(name)
+    # (tuple == compares items by identity first: the very NaN object again passes, and setting
+    # a gauge that holds NaN to NaN changes nothing)
+    if last is not None and last == values and (0.0 not in values or _same_zeros(values, last)):
+        return
+    kids = _QUEUE_CHILDREN.get(name)
+    if kids is None:
+        kids = _QUEUE_CHILDREN[name] = tuple(child(g, name) for g in (
+            queue_allocated_milli_cpu, queue_allocated_memory_bytes, queue_deserved_milli_cpu,
+            queue_deserved_memory_bytes, queue_share, queue_overused, queue_weight))
+    if alloc_cpu is not None and alloc_mem is not None:
+        set_gauge(kids[0], alloc_cpu)
+        set_gauge(kids[1], alloc_mem)
+    if des_cpu is not None and des_mem is not None:
+        set_gauge(kids[2], des_cpu)
+        set_gauge(kids[3], des_mem)
+    if share is not None:
+        set_gauge(kids[4], share)
+        set_gauge(kids[5], 1 if share >= 1 else 0)
+    set_gauge(kids[6], weight)
+    _QUEUE_LAST[name] = values
+
+
+def _same_zeros(values: tuple[float | None, ...], last: tuple[float | None, ...]) -> bool:
+    """Every zero of ``values`` has the sign of the value at its place in ``last`` (equal tuples)."""
+    for v, w in zip(values, last, strict=True):
+        if v is not None and v == 0.0 and math.copysign(1.0, v) != math.copysign(1.0, w):  # type: ignore[arg-type]
+            return False
+    return True

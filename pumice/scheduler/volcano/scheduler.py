@@ -238,22 +238,14 @@ class Scheduler:
         metrics.pod_preemption_victims.set(victims)
         if victims:
             metrics.total_preemption_attempts.inc()
-        child, put = metrics.child, metrics.set_gauge
+        put = metrics.set_queue_gauges
+        none: dict[str, Any] = {}
         for q in ssn.queues.values():
             name = q.name
-            qm: dict[str, Any] = ssn.queue_metrics.get(name, {})
-            alloc = qm.get("allocated")
-            if alloc is not None:
-                put(child(metrics.queue_allocated_milli_cpu, name), alloc.milli_cpu)
-                put(child(metrics.queue_allocated_memory_bytes, name), alloc.memory)
-            des = qm.get("deserved")
-            if des is not None:
-                put(child(metrics.queue_deserved_milli_cpu, name), des.milli_cpu)
-                put(child(metrics.queue_deserved_memory_bytes, name), des.memory)
-            if "share" in qm:
-                put(child(metrics.queue_share, name), qm["share"])
-                put(child(metrics.queue_overused, name), 1 if qm["share"] >= 1 else 0)
-            put(child(metrics.queue_weight, name), q.weight)
+            qm: dict[str, Any] = ssn.queue_metrics.get(name, none)
+            alloc, des = qm.get("allocated"), qm.get("deserved")
+            put(name, None if alloc is None else alloc.milli_cpu, None if alloc is None else alloc.memory,
+                None if des is None else des.milli_cpu, None if des is None else des.memory, qm.get("share"), q.weight)
 
     async def sync_conf_map(self) -> None:
         """Make the ConfigMap ``volcano-system/volcano-scheduler-configmap`` and :attr:`conf` agree.

@@ -147,7 +147,8 @@ class ClusterInfo:
     """Where the :attr:`handed_out` jobs log their uid when a field is set or a fit error
     recorded (:class:`~pumice.scheduler.volcano.api.job_info.WriteLoggedJob`), empty when
     handed out; None: no log (compare each job's fields)."""
-    running_sums: dict[str, RunningSums | JobTable] | None = None
+    running_sums: dict[str, RunningSums | JobTable | dict[str, Any]] | None = None
     """Running sums by purpose, kept by the live cache across sessions and brought up to date by
-    the sessions from :attr:`changes` (:meth:`Session.job_sums`), and per-job tables
-    (:meth:`Session.job_table`); None: fold afresh."""
+    the sessions from :attr:`changes` (:meth:`Session.job_sums`), per-job tables
+    (:meth:`Session.job_table`) and what a session derives from running sums (a dict keyed by
+    group, e.g. :meth:`Session.close`'s ResourceLists); None: fold afresh."""

@@ -90,6 +90,8 @@ class RunningSums:
         """Item -> (group, parts, order, exact as given, exact and whole)."""
         self._groups: dict[Hashable, _Group] = {}
         self.seen: int = -1
+        self._empty = tuple(Resource() for _ in range(width))
+        """:meth:`sums` of a group without items (one tuple: Resources are immutable)."""
 
     def clear(self) -> None:
         self._items.clear()
@@ -227,7 +229,7 @@ class RunningSums:
         not whole, a total that reached 2**53: the caller folds afresh)."""
         g = self._groups.get(group)
         if g is None:
-            return tuple(Resource() for _ in range(self.width))
+            return self._empty
         if g.bad or g.poisoned:
             return None
         if g.cached is not None:

@@ -30,6 +30,7 @@ informer events; cache.go Snapshot clones them for the session).
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import logging
 from collections.abc import Callable, Iterable
@@ -57,6 +58,10 @@ from pumice.scheduler.volcano.cache.snapshot import SnapshotError, _creation, _i
 from pumice.scheduler.volcano.framework.node_arrays import NodeArrays
 
 OrderKey = tuple[str, str]
+
+_REORDER_MAX = 16
+"""Jobs joining or leaving the job order at one snapshot up to which the order is updated by
+bisection instead of sorted afresh."""
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +153,11 @@ class IncrementalSnapshot:
         self.dirty_pods: set[str] = set()
         self.dirty_nodes: set[str] = set()
         self.dirty_jobs: set[str] = set()
-        self._meta_dirty = True
+        self._meta_dirty: set[str] = set(_META_KINDS)
+        """The kinds of :data:`_META_KINDS` whose objects changed since they were last read."""
+        self._queues_dirty: set[str] = set()
+        """Names of the Queues that changed since they were last read (every Queue is read the
+        first time)."""
         self._hn_dirty = True
         self._node_set_dirty = True
         # applied state
@@ -174,13 +183,17 @@ class IncrementalSnapshot:
         self._job_keys: dict[str, OrderKey] = {}
         self._job_order: list[str] = []
         self._job_order_dirty = True
+        self._job_order_sorted = False
+        """:attr:`_job_order` is sorted by :attr:`_job_keys` (False: a job's key changed in place)."""
         self._priority_classes: dict[str, int] = {}
         self._default_priority = 0
         self._queue_infos: list[QueueInfo] = []
         """The Queues in snapshot order (frozen: handed to every session as they are)."""
-        self._queue_built: dict[int, tuple[Obj, QueueInfo]] = {}
-        """id(informer Queue object) -> (that object, its QueueInfo): informer objects are
-        replaced when they change, never edited, so the same object gives the same QueueInfo."""
+        self._queue_built: dict[str, tuple[Obj, OrderKey, QueueInfo]] = {}
+        """Queue name -> (the informer's object, its order key, its QueueInfo): informer objects
+        are replaced when they change, never edited, so the same object gives the same QueueInfo."""
+        self._queue_order: list[str] = []
+        """The names of :attr:`_queue_built` in snapshot order."""
         self._namespaces: dict[str, Obj] = {}
         self._hypernodes: HyperNodesInfo | None = None
         self._total: Resource | None = None
@@ -228,7 +241,7 @@ class IncrementalSnapshot:
         self._node_pos: dict[str, int] = {}
         self._session_list: list[NodeInfo] = []
         """:attr:`_session_nodes`' values in node order."""
-        self._running: dict[str, RunningSums | JobTable] = {}
+        self._running: dict[str, RunningSums | JobTable | dict[str, Any]] = {}
         for kind, inf in informers.items():
             inf.add_event_handler(*self._handlers(kind))
 
@@ -247,8 +260,10 @@ class IncrementalSnapshot:
                 self.dirty_jobs.add(_store_key(md))
             elif kind == "HyperNode":
                 self._hn_dirty = True
-            else:
-                self._meta_dirty = True
+            elif kind in _META_KINDS:
+                self._meta_dirty.add(kind)
+                if kind == "Queue":
+                    self._queues_dirty.add(_store_key(md))
 
         return mark, lambda _old, new: mark(new), mark
 
@@ -412,7 +427,7 @@ class IncrementalSnapshot:
         handed out as they were (topology and sub-group jobs)."""
         out, kept, base_jobs = self._out, self._lent, self._base_jobs
         assert out is not None
-        redo = rebuilt.intersection(out)
+        redo = out.keys() & rebuilt
         redo.update(kept.keys() - trusted)
         redo.update(self._unkept)
         check = self._job_memo.on_mismatch
@@ -525,53 +540,97 @@ class IncrementalSnapshot:
         return sess
 
     def _apply_meta(self) -> None:
-        self._meta_dirty = False
+        """Read again the PriorityClasses, Queues and Namespaces of the kinds that changed (of
+        Queues only those that changed): each part is a function of its own kind's objects
+        alone. A bad object (SnapshotError, kept in :attr:`_bad_meta`) or a failure leaves every
+        kind to be read again at the next snapshot, and nothing applied."""
+        kinds, self._meta_dirty = self._meta_dirty, set()
         self._bad_meta = ""
         pcs: dict[str, int] = {}
         default = 0
         try:
-            for o in sorted(self.informers["PriorityClass"].lister.list(), key=order_key):
-                name = (o.get("metadata") or {}).get("name", "")
-                try:
-                    pcs[name] = int(o.get("value") or 0)
-                except (TypeError, ValueError) as e:
-                    raise SnapshotError(f"{_ident(_with_kind(o, 'PriorityClass'))}: value: {e}") from e
-                if o.get("globalDefault"):
-                    default = pcs[name]
-            built = self._queue_built
-            raws = sorted(self.informers["Queue"].lister.list(), key=order_key)
-            # every creation time first, then every spec (the order the errors are raised in)
-            todo = [(raw, _with_kind(raw, "Queue")) for raw in raws
-                    if (got := built.get(id(raw))) is None or got[0] is not raw]
-            creations = [_creation(o, 0.0) for _raw, o in todo]
-            fresh: dict[int, tuple[Obj, QueueInfo]] = {}
-            for (raw, o), creation in zip(todo, creations, strict=True):
-                try:
-                    fresh[id(raw)] = (raw, QueueInfo.from_queue(o, creation))
-                except (TypeError, ValueError) as e:
-                    raise SnapshotError(f"{_ident(o)}: spec: {e}") from e
-            queue_infos = []
-            for raw in raws:
-                got = fresh.get(id(raw)) or built[id(raw)]
-                fresh[id(raw)] = got
-                queue_infos.append(got[1])
+            if "PriorityClass" in kinds:
+                for o in sorted(self.informers["PriorityClass"].lister.list(), key=order_key):
+                    name = (o.get("metadata") or {}).get("name", "")
+                    try:
+                        pcs[name] = int(o.get("value") or 0)
+                    except (TypeError, ValueError) as e:
+                        raise SnapshotError(f"{_ident(_with_kind(o, 'PriorityClass'))}: value: {e}") from e
+                    if o.get("globalDefault"):
+                        default = pcs[name]
+            fresh = self._read_queues() if "Queue" in kinds else None
         except SnapshotError as e:
             self._bad_meta = str(e)
-            self._meta_dirty = True
+            self._meta_dirty = set(_META_KINDS)
             return
         except Exception:
-            self._meta_dirty = True  # e.g. a creationTimestamp _creation cannot read: again next time
+            self._meta_dirty = set(_META_KINDS)  # e.g. a creationTimestamp _creation cannot read: again next time
             raise
-        if pcs != self._priority_classes or default != self._default_priority:
+        if "PriorityClass" in kinds and (pcs != self._priority_classes or default != self._default_priority):
             self._priority_classes, self._default_priority = pcs, default
             self.dirty_jobs.update(self._base_jobs)
             self.dirty_jobs.update(self._bad_jobs)
-        self._queue_infos = queue_infos
-        self._queue_built = fresh
-        self._namespaces = {
-            (o.get("metadata") or {}).get("name", ""): _with_kind(o, "Namespace")
-            for o in sorted(self.informers["Namespace"].lister.list(), key=order_key)
-        }
+        if fresh is not None:
+            self._keep_queues(*fresh)
+        if "Namespace" in kinds:
+            self._namespaces = {
+                (o.get("metadata") or {}).get("name", ""): _with_kind(o, "Namespace")
+                for o in sorted(self.informers["Namespace"].lister.list(), key=order_key)
+            }
+
+    def _read_queues(self) -> tuple[set[str], dict[str, tuple[Obj, OrderKey, QueueInfo]]]:
+        """(the names of the Queues gone, a fresh entry for every Queue whose informer object is
+        not the one read last) for the Queues named changed; every Queue the first time.
+
+        Raises:
+            SnapshotError: a Queue spec the scheduler cannot read (every creation time is read
+                before any spec, the Queues in snapshot order: the order the errors are raised in).
+        """
+        lister = self.informers["Queue"].lister
+        built = self._queue_built
+        names = self._queues_dirty
+        if not self._queue_order and not built:
+            names = names.union(lister.keys())
+        gone: set[str] = set()
+        todo: list[Obj] = []
+        for name in names:
+            raw = lister.get_by_key(name)
+            if raw is None:
+                if name in built:
+                    gone.add(name)
+                continue
+            got = built.get(name)
+            if got is None or got[0] is not raw:
+                todo.append(raw)
+        todo.sort(key=order_key)
+        objs = [_with_kind(raw, "Queue") for raw in todo]
+        creations = [_creation(o, 0.0) for o in objs]
+        fresh: dict[str, tuple[Obj, OrderKey, QueueInfo]] = {}
+        for raw, o, creation in zip(todo, objs, creations, strict=True):
+            try:
+                info = QueueInfo.from_queue(o, creation)
+            except (TypeError, ValueError) as e:
+                raise SnapshotError(f"{_ident(o)}: spec: {e}") from e
+            fresh[_store_key(raw.get("metadata") or {})] = (raw, order_key(raw), info)
+        return gone, fresh
+
+    def _keep_queues(self, gone: set[str], fresh: dict[str, tuple[Obj, OrderKey, QueueInfo]]) -> None:
+        """Apply :meth:`_read_queues`' result: the Queues in snapshot order (re-sorted when one
+        came, went or got another order key)."""
+        built = self._queue_built
+        self._queues_dirty = set()
+        reorder = bool(gone)
+        for name in gone:
+            del built[name]
+        for name, ent in fresh.items():
+            old = built.get(name)
+            if old is None or old[1] != ent[1]:
+                reorder = True
+            built[name] = ent
+        if reorder:
+            self._queue_order = sorted(built, key=lambda n: built[n][1])
+        if reorder or fresh:
+            self._queue_infos = [built[n][2] for n in self._queue_order]
 
     def _apply_pods(self) -> None:
         if not self.dirty_pods:
@@ -671,6 +730,9 @@ class IncrementalSnapshot:
             return
         lister = self.informers["PodGroup"].lister
         uids, self.dirty_jobs = sorted(self.dirty_jobs), set()
+        # the jobs that left and joined the job order, for :meth:`_reorder_jobs`
+        left: dict[str, OrderKey] = {}
+        joined: list[str] = []
         for uid in uids:
             self._bad_jobs.pop(uid, None)
             obj = lister.get_by_key(uid)
@@ -679,8 +741,7 @@ class IncrementalSnapshot:
             self._close_quiet.pop(uid, None)
             if obj is None:
                 if self._base_jobs.pop(uid, None) is not None:
-                    self._job_keys.pop(uid, None)
-                    self._job_order_dirty = True
+                    self._forget_job_key(uid, left)
                 continue
             o = _with_kind(obj, "PodGroup")
             try:
@@ -696,22 +757,61 @@ class IncrementalSnapshot:
                     log.exception("%s: left out of scheduling until it changes: %s: %s", _ident(o),
                                   type(e).__name__, e)
                 if self._base_jobs.pop(uid, None) is not None:
-                    self._job_keys.pop(uid, None)
-                    self._job_order_dirty = True
+                    self._forget_job_key(uid, left)
                 continue
             if job.uid != uid:  # a PodGroup without a namespace: the full build's key differs
                 self.exotic = True
             for t in self._sorted_tasks(self._job_pods.get(uid, ())):
                 job.add_task(t)
             job.version = next(self._job_builds)
+            key = order_key(o)
             if uid not in self._base_jobs:
                 self._job_order_dirty = True
+                joined.append(uid)
+            elif self._job_keys.get(uid) != key:
+                # (the same uid, another creation time: kept where it was until the next
+                # re-sort, which then sorts the whole list)
+                self._job_order_sorted = False
             self._base_jobs[uid] = job
-            self._job_keys[uid] = order_key(o)
+            self._job_keys[uid] = key
         if self._job_order_dirty:
             self._job_order_dirty = False
-            keys = self._job_keys
+            self._reorder_jobs(left, joined)
+
+    def _forget_job_key(self, uid: str, left: dict[str, OrderKey]) -> None:
+        """A job left :attr:`_base_jobs`: drop its order key (kept in ``left`` for :meth:`_reorder_jobs`)."""
+        key = self._job_keys.pop(uid, None)
+        if key is not None:
+            left[uid] = key
+        self._job_order_dirty = True
+
+    def _reorder_jobs(self, left: dict[str, OrderKey], joined: list[str]) -> None:
+        """A new :attr:`_job_order` (a new list: the old one is compared by identity): the base jobs
+        sorted by their order keys. When the old list was sorted by the keys and a few jobs left
+        or joined, they are taken out and put in by bisection (the keys are unique, so the result
+        is the one sorted list); else the whole list is sorted."""
+        keys = self._job_keys
+        if not self._job_order_sorted or len(left) + len(joined) > _REORDER_MAX:
             self._job_order = sorted(self._base_jobs, key=keys.__getitem__)
+            self._job_order_sorted = True
+            return
+        order = list(self._job_order)
+        if left:
+            def old_key(u: str) -> OrderKey:
+                got = keys.get(u)
+                return left[u] if got is None else got
+
+            for uid, key in left.items():
+                i = bisect.bisect_left(order, key, key=old_key)
+                assert order[i] == uid, (uid, i)
+                del order[i]
+        for uid in joined:
+            bisect.insort(order, uid, key=keys.__getitem__)
+        self._job_order = order
+
+
+_META_KINDS = ("PriorityClass", "Queue", "Namespace")
+"""The kinds :meth:`IncrementalSnapshot._apply_meta` reads."""
 
 
 def _store_key(md: Obj) -> str:

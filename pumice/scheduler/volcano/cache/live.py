@@ -368,7 +368,7 @@ class SchedulerCache:
             # a pure function of the two: known to be None for this very object (the informer
             # replaces an object that changes, never edits it) and an equal desired list
             seen = same.get(qname)
-            if seen is not None and seen[0] is q and seen[1] == alloc:
+            if seen is not None and seen[0] is q and (seen[1] is alloc or seen[1] == alloc):
                 continue
             patch = allocated_patch((q.get("status") or {}).get("allocated") or {}, alloc)
             if patch is not None:

@@ -6,12 +6,12 @@ queue exists, job priority from the PriorityClass) and event_handlers.go (pod ->
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pumice._util.clock import Clock, parse_rfc3339
 from pumice.api import Obj
+from pumice.api.meta import deep_copy
 from pumice.api.volcano.constants import JOB_ALLOCATED_HYPERNODE_ANNOTATION, POD_PREEMPTABLE
 from pumice.scheduler.volcano.api.hyper_node_info import build_hypernodes
 from pumice.scheduler.volcano.api.job_info import JobInfo, NetworkTopology
@@ -65,7 +65,7 @@ def job_from_pod_group(pg: Obj, creation: float, priority_classes: dict[str, int
     pcn = spec.get("priorityClassName") or ""
     prio = priority_classes.get(pcn, default_priority) if pcn else default_priority
     ann = md.get("annotations") or {}
-    pg = copy.deepcopy(pg)
+    pg = deep_copy(pg)
     pg.setdefault("status", {})
     return JobInfo(
         uid=f"{ns}/{md.get('name')}",

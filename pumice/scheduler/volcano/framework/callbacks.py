@@ -168,9 +168,9 @@ class Callbacks:
     def clear(self) -> None:
         """Empty every table: plugins register closures over their session, so a table that
         keeps them keeps the session in a reference cycle (see :meth:`Session.release`)."""
-        for name, _point in _FIELD_POINTS[type(self)]:
-            table: CallbackTable[Any] = getattr(self, name)
-            table.clear()
+        for table in self.__dict__.values():  # (a table without functions caches none either)
+            if table.fns:
+                table.clear()
 
     def by_point(self, point: str) -> CallbackTable[Any]:
         """The table of the extension point named ``point`` (upstream camelCase, e.g. ``jobOrder``).

@@ -84,7 +84,11 @@ class NodeArrays:
             old, new = prev.nodes[i], nodes[i]
             if old.name != new.name or not _same(old.allocatable, new.allocatable) or old.taints != new.taints:
                 return cls(nodes, extra_dims)
-        prev.nodes = list(nodes)
+        if candidates is None:
+            prev.nodes = list(nodes)
+        else:  # every other row holds the same NodeInfo already: only the replaced ones change
+            for i in replaced:
+                prev.nodes[i] = nodes[i]
         prev._dirty.clear()
         for i in replaced:
             prev._set_row(i, nodes[i])

@@ -386,7 +386,8 @@ class Session:
         if active is None or logged is None or ch is None:
             return jobs.values()
         uids = active.union(logged)
-        uids.intersection_update(jobs)
+        # (jobs.keys() & uids walks the smaller side; set.intersection_update(dict) walks the dict)
+        uids = jobs.keys() & uids
         out = [jobs[u] for u in sorted(uids, key=ch.job_order.__getitem__)]
         check = self.job_memo.on_mismatch
         if check is not None:
@@ -965,7 +966,8 @@ class Session:
         if ch is None:
             return self.jobs.values()
         jobs = self.jobs
-        return [jobs[u] for u in sorted(ch.jobs.intersection(jobs), key=ch.job_order.__getitem__)]
+        # (a walk over the few changed uids: set.intersection(dict) would walk the whole dict)
+        return [jobs[u] for u in sorted([u for u in ch.jobs if u in jobs], key=ch.job_order.__getitem__)]
 
     def _adjust_network_topology(self) -> None:
         """Translate ``highestTierName`` to a tier, turn soft mode into hard mode at the root's
@@ -1238,6 +1240,15 @@ class Session:
         # session touched
         running = self.job_sums("close.allocated", 1, entry, also=self.jobs.keys() - clean)
         by_queue: dict[str, list[JobInfo]] | None = None
+        # queue -> (a running total, its ResourceList): the list given again while the running
+        # sums give the very same (immutable) Resource
+        lists = None if running is None else self.cluster.running_sums
+        listed: dict[str, Any] | None = None
+        if lists is not None:
+            got_lists = lists.get("close.allocated.lists")
+            if not isinstance(got_lists, dict):
+                got_lists = lists["close.allocated.lists"] = {}
+            listed = got_lists
         for q in self.queues.values():
             got = None if running is None else running.sums(q.name)
             if got is None:
@@ -1246,6 +1257,12 @@ class Session:
                     for j in self.jobs.values():
                         by_queue.setdefault(j.queue, []).append(j)
                 res.queue_allocated[q.name] = queue_allocated(memo, by_queue.get(q.name, [])).to_list()
+            elif listed is not None:
+                total = got[0]
+                was = listed.get(q.name)
+                if was is None or was[0] is not total:
+                    was = listed[q.name] = (total, total.to_list())
+                res.queue_allocated[q.name] = was[1]
             else:
                 res.queue_allocated[q.name] = got[0].to_list()
         return res

@@ -11,7 +11,7 @@ and drf/drf.go (calculateShare).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from pumice.scheduler.volcano.api.resource import (
     MIN_RESOURCE,
@@ -25,9 +25,9 @@ from pumice.scheduler.volcano.api.resource import (
 from pumice.scheduler.volcano.plugins._queue_util import res_max
 
 
-@dataclass(frozen=True)
-class Claim:
-    """One queue's input to proportion's water filling.
+class Claim(NamedTuple):
+    """One queue's input to proportion's water filling (immutable; a tuple, built at every
+    session open for every queue with jobs).
 
     ``weight`` >= 0; ``request``: what its jobs ask for (allocated + pending);
     ``real_capability``: its cap; ``guarantee``: the floor.
@@ -45,9 +45,27 @@ def usage_share(allocated: Resource, deserved: Resource) -> float:
 
     Mirrors: proportion.go / capacity.go updateShare.
     """
+    # deserved.resource_names() walked inline (cpu, memory, then the scalars in order): each
+    # deserved amount there is >= MIN_RESOURCE, so share() is the plain quotient, and
+    # ``max(res, s)`` keeps ``res`` unless ``s > res``
     res = 0.0
-    for rn in deserved.resource_names():
-        res = max(res, share(allocated.get(rn), deserved.get(rn)))
+    d = deserved.milli_cpu
+    if d >= MIN_RESOURCE:
+        s = allocated.milli_cpu / d
+        if s > res:
+            res = s
+    d = deserved.memory
+    if d >= MIN_RESOURCE:
+        s = allocated.memory / d
+        if s > res:
+            res = s
+    ds = deserved.scalars
+    if ds:
+        for rn, d in ds.items():
+            if d >= MIN_RESOURCE:
+                s = allocated.get(rn) / d
+                if s > res:
+                    res = s
     return res
 
 
