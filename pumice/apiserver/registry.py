@@ -24,6 +24,7 @@ import base64
 import binascii
 import builtins
 import copy
+import itertools
 import logging
 import random
 import uuid
@@ -51,7 +52,7 @@ from pumice.api.strategic import strategic_merge_patch
 from pumice.apiserver import errors, events
 from pumice.apiserver import kinds as _kinds  # noqa: F401 - registers the strategies of the newer kinds
 from pumice.apiserver.admission import AdmissionChain
-from pumice.apiserver.crds import CustomResource, crd_info
+from pumice.apiserver.crds import CustomResource, CustomVersion, crd_info
 from pumice.apiserver.decode import object_resource_version, parse_resource_version
 from pumice.apiserver.errors import StatusError
 from pumice.apiserver.eviction import check_disruption_budget
@@ -84,6 +85,8 @@ TOO_LARGE = "etcdserver: request is too large"
 _NAMESPACE_MISMATCH = "the namespace of the provided object does not match the namespace sent on the request"
 _GEN_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _STATUS = frozenset({"status"})
+#: stored versions _clean_rests remembers at most (half the oldest go at the limit)
+_CLEAN_RESTS = 65536
 
 #: the store resource of Events (core/v1 and events.k8s.io/v1 share it)
 EVENT_RESOURCES = (events.CORE_RESOURCE,)
@@ -292,6 +295,8 @@ class Registry:
         # status or metadata write sends the same spec again, and it needs neither once more
         self._zero_free_specs = FixedPoints()
         self._typed_specs = FixedPoints()
+        # custom resources' metadata (by JSON, resourceVersion left out) that passed the type check
+        self._typed_metas = FixedPoints()
         # top-level values of custom resources (by check, schema identity, property and JSON) that
         # passed a schema check; emptied whenever the served CRDs change
         self._clean_cr_parts = FixedPoints()
@@ -300,6 +305,10 @@ class Registry:
         # status writes: everything but the status (by kind, URL and JSON) of bodies that passed
         # the body check; emptied whenever the served CRDs change
         self._clean_status_rests = FixedPoints()
+        # status-only merge patches of custom resources without a status subresource: the stored
+        # version (by kind, namespace and name: its resourceVersion and served version) whose
+        # everything-but-status is known to pass the body checks unchanged (see _clean_rest)
+        self._clean_rests: dict[tuple[str, str, str, str], tuple[int, CustomVersion]] = {}
 
     # ---------------------------------------------------------------- helpers
 
@@ -608,7 +617,7 @@ class Registry:
                         causes.append(FieldCause(f"{part}[{k}]", f'Invalid value: "{REDACTED}": {part}[{k}] in body '
                                                  f'must be of type string: "{json_type(v)}"', "FieldValueTypeInvalid"))
         else:
-            causes = type_causes(_META_TREE, obj["metadata"], "metadata") if cr_status != "after" else []
+            causes = self._meta_type_causes(obj["metadata"]) if cr_status != "after" else []
             version = cr.versions.get(rk.version)
             if version is not None and version.schema and version.compiled is not None and not (
                     cr_status == "before" and not causes):
@@ -629,6 +638,23 @@ class Registry:
                     raise errors.cannot_handle(rk, c.message)
             name = obj["metadata"].get("name")
             raise errors.invalid(rk, name if isinstance(name, str) else "", causes)
+
+    def _meta_type_causes(self, md: Obj) -> builtins.list[FieldCause]:
+        """:func:`~pumice.apiserver.fields.type_causes` of a custom resource's metadata. Metadata
+        that passed before with the same JSON but for a string resourceVersion (a string is what
+        that field takes, whatever it says) is not walked again: the check is a function of the
+        JSON, and one with no ``null`` in it has nothing for the check to remove (a status PUT
+        sends the same metadata again with only the resourceVersion moved on)."""
+        if type(md.get("resourceVersion", "")) is not str:
+            return type_causes(_META_TREE, md, "metadata")
+        key = (_META_TREE, _encode({k: v for k, v in md.items() if k != "resourceVersion"}))
+        memo = self._typed_metas
+        if key in memo:
+            return []
+        causes = type_causes(_META_TREE, md, "metadata")
+        if not causes and memo.usable(key[1]):
+            memo.add(key)
+        return causes
 
     def _schema_parts(self, check: str, schema: Obj, body: Obj) -> tuple[Obj, builtins.list[tuple[Any, bytes]]]:
         """``body`` (a custom resource without apiVersion, kind and metadata) less the top-level
@@ -741,6 +767,11 @@ class Registry:
                         self._clean_cr_parts.add(key)
             if isinstance(obj.get("metadata"), dict):
                 unknown += ["metadata." + u for u in unknown_fields(_META_TREE, obj["metadata"], remove=True)]
+        return self._unknown_answer(rk, unknown, strict)
+
+    @staticmethod
+    def _unknown_answer(rk: ResourceKind, unknown: builtins.list[str], strict: str) -> builtins.list[str]:
+        """The answer to the unknown fields pruning found (paths, maybe with a leading dot)."""
         unknown = [u.lstrip(".") for u in unknown]
         if unknown and strict == "Strict":
             listed = ", ".join(f'unknown field "{u}"' for u in unknown)
@@ -918,6 +949,7 @@ class Registry:
         field_manager: str = "",
         _expect: Stored | None = None,
         _status_patch: bool = False,
+        _status_only: bool = False,
         _applied: bool = False,
         _manager_sub: str | None = None,
         _drop_managed_fields: bool = False,
@@ -930,13 +962,20 @@ class Registry:
         stored without managedFields, taken out after mutating admission, before validation.
 
         ``_status_patch`` (from :meth:`patch`): ``body`` is a fresh decode of ``_expect`` with
-        only its status changed (see :meth:`_check_status_body`).
+        only its status changed (see :meth:`_check_status_body`); ``_status_only`` the same for
+        a write of the main resource (see :meth:`_clean_rest`).
 
         Raises:
             StatusError: 404, 409 Conflict on a stale resourceVersion, 400, 422.
         """
         cr_status = False
-        if _status_patch and sub == "status" and _expect is not None:
+        version = self._status_only_version(rk) if _status_only and sub == "" and _expect is not None \
+            and not _drop_managed_fields else None
+        clean = version is not None and self._clean_rest(rk, namespace, name, _expect, version, body)
+        rest_before = b""
+        if clean:
+            obj, untouched = body, False
+        elif _status_patch and sub == "status" and _expect is not None:
             obj, untouched = self._check_status_body(rk, namespace, body, name)
         else:
             cr_status = sub == "status" and self.custom(rk) is not None
@@ -947,7 +986,17 @@ class Registry:
         old = st.get(res, ns, name) if _expect is None else _expect
         if old is None:
             raise errors.not_found(rk, name)
-        warnings = self._prune_default(rk, obj, field_validation) if sub == "" else []
+        if clean:
+            assert version is not None
+            warnings = self._prune_default_status(rk, version, obj, field_validation)
+        elif sub == "":
+            if version is not None:
+                rest_before = _encode({k: obj[k] for k in sorted(obj) if k != "status"})
+            warnings = self._prune_default(rk, obj, field_validation)
+            if rest_before and _encode({k: obj[k] for k in sorted(obj) if k != "status"}) != rest_before:
+                rest_before = b""  # pruning or defaulting changed more than the status
+        else:
+            warnings = []
         if self._precondition_rv(obj["metadata"].get("resourceVersion")) not in (0, old.rv):
             raise errors.conflict(rk, name, errors.STALE)
         if cr_status:  # as kube-apiserver validates: after the lookup (404) and the version check (409)
@@ -957,10 +1006,14 @@ class Registry:
         if not _applied:
             self._track(old.obj, new, rk, field_manager, sub if _manager_sub is None else _manager_sub)
         req = AdmissionRequest("UPDATE", rk, ns or None, name, new, old.obj, subresource=sub, dry_run=dry_run)
+        mutated = bool(version is not None and self.admission.handling(req, mutating=True))
         await self._run_admission(req, mutate=True)
         if _drop_managed_fields:
             new["metadata"].pop("managedFields", None)
-        if sub in ("", "finalize"):  # finalize: ValidateNamespaceFinalizeUpdate (the finalizer names)
+        if clean and not mutated:
+            assert version is not None
+            self._validate_status(rk, version, new, old.obj)
+        elif sub in ("", "finalize"):  # finalize: ValidateNamespaceFinalizeUpdate (the finalizer names)
             self._validate(rk, new, old.obj)
         elif sub == "status" and type(new.get("status")) is dict:
             self._validate_cr_status_formats(rk, new)
@@ -981,11 +1034,123 @@ class Registry:
             self.strategy(rk).after_delete(self, rk, gone)
             return gone, warnings
         stored = self._put(rk, st, res, new)
+        if version is not None and (clean or rest_before) and not mutated:
+            self._remember_clean_rest(rk, ns, name, stored.rv, version)
         self.strategy(rk).after_write(self, rk, stored)
         return stored, warnings
 
+    # -------------------------------------------- status-only writes of the main resource
+
+    def _status_only_version(self, rk: ResourceKind) -> CustomVersion | None:
+        """The served version of ``rk`` when its status-only merge patches of the main
+        resource may take the checks of :meth:`_clean_rest`: a custom resource without a status
+        subresource, whose version has a schema whose root splits (see :meth:`_splits`), no
+        ``x-kubernetes-validations`` rules (they may compare the whole object with the old one),
+        and no managedFields tracking of updates (it changes metadata after the checks)."""
+        if self.track_update_managers or "status" in rk.subresources:
+            return None
+        cr = self.custom(rk)
+        version = cr.versions.get(rk.version) if cr is not None else None
+        if version is None or not version.schema or version.compiled is None or version.rules is not None:
+            return None
+        return version if self._splits(version.schema) else None
+
+    def _clean_rest(self, rk: ResourceKind, namespace: str | None, name: str, old: Stored | None,
+                    version: CustomVersion, body: Obj) -> bool:
+        """Whether the body of a status-only merge patch of the main resource (a fresh decode
+        of the stored ``old`` with its status merged, resourceVersion dropped) needs the body
+        checks on its status alone; then ``body`` has its apiVersion and kind set and its status
+        passed the type check.
+
+        So when ``old`` is a version this path stored (:meth:`_remember_clean_rest`) under the
+        same served ``version``, after a write whose body had everything but the status pass
+        the type check, come out of pruning and defaulting unchanged with nothing unknown, and
+        validate with no cause, without a mutating admission plugin. ``body`` has that same
+        everything-but-status but for the ``metadata.generation`` the write raised: no check
+        reads generation beyond its type (an integer), and the update rules of metadata compare
+        name, namespace and finalizers, equal in ``body`` and ``old``. Under a split root every
+        schema check of a body is the union of its checks of each top-level value, so the
+        status decides them all; any finding takes the whole check, so every refusal is exactly
+        the full path's."""
+        if old is None:
+            return False
+        rec = self._clean_rests.get((rk.group, rk.plural, namespace or "", name))
+        if rec is None or rec[0] != old.rv or rec[1] is not version:
+            return False
+        generation = body["metadata"].get("generation")
+        if type(generation) is not int or not 0 <= generation < 2**62:
+            return False
+        assert version.schema is not None and version.compiled is not None
+        part = {"status": body["status"]} if "status" in body else {}
+        unchecked, fresh = self._schema_parts("types", version.schema, part)
+        if version.compiled.has_type_errors(unchecked):
+            return False
+        for key in fresh:
+            self._clean_cr_parts.add(key)
+        body["apiVersion"] = rk.api_version
+        body["kind"] = rk.kind
+        return True
+
+    def _remember_clean_rest(self, rk: ResourceKind, namespace: str, name: str, rv: int,
+                             version: CustomVersion) -> None:
+        key = (rk.group, rk.plural, namespace, name)
+        memo = self._clean_rests
+        memo.pop(key, None)
+        if len(memo) >= _CLEAN_RESTS:
+            for stale in list(itertools.islice(memo, _CLEAN_RESTS // 2)):
+                del memo[stale]
+        memo[key] = (rv, version)
+
+    def _prune_default_status(self, rk: ResourceKind, version: CustomVersion, obj: Obj,
+                              strict: str) -> builtins.list[str]:
+        """:meth:`_prune_default` of a body :meth:`_clean_rest` accepted: pruning and
+        defaulting leave all but its status unchanged with nothing unknown, and under a split
+        root the root's own steps see only which top-level values are present, so the object
+        values but the status stand by under empty placeholders (as in :meth:`_unchanged_parts`;
+        the top-level keys end in the same order as there)."""
+        assert version.compiled is not None
+        keep: Obj = {k: obj.pop(k) for k in ("apiVersion", "kind", "metadata") if k in obj}
+        aside = {k: v for k, v in obj.items() if k != "status" and type(v) is dict}
+        for k in aside:
+            obj[k] = {}
+        try:
+            unknown = version.compiled.prune(obj)
+            version.compiled.default(obj)
+        finally:
+            obj.update(aside)
+            obj.update(keep)
+        return self._unknown_answer(rk, unknown, strict)
+
+    def _validate_status(self, rk: ResourceKind, version: CustomVersion, new: Obj, old: Obj) -> None:
+        """:meth:`_validate` of an object whose body :meth:`_clean_rest` accepted, with no
+        mutating admission since: the metadata rules and every top-level value but the status
+        find nothing, so the status's schema check decides; with a cause, the whole
+        :meth:`_validate` gives the answer."""
+        assert version.schema is not None and version.compiled is not None
+        part = {"status": new["status"]} if "status" in new else {}
+        unchecked, fresh = self._schema_parts("valid", version.schema, part)
+        if version.compiled.validate(unchecked):
+            self._validate(rk, new, old)
+            raise AssertionError(f"{rk.kind} {new['metadata'].get('name')}: status invalid alone, valid whole")
+        for key in fresh:
+            self._clean_cr_parts.add(key)
+
     def _prepare_update(self, rk: ResourceKind, obj: Obj, old: Stored, sub: str) -> Obj:
         if sub == "status":
+            stored = old.obj
+            rest = {k: v for k, v in obj.items() if k != "status"}
+            if _encode(rest) == _encode({k: v for k, v in stored.items() if k != "status"}):
+                # the body repeats everything but the status as stored (same JSON): its own
+                # fresh values make the new object, in the stored order, without a copy of old
+                new = {}
+                for k in stored:
+                    if k != "status":
+                        new[k] = rest[k]
+                    elif "status" in obj:
+                        new[k] = obj["status"]
+                if "status" in obj and "status" not in stored:
+                    new["status"] = obj["status"]
+                return new
             new = old.copy()
             if "status" in obj:
                 new["status"] = obj["status"]
@@ -1096,6 +1261,7 @@ class Registry:
         res = self.storage_resource(rk)
         st = self._view(rk)
         status_patch = sub == "status" and patch_type == "merge" and patch.keys() <= {"status"}
+        status_only = sub == "" and patch_type == "merge" and patch.keys() <= {"status"}
         drop_managed_fields = False
         conflicts = 0
         while True:
@@ -1130,7 +1296,8 @@ class Registry:
                 stored, warnings = await self.update(rk, namespace, name, patched, sub=sub, dry_run=dry_run,
                                                      field_validation=field_validation,
                                                      field_manager=field_manager, _expect=old,
-                                                     _status_patch=status_patch, _applied=patch_type == "apply",
+                                                     _status_patch=status_patch, _status_only=status_only,
+                                                     _applied=patch_type == "apply",
                                                      _manager_sub=_manager_sub,
                                                      _drop_managed_fields=drop_managed_fields)
             except errors.DecodeError as e:
@@ -1474,6 +1641,7 @@ class Registry:
         self.crds[cr.resource] = cr
         self._clean_cr_parts.clear()  # its keys name schemas by identity
         self._clean_status_rests.clear()
+        self._clean_rests.clear()
         for rk in cr.kinds():
             self.scheme.add(rk)
         for fn in self.crd_listeners:
@@ -1484,6 +1652,7 @@ class Registry:
         prev = self.crds.pop(cr.resource, None)
         self._clean_cr_parts.clear()
         self._clean_status_rests.clear()
+        self._clean_rests.clear()
         if prev is not None:
             for v in prev.versions:
                 self.scheme.remove(prev.group, v, prev.plural)

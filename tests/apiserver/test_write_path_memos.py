@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from typing import Any
 
+import msgspec
 import pytest
 
 from pumice._util.clock import FakeClock
@@ -48,7 +49,7 @@ class _NoMemo:
 def _forget_everything(reg: Registry) -> None:
     """Make ``reg`` check everything in full, as before the memos: nothing remembered, the status
     body checked whole, nothing set aside from pruning."""
-    for name in ("_zero_free_specs", "_typed_specs", "_clean_cr_parts", "_clean_status_rests"):
+    for name in ("_zero_free_specs", "_typed_specs", "_typed_metas", "_clean_cr_parts", "_clean_status_rests"):
         assert hasattr(reg, name)
         setattr(reg, name, _NoMemo())
     reg._known_parts = None  # type: ignore[assignment]
@@ -58,6 +59,7 @@ def _forget_everything(reg: Registry) -> None:
 
     reg._check_status_body = check_status_body  # type: ignore[method-assign]
     reg._unchanged_parts = lambda check, schema, body: ({}, [])  # type: ignore[method-assign]
+    reg._status_only_version = lambda rk: None  # type: ignore[method-assign]
 
 
 @pytest.fixture
@@ -193,6 +195,101 @@ async def test_custom_resource_writes_answer_alike_with_and_without_the_memos(
                               rng.choice(pg_bodies))
             warned += got[0] == "ok" and bool(got[2][1])
     assert warned > 10
+
+
+async def test_podgroup_status_only_patches_answer_alike_with_and_without_the_memos(
+        pair: tuple[LocalCluster, LocalCluster]) -> None:
+    """PodGroup status merge patches of the main resource (the scheduler's; PodGroup has no
+    status subresource), with managedFields tracking off as in ``pumice simulate``: statuses with
+    wrong types, unknown fields (pruned, with a warning), invalid values and null, drawn with
+    repeats; now and then another write (spec, labels) or a stored object replaced behind the
+    registry's back with a wrong type. The status-only checks are taken (a PodGroup whose rest
+    was proven clean) and every answer, warning and stored byte matches the full checks."""
+    rng = random.Random(53)
+    fast, _ = pair
+    for c in pair:
+        c.server.registry.track_update_managers = False
+    pgk = fast.scheme.by_api_version_kind("scheduling.volcano.sh/v1beta1", "PodGroup")
+    assert isinstance(pgk, ResourceKind)
+    for i in range(3):
+        await _both(pair, "create", pgk, "default", podgroup(f"g{i}", namespace="default", queue="q", min_member=2))
+    base = podgroup("g", namespace="default", queue="q", min_member=2, phase="Running")["status"]
+    base = {**base, "conditions": [{"type": "Scheduled", "status": "True", "transitionID": "t",
+                                    "lastTransitionTime": "2024-01-01T00:00:00Z"}], "running": 2}
+    statuses: list[Any] = [_mutant(base, rng) for _ in range(40)] + [None, "x", {"phase": "Pending"},
+                                                                     {"running": -1}, {"succeeded": 2**40}]
+    taken = 0
+    original = Registry._clean_rest
+
+    def counting(self: Registry, *a: Any) -> bool:
+        nonlocal taken
+        out = original(self, *a)
+        taken += out
+        return out
+
+    Registry._clean_rest = counting  # type: ignore[method-assign]
+    try:
+        for _ in range(400):
+            name = f"g{rng.randrange(3)}"
+            r = rng.random()
+            if r < 0.03:
+                _behind_the_back(pair, "scheduling.volcano.sh/podgroups", "default", name,
+                                 {"spec": {"minMember": "two"}})
+            elif r < 0.06:
+                _behind_the_back(pair, "scheduling.volcano.sh/podgroups", "default", name,
+                                 {"spec": {"minMember": 2, "queue": "q"}})
+            elif r < 0.1:
+                await _both(pair, "patch", pgk, "default", name, "merge",
+                            rng.choice([{"metadata": {"labels": {"k": rng.choice(["a", "-bad"])}}},
+                                        {"spec": {"minMember": rng.choice([1, 3, "x"])}}]))
+            else:
+                await _both(pair, "patch", pgk, "default", name, "merge", {"status": rng.choice(statuses)},
+                            field_validation=rng.choice(["", "", "Ignore", "Strict"]))
+    finally:
+        Registry._clean_rest = original  # type: ignore[method-assign]
+    assert taken > 40
+
+
+async def test_vcjob_status_puts_answer_alike_with_and_without_the_memos(
+        pair: tuple[LocalCluster, LocalCluster]) -> None:
+    """vcjob status PUTs (the job controller's), with the last object written sent again with a
+    new status: statuses with wrong types and unknown fields, metadata now and then with a wrong
+    type, another label or a stale resourceVersion, drawn with repeats. The same answers and
+    stored bytes with and without the memos, and every stored object is the stored one with
+    its status replaced."""
+    rng = random.Random(59)
+    fast, _ = pair
+    for c in pair:
+        c.server.registry.track_update_managers = False  # as in pumice simulate: the stored metadata stays as sent
+    jk = fast.scheme.by_api_version_kind("batch.volcano.sh/v1alpha1", "Job")
+    assert isinstance(jk, ResourceKind)
+    job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+           "metadata": {"name": "j", "namespace": "default", "labels": {"a": "b"}},
+           "spec": {"minAvailable": 1, "queue": "default", "tasks": [{"name": "w", "replicas": 1, "template": {
+               "spec": {"containers": [{"name": "main", "image": "busybox"}]}}}]}}
+    await _both(pair, "create", jk, "default", job)
+    base = {"state": {"phase": "Running", "lastTransitionTime": "2024-01-01T00:00:00Z"}, "minAvailable": 1,
+            "running": 1, "taskStatusCount": {"w": {"phase": {"Running": 1}}}, "version": 1}
+    statuses = [_mutant(base, rng) for _ in range(30)]
+    metas: list[Any] = [{}, {}, {}, {"labels": {"a": 1}}, {"labels": {"a": "c"}}, {"resourceVersion": "1"},
+                        {"resourceVersion": 7}, {"annotations": {"x": "y"}}]
+    replaced = 0
+    for _ in range(200):
+        s = fast.server.store.get("batch.volcano.sh/jobs", "default", "j")
+        assert s is not None
+        body = s.copy()
+        body["metadata"].update(copy.deepcopy(rng.choice(metas)))
+        body["status"] = copy.deepcopy(rng.choice(statuses))
+        got = await _both(pair, "update", jk, "default", "j", body, sub="status")
+        after = fast.server.store.get("batch.volcano.sh/jobs", "default", "j")
+        assert after is not None
+        if got[0] == "ok" and after.rv != s.rv:
+            want = s.copy()
+            want["status"] = after.obj["status"]
+            want["metadata"]["resourceVersion"] = str(after.rv)
+            assert after.data == msgspec.json.encode(want)
+            replaced += 1
+    assert replaced > 30
 
 
 async def test_pod_creates_and_metadata_patches_answer_alike_with_and_without_the_memos(
