@@ -1289,6 +1289,9 @@ class Registry:
             md = patched.setdefault("metadata", {})
             if not isinstance(md, dict):
                 raise StatusError(422, "metadata must be an object", "Invalid")
+            if md.get("name") != name:  # patch.go applyPatch -> checkName: a patch may not rename or unname
+                raise errors.bad_request(f"the name of the object ({md.get('name') or ''}) does not match the name "
+                                         f"on the URL ({name})")
             if self._precondition_rv(md.get("resourceVersion", old.rv)) not in (0, old.rv):
                 raise errors.conflict(rk, name, errors.STALE)
             md.pop("resourceVersion", None)

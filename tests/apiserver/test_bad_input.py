@@ -36,6 +36,23 @@ async def test_unknown_content_type_for_patch_is_415(cluster: LocalCluster) -> N
                                "application/strategic-merge-patch+json, application/apply-patch+yaml")
 
 
+@pytest.mark.parametrize(("ops", "shown"), [
+    ([{"op": "remove", "path": "/metadata/name"}], ""),
+    ([{"op": "replace", "path": "", "value": {}}], ""),
+    ([{"op": "replace", "path": "/metadata/name", "value": "b"}], "b"),
+])
+async def test_a_patch_that_unnames_or_renames_is_400_name_mismatch(cluster: LocalCluster, ops: list, shown: str) -> None:
+    # trial 11 F-11 a: patch.go applyPatch -> checkName (it was a silent no-op)
+    cms = cluster.scheme.by_api_version_kind("v1", "ConfigMap")
+    await cluster.client.create(configmap("a"))
+    before = await revision(cluster)
+    with pytest.raises(ApiError) as e:
+        await cluster.client.patch(cms, "a", ops, "default", patch_type="json")
+    assert (e.value.code, e.value.reason) == (400, "BadRequest")
+    assert e.value.message == f"the name of the object ({shown}) does not match the name on the URL (a)"
+    assert await revision(cluster) == before
+
+
 async def test_bad_json_patch_changes_nothing(cluster: LocalCluster) -> None:
     cms = cluster.scheme.by_api_version_kind("v1", "ConfigMap")
     cm = await cluster.client.create(configmap("a", data={"k": "v"}))
