@@ -27,6 +27,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from pumice._util.gostrings import sprint_v
+
 # field -> (child type, strategy, merge key); strategy "merge" | "retainKeys" | "merge,retainKeys" | None
 FieldInfo = tuple[str | None, str | None, str | None]
 
@@ -221,9 +223,9 @@ def _merge_list(orig: list[Any], patch: list[Any], item_fields: dict[str, FieldI
     out = copy.deepcopy(orig)
     for item in patch:
         if not isinstance(item, dict):
-            raise ValueError(f"{path}: elements of a list merged by {merge_key!r} must be objects, got {item!r}")
-        if merge_key not in item:
-            raise ValueError(f"{path}: map: {item!r} does not contain declared merge key: {merge_key}")
+            raise ValueError(f"{path}: elements of a list merged by {merge_key!r} must be objects, got {sprint_v(item)}")
+        if merge_key not in item:  # mergepatch.ErrNoMergeKey prints the element with Go's %v
+            raise ValueError(f"{path}: map: {sprint_v(item)} does not contain declared merge key: {merge_key}")
         key_value = item[merge_key]
         index = next((i for i, o in enumerate(out) if isinstance(o, dict) and o.get(merge_key) == key_value), None)
         directive = item.get(_DIRECTIVE)

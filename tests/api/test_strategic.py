@@ -106,7 +106,9 @@ def test_original_is_not_modified():
 
 
 @pytest.mark.parametrize("patch, words", [
-    ({"spec": {"containers": [{"image": "x"}]}}, "does not contain declared merge key: name"),
+    # trial 11 F-11 b: the element printed as Go's %v (mergepatch.ErrNoMergeKey), not a Python repr
+    ({"spec": {"containers": [{"image": "x", "args": ["a", 1]}]}},
+     r"map: map\[args:\[a 1\] image:x\] does not contain declared merge key: name"),
     ({"metadata": {"$patch": "explode"}}, "unknown patch type"),
     ({"metadata": {"$setElementOrder/finalizers": "x"}}, "must be a list"),
 ])
