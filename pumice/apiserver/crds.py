@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from pumice._util.gostrings import quote
 from pumice.api import Obj
 from pumice.api.admission import FieldCause
 from pumice.api.schema import CompiledSchema
@@ -162,6 +163,16 @@ def validate_crd(crd: Obj) -> list[FieldCause]:
                 where = f"spec.versions[{i}].schema.openAPIV3Schema"
                 causes += rule_compile_causes(v["schema"].get("openAPIV3Schema"), where)
                 _pattern_causes(v["schema"].get("openAPIV3Schema"), where, causes)
+            for j, col in enumerate((v.get("additionalPrinterColumns") or []) if isinstance(v, dict) else []):
+                # ValidateCustomResourceColumnDefinition -> validateSimpleJSONPath (upstream's
+                # field path really is "JSONPath")
+                at = f"spec.versions[{i}].additionalPrinterColumns[{j}].JSONPath"
+                path = col.get("jsonPath") if isinstance(col, dict) else None
+                if not path:
+                    causes.append(FieldCause(at, "Required value", "FieldValueRequired"))
+                elif isinstance(path, str) and not path.startswith("."):
+                    causes.append(FieldCause(at, f"Invalid value: {quote(path)}: must be a simple json path "
+                                                 "starting with ."))
     name = crd.get("metadata", {}).get("name", "")
     if group and names.get("plural") and name != f"{names['plural']}.{group}":
         causes.append(FieldCause("metadata.name", f'Invalid value: "{name}": must be spec.names.plural+"."+spec.group'))

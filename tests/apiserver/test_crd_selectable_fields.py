@@ -31,3 +31,15 @@ async def test_a_declared_selectable_field_filters_the_list(http: httpx2.AsyncCl
     r = await http.get(f"{base}?fieldSelector=spec.size%3D1")
     assert r.status_code == 400
     assert "field label not supported: spec.size" in r.json()["message"]
+
+
+async def test_a_printer_column_json_path_must_start_with_a_dot(http: httpx2.AsyncClient) -> None:
+    crd = {**CRD, "metadata": {"name": "bads.t11.io"}}
+    crd["spec"] = {**CRD["spec"], "names": {"plural": "bads", "singular": "bad", "kind": "Bad", "listKind": "BadList"}}
+    crd["spec"]["versions"] = [{**CRD["spec"]["versions"][0],
+                                "additionalPrinterColumns": [{"name": "X", "type": "string", "jsonPath": "{{bad"}]}]
+    r = await http.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=crd)
+    assert r.status_code == 422, r.text
+    assert [(c["field"], c["message"]) for c in r.json()["details"]["causes"]] == [
+        ("spec.versions[0].additionalPrinterColumns[0].JSONPath",
+         'Invalid value: "{{bad": must be a simple json path starting with .')]
