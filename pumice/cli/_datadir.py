@@ -27,8 +27,11 @@ def lock_data_dir(data_dir: Path) -> IO[str]:
     Raises:
         DataDirInUse: another process (or another open of the same file) holds it; the message
             names the holder's pid.
+        NotADirectoryError: ``data_dir`` is a file (``data dir /etc/passwd is not a directory``).
         OSError: the directory cannot be created or the lock file opened.
     """
+    if data_dir.exists() and not data_dir.is_dir():
+        raise NotADirectoryError(f"data dir {data_dir} is not a directory")
     data_dir.mkdir(parents=True, exist_ok=True)
     path = data_dir / "pumice.lock"
     f = open(path, "a+")  # noqa: SIM115 - held for the life of the process

@@ -37,7 +37,7 @@ def command(data_dir: str, port: int, host: str, no_crds: bool, durability: str)
     path = Path(data_dir).expanduser()
     try:
         lock = lock_data_dir(path)
-    except DataDirInUse as e:
+    except (DataDirInUse, NotADirectoryError) as e:
         raise click.ClickException(str(e)) from None
     except OSError as e:
         raise click.ClickException(f"cannot open data dir {path}: {e}") from None

@@ -78,3 +78,13 @@ def test_a_data_dir_held_by_another_pumice_is_refused_in_one_line(tmp_path: Path
     assert res.exit_code == 1
     assert res.output == f"Error: data dir {tmp_path} is in use by another pumice process (pid {os.getpid()})\n"
     assert not (tmp_path / "pumice.db").exists() and not (tmp_path / "kubeconfig").exists()
+
+
+@pytest.mark.parametrize("argv", [["up", "--runtime", "simulated", "--port", "0"], ["apiserver", "--port", "0"]])
+def test_a_data_dir_that_is_a_file_is_refused_as_not_a_directory(tmp_path: Path, argv: list[str]) -> None:
+    # trial 11 F-11 h: it said "File exists: /etc/passwd"
+    f = tmp_path / "afile"
+    f.write_text("x")
+    res = CliRunner().invoke(cli_main.main, [*argv, "--data-dir", str(f)])
+    assert res.exit_code == 1
+    assert res.output == f"Error: data dir {f} is not a directory\n"
