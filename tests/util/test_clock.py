@@ -77,3 +77,44 @@ def test_rfc3339_is_whole_seconds_utc_and_its_memory_never_answers_another_secon
         assert clock.rfc3339(ts + 0.5) == fresh(ts)
     assert len(clock._RFC3339) <= 4096
     assert clock.rfc3339(1_700_000_000.2) == "2023-11-14T22:13:20Z"
+
+
+def test_rfc3339_gives_datetimes_text_across_its_whole_range() -> None:
+    """The C library's format (the fast path) against datetime's, from 1970 to the last second
+    datetime knows; out of its range rfc3339 still raises as datetime does."""
+    import datetime as dt
+    import random
+
+    from pumice._util import clock
+
+    rng = random.Random(7)
+    stamps = [0, 59, 86_399, 86_400, 951_782_400, 1_700_000_000, 253_402_300_799,
+              *(rng.randrange(0, 253_402_300_800) for _ in range(5000))]
+    for ts in stamps:
+        clock._RFC3339.pop(ts, None)
+        assert clock.rfc3339(ts + 0.25) == dt.datetime.fromtimestamp(ts, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    with pytest.raises(ValueError):
+        clock.rfc3339(253_402_300_800)
+
+
+def test_a_pinned_loop_reads_epoch_plus_loop_time_and_unpinning_restores_the_checks() -> None:
+    clock = LoopClock(epoch=1_600_000_000.0)
+    seen: list[float] = []
+
+    async def main() -> None:
+        clock.pin(asyncio.get_running_loop())
+        await clock.sleep(1.5)
+        seen.extend((clock.now(), clock.monotonic()))
+        clock.pin(None)
+        await clock.sleep(0.25)
+        seen.append(clock.now())
+
+    with asyncio.Runner(loop_factory=lambda: looptime.new_event_loop(start=0)) as runner:
+        runner.run(main())
+    assert seen == [1_600_000_001.5, 1.5, 1_600_000_001.75]
+    loop = asyncio.new_event_loop()
+    try:
+        with pytest.raises(ValueError, match="epoch"):
+            LoopClock().pin(loop)
+    finally:
+        loop.close()
