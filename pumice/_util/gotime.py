@@ -29,10 +29,10 @@ _CHUNKS = {
 # strings that certainly parse (the common case, no error to build): whole-field shapes with
 # ranges checked below
 _FAST = {
-    RFC3339_LAYOUT: re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:\d\d)"),
-    MICRO_LAYOUT: re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)[.,]\d{6}(?:Z|[+-]\d\d:\d\d)"),
+    RFC3339_LAYOUT: re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:\d\d)", re.ASCII),
+    MICRO_LAYOUT: re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)[.,]\d{6}(?:Z|[+-]\d\d:\d\d)", re.ASCII),
 }
-_FAST_ZONE = re.compile(r"[+-](\d\d):(\d\d)$")
+_FAST_ZONE = re.compile(r"[+-](\d\d):(\d\d)$", re.ASCII)  # ASCII: Go's digits are 0-9 only
 
 _DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 

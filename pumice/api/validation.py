@@ -2214,9 +2214,9 @@ def _validate_events_v1_event(obj: Obj, old: Obj | None) -> list[FieldCause]:
         value = obj.get(key) or ""
         if not value:
             out.append(_required(key))
-        if len(str(value)) > limit:
+        if len(str(value).encode()) > limit:  # Go's len: bytes of the UTF-8 text
             out.append(_invalid(key, "", f"can have at most {limit} characters"))
-    if len(str(obj.get("note") or "")) > 1024:
+    if len(str(obj.get("note") or "").encode()) > 1024:
         out.append(_invalid("note", "", "can have at most 1024 characters"))
     return out
 

@@ -933,6 +933,7 @@ class Dashboard:
             buf = b""
             chunks = client.logs(ns, name, container=container, follow=follow, tail_lines=tail)
             stopping = asyncio.ensure_future(self.stopping.wait())
+            nxt: asyncio.Future[bytes] | None = None
             try:
                 while True:  # each chunk raced against the server stopping (a followed log may never end)
                     nxt = asyncio.ensure_future(anext(chunks))
@@ -958,7 +959,13 @@ class Dashboard:
                 yield _sse("end", "error")
             finally:
                 stopping.cancel()
-                await chunks.aclose()  # type: ignore[attr-defined]
+                if nxt is not None and not nxt.done():
+                    # the browser went away while the next chunk was awaited: the generator runs
+                    # inside nxt, so cancelling nxt ends it there (aclose() would raise "already
+                    # running" and leave the log stream open)
+                    nxt.cancel()
+                else:
+                    await chunks.aclose()  # type: ignore[attr-defined]
 
         return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 

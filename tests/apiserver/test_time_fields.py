@@ -155,3 +155,29 @@ async def test_events_v1_create_needs_event_time_and_a_known_type(http: httpx2.A
     ev.update(type="Normal", eventTime="2020-01-01T00:00:00.000001Z")
     r = await http.post("/apis/events.k8s.io/v1/namespaces/default/events", json=ev)
     assert r.status_code == 201, r.text
+
+
+def test_only_ascii_digits_parse_as_go_reads_them() -> None:
+    """Python's ``\\d`` also matches other scripts' digits; Go's time.Parse takes 0-9 only, so
+    Arabic-Indic digits must not take the fast path that accepts them (review of session 10)."""
+    from pumice._util.gotime import parses
+
+    value = "\u0662\u0660\u0662\u0664-01-02T03:04:05Z"
+    assert not parses(value)
+    go_quoted = "\\xd9\\xa2\\xd9\\xa0\\xd9\\xa2\\xd9\\xa4-01-02T03:04:05Z"  # time.quote: non-ASCII as \\x bytes
+    assert parse_error(value) == (f'parsing time "{go_quoted}" as "2006-01-02T15:04:05Z07:00": '
+                                  f'cannot parse "{go_quoted}" as "2006"')
+    assert not parses("2024-01-02T03:04:05+\u0660\u0661:00")
+
+
+async def test_events_v1_length_limits_count_bytes_as_go_len(http: httpx2.AsyncClient) -> None:
+    """100 two-byte characters are 200 bytes: over the 128 limit, as Go's len counts them."""
+    ev = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e4"},
+          "eventTime": "2020-01-01T00:00:00.000001Z", "reportingController": "x", "reportingInstance": "y",
+          "action": "a", "reason": "\u00e9" * 100, "type": "Normal", "regarding": {"kind": "Pod", "name": "p"}}
+    r = await http.post("/apis/events.k8s.io/v1/namespaces/default/events", json=ev)
+    assert r.status_code == 422, r.text
+    assert [(c["field"], c["message"]) for c in r.json()["details"]["causes"]] == [
+        ("reason", 'Invalid value: "": can have at most 128 characters')]
+    ev["reason"] = "\u00e9" * 64  # 128 bytes: at the limit
+    assert (await http.post("/apis/events.k8s.io/v1/namespaces/default/events", json=ev)).status_code == 201
