@@ -396,6 +396,50 @@ def test_a_zero_first_container_gives_the_sum_the_next_ones_format() -> None:
     assert build_podgroup_for_pod(pod)["spec"]["minResources"] == {"cpu": "1500m", "memory": "4G"}
 
 
+def _vcjob(*tasks: tuple[str, int, int | None, dict[str, str]], min_available: int) -> dict[str, Any]:
+    return {"spec": {"minAvailable": min_available, "tasks": [
+        {"name": n, "replicas": reps, **({"minAvailable": m} if m is not None else {}),
+         "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": req}}]}}}
+        for n, reps, m, req in tasks]}}
+
+
+@pytest.mark.parametrize(("memory", "expected"), [
+    ("1G", "3G"), ("1500M", "4500M"), ("1000", "3k"), ("2e9", "6e9"), ("1Gi", "3Gi"), ("1E3", "3e3")])
+def test_a_vcjobs_podgroup_keeps_the_pods_quantity_format(memory: str, expected: str) -> None:
+    # trial 11 F-12 for the vcjob controller: calcPGMinResources sums CalTaskRequests with quotav1.Add
+    job = _vcjob(("t", 3, 3, {"cpu": "10m", "memory": memory}), min_available=3)
+    assert builders.pg_min_resources(job) == {"cpu": "30m", "memory": expected}
+
+
+def test_a_vcjobs_podgroup_takes_the_first_tasks_format() -> None:
+    # quotav1.Add keeps the receiver's format: the first task (in priority order) that asks for a name
+    job = _vcjob(("a", 1, 1, {"memory": "512M"}), ("b", 1, 1, {"memory": "512Mi"}), min_available=2)
+    assert builders.pg_min_resources(job) == {"memory": "1048870912"}
+    job = _vcjob(("a", 1, 1, {"memory": "512Mi"}), ("b", 1, 1, {"memory": "512M"}), min_available=2)
+    assert builders.pg_min_resources(job) == {"memory": "1024288Ki"}
+    job = _vcjob(("a", 1, 1, {"memory": "1Gi"}), ("b", 1, 1, {"memory": "1Gi"}), min_available=2)
+    assert builders.pg_min_resources(job) == {"memory": "2Gi"}
+
+
+def test_a_task_counted_zero_times_adds_no_names() -> None:
+    # CalTaskRequests with 0 replicas is an empty list: its names do not appear in minResources
+    job = _vcjob(("a", 2, 0, {"nvidia.com/gpu": "1"}), ("b", 1, 1, {"cpu": "1"}), min_available=1)
+    assert builders.pg_min_resources(job) == {"cpu": "1"}
+
+
+def test_an_init_containers_use_includes_the_sidecars_before_it() -> None:
+    # AggregateContainerRequests: init container i uses its own request plus the restartable init
+    # containers declared before it; the Pod's request is the larger of that and the running sum
+    pod = {"metadata": {"name": "p1", "namespace": "default", "uid": "u1"},
+           "spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}],
+                    "initContainers": [
+                        {"name": "side", "restartPolicy": "Always", "resources": {"requests": {"cpu": "1"}}},
+                        {"name": "i", "resources": {"requests": {"cpu": "1500m"}}}]}}
+    assert build_podgroup_for_pod(pod)["spec"]["minResources"] == {"cpu": "2500m"}
+    pod["spec"]["initContainers"].reverse()  # a sidecar after the init container does not count for it
+    assert build_podgroup_for_pod(pod)["spec"]["minResources"] == {"cpu": "2"}
+
+
 async def _annotated(client: FakeClient, name: str) -> dict | None:
     p = await client.get(scheme.POD, name, "default")
     return p if (p["metadata"].get("annotations") or {}).get("scheduling.k8s.io/group-name") else None

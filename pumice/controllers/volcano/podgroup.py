@@ -77,8 +77,7 @@ def build_podgroup_for_pod(pod: Obj, owner_annotations: dict[str, str] | None = 
     spec: Obj = {
         "minMember": min_member,
         # CalTaskRequests: quotav1.Add min_member times keeps the Pod's quantity formats
-        "minResources": res.fmt_in(res.task_requests(pod.get("spec") or {}, min_member),
-                                   res.pod_request_formats(pod.get("spec") or {})),
+        "minResources": res.fmt_in(*res.task_requests(pod.get("spec") or {}, min_member)),
     }
     if (pod.get("spec") or {}).get("priorityClassName"):
         spec["priorityClassName"] = pod["spec"]["priorityClassName"]

@@ -101,11 +101,14 @@ def _requests_key(pod_spec: Obj) -> Any:
 
 
 def _min_resources(job_min: int, ordered: list[Obj]) -> dict[str, str]:
-    """:func:`pg_min_resources` over the tasks in priority order."""
+    """:func:`pg_min_resources` over the tasks in priority order; each task's requests are added
+    as quotav1.Add does, so a name keeps the format of the first task that requests it (``1G``
+    stays ``1G``, ``2e9`` stays ``2e9``)."""
     total: res.Res = {}
+    fmts: res.Formats = {}
 
-    def spec_of(t: Obj) -> Obj:
-        return (t.get("template") or {}).get("spec") or {}
+    def add(t: Obj, count: int) -> None:
+        res.add_task(total, fmts, res.task_requests((t.get("template") or {}).get("spec") or {}, count))
 
     task_min_total = sum(int(t["minAvailable"]) if t.get("minAvailable") is not None else int(t.get("replicas") or 0)
                          for t in ordered)
@@ -114,22 +117,22 @@ def _min_resources(job_min: int, ordered: list[Obj]) -> dict[str, str]:
         for t in ordered:
             reps = int(t.get("replicas") or 0)
             if count <= reps:
-                total = res.add(total, res.task_requests(spec_of(t), count))
+                add(t, count)
                 break
-            total = res.add(total, res.task_requests(spec_of(t), reps))
+            add(t, reps)
             count -= reps
-        return res.fmt(total)
+        return res.fmt_in(total, fmts)
     pods = 0
     for t in ordered:
         if t.get("minAvailable") is None:
             continue
         valid = min(int(t["minAvailable"]), job_min - pods)
-        total = res.add(total, res.task_requests(spec_of(t), valid))
+        add(t, valid)
         pods += valid
         if pods >= job_min:
             break
     if pods >= job_min:
-        return res.fmt(total)
+        return res.fmt_in(total, fmts)
     left = job_min - pods
     for t in ordered:
         reps = int(t.get("replicas") or 0)
@@ -139,11 +142,11 @@ def _min_resources(job_min: int, ordered: list[Obj]) -> dict[str, str]:
                 continue
             rest = reps - int(t["minAvailable"])
         n = min(left, rest)
-        total = res.add(total, res.task_requests(spec_of(t), n))
+        add(t, n)
         left -= n
         if left <= 0:
             break
-    return res.fmt(total)
+    return res.fmt_in(total, fmts)
 
 
 def network_topology(nt: Obj, *, both_tiers: bool) -> Obj:
