@@ -4,25 +4,35 @@ Both functions are pure: they return a new value and never change their argument
 (:func:`merge_patch_into` is the in-place form of :func:`merge_patch`, for a caller that owns both
 arguments).
 
-Errors: :class:`PatchError` (a ValueError) for a malformed patch, a path that does not exist, or
-a failed ``test`` operation; the API server answers it with 422 (JSON patch) or 400. As in
-kube-apiserver, ``replace`` of a missing member of an existing object sets it (evanphx/json-patch
-v4 does not check the key); a missing parent or an array index out of range is an error.
+Errors: :class:`PatchError` (a ValueError) for a JSON patch that does not decode (400 in the API
+server) or does not apply (422), with evanphx/json-patch v4's texts (see :func:`json_patch`).
 
 Mirrors: k8s.io/apiserver pkg/endpoints/handlers/patch.go (jsonPatcher, applyJSPatch) which uses
-evanphx/json-patch.
+evanphx/json-patch v4 (patch.go).
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
-__all__ = ["PatchError", "json_patch", "merge_patch", "merge_patch_into"]
+from pumice._util.gostrings import atoi
+
+__all__ = ["MAX_JSON_PATCH_OPERATIONS", "PatchError", "json_patch", "merge_patch", "merge_patch_into"]
 
 
 class PatchError(ValueError):
-    """A patch that cannot be applied."""
+    """A patch that cannot be applied.
+
+    Attributes:
+        bad_request: the patch document itself does not decode (kube-apiserver: 400), rather
+            than failing to apply to the object (422).
+    """
+
+    def __init__(self, message: str, *, bad_request: bool = False) -> None:
+        super().__init__(message)
+        self.bad_request = bad_request
 
 
 def merge_patch(original: Any, patch: Any) -> Any:
@@ -57,145 +67,298 @@ def merge_patch_into(target: dict[str, Any], patch: dict[str, Any]) -> dict[str,
     return target
 
 
-def _pointer(path: str) -> list[str]:
-    if path == "":
-        return []
-    if not path.startswith("/"):
-        raise PatchError(f"invalid JSON pointer {path!r}: must start with '/'")
-    return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
+#: the most operations kube-apiserver applies from one JSON patch (patch.go maxJSONPatchOperations)
+MAX_JSON_PATCH_OPERATIONS = 10000
+
+_MISSING = "missing value"
+_INVALID_INDEX = "invalid index referenced"
+_KEY_ESCAPE = re.compile(r"~[01]")
 
 
-def _index(container: list[Any], token: str, path: str, *, allow_end: bool) -> int:
-    if token == "-" and allow_end:
-        return len(container)
-    if not token.isdigit() or (len(token) > 1 and token[0] == "0"):
-        raise PatchError(f"invalid array index {token!r} in {path!r}")
-    i = int(token)
-    limit = len(container) if allow_end else len(container) - 1
-    if i > limit:
-        raise PatchError(f"array index {i} out of range in {path!r}")
-    return i
+def _go_json_kind(value: Any) -> str:
+    """The JSON kind Go's encoding/json names in an UnmarshalTypeError."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
 
 
-def _parent(doc: Any, tokens: list[str], path: str) -> Any:
+def _unmarshal_error(value: Any, go_type: str) -> str:
+    return f"json: cannot unmarshal {_go_json_kind(value)} into Go value of type {go_type}"
+
+
+def _decode_key(token: str) -> str:
+    """One reference token, ``~1`` -> ``/`` and ``~0`` -> ``~`` in one pass (strings.Replacer)."""
+    return _KEY_ESCAPE.sub(lambda m: "/" if m.group() == "~1" else "~", token)
+
+
+def _op_string(op: dict[str, Any], field: str, missing: str) -> str:
+    """``Operation.Path()`` / ``From()``: the member as a string; an absent (or null) member is
+    ``missing`` wrapping ErrMissing, another JSON kind Go's unmarshal error."""
+    value = op.get(field)
+    if value is None:
+        raise PatchError(f"{missing}: {_MISSING}")
+    if not isinstance(value, str):
+        raise PatchError(_unmarshal_error(value, "string"))
+    return value
+
+
+def _bad_index(idx: int) -> PatchError:
+    return PatchError(f"Unable to access invalid index: {idx}: {_INVALID_INDEX}")
+
+
+def _find(doc: Any, path: str) -> tuple[Any, str] | None:
+    """``findObject``: the container (dict or list) that holds the last token of ``path`` and
+    that token, or None when ``path`` has no ``/`` or an intermediate member is missing, null,
+    a scalar or an array index that does not resolve. The part before the first ``/`` is
+    ignored, as evanphx/json-patch v4 splits on ``/``."""
+    split = path.split("/")
+    if len(split) < 2:
+        return None
     cur = doc
-    for t in tokens[:-1]:
-        if isinstance(cur, dict):
-            if t not in cur:
-                raise PatchError(f"path {path!r} does not exist")
-            cur = cur[t]
-        elif isinstance(cur, list):
-            cur = cur[_index(cur, t, path, allow_end=False)]
+    for part in split[1:-1]:
+        try:
+            nxt = _get_in(cur, _decode_key(part))
+        except PatchError:
+            return None
+        if not isinstance(nxt, (dict, list)):
+            return None
+        cur = nxt
+    return cur, _decode_key(split[-1])
+
+
+def _array_index(container: list[Any], key: str, size: int) -> int:
+    """A ``partialArray`` index: Go's Atoi, negative counting from the end of ``size``."""
+    idx = atoi(key)
+    if idx < 0:
+        if idx < -size:
+            raise _bad_index(idx)
+        idx += size
+    return idx
+
+
+def _get_in(container: Any, key: str) -> Any:
+    """``container.get(key)``: a member (None when missing, no error) or an element (Atoi
+    errors and an index out of range are errors)."""
+    if isinstance(container, dict):
+        return container.get(key)
+    try:
+        idx = _array_index(container, key, len(container))
+    except ValueError as e:
+        raise PatchError(str(e)) from None
+    if idx >= len(container):
+        raise _bad_index(idx)
+    return container[idx]
+
+
+def _add_in(container: Any, key: str, value: Any) -> None:
+    """``container.add(key, value)``: a member is set; an element is inserted (``-`` appends)."""
+    if isinstance(container, dict):
+        container[key] = value
+        return
+    if key == "-":
+        container.append(value)
+        return
+    try:
+        idx = atoi(key)
+    except ValueError as e:
+        raise PatchError(f"value was not a proper array index: '{key}': {e}") from None
+    size = len(container) + 1
+    if idx >= size:
+        raise _bad_index(idx)
+    if idx < 0:
+        if idx < -size:
+            raise _bad_index(idx)
+        idx += size
+    container.insert(idx, value)
+
+
+def _remove_in(container: Any, key: str) -> Any:
+    """``container.remove(key)``: the removed value."""
+    if isinstance(container, dict):
+        if key not in container:
+            raise PatchError(f"Unable to remove nonexistent key: {key}: {_MISSING}")
+        return container.pop(key)
+    try:
+        idx = atoi(key)
+    except ValueError as e:
+        raise PatchError(str(e)) from None
+    if idx >= len(container):
+        raise _bad_index(idx)
+    if idx < 0:
+        if idx < -len(container):
+            raise _bad_index(idx)
+        idx += len(container)
+    return container.pop(idx)
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """Structural JSON equality as lazyNode.equal compares: objects and arrays member by member,
+    scalars by their JSON text (``1`` is not ``1.0`` nor ``true``)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(v, b[k]) for k, v in a.items())
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+def _apply_op(doc: Any, op: dict[str, Any]) -> Any:
+    kind = op.get("op")
+    if kind == "add":
+        try:
+            path = _op_string(op, "path", "operation missing path field")
+        except PatchError:
+            raise PatchError(f"add operation failed to decode path: {_MISSING}") from None
+        found = _find(doc, path)
+        if found is None:
+            raise PatchError(f'add operation does not apply: doc is missing path: "{path}": {_MISSING}')
+        try:
+            _add_in(*found, copy.deepcopy(op.get("value")))
+        except PatchError as e:
+            raise PatchError(f"error in add for path: '{path}': {e}") from None
+    elif kind == "remove":
+        try:
+            path = _op_string(op, "path", "operation missing path field")
+        except PatchError:
+            raise PatchError(f"remove operation failed to decode path: {_MISSING}") from None
+        found = _find(doc, path)
+        if found is None:
+            raise PatchError(f'remove operation does not apply: doc is missing path: "{path}": {_MISSING}')
+        try:
+            _remove_in(*found)
+        except PatchError as e:
+            raise PatchError(f"error in remove for path: '{path}': {e}") from None
+    elif kind == "replace":
+        try:
+            path = _op_string(op, "path", "operation missing path field")
+        except PatchError as e:
+            raise PatchError(f"replace operation failed to decode path: {e}") from None
+        if path == "":
+            # the whole document; a value that is not an object or array leaves it as it is
+            value = op.get("value")
+            return copy.deepcopy(value) if isinstance(value, (dict, list)) else doc
+        found = _find(doc, path)
+        if found is None:
+            raise PatchError(f"replace operation does not apply: doc is missing path: {path}: {_MISSING}")
+        container, key = found
+        try:
+            _get_in(container, key)
+        except PatchError:
+            raise PatchError(f"replace operation does not apply: doc is missing key: {path}: {_MISSING}") from None
+        if isinstance(container, dict):
+            container[key] = copy.deepcopy(op.get("value"))
         else:
-            raise PatchError(f"path {path!r} does not exist")
-    return cur
-
-
-def _get(doc: Any, path: str) -> Any:
-    tokens = _pointer(path)
-    if not tokens:
-        return doc
-    parent = _parent(doc, tokens, path)
-    last = tokens[-1]
-    if isinstance(parent, dict):
-        if last not in parent:
-            raise PatchError(f"path {path!r} does not exist")
-        return parent[last]
-    if isinstance(parent, list):
-        return parent[_index(parent, last, path, allow_end=False)]
-    raise PatchError(f"path {path!r} does not exist")
-
-
-def _add(doc: Any, path: str, value: Any) -> Any:
-    tokens = _pointer(path)
-    if not tokens:
-        return value
-    parent = _parent(doc, tokens, path)
-    last = tokens[-1]
-    if isinstance(parent, dict):
-        parent[last] = value
-    elif isinstance(parent, list):
-        parent.insert(_index(parent, last, path, allow_end=True), value)
+            container[_array_index(container, key, len(container))] = copy.deepcopy(op.get("value"))
+    elif kind == "move":
+        try:
+            src = _op_string(op, "from", "operation, missing from field")
+        except PatchError as e:
+            raise PatchError(f"move operation failed to decode from: {e}") from None
+        found = _find(doc, src)
+        if found is None:
+            raise PatchError(f"move operation does not apply: doc is missing from path: {src}: {_MISSING}")
+        container, key = found
+        try:
+            value = _get_in(container, key)
+            _remove_in(container, key)
+        except PatchError as e:
+            raise PatchError(f"error in move for path: '{key}': {e}") from None
+        try:
+            path = _op_string(op, "path", "operation missing path field")
+        except PatchError as e:
+            raise PatchError(f"move operation failed to decode path: {e}") from None
+        found = _find(doc, path)
+        if found is None:
+            raise PatchError(f"move operation does not apply: doc is missing destination path: {path}: {_MISSING}")
+        try:
+            _add_in(*found, value)
+        except PatchError as e:
+            raise PatchError(f"error in move for path: '{path}': {e}") from None
+    elif kind == "test":
+        try:
+            path = _op_string(op, "path", "operation missing path field")
+        except PatchError as e:
+            raise PatchError(f"test operation failed to decode path: {e}") from None
+        if path == "":
+            if not _json_equal(doc, op.get("value")):
+                raise PatchError(f"testing value {path} failed: test failed")
+            return doc
+        found = _find(doc, path)
+        if found is None:
+            raise PatchError(f"test operation does not apply: is missing path: {path}: {_MISSING}")
+        try:
+            value = _get_in(*found)
+        except PatchError as e:
+            raise PatchError(f"error in test for path: '{path}': {e}") from None
+        if value is None:
+            # a missing member and a null one are alike; both pass only a test for null
+            if "value" in op and op["value"] is None:
+                return doc
+            raise PatchError(f"testing value {path} failed: test failed")
+        if "value" not in op or not _json_equal(value, op["value"]):
+            raise PatchError(f"testing value {path} failed: test failed")
+    elif kind == "copy":
+        try:
+            src = _op_string(op, "from", "operation, missing from field")
+        except PatchError as e:
+            raise PatchError(f"copy operation failed to decode from: {e}") from None
+        found = _find(doc, src)
+        if found is None:
+            raise PatchError(f"copy operation does not apply: doc is missing from path: {src}: {_MISSING}")
+        try:
+            value = _get_in(*found)
+        except PatchError as e:
+            raise PatchError(f"error in copy for from: '{src}': {e}") from None
+        try:
+            path = _op_string(op, "path", "operation missing path field")
+        except PatchError:
+            raise PatchError(f"copy operation failed to decode path: {_MISSING}") from None
+        found = _find(doc, path)
+        if found is None:
+            raise PatchError(f"copy operation does not apply: doc is missing destination path: {path}: {_MISSING}")
+        try:
+            _add_in(*found, copy.deepcopy(value))
+        except PatchError as e:
+            raise PatchError(f"error while adding value during copy: {e}") from None
     else:
-        raise PatchError(f"path {path!r} does not exist")
-    return doc
-
-
-def _remove(doc: Any, path: str) -> tuple[Any, Any]:
-    tokens = _pointer(path)
-    if not tokens:
-        raise PatchError("cannot remove the whole document")
-    parent = _parent(doc, tokens, path)
-    last = tokens[-1]
-    if isinstance(parent, dict):
-        if last not in parent:
-            raise PatchError(f"unable to remove nonexistent key {last!r}: path {path!r} does not exist")
-        return doc, parent.pop(last)
-    if isinstance(parent, list):
-        return doc, parent.pop(_index(parent, last, path, allow_end=False))
-    raise PatchError(f"path {path!r} does not exist")
-
-
-def _replace(doc: Any, path: str, value: Any) -> Any:
-    """``replace`` as kube-apiserver applies it (evanphx/json-patch v4): the parent must exist and
-    an array index must be in range, but a missing member of an object is set, as ``add`` would.
-    Ray's autoscaler relies on this when it replaces ``/spec/workerGroupSpecs/<i>/scaleStrategy``
-    of a RayCluster whose group has none."""
-    tokens = _pointer(path)
-    if not tokens:
-        return value
-    parent = _parent(doc, tokens, path)
-    last = tokens[-1]
-    if isinstance(parent, dict):
-        parent[last] = value
-    elif isinstance(parent, list):
-        parent[_index(parent, last, path, allow_end=False)] = value
-    else:
-        raise PatchError(f"path {path!r} does not exist")
+        raise PatchError(f"Unexpected kind: {kind if isinstance(kind, str) else 'unknown'}")
     return doc
 
 
 def json_patch(original: Any, ops: Any) -> Any:
     """Apply an RFC 6902 JSON patch (``add``, ``remove``, ``replace``, ``move``, ``copy``,
-    ``test``) and return the result.
+    ``test``) as evanphx/json-patch v4 (kube-apiserver's) applies it, and return the result.
+
+    As v4 does, and RFC 6902 does not: an ``add``/``replace`` without ``value`` writes null;
+    ``replace`` of a missing member of an existing object sets it (Ray's autoscaler relies on
+    this when it replaces ``/spec/workerGroupSpecs/<i>/scaleStrategy`` of a group that has
+    none); array indices are Go Atoi numbers (``01``, ``+1``), negative ones count from the end;
+    ``replace`` of the whole document (``""``) with a value that is not an object or array
+    changes nothing; ``add``/``remove`` of ``""`` is a missing path.
 
     Raises:
-        PatchError: when ``ops`` is not a list of operation objects, an operation is unknown, a
-            path is missing, or a ``test`` fails.
+        PatchError: the patch does not decode as a list of operation objects (``bad_request``:
+            kube-apiserver answers 400 with Go's unmarshal text), or an operation does not
+            apply (v4's text, such as ``add operation does not apply: doc is missing path:
+            "/a/b": missing value`` or ``testing value /x failed: test failed``; kube-apiserver
+            answers 422 with a generic message).
+
+    Deviates: a ``replace`` of ``""`` without a value and a ``test`` of a missing member
+    without a value panic in v4 (500); here the first changes nothing and the second fails.
     """
+    if ops is None:
+        return copy.deepcopy(original)  # null decodes as an empty patch
     if not isinstance(ops, list):
-        raise PatchError("a JSON patch must be a list of operations")
+        raise PatchError(_unmarshal_error(ops, "jsonpatch.Patch"), bad_request=True)
+    for op in ops:
+        if op is not None and not isinstance(op, dict):
+            raise PatchError(_unmarshal_error(op, "jsonpatch.Operation"), bad_request=True)
     doc = copy.deepcopy(original)
     for op in ops:
-        if not isinstance(op, dict) or "op" not in op or "path" not in op:
-            raise PatchError(f"invalid JSON patch operation: {op!r}")
-        kind, path = op["op"], op["path"]
-        if not isinstance(path, str):
-            raise PatchError(f"invalid path {path!r}")
-        if kind == "add":
-            if "value" not in op:
-                raise PatchError("add operation does not have a value")
-            doc = _add(doc, path, copy.deepcopy(op["value"]))
-        elif kind == "remove":
-            doc, _ = _remove(doc, path)
-        elif kind == "replace":
-            if "value" not in op:
-                raise PatchError("replace operation does not have a value")
-            doc = _replace(doc, path, copy.deepcopy(op["value"]))
-        elif kind == "move":
-            src = op.get("from")
-            if not isinstance(src, str):
-                raise PatchError("move operation does not have a 'from'")
-            doc, value = _remove(doc, src)
-            doc = _add(doc, path, value)
-        elif kind == "copy":
-            src = op.get("from")
-            if not isinstance(src, str):
-                raise PatchError("copy operation does not have a 'from'")
-            doc = _add(doc, path, copy.deepcopy(_get(doc, src)))
-        elif kind == "test":
-            if _get(doc, path) != op.get("value"):
-                raise PatchError(f"testing value {path} failed: test failed")
-        else:
-            raise PatchError(f"unexpected operation {kind!r}")
+        doc = _apply_op(doc, op or {})
     return doc

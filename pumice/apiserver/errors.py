@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from pumice.api.admission import FieldCause
+from pumice.api.patch import MAX_JSON_PATCH_OPERATIONS, PatchError
 from pumice.api.scheme import ResourceKind
 
 __all__ = [
@@ -170,6 +171,25 @@ def resource_version_set_on_create() -> StatusError:
     answers bad input with a 4xx, never a 500, so the client sees whose fault it is.
     """
     return StatusError(400, "resourceVersion should not be set on objects to be created", "BadRequest")
+
+
+def json_patch_error(e: PatchError) -> StatusError:
+    """The Status for a JSON patch that fails: one that does not decode is 400 with Go's decoding
+    text; one that does not apply is 422 with the generic text and empty details, the reason
+    (evanphx/json-patch's text) not sent, as kube-apiserver answers (the caller logs it).
+
+    Mirrors: apiserver pkg/endpoints/handlers/patch.go applyJSPatch (NewBadRequest;
+    NewGenericServerResponse(422, ..., isUnexpectedResponse=false))."""
+    if e.bad_request:
+        return StatusError(400, str(e), "BadRequest")
+    return StatusError(422, "the server rejected our request due to an error in our request", "Invalid", {})
+
+
+def json_patch_too_long(count: int) -> StatusError:
+    """413 for a JSON patch of more than MAX_JSON_PATCH_OPERATIONS operations (applyJSPatch,
+    NewRequestEntityTooLargeError)."""
+    return StatusError(413, f"Request entity too large: The allowed maximum operations in a JSON patch is "
+                            f"{MAX_JSON_PATCH_OPERATIONS}, got {count}", "RequestEntityTooLarge")
 
 
 def too_large_resource_version(wanted: int, current: int) -> StatusError:

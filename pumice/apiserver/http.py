@@ -802,7 +802,8 @@ class _Api:
         try:
             new = json_patch(current, patch) if ptype == "json" else merge_patch(current, patch)
         except PatchError as e:
-            raise StatusError(422, str(e), "Invalid") from None
+            log.info("JSON patch of %s %s/%s/scale refused: %s", rk.kind, namespace or "", name, e)
+            raise errors.json_patch_error(e) from None
         return await self._set_replicas(rk, namespace, name, (new.get("spec") or {}).get("replicas"), None, dry_run,
                                         manager)
 

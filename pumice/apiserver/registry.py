@@ -44,7 +44,7 @@ from pumice.api.apply import ApplyConflict, server_side_apply, update_managed_fi
 from pumice.api.gojson import go_json
 from pumice.api.meta import deep_copy
 from pumice.api.params import query_bool
-from pumice.api.patch import PatchError, json_patch, merge_patch_into
+from pumice.api.patch import MAX_JSON_PATCH_OPERATIONS, PatchError, json_patch, merge_patch_into
 from pumice.api.schema import json_type_name as json_type
 from pumice.api.scheme import ResourceKind, Scheme
 from pumice.api.selectors import FieldSelector, LabelSelector
@@ -1328,7 +1328,15 @@ class Registry:
                 # copied first (a conflict retries with the same patch)
                 return merge_patch_into(base, deep_copy(patch))
             if patch_type == "json":
-                return json_patch(base, patch)
+                if isinstance(patch, list) and len(patch) > MAX_JSON_PATCH_OPERATIONS:
+                    raise errors.json_patch_too_long(len(patch))
+                try:
+                    return json_patch(base, patch)
+                except PatchError as e:
+                    # upstream's 422 does not carry the reason: it goes to the log
+                    md = old.obj.get("metadata") or {}
+                    log.info("JSON patch of %s %s/%s refused: %s", rk.kind, md.get("namespace", ""), md.get("name"), e)
+                    raise errors.json_patch_error(e) from None
             if patch_type == "strategic":
                 return strategic_merge_patch(base, patch, rk.kind)
             if patch_type == "apply":

@@ -489,6 +489,8 @@ class FakeClient:
             else:
                 raise _status(415, "UnsupportedMediaType", f"FakeClient does not support {patch_type} patches")
         except PatchError as e:
+            if e.bad_request:
+                raise _status(400, "BadRequest", str(e)) from e
             raise _status(422, "Invalid", str(e)) from e
         if not isinstance(new, dict) or not isinstance(new.get("metadata"), dict):
             raise _status(422, "Invalid", "the patch removed the object's metadata")

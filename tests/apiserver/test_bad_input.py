@@ -126,3 +126,45 @@ async def test_unknown_fields_are_dropped_without_strict(cluster: LocalCluster) 
     p["metadata"]["nonsense"] = "x"
     created = await cluster.client.create(p)
     assert "bogus" not in created["spec"] and "nonsense" not in created["metadata"]
+
+
+@pytest.mark.parametrize("ops", [
+    [{"op": "add"}],  # trial 11 F-11 b: the text was Python's repr of the operation
+    [{"op": "remove", "path": "/data/nosuch"}],
+    [{"op": "test", "path": "/data/k", "value": "other"}],
+    [{"op": "bogus", "path": "/data/k"}],
+])
+async def test_a_json_patch_that_does_not_apply_is_upstreams_generic_422(cluster: LocalCluster, ops: list) -> None:
+    # applyJSPatch: NewGenericServerResponse(422, ...): the generic text, empty details, no reason sent
+    cms = cluster.scheme.by_api_version_kind("v1", "ConfigMap")
+    await cluster.client.create(configmap("a", data={"k": "v"}))
+    before = await revision(cluster)
+    with pytest.raises(ApiError) as e:
+        await cluster.client.patch(cms, "a", ops, "default", patch_type="json")
+    assert e.value.status == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                              "message": "the server rejected our request due to an error in our request",
+                              "reason": "Invalid", "details": {}, "code": 422}
+    assert await revision(cluster) == before
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    (b'{"op": "add", "path": "/a", "value": 1}', "json: cannot unmarshal object into Go value of type jsonpatch.Patch"),
+    (b'["x"]', "json: cannot unmarshal string into Go value of type jsonpatch.Operation"),
+])
+async def test_a_json_patch_that_does_not_decode_is_400(cluster: LocalCluster, body: bytes, message: str) -> None:
+    cms = cluster.scheme.by_api_version_kind("v1", "ConfigMap")
+    await cluster.client.create(configmap("a"))
+    with pytest.raises(ApiError) as e:
+        await cluster.client.request("PATCH", cms.path("default", "a"), body=body,
+                                     content_type="application/json-patch+json")
+    assert (e.value.code, e.value.reason, e.value.message) == (400, "BadRequest", message)
+
+
+async def test_a_json_patch_of_more_than_10000_operations_is_413(cluster: LocalCluster) -> None:
+    cms = cluster.scheme.by_api_version_kind("v1", "ConfigMap")
+    await cluster.client.create(configmap("a"))
+    with pytest.raises(ApiError) as e:
+        await cluster.client.patch(cms, "a", [{"op": "test", "path": "/kind", "value": "ConfigMap"}] * 10001,
+                                   "default", patch_type="json")
+    assert (e.value.code, e.value.message) == (413, "Request entity too large: The allowed maximum operations "
+                                                     "in a JSON patch is 10000, got 10001")

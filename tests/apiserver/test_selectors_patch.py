@@ -65,3 +65,48 @@ def test_json_patch_replace_sets_a_missing_object_member_as_kube_apiserver_does(
         json_patch(spec, [{"op": "replace", "path": "/spec/missing/x", "value": 1}])
     with pytest.raises(PatchError):
         json_patch(spec, [{"op": "replace", "path": "/spec/workerGroupSpecs/1", "value": {}}])
+
+
+@pytest.mark.parametrize(("ops", "text"), [
+    ([{"op": "add"}], "add operation failed to decode path: missing value"),
+    ([{"op": "add", "path": 5, "value": 1}], "add operation failed to decode path: missing value"),
+    ([{"op": "add", "path": "/x/y", "value": 1}], 'add operation does not apply: doc is missing path: "/x/y": missing value'),
+    ([{"op": "add", "path": "/a/9", "value": 1}], "error in add for path: '/a/9': Unable to access invalid index: 9: "
+                                                  "invalid index referenced"),
+    ([{"op": "add", "path": "/a/x", "value": 1}], "error in add for path: '/a/x': value was not a proper array index: "
+                                                  "'x': strconv.Atoi: parsing \"x\": invalid syntax"),
+    ([{"op": "remove", "path": "/zz"}], "error in remove for path: '/zz': Unable to remove nonexistent key: zz: "
+                                        "missing value"),
+    ([{"op": "replace", "value": 1}], "replace operation failed to decode path: operation missing path field: "
+                                      "missing value"),
+    ([{"op": "replace", "path": "/a/5", "value": 1}], "replace operation does not apply: doc is missing key: /a/5: "
+                                                      "missing value"),
+    ([{"op": "move", "path": "/b"}], "move operation failed to decode from: operation, missing from field: missing value"),
+    ([{"op": "move", "from": "/q", "path": "/b"}], "error in move for path: 'q': Unable to remove nonexistent key: q: "
+                                                   "missing value"),
+    ([{"op": "copy", "from": "/b/c"}], "copy operation failed to decode path: missing value"),
+    ([{"op": "test", "path": "/b/c", "value": 1.0}], "testing value /b/c failed: test failed"),
+    ([{"op": "test", "path": "/b/c", "value": True}], "testing value /b/c failed: test failed"),
+    ([{"op": "nosuch", "path": "/a"}], "Unexpected kind: nosuch"),
+    ([{"path": "/a"}], "Unexpected kind: unknown"),
+])
+def test_json_patch_errors_are_evanphx_v4s(ops: list, text: str) -> None:
+    with pytest.raises(PatchError) as e:
+        json_patch({"a": [1, 2], "b": {"c": 1}}, ops)
+    assert str(e.value) == text and not e.value.bad_request
+
+
+def test_json_patch_takes_what_evanphx_v4_takes() -> None:
+    doc = {"a": [1, 2], "b": {"c": 1, "n": None}}
+    assert json_patch(doc, [{"op": "add", "path": "/z"}])["z"] is None  # no value: null
+    assert json_patch(doc, [{"op": "add", "path": "/a/-2", "value": 9}])["a"] == [1, 9, 2]
+    assert json_patch(doc, [{"op": "remove", "path": "/a/-1"}])["a"] == [1]
+    assert json_patch(doc, [{"op": "replace", "path": "/a/01", "value": 7}])["a"] == [1, 7]
+    assert json_patch(doc, [{"op": "test", "path": "/b/n", "value": None},
+                            {"op": "test", "path": "/b/missing", "value": None}]) == doc
+    assert json_patch(doc, [{"op": "replace", "path": "", "value": 3}]) == doc
+    assert json_patch(doc, None) == doc
+    for bad, go_type in (({"op": "add"}, "jsonpatch.Patch"), ([1], "jsonpatch.Operation")):
+        with pytest.raises(PatchError) as e:
+            json_patch(doc, bad)
+        assert e.value.bad_request and str(e.value).endswith(f"into Go value of type {go_type}")
