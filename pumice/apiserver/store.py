@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import msgspec
 
@@ -37,7 +38,7 @@ from pumice.api.selectors import FieldSelector, LabelSelector, field_value
 from pumice.apiserver.storage import Storage, StorageError
 
 __all__ = ["INDEXED_FIELDS", "LIST_INDEXED_FIELDS", "MAX_REQUEST_BYTES", "Event", "Expired", "ObjectTooLarge", "Store",
-           "Stored", "Watcher", "storage_key"]
+           "Stored", "WatchQueue", "Watcher", "storage_key"]
 
 #: etcd's default ``--max-request-bytes`` (1.5 MiB): the largest write etcd takes, key and value
 MAX_REQUEST_BYTES = 1_572_864
@@ -67,10 +68,11 @@ def storage_key(resource: str, namespace: str, name: str) -> str:
     return f"{resource}/{namespace}/{name}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Stored:
     """One stored object: ``obj`` (do not mutate; :meth:`copy` to change), ``data`` (its JSON)
-    and ``rv`` (its resourceVersion)."""
+    and ``rv`` (its resourceVersion). Never changed once made (not a frozen dataclass only
+    because a frozen one costs three ``object.__setattr__`` calls per construction: one per write)."""
 
     obj: dict[str, Any]
     data: bytes
@@ -82,16 +84,84 @@ class Stored:
         return result
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Event:
     """A committed change: ``type`` ADDED/MODIFIED/DELETED, ``new`` (for DELETED: the object as
-    deleted, carrying the deletion revision), ``old`` (None for ADDED)."""
+    deleted, carrying the deletion revision), ``old`` (None for ADDED). Never changed once made
+    (not frozen for the same reason as :class:`Stored`)."""
 
     type: str
     rv: int
     resource: str
     new: Stored
     old: Stored | None
+
+
+_T = TypeVar("_T")
+
+
+class WatchQueue(Generic[_T]):
+    """The unbounded FIFO of one watcher: the part of :class:`asyncio.Queue` a watch uses
+    (``put_nowait``, ``get``, ``get_nowait``, ``empty``, ``qsize``), with the same wake-ups: a
+    put wakes the longest-waiting ``get`` by completing its future, a cancelled ``get`` passes a
+    wake-up it was given on to the next waiter. Lean because every event is put into every
+    matching watcher's queue (asyncio's also keeps task-done counts and an Event per put).
+
+    Mirrors: asyncio.queues.Queue (unbounded; no ``join``/``task_done``)."""
+
+    __slots__ = ("_getters", "_items")
+
+    def __init__(self) -> None:
+        self._items: deque[_T] = deque()
+        self._getters: deque[asyncio.Future[None]] = deque()
+
+    def qsize(self) -> int:
+        return len(self._items)
+
+    def empty(self) -> bool:
+        return not self._items
+
+    def put_nowait(self, item: _T) -> None:
+        self._items.append(item)
+        getters = self._getters
+        while getters:
+            getter = getters.popleft()
+            if not getter.done():
+                getter.set_result(None)
+                return
+
+    def get_nowait(self) -> _T:
+        """The oldest item.
+
+        Raises:
+            asyncio.QueueEmpty: nothing is queued.
+        """
+        if not self._items:
+            raise asyncio.QueueEmpty
+        return self._items.popleft()
+
+    async def get(self) -> _T:
+        """The oldest item, waiting for one when the queue is empty."""
+        items = self._items
+        while not items:
+            getter = asyncio.get_running_loop().create_future()
+            self._getters.append(getter)
+            try:
+                await getter
+            except BaseException:
+                getter.cancel()  # when cancelled before it was woken
+                with contextlib.suppress(ValueError):
+                    self._getters.remove(getter)
+                if items and not getter.cancelled():
+                    # woken, then cancelled: hand the wake-up on, as asyncio.Queue does
+                    getters = self._getters
+                    while getters:
+                        nxt = getters.popleft()
+                        if not nxt.done():
+                            nxt.set_result(None)
+                            break
+                raise
+        return items.popleft()
 
 
 class Expired(Exception):
@@ -112,7 +182,7 @@ class Watcher:
     namespace: str | None
     labels: LabelSelector
     fields: FieldSelector
-    queue: asyncio.Queue[tuple[str, Stored] | None] = field(default_factory=asyncio.Queue)
+    queue: WatchQueue[tuple[str, Stored] | None] = field(default_factory=WatchQueue)
     closed: bool = False
     index: tuple[str, str] | None = None
     seq: int = 0
@@ -154,7 +224,7 @@ class Watcher:
         else:
             return
         q = self.queue
-        if q.qsize() >= limit:
+        if len(q._items) >= limit:
             self.closed = True
             q.put_nowait(None)
             return
@@ -332,8 +402,11 @@ class Store:
         self.revision = rv
         del st.objects[(namespace, name)]
         self._index(st, (namespace, name), old, None)
-        obj = old.copy()
-        obj["metadata"]["resourceVersion"] = str(rv)
+        # the object as deleted: old's own object with a new metadata carrying the deletion
+        # revision (same keys in the same order as a decoded copy would have); the rest is shared
+        # with old, which nobody changes (a Stored object is never mutated), so no deep copy
+        prev = old.obj
+        obj = {**prev, "metadata": {**prev["metadata"], "resourceVersion": str(rv)}}
         gone = Stored(obj, _encode(obj), rv)
         self._committed(st, Event(DELETED, rv, resource, gone, old))
         return gone

@@ -133,9 +133,11 @@ async def patch_status_conditions(client: KubeClient, kind: ResourceKind, obj: O
     return True
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class WatchEvent:
-    """One watch event: ``type`` and the object (a Status dict for ERROR)."""
+    """One watch event: ``type`` and the object (a Status dict for ERROR). Not changed once made
+    (not a frozen dataclass: a watch makes one per event and informer, and a frozen one costs an
+    ``object.__setattr__`` call per field)."""
 
     type: WatchEventType
     object: Obj

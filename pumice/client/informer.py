@@ -347,6 +347,7 @@ class Informer:
         self.store = Store()
         self.resource_version = ""
         self._handlers: list[EventHandlerRegistration] = []
+        self._registered: tuple[EventHandlerRegistration, ...] = ()  # _handlers as the emitters see it
         self._synced = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._resync_task: asyncio.Task[None] | None = None
@@ -391,6 +392,7 @@ class Informer:
         """
         reg = EventHandlerRegistration(on_add, on_update, on_delete)
         self._handlers.append(reg)
+        self._registered = tuple(self._handlers)
         if self.has_synced and on_add is not None:
             for obj in self.store.list():
                 self._call(on_add, obj)
@@ -399,6 +401,7 @@ class Informer:
     def remove_event_handler(self, reg: EventHandlerRegistration) -> None:
         with contextlib.suppress(ValueError):
             self._handlers.remove(reg)
+        self._registered = tuple(self._handlers)
 
     def _call(self, fn: Callable[..., None], *args: Obj) -> None:
         try:
@@ -406,20 +409,36 @@ class Informer:
         except Exception:
             log.exception("informer %s: event handler failed", self.kind.plural)
 
+    # The three emitters run once per event and informer: they walk the registrations as they
+    # were when the event came (a tuple kept beside the list) and call each handler in place
+    # (what _call does, without a call per handler).
+
     def _emit_add(self, obj: Obj) -> None:
-        for h in list(self._handlers):
-            if h.on_add is not None:
-                self._call(h.on_add, obj)
+        for h in self._registered:
+            fn = h.on_add
+            if fn is not None:
+                try:
+                    fn(obj)
+                except Exception:
+                    log.exception("informer %s: event handler failed", self.kind.plural)
 
     def _emit_update(self, old: Obj, new: Obj) -> None:
-        for h in list(self._handlers):
-            if h.on_update is not None:
-                self._call(h.on_update, old, new)
+        for h in self._registered:
+            fn = h.on_update
+            if fn is not None:
+                try:
+                    fn(old, new)
+                except Exception:
+                    log.exception("informer %s: event handler failed", self.kind.plural)
 
     def _emit_delete(self, obj: Obj) -> None:
-        for h in list(self._handlers):
-            if h.on_delete is not None:
-                self._call(h.on_delete, obj)
+        for h in self._registered:
+            fn = h.on_delete
+            if fn is not None:
+                try:
+                    fn(obj)
+                except Exception:
+                    log.exception("informer %s: event handler failed", self.kind.plural)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
