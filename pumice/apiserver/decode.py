@@ -35,13 +35,19 @@ from typing import Any
 import msgspec
 import yaml
 
+from pumice._util.duration import parse_go_duration_ns
 from pumice._util.gostrings import parse_uint, quote
 from pumice.api import yamlsafe
 from pumice.api.apply import field_manager_errors
 from pumice.apiserver import errors
+from pumice.apiserver.authn import UserInfo
+from pumice.apiserver.authz import request_attributes
 from pumice.apiserver.errors import StatusError
 
-__all__ = ["MAX_DECODED_BYTES", "MAX_DEPTH", "check_query", "check_resource_version", "decode_body", "duplicate_fields",
+_NOBODY = UserInfo("")  # request_attributes needs a user; only the verb and subresource are read here
+
+__all__ = ["MAX_DECODED_BYTES", "MAX_DEPTH", "check_query", "check_request_timeout", "check_resource_version", "decode_body",
+           "duplicate_fields",
            "json_depth", "object_resource_version", "parse_resource_version"]
 
 MAX_DEPTH = 100
@@ -204,6 +210,33 @@ def duplicate_fields(raw: bytes) -> list[str]:
 
 _OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}
 _FIELD_VALIDATION = ("", "Ignore", "Strict", "Warn")
+
+
+#: subresources whose requests are long-running (no request deadline), as kube-apiserver's
+#: BasicLongRunningRequestCheck; the verbs are watch and proxy
+_LONG_RUNNING_SUBRESOURCES = frozenset({"attach", "exec", "proxy", "log", "portforward"})
+
+
+def check_request_timeout(method: str, path: str, query: Mapping[str, str]) -> None:
+    """The ``timeout`` query parameter of a request that is not long-running (not a watch, a
+    proxy, exec, attach, port-forward or log request) must be a Go duration.
+
+    Mirrors: apiserver pkg/endpoints/filters/request_deadline.go parseTimeout.
+
+    Raises:
+        StatusError: 400 ``invalid timeout specified in the request URL - time: invalid duration
+            "abc"``.
+    """
+    value = query.get("timeout")
+    if not value:
+        return
+    try:
+        parse_go_duration_ns(value)
+    except ValueError as e:
+        a = request_attributes(_NOBODY, method, path, query)
+        if a.verb in ("watch", "proxy") or a.subresource in _LONG_RUNNING_SUBRESOURCES:
+            return
+        raise errors.bad_request(f"invalid timeout specified in the request URL - {e}") from None
 
 
 def check_query(method: str, query: Mapping[str, str], patch_type: str | None = None) -> None:

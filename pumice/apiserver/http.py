@@ -44,7 +44,13 @@ from pumice.api.selectors import SelectorError, parse_field_selector, parse_labe
 from pumice.api.tables import to_table
 from pumice.apiserver import discovery, errors, openapi
 from pumice.apiserver.access import PUBLIC_PATHS, Access
-from pumice.apiserver.decode import check_query, check_resource_version, decode_body, duplicate_fields
+from pumice.apiserver.decode import (
+    check_query,
+    check_request_timeout,
+    check_resource_version,
+    decode_body,
+    duplicate_fields,
+)
 from pumice.apiserver.errors import StatusError
 from pumice.apiserver.fields import repair_bytes
 from pumice.apiserver.metrics import MetricsAPI
@@ -196,6 +202,15 @@ def _warnings(warnings: list[str]) -> dict[str, str] | None:
     return {"Warning": ", ".join(quoted).encode("utf-8", "replace").decode("latin-1")}
 
 
+#: the named checks kube-apiserver serves under each health path (healthz.go ping and log, the
+#: storage's etcd; readyz adds etcd-readiness, informer-sync and shutdown)
+_HEALTH_CHECKS: dict[str, frozenset[str]] = {
+    "healthz": frozenset({"ping", "log", "etcd"}),
+    "livez": frozenset({"ping", "log", "etcd"}),
+    "readyz": frozenset({"ping", "log", "etcd", "etcd-readiness", "informer-sync", "shutdown"}),
+}
+
+
 class _Target(NamedTuple):
     """What a resource path names: the kind, namespace (None: cluster scope or all namespaces),
     object name (None: the collection), subresource (``""``: the object itself) and query."""
@@ -299,6 +314,7 @@ class _Api:
         if query is None:
             query = scope["pumice.query"] = query_values(scope.get("query_string", b"").decode("latin-1"))
         try:
+            check_request_timeout(request.method, path, query)  # the deadline filter runs before authentication
             if self.access is not None:
                 user = self.access.authenticate(scope, request.headers.get("authorization", ""))
                 user = self.access.impersonate(user, scope.get("headers") or [])
@@ -341,6 +357,10 @@ class _Api:
         return _json(_encode(discovery.VERSION_INFO))
 
     async def _health(self, request: Request, parts: list[str]) -> Response:
+        """``/healthz``, ``/livez``, ``/readyz`` and their named checks (``/readyz/etcd``...);
+        another name is 404 (the mux has no handler for it)."""
+        if len(parts) > 1 and ("/".join(parts[1:]) not in _HEALTH_CHECKS.get(parts[0], ()) or len(parts) > 2):
+            raise _not_found_path()
         ok = self.ready or parts[0] == "livez"
         return Response(content=b"ok" if ok else b"not ready", status_code=200 if ok else 500,
                         media_type="text/plain")
@@ -373,7 +393,10 @@ class _Api:
                 raise errors.method_not_allowed()
             labels, _ = self._selectors(dict(request.query_params))
             return _json(_encode(await self.metrics.serve(rest, labels)))
+        if rest[0] == "watch":
+            return self._deprecated_watch(request, group, version, rest[1:])
         t = self._target(request, group, version, rest)
+        self._check_accept(request, t.rk)
         method = request.method
         if t.name is None:
             collection = self._collection_handlers.get(method)
@@ -388,6 +411,55 @@ class _Api:
         if handler is None:
             raise errors.method_not_allowed()
         return await handler(request, t)
+
+    def _deprecated_watch(self, request: Request, group: str, version: str, rest: list[str]) -> Response:
+        """``/api/v1/watch/<path>`` and ``/apis/<g>/<v>/watch/<path>``: the deprecated watch paths
+        kube-apiserver still serves (GET only), a watch of the collection ``<path>`` names, or of
+        the one object it names (its name as a ``metadata.name`` field selector; a
+        ``fieldSelector`` naming another object is 400).
+
+        Mirrors: apiserver pkg/endpoints/installer.go (WATCH and WATCHLIST actions),
+        handlers/get.go ListResource (forceWatch, the name check)."""
+        if not rest:
+            raise _not_found_path()
+        t = self._target(request, group, version, rest)
+        if t.sub or "watch" not in t.rk.verbs or (t.name is not None and t.rk.namespaced and t.namespace is None):
+            raise _not_found_path()
+        if request.method != "GET":
+            raise errors.method_not_allowed()
+        self._check_accept(request, t.rk)
+        query = dict(t.query)
+        query["watch"] = "true"
+        if t.name is not None:
+            if query.get("fieldSelector"):
+                try:
+                    named = parse_field_selector(query["fieldSelector"]).exact("metadata.name")
+                except SelectorError:
+                    named = None  # the watch answers the parse error itself
+                else:
+                    if named != t.name:
+                        raise errors.bad_request("fieldSelector metadata.name doesn't match requested name")
+            else:
+                query["fieldSelector"] = f"metadata.name={t.name}"
+        return self._watch(request, t.rk, t.namespace, query)
+
+    def _check_accept(self, request: Request, rk: ResourceKind) -> None:
+        """406 before anything is done when ``Accept`` names no media type the server writes for
+        ``rk``: JSON, YAML, protobuf for a built-in kind (CBOR is not served: 1.32 without the
+        CBOR feature gate), or a wildcard.
+
+        Mirrors: apimachinery pkg/runtime/serializer negotiation NegotiateOutputMediaType
+        (NewNotAcceptableError)."""
+        accept = request.headers.get("accept", "")
+        if not accept or "application/json" in accept or "*/*" in accept or "application/yaml" in accept \
+                or "application/*" in accept:
+            return
+        supported = self.registry.custom(rk) is None and pb.message_for(rk.api_version, rk.kind) is not None
+        for part in accept.split(","):
+            if supported and part.split(";")[0].strip().lower() == pb.PROTOBUF:
+                return
+        raise StatusError(406, f"only the following media types are accepted: application/json, application/yaml"
+                          f"{', ' + pb.PROTOBUF if supported else ''}", "NotAcceptable")
 
     def _target(self, request: Request, group: str, version: str, rest: list[str]) -> _Target:
         """The kind, namespace, name and subresource a resource path names (404 when none)."""
