@@ -56,6 +56,16 @@ MAX_DECODED_BYTES = 3 * 1024 * 1024
 
 _decode_json = msgspec.json.Decoder().decode
 
+#: a \u escape of a surrogate pair, of a lone surrogate, or another escape (consumed so that an
+#: escaped backslash is not read as the start of an escape)
+_LONE_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+                             rb"|(\\u[dD][89a-fA-F][0-9a-fA-F]{2})|\\.", re.DOTALL)
+
+
+def _replacement(m: re.Match[bytes]) -> bytes:
+    """A lone surrogate escape -> ``\\ufffd``; a pair or any other escape stays."""
+    return b"\\ufffd" if m.group(1) else m.group()
+
 
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
@@ -90,7 +100,20 @@ def decode_body(raw: bytes, *, yaml_ok: bool) -> Any:
     if not raw.strip():
         raise errors.bad_request("the request body is empty")
     try:
-        value = _decode_json(raw)
+        try:
+            value = _decode_json(raw)
+        except msgspec.DecodeError as first:
+            # Go's encoding/json reads a \u escape of a lone UTF-16 surrogate as U+FFFD; msgspec
+            # refuses it. When that was the fault, the body decodes with the replacement (else the
+            # first error is the one reported)
+            fixed = _LONE_SURROGATE.sub(_replacement, raw) if b"\\u" in raw else raw
+            if fixed == raw:
+                raise
+            try:
+                value = _decode_json(fixed)
+            except msgspec.DecodeError:
+                raise first from None
+            raw = fixed
     except msgspec.DecodeError as e:
         if not yaml_ok:
             raise errors.bad_request(f"error decoding the request body as JSON: {e}") from None
