@@ -109,6 +109,65 @@ _DELETE_PRIMITIVE = "$deleteFromPrimitiveList/"
 _ORDER = "$setElementOrder/"
 
 
+class MergeError(ValueError):
+    """A failure strategicpatch reports as a plain Go error (not a Status): kube-apiserver answers
+    it with 500, no reason, the text as the message (responsewriters.ErrorToAPIStatus), e.g.
+    ``map: map[image:b3] does not contain declared merge key: name``."""
+
+
+def _check_order(patch_list: list[Any], order: list[Any], merge_key: str | None) -> None:
+    """The patch list's elements (deletions and other directives aside) must appear in the
+    ``$setElementOrder`` list, in the same relative order.
+
+    Mirrors: strategicpatch patch.go validatePatchWithSetOrderList.
+
+    Raises:
+        MergeError: ``The order in patch list:\n<%v>\n doesn't match $setElementOrder list:\n<%v>\n``,
+            or an element without the merge key (ErrNoMergeKey).
+    """
+    if not order or not patch_list:
+        return
+    items = [p for p in patch_list if not (merge_key and isinstance(p, dict) and p.get(_DIRECTIVE) == "delete")]
+    pi = oi = 0
+    while pi < len(items) and oi < len(order):
+        item = items[pi]
+        if isinstance(item, dict) and _DIRECTIVE in item:
+            pi += 1
+            continue
+        if merge_key:
+            for side in (item, order[oi]):
+                if not isinstance(side, dict):
+                    raise MergeError(f"expected a map[string]interface {{}}, but received a {_go_type(side)}")
+                if merge_key not in side:
+                    raise MergeError(f"map: {sprint_v(side)} does not contain declared merge key: {merge_key}")
+            same = item[merge_key] == order[oi][merge_key]
+        else:
+            same = item == order[oi]
+        if same:
+            pi += 1
+        oi += 1
+    if pi < len(items) and oi >= len(order):
+        raise MergeError(f"The order in patch list:\n{sprint_v(patch_list)}\n doesn't match $setElementOrder list:\n"
+                         f"{sprint_v(order)}\n")
+
+
+def _go_type(value: Any) -> str:
+    """reflect.TypeOf of a decoded JSON value, as ErrBadArgType prints it."""
+    if value is None:
+        return "%!s(<nil>)"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int64"
+    if isinstance(value, float):
+        return "float64"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "[]interface {}"
+    return "map[string]interface {}"
+
+
 def _root_fields(kind: str) -> dict[str, FieldInfo]:
     return {"metadata": ("ObjectMeta", None, None), **_KIND_ROOTS.get(kind, {})}
 
@@ -147,6 +206,9 @@ def _merge_map(orig: dict[str, Any], patch: dict[str, Any], fields: dict[str, Fi
         if directive != "merge":
             raise ValueError(f"unknown patch type: {directive!r} in map at {path or '<root>'}")
 
+    for key, value in patch.items():  # the ordered lists are checked first (mergePatchIntoOriginal)
+        if key.startswith(_ORDER) and isinstance(value, list) and isinstance(patch.get(key[len(_ORDER):]), list):
+            _check_order(patch[key[len(_ORDER):]], value, fields.get(key[len(_ORDER):], (None, None, None))[2])
     orders: dict[str, list[Any]] = {}
     for key, value in patch.items():
         if key in (_DIRECTIVE, _RETAIN):
@@ -225,7 +287,7 @@ def _merge_list(orig: list[Any], patch: list[Any], item_fields: dict[str, FieldI
         if not isinstance(item, dict):
             raise ValueError(f"{path}: elements of a list merged by {merge_key!r} must be objects, got {sprint_v(item)}")
         if merge_key not in item:  # mergepatch.ErrNoMergeKey prints the element with Go's %v
-            raise ValueError(f"{path}: map: {sprint_v(item)} does not contain declared merge key: {merge_key}")
+            raise MergeError(f"map: {sprint_v(item)} does not contain declared merge key: {merge_key}")
         key_value = item[merge_key]
         index = next((i for i, o in enumerate(out) if isinstance(o, dict) and o.get(merge_key) == key_value), None)
         directive = item.get(_DIRECTIVE)

@@ -173,6 +173,16 @@ def resource_version_set_on_create() -> StatusError:
     return StatusError(400, "resourceVersion should not be set on objects to be created", "BadRequest")
 
 
+def plain_error(message: str) -> StatusError:
+    """What kube-apiserver answers for an error that is not a Status (a plain Go error from a
+    library, such as strategicpatch's): 500, no reason, the error's text as the message.
+
+    Mirrors: apiserver pkg/endpoints/handlers/responsewriters/status.go ErrorToAPIStatus."""
+    e = StatusError(500, message)
+    e.reason = ""  # StatusReasonUnknown, omitted on the wire
+    return e
+
+
 def json_patch_error(e: PatchError) -> StatusError:
     """The Status for a JSON patch that fails: one that does not decode is 400 with Go's decoding
     text; one that does not apply is 422 with the generic text and empty details, the reason

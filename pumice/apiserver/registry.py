@@ -48,7 +48,7 @@ from pumice.api.patch import MAX_JSON_PATCH_OPERATIONS, PatchError, json_patch, 
 from pumice.api.schema import json_type_name as json_type
 from pumice.api.scheme import ResourceKind, Scheme
 from pumice.api.selectors import FieldSelector, LabelSelector
-from pumice.api.strategic import strategic_merge_patch
+from pumice.api.strategic import MergeError, strategic_merge_patch
 from pumice.apiserver import errors, events
 from pumice.apiserver import kinds as _kinds  # noqa: F401 - registers the strategies of the newer kinds
 from pumice.apiserver.admission import AdmissionChain
@@ -1343,6 +1343,8 @@ class Registry:
                 return self._apply(base, copy.deepcopy(patch), rk, manager, force, sub)
         except PatchError as e:
             raise StatusError(422, str(e), "Invalid") from None
+        except MergeError as e:
+            raise errors.plain_error(str(e)) from None
         except ValueError as e:
             raise StatusError(422, str(e), "Invalid") from None
         raise errors.unsupported_media_type(custom=self.custom(rk) is not None)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from pumice.api.strategic import strategic_merge_patch
+from pumice.api.strategic import MergeError, strategic_merge_patch
 
 
 def pod():
@@ -115,3 +115,22 @@ def test_original_is_not_modified():
 def test_bad_patches_raise_value_error(patch, words):
     with pytest.raises(ValueError, match=words):
         strategic_merge_patch(pod(), patch, "Pod")
+
+
+def test_an_element_missing_from_the_set_element_order_list_is_refused():
+    # trial 11 F-11 f: validatePatchWithSetOrderList: the patch list's elements must be in the
+    # $setElementOrder list, in order
+    patch = {"spec": {"$setElementOrder/containers": [{"name": "z"}],
+                      "containers": [{"name": "app", "image": "x"}]}}
+    with pytest.raises(MergeError) as e:
+        strategic_merge_patch(pod(), patch, "Pod")
+    assert str(e.value) == ("The order in patch list:\n[map[image:x name:app]]\n doesn't match $setElementOrder "
+                            "list:\n[map[name:z]]\n")
+    patch["spec"]["$setElementOrder/containers"] = [{"name": "app"}, {"name": "z"}]  # a superset is fine
+    assert strategic_merge_patch(pod(), patch, "Pod")["spec"]["containers"][0]["image"] == "x"
+    out_of_order = {"metadata": {"$setElementOrder/finalizers": ["b", "a"], "finalizers": ["a", "b"]}}
+    with pytest.raises(MergeError, match="doesn't match"):
+        strategic_merge_patch(pod(), out_of_order, "Pod")
+    deleting = {"spec": {"$setElementOrder/containers": [{"name": "app"}],
+                         "containers": [{"name": "gone", "$patch": "delete"}, {"name": "app", "image": "y"}]}}
+    assert strategic_merge_patch(pod(), deleting, "Pod")["spec"]["containers"][0]["image"] == "y"

@@ -183,3 +183,17 @@ async def test_a_lone_surrogate_escape_is_read_as_the_replacement_character(clus
         await cluster.client.request("POST", cms.path("default"), body=b'{"a":"\\ud800" x}')
     assert (e.value.code, e.value.message) == (400, "error decoding the request body as JSON: Input data was truncated")
 
+
+async def test_a_strategic_patch_against_its_set_element_order_is_upstreams_plain_500(cluster: LocalCluster) -> None:
+    # trial 11 F-11 f: strategicpatch returns a plain Go error, which ErrorToAPIStatus answers with
+    # 500, no reason, its text as the message
+    pods = cluster.scheme.by_api_version_kind("v1", "Pod")
+    await cluster.client.create(pod("p"))
+    before = await revision(cluster)
+    patch = {"spec": {"$setElementOrder/containers": [{"name": "z"}], "containers": [{"name": "c", "image": "x"}]}}
+    with pytest.raises(ApiError) as e:
+        await cluster.client.patch(pods, "p", patch, "default", patch_type="strategic")
+    assert e.value.status == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                              "message": "The order in patch list:\n[map[image:x name:c]]\n doesn't match "
+                                         "$setElementOrder list:\n[map[name:z]]\n", "code": 500}
+    assert await revision(cluster) == before
