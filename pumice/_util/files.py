@@ -17,7 +17,26 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Tree", "fsync_dir", "remove_tree", "scan_tree", "write_durably"]
+__all__ = ["NotTextError", "Tree", "fsync_dir", "read_text_file", "remove_tree", "scan_tree", "write_durably"]
+
+
+class NotTextError(ValueError):
+    """A file that is not UTF-8 text; the message names the file and the first bad byte."""
+
+
+def read_text_file(path: Path) -> str:
+    """The text of a file the user named (a manifest, a configuration, a trace), UTF-8, a leading
+    byte-order mark dropped (Excel's "CSV UTF-8" writes one).
+
+    Raises:
+        NotTextError: ``<path>: not a text file: byte 0x82 at offset 7 is not UTF-8``.
+        OSError: the file cannot be read.
+    """
+    try:
+        return Path(path).read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise NotTextError(f"{path}: not a text file: byte 0x{e.object[e.start]:02x} at offset {e.start} is not UTF-8"
+                           ) from None
 
 
 def fsync_dir(path: Path) -> None:

@@ -39,6 +39,10 @@ def command(kubeconfig: Path | None, context: str | None, host: str, port: int, 
 
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        sources = [url_metric_source(u) for u in metrics_urls]
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="'--metrics-url'") from None
 
     async def main() -> None:
         stop = stop_on_signals()
@@ -48,7 +52,7 @@ def command(kubeconfig: Path | None, context: str | None, host: str, port: int, 
             sys.stderr.flush()
 
         await run_dashboard(kubeconfig, context=context, host=host, port=port,
-                            metric_sources=[url_metric_source(u) for u in metrics_urls], stop_event=stop,
+                            metric_sources=sources, stop_event=stop,
                             on_ready=ready, scheduler_conf=scheduler_conf, allow_remote=allow_remote)
 
     try:

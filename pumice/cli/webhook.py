@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from pumice._util.tls import key_pair_error
 from pumice.cli._signals import stop_on_signals
 
 
@@ -43,9 +44,13 @@ def command(kubeconfig: str | None, host: str, port: int, tls_cert_file: str, tl
         client = connect(kubeconfig, user_agent=component_user_agent("webhook"))
     except (OSError, ValueError) as e:
         raise click.ClickException(f"cannot load kubeconfig {kubeconfig or '(default)'}: {e}") from None
-    try:  # uvicorn would only say "PEM lib": name the files
+    try:  # uvicorn would only say "PEM lib": name the files and say what is wrong with them
         ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(tls_cert_file, tls_private_key_file)
-    except (ssl.SSLError, OSError) as e:
+    except ssl.SSLError as e:
+        why = key_pair_error(Path(tls_cert_file).read_bytes(), Path(tls_private_key_file).read_bytes(), e)
+        raise click.ClickException(f"cannot use --tls-cert-file {tls_cert_file} with --tls-private-key-file "
+                                   f"{tls_private_key_file}: {why}") from None
+    except OSError as e:
         raise click.ClickException(f"cannot use --tls-cert-file {tls_cert_file} with --tls-private-key-file "
                                    f"{tls_private_key_file}: {e}") from None
     hooks = default_webhooks(scheduler_name=scheduler_name)

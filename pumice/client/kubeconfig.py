@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 
+from pumice._util.gostrings import quote
 from pumice.api.scheme import Scheme
 from pumice.client.kube import Client
 from pumice.client.transport import StreamingASGITransport
@@ -97,7 +98,11 @@ def load(path: Path | str | None = None, *, context: str | None = None) -> Singl
     if not p.exists():
         raise FileNotFoundError(f"kubeconfig {p} does not exist")
     try:
-        single = KubeConfig.from_file(p).get(context_name=context)
+        config = KubeConfig.from_file(p)
+        if context and context not in (config.contexts or {}):
+            # client-go DirectClientConfig.getContext, for a context named on the command line
+            raise ValueError(f"context {quote(context)} does not exist")
+        single = config.get(context_name=context)
     except (ValueError, OSError):
         raise
     except Exception as e:  # lightkube fails with AttributeError/KeyError/TypeError on malformed files

@@ -16,6 +16,7 @@ import socket
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from pumice.dashboard.app import Dashboard
 from pumice.dashboard.auth import Sessions, token_client_factory
@@ -50,8 +51,17 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def url_metric_source(url: str, *, timeout: float = 5.0) -> MetricSource:
-    """A metric source reading a Prometheus ``/metrics`` URL (plain HTTP or HTTPS)."""
+    """A metric source reading a Prometheus ``/metrics`` URL (plain HTTP or HTTPS).
+
+    Raises:
+        ValueError: ``url`` is not an absolute http or https URL (``ftp://x: not an http or
+            https URL``), refused at once rather than failing at every sample.
+    """
     import httpx2
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{url}: not an http or https URL")
 
     def fetch() -> str:
         resp = httpx2.get(url, timeout=timeout, trust_env=False)

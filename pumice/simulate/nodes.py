@@ -32,6 +32,7 @@ from pathlib import Path
 
 import yaml
 
+from pumice._util.files import NotTextError, read_text_file
 from pumice.api import quantity
 from pumice.api.yamlsafe import error_line
 from pumice.scheduler.volcano.api import gpushare
@@ -94,11 +95,9 @@ def read_text(path: Path) -> str:
             UTF-8``), or it cannot be read.
     """
     try:
-        # utf-8-sig: a leading byte-order mark (Excel's "CSV UTF-8" writes one) is not text
-        return path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise InputError(f"{path}: not a text file: byte 0x{e.object[e.start]:02x} at offset {e.start} is not UTF-8"
-                         ) from None
+        return read_text_file(path)
+    except NotTextError as e:
+        raise InputError(str(e)) from None
     except OSError as e:
         raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
 

@@ -76,6 +76,33 @@ def test_webhook_names_the_certificate_files_it_cannot_use(tmp_path: Path) -> No
     assert f"cannot use --tls-cert-file {bad}" in result.output
 
 
+@pytest.mark.parametrize(("swap", "why"), [
+    (True, "tls: found a certificate rather than a key in the PEM for the private key"),
+    (False, "tls: private key does not match public key"),
+])
+def test_webhook_says_what_is_wrong_with_the_key_pair_in_gos_words(tmp_path: Path, swap: bool, why: str) -> None:
+    # trial 11 F-11 h: a certificate given as the key printed OpenSSL's "[SSL] PEM lib (_ssl.c:3926)"
+    import datetime as dt
+
+    from pumice._util.tls import self_signed
+
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+                          "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+                          "current-context: x\n")
+    now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    cert, _ = self_signed("a", ["localhost"], now=now)
+    _, other_key = self_signed("b", ["localhost"], now=now)
+    (tmp_path / "tls.crt").write_bytes(cert)
+    (tmp_path / "tls.key").write_bytes(cert if swap else other_key)
+    result = CliRunner().invoke(main, ["webhook", "--kubeconfig", str(kubeconfig), "--tls-cert-file",
+                                       str(tmp_path / "tls.crt"), "--tls-private-key-file", str(tmp_path / "tls.key")])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.output.strip().splitlines() == [
+        f"Error: cannot use --tls-cert-file {tmp_path / 'tls.crt'} with --tls-private-key-file "
+        f"{tmp_path / 'tls.key'}: {why}"]
+
+
 @pytest.mark.parametrize(("conf", "message"), [
     (None, "cannot read: No such file or directory"),
     ('actions: "enqueue, allocate"\ntiers:\n- plugins: [{name: no-such-plugin}]\n', "no-such-plugin"),
@@ -97,3 +124,12 @@ def test_a_bad_scheduler_conf_is_refused_before_anything_starts(tmp_path: Path, 
     assert message in out
     assert "pumice is up" not in out
     assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize("url", ["ftp://x", "localhost:9090/metrics", "http:///metrics"])
+def test_dashboard_refuses_a_metrics_url_it_cannot_read(tmp_path: Path, url: str) -> None:
+    # trial 11 F-11 h: ftp://x started the dashboard, which then logged a WARNING every few seconds
+    result = CliRunner().invoke(main, ["dashboard", "--kubeconfig", str(tmp_path / "none"), "--metrics-url", url])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.output.strip().splitlines()[-1] == (
+        f"Error: Invalid value for '--metrics-url': {url}: not an http or https URL")

@@ -857,3 +857,13 @@ def test_writes_are_recorded_under_kubectl_rays_field_managers(server: Any) -> N
     # workerGroupSpecs is an atomic list in the CRD: the later Update takes it over
     assert ("ray-kubectl-plugin", "Update") in asyncio.run(managers())
     assert run(server, "delete", "raycluster/fm", "-y").exit_code == 0
+
+
+def test_a_context_the_kubeconfig_lacks_is_named_as_client_go_names_it(tmp_path: Path) -> None:
+    # trial 11 F-11 h: was "kubeconfig ... is not a valid kubeconfig (Context 'nosuch' not found)"
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+                          "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+                          "current-context: x\n")
+    r = CliRunner().invoke(cli, ["ray", "get", "cluster", "--kubeconfig", str(kubeconfig), "--context", "nosuch"])
+    assert (r.exit_code, r.output.strip().splitlines()) == (1, ['Error: context "nosuch" does not exist'])

@@ -128,3 +128,20 @@ def test_the_objects_the_files_lack_come_from_the_queue_builders_and_the_kinds_r
         {"apiVersion": PRIORITY_CLASS.api_version, "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 7}]
     assert new_queue("q1")["spec"] == {"weight": 1, "reclaimable": True}
     assert root_queue()["spec"] == {"weight": 1, "reclaimable": False}
+
+
+def test_a_file_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    # trial 11 F-11 h: "'utf-8' codec can't decode byte 0x82 in position 7" named no file
+    from pumice.cli.volcano import command as volcano_cli
+
+    bad = tmp_path / "m" / "bad.yaml"
+    bad.parent.mkdir()
+    bad.write_bytes(b"kind: Pod\nmetadata: {name: \x82x}\n")
+    res = CliRunner().invoke(volcano_cli, ["session", "-f", str(bad.parent)])
+    assert (res.exit_code, res.output.strip().splitlines()) == (
+        2, [f"Error: {bad}: not a text file: byte 0x82 at offset 27 is not UTF-8"])
+    good = tmp_path / "pod.yaml"
+    good.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: x}]}\n")
+    res = CliRunner().invoke(volcano_cli, ["session", "-f", str(good), "--config", str(bad)])
+    assert (res.exit_code, res.output.strip().splitlines()) == (
+        2, [f"Error: {bad}: not a text file: byte 0x82 at offset 27 is not UTF-8"])

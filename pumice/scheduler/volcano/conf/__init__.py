@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from pumice._util.files import NotTextError, read_text_file
 from pumice.api import yamlsafe
 
 SWITCH_KEYS: tuple[str, ...] = (
@@ -357,7 +358,9 @@ def load_conf(text_or_path: str | Path) -> SchedulerConfiguration:
     if isinstance(text_or_path, Path) or ("\n" not in text_or_path and _is_file(text_or_path)):
         p = Path(text_or_path)
         try:
-            text = p.read_text()
+            text = read_text_file(p)
+        except NotTextError as e:
+            raise ConfigError(str(e)) from e
         except OSError as e:
             raise ConfigError(f"{p}: cannot read: {e.strerror}") from e
         return parse_conf(text, source=str(p))
