@@ -212,6 +212,20 @@ class CompiledSchema:
         """:func:`has_type_errors` of a whole object under this schema."""
         return _types_bad(self._root, value, True)
 
+    def date_time_causes(self, obj: Any) -> list[FieldCause] | None:
+        """The causes of :meth:`validate` of ``obj`` (a whole object, as at the root) that are
+        ``FieldValueTypeInvalid`` with :data:`DATE_TIME_TYPE` in their message, in the same
+        order, for an ``obj`` whose :meth:`has_type_errors` is False; None when this walk
+        cannot tell (a value of the wrong type or a null the schema refuses on its way, or an
+        ``allOf`` / ``anyOf`` / ``oneOf``: take :meth:`validate` then).
+
+        With no type cause in ``obj``, the only such causes :meth:`validate` can give are the
+        ``format: date-time`` ones (its other value checks have other reasons), so this walk
+        visits only the values under (sub)schemas that hold a date-time format, in
+        :meth:`validate`'s order, and builds only those causes."""
+        out: list[FieldCause] = []
+        return out if _dt_walk(self._root, obj, "", out, True) else None
+
     def default(self, obj: Any) -> None:
         """:func:`default` under this schema."""
         _default(self._root, obj)
@@ -260,6 +274,7 @@ class _Node:
         "_addl",
         "_all_of",
         "_branches",
+        "_dt",
         "_items",
         "_kids",
         "addl_null",
@@ -305,6 +320,7 @@ class _Node:
         self._items: _Node | None = None
         self._all_of: list[_Node] | None = None
         self._branches: list[_Node] | None = None
+        self._dt: bool | None = None
         self.required: tuple[str, ...] = tuple(get("required") or ())
         self.required_set = frozenset(self.required)
         self.required_nullable = frozenset(n for n in self.required if (props.get(n) or {}).get("nullable"))
@@ -353,6 +369,83 @@ class _Node:
             self._branches = [_Node(s) for s in (self.schema.get("anyOf") or []) + (self.schema.get("oneOf") or [])] \
                 if self.ok else []
         return self._branches
+
+
+def _holds_date_time(node: _Node) -> bool:
+    """Whether a value under ``node`` may meet a ``format: date-time`` (sub)schema or an
+    ``allOf`` / ``anyOf`` / ``oneOf`` (where :func:`_dt_walk` stops): the schema is a finite tree,
+    walked once per node."""
+    dt = node._dt
+    if dt is None:
+        dt = False
+        if node.ok:
+            fmt = node.schema.get("format", "")
+            dt = (fmt in _DATE_TIME_FORMATS or bool(node.all_of()) or bool(node.branches())
+                  or any(_holds_date_time(k) for k in node.kids().values()))
+            addl, items = node.addl(), node.items()
+            dt = dt or (addl is not None and _holds_date_time(addl)) or (items is not None and _holds_date_time(items))
+        node._dt = dt
+    return dt
+
+
+#: :func:`is_date_time` answers of recent strings (a run writes the same few times again and again)
+_DATE_TIME_OK: dict[str, bool] = {}
+
+
+def _date_time_ok(value: str) -> bool:
+    """:func:`is_date_time`, remembered for up to 4096 strings (then forgotten all at once)."""
+    ok = _DATE_TIME_OK.get(value)
+    if ok is None:
+        if len(_DATE_TIME_OK) >= 4096:
+            _DATE_TIME_OK.clear()
+        ok = _DATE_TIME_OK[value] = is_date_time(value)
+    return ok
+
+
+def _dt_walk(node: _Node, value: Any, path: str, out: list[FieldCause], root: bool) -> bool:
+    """:func:`_check` restricted to the date-time format causes (see
+    :meth:`CompiledSchema.date_time_causes`): the same visits in the same order, skipping the
+    (sub)schemas that hold no date-time format; False where it cannot tell."""
+    if not node.ok:
+        return True
+    if value is None:
+        return node.null_ok
+    if node.ios and (isinstance(value, bool) or not isinstance(value, int | str)):
+        return False
+    type_ok = node.type_ok
+    if type_ok is not None and not type_ok(value):
+        return False
+    if node.all_of() or node.branches():
+        return False
+    if isinstance(value, str) and node.schema.get("format") in _DATE_TIME_FORMATS and not _date_time_ok(value):
+        fmt = node.schema["format"]
+        out.append(FieldCause(path, f"Invalid value: {format_value(value)}: {path or '<root>'} in body must be of "
+                                    f"type {fmt}: {quote(value)}", "FieldValueTypeInvalid"))
+    if isinstance(value, dict):
+        props = node.props
+        if props:
+            kids = node.kids()
+            required_set = node.required_set
+            for name, kid in kids.items():  # the schema's order, as _check sorts what is present
+                if name not in value or (root and name == "metadata") or not _holds_date_time(kid):
+                    continue
+                v = value[name]
+                if v is None and name in required_set:
+                    continue
+                if not _dt_walk(kid, v, f"{path}.{name}" if path else name, out, False):
+                    return False
+        addl = node.addl()
+        if addl is not None and _holds_date_time(addl):
+            for name, v in value.items():
+                if name not in props and not _dt_walk(addl, v, _join(path, name), out, False):
+                    return False
+    elif isinstance(value, list):
+        items = node.items()
+        if items is not None and _holds_date_time(items):
+            for i, item in enumerate(value):
+                if not _dt_walk(items, item, f"{path}[{i}]", out, False):
+                    return False
+    return True
 
 
 def _types_bad(node: _Node, value: Any, root: bool) -> bool:

@@ -97,6 +97,10 @@ class Access:
         as_user = ""
         as_groups: list[str] = []
         for k, v in headers:
+            # only two names matter; no Latin-1 letter lowercases to ASCII, so a name whose first
+            # twelve bytes are not "impersonate-" in any ASCII case is neither (most requests)
+            if k[:12].lower() != b"impersonate-":
+                continue
             name = k.decode("latin-1").lower()
             if name == "impersonate-user":
                 as_user = v.decode("latin-1")

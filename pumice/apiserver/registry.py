@@ -584,7 +584,7 @@ class Registry:
         if self._zero_free_specs.usable(key[1]) and _encode(spec) == key[1]:
             self._zero_free_specs.add(key)
 
-    def _check_types(self, rk: ResourceKind, obj: Obj, *, cr_status: str = "") -> None:
+    def _check_types(self, rk: ResourceKind, obj: Obj, *, cr_status: str = "") -> bool:
         """The typed-schema check of every kind, before defaulting and admission: built-in kinds
         against their lightkube model, custom resources against the served version's structural
         schema (types only here; the rest of the schema is validated after admission).
@@ -597,9 +597,16 @@ class Registry:
         kube-apiserver validates a custom resource: a missing one is 404 first, a stale version
         409): the status alone.
 
+        Returns:
+            For a custom resource whose served version has a schema: True when the values
+            checked against it (the status alone under ``"after"``) have no type error at all
+            (:meth:`~pumice.api.schema.CompiledSchema.has_type_errors` False, or remembered so);
+            False otherwise, and for built-in kinds.
+
         Raises:
             StatusError: 422 Invalid with one cause per value of the wrong JSON type.
         """
+        typed = False
         cr = self.custom(rk)
         if cr is None:
             tree = model_for(rk)
@@ -630,6 +637,7 @@ class Registry:
                     causes += [c for c in version.compiled.validate(body)
                                if c.reason == "FieldValueTypeInvalid" and not c.message.startswith("Invalid value: null")]
                 else:
+                    typed = True
                     for key in fresh:
                         self._clean_cr_parts.add(key)
         if causes:
@@ -638,6 +646,7 @@ class Registry:
                     raise errors.cannot_handle(rk, c.message)
             name = obj["metadata"].get("name")
             raise errors.invalid(rk, name if isinstance(name, str) else "", causes)
+        return typed
 
     def _meta_type_causes(self, md: Obj) -> builtins.list[FieldCause]:
         """:func:`~pumice.apiserver.fields.type_causes` of a custom resource's metadata. Metadata
@@ -780,11 +789,18 @@ class Registry:
             return [f'unknown field "{u}"' for u in unknown]
         return []
 
-    def _validate_cr_status_formats(self, rk: ResourceKind, obj: Obj) -> None:
+    def _validate_cr_status_formats(self, rk: ResourceKind, obj: Obj, *, typed: bool = False) -> None:
         """The ``format: date-time`` check of a custom resource's status write (kube-apiserver's
         status strategy validates the status against the schema; pumice checks its types on every
         status write and, of the values, only this format, so that no typed client meets a time
         it cannot parse).
+
+        ``typed``: ``obj``'s status is the very value :meth:`_check_types` found free of type
+        errors under this version's schema, unchanged since. Then the causes wanted are exactly
+        the date-time format ones (every other ``FieldValueTypeInvalid`` cause is a type error),
+        which :meth:`~pumice.api.schema.CompiledSchema.date_time_causes` finds visiting only
+        the values under a date-time format (a vcjob status's transition times) instead of
+        validating the whole status; where it cannot tell, the whole check answers.
 
         Raises:
             StatusError: 422 Invalid, one ``FieldValueTypeInvalid`` cause per bad date-time.
@@ -793,8 +809,11 @@ class Registry:
         version = cr.versions.get(rk.version) if cr is not None else None
         if version is None or version.compiled is None:
             return
-        causes = [c for c in self.schema_causes(version.compiled, {"status": obj["status"]})
-                  if c.reason == "FieldValueTypeInvalid" and kschema.DATE_TIME_TYPE in c.message]
+        body = {"status": obj["status"]}
+        causes = version.compiled.date_time_causes(body) if typed else None
+        if causes is None:
+            causes = [c for c in self.schema_causes(version.compiled, body)
+                      if c.reason == "FieldValueTypeInvalid" and kschema.DATE_TIME_TYPE in c.message]
         if causes:
             raise errors.invalid(rk, str(obj["metadata"].get("name", "")), causes)
 
@@ -999,8 +1018,10 @@ class Registry:
             warnings = []
         if self._precondition_rv(obj["metadata"].get("resourceVersion")) not in (0, old.rv):
             raise errors.conflict(rk, name, errors.STALE)
-        if cr_status:  # as kube-apiserver validates: after the lookup (404) and the version check (409)
-            self._check_types(rk, obj, cr_status="after")
+        typed_status: Any = None  # the status value found free of type errors, if any
+        # as kube-apiserver validates: after the lookup (404) and the version check (409)
+        if cr_status and self._check_types(rk, obj, cr_status="after"):
+            typed_status = obj.get("status")
         # a status patch that left everything else as stored is already the new object
         new = obj if untouched and old is _expect else self._prepare_update(rk, obj, old, sub)
         if not _applied:
@@ -1016,7 +1037,8 @@ class Registry:
         elif sub in ("", "finalize"):  # finalize: ValidateNamespaceFinalizeUpdate (the finalizer names)
             self._validate(rk, new, old.obj)
         elif sub == "status" and type(new.get("status")) is dict:
-            self._validate_cr_status_formats(rk, new)
+            self._validate_cr_status_formats(rk, new, typed=new["status"] is typed_status and not self.admission.handling(
+                req, mutating=True))
         await self._run_admission(req, mutate=False)
         current = st.get(res, ns, name)
         if current is None:

@@ -267,3 +267,22 @@ def test_kubectl_as_impersonates_a_user_when_allowed(srv: HttpServer, kubectl_as
     p = kubectl_as("bob-token", "get", "pods", "-n", "asns", "--as", "alice")
     assert p.returncode == 1
     assert 'users "alice" is forbidden: User "bob" cannot impersonate resource "users"' in p.stderr
+
+
+def test_impersonation_headers_are_found_in_any_ascii_case_and_only_there() -> None:
+    """``Impersonate-User`` / ``Impersonate-Group`` are read whatever the ASCII case of their
+    names; other headers, and names that only look alike (a Latin-1 letter in them), are not."""
+    from pumice.apiserver.access import Access
+    from pumice.apiserver.authn import ADMIN_USER
+
+    access = Access(Authenticator("t"), RBACAuthorizer(lambda *a: [], lambda *a: None),
+                    ServiceAccountTokenIssuer(None), lambda *a: None, lambda: 0.0, mode="AlwaysAllow")
+    plain = [(b"accept", b"application/json"), (b"user-agent", b"kubectl"), (b"content-type", b"application/json")]
+    assert access.impersonate(ADMIN_USER, plain) is ADMIN_USER
+    for user_name, group_name in ((b"Impersonate-User", b"IMPERSONATE-GROUP"), (b"impersonate-user", b"iMpErSoNaTe-gRoUp")):
+        got = access.impersonate(ADMIN_USER, [*plain, (user_name, b"alice"), (group_name, b"devs")])
+        assert got is not None and got.name == "alice" and got.groups == ("devs", "system:authenticated")
+    alike = [(b"impersonate-us\xe9r", b"alice"), (b"impersonat\xc9-user", b"alice"), (b"impersonate-users", b"x")]
+    assert access.impersonate(ADMIN_USER, [*plain, *alike]) is ADMIN_USER
+    with pytest.raises(Exception, match="without impersonating a user"):
+        access.impersonate(ADMIN_USER, [*plain, (b"Impersonate-Group", b"devs")])

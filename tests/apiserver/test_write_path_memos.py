@@ -17,6 +17,7 @@ import msgspec
 import pytest
 
 from pumice._util.clock import FakeClock
+from pumice.api import schema as kschema
 from pumice.api import validation
 from pumice.api.admission import AdmissionRequest
 from pumice.api.scheme import POD, ResourceKind
@@ -60,6 +61,11 @@ def _forget_everything(reg: Registry) -> None:
     reg._check_status_body = check_status_body  # type: ignore[method-assign]
     reg._unchanged_parts = lambda check, schema, body: ({}, [])  # type: ignore[method-assign]
     reg._status_only_version = lambda rk: None  # type: ignore[method-assign]
+
+    def validate_cr_status_formats(rk: ResourceKind, obj: Any, *, typed: bool = False) -> None:
+        Registry._validate_cr_status_formats(reg, rk, obj)  # always the whole schema check
+
+    reg._validate_cr_status_formats = validate_cr_status_formats  # type: ignore[method-assign]
 
 
 @pytest.fixture
@@ -290,6 +296,101 @@ async def test_vcjob_status_puts_answer_alike_with_and_without_the_memos(
             assert after.data == msgspec.json.encode(want)
             replaced += 1
     assert replaced > 30
+
+
+async def test_vcjob_status_time_checks_answer_alike_on_the_short_walk(
+        pair: tuple[LocalCluster, LocalCluster], monkeypatch: pytest.MonkeyPatch) -> None:
+    """vcjob status PUTs whose statuses carry good and bad transition times (in the state and in
+    each condition), nulls, wrong types, unknown fields and map keys that read like a date-time
+    cause: the date-time check that walks only the times (taken when the status type check
+    passed) gives the same Statuses, causes and stored bytes as the whole schema check."""
+    rng = random.Random(61)
+    fast, _ = pair
+    for c in pair:
+        c.server.registry.track_update_managers = False
+    walks: list[bool] = []
+    original = kschema.CompiledSchema.date_time_causes
+
+    def counting(self: kschema.CompiledSchema, obj: Any) -> Any:
+        out = original(self, obj)
+        walks.append(out is not None)
+        return out
+
+    monkeypatch.setattr(kschema.CompiledSchema, "date_time_causes", counting)
+    jk = fast.scheme.by_api_version_kind("batch.volcano.sh/v1alpha1", "Job")
+    assert isinstance(jk, ResourceKind)
+    job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+           "metadata": {"name": "j", "namespace": "default"},
+           "spec": {"minAvailable": 1, "queue": "default", "tasks": [{"name": "w", "replicas": 1, "template": {
+               "spec": {"containers": [{"name": "main", "image": "busybox"}]}}}]}}
+    await _both(pair, "create", jk, "default", job)
+    times: list[Any] = ["2024-01-01T00:00:00Z", "2024-02-30T00:00:00Z", "2024-01-01 00:00:00", "yesterday",
+                        "2024-01-01t23:59:59.5+01:00", "in body must be of type date", "", None, 5, {"a": 1}]
+    keys = ["w", "in body must be of type date", "x.y"]
+    for i in range(160):
+        s = fast.server.store.get("batch.volcano.sh/jobs", "default", "j")
+        assert s is not None
+        body = s.copy()
+        status: dict[str, Any] = {
+            "state": {"phase": "Running", "lastTransitionTime": rng.choice(times)}, "version": i,
+            "conditions": [{"status": "Running", "lastTransitionTime": rng.choice(times)}
+                           for _ in range(rng.randrange(3))],
+            "taskStatusCount": {rng.choice(keys): {"phase": {"Running": rng.choice([1, 1, 1, None, "one"])}}}}
+        if rng.random() < 0.2:
+            status = _mutant(status, rng)
+        body["status"] = status
+        await _both(pair, "update", jk, "default", "j", body, sub="status")
+    assert walks.count(True) > 40
+
+
+async def test_date_time_causes_are_validates_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """:meth:`CompiledSchema.date_time_causes` of values free of type errors equals the date-time
+    causes :meth:`CompiledSchema.validate` finds, in order, under schemas with date-time formats
+    in properties, additional properties and items, required and nullable values; it declines
+    (None) under allOf / anyOf / oneOf and where a value has the wrong type."""
+    dt = {"type": "string", "format": "date-time"}
+    schema = {"type": "object", "properties": {
+        "status": {"type": "object", "required": ["at"], "properties": {
+            "at": dt, "n": {"type": "integer"}, "plain": {"type": "string"},
+            "maybe": {**dt, "nullable": True},
+            "list": {"type": "array", "items": {"type": "object", "properties": {"t": dt, "u": {"type": "string",
+                                                                                             "format": "datetime"}}}},
+            "map": {"type": "object", "additionalProperties": dt},
+            "deep": {"type": "object", "properties": {"x": {"type": "object", "properties": {"t": dt}}}}}},
+        "other": {"type": "object", "properties": {"choice": {"anyOf": [dt, {"type": "integer"}]}}}}}
+    compiled = kschema.CompiledSchema(schema)
+    rng = random.Random(7)
+    times = ["2024-01-01T00:00:00Z", "2024-13-01T00:00:00Z", "nope", "", "in body must be of type date",
+             "2024-01-01T24:00:00Z"]
+    checked = 0
+    for _ in range(400):
+        status: dict[str, Any] = {}
+        for key in ("at", "n", "plain", "maybe"):
+            if rng.random() < 0.8:
+                status[key] = {"n": 1, "plain": "p", "maybe": rng.choice([*times, None])}.get(key, rng.choice(times))
+        if rng.random() < 0.7:
+            status["list"] = [{"t": rng.choice(times), "u": rng.choice(times)} for _ in range(rng.randrange(3))]
+        if rng.random() < 0.7:
+            status["map"] = {rng.choice(["a", "in body must be of type date", "b.c"]): rng.choice(times)
+                             for _ in range(rng.randrange(3))}
+        if rng.random() < 0.5:
+            status["deep"] = {"x": {"t": rng.choice(times)}}
+        if rng.random() < 0.1:
+            status["at"] = None  # required: reported as such, not walked
+        obj = {"status": status}
+        if compiled.has_type_errors(obj):
+            continue
+        want = [c for c in compiled.validate(obj)
+                if c.reason == "FieldValueTypeInvalid" and kschema.DATE_TIME_TYPE in c.message]
+        assert compiled.date_time_causes(obj) == want, obj
+        checked += 1
+    assert checked > 300
+    assert compiled.date_time_causes({"other": {"choice": "2024-01-01T00:00:00Z"}}) is None
+    assert compiled.date_time_causes({"status": {"list": {"t": 1}}}) is None
+    assert compiled.date_time_causes({"status": {"deep": {"x": {"t": 5}}}}) is None
+    # only the times' paths are walked: a type error elsewhere is the caller's type check's to find
+    assert compiled.date_time_causes({"status": {"n": "x", "at": "x"}}) == [
+        c for c in compiled.validate({"status": {"at": "x"}}) if c.reason == "FieldValueTypeInvalid"]
 
 
 async def test_pod_creates_and_metadata_patches_answer_alike_with_and_without_the_memos(
