@@ -5,17 +5,28 @@ Errors: a subcommand that fails on bad input prints one line to stderr and exits
 (click's UsageError exits 2). Any other exception that escapes a subcommand is printed as one
 line too (``Error: <type>: <first line of the message>``, exit 1); ``PUMICE_DEBUG=1`` shows the
 traceback instead. A component cancelled because it did not stop within its grace period after
-SIGTERM/SIGINT (:mod:`pumice.cli._signals`) prints one line and exits 1.
+SIGTERM/SIGINT (:mod:`pumice.cli._signals`) prints one line and exits 1. Ctrl-C while the
+command's modules are still being imported prints ``interrupted (SIGINT) before the command
+started`` and exits 130.
 """
 
 from __future__ import annotations
 
-import asyncio
-import importlib
-import importlib.util
-import os
+import sys
 
-import click
+#: what Ctrl-C before a command runs prints (then exit status 130, as an interrupted run)
+INTERRUPTED = "interrupted (SIGINT) before the command started"
+
+try:  # Ctrl-C while Python imports these (a loaded machine: half a second): one line, no traceback
+    import asyncio
+    import importlib
+    import importlib.util
+    import os
+
+    import click
+except KeyboardInterrupt:
+    sys.stderr.write(INTERRUPTED + "\n")
+    raise SystemExit(130) from None
 
 # command name -> "module:attribute" of a click.Command
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -86,9 +97,14 @@ class LazyGroup(click.Group):
             TypeError: the module has no ``command`` (a programming error).
         """
         entry = COMMANDS.get(cmd_name)
-        if entry is None or importlib.util.find_spec(entry[0]) is None:
-            return None
-        cmd = getattr(importlib.import_module(entry[0]), "command", None)
+        try:
+            if entry is None or importlib.util.find_spec(entry[0]) is None:
+                return None
+            module = importlib.import_module(entry[0])
+        except KeyboardInterrupt:  # click would print "Aborted!" and exit 1
+            click.echo(INTERRUPTED, err=True)
+            raise click.exceptions.Exit(130) from None
+        cmd = getattr(module, "command", None)
         if not isinstance(cmd, click.Command):
             raise TypeError(f"{entry[0]} has no click command named 'command'")
         return cmd

@@ -137,3 +137,31 @@ def test_one_sigterm_stops_pumice_dashboard_gracefully_not_as_a_second_signal(tm
         server.wait(15)
     assert rc == 0, rest[-2000:]
     assert "second SIGTERM" not in rest and "cancelling" not in rest and "Traceback" not in rest, rest[-2000:]
+
+
+_INTERRUPT_AT_IMPORT = """
+import sys
+
+TARGET = sys.argv[1]
+
+
+class InterruptAt:  # Ctrl-C arriving while Python imports the module named in argv
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name == TARGET:
+            raise KeyboardInterrupt
+        return None
+
+sys.meta_path.insert(0, InterruptAt)
+from pumice.cli.main import main
+sys.argv = ["pumice", "simulate", "--help"]
+main()
+"""
+
+
+@pytest.mark.parametrize("module", ["click", "pumice.cli.simulate"])
+def test_ctrl_c_while_the_command_is_imported_is_one_line_and_130(module: str) -> None:
+    # trial 11 F-11 i: in the first ~0.5 s (imports) Ctrl-C printed a KeyboardInterrupt traceback
+    r = subprocess.run([sys.executable, "-c", _INTERRUPT_AT_IMPORT, module], capture_output=True, text=True,
+                       timeout=60, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert (r.returncode, r.stdout, r.stderr) == (130, "", "interrupted (SIGINT) before the command started\n")
