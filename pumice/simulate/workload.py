@@ -707,8 +707,9 @@ def check_workload_document(path: Path, d: Obj) -> None:
         if not isinstance(k, str) or not k:
             fail("priorityClasses", "PriorityClass names", k)
         if isinstance(v, bool) or not isinstance(v, int) or not -2147483648 <= v <= 1000000000:
+            # the value itself for a number or a string (YAML 1.1 reads 1e20, which has no dot, as a string)
             fail(where, "a whole number from -2147483648 to 1000000000 (the highest user-definable priority)", v,
-                 value=isinstance(v, int | float) and not isinstance(v, bool))
+                 value=isinstance(v, int | float | str) and not isinstance(v, bool))
     for i, a in enumerate(seq(d.get("arrivals"), "arrivals")):
         at = f"arrivals[{i}]"
         mapping(a, at, optional=False)

@@ -284,3 +284,13 @@ def test_a_count_too_large_is_refused_before_the_copies_are_made(tmp_path: Path,
     """Trial 8 F-21: ``count: 100000000`` was expanded eagerly until memory ran out."""
     nodes, w = _files(tmp_path, "w.yaml", f"arrivals:\n  - {{at: 0, duration: 10, {extra}, name: a, manifest: {POD}}}\n")
     assert _simulate(tmp_path, nodes, w) == (2, [f"Error: {w}: {error}"])
+
+
+@pytest.mark.parametrize(("value", "got"), [("1e20", "'1e20'"), ("high", "'high'"), ("1.5", "1.5"), ("[1]", "list")])
+def test_a_priority_class_value_that_is_not_a_whole_number_is_shown(tmp_path: Path, value: str, got: str) -> None:
+    # trial 11 F-11 j: YAML 1.1 reads 1e20 (no dot) as a string, and the error said "got string"
+    w = tmp_path / "w.yaml"
+    w.write_text(f"kind: Workload\nqueues: [default]\npriorityClasses: {{low: {value}}}\narrivals: []\n")
+    code, lines = _simulate(tmp_path, shared_dir() / "traces/tiresias-example/n1g4.csv", w)
+    assert (code, lines) == (2, [f"Error: {w}: priorityClasses[low]: expected a whole number from -2147483648 to "
+                                 f"1000000000 (the highest user-definable priority), got {got}"])
