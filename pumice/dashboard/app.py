@@ -607,6 +607,8 @@ class Dashboard:
             return await self._act(request, back, f"{cmd_action} sent to queue {name}", call,
                                    doing=f"send {cmd_action} to queue {name}")
         if action == "weight":
+            if self.cache.get("Queue", None, name) is None:  # as open/close and the vcjob actions: no page to go back to
+                return self._not_found(request, f"Queue {name}")
             form = await request.form()
             raw = str(form.get("weight") or "").strip()
 
