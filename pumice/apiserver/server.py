@@ -462,6 +462,9 @@ class AckWhenDurable:
     def __init__(self, app: Any, store: Store) -> None:
         self.app = app
         self.store = store
+        # in memory a commit is durable at once and sync neither waits nor fails: the in-process
+        # path of a write need not await it (the answer and the scheduling stay the same)
+        self._instant = type(store.storage) is MemoryStorage
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope.get("method") not in _WRITE_METHODS:
@@ -495,7 +498,7 @@ class AckWhenDurable:
         answer to a write is returned once every revision committed before it is durable, else
         a 500 ``Status``."""
         response = await self.app.respond(scope, receive)
-        if scope.get("method") in _WRITE_METHODS:
+        if not self._instant and scope.get("method") in _WRITE_METHODS:
             store = self.store
             try:
                 await store.wait_durable(store.revision)

@@ -549,28 +549,32 @@ class Informer:
             read_only=True,
         )
         try:
+            store = self.store
             async for ev in stream:
                 count += 1
                 obj = ev.object
-                if ev.type == "ERROR":
+                etype = ev.type
+                if etype == "ERROR":
                     raise ApiError(
                         int(obj.get("code") or 500), str(obj.get("reason", "")),
                         str(obj.get("message", "")), obj,
                     )
-                rv = _rv(obj)
-                if ev.type == "BOOKMARK":
+                md = obj.get("metadata") or {}
+                rv = str(md.get("resourceVersion", ""))  # _rv(obj), once per event and informer
+                if etype == "BOOKMARK":
                     if rv:
                         self.resource_version = rv
                     continue
-                key = object_key(obj)
-                if ev.type == "ADDED" or ev.type == "MODIFIED":
-                    old = self.store._put(key, obj)
+                ns = md.get("namespace") or ""  # object_key(obj)
+                key = f"{ns}/{md.get('name', '')}" if ns else str(md.get("name", ""))
+                if etype == "ADDED" or etype == "MODIFIED":
+                    old = store._put(key, obj)
                     if old is None:
                         self._emit_add(obj)
                     else:
                         self._emit_update(old, obj)
-                elif ev.type == "DELETED":
-                    self.store._remove(key)
+                elif etype == "DELETED":
+                    store._remove(key)
                     self._emit_delete(obj)
                 if rv:
                     self.resource_version = rv

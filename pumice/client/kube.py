@@ -73,12 +73,25 @@ def query_fields(params: Mapping[str, Any] | None) -> dict[str, str]:
 _PLAIN = re.compile(r"[A-Za-z0-9_.~-]*").fullmatch
 
 
+_QUERIES: dict[tuple[tuple[str, str], ...], str] = {}
+_QUERIES_MAX = 1024
+
+
 def _query_string(fields: Mapping[str, str]) -> str:
     """``urlencode(fields)`` for a dict of str (what :func:`query_fields` gives), the same text:
     a key or value of characters ``quote_plus`` never escapes (ASCII letters, digits, ``_.-~``:
-    most names, numbers and field managers) goes as it is, any other through ``quote_plus``."""
-    return "&".join(f"{k if _PLAIN(k) else quote_plus(k)}={v if _PLAIN(v) else quote_plus(v)}"
-                    for k, v in fields.items())
+    most names, numbers and field managers) goes as it is, any other through ``quote_plus``.
+    Remembered per distinct ``fields`` (most requests of a component send the same few: a
+    ``fieldManager``); the memo is emptied when it holds :data:`_QUERIES_MAX` texts."""
+    key = tuple(fields.items())
+    text = _QUERIES.get(key)
+    if text is None:
+        text = "&".join(f"{k if _PLAIN(k) else quote_plus(k)}={v if _PLAIN(v) else quote_plus(v)}"
+                        for k, v in key)
+        if len(_QUERIES) >= _QUERIES_MAX:
+            _QUERIES.clear()
+        _QUERIES[key] = text
+    return text
 
 
 def component_user_agent(component: str = "client") -> str:

@@ -6,6 +6,7 @@ acknowledge-when-durable rule. Also the request headers' dict lookups against St
 from __future__ import annotations
 
 import asyncio
+import random
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
@@ -17,7 +18,7 @@ from starlette.datastructures import Headers
 from pumice.api import scheme
 from pumice.apiserver.http import MAX_BODY_BYTES, _Headers
 from pumice.apiserver.storage import MemoryStorage, StorageError
-from pumice.client.kube import query_fields
+from pumice.client.kube import _query_string, query_fields
 from pumice.client.transport import DirectASGI, StreamingASGITransport
 from pumice.testing.cluster import local_cluster
 
@@ -215,3 +216,16 @@ async def test_a_watch_on_the_fast_path_streams_the_bytes_of_the_asgi_path() -> 
         assert [g[0] for g in got[::2]] == [200, 200, 200, 200, 400, 422]
         assert b'"reason":"Expired"' in got[7][1] and got[7][1].count(b"\n") == 1
         assert c.server.store.watcher_count() == 0  # every ended watch is unregistered
+
+
+def test_the_query_text_is_urlencode_also_when_remembered() -> None:
+    # _query_string remembers its texts (and empties the memo when full): each text, first made
+    # or remembered, is what urlencode writes
+    rng = random.Random(15)
+    alphabet = "ab0_.~- &=%+/\u00e9"
+    for _ in range(3000):
+        fields = {"".join(rng.choice(alphabet) for _ in range(rng.randint(0, 4))):
+                  "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 6))) for _ in range(rng.randint(1, 3))}
+        assert _query_string(fields) == urlencode(fields)
+        assert _query_string(fields) == urlencode(fields)
+    assert _query_string({"fieldManager": "pumice-scheduler"}) == "fieldManager=pumice-scheduler"
