@@ -320,7 +320,7 @@ class _Node:
         self._items: _Node | None = None
         self._all_of: list[_Node] | None = None
         self._branches: list[_Node] | None = None
-        self._dt: bool | None = None
+        self._dt: tuple[Any, ...] | bool | None = None  # bool: False only (nothing to walk)
         self.required: tuple[str, ...] = tuple(get("required") or ())
         self.required_set = frozenset(self.required)
         self.required_nullable = frozenset(n for n in self.required if (props.get(n) or {}).get("nullable"))
@@ -371,21 +371,26 @@ class _Node:
         return self._branches
 
 
-def _holds_date_time(node: _Node) -> bool:
-    """Whether a value under ``node`` may meet a ``format: date-time`` (sub)schema or an
-    ``allOf`` / ``anyOf`` / ``oneOf`` (where :func:`_dt_walk` stops): the schema is a finite tree,
-    walked once per node."""
-    dt = node._dt
-    if dt is None:
-        dt = False
+def _dt_plan(node: _Node) -> tuple[Any, ...] | None:
+    """What :func:`_dt_walk` looks at under ``node``: None when no value under it can meet a
+    ``format: date-time`` (sub)schema or an ``allOf`` / ``anyOf`` / ``oneOf`` (where the walk
+    stops); else ``(date-time format here, combinator here, the properties that hold either
+    (name, node) in the schema's order, the additionalProperties node if it holds either, the
+    items node if it holds either)``. Worked out once per node (the schema is a finite tree)."""
+    plan = node._dt
+    if plan is None:
+        plan = False
         if node.ok:
-            fmt = node.schema.get("format", "")
-            dt = (fmt in _DATE_TIME_FORMATS or bool(node.all_of()) or bool(node.branches())
-                  or any(_holds_date_time(k) for k in node.kids().values()))
+            here = node.schema.get("format", "") in _DATE_TIME_FORMATS
+            combos = bool(node.all_of()) or bool(node.branches())
+            kids = tuple((name, kid) for name, kid in node.kids().items() if _dt_plan(kid) is not None)
             addl, items = node.addl(), node.items()
-            dt = dt or (addl is not None and _holds_date_time(addl)) or (items is not None and _holds_date_time(items))
-        node._dt = dt
-    return dt
+            addl = addl if addl is not None and _dt_plan(addl) is not None else None
+            items = items if items is not None and _dt_plan(items) is not None else None
+            if here or combos or kids or addl is not None or items is not None:
+                plan = (here, combos, kids, addl, items)
+        node._dt = plan
+    return plan if isinstance(plan, tuple) else None
 
 
 #: :func:`is_date_time` answers of recent strings (a run writes the same few times again and again)
@@ -405,7 +410,7 @@ def _date_time_ok(value: str) -> bool:
 def _dt_walk(node: _Node, value: Any, path: str, out: list[FieldCause], root: bool) -> bool:
     """:func:`_check` restricted to the date-time format causes (see
     :meth:`CompiledSchema.date_time_causes`): the same visits in the same order, skipping the
-    (sub)schemas that hold no date-time format; False where it cannot tell."""
+    (sub)schemas that hold no date-time format (:func:`_dt_plan`); False where it cannot tell."""
     if not node.ok:
         return True
     if value is None:
@@ -415,36 +420,35 @@ def _dt_walk(node: _Node, value: Any, path: str, out: list[FieldCause], root: bo
     type_ok = node.type_ok
     if type_ok is not None and not type_ok(value):
         return False
-    if node.all_of() or node.branches():
+    plan = _dt_plan(node)
+    if plan is None:
+        return True
+    here, combos, kids, addl, items = plan
+    if combos:
         return False
-    if isinstance(value, str) and node.schema.get("format") in _DATE_TIME_FORMATS and not _date_time_ok(value):
+    if here and isinstance(value, str) and not _date_time_ok(value):
         fmt = node.schema["format"]
         out.append(FieldCause(path, f"Invalid value: {format_value(value)}: {path or '<root>'} in body must be of "
                                     f"type {fmt}: {quote(value)}", "FieldValueTypeInvalid"))
     if isinstance(value, dict):
-        props = node.props
-        if props:
-            kids = node.kids()
-            required_set = node.required_set
-            for name, kid in kids.items():  # the schema's order, as _check sorts what is present
-                if name not in value or (root and name == "metadata") or not _holds_date_time(kid):
-                    continue
-                v = value[name]
-                if v is None and name in required_set:
-                    continue
-                if not _dt_walk(kid, v, f"{path}.{name}" if path else name, out, False):
-                    return False
-        addl = node.addl()
-        if addl is not None and _holds_date_time(addl):
+        required_set = node.required_set
+        for name, kid in kids:  # the schema's order, as _check sorts what is present
+            if name not in value or (root and name == "metadata"):
+                continue
+            v = value[name]
+            if v is None and name in required_set:
+                continue
+            if not _dt_walk(kid, v, f"{path}.{name}" if path else name, out, False):
+                return False
+        if addl is not None:
+            props = node.props
             for name, v in value.items():
                 if name not in props and not _dt_walk(addl, v, _join(path, name), out, False):
                     return False
-    elif isinstance(value, list):
-        items = node.items()
-        if items is not None and _holds_date_time(items):
-            for i, item in enumerate(value):
-                if not _dt_walk(items, item, f"{path}[{i}]", out, False):
-                    return False
+    elif isinstance(value, list) and items is not None:
+        for i, item in enumerate(value):
+            if not _dt_walk(items, item, f"{path}[{i}]", out, False):
+                return False
     return True
 
 

@@ -27,7 +27,6 @@ import copy
 import itertools
 import logging
 import random
-import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -78,6 +77,10 @@ _encode = msgspec.json.Encoder().encode
 
 _META_TREE = object_meta_tree()
 #: root-schema keywords under which a schema check of an object is the union of its properties'
+#: the bits of a random 128-bit number a version-4 UUID keeps, and those it sets (RFC 4122 variant 10,
+#: version 4: what uuid.UUID(int=..., version=4) does to them)
+_UUID_KEEP = ~((0xc000 << 48) | (0xf000 << 64)) & ((1 << 128) - 1)
+_UUID_V4 = (0x8000 << 48) | (4 << 76)
 _SPLIT_ROOT = frozenset({"type", "properties", "description"})
 #: kube-apiserver's 400 text when a body names another namespace than the URL (handlers/rest.go)
 TOO_LARGE = "etcdserver: request is too large"
@@ -320,7 +323,12 @@ class Registry:
         return self._now_cache[1]
 
     def _uid(self) -> str:
-        return str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
+        """A random (version 4) UUID from the seeded generator: ``str(uuid.UUID(int=bits,
+        version=4))`` for the next 128 bits, with its variant and version bits set here (one
+        per create)."""
+        n = (self._rng.getrandbits(128) & _UUID_KEEP) | _UUID_V4
+        h = f"{n:032x}"
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
     def _ns(self, rk: ResourceKind, namespace: str | None) -> str:
         return (namespace or "") if rk.namespaced else ""

@@ -461,3 +461,22 @@ def test_remembered_label_key_verdicts_are_each_keys_own() -> None:
         assert validation.validate_annotations({"Example.com/Key": "v"}, "metadata.annotations") == []
         assert [c.field for c in validation.validate_annotations({"a b": "v"}, "metadata.annotations")] == [
             "metadata.annotations"]
+
+
+def test_uids_are_the_uuid_modules_version_4_text() -> None:
+    """Registry._uid sets the variant and version bits as uuid.UUID(int=..., version=4) does and
+    writes the same text, for the same draws of the seeded generator."""
+    import uuid
+
+    class _Reg:
+        _rng = random.Random(5)
+
+    rng = random.Random(5)
+    draws = [0, (1 << 128) - 1, 0x0123456789ABCDEF0123456789ABCDEF]
+    for n in draws:
+        _Reg._rng = random.Random(0)
+        _Reg._rng.getrandbits = lambda k, n=n: n  # type: ignore[method-assign,misc]
+        assert Registry._uid(_Reg()) == str(uuid.UUID(int=n, version=4))  # type: ignore[arg-type]
+    _Reg._rng = random.Random(5)
+    for _ in range(2000):
+        assert Registry._uid(_Reg()) == str(uuid.UUID(int=rng.getrandbits(128), version=4))  # type: ignore[arg-type]
