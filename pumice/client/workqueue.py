@@ -255,7 +255,9 @@ class RateLimitingQueue(Generic[T]):
         self._added_at: dict[T, float] = {}
         self._started_at: dict[T, float] = {}
         self._shutting_down = False
-        self._nonempty = asyncio.Event()
+        # workers waiting in get(), oldest first: an item made ready wakes one of them (an
+        # asyncio.Event would wake every idle worker for each item, all but one to find nothing)
+        self._getters: deque[asyncio.Future[None]] = deque()
         # delaying part: heap of (ready_at monotonic, seq, item); _waiting: item -> ready_at
         self._heap: list[tuple[float, int, T]] = []
         self._waiting: dict[T, float] = {}
@@ -284,14 +286,26 @@ class RateLimitingQueue(Generic[T]):
         if item in self._processing:
             return
         self._queue.append(item)
-        self._nonempty.set()
+        if self._getters:
+            self._wake_one()
 
     def __len__(self) -> int:
         """Number of items ready to be handed out (not counting delayed or in-process ones)."""
         return len(self._queue)
 
+    def _wake_one(self) -> None:
+        """Wake the longest-waiting :meth:`get` (one item was made ready)."""
+        getters = self._getters
+        while getters:
+            waiter = getters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
     async def get(self) -> T:
-        """Wait for the next item and mark it as being processed.
+        """Wait for the next item and mark it as being processed. Waiting workers are woken one
+        per item made ready, oldest first; a woken worker that finds the queue empty (another
+        took the item) waits again.
 
         Raises:
             QueueShutDown: after :meth:`shutdown` once no ready item is left.
@@ -299,8 +313,15 @@ class RateLimitingQueue(Generic[T]):
         while not self._queue:
             if self._shutting_down:
                 raise QueueShutDown(self.name)
-            self._nonempty.clear()
-            await self._nonempty.wait()
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._getters.append(waiter)
+            try:
+                await waiter
+            except BaseException:
+                if not waiter.cancel() and self._queue:
+                    # woken, then cancelled before it ran: the wake-up goes to the next waiter
+                    self._wake_one()
+                raise
         item = self._queue.popleft()
         now = self._clock.monotonic()
         added = self._added_at.pop(item, None)
@@ -326,13 +347,15 @@ class RateLimitingQueue(Generic[T]):
         self._processing.discard(item)
         if item in self._dirty:
             self._queue.append(item)
-            self._nonempty.set()
+            if self._getters:
+                self._wake_one()
 
     def shutdown(self) -> None:
         """Stop accepting items, drop delayed ones, and wake every waiting :meth:`get` (which
         drains the ready items, then raises :class:`QueueShutDown`)."""
         self._shutting_down = True
-        self._nonempty.set()
+        while self._getters:
+            self._wake_one()
         self._heap.clear()
         self._waiting.clear()
         if self._delay_task is not None:

@@ -7,6 +7,7 @@ default_rate_limiters_test.go. Delays run on looptime's virtual clock.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import pytest
 from prometheus_client import REGISTRY
@@ -89,6 +90,53 @@ async def test_get_waits_for_an_add() -> None:
     assert not getter.done()
     q.add("x")
     assert await getter == "x"
+
+
+async def test_an_item_wakes_one_waiting_worker_the_longest_waiting() -> None:
+    q: RateLimitingQueue[str] = RateLimitingQueue("wake-one", clock=LoopClock())
+    resumed: list[int] = []
+    got: dict[int, str] = {}
+
+    async def worker(i: int) -> None:
+        got[i] = await q.get()
+
+    tasks = [asyncio.create_task(worker(i)) for i in range(4)]
+    await asyncio.sleep(0)
+    waiters = list(q._getters)
+    assert len(waiters) == 4
+
+    def note(i: int) -> Callable[[object], None]:
+        return lambda _f: resumed.append(i)
+
+    for i, w in enumerate(waiters):
+        w.add_done_callback(note(i))
+    q.add("x")
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert got == {0: "x"}, "the longest-waiting worker takes the item"
+    assert resumed == [0], "the other idle workers are not woken for it"
+    assert [t.done() for t in tasks] == [True, False, False, False]
+    q.add("y")
+    q.add("z")
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert got == {0: "x", 1: "y", 2: "z"}
+    assert resumed == [0, 1, 2]
+    q.shutdown()
+    with pytest.raises(QueueShutDown):
+        await tasks[3]
+
+
+async def test_a_worker_cancelled_after_its_wake_up_hands_the_item_on() -> None:
+    q: RateLimitingQueue[str] = RateLimitingQueue("wake-cancel", clock=LoopClock())
+    first = asyncio.create_task(q.get())
+    second = asyncio.create_task(q.get())
+    await asyncio.sleep(0)
+    q.add("x")  # wakes ``first``...
+    first.cancel()  # ...which is cancelled before it runs
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    assert await asyncio.wait_for(second, 1) == "x"
 
 
 async def test_shutdown_drains_ready_items_then_raises_and_ignores_adds() -> None:

@@ -511,7 +511,9 @@ class JobReconciler:
         pods = self.job_pods(job)
         pg = self.get_podgroup(job)
         events, new_mem = self.observe(job, pods, pg, mem)
-        now = self.clock.now()
+        # the time matters only to delayed actions: without an event or a delayed action none is
+        # made, due or waited for (nothing below adds one), so the clock is not read
+        now = self.clock.now() if events or new_mem.delayed else 0.0
 
         # cancel delayed actions the way upstream's CleanPodDelayActionsIfNeed does
         for ev in events:
