@@ -109,6 +109,8 @@ def test_proportion_deserved_gives_its_last_result_again_only_for_the_very_same_
     fill = _fair_share._water_fill
     monkeypatch.setattr(_fair_share, "_water_fill", lambda c, t: calls.append(1) or fill(c, t))
     monkeypatch.setattr(_fair_share, "_LAST", [])
+    monkeypatch.setattr(_fair_share, "_FILLS", {})
+    monkeypatch.setattr(_fair_share, "_FILLS_BASE", [])
     total = Resource(8000, 8 * GI, {"nvidia.com/gpu": 4000})
     claims = [claim("a", 1, Resource(8000, 8 * GI, {"nvidia.com/gpu": 2000})), claim("b", 2, Resource(1000, GI))]
     first = proportion_deserved(claims, total)
@@ -124,6 +126,50 @@ def test_proportion_deserved_gives_its_last_result_again_only_for_the_very_same_
     proportion_deserved([claims[0], claim("c", 2, claims[1].request)], total)
     proportion_deserved(claims, Resource(8000, 8 * GI, {"nvidia.com/gpu": 4000}))
     assert len(calls) == 5
+
+
+def test_proportion_deserved_keeps_results_by_the_exact_values_of_the_requests(monkeypatch) -> None:
+    """With the same total, keys, weights, capabilities and guarantees (the same objects), a
+    request that goes back to an earlier value (another object) gets the result kept for it;
+    -0.0 and 0.0, or the same amounts under another scalar order, are other inputs."""
+    from pumice.scheduler.volcano.plugins import _fair_share
+
+    calls = []
+    fill = _fair_share._water_fill
+    monkeypatch.setattr(_fair_share, "_water_fill", lambda c, t: calls.append(1) or fill(c, t))
+    monkeypatch.setattr(_fair_share, "_LAST", [])
+    monkeypatch.setattr(_fair_share, "_FILLS", {})
+    monkeypatch.setattr(_fair_share, "_FILLS_BASE", [])
+    total = Resource(8000, 8 * GI, {"nvidia.com/gpu": 4000})
+    a = claim("a", 1, Resource(8000, 8 * GI, {"nvidia.com/gpu": 2000}))
+    b = claim("b", 2, Resource(1000, GI))
+
+    def with_b(request: Resource) -> list[Claim]:
+        return [a, b._replace(request=request)]
+
+    first = proportion_deserved(with_b(Resource(1000, GI)), total)
+    proportion_deserved(with_b(Resource(3000, 2 * GI)), total)
+    assert len(calls) == 2
+    back = proportion_deserved(with_b(Resource(1000, GI)), total)
+    assert len(calls) == 2 and back == first
+    proportion_deserved(with_b(Resource(-0.0, GI)), total)
+    proportion_deserved(with_b(Resource(0.0, GI)), total)
+    assert len(calls) == 4
+    proportion_deserved(with_b(Resource(1000, GI, {"x": 1.0, "y": 2.0})), total)
+    proportion_deserved(with_b(Resource(1000, GI, {"y": 2.0, "x": 1.0})), total)
+    assert len(calls) == 6
+    # drawn requests, many repeated: every result is the water filling's on those inputs
+    rng = random.Random(5)
+    for _ in range(300):
+        reqs = [Resource(rng.choice([0.0, 500.0, 4000.0]), rng.choice([0.0, GI]),
+                         {"nvidia.com/gpu": float(rng.randint(0, 2) * 1000)} if rng.random() < 0.5 else {})
+                for _ in range(2)]
+        claims = [a._replace(request=reqs[0]), b._replace(request=reqs[1])]
+        got = proportion_deserved(claims, total)
+        want = fill(claims, total)
+        assert [(k, v.milli_cpu, v.memory, tuple(v.scalars.items())) for k, v in got.items()] == [
+            (k, v.milli_cpu, v.memory, tuple(v.scalars.items())) for k, v in want.items()]
+    assert len(calls) < 6 + 300
 
 
 def _water_fill_on_resources(claims: list[Claim], total: Resource) -> dict[str, Resource]:

@@ -12,7 +12,7 @@ import pytest
 
 from pumice.scheduler.volcano.api.job_info import exact_data
 from pumice.scheduler.volcano.api.resource import Resource
-from pumice.scheduler.volcano.api.running_sum import RunningSums, fold
+from pumice.scheduler.volcano.api.running_sum import RunningSums, RunningTally, fold, tally
 from pumice.scheduler.volcano.api.types import TaskStatus
 from pumice.scheduler.volcano.cache.live import SnapshotMismatch
 from pumice.scheduler.volcano.framework.session import open_session
@@ -151,6 +151,41 @@ async def test_verify_mode_reports_a_running_sum_that_missed_a_change() -> None:
         snap = sched.cache.snapshot()
         assert "c1/a" not in snap.changes.jobs
         with pytest.raises(SnapshotMismatch, match=r"running sums proportion\.sums"):
+            open_session(snap, sched.conf, sched.cache)
+
+
+def test_running_tally_equals_a_fresh_count_through_random_changes() -> None:
+    rng = random.Random(12)
+    rt = RunningTally()
+    items: dict[str, dict[str, int]] = {}
+    for step in range(3000):
+        item = f"j{rng.randrange(60)}"
+        if item in items and rng.random() < 0.3:
+            rt.remove(item)
+            del items[item]
+        else:
+            counts = {k: rng.randint(0, 3) for k in rng.sample(["gpu", "binding", "pending", "pods"], rng.randint(0, 3))}
+            rt.set(item, counts)
+            items[item] = counts
+        want = tally(items.values())
+        assert rt.totals == want, step
+        assert 0 not in rt.totals.values() and len(rt) == len(items)
+    rt.clear()
+    assert rt.totals == {} and len(rt) == 0
+
+
+async def test_verify_mode_reports_a_running_tally_that_missed_a_change() -> None:
+    async with two_jobs("verify") as sched:
+        inc = sched.cache.incremental
+        assert inc is not None
+        rt = inc._running["session.scalars"]
+        assert isinstance(rt, RunningTally)
+        # job a counted as requesting a scalar it does not request, as if a change were missed
+        rt.set("c1/a", {"example.com/fpga": 1})
+        await _settle(sched)
+        snap = sched.cache.snapshot()
+        assert "c1/a" not in snap.changes.jobs
+        with pytest.raises(SnapshotMismatch, match=r"running tally session\.scalars"):
             open_session(snap, sched.conf, sched.cache)
 
 

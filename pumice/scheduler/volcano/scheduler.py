@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,6 @@ from pumice._util.clock import Clock, LoopClock
 from pumice.client.base import KubeClient
 from pumice.scheduler.volcano import metrics
 from pumice.scheduler.volcano.api.job_info import JobInfo
-from pumice.scheduler.volcano.api.resource import Resource
 from pumice.scheduler.volcano.api.types import TaskStatus
 from pumice.scheduler.volcano.cache.live import SchedulerCache
 from pumice.scheduler.volcano.conf import (
@@ -216,15 +215,14 @@ class Scheduler:
             metrics.child(metrics.action_scheduling_latency, name).observe((self.clock.monotonic() - t) * 1000)
 
     def _record(self, ssn: Session, res: CloseResult) -> None:
-        counts = ssn.job_sums("record.counts", 2, _record_entry, also=ssn.cluster.job_log or ())
-        got = None if counts is None else counts.sums(None)
-        if got is not None:
-            (binding, unscheduled_f), pending = (got[0].milli_cpu, got[0].memory), got[1].milli_cpu
+        counts = ssn.job_tally("record.counts", _record_entry, also=ssn.cluster.job_log or ())
+        if counts is not None:
+            binding = counts.get("binding", 0)
             if binding:
                 metrics.child(metrics.schedule_attempts, "scheduled").inc(binding)
-            unscheduled = int(unscheduled_f)
+            unscheduled = counts.get("unscheduled", 0)
             if unscheduled:
-                metrics.child(metrics.schedule_attempts, "unschedulable").inc(pending)
+                metrics.child(metrics.schedule_attempts, "unschedulable").inc(counts.get("pending", 0))
         else:
             unscheduled = 0
             for job in ssn.jobs.values():
@@ -390,12 +388,17 @@ class Scheduler:
             await self.cache.stop()
 
 
-def _record_entry(job: JobInfo) -> tuple[None, tuple[Resource | None, Resource | None], bool]:
-    """A job's part of :meth:`Scheduler._record`'s counts, as whole amounts: (its Binding tasks,
-    1 when it is unscheduled) and (its Pending tasks when it is unscheduled); None for zeros.
-    A function of the job's tasks and their statuses (every change of which the job logs)."""
+def _record_entry(job: JobInfo) -> dict[Hashable, int]:
+    """A job's part of :meth:`Scheduler._record`'s counts: its Binding tasks, 1 when it is
+    unscheduled, and its Pending tasks when it is unscheduled (zeros left out). A function of
+    the job's tasks and their statuses (every change of which the job logs)."""
+    out: dict[Hashable, int] = {}
     binding = job.count(TaskStatus.Binding)
-    unscheduled = job.pod_group is not None and not job.is_ready() and bool(job.tasks)
-    first = Resource(float(binding), 1.0 if unscheduled else 0.0) if binding or unscheduled else None
-    pending = job.count(TaskStatus.Pending) if unscheduled else 0
-    return None, (first, Resource(float(pending), 0.0) if pending else None), True
+    if binding:
+        out["binding"] = binding
+    if job.pod_group is not None and not job.is_ready() and job.tasks:
+        out["unscheduled"] = 1
+        pending = job.count(TaskStatus.Pending)
+        if pending:
+            out["pending"] = pending
+    return out

@@ -39,8 +39,9 @@ _VALID = ALLOCATED_STATUSES | {TaskStatus.Succeeded, TaskStatus.Pipelined, TaskS
 
 @dataclass(eq=False)
 class JobInfo:
-    """A job: uid ``<ns>/<podgroup>``. ``pod_group`` is the wire PodGroup (its ``status`` is the
-    session's working copy). ``creation`` in epoch seconds; ``min_resources`` None when the
+    """A job: uid ``<ns>/<podgroup>``. ``pod_group`` is the wire PodGroup, read-only (the
+    snapshot's job holds the informer's object; :meth:`set_phase` puts a new dict in its place,
+    and a session keeps PodGroup conditions apart). ``creation`` in epoch seconds; ``min_resources`` None when the
     PodGroup gives none."""
 
     uid: str

@@ -17,7 +17,7 @@ from pumice.api.volcano.constants import (
 from pumice.scheduler.volcano.api.job_info import JobInfo, JobMemo
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.resource import Resource
-from pumice.scheduler.volcano.api.running_sum import Changes, JobTable, RunningSums
+from pumice.scheduler.volcano.api.running_sum import Changes, JobTable, RunningSums, RunningTally
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -147,7 +147,7 @@ class ClusterInfo:
     """Where the :attr:`handed_out` jobs log their uid when a field is set or a fit error
     recorded (:class:`~pumice.scheduler.volcano.api.job_info.WriteLoggedJob`), empty when
     handed out; None: no log (compare each job's fields)."""
-    running_sums: dict[str, RunningSums | JobTable | dict[str, Any]] | None = None
+    running_sums: dict[str, RunningSums | RunningTally | JobTable | dict[str, Any]] | None = None
     """Running sums by purpose, kept by the live cache across sessions and brought up to date by
     the sessions from :attr:`changes` (:meth:`Session.job_sums`), per-job tables
     (:meth:`Session.job_table`) and what a session derives from running sums (a dict keyed by

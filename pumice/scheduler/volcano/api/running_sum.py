@@ -253,6 +253,77 @@ class RunningSums:
 _GONE = object()
 
 
+class RunningTally:
+    """Per-item counts by key (item -> ``{key: count}``, whole numbers) and their totals over
+    the items, kept across sessions and brought up to date from the items that changed.
+
+    For sums that are plain counts (how many jobs request a scalar name, how many Binding
+    tasks): integer arithmetic is exact in any order, so no item order, exactness flag or
+    scalar-name order is kept (:class:`RunningSums` keeps those for Resource amounts).
+    :attr:`totals` holds the keys whose total is not 0 (read it, never change it). A count
+    mapping handed to :meth:`set` is kept as it is: it must not be changed afterwards.
+    ``seen``: the snapshot generation it stands for (for the owner, as ``RunningSums.seen``).
+    """
+
+    def __init__(self) -> None:
+        self._items: dict[str, Mapping[Hashable, int]] = {}
+        self.totals: dict[Hashable, int] = {}
+        self.seen: int = -1
+
+    def clear(self) -> None:
+        self._items.clear()
+        self.totals.clear()
+        self.seen = -1
+
+    def __contains__(self, item: str) -> bool:
+        return item in self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def set(self, item: str, counts: Mapping[Hashable, int]) -> None:
+        """Make ``counts`` the counts of ``item``, replacing what it had."""
+        old = self._items.get(item)
+        self._items[item] = counts
+        if old is not None:
+            if old is counts or old == counts:
+                return
+            self._take(old)
+        t = self.totals
+        for k, n in counts.items():
+            if n:
+                v = t.get(k, 0) + n
+                if v:
+                    t[k] = v
+                else:
+                    del t[k]
+
+    def remove(self, item: str) -> None:
+        old = self._items.pop(item, None)
+        if old is not None:
+            self._take(old)
+
+    def _take(self, old: Mapping[Hashable, int]) -> None:
+        t = self.totals
+        for k, n in old.items():
+            if n:
+                v = t.get(k, 0) - n
+                if v:
+                    t[k] = v
+                else:
+                    del t[k]
+
+
+def tally(counts: Iterable[Mapping[Hashable, int]]) -> dict[Hashable, int]:
+    """The totals :class:`RunningTally` stands for: each key's counts added up, keys whose total
+    is 0 left out (for checks and tests)."""
+    out: dict[Hashable, int] = {}
+    for c in counts:
+        for k, n in c.items():
+            out[k] = out.get(k, 0) + n
+    return {k: v for k, v in out.items() if v}
+
+
 class JobTable:
     """One value per job kept across sessions (``values``: job uid -> value), for the inputs
     it was made with; the session replaces the values of the jobs the snapshot names as changed

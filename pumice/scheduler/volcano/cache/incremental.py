@@ -51,7 +51,7 @@ from pumice.scheduler.volcano.api.job_info import (
 from pumice.scheduler.volcano.api.node_info import NodeInfo, node_is_ready
 from pumice.scheduler.volcano.api.queue_info import ClusterInfo, QueueInfo
 from pumice.scheduler.volcano.api.resource import Resource, sum_resources
-from pumice.scheduler.volcano.api.running_sum import Changes, JobTable, RunningSums
+from pumice.scheduler.volcano.api.running_sum import Changes, JobTable, RunningSums, RunningTally
 from pumice.scheduler.volcano.api.task_info import TaskInfo, has_pod_affinity
 from pumice.scheduler.volcano.api.types import COMPLETED_STATUSES, TaskStatus
 from pumice.scheduler.volcano.cache.snapshot import SnapshotError, _creation, _ident, job_from_pod_group
@@ -241,7 +241,7 @@ class IncrementalSnapshot:
         self._node_pos: dict[str, int] = {}
         self._session_list: list[NodeInfo] = []
         """:attr:`_session_nodes`' values in node order."""
-        self._running: dict[str, RunningSums | JobTable | dict[str, Any]] = {}
+        self._running: dict[str, RunningSums | RunningTally | JobTable | dict[str, Any]] = {}
         for kind, inf in informers.items():
             inf.add_event_handler(*self._handlers(kind))
 

@@ -380,6 +380,8 @@ class SchedulerCache:
             if self.last_events.get(pg_key) == (reason, message):
                 continue
             self.last_events[pg_key] = (reason, message)
+            if self.event_kind is None:  # Events off: :meth:`_event` would write nothing
+                continue
             cur = pgs.get_by_key(pg_key)
             if cur is not None:
                 self._spawn(self._event(cur, etype, reason, message))
@@ -407,7 +409,8 @@ class SchedulerCache:
             self.last_pod_conditions[pod_key] = (uid, reason, message)
             md = pod["metadata"]
             self._spawn(self._pod_condition(md.get("namespace", "default"), md["name"], reason, message, nominated))
-            self._spawn(self._event({**pod, "apiVersion": "v1", "kind": "Pod"}, "Warning", "FailedScheduling", message))
+            if self.event_kind is not None:
+                self._spawn(self._event({**pod, "apiVersion": "v1", "kind": "Pod"}, "Warning", "FailedScheduling", message))
 
     async def _patch_pg(self, cur: Obj, status: Obj) -> None:
         md = cur["metadata"]

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 
 from pumice._util.clock import Clock, parse_rfc3339
 from pumice.api import Obj
-from pumice.api.meta import deep_copy
 from pumice.api.volcano.constants import JOB_ALLOCATED_HYPERNODE_ANNOTATION, POD_PREEMPTABLE
 from pumice.scheduler.volcano.api.hyper_node_info import build_hypernodes
 from pumice.scheduler.volcano.api.job_info import JobInfo, NetworkTopology
@@ -65,8 +64,11 @@ def job_from_pod_group(pg: Obj, creation: float, priority_classes: dict[str, int
     pcn = spec.get("priorityClassName") or ""
     prio = priority_classes.get(pcn, default_priority) if pcn else default_priority
     ann = md.get("annotations") or {}
-    pg = deep_copy(pg)
-    pg.setdefault("status", {})
+    # the wire object itself, not a copy: a session and the live cache only read a job's
+    # PodGroup (a phase change makes a new dict, JobInfo.set_phase; conditions are kept on the
+    # session), and the informer replaces an object that changes, never edits it
+    if "status" not in pg:
+        pg = {**pg, "status": {}}
     return JobInfo(
         uid=f"{ns}/{md.get('name')}",
         name=md.get("name", ""),

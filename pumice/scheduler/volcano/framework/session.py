@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import random
 import uuid
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -36,7 +36,7 @@ from pumice.scheduler.volcano.api.job_info import JobInfo, JobMemo, exact_data, 
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.queue_info import ClusterInfo, QueueInfo
 from pumice.scheduler.volcano.api.resource import Resource, sum_resources, whole
-from pumice.scheduler.volcano.api.running_sum import JobTable, Parts, RunningSums, fold
+from pumice.scheduler.volcano.api.running_sum import JobTable, Parts, RunningSums, RunningTally, fold, tally
 from pumice.scheduler.volcano.api.sub_job_info import SubJobInfo, adjust_sub_job_topology
 from pumice.scheduler.volcano.api.task_info import TaskInfo, has_pod_affinity
 from pumice.scheduler.volcano.api.types import (
@@ -189,15 +189,15 @@ class Session:
         phase alone (every change of those resets the job's version, so it is computed afresh)."""
         memo = self.job_memo
 
-        def names_entry(job: JobInfo) -> tuple[None, tuple[Resource | None], bool]:
-            return None, (memo.job("session.scalar_names", job, None, _scalar_names_part),), True
+        def names_entry(job: JobInfo) -> Mapping[Hashable, int]:
+            return memo.job("session.scalar_counts", job, None, _scalar_counts)
 
-        # the names the jobs' tasks request, from running sums whose scalar names are their union
-        running = self.job_sums("session.scalars", 1, names_entry)
-        got = None if running is None else running.sums(None)
+        # the names the jobs' tasks request: those that a running count of the jobs requesting
+        # each name has above 0
+        counts = self.job_tally("session.scalars", names_entry)
         extra: set[str] = set()
-        if got is not None:
-            extra.update(got[0].scalars)
+        if counts is not None:
+            extra.update(counts)  # type: ignore[arg-type]
         else:
             for j in self.jobs.values():
                 extra.update(memo.job("session.scalars", j, None, _task_scalars))
@@ -456,6 +456,45 @@ class Session:
             _check_sums(check, purpose, rs, {g: fold(ps, width) for g, ps in fresh.items()})
         return rs
 
+    def job_tally(self, purpose: str, entry: Callable[[JobInfo], Mapping[Hashable, int]],
+                  also: Iterable[str] = ()) -> dict[Hashable, int] | None:
+        """The totals of ``entry(job)`` = ``{key: count}`` over this session's jobs (keys whose
+        total is 0 left out; read-only), kept by the live cache across sessions
+        (:class:`RunningTally`, one per ``purpose``) and brought up to date from the jobs named
+        in :attr:`ClusterInfo.changes` and ``also``, as :meth:`job_sums` (the same contract for
+        ``entry`` and ``also``; a returned mapping must not be changed afterwards).
+
+        Returns None without the live cache's hints (count afresh). In the ``verify`` snapshot
+        mode the totals are compared with a fresh count, and a difference is reported as a
+        mismatch (:attr:`JobMemo.on_mismatch`)."""
+        ch, store = self.cluster.changes, self.cluster.running_sums
+        if ch is None or store is None:
+            return None
+        rt = store.get(purpose)
+        if not isinstance(rt, RunningTally):
+            rt = store[purpose] = RunningTally()
+        jobs = self.jobs
+        if rt.seen in (ch.generation - 1, ch.generation):
+            todo = set(also) if rt.seen == ch.generation else ch.jobs.union(also)
+            for uid in sorted(todo):
+                job = jobs.get(uid)
+                if job is None:
+                    rt.remove(uid)
+                else:
+                    rt.set(uid, entry(job))
+        else:
+            rt.clear()
+            for uid, job in jobs.items():
+                rt.set(uid, entry(job))
+        rt.seen = ch.generation
+        check = self.job_memo.on_mismatch
+        if check is not None:
+            fresh = tally(entry(job) for job in jobs.values())
+            if len(rt) != len(jobs) or rt.totals != fresh:
+                check(f"running tally {purpose}: {rt.totals!r} over {len(rt)} jobs != {fresh!r} over {len(jobs)} "
+                      f"counted afresh")
+        return rt.totals
+
     def job_table(self, purpose: str, inputs: Hashable, make: Callable[[JobInfo], _V],
                   key: Callable[[_V], Any]) -> dict[str, _V]:
         """``{uid: make(job)}`` over this session's jobs. With the live cache the dict is kept
@@ -532,16 +571,15 @@ class Session:
 
     def any_job_has_pod_affinity(self) -> bool:
         """Some job of the session as handed out has a task with podAffinity or podAntiAffinity
-        (:meth:`job_has_pod_affinity`); with the live cache a running count of such jobs (kept
-        as the memory amount of a running sum, 1 per job), else a scan. Computed once per
+        (:meth:`job_has_pod_affinity`); with the live cache a running count of such jobs
+        (:meth:`job_tally`), else a scan. Computed once per
         session: call it before the actions run."""
         if self._any_job_pod_affinity is None:
-            def entry(job: JobInfo) -> tuple[None, tuple[Resource | None], bool]:
-                return None, (_ONE if self.job_has_pod_affinity(job) else None,), True
+            def entry(job: JobInfo) -> Mapping[Hashable, int]:
+                return _AFFINITY_ONE if self.job_has_pod_affinity(job) else _NONE
 
-            running = self.job_sums("session.pod_affinity_jobs", 1, entry)
-            got = None if running is None else running.sums(None)
-            self._any_job_pod_affinity = (got[0].memory > 0 if got is not None
+            counts = self.job_tally("session.pod_affinity_jobs", entry)
+            self._any_job_pod_affinity = (counts.get("pod_affinity", 0) > 0 if counts is not None
                                           else any(self.job_has_pod_affinity(j) for j in self.jobs.values()))
         return self._any_job_pod_affinity
 
@@ -1358,15 +1396,16 @@ def _task_scalars(job: JobInfo) -> frozenset[str]:
     return frozenset(k for t in job.tasks.values() for k in t.resreq.scalars)
 
 
-def _scalar_names_part(job: JobInfo) -> Resource | None:
-    """The scalar names the job's tasks request as a Resource of zeros (a running sum of these
-    holds their union), None for none."""
-    names = _task_scalars(job)
-    return Resource(0.0, 0.0, dict.fromkeys(sorted(names), 0.0)) if names else None
+def _scalar_counts(job: JobInfo) -> dict[Hashable, int]:
+    """One per scalar name the job's tasks request (a running tally of these counts, per name,
+    the jobs that request it)."""
+    return dict.fromkeys(_task_scalars(job), 1)
 
 
-_ONE = Resource(0.0, 1.0)
-"""A count of one, kept as a memory amount (see :meth:`Session.any_job_has_pod_affinity`)."""
+_AFFINITY_ONE: Mapping[Hashable, int] = {"pod_affinity": 1}
+"""A job's count in :meth:`Session.any_job_has_pod_affinity` (read-only)."""
+_NONE: Mapping[Hashable, int] = {}
+"""No counts (read-only)."""
 
 
 def _pod_index(name: str) -> int | None:

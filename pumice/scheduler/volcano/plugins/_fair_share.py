@@ -10,6 +10,7 @@ and drf/drf.go (calculateShare).
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -72,6 +73,16 @@ def usage_share(allocated: Resource, deserved: Resource) -> float:
 _LAST: list[tuple[Resource, list[Claim], dict[str, Resource]]] = []
 """The last :func:`proportion_deserved` inputs and result."""
 
+_FILLS_LIMIT = 512
+"""How many results :func:`proportion_deserved` keeps by request values (a few MB at most)."""
+
+_FILLS_BASE: list[tuple[Resource, list[tuple[str, int, Resource, Resource]]]] = []
+"""The inputs but the requests (the very objects) that :data:`_FILLS` holds results for."""
+
+_FILLS: dict[tuple[tuple[tuple[str, ...], ...], bytes], dict[str, Resource]] = {}
+"""Results of :func:`_water_fill` by the bits of the claims' requests (:func:`_request_key`),
+for the inputs of :data:`_FILLS_BASE`; oldest first."""
+
 
 def _same_inputs(last: list[Claim], claims: Sequence[Claim]) -> bool:
     """The same keys and weights in the same order, and the very same Resource objects."""
@@ -81,15 +92,45 @@ def _same_inputs(last: list[Claim], claims: Sequence[Claim]) -> bool:
         for a, b in zip(last, claims, strict=True))
 
 
+def _same_base(base: list[tuple[str, int, Resource, Resource]], claims: Sequence[Claim]) -> bool:
+    """The same keys and weights in the same order, and the very same capabilities and
+    guarantees."""
+    return len(base) == len(claims) and all(
+        a[0] == b.key and a[1] == b.weight and a[2] is b.real_capability and a[3] is b.guarantee
+        for a, b in zip(base, claims, strict=True))
+
+
+def _request_key(claims: Sequence[Claim]) -> tuple[tuple[tuple[str, ...], ...], bytes]:
+    """The claims' requests as exact values: each one's scalar names in order, and the bits of
+    every amount (a float's bits: -0.0 and 0.0 differ, as do NaNs, so equal keys are the very
+    same inputs to the water filling)."""
+    names: list[tuple[str, ...]] = []
+    vals: list[float] = []
+    for c in claims:
+        r = c.request
+        sc = r.scalars
+        vals.append(r.milli_cpu)
+        vals.append(r.memory)
+        if sc:
+            names.append(tuple(sc))
+            vals.extend(sc.values())
+        else:
+            names.append(())
+    return tuple(names), struct.pack(f"<{len(vals)}d", *vals)
+
+
 def proportion_deserved(claims: Sequence[Claim], total: Resource) -> dict[str, Resource]:
     """Water filling: share ``total`` among ``claims`` by weight, each capped by its request and
     real capability and floored by its guarantee, redistributing what a satisfied queue does not
     take until nothing is left or nothing changes.
 
-    A pure function of its inputs: the result of the last call is given again (as a new dict)
-    when ``total`` and every claim's Resources are the very objects of the last call, with the
-    same keys and weights (Resources are immutable; proportion hands in the same objects while
-    the queues and their requests do not change).
+    A pure function of its inputs' values, so results are kept: the last result is given again
+    (as a new dict) when ``total`` and every claim's Resources are the very objects of the last
+    call, with the same keys and weights (Resources are immutable; proportion hands in the same
+    objects while the queues and their requests do not change); and while ``total`` and the
+    claims' keys, weights, capabilities and guarantees stay the same (the same objects), up to
+    :data:`_FILLS_LIMIT` results are kept by the exact values of the requests (a queue's request
+    goes back to an earlier value when a job that arrived is done).
 
     Args:
         claims: in the order the rounds walk them (pumice: by queue name).
@@ -103,9 +144,18 @@ def proportion_deserved(claims: Sequence[Claim], total: Resource) -> dict[str, R
         last_total, last_claims, last = _LAST[0]
         if last_total is total and _same_inputs(last_claims, claims):
             return dict(last)
-    got = _water_fill(claims, total)
-    _LAST[:] = [(total, list(claims), dict(got))]
-    return got
+    if not (_FILLS_BASE and _FILLS_BASE[0][0] is total and _same_base(_FILLS_BASE[0][1], claims)):
+        _FILLS.clear()
+        _FILLS_BASE[:] = [(total, [(c.key, c.weight, c.real_capability, c.guarantee) for c in claims])]
+    key = _request_key(claims)
+    got = _FILLS.get(key)
+    if got is None:
+        got = _water_fill(claims, total)
+        if len(_FILLS) >= _FILLS_LIMIT:
+            del _FILLS[next(iter(_FILLS))]
+        _FILLS[key] = got
+    _LAST[:] = [(total, list(claims), got)]
+    return dict(got)
 
 
 def _water_fill(claims: Sequence[Claim], total: Resource) -> dict[str, Resource]:
