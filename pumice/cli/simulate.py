@@ -231,7 +231,7 @@ def _simulate(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str
                                  param_hint="'--period'")
     try:
         node_specs = nodes_mod.load_nodes(nodes_path)
-        w = wl.load_workload(workload_path, fmt)
+        w = wl.load_workload(workload_path, fmt, freeze=True)  # a run follows: see load_workload
         in_file = len(w.arrivals)
         read_as = wl.detect_format(Path(workload_path)) if fmt == "auto" else fmt
         if sample_n is not None:

@@ -65,6 +65,32 @@ def time_weighted(timeline: list[Sample], end: float, value: Any) -> float:
     return total / end
 
 
+def _queue_means(timeline: list[Sample], end: float, queues: list[str], cpu_cap: int,
+                 gpu_cap: int) -> dict[str, tuple[float, float]]:
+    """Per queue, the means over [0, end] of the CPU and GPU shares its Pods hold (``queues``'
+    cpu / ``cpu_cap`` and gpu / ``gpu_cap`` in each sample, 0 where a sample leaves the queue out;
+    0.0 for a capacity of 0): :func:`time_weighted` of each, in one walk of the timeline. Each
+    queue's sum takes the same terms in the same order (a sample without the queue adds 0.0,
+    which leaves a sum of non-negative terms as it is), so the same floats."""
+    cpu = dict.fromkeys(queues, 0.0)
+    gpu = dict.fromkeys(queues, 0.0)
+    if end > 0 and timeline:
+        last = len(timeline) - 1
+        for i, s in enumerate(timeline):
+            if s.t >= end:
+                break
+            dt = min(timeline[i + 1].t if i < last else end, end) - s.t
+            for q, (c, g) in s.queues.items():
+                if q in cpu:
+                    if cpu_cap:
+                        cpu[q] += float(c / cpu_cap) * dt
+                    if gpu_cap:
+                        gpu[q] += float(g / gpu_cap) * dt
+    else:
+        end = 0.0
+    return {q: (cpu[q] / end if end else 0.0, gpu[q] / end if end else 0.0) for q in queues}
+
+
 def _series_mean(series: list[tuple[float, float, float]], end: float, index: int) -> float:
     """Mean over [0, end] of the step function ``(t, value...)``'s ``index``-th value (0 before
     its first step)."""
@@ -142,16 +168,18 @@ def summary(rec: Recorder, end: float, ended_by: str, jobs: list[dict[str, Any]]
     partial_end = [name for name, js in sorted(rec.jobs.items()) if 0 < js.held < js.min_member]
     queues: dict[str, Any] = {}
     names = sorted({j["queue"] for j in jobs} | set(rec.deserved))
+    held = _queue_means(rec.timeline, end, names, cpu_cap, gpu_cap)
+    counts: dict[str, int] = {}
+    for j in jobs:
+        counts[j["queue"]] = counts.get(j["queue"], 0) + 1
     for q in names:
         queues[q] = {
-            "jobs": sum(1 for j in jobs if j["queue"] == q),
-            "allocated_cpu_share": _r(time_weighted(rec.timeline, end, lambda s, q=q: s.queues.get(q, (0, 0))[0] / cpu_cap)
-                                      if cpu_cap else 0.0, 4),
+            "jobs": counts.get(q, 0),
+            "allocated_cpu_share": _r(held[q][0] if cpu_cap else 0.0, 4),
             "deserved_cpu_share": _r(_series_mean(rec.deserved.get(q, []), end, 1), 4),
         }
         if gpu_cap:
-            queues[q]["allocated_gpu_share"] = _r(time_weighted(
-                rec.timeline, end, lambda s, q=q: s.queues.get(q, (0, 0))[1] / gpu_cap), 4)
+            queues[q]["allocated_gpu_share"] = _r(held[q][1], 4)
             queues[q]["deserved_gpu_share"] = _r(_series_mean(rec.deserved.get(q, []), end, 2), 4)
     out: dict[str, Any] = {
         "ended_by": ended_by,

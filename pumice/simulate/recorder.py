@@ -159,9 +159,11 @@ class Recorder:
         self._current: dict[str, str] = {}  # "<ns>/<name>" -> the record key of its latest Pod, once re-created
         self._pg_min: dict[str, int] = {}  # "<ns>/<PodGroup>" -> minMember
         self._pg_job: dict[str, str] = {}  # "<ns>/<PodGroup>" -> job, from its Pods' group-name annotation
-        # queue -> (the deserved Resource last seen, its (cpu, gpu) shares); Resources are
-        # immutable and the entry holds the object, so "is" means the same amounts
-        self._share_of: dict[str, tuple[Any, tuple[float, float]]] = {}
+        # queue -> (the deserved Resource last seen, its (cpu, gpu) shares, whether its GPU share
+        # sums one non-zero term at most). Resources are immutable and the entry holds the object, so
+        # "is" means the same amounts; so do an equal milli_cpu and equal scalars when the GPU
+        # share has one non-zero term at most (with more, the sum's order follows the keys' order)
+        self._share_of: dict[str, tuple[Any, tuple[float, float], bool]] = {}
         self.gpu_capacity = sum(self._node_gpu_cap.values())
         self.cpu_capacity = sum(n.cpu_milli for n in self.nodes)
         for name, a in self.arrivals.items():
@@ -419,21 +421,36 @@ class Recorder:
                 self.preemptions += 1
             elif reason == "reclaim":
                 self.reclaims += 1
-        t = self.now()
-        shares: dict[str, tuple[float, float]] = {q: (0.0, 0.0) for q in self.deserved}
+        deserved = self.deserved
         share_of = self._share_of
+        given = 0  # queues with a deserved share this session (each once: queue_metrics is a dict)
+        t: float | None = None
         for q, m in queue_metrics.items():
             des = m.get("deserved")
-            if des is not None:
-                got = share_of.get(q)
-                if got is None or got[0] is not des:
-                    got = share_of[q] = (des, (des.milli_cpu / self.cpu_capacity if self.cpu_capacity else 0.0,
-                                               _gpu_share(des, self.gpu_capacity)))
-                shares[q] = got[1]
-        for q, (cpu, gpu) in shares.items():
-            series = self.deserved.setdefault(q, [])
-            if not series or series[-1][1:] != (cpu, gpu):
-                series.append((t, cpu, gpu))
+            if des is None:
+                continue
+            got = share_of.get(q)
+            if got is None or (got[0] is not des and not (
+                    got[2] and des.milli_cpu == got[0].milli_cpu and des.scalars == got[0].scalars)):
+                got = share_of[q] = (des, (des.milli_cpu / self.cpu_capacity if self.cpu_capacity else 0.0,
+                                           _gpu_share(des, self.gpu_capacity)), _one_gpu_term(des))
+            share = got[1]
+            series = deserved.get(q)
+            if series is None:
+                series = deserved[q] = []
+            given += 1
+            if not series or series[-1][1:] != share:
+                if t is None:
+                    t = self.now()
+                series.append((t, *share))
+        if given != len(deserved):  # a queue sampled before and left out now deserves nothing
+            zero = (0.0, 0.0)
+            for q, series in deserved.items():
+                left = queue_metrics.get(q)
+                if (left is None or left.get("deserved") is None) and series[-1][1:] != zero:
+                    if t is None:
+                        t = self.now()
+                    series.append((t, *zero))
 
     def drop_unarrived(self, t: float) -> None:
         """Forget the jobs due after simulated time ``t`` (a run stopped early: the report covers
@@ -449,6 +466,15 @@ class Recorder:
             if js.partial_since is not None:
                 js.partial_seconds += t - js.partial_since
                 js.partial_since = t
+
+
+_GPU_KEYS = frozenset((GPU, GPU_NUMBER, GPU_MILLI, GPU_MEMORY))
+
+
+def _one_gpu_term(res: Any) -> bool:
+    """Whether :func:`_gpu_share` of ``res`` sums one non-zero term at most (adding a zero leaves a
+    float sum as it is, so the order of the keys cannot change it)."""
+    return sum(1 for k, v in (getattr(res, "scalars", None) or {}).items() if k in _GPU_KEYS and v) <= 1
 
 
 def _gpu_share(res: Any, capacity_milli: int) -> float:

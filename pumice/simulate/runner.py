@@ -361,6 +361,7 @@ def _virtual_loop() -> asyncio.AbstractEventLoop:
     if type(futures) is weakref.WeakSet and not futures:
         setattr(loop, attr, _PendingFutures())
     _fast_time(loop)
+    _fast_select(loop)
     return loop
 
 
@@ -379,6 +380,57 @@ def _fast_time(loop: asyncio.AbstractEventLoop) -> None:
         return state[now] / reciprocal  # type: ignore[no-any-return]  # int / int
 
     loop.time = time  # type: ignore[method-assign]  # the instance's own, ahead of the class's
+
+
+def _fast_select(loop: asyncio.AbstractEventLoop) -> None:
+    """Give ``loop`` (looptime's, as :func:`_virtual_loop` makes it: no end, no idle timeout or
+    step) a poll that, while nothing outside the loop can be ready (:class:`_WakeSelector`'s quiet
+    state, no executor future pending), does what looptime's own does without its per-poll
+    bookkeeping, and moves the time to the next timer at once instead of after its no-op cycles.
+
+    A no-op cycle is a loop iteration with nothing ready and no timer due: it runs nothing and
+    changes nothing (in a closed loop nothing can arrive meanwhile), so skipping it changes no
+    order of callbacks and no time. A timer that is due without the time moving (within the
+    loop's clock resolution) is left to looptime's own poll, whose first no-op cycle runs it at
+    the present time. The time moves by the same integer step looptime's would take. Left as it
+    is when looptime keeps its state under other names or the loop is set up otherwise."""
+    state = loop.__dict__
+    sel = getattr(loop, "_selector", None)
+    p = "_LoopTimeEventLoop__"
+    names = ("now", "resolution_reciprocal", "end", "idle_timeout", "idle_step", "noop_limit", "noop_cycle",
+             "enabled", "sync_futures")
+    if not isinstance(sel, _WakeSelector) or any(p + n not in state for n in names) \
+            or type(state[p + "now"]) is not int or type(state[p + "resolution_reciprocal"]) is not int \
+            or any(state[p + n] is not None for n in ("end", "idle_timeout", "idle_step")) \
+            or not isinstance(getattr(sel, "_fd_to_key", None), dict) or "select" not in sel.__dict__:
+        return
+    looptime_select = sel.select  # looptime's replacement of the selector's own (an instance attribute)
+    fd_to_key: dict[Any, Any] = sel._fd_to_key  # type: ignore[attr-defined]  # the selector's registered files
+    reciprocal: int = state[p + "resolution_reciprocal"]
+    tick = 1 / reciprocal  # looptime's smallest step, in seconds
+    futures = state[p + "sync_futures"]
+    scheduled: list[asyncio.TimerHandle] = loop._scheduled  # type: ignore[attr-defined]  # asyncio's timer heap
+    resolution: float = loop._clock_resolution  # type: ignore[attr-defined]
+    now_key, limit_key, cycle_key, enabled_key = p + "now", p + "noop_limit", p + "noop_cycle", p + "enabled"
+
+    def select(timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        if sel.woken or sel.always or len(fd_to_key) != sel._quiet_size or timeout is None \
+                or not state[enabled_key] or len(futures):
+            return looptime_select(timeout)
+        if timeout == 0:
+            if state[limit_key] is not None:
+                state[cycle_key] = 0
+            return []
+        if scheduled and scheduled[0].when() < state[now_key] / reciprocal + resolution:
+            return looptime_select(timeout)  # due now: looptime's no-op cycle runs it at this time
+        step = round(timeout * reciprocal)
+        if 0 < timeout < tick:
+            step += 1
+        state[now_key] += step
+        state[limit_key] = state[cycle_key] = None
+        return []
+
+    sel.select = select  # type: ignore[method-assign]
 
 
 def simulate(cfg: SimConfig, *, progress: Progress | None = None, stop: StopFlag | None = None) -> SimResult:

@@ -48,7 +48,10 @@ async def _script(log: list[tuple[str, float]]) -> None:
             await asyncio.Event().wait()
     except TimeoutError:
         log.append(("timeout", loop.time()))
-    await asyncio.gather(worker("a", [1, 2, 3.5]), worker("b", [0, 0, 2.999999]), consumer(), producer(),
+    # c: timers within the loop's clock resolution (due without the time moving) and under
+    # looptime's 1-us tick (it moves by one tick at least)
+    await asyncio.gather(worker("a", [1, 2, 3.5]), worker("b", [0, 0, 2.999999]), worker("c", [5e-8, 4e-7, 7e-7, 1.5e-6]),
+                         consumer(), producer(),
                          asyncio.sleep(2**25))  # past 194 days: the 100-ns resolution keeps timers due
     log.append(("end", loop.time()))
 
@@ -68,6 +71,42 @@ def test_the_run_loop_keeps_looptimes_virtual_times() -> None:
     finally:
         plain.close()
     assert ours == theirs and ours[-1] == ("end", 100 + 2**25)
+    assert [t for n, t in ours if n == "c"] == [100.0, 100.000001, 100.000003, 100.000005]
+
+
+def _iterations(loop: asyncio.AbstractEventLoop) -> list[int]:
+    """Count ``loop``'s iterations (its ``_run_once`` calls) into the returned one-item list."""
+    count = [0]
+    run_once = loop._run_once  # type: ignore[attr-defined]
+
+    def counted() -> None:
+        count[0] += 1
+        run_once()
+
+    loop._run_once = counted  # type: ignore[attr-defined]
+    return count
+
+
+def test_the_run_loop_moves_time_without_looptimes_no_op_cycles() -> None:
+    """Each move of the time to the next timer takes one iteration, not looptime's three (two
+    that run nothing, then the move): the same times with fewer iterations."""
+    async def sleeps(log: list[float]) -> None:
+        for _ in range(10):
+            await asyncio.sleep(1.5)
+            log.append(asyncio.get_running_loop().time())
+
+    runs: dict[str, tuple[list[float], int]] = {}
+    for name, make in (("ours", _virtual_loop), ("theirs", lambda: looptime.new_event_loop(start=0, noop_cycles=1))):
+        loop = make()
+        log: list[float] = []
+        count = _iterations(loop)
+        try:
+            loop.run_until_complete(sleeps(log))
+        finally:
+            loop.close()
+        runs[name] = (log, count[0])
+    assert runs["ours"][0] == runs["theirs"][0] == [1.5 * k for k in range(1, 11)]
+    assert runs["theirs"][1] - runs["ours"][1] == 2 * 10
 
 
 def test_a_thread_an_executor_and_a_socket_still_wake_the_run_loop() -> None:

@@ -231,3 +231,32 @@ def test_deserved_shares_follow_a_new_deserved_of_a_queue() -> None:
     clock.advance(1)
     rec.session([], {})  # no job in the queue: 0
     assert rec.deserved["q"] == [(0.0, 0.25, 0.25), (2.0, 0.5, 0.5), (3.0, 0.0, 0.0)]
+
+
+def test_deserved_shares_of_equal_amounts_in_a_new_resource_are_the_same_shares() -> None:
+    """Proportion hands a new deserved Resource every session: one with the amounts of the last
+    one gives its shares (no new step), also after the queue deserved nothing meanwhile; one
+    whose GPU share sums two GPU resources is shared out again; a queue given no deserved
+    Resource (None) deserves nothing then."""
+    from pumice._util.clock import FakeClock
+    from pumice.scheduler.volcano.api.resource import Resource
+    from pumice.simulate.recorder import Recorder
+
+    clock = FakeClock()
+    rec = Recorder(clock, clock.now(), [NodeSpec("n1", 8000, 8 * 1024**3, gpus=4)], {})
+    rec.session([], {"q": {"deserved": Resource(2000, 0, {"nvidia.com/gpu": 1000, "pods": 2})}})
+    clock.advance(1)
+    rec.session([], {"q": {"deserved": Resource(2000, 0, {"pods": 2, "nvidia.com/gpu": 1000})},
+                     "r": {"deserved": Resource(8000, 0, {})}})
+    clock.advance(1)
+    rec.session([], {"q": {"deserved": None}, "r": {"deserved": Resource(8000, 0, {})}})
+    clock.advance(1)
+    rec.session([], {"q": {"deserved": Resource(2000, 0, {"pods": 2, "nvidia.com/gpu": 1000})}})
+    clock.advance(1)
+    two = {"nvidia.com/gpu": 1000, "volcano.sh/gpu-number": 1000}
+    rec.session([], {"q": {"deserved": Resource(2000, 0, two)}})
+    clock.advance(1)
+    rec.session([], {"q": {"deserved": Resource(2000, 0, {**two, "volcano.sh/gpu-number": 2000})}})
+    assert rec.deserved["q"] == [(0.0, 0.25, 0.25), (2.0, 0.0, 0.0), (3.0, 0.25, 0.25), (4.0, 0.25, 0.5),
+                                 (5.0, 0.25, 0.75)]
+    assert rec.deserved["r"] == [(1.0, 1.0, 0.0), (3.0, 0.0, 0.0)]
