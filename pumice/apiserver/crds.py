@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from pumice._util.gostrings import quote
 from pumice.api import Obj
@@ -131,6 +132,95 @@ def _pattern_causes(schema: object, where: str, out: list[FieldCause]) -> None:
         _pattern_causes(schema.get(key), f"{where}.{key}", out)
 
 
+#: the most selectableFields one CRD version may declare (validation.go MaxSelectableFields)
+MAX_SELECTABLE_FIELDS = 8
+
+_PATH_TOKENS = re.compile(r"'(?:[^'\\]|\\.)*'|[.\[\]]|[^.\[\]]+")
+
+
+def selectable_field_path(json_path: str, schema: Any) -> tuple[list[str], Any]:
+    """The field names ``json_path`` (``.spec.color``) walks in a structural ``schema``, and the
+    schema it ends on: each ``.name`` step is a declared property (or, where the schema has no
+    properties but ``additionalProperties``, a map key); array notation is not allowed.
+
+    Mirrors: apiextensions-apiserver pkg/apiserver/schema/cel/validation.go ValidFieldPath (with
+    WithFieldPathAllowArrayNotation(false)).
+
+    Raises:
+        ValueError: upstream's text: ``does not refer to a valid field``, ``array notation is
+            not allowed``, ``unexpected end of JSON path``, ``expected [ or . but got: spec``.
+    """
+    names: list[str] = []
+    tokens = _PATH_TOKENS.findall(json_path)
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok == "[":
+            raise ValueError("array notation is not allowed")
+        if tok != ".":
+            raise ValueError(f"expected [ or . but got: {tok}")
+        i += 1
+        if i >= len(tokens):
+            raise ValueError("unexpected end of JSON path")
+        name = tokens[i]
+        props = schema.get("properties") if isinstance(schema, dict) else None
+        extra = schema.get("additionalProperties") if isinstance(schema, dict) else None
+        if isinstance(props, dict) and props:
+            if name not in props:
+                raise ValueError("does not refer to a valid field")
+            schema = props[name]
+        elif isinstance(extra, dict):
+            schema = extra
+        else:
+            raise ValueError("does not refer to a valid field")
+        names.append(name)
+        i += 1
+    return names, schema
+
+
+def _selectable_field_causes(version: Obj, where: str, out: list[FieldCause]) -> None:
+    """A version's ``selectableFields``: each ``jsonPath`` must name a string, boolean or integer
+    field of the version's schema outside ``metadata``, once; at most
+    :data:`MAX_SELECTABLE_FIELDS` of them.
+
+    Mirrors: apiextensions-apiserver validation.go ValidateCustomResourceSelectableFields.
+
+    Deviates: an update that keeps more than 8 unchanged fields is refused as a create is
+    (upstream lets it through)."""
+    fields = version.get("selectableFields")
+    if not isinstance(fields, list) or not fields:
+        return
+    schema = (version.get("schema") or {}).get("openAPIV3Schema") if isinstance(version.get("schema"), dict) else None
+    if not isinstance(schema, dict):
+        out.append(FieldCause(f"{where}.selectableFields", 'Invalid value: "": may only be set when '
+                                                           "`version.schema.openAPIV3Schema` is not included"))
+        return
+    seen: set[str] = set()
+    for j, f in enumerate(fields):
+        at = f"{where}.selectableFields[{j}].jsonPath"
+        path = f.get("jsonPath") if isinstance(f, dict) else None
+        if not path or not isinstance(path, str):
+            out.append(FieldCause(at, "Required value", "FieldValueRequired"))
+            continue
+        try:
+            names, found = selectable_field_path(path, schema)
+        except ValueError as e:
+            out.append(FieldCause(at, f"Invalid value: {quote(path)}: is an invalid path: {e}"))
+            continue
+        if names and names[0] == "metadata":
+            out.append(FieldCause(at, f"Invalid value: {quote(path)}: must not point to fields in metadata"))
+        if not isinstance(found, dict) or found.get("type") not in ("string", "boolean", "integer"):
+            out.append(FieldCause(at, f"Invalid value: {quote(path)}: must point to a field of type string, boolean "
+                                      "or integer. Enum string fields and strings with formats are allowed."))
+        key = ".".join(names)
+        if key in seen:
+            out.append(FieldCause(at, f"Duplicate value: {quote(path)}", "FieldValueDuplicate"))
+        seen.add(key)
+    if len(seen) > MAX_SELECTABLE_FIELDS:
+        out.append(FieldCause(f"{where}.selectableFields", f"Too many: {len(seen)}: must have at most "
+                                                           f"{MAX_SELECTABLE_FIELDS} items", "FieldValueTooMany"))
+
+
 def validate_crd(crd: Obj) -> list[FieldCause]:
     """The causes that make ``crd`` invalid (empty when it is fine)."""
     causes: list[FieldCause] = []
@@ -173,6 +263,8 @@ def validate_crd(crd: Obj) -> list[FieldCause]:
                 elif isinstance(path, str) and not path.startswith("."):
                     causes.append(FieldCause(at, f"Invalid value: {quote(path)}: must be a simple json path "
                                                  "starting with ."))
+            if isinstance(v, dict):
+                _selectable_field_causes(v, f"spec.versions[{i}]", causes)
     name = crd.get("metadata", {}).get("name", "")
     if group and names.get("plural") and name != f"{names['plural']}.{group}":
         causes.append(FieldCause("metadata.name", f'Invalid value: "{name}": must be spec.names.plural+"."+spec.group'))
