@@ -18,6 +18,8 @@ import weakref
 from asyncio import _get_running_loop
 from typing import Protocol
 
+from pumice._util.gotime import seconds as _gotime_seconds
+
 
 class Clock(Protocol):
     """What components need from time."""
@@ -172,12 +174,14 @@ def rfc3339_micro(ts: float) -> str:
 
 
 def parse_rfc3339(value: str) -> float:
-    """Parse a metav1.Time / MicroTime string into epoch seconds.
+    """Parse a metav1.Time / MicroTime string into epoch seconds, as Go's ``time.Parse(time.RFC3339)``
+    reads it: the one time reader, the same rule the API server checks stored times with
+    (:func:`pumice._util.gotime.seconds`), so what was stored can always be read (a ``+24:00``
+    offset, year 0, a one-digit hour) and nothing else is (a bare date, the basic format
+    ``20240102T...``, spaces around it).
 
     Raises:
-        ValueError: when ``value`` is not an RFC 3339 timestamp.
+        ValueError: Go's error text (``parsing time "bogus" as "2006-01-02T15:04:05Z07:00":
+            cannot parse "bogus" as "2006"``).
     """
-    v = value.strip()
-    if v.endswith("Z"):
-        v = v[:-1] + "+00:00"
-    return _dt.datetime.fromisoformat(v).timestamp()
+    return _gotime_seconds(value)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MICRO_LAYOUT", "RFC3339_LAYOUT", "parse_error", "parses"]
+__all__ = ["MICRO_LAYOUT", "RFC3339_LAYOUT", "parse_error", "parses", "seconds"]
 
 RFC3339_LAYOUT = "2006-01-02T15:04:05Z07:00"
 MICRO_LAYOUT = "2006-01-02T15:04:05.000000Z07:00"
@@ -194,3 +194,60 @@ def parse_error(value: str, layout: str = RFC3339_LAYOUT) -> str | None:
     if day < 1 or day > _days_in(month, year):
         return f"parsing time {qvalue}: day out of range"
     return None
+
+
+# the fields of a string Go's time.Parse(time.RFC3339) took (hour: one or two digits, getnum;
+# any number of fraction digits; the zone Z or +hh:mm)
+_FIELDS = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d?):(\d\d):(\d\d)(?:[.,](\d+))?(?:Z|([+-])(\d\d):(\d\d))", re.ASCII)
+
+#: seconds of strings read before (one clock second stamps many objects), and day numbers of
+#: dates; each emptied at _PARSED_MAX entries
+_SECONDS: dict[str, float] = {}
+_DAY_NUMBERS: dict[tuple[int, int, int], int] = {}
+
+
+def _days_from_civil(y: int, m: int, d: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date (year 0 included, as Go's)."""
+    y -= m <= 2
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def seconds(value: str) -> float:
+    """Epoch seconds of a metav1.Time or MicroTime string, read as Go's ``time.Parse(time.RFC3339,
+    value)`` reads it (what the API server lets be stored: year 0, a one-digit hour, a ``,``
+    before the fraction, a ``+24:00`` offset); the fraction kept to the nanosecond, then a float.
+
+    Raises:
+        ValueError: Go's ``time.Parse`` error text (``parsing time "bogus" as
+            "2006-01-02T15:04:05Z07:00": cannot parse "bogus" as "2006"``).
+    """
+    out = _SECONDS.get(value)
+    if out is not None:
+        return out
+    m = _FIELDS.fullmatch(value)
+    if m is None:
+        raise ValueError(parse_error(value) or f"parsing time {_quote(value)}: cannot parse")
+    ys, mos, ds, hs, mis, ss, frac, sign, oh, om = m.groups()
+    year, month, day, hour, minute, sec = int(ys), int(mos), int(ds), int(hs), int(mis), int(ss)
+    if not (0 < month < 13 and 0 < day <= (_DAYS[month - 1] if month != 2 else _days_in(2, year)) and hour < 24
+            and minute < 60 and sec < 60 and (sign is None or (int(oh) <= 24 and int(om) <= 60))):
+        raise ValueError(parse_error(value) or f"parsing time {_quote(value)}: out of range")
+    days = _DAY_NUMBERS.get((year, month, day))
+    if days is None:
+        if len(_DAY_NUMBERS) >= _PARSED_MAX:
+            _DAY_NUMBERS.clear()
+        days = _DAY_NUMBERS[year, month, day] = _days_from_civil(year, month, day)
+    out = float(days * 86400 + hour * 3600 + minute * 60 + sec)
+    if sign is not None:
+        offset = int(oh) * 3600 + int(om) * 60
+        out -= offset if sign == "+" else -offset
+    if frac:
+        out += int(frac[:9].ljust(9, "0")) / 1e9
+    if len(_SECONDS) >= _PARSED_MAX:
+        _SECONDS.clear()
+    _SECONDS[value] = out
+    return out

@@ -72,9 +72,8 @@ def check_log_options(name: str, query: Mapping[str, str]) -> None:
     if "sinceTime" in query:
         try:
             parse_rfc3339(query["sinceTime"])
-        except ValueError:
-            raise errors.bad_request(f'parsing time "{query["sinceTime"]}" as "2006-01-02T15:04:05Z07:00": '
-                                     "cannot parse as RFC 3339") from None
+        except ValueError as e:  # Go's time.Parse text (metav1.Time's query parameter conversion)
+            raise errors.bad_request(str(e)) from None
     causes: list[FieldCause] = []
     tail, since, limit = numbers.get("tailLines"), numbers.get("sinceSeconds"), numbers.get("limitBytes")
     if tail is not None and tail < 0:

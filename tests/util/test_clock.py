@@ -8,7 +8,7 @@ import time
 import looptime
 import pytest
 
-from pumice._util.clock import LoopClock
+from pumice._util.clock import LoopClock, parse_rfc3339
 
 
 async def test_now_is_the_wall_clock_on_a_real_loop_however_late_first_used() -> None:
@@ -118,3 +118,33 @@ def test_a_pinned_loop_reads_epoch_plus_loop_time_and_unpinning_restores_the_che
             LoopClock().pin(loop)
     finally:
         loop.close()
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("2024-01-02T03:04:05Z", 1704164645.0),
+    ("2024-01-02T03:04:05.5+01:00", 1704161045.5),
+    ("2024-01-02T03:04:05,25Z", 1704164645.25),          # Go takes ',' before the fraction
+    ("2024-01-02T03:04:05+24:00", 1704078245.0),         # and an offset of 24 hours (fromisoformat did not)
+    ("2024-01-02T3:04:05Z", 1704164645.0),               # and a one-digit hour
+    ("0000-01-01T00:00:00Z", -62167219200.0),            # and year 0
+    ("2024-01-02T03:04:05.123456789Z", 1704164645.123456789),
+])
+def test_parse_rfc3339_reads_what_go_reads(text: str, seconds: float) -> None:
+    # review10 F2: the one time reader takes every time the API server let be stored
+    assert parse_rfc3339(text) == pytest.approx(seconds, abs=1e-9)
+    assert parse_rfc3339(text) == parse_rfc3339(text)  # the remembered answer is the same
+
+
+@pytest.mark.parametrize(("text", "error"), [
+    ("2024-01-02", 'parsing time "2024-01-02" as "2006-01-02T15:04:05Z07:00": cannot parse "" as "T"'),
+    ("20240102T030405Z", 'parsing time "20240102T030405Z" as "2006-01-02T15:04:05Z07:00": cannot parse '
+                         '"0102T030405Z" as "-"'),
+    (" 2024-01-02T03:04:05Z", 'parsing time " 2024-01-02T03:04:05Z" as "2006-01-02T15:04:05Z07:00": cannot parse '
+                              '" 2024-01-02T03:04:05Z" as "2006"'),
+    ("2024-02-30T00:00:00Z", 'parsing time "2024-02-30T00:00:00Z": day out of range'),
+])
+def test_parse_rfc3339_refuses_what_go_refuses_with_gos_text(text: str, error: str) -> None:
+    # review10 F2: fromisoformat took a bare date, the basic format and surrounding spaces
+    with pytest.raises(ValueError) as e:
+        parse_rfc3339(text)
+    assert str(e.value) == error
