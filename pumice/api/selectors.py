@@ -38,7 +38,7 @@ scheduling/corev1/nodeaffinity (NodeSelectorRequirementsAsSelector).
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -414,16 +414,24 @@ class FieldRequirement:
 def field_value(obj: Mapping[str, Any], path: str) -> str:
     """The string form of a dotted field path in ``obj`` (``""`` when missing; booleans as
     ``"true"``/``"false"``)."""
+    return field_value_at(obj, path.split("."))
+
+
+def field_value_at(obj: Mapping[str, Any], parts: Sequence[str]) -> str:
+    """:func:`field_value` of a path already split at its dots (for callers that read the same
+    path of many objects: the API server's field indexes, per write and per event)."""
     cur: Any = obj
-    for part in path.split("."):
-        if not isinstance(cur, Mapping):
+    for part in parts:
+        if type(cur) is not dict and not isinstance(cur, Mapping):  # a plain dict skips the ABC check
             return ""
         cur = cur.get(part)
         if cur is None:
             return ""
-    if isinstance(cur, bool):
-        return "true" if cur else "false"
-    return str(cur)
+    if cur is True:
+        return "true"
+    if cur is False:
+        return "false"
+    return cur if type(cur) is str else str(cur)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
-from pumice.api.selectors import FieldSelector, LabelSelector, field_value
+from pumice.api.selectors import FieldSelector, LabelSelector, field_value, field_value_at
 from pumice.apiserver.storage import Storage, StorageError
 
 __all__ = ["INDEXED_FIELDS", "LIST_INDEXED_FIELDS", "MAX_REQUEST_BYTES", "Event", "Expired", "ObjectTooLarge", "Store",
@@ -283,8 +283,9 @@ class Store:
 
     def _index(self, st: _ResourceState, key: tuple[str, str], old: Stored | None, new: Stored | None) -> None:
         for path, idx in st.field_index.items():
-            before = field_value(old.obj, path) if old is not None else None
-            after = field_value(new.obj, path) if new is not None else None
+            parts = _PARTS[path]
+            before = field_value_at(old.obj, parts) if old is not None else None
+            after = field_value_at(new.obj, parts) if new is not None else None
             if before == after:
                 continue
             if before:
@@ -476,7 +477,7 @@ class Store:
         for path in INDEXED_FIELDS:
             for s in (ev.new, ev.old):
                 if s is not None:
-                    ws = st.by_index.get((path, field_value(s.obj, path)))
+                    ws = st.by_index.get((path, field_value_at(s.obj, _PARTS[path])))
                     if ws:
                         targets.update(ws)
         return sorted(targets, key=_seq) if len(targets) > 1 else list(targets)
@@ -573,6 +574,10 @@ class Store:
 
     def watcher_count(self) -> int:
         return sum(len(st.unindexed) + sum(len(v) for v in st.by_index.values()) for st in self._resources.values())
+
+
+#: the indexed field paths split at their dots, once
+_PARTS = {path: tuple(path.split(".")) for path in (*INDEXED_FIELDS, *LIST_INDEXED_FIELDS)}
 
 
 def _seq(w: Watcher) -> int:
