@@ -168,6 +168,22 @@ def _signed_in(handler: _Handler) -> _Handler:
     return page
 
 
+def _form_action(handler: _Handler) -> _Handler:
+    """A POST action handler: the session is checked first, as :func:`_signed_in` does (so a
+    request without one learns nothing, not even whether the object exists: trial 12 F-3), then
+    the origin (a form posted from another site is refused with 403), then the handler runs."""
+
+    @functools.wraps(handler)
+    async def action(self: Dashboard, request: Request) -> Response:
+        if self._session(request) is None:
+            return self._login_redirect(request)
+        if not self._same_origin(request):
+            return Response("cross-origin request refused", status_code=403)
+        return await handler(self, request)
+
+    return action
+
+
 class Dashboard:
     """The dashboard application.
 
@@ -297,7 +313,8 @@ class Dashboard:
 
     async def _act(self, request: Request, back: str, done: str, call: Any, *, doing: str) -> Response:
         """Run an API call with the user's client; flash its outcome on the page ``back``, and
-        redirect there.
+        redirect there. For handlers decorated with :func:`_form_action` (session and origin
+        checked).
 
         Args:
             done: the message when the call succeeds ("weight of queue q set to 2").
@@ -305,10 +322,8 @@ class Dashboard:
                 gives "could not set the weight of queue q to 2: <the API's reason>").
         """
         sess = self._session(request)
-        if sess is None:
+        if sess is None:  # signed out while the form was read (the handler's decorator checked it before)
             return self._login_redirect(request)
-        if not self._same_origin(request):
-            return Response("cross-origin request refused", status_code=403)
         try:
             await call(sess.client)
             sess.flash.append(("ok", done, back))
@@ -585,6 +600,7 @@ class Dashboard:
             "position": position, "children": children, "evs": self._events_of(q),
             "hist": self.cache.history("Queue", q)})
 
+    @_form_action
     async def queue_action(self, request: Request) -> Response:
         name, action = request.path_params["name"], request.path_params["action"]
         back = f"/queues/{name}"
@@ -649,6 +665,7 @@ class Dashboard:
             "can_suspend": v.can_suspend(phase), "can_resume": v.can_resume(phase),
             "hist": self.cache.history("Job", j), "pod_status": v.pod_status})
 
+    @_form_action
     async def vcjob_action(self, request: Request) -> Response:
         ns, name, action = request.path_params["ns"], request.path_params["name"], request.path_params["action"]
         back = f"/vcjobs/{ns}/{name}"
@@ -707,6 +724,7 @@ class Dashboard:
             "ahead": order[:pos - 1] if pos else [], "hist": self.cache.history("PodGroup", pg),
             "pod_status": v.pod_status})
 
+    @_form_action
     async def podgroup_delete(self, request: Request) -> Response:
         ns, name = request.path_params["ns"], request.path_params["name"]
         return await self._act(request, "/podgroups", f"podgroup {ns}/{name} deleted",
@@ -779,6 +797,7 @@ class Dashboard:
             "url": v.ray_dashboard_url(rc), "evs": self._events_of(rc), "pg": pg,
             "hist": self.cache.history("RayCluster", rc), "pod_status": v.pod_status})
 
+    @_form_action
     async def raycluster_action(self, request: Request) -> Response:
         ns, name, action = request.path_params["ns"], request.path_params["name"], request.path_params["action"]
         back = f"/rayclusters/{ns}/{name}"
@@ -838,6 +857,7 @@ class Dashboard:
             "hist": self.cache.history("RayJob", rj), "suspended": bool(v.spec(rj).get("suspend")),
             "suspendable": v.RAYJOB_SUSPENDABLE})
 
+    @_form_action
     async def rayjob_action(self, request: Request) -> Response:
         ns, name, action = request.path_params["ns"], request.path_params["name"], request.path_params["action"]
         back = f"/rayjobs/{ns}/{name}"
@@ -879,6 +899,7 @@ class Dashboard:
             "obj": rs, "apps": v.serve_applications(rs), "rc": rc, "url": v.ray_dashboard_url(rc) if rc else None,
             "evs": self._events_of(rs), "hist": self.cache.history("RayService", rs)})
 
+    @_form_action
     async def rayservice_delete(self, request: Request) -> Response:
         ns, name = request.path_params["ns"], request.path_params["name"]
         return await self._act(request, "/rayservices", f"RayService {ns}/{name} deleted",

@@ -81,6 +81,33 @@ def test_an_action_on_an_object_that_does_not_exist_is_a_404_page(web: httpx.Cli
     assert r.status_code == 404 and "does not exist" in r.text
 
 
+ACTIONS = ["/queues/{q}/open", "/queues/{q}/weight", "/queues/{q}/delete", "/vcjobs/default/{n}/suspend",
+           "/vcjobs/default/{n}/delete", "/rayclusters/default/{n}/scale", "/rayclusters/default/{n}/delete",
+           "/rayjobs/default/{n}/suspend", "/rayjobs/default/{n}/delete", "/podgroups/default/{n}/delete",
+           "/rayservices/default/{n}/delete"]
+
+
+@pytest.mark.parametrize("action", ACTIONS)
+def test_an_action_without_a_session_says_nothing_about_the_object(up: Up, action: str) -> None:
+    """trial 12 F-3: the actions looked the object up before checking the session, so an anonymous
+    POST answered 404 (with the signed-in page layout) for a missing name and 303 for an existing
+    one. The session is checked first, as on the GET pages."""
+    origin = {"origin": up.url.rstrip("/")}
+    with httpx.Client(base_url=up.url, timeout=30, follow_redirects=False) as anonymous:
+        for q, n in (("default", "exists-or-not"), ("nope", "nope")):
+            path = action.format(q=q, n=n)
+            r = anonymous.post(path, data={"weight": "2", "group": "g", "replicas": "1"}, headers=origin)
+            assert (r.status_code, r.headers.get("location")) == (303, "/login"), (path, r.status_code)
+            r = anonymous.post(path, headers={**origin, "HX-Request": "true"})
+            assert (r.status_code, r.headers.get("hx-redirect")) == (401, "/login"), (path, r.status_code)
+
+
+@pytest.mark.parametrize("path", ["/queues/nope/open", "/rayclusters/default/nope/scale"])
+def test_an_action_from_another_origin_is_refused_before_the_lookup(web: httpx.Client, path: str) -> None:
+    r = web.post(path, data={"group": "g", "replicas": "1"}, headers={"origin": "https://elsewhere.example"})
+    assert r.status_code == 403 and r.text == "cross-origin request refused"
+
+
 def test_login_with_a_valid_token_that_may_not_list_namespaces_says_so(up: Up) -> None:
     up.kubectl("create", "serviceaccount", "ui-nobody")
     token = up.kubectl("create", "token", "ui-nobody").strip()
