@@ -220,3 +220,41 @@ async def test_a_container_that_ran_its_duration_leaves_no_reference_cycle() -> 
     finally:
         if was_enabled:
             gc.enable()
+
+
+@pytest.mark.looptime
+@pytest.mark.parametrize("pre_stop", [None, {"exec": {"command": ["ray", "stop"]}}, {"sleep": {"seconds": 1}}])
+async def test_a_stop_and_start_of_the_simulated_agent_leaves_running_pods_as_they_were(pre_stop: Any) -> None:
+    """trial 12 F-2: at shutdown the agent stopped every Pod's containers while its API client
+    was open, so a two-container ``restartPolicy: Never`` Pod (a KubeRay head with its autoscaler
+    or job submitter) could get one container's exit 143 written, and KubeRay then deleted the
+    head. On the simulated runtime nothing runs, so a stop writes nothing: the Pod resumes as it
+    was at the next start, as every other Pod did."""
+    clock = LoopClock()
+    client = FakeClient(clock=clock, graceful_pod_deletion=True)
+    agent = await _agent(client, clock, lease_renew_interval=None)
+    p = sim_pod("head", None)
+    p["spec"]["containers"].append({**p["spec"]["containers"][0], "name": "autoscaler"})
+    if pre_stop is not None:
+        p["spec"]["containers"][0]["lifecycle"] = {"preStop": pre_stop}
+    await client.create(p)
+
+    async def both_running() -> bool:
+        cs = ((await get_pod(client, "head")) or {}).get("status", {}).get("containerStatuses") or []
+        return len(cs) == 2 and all("running" in c["state"] for c in cs)
+
+    await wait_for(both_running, timeout=20, interval=0.25)
+    before = await get_pod(client, "head")
+    n = len(client.writes())
+    await agent.stop()
+    await clock.sleep(60)
+    assert [w[:2] for w in client.writes()[n:]] == []
+    assert await get_pod(client, "head") == before
+    agent = await _agent(client, clock, lease_renew_interval=None)
+    await clock.sleep(60)
+    after = await get_pod(client, "head")
+    assert after["status"]["phase"] == "Running"
+    assert [(c["name"], c["restartCount"], list(c["state"]), c.get("lastState", {})) for c in
+            sorted(after["status"]["containerStatuses"], key=lambda c: c["name"])] == [
+        ("autoscaler", 0, ["running"], {}), ("c0", 0, ["running"], {})]
+    await agent.stop()
