@@ -26,6 +26,7 @@ from typing import Any
 import click
 
 from pumice.cli._controllers import CONTROLLER_GROUPS, controller_setups
+from pumice.cli._files import FileOptionsCommand
 from pumice.cli._signals import stop_on_signals
 from pumice.runtime.manager import CacheSyncTimeout, LeaderElectionLost
 from pumice.runtime.run import run_controller_manager
@@ -118,7 +119,7 @@ def _root_ca(kubeconfig: str | None) -> str | None:
     return None
 
 
-@click.command(name="controller-manager")
+@click.command(name="controller-manager", cls=FileOptionsCommand)
 @click.option("--kubeconfig", default=None, type=click.Path(exists=True, dir_okay=False),
               help="kubeconfig naming the API server (default: $KUBECONFIG, ~/.kube/config, or in-cluster).")
 @click.option("--controllers", default="kube,ray,volcano", show_default=True,

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import click
 
+from pumice.cli._files import FileOptionsCommand
 from pumice.cli._signals import stop_on_signals
 
 
-@click.command(name="dashboard")
+@click.command(name="dashboard", cls=FileOptionsCommand)
 @click.option("--kubeconfig", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Kubeconfig of the API server (default: $KUBECONFIG or ~/.kube/config).")
 @click.option("--context", default=None, help="Kubeconfig context.")

@@ -22,6 +22,7 @@ from typing import Any
 import click
 
 from pumice.api.scheme import ResourceKind
+from pumice.cli._files import FileOptionsCommand
 from pumice.scheduler.volcano.explain import (
     SESSION_KINDS,
     ExplainError,
@@ -116,7 +117,7 @@ async def explain_live(client: Any, target: str, namespace: str, conf_path: str 
     return explain(objects, kind, name, namespace, conf, now=now)
 
 
-@click.command(name="explain")
+@click.command(name="explain", cls=FileOptionsCommand)
 @click.argument("target")
 @click.option("-n", "--namespace", default="default", show_default=True, help="Namespace of the target.")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="Kubeconfig file.")

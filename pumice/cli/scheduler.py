@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from pumice.cli._duration import GoDuration
+from pumice.cli._files import FileOptionsCommand
 from pumice.cli._signals import stop_on_signals
 
 AGENT = "agent-scheduler"
@@ -67,7 +68,7 @@ async def _run(kubeconfig: str | None, name: str, period: float, conf: str | Non
             await client.close()
 
 
-@click.command(name="scheduler")
+@click.command(name="scheduler", cls=FileOptionsCommand)
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="kubeconfig file")
 @click.option("--name", "name", default="default-scheduler", show_default=True,
               help="schedulerName served: default-scheduler (or another name for the default scheduler), volcano, agent-scheduler")

@@ -13,6 +13,8 @@ from typing import Any
 
 import click
 
+from pumice.cli._files import FileOptionsCommand
+
 
 def _parse_duration(value: str | None, option: str = "--until") -> float | None:
     """``3600``, ``90s``, ``30m``, ``12h``, ``7d`` -> seconds.
@@ -145,21 +147,15 @@ def _compare_pair(ctx: click.Context, param: click.Parameter, value: tuple[str, 
     return (str(exists.convert(value[0], param, ctx)), str(exists.convert(value[1], param, ctx)))
 
 
-class _SimulateCommand(click.Command):
-    FILE_OPTIONS = frozenset({"nodes_path", "workload_path", "scheduler_conf", "queues_path", "compare"})
-    """Options naming an input file; a bad one is one line (``Error: Invalid value for '--nodes':
-    File 'x' does not exist.``), exit status 2."""
+class _SimulateCommand(FileOptionsCommand):
+    """A missing input file is one line (``Error: Invalid value for '--nodes': File 'x' does not
+    exist.``), exit status 2 (:class:`pumice.cli._files.FileOptionsCommand`)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         """click's parser, with ``--compare`` given fewer than two words as :class:`_CompareNeedsTwo`."""
         given = list(args)  # the parser consumes ``args``
         try:
             return super().parse_args(ctx, args)
-        except click.BadParameter as e:
-            if e.param is not None and e.param.name in self.FILE_OPTIONS:
-                # a missing input file: one line naming it (click adds its usage and a hint)
-                raise _BadInputFile(e.format_message()) from None
-            raise
         except click.BadOptionUsage as e:
             if e.option_name != "--compare" or "--compare" not in given:
                 raise

@@ -29,6 +29,7 @@ import yaml
 from pumice._util.files import NotTextError, read_text_file
 from pumice.api import yamlsafe
 from pumice.api.scheme import HYPER_NODE, NAMESPACE, NODE, POD, POD_GROUP, PRIORITY_CLASS, QUEUE
+from pumice.cli._files import FileOptionsCommand
 
 _SESSION_KINDS = {rk.kind: rk for rk in (NAMESPACE, PRIORITY_CLASS, QUEUE, HYPER_NODE, NODE, POD_GROUP, POD)}
 """The kinds a session reads (by kind; a manifest without ``apiVersion`` is read as the one here),
@@ -101,7 +102,7 @@ def command() -> None:
     """Volcano scheduler tools."""
 
 
-@command.command(name="session")
+@command.command(name="session", cls=FileOptionsCommand)
 @click.option("-f", "--filename", "path", required=True, type=click.Path(exists=True, path_type=Path), help="Manifest file or directory.")
 @click.option("--config", "config", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None, help="volcano-scheduler.conf (or its ConfigMap); default: the compiled-in configuration.")
 @click.option("--explain", is_flag=True, help="Also print per-job fit errors and per-Pod reasons.")

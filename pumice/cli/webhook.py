@@ -15,10 +15,11 @@ from pathlib import Path
 import click
 
 from pumice._util.tls import key_pair_error
+from pumice.cli._files import FileOptionsCommand
 from pumice.cli._signals import stop_on_signals
 
 
-@click.command(name="webhook")
+@click.command(name="webhook", cls=FileOptionsCommand)
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
               help="kubeconfig (default: in-cluster or ~/.kube/config)")
 @click.option("--host", default="0.0.0.0", show_default=True, help="Address to listen on.")

@@ -133,3 +133,20 @@ def test_dashboard_refuses_a_metrics_url_it_cannot_read(tmp_path: Path, url: str
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert result.output.strip().splitlines()[-1] == (
         f"Error: Invalid value for '--metrics-url': {url}: not an http or https URL")
+
+
+@pytest.mark.parametrize(("args", "option"), [
+    (["volcano", "session", "-f", "{missing}"], "'-f' / '--filename': Path"),
+    (["volcano", "session", "-f", "{missing}", "--config", "{missing}"], "'-f' / '--filename': Path"),
+    (["webhook", "--tls-cert-file", "{missing}", "--tls-private-key-file", "{missing}"], "'--tls-cert-file': File"),
+    (["dashboard", "--scheduler-conf", "{missing}"], "'--scheduler-conf': File"),
+    (["explain", "vcjob/x", "--scheduler-conf", "{missing}"], "'--scheduler-conf': File"),
+    (["scheduler", "--scheduler-conf", "{missing}"], "'--scheduler-conf': File"),
+    (["controller-manager", "--kubeconfig", "{missing}"], "'--kubeconfig': File"),
+])
+def test_a_file_option_naming_no_file_is_one_line(tmp_path: Path, args: list[str], option: str) -> None:
+    # trial 11 F-11 h: click printed its usage, a --help hint and the error (simulate already said one line)
+    missing = tmp_path / "nope"
+    result = CliRunner().invoke(main, [a.format(missing=missing) for a in args])
+    assert (result.exit_code, result.output.strip().splitlines()) == (
+        2, [f"Error: Invalid value for {option} '{missing}' does not exist."])
