@@ -318,7 +318,7 @@ class RateLimitingQueue(Generic[T]):
             try:
                 await waiter
             except BaseException:
-                if not waiter.cancel() and self._queue:
+                if not waiter.cancel() and not waiter.cancelled() and self._queue:
                     # woken, then cancelled before it ran: the wake-up goes to the next waiter
                     self._wake_one()
                 raise
