@@ -454,6 +454,9 @@ class _Api:
         if not accept or "application/json" in accept or "*/*" in accept or "application/yaml" in accept \
                 or "application/*" in accept:
             return
+        accept = accept.lower()  # media types are case-insensitive (RFC 9110)
+        if "application/json" in accept or "application/yaml" in accept or "application/*" in accept:
+            return
         supported = self.registry.custom(rk) is None and pb.message_for(rk.api_version, rk.kind) is not None
         for part in accept.split(","):
             if supported and part.split(";")[0].strip().lower() == pb.PROTOBUF:

@@ -79,5 +79,6 @@ async def test_an_accept_the_server_cannot_write_is_406_before_the_write(cluster
         406, "NotAcceptable", "only the following media types are accepted: application/json, application/yaml, "
                               "application/vnd.kubernetes.protobuf")
     assert cluster.server.store.revision == before
-    r = await http.get("/api/v1/namespaces/default/configmaps", headers={"Accept": "application/cbor, */*;q=0.1"})
-    assert r.status_code == 200
+    for accept in ("application/cbor, */*;q=0.1", "Application/JSON"):
+        r = await http.get("/api/v1/namespaces/default/configmaps", headers={"Accept": accept})
+        assert r.status_code == 200, accept
