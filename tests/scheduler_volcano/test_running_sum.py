@@ -112,6 +112,26 @@ def test_a_changed_part_replaces_the_stale_one() -> None:
     assert exact_data(got) == exact_data((Resource(2000, 20, {"nvidia.com/gpu": 2000.0, "pods": 2.0}),))
 
 
+def test_an_equal_part_of_another_object_leaves_the_totals_as_they_were() -> None:
+    """A changed job whose parts came out the same (e.g. its Pod went from Binding to Running) moves
+    no total: the sums are the very objects given before, and equal a fresh fold; a part with
+    the same amounts under another scalar order, or -0.0 for 0.0, still comes out as a fold."""
+    rs = RunningSums(1)
+    rs.set("a", "q", (Resource(1000, 10, {"nvidia.com/gpu": 1000.0, "pods": 1.0}),), 1)
+    rs.set("b", "q", (Resource(0.0, 20),), 2)
+    before = rs.sums("q")
+    rs.set("a", "q", (Resource(1000, 10, {"nvidia.com/gpu": 1000.0, "pods": 1.0}),), 1)
+    rs.set("b", "q", (Resource(-0.0, 20),), 2)
+    assert rs.sums("q") is before
+    want = fold([(Resource(1000, 10, {"nvidia.com/gpu": 1000.0, "pods": 1.0}),), (Resource(-0.0, 20),)], 1)
+    assert exact_data(before) == exact_data(want)
+    rs.set("a", "q", (Resource(1000, 10, {"pods": 1.0, "nvidia.com/gpu": 1000.0}),), 1)
+    got = rs.sums("q")
+    assert got is not None and list(got[0].scalars) == ["pods", "nvidia.com/gpu"]
+    assert exact_data(got) == exact_data(fold([(Resource(1000, 10, {"pods": 1.0, "nvidia.com/gpu": 1000.0}),),
+                                               (Resource(-0.0, 20),)], 1))
+
+
 def test_no_running_total_while_a_part_is_not_whole_or_a_total_is_too_big() -> None:
     rs = RunningSums(1)
     rs.set("a", "q", (Resource(1000, 10),), 1)

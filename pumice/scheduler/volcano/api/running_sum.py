@@ -116,6 +116,12 @@ class RunningSums:
                 if len(was) == len(parts) and all(map(is_, was, parts)):
                     return
                 if ok and old[4]:
+                    if _same_values(was, parts):
+                        # the totals would come out as the very same floats (the module
+                        # docstring; a total is never -0.0, so an equal part of another zero
+                        # sign moves no bit either) and every carrier keeps its position
+                        self._items[item] = (group, parts, order, True, True)
+                        return
                     self._replace(item, group, old[1], parts, order)
                     return
             self._take(item, old)
@@ -248,6 +254,22 @@ class RunningSums:
             out.append(Resource(slot.cpu, slot.mem, {name: slot.sc[name] for _o, _p, name in firsts}))
         g.cached = tuple(out)
         return g.cached
+
+
+def _same_values(old: Parts, new: Parts) -> bool:
+    """Slot by slot the same amounts (``==``) under the same scalar names in the same order (None
+    where the other is None)."""
+    if len(old) != len(new):
+        return False
+    for a, b in zip(old, new, strict=True):
+        if a is b:
+            continue
+        if a is None or b is None or a.milli_cpu != b.milli_cpu or a.memory != b.memory:
+            return False
+        sa, sb = a.scalars, b.scalars
+        if (sa or sb) and tuple(sa.items()) != tuple(sb.items()):
+            return False
+    return True
 
 
 _GONE = object()

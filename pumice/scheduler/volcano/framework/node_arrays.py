@@ -49,10 +49,13 @@ class NodeArrays:
         """Some node has a PreferNoSchedule taint (fixed: :meth:`reuse` keeps arrays only over
         Nodes with the same taints)."""
         self._dirty: set[int] = set()
-        self.generation = -1
-        """The live cache's snapshot generation these arrays were last brought up to date for."""
         for i, node in enumerate(self.nodes):
             self._set_row(i, node)
+        self.alloc_positive = bool((self.allocatable[:, 0] > 0).all()) and bool((self.allocatable[:, 1] > 0).all())
+        """Every node has some allocatable CPU and memory (fixed: :meth:`reuse` keeps arrays only
+        over Nodes with the same allocatable)."""
+        self.generation = -1
+        """The live cache's snapshot generation these arrays were last brought up to date for."""
 
     def _set_row(self, i: int, node: NodeInfo) -> None:
         node.index = i

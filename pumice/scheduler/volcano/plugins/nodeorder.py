@@ -107,6 +107,7 @@ def resource_scores(
     requested: np.ndarray,
     ccpu: np.ndarray,
     cmem: np.ndarray,
+    positive: bool | None = None,
 ) -> np.ndarray:
     """Least/Most/Balanced scores for arrays of nodes, kube's integer semantics.
 
@@ -114,6 +115,7 @@ def resource_scores(
     counted with :attr:`TaskInfo.nonzero_request`): ``floor((cap - req) * 100 / cap)`` resp.
     ``floor(min(req, cap) * 100 / cap)`` per resource, floored mean of the two. Balanced reads
     actual requests (``requested``) and is skipped for a BestEffort Pod (its PreScore says Skip).
+    ``positive``: whether every ``ccpu`` and ``cmem`` is above 0 (None: found out here).
     """
     cpu_nz, mem_nz = task.nonzero_request
     ucpu, umem = nonzero[:, 0] + cpu_nz, nonzero[:, 1] + mem_nz
@@ -121,7 +123,8 @@ def resource_scores(
     # with every allocatable above 0 nothing divides by zero and the "no allocatable" cases
     # below select nothing: the same floats without them (the weights are whole numbers, and a
     # product by 1 is the value itself)
-    positive = _all_positive(ccpu, cmem)
+    if positive is None:
+        positive = _all_positive(ccpu, cmem)
     with nullcontext() if positive else np.errstate(divide="ignore", invalid="ignore"):
         if args.least_requested:
             lc = np.floor((ccpu - ucpu) * MAX_NODE_SCORE / ccpu)
@@ -228,7 +231,9 @@ class NodeOrderPlugin:
             arr = ssn.arrays
             arr.sync()
             alloc = arr.allocatable[rows, :2]
-            out = resource_scores(args, task, arr.kube_nonzero[rows], arr.kube_requested[rows], alloc[:, 0], alloc[:, 1])
+            # (every node's allocatable above 0: so is every row's, known without a look)
+            out = resource_scores(args, task, arr.kube_nonzero[rows], arr.kube_requested[rows], alloc[:, 0], alloc[:, 1],
+                                  True if arr.alloc_positive else None)
             spec = task.pod.get("spec") or {}
             any_pns = arr.any_prefer_no_schedule
             preferred = (((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("preferredDuringSchedulingIgnoredDuringExecution"))
