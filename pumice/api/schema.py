@@ -653,7 +653,7 @@ def _value_checks(schema: dict[str, Any], value: Any, path: str, shown: str, out
         if pattern is not None and not _search(pattern, value):
             out.append(FieldCause(path, f"Invalid value: {format_value(value)}: {shown} in body should match '{pattern}'"))
         fmt = schema.get("format")
-        if fmt in _DATE_TIME_FORMATS and not is_date_time(value):
+        if fmt in _DATE_TIME_FORMATS and not _date_time_ok(value):
             out.append(FieldCause(path, f"Invalid value: {format_value(value)}: {shown} in body must be of type {fmt}: "
                                         f"{quote(value)}", "FieldValueTypeInvalid"))
     if isinstance(value, list):
