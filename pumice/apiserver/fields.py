@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import importlib
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,8 +39,8 @@ from pumice._util.gobase64 import CorruptInputError, canonical
 from pumice.api.memo import FixedPoints
 from pumice.api.scheme import ResourceKind
 
-__all__ = ["TIME_PARSE", "FixedPoints", "bytes_error", "field_types_ok", "model_for", "object_meta_tree", "repair_bytes",
-           "type_causes", "types_clean", "unknown_fields"]
+__all__ = ["TIME_PARSE", "FixedPoints", "bytes_error", "field_types_ok", "go_unmarshal_error", "model_for",
+           "object_meta_tree", "repair_bytes", "type_causes", "types_clean", "unknown_fields"]
 
 _encode = msgspec.json.Encoder().encode
 
@@ -617,3 +618,108 @@ def _walk_bytes(node: Any, value: Any, path: str, repaired: list[tuple[str, str]
         if found:
             return found
     return None
+
+
+_GO_SEGMENT = re.compile(r"([^.\[]+)|\[([^\]]*)\]")
+_GO_SCALARS: dict[type, str] = {
+    msgspec.inspect.StrType: "string", msgspec.inspect.BoolType: "bool", msgspec.inspect.FloatType: "float64",
+    msgspec.inspect.DateTimeType: "v1.Time", msgspec.inspect.BytesType: "[]uint8", msgspec.inspect.AnyType: "string",
+}
+
+
+def _go_package(cls: type, package: str) -> str:
+    """The Go package name of a model class: lightkube's ``core_v1``/``meta_v1``... are ``v1``;
+    pumice's own models are in ``package`` (the kind's version)."""
+    if cls.__module__.startswith("lightkube.models."):
+        return cls.__module__.rpartition("_")[2]
+    return package
+
+
+def _go_type(t: Any, owner: type | None, name: str, package: str) -> str:
+    """The Go type of a msgspec type (the field ``name`` of struct ``owner`` when at a field)."""
+    fmt = ""
+    while True:
+        if isinstance(t, msgspec.inspect.Metadata):
+            fmt = fmt or str((t.extra_json_schema or {}).get("format") or "")
+            t = t.type
+        elif isinstance(t, msgspec.inspect.UnionType):
+            members = [m for m in t.types if not isinstance(m, msgspec.inspect.NoneType)]
+            if len(members) != 1:
+                return "intstr.IntOrString"
+            t = members[0]
+        else:
+            break
+    if isinstance(t, msgspec.inspect.IntType):
+        if fmt in _INT_RANGES:
+            return fmt
+        message = _proto_message(owner) if owner is not None else None
+        pf = message.by_name.get(name) if message is not None else None
+        return _PROTO_INT_FORMATS.get(pf.type, "int64") if pf is not None else "int64"
+    if isinstance(t, msgspec.inspect.StructType):
+        return f"{_go_package(t.cls, package)}.{t.cls.__name__}"
+    if isinstance(t, msgspec.inspect.ListType | msgspec.inspect.SetType | msgspec.inspect.VarTupleType):
+        return "[]" + _go_type(t.item_type, None, "", package)
+    if isinstance(t, msgspec.inspect.DictType):
+        return "map[string]" + _go_type(t.value_type, None, "", package)
+    return _GO_SCALARS.get(type(t), "interface {}")
+
+
+def _go_json_kind(value: Any, go_type: str) -> str:
+    """How Go's encoding/json names the JSON value in an UnmarshalTypeError (a number that does
+    not fit an integer type shows its literal)."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return f"number {_encode(value).decode()}" if go_type.startswith(("int", "uint")) else "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def go_unmarshal_error(model: type, obj: Any, path: str, package: str) -> str:
+    """The text of Go's ``encoding/json`` UnmarshalTypeError for the value at ``path`` of ``obj``
+    (a type cause's field path, ``spec.tasks[0].replicas``; ``""``: ``obj`` itself) decoded into
+    the Go type of the msgspec model ``model``: ``json: cannot unmarshal string into Go struct
+    field JobSpec.spec.tasks of type []v1alpha1.TaskSpec``, or for the whole object ``json:
+    cannot unmarshal string into Go value of type v1alpha1.Job``. The struct is the innermost one
+    holding the field, the field path the JSON names of the struct fields from the root (map keys
+    and list indexes are not part of it, as in Go). ``package``: the Go package name of pumice's
+    own model classes (the kind's version, ``v1alpha1``); lightkube's classes are ``v1``.
+
+    Go type names follow the model: integer formats from the model's ``format`` or, for
+    lightkube classes, the protobuf schema; a named Go type over a builtin one (``v1.ResourceList``,
+    ``v1alpha1.JobPhase``) shows as the builtin (``map[string]...``, ``string``).
+
+    Mirrors: Go encoding/json UnmarshalTypeError.Error (Go 1.20+ field paths), as
+    sigs.k8s.io/json reports it through apimachinery's JSON serializer."""
+    t: Any = msgspec.inspect.type_info(model)
+    owner: type | None = None
+    keys: list[str] = []
+    value = obj
+    name = ""
+    for key, index in _GO_SEGMENT.findall(path):
+        while isinstance(t, msgspec.inspect.Metadata | msgspec.inspect.UnionType):
+            if isinstance(t, msgspec.inspect.Metadata):
+                t = t.type
+            else:
+                members = [m for m in t.types if not isinstance(m, msgspec.inspect.NoneType)]
+                t = members[0] if len(members) == 1 else msgspec.inspect.AnyType()
+        step = key or index
+        if key and isinstance(t, msgspec.inspect.StructType):
+            f = next((f for f in t.fields if f.encode_name == key), None)
+            if f is None:
+                break
+            owner, name, t = t.cls, key, f.type
+            keys.append(key)
+        elif isinstance(t, msgspec.inspect.ListType | msgspec.inspect.SetType | msgspec.inspect.VarTupleType):
+            t = t.item_type
+        elif isinstance(t, msgspec.inspect.DictType):
+            t = t.value_type
+        else:
+            break
+        value = value[int(step)] if isinstance(value, list) else (value or {}).get(step)
+    go_type = _go_type(t, owner, name, package)
+    kind = _go_json_kind(value, go_type)
+    if owner is None:
+        return f"json: cannot unmarshal {kind} into Go value of type {go_type}"
+    return f"json: cannot unmarshal {kind} into Go struct field {owner.__name__}.{'.'.join(keys)} of type {go_type}"

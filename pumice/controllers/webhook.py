@@ -190,6 +190,11 @@ async def review(hook: Webhook, body: Obj, client: KubeClient) -> Obj:
             raise
         return _answer(body, response)  # a kind the server does not serve: nothing of ours applies
     obj = req.get("object")
+    for raw in (obj, req.get("oldObject")):
+        failure = decode_error(rk, raw)
+        if failure is not None:
+            log.info("webhook %s denied %s %s: %s", hook.name, rk.kind, req.get("name") or "", failure)
+            return _answer(body, {"uid": req["uid"], "allowed": False, "status": {"message": failure}})
     original = copy.deepcopy(obj) if isinstance(obj, dict) else None
     areq = AdmissionRequest(
         operation=req.get("operation", "CREATE"), kind=rk, namespace=req.get("namespace") or None,
@@ -223,6 +228,66 @@ async def review(hook: Webhook, body: Obj, client: KubeClient) -> Obj:
             response["patchType"] = "JSONPatch"
             response["patch"] = base64.b64encode(_encode(ops)).decode()
     return _answer(body, response)
+
+
+_compiled: dict[tuple[str, str], Any] = {}
+
+
+def decode_error(rk: ResourceKind, obj: Any) -> str | None:
+    """What decoding ``obj`` (an AdmissionReview's ``object`` or ``oldObject``) into the Go type
+    of ``rk`` says, None when it decodes: upstream's webhooks decode first (``schema.DecodeJob``,
+    ``DecodeQueue``, ``DecodePodGroup``, the Pod and HyperNode decoders) and answer a failure as
+    a refusal with the error's text, so a value of the wrong JSON type anywhere (``spec.tasks:
+    "x"``, ``replicas: "2"``, ``weight: "x"``) is ``json: cannot unmarshal string into Go struct
+    field JobSpec.spec.tasks of type []v1alpha1.TaskSpec``, never defaulted as if absent.
+
+    The types are checked with the API server's own checks: a custom resource against the
+    structural schema pumice publishes for it (:class:`~pumice.api.schema.CompiledSchema`), its
+    metadata and built-in kinds against the lightkube model
+    (:func:`~pumice.apiserver.fields.type_causes`); the first cause in document order is the
+    one Go's decoder reports. ``null`` is unset, as Go reads it. Kinds pumice has no model of are
+    not checked (None).
+
+    Mirrors: volcano pkg/webhooks/schema (DecodeJob ...), util.ToAdmissionResponse.
+    """
+    from lightkube.models.core_v1 import Pod
+
+    from pumice.api.crds import crd_spec, structural_schema
+    from pumice.api.schema import CompiledSchema
+    from pumice.apiserver.fields import go_unmarshal_error, model_for, object_meta_tree, type_causes
+
+    spec = crd_spec(rk.group, rk.kind)
+    model: type | None = spec.model if spec is not None else (Pod if (rk.group, rk.kind) == ("", "Pod") else None)
+    if model is None or obj is None:
+        return None
+    if not isinstance(obj, dict):
+        return go_unmarshal_error(model, obj, "", rk.version)
+    if spec is not None:
+        key = (rk.group, rk.kind)
+        compiled = _compiled.get(key)
+        if compiled is None:
+            compiled = _compiled[key] = CompiledSchema(structural_schema(spec.model))
+        body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+        causes = [c for c in compiled.validate(body) if _decode_cause(c)]
+        md = obj.get("metadata")
+        if md is not None:
+            causes += [c for c in type_causes(object_meta_tree(), md, "metadata") if _decode_cause(c)]
+    else:
+        causes = [c for c in type_causes(model_for(rk), obj) if _decode_cause(c)]
+    if not causes:
+        return None
+    order = {k: i for i, k in enumerate(obj)}
+    first = min(causes, key=lambda c: order.get(re.split(r"[.\[]", c.field, maxsplit=1)[0], len(order)))
+    return go_unmarshal_error(model, obj, first.field, rk.version)
+
+
+def _decode_cause(cause: Any) -> bool:
+    """Whether a type check's cause is one Go's decoder fails on: a wrong JSON type (not a null,
+    which it reads as unset) or an integer out of its Go type's range."""
+    if cause.reason == "FieldValueTypeInvalid":
+        return not cause.message.startswith("Invalid value: null")
+    return cause.reason == "FieldValueInvalid" and cause.message.endswith(("must be of type int32",
+                                                                            "must be of type int64"))
 
 
 def _answer(body: Obj, response: Obj) -> Obj:

@@ -165,3 +165,61 @@ async def test_pumice_webhook_serves_https_with_the_given_certificate(tmp_path: 
         await asyncio.to_thread(hook.wait, 15)
         await asyncio.to_thread(api.wait, 15)
     assert hook.returncode == 0
+
+
+def _raw_review(kind: str, group: str, version: str, obj: Any, *, old: Any = None, operation: str = "CREATE") -> Any:
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": "u4", "operation": operation, "kind": {"group": group, "version": version, "kind": kind},
+                        "namespace": "default", "object": obj, "oldObject": old}}
+
+
+_JOB = ("Job", "batch.volcano.sh", "v1alpha1")
+_PG = ("PodGroup", "scheduling.volcano.sh", "v1beta1")
+_QUEUE = ("Queue", "scheduling.volcano.sh", "v1beta1")
+_TASKS = "json: cannot unmarshal string into Go struct field JobSpec.spec.tasks of type []v1alpha1.TaskSpec"
+
+
+@pytest.mark.parametrize(("path", "kind", "obj", "message"), [
+    ("/jobs/mutate", _JOB, {"metadata": {"name": "j"}, "spec": {"tasks": "x"}}, _TASKS),
+    ("/jobs/validate", _JOB, {"spec": {"tasks": "x"}}, _TASKS),
+    ("/jobs/mutate", _JOB, {"metadata": {"name": "j"}, "spec": "x"},
+     "json: cannot unmarshal string into Go struct field Job.spec of type v1alpha1.JobSpec"),
+    ("/jobs/mutate", _JOB, "x", "json: cannot unmarshal string into Go value of type v1alpha1.Job"),
+    ("/podgroups/mutate", _PG, {"metadata": {"name": "j"}, "spec": []},
+     "json: cannot unmarshal array into Go struct field PodGroup.spec of type v1beta1.PodGroupSpec"),
+    # wrong scalar types were let through and defaulted as if absent
+    ("/jobs/mutate", _JOB, {"metadata": {"name": "j"}, "spec": {"tasks": [{"replicas": "2"}]}},
+     "json: cannot unmarshal string into Go struct field TaskSpec.spec.tasks.replicas of type int32"),
+    ("/jobs/mutate", _JOB, {"metadata": {"name": "j"}, "spec": {"minAvailable": 1.5}},
+     "json: cannot unmarshal number 1.5 into Go struct field JobSpec.spec.minAvailable of type int32"),
+    ("/jobs/mutate", _JOB, {"metadata": {"name": "j"}, "spec": {"tasks": [{"replicas": 3000000000}]}},
+     "json: cannot unmarshal number 3000000000 into Go struct field TaskSpec.spec.tasks.replicas of type int32"),
+    ("/jobs/mutate", _JOB, {"metadata": {"name": "j"}, "spec": {"tasks": [{"template": {"spec": {"containers": "x"}}}]}},
+     "json: cannot unmarshal string into Go struct field PodSpec.spec.tasks.template.spec.containers of type []v1.Container"),
+    ("/queues/mutate", _QUEUE, {"metadata": {"name": "q"}, "spec": {"weight": "x"}},
+     "json: cannot unmarshal string into Go struct field QueueSpec.spec.weight of type int32"),
+    ("/pods/mutate", ("Pod", "", "v1"),
+     {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "a", "env": [{"name": "A", "value": 5}]}]}},
+     "json: cannot unmarshal number into Go struct field EnvVar.spec.containers.env.value of type string"),
+])
+async def test_an_object_of_the_wrong_json_type_is_refused_with_go_s_decode_error(
+        path: str, kind: tuple[str, str, str], obj: Any, message: str) -> None:
+    """trial 12 F-5: the webhook answered 500 (a traceback in its log) to an object whose field
+    had the wrong JSON type, and let wrong scalar types through defaulted. Upstream's webhooks
+    decode the object into the Go type first and refuse a failure with the decoder's text."""
+    async with local_cluster() as c:
+        app = build_app(default_webhooks(), c.client)
+        status, answer = await post(app, path, _raw_review(*kind, obj))
+    assert status == 200, answer
+    assert answer["response"] == {"uid": "u4", "allowed": False, "status": {"message": message}}
+
+
+async def test_an_old_object_of_the_wrong_json_type_is_refused_too() -> None:
+    good = vcjob("j", [{"name": "w", "replicas": 1}])
+    async with local_cluster() as c:
+        app = build_app(default_webhooks(), c.client)
+        status, answer = await post(app, "/jobs/validate", _raw_review(*_JOB, good, old={"spec": {"tasks": "x"}},
+                                                                       operation="UPDATE"))
+        assert (status, answer["response"]["allowed"], answer["response"]["status"]["message"]) == (200, False, _TASKS)
+        status, answer = await post(app, "/jobs/validate", _raw_review(*_JOB, good, old=good, operation="UPDATE"))
+        assert (status, answer["response"]["allowed"]) == (200, True)
