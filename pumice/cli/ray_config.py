@@ -201,7 +201,9 @@ def _decode_int32(node: yaml.Node, errors: list[str]) -> int | None:
 
 def validate_config(config: Obj, check_quantity: Any, validate_tpu: Any) -> None:
     """The plugin's ValidateConfig: every resource quantity given (head, each worker group, the
-    GCS FUSE sidecar's), each worker group's TPU settings, GCS FUSE's required fields. Fields in a
+    GCS FUSE sidecar's), each worker group's TPU settings, GCS FUSE's required fields; and, as the
+    flag form checks them (pumice's addition), each group's ``replicas`` and ``num-of-hosts`` at
+    least 0 and its name unique among the groups (KubeRay's rule for a RayCluster's groups). Fields in a
     fixed order (the plugin walks a Go map: its first error of several is not fixed).
 
     ``check_quantity(value, name)`` and ``validate_tpu(tpu, num_of_hosts, node_selectors)`` raise
@@ -214,10 +216,21 @@ def validate_config(config: Obj, check_quantity: Any, validate_tpu: Any) -> None
     for name in ("cpu", "gpu", "memory", "ephemeral-storage"):
         if name in head:
             check_quantity(head[name], name)
+    seen: dict[str, int] = {}
     for i, g in enumerate(config.get("worker-groups") or []):
         for name in ("cpu", "gpu", "tpu", "memory", "ephemeral-storage"):
             if name in g:
                 check_quantity(g[name], f"{name} (worker group {i})")
+        # the flag form's bounds (--worker-replicas, --num-of-hosts: x>=0), which the plugin does
+        # not check in the file: KubeRay then refuses or misreads the cluster (trial 12 F-6 d)
+        for name in ("replicas", "num-of-hosts"):
+            if g.get(name) is not None and g[name] < 0:
+                raise ConfigError(f"{name} (worker group {i}): {g[name]} is not in the range x>=0")
+        group_name = g.get("name") or ""
+        if group_name in seen:
+            raise ConfigError(f"worker group names must be unique: worker groups {seen[group_name]} and {i} "
+                              f"are both named {quote(group_name)}")
+        seen[group_name] = i
         validate_tpu(g.get("tpu", ""), g.get("num-of-hosts", 1), g.get("node-selectors") or {})
     fuse = (config.get("gke") or {}).get("gcsfuse")
     if fuse is not None:

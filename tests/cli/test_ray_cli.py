@@ -769,6 +769,15 @@ def test_create_cluster_file_refusals_have_the_plugins_texts(server: Any, tmp_pa
            "line 2: cannot unmarshal !!str `two` into int32")
     assert _file_error(server, tmp_path, "worker-groups:\n  - replicas: 1\n    cpu: -1\n") == (
         1, "Error: failed to validate config file: cpu (worker group 0) cannot be negative")
+    # trial 12 F-6 d: the flag form's bounds and KubeRay's unique group names hold for the file too
+    assert _file_error(server, tmp_path, "worker-groups:\n  - {name: g, replicas: -4}\n") == (
+        1, "Error: failed to validate config file: replicas (worker group 0): -4 is not in the range x>=0")
+    assert _file_error(server, tmp_path, "worker-groups:\n  - {name: g, replicas: 1, num-of-hosts: -1}\n") == (
+        1, "Error: failed to validate config file: num-of-hosts (worker group 0): -1 is not in the range x>=0")
+    assert _file_error(server, tmp_path, "worker-groups:\n  - {name: g, replicas: 1}\n  - {name: g, replicas: 2}\n",
+                       "--dry-run") == (
+        1, 'Error: failed to validate config file: worker group names must be unique: worker groups 0 and 1 are both '
+           'named "g"')
     assert _file_error(server, tmp_path, "gke: {gcsfuse: {mount-path: /mnt}}\n") == (
         1, "Error: failed to validate config file: .gcsfuse.bucket-name is required")
     assert _file_error(server, tmp_path, "name: y\n") == (
