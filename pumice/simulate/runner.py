@@ -460,6 +460,10 @@ def simulate(cfg: SimConfig, *, progress: Progress | None = None, stop: StopFlag
             result = runner.run(_run(cfg, clock, progress, stop))
     finally:
         clock.pin(None)
+        # what the run left (its result, and the objects frozen before it) goes to the oldest
+        # generation directly: the collector was off, so the young generation held everything
+        # the run made, and the first collection after it walked all of it
+        gc.freeze()
         gc.unfreeze()
         if gc_enabled:
             gc.enable()
