@@ -8,6 +8,8 @@ traceback.
 
 from __future__ import annotations
 
+import errno
+
 BUG_TYPES: tuple[type[BaseException], ...] = (
     AttributeError, AssertionError, IndexError, KeyError, LookupError, NameError, NotImplementedError,
     RecursionError, RuntimeError, TypeError, ZeroDivisionError,
@@ -21,3 +23,22 @@ def is_bug(e: BaseException) -> bool:
     kind = type(e)
     return (isinstance(e, BUG_TYPES) and not kind.__module__.startswith("pumice")
             and not isinstance(e, UnicodeError) and kind is not LookupError)
+
+
+def dial_error(hostport: str, e: BaseException) -> str | None:
+    """Go's net.Dial error text for a failed TCP connection to ``hostport`` (``host:port``):
+    ``dial tcp 127.0.0.1:1: connect: connection refused``, ``... connect: no route to host``,
+    ``... i/o timeout``; None when ``e`` (or an exception it was raised from) is none of these."""
+    cause: BaseException | None = e
+    while cause is not None:
+        code = getattr(cause, "errno", None)
+        if isinstance(cause, ConnectionRefusedError) or code == errno.ECONNREFUSED:
+            return f"dial tcp {hostport}: connect: connection refused"
+        if code == errno.EHOSTUNREACH:
+            return f"dial tcp {hostport}: connect: no route to host"
+        if code == errno.ENETUNREACH:
+            return f"dial tcp {hostport}: connect: network is unreachable"
+        if isinstance(cause, TimeoutError):
+            return f"dial tcp {hostport}: i/o timeout"
+        cause = cause.__cause__ or cause.__context__
+    return None

@@ -49,7 +49,6 @@ port (another port on a Node answers 400), and the node agent speaks plain HTTP.
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import ipaddress
 import logging
@@ -66,6 +65,7 @@ import httpx2
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from pumice._util.errors import dial_error
 from pumice.api import Obj
 from pumice.apiserver import errors
 from pumice.apiserver.errors import StatusError
@@ -427,13 +427,9 @@ def _dial_error(target: ProxyTarget, e: Exception) -> str:
     hostport = target.base().split("://", 1)[1]
     if ":" not in hostport.rsplit("]", 1)[-1]:
         hostport += f":{target.port_number()}"
-    cause: BaseException | None = e
-    while cause is not None:
-        if isinstance(cause, ConnectionRefusedError) or getattr(cause, "errno", None) == errno.ECONNREFUSED:
-            return f"dial tcp {hostport}: connect: connection refused"
-        if isinstance(cause, OSError) and cause.errno == errno.EHOSTUNREACH:
-            return f"dial tcp {hostport}: connect: no route to host"
-        cause = cause.__cause__ or cause.__context__
+    text = dial_error(hostport, e) if not isinstance(e, httpx2.TimeoutException) else None
+    if text is not None:
+        return text
     if isinstance(e, httpx2.ConnectError) and "refused" in str(e).lower():
         return f"dial tcp {hostport}: connect: connection refused"
     if isinstance(e, httpx2.TimeoutException):

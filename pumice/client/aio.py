@@ -27,9 +27,31 @@ from lightkube.config.kubeconfig import SingleConfig
 from lightkube.config.models import User
 from yarl import URL
 
+from pumice._util.errors import dial_error
 from pumice.client.websocket import WebSocket, connect
 
-__all__ = ["AioHTTP", "supports"]
+__all__ = ["AioHTTP", "DialError", "supports"]
+
+
+class DialError(aiohttp.ClientConnectionError):
+    """No connection to the API server, in client-go's words: ``Get "https://127.0.0.1:1/api/v1/
+    namespaces/default/pods": dial tcp 127.0.0.1:1: connect: connection refused`` (net/url's
+    Error: the method as ``Get``, the quoted URL, then the dial error). Raised from aiohttp's
+    own error."""
+
+
+def _dial_failure(method: str, url: str, e: aiohttp.ClientConnectionError) -> aiohttp.ClientConnectionError:
+    """``e`` as a :class:`DialError` when it is a refused, unreachable or timed-out connect
+    (``e`` itself otherwise: a TLS failure keeps aiohttp's text)."""
+    if not isinstance(e, aiohttp.ClientConnectorError | aiohttp.ConnectionTimeoutError):
+        return e
+    u = urlsplit(url)
+    port = u.port or (443 if u.scheme == "https" else 80)
+    host = u.hostname or ""
+    text = dial_error(f"[{host}]:{port}" if ":" in host else f"{host}:{port}", e)
+    if text is None:
+        return e
+    return DialError(f'{method[:1].upper()}{method[1:].lower()} "{url}": {text}')
 
 
 def supports(config: SingleConfig) -> bool:
@@ -88,20 +110,34 @@ class AioHTTP:
         """``(status, body)`` of one request.
 
         Raises:
-            aiohttp.ClientError, TimeoutError: the connection failed or timed out.
+            DialError: no connection (refused, unreachable, connect timed out).
+            aiohttp.ClientError, TimeoutError: another failure, or the request timed out.
         """
         session = self._open()
-        async with session.request(method, URL(self.base + path_and_query, encoded=True), data=body,
-                                   headers=self._auth(headers),
-                                   timeout=aiohttp.ClientTimeout(total=self.timeout)) as resp:
-            return resp.status, await resp.read()
+        url = self.base + path_and_query
+        try:
+            async with session.request(method, URL(url, encoded=True), data=body, headers=self._auth(headers),
+                                       timeout=aiohttp.ClientTimeout(total=self.timeout)) as resp:
+                return resp.status, await resp.read()
+        except aiohttp.ClientConnectionError as e:
+            failure = _dial_failure(method, url, e)
+            if failure is e:
+                raise
+            raise failure from e
 
     async def stream(self, path_and_query: str, headers: dict[str, str]) -> tuple[int, AsyncIterator[bytes], Any]:
         """Open a streaming GET: ``(status, chunks, aclose)``; no timeout (a watch ends when the
         server ends it or ``aclose`` is awaited)."""
         session = self._open()
-        resp = await session.get(URL(self.base + path_and_query, encoded=True), headers=self._auth(headers),
-                                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.timeout))
+        url = self.base + path_and_query
+        try:
+            resp = await session.get(URL(url, encoded=True), headers=self._auth(headers),
+                                     timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.timeout))
+        except aiohttp.ClientConnectionError as e:
+            failure = _dial_failure("GET", url, e)
+            if failure is e:
+                raise
+            raise failure from e
 
         async def chunks() -> AsyncIterator[bytes]:
             async for chunk in resp.content.iter_any():

@@ -868,6 +868,23 @@ def test_writes_are_recorded_under_kubectl_rays_field_managers(server: Any) -> N
     assert run(server, "delete", "raycluster/fm", "-y").exit_code == 0
 
 
+def test_an_unreachable_api_server_is_one_line_in_client_go_s_words(tmp_path: Path) -> None:
+    """trial 12 F-6 f: was aiohttp's ``Cannot connect to host 127.0.0.1:1 ssl:default [Connect
+    call failed ('127.0.0.1', 1)]``; the plugin (client-go) names the request and the dial error."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+                          "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+                          "current-context: x\n")
+    r = CliRunner().invoke(cli, ["ray", "get", "cluster", "--kubeconfig", str(kubeconfig)])
+    assert (r.exit_code, r.output.strip().splitlines()) == (1, [
+        'Error: Get "https://127.0.0.1:1/apis/ray.io/v1/namespaces/default/rayclusters": dial tcp 127.0.0.1:1: '
+        "connect: connection refused"])
+    r = CliRunner().invoke(cli, ["explain", "vcjob/x", "--kubeconfig", str(kubeconfig)])
+    assert r.exit_code == 1 and len(r.output.strip().splitlines()) == 1, r.output
+    assert r.output.startswith('Error: Get "https://127.0.0.1:1/') and r.output.strip().endswith(
+        ": dial tcp 127.0.0.1:1: connect: connection refused"), r.output
+
+
 def test_a_context_the_kubeconfig_lacks_is_named_as_client_go_names_it(tmp_path: Path) -> None:
     # trial 11 F-11 h: was "kubeconfig ... is not a valid kubeconfig (Context 'nosuch' not found)"
     kubeconfig = tmp_path / "kubeconfig"
