@@ -25,7 +25,10 @@ Output shape::
 ``float``), a full message name, or ``map:<key type>:<value type>``. ``flags``: ``r`` repeated,
 ``p`` Go pointer, ``o`` omitempty, ``i`` JSON-inlined (the message's fields appear in the parent).
 A fifth element, when present, holds the field's strategic-merge-patch tags
-(``{"patchStrategy": "merge", "patchMergeKey": "name"}``).
+(``{"patchStrategy": "merge", "patchMergeKey": "name"}``) and, under ``goType``, the Go type of the
+field as Go's reflection names it (``v1.RestartPolicy``, ``types.UID``, ``v1.ResourceList``: what
+encoding/json's errors print) when it is not the one the proto type implies (a named type); see
+pumice.api.godecode.
 """
 
 from __future__ import annotations
@@ -65,6 +68,16 @@ _GO_STRUCT = re.compile(r"^type (\w+) struct \{")
 _GO_SLICE = re.compile(r"^type (\w+) \[\]([\w.*]+)\s*$")
 _GO_FIELD = re.compile(r"^\s*(?:(\w+)\s+)?([*\[\]\w.]+(?:\[[\w.]+\][*\w.\[\]]+)?)\s+`([^`]*)`")
 _TAG = re.compile(r'(\w+):"([^"]*)"')
+_IMPORT = re.compile(r'^\s*(?:import\s+)?(\w+\s+)?"([\w./-]+)"\s*$')
+_IDENT = re.compile(r"\b(?:(\w+)\.)?([A-Za-z_]\w*)\b")
+#: Go's predeclared types as reflection names them (byte is uint8, rune int32)
+_GO_BUILTIN = {"string": "string", "bool": "bool", "byte": "uint8", "rune": "int32", "int": "int", "int8": "int8",
+               "int16": "int16", "int32": "int32", "int64": "int64", "uint": "uint", "uint8": "uint8",
+               "uint16": "uint16", "uint32": "uint32", "uint64": "uint64", "float32": "float32",
+               "float64": "float64", "map": "map"}
+#: the Go type a proto scalar decodes from JSON into when the field is not a named type
+_PROTO_GO = {"string": "string", "int32": "int32", "int64": "int64", "bool": "bool", "bytes": "[]uint8",
+             "double": "float64", "float": "float32", "uint32": "uint32", "uint64": "uint64"}
 
 
 def git(repo: Path, *args: str) -> str:
@@ -100,13 +113,63 @@ def parse_proto(text: str) -> tuple[str, dict[str, list[tuple[str, str, str, int
     return package.group(1), messages
 
 
-def parse_go(texts: list[str]) -> tuple[dict[str, dict[str, tuple[str, str, str, str]]], set[str]]:
-    """``({struct: {proto name: (json tag, go type, patchStrategy, patchMergeKey)}}, {slice type
-    names})``."""
-    structs: dict[str, dict[str, tuple[str, str, str, str]]] = {}
+def go_imports(text: str) -> dict[str, str]:
+    """The file's imports: the name it refers to each by -> the package's own name (the last path
+    element: ``metav1`` -> ``v1``)."""
+    out: dict[str, str] = {}
+    block = False
+    for line in text.splitlines():
+        if line.startswith("import ("):
+            block = True
+            continue
+        if block and line.startswith(")"):
+            block = False
+            continue
+        if block or line.startswith("import "):
+            m = _IMPORT.match(line)
+            if m:
+                last = m.group(2).rsplit("/", 1)[-1]
+                out[(m.group(1) or last).strip()] = last
+    return out
+
+
+def reflect_name(gotype: str, package: str, imports: dict[str, str]) -> str:
+    """A field's Go type as source text (``*metav1.LabelSelector``, ``[]Container``) as Go's
+    reflection prints the type it decodes into (``v1.LabelSelector``, ``[]v1.Container``): the
+    pointer dropped, each named type with its package's name."""
+    def name(m: re.Match[str]) -> str:
+        qual, ident = m.group(1), m.group(2)
+        if qual:
+            return f"{imports.get(qual, qual)}.{ident}"
+        return _GO_BUILTIN.get(ident, f"{package}.{ident}")
+
+    return _IDENT.sub(name, gotype.lstrip("*"))
+
+
+def default_go_type(label: str, ptype: str) -> str:
+    """The Go type the proto type implies (pumice.api.godecode derives the same)."""
+    def one(t: str) -> str:
+        if t in _PROTO_GO:
+            return _PROTO_GO[t]
+        parts = t.lstrip(".").split(".")
+        return f"{parts[-2]}.{parts[-1]}"
+
+    if label == "map":
+        k, v = ptype.split(":")
+        return f"map[{one(k)}]{one(v)}"
+    return ("[]" if label == "repeated" else "") + one(ptype)
+
+
+def parse_go(texts: list[str], package: str = "") -> tuple[dict[str, dict[str, tuple[str, str, str, str, str]]],
+                                                             set[str]]:
+    """``({struct: {proto name: (json tag, go type, reflect name, patchStrategy, patchMergeKey)}}, {slice type
+    names})``; the go type as reflection names it (:func:`reflect_name`, in Go package
+    ``package``)."""
+    structs: dict[str, dict[str, tuple[str, str, str, str, str]]] = {}
     slices: set[str] = set()
     for text in texts:
-        current: dict[str, tuple[str, str, str, str]] | None = None
+        imports = go_imports(text)
+        current: dict[str, tuple[str, str, str, str, str]] | None = None
         depth = 0
         for line in text.splitlines():
             m = _GO_SLICE.match(line)
@@ -136,7 +199,8 @@ def parse_go(texts: list[str]) -> tuple[dict[str, dict[str, tuple[str, str, str,
                 continue
             pparts = proto.split(",")
             pname = next((p[5:] for p in pparts if p.startswith("name=")), None)
-            value = (tags.get("json", pname or ""), m.group(2), tags.get("patchStrategy", ""),
+            value = (tags.get("json", pname or ""), m.group(2), reflect_name(m.group(2), package, imports),
+                     tags.get("patchStrategy", ""),
                      tags.get("patchMergeKey", ""))
             if len(pparts) > 1 and pparts[1].isdigit():
                 current["#" + pparts[1]] = value
@@ -170,7 +234,7 @@ def main(argv: list[str]) -> int:
                         if f.startswith(pkg_dir + "/") and f.count("/") == pkg_dir.count("/") + 1
                         and f.endswith(".go") and not f.endswith("_test.go")
                         and not Path(f).name.startswith(("zz_", "generated")) and "swagger" not in f]
-            structs, slices = parse_go(go_texts)
+            structs, slices = parse_go(go_texts, pkg_dir.rsplit("/", 1)[1])
             group = None
             for t in go_texts:
                 gm = re.search(r'^const GroupName = "([^"]*)"', t, re.M)
@@ -185,7 +249,8 @@ def main(argv: list[str]) -> int:
                 go = structs.get(name, {})
                 rows = []
                 for label, ptype, pname, number in sorted(fields, key=lambda f: f[3]):
-                    tag, gotype, strategy, merge_key = go.get(pname) or go.get(f"#{number}") or (pname, "", "", "")
+                    tag, gotype, reflected, strategy, merge_key = (go.get(pname) or go.get(f"#{number}")
+                                                                   or (pname, "", "", "", ""))
                     parts = tag.split(",")
                     jname = parts[0]
                     flags = ""
@@ -205,8 +270,13 @@ def main(argv: list[str]) -> int:
                     else:
                         t = qualify(package, ptype, set())
                     row: list[object] = [number, jname or pname, t, flags]
+                    extra: dict[str, str] = {}
                     if strategy or merge_key:
-                        row.append({"patchStrategy": strategy, "patchMergeKey": merge_key})
+                        extra = {"patchStrategy": strategy, "patchMergeKey": merge_key}
+                    if reflected and reflected != default_go_type(label, t[4:] if label == "map" else t):
+                        extra["goType"] = reflected
+                    if extra:
+                        row.append(extra)
                     rows.append(row)
                 entry: dict[str, object] = {"fields": rows}
                 if name in slices:

@@ -86,6 +86,9 @@ class Field:
     map_value: str = ""
     patch_strategy: str = ""
     patch_merge_key: str = ""
+    #: the Go type as reflection names it when the proto type does not imply it (a named type:
+    #: ``v1.RestartPolicy``), "" otherwise (pumice.api.godecode)
+    go_type: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +114,8 @@ class Schema:
                     _, mk, mv = ftype.split(":", 2)
                 patch = more[0] if more else {}
                 fields.append(Field(number, jname, ftype, "r" in flags, "p" in flags, "o" in flags, "i" in flags,
-                                    mk, mv, patch.get("patchStrategy", ""), patch.get("patchMergeKey", "")))
+                                    mk, mv, patch.get("patchStrategy", ""), patch.get("patchMergeKey", ""),
+                                    patch.get("goType", "")))
             self.messages[name] = Message(name, tuple(fields), {f.number: f for f in fields},
                                           bool(entry.get("list")), {f.name: f for f in fields if not f.inline},
                                           tuple(f for f in fields if f.inline))

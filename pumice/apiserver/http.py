@@ -36,7 +36,9 @@ from starlette.routing import Route
 from pumice._util.clock import Clock
 from pumice._util.gostrings import atoi
 from pumice.api import protobuf as pb
+from pumice.api.admission import FieldCause
 from pumice.api.apply import manager_or_user_agent
+from pumice.api.godecode import unmarshal_error
 from pumice.api.meta import deep_copy
 from pumice.api.params import query_bool, query_values
 from pumice.api.scheme import BINDING, ResourceKind
@@ -81,6 +83,22 @@ _NS_SUBRESOURCES = frozenset({"status", "finalize"})
 #: the annotation on the BOOKMARK that ends a watch's initial events (metav1.InitialEventsAnnotationKey)
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 _PB_WATCH = pb.PROTOBUF + ";stream=watch"
+#: the scale subresource's kind (its errors name it) and protobuf message (its Go struct)
+_SCALE = ResourceKind("autoscaling", "v1", "Scale", "scales")
+_SCALE_MESSAGE = "k8s.io.api.autoscaling.v1.Scale"
+
+
+def _check_scale_name(md: Any, namespace: str | None, name: str) -> None:
+    """The update handler's checkName for a Scale body: a name, or a namespace when the body sets
+    one, other than the URL's is 400 (apiserver pkg/endpoints/handlers/rest.go checkName). A body
+    without a name is taken as naming the URL's object, as pumice's other updates do."""
+    bname = md.get("name") or ""
+    if bname and bname != name:
+        raise errors.bad_request(f"the name of the object ({bname}) does not match the name on the URL ({name})")
+    bns = md.get("namespace") or ""
+    if namespace and bns and bns != namespace:
+        raise errors.bad_request(f"the namespace of the object ({bns}) does not match the namespace on the URL "
+                                 f"({namespace})")
 
 
 def _go_int64(query: dict[str, str], name: str) -> int | None:
@@ -863,14 +881,26 @@ class _Api:
 
     async def _put_scale(self, rk: ResourceKind, namespace: str | None, name: str, body: Any,
                          dry_run: bool, manager: str = "") -> Response:
+        """PUT of the scale subresource: ``body`` is decoded as an autoscaling/v1 Scale (a value of
+        the wrong JSON type is 400 ``Scale in version "v1" cannot be handled as a Scale: json:
+        cannot unmarshal ...``), its name (and namespace, when set) must be the URL's (400, the
+        update handler's checkName), then :meth:`_set_replicas`."""
         if not isinstance(body, dict):
             raise errors.bad_request("the body must be an autoscaling/v1 Scale")
+        why = unmarshal_error(_SCALE_MESSAGE, body)
+        if why is not None:
+            raise errors.cannot_handle(_SCALE, why)
+        md = body.get("metadata") or {}
+        _check_scale_name(md, namespace, name)
         replicas = (body.get("spec") or {}).get("replicas")
-        return await self._set_replicas(rk, namespace, name, replicas, body.get("metadata", {}).get("resourceVersion"),
-                                        dry_run, manager)
+        return await self._set_replicas(rk, namespace, name, replicas, md.get("resourceVersion"), dry_run, manager)
 
     async def _patch_scale(self, rk: ResourceKind, namespace: str | None, name: str, ptype: str, patch: Any,
                            dry_run: bool, manager: str = "") -> Response:
+        """PATCH of the scale subresource: the patch is applied to the current Scale, the result
+        decoded as a Scale (one Go cannot hold is 422 ``patch: Invalid value: ...``, the patch
+        handler's words), its name checked as the patch handler does, then :meth:`_set_replicas`
+        (``spec.replicas`` removed or ``null`` is Go's zero value: 0)."""
         from pumice.api.patch import PatchError, json_patch, merge_patch
 
         current = self._scale(rk, self.registry.get(rk, namespace, name))
@@ -879,14 +909,27 @@ class _Api:
         except PatchError as e:
             log.info("JSON patch of %s %s/%s/scale refused: %s", rk.kind, namespace or "", name, e)
             raise errors.json_patch_error(e) from None
+        if not isinstance(new, dict):
+            raise StatusError(422, "the patch result is not a JSON object", "Invalid")
+        why = unmarshal_error(_SCALE_MESSAGE, new)
+        if why is not None:
+            raise Registry._patch_decode_error(_SCALE, ptype, patch, new, why)
+        md = new.get("metadata") or {}
+        if md.get("name") != name:  # patch.go applyPatch -> checkName
+            raise errors.bad_request(f"the name of the object ({md.get('name') or ''}) does not match the name "
+                                     f"on the URL ({name})")
         return await self._set_replicas(rk, namespace, name, (new.get("spec") or {}).get("replicas"), None, dry_run,
                                         manager)
 
-    async def _set_replicas(self, rk: ResourceKind, namespace: str | None, name: str, replicas: Any,
+    async def _set_replicas(self, rk: ResourceKind, namespace: str | None, name: str, replicas: int | None,
                             rv: Any, dry_run: bool, manager: str = "") -> Response:
-        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
-            raise StatusError(422, f'Scale.autoscaling "{name}" is invalid: spec.replicas: Invalid value: '
-                              f"{replicas!r}: must be greater than or equal to 0", "Invalid")
+        """Write ``replicas`` (a decoded Scale's ``spec.replicas``: an int32 or None, Go's zero
+        value 0) to the object's replicas path; a negative count is 422 with the Scale's field
+        cause (autoscaling validation ValidateScale)."""
+        replicas = replicas or 0
+        if replicas < 0:
+            raise errors.invalid(_SCALE, name, [FieldCause(
+                "spec.replicas", f"Invalid value: {replicas}: must be greater than or equal to 0")])
         path = self._replicas_path(rk).split(".")
         patch: dict[str, Any] = {}
         cur = patch
