@@ -4,7 +4,9 @@ The dashboard lists and watches through the kubeconfig's credentials; people log
 bearer token the API server accepts. ``--metrics-url`` (repeatable) adds Prometheus endpoints
 whose Volcano, KubeRay and controller metrics are charted.
 
-Errors: an unreadable kubeconfig or a taken port prints one line and exits 1.
+Errors: an unreadable kubeconfig, a taken port or an API server that does not answer (its first
+request, `GET /version`, gets no connection) prints one line and exits 1. SIGTERM or SIGINT stops
+it at once, also while it waits for the API server or its first lists.
 """
 
 from __future__ import annotations

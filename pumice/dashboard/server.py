@@ -18,6 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+import aiohttp
+import httpx2
+
 from pumice.dashboard.app import Dashboard
 from pumice.dashboard.auth import Sessions, token_client_factory
 from pumice.dashboard.cache import ClusterCache
@@ -97,8 +100,12 @@ async def run_dashboard(
             the running Volcano scheduler runs, as it records it on
             ``volcano-system/volcano-scheduler-configmap``, else the built-in default).
         allow_remote: allow a non-loopback ``host``.
+    Returns at once when ``stop_event`` is set, also while it waits for the API server's first
+    answer or the cache's first lists.
+
     Raises:
         OSError: the address cannot be bound.
+        ConnectionError: the API server cannot be reached (its first request got no answer).
         ValueError: a non-loopback host without ``allow_remote``.
     """
     from pumice.client.kubeconfig import connect, load
@@ -126,6 +133,8 @@ async def run_dashboard(
     server = QuietServer(config)
     tasks: list[asyncio.Task[Any]] = []
     try:
+        if not await _until_stopped(asyncio.ensure_future(_check_reachable(client)), stop):
+            return
         await _serve(cache, sampler, server, sock, stop, tasks, on_ready)
     finally:
         stop.set()
@@ -198,6 +207,42 @@ def _explain_conf(scheduler_conf: str | None) -> Callable[[], Any] | None:
     return current
 
 
+async def _until_stopped(job: asyncio.Future[Any], stop: asyncio.Event) -> bool:
+    """Wait for ``job`` unless ``stop`` is set first (then ``job`` is cancelled): True when it
+    finished. Its exception is raised."""
+    stop_waiter = asyncio.create_task(stop.wait())
+    try:
+        await asyncio.wait([job, stop_waiter], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop_waiter.cancel()
+    if job.done():
+        job.result()
+        return True
+    job.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await job
+    return False
+
+
+async def _check_reachable(client: Any) -> None:
+    """One request (``GET /version``) before anything else: any HTTP answer, a refusal too, is a
+    server; no answer is the dashboard's failure in one line (trial 12 F-6 g: it waited 30 s for
+    informers that logged a retry each, and never said why).
+
+    Raises:
+        ConnectionError: ``cannot reach the API server: Get "https://127.0.0.1:1/version": dial
+            tcp 127.0.0.1:1: connect: connection refused``.
+    """
+    from pumice.client.base import ApiError
+
+    try:
+        await client.request("GET", "/version")
+    except ApiError:
+        return
+    except (OSError, aiohttp.ClientError, httpx2.HTTPError) as e:
+        raise ConnectionError(f"cannot reach the API server: {e}") from e
+
+
 async def _serve(cache: ClusterCache, sampler: Sampler, server: uvicorn.Server, sock: socket.socket, stop: asyncio.Event,
                  tasks: list[asyncio.Task[Any]], on_ready: Callable[[str], Any] | None) -> None:
     """Sync the cache, start the sampler and the HTTP server (into ``tasks``), call ``on_ready``
@@ -206,7 +251,10 @@ async def _serve(cache: ClusterCache, sampler: Sampler, server: uvicorn.Server, 
     Raises:
         whatever ended a task (e.g. the HTTP server failing).
     """
-    if not await cache.start(sync_timeout=30.0):
+    synced = asyncio.ensure_future(cache.start(sync_timeout=30.0))
+    if not await _until_stopped(synced, stop):
+        return
+    if not synced.result():
         missing = [k for k in cache.kinds if not cache.synced(k)]
         log.warning("dashboard: not listed yet (not installed or not authorized?): %s", ", ".join(missing))
     sampler.tick()

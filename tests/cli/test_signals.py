@@ -139,6 +139,43 @@ def test_one_sigterm_stops_pumice_dashboard_gracefully_not_as_a_second_signal(tm
     assert "second SIGTERM" not in rest and "cancelling" not in rest and "Traceback" not in rest, rest[-2000:]
 
 
+def test_pumice_dashboard_without_an_api_server_says_so_in_one_line(tmp_path: Path) -> None:
+    """trial 12 F-6 g: with an unreachable API server the dashboard logged an informer retry
+    every few seconds for each of its kinds and never printed its URL nor why."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+                          "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+                          "current-context: x\n")
+    r = subprocess.run([sys.executable, "-m", "pumice.cli.main", "dashboard", "--kubeconfig", str(kubeconfig),
+                        "--port", "0"], capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stderr.splitlines()) == (1, [
+        'Error: cannot reach the API server: Get "https://127.0.0.1:1/version": dial tcp 127.0.0.1:1: '
+        "connect: connection refused"])
+
+
+def test_sigterm_stops_pumice_dashboard_while_its_cache_waits_for_the_first_lists(refused_kubeconfig: Path) -> None:
+    """trial 12 F-6 g: a SIGTERM while the cache waited (up to 30 s) for its first lists was only
+    seen after that wait: the grace period ran out first (``still running 5 s after SIGTERM:
+    cancelling``, exit 1)."""
+    proc = subprocess.Popen([sys.executable, "-m", "pumice.cli.main", "dashboard", "--kubeconfig",
+                             str(refused_kubeconfig), "--port", "0"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert proc.stdout is not None
+    for line in proc.stdout:  # the server answers (401), the informers are in their retry backoff
+        if "retrying" in line:
+            break
+    else:
+        raise AssertionError(f"pumice dashboard exited ({proc.wait()}) before any informer retried")
+    proc.send_signal(signal.SIGTERM)
+    try:
+        rc = proc.wait(30)
+    finally:
+        proc.kill()
+    rest = proc.stdout.read()
+    assert rc == 0, rest[-2000:]
+    assert "cancelling" not in rest and "Traceback" not in rest, rest[-2000:]
+
+
 _INTERRUPT_AT_IMPORT = """
 import sys
 
