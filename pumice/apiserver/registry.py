@@ -521,10 +521,11 @@ class Registry:
         else:
             md.pop("namespace", None)
         if name is not None:
+            # rest.go checkName: an object without a name does not match the URL's either
             bname = md.get("name")
-            if bname and bname != name:
-                raise errors.bad_request(f"the name of the object ({bname}) does not match the name on the URL ({name})")
-            md["name"] = name
+            if bname != name:
+                shown = "" if bname is None else bname if isinstance(bname, str) else sprint_v(bname)
+                raise errors.bad_request(f"the name of the object ({shown}) does not match the name on the URL ({name})")
         self._check_types(rk, body, cr_status="before" if cr_status else "")
         return body
 

@@ -197,3 +197,14 @@ async def test_a_strategic_patch_against_its_set_element_order_is_upstreams_plai
                               "message": "The order in patch list:\n[map[image:x name:c]]\n doesn't match "
                                          "$setElementOrder list:\n[map[name:z]]\n", "code": 500}
     assert await revision(cluster) == before
+
+
+@pytest.mark.parametrize("metadata", [{}, {"namespace": "default"}, {"name": ""}])
+async def test_a_put_whose_body_has_no_name_is_400_name_mismatch(cluster: LocalCluster, metadata: dict) -> None:
+    # rest.go checkName: the body's name must be the URL's (an empty one was taken from the URL)
+    cm = await cluster.client.create(configmap("a"))
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {**metadata, "resourceVersion":
+                                                                    cm["metadata"]["resourceVersion"]}}
+    with pytest.raises(ApiError) as e:
+        await cluster.client.request("PUT", "/api/v1/namespaces/default/configmaps/a", body=body)
+    assert (e.value.code, e.value.message) == (400, "the name of the object () does not match the name on the URL (a)")
