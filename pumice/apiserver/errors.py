@@ -173,14 +173,16 @@ def resource_version_set_on_create() -> StatusError:
     return StatusError(400, "resourceVersion should not be set on objects to be created", "BadRequest")
 
 
-def plain_error(message: str) -> StatusError:
-    """What kube-apiserver answers for an error that is not a Status (a plain Go error from a
-    library, such as strategicpatch's): 500, no reason, the error's text as the message.
+def merge_error(message: str) -> StatusError:
+    """The Status for a strategic merge patch that strategicpatch refuses with a plain Go error
+    (``$setElementOrder`` out of order, an element without its merge key, a wrong argument type):
+    400 BadRequest with the library's text as the message.
 
-    Mirrors: apiserver pkg/endpoints/handlers/responsewriters/status.go ErrorToAPIStatus."""
-    e = StatusError(500, message)
-    e.reason = ""  # StatusReasonUnknown, omitted on the wire
-    return e
+    Deviation: kube-apiserver does not classify these errors (interpretStrategicMergePatchError
+    passes them through) and ErrorToAPIStatus answers them with 500 and no reason; pumice answers
+    bad input with a 4xx, never a 500, so it gives them the 400 that the library's classified
+    format errors (ErrBadPatchFormatForSetElementOrderList ...) get upstream, with the same text."""
+    return StatusError(400, message, "BadRequest")
 
 
 def json_patch_error(e: PatchError) -> StatusError:

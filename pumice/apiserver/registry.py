@@ -1375,7 +1375,7 @@ class Registry:
         except PatchError as e:
             raise StatusError(422, str(e), "Invalid") from None
         except MergeError as e:
-            raise errors.plain_error(str(e)) from None
+            raise errors.merge_error(str(e)) from None
         except ValueError as e:
             raise StatusError(422, str(e), "Invalid") from None
         raise errors.unsupported_media_type(custom=self.custom(rk) is not None)

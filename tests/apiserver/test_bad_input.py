@@ -184,9 +184,9 @@ async def test_a_lone_surrogate_escape_is_read_as_the_replacement_character(clus
     assert (e.value.code, e.value.message) == (400, "error decoding the request body as JSON: Input data was truncated")
 
 
-async def test_a_strategic_patch_against_its_set_element_order_is_upstreams_plain_500(cluster: LocalCluster) -> None:
-    # trial 11 F-11 f: strategicpatch returns a plain Go error, which ErrorToAPIStatus answers with
-    # 500, no reason, its text as the message
+async def test_a_strategic_patch_against_its_set_element_order_is_400_with_upstreams_text(cluster: LocalCluster) -> None:
+    # trial 11 F-11 f: strategicpatch's plain Go error, upstream's text; upstream answers it with
+    # 500 (unclassified), pumice with 400 BadRequest (bad input never gets a 500: errors.merge_error)
     pods = cluster.scheme.by_api_version_kind("v1", "Pod")
     await cluster.client.create(pod("p"))
     before = await revision(cluster)
@@ -195,7 +195,7 @@ async def test_a_strategic_patch_against_its_set_element_order_is_upstreams_plai
         await cluster.client.patch(pods, "p", patch, "default", patch_type="strategic")
     assert e.value.status == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                               "message": "The order in patch list:\n[map[image:x name:c]]\n doesn't match "
-                                         "$setElementOrder list:\n[map[name:z]]\n", "code": 500}
+                                         "$setElementOrder list:\n[map[name:z]]\n", "reason": "BadRequest", "code": 400}
     assert await revision(cluster) == before
 
 
