@@ -173,6 +173,7 @@ class Store:
         self._items: dict[str, Obj] = {}
         self._indexers: dict[str, IndexFunc] = {}
         self._indices: dict[str, dict[str, set[str]]] = {}
+        self._held: dict[str, dict[str, list[str]]] = {}  # index name -> key -> the object's values
         self.add_indexer(NAMESPACE_INDEX, _namespace_indexer)
         self.add_indexer(OWNER_UID_INDEX, _owner_uid_indexer)
 
@@ -253,8 +254,10 @@ class Store:
         self._indexers[name] = fn
         index: dict[str, set[str]] = {}
         self._indices[name] = index
+        held = self._held[name] = {}
         for key, obj in self._items.items():
-            for v in fn(obj):
+            values = held[key] = fn(obj)
+            for v in values:
                 index.setdefault(v, set()).add(key)
 
     def has_indexer(self, name: str) -> bool:
@@ -262,14 +265,20 @@ class Store:
 
     # -- writes (the informer only) --------------------------------------------------------
 
+    # Each index keeps the values it gave each cached object (_held): an update compares with
+    # those and a removal takes them, instead of calling the index function on the old object
+    # again (index functions are functions of the object, and cached objects never change).
+
     def _put(self, key: str, obj: Obj) -> Obj | None:
         old = self._items.get(key)
         self._items[key] = obj
         for name, fn in self._indexers.items():
             values = fn(obj)
             index = self._indices[name]
+            held = self._held[name]
             if old is not None:
-                before = fn(old)
+                before = held[key]
+                held[key] = values
                 if before == values:
                     continue  # an update that keeps this index's values (most do): nothing moves
                 for v in before:
@@ -278,6 +287,8 @@ class Store:
                         bucket.discard(key)
                         if not bucket:
                             del index[v]
+            else:
+                held[key] = values
             for v in values:
                 index.setdefault(v, set()).add(key)
         return old
@@ -285,13 +296,13 @@ class Store:
     def _remove(self, key: str) -> Obj | None:
         old = self._items.pop(key, None)
         if old is not None:
-            self._unindex(key, old)
+            self._unindex(key)
         return old
 
-    def _unindex(self, key: str, obj: Obj) -> None:
-        for name, fn in self._indexers.items():
+    def _unindex(self, key: str) -> None:
+        for name in self._indexers:
             index = self._indices[name]
-            for v in fn(obj):
+            for v in self._held[name].pop(key):
                 bucket = index.get(v)
                 if bucket is not None:
                     bucket.discard(key)
