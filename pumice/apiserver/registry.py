@@ -40,6 +40,7 @@ from pumice.api import Obj, protobuf
 from pumice.api import schema as kschema
 from pumice.api.admission import AdmissionError, AdmissionRequest, FieldCause
 from pumice.api.apply import ApplyConflict, server_side_apply, update_managed_fields
+from pumice.api.godecode import unmarshal_error
 from pumice.api.gojson import go_json
 from pumice.api.meta import deep_copy
 from pumice.api.params import query_bool
@@ -85,6 +86,8 @@ _SPLIT_ROOT = frozenset({"type", "properties", "description"})
 #: kube-apiserver's 400 text when a body names another namespace than the URL (handlers/rest.go)
 TOO_LARGE = "etcdserver: request is too large"
 """etcd's ErrRequestTooLarge text, what a write over :data:`~pumice.apiserver.store.MAX_REQUEST_BYTES` gets."""
+#: how Go's decoder words a value of the wrong JSON type (pumice.api.godecode)
+_TYPE_ERROR = "json: cannot unmarshal "
 _NAMESPACE_MISMATCH = "the namespace of the provided object does not match the namespace sent on the request"
 _GEN_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _STATUS = frozenset({"status"})
@@ -653,6 +656,10 @@ class Registry:
             for c in causes:
                 if c.reason == TIME_PARSE:  # Go's decoder stops at a time it cannot parse: no field causes
                     raise errors.cannot_handle(rk, c.message)
+            if cr is None:  # a built-in kind is decoded into its Go struct: a type error is a 400
+                why = unmarshal_error(protobuf.message_for(rk.api_version, rk.kind), obj)
+                if why is not None:
+                    raise errors.cannot_handle(rk, why)
             name = obj["metadata"].get("name")
             raise errors.invalid(rk, name if isinstance(name, str) else "", causes)
         return typed
@@ -829,6 +836,12 @@ class Registry:
     def _validate(self, rk: ResourceKind, obj: Obj, old: Obj | None) -> None:
         causes = self.strategy(rk).validate(self, rk, obj, old)
         if causes:
+            if self.custom(rk) is None:
+                # a value the type walk leaves to validation (a map[string]string's values: lightkube
+                # types the map as a bare dict) that Go's decoder could not hold: its 400 first
+                why = unmarshal_error(protobuf.message_for(rk.api_version, rk.kind), obj)
+                if why is not None:
+                    raise errors.cannot_handle(rk, why)
             raise errors.invalid(rk, str(obj["metadata"].get("name", "")), causes)
 
     async def _run_admission(self, req: AdmissionRequest, *, mutate: bool) -> None:
@@ -1335,9 +1348,11 @@ class Registry:
                                                      _manager_sub=_manager_sub,
                                                      _drop_managed_fields=drop_managed_fields)
             except errors.DecodeError as e:
-                # a time Go cannot parse (metav1.Time UnmarshalJSON): the patch handler's decoding of
-                # the patched object fails, before any update; strict decoding errors stay as they are
-                if not e.why.startswith("parsing time "):
+                # a time Go cannot parse (metav1.Time UnmarshalJSON), and for a merge or JSON patch a
+                # value of the wrong type: the patch handler's decoding of the patched object fails,
+                # before any update; strict decoding errors stay as they are
+                if not (e.why.startswith("parsing time ")
+                        or (patch_type in ("merge", "json") and e.why.startswith(_TYPE_ERROR))):
                     raise
                 raise self._patch_decode_error(rk, patch_type, patch, patched, e.why) from None
             except StatusError as e:
@@ -1583,6 +1598,11 @@ class Registry:
         """
         pods = self.scheme.by_api_version_kind("v1", "Pod")
         assert pods is not None
+        if isinstance(eviction, dict):  # decoded into the Go struct first (policy v1beta1's is the same)
+            why = unmarshal_error(protobuf.message_for("policy/v1", "Eviction"), eviction)
+            if why is not None:
+                version = "v1beta1" if eviction.get("apiVersion") == "policy/v1beta1" else "v1"
+                raise errors.cannot_handle(ResourceKind("policy", version, "Eviction", "evictions"), why)
         _check_named_body(eviction, "Eviction", ("policy/v1", "policy/v1beta1"), namespace, name)
         opts = DeleteOptions.parse(eviction.get("deleteOptions"), {})
         pod = self.store.get("/pods", namespace, name)
