@@ -89,11 +89,11 @@ _SCALE_MESSAGE = "k8s.io.api.autoscaling.v1.Scale"
 
 
 def _check_scale_name(md: Any, namespace: str | None, name: str) -> None:
-    """The update handler's checkName for a Scale body: a name, or a namespace when the body sets
-    one, other than the URL's is 400 (apiserver pkg/endpoints/handlers/rest.go checkName). A body
-    without a name is taken as naming the URL's object, as pumice's other updates do."""
+    """The update handler's checkName for a Scale body: a name (none counts as ``""``), or a
+    namespace when the body sets one, other than the URL's is 400 (apiserver
+    pkg/endpoints/handlers/rest.go checkName), as the registry checks other updates."""
     bname = md.get("name") or ""
-    if bname and bname != name:
+    if bname != name:
         raise errors.bad_request(f"the name of the object ({bname}) does not match the name on the URL ({name})")
     bns = md.get("namespace") or ""
     if namespace and bns and bns != namespace:

@@ -48,6 +48,11 @@ async def test_a_scale_put_naming_another_object_is_refused(dd: httpx2.AsyncClie
     assert r.status_code == 400, r.text
     assert r.json()["message"] == ("the namespace of the object (kube-system) does not match the namespace on the URL "
                                    "(default)")
+    body = _scale("dd", 2)
+    del body["metadata"]["name"]
+    r = await dd.put(URL + "/scale", json=body)
+    assert r.status_code == 400, r.text
+    assert r.json()["message"] == "the name of the object () does not match the name on the URL (dd)"
     r = await dd.put(URL + "/scale", json=_scale("dd", 2))
     assert r.status_code == 200, r.text
     assert await _replicas(dd) == 2
