@@ -86,6 +86,9 @@ _SPLIT_ROOT = frozenset({"type", "properties", "description"})
 #: kube-apiserver's 400 text when a body names another namespace than the URL (handlers/rest.go)
 TOO_LARGE = "etcdserver: request is too large"
 """etcd's ErrRequestTooLarge text, what a write over :data:`~pumice.apiserver.store.MAX_REQUEST_BYTES` gets."""
+#: the start of every refusal of a list's continue token (storage.ErrGenericInvalidKey, wrapped by
+#: the store's list)
+_BAD_CONTINUE = "invalid continue token: continue key is not valid"
 #: how Go's decoder words a value of the wrong JSON type (pumice.api.godecode)
 _TYPE_ERROR = "json: cannot unmarshal "
 _NAMESPACE_MISMATCH = "the namespace of the provided object does not match the namespace sent on the request"
@@ -418,12 +421,19 @@ class Registry:
         revision = self.store.revision
         start: tuple[str, str] | None = None
         if continue_:
+            # as storage.DecodeContinue + the store's list: a token's rv 0 is refused, a negative
+            # one asks for the latest revision (the token of a continuation whose revision expired)
             try:
                 tok = msgspec.json.decode(base64.urlsafe_b64decode(continue_.encode()))
                 start = (str(tok["start"][0]), str(tok["start"][1]))
-                revision = int(tok["rv"])
+                token_rv = int(tok["rv"])
             except (binascii.Error, msgspec.DecodeError, KeyError, TypeError, ValueError, IndexError):
-                raise errors.bad_request("continue key is not valid: malformed continue token") from None
+                raise errors.bad_request(f"{_BAD_CONTINUE}: malformed continue token") from None
+            if token_rv == 0:
+                raise errors.bad_request(f"{_BAD_CONTINUE}: incorrect encoded start resourceVersion (version "
+                                         "meta.k8s.io/v1)")
+            if token_rv > 0:
+                revision = token_rv
         name = fields.exact("metadata.name")
         node = fields.exact("spec.nodeName")
         if name is not None and (ns is not None or not rk.namespaced):

@@ -57,3 +57,28 @@ async def test_watch_is_any_value_but_false_or_0_as_the_parameter_codec_reads_it
     assert r.status_code == 200 and '"type":"ADDED"' in r.text, r.text
     r = await http.get(CMS, params={"watch": "False"})
     assert r.json()["kind"] == "ConfigMapList"
+
+
+def _token(rv: int, start: list[str]) -> str:
+    import base64
+    import json
+
+    return base64.urlsafe_b64encode(json.dumps({"rv": rv, "start": start}).encode()).decode()
+
+
+async def test_a_continue_token_with_rv_0_is_refused_and_a_negative_one_lists_the_latest(
+        http: httpx2.AsyncClient) -> None:
+    """storage.DecodeContinue refuses an encoded rv of 0; a negative one asks the store for the
+    latest revision (trial 12 F-6 c: rv 0 and -1 were both taken as the list's revision)."""
+    r = await http.get(CMS, params={"limit": "1", "continue": _token(0, ["t10", "keep1"])})
+    assert r.status_code == 400, r.text
+    assert r.json()["message"] == ("invalid continue token: continue key is not valid: incorrect encoded start "
+                                   "resourceVersion (version meta.k8s.io/v1)")
+    first = (await http.get(CMS, params={"limit": "1"})).json()
+    r = await http.get(CMS, params={"limit": "1", "continue": _token(-1, ["t10", "keep1"])})
+    assert r.status_code == 200, r.text
+    assert [i["metadata"]["name"] for i in r.json()["items"]] == ["keep2"]
+    assert r.json()["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+    r = await http.get(CMS, params={"continue": "!!"})
+    assert r.status_code == 400
+    assert r.json()["message"].startswith("invalid continue token: continue key is not valid: ")
