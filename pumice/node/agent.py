@@ -200,7 +200,8 @@ class AgentConfig:
             (seconds).
         backoff_base, backoff_max: CrashLoopBackOff delays (seconds; upstream 10 and 300).
         lease_renew_interval: Lease heartbeat period (seconds; upstream 10); None disables.
-        record_events: write Events (default: process runtime only).
+        record_events: write Events (default: all on the process runtime; on the simulated
+            runtime only Warning ones, the failures a user can act on; False: none).
         egress_allow: hosts the egress proxy lets Pods reach (default: the package indexes).
         stop_grace: cap on each Pod's grace period when the agent stops (seconds).
         usage_period: seconds between the usage samples ``kubectl top`` reads (after a first one
@@ -290,6 +291,7 @@ class NodeAgent:
         self.backoff_max = cfg.backoff_max
         self.lease_renew_interval = cfg.lease_renew_interval
         self.record_events = (cfg.runtime == "process") if cfg.record_events is None else cfg.record_events
+        self.record_warnings = True if cfg.record_events is None else cfg.record_events
         self.egress_allow = cfg.egress_allow
         self.stop_grace = cfg.stop_grace
         self.usage_period = cfg.usage_period
@@ -428,7 +430,7 @@ class NodeAgent:
                              spec.get("hostAliases") or [])
 
     def event(self, pod: Obj, type_: str, reason: str, message: str) -> None:
-        if not self.record_events:
+        if not (self.record_events or (type_ == "Warning" and self.record_warnings)):
             return
         md = pod.get("metadata") or {}
         now = rfc3339(self.clock.now())

@@ -569,6 +569,8 @@ class PodWorker:
                 rec.current = await host.runtime.start(self.sandbox, self.pod, req)
             except RuntimeError_ as e:
                 rec.state, rec.reason, rec.message = "waiting", e.reason, e.message
+                log.warning("container %s of Pod %s/%s could not start: %s: %s", rec.name, self.namespace,
+                            self.name, e.reason, e.message)
                 host.event(self.pod, "Warning", "Failed", f"Error: {e.message}")
                 await self.sync_status()
                 # Start failures back off like crashes do (base, doubling to max), instead of

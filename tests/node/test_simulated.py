@@ -258,3 +258,40 @@ async def test_a_stop_and_start_of_the_simulated_agent_leaves_running_pods_as_th
             sorted(after["status"]["containerStatuses"], key=lambda c: c["name"])] == [
         ("autoscaler", 0, ["running"], {}), ("c0", 0, ["running"], {})]
     await agent.stop()
+
+
+@pytest.mark.looptime
+@pytest.mark.parametrize(("annotation", "value", "message"), [
+    ("pumice.io/sim-exit-code", "abc",
+     "pumice.io/sim-exit-code: expected a whole number or a comma-separated list of them, got 'abc'"),
+    ("pumice.io/sim-duration-seconds", "abc", "pumice.io/sim-duration-seconds: expected a number of seconds, got 'abc'"),
+    ("pumice.io/sim-gang-size", "x", "pumice.io/sim-gang-size: expected a whole number, got 'x'"),
+])
+async def test_a_bad_simulator_annotation_is_a_waiting_container_an_event_and_a_log_line(
+        annotation: str, value: str, message: str, caplog: pytest.LogCaptureFixture) -> None:
+    # trial 12 F-8: the Pod went Failed with no reason, no Event and no log line; a kubelet keeps a
+    # restartPolicy Always Pod whose container cannot start Pending, the container waiting
+    from pumice.api.scheme import EVENT
+
+    clock = LoopClock()
+    client = FakeClient(clock=clock, graceful_pod_deletion=True)
+    agent = await _agent(client, clock)
+    ann = {annotation: value, "pumice.io/sim-gang": "g"}
+    await client.create(pod("pbad", node="sim-0", annotations=ann, restart_policy="Always"))
+
+    async def waiting() -> Any:
+        p = await get_pod(client, "pbad")
+        cs = ((p or {}).get("status") or {}).get("containerStatuses") or []
+        return cs and (cs[0].get("state") or {}).get("waiting", {}).get("reason") == "RunContainerError" and p
+
+    p = await wait_for(waiting, timeout=30, interval=0.5)
+    assert p["status"]["containerStatuses"][0]["state"]["waiting"]["message"] == message
+    assert p["status"]["phase"] == "Pending"
+    await clock.sleep(60)
+    assert (await get_pod(client, "pbad") or {})["status"]["phase"] == "Pending"
+    events = (await client.list(EVENT, "default")).items
+    assert any(e.get("reason") == "Failed" and e.get("type") == "Warning" and e.get("message") == f"Error: {message}"
+               and e["involvedObject"]["name"] == "pbad" for e in events), events
+    assert any("pbad" in r.getMessage() and message in r.getMessage() and r.levelname == "WARNING"
+               for r in caplog.records)
+    await agent.stop()

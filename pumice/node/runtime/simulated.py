@@ -35,7 +35,7 @@ from typing import Any
 from pumice._util.clock import Clock
 from pumice.api import Obj
 from pumice.node.network import IPAM
-from pumice.node.runtime.base import Container, Sandbox, StartRequest
+from pumice.node.runtime.base import Container, RuntimeError_, Sandbox, StartRequest
 
 ANNOTATION_DURATION = "pumice.io/sim-duration-seconds"
 ANNOTATION_EXIT_CODE = "pumice.io/sim-exit-code"
@@ -105,7 +105,11 @@ class SimulatedRuntime:
     def _duration(self, pod: Obj, container: Obj) -> float | None:
         ann = (pod.get("metadata") or {}).get("annotations") or {}
         if ANNOTATION_DURATION in ann:
-            return max(0.0, float(ann[ANNOTATION_DURATION]))
+            try:
+                return max(0.0, float(ann[ANNOTATION_DURATION]))
+            except ValueError:
+                raise ValueError(f"{ANNOTATION_DURATION}: expected a number of seconds, "
+                                 f"got {ann[ANNOTATION_DURATION]!r}") from None
         image = container.get("image", "")
         for prefix, seconds in self.image_durations.items():
             if image.startswith(prefix):
@@ -116,8 +120,14 @@ class SimulatedRuntime:
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[int] = loop.create_future()
         ann = (pod.get("metadata") or {}).get("annotations") or {}
-        duration = 0.0 if req.init else self._duration(pod, req.container)
-        codes = [0] if req.init else exit_codes(ann.get(ANNOTATION_EXIT_CODE, "0"))
+        try:
+            # a bad annotation is this runtime's start error (the kubelet's waiting reason, a
+            # Warning Event and back-off, as for any container that cannot start)
+            duration = 0.0 if req.init else self._duration(pod, req.container)
+            codes = [0] if req.init else exit_codes(ann.get(ANNOTATION_EXIT_CODE, "0"))
+            gang_size = max(1, _whole(ann, ANNOTATION_GANG_SIZE, 1))
+        except ValueError as e:
+            raise RuntimeError_("RunContainerError", str(e)) from None
         if len(codes) > 1:
             run_key = f"{sandbox.namespace}/{sandbox.name}/{req.container['name']}"
             n = self._runs[run_key] = self._runs.get(run_key, 0) + 1
@@ -131,7 +141,7 @@ class SimulatedRuntime:
         if duration is not None and key:
             gang = self._gangs.get(key)
             if gang is None:
-                gang = self._gangs[key] = _Gang(max(1, int(ann.get(ANNOTATION_GANG_SIZE, 1))))
+                gang = self._gangs[key] = _Gang(gang_size)
             if gang.started:
                 self._arm(loop, fut, duration, code, holder)
             else:
@@ -225,6 +235,17 @@ def exit_codes(value: Any) -> list[int]:
     except ValueError:
         raise ValueError(f"{ANNOTATION_EXIT_CODE}: expected a whole number or a comma-separated list of them, "
                          f"got {value!r}") from None
+
+
+def _whole(ann: Mapping[str, str], key: str, default: int) -> int:
+    """The annotation ``key`` as a whole number (``default`` when absent). Raises ValueError naming
+    the annotation and its value otherwise."""
+    if key not in ann:
+        return default
+    try:
+        return int(ann[key])
+    except ValueError:
+        raise ValueError(f"{key}: expected a whole number, got {ann[key]!r}") from None
 
 
 def _ends_pod(pod: Obj, code: int) -> bool:
