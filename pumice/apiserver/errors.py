@@ -127,6 +127,20 @@ def invalid(rk: ResourceKind, name: str, causes: list[FieldCause]) -> StatusErro
                        else f'{rk.kind} "{name}" is invalid: {body}', "Invalid", details)
 
 
+def resource_version_unset(rk: ResourceKind, name: str) -> StatusError:
+    """422 Invalid for a PUT without ``metadata.resourceVersion`` of a kind that allows no
+    unconditional update: ``<plural>.<group> "<name>" is invalid: metadata.resourceVersion: Invalid
+    value: 0x0: must be specified for an update``, details kind the plural (upstream names the
+    resource there).
+
+    Mirrors: apiserver pkg/registry/generic/registry/store.go Update (newResourceVersion == 0)."""
+    message = "Invalid value: 0x0: must be specified for an update"
+    details = _details(rk, name, rk.plural)
+    details["causes"] = [{"reason": "FieldValueInvalid", "message": message, "field": "metadata.resourceVersion"}]
+    return StatusError(422, f'{_qualified(rk)} "{name}" is invalid: metadata.resourceVersion: {message}', "Invalid",
+                       details)
+
+
 def bad_request(message: str) -> StatusError:
     return StatusError(400, message, "BadRequest")
 

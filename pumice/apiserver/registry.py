@@ -1048,7 +1048,10 @@ class Registry:
                 rest_before = b""  # pruning or defaulting changed more than the status
         else:
             warnings = []
-        if self._precondition_rv(obj["metadata"].get("resourceVersion")) not in (0, old.rv):
+        new_rv = self._precondition_rv(obj["metadata"].get("resourceVersion"))
+        if new_rv == 0 and _expect is None and not self.strategy(rk).allow_unconditional_update:
+            raise errors.resource_version_unset(rk, name)  # a PUT (a patch's comes with _expect)
+        if new_rv not in (0, old.rv):
             raise errors.conflict(rk, name, errors.STALE)
         typed_status: Any = None  # the status value found free of type errors, if any
         # as kube-apiserver validates: after the lookup (404) and the version check (409)

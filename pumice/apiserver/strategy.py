@@ -74,6 +74,10 @@ class Strategy:
     #: PrepareForCreate/PrepareForUpdate: workloads, PodDisruptionBudget, NetworkPolicy,
     #: EndpointSlice, Pods (1.33+), CRDs, custom resources; not ConfigMaps, Secrets, Services...)
     generation: bool = False
+    #: a PUT without ``metadata.resourceVersion`` overwrites whatever is stored (upstream
+    #: AllowUnconditionalUpdate: true for most built-ins; false for CRDs and custom resources,
+    #: whose PUT must name the version it read, else 422 "must be specified for an update")
+    allow_unconditional_update: bool = True
 
     def to_storage(self, obj: Obj) -> Obj:
         """The stored form of a served object (identity unless :attr:`converts`)."""
@@ -354,6 +358,8 @@ class CRDStrategy(Strategy):
     Mirrors: k8s.io/apiextensions-apiserver pkg/registry/customresourcedefinition/strategy.go.
     """
 
+    allow_unconditional_update = False
+
     generation = True
 
     def prepare_create(self, reg: Registry, rk: ResourceKind, obj: Obj) -> None:
@@ -384,6 +390,8 @@ class CustomResourceStrategy(Strategy):
 
     Mirrors: k8s.io/apiextensions-apiserver pkg/registry/customresource/strategy.go.
     """
+
+    allow_unconditional_update = False
 
     generation = True
 

@@ -127,6 +127,50 @@ async def test_a_status_put_of_a_custom_resource_checks_the_types_of_its_status_
     assert e.value.code == 404
 
 
+async def test_a_put_of_a_custom_resource_or_crd_without_resource_version_is_422(cluster: LocalCluster, widgets) -> None:
+    """trial 12 F-13: custom resources (and their status) and CRDs allow no unconditional
+    update (apiextensions strategies' AllowUnconditionalUpdate false): a PUT must carry the
+    resourceVersion it read; built-ins such as ConfigMaps still may leave it out."""
+    w = await cluster.client.create(widget("w1", size=1))
+    bare = copy.deepcopy(w)
+    del bare["metadata"]["resourceVersion"]
+    bare["spec"]["size"] = 2
+    rv_cause = {"reason": "FieldValueInvalid", "message": "Invalid value: 0x0: must be specified for an update",
+                "field": "metadata.resourceVersion"}
+    with pytest.raises(ApiError) as e:
+        await cluster.client.update(bare)
+    assert (e.value.code, e.value.reason) == (422, "Invalid")
+    assert e.value.message == ('widgets.example.com "w1" is invalid: metadata.resourceVersion: Invalid value: 0x0: '
+                               'must be specified for an update')
+    assert e.value.status["details"] == {"name": "w1", "group": "example.com", "kind": "widgets",
+                                         "causes": [rv_cause]}
+    with pytest.raises(ApiError) as e:
+        await cluster.client.update_status({**bare, "status": {"replicas": 2}})
+    assert e.value.code == 422 and e.value.status["details"]["causes"] == [rv_cause]
+    assert (await cluster.client.get(widgets, "w1", "default"))["spec"]["size"] == 1
+    crd_kind = cluster.scheme.by_api_version_kind("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+    crd = await cluster.client.get(crd_kind, "widgets.example.com")
+    del crd["metadata"]["resourceVersion"]
+    with pytest.raises(ApiError) as e:
+        await cluster.client.request("PUT", crd_kind.path(None, "widgets.example.com"), body=crd,
+                                     params={"dryRun": "All"})
+    assert e.value.message == ('customresourcedefinitions.apiextensions.k8s.io "widgets.example.com" is invalid: '
+                               'metadata.resourceVersion: Invalid value: 0x0: must be specified for an update')
+    # with the version read, or through a patch or the scale subresource, the write goes through
+    bare["metadata"]["resourceVersion"] = w["metadata"]["resourceVersion"]
+    assert (await cluster.client.update(bare))["spec"]["size"] == 2
+    await cluster.client.patch(widgets, "w1", {"spec": {"size": 3}}, "default")
+    await cluster.client.request("PUT", widgets.path("default", "w1", "scale"), body={
+        "apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "w1", "namespace": "default"},
+        "spec": {"replicas": 4}})
+    assert (await cluster.client.get(widgets, "w1", "default"))["spec"] == {"size": 3, "replicas": 4}
+    cm_kind = cluster.scheme.by_api_version_kind("v1", "ConfigMap")
+    await cluster.client.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"}})
+    cm = await cluster.client.update({"apiVersion": "v1", "kind": "ConfigMap",
+                                      "metadata": {"name": "c", "namespace": "default"}, "data": {"k": "v"}})
+    assert cm["data"] == {"k": "v"} and cm_kind is not None
+
+
 async def test_scale_subresource_of_custom_resource(cluster: LocalCluster, widgets) -> None:
     await cluster.client.create(widget("w1", size=1, replicas=2))
     scale = await cluster.client.request("GET", widgets.path("default", "w1", "scale"))
