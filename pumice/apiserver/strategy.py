@@ -411,6 +411,15 @@ class CustomResourceStrategy(Strategy):
 STRATEGIES: dict[tuple[str, str], Strategy] = {}
 
 _DEFAULT = Strategy()
+class APIServiceStrategy(Strategy):
+    """APIServices: a PUT must carry the resourceVersion it read.
+
+    Mirrors: k8s.io/kube-aggregator pkg/registry/apiservice/strategy.go (AllowUnconditionalUpdate false).
+    """
+
+    allow_unconditional_update = False
+
+
 _CUSTOM = CustomResourceStrategy()
 
 
@@ -450,3 +459,4 @@ register("networking.k8s.io", "networkpolicies", Strategy(generation=True))
 register("discovery.k8s.io", "endpointslices", Strategy(generation=True))
 register("scheduling.k8s.io", "priorityclasses", Strategy(defaulter=kdefaults.priority_class))
 register("apiextensions.k8s.io", "customresourcedefinitions", CRDStrategy())
+register("apiregistration.k8s.io", "apiservices", APIServiceStrategy())

@@ -244,3 +244,18 @@ async def test_create_with_a_resource_version_is_refused_as_the_storage_does(clu
         400, "BadRequest", "resourceVersion should not be set on objects to be created")
     obj["metadata"]["resourceVersion"] = "0"  # zero is unset, as upstream's versioner reads it
     assert (await cluster.client.create(obj))["metadata"]["resourceVersion"] != "0"
+
+
+async def test_an_apiservice_put_without_resource_version_is_422(cluster: LocalCluster) -> None:
+    # kube-aggregator's APIService strategy allows no unconditional update (trial 12 F-13)
+    svc = {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": {"name": "v1.example.com"},
+           "spec": {"group": "example.com", "version": "v1", "groupPriorityMinimum": 100, "versionPriority": 10,
+                    "insecureSkipTLSVerify": True, "service": {"namespace": "default", "name": "ext"}}}
+    created = await cluster.client.create(svc)
+    with pytest.raises(ApiError) as e:
+        await cluster.client.update({**svc, "spec": {**svc["spec"], "versionPriority": 20}})
+    assert e.value.code == 422
+    assert e.value.message == ('apiservices.apiregistration.k8s.io "v1.example.com" is invalid: metadata.resourceVersion: '
+                               'Invalid value: 0x0: must be specified for an update')
+    updated = await cluster.client.update({**created, "spec": {**svc["spec"], "versionPriority": 20}})
+    assert updated["spec"]["versionPriority"] == 20
