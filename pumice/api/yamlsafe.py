@@ -15,6 +15,7 @@ Mirrors: go-yaml v2 decode.go (allowedAliasRatio, "document contains excessive a
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Iterator
 from typing import Any
@@ -23,8 +24,8 @@ import yaml
 
 from pumice._util.gostrings import quote
 
-__all__ = ["DEFAULT_MAX_DEPTH", "DEFAULT_MAX_NODES", "YAMLLimitError", "check_node", "compose", "error_line", "safe_load",
-           "safe_load_all"]
+__all__ = ["DEFAULT_MAX_DEPTH", "DEFAULT_MAX_NODES", "YAMLLimitError", "check_node", "compose", "error_line",
+           "go_yaml_error", "safe_load", "safe_load_all"]
 
 DEFAULT_MAX_DEPTH = 100
 #: every node takes at least two bytes of JSON: 3 MiB of JSON at most
@@ -268,3 +269,32 @@ def error_line(e: yaml.YAMLError, source: str) -> str:
     if mark is not None and problem:
         return f"{source}:{mark.line + 1}:{mark.column + 1}: {problem}"
     return f"{source}: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+
+
+_ALIAS_NAME = re.compile(r"\*([^\s,\[\]{}]+)")
+
+
+def go_yaml_error(e: yaml.YAMLError, text: str) -> str:
+    """A YAML error of ``text`` in go-yaml v2's words (what sigs.k8s.io/yaml wraps as ``error
+    converting YAML to JSON: ...``): ``yaml: line N: <problem>``. The problem is libyaml's (the C
+    loader's, which go-yaml ports); ``N`` is go-yaml's: the problem's 0-based line (one more for a
+    scanner error), else the context's, and no ``line`` part when both are 0. An undefined alias
+    is go-yaml's ``unknown anchor 'x' referenced``; a limit (:class:`YAMLLimitError`) its own text.
+
+    Mirrors: go.yaml.in/yaml/v2 decode.go (parser.fail), sigs.k8s.io/yaml.
+    """
+    if isinstance(e, YAMLLimitError):
+        return f"yaml: {e}"
+    problem = getattr(e, "problem", None) or ""
+    mark = getattr(e, "problem_mark", None)
+    if isinstance(e, yaml.composer.ComposerError) and problem.startswith("found undefined alias") and mark is not None:
+        m = _ALIAS_NAME.match(text, mark.index) if mark.index < len(text) else None
+        return f"yaml: unknown anchor '{m.group(1) if m else ''}' referenced"
+    line = mark.line if mark is not None else 0
+    if line and isinstance(e, yaml.scanner.ScannerError):
+        line += 1
+    if not line:
+        context = getattr(e, "context_mark", None)
+        line = context.line if context is not None else 0
+    where = f"line {line}: " if line else ""
+    return f"yaml: {where}{problem or 'unknown problem parsing YAML content'}"

@@ -557,8 +557,9 @@ def test_status_diff_ignores_cluster_status_and_observed_generation() -> None:
 
 
 @pytest.mark.parametrize(("text", "why"), [
-    ("just a string", "serveConfigV2 is not a YAML mapping: cannot unmarshal str into map[string]any"),
-    ("applications: [unclosed", "serveConfigV2 is not valid YAML: "),
+    ("just a string", "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal string into Go value of "
+                      "type map[string]interface {}"),
+    ("applications: [unclosed", "error converting YAML to JSON: yaml: line 1: did not find expected ',' or ']'"),
 ])
 async def test_a_serve_config_that_is_not_a_yaml_mapping_is_a_warning_and_never_put(text: str, why: str) -> None:
     """Trial 3 finding 14: such a serveConfigV2 was accepted in silence (upstream's yaml.Unmarshal
@@ -570,10 +571,11 @@ async def test_a_serve_config_that_is_not_a_yaml_mapping_is_a_warning_and_never_
         await h.step()
     name = (await h.status())["pendingServiceStatus"]["rayClusterName"]
     await h.cluster_ready(name)
-    with pytest.raises(ValueError, match="serveConfigV2 is not"):
+    with pytest.raises(ValueError, match=r"^error "):
         await h.step()
     warning = next(e for e in h.events if e[1] == "FailedToUpdateServeApplications")
-    assert warning[0] == "Warning" and why in warning[2]
+    assert warning[0] == "Warning" and warning[2].endswith(f": {why}"), warning
+    assert "<unicode string>" not in warning[2]
     assert h.dash(name).serve_configs == []
     assert "UpdatedServeApplications" not in h.reasons()
 
@@ -584,5 +586,23 @@ def test_serve_config_of_decodes_a_mapping_and_empty_text() -> None:
     assert serve_config_of("applications:\n- {name: a, import_path: m:app}") == {
         "applications": [{"name": "a", "import_path": "m:app"}]}
     assert serve_config_of("") == {}
-    with pytest.raises(ValueError, match="not a YAML mapping"):
+    with pytest.raises(ValueError, match=r"cannot unmarshal array into Go value of type map\[string\]interface \{\}"):
         serve_config_of("- a\n- b")
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("a: b\n c: d: e", "yaml: line 2: mapping values are not allowed in this context"),
+    ('a: "x', "yaml: found unexpected end of stream"),
+    ("a:\n  - b\n - c", "yaml: line 2: did not find expected key"),
+    ("a: *x", "yaml: unknown anchor 'x' referenced"),
+    ("7", "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal number into Go value of type "
+          "map[string]interface {}"),
+])
+def test_serve_config_errors_are_go_yamls(text: str, why: str) -> None:
+    """sigs.k8s.io/yaml's words, never PyYAML's (trial 12 F-6 a: ``in "<unicode string>"``)."""
+    from pumice.controllers.ray.rayservice import serve_config_of
+
+    with pytest.raises(ValueError) as e:
+        serve_config_of(text)
+    message = str(e.value)
+    assert message.removeprefix("error converting YAML to JSON: ") == why, message

@@ -44,6 +44,7 @@ from pumice._util.clock import Clock, default_clock, parse_rfc3339, rfc3339
 from pumice._util.duration import go_duration_string
 from pumice.api import Obj, scheme, yamlsafe
 from pumice.api import meta as m
+from pumice.api.godecode import go_json_value
 from pumice.api.ray.constants import (
     ApplicationStatus,
     RayServiceConditionReason,
@@ -201,7 +202,10 @@ def serve_config_of(text: str) -> Obj:
     ``PUT /api/serve/applications/``. An empty text is ``{}``.
 
     Raises:
-        ValueError: not YAML, or YAML that is not a mapping (a string, a list); the controller
+        ValueError: not YAML, or YAML that is not a mapping (a string, a list), in
+            sigs.k8s.io/yaml's words (``error converting YAML to JSON: yaml: line 1: did not find
+            expected ',' or ']'``; ``error unmarshaling JSON: while decoding JSON: json: cannot
+            unmarshal array into Go value of type map[string]interface {}``); the controller
             records it as a Warning Event ``FailedToUpdateServeApplications`` and retries.
 
     Mirrors: rayservice_controller.go updateServeDeployment (yaml.Unmarshal into map[string]any).
@@ -209,12 +213,14 @@ def serve_config_of(text: str) -> Obj:
     try:
         config = yamlsafe.safe_load(text)
     except yaml.YAMLError as e:
-        raise ValueError(f"serveConfigV2 is not valid YAML: {' '.join(str(e).split())}") from None
+        raise ValueError(f"error converting YAML to JSON: {yamlsafe.go_yaml_error(e, text)}") from None
     if config is None:
         return {}
     if not isinstance(config, dict):
-        raise ValueError(f"serveConfigV2 is not a YAML mapping: cannot unmarshal {type(config).__name__} into "
-                         "map[string]any")
+        # a YAML timestamp or other scalar becomes a JSON string on the way
+        kind = go_json_value(config) if isinstance(config, list | bool | int | float | str) else "string"
+        raise ValueError(f"error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {kind} into Go "
+                         "value of type map[string]interface {}")
     return config
 
 
