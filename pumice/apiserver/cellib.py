@@ -54,6 +54,7 @@ from urllib.parse import parse_qs, quote
 
 import cel
 
+from pumice._util.goregexp import compile_error
 from pumice.api.quantity import QuantityError, parse_quantity
 from pumice.api.validation import (
     is_dns1035_label,
@@ -631,8 +632,8 @@ def _compile_re(pattern: Any) -> re.Pattern[str]:
 def _regex(text: str) -> re.Pattern[str]:
     try:
         return re.compile(text)
-    except re.error as e:
-        raise CelError(f"error parsing regexp: {e}: `{text}`") from None
+    except re.error:
+        raise CelError(compile_error(text) or f"error parsing regexp: `{text}`") from None
 
 
 def _find(s: Any, pattern: Any) -> str:

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from pumice._util.goregexp import compile_error
 from pumice._util.gostrings import quote
 from pumice.api import Obj
 from pumice.api.admission import FieldCause
@@ -120,12 +121,10 @@ def _pattern_causes(schema: object, where: str, out: list[FieldCause]) -> None:
         return
     pattern = schema.get("pattern")
     if isinstance(pattern, str):
-        try:
-            re.compile(pattern)
-        except re.error as e:
-            if not any(tok in pattern for tok in _RE2_ONLY):
-                out.append(FieldCause(f"{where}.pattern", f'Invalid value: "{pattern}": must be a valid regular '
-                                      f"expression, but isn't: error parsing regexp: {e}"))
+        why = compile_error(pattern)
+        if why is not None and not any(tok in pattern for tok in _RE2_ONLY):
+            out.append(FieldCause(f"{where}.pattern", f'Invalid value: "{pattern}": must be a valid regular '
+                                  f"expression, but isn't: {why}"))
     for name, sub in (schema.get("properties") or {}).items() if isinstance(schema.get("properties"), dict) else ():
         _pattern_causes(sub, f"{where}.properties[{name}]", out)
     for key in ("items", "additionalProperties"):

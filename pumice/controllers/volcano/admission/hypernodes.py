@@ -11,15 +11,16 @@ Two layers, as upstream:
 
 Mirrors: volcano pkg/webhooks/admission/hypernodes/validate/admit_hypernode.go and the CEL rules of
 staging/src/volcano.sh/apis/pkg/apis/topology/v1alpha1/hypernode_types.go.
-Deviates: patterns are compiled with Python's ``re`` (upstream: Go RE2), so the error detail after
-"member regexMatch pattern is invalid: " is Python's.
+Deviates: patterns are compiled with Python's ``re`` (upstream: Go RE2); the common errors are
+worded as Go's regexp words them (:mod:`pumice._util.goregexp`), the rarer ones keep Python's
+description.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from pumice._util.goregexp import compile_error
 from pumice.api.admission import AdmissionError, AdmissionRequest, FieldCause, ObjectReader
 from pumice.api.volcano.constants import MemberType
 from pumice.controllers.volcano.admission._common import deny, is_kind
@@ -56,11 +57,10 @@ def webhook_errors(hypernode: dict[str, Any]) -> list[str]:
         pattern = (((m or {}).get("selector") or {}).get("regexMatch") or {}).get("pattern") or ""
         if not pattern:
             continue
-        try:
-            re.compile(pattern)
-        except re.error as e:
+        why = compile_error(pattern)
+        if why is not None:
             errs.append(f'[].spec.members.selector.regexMatch.pattern: Invalid value: "{pattern}": '
-                        f"member regexMatch pattern is invalid: {e}")
+                        f"member regexMatch pattern is invalid: {why}")
     return errs
 
 
