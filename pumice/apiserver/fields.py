@@ -10,9 +10,10 @@ never unknown (maps take any key).
 
 Type checks (:func:`type_causes`): kube-apiserver cannot decode a built-in object whose field has
 the wrong JSON type into its Go struct. pumice checks the same walk tree's scalar leaves and
-container shapes before admission and reports every mismatch as a 422 field cause in the
+container shapes before admission and finds every mismatch as a field cause in the
 structural-schema wording (``spec.containers: Invalid value: "x": spec.containers in body must
-be of type array: "string"``). ``null`` means unset, as Go's decoder reads it: such keys are
+be of type array: "string"``); for a built-in kind the registry then answers Go's decode error
+instead (400, :mod:`pumice.api.godecode`), custom resources the 422 with these causes. ``null`` means unset, as Go's decoder reads it: such keys are
 removed from the object (and a ``null`` list item of objects becomes ``{}``). An integer must
 also fit its field's Go type, the OpenAPI ``format`` of the field (the protobuf schema's
 ``int32``/``int64``, :mod:`pumice.api.protobuf`; an integer of no known format is an int64): Go's
