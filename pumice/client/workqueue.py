@@ -318,7 +318,14 @@ class RateLimitingQueue(Generic[T]):
             try:
                 await waiter
             except BaseException:
-                if not waiter.cancel() and not waiter.cancelled() and self._queue:
+                if waiter.cancel() or waiter.cancelled():
+                    # cancelled while it waited: leave the line (as asyncio.Queue.get does), so
+                    # a worker whose gets time out again and again leaves nothing behind
+                    try:
+                        self._getters.remove(waiter)
+                    except ValueError:
+                        pass  # already taken off the line by _wake_one
+                elif self._queue:
                     # woken, then cancelled before it ran: the wake-up goes to the next waiter
                     self._wake_one()
                 raise

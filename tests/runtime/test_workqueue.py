@@ -139,6 +139,19 @@ async def test_a_worker_cancelled_after_its_wake_up_hands_the_item_on() -> None:
     assert await asyncio.wait_for(second, 1) == "x"
 
 
+async def test_gets_that_time_out_leave_no_waiter_behind() -> None:
+    # review11: a get cancelled while it waited stayed on the waiters' line until the next add
+    q: RateLimitingQueue[str] = RateLimitingQueue("get-timeouts", clock=LoopClock())
+    for _ in range(100):
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(q.get(), 0.01)
+    assert len(q._getters) == 0
+    waiting = asyncio.create_task(q.get())  # and the line still works
+    await asyncio.sleep(0)
+    q.add("x")
+    assert await asyncio.wait_for(waiting, 1) == "x"
+
+
 async def test_shutdown_drains_ready_items_then_raises_and_ignores_adds() -> None:
     q: RateLimitingQueue[str] = RateLimitingQueue("shutdown", clock=LoopClock())
     q.add("a")
