@@ -136,6 +136,11 @@ _CREATE_ONLY = ("create",)
 #: core/v1 ``bindings``: POST a Binding to bind the Pod it names, as ``pods/<name>/binding``
 #: (kube-apiserver's LegacyBindingREST; create only)
 BINDING = ResourceKind("", "v1", "Binding", "bindings", verbs=_CREATE_ONLY)
+#: autoscaling/v1 Scale: the body of every ``<resource>/scale`` subresource (its errors name it;
+#: not served as a resource of its own)
+SCALE = ResourceKind("autoscaling", "v1", "Scale", "scales", verbs=("get", "patch", "update"))
+#: policy/v1 Eviction: the body of ``pods/<name>/eviction`` (its errors name it)
+EVICTION = ResourceKind("policy", "v1", "Eviction", "evictions", verbs=_CREATE_ONLY)
 NODE_METRICS = ResourceKind("metrics.k8s.io", "v1beta1", "NodeMetrics", "nodes", namespaced=False, verbs=("get", "list"))
 POD_METRICS = ResourceKind("metrics.k8s.io", "v1beta1", "PodMetrics", "pods", verbs=("get", "list"))
 TOKEN_REVIEW = ResourceKind("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", namespaced=False,

@@ -41,7 +41,7 @@ from pumice.api.apply import manager_or_user_agent
 from pumice.api.godecode import unmarshal_error
 from pumice.api.meta import deep_copy
 from pumice.api.params import query_bool, query_values
-from pumice.api.scheme import BINDING, ResourceKind
+from pumice.api.scheme import BINDING, SCALE, ResourceKind
 from pumice.api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from pumice.api.tables import to_table
 from pumice.apiserver import discovery, errors, openapi
@@ -84,7 +84,7 @@ _NS_SUBRESOURCES = frozenset({"status", "finalize"})
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 _PB_WATCH = pb.PROTOBUF + ";stream=watch"
 #: the scale subresource's kind (its errors name it) and protobuf message (its Go struct)
-_SCALE = ResourceKind("autoscaling", "v1", "Scale", "scales")
+_SCALE = SCALE
 _SCALE_MESSAGE = "k8s.io.api.autoscaling.v1.Scale"
 
 

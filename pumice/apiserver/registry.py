@@ -46,7 +46,7 @@ from pumice.api.meta import deep_copy
 from pumice.api.params import query_bool
 from pumice.api.patch import MAX_JSON_PATCH_OPERATIONS, PatchError, json_patch, merge_patch_into
 from pumice.api.schema import json_type_name as json_type
-from pumice.api.scheme import ResourceKind, Scheme
+from pumice.api.scheme import EVICTION, ResourceKind, Scheme
 from pumice.api.selectors import FieldSelector, LabelSelector
 from pumice.api.strategic import MergeError, strategic_merge_patch
 from pumice.apiserver import errors, events
@@ -1615,7 +1615,7 @@ class Registry:
             why = unmarshal_error(protobuf.message_for("policy/v1", "Eviction"), eviction)
             if why is not None:
                 version = "v1beta1" if eviction.get("apiVersion") == "policy/v1beta1" else "v1"
-                raise errors.cannot_handle(ResourceKind("policy", version, "Eviction", "evictions"), why)
+                raise errors.cannot_handle(replace(EVICTION, version=version), why)
         _check_named_body(eviction, "Eviction", ("policy/v1", "policy/v1beta1"), namespace, name)
         opts = DeleteOptions.parse(eviction.get("deleteOptions"), {})
         pod = self.store.get("/pods", namespace, name)
