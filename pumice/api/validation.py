@@ -264,8 +264,10 @@ def validate_annotations(annotations: Any, field: str) -> list[FieldCause]:
         return out
     if not isinstance(annotations, dict):
         return [_invalid(field, annotations, "must be a map of string keys to string values")]
-    for k in annotations:
+    for k, v in annotations.items():
         out += [_invalid(field, k, e) for e in _key_errors(str(k).lower())]
+        if not isinstance(v, str):  # Go's map[string]string cannot hold it (built-in kinds: a decode error first)
+            out.append(_invalid(f"{field}[{k}]", v, "must be a string"))
     if annotations_too_long(annotations):
         out.append(FieldCause(field, f"Too long: may not be more than {TOTAL_ANNOTATION_SIZE_LIMIT_B} bytes",
                               "FieldValueTooLong"))

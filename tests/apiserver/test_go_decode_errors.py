@@ -91,3 +91,13 @@ async def test_an_eviction_with_wrongly_typed_delete_options_is_a_decode_error(h
                                    "string into Go struct field DeleteOptions.deleteOptions.gracePeriodSeconds of "
                                    "type int64")
     assert (await http.get("/api/v1/namespaces/default/pods/pe")).status_code == 200
+
+
+async def test_a_non_string_annotation_or_label_is_a_decode_error_not_stored(http: httpx2.AsyncClient) -> None:
+    for part in ("annotations", "labels"):
+        r = await http.post("/api/v1/namespaces/default/configmaps", json={
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "an", part: {"a": True}}})
+        assert r.status_code == 400, r.text
+        assert r.json()["message"] == ('ConfigMap in version "v1" cannot be handled as a ConfigMap: json: cannot '
+                                       f"unmarshal bool into Go struct field ObjectMeta.metadata.{part} of type string")
+    assert (await http.get("/api/v1/namespaces/default/configmaps/an")).status_code == 404
