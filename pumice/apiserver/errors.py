@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pumice._util.gostrings import sprint_v
 from pumice.api.admission import FieldCause
 from pumice.api.patch import MAX_JSON_PATCH_OPERATIONS, PatchError
 from pumice.api.scheme import ResourceKind
@@ -259,3 +260,24 @@ def status_success(code: int = 200, details: dict[str, Any] | None = None) -> di
         st["details"] = details
     st["code"] = code
     return st
+
+
+def check_name(body_name: Any, url_name: str) -> None:
+    """The update handler's checkName: the body's ``metadata.name`` (None: absent) against the
+    URL's. An absent or empty name is 400 ``the name of the object (<url name> based on URL) was
+    undeterminable: name must be provided``; another name is 400 ``the name of the object (<name>)
+    does not match the name on the URL (<url name>)`` (a name that is not a string shown as Go's
+    %v would print it).
+
+    Mirrors: apiserver pkg/endpoints/handlers/rest.go checkName, ContextBasedNaming.ObjectName
+    (errEmptyName).
+
+    Raises:
+        StatusError: 400 BadRequest.
+    """
+    if body_name is None or body_name == "":
+        raise bad_request(f"the name of the object ({url_name} based on URL) was undeterminable: "
+                          "name must be provided")
+    if body_name != url_name:
+        shown = body_name if isinstance(body_name, str) else sprint_v(body_name)
+        raise bad_request(f"the name of the object ({shown}) does not match the name on the URL ({url_name})")

@@ -89,12 +89,10 @@ _SCALE_MESSAGE = "k8s.io.api.autoscaling.v1.Scale"
 
 
 def _check_scale_name(md: Any, namespace: str | None, name: str) -> None:
-    """The update handler's checkName for a Scale body: a name (none counts as ``""``), or a
+    """The update handler's checkName for a Scale body (:func:`errors.check_name`): also a
     namespace when the body sets one, other than the URL's is 400 (apiserver
     pkg/endpoints/handlers/rest.go checkName), as the registry checks other updates."""
-    bname = md.get("name") or ""
-    if bname != name:
-        raise errors.bad_request(f"the name of the object ({bname}) does not match the name on the URL ({name})")
+    errors.check_name(md.get("name"), name)
     bns = md.get("namespace") or ""
     if namespace and bns and bns != namespace:
         raise errors.bad_request(f"the namespace of the object ({bns}) does not match the namespace on the URL "
@@ -915,9 +913,7 @@ class _Api:
         if why is not None:
             raise Registry._patch_decode_error(_SCALE, ptype, patch, new, why)
         md = new.get("metadata") or {}
-        if md.get("name") != name:  # patch.go applyPatch -> checkName
-            raise errors.bad_request(f"the name of the object ({md.get('name') or ''}) does not match the name "
-                                     f"on the URL ({name})")
+        errors.check_name(md.get("name"), name)  # patch.go applyPatch -> checkName
         return await self._set_replicas(rk, namespace, name, (new.get("spec") or {}).get("replicas"), None, dry_run,
                                         manager)
 

@@ -534,11 +534,7 @@ class Registry:
         else:
             md.pop("namespace", None)
         if name is not None:
-            # rest.go checkName: an object without a name does not match the URL's either
-            bname = md.get("name")
-            if bname != name:
-                shown = "" if bname is None else bname if isinstance(bname, str) else sprint_v(bname)
-                raise errors.bad_request(f"the name of the object ({shown}) does not match the name on the URL ({name})")
+            errors.check_name(md.get("name"), name)
         self._check_types(rk, body, cr_status="before" if cr_status else "")
         return body
 
@@ -1346,9 +1342,7 @@ class Registry:
             md = patched.setdefault("metadata", {})
             if not isinstance(md, dict):
                 raise StatusError(422, "metadata must be an object", "Invalid")
-            if md.get("name") != name:  # patch.go applyPatch -> checkName: a patch may not rename or unname
-                raise errors.bad_request(f"the name of the object ({md.get('name') or ''}) does not match the name "
-                                         f"on the URL ({name})")
+            errors.check_name(md.get("name"), name)  # patch.go applyPatch: a patch may not rename or unname
             if self._precondition_rv(md.get("resourceVersion", old.rv)) not in (0, old.rv):
                 raise errors.conflict(rk, name, errors.STALE)
             md.pop("resourceVersion", None)

@@ -52,7 +52,7 @@ async def test_a_scale_put_naming_another_object_is_refused(dd: httpx2.AsyncClie
     del body["metadata"]["name"]
     r = await dd.put(URL + "/scale", json=body)
     assert r.status_code == 400, r.text
-    assert r.json()["message"] == "the name of the object () does not match the name on the URL (dd)"
+    assert r.json()["message"] == "the name of the object (dd based on URL) was undeterminable: name must be provided"
     r = await dd.put(URL + "/scale", json=_scale("dd", 2))
     assert r.status_code == 200, r.text
     assert await _replicas(dd) == 2
