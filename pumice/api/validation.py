@@ -2047,7 +2047,7 @@ def _validate_secret(obj: Obj, old: Obj | None) -> list[FieldCause]:
     if old is not None and old.get("type") and old.get("type") != obj.get("type"):
         out.append(_invalid("type", obj.get("type"), "field is immutable"))
     # data values that are not base64 never get here: kube-apiserver's JSON decoding refuses them
-    # (400, see pumice.apiserver.fields.bytes_error)
+    # (400, see pumice.api.fields.bytes_error)
     data = obj.get("data")
     out += _secret_type_keys(obj, data if isinstance(data, dict) else {})
     return out

@@ -15,9 +15,9 @@ Modules:
 - :mod:`~pumice.apiserver.discovery`: /version, legacy and aggregated discovery, minimal OpenAPI v3.
 - :mod:`~pumice.apiserver.admission`: the admission chain and NamespaceLifecycle, Priority,
   ServiceAccount.
-- :mod:`~pumice.apiserver.crds`, :mod:`~pumice.apiserver.defaults`, :mod:`~pumice.apiserver.fields`,
-  :mod:`~pumice.apiserver.errors`: CRD serving, built-in defaulting, unknown-field detection, Status
-  construction.
+- :mod:`~pumice.apiserver.crds`, :mod:`~pumice.apiserver.defaults`, :mod:`~pumice.apiserver.errors`:
+  CRD serving, built-in defaulting, Status construction (unknown-field detection and type checks
+  of built-in kinds: :mod:`pumice.api.fields`, shared with the admission webhook).
 
 Deviates from kube-apiserver (on purpose, documented where implemented):
 - server-side apply tracks managedFields for Apply managers only (pumice.api.apply);

@@ -38,6 +38,7 @@ from pumice._util.gostrings import atoi
 from pumice.api import protobuf as pb
 from pumice.api.admission import FieldCause
 from pumice.api.apply import manager_or_user_agent
+from pumice.api.fields import repair_bytes
 from pumice.api.godecode import unmarshal_error
 from pumice.api.meta import deep_copy
 from pumice.api.params import query_bool, query_values
@@ -54,7 +55,6 @@ from pumice.apiserver.decode import (
     duplicate_fields,
 )
 from pumice.apiserver.errors import StatusError
-from pumice.apiserver.fields import repair_bytes
 from pumice.apiserver.metrics import MetricsAPI
 from pumice.apiserver.proxy import ProxyAPI, parse_proxy_path
 from pumice.apiserver.registry import DeleteOptions, Registry
@@ -724,7 +724,7 @@ class _Api:
     def _repaired_message(self, rk: ResourceKind, s: Stored, error: pb.ProtobufError) -> bytes:
         """The protobuf message of a stored object a plain encoding failed on: a ``[]byte`` field
         that is not base64 (stored by a pumice older than the check on write, see
-        :func:`pumice.apiserver.fields.bytes_error`) is encoded as the bytes of its text, and a
+        :func:`pumice.api.fields.bytes_error`) is encoded as the bytes of its text, and a
         warning names the object and the fields, so a protobuf GET, LIST or WATCH (every
         client-go informer) still gets the object and the collection, never a 500. Logged once
         per object version (the result is cached with it).

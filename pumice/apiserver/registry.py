@@ -40,6 +40,18 @@ from pumice.api import Obj, protobuf
 from pumice.api import schema as kschema
 from pumice.api.admission import AdmissionError, AdmissionRequest, FieldCause
 from pumice.api.apply import ApplyConflict, server_side_apply, update_managed_fields
+from pumice.api.fields import (
+    REDACTED,
+    TIME_PARSE,
+    FixedPoints,
+    bytes_error,
+    field_types_ok,
+    model_for,
+    object_meta_tree,
+    type_causes,
+    types_clean,
+    unknown_fields,
+)
 from pumice.api.godecode import unmarshal_error
 from pumice.api.gojson import go_json
 from pumice.api.meta import deep_copy
@@ -56,18 +68,6 @@ from pumice.apiserver.crds import CustomResource, CustomVersion, crd_info
 from pumice.apiserver.decode import object_resource_version, parse_resource_version
 from pumice.apiserver.errors import StatusError
 from pumice.apiserver.eviction import check_disruption_budget
-from pumice.apiserver.fields import (
-    REDACTED,
-    TIME_PARSE,
-    FixedPoints,
-    bytes_error,
-    field_types_ok,
-    model_for,
-    object_meta_tree,
-    type_causes,
-    types_clean,
-    unknown_fields,
-)
 from pumice.apiserver.store import MAX_REQUEST_BYTES, Expired, ObjectTooLarge, Store, Stored, Watcher
 from pumice.apiserver.strategy import Strategy, strategy_for
 
@@ -671,7 +671,7 @@ class Registry:
         return typed
 
     def _meta_type_causes(self, md: Obj) -> builtins.list[FieldCause]:
-        """:func:`~pumice.apiserver.fields.type_causes` of a custom resource's metadata. Metadata
+        """:func:`~pumice.api.fields.type_causes` of a custom resource's metadata. Metadata
         that passed before with the same JSON but for a string resourceVersion (a string is what
         that field takes, whatever it says) is not walked again: the check is a function of the
         JSON, and one with no ``null`` in it has nothing for the check to remove (a status PUT
@@ -699,7 +699,7 @@ class Registry:
         then either check of ``body`` finds what it finds in the values left in, and a value's
         result depends on its schema and its JSON only (both checks are pure functions). For any
         other root schema ``body`` comes back whole. Encodings with ``null`` are never remembered
-        (a NaN encodes as null too; see :class:`~pumice.apiserver.fields.FixedPoints`)."""
+        (a NaN encodes as null too; see :class:`~pumice.api.fields.FixedPoints`)."""
         if not self._splits(schema):
             return body, []
         props = schema["properties"]
@@ -1404,7 +1404,7 @@ class Registry:
 
     def _check_patched_bytes(self, rk: ResourceKind, patch_type: str, patch: Any, patched: Obj) -> None:
         """The ``[]byte`` fields of a patched built-in object (see
-        :func:`pumice.apiserver.fields.bytes_error`), refused as kube-apiserver's patch handler
+        :func:`pumice.api.fields.bytes_error`), refused as kube-apiserver's patch handler
         refuses a result its decoding into the Go struct fails on:
 
         - merge and JSON patches: 422 `` "" is invalid: patch: Invalid value: "<patched object

@@ -244,7 +244,7 @@ def decode_error(rk: ResourceKind, obj: Any) -> str | None:
     The types are checked with the API server's own checks: a custom resource against the
     structural schema pumice publishes for it (:class:`~pumice.api.schema.CompiledSchema`), its
     metadata and built-in kinds against the lightkube model
-    (:func:`~pumice.apiserver.fields.type_causes`); the first cause in document order is the
+    (:func:`~pumice.api.fields.type_causes`); the first cause in document order is the
     one Go's decoder reports. ``null`` is unset, as Go reads it. Kinds pumice has no model of are
     not checked (None).
 
@@ -253,8 +253,8 @@ def decode_error(rk: ResourceKind, obj: Any) -> str | None:
     from lightkube.models.core_v1 import Pod
 
     from pumice.api.crds import crd_spec, structural_schema
+    from pumice.api.fields import go_unmarshal_error, model_for, object_meta_tree, type_causes
     from pumice.api.schema import CompiledSchema
-    from pumice.apiserver.fields import go_unmarshal_error, model_for, object_meta_tree, type_causes
 
     spec = crd_spec(rk.group, rk.kind)
     model: type | None = spec.model if spec is not None else (Pod if (rk.group, rk.kind) == ("", "Pod") else None)

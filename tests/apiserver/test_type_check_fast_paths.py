@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from pumice.api import fields
 from pumice.api import schema as kschema
 from pumice.api.crds import builtin_crds
 from pumice.api.scheme import POD
-from pumice.apiserver import fields
 from pumice.apiserver.errors import StatusError
 from pumice.client.base import ApiError
 from pumice.testing.cluster import LocalCluster
