@@ -37,6 +37,7 @@ import msgspec
 
 from pumice._util import gotime
 from pumice._util.gobase64 import CorruptInputError, canonical
+from pumice.api.godecode import go_json_value
 from pumice.api.memo import FixedPoints
 from pumice.api.scheme import ResourceKind
 
@@ -668,13 +669,10 @@ def _go_type(t: Any, owner: type | None, name: str, package: str) -> str:
 def _go_json_kind(value: Any, go_type: str) -> str:
     """How Go's encoding/json names the JSON value in an UnmarshalTypeError (a number that does
     not fit an integer type shows its literal)."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return f"number {_encode(value).decode()}" if go_type.startswith(("int", "uint")) else "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
+    kind = go_json_value(value)
+    if kind == "number" and go_type.startswith(("int", "uint")):
+        return f"number {_encode(value).decode()}"
+    return kind
 
 
 def go_unmarshal_error(model: type, obj: Any, path: str, package: str) -> str:

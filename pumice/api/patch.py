@@ -18,6 +18,7 @@ import re
 from typing import Any
 
 from pumice._util.gostrings import atoi
+from pumice.api.godecode import go_json_value
 
 __all__ = ["MAX_JSON_PATCH_OPERATIONS", "PatchError", "json_patch", "merge_patch", "merge_patch_into"]
 
@@ -75,21 +76,8 @@ _INVALID_INDEX = "invalid index referenced"
 _KEY_ESCAPE = re.compile(r"~[01]")
 
 
-def _go_json_kind(value: Any) -> str:
-    """The JSON kind Go's encoding/json names in an UnmarshalTypeError."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
 def _unmarshal_error(value: Any, go_type: str) -> str:
-    return f"json: cannot unmarshal {_go_json_kind(value)} into Go value of type {go_type}"
+    return f"json: cannot unmarshal {go_json_value(value)} into Go value of type {go_type}"
 
 
 def _decode_key(token: str) -> str:

@@ -47,6 +47,7 @@ from pumice._util.gobase64 import std_decode
 from pumice._util.gostrings import quote
 from pumice.api import Obj
 from pumice.api.admission import FieldCause
+from pumice.api.godecode import go_json_value
 from pumice.api.intstr import int_value
 from pumice.api.memo import FixedPoints
 from pumice.api.quantity import QuantityError, parse_quantity
@@ -2070,9 +2071,9 @@ def _secret_type_keys(obj: Obj, data: dict[str, Any]) -> list[FieldCause]:
         except ValueError as e:
             return [FieldCause(f"data[{key}]", f'Invalid value: "<secret contents redacted>": {_json_error(e)}',
                                "FieldValueInvalid")]
-        if not isinstance(parsed, dict):
+        if not isinstance(parsed, dict) and parsed is not None:  # null decodes into a map: no error
             return [FieldCause(f"data[{key}]", 'Invalid value: "<secret contents redacted>": json: cannot '
-                               f"unmarshal {_go_json_kind(parsed)} into Go value of type map[string]interface {{}}",
+                               f"unmarshal {go_json_value(parsed)} into Go value of type map[string]interface {{}}",
                                "FieldValueInvalid")]
     elif stype == "kubernetes.io/basic-auth":
         if "username" not in data and "password" not in data:
@@ -2098,10 +2099,6 @@ def _json_error(e: Exception) -> str:
 def quote_rune(ch: str) -> str:
     """Go's %q of a rune for the ASCII printable ones (``'x'``)."""
     return "'" + ch.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def _go_json_kind(v: Any) -> str:
-    return {list: "array", str: "string", bool: "bool", type(None): "null"}.get(type(v), "number")
 
 
 PRIORITY_USER_MAX = 1_000_000_000

@@ -184,3 +184,24 @@ def test_finalizer_names_are_qualified_names():
     assert got[0][1].startswith('Invalid value: "bad finalizer": name part must consist of alphanumeric characters')
     assert got[1][1].startswith('Invalid value: "x/y/z": a qualified name must consist of alphanumeric characters')
     assert got[2][1].endswith(": finalizer orphan and foregroundDeletion cannot be both set")
+
+
+def test_a_docker_config_secret_names_the_json_value_as_go_does():
+    # a .dockerconfigjson that is JSON but not an object: Go's UnmarshalTypeError wording (a map is
+    # "object", never "number"); null decodes into the map without an error
+    import base64
+
+    secret = SCHEME.by_api_version_kind("v1", "Secret")
+
+    def causes(text: str):
+        obj = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "default"},
+               "type": "kubernetes.io/dockerconfigjson",
+               "data": {".dockerconfigjson": base64.b64encode(text.encode()).decode()}}
+        return [c.message for c in validate_object(secret, obj, None)]
+
+    assert causes("null") == []
+    assert causes("{}") == []
+    assert causes("[1]") == ['Invalid value: "<secret contents redacted>": json: cannot unmarshal array into Go '
+                             "value of type map[string]interface {}"]
+    assert causes("true") == ['Invalid value: "<secret contents redacted>": json: cannot unmarshal bool into Go '
+                              "value of type map[string]interface {}"]
