@@ -558,8 +558,8 @@ class NodeAgent:
             self._tasks.append(loop.create_task(self._heartbeat_loop()))
 
     def _start_informers(self) -> None:
-        """Pods (of this agent's Nodes when it hosts one simulated Node), Nodes (to re-register
-        one that was deleted) and, for the process runtime, Services and Endpoints (hosts files).
+        """Pods (of this agent's Nodes when it hosts one simulated Node) and, for the process
+        runtime, Services and Endpoints (hosts files).
         Handlers are adapters to ``(type, obj)`` callbacks; a Pod whose uid changed under the same
         name (deleted and re-created while the watch was down) is a delete of the old one and an
         add of the new one, as the kubelet keys Pods by uid."""
@@ -575,10 +575,7 @@ class NodeAgent:
                 self._on_pod("MODIFIED", new)
 
         pods.add_event_handler(lambda o: self._on_pod("ADDED", o), pod_update, lambda o: self._on_pod("DELETED", o))
-        nodes = Informer(self.client, NODE, clock=self.clock,
-                         field_selector=f"metadata.name={next(iter(self.nodes))}" if single else None)
-        nodes.add_event_handler(on_delete=self._on_node_deleted)
-        self._informers = [pods, nodes]
+        self._informers = [pods]
         if self.runtime_kind == "process":
             for kind, fn in ((SERVICE, self._on_service), (ENDPOINTS, self._on_endpoints)):
                 inf = Informer(self.client, kind, clock=self.clock)
@@ -592,28 +589,6 @@ class NodeAgent:
             self.pods_synced.set()
 
         self._tasks.append(asyncio.get_running_loop().create_task(synced()))
-
-    def _on_node_deleted(self, node: Obj) -> None:
-        """One of our Nodes was deleted: register it again, as the kubelet does when its status
-        update finds the Node gone (pkg/kubelet/kubelet_node_status.go registerWithAPIServer)."""
-        state = self.nodes.get(meta.name(node))
-        if state is None:
-            return
-        log.warning("Node %s was deleted; registering it again", state.name)
-        self._spawn(self._reregister(state))
-
-    async def _reregister(self, node: NodeState) -> None:
-        delay = 0.2
-        while True:
-            try:
-                await self._register_node(node)
-                if self.lease_renew_interval:
-                    await self._renew_lease(node)
-                return
-            except Exception as e:
-                log.warning("registering Node %s again failed (%s); retrying in %gs", node.name, e, delay)
-                await self.clock.sleep(delay)
-                delay = min(delay * 2, 10.0)
 
     async def stop(self) -> None:
         """Stop watching; stop every Pod (unless ``keep_pods``; the simulated runtime stops none
@@ -910,10 +885,13 @@ class NodeAgent:
 
     async def _register_node(self, node: NodeState) -> None:
         """Create the Node with its status (the API server keeps a Node's status on create); a
-        Node that exists gets our labels and a status patch instead.
+        Node that exists gets our labels and a status patch instead. Runs once, at :meth:`start`:
+        a Node deleted later stays deleted (the status updates of :meth:`_heartbeat_loop` fail and
+        are logged; the pod garbage collector removes its Pods) until the agent starts again.
 
         Mirrors: kubernetes pkg/kubelet/kubelet_node_status.go registerWithAPIServer (initialNode
-        carries the status; tryRegisterWithAPIServer reconciles an existing Node)."""
+        carries the status; tryRegisterWithAPIServer reconciles an existing Node; once
+        registrationCompleted is set it is not called again)."""
         obj = {"apiVersion": "v1", "kind": "Node",
                "metadata": {"name": node.name, "labels": dict(node.labels)},
                "spec": {"taints": node.taints} if node.taints else {},
@@ -941,6 +919,16 @@ class NodeAgent:
                 await self.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 
     async def _renew_lease(self, node: NodeState) -> None:
+        """Renew the Node's Lease in ``kube-node-lease``, creating it owned by the Node when missing.
+
+        Raises:
+            ApiError: the API refused the patch or the create.
+            AgentError: the Lease is missing and so is the Node (deleted since the agent started):
+                no Lease is created without its owner.
+
+        Mirrors: kubernetes staging/src/k8s.io/component-helpers/apimachinery/lease/controller.go
+        ensureLease and pkg/kubelet/util/nodelease.go setNodeOwnerFunc (a Lease is not created
+        while the owner reference cannot be set)."""
         now = rfc3339_micro(self.clock.now())
         try:
             await self.client.patch(LEASE, node.name, {"spec": {"renewTime": now, "holderIdentity": node.name}},
@@ -948,21 +936,25 @@ class NodeAgent:
         except ApiError as e:
             if not is_not_found(e):
                 raise
+            try:
+                owner = await self.client.get(NODE, node.name)
+            except ApiError as ge:
+                raise AgentError(f"Failed to get node when trying to set owner ref to the node lease: {ge}") from ge
             await self.client.create({
                 "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                 "metadata": {"name": node.name, "namespace": LEASE_NAMESPACE,
                              "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": node.name,
-                                                  "uid": await self._node_uid(node.name)}]},
+                                                  "uid": meta.uid(owner)}]},
                 "spec": {"holderIdentity": node.name, "leaseDurationSeconds": 40, "renewTime": now},
             })
 
-    async def _node_uid(self, name: str) -> str:
-        try:
-            return meta.uid(await self.client.get(NODE, name))
-        except ApiError:
-            return ""
-
     async def _heartbeat_loop(self) -> None:
+        """Renew every Lease each ``lease_renew_interval`` and post every Node's status each 300 s;
+        failures are logged and retried at the next period (a deleted Node is not registered
+        again: see :meth:`_register_node`).
+
+        Mirrors: kubernetes pkg/kubelet/kubelet_node_status.go syncNodeStatus/updateNodeStatus
+        (nodeStatusReportFrequency 5 min; "Error updating node status, will retry")."""
         assert self.lease_renew_interval
         last_status = self.clock.monotonic()
         while True:
@@ -975,9 +967,11 @@ class NodeAgent:
             if self.clock.monotonic() - last_status >= 300:
                 last_status = self.clock.monotonic()
                 for node in self.nodes.values():
-                    with contextlib.suppress(Exception):
+                    try:
                         await self.client.patch(NODE, node.name, {"status": self._node_status(node)},
                                                 subresource="status")
+                    except Exception as e:
+                        log.error("Error updating node status, will retry: node %s: %s", node.name, e)
 
     # -- Pods ------------------------------------------------------------------------------------
 

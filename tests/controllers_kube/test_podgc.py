@@ -8,10 +8,12 @@ Ports the cases of kubernetes pkg/controller/podgc/gc_controller_test.go: TestGC
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import prometheus_client
 import pytest
 
+from pumice._util.clock import LoopClock
 from pumice.api import Obj
 from pumice.api.scheme import NODE, POD
 from pumice.client.base import get_or_none
@@ -21,6 +23,7 @@ from pumice.controllers.kube.podgc import (
     eviction_and_creation_order,
     is_pod_terminated,
 )
+from pumice.node.agent import NodeAgent
 from pumice.simulate.runner import KUBE_CONTROLLERS
 
 from .conftest import Env, chain, eventually
@@ -142,6 +145,49 @@ async def test_a_node_recreated_during_the_quarantine_keeps_its_pods() -> None:
         await env.client.create(node("flaky"))
         await asyncio.sleep(120)
         assert await get_or_none(env.client, POD, "p", "default") is not None
+
+
+def _sim_agent(env: Env) -> NodeAgent:
+    return NodeAgent(env.cluster.new_client(), runtime="simulated", data_dir="/nonexistent", node_names=["sim-0"],
+                     node_cpu="4", node_memory="8Gi", clock=LoopClock())
+
+
+@pytest.mark.looptime
+async def test_a_node_deleted_under_its_agent_stays_gone_and_its_pods_are_force_deleted(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Trial 12 F-7: the kubelet registers once (registrationCompleted); its later status updates
+    fail, and the pod garbage collector deletes the Pods after the quarantine."""
+    async with chain(nodes=1) as env:
+        agent = _sim_agent(env)
+        await agent.start()
+        try:
+            await env.client.create(pod("on-sim", node="sim-0"))
+
+            async def runs() -> bool:
+                return (await env.client.get(POD, "on-sim", "default"))["status"].get("phase") == "Running"
+
+            await eventually(runs, timeout=30, interval=0.5, what="Pod running on the agent's Node")
+            await env.client.delete(NODE, "sim-0")
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+
+            async def pod_gone() -> bool:
+                return await get_or_none(env.client, POD, "on-sim", "default") is None
+
+            with caplog.at_level(logging.WARNING, logger="pumice.node.agent"):
+                await eventually(pod_gone, timeout=120, interval=1.0, what="Pod of the deleted Node collected")
+                assert 40 <= loop.time() - start <= 62
+                await asyncio.sleep(310)  # past the agent's 5-minute status update
+                assert await get_or_none(env.client, NODE, "sim-0") is None
+            assert "Error updating node status, will retry: node sim-0" in caplog.text
+        finally:
+            await agent.stop()
+        again = _sim_agent(env)  # the agent restarted (pumice up restart) registers it again
+        await again.start()
+        try:
+            assert await get_or_none(env.client, NODE, "sim-0") is not None
+        finally:
+            await again.stop()
 
 
 @pytest.mark.looptime

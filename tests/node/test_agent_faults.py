@@ -27,13 +27,22 @@ async def _node_exists(client: FakeClient) -> bool:
     return any(c.get("type") == "Ready" for c in (n.get("status") or {}).get("conditions") or [])
 
 
-async def test_a_deleted_node_is_registered_again(client: FakeClient, agent: NodeAgent) -> None:
+async def test_a_deleted_node_is_registered_again_only_when_the_agent_starts_again(
+        client: FakeClient, data_dir: Path) -> None:
+    a = _agent(client, data_dir)
+    await a.start()
     uid = (await client.get(NODE, "node-0"))["metadata"]["uid"]
     await client.delete(NODE, "node-0")
-    await wait_for(lambda: _node_exists(client), timeout=10)
-    again = await client.get(NODE, "node-0")
-    assert again["metadata"]["uid"] != uid
-    assert again["status"]["capacity"]["cpu"] == "4"
+    await a.stop()
+    assert not await _node_exists(client)  # registered once, as the kubelet (trial 12 F-7)
+    b = _agent(client, data_dir)
+    await b.start()
+    try:
+        again = await client.get(NODE, "node-0")
+        assert again["metadata"]["uid"] != uid
+        assert again["status"]["capacity"]["cpu"] == "4"
+    finally:
+        await b.stop()
 
 
 def test_pod_dir_names_fit_the_file_system_for_any_valid_pod_name() -> None:
