@@ -49,6 +49,8 @@ from pumice._util.clock import rfc3339
 from pumice._util.gostrings import atoi
 from pumice.api import Obj
 from pumice.api import scheme as sk
+from pumice.api.crds import structural_schema
+from pumice.api.volcano import Queue
 from pumice.api.volcano import constants as vc
 from pumice.client.base import ApiError, KubeClient
 from pumice.dashboard import views as v
@@ -146,6 +148,14 @@ def _atoi_or_none(raw: str) -> int | None:
         return atoi(raw)
     except ValueError:
         return None
+
+
+@functools.cache
+def _queue_weight_range() -> tuple[int, int]:
+    """``spec.weight``'s ``minimum`` and ``maximum`` in the Queue CRD pumice serves (1, 65535:
+    volcano config/crd/volcano/bases/scheduling.volcano.sh_queues.yaml)."""
+    weight = structural_schema(Queue)["properties"]["spec"]["properties"]["weight"]
+    return int(weight["minimum"]), int(weight["maximum"])
 
 
 def _package_dir(sub: str) -> Path:
@@ -629,9 +639,11 @@ class Dashboard:
             raw = str(form.get("weight") or "").strip()
 
             async def patch(client: KubeClient) -> None:
+                # a whole number goes to the API, whose 422 names the CRD's bound it breaks
                 weight = _atoi_or_none(raw)
-                if weight is None or weight <= 0:
-                    raise ValueError("Weight must be an integer greater than 0.")
+                if weight is None:
+                    low, high = _queue_weight_range()
+                    raise ValueError(f"Weight must be an integer from {low} to {high}.")
                 await client.patch(sk.QUEUE, name, {"spec": {"weight": weight}})
 
             return await self._act(request, back, f"weight of queue {name} set to {raw}", patch,

@@ -66,10 +66,27 @@ def test_a_flash_message_shows_on_the_page_of_its_action_only(web: httpx.Client,
     assert r.headers["location"] == "/queues/default"
     # the other page's failure does not show here; this page's own does, worded as a failure
     assert _flash(web.get("/queues/default").text) == [
-        "could not set the weight of queue default to &#39;abc&#39;: Weight must be an integer greater than 0."]
+        "could not set the weight of queue default to &#39;abc&#39;: Weight must be an integer from 1 to 65535."]
     assert _flash(web.get("/queues/default").text) == []  # shown once
     assert _flash(web.get("/queues/root").text) == [
-        "could not set the weight of queue root to &#39;0&#39;: Weight must be an integer greater than 0."]
+        "could not set the weight of queue root to &#39;0&#39;: Queue.scheduling.volcano.sh &#34;root&#34; is invalid: "
+        "spec.weight: Invalid value: 0: spec.weight in body should be greater than or equal to 1"]
+
+
+@pytest.mark.parametrize(("raw", "says"), [
+    ("99999999999999999999999", "Weight must be an integer from 1 to 65535."),
+    ("70000", "spec.weight: Invalid value: 70000: spec.weight in body should be less than or equal to 65535"),
+])
+def test_a_queue_weight_out_of_range_is_refused_with_the_crds_range(web: httpx.Client, up: Up, raw: str,
+                                                                     says: str) -> None:
+    """trial-12 F-6 h: a huge weight was refused with "must be an integer greater than 0"; a whole
+    number goes to the API (its 422 names the bound), other text is refused with the CRD's range."""
+    r = web.post("/queues/default/weight", data={"weight": raw}, headers={"origin": up.url.rstrip("/")})
+    assert r.status_code == 303
+    [flash] = _flash(web.get("/queues/default").text)
+    assert flash.startswith(f"could not set the weight of queue default to &#39;{raw}&#39;: "), flash
+    assert flash.endswith(says), flash
+    assert up.kubectl("get", "queue", "default", "-o", "jsonpath={.spec.weight}") != raw
 
 
 @pytest.mark.parametrize("path", ["/queues/nope/weight", "/queues/nope/open", "/vcjobs/default/nope/suspend",
@@ -154,7 +171,7 @@ def test_a_number_in_a_form_is_ascii_digits_only(web: httpx.Client, up: Up, raw:
     r = web.post("/queues/default/weight", data={"weight": raw}, headers=origin)
     assert r.status_code == 303
     [flash] = _flash(web.get("/queues/default").text)
-    assert flash.endswith(": Weight must be an integer greater than 0."), flash
+    assert flash.endswith(": Weight must be an integer from 1 to 65535."), flash
     r = web.get("/pods/default/nope/log", params={"tail": raw})
     assert r.status_code == 400 and r.text.startswith("tail must be a number of lines")
 
