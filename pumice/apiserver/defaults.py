@@ -4,7 +4,7 @@ Each function changes the wire-form dict in place. Only the defaults that pumice
 kubectl users observe are set; others are left out on purpose.
 
 Mirrors: kubernetes pkg/apis/core/v1/defaults.go (SetDefaults_Pod, SetDefaults_PodSpec,
-SetDefaults_Container, SetDefaults_Service, SetDefaults_Namespace), pkg/apis/apps/v1/defaults.go,
+SetDefaults_Container, SetDefaults_Service, SetDefaults_Namespace, SetDefaults_LimitRangeItem), pkg/apis/apps/v1/defaults.go,
 pkg/apis/batch/v1/defaults.go, pkg/registry/batch/job/strategy.go (generateSelector).
 """
 
@@ -146,6 +146,25 @@ def secret(obj: Obj) -> None:
         obj["data"] = {**data, **{k: base64.b64encode(str(v).encode()).decode() for k, v in string_data.items()}}
 
 
+def limit_range(obj: Obj) -> None:
+    """SetDefaults_LimitRangeItem, for each ``Container`` item: a ``max`` with no ``default``
+    becomes the default limit, a ``default`` with no ``defaultRequest`` the default request, and a
+    ``min`` with neither the default request (empty maps stay unset, as Go's omitempty)."""
+    spec = obj.get("spec")
+    for item in (spec.get("limits") if isinstance(spec, dict) else None) or []:
+        if not isinstance(item, dict) or item.get("type") != "Container":
+            continue
+        default = dict(item.get("default") or {})
+        request = dict(item.get("defaultRequest") or {})
+        for source, target in ((item.get("max"), default), (default, request), (item.get("min"), request)):
+            for k, v in (source or {}).items():
+                target.setdefault(k, v)
+        if default:
+            item["default"] = default
+        if request:
+            item["defaultRequest"] = request
+
+
 def priority_class(obj: Obj) -> None:
     obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
 
@@ -155,6 +174,7 @@ DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("", "services"): service,
     ("", "secrets"): secret,
     ("", "namespaces"): namespace,
+    ("", "limitranges"): limit_range,
     ("apps", "deployments"): deployment,
     ("apps", "replicasets"): replicaset,
     ("batch", "jobs"): job,

@@ -2,7 +2,8 @@
 
 LimitRanger (Pods, on create): for every LimitRange of the namespace, a ``Container`` limit fills
 in the containers' missing ``resources.limits`` (``default``) and ``resources.requests``
-(``defaultRequest``, else the default limit), then refuses a container below ``min``, above
+(``defaultRequest``, else the default limit) and says so in the annotation
+``kubernetes.io/limit-ranger``, then refuses a container below ``min``, above
 ``max``, or beyond ``maxLimitRequestRatio``; a ``Pod`` limit checks the sums. Refusals are 403
 ``<kind> "<name>" is forbidden: maximum cpu usage per Container is 1, but limit is 2``.
 
@@ -21,14 +22,19 @@ reservation), so concurrent creates may both pass.
 
 from __future__ import annotations
 
+import copy
 from fractions import Fraction
 from typing import Any
 
 from pumice.api import Obj, quantity
 from pumice.api.admission import AdmissionError, AdmissionRequest, ObjectReader, forbidden
 from pumice.api.quota import format_list, format_quantity, object_usage
+from pumice.apiserver.defaults import limit_range
 
-__all__ = ["LimitRanger", "ResourceQuota"]
+__all__ = ["LIMIT_RANGER_ANNOTATION", "LimitRanger", "ResourceQuota"]
+
+LIMIT_RANGER_ANNOTATION = "kubernetes.io/limit-ranger"
+"""The Pod annotation saying which requests and limits LimitRanger set (limitRangerAnnotation)."""
 
 
 
@@ -50,31 +56,32 @@ class LimitRanger:
         return await reader.list(rk, req.namespace)
 
     async def admit(self, req: AdmissionRequest, reader: ObjectReader) -> None:
+        """Fill in each container's missing requests and limits from every LimitRange of the
+        namespace (its ``Container`` items' ``defaultRequest`` and ``default``, after the
+        LimitRange's own defaulting), and say what was set in the Pod's
+        ``kubernetes.io/limit-ranger`` annotation: ``LimitRanger plugin set: cpu, memory request
+        for container a; cpu limit for init container i`` (containers first, then init
+        containers; with several LimitRanges, the last one that set something writes it)."""
         if req.obj is None:
             return
+        spec = req.obj.setdefault("spec", {})
         for lr in await self._ranges(req, reader):
+            lr = copy.deepcopy(lr)
+            limit_range(lr)  # a LimitRange stored before pumice defaulted them
+            default_requests: dict[str, Any] = {}
+            default_limits: dict[str, Any] = {}
             for limit in (lr.get("spec") or {}).get("limits") or []:
-                if limit.get("type") != "Container":
-                    continue
-                default = limit.get("default") or {}
-                default_request = limit.get("defaultRequest") or {}
-                spec = req.obj.setdefault("spec", {})
-                for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
-                    res = c.setdefault("resources", {})
-                    limits = res.get("limits") or {}
-                    requests = res.get("requests") or {}
-                    for name, v in default.items():
-                        limits.setdefault(name, v)
-                    for name, v in default_request.items():
-                        if name not in requests:
-                            requests[name] = v
-                    for name, v in default.items():
-                        if name not in requests and name not in default_request:
-                            requests[name] = limits.get(name, v)
-                    if limits:
-                        res["limits"] = limits
-                    if requests:
-                        res["requests"] = requests
+                if limit.get("type") == "Container":
+                    default_requests.update(limit.get("defaultRequest") or {})
+                    default_limits.update(limit.get("default") or {})
+            notes: list[str] = []
+            for prefix, key in (("container", "containers"), ("init container", "initContainers")):
+                for c in spec.get(key) or []:
+                    notes += _merge_container_resources(c, default_requests, default_limits, prefix)
+            if notes:
+                md = req.obj.setdefault("metadata", {})
+                md["annotations"] = {**(md.get("annotations") or {}),
+                                     LIMIT_RANGER_ANNOTATION: "LimitRanger plugin set: " + "; ".join(notes)}
 
     async def validate(self, req: AdmissionRequest, reader: ObjectReader) -> None:
         if req.obj is None:
@@ -118,6 +125,23 @@ class LimitRanger:
                 if actual > _q(ratio):
                     deny(f"{name} max limit to request ratio per {scope} is {ratio}, but provided ratio is "
                          f"{float(actual):.6f}")
+
+
+def _merge_container_resources(c: Obj, default_requests: dict[str, Any], default_limits: dict[str, Any],
+                               prefix: str) -> list[str]:
+    """Set ``c``'s missing requests and limits from the defaults; returns what was set, as the
+    annotation's parts (``cpu, memory request for container a``, ``cpu limit for container a``).
+
+    Mirrors: kubernetes plugin/pkg/admission/limitranger/admission.go mergeContainerResources."""
+    res = c.setdefault("resources", {})
+    notes: list[str] = []
+    for section, defaults, what in (("requests", default_requests, "request"), ("limits", default_limits, "limit")):
+        have = res.get(section) or {}
+        added = sorted(k for k in defaults if k not in have)
+        if added:
+            res[section] = {**have, **{k: defaults[k] for k in added}}
+            notes.append(f"{', '.join(added)} {what} for {prefix} {c.get('name', '')}")
+    return notes
 
 
 def _fmt(name: str, v: Any) -> str:

@@ -450,6 +450,7 @@ register("events.k8s.io", "events", EventsV1Strategy(field_labels=frozenset({
 })))
 register("", "secrets", Strategy(field_labels=frozenset({"type"}), defaulter=kdefaults.secret))
 register("", "services", ServiceStrategy())
+register("", "limitranges", Strategy(defaulter=kdefaults.limit_range))
 register("apps", "deployments", Strategy(defaulter=kdefaults.deployment, generation=True))
 register("apps", "replicasets", Strategy(field_labels=frozenset({"status.replicas"}),
                                          defaulter=kdefaults.replicaset, generation=True))

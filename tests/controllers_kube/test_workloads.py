@@ -250,6 +250,34 @@ async def test_limit_range_defaults_container_resources_and_refuses_too_much() -
         assert 'pods "greedy" is forbidden: maximum cpu usage per Container is 1, but limit is 2' in str(e.value)
 
 
+async def test_limit_range_defaulting_is_recorded_in_the_limit_ranger_annotation() -> None:
+    """trial-12 F-6 i: kube-apiserver's LimitRanger says what it set (mergePodResourceRequirements)."""
+    async with chain(nodes=1, manager=False) as env:
+        c = env.client
+        lr = await c.create({"apiVersion": "v1", "kind": "LimitRange",
+                             "metadata": {"name": "lr", "namespace": "default"},
+                             "spec": {"limits": [{"type": "Container", "default": {"cpu": "500m", "memory": "128Mi"},
+                                                  "defaultRequest": {"cpu": "100m"}, "max": {"cpu": "1"}},
+                                                 {"type": "Container", "max": {"nvidia.com/gpu": "1"}}]}})
+        # SetDefaults_LimitRangeItem: max -> default, default -> defaultRequest
+        assert lr["spec"]["limits"][0]["defaultRequest"] == {"cpu": "100m", "memory": "128Mi"}
+        assert lr["spec"]["limits"][1]["default"] == lr["spec"]["limits"][1]["defaultRequest"] == {"nvidia.com/gpu": "1"}
+        pod = _pod("a")
+        pod["spec"]["containers"][0]["name"] = "a"
+        pod["spec"]["initContainers"] = [{"name": "i", "image": "busybox",
+                                          "resources": {"requests": {"cpu": "200m", "memory": "64Mi"}}}]
+        got = await c.create(pod)
+        assert got["metadata"]["annotations"]["kubernetes.io/limit-ranger"] == (
+            "LimitRanger plugin set: cpu, memory, nvidia.com/gpu request for container a; "
+            "cpu, memory, nvidia.com/gpu limit for container a; "
+            "nvidia.com/gpu request for init container i; cpu, memory, nvidia.com/gpu limit for init container i")
+        assert got["spec"]["initContainers"][0]["resources"]["requests"] == {
+            "cpu": "200m", "memory": "64Mi", "nvidia.com/gpu": "1"}
+        full = _pod("full", requests={"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"},
+                    limits={"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"})
+        assert "kubernetes.io/limit-ranger" not in ((await c.create(full))["metadata"].get("annotations") or {})
+
+
 async def test_resource_quota_refuses_what_would_exceed_it_and_reports_usage() -> None:
     async with chain(nodes=1) as env:
         c = env.client
