@@ -254,7 +254,7 @@ def _simulate(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str
             confs = [(Path(scheduler_conf).stem if scheduler_conf else "default", scheduler_conf)]
         for _, c in confs:
             if c is not None:
-                for warning in load_conf(c).warnings:
+                for warning in load_conf(Path(c)).warnings:  # a path, never YAML text (/dev/null is no file)
                     click.echo(f"Warning: {warning}", err=True)
     except ConfigError as e:
         raise _BadSchedulerConf(str(e)) from None

@@ -192,14 +192,15 @@ def _explain_conf(scheduler_conf: str | None) -> Callable[[], Any] | None:
 
     from pumice.scheduler.volcano import ConfigError, load_conf
 
-    state: dict[str, Any] = {"mtime": os.stat(scheduler_conf).st_mtime, "conf": load_conf(scheduler_conf)}
+    path = Path(scheduler_conf)  # a path, never YAML text (load_conf reads a str that names no file as text)
+    state: dict[str, Any] = {"mtime": os.stat(scheduler_conf).st_mtime, "conf": load_conf(path)}
 
     def current() -> Any:
         try:
             mtime = os.stat(scheduler_conf).st_mtime
             if mtime != state["mtime"]:
                 state["mtime"] = mtime
-                state["conf"] = load_conf(scheduler_conf)
+                state["conf"] = load_conf(path)
         except (OSError, ConfigError) as e:
             log.error("dashboard: keeping the previous scheduler configuration: %s", e)
         return state["conf"]

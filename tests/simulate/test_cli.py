@@ -504,6 +504,21 @@ def test_compare_with_a_missing_file_names_it(tmp_path: Path) -> None:
     assert r.output.strip().splitlines()[-1] == f"Error: Invalid value for '--compare': File '{tmp_path / 'nope.conf'}' does not exist."
 
 
+def test_compare_with_files_that_are_no_configuration_names_the_file(tmp_path: Path) -> None:
+    """Trial 12 F-6 j: ``--compare /dev/null /etc/passwd`` said ``Error: <config>: expected a
+    mapping ...`` (/dev/null, no regular file, was read as YAML text), naming neither file."""
+    text = tmp_path / "passwd"
+    text.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    t = shared_dir() / "traces/tiresias-example"
+    for first, second in (("/dev/null", str(text)), (str(text), "/dev/null")):
+        r = CliRunner().invoke(main, ["simulate", "--nodes", str(t / "n32g4.csv"), "--workload",
+                                      str(t / "60_job.csv"), "--compare", first, second, "--out", str(tmp_path / "o")])
+        assert r.exit_code == 2, r.output
+        [line] = r.output.strip().splitlines()
+        assert line.startswith(f"Error: {first}: "), line
+        assert "<config>" not in line
+
+
 def test_the_report_explains_the_trace_check_rows_and_points_to_the_readme(tmp_path: Path) -> None:
     """Trial 5 F-14: report.html listed the trace_check.* figures with no word on what they are or
     why the simulated and the trace's delays differ."""
