@@ -110,7 +110,8 @@ def job(obj: Obj) -> None:
         spec["completions"] = 1
         spec["parallelism"] = 1
     spec.setdefault("parallelism", 1)
-    spec.setdefault("backoffLimit", 6)
+    # with backoffLimitPerIndex the Job-wide limit defaults to "none" (math.MaxInt32)
+    spec.setdefault("backoffLimit", 2**31 - 1 if spec.get("backoffLimitPerIndex") is not None else 6)
     spec.setdefault("completionMode", "NonIndexed")
     spec.setdefault("suspend", False)
     spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")

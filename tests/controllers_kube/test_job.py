@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import itertools
+import re
 from typing import Any
 
 import pytest
 
 from pumice.api import Obj
 from pumice.api.scheme import JOB, POD
+from pumice.controllers.kube import indexedjob as ixj
 from pumice.controllers.kube.job import match_pod_failure_policy
 
 from .conftest import Env, chain, eventually, job
@@ -185,3 +187,176 @@ async def test_replacement_pods_wait_the_upstream_backoff_10s_then_20s() -> None
         # pod 1 fails ~1 s after start; the next waits >= 10 s; the third >= 20 s after the 2nd failure
         assert created[1] - created[0] >= 10
         assert created[2] - created[1] >= 20
+
+
+# --- Indexed completion mode, backoffLimitPerIndex, successPolicy ---------------------------------
+
+INDEX_KEY = "batch.kubernetes.io/job-completion-index"
+
+
+def by_index(codes: dict[int, tuple[float, int]], default: tuple[float, int] = (0.05, 0)) -> Any:
+    """Exit policy keyed on the Pod's completion index annotation: ``index -> (delay, exit code)``."""
+
+    def policy(pod: Obj) -> tuple[float, int]:
+        ix = int(pod["metadata"]["annotations"][INDEX_KEY])
+        return codes.get(ix, default)
+
+    return policy
+
+
+async def job_pods(env: Env) -> list[Obj]:
+    return sorted((await env.client.list(POD, "default")).items, key=lambda p: p["metadata"]["creationTimestamp"])
+
+
+async def test_indexed_job_runs_one_pod_per_index_named_labelled_and_given_its_index() -> None:
+    async with chain(kubelet={"exit_policy": failing_first(0)}, pod_failure_backoff=0.05) as env:
+        await env.client.create(job("idx", completions=3, parallelism=2, completionMode="Indexed"))
+
+        async def complete() -> bool:
+            return await job_condition(env, "idx", "Complete") is not None
+
+        await eventually(complete, what="Complete")
+        st = (await env.client.get(JOB, "idx", "default"))["status"]
+        assert st["completedIndexes"] == "0-2" and st["succeeded"] == 3 and "failedIndexes" not in st
+        assert (await job_condition(env, "idx", "Complete"))["reason"] == "CompletionsReached"  # type: ignore[index]
+        pods = await job_pods(env)
+        assert sorted(p["metadata"]["annotations"][INDEX_KEY] for p in pods) == ["0", "1", "2"]
+        for p in pods:
+            ix = p["metadata"]["annotations"][INDEX_KEY]
+            assert re.fullmatch(rf"idx-{ix}-[a-z0-9]{{5}}", p["metadata"]["name"])
+            assert p["metadata"]["generateName"] == f"idx-{ix}-"
+            assert p["metadata"]["labels"][INDEX_KEY] == ix
+            assert p["metadata"]["labels"]["batch.kubernetes.io/job-name"] == "idx"
+            assert p["spec"]["hostname"] == f"idx-{ix}" and "subdomain" not in p["spec"]
+            assert p["spec"]["containers"][0]["env"] == [{"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {
+                "apiVersion": "v1", "fieldPath": f"metadata.labels['{INDEX_KEY}']"}}}]
+
+
+async def test_success_policy_met_terminates_the_rest_and_completes_with_reason_success_policy() -> None:
+    """The trial-12 F-9 Job: indexes 0 and 1 succeed quickly, index 2 would run for minutes."""
+    async with chain(kubelet={"exit_policy": by_index({2: (600.0, 0)})}, pod_failure_backoff=0.05) as env:
+        await env.client.create(job("jidx", completions=3, parallelism=2, completionMode="Indexed",
+                                    successPolicy={"rules": [{"succeededIndexes": "0,1"}]}))
+
+        async def complete() -> bool:
+            return await job_condition(env, "jidx", "Complete") is not None
+
+        await eventually(complete, what="Complete by successPolicy")
+        met = await job_condition(env, "jidx", "SuccessCriteriaMet")
+        done = await job_condition(env, "jidx", "Complete")
+        assert met is not None and done is not None
+        assert (met["reason"], met["message"]) == ("SuccessPolicy", "Matched rules at index 0")
+        assert (done["reason"], done["message"]) == ("SuccessPolicy", "Matched rules at index 0")
+        st = (await env.client.get(JOB, "jidx", "default"))["status"]
+        assert st["completedIndexes"] == "0,1" and st["succeeded"] == 2
+        assert st.get("failed", 0) == 0 and st.get("active", 0) == 0 and st["completionTime"]
+
+        async def index_2_gone() -> bool:
+            return all(p["metadata"]["annotations"][INDEX_KEY] != "2" or p["status"].get("phase") != "Running"
+                       for p in await job_pods(env))
+
+        await eventually(index_2_gone, what="index 2 terminated")
+
+
+async def test_success_policy_succeeded_count_rule() -> None:
+    async with chain(kubelet={"exit_policy": by_index({0: (600.0, 0), 1: (600.0, 0)})},
+                     pod_failure_backoff=0.05) as env:
+        await env.client.create(job("cnt", completions=4, parallelism=4, completionMode="Indexed",
+                                    successPolicy={"rules": [{"succeededIndexes": "0-1", "succeededCount": 2},
+                                                             {"succeededCount": 2}]}))
+
+        async def complete() -> bool:
+            return await job_condition(env, "cnt", "Complete") is not None
+
+        await eventually(complete, what="Complete by the count rule")
+        done = await job_condition(env, "cnt", "Complete")
+        assert done is not None and (done["reason"], done["message"]) == ("SuccessPolicy", "Matched rules at index 1")
+        assert (await env.client.get(JOB, "cnt", "default"))["status"]["completedIndexes"] == "2,3"
+
+
+async def test_backoff_limit_per_index_fails_only_that_index_then_the_job() -> None:
+    async with chain(kubelet={"exit_policy": by_index({1: (0.05, 3)})}, pod_failure_backoff=0.05) as env:
+        await env.client.create(job("per", completions=3, parallelism=3, completionMode="Indexed",
+                                    backoffLimitPerIndex=1))
+
+        async def failed() -> bool:
+            return await job_condition(env, "per", "Failed") is not None
+
+        await eventually(failed, what="Failed with a failed index")
+        j = await env.client.get(JOB, "per", "default")
+        assert j["spec"]["backoffLimit"] == 2**31 - 1
+        st = j["status"]
+        assert st["failedIndexes"] == "1" and st["completedIndexes"] == "0,2"
+        assert st["failed"] == 2 and st["succeeded"] == 2
+        cond = await job_condition(env, "per", "Failed")
+        assert cond is not None and (cond["reason"], cond["message"]) == ("FailedIndexes", "Job has failed indexes")
+        index1 = [p for p in await job_pods(env) if p["metadata"]["annotations"][INDEX_KEY] == "1"]
+        assert [p["metadata"]["annotations"]["batch.kubernetes.io/job-index-failure-count"] for p in index1] == ["0", "1"]
+
+
+async def test_pod_failure_policy_fail_index_fails_the_index_without_retries() -> None:
+    async with chain(kubelet={"exit_policy": by_index({0: (0.05, 42)})}, pod_failure_backoff=0.05) as env:
+        j = job("fi", completions=2, parallelism=2, completionMode="Indexed", backoffLimitPerIndex=3)
+        j["spec"]["podFailurePolicy"] = {"rules": [{"action": "FailIndex", "onExitCodes": {"operator": "In",
+                                                                                            "values": [42]}}]}
+        await env.client.create(j)
+
+        async def failed() -> bool:
+            return await job_condition(env, "fi", "Failed") is not None
+
+        await eventually(failed, what="Failed with index 0 failed")
+        st = (await env.client.get(JOB, "fi", "default"))["status"]
+        assert (st["failedIndexes"], st["completedIndexes"], st["failed"]) == ("0", "1", 1)
+        assert (await job_condition(env, "fi", "Failed"))["reason"] == "FailedIndexes"  # type: ignore[index]
+        assert len(await job_pods(env)) == 2
+
+
+async def test_max_failed_indexes_exceeded_fails_the_job() -> None:
+    async with chain(kubelet={"exit_policy": by_index({0: (0.05, 1)}, default=(600.0, 0))},
+                     pod_failure_backoff=0.05) as env:
+        await env.client.create(job("maxf", completions=4, parallelism=2, completionMode="Indexed",
+                                    backoffLimitPerIndex=0, maxFailedIndexes=0))
+
+        async def failed() -> bool:
+            return await job_condition(env, "maxf", "Failed") is not None
+
+        await eventually(failed, what="MaxFailedIndexesExceeded")
+        cond = await job_condition(env, "maxf", "Failed")
+        assert cond is not None and cond["reason"] == "MaxFailedIndexesExceeded"
+        assert cond["message"] == "Job has exceeded the specified maximal number of failed indexes"
+        assert (await env.client.get(JOB, "maxf", "default"))["status"]["failedIndexes"] == "0"
+
+
+def test_indexes_are_written_in_upstreams_compressed_form() -> None:
+    assert ixj.format_indexes(ixj.with_indexes([], [5, 0, 1, 2])) == "0-2,5"
+    assert ixj.format_indexes(ixj.with_indexes([(0, 0)], [1, 3, 4, 7])) == "0,1,3,4,7"
+    assert ixj.parse_indexes("0-2,5,x,7-9,12", 9) == [(0, 2), (5, 5), (7, 8)]
+    assert ixj.merge([(0, 1)], [(2, 3), (6, 6)]) == [(0, 3), (6, 6)]
+    assert ixj.first_pending_indexes(3, 8, [(0, 1), (3, 3)]) == [2, 4, 5]
+    assert ixj.first_pending_indexes(5, 3, [(1, 1)]) == [0, 2]
+
+
+def test_success_policy_rules_match_as_upstream() -> None:
+    rules = {"rules": [{"succeededIndexes": "0,2-4", "succeededCount": 3}, {"succeededCount": 5}]}
+    assert ixj.match_success_policy(rules, 6, [(0, 1)]) is None
+    assert ixj.match_success_policy(rules, 6, [(2, 4)]) == "Matched rules at index 0"
+    assert ixj.match_success_policy(rules, 6, [(0, 0), (5, 5), (2, 2), (4, 4)]) == "Matched rules at index 0"
+    assert ixj.match_success_policy(rules, 6, [(1, 1), (3, 3), (5, 5)]) is None
+    # indexes past completions are dropped from a rule; a rule left empty is skipped
+    assert ixj.match_success_policy({"rules": [{"succeededIndexes": "7-9"}]}, 3, [(0, 2)]) is None
+
+
+def test_index_template_adds_env_to_init_containers_and_keeps_a_user_value() -> None:
+    j = job("long" * 15, completions=2, completionMode="Indexed")
+    j["metadata"]["uid"] = "u"
+    j["spec"]["template"]["spec"]["initContainers"] = [
+        {"name": "init", "image": "busybox", "env": [{"name": "JOB_COMPLETION_INDEX", "value": "mine"}]}]
+    t = ixj.index_template(j, 1, (2, 1))
+    assert t["spec"]["initContainers"][0]["env"] == [{"name": "JOB_COMPLETION_INDEX", "value": "mine"}]
+    assert t["spec"]["containers"][0]["env"][0]["valueFrom"]["fieldRef"]["fieldPath"] == (
+        "metadata.labels['batch.kubernetes.io/job-completion-index']")
+    assert t["metadata"]["annotations"] == {INDEX_KEY: "1", "batch.kubernetes.io/job-index-failure-count": "2",
+                                            "batch.kubernetes.io/job-index-ignored-failure-count": "1"}
+    assert "env" not in j["spec"]["template"]["spec"]["containers"][0]  # the Job is not changed
+    gen = ixj.generate_name_with_index(j["metadata"]["name"], 1)
+    assert len(gen) == 58 and gen.endswith("-1-")

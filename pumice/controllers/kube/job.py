@@ -11,6 +11,18 @@ condition (active Pods are deleted), then, once no Pod is running any more, ``Co
 ``DeadlineExceeded``, ``PodFailurePolicy``). Finished Jobs with ``ttlSecondsAfterFinished`` are
 deleted (propagation Foreground) that many seconds after finishing.
 
+Indexed completion mode (``completionMode: Indexed``): one Pod per index ``0..completions-1``,
+named ``<job>-<index>-<suffix>``, with the ``batch.kubernetes.io/job-completion-index``
+annotation and label, hostname ``<job>-<index>`` and env ``JOB_COMPLETION_INDEX`` (downward API
+from the label) in every container; ``status.completedIndexes`` in compressed form ("0-2,5") and
+``succeeded`` its count; Pods without a valid index or repeating one are deleted. With
+``backoffLimitPerIndex`` each index retries on its own (the ``job-index-failure-count``
+annotation, per-index backoff), exhausted indexes go to ``status.failedIndexes`` and the Job
+fails with ``MaxFailedIndexesExceeded`` (more than ``maxFailedIndexes``) or ``FailedIndexes``
+(every index finished, some failed). A met ``successPolicy`` rule sets ``SuccessCriteriaMet``
+(reason ``SuccessPolicy``, "Matched rules at index N"), terminates the remaining Pods, then
+``Complete`` with the same reason and message. See indexedjob.py.
+
 Counting: ``failed`` counts Failed Pods except those a podFailurePolicy ``Ignore`` rule matches;
 with restartPolicy OnFailure the container restarts of running Pods count towards backoffLimit
 (``>= backoffLimit``, or ``> 0`` when it is 0) as upstream's pastBackoffLimitOnFailure. Replacement
@@ -19,10 +31,13 @@ Pods after failures wait ``pod_failure_backoff * 2**(failures since last success
 
 Mirrors: kubernetes pkg/controller/job/job_controller.go (syncJob, manageJob,
 pastBackoffLimitOnFailure, getPodFailurePolicy), pod_failure_policy.go, backoff_utils.go, and
-pkg/controller/ttlafterfinished. Deviates: no job-tracking finalizers and no
-uncountedTerminatedPods bookkeeping: succeeded/failed are counted from the terminated Pods still
-present and never decrease (deleting a finished Pod by hand is not re-counted); Indexed
-completion mode and successPolicy are not implemented.
+pkg/controller/ttlafterfinished, indexed_job_utils.go and success_policy.go. Deviates: no
+job-tracking finalizers and no uncountedTerminatedPods bookkeeping: succeeded/failed are counted
+from the terminated Pods still present and never decrease (deleting a finished Pod by hand is not
+re-counted); an Indexed Job's Pods that finish while being terminated after SuccessCriteriaMet are
+not counted (upstream removes their finalizers first), other Pods deleted on a failure are not
+counted as failed unless they end Failed; podReplacementPolicy ``Failed`` (wait for terminating
+Pods) is not implemented.
 """
 
 from __future__ import annotations
@@ -37,6 +52,7 @@ from pumice.api import Obj, meta
 from pumice.api.scheme import JOB, POD
 from pumice.client.base import ApiError, KubeClient, is_conflict, is_not_found
 from pumice.client.informer import OWNER_UID_INDEX, Informer
+from pumice.controllers.kube import indexedjob as ixj
 from pumice.controllers.kube.podutil import deletion_order, is_active
 from pumice.controllers.kube.replicaset import PodControl, create_pods
 from pumice.runtime import Request, Result
@@ -82,7 +98,8 @@ def finished(job: Obj) -> Obj | None:
 def match_pod_failure_policy(policy: Obj | None, pod: Obj) -> tuple[str, str] | None:
     """``(action, message)`` of the first podFailurePolicy rule matching a Failed Pod, or None.
 
-    Actions: ``FailJob``, ``Ignore``, ``Count`` (``FailIndex`` is treated as ``Count``).
+    Actions: ``FailJob``, ``Ignore``, ``Count``, ``FailIndex`` (counted like ``Count``; with
+    backoffLimitPerIndex it also fails the Pod's index at once).
     """
     if not policy:
         return None
@@ -164,6 +181,62 @@ def _observe_pods(pods: list[Obj], policy: Obj | None) -> _JobPods:
 
 
 @dataclass
+class _Indexes:
+    """An Indexed Job's indexes as one pass sees them."""
+
+    completions: int
+    succeeded: ixj.Intervals
+    failed: ixj.Intervals | None  # None without backoffLimitPerIndex
+    active: set[int]
+    last_failed: dict[int, Obj]  # per pending index, the failed Pod its replacement follows
+
+
+def _observe_indexes(job: Obj, prev: Obj, pods: _JobPods) -> _Indexes:
+    """Succeeded indexes: ``status.completedIndexes`` plus the indexes of Succeeded Pods (frozen
+    once SuccessCriteriaMet is set: Pods finishing while being terminated do not count, as
+    upstream removes their tracking finalizers first). With backoffLimitPerIndex, failed
+    indexes: ``status.failedIndexes`` plus the indexes whose Failed Pod matched a FailIndex rule
+    or, counted, had used up the per-index limit (calculateFailedIndexes, isIndexFailed), and for
+    each index still to run its latest counted-or-ignored failure
+    (getPodsWithDelayedDeletionPerIndex)."""
+    spec = job.get("spec") or {}
+    completions = int(spec.get("completions") or 0)
+    policy = spec.get("podFailurePolicy")
+    succeeded = ixj.parse_indexes(prev.get("completedIndexes"), completions)
+    if not _cond_true(prev, "SuccessCriteriaMet"):
+        succeeded = ixj.with_indexes(succeeded, (ix for p in pods.succeeded if (ix := ixj.completion_index(p)) is not None
+                                                 and ix < completions))
+    active = {ix for p in pods.active if (ix := ixj.completion_index(p)) is not None}
+    failed: ixj.Intervals | None = None
+    last_failed: dict[int, Obj] = {}
+    if ixj.has_backoff_limit_per_index(job):
+        limit = int(spec["backoffLimitPerIndex"])
+        failed = ixj.parse_indexes(prev.get("failedIndexes"), completions)
+        new_failed: set[int] = set()
+        failed_pods = [p for p in pods.all if (p.get("status") or {}).get("phase") == "Failed"]
+        for p in failed_pods:
+            ix = ixj.completion_index(p)
+            if ix is None or ix >= completions:
+                continue
+            match = match_pod_failure_policy(policy, p)
+            action = match[0] if match else None
+            if action == "FailIndex" or (action != "Ignore" and ixj.index_failure_count(p) >= limit):
+                new_failed.add(ix)
+        failed = ixj.with_indexes(failed, new_failed)
+        for p in failed_pods:
+            ix = ixj.completion_index(p)
+            if (ix is None or ix >= completions or ixj.has(succeeded, ix) or ixj.has(failed, ix)
+                    or ix in active):
+                continue
+            last = last_failed.get(ix)
+            if last is None or (ixj.index_absolute_failure_count(last) <= ixj.index_absolute_failure_count(p)
+                                and finish_time(p) >= finish_time(last)):
+                last_failed[ix] = p
+    return _Indexes(completions=completions, succeeded=succeeded, failed=failed, active=active,
+                    last_failed=last_failed)
+
+
+@dataclass
 class _JobPass:
     """The state one reconcile pass builds up: the status being computed, its conditions and
     the requeue waits."""
@@ -226,12 +299,14 @@ class JobReconciler:
         if first_error is not None:
             raise first_error
 
-    async def _create_pods(self, job: Obj, key: str, n: int) -> None:
+    async def _create_pods(self, job: Obj, key: str, n: int,
+                           templates: list[tuple[Obj, str]] | None = None) -> None:
         md = job["metadata"]
         labels = {JOB_NAME_LABEL: md["name"], LEGACY_JOB_NAME_LABEL: md["name"],
                   CONTROLLER_UID_LABEL: md["uid"], LEGACY_CONTROLLER_UID_LABEL: md["uid"]}
         await create_pods(self.client, self.recorder, self.expectations, job, key, n,
-                          template=(job.get("spec") or {}).get("template") or {}, extra_labels=labels)
+                          template=(job.get("spec") or {}).get("template") or {}, extra_labels=labels,
+                          templates=templates)
 
     async def _ttl(self, job: Obj, done: Obj) -> Result:
         ttl = (job.get("spec") or {}).get("ttlSecondsAfterFinished")
@@ -274,10 +349,15 @@ class JobReconciler:
                              spec.get("podFailurePolicy"))
         succeeded = max(int(prev.get("succeeded") or 0), len(pods.succeeded))
         failed = max(int(prev.get("failed") or 0), len(pods.counted_failed))
+        ix = _observe_indexes(job, prev, pods) if ixj.is_indexed(job) else None
+        if ix is not None:
+            succeeded = ixj.total(ix.succeeded)
+            if _cond_true(prev, "SuccessCriteriaMet"):
+                failed = int(prev.get("failed") or 0)
         if not jp.suspended and not jp.status.get("startTime"):
             jp.status["startTime"] = jp.now
-        target = self._target(jp, pods, succeeded, failed)
-        active_count = await self._converge(jp, pods, target, succeeded)
+        target = self._target(jp, pods, succeeded, failed, ix)
+        active_count = await self._converge(jp, pods, target, succeeded, ix)
         jp.status.update({
             "active": active_count,
             "ready": sum(1 for p in pods.active if meta.pod_is_ready(p)),
@@ -289,6 +369,16 @@ class JobReconciler:
         for k in ("succeeded", "failed", "active", "terminating"):
             if not jp.status[k] and k not in prev:
                 jp.status.pop(k)
+        if ix is not None:
+            # completedIndexes is omitted when empty; failedIndexes (a pointer upstream) is written
+            # whenever backoffLimitPerIndex is set, "" included
+            completed = ixj.format_indexes(ix.succeeded)
+            if completed:
+                jp.status["completedIndexes"] = completed
+            else:
+                jp.status.pop("completedIndexes", None)
+            if ix.failed is not None:
+                jp.status["failedIndexes"] = ixj.format_indexes(ix.failed)
         if jp.conds:
             jp.status["conditions"] = jp.conds
         if jp.status != prev:
@@ -301,11 +391,14 @@ class JobReconciler:
                 raise
         return Result(requeue_after=min(jp.wait)) if jp.wait else Result()
 
-    def _target(self, jp: _JobPass, pods: _JobPods, succeeded: int, failed: int) -> tuple[str, str, str] | None:
+    def _target(self, jp: _JobPass, pods: _JobPods, succeeded: int, failed: int,
+                ix: _Indexes | None) -> tuple[str, str, str] | None:
         """``(condition type, reason, message)`` the Job is finishing with, or None: a FailureTarget
         or SuccessCriteriaMet already set, else a podFailurePolicy FailJob, the backoff limit, the
-        active deadline (adding its wait otherwise) or the completions reached (setting the
-        interim condition and, for a failure, a Warning event)."""
+        active deadline (adding its wait otherwise), for an Indexed Job with backoffLimitPerIndex
+        more failed indexes than maxFailedIndexes or every index finished with some failed, for an
+        Indexed Job a successPolicy rule met, or the completions reached (setting the interim
+        condition and, for a failure, a Warning event)."""
         failure = _cond_true(jp.prev, "FailureTarget")
         success = _cond_true(jp.prev, "SuccessCriteriaMet")
         if failure:
@@ -329,11 +422,25 @@ class JobReconciler:
                 reason = (REASON_DEADLINE, MSG_DEADLINE)
             else:
                 jp.wait.append(left)
+        if reason is None and ix is not None and ix.failed is not None:
+            max_failed = spec.get("maxFailedIndexes")
+            n_failed = ixj.total(ix.failed)
+            if max_failed is not None and n_failed > int(max_failed):
+                reason = (ixj.REASON_MAX_FAILED_INDEXES, ixj.MSG_MAX_FAILED_INDEXES)
+            elif n_failed > 0 and n_failed + ixj.total(ix.succeeded) >= ix.completions:
+                reason = (ixj.REASON_FAILED_INDEXES, ixj.MSG_FAILED_INDEXES)
         if reason is not None:
             jp.conds = meta.with_condition(jp.conds, {"type": "FailureTarget", "status": "True", "reason": reason[0],
                                                       "message": reason[1], "lastProbeTime": now}, now)
             self.recorder.event(jp.job, "Warning", reason[0], reason[1])
             return ("Failed", *reason)
+        if ix is not None:
+            matched = ixj.match_success_policy(spec.get("successPolicy"), ix.completions, ix.succeeded)
+            if matched is not None:
+                jp.conds = meta.with_condition(jp.conds, {"type": "SuccessCriteriaMet", "status": "True",
+                                                          "reason": ixj.REASON_SUCCESS_POLICY, "message": matched,
+                                                          "lastProbeTime": now}, now)
+                return ("Complete", ixj.REASON_SUCCESS_POLICY, matched)
         if (completions is not None and succeeded >= int(completions)) or (
                 completions is None and succeeded > 0 and not pods.active):
             jp.conds = meta.with_condition(jp.conds, {"type": "SuccessCriteriaMet", "status": "True",
@@ -343,7 +450,7 @@ class JobReconciler:
         return None
 
     async def _converge(self, jp: _JobPass, pods: _JobPods, target: tuple[str, str, str] | None,
-                        succeeded: int) -> int:
+                        succeeded: int, ix: _Indexes | None) -> int:
         """Act on the pass: finishing (delete the active Pods, then the final condition), suspended
         (delete them, ``Suspended``), or running (resume, create or delete Pods toward the wanted
         parallelism after the failure backoff). Returns the ``active`` count to report."""
@@ -370,7 +477,9 @@ class JobReconciler:
             jp.conds = meta.with_condition(jp.conds, {"type": "Suspended", "status": "False", "reason": "JobResumed",
                                                       "message": "Job resumed", "lastProbeTime": now}, now)
             jp.status["startTime"] = now
-        if self.expectations.satisfied(key):
+        if self.expectations.satisfied(key) and ix is not None:
+            await self._manage_indexed(jp, pods, succeeded, ix)
+        elif self.expectations.satisfied(key):
             want = self._want_active(jp.spec, succeeded)
             if want > len(active):
                 left = self._backoff_left(pods.all, jp.now_ts)
@@ -381,6 +490,59 @@ class JobReconciler:
             elif want < len(active):
                 await self._delete_pods(key, deletion_order(active)[: len(active) - want])
         return len(active)
+
+    async def _manage_indexed(self, jp: _JobPass, pods: _JobPods, succeeded: int, ix: _Indexes) -> None:
+        """Converge an Indexed Job's Pods (manageJob, activePodsForRemoval): first delete the
+        Pods without a valid index, the extra Pods of a repeated index and, beyond that, the
+        surplus over the wanted count in deletion order; only when nothing is deleted, create
+        Pods for the lowest pending indexes after the backoff (the Job-wide one, or with
+        backoffLimitPerIndex each index's own, from its latest failure)."""
+        key, active = jp.key, pods.active
+        want = self._want_active(jp.spec, succeeded)
+        remove, keep = ixj.duplicated_index_pods(active, ix.completions, deletion_order(active))
+        surplus = len(active) - want - len(remove)
+        if surplus > 0:
+            remove += deletion_order(keep)[:surplus]
+        if remove:
+            await self._delete_pods(key, remove)
+            return
+        if want <= len(active):
+            return
+        if ix.failed is None:
+            left = self._backoff_left(pods.all, jp.now_ts)
+            if left > 0:
+                jp.wait.append(left)
+                return
+        non_pending = ixj.merge(ixj.with_indexes(ix.succeeded, ix.active), ix.failed or [])
+        indexes = ixj.first_pending_indexes(want - len(active), ix.completions, non_pending)
+        counts: dict[int, tuple[int, int]] = {}
+        if ix.failed is not None:
+            policy = jp.spec.get("podFailurePolicy")
+            ready, waits = [], []
+            for i in indexes:
+                last = ix.last_failed.get(i)
+                left = 0.0
+                if last is not None:
+                    left = ixj.remaining_backoff(self.pod_failure_backoff, MAX_POD_FAILURE_BACKOFF,
+                                                 ixj.index_absolute_failure_count(last) + 1, finish_time(last),
+                                                 jp.now_ts)
+                if left > 0:
+                    waits.append(left)
+                    continue
+                ready.append(i)
+                match = match_pod_failure_policy(policy, last) if last is not None else None
+                counts[i] = ixj.new_index_failure_counts(last, match is None or match[0] != "Ignore")
+            if not ready:
+                if waits:
+                    jp.wait.append(min(waits))
+                return
+            indexes = ready
+        if not indexes:
+            return
+        name = jp.job["metadata"]["name"]
+        templates = [(ixj.index_template(jp.job, i, counts.get(i)), ixj.generate_name_with_index(name, i))
+                     for i in indexes]
+        await self._create_pods(jp.job, key, len(templates), templates=templates)
 
     @staticmethod
     def _want_active(spec: Obj, succeeded: int) -> int:
@@ -412,5 +574,5 @@ class JobReconciler:
                     and finish_time(p) >= last_success]
         if not failures:
             return 0.0
-        delay = min(MAX_POD_FAILURE_BACKOFF, self.pod_failure_backoff * 2 ** (len(failures) - 1))
-        return max(0.0, max(failures) + delay - now)
+        return ixj.remaining_backoff(self.pod_failure_backoff, MAX_POD_FAILURE_BACKOFF, len(failures), max(failures),
+                                     now)

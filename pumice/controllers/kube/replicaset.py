@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pumice._util.clock import Clock
@@ -90,11 +91,15 @@ async def slow_start_batch(count: int, fn: Any, initial: int = 1) -> int:
 
 
 async def create_pods(client: KubeClient, recorder: EventRecorder, expectations: Expectations, owner: Obj,
-                      key: str, n: int, *, template: Obj, extra_labels: dict[str, str] | None = None) -> int:
+                      key: str, n: int, *, template: Obj, extra_labels: dict[str, str] | None = None,
+                      templates: Sequence[tuple[Obj, str]] | None = None) -> int:
     """Create ``n`` Pods of ``owner`` from ``template`` in slow-start batches (1, 2, 4, ...),
     named ``<owner>-<random>``, with ``n`` creations expected under ``key`` beforehand. A failed
     or never-attempted creation is no longer expected. Events as upstream: ``SuccessfulCreate``
     ("Created N pod(s)") or ``FailedCreate`` ("Error creating: ...").
+
+    ``templates`` (Indexed Jobs): one ``(template, generateName)`` per Pod, in creation order,
+    used instead of ``template`` and ``<owner>-``; ``n`` must be its length.
 
     Returns the number of Pods created (``n`` when nothing failed).
 
@@ -109,10 +114,14 @@ async def create_pods(client: KubeClient, recorder: EventRecorder, expectations:
     expectations.expect_creations(key, n)
     attempted = 0
 
+    if templates is not None and len(templates) != n:
+        raise ValueError(f"create_pods: {len(templates)} templates for {n} pods")
+
     async def create() -> None:
         nonlocal attempted
+        tpl, gen = templates[attempted] if templates is not None else (template, f"{md['name']}-")
         attempted += 1
-        pod = pod_from_template(template, namespace=md.get("namespace", ""), generate_name=f"{md['name']}-",
+        pod = pod_from_template(tpl, namespace=md.get("namespace", ""), generate_name=gen,
                                 owner_ref=ref, extra_labels=extra_labels)
         try:
             await client.create(pod)
