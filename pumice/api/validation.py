@@ -18,8 +18,9 @@ nodeSelector, securityContext, imagePullSecrets, node and pod affinity, dnsConfi
 scheduling gates, topology spread, nodeName, hostname, subdomain, tolerations, hostAliases,
 priorityClassName, runtimeClassName, preemptionPolicy, overhead, os; Services get ValidateService's (clusterIPs, families,
 ExternalName, ports, session affinity, traffic policies) and the node port range; Secrets the
-keys their type needs; Deployments the strategy rules, Jobs ttlSecondsAfterFinished and Indexed
-completions.
+keys their type needs; Deployments the strategy rules, Jobs ttlSecondsAfterFinished, the Indexed
+limits (completions required, parallelism, backoffLimitPerIndex, maxFailedIndexes, the index
+hostname fitting the name), successPolicy (rules and their index lists) and the immutable fields.
 
 Container and pod securityContexts also get the seccompProfile rules; hostPath volumes their
 path (no '..') and type rules.
@@ -1768,11 +1769,156 @@ def _validate_deployment(obj: Obj, old: Obj | None) -> list[FieldCause]:
     return out
 
 
-#: batch validation maxCompletionsForIndexedJob
-MAX_COMPLETIONS_INDEXED = 100_000
+#: batch validation maxParallelismForIndexedJob, maxFailedIndexesForIndexedJob, completionsSoftLimit
+MAX_PARALLELISM_INDEXED = 100_000
+MAX_FAILED_INDEXES_INDEXED = 100_000
+COMPLETIONS_SOFT_LIMIT = 100_000
+#: parallelismLimitForHighCompletions, maxFailedIndexesLimitForHighCompletions
+PARALLELISM_LIMIT_HIGH_COMPLETIONS = 10_000
+MAX_FAILED_INDEXES_HIGH_COMPLETIONS = 10_000
+#: maxSuccessPolicyRule, maxJobSuccessPolicySucceededIndexesLimit
+MAX_SUCCESS_POLICY_RULES = 20
+MAX_SUCCEEDED_INDEXES_LENGTH = 64 * 1024
+
+
+def _go_atoi(s: str) -> int | None:
+    """Go strconv.Atoi: an optional sign and decimal digits (int64 range), else None."""
+    body = s[1:] if s[:1] in ("+", "-") else s
+    if not body or not body.isascii() or not body.isdigit():
+        return None
+    v = int(s)
+    return v if -(2**63) <= v < 2**63 else None
+
+
+def _parse_index_interval(text: str, completions: int) -> tuple[int, int]:
+    """parseIndexInterval: ``x`` or ``x-y`` with ``x < y < completions``. Raises ValueError
+    with upstream's message."""
+    limits = text.split("-")
+    if len(limits) > 2:
+        raise ValueError(f"the fragment {quote(text)} violates the requirement that an index interval can have at "
+                         "most two parts separated by '-'")
+    bounds = []
+    for part in limits:
+        v = _go_atoi(part)
+        if v is None:
+            raise ValueError(f"cannot convert string to integer for index: {quote(part)}")
+        if v >= completions:
+            raise ValueError(f"too large index: {quote(part)}")
+        bounds.append(v)
+    if len(bounds) > 1 and bounds[0] >= bounds[1]:
+        raise ValueError(f"non-increasing order, previous: {bounds[0]}, current: {bounds[1]}")
+    return bounds[0], bounds[-1]
+
+
+def validate_indexes_format(text: str, completions: int) -> int:
+    """validateIndexesFormat of a compressed index list (``"0-2,5"``): returns how many indexes
+    it holds. Raises ValueError with upstream's message (bad fragment, index ``>= completions``,
+    intervals not increasing)."""
+    if not text:
+        return 0
+    last: int | None = None
+    n = 0
+    for frag in text.split(","):
+        x, y = _parse_index_interval(frag, completions)
+        if last is not None and last >= x:
+            raise ValueError(f"non-increasing order, previous: {last}, current: {x}")
+        n += y - x + 1
+        last = y
+    return n
+
+
+def _go_success_policy(sp: Any) -> str:
+    """A successPolicy as Go's %#v prints batch.SuccessPolicy in a field error (pointer fields as
+    an address: Go prints the real one, we print 0xc000000000)."""
+    rules = sp.get("rules") if isinstance(sp, dict) else None
+    if rules is None:
+        shown = "[]batch.SuccessPolicyRule(nil)"
+    else:
+        items = []
+        for r in rules if isinstance(rules, list) else []:
+            r = r if isinstance(r, dict) else {}
+            si = "(*string)(nil)" if r.get("succeededIndexes") is None else "(*string)(0xc000000000)"
+            sc = "(*int32)(nil)" if r.get("succeededCount") is None else "(*int32)(0xc000000000)"
+            items.append(f"batch.SuccessPolicyRule{{SucceededIndexes:{si}, SucceededCount:{sc}}}")
+        shown = "[]batch.SuccessPolicyRule{" + ", ".join(items) + "}"
+    return f"batch.SuccessPolicy{{Rules:{shown}}}"
+
+
+def _invalid_shown(field: str, shown: str, detail: str) -> FieldCause:
+    return FieldCause(field, f"Invalid value: {shown}: {detail}", "FieldValueInvalid")
+
+
+def _validate_success_policy(sp: Obj, completions: Any) -> list[FieldCause]:
+    """validateSuccessPolicy / validateSuccessPolicyRule (an Indexed Job's spec.successPolicy)."""
+    out: list[FieldCause] = []
+    rules = sp.get("rules") or []
+    path = "spec.successPolicy.rules"
+    if not rules:
+        out.append(_required(path, "at least one rules must be specified when the successPolicy is specified"))
+    if len(rules) > MAX_SUCCESS_POLICY_RULES:
+        out.append(FieldCause(path, f"Too many: {len(rules)}: must have at most {MAX_SUCCESS_POLICY_RULES} items",
+                              "FieldValueTooMany"))
+    if not _is_int(completions):
+        return out  # spec.completions is required for Indexed Jobs and reported already
+    for i, rule in enumerate(rules):
+        rp = f"{path}[{i}]"
+        si, sc = rule.get("succeededIndexes"), rule.get("succeededCount")
+        if si is None and sc is None:
+            out.append(_required(rp, "at least one of succeededCount or succeededIndexes must be specified"))
+        n_indexes = 0
+        if isinstance(si, str):
+            if len(si) > MAX_SUCCEEDED_INDEXES_LENGTH:
+                out.append(FieldCause(f"{rp}.succeededIndexes",
+                                      f"Too long: may not be more than {MAX_SUCCEEDED_INDEXES_LENGTH} bytes",
+                                      "FieldValueTooLong"))
+            try:
+                n_indexes = validate_indexes_format(si, completions)
+            except ValueError as e:
+                out.append(_invalid(f"{rp}.succeededIndexes", si, f"error parsing succeededIndexes: {e}"))
+        if _is_int(sc):
+            out += _non_negative_at(sc, f"{rp}.succeededCount")
+            if sc > completions:
+                out.append(_invalid(f"{rp}.succeededCount", sc,
+                                    f"must be less than or equal to {completions} (the number of specified completions)"))
+            if si is not None and sc > n_indexes:
+                out.append(_invalid(f"{rp}.succeededCount", sc, f"must be less than or equal to {n_indexes} (the "
+                                                                 "number of indexes in the specified succeededIndexes field)"))
+    return out
+
+
+def _validate_indexed_limits(spec: Obj) -> list[FieldCause]:
+    """validateJobSpec's rules for completionMode Indexed."""
+    out: list[FieldCause] = []
+    completions, parallelism = spec.get("completions"), spec.get("parallelism")
+    bpi, mfi = spec.get("backoffLimitPerIndex"), spec.get("maxFailedIndexes")
+    if completions is None:
+        out.append(_required("spec.completions", "when completion mode is Indexed"))
+    if _is_int(parallelism) and parallelism > MAX_PARALLELISM_INDEXED:
+        out.append(_invalid("spec.parallelism", parallelism, f"must be less than or equal to "
+                                                             f"{MAX_PARALLELISM_INDEXED} when completion mode is Indexed"))
+    if _is_int(completions) and _is_int(mfi) and mfi > completions:
+        out.append(_invalid("spec.maxFailedIndexes", mfi, "must be less than or equal to completions"))
+    if _is_int(mfi) and mfi > MAX_FAILED_INDEXES_INDEXED:
+        out.append(_invalid("spec.maxFailedIndexes", mfi, f"must be less than or equal to {MAX_FAILED_INDEXES_INDEXED}"))
+    if _is_int(completions) and completions > COMPLETIONS_SOFT_LIMIT and bpi is not None:
+        above = f"when completions are above {COMPLETIONS_SOFT_LIMIT} and used with backoff limit per index"
+        if mfi is None:
+            out.append(_required("spec.maxFailedIndexes",
+                                 f"must be specified when completions is above {COMPLETIONS_SOFT_LIMIT}"))
+        if _is_int(parallelism) and parallelism > PARALLELISM_LIMIT_HIGH_COMPLETIONS:
+            out.append(_invalid("spec.parallelism", parallelism,
+                                f"must be less than or equal to {PARALLELISM_LIMIT_HIGH_COMPLETIONS} {above}"))
+        if _is_int(mfi) and mfi > MAX_FAILED_INDEXES_HIGH_COMPLETIONS:
+            out.append(_invalid("spec.maxFailedIndexes", mfi,
+                                f"must be less than or equal to {MAX_FAILED_INDEXES_HIGH_COMPLETIONS} {above}"))
+    return out
 
 
 def _validate_job(obj: Obj, old: Obj | None) -> list[FieldCause]:
+    """ValidateJob / validateJobSpec / ValidateJobSpecUpdate in upstream's order (the counters,
+    backoffLimitPerIndex and maxFailedIndexes, completionMode and its Indexed limits,
+    successPolicy, the template), then the Indexed hostname check on the name and, on update,
+    the immutable fields and the elastic completions rule."""
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return [_required("spec")]
@@ -1782,29 +1928,58 @@ def _validate_job(obj: Obj, old: Obj | None) -> list[FieldCause]:
     ads = spec.get("activeDeadlineSeconds")
     if ads is not None and (not isinstance(ads, int) or ads <= 0):
         out.append(_invalid("spec.activeDeadlineSeconds", ads, "must be greater than or equal to 1"))
+    out += _non_negative_at(spec.get("ttlSecondsAfterFinished"), "spec.ttlSecondsAfterFinished")
+    bpi, mfi = spec.get("backoffLimitPerIndex"), spec.get("maxFailedIndexes")
+    out += _non_negative_at(bpi, "spec.backoffLimitPerIndex")
+    if mfi is not None:
+        out += _non_negative_at(mfi, "spec.maxFailedIndexes")
+        if bpi is None:
+            out.append(_required("spec.backoffLimitPerIndex", "when maxFailedIndexes is specified"))
     mode = spec.get("completionMode")
     if mode is not None and mode not in ("NonIndexed", "Indexed"):
         out.append(_not_supported("spec.completionMode", mode, ["NonIndexed", "Indexed"]))
     if mode == "Indexed":
-        completions = spec.get("completions")
-        if completions is None:
-            out.append(_required("spec.completions", "when completion mode is Indexed"))
-        elif _is_int(completions) and completions > MAX_COMPLETIONS_INDEXED:
-            out.append(_invalid("spec.completions", completions,
-                                f"must be less than or equal to {MAX_COMPLETIONS_INDEXED} when completion mode is Indexed"))
-    out += _non_negative_at(spec.get("ttlSecondsAfterFinished"), "spec.ttlSecondsAfterFinished")
+        out += _validate_indexed_limits(spec)
+    if mode in (None, "NonIndexed"):
+        if bpi is not None:
+            out.append(_invalid("spec.backoffLimitPerIndex", bpi, "requires indexed completion mode"))
+        if mfi is not None:
+            out.append(_invalid("spec.maxFailedIndexes", mfi, "requires indexed completion mode"))
+    sp = spec.get("successPolicy")
+    if sp is not None:
+        if mode != "Indexed":
+            out.append(_invalid_shown("spec.successPolicy", _go_success_policy(sp), "requires indexed completion mode"))
+        elif isinstance(sp, dict):
+            out += _validate_success_policy(sp, spec.get("completions"))
     out += _validate_template(spec, ["OnFailure", "Never"], selector_required=False)
+    completions = spec.get("completions")
+    name = str((obj.get("metadata") or {}).get("name") or "")
+    if mode == "Indexed" and _is_int(completions) and completions > 0 and name:
+        # the controller names Pod hostnames <job>-<index>
+        hostname = f"{name}-{completions - 1}"
+        if is_dns1123_label(hostname):
+            out.append(_invalid("metadata.name", name, f"will not able to create pod with invalid DNS label: {hostname}"))
     if old is not None:
         ospec = old.get("spec") or {}
         for key in ("completions", "selector", "template", "completionMode"):
             if key == "completions" and spec.get("completionMode") != "Indexed":
                 if ospec.get(key) != spec.get(key):
                     out.append(_invalid(f"spec.{key}", spec.get(key), "field is immutable"))
+            elif key == "completions":
+                # elastic Indexed Jobs: completions changes only together with parallelism
+                if _is_int(completions) and ospec.get(key) != completions and completions != spec.get("parallelism"):
+                    out.append(_invalid("spec.completions", completions,
+                                        "can only be modified in tandem with spec.parallelism"))
             elif key == "template":
                 if _template_without_gates(ospec.get(key)) != _template_without_gates(spec.get(key)):
                     out.append(_invalid("spec.template", spec.get(key), "field is immutable"))
-            elif key != "completions" and ospec.get(key) != spec.get(key):
+            elif ospec.get(key) != spec.get(key):
                 out.append(_invalid(f"spec.{key}", spec.get(key), "field is immutable"))
+        if ospec.get("backoffLimitPerIndex") != bpi:
+            out.append(_invalid("spec.backoffLimitPerIndex", bpi, "field is immutable"))
+        if ospec.get("successPolicy") != sp:
+            shown = "null" if sp is None else _go_success_policy(sp)
+            out.append(_invalid_shown("spec.successPolicy", shown, "field is immutable"))
     return out
 
 

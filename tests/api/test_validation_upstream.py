@@ -315,6 +315,79 @@ def test_indexed_job_needs_completions() -> None:
         ("spec.completions", "FieldValueRequired", "Required value: when completion mode is Indexed")]
 
 
+SP_STRUCT = ("batch.SuccessPolicy{Rules:[]batch.SuccessPolicyRule{batch.SuccessPolicyRule{"
+             "SucceededIndexes:(*string)(0xc000000000), SucceededCount:(*int32)(nil)}}}")
+
+INDEXED_CASES = [
+    ("successPolicy on a NonIndexed Job", job(successPolicy={"rules": [{"succeededIndexes": "0"}]}),
+     [("spec.successPolicy", "FieldValueInvalid", f"Invalid value: {SP_STRUCT}: requires indexed completion mode")]),
+    ("successPolicy without rules", job(completionMode="Indexed", completions=3, successPolicy={"rules": []}),
+     [("spec.successPolicy.rules", "FieldValueRequired",
+       "Required value: at least one rules must be specified when the successPolicy is specified")]),
+    ("successPolicy rule with neither field", job(completionMode="Indexed", completions=3, successPolicy={"rules": [{}]}),
+     [("spec.successPolicy.rules[0]", "FieldValueRequired",
+       "Required value: at least one of succeededCount or succeededIndexes must be specified")]),
+    ("succeededIndexes past completions",
+     job(completionMode="Indexed", completions=3, successPolicy={"rules": [{"succeededIndexes": "0-3"}]}),
+     [("spec.successPolicy.rules[0].succeededIndexes", "FieldValueInvalid",
+       'Invalid value: "0-3": error parsing succeededIndexes: too large index: "3"')]),
+    ("succeededIndexes not increasing",
+     job(completionMode="Indexed", completions=9, successPolicy={"rules": [{"succeededIndexes": "4,2"}]}),
+     [("spec.successPolicy.rules[0].succeededIndexes", "FieldValueInvalid",
+       'Invalid value: "4,2": error parsing succeededIndexes: non-increasing order, previous: 4, current: 2')]),
+    ("succeededCount above the rule's indexes",
+     job(completionMode="Indexed", completions=9,
+         successPolicy={"rules": [{"succeededIndexes": "1,2", "succeededCount": 3}]}),
+     [("spec.successPolicy.rules[0].succeededCount", "FieldValueInvalid", "Invalid value: 3: must be less than or "
+       "equal to 2 (the number of indexes in the specified succeededIndexes field)")]),
+    ("succeededCount above completions",
+     job(completionMode="Indexed", completions=2, successPolicy={"rules": [{"succeededCount": 3}]}),
+     [("spec.successPolicy.rules[0].succeededCount", "FieldValueInvalid",
+       "Invalid value: 3: must be less than or equal to 2 (the number of specified completions)")]),
+    ("backoffLimitPerIndex on a NonIndexed Job", job(backoffLimitPerIndex=1),
+     [("spec.backoffLimitPerIndex", "FieldValueInvalid", "Invalid value: 1: requires indexed completion mode")]),
+    ("maxFailedIndexes without backoffLimitPerIndex", job(completionMode="Indexed", completions=3, maxFailedIndexes=1),
+     [("spec.backoffLimitPerIndex", "FieldValueRequired", "Required value: when maxFailedIndexes is specified")]),
+    ("maxFailedIndexes above completions",
+     job(completionMode="Indexed", completions=3, backoffLimitPerIndex=1, maxFailedIndexes=4),
+     [("spec.maxFailedIndexes", "FieldValueInvalid", "Invalid value: 4: must be less than or equal to completions")]),
+    ("Indexed parallelism above 100000", job(completionMode="Indexed", completions=3, parallelism=100_001),
+     [("spec.parallelism", "FieldValueInvalid",
+       "Invalid value: 100001: must be less than or equal to 100000 when completion mode is Indexed")]),
+]
+
+
+@pytest.mark.parametrize(("obj", "want"), [c[1:] for c in INDEXED_CASES], ids=[c[0] for c in INDEXED_CASES])
+def test_indexed_job_rule_has_upstreams_cause(obj: Obj, want: list[tuple[str, str, str]]) -> None:
+    assert causes(JOB, obj) == want
+
+
+def test_indexed_job_name_must_leave_room_for_the_index_hostname() -> None:
+    obj = job(completionMode="Indexed", completions=10)
+    obj["metadata"]["name"] = "a" * 62
+    assert causes(JOB, obj) == [("metadata.name", "FieldValueInvalid", f'Invalid value: "{"a" * 62}": will not able '
+                                 f"to create pod with invalid DNS label: {'a' * 62}-9")]
+
+
+def test_success_policy_is_immutable_and_indexed_completions_change_with_parallelism() -> None:
+    old = job(completionMode="Indexed", completions=3, parallelism=3,
+              successPolicy={"rules": [{"succeededIndexes": "0"}]})
+    new = copy.deepcopy(old)
+    new["spec"]["successPolicy"] = {"rules": [{"succeededIndexes": "1"}]}
+    new["spec"]["completions"] = 4
+    assert [(c.field, c.message) for c in validate_object(JOB, new, old)] == [
+        ("spec.completions", "Invalid value: 4: can only be modified in tandem with spec.parallelism"),
+        ("spec.successPolicy", f"Invalid value: {SP_STRUCT}: field is immutable")]
+    new["spec"]["successPolicy"] = old["spec"]["successPolicy"]
+    new["spec"]["parallelism"] = 4
+    assert validate_object(JOB, new, old) == []
+
+
+def test_backoff_limit_defaults_to_max_int32_with_backoff_limit_per_index() -> None:
+    assert job(completionMode="Indexed", completions=2, backoffLimitPerIndex=1)["spec"]["backoffLimit"] == 2**31 - 1
+    assert job(completionMode="Indexed", completions=2)["spec"]["backoffLimit"] == 6
+
+
 # --- Services and Secrets -------------------------------------------------------------------------
 
 
