@@ -3,6 +3,8 @@ The verdicts come from running the scheduler's own session on the objects."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from click.testing import CliRunner
 
@@ -55,7 +57,7 @@ def test_overcommit_refuses_enqueue_with_numbers() -> None:
     objs = [node("n1", "2,16Gi,pods=110"), queue("q1"), *gang("pg1", 3)]
     ex = explain(objs, "podgroup", "pg1", NS, CONF)
     assert ex.gate == "enqueue-overcommit", ex.render()
-    assert "idle cpu 2.4" in ex.reason
+    assert "idle cpu 2400m" in ex.reason
     assert "gang short by 1 member:" in ex.reason
     # the 2-cpu Node can never hold 3 Pods of 1 cpu: freeing room is not offered (issue 14 item 14)
     assert "can never fit" in ex.reason and "frees" not in ex.remedy
@@ -442,6 +444,48 @@ def test_a_hand_made_podgroup_whose_pods_are_gone_says_nothing_recreates_them() 
     assert ex.reason == ("the PodGroup is Inqueue (admitted to the queue) but has no Pods yet; its controller (Job j1) "
                          "creates them once the PodGroup leaves Pending"), ex.render()
     assert ex.remedy == "nothing: the controller creates the Pods on its next pass"
+
+
+def test_a_hand_made_podgroup_without_pods_refused_at_enqueue_names_no_imaginary_pod() -> None:
+    """Trial 12 F-6 k: ``explain podgroup/pgbig`` (no Pods, minResources cpu 1000, memory 1Ti)
+    described "1 Pod of cpu 1000, memory 1024Gi" to place; the group has no Pods and nothing
+    makes them, and the gate is overcommit's minResources against idle."""
+    nodes = [node(f"n{i}", "8,32Gi,pods=110") for i in range(3)]
+    pg = podgroup("pgbig", namespace=NS, queue="q1", min_member=1, min_resources="1000,1Ti", phase="Pending")
+    ex = explain([*nodes, queue("q1"), pg], "podgroup", "pgbig", NS, CONF)
+    assert ex.gate == "enqueue-overcommit", ex.render()
+    assert ex.reason == (
+        "enqueue refused by overcommit: inqueue cpu 0, memory 0 + minResources cpu 1000, memory 1Ti = cpu 1000, "
+        "memory 1Ti > idle cpu 28800m, memory 123695058125 (cluster cpu 24, memory 96Gi x 1.2 - used); the PodGroup "
+        "has no Pods, and no controller owns it (no ownerReference with controller: true): nothing creates Pods for "
+        "it; it can never be enqueued as the cluster is: minResources cpu 1000, memory 1Ti > cluster cpu 24, "
+        "memory 96Gi x 1.2"), ex.render()
+    assert ex.remedy == ("a smaller minResources (the cluster cannot hold it: freeing room does not help); and its "
+                         "Pods are created (annotation scheduling.k8s.io/group-name: pgbig)"), ex.render()
+    # one the cluster could admit once room is freed: overcommit's remedy, and the Pods
+    busy = [pod(f"r{i}", namespace=NS, group="pg0", requests="8,1Gi", node=f"n{i}", phase="Running")
+            for i in range(3)]
+    small = podgroup("pgsmall", namespace=NS, queue="q1", min_member=2, min_resources="6,2Gi", phase="Pending")
+    ex = explain([*nodes, queue("q1"), podgroup("pg0", namespace=NS, queue="q1", min_member=3, phase="Running"),
+                  *busy, small], "podgroup", "pgsmall", NS, CONF)
+    assert ex.gate == "enqueue-overcommit", ex.render()
+    assert "Pod of" not in ex.reason and "gang short" not in ex.reason, ex.render()
+    assert ex.remedy == ("frees 1200m cpu in the cluster; and its Pods are created "
+                         "(annotation scheduling.k8s.io/group-name: pgsmall)"), ex.render()
+
+
+def test_a_controllers_podgroup_without_pods_yet_says_who_creates_them() -> None:
+    """A Volcano Job creates its Pods once its PodGroup is enqueued: the gang view uses
+    minResources / minMember for them, and says so; amounts are Kubernetes quantities."""
+    pg = podgroup("j1-u1", namespace=NS, queue="q1", min_member=3, min_resources="30,5Gi", phase="Pending")
+    pg["metadata"]["ownerReferences"] = [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "j1",
+                                          "uid": "u1", "controller": True}]
+    ex = explain([node("n1", "8,32Gi,pods=110"), queue("q1"), pg], "podgroup", "j1-u1", NS, CONF)
+    assert ex.gate == "enqueue-overcommit", ex.render()
+    assert ("; the PodGroup has no Pods yet: its controller (Job j1) creates them once the PodGroup is enqueued "
+            "(their sizes below: minResources / minMember each); gang short by 3 members: minMember 3, 3 Pods of "
+            "cpu 10, memory 1789569707 to place") in ex.reason, ex.render()
+    assert not re.search(r"\d\.\d+[KMGT]i\b", ex.render()), ex.render()
 
 
 def _rayjob(name: str, status: dict) -> dict:

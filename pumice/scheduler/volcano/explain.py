@@ -20,6 +20,7 @@ from typing import Any
 
 from pumice.api import Obj, scheme
 from pumice.api.meta import find_condition, get_condition
+from pumice.api.quantity import format_bytes, format_millis
 from pumice.api.volcano.constants import DEFAULT_SCHEDULER_NAME, QUEUE_NAME_ANNOTATION_KEY
 from pumice.scheduler.volcano import build_snapshot
 from pumice.scheduler.volcano.api.resource import Dimension, Resource
@@ -128,22 +129,15 @@ def _find(objects: list[Obj], kind: str, name: str, namespace: str | None, api_p
     return None
 
 
-_DIM_NAMES = {"cpu": "cpu", "memory": "memory"}
-
-
 def _fmt_dim(name: str, v: float) -> str:
-    """A Resource dimension for humans: cpu in cores, memory in Gi/Mi, others as counts."""
-    if name == "cpu":
-        cores = v / 1000.0
-        return f"{cores:g}" if abs(cores - round(cores, 3)) < 1e-9 else f"{cores:.3f}"
+    """A Resource dimension as a Kubernetes quantity (what a spec takes): cpu and other scalars
+    from milli-units (``2400m``, ``2``), memory in bytes (``96Gi``, ``1810324548``), pods as a
+    count. Rounded to the unit (a ratio of floats leaves a sub-unit remainder)."""
     if name == "memory":
-        for suffix, mult in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
-            if v >= mult:
-                return f"{v / mult:g}{suffix}"
-        return f"{v:g}"
+        return format_bytes(round(v))
     if name == "pods":
-        return f"{v:g}"
-    return f"{v / 1000.0:g}"
+        return str(round(v))
+    return format_millis(round(v))
 
 
 def _fmt_res(r: Resource | None, names: list[str] | None = None) -> str:
@@ -292,12 +286,32 @@ def _gate_before_session(ex: Explanation, objects: list[Obj], kind: str, name: s
     return pg
 
 
+def _controller_of(pg: Obj) -> Obj | None:
+    """The PodGroup's ownerReference with ``controller: true`` (None for one made by hand)."""
+    return next((r for r in _md(pg).get("ownerReferences") or [] if r.get("controller")), None)
+
+
+def _hand_made_without_pods(ex: Explanation, ssn: Any, job: Any, pg: Obj) -> None:
+    """Add to an enqueue refusal (filled in by :func:`_enqueue_gate`) what a PodGroup made by hand
+    without Pods means (asked for as ``podgroup/NAME``, no controller owns it): no gang view of
+    Pods that do not exist and that nothing will create, and a minResources no enqueue can ever
+    admit."""
+    ex.reason += ("; the PodGroup has no Pods, and no controller owns it (no ownerReference with controller: "
+                  "true): nothing creates Pods for it")
+    pods = f"its Pods are created (annotation {GROUP_KEY}: {_md(pg).get('name', '')})"
+    beyond = _min_resources_beyond_cluster(ssn, job)
+    if beyond:
+        ex.reason += f"; it can never be enqueued as the cluster is: minResources {beyond}"
+        ex.remedy = "a smaller minResources (the cluster cannot hold it: freeing room does not help)"
+    ex.remedy = f"{ex.remedy}; and {pods}" if ex.remedy else pods
+
+
 def _no_pods(ex: Explanation, pg: Obj, asked_for_podgroup: bool) -> None:
     """An admitted PodGroup without Pods: its controller makes them, unless it has none (a
     PodGroup made by hand, asked for as ``podgroup/NAME``: its bare Pods, once deleted or evicted,
     come back from nothing)."""
     ex.gate = "no-pods"
-    owner = next((r for r in _md(pg).get("ownerReferences") or [] if r.get("controller")), None)
+    owner = _controller_of(pg)
     if asked_for_podgroup and owner is None:
         ex.reason = (f"the PodGroup is {ex.phase} but has no Pods, and no controller owns it (no ownerReference "
                      "with controller: true): nothing creates Pods for it; bare Pods that were deleted or "
@@ -372,7 +386,16 @@ def explain(objects: list[Obj], kind: str, name: str, namespace: str, conf: Sche
         return ex
     if ex.phase == "Pending" and phase_before in ("", "Pending"):
         _enqueue_gate(ex, events, job, plugin_numbers, conf)
-        _gang_room(ex, ssn, job)
+        owner = _controller_of(pg)
+        if job.tasks:
+            _gang_room(ex, ssn, job)
+        elif owner is None and KIND_ALIASES[kind.lower()] == "PodGroup":
+            _hand_made_without_pods(ex, ssn, job, pg)
+        else:
+            by = f"its controller ({owner.get('kind')} {owner.get('name')})" if owner else "the job's controller"
+            ex.reason += (f"; the PodGroup has no Pods yet: {by} creates them once the PodGroup is enqueued "
+                          "(their sizes below: minResources / minMember each)")
+            _gang_room(ex, ssn, job)
         return ex
     if not job.tasks:
         _no_pods(ex, pg, KIND_ALIASES[kind.lower()] == "PodGroup")
@@ -599,8 +622,9 @@ def _node_reasons(ssn: Any, task: Any, held: dict[str, Resource]) -> str:
 
 def _member_requests(job: Any, *, all_members: bool = False) -> list[Resource]:
     """The requests of the gang's members still to place (``all_members``: every member that is
-    not finished, placed or not), largest first; a PodGroup without Pods yet counts minMember
-    members of minResources / minMember each."""
+    not finished, placed or not), largest first; a PodGroup whose controller has not created its
+    Pods yet counts minMember members of minResources / minMember each (a hand-made one without
+    Pods never gets here: see :func:`_hand_made_without_pods`)."""
     done = (TaskStatus.Succeeded, TaskStatus.Failed)
     tasks = [t for t in job.tasks.values()
              if t.status not in done and (all_members or t.status is TaskStatus.Pending)]
