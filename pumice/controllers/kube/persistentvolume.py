@@ -30,10 +30,12 @@ import logging
 from typing import TYPE_CHECKING
 
 from pumice.api import Obj
-from pumice.api.quantity import parse_quantity
 from pumice.api.scheme import PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, STORAGE_CLASS
+from pumice.api.storage import ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, prebound_to, volume_fits
+from pumice.api.storage import class_of as _class_of
+from pumice.api.storage import storage_bytes as _storage
 from pumice.client.base import ApiError, KubeClient, is_conflict, is_not_found
-from pumice.client.informer import Informer, matches_labels
+from pumice.client.informer import Informer
 from pumice.runtime import Request, Result
 from pumice.runtime.events import EventRecorder
 from pumice.runtime.manager import Manager
@@ -44,8 +46,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
-ANN_BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 ANN_STORAGE_PROVISIONER = "volume.kubernetes.io/storage-provisioner"
 ANN_BETA_STORAGE_PROVISIONER = "volume.beta.kubernetes.io/storage-provisioner"
 ANN_DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
@@ -58,54 +58,12 @@ def claim_of_volume(pv: Obj) -> list[Request]:
     return [Request(str(ref.get("namespace") or ""), str(ref["name"]))]
 
 
-def _storage(obj: Obj, where: str) -> int:
-    try:
-        return int(parse_quantity(((obj.get("spec") or {}).get(where) or {}).get("storage", "0")))
-    except (ValueError, TypeError):
-        return 0
-
-
-def _request(pvc: Obj) -> int:
-    res = (pvc.get("spec") or {}).get("resources") or {}
-    try:
-        return int(parse_quantity((res.get("requests") or {}).get("storage", "0")))
-    except (ValueError, TypeError):
-        return 0
-
-
-def _class_of(obj: Obj) -> str:
-    return str((obj.get("spec") or {}).get("storageClassName") or "")
-
-
-def volume_fits(pv: Obj, pvc: Obj) -> bool:
-    """Whether ``pv`` can serve ``pvc``: same class, every asked access mode, same volume mode,
-    enough capacity, selector labels (index.go's checks)."""
-    pspec, cspec = pv.get("spec") or {}, pvc.get("spec") or {}
-    if _class_of(pv) != _class_of(pvc):
-        return False
-    if not set(cspec.get("accessModes") or []) <= set(pspec.get("accessModes") or []):
-        return False
-    if (pspec.get("volumeMode") or "Filesystem") != (cspec.get("volumeMode") or "Filesystem"):
-        return False
-    if _storage(pv, "capacity") < _request(pvc):
-        return False
-    sel = cspec.get("selector")
-    return not sel or matches_labels((pv.get("metadata") or {}).get("labels") or {}, sel.get("matchLabels") or {})
-
-
-def _prebound_to(pv: Obj, pvc: Obj) -> bool:
-    ref = (pv.get("spec") or {}).get("claimRef") or {}
-    md = pvc["metadata"]
-    return ref.get("name") == md["name"] and ref.get("namespace") == md.get("namespace") and \
-        (not ref.get("uid") or ref.get("uid") == md.get("uid"))
-
-
 def find_best_match(pvc: Obj, volumes: list[Obj]) -> Obj | None:
     """The volume to bind ``pvc`` to: a fitting one pre-bound to it, else the smallest fitting
     Available volume with no claimRef (ties by name)."""
     fitting = [pv for pv in volumes if not (pv.get("metadata") or {}).get("deletionTimestamp") and volume_fits(pv, pvc)]
     for pv in fitting:
-        if _prebound_to(pv, pvc):
+        if prebound_to(pv, pvc):
             return pv
     free = [pv for pv in fitting if not (pv.get("spec") or {}).get("claimRef")
             and (pv.get("status") or {}).get("phase") in (None, "", "Available", "Pending")]
@@ -163,7 +121,7 @@ class PersistentVolumeBinder:
                                         "Bound claim has lost its PersistentVolume. Data on the volume is lost!")
                 return Result()
             ref = (pv.get("spec") or {}).get("claimRef")
-            if ref and not _prebound_to(pv, pvc):
+            if ref and not prebound_to(pv, pvc):
                 self.recorder.event(pvc, "Warning", "FailedBinding",
                                     f'volume "{name}" already bound to a different claim.')
                 return Result()

@@ -202,6 +202,8 @@ class LoopCore(CoreBase):
                 continue
             total += 1
             failed = plugins.run_filters(pod, info)
+            if not failed and pod.volume_reasons is not None:
+                failed = list(pod.volume_reasons.get(info.name, ()))
             if not failed and spread_state is not None:
                 why = spread_state.reason(info.labels)
                 failed = [why] if why else []

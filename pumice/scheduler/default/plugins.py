@@ -185,6 +185,16 @@ def fit_error_message(num_nodes: int, reasons: Counter[str], unresolvable: int) 
     return f"{msg} preemption: 0/{num_nodes} nodes are available: {', '.join(post_parts)}."
 
 
+def prefilter_error_message(num_nodes: int, message: str) -> str:
+    """The FailedScheduling message when a PreFilter plugin rejected the Pod
+    (UnschedulableAndUnresolvable, so every Node is one preemption cannot help): FitError.Error
+    with the PreFilter message instead of the per-Node reasons."""
+    if num_nodes == 0:
+        return "no nodes available to schedule pods"
+    return (f"0/{num_nodes} nodes are available: {message}. preemption: 0/{num_nodes} nodes are available: "
+            f"{num_nodes} Preemption is not helpful for scheduling.")
+
+
 RESOLVABLE_REASONS = (REASON_NODE_PORTS, REASON_CONSTRAINTS_NOT_MATCH)
 
 

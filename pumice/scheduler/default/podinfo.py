@@ -146,6 +146,9 @@ class PodInfo:
         spread_filter: its ``DoNotSchedule`` topology spread constraints, which filter Nodes
             (:func:`pumice.scheduler.default.spread.hard_constraints`); the scheduler sets them,
             :meth:`from_pod` leaves none.
+        volume_reasons: VolumeBinding's Filter verdicts, Node name -> reasons, for the Nodes it
+            refuses (UnschedulableAndUnresolvable); the scheduler sets it for a Pod with claims
+            (:mod:`pumice.scheduler.default.volumebinding`), None otherwise.
     """
 
     uid: str
@@ -164,6 +167,7 @@ class PodInfo:
     terminating: bool = False
     spread: Spread | None = None
     spread_filter: tuple[SpreadConstraint, ...] = ()
+    volume_reasons: Mapping[str, tuple[str, ...]] | None = None
 
     @property
     def key(self) -> str:

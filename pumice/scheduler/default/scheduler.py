@@ -7,7 +7,10 @@ Scores include PodTopologySpread with Kubernetes' system-default constraints, fo
 scheduler also watches Services, ReplicationControllers, ReplicaSets and StatefulSets; a Pod's
 ``DoNotSchedule`` constraints filter Nodes (:mod:`pumice.scheduler.default.spread`), and an
 assigned Pod the scheduler did not place itself moves the parked Pods back to the queue, since it
-changes the spread counts.
+changes the spread counts. VolumeBinding (:mod:`pumice.scheduler.default.volumebinding`) reads
+PersistentVolumeClaims, PersistentVolumes and StorageClasses from their informers: a Pod with
+claim volumes is refused before the filters when a claim is missing or unbound (the FailedScheduling
+message carries the PreFilter's text), and any change to those objects moves the parked Pods back.
 
 The cycle: pop the next Pod from the :class:`SchedulingQueue`, run the vectorized core, then
 either *assume* the Pod on the chosen Node (it counts there at once, so the next cycle never
@@ -35,11 +38,22 @@ from prometheus_client import Counter
 from pumice._util.clock import Clock, default_clock, rfc3339
 from pumice.api import Obj
 from pumice.api.meta import with_condition
-from pumice.api.scheme import NODE, POD, REPLICA_SET, REPLICATION_CONTROLLER, SERVICE, STATEFUL_SET
+from pumice.api.scheme import (
+    NODE,
+    PERSISTENT_VOLUME,
+    PERSISTENT_VOLUME_CLAIM,
+    POD,
+    REPLICA_SET,
+    REPLICATION_CONTROLLER,
+    SERVICE,
+    STATEFUL_SET,
+    STORAGE_CLASS,
+)
 from pumice.api.selectors import SelectorError
 from pumice.client.base import ApiError, KubeClient, is_not_found, patch_status_conditions
 from pumice.client.informer import SharedInformerFactory
 from pumice.runtime.events import EventRecorder
+from pumice.scheduler.default import plugins
 from pumice.scheduler.default.core import CoreBase
 from pumice.scheduler.default.podinfo import PodInfo, PodSpecError, effective_taints
 from pumice.scheduler.default.queue import SchedulingQueue
@@ -54,6 +68,13 @@ from pumice.scheduler.default.spread import (
     soft_constraints,
 )
 from pumice.scheduler.default.vector import VectorCore
+from pumice.scheduler.default.volumebinding import (
+    InformerListers,
+    VolumeBindingError,
+    filter_reasons,
+    has_claim_volumes,
+    pre_filter,
+)
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +152,12 @@ class DefaultScheduler:
         self._controllers = {("v1", "ReplicationController"): self.informers.informer(REPLICATION_CONTROLLER),
                              ("apps/v1", "ReplicaSet"): self.informers.informer(REPLICA_SET),
                              ("apps/v1", "StatefulSet"): self.informers.informer(STATEFUL_SET)}
+        # VolumeBinding reads claims, volumes and classes; a change to any may let a parked Pod in
+        self._volume_informers = [self.informers.informer(k) for k in
+                                  (PERSISTENT_VOLUME_CLAIM, PERSISTENT_VOLUME, STORAGE_CLASS)]
+        self.volumes = InformerListers(*self._volume_informers)
+        for inf in self._volume_informers:
+            inf.add_event_handler(self._on_volume_change, lambda _old, new: self._on_volume_change(new))
         self._nodes.add_event_handler(self._on_node_add, self._on_node_update, self._on_node_delete)
         self._pods.add_event_handler(self._on_pod_add, self._on_pod_update, self._on_pod_delete)
 
@@ -162,6 +189,10 @@ class DefaultScheduler:
         name = str(node["metadata"]["name"])
         self._node_sigs.pop(name, None)
         self.core.remove_node(name)
+
+    def _on_volume_change(self, _obj: Obj) -> None:
+        """A claim, volume or StorageClass was added or changed (VolumeBinding's cluster events)."""
+        self.queue.move_all_to_active_or_backoff(self._now())
 
     # -- Pod events --------------------------------------------------------------------------
     def _track_assigned(self, pod: Obj) -> None:
@@ -274,8 +305,21 @@ class DefaultScheduler:
             self.queue.done(qp.uid)
             return
         try:
+            volume_reasons = self._volume_binding(pod) if has_claim_volumes(pod) else None
+        except VolumeBindingError as e:
+            SCHEDULE_ATTEMPTS.labels(self.scheduler_name, "error").inc()
+            self.queue.failed(qp.uid, self._now())
+            await self._record_failure(pod, REASON_SCHEDULER_ERROR, str(e))
+            return
+        if isinstance(volume_reasons, str):
+            SCHEDULE_ATTEMPTS.labels(self.scheduler_name, "unschedulable").inc()
+            self.queue.failed(qp.uid, self._now())
+            await self._record_failure(pod, REASON_UNSCHEDULABLE,
+                                       plugins.prefilter_error_message(len(self.core.node_names), volume_reasons))
+            return
+        try:
             info = dataclasses.replace(PodInfo.from_pod(pod), spread=self._spread_of(pod),
-                                       spread_filter=self._spread_filter_of(pod))
+                                       spread_filter=self._spread_filter_of(pod), volume_reasons=volume_reasons)
         except PodSpecError as e:
             SCHEDULE_ATTEMPTS.labels(self.scheduler_name, "error").inc()
             self.queue.failed(qp.uid, self._now())
@@ -294,6 +338,28 @@ class DefaultScheduler:
         task = asyncio.create_task(self._bind(pod, info, decision.node))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def _volume_binding(self, pod: Obj) -> dict[str, tuple[str, ...]] | str:
+        """VolumeBinding for a Pod with claim volumes: the PreFilter's rejection message, or the
+        Filter's reasons for each Node it refuses (Nodes absent from the result pass).
+
+        Raises:
+            VolumeBindingError: the Filter's error (a waiting claim without a usable class).
+        """
+        claims = pre_filter(pod, self.volumes)
+        if isinstance(claims, str):
+            return claims
+        refused: dict[str, tuple[str, ...]] = {}
+        if not claims.bound and not claims.delayed:
+            return refused
+        for node in self._nodes.store.list():
+            name = str(node["metadata"]["name"])
+            if not self.core.has_node(name):
+                continue
+            why = filter_reasons(claims, name, (node.get("metadata") or {}).get("labels") or {}, self.volumes)
+            if why:
+                refused[name] = tuple(why)
+        return refused
 
     async def _bind(self, pod: Obj, info: PodInfo, node: str) -> None:
         try:
@@ -369,7 +435,8 @@ class DefaultScheduler:
     async def start(self) -> None:
         """Start informers (if owned), wait for their caches, then the scheduling loops."""
         await self.informers.start()
-        await self.informers.wait_for_cache_sync([self._pods, self._nodes, self._services, *self._controllers.values()])
+        await self.informers.wait_for_cache_sync([self._pods, self._nodes, self._services, *self._controllers.values(),
+                                                  *self._volume_informers])
         for coro in (self._flush_loop(), self._schedule_loop()):
             task = asyncio.create_task(coro)
             self._tasks.add(task)

@@ -450,11 +450,14 @@ class VectorCore(CoreBase):
                 mask &= m
         for _, c, v in cols:
             mask &= self.free[c][:n] >= v
+        volume_refused = self._volume_refused(pod, n) if pod.volume_reasons else None
+        if volume_refused is not None:
+            mask &= ~volume_refused
         spread_filter = self._spread_filter(pod, n) if pod.spread_filter else None
         if spread_filter is not None:
             mask &= ~(spread_filter[0] | spread_filter[1])
         if not mask.any():
-            return self._diagnose(pod, n, stages, cols, spread_filter)
+            return self._diagnose(pod, n, stages, cols, spread_filter, volume_refused)
         # Scores over every row (contiguous arrays, no fancy indexing); infeasible rows masked.
         alloc_cpu, alloc_mem = self.alloc[1][:n], self.alloc[2][:n]
         safe_cpu, safe_mem = self.safe_cpu[:n], self.safe_mem[:n]
@@ -492,9 +495,20 @@ class VectorCore(CoreBase):
         assert name is not None
         return Decision(name)
 
+    def _volume_refused(self, pod: PodInfo, n: int) -> BoolArray:
+        """The rows VolumeBinding's Filter refuses (:attr:`PodInfo.volume_reasons`)."""
+        out = np.zeros(n, dtype=bool)
+        assert pod.volume_reasons is not None
+        for name in pod.volume_reasons:
+            slot = self._slot.get(name)
+            if slot is not None and slot < n:
+                out[slot] = True
+        return out
+
     def _diagnose(self, pod: PodInfo, n: int, stages: list[tuple[str, BoolArray | None]],
                   cols: list[tuple[str, int, int]],
-                  spread_filter: tuple[BoolArray, BoolArray] | None = None) -> Decision:
+                  spread_filter: tuple[BoolArray, BoolArray] | None = None,
+                  volume_refused: BoolArray | None = None) -> Decision:
         alive = self.present[:n].copy()
         total = int(alive.sum())
         reasons: Counter[str] = Counter()
@@ -528,9 +542,19 @@ class VectorCore(CoreBase):
             short = int((alive & (self.free[c][:n] < v)).sum())
             if short:
                 reasons[plugins.insufficient(r)] += short
-        if spread_filter is not None:
+        if volume_refused is not None or spread_filter is not None:
             for _, c, v in cols:
                 alive &= self.free[c][:n] >= v
+        if volume_refused is not None:
+            assert pod.volume_reasons is not None
+            for slot in np.flatnonzero(alive & volume_refused):
+                name = self._names[int(slot)]
+                assert name is not None
+                for r in pod.volume_reasons[name]:
+                    reasons[r] += 1
+                unresolvable += 1
+            alive &= ~volume_refused
+        if spread_filter is not None:
             lacking = int((alive & spread_filter[0]).sum())
             skewed = int((alive & spread_filter[1]).sum())
             if lacking:

@@ -347,7 +347,7 @@ class AllocateAction(Configured[AllocateArgs]):
             err = ssn.pre_predicate_fn(task)
             if err is not None:
                 fe = FitErrors()
-                fe.set_error(err)
+                fe.set_nodes_error([n.name for n in ssn.node_list], err)
                 if _record_unfit(job, task, fe, sub_uid):
                     continue
                 break

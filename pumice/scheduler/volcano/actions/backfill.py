@@ -50,7 +50,7 @@ class BackfillAction(Configured[NoArguments]):
             err = ssn.pre_predicate_fn(task)
             if err is not None:
                 fe = FitErrors()
-                fe.set_error(err)
+                fe.set_nodes_error([n.name for n in ssn.node_list], err)
                 job.nodes_fit_errors[task.uid] = fe
                 continue
             nodes, fit_errors = predicate_nodes(ssn, task, None, "backfill")

@@ -22,6 +22,7 @@ from pumice.scheduler.volcano.api.running_sum import Changes, JobTable, RunningS
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from pumice.scheduler.default.volumebinding import VolumeListers
     from pumice.scheduler.volcano.api.hyper_node_info import HyperNodesInfo
     from pumice.scheduler.volcano.framework.node_arrays import NodeArrays
 
@@ -115,6 +116,10 @@ class ClusterInfo:
     pod_group_status: dict[str, Obj] | None = None
     """Job uid -> its PodGroup status as handed out, an object no session changes (the live
     cache's base job's; the job itself carries a copy); None: the session copies it."""
+    volumes: VolumeListers | None = None
+    """Claims, volumes and StorageClasses as the cache's informers hold them (the ``predicates``
+    plugin's VolumeBinding reads them); None: not known (a snapshot built from objects), and
+    VolumeBinding lets every Pod through."""
     pod_affinity_nodes: frozenset[str] | None = None
     """The Nodes with a task whose Pod has podAffinity or podAntiAffinity (None: not known, look
     at every Node)."""

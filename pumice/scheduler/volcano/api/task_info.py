@@ -18,6 +18,7 @@ from pumice.api.volcano.constants import (
     TASK_SPEC_KEY,
 )
 from pumice.scheduler.default.resources import pod_nonzero_requests
+from pumice.scheduler.default.volumebinding import has_claim_volumes
 from pumice.scheduler.volcano.api.resource import PODS, Resource
 from pumice.scheduler.volcano.api.types import TaskStatus
 
@@ -143,6 +144,12 @@ class TaskInfo:
         """
         cpu, mem = pod_nonzero_requests(self.pod)
         return float(cpu), float(mem)
+
+    @functools.cached_property
+    def has_claim_volumes(self) -> bool:
+        """The Pod has ``persistentVolumeClaim`` or ``ephemeral`` volumes (VolumeBinding checks
+        only these), decided once per task."""
+        return has_claim_volumes(self.pod)
 
     @property
     def key(self) -> str:

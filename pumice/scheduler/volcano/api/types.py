@@ -133,6 +133,15 @@ class FitErrors:
         if fe.unresolvable():
             self.unresolvable.add(node_name)
 
+    def set_nodes_error(self, node_names: list[str], err: str) -> None:
+        """The same plain error (code Error: neither reason of the histogram is unresolvable) on
+        every node of ``node_names``, as allocate and backfill record a failed pre-predicate
+        (upstream's SetNodeError with an error that is not a FitError, for each node)."""
+        for n in node_names:
+            if n not in self.node_names:
+                self.node_names.add(n)
+                self.hist[err] = self.hist.get(err, 0) + 1
+
     def add_bulk(self, node_names: list[str], reasons: list[list[str]], unresolvable: list[bool]) -> None:
         for n, rs, u in zip(node_names, reasons, unresolvable, strict=True):
             if n in self.node_names:

@@ -28,6 +28,7 @@ from pumice.api.volcano.sharding import shard_nodes
 from pumice.client.base import ApiError, KubeClient, is_not_found
 from pumice.client.informer import Informer, SharedInformerFactory
 from pumice.runtime.events import EventRecorder
+from pumice.scheduler.default.volumebinding import InformerListers
 from pumice.scheduler.volcano.api.queue_info import ClusterInfo
 from pumice.scheduler.volcano.api.task_info import TaskInfo, has_pod_affinity
 from pumice.scheduler.volcano.cache.incremental import IncrementalSnapshot, snapshot_digest
@@ -102,7 +103,13 @@ class SchedulerCache:
             **({"NodeShard": self.factory.informer(self.shard_kind)} if self.shard_kind is not None else {}),
             "PodGroup": self.factory.informer(self.pg_kind),
             "Pod": self.factory.informer(self.pod_kind),
+            # what the predicates plugin's VolumeBinding reads (upstream's PVC/PV/StorageClass listers)
+            "PersistentVolumeClaim": self.factory.informer(_must(scheme, "persistentvolumeclaims")),
+            "PersistentVolume": self.factory.informer(_must(scheme, "persistentvolumes")),
+            "StorageClass": self.factory.informer(_must(scheme, "storageclasses")),
         }
+        self.volume_listers = InformerListers(self.informers["PersistentVolumeClaim"],
+                                              self.informers["PersistentVolume"], self.informers["StorageClass"])
         self.assumed: dict[str, str] = {}
         """``<ns>/<name>`` -> the Node of a bind the informer has not shown yet."""
         self.assumed_uids: dict[str, str] = {}
@@ -215,6 +222,7 @@ class SchedulerCache:
         inc = self.incremental
         if inc is not None and self.shard_kind is None and not inc.exotic:
             snap = inc.snapshot(self.clock.now())
+            snap.volumes = self.volume_listers
             if self.snapshot_mode == "verify" and not inc.exotic:
                 full = build_snapshot(self.objects(), clock=self.clock, scheduler_names=self.scheduler_names)
                 a, b = snapshot_digest(snap), snapshot_digest(full)
@@ -237,7 +245,9 @@ class SchedulerCache:
                 if self.sharding_mode == "hard":
                     objs = [o for o in objs if o.get("kind") != "Node" or (o.get("metadata") or {}).get("name") in usable]
                 self.nodes_in_use = sorted(usable)
-        return build_snapshot(objs, clock=self.clock, scheduler_names=self.scheduler_names)
+        snap = build_snapshot(objs, clock=self.clock, scheduler_names=self.scheduler_names)
+        snap.volumes = self.volume_listers
+        return snap
 
     def write_shard_status(self) -> None:
         """Publish the Nodes the last snapshot used as ``status.nodesInUse`` of this scheduler's

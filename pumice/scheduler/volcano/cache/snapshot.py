@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pumice._util.clock import Clock, parse_rfc3339
 from pumice.api import Obj
 from pumice.api.volcano.constants import JOB_ALLOCATED_HYPERNODE_ANNOTATION, POD_PREEMPTABLE
+from pumice.scheduler.default.volumebinding import VOLUME_KINDS, StaticListers
 from pumice.scheduler.volcano.api.hyper_node_info import build_hypernodes
 from pumice.scheduler.volcano.api.job_info import JobInfo, NetworkTopology
 from pumice.scheduler.volcano.api.node_info import NodeInfo, node_is_ready
@@ -91,7 +92,8 @@ def build_snapshot(
     objects: Iterable[Obj], *, clock: Clock | None = None, scheduler_names: tuple[str, ...] = ("volcano",)
 ) -> ClusterInfo:
     """A :class:`ClusterInfo` from wire objects (Nodes, Pods, PodGroups, Queues, PriorityClasses,
-    Namespaces, HyperNodes; other kinds are ignored).
+    Namespaces, HyperNodes; PersistentVolumeClaims, PersistentVolumes and StorageClasses become
+    its :attr:`ClusterInfo.volumes` when there is one; other kinds are ignored).
 
     Objects without a creationTimestamp get one from their position (index seconds after the
     epoch), so file order breaks ties. Pods join the job named by their
@@ -113,6 +115,7 @@ def build_snapshot(
                 raise SnapshotError(f"{_ident(o)}: value: {e}", o) from e
             if o.get("globalDefault"):
                 default_priority = ci.priority_classes[name]
+    volume_objs: list[Obj] = []
     for i, o in enumerate(objs):
         kind = o.get("kind")
         if kind == "Namespace":
@@ -131,6 +134,10 @@ def build_snapshot(
             except ValueError as e:
                 raise SnapshotError(f"{_ident(o)}: status.allocatable: {e}", o) from e
             ci.nodes[n.name] = n
+        elif kind in VOLUME_KINDS:
+            volume_objs.append(o)
+    if volume_objs:
+        ci.volumes = StaticListers(volume_objs)
     for i, o in enumerate(objs):
         if o.get("kind") == "PodGroup":
             job = job_from_pod_group(o, _creation(o, float(i)), ci.priority_classes, default_priority)

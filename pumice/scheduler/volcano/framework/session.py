@@ -153,6 +153,7 @@ class Session:
         self.queues: dict[str, QueueInfo] = cluster.queues
         self.priority_classes = cluster.priority_classes
         self.namespaces = cluster.namespaces
+        self.volumes = cluster.volumes
         self.now = cluster.now
         self._now_rfc3339: str | None = None
         self.conf = conf

@@ -5,15 +5,20 @@ affinity), NodePorts, TaintToleration, InterPodAffinity (required pod (anti-)aff
 labelSelector matchLabels/matchExpressions over a topologyKey), PodTopologySpread (a Pod's
 ``DoNotSchedule`` constraints, ``predicate.PodTopologySpreadEnable``: the default scheduler's
 :mod:`pumice.scheduler.default.spread` prefilter, run at the pre-predicate over the session's
-Nodes, and its check per Node); and "node(s) pod number exceeded" when the node's allocatable
-``pods`` <= its pod count. Resource fit is not here (allocate checks it).
+Nodes, and its check per Node), VolumeBinding (``predicate.VolumeBindingEnable``, for tasks with
+claim volumes only, decided once per task: the default scheduler's
+:mod:`pumice.scheduler.default.volumebinding` over the session's claim listers; a PreFilter refusal
+is the pre-predicate error ``plugin VolumeBinding pre-predicates failed <message>``); and "node(s)
+pod number exceeded" when the node's allocatable ``pods`` <= its pod count. Resource fit is not
+here (allocate checks it).
 
 The static filters (unschedulable, affinity, taints) depend only on the pod spec and the node,
 so their verdict is computed once per distinct pod scheduling spec and node and cached for the
 session; :meth:`PredicatesPlugin.batch` answers a whole node set with numpy.
 
 Mirrors: volcano pkg/scheduler/plugins/predicates/predicates.go and the kube-scheduler filter
-plugins nodeunschedulable, nodeaffinity, nodeports, tainttoleration, interpodaffinity.
+plugins nodeunschedulable, nodeaffinity, nodeports, tainttoleration, interpodaffinity,
+volumebinding (PreFilter and Filter; not its Reserve/PreBind/Score).
 """
 
 from __future__ import annotations
@@ -32,6 +37,15 @@ from pumice.scheduler.default.spread import (
     SpreadNode,
     hard_constraints,
     prefilter,
+)
+from pumice.scheduler.default.volumebinding import (
+    PLUGIN_NAME as VOLUME_BINDING_PLUGIN,
+)
+from pumice.scheduler.default.volumebinding import (
+    PodVolumeClaims,
+    VolumeBindingError,
+    filter_reasons,
+    pre_filter,
 )
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.resource import PODS
@@ -180,6 +194,8 @@ class PredicatesPlugin:
         self.any_pod_affinity = False
         # task uid -> PodTopologySpread's PreFilter state (set by the pre-predicate)
         self._spread: dict[str, FilterState] = {}
+        # task uid -> VolumeBinding's PreFilter result (tasks with claim volumes only)
+        self._claims: dict[str, PodVolumeClaims | str] = {}
 
     # ----- per node -----------------------------------------------------------------------
     def static_statuses(self, task: TaskInfo, node: NodeInfo) -> list[Status]:
@@ -226,7 +242,32 @@ class PredicatesPlugin:
                 code = (StatusCode.UnschedulableAndUnresolvable if why == REASON_NODE_LABEL_NOT_MATCH
                         else StatusCode.Unschedulable)
                 out.append(Status(code, why, SPREAD_PLUGIN))
+                return out
+        claims = self._volume_claims(task)
+        if isinstance(claims, str):  # the caller skipped the pre-predicate that refuses it
+            out.append(Status(StatusCode.UnschedulableAndUnresolvable, claims, VOLUME_BINDING_PLUGIN))
+        elif claims is not None and (claims.bound or claims.delayed):
+            assert self.ssn is not None and self.ssn.volumes is not None
+            try:
+                reasons = filter_reasons(claims, node.name, node.labels, self.ssn.volumes)
+            except VolumeBindingError as e:
+                out.append(Status(StatusCode.Error, str(e), VOLUME_BINDING_PLUGIN))
+                return out
+            if reasons:
+                out.append(Status(StatusCode.UnschedulableAndUnresolvable, ", ".join(reasons), VOLUME_BINDING_PLUGIN))
         return out
+
+    # ----- VolumeBinding ------------------------------------------------------------------
+    def _volume_claims(self, task: TaskInfo) -> PodVolumeClaims | str | None:
+        """VolumeBinding's PreFilter result for the task: the pre-predicate's, or computed now
+        when the caller skipped it; None when it does not apply (disabled, no claim volumes, or
+        no claim listers in the session)."""
+        if not self.args.volume_binding or not task.has_claim_volumes or self.ssn is None or self.ssn.volumes is None:
+            return None
+        got = self._claims.get(task.uid)
+        if got is None:
+            got = self._claims[task.uid] = pre_filter(task.pod, self.ssn.volumes)
+        return got
 
     # ----- PodTopologySpread (DoNotSchedule) ----------------------------------------------
     def pre_predicate(self, task: TaskInfo) -> str | None:
@@ -234,12 +275,16 @@ class PredicatesPlugin:
         Pods per domain over the session's Nodes as they are now (allocations of this session
         included). An error text when a constraint's labelSelector does not parse."""
         self._spread.pop(task.uid, None)
-        if not self.args.pod_topology_spread or not (task.pod.get("spec") or {}).get("topologySpreadConstraints"):
-            return None
-        try:
-            self._compute_spread(task)
-        except SelectorError as e:
-            return f"{SPREAD_PLUGIN}: bad topologySpreadConstraints labelSelector: {e}"
+        if self.args.pod_topology_spread and (task.pod.get("spec") or {}).get("topologySpreadConstraints"):
+            try:
+                self._compute_spread(task)
+            except SelectorError as e:
+                return f"{SPREAD_PLUGIN}: bad topologySpreadConstraints labelSelector: {e}"
+        if task.has_claim_volumes:
+            self._claims.pop(task.uid, None)
+            claims = self._volume_claims(task)
+            if isinstance(claims, str):
+                return f"plugin {VOLUME_BINDING_PLUGIN} pre-predicates failed {claims}"
         return None
 
     def _compute_spread(self, task: TaskInfo) -> FilterState | None:
@@ -359,7 +404,7 @@ class PredicatesPlugin:
         pods_ok = ~(arr.has_dim[:, pcol] & (arr.allocatable[:, pcol] <= arr.pod_count))
         mask = smask & pods_ok
         dynamic = (bool(host_ports(task.pod)) or (self.args.pod_affinity and self.any_pod_affinity)
-                   or self._spread_state(task) is not None)
+                   or self._spread_state(task) is not None or self._volume_claims(task) is not None)
         if dynamic:
             for idx in np.flatnonzero(mask):
                 if self.dynamic_statuses(task, ssn.node_list[int(idx)]):
@@ -387,6 +432,7 @@ class PredicatesPlugin:
         self.ssn = None
         self._static = {}
         self._spread = {}
+        self._claims = {}
 
 
 parse_arguments = parser(PredicatesArgs)
