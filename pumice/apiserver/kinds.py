@@ -175,9 +175,28 @@ def _template_spec(spec: Obj, field: str, restart_policies: list[str]) -> list[F
     return validate_pod_spec((spec.get("template") or {}).get("spec"), field, restart_policies)
 
 
+def _with_claim_volumes(spec: Obj) -> Obj:
+    """The StatefulSet spec with each ``volumeClaimTemplates`` name added to the template's volumes
+    (as the controller adds them to each Pod), so that a container may mount a claim template."""
+    names = [str((c.get("metadata") or {}).get("name") or "") for c in spec.get("volumeClaimTemplates") or []
+             if isinstance(c, dict)]
+    template = spec.get("template")
+    if not names or not isinstance(template, dict) or not isinstance(template.get("spec"), dict):
+        return spec
+    pod_spec: Obj = template["spec"]
+    volumes = [v for v in pod_spec.get("volumes") or [] if isinstance(v, dict)]
+    have = {v.get("name") for v in volumes}
+    extra = [{"name": n, "persistentVolumeClaim": {"claimName": n}} for n in names if n and n not in have]
+    return {**spec, "template": {**template, "spec": {**pod_spec, "volumes": [*(pod_spec.get("volumes") or []), *extra]}}}
+
+
 def _check_statefulset(spec: Obj, old: Obj | None) -> list[FieldCause]:
+    """Deviates: kube-apiserver skips the pod spec rules for a StatefulSet's template (its TODO:
+    check the template against the union of its volumes and claim templates); pumice applies them
+    with the claim templates counted as volumes, so a mount of a claim template is accepted and
+    other template errors are refused at once instead of failing every Pod creation."""
     out = _selector_matches_template(spec)
-    out += _template_spec(spec, "spec.template.spec", ["Always"])
+    out += _template_spec(_with_claim_volumes(spec), "spec.template.spec", ["Always"])
     if spec.get("podManagementPolicy") not in ("OrderedReady", "Parallel"):
         out.append(_unsupported("spec.podManagementPolicy", spec.get("podManagementPolicy"),
                                 ["OrderedReady", "Parallel"]))

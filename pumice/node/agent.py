@@ -206,6 +206,10 @@ class AgentConfig:
         stop_grace: cap on each Pod's grace period when the agent stops (seconds).
         usage_period: seconds between the usage samples ``kubectl top`` reads (after a first one
             at start and one 2 s later); metrics-server's default resolution is 15.
+        provision_volumes: run the local-path provisioner (:mod:`pumice.node.provisioner`) for
+            the claims of ``pumice.dev/local-path`` StorageClasses: directories under
+            ``<data_dir>/pv/`` with the process runtime, PersistentVolumes only with the simulated
+            one (whose Pods mount nothing), so a StatefulSet's claims bind on either runtime.
     """
 
     runtime: Literal["process", "simulated"] = "process"
@@ -240,6 +244,7 @@ class AgentConfig:
     stop_grace: float = 35.0
     usage_period: float = 15.0
     instance_type: str | None = None
+    provision_volumes: bool = True
 
     def check(self) -> None:
         """Raises:
@@ -295,6 +300,7 @@ class NodeAgent:
         self.egress_allow = cfg.egress_allow
         self.stop_grace = cfg.stop_grace
         self.usage_period = cfg.usage_period
+        self.provision_volumes = cfg.provision_volumes
         self._sim = dict(start_latency=cfg.sim_start_latency, start_jitter=cfg.sim_start_jitter,
                          image_durations=cfg.sim_image_durations)
 
@@ -551,8 +557,10 @@ class NodeAgent:
         if self.runtime_kind == "process":
             self._tasks.append(loop.create_task(self._state_loop()))
             self._tasks.append(loop.create_task(self._gc_orphans()))
+        if self.provision_volumes:
             provisioner = LocalPathProvisioner(self.client, self.data_dir / "pv", self.clock,
-                                               record_events=self.record_events)
+                                               record_events=self.record_events,
+                                               make_dirs=self.runtime_kind == "process")
             self._tasks.append(loop.create_task(provisioner.run()))
         if self.lease_renew_interval:
             self._tasks.append(loop.create_task(self._heartbeat_loop()))

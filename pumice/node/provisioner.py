@@ -12,6 +12,9 @@ Mirrors: rancher/local-path-provisioner (directory per volume, hostPath PV) and
 kubernetes-sigs/sig-storage-lib-external-provisioner (the annotations, events and the
 pre-bound PersistentVolume it creates). Deviates: no node affinity on the volume (all Nodes of one
 agent share the machine's filesystem), so it does not wait for the first consumer.
+
+With the simulated runtime (``make_dirs=False``) it makes the same PersistentVolumes but no
+directories: no Pod process ever mounts them, and a simulated cluster leaves the disk alone.
 """
 
 from __future__ import annotations
@@ -70,13 +73,17 @@ class LocalPathProvisioner:
         root: directory holding one sub-directory per volume.
         clock: project clock.
         record_events: write Events about claims (component ``pumice.dev/local-path``).
+        make_dirs: create (and on reclaim delete) the volume directories; False for the
+            simulated runtime, whose volumes are only API objects.
     """
 
-    def __init__(self, client: KubeClient, root: Path, clock: Clock, *, record_events: bool = True) -> None:
+    def __init__(self, client: KubeClient, root: Path, clock: Clock, *, record_events: bool = True,
+                 make_dirs: bool = True) -> None:
         self.client = client
         self.root = root
         self.clock = clock
         self.record_events = record_events
+        self.make_dirs = make_dirs
         self._seq = 0
         self._classes: dict[str, Obj] = {}
         self._pending: asyncio.Queue[tuple[str, Obj]] = asyncio.Queue()
@@ -103,7 +110,8 @@ class LocalPathProvisioner:
 
     async def run(self) -> None:
         """Run until cancelled."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        if self.make_dirs:
+            self.root.mkdir(parents=True, exist_ok=True)
         informers = [self._informer(STORAGE_CLASS, self._on_class), self._informer(PERSISTENT_VOLUME_CLAIM, self._on_claim),
                      self._informer(PERSISTENT_VOLUME, self._on_volume)]
         # classes first, so the first claims find their class
@@ -148,8 +156,9 @@ class LocalPathProvisioner:
             return
         md = pvc["metadata"]
         path = self.root / f"{volume_name(pvc)}_{md.get('namespace')}_{md['name']}"
-        path.mkdir(parents=True, exist_ok=True)
-        path.chmod(0o777)
+        if self.make_dirs:
+            path.mkdir(parents=True, exist_ok=True)
+            path.chmod(0o777)
         if not await create_unless_exists(self.client, desired_volume(pvc, sc, path)):
             return
         await self._event(pvc, "Normal", "ProvisioningSucceeded", f"Successfully provisioned volume {volume_name(pvc)}")
@@ -181,7 +190,7 @@ class LocalPathProvisioner:
         if (pv.get("status") or {}).get("phase") != "Released" or spec.get("persistentVolumeReclaimPolicy") != "Delete":
             return
         path = Path(str((spec.get("hostPath") or {}).get("path") or ""))
-        if path.is_dir() and path.parent == self.root:
+        if self.make_dirs and path.is_dir() and path.parent == self.root:
             shutil.rmtree(path)
         try:
             await self.client.delete(PERSISTENT_VOLUME, md["name"])

@@ -243,6 +243,20 @@ def test_a_pod_template_gets_the_pod_rules_at_its_path() -> None:
     assert got == [("spec.template.spec.containers[0].volumeMounts[0].name", 'Not found: "nope"')]
 
 
+def test_a_statefulset_container_may_mount_its_claim_template() -> None:
+    """kube-apiserver accepts it (it skips the template's pod spec rules); the Pods get the volume."""
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s", "namespace": "default"},
+           "spec": {"selector": {"matchLabels": {"a": "b"}}, "serviceName": "s",
+                    "volumeClaimTemplates": [{"metadata": {"name": "data"},
+                                              "spec": {"resources": {"requests": {"storage": "1Gi"}}}}],
+                    "template": {"metadata": {"labels": {"a": "b"}},
+                                 "spec": {"containers": ctr(volumeMounts=[{"name": "data", "mountPath": "/d"}])}}}}
+    kinds.statefulset(sts)
+    from pumice.apiserver.kinds import _check_statefulset
+    assert _check_statefulset(sts["spec"], None) == []
+    assert "volumes" not in sts["spec"]["template"]["spec"]  # the check does not change the object
+
+
 # --- Deployments and Jobs -------------------------------------------------------------------------
 
 

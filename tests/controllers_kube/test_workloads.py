@@ -4,11 +4,13 @@ through the API server, the kube controllers, the default scheduler and the fake
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pumice._util.clock import rfc3339
+from pumice._util.clock import default_clock, rfc3339
 from pumice.api import Obj
 from pumice.api.cron import parse_schedule
 from pumice.api.scheme import (
@@ -23,6 +25,7 @@ from pumice.api.scheme import (
     STATEFUL_SET,
 )
 from pumice.client.base import ApiError
+from pumice.node.provisioner import LocalPathProvisioner
 
 from .conftest import chain, eventually
 
@@ -45,6 +48,11 @@ async def _pods(c: Any, **labels: str) -> list[Obj]:
 async def test_statefulset_starts_pods_in_order_with_stable_names_and_claims() -> None:
     async with chain(nodes=2) as env:
         c = env.client
+        # the claims of the default StorageClass need its provisioner (the node agent's, here
+        # without directories): the scheduler keeps a Pod whose claim is unbound Pending
+        provisioner = LocalPathProvisioner(env.cluster.new_client(), Path("/nonexistent/pv"), default_clock(),
+                                           record_events=False, make_dirs=False)
+        provisioning = asyncio.create_task(provisioner.run())
         created: list[tuple[str, list[str]]] = []
 
         async def watch() -> None:
@@ -86,6 +94,11 @@ async def test_statefulset_starts_pods_in_order_with_stable_names_and_claims() -
 
         await eventually(one_left, timeout=30, what="scaled down to web-0")
         assert len((await c.list(PERSISTENT_VOLUME_CLAIM, "default")).items) == 3
+        assert {(p.get("status") or {}).get("phase") for p in (await c.list(PERSISTENT_VOLUME_CLAIM, "default")).items} \
+            == {"Bound"}
+        provisioning.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await provisioning
 
 
 async def test_statefulset_rolling_update_replaces_pods_with_the_new_revision() -> None:

@@ -1,6 +1,6 @@
 """``pumice up --runtime simulated``: a RayJob applied with kubectl reaches SUCCEEDED, and upstream's
 RayService sample reaches Ready, through the simulated Ray dashboard (the KubeRay controllers are
-the real ones)."""
+the real ones); a StatefulSet's claims are provisioned and bound."""
 
 from __future__ import annotations
 
@@ -127,3 +127,75 @@ async def test_the_upstream_rayservice_sample_applied_with_kubectl_becomes_ready
         assert status["numServeEndpoints"] == 2, status
         head = json.loads(await asyncio.to_thread(kc, "get", "pods", "-l", "ray.io/node-type=head", "-o", "json"))
         assert [p["metadata"]["labels"]["ray.io/serve"] for p in head["items"]] == ["true"]
+
+
+STATEFULSET_AND_MISSING_CLAIMS = """
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: ss}
+spec:
+  replicas: 3
+  serviceName: ss
+  selector: {matchLabels: {app: ss}}
+  template:
+    metadata: {labels: {app: ss}}
+    spec:
+      containers:
+      - {name: c, image: busybox, command: [sleep, infinity], resources: {requests: {cpu: 100m}},
+         volumeMounts: [{name: data, mountPath: /data}]}
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: pvcmissing}
+spec:
+  containers: [{name: c, image: busybox, command: [sleep, infinity], volumeMounts: [{name: d, mountPath: /d}]}]
+  volumes: [{name: d, persistentVolumeClaim: {claimName: nosuchclaim}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: pvcmissing-vc}
+spec:
+  schedulerName: volcano
+  containers: [{name: c, image: busybox, command: [sleep, infinity], volumeMounts: [{name: d, mountPath: /d}]}]
+  volumes: [{name: d, persistentVolumeClaim: {claimName: nosuchclaim}}]
+"""
+
+
+@pytest.mark.kubectl
+@pytest.mark.timeout(300)
+async def test_a_statefulset_s_claims_bind_and_a_missing_claim_keeps_its_pod_pending(tmp_path: Path) -> None:
+    """Trial 12 F-10: on the simulated runtime the local-path provisioner makes the claims'
+    volumes (API objects only), so the StatefulSet's Pods run with Bound claims; a Pod whose claim
+    does not exist stays Pending with either scheduler, with upstream's message."""
+    async with _up_with_kubectl(tmp_path) as kc:
+        manifest = tmp_path / "ss.yaml"
+        manifest.write_text(STATEFULSET_AND_MISSING_CLAIMS)
+        await asyncio.to_thread(kc, "apply", "-f", str(manifest))
+
+        async def state() -> tuple[dict[str, str], dict[str, str]]:
+            pods = json.loads(await asyncio.to_thread(kc, "get", "pods", "-o", "json"))["items"]
+            pvcs = json.loads(await asyncio.to_thread(kc, "get", "pvc", "-o", "json"))["items"]
+            return ({p["metadata"]["name"]: p.get("status", {}).get("phase", "") for p in pods},
+                    {c["metadata"]["name"]: c.get("status", {}).get("phase", "") for c in pvcs})
+
+        pods, claims = {}, {}
+        for _ in range(240):
+            pods, claims = await state()
+            if all(pods.get(f"ss-{i}") == "Running" for i in range(3)):
+                break
+            await asyncio.sleep(0.5)
+        assert {f"ss-{i}": "Running" for i in range(3)}.items() <= pods.items(), (pods, claims)
+        assert claims == {f"data-ss-{i}": "Bound" for i in range(3)}, claims
+        for name, by in (("pvcmissing", "default-scheduler"), ("pvcmissing-vc", "volcano")):
+            pod = json.loads(await asyncio.to_thread(kc, "get", "pod", name, "-o", "json"))
+            assert pod["status"]["phase"] == "Pending" and not pod["spec"].get("nodeName"), (name, pod["status"])
+            cond = next(c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled")
+            assert cond["status"] == "False" and 'persistentvolumeclaim "nosuchclaim" not found' in cond["message"], \
+                (by, cond)
+        pod = json.loads(await asyncio.to_thread(kc, "get", "pod", "pvcmissing", "-o", "json"))
+        cond = next(c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled")
+        assert cond["message"] == ('0/2 nodes are available: persistentvolumeclaim "nosuchclaim" not found. '
+                                   "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.")
