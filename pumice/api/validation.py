@@ -1340,7 +1340,7 @@ def _validate_containers(spec: Obj, field: str, volumes: set[str], grace: Any) -
     return out
 
 
-def _go_strings(values: list[Any]) -> str:
+def go_strings(values: list[Any]) -> str:
     """A []string as Go's ``%#v`` prints it: ``[]string{"a", "b"}``."""
     return "[]string{" + ", ".join(quote(str(v)) for v in values) + "}"
 
@@ -1358,17 +1358,17 @@ def _validate_dns_config(cfg: Any, policy: Any, field: str) -> list[FieldCause]:
         return out
     servers = [str(n) for n in cfg.get("nameservers") or ()]
     if len(servers) > 3:
-        out.append(FieldCause(f"{field}.nameservers", f"Invalid value: {_go_strings(servers)}: must not have more "
+        out.append(FieldCause(f"{field}.nameservers", f"Invalid value: {go_strings(servers)}: must not have more "
                               "than 3 nameservers", "FieldValueInvalid"))
     for i, ns in enumerate(servers):
         if not _is_valid_ip(ns):
             out.append(_invalid(f"{field}.nameservers[{i}]", ns, IP_ERR))
     searches = [str(d) for d in cfg.get("searches") or ()]
     if len(searches) > 32:
-        out.append(FieldCause(f"{field}.searches", f"Invalid value: {_go_strings(searches)}: must not have more than "
+        out.append(FieldCause(f"{field}.searches", f"Invalid value: {go_strings(searches)}: must not have more than "
                               "32 search paths", "FieldValueInvalid"))
     if len(" ".join(searches)) > 2048:
-        out.append(FieldCause(f"{field}.searches", f"Invalid value: {_go_strings(searches)}: must not have more than "
+        out.append(FieldCause(f"{field}.searches", f"Invalid value: {go_strings(searches)}: must not have more than "
                               "2048 characters (including spaces) in the search list", "FieldValueInvalid"))
     for i, domain in enumerate(searches):
         d = domain.removesuffix(".")
@@ -2030,15 +2030,26 @@ def _service_ports(spec: Obj, headless: bool, out: list[FieldCause]) -> None:
             out += [_invalid(f"{pf}.appProtocol", app, e) for e in is_qualified_name(app)]
 
 
+def service_cluster_ips_causes(spec: Obj) -> list[FieldCause]:
+    """ValidateServiceClusterIPsRelatedFields of a Service spec (clusterIPs is made from clusterIP
+    first, as the REST storage's normalizeClusterIPs does); the Service allocator runs it before it
+    allocates (:mod:`pumice.apiserver.servicealloc`)."""
+    out: list[FieldCause] = []
+    _cluster_ips(spec, out)
+    return out
+
+
 def _cluster_ips(spec: Obj, out: list[FieldCause]) -> None:
     """ValidateServiceClusterIPsRelatedFields (clusterIPs is made from clusterIP first, as the
     strategy's PrepareForCreate does)."""
     ip = spec.get("clusterIP") or ""
     ips = spec.get("clusterIPs") or ([ip] if ip else [])
     if ip and ips and ips[0] != ip:
-        out.append(_invalid("spec.clusterIPs", ips, "first value must match `clusterIP`"))
+        out.append(FieldCause("spec.clusterIPs", f"Invalid value: {go_strings(ips)}: first value must match "
+                              "`clusterIP`", "FieldValueInvalid"))
     elif not ip and spec.get("clusterIPs"):
-        out.append(_invalid("spec.clusterIPs", ips, "must be empty when `clusterIP` is not specified"))
+        out.append(FieldCause("spec.clusterIPs", f"Invalid value: {go_strings(ips)}: must be empty when `clusterIP` "
+                              "is not specified", "FieldValueInvalid"))
     seen: set[str] = set()
     for i, fam in enumerate(spec.get("ipFamilies") or []):
         if fam not in ("IPv4", "IPv6"):
@@ -2052,12 +2063,14 @@ def _cluster_ips(spec: Obj, out: list[FieldCause]) -> None:
     for i, cip in enumerate(ips):
         if i == 0 and cip == "None":
             if len(ips) > 1:
-                out.append(_invalid("spec.clusterIPs", ips, "'None' must be the first and only value"))
+                out.append(FieldCause("spec.clusterIPs", f"Invalid value: {go_strings(ips)}: 'None' must be the first "
+                                      "and only value", "FieldValueInvalid"))
             continue
         if not isinstance(cip, str) or not _is_valid_ip(cip):
             out.append(_invalid(f"spec.clusterIPs[{i}]", cip, IP_ERR))
     if len(ips) > 2:
-        out.append(_invalid("spec.clusterIPs", ips, "may only hold up to 2 values"))
+        out.append(FieldCause("spec.clusterIPs", f"Invalid value: {go_strings(ips)}: may only hold up to 2 values",
+                              "FieldValueInvalid"))
 
 
 def _validate_service(obj: Obj, old: Obj | None) -> list[FieldCause]:

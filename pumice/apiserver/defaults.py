@@ -77,9 +77,7 @@ def service(obj: Obj) -> None:
                 p["targetPort"] = p["port"]
     if spec.get("type") == "ClusterIP" or spec.get("clusterIP") == "None":
         spec.setdefault("internalTrafficPolicy", "Cluster")
-    if spec.get("type") != "ExternalName":  # the allocator sets families only where IPs are allocated
-        spec.setdefault("ipFamilies", ["IPv4"])
-        spec.setdefault("ipFamilyPolicy", "SingleStack")
+    # ipFamilies and ipFamilyPolicy are the allocator's (pumice.apiserver.servicealloc), as upstream
 
 
 def deployment(obj: Obj) -> None:

@@ -128,6 +128,12 @@ def invalid(rk: ResourceKind, name: str, causes: list[FieldCause]) -> StatusErro
                        else f'{rk.kind} "{name}" is invalid: {body}', "Invalid", details)
 
 
+def internal(why: str) -> StatusError:
+    """500 InternalError ``Internal error occurred: <why>``, the cause in details (apimachinery
+    errors.NewInternalError)."""
+    return StatusError(500, f"Internal error occurred: {why}", "InternalError", {"causes": [{"message": why}]})
+
+
 def resource_version_unset(rk: ResourceKind, name: str) -> StatusError:
     """422 Invalid for a PUT without ``metadata.resourceVersion`` of a kind that allows no
     unconditional update: ``<plural>.<group> "<name>" is invalid: metadata.resourceVersion: Invalid

@@ -68,6 +68,7 @@ from pumice.apiserver.crds import CustomResource, CustomVersion, crd_info
 from pumice.apiserver.decode import object_resource_version, parse_resource_version
 from pumice.apiserver.errors import StatusError
 from pumice.apiserver.eviction import check_disruption_budget
+from pumice.apiserver.servicealloc import ServiceAllocators
 from pumice.apiserver.store import MAX_REQUEST_BYTES, Expired, ObjectTooLarge, Store, Stored, Watcher
 from pumice.apiserver.strategy import Strategy, strategy_for
 
@@ -99,6 +100,10 @@ _CLEAN_RESTS = 65536
 
 #: the store resource of Events (core/v1 and events.k8s.io/v1 share it)
 EVENT_RESOURCES = (events.CORE_RESOURCE,)
+
+
+#: the store resource of Services
+SERVICES_RESOURCE = "/services"
 
 
 def resource_key(rk: ResourceKind) -> str:
@@ -318,6 +323,7 @@ class Registry:
         # version (by kind, namespace and name: its resourceVersion and served version) whose
         # everything-but-status is known to pass the body checks unchanged (see _clean_rest)
         self._clean_rests: dict[tuple[str, str, str, str], tuple[int, CustomVersion]] = {}
+        self._service_allocators: ServiceAllocators | None = None
 
     # ---------------------------------------------------------------- helpers
 
@@ -327,6 +333,15 @@ class Registry:
         if t != self._now_cache[0]:
             self._now_cache = (t, rfc3339(t))
         return self._now_cache[1]
+
+    def service_allocators(self) -> ServiceAllocators:
+        """The Services' cluster IP and node port ranges, rebuilt from the stored Services on
+        first use (see :mod:`pumice.apiserver.servicealloc`)."""
+        if self._service_allocators is None:
+            alloc = ServiceAllocators()
+            alloc.restore(s.obj for s in self.store.list(SERVICES_RESOURCE))
+            self._service_allocators = alloc
+        return self._service_allocators
 
     def _uid(self) -> str:
         """A random (version 4) UUID from the seeded generator: ``str(uuid.UUID(int=bits,
@@ -907,15 +922,22 @@ class Registry:
         name = md["name"]
         req = AdmissionRequest("CREATE", rk, ns or None, name, obj, None, dry_run=dry_run)
         await self._run_admission(req, mutate=True)
-        self._validate(rk, obj, None)
-        await self._run_admission(req, mutate=False)
-        if rv_set:  # the storage layer's refusal (etcd3 store.Create), after validation and admission
-            raise errors.resource_version_set_on_create()
-        if st.get(res, ns, name) is not None:
-            raise errors.already_exists(rk, name)
-        if dry_run:
-            return Stored(obj, _encode(obj), 0), warnings
-        stored = self._put(rk, st, res, obj)
+        finish = self.strategy(rk).begin_create(self, rk, obj, dry_run)
+        done = False
+        try:
+            self._validate(rk, obj, None)
+            await self._run_admission(req, mutate=False)
+            if rv_set:  # the storage layer's refusal (etcd3 store.Create), after validation and admission
+                raise errors.resource_version_set_on_create()
+            if st.get(res, ns, name) is not None:
+                raise errors.already_exists(rk, name)
+            if dry_run:
+                return Stored(obj, _encode(obj), 0), warnings
+            stored = self._put(rk, st, res, obj)
+            done = True
+        finally:
+            if finish is not None:
+                finish(done)
         self.strategy(rk).after_write(self, rk, stored)
         return stored, warnings
 
@@ -1062,35 +1084,45 @@ class Registry:
         await self._run_admission(req, mutate=True)
         if _drop_managed_fields:
             new["metadata"].pop("managedFields", None)
-        if clean and not mutated:
-            assert version is not None
-            self._validate_status(rk, version, new, old.obj)
-        elif sub in ("", "finalize"):  # finalize: ValidateNamespaceFinalizeUpdate (the finalizer names)
-            self._validate(rk, new, old.obj)
-        elif sub == "status" and type(new.get("status")) is dict:
-            self._validate_cr_status_formats(rk, new, typed=new["status"] is typed_status and not self.admission.handling(
-                req, mutating=True))
-        await self._run_admission(req, mutate=False)
-        current = st.get(res, ns, name)
-        if current is None:
-            raise errors.not_found(rk, name)
-        if current.rv != old.rv:
-            raise errors.conflict(rk, name, errors.STALE)
-        new["metadata"]["resourceVersion"] = old.obj["metadata"].get("resourceVersion")
-        if new == old.obj:
-            return old, warnings
-        if dry_run:
-            return Stored(new, _encode(new), old.rv), warnings
-        if self._finished(rk, new):
-            gone = st.delete(res, ns, name)
-            assert gone is not None
-            self.strategy(rk).after_delete(self, rk, gone)
-            return gone, warnings
-        stored = self._put(rk, st, res, new)
-        if version is not None and (clean or rest_before) and not mutated:
-            self._remember_clean_rest(rk, ns, name, stored.rv, version)
-        self.strategy(rk).after_write(self, rk, stored)
-        return stored, warnings
+        # BeginUpdate (the Service allocator): after mutating admission, before validation
+        finish = self.strategy(rk).begin_update(self, rk, new, old.obj, dry_run) if sub == "" else None
+        done = False
+        try:
+            if clean and not mutated:
+                assert version is not None
+                self._validate_status(rk, version, new, old.obj)
+            elif sub in ("", "finalize"):  # finalize: ValidateNamespaceFinalizeUpdate (the finalizer names)
+                self._validate(rk, new, old.obj)
+            elif sub == "status" and type(new.get("status")) is dict:
+                self._validate_cr_status_formats(rk, new, typed=new["status"] is typed_status and not self.admission.handling(
+                    req, mutating=True))
+            await self._run_admission(req, mutate=False)
+            current = st.get(res, ns, name)
+            if current is None:
+                raise errors.not_found(rk, name)
+            if current.rv != old.rv:
+                raise errors.conflict(rk, name, errors.STALE)
+            new["metadata"]["resourceVersion"] = old.obj["metadata"].get("resourceVersion")
+            if new == old.obj:
+                done = True
+                return old, warnings
+            if dry_run:
+                return Stored(new, _encode(new), old.rv), warnings
+            if self._finished(rk, new):
+                gone = st.delete(res, ns, name)
+                assert gone is not None
+                done = True
+                self.strategy(rk).after_delete(self, rk, gone)
+                return gone, warnings
+            stored = self._put(rk, st, res, new)
+            done = True
+            if version is not None and (clean or rest_before) and not mutated:
+                self._remember_clean_rest(rk, ns, name, stored.rv, version)
+            self.strategy(rk).after_write(self, rk, stored)
+            return stored, warnings
+        finally:
+            if finish is not None:
+                finish(done)
 
     # -------------------------------------------- status-only writes of the main resource
 

@@ -33,6 +33,12 @@ from pumice.api.validation import validate_container, validate_object
 from pumice.apiserver import defaults as kdefaults
 from pumice.apiserver import errors, events
 from pumice.apiserver.crds import crd_status, validate_crd
+from pumice.apiserver.servicealloc import (
+    AllocationInternal,
+    AllocationInvalid,
+    Transaction,
+    drop_type_dependent_fields,
+)
 from pumice.apiserver.store import Stored
 
 if TYPE_CHECKING:
@@ -41,12 +47,17 @@ if TYPE_CHECKING:
 __all__ = [
     "STRATEGIES",
     "CustomResourceStrategy",
+    "Finish",
     "PostHandler",
     "Strategy",
     "register",
     "strategy_for",
 ]
 
+
+#: what :meth:`Strategy.begin_create` and :meth:`Strategy.begin_update` return: called with True
+#: once the write is stored, False when it failed or was a dry run
+Finish = Callable[[bool], None]
 
 #: ``POST <kind>/<name>/<sub>`` handler: ``(registry, namespace, name, body, dry_run) -> None``
 PostHandler = Callable[["Registry", str, str, Any, bool], Awaitable[None]]
@@ -153,6 +164,19 @@ class Strategy:
 
     def after_delete(self, reg: Registry, rk: ResourceKind, gone: Stored) -> None:
         """Called after the object left the store."""
+
+    def begin_create(self, reg: Registry, rk: ResourceKind, obj: Obj, dry_run: bool) -> Finish | None:
+        """BeginCreate: called after mutating admission, before validation; may change ``obj``.
+        Returns None, or a function the registry calls once with True when the object is stored
+        and False when the create fails after this point (or is a dry run).
+
+        Raises:
+            StatusError: the create is refused here."""
+        return None
+
+    def begin_update(self, reg: Registry, rk: ResourceKind, new: Obj, old: Obj, dry_run: bool) -> Finish | None:
+        """BeginUpdate of the main resource, as :meth:`begin_create` (``old`` is the stored object)."""
+        return None
 
 
 class PodStrategy(Strategy):
@@ -304,9 +328,13 @@ class NamespaceStrategy(Strategy):
 
 
 class ServiceStrategy(Strategy):
-    """Services: created with an empty load-balancer status, as Go serializes ServiceStatus.
+    """Services: created with an empty load-balancer status, as Go serializes ServiceStatus;
+    cluster IPs and node ports allocated on create and update and freed on delete
+    (:mod:`pumice.apiserver.servicealloc`, one allocator per registry).
 
-    Mirrors: kubernetes pkg/registry/core/service/strategy.go (PrepareForCreate).
+    Mirrors: kubernetes pkg/registry/core/service/strategy.go (PrepareForCreate,
+    PrepareForUpdate's dropTypeDependentFields), pkg/registry/core/service/storage/storage.go
+    (beginCreate, beginUpdate, afterDelete).
     """
 
     field_labels = frozenset({"spec.clusterIP", "spec.type"})
@@ -315,6 +343,40 @@ class ServiceStrategy(Strategy):
     def prepare_create(self, reg: Registry, rk: ResourceKind, obj: Obj) -> None:
         super().prepare_create(reg, rk, obj)
         obj["status"] = {"loadBalancer": {}}
+
+    def prepare_update(self, reg: Registry, rk: ResourceKind, new: Obj, old: Obj) -> None:
+        super().prepare_update(reg, rk, new, old)
+        drop_type_dependent_fields(new, old)
+
+    def begin_create(self, reg: Registry, rk: ResourceKind, obj: Obj, dry_run: bool) -> Finish | None:
+        alloc = reg.service_allocators()
+        return self._finish(rk, obj, lambda: alloc.allocate_create(obj, dry_run))
+
+    def begin_update(self, reg: Registry, rk: ResourceKind, new: Obj, old: Obj, dry_run: bool) -> Finish | None:
+        alloc = reg.service_allocators()
+        return self._finish(rk, new, lambda: alloc.allocate_update(new, old, dry_run))
+
+    @staticmethod
+    def _finish(rk: ResourceKind, obj: Obj, allocate: Callable[[], Transaction]) -> Finish:
+        """Run ``allocate``; its failures as the API errors upstream gives (422 Invalid with the
+        field causes, 500 InternalError for a full range)."""
+        name = str((obj.get("metadata") or {}).get("name", ""))
+        try:
+            txn = allocate()
+        except AllocationInvalid as e:
+            raise errors.invalid(rk, name, e.causes) from None
+        except AllocationInternal as e:
+            raise errors.internal(str(e)) from None
+
+        def finish(stored: bool) -> None:
+            if stored:
+                txn.commit()
+            else:
+                txn.revert()
+        return finish
+
+    def after_delete(self, reg: Registry, rk: ResourceKind, gone: Stored) -> None:
+        reg.service_allocators().release(gone.obj)
 
 
 class KeepStatusOnCreate(Strategy):

@@ -102,3 +102,33 @@ async def test_rollout_undo_reuses_the_old_replica_set(cluster: Any) -> None:
     code, out = await kubectl(srv.kubeconfig, "get", "deployment", "web", "-o",
                               "jsonpath={.spec.template.spec.containers[0].image}")
     assert (code, out) == (0, "nginx:1")
+
+
+async def test_kubectl_services_get_node_ports_and_cluster_ips_once(cluster: Any) -> None:
+    # trial 12 F-11, as reproduced there
+    srv, _client = cluster
+    code, out = await kubectl(srv.kubeconfig, "create", "service", "nodeport", "np1", "--tcp=80:80", "--node-port=30080")
+    assert code == 0, out
+    code, out = await kubectl(srv.kubeconfig, "create", "service", "nodeport", "np2", "--tcp=80:80", "--node-port=30080")
+    assert code != 0
+    assert ('Service "np2" is invalid: spec.ports[0].nodePort: Invalid value: 30080: provided port is already '
+            "allocated") in out
+    code, out = await kubectl(srv.kubeconfig, "create", "service", "nodeport", "np4", "--tcp=80:80")
+    assert code == 0, out
+    code, out = await kubectl(srv.kubeconfig, "get", "service", "np4", "-o", "jsonpath={.spec.ports[0].nodePort}")
+    assert code == 0 and 30000 <= int(out) <= 32767 and int(out) != 30080, out
+    code, out = await kubectl(srv.kubeconfig, "create", "service", "clusterip", "cip", "--clusterip=10.96.0.5",
+                              "--tcp=80:80")
+    assert code == 0, out
+    code, out = await kubectl(srv.kubeconfig, "create", "service", "clusterip", "cip2", "--clusterip=10.96.0.5",
+                              "--tcp=80:80")
+    assert code != 0
+    assert ('spec.clusterIPs: Invalid value: []string{"10.96.0.5"}: failed to allocate IP 10.96.0.5: provided IP is '
+            "already allocated") in out
+    code, out = await kubectl(srv.kubeconfig, "get", "service", "cip", "-o",
+                              "jsonpath={.spec.clusterIPs} {.spec.ipFamilies} {.spec.ipFamilyPolicy}")
+    assert (code, out) == (0, '["10.96.0.5"] ["IPv4"] SingleStack')
+    code, out = await kubectl(srv.kubeconfig, "delete", "service", "np1")
+    assert code == 0, out
+    code, out = await kubectl(srv.kubeconfig, "create", "service", "nodeport", "np2", "--tcp=80:80", "--node-port=30080")
+    assert code == 0, out

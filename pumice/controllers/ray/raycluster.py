@@ -1003,8 +1003,8 @@ def head_service_ip_and_name(cluster: Obj, services: Sequence[Obj], head: Obj | 
     Mirrors: raycluster_controller.go getHeadServiceIPAndName.
 
     Deviates: a Service without a clusterIP counts as headless (upstream: the error "head
-    service IP is empty"): pumice's API server allocates no virtual IPs, Service names resolve to
-    the Pods behind them."""
+    service IP is empty"): a Service stored before pumice's API server allocated cluster IPs
+    (session 12) still has none."""
     name = cluster["metadata"]["name"]
     if not services:
         raise LookupError(f"unable to find head service. cluster name {name}")
