@@ -25,10 +25,15 @@ Output shape::
 ``float``), a full message name, or ``map:<key type>:<value type>``. ``flags``: ``r`` repeated,
 ``p`` Go pointer, ``o`` omitempty, ``i`` JSON-inlined (the message's fields appear in the parent).
 A fifth element, when present, holds the field's strategic-merge-patch tags
-(``{"patchStrategy": "merge", "patchMergeKey": "name"}``) and, under ``goType``, the Go type of the
+(``{"patchStrategy": "merge", "patchMergeKey": "name"}``), under ``goType`` the Go type of the
 field as Go's reflection names it (``v1.RestartPolicy``, ``types.UID``, ``v1.ResourceList``: what
-encoding/json's errors print) when it is not the one the proto type implies (a named type); see
-pumice.api.godecode.
+encoding/json's errors print) when it is not the one the proto type implies (a named type; see
+pumice.api.godecode), and the field's schema markers from its Go comment: ``listType``
+(``+listType``), ``listMapKeys`` (the ``+listMapKey`` markers, in order) and ``mapType``
+(``+mapType`` or ``+structType``). A message's own ``+structType``/``+mapType`` marker is its
+``mapType`` (beside ``fields``). These are what controller-gen turns into
+``x-kubernetes-list-type``, ``x-kubernetes-list-map-keys`` and ``x-kubernetes-map-type`` where a CRD
+embeds the type (pumice.api.crds). The ``+k8s:``-prefixed declarative-validation tags are not read.
 """
 
 from __future__ import annotations
@@ -68,6 +73,8 @@ _GO_STRUCT = re.compile(r"^type (\w+) struct \{")
 _GO_SLICE = re.compile(r"^type (\w+) \[\]([\w.*]+)\s*$")
 _GO_FIELD = re.compile(r"^\s*(?:(\w+)\s+)?([*\[\]\w.]+(?:\[[\w.]+\][*\w.\[\]]+)?)\s+`([^`]*)`")
 _TAG = re.compile(r'(\w+):"([^"]*)"')
+#: a schema marker in a Go comment: ``// +listType=map``, ``// +listMapKey=name``, ``// +structType=atomic``
+_MARKER = re.compile(r"^\s*//\s*\+(listType|listMapKey|mapType|structType)=(\w+)\s*$")
 _IMPORT = re.compile(r'^\s*(?:import\s+)?(\w+\s+)?"([\w./-]+)"\s*$')
 _IDENT = re.compile(r"\b(?:(\w+)\.)?([A-Za-z_]\w*)\b")
 #: Go's predeclared types as reflection names them (byte is uint8, rune int32)
@@ -160,32 +167,58 @@ def default_go_type(label: str, ptype: str) -> str:
     return ("[]" if label == "repeated" else "") + one(ptype)
 
 
-def parse_go(texts: list[str], package: str = "") -> tuple[dict[str, dict[str, tuple[str, str, str, str, str]]],
-                                                             set[str]]:
-    """``({struct: {proto name: (json tag, go type, reflect name, patchStrategy, patchMergeKey)}}, {slice type
-    names})``; the go type as reflection names it (:func:`reflect_name`, in Go package
-    ``package``)."""
-    structs: dict[str, dict[str, tuple[str, str, str, str, str]]] = {}
+Markers = dict[str, object]
+
+
+def _add_marker(markers: Markers, line: str) -> bool:
+    """Record the schema marker on ``line`` (a Go comment) in ``markers``; False when it holds none."""
+    m = _MARKER.match(line)
+    if not m:
+        return False
+    name, value = m.group(1), m.group(2)
+    if name == "listMapKey":
+        keys = markers.setdefault("listMapKeys", [])
+        assert isinstance(keys, list)
+        keys.append(value)
+    else:
+        markers["mapType" if name == "structType" else name] = value
+    return True
+
+
+def parse_go(texts: list[str], package: str = "") -> tuple[
+        dict[str, dict[str, tuple[str, str, str, str, str, Markers]]], set[str], dict[str, Markers]]:
+    """``({struct: {proto name: (json tag, go type, reflect name, patchStrategy, patchMergeKey,
+    markers)}}, {slice type names}, {struct: its own markers})``; the go type as reflection names
+    it (:func:`reflect_name`, in Go package ``package``); markers from the comment lines right
+    above a field or a type (:func:`_add_marker`)."""
+    structs: dict[str, dict[str, tuple[str, str, str, str, str, Markers]]] = {}
     slices: set[str] = set()
+    type_markers: dict[str, Markers] = {}
     for text in texts:
         imports = go_imports(text)
-        current: dict[str, tuple[str, str, str, str, str]] | None = None
+        current: dict[str, tuple[str, str, str, str, str, Markers]] | None = None
         depth = 0
+        pending: Markers = {}
         for line in text.splitlines():
-            m = _GO_SLICE.match(line)
-            if m:
-                slices.add(m.group(1))
-                continue
-            m = _GO_STRUCT.match(line)
-            if m:
-                current = structs.setdefault(m.group(1), {})
-                depth = 1
-                continue
-            if current is None:
-                continue
             stripped = line.strip()
             if stripped.startswith("//"):
+                _add_marker(pending, line)
                 continue
+            if current is None:
+                m = _GO_SLICE.match(line)
+                if m:
+                    slices.add(m.group(1))
+                    pending = {}
+                    continue
+                m = _GO_STRUCT.match(line)
+                if m:
+                    current = structs.setdefault(m.group(1), {})
+                    if pending:
+                        type_markers[m.group(1)] = pending
+                    depth = 1
+                pending = {}
+                continue
+            markers, pending = pending, {}
             depth += line.count("{") - line.count("}")
             if depth <= 0:
                 current = None
@@ -201,12 +234,12 @@ def parse_go(texts: list[str], package: str = "") -> tuple[dict[str, dict[str, t
             pname = next((p[5:] for p in pparts if p.startswith("name=")), None)
             value = (tags.get("json", pname or ""), m.group(2), reflect_name(m.group(2), package, imports),
                      tags.get("patchStrategy", ""),
-                     tags.get("patchMergeKey", ""))
+                     tags.get("patchMergeKey", ""), markers)
             if len(pparts) > 1 and pparts[1].isdigit():
                 current["#" + pparts[1]] = value
             if pname is not None:
                 current[pname] = value
-    return structs, slices
+    return structs, slices, type_markers
 
 
 def qualify(package: str, t: str, known: set[str]) -> str:
@@ -234,7 +267,7 @@ def main(argv: list[str]) -> int:
                         if f.startswith(pkg_dir + "/") and f.count("/") == pkg_dir.count("/") + 1
                         and f.endswith(".go") and not f.endswith("_test.go")
                         and not Path(f).name.startswith(("zz_", "generated")) and "swagger" not in f]
-            structs, slices = parse_go(go_texts, pkg_dir.rsplit("/", 1)[1])
+            structs, slices, type_markers = parse_go(go_texts, pkg_dir.rsplit("/", 1)[1])
             group = None
             for t in go_texts:
                 gm = re.search(r'^const GroupName = "([^"]*)"', t, re.M)
@@ -249,8 +282,8 @@ def main(argv: list[str]) -> int:
                 go = structs.get(name, {})
                 rows = []
                 for label, ptype, pname, number in sorted(fields, key=lambda f: f[3]):
-                    tag, gotype, reflected, strategy, merge_key = (go.get(pname) or go.get(f"#{number}")
-                                                                   or (pname, "", "", "", ""))
+                    tag, gotype, reflected, strategy, merge_key, markers = (
+                        go.get(pname) or go.get(f"#{number}") or (pname, "", "", "", "", {}))
                     parts = tag.split(",")
                     jname = parts[0]
                     flags = ""
@@ -270,17 +303,19 @@ def main(argv: list[str]) -> int:
                     else:
                         t = qualify(package, ptype, set())
                     row: list[object] = [number, jname or pname, t, flags]
-                    extra: dict[str, str] = {}
+                    extra: dict[str, object] = {}
                     if strategy or merge_key:
                         extra = {"patchStrategy": strategy, "patchMergeKey": merge_key}
                     if reflected and reflected != default_go_type(label, t[4:] if label == "map" else t):
                         extra["goType"] = reflected
+                    extra.update(markers)
                     if extra:
                         row.append(extra)
                     rows.append(row)
                 entry: dict[str, object] = {"fields": rows}
                 if name in slices:
                     entry["list"] = True
+                entry.update(type_markers.get(name, {}))
                 messages[f"{package}.{name}"] = entry
     out["messages"] = dict(sorted(messages.items()))
     json.dump(out, sys.stdout, indent=None, separators=(",", ":"), sort_keys=False)

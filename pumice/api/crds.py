@@ -15,15 +15,27 @@ Embedded Kubernetes types (PodTemplateSpec, Service, EnvVar, ...) are lightkube'
 expanded too, with fix-ups for what lightkube types loosely: resource lists and ``sizeLimit``/
 ``divisor`` are quantities, ``int | str`` ports are int-or-string, untyped maps are string maps,
 template ``metadata`` has controller-gen's five fields, and the Kubernetes ``+default`` values
-(``protocol: TCP``, ``name: ""``...) are published. So unknown fields inside Pod templates are
-pruned (rejected under ``fieldValidation=Strict``) and wrong types rejected, as upstream.
+(``protocol: TCP``, ``name: ""``...) are published. What lightkube's models do not say, the Go
+types do, and :mod:`pumice.api.protobuf`'s schema records it (tools/gen_protobuf_schema.py): each
+embedded field gets the ``format: int32``/``int64`` of its Go integer type (also on list items and
+map values) and controller-gen's markers from its Go comments, ``x-kubernetes-list-type``,
+``x-kubernetes-list-map-keys`` and ``x-kubernetes-map-type`` (``+structType=atomic`` types such as
+``LocalObjectReference``, also where another struct inlines one). So unknown fields inside Pod
+templates are pruned (rejected under ``fieldValidation=Strict``), wrong types and out-of-range
+integers (``containerPort: 3000000000``) are refused with 422 at create, and server-side apply
+merges the embedded lists by their keys, as upstream. At every field both have, the served
+schemas carry exactly the formats and markers of upstream's CRD files (tests/api/test_crds.py).
 
 Deviates: lightkube follows a newer Kubernetes than the upstream CRDs, so Pod templates accept a
-few newer fields; only the storage version of each kind is served (upstream also serves
-ray.io/v1alpha1); list-type markers inside embedded Kubernetes types are not generated. The
-KubeRay CRDs' CEL rules (``x-kubernetes-validations``) are generated from the models
-(:mod:`pumice.api.ray.types`); HyperNode's selector rules are not, its admission webhook checks
-the same with the same messages.
+few newer fields (with their formats and markers); only the storage version of each kind is
+served (upstream also serves ray.io/v1alpha1); RayCluster's ``networkPolicy``,
+``historyServerOptions`` and ``ingressOptions`` are opaque objects (no schema below them). No
+``description`` is published, so the served CRDs never equal upstream's files: a server-side
+apply of one conflicts on the atomic ``spec.versions`` with the field manager ``pumice`` that
+installed it (:meth:`pumice.apiserver.server.APIServer.apply_crds`), as kube-apiserver answers
+whoever applies over another manager's CRD. The KubeRay CRDs' CEL rules
+(``x-kubernetes-validations``) are generated from the models (:mod:`pumice.api.ray.types`);
+HyperNode's selector rules are not, its admission webhook checks the same with the same messages.
 
 Mirrors: kuberay ray-operator/config/crd/bases/ray.io_*.yaml and volcano
 config/crd/volcano/bases/*.yaml (names, scope, subresources, printer columns).
@@ -41,7 +53,7 @@ import msgspec
 import msgspec.inspect as mi
 from lightkube.models.meta_v1 import ObjectMeta
 
-from pumice.api import Obj, scheme
+from pumice.api import Obj, protobuf, scheme
 from pumice.api.ray import types as ray
 from pumice.api.schema import CRD_DEFAULT_MARK, CRD_REQUIRED_MARK, QUANTITY_PATTERN
 from pumice.api.scheme import ResourceKind
@@ -100,6 +112,75 @@ _KUBE_FIELD_EXTRAS: dict[tuple[str, str], Obj] = {
 _KUBE_REQUIRED: dict[str, list[str]] = {"PortStatus": ["error", "port", "protocol"]}
 
 
+@functools.cache
+def _kube_messages() -> dict[tuple[str, str], protobuf.Message]:
+    """The protobuf schema's messages by (lightkube models module, class name):
+    ``("core_v1", "PodSpec")`` -> ``k8s.io.api.core.v1.PodSpec``."""
+    out: dict[tuple[str, str], protobuf.Message] = {}
+    for name, msg in protobuf.schema().messages.items():
+        package, _, cls = name.rpartition(".")
+        group, _, version = package.rpartition(".")
+        out.setdefault((f"{group.rpartition('.')[2]}_{version}", cls), msg)
+    return out
+
+
+def _kube_message(cls: type) -> protobuf.Message | None:
+    """The protobuf message of a lightkube model class (None when the schema has none)."""
+    return _kube_messages().get((cls.__module__.rpartition(".")[2], cls.__name__))
+
+
+def _wire_field(msg: protobuf.Message, name: str) -> protobuf.Field | None:
+    """The field of ``msg`` with JSON name ``name``, looking into inlined members (the
+    ``LocalObjectReference`` in ``ConfigMapKeySelector``), as lightkube flattens them."""
+    f = msg.by_name.get(name)
+    if f is not None:
+        return f
+    for member in msg.inline:
+        inner = protobuf.schema().messages.get(member.type)
+        found = _wire_field(inner, name) if inner is not None else None
+        if found is not None:
+            return found
+    return None
+
+
+def _map_type(msg: protobuf.Message) -> str:
+    """The ``+structType`` of a message, or else of a struct it inlines (controller-gen flattens
+    ``ConfigMapEnvSource``'s ``LocalObjectReference`` and keeps its ``atomic``); "" for none."""
+    if msg.map_type:
+        return msg.map_type
+    for member in msg.inline:
+        inner = protobuf.schema().messages.get(member.type)
+        found = _map_type(inner) if inner is not None else ""
+        if found:
+            return found
+    return ""
+
+
+_INT_FORMATS = frozenset({"int32", "int64"})
+
+
+def _add_wire_facts(sub: Obj, f: protobuf.Field) -> None:
+    """Add to a field's schema what the Go type says and lightkube's model does not: the
+    integer format (``int32``/``int64``, also on list items and map values) and the list/map
+    markers (``x-kubernetes-list-type``, ``-list-map-keys``, ``-map-type``), as controller-gen
+    writes them."""
+    target = sub
+    while target.get("type") == "array" and isinstance(target.get("items"), dict):
+        target = target["items"]
+    if f.map_value:
+        addl = target.get("additionalProperties")
+        if f.map_value in _INT_FORMATS and isinstance(addl, dict) and addl.get("type") == "integer":
+            addl["format"] = f.map_value
+    elif f.type in _INT_FORMATS and target.get("type") == "integer":
+        target["format"] = f.type
+    if f.list_type and sub.get("type") == "array":
+        sub["x-kubernetes-list-type"] = f.list_type
+        if f.list_map_keys:
+            sub["x-kubernetes-list-map-keys"] = list(f.list_map_keys)
+    if f.map_type and sub.get("type") == "object":
+        sub["x-kubernetes-map-type"] = f.map_type
+
+
 def _quantity() -> Obj:
     return {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True,
             "pattern": QUANTITY_PATTERN}
@@ -124,8 +205,12 @@ def _kube_schema(t: mi.Type, name: str, stack: tuple[type, ...]) -> Obj:
         props: Obj = {}
         required: list[str] = []
         cls_name = t.cls.__name__
+        msg = _kube_message(t.cls)
         for f in t.fields:
             sub = _kube_schema(f.type, f.encode_name, (*stack, t.cls))
+            wire = _wire_field(msg, f.encode_name) if msg is not None else None
+            if wire is not None:
+                _add_wire_facts(sub, wire)
             sub.update(copy.deepcopy(_KUBE_FIELD_EXTRAS.get((cls_name, f.encode_name), {})))
             props[f.encode_name] = sub
             if f.required:
@@ -134,6 +219,9 @@ def _kube_schema(t: mi.Type, name: str, stack: tuple[type, ...]) -> Obj:
         out: Obj = {"type": "object", "properties": dict(sorted(props.items()))}
         if required:
             out["required"] = sorted(required)
+        map_type = _map_type(msg) if msg is not None else ""
+        if map_type:
+            out["x-kubernetes-map-type"] = map_type
         return out
     if isinstance(t, mi.DictType):
         if name in _QUANTITY_FIELDS:

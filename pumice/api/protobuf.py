@@ -89,6 +89,12 @@ class Field:
     #: the Go type as reflection names it when the proto type does not imply it (a named type:
     #: ``v1.RestartPolicy``), "" otherwise (pumice.api.godecode)
     go_type: str = ""
+    #: the field's ``+listType`` (``atomic``, ``set``, ``map``), ``+listMapKey`` markers (in
+    #: order) and ``+mapType``/``+structType`` marker in its Go comment; "" / () when it has none
+    #: (pumice.api.crds publishes them where a CRD embeds the type)
+    list_type: str = ""
+    list_map_keys: tuple[str, ...] = ()
+    map_type: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +105,8 @@ class Message:
     list_wrapper: bool
     by_name: dict[str, Field]
     inline: tuple[Field, ...]
+    #: the Go type's own ``+structType``/``+mapType`` marker (``atomic``), "" when it has none
+    map_type: str = ""
 
 
 class Schema:
@@ -115,10 +123,11 @@ class Schema:
                 patch = more[0] if more else {}
                 fields.append(Field(number, jname, ftype, "r" in flags, "p" in flags, "o" in flags, "i" in flags,
                                     mk, mv, patch.get("patchStrategy", ""), patch.get("patchMergeKey", ""),
-                                    patch.get("goType", "")))
+                                    patch.get("goType", ""), patch.get("listType", ""),
+                                    tuple(patch.get("listMapKeys", ())), patch.get("mapType", "")))
             self.messages[name] = Message(name, tuple(fields), {f.number: f for f in fields},
                                           bool(entry.get("list")), {f.name: f for f in fields if not f.inline},
-                                          tuple(f for f in fields if f.inline))
+                                          tuple(f for f in fields if f.inline), entry.get("mapType", ""))
         self.packages: dict[tuple[str, str], str] = {(g, v): pkg for pkg, (g, v) in doc["groups"].items()}
 
     def message_for(self, api_version: str, kind: str) -> str | None:

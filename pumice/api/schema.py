@@ -283,6 +283,7 @@ class _Node:
         "embedded",
         "has_addl",
         "has_items",
+        "int_range",
         "ios",
         "list_type",
         "null_ok",
@@ -297,6 +298,7 @@ class _Node:
         "schema",
         "simple",
         "type_ok",
+        "type_plain",
         "value_checks",
         "want",
     )
@@ -328,11 +330,19 @@ class _Node:
         fmt = get("format", "")
         self.value_checks = (any(get(k) is not None for k in _VALUE_CHECK_KEYS) or fmt in _INT_RANGES
                              or fmt in _DATE_TIME_FORMATS)
-        self.list_type = get("x-kubernetes-list-type")
+        # only a set or map list has something to check (an atomic one, like none, has not)
+        list_type = get("x-kubernetes-list-type")
+        self.list_type = list_type if list_type in ("set", "map") else None
         combos = bool(get("allOf") or get("anyOf") or get("oneOf"))
         # a scalar that passes the type check has nothing more to answer to
         self.simple = ok and not ios and not self.value_checks and not combos
         self.plain = _PLAIN.get(want or None, _PLAIN[None]) if self.simple else frozenset()
+        # an integer whose only check is its format's range (the int32/int64 fields of Pod
+        # templates): checked inline, and an int passes the type walk unvisited
+        self.int_range = _INT_RANGES.get(fmt) if (
+            ok and want == "integer" and not ios and not combos
+            and not any(get(k) is not None for k in _VALUE_CHECK_KEYS)) else None
+        self.type_plain = _PLAIN["integer"] if self.int_range is not None else self.plain
         self.preserve = bool(get("x-kubernetes-preserve-unknown-fields")) or addl is True
         self.defaults = [(name, sub["default"], bool(sub.get("nullable"))) for name, sub in props.items()
                          if isinstance(sub, dict) and "default" in sub]
@@ -468,14 +478,14 @@ def _types_bad(node: _Node, value: Any, root: bool) -> bool:
             kids = node.kids()
             for name, v in value.items():
                 kid = kids.get(name)
-                if kid is None or (root and name == "metadata") or type(v) in kid.plain:
+                if kid is None or (root and name == "metadata") or type(v) in kid.type_plain:
                     continue
                 if _types_bad(kid, v, False):
                     return True
         addl = node.addl()
         if addl is not None:
             props = node.props
-            a_plain = addl.plain
+            a_plain = addl.type_plain
             for name, v in value.items():
                 if name not in props and type(v) not in a_plain \
                         and _types_bad(addl, v, False):
@@ -483,7 +493,7 @@ def _types_bad(node: _Node, value: Any, root: bool) -> bool:
     elif isinstance(value, list):
         items = node.items()
         if items is not None:
-            i_plain = items.plain
+            i_plain = items.type_plain
             for item in value:
                 if type(item) not in i_plain \
                         and _types_bad(items, item, False):
@@ -535,7 +545,12 @@ def _check(node: _Node, value: Any, path: str, out: list[FieldCause], root: bool
 
     before = len(out)
     if node.value_checks:
-        _value_checks(node.schema, value, path, path or "<root>", out)
+        rng = node.int_range
+        if rng is None:
+            _value_checks(node.schema, value, path, path or "<root>", out)
+        elif type(value) is int and not rng[0] <= value <= rng[1]:
+            out.append(FieldCause(path, f"Invalid value: {format_value(value)}: {path or '<root>'} in body must be "
+                                        f"of type {node.schema['format']}"))
 
     if isinstance(value, dict):
         props = node.props
@@ -608,6 +623,8 @@ def _list_type_checks(schema: dict[str, Any], value: list[Any], path: str, out: 
                 seen.append(item)
     elif list_type == "map":
         keys = schema.get("x-kubernetes-list-map-keys") or []
+        if len(value) < 2:
+            return
         seen_keys: list[dict[str, Any]] = []
         for i, item in enumerate(value):
             if not isinstance(item, dict):

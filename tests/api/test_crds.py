@@ -260,3 +260,80 @@ def test_the_comparison_reaches_deep_ray_fields():
     assert ".spec.rayClusterSpec.headGroupSpec.rayStartParams" in compared
     assert ".status.rayClusterStatus.head.podIP" in compared
     assert ".spec.rayClusterSpec.headGroupSpec.template.spec.containers[].ports[].protocol" in compared
+
+
+#: The schema keys controller-gen writes from the Go types (integer formats, list and map
+#: markers) that trial 12 F-12 found missing inside embedded Kubernetes types.
+WIRE_KEYS = ("format", "x-kubernetes-list-type", "x-kubernetes-list-map-keys", "x-kubernetes-map-type")
+
+
+def wire_facts(schema: dict[str, Any], path: str = "", out: dict[tuple[str, str], Any] | None = None,
+               paths: set[str] | None = None) -> tuple[dict[tuple[str, str], Any], set[str]]:
+    """({(path, key): value} of every WIRE_KEYS key under ``schema``, {every schema path})."""
+    out = {} if out is None else out
+    paths = set() if paths is None else paths
+    paths.add(path)
+    for key in WIRE_KEYS:
+        if key in schema:
+            out[(path, key)] = schema[key]
+    for name, sub in (schema.get("properties") or {}).items():
+        wire_facts(sub, f"{path}.{name}", out, paths)
+    for key, suffix in (("items", "[]"), ("additionalProperties", "{}")):
+        if isinstance(schema.get(key), dict):
+            wire_facts(schema[key], path + suffix, out, paths)
+    return out, paths
+
+
+@pytest.mark.parametrize("spec", WITH_UPSTREAM, ids=lambda s: f"{s.group}/{s.kind}")
+def test_integer_formats_and_list_map_markers_are_upstreams(spec):
+    """Every format and list/map marker upstream's CRD carries at a path ours has, ours carries
+    with the same value, and ours carries none upstream lacks (trial 12 F-12: embedded Pod
+    templates had no int32/int64 formats and almost no markers)."""
+    up, up_paths = wire_facts(version_of(upstream(spec.group, spec.kind), spec.version)["schema"]["openAPIV3Schema"])
+    ours, our_paths = wire_facts(version_of(OURS[(spec.group, spec.kind)], spec.version)["schema"]["openAPIV3Schema"])
+    shared = {k: v for k, v in up.items() if k[0] in our_paths}
+    assert {k: ours.get(k) for k in shared} == shared
+    assert {k: v for k, v in ours.items() if k[0] in up_paths and k not in up} == {}
+    # what ours lacks is only under fields pumice keeps opaque (newer KubeRay options)
+    opaque = ("networkPolicy", "historyServerOptions", "ingressOptions")
+    assert all(any(f".{o}" in p for o in opaque) for p, _ in set(up) - set(shared))
+
+
+def test_the_served_ray_cluster_counts_the_formats_and_markers_of_upstreams_file():
+    """Counted over the fields both schemas have (ours lacks upstream's newest KubeRay options,
+    which it keeps opaque, and has the newer Kubernetes fields of lightkube's models)."""
+    up, up_paths = wire_facts(version_of(upstream("ray.io", "RayCluster"), "v1")["schema"]["openAPIV3Schema"])
+    ours, our_paths = wire_facts(version_of(OURS[("ray.io", "RayCluster")], "v1")["schema"]["openAPIV3Schema"])
+
+    def count(facts: dict[tuple[str, str], Any], key: str, value: Any = None) -> int:
+        return sum(1 for (p, k), v in facts.items() if k == key and (value is None or v == value)
+                   and p in up_paths and p in our_paths)
+
+    for key, value in (("format", "int32"), ("format", "int64"), ("x-kubernetes-list-type", None),
+                       ("x-kubernetes-list-map-keys", None), ("x-kubernetes-map-type", None)):
+        assert count(ours, key, value) == count(up, key, value) > 0, (key, value)
+    assert count(ours, "format", "int32") > 170 and count(ours, "x-kubernetes-list-type") > 300
+    head = "spec.headGroupSpec.template.spec"
+    assert ours[(f".{head}.containers[].ports[].containerPort", "format")] == "int32"
+    assert ours[(f".{head}.terminationGracePeriodSeconds", "format")] == "int64"
+    assert ours[(f".{head}.containers", "x-kubernetes-list-map-keys")] == ["name"]
+    assert ours[(f".{head}.containers[].ports", "x-kubernetes-list-map-keys")] == ["containerPort", "protocol"]
+    assert ours[(f".{head}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+                 "x-kubernetes-map-type")] == "atomic"
+
+
+def test_an_out_of_range_container_port_in_a_pod_template_is_invalid():
+    schema = schema_for({"apiVersion": "ray.io/v1", "kind": "RayCluster"})
+    obj = {"spec": {"headGroupSpec": {"template": {"spec": {
+        "terminationGracePeriodSeconds": 99999999999999,
+        "containers": [{"name": "ray-head", "image": "ray", "ports": [{"containerPort": 3000000000, "name": "x"}]}]}}}}}
+    kschema.default(schema, obj)
+    [cause] = kschema.validate(schema, obj)
+    field = "spec.headGroupSpec.template.spec.containers[0].ports[0].containerPort"
+    assert (cause.field, cause.reason) == (field, "FieldValueInvalid")
+    assert cause.message == f"Invalid value: 3000000000: {field} in body must be of type int32"
+    assert not kschema.has_type_errors(schema, obj)  # a range, not a type, cause
+    obj["spec"]["headGroupSpec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 2**63
+    grace = "spec.headGroupSpec.template.spec.terminationGracePeriodSeconds"
+    assert [(c.field, c.message) for c in kschema.validate(schema, obj)][-1] == (
+        grace, f"Invalid value: {2**63}: {grace} in body must be of type int64")
