@@ -51,6 +51,7 @@ import copy
 import functools
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -172,21 +173,128 @@ def manager_or_user_agent(manager: str, user_agent: str) -> str:
 
 # ------------------------------------------------------------------ field sets
 
-def _list_key(kind: str, builtin: bool, path: tuple[str, ...]) -> tuple[str | None, bool]:
-    """(merge key, merges) of the list at ``path`` (map-field names only)."""
-    if builtin or (path and path[0] == "metadata"):
-        _, strategy, key = merge_info(kind if builtin else "", path)
-        return key, bool(strategy and "merge" in strategy.split(","))
+#: How a list merges: (key fields, merges, defaults of key fields). Keyed (``map``) lists have
+#: key fields; ``merges`` without them is a set of primitives merged by union; not ``merges`` is
+#: atomic (the list is one leaf). The defaults stand in for a key field an item omits.
+ListType = tuple[tuple[str, ...] | None, bool, dict[str, Any]]
+#: A custom resource's list types, by the path of map-field names to the list (``("spec",
+#: "headGroupSpec", "template", "spec", "containers")``): see :class:`SchemaListTypes`.
+ListTypes = Callable[[tuple[str, ...]], ListType]
+
+_ATOMIC: ListType = (None, False, {})
+_SET: ListType = (None, True, {})
+_CONDITIONS: ListType = (("type",), True, {})
+
+
+@functools.lru_cache(maxsize=4096)
+def _builtin_list_type(kind: str, path: tuple[str, ...]) -> ListType:
+    _, strategy, key = merge_info(kind, path)
+    if not (strategy and "merge" in strategy.split(",")):
+        return _ATOMIC
+    return ((key,), True, {}) if key else _SET
+
+
+def _list_key(w: _Walk, path: tuple[str, ...]) -> ListType:
+    """How the list at ``path`` (map-field names only) merges: built-in kinds (and any object's
+    ``metadata``) by the strategic merge tags; custom resources by their schema's
+    ``x-kubernetes-list-type`` markers (``w.lists``), or, without a schema, only ``conditions``
+    (by ``type``)."""
+    if w.builtin or (path and path[0] == "metadata"):
+        return _builtin_list_type(w.kind if w.builtin else "", path)
+    if w.lists is not None:
+        return w.lists(path)
     if path and path[-1] == "conditions":
-        return "type", True
-    return None, False
+        return _CONDITIONS
+    return _ATOMIC
 
 
-def _key_step(key: str, item: Any) -> Step:
-    value = item[key]
-    if type(value) is str or type(value) is int:
-        return _scalar_key_step(key, value)
-    return ("k", _json({key: value}))
+class SchemaListTypes:
+    """The :data:`ListTypes` of a structural schema (a served CRD version's
+    ``openAPIV3Schema``): ``x-kubernetes-list-type: map`` with its
+    ``x-kubernetes-list-map-keys`` (and the keys' schema defaults), ``set``, and ``atomic`` for
+    every other list, as structured-merge-diff reads a CRD's schema. Answers are remembered per
+    path (the schema must not change afterwards).
+
+    Mirrors: k8s.io/kube-openapi pkg/schemaconv (a CRD schema's list extensions as
+    structured-merge-diff list elements; a list without one is atomic) and structured-merge-diff
+    fieldpath (a keyed item's key fields, from the schema default when the item omits one)."""
+
+    __slots__ = ("_cache", "_root")
+
+    def __init__(self, schema: Obj) -> None:
+        self._root = schema
+        self._cache: dict[tuple[str, ...], ListType] = {}
+
+    def __call__(self, path: tuple[str, ...]) -> ListType:
+        found = self._cache.get(path)
+        if found is None:
+            if len(self._cache) >= 4096:
+                self._cache.clear()
+            found = self._cache[path] = self._find(path)
+        return found
+
+    def _find(self, path: tuple[str, ...]) -> ListType:
+        node: Any = self._root
+        for name in path:
+            while isinstance(node, dict) and node.get("type") == "array":
+                node = node.get("items")
+            if not isinstance(node, dict):
+                return _ATOMIC
+            props = node.get("properties")
+            if isinstance(props, dict) and name in props:
+                node = props[name]
+            elif isinstance(node.get("additionalProperties"), dict):
+                node = node["additionalProperties"]
+            else:
+                return _ATOMIC
+        if not isinstance(node, dict):
+            return _ATOMIC
+        list_type = node.get("x-kubernetes-list-type")
+        if list_type == "set":
+            return _SET
+        keys = node.get("x-kubernetes-list-map-keys")
+        if list_type != "map" or not isinstance(keys, list) or not keys:
+            return _ATOMIC
+        item_props = (node.get("items") or {}).get("properties") or {}
+        defaults = {k: item_props[k]["default"] for k in keys
+                    if isinstance(item_props.get(k), dict) and "default" in item_props[k]}
+        return tuple(str(k) for k in keys), True, defaults
+
+
+def _item_key(lt: ListType, item: Any) -> dict[str, Any] | None:
+    """The key fields of a keyed list's item (omitted ones from their defaults), or None when
+    the item is not an object or omits a key field that has no default."""
+    if type(item) is not dict:
+        return None
+    keys, _, defaults = lt
+    out: dict[str, Any] = {}
+    for k in keys or ():
+        if k in item:
+            out[k] = item[k]
+        elif k in defaults:
+            out[k] = defaults[k]
+        else:
+            return None
+    return out
+
+
+def _key_step(lt: ListType, item: Any) -> Step | None:
+    """The ``k:`` step of a keyed list's item (key fields in name order, as upstream writes
+    them), or None when the item has no key (see :func:`_item_key`)."""
+    keys = lt[0] or ()
+    if len(keys) == 1 and type(item) is dict:
+        value = item.get(keys[0], _MISSING)
+        if value is _MISSING:
+            value = lt[2].get(keys[0], _MISSING)
+            if value is _MISSING:
+                return None
+        if type(value) is str or type(value) is int:
+            return _scalar_key_step(keys[0], value)
+        return ("k", _json({keys[0]: value}))
+    key = _item_key(lt, item)
+    if key is None:
+        return None
+    return ("k", _json(dict(sorted(key.items()))))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -203,8 +311,7 @@ def _json(value: Any) -> str:
     return msgspec.json.encode(value).decode()
 
 
-def _field_set(value: Any, kind: str, builtin: bool, names: tuple[str, ...], prefix: Path,
-               out: set[Path]) -> None:
+def _field_set(value: Any, w: _Walk, names: tuple[str, ...], prefix: Path, out: set[Path]) -> None:
     """Collect the paths an applied value sets: scalars, atomic lists, empty maps and nulls are
     members; keyed list items and set-list values are members; a non-empty map is not."""
     if isinstance(value, dict):
@@ -217,30 +324,33 @@ def _field_set(value: Any, kind: str, builtin: bool, names: tuple[str, ...], pre
                 continue
             if prefix == _META and k in _UNTRACKED_META:
                 continue
-            _field_set(v, kind, builtin, (*names, k), (*prefix, ("f", k)), out)
+            _field_set(v, w, (*names, k), (*prefix, ("f", k)), out)
     elif isinstance(value, list):
-        key, merges = _list_key(kind, builtin, names)
+        lt = _list_key(w, names)
+        key, merges, _ = lt
         if not merges:
             out.add(prefix)  # atomic list: the field itself is the leaf
             return
         for item in value:
-            if key is not None and isinstance(item, dict) and key in item:
-                p = (*prefix, _key_step(key, item))
+            step = _key_step(lt, item) if key is not None else None
+            if step is not None:
+                p = (*prefix, step)
                 out.add(p)
-                _field_set(item, kind, builtin, names, p, out)
+                _field_set(item, w, names, p, out)
             elif key is None and not isinstance(item, dict | list):
                 out.add((*prefix, _value_step(item)))
     elif prefix:
         out.add(prefix)
 
 
-def field_set(obj: Obj, kind: str, builtin: bool = True) -> set[Path]:
+def field_set(obj: Obj, kind: str, builtin: bool = True, lists: ListTypes | None = None) -> set[Path]:
     """The set of field paths an applied configuration specifies (metadata identity fields,
-    ``apiVersion`` and ``kind`` excluded).
+    ``apiVersion`` and ``kind`` excluded). ``lists``: a custom resource's list types (see
+    :func:`_list_key`).
 
     Mirrors: structured-merge-diff typed/tofieldset.go (TypedValue.ToFieldSet)."""
     out: set[Path] = set()
-    _field_set(obj, kind, builtin, (), (), out)
+    _field_set(obj, _Walk(kind, builtin, _NOTHING, lists), (), (), out)
     return out
 
 
@@ -442,27 +552,30 @@ def _remove(obj: Any, path: Path) -> None:
             parent[:] = [x for x in parent if x != value]
 
 
-def _merge(live: Any, applied: Any, kind: str, builtin: bool, names: tuple[str, ...]) -> Any:
+def _merge(live: Any, applied: Any, w: _Walk, names: tuple[str, ...]) -> Any:
     if isinstance(applied, dict) and isinstance(live, dict):
         out = dict(live)
         for k, v in applied.items():
-            out[k] = _merge(live.get(k), v, kind, builtin, (*names, k)) if k in live else copy.deepcopy(v)
+            out[k] = _merge(live.get(k), v, w, (*names, k)) if k in live else copy.deepcopy(v)
         return out
     if isinstance(applied, list) and isinstance(live, list):
-        key, merges = _list_key(kind, builtin, names)
+        lt = _list_key(w, names)
+        keys, merges, _ = lt
         if not merges:
             return copy.deepcopy(applied)
-        if key is None:
+        if keys is None:
             return list(live) + [x for x in applied if x not in live]
         result = [copy.deepcopy(x) for x in live]
         for item in applied:
-            if not isinstance(item, dict) or key not in item:
-                raise ValueError(f"{'.'.join(names)}: element {item!r} lacks the list key {key!r}")
-            idx = next((i for i, x in enumerate(result) if isinstance(x, dict) and x.get(key) == item[key]), None)
+            key = _item_key(lt, item)
+            if key is None:
+                missing = next((k for k in keys if not isinstance(item, dict) or k not in item), keys[0])
+                raise ValueError(f"{'.'.join(names)}: element {item!r} lacks the list key {missing!r}")
+            idx = next((i for i, x in enumerate(result) if _item_key(lt, x) == key), None)
             if idx is None:
                 result.append(copy.deepcopy(item))
             else:
-                result[idx] = _merge(result[idx], item, kind, builtin, names)
+                result[idx] = _merge(result[idx], item, w, names)
         return result
     return copy.deepcopy(applied)
 
@@ -475,6 +588,7 @@ class _Walk:
     kind: str
     builtin: bool
     skip_top: frozenset[str]  # apiVersion, kind and the write's reset fields (e.g. status)
+    lists: ListTypes | None = None  # a custom resource's list types (see _list_key)
 
 
 def _diff(lhs: Any, rhs: Any, w: _Walk, names: tuple[str, ...], prefix: Path, changed: list[Path],
@@ -494,7 +608,7 @@ def _diff(lhs: Any, rhs: Any, w: _Walk, names: tuple[str, ...], prefix: Path, ch
             if not empty:
                 _diff_map(lhs if ldict else {}, rhs if rdict else {}, w, names, prefix, changed, removed)
         elif (llist or lnull) and (rlist or rnull):
-            if not _list_key(w.kind, w.builtin, names)[1]:  # an atomic list is a leaf
+            if not _list_key(w, names)[1]:  # an atomic list is a leaf
                 if prefix:
                     _diff_leaf(lhs, rhs, prefix, changed, removed)
                 return
@@ -559,8 +673,8 @@ def _diff_map(lhs: dict[str, Any], rhs: dict[str, Any], w: _Walk, names: tuple[s
 
 def _diff_list(lhs: list[Any], rhs: list[Any], w: _Walk, names: tuple[str, ...], prefix: Path,
                changed: list[Path], removed: list[Path]) -> None:
-    key = _list_key(w.kind, w.builtin, names)[0]
-    if key is None:
+    lt = _list_key(w, names)
+    if lt[0] is None:
         for v in lhs:
             if not isinstance(v, dict | list) and v not in rhs:
                 removed.append((*prefix, _value_step(v)))
@@ -570,12 +684,14 @@ def _diff_list(lhs: list[Any], rhs: list[Any], w: _Walk, names: tuple[str, ...],
         return
     lm: dict[Step, Any] = {}
     for item in lhs:
-        if isinstance(item, dict) and key in item:
-            lm.setdefault(_key_step(key, item), item)
+        step = _key_step(lt, item)
+        if step is not None:
+            lm.setdefault(step, item)
     rm: dict[Step, Any] = {}
     for item in rhs:
-        if isinstance(item, dict) and key in item:
-            rm.setdefault(_key_step(key, item), item)
+        step = _key_step(lt, item)
+        if step is not None:
+            rm.setdefault(step, item)
     for step, lv in lm.items():
         rv = rm.get(step, _MISSING)
         if rv is not _MISSING and lv == rv:
@@ -603,12 +719,14 @@ def _created(value: dict[str, Any], w: _Walk, names: tuple[str, ...], top: bool)
                     out["f:" + k] = child
                 continue
             out["f:" + k] = {".": {}, **child}
-        elif t is list and v and _list_key(w.kind, w.builtin, (*names, k))[1]:
-            key = _list_key(w.kind, w.builtin, (*names, k))[0]
+        elif t is list and v and _list_key(w, (*names, k))[1]:
+            lt = _list_key(w, (*names, k))
+            key = lt[0]
             items: Obj = {}
             for item in v:
-                if key is not None and type(item) is dict and key in item:
-                    kind, name = _key_step(key, item)
+                step = _key_step(lt, item) if key is not None else None
+                if step is not None:
+                    kind, name = step
                     items.setdefault(f"{kind}:{name}", {".": {}, **_created(item, w, (*names, k), False)})
                 elif key is None and not isinstance(item, dict | list):
                     kind, name = _value_step(item)
@@ -735,7 +853,8 @@ def _set_entries(obj: Obj, entries: list[Obj]) -> None:
 
 
 def update_managed_fields(old: Obj | None, new: Obj, *, manager: str, api_version: str, kind: str, builtin: bool,
-                          time: str | None, subresource: str = "", ignore: frozenset[str] = frozenset()) -> None:
+                          time: str | None, subresource: str = "", ignore: frozenset[str] = frozenset(),
+                          lists: ListTypes | None = None) -> None:
     """Record a non-apply write of ``new`` (over ``old``; None for a create) in
     ``new.metadata.managedFields``, in place.
 
@@ -744,7 +863,7 @@ def update_managed_fields(old: Obj | None, new: Obj, *, manager: str, api_versio
         new: the object about to be stored; its ``metadata.managedFields`` is replaced.
         manager: the field manager (see :func:`manager_or_user_agent`); ``""`` records ``unknown``.
         api_version: the endpoint's ``group/version`` (``v1``, ``apps/v1``).
-        kind, builtin: how lists merge (see :func:`server_side_apply`).
+        kind, builtin, lists: how lists merge (see :func:`server_side_apply`).
         time: the write's time (RFC 3339, seconds), or None to leave the entry without one
             (upstream's scale subresource writes carry none).
         subresource: ``""``, ``status``, ``scale`` or ``finalize``: a subresource write ignores
@@ -770,7 +889,7 @@ def update_managed_fields(old: Obj | None, new: Obj, *, manager: str, api_versio
     if not entries and old is not None:  # never tracked, or reset: stays untracked
         md.pop("managedFields", None)
         return
-    w = _Walk(kind, builtin, _TYPE_FIELDS | ignore)
+    w = _Walk(kind, builtin, _TYPE_FIELDS | ignore, lists)
     if old is None and not entries:  # a create: every field is the creator's
         fv1 = _created(new, w, (), True)
         _set_entries(new, [_entry(manager, "Update", api_version, time, fv1, subresource)] if fv1 else [])
@@ -815,7 +934,8 @@ def update_managed_fields(old: Obj | None, new: Obj, *, manager: str, api_versio
 
 def server_side_apply(live: Obj | None, applied: Obj, *, manager: str, kind: str, force: bool,
                       builtin: bool | None = None, time: str | None = None, api_version: str | None = None,
-                      subresource: str = "", ignore: frozenset[str] = frozenset()) -> Obj:
+                      subresource: str = "", ignore: frozenset[str] = frozenset(),
+                      lists: ListTypes | None = None) -> Obj:
     """Apply ``applied`` for ``manager`` onto ``live`` (None to create).
 
     Args:
@@ -833,6 +953,9 @@ def server_side_apply(live: Obj | None, applied: Obj, *, manager: str, kind: str
             a different manager from the same name's apply to the object).
         ignore: top-level fields the apply does not own (``status`` on the main resource of a
             kind with a status subresource).
+        lists: a custom resource's list types (:class:`SchemaListTypes` of its served
+            version's schema); without them a custom resource's lists are atomic except
+            ``conditions`` (keyed by ``type``).
 
     Returns:
         The new object with ``metadata.managedFields`` updated.
@@ -851,9 +974,11 @@ def server_side_apply(live: Obj | None, applied: Obj, *, manager: str, kind: str
     applied = copy.deepcopy(applied)
     applied_meta = applied.get("metadata") or {}
     applied_meta.pop("managedFields", None)
-    new_set = {p for p in field_set(applied, kind, is_builtin) if p[0][1] not in ignore}
+    w = _Walk(kind, is_builtin, _TYPE_FIELDS | ignore, lists)
+    new_set: set[Path] = set()
+    _field_set(applied, w, (), (), new_set)
+    new_set = {p for p in new_set if p[0][1] not in ignore}
     version = api_version or str(applied.get("apiVersion") or (live or {}).get("apiVersion") or "")
-    w = _Walk(kind, is_builtin, _TYPE_FIELDS | ignore)
     me = (manager, "Apply", "", subresource)
     out: list[Obj] = []
     previous: Obj | None = None
@@ -870,7 +995,7 @@ def server_side_apply(live: Obj | None, applied: Obj, *, manager: str, kind: str
                 entries = [_entry(BEFORE_FIRST_APPLY, "Update", version, time, set(present), "")]
         previous = next((e for e in entries if _entry_id(e) == me), None)
         others = [e for e in entries if e is not previous]
-        result = _merge(base, applied, kind, is_builtin, ())
+        result = _merge(base, applied, w, ())
         _remove_released_fields(result, previous, others, new_set)
         changed, removed = _compare(base, result, w)
         changed_obj = result != base
@@ -919,7 +1044,9 @@ def _last_applied_fields(live: Obj, version: str, w: _Walk) -> set[Path]:
         if not isinstance(last, dict) or last.get("apiVersion") != version:
             return set()
         changed, removed = _compare(last, live, w)
-        return field_set(last, w.kind, w.builtin) - set(changed) - set(removed)
+        owned: set[Path] = set()
+        _field_set(last, w, (), (), owned)
+        return owned - set(changed) - set(removed)
     except ValueError:
         return set()
     except RecursionError:  # a record nested deeper than any object the API server accepts

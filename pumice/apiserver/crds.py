@@ -19,6 +19,7 @@ from pumice._util.goregexp import compile_error
 from pumice._util.gostrings import quote
 from pumice.api import Obj
 from pumice.api.admission import FieldCause
+from pumice.api.apply import SchemaListTypes
 from pumice.api.schema import CompiledSchema
 from pumice.api.scheme import ResourceKind
 from pumice.apiserver.celrules import RuleSet, compile_rules, rule_compile_causes
@@ -39,6 +40,8 @@ class CustomVersion:
     rules: RuleSet | None = None
     #: the schema ready for the API server's checks (None: no schema)
     compiled: CompiledSchema | None = None
+    #: how server-side apply and managedFields merge the schema's lists (None: no schema)
+    list_types: SchemaListTypes | None = None
     #: the field selector paths ``selectableFields`` declares (``spec.color`` for the jsonPath
     #: ``.spec.color``), served for list and watch besides metadata.name and metadata.namespace
     selectable_fields: frozenset[str] = frozenset()
@@ -93,6 +96,7 @@ def crd_info(crd: Obj) -> CustomResource:
             name=v["name"], served=bool(v.get("served", True)), storage=bool(v.get("storage", False)),
             schema=schema, printer_columns=list(cols), status="status" in subs, scale=subs.get("scale"),
             rules=compile_rules(schema) if schema else None, compiled=CompiledSchema(schema) if schema else None,
+            list_types=SchemaListTypes(schema) if schema else None,
             selectable_fields=frozenset(str(f.get("jsonPath") or "").removeprefix(".")
                                         for f in v.get("selectableFields") or [] if isinstance(f, dict)),
         )

@@ -39,7 +39,7 @@ from pumice._util.gostrings import quote, sprint_v
 from pumice.api import Obj, protobuf
 from pumice.api import schema as kschema
 from pumice.api.admission import AdmissionError, AdmissionRequest, FieldCause
-from pumice.api.apply import ApplyConflict, server_side_apply, update_managed_fields
+from pumice.api.apply import ApplyConflict, SchemaListTypes, server_side_apply, update_managed_fields
 from pumice.api.fields import (
     REDACTED,
     TIME_PARSE,
@@ -1278,12 +1278,19 @@ class Registry:
         FieldManager.UpdateNoErrors) and pumice.api.apply.update_managed_fields."""
         if not self.track_update_managers:
             return
-        custom = self.custom(rk) is not None
-        if sub == "scale" and custom:
+        cr = self.custom(rk)
+        if sub == "scale" and cr is not None:
             return
-        update_managed_fields(old, new, manager=manager, api_version=rk.api_version, kind=rk.kind, builtin=not custom,
+        update_managed_fields(old, new, manager=manager, api_version=rk.api_version, kind=rk.kind, builtin=cr is None,
                               time=None if sub == "scale" else self.now(), subresource=sub,
-                              ignore=_STATUS if not sub and "status" in rk.subresources else frozenset())
+                              ignore=_STATUS if not sub and "status" in rk.subresources else frozenset(),
+                              lists=self._list_types(cr, rk))
+
+    @staticmethod
+    def _list_types(cr: CustomResource | None, rk: ResourceKind) -> SchemaListTypes | None:
+        """How a custom resource's lists merge (its served version's schema markers)."""
+        version = cr.versions.get(rk.version) if cr is not None else None
+        return version.list_types if version is not None else None
 
     def _finished(self, rk: ResourceKind, obj: Obj) -> bool:
         """A deleting object whose finalizers (and grace period) are done is removed."""
@@ -1494,12 +1501,13 @@ class Registry:
             raise errors.bad_request(f"invalid object type: {_applied_gvk(applied)}")
         if isinstance(applied.get("metadata"), dict) and applied["metadata"].get("managedFields") is not None:
             raise errors.bad_request("metadata.managedFields must be nil")
+        cr = self.custom(rk)
         try:
             result: Obj = server_side_apply(live, applied, manager=manager, kind=rk.kind, force=force,
-                                            builtin=self.custom(rk) is None, time=self.now(),
+                                            builtin=cr is None, time=self.now(),
                                             api_version=rk.api_version, subresource=sub,
                                             ignore=_STATUS if not sub and "status" in rk.subresources
-                                            else frozenset())
+                                            else frozenset(), lists=self._list_types(cr, rk))
         except ApplyConflict as e:
             raise StatusError(409, str(e), "Conflict", {"name": applied.get("metadata", {}).get("name", ""),
                                                         "group": rk.group, "kind": rk.plural,

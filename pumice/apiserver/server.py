@@ -54,6 +54,14 @@ __all__ = ["DEFAULT_NAMESPACES", "APIServer", "AckWhenDurable", "is_loopback"]
 log = logging.getLogger(__name__)
 
 BUILTIN_CRD_ANNOTATION = "pumice.dev/builtin-crd-spec"
+#: the field manager of what the server creates at start (default namespaces, system
+#: PriorityClasses, bootstrap RBAC, the default StorageClass), as kube-apiserver's own loopback
+#: client names itself
+SERVER_MANAGER = "kube-apiserver"
+#: the field manager of the built-in CRDs pumice installs (their label
+#: ``app.kubernetes.io/managed-by`` says the same): a server-side apply that conflicts with them
+#: names ``"pumice"``, not ``"unknown"``
+BUILTIN_CRD_MANAGER = "pumice"
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
@@ -243,16 +251,17 @@ class APIServer:
         assert ns_kind is not None and pc_kind is not None
         for ns in DEFAULT_NAMESPACES:
             if self.store.get("/namespaces", "", ns) is None:
-                await reg.create(ns_kind, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+                await reg.create(ns_kind, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+                                 field_manager=SERVER_MANAGER)
         for pc in SYSTEM_PRIORITY_CLASSES:
             if self.store.get("scheduling.k8s.io/priorityclasses", "", pc["metadata"]["name"]) is None:
-                await reg.create(pc_kind, None, _copy(pc))
+                await reg.create(pc_kind, None, _copy(pc), field_manager=SERVER_MANAGER)
         if self.install_crds:
             await self.apply_crds(builtin_crds(), builtin=True)
         await self._bootstrap_rbac()
         sc_kind = self.scheme.by_api_version_kind("storage.k8s.io/v1", "StorageClass")
         if sc_kind is not None and not self.store.list("storage.k8s.io/storageclasses"):
-            await reg.create(sc_kind, None, _copy(DEFAULT_STORAGE_CLASS))
+            await reg.create(sc_kind, None, _copy(DEFAULT_STORAGE_CLASS), field_manager=SERVER_MANAGER)
 
     async def _bootstrap_rbac(self) -> None:
         """Create the bootstrap ClusterRoles and ClusterRoleBindings that are missing (kube-apiserver's
@@ -264,17 +273,19 @@ class APIServer:
             assert rk is not None
             for obj in objs:
                 if self.store.get(f"rbac.authorization.k8s.io/{res}", "", obj["metadata"]["name"]) is None:
-                    await self.registry.create(rk, None, obj)
+                    await self.registry.create(rk, None, obj, field_manager=SERVER_MANAGER)
 
     async def apply_crds(self, crds: Iterable[dict[str, Any]], *, builtin: bool = False) -> None:
         """Create or update CustomResourceDefinitions (as ``kubectl apply`` would).
 
         With ``builtin``, each CRD is marked with the hash of its spec (annotation
-        ``pumice.dev/builtin-crd-spec``) and a stored CRD is replaced only while it still carries
-        pumice's own spec: a CRD a user re-applied (e.g. the upstream manifest) is left alone.
+        ``pumice.dev/builtin-crd-spec``), written by field manager ``pumice``, and a stored CRD is
+        replaced only while it still carries pumice's own spec: a CRD a user re-applied (e.g. the
+        upstream manifest) is left alone. Without it the writes name no manager (``unknown``).
         """
         crd_kind = self.scheme.by_api_version_kind("apiextensions.k8s.io/v1", "CustomResourceDefinition")
         assert crd_kind is not None
+        manager = BUILTIN_CRD_MANAGER if builtin else ""
         for crd in crds:
             name = crd["metadata"]["name"]
             old = self.store.get("apiextensions.k8s.io/customresourcedefinitions", "", name)
@@ -282,7 +293,7 @@ class APIServer:
             if builtin:
                 body["metadata"].setdefault("annotations", {})[BUILTIN_CRD_ANNOTATION] = _spec_hash(body)
             if old is None:
-                await self.registry.create(crd_kind, None, body)
+                await self.registry.create(crd_kind, None, body, field_manager=manager)
                 continue
             if old.obj.get("spec") == body.get("spec"):
                 continue
@@ -291,7 +302,7 @@ class APIServer:
                 if mark != _spec_hash(old.obj):
                     continue
             body["metadata"]["resourceVersion"] = str(old.rv)
-            await self.registry.update(crd_kind, None, name, body)
+            await self.registry.update(crd_kind, None, name, body, field_manager=manager)
 
     # ------------------------------------------------------------------ HTTP
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from pumice.api.apply import ApplyConflict, parse_fields_v1, server_side_apply
+from pumice.api.apply import ApplyConflict, SchemaListTypes, parse_fields_v1, server_side_apply
 
 
 def deployment(replicas=1, image="app:1", labels=None):
@@ -115,3 +115,53 @@ def test_a_volcano_job_is_not_treated_as_a_batch_job():
     fewer = {**vcjob, "spec": {"tasks": [{"name": "a", "replicas": 2}]}}
     out = server_side_apply(live, fewer, manager="m", kind="Job", force=False)
     assert out["spec"]["tasks"] == [{"name": "a", "replicas": 2}]
+
+
+#: a custom resource schema with one list of each type (x-kubernetes-list-type map with two
+#: keys, one of them defaulted; set; no marker)
+_MARKED = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+    "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["port", "protocol"],
+              "items": {"type": "object", "properties": {"port": {"type": "integer"}, "name": {"type": "string"},
+                                                         "protocol": {"type": "string", "default": "TCP"}}}},
+    "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+    "args": {"type": "array", "items": {"type": "string"}},
+}}}}
+
+
+def _widget(**spec):
+    return {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": spec}
+
+
+def test_custom_resource_lists_merge_by_their_schema_markers():
+    lists = SchemaListTypes(_MARKED)
+    live = server_side_apply(None, _widget(ports=[{"port": 80, "name": "http"}], tags=["a"], args=["x"]),
+                             manager="one", kind="Widget", force=False, lists=lists)
+    spec = live["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]
+    assert set(spec["f:ports"]) == {'k:{"port":80,"protocol":"TCP"}'}  # key fields in name order
+    assert set(spec["f:tags"]) == {'v:"a"'} and spec["f:args"] == {}
+    out = server_side_apply(live, _widget(ports=[{"port": 443, "protocol": "TCP"}], tags=["b"]),
+                            manager="two", kind="Widget", force=False, lists=lists)
+    assert out["spec"] == {"ports": [{"port": 80, "name": "http"}, {"port": 443, "protocol": "TCP"}],
+                           "tags": ["a", "b"], "args": ["x"]}
+    with pytest.raises(ApplyConflict) as e:
+        server_side_apply(out, _widget(args=["y"]), manager="two", kind="Widget", force=False, lists=lists)
+    assert e.value.conflicts == [('"one"', ".spec.args")]
+
+
+def test_a_keyed_item_without_a_key_field_or_its_default_is_refused():
+    lists = SchemaListTypes(_MARKED)
+    live = server_side_apply(None, _widget(ports=[{"port": 80}]), manager="one", kind="Widget", force=False,
+                             lists=lists)
+    with pytest.raises(ValueError, match="lacks the list key 'port'"):
+        server_side_apply(live, _widget(ports=[{"name": "x"}]), manager="one", kind="Widget", force=False,
+                          lists=lists)
+
+
+def test_schema_list_types_walk_maps_and_list_items():
+    schema = {"type": "object", "properties": {"m": {"type": "object", "additionalProperties": {
+        "type": "array", "items": {"type": "object", "properties": {
+            "inner": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "integer"}}}}}}}}
+    lists = SchemaListTypes(schema)
+    assert lists(("m", "any-key")) == (None, False, {})
+    assert lists(("m", "any-key", "inner")) == (None, True, {})
+    assert lists(("nothing", "here")) == (None, False, {})
