@@ -1,22 +1,28 @@
 """VolumeBinding in the default scheduler: a Pod whose claim is missing, unbound with Immediate
 binding, being deleted or Lost is refused at PreFilter with upstream's texts; bound claims' volume
 node affinity and WaitForFirstConsumer claims filter Nodes; both cores agree; through the API
-server, a refused Pod is scheduled once the PersistentVolume binder binds its claim.
+server, a refused Pod is scheduled once the PersistentVolume binder binds its claim, and a
+WaitForFirstConsumer claim gets its volume on its Pod's Node (provisioned, or a local volume)
+before the Pod is bound.
 Ports kube-scheduler v1.32 volume_binding_test.go's PreFilter cases (no PVC -> Skip, missing
 claim, unbound Immediate claim, claim being deleted, Lost claim, ephemeral volume)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pumice._util.clock import default_clock
 from pumice.api import Obj
 from pumice.api.scheme import EVENT, PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, POD
 from pumice.controllers.kube import setup
+from pumice.node.provisioner import LocalPathProvisioner
 from pumice.runtime import Manager
 from pumice.scheduler.default.core import LoopCore
 from pumice.scheduler.default.podinfo import PodInfo
@@ -331,3 +337,84 @@ async def test_a_bound_local_volume_takes_its_pod_to_its_node() -> None:
             await sched.stop()
             mgr.stop()
             await asyncio.wait_for(mgr_task, 30)
+
+
+async def _wffc_cluster(cluster: Any) -> tuple[Manager, asyncio.Task[None], asyncio.Task[None], DefaultScheduler]:
+    """Three Nodes, the PersistentVolume binder, the local-path provisioner (no directories) and
+    the default scheduler."""
+    for n in ("n0", "n1", "n2"):
+        await cluster.client.create(node(n))
+    mgr = Manager(cluster.new_client(), graceful_shutdown_timeout=2.0)
+    setup(mgr, controllers=["persistentvolume-binder"])
+    mgr_task = asyncio.create_task(mgr.start())
+    prov = LocalPathProvisioner(cluster.new_client(), Path("/nonexistent/pv"), default_clock(), make_dirs=False)
+    prov_task = asyncio.create_task(prov.run())
+    sched = DefaultScheduler(cluster.new_client(), seed=1)
+    await sched.start()
+    return mgr, mgr_task, prov_task, sched
+
+
+async def _stop(mgr: Manager, mgr_task: asyncio.Task[None], prov_task: asyncio.Task[None],
+                sched: DefaultScheduler) -> None:
+    await sched.stop()
+    prov_task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await prov_task
+    mgr.stop()
+    await asyncio.wait_for(mgr_task, 30)
+
+
+async def test_a_wait_for_first_consumer_claim_is_provisioned_on_its_pod_s_node() -> None:
+    async with local_cluster(install_crds=False) as cluster:
+        client = cluster.client
+        await client.create(storage_class("wffc", mode="WaitForFirstConsumer"))
+        await client.create(claim("data", cls="wffc"))
+        mgr, mgr_task, prov_task, sched = await _wffc_cluster(cluster)
+        try:
+            async def waiting_event() -> bool:
+                return any(e["reason"] == "WaitForFirstConsumer" and e["involvedObject"]["name"] == "data"
+                           and e["message"] == "waiting for first consumer to be created before binding"
+                           for e in (await client.list(EVENT, "default")).items)
+
+            await _until(waiting_event, "the binder waits for the first consumer")
+            assert (await client.get(PERSISTENT_VOLUME_CLAIM, "data", "default"))["status"]["phase"] == "Pending"
+            p = with_claims(pod("consumer", cpu="100m"), "data")
+            p["metadata"].pop("uid")
+            await client.create(p)
+
+            async def scheduled() -> bool:
+                return bool((await client.get(POD, "consumer", "default"))["spec"].get("nodeName"))
+
+            await _until(scheduled, "the consumer scheduled after its claim was provisioned")
+            placed = (await client.get(POD, "consumer", "default"))["spec"]["nodeName"]
+            pvc = await client.get(PERSISTENT_VOLUME_CLAIM, "data", "default")
+            assert pvc["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] == placed
+            assert pvc["status"]["phase"] == "Bound" and pvc["spec"]["volumeName"] == f"pvc-{pvc['metadata']['uid']}"
+        finally:
+            await _stop(mgr, mgr_task, prov_task, sched)
+
+
+async def test_a_wait_for_first_consumer_claim_gets_the_local_volume_of_its_pod_s_node() -> None:
+    async with local_cluster(install_crds=False) as cluster:
+        client = cluster.client
+        await client.create(LOCAL)
+        for n in ("n0", "n1", "n2"):
+            await client.create(volume(f"local-{n}", cls="local", hosts=[n]))
+        await client.create(claim("data", cls="local"))
+        mgr, mgr_task, prov_task, sched = await _wffc_cluster(cluster)
+        try:
+            p = with_claims(pod("consumer", cpu="100m", node_selector={HOST: "n1"}), "data")
+            p["metadata"].pop("uid")
+            await client.create(p)
+
+            async def scheduled() -> bool:
+                return bool((await client.get(POD, "consumer", "default"))["spec"].get("nodeName"))
+
+            await _until(scheduled, "the consumer scheduled after its claim was bound")
+            assert (await client.get(POD, "consumer", "default"))["spec"]["nodeName"] == "n1"
+            pvc = await client.get(PERSISTENT_VOLUME_CLAIM, "data", "default")
+            assert pvc["spec"]["volumeName"] == "local-n1" and pvc["status"]["phase"] == "Bound"
+            for other in ("local-n0", "local-n2"):
+                assert not (await client.get(PERSISTENT_VOLUME, other))["spec"].get("claimRef")
+        finally:
+            await _stop(mgr, mgr_task, prov_task, sched)

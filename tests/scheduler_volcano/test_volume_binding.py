@@ -3,18 +3,23 @@ upstream Volcano runs kube's plugin: PreFilter at the pre-predicate (a refusal i
 every Node as "plugin VolumeBinding pre-predicates failed <message>"), Filter per Node; the same
 implementation as the default scheduler's (pumice.scheduler.default.volumebinding). Through the
 API server: the live scheduler keeps a Pod with a missing or unbound claim Pending with the
-upstream message, and binds it once its claim is bound."""
+upstream message, and binds it once its claim is bound; a WaitForFirstConsumer claim is
+provisioned on its Pod's Node before the Pod is bound (PreBind in the cache's binder)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pumice._util.clock import default_clock
 from pumice.api import Obj
 from pumice.api.scheme import PERSISTENT_VOLUME_CLAIM
 from pumice.controllers.kube import setup
+from pumice.node.provisioner import LocalPathProvisioner
 from pumice.runtime import Manager
 from pumice.scheduler.volcano.conf import PluginOption
 from pumice.scheduler.volcano.scheduler import Scheduler
@@ -188,3 +193,50 @@ async def test_the_live_scheduler_keeps_claim_pods_pending_until_their_claim_bin
             if mgr_task is not None:
                 mgr.stop()
                 await asyncio.wait_for(mgr_task, 30)
+
+
+async def test_the_live_scheduler_provisions_a_wait_for_first_consumer_claim_on_its_pod_s_node() -> None:
+    """The cache's binder runs VolumeBinding's PreBind: the claim gets ``selected-node``, the
+    binder and the local-path provisioner make and bind its volume, then the Pod is bound."""
+    async with local_cluster() as c:
+        client = c.client
+        await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c1"}})
+        for o in [node(n, "8,16Gi,pods=110", labels={HOST: n}) for n in ("n1", "n2", "n3")] + [queue("c1")]:
+            created = await client.create(o)
+            if o["kind"] == "Node":
+                created["status"] = o["status"]
+                await client.update_status(created)
+        await client.create({**STANDARD, "metadata": {"name": "wffc"}, "volumeBindingMode": "WaitForFirstConsumer"})
+        claim = pvc("data", cls="wffc")
+        claim.pop("status")
+        await client.create(claim)
+        p = claim_pod("consumer", "data")
+        await client.create(podgroup("pg-consumer", min_member=1, phase="Inqueue"))
+        p["metadata"].pop("uid", None)
+        await client.create(p)
+        pods = client.scheme.resolve("pods")
+        mgr = Manager(c.new_client(), graceful_shutdown_timeout=2.0)
+        setup(mgr, controllers=["persistentvolume-binder"])
+        mgr_task = asyncio.create_task(mgr.start())
+        prov_task = asyncio.create_task(LocalPathProvisioner(c.new_client(), Path("/nonexistent/pv"), default_clock(),
+                                                             make_dirs=False).run())
+        sched = Scheduler(client)
+        await sched.cache.start(timeout=5)
+        try:
+            sched.run_once()
+
+            async def pod_bound() -> bool:
+                return bool((await client.get(pods, "consumer", "c1"))["spec"].get("nodeName"))
+
+            await _wait(pod_bound)
+            placed = (await client.get(pods, "consumer", "c1"))["spec"]["nodeName"]
+            got = await client.get(PERSISTENT_VOLUME_CLAIM, "data", "c1")
+            assert got["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] == placed
+            assert got["status"]["phase"] == "Bound"
+        finally:
+            await sched.cache.stop()
+            prov_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await prov_task
+            mgr.stop()
+            await asyncio.wait_for(mgr_task, 30)

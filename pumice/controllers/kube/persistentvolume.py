@@ -17,10 +17,16 @@ For a PersistentVolume: no claimRef -> Available; its claim gone (or a new claim
 -> Released (the provisioner deletes Released volumes whose reclaim policy is Delete; Retain keeps
 them); claim bound to it -> Bound.
 
+A claim of a ``WaitForFirstConsumer`` class waits for its first consumer: it binds only to a
+volume pre-bound to it (the scheduler gives the volume it chose a ``claimRef``), and it is
+provisioned only once the scheduler annotated it ``volume.kubernetes.io/selected-node``; until
+then the binder records ``WaitForFirstConsumer``.
+
 Mirrors: kubernetes pkg/controller/volume/persistentvolume/pv_controller.go (syncClaim,
-syncUnboundClaim, syncBoundClaim, syncVolume, bind), index.go (findBestMatchForClaim), and the
-annotation and event texts there. Deviates: no ``kubernetes.io/pvc-protection`` finalizers, no
-WaitForFirstConsumer (the scheduler does not bind volumes), no Recycle.
+syncUnboundClaim, syncBoundClaim, syncVolume, bind, emitEventForUnboundDelayBindingClaim),
+index.go (findBestMatchForClaim), and the annotation and event texts there. Deviates: no
+``kubernetes.io/pvc-protection`` finalizers, no Recycle; a waiting claim's event is always
+``WaitForFirstConsumer`` (upstream says ``WaitForPodScheduled`` naming the Pods that use it).
 """
 
 from __future__ import annotations
@@ -31,7 +37,14 @@ from typing import TYPE_CHECKING
 
 from pumice.api import Obj
 from pumice.api.scheme import PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, STORAGE_CLASS
-from pumice.api.storage import ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, prebound_to, volume_fits
+from pumice.api.storage import (
+    ANN_BIND_COMPLETED,
+    ANN_BOUND_BY_CONTROLLER,
+    ANN_SELECTED_NODE,
+    WAIT_FOR_FIRST_CONSUMER,
+    prebound_to,
+    volume_fits,
+)
 from pumice.api.storage import class_of as _class_of
 from pumice.api.storage import storage_bytes as _storage
 from pumice.client.base import ApiError, KubeClient, is_conflict, is_not_found
@@ -58,13 +71,16 @@ def claim_of_volume(pv: Obj) -> list[Request]:
     return [Request(str(ref.get("namespace") or ""), str(ref["name"]))]
 
 
-def find_best_match(pvc: Obj, volumes: list[Obj]) -> Obj | None:
+def find_best_match(pvc: Obj, volumes: list[Obj], *, delay_binding: bool = False) -> Obj | None:
     """The volume to bind ``pvc`` to: a fitting one pre-bound to it, else the smallest fitting
-    Available volume with no claimRef (ties by name)."""
+    Available volume with no claimRef (ties by name). With ``delay_binding`` (a
+    WaitForFirstConsumer claim) only a pre-bound one: the scheduler picks the others."""
     fitting = [pv for pv in volumes if not (pv.get("metadata") or {}).get("deletionTimestamp") and volume_fits(pv, pvc)]
     for pv in fitting:
         if prebound_to(pv, pvc):
             return pv
+    if delay_binding:
+        return None
     free = [pv for pv in fitting if not (pv.get("spec") or {}).get("claimRef")
             and (pv.get("status") or {}).get("phase") in (None, "", "Available", "Pending")]
     free.sort(key=lambda pv: (_storage(pv, "capacity"), pv["metadata"]["name"]))
@@ -127,13 +143,17 @@ class PersistentVolumeBinder:
                 return Result()
             await self._bind(pv, pvc, set_volume_name=False)
             return Result()
-        pv = find_best_match(pvc, self.volumes.store.list())
+        cls_name = _class_of(pvc)
+        sc = self.classes.store.get(None, cls_name) if cls_name else None
+        delay = sc is not None and sc.get("volumeBindingMode") == WAIT_FOR_FIRST_CONSUMER
+        pv = find_best_match(pvc, self.volumes.store.list(), delay_binding=delay)
         if pv is not None:
             await self._bind(pv, pvc, set_volume_name=True)
             return Result()
-        cls_name = _class_of(pvc)
-        sc = self.classes.store.get(None, cls_name) if cls_name else None
-        if sc is not None and sc.get("provisioner") and sc["provisioner"] != "kubernetes.io/no-provisioner":
+        if delay and ANN_SELECTED_NODE not in (pvc["metadata"].get("annotations") or {}):
+            self.recorder.event(pvc, "Normal", "WaitForFirstConsumer",
+                                "waiting for first consumer to be created before binding")
+        elif sc is not None and sc.get("provisioner") and sc["provisioner"] != "kubernetes.io/no-provisioner":
             ann = pvc["metadata"].get("annotations") or {}
             if ann.get(ANN_STORAGE_PROVISIONER) != sc["provisioner"]:
                 new = copy.deepcopy(pvc)

@@ -54,6 +54,7 @@ from pumice.client.base import ApiError, KubeClient, is_not_found, patch_status_
 from pumice.client.informer import SharedInformerFactory
 from pumice.runtime.events import EventRecorder
 from pumice.scheduler.default import plugins
+from pumice.scheduler.default.bindvolumes import bind_pod_volumes
 from pumice.scheduler.default.core import CoreBase
 from pumice.scheduler.default.podinfo import PodInfo, PodSpecError, effective_taints
 from pumice.scheduler.default.queue import SchedulingQueue
@@ -363,6 +364,8 @@ class DefaultScheduler:
 
     async def _bind(self, pod: Obj, info: PodInfo, node: str) -> None:
         try:
+            if info.volume_reasons is not None and not await self._pre_bind(pod, info, node):
+                return
             await self.client.bind(info.namespace, info.name, node, pod_uid=info.uid)
         except ApiError as e:
             if self._assumed.get(info.uid) == node:
@@ -381,6 +384,27 @@ class DefaultScheduler:
         if self.record_scheduled_events:
             self.recorder.event(pod, "Normal", "Scheduled",
                                 f"Successfully assigned {info.namespace}/{info.name} to {node}")
+
+    async def _pre_bind(self, pod: Obj, info: PodInfo, node: str) -> bool:
+        """VolumeBinding's PreBind for a Pod with claim volumes
+        (:func:`pumice.scheduler.default.bindvolumes.bind_pod_volumes`); on failure the
+        assumption is forgotten, the Pod goes back to the queue with a ``FailedScheduling``
+        Event and ``PodScheduled=False`` (reason ``SchedulerError``), and False is returned."""
+        node_obj = self._nodes.store.get(None, node) or {}
+        labels = (node_obj.get("metadata") or {}).get("labels") or {}
+        try:
+            await bind_pod_volumes(self.client, self.volumes, pod, node, labels, self.clock)
+            return True
+        except (VolumeBindingError, ApiError) as e:
+            error = e
+        if self._assumed.get(info.uid) == node:
+            self._forget(info.uid)
+        SCHEDULE_ATTEMPTS.labels(self.scheduler_name, "error").inc()
+        log.info("binding the volumes of %s on %s failed: %s", info.key, node, error)
+        self.queue.add(info.uid, info.namespace, info.name, info.priority, self._now())
+        self.queue.failed(info.uid, self._now())
+        await self._record_failure(pod, REASON_SCHEDULER_ERROR, f'running PreBind plugin "VolumeBinding": {error}')
+        return False
 
     async def _record_failure(self, pod: Obj, reason: str, message: str) -> None:
         self.recorder.event(pod, "Warning", "FailedScheduling", message)

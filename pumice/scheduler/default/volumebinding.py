@@ -30,10 +30,9 @@ Mirrors: kubernetes v1.32 pkg/scheduler/framework/plugins/volumebinding (volume_
 PreFilter, podHasPVCs, Filter; binder.go GetPodVolumeClaims, FindPodVolumes, checkBoundClaims,
 findMatchingVolumes, checkVolumeProvisions; the ErrReason texts) and component-helpers
 storage/ephemeral (VolumeClaimName, VolumeIsForPod).
-Deviates: no Reserve/PreBind (the scheduler neither assumes nor binds volumes, nor writes
-``selected-node``: pumice's PersistentVolume binder binds and provisions WaitForFirstConsumer
-claims without waiting for a consumer, and the node agent waits for the claim before it mounts
-it); no PreFilterResult narrowing to the Nodes named by local volumes (those Nodes' peers get the
+Reserve and PreBind (the writes, then the wait for the binder) are
+:mod:`pumice.scheduler.default.bindvolumes`, which the schedulers' binding steps run.
+Deviates: no PreFilterResult narrowing to the Nodes named by local volumes (those Nodes' peers get the
 Filter's "volume node affinity conflict" instead of "didn't satisfy plugin(s) [VolumeBinding]");
 no storage capacity tracking (CSIStorageCapacity); a StorageClass without
 ``volumeBindingMode`` counts as Immediate (the API server's default) instead of an error.
@@ -267,6 +266,54 @@ def _can_provision(pvc: Obj, listers: VolumeListers, node_labels: dict[str, Any]
     return topology_matches(sc.get("allowedTopologies"), node_labels)
 
 
+@dataclass(frozen=True)
+class PodVolumes:
+    """How a Pod's waiting claims get volumes on one Node: ``static`` (volume, claim) pairs, the
+    volume to be given the claim's ``claimRef``; ``provision``, the claims to be annotated with
+    ``volume.kubernetes.io/selected-node`` so that their class provisions them."""
+
+    static: tuple[tuple[Obj, Obj], ...] = ()
+    provision: tuple[Obj, ...] = ()
+
+
+def plan_pod_volumes(claims: PodVolumeClaims, node_name: str, node_labels: dict[str, Any],
+                     listers: VolumeListers) -> PodVolumes | None:
+    """The volumes the Pod's waiting (WaitForFirstConsumer) claims would get on this Node, or None
+    when some claim can have none: its ``selected-node`` names another Node, or no Available volume
+    fits it here and its class cannot provision here. Claims are matched smallest request first.
+
+    Mirrors: binder.go findMatchingVolumes and checkVolumeProvisions.
+
+    Raises:
+        VolumeBindingError: a claim to provision without a class, or whose class does not exist.
+    """
+    to_match: list[Obj] = []
+    to_provision: list[Obj] = []
+    for pvc in claims.delayed:
+        selected = ((pvc.get("metadata") or {}).get("annotations") or {}).get(ANN_SELECTED_NODE)
+        if selected is None:
+            to_match.append(pvc)
+        elif selected != node_name:
+            return None
+        else:
+            to_provision.append(pvc)
+    static: list[tuple[Obj, Obj]] = []
+    if to_match:
+        candidates = list(listers.volumes())
+        taken: set[str] = set()
+        for pvc in sorted(to_match, key=requested_bytes):
+            pv = _match_volume(pvc, candidates, taken, node_labels)
+            if pv is None:
+                to_provision.append(pvc)
+            else:
+                taken.add(pv["metadata"]["name"])
+                static.append((pv, pvc))
+    for pvc in to_provision:
+        if not _can_provision(pvc, listers, node_labels):
+            return None
+    return PodVolumes(tuple(static), tuple(to_provision))
+
+
 def filter_reasons(claims: PodVolumeClaims, node_name: str, node_labels: dict[str, Any],
                    listers: VolumeListers) -> list[str]:
     """VolumeBinding's Filter on one Node: ``[]`` when the Node passes, else the reasons in
@@ -284,29 +331,7 @@ def filter_reasons(claims: PodVolumeClaims, node_name: str, node_labels: dict[st
         if not volume_node_affinity_matches(pv, node_labels):
             bound_ok = False
             break
-    unbound_ok = True
-    if claims.delayed:
-        to_match: list[Obj] = []
-        to_provision: list[Obj] = []
-        for pvc in claims.delayed:
-            selected = ((pvc.get("metadata") or {}).get("annotations") or {}).get(ANN_SELECTED_NODE)
-            if selected is None:
-                to_match.append(pvc)
-            elif selected != node_name:
-                unbound_ok = False
-                break
-            else:
-                to_provision.append(pvc)
-        if unbound_ok:
-            candidates = list(listers.volumes())
-            taken: set[str] = set()
-            for pvc in sorted(to_match, key=requested_bytes):
-                pv = _match_volume(pvc, candidates, taken, node_labels)
-                if pv is None:
-                    to_provision.append(pvc)
-                else:
-                    taken.add(pv["metadata"]["name"])
-            unbound_ok = all(_can_provision(pvc, listers, node_labels) for pvc in to_provision)
+    unbound_ok = not claims.delayed or plan_pod_volumes(claims, node_name, node_labels, listers) is not None
     reasons = []
     if not bound_ok:
         reasons.append(REASON_NODE_CONFLICT)

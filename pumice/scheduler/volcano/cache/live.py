@@ -28,6 +28,7 @@ from pumice.api.volcano.sharding import shard_nodes
 from pumice.client.base import ApiError, KubeClient, is_not_found
 from pumice.client.informer import Informer, SharedInformerFactory
 from pumice.runtime.events import EventRecorder
+from pumice.scheduler.default.bindvolumes import bind_pod_volumes
 from pumice.scheduler.default.volumebinding import InformerListers
 from pumice.scheduler.volcano.api.queue_info import ClusterInfo
 from pumice.scheduler.volcano.api.task_info import TaskInfo, has_pod_affinity
@@ -122,6 +123,7 @@ class SchedulerCache:
         recreates an evicted Pod under the same name, and the successor is a new Pod, not a
         Releasing one (upstream's cache keys tasks by uid)."""
         self.pending_writes: set[asyncio.Task[None]] = set()
+        self._volume_binds: set[asyncio.Task[None]] = set()
         self.last_events: dict[str, tuple[str, str]] = {}
         self._recorder: EventRecorder | None = None
         self.last_pod_conditions: dict[str, tuple[str, str, str]] = {}
@@ -142,6 +144,8 @@ class SchedulerCache:
         return await self.factory.wait_for_cache_sync(timeout=timeout)
 
     async def stop(self) -> None:
+        for t in list(self._volume_binds):
+            t.cancel()
         await self.flush()
         await self.factory.stop()
 
@@ -275,20 +279,31 @@ class SchedulerCache:
         else:
             self.assumed_annotations.pop(task.key, None)
         self._pod_changed(task.key)
-        self._spawn(self._bind(task, node_name))
+        t = self._spawn(self._bind(task, node_name))
+        if task.has_claim_volumes:  # its PreBind may wait for the claims: stop() cancels it
+            self._volume_binds.add(t)
+            t.add_done_callback(self._volume_binds.discard)
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         self.releasing[task.key] = _pod_uid(task)
         self._pod_changed(task.key)
         self._spawn(self._evict(task, reason))
 
-    def _spawn(self, coro: Any) -> None:
+    def _spawn(self, coro: Any) -> asyncio.Task[None]:
         t = asyncio.get_running_loop().create_task(coro)
         self.pending_writes.add(t)
         t.add_done_callback(self.pending_writes.discard)
+        return t
 
     async def _bind(self, task: TaskInfo, node_name: str) -> None:
+        """Bind (after VolumeBinding's PreBind for a task with claim volumes: its waiting claims
+        get their volumes on the Node and are waited for, as upstream's predicates plugin runs
+        it before the bind)."""
         try:
+            if task.has_claim_volumes:
+                node = self.informers["Node"].lister.get(None, node_name) or {}
+                await bind_pod_volumes(self.client, self.volume_listers, task.pod, node_name,
+                                       (node.get("metadata") or {}).get("labels") or {}, self.clock)
             if task.pod_annotations:
                 await self.client.bind(task.namespace, task.name, node_name, pod_uid=task.uid,
                                        annotations=task.pod_annotations)

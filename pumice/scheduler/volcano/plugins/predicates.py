@@ -18,7 +18,8 @@ session; :meth:`PredicatesPlugin.batch` answers a whole node set with numpy.
 
 Mirrors: volcano pkg/scheduler/plugins/predicates/predicates.go and the kube-scheduler filter
 plugins nodeunschedulable, nodeaffinity, nodeports, tainttoleration, interpodaffinity,
-volumebinding (PreFilter and Filter; not its Reserve/PreBind/Score).
+volumebinding (PreFilter and Filter; its PreBind runs in the cache's binder,
+:mod:`pumice.scheduler.default.bindvolumes`; not its Score).
 """
 
 from __future__ import annotations
