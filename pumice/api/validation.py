@@ -1998,8 +1998,6 @@ def _is_iana_svc_name(value: str) -> bool:
 # --- other kinds ----------------------------------------------------------------------------------
 
 SERVICE_TYPES = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]
-#: the apiserver's default --service-node-port-range
-NODE_PORT_RANGE = (30000, 32767)
 
 
 def _service_ports(spec: Obj, headless: bool, out: list[FieldCause]) -> None:
@@ -2074,11 +2072,12 @@ def _cluster_ips(spec: Obj, out: list[FieldCause]) -> None:
 
 
 def _validate_service(obj: Obj, old: Obj | None) -> list[FieldCause]:
-    """ValidateService, in upstream's order, and the node port allocator's range check.
+    """ValidateService, in upstream's order. Node ports and cluster IPs are checked against their
+    ranges (and for clashes) by the API server's allocator before this runs
+    (:mod:`pumice.apiserver.servicealloc`).
 
     Mirrors: kubernetes pkg/apis/core/validation/validation.go ValidateService (sessionAffinityConfig,
-    loadBalancerSourceRanges and loadBalancerClass are not checked); pkg/registry/core/service
-    portallocator (``provided port is not in the valid range``)."""
+    loadBalancerSourceRanges and loadBalancerClass are not checked)."""
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return [_required("spec")]
@@ -2155,12 +2154,6 @@ def _validate_service(obj: Obj, old: Obj | None) -> list[FieldCause]:
         # an update without clusterIP keeps the allocated one (upstream copies it before validating)
         if old_ip and ip and ip != old_ip and stype != "ExternalName":
             out.append(_invalid("spec.clusterIPs[0]", [ip], "may not change once set"))
-    lo, hi = NODE_PORT_RANGE
-    for i, port in enumerate(ports):
-        np = port.get("nodePort")
-        if _is_int(np) and np and not lo <= np <= hi and stype in ("NodePort", "LoadBalancer"):
-            out.append(_invalid(f"spec.ports[{i}].nodePort", np, "provided port is not in the valid range. "
-                                f"The range of valid ports is {lo}-{hi}"))
     return out
 
 

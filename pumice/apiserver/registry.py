@@ -68,7 +68,7 @@ from pumice.apiserver.crds import CustomResource, CustomVersion, crd_info
 from pumice.apiserver.decode import object_resource_version, parse_resource_version
 from pumice.apiserver.errors import StatusError
 from pumice.apiserver.eviction import check_disruption_budget
-from pumice.apiserver.servicealloc import ServiceAllocators
+from pumice.apiserver.servicealloc import NODE_PORT_RANGE, SERVICE_CLUSTER_IP_RANGE, ServiceAllocators
 from pumice.apiserver.store import MAX_REQUEST_BYTES, Expired, ObjectTooLarge, Store, Stored, Watcher
 from pumice.apiserver.strategy import Strategy, strategy_for
 
@@ -276,6 +276,10 @@ class Registry:
             ``pumice simulate``, tests); None (a cluster's default): the OS's randomness, so uids
             are random RFC 4122 version 4 UUIDs, unique across clusters and restarts as
             kube-apiserver's (apimachinery util/uuid.NewUUID).
+        event_ttl: seconds an Event lives after its last write (kube-apiserver's --event-ttl).
+        service_cluster_ip_range: the IPv4 CIDR Services' cluster IPs come from
+            (``--service-cluster-ip-range``).
+        service_node_port_range: ``(first, last)`` node port (``--service-node-port-range``).
 
     Attributes:
         track_update_managers: record every create/update/patch in ``managedFields`` as an
@@ -286,7 +290,8 @@ class Registry:
     """
 
     def __init__(self, store: Store, scheme: Scheme, clock: Clock, admission: AdmissionChain, *, seed: int | None = None,
-                 event_ttl: float = 3600.0) -> None:
+                 event_ttl: float = 3600.0, service_cluster_ip_range: str = SERVICE_CLUSTER_IP_RANGE,
+                 service_node_port_range: tuple[int, int] = NODE_PORT_RANGE) -> None:
         self.store = store
         self.scheme = scheme
         self.clock = clock
@@ -323,6 +328,8 @@ class Registry:
         # version (by kind, namespace and name: its resourceVersion and served version) whose
         # everything-but-status is known to pass the body checks unchanged (see _clean_rest)
         self._clean_rests: dict[tuple[str, str, str, str], tuple[int, CustomVersion]] = {}
+        self.service_cluster_ip_range = service_cluster_ip_range
+        self.service_node_port_range = service_node_port_range
         self._service_allocators: ServiceAllocators | None = None
 
     # ---------------------------------------------------------------- helpers
@@ -338,7 +345,7 @@ class Registry:
         """The Services' cluster IP and node port ranges, rebuilt from the stored Services on
         first use (see :mod:`pumice.apiserver.servicealloc`)."""
         if self._service_allocators is None:
-            alloc = ServiceAllocators()
+            alloc = ServiceAllocators(self.service_cluster_ip_range, self.service_node_port_range)
             alloc.restore(s.obj for s in self.store.list(SERVICES_RESOURCE))
             self._service_allocators = alloc
         return self._service_allocators

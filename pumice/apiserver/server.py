@@ -44,6 +44,7 @@ from pumice.apiserver.authz import RBACAuthorizer, bootstrap_policy
 from pumice.apiserver.errors import StatusError
 from pumice.apiserver.http import build_app
 from pumice.apiserver.registry import Registry
+from pumice.apiserver.servicealloc import NODE_PORT_RANGE, SERVICE_CLUSTER_IP_RANGE
 from pumice.apiserver.storage import Durability, MemoryStorage, SqliteStorage, Storage, StorageError
 from pumice.apiserver.store import Store
 from pumice.apiserver.tlsfront import TLSFront
@@ -135,6 +136,10 @@ class APIServer:
         seed: seeds uids and generateName suffixes (deterministic runs); None (default): random
             uids from the OS, as kube-apiserver's.
         event_ttl: seconds an Event lives after its last write (kube-apiserver's --event-ttl).
+        service_cluster_ip_range: IPv4 CIDR of the Services' cluster IPs (kube-apiserver's
+            ``--service-cluster-ip-range``; default kubeadm's 10.96.0.0/12).
+        service_node_port_range: ``(first, last)`` node port (``--service-node-port-range``,
+            default 30000-32767).
         token_auth_file: a static token file (kube-apiserver's ``--token-auth-file``:
             ``token,user,uid,"group1,group2"`` lines) for users besides the admin.
         authorization: ``"RBAC"`` (default: system:masters and the admin token may do anything,
@@ -161,6 +166,8 @@ class APIServer:
         bookmark_interval: float | None = 60.0,
         seed: int | None = None,
         event_ttl: float = 3600.0,
+        service_cluster_ip_range: str = SERVICE_CLUSTER_IP_RANGE,
+        service_node_port_range: tuple[int, int] = NODE_PORT_RANGE,
         token_auth_file: Path | str | None = None,
         authorization: str = "RBAC",
         tls_sans: Iterable[str] = (),
@@ -182,7 +189,8 @@ class APIServer:
         for p in admission_plugins:
             self.admission.add(p)
         self.registry = Registry(self.store, self.scheme, self.clock, self.admission, seed=seed,
-                                 event_ttl=event_ttl)
+                                 event_ttl=event_ttl, service_cluster_ip_range=service_cluster_ip_range,
+                                 service_node_port_range=service_node_port_range)
         self.registry.load_crds()
         self.token = token if token is not None else self._load_token()
         self.install_crds = install_crds

@@ -32,8 +32,10 @@ patchAllocatedValues, normalizeClusterIPs, afterDelete), pkg/registry/core/servi
 (dropTypeDependentFields), portallocator (allocator.go, operation.go), ipallocator (bitmap.go,
 interfaces.go), portallocator/controller and ipallocator/controller repair.go.
 
-Deviates: the range is single-stack IPv4 and fixed (no ``--service-cluster-ip-range`` flag);
-ClusterIP addresses are bookkeeping only: nothing routes them (no kube-proxy), and Service names
+The ranges come from the API server's options (``pumice apiserver`` and ``pumice up``:
+``--service-cluster-ip-range``, ``--service-node-port-range``).
+
+Deviates: single-stack IPv4 only; ClusterIP addresses are bookkeeping only: nothing routes them (no kube-proxy), and Service names
 resolve to the Pod IPs behind them (:mod:`pumice.node.services`). A dry run checks requested values
 and shows the value an automatic pick would get (upstream shows a placeholder). Services stored
 before allocation existed keep what they have (no IP, no nodePort) until they are recreated.
@@ -50,15 +52,18 @@ from typing import Any
 from pumice.api import Obj, meta
 from pumice.api.admission import FieldCause
 from pumice.api.schema import format_value
-from pumice.api.validation import NODE_PORT_RANGE, go_strings, service_cluster_ips_causes
+from pumice.api.validation import go_strings, service_cluster_ips_causes
 
 __all__ = [
+    "NODE_PORT_RANGE",
     "SERVICE_CLUSTER_IP_RANGE",
     "AllocationInternal",
     "AllocationInvalid",
     "ServiceAllocators",
     "Transaction",
     "drop_type_dependent_fields",
+    "parse_node_port_range",
+    "parse_service_cidr",
 ]
 
 log = logging.getLogger(__name__)
@@ -66,6 +71,53 @@ log = logging.getLogger(__name__)
 #: kubeadm's default ``--service-cluster-ip-range``; clear of the Pod CIDR (10.244.0.0/16) and of
 #: the simulated Nodes' addresses (10.0.0.1 and up)
 SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/12"
+#: kube-apiserver's default ``--service-node-port-range``
+NODE_PORT_RANGE = (30000, 32767)
+
+
+def parse_service_cidr(text: str) -> str:
+    """A ``--service-cluster-ip-range`` value: an IPv4 CIDR of at most 2^20 addresses (mask /12 or
+    longer, kube-apiserver's limit), host bits masked off (``10.96.0.1/12`` is ``10.96.0.0/12``).
+
+    Raises:
+        ValueError: not an IPv4 CIDR, or too large (kube-apiserver's text: ``specified
+            --service-cluster-ip-range is too large; for 32-bit addresses, the mask must be >= 12``).
+
+    Deviates: IPv4 only (pumice serves single-stack IPv4 Services)."""
+    try:
+        net = ipaddress.ip_network(text.strip(), strict=False)
+    except ValueError as e:
+        raise ValueError(f"invalid CIDR address: {text}") from e
+    if net.version != 4:
+        raise ValueError(f"{text}: pumice allocates IPv4 cluster IPs only")
+    if net.prefixlen < 12:
+        raise ValueError("specified --service-cluster-ip-range is too large; for 32-bit addresses, the mask must be >= 12")
+    return str(net)
+
+
+def parse_node_port_range(text: str) -> tuple[int, int]:
+    """A ``--service-node-port-range`` value: ``first-last``, ``first+count`` or one port.
+
+    Raises:
+        ValueError: not a range of ports 1-65535 with first <= last.
+
+    Mirrors: apimachinery pkg/util/net/port_range.go ParsePortRange (its forms, not its texts)."""
+    raw = text.strip()
+    try:
+        if "-" in raw:
+            a, b = raw.split("-", 1)
+            lo, hi = int(a), int(b)
+        elif "+" in raw:
+            a, b = raw.split("+", 1)
+            lo = int(a)
+            hi = lo + int(b)
+        else:
+            lo = hi = int(raw)
+    except ValueError:
+        raise ValueError(f"unable to parse port range: {text}") from None
+    if not 0 < lo <= hi <= 65535:
+        raise ValueError(f"port range {text} must be within 1-65535 with the first port not after the last")
+    return lo, hi
 
 ERR_FULL = "range is full"
 ERR_PORT_ALLOCATED = "provided port is already allocated"

@@ -15,6 +15,14 @@ from pathlib import Path
 import click
 
 from pumice.cli._datadir import DataDirInUse, lock_data_dir
+from pumice.cli._serviceopts import (
+    DEFAULT_NODE_PORT_RANGE,
+    DEFAULT_SERVICE_CIDR,
+    NODE_PORT_RANGE_HELP,
+    SERVICE_CIDR_HELP,
+    node_port_range_option,
+    service_cidr_option,
+)
 from pumice.cli._signals import stop_on_signals
 
 DEFAULT_DATA_DIR = "~/.local/share/pumice"
@@ -29,7 +37,12 @@ DEFAULT_DATA_DIR = "~/.local/share/pumice"
 @click.option("--durability", type=click.Choice(["strict", "relaxed"]), default="strict", show_default=True,
               help="strict: a write is acknowledged once it is on disk (survives a power cut); relaxed: once "
               "committed (survives a killed process only), for throwaway clusters.")
-def command(data_dir: str, port: int, host: str, no_crds: bool, durability: str) -> None:
+@click.option("--service-cluster-ip-range", default=DEFAULT_SERVICE_CIDR, show_default=True, callback=service_cidr_option,
+              help=SERVICE_CIDR_HELP)
+@click.option("--service-node-port-range", default=DEFAULT_NODE_PORT_RANGE, show_default=True, callback=node_port_range_option,
+              help=NODE_PORT_RANGE_HELP)
+def command(data_dir: str, port: int, host: str, no_crds: bool, durability: str, service_cluster_ip_range: str,
+            service_node_port_range: tuple[int, int]) -> None:
     """Run the Kubernetes-compatible API server alone."""
     from pumice.apiserver.server import APIServer
     from pumice.apiserver.storage import StorageError
@@ -42,7 +55,9 @@ def command(data_dir: str, port: int, host: str, no_crds: bool, durability: str)
     except OSError as e:
         raise click.ClickException(f"cannot open data dir {path}: {e}") from None
     try:
-        server = APIServer(path, install_crds=not no_crds, durability=durability)
+        server = APIServer(path, install_crds=not no_crds, durability=durability,
+                           service_cluster_ip_range=service_cluster_ip_range,
+                           service_node_port_range=service_node_port_range)
     except (StorageError, OSError) as e:
         lock.close()
         raise click.ClickException(f"cannot open data dir {path}: {e}") from None

@@ -27,6 +27,15 @@ import click
 
 from pumice.cli._datadir import DataDirInUse, lock_data_dir
 from pumice.cli._netopts import bridge_option, node_cpu_option, node_memory_option, pod_cidr_option
+from pumice.cli._serviceopts import (
+    DEFAULT_NODE_PORT_RANGE,
+    DEFAULT_SERVICE_CIDR,
+    NODE_PORT_RANGE_HELP,
+    SERVICE_CIDR_HELP,
+    check_service_cidr_apart,
+    node_port_range_option,
+    service_cidr_option,
+)
 from pumice.cli._signals import stop_on_signals
 
 log = logging.getLogger("pumice.up")
@@ -64,6 +73,10 @@ class UpOptions:
     """Serve the web UI on this port (0: a free one); None: no dashboard."""
     dashboard_port_fallback: bool = False
     """When ``dashboard_port`` is taken, use a free port instead of failing (the CLI's default)."""
+    service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR
+    """The API server's ``--service-cluster-ip-range`` (IPv4 CIDR)."""
+    service_node_port_range: tuple[int, int] = (30000, 32767)
+    """The API server's ``--service-node-port-range``."""
 
 
 async def run_up(
@@ -113,7 +126,9 @@ async def run_up(
             dash_sock = bind(opts.dashboard_host, 0)
 
     mutating, validating = _volcano_admission()
-    server = APIServer(opts.data_dir, durability=opts.durability, admission_plugins=[*mutating, *validating])
+    server = APIServer(opts.data_dir, durability=opts.durability, admission_plugins=[*mutating, *validating],
+                       service_cluster_ip_range=opts.service_cluster_ip_range,
+                       service_node_port_range=opts.service_node_port_range)
     ready = asyncio.Event()
     serve_task = asyncio.create_task(server.serve(host=opts.host, port=opts.port, ready=ready), name="apiserver")
     kubeconfig = opts.data_dir / "kubeconfig"
@@ -352,6 +367,10 @@ def check_port_free(host: str, port: int) -> None:
 @click.option("--pod-cidr", default=None, callback=pod_cidr_option,
               help="Pod addresses (netns mode). Default: a free /22 of 10.244.0.0/16 derived from the data dir.")
 @click.option("--bridge", default=None, callback=bridge_option, help="Bridge name (netns mode). Default: pumice-<hash of the data dir>.")
+@click.option("--service-cluster-ip-range", default=DEFAULT_SERVICE_CIDR, show_default=True, callback=service_cidr_option,
+              help=SERVICE_CIDR_HELP + " Must not overlap the Pod CIDR.")
+@click.option("--service-node-port-range", default=DEFAULT_NODE_PORT_RANGE, show_default=True,
+              callback=node_port_range_option, help=NODE_PORT_RANGE_HELP)
 @click.option("--pod-egress", type=click.Choice(["proxy", "nat", "none"]), default="proxy", show_default=True)
 @click.option("--keep-pods", is_flag=True,
               help="Leave Pod processes running on exit; the next start adopts them as they are. Without it a "
@@ -374,13 +393,14 @@ def check_port_free(host: str, port: int) -> None:
 @click.option("-v", "--verbose", is_flag=True)
 def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node_cpu: str | None,
             node_memory: str | None, batch_scheduler: str, network: str, pod_cidr: str | None, bridge: str | None,
-            pod_egress: str, keep_pods: bool, scheduler_conf: str | None, agent_scheduler: bool, durability: str, dashboard_port: int | None,
+            service_cluster_ip_range: str, service_node_port_range: tuple[int, int], pod_egress: str, keep_pods: bool, scheduler_conf: str | None, agent_scheduler: bool, durability: str, dashboard_port: int | None,
             no_dashboard: bool, controller_groups: str, verbose: bool) -> None:
     """Run the whole embedded control plane on this machine (Ctrl-C stops it cleanly)."""
     if no_dashboard and dashboard_port is not None:
         raise click.UsageError("--no-dashboard and --dashboard-port contradict each other")
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    check_service_cidr_apart(service_cluster_ip_range, pod_cidr)
     if agent_scheduler and "volcano" not in _parse_groups(controller_groups):
         raise click.UsageError("--agent-scheduler needs the volcano controller group")
     if scheduler_conf is not None:
@@ -398,6 +418,7 @@ def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node
         dashboard_port=None if no_dashboard else (8080 if dashboard_port is None else dashboard_port),
         dashboard_port_fallback=dashboard_port is None,
         controllers=_parse_groups(controller_groups),
+        service_cluster_ip_range=service_cluster_ip_range, service_node_port_range=service_node_port_range,
     )
 
     async def main() -> None:

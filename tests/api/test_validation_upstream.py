@@ -419,9 +419,6 @@ SVC_CASES = [
        'Invalid value: "999.1.1.1": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)')]),
     ("ExternalName without externalName", svc(type="ExternalName", ports=[]),
      [("spec.externalName", "FieldValueRequired", "Required value")]),
-    ("nodePort out of range", svc(type="NodePort", ports=[{"port": 80, "nodePort": 5}]),
-     [("spec.ports[0].nodePort", "FieldValueInvalid", "Invalid value: 5: provided port is not in the valid range. "
-       "The range of valid ports is 30000-32767")]),
     ("unknown sessionAffinity", svc(sessionAffinity="Bogus"),
      [("spec.sessionAffinity", "FieldValueNotSupported",
        'Unsupported value: "Bogus": supported values: "ClientIP", "None"')]),

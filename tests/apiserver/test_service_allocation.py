@@ -248,3 +248,17 @@ async def test_a_create_refused_for_its_node_port_gives_back_its_cluster_ip(clus
     assert e.code == 422
     got = await cluster.client.create(svc("c", clusterIP="10.96.0.15"))
     assert got["spec"]["clusterIP"] == "10.96.0.15"
+
+
+async def test_the_ranges_are_the_servers_options() -> None:
+    async with local_cluster(install_crds=False, service_cluster_ip_range="10.100.0.0/28",
+                             service_node_port_range=(31000, 31001)) as c:
+        got = await c.client.create(svc("a", type="NodePort"))
+        assert ipaddress.ip_address(got["spec"]["clusterIP"]) in ipaddress.ip_network("10.100.0.0/28")
+        assert node_ports(got)[0] in (31000, 31001)
+        e = await refused(c, svc("b", type="NodePort", ports=[{"port": 80, "nodePort": 30080}]))
+        assert e.message.endswith("provided port is not in the valid range. The range of valid ports is 31000-31001")
+        await c.client.create(svc("c", type="NodePort"))
+        e = await refused(c, svc("d", type="NodePort"))  # both ports taken
+        assert (e.code, e.reason) == (500, "InternalError")
+        assert e.message == "Internal error occurred: failed to allocate a nodePort: range is full"

@@ -16,6 +16,16 @@ from pumice.cli.main import main
     (["up", "--dashboard-port", "-1"], "-1 is not in the range 0<=x<=65535"),
     (["up", "--no-dashboard", "--dashboard-port", "5"], "--no-dashboard and --dashboard-port contradict each other"),
     (["apiserver", "--port", "70000"], "70000 is not in the range 0<=x<=65535"),
+    # the Service ranges (trial 12 F-11): kube-apiserver's size limit, a usable port range, apart from Pods
+    (["up", "--service-cluster-ip-range", "10.0.0.0/8"],
+     "specified --service-cluster-ip-range is too large; for 32-bit addresses, the mask must be >= 12"),
+    (["apiserver", "--service-cluster-ip-range", "fd00::/112"], "fd00::/112: pumice allocates IPv4 cluster IPs only"),
+    (["apiserver", "--service-node-port-range", "32767-30000"],
+     "port range 32767-30000 must be within 1-65535 with the first port not after the last"),
+    (["up", "--service-node-port-range", "many"], "unable to parse port range: many"),
+    (["up", "--service-cluster-ip-range", "10.244.8.0/24"],
+     "--service-cluster-ip-range 10.244.8.0/24 overlaps the Pod CIDR 10.244.0.0/16"),
+    (["up", "--pod-cidr", "10.100.0.0/24"], "--service-cluster-ip-range 10.96.0.0/12 overlaps the Pod CIDR 10.100.0.0/24"),
     (["install", "--print", "--namespace", "Bad_NS!"], "a lowercase RFC 1123 label"),
     (["install", "--print", "--image", ""], "an image name is required"),
 ])
@@ -150,3 +160,12 @@ def test_a_file_option_naming_no_file_is_one_line(tmp_path: Path, args: list[str
     result = CliRunner().invoke(main, [a.format(missing=missing) for a in args])
     assert (result.exit_code, result.output.strip().splitlines()) == (
         2, [f"Error: Invalid value for {option} '{missing}' does not exist."])
+
+
+def test_the_service_range_defaults_are_the_api_servers() -> None:
+    from pumice.apiserver.servicealloc import NODE_PORT_RANGE, SERVICE_CLUSTER_IP_RANGE, parse_node_port_range
+    from pumice.cli._serviceopts import DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR
+    from pumice.cli.up import UpOptions
+
+    assert DEFAULT_SERVICE_CIDR == SERVICE_CLUSTER_IP_RANGE == UpOptions().service_cluster_ip_range
+    assert parse_node_port_range(DEFAULT_NODE_PORT_RANGE) == NODE_PORT_RANGE == UpOptions().service_node_port_range
