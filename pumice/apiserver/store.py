@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import contextlib
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -34,6 +33,7 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
+from pumice._util.waiters import WaiterLine
 from pumice.api.selectors import FieldSelector, LabelSelector, field_value, field_value_at
 from pumice.apiserver.storage import Storage, StorageError
 
@@ -113,7 +113,7 @@ class WatchQueue(Generic[_T]):
 
     def __init__(self) -> None:
         self._items: deque[_T] = deque()
-        self._getters: deque[asyncio.Future[None]] = deque()
+        self._getters = WaiterLine()
 
     def qsize(self) -> int:
         return len(self._items)
@@ -123,12 +123,8 @@ class WatchQueue(Generic[_T]):
 
     def put_nowait(self, item: _T) -> None:
         self._items.append(item)
-        getters = self._getters
-        while getters:
-            getter = getters.popleft()
-            if not getter.done():
-                getter.set_result(None)
-                return
+        if self._getters:
+            self._getters.wake_one()
 
     def get_nowait(self) -> _T:
         """The oldest item.
@@ -144,22 +140,11 @@ class WatchQueue(Generic[_T]):
         """The oldest item, waiting for one when the queue is empty."""
         items = self._items
         while not items:
-            getter = asyncio.get_running_loop().create_future()
-            self._getters.append(getter)
+            getter = self._getters.enter()
             try:
                 await getter
             except BaseException:
-                getter.cancel()  # when cancelled before it was woken
-                with contextlib.suppress(ValueError):
-                    self._getters.remove(getter)
-                if items and not getter.cancelled():
-                    # woken, then cancelled: hand the wake-up on, as asyncio.Queue does
-                    getters = self._getters
-                    while getters:
-                        nxt = getters.popleft()
-                        if not nxt.done():
-                            nxt.set_result(None)
-                            break
+                self._getters.leave(getter, items)
                 raise
         return items.popleft()
 

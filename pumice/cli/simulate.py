@@ -231,7 +231,9 @@ def _simulate(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str
         node_specs = nodes_mod.load_nodes(nodes_path)
         w = wl.load_workload(workload_path, fmt, freeze=True)  # a run follows: see load_workload
         # the interpreter's last collection at exit walked every object left (the imported
-        # modules', ~0.25 s): the process ends, nothing there needs collecting
+        # modules', ~0.25 s): the process ends, nothing there needs collecting (registered once
+        # however often a process calls this: unregister drops an earlier registration)
+        atexit.unregister(gc.freeze)
         atexit.register(gc.freeze)
         in_file = len(w.arrivals)
         read_as = wl.detect_format(Path(workload_path)) if fmt == "auto" else fmt

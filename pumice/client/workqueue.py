@@ -41,6 +41,7 @@ from prometheus_client import Gauge
 
 from pumice._util.clock import Clock, default_clock
 from pumice._util.metrics import TallyCounter, TallyHistogram
+from pumice._util.waiters import WaiterLine
 
 T = TypeVar("T", bound=Hashable)
 T_contra = TypeVar("T_contra", bound=Hashable, contravariant=True)
@@ -257,7 +258,7 @@ class RateLimitingQueue(Generic[T]):
         self._shutting_down = False
         # workers waiting in get(), oldest first: an item made ready wakes one of them (an
         # asyncio.Event would wake every idle worker for each item, all but one to find nothing)
-        self._getters: deque[asyncio.Future[None]] = deque()
+        self._getters = WaiterLine()
         # delaying part: heap of (ready_at monotonic, seq, item); _waiting: item -> ready_at
         self._heap: list[tuple[float, int, T]] = []
         self._waiting: dict[T, float] = {}
@@ -287,20 +288,11 @@ class RateLimitingQueue(Generic[T]):
             return
         self._queue.append(item)
         if self._getters:
-            self._wake_one()
+            self._getters.wake_one()
 
     def __len__(self) -> int:
         """Number of items ready to be handed out (not counting delayed or in-process ones)."""
         return len(self._queue)
-
-    def _wake_one(self) -> None:
-        """Wake the longest-waiting :meth:`get` (one item was made ready)."""
-        getters = self._getters
-        while getters:
-            waiter = getters.popleft()
-            if not waiter.done():
-                waiter.set_result(None)
-                return
 
     async def get(self) -> T:
         """Wait for the next item and mark it as being processed. Waiting workers are woken one
@@ -313,21 +305,11 @@ class RateLimitingQueue(Generic[T]):
         while not self._queue:
             if self._shutting_down:
                 raise QueueShutDown(self.name)
-            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._getters.append(waiter)
+            waiter = self._getters.enter()
             try:
                 await waiter
             except BaseException:
-                if waiter.cancel() or waiter.cancelled():
-                    # cancelled while it waited: leave the line (as asyncio.Queue.get does), so
-                    # a worker whose gets time out again and again leaves nothing behind
-                    try:
-                        self._getters.remove(waiter)
-                    except ValueError:
-                        pass  # already taken off the line by _wake_one
-                elif self._queue:
-                    # woken, then cancelled before it ran: the wake-up goes to the next waiter
-                    self._wake_one()
+                self._getters.leave(waiter, self._queue)
                 raise
         item = self._queue.popleft()
         now = self._clock.monotonic()
@@ -355,14 +337,13 @@ class RateLimitingQueue(Generic[T]):
         if item in self._dirty:
             self._queue.append(item)
             if self._getters:
-                self._wake_one()
+                self._getters.wake_one()
 
     def shutdown(self) -> None:
         """Stop accepting items, drop delayed ones, and wake every waiting :meth:`get` (which
         drains the ready items, then raises :class:`QueueShutDown`)."""
         self._shutting_down = True
-        while self._getters:
-            self._wake_one()
+        self._getters.wake_all()
         self._heap.clear()
         self._waiting.clear()
         if self._delay_task is not None:
