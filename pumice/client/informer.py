@@ -418,11 +418,24 @@ class Informer:
         try:
             fn(*args)
         except Exception:
-            log.exception("informer %s: event handler failed", self.kind.plural)
+            self._handler_failed(fn, args[-1])
+
+    def _handler_failed(self, fn: Callable[..., None], obj: Obj) -> None:
+        """Log the exception being handled: which handler failed on which object. A handler's
+        failure never stops the informer or the other handlers (client-go's handlers cannot
+        fail; a panic there is recovered and logged by the runtime)."""
+        md = obj.get("metadata") if isinstance(obj, dict) else None
+        ns, name = (md.get("namespace"), md.get("name")) if isinstance(md, dict) else (None, None)
+        log.exception(
+            "informer %s: event handler %s failed on %s",
+            self.kind.plural,
+            getattr(fn, "__qualname__", repr(fn)),
+            f"{ns}/{name}" if ns else name,
+        )
 
     # The three emitters run once per event and informer: they walk the registrations as they
     # were when the event came (a tuple kept beside the list) and call each handler in place
-    # (what _call does, without a call per handler).
+    # (what _call does, without a call per handler; a failure goes to _handler_failed).
 
     def _emit_add(self, obj: Obj) -> None:
         for h in self._registered:
@@ -431,7 +444,7 @@ class Informer:
                 try:
                     fn(obj)
                 except Exception:
-                    log.exception("informer %s: event handler failed", self.kind.plural)
+                    self._handler_failed(fn, obj)
 
     def _emit_update(self, old: Obj, new: Obj) -> None:
         for h in self._registered:
@@ -440,7 +453,7 @@ class Informer:
                 try:
                     fn(old, new)
                 except Exception:
-                    log.exception("informer %s: event handler failed", self.kind.plural)
+                    self._handler_failed(fn, new)
 
     def _emit_delete(self, obj: Obj) -> None:
         for h in self._registered:
@@ -449,7 +462,7 @@ class Informer:
                 try:
                     fn(obj)
                 except Exception:
-                    log.exception("informer %s: event handler failed", self.kind.plural)
+                    self._handler_failed(fn, obj)
 
     # -- lifecycle ---------------------------------------------------------------------------
 

@@ -147,7 +147,9 @@ async def test_a_handler_added_after_sync_receives_the_cached_objects_as_adds(fa
     await factory.stop()
 
 
-async def test_a_failing_handler_does_not_stop_the_informer(fake: FakeClient) -> None:
+async def test_a_failing_handler_does_not_stop_the_informer(
+    fake: FakeClient, caplog: pytest.LogCaptureFixture
+) -> None:
     factory = SharedInformerFactory(fake)
     inf = factory.informer(CONFIGMAP)
 
@@ -163,6 +165,11 @@ async def test_a_failing_handler_does_not_stop_the_informer(fake: FakeClient) ->
     await fake.create(configmap("b"))
     await eventually(lambda: rec.events == [("add", "a"), ("add", "b")])
     await factory.stop()
+    failed = [r for r in caplog.records if "event handler" in r.getMessage()]
+    assert [r.getMessage() for r in failed] == [
+        f"informer configmaps: event handler {boom.__qualname__} failed on default/{n}" for n in ("a", "b")
+    ]
+    assert all(r.exc_info and "handler bug" in str(r.exc_info[1]) for r in failed)
 
 
 @pytest.mark.looptime
