@@ -133,7 +133,7 @@ class AllocationInvalid(Exception):
 
 
 class AllocationInternal(Exception):
-    """No value left, or a requested health check port is taken (upstream's 500 InternalError)."""
+    """No value left in a range (upstream's 500 InternalError ``range is full``)."""
 
 
 class _PortNotInRange(Exception):
@@ -534,7 +534,8 @@ class ServiceAllocators:
 
         Raises:
             AllocationInvalid: bad cluster IP fields, a requested IP or port taken or out of range.
-            AllocationInternal: a range is full, or a requested health check port is taken.
+            AllocationInternal: a range is full (upstream's 500 InternalError: the server has
+                no value left, whatever the client sends).
 
         Mirrors: storage.go beginCreate, alloc.go allocateCreate."""
         _normalize_cluster_ips(svc, None)
@@ -721,7 +722,6 @@ class ServiceAllocators:
         updateNodePorts)."""
         olds = _node_ports(old)
         taken: set[int] = set()
-        seen: set[tuple[Any, int]] = set()
         for i, p in enumerate(_ports(new)):
             np = _node_port(p)
             if not np and not _allocates_node_ports(new):
@@ -732,10 +732,10 @@ class ServiceAllocators:
                     taken.add(np)
             else:
                 np = p["nodePort"] = self._next_port(op)
-            key = (p.get("protocol") or "TCP", np)
-            if key in seen:
-                raise AllocationInternal(f"duplicate nodePort: {{{key[0]} {np}}}")
-            seen.add(key)
+        # A nodePort given twice with one protocol is left to validation, which runs next and
+        # refuses it with 422 `spec.ports[i].nodePort: Duplicate value` (the allocation is then
+        # reverted). Upstream's updateNodePorts answers 500 `duplicate nodePort` first; a
+        # client's bad input never gets a 500 here, and the create path answers the same 422.
         news = set(_node_ports(new))
         for port in olds:
             if port not in news:
@@ -753,13 +753,17 @@ class ServiceAllocators:
     def _alloc_health_check(self, svc: Obj, op: _Op) -> None:
         hc = _health_check_port(svc)
         if hc:
+            # upstream answers these two with 500 InternalError; the port is the client's input,
+            # so pumice answers 422 on spec.healthCheckNodePort with upstream's words
             try:
                 op.port(hc)
             except _PortNotInRange:
-                raise AllocationInternal(f"failed to allocate requested HealthCheck NodePort {hc}: "
-                                         f"{self.ports.not_in_range()}") from None
+                raise AllocationInvalid([_invalid("spec.healthCheckNodePort", hc,
+                                                  "failed to allocate requested HealthCheck NodePort: "
+                                                  f"{self.ports.not_in_range()}")]) from None
             except ValueError as e:
-                raise AllocationInternal(f"failed to allocate requested HealthCheck NodePort {hc}: {e}") from None
+                raise AllocationInvalid([_invalid("spec.healthCheckNodePort", hc,
+                                                  f"failed to allocate requested HealthCheck NodePort: {e}")]) from None
         else:
             try:
                 _spec(svc)["healthCheckNodePort"] = op.next_port()

@@ -262,3 +262,28 @@ async def test_the_ranges_are_the_servers_options() -> None:
         e = await refused(c, svc("d", type="NodePort"))  # both ports taken
         assert (e.code, e.reason) == (500, "InternalError")
         assert e.message == "Internal error occurred: failed to allocate a nodePort: range is full"
+
+
+async def test_bad_node_ports_in_an_update_are_422_not_500(cluster: LocalCluster) -> None:
+    """A nodePort given twice with one protocol in an update, and a requested health check port
+    that is taken: upstream answers 500 InternalError from its allocator; pumice answers 422 with
+    the field (the client's input is at fault) and keeps what was stored."""
+    kind = await services(cluster)
+    await cluster.client.create(svc("dup", type="NodePort", ports=[{"port": 80, "name": "a"}]))
+    before = await cluster.client.get(kind, "dup", "default")
+    two = [{"port": 80, "name": "a", "nodePort": 30090}, {"port": 81, "name": "b", "nodePort": 30090}]
+    with pytest.raises(ApiError) as info:
+        await cluster.client.patch(kind, "dup", {"spec": {"ports": two}}, "default")
+    e = info.value
+    assert (e.code, e.reason) == (422, "Invalid")
+    assert "spec.ports[1].nodePort: Duplicate value: 30090" in e.message
+    after = await cluster.client.get(kind, "dup", "default")
+    assert after["spec"] == before["spec"] and after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    # the refused update took nothing: 30090 is free for another Service
+    got = await cluster.client.create(svc("free", type="NodePort", ports=[{"port": 80, "nodePort": 30090}]))
+    assert node_ports(got) == [30090]
+
+    e = await refused(cluster, svc("lb", type="LoadBalancer", externalTrafficPolicy="Local", healthCheckNodePort=30090))
+    assert (e.code, e.reason) == (422, "Invalid")
+    assert ("spec.healthCheckNodePort: Invalid value: 30090: failed to allocate requested HealthCheck NodePort: "
+            "provided port is already allocated") in e.message
