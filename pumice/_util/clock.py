@@ -175,10 +175,12 @@ def rfc3339_micro(ts: float) -> str:
 
 def parse_rfc3339(value: str) -> float:
     """Parse a metav1.Time / MicroTime string into epoch seconds, as Go's ``time.Parse(time.RFC3339)``
-    reads it: the one time reader, the same rule the API server checks stored times with
-    (:func:`pumice._util.gotime.seconds`), so what was stored can always be read (a ``+24:00``
-    offset, year 0, a one-digit hour) and nothing else is (a bare date, the basic format
-    ``20240102T...``, spaces around it).
+    reads it: the one time reader, the same rule the API server checks built-in kinds' metav1.Time
+    fields with (:func:`pumice._util.gotime.seconds`), so what was stored there can always be read
+    (a ``+24:00`` offset, year 0, a one-digit hour) and nothing else is (a bare date, the basic
+    format ``20240102T...``, spaces around it). A custom resource's ``format: date-time`` field is
+    checked by kube-openapi's looser rule, which also takes a lower-case ``t``/``z``
+    (``2024-01-01t00:00:00z``): such a value is refused here, as Go's clients refuse to decode it.
 
     Raises:
         ValueError: Go's error text (``parsing time "bogus" as "2006-01-02T15:04:05Z07:00":

@@ -218,8 +218,10 @@ def _days_from_civil(y: int, m: int, d: int) -> int:
 
 def seconds(value: str) -> float:
     """Epoch seconds of a metav1.Time or MicroTime string, read as Go's ``time.Parse(time.RFC3339,
-    value)`` reads it (what the API server lets be stored: year 0, a one-digit hour, a ``,``
-    before the fraction, a ``+24:00`` offset); the fraction kept to the nanosecond, then a float.
+    value)`` reads it (what the API server lets be stored in a built-in kind's metav1.Time field:
+    year 0, a one-digit hour, a ``,`` before the fraction, a ``+24:00`` offset); the fraction kept
+    to the nanosecond, then a float. Not the rule for a custom resource's ``format: date-time``
+    (kube-openapi's, which also takes ``2024-01-01t00:00:00z``: refused here, as by Go's decode).
 
     Raises:
         ValueError: Go's ``time.Parse`` error text (``parsing time "bogus" as

@@ -415,7 +415,9 @@ def _fast_select(loop: asyncio.AbstractEventLoop) -> None:
 
     def select(timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
         if sel.woken or sel.always or len(fd_to_key) != sel._quiet_size or timeout is None \
-                or not state[enabled_key] or len(futures):
+                or not state[enabled_key] or (futures and any(not f.done() for f in futures)):
+            # a finished executor future can stay in looptime's weak set while it sits in a
+            # reference cycle (the collector is off during a run): only pending ones count
             return looptime_select(timeout)
         if timeout == 0:
             if state[limit_key] is not None:
