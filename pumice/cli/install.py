@@ -75,8 +75,9 @@ def cluster_roles() -> dict[str, list[Obj]]:
             _rule([""], ["pods"], ["get", "list", "watch", "update", "patch", "delete"]),
             _rule([""], ["pods/binding"], ["create"]),
             _rule([""], ["pods/status"], ["get", "update", "patch"]),
-            _rule([""], ["nodes", "namespaces", "resourcequotas", "persistentvolumeclaims",
-                         "persistentvolumes", "services"], READ),
+            _rule([""], ["nodes", "namespaces", "resourcequotas", "services"], READ),
+            # VolumeBinding's PreBind gives a waiting claim its volume (upstream's role: update)
+            _rule([""], ["persistentvolumeclaims", "persistentvolumes"], [*READ, "update"]),
             # as upstream's volcano-scheduler ClusterRole: it runs (or, with a file, publishes) the
             # configuration in volcano-scheduler-configmap and records there what it runs for
             # pumice explain and the UI (get + update, create when absent)
