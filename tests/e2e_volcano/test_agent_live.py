@@ -103,3 +103,45 @@ async def test_live_bind_by_another_scheduler_makes_the_agent_result_stale(clust
         assert not (await c.get(scheme.POD, "a0", "default"))["spec"].get("nodeName")
     finally:
         await sched.cache.stop()
+
+
+async def test_live_agent_scheduler_parks_a_pod_with_an_unbound_claim_until_it_binds(cluster: Any) -> None:
+    """VolumeBinding in the Agent Scheduler: a Pod whose claim is unbound is parked with upstream's
+    agent message, and bound once its claim is."""
+    c = cluster.client
+    await add_nodes(c, [ready_node("n0", cpu="2")])
+    await c.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                    "metadata": {"name": "data", "namespace": "default"},
+                    "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+    stop = asyncio.Event()
+    task = asyncio.create_task(run_agent(cluster.new_client() if hasattr(cluster, "new_client") else c,
+                                         workers=1, stop_event=stop))
+    try:
+        p = agent_pod("user", "1")
+        p["spec"]["volumes"] = [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]
+        await c.create(p)
+
+        async def parked() -> str | None:
+            conds = ((await c.get(scheme.POD, "user", "default")).get("status") or {}).get("conditions") or []
+            return next((x["message"] for x in conds if x["type"] == "PodScheduled" and x["status"] == "False"), None)
+
+        assert await eventually(parked, timeout=15) == (
+            "pre-predicate failed for task default/user: plugin VolumeBinding pre-predicates failed pod has "
+            "unbound immediate PersistentVolumeClaims")
+        await c.create({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv1"},
+                        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                 "hostPath": {"path": "/tmp/pv1"},
+                                 "claimRef": {"namespace": "default", "name": "data"}}})
+        pvc = await c.get(scheme.PERSISTENT_VOLUME_CLAIM, "data", "default")
+        pvc["spec"]["volumeName"] = "pv1"
+        pvc["metadata"].setdefault("annotations", {})["pv.kubernetes.io/bind-completed"] = "yes"
+        await c.update(pvc)
+
+        async def bound() -> str | None:
+            return (await c.get(scheme.POD, "user", "default"))["spec"].get("nodeName")
+
+        assert await eventually(bound, timeout=20) == "n0"
+    finally:
+        stop.set()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, 10)

@@ -165,8 +165,8 @@ def schedule_pod(view: AgentView, task: TaskInfo, *, candidates: int = DEFAULT_C
     """One worker cycle for one Pod on ``view`` (see the module docstring); never mutates the view
     except for where the next search starts."""
     err = view.session.pre_predicate_fn(task)
-    if err:
-        return ScheduleResult(task, reason=err)
+    if err:  # upstream's agent allocate wraps the error so, and records it as the Pod's message
+        return ScheduleResult(task, reason=f"pre-predicate failed for task {task.namespace}/{task.name}: {err}")
     if view.session.vectorize:
         vec = predicate_rows(view.session, task, "allocate")
         if vec is not None:

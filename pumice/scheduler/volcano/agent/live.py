@@ -71,7 +71,8 @@ class LiveAgentScheduler:
         self._signatures: dict[str, frozenset[str]] = {}
         self._versions: dict[str, int] = {}
         self.core = AgentScheduler(self._build_view(), self.cache.bind, workers=workers)
-        for kind in ("Pod", "Node"):
+        # claims, volumes and classes too: VolumeBinding may let a parked Pod in once its claim binds
+        for kind in ("Pod", "Node", "PersistentVolumeClaim", "PersistentVolume", "StorageClass"):
             self.cache.informers[kind].add_event_handler(self._mark, lambda _o, _n: self._dirty.set(), self._mark)
 
     def _mark(self, _obj: Any) -> None:
