@@ -67,11 +67,11 @@ class CallbackTable(Generic[F]):
     """The functions plugins registered for one extension point, keyed by plugin name.
 
     ``tiered()`` gives, per configured tier, the ``(plugin, fn)`` pairs whose switch is on, in
-    configured order; ``flat()`` the same functions in one list. Both are cached until the next
-    :meth:`add`.
+    configured order; ``flat()`` the same functions in one list, ``names()`` their plugins. All
+    are cached until the next :meth:`add`.
     """
 
-    __slots__ = ("_flat", "_tiered", "_tiers", "fns", "point")
+    __slots__ = ("_flat", "_names", "_tiered", "_tiers", "fns", "point")
 
     def __init__(self, point: ExtensionPoint, tiers: Sequence[Tier]) -> None:
         self.point = point
@@ -79,11 +79,13 @@ class CallbackTable(Generic[F]):
         self.fns: dict[str, F] = {}
         self._tiered: list[list[tuple[str, F]]] | None = None
         self._flat: list[F] | None = None
+        self._names: list[str] | None = None
 
     def add(self, plugin: str, fn: F) -> None:
         self.fns[plugin] = fn
         self._tiered = None
         self._flat = None
+        self._names = None
 
     def tiered(self) -> list[list[tuple[str, F]]]:
         if self._tiered is None:
@@ -106,13 +108,17 @@ class CallbackTable(Generic[F]):
         return self._flat
 
     def names(self) -> list[str]:
-        return [n for tier in self.tiered() for n, _ in tier]
+        """The plugins of :meth:`flat`'s functions, in order (the caller must not change it)."""
+        if self._names is None:
+            self._names = [n for tier in self.tiered() for n, _ in tier]
+        return self._names
 
     def clear(self) -> None:
         """Forget every registered function (see :meth:`Callbacks.clear`)."""
         self.fns.clear()
         self._tiered = None
         self._flat = None
+        self._names = None
 
 
 @dataclass

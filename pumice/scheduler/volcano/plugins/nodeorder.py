@@ -25,6 +25,7 @@ import numpy as np
 from pumice.scheduler.volcano.api.node_info import NodeInfo
 from pumice.scheduler.volcano.api.task_info import TaskInfo, has_pod_affinity
 from pumice.scheduler.volcano.framework.arguments import Arguments, arg, parser
+from pumice.scheduler.volcano.framework.node_arrays import NodeArrays
 from pumice.scheduler.volcano.framework.session import Session
 from pumice.scheduler.volcano.plugins._k8s_scores import (
     image_locality_scores,
@@ -146,6 +147,27 @@ def resource_scores(
     return total
 
 
+def node_resource_scores(args: NodeOrderArgs, task: TaskInfo, arr: NodeArrays) -> np.ndarray:
+    """:func:`resource_scores` of ``task`` over every row of ``arr`` (read-only, shape (nodes,)).
+
+    A row's scores come from that row alone and from the Pod's requests (numpy's elementwise
+    operations give the same floats over any set of rows), so they are kept per request in
+    ``arr`` and recomputed only for rows written since (:meth:`NodeArrays.rowwise`).
+    """
+    # (every node's allocatable above 0: so is every row's, known without a look)
+    positive = True if arr.alloc_positive else None
+
+    def compute(at: np.ndarray | None) -> np.ndarray:
+        if at is None:
+            return resource_scores(args, task, arr.kube_nonzero, arr.kube_requested, arr.allocatable[:, 0],
+                                   arr.allocatable[:, 1], positive)
+        alloc = arr.allocatable[at, :2]
+        return resource_scores(args, task, arr.kube_nonzero[at], arr.kube_requested[at], alloc[:, 0], alloc[:, 1], positive)
+
+    req = task.resreq
+    return arr.rowwise(("nodeorder.resources", args, task.nonzero_request, req.milli_cpu, req.memory), compute)
+
+
 def _weighted(scores: np.ndarray, weight: int) -> np.ndarray:
     return scores if weight == 1 else scores * weight
 
@@ -229,11 +251,7 @@ class NodeOrderPlugin:
 
         def rows_scores(task: TaskInfo, rows: np.ndarray) -> np.ndarray:
             arr = ssn.arrays
-            arr.sync()
-            alloc = arr.allocatable[rows, :2]
-            # (every node's allocatable above 0: so is every row's, known without a look)
-            out = resource_scores(args, task, arr.kube_nonzero[rows], arr.kube_requested[rows], alloc[:, 0], alloc[:, 1],
-                                  True if arr.alloc_positive else None)
+            out = node_resource_scores(args, task, arr)[rows]
             spec = task.pod.get("spec") or {}
             any_pns = arr.any_prefer_no_schedule
             preferred = (((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("preferredDuringSchedulingIgnoredDuringExecution"))

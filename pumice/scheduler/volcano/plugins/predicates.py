@@ -53,6 +53,7 @@ from pumice.scheduler.volcano.api.resource import PODS
 from pumice.scheduler.volcano.api.task_info import TaskInfo
 from pumice.scheduler.volcano.api.types import NODE_POD_NUMBER_EXCEEDED, Status, StatusCode
 from pumice.scheduler.volcano.framework.arguments import Arguments, arg, parser
+from pumice.scheduler.volcano.framework.node_arrays import NodeArrays
 from pumice.scheduler.volcano.framework.session import Session
 
 PLUGIN_NAME = "predicates"
@@ -401,8 +402,7 @@ class PredicatesPlugin:
             cached = (mask, reasons)
             self._static[key] = cached
         smask, sreasons = cached
-        pcol = arr.col[PODS]
-        pods_ok = ~(arr.has_dim[:, pcol] & (arr.allocatable[:, pcol] <= arr.pod_count))
+        pods_ok = pods_room(arr)
         mask = smask & pods_ok
         dynamic = (bool(host_ports(task.pod)) or (self.args.pod_affinity and self.any_pod_affinity)
                    or self._spread_state(task) is not None or self._volume_claims(task) is not None)
@@ -434,6 +434,19 @@ class PredicatesPlugin:
         self._static = {}
         self._spread = {}
         self._claims = {}
+
+
+def pods_room(arr: NodeArrays) -> np.ndarray:
+    """Per row of ``arr``: whether the node takes one more Pod (no allocatable ``pods``, or more
+    than its Pods). Read-only, kept in ``arr`` (:meth:`NodeArrays.rowwise`)."""
+    col = arr.col[PODS]
+
+    def compute(at: np.ndarray | None) -> np.ndarray:
+        if at is None:
+            return ~(arr.has_dim[:, col] & (arr.allocatable[:, col] <= arr.pod_count))
+        return ~(arr.has_dim[at, col] & (arr.allocatable[at, col] <= arr.pod_count[at]))
+
+    return arr.rowwise(("predicates.pods", col), compute)
 
 
 parse_arguments = parser(PredicatesArgs)
