@@ -378,6 +378,19 @@ async def test_a_wait_for_first_consumer_claim_is_provisioned_on_its_pod_s_node(
 
             await _until(waiting_event, "the binder waits for the first consumer")
             assert (await client.get(PERSISTENT_VOLUME_CLAIM, "data", "default"))["status"]["phase"] == "Pending"
+            # a consumer that fits no Node: the claim names it while it waits
+            big = with_claims(pod("big", cpu="64"), "data")
+            big["metadata"].pop("uid")
+            await client.create(big)
+
+            async def names_the_pod() -> bool:
+                return any(e["reason"] == "WaitForPodScheduled" and e["involvedObject"]["name"] == "data"
+                           and e["message"] == "waiting for pod big to be scheduled"
+                           for e in (await client.list(EVENT, "default")).items)
+
+            await _until(names_the_pod, "the binder names the unscheduled consumer")
+            assert "volume.kubernetes.io/selected-node" not in (
+                (await client.get(PERSISTENT_VOLUME_CLAIM, "data", "default"))["metadata"].get("annotations") or {})
             p = with_claims(pod("consumer", cpu="100m"), "data")
             p["metadata"].pop("uid")
             await client.create(p)

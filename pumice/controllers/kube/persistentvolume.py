@@ -20,13 +20,15 @@ them); claim bound to it -> Bound.
 A claim of a ``WaitForFirstConsumer`` class waits for its first consumer: it binds only to a
 volume pre-bound to it (the scheduler gives the volume it chose a ``claimRef``), and it is
 provisioned only once the scheduler annotated it ``volume.kubernetes.io/selected-node``; until
-then the binder records ``WaitForFirstConsumer``.
+then the binder records ``WaitForFirstConsumer`` (or ``WaitForPodScheduled`` naming the
+unscheduled Pods that use it).
 
 Mirrors: kubernetes pkg/controller/volume/persistentvolume/pv_controller.go (syncClaim,
 syncUnboundClaim, syncBoundClaim, syncVolume, bind, emitEventForUnboundDelayBindingClaim),
 index.go (findBestMatchForClaim), and the annotation and event texts there. Deviates: no
-``kubernetes.io/pvc-protection`` finalizers, no Recycle; a waiting claim's event is always
-``WaitForFirstConsumer`` (upstream says ``WaitForPodScheduled`` naming the Pods that use it).
+``kubernetes.io/pvc-protection`` finalizers, no Recycle; the binder also watches unscheduled Pods' claims
+(upstream re-syncs every claim every 15 s instead), so a waiting claim's event names the Pods
+that use it once they exist.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from pumice.api import Obj
-from pumice.api.scheme import PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, STORAGE_CLASS
+from pumice.api.scheme import PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, POD, STORAGE_CLASS
 from pumice.api.storage import (
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
@@ -62,6 +64,27 @@ log = logging.getLogger(__name__)
 ANN_STORAGE_PROVISIONER = "volume.kubernetes.io/storage-provisioner"
 ANN_BETA_STORAGE_PROVISIONER = "volume.beta.kubernetes.io/storage-provisioner"
 ANN_DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
+
+
+def pod_claim_names(pod: Obj) -> list[str]:
+    """The claims a Pod uses: its ``persistentVolumeClaim`` volumes' and its generic ephemeral
+    volumes' (``<pod>-<volume>``), as the PV controller's Pod index keys them."""
+    name = str((pod.get("metadata") or {}).get("name") or "")
+    out = []
+    for vol in (pod.get("spec") or {}).get("volumes") or ():
+        if "persistentVolumeClaim" in vol:
+            out.append(str((vol["persistentVolumeClaim"] or {}).get("claimName") or ""))
+        elif "ephemeral" in vol:
+            out.append(f"{name}-{vol.get('name', '')}")
+    return out
+
+
+def claims_of_unscheduled_pod(pod: Obj) -> list[Request]:
+    """The claims of a Pod not yet scheduled (a waiting WaitForFirstConsumer claim names it)."""
+    if (pod.get("spec") or {}).get("nodeName"):
+        return []
+    ns = str((pod.get("metadata") or {}).get("namespace") or "")
+    return [Request(ns, c) for c in pod_claim_names(pod)]
 
 
 def claim_of_volume(pv: Obj) -> list[Request]:
@@ -95,21 +118,23 @@ class PersistentVolumeBinder:
         """Build the binder and register its two controllers (claims; volumes)."""
         inf = mgr.informers
         binder = cls(mgr.client, claims=inf.informer(PERSISTENT_VOLUME_CLAIM), volumes=inf.informer(PERSISTENT_VOLUME),
-                     classes=inf.informer(STORAGE_CLASS), recorder=mgr.event_recorder("persistentvolume-controller"))
+                     classes=inf.informer(STORAGE_CLASS), recorder=mgr.event_recorder("persistentvolume-controller"),
+                     pods=inf.informer(POD))
         mgr.controller("persistentvolume-binder").for_(PERSISTENT_VOLUME_CLAIM).watches(
-            PERSISTENT_VOLUME, claim_of_volume).complete(binder)
+            PERSISTENT_VOLUME, claim_of_volume).watches(POD, claims_of_unscheduled_pod).complete(binder)
         mgr.controller("persistentvolume-binder-volumes").for_(PERSISTENT_VOLUME).watches(
             PERSISTENT_VOLUME_CLAIM, lambda c: [Request("", str((c.get("spec") or {}).get("volumeName") or ""))]
             if (c.get("spec") or {}).get("volumeName") else []).complete(VolumeReconciler(binder))
         return binder
 
     def __init__(self, client: KubeClient, *, claims: Informer, volumes: Informer, classes: Informer,
-                 recorder: EventRecorder) -> None:
+                 recorder: EventRecorder, pods: Informer | None = None) -> None:
         self.client = client
         self.claims = claims
         self.volumes = volumes
         self.classes = classes
         self.recorder = recorder
+        self.pods = pods
 
     # -------------------------------------------------------------------------------- claims
 
@@ -151,8 +176,7 @@ class PersistentVolumeBinder:
             await self._bind(pv, pvc, set_volume_name=True)
             return Result()
         if delay and ANN_SELECTED_NODE not in (pvc["metadata"].get("annotations") or {}):
-            self.recorder.event(pvc, "Normal", "WaitForFirstConsumer",
-                                "waiting for first consumer to be created before binding")
+            self._event_waiting(pvc)
         elif sc is not None and sc.get("provisioner") and sc["provisioner"] != "kubernetes.io/no-provisioner":
             ann = pvc["metadata"].get("annotations") or {}
             if ann.get(ANN_STORAGE_PROVISIONER) != sc["provisioner"]:
@@ -175,6 +199,24 @@ class PersistentVolumeBinder:
         if status.get("phase") != "Pending":
             await self._claim_status(pvc, "Pending")
         return Result()
+
+    def _event_waiting(self, pvc: Obj) -> None:
+        """The event of a WaitForFirstConsumer claim waiting for a Node: ``WaitForPodScheduled``
+        naming the unscheduled Pods that use it, or ``WaitForFirstConsumer`` when none does
+        (pv_controller.go emitEventForUnboundDelayBindingClaim)."""
+        md = pvc["metadata"]
+        names: list[str] = []
+        if self.pods is not None:
+            names = [str(p["metadata"]["name"]) for p in self.pods.store.list(str(md.get("namespace") or ""))
+                     if not (p.get("spec") or {}).get("nodeName") and md["name"] in pod_claim_names(p)]
+        if not names:
+            self.recorder.event(pvc, "Normal", "WaitForFirstConsumer",
+                                "waiting for first consumer to be created before binding")
+        elif len(names) == 1:
+            self.recorder.event(pvc, "Normal", "WaitForPodScheduled", f"waiting for pod {names[0]} to be scheduled")
+        else:
+            self.recorder.event(pvc, "Normal", "WaitForPodScheduled",
+                                f"waiting for pods {','.join(names)} to be scheduled")
 
     async def _claim_status(self, pvc: Obj, phase: str, pv: Obj | None = None) -> Obj:
         new = copy.deepcopy(pvc)
