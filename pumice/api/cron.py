@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo
 
 from pumice._util.duration import parse_go_duration
 
-__all__ = ["CronSchedule", "Every", "Schedule", "parse_schedule"]
+__all__ = ["NEVER_FIRES", "CronSchedule", "Every", "NoActivation", "Schedule", "parse_schedule"]
 
 _MACROS = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *", "@weekly": "0 0 * * 0",
            "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *"}
@@ -100,6 +100,20 @@ def _field(text: str, index: int) -> tuple[frozenset[int], bool]:
     return frozenset(out), star
 
 
+NEVER_FIRES = "time difference between two schedules is less than 1 second"
+"""How the CronJob controllers (kube-controller-manager's and Volcano's, utils
+mostRecentScheduleTime) word a schedule that parses but never fires: robfig gives the zero time
+for both of the next two activations, which are then 0 s apart."""
+
+
+class NoActivation(ValueError):
+    """A schedule that parses but never fires within five years of a time (``0 0 30 2 *``).
+
+    robfig/cron's ``SpecSchedule.Next`` gives the zero time then; the CronJob controllers turn
+    that into their ``InvalidSchedule`` event, so they catch this, not a plain ValueError.
+    """
+
+
 @dataclass(frozen=True)
 class Schedule:
     """A parsed schedule; :meth:`next_after` gives the next activation."""
@@ -124,7 +138,7 @@ class Schedule:
         """The first activation strictly after ``t`` (seconds since the epoch).
 
         Raises:
-            ValueError: no activation within five years (e.g. February 30th).
+            NoActivation: no activation within five years (e.g. February 30th).
         """
         tz = ZoneInfo(self.zone)
         d = _dt.datetime.fromtimestamp(int(t) // 60 * 60 + 60, tz)
@@ -143,7 +157,7 @@ class Schedule:
                 d = d + _dt.timedelta(minutes=1)
                 continue
             return d.timestamp()
-        raise ValueError("the schedule has no activation in the next five years")
+        raise NoActivation("the schedule has no activation in the next five years")
 
 
 @dataclass(frozen=True)

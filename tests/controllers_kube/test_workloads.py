@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from pumice.api.cron import parse_schedule
 from pumice.api.scheme import (
     BATCH_CRON_JOB,
     DAEMON_SET,
+    EVENT,
     JOB,
     PERSISTENT_VOLUME_CLAIM,
     POD,
@@ -164,6 +166,30 @@ async def test_cronjob_starts_the_missed_run_and_records_it() -> None:
         job = next(j for j in (await c.list(JOB, "default")).items if j["metadata"]["name"].startswith("tick-"))
         assert job["metadata"]["ownerReferences"][0]["kind"] == "CronJob"
         assert "batch.kubernetes.io/cronjob-scheduled-timestamp" in job["metadata"]["annotations"]
+
+
+async def test_cronjob_whose_schedule_never_fires_gets_an_invalid_schedule_event(caplog: pytest.LogCaptureFixture) -> None:
+    """trial-13 F-1: ``0 0 30 2 *`` passes validation (robfig parses it) but has no activation;
+    upstream's syncCronJob records Warning InvalidSchedule and leaves the CronJob until its spec
+    changes. The reconcile raised ValueError into the error-requeue loop, with no Event."""
+    async with chain(nodes=1) as env:
+        c = env.client
+        with caplog.at_level(logging.ERROR, logger="pumice.runtime.controller"):
+            await c.create({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "feb30", "namespace": "default"},
+                            "spec": {"schedule": "0 0 30 2 *", "jobTemplate": {"spec": {"template": {"spec": {
+                                "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}})
+
+            async def warned() -> list[Obj]:
+                return [e for e in (await c.list(EVENT, "default")).items
+                        if e["involvedObject"]["name"] == "feb30" and e.get("reason") == "InvalidSchedule"]
+
+            await eventually(warned, timeout=20, what="an InvalidSchedule event")
+            [ev] = await warned()
+            assert ev["type"] == "Warning"
+            assert ev["message"] == "invalid schedule: 0 0 30 2 * : time difference between two schedules is less than 1 second"
+            assert ev["source"]["component"] == "cronjob-controller"
+        assert "reconcile failed" not in caplog.text
+        assert not [j for j in (await c.list(JOB, "default")).items if j["metadata"]["name"].startswith("feb30-")]
 
 
 def test_cron_schedules_parse_as_the_cronjob_api_does() -> None:

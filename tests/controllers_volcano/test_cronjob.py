@@ -222,3 +222,25 @@ async def test_a_job_just_created_is_not_reported_orphaned_by_a_reconcile_on_a_s
         await reconciler(await cronjobs(), [job]).reconcile(Request("default", "nightly"))
         assert ("OrphanedJob", f"Detected orphaned job forgotten or not managed by controller: {job['metadata']['name']} "
                 f"(UID: {job['metadata']['uid']})") in events
+
+
+async def test_a_schedule_that_never_fires_is_an_invalid_schedule_event_not_a_reconcile_error() -> None:
+    """trial-13 F-1: ``0 0 30 2 *`` parses (robfig's ParseStandard takes it) but has no time;
+    upstream's syncCronJob records Warning InvalidSchedule ``Error getting schedule time: time
+    difference between two schedules is less than 1 second``. The reconcile raised ValueError."""
+    s = parse_schedule("0 0 30 2 *", None)
+    with pytest.raises(ValueError, match=r"^time difference between two schedules is less than 1 second$"):
+        most_recent_schedule_time(cron(schedule="0 0 30 2 *"), T0, s, True)
+    clock = FakeClock(T0.timestamp())
+    async with local_cluster() as c:
+        body = cron(schedule="0 0 30 2 *")
+        body["metadata"].pop("uid")
+        await c.client.create(body)
+        events: list[tuple[str, str, str]] = []
+        cjs = (await c.client.list(scheme.CRON_JOB, "default")).items
+        r = CronJobReconciler(c.client, _Lister(cjs), _Lister([]), clock, lambda o, t, reason, m: events.append((t, reason, m)))
+        res = await r.reconcile(Request("default", "nightly"))
+        assert res.requeue_after is None
+        assert events == [("Warning", "InvalidSchedule",
+                           "Error getting schedule time: time difference between two schedules is less than 1 second")]
+        assert (await c.client.list(scheme.VCJOB, "default")).items == []

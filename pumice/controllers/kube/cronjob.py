@@ -12,7 +12,8 @@ Status: active (references to the running Jobs), lastScheduleTime, lastSuccessfu
 
 Mirrors: kubernetes pkg/controller/cronjob/cronjob_controllerv2.go (syncCronJob,
 cleanupFinishedJobs), utils.go (getJobName, mostRecentScheduleTime, nextScheduleTime); event
-reasons SuccessfulCreate, SawCompletedJob, SuccessfulDelete, JobAlreadyActive, MissSchedule.
+reasons SuccessfulCreate, SawCompletedJob, SuccessfulDelete, JobAlreadyActive, MissSchedule,
+TooManyMissedTimes, InvalidSchedule (a schedule that never fires: an event, no requeue).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import logging
 
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
 from pumice.api import Obj
-from pumice.api.cron import parse_schedule
+from pumice.api.cron import NEVER_FIRES, CronSchedule, NoActivation, parse_schedule
 from pumice.api.meta import owner_reference
 from pumice.api.scheme import BATCH_CRON_JOB, JOB
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
@@ -101,18 +102,19 @@ class CronJobReconciler:
         # the latest missed activation
         last = status.get("lastScheduleTime") or cj["metadata"].get("creationTimestamp")
         since = parse_rfc3339(last) if last else now
-        latest = None
-        t = sched.next_after(since)
-        missed = 0
-        while t <= now:
-            latest, missed = t, missed + 1
-            if missed > 100:
-                self.recorder.event(cj, "Warning", "TooManyMissedTimes",
-                                    "too many missed start times. Set or decrease .spec.startingDeadlineSeconds or "
-                                    "check clock skew")
-                latest = sched.next_after(now - 61) if sched.next_after(now - 61) <= now else latest
-                break
-            t = sched.next_after(t)
+        requeue: float | None = None
+        try:
+            latest = self._latest_activation(cj, sched, since, now)
+            requeue = max(0.5, sched.next_after(now) - now)
+        except NoActivation:
+            # robfig's Next gives the zero time for a schedule such as Feb 30th; upstream's
+            # mostRecentScheduleTime then finds two activations 0 s apart. Nothing to requeue
+            # for: a change of the spec brings the CronJob back. (Upstream looks at the
+            # schedule only when the CronJob is not suspended.)
+            if not spec.get("suspend"):
+                self.recorder.event(cj, "Warning", "InvalidSchedule",
+                                    f"invalid schedule: {spec.get('schedule')} : {NEVER_FIRES}")
+            latest = None
         if latest is not None and not spec.get("suspend"):
             deadline = spec.get("startingDeadlineSeconds")
             if deadline is not None and latest + int(deadline) < now:
@@ -147,7 +149,28 @@ class CronJobReconciler:
         await self._cleanup(cj, jobs)
         if status != (cj.get("status") or {}):
             await self.client.update_status({**cj, "status": status})
-        return Result(requeue_after=max(0.5, sched.next_after(now) - now))
+        return Result(requeue_after=requeue)
+
+    def _latest_activation(self, cj: Obj, sched: CronSchedule, since: float, now: float) -> float | None:
+        """The latest activation in (``since``, ``now``], or None; more than 100 missed ones give
+        a TooManyMissedTimes event and the last one before ``now``.
+
+        Raises:
+            NoActivation: the schedule has no activation after ``since`` within five years.
+        """
+        latest = None
+        t = sched.next_after(since)
+        missed = 0
+        while t <= now:
+            latest, missed = t, missed + 1
+            if missed > 100:
+                self.recorder.event(cj, "Warning", "TooManyMissedTimes",
+                                    "too many missed start times. Set or decrease .spec.startingDeadlineSeconds or "
+                                    "check clock skew")
+                last = sched.next_after(now - 61)
+                return last if last <= now else latest
+            t = sched.next_after(t)
+        return latest
 
     async def _cleanup(self, cj: Obj, jobs: list[Obj]) -> None:
         spec = cj.get("spec") or {}

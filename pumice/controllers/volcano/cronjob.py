@@ -13,7 +13,8 @@ A reconcile of one CronJob, on the project clock:
 3. ``suspend`` stops here; a bad ``timeZone`` is an ``InvalidTimeZone`` event;
 4. the most recent unmet schedule time since ``lastScheduleTime`` (or creation), bounded by
    ``startingDeadlineSeconds``; more than 100 missed gives ``TooManyMissedTimes``; none: requeue
-   at the next time + 100 ms;
+   at the next time + 100 ms; a schedule that never fires (``0 0 30 2 *``) or does not parse is
+   a Warning ``InvalidSchedule`` (``Error getting schedule time: ...``);
 5. a Job already active for that time, or that time already scheduled: requeue;
 6. ``Forbid`` with active Jobs skips the run (``ForbidConcurrent``); ``Replace`` deletes them
    first (``ReplaceConcurrent``);
@@ -27,6 +28,9 @@ fields, descriptors such as ``@hourly``, ``@every <duration>``); ``TZ=``/``CRON_
 honoured with an ``UnsupportedSchedule`` warning.
 
 Mirrors: volcano pkg/controllers/cronjob (cronjob_controller.go, _handler.go, _util.go).
+Deviates: after ``InvalidSchedule``/``InvalidTimeZone`` the reconcile ends without an error, so
+the CronJob waits for a change instead of upstream's rate-limited retries (which can only repeat
+the event: the schedule is in the spec).
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pumice.api import Obj, scheme
-from pumice.api.cron import CronSchedule
+from pumice.api.cron import NEVER_FIRES, CronSchedule, NoActivation
 from pumice.api.cron import parse_schedule as parse_cron
 from pumice.api.meta import owner_reference
 from pumice.api.volcano.constants import CRON_JOB_SCHEDULED_TIMESTAMP_ANNOTATION, ConcurrencyPolicy
@@ -119,39 +123,50 @@ def most_recent_schedule_time(cj: Obj, now: dt.datetime, sched: Schedule, with_d
     """(earliest time considered, most recent schedule time <= now or None, how many missed).
 
     Raises:
-        ScheduleError: two schedule times less than a second apart.
+        ScheduleError: two schedule times less than a second apart, or a schedule with no time
+            in the five years after the earliest time (``0 0 30 2 *``), as upstream words both.
     """
     st, spec = cj.get("status") or {}, cj.get("spec") or {}
     earliest = _ts(st.get("lastScheduleTime")) or _ts(cj["metadata"].get("creationTimestamp")) or now
     deadline = spec.get("startingDeadlineSeconds")
     if with_deadline and deadline is not None:
         earliest = max(earliest, now - dt.timedelta(seconds=int(deadline)))
-    t1 = sched.next(earliest)
-    t2 = sched.next(t1)
-    if now < t1:
-        return earliest, None, Missed.NONE
+    try:
+        t1 = sched.next(earliest)
+        if now < t1:
+            return earliest, None, Missed.NONE
+        t2 = sched.next(t1)
+    except NoActivation as e:  # robfig's zero time: the two "next" times are 0 s apart
+        raise ScheduleError(NEVER_FIRES) from e
     if now < t2:
         return earliest, t1, Missed.NONE
     between = round((t2 - t1).total_seconds())
     if between < 1:
-        raise ScheduleError("time difference between two schedules is less than 1 second")
+        raise ScheduleError(NEVER_FIRES)
     missed_count = int((now - t1).total_seconds()) // between + 1
     recent: dt.datetime | None = None
-    t = sched.next(t1 + dt.timedelta(seconds=(missed_count - 2) * between))
-    while t <= now:
+    t: dt.datetime | None = sched.next(t1 + dt.timedelta(seconds=(missed_count - 2) * between))
+    while t is not None and t <= now:
         recent = t
-        t = sched.next(t)
+        try:
+            t = sched.next(t)
+        except NoActivation:
+            t = None
     return earliest, recent, Missed.MANY if missed_count > 100 else Missed.FEW
 
 
-def next_requeue(cj: Obj, now: dt.datetime, sched: Schedule) -> float:
-    """Seconds until the next schedule time (+100 ms)."""
+def next_requeue(cj: Obj, now: dt.datetime, sched: Schedule) -> float | None:
+    """Seconds until the next schedule time (+100 ms); None when the schedule has no time in
+    the five years after (nothing to wake for: a change of the spec requeues the CronJob)."""
     try:
         earliest, recent, missed = most_recent_schedule_time(cj, now, sched, False)
         base = recent or (earliest if missed is Missed.NONE else now)
     except ScheduleError:
         base = now
-    return (sched.next(base) - now).total_seconds() + NEXT_SCHEDULE_DELTA
+    try:
+        return (sched.next(base) - now).total_seconds() + NEXT_SCHEDULE_DELTA
+    except NoActivation:
+        return None
 
 
 def job_name(cj: Obj, scheduled: dt.datetime) -> str:
