@@ -2,7 +2,9 @@
 
 Label selector strings (``labelSelector=``): comma-separated requirements, each one of
 ``key``, ``!key``, ``key=value``, ``key==value``, ``key!=value``, ``key in (a,b)``,
-``key notin (a,b)``, ``key>3``, ``key<3``. An empty string selects everything.
+``key notin (a,b)``, ``key>3``, ``key<3``. An empty string selects everything. A value set
+needs a comma between values (``in (a b)`` is an error); ``()`` and a comma with nothing on
+one side stand for the empty value, as upstream's parser reads them.
 
 Field selector strings (``fieldSelector=``): comma-separated ``path=value``, ``path==value`` or
 ``path!=value`` terms over dotted field paths (``metadata.name``, ``spec.nodeName``,
@@ -200,6 +202,56 @@ def _lex_label(s: str) -> list[str]:
     return tokens
 
 
+_SET_SYNTAX = frozenset({"(", ")", ",", "=", "==", "!=", "!", "<", ">"})
+
+
+def _set_values(toks: list[str], i: int) -> tuple[tuple[str, ...], int]:
+    """The values of ``in``/``notin`` from ``toks[i]`` (its ``(``) and the index after its ``)``.
+
+    Values are identifiers separated by single commas; ``()`` is the set {""}, and a comma
+    with no identifier before or after it (``(,a``, ``a,)``, ``a,,b``) adds "" as upstream does.
+    The values come sorted and without repeats (upstream keeps them in a string set).
+
+    Raises:
+        SelectorError: with apimachinery's wording, e.g. ``unable to parse requirement: found
+            '2', expected: ',' or ')'`` for ``in (1 2)``; the end of the string reads as ``''``.
+    Mirrors: k8s.io/apimachinery pkg/labels/selector.go Parser.parseValues, parseIdentifiersList.
+    """
+    def tok(j: int) -> str:
+        return toks[j] if j < len(toks) else ""
+
+    def fail(found: str, expected: str) -> SelectorError:
+        return SelectorError(f"unable to parse requirement: found '{found}', expected: {expected}")
+
+    if tok(i) != "(":
+        raise SelectorError(f"unable to parse requirement: found '{tok(i)}' expected: '('")
+    i += 1
+    if tok(i) == ")":
+        return ("",), i + 1
+    if not tok(i) or (tok(i) in _SET_SYNTAX and tok(i) != ","):
+        raise fail(tok(i), "',', ')' or identifier")
+    values: set[str] = set()
+    while True:
+        t = tok(i)
+        i += 1
+        if t == ",":
+            if not values:
+                values.add("")  # "(,"
+            if tok(i) == ")":
+                values.add("")  # ",)"
+                return tuple(sorted(values)), i + 1
+            if tok(i) == ",":
+                values.add("")  # ",,"
+        elif t and t not in _SET_SYNTAX:
+            values.add(t)
+            if tok(i) == ")":
+                return tuple(sorted(values)), i + 1
+            if tok(i) != ",":
+                raise fail(tok(i), "',' or ')'")
+        else:
+            raise fail(t, "',', or identifier")
+
+
 def parse_label_selector(s: str | None) -> LabelSelector:
     """Parse a ``labelSelector`` query string.
 
@@ -239,18 +291,8 @@ def parse_label_selector(s: str | None) -> LabelSelector:
                     need(op in ("=", "==", "!=") or value != "", f"missing value after {op!r}")
                     reqs.append(_requirement(key, "=" if op == "==" else op, (value,), f"label selector {s!r}"))
                 elif op in ("in", "notin"):
-                    i += 1
-                    need(i < len(toks) and toks[i] == "(", f"expected '(' after {op}")
-                    i += 1
-                    values: list[str] = []
-                    while i < len(toks) and toks[i] != ")":
-                        if toks[i] != ",":
-                            need(toks[i] not in ("(", "=", "==", "!=", "!", "<", ">"), f"bad value {toks[i]!r}")
-                            values.append(toks[i])
-                        i += 1
-                    need(i < len(toks), "missing ')'")
-                    i += 1
-                    reqs.append(_requirement(key, op, tuple(values), f"label selector {s!r}"))
+                    values, i = _set_values(toks, i + 1)
+                    reqs.append(_requirement(key, op, values, f"label selector {s!r}"))
                 else:
                     raise SelectorError(
                         f"unable to parse requirement: unknown operator {op!r} in label selector {s!r}"

@@ -146,10 +146,53 @@ def test_label_selector_strings(text: str, labels: dict[str, str], want: bool) -
     assert parse_label_selector(text).matches(labels) is want
 
 
-@pytest.mark.parametrize("text", ["a>x", "a<", "a in ()", "a notin ()"])
+@pytest.mark.parametrize("text", ["a>x", "a<"])
 def test_bad_label_selector_strings_raise(text: str) -> None:
     with pytest.raises(SelectorError):
         parse_label_selector(text)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    # trial-13 F-3: a missing comma was read as a two-value set
+    ("n in (1 2)", "found '2', expected: ',' or ')'"),
+    ("n notin (1 2)", "found '2', expected: ',' or ')'"),
+    ("n in (1", "found '', expected: ',' or ')'"),
+    ("n in (1,", "found '', expected: ',', or identifier"),
+    ("n in (1,=)", "found '=', expected: ',', or identifier"),
+    ("n in (", "found '', expected: ',', ')' or identifier"),
+    ("n in (!)", "found '!', expected: ',', ')' or identifier"),
+    ("n in 1", "found '1' expected: '('"),
+])
+def test_a_malformed_value_set_is_refused_with_apimachinerys_words(text: str, message: str) -> None:
+    """k8s.io/apimachinery labels Parser.parseValues / parseIdentifiersList."""
+    with pytest.raises(SelectorError) as e:
+        parse_label_selector(text)
+    assert str(e.value) == f"unable to parse requirement: {message}"
+
+
+@pytest.mark.parametrize(("text", "values"), [
+    ("n in ()", ("",)),
+    ("n notin ()", ("",)),
+    ("n in (,)", ("",)),
+    ("n in (,a)", ("", "a")),
+    ("n in (a,)", ("", "a")),
+    ("n in (a,,b)", ("", "a", "b")),
+    ("n in (b,a,b)", ("a", "b")),
+])
+def test_empty_members_of_a_value_set_are_the_empty_string(text: str, values: tuple[str, ...]) -> None:
+    """trial-13 F-3: upstream reads ``()`` as {""} and a comma with nothing on one side as a ""
+    member (no error); the values are a sorted set."""
+    [req] = parse_label_selector(text).requirements
+    assert req.values == values
+
+
+def test_in_an_empty_set_matches_only_an_empty_value_and_notin_the_rest() -> None:
+    assert not parse_label_selector("n in ()").matches({"n": "1"})
+    assert not parse_label_selector("n in ()").matches({})
+    assert parse_label_selector("n in ()").matches({"n": ""})
+    assert parse_label_selector("n notin ()").matches({"n": "1"})
+    assert parse_label_selector("n notin ()").matches({})
+    assert not parse_label_selector("n notin (,)").matches({"n": ""})
 
 
 def test_as_selector_tells_the_two_dict_forms_apart() -> None:

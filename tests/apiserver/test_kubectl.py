@@ -198,6 +198,20 @@ def test_invalid_name_is_rejected(kubectl) -> None:
     assert p.returncode != 0 and "is invalid" in p.stderr and "metadata.name" in p.stderr
 
 
+def test_a_label_selector_set_missing_a_comma_is_refused_and_an_empty_set_is_not(kubectl) -> None:
+    """trial-13 F-3: ``in (a b)`` listed both sets (so a ``kubectl delete -l`` typo deleted
+    them); kube-apiserver answers 400 with apimachinery's parse error. ``in ()`` is {""}."""
+    for value in ("1", "2"):
+        kubectl("create", "configmap", f"setsel-{value}")
+        kubectl("label", "configmap", f"setsel-{value}", f"setsel={value}")
+    p = kubectl("get", "configmaps", "-l", "setsel in (1 2)", "-o", "name", check=False)
+    assert p.returncode != 0 and p.stdout == ""
+    assert "unable to parse requirement: found '2', expected: ',' or ')'" in p.stderr
+    assert kubectl("get", "configmaps", "-l", "setsel in ()", "-o", "name").stdout == ""
+    out = kubectl("get", "configmaps", "-l", "setsel,setsel notin (,)", "-o", "name").stdout.split()
+    assert out == ["configmap/setsel-1", "configmap/setsel-2"]
+
+
 # ---- CRDs and samples -----------------------------------------------------------------------
 
 
