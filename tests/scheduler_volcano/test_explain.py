@@ -520,3 +520,30 @@ def test_a_queue_whose_deserved_share_is_the_whole_cluster_is_not_blamed() -> No
     assert ex.gate != "queue-allocatable", ex.render()
     assert "deserved" not in ex.remedy, ex.render()
     assert any("Insufficient cpu" in d for d in ex.details), ex.render()
+
+
+HIER_CAPACITY = load_conf("""
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf}, {name: predicates}, {name: capacity, enableHierarchy: true}, {name: nodeorder}]
+""")
+
+
+def test_a_gang_held_by_a_parent_queues_capability_names_the_parent() -> None:
+    """trial-13 F-4: eng-b fills eng's capability (16 cpu); eng-a's gang of 5 x 2 cpu fits eng-a's
+    own capability (10) but not eng's (16 + 10 > 16). explain blamed eng-a ("allocated cpu 0 + ...
+    reaches capability cpu 10") and advised free room in the empty eng-a."""
+    running = [pod(f"jb-{i}", namespace=NS, group="jb", requests="2,1Gi", node=f"n{i % 3}", phase="Running")
+               for i in range(8)]
+    objs = [*(node(f"n{i}", "8,32Gi,pods=110") for i in range(3)),
+            queue("root"), queue("eng", parent="root", deserved="12,96Gi", capability="16,96Gi"),
+            queue("eng-a", parent="eng", deserved="6,48Gi", capability="10,48Gi"),
+            queue("eng-b", parent="eng", deserved="6,48Gi", capability="16,96Gi"),
+            podgroup("jb", namespace=NS, queue="eng-b", min_member=1, phase="Running"), *running,
+            *gang("ja", 5, cpu="2", q="eng-a", phase="Inqueue")]
+    ex = explain(objs, "podgroup", "ja", NS, HIER_CAPACITY)
+    assert ex.gate == "queue-allocatable", ex.render()
+    assert ex.reason == ("queue eng (parent of eng-a) is at its capability: allocated cpu 16 + the gang's request "
+                         "cpu 10 > capability cpu 16"), ex.render()
+    assert ex.remedy == "raise queue eng capability.cpu to 26, or free room in queue eng (eng-b holds cpu 16)", ex.render()

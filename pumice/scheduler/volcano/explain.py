@@ -514,8 +514,9 @@ def _above_nominal(m: Any) -> Resource:
 
 def _queue_allocatable_gate(ex: Explanation, ssn: Any, job: Any, qname: str, pending: list[Any],
                             gang_req: Resource, plugin_numbers: dict[str, Any], allocatable_ok: bool) -> bool:
-    """The queue's capability (capacity) or deserved share (proportion) holds the gang: fill
-    ``ex`` with the numbers and the limit to raise, and return True."""
+    """The queue's capability (capacity) or deserved share (proportion) holds the gang, or (when
+    the queue's own capability takes it) an ancestor's capability under hierarchical capacity:
+    fill ``ex`` with the numbers and the limit to raise, and return True."""
     pn0 = plugin_numbers.get("queue")
     if pn0 and pending:
         lim0 = pn0["real_capability"] if plugin_numbers.get("plugin") == "capacity" else pn0["deserved"]
@@ -525,6 +526,11 @@ def _queue_allocatable_gate(ex: Explanation, ssn: Any, job: Any, qname: str, pen
         queue_bound = any(lim0.get(d) < ssn.total_resource.get(d) - 0.1 for d in names)
         if not fits:
             allocatable_ok = not queue_bound
+        elif (refusal := _ancestor_refusal(ssn, qname, gang_req, plugin_numbers)) is not None:
+            ex.gate = "queue-allocatable"
+            ex.reason, ex.remedy = refusal
+            _never_fits(ex, ssn, job)
+            return True
     if not allocatable_ok:
         pn = plugin_numbers.get("queue")
         req = gang_req if pending else Resource()
@@ -855,12 +861,49 @@ def _plugin_numbers(ssn: Any, qname: str) -> dict[str, Any]:
                 "real_capability": getattr(attr, "real_capability", Resource()),
                 "capability": getattr(attr, "capability", None),
             }
+            if pname == "capacity" and getattr(plugin, "hierarchy", False):
+                out["ancestors"] = _ancestor_numbers(plugin, qname)
             break
     oc = ssn.plugins.get("overcommit")
     if oc is not None:
         out["overcommit"] = {"idle": getattr(oc, "idle", Resource()), "inqueue": getattr(oc, "inqueue", Resource()),
                              "factor": getattr(oc, "factor", 1.2), "total": ssn.total_resource}
     return out
+
+
+def _ancestor_numbers(plugin: Any, qname: str) -> list[dict[str, Any]]:
+    """capacity's numbers for the ancestors of ``qname`` (hierarchical mode), the parent first:
+    name, allocated, realCapability, and what each child queue holds (allocated)."""
+    attrs = plugin.attrs
+    out = []
+    for qid in reversed(plugin.path(qname)[:-1]):
+        a = attrs[qid]
+        out.append({"name": a.name, "allocated": a.allocated, "real_capability": a.real_capability,
+                    "children": {attrs[c].name: attrs[c].allocated for c in sorted(a.children) if c in attrs}})
+    return out
+
+
+def _ancestor_refusal(ssn: Any, qname: str, gang_req: Resource, numbers: dict[str, Any]) -> tuple[str, str] | None:
+    """(why, remedy) when an ancestor's realCapability cannot take the gang on top of what it
+    holds (hierarchical capacity checks every queue up the chain, the nearest first), else None.
+    A limit as large as the cluster is the Nodes' gate, not a queue's."""
+    for depth, anc in enumerate(numbers.get("ancestors") or (), start=1):
+        limit = anc["real_capability"]
+        need = anc["allocated"] + gang_req
+        fits, over = need.less_equal_in_request_dims(limit, gang_req)
+        over = [d for d in over if d != "pods" and limit.get(d) < ssn.total_resource.get(d) - 0.1]
+        if fits or not over:
+            continue
+        name = anc["name"]
+        rel = "parent" if depth == 1 else "ancestor"
+        why = (f"queue {name} ({rel} of {qname}) is at its capability: allocated {_fmt_res(anc['allocated'], over)} + "
+               f"the gang's request {_fmt_res(gang_req, over)} > capability {_fmt_res(limit, over)}")
+        holders = [f"{child} holds {_fmt_res(held, over)}" for child, held in anc["children"].items()
+                   if any(held.get(d) > 0 for d in over)]
+        remedy = ", ".join(f"raise queue {name} capability.{d} to {_fmt_dim(d, need.get(d))}" for d in over)
+        remedy += f", or free room in queue {name}" + (f" ({'; '.join(holders)})" if holders else "")
+        return why, remedy
+    return None
 
 
 def _enqueue_gate(ex: Explanation, events: list[str], job: Any, numbers: dict[str, Any],
