@@ -36,6 +36,7 @@ from pumice.controllers.volcano.admission._common import (
 from pumice.controllers.volcano.admission._validation import (
     go_list,
     is_dns1123_label,
+    is_dns1123_subdomain,
     is_qualified_name,
     quantity_errors,
 )
@@ -265,6 +266,8 @@ def validate_pod_template(task: dict[str, Any], index: int) -> str:
 
 
 def _validate_volumes(volumes: list[dict[str, Any]]) -> str:
+    """The first problem of ``spec.volumes`` ("" when none). Mirrors: volcano
+    pkg/webhooks/admission/jobs/validate/util.go validateIO."""
     seen: set[str] = set()
     for v in volumes or []:
         mp = v.get("mountPath") or ""
@@ -277,6 +280,10 @@ def _validate_volumes(volumes: list[dict[str, Any]]) -> str:
         if v.get("volumeClaimName") and v.get("volumeClaim") is not None:
             return ("conflict: If you want to use an existing PVC, just specify VolumeClaimName."
                     "If you want to create a new PVC, you do not need to specify VolumeClaimName")
+        if v.get("volumeClaimName"):
+            errs = is_dns1123_subdomain(str(v["volumeClaimName"]))
+            if errs:
+                return f"invalid VolumeClaimName {v['volumeClaimName']} : {go_list(errs)}"
         seen.add(mp)
     return ""
 

@@ -4,11 +4,13 @@ No client, clock or environment here; every function takes wire dicts and return
 
 Mirrors: volcano pkg/controllers/job/job_controller_util.go (createJobPod, TasksPriority,
 CalcFirstCountResources, CalcPGMinResources) and job_controller_actions.go
-(createOrUpdatePodGroup, getMinTaskMember, shouldUpdateExistingPodGroup).
+(createOrUpdatePodGroup, getMinTaskMember, shouldUpdateExistingPodGroup, createPVC) and
+pkg/controllers/job/helpers/helpers.go (GenPVCName, GenRandomStr).
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -22,6 +24,41 @@ from pumice.controllers.volcano.job import resources as res
 def pod_name(job_name: str, task_name: str, index: int) -> str:
     """``<job>-<task>-<index>`` (upstream PodNameFmt)."""
     return f"{job_name}-{task_name}-{index}"
+
+
+#: the characters of upstream's GenRandomStr
+_RANDOM_CHARS = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def random_str(rng: random.Random, n: int = 12) -> str:
+    """``n`` characters of ``[0-9a-z]`` drawn from ``rng`` (upstream GenRandomStr, which seeds
+    from the wall clock; here the caller's seeded generator)."""
+    return "".join(rng.choice(_RANDOM_CHARS) for _ in range(n))
+
+
+def gen_pvc_name(job_name: str, rng: random.Random) -> str:
+    """``<job>-pvc-<12 random [0-9a-z]>``, the name of a claim made for a volume of the Job that
+    names none (upstream GenPVCName)."""
+    return f"{job_name}-pvc-{random_str(rng)}"
+
+
+def build_pvc(job: Obj, name: str, claim_spec: Obj) -> Obj:
+    """The PersistentVolumeClaim ``name`` in the Job's namespace with the spec of a
+    ``spec.volumes[].volumeClaim``, controlled by the Job (upstream createPVC)."""
+    md = job["metadata"]
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": md.get("namespace", "default"),
+                         "ownerReferences": [owner_reference(job)]},
+            "spec": deep_copy(claim_spec)}
+
+
+def pod_volume_name(job_name: str, namespace: str, pod: str, claim: str) -> str:
+    """The name of a Pod's volume for the Job's claim ``claim``: ``<job>-<12 random [0-9a-z]>``
+    as upstream createJobPod.
+
+    Deviates: upstream draws the suffix from a clock-seeded generator for each Pod; here it is
+    derived from the Pod's namespace, name and the claim, so a Pod made again gets the same one."""
+    return f"{job_name}-{random_str(random.Random(f'{namespace}/{pod}/{claim}'))}"
 
 
 def podgroup_name(job: Obj) -> str:
@@ -322,16 +359,10 @@ def build_pod(job: Obj, task: Obj, index: int) -> Obj:
     if pp:
         size = int(pp.get("partitionSize") or 0)
         labels[PARTITION_ID_LABEL] = str(index // size if size > 0 else 0)
-    for vol in spec.get("volumes") or []:
-        claim = vol.get("volumeClaimName")
-        if not claim:
-            continue
-        vname = f"{md['name']}-{claim}"[:63]
-        vols = pod_spec.setdefault("volumes", [])
-        if not any(v.get("name") == vname for v in vols):
-            vols.append({"name": vname, "persistentVolumeClaim": {"claimName": claim}})
-        for c in pod_spec.get("containers") or []:
-            c.setdefault("volumeMounts", []).append({"mountPath": vol.get("mountPath"), "name": vname})
+    volumes = spec.get("volumes")
+    if volumes:
+        _mount_job_volumes(pod_spec, volumes, md["name"], md.get("namespace", "default"),
+                           pod_name(md["name"], tname, index))
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -344,3 +375,22 @@ def build_pod(job: Obj, task: Obj, index: int) -> Obj:
         },
         "spec": pod_spec,
     }
+
+
+def _mount_job_volumes(pod_spec: Obj, volumes: list[Obj], job_name: str, namespace: str, pod: str) -> None:
+    """Add the Job's ``spec.volumes`` to ``pod_spec`` (changed in place): one
+    ``persistentVolumeClaim`` volume per distinct ``volumeClaimName`` (named by
+    :func:`pod_volume_name`), mounted at its ``mountPath`` in every container; a later volume
+    naming a claim already added is skipped, mount included (upstream createJobPod). A volume
+    without a claim name yet (the controller writes the generated one before it makes Pods) is
+    mounted with an empty claim name, as upstream would."""
+    added: set[str] = set()
+    for vol in volumes:
+        claim = str(vol.get("volumeClaimName") or "")
+        if claim in added:
+            continue
+        added.add(claim)
+        vname = pod_volume_name(job_name, namespace, pod, claim)
+        pod_spec.setdefault("volumes", []).append({"name": vname, "persistentVolumeClaim": {"claimName": claim}})
+        for c in pod_spec.get("containers") or []:
+            c.setdefault("volumeMounts", []).append({"mountPath": vol.get("mountPath"), "name": vname})

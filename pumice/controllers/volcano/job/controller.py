@@ -30,6 +30,7 @@ pkg/controllers/garbagecollector (TTL).
 from __future__ import annotations
 
 import logging
+import random
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -125,7 +126,15 @@ def defaulted_and_checked(job: Obj) -> tuple[Obj, str]:
     back: the defaults are derived again at each pass, so Pod names stay stable."""
     candidate = deep_copy(job)
     mutate_job(candidate, str((job.get("spec") or {}).get("schedulerName") or keys.DEFAULT_SCHEDULER_NAME))
-    problem = validate_job_spec(candidate)
+    checked = candidate
+    if any(v.get("volumeClaim") is not None and v.get("volumeClaimName") for v in (candidate.get("spec") or {}).get("volumes") or []):
+        # the claim names this controller wrote back (see _Ops.create_job_io) are checked as at
+        # the Job's creation, before they were there (upstream's update check ignores them too)
+        checked = deep_copy(candidate)
+        for v in checked["spec"]["volumes"]:
+            if v.get("volumeClaim") is not None:
+                v.pop("volumeClaimName", None)
+    problem = validate_job_spec(checked)
     return (job if candidate.get("spec") == job.get("spec") else candidate), problem
 
 
@@ -676,8 +685,10 @@ class _Ops:
 
     async def sync_job(self, update: UpdateFn | None) -> None:
         """Mirrors: volcano pkg/controllers/job job_controller_actions.go syncJob: run the job
-        plugins, make sure the PodGroup exists, and (once it is past Pending) create and delete
-        Pods toward the tasks' replicas, then write the status counted from them."""
+        plugins, while the Job is Pending make sure the claims of its ``spec.volumes`` exist
+        (:meth:`create_job_io`; only Jobs with volumes), make sure the PodGroup exists, and (once
+        it is past Pending) create and delete Pods toward the tasks' replicas, then write the
+        status counted from them."""
         job = self.job
         spec = job.get("spec") or {}
         if self.r.queues.get(None, spec.get("queue") or keys.DEFAULT_QUEUE) is None:
@@ -687,6 +698,9 @@ class _Ops:
         job["status"] = status
         plugins = self._plugins()
         await self._run_plugins(status, spec, plugins)
+        if spec.get("volumes") and (status.get("state") or {}).get("phase") == JobPhase.PENDING:
+            await self._job_io_or_pending(status, original, update)
+            spec = self.job.get("spec") or {}
         await self._ensure_podgroup()
         pg_phase = _phase(self.pg)
         if not pg_phase or pg_phase == PodGroupPhase.PENDING:
@@ -722,6 +736,77 @@ class _Ops:
         else:
             for p in plugins:
                 await p.on_job_update(self.job, self.r.plugin_client)
+
+    async def _job_io_or_pending(self, status: Obj, original: Obj, update: UpdateFn | None) -> None:
+        """:meth:`create_job_io`; when it fails, a ``PVCError`` Warning, the Pending status
+        written (as upstream's initJobStatus had written it before) and the error raised (the
+        work queue retries with backoff).
+
+        Mirrors: volcano job_controller_actions.go initiateJob."""
+        before = dict(status.get("controlledResources") or {})
+        try:
+            await self.create_job_io(status)
+        except Exception as e:
+            self.r._event(self.job, "Warning", "PVCError", f"Failed to create PVC, err: {e}")
+            status["controlledResources"] = before
+            await self._write_pending_status(status, original, update)
+            raise
+
+    async def create_job_io(self, status: Obj) -> None:
+        """Make sure each of the Job's ``spec.volumes`` has its claim and record it in
+        ``status.controlledResources`` as ``volume-pvc-<claim>: <claim>``.
+
+        A volume without ``volumeClaimName`` gets a generated one (:func:`builders.gen_pvc_name`,
+        drawn again while a claim of that name exists) and, when it has a ``volumeClaim``, the
+        claim is created with that spec, controlled by the Job; the names are then written into
+        the Job's spec (one update). A volume that names its claim needs that claim to exist.
+
+        Raises:
+            RuntimeError: ``pvc <name> is not found, the job will be in the Pending state until
+                the PVC is created`` (upstream's text) for a named claim that does not exist.
+            ApiError: reading or creating a claim, or updating the Job, failed.
+
+        Mirrors: volcano job_controller_actions.go createJobIOIfNotExist, checkPVCExist, createPVC.
+        Deviates: the claims are read from the API server, not from an informer cache (only Jobs
+        with volumes pay for it); the generated names come from a generator seeded with the
+        Job's uid and the volume's index instead of the wall clock."""
+        job = self.job
+        md = job["metadata"]
+        ns = md.get("namespace") or "default"
+        volumes: list[Obj] = (job.get("spec") or {}).get("volumes") or []
+        resources = status.setdefault("controlledResources", {})
+        named: list[Obj] | None = None
+        for i, vol in enumerate(volumes):
+            claim = str(vol.get("volumeClaimName") or "")
+            if not claim:
+                rng = random.Random(f"{md.get('uid', '')}/{i}")
+                claim = builders.gen_pvc_name(md["name"], rng)
+                while await self._claim_exists(ns, claim):
+                    claim = builders.gen_pvc_name(md["name"], rng)
+                if named is None:
+                    named = [dict(v) for v in volumes]
+                named[i]["volumeClaimName"] = claim
+                if vol.get("volumeClaim") is not None:
+                    await self.r.client.create(builders.build_pvc(job, claim, vol["volumeClaim"]))
+            elif not await self._claim_exists(ns, claim):
+                raise RuntimeError(f"pvc {claim} is not found, the job will be in the Pending state until the PVC is created")
+            resources[f"volume-pvc-{claim}"] = claim
+        if named is not None:
+            await self._write_claim_names(named)
+
+    async def _claim_exists(self, namespace: str, name: str) -> bool:
+        return await get_or_none(self.r.client, scheme.PERSISTENT_VOLUME_CLAIM, name, namespace) is not None
+
+    async def _write_claim_names(self, volumes: list[Obj]) -> None:
+        """Update the stored Job's ``spec.volumes`` to ``volumes`` (the generated claim names
+        filled in); :attr:`job` takes the answer's metadata and keeps its spec and status."""
+        md = self.job["metadata"]
+        stored = self.r.current_job(md.get("namespace") or "default", md["name"])
+        if stored is None or stored["metadata"].get("uid") != md.get("uid"):
+            raise RuntimeError(f"job {md.get('namespace')}/{md['name']} changed while its claims were made")
+        answer = await self.r.client.update({**stored, "spec": {**stored["spec"], "volumes": volumes}})
+        self.r._remember_write(answer)
+        self.job = {**answer, "spec": {**self.job["spec"], "volumes": volumes}, "status": self.job.get("status")}
 
     async def _write_pending_status(self, status: Obj, original: Obj, update: UpdateFn | None) -> None:
         """While the PodGroup is Pending no Pods are made; only the status (and ``update``) is written."""
