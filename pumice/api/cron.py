@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo
 
 from pumice._util.duration import parse_go_duration
 
-__all__ = ["NEVER_FIRES", "CronSchedule", "Every", "NoActivation", "Schedule", "parse_schedule"]
+__all__ = ["NEVER_FIRES", "CronSchedule", "Every", "NoActivation", "Schedule", "parse_schedule", "time_zone_errors"]
 
 _MACROS = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *", "@weekly": "0 0 * * 0",
            "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *"}
@@ -30,6 +30,7 @@ _DAYS = {d: i for i, d in enumerate(["sun", "mon", "tue", "wed", "thu", "fri", "
 
 
 _INT = re.compile(r"[+-]?[0-9]+")
+_ZONE_PART = re.compile(r"[A-Za-z.\-_0-9+]{1,14}")
 _INT_MAX = 2**63 - 1
 
 
@@ -216,3 +217,30 @@ def parse_schedule(text: str, zone: str | None = None) -> CronSchedule:
     parsed = [_field(f, i) for i, f in enumerate(fields)]
     return Schedule(parsed[0][0], parsed[1][0], parsed[2][0], parsed[3][0], parsed[4][0], not parsed[2][1],
                     not parsed[4][1], zone or "UTC")
+
+
+def time_zone_errors(zone: str) -> list[str]:
+    """Why a CronJob's ``spec.timeZone`` is refused (empty when it is a zone).
+
+    Each path part is 1-14 of letters, digits, ``.-_+`` (not ``.``, ``..`` or starting with
+    ``-``), the zone is not ``Local`` (any case), and the IANA database knows it.
+    Returns: upstream's messages, in its order (``timeZone must be nil or non-empty string``,
+    ``unknown time zone X``, ``timeZone must be an explicit time zone as defined in
+    https://www.iana.org/time-zones``).
+    Mirrors: kubernetes pkg/apis/batch/validation validateTimeZone (time.LoadLocation, where
+    ``Local`` loads and "" is UTC).
+    """
+    if zone == "":
+        return ["timeZone must be nil or non-empty string"]
+    for part in zone.split("/"):
+        if part in (".", "..") or part.startswith("-") or not _ZONE_PART.fullmatch(part):
+            return [f"unknown time zone {zone}"]
+    errs = []
+    if zone.lower() == "local":
+        errs.append("timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones")
+    if zone != "Local":  # Go's LoadLocation takes exactly "Local"
+        try:
+            ZoneInfo(zone)
+        except Exception:  # ZoneInfoNotFoundError, or ValueError for a key zoneinfo will not open
+            errs.append(f"unknown time zone {zone}")
+    return errs

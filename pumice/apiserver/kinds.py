@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pumice.api import Obj
 from pumice.api.admission import FieldCause
-from pumice.api.cron import parse_schedule
+from pumice.api.cron import parse_schedule, time_zone_errors
 from pumice.api.scheme import ResourceKind
 from pumice.api.selectors import from_label_selector
 from pumice.api.validation import validate_object, validate_percent_or_count, validate_pod_spec
@@ -232,6 +232,8 @@ def _check_cronjob(spec: Obj, old: Obj | None) -> list[FieldCause]:
         why = cron_schedule_error(str(schedule))
         if why:
             out.append(_invalid("spec.schedule", schedule, why))
+    if spec.get("timeZone") is not None:
+        out += [_invalid("spec.timeZone", spec["timeZone"], why) for why in time_zone_errors(str(spec["timeZone"]))]
     if spec.get("concurrencyPolicy") not in ("Allow", "Forbid", "Replace"):
         out.append(_unsupported("spec.concurrencyPolicy", spec.get("concurrencyPolicy"), ["Allow", "Forbid", "Replace"]))
     if not isinstance(spec.get("jobTemplate"), dict):
