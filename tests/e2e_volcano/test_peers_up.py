@@ -144,6 +144,20 @@ def pod(name: str, ns: str, group: str, cpu: str, *, annotations: dict[str, str]
             "spec": spec}
 
 
+async def create_queue(client: Any, obj: dict[str, Any], timeout: float = 30) -> None:
+    """Create a Queue and wait until the queue controller has opened it: the PodGroup webhook
+    refuses a PodGroup for a queue whose status.state is not yet `Open` (as upstream's does), so
+    a PodGroup created at once could race the controller."""
+    await client.create(obj)
+    name = obj["metadata"]["name"]
+
+    async def is_open() -> bool:
+        q = await client.get(scheme.QUEUE, name)
+        return bool((q.get("status") or {}).get("state") == "Open")
+
+    await wait_for(is_open, timeout=timeout)
+
+
 async def namespace(client: Any, name: str) -> None:
     _NAMESPACES.add(name)
     await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
@@ -200,7 +214,7 @@ async def pg_phase(client: Any, ns: str, name: str) -> str:
 
 async def test_wait_for_pods_ready_evicts_a_gang_that_never_gets_ready_and_backs_off(client: Any) -> None:
     await namespace(client, "wfpr")
-    await client.create(queue("wfpr"))
+    await create_queue(client, queue("wfpr"))
     await client.create(pod_group("crash", "wfpr", "wfpr"))
     # the container exits 1 at once and restarts (restartPolicy Always): never Ready
     await client.create(pod("crash-0", "wfpr", "crash", "1",
@@ -231,7 +245,7 @@ async def test_wait_for_pods_ready_requeues_a_vcjob_gang_whose_recreated_pods_ru
     (BackoffFinished) the scheduler binds them again and they time out again (trial 3 finding 1:
     they stayed Pending for ever, the cache still counting the names as Releasing)."""
     await namespace(client, "wfpr-job")
-    await client.create(queue("wfpr-job"))
+    await create_queue(client, queue("wfpr-job"))
     probe = {"exec": {"command": ["true"]}, "initialDelaySeconds": 3600}
     await client.create({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
                          "metadata": {"name": "slow", "namespace": "wfpr-job"},
@@ -277,8 +291,8 @@ async def test_wait_for_pods_ready_requeues_a_vcjob_gang_whose_recreated_pods_ru
 
 async def test_cohort_lets_a_queue_borrow_its_peers_idle_quota_up_to_the_lending_limit(client: Any) -> None:
     await namespace(client, "cohort")
-    await client.create(queue("co-a", {"scheduling.pumice.io/cohort": "c1"}, {"cpu": "2"}))
-    await client.create(queue("co-b", {"scheduling.pumice.io/cohort": "c1",
+    await create_queue(client, queue("co-a", {"scheduling.pumice.io/cohort": "c1"}, {"cpu": "2"}))
+    await create_queue(client, queue("co-b", {"scheduling.pumice.io/cohort": "c1",
                                        "scheduling.pumice.io/lending-limit": json.dumps({"cpu": "1"})}, {"cpu": "2"}))
     # co-a's nominal quota is 2 cpu; co-b lends at most 1 of its 2, so 3 fit and a 4th does not
     await client.create(pod_group("borrow", "cohort", "co-a", min_member=3, cpu="3"))
@@ -295,8 +309,8 @@ async def test_cohort_lets_a_queue_borrow_its_peers_idle_quota_up_to_the_lending
 
 async def test_cohort_reclaims_lent_quota_when_the_lender_needs_it_back(client: Any) -> None:
     await namespace(client, "reclaim")
-    await client.create(queue("rc-a", {"scheduling.pumice.io/cohort": "c2"}, {"cpu": "1"}))
-    await client.create(queue("rc-b", {"scheduling.pumice.io/cohort": "c2",
+    await create_queue(client, queue("rc-a", {"scheduling.pumice.io/cohort": "c2"}, {"cpu": "1"}))
+    await create_queue(client, queue("rc-b", {"scheduling.pumice.io/cohort": "c2",
                                        "scheduling.pumice.io/reclaim-within-cohort": "Any"}, {"cpu": "2"}))
     # rc-a (nominal 1) borrows rc-b's idle quota: 3 Pods of one elastic job run
     await client.create(pod_group("borrower", "reclaim", "rc-a", min_member=1, cpu="1"))
@@ -323,7 +337,7 @@ async def test_cohort_reclaims_lent_quota_when_the_lender_needs_it_back(client: 
 async def test_admission_fair_sharing_gives_the_free_slot_to_the_queue_with_less_past_usage(client: Any) -> None:
     await namespace(client, "afs")
     for q in ("afs-a", "afs-b", "afs-c"):
-        await client.create(queue(q))
+        await create_queue(client, queue(q))
     # afs-a has history: a 1-cpu Pod that ran for 2 s and finished
     await client.create(pod_group("hist", "afs", "afs-a"))
     await client.create(pod("hist-0", "afs", "hist", "1", restart="Never",
@@ -365,7 +379,7 @@ async def test_admission_fair_sharing_gives_the_free_slot_to_the_queue_with_less
 async def test_usage_budget_stops_admitting_once_the_queue_spent_its_cpu_hours(client: Any) -> None:
     await namespace(client, "budget")
     # 0.0002 cpu-hours = 0.72 cpu-seconds; a 1-cpu Pod running 2 s spends it
-    await client.create(queue("budget", {"scheduling.pumice.io/usage-budget": json.dumps({"cpu": 0.0002})}))
+    await create_queue(client, queue("budget", {"scheduling.pumice.io/usage-budget": json.dumps({"cpu": 0.0002})}))
     await client.create(pod_group("first", "budget", "budget", cpu="1"))
     await client.create(pod("first-0", "budget", "first", "1", restart="Never",
                             annotations={"pumice.io/sim-duration-seconds": "2"}))
@@ -380,7 +394,7 @@ async def test_usage_budget_stops_admitting_once_the_queue_spent_its_cpu_hours(c
 
 async def test_placement_puts_a_vcjob_without_a_queue_into_its_namespaces_queue(client: Any) -> None:
     await namespace(client, "team-p")
-    await client.create(queue("team-p"))
+    await create_queue(client, queue("team-p"))
     await client.create({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
                          "metadata": {"name": "placed", "namespace": "team-p"},
                          "spec": {"minAvailable": 1, "schedulerName": "volcano", "tasks": [
@@ -406,7 +420,7 @@ async def test_placement_puts_a_vcjob_without_a_queue_into_its_namespaces_queue(
 
 async def test_user_limits_hold_a_users_second_application_but_not_another_users(client: Any) -> None:
     await namespace(client, "users")
-    await client.create(queue("ul"))
+    await create_queue(client, queue("ul"))
     # minResources set, as the vcjob controller sets it: upstream's enqueue admits a PodGroup
     # without minResources before any plugin votes
 
@@ -431,7 +445,7 @@ async def test_explain_and_the_ui_replay_the_configuration_pumice_up_runs_with(c
     waiting?" replayed the built-in default and said a job held by user-limits was fine."""
     await namespace(client, "why")
     try:
-        await client.create(queue("ul"))
+        await create_queue(client, queue("ul"))
     except ApiError as e:
         if e.code != 409:  # made by the user-limits test already
             raise
@@ -496,7 +510,7 @@ async def test_an_edit_of_the_configmap_is_restored_from_the_file_and_the_ui_exp
 
     await namespace(client, "why2")
     try:
-        await client.create(queue("ul"))
+        await create_queue(client, queue("ul"))
     except ApiError as e:
         if e.code != 409:
             raise
@@ -529,7 +543,7 @@ async def test_an_edit_of_the_configmap_is_restored_from_the_file_and_the_ui_exp
 
 async def test_queue_position_is_in_the_podgroup_status_and_on_its_ui_page(client: Any, up: Up) -> None:
     await namespace(client, "qpos")
-    await client.create(queue("qpos"))
+    await create_queue(client, queue("qpos"))
     # all three want a whole Node, the same one: at most one runs, the others wait in line
     node = sorted(n["metadata"]["name"] for n in (await client.list(scheme.NODE)).items)[0]
     for i in range(3):
@@ -557,7 +571,7 @@ async def test_queue_position_is_in_the_podgroup_status_and_on_its_ui_page(clien
 
 async def test_single_node_fit_keeps_a_job_no_node_can_hold_out_and_the_queue_moves_on(client: Any) -> None:
     await namespace(client, "snf")
-    await client.create(queue("snf"))
+    await create_queue(client, queue("snf"))
     # the Pod first: single-node-fit judges a job's Pending tasks at enqueue, and a session between
     # the PodGroup and its Pod would enqueue a job with no task to judge
     await client.create(pod("huge-0", "snf", "huge", str(NODE_CPU + 2)))
