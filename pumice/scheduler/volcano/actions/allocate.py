@@ -389,7 +389,7 @@ def _worth_trying(ssn: Session, job: JobInfo, q: QueueInfo, task: TaskInfo, sub_
     if job.task_has_fit_errors(task, sub_uid):
         fe = FitErrors()
         fe.set_error(f"Task {task.name} with role spec {task.role} has already predicated failed, skip")
-        job.nodes_fit_errors[task.uid] = fe
+        job.record_fit_error(task.uid, fe)
         return False
     return True
 
@@ -397,7 +397,7 @@ def _worth_trying(ssn: Session, job: JobInfo, q: QueueInfo, task: TaskInfo, sub_
 def _record_unfit(job: JobInfo, task: TaskInfo, fit_errors: FitErrors, sub_uid: str | None = None) -> bool:
     """Record why ``task`` fits nowhere; True to go on with the job's (sub-job ``sub_uid``'s)
     next task, False to stop."""
-    job.nodes_fit_errors[task.uid] = fit_errors
+    job.record_fit_error(task.uid, fit_errors)
     return job.need_continue_allocating(sub_uid)
 
 

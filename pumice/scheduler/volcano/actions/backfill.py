@@ -51,11 +51,11 @@ class BackfillAction(Configured[NoArguments]):
             if err is not None:
                 fe = FitErrors()
                 fe.set_nodes_error([n.name for n in ssn.node_list], err)
-                job.nodes_fit_errors[task.uid] = fe
+                job.record_fit_error(task.uid, fe)
                 continue
             nodes, fit_errors = predicate_nodes(ssn, task, None, "backfill")
             if not nodes:
-                job.nodes_fit_errors[task.uid] = fit_errors
+                job.record_fit_error(task.uid, fit_errors)
                 continue
             # soft sharding: this scheduler's shard first (upstream GetPredicatedNodeByShard)
             node = nodes[0] if len(nodes) == 1 else next(

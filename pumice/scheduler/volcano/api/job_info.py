@@ -32,6 +32,25 @@ from pumice.scheduler.volcano.api.types import (
     TaskStatus,
 )
 
+
+class FitFailedRoles:
+    """What :meth:`JobInfo.fit_failed_roles` returned, kept while it cannot change: ``roles``
+    (sub-job uid, or None for the whole job -> the roles of the tasks with a fit error) holds for
+    the dict ``errors`` while it has ``size`` entries and the job's task membership is as it was
+    (``errors`` None: nothing kept). :meth:`JobInfo.record_fit_error` brings it up to date;
+    ``add_task`` / ``delete_task`` drop it; a rebound ``nodes_fit_errors``, or one added to
+    directly, no longer matches ``errors`` / ``size``. Relies on fit errors being only added in
+    place (the resets rebind the dict): a deletion in place followed by an addition would go
+    unseen. Changed in place only, so a :class:`WriteLoggedJob` logs no write for it."""
+
+    __slots__ = ("errors", "roles", "size")
+
+    def __init__(self) -> None:
+        self.errors: dict[str, FitErrors] | None = None
+        self.size = 0
+        self.roles: dict[str | None, set[str]] = {}
+
+
 _READY = (TaskStatus.Bound, TaskStatus.Binding, TaskStatus.Running, TaskStatus.Allocated, TaskStatus.Succeeded)
 _T = TypeVar("_T")
 _VALID = ALLOCATED_STATUSES | {TaskStatus.Succeeded, TaskStatus.Pipelined, TaskStatus.Pending}
@@ -75,6 +94,7 @@ class JobInfo:
     PodGroup spec; :class:`JobMemo` keys on it."""
     _sub_jobs: dict[str, SubJobInfo] | None = field(default=None, repr=False)
     _task_to_sub_job: dict[str, str] = field(default_factory=dict, repr=False)
+    _fit_failed: FitFailedRoles = field(default_factory=FitFailedRoles, repr=False)
     touch_log: set[str] | None = field(default=None, repr=False)
     """Where every change that resets :attr:`version` adds the job's uid (the live cache's log of
     the jobs a session changed, see :meth:`Session.active_jobs`); None: nowhere."""
@@ -116,6 +136,7 @@ class JobInfo:
 
     def add_task(self, t: TaskInfo) -> None:
         self._touched()
+        self._fit_failed.errors = None
         self.tasks[t.uid] = t
         self.task_status_index.setdefault(t.status, {})[t.uid] = t
         if t.status is TaskStatus.Pending and t.best_effort:
@@ -139,6 +160,7 @@ class JobInfo:
         if cur is None:
             return
         self._touched()
+        self._fit_failed.errors = None
         self.total_request = self.total_request - cur.resreq
         if cur.status in ALLOCATED_STATUSES:
             self.allocated = self.allocated - cur.resreq
@@ -226,7 +248,7 @@ class JobInfo:
             if s in statuses:
                 for t in bucket.values():
                     occ[t.role] = occ.get(t.role, 0) + 1
-            elif s is TaskStatus.Pending and pending_best_effort:
+            elif s is TaskStatus.Pending and pending_best_effort and self.pending_best_effort:
                 for t in bucket.values():
                     if t.best_effort:
                         occ[t.role] = occ.get(t.role, 0) + 1
@@ -236,19 +258,19 @@ class JobInfo:
         return self._roles(ALLOCATED_STATUSES | {TaskStatus.Succeeded}, True)
 
     def check_task_valid(self) -> bool:
-        if self.min_available < self.task_min_available_total:
+        if not self.task_min_available or self.min_available < self.task_min_available_total:
             return True
         actual = self._roles(_VALID, False)
         return all(m == 0 or actual.get(r, 0) >= m for r, m in self.task_min_available.items())
 
     def check_task_ready(self) -> bool:
-        if self.min_available < self.task_min_available_total:
+        if not self.task_min_available or self.min_available < self.task_min_available_total:
             return True
         occ = self.allocated_roles()
         return all(occ.get(r, 0) >= m for r, m in self.task_min_available.items())
 
     def check_task_pipelined(self) -> bool:
-        if self.min_available < self.task_min_available_total:
+        if not self.task_min_available or self.min_available < self.task_min_available_total:
             return True
         occ = self._roles(ALLOCATED_STATUSES | {TaskStatus.Succeeded, TaskStatus.Pipelined}, True)
         return all(occ.get(r, 0) >= m for r, m in self.task_min_available.items())
@@ -356,11 +378,45 @@ class JobInfo:
         self.nodes_fit_errors = {k: v for k, v in self.nodes_fit_errors.items() if self._task_to_sub_job.get(k) != sub_uid}
 
     # ----- allocation bookkeeping ---------------------------------------------------------
+    def record_fit_error(self, uid: str, fit_errors: FitErrors) -> None:
+        """Record why task ``uid`` fits no node this session (``nodes_fit_errors[uid]``),
+        keeping :meth:`fit_failed_roles` up to date in O(1)."""
+        errs = self.nodes_fit_errors
+        memo = self._fit_failed
+        current = memo.errors is errs and memo.size == len(errs)
+        new = uid not in errs
+        errs[uid] = fit_errors
+        if not current or not new:
+            return
+        memo.size += 1
+        t = self.tasks.get(uid)
+        if t is None:
+            return
+        for key in (None, self._task_to_sub_job.get(uid)):
+            roles = memo.roles.get(key)
+            if roles is not None:
+                roles.add(t.role)
+
     def fit_failed_roles(self, sub_uid: str | None = None) -> set[str]:
-        """Roles with a recorded fit error (only ``sub_uid``'s tasks when given)."""
+        """Roles with a recorded fit error (only ``sub_uid``'s tasks when given); read-only,
+        the set is kept for the next call (see :class:`FitFailedRoles`).
+
+        Mirrors: job_info.go FitFailedRoles (a task missing from the job is skipped)."""
+        if sub_uid is not None:
+            self.sub_jobs  # noqa: B018 -- builds the task -> sub-job index
+        errs = self.nodes_fit_errors
+        memo = self._fit_failed
+        if memo.errors is not errs or memo.size != len(errs):
+            memo.errors, memo.size, memo.roles = errs, len(errs), {}
+        roles = memo.roles.get(sub_uid)
+        if roles is None:
+            roles = memo.roles[sub_uid] = self._fit_failed_roles(sub_uid)
+        return roles
+
+    def _fit_failed_roles(self, sub_uid: str | None) -> set[str]:
+        """:meth:`fit_failed_roles` computed from ``nodes_fit_errors``, one pass."""
         if sub_uid is None:
             return {self.tasks[uid].role for uid in self.nodes_fit_errors if uid in self.tasks}
-        self.sub_jobs  # noqa: B018 -- builds the task -> sub-job index
         return {
             self.tasks[uid].role for uid in self.nodes_fit_errors
             if uid in self.tasks and self._task_to_sub_job.get(uid) == sub_uid

@@ -40,6 +40,7 @@ from pumice.api import Obj
 from pumice.client.informer import Informer
 from pumice.scheduler.volcano.api.hyper_node_info import HyperNodesInfo, build_hypernodes
 from pumice.scheduler.volcano.api.job_info import (
+    FitFailedRoles,
     JobInfo,
     JobMemo,
     NetworkTopology,
@@ -107,6 +108,7 @@ def clone_job(base: JobInfo, touch_log: set[str] | None = None, write_log: set[s
     d["task_status_index"] = {s: {uid: tasks[uid] for uid in bucket} for s, bucket in base.task_status_index.items()}
     d["_sub_jobs"] = None  # built on first use from the clone's own tasks
     d["_task_to_sub_job"] = {}
+    d["_fit_failed"] = FitFailedRoles()  # its own: the base's holds the base's fit errors
     d["task_min_available"] = dict(base.task_min_available)
     if write_log is None:
         d["nodes_fit_errors"] = dict(base.nodes_fit_errors)
