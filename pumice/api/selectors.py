@@ -40,6 +40,8 @@ scheduling/corev1/nodeaffinity (NodeSelectorRequirementsAsSelector).
 from __future__ import annotations
 
 import functools
+import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -168,10 +170,10 @@ def _lex_label(s: str) -> list[str]:
     """Split a label selector into tokens: identifiers, operators, parens and commas."""
     tokens: list[str] = []
     i, n = 0, len(s)
-    special = "=!(),<> \t"
+    special = "=!(),<> \t\r\n"
     while i < n:
         c = s[i]
-        if c in " \t":
+        if c in " \t\r\n":
             i += 1
         elif c in "(),":
             tokens.append(c)
@@ -252,57 +254,102 @@ def _set_values(toks: list[str], i: int) -> tuple[tuple[str, ...], int]:
             raise fail(t, "',', or identifier")
 
 
-def parse_label_selector(s: str | None) -> LabelSelector:
-    """Parse a ``labelSelector`` query string.
+_BINARY_OPS = ("in", "notin", "=", "==", "!=", ">", "<")
+_INT64 = re.compile(r"[+-]?[0-9]+")
+
+
+def _string_requirement(key: str, op: str, values: tuple[str, ...]) -> LabelRequirement:
+    """The requirement a selector string spells (its key already checked), with the value
+    checks and field paths of upstream's NewRequirement as the string parser calls it.
 
     Raises:
-        SelectorError: on a syntax error (unbalanced parens, a missing value, an unknown operator).
+        SelectorError: ``unable to parse requirement: values[0]: Invalid value: "x": for 'Gt',
+            'Lt' operators, the value must be an integer`` or ``values[0][key]: Invalid value:
+            ...`` (a bad label value); several as ``[a, b]``.
     """
+    from pumice.api.validation import is_label_value
+
+    errs: list[str] = []
+    if op in (">", "<"):
+        for i, v in enumerate(values):
+            if not _INT64.fullmatch(v) or not -(2**63) <= int(v) < 2**63:
+                errs.append(f"values[{i}]: Invalid value: {json.dumps(v)}: for 'Gt', 'Lt' operators, the value must be an integer")
+    for i, v in enumerate(values):
+        v_errs = is_label_value(v)
+        if v_errs:
+            errs.append(f"values[{i}][{key}]: Invalid value: {json.dumps(v)}: {'; '.join(v_errs)}")
+    if errs:
+        raise SelectorError("unable to parse requirement: " + (errs[0] if len(errs) == 1 else f"[{', '.join(errs)}]"))
+    return LabelRequirement(key, "=" if op == "==" else op, values)
+
+
+def parse_label_selector(s: str | None) -> LabelSelector:
+    """Parse a ``labelSelector`` query string, requirement by requirement, left to right.
+
+    Raises:
+        SelectorError: at the first error, in apimachinery's words: ``found 'x', expected: !,
+            identifier, or 'end of string'``, ``found 'x', expected: ',' or 'end of string'``,
+            ``found 'x', expected: identifier after ','``; inside a requirement, prefixed
+            ``unable to parse requirement: ``: ``found 'b', expected: in, notin, =, ==, !=, >, <``,
+            ``found '(', expected: identifier``, ``<nil>: Invalid value: "a b": ...`` (a bad key),
+            the value-set errors of :func:`_set_values`, and the value checks of
+            :func:`_string_requirement`. The end of the string reads as ``''``.
+    Mirrors: k8s.io/apimachinery pkg/labels/selector.go Parser.parse, parseRequirement,
+    parseKeyAndInferOperator, parseOperator, parseExactValue.
+    """
+    from pumice.api.validation import is_qualified_name
+
     if not s or not s.strip():
         return LabelSelector()
     toks = _lex_label(s)
+
+    def tok(j: int) -> str:
+        return toks[j] if j < len(toks) else ""
+
+    def is_identifier(t: str) -> bool:
+        return t != "" and t not in _SET_SYNTAX
+
+    def requirement(i: int) -> tuple[LabelRequirement, int]:
+        op = ""
+        if tok(i) == "!":
+            op, i = "!", i + 1
+        key = tok(i)
+        if not is_identifier(key):
+            raise SelectorError(f"unable to parse requirement: found '{key}', expected: identifier")
+        key_errs = is_qualified_name(key)
+        if key_errs:  # upstream checks the key with no field path: "<nil>"
+            raise SelectorError(f"unable to parse requirement: <nil>: Invalid value: {json.dumps(key)}: {'; '.join(key_errs)}")
+        i += 1
+        if op == "!":
+            return LabelRequirement(key, "!"), i
+        if tok(i) in ("", ","):
+            return LabelRequirement(key, "exists"), i
+        op, i = tok(i), i + 1
+        if op not in _BINARY_OPS:
+            raise SelectorError(f"unable to parse requirement: found '{op}', expected: {', '.join(_BINARY_OPS)}")
+        if op in ("in", "notin"):
+            values, i = _set_values(toks, i)
+        elif tok(i) in ("", ","):
+            values = ("",)
+        elif is_identifier(tok(i)):
+            values, i = (tok(i),), i + 1
+        else:
+            raise SelectorError(f"unable to parse requirement: found '{tok(i)}', expected: identifier")
+        return _string_requirement(key, op, values), i
+
     reqs: list[LabelRequirement] = []
     i = 0
-
-    def need(cond: bool, what: str) -> None:
-        if not cond:
-            raise SelectorError(f"unable to parse requirement: {what} in label selector {s!r}")
-
-    while i < len(toks):
-        t = toks[i]
-        if t == "!":
-            need(i + 1 < len(toks) and toks[i + 1] not in "(),=!<>", "missing key after '!'")
-            reqs.append(LabelRequirement(toks[i + 1], "!"))
-            i += 2
-        else:
-            need(t not in ("(", ")", ",", "=", "==", "!=", "<", ">"), f"unexpected {t!r}")
-            key = t
+    while tok(i) != "":
+        if tok(i) != "!" and not is_identifier(tok(i)):
+            raise SelectorError(f"found '{tok(i)}', expected: !, identifier, or 'end of string'")
+        req, i = requirement(i)
+        reqs.append(req)
+        if tok(i) == ",":
             i += 1
-            if i >= len(toks) or toks[i] == ",":
-                reqs.append(LabelRequirement(key, "exists"))
-            else:
-                op = toks[i]
-                if op in ("=", "==", "!=", "<", ">"):
-                    i += 1
-                    value = ""
-                    if i < len(toks) and toks[i] not in (",", "(", ")"):
-                        value = toks[i]
-                        i += 1
-                    need(op in ("=", "==", "!=") or value != "", f"missing value after {op!r}")
-                    reqs.append(_requirement(key, "=" if op == "==" else op, (value,), f"label selector {s!r}"))
-                elif op in ("in", "notin"):
-                    values, i = _set_values(toks, i + 1)
-                    reqs.append(_requirement(key, op, values, f"label selector {s!r}"))
-                else:
-                    raise SelectorError(
-                        f"unable to parse requirement: unknown operator {op!r} in label selector {s!r}"
-                    )
-        if i < len(toks):
-            need(toks[i] == ",", f"expected ',' but found {toks[i]!r}")
-            i += 1
-            need(i < len(toks), "trailing ','")
-    for r in reqs:
-        _check_requirement(r)
+            if tok(i) != "!" and not is_identifier(tok(i)):
+                raise SelectorError(f"found '{tok(i)}', expected: identifier after ','")
+        elif tok(i) != "":
+            raise SelectorError(f"found '{tok(i)}', expected: ',' or 'end of string'")
     return LabelSelector(tuple(reqs))
 
 
@@ -346,29 +393,6 @@ def _node_selector(frozen: Frozen) -> LabelSelector:
 def _label_selector(match_labels: tuple[tuple[str, str], ...], frozen: Frozen) -> LabelSelector:
     return LabelSelector(tuple(LabelRequirement(k, "=", (v,)) for k, v in match_labels)
                          + _expressions(frozen, False))
-
-
-def _check_requirement(r: LabelRequirement) -> None:
-    """Keys must be qualified names and values label values, as labels.NewRequirement checks.
-
-    Raises:
-        SelectorError: ``unable to parse requirement: key: Invalid value: ...`` or
-            ``values[0][key]: Invalid value: ...`` (several: a bracketed list).
-    """
-    import json
-
-    from pumice.api.validation import is_label_value, is_qualified_name
-
-    errs: list[str] = []
-    key_errs = is_qualified_name(r.key)
-    if key_errs:
-        errs.append(f"key: Invalid value: {json.dumps(r.key)}: {'; '.join(key_errs)}")
-    for i, v in enumerate(r.values):
-        v_errs = is_label_value(v)
-        if v_errs:
-            errs.append(f"values[{i}][{r.key}]: Invalid value: {json.dumps(v)}: {'; '.join(v_errs)}")
-    if errs:
-        raise SelectorError("unable to parse requirement: " + (errs[0] if len(errs) == 1 else f"[{', '.join(errs)}]"))
 
 
 def from_label_selector(sel: Mapping[str, Any] | None) -> LabelSelector:

@@ -170,6 +170,45 @@ def test_a_malformed_value_set_is_refused_with_apimachinerys_words(text: str, me
     assert str(e.value) == f"unable to parse requirement: {message}"
 
 
+@pytest.mark.parametrize(("text", "message"), [
+    ("a b", "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, >, <"),
+    ("a>x", "unable to parse requirement: values[0]: Invalid value: \"x\": for 'Gt', 'Lt' operators, the value must be "
+            "an integer"),
+    ("a<", "unable to parse requirement: values[0]: Invalid value: \"\": for 'Gt', 'Lt' operators, the value must be "
+           "an integer"),
+    ("!a=b", "found '=', expected: ',' or 'end of string'"),
+    ("a=b c", "found 'c', expected: ',' or 'end of string'"),
+    ("a=b,", "found '', expected: identifier after ','"),
+    ("a,,b", "found ',', expected: identifier after ','"),
+    ("(a)", "found '(', expected: !, identifier, or 'end of string'"),
+    ("!", "unable to parse requirement: found '', expected: identifier"),
+    ("a==(", "unable to parse requirement: found '(', expected: identifier"),
+    ("app:monolith", "unable to parse requirement: <nil>: Invalid value: \"app:monolith\": name part must consist of "
+                     "alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character "
+                     "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+                     "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"),
+    ("a=" + "b" * 64, f"unable to parse requirement: values[0][a]: Invalid value: \"{'b' * 64}\": must be no more "
+                      "than 63 characters"),
+])
+def test_selector_string_errors_are_apimachinerys(text: str, message: str) -> None:
+    """trial-13 F-3 (wording): kube-apiserver answers a bad labelSelector with the parser's
+    error (kubectl prefixes 'Unable to find ... that match label selector'); the <nil> is the
+    key check's empty field path."""
+    with pytest.raises(SelectorError) as e:
+        parse_label_selector(text)
+    assert str(e.value) == message
+
+
+@pytest.mark.parametrize(("text", "labels", "want"), [
+    ("in in (in)", {"in": "in"}, True),
+    ("a=1 , b", {"a": "1", "b": ""}, True),
+    ("a=", {"a": ""}, True),
+    ("a!=", {"a": "x"}, True),
+])
+def test_selector_strings_upstream_takes(text: str, labels: dict[str, str], want: bool) -> None:
+    assert parse_label_selector(text).matches(labels) is want
+
+
 @pytest.mark.parametrize(("text", "values"), [
     ("n in ()", ("",)),
     ("n notin ()", ("",)),
