@@ -120,6 +120,15 @@ class AdmissionChain:
 
 
 class NamespaceLifecycle:
+    """No new content in a namespace that is missing or terminating (checked in the mutating
+    phase, so before the object's validation: a 403/404 comes before a 422), and no deleting
+    the immortal namespaces.
+
+    Mirrors: kubernetes plugin/pkg/admission/namespace/lifecycle Lifecycle.Admit (upstream runs
+    it as a mutating plugin for every operation; here the delete check is in the validating
+    phase, the one a DELETE runs).
+    """
+
     name = "NamespaceLifecycle"
 
     def handles(self, req: AdmissionRequest) -> bool:
@@ -127,11 +136,8 @@ class NamespaceLifecycle:
             return req.operation == "DELETE"
         return req.kind.namespaced and req.operation == "CREATE" and req.subresource == ""
 
-    async def validate(self, req: AdmissionRequest, reader: ObjectReader) -> None:
-        if req.kind.plural == "namespaces" and req.kind.group == "":
-            if req.name in IMMORTAL_NAMESPACES:
-                raise AdmissionError(f'namespaces "{req.name}" is forbidden: this namespace may not be deleted',
-                                     code=403)
+    async def admit(self, req: AdmissionRequest, reader: ObjectReader) -> None:
+        if req.operation != "CREATE":
             return
         ns_kind = reader.kind("v1", "Namespace")
         if ns_kind is None or req.namespace is None:
@@ -140,10 +146,13 @@ class NamespaceLifecycle:
         if ns is None:
             raise AdmissionError(f'namespaces "{req.namespace}" not found', code=404)
         if ns.get("metadata", {}).get("deletionTimestamp") or ns.get("status", {}).get("phase") == "Terminating":
-            raise AdmissionError(
-                f'{req.kind.plural} "{req.name}" is forbidden: unable to create new content in namespace '
-                f"{req.namespace} because it is being terminated", code=403,
-            )
+            raise forbidden(req, f"unable to create new content in namespace {req.namespace} because it is being "
+                                 "terminated")
+
+    async def validate(self, req: AdmissionRequest, reader: ObjectReader) -> None:
+        if req.operation == "DELETE" and req.name in IMMORTAL_NAMESPACES:
+            raise AdmissionError(f'namespaces "{req.name}" is forbidden: this namespace may not be deleted',
+                                 code=403)
 
 
 class Priority:

@@ -881,7 +881,10 @@ class Registry:
         except AdmissionError as e:
             if e.causes and e.code == 422:
                 raise errors.invalid(req.kind, req.name, e.causes) from None
-            raise StatusError(e.code, e.message, e.reason, {"name": req.name, "kind": req.kind.plural}) from None
+            details = {"name": req.name, "kind": req.kind.plural}
+            if e.code == 403 and req.kind.group:  # NewForbidden(a.GetResource().GroupResource(), ...)
+                details["group"] = req.kind.group
+            raise StatusError(e.code, e.message, e.reason, details) from None
 
     # ---------------------------------------------------------------- create
 

@@ -174,6 +174,23 @@ async def test_priority_class_resolves_into_pod_priority(cluster: LocalCluster) 
     assert e.value.code == 403
 
 
+async def test_a_terminating_namespace_refuses_content_before_validation_naming_the_group(cluster: LocalCluster) -> None:
+    """trial-13 F-8: NamespaceLifecycle is a mutating-phase plugin upstream, so an invalid
+    Deployment in a terminating namespace gets its 403, not the 422; and NewForbidden names the
+    group resource (``deployments.apps``, details.group) so a Volcano Job is not read as a
+    batch/v1 one."""
+    nss = cluster.scheme.by_api_version_kind("v1", "Namespace")
+    await cluster.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "going"}})
+    await cluster.client.delete(nss, "going")
+    with pytest.raises(ApiError) as e:
+        await cluster.client.create({"apiVersion": "apps/v1", "kind": "Deployment",
+                                     "metadata": {"name": "x", "namespace": "going"}, "spec": {}})
+    assert e.value.code == 403
+    assert e.value.message == ('deployments.apps "x" is forbidden: unable to create new content in namespace going '
+                               "because it is being terminated")
+    assert e.value.status["details"] == {"name": "x", "group": "apps", "kind": "deployments"}
+
+
 async def test_namespace_deletion_waits_for_the_finalize_subresource(cluster: LocalCluster) -> None:
     nss = cluster.scheme.by_api_version_kind("v1", "Namespace")
     await cluster.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})
