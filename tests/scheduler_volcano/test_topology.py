@@ -212,10 +212,27 @@ def test_explain_names_the_tier_a_hard_topology_job_waits_for() -> None:
     objs = [*rack_cluster(), *gang("wide", 3, "4", topology="hard", tier=1)]
     ex = explain(objs, "podgroup", "wide", "c1", build_conf(["enqueue", "allocate", "backfill"], TIERS))
     assert ex.gate == "topology"
-    assert ex.reason == ("networkTopology is hard with highestTierAllowed 1: the gang (cpu 12, memory 3Gi) must fit in one "
-                         "HyperNode of tier 1 or lower, and none has room; the roomiest is s1 (tier 1, cpu 8, memory 16Gi free)")
-    assert ex.remedy == "one HyperNode of tier 1 or lower has cpu 12, memory 3Gi free, or highestTierAllowed is raised to 2"
+    # trial-13 F-7: a leaf of two 4-cpu Nodes never holds three 4-cpu Pods, whatever is free
+    assert ex.reason == ("networkTopology is hard with highestTierAllowed 1: the gang (3 Pods of cpu 4, memory 1Gi) must "
+                         "fit in one HyperNode of tier 1 or lower, and none can ever hold it: the largest, s0 (tier 1), "
+                         "holds 2 of them even when empty")
+    assert ex.remedy == "highestTierAllowed is raised to 2"
     assert ex.details[-1].startswith("waiting for tier 1: HyperNodes of tier <= 1: s0 cpu 6, memory 14Gi, s1 cpu 8")
+
+
+def test_explain_asks_for_free_room_only_where_a_hypernode_could_hold_the_gang() -> None:
+    """The leaves could hold a gang of two 4-cpu Pods once free: room is the remedy there (the
+    wider tier, whose HyperNodes also hold the gang Node by Node, stays offered)."""
+    from pumice.scheduler.volcano.conf import build_conf
+    from pumice.scheduler.volcano.explain import explain
+
+    busy = [pod(f"busy-{i}", group="busy", requests="2,2Gi", node=f"n{i}", phase="Running") for i in range(1, 8)]
+    objs = [*rack_cluster(), *busy, *gang("pair", 2, "4", topology="hard", tier=1)]
+    ex = explain(objs, "podgroup", "pair", "c1", build_conf(["enqueue", "allocate", "backfill"], TIERS))
+    assert ex.gate == "topology", ex.render()
+    assert "none has room" in ex.reason and "can ever" not in ex.reason, ex.render()
+    assert ex.remedy == ("one HyperNode of tier 1 or lower has cpu 8, memory 2Gi free, or highestTierAllowed is raised "
+                         "to 2"), ex.render()
 
 
 # ----- upstream TestNodeLevelScoreWithNetWorkTopologies / TestHyperNodeBinpackWithNetWorkTopologies ----

@@ -23,7 +23,7 @@ from pumice.api.meta import find_condition, get_condition
 from pumice.api.quantity import format_bytes, format_millis
 from pumice.api.volcano.constants import DEFAULT_SCHEDULER_NAME, QUEUE_NAME_ANNOTATION_KEY
 from pumice.scheduler.volcano import build_snapshot
-from pumice.scheduler.volcano.api.resource import Dimension, Resource
+from pumice.scheduler.volcano.api.resource import Resource
 from pumice.scheduler.volcano.api.types import StatusCode, TaskStatus
 from pumice.scheduler.volcano.conf import SchedulerConfiguration
 from pumice.scheduler.volcano.framework.interface import RecordingCache
@@ -558,7 +558,9 @@ def _queue_allocatable_gate(ex: Explanation, ssn: Any, job: Any, qname: str, pen
 
 def _topology_gate(ex: Explanation, ssn: Any, job: Any, pg: Obj, gang_req: Resource) -> bool:
     """A hard ``networkTopology`` job that no HyperNode within its tier can hold: name the tier it
-    waits for, the roomiest HyperNode there, and the lowest tier where one could hold the gang."""
+    waits for and the lowest tier where one could hold the gang; when some HyperNode there could
+    hold it once free, the roomiest one now, else (no HyperNode there can, even empty, its Pods
+    fitted Node by Node) the largest and how many of the gang's Pods it holds."""
     nt = (pg.get("spec") or {}).get("networkTopology") or {}
     hard, limit = job.is_hard_topology_mode()
     if str(nt.get("mode") or "hard") != "hard" or not hard:
@@ -576,18 +578,31 @@ def _topology_gate(ex: Explanation, ssn: Any, job: Any, pg: Obj, gang_req: Resou
         return total
 
     dims = [d for d in gang_req.resource_names() if d != "pods"]
-    roomiest = max(within, key=lambda h: idle(h).get(dims[0]) if dims else 0.0)
     tier_label = f"tier {limit}" + (f" ({nt['highestTierName']})" if nt.get("highestTierName") else "")
+    members = _member_requests(job, all_members=True)[:max(job.min_available, 1)]
+
+    def holds_when_empty(h: Any) -> int:
+        return _fit_count(ssn, members, empty=True, nodes=h.nodes)
+
+    # a HyperNode can take the gang only Pod by Pod on its Nodes: its summed free room says little
+    wider = sorted({h.tier for h in hns.real if h.tier > limit and holds_when_empty(h) >= len(members)})
     ex.gate = "topology"
-    ex.reason = (f"networkTopology is hard with highestTierAllowed {limit}: the gang ({_fmt_res(gang_req, dims)}) must fit "
-                 f"in one HyperNode of {tier_label} or lower, and none has room; the roomiest is {roomiest.name} "
-                 f"(tier {roomiest.tier}, {_fmt_res(idle(roomiest), dims)} free)")
-    wider = sorted({h.tier for h in hns.real if h.tier > limit
-                    and gang_req.less_equal(sum((ssn.nodes[n].allocatable for n in h.nodes if n in ssn.nodes), Resource()),
-                                            Dimension.ZERO)})
-    ex.remedy = f"one HyperNode of tier {limit} or lower has {_fmt_res(gang_req, dims)} free"
-    if wider:
-        ex.remedy += f", or highestTierAllowed is raised to {wider[0]}"
+    if members and all(holds_when_empty(h) < len(members) for h in within):
+        largest = max(sorted(within, key=lambda h: (h.tier, h.name)), key=holds_when_empty)
+        ex.reason = (f"networkTopology is hard with highestTierAllowed {limit}: the gang ({_sizes(members)}) must fit in "
+                     f"one HyperNode of {tier_label} or lower, and none can ever hold it: the largest, {largest.name} "
+                     f"(tier {largest.tier}), holds {holds_when_empty(largest)} of them even when empty")
+        ex.remedy = (f"highestTierAllowed is raised to {wider[0]}" if wider else
+                     f"a HyperNode of tier {limit} or lower whose Nodes hold the gang's Pods, smaller requests, or a "
+                     "smaller minMember")
+    else:
+        roomiest = max(within, key=lambda h: idle(h).get(dims[0]) if dims else 0.0)
+        ex.reason = (f"networkTopology is hard with highestTierAllowed {limit}: the gang ({_fmt_res(gang_req, dims)}) "
+                     f"must fit in one HyperNode of {tier_label} or lower, and none has room; the roomiest is "
+                     f"{roomiest.name} (tier {roomiest.tier}, {_fmt_res(idle(roomiest), dims)} free)")
+        ex.remedy = f"one HyperNode of tier {limit} or lower has {_fmt_res(gang_req, dims)} free"
+        if wider:
+            ex.remedy += f", or highestTierAllowed is raised to {wider[0]}"
     ex.details.append(f"waiting for tier {job.waiting_tier or limit}: HyperNodes of tier <= {limit}: "
                       + ", ".join(f"{h.name} {_fmt_res(idle(h), dims)}" for h in within))
     return True
@@ -659,10 +674,12 @@ def _sizes(reqs: list[Resource]) -> str:
     return " and ".join(f"{n} Pod{'s' if n != 1 else ''} of {text}" for text, n in counts.items())
 
 
-def _fit_count(ssn: Any, reqs: list[Resource], *, empty: bool = False) -> int:
-    """How many of ``reqs`` (largest first) the session's Nodes hold now (future idle), or with
-    ``empty``, with nothing running (allocatable): first fit, Nodes in name order."""
-    free = {name: (n.allocatable if empty else n.future_idle()) for name, n in sorted(ssn.nodes.items())}
+def _fit_count(ssn: Any, reqs: list[Resource], *, empty: bool = False, nodes: Any = None) -> int:
+    """How many of ``reqs`` (largest first) the session's Nodes (or only those named in
+    ``nodes``) hold now (future idle), or with ``empty``, with nothing running (allocatable):
+    first fit, Nodes in name order."""
+    names = sorted(ssn.nodes) if nodes is None else sorted(n for n in set(nodes) if n in ssn.nodes)
+    free = {name: (ssn.nodes[name].allocatable if empty else ssn.nodes[name].future_idle()) for name in names}
     placed = 0
     for r in reqs:
         dims = [d for d in r.resource_names() if r.get(d) > 0]
