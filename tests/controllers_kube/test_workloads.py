@@ -363,3 +363,51 @@ async def test_resource_quota_refuses_what_would_exceed_it_and_reports_usage() -
             return (rq.get("status") or {}).get("used") == {"pods": "2", "requests.cpu": "800m"}
 
         await eventually(used, timeout=20, what="quota status.used")
+
+
+class _Store:
+    """An informer's store holding given objects (``.store.get``/``.store.by_index``)."""
+
+    def __init__(self, *objs: Obj) -> None:
+        self.objs = list(objs)
+        self.store = self
+
+    def get(self, namespace: str | None, name: str) -> Obj | None:
+        return next((o for o in self.objs if o["metadata"]["name"] == name), None)
+
+    def by_index(self, index: str, value: str) -> list[Obj]:
+        return []
+
+
+class _Events:
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, str]] = []
+
+    def event(self, obj: Obj, etype: str, reason: str, message: str) -> None:
+        self.seen.append((etype, reason, message))
+
+
+@pytest.mark.parametrize(("spec", "want"), [
+    ({"schedule": "61 * * * *"},
+     [("Warning", "UnparseableSchedule", 'unparseable schedule: "61 * * * *" : end of range (61) above maximum (59): 61')]),
+    ({"schedule": "61 * * * *", "suspend": True}, []),
+    ({"schedule": "0 * * * *", "timeZone": "Mars/Olympus"},
+     [("Warning", "UnknownTimeZone", 'invalid timeZone: "Mars/Olympus": unknown time zone Mars/Olympus')]),
+])
+async def test_a_stored_cronjob_with_a_bad_schedule_or_zone_gets_upstreams_event(spec: dict, want: list) -> None:
+    """Validation refuses both now; a CronJob stored before reaches the controller, which words
+    them as syncCronJob does (UnparseableSchedule, UnknownTimeZone; pumice said InvalidSchedule)
+    and does not requeue."""
+    from pumice._util.clock import FakeClock
+    from pumice.controllers.kube.cronjob import CronJobReconciler
+    from pumice.runtime import Request
+
+    cj = {"apiVersion": "batch/v1", "kind": "CronJob",
+          "metadata": {"name": "old", "namespace": "default", "uid": "u1", "creationTimestamp": "2026-12-01T00:00:00Z"},
+          "spec": {"jobTemplate": {"spec": {}}, **spec}}
+    events = _Events()
+    r = CronJobReconciler(None, cronjobs=_Store(cj), jobs=_Store(), clock=FakeClock(1_780_000_000.0),  # type: ignore[arg-type]
+                          recorder=events)  # type: ignore[arg-type]
+    res = await r.reconcile(Request("default", "old"))
+    assert res.requeue_after is None
+    assert events.seen == want

@@ -13,7 +13,8 @@ Status: active (references to the running Jobs), lastScheduleTime, lastSuccessfu
 Mirrors: kubernetes pkg/controller/cronjob/cronjob_controllerv2.go (syncCronJob,
 cleanupFinishedJobs), utils.go (getJobName, mostRecentScheduleTime, nextScheduleTime); event
 reasons SuccessfulCreate, SawCompletedJob, SuccessfulDelete, JobAlreadyActive, MissSchedule,
-TooManyMissedTimes, InvalidSchedule (a schedule that never fires: an event, no requeue).
+TooManyMissedTimes, InvalidSchedule (a schedule that never fires), UnparseableSchedule, UnknownTimeZone
+(each an event and no requeue: the CronJob waits for a change of its spec).
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ import copy
 import logging
 
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
+from pumice._util.gostrings import quote
 from pumice.api import Obj
-from pumice.api.cron import NEVER_FIRES, CronSchedule, NoActivation, parse_schedule
+from pumice.api.cron import NEVER_FIRES, CronSchedule, NoActivation, parse_schedule, time_zone_errors
 from pumice.api.meta import owner_reference
 from pumice.api.scheme import BATCH_CRON_JOB, JOB
 from pumice.client.base import ApiError, KubeClient, is_already_exists, is_not_found
@@ -85,10 +87,17 @@ class CronJobReconciler:
         if cj is None or cj["metadata"].get("deletionTimestamp"):
             return Result()
         spec = cj.get("spec") or {}
+        schedule, zone = str(spec.get("schedule") or ""), spec.get("timeZone")
+        if zone not in (None, "", "Local") and time_zone_errors(str(zone)):  # LoadLocation takes "" and Local
+            # validation refuses such a zone now; a CronJob stored before can still have one
+            self.recorder.event(cj, "Warning", "UnknownTimeZone",
+                                f"invalid timeZone: {quote(str(zone))}: unknown time zone {zone}")
+            return Result()
         try:
-            sched = parse_schedule(str(spec.get("schedule") or ""), spec.get("timeZone"))
+            sched = parse_schedule(schedule, zone)
         except ValueError as e:
-            self.recorder.event(cj, "Warning", "InvalidSchedule", f"invalid schedule: {spec.get('schedule')} : {e}")
+            if not spec.get("suspend"):  # upstream parses only a CronJob that is not suspended
+                self.recorder.event(cj, "Warning", "UnparseableSchedule", f"unparseable schedule: {quote(schedule)} : {e}")
             return Result()
         now = self.clock.now()
         jobs = self.jobs.store.by_index(OWNER_UID_INDEX, cj["metadata"]["uid"])
