@@ -743,9 +743,16 @@ class ServiceAllocators:
 
     def _update_health_check(self, new: Obj, old: Obj, op: _Op) -> None:
         """upstream updateHealthCheckNodePort: take one on becoming a Local LoadBalancer, free it
-        on leaving."""
+        on leaving, refuse a change of it while staying one (422, upstream's text)."""
         needed, needs = _needs_health_check(old), _needs_health_check(new)
-        if not needed and needs:
+        if needed and needs:
+            hc = _health_check_port(new)
+            if hc != _health_check_port(old):
+                raise AllocationInvalid([_invalid(
+                    "spec.healthCheckNodePort", hc,
+                    "cannot change healthCheckNodePort on loadBalancer service with externalTraffic=Local "
+                    "during update")])
+        elif not needed and needs:
             self._alloc_health_check(new, op)
         elif needed and not needs and _health_check_port(old):
             op.release_port(_health_check_port(old))

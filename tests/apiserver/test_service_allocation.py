@@ -287,3 +287,22 @@ async def test_bad_node_ports_in_an_update_are_422_not_500(cluster: LocalCluster
     assert (e.code, e.reason) == (422, "Invalid")
     assert ("spec.healthCheckNodePort: Invalid value: 30090: failed to allocate requested HealthCheck NodePort: "
             "provided port is already allocated") in e.message
+
+
+async def test_a_local_load_balancer_may_not_change_its_health_check_node_port(cluster: LocalCluster) -> None:
+    """review 12 F1: the change was stored without taking the new port (a NodePort Service could
+    then get it too) and the old one stayed taken. Upstream refuses it (alloc.go)."""
+    kind = await services(cluster)
+    lb = await cluster.client.create(svc("lbhc", type="LoadBalancer", externalTrafficPolicy="Local"))
+    hc = lb["spec"]["healthCheckNodePort"]
+    other = 32700 if hc != 32700 else 32701
+    with pytest.raises(ApiError) as info:
+        await cluster.client.patch(kind, "lbhc", {"spec": {"healthCheckNodePort": other}}, "default")
+    assert (info.value.code, info.value.reason) == (422, "Invalid")
+    assert (f"spec.healthCheckNodePort: Invalid value: {other}: cannot change healthCheckNodePort on loadBalancer "
+            "service with externalTraffic=Local during update") in info.value.message
+    assert (await cluster.client.get(kind, "lbhc", "default"))["spec"]["healthCheckNodePort"] == hc
+    got = await cluster.client.create(svc("np-other", type="NodePort", ports=[{"port": 80, "nodePort": other}]))
+    assert node_ports(got) == [other]
+    e = await refused(cluster, svc("np-hc", type="NodePort", ports=[{"port": 80, "nodePort": hc}]))
+    assert "provided port is already allocated" in e.message
