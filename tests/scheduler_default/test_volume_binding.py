@@ -431,3 +431,44 @@ async def test_a_wait_for_first_consumer_claim_gets_the_local_volume_of_its_pod_
                 assert not (await client.get(PERSISTENT_VOLUME, other))["spec"].get("claimRef")
         finally:
             await _stop(mgr, mgr_task, prov_task, sched)
+
+
+async def test_a_claim_waiting_in_prebind_holds_no_bind_slot() -> None:
+    """review 12 F2: PreBind of a WaitForFirstConsumer claim nobody provisions waits up to the bind
+    timeout; it held one of the scheduler's bind slots meanwhile, so as many stuck claims as slots
+    stopped every other Pod's bind. With one slot, a plain Pod must still bind."""
+    async with local_cluster(install_crds=False) as cluster:
+        client = cluster.client
+        await client.create(storage_class("ebs", mode="WaitForFirstConsumer", provisioner="ebs.csi.aws.com"))
+        await client.create(claim("data", cls="ebs"))
+        for n in ("n0", "n1"):
+            await client.create(node(n))
+        mgr = Manager(cluster.new_client(), graceful_shutdown_timeout=2.0)
+        setup(mgr, controllers=["persistentvolume-binder"])
+        mgr_task = asyncio.create_task(mgr.start())
+        sched = DefaultScheduler(cluster.new_client(), seed=1, max_binds_in_flight=1)
+        await sched.start()
+        try:
+            stuck = with_claims(pod("stuck", cpu="100m"), "data")
+            stuck["metadata"].pop("uid")
+            await client.create(stuck)
+
+            async def claim_selected() -> bool:  # PreBind has begun: the claim names its Node
+                pvc = await client.get(PERSISTENT_VOLUME_CLAIM, "data", "default")
+                return "volume.kubernetes.io/selected-node" in ((pvc["metadata"].get("annotations")) or {})
+
+            await _until(claim_selected, "the stuck Pod's PreBind selects a Node for its claim")
+            plain = pod("plain", cpu="100m")
+            plain["metadata"].pop("uid")
+            await client.create(plain)
+
+            async def plain_bound() -> bool:
+                return bool((await client.get(POD, "plain", "default"))["spec"].get("nodeName"))
+
+            await _until(plain_bound, "the plain Pod binds while the claim waits")
+            assert not (await client.get(POD, "stuck", "default"))["spec"].get("nodeName")
+        finally:
+            await sched.stop()
+            mgr.stop()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(mgr_task, 30)

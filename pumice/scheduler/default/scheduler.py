@@ -335,8 +335,11 @@ class DefaultScheduler:
         self.core.add_pod(info, decision.node)
         self._assumed[info.uid] = decision.node
         self.queue.done(qp.uid)
-        await self._bind_slots.acquire()
-        task = asyncio.create_task(self._bind(pod, info, decision.node))
+        # a Pod with claims to bind first takes its slot after PreBind (see _bind)
+        slot_held = info.volume_reasons is None
+        if slot_held:
+            await self._bind_slots.acquire()
+        task = asyncio.create_task(self._bind(pod, info, decision.node, slot_held=slot_held))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -362,10 +365,20 @@ class DefaultScheduler:
                 refused[name] = tuple(why)
         return refused
 
-    async def _bind(self, pod: Obj, info: PodInfo, node: str) -> None:
+    async def _bind(self, pod: Obj, info: PodInfo, node: str, *, slot_held: bool) -> None:
+        """The binding cycle of one Pod: PreBind of its claims (when it has any), then the bind.
+
+        ``slot_held``: the caller took a bind slot (Pods without claims). A Pod with claims takes
+        its slot only after PreBind, which can wait up to the bind timeout for a claim: waiting
+        claims must not hold the slots every other Pod's bind needs (upstream runs each binding
+        cycle in its own goroutine, with no cap)."""
         try:
-            if info.volume_reasons is not None and not await self._pre_bind(pod, info, node):
-                return
+            if info.volume_reasons is not None:
+                if not await self._pre_bind(pod, info, node):
+                    return
+                if not slot_held:
+                    await self._bind_slots.acquire()
+                    slot_held = True
             await self.client.bind(info.namespace, info.name, node, pod_uid=info.uid)
         except ApiError as e:
             if self._assumed.get(info.uid) == node:
@@ -379,7 +392,8 @@ class DefaultScheduler:
             self.recorder.event(pod, "Warning", "FailedScheduling", f"Binding rejected: {e.message or e}")
             return
         finally:
-            self._bind_slots.release()
+            if slot_held:
+                self._bind_slots.release()
         SCHEDULE_ATTEMPTS.labels(self.scheduler_name, "scheduled").inc()
         if self.record_scheduled_events:
             self.recorder.event(pod, "Normal", "Scheduled",
