@@ -316,3 +316,27 @@ def test_a_pod_with_a_job_version_that_is_no_number_is_neither_remembered_nor_go
     assert events == [] and set(new.pods) == {"j1-t-1"}
     events, new = r.observe(job, [pod("j1-t-1", "0", "Succeeded")], None, mem)
     assert [(e.event, e.pod) for e in events] == [("OutOfSync", "j1-t-1"), ("PodEvicted", "j1-t-0")]  # 1 of 2 done
+
+
+async def test_a_retry_after_a_failed_claim_name_write_takes_the_claim_its_first_try_made() -> None:
+    """The claim is made, then the Job's spec write is refused (a stale cache); the retry draws
+    the same seeded name, finds the claim this Job controls and takes it: one claim, not two."""
+    client = FakeClient(volcano_scheme())
+    await client.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "default"},
+                         "spec": {"weight": 1}, "status": {"state": "Open"}})
+    claim_spec = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    created = await client.create(vcjob("j1", volumes=[{"mountPath": "/data", "volumeClaim": claim_spec}]))
+    stale = deep_copy(created)
+    fresh = await client.update_status({**deep_copy(created), "status": {"state": {"phase": "Pending"}, "minAvailable": 2}})
+    jobs = Lister(stale)
+    r = reconciler(client, jobs, queues=Lister(await client.get(scheme.QUEUE, "default")))
+    with pytest.raises(Exception) as e:
+        await r.reconcile(Request("default", "j1"))
+    assert is_conflict(e.value)
+    assert len((await client.list(scheme.PERSISTENT_VOLUME_CLAIM, "default")).items) == 1
+    jobs.put(fresh)
+    await r.reconcile(Request("default", "j1"))
+    claims = (await client.list(scheme.PERSISTENT_VOLUME_CLAIM, "default")).items
+    job = await client.get(scheme.VCJOB, "j1", "default")
+    assert [c["metadata"]["name"] for c in claims] == [job["spec"]["volumes"][0]["volumeClaimName"]]
+    assert claims[0]["metadata"]["ownerReferences"][0]["uid"] == created["metadata"]["uid"]

@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
 from pumice._util.duration import go_duration_string, parse_go_duration
 from pumice.api import Obj, scheme
-from pumice.api.meta import deep_copy
+from pumice.api.meta import controller_of, deep_copy
 from pumice.client.base import KubeClient, get_or_none, is_already_exists, is_not_found
 from pumice.controllers.volcano import keys
 from pumice.controllers.volcano.admission.jobs import mutate_job, validate_job_spec
@@ -757,9 +757,11 @@ class _Ops:
         ``status.controlledResources`` as ``volume-pvc-<claim>: <claim>``.
 
         A volume without ``volumeClaimName`` gets a generated one (:func:`builders.gen_pvc_name`,
-        drawn again while a claim of that name exists) and, when it has a ``volumeClaim``, the
-        claim is created with that spec, controlled by the Job; the names are then written into
-        the Job's spec (one update). A volume that names its claim needs that claim to exist.
+        drawn again while a claim of that name exists that this Job does not control) and, when
+        it has a ``volumeClaim``, the claim is created with that spec, controlled by the Job; the
+        names are then written into the Job's spec (one update). A drawn name whose claim this
+        Job already controls (by ownerReference uid: an earlier try created it, then its spec
+        write failed) is taken as it is, so a retry makes no second claim. A volume that names its claim needs that claim to exist.
 
         Raises:
             RuntimeError: ``pvc <name> is not found, the job will be in the Pending state until
@@ -769,7 +771,8 @@ class _Ops:
         Mirrors: volcano job_controller_actions.go createJobIOIfNotExist, checkPVCExist, createPVC.
         Deviates: the claims are read from the API server, not from an informer cache (only Jobs
         with volumes pay for it); the generated names come from a generator seeded with the
-        Job's uid and the volume's index instead of the wall clock."""
+        Job's uid and the volume's index instead of the wall clock, which lets a retry find the
+        claim its failed try made (upstream draws a new name and leaves one more claim)."""
         job = self.job
         md = job["metadata"]
         ns = md.get("namespace") or "default"
@@ -781,12 +784,17 @@ class _Ops:
             if not claim:
                 rng = random.Random(f"{md.get('uid', '')}/{i}")
                 claim = builders.gen_pvc_name(md["name"], rng)
-                while await self._claim_exists(ns, claim):
+                mine = False
+                while (found := await get_or_none(self.r.client, scheme.PERSISTENT_VOLUME_CLAIM, claim, ns)) is not None:
+                    ref = controller_of(found)
+                    if ref is not None and ref.get("uid") == md.get("uid"):
+                        mine = True  # made by an earlier try whose spec write failed
+                        break
                     claim = builders.gen_pvc_name(md["name"], rng)
                 if named is None:
                     named = [dict(v) for v in volumes]
                 named[i]["volumeClaimName"] = claim
-                if vol.get("volumeClaim") is not None:
+                if vol.get("volumeClaim") is not None and not mine:
                     await self.r.client.create(builders.build_pvc(job, claim, vol["volumeClaim"]))
             elif not await self._claim_exists(ns, claim):
                 raise RuntimeError(f"pvc {claim} is not found, the job will be in the Pending state until the PVC is created")
