@@ -184,7 +184,10 @@ def parse_schedule(text: str, zone: str | None = None) -> CronSchedule:
 
     Args:
         text: five fields, a descriptor such as ``@hourly``, or ``@every 1h30m``.
-        zone: an IANA zone name, or None / "" for UTC.
+        zone: an IANA zone name, or None / "" for UTC; ``Local`` is UTC too (Go's
+            LoadLocation answers the process's zone for it, and pumice keeps its schedules in
+            UTC, the zone a schedule without one runs in: as kube-controller-manager in a UTC
+            process). Validation refuses ``Local`` now; a CronJob stored before may have it.
     Raises:
         ValueError: with robfig/cron v3's wording (``unrecognized descriptor: @often``,
             ``failed to parse duration @every 5x: ...``, ``expected exactly 5 fields, ...``,
@@ -196,6 +199,8 @@ def parse_schedule(text: str, zone: str | None = None) -> CronSchedule:
     s = text.strip()
     if s.startswith(("TZ=", "CRON_TZ=")):
         raise ValueError("cannot use TZ or CRON_TZ in schedule, use timeZone field instead")
+    if zone == "Local":  # exactly: LoadLocation("local") is an unknown zone
+        zone = None
     if zone:
         try:
             ZoneInfo(zone)

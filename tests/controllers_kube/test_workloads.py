@@ -411,3 +411,25 @@ async def test_a_stored_cronjob_with_a_bad_schedule_or_zone_gets_upstreams_event
     res = await r.reconcile(Request("default", "old"))
     assert res.requeue_after is None
     assert events.seen == want
+
+
+async def test_a_stored_cronjob_in_the_local_zone_runs_its_schedule_in_utc() -> None:
+    """Go's LoadLocation("Local") is the controller's own zone, which for pumice is UTC: the
+    schedule runs as one without a timeZone (it was refused as "unknown time zone Local")."""
+    from pumice._util.clock import FakeClock
+    from pumice.controllers.kube.cronjob import CronJobReconciler
+    from pumice.runtime import Request
+
+    now = 1_780_000_000.0
+    answers = []
+    for zone in ({"timeZone": "Local"}, {}):
+        cj = {"apiVersion": "batch/v1", "kind": "CronJob",
+              "metadata": {"name": "old", "namespace": "default", "uid": "u1", "creationTimestamp": "2026-12-01T00:00:00Z"},
+              "spec": {"jobTemplate": {"spec": {}}, "schedule": "0 * * * *", **zone}}
+        events = _Events()
+        r = CronJobReconciler(None, cronjobs=_Store(cj), jobs=_Store(), clock=FakeClock(now),  # type: ignore[arg-type]
+                              recorder=events)  # type: ignore[arg-type]
+        res = await r.reconcile(Request("default", "old"))
+        assert events.seen == []
+        answers.append(res.requeue_after)
+    assert answers[0] == answers[1] == 3600 - now % 3600

@@ -88,7 +88,7 @@ class CronJobReconciler:
             return Result()
         spec = cj.get("spec") or {}
         schedule, zone = str(spec.get("schedule") or ""), spec.get("timeZone")
-        if zone not in (None, "", "Local") and time_zone_errors(str(zone)):  # LoadLocation takes "" and Local
+        if zone not in (None, "", "Local") and time_zone_errors(str(zone)):  # LoadLocation takes "" and Local (UTC here)
             # validation refuses such a zone now; a CronJob stored before can still have one
             self.recorder.event(cj, "Warning", "UnknownTimeZone",
                                 f"invalid timeZone: {quote(str(zone))}: unknown time zone {zone}")
