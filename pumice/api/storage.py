@@ -9,11 +9,14 @@ pkg/controller/volume/persistentvolume/util.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from pumice.api import Obj
 from pumice.api.quantity import parse_quantity
 from pumice.api.selectors import SelectorError, from_label_selector, from_node_selector_requirements
+
+log = logging.getLogger(__name__)
 
 ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 ANN_BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
@@ -52,7 +55,7 @@ def class_of(obj: Obj) -> str:
 
 def volume_fits(pv: Obj, pvc: Obj) -> bool:
     """Whether ``pv`` can serve ``pvc``: same class, every asked access mode, same volume mode,
-    enough capacity, the claim's selector (a selector that does not parse matches nothing)."""
+    enough capacity, the claim's selector (a selector that does not parse matches nothing; logged)."""
     pspec, cspec = pv.get("spec") or {}, pvc.get("spec") or {}
     if class_of(pv) != class_of(pvc):
         return False
@@ -67,7 +70,11 @@ def volume_fits(pv: Obj, pvc: Obj) -> bool:
         return True
     try:
         return from_label_selector(sel).matches((pv.get("metadata") or {}).get("labels") or {})
-    except SelectorError:
+    except SelectorError as e:
+        # validation keeps such selectors out; one stored by other means matches nothing
+        md = pvc.get("metadata") or {}
+        log.warning("claim %s/%s: error creating internal label selector for claim: %s; it matches no volume",
+                    md.get("namespace"), md.get("name"), e)
         return False
 
 
@@ -116,7 +123,10 @@ def topology_matches(terms: list[Obj] | None, node_labels: dict[str, Any]) -> bo
     if not terms:
         return True
     for term in terms:
+        exprs = term.get("matchLabelExpressions") or []
+        if not exprs:
+            continue  # an empty term selects no Node (upstream: "nil or empty term selects no objects")
         if all(str(node_labels.get(e.get("key", ""), "\0")) in [str(v) for v in e.get("values") or []]
-               and e.get("key", "") in node_labels for e in term.get("matchLabelExpressions") or []):
+               and e.get("key", "") in node_labels for e in exprs):
             return True
     return False

@@ -2146,6 +2146,13 @@ def _validate_service(obj: Obj, old: Obj | None) -> list[FieldCause]:
             out.append(_invalid("spec.externalTrafficPolicy", etp, "may only be set for externally-accessible services"))
         elif etp not in ("Cluster", "Local"):
             out.append(_not_supported("spec.externalTrafficPolicy", etp, ["Cluster", "Local"]))
+    hc = spec.get("healthCheckNodePort")
+    if hc:  # upstream validateServiceExternalTrafficPolicy, its healthCheckNodePort half
+        if not (stype == "LoadBalancer" and etp == "Local"):
+            out.append(_invalid("spec.healthCheckNodePort", hc,
+                                "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'"))
+        else:
+            out.extend(_invalid("spec.healthCheckNodePort", hc, m) for m in is_valid_port_num(hc))
     itp = spec.get("internalTrafficPolicy")
     if itp is not None and itp not in ("Cluster", "Local"):
         out.append(_not_supported("spec.internalTrafficPolicy", itp, ["Cluster", "Local"]))

@@ -306,3 +306,14 @@ async def test_a_local_load_balancer_may_not_change_its_health_check_node_port(c
     assert node_ports(got) == [other]
     e = await refused(cluster, svc("np-hc", type="NodePort", ports=[{"port": 80, "nodePort": hc}]))
     assert "provided port is already allocated" in e.message
+
+
+async def test_a_health_check_node_port_needs_a_local_load_balancer(cluster: LocalCluster) -> None:
+    """review 12 F3: a ClusterIP Service with healthCheckNodePort was stored (the port not taken,
+    so another Service could be given it). Upstream validateServiceExternalTrafficPolicy."""
+    e = await refused(cluster, svc("hc-cip", healthCheckNodePort=30600))
+    assert (e.code, e.reason) == (422, "Invalid")
+    assert ("spec.healthCheckNodePort: Invalid value: 30600: may only be set when `type` is 'LoadBalancer' and "
+            "`externalTrafficPolicy` is 'Local'") in e.message
+    e = await refused(cluster, svc("hc-lb", type="LoadBalancer", healthCheckNodePort=30601))
+    assert "may only be set when" in e.message

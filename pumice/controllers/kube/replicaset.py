@@ -111,11 +111,10 @@ async def create_pods(client: KubeClient, recorder: EventRecorder, expectations:
     """
     md = owner["metadata"]
     ref = owner_reference(owner)
-    expectations.expect_creations(key, n)
-    attempted = 0
-
     if templates is not None and len(templates) != n:
         raise ValueError(f"create_pods: {len(templates)} templates for {n} pods")
+    expectations.expect_creations(key, n)
+    attempted = 0
 
     async def create() -> None:
         nonlocal attempted
