@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
 from pumice._util.duration import parse_go_duration
+from pumice._util.gostrings import atoi
 
 __all__ = ["NEVER_FIRES", "CronSchedule", "Every", "NoActivation", "Schedule", "parse_schedule", "time_zone_errors"]
 
@@ -29,21 +30,16 @@ _MONTHS = {m: i + 1 for i, m in enumerate(["jan", "feb", "mar", "apr", "may", "j
 _DAYS = {d: i for i, d in enumerate(["sun", "mon", "tue", "wed", "thu", "fri", "sat"])}
 
 
-_INT = re.compile(r"[+-]?[0-9]+")
 _ZONE_PART = re.compile(r"[A-Za-z.\-_0-9+]{1,14}")
-_INT_MAX = 2**63 - 1
 
 
 def _atoi(text: str) -> int:
-    """Go strconv.Atoi on 64-bit, with robfig's mustParseInt wrapping and negative check."""
-    why = ""
-    if not _INT.fullmatch(text):
-        why = "invalid syntax"
-    elif not -_INT_MAX - 1 <= int(text) <= _INT_MAX:
-        why = "value out of range"
-    if why:
-        raise ValueError(f'failed to parse int from {text}: strconv.Atoi: parsing "{text}": {why}')
-    v = int(text)
+    """Go strconv.Atoi (:func:`pumice._util.gostrings.atoi`) with robfig's mustParseInt
+    wording and its refusal of a negative number."""
+    try:
+        v = atoi(text)
+    except ValueError as e:
+        raise ValueError(f"failed to parse int from {text}: {e}") from None
     if v < 0:
         raise ValueError(f"negative number ({v}) not allowed: {text}")
     return v

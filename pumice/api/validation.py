@@ -45,7 +45,7 @@ from typing import Any, TypeGuard
 import msgspec
 
 from pumice._util.gobase64 import std_decode
-from pumice._util.gostrings import quote
+from pumice._util.gostrings import atoi, quote
 from pumice.api import Obj
 from pumice.api.admission import FieldCause
 from pumice.api.godecode import go_json_value
@@ -1781,15 +1781,6 @@ MAX_SUCCESS_POLICY_RULES = 20
 MAX_SUCCEEDED_INDEXES_LENGTH = 64 * 1024
 
 
-def _go_atoi(s: str) -> int | None:
-    """Go strconv.Atoi: an optional sign and decimal digits (int64 range), else None."""
-    body = s[1:] if s[:1] in ("+", "-") else s
-    if not body or not body.isascii() or not body.isdigit():
-        return None
-    v = int(s)
-    return v if -(2**63) <= v < 2**63 else None
-
-
 def _parse_index_interval(text: str, completions: int) -> tuple[int, int]:
     """parseIndexInterval: ``x`` or ``x-y`` with ``x < y < completions``. Raises ValueError
     with upstream's message."""
@@ -1799,9 +1790,10 @@ def _parse_index_interval(text: str, completions: int) -> tuple[int, int]:
                          "most two parts separated by '-'")
     bounds = []
     for part in limits:
-        v = _go_atoi(part)
-        if v is None:
-            raise ValueError(f"cannot convert string to integer for index: {quote(part)}")
+        try:
+            v = atoi(part)
+        except ValueError:
+            raise ValueError(f"cannot convert string to integer for index: {quote(part)}") from None
         if v >= completions:
             raise ValueError(f"too large index: {quote(part)}")
         bounds.append(v)

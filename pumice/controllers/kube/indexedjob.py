@@ -18,6 +18,7 @@ import copy
 import logging
 from collections.abc import Iterable, Sequence
 
+from pumice._util.gostrings import atoi
 from pumice.api import Obj
 
 log = logging.getLogger(__name__)
@@ -66,11 +67,11 @@ def completion_index(pod: Obj) -> int | None:
 
 
 def _atoi(s: str) -> int | None:
-    """Go strconv.Atoi: optional sign then decimal digits, else None."""
-    body = s[1:] if s[:1] in ("+", "-") else s
-    if not body or not body.isascii() or not body.isdigit():
+    """Go strconv.Atoi (:func:`pumice._util.gostrings.atoi`), None where it errs."""
+    try:
+        return atoi(s)
+    except ValueError:
         return None
-    return int(s)
 
 
 def parse_indexes(text: str | None, completions: int) -> Intervals:
