@@ -53,6 +53,32 @@ def class_of(obj: Obj) -> str:
     return str((obj.get("spec") or {}).get("storageClassName") or "")
 
 
+def pod_claims(pod: Obj) -> list[tuple[str, bool]]:
+    """The claims a Pod uses, in volume order, as ``(claim name, ephemeral)``: a
+    ``persistentVolumeClaim`` volume's ``claimName``, and ``<pod>-<volume>`` for a generic
+    ephemeral volume (the claim the ephemeral volume controller makes for it).
+
+    Mirrors: component-helpers storage/ephemeral VolumeClaimName; the volume walks of the
+    PersistentVolume controller's Pod index and VolumeBinding's podHasPVCs."""
+    name = str((pod.get("metadata") or {}).get("name") or "")
+    out = []
+    for vol in (pod.get("spec") or {}).get("volumes") or ():
+        if "persistentVolumeClaim" in vol:
+            out.append((str((vol["persistentVolumeClaim"] or {}).get("claimName") or ""), False))
+        elif "ephemeral" in vol:
+            out.append((f"{name}-{vol.get('name', '')}", True))
+    return out
+
+
+def delays_binding(storage_class: Obj | None) -> bool:
+    """Whether a claim of ``storage_class`` (None: no such class) waits for its first consumer
+    (``volumeBindingMode: WaitForFirstConsumer``) before it is bound or provisioned.
+
+    Mirrors: kubernetes pkg/controller/volume/persistentvolume/util IsDelayBindingMode (a
+    missing class binds at once)."""
+    return storage_class is not None and storage_class.get("volumeBindingMode") == WAIT_FOR_FIRST_CONSUMER
+
+
 def volume_fits(pv: Obj, pvc: Obj) -> bool:
     """Whether ``pv`` can serve ``pvc``: same class, every asked access mode, same volume mode,
     enough capacity, the claim's selector (a selector that does not parse matches nothing; logged)."""

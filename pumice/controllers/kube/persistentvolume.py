@@ -43,7 +43,8 @@ from pumice.api.storage import (
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,
-    WAIT_FOR_FIRST_CONSUMER,
+    delays_binding,
+    pod_claims,
     prebound_to,
     volume_fits,
 )
@@ -67,16 +68,9 @@ ANN_DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 
 
 def pod_claim_names(pod: Obj) -> list[str]:
-    """The claims a Pod uses: its ``persistentVolumeClaim`` volumes' and its generic ephemeral
-    volumes' (``<pod>-<volume>``), as the PV controller's Pod index keys them."""
-    name = str((pod.get("metadata") or {}).get("name") or "")
-    out = []
-    for vol in (pod.get("spec") or {}).get("volumes") or ():
-        if "persistentVolumeClaim" in vol:
-            out.append(str((vol["persistentVolumeClaim"] or {}).get("claimName") or ""))
-        elif "ephemeral" in vol:
-            out.append(f"{name}-{vol.get('name', '')}")
-    return out
+    """The names of the claims a Pod uses (:func:`pumice.api.storage.pod_claims`), as the PV
+    controller's Pod index keys them."""
+    return [name for name, _ in pod_claims(pod)]
 
 
 def claims_of_unscheduled_pod(pod: Obj) -> list[Request]:
@@ -170,7 +164,7 @@ class PersistentVolumeBinder:
             return Result()
         cls_name = _class_of(pvc)
         sc = self.classes.store.get(None, cls_name) if cls_name else None
-        delay = sc is not None and sc.get("volumeBindingMode") == WAIT_FOR_FIRST_CONSUMER
+        delay = delays_binding(sc)
         pv = find_best_match(pvc, self.volumes.store.list(), delay_binding=delay)
         if pv is not None:
             await self._bind(pv, pvc, set_volume_name=True)

@@ -48,9 +48,10 @@ from pumice.api import Obj
 from pumice.api.storage import (
     ANN_SELECTED_NODE,
     NO_PROVISIONER,
-    WAIT_FOR_FIRST_CONSUMER,
     claim_fully_bound,
     class_of,
+    delays_binding,
+    pod_claims,
     prebound_to,
     requested_bytes,
     storage_bytes,
@@ -177,8 +178,7 @@ def _delay_binding(pvc: Obj, listers: VolumeListers) -> bool:
     name = class_of(pvc)
     if not name:
         return False
-    sc = listers.storage_class(name)
-    return sc is not None and sc.get("volumeBindingMode") == WAIT_FOR_FIRST_CONSUMER
+    return delays_binding(listers.storage_class(name))
 
 
 def pre_filter(pod: Obj, listers: VolumeListers) -> PodVolumeClaims | str:
@@ -190,13 +190,7 @@ def pre_filter(pod: Obj, listers: VolumeListers) -> PodVolumeClaims | str:
     md = pod.get("metadata") or {}
     ns = str(md.get("namespace") or "")
     claims: list[Obj] = []
-    for vol in (pod.get("spec") or {}).get("volumes") or ():
-        if "persistentVolumeClaim" in vol:
-            name, ephemeral = str((vol["persistentVolumeClaim"] or {}).get("claimName") or ""), False
-        elif "ephemeral" in vol:
-            name, ephemeral = f"{md.get('name', '')}-{vol.get('name', '')}", True
-        else:
-            continue
+    for name, ephemeral in pod_claims(pod):
         pvc = listers.claim(ns, name)
         if pvc is None:
             if ephemeral:
