@@ -24,6 +24,7 @@ from pumice.runtime import Manager
 from pumice.scheduler.volcano.conf import PluginOption
 from pumice.scheduler.volcano.scheduler import Scheduler
 from pumice.testing.cluster import local_cluster
+from pumice.testing.node import wait_for
 from pumice.testing.volcano import node, pod, podgroup, queue, run_scenario
 
 HOST = "kubernetes.io/hostname"
@@ -115,16 +116,6 @@ def test_a_snapshot_without_claim_objects_skips_the_check() -> None:
     assert res.binds == {"c1/missing": "n1"}
 
 
-async def _wait(pred: Any, timeout: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while loop.time() < end:
-        if await pred():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("condition not met")
-
-
 async def test_the_live_scheduler_keeps_claim_pods_pending_until_their_claim_binds() -> None:
     async with local_cluster() as c:
         client = c.client
@@ -163,7 +154,7 @@ async def test_the_live_scheduler_keeps_claim_pods_pending_until_their_claim_bin
             async def both_refused() -> bool:
                 return all((await conditions()).values())
 
-            await _wait(both_refused)
+            await wait_for(both_refused)
             msgs = await conditions()
             assert msgs["pvcmissing"] == ('0/3 nodes are unavailable: 3 plugin VolumeBinding pre-predicates failed '
                                           'persistentvolumeclaim "nosuchclaim" not found.')
@@ -178,7 +169,7 @@ async def test_the_live_scheduler_keeps_claim_pods_pending_until_their_claim_bin
                 got = sched.cache.informers["PersistentVolumeClaim"].store.get("c1", "data")
                 return got is not None and (got.get("status") or {}).get("phase") == "Bound"
 
-            await _wait(claim_bound)
+            await wait_for(claim_bound)
             assert (await client.get(PERSISTENT_VOLUME_CLAIM, "data", "c1"))["spec"]["volumeName"] == "pv1"
             sched.run_once()
             await sched.cache.flush()
@@ -186,7 +177,7 @@ async def test_the_live_scheduler_keeps_claim_pods_pending_until_their_claim_bin
             async def pod_bound() -> bool:
                 return bool((await client.get(pods, "pvcunbound", "c1"))["spec"].get("nodeName"))
 
-            await _wait(pod_bound)
+            await wait_for(pod_bound)
             assert not (await client.get(pods, "pvcmissing", "c1"))["spec"].get("nodeName")
         finally:
             await sched.cache.stop()
@@ -228,7 +219,7 @@ async def test_the_live_scheduler_provisions_a_wait_for_first_consumer_claim_on_
             async def pod_bound() -> bool:
                 return bool((await client.get(pods, "consumer", "c1"))["spec"].get("nodeName"))
 
-            await _wait(pod_bound)
+            await wait_for(pod_bound)
             placed = (await client.get(pods, "consumer", "c1"))["spec"]["nodeName"]
             got = await client.get(PERSISTENT_VOLUME_CLAIM, "data", "c1")
             assert got["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] == placed
