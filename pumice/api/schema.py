@@ -548,7 +548,8 @@ def _check(node: _Node, value: Any, path: str, out: list[FieldCause], root: bool
         rng = node.int_range
         if rng is None:
             _value_checks(node.schema, value, path, path or "<root>", out)
-        elif type(value) is int and not rng[0] <= value <= rng[1]:
+        elif (type(value) is int or (type(value) is float and value.is_integer())) \
+                and not rng[0] <= value <= rng[1]:  # 3e9 is an integer to the schema, so ranged too
             out.append(FieldCause(path, f"Invalid value: {format_value(value)}: {path or '<root>'} in body must be "
                                         f"of type {node.schema['format']}"))
 
@@ -658,7 +659,8 @@ def _value_checks(schema: dict[str, Any], value: Any, path: str, shown: str, out
                 out.append(FieldCause(
                     path, f"Invalid value: {format_value(value)}: {shown} in body should be less than or equal to {_num(hi)}"))
         rng = _INT_RANGES.get(schema.get("format", ""))
-        if rng and isinstance(value, int) and not rng[0] <= value <= rng[1]:
+        if rng and (type(value) is int or (type(value) is float and value.is_integer())) \
+                and not rng[0] <= value <= rng[1]:
             out.append(FieldCause(path, f"Invalid value: {format_value(value)}: {shown} in body must be of type {schema['format']}"))
     if isinstance(value, str):
         max_len, min_len = schema.get("maxLength"), schema.get("minLength")

@@ -337,3 +337,20 @@ def test_an_out_of_range_container_port_in_a_pod_template_is_invalid():
     grace = "spec.headGroupSpec.template.spec.terminationGracePeriodSeconds"
     assert [(c.field, c.message) for c in kschema.validate(schema, obj)][-1] == (
         grace, f"Invalid value: {2**63}: {grace} in body must be of type int64")
+
+
+def test_a_whole_float_is_range_checked_as_the_integer_it_is():
+    """review 12 F3b: `containerPort: 3000000000.0` (or YAML 3e9) is an integer to the schema, and
+    skipped the int32 range check that 3000000000 gets (kube-openapi checks the number either way)."""
+    schema = schema_for({"apiVersion": "ray.io/v1", "kind": "RayCluster"})
+    for port in (3000000000.0, 3e9):
+        obj = {"spec": {"headGroupSpec": {"template": {"spec": {
+            "containers": [{"name": "ray-head", "image": "ray", "ports": [{"containerPort": port, "name": "x"}]}]}}}}}
+        kschema.default(schema, obj)
+        causes = kschema.validate(schema, obj)
+        field = "spec.headGroupSpec.template.spec.containers[0].ports[0].containerPort"
+        assert [(c.field, c.message.endswith("must be of type int32")) for c in causes] == [(field, True)]
+    ok = {"spec": {"headGroupSpec": {"template": {"spec": {
+        "containers": [{"name": "ray-head", "image": "ray", "ports": [{"containerPort": 6379.0, "name": "x"}]}]}}}}}
+    kschema.default(schema, ok)
+    assert kschema.validate(schema, ok) == []
