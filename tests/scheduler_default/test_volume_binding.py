@@ -40,6 +40,7 @@ from pumice.scheduler.default.volumebinding import (
     pre_filter,
 )
 from pumice.testing.cluster import local_cluster
+from pumice.testing.node import wait_for
 
 from .builders import node, pod
 
@@ -223,12 +224,11 @@ def test_both_cores_refuse_the_volume_filter_s_nodes_after_resource_fit(core_typ
 # ----- through the API server ---------------------------------------------------------------
 
 async def _until(cond: Any, what: str, timeout: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not await cond():
-        if loop.time() > deadline:
-            raise AssertionError(f"not within {timeout} s: {what}")
-        await asyncio.sleep(0.05)
+    """:func:`pumice.testing.node.wait_for`, failing with ``what`` in the message."""
+    try:
+        await wait_for(cond, timeout)
+    except AssertionError as e:
+        raise AssertionError(f"not within {timeout} s: {what}") from e
 
 
 def _scheduled_condition(p: Obj) -> Obj | None:

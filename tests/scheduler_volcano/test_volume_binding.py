@@ -116,15 +116,20 @@ def test_a_snapshot_without_claim_objects_skips_the_check() -> None:
     assert res.binds == {"c1/missing": "n1"}
 
 
+async def _three_nodes_and_queue(client: Any) -> None:
+    """Namespace c1, Nodes n1-n3 (8 cpu, 16Gi, 110 Pods; Ready) and Queue c1."""
+    await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c1"}})
+    for o in [node(n, "8,16Gi,pods=110", labels={HOST: n}) for n in ("n1", "n2", "n3")] + [queue("c1")]:
+        created = await client.create(o)
+        if o["kind"] == "Node":
+            created["status"] = o["status"]
+            await client.update_status(created)
+
+
 async def test_the_live_scheduler_keeps_claim_pods_pending_until_their_claim_binds() -> None:
     async with local_cluster() as c:
         client = c.client
-        await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c1"}})
-        for o in [node(n, "8,16Gi,pods=110", labels={HOST: n}) for n in ("n1", "n2", "n3")] + [queue("c1")]:
-            created = await client.create(o)
-            if o["kind"] == "Node":
-                created["status"] = o["status"]
-                await client.update_status(created)
+        await _three_nodes_and_queue(client)
         claim = pvc("data")
         claim.pop("status")
         await client.create(claim)
@@ -191,12 +196,7 @@ async def test_the_live_scheduler_provisions_a_wait_for_first_consumer_claim_on_
     binder and the local-path provisioner make and bind its volume, then the Pod is bound."""
     async with local_cluster() as c:
         client = c.client
-        await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c1"}})
-        for o in [node(n, "8,16Gi,pods=110", labels={HOST: n}) for n in ("n1", "n2", "n3")] + [queue("c1")]:
-            created = await client.create(o)
-            if o["kind"] == "Node":
-                created["status"] = o["status"]
-                await client.update_status(created)
+        await _three_nodes_and_queue(client)
         await client.create({**STANDARD, "metadata": {"name": "wffc"}, "volumeBindingMode": "WaitForFirstConsumer"})
         claim = pvc("data", cls="wffc")
         claim.pop("status")
