@@ -20,7 +20,9 @@ priorityClassName, runtimeClassName, preemptionPolicy, overhead, os; Services ge
 ExternalName, ports, session affinity, traffic policies) and the node port range; Secrets the
 keys their type needs; Deployments the strategy rules, Jobs ttlSecondsAfterFinished, the Indexed
 limits (completions required, parallelism, backoffLimitPerIndex, maxFailedIndexes, the index
-hostname fitting the name), successPolicy (rules and their index lists) and the immutable fields.
+hostname fitting the name), successPolicy (rules and their index lists), podFailurePolicy (rules,
+actions, onExitCodes, onPodConditions, restartPolicy Never), podReplacementPolicy, managedBy and
+the immutable fields.
 
 Container and pod securityContexts also get the seccompProfile rules; hostPath volumes their
 path (no '..') and type rules.
@@ -1878,6 +1880,181 @@ def _validate_success_policy(sp: Obj, completions: Any) -> list[FieldCause]:
     return out
 
 
+#: pkg/apis/batch/validation limits of a podFailurePolicy and of spec.managedBy
+MAX_POD_FAILURE_POLICY_RULES = 20
+MAX_ON_EXIT_CODES_VALUES = 255
+MAX_ON_POD_CONDITIONS_PATTERNS = 20
+MAX_MANAGED_BY_LENGTH = 63
+POD_FAILURE_POLICY_ACTIONS = ["Count", "FailIndex", "FailJob", "Ignore"]
+ON_EXIT_CODES_OPERATORS = ["In", "NotIn"]
+CONDITION_STATUSES = ["False", "True", "Unknown"]
+POD_REPLACEMENT_POLICIES = ["Failed", "TerminatingOrFailed"]
+_HTTP_PATH_FMT = r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+"
+_HTTP_PATH = re.compile(f"^{_HTTP_PATH_FMT}$")
+
+
+def _go_list_q(values: list[str]) -> str:
+    """A string slice as Go's ``%q`` prints it: ``["In" "NotIn"]``."""
+    return "[" + " ".join(quote(v) for v in values) + "]"
+
+
+def _go_int32s(values: Any) -> str:
+    """A ``[]int32`` as Go's ``%#v`` prints it (``[]int32(nil)`` when absent)."""
+    if values is None:
+        return "[]int32(nil)"
+    return "[]int32{" + ", ".join(str(v) for v in values) + "}"
+
+
+def _go_pod_failure_policy(pfp: Any) -> str:
+    """A podFailurePolicy as Go's %#v prints batch.PodFailurePolicy in a field error (pointer
+    fields as an address: Go prints the real one, we print 0xc000000000)."""
+    rules = pfp.get("rules") if isinstance(pfp, dict) else None
+    if rules is None:
+        return "batch.PodFailurePolicy{Rules:[]batch.PodFailurePolicyRule(nil)}"
+    items = []
+    for r in rules if isinstance(rules, list) else []:
+        r = r if isinstance(r, dict) else {}
+        codes = ("(*batch.PodFailurePolicyOnExitCodesRequirement)(nil)" if r.get("onExitCodes") is None
+                 else "(*batch.PodFailurePolicyOnExitCodesRequirement)(0xc000000000)")
+        pcs = r.get("onPodConditions")
+        if pcs is None:
+            shown = "[]batch.PodFailurePolicyOnPodConditionsPattern(nil)"
+        else:
+            shown = "[]batch.PodFailurePolicyOnPodConditionsPattern{" + ", ".join(
+                f"batch.PodFailurePolicyOnPodConditionsPattern{{Type:{quote(str(p.get('type') or ''))}, "
+                f"Status:{quote(str(p.get('status') or ''))}}}" for p in pcs if isinstance(p, dict)) + "}"
+        items.append(f"batch.PodFailurePolicyRule{{Action:{quote(str(r.get('action') or ''))}, "
+                     f"OnExitCodes:{codes}, OnPodConditions:{shown}}}")
+    return "batch.PodFailurePolicy{Rules:[]batch.PodFailurePolicyRule{" + ", ".join(items) + "}}"
+
+
+def _validate_managed_by(value: Any) -> list[FieldCause]:
+    """spec.managedBy: IsDomainPrefixedPath, then at most 63 characters."""
+    path = "spec.managedBy"
+    if not isinstance(value, str):
+        return []
+    out: list[FieldCause] = []
+    if not value:
+        out.append(_required(path))
+    else:
+        host, _, rest = value.partition("/")
+        if not host or not rest:
+            out.append(_invalid(path, value, 'must be a domain-prefixed path (such as "acme.io/foo")'))
+        else:
+            out += [_invalid(path, host, e) for e in is_dns1123_subdomain(host)]
+            if not _HTTP_PATH.match(rest):
+                out.append(_invalid(path, rest, f"Invalid path (regex used for validation is '{_HTTP_PATH_FMT}')"))
+    if len(value) > MAX_MANAGED_BY_LENGTH:
+        out.append(FieldCause(path, f"Too long: may not be more than {MAX_MANAGED_BY_LENGTH} bytes",
+                              "FieldValueTooLong"))
+    return out
+
+
+def _too_many(field: str, actual: int, limit: int) -> FieldCause:
+    return FieldCause(field, f"Too many: {actual}: must have at most {limit} items", "FieldValueTooMany")
+
+
+def _validate_on_exit_codes(codes: Obj, path: str, container_names: set[str]) -> list[FieldCause]:
+    """validatePodFailurePolicyRuleOnExitCodes: the operator, the container name, then the values
+    (1 to 255, none 0 with In, no duplicates, in ascending order)."""
+    out: list[FieldCause] = []
+    op = codes.get("operator") or ""
+    if not op:
+        out.append(_required(f"{path}.operator", f"valid values: {_go_list_q(ON_EXIT_CODES_OPERATORS)}"))
+    elif op not in ON_EXIT_CODES_OPERATORS:
+        out.append(_not_supported(f"{path}.operator", op, ON_EXIT_CODES_OPERATORS))
+    name = codes.get("containerName")
+    if name is not None and name not in container_names:
+        out.append(_invalid(f"{path}.containerName", name,
+                            "must be one of the container or initContainer names in the pod template"))
+    values = codes.get("values")
+    vals = [v for v in values if _is_int(v)] if isinstance(values, list) else []
+    if not vals:
+        out.append(_invalid_shown(f"{path}.values", _go_int32s(values), "at least one value is required"))
+    elif len(vals) > MAX_ON_EXIT_CODES_VALUES:
+        out.append(_too_many(f"{path}.values", len(vals), MAX_ON_EXIT_CODES_VALUES))
+    seen: set[int] = set()
+    ordered = True
+    for j, v in enumerate(vals):
+        if op == "In" and v == 0:
+            out.append(_invalid(f"{path}.values[{j}]", v, "must not be 0 for the In operator"))
+        if v in seen:
+            out.append(_duplicate(f"{path}.values[{j}]", v))
+        seen.add(v)
+        if j > 0 and vals[j - 1] > v:
+            ordered = False
+    if not ordered:
+        out.append(_invalid_shown(f"{path}.values", _go_int32s(vals), "must be ordered"))
+    return out
+
+
+def _validate_on_pod_conditions(patterns: list[Any], path: str) -> list[FieldCause]:
+    """validatePodFailurePolicyRuleOnPodConditions: at most 20 patterns, each a qualified
+    condition type and a True/False/Unknown status."""
+    out: list[FieldCause] = []
+    if len(patterns) > MAX_ON_POD_CONDITIONS_PATTERNS:
+        out.append(_too_many(path, len(patterns), MAX_ON_POD_CONDITIONS_PATTERNS))
+    for j, p in enumerate(patterns):
+        p = p if isinstance(p, dict) else {}
+        ctype = str(p.get("type") or "")
+        out += [_invalid(f"{path}[{j}].type", ctype, e) for e in is_qualified_name(ctype)]
+        status = p.get("status") or ""
+        if not status:
+            out.append(_required(f"{path}[{j}].status", f"valid values: {_go_list_q(CONDITION_STATUSES)}"))
+        elif status not in CONDITION_STATUSES:
+            out.append(_not_supported(f"{path}[{j}].status", status, CONDITION_STATUSES))
+    return out
+
+
+def _validate_pod_failure_policy(spec: Obj, pfp: Obj) -> list[FieldCause]:
+    """validatePodFailurePolicy / validatePodFailurePolicyRule: at most 20 rules; each an action
+    (FailIndex only with backoffLimitPerIndex) and exactly one of onExitCodes and onPodConditions."""
+    out: list[FieldCause] = []
+    rules = pfp.get("rules") or []
+    path = "spec.podFailurePolicy.rules"
+    if len(rules) > MAX_POD_FAILURE_POLICY_RULES:
+        out.append(_too_many(path, len(rules), MAX_POD_FAILURE_POLICY_RULES))
+    tspec = ((spec.get("template") or {}).get("spec")) or {}
+    names = {str(c.get("name")) for key in ("containers", "initContainers")
+             for c in tspec.get(key) or [] if isinstance(c, dict)}
+    for i, rule in enumerate(rules):
+        rule = rule if isinstance(rule, dict) else {}
+        rp = f"{path}[{i}]"
+        action = rule.get("action") or ""
+        if not action:
+            out.append(_required(f"{rp}.action", f"valid values: {_go_list_q(POD_FAILURE_POLICY_ACTIONS)}"))
+        elif action == "FailIndex":
+            if spec.get("backoffLimitPerIndex") is None:
+                out.append(_invalid(f"{rp}.action", action, "requires the backoffLimitPerIndex to be set"))
+        elif action not in POD_FAILURE_POLICY_ACTIONS:
+            out.append(_not_supported(f"{rp}.action", action, POD_FAILURE_POLICY_ACTIONS))
+        codes, patterns = rule.get("onExitCodes"), rule.get("onPodConditions") or []
+        if isinstance(codes, dict):
+            out += _validate_on_exit_codes(codes, f"{rp}.onExitCodes", names)
+        if patterns:
+            out += _validate_on_pod_conditions(patterns, f"{rp}.onPodConditions")
+        if codes is not None and patterns:
+            out.append(FieldCause(rp, "Invalid value: specifying both OnExitCodes and OnPodConditions is not "
+                                      "supported", "FieldValueInvalid"))
+        if codes is None and not patterns:
+            out.append(FieldCause(rp, "Invalid value: specifying one of OnExitCodes and OnPodConditions is required",
+                                  "FieldValueInvalid"))
+    return out
+
+
+def _validate_pod_replacement_policy(spec: Obj) -> list[FieldCause]:
+    """validatePodReplacementPolicy: Failed or TerminatingOrFailed; only Failed with a
+    podFailurePolicy."""
+    prp = spec.get("podReplacementPolicy")
+    if prp is None:
+        return []
+    if spec.get("podFailurePolicy") is not None:
+        return [] if prp == "Failed" else [_not_supported("spec.podReplacementPolicy", prp, ["Failed"])]
+    if prp not in POD_REPLACEMENT_POLICIES:
+        return [_not_supported("spec.podReplacementPolicy", prp, POD_REPLACEMENT_POLICIES)]
+    return []
+
+
 def _validate_indexed_limits(spec: Obj) -> list[FieldCause]:
     """validateJobSpec's rules for completionMode Indexed."""
     out: list[FieldCause] = []
@@ -1927,6 +2104,8 @@ def _validate_job(obj: Obj, old: Obj | None) -> list[FieldCause]:
         out += _non_negative_at(mfi, "spec.maxFailedIndexes")
         if bpi is None:
             out.append(_required("spec.backoffLimitPerIndex", "when maxFailedIndexes is specified"))
+    if spec.get("managedBy") is not None:
+        out += _validate_managed_by(spec["managedBy"])
     mode = spec.get("completionMode")
     if mode is not None and mode not in ("NonIndexed", "Indexed"):
         out.append(_not_supported("spec.completionMode", mode, ["NonIndexed", "Indexed"]))
@@ -1937,13 +2116,27 @@ def _validate_job(obj: Obj, old: Obj | None) -> list[FieldCause]:
             out.append(_invalid("spec.backoffLimitPerIndex", bpi, "requires indexed completion mode"))
         if mfi is not None:
             out.append(_invalid("spec.maxFailedIndexes", mfi, "requires indexed completion mode"))
+    pfp = spec.get("podFailurePolicy")
+    if isinstance(pfp, dict):
+        out += _validate_pod_failure_policy(spec, pfp)
     sp = spec.get("successPolicy")
     if sp is not None:
         if mode != "Indexed":
             out.append(_invalid_shown("spec.successPolicy", _go_success_policy(sp), "requires indexed completion mode"))
         elif isinstance(sp, dict):
             out += _validate_success_policy(sp, spec.get("completions"))
-    out += _validate_template(spec, ["OnFailure", "Never"], selector_required=False)
+    out += _validate_pod_replacement_policy(spec)
+    out += _validate_template(spec, RESTART_POLICIES, selector_required=False)
+    template = spec.get("template")
+    tspec = template.get("spec") if isinstance(template, dict) else None
+    restart = tspec.get("restartPolicy") if isinstance(tspec, dict) else "Never"
+    if restart in ("Always", "", None):
+        out.append(_required("spec.template.spec.restartPolicy", 'valid values: "OnFailure", "Never"'))
+    elif restart not in ("OnFailure", "Never"):
+        out.append(_not_supported("spec.template.spec.restartPolicy", restart, ["OnFailure", "Never"]))
+    elif pfp is not None and restart != "Never":
+        out.append(_invalid("spec.template.spec.restartPolicy", restart,
+                            'only "Never" is supported when podFailurePolicy is specified'))
     completions = spec.get("completions")
     name = str((obj.get("metadata") or {}).get("name") or "")
     if mode == "Indexed" and _is_int(completions) and completions > 0 and name:
@@ -1967,8 +2160,13 @@ def _validate_job(obj: Obj, old: Obj | None) -> list[FieldCause]:
                     out.append(_invalid("spec.template", spec.get(key), "field is immutable"))
             elif ospec.get(key) != spec.get(key):
                 out.append(_invalid(f"spec.{key}", spec.get(key), "field is immutable"))
+        if ospec.get("podFailurePolicy") != pfp:
+            shown = "null" if pfp is None else _go_pod_failure_policy(pfp)
+            out.append(_invalid_shown("spec.podFailurePolicy", shown, "field is immutable"))
         if ospec.get("backoffLimitPerIndex") != bpi:
             out.append(_invalid("spec.backoffLimitPerIndex", bpi, "field is immutable"))
+        if ospec.get("managedBy") != spec.get("managedBy"):
+            out.append(_invalid("spec.managedBy", spec.get("managedBy"), "field is immutable"))
         if ospec.get("successPolicy") != sp:
             shown = "null" if sp is None else _go_success_policy(sp)
             out.append(_invalid_shown("spec.successPolicy", shown, "field is immutable"))

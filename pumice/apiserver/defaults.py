@@ -100,7 +100,9 @@ def replicaset(obj: Obj) -> None:
 
 
 def job(obj: Obj) -> None:
-    """Batch Job defaults, plus the generated selector and template labels keyed on the Job's uid
+    """Batch Job defaults (SetDefaults_Job: podReplacementPolicy ``Failed`` when a
+    podFailurePolicy is set, else ``TerminatingOrFailed``; onPodConditions status ``True``), plus
+    the generated selector and template labels keyed on the Job's uid
     (``batch.kubernetes.io/controller-uid``) unless ``spec.manualSelector`` is true."""
     spec = obj.setdefault("spec", {})
     completions_set = "completions" in spec
@@ -112,7 +114,14 @@ def job(obj: Obj) -> None:
     spec.setdefault("backoffLimit", 2**31 - 1 if spec.get("backoffLimitPerIndex") is not None else 6)
     spec.setdefault("completionMode", "NonIndexed")
     spec.setdefault("suspend", False)
-    spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+    # JobPodReplacementPolicy (on since 1.29): only Failed Pods are replaced under a podFailurePolicy
+    pfp = spec.get("podFailurePolicy")
+    spec.setdefault("podReplacementPolicy", "TerminatingOrFailed" if pfp is None else "Failed")
+    if isinstance(pfp, dict):
+        for rule in pfp.get("rules") or []:  # SetDefaults_PodFailurePolicyOnPodConditionsPattern
+            for pattern in (rule.get("onPodConditions") or []) if isinstance(rule, dict) else []:
+                if isinstance(pattern, dict) and not pattern.get("status"):
+                    pattern["status"] = "True"
     tpl = spec.setdefault("template", {})
     md = obj.get("metadata", {})
     uid, name = md.get("uid", ""), md.get("name", "")

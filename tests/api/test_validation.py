@@ -120,12 +120,19 @@ def test_a_pod_template_may_not_carry_ephemeral_containers():
         ("spec.template.spec.ephemeralContainers", "Forbidden: ephemeral containers not allowed in pod template")]
 
 def test_job_restart_policy_and_counts():
+    """validateJobSpec: Always (the pod default) is a Required error naming the two valid values;
+    another unknown value is refused by the pod template's rule and by the Job's."""
     job = {"metadata": {"name": "j", "namespace": "default"},
            "spec": {"completions": -1, "template": {"spec": {"restartPolicy": "Always",
                                                              "containers": [{"name": "c", "image": "i"}]}}}}
     got = fields(validate_object(JOB, job, None))
     assert got == [("spec.completions", "FieldValueInvalid"),
-                   ("spec.template.spec.restartPolicy", "FieldValueNotSupported")]
+                   ("spec.template.spec.restartPolicy", "FieldValueRequired")]
+    assert messages(validate_object(JOB, job, None))[1][1] == 'Required value: valid values: "OnFailure", "Never"'
+    job["spec"]["template"]["spec"]["restartPolicy"] = "Sometimes"
+    assert fields(validate_object(JOB, job, None))[1:] == [
+        ("spec.template.spec.restartPolicy", "FieldValueNotSupported"),
+        ("spec.template.spec.restartPolicy", "FieldValueNotSupported")]
 
 
 def test_priority_class_value_limit():

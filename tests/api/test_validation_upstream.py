@@ -402,6 +402,134 @@ def test_backoff_limit_defaults_to_max_int32_with_backoff_limit_per_index() -> N
     assert job(completionMode="Indexed", completions=2)["spec"]["backoffLimit"] == 6
 
 
+def pfp(*rules: Obj) -> Obj:
+    return {"rules": list(rules)}
+
+
+def on_codes(action: str = "FailJob", operator: str = "In", values: Any = (42,), **extra: Any) -> Obj:
+    return {"action": action, "onExitCodes": {"operator": operator, "values": list(values), **extra}}
+
+
+QUALIFIED_EMPTY = [
+    ("spec.podFailurePolicy.rules[0].onPodConditions[0].type", "FieldValueInvalid",
+     'Invalid value: "": name part must be non-empty'),
+    ("spec.podFailurePolicy.rules[0].onPodConditions[0].type", "FieldValueInvalid",
+     "Invalid value: \"\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
+     "end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation "
+     "is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")]
+
+# pkg/apis/batch/validation validatePodFailurePolicy, validatePodReplacementPolicy, spec.managedBy
+POD_FAILURE_POLICY_CASES = [
+    ("more than 20 rules", job(podFailurePolicy=pfp(*[on_codes(values=[i + 1]) for i in range(21)])),
+     [("spec.podFailurePolicy.rules", "FieldValueTooMany", "Too many: 21: must have at most 20 items")]),
+    ("a rule without an action", job(podFailurePolicy=pfp(on_codes(action=""))),
+     [("spec.podFailurePolicy.rules[0].action", "FieldValueRequired",
+       'Required value: valid values: ["Count" "FailIndex" "FailJob" "Ignore"]')]),
+    ("an unknown action", job(podFailurePolicy=pfp(on_codes(action="Retry"))),
+     [("spec.podFailurePolicy.rules[0].action", "FieldValueNotSupported",
+       'Unsupported value: "Retry": supported values: "Count", "FailIndex", "FailJob", "Ignore"')]),
+    ("FailIndex without backoffLimitPerIndex",
+     job(completionMode="Indexed", completions=2, podFailurePolicy=pfp(on_codes(action="FailIndex"))),
+     [("spec.podFailurePolicy.rules[0].action", "FieldValueInvalid",
+       'Invalid value: "FailIndex": requires the backoffLimitPerIndex to be set')]),
+    ("neither onExitCodes nor onPodConditions", job(podFailurePolicy=pfp({"action": "Ignore"})),
+     [("spec.podFailurePolicy.rules[0]", "FieldValueInvalid",
+       "Invalid value: specifying one of OnExitCodes and OnPodConditions is required")]),
+    ("both onExitCodes and onPodConditions",
+     job(podFailurePolicy=pfp({**on_codes(), "onPodConditions": [{"type": "DisruptionTarget"}]})),
+     [("spec.podFailurePolicy.rules[0]", "FieldValueInvalid",
+       "Invalid value: specifying both OnExitCodes and OnPodConditions is not supported")]),
+    ("onExitCodes without an operator", job(podFailurePolicy=pfp(on_codes(operator=""))),
+     [("spec.podFailurePolicy.rules[0].onExitCodes.operator", "FieldValueRequired",
+       'Required value: valid values: ["In" "NotIn"]')]),
+    ("an unknown operator", job(podFailurePolicy=pfp(on_codes(operator="Equals"))),
+     [("spec.podFailurePolicy.rules[0].onExitCodes.operator", "FieldValueNotSupported",
+       'Unsupported value: "Equals": supported values: "In", "NotIn"')]),
+    ("a containerName not in the template", job(podFailurePolicy=pfp(on_codes(containerName="sidecar"))),
+     [("spec.podFailurePolicy.rules[0].onExitCodes.containerName", "FieldValueInvalid",
+       'Invalid value: "sidecar": must be one of the container or initContainer names in the pod template')]),
+    ("no values", job(podFailurePolicy=pfp(on_codes(values=[]))),
+     [("spec.podFailurePolicy.rules[0].onExitCodes.values", "FieldValueInvalid",
+       "Invalid value: []int32{}: at least one value is required")]),
+    ("more than 255 values", job(podFailurePolicy=pfp(on_codes(values=range(1, 257)))),
+     [("spec.podFailurePolicy.rules[0].onExitCodes.values", "FieldValueTooMany",
+       "Too many: 256: must have at most 255 items")]),
+    ("0 with In, a duplicate, out of order", job(podFailurePolicy=pfp(on_codes(values=[0, 3, 3, 1]))),
+     [("spec.podFailurePolicy.rules[0].onExitCodes.values[0]", "FieldValueInvalid",
+       "Invalid value: 0: must not be 0 for the In operator"),
+      ("spec.podFailurePolicy.rules[0].onExitCodes.values[2]", "FieldValueDuplicate", "Duplicate value: 3"),
+      ("spec.podFailurePolicy.rules[0].onExitCodes.values", "FieldValueInvalid",
+       "Invalid value: []int32{0, 3, 3, 1}: must be ordered")]),
+    ("an empty condition type and an unknown status",
+     job(podFailurePolicy=pfp({"action": "Ignore", "onPodConditions": [{"type": "", "status": "Maybe"}]})),
+     [*QUALIFIED_EMPTY, ("spec.podFailurePolicy.rules[0].onPodConditions[0].status", "FieldValueNotSupported",
+                         'Unsupported value: "Maybe": supported values: "False", "True", "Unknown"')]),
+    ("more than 20 condition patterns",
+     job(podFailurePolicy=pfp({"action": "Ignore", "onPodConditions": [{"type": f"C{i}"} for i in range(21)]})),
+     [("spec.podFailurePolicy.rules[0].onPodConditions", "FieldValueTooMany",
+       "Too many: 21: must have at most 20 items")]),
+    ("restartPolicy OnFailure with a podFailurePolicy",
+     job(podFailurePolicy=pfp(on_codes()), template={"spec": {"containers": ctr(), "restartPolicy": "OnFailure"}}),
+     [("spec.template.spec.restartPolicy", "FieldValueInvalid",
+       'Invalid value: "OnFailure": only "Never" is supported when podFailurePolicy is specified')]),
+    ("podReplacementPolicy TerminatingOrFailed with a podFailurePolicy",
+     job(podFailurePolicy=pfp(on_codes()), podReplacementPolicy="TerminatingOrFailed"),
+     [("spec.podReplacementPolicy", "FieldValueNotSupported",
+       'Unsupported value: "TerminatingOrFailed": supported values: "Failed"')]),
+    ("an unknown podReplacementPolicy", job(podReplacementPolicy="Never"),
+     [("spec.podReplacementPolicy", "FieldValueNotSupported",
+       'Unsupported value: "Never": supported values: "Failed", "TerminatingOrFailed"')]),
+    ("managedBy without a domain", job(managedBy="my-controller"),
+     [("spec.managedBy", "FieldValueInvalid",
+       'Invalid value: "my-controller": must be a domain-prefixed path (such as "acme.io/foo")')]),
+    ("managedBy with a bad domain and path", job(managedBy="Acme.io/a b"),
+     [("spec.managedBy", "FieldValueInvalid", f'Invalid value: "Acme.io": {DNS1123_SUBDOMAIN_ERR}'),
+      ("spec.managedBy", "FieldValueInvalid",
+       "Invalid value: \"a b\": Invalid path (regex used for validation is '[A-Za-z0-9/\\-._~%!$&'()*+,;=:]+')")]),
+    ("managedBy longer than 63", job(managedBy="acme.io/" + "x" * 56),
+     [("spec.managedBy", "FieldValueTooLong", "Too long: may not be more than 63 bytes")]),
+]
+
+
+@pytest.mark.parametrize(("obj", "want"), [c[1:] for c in POD_FAILURE_POLICY_CASES],
+                         ids=[c[0] for c in POD_FAILURE_POLICY_CASES])
+def test_pod_failure_policy_rule_has_upstreams_cause(obj: Obj, want: list[tuple[str, str, str]]) -> None:
+    assert causes(JOB, obj) == want
+
+
+def test_valid_pod_failure_policies_and_managed_by_pass() -> None:
+    good = job(completionMode="Indexed", completions=3, backoffLimitPerIndex=1, managedBy="kueue.x-k8s.io/multikueue",
+               podFailurePolicy=pfp(on_codes(action="FailIndex", containerName="c", values=[1, 2, 42]),
+                                    on_codes(action="Count", operator="NotIn", values=[0, 1]),
+                                    {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}))
+    assert causes(JOB, good) == []
+
+
+def test_pod_failure_policy_defaults_replacement_failed_and_condition_status_true() -> None:
+    obj = job(podFailurePolicy=pfp({"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}))
+    assert obj["spec"]["podReplacementPolicy"] == "Failed"
+    assert obj["spec"]["podFailurePolicy"]["rules"][0]["onPodConditions"] == [
+        {"type": "DisruptionTarget", "status": "True"}]
+    assert job()["spec"]["podReplacementPolicy"] == "TerminatingOrFailed"
+
+
+def test_pod_failure_policy_and_managed_by_are_immutable() -> None:
+    old = job(managedBy="acme.io/batch", podFailurePolicy=pfp(
+        on_codes(), {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}))
+    new = copy.deepcopy(old)
+    new["spec"]["podFailurePolicy"]["rules"][0]["onExitCodes"]["values"] = [43]
+    new["spec"]["managedBy"] = "kubernetes.io/job-controller"
+    shown = ("batch.PodFailurePolicy{Rules:[]batch.PodFailurePolicyRule{batch.PodFailurePolicyRule{"
+             'Action:"FailJob", OnExitCodes:(*batch.PodFailurePolicyOnExitCodesRequirement)(0xc000000000), '
+             "OnPodConditions:[]batch.PodFailurePolicyOnPodConditionsPattern(nil)}, batch.PodFailurePolicyRule{"
+             'Action:"Ignore", OnExitCodes:(*batch.PodFailurePolicyOnExitCodesRequirement)(nil), '
+             "OnPodConditions:[]batch.PodFailurePolicyOnPodConditionsPattern{batch.PodFailurePolicyOnPodConditionsPattern"
+             '{Type:"DisruptionTarget", Status:"True"}}}}}')
+    assert [(c.field, c.message) for c in validate_object(JOB, new, old)] == [
+        ("spec.podFailurePolicy", f"Invalid value: {shown}: field is immutable"),
+        ("spec.managedBy", 'Invalid value: "kubernetes.io/job-controller": field is immutable')]
+
+
 # --- Services and Secrets -------------------------------------------------------------------------
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from pumice.api import Obj
 from pumice.api.scheme import JOB, POD
+from pumice.client.base import ApiError
 from pumice.controllers.kube import indexedjob as ixj
 from pumice.controllers.kube.job import match_pod_failure_policy
 
@@ -360,3 +361,163 @@ def test_index_template_adds_env_to_init_containers_and_keeps_a_user_value() -> 
     assert "env" not in j["spec"]["template"]["spec"]["containers"][0]  # the Job is not changed
     gen = ixj.generate_name_with_index(j["metadata"]["name"], 1)
     assert len(gen) == 58 and gen.endswith("-1-")
+
+
+# --- podFailurePolicy, podReplacementPolicy, managedBy ---------------------------------------------
+
+HOLD = "example.com/hold"
+
+
+async def test_a_bad_pod_failure_policy_is_refused_with_upstreams_causes() -> None:
+    async with chain(manager=False) as env:
+        j = job("bad", restart_policy="OnFailure", managedBy="job-controller")
+        j["spec"]["podFailurePolicy"] = {"rules": [
+            {"action": "FailIndex", "onExitCodes": {"operator": "In", "values": [0, 1]}},
+            {"action": "Ignore"}]}
+        with pytest.raises(ApiError) as e:
+            await env.client.create(j)
+        assert e.value.code == 422 and e.value.reason == "Invalid"
+        causes = [(c["field"], c["reason"], c["message"]) for c in e.value.status["details"]["causes"]]
+        assert causes == [
+            ("spec.managedBy", "FieldValueInvalid",
+             'Invalid value: "job-controller": must be a domain-prefixed path (such as "acme.io/foo")'),
+            ("spec.podFailurePolicy.rules[0].action", "FieldValueInvalid",
+             'Invalid value: "FailIndex": requires the backoffLimitPerIndex to be set'),
+            ("spec.podFailurePolicy.rules[0].onExitCodes.values[0]", "FieldValueInvalid",
+             "Invalid value: 0: must not be 0 for the In operator"),
+            ("spec.podFailurePolicy.rules[1]", "FieldValueInvalid",
+             "Invalid value: specifying one of OnExitCodes and OnPodConditions is required"),
+            ("spec.template.spec.restartPolicy", "FieldValueInvalid",
+             'Invalid value: "OnFailure": only "Never" is supported when podFailurePolicy is specified')]
+        assert e.value.message.startswith('Job.batch "bad" is invalid: [spec.managedBy: Invalid value: ')
+
+
+async def test_pod_failure_policy_ignore_does_not_count_against_the_backoff_limit() -> None:
+    """backoffLimit 0: one counted failure would fail the Job; the exit-42 failures are ignored."""
+    async with chain(kubelet={"exit_policy": lambda pod: (0.05, 42)}, pod_failure_backoff=0.05) as env:
+        j = job("tolerant", completions=1, backoff_limit=0)
+        j["spec"]["podFailurePolicy"] = {"rules": [{"action": "Ignore", "onExitCodes": {"operator": "In",
+                                                                                         "values": [42]}}]}
+        created = await env.client.create(j)
+        assert created["spec"]["podReplacementPolicy"] == "Failed"  # defaulted under a podFailurePolicy
+
+        async def two_failed_pods() -> bool:
+            return sum(1 for p in await job_pods(env) if p["status"].get("phase") == "Failed") >= 2
+
+        await eventually(two_failed_pods, what="two ignored failures")
+        env.kubelet.exit_policy = lambda pod: (0.05, 0)
+
+        async def complete() -> bool:
+            return await job_condition(env, "tolerant", "Complete") is not None
+
+        await eventually(complete, what="Complete despite the failures")
+        st = (await env.client.get(JOB, "tolerant", "default"))["status"]
+        assert st["succeeded"] == 1 and st.get("failed", 0) == 0
+        assert await job_condition(env, "tolerant", "Failed") is None
+
+
+async def test_pod_failure_policy_fail_job_writes_upstreams_condition_message() -> None:
+    async with chain(kubelet={"exit_policy": lambda pod: (0.05, 3)}, pod_failure_backoff=0.05) as env:
+        j = job("fatal", completions=1, backoff_limit=6)
+        j["spec"]["podFailurePolicy"] = {"rules": [
+            {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+            {"action": "FailJob", "onExitCodes": {"containerName": "main", "operator": "NotIn", "values": [1, 2]}}]}
+        await env.client.create(j)
+
+        async def failed() -> bool:
+            return await job_condition(env, "fatal", "Failed") is not None
+
+        await eventually(failed, what="Failed by podFailurePolicy")
+        [pod] = await job_pods(env)
+        want = (f"Container main for pod default/{pod['metadata']['name']} failed with exit code 3 "
+                "matching FailJob rule at index 1")
+        for ctype in ("FailureTarget", "Failed"):
+            cond = await job_condition(env, "fatal", ctype)
+            assert cond is not None and (cond["reason"], cond["message"]) == ("PodFailurePolicy", want)
+        st = (await env.client.get(JOB, "fatal", "default"))["status"]
+        assert st["failed"] == 1 and st["active"] == 0 and st["terminating"] == 0
+
+
+def test_pod_failure_policy_matches_containers_before_init_containers_and_pod_conditions_in_order() -> None:
+    """matchOnExitCodes looks at containerStatuses first; matchOnPodConditions walks the Pod's
+    conditions, each against every pattern; a rule with onExitCodes is judged by them alone."""
+    policy = {"rules": [{"action": "FailJob", "onExitCodes": {"operator": "NotIn", "values": [7]}},
+                        {"action": "Count", "onPodConditions": [{"type": "ConfigIssue", "status": "True"},
+                                                                {"type": "DisruptionTarget", "status": "True"}]}]}
+    pod = {"metadata": {"name": "p", "namespace": "ns"}, "status": {
+        "phase": "Failed",
+        "initContainerStatuses": [{"name": "init", "state": {"terminated": {"exitCode": 5}}}],
+        "containerStatuses": [{"name": "main", "state": {"terminated": {"exitCode": 9}}}],
+        "conditions": [{"type": "DisruptionTarget", "status": "True"}, {"type": "ConfigIssue", "status": "True"}]}}
+    assert match_pod_failure_policy(policy, pod) == (
+        "FailJob", "Container main for pod ns/p failed with exit code 9 matching FailJob rule at index 0")
+    pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] = 7
+    assert match_pod_failure_policy(policy, pod) == (
+        "FailJob", "Container init for pod ns/p failed with exit code 5 matching FailJob rule at index 0")
+    pod["status"]["initContainerStatuses"][0]["state"]["terminated"]["exitCode"] = 0
+    assert match_pod_failure_policy(policy, pod) == (
+        "Count", "Pod ns/p has condition DisruptionTarget matching Count rule at index 1")
+
+
+@pytest.mark.parametrize("policy", ["Failed", "TerminatingOrFailed"])
+async def test_pod_replacement_policy_decides_whether_a_replacement_waits_for_the_terminating_pod(
+        policy: str) -> None:
+    first: list[str] = []
+
+    def exit_policy(pod: Obj) -> tuple[float, int] | None:
+        if not first:
+            first.append(pod["metadata"]["name"])
+            return None  # runs until deleted
+        return 0.05, 0
+
+    async with chain(kubelet={"exit_policy": exit_policy}, pod_failure_backoff=0.05) as env:
+        await env.client.create(job("swap", completions=1, podReplacementPolicy=policy))
+
+        async def running() -> bool:
+            return bool(first) and (await env.client.get(JOB, "swap", "default"))["status"].get("ready") == 1
+
+        await eventually(running, what="first Pod running")
+        # a finalizer keeps the deleted Pod terminating (Running, with a deletionTimestamp)
+        await env.client.patch(POD, first[0], {"metadata": {"finalizers": [HOLD]}}, "default")
+        await env.client.delete(POD, first[0], "default")
+
+        async def terminating_counted() -> bool:
+            return (await env.client.get(JOB, "swap", "default"))["status"].get("terminating") == 1
+
+        await eventually(terminating_counted, what="status.terminating 1")
+        if policy == "Failed":
+            # the pass that counted the terminating Pod created nothing beside it
+            assert [p["metadata"]["name"] for p in await job_pods(env)] == first
+            assert (await env.client.get(JOB, "swap", "default"))["status"]["active"] == 0
+            await env.kubelet.exit_pod("default", first[0], 137)  # the old Pod ends Failed
+
+        async def replaced() -> bool:
+            return len(await job_pods(env)) == 2
+
+        await eventually(replaced, what="a replacement Pod")
+        old = next(p for p in await job_pods(env) if p["metadata"]["name"] == first[0])
+        assert old["metadata"].get("deletionTimestamp")
+        assert old["status"]["phase"] == ("Failed" if policy == "Failed" else "Running")
+        await env.client.patch(POD, first[0], {"metadata": {"finalizers": None}}, "default")
+
+        async def complete() -> bool:
+            return await job_condition(env, "swap", "Complete") is not None
+
+        await eventually(complete, what="Complete")
+        st = (await env.client.get(JOB, "swap", "default"))["status"]
+        assert st["succeeded"] == 1 and st["terminating"] == 0
+        assert st.get("failed", 0) == (1 if policy == "Failed" else 0)
+
+
+async def test_a_job_managed_by_another_controller_is_left_alone() -> None:
+    async with chain(kubelet={"exit_policy": failing_first(0)}, pod_failure_backoff=0.05) as env:
+        await env.client.create(job("theirs", managedBy="kueue.x-k8s.io/multikueue"))
+        await env.client.create(job("ours", managedBy="kubernetes.io/job-controller"))
+
+        async def ours_complete() -> bool:
+            return await job_condition(env, "ours", "Complete") is not None
+
+        await eventually(ours_complete, what="our Job Complete")
+        pods = await job_pods(env)
+        assert [p["metadata"]["labels"]["job-name"] for p in pods] == ["ours"]
+        assert not (await env.client.get(JOB, "theirs", "default")).get("status")

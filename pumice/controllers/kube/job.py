@@ -23,6 +23,13 @@ fails with ``MaxFailedIndexesExceeded`` (more than ``maxFailedIndexes``) or ``Fa
 (reason ``SuccessPolicy``, "Matched rules at index N"), terminates the remaining Pods, then
 ``Complete`` with the same reason and message. See indexedjob.py.
 
+Replacements: with podReplacementPolicy ``Failed`` (the default under a podFailurePolicy) a Pod
+being deleted holds its place until it has finished, so no replacement starts beside it;
+``status.terminating`` counts such Pods (those this pass deleted included). A Job whose
+``spec.managedBy`` is set to anything but ``kubernetes.io/job-controller`` is left to that
+controller: no Pods, no status (only ``ttlSecondsAfterFinished`` still applies once it finishes,
+the ttl-after-finished controller not looking at managedBy).
+
 Counting: ``failed`` counts Failed Pods except those a podFailurePolicy ``Ignore`` rule matches;
 with restartPolicy OnFailure the container restarts of running Pods count towards backoffLimit
 (``>= backoffLimit``, or ``> 0`` when it is 0) as upstream's pastBackoffLimitOnFailure. Replacement
@@ -30,14 +37,15 @@ Pods after failures wait ``pod_failure_backoff * 2**(failures since last success
 (10 s base, at most 10 min).
 
 Mirrors: kubernetes pkg/controller/job/job_controller.go (syncJob, manageJob,
-pastBackoffLimitOnFailure, getPodFailurePolicy), pod_failure_policy.go, backoff_utils.go, and
+pastBackoffLimitOnFailure, getFailJobMessage, onlyReplaceFailedPods, managedByExternalController),
+pod_failure_policy.go, backoff_utils.go, and
 pkg/controller/ttlafterfinished, indexed_job_utils.go and success_policy.go. Deviates: no
 job-tracking finalizers and no uncountedTerminatedPods bookkeeping: succeeded/failed are counted
 from the terminated Pods still present and never decrease (deleting a finished Pod by hand is not
 re-counted); an Indexed Job's Pods that finish while being terminated after SuccessCriteriaMet are
 not counted (upstream removes their finalizers first), other Pods deleted on a failure are not
-counted as failed unless they end Failed; podReplacementPolicy ``Failed`` (wait for terminating
-Pods) is not implemented.
+counted as failed unless they end Failed (upstream, under TerminatingOrFailed, counts a deleted
+Pod failed at once).
 """
 
 from __future__ import annotations
@@ -80,6 +88,8 @@ MSG_DEADLINE = "Job was active longer than specified deadline"
 MSG_COMPLETIONS = "Reached expected number of succeeded pods"
 
 DEFAULT_BACKOFF_LIMIT = 6
+#: spec.managedBy of the Jobs this controller syncs (JobControllerName); others are left alone
+JOB_CONTROLLER_NAME = "kubernetes.io/job-controller"
 DEFAULT_POD_FAILURE_BACKOFF = 10.0
 MAX_POD_FAILURE_BACKOFF = 600.0
 
@@ -95,40 +105,77 @@ def finished(job: Obj) -> Obj | None:
     return _cond_true(st, "Complete") or _cond_true(st, "Failed")
 
 
-def match_pod_failure_policy(policy: Obj | None, pod: Obj) -> tuple[str, str] | None:
-    """``(action, message)`` of the first podFailurePolicy rule matching a Failed Pod, or None.
+_EXIT_CODE_OPERATORS = {"In": True, "NotIn": False}
 
-    Actions: ``FailJob``, ``Ignore``, ``Count``, ``FailIndex`` (counted like ``Count``; with
-    backoffLimitPerIndex it also fails the Pod's index at once).
+
+def _match_on_exit_codes(st: Obj, codes: Obj) -> tuple[str, int] | None:
+    """``(container name, exit code)`` of the first terminated container (regular containers
+    first, then init containers) with a non-zero exit code the requirement matches
+    (matchOnExitCodes, isOnExitCodesOperatorMatching)."""
+    values = {int(v) for v in codes.get("values") or []}
+    # In matches a listed code, NotIn an unlisted one; an unknown operator matches nothing
+    wants_listed, name = _EXIT_CODE_OPERATORS.get(str(codes.get("operator"))), codes.get("containerName")
+    for cs in [*(st.get("containerStatuses") or []), *(st.get("initContainerStatuses") or [])]:
+        term = (cs.get("state") or {}).get("terminated")
+        if not term or (name is not None and name != cs.get("name")):
+            continue
+        code = int(term.get("exitCode") or 0)
+        if code != 0 and wants_listed is not None and (code in values) == wants_listed:
+            return str(cs.get("name")), code
+    return None
+
+
+def _match_on_pod_conditions(st: Obj, patterns: list[Obj]) -> str | None:
+    """The type of the first Pod condition (in the Pod's order) some pattern matches
+    (matchOnPodConditions)."""
+    for c in st.get("conditions") or []:
+        for pattern in patterns:
+            if c.get("type") == pattern.get("type") and c.get("status") == pattern.get("status", "True"):
+                return str(c.get("type"))
+    return None
+
+
+def match_pod_failure_policy(policy: Obj | None, pod: Obj) -> tuple[str, str] | None:
+    """``(action, message)`` of the first podFailurePolicy rule matching a failed Pod, or None
+    (matchPodFailurePolicy). A rule is judged by its onExitCodes when it has them, else by its
+    onPodConditions; a rule whose action is not one of the four known is skipped.
+
+    Actions: ``FailJob`` (the message is the Job's failure message: "Container C for pod NS/P
+    failed with exit code N matching FailJob rule at index I" or "Pod NS/P has condition T
+    matching FailJob rule at index I"), ``Ignore`` (not counted towards the backoff limits),
+    ``Count``, ``FailIndex`` (counted; with backoffLimitPerIndex it also fails the Pod's index).
     """
     if not policy:
         return None
     md, st = pod.get("metadata") or {}, pod.get("status") or {}
-    statuses = [*(st.get("initContainerStatuses") or []), *(st.get("containerStatuses") or [])]
+    who = f"{md.get('namespace')}/{md.get('name')}"
     for i, rule in enumerate(policy.get("rules") or []):
-        action = rule.get("action", "Count")
-        codes = rule.get("onExitCodes")
-        if codes:
-            for cs in statuses:
-                term = ((cs.get("state") or {}).get("terminated")) or {}
-                if not term:
-                    continue
-                code = int(term.get("exitCode") or 0)
-                if code == 0:
-                    continue
-                if codes.get("containerName") and codes["containerName"] != cs.get("name"):
-                    continue
-                values = [int(v) for v in codes.get("values") or []]
-                hit = code in values if codes.get("operator") == "In" else code not in values
-                if hit:
-                    return action, (f"Container {cs.get('name')} for pod {md.get('namespace')}/{md.get('name')} "
-                                    f"failed with exit code {code} matching {action} rule at index {i}")
-        for pc in rule.get("onPodConditions") or []:
-            c = meta.find_condition(st.get("conditions"), pc.get("type"))
-            if c is not None and c.get("status") == pc.get("status", "True"):
-                return action, (f"Pod {md.get('namespace')}/{md.get('name')} has condition {pc.get('type')} "
+        action = rule.get("action")
+        if action not in ("FailJob", "Ignore", "Count", "FailIndex"):
+            continue
+        if rule.get("onExitCodes") is not None:
+            hit = _match_on_exit_codes(st, rule["onExitCodes"])
+            if hit is not None:
+                return action, (f"Container {hit[0]} for pod {who} failed with exit code {hit[1]} "
                                 f"matching {action} rule at index {i}")
+        elif rule.get("onPodConditions") is not None:
+            ctype = _match_on_pod_conditions(st, rule["onPodConditions"])
+            if ctype is not None:
+                return action, f"Pod {who} has condition {ctype} matching {action} rule at index {i}"
     return None
+
+
+def managed_by_external_controller(job: Obj) -> str | None:
+    """``spec.managedBy`` when another controller manages the Job, else None
+    (managedByExternalController)."""
+    managed_by = (job.get("spec") or {}).get("managedBy")
+    return managed_by if managed_by is not None and managed_by != JOB_CONTROLLER_NAME else None
+
+
+def only_replace_failed_pods(spec: Obj) -> bool:
+    """Whether replacements wait for terminating Pods to finish: podReplacementPolicy ``Failed``,
+    or any podFailurePolicy (onlyReplaceFailedPods)."""
+    return spec.get("podReplacementPolicy") == "Failed" or spec.get("podFailurePolicy") is not None
 
 
 def finish_time(pod: Obj) -> float:
@@ -250,6 +297,7 @@ class _JobPass:
     now: str
     conds: list[Obj] = field(default_factory=list)
     wait: list[float] = field(default_factory=list)
+    deleted: set[str] = field(default_factory=set)  # uids of the active Pods this pass deleted
 
     @property
     def suspended(self) -> bool:
@@ -283,18 +331,26 @@ class JobReconciler:
         self.expectations = Expectations(clock)
         self.pod_control = PodControl(pods, "Job", self.expectations)
 
-    async def _delete_pods(self, key: str, pods: list[Obj]) -> None:
+    async def _delete_pods(self, jp: _JobPass, pods: list[Obj]) -> None:
+        """Delete ``pods`` (uid preconditions), noting in ``jp.deleted`` the uids whose deletion
+        was accepted or found done: they are reported terminating, not active, this pass (as
+        upstream's deleteJobPods counts them). Raises the first error other than NotFound or a
+        uid conflict."""
         if not pods:
             return
+        key = jp.key
         self.expectations.expect_deletions(key, [p["metadata"]["uid"] for p in pods])
         first_error: ApiError | None = None
         for p in pods:
             md = p["metadata"]
             try:
                 await self.client.delete(POD, md["name"], md.get("namespace"), preconditions={"uid": md["uid"]})
+                jp.deleted.add(md["uid"])
             except ApiError as e:
                 self.expectations.deletion_observed(key, md["uid"])
-                if not is_not_found(e) and e.code != 409 and first_error is None:
+                if is_not_found(e):
+                    jp.deleted.add(md["uid"])
+                elif e.code != 409 and first_error is None:
                     first_error = e
         if first_error is not None:
             raise first_error
@@ -338,6 +394,10 @@ class JobReconciler:
         done = finished(job)
         if done is not None:
             return await self._ttl(job, done)
+        external = managed_by_external_controller(job)
+        if external is not None:
+            log.debug("job %s: skipped, managed by the external controller %s", key, external)
+            return Result()
         if job["metadata"].get("deletionTimestamp"):
             return Result()
         spec, prev = job.get("spec") or {}, job.get("status") or {}
@@ -357,16 +417,17 @@ class JobReconciler:
         if not jp.suspended and not jp.status.get("startTime"):
             jp.status["startTime"] = jp.now
         target = self._target(jp, pods, succeeded, failed, ix)
-        active_count = await self._converge(jp, pods, target, succeeded, ix)
+        await self._converge(jp, pods, target, succeeded, ix)
+        still_active = [p for p in pods.active if p["metadata"]["uid"] not in jp.deleted]
         jp.status.update({
-            "active": active_count,
-            "ready": sum(1 for p in pods.active if meta.pod_is_ready(p)),
+            "active": len(still_active),
+            "ready": sum(1 for p in still_active if meta.pod_is_ready(p)),
             "succeeded": succeeded,
             "failed": failed,
-            "terminating": len(pods.terminating),
+            "terminating": len(pods.terminating) + len(jp.deleted),
             "uncountedTerminatedPods": jp.status.get("uncountedTerminatedPods") or {},
         })
-        for k in ("succeeded", "failed", "active", "terminating"):
+        for k in ("succeeded", "failed", "active"):
             if not jp.status[k] and k not in prev:
                 jp.status.pop(k)
         if ix is not None:
@@ -450,29 +511,30 @@ class JobReconciler:
         return None
 
     async def _converge(self, jp: _JobPass, pods: _JobPods, target: tuple[str, str, str] | None,
-                        succeeded: int, ix: _Indexes | None) -> int:
+                        succeeded: int, ix: _Indexes | None) -> None:
         """Act on the pass: finishing (delete the active Pods, then the final condition), suspended
         (delete them, ``Suspended``), or running (resume, create or delete Pods toward the wanted
-        parallelism after the failure backoff). Returns the ``active`` count to report."""
+        parallelism after the failure backoff; with podReplacementPolicy Failed terminating Pods
+        count as still there)."""
         key, now, active = jp.key, jp.now, pods.active
         if target is not None:
-            await self._delete_pods(key, active)
+            await self._delete_pods(jp, active)
             if active or pods.terminating:
-                return len(active)
+                return
             ctype, reason, message = target
             jp.conds = meta.with_condition(jp.conds, {"type": ctype, "status": "True", "reason": reason,
                                                       "message": message, "lastProbeTime": now}, now)
             if ctype == "Complete":
                 jp.status["completionTime"] = now
                 self.recorder.event(jp.job, "Normal", "Completed", "Job completed")
-            return 0
+            return
         if jp.suspended:
             if self.expectations.satisfied(key):
-                await self._delete_pods(key, active)
+                await self._delete_pods(jp, active)
             jp.conds = meta.with_condition(jp.conds, {"type": "Suspended", "status": "True", "reason": "JobSuspended",
                                                       "message": "Job suspended", "lastProbeTime": now}, now)
             jp.status.pop("startTime", None)
-            return len(active)
+            return
         if _cond_true(jp.prev, "Suspended"):
             jp.conds = meta.with_condition(jp.conds, {"type": "Suspended", "status": "False", "reason": "JobResumed",
                                                       "message": "Job resumed", "lastProbeTime": now}, now)
@@ -481,15 +543,15 @@ class JobReconciler:
             await self._manage_indexed(jp, pods, succeeded, ix)
         elif self.expectations.satisfied(key):
             want = self._want_active(jp.spec, succeeded)
-            if want > len(active):
+            missing = want - self._waited_terminating(jp.spec, pods) - len(active)
+            if missing > 0:
                 left = self._backoff_left(pods.all, jp.now_ts)
                 if left > 0:
                     jp.wait.append(left)
                 else:
-                    await self._create_pods(jp.job, key, want - len(active))
+                    await self._create_pods(jp.job, key, missing)
             elif want < len(active):
-                await self._delete_pods(key, deletion_order(active)[: len(active) - want])
-        return len(active)
+                await self._delete_pods(jp, deletion_order(active)[: len(active) - want])
 
     async def _manage_indexed(self, jp: _JobPass, pods: _JobPods, succeeded: int, ix: _Indexes) -> None:
         """Converge an Indexed Job's Pods (manageJob, activePodsForRemoval): first delete the
@@ -504,9 +566,10 @@ class JobReconciler:
         if surplus > 0:
             remove += deletion_order(keep)[:surplus]
         if remove:
-            await self._delete_pods(key, remove)
+            await self._delete_pods(jp, remove)
             return
-        if want <= len(active):
+        missing = want - self._waited_terminating(jp.spec, pods) - len(active)
+        if missing <= 0:
             return
         if ix.failed is None:
             left = self._backoff_left(pods.all, jp.now_ts)
@@ -514,7 +577,7 @@ class JobReconciler:
                 jp.wait.append(left)
                 return
         non_pending = ixj.merge(ixj.with_indexes(ix.succeeded, ix.active), ix.failed or [])
-        indexes = ixj.first_pending_indexes(want - len(active), ix.completions, non_pending)
+        indexes = ixj.first_pending_indexes(missing, ix.completions, non_pending)
         counts: dict[int, tuple[int, int]] = {}
         if ix.failed is not None:
             policy = jp.spec.get("podFailurePolicy")
@@ -543,6 +606,12 @@ class JobReconciler:
         templates = [(ixj.index_template(jp.job, i, counts.get(i)), ixj.generate_name_with_index(name, i))
                      for i in indexes]
         await self._create_pods(jp.job, key, len(templates), templates=templates)
+
+    @staticmethod
+    def _waited_terminating(spec: Obj, pods: _JobPods) -> int:
+        """Terminating Pods that still hold their place (manageJob: only when replacements wait
+        for them, podReplacementPolicy Failed)."""
+        return len(pods.terminating) if only_replace_failed_pods(spec) else 0
 
     @staticmethod
     def _want_active(spec: Obj, succeeded: int) -> int:
