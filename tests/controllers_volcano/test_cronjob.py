@@ -16,6 +16,7 @@ from pumice.controllers.volcano.admission.cronjobs import validate_cronjob
 from pumice.controllers.volcano.cronjob import (
     CronJobReconciler,
     Missed,
+    ScheduleError,
     build_job,
     job_name,
     most_recent_schedule_time,
@@ -81,6 +82,41 @@ def test_the_webhook_refuses_what_upstream_refuses(spec: dict, name: str, messag
     cj = cron(name)
     cj["spec"].update(spec)
     assert validate_cronjob(cj) == message
+
+
+def test_exactly_local_is_the_controllers_zone_utc_as_for_no_zone() -> None:
+    """Go's time.LoadLocation("Local") is the controller's zone (UTC for pumice); "local" is no zone."""
+    local, unset = parse_schedule("0 9 * * *", "Local"), parse_schedule("0 9 * * *", None)
+    assert local.next(T0) == unset.next(T0) == dt.datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
+    job = build_job(cron(timeZone="Local"), local.next(T0), local.zone)
+    assert job["metadata"]["annotations"]["volcano.sh/cronjob-scheduled-timestamp"] == "2026-12-02T09:00:00Z"
+    with pytest.raises(ScheduleError, match=r"^unknown time zone local$"):
+        parse_schedule("0 9 * * *", "local")
+
+
+@pytest.mark.parametrize(("zone", "events"), [
+    ("Local", []),
+    ("Mars/Olympus", [("InvalidTimeZone", 'Invalid time zone "Mars/Olympus": unknown time zone Mars/Olympus')]),
+])
+async def test_a_stored_cronjob_with_a_zone_the_webhook_refuses(zone: str, events: list[tuple[str, str]]) -> None:
+    """Stored without the webhook (it refuses both): upstream's controller runs ``Local`` in its
+    own zone and reports an unknown zone as a Warning InvalidTimeZone."""
+    clock = FakeClock((T0 + dt.timedelta(minutes=2)).timestamp())
+    async with local_cluster() as c:
+        body = cron(timeZone=zone)
+        body["metadata"].pop("uid")
+        body["metadata"].pop("creationTimestamp")
+        await c.client.create(body)
+        seen: list[tuple[str, str]] = []
+        cjs = (await c.client.list(scheme.CRON_JOB, "default")).items
+        for o in cjs:
+            o["metadata"]["creationTimestamp"] = "2026-12-01T09:58:30Z"
+        r = CronJobReconciler(c.client, _Lister(cjs), _Lister([]), clock, lambda o, t, reason, m: seen.append((reason, m)))
+        await r.reconcile(Request("default", "nightly"))
+        assert [e for e in seen if e[0] != "SuccessfulCreate"] == events
+        jobs = [j["metadata"]["name"] for j in (await c.client.list(scheme.VCJOB, "default")).items]
+        ran = f"nightly-{int(dt.datetime(2026, 12, 1, 10, 0, tzinfo=UTC).timestamp()) // 60}"
+        assert jobs == ([] if events else [ran])
 
 
 class _Lister:

@@ -82,8 +82,15 @@ class Schedule:
 
 
 def load_zone(name: str) -> dt.tzinfo:
-    """The IANA zone ``name`` ("" = UTC, as Go's LoadLocation). Raises ScheduleError."""
-    if name in ("", "UTC"):
+    """The IANA zone ``name``, as Go's LoadLocation: "" and ``UTC`` are UTC, and exactly
+    ``Local`` is the controller's own zone, which for pumice is UTC (its schedules without a
+    zone run in UTC too, see pumice.api.cron.parse_schedule). The webhook refuses ``Local``;
+    a CronJob stored without it still runs, as upstream's controller runs it.
+
+    Raises:
+        ScheduleError: ``unknown time zone <name>`` (``local`` in another case included).
+    """
+    if name in ("", "UTC", "Local"):
         return UTC
     try:
         return zoneinfo.ZoneInfo(name)
@@ -104,7 +111,8 @@ def parse_schedule(schedule: str, time_zone: str | None) -> Schedule:
         zone = head.split("=", 1)[1]
         load_zone(zone)
     try:
-        return Schedule(expr.strip(), parse_cron(expr, None if zone in ("", "UTC") else zone), load_zone(zone))
+        return Schedule(expr.strip(), parse_cron(expr, None if zone in ("", "UTC", "Local") else zone),
+                        load_zone(zone))
     except ValueError as e:
         raise ScheduleError(f"failed to parse schedule {schedule!r}: {e}") from e
 
