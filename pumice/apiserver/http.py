@@ -304,7 +304,7 @@ class _Api:
             ("PUT", "ephemeralcontainers"): self._put, ("PATCH", "ephemeralcontainers"): self._patch,
             ("PUT", ""): self._put, ("PUT", "status"): self._put, ("PUT", "finalize"): self._put,
             ("PUT", "scale"): self._put_scale_h,
-            ("PATCH", ""): self._patch, ("PATCH", "status"): self._patch, ("PATCH", "finalize"): self._patch,
+            ("PATCH", ""): self._patch, ("PATCH", "status"): self._patch,
             ("PATCH", "scale"): self._patch_scale_h,
             ("DELETE", ""): self._delete,
             ("POST", "binding"): self._post_subresource, ("POST", "eviction"): self._post_subresource,
@@ -385,7 +385,10 @@ class _Api:
         return self._openapi(request, parts)
 
     async def _api(self, request: Request, parts: list[str]) -> Response:
-        """``/api/...`` and ``/apis/...``: discovery documents, or a resource request."""
+        """``/api/...`` and ``/apis/...``: discovery documents (GET only: 405 otherwise, as
+        go-restful answers a route's other methods), or a resource request."""
+        if len(parts) <= (2 if parts[0] == "api" else 3) and request.method != "GET":
+            raise errors.method_not_allowed()
         if parts[0] == "api":
             if len(parts) == 1:
                 return self._discovery_root(request, legacy=True)

@@ -110,3 +110,26 @@ def test_trailing_slashes_are_tolerated(srv: HttpServer) -> None:
     assert c.get("/api/").json()["kind"] == "APIVersions"
     assert c.get("/apis/").json()["kind"] == "APIGroupList"
     assert c.get("/api/v1/namespaces/").json()["kind"] == "NamespaceList"
+
+
+def test_discovery_documents_answer_only_get(srv: HttpServer) -> None:
+    """Each discovery document is a GET route: another method is 405, as go-restful answers
+    (found walking the OpenAPI routes: POST /api/v1 answered the APIResourceList)."""
+    for path in ("/api", "/api/v1", "/apis", "/apis/apps", "/apis/apps/v1", "/apis/ray.io/v1/"):
+        assert http(srv).get(path).status_code == 200, path
+        for method in ("POST", "PUT", "PATCH", "DELETE"):
+            r = http(srv).request(method, path, json={})
+            assert r.status_code == 405 and r.json()["reason"] == "MethodNotAllowed", (method, path)
+
+
+def test_namespace_finalize_is_put_only(srv: HttpServer) -> None:
+    """kube-apiserver's finalize storage only updates: PATCH is 405 (it was served as an update)."""
+    c = http(srv)
+    assert c.post("/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace",
+                                              "metadata": {"name": "fin-put"}}).status_code == 201
+    r = c.patch("/api/v1/namespaces/fin-put/finalize", content=b'{"spec":{"finalizers":[]}}',
+                headers={"Content-Type": "application/merge-patch+json"})
+    assert r.status_code == 405 and r.json()["reason"] == "MethodNotAllowed"
+    ns = c.get("/api/v1/namespaces/fin-put").json()
+    ns["spec"]["finalizers"] = []
+    assert c.put("/api/v1/namespaces/fin-put/finalize", json=ns).status_code == 200
