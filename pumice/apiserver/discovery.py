@@ -36,13 +36,19 @@ _SUB_KIND: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
     "eviction": ("policy", "v1", "Eviction", ("create",)),
     "log": ("", "", "", ("get",)),
     "finalize": ("", "", "", ("update",)),
+    "token": ("authentication.k8s.io", "v1", "TokenRequest", ("create",)),
+    "exec": ("", "v1", "PodExecOptions", ("create", "get")),
+    "attach": ("", "v1", "PodAttachOptions", ("create", "get")),
+    "portforward": ("", "v1", "PodPortForwardOptions", ("create", "get")),
     "ephemeralcontainers": ("", "", "", ("get", "patch", "update")),
     # kind: "<parent kind>ProxyOptions" (PodProxyOptions, ServiceProxyOptions, NodeProxyOptions)
     "proxy": ("", "v1", "ProxyOptions", ("create", "delete", "get", "patch", "update")),
 }
 
 
-def _sub_kind(rk: ResourceKind, sub: str) -> tuple[str, str, str, tuple[str, ...]]:
+def sub_kind(rk: ResourceKind, sub: str) -> tuple[str, str, str, tuple[str, ...]]:
+    """``(group, version, kind, verbs)`` of subresource ``sub`` of ``rk`` as discovery lists it
+    (group, version and kind empty: the parent's)."""
     g, v, kind, verbs = _SUB_KIND.get(sub, ("", "", "", ("get",)))
     if sub == "proxy":
         kind = rk.kind + kind
@@ -115,7 +121,7 @@ def api_resource_list(scheme: Scheme, group: str, version: str) -> Obj | None:
         r["storageVersionHash"] = _storage_hash(rk)
         resources.append(r)
         for sub in rk.subresources:
-            g, v, kind, verbs = _sub_kind(rk, sub)
+            g, v, kind, verbs = sub_kind(rk, sub)
             s: Obj = {"name": f"{rk.plural}/{sub}", "singularName": "", "namespaced": rk.namespaced,
                       "kind": kind or rk.kind, "verbs": list(verbs)}
             if g:
@@ -141,7 +147,7 @@ def _aggregated_resource(rk: ResourceKind) -> Obj:
         r["categories"] = list(rk.categories)
     subs = []
     for sub in rk.subresources:
-        g, v, kind, verbs = _sub_kind(rk, sub)
+        g, v, kind, verbs = sub_kind(rk, sub)
         subs.append({"subresource": sub,
                      "responseKind": {"group": g if kind else rk.group, "version": v or rk.version,
                                       "kind": kind or rk.kind},

@@ -4,12 +4,18 @@ kubectl asks for) and /openapi/v3 (per group-version documents with component sc
 Built-in kinds are described from the protobuf schema (:mod:`pumice.api.protobuf`: every field,
 its JSON name and type), custom resources from their CRD's ``openAPIV3Schema``. Definition names
 follow upstream's (``io.k8s.api.core.v1.Pod``, ``io.ray.v1.RayCluster``); served kinds carry
-``x-kubernetes-group-version-kind``. Every PATCH operation declares the ``fieldValidation``
-parameter, which is what kubectl checks before it relies on server-side field validation.
+``x-kubernetes-group-version-kind``. Paths: every served route
+(:mod:`pumice.apiserver.openapiroutes`), in v2 all of them, in v3 those of the group-version; each
+PATCH declares the ``fieldValidation`` parameter, which is what kubectl checks before it relies on
+server-side field validation. A custom resource's list kind gets a schema of its own
+(``io.ray.v1.RayClusterList``: ``items`` of the kind, ``metadata`` ListMeta). Both documents carry
+the ``BearerToken`` security scheme.
 
-Deviates: no descriptions (upstream's prose is not copied) and no ``required`` lists for built-in
-kinds; in v2, custom resources are schemas without structure (any value validates), as v2 cannot
-express structural schemas; the v2 document has no paths (kubectl reads only its definitions).
+Deviates: no descriptions of fields (upstream's prose is not copied) and no ``required`` lists for
+built-in kinds; in v2, custom resources are schemas without structure (any value validates), as v2
+cannot express structural schemas; parameters are written inline (upstream shares them through
+v2's top-level ``parameters``); the protobuf form carries the definitions only (kubectl reads
+nothing else from it).
 
 Mirrors: k8s.io/kube-openapi pkg/builder (v2), pkg/builder3 (v3), pkg/handler (the protobuf form,
 gnostic's openapi_v2.Document); k8s.io/apiextensions-apiserver pkg/controller/openapi/builder.
@@ -27,6 +33,7 @@ from pumice.api import Obj
 from pumice.api import protobuf as pb
 from pumice.api.scheme import ResourceKind, Scheme
 from pumice.apiserver.crds import CustomResource
+from pumice.apiserver.openapiroutes import STRING, Operation, Param, Route, group_version_routes
 
 __all__ = ["OPENAPI_V2_PROTOBUF", "document_v2", "document_v2_protobuf", "document_v3", "root_v3"]
 
@@ -43,6 +50,7 @@ _SPECIAL: dict[str, Obj] = {
     "k8s.io.apimachinery.pkg.api.resource.Quantity": {"type": "string"},
     "k8s.io.apimachinery.pkg.util.intstr.IntOrString": {"type": "string", "format": "int-or-string"},
     "k8s.io.apimachinery.pkg.runtime.RawExtension": {"type": "object"},
+    f"{_META}.Patch": {"type": "object"},
     "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSON": {},
     "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrBool": {},
     "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrArray": {},
@@ -68,8 +76,9 @@ def definition_name(message: str) -> str:
     return f"io.k8s.{package.replace('_', '-')}.{name}"
 
 
-def _crd_definition_name(cr: CustomResource, version: str) -> str:
-    return ".".join(reversed(cr.group.split("."))) + f".{version}.{cr.kind}"
+def _crd_definition_name(cr: CustomResource, version: str, kind: str) -> str:
+    """``io.ray.v1.RayCluster`` (``kind`` is the CRD's kind or list kind)."""
+    return ".".join(reversed(cr.group.split("."))) + f".{version}.{kind}"
 
 
 def _field_schema(ftype: str, ref: str) -> Obj:
@@ -123,79 +132,211 @@ def _referenced(message: str, seen: set[str]) -> None:
                 _referenced(t, seen)
 
 
-def _builtin_kinds(scheme: Scheme, crds: dict[str, CustomResource],
-                   group_version: tuple[str, str] | None = None) -> list[tuple[ResourceKind, str, str | None]]:
-    """``(kind, message, list message)`` of every served built-in kind (optionally of one GV)."""
-    out = []
-    custom = {(cr.group, cr.plural) for cr in crds.values()}
-    for rk in scheme:
-        if (rk.group, rk.plural) in custom:
-            continue
-        if group_version is not None and (rk.group, rk.version) != group_version:
-            continue
-        msg = pb.message_for(rk.api_version, rk.kind)
-        if msg is not None:
-            out.append((rk, msg, pb.message_for(rk.api_version, rk.list_kind)))
-    return sorted(out, key=lambda t: (t[0].group, t[0].version, t[0].kind))
-
-
 def _gvk(group: str, version: str, kind: str) -> Obj:
     return {"group": group, "kind": kind, "version": version}
 
 
-def _definitions(scheme: Scheme, crds: dict[str, CustomResource], ref: str, *, v3: bool,
-                 group_version: tuple[str, str] | None = None) -> Obj:
-    kinds = _builtin_kinds(scheme, crds, group_version)
-    messages: set[str] = set()
-    gvks: dict[str, list[Obj]] = {}
-    for rk, msg, list_msg in kinds:
-        _referenced(msg, messages)
-        gvks.setdefault(msg, []).append(_gvk(rk.group, rk.version, rk.kind))
-        if list_msg is not None:
-            _referenced(list_msg, messages)
-            gvks.setdefault(list_msg, []).append(_gvk(rk.group, rk.version, rk.list_kind))
-    if group_version in (None, ("", "v1")) or crds:
-        # kubectl looks up meta kinds (DeleteOptions, Status, WatchEvent) and v1 List by GVK
-        for kind in ("Status", "DeleteOptions", "WatchEvent"):
+def _custom_by_kind(crds: dict[str, CustomResource]) -> dict[tuple[str, str], CustomResource]:
+    return {(cr.group, cr.kind): cr for cr in crds.values()} | {(cr.group, cr.list_kind): cr for cr in crds.values()}
+
+
+class _Definitions:
+    """Resolves ``(api_version, kind)`` to a definition name and records every definition the
+    routes need, then builds them (each built-in message with the messages its fields reach).
+
+    Built-in kinds are described from the protobuf schema, custom kinds from their CRD (v3: its
+    ``openAPIV3Schema``; v2: a schema without structure), their lists from the kind."""
+
+    def __init__(self, scheme: Scheme, crds: dict[str, CustomResource], ref: str, *, v3: bool) -> None:
+        self.scheme = scheme
+        self.crds = crds
+        self.ref = ref
+        self.v3 = v3
+        self._custom = _custom_by_kind(crds)
+        self._custom_resources = {(cr.group, cr.plural) for cr in crds.values()}
+        self.messages: set[str] = set()
+        self.custom: set[tuple[str, str, str]] = set()  # (group, version, kind or list kind)
+
+    def is_custom(self, rk: ResourceKind) -> bool:
+        return (rk.group, rk.plural) in self._custom_resources
+
+    def __call__(self, api_version: str, kind: str) -> str | None:
+        group, _, version = api_version.rpartition("/")
+        if api_version == "meta/v1":
+            msg: str | None = f"{_META}.{kind}"
+            if msg not in pb.schema().messages and msg not in _SPECIAL:
+                return None
+        else:
+            cr = self._custom.get((group, kind))
+            if cr is not None:
+                ver = cr.versions.get(version)
+                if ver is None or not ver.served:
+                    return None
+                self.custom.add((group, version, kind))
+                if kind == cr.list_kind:  # a list refers to its items and ListMeta
+                    self.custom.add((group, version, cr.kind))
+                    self.messages.add(f"{_META}.ListMeta")
+                return _crd_definition_name(cr, version, kind)
+            msg = pb.message_for(api_version, kind)
+            if msg is None:
+                return None
+        self.messages.add(msg)
+        return definition_name(msg)
+
+    def build(self, kinds: list[ResourceKind]) -> Obj:
+        """The definitions recorded (plus ObjectMeta, Status, DeleteOptions and WatchEvent, which
+        kubectl looks up), ``x-kubernetes-group-version-kind`` on each served kind of ``kinds``."""
+        messages: set[str] = set()
+        for m in sorted(self.messages):
+            _referenced(m, messages)
+        for kind in ("ObjectMeta", "Status", "DeleteOptions", "WatchEvent"):
             _referenced(f"{_META}.{kind}", messages)
-        messages.add(f"{_META}.ObjectMeta")
-        _referenced(f"{_META}.ObjectMeta", messages)
-    defs: Obj = {}
-    for m in sorted(messages):
-        if m not in pb.schema().messages and m not in _SPECIAL:
-            continue
-        schema = copy.deepcopy(_message_schema(m, ref))
-        if m in gvks:
-            schema["x-kubernetes-group-version-kind"] = gvks[m]
-            props = schema.setdefault("properties", {})
-            props.setdefault("apiVersion", {"type": "string"})
-            props.setdefault("kind", {"type": "string"})
-        defs[definition_name(m)] = schema
-    for cr in sorted(crds.values(), key=lambda c: c.resource):
-        for vname, ver in sorted(cr.versions.items()):
-            if not ver.served:
+        gvks: dict[str, list[Obj]] = {}
+        for rk in sorted(kinds, key=lambda r: (r.group, r.version, r.kind)):
+            if self.is_custom(rk):
                 continue
-            if group_version is not None and group_version != (cr.group, vname):
+            for kind in (rk.kind, rk.list_kind):
+                msg = pb.message_for(rk.api_version, kind)
+                if msg is not None and _gvk(rk.group, rk.version, kind) not in gvks.get(msg, []):
+                    gvks.setdefault(msg, []).append(_gvk(rk.group, rk.version, kind))
+        defs: Obj = {}
+        for m in sorted(messages):
+            if m not in pb.schema().messages and m not in _SPECIAL:
                 continue
-            gvk = [_gvk(cr.group, vname, cr.kind)]
-            if v3 and ver.schema:
-                schema = copy.deepcopy(ver.schema)
+            schema = copy.deepcopy(_message_schema(m, self.ref))
+            if m in gvks:
+                schema["x-kubernetes-group-version-kind"] = gvks[m]
                 props = schema.setdefault("properties", {})
-                props["apiVersion"] = {"type": "string"}
-                props["kind"] = {"type": "string"}
-                props["metadata"] = {"$ref": ref + definition_name(f"{_META}.ObjectMeta")}
-                schema.setdefault("type", "object")
-            else:
-                schema = {}
-            schema["x-kubernetes-group-version-kind"] = gvk
-            defs[_crd_definition_name(cr, vname)] = schema
-    return defs
+                props.setdefault("apiVersion", {"type": "string"})
+                props.setdefault("kind", {"type": "string"})
+            defs[definition_name(m)] = schema
+        for group, version, kind in sorted(self.custom):
+            cr = self._custom[(group, kind)]
+            if kind != cr.list_kind:
+                defs[_crd_definition_name(cr, version, kind)] = self._custom_schema(cr, version)
+                continue
+            defs[_crd_definition_name(cr, version, kind)] = {
+                "type": "object", "required": ["items"], "properties": {
+                    "apiVersion": {"type": "string"},
+                    "items": {"type": "array", "items": {"$ref": self.ref + _crd_definition_name(cr, version, cr.kind)}},
+                    "kind": {"type": "string"},
+                    "metadata": {"$ref": self.ref + definition_name(f"{_META}.ListMeta")},
+                }, "x-kubernetes-group-version-kind": [_gvk(group, version, kind)]}
+        return dict(sorted(defs.items()))
+
+    def _custom_schema(self, cr: CustomResource, version: str) -> Obj:
+        ver = cr.versions[version]
+        schema: Obj
+        if self.v3 and ver.schema:
+            schema = copy.deepcopy(ver.schema)
+            props = schema.setdefault("properties", {})
+            props["apiVersion"] = {"type": "string"}
+            props["kind"] = {"type": "string"}
+            props["metadata"] = {"$ref": self.ref + definition_name(f"{_META}.ObjectMeta")}
+            schema.setdefault("type", "object")
+        else:
+            schema = {}
+        schema["x-kubernetes-group-version-kind"] = [_gvk(cr.group, version, cr.kind)]
+        return schema
+
+
+def _routes(scheme: Scheme, defs: _Definitions, group_version: tuple[str, str] | None = None) -> list[Route]:
+    routes: list[Route] = []
+    for g, v in scheme.group_versions():
+        if group_version is None or group_version == (g, v):
+            routes += group_version_routes(g, v, scheme.kinds_in(g, v), defs, defs.is_custom)
+    return routes
+
+
+def _params(params: tuple[Param, ...], *, v3: bool) -> list[Obj]:
+    out = []
+    for p in params:
+        o: Obj = {"name": p.name, "in": p.location}
+        if p.required:
+            o["required"] = True
+        if v3:
+            o["schema"] = {"type": p.type}
+        else:
+            o["type"] = p.type
+        out.append(o)
+    return out
+
+
+_REASONS = {"200": "OK", "201": "Created", "202": "Accepted", "401": "Unauthorized"}
+
+
+def _schema_of(definition: str, ref: str) -> Obj:
+    return {"type": "string"} if definition == STRING else {"$ref": ref + definition}
+
+
+def _operation_v2(op: Operation) -> Obj:
+    ref = "#/definitions/"
+    params = []
+    if op.body is not None:
+        body: Obj = {"name": "body", "in": "body", "schema": _schema_of(op.body, ref)}
+        if op.body_required:
+            body["required"] = True
+        params.append(body)
+    params += _params(op.params, v3=False)
+    out: Obj = {"description": op.description, "operationId": op.operation_id, "consumes": list(op.consumes),
+                "produces": list(op.produces)}
+    if params:
+        out["parameters"] = params
+    out["responses"] = {code: {"description": _REASONS[code], "schema": _schema_of(d, ref)} for code, d in op.responses}
+    out["responses"]["401"] = {"description": _REASONS["401"]}
+    return out
+
+
+def _operation_v3(op: Operation) -> Obj:
+    ref = "#/components/schemas/"
+    out: Obj = {"description": op.description, "operationId": op.operation_id}
+    if op.params:
+        out["parameters"] = _params(op.params, v3=True)
+    if op.body is not None:
+        out["requestBody"] = {"content": {t: {"schema": _schema_of(op.body, ref)} for t in op.consumes}}
+        if op.body_required:
+            out["requestBody"]["required"] = True
+    out["responses"] = {code: {"description": _REASONS[code],
+                               "content": {t: {"schema": _schema_of(d, ref)} for t in op.produces}}
+                        for code, d in op.responses}
+    out["responses"]["401"] = {"description": _REASONS["401"]}
+    return out
+
+
+def _paths(routes: list[Route], *, v3: bool) -> Obj:
+    paths: Obj = {}
+    for r in routes:
+        item: Obj = {}
+        if r.params:
+            item["parameters"] = _params(r.params, v3=v3)
+        for op in r.operations:
+            o = _operation_v3(op) if v3 else _operation_v2(op)
+            o["tags"] = [r.tag]
+            if op.action:
+                o["x-kubernetes-action"] = op.action
+            if op.gvk is not None:
+                o["x-kubernetes-group-version-kind"] = _gvk(*op.gvk)
+            item[op.method] = o
+        paths[r.path] = item
+    return paths
+
+
+#: the bearer token every request but the public ones carries (kube-apiserver's BearerToken scheme)
+_BEARER: Obj = {"type": "apiKey", "name": "authorization", "in": "header",
+                "description": "Bearer token: 'authorization: Bearer <token>'"}
 
 
 def document_v2(scheme: Scheme, crds: dict[str, CustomResource]) -> Obj:
-    """The Swagger 2.0 document: definitions of every served kind (no paths)."""
-    return {"swagger": "2.0", "info": {"title": "Kubernetes", "version": _version()}, "paths": {},
-            "definitions": _definitions(scheme, crds, "#/definitions/", v3=False)}
+    """The Swagger 2.0 document: every served route (:mod:`pumice.apiserver.openapiroutes`) and
+    the definitions of every served kind and of what the routes reference."""
+    defs = _Definitions(scheme, crds, "#/definitions/", v3=False)
+    for rk in scheme:  # every served kind, even one no route references
+        defs(rk.api_version, rk.kind)
+    routes = _routes(scheme, defs)
+    definitions = defs.build(list(scheme))
+    return {"swagger": "2.0", "info": {"title": "Kubernetes", "version": _version()},
+            "paths": _paths(routes, v3=False), "definitions": definitions,
+            "securityDefinitions": {"BearerToken": _BEARER}, "security": [{"BearerToken": []}]}
 
 
 def _version() -> str:
@@ -220,24 +361,20 @@ def _gv_path(group: str, version: str) -> str:
 
 
 def document_v3(scheme: Scheme, crds: dict[str, CustomResource], group: str, version: str) -> Obj | None:
-    """The OpenAPI 3.0 document of one group-version: a PATCH operation per kind (declaring
-    ``fieldValidation``) and the component schemas of its kinds."""
+    """The OpenAPI 3.0 document of one group-version: its routes (every operation, see
+    :mod:`pumice.apiserver.openapiroutes`) and the component schemas they reference, with its
+    kinds'. None when the group-version is not served."""
     kinds = scheme.kinds_in(group, version)
     if not kinds:
         return None
-    paths: Obj = {}
-    prefix = "/" + _gv_path(group, version)
-    for rk in kinds:
-        path = f"{prefix}/namespaces/{{namespace}}/{rk.plural}/{{name}}" if rk.namespaced \
-            else f"{prefix}/{rk.plural}/{{name}}"
-        paths[path] = {"patch": {
-            "x-kubernetes-group-version-kind": _gvk(rk.group, rk.version, rk.kind),
-            "parameters": [{"name": "fieldValidation", "in": "query", "schema": {"type": "string"}}],
-            "responses": {"200": {"description": "OK"}},
-        }}
-    schemas = _definitions(scheme, crds, "#/components/schemas/", v3=True, group_version=(group, version))
-    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": _version()}, "paths": paths,
-            "components": {"schemas": schemas}}
+    defs = _Definitions(scheme, crds, "#/components/schemas/", v3=True)
+    for rk in kinds:  # every kind of the group-version, even one no route references
+        defs(rk.api_version, rk.kind)
+    routes = _routes(scheme, defs, (group, version))
+    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": _version()},
+            "paths": _paths(routes, v3=True),
+            "components": {"schemas": defs.build(kinds), "securitySchemes": {"BearerToken": _BEARER}},
+            "security": [{"BearerToken": []}]}
 
 
 # ---------------------------------------------------------------------- gnostic openapi_v2 protobuf
