@@ -2083,20 +2083,16 @@ def _validate_indexed_limits(spec: Obj) -> list[FieldCause]:
     return out
 
 
-def _validate_job(obj: Obj, old: Obj | None) -> list[FieldCause]:
-    """ValidateJob / validateJobSpec / ValidateJobSpecUpdate in upstream's order (the counters,
-    backoffLimitPerIndex and maxFailedIndexes, completionMode and its Indexed limits,
-    successPolicy, the template), then the Indexed hostname check on the name and, on update,
-    the immutable fields and the elastic completions rule."""
-    spec = obj.get("spec")
-    if not isinstance(spec, dict):
-        return [_required("spec")]
+def _validate_job_spec(spec: Obj) -> list[FieldCause]:
+    """validateJobSpec in upstream's order (the counters, backoffLimitPerIndex and
+    maxFailedIndexes, managedBy, completionMode and its Indexed limits, podFailurePolicy,
+    successPolicy, podReplacementPolicy, the template and its restartPolicy), with the selector
+    rules of ValidateJobSpec when a selector is set. Paths under ``spec``."""
     out: list[FieldCause] = []
-    for key in ("parallelism", "completions", "backoffLimit"):
+    for key in ("parallelism", "completions"):
         out += _non_negative(spec, key)
-    ads = spec.get("activeDeadlineSeconds")
-    if ads is not None and (not isinstance(ads, int) or ads <= 0):
-        out.append(_invalid("spec.activeDeadlineSeconds", ads, "must be greater than or equal to 1"))
+    out += _non_negative_at(spec.get("activeDeadlineSeconds"), "spec.activeDeadlineSeconds")
+    out += _non_negative(spec, "backoffLimit")
     out += _non_negative_at(spec.get("ttlSecondsAfterFinished"), "spec.ttlSecondsAfterFinished")
     bpi, mfi = spec.get("backoffLimitPerIndex"), spec.get("maxFailedIndexes")
     out += _non_negative_at(bpi, "spec.backoffLimitPerIndex")
@@ -2137,6 +2133,33 @@ def _validate_job(obj: Obj, old: Obj | None) -> list[FieldCause]:
     elif pfp is not None and restart != "Never":
         out.append(_invalid("spec.template.spec.restartPolicy", restart,
                             'only "Never" is supported when podFailurePolicy is specified'))
+    return out
+
+
+def validate_job_template_spec(spec: Any, field: str) -> list[FieldCause]:
+    """ValidateJobTemplateSpec (a CronJob's ``spec.jobTemplate`` spec at ``field``): the Job
+    spec rules, then no selector (it is generated) and no manualSelector true."""
+    if not isinstance(spec, dict):
+        return []
+    out = [FieldCause(field + c.field[len("spec"):], c.message, c.reason)
+           for c in _validate_job_spec({k: v for k, v in spec.items() if k != "selector"})]
+    if spec.get("selector") is not None:
+        out.append(_invalid(f"{field}.selector", spec["selector"], "`selector` will be auto-generated"))
+    if spec.get("manualSelector") is True:
+        out.append(_not_supported(f"{field}.manualSelector", True, ["nil", "false"]))
+    return out
+
+
+def _validate_job(obj: Obj, old: Obj | None) -> list[FieldCause]:
+    """ValidateJob / ValidateJobSpecUpdate: the spec (:func:`_validate_job_spec`), then the
+    Indexed hostname check on the name and, on update, the immutable fields and the elastic
+    completions rule."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return [_required("spec")]
+    out = _validate_job_spec(spec)
+    mode, bpi = spec.get("completionMode"), spec.get("backoffLimitPerIndex")
+    pfp, sp = spec.get("podFailurePolicy"), spec.get("successPolicy")
     completions = spec.get("completions")
     name = str((obj.get("metadata") or {}).get("name") or "")
     if mode == "Indexed" and _is_int(completions) and completions > 0 and name:

@@ -99,6 +99,16 @@ def replicaset(obj: Obj) -> None:
     _template(obj)
 
 
+def pod_failure_policy(job_spec: Obj) -> None:
+    """SetDefaults_PodFailurePolicyOnPodConditionsPattern on every pattern of a Job spec's (or a
+    CronJob jobTemplate's) podFailurePolicy: an unset status is ``True``."""
+    pfp = job_spec.get("podFailurePolicy")
+    for rule in (pfp.get("rules") or []) if isinstance(pfp, dict) else []:
+        for pattern in (rule.get("onPodConditions") or []) if isinstance(rule, dict) else []:
+            if isinstance(pattern, dict) and not pattern.get("status"):
+                pattern["status"] = "True"
+
+
 def job(obj: Obj) -> None:
     """Batch Job defaults (SetDefaults_Job: podReplacementPolicy ``Failed`` when a
     podFailurePolicy is set, else ``TerminatingOrFailed``; onPodConditions status ``True``), plus
@@ -117,11 +127,7 @@ def job(obj: Obj) -> None:
     # JobPodReplacementPolicy (on since 1.29): only Failed Pods are replaced under a podFailurePolicy
     pfp = spec.get("podFailurePolicy")
     spec.setdefault("podReplacementPolicy", "TerminatingOrFailed" if pfp is None else "Failed")
-    if isinstance(pfp, dict):
-        for rule in pfp.get("rules") or []:  # SetDefaults_PodFailurePolicyOnPodConditionsPattern
-            for pattern in (rule.get("onPodConditions") or []) if isinstance(rule, dict) else []:
-                if isinstance(pattern, dict) and not pattern.get("status"):
-                    pattern["status"] = "True"
+    pod_failure_policy(spec)
     tpl = spec.setdefault("template", {})
     md = obj.get("metadata", {})
     uid, name = md.get("uid", ""), md.get("name", "")

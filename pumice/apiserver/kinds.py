@@ -19,7 +19,12 @@ from pumice.api.admission import FieldCause
 from pumice.api.cron import parse_schedule, time_zone_errors
 from pumice.api.scheme import ResourceKind
 from pumice.api.selectors import from_label_selector
-from pumice.api.validation import validate_object, validate_percent_or_count, validate_pod_spec
+from pumice.api.validation import (
+    validate_job_template_spec,
+    validate_object,
+    validate_percent_or_count,
+    validate_pod_spec,
+)
 from pumice.apiserver import defaults as kdefaults
 from pumice.apiserver.strategy import Strategy, register
 
@@ -78,6 +83,7 @@ def cronjob(obj: Obj) -> None:
     if isinstance(jt, dict) and isinstance(jt.get("spec"), dict):
         js = jt["spec"]
         _template(js)
+        kdefaults.pod_failure_policy(js)
         js.setdefault("backoffLimit", 6)
         js.setdefault("completionMode", "NonIndexed")
         js.setdefault("suspend", False)
@@ -239,8 +245,7 @@ def _check_cronjob(spec: Obj, old: Obj | None) -> list[FieldCause]:
     if not isinstance(spec.get("jobTemplate"), dict):
         out.append(_required("spec.jobTemplate"))
     else:
-        out += _template_spec(spec["jobTemplate"].get("spec") or {}, "spec.jobTemplate.spec.template.spec",
-                              ["OnFailure", "Never"])
+        out += validate_job_template_spec(spec["jobTemplate"].get("spec") or {}, "spec.jobTemplate.spec")
     return out
 
 

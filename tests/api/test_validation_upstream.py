@@ -13,7 +13,12 @@ import pytest
 
 from pumice.api import Obj
 from pumice.api.scheme import ResourceKind
-from pumice.api.validation import DNS1123_LABEL_ERR, DNS1123_SUBDOMAIN_ERR, validate_object
+from pumice.api.validation import (
+    DNS1123_LABEL_ERR,
+    DNS1123_SUBDOMAIN_ERR,
+    validate_job_template_spec,
+    validate_object,
+)
 from pumice.apiserver import defaults, kinds
 
 
@@ -528,6 +533,32 @@ def test_pod_failure_policy_and_managed_by_are_immutable() -> None:
     assert [(c.field, c.message) for c in validate_object(JOB, new, old)] == [
         ("spec.podFailurePolicy", f"Invalid value: {shown}: field is immutable"),
         ("spec.managedBy", 'Invalid value: "kubernetes.io/job-controller": field is immutable')]
+
+
+def test_job_active_deadline_zero_is_valid_and_negative_is_not() -> None:
+    """validateJobSpec checks activeDeadlineSeconds with ValidateNonnegativeField."""
+    assert causes(JOB, job(activeDeadlineSeconds=0)) == []
+    assert causes(JOB, job(activeDeadlineSeconds=-1)) == [
+        ("spec.activeDeadlineSeconds", "FieldValueInvalid", "Invalid value: -1: must be greater than or equal to 0")]
+
+
+def test_a_cronjobs_job_template_gets_the_job_spec_rules() -> None:
+    """ValidateJobTemplateSpec: validateJobSpec under spec.jobTemplate.spec, no selector, no
+    manualSelector true."""
+    spec = job(podFailurePolicy=pfp(on_codes(values=[2, 1])), podReplacementPolicy="TerminatingOrFailed",
+               selector={"matchLabels": {"a": "b"}}, manualSelector=True, managedBy="x")["spec"]
+    got = [(c.field, c.reason, c.message) for c in validate_job_template_spec(spec, "spec.jobTemplate.spec")]
+    assert got == [
+        ("spec.jobTemplate.spec.managedBy", "FieldValueInvalid",
+         'Invalid value: "x": must be a domain-prefixed path (such as "acme.io/foo")'),
+        ("spec.jobTemplate.spec.podFailurePolicy.rules[0].onExitCodes.values", "FieldValueInvalid",
+         "Invalid value: []int32{2, 1}: must be ordered"),
+        ("spec.jobTemplate.spec.podReplacementPolicy", "FieldValueNotSupported",
+         'Unsupported value: "TerminatingOrFailed": supported values: "Failed"'),
+        ("spec.jobTemplate.spec.selector", "FieldValueInvalid",
+         'Invalid value: {"matchLabels":{"a":"b"}}: `selector` will be auto-generated'),
+        ("spec.jobTemplate.spec.manualSelector", "FieldValueNotSupported",
+         'Unsupported value: true: supported values: "nil", "false"')]
 
 
 # --- Services and Secrets -------------------------------------------------------------------------

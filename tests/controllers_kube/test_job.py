@@ -521,3 +521,23 @@ async def test_a_job_managed_by_another_controller_is_left_alone() -> None:
         pods = await job_pods(env)
         assert [p["metadata"]["labels"]["job-name"] for p in pods] == ["ours"]
         assert not (await env.client.get(JOB, "theirs", "default")).get("status")
+
+
+async def test_a_cronjobs_job_template_is_refused_with_the_job_rules_under_its_path() -> None:
+    async with chain(manager=False) as env:
+        template = job("unused")["spec"]
+        template["podFailurePolicy"] = {"rules": [{"action": "Ignore",
+                                                   "onPodConditions": [{"type": "DisruptionTarget"}]}]}
+        template["template"]["spec"]["restartPolicy"] = "OnFailure"
+        cj = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "nightly", "namespace": "default"},
+              "spec": {"schedule": "0 3 * * *", "jobTemplate": {"spec": template}}}
+        with pytest.raises(ApiError) as e:
+            await env.client.create(cj)
+        assert e.value.code == 422
+        assert [(c["field"], c["message"]) for c in e.value.status["details"]["causes"]] == [
+            ("spec.jobTemplate.spec.template.spec.restartPolicy",
+             'Invalid value: "OnFailure": only "Never" is supported when podFailurePolicy is specified')]
+        template["template"]["spec"]["restartPolicy"] = "Never"
+        created = await env.client.create(cj)
+        assert created["spec"]["jobTemplate"]["spec"]["podFailurePolicy"]["rules"][0]["onPodConditions"] == [
+            {"type": "DisruptionTarget", "status": "True"}]
