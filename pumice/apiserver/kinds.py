@@ -238,8 +238,11 @@ def _check_cronjob(spec: Obj, old: Obj | None) -> list[FieldCause]:
         why = cron_schedule_error(str(schedule))
         if why:
             out.append(_invalid("spec.schedule", schedule, why))
-    if spec.get("timeZone") is not None:
-        out += [_invalid("spec.timeZone", spec["timeZone"], why) for why in time_zone_errors(str(spec["timeZone"]))]
+    # validateCronJobSpec checks the zone on create and when an update changes it, so a CronJob
+    # stored with a zone refused since (Local) can still be updated
+    tz = spec.get("timeZone")
+    if tz is not None and (old is None or (old.get("spec") or {}).get("timeZone") != tz):
+        out += [_invalid("spec.timeZone", tz, why) for why in time_zone_errors(str(tz))]
     if spec.get("concurrencyPolicy") not in ("Allow", "Forbid", "Replace"):
         out.append(_unsupported("spec.concurrencyPolicy", spec.get("concurrencyPolicy"), ["Allow", "Forbid", "Replace"]))
     if not isinstance(spec.get("jobTemplate"), dict):

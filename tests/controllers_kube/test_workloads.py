@@ -237,6 +237,22 @@ async def test_cronjob_with_an_unknown_time_zone_is_invalid(zone: str, message: 
         assert ok["spec"]["timeZone"] == "Asia/Shanghai"
 
 
+def test_a_cronjob_stored_in_the_local_zone_can_be_updated_but_not_moved_into_it() -> None:
+    """validateCronJobSpec checks timeZone on create and when an update changes it."""
+    from pumice.apiserver.kinds import _check_cronjob
+
+    template = {"spec": {"template": {"spec": {"restartPolicy": "Never",
+                                               "containers": [{"name": "c", "image": "busybox"}]}}}}
+    stored = {"spec": {"schedule": "0 * * * *", "timeZone": "Local", "concurrencyPolicy": "Allow",
+                       "jobTemplate": template}}
+    suspended = {"spec": {**stored["spec"], "suspend": True}}
+    assert _check_cronjob(suspended["spec"], stored) == []
+    utc = {"spec": {**stored["spec"], "timeZone": "UTC"}}
+    assert [(c.field, c.message) for c in _check_cronjob(stored["spec"], utc)] == [
+        ("spec.timeZone", 'Invalid value: "Local": timeZone must be an explicit time zone as defined in '
+                          "https://www.iana.org/time-zones")]
+
+
 @pytest.mark.parametrize(("key", "value"), [("minAvailable", "200%"), ("maxUnavailable", "101%")])
 async def test_a_pod_disruption_budget_over_100_percent_is_invalid(key: str, value: str) -> None:
     # trial 11 F-13: ValidatePodDisruptionBudgetSpec -> IsNotMoreThan100Percent
