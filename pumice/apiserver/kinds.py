@@ -74,6 +74,9 @@ def daemonset(obj: Obj) -> None:
 
 
 def cronjob(obj: Obj) -> None:
+    """SetObjectDefaults_CronJob: SetDefaults_CronJob, and in the jobTemplate only the pod spec and
+    the podFailurePolicy patterns (SetDefaults_Job is for Jobs: the controller's Job gets it when
+    it is created)."""
     spec = obj.setdefault("spec", {})
     spec.setdefault("concurrencyPolicy", "Allow")
     spec.setdefault("suspend", False)
@@ -84,13 +87,6 @@ def cronjob(obj: Obj) -> None:
         js = jt["spec"]
         _template(js)
         kdefaults.pod_failure_policy(js)
-        js.setdefault("backoffLimit", 6)
-        js.setdefault("completionMode", "NonIndexed")
-        js.setdefault("suspend", False)
-        if "completions" not in js and "parallelism" not in js:
-            js["completions"] = 1
-            js["parallelism"] = 1
-        js.setdefault("parallelism", 1)
 
 
 def replication_controller(obj: Obj) -> None:

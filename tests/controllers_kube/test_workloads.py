@@ -237,6 +237,18 @@ async def test_cronjob_with_an_unknown_time_zone_is_invalid(zone: str, message: 
         assert ok["spec"]["timeZone"] == "Asia/Shanghai"
 
 
+async def test_a_cronjobs_job_template_keeps_the_job_fields_unset() -> None:
+    """SetObjectDefaults_CronJob does not run SetDefaults_Job on the jobTemplate: backoffLimit,
+    completions, parallelism, completionMode and suspend stay unset (pumice used to fill them)."""
+    async with chain(nodes=1, manager=False) as env:
+        made = await env.client.create({"apiVersion": "batch/v1", "kind": "CronJob",
+                                        "metadata": {"name": "plain", "namespace": "default"},
+                                        "spec": {"schedule": "0 * * * *", "jobTemplate": {"spec": {"template": {"spec": {
+                                            "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}})
+        assert list(made["spec"]["jobTemplate"]["spec"]) == ["template"]
+        assert made["spec"]["jobTemplate"]["spec"]["template"]["spec"]["dnsPolicy"] == "ClusterFirst"
+
+
 def test_a_cronjob_stored_in_the_local_zone_can_be_updated_but_not_moved_into_it() -> None:
     """validateCronJobSpec checks timeZone on create and when an update changes it."""
     from pumice.apiserver.kinds import _check_cronjob
