@@ -1,11 +1,14 @@
 """``pumice up``: the embedded control plane on one machine.
 
-Runs, in one process and one asyncio loop: the API server (HTTP on loopback, so kubectl works,
+Runs, in one process: on one asyncio loop, the API server (HTTP on loopback, so kubectl works,
 kubeconfig at ``<data-dir>/kubeconfig``), the controller manager (kube, ray, volcano
-controllers), the default scheduler and the Volcano scheduler, and one node agent (process
-runtime by default: real processes, real Ray). Components other than the API server talk to it
-through the in-process streaming transport: the same client code as against a real cluster,
-without sockets.
+controllers), the default scheduler and one node agent (process runtime by default: real
+processes, real Ray); on threads of their own, each with its own loop, the Volcano scheduler
+(whose sessions are long synchronous Python, as upstream's are one goroutine: on the API
+server's loop a session over thousands of Pods would hold every API request for its duration)
+and the web UI. Components other than the API server talk to it through the in-process
+streaming transport (from the Volcano scheduler's thread, each exchange is run on the API
+server's loop): the same client code as against a real cluster, without sockets.
 
 Stops cleanly on SIGINT/SIGTERM: the node agent stops its Pods' processes and removes their
 network namespaces before the process exits.
@@ -77,6 +80,10 @@ class UpOptions:
     """The API server's ``--service-cluster-ip-range`` (IPv4 CIDR)."""
     service_node_port_range: tuple[int, int] = (30000, 32767)
     """The API server's ``--service-node-port-range``."""
+    volcano_thread: bool = True
+    """Run the Volcano scheduler on its own thread and event loop (see :func:`_start_components`);
+    False runs it on the API server's loop, as before session 13 (``bench/up_responsive.py``'s
+    baseline)."""
 
 
 async def run_up(
@@ -139,10 +146,15 @@ async def run_up(
             await res
 
     clients: list[Client] = []
+    loop = asyncio.get_running_loop()
 
-    def client(component: str) -> Client:
-        c = in_process(server.app, scheme=server.scheme, user_agent=component_user_agent(component))
-        clients.append(c)
+    def client(component: str, *, other_thread: bool = False) -> Client:
+        """An in-process client of the component's name; ``other_thread``: for use on another
+        thread's loop (its exchanges run on this loop), closed by its user there."""
+        c = in_process(server.app, scheme=server.scheme, user_agent=component_user_agent(component),
+                       loop=loop if other_thread else None)
+        if not other_thread:
+            clients.append(c)
         return c
 
     tasks = _start_components(opts, client, server.url, stop, root_ca=_root_ca(server),
@@ -174,7 +186,10 @@ def _start_components(opts: UpOptions, client: Callable[[str], Any], apiserver_u
                       add_proxy_backend: Callable[[Any], Any] | None = None) -> list[asyncio.Task[None]]:
     """Start the controller manager, the default (and with ``volcano`` the Volcano) scheduler and
     the node agent as tasks, each with its own in-process client (``client(component)``); the
-    node agent is last, so that it is stopped first. With the simulated runtime,
+    node agent is last, so that it is stopped first. The Volcano scheduler (informers, cache and
+    sessions) runs on its own thread and loop (``opts.volcano_thread``, see
+    :func:`pumice.runtime.thread.run_in_thread`), its client made with
+    ``client(component, other_thread=True)``; its task ends when the thread has. With the simulated runtime,
     ``add_proxy_backend`` (the API server's) gets the simulated Ray dashboards, so that
     ``services/<head svc>:dashboard/proxy/...`` reaches them."""
     from pumice.cli._controllers import controller_setups
@@ -204,13 +219,7 @@ def _start_components(opts: UpOptions, client: Callable[[str], Any], apiserver_u
     ))
     tasks.append(asyncio.create_task(run_scheduler(client("scheduler"), stop_event=stop), name="default-scheduler"))
     if "volcano" in opts.controllers:
-        from pumice.scheduler import volcano
-
-        tasks.append(asyncio.create_task(
-            volcano.run(client("volcano-scheduler"), conf_path=opts.scheduler_conf, stop_event=stop,
-                        publish_conf=True),
-            name="volcano-scheduler",
-        ))
+        tasks.append(asyncio.create_task(_volcano_scheduler(opts, client, stop), name="volcano-scheduler"))
         if opts.agent_scheduler:
             from pumice.scheduler.volcano.agent.live import run as run_agent_scheduler
 
@@ -220,6 +229,31 @@ def _start_components(opts: UpOptions, client: Callable[[str], Any], apiserver_u
     agent_holder.append(agent)
     tasks.append(asyncio.create_task(agent.run(stop_event=stop), name="node-agent"))
     return tasks
+
+
+async def _volcano_scheduler(opts: UpOptions, client: Callable[..., Any], stop: asyncio.Event) -> None:
+    """The Volcano scheduler until ``stop`` is set: on its own thread and loop with
+    ``opts.volcano_thread`` (the API server answers while a session runs), else on this loop.
+
+    Raises:
+        whatever the scheduler raised (ConfigError for a bad configuration, ...).
+    """
+    from pumice.runtime.thread import run_in_thread
+    from pumice.scheduler import volcano
+
+    if not opts.volcano_thread:
+        await volcano.run(client("volcano-scheduler"), conf_path=opts.scheduler_conf, stop_event=stop,
+                          publish_conf=True)
+        return
+
+    async def main(stop_here: asyncio.Event) -> None:
+        api = client("volcano-scheduler", other_thread=True)
+        try:
+            await volcano.run(api, conf_path=opts.scheduler_conf, stop_event=stop_here, publish_conf=True)
+        finally:
+            await api.close()
+
+    await run_in_thread(main, stop_event=stop, name="volcano-scheduler")
 
 
 def _simulated_ray_dashboard(api: Any, agent_holder: list[Any]) -> tuple[Any, Any]:

@@ -164,7 +164,8 @@ class Client:
         self._ua = self.user_agent.encode()
         self._lightkube: Any = None
         self._kinds: dict[tuple[str, str], ResourceKind] = {}
-        self._direct = DirectASGI(transport.app) if isinstance(transport, StreamingASGITransport) else None
+        self._direct = (DirectASGI(transport.app, loop=transport.loop)
+                        if isinstance(transport, StreamingASGITransport) else None)
         self._aio = (AioHTTP(config, timeout=timeout, user_agent=self.user_agent)
                      if transport is None and aio_supports(config) else None)
 

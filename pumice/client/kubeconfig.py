@@ -11,6 +11,7 @@ Errors: :class:`FileNotFoundError` for a missing file; lightkube's ``ConfigError
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 from typing import Any
@@ -140,10 +141,13 @@ def in_process_config(namespace: str = "default") -> SingleConfig:
 
 
 def in_process(app: Any, *, scheme: Scheme | None = None, field_manager: str = "pumice",
-               namespace: str = "default", user_agent: str | None = None) -> Client:
+               namespace: str = "default", user_agent: str | None = None,
+               loop: asyncio.AbstractEventLoop | None = None) -> Client:
     """A Client that sends every request straight into ``app`` (no sockets).
 
-    ``scheme``: pass the server's own Scheme to share CRD kinds without discovery.
+    ``scheme``: pass the server's own Scheme to share CRD kinds without discovery. ``loop``: the
+    event loop ``app`` runs on, for a client used on another thread's loop (each exchange then
+    runs on ``loop``; see :mod:`pumice.client.transport`); None: the caller's.
     """
-    return Client(in_process_config(namespace), transport=StreamingASGITransport(app), scheme=scheme,
+    return Client(in_process_config(namespace), transport=StreamingASGITransport(app, loop=loop), scheme=scheme,
                   field_manager=field_manager, timeout=3600.0, user_agent=user_agent)

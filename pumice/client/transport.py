@@ -8,6 +8,11 @@ closing the response cancels the app task (the app sees ``http.disconnect``).
 No sockets, no threads: under ``looptime`` the whole client/server exchange runs on virtual time.
 Requests carry the ASGI scope extension ``pumice.in_process`` (the API server trusts them).
 
+Both take the ``loop`` the app runs on (None: the caller's). A client on another thread's event
+loop (``pumice up``'s Volcano scheduler) passes the app's loop: each exchange is then run on that
+loop (``asyncio.run_coroutine_threadsafe``) and its answer, chunk by chunk, awaited on the
+caller's, so the app's objects and asyncio primitives stay on the loop that owns them.
+
 Mirrors: httpx ``ASGITransport`` (shape of the scope); the streaming design from
 reference/ecosystem.md section 1.3.
 """
@@ -16,14 +21,75 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
 
 import httpx2
 
-__all__ = ["StreamingASGITransport"]
+__all__ = ["DirectASGI", "StreamingASGITransport"]
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+_END = object()
+
+
+def _elsewhere(loop: asyncio.AbstractEventLoop | None) -> asyncio.AbstractEventLoop | None:
+    """``loop`` when it is not the running loop (the exchange must hop to it), else None."""
+    return loop if loop is not None and loop is not asyncio.get_running_loop() else None
+
+
+async def _on(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, _T]) -> _T:
+    """Run ``coro`` on ``loop`` (another thread's) and await its result on the running loop;
+    cancelling the caller cancels it there.
+
+    Raises:
+        ConnectionError: ``loop`` is closed (the API server has stopped).
+        whatever ``coro`` raised.
+    """
+    try:
+        fut = asyncio.run_coroutine_threadsafe(coro, loop)
+    except RuntimeError as e:  # the loop is closed
+        coro.close()
+        raise ConnectionError(f"the in-process API server's event loop is gone: {e}") from None
+    return await asyncio.wrap_future(fut)
+
+
+async def _next_chunk(chunks: AsyncIterator[Any]) -> Any:
+    try:
+        return await chunks.__anext__()
+    except StopAsyncIteration:
+        return _END
+
+
+async def _relay(loop: asyncio.AbstractEventLoop, chunks: AsyncIterator[Any]) -> AsyncGenerator[Any, None]:
+    """``chunks`` (iterated on ``loop``) as an iterator of the running loop: each chunk is pulled
+    when the caller asks for it, as a socket is read, so a busy caller leaves events to batch up
+    on the server's side rather than in a queue."""
+    while True:
+        chunk = await _on(loop, _next_chunk(chunks))
+        if chunk is _END:
+            return
+        yield chunk
+
+
+async def _call(fn: Callable[[], Awaitable[Any]]) -> Any:
+    return await fn()
+
+
+class _RelayStream(httpx2.AsyncByteStream):
+    """An httpx2 response stream of another loop's, read and closed on that loop."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, loop: asyncio.AbstractEventLoop) -> None:
+        self._inner = inner
+        self._loop = loop
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in _relay(self._loop, self._inner.__aiter__()):
+            yield chunk
+
+    async def aclose(self) -> None:
+        await _on(self._loop, _call(self._inner.aclose))
 
 
 def _one_body(body: bytes, disconnected: asyncio.Event | None) -> Callable[[], Awaitable[dict[str, Any]]]:
@@ -76,13 +142,26 @@ class StreamingASGITransport(httpx2.AsyncBaseTransport):
     Args:
         app: the ASGI application (e.g. ``APIServer.app``).
         client: the ``(host, port)`` the app sees as the peer.
+        loop: the event loop ``app`` runs on, when callers may be on another thread's loop (see the
+            module docstring); None: the caller's.
     """
 
-    def __init__(self, app: Any, client: tuple[str, int] = ("127.0.0.1", 1)) -> None:
+    def __init__(self, app: Any, client: tuple[str, int] = ("127.0.0.1", 1), *,
+                 loop: asyncio.AbstractEventLoop | None = None) -> None:
         self.app = app
         self.client = client
+        self.loop = loop
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        there = _elsewhere(self.loop)
+        if there is not None:
+            resp = await _on(there, self._handle(request))
+            return httpx2.Response(resp.status_code, headers=resp.headers,
+                                   stream=_RelayStream(resp.stream, there),  # type: ignore[arg-type]
+                                   request=request)
+        return await self._handle(request)
+
+    async def _handle(self, request: httpx2.Request) -> httpx2.Response:
         body = await request.aread()
         url = request.url
         scope = {
@@ -152,11 +231,15 @@ class DirectASGI:
     Response instead of sending it), the answer is read from that object: no ASGI messages, and a
     streamed answer (a watch) is iterated in the caller's own task, with no app task and no queue
     in between. Otherwise the app is called as any ASGI app.
+
+    ``loop``: the event loop ``app`` runs on, when callers may be on another thread's loop (see
+    the module docstring); None: the caller's.
     """
 
-    def __init__(self, app: Any, host: str = "pumice.local") -> None:
+    def __init__(self, app: Any, host: str = "pumice.local", *, loop: asyncio.AbstractEventLoop | None = None) -> None:
         self.app = app
         self.host = host
+        self.loop = loop
         self._respond: Callable[[dict[str, Any], Any], Awaitable[Any]] | None = getattr(app, "respond", None)
 
     def _scope(self, method: str, path: str, query: bytes, headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
@@ -182,6 +265,13 @@ class DirectASGI:
         ``pumice.api.params.query_values(query)`` gives), which an app with ``respond``
         takes instead of parsing ``query`` again (scope keys ``pumice.query``; the body goes as
         ``pumice.body``)."""
+        there = _elsewhere(self.loop)
+        if there is not None:
+            return await _on(there, self._request(method, path, query, headers, body, params))
+        return await self._request(method, path, query, headers, body, params)
+
+    async def _request(self, method: str, path: str, query: bytes, headers: list[tuple[bytes, bytes]],
+                       body: bytes, params: dict[str, str] | None) -> tuple[int, bytes]:
         scope = self._scope(method, path, query, headers)
         receive = _one_body(body, None)  # a plain response never waits for a disconnect
         if self._respond is not None:
@@ -214,7 +304,20 @@ class DirectASGI:
         with ``respond`` (pumice's API server) for events as objects (scope key
         ``pumice.watch_objects``): the chunks are then lists of ``(type, object)`` pairs, the
         objects possibly the server's own stored ones, instead of bytes of JSON lines. An error
-        answer, and any other app, still give bytes."""
+        answer, and any other app, still give bytes. Across loops (``loop``), the objects are the
+        server's too, read-only on both threads."""
+        there = _elsewhere(self.loop)
+        if there is None:
+            return await self._stream(method, path, query, headers, objects)
+        status, chunks, close = await _on(there, self._stream(method, path, query, headers, objects))
+
+        async def close_there() -> None:
+            await _on(there, _call(close))
+
+        return status, _relay(there, chunks), close_there
+
+    async def _stream(self, method: str, path: str, query: bytes, headers: list[tuple[bytes, bytes]],
+                      objects: bool) -> tuple[int, AsyncIterator[Any], Any]:
         if self._respond is not None:
             scope = self._scope(method, path, query, headers)
             if objects:

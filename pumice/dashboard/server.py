@@ -280,55 +280,23 @@ async def run_dashboard_in_thread(kubeconfig: Path | str | None, *, stop_event: 
                                   on_ready: Callable[[str], Any] | None = None, **kwargs: Any) -> None:
     """:func:`run_dashboard` on its own thread and event loop, until ``stop_event`` is set.
 
-    ``pumice up`` runs the API server, the controllers and the schedulers on one loop; a
-    scheduling session over many pending gangs holds that loop for a while, and a dashboard on
-    the same loop would stall with it. On its own loop the dashboard keeps answering (it is an
+    ``pumice up`` runs the API server, the controllers and the default scheduler on one loop,
+    which a burst of work (a controller's pass over thousands of Pods) holds for a while; a
+    dashboard on the same loop would stall with it. On its own loop the dashboard keeps answering (it is an
     HTTP client of the API like any other). ``on_ready`` is called on the caller's loop.
 
     Raises:
         whatever :func:`run_dashboard` raised (e.g. OSError for a taken port).
     """
-    import threading
+    from pumice.runtime.thread import run_in_thread
 
     outer = asyncio.get_running_loop()
-    finished: asyncio.Future[None] = outer.create_future()
-    started = threading.Event()
-    inner: dict[str, Any] = {}
 
     def ready(url: str) -> None:
         if on_ready is not None:
             outer.call_soon_threadsafe(on_ready, url)
 
-    def report(exc: BaseException | None) -> None:
-        if not finished.done():
-            finished.set_exception(exc) if exc is not None else finished.set_result(None)
+    async def main(stop: asyncio.Event) -> None:
+        await run_dashboard(kubeconfig, stop_event=stop, on_ready=ready, **kwargs)
 
-    def target() -> None:
-        async def main() -> None:
-            inner["loop"], inner["stop"] = asyncio.get_running_loop(), asyncio.Event()
-            started.set()
-            await run_dashboard(kubeconfig, stop_event=inner["stop"], on_ready=ready, **kwargs)
-
-        try:
-            asyncio.run(main())
-            outer.call_soon_threadsafe(report, None)
-        except BaseException as e:
-            outer.call_soon_threadsafe(report, e)
-        finally:
-            started.set()
-
-    thread = threading.Thread(target=target, name="pumice-dashboard", daemon=True)
-    thread.start()
-    stop_waiter = asyncio.create_task(stop_event.wait())
-    waiters: list[asyncio.Future[Any]] = [finished, stop_waiter]
-    try:
-        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        stop_waiter.cancel()
-        await asyncio.to_thread(started.wait, 10)
-        if "loop" in inner:
-            with contextlib.suppress(RuntimeError):  # its loop already closed
-                inner["loop"].call_soon_threadsafe(inner["stop"].set)
-        await asyncio.to_thread(thread.join, 15)
-    if finished.done():
-        finished.result()
+    await run_in_thread(main, stop_event=stop_event, name="pumice-dashboard")

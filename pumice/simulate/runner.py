@@ -652,6 +652,11 @@ class TriggeredLoop:
     async def run(self) -> None:
         for kind, inf in self.scheduler.cache.informers.items():
             inf.add_event_handler(*self._handlers(kind))
+        if self.stop is not None:
+            # after a stop, the writes a session queued that have not started are dropped: the
+            # run's watcher waits behind them in the loop's queue (one per Pending Pod of a
+            # session's close, thousands for a wide job), and the results are already in
+            self.scheduler.cache.abandon_writes = self.stop.is_set
         origin = self.clock.monotonic()
         tick = -1  # the last session's tick; the first session runs at once, at tick 0
         while True:

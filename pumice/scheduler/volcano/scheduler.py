@@ -365,8 +365,11 @@ class Scheduler:
             self._sync_error = None
 
     async def run(self, stop_event: asyncio.Event | None = None) -> None:
-        """Start the cache, then cycle until ``stop_event`` is set (forever when None)."""
+        """Start the cache, then cycle until ``stop_event`` is set (forever when None). Once it
+        is set, the writes queued by the last session that have not started are dropped (see
+        :attr:`SchedulerCache.abandon_writes`), so that a stop is not held up by them."""
         stop = stop_event or asyncio.Event()
+        self.cache.abandon_writes = stop.is_set
         await self.cache.start()
         try:
             while not stop.is_set():

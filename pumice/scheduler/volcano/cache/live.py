@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pumice._util.clock import Clock, rfc3339
@@ -123,6 +123,11 @@ class SchedulerCache:
         recreates an evicted Pod under the same name, and the successor is a new Pod, not a
         Releasing one (upstream's cache keys tasks by uid)."""
         self.pending_writes: set[asyncio.Task[None]] = set()
+        self.abandon_writes: Callable[[], bool] | None = None
+        """When set and it answers True (a stop was asked for), a queued write that has not
+        started yet is dropped instead of sent: a session's close may queue a write per Pending
+        Pod (thousands for a wide job), and a stop waits for those it has not dropped. What is
+        dropped is rewritten by the next scheduler that runs (the API objects are the truth)."""
         self._volume_binds: set[asyncio.Task[None]] = set()
         self.last_events: dict[str, tuple[str, str]] = {}
         self._recorder: EventRecorder | None = None
@@ -290,10 +295,19 @@ class SchedulerCache:
         self._spawn(self._evict(task, reason))
 
     def _spawn(self, coro: Any) -> asyncio.Task[None]:
+        if self.abandon_writes is not None:
+            coro = self._unless_abandoned(coro)
         t = asyncio.get_running_loop().create_task(coro)
         self.pending_writes.add(t)
         t.add_done_callback(self.pending_writes.discard)
         return t
+
+    async def _unless_abandoned(self, coro: Any) -> None:
+        """``coro``, unless :attr:`abandon_writes` answers True when its turn comes."""
+        if self.abandon_writes is not None and self.abandon_writes():
+            coro.close()
+            return
+        await coro
 
     async def _bind(self, task: TaskInfo, node_name: str) -> None:
         """Bind (after VolumeBinding's PreBind for a task with claim volumes: its waiting claims

@@ -1,0 +1,94 @@
+"""``pumice up --runtime simulated`` with one wide Volcano Job (trial 13 F-2): thousands of Pods of
+cpu 10m, minAvailable 1, on 3 Nodes of 110 Pods. Every scheduling session walks the thousands that
+do not fit; the Volcano scheduler runs those sessions on its own thread and loop, so the API
+server keeps answering kubectl while they run, and the scheduler still binds every Pod that fits."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from pumice.api import scheme
+from pumice.cli.up import UpOptions, run_up
+from pumice.client.kubeconfig import connect
+from pumice.testing.kube_control_plane import free_port
+from pumice.testing.node import wait_for
+
+REPLICAS = 2000
+FIT = 330  # 3 Nodes x 110 Pods (cpu 10m: the Pod count is the limit, not the 8 cpu)
+
+
+def _wide_job(replicas: int) -> dict:
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+            "metadata": {"name": "wide", "namespace": "default"},
+            "spec": {"minAvailable": 1, "schedulerName": "volcano", "queue": "default",
+                     "tasks": [{"name": "w", "replicas": replicas, "template": {"spec": {
+                         "restartPolicy": "Never",
+                         "containers": [{"name": "c", "image": "busybox",
+                                         "resources": {"requests": {"cpu": "10m"}}}]}}}]}}
+
+
+def _scheduler_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "volcano-scheduler"]
+
+
+@pytest.mark.kubectl
+@pytest.mark.timeout(900)
+async def test_kubectl_is_answered_while_a_wide_jobs_sessions_run_and_the_pods_that_fit_bind(tmp_path: Path) -> None:
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed")
+    opts = UpOptions(data_dir=tmp_path / "data", port=free_port(), runtime="simulated", nodes=3, node_cpu="8",
+                     node_memory="32Gi", network="host", pod_egress="none")
+    stop = asyncio.Event()
+    ready: asyncio.Future[Path] = asyncio.get_running_loop().create_future()
+    up = asyncio.create_task(run_up(opts, stop_event=stop, on_ready=lambda p: ready.set_result(p)))
+    try:
+        kubeconfig = await asyncio.wait_for(asyncio.shield(ready), 60)
+        client = connect(kubeconfig)
+        try:
+            async def default_queue() -> bool:  # open: the vcjob admission refuses a Job for a queue not Open yet
+                try:
+                    return any(q["metadata"]["name"] == "default" and (q.get("status") or {}).get("state") == "Open"
+                               for q in (await client.list(scheme.QUEUE)).items)
+                except Exception:
+                    return False
+
+            await wait_for(default_queue, timeout=120)
+            assert len(_scheduler_threads()) == 1  # the Volcano scheduler runs on its own thread
+            await client.create(_wide_job(REPLICAS))
+
+            def get_ns() -> subprocess.CompletedProcess[str]:
+                # kubectl's own client timeout (its default is none; trial 13 saw TLS handshake timeouts)
+                return subprocess.run([kubectl, "--kubeconfig", str(kubeconfig), "--request-timeout=30s",
+                                       "get", "ns", "-o", "name"], capture_output=True, text=True, timeout=60)
+
+            async def bound() -> list[dict]:
+                return [p for p in (await client.list(scheme.POD, "default")).items if p["spec"].get("nodeName")]
+
+            answers = []
+            while True:  # until the Job's Pods exist and those that fit are bound: sessions run all along
+                answers.append(await asyncio.to_thread(get_ns))
+                pods = (await client.list(scheme.POD, "default")).items
+                if len(pods) == REPLICAS and sum(1 for p in pods if p["spec"].get("nodeName")) >= FIT \
+                        and len(answers) >= 20:
+                    break
+                assert len(answers) < 2000, "the Job's Pods did not all exist and bind"
+            for _ in range(10):  # and once they have, while every session walks the 1,670 that do not fit
+                answers.append(await asyncio.to_thread(get_ns))
+            failed = [(a.returncode, a.stderr) for a in answers if a.returncode != 0 or "namespace/default" not in a.stdout]
+            assert failed == [], failed
+            on = Counter(p["spec"]["nodeName"] for p in await bound())
+            assert sorted(on.values()) == [110, 110, 110], on
+        finally:
+            await client.close()
+    finally:
+        stop.set()
+        await asyncio.wait_for(up, 120)
+    assert _scheduler_threads() == []  # stopped with the rest
