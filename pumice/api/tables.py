@@ -484,6 +484,15 @@ SECRET_COLUMNS = [NAME_COLUMN, column("Type", description="The type of the secre
                   column("Data", "integer", description="The number of data in secret"), AGE_COLUMN]
 SERVICEACCOUNT_COLUMNS = [NAME_COLUMN, column("Secrets", "integer", description="The number of secrets"), AGE_COLUMN]
 ENDPOINTS_COLUMNS = [NAME_COLUMN, column("Endpoints", description="Endpoints of the service"), AGE_COLUMN]
+ENDPOINTSLICE_COLUMNS = [
+    NAME_COLUMN,
+    column("AddressType", description="addressType specifies the type of address carried by this EndpointSlice. "
+           "All addresses in this slice must be the same type. This field is immutable after creation."),
+    column("Ports", description="ports specifies the list of network ports exposed by each endpoint in this slice."),
+    column("Endpoints", description="endpoints is a list of unique endpoints in this slice. Each slice may include "
+           "a maximum of 1000 endpoints."),
+    AGE_COLUMN,
+]
 LEASE_COLUMNS = [NAME_COLUMN, column("Holder", description="The holder of the lease"), AGE_COLUMN]
 PRIORITYCLASS_COLUMNS = [
     NAME_COLUMN,
@@ -531,6 +540,25 @@ def _endpoints_string(ep: Obj) -> str:
     return ",".join(items)
 
 
+def _list_with_more(items: list[str], count: int) -> str:
+    """Up to 3 items joined by commas, ``+ N more...`` past them, ``<unset>`` for none
+    (kubectl's listWithMoreString)."""
+    if count > 3:
+        return ",".join(items[:3]) + f" + {count - 3} more..."
+    return ",".join(items) or "<unset>"
+
+
+def _endpointslice_cells(es: Obj, now: float) -> list[Cell]:
+    """Mirrors: kubernetes pkg/printers/internalversion/printers.go printEndpointSlice
+    (formatDiscoveryPorts: a port's number, else its name, else ``*``; formatDiscoveryEndpoints)."""
+    ports = [p for p in es.get("ports") or [] if isinstance(p, dict)]
+    port_items = [str(p["port"]) if p.get("port") is not None else str(p["name"]) if p.get("name") is not None
+                  else "*" for p in ports]
+    addrs = [str(a) for e in es.get("endpoints") or [] if isinstance(e, dict) for a in e.get("addresses") or []]
+    return [_name(es), str(es.get("addressType", "")), _list_with_more(port_items, len(port_items)),
+            _list_with_more(addrs, len(addrs)), _age(es, now)]
+
+
 def _event_cells(ev: Obj, now: float) -> list[Cell]:
     involved = ev.get("involvedObject") or ev.get("regarding") or {}
     last = ev.get("lastTimestamp") or (ev.get("series") or {}).get("lastObservedTime") or ev.get("eventTime")
@@ -575,6 +603,7 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
                              lambda o, now: [_name(o), len(o.get("secrets") or []), _age(o, now)]),
     ("", "Endpoints"): (ENDPOINTS_COLUMNS, lambda o, now: [_name(o), _endpoints_string(o), _age(o, now)]),
     ("", "Event"): (EVENT_COLUMNS, _event_cells),
+    ("discovery.k8s.io", "EndpointSlice"): (ENDPOINTSLICE_COLUMNS, _endpointslice_cells),
     ("events.k8s.io", "Event"): (EVENT_COLUMNS, _event_cells),
     ("apps", "Deployment"): (DEPLOYMENT_COLUMNS, _deployment_cells),
     ("apps", "ReplicaSet"): (REPLICASET_COLUMNS, _replicaset_cells),

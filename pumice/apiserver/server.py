@@ -5,7 +5,9 @@ acknowledged once it is durable, see :mod:`pumice.apiserver.storage`); ``APIServ
 them in memory. ``await server.start()`` (also done by ``serve``) creates
 the default namespaces, the system PriorityClasses and the built-in CRDs (ray.io, volcano) when
 they are missing. ``server.app`` is the ASGI app (use it with the in-process transport, or
-``await server.serve(host, port)`` for HTTP with uvicorn).
+``await server.serve(host, port)`` for HTTP with uvicorn). The Service ``default/kubernetes`` and,
+while the server listens, its Endpoints and EndpointSlice are kept by
+:mod:`pumice.apiserver.kubernetesservice`.
 
 HTTPS by default: a self-signed certificate and key are generated into ``<data_dir>/tls.crt`` /
 ``tls.key`` and the kubeconfig carries the CA data (kubectl sends bearer tokens over TLS only).
@@ -17,6 +19,7 @@ Mirrors: kubernetes cmd/kube-apiserver/app/server.go (in spirit: one process, on
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as _dt
 import ipaddress
 import logging
@@ -43,6 +46,13 @@ from pumice.apiserver.authn import Authenticator, ServiceAccountTokenIssuer, loa
 from pumice.apiserver.authz import RBACAuthorizer, bootstrap_policy
 from pumice.apiserver.errors import StatusError
 from pumice.apiserver.http import build_app
+from pumice.apiserver.kubernetesservice import (
+    DEFAULT_SECURE_PORT,
+    ENDPOINT_INTERVAL,
+    KubernetesServiceController,
+    advertise_address,
+    service_ip,
+)
 from pumice.apiserver.registry import Registry
 from pumice.apiserver.servicealloc import NODE_PORT_RANGE, SERVICE_CLUSTER_IP_RANGE
 from pumice.apiserver.storage import Durability, MemoryStorage, SqliteStorage, Storage, StorageError
@@ -146,6 +156,12 @@ class APIServer:
             other users what their Roles allow) or ``"AlwaysAllow"`` (every authenticated user).
         tls_sans: extra names and addresses the serving certificate covers (the address Pods reach
             the API server at, e.g. the Pod bridge's gateway).
+        advertise_address: the IPv4 address the Endpoints ``default/kubernetes`` give for this
+            server (kube-apiserver's ``--advertise-address``); None: the bind host when it is a
+            specific non-loopback address, else this host's default-route address
+            (:func:`pumice.apiserver.kubernetesservice.advertise_address`).
+        endpoint_reconciler_interval: seconds between the passes that keep ``default/kubernetes``
+            (Service, Endpoints, EndpointSlice) while the server listens (kube-apiserver's 10 s).
 
     Files in the data dir: ``pumice.db``, ``token`` (admin), ``sa.key`` (the ServiceAccount token
     signing key), ``tls.crt``/``tls.key``, ``kubeconfig``.
@@ -171,6 +187,8 @@ class APIServer:
         token_auth_file: Path | str | None = None,
         authorization: str = "RBAC",
         tls_sans: Iterable[str] = (),
+        advertise_address: str | None = None,
+        endpoint_reconciler_interval: float = ENDPOINT_INTERVAL,
     ) -> None:
         self.data_dir = Path(data_dir).expanduser() if data_dir is not None else None
         if self.data_dir is not None:
@@ -214,6 +232,11 @@ class APIServer:
                                    bookmark_interval=bookmark_interval, access=self.access)
         self.app = AckWhenDurable(app, self.store)
         self._started = False
+        self._serving = False
+        self.advertise_address = advertise_address
+        self.endpoint_reconciler_interval = endpoint_reconciler_interval
+        #: the ``default/kubernetes`` controller while the server listens (see :meth:`serve`)
+        self.kubernetes_service: KubernetesServiceController | None = None
         self._uvicorn: Any = None
         self.url: str | None = None
 
@@ -248,8 +271,11 @@ class APIServer:
 
     async def start(self) -> None:
         """Create what kube-apiserver creates at start (idempotent): default namespaces, system
-        PriorityClasses, the built-in CRDs, the bootstrap RBAC policy, and (once, when there is no
-        StorageClass at all) the default StorageClass ``standard``."""
+        PriorityClasses, the built-in CRDs, the bootstrap RBAC policy, (once, when there is no
+        StorageClass at all) the default StorageClass ``standard``, and, for a server that does
+        not listen, the Service ``default/kubernetes`` (:meth:`serve` keeps it, with its
+        Endpoints and EndpointSlice, once it listens; see
+        :mod:`pumice.apiserver.kubernetesservice`)."""
         if self._started:
             return
         self._started = True
@@ -270,6 +296,13 @@ class APIServer:
         sc_kind = self.scheme.by_api_version_kind("storage.k8s.io/v1", "StorageClass")
         if sc_kind is not None and not self.store.list("storage.k8s.io/storageclasses"):
             await reg.create(sc_kind, None, _copy(DEFAULT_STORAGE_CLASS), field_manager=SERVER_MANAGER)
+        if not self._serving:
+            await self._kubernetes_service_controller(DEFAULT_SECURE_PORT, None).reconcile_logged()
+
+    def _kubernetes_service_controller(self, public_port: int, public_ip: str | None) -> KubernetesServiceController:
+        return KubernetesServiceController(
+            self.registry, self.clock, service_ip=service_ip(self.registry.service_cluster_ip_range),
+            public_port=public_port, public_ip=public_ip, interval=self.endpoint_reconciler_interval)
 
     async def _bootstrap_rbac(self) -> None:
         """Create the bootstrap ClusterRoles and ClusterRoleBindings that are missing (kube-apiserver's
@@ -396,6 +429,7 @@ class APIServer:
             tls = self.data_dir is not None or not is_loopback(host)
         if not tls and not is_loopback(host):
             raise ValueError(f"binding to non-loopback address {host} requires TLS")
+        self._serving = True
         await self.start()
         front: TLSFront | None = None
         if tls:
@@ -417,6 +451,7 @@ class APIServer:
         server = QuietServer(config)
         self._uvicorn = server
         task = asyncio.create_task(server.serve())
+        kube_svc_task: asyncio.Task[None] | None = None
         try:
             while not server.started:
                 if task.done():
@@ -435,6 +470,12 @@ class APIServer:
             self.url = f"{'https' if tls else 'http'}://{shown}:{real_port}"
             if self.data_dir is not None:
                 self.write_kubeconfig(self.url)
+            # default/kubernetes: first pass before ready, then one every interval
+            kube_svc = self._kubernetes_service_controller(
+                real_port, self.advertise_address or advertise_address(host))
+            self.kubernetes_service = kube_svc
+            await kube_svc.reconcile_logged()
+            kube_svc_task = asyncio.create_task(kube_svc.run(wait_first=True), name="kubernetes-service")
             if ready is not None:
                 ready.set()
             # shielded: a cancel of serve() (SIGTERM) must not cancel uvicorn mid-response, which
@@ -442,6 +483,10 @@ class APIServer:
             # finally below ends the watches first, then lets uvicorn stop gracefully
             await asyncio.shield(task)
         finally:
+            if kube_svc_task is not None:
+                kube_svc_task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await kube_svc_task
             self.store.close_watchers()  # each watch stream ends as on a normal timeout
             if front is not None:
                 await front.close()

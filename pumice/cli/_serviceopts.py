@@ -43,6 +43,30 @@ def node_port_range_option(_ctx: click.Context, _param: click.Parameter, value: 
         raise click.BadParameter(str(e)) from None
 
 
+ADVERTISE_ADDRESS_HELP = ("IPv4 address the Endpoints default/kubernetes give for this API server (kube-apiserver's "
+                          "flag); default: the bind address when it is a specific non-loopback one, else this "
+                          "host's default-route address.")
+
+
+def advertise_address_option(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """``--advertise-address``: an IPv4 address, neither loopback nor unspecified (the Endpoints
+    ``default/kubernetes`` carry it; kube-apiserver's Endpoints validation refuses both).
+
+    Raises (from the callback):
+        click.BadParameter: not such an address."""
+    import ipaddress
+
+    if value is None:
+        return None
+    try:
+        ip = ipaddress.ip_address(value.strip())
+    except ValueError:
+        raise click.BadParameter(f"{value} is not an IP address") from None
+    if ip.version != 4 or ip.is_loopback or ip.is_unspecified:
+        raise click.BadParameter(f"{value}: must be an IPv4 address that is neither loopback nor unspecified")
+    return str(ip)
+
+
 def check_service_cidr_apart(service_cidr: str, pod_cidr: str | None) -> None:
     """Refuse a service CIDR that overlaps the Pod addresses (``pod_cidr``, or the 10.244.0.0/16
     the node agent takes its Pod range from when none is given): a cluster IP equal to a Pod IP

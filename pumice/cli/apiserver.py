@@ -16,10 +16,12 @@ import click
 
 from pumice.cli._datadir import DataDirInUse, lock_data_dir
 from pumice.cli._serviceopts import (
+    ADVERTISE_ADDRESS_HELP,
     DEFAULT_NODE_PORT_RANGE,
     DEFAULT_SERVICE_CIDR,
     NODE_PORT_RANGE_HELP,
     SERVICE_CIDR_HELP,
+    advertise_address_option,
     node_port_range_option,
     service_cidr_option,
 )
@@ -41,8 +43,9 @@ DEFAULT_DATA_DIR = "~/.local/share/pumice"
               help=SERVICE_CIDR_HELP)
 @click.option("--service-node-port-range", default=DEFAULT_NODE_PORT_RANGE, show_default=True, callback=node_port_range_option,
               help=NODE_PORT_RANGE_HELP)
+@click.option("--advertise-address", default=None, callback=advertise_address_option, help=ADVERTISE_ADDRESS_HELP)
 def command(data_dir: str, port: int, host: str, no_crds: bool, durability: str, service_cluster_ip_range: str,
-            service_node_port_range: tuple[int, int]) -> None:
+            service_node_port_range: tuple[int, int], advertise_address: str | None) -> None:
     """Run the Kubernetes-compatible API server alone."""
     from pumice.apiserver.server import APIServer
     from pumice.apiserver.storage import StorageError
@@ -57,7 +60,8 @@ def command(data_dir: str, port: int, host: str, no_crds: bool, durability: str,
     try:
         server = APIServer(path, install_crds=not no_crds, durability=durability,
                            service_cluster_ip_range=service_cluster_ip_range,
-                           service_node_port_range=service_node_port_range)
+                           service_node_port_range=service_node_port_range,
+                           advertise_address=advertise_address)
     except (StorageError, OSError) as e:
         lock.close()
         raise click.ClickException(f"cannot open data dir {path}: {e}") from None

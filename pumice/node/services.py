@@ -10,7 +10,8 @@ running), the IPs of the known Pods its selector matches (Ready ones, or all wit
 headless Services also give ``<hostname>.<svc>.<ns>.svc.cluster.local`` (and its shorter forms,
 ``<hostname>.<svc>`` for Pods of the same namespace, as a resolv.conf search path finds them) for
 Pods whose ``spec.subdomain`` names them. The ``kubernetes`` Service of ``default`` resolves to the address
-where the agent exposes the API server to Pods.
+where the agent exposes the API server to Pods (never to the API server's advertised address in
+its Endpoints, which Pods may not reach: nothing routes Service addresses here).
 
 Mirrors: the records kube-dns/CoreDNS serve for Services (kubernetes/dns specification).
 """
@@ -93,8 +94,8 @@ class ServiceDirectory:
         for key in sorted(self.services):
             svc = self.services[key]
             ns, name = meta.namespace(svc), meta.name(svc)
-            if ns == "default" and name == "kubernetes" and self.api_address:
-                continue
+            if ns == "default" and name == "kubernetes":
+                continue  # the API server's own Service: the names above, where Pods reach it
             names = [f"{name}.{ns}.svc.{CLUSTER_DOMAIN}", f"{name}.{ns}.svc", f"{name}.{ns}"]
             if ns == pod_namespace:
                 names.append(name)

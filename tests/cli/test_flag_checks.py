@@ -26,6 +26,10 @@ from pumice.cli.main import main
     (["up", "--service-cluster-ip-range", "10.244.8.0/24"],
      "--service-cluster-ip-range 10.244.8.0/24 overlaps the Pod CIDR 10.244.0.0/16"),
     (["up", "--pod-cidr", "10.100.0.0/24"], "--service-cluster-ip-range 10.96.0.0/12 overlaps the Pod CIDR 10.100.0.0/24"),
+    # the address the Endpoints default/kubernetes carry (trial 13 F-6)
+    (["apiserver", "--advertise-address", "127.0.0.1"],
+     "127.0.0.1: must be an IPv4 address that is neither loopback nor unspecified"),
+    (["apiserver", "--advertise-address", "host.example"], "host.example is not an IP address"),
     (["install", "--print", "--namespace", "Bad_NS!"], "a lowercase RFC 1123 label"),
     (["install", "--print", "--image", ""], "an image name is required"),
 ])

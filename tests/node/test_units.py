@@ -59,6 +59,19 @@ def test_service_names_resolve_to_ready_endpoints_or_selected_pods() -> None:
     assert [ip for ip, _ in d.entries("ray")[1:]] == ["10.244.0.9"]
 
 
+def test_the_kubernetes_service_resolves_to_where_the_agent_exposes_the_api_server() -> None:
+    for api_address in ("10.244.0.1", ""):  # netns mode, host mode
+        d = ServiceDirectory(api_address=api_address)
+        d.set("services", {"metadata": {"name": "kubernetes", "namespace": "default"},
+                           "spec": {"clusterIP": "10.96.0.1", "ports": [{"name": "https", "port": 443}]}})
+        d.set("endpoints", {"metadata": {"name": "kubernetes", "namespace": "default"},
+                            "subsets": [{"addresses": [{"ip": "192.0.2.2"}],
+                                         "ports": [{"name": "https", "port": 6443}]}]})
+        want = [(api_address, ["kubernetes.default.svc.cluster.local", "kubernetes.default.svc", "kubernetes.default",
+                               "kubernetes"])] if api_address else []
+        assert d.entries("default") == want
+
+
 def test_hosts_file_lists_the_pod_and_the_services() -> None:
     text = hosts_content("10.244.0.2", "web-0", "web-0.web.default.svc.cluster.local",
                          [("10.244.0.3", ["db.default.svc.cluster.local", "db"])],
