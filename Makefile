@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint unit venv clean bench durability test-ray-long test-kuberay reliability realcluster
+.PHONY: demo test lint unit venv clean bench durability test-ray-long test-kuberay reliability realcluster fuzz-openapi
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,11 @@ durability: $(STAMP)
 # figures in reliability-report.json. `make test` runs the same tests at a short size.
 reliability: $(STAMP)
 	PUMICE_RELIABILITY=full PUMICE_RELIABILITY_REPORT=$(CURDIR)/reliability-report.json PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest -q -s --timeout=3600 tests/reliability
+
+# Schemathesis on the API server's /openapi/v3 documents at full size (12 resources, 40 examples
+# per operation, several minutes; `make test` runs ConfigMaps only): no generated request gets a 5xx.
+fuzz-openapi: $(STAMP)
+	PUMICE_OPENAPI_FUZZ=full PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest -q --timeout=3600 tests/apiserver/test_openapi_fuzz.py
 
 # The real KubeRay operator (go install of ray-operator@v1.5.0 into ~/.cache/pumice, ~4.5 min on a
 # cold Go cache) against pumice up: children diff (simulated) and ray-job.sample.yaml on real Ray.
