@@ -31,10 +31,12 @@ import click
 from pumice.cli._datadir import DataDirInUse, lock_data_dir
 from pumice.cli._netopts import bridge_option, node_cpu_option, node_memory_option, pod_cidr_option
 from pumice.cli._serviceopts import (
+    ADVERTISE_ADDRESS_HELP,
     DEFAULT_NODE_PORT_RANGE,
     DEFAULT_SERVICE_CIDR,
     NODE_PORT_RANGE_HELP,
     SERVICE_CIDR_HELP,
+    advertise_address_option,
     check_service_cidr_apart,
     node_port_range_option,
     service_cidr_option,
@@ -80,6 +82,9 @@ class UpOptions:
     """The API server's ``--service-cluster-ip-range`` (IPv4 CIDR)."""
     service_node_port_range: tuple[int, int] = (30000, 32767)
     """The API server's ``--service-node-port-range``."""
+    advertise_address: str | None = None
+    """The API server's ``--advertise-address`` (the Endpoints ``default/kubernetes``); None: picked
+    as kube-apiserver picks it (:func:`pumice.apiserver.kubernetesservice.advertise_address`)."""
     volcano_thread: bool = True
     """Run the Volcano scheduler on its own thread and event loop (see :func:`_start_components`);
     False runs it on the API server's loop, as before session 13 (``bench/up_responsive.py``'s
@@ -135,7 +140,8 @@ async def run_up(
     mutating, validating = _volcano_admission()
     server = APIServer(opts.data_dir, durability=opts.durability, admission_plugins=[*mutating, *validating],
                        service_cluster_ip_range=opts.service_cluster_ip_range,
-                       service_node_port_range=opts.service_node_port_range)
+                       service_node_port_range=opts.service_node_port_range,
+                       advertise_address=opts.advertise_address)
     ready = asyncio.Event()
     serve_task = asyncio.create_task(server.serve(host=opts.host, port=opts.port, ready=ready), name="apiserver")
     kubeconfig = opts.data_dir / "kubeconfig"
@@ -405,6 +411,7 @@ def check_port_free(host: str, port: int) -> None:
               help=SERVICE_CIDR_HELP + " Must not overlap the Pod CIDR.")
 @click.option("--service-node-port-range", default=DEFAULT_NODE_PORT_RANGE, show_default=True,
               callback=node_port_range_option, help=NODE_PORT_RANGE_HELP)
+@click.option("--advertise-address", default=None, callback=advertise_address_option, help=ADVERTISE_ADDRESS_HELP)
 @click.option("--pod-egress", type=click.Choice(["proxy", "nat", "none"]), default="proxy", show_default=True)
 @click.option("--keep-pods", is_flag=True,
               help="Leave Pod processes running on exit; the next start adopts them as they are. Without it a "
@@ -427,7 +434,8 @@ def check_port_free(host: str, port: int) -> None:
 @click.option("-v", "--verbose", is_flag=True)
 def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node_cpu: str | None,
             node_memory: str | None, batch_scheduler: str, network: str, pod_cidr: str | None, bridge: str | None,
-            service_cluster_ip_range: str, service_node_port_range: tuple[int, int], pod_egress: str, keep_pods: bool, scheduler_conf: str | None, agent_scheduler: bool, durability: str, dashboard_port: int | None,
+            service_cluster_ip_range: str, service_node_port_range: tuple[int, int], advertise_address: str | None,
+            pod_egress: str, keep_pods: bool, scheduler_conf: str | None, agent_scheduler: bool, durability: str, dashboard_port: int | None,
             no_dashboard: bool, controller_groups: str, verbose: bool) -> None:
     """Run the whole embedded control plane on this machine (Ctrl-C stops it cleanly)."""
     if no_dashboard and dashboard_port is not None:
@@ -453,6 +461,7 @@ def command(data_dir: Path, host: str, port: int, runtime: str, nodes: int, node
         dashboard_port_fallback=dashboard_port is None,
         controllers=_parse_groups(controller_groups),
         service_cluster_ip_range=service_cluster_ip_range, service_node_port_range=service_node_port_range,
+        advertise_address=advertise_address,
     )
 
     async def main() -> None:

@@ -30,6 +30,8 @@ from pumice.cli.main import main
     (["apiserver", "--advertise-address", "127.0.0.1"],
      "127.0.0.1: must be an IPv4 address that is neither loopback nor unspecified"),
     (["apiserver", "--advertise-address", "host.example"], "host.example is not an IP address"),
+    (["up", "--advertise-address", "0.0.0.0"], "0.0.0.0: must be an IPv4 address that is neither loopback nor "
+     "unspecified"),
     (["install", "--print", "--namespace", "Bad_NS!"], "a lowercase RFC 1123 label"),
     (["install", "--print", "--image", ""], "an image name is required"),
 ])
