@@ -14,8 +14,7 @@ the ``BearerToken`` security scheme.
 Deviates: no descriptions of fields (upstream's prose is not copied) and no ``required`` lists for
 built-in kinds; in v2, custom resources are schemas without structure (any value validates), as v2
 cannot express structural schemas; parameters are written inline (upstream shares them through
-v2's top-level ``parameters``); the protobuf form carries the definitions only (kubectl reads
-nothing else from it).
+v2's top-level ``parameters``).
 
 Mirrors: k8s.io/kube-openapi pkg/builder (v2), pkg/builder3 (v3), pkg/handler (the protobuf form,
 gnostic's openapi_v2.Document); k8s.io/apiextensions-apiserver pkg/controller/openapi/builder.
@@ -449,20 +448,119 @@ def _schema_pb(s: Obj) -> bytes:
     return bytes(out)
 
 
+def _named(name: str, value: bytes) -> bytes:
+    out = bytearray()
+    _ld(out, 1, name.encode())
+    _ld(out, 2, value)
+    return bytes(out)
+
+
+def _parameter_pb(p: Obj) -> bytes:
+    """A ParametersItem: a BodyParameter, or a query or path NonBodyParameter sub-schema."""
+    sub = bytearray()
+    if p["in"] == "body":
+        _ld(sub, 2, str(p["name"]).encode())
+        _ld(sub, 3, b"body")
+        if p.get("required"):
+            sub += _key(4, 0) + _uvarint(1)
+        _ld(sub, 5, _schema_pb(p["schema"]))
+        choice = bytearray()
+        _ld(choice, 1, bytes(sub))  # Parameter.body_parameter
+    else:
+        if p.get("required"):
+            sub += _key(1, 0) + _uvarint(1)
+        _ld(sub, 2, str(p["in"]).encode())
+        _ld(sub, 4, str(p["name"]).encode())
+        _ld(sub, 6 if p["in"] == "query" else 5, str(p["type"]).encode())
+        non_body = bytearray()
+        _ld(non_body, 3 if p["in"] == "query" else 4, bytes(sub))  # query / path sub-schema
+        choice = bytearray()
+        _ld(choice, 2, bytes(non_body))  # Parameter.non_body_parameter
+    parameter = bytearray()
+    _ld(parameter, 1, bytes(choice))  # ParametersItem.parameter
+    return bytes(parameter)
+
+
+def _operation_pb(op: Obj) -> bytes:
+    out = bytearray()
+    for tag in op.get("tags", []):
+        _ld(out, 1, str(tag).encode())
+    if "description" in op:
+        _ld(out, 3, str(op["description"]).encode())
+    _ld(out, 5, str(op["operationId"]).encode())
+    for media in op.get("produces", []):
+        _ld(out, 6, str(media).encode())
+    for media in op.get("consumes", []):
+        _ld(out, 7, str(media).encode())
+    for p in op.get("parameters", []):
+        _ld(out, 8, _parameter_pb(p))
+    responses = bytearray()
+    for code, r in op["responses"].items():
+        response = bytearray()
+        _ld(response, 1, str(r["description"]).encode())
+        if "schema" in r:
+            item = bytearray()
+            _ld(item, 1, _schema_pb(r["schema"]))  # SchemaItem.schema
+            _ld(response, 2, bytes(item))
+        value = bytearray()
+        _ld(value, 1, bytes(response))  # ResponseValue.response
+        _ld(responses, 1, _named(code, bytes(value)))
+    _ld(out, 9, bytes(responses))
+    for k, v in op.items():
+        if k.startswith("x-"):
+            _ld(out, 13, _named_any(k, v))
+    return bytes(out)
+
+
+#: PathItem field numbers of the HTTP methods
+_PATH_ITEM_FIELDS = {"get": 2, "put": 3, "post": 4, "delete": 5, "options": 6, "head": 7, "patch": 8}
+
+
+def _path_item_pb(item: Obj) -> bytes:
+    out = bytearray()
+    for method, number in _PATH_ITEM_FIELDS.items():
+        if method in item:
+            _ld(out, number, _operation_pb(item[method]))
+    for p in item.get("parameters", []):
+        _ld(out, 9, _parameter_pb(p))
+    return bytes(out)
+
+
 def document_v2_protobuf(doc: Obj) -> bytes:
-    """``doc`` (from :func:`document_v2`) as gnostic's openapi_v2.Document protobuf."""
+    """``doc`` (from :func:`document_v2`) as gnostic's openapi_v2.Document protobuf: info, paths
+    (operations with their parameters, responses and ``x-kubernetes-*`` extensions),
+    definitions, security and the BearerToken security definition."""
     out = bytearray()
     _ld(out, 1, str(doc.get("swagger", "2.0")).encode())
     info = bytearray()
     _ld(info, 1, str(doc["info"]["title"]).encode())
     _ld(info, 2, str(doc["info"]["version"]).encode())
     _ld(out, 2, bytes(info))
-    _ld(out, 8, b"")  # Paths
+    paths = bytearray()
+    for name, item in doc.get("paths", {}).items():
+        _ld(paths, 2, _named(name, _path_item_pb(item)))
+    _ld(out, 8, bytes(paths))
     defs = bytearray()
     for name, schema in doc["definitions"].items():
-        named = bytearray()
-        _ld(named, 1, name.encode())
-        _ld(named, 2, _schema_pb(schema))
-        _ld(defs, 1, bytes(named))
+        _ld(defs, 1, _named(name, _schema_pb(schema)))
     _ld(out, 9, bytes(defs))
+    for requirement in doc.get("security", []):
+        req = bytearray()
+        for name, scopes in requirement.items():
+            values = bytearray()
+            for scope in scopes:
+                _ld(values, 1, str(scope).encode())
+            _ld(req, 1, _named(name, bytes(values)))
+        _ld(out, 12, bytes(req))
+    if doc.get("securityDefinitions"):
+        sec = bytearray()
+        for name, d in doc["securityDefinitions"].items():
+            key = bytearray()
+            for number, field in ((1, "type"), (2, "name"), (3, "in"), (4, "description")):
+                if field in d:
+                    _ld(key, number, str(d[field]).encode())
+            item = bytearray()
+            _ld(item, 2, bytes(key))  # SecurityDefinitionsItem.api_key_security
+            _ld(sec, 1, _named(name, bytes(item)))
+        _ld(out, 13, bytes(sec))
     return bytes(out)

@@ -102,6 +102,9 @@ def test_openapi_v2_is_served_as_json_and_protobuf(srv: HttpServer) -> None:
     r = http(srv).get("/openapi/v2", headers={"Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"})
     assert r.headers["content-type"] == "application/octet-stream"
     assert r.content.startswith(b"\x0a\x032.0") and b"io.k8s.api.core.v1.PodSpec" in r.content
+    # the paths too: a path name, its operation IDs and x-kubernetes-action extensions
+    assert b"/apis/batch/v1/namespaces/{namespace}/jobs" in r.content
+    assert b"listBatchV1NamespacedJob" in r.content and b"x-kubernetes-action" in r.content
 
 
 def test_trailing_slashes_are_tolerated(srv: HttpServer) -> None:
