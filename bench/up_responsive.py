@@ -5,16 +5,27 @@ creates one Volcano Job of ``--replicas`` (default 6,000) Pods of cpu 10m with m
 fit; every session walks the thousands that do not), and while the vcjob controller creates the
 Pods and the scheduler's sessions run, sends one ``GET /api/v1/namespaces`` over HTTPS every
 ``--interval`` seconds (what ``kubectl get ns`` sends; a 30 s client timeout counts as a failure).
-Prints p50 / p99 / max of those GETs, the failures, the Pods bound at the end and the seconds the
-child took to exit after SIGINT, for each wiring in the same run:
+Prints p50 / p99 / max of those GETs while the Pods are created ("filling") and for ``--duration``
+seconds once they all exist and those that fit run ("steady": every session walks the thousands
+left Pending), the failures, the Pods bound at the end and the seconds the child took to exit
+after SIGINT, for each wiring in the same run:
 
 - ``loop``: the Volcano scheduler on the API server's event loop (the wiring before session 13;
   the baseline);
-- ``thread``: the Volcano scheduler on its own thread and loop (``pumice up``'s wiring).
+- ``thread``: the Volcano scheduler on its own thread and loop, CPython's default collector
+  thresholds;
+- ``up``: as ``pumice up`` runs: ``thread`` and ``pumice.cli.up.UP_GC_THRESHOLD``.
 
-and the ratio thread / loop of the p50 and p99. Not a test; wall times on a shared machine.
+and the ratio of each to ``loop`` of the p50, p99 and max. Not a test; wall times on a shared
+machine.
 
-Usage: python bench/up_responsive.py [--replicas 6000] [--duration 90] [--wiring loop,thread]
+``--gc-log`` has the child print its garbage-collector passes over 50 ms (the spikes the thread
+does not remove), ``--gc-threshold`` sets its ``gc.set_threshold``; ``--scheduler-name
+default-scheduler`` has the default scheduler place the Pods instead (the wiring is then moot:
+it schedules one Pod per step of its loop).
+
+Usage: python bench/up_responsive.py [--replicas 6000] [--duration 60] [--wiring loop,thread]
+       [--slow SECONDS] [--log FILE] [--gc-log] [--gc-threshold A,B,C] [--scheduler-name NAME]
 """
 
 from __future__ import annotations
@@ -62,6 +73,11 @@ LOG: Path | None = None
 """--log: where the child's output goes (default: a temporary file removed with its data dir)."""
 GC_LOG = False
 """--gc-log: the child prints its slow garbage-collector passes."""
+SCHEDULER_NAME = "volcano"
+"""--scheduler-name: the Job's ``schedulerName`` (``default-scheduler``: the default scheduler's
+Pod-at-a-time cycle instead of Volcano's sessions)."""
+GC_THRESHOLD: str | None = None
+"""--gc-threshold: the child's ``gc.set_threshold`` (three integers, comma-separated)."""
 
 
 def _log_slow_gc() -> None:
@@ -80,13 +96,21 @@ def _log_slow_gc() -> None:
     gc.callbacks.append(cb)
 
 
-def serve(wiring: str, data_dir: Path, port: int, gc_log: bool = False) -> None:
+def serve(wiring: str, data_dir: Path, port: int, gc_log: bool = False, gc_threshold: str | None = None) -> None:
     """The child: ``run_up`` with the given wiring until SIGINT/SIGTERM."""
+    import gc
+
+    from pumice.cli.up import UP_GC_THRESHOLD
+
+    if gc_threshold:
+        gc.set_threshold(*(int(x) for x in gc_threshold.split(",")))
+    elif wiring == "up":
+        gc.set_threshold(*UP_GC_THRESHOLD)
     from pumice.cli._signals import stop_on_signals
     from pumice.cli.up import UpOptions, run_up
 
     opts = UpOptions(data_dir=data_dir, port=port, runtime="simulated", nodes=3, node_cpu="8", node_memory="32Gi",
-                     network="host", pod_egress="none", volcano_thread=wiring == "thread")
+                     network="host", pod_egress="none", volcano_thread=wiring != "loop")
 
     if gc_log:
         _log_slow_gc()
@@ -112,7 +136,8 @@ def measure(wiring: str, replicas: int, duration: float, interval: float) -> dic
         data_dir, port = Path(tmp) / "data", free_port()
         log = open(LOG or Path(tmp) / "up.log", "w")  # noqa: SIM115 - closed below
         child = subprocess.Popen([sys.executable, __file__, "--serve", wiring, "--data-dir", str(data_dir),
-                                  "--port", str(port), *(["--gc-log"] if GC_LOG else [])],
+                                  "--port", str(port), *(["--gc-log"] if GC_LOG else []),
+                                  *(["--gc-threshold", GC_THRESHOLD] if GC_THRESHOLD else [])],
                                  stdout=log, stderr=subprocess.STDOUT)
         try:
             token_file, ca = data_dir / "token", data_dir / "tls.crt"
@@ -135,7 +160,8 @@ def measure(wiring: str, replicas: int, duration: float, interval: float) -> dic
                         raise RuntimeError("no default Queue within 60 s")
                     time.sleep(0.2)
                 job = dict(VCJOB)
-                job["spec"] = {**VCJOB["spec"], "tasks": [{**VCJOB["spec"]["tasks"][0], "replicas": replicas}]}
+                job["spec"] = {**VCJOB["spec"], "schedulerName": SCHEDULER_NAME,
+                               "tasks": [{**VCJOB["spec"]["tasks"][0], "replicas": replicas}]}
                 r = http.post("/apis/batch.volcano.sh/v1alpha1/namespaces/default/jobs", json=job)
                 assert r.status_code == 201, r.text
                 lat: dict[str, list[float]] = {"filling": [], "steady": []}
@@ -165,6 +191,7 @@ def measure(wiring: str, replicas: int, duration: float, interval: float) -> dic
                     raise RuntimeError(f"the Job's Pods did not all exist and bind within {FILL_LIMIT:g} s")
                 pods = http.get("/api/v1/namespaces/default/pods", timeout=120.0).json()["items"]
                 bound = sum(1 for p in pods if (p.get("spec") or {}).get("nodeName"))
+            rss = _rss_mib(child.pid)
             t0 = time.monotonic()
             child.send_signal(signal.SIGINT)
             child.wait(120)
@@ -174,11 +201,19 @@ def measure(wiring: str, replicas: int, duration: float, interval: float) -> dic
                 child.kill()
                 child.wait()
             log.close()
-    out: dict[str, float] = {"pods": len(pods), "bound": bound, "exit_s": exit_s, "filled_s": filled}
+    out: dict[str, float] = {"pods": len(pods), "bound": bound, "exit_s": exit_s, "filled_s": filled, "rss": rss}
     for ph, xs in lat.items():
         out |= {f"{ph}_gets": len(xs), f"{ph}_failures": failures[ph], f"{ph}_p50": pct(xs, 0.5),
                 f"{ph}_p99": pct(xs, 0.99), f"{ph}_max": max(xs) * 1000, f"{ph}_mean": statistics.fmean(xs) * 1000}
     return out
+
+
+def _rss_mib(pid: int) -> float:
+    """The resident set of process ``pid`` in MiB (Linux /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def _settled(http: httpx2.Client, replicas: int) -> bool:
@@ -195,36 +230,42 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=60.0,
                     help="seconds of GETs once every Pod exists and those that fit run")
     ap.add_argument("--interval", type=float, default=0.25, help="seconds between GET starts")
-    ap.add_argument("--wiring", default="loop,thread")
+    ap.add_argument("--wiring", default="loop,thread,up")
     ap.add_argument("--slow", type=float, default=None, help="print each GET slower than this many seconds")
     ap.add_argument("--log", type=Path, default=None, help="write pumice up's output here")
     ap.add_argument("--gc-log", action="store_true", help="pumice up prints its garbage-collector passes over 50 ms")
-    ap.add_argument("--serve", choices=["loop", "thread"], help=argparse.SUPPRESS)
+    ap.add_argument("--scheduler-name", default="volcano", help="the Job's schedulerName (default-scheduler: the "
+                    "default scheduler places the Pods)")
+    ap.add_argument("--gc-threshold", default=None, help="pumice up's gc.set_threshold, e.g. 100000,10,10")
+    ap.add_argument("--serve", choices=["loop", "thread", "up"], help=argparse.SUPPRESS)
     ap.add_argument("--data-dir", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    global SLOW, LOG, GC_LOG
-    SLOW, LOG, GC_LOG = args.slow, args.log, args.gc_log
+    global SLOW, LOG, GC_LOG, GC_THRESHOLD, SCHEDULER_NAME
+    SLOW, LOG, GC_LOG, GC_THRESHOLD = args.slow, args.log, args.gc_log, args.gc_threshold
+    SCHEDULER_NAME = args.scheduler_name
     if args.serve:
-        serve(args.serve, args.data_dir, args.port, args.gc_log)
+        serve(args.serve, args.data_dir, args.port, args.gc_log, args.gc_threshold)
         return
-    print(f"load average {os.getloadavg()[0]:.1f}; {args.replicas} replicas, {args.duration:g} s of GETs every "
+    print(f"load average {os.getloadavg()[0]:.1f}; {args.replicas} replicas (schedulerName {SCHEDULER_NAME}), {args.duration:g} s of GETs every "
           f"{args.interval:g} s", flush=True)
     results = {}
     for wiring in args.wiring.split(","):
         res = measure(wiring, args.replicas, args.duration, args.interval)
         results[wiring] = res
         print(f"{wiring}: all Pods exist and {FIT} run after {res['filled_s']:.0f} s; Pods {res['pods']:.0f}, "
-              f"bound {res['bound']:.0f}; exit after SIGINT {res['exit_s']:.1f} s", flush=True)
+              f"bound {res['bound']:.0f}; RSS {res['rss']:.0f} MiB; exit after SIGINT {res['exit_s']:.1f} s", flush=True)
         for ph in ("filling", "steady"):
             print(f"  {ph:7s} GET /api/v1/namespaces: {res[ph + '_gets']:.0f} ok, {res[ph + '_failures']:.0f} failed; "
                   f"p50 {res[ph + '_p50']:.1f} ms, p99 {res[ph + '_p99']:.1f} ms, max {res[ph + '_max']:.1f} ms, "
                   f"mean {res[ph + '_mean']:.1f} ms", flush=True)
-    if "loop" in results and "thread" in results:
-        lo, th = results["loop"], results["thread"]
+    lo = results.get("loop")
+    for wiring, res in results.items():
+        if lo is None or wiring == "loop":
+            continue
         for ph in ("filling", "steady"):
-            print(f"ratio thread/loop, {ph}: p50 {th[ph + '_p50'] / lo[ph + '_p50']:.2f}, "
-                  f"p99 {th[ph + '_p99'] / lo[ph + '_p99']:.2f}, max {th[ph + '_max'] / lo[ph + '_max']:.2f}")
+            print(f"ratio {wiring}/loop, {ph}: p50 {res[ph + '_p50'] / lo[ph + '_p50']:.2f}, "
+                  f"p99 {res[ph + '_p99'] / lo[ph + '_p99']:.2f}, max {res[ph + '_max'] / lo[ph + '_max']:.2f}")
     print(f"load average {os.getloadavg()[0]:.1f}")
 
 
