@@ -11,7 +11,6 @@ pkg/apis/batch/v1/defaults.go, pkg/registry/batch/job/strategy.go (generateSelec
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
 
 from pumice.api import Obj
 
@@ -181,19 +180,6 @@ def limit_range(obj: Obj) -> None:
 
 def priority_class(obj: Obj) -> None:
     obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
-
-
-DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
-    ("", "pods"): pod,
-    ("", "services"): service,
-    ("", "secrets"): secret,
-    ("", "namespaces"): namespace,
-    ("", "limitranges"): limit_range,
-    ("apps", "deployments"): deployment,
-    ("apps", "replicasets"): replicaset,
-    ("batch", "jobs"): job,
-    ("scheduling.k8s.io", "priorityclasses"): priority_class,
-}
 
 
 def pod_qos_class(pod_obj: Obj) -> str:
