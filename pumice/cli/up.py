@@ -185,10 +185,9 @@ async def run_up(
     finally:
         stop.set()
         # The node agent first: it stops Pods (SIGTERM, grace, SIGKILL) and removes namespaces.
+        ended_before = {t for t in tasks if t.done()}  # a failure among them is logged above
         for t in reversed(tasks):
-            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
-                await asyncio.wait_for(asyncio.shield(t), timeout=45)
-            t.cancel()
+            await _await_stopping(t, log_failure=t not in ended_before)
         for c in clients:
             with contextlib.suppress(Exception):
                 await c.close()
@@ -320,6 +319,24 @@ def _node_agent(opts: UpOptions, client: Any, apiserver_url: str | None) -> Any:
         keep_pods=opts.keep_pods,
         apiserver_url_for_pods=apiserver_url,
     ))
+
+
+async def _await_stopping(task: asyncio.Task[None], *, log_failure: bool, timeout: float = 45.0) -> None:
+    """Wait for a component's ``task`` to end after the stop, then cancel it (a no-op when it has
+    ended). An error it raises while stopping (the Volcano scheduler's thread re-raises its own,
+    e.g. its last writes failing) is logged with the component's name and reason when
+    ``log_failure``, and so is a task that has not ended within ``timeout`` seconds; neither is
+    raised, so that the components after it still stop."""
+    try:
+        await asyncio.wait_for(asyncio.shield(task), timeout=timeout)
+    except asyncio.CancelledError:
+        pass
+    except TimeoutError:
+        log.warning("%s did not stop within %g s; cancelling it", task.get_name(), timeout)
+    except Exception as e:
+        if log_failure:
+            log.error("%s failed while stopping: %s: %s", task.get_name(), type(e).__name__, e)
+    task.cancel()
 
 
 async def _wait_for_stop_or_failure(stop: asyncio.Event, tasks: list[asyncio.Task[None]]) -> None:
