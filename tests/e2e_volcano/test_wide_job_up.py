@@ -92,3 +92,59 @@ async def test_kubectl_is_answered_while_a_wide_jobs_sessions_run_and_the_pods_t
         stop.set()
         await asyncio.wait_for(up, 120)
     assert _scheduler_threads() == []  # stopped with the rest
+
+
+@pytest.mark.kubectl
+@pytest.mark.timeout(300)
+async def test_kubectl_is_answered_while_a_volcano_session_is_held(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session that does not return (held here on purpose, in its synchronous run_once) holds
+    only the scheduler's thread: kubectl, run while it is held, is answered. With the scheduler on
+    the API server's loop (``volcano_thread=False``) the same kubectl gets no answer until the
+    session returns, so this fails there; the wide-job test above does not tell the two apart."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed")
+    from pumice.scheduler.volcano.scheduler import Scheduler
+
+    held, release = threading.Event(), threading.Event()
+    original = Scheduler.run_once
+
+    def run_once(self: Scheduler) -> object:
+        if not release.is_set():
+            held.set()
+            release.wait(120)  # the kubectl thread below releases it once it has its answer (or not)
+        return original(self)
+
+    monkeypatch.setattr(Scheduler, "run_once", run_once)
+    opts = UpOptions(data_dir=tmp_path / "data", port=free_port(), runtime="simulated", nodes=1, node_cpu="2",
+                     node_memory="4Gi", network="host", pod_egress="none")
+    answers: list[subprocess.CompletedProcess[str] | BaseException] = []
+
+    def kubectl_while_held(kubeconfig: Path) -> None:
+        try:
+            held.wait(120)
+            answers.append(subprocess.run([kubectl, "--kubeconfig", str(kubeconfig), "--request-timeout=60s",
+                                           "get", "ns", "default", "-o", "name"],
+                                          capture_output=True, text=True, timeout=90))
+        except BaseException as e:  # recorded for the assertion below, with its reason
+            answers.append(e)
+        finally:
+            release.set()
+
+    stop = asyncio.Event()
+    ready: asyncio.Future[Path] = asyncio.get_running_loop().create_future()
+    up = asyncio.create_task(run_up(opts, stop_event=stop, on_ready=lambda p: ready.set_result(p)))
+    try:
+        kubeconfig = await asyncio.wait_for(asyncio.shield(ready), 60)
+        # a plain thread, not the loop's executor: on the one-loop wiring the loop itself is held
+        side = threading.Thread(target=kubectl_while_held, args=(kubeconfig,), name="kubectl-while-held")
+        side.start()
+        await asyncio.to_thread(side.join, 200)
+    finally:
+        release.set()
+        stop.set()
+        await asyncio.wait_for(up, 120)
+    assert held.is_set()
+    assert len(answers) == 1 and isinstance(answers[0], subprocess.CompletedProcess), answers
+    assert (answers[0].returncode, answers[0].stdout.strip()) == (0, "namespace/default"), answers[0].stderr
