@@ -317,7 +317,8 @@ class KubernetesServiceController:
                                    field_manager=FIELD_MANAGER)
 
     async def _ensure_endpoints(self) -> Obj:
-        assert self.public_ip is not None
+        if self.public_ip is None:
+            raise RuntimeError("Endpoints default/kubernetes need the API server's advertised address")
         desired = kubernetes_endpoints(self.public_ip, self.public_port)
         live = self._get(ENDPOINTS, KUBERNETES_SERVICE_NAMESPACE, KUBERNETES_SERVICE_NAME)
         if live is None:

@@ -31,7 +31,8 @@ async def run_in_thread(main: Callable[[asyncio.Event], Awaitable[None]], *, sto
     soon after it is set (a component's ``stop_event``).
 
     If the thread has not ended ``join_timeout`` seconds after ``stop`` was set, that is logged
-    and the call returns (the daemon thread ends with the process).
+    and the call returns (the daemon thread ends with the process). The wait is at most twice
+    ``join_timeout``: once for a thread that has not yet started its loop, once for it to end.
 
     Args:
         main: the component, a coroutine function of its stop Event.
@@ -63,8 +64,12 @@ async def run_in_thread(main: Callable[[asyncio.Event], Awaitable[None]], *, sto
             outcome = e
         finally:
             started.set()
-        with contextlib.suppress(RuntimeError):  # the caller's loop already closed
+        try:
             outer.call_soon_threadsafe(report, outcome)
+        except RuntimeError:  # the caller's loop already closed: nobody is left to re-raise it
+            if outcome is not None and not isinstance(outcome, (KeyboardInterrupt, SystemExit)):
+                log.error("thread %s ended with %s: %s after its caller's loop closed", name,
+                          type(outcome).__name__, outcome)
 
     thread = threading.Thread(target=target, name=name, daemon=True)
     thread.start()

@@ -314,10 +314,13 @@ def test_kubectl_delete_is_undone_by_the_server(srv: HttpServer, kubectl: Kubect
 @pytest.mark.kubectl
 def test_kubectl_edits_of_the_endpoints_and_slice_are_put_back(srv: HttpServer, kubectl: Kubectl) -> None:
     port = port_of(srv)
-    kubectl("patch", "ep", "kubernetes", "--type", "merge", "-p",
-            '{"subsets":[{"addresses":[{"ip":"10.1.2.3"}],"ports":[{"name":"https","port":1,"protocol":"TCP"}]}]}')
-    kubectl("patch", "endpointslice", "kubernetes", "--type", "merge", "-p",
-            '{"endpoints":[{"addresses":["10.9.9.9"],"conditions":{"ready":false}}]}')
+    # the server's answer to each patch is the object it stored: the edit did land before the repair
+    assert kubectl("patch", "ep", "kubernetes", "--type", "merge", "-p",
+                   '{"subsets":[{"addresses":[{"ip":"10.1.2.3"}],"ports":[{"name":"https","port":1,"protocol":"TCP"}]}]}',
+                   "-o", "jsonpath={.subsets[0].addresses[0].ip}").stdout == "10.1.2.3"
+    assert kubectl("patch", "endpointslice", "kubernetes", "--type", "merge", "-p",
+                   '{"endpoints":[{"addresses":["10.9.9.9"],"conditions":{"ready":false}}]}',
+                   "-o", "jsonpath={.endpoints[0].addresses[0]}").stdout == "10.9.9.9"
     eventually(lambda: kubectl("get", "ep", "kubernetes", "-o", "jsonpath={.subsets}").stdout ==
                json.dumps([{"addresses": [{"ip": ADVERTISED}],
                             "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}], separators=(",", ":")))
