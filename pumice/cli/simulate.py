@@ -368,15 +368,9 @@ def _write(results: list[Any], out: Path, no_plots: bool, report: Any) -> Path:
 
 
 def _load_queues(path: str) -> list[dict[str, Any]]:
-    import yaml
+    from pumice.simulate.nodes import InputError, yaml_documents
 
-    from pumice.api.yamlsafe import error_line
-    from pumice.simulate.nodes import InputError, read_text
-
-    try:
-        docs = [d for d in yaml.safe_load_all(read_text(Path(path))) if d]
-    except yaml.YAMLError as e:
-        raise InputError(error_line(e, path)) from None
+    docs = yaml_documents(Path(path))
     if not all(isinstance(d, dict) for d in docs):
         raise InputError(f"{path}: expected Queue manifests (mappings)")
     items = [i for d in docs for i in (d.get("items") or [] if d.get("kind") == "List" else [d])]

@@ -29,12 +29,13 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from pumice._util.files import NotTextError, read_text_file
 from pumice.api import quantity
-from pumice.api.yamlsafe import error_line
+from pumice.api.yamlsafe import check_node, error_line
 from pumice.scheduler.volcano.api import gpushare
 
 GPU = "nvidia.com/gpu"
@@ -228,12 +229,29 @@ def _distinct(p: Path, nodes: list[NodeSpec]) -> list[NodeSpec]:
     return nodes
 
 
+def yaml_documents(path: Path) -> list[Any]:
+    """The non-empty YAML documents of a simulator input file, in order (PyYAML's safe types).
+
+    Before anything is expanded, each document is checked by the API server's rule
+    (:func:`pumice.api.yamlsafe.check_node`: go-yaml's alias ratio, depth and size), so an alias
+    bomb is refused at once instead of being expanded.
+
+    Raises:
+        InputError: one line: not readable text, malformed YAML (``<file>:<line>:<col>: ...``), or
+            ``yaml: document contains excessive aliasing`` (and the depth and size limits).
+    """
+    text = read_text(path)
+    try:
+        for node in yaml.compose_all(text, Loader=yaml.SafeLoader):
+            check_node(node)
+        return [d for d in yaml.safe_load_all(text) if d]
+    except yaml.YAMLError as e:
+        raise InputError(error_line(e, str(path))) from None
+
+
 def _yaml_nodes(p: Path) -> list[NodeSpec]:
     out = []
-    try:
-        docs = [d for d in yaml.safe_load_all(read_text(p)) if d]
-    except yaml.YAMLError as e:
-        raise InputError(error_line(e, str(p))) from None
+    docs = yaml_documents(p)
     if not all(isinstance(d, dict) for d in docs):
         raise InputError(f"{p}: expected Node manifests (mappings)")
     items = [i for d in docs for i in (d.get("items") or [] if d.get("kind") == "List" else [d])]

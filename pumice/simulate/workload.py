@@ -81,12 +81,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
-import yaml
-
 from pumice.api import Obj
 from pumice.api.quantity import QuantityError, parse_quantity
 from pumice.api.validation import SYSTEM_PRIORITY_CLASS_VALUES
-from pumice.api.yamlsafe import error_line
 from pumice.node.podspec import pod_requests
 from pumice.node.runtime.simulated import ANNOTATION_DURATION, ANNOTATION_EXIT_CODE, exit_codes
 from pumice.simulate.nodes import (
@@ -99,6 +96,7 @@ from pumice.simulate.nodes import (
     gpu_milli,
     read_csv,
     read_text,
+    yaml_documents,
 )
 
 log = logging.getLogger("pumice.simulate.workload")
@@ -580,10 +578,7 @@ def load_yaml(path: Path) -> Workload:
         InputError: one line naming the file and the arrival, e.g. ``<file>: arrivals[0].manifest.
             spec.priorityClassName: no PriorityClass 'low' (declare it under `priorityClasses:`)``.
     """
-    try:
-        docs = [d for d in yaml.safe_load_all(read_text(path)) if d]
-    except yaml.YAMLError as e:
-        raise InputError(error_line(e, str(path))) from None
+    docs = yaml_documents(path)
     arrivals: list[Arrival] = []
     queues: list[str] = []
     classes: dict[str, int] = {}

@@ -553,3 +553,29 @@ def html_unescape(text: str) -> str:
     import re
 
     return html.unescape(re.sub(r"<[^>]+>", "", text))
+
+
+def _alias_bomb(levels: int) -> str:
+    """A billion-laughs document: ``levels`` anchors of 9 references each to the one before."""
+    lines = ['x0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"x{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels + 1)]
+    lines.append("arrivals:\n- {name: a, at: 0, duration: 10, manifest: {apiVersion: v1, kind: Pod, spec: "
+                 f"{{containers: [{{name: c, image: i, args: *a{levels}}}]}}}}}}")
+    return "\n".join(lines) + "\n"
+
+
+def test_an_alias_bomb_in_any_yaml_input_is_refused_before_it_is_expanded(tmp_path: Path) -> None:
+    """Trial 14 F-3: an 8-level bomb (43 million strings) ran at 100% CPU past 30 s; the API
+    server's go-yaml alias rule now refuses it in every simulator YAML input, in one line."""
+    nodes, bomb = tmp_path / "nodes.yaml", tmp_path / "bomb.yaml"
+    nodes.write_text(NODE_YAML)
+    bomb.write_text(_alias_bomb(8))
+    good = tmp_path / "w.yaml"
+    good.write_text("arrivals:\n- {at: 0, duration: 1, manifest: {apiVersion: v1, kind: Pod}}\n")
+    for args in (["--nodes", str(nodes), "--workload", str(bomb)],
+                 ["--nodes", str(bomb), "--workload", str(good)],
+                 ["--nodes", str(nodes), "--workload", str(good), "--queues", str(bomb)]):
+        r = CliRunner().invoke(main, ["simulate", *args, "--quiet", "--no-plots", "--out", str(tmp_path / "o")])
+        assert r.exit_code == 2, r.output
+        assert r.output.strip().splitlines() == [f"Error: {bomb}: yaml: document contains excessive aliasing"]
+        assert not (tmp_path / "o").exists()
