@@ -547,3 +547,21 @@ def test_a_gang_held_by_a_parent_queues_capability_names_the_parent() -> None:
     assert ex.reason == ("queue eng (parent of eng-a) is at its capability: allocated cpu 16 + the gang's request "
                          "cpu 10 > capability cpu 16"), ex.render()
     assert ex.remedy == "raise queue eng capability.cpu to 26, or free room in queue eng (eng-b holds cpu 16)", ex.render()
+
+
+def test_a_met_gang_with_pods_beyond_min_member_blames_the_pod_count_not_the_gang() -> None:
+    """Trial 14 F-2: 330 of minMember 50 placed, the rest held by the Nodes' pod count, read "gang
+    short by 1 member" and "frees 10m cpu on any Node"."""
+    running = [pod(f"pg1-{i}", namespace=NS, group="pg1", requests="10m,1Mi", node=f"n{i % 2}", phase="Running")
+               for i in range(4)]
+    waiting = [pod(f"pg1-{i}", namespace=NS, group="pg1", requests="10m,1Mi") for i in range(4, 7)]
+    objs = [node("n0", "2,4Gi,pods=2"), node("n1", "2,4Gi,pods=2"), queue("q1"),
+            podgroup("pg1", namespace=NS, queue="q1", min_member=2, min_resources="20m,2Mi", phase="Running"),
+            *running, *waiting]
+    ex = explain(objs, "podgroup", "pg1", NS, NO_OVERCOMMIT)
+    assert ex.gate == "predicates", ex.render()
+    assert ex.reason.startswith("gang met: 4 placed of minMember 2; 3 more Pods fit on none of the 2 Nodes"), \
+        ex.render()
+    assert "gang short" not in ex.reason
+    assert any("Insufficient pods" in d for d in ex.details), ex.render()
+    assert ex.remedy.startswith("frees 1 pods on any Node, for each of 3 more Pods"), ex.render()

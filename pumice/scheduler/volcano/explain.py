@@ -1047,11 +1047,18 @@ def _gang_gate(ex: Explanation, job: Any, status: Obj, pod_conditions: dict[str,
                      f"Pods but minMember {min_member}")
         ex.remedy = f"{min_member - len(job.tasks)} more Pods in the group (or a smaller minMember)"
         return
-    ex.gate = "gang" if short > 0 and placeable > 0 else "predicates"
-    if short <= 0:
-        short = max(min_member - ready, 1)
-    ex.reason = (f"gang short by {_members(short)}: {ready} placed and {placeable} placeable of minMember "
-                 f"{min_member}; the rest fit on none of the {n_nodes} Nodes")
+    if ready >= min_member:
+        # the gang is met (trial 14 F-2): what waits are the Pods beyond minMember, each on its own
+        ex.gate = "predicates"
+        short = max(len(pending) - placeable, 1)
+        ex.reason = (f"gang met: {ready} placed of minMember {min_member}; {short} more Pod{'s' if short != 1 else ''} "
+                     f"fit on none of the {n_nodes} Nodes")
+    else:
+        ex.gate = "gang" if short > 0 and placeable > 0 else "predicates"
+        if short <= 0:
+            short = max(min_member - ready, 1)
+        ex.reason = (f"gang short by {_members(short)}: {ready} placed and {placeable} placeable of minMember "
+                     f"{min_member}; the rest fit on none of the {n_nodes} Nodes")
     for msg, n in sorted(fit_msgs.items()):
         ex.details.append(f"{n} Pod(s): {msg}")
     if pending and blocked:
@@ -1061,7 +1068,8 @@ def _gang_gate(ex: Explanation, job: Any, status: Obj, pod_conditions: dict[str,
         return
     if pending:
         req = min((t.resreq for t in pending), key=_size_key)  # the smallest member still to place
-        dims = [n for n in req.resource_names() if n != "pods"]
+        # the Pod count is named only when it is what is short (the Nodes' allocatable pods)
+        dims = [n for n in req.resource_names() if n != "pods" or _shortfall(ssn, req, n) > 0]
         per = ", ".join(f"{_fmt_dim(d, _shortfall(ssn, req, d))} {d}" for d in dims
                         if _shortfall(ssn, req, d) > 0) or _fmt_res(req, dims)
         ex.remedy = (f"frees {per} on any Node, for each of {short} more Pod{'s' if short != 1 else ''} "
@@ -1076,7 +1084,9 @@ def _shortfall(ssn: Any, req: Resource, dim: str) -> float:
     best = float("inf")
     for n in ssn.nodes.values():
         idle = n.future_idle()
-        k = int(min(idle.get(d) // req.get(d) for d in dims)) if dims else 0
+        # a Node's pod count bounds how many fit only where it has one (allocatable pods)
+        bounds = [*dims, "pods"] if req.get("pods") > 0 and n.allocatable.get("pods") > 0 else dims
+        k = int(min(idle.get(d) // req.get(d) for d in bounds)) if bounds else 0
         left = idle.get(dim) - k * req.get(dim)
         best = min(best, max(req.get(dim) - left, 0.0))
     return 0.0 if best == float("inf") else best
