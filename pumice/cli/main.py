@@ -2,7 +2,7 @@
 imported only when run (so ``pumice --help`` stays fast).
 
 Errors: a subcommand that fails on bad input prints one line to stderr and exits non-zero
-(click's UsageError exits 2). Any other exception that escapes a subcommand is printed as one
+(a usage error, such as a flag click refuses, is one line too: ``Error: <message>``, exit 2). Any other exception that escapes a subcommand is printed as one
 line too (``Error: <type>: <first line of the message>``, exit 1); ``PUMICE_DEBUG=1`` shows the
 traceback instead. A component cancelled because it did not stop within its grace period after
 SIGTERM/SIGINT (:mod:`pumice.cli._signals`) prints one line and exits 1. Ctrl-C while the
@@ -73,10 +73,26 @@ def one_line(e: BaseException) -> str:
     return "".join(f" {c.lower()}" if c.isupper() else c for c in type(e).__name__).strip()
 
 
+def _one_line_usage(e: click.UsageError) -> click.UsageError:
+    """``e`` without its context, so click prints it as the one line ``Error: <message>`` (exit
+    status 2) instead of the usage line, the ``Try '... --help'`` hint and the error."""
+    e.ctx = None
+    return e
+
+
 class LazyGroup(click.Group):
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: object) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)  # type: ignore[arg-type]
+        except click.UsageError as e:  # the group's own options: `pumice --bogus`
+            raise _one_line_usage(e) from None
+
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
+        except click.UsageError as e:  # a subcommand's (or nested group's) flags, an unknown command
+            raise _one_line_usage(e) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except asyncio.CancelledError:  # pumice.cli._signals cancelled it: the grace period ran out

@@ -175,3 +175,26 @@ def test_the_service_range_defaults_are_the_api_servers() -> None:
 
     assert DEFAULT_SERVICE_CIDR == SERVICE_CLUSTER_IP_RANGE == UpOptions().service_cluster_ip_range
     assert parse_node_port_range(DEFAULT_NODE_PORT_RANGE) == NODE_PORT_RANGE == UpOptions().service_node_port_range
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["simulate", "--until", "-5"], "Invalid value for '--until'"),
+    (["simulate", "--scale", "0"], "Invalid value for '--scale'"),
+    (["simulate", "--sample", "-1"], "Invalid value for '--sample'"),
+    (["simulate", "--seed", "abc"], "Invalid value for '--seed': 'abc' is not a valid integer."),
+    (["simulate", "--period", "0"], "Invalid value for '--period'"),
+    (["simulate", "--bogus"], "No such option '--bogus'"),
+    (["volcano", "session", "--bogus"], "No such option '--bogus'"),
+    (["--bogus"], "No such option '--bogus'"),
+    (["nosuch"], "No such command 'nosuch'."),
+])
+def test_flags_click_refuses_are_one_line_too(tmp_path: Path, args: list[str], message: str) -> None:
+    """Trial 14 F-3 nit: a flag click itself refuses was printed as click's usage line, a
+    ``Try '... --help'`` hint and the error; README promises one line (``Error: ...``, exit 2)."""
+    (tmp_path / "w.yaml").write_text("arrivals: []\n")
+    (tmp_path / "n.yaml").write_text("nodes: []\n")
+    files = ["--workload", str(tmp_path / "w.yaml"), "--nodes", str(tmp_path / "n.yaml")]
+    result = CliRunner().invoke(main, [*args, *(files if args[0] == "simulate" else [])])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and message in lines[0], result.output
