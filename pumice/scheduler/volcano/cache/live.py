@@ -133,6 +133,12 @@ class SchedulerCache:
         self._recorder: EventRecorder | None = None
         self.last_pod_conditions: dict[str, tuple[str, str, str]] = {}
         """``<ns>/<name>`` -> (uid, reason, message) last written (uid: a recreated Pod gets its own)."""
+        self._queued_conditions: dict[str, tuple[str, str, str, str, str]] = {}
+        """``<ns>/<name>`` -> (namespace, name, reason, message, nominated) of a Pod-condition write
+        queued but not started: a newer condition for the Pod replaces it there instead of queueing
+        a second write (see :meth:`task_unschedulable`)."""
+        self._queued_failed_events: dict[str, tuple[Obj, str]] = {}
+        """``<ns>/<name>`` -> (Pod, message) of a ``FailedScheduling`` Event queued but not started."""
         self.bind_errors = 0
         self._allocated_same: dict[str, tuple[Obj, dict[str, str]]] = {}
         """Queue -> (its object, a ``status.allocated`` list) for which :func:`allocated_patch`
@@ -294,8 +300,11 @@ class SchedulerCache:
         self._pod_changed(task.key)
         self._spawn(self._evict(task, reason))
 
-    def _spawn(self, coro: Any) -> asyncio.Task[None]:
-        if self.abandon_writes is not None:
+    def _spawn(self, coro: Any, *, abandonable: bool = True) -> asyncio.Task[None]:
+        """Run the write ``coro`` as a task kept in :attr:`pending_writes`; ``abandonable``: wrapped
+        by :meth:`_unless_abandoned` (``False`` for a write that checks :attr:`abandon_writes`
+        itself, after it has taken its turn's bookkeeping)."""
+        if abandonable and self.abandon_writes is not None:
             coro = self._unless_abandoned(coro)
         t = asyncio.get_running_loop().create_task(coro)
         self.pending_writes.add(t)
@@ -447,9 +456,35 @@ class SchedulerCache:
         if cur is None or cur.get("reason") != reason or cur.get("message") != message:
             self.last_pod_conditions[pod_key] = (uid, reason, message)
             md = pod["metadata"]
-            self._spawn(self._pod_condition(md.get("namespace", "default"), md["name"], reason, message, nominated))
+            # A write of this Pod's condition still waiting for its turn takes the newer value
+            # instead of a second write queueing behind it: when sessions outpace the API server
+            # (a wide gang's message carries its Pending count, which each created or deleted Pod
+            # changes), the backlog stays one write per Pod instead of one per Pod per session,
+            # and only the last condition, the one a sequence of writes would leave, is written.
+            # The same for its Event (client-go's recorder also drops an object's event spam).
+            queued = pod_key in self._queued_conditions
+            self._queued_conditions[pod_key] = (md.get("namespace", "default"), md["name"], reason, message, nominated)
+            if not queued:
+                self._spawn(self._queued_pod_condition(pod_key), abandonable=False)
             if self.event_kind is not None:
-                self._spawn(self._event({**pod, "apiVersion": "v1", "kind": "Pod"}, "Warning", "FailedScheduling", message))
+                queued = pod_key in self._queued_failed_events
+                self._queued_failed_events[pod_key] = ({**pod, "apiVersion": "v1", "kind": "Pod"}, message)
+                if not queued:
+                    self._spawn(self._queued_failed_event(pod_key), abandonable=False)
+
+    async def _queued_pod_condition(self, pod_key: str) -> None:
+        """Write the newest condition :meth:`task_unschedulable` queued for ``pod_key``."""
+        ns, name, reason, message, nominated = self._queued_conditions.pop(pod_key)
+        if self.abandon_writes is not None and self.abandon_writes():
+            return
+        await self._pod_condition(ns, name, reason, message, nominated)
+
+    async def _queued_failed_event(self, pod_key: str) -> None:
+        """Record the newest ``FailedScheduling`` Event :meth:`task_unschedulable` queued for ``pod_key``."""
+        pod, message = self._queued_failed_events.pop(pod_key)
+        if self.abandon_writes is not None and self.abandon_writes():
+            return
+        await self._event(pod, "Warning", "FailedScheduling", message)
 
     async def _patch_pg(self, cur: Obj, status: Obj) -> None:
         md = cur["metadata"]
