@@ -24,6 +24,7 @@ import hmac
 import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from email.utils import formatdate
 from typing import Any, NamedTuple
 
 import msgspec
@@ -370,6 +371,10 @@ class _Api:
         return await handler(request, parts)
 
     async def _version(self, request: Request, parts: list[str]) -> Response:
+        """``/version``: GET only (another method is 405, as go-restful answers; found by the
+        OpenAPI route walk once ``/version/`` was documented)."""
+        if request.method != "GET":
+            raise errors.method_not_allowed()
         return _json(_encode(discovery.VERSION_INFO))
 
     async def _health(self, request: Request, parts: list[str]) -> Response:
@@ -1172,6 +1177,19 @@ class _Api:
             self._openapi_docs[key] = build()
         return self._openapi_docs[key]
 
+    def _openapi_v3(self, path: str) -> tuple[bytes, str]:
+        """The served bytes of the v3 document at ``path`` and their etag; 404 when none."""
+        def build() -> tuple[bytes, str] | None:
+            doc = openapi.document_v3(self.scheme, self.registry.crds, path)
+            if doc is None:
+                return None
+            data = _encode(doc)
+            return data, openapi.etag(data)
+        out = self._openapi_cached(("v3", path), build)
+        if out is None:
+            raise _not_found_path()
+        return out
+
     def _openapi(self, request: Request, parts: list[str]) -> Response:
         crds = self.registry.crds
         if len(parts) == 2 and parts[1] == "v2":
@@ -1185,19 +1203,20 @@ class _Api:
             return _json(data)
         if len(parts) >= 2 and parts[1] == "v3":
             if len(parts) == 2:
-                return _json(self._openapi_cached(("v3",), lambda: _encode(openapi.root_v3(self.scheme, crds))))
-            rest = parts[2:]
-            if rest[0] == "api" and len(rest) == 2:
-                group, version = "", rest[1]
-            elif rest[0] == "apis" and len(rest) == 3:
-                group, version = rest[1], rest[2]
-            else:
-                raise _not_found_path()
-            doc = self._openapi_cached(("v3", group, version), lambda: openapi.document_v3(
-                self.scheme, crds, group, version))
-            if doc is None:
-                raise _not_found_path()
-            return _json(self._openapi_cached(("v3json", group, version), lambda: _encode(doc)))
+                return _json(self._openapi_cached(("v3",), lambda: _encode(openapi.root_v3(
+                    {p: self._openapi_v3(p)[1] for p in openapi.v3_paths(self.scheme)}))))
+            path = "/".join(parts[2:])
+            data, etag = self._openapi_v3(path)
+            headers = {"Etag": f'"{etag}"'}
+            # kube-openapi's handler3: a stale or wrong hash is sent to the current one; the
+            # current hash may be cached for good (a year from now)
+            if (want := request.query_params.get("hash")) and want != etag:
+                return Response(status_code=301, headers={**headers,
+                                                          "Location": f"/openapi/v3/{path}?hash={etag}"})
+            if want:
+                expires = formatdate(self.clock.now() + 365 * 24 * 3600, usegmt=True)
+                headers.update({"Vary": "Accept", "Cache-Control": "public, immutable", "Expires": expires})
+            return _json(data, headers=headers)
         raise _not_found_path()
 
 

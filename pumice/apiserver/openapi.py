@@ -32,16 +32,32 @@ from pumice.api import Obj
 from pumice.api import protobuf as pb
 from pumice.api.scheme import ResourceKind, Scheme
 from pumice.apiserver.crds import CustomResource
-from pumice.apiserver.openapiroutes import STRING, Operation, Param, Route, group_version_routes
+from pumice.apiserver.openapiroutes import (
+    STRING,
+    VERSION_INFO,
+    Operation,
+    Param,
+    Route,
+    discovery_routes,
+    group_version_routes,
+)
 
-__all__ = ["OPENAPI_V2_PROTOBUF", "document_v2", "document_v2_protobuf", "document_v3", "root_v3"]
+__all__ = ["OPENAPI_V2_PROTOBUF", "document_v2", "document_v2_protobuf", "document_v3", "etag", "root_v3",
+           "v3_paths"]
 
 
 #: the media type kubectl asks /openapi/v2 for
 OPENAPI_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
 
 _META = "k8s.io.apimachinery.pkg.apis.meta.v1"
+#: apimachinery's version.Info (``/version``), a Go struct with no protobuf message
+_VERSION_INFO = "k8s.io.apimachinery.pkg.version.Info"
+_VERSION_FIELDS = ("buildDate", "compiler", "gitCommit", "gitTreeState", "gitVersion", "goVersion", "major", "minor",
+                   "platform")
 _SPECIAL: dict[str, Obj] = {
+    _VERSION_INFO: {"type": "object", "required": ["major", "minor", "gitVersion", "gitCommit", "gitTreeState",
+                                                   "buildDate", "goVersion", "compiler", "platform"],
+                    "properties": {f: {"type": "string", "default": ""} for f in _VERSION_FIELDS}},
     f"{_META}.Time": {"type": "string", "format": "date-time"},
     f"{_META}.MicroTime": {"type": "string", "format": "date-time"},
     f"{_META}.Duration": {"type": "string"},
@@ -161,6 +177,9 @@ class _Definitions:
 
     def __call__(self, api_version: str, kind: str) -> str | None:
         group, _, version = api_version.rpartition("/")
+        if (api_version, kind) == VERSION_INFO:
+            self.messages.add(_VERSION_INFO)
+            return definition_name(_VERSION_INFO)
         if api_version == "meta/v1":
             msg: str | None = f"{_META}.{kind}"
             if msg not in pb.schema().messages and msg not in _SPECIAL:
@@ -182,13 +201,14 @@ class _Definitions:
         self.messages.add(msg)
         return definition_name(msg)
 
-    def build(self, kinds: list[ResourceKind]) -> Obj:
-        """The definitions recorded (plus ObjectMeta, Status, DeleteOptions and WatchEvent, which
-        kubectl looks up), ``x-kubernetes-group-version-kind`` on each served kind of ``kinds``."""
+    def build(self, kinds: list[ResourceKind], *, resources: bool = True) -> Obj:
+        """The definitions recorded (plus, when ``resources``, ObjectMeta, Status, DeleteOptions
+        and WatchEvent, which kubectl looks up), ``x-kubernetes-group-version-kind`` on each
+        served kind of ``kinds``."""
         messages: set[str] = set()
         for m in sorted(self.messages):
             _referenced(m, messages)
-        for kind in ("ObjectMeta", "Status", "DeleteOptions", "WatchEvent"):
+        for kind in ("ObjectMeta", "Status", "DeleteOptions", "WatchEvent") if resources else ():
             _referenced(f"{_META}.{kind}", messages)
         gvks: dict[str, list[Obj]] = {}
         for rk in sorted(kinds, key=lambda r: (r.group, r.version, r.kind)):
@@ -331,11 +351,15 @@ def document_v2(scheme: Scheme, crds: dict[str, CustomResource]) -> Obj:
     defs = _Definitions(scheme, crds, "#/definitions/", v3=False)
     for rk in scheme:  # every served kind, even one no route references
         defs(rk.api_version, rk.kind)
-    routes = _routes(scheme, defs)
+    routes = _routes(scheme, defs) + discovery_routes(_groups(scheme), defs)
     definitions = defs.build(list(scheme))
     return {"swagger": "2.0", "info": {"title": "Kubernetes", "version": _version()},
             "paths": _paths(routes, v3=False), "definitions": definitions,
             "securityDefinitions": {"BearerToken": _BEARER}, "security": [{"BearerToken": []}]}
+
+
+def _groups(scheme: Scheme) -> list[str]:
+    return sorted({g for g, _ in scheme.group_versions() if g})
 
 
 def _version() -> str:
@@ -344,35 +368,53 @@ def _version() -> str:
     return str(VERSION_INFO["gitVersion"])
 
 
-def root_v3(scheme: Scheme, crds: dict[str, CustomResource]) -> Obj:
-    """``/openapi/v3``: one entry per served group-version, with a hash of its document."""
-    paths = {}
-    for g, v in scheme.group_versions():
-        p = _gv_path(g, v)
-        doc = document_v3(scheme, crds, g, v)
-        digest = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16].upper()
-        paths[p] = {"serverRelativeURL": f"/openapi/v3/{p}?hash={digest}"}
-    return {"paths": paths}
+def v3_paths(scheme: Scheme) -> list[str]:
+    """The documents ``/openapi/v3`` lists, as kube-apiserver splits them: ``api`` (``/api/``),
+    ``api/v1``, ``apis`` (``/apis/``), ``apis/<group>`` (``/apis/<group>/``), each served
+    ``apis/<group>/<version>`` and ``version`` (``/version/``), sorted."""
+    gvs = [_gv_path(g, v) for g, v in scheme.group_versions()]
+    return sorted({"api", "apis", "version", *gvs, *(f"apis/{g}" for g in _groups(scheme))})
+
+
+def etag(data: bytes) -> str:
+    """kube-openapi's hash of a served v3 document: the upper-case hex SHA-512 of its bytes."""
+    return hashlib.sha512(data).hexdigest().upper()
+
+
+def root_v3(etags: dict[str, str]) -> Obj:
+    """``/openapi/v3``: ``etags`` is ``{document path: etag of its served bytes}``; each entry's
+    ``serverRelativeURL`` carries the hash, as kube-openapi's ``/openapi/v3/<path>?hash=<etag>``."""
+    return {"paths": {p: {"serverRelativeURL": f"/openapi/v3/{p}?hash={e}"} for p, e in sorted(etags.items())}}
 
 
 def _gv_path(group: str, version: str) -> str:
     return f"apis/{group}/{version}" if group else f"api/{version}"
 
 
-def document_v3(scheme: Scheme, crds: dict[str, CustomResource], group: str, version: str) -> Obj | None:
-    """The OpenAPI 3.0 document of one group-version: its routes (every operation, see
-    :mod:`pumice.apiserver.openapiroutes`) and the component schemas they reference, with its
-    kinds'. None when the group-version is not served."""
-    kinds = scheme.kinds_in(group, version)
-    if not kinds:
+def document_v3(scheme: Scheme, crds: dict[str, CustomResource], path: str) -> Obj | None:
+    """The OpenAPI 3.0 document at ``path`` (one of :func:`v3_paths`). A group-version's has its
+    routes (every operation, see :mod:`pumice.apiserver.openapiroutes`) and the component schemas
+    they reference, with its kinds'; ``api``, ``apis``, ``apis/<group>`` and ``version`` have
+    their one discovery route. None when nothing is served at ``path``."""
+    if path not in v3_paths(scheme):
         return None
     defs = _Definitions(scheme, crds, "#/components/schemas/", v3=True)
-    for rk in kinds:  # every kind of the group-version, even one no route references
-        defs(rk.api_version, rk.kind)
-    routes = _routes(scheme, defs, (group, version))
+    parts = path.split("/")
+    kinds: list[ResourceKind] = []
+    if path in ("api", "apis", "version"):
+        routes = discovery_routes([], defs, core=path == "api", apis=path == "apis", version=path == "version")
+    elif parts[0] == "apis" and len(parts) == 2:
+        routes = discovery_routes([parts[1]], defs, core=False, apis=False, version=False)
+    else:
+        group, version = ("", parts[1]) if parts[0] == "api" else (parts[1], parts[2])
+        kinds = scheme.kinds_in(group, version)
+        for rk in kinds:  # every kind of the group-version, even one no route references
+            defs(rk.api_version, rk.kind)
+        routes = _routes(scheme, defs, (group, version))
     return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": _version()},
             "paths": _paths(routes, v3=True),
-            "components": {"schemas": defs.build(kinds), "securitySchemes": {"BearerToken": _BEARER}},
+            "components": {"schemas": defs.build(kinds, resources=bool(kinds)),
+                           "securitySchemes": {"BearerToken": _BEARER}},
             "security": [{"BearerToken": []}]}
 
 

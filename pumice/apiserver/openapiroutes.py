@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from pumice.api.scheme import ResourceKind
 from pumice.apiserver.discovery import sub_kind
 
-__all__ = ["STRING", "Operation", "Param", "Route", "group_version_routes", "valid_operation_id"]
+__all__ = ["STRING", "VERSION_INFO", "Operation", "Param", "Route", "discovery_routes", "group_version_routes",
+           "valid_operation_id"]
 
 #: a response or body "definition" that is a plain string (logs, streams) rather than a schema
 STRING = ""
@@ -51,6 +52,8 @@ PATCH_TYPES_BUILTIN = ("application/json-patch+json", "application/merge-patch+j
 PATCH_TYPES_CUSTOM = ("application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml")
 
 _META = "meta/v1"  # the api_version the resolver maps to apimachinery's meta types
+#: ``(api_version, kind)`` the resolver maps to apimachinery's version.Info (``/version/``)
+VERSION_INFO = ("version", "Info")
 
 
 @dataclass(frozen=True)
@@ -339,4 +342,41 @@ def group_version_routes(group: str, version: str, kinds: list[ResourceKind], re
             (JSON, YAML, PROTOBUF), (JSON, YAML, PROTOBUF), (("200", resources),)),), tag))
     for rk in kinds:
         routes.extend(_kind_ops(rk, resolve, is_custom(rk), gv, tag))
+    return sorted(routes, key=lambda r: r.path)
+
+
+def _discovery_get(operation_id: str, description: str, definition: str, media: tuple[str, ...]) -> Operation:
+    return Operation("get", operation_id, "", None, description, (), None, False, media, media,
+                     (("200", definition),))
+
+
+def discovery_routes(groups: list[str], resolve: Resolver, *, core: bool = True, apis: bool = True,
+                     version: bool = True) -> list[Route]:
+    """The non-resource discovery routes kube-apiserver documents, sorted by path: ``GET /api/``
+    (getCoreAPIVersions, APIVersions) when ``core``, ``GET /apis/`` (getAPIVersions,
+    APIGroupList) when ``apis``, ``GET /apis/<group>/`` (get<Group>APIGroup, APIGroup) for each
+    of ``groups`` and ``GET /version/`` (getCodeVersion, version.Info) when ``version``.
+    A route whose definition ``resolve`` does not know is left out."""
+    media = (JSON, YAML, PROTOBUF)
+    routes: list[Route] = []
+    versions = resolve(_META, "APIVersions") if core else None
+    if versions:
+        routes.append(Route("/api/", (), (_discovery_get("getCoreAPIVersions", "get available API versions",
+                                                          versions, media),), "core"))
+    group_list = resolve(_META, "APIGroupList") if apis else None
+    if group_list:
+        routes.append(Route("/apis/", (), (_discovery_get("getAPIVersions", "get available API versions",
+                                                           group_list, media),), "apis"))
+    group_def = resolve(_META, "APIGroup") if groups else None
+    for group in groups:
+        if not group_def:
+            break
+        name = group.removesuffix(".k8s.io")
+        routes.append(Route(f"/apis/{group}/", (), (_discovery_get(
+            f"get{valid_operation_id(name, True)}APIGroup", "get information of a group", group_def, media),),
+            valid_operation_id(name, False)))
+    info = resolve(*VERSION_INFO) if version else None
+    if info:
+        routes.append(Route("/version/", (), (_discovery_get(
+            "getCodeVersion", "get the version information for this server", info, (JSON,)),), "version"))
     return sorted(routes, key=lambda r: r.path)

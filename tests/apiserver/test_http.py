@@ -118,7 +118,7 @@ def test_trailing_slashes_are_tolerated(srv: HttpServer) -> None:
 def test_discovery_documents_answer_only_get(srv: HttpServer) -> None:
     """Each discovery document is a GET route: another method is 405, as go-restful answers
     (found by tests/apiserver/test_openapi.py: POST /api/v1 answered the APIResourceList)."""
-    for path in ("/api", "/api/v1", "/apis", "/apis/apps", "/apis/apps/v1", "/apis/ray.io/v1/"):
+    for path in ("/api", "/api/v1", "/apis", "/apis/apps", "/apis/apps/v1", "/apis/ray.io/v1/", "/version"):
         assert http(srv).get(path).status_code == 200, path
         for method in ("POST", "PUT", "PATCH", "DELETE"):
             r = http(srv).request(method, path, json={})

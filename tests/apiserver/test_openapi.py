@@ -6,7 +6,10 @@ created appears in both documents and vanishes when deleted."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
+import subprocess
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -18,6 +21,7 @@ from openapi_spec_validator.validation.validators import OpenAPIV2SpecValidator,
 
 from pumice.testing.cluster import HttpServer, serve_http
 from pumice.testing.fake_kubelet import node_object
+from pumice.testing.kubectl import kubectl_binary
 from pumice.testing.paths import samples_dir
 from tests.apiserver.builders import configmap, deployment, pod
 
@@ -280,3 +284,108 @@ def test_discovery_names_the_streaming_and_token_subresources_as_upstream(c: htt
     assert v2["/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"]["post"][
         "x-kubernetes-group-version-kind"] == {"group": "authentication.k8s.io", "kind": "TokenRequest",
                                                "version": "v1"}
+
+
+#: kube-apiserver's non-resource discovery operations (api/openapi-spec/swagger.json): path ->
+#: (operationId, tag, response definition, the /openapi/v3 document that holds it)
+DISCOVERY_OPS = {
+    "/api/": ("getCoreAPIVersions", "core", "io.k8s.apimachinery.pkg.apis.meta.v1.APIVersions", "api"),
+    "/api/v1/": ("getCoreV1APIResources", "core_v1", "io.k8s.apimachinery.pkg.apis.meta.v1.APIResourceList",
+                 "api/v1"),
+    "/apis/": ("getAPIVersions", "apis", "io.k8s.apimachinery.pkg.apis.meta.v1.APIGroupList", "apis"),
+    "/apis/batch/": ("getBatchAPIGroup", "batch", "io.k8s.apimachinery.pkg.apis.meta.v1.APIGroup", "apis/batch"),
+    "/apis/batch/v1/": ("getBatchV1APIResources", "batch_v1", "io.k8s.apimachinery.pkg.apis.meta.v1.APIResourceList",
+                        "apis/batch/v1"),
+    "/apis/rbac.authorization.k8s.io/": ("getRbacAuthorizationAPIGroup", "rbacAuthorization",
+                                         "io.k8s.apimachinery.pkg.apis.meta.v1.APIGroup",
+                                         "apis/rbac.authorization.k8s.io"),
+    "/apis/ray.io/": ("getRayIoAPIGroup", "rayIo", "io.k8s.apimachinery.pkg.apis.meta.v1.APIGroup", "apis/ray.io"),
+    "/apis/ray.io/v1/": ("getRayIoV1APIResources", "rayIo_v1", "io.k8s.apimachinery.pkg.apis.meta.v1.APIResourceList",
+                         "apis/ray.io/v1"),
+    "/version/": ("getCodeVersion", "version", "io.k8s.apimachinery.pkg.version.Info", "version"),
+}
+
+
+def test_both_documents_have_upstreams_discovery_routes(c: httpx2.Client, srv: HttpServer) -> None:
+    """Trial 14 F-1: /openapi/v2 (JSON and the protobuf kubectl asks for) and /openapi/v3 carry
+    the non-resource discovery operations upstream's swagger.json has, each /openapi/v3 one in
+    the document kube-apiserver puts it in; the definitions they name are there."""
+    v2 = c.get("/openapi/v2").json()
+    for path, (op_id, tag, definition, v3_path) in DISCOVERY_OPS.items():
+        op = v2["paths"][path]["get"]
+        assert (op["operationId"], op["tags"], op["responses"]["200"]["schema"]) == (
+            op_id, [tag], {"$ref": "#/definitions/" + definition}), path
+        assert definition in v2["definitions"], path
+        doc = c.get(f"/openapi/v3/{v3_path}").json()
+        op3 = doc["paths"][path]["get"]
+        assert (op3["operationId"], op3["tags"]) == (op_id, [tag]), path
+        assert op3["responses"]["200"]["content"]["application/json"]["schema"] == {
+            "$ref": "#/components/schemas/" + definition}, path
+        assert definition in doc["components"]["schemas"], path
+    assert v2["paths"]["/version/"]["get"]["produces"] == ["application/json"]
+    assert v2["definitions"]["io.k8s.apimachinery.pkg.version.Info"]["required"][:3] == ["major", "minor", "gitVersion"]
+    assert {"api", "apis", "apis/batch", "apis/ray.io", "version"} <= set(c.get("/openapi/v3").json()["paths"])
+    pb = c.get("/openapi/v2", headers={"Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"}).content
+    for path, (op_id, _, definition, _) in DISCOVERY_OPS.items():
+        assert path.encode() in pb and op_id.encode() in pb and definition.encode() in pb, path
+    # kubectl reads the same document
+    out = subprocess.run([kubectl_binary(), "--kubeconfig", str(srv.kubeconfig), "get", "--raw", "/openapi/v2"],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    assert json.loads(out)["paths"]["/apis/batch/"]["get"]["operationId"] == "getBatchAPIGroup"
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
+
+
+def test_the_official_python_client_calls_each_documented_discovery_operation(c: httpx2.Client,
+                                                                              srv: HttpServer) -> None:
+    """The official python client is generated from upstream's operations: the class is the tag
+    (``batch_v1`` -> ``BatchV1Api``), the method the operationId less the tag
+    (``getBatchV1APIResources`` -> ``get_api_resources``). Each discovery operation /openapi/v2
+    documents names a method the client has, and calling it against the server answers."""
+    from kubernetes import client, config
+
+    api = config.new_client_from_config(config_file=str(srv.kubeconfig))
+    v2 = c.get("/openapi/v2").json()
+    called = {}
+    for path, item in v2["paths"].items():
+        op = item.get("get", {})
+        if "x-kubernetes-action" in op or not op.get("operationId"):
+            continue
+        tag = op["tags"][0]
+        cls = getattr(client, "".join(p[:1].upper() + p[1:] for p in tag.split("_")) + "Api", None)
+        if cls is None:  # a group the client is not generated for (CRDs, metrics.k8s.io)
+            continue
+        camel = "".join(p[:1].upper() + p[1:] for p in tag.split("_"))
+        method = _snake(op["operationId"].replace(camel, "", 1))
+        called[path] = getattr(cls(api), method)()
+    assert called["/apis/"].groups and called["/api/"].versions == ["v1"]
+    assert called["/apis/batch/"].name == "batch"
+    assert {r.name for r in called["/apis/batch/v1/"].resources} >= {"jobs", "cronjobs", "jobs/status"}
+    assert called["/version/"].git_version.startswith("v1.")
+    assert {p for p in DISCOVERY_OPS if "ray.io" not in p} <= set(called)
+
+
+def test_a_v3_document_asked_for_by_a_stale_hash_is_redirected_to_the_current_one(c: httpx2.Client,
+                                                                                   srv: HttpServer) -> None:
+    """Trial 14 F-1: kube-openapi's handler3. The index's serverRelativeURL carries the SHA-512
+    of the document's bytes; that URL answers with long cache headers; any other hash is a 301 to
+    it (kubectl follows it); no hash: the document with no cache headers."""
+    root = c.get("/openapi/v3").json()["paths"]
+    for path in ("apis/batch/v1", "api", "version", "apis/batch"):
+        url = root[path]["serverRelativeURL"]
+        r = c.get(url)
+        digest = hashlib.sha512(r.content).hexdigest().upper()
+        assert url == f"/openapi/v3/{path}?hash={digest}"
+        assert (r.status_code, r.headers["cache-control"], r.headers["etag"]) == (200, "public, immutable",
+                                                                                   f'"{digest}"')
+        assert r.headers["expires"] and r.headers["vary"] == "Accept"
+        moved = c.get(f"/openapi/v3/{path}?hash=bogus", follow_redirects=False)
+        assert (moved.status_code, moved.headers["location"]) == (301, url), path
+        plain = c.get(f"/openapi/v3/{path}")
+        assert plain.status_code == 200 and "cache-control" not in plain.headers and plain.content == r.content
+    out = subprocess.run([kubectl_binary(), "--kubeconfig", str(srv.kubeconfig), "get", "--raw",
+                          "/openapi/v3/apis/batch/v1?hash=bogus"], capture_output=True, text=True, timeout=60,
+                         check=True).stdout
+    assert "/apis/batch/v1/namespaces/{namespace}/jobs" in json.loads(out)["paths"]
