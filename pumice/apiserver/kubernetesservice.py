@@ -59,6 +59,7 @@ from pumice.api import Obj
 from pumice.api.scheme import ENDPOINT_SLICE, ENDPOINTS, NAMESPACE, SERVICE, ResourceKind
 from pumice.apiserver.errors import StatusError
 from pumice.apiserver.registry import DeleteOptions
+from pumice.apiserver.servicealloc import ip_family
 
 __all__ = [
     "DEFAULT_SECURE_PORT",
@@ -161,12 +162,12 @@ def endpoint_slice_from_endpoints(endpoints: Obj) -> Obj:
         if ports:
             out["ports"] = ports
         ready, not_ready = sub.get("addresses") or [], sub.get("notReadyAddresses") or []
-        if (ready or not_ready) and all(_is_ipv6(a.get("ip", "")) for a in [*ready, *not_ready]):
+        if (ready or not_ready) and all(ip_family(a.get("ip", "")) == "IPv6" for a in [*ready, *not_ready]):
             out["addressType"] = "IPv6"
         want_v6 = out["addressType"] == "IPv6"
         for addrs, ok in ((ready, True), (not_ready, False)):
             for a in addrs:
-                if _is_ipv6(a.get("ip", "")) != want_v6:
+                if (ip_family(a.get("ip", "")) == "IPv6") != want_v6:
                     continue
                 ep: Obj = {"addresses": [a.get("ip", "")], "conditions": {"ready": ok}}
                 if a.get("targetRef"):
@@ -175,13 +176,6 @@ def endpoint_slice_from_endpoints(endpoints: Obj) -> Obj:
                     ep["nodeName"] = a["nodeName"]
                 out["endpoints"].append(ep)
     return out
-
-
-def _is_ipv6(text: str) -> bool:
-    try:
-        return ipaddress.ip_address(text).version == 6
-    except ValueError:
-        return False
 
 
 def advertise_address(bind_host: str) -> str | None:

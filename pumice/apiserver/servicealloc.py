@@ -62,6 +62,7 @@ __all__ = [
     "ServiceAllocators",
     "Transaction",
     "drop_type_dependent_fields",
+    "ip_family",
     "parse_node_port_range",
     "parse_service_cidr",
 ]
@@ -386,7 +387,9 @@ def _headless(svc: Obj) -> bool:
     return bool(ips) and ips[0] == "None"
 
 
-def _family(ip: Any) -> str:
+def ip_family(ip: Any) -> str:
+    """``"IPv6"``, ``"IPv4"`` or ``"unknown"`` (not an IP address) for ``ip``, as Services and
+    EndpointSlices name address families."""
     try:
         return "IPv6" if ipaddress.ip_address(ip).version == 6 else "IPv4"
     except (TypeError, ValueError):
@@ -651,7 +654,7 @@ class ServiceAllocators:
             if ip == "None":
                 break
             if i >= len(families):
-                fam = _family(ip)
+                fam = ip_family(ip)
                 if fam != "IPv4":
                     causes.append(_invalid(f"spec.clusterIPs[{i}]", go_strings(ips),
                                            f"{fam} is not configured on this cluster"))
