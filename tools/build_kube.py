@@ -8,7 +8,7 @@ v0.x release of the same minor, which is what the release was cut from. The vers
 set with -ldflags so that ``kubectl version`` and client-go see a real gitVersion. etcd comes from
 go.etcd.io/etcd/server/v3. None of this goes into the repository.
 
-Usage: python tools/build_kube.py [--version v1.34.4] [--etcd v3.6.5] [--cache DIR]
+Usage: python tools/build_kube.py [--version v1.34.4] [--etcd v3.6.5] [--cache DIR] [--only kube-apiserver]
 Prints the bin directory on the last line; exit status 0 when every binary is there.
 Needs Go (``go`` on PATH) and the Go module proxy; the first build takes 10-30 minutes.
 """
@@ -44,9 +44,11 @@ def run(cmd: list[str], cwd: Path, env: dict[str, str]) -> None:
     subprocess.run(cmd, cwd=cwd, env=env, check=True)
 
 
-def build_kube(version: str, cache: Path) -> Path:
+def build_kube(version: str, cache: Path, binaries: tuple[str, ...] = BINARIES) -> Path:
+    """Build ``binaries`` (a subset of BINARIES) of release ``version`` into
+    ``cache/kubernetes-<version>/bin``; returns that directory. Raises CalledProcessError when go fails."""
     out = cache / f"kubernetes-{version}" / "bin"
-    if all((out / b).exists() for b in BINARIES):
+    if all((out / b).exists() for b in binaries):
         return out
     mod = cache / f"kubernetes-{version}" / "mod"
     mod.mkdir(parents=True, exist_ok=True)
@@ -58,7 +60,7 @@ def build_kube(version: str, cache: Path) -> Path:
         lines.append(f"replace k8s.io/{name} => k8s.io/{name} {staging}")
     (mod / "go.mod").write_text("\n".join(lines) + "\n")
     (mod / "tools.go").write_text("//go:build tools\n\npackage tools\n\nimport (\n"
-                                  + "".join(f'\t_ "k8s.io/kubernetes/cmd/{b}"\n' for b in BINARIES) + ")\n")
+                                  + "".join(f'\t_ "k8s.io/kubernetes/cmd/{b}"\n' for b in binaries) + ")\n")
     env = {**os.environ, "GOFLAGS": "-mod=mod", "CGO_ENABLED": "0"}
     run(["go", "mod", "tidy"], mod, env)
     major, minor = version.lstrip("v").split(".")[:2]
@@ -68,7 +70,9 @@ def build_kube(version: str, cache: Path) -> Path:
         ("gitVersion", version), ("gitMajor", major), ("gitMinor", minor),
         ("gitTreeState", "clean"), ("buildDate", "2026-01-01T00:00:00Z"), ("gitCommit", "0" * 40)))
     out.mkdir(parents=True, exist_ok=True)
-    for b in BINARIES:
+    for b in binaries:
+        if (out / b).exists():
+            continue
         run(["go", "build", "-trimpath", "-ldflags", f"-s -w {ld}", "-o", str(out / b), f"k8s.io/kubernetes/cmd/{b}"],
             mod, env)
     return out
@@ -96,13 +100,15 @@ def main() -> int:
     ap.add_argument("--version", default=KUBE_VERSION)
     ap.add_argument("--etcd", default=ETCD_VERSION)
     ap.add_argument("--cache", type=Path, default=default_cache())
+    ap.add_argument("--only", action="append", choices=BINARIES,
+                    help="build only this binary (repeatable; default all three, plus etcd always)")
     args = ap.parse_args()
     if shutil.which("go") is None:
         print("go is not on PATH: the real control plane is built from the Go module proxy", file=sys.stderr)
         return 2
     try:
         etcd = build_etcd(args.etcd, args.cache)
-        kube = build_kube(args.version, args.cache)
+        kube = build_kube(args.version, args.cache, tuple(args.only) if args.only else BINARIES)
     except subprocess.CalledProcessError as e:
         print(f"build failed: {' '.join(e.cmd)} exited {e.returncode}", file=sys.stderr)
         return 1

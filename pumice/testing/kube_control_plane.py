@@ -37,15 +37,17 @@ __all__ = ["KubeControlPlane", "build_binaries"]
 REPO = Path(__file__).resolve().parents[2]
 
 
-def build_binaries() -> tuple[Path, Path]:
-    """``(etcd bin dir, kubernetes bin dir)``, built once by tools/build_kube.py.
+def build_binaries(only: tuple[str, ...] = ()) -> tuple[Path, Path]:
+    """``(etcd bin dir, kubernetes bin dir)``, built once by tools/build_kube.py; ``only`` names the
+    Kubernetes binaries needed (``("kube-apiserver",)``), default all three.
 
     Raises:
         RuntimeError: Go is missing or the build failed (the message says which).
     """
     if shutil.which("go") is None:
         raise RuntimeError("go is not on PATH: the real control plane is built from the Go module proxy")
-    done = subprocess.run([sys.executable, str(REPO / "tools" / "build_kube.py")], capture_output=True, text=True)
+    argv = [sys.executable, str(REPO / "tools" / "build_kube.py"), *(f"--only={b}" for b in only)]
+    done = subprocess.run(argv, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"building the control plane failed: {done.stderr.strip()[-2000:]}")
     etcd, kube = done.stdout.strip().splitlines()[-2:]
@@ -75,11 +77,14 @@ class KubeControlPlane:
     """etcd + kube-apiserver + kube-controller-manager (+ kube-scheduler) in ``workdir``.
 
     Use as a context manager; ``.url``, ``.admin_token`` and :meth:`kubeconfig` once started.
+    ``controller_manager=False`` runs etcd and kube-apiserver only (no kube-scheduler either):
+    nothing but the API server's own answers, for comparing them with pumice's.
     """
 
-    def __init__(self, workdir: Path, *, scheduler: bool = True) -> None:
+    def __init__(self, workdir: Path, *, scheduler: bool = True, controller_manager: bool = True) -> None:
         self.workdir = Path(workdir)
-        self.scheduler = scheduler
+        self.controller_manager = controller_manager
+        self.scheduler = scheduler and controller_manager
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.logs: dict[str, IO[bytes]] = {}
         self.admin_token = secrets.token_urlsafe(24)
@@ -98,7 +103,7 @@ class KubeControlPlane:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
 
     def start(self) -> KubeControlPlane:
-        etcd_bin, kube_bin = build_binaries()
+        etcd_bin, kube_bin = build_binaries(() if self.controller_manager else ("kube-apiserver",))
         w = self.workdir
         w.mkdir(parents=True, exist_ok=True)
         etcd_port, peer_port = free_port(), free_port()
@@ -121,11 +126,13 @@ class KubeControlPlane:
             "--service-cluster-ip-range", "10.96.0.0/16", "--allow-privileged=true", "--v=1"])
         self._wait_ready()
         admin = self.kubeconfig(self.admin_token, w / "admin.kubeconfig")
+        self._kube_bin = kube_bin
+        if not self.controller_manager:
+            return self
         self._start("kube-controller-manager", [
             str(kube_bin / "kube-controller-manager"), "--kubeconfig", str(admin), "--leader-elect=false",
             "--service-account-private-key-file", str(w / "sa.key"), "--root-ca-file", str(self.ca_file()),
             "--bind-address", "127.0.0.1", "--secure-port", str(free_port()), "--v=1"])
-        self._kube_bin = kube_bin
         if self.scheduler:
             self.start_kube_scheduler()
         return self
