@@ -205,7 +205,7 @@ def _pod_row_parts(pod: Obj, now: float) -> tuple[str, str, Cell]:
         reason = "Unknown"
     elif md.get("deletionTimestamp") and status.get("phase") not in ("Succeeded", "Failed"):
         reason = "Terminating"
-    restarts_cell: Cell = restarts
+    restarts_cell: Cell = str(restarts)  # printPod's restartsStr: a string cell even without a last restart
     last_restart = _last_restart(counted)
     if last_restart is not None:
         restarts_cell = f"{restarts} ({human_duration(now - last_restart)} ago)"
@@ -399,10 +399,11 @@ _SELECTOR = column("Selector", priority=1, description="Label selector for pods.
 DEPLOYMENT_COLUMNS = [
     NAME_COLUMN,
     column("Ready", description="Number of the pod with ready state"),
-    column("Up-to-date", "integer", description="Total number of non-terminated pods targeted by this "
-                                                "deployment that have the desired template spec."),
-    column("Available", "integer", description="Total number of available pods (ready for at least "
-                                               "minReadySeconds) targeted by this deployment."),
+    # string columns holding integer cells, as printers.go declares them
+    column("Up-to-date", description="Total number of non-terminated pods targeted by this "
+                                      "deployment that have the desired template spec."),
+    column("Available", description="Total number of available pods (ready for at least "
+                                     "minReadySeconds) targeted by this deployment."),
     AGE_COLUMN, _CONTAINERS, _IMAGES, _SELECTOR,
 ]
 
@@ -479,10 +480,11 @@ def _job_cells(job: Obj, now: float) -> list[Cell]:
 # --- small kinds ----------------------------------------------------------------------------------
 
 NAMESPACE_COLUMNS = [NAME_COLUMN, column("Status", description="The status of the namespace"), AGE_COLUMN]
-CONFIGMAP_COLUMNS = [NAME_COLUMN, column("Data", "integer", description="Number of data in configmap"), AGE_COLUMN]
+# Data and Secrets are string columns holding integer cells, as printers.go declares them
+CONFIGMAP_COLUMNS = [NAME_COLUMN, column("Data", description="Number of data in configmap"), AGE_COLUMN]
 SECRET_COLUMNS = [NAME_COLUMN, column("Type", description="The type of the secret"),
-                  column("Data", "integer", description="The number of data in secret"), AGE_COLUMN]
-SERVICEACCOUNT_COLUMNS = [NAME_COLUMN, column("Secrets", "integer", description="The number of secrets"), AGE_COLUMN]
+                  column("Data", description="The number of data in secret"), AGE_COLUMN]
+SERVICEACCOUNT_COLUMNS = [NAME_COLUMN, column("Secrets", description="The number of secrets"), AGE_COLUMN]
 ENDPOINTS_COLUMNS = [NAME_COLUMN, column("Endpoints", description="Endpoints of the service"), AGE_COLUMN]
 ENDPOINTSLICE_COLUMNS = [
     NAME_COLUMN,
@@ -513,7 +515,7 @@ EVENT_COLUMNS = [
     column("Source", priority=1, description="The component reporting this event."),
     column("Message", description="A human-readable description of the status of this operation."),
     column("First Seen", priority=1, description="The time at which the event was first recorded."),
-    column("Count", "integer", priority=1, description="The number of times this event has occurred."),
+    column("Count", priority=1, description="The number of times this event has occurred."),
     column("Name", priority=1, format_="name", description=NAME_DESCRIPTION),
 ]
 ROLEBINDING_COLUMNS = [
@@ -673,11 +675,19 @@ def _ds_cells(o: Obj, now: float) -> list[Cell]:
             format_label_selector(spec.get("selector"))]
 
 
+def _bool_ptr(value: Any) -> str:
+    """printers.go printBoolPtr: ``True``/``False``, ``<unset>`` for a missing field."""
+    return "<unset>" if value is None else str(bool(value))
+
+
 def _cj_cells(o: Obj, now: float) -> list[Cell]:
     spec, st = _spec(o), _status(o)
     last = st.get("lastScheduleTime")
-    return [_name(o), spec.get("schedule", ""), spec.get("timeZone") or "<none>", bool(spec.get("suspend")),
-            len(st.get("active") or []), age(last, now) if last else "<none>", _age(o, now)]
+    job_spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+    ctrs, images = _containers_images((job_spec.get("template") or {}).get("spec") or {})
+    return [_name(o), spec.get("schedule", ""), spec.get("timeZone") or "<none>", _bool_ptr(spec.get("suspend")),
+            len(st.get("active") or []), age(last, now) if last else "<none>", _age(o, now), ctrs, images,
+            format_label_selector(job_spec.get("selector"))]
 
 
 def _pdb_cells(o: Obj, now: float) -> list[Cell]:
@@ -709,7 +719,8 @@ _PRINTERS.update({
                              column("Available", "integer"), column("Node Selector"), AGE_COLUMN, _CONTAINERS,
                              _IMAGES, _SELECTOR], _ds_cells),
     ("batch", "CronJob"): ([NAME_COLUMN, column("Schedule"), column("Timezone"), column("Suspend", "boolean"),
-                            column("Active", "integer"), column("Last Schedule"), AGE_COLUMN], _cj_cells),
+                            column("Active", "integer"), column("Last Schedule"), AGE_COLUMN, _CONTAINERS, _IMAGES,
+                            _SELECTOR], _cj_cells),
     ("policy", "PodDisruptionBudget"): ([NAME_COLUMN, column("Min Available"), column("Max Unavailable"),
                                          column("Allowed Disruptions", "integer"), AGE_COLUMN], _pdb_cells),
     ("", "ReplicationController"): (
@@ -911,7 +922,8 @@ def _printer_columns(printer_columns: list[Obj]) -> list[Obj]:
             # dates are rendered as ages, so the column type becomes string, as upstream
             "type": "string" if ctype == "date" else ctype,
             "format": col.get("format", ""),
-            "description": col.get("description", ""),
+            "description": col.get("description") or
+            f"Custom resource definition column (in JSONPath format): {col.get('jsonPath', '')}",
             "priority": int(col.get("priority", 0) or 0),
         })
     return cols

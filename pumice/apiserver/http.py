@@ -546,7 +546,9 @@ class _Api:
         check_resource_version(t.query, self.registry.store.revision, listing=False)
         s = self.registry.get(t.rk, t.namespace, t.name)
         if _wants_table(request):
-            return _json(_encode(self._table(t.rk, [s], _include_object(request))))
+            table = self._table(t.rk, [s], _include_object(request))
+            table["metadata"]["resourceVersion"] = str(s.rv)  # the object's, as the table generators set it
+            return _json(_encode(table))
         return self._object(request, t.rk, s)
 
     async def _get_log(self, request: Request, t: _Target) -> Response:

@@ -39,7 +39,7 @@ def test_pod_columns_and_a_running_row():
         "Name", "Ready", "Status", "Restarts", "Age", "IP", "Node", "Nominated Node", "Readiness Gates"]
     assert [c["priority"] for c in table["columnDefinitions"]][5:] == [1, 1, 1, 1]
     [row] = table["rows"]
-    assert row["cells"] == ["p", "2/2", "Running", 2, "5m2s", "10.0.0.5", "n1", "<none>", "<none>"]
+    assert row["cells"] == ["p", "2/2", "Running", "2", "5m2s", "10.0.0.5", "n1", "<none>", "<none>"]
     assert row["object"] == {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
                              "metadata": p["metadata"]}
 
@@ -174,3 +174,28 @@ def test_printer_columns_of_a_type_show_no_cell_for_a_value_of_another_type() ->
     assert cells == ["th", None, None, None, "<invalid>", "5", 2]
     obj["spec"] = {"i": 3, "f": 2, "b": True}
     assert to_table(rk, [obj], 0.0, cols)["rows"][0]["cells"][1:4] == [3, 2.0, True]
+
+
+@pytest.mark.parametrize("api_version, k, column", [
+    ("v1", "ConfigMap", "Data"), ("v1", "Secret", "Data"), ("v1", "ServiceAccount", "Secrets"),
+    ("v1", "Event", "Count"), ("apps/v1", "Deployment", "Up-to-date"), ("apps/v1", "Deployment", "Available"),
+])
+def test_count_columns_are_declared_string_as_printers_go_declares_them(api_version, k, column):
+    # kube-apiserver 1.32 (and 1.34, differential run of session 14) declares these "string" though
+    # the cells are integers; kubectl's --sort-by and custom-columns read the declared type
+    table = to_table(kind(api_version, k), [], NOW)
+    [col] = [c for c in table["columnDefinitions"] if c["name"] == column]
+    assert col["type"] == "string"
+
+
+def test_cronjob_rows_have_the_wide_columns_and_suspend_as_printbool_text():
+    cj = {"metadata": {"name": "c1", "creationTimestamp": CREATED},
+          "spec": {"schedule": "*/5 * * * *", "suspend": False, "jobTemplate": {"spec": {
+              "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}}}
+    table = to_table(kind("batch/v1", "CronJob"), [cj], NOW)
+    assert [(c["name"], c["priority"]) for c in table["columnDefinitions"]][6:] == [
+        ("Age", 0), ("Containers", 1), ("Images", 1), ("Selector", 1)]
+    assert table["rows"][0]["cells"] == ["c1", "*/5 * * * *", "<none>", "False", 0, "<none>", "5m2s", "c", "busybox",
+                                         "<none>"]
+    del cj["spec"]["suspend"]
+    assert to_table(kind("batch/v1", "CronJob"), [cj], NOW)["rows"][0]["cells"][3] == "<unset>"

@@ -196,6 +196,15 @@ async def test_table_uses_printer_columns(cluster: LocalCluster, widgets) -> Non
     table = resp.json()
     assert [c["name"] for c in table["columnDefinitions"]][:2] == ["Name", "Size"]
     assert table["rows"][0]["cells"][:2] == ["w1", 3]
+    # a column without a description gets apiextensions' JSONPath one
+    assert table["columnDefinitions"][1]["description"] == "Custom resource definition column (in JSONPath format): .spec.size"
+
+
+async def test_a_table_of_one_object_carries_its_resource_version(cluster: LocalCluster, widgets) -> None:
+    created = await cluster.client.create(widget("w1", size=3))
+    resp = await cluster.client.http.get(widgets.path("default") + "/w1", headers={
+        "Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})
+    assert resp.json()["metadata"] == {"resourceVersion": created["metadata"]["resourceVersion"]}
 
 
 async def test_deleting_the_crd_removes_its_instances_and_kind(cluster: LocalCluster, widgets) -> None:
