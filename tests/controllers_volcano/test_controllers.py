@@ -238,55 +238,6 @@ async def test_pod_evicted_restarts_the_job_with_a_new_version(client: FakeClien
         assert not (await client.get(scheme.VCJOB, "j1", "default"))["status"].get("terminating")
 
 
-async def _delete_then_fail(client: FakeClient, name: str) -> None:
-    """Delete a Running Pod as kubectl, an eviction or the scheduler's preemption would: a finalizer
-    keeps it while it is marked deleted, the kubelet then reports it Failed (exit 137), and it goes."""
-    await client.patch(scheme.POD, name, {"metadata": {"finalizers": ["test/hold"]}}, "default")
-    await client.delete(scheme.POD, name, "default")
-    assert (await client.get(scheme.POD, name, "default"))["metadata"].get("deletionTimestamp")
-    await client.patch(scheme.POD, name, {"status": {"phase": "Failed", "containerStatuses": [
-        {"name": "c", "state": {"terminated": {"exitCode": 137, "reason": "Error"}}}]}}, "default", subresource="status")
-    await client.patch(scheme.POD, name, {"metadata": {"finalizers": None}}, "default")
-
-
-@pytest.mark.parametrize(("policies", "phase", "retries"), [
-    # the usual pairing: a deleted (preempted, evicted, drained) Pod restarts the job, a crash aborts it
-    ([{"event": "PodEvicted", "action": "RestartJob"}, {"event": "PodFailed", "action": "AbortJob"}],
-     JobPhase.RESTARTING, 1),
-    # PodFailed alone does not apply to a deleted Pod: the job syncs and the Pod is created again
-    # (Pending then, as fewer than minAvailable run: running_update)
-    ([{"event": "PodFailed", "action": "RestartJob"}], JobPhase.PENDING, 0),
-])
-async def test_a_pod_deleted_while_running_is_pod_evicted_not_pod_failed(
-        client: FakeClient, policies: list[dict], phase: JobPhase, retries: int) -> None:
-    """Trial 15 F-1. Upstream's job controller hands a Pod update that carries a deletionTimestamp
-    to deletePod, which sends PodEvicted (volcano job_controller_handler.go updatePod/deletePod),
-    so a Pod deleted while it runs never fires a PodFailed policy, even when it then ends Failed."""
-    async with running(client):
-        await eventually(lambda: _state(client, "default", QueueState.OPEN))
-        job = await create_job(client, vcjob(replicas=2, min_available=2, maxRetry=5, policies=policies))
-        pg_name = f"j1-{job['metadata']['uid']}"
-        await eventually(lambda: _get(client, scheme.POD_GROUP, pg_name))
-        await set_phase(client, scheme.POD_GROUP, pg_name, "Inqueue")
-        pods = await eventually(lambda: _n_pods(client, 2))
-        for p in pods:
-            await set_phase(client, scheme.POD, p["metadata"]["name"], "Running")
-        await eventually(lambda: _phase_is(client, JobPhase.RUNNING))
-        uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods}
-        await _delete_then_fail(client, "j1-t-0")
-        await eventually(lambda: _phase_is(client, phase))
-        if not retries:
-            # synced: j1-t-0 is created again, j1-t-1 is left running
-            again = await eventually(lambda: _n_pods(client, 2))
-            by_name = {p["metadata"]["name"]: p["metadata"]["uid"] for p in again}
-            assert by_name["j1-t-1"] == uids["j1-t-1"] and by_name["j1-t-0"] != uids["j1-t-0"]
-        j = await client.get(scheme.VCJOB, "j1", "default")
-        assert j["status"]["state"]["phase"] == phase
-        assert j["status"].get("retryCount", 0) == retries
-        reasons = [c["status"] for c in j["status"].get("conditions") or []]
-        assert "Aborting" not in reasons and "Aborted" not in reasons
-
-
 async def test_pod_failed_with_abort_policy_aborts(client: FakeClient) -> None:
     async with running(client):
         await eventually(lambda: _state(client, "default", QueueState.OPEN))

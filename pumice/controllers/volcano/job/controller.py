@@ -9,10 +9,7 @@ One reconcile of a Job:
 2. derives the job events upstream's informer handlers would have sent, by comparing the Pods
    (uid, phase, restart count) and the PodGroup phase with what this controller saw last time (kept
    in memory, as upstream keeps its job cache): PodPending, PodRunning, PodFailed (+ exit code),
-   TaskCompleted, TaskFailed (the task's live Pods restarted maxRetry times), PodEvicted (a Pod
-   that this controller did not delete is being deleted or has vanished: upstream's updatePod hands
-   a Pod with a deletionTimestamp to deletePod, so a deleted, evicted, preempted or drained Pod is
-   PodEvicted and never PodFailed, whatever phase it ends in),
+   TaskCompleted, TaskFailed (the task's live Pods restarted maxRetry times), PodEvicted (a Pod that vanished without this controller deleting it),
    Unknown (PodGroup phase became Unknown), OutOfSync; plus a pending ``bus.volcano.sh`` Command
    aimed at the Job (which is deleted and wins);
 3. resolves the action from the task-level then job-level ``policies`` (first match; ``*``;
@@ -87,10 +84,6 @@ class Delayed:
     pod: str
     pod_uid: str
     task: str
-
-
-#: the phase :class:`_Memory` records for a Pod with a deletionTimestamp
-_DELETING = "<deleting>"
 
 
 @dataclass
@@ -440,9 +433,6 @@ class JobReconciler:
                 unversioned.add(name)
                 continue
             restarts = _restarts(p)
-            deleting = bool(md.get("deletionTimestamp"))
-            if deleting:
-                ph = _DELETING  # its phase no longer matters: upstream treats it as deleted
             new.pods[name] = (uid, ph, restarts)
             prev = seen.get(name)
             if prev is not None and prev[0] == uid and prev[1] == ph and (
@@ -453,11 +443,9 @@ class JobReconciler:
             ev: Event | None = None
             code = 0
             if prev is None or prev[0] != uid:
-                ev = Event.OUT_OF_SYNC if out_of_sync else Event.POD_EVICTED if deleting else Event.POD_PENDING
+                ev = Event.OUT_OF_SYNC if out_of_sync else Event.POD_PENDING
             elif prev[1] != ph:
-                if deleting:
-                    ev = Event.POD_EVICTED
-                elif ph == "Failed":
+                if ph == "Failed":
                     ev, code = Event.POD_FAILED, _exit_code(p)
                 elif ph == "Succeeded":
                     ev = Event.TASK_COMPLETED if task_completed(task) else Event.OUT_OF_SYNC
@@ -473,12 +461,10 @@ class JobReconciler:
                 ev = Event.OUT_OF_SYNC if out_of_sync or not task_failed(task) else Event.TASK_FAILED
             events.append(JobEvent(ev, task, name, uid, code, version))
         if any(name not in new.pods for name in seen):
-            for name, (uid, seen_phase, _r) in sorted(seen.items()):
+            for name, (uid, _ph, _r) in sorted(seen.items()):
                 if name in new.pods or name in unversioned:
                     continue
-                # a Pod seen being deleted was PodEvicted then; its removal only syncs (upstream sends
-                # PodEvicted again, stamped with the Pod's own, by then outdated, job version)
-                ev = Event.OUT_OF_SYNC if uid in killed or seen_phase == _DELETING else Event.POD_EVICTED
+                ev = Event.OUT_OF_SYNC if uid in killed else Event.POD_EVICTED
                 # the deleted Pod's task and version are not in the cache any more: recover them
                 task, version = _task_of(job, name), int((job.get("status") or {}).get("version") or 0)
                 events.append(JobEvent(ev, task, name, uid, 0, version))
