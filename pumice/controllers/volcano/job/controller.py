@@ -9,7 +9,9 @@ One reconcile of a Job:
 2. derives the job events upstream's informer handlers would have sent, by comparing the Pods
    (uid, phase, restart count) and the PodGroup phase with what this controller saw last time (kept
    in memory, as upstream keeps its job cache): PodPending, PodRunning, PodFailed (+ exit code),
-   TaskCompleted, TaskFailed (the task's live Pods restarted maxRetry times), PodEvicted (a Pod that vanished without this controller deleting it),
+   TaskCompleted, TaskFailed (the task's live Pods restarted maxRetry times), PodEvicted (a Pod that vanished without this controller deleting it;
+   a Pod being deleted stays in the job until then, so its turn to Failed is PodFailed, as in
+   upstream since v1.14's "keep terminating pod in job", c1c35de8a),
    Unknown (PodGroup phase became Unknown), OutOfSync; plus a pending ``bus.volcano.sh`` Command
    aimed at the Job (which is deleted and wins);
 3. resolves the action from the task-level then job-level ``policies`` (first match; ``*``;
