@@ -94,6 +94,9 @@ _BAD_CONTINUE = "invalid continue token: continue key is not valid"
 _TYPE_ERROR = "json: cannot unmarshal "
 _NAMESPACE_MISMATCH = "the namespace of the provided object does not match the namespace sent on the request"
 _GEN_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+#: the longest generateName base kept: a generated name has 5 random characters after it and a
+#: DNS label's 63 at most (k8s.io/apiserver pkg/storage/names MaxGeneratedNameLength)
+_MAX_GENERATED_NAME_LENGTH = 63 - 5
 _STATUS = frozenset({"status"})
 #: stored versions _clean_rests remembers at most (half the oldest go at the limit)
 _CLEAN_RESTS = 65536
@@ -922,8 +925,11 @@ class Registry:
                                                                        "required", "FieldValueRequired")])
         warnings = self._prune_default(rk, obj, field_validation)
         if gen_name:
+            # the base is cut to 63 - 5 characters, so a generated name is never over 63 (k8s.io/apiserver
+            # storage/names SimpleNameGenerator, MaxGeneratedNameLength)
+            base = str(md["generateName"])[:_MAX_GENERATED_NAME_LENGTH]
             for _ in range(16):
-                md["name"] = str(md["generateName"]) + "".join(self._rng.choice(_GEN_CHARS) for _ in range(5))
+                md["name"] = base + "".join(self._rng.choice(_GEN_CHARS) for _ in range(5))
                 if st.get(res, ns, md["name"]) is None:
                     break
         self._prepare_create(rk, obj)

@@ -51,6 +51,24 @@ async def test_generate_name_appends_five_characters(cluster: LocalCluster) -> N
     assert p["metadata"]["name"].startswith("web-") and len(p["metadata"]["name"]) == 9
 
 
+@pytest.mark.parametrize("kind", ["Service", "Namespace", "Pod"])
+async def test_a_long_generate_name_is_cut_to_58_characters(cluster: LocalCluster, kind: str) -> None:
+    """kube-apiserver cuts the base to 63 - 5 characters, so any generateName gives a valid DNS-1035
+    or DNS-1123 label (trial 15 F-6: a 60-character Service base was a 422 here)."""
+    base = "s" * 70 + "-"
+    body: dict = {"apiVersion": "v1", "kind": kind, "metadata": {"generateName": base}}
+    if kind == "Service":
+        body["spec"] = {"ports": [{"port": 80}]}
+    elif kind == "Pod":
+        body["spec"] = pod("x")["spec"]
+    if kind != "Namespace":
+        body["metadata"]["namespace"] = "default"
+    got = await cluster.client.create(body)
+    name = got["metadata"]["name"]
+    assert len(name) == 63 and name.startswith("s" * 58) and name[58:] != "s" * 5
+    assert got["metadata"]["generateName"] == base
+
+
 async def test_resource_versions_increase_globally(cluster: LocalCluster) -> None:
     a = await cluster.client.create(configmap("a"))
     b = await cluster.client.create(pod("b"))
