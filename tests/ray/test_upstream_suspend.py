@@ -214,8 +214,8 @@ async def test_suspend_raycluster_worker_group_with_autoscaler_enabled() -> None
         await w.settle()
         assert len(await w.pods(name, f"ray.io/group={GROUP}")) == 3
         assert len(await w.pods(name, "ray.io/node-type=head")) == 1
-    assert ("Warning", "InvalidRayClusterSpec", f"worker group {GROUP} cannot be suspended with Autoscaler "
-            "enabled") in w.events
+    assert ("Warning", "InvalidRayClusterSpec", f"The RayCluster spec is invalid default/{name}: worker group "
+            f"{GROUP} cannot be suspended with Autoscaler enabled") in w.events
 
 
 def rayjob_template(name: str, suspend: bool = False) -> Obj:

@@ -14,6 +14,7 @@ from pumice.api import Obj
 from pumice.controllers.ray.validation import (
     ValidationError,
     parse_generic_version,
+    validate_raycluster,
     validate_raycluster_spec,
     validate_rayjob,
     validate_rayservice_spec,
@@ -184,3 +185,24 @@ def test_version_comparison_pads_with_zeros() -> None:
     assert version_less_than((2, 51, 9), (2, 52, 0))
     assert not version_less_than((3,), (2, 52, 0))
     assert version_less_than((2, 52, 0), (2, 52, 0, 1))
+
+
+@pytest.mark.parametrize(("name", "reason", "text"), [
+    ("1abc", "InvalidRayClusterMetadata", "The RayCluster metadata is invalid default/1abc: RayCluster name should be "
+     "a valid DNS1035 label: [a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
+     "with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex "
+     "used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')]"),
+    ("c" * 54, "InvalidRayClusterMetadata", f"The RayCluster metadata is invalid default/{'c' * 54}: RayCluster name "
+     "should be no more than 53 characters"),
+    ("ok", "InvalidRayClusterSpec", "The RayCluster spec is invalid default/ok: headGroupSpec should have at least "
+     "one container"),
+])
+def test_raycluster_metadata_and_spec_refusals_carry_upstreams_reason_and_text(name: str, reason: str,
+                                                                                text: str) -> None:
+    """raycluster_controller.go: ValidateRayClusterMetadata's error as InvalidRayClusterMetadata, the
+    spec's as InvalidRayClusterSpec, each prefixed with ``The RayCluster ... is invalid ns/name:``
+    (trial 15 F-4: pumice had one reason, its own "DNS-1035" text and no prefix)."""
+    spec: Obj = {"headGroupSpec": {"template": {"spec": {"containers": [] if name == "ok" else [{"name": "h"}]}}}}
+    with pytest.raises(ValidationError) as e:
+        validate_raycluster({"metadata": {"name": name, "namespace": "default"}, "spec": spec})
+    assert (e.value.reason, str(e.value)) == (reason, text)

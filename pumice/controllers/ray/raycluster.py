@@ -333,7 +333,7 @@ class RayClusterReconciler:
         try:
             validate_raycluster(cluster)
         except ValidationError as e:
-            self.recorder.event(cluster, "Warning", "InvalidRayClusterSpec", str(e))
+            self.recorder.event(cluster, "Warning", e.reason, str(e))
             return Result()
         try:
             validate_raycluster_upgrade_options(cluster)

@@ -21,8 +21,6 @@ from pumice.controllers.ray import constants as c
 from pumice.controllers.ray.common import pod as podb
 from pumice.controllers.ray.common.resources import is_autoscaling_enabled
 
-_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-
 
 class ValidationError(ValueError):
     """The object is invalid; the message says why.
@@ -142,14 +140,38 @@ def _validate_auth_options(spec: Obj) -> None:
             raise ValidationError("authOptions.enableK8sTokenAuth is enabled and authOptions.secretName is also set")
 
 
+#: Event reasons of a RayCluster the operator refuses (utils/constant.go)
+INVALID_RAYCLUSTER_METADATA = "InvalidRayClusterMetadata"
+INVALID_RAYCLUSTER_SPEC = "InvalidRayClusterSpec"
+
+
 def validate_raycluster(cluster: Obj) -> None:
+    """The RayCluster controller's checks before it reconciles: metadata, then spec.
+
+    Raises:
+        ValidationError: ``reason`` InvalidRayClusterMetadata or InvalidRayClusterSpec, and
+            upstream's Event text ``The RayCluster metadata|spec is invalid <ns>/<name>: <why>``.
+
+    Mirrors: raycluster_controller.go rayClusterReconcile (ValidateRayClusterMetadata,
+    ValidateRayClusterSpec)."""
     meta = cluster.get("metadata") or {}
+    where = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
     name = meta.get("name", "")
+    why = ""
     if len(name) > c.MAX_RAYCLUSTER_NAME_LENGTH:
-        raise ValidationError(f"RayCluster name should be no more than {c.MAX_RAYCLUSTER_NAME_LENGTH} characters")
-    if not _DNS1035.match(name):
-        raise ValidationError(f"RayCluster name should be a valid DNS-1035 label: {name}")
-    validate_raycluster_spec(cluster.get("spec") or {}, meta.get("annotations") or {})
+        why = f"RayCluster name should be no more than {c.MAX_RAYCLUSTER_NAME_LENGTH} characters"
+    elif errs := is_dns1035_label(name):
+        why = f"RayCluster name should be a valid DNS1035 label: [{' '.join(errs)}]"
+    if why:
+        e = ValidationError(f"The RayCluster metadata is invalid {where}: {why}")
+        e.reason = INVALID_RAYCLUSTER_METADATA
+        raise e
+    try:
+        validate_raycluster_spec(cluster.get("spec") or {}, meta.get("annotations") or {})
+    except ValidationError as err:
+        e = ValidationError(f"The RayCluster spec is invalid {where}: {err}")
+        e.reason = INVALID_RAYCLUSTER_SPEC
+        raise e from err
 
 
 def validate_raycluster_upgrade_options(cluster: Obj) -> None:
@@ -430,9 +452,9 @@ def validate_rayservice_metadata(rayservice: Obj) -> None:
     if len(name) > MAX_RAYSERVICE_NAME_LENGTH:
         raise ValidationError("The RayService metadata is invalid: RayService name should be no more than "
                               f"{MAX_RAYSERVICE_NAME_LENGTH} characters")
-    if not _DNS1035.match(name):
+    if errs := is_dns1035_label(name):
         raise ValidationError("The RayService metadata is invalid: RayService name should be a valid DNS1035 "
-                              f"label: {name}")
+                              f"label: [{' '.join(errs)}]")
     try:
         initializing_timeout_seconds(meta.get("annotations") or {})
     except ValidationError as e:
