@@ -30,7 +30,8 @@ field as Go's reflection names it (``v1.RestartPolicy``, ``types.UID``, ``v1.Res
 encoding/json's errors print) when it is not the one the proto type implies (a named type; see
 pumice.api.godecode), and the field's schema markers from its Go comment: ``listType``
 (``+listType``), ``listMapKeys`` (the ``+listMapKey`` markers, in order) and ``mapType``
-(``+mapType`` or ``+structType``). A message's own ``+structType``/``+mapType`` marker is its
+(``+mapType`` or ``+structType``), and ``default`` (a ``+default=`` marker's JSON value: what
+openapi-gen publishes as the field's ``default``). A message's own ``+structType``/``+mapType`` marker is its
 ``mapType`` (beside ``fields``). These are what controller-gen turns into
 ``x-kubernetes-list-type``, ``x-kubernetes-list-map-keys`` and ``x-kubernetes-map-type`` where a CRD
 embeds the type (pumice.api.crds). The ``+k8s:``-prefixed declarative-validation tags are not read.
@@ -75,6 +76,9 @@ _GO_FIELD = re.compile(r"^\s*(?:(\w+)\s+)?([*\[\]\w.]+(?:\[[\w.]+\][*\w.\[\]]+)?
 _TAG = re.compile(r'(\w+):"([^"]*)"')
 #: a schema marker in a Go comment: ``// +listType=map``, ``// +listMapKey=name``, ``// +structType=atomic``
 _MARKER = re.compile(r"^\s*//\s*\+(listType|listMapKey|mapType|structType)=(\w+)\s*$")
+#: a field's default marker with a JSON literal value: ``// +default="TCP"``, ``// +default=1``
+#: (``+default=ref(...)``, a Go constant, is not read)
+_DEFAULT = re.compile(r"^\s*//\s*\+default=(.+?)\s*$")
 _IMPORT = re.compile(r'^\s*(?:import\s+)?(\w+\s+)?"([\w./-]+)"\s*$')
 _IDENT = re.compile(r"\b(?:(\w+)\.)?([A-Za-z_]\w*)\b")
 #: Go's predeclared types as reflection names them (byte is uint8, rune int32)
@@ -174,7 +178,14 @@ def _add_marker(markers: Markers, line: str) -> bool:
     """Record the schema marker on ``line`` (a Go comment) in ``markers``; False when it holds none."""
     m = _MARKER.match(line)
     if not m:
-        return False
+        d = _DEFAULT.match(line)
+        if d is None:
+            return False
+        try:
+            markers["default"] = json.loads(d.group(1))
+        except ValueError:
+            return False
+        return True
     name, value = m.group(1), m.group(2)
     if name == "listMapKey":
         keys = markers.setdefault("listMapKeys", [])

@@ -12,11 +12,16 @@ Every write records who set which fields, as kube-apiserver's field manager does
   managedFields (never tracked, or reset by the client sending ``managedFields: [{}]``/``[]``)
   stays untracked on update.
 * **Apply** (:func:`server_side_apply`): the applied configuration is merged into the live
-  object: maps key by key; lists of built-in kinds by their strategic patch merge keys
-  (containers by ``name``...), merge-strategy primitive lists (``finalizers``) by union, every
-  other list replaced; for custom resources lists merge by key only for ``conditions`` (by
-  ``type``) and are otherwise replaced (atomic). Fields this manager applied before and no longer
-  applies are removed unless another manager (Apply or Update) owns them. A field that another
+  object: maps key by key; lists by the object's schema markers (:class:`ListTypes`): a built-in
+  kind's ``+listType``/``+listMapKey`` markers (container ``ports`` keyed by ``containerPort``
+  and ``protocol``, the protocol defaulted to ``TCP``; ``tolerations`` atomic; ``finalizers`` a
+  set), its strategic patch merge key where a list has no ``+listType``, atomic otherwise; a
+  custom resource's ``x-kubernetes-list-type``/``x-kubernetes-list-map-keys`` (without a schema,
+  only ``conditions`` merge, by ``type``). Merged lists keep upstream's order. Atomic lists, and
+  atomic maps and structs (``nodeSelector``, ``LabelSelector``, ``OwnerReference``;
+  ``x-kubernetes-map-type: atomic``), are one field, replaced whole. Fields this manager applied
+  before and no longer applies are removed (a list or map left empty goes too) unless another
+  manager (Apply or Update) owns them. A field that another
   manager owns and whose value the apply changes is a conflict: :class:`ApplyConflict`, unless
   ``force``, which takes it over. The manager's ``operation: Apply`` entry is replaced by the
   applied field set (dropped when that set is empty). An apply onto an object without
@@ -31,18 +36,18 @@ subresource); each is ``{"manager", "operation", "apiVersion", "time", "fieldsTy
 "fieldsV1", "subresource"}`` with ``fieldsV1`` in upstream's ``f:``/``k:``/``v:`` notation
 (``".": {}`` marks a set member that also has members below it).
 
-Deviates (documented simplification): keyed list items are identified by their single merge key
-(upstream keys ``ports`` by containerPort and protocol); a map that a create brings is owned by
+Deviates (documented simplification): a map that a create brings is owned by
 the creator (``".": {}``) also where upstream's Go zero value already holds it (nested
 non-pointer structs such as ``spec.template``; a built-in object's ``spec`` and ``status``
-themselves are not), and atomic structs (``spec.selector``) are owned field by field;
-Apply sets count every non-empty map as a path only (upstream also owns the entries of
+themselves are not); Apply sets count every non-empty map as a path only (upstream also owns the entries of
 ``x-kubernetes-preserve-unknown-fields`` maps one by one).
 
 Mirrors: k8s.io/apimachinery pkg/util/managedfields/internal (fieldmanager.go decodeLiveOrNew,
 managedfieldsupdater.go, capmanagers.go, skipnonapplied.go, stripmeta.go, conflict.go,
 lastappliedmanager.go, lastappliedupdater.go, managedfields.go sortEncodedManagedFields) and sigs.k8s.io/structured-merge-diff merge/update.go
-(Updater.Update/Apply), typed/compare.go and typed/tofieldset.go, in spirit.
+(Updater.Update/Apply), typed/compare.go, typed/tofieldset.go, typed/merge.go and
+typed/remove.go, in spirit; tests/api/test_ssa_upstream.py checks them step by step against
+upstream's field manager.
 """
 
 from __future__ import annotations
@@ -51,16 +56,15 @@ import copy
 import functools
 import json
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
 from pumice._util.gostrings import is_print, quote
-from pumice.api import Obj
+from pumice.api import Obj, protobuf
 from pumice.api.gojson import encode_unstructured
-from pumice.api.strategic import SUPPORTED_KINDS, merge_info
+from pumice.api.strategic import SUPPORTED_KINDS
 from pumice.api.validation import annotations_too_long
 
 _log = logging.getLogger(__name__)
@@ -177,30 +181,129 @@ def manager_or_user_agent(manager: str, user_agent: str) -> str:
 #: key fields; ``merges`` without them is a set of primitives merged by union; not ``merges`` is
 #: atomic (the list is one leaf). The defaults stand in for a key field an item omits.
 ListType = tuple[tuple[str, ...] | None, bool, dict[str, Any]]
-#: A custom resource's list types, by the path of map-field names to the list (``("spec",
-#: "headGroupSpec", "template", "spec", "containers")``): see :class:`SchemaListTypes`.
-ListTypes = Callable[[tuple[str, ...]], ListType]
+
+
+class ListTypes(Protocol):
+    """An object's schema as server-side apply reads it, by the path of map-field names (list
+    items transparent: ``("spec", "template", "spec", "containers", "ports")``): how each list
+    merges, and which maps are atomic (``+mapType=atomic``, ``+structType=atomic``,
+    ``x-kubernetes-map-type: atomic``: one leaf, replaced whole by an apply). See
+    :class:`SchemaListTypes` (a custom resource's schema) and :class:`BuiltinListTypes`."""
+
+    def __call__(self, path: tuple[str, ...], /) -> ListType: ...
+
+    def atomic_map(self, path: tuple[str, ...], /) -> bool: ...
+
 
 _ATOMIC: ListType = (None, False, {})
 _SET: ListType = (None, True, {})
 _CONDITIONS: ListType = (("type",), True, {})
 
 
-@functools.lru_cache(maxsize=4096)
-def _builtin_list_type(kind: str, path: tuple[str, ...]) -> ListType:
-    _, strategy, key = merge_info(kind, path)
-    if not (strategy and "merge" in strategy.split(",")):
+_OBJECT_META = "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+
+
+@functools.lru_cache(maxsize=8192)
+def _builtin_list_type(message: str, path: tuple[str, ...]) -> ListType:
+    """How the list at ``path`` of a built-in object of ``message`` (a protobuf message name)
+    merges, from its OpenAPI markers as k8s.io/api declares them: ``+listType=atomic`` is
+    atomic, ``set`` a set, ``map`` keyed by its ``+listMapKey`` fields; a list without a
+    ``+listType`` merges by its strategic patch tags (``patchStrategy=merge`` keyed by
+    ``patchMergeKey``, a set without one); every other list is atomic. A key field's default is
+    the one the OpenAPI publishes: its ``+default`` (``protocol: TCP``), else the zero value of
+    a non-pointer field that is always serialized (``containerPort: 0``, ``name: ""``).
+
+    Mirrors: k8s.io/kube-openapi pkg/schemaconv smd.go getListElementRelationship and
+    pkg/generators openapi.go (generateDefault, mustEnforceDefault)."""
+    f = protobuf.field_at(message, path)
+    if f is None or not f.repeated:
         return _ATOMIC
-    return ((key,), True, {}) if key else _SET
+    keys: tuple[str, ...]
+    if f.list_type == "set":
+        return _SET
+    if f.list_type == "map" and f.list_map_keys:
+        keys = f.list_map_keys
+    elif not f.list_type and f.patch_strategy in ("merge", "merge,retainKeys"):
+        if not f.patch_merge_key:
+            return _SET
+        keys = (f.patch_merge_key,)
+    else:
+        return _ATOMIC
+    item = protobuf.flat_fields(f.type)
+    defaults: dict[str, Any] = {}
+    for k in keys:
+        found, value = protobuf.openapi_default(item[k]) if k in item else (False, None)
+        if found:
+            defaults[k] = value
+    return keys, True, defaults
+
+
+@functools.lru_cache(maxsize=8192)
+def _builtin_atomic_map(message: str, path: tuple[str, ...]) -> bool:
+    """Whether the map or struct at ``path`` of a built-in object of ``message`` is atomic: the
+    field's ``+mapType``/``+structType=atomic`` marker (``nodeSelector``), or its type's
+    (``LabelSelector``, ``OwnerReference``); the items of a list of such structs too.
+
+    Mirrors: k8s.io/kube-openapi pkg/schemaconv smd.go getMapElementRelationship (the
+    ``x-kubernetes-map-type`` that openapi-gen writes from those markers)."""
+    f = protobuf.field_at(message, path)
+    if f is None:
+        return False
+    if f.map_type:
+        return f.map_type == "atomic"
+    msg = protobuf.schema().messages.get(f.type)
+    return msg is not None and msg.map_type == "atomic"
+
+
+class BuiltinListTypes:
+    """The :class:`ListTypes` of a built-in kind, from its protobuf message's markers
+    (:func:`_builtin_list_type`, :func:`_builtin_atomic_map`)."""
+
+    __slots__ = ("_lists", "_maps", "message")
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        self._lists: dict[tuple[str, ...], ListType] = {}
+        self._maps: dict[tuple[str, ...], bool] = {}
+
+    def __call__(self, path: tuple[str, ...]) -> ListType:
+        found = self._lists.get(path)
+        if found is None:
+            if len(self._lists) >= 4096:
+                self._lists.clear()
+            found = self._lists[path] = _builtin_list_type(self.message, path)
+        return found
+
+    def atomic_map(self, path: tuple[str, ...]) -> bool:
+        found = self._maps.get(path)
+        if found is None:
+            if len(self._maps) >= 4096:
+                self._maps.clear()
+            found = self._maps[path] = _builtin_atomic_map(self.message, path)
+        return found
+
+
+@functools.cache
+def _builtin_lists(message: str) -> BuiltinListTypes:
+    return BuiltinListTypes(message)
+
+
+def _atomic_map(w: _Walk, path: tuple[str, ...]) -> bool:
+    """Whether the map at ``path`` is atomic (see :class:`ListTypes`); ``metadata`` by
+    ObjectMeta's markers; without a schema no map is."""
+    if path and path[0] == "metadata":
+        return _builtin_atomic_map(_OBJECT_META, path[1:])
+    return w.lists is not None and w.lists.atomic_map(path)
 
 
 def _list_key(w: _Walk, path: tuple[str, ...]) -> ListType:
-    """How the list at ``path`` (map-field names only) merges: built-in kinds (and any object's
-    ``metadata``) by the strategic merge tags; custom resources by their schema's
-    ``x-kubernetes-list-type`` markers (``w.lists``), or, without a schema, only ``conditions``
-    (by ``type``)."""
-    if w.builtin or (path and path[0] == "metadata"):
-        return _builtin_list_type(w.kind if w.builtin else "", path)
+    """How the list at ``path`` (map-field names only) merges: any object's ``metadata`` by
+    ObjectMeta's markers; the rest by ``w.lists``: a built-in kind's markers
+    (:func:`_builtin_list_type`) or a custom resource's schema (:class:`SchemaListTypes`); a
+    custom resource without a schema (or a built-in kind pumice has no schema of) keys only
+    ``conditions`` (by ``type``), every other list is atomic."""
+    if path and path[0] == "metadata":
+        return _builtin_list_type(_OBJECT_META, path[1:])
     if w.lists is not None:
         return w.lists(path)
     if path and path[-1] == "conditions":
@@ -209,21 +312,35 @@ def _list_key(w: _Walk, path: tuple[str, ...]) -> ListType:
 
 
 class SchemaListTypes:
-    """The :data:`ListTypes` of a structural schema (a served CRD version's
+    """The :class:`ListTypes` of a structural schema (a served CRD version's
     ``openAPIV3Schema``): ``x-kubernetes-list-type: map`` with its
     ``x-kubernetes-list-map-keys`` (and the keys' schema defaults), ``set``, and ``atomic`` for
-    every other list, as structured-merge-diff reads a CRD's schema. Answers are remembered per
-    path (the schema must not change afterwards).
+    every other list; ``x-kubernetes-map-type: atomic`` objects, as structured-merge-diff reads
+    a CRD's schema. Answers are remembered per path (the schema must not change afterwards).
 
     Mirrors: k8s.io/kube-openapi pkg/schemaconv (a CRD schema's list extensions as
     structured-merge-diff list elements; a list without one is atomic) and structured-merge-diff
     fieldpath (a keyed item's key fields, from the schema default when the item omits one)."""
 
-    __slots__ = ("_cache", "_root")
+    __slots__ = ("_atomic", "_cache", "_root")
 
     def __init__(self, schema: Obj) -> None:
         self._root = schema
         self._cache: dict[tuple[str, ...], ListType] = {}
+        self._atomic: dict[tuple[str, ...], bool] = {}
+
+    def atomic_map(self, path: tuple[str, ...]) -> bool:
+        """Whether the object at ``path`` (or the items of the list there) is
+        ``x-kubernetes-map-type: atomic``."""
+        found = self._atomic.get(path)
+        if found is None:
+            if len(self._atomic) >= 4096:
+                self._atomic.clear()
+            node = self._node(path)
+            while isinstance(node, dict) and node.get("type") == "array":
+                node = node.get("items")
+            found = self._atomic[path] = isinstance(node, dict) and node.get("x-kubernetes-map-type") == "atomic"
+        return found
 
     def __call__(self, path: tuple[str, ...]) -> ListType:
         found = self._cache.get(path)
@@ -233,20 +350,25 @@ class SchemaListTypes:
             found = self._cache[path] = self._find(path)
         return found
 
-    def _find(self, path: tuple[str, ...]) -> ListType:
+    def _node(self, path: tuple[str, ...]) -> Any:
+        """The schema node at ``path``, None when the schema does not reach it."""
         node: Any = self._root
         for name in path:
             while isinstance(node, dict) and node.get("type") == "array":
                 node = node.get("items")
             if not isinstance(node, dict):
-                return _ATOMIC
+                return None
             props = node.get("properties")
             if isinstance(props, dict) and name in props:
                 node = props[name]
             elif isinstance(node.get("additionalProperties"), dict):
                 node = node["additionalProperties"]
             else:
-                return _ATOMIC
+                return None
+        return node
+
+    def _find(self, path: tuple[str, ...]) -> ListType:
+        node = self._node(path)
         if not isinstance(node, dict):
             return _ATOMIC
         list_type = node.get("x-kubernetes-list-type")
@@ -262,8 +384,12 @@ class SchemaListTypes:
 
 
 def _item_key(lt: ListType, item: Any) -> dict[str, Any] | None:
-    """The key fields of a keyed list's item (omitted ones from their defaults), or None when
-    the item is not an object or omits a key field that has no default."""
+    """The key fields of a keyed list's item: those it has, and the defaults of those it omits;
+    a key field that is absent and has no default is left out (the item is then a different
+    one from an item that has it). None when the item is not an object or has no key field at
+    all.
+
+    Mirrors: structured-merge-diff typed/helpers.go keyedAssociativeListItemToPathElement."""
     if type(item) is not dict:
         return None
     keys, _, defaults = lt
@@ -273,9 +399,7 @@ def _item_key(lt: ListType, item: Any) -> dict[str, Any] | None:
             out[k] = item[k]
         elif k in defaults:
             out[k] = defaults[k]
-        else:
-            return None
-    return out
+    return out or None
 
 
 def _key_step(lt: ListType, item: Any) -> Step | None:
@@ -297,6 +421,26 @@ def _key_step(lt: ListType, item: Any) -> Step | None:
     return ("k", _json(dict(sorted(key.items()))))
 
 
+def _keyless_item_error(lt: ListType, names: tuple[str, ...], index: int, item: Any) -> ValueError:
+    """Upstream's error for an item a list cannot name: a keyed list's item that is not an
+    object or has no key field, or a set's item that is an object, a list or null."""
+    where = "".join(f".{n}" for n in names)
+    keys = lt[0]
+    if keys is None:
+        what = ("element that's a map type" if isinstance(item, dict) else
+                "element that's an explicit null" if item is None else "list element")
+        if isinstance(item, list):
+            return ValueError(f"{where}: element {index}: not supported: associative list with lists as elements")
+        return ValueError(f"{where}: element {index}: associative list without keys has an {what}")
+    if not isinstance(item, dict):
+        if item is None:
+            return ValueError(f"{where}: element {index}: associative list with keys may not have a null element")
+        return ValueError(f"{where}: element {index}: associative list with keys may not have non-map elements")
+    listed = " ".join(quote(k) for k in keys)
+    return ValueError(f"{where}: element {index}: associative list with keys has an element that omits all key "
+                      f"fields [{listed}] (and doesn't have default values for any key fields)")
+
+
 @functools.lru_cache(maxsize=4096)
 def _scalar_key_step(key: str, value: str | int) -> Step:
     return ("k", _json({key: value}))
@@ -313,9 +457,13 @@ def _json(value: Any) -> str:
 
 def _field_set(value: Any, w: _Walk, names: tuple[str, ...], prefix: Path, out: set[Path]) -> None:
     """Collect the paths an applied value sets: scalars, atomic lists, empty maps and nulls are
-    members; keyed list items and set-list values are members; a non-empty map is not."""
+    members; keyed list items and set-list values are members; a non-empty map is not.
+
+    Raises:
+        ValueError: a keyed list's item without a key, or a set's item that is not a scalar
+            (see :func:`_keyless_item_error`)."""
     if isinstance(value, dict):
-        if not value:
+        if not value or (prefix and _atomic_map(w, names)):
             if prefix:
                 out.add(prefix)
             return
@@ -331,13 +479,17 @@ def _field_set(value: Any, w: _Walk, names: tuple[str, ...], prefix: Path, out: 
         if not merges:
             out.add(prefix)  # atomic list: the field itself is the leaf
             return
-        for item in value:
-            step = _key_step(lt, item) if key is not None else None
-            if step is not None:
+        for i, item in enumerate(value):
+            if key is not None:
+                step = _key_step(lt, item)
+                if step is None:
+                    raise _keyless_item_error(lt, names, i, item)
                 p = (*prefix, step)
                 out.add(p)
                 _field_set(item, w, names, p, out)
-            elif key is None and not isinstance(item, dict | list):
+            elif item is None or isinstance(item, dict | list):
+                raise _keyless_item_error(lt, names, i, item)
+            else:
                 out.add((*prefix, _value_step(item)))
     elif prefix:
         out.add(prefix)
@@ -350,7 +502,7 @@ def field_set(obj: Obj, kind: str, builtin: bool = True, lists: ListTypes | None
 
     Mirrors: structured-merge-diff typed/tofieldset.go (TypedValue.ToFieldSet)."""
     out: set[Path] = set()
-    _field_set(obj, _Walk(kind, builtin, _NOTHING, lists), (), (), out)
+    _field_set(obj, _walk(kind, builtin, str(obj.get("apiVersion") or ""), _NOTHING, lists), (), (), out)
     return out
 
 
@@ -511,32 +663,41 @@ def render_path(path: Path) -> str:
     return "".join(parts)
 
 
-def _lookup(obj: Any, path: Path) -> tuple[bool, Any]:
+def _lookup(obj: Any, path: Path, w: _Walk) -> tuple[bool, Any, tuple[str, ...]]:
+    """``(found, value, names)`` of the node at ``path`` in ``obj``: a keyed item is the first
+    whose key (:func:`_item_key`, defaults included) is the step's; ``names`` are the map-field
+    names down to it (for :func:`_list_key`)."""
     node = obj
+    names: tuple[str, ...] = ()
     for kind, name in path:
         if kind == "f":
             if not isinstance(node, dict) or name not in node:
-                return False, None
+                return False, None, names
             node = node[name]
+            names = (*names, name)
         elif kind == "k":
             key = _list_item_key(name)
             if key is None or not isinstance(node, list):
-                return False, None
-            match = [x for x in node if isinstance(x, dict) and all(x.get(k) == v for k, v in key.items())]
-            if not match:
-                return False, None
-            node = match[0]
+                return False, None, names
+            lt = _list_key(w, names)
+            match = next((x for x in node if _item_key(lt, x) == key), _MISSING)
+            if match is _MISSING:
+                return False, None, names
+            node = match
         else:
             ok, value = _list_value(name)
             if not ok or not isinstance(node, list) or value not in node:
-                return False, None
+                return False, None, names
             node = value
-    return True, node
+    return True, node, names
 
 
-def _remove(obj: Any, path: Path) -> None:
-    found, parent = _lookup(obj, path[:-1])
-    if not found:
+def _remove(obj: Any, path: Path, w: _Walk) -> None:
+    """Remove the node at ``path`` from ``obj``; a list or map field below the top level that
+    this leaves empty is removed too (upstream's removal leaves it null), unless it holds a
+    built-in kind's non-pointer struct, which Go serializes as ``{}`` even then."""
+    found, parent, names = _lookup(obj, path[:-1], w)
+    if not found or not parent:
         return
     kind, name = path[-1]
     if kind == "f" and isinstance(parent, dict):
@@ -544,16 +705,32 @@ def _remove(obj: Any, path: Path) -> None:
     elif kind == "k" and isinstance(parent, list):
         key = _list_item_key(name)
         if key is not None:
-            parent[:] = [x for x in parent
-                         if not (isinstance(x, dict) and all(x.get(k) == v for k, v in key.items()))]
+            lt = _list_key(w, names)
+            parent[:] = [x for x in parent if _item_key(lt, x) != key]
     elif kind == "v" and isinstance(parent, list):
         ok, value = _list_value(name)
         if ok:
             parent[:] = [x for x in parent if x != value]
+    if not parent and len(path) > 2 and path[-2][0] == "f" and _dropped_when_empty(w, names, parent):
+        found, grand, _ = _lookup(obj, path[:-2], w)
+        if found and isinstance(grand, dict) and grand.get(path[-2][1]) is parent:
+            del grand[path[-2][1]]
+
+
+def _dropped_when_empty(w: _Walk, names: tuple[str, ...], value: Any) -> bool:
+    if isinstance(value, list) or not w.builtin:
+        return True
+    if names and names[0] == "metadata":
+        f = protobuf.field_at(_OBJECT_META, names[1:])
+    elif isinstance(w.lists, BuiltinListTypes):
+        f = protobuf.field_at(w.lists.message, names)
+    else:
+        return True
+    return f is None or f.pointer or f.type.startswith("map:")
 
 
 def _merge(live: Any, applied: Any, w: _Walk, names: tuple[str, ...]) -> Any:
-    if isinstance(applied, dict) and isinstance(live, dict):
+    if isinstance(applied, dict) and isinstance(live, dict) and not (names and _atomic_map(w, names)):
         out = dict(live)
         for k, v in applied.items():
             out[k] = _merge(live.get(k), v, w, (*names, k)) if k in live else copy.deepcopy(v)
@@ -563,22 +740,81 @@ def _merge(live: Any, applied: Any, w: _Walk, names: tuple[str, ...]) -> Any:
         keys, merges, _ = lt
         if not merges:
             return copy.deepcopy(applied)
-        if keys is None:
-            return list(live) + [x for x in applied if x not in live]
-        result = [copy.deepcopy(x) for x in live]
-        for item in applied:
-            key = _item_key(lt, item)
-            if key is None:
-                missing = next((k for k in keys if not isinstance(item, dict) or k not in item), keys[0])
-                raise ValueError(f"{'.'.join(names)}: element {item!r} lacks the list key {missing!r}")
-            idx = next((i for i, x in enumerate(result) if _item_key(lt, x) == key), None)
-            if idx is None:
-                result.append(copy.deepcopy(item))
+        rkeys: list[Any] = []
+        for i, item in enumerate(applied):
+            if keys is None:
+                if item is None or isinstance(item, dict | list):
+                    raise _keyless_item_error(lt, names, i, item)
+                rkeys.append(_json(item))
             else:
-                result[idx] = _merge(result[idx], item, w, names)
+                step = _key_step(lt, item)
+                if step is None:
+                    raise _keyless_item_error(lt, names, i, item)
+                rkeys.append(step)
+        # a live item the list cannot name is kept as it is, matched by nothing
+        lkeys: list[Any] = [(_json(x) if keys is None else _key_step(lt, x)) or object() for x in live]
+        result = []
+        for li, ri in _merged_order(lkeys, rkeys):
+            if li < 0:
+                result.append(copy.deepcopy(applied[ri]))
+            elif ri < 0:
+                result.append(copy.deepcopy(live[li]))
+            else:
+                result.append(_merge(live[li], applied[ri], w, names))
         return result
     return copy.deepcopy(applied)
 
+
+def _merged_order(lkeys: list[Any], rkeys: list[Any]) -> list[tuple[int, int]]:
+    """The items of a merged list, in order, as ``(live index, applied index)`` pairs (-1 for
+    the side that lacks the item), given each side's item keys: the applied items in their
+    order; a live item that the apply does not name stays where it was relative to the items
+    around it; a live item that the apply names moves to where the apply puts it. A key seen
+    twice on one side is taken at its first place.
+
+    Mirrors: structured-merge-diff typed/merge.go mergingWalker.visitListItems."""
+    lfirst: dict[Any, int] = {}
+    for i, k in enumerate(lkeys):
+        lfirst.setdefault(k, i)
+    rfirst: dict[Any, int] = {}
+    for i, k in enumerate(rkeys):
+        rfirst.setdefault(k, i)
+    shared = [k for k in rkeys if k in lfirst]
+    shared.reverse()  # popped from the end: the next shared key in the apply's order
+    nxt = shared.pop() if shared else None
+    merged: set[Any] = set()
+    out: list[tuple[int, int]] = []
+    li = ri = 0
+    nl, nr = len(lkeys), len(rkeys)
+    while li < nl or ri < nr:
+        if li < nl and ri < nr:
+            k = lkeys[li]
+            if k == rkeys[ri]:
+                merged.add(k)
+                out.append((lfirst[k], rfirst[k]))
+                li += 1
+                ri += 1
+                nxt = shared.pop() if shared else None
+                continue
+            if k in rfirst and nxt is not None and nxt != k:
+                li += 1  # the apply names it later: it goes there
+                continue
+        if li < nl:
+            k = lkeys[li]
+            if k not in rfirst:
+                out.append((li, -1))
+                li += 1
+                continue
+            if k in merged:
+                li += 1
+        if ri < nr:
+            k = rkeys[ri]
+            merged.add(k)
+            out.append((lfirst.get(k, -1), rfirst[k]))
+            ri += 1
+            if nxt is not None and nxt == k:
+                nxt = shared.pop() if shared else None
+    return out
 
 
 # ------------------------------------------------------------------ comparing two objects
@@ -588,7 +824,17 @@ class _Walk:
     kind: str
     builtin: bool
     skip_top: frozenset[str]  # apiVersion, kind and the write's reset fields (e.g. status)
-    lists: ListTypes | None = None  # a custom resource's list types (see _list_key)
+    lists: ListTypes | None = None  # the object's list types (see _list_key)
+
+
+def _walk(kind: str, builtin: bool, api_version: str, skip_top: frozenset[str], lists: ListTypes | None) -> _Walk:
+    """The :class:`_Walk` of an object: a built-in kind's list types come from its schema
+    (:func:`_builtin_list_type`) unless ``lists`` are given."""
+    if lists is None and builtin:
+        message = protobuf.message_for(api_version, kind)
+        if message is not None:
+            lists = _builtin_lists(message)
+    return _Walk(kind, builtin, skip_top, lists)
 
 
 def _diff(lhs: Any, rhs: Any, w: _Walk, names: tuple[str, ...], prefix: Path, changed: list[Path],
@@ -604,6 +850,9 @@ def _diff(lhs: Any, rhs: Any, w: _Walk, names: tuple[str, ...], prefix: Path, ch
     if ldict or rdict or llist or rlist:
         lnull, rnull = lhs is None or lhs is _MISSING, rhs is None or rhs is _MISSING
         if (ldict or lnull) and (rdict or rnull):
+            if prefix and _atomic_map(w, names):  # an atomic map is a leaf
+                _diff_leaf(lhs, rhs, prefix, changed, removed)
+                return
             empty = not (ldict and lhs) and not (rdict and rhs)
             if not empty:
                 _diff_map(lhs if ldict else {}, rhs if rdict else {}, w, names, prefix, changed, removed)
@@ -713,21 +962,31 @@ def _created(value: dict[str, Any], w: _Walk, names: tuple[str, ...], top: bool)
         v = value[k]
         t = type(v)
         if t is dict and v:
-            child = _created(v, w, (*names, k), False)
+            path = (*names, k)
+            if _atomic_map(w, path):
+                out["f:" + k] = {}
+                continue
+            child = _created(v, w, path, False)
             if top and (k == "metadata" or (w.builtin and k in ("spec", "status"))):
                 if child:
                     out["f:" + k] = child
                 continue
             out["f:" + k] = {".": {}, **child}
-        elif t is list and v and _list_key(w, (*names, k))[1]:
-            lt = _list_key(w, (*names, k))
-            key = lt[0]
+        elif t is list and v:
+            path = (*names, k)
+            lt = _list_key(w, path)
+            key, merges, _ = lt
+            if not merges:
+                out["f:" + k] = {}
+                continue
+            atomic_items = key is not None and _atomic_map(w, path)
             items: Obj = {}
             for item in v:
                 step = _key_step(lt, item) if key is not None else None
                 if step is not None:
                     kind, name = step
-                    items.setdefault(f"{kind}:{name}", {".": {}, **_created(item, w, (*names, k), False)})
+                    items.setdefault(f"{kind}:{name}", {} if atomic_items else
+                                     {".": {}, **_created(item, w, path, False)})
                 elif key is None and not isinstance(item, dict | list):
                     kind, name = _value_step(item)
                     items[f"{kind}:{name}"] = {}
@@ -889,7 +1148,7 @@ def update_managed_fields(old: Obj | None, new: Obj, *, manager: str, api_versio
     if not entries and old is not None:  # never tracked, or reset: stays untracked
         md.pop("managedFields", None)
         return
-    w = _Walk(kind, builtin, _TYPE_FIELDS | ignore, lists)
+    w = _walk(kind, builtin, api_version, _TYPE_FIELDS | ignore, lists)
     if old is None and not entries:  # a create: every field is the creator's
         fv1 = _created(new, w, (), True)
         _set_entries(new, [_entry(manager, "Update", api_version, time, fv1, subresource)] if fv1 else [])
@@ -942,7 +1201,7 @@ def server_side_apply(live: Obj | None, applied: Obj, *, manager: str, kind: str
         live: the stored object, or None when it does not exist; not modified.
         applied: the applied configuration (decoded YAML/JSON object); not modified.
         manager: the field manager (``fieldManager`` query parameter, e.g. ``kubectl``).
-        kind: the object's kind; built-in kinds merge lists by their strategic merge keys.
+        kind: the object's kind; with ``api_version`` it names a built-in kind's schema.
         force: take over fields other managers own instead of failing.
         builtin: whether the object is of a built-in kind; by default decided from its
             ``apiVersion`` (core, ``apps``, ``batch``, ``policy``, ``autoscaling`` and ``*.k8s.io``
@@ -954,7 +1213,8 @@ def server_side_apply(live: Obj | None, applied: Obj, *, manager: str, kind: str
         ignore: top-level fields the apply does not own (``status`` on the main resource of a
             kind with a status subresource).
         lists: a custom resource's list types (:class:`SchemaListTypes` of its served
-            version's schema); without them a custom resource's lists are atomic except
+            version's schema); without them a built-in kind's come from its schema
+            (:class:`BuiltinListTypes`) and a custom resource's lists are atomic except
             ``conditions`` (keyed by ``type``).
 
     Returns:
@@ -964,8 +1224,10 @@ def server_side_apply(live: Obj | None, applied: Obj, *, manager: str, kind: str
         ApplyConflict: a field another manager (Apply or Update) owns would change and
             ``force`` is False; every clash is listed, grouped by manager (for ``kubectl``, less
             those the last-applied annotation forgives).
-        ValueError: the applied configuration is not an object, or a keyed list element lacks
-            its key.
+        ValueError: the applied configuration is not an object, a keyed list's element has no
+            key field (nor a default for one), or a set's element is not a scalar (upstream's
+            messages, e.g. ``.spec.ports: element 0: associative list with keys may not have
+            non-map elements``).
     """
     if not isinstance(applied, dict):
         raise ValueError("the applied configuration must be an object")
@@ -974,11 +1236,11 @@ def server_side_apply(live: Obj | None, applied: Obj, *, manager: str, kind: str
     applied = copy.deepcopy(applied)
     applied_meta = applied.get("metadata") or {}
     applied_meta.pop("managedFields", None)
-    w = _Walk(kind, is_builtin, _TYPE_FIELDS | ignore, lists)
+    version = api_version or str(applied.get("apiVersion") or (live or {}).get("apiVersion") or "")
+    w = _walk(kind, is_builtin, version, _TYPE_FIELDS | ignore, lists)
     new_set: set[Path] = set()
     _field_set(applied, w, (), (), new_set)
     new_set = {p for p in new_set if p[0][1] not in ignore}
-    version = api_version or str(applied.get("apiVersion") or (live or {}).get("apiVersion") or "")
     me = (manager, "Apply", "", subresource)
     out: list[Obj] = []
     previous: Obj | None = None
@@ -996,7 +1258,7 @@ def server_side_apply(live: Obj | None, applied: Obj, *, manager: str, kind: str
         previous = next((e for e in entries if _entry_id(e) == me), None)
         others = [e for e in entries if e is not previous]
         result = _merge(base, applied, w, ())
-        _remove_released_fields(result, previous, others, new_set)
+        _remove_released_fields(result, previous, others, new_set, w)
         changed, removed = _compare(base, result, w)
         changed_obj = result != base
         changed_set, removed_set = set(changed), set(removed)
@@ -1076,7 +1338,8 @@ def _sync_last_applied(result: Obj, sent: Obj) -> None:
         del annotations[LAST_APPLIED_CONFIG_ANNOTATION]
 
 
-def _remove_released_fields(result: Obj, previous: Obj | None, others: list[Obj], new_set: set[Path]) -> None:
+def _remove_released_fields(result: Obj, previous: Obj | None, others: list[Obj], new_set: set[Path],
+                            w: _Walk) -> None:
     """Remove from ``result`` the fields the applier applied before (``previous``), no longer
     applies and no other manager owns: whole subtrees, shallowest first; a subtree another
     manager still owns part of stays, and then only its parts nobody owns go."""
@@ -1093,7 +1356,7 @@ def _remove_released_fields(result: Obj, previous: Obj | None, others: list[Obj]
             continue
         if any(o[:len(path)] == path for o in kept):
             continue
-        _remove(result, path)
+        _remove(result, path, w)
         removed.append(path)
 
 

@@ -38,7 +38,8 @@ from pumice.api import Obj
 
 __all__ = [
     "MAGIC", "PROTOBUF", "ProtobufError", "Schema", "decode", "decode_object", "decode_watch_event", "encode",
-    "encode_object", "encode_watch_event", "envelope", "list_message", "message_for", "normalize", "schema",
+    "encode_object", "encode_watch_event", "envelope", "field_at", "flat_fields", "list_message", "message_for",
+    "normalize", "openapi_default", "schema",
 ]
 
 MAGIC = b"k8s\x00"
@@ -95,6 +96,9 @@ class Field:
     list_type: str = ""
     list_map_keys: tuple[str, ...] = ()
     map_type: str = ""
+    #: the field's ``+default`` marker value (what the OpenAPI publishes as its ``default``),
+    #: None when it has none
+    default: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +128,8 @@ class Schema:
                 fields.append(Field(number, jname, ftype, "r" in flags, "p" in flags, "o" in flags, "i" in flags,
                                     mk, mv, patch.get("patchStrategy", ""), patch.get("patchMergeKey", ""),
                                     patch.get("goType", ""), patch.get("listType", ""),
-                                    tuple(patch.get("listMapKeys", ())), patch.get("mapType", "")))
+                                    tuple(patch.get("listMapKeys", ())), patch.get("mapType", ""),
+                                    patch.get("default")))
             self.messages[name] = Message(name, tuple(fields), {f.number: f for f in fields},
                                           bool(entry.get("list")), {f.name: f for f in fields if not f.inline},
                                           tuple(f for f in fields if f.inline), entry.get("mapType", ""))
@@ -790,18 +795,65 @@ def normalize(obj: Obj) -> Obj:
 
 
 @cache
-def _flat_fields(name: str) -> dict[str, Field]:
-    """The JSON keys of ``name``'s objects, inlined messages' fields included."""
+def flat_fields(name: str) -> dict[str, Field]:
+    """The JSON keys of ``name``'s objects (a full message name), inlined messages' fields
+    included; empty for an unknown message."""
     msg = schema().messages.get(name)
     out: dict[str, Field] = {}
     if msg is None:
         return out
     for f in msg.fields:
         if f.inline:
-            out.update(_flat_fields(f.type))
+            out.update(flat_fields(f.type))
         else:
             out[f.name] = f
     return out
+
+
+_ZERO_DEFAULTS: dict[str, Any] = {"string": "", "bool": False, "int32": 0, "int64": 0, "uint32": 0, "uint64": 0,
+                                  "double": 0, "float": 0}
+
+
+def openapi_default(f: Field) -> tuple[bool, Any]:
+    """``(True, value)`` of the ``default`` the OpenAPI publishes for ``f``: its ``+default``
+    marker, else the zero value of a scalar that Go always serializes (not a pointer, not
+    ``omitempty``, not a list, map or message); ``(False, None)`` when it has none.
+
+    Mirrors: k8s.io/kube-openapi pkg/generators/openapi.go generateDefault, mustEnforceDefault."""
+    if f.default is not None:
+        return True, f.default
+    if f.pointer or f.omitempty or f.repeated or f.type not in _ZERO_DEFAULTS:
+        return False, None
+    return True, _ZERO_DEFAULTS[f.type]
+
+
+def field_at(message: str, path: tuple[str, ...]) -> Field | None:
+    """The field that the JSON path ``path`` reaches from an object of ``message`` (a full
+    message name): map-field names, list items transparent (``("spec", "containers", "ports")``
+    from ``k8s.io.api.core.v1.Pod`` is ``Container.ports``), the name after a map field is its
+    key (``("spec", "overhead", "cpu")`` is below ``PodSpec.overhead``); inlined messages' fields
+    count as the parent's. None when the path leaves the schema (an unknown name, below a scalar
+    or an untyped message) or ends at a map's value, which has no field of its own."""
+    f: Field | None = None
+    current: str | None = message
+    i = 0
+    while i < len(path):
+        if current is None:
+            return None
+        f = flat_fields(current).get(path[i])
+        if f is None:
+            return None
+        i += 1
+        ftype = f.type
+        if ftype.startswith("map:"):
+            if i == len(path):
+                return f
+            i += 1  # the map's key
+            if i == len(path):
+                return None
+            ftype = f.map_value
+        current = ftype if ftype in schema().messages else None
+    return f
 
 
 def drop_zero_values(obj: Obj, *, keys: tuple[str, ...] = ("metadata", "spec")) -> Obj:
@@ -814,7 +866,7 @@ def drop_zero_values(obj: Obj, *, keys: tuple[str, ...] = ("metadata", "spec")) 
     name = message_for(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
     if name is None:
         return obj
-    top = _flat_fields(name)
+    top = flat_fields(name)
     for key in keys:
         f = top.get(key)
         value = obj.get(key)
@@ -824,7 +876,7 @@ def drop_zero_values(obj: Obj, *, keys: tuple[str, ...] = ("metadata", "spec")) 
 
 
 def _drop_zero(name: str, obj: Obj) -> None:
-    fields = _flat_fields(name)
+    fields = flat_fields(name)
     if not fields:
         return
     for key in list(obj):

@@ -148,13 +148,29 @@ def test_custom_resource_lists_merge_by_their_schema_markers():
     assert e.value.conflicts == [('"one"', ".spec.args")]
 
 
-def test_a_keyed_item_without_a_key_field_or_its_default_is_refused():
+def test_a_keyed_item_that_omits_a_key_field_without_default_is_keyed_by_the_others():
+    # structured-merge-diff keyedAssociativeListItemToPathElement: the absent key field is left out
     lists = SchemaListTypes(_MARKED)
     live = server_side_apply(None, _widget(ports=[{"port": 80}]), manager="one", kind="Widget", force=False,
                              lists=lists)
-    with pytest.raises(ValueError, match="lacks the list key 'port'"):
-        server_side_apply(live, _widget(ports=[{"name": "x"}]), manager="one", kind="Widget", force=False,
+    out = server_side_apply(live, _widget(ports=[{"name": "x"}]), manager="two", kind="Widget", force=False,
+                            lists=lists)
+    assert out["spec"]["ports"] == [{"port": 80}, {"name": "x"}]
+    two = next(e for e in out["metadata"]["managedFields"] if e["manager"] == "two")
+    assert two["fieldsV1"] == {"f:spec": {"f:ports": {'k:{"protocol":"TCP"}': {".": {}, "f:name": {}}}}}
+
+
+def test_a_keyed_item_without_any_key_field_is_refused_with_upstreams_message():
+    lists = SchemaListTypes({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "rules": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["host", "path"],
+                  "items": {"type": "object", "properties": {"host": {"type": "string"}, "path": {"type": "string"},
+                                                             "x": {"type": "integer"}}}}}}}})
+    message = ('.spec.rules: element 1: associative list with keys has an element that omits all key fields '
+               '["host" "path"] (and doesn\'t have default values for any key fields)')
+    with pytest.raises(ValueError) as e:
+        server_side_apply(None, _widget(rules=[{"host": "a"}, {"x": 1}]), manager="one", kind="Widget", force=False,
                           lists=lists)
+    assert str(e.value) == message
 
 
 def test_schema_list_types_walk_maps_and_list_items():
