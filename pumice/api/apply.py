@@ -663,6 +663,41 @@ def render_path(path: Path) -> str:
     return "".join(parts)
 
 
+def _value_order(value: Any) -> tuple[Any, ...]:
+    """Sort key of a JSON value as structured-merge-diff orders values: numbers (by value),
+    strings, booleans, lists, maps, null (value.Compare)."""
+    if isinstance(value, bool):
+        return (2, value)
+    if isinstance(value, int | float):
+        return (0, value)
+    if isinstance(value, str):
+        return (1, value)
+    if value is None:
+        return (5,)
+    return (3 if isinstance(value, list) else 4, _json(value))
+
+
+def _step_order(step: Step) -> tuple[Any, ...]:
+    kind, name = step
+    if kind == "f":
+        return (0, name)
+    ok, value = _list_value(name)
+    if kind == "k":
+        items = sorted(value.items()) if ok and isinstance(value, dict) else []
+        return (1, [(k, _value_order(v)) for k, v in items], name)
+    return (2, _value_order(value) if ok else (6,), name)
+
+
+def _path_order(path: Path) -> tuple[tuple[Any, ...], ...]:
+    """Sort key of a path in upstream's walk of a field set: at each node its members (paths
+    that end there) first, then the paths below its children, each group in path-element order
+    (field names, then keys, then values).
+
+    Mirrors: structured-merge-diff fieldpath/set.go Set.Iterate, element.go PathElement.Compare."""
+    last = len(path) - 1
+    return tuple((0 if i == last else 1, _step_order(step)) for i, step in enumerate(path))
+
+
 def _lookup(obj: Any, path: Path, w: _Walk) -> tuple[bool, Any, tuple[str, ...]]:
     """``(found, value, names)`` of the node at ``path`` in ``obj``: a keyed item is the first
     whose key (:func:`_item_key`, defaults included) is the step's; ``names`` are the map-field
@@ -1280,7 +1315,7 @@ def server_side_apply(live: Obj | None, applied: Obj, *, manager: str, kind: str
         if clashes and not force:
             clashes.sort(key=lambda c: _id_json(_entry_id(c[0])))
             raise ApplyConflict([(describe_manager(e), render_path(p)) for e, clash in clashes
-                                 for p in sorted(clash)])
+                                 for p in sorted(clash, key=_path_order)])
     if new_set:
         stamp = time if changed_obj else (previous or {}).get("time")
         out.append(_entry(manager, "Apply", version, stamp, new_set, subresource))

@@ -15,8 +15,9 @@ from lightkube import AsyncClient
 from lightkube.config.kubeconfig import KubeConfig
 from lightkube.core.exceptions import ApiError as LightkubeApiError
 from lightkube.generic_resource import create_namespaced_resource
+from lightkube.models.core_v1 import ServicePort, ServiceSpec
 from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import ConfigMap, Pod
+from lightkube.resources.core_v1 import ConfigMap, Pod, Service
 
 from pumice.testing.cluster import HttpServer, LocalCluster, local_cluster, serve_http
 
@@ -151,6 +152,36 @@ async def test_lightkube_in_process_with_watch_and_custom_resources() -> None:
         out = await lk.patch(RayCluster.Status, "rc1", {"status": {"state": "ready"}}, namespace="default",
                              patch_type=__import__("lightkube").types.PatchType.MERGE)
         assert out.status["state"] == "ready"
+
+
+async def test_official_client_and_lightkube_apply_service_ports_keyed_by_port_and_protocol(
+        srv: HttpServer, core: k8s.CoreV1Api) -> None:
+    """Server-side apply from both Python clients: Service ports are one list keyed by port and
+    protocol (TCP when omitted), so two ports 53 are two items and a second manager's name for
+    the UDP one conflicts until forced (kube-openapi's list markers, as upstream records them)."""
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "dns", "namespace": "default"},
+           "spec": {"selector": {"app": "dns"}, "ports": [{"name": "dns", "port": 53, "protocol": "UDP"},
+                                                        {"name": "dns-tcp", "port": 53}]}}
+    await asyncio.to_thread(core.patch_namespaced_service, "dns", "default", svc, field_manager="py-a",
+                            _content_type="application/apply-patch+yaml")
+    lk = AsyncClient(KubeConfig.from_file(srv.kubeconfig))
+    mine = Service(metadata=ObjectMeta(name="dns", namespace="default"),
+                   spec=ServiceSpec(ports=[ServicePort(port=53, protocol="UDP", name="udp")]))
+    with pytest.raises(LightkubeApiError) as e:
+        await lk.apply(mine, field_manager="lk-b")
+    assert e.value.status.code == 409
+    assert e.value.status.message == ('Apply failed with 1 conflict: conflict with "py-a": '
+                                      '.spec.ports[port=53,protocol="UDP"].name')
+    out = await lk.apply(mine, field_manager="lk-b", force=True)
+    await lk.close()
+    assert [(p.port, p.protocol, p.name) for p in out.spec.ports] == [(53, "UDP", "udp"), (53, "TCP", "dns-tcp")]
+    got = await asyncio.to_thread(core.read_namespaced_service, "dns", "default")
+    fields = {e.manager: e.fields_v1 for e in got.metadata.managed_fields if e.operation == "Apply"}
+    assert fields["lk-b"] == {"f:spec": {"f:ports": {'k:{"port":53,"protocol":"UDP"}': {
+        ".": {}, "f:name": {}, "f:port": {}, "f:protocol": {}}}}}
+    assert fields["py-a"] == {"f:spec": {"f:ports": {
+        'k:{"port":53,"protocol":"TCP"}': {".": {}, "f:name": {}, "f:port": {}},
+        'k:{"port":53,"protocol":"UDP"}': {".": {}, "f:port": {}, "f:protocol": {}}}, "f:selector": {}}}
 
 
 async def test_pumice_client_over_https(srv: HttpServer) -> None:

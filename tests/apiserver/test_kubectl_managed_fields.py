@@ -84,3 +84,54 @@ async def test_server_side_apply_conflicts_with_create_scale_and_edit(tmp_path: 
         assert p.returncode != 0
         assert 'conflict with "kubectl-edit" using apps/v1: .spec.template.spec.containers[name="nginx"].image' \
             in p.stderr, p.stderr
+
+
+#: the cases tests/api/test_ssa_upstream.py checks against upstream's field manager
+_CASES = {c["name"].split(":")[0] + ("/teams" if "teams" in c["name"] else ""): c
+          for c in json.loads((Path(__file__).parents[1] / "api" / "ssa_upstream_cases.json").read_text())}
+
+
+def _ports(obj: dict) -> object:
+    """The list identities an object's merge decides (order included), defaults aside."""
+    spec = obj["spec"]
+    if obj["kind"] == "Service":
+        return [(p["port"], p.get("protocol", "TCP"), p.get("name")) for p in spec["ports"]]
+    pod = spec["template"]["spec"]
+    return ([(c["name"], [(p["containerPort"], p.get("protocol", "TCP"), p.get("name")) for p in c.get("ports", [])],
+              [e["name"] for e in c.get("env", [])], [m["mountPath"] for m in c.get("volumeMounts", [])])
+             for c in pod["containers"]], pod.get("tolerations"))
+
+
+@pytest.mark.kubectl
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("case", ["deployment/teams", "service"])
+async def test_kubectl_server_side_apply_keys_lists_by_their_markers_as_upstream(tmp_path: Path, case: str) -> None:
+    """Each step of an upstream-checked case through ``kubectl apply --server-side
+    --field-manager``: the Apply entries' fieldsV1 are upstream's exact strings (container ports
+    ``k:{"containerPort":53,"protocol":"UDP"}``, Service ports by port and protocol, tolerations
+    one atomic leaf), conflicts carry upstream's message, ``--force-conflicts`` takes the fields
+    over, re-applying without an item removes it, and the lists end in upstream's order."""
+    steps = _CASES[case]["steps"]
+    async with _up_with_kubectl(tmp_path) as kc:
+
+        def run(*args: str, stdin: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(["kubectl", "--kubeconfig", str(tmp_path / "data" / "kubeconfig"), *args],
+                                  input=stdin, capture_output=True, text=True, timeout=60)
+
+        for i, step in enumerate(steps):
+            want = step["upstream"]
+            args = ["apply", "--server-side", f"--field-manager={step['manager']}", "-f", "-"]
+            if step.get("force"):
+                args.insert(2, "--force-conflicts")
+            p = await asyncio.to_thread(run, *args, stdin=json.dumps(step["object"]))
+            where = f"{case} step {i}"
+            if want["error"] is None:
+                assert p.returncode == 0, (where, p.stderr)
+            else:
+                assert p.returncode != 0, where
+                assert want["error"] in p.stderr, (where, p.stderr)
+            kind, name = step["object"]["kind"].lower(), step["object"]["metadata"]["name"]
+            live = json.loads(await asyncio.to_thread(kc, "get", kind, name, "-o", "json", "--show-managed-fields"))
+            applied = {e["manager"]: e["fieldsV1"] for e in live["metadata"]["managedFields"] if e["operation"] == "Apply"}
+            assert applied == {m: fv1 for m, op, fv1 in want["managedFields"] if op == "Apply"}, where
+            assert _ports(live) == _ports(want["object"]), where
