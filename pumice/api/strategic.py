@@ -7,7 +7,9 @@ strategy: lists of objects with a patch merge key merge element by element (``co
 
 * ``{"$patch": "replace"}`` in a map replaces the map; as a list element, replaces the list;
 * ``{"$patch": "delete"}`` in a map deletes the map; as a list element with the merge key
-  (``{"name": "c", "$patch": "delete"}``), deletes that element;
+  (``{"name": "c", "$patch": "delete"}``), deletes every element with that key, before the
+  patch's other elements merge (two container ports 53, UDP and TCP, both go: upstream's
+  behaviour, which client-side ``kubectl apply`` relies on);
 * ``"$retainKeys": [...]`` drops every key of the merged map not listed;
 * ``"$deleteFromPrimitiveList/<field>": [...]`` removes those values from a primitive list;
 * ``"$setElementOrder/<field>": [...]`` orders the merged list (elements listed first, in that
@@ -288,15 +290,17 @@ def _merge_list(orig: list[Any], patch: list[Any], item_fields: dict[str, FieldI
             raise ValueError(f"{path}: elements of a list merged by {merge_key!r} must be objects, got {sprint_v(item)}")
         if merge_key not in item:  # mergepatch.ErrNoMergeKey prints the element with Go's %v
             raise MergeError(f"map: {sprint_v(item)} does not contain declared merge key: {merge_key}")
+        directive = item.get(_DIRECTIVE)
+        if directive == "delete":  # first, and every element with that key (deleteMatchingEntries)
+            key_value = item[merge_key]
+            out = [o for o in out if not (isinstance(o, dict) and o.get(merge_key) == key_value)]
+        elif directive not in (None, "merge", "replace"):
+            raise ValueError(f"{path}: unknown patch type: {directive!r}")
+    for item in patch:
+        if item.get(_DIRECTIVE) == "delete":
+            continue
         key_value = item[merge_key]
         index = next((i for i, o in enumerate(out) if isinstance(o, dict) and o.get(merge_key) == key_value), None)
-        directive = item.get(_DIRECTIVE)
-        if directive == "delete":
-            if index is not None:
-                del out[index]
-            continue
-        if directive not in (None, "merge", "replace"):
-            raise ValueError(f"{path}: unknown patch type: {directive!r}")
         elem_path = f"{path}[{merge_key}={key_value}]"
         if index is None:
             merged = _merge_map({}, item, item_fields, elem_path)

@@ -134,3 +134,24 @@ def test_an_element_missing_from_the_set_element_order_list_is_refused():
     deleting = {"spec": {"$setElementOrder/containers": [{"name": "app"}],
                          "containers": [{"name": "gone", "$patch": "delete"}, {"name": "app", "image": "y"}]}}
     assert strategic_merge_patch(pod(), deleting, "Pod")["spec"]["containers"][0]["image"] == "y"
+
+
+def test_a_delete_directive_removes_every_element_with_its_merge_key_before_the_rest_merges():
+    # the patch client-side kubectl apply (CreateThreeWayMergePatch, overwrite) sends to go from two
+    # Service ports 53 (UDP "dns", TCP "dns-tcp") to "dns" and "http"; upstream's StrategicMergePatch
+    # (mergeSliceWithSpecialElements, deleteMatchingEntries) leaves only "http": ports merge by port
+    # alone, so deleting port 53 takes both (tools/ssa_oracle ran both steps)
+    live = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+            "spec": {"selector": {"app": "s"}, "ports": [{"name": "dns", "port": 53, "protocol": "UDP"},
+                                                       {"name": "dns-tcp", "port": 53}]}}
+    patch = {"spec": {"$setElementOrder/ports": [{"port": 53}, {"port": 80}],
+                      "ports": [{"name": "http", "port": 80},
+                                {"$patch": "delete", "name": "dns", "port": 53, "protocol": "UDP"}]}}
+    assert strategic_merge_patch(live, patch, "Service")["spec"]["ports"] == [{"name": "http", "port": 80}]
+    # a container's two ports 53: both deleted, then the patch's UDP one added back
+    pod = {"spec": {"containers": [{"name": "dns", "ports": [{"containerPort": 53, "name": "dns", "protocol": "UDP"},
+                                                             {"containerPort": 53, "name": "dns-tcp"}]}]}}
+    patch = {"spec": {"containers": [{"$setElementOrder/ports": [{"containerPort": 53}], "name": "dns", "ports": [
+        {"containerPort": 53, "name": None, "protocol": "UDP"}, {"$patch": "delete", "containerPort": 53}]}]}}
+    out = strategic_merge_patch(pod, patch, "Pod")
+    assert out["spec"]["containers"][0]["ports"] == [{"containerPort": 53, "protocol": "UDP"}]

@@ -135,3 +135,53 @@ async def test_kubectl_server_side_apply_keys_lists_by_their_markers_as_upstream
             applied = {e["manager"]: e["fieldsV1"] for e in live["metadata"]["managedFields"] if e["operation"] == "Apply"}
             assert applied == {m: fv1 for m, op, fv1 in want["managedFields"] if op == "Apply"}, where
             assert _ports(live) == _ports(want["object"]), where
+
+
+@pytest.mark.kubectl
+@pytest.mark.timeout(300)
+async def test_client_side_apply_then_server_side_apply_and_diff_of_the_same_objects(tmp_path: Path) -> None:
+    """Client-side ``kubectl apply`` (last-applied annotation + three-way strategic merge patch)
+    of the Deployment and Service the server-side tests use, as upstream ends them
+    (tools/ssa_oracle ran kubectl's patch through upstream's StrategicMergePatch: deleting one of
+    two ports with the same number deletes both, since the patch keys ports by number alone);
+    then ``kubectl apply --server-side`` of the same file takes over without conflicts, and
+    ``kubectl diff --server-side`` shows only a real change."""
+    teams = _CASES["deployment/teams"]["steps"]
+    first, second = teams[0]["object"], teams[4]["object"]  # team-a's two configurations
+    svc1 = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+            "spec": {"selector": {"app": "s"}, "ports": [{"name": "dns", "port": 53, "protocol": "UDP"},
+                                                       {"name": "dns-tcp", "port": 53}]}}
+    svc2 = {**svc1, "spec": {"selector": {"app": "s"}, "ports": [{"name": "dns", "port": 53, "protocol": "UDP"},
+                                                                 {"name": "http", "port": 80}]}}
+    async with _up_with_kubectl(tmp_path) as kc:
+
+        def run(*args: str, stdin: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(["kubectl", "--kubeconfig", str(tmp_path / "data" / "kubeconfig"), *args],
+                                  input=stdin, capture_output=True, text=True, timeout=60)
+
+        async def apply(obj: dict, *flags: str) -> dict:
+            p = await asyncio.to_thread(run, "apply", *flags, "-f", "-", stdin=json.dumps(obj))
+            assert p.returncode == 0, p.stderr
+            return json.loads(await asyncio.to_thread(kc, "get", obj["kind"].lower(), obj["metadata"]["name"],
+                                                      "-o", "json", "--show-managed-fields"))
+
+        await apply(first)
+        live = await apply(second)
+        assert _ports(live) == ([("dns", [(53, "UDP", None)], ["A"], []), ("web", [(80, "TCP", None)], [], [])],
+                                [{"key": "a", "operator": "Exists"}])
+        last = json.loads(live["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"])
+        assert last["spec"] == second["spec"]
+        await apply(svc1)
+        assert _ports(await apply(svc2)) == [(80, "TCP", "http")]
+
+        # the same file applied server-side by kubectl: the client-side owner's fields are forgiven
+        live = await apply(second, "--server-side")
+        mine = next(e for e in live["metadata"]["managedFields"] if e["manager"] == "kubectl")
+        want = next(m for m in teams[4]["upstream"]["managedFields"] if m[0] == "team-a")[2]
+        assert mine["operation"] == "Apply" and mine["fieldsV1"] == want
+        p = await asyncio.to_thread(run, "diff", "--server-side", "-f", "-", stdin=json.dumps(second))
+        assert p.returncode == 0 and p.stdout == "", (p.stdout, p.stderr)
+        changed = json.loads(json.dumps(second).replace('"nginx"', '"nginx:1.27"'))
+        p = await asyncio.to_thread(run, "diff", "--server-side", "-f", "-", stdin=json.dumps(changed))
+        assert p.returncode == 1, p.stderr
+        assert "-      - image: nginx\n" in p.stdout and "+      - image: nginx:1.27\n" in p.stdout, p.stdout

@@ -20,15 +20,21 @@ import (
 	"os"
 	"path/filepath"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/managedfields/managedfieldstest"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
 type step struct {
+	// Op: "apply" (server-side), "update", or "client-apply": what client-side kubectl apply
+	// sends (a strategic merge patch from the last-applied annotation, the object and the live
+	// one; a create when there is none), recorded as an Update by kubectl-client-side-apply.
 	Op       string                 `json:"op"`
 	Manager  string                 `json:"manager"`
 	Force    bool                   `json:"force,omitempty"`
@@ -37,6 +43,8 @@ type step struct {
 }
 
 type result struct {
+	// Patch: the strategic merge patch a client-apply step sends (null for a create)
+	Patch         interface{}            `json:"patch,omitempty"`
 	Error         *string                `json:"error"`
 	ManagedFields [][]interface{}        `json:"managedFields"`
 	Object        map[string]interface{} `json:"object"`
@@ -73,6 +81,72 @@ func typeConverter(dir string) (managedfields.TypeConverter, error) {
 	return managedfields.NewTypeConverter(schemas, false)
 }
 
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// clientApply is what client-side kubectl apply makes of config over live (kubectl
+// apply/patcher.go patchSimple: the three-way strategic merge patch of the last-applied
+// configuration, the configuration with its annotation, and the live object; applied by the
+// server with the Go type's patch tags). Returns the new object and the patch (nil for a create).
+func clientApply(live, config *unstructured.Unstructured, kind string) (*unstructured.Unstructured, interface{}, error) {
+	modifiedObj := config.DeepCopy()
+	plain, err := json.Marshal(config.Object)
+	if err != nil {
+		return nil, nil, err
+	}
+	annotations := modifiedObj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[lastApplied] = string(plain) + "\n"
+	modifiedObj.SetAnnotations(annotations)
+	if live.GetName() == "" {
+		return modifiedObj, nil, nil
+	}
+	var dataStruct interface{}
+	switch kind {
+	case "Deployment":
+		dataStruct = &appsv1.Deployment{}
+	case "Service":
+		dataStruct = &corev1.Service{}
+	case "Pod":
+		dataStruct = &corev1.Pod{}
+	case "ConfigMap":
+		dataStruct = &corev1.ConfigMap{}
+	default:
+		return nil, nil, fmt.Errorf("client-apply: no Go type for %s", kind)
+	}
+	meta, err := strategicpatch.NewPatchMetaFromStruct(dataStruct)
+	if err != nil {
+		return nil, nil, err
+	}
+	modified, err := json.Marshal(modifiedObj.Object)
+	if err != nil {
+		return nil, nil, err
+	}
+	current, err := json.Marshal(live.Object)
+	if err != nil {
+		return nil, nil, err
+	}
+	original := []byte(live.GetAnnotations()[lastApplied])
+	patch, err := strategicpatch.CreateThreeWayMergePatch(original, modified, current, meta, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	merged, err := strategicpatch.StrategicMergePatch(current, patch, dataStruct)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := &unstructured.Unstructured{}
+	if err := json.Unmarshal(merged, &out.Object); err != nil {
+		return nil, nil, err
+	}
+	var p interface{}
+	if err := json.Unmarshal(patch, &p); err != nil {
+		return nil, nil, err
+	}
+	return out, p, nil
+}
+
 func main() {
 	tc, err := typeConverter(os.Getenv("OPENAPI_DIR"))
 	if err != nil {
@@ -96,12 +170,19 @@ func main() {
 			s := &sc.Steps[j]
 			obj := &unstructured.Unstructured{Object: s.Object}
 			var err error
-			if s.Op == "apply" {
+			r := &result{ManagedFields: [][]interface{}{}}
+			switch s.Op {
+			case "apply":
 				err = fm.Apply(obj.DeepCopy(), s.Manager, s.Force)
-			} else {
+			case "client-apply":
+				var next *unstructured.Unstructured
+				next, r.Patch, err = clientApply(fm.Live().(*unstructured.Unstructured), obj, sc.Kind)
+				if err == nil {
+					err = fm.Update(next, s.Manager)
+				}
+			default:
 				err = fm.Update(obj.DeepCopy(), s.Manager)
 			}
-			r := &result{ManagedFields: [][]interface{}{}}
 			if err != nil {
 				text := err.Error()
 				r.Error = &text
