@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pumice.api.admission import AdmissionError, AdmissionRequest, ObjectReader, forbidden
+from pumice.api.admission import AdmissionError, AdmissionRequest, FieldCause, ObjectReader, forbidden
 from pumice.api.validation import SYSTEM_PRIORITY_CLASS_VALUES
 
 __all__ = [
@@ -146,8 +146,11 @@ class NamespaceLifecycle:
         if ns is None:
             raise AdmissionError(f'namespaces "{req.namespace}" not found', code=404)
         if ns.get("metadata", {}).get("deletionTimestamp") or ns.get("status", {}).get("phase") == "Terminating":
-            raise forbidden(req, f"unable to create new content in namespace {req.namespace} because it is being "
-                                 "terminated")
+            denial = forbidden(req, f"unable to create new content in namespace {req.namespace} because it is "
+                                    "being terminated")
+            denial.causes.append(FieldCause("metadata.namespace", f"namespace {req.namespace} is being terminated",
+                                            "NamespaceTerminating"))
+            raise denial
 
     async def validate(self, req: AdmissionRequest, reader: ObjectReader) -> None:
         if req.operation == "DELETE" and req.name in IMMORTAL_NAMESPACES:

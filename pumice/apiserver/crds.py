@@ -224,8 +224,18 @@ def _selectable_field_causes(version: Obj, where: str, out: list[FieldCause]) ->
                                                            f"{MAX_SELECTABLE_FIELDS} items", "FieldValueTooMany"))
 
 
-def validate_crd(crd: Obj) -> list[FieldCause]:
-    """The causes that make ``crd`` invalid (empty when it is fine)."""
+def _has_all_schemas(spec: Obj) -> bool:
+    """Every version has an ``openAPIV3Schema`` (or the spec a top-level one)."""
+    if ((spec.get("validation") or {}) if isinstance(spec.get("validation"), dict) else {}).get("openAPIV3Schema"):
+        return True
+    return all(isinstance(v, dict) and isinstance(v.get("schema"), dict) and v["schema"].get("openAPIV3Schema")
+               for v in spec.get("versions") or [])
+
+
+def validate_crd(crd: Obj, old: Obj | None = None) -> list[FieldCause]:
+    """The causes that make ``crd`` invalid (empty when it is fine); ``old`` is the stored CRD on
+    an update. Every version needs a schema (``Required value: schemas are required``) on create,
+    and on an update of a CRD that had them all (apiextensions requireOpenAPISchema)."""
     causes: list[FieldCause] = []
     spec = crd.get("spec")
     if not isinstance(spec, dict):
@@ -246,12 +256,20 @@ def validate_crd(crd: Obj) -> list[FieldCause]:
     if not versions or not isinstance(versions, list):
         causes.append(FieldCause("spec.versions", "Invalid value: must have exactly one version marked as storage version"))
     else:
+        top = spec.get("validation")
+        has_top = isinstance(top, dict) and bool(top.get("openAPIV3Schema"))
+        old_spec = old.get("spec") if old is not None else None
+        require_schema = not has_top and (not isinstance(old_spec, dict) or _has_all_schemas(old_spec))
         storage = [v for v in versions if isinstance(v, dict) and v.get("storage")]
         if len(storage) != 1:
             causes.append(FieldCause("spec.versions", "Invalid value: must have exactly one version marked as storage version"))
         for i, v in enumerate(versions):
             if not isinstance(v, dict) or not v.get("name"):
                 causes.append(FieldCause(f"spec.versions[{i}].name", "Required value", "FieldValueRequired"))
+            if require_schema and isinstance(v, dict) and not (isinstance(v.get("schema"), dict)
+                                                                and v["schema"].get("openAPIV3Schema")):
+                causes.append(FieldCause(f"spec.versions[{i}].schema.openAPIV3Schema",
+                                         "Required value: schemas are required", "FieldValueRequired"))
             if isinstance(v, dict) and isinstance(v.get("schema"), dict):
                 where = f"spec.versions[{i}].schema.openAPIV3Schema"
                 causes += rule_compile_causes(v["schema"].get("openAPIV3Schema"), where)

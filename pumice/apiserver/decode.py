@@ -232,6 +232,23 @@ def duplicate_fields(raw: bytes) -> list[str]:
 
 
 _OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}
+
+
+def dry_run_cause(values: list[str]) -> dict[str, str]:
+    """ValidateDryRun's cause for ``dryRun`` values other than ``All`` (the bad value printed as Go's
+    ``%#v`` of a []string, as apimachinery 1.32's field errors print it)."""
+    shown = "[]string{" + ", ".join(quote(v) for v in values) + "}"
+    return {"reason": "FieldValueNotSupported", "field": "dryRun",
+            "message": f'Unsupported value: {shown}: supported values: "All"'}
+
+
+def options_invalid(kind: str, causes: list[dict[str, str]]) -> StatusError:
+    """422 ``<kind>.meta.k8s.io "" is invalid: <field>: <error>`` (``[...]`` for several), each
+    error a cause: a bad CreateOptions, UpdateOptions, PatchOptions or DeleteOptions."""
+    parts = [f"{c['field']}: {c['message']}" for c in causes]
+    body = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+    return StatusError(422, f'{kind}.meta.k8s.io "" is invalid: {body}', "Invalid",
+                       {"group": "meta.k8s.io", "kind": kind, "causes": causes})
 _FIELD_VALIDATION = ("", "Ignore", "Strict", "Warn")
 
 
@@ -272,7 +289,8 @@ def check_query(method: str, query: Mapping[str, str], patch_type: str | None = 
       for apply patch``); ``force`` on any other patch (``force: Forbidden: may not be specified
       for non-apply patch``); a ``fieldManager`` longer than 128 bytes or with an unprintable
       character (:func:`pumice.api.apply.field_manager_errors`); a ``fieldValidation`` other than
-      ``Ignore``, ``Warn``, ``Strict`` or empty (``fieldValidation: Unsupported value: ...``).
+      ``Ignore``, ``Warn``, ``Strict`` or empty (``fieldValidation: Unsupported value: ...``);
+      between those two (upstream's order), a ``dryRun`` other than ``All`` (:func:`dry_run_cause`).
 
     Mirrors: k8s.io/apimachinery pkg/apis/meta/v1/validation ValidateCreateOptions,
     ValidateUpdateOptions, ValidatePatchOptions, ValidateFieldManager, ValidateFieldValidation.
@@ -291,17 +309,16 @@ def check_query(method: str, query: Mapping[str, str], patch_type: str | None = 
             causes.append({"reason": "FieldValueForbidden",
                            "message": "Forbidden: may not be specified for non-apply patch", "field": "force"})
         causes += [{"reason": r, "message": m, "field": "fieldManager"} for r, m in field_manager_errors(manager)]
+        dry = query.get("dryRun")
+        if dry and dry != "All":
+            causes.append(dry_run_cause([dry]))
         fv = query.get("fieldValidation")
         if fv is not None and fv not in _FIELD_VALIDATION:
             supported = ", ".join(f'"{v}"' for v in _FIELD_VALIDATION)
             causes.append({"reason": "FieldValueNotSupported", "field": "fieldValidation",
                            "message": f'Unsupported value: "{fv}": supported values: {supported}'})
         if causes:
-            kind = _OPTIONS_KIND[method]
-            parts = [f"{c['field']}: {c['message']}" for c in causes]
-            body = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
-            raise StatusError(422, f'{kind}.meta.k8s.io "" is invalid: {body}', "Invalid",
-                              {"group": "meta.k8s.io", "kind": kind, "causes": causes})
+            raise options_invalid(_OPTIONS_KIND[method], causes)
 
 
 def parse_resource_version(rv: str | None) -> int:

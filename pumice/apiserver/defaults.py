@@ -39,13 +39,12 @@ def _container(c: Obj) -> None:
 
 
 def pod_spec(spec: Obj) -> None:
-    """SetDefaults_PodSpec plus container defaults."""
+    """SetDefaults_PodSpec plus container defaults (a Pod's spec and every pod template's)."""
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("terminationGracePeriodSeconds", 30)
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("securityContext", {})
     spec.setdefault("schedulerName", "default-scheduler")
-    spec.setdefault("enableServiceLinks", True)
     for key in ("initContainers", "containers", "ephemeralContainers"):
         for c in spec.get(key) or []:
             if isinstance(c, dict):
@@ -53,9 +52,12 @@ def pod_spec(spec: Obj) -> None:
 
 
 def pod(obj: Obj) -> None:
+    """SetDefaults_PodSpec, then SetDefaults_Pod's ``enableServiceLinks: true`` (a Pod's only:
+    pod templates keep it unset, as kube-apiserver returns them)."""
     spec = obj.setdefault("spec", {})
     if isinstance(spec, dict):
         pod_spec(spec)
+        spec.setdefault("enableServiceLinks", True)
 
 
 def _template(obj: Obj) -> None:
@@ -74,8 +76,15 @@ def service(obj: Obj) -> None:
             # an unset, 0 or "" targetPort is the port (Go writes 0 for unset)
             if "port" in p and p.get("targetPort") in (None, 0, ""):
                 p["targetPort"] = p["port"]
-    if spec.get("type") == "ClusterIP" or spec.get("clusterIP") == "None":
+    kind = spec.get("type")
+    # ExternallyAccessible: LoadBalancer, NodePort, or ClusterIP with externalIPs
+    externally = kind in ("LoadBalancer", "NodePort") or (kind == "ClusterIP" and spec.get("externalIPs"))
+    if externally and not spec.get("externalTrafficPolicy"):
+        spec["externalTrafficPolicy"] = "Cluster"
+    if kind in ("NodePort", "LoadBalancer", "ClusterIP"):
         spec.setdefault("internalTrafficPolicy", "Cluster")
+    if kind == "LoadBalancer":
+        spec.setdefault("allocateLoadBalancerNodePorts", True)
     # ipFamilies and ipFamilyPolicy are the allocator's (pumice.apiserver.servicealloc), as upstream
 
 
@@ -176,6 +185,22 @@ def limit_range(obj: Obj) -> None:
             item["default"] = default
         if request:
             item["defaultRequest"] = request
+
+
+def custom_resource_definition(obj: Obj) -> None:
+    """SetDefaults_CustomResourceDefinitionSpec (apiextensions v1): ``names.singular`` (the kind
+    lower-cased), ``names.listKind`` (``<Kind>List``), ``conversion: {strategy: None}``."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    names = spec.get("names")
+    if isinstance(names, dict) and names.get("kind"):
+        if not names.get("singular"):
+            names["singular"] = str(names["kind"]).lower()
+        if not names.get("listKind"):
+            names["listKind"] = f"{names['kind']}List"
+    if spec.get("conversion") is None:
+        spec["conversion"] = {"strategy": "None"}
 
 
 def priority_class(obj: Obj) -> None:

@@ -109,6 +109,14 @@ def already_exists(rk: ResourceKind, name: str) -> StatusError:
     return StatusError(409, f'{_qualified(rk)} "{name}" already exists', "AlreadyExists", _details(rk, name))
 
 
+def precondition_conflict(rk: ResourceKind, name: str, why: str) -> StatusError:
+    """409 of a DELETE whose preconditions do not hold: rest.BeforeDelete names the kind, not the
+    resource (``Operation cannot be fulfilled on Deployment.apps "d": <why>``; details.kind the Kind)."""
+    what = f"{rk.kind}.{rk.group}" if rk.group else rk.kind
+    return StatusError(409, f'Operation cannot be fulfilled on {what} "{name}": {why}', "Conflict",
+                       _details(rk, name, rk.kind))
+
+
 def conflict(rk: ResourceKind, name: str, why: str, *, sub: str = "") -> StatusError:
     what = _qualified(rk) + (f"/{sub}" if sub else "")
     return StatusError(409, f'Operation cannot be fulfilled on {what} "{name}": {why}', "Conflict", _details(rk, name))

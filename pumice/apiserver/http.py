@@ -797,16 +797,17 @@ class _Api:
         labels, fields = self._selectors(query)
         items, rv, token, remaining = self.registry.list(rk, namespace, labels=labels, fields=fields,
                                                          limit=max(0, limit), continue_=query.get("continue", ""))
-        if _wants_table(request):
-            table = self._table(rk, items, _include_object(request))
-            table["metadata"] = {"resourceVersion": str(rv)}
-            if token:
-                table["metadata"]["continue"] = token
-            return _json(_encode(table))
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
         if token:
             meta["continue"] = token
-            meta["remainingItemCount"] = remaining
+            # the storage counts what is left only when nothing is filtered out (etcd3 GetList:
+            # pred.Empty()); with a selector the count is unknown and omitted
+            if not query.get("labelSelector") and not query.get("fieldSelector"):
+                meta["remainingItemCount"] = remaining
+        if _wants_table(request):
+            table = self._table(rk, items, _include_object(request))
+            table["metadata"] = meta  # the list's metadata, as the table generators copy it
+            return _json(_encode(table))
         if self._protobuf(request, rk):
             return self._pb_list(rk, items, meta)
         head = (b'{"kind":"' + rk.list_kind.encode() + b'","apiVersion":"' + rk.api_version.encode()

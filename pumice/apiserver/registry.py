@@ -65,7 +65,12 @@ from pumice.apiserver import errors, events
 from pumice.apiserver import kinds as _kinds  # noqa: F401 - registers the strategies of the newer kinds
 from pumice.apiserver.admission import AdmissionChain
 from pumice.apiserver.crds import CustomResource, CustomVersion, crd_info
-from pumice.apiserver.decode import object_resource_version, parse_resource_version
+from pumice.apiserver.decode import (
+    dry_run_cause,
+    object_resource_version,
+    options_invalid,
+    parse_resource_version,
+)
 from pumice.apiserver.errors import StatusError
 from pumice.apiserver.eviction import check_disruption_budget
 from pumice.apiserver.servicealloc import NODE_PORT_RANGE, SERVICE_CLUSTER_IP_RANGE, ServiceAllocators
@@ -138,8 +143,8 @@ class DeleteOptions:
         if gps is not None:
             try:
                 opts.grace_period_seconds = max(0, int(gps))
-            except (TypeError, ValueError):
-                raise errors.bad_request(f"invalid gracePeriodSeconds {gps!r}") from None
+            except (TypeError, ValueError):  # the query parameter's conversion: strconv.ParseInt's text
+                raise errors.bad_request(f"strconv.ParseInt: parsing {quote(str(gps))}: invalid syntax") from None
         pp = body.get("propagationPolicy", query.get("propagationPolicy"))
         orphan = body.get("orphanDependents", query_bool(query, "orphanDependents"))
         if pp is not None and orphan is not None:  # apimachinery ValidateDeleteOptions
@@ -147,18 +152,21 @@ class DeleteOptions:
                               f'"{pp}": orphanDependents and deletionPropagation cannot be both set', "Invalid")
         if pp is None and orphan is not None:
             pp = "Orphan" if orphan is True else "Background"
+        causes: list[dict[str, str]] = []  # ValidateDeleteOptions, in its order
         if pp is not None and pp not in ("Orphan", "Background", "Foreground"):
-            raise StatusError(422, f'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: '
-                              f'"{pp}": supported values: "Foreground", "Background", "Orphan"', "Invalid")
+            causes.append({"reason": "FieldValueNotSupported", "field": "propagationPolicy",
+                           "message": f'Unsupported value: {quote(str(pp))}: supported values: "Foreground", '
+                                      '"Background", "Orphan", "nil"'})
         opts.propagation_policy = pp
         pre = body.get("preconditions")
         if pre:
             opts.preconditions = {k: str(v) for k, v in pre.items() if v is not None}
-        dry = body.get("dryRun") or ([query["dryRun"]] if "dryRun" in query else [])
-        if dry:
-            if list(dry) != ["All"]:
-                raise errors.bad_request(f"invalid dry run value: {dry!r}; only 'All' is supported")
-            opts.dry_run = True
+        dry = body.get("dryRun") or ([query["dryRun"]] if query.get("dryRun") else [])
+        if dry and list(dry) != ["All"]:
+            causes.append(dry_run_cause(list(dry)))
+        opts.dry_run = bool(dry)
+        if causes:
+            raise options_invalid("DeleteOptions", causes)
         return opts
 
 
@@ -884,9 +892,11 @@ class Registry:
         except AdmissionError as e:
             if e.causes and e.code == 422:
                 raise errors.invalid(req.kind, req.name, e.causes) from None
-            details = {"name": req.name, "kind": req.kind.plural}
+            details: dict[str, Any] = {"name": req.name, "kind": req.kind.plural}
             if e.code == 403 and req.kind.group:  # NewForbidden(a.GetResource().GroupResource(), ...)
                 details["group"] = req.kind.group
+            if e.causes:  # a denial's own causes (NamespaceLifecycle's NamespaceTerminating)
+                details["causes"] = [{"reason": c.reason, "message": c.message, "field": c.field} for c in e.causes]
             raise StatusError(e.code, e.message, e.reason, details) from None
 
     # ---------------------------------------------------------------- create
@@ -1549,12 +1559,16 @@ class Registry:
             raise errors.not_found(rk, name)
         pre = opts.preconditions or {}
         omd = old.obj["metadata"]
+        # rest.BeforeDelete checks the preconditions against the object read, with its own texts
         if pre.get("uid") and pre["uid"] != omd.get("uid"):
-            raise errors.conflict(rk, name, f"Precondition failed: UID in precondition: {pre['uid']}, UID in object "
-                                            f"meta: {omd.get('uid')}")
+            raise errors.precondition_conflict(rk, name, f"the UID in the precondition ({pre['uid']}) does not match "
+                                                         f"the UID in record ({omd.get('uid', '')}). The object might "
+                                                         "have been deleted and then recreated")
         if pre.get("resourceVersion") and pre["resourceVersion"] != str(old.rv):
-            raise errors.conflict(rk, name, f"Precondition failed: ResourceVersion in precondition: "
-                                            f"{pre['resourceVersion']}, ResourceVersion in object meta: {old.rv}")
+            raise errors.precondition_conflict(rk, name, f"the ResourceVersion in the precondition "
+                                                         f"({pre['resourceVersion']}) does not match the "
+                                                         f"ResourceVersion in record ({old.rv}). The object might "
+                                                         "have been modified")
         req = AdmissionRequest("DELETE", rk, ns or None, name, None, old.obj, dry_run=opts.dry_run)
         await self._run_admission(req, mutate=False)
         old = st.get(res, ns, name)

@@ -424,7 +424,10 @@ class CRDStrategy(Strategy):
 
     generation = True
 
+    defaulter = staticmethod(kdefaults.custom_resource_definition)
+
     def prepare_create(self, reg: Registry, rk: ResourceKind, obj: Obj) -> None:
+        self.default(obj)
         obj["status"] = crd_status(obj, reg.now())
 
     def prepare_update(self, reg: Registry, rk: ResourceKind, new: Obj, old: Obj) -> None:
@@ -432,7 +435,7 @@ class CRDStrategy(Strategy):
         new["status"] = crd_status(new, reg.now())
 
     def validate(self, reg: Registry, rk: ResourceKind, obj: Obj, old: Obj | None) -> list[FieldCause]:
-        return super().validate(reg, rk, obj, old) + validate_crd(obj)
+        return super().validate(reg, rk, obj, old) + validate_crd(obj, old)
 
     def before_final_delete(self, reg: Registry, obj: Obj) -> None:
         reg.drop_instances(obj)

@@ -206,7 +206,9 @@ async def test_a_terminating_namespace_refuses_content_before_validation_naming_
     assert e.value.code == 403
     assert e.value.message == ('deployments.apps "x" is forbidden: unable to create new content in namespace going '
                                "because it is being terminated")
-    assert e.value.status["details"] == {"name": "x", "group": "apps", "kind": "deployments"}
+    assert e.value.status["details"] == {"name": "x", "group": "apps", "kind": "deployments", "causes": [
+        {"reason": "NamespaceTerminating", "message": "namespace going is being terminated",
+         "field": "metadata.namespace"}]}
 
 
 async def test_namespace_deletion_waits_for_the_finalize_subresource(cluster: LocalCluster) -> None:

@@ -1,0 +1,132 @@
+"""Answers that differed from a real kube-apiserver in the differential run of session 14
+(tests/realcluster/test_differential.py, kube-apiserver v1.34.4; each checked against the 1.32
+sources pumice targets): one test per difference fixed, each in the words kube-apiserver uses."""
+
+from __future__ import annotations
+
+import httpx2
+
+NS = "/api/v1/namespaces/default"
+
+
+async def _pod(http: httpx2.AsyncClient, name: str = "p1") -> dict:
+    resp = await http.post(f"{NS}/pods", json={"metadata": {"name": name}, "spec": {
+        "containers": [{"name": "c", "image": "busybox"}]}})
+    assert resp.status_code == 201, resp.text
+    body: dict = resp.json()
+    return body
+
+
+async def test_delete_preconditions_fail_with_before_deletes_texts_naming_the_kind(http: httpx2.AsyncClient) -> None:
+    p = await _pod(http)
+    resp = await http.request("DELETE", f"{NS}/pods/p1", json={"preconditions": {"uid": "u-1"}})
+    assert resp.status_code == 409
+    assert resp.json()["message"] == (
+        f'Operation cannot be fulfilled on Pod "p1": the UID in the precondition (u-1) does not match the UID in '
+        f'record ({p["metadata"]["uid"]}). The object might have been deleted and then recreated')
+    assert resp.json()["details"] == {"name": "p1", "kind": "Pod"}
+    resp = await http.request("DELETE", f"{NS}/pods/p1", json={"preconditions": {"resourceVersion": "1"}})
+    assert resp.json()["message"] == (
+        f'Operation cannot be fulfilled on Pod "p1": the ResourceVersion in the precondition (1) does not match the '
+        f'ResourceVersion in record ({p["metadata"]["resourceVersion"]}). The object might have been modified')
+
+
+async def test_bad_delete_options_are_invalid_delete_options_with_causes(http: httpx2.AsyncClient) -> None:
+    await _pod(http)
+    resp = await http.delete(f"{NS}/pods/p1", params={"propagationPolicy": "Sideways"})
+    assert resp.status_code == 422
+    status = resp.json()
+    assert status["message"] == ('DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: '
+                                 '"Sideways": supported values: "Foreground", "Background", "Orphan", "nil"')
+    assert [(c["reason"], c["field"]) for c in status["details"]["causes"]] == [
+        ("FieldValueNotSupported", "propagationPolicy")]
+    resp = await http.delete(f"{NS}/pods/p1", params={"dryRun": "Bogus"})
+    assert resp.status_code == 422
+    assert resp.json()["message"] == ('DeleteOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: '
+                                      '[]string{"Bogus"}: supported values: "All"')
+    resp = await http.delete(f"{NS}/pods/p1", params={"gracePeriodSeconds": "x"})
+    assert (resp.status_code, resp.json()["message"]) == (400, 'strconv.ParseInt: parsing "x": invalid syntax')
+
+
+async def test_a_bad_dry_run_on_a_write_is_an_invalid_create_options(http: httpx2.AsyncClient) -> None:
+    resp = await http.post(f"{NS}/configmaps", params={"dryRun": "Bogus"}, json={"metadata": {"name": "c"}})
+    assert resp.status_code == 422
+    status = resp.json()
+    assert status["message"] == ('CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: '
+                                 '[]string{"Bogus"}: supported values: "All"')
+    assert status["details"] == {"group": "meta.k8s.io", "kind": "CreateOptions", "causes": [
+        {"reason": "FieldValueNotSupported", "field": "dryRun",
+         "message": 'Unsupported value: []string{"Bogus"}: supported values: "All"'}]}
+    resp = await http.patch(f"{NS}/configmaps/c", params={"dryRun": "x", "fieldValidation": "y"}, content=b"{}",
+                            headers={"Content-Type": "application/merge-patch+json"})
+    assert [c["field"] for c in resp.json()["details"]["causes"]] == ["dryRun", "fieldValidation"]
+
+
+async def test_creating_in_a_terminating_namespace_carries_the_namespace_terminating_cause(
+        http: httpx2.AsyncClient) -> None:
+    await http.post("/api/v1/namespaces", json={"metadata": {"name": "gone"}})
+    await http.post("/api/v1/namespaces/gone/configmaps", json={"metadata": {"name": "keep", "finalizers": ["x/y"]}})
+    await http.delete("/api/v1/namespaces/gone")
+    resp = await http.post("/api/v1/namespaces/gone/configmaps", json={"metadata": {"name": "late"}})
+    assert resp.status_code == 403
+    assert resp.json()["details"]["causes"] == [{"reason": "NamespaceTerminating", "field": "metadata.namespace",
+                                                 "message": "namespace gone is being terminated"}]
+
+
+async def test_a_filtered_page_has_no_remaining_item_count(http: httpx2.AsyncClient) -> None:
+    for i in range(3):
+        await http.post(f"{NS}/configmaps", json={"metadata": {"name": f"c{i}", "labels": {"a": "b"}}})
+    page = (await http.get(f"{NS}/configmaps", params={"limit": "1", "labelSelector": "a=b"})).json()
+    assert "continue" in page["metadata"] and "remainingItemCount" not in page["metadata"]
+    page = (await http.get(f"{NS}/configmaps", params={"limit": "1"})).json()
+    assert page["metadata"]["remainingItemCount"] >= 2
+    table = (await http.get(f"{NS}/configmaps", params={"limit": "1"},
+                            headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})).json()
+    assert table["metadata"]["remainingItemCount"] == page["metadata"]["remainingItemCount"]
+
+
+async def test_pod_templates_keep_enable_service_links_unset(http: httpx2.AsyncClient) -> None:
+    # SetDefaults_Pod sets it, SetDefaults_PodSpec (templates) does not
+    dep = {"metadata": {"name": "d"}, "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {
+        "metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}}}
+    got = (await http.post("/apis/apps/v1/namespaces/default/deployments", json=dep)).json()
+    assert "enableServiceLinks" not in got["spec"]["template"]["spec"]
+    assert got["spec"]["template"]["spec"]["schedulerName"] == "default-scheduler"
+    assert (await _pod(http))["spec"]["enableServiceLinks"] is True
+
+
+async def test_externally_accessible_services_get_the_traffic_policies(http: httpx2.AsyncClient) -> None:
+    def svc(name: str, kind: str) -> dict:
+        return {"metadata": {"name": name}, "spec": {"type": kind, "ports": [{"port": 80}]}}
+
+    node_port = (await http.post(f"{NS}/services", json=svc("np", "NodePort"))).json()["spec"]
+    assert (node_port["externalTrafficPolicy"], node_port["internalTrafficPolicy"]) == ("Cluster", "Cluster")
+    lb = (await http.post(f"{NS}/services", json=svc("lb", "LoadBalancer"))).json()["spec"]
+    assert (lb["externalTrafficPolicy"], lb["internalTrafficPolicy"], lb["allocateLoadBalancerNodePorts"]) == (
+        "Cluster", "Cluster", True)
+    cluster_ip = (await http.post(f"{NS}/services", json=svc("ci", "ClusterIP"))).json()["spec"]
+    assert "externalTrafficPolicy" not in cluster_ip and cluster_ip["internalTrafficPolicy"] == "Cluster"
+
+
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def _crd(schema: bool = True) -> dict:
+    version: dict = {"name": "v1", "served": True, "storage": True}
+    if schema:
+        version["schema"] = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    return {"metadata": {"name": "things.x.io"}, "spec": {
+        "group": "x.io", "names": {"plural": "things", "kind": "Thing"}, "scope": "Namespaced", "versions": [version]}}
+
+
+async def test_a_crd_version_without_a_schema_is_refused(http: httpx2.AsyncClient) -> None:
+    resp = await http.post(CRDS, json=_crd(schema=False))
+    assert resp.status_code == 422
+    assert resp.json()["message"] == ('CustomResourceDefinition.apiextensions.k8s.io "things.x.io" is invalid: '
+                                      'spec.versions[0].schema.openAPIV3Schema: Required value: schemas are required')
+
+
+async def test_a_crd_is_defaulted_as_apiextensions_v1_defaults_it(http: httpx2.AsyncClient) -> None:
+    spec = (await http.post(CRDS, json=_crd())).json()["spec"]
+    assert spec["conversion"] == {"strategy": "None"}
+    assert (spec["names"]["singular"], spec["names"]["listKind"]) == ("thing", "ThingList")
