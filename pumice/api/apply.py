@@ -36,11 +36,13 @@ subresource); each is ``{"manager", "operation", "apiVersion", "time", "fieldsTy
 "fieldsV1", "subresource"}`` with ``fieldsV1`` in upstream's ``f:``/``k:``/``v:`` notation
 (``".": {}`` marks a set member that also has members below it).
 
-Deviates (documented simplification): a map that a create brings is owned by
-the creator (``".": {}``) also where upstream's Go zero value already holds it (nested
-non-pointer structs such as ``spec.template``; a built-in object's ``spec`` and ``status``
-themselves are not); Apply sets count every non-empty map as a path only (upstream also owns the entries of
-``x-kubernetes-preserve-unknown-fields`` maps one by one).
+A built-in object's non-pointer structs (``spec``, ``spec.template`` and its ``metadata`` and
+``spec``, ``spec.strategy``...) are never added or removed themselves, as in kube-apiserver's
+typed objects, where Go's zero value always holds them: an Update owns their fields, not them
+(no ``".": {}``).
+
+Deviates (documented simplification): Apply sets count every non-empty map as a path only
+(upstream also owns the entries of ``x-kubernetes-preserve-unknown-fields`` maps one by one).
 
 Mirrors: k8s.io/apimachinery pkg/util/managedfields/internal (fieldmanager.go decodeLiveOrNew,
 managedfieldsupdater.go, capmanagers.go, skipnonapplied.go, stripmeta.go, conflict.go,
@@ -94,10 +96,14 @@ _STRIPPED_META = frozenset({"name", "namespace", "creationTimestamp", "selfLink"
 #: what an Apply set also leaves out (cannot be applied)
 _UNTRACKED_META = _STRIPPED_META | {"deletionTimestamp", "deletionGracePeriodSeconds"}
 _MISSING: Any = object()
+#: a field absent from an object whose parent is there and which Go always serializes (see
+#: _always_serialized): present and empty for _diff, as in kube-apiserver's typed objects
+_ZERO: Any = object()
 _NOTHING: frozenset[str] = frozenset()
 _TYPE_FIELDS = frozenset({"apiVersion", "kind"})
-#: top-level fields a built-in object always has (Go non-pointer structs): never added or removed
-_GO_STRUCT_ROOTS = frozenset({(("f", "spec"),), (("f", "status"),)})
+#: message types whose JSON is not a struct of fields (raw JSON, an embedded object)
+_UNTYPED_MESSAGES = frozenset({"k8s.io.apimachinery.pkg.runtime.RawExtension",
+                               "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSON"})
 
 
 class ApplyConflict(Exception):
@@ -255,16 +261,41 @@ def _builtin_atomic_map(message: str, path: tuple[str, ...]) -> bool:
     return msg is not None and msg.map_type == "atomic"
 
 
+@functools.lru_cache(maxsize=8192)
+def _builtin_always_serialized(message: str, path: tuple[str, ...]) -> bool:
+    """Whether the map or list field at ``path`` of a built-in object of ``message`` is there
+    whenever the struct holding it is, as Go serializes it: a non-pointer struct (``spec``,
+    ``spec.template``, ``spec.strategy``, a container's ``resources``), or a list or map field
+    without ``omitempty`` (a PodSpec's ``containers``: ``null`` when unset). kube-apiserver's
+    typed objects never add or remove such a node where its parent already was."""
+    f = protobuf.field_at(message, path)
+    if f is None or f.pointer:
+        return False
+    if f.repeated or f.type.startswith("map:"):
+        return not f.omitempty
+    return f.type in protobuf.schema().messages and f.type not in _UNTYPED_MESSAGES
+
+
 class BuiltinListTypes:
     """The :class:`ListTypes` of a built-in kind, from its protobuf message's markers
-    (:func:`_builtin_list_type`, :func:`_builtin_atomic_map`)."""
+    (:func:`_builtin_list_type`, :func:`_builtin_atomic_map`), and which of its fields Go
+    always serializes (:func:`_builtin_always_serialized`)."""
 
-    __slots__ = ("_lists", "_maps", "message")
+    __slots__ = ("_lists", "_maps", "_present", "message")
 
     def __init__(self, message: str) -> None:
         self.message = message
         self._lists: dict[tuple[str, ...], ListType] = {}
         self._maps: dict[tuple[str, ...], bool] = {}
+        self._present: dict[tuple[str, ...], bool] = {}
+
+    def always_serialized(self, path: tuple[str, ...]) -> bool:
+        found = self._present.get(path)
+        if found is None:
+            if len(self._present) >= 4096:
+                self._present.clear()
+            found = self._present[path] = _builtin_always_serialized(self.message, path)
+        return found
 
     def __call__(self, path: tuple[str, ...]) -> ListType:
         found = self._lists.get(path)
@@ -286,6 +317,20 @@ class BuiltinListTypes:
 @functools.cache
 def _builtin_lists(message: str) -> BuiltinListTypes:
     return BuiltinListTypes(message)
+
+
+def _always_serialized(w: _Walk, path: tuple[str, ...]) -> bool:
+    """Whether the map or list field at ``path`` is there whenever its parent is (see
+    :func:`_builtin_always_serialized`): any object's ``metadata``; for a built-in kind its
+    non-pointer structs and its lists and maps without ``omitempty`` (a custom resource is
+    untyped: nothing else)."""
+    if path == ("metadata",):
+        return True
+    if not w.builtin or not isinstance(w.lists, BuiltinListTypes):
+        return False
+    if path and path[0] == "metadata":
+        return _builtin_always_serialized(_OBJECT_META, path[1:])
+    return w.lists.always_serialized(path)
 
 
 def _atomic_map(w: _Walk, path: tuple[str, ...]) -> bool:
@@ -883,14 +928,16 @@ def _diff(lhs: Any, rhs: Any, w: _Walk, names: tuple[str, ...], prefix: Path, ch
     ldict, rdict = type(lhs) is dict, type(rhs) is dict
     llist, rlist = type(lhs) is list, type(rhs) is list
     if ldict or rdict or llist or rlist:
-        lnull, rnull = lhs is None or lhs is _MISSING, rhs is None or rhs is _MISSING
+        lnull = lhs is None or lhs is _MISSING or lhs is _ZERO
+        rnull = rhs is None or rhs is _MISSING or rhs is _ZERO
         if (ldict or lnull) and (rdict or rnull):
             if prefix and _atomic_map(w, names):  # an atomic map is a leaf
                 _diff_leaf(lhs, rhs, prefix, changed, removed)
                 return
             empty = not (ldict and lhs) and not (rdict and rhs)
             if not empty:
-                _diff_map(lhs if ldict else {}, rhs if rdict else {}, w, names, prefix, changed, removed)
+                _diff_map(lhs if ldict else {}, rhs if rdict else {}, w, names, prefix, changed, removed,
+                          ldict or lhs is _ZERO, rdict or rhs is _ZERO)
         elif (llist or lnull) and (rlist or rnull):
             if not _list_key(w, names)[1]:  # an atomic list is a leaf
                 if prefix:
@@ -906,10 +953,11 @@ def _diff(lhs: Any, rhs: Any, w: _Walk, names: tuple[str, ...], prefix: Path, ch
             if rdict or rlist:
                 _diff(_MISSING, rhs, w, names, prefix, changed, [])
             return
-        if not prefix or prefix == _META or (w.builtin and prefix in _GO_STRUCT_ROOTS):
+        if not prefix or prefix == _META:
             return
-        if empty:  # both sides empty, null or absent: a leaf
-            _diff_leaf(lhs, rhs, prefix, changed, removed)
+        if empty:  # both sides empty, null or absent: a leaf (a Go zero value against {} is none)
+            if lhs is not _ZERO and rhs is not _ZERO:
+                _diff_leaf(lhs, rhs, prefix, changed, removed)
         elif lhs is _MISSING:
             changed.append(prefix)
         elif rhs is _MISSING:
@@ -928,7 +976,9 @@ def _diff_leaf(lhs: Any, rhs: Any, prefix: Path, changed: list[Path], removed: l
 
 
 def _diff_map(lhs: dict[str, Any], rhs: dict[str, Any], w: _Walk, names: tuple[str, ...], prefix: Path,
-              changed: list[Path], removed: list[Path]) -> None:
+              changed: list[Path], removed: list[Path], lpresent: bool = True, rpresent: bool = True) -> None:
+    """The map step of :func:`_diff`; ``lpresent``/``rpresent``: whether the map itself is there
+    on that side (its always-serialized fields then count as there too: :data:`_ZERO`)."""
     skip = (w.skip_top if not prefix else _STRIPPED_META if prefix == _META else _NOTHING)
     for k, lv in lhs.items():
         if k in skip:
@@ -939,6 +989,8 @@ def _diff_map(lhs: dict[str, Any], rhs: dict[str, Any], w: _Walk, names: tuple[s
             if lt is not dict and lt is not list:
                 removed.append((*prefix, ("f", k)))
                 continue
+            if rpresent and _always_serialized(w, (*names, k)):
+                rv = _ZERO
         elif lt is type(rv):
             if lv == rv:
                 continue
@@ -952,7 +1004,8 @@ def _diff_map(lhs: dict[str, Any], rhs: dict[str, Any], w: _Walk, names: tuple[s
             if rt is not dict and rt is not list:
                 changed.append((*prefix, ("f", k)))
             else:
-                _diff(_MISSING, rv, w, (*names, k), (*prefix, ("f", k)), changed, removed)
+                lv = _ZERO if lpresent and _always_serialized(w, (*names, k)) else _MISSING
+                _diff(lv, rv, w, (*names, k), (*prefix, ("f", k)), changed, removed)
 
 
 def _diff_list(lhs: list[Any], rhs: list[Any], w: _Walk, names: tuple[str, ...], prefix: Path,
@@ -986,9 +1039,11 @@ def _diff_list(lhs: list[Any], rhs: list[Any], w: _Walk, names: tuple[str, ...],
             _diff(_MISSING, rv, w, names, (*prefix, step), changed, removed)
 
 
-def _created(value: dict[str, Any], w: _Walk, names: tuple[str, ...], top: bool) -> Obj:
+def _created(value: dict[str, Any], w: _Walk, names: tuple[str, ...], top: bool, present: bool = True) -> Obj:
     """The FieldsV1 of every path of a new object (what :func:`_compare` from ``{}`` finds,
-    encoded as :func:`fields_v1` encodes it), built in one pass: the create's fast path."""
+    encoded as :func:`fields_v1` encodes it), built in one pass: the create's fast path.
+    ``present``: ``value`` is a struct an empty object of the kind already has (the object,
+    and its always-serialized structs below it), whose always-serialized fields are not added."""
     out: Obj = {}
     skip = w.skip_top if top else _STRIPPED_META if names == ("metadata",) else _NOTHING
     for k in sorted(value):
@@ -996,38 +1051,41 @@ def _created(value: dict[str, Any], w: _Walk, names: tuple[str, ...], top: bool)
             continue
         v = value[k]
         t = type(v)
-        if t is dict and v:
+        if t is dict or t is list:
             path = (*names, k)
-            if _atomic_map(w, path):
-                out["f:" + k] = {}
+            there = present and _always_serialized(w, path)
+            if t is dict and v:
+                if _atomic_map(w, path):
+                    out["f:" + k] = {}
+                    continue
+                child = _created(v, w, path, False, there)
+                if there:
+                    if child:
+                        out["f:" + k] = child
+                    continue
+                out["f:" + k] = {".": {}, **child}
                 continue
-            child = _created(v, w, path, False)
-            if top and (k == "metadata" or (w.builtin and k in ("spec", "status"))):
-                if child:
-                    out["f:" + k] = child
-                continue
-            out["f:" + k] = {".": {}, **child}
-        elif t is list and v:
-            path = (*names, k)
-            lt = _list_key(w, path)
-            key, merges, _ = lt
-            if not merges:
-                out["f:" + k] = {}
-                continue
-            atomic_items = key is not None and _atomic_map(w, path)
-            items: Obj = {}
-            for item in v:
-                step = _key_step(lt, item) if key is not None else None
-                if step is not None:
-                    kind, name = step
-                    items.setdefault(f"{kind}:{name}", {} if atomic_items else
-                                     {".": {}, **_created(item, w, path, False)})
-                elif key is None and not isinstance(item, dict | list):
-                    kind, name = _value_step(item)
-                    items[f"{kind}:{name}"] = {}
-            out["f:" + k] = {".": {}, **{i: items[i] for i in sorted(items)}}
-        else:
-            out["f:" + k] = {}
+            if t is list and v:
+                lt = _list_key(w, path)
+                key, merges, _ = lt
+                if merges:
+                    atomic_items = key is not None and _atomic_map(w, path)
+                    items: Obj = {}
+                    for item in v:
+                        step = _key_step(lt, item) if key is not None else None
+                        if step is not None:
+                            kind, name = step
+                            items.setdefault(f"{kind}:{name}", {} if atomic_items else
+                                             {".": {}, **_created(item, w, path, False, False)})
+                        elif key is None and not isinstance(item, dict | list):
+                            kind, name = _value_step(item)
+                            items[f"{kind}:{name}"] = {}
+                    ordered = {i: items[i] for i in sorted(items)}
+                    out["f:" + k] = ordered if there else {".": {}, **ordered}
+                    continue
+            if there and not v:
+                continue  # an empty always-serialized struct, list or map: the zero value
+        out["f:" + k] = {}
     return out
 
 

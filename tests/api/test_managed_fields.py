@@ -118,7 +118,35 @@ def test_keyed_list_items_and_set_values_use_upstream_notation() -> None:
     update_managed_fields(None, pod, manager="m", api_version="v1", kind="Pod", builtin=True, time=T0)
     fv1 = pod["metadata"]["managedFields"][0]["fieldsV1"]
     assert fv1["f:metadata"] == {"f:finalizers": {".": {}, 'v:"x/y"': {}}}
-    assert fv1["f:spec"] == {"f:containers": {".": {}, 'k:{"name":"c"}': {".": {}, "f:image": {}, "f:name": {}}}}
+    # a PodSpec's containers has no omitempty: Go serializes it (null) in the empty Pod, so the list
+    # itself is not added, only its item (kube-apiserver v1.34.4, kubectl create)
+    assert fv1["f:spec"] == {"f:containers": {'k:{"name":"c"}': {".": {}, "f:image": {}, "f:name": {}}}}
+
+
+def test_a_built_in_objects_always_serialized_fields_are_never_added_themselves() -> None:
+    # kube-apiserver v1.34.4 on kubectl create of a Deployment: no ".": {} on spec.template, its
+    # metadata and spec, spec.strategy (non-pointer structs) nor containers (no omitempty); a
+    # pointer struct (rollingUpdate) and maps (labels) are added; a PUT that brings a container's
+    # resources where the container was has them as its non-pointer struct: no ".": {} either
+    d = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "labels": {"app": "d"}},
+         "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "d"}},
+                  "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%"}},
+                  "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c"}]}}}}
+    update_managed_fields(None, d, manager="kubectl-create", api_version="apps/v1", kind="Deployment", builtin=True,
+                          time=T0)
+    assert d["metadata"]["managedFields"][0]["fieldsV1"] == {
+        "f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+        "f:spec": {"f:replicas": {}, "f:selector": {},
+                   "f:strategy": {"f:rollingUpdate": {".": {}, "f:maxSurge": {}}, "f:type": {}},
+                   "f:template": {"f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+                                  "f:spec": {"f:containers": {'k:{"name":"c"}': {".": {}, "f:name": {}}}}}}}
+    new = copy.deepcopy(d)
+    new["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "1"}}
+    update_managed_fields(d, new, manager="kubectl-edit", api_version="apps/v1", kind="Deployment", builtin=True,
+                          time=T1)
+    edit = next(e for e in new["metadata"]["managedFields"] if e["manager"] == "kubectl-edit")
+    assert edit["fieldsV1"] == {"f:spec": {"f:template": {"f:spec": {"f:containers": {'k:{"name":"c"}': {
+        "f:resources": {"f:limits": {".": {}, "f:cpu": {}}}}}}}}}
 
 
 def test_an_object_whose_managed_fields_were_reset_stays_untracked() -> None:
