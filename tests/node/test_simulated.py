@@ -295,3 +295,27 @@ async def test_a_bad_simulator_annotation_is_a_waiting_container_an_event_and_a_
     assert any("pbad" in r.getMessage() and message in r.getMessage() and r.levelname == "WARNING"
                for r in caplog.records)
     await agent.stop()
+
+
+@pytest.mark.looptime
+async def test_simulated_nodes_report_ephemeral_storage_as_a_kubelet_does(tmp_path: Any) -> None:
+    """Trial 15 F-5: a Pod requesting ephemeral-storage stayed Pending for ever on `pumice up
+    --runtime simulated`, whose Nodes had none; a kubelet always reports its node filesystem."""
+    import os
+
+    from pumice.api.quantity import parse_quantity
+    from pumice.api.scheme import NODE
+
+    clock = LoopClock()
+    client = FakeClient(clock=clock)
+    agent = NodeAgent(client, runtime="simulated", data_dir=str(tmp_path), nodes=2, node_name_prefix="sim",
+                      node_cpu="4", node_memory="8Gi", clock=clock)
+    await agent.start()
+    try:
+        st = os.statvfs(tmp_path)
+        for name in ("sim-0", "sim-1"):
+            node = await client.get(NODE, name)
+            for field in ("capacity", "allocatable"):
+                assert parse_quantity(node["status"][field]["ephemeral-storage"]) == st.f_blocks * st.f_frsize
+    finally:
+        await agent.stop()
