@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from pumice.api.apply import ApplyConflict, server_side_apply, update_managed_fields
+from pumice.api.apply import ApplyConflict, SchemaListTypes, server_side_apply, update_managed_fields
 
 CASES: list[dict[str, Any]] = json.loads((Path(__file__).parent / "ssa_upstream_cases.json").read_text())
 
@@ -84,3 +84,41 @@ def test_the_cases_cover_the_markers() -> None:
                    '"f:tolerations": {}', '"f:nodeSelector": {}', '"f:selector": {}', 'v:\\"b/f\\"',
                    'k:{\\"uid\\":\\"u1\\"}": {}', "conflict with"):
         assert needle in text, needle
+
+
+#: a custom resource's steps as the real kube-apiserver v1.34.4 ended them (kubectl apply
+#: --server-side / replace against it): list-type map with a defaulted key, set, atomic list,
+#: x-kubernetes-map-type atomic map and struct, granular map and struct
+KUBE_CRD = json.loads((Path(__file__).parent / "ssa_kube_crd_case.json").read_text())
+
+
+def _schema_defaults(obj: dict[str, Any]) -> None:
+    """The CRD's one schema default (a port's ``protocol: TCP``), as the API server sets it."""
+    for port in obj.get("spec", {}).get("ports", []):
+        port.setdefault("protocol", "TCP")
+
+
+def test_a_custom_resource_applied_and_updated_ends_as_kube_apiserver_ends_it() -> None:
+    lists = SchemaListTypes(KUBE_CRD["crd"]["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+    live: dict[str, Any] | None = None
+    for i, step in enumerate(KUBE_CRD["steps"]):
+        want = step["kube"]
+        error = None
+        obj = copy.deepcopy(step["object"])
+        try:
+            if step["op"] == "apply":
+                live = server_side_apply(live, obj, manager=step["manager"], kind="Widget", force=step.get("force", False),
+                                         builtin=False, time="2026-01-01T00:00:00Z", lists=lists)
+            else:
+                update_managed_fields(live, obj, manager=step["manager"], api_version="example.com/v1", kind="Widget",
+                                      builtin=False, time="2026-01-01T00:00:00Z", lists=lists)
+                live = obj
+        except ApplyConflict as e:
+            error = f"error: {e}"
+        assert live is not None
+        _schema_defaults(live)
+        where = f"step {i} ({step['op']} by {step['manager']})"
+        assert error == want["error"], where
+        got = [[e["manager"], e["operation"], e["fieldsV1"]] for e in live["metadata"]["managedFields"]]
+        assert sorted(got, key=json.dumps) == sorted(want["managedFields"], key=json.dumps), where
+        assert live["spec"] == want["spec"], where
