@@ -87,3 +87,87 @@ async def test_a_newer_condition_for_a_pod_replaces_its_queued_write() -> None:
                 ["pod group is not ready, 860 Pending"]
         finally:
             await cache.stop()
+
+
+async def _pending_pods(c: object, n: int) -> list[str]:
+    from pumice.testing.volcano import pod
+
+    for i in range(n):
+        await c.client.create({**pod(f"p{i}", namespace="default", requests="10m,1Mi"),  # type: ignore[attr-defined]
+                               "apiVersion": "v1", "kind": "Pod"})
+    return [f"default/p{i}" for i in range(n)]
+
+
+class _InFlight:
+    """Counts the client's PATCH requests in flight (each takes a millisecond, as over a socket:
+    the in-process transport to an in-memory store would answer without yielding)."""
+
+    def __init__(self, client: object) -> None:
+        self.now = self.most = 0
+        self._patch = client.patch  # type: ignore[attr-defined]
+        client.patch = self.patch  # type: ignore[attr-defined]
+
+    async def patch(self, *args: object, **kwargs: object) -> object:
+        self.now += 1
+        self.most = max(self.most, self.now)
+        try:
+            await asyncio.sleep(0.001)
+            return await self._patch(*args, **kwargs)
+        finally:
+            self.now -= 1
+
+
+def _conditions(pods: list[dict]) -> dict[str, str]:
+    return {p["metadata"]["name"]: c["message"] for p in pods for c in (p.get("status") or {}).get("conditions") or []
+            if c["type"] == "PodScheduled"}
+
+
+async def test_at_most_task_updater_workers_condition_writes_run_at_once_and_close_waits_for_all() -> None:
+    """Trial 14 F-4: a session's close queued a condition write per Pending Pod, all of them at
+    once on the API server (a wide gang: thousands per session, each session). Upstream writes a
+    job's tasks' conditions with taskUpdaterWorker (16) workers, and its session close returns
+    once they are written; here :meth:`SchedulerCache.wait_close_writes` is that wait."""
+    from pumice.scheduler.volcano.cache.live import TASK_UPDATER_WORKERS
+
+    async with local_cluster() as c:
+        keys = await _pending_pods(c, 40)
+        cache = SchedulerCache(c.client, clock=LoopClock())
+        assert await cache.start(timeout=10)
+        try:
+            patches = _InFlight(c.client)
+            for k in keys:
+                cache.task_unschedulable(k, "Unschedulable", "pod group is not ready, 40 Pending")
+            await cache.wait_close_writes()
+            assert patches.most == TASK_UPDATER_WORKERS
+            got = _conditions((await c.client.list(scheme.POD, "default")).items)
+            assert got == {f"p{i}": "pod group is not ready, 40 Pending" for i in range(40)}
+        finally:
+            await cache.stop()
+
+
+async def test_a_stop_drops_the_queued_condition_writes_and_waits_only_for_those_running() -> None:
+    """Trial 14 F-5: a stop during a wide gang's churn waited for (or abandoned) thousands of
+    condition writes already sent. Now only the writes the workers have started run to their end;
+    the queued rest are dropped and counted."""
+    from pumice.scheduler.volcano.cache.live import TASK_UPDATER_WORKERS
+
+    async with local_cluster() as c:
+        keys = await _pending_pods(c, 40)
+        cache = SchedulerCache(c.client, clock=LoopClock())
+        stopping = False
+        cache.abandon_writes = lambda: stopping
+        assert await cache.start(timeout=10)
+        try:
+            _InFlight(c.client)
+            for k in keys:
+                cache.task_unschedulable(k, "Unschedulable", "pod group is not ready, 40 Pending")
+            await asyncio.sleep(0)  # the workers take their first write each
+            stopping = True
+            await cache.flush()
+            written = _conditions((await c.client.list(scheme.POD, "default")).items)
+            assert len(written) == TASK_UPDATER_WORKERS
+            # each of the 40 conditions and 40 Events was written or dropped: one Event was taken
+            assert cache.dropped_writes == (40 - TASK_UPDATER_WORKERS) + (40 - 1)
+            assert not cache.pending_writes
+        finally:
+            await cache.stop()

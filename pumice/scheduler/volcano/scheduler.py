@@ -365,9 +365,11 @@ class Scheduler:
             self._sync_error = None
 
     async def run(self, stop_event: asyncio.Event | None = None) -> None:
-        """Start the cache, then cycle until ``stop_event`` is set (forever when None). Once it
-        is set, the writes queued by the last session that have not started are dropped (see
-        :attr:`SchedulerCache.abandon_writes`), so that a stop is not held up by them."""
+        """Start the cache, then cycle until ``stop_event`` is set (forever when None). A cycle
+        ends when its session's status and Pod-condition writes have (see
+        :meth:`SchedulerCache.wait_close_writes`). Once ``stop_event`` is set, the writes queued
+        that have not started are dropped (see :attr:`SchedulerCache.abandon_writes`), so that a
+        stop is not held up by them."""
         stop = stop_event or asyncio.Event()
         self.cache.abandon_writes = stop.is_set
         await self.cache.start()
@@ -379,6 +381,9 @@ class Scheduler:
                     self.run_once()
                 except Exception:
                     log.exception("scheduling cycle failed")
+                # the session closes once its status and condition writes are done (upstream's
+                # UpdateAll), so sessions never queue writes faster than the API server takes them
+                await self.cache.wait_close_writes()
                 await asyncio.sleep(0)
                 remaining = self.schedule_period - (self.clock.monotonic() - started)
                 if remaining > 0:

@@ -43,6 +43,12 @@ SNAPSHOT_MODES = ("full", "incremental", "verify")
 or both and compared."""
 
 
+TASK_UPDATER_WORKERS = 16
+"""How many Pod-condition writes run at once: the workers that drain the queued
+``PodScheduled`` conditions. Mirrors: volcano pkg/scheduler/cache/cache.go ``taskUpdaterWorker``
+(RecordJobStatusEvent updates a job's unschedulable tasks with that many workers)."""
+
+
 class SnapshotMismatch(AssertionError):
     """``verify`` mode: the incremental snapshot differs from the full build."""
 
@@ -135,11 +141,20 @@ class SchedulerCache:
         """``<ns>/<name>`` -> (uid, reason, message) last written (uid: a recreated Pod gets its own)."""
         self._queued_conditions: dict[str, tuple[str, str, str, str, str]] = {}
         """``<ns>/<name>`` -> (namespace, name, reason, message, nominated) of a Pod-condition write
-        queued but not started: a newer condition for the Pod replaces it there instead of queueing
-        a second write (see :meth:`task_unschedulable`)."""
+        queued but not started, in queueing order: a newer condition for the Pod replaces it there
+        instead of queueing a second write (see :meth:`task_unschedulable`); at most
+        :data:`TASK_UPDATER_WORKERS` condition workers take them off in that order."""
+        self._condition_workers: set[asyncio.Task[None]] = set()
         self._queued_failed_events: dict[str, tuple[Obj, str]] = {}
-        """``<ns>/<name>`` -> (Pod, message) of a ``FailedScheduling`` Event queued but not started."""
+        """``<ns>/<name>`` -> (Pod, message) of a ``FailedScheduling`` Event queued but not started;
+        one worker records them in queueing order (the recorder writes one at a time anyway)."""
+        self._event_worker: asyncio.Task[None] | None = None
+        self._close_writes: set[asyncio.Task[None]] = set()
+        """The PodGroup and Queue status writes :meth:`write_close` queued that have not ended
+        (:meth:`wait_close_writes` waits for them and for the condition workers)."""
         self.bind_errors = 0
+        self.dropped_writes = 0
+        """Pod-condition and ``FailedScheduling`` Event writes dropped because a stop was asked for."""
         self._allocated_same: dict[str, tuple[Obj, dict[str, str]]] = {}
         """Queue -> (its object, a ``status.allocated`` list) for which :func:`allocated_patch`
         gave None (nothing to write)."""
@@ -163,6 +178,20 @@ class SchedulerCache:
     async def flush(self) -> None:
         while self.pending_writes:
             await asyncio.gather(*list(self.pending_writes), return_exceptions=True)
+
+    async def wait_close_writes(self) -> None:
+        """Wait until the last :meth:`write_close`'s PodGroup and Queue status writes have ended
+        and no Pod-condition write is queued or running (its ``FailedScheduling`` Events, binds
+        and evictions are not waited for).
+
+        The live scheduler awaits this before its next session, as upstream's session close
+        returns only once JobUpdater.UpdateAll has written every job's status and its tasks'
+        conditions: a session cannot queue writes faster than the API server takes them (a wide
+        gang's Pending count, in each Pending Pod's message, changes with every Pod created or
+        deleted, so every session rewrites every Pending Pod). Mirrors: volcano
+        pkg/scheduler/framework/session.go closeSession -> JobUpdater.UpdateAll."""
+        while self._close_writes or self._condition_workers:
+            await asyncio.gather(*self._close_writes, *self._condition_workers, return_exceptions=True)
 
     # ----- snapshot -----------------------------------------------------------------------
     def objects(self) -> list[Obj]:
@@ -311,6 +340,12 @@ class SchedulerCache:
         t.add_done_callback(self.pending_writes.discard)
         return t
 
+    def _close_write(self, coro: Any) -> None:
+        """:meth:`_spawn` a status write of :meth:`write_close`, kept in :attr:`_close_writes` until it ends."""
+        t = self._spawn(coro)
+        self._close_writes.add(t)
+        t.add_done_callback(self._close_writes.discard)
+
     async def _unless_abandoned(self, coro: Any) -> None:
         """``coro``, unless :attr:`abandon_writes` answers True when its turn comes."""
         if self.abandon_writes is not None and self.abandon_writes():
@@ -402,11 +437,11 @@ class SchedulerCache:
             new = res.pod_groups[key]
             if not status_changed(cur.get("status") or {}, new):
                 continue
-            self._spawn(self._patch_pg(cur, new))
+            self._close_write(self._patch_pg(cur, new))
         for key, ann in res.pod_group_annotations.items():
             cur = pgs.get_by_key(key)
             if cur is not None and any(((cur.get("metadata") or {}).get("annotations") or {}).get(k) != v for k, v in ann.items()):
-                self._spawn(self._patch_pg_annotations(cur, ann))
+                self._close_write(self._patch_pg_annotations(cur, ann))
         queues = self.informers["Queue"].lister
         same = self._allocated_same
         for qname, alloc in res.queue_allocated.items():
@@ -421,7 +456,7 @@ class SchedulerCache:
             patch = allocated_patch((q.get("status") or {}).get("allocated") or {}, alloc)
             if patch is not None:
                 same.pop(qname, None)
-                self._spawn(self._patch_queue(qname, patch))
+                self._close_write(self._patch_queue(qname, patch))
             else:
                 same[qname] = (q, alloc)
         for pg_key, etype, reason, message in res.events:
@@ -462,29 +497,48 @@ class SchedulerCache:
             # changes), the backlog stays one write per Pod instead of one per Pod per session,
             # and only the last condition, the one a sequence of writes would leave, is written.
             # The same for its Event (client-go's recorder also drops an object's event spam).
-            queued = pod_key in self._queued_conditions
             self._queued_conditions[pod_key] = (md.get("namespace", "default"), md["name"], reason, message, nominated)
-            if not queued:
-                self._spawn(self._queued_pod_condition(pod_key), abandonable=False)
+            running = sum(1 for w in self._condition_workers if not w.done())  # a done one may not be discarded yet
+            if running < min(TASK_UPDATER_WORKERS, len(self._queued_conditions)):
+                w = self._spawn(self._condition_worker(), abandonable=False)
+                self._condition_workers.add(w)
+                w.add_done_callback(self._condition_workers.discard)
             if self.event_kind is not None:
-                queued = pod_key in self._queued_failed_events
                 self._queued_failed_events[pod_key] = ({**pod, "apiVersion": "v1", "kind": "Pod"}, message)
-                if not queued:
-                    self._spawn(self._queued_failed_event(pod_key), abandonable=False)
+                if self._event_worker is None or self._event_worker.done():
+                    self._event_worker = self._spawn(self._failed_event_worker(), abandonable=False)
 
-    async def _queued_pod_condition(self, pod_key: str) -> None:
-        """Write the newest condition :meth:`task_unschedulable` queued for ``pod_key``."""
-        ns, name, reason, message, nominated = self._queued_conditions.pop(pod_key)
-        if self.abandon_writes is not None and self.abandon_writes():
-            return
-        await self._pod_condition(ns, name, reason, message, nominated)
+    async def _condition_worker(self) -> None:
+        """Write the queued Pod conditions, oldest first, until none is left (or a stop was asked
+        for: then the rest are dropped, to be rewritten by the next scheduler that runs)."""
+        queued = self._queued_conditions
+        while queued:
+            if self.abandon_writes is not None and self.abandon_writes():
+                self._drop_queued("PodScheduled condition", queued)
+                return
+            pod_key = next(iter(queued))
+            ns, name, reason, message, nominated = queued.pop(pod_key)
+            await self._pod_condition(ns, name, reason, message, nominated)
 
-    async def _queued_failed_event(self, pod_key: str) -> None:
-        """Record the newest ``FailedScheduling`` Event :meth:`task_unschedulable` queued for ``pod_key``."""
-        pod, message = self._queued_failed_events.pop(pod_key)
-        if self.abandon_writes is not None and self.abandon_writes():
-            return
-        await self._event(pod, "Warning", "FailedScheduling", message)
+    async def _failed_event_worker(self) -> None:
+        """Record the queued ``FailedScheduling`` Events, oldest first, until none is left (or a
+        stop was asked for: then the rest are dropped)."""
+        queued = self._queued_failed_events
+        while queued:
+            if self.abandon_writes is not None and self.abandon_writes():
+                self._drop_queued("FailedScheduling Event", queued)
+                return
+            pod_key = next(iter(queued))
+            pod, message = queued.pop(pod_key)
+            await self._event(pod, "Warning", "FailedScheduling", message)
+
+    def _drop_queued(self, what: str, queued: dict[str, Any]) -> None:
+        """Drop the writes still ``queued`` after a stop was asked for (the next scheduler that
+        runs writes what the Pods then need), saying how many at INFO."""
+        if queued:
+            log.info("stopping: dropped %d queued %s write(s)", len(queued), what)
+            self.dropped_writes += len(queued)
+            queued.clear()
 
     async def _patch_pg(self, cur: Obj, status: Obj) -> None:
         md = cur["metadata"]
