@@ -62,34 +62,62 @@ async def _next_chunk(chunks: AsyncIterator[Any]) -> Any:
         return _END
 
 
-async def _relay(loop: asyncio.AbstractEventLoop, chunks: AsyncIterator[Any]) -> AsyncGenerator[Any, None]:
-    """``chunks`` (iterated on ``loop``) as an iterator of the running loop: each chunk is pulled
-    when the caller asks for it, as a socket is read, so a busy caller leaves events to batch up
-    on the server's side rather than in a queue."""
-    while True:
-        chunk = await _on(loop, _next_chunk(chunks))
-        if chunk is _END:
-            return
-        yield chunk
+class _Relay:
+    """A stream iterated on ``loop`` (another thread's), read and closed from the running loop.
 
+    Each chunk is pulled when the caller asks for it, as a socket is read, so a busy caller
+    leaves events to batch up on the server's side rather than in a queue. Closing waits, on
+    ``loop``, for a pull still running there (being cancelled with its caller, who is closing
+    the stream on its way out) to end first: closing an async generator while its ``__anext__``
+    runs raises "aclose(): asynchronous generator is already running", which took the place of
+    the caller's CancelledError, so a cancelled informer retried its watch instead of ending and
+    a stop of ``pumice up`` waited for it for ever (trial 14 F-5)."""
 
-async def _call(fn: Callable[[], Awaitable[Any]]) -> Any:
-    return await fn()
+    def __init__(self, loop: asyncio.AbstractEventLoop, chunks: AsyncIterator[Any],
+                 close: Callable[[], Awaitable[Any]]) -> None:
+        self._loop = loop
+        self._chunks = chunks
+        self._close = close
+        self._pulling: asyncio.Task[Any] | None = None
+        """The task pulling a chunk on ``loop`` (only read and written there)."""
+
+    async def _pull(self) -> Any:
+        self._pulling = asyncio.current_task()
+        try:
+            return await _next_chunk(self._chunks)
+        finally:
+            self._pulling = None
+
+    async def _close_after_pull(self) -> None:
+        pulling = self._pulling
+        if pulling is not None and not pulling.done():
+            pulling.cancel()
+            await asyncio.wait([pulling])
+        await self._close()
+
+    async def chunks(self) -> AsyncGenerator[Any, None]:
+        while True:
+            chunk = await _on(self._loop, self._pull())
+            if chunk is _END:
+                return
+            yield chunk
+
+    async def aclose(self) -> None:
+        await _on(self._loop, self._close_after_pull())
 
 
 class _RelayStream(httpx2.AsyncByteStream):
     """An httpx2 response stream of another loop's, read and closed on that loop."""
 
     def __init__(self, inner: httpx2.AsyncByteStream, loop: asyncio.AbstractEventLoop) -> None:
-        self._inner = inner
-        self._loop = loop
+        self._relay = _Relay(loop, inner.__aiter__(), inner.aclose)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in _relay(self._loop, self._inner.__aiter__()):
+        async for chunk in self._relay.chunks():
             yield chunk
 
     async def aclose(self) -> None:
-        await _on(self._loop, _call(self._inner.aclose))
+        await self._relay.aclose()
 
 
 def _one_body(body: bytes, disconnected: asyncio.Event | None) -> Callable[[], Awaitable[dict[str, Any]]]:
@@ -310,11 +338,8 @@ class DirectASGI:
         if there is None:
             return await self._stream(method, path, query, headers, objects)
         status, chunks, close = await _on(there, self._stream(method, path, query, headers, objects))
-
-        async def close_there() -> None:
-            await _on(there, _call(close))
-
-        return status, _relay(there, chunks), close_there
+        relay = _Relay(there, chunks, close)
+        return status, relay.chunks(), relay.aclose
 
     async def _stream(self, method: str, path: str, query: bytes, headers: list[tuple[bytes, bytes]],
                       objects: bool) -> tuple[int, AsyncIterator[Any], Any]:

@@ -337,9 +337,14 @@ class PodWorker:
             # only the containers still supervised: a finished supervisor (a container that ended
             # for good while another runs, as a SidecarMode RayJob's submitter beside ray-head)
             # would end every wait at once, a busy loop that also froze a simulation's clock
-            waiters = [asyncio.ensure_future(self._wake.wait()), *(t for t in self._supervisors.values() if not t.done())]
-            await asyncio.wait(waiters, timeout=left, return_when=asyncio.FIRST_COMPLETED)
-            waiters[0].cancel()
+            woken = asyncio.ensure_future(self._wake.wait())
+            try:
+                await asyncio.wait([woken, *(t for t in self._supervisors.values() if not t.done())], timeout=left,
+                                   return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                # also when this worker is cancelled (the agent stopping): a waiter left pending is
+                # "Task was destroyed but it is pending!" once collected (trial 14 F-5)
+                woken.cancel()
 
     def _deadline_left(self) -> float | None:
         """Seconds until ``spec.activeDeadlineSeconds`` (counted from startTime) runs out."""
@@ -523,8 +528,10 @@ class PodWorker:
                     await self.stop_all(0.0 if self._removed else self._grace())
                     break
                 waiter = asyncio.ensure_future(self._wake.wait())
-                await asyncio.wait([run, waiter], return_when=asyncio.FIRST_COMPLETED)
-                waiter.cancel()
+                try:
+                    await asyncio.wait([run, waiter], return_when=asyncio.FIRST_COMPLETED)
+                finally:  # also when cancelled: see _run_inner
+                    waiter.cancel()
             return await run
         finally:
             if not run.done():

@@ -49,6 +49,7 @@ async def run_controller_manager(
     renew_deadline: float = 10.0,
     retry_period: float = 2.0,
     on_manager: Callable[[Manager], None] | None = None,
+    graceful_shutdown_timeout: float = 30.0,
 ) -> None:
     """Build a :class:`Manager`, call ``setups`` on it, and run until ``stop_event`` is set (or the
     task is cancelled).
@@ -61,6 +62,8 @@ async def run_controller_manager(
         stop_event: set to stop gracefully.
         health_port: serve /healthz, /readyz, /metrics on 127.0.0.1 (None: off).
         on_manager: called with the Manager before it starts (tests use it to watch progress).
+        graceful_shutdown_timeout: seconds the controllers' in-flight reconciles have at a stop
+            before they are cancelled (the Manager's).
 
     Raises:
         LeaderElectionLost: the Lease was lost (the process should exit and be restarted).
@@ -76,6 +79,7 @@ async def run_controller_manager(
         retry_period=retry_period,
         health_port=health_port,
         identity=identity,
+        graceful_shutdown_timeout=graceful_shutdown_timeout,
     )
     await setup_controllers(mgr, setups)
     if on_manager is not None:

@@ -151,3 +151,85 @@ async def test_kubectl_is_answered_while_a_volcano_session_is_held(tmp_path: Pat
     assert held.is_set()
     assert len(answers) == 1 and isinstance(answers[0], subprocess.CompletedProcess), answers
     assert (answers[0].returncode, answers[0].stdout.strip()) == (0, "namespace/default"), answers[0].stderr
+
+
+def _vcjob(name: str, replicas: int, requests: dict[str, str], min_available: int, queue: str) -> dict:
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"minAvailable": min_available, "schedulerName": "volcano", "queue": queue,
+                     "tasks": [{"name": "t", "replicas": replicas, "template": {
+                         "metadata": {"annotations": {"pumice.io/sim-duration-seconds": "3600"}},
+                         "spec": {"restartPolicy": "Never",
+                                  "containers": [{"name": "c", "image": "busybox", "resources": {"requests": requests}}]}}}]}}
+
+
+@pytest.mark.timeout(600)
+async def test_a_stop_while_a_wide_gang_waits_for_room_drops_the_queued_writes_and_ends_cleanly(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Trial 14 F-5: Ctrl-C while a wide gang waits for room (every Node's cpu taken by a Job of
+    another Queue, so each Pod the vcjob controller creates changes the gang's Pending count in
+    every Pending Pod's PodScheduled message) took 25-88 s, logged "Task was destroyed but it is
+    pending!" and left the Volcano scheduler's thread running. Now the writes still queued are
+    dropped (and said so), the thread ends and is joined, and no pending task is left behind."""
+    import gc
+    import logging
+
+    from pumice.scheduler.volcano import scheduler as volcano_scheduler
+    from pumice.scheduler.volcano.cache.live import SchedulerCache
+
+    caches: list[SchedulerCache] = []
+
+    class RecordedCache(SchedulerCache):  # the real cache, kept where the test can read it
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+            caches.append(self)
+
+    monkeypatch.setattr(volcano_scheduler, "SchedulerCache", RecordedCache)
+    caplog.set_level(logging.INFO)
+    opts = UpOptions(data_dir=tmp_path / "data", port=free_port(), runtime="simulated", nodes=3, node_cpu="2",
+                     node_memory="4Gi", network="host", pod_egress="none")
+    stop = asyncio.Event()
+    ready: asyncio.Future[Path] = asyncio.get_running_loop().create_future()
+    up = asyncio.create_task(run_up(opts, stop_event=stop, on_ready=lambda p: ready.set_result(p)))
+    try:
+        client = connect(await asyncio.wait_for(asyncio.shield(ready), 60))
+        try:
+            async def queue_open(name: str) -> bool:
+                try:
+                    return any(q["metadata"]["name"] == name and (q.get("status") or {}).get("state") == "Open"
+                               for q in (await client.list(scheme.QUEUE)).items)
+                except ApiError as e:  # the Queue kind may not be served yet; anything else fails the test
+                    if e.code != 404:
+                        raise
+                    return False
+
+            await wait_for(lambda: queue_open("default"), timeout=120)
+            await client.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                                 "metadata": {"name": "fill"}, "spec": {"weight": 1, "reclaimable": False}})
+            await wait_for(lambda: queue_open("fill"), timeout=60)
+            await client.create(_vcjob("filler", 3, {"cpu": "2", "memory": "1Gi"}, 3, "fill"))
+
+            async def filled() -> bool:
+                return sum(1 for p in (await client.list(scheme.POD, "default")).items
+                           if (p.get("status") or {}).get("phase") == "Running") == 3
+
+            await wait_for(filled, timeout=120)
+            await client.create(_vcjob("wide", 2000, {"cpu": "10m", "memory": "1Mi"}, 50, "default"))
+
+            async def churning() -> bool:  # condition writes queued behind the workers
+                return len(caches) == 1 and len(caches[0]._queued_conditions) >= 50
+
+            await wait_for(churning, timeout=300)
+        finally:
+            await client.close()
+    finally:
+        stop.set()
+        await asyncio.wait_for(up, 120)
+    gc.collect()  # a task left pending is reported when it is collected
+    cache = caches[0]
+    assert cache.dropped_writes > 0 and not cache._queued_conditions and not cache.pending_writes
+    assert any(r.getMessage().startswith("stopping: dropped ") for r in caplog.records
+               if r.name == "pumice.scheduler.volcano")
+    assert [r.getMessage() for r in caplog.records if "Task was destroyed" in r.getMessage()] == []
+    assert [r.getMessage() for r in caplog.records if r.name == "pumice.runtime.thread"] == []  # joined, not left
+    assert _scheduler_threads() == []
