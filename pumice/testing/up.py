@@ -1,5 +1,6 @@
 """``pumice up`` in a subprocess for tests and benches: free ports, a temp data dir, the
-dashboard on, stopped with SIGINT (as a user's Ctrl-C).
+dashboard on, stopped with SIGINT (as a user's Ctrl-C). Or in the test's own loop
+(:class:`InProcessUp`), where a test reaches into it (log records, monkeypatched parts).
 
 Usage::
 
@@ -8,10 +9,17 @@ Usage::
         up.kubectl("apply", "-f", "x.yaml")
     finally:
         stop_up(proc)
+
+    up = await InProcessUp.start(UpOptions(...))
+    try:
+        client = connect(up.kubeconfig)
+    finally:
+        await up.stop()
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import shutil
@@ -21,7 +29,10 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pumice.cli.up import UpOptions
 
 CHROMIUM = "/usr/bin/chromium"
 """Debian's Chromium: the browser the UI tests and bench/ui.py drive (never a downloaded one)."""
@@ -151,3 +162,49 @@ def stop_up(proc: subprocess.Popen[str], timeout: float = 60.0) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+@dataclass
+class InProcessUp:
+    """``pumice up`` (:func:`pumice.cli.up.run_up`) running as a task of the caller's loop."""
+
+    kubeconfig: Path
+    """The kubeconfig ``run_up`` wrote, once the API server answered."""
+    task: asyncio.Task[None]
+    stop_event: asyncio.Event
+
+    @classmethod
+    async def start(cls, opts: UpOptions, *, timeout: float = 60.0) -> InProcessUp:
+        """Start ``run_up(opts)`` and return once the API server answers.
+
+        Raises:
+            TimeoutError: it did not answer within ``timeout`` seconds (it is stopped first).
+            whatever ``run_up`` raised before it answered.
+        """
+        from pumice.cli.up import run_up
+
+        stop = asyncio.Event()
+        ready: asyncio.Future[Path] = asyncio.get_running_loop().create_future()
+        task = asyncio.create_task(run_up(opts, stop_event=stop, on_ready=ready.set_result))
+        try:
+            waits: list[asyncio.Future[Any]] = [ready, task]
+            done, _ = await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            if ready not in done:
+                if task in done:
+                    task.result()  # its error
+                raise TimeoutError(f"pumice up did not answer within {timeout:g} s")
+        except BaseException:
+            stop.set()
+            await asyncio.wait([task], timeout=120)
+            raise
+        return cls(ready.result(), task, stop)
+
+    async def stop(self, timeout: float = 120.0) -> None:
+        """Set the stop Event and wait up to ``timeout`` seconds for everything to stop.
+
+        Raises:
+            TimeoutError: not stopped within ``timeout`` seconds.
+            whatever ``run_up`` raised.
+        """
+        self.stop_event.set()
+        await asyncio.wait_for(self.task, timeout)

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from pumice.cli.up import UpOptions, run_up
+from pumice.cli.up import UpOptions
 from pumice.testing.kube_control_plane import free_port
+from pumice.testing.up import InProcessUp
 
 
 @pytest.mark.timeout(180)
@@ -26,12 +27,8 @@ async def test_an_error_a_component_raises_while_stopping_is_logged(
     monkeypatch.setattr(volcano, "run", fails_on_stop)
     opts = UpOptions(data_dir=tmp_path / "data", port=free_port(), runtime="simulated", nodes=1, node_cpu="2",
                      node_memory="4Gi", network="host", pod_egress="none")
-    stop = asyncio.Event()
-    ready: asyncio.Future[Path] = asyncio.get_running_loop().create_future()
-    up = asyncio.create_task(run_up(opts, stop_event=stop, on_ready=lambda p: ready.set_result(p)))
-    await asyncio.wait_for(asyncio.shield(ready), 60)
+    up = await InProcessUp.start(opts)
     with caplog.at_level(logging.ERROR, logger="pumice.up"):
-        stop.set()
-        await asyncio.wait_for(up, 120)
+        await up.stop()
     assert [r.getMessage() for r in caplog.records if r.name == "pumice.up"] == [
         "volcano-scheduler failed while stopping: RuntimeError: last writes not sent: the API server went away"]

@@ -8,7 +8,6 @@ job_controller_util.go createJobPod (volumes)."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 from pathlib import Path
 from typing import Any
@@ -16,12 +15,13 @@ from typing import Any
 import pytest
 
 from pumice.api import scheme
-from pumice.cli.up import UpOptions, run_up
+from pumice.cli.up import UpOptions
 from pumice.client.base import get_or_none
 from pumice.client.kubeconfig import connect
 from pumice.scheduler.volcano import default_conf
 from pumice.testing.kube_control_plane import free_port
 from pumice.testing.node import wait_for
+from pumice.testing.up import InProcessUp
 from pumice.testing.volcano_controllers import add_nodes, eventually, ready_node, schedule_once
 
 CLAIM_SPEC = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
@@ -147,11 +147,9 @@ async def test_a_job_without_volumes_reads_and_writes_no_claims(cluster: Any) ->
 async def test_a_job_s_claim_is_provisioned_and_its_pods_run_on_the_simulated_runtime(tmp_path: Path) -> None:
     opts = UpOptions(data_dir=tmp_path / "data", port=free_port(), runtime="simulated", nodes=2, node_cpu="4",
                      node_memory="8Gi", network="host", pod_egress="none")
-    stop = asyncio.Event()
-    ready: asyncio.Future[Path] = asyncio.get_running_loop().create_future()
-    up = asyncio.create_task(run_up(opts, stop_event=stop, on_ready=lambda p: ready.set_result(p)))
+    up = await InProcessUp.start(opts)
     try:
-        client = connect(await asyncio.wait_for(asyncio.shield(ready), 60))
+        client = connect(up.kubeconfig)
         await wait_for(lambda: queue_open(client), timeout=60)
         await client.create(vcjob("sim", [{"mountPath": "/data", "volumeClaim": CLAIM_SPEC}]))
 
@@ -168,5 +166,4 @@ async def test_a_job_s_claim_is_provisioned_and_its_pods_run_on_the_simulated_ru
         assert pvc["status"]["phase"] == "Bound" and pvc["spec"].get("volumeName")
         assert job["status"]["controlledResources"] == {f"volume-pvc-{claim}": claim}
     finally:
-        stop.set()
-        await asyncio.wait_for(up, 120)
+        await up.stop()

@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 
 from pumice.api import scheme
-from pumice.cli.up import UpOptions, run_up
+from pumice.cli.up import UpOptions
 from pumice.client.base import ApiError
 from pumice.client.kubeconfig import connect
 from pumice.testing.kube_control_plane import free_port
 from pumice.testing.node import wait_for
+from pumice.testing.up import InProcessUp
 
 REPLICAS = 2000
 FIT = 330  # 3 Nodes x 110 Pods (cpu 10m: the Pod count is the limit, not the 8 cpu)
@@ -47,11 +48,9 @@ async def test_kubectl_is_answered_while_a_wide_jobs_sessions_run_and_the_pods_t
         pytest.skip("kubectl is not installed")
     opts = UpOptions(data_dir=tmp_path / "data", port=free_port(), runtime="simulated", nodes=3, node_cpu="8",
                      node_memory="32Gi", network="host", pod_egress="none")
-    stop = asyncio.Event()
-    ready: asyncio.Future[Path] = asyncio.get_running_loop().create_future()
-    up = asyncio.create_task(run_up(opts, stop_event=stop, on_ready=lambda p: ready.set_result(p)))
+    up = await InProcessUp.start(opts)
     try:
-        kubeconfig = await asyncio.wait_for(asyncio.shield(ready), 60)
+        kubeconfig = up.kubeconfig
         client = connect(kubeconfig)
         try:
             async def default_queue() -> bool:  # open: the vcjob admission refuses a Job for a queue not Open yet
@@ -92,8 +91,7 @@ async def test_kubectl_is_answered_while_a_wide_jobs_sessions_run_and_the_pods_t
         finally:
             await client.close()
     finally:
-        stop.set()
-        await asyncio.wait_for(up, 120)
+        await up.stop()
     assert _scheduler_threads() == []  # stopped with the rest
 
 
@@ -135,19 +133,16 @@ async def test_kubectl_is_answered_while_a_volcano_session_is_held(tmp_path: Pat
         finally:
             release.set()
 
-    stop = asyncio.Event()
-    ready: asyncio.Future[Path] = asyncio.get_running_loop().create_future()
-    up = asyncio.create_task(run_up(opts, stop_event=stop, on_ready=lambda p: ready.set_result(p)))
+    up = await InProcessUp.start(opts)
     try:
-        kubeconfig = await asyncio.wait_for(asyncio.shield(ready), 60)
+        kubeconfig = up.kubeconfig
         # a plain thread, not the loop's executor: on the one-loop wiring the loop itself is held
         side = threading.Thread(target=kubectl_while_held, args=(kubeconfig,), name="kubectl-while-held")
         side.start()
         await asyncio.to_thread(side.join, 200)
     finally:
         release.set()
-        stop.set()
-        await asyncio.wait_for(up, 120)
+        await up.stop()
     assert held.is_set()
     assert len(answers) == 1 and isinstance(answers[0], subprocess.CompletedProcess), answers
     assert (answers[0].returncode, answers[0].stdout.strip()) == (0, "namespace/default"), answers[0].stderr
@@ -188,11 +183,9 @@ async def test_a_stop_while_a_wide_gang_waits_for_room_drops_the_queued_writes_a
     caplog.set_level(logging.INFO)
     opts = UpOptions(data_dir=tmp_path / "data", port=free_port(), runtime="simulated", nodes=3, node_cpu="2",
                      node_memory="4Gi", network="host", pod_egress="none")
-    stop = asyncio.Event()
-    ready: asyncio.Future[Path] = asyncio.get_running_loop().create_future()
-    up = asyncio.create_task(run_up(opts, stop_event=stop, on_ready=lambda p: ready.set_result(p)))
+    up = await InProcessUp.start(opts)
     try:
-        client = connect(await asyncio.wait_for(asyncio.shield(ready), 60))
+        client = connect(up.kubeconfig)
         try:
             async def queue_open(name: str) -> bool:
                 try:
@@ -223,8 +216,7 @@ async def test_a_stop_while_a_wide_gang_waits_for_room_drops_the_queued_writes_a
         finally:
             await client.close()
     finally:
-        stop.set()
-        await asyncio.wait_for(up, 120)
+        await up.stop()
     gc.collect()  # a task left pending is reported when it is collected
     cache = caches[0]
     assert cache.dropped_writes > 0 and not cache._queued_conditions and not cache.pending_writes

@@ -18,9 +18,9 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from pumice.cli.up import UpOptions, run_up
+from pumice.cli.up import UpOptions
 from pumice.testing.kube_control_plane import free_port
-from pumice.testing.up import simulated_rayjob
+from pumice.testing.up import InProcessUp, simulated_rayjob
 
 RAYJOB = simulated_rayjob("via-proxy", duration_seconds=2)
 
@@ -33,13 +33,11 @@ async def test_a_rayjob_runs_through_the_service_proxy_and_kubectl_reaches_the_d
         pytest.skip("kubectl is not installed")
     opts = UpOptions(data_dir=tmp_path / "data", port=free_port(), runtime="simulated", nodes=1, node_cpu="4",
                      node_memory="8Gi", network="host", pod_egress="none", controllers=["kube", "volcano"])
-    stop = asyncio.Event()
-    ready: asyncio.Future[Path] = asyncio.get_running_loop().create_future()
-    up = asyncio.create_task(run_up(opts, stop_event=stop, on_ready=lambda p: ready.set_result(p)))
+    up = await InProcessUp.start(opts)
     manager: subprocess.Popen[str] | None = None
     kproxy: subprocess.Popen[str] | None = None
     try:
-        kubeconfig = await asyncio.wait_for(asyncio.shield(ready), 60)
+        kubeconfig = up.kubeconfig
 
         def kc(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
             return subprocess.run([kubectl, "--kubeconfig", str(kubeconfig), *args], check=check,
@@ -106,5 +104,4 @@ async def test_a_rayjob_runs_through_the_service_proxy_and_kubectl_reaches_the_d
             if p is not None and p.poll() is None:
                 os.killpg(p.pid, signal.SIGTERM)
                 p.wait(timeout=30)
-        stop.set()
-        await asyncio.wait_for(up, 120)
+        await up.stop()

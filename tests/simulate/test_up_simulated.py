@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from pumice.cli.up import UpOptions, run_up
+from pumice.cli.up import UpOptions
 from pumice.testing.kube_control_plane import free_port
 from pumice.testing.paths import shared_dir
-from pumice.testing.up import simulated_rayjob
+from pumice.testing.up import InProcessUp, simulated_rayjob
 
 RAYJOB = simulated_rayjob("sim-job", duration_seconds=3, workers=1, shutdown_after_finishes=True)
 
@@ -30,11 +30,9 @@ async def test_a_rayjob_applied_with_kubectl_reaches_succeeded(tmp_path: Path) -
         pytest.skip("kubectl is not installed")
     opts = UpOptions(data_dir=tmp_path / "data", port=free_port(), runtime="simulated", nodes=2, node_cpu="4",
                      node_memory="8Gi", network="host", pod_egress="none")
-    stop = asyncio.Event()
-    ready: asyncio.Future[Path] = asyncio.get_running_loop().create_future()
-    up = asyncio.create_task(run_up(opts, stop_event=stop, on_ready=lambda p: ready.set_result(p)))
+    up = await InProcessUp.start(opts)
     try:
-        kubeconfig = await asyncio.wait_for(asyncio.shield(ready), 60)
+        kubeconfig = up.kubeconfig
         manifest = tmp_path / "rayjob.yaml"
         manifest.write_text(RAYJOB)
 
@@ -76,8 +74,7 @@ async def test_a_rayjob_applied_with_kubectl_reaches_succeeded(tmp_path: Path) -
         assert start >= parse_rfc3339(submitter["metadata"]["creationTimestamp"]), (info, submitter["metadata"])
         assert end - start == 3, info
     finally:
-        stop.set()
-        await asyncio.wait_for(up, 120)
+        await up.stop()
 
 
 @contextlib.asynccontextmanager
@@ -88,11 +85,9 @@ async def _up_with_kubectl(tmp_path: Path) -> AsyncIterator[Callable[..., str]]:
         pytest.skip("kubectl is not installed")
     opts = UpOptions(data_dir=tmp_path / "data", port=free_port(), runtime="simulated", nodes=2, node_cpu="4",
                      node_memory="8Gi", network="host", pod_egress="none")
-    stop = asyncio.Event()
-    ready: asyncio.Future[Path] = asyncio.get_running_loop().create_future()
-    up = asyncio.create_task(run_up(opts, stop_event=stop, on_ready=lambda p: ready.set_result(p)))
+    up = await InProcessUp.start(opts)
     try:
-        kubeconfig = await asyncio.wait_for(asyncio.shield(ready), 60)
+        kubeconfig = up.kubeconfig
 
         def kc(*args: str) -> str:
             return subprocess.run([kubectl, "--kubeconfig", str(kubeconfig), *args], check=True,
@@ -100,8 +95,7 @@ async def _up_with_kubectl(tmp_path: Path) -> AsyncIterator[Callable[..., str]]:
 
         yield kc
     finally:
-        stop.set()
-        await asyncio.wait_for(up, 120)
+        await up.stop()
 
 
 @pytest.mark.kubectl

@@ -1,0 +1,41 @@
+"""``pumice.testing.up.InProcessUp``: ``pumice up`` in the test's loop (review 13 L6: the start-up
+and stop lines that eight tests repeated)."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from pumice.cli.up import UpOptions
+from pumice.client.kubeconfig import connect
+from pumice.testing.kube_control_plane import free_port
+from pumice.testing.up import InProcessUp
+
+
+def _opts(tmp_path: Path, port: int) -> UpOptions:
+    return UpOptions(data_dir=tmp_path / "data", port=port, runtime="simulated", nodes=1, node_cpu="2",
+                     node_memory="4Gi", network="host", pod_egress="none")
+
+
+@pytest.mark.timeout(180)
+async def test_start_returns_the_kubeconfig_of_a_serving_api_and_stop_ends_the_task(tmp_path: Path) -> None:
+    up = await InProcessUp.start(_opts(tmp_path, free_port()))
+    try:
+        client = connect(up.kubeconfig)
+        try:
+            assert (await client.request("GET", "/version"))["gitVersion"].startswith("v1.")
+        finally:
+            await client.close()
+    finally:
+        await up.stop()
+    assert up.task.done() and up.task.exception() is None
+
+
+async def test_start_raises_what_run_up_raised_before_serving(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        with pytest.raises(OSError, match=r"cannot listen on 127\.0\.0\.1:"):
+            await InProcessUp.start(_opts(tmp_path, taken.getsockname()[1]))
