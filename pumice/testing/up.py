@@ -10,7 +10,7 @@ Usage::
     finally:
         stop_up(proc)
 
-    up = await InProcessUp.start(UpOptions(...))
+    up = await InProcessUp.start(partial(run_up, UpOptions(...)))  # pumice.cli.up
     try:
         client = connect(up.kubeconfig)
     finally:
@@ -27,12 +27,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from pumice.cli.up import UpOptions
+from typing import Any
 
 CHROMIUM = "/usr/bin/chromium"
 """Debian's Chromium: the browser the UI tests and bench/ui.py drive (never a downloaded one)."""
@@ -174,18 +172,18 @@ class InProcessUp:
     stop_event: asyncio.Event
 
     @classmethod
-    async def start(cls, opts: UpOptions, *, timeout: float = 60.0) -> InProcessUp:
-        """Start ``run_up(opts)`` and return once the API server answers.
+    async def start(cls, run_up: Callable[..., Coroutine[Any, Any, None]], *, timeout: float = 60.0) -> InProcessUp:
+        """Start ``run_up(stop_event=..., on_ready=...)`` (:func:`pumice.cli.up.run_up` with its
+        options bound, ``functools.partial(run_up, opts)``: the CLI layer is above this one) and
+        return once the API server answers.
 
         Raises:
             TimeoutError: it did not answer within ``timeout`` seconds (it is stopped first).
             whatever ``run_up`` raised before it answered.
         """
-        from pumice.cli.up import run_up
-
         stop = asyncio.Event()
         ready: asyncio.Future[Path] = asyncio.get_running_loop().create_future()
-        task = asyncio.create_task(run_up(opts, stop_event=stop, on_ready=ready.set_result))
+        task = asyncio.create_task(run_up(stop_event=stop, on_ready=ready.set_result))
         try:
             waits: list[asyncio.Future[Any]] = [ready, task]
             done, _ = await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)

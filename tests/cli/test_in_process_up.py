@@ -4,11 +4,12 @@ and stop lines that eight tests repeated)."""
 from __future__ import annotations
 
 import socket
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from pumice.cli.up import UpOptions
+from pumice.cli.up import UpOptions, run_up
 from pumice.client.kubeconfig import connect
 from pumice.testing.kube_control_plane import free_port
 from pumice.testing.up import InProcessUp
@@ -21,7 +22,7 @@ def _opts(tmp_path: Path, port: int) -> UpOptions:
 
 @pytest.mark.timeout(180)
 async def test_start_returns_the_kubeconfig_of_a_serving_api_and_stop_ends_the_task(tmp_path: Path) -> None:
-    up = await InProcessUp.start(_opts(tmp_path, free_port()))
+    up = await InProcessUp.start(partial(run_up, _opts(tmp_path, free_port())))
     try:
         client = connect(up.kubeconfig)
         try:
@@ -38,4 +39,4 @@ async def test_start_raises_what_run_up_raised_before_serving(tmp_path: Path) ->
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         with pytest.raises(OSError, match=r"cannot listen on 127\.0\.0\.1:"):
-            await InProcessUp.start(_opts(tmp_path, taken.getsockname()[1]))
+            await InProcessUp.start(partial(run_up, _opts(tmp_path, taken.getsockname()[1])))

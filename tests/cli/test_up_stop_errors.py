@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pumice.cli.up import UpOptions
+from pumice.cli.up import UpOptions, run_up
 from pumice.testing.kube_control_plane import free_port
 from pumice.testing.up import InProcessUp
 
@@ -27,7 +28,7 @@ async def test_an_error_a_component_raises_while_stopping_is_logged(
     monkeypatch.setattr(volcano, "run", fails_on_stop)
     opts = UpOptions(data_dir=tmp_path / "data", port=free_port(), runtime="simulated", nodes=1, node_cpu="2",
                      node_memory="4Gi", network="host", pod_egress="none")
-    up = await InProcessUp.start(opts)
+    up = await InProcessUp.start(partial(run_up, opts))
     with caplog.at_level(logging.ERROR, logger="pumice.up"):
         await up.stop()
     assert [r.getMessage() for r in caplog.records if r.name == "pumice.up"] == [

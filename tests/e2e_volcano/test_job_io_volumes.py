@@ -9,13 +9,14 @@ job_controller_util.go createJobPod (volumes)."""
 from __future__ import annotations
 
 import re
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pumice.api import scheme
-from pumice.cli.up import UpOptions
+from pumice.cli.up import UpOptions, run_up
 from pumice.client.base import get_or_none
 from pumice.client.kubeconfig import connect
 from pumice.scheduler.volcano import default_conf
@@ -147,7 +148,7 @@ async def test_a_job_without_volumes_reads_and_writes_no_claims(cluster: Any) ->
 async def test_a_job_s_claim_is_provisioned_and_its_pods_run_on_the_simulated_runtime(tmp_path: Path) -> None:
     opts = UpOptions(data_dir=tmp_path / "data", port=free_port(), runtime="simulated", nodes=2, node_cpu="4",
                      node_memory="8Gi", network="host", pod_egress="none")
-    up = await InProcessUp.start(opts)
+    up = await InProcessUp.start(partial(run_up, opts))
     try:
         client = connect(up.kubeconfig)
         await wait_for(lambda: queue_open(client), timeout=60)

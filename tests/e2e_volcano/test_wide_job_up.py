@@ -10,12 +10,13 @@ import shutil
 import subprocess
 import threading
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from pumice.api import scheme
-from pumice.cli.up import UpOptions
+from pumice.cli.up import UpOptions, run_up
 from pumice.client.base import ApiError
 from pumice.client.kubeconfig import connect
 from pumice.testing.kube_control_plane import free_port
@@ -48,7 +49,7 @@ async def test_kubectl_is_answered_while_a_wide_jobs_sessions_run_and_the_pods_t
         pytest.skip("kubectl is not installed")
     opts = UpOptions(data_dir=tmp_path / "data", port=free_port(), runtime="simulated", nodes=3, node_cpu="8",
                      node_memory="32Gi", network="host", pod_egress="none")
-    up = await InProcessUp.start(opts)
+    up = await InProcessUp.start(partial(run_up, opts))
     try:
         kubeconfig = up.kubeconfig
         client = connect(kubeconfig)
@@ -133,7 +134,7 @@ async def test_kubectl_is_answered_while_a_volcano_session_is_held(tmp_path: Pat
         finally:
             release.set()
 
-    up = await InProcessUp.start(opts)
+    up = await InProcessUp.start(partial(run_up, opts))
     try:
         kubeconfig = up.kubeconfig
         # a plain thread, not the loop's executor: on the one-loop wiring the loop itself is held
@@ -183,7 +184,7 @@ async def test_a_stop_while_a_wide_gang_waits_for_room_drops_the_queued_writes_a
     caplog.set_level(logging.INFO)
     opts = UpOptions(data_dir=tmp_path / "data", port=free_port(), runtime="simulated", nodes=3, node_cpu="2",
                      node_memory="4Gi", network="host", pod_egress="none")
-    up = await InProcessUp.start(opts)
+    up = await InProcessUp.start(partial(run_up, opts))
     try:
         client = connect(up.kubeconfig)
         try:

@@ -13,12 +13,13 @@ import shutil
 import signal
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import httpx2
 import pytest
 
-from pumice.cli.up import UpOptions
+from pumice.cli.up import UpOptions, run_up
 from pumice.testing.kube_control_plane import free_port
 from pumice.testing.up import InProcessUp, simulated_rayjob
 
@@ -33,7 +34,7 @@ async def test_a_rayjob_runs_through_the_service_proxy_and_kubectl_reaches_the_d
         pytest.skip("kubectl is not installed")
     opts = UpOptions(data_dir=tmp_path / "data", port=free_port(), runtime="simulated", nodes=1, node_cpu="4",
                      node_memory="8Gi", network="host", pod_egress="none", controllers=["kube", "volcano"])
-    up = await InProcessUp.start(opts)
+    up = await InProcessUp.start(partial(run_up, opts))
     manager: subprocess.Popen[str] | None = None
     kproxy: subprocess.Popen[str] | None = None
     try:

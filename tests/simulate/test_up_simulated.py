@@ -10,11 +10,12 @@ import json
 import shutil
 import subprocess
 from collections.abc import AsyncIterator, Callable
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from pumice.cli.up import UpOptions
+from pumice.cli.up import UpOptions, run_up
 from pumice.testing.kube_control_plane import free_port
 from pumice.testing.paths import shared_dir
 from pumice.testing.up import InProcessUp, simulated_rayjob
@@ -30,7 +31,7 @@ async def test_a_rayjob_applied_with_kubectl_reaches_succeeded(tmp_path: Path) -
         pytest.skip("kubectl is not installed")
     opts = UpOptions(data_dir=tmp_path / "data", port=free_port(), runtime="simulated", nodes=2, node_cpu="4",
                      node_memory="8Gi", network="host", pod_egress="none")
-    up = await InProcessUp.start(opts)
+    up = await InProcessUp.start(partial(run_up, opts))
     try:
         kubeconfig = up.kubeconfig
         manifest = tmp_path / "rayjob.yaml"
@@ -85,7 +86,7 @@ async def _up_with_kubectl(tmp_path: Path) -> AsyncIterator[Callable[..., str]]:
         pytest.skip("kubectl is not installed")
     opts = UpOptions(data_dir=tmp_path / "data", port=free_port(), runtime="simulated", nodes=2, node_cpu="4",
                      node_memory="8Gi", network="host", pod_egress="none")
-    up = await InProcessUp.start(opts)
+    up = await InProcessUp.start(partial(run_up, opts))
     try:
         kubeconfig = up.kubeconfig
 
