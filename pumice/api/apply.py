@@ -132,6 +132,15 @@ class ApplyConflict(Exception):
         super().__init__(message)
 
 
+class ApplyTypeError(ValueError):
+    """The applied configuration does not fit its kind's schema where server-side apply needs it
+    to: a keyed list's element without a key field, a set's element that is not a scalar, or two
+    elements with the same key. The message is structured-merge-diff's, with the path
+    (``.spec.template.spec.containers: duplicate entries for key [name="a"]``); kube-apiserver
+    wraps it as ``failed to create typed patch object (<namespace>/<name>; <group>/<version>,
+    Kind=<kind>): <message>`` and answers 500 with no reason."""
+
+
 # ------------------------------------------------------------------ field manager names
 
 def field_manager_errors(value: str) -> list[tuple[str, str]]:
@@ -466,24 +475,27 @@ def _key_step(lt: ListType, item: Any) -> Step | None:
     return ("k", _json(dict(sorted(key.items()))))
 
 
-def _keyless_item_error(lt: ListType, names: tuple[str, ...], index: int, item: Any) -> ValueError:
-    """Upstream's error for an item a list cannot name: a keyed list's item that is not an
-    object or has no key field, or a set's item that is an object, a list or null."""
-    where = "".join(f".{n}" for n in names)
+def _keyless_item_error(lt: ListType, prefix: Path, index: int, item: Any) -> ApplyTypeError:
+    """Upstream's error for an item the list at ``prefix`` cannot name: a keyed list's item that
+    is not an object or has no key field, or a set's item that is an object, a list or null.
+
+    Mirrors: structured-merge-diff typed/helpers.go keyedAssociativeListItemToPathElement,
+    setItemToPathElement."""
+    where = render_path(prefix)
     keys = lt[0]
     if keys is None:
         what = ("element that's a map type" if isinstance(item, dict) else
                 "element that's an explicit null" if item is None else "list element")
         if isinstance(item, list):
-            return ValueError(f"{where}: element {index}: not supported: associative list with lists as elements")
-        return ValueError(f"{where}: element {index}: associative list without keys has an {what}")
+            return ApplyTypeError(f"{where}: element {index}: not supported: associative list with lists as elements")
+        return ApplyTypeError(f"{where}: element {index}: associative list without keys has an {what}")
     if not isinstance(item, dict):
         if item is None:
-            return ValueError(f"{where}: element {index}: associative list with keys may not have a null element")
-        return ValueError(f"{where}: element {index}: associative list with keys may not have non-map elements")
+            return ApplyTypeError(f"{where}: element {index}: associative list with keys may not have a null element")
+        return ApplyTypeError(f"{where}: element {index}: associative list with keys may not have non-map elements")
     listed = " ".join(quote(k) for k in keys)
-    return ValueError(f"{where}: element {index}: associative list with keys has an element that omits all key "
-                      f"fields [{listed}] (and doesn't have default values for any key fields)")
+    return ApplyTypeError(f"{where}: element {index}: associative list with keys has an element that omits all key "
+                          f"fields [{listed}] (and doesn't have default values for any key fields)")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -505,8 +517,9 @@ def _field_set(value: Any, w: _Walk, names: tuple[str, ...], prefix: Path, out: 
     members; keyed list items and set-list values are members; a non-empty map is not.
 
     Raises:
-        ValueError: a keyed list's item without a key, or a set's item that is not a scalar
-            (see :func:`_keyless_item_error`)."""
+        ApplyTypeError: a keyed list's item without a key, a set's item that is not a scalar
+            (see :func:`_keyless_item_error`), or two items with the same key (upstream's
+            ``duplicate entries for key [name="a"]``)."""
     if isinstance(value, dict):
         if not value or (prefix and _atomic_map(w, names)):
             if prefix:
@@ -524,18 +537,23 @@ def _field_set(value: Any, w: _Walk, names: tuple[str, ...], prefix: Path, out: 
         if not merges:
             out.add(prefix)  # atomic list: the field itself is the leaf
             return
+        seen: set[Step] = set()
         for i, item in enumerate(value):
             if key is not None:
                 step = _key_step(lt, item)
                 if step is None:
-                    raise _keyless_item_error(lt, names, i, item)
-                p = (*prefix, step)
-                out.add(p)
-                _field_set(item, w, names, p, out)
+                    raise _keyless_item_error(lt, prefix, i, item)
             elif item is None or isinstance(item, dict | list):
-                raise _keyless_item_error(lt, names, i, item)
+                raise _keyless_item_error(lt, prefix, i, item)
             else:
-                out.add((*prefix, _value_step(item)))
+                step = _value_step(item)
+            if step in seen:
+                raise ApplyTypeError(f"{render_path(prefix)}: duplicate entries for key {render_path((step,))}")
+            seen.add(step)
+            p = (*prefix, step)
+            out.add(p)
+            if key is not None:
+                _field_set(item, w, names, p, out)
     elif prefix:
         out.add(prefix)
 
@@ -824,12 +842,12 @@ def _merge(live: Any, applied: Any, w: _Walk, names: tuple[str, ...]) -> Any:
         for i, item in enumerate(applied):
             if keys is None:
                 if item is None or isinstance(item, dict | list):
-                    raise _keyless_item_error(lt, names, i, item)
+                    raise _keyless_item_error(lt, tuple(("f", n) for n in names), i, item)
                 rkeys.append(_json(item))
             else:
                 step = _key_step(lt, item)
                 if step is None:
-                    raise _keyless_item_error(lt, names, i, item)
+                    raise _keyless_item_error(lt, tuple(("f", n) for n in names), i, item)
                 rkeys.append(step)
         # a live item the list cannot name is kept as it is, matched by nothing
         lkeys: list[Any] = [(_json(x) if keys is None else _key_step(lt, x)) or object() for x in live]

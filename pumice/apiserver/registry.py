@@ -39,7 +39,13 @@ from pumice._util.gostrings import quote, sprint_v
 from pumice.api import Obj, protobuf
 from pumice.api import schema as kschema
 from pumice.api.admission import AdmissionError, AdmissionRequest, FieldCause
-from pumice.api.apply import ApplyConflict, SchemaListTypes, server_side_apply, update_managed_fields
+from pumice.api.apply import (
+    ApplyConflict,
+    ApplyTypeError,
+    SchemaListTypes,
+    server_side_apply,
+    update_managed_fields,
+)
 from pumice.api.fields import (
     REDACTED,
     TIME_PARSE,
@@ -1534,6 +1540,16 @@ class Registry:
                                             api_version=rk.api_version, subresource=sub,
                                             ignore=_STATUS if not sub and "status" in rk.subresources
                                             else frozenset(), lists=self._list_types(cr, rk))
+        except ApplyTypeError as e:
+            # kube-apiserver's fieldmanager wraps it and its handler answers an error that is
+            # not an API status: 500 without a reason
+            md = applied.get("metadata") or {}
+            ns = md.get("namespace") or ((live or {}).get("metadata") or {}).get("namespace") or ""
+            who = f"{ns}/{md.get('name', '')}" if ns else str(md.get("name", ""))
+            failure = StatusError(500, f"failed to create typed patch object ({who}; {rk.group}/{rk.version}, "
+                                       f"Kind={rk.kind}): {e}")
+            failure.reason = ""
+            raise failure from None
         except ApplyConflict as e:
             raise StatusError(409, str(e), "Conflict", {"name": applied.get("metadata", {}).get("name", ""),
                                                         "group": rk.group, "kind": rk.plural,
