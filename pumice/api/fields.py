@@ -58,6 +58,7 @@ _MODULES = {
     "apiextensions.k8s.io": "apiextensions_v1",
     "policy": "policy_v1",
     "autoscaling": "autoscaling_v1",
+    "networking.k8s.io": "networking_v1",
 }
 
 

@@ -132,6 +132,10 @@ CLUSTER_ROLE_BINDING = ResourceKind("rbac.authorization.k8s.io", "v1", "ClusterR
                                     namespaced=False)
 EVENTS_V1_EVENT = ResourceKind("events.k8s.io", "v1", "Event", "events", short_names=("ev",))
 ENDPOINT_SLICE = ResourceKind("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices")
+# networking.k8s.io/v1: stored, not enforced (no ingress controller, no network policy agent)
+INGRESS = ResourceKind("networking.k8s.io", "v1", "Ingress", "ingresses", short_names=("ing",), subresources=("status",))
+INGRESS_CLASS = ResourceKind("networking.k8s.io", "v1", "IngressClass", "ingressclasses", namespaced=False)
+NETWORK_POLICY = ResourceKind("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", short_names=("netpol",))
 _CREATE_ONLY = ("create",)
 #: core/v1 ``bindings``: POST a Binding to bind the Pod it names, as ``pods/<name>/binding``
 #: (kube-apiserver's LegacyBindingREST; create only)
@@ -166,7 +170,7 @@ BUILTIN_KINDS: tuple[ResourceKind, ...] = (
     PERSISTENT_VOLUME_CLAIM, PERSISTENT_VOLUME, REPLICATION_CONTROLLER, RESOURCE_QUOTA, LIMIT_RANGE, STATEFUL_SET,
     DAEMON_SET, CONTROLLER_REVISION, BATCH_CRON_JOB, POD_DISRUPTION_BUDGET, STORAGE_CLASS, API_SERVICE,
     BINDING, TOKEN_REVIEW, SELF_SUBJECT_REVIEW, SELF_SUBJECT_ACCESS_REVIEW, SUBJECT_ACCESS_REVIEW, LOCAL_SUBJECT_ACCESS_REVIEW,
-    SELF_SUBJECT_RULES_REVIEW, NODE_METRICS, POD_METRICS,
+    SELF_SUBJECT_RULES_REVIEW, NODE_METRICS, POD_METRICS, INGRESS, INGRESS_CLASS, NETWORK_POLICY,
 )
 
 # --- custom kinds (served once their CRDs are installed; names, scope and subresources as the
@@ -199,10 +203,6 @@ HYPER_NODE = ResourceKind("topology.volcano.sh", "v1alpha1", "HyperNode", "hyper
 CUSTOM_KINDS: tuple[ResourceKind, ...] = (
     RAY_CLUSTER, RAY_JOB, RAY_SERVICE, QUEUE, POD_GROUP, VCJOB, COMMAND, HYPER_NODE, CRON_JOB, JOB_TEMPLATE, JOB_FLOW, NODE_SHARD
 )
-
-# --- kinds pumice writes to a real cluster but does not serve itself ---------------------------
-# (Volcano's svc job plugin creates NetworkPolicies; pumice's API server has no networking group.)
-NETWORK_POLICY = ResourceKind("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies")
 
 
 @dataclass

@@ -697,6 +697,72 @@ def _pdb_cells(o: Obj, now: float) -> list[Cell]:
             int(st.get("disruptionsAllowed") or 0), _age(o, now)]
 
 
+def _ingress_hosts(rules: list[Any]) -> str:
+    """formatHosts: the first three hosts the rules give (``*`` when none); a rule after the third
+    host adds `` + <rules - 3> more...``."""
+    hosts: list[str] = []
+    more = False
+    for r in rules:
+        if len(hosts) == 3:
+            more = True
+            break
+        if isinstance(r, dict) and r.get("host"):
+            hosts.append(str(r["host"]))
+    if not hosts:
+        return "*"
+    return ",".join(hosts) + (f" + {len(rules) - 3} more..." if more else "")
+
+
+def _ingress_address(status: Obj) -> str:
+    """ingressLoadBalancerStatusStringer: the sorted distinct IPs (else hostnames) of the load
+    balancer's entries; never clipped, as the server prints its Tables wide (printers/storage)."""
+    entries = ((status.get("loadBalancer") or {}).get("ingress") or []) if isinstance(status, dict) else []
+    return ",".join(sorted({str(e.get("ip") or e.get("hostname")) for e in entries
+                            if isinstance(e, dict) and (e.get("ip") or e.get("hostname"))}))
+
+
+def _ingress_cells(o: Obj, now: float) -> list[Cell]:
+    spec = _spec(o)
+    rules = spec.get("rules")
+    return [_name(o), spec.get("ingressClassName") or NONE, _ingress_hosts(rules if isinstance(rules, list) else []), _ingress_address(_status(o)),
+            "80, 443" if spec.get("tls") else "80", _age(o, now)]
+
+
+def _ingress_class_cells(o: Obj, now: float) -> list[Cell]:
+    spec = _spec(o)
+    params = spec.get("parameters")
+    shown = NONE
+    if isinstance(params, dict):
+        group = params.get("apiGroup")
+        shown = f"{params.get('kind') or ''}{'.' + str(group) if group is not None else ''}/{params.get('name') or ''}"
+    return [_name(o), spec.get("controller") or "", shown, _age(o, now)]
+
+
+def _network_policy_cells(o: Obj, now: float) -> list[Cell]:
+    return [_name(o), format_label_selector(_spec(o).get("podSelector")), _age(o, now)]
+
+
+_PRINTERS.update({
+    ("networking.k8s.io", "Ingress"): (
+        [NAME_COLUMN,
+         column("Class", description="The name of the IngressClass resource that should be used for additional "
+                                     "configuration"),
+         column("Hosts", description="Hosts that incoming requests are matched against before the ingress rule"),
+         column("Address", description="Address is a list containing ingress points for the load-balancer"),
+         column("Ports", description="Ports of TLS configurations that open"), AGE_COLUMN], _ingress_cells),
+    ("networking.k8s.io", "IngressClass"): (
+        [NAME_COLUMN, column("Controller", description="Controller that is responsible for handling this class"),
+         column("Parameters", description="A reference to a resource with additional parameters"), AGE_COLUMN],
+        _ingress_class_cells),
+    ("networking.k8s.io", "NetworkPolicy"): (
+        [NAME_COLUMN,
+         column("Pod-Selector", description="Selects the pods to which this NetworkPolicy object applies.  The array "
+                "of ingress rules is applied to any pods selected by this field. Multiple network policies can select "
+                "the same set of pods.  In this case, the ingress rules for each are combined additively. This field "
+                "is NOT optional and follows standard label selector semantics. An empty podSelector matches all pods "
+                "in this namespace."), AGE_COLUMN], _network_policy_cells),
+})
+
 _PRINTERS.update({
     ("", "PersistentVolumeClaim"): ([NAME_COLUMN, column("Status"), column("Volume"), column("Capacity"),
                                      column("Access Modes"), column("StorageClass"),

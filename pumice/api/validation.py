@@ -149,6 +149,25 @@ def is_dns1123_subdomain(value: str) -> list[str]:
     return errs
 
 
+WILDCARD_DNS1123_SUBDOMAIN_FMT = r"\*\." + DNS1123_SUBDOMAIN_FMT
+_WILDCARD_DNS1123_SUBDOMAIN = re.compile(f"^{WILDCARD_DNS1123_SUBDOMAIN_FMT}$")
+
+
+def is_wildcard_dns1123_subdomain(value: str) -> list[str]:
+    """Problems with ``value`` as a wildcard subdomain (``*.example.com``; max 253 characters).
+
+    Mirrors: k8s.io/apimachinery pkg/util/validation IsWildcardDNS1123Subdomain."""
+    errs = []
+    if len(value) > 253:
+        errs.append("must be no more than 253 characters")
+    if not _WILDCARD_DNS1123_SUBDOMAIN.match(value):
+        errs.append(regex_error("a wildcard DNS-1123 subdomain must start with '*.', followed by a valid DNS "
+                                "subdomain, which must consist of lower case alphanumeric characters, '-' or '.' "
+                                "and end with an alphanumeric character", WILDCARD_DNS1123_SUBDOMAIN_FMT,
+                                "*.example.com"))
+    return errs
+
+
 def is_dns1035_label(value: str) -> list[str]:
     """Problems with ``value`` as an RFC 1035 label (Service names; max 63 characters)."""
     errs = []
@@ -496,12 +515,7 @@ def _non_negative_at(value: Any, field: str) -> list[FieldCause]:
 
 def _is_valid_ip(value: str) -> bool:
     """netutils.ParseIPSloppy: IPv4 (leading zeros allowed) or IPv6."""
-    try:
-        ipaddress.ip_address(value)
-    except ValueError:
-        parts = value.split(".")
-        return len(parts) == 4 and all(p.isdigit() and p.isascii() and int(p) <= 255 for p in parts)
-    return True
+    return parse_ip_sloppy(value) is not None
 
 
 IP_ERR = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
@@ -1928,22 +1942,28 @@ def _go_pod_failure_policy(pfp: Any) -> str:
     return "batch.PodFailurePolicy{Rules:[]batch.PodFailurePolicyRule{" + ", ".join(items) + "}}"
 
 
+def domain_prefixed_path_causes(value: str, field: str) -> list[FieldCause]:
+    """IsDomainPrefixedPath: ``acme.io/foo``, the part before the first ``/`` a DNS-1123 subdomain,
+    the rest HTTP path characters; ``Required value`` when empty.
+
+    Mirrors: k8s.io/apimachinery pkg/util/validation IsDomainPrefixedPath."""
+    if not value:
+        return [_required(field)]
+    host, _, rest = value.partition("/")
+    if not host or not rest:
+        return [_invalid(field, value, 'must be a domain-prefixed path (such as "acme.io/foo")')]
+    out = [_invalid(field, host, e) for e in is_dns1123_subdomain(host)]
+    if not _HTTP_PATH.match(rest):
+        out.append(_invalid(field, rest, f"Invalid path (regex used for validation is '{_HTTP_PATH_FMT}')"))
+    return out
+
+
 def _validate_managed_by(value: Any) -> list[FieldCause]:
     """spec.managedBy: IsDomainPrefixedPath, then at most 63 characters."""
     path = "spec.managedBy"
     if not isinstance(value, str):
         return []
-    out: list[FieldCause] = []
-    if not value:
-        out.append(_required(path))
-    else:
-        host, _, rest = value.partition("/")
-        if not host or not rest:
-            out.append(_invalid(path, value, 'must be a domain-prefixed path (such as "acme.io/foo")'))
-        else:
-            out += [_invalid(path, host, e) for e in is_dns1123_subdomain(host)]
-            if not _HTTP_PATH.match(rest):
-                out.append(_invalid(path, rest, f"Invalid path (regex used for validation is '{_HTTP_PATH_FMT}')"))
+    out = domain_prefixed_path_causes(value, path)
     if len(value) > MAX_MANAGED_BY_LENGTH:
         out.append(FieldCause(path, f"Too long: may not be more than {MAX_MANAGED_BY_LENGTH} bytes",
                               "FieldValueTooLong"))
@@ -2619,6 +2639,70 @@ def _validate_events_v1_event(obj: Obj, old: Obj | None) -> list[FieldCause]:
     if len(str(obj.get("note") or "").encode()) > 1024:
         out.append(_invalid("note", "", "can have at most 1024 characters"))
     return out
+
+
+# --- label selectors, CIDRs -----------------------------------------------------------------------
+
+SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def label_selector_causes(selector: Any, field: str, *, allow_invalid_label_value: bool = False) -> list[FieldCause]:
+    """ValidateLabelSelector of a ``metav1.LabelSelector`` (None: nothing to check): matchLabels
+    keys and values at ``<field>.matchLabels``, then per expression the operator's values rule,
+    the key, and each value a label value (unless ``allow_invalid_label_value``).
+
+    Mirrors: k8s.io/apimachinery pkg/apis/meta/v1/validation ValidateLabelSelector,
+    ValidateLabelSelectorRequirement."""
+    if not isinstance(selector, dict):
+        return []
+    out = validate_labels(selector.get("matchLabels"), f"{field}.matchLabels")
+    for i, expr in enumerate(selector.get("matchExpressions") or []):
+        if not isinstance(expr, dict):
+            continue
+        at = f"{field}.matchExpressions[{i}]"
+        op, values = expr.get("operator") or "", list(expr.get("values") or [])
+        if op in ("In", "NotIn"):
+            if not values:
+                out.append(_required(f"{at}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
+        elif op in ("Exists", "DoesNotExist"):
+            if values:
+                out.append(_forbidden(f"{at}.values", "may not be specified when `operator` is 'Exists' or "
+                                                      "'DoesNotExist'"))
+        else:
+            out.append(_invalid(f"{at}.operator", op, "not a valid selector operator"))
+        key = str(expr.get("key") or "")
+        out += [_invalid(f"{at}.key", key, e) for e in _key_errors(key)]
+        if not allow_invalid_label_value:
+            for j, v in enumerate(values):
+                out += [_invalid(f"{at}.values[{j}]", v, e) for e in is_label_value(str(v))]
+    return out
+
+
+CIDR_ERR = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"
+
+
+def parse_ip_sloppy(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """netutils.ParseIPSloppy: an IPv4 address (leading zeros allowed, read as decimal) or an IPv6
+    one; None when ``value`` is neither."""
+    parts = value.split(".")
+    if len(parts) == 4 and all(p.isdigit() and p.isascii() and int(p) <= 255 for p in parts):
+        return ipaddress.IPv4Address(".".join(str(int(p)) for p in parts))
+    if ":" not in value or "%" in value:  # Go's ParseIP takes no zone
+        return None
+    try:
+        return ipaddress.IPv6Address(value)
+    except ValueError:
+        return None
+
+
+def parse_cidr_sloppy(value: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    """netutils.ParseCIDRSloppy: ``<ip>/<prefix length>`` (host bits may be set; the network is
+    masked), or None when ``value`` is not one."""
+    addr, sep, mask = value.partition("/")
+    ip = parse_ip_sloppy(addr) if sep else None
+    if ip is None or not (mask.isdigit() and mask.isascii()) or int(mask) > ip.max_prefixlen:
+        return None
+    return ipaddress.ip_network((ip, int(mask)), strict=False)
 
 
 _KIND_RULES: dict[tuple[str, str], KindValidator] = {

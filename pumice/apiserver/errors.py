@@ -127,8 +127,9 @@ STALE = "the object has been modified; please apply your changes to the latest v
 
 def invalid(rk: ResourceKind, name: str, causes: list[FieldCause]) -> StatusError:
     """422 Invalid; message ``<Kind> "<name>" is invalid: <field>: <message>`` (bracketed list for
-    several causes)."""
-    parts = [f"{c.field}: {c.message}" if c.field else c.message for c in causes]
+    several causes; a cause repeated word for word is shown once, as field.ErrorList.ToAggregate
+    drops repeats, while the details list every cause)."""
+    parts = list(dict.fromkeys(f"{c.field}: {c.message}" if c.field else c.message for c in causes))
     body = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
     details = _details(rk, name, rk.kind)
     details["causes"] = [{"reason": c.reason, "message": c.message, "field": c.field} for c in causes]

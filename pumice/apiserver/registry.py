@@ -69,6 +69,7 @@ from pumice.api.selectors import FieldSelector, LabelSelector
 from pumice.api.strategic import MergeError, strategic_merge_patch
 from pumice.apiserver import errors, events
 from pumice.apiserver import kinds as _kinds  # noqa: F401 - registers the strategies of the newer kinds
+from pumice.apiserver import networking as _networking  # noqa: F401 - registers networking.k8s.io strategies
 from pumice.apiserver.admission import AdmissionChain
 from pumice.apiserver.crds import CustomResource, CustomVersion, crd_info
 from pumice.apiserver.decode import (
@@ -1125,6 +1126,10 @@ class Registry:
                 self._validate_status(rk, version, new, old.obj)
             elif sub in ("", "finalize"):  # finalize: ValidateNamespaceFinalizeUpdate (the finalizer names)
                 self._validate(rk, new, old.obj)
+            elif sub == "status" and self.custom(rk) is None:
+                causes = self.strategy(rk).validate_status(self, rk, new, old.obj)
+                if causes:
+                    raise errors.invalid(rk, name, causes)
             elif sub == "status" and type(new.get("status")) is dict:
                 self._validate_cr_status_formats(rk, new, typed=new["status"] is typed_status and not self.admission.handling(
                     req, mutating=True))

@@ -136,6 +136,12 @@ class Strategy:
         """Validate (``old`` None) or ValidateUpdate: the field causes that make ``obj`` invalid."""
         return validate_object(rk, obj, old)
 
+    def validate_status(self, reg: Registry, rk: ResourceKind, obj: Obj, old: Obj) -> list[FieldCause]:
+        """ValidateUpdate of the status subresource of a built-in kind: the field causes that make
+        the write of ``obj`` over the stored ``old`` invalid. By default none (pumice checks the
+        status writes of only the kinds that override this)."""
+        return []
+
     def prepare_subresource_update(self, reg: Registry, rk: ResourceKind, sub: str, obj: Obj, old: Obj) -> Obj:
         """The object a PUT (or PATCH) of the writable subresource ``sub`` stores, from the body
         ``obj`` and a copy of the stored object ``old`` (status and finalize are the registry's).
@@ -521,7 +527,6 @@ register("apps", "replicasets", Strategy(field_labels=frozenset({"status.replica
                                          defaulter=kdefaults.replicaset, generation=True))
 register("batch", "jobs", Strategy(field_labels=frozenset({"status.successful"}), defaulter=kdefaults.job,
                                    generation=True))
-register("networking.k8s.io", "networkpolicies", Strategy(generation=True))
 register("discovery.k8s.io", "endpointslices", Strategy(generation=True))
 register("scheduling.k8s.io", "priorityclasses", Strategy(defaulter=kdefaults.priority_class))
 register("apiextensions.k8s.io", "customresourcedefinitions", CRDStrategy())

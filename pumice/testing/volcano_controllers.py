@@ -21,9 +21,9 @@ from pumice.testing.node import wait_for
 
 
 def volcano_scheme() -> Scheme:
-    """The built-in kinds plus Job, PodGroup, Queue, Command and NetworkPolicy."""
+    """The built-in kinds plus Job, PodGroup, Queue and Command."""
     s = Scheme.builtin()
-    for rk in (scheme.VCJOB, scheme.POD_GROUP, scheme.QUEUE, scheme.COMMAND, scheme.NETWORK_POLICY):
+    for rk in (scheme.VCJOB, scheme.POD_GROUP, scheme.QUEUE, scheme.COMMAND):
         s.add(rk)
     return s
 

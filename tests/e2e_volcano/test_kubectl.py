@@ -103,12 +103,17 @@ async def test_example_job_gets_its_podgroup_and_plugin_objects(srv: Any) -> Non
     pg = await eventually(lambda: _pg_of(srv.client, "test-job"))
     assert pg["spec"]["minMember"] == 3 and pg["spec"]["queue"] == "default"
     assert pg["spec"]["minResources"] == {"cpu": "3"}
-    # plugins ssh/env/svc: Secret, ConfigMap with the host list, headless Service
+    # plugins ssh/env/svc: Secret, ConfigMap with the host list, headless Service, and the job's
+    # NetworkPolicy (served by pumice's API server since trial 15 F-3)
     assert await eventually(lambda: _get(srv.client, scheme.SECRET, "test-job-ssh"))
     cm = await eventually(lambda: _get(srv.client, scheme.CONFIG_MAP, "test-job-svc"))
     assert cm["data"]["VC_DEFAULT_NGINX_NUM"] == "6"
     svc = await eventually(lambda: _get(srv.client, scheme.SERVICE, "test-job"))
     assert svc["spec"]["clusterIP"] == "None"
+    np = await eventually(lambda: _get(srv.client, scheme.NETWORK_POLICY, "test-job"))
+    assert np["spec"]["podSelector"] == {"matchLabels": {"volcano.sh/job-name": "test-job",
+                                                         "volcano.sh/job-namespace": "default"}}
+    assert np["spec"]["policyTypes"] == ["Ingress"]
     code, out, err = await run_kubectl(srv.kubeconfig, "get", "vcjob", "test-job", "-o", "jsonpath={.status.state.phase}")
     assert code == 0 and out == "Pending", (out, err)
     j = await srv.client.get(scheme.VCJOB, "test-job", "default")
