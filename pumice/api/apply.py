@@ -929,10 +929,14 @@ def _walk(kind: str, builtin: bool, api_version: str, skip_top: frozenset[str], 
     """The :class:`_Walk` of an object: a built-in kind's list types come from its schema
     (:func:`_builtin_list_type`) unless ``lists`` are given."""
     if lists is None and builtin:
-        message = protobuf.message_for(api_version, kind)
-        if message is not None:
-            lists = _builtin_lists(message)
+        lists = _builtin_lists_of(api_version, kind)
     return _Walk(kind, builtin, skip_top, lists)
+
+
+@functools.lru_cache(maxsize=256)
+def _builtin_lists_of(api_version: str, kind: str) -> BuiltinListTypes | None:
+    message = protobuf.message_for(api_version, kind)
+    return _builtin_lists(message) if message is not None else None
 
 
 def _diff(lhs: Any, rhs: Any, w: _Walk, names: tuple[str, ...], prefix: Path, changed: list[Path],
