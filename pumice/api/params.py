@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from urllib.parse import parse_qsl
 
-__all__ = ["query_bool", "query_values"]
+__all__ = ["query_bool", "query_list", "query_values"]
 
 
 def query_values(raw: str) -> dict[str, str]:
@@ -25,6 +25,14 @@ def query_values(raw: str) -> dict[str, str]:
     for k, v in parse_qsl(raw, keep_blank_values=True):
         out.setdefault(k, v)
     return out
+
+
+def query_list(raw: str, name: str) -> list[str] | None:
+    """Every value of ``name`` in the query string ``raw``, in order, for an option that is a list
+    (``dryRun``: the codec copies all of ``values[name]``); None when ``name`` is absent. ``a=`` gives
+    ``[""]``."""
+    values = [v for k, v in parse_qsl(raw, keep_blank_values=True) if k == name]
+    return values or None
 
 
 def query_bool(query: Mapping[str, str], name: str) -> bool | None:

@@ -234,6 +234,21 @@ def duplicate_fields(raw: bytes) -> list[str]:
 _OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}
 
 
+def dry_run_values(query: Mapping[str, str], listed: list[str] | None = None) -> list[str]:
+    """The ``dryRun`` option of a request, a list as in every write's options: ``listed`` (all the
+    values of the query string, :func:`pumice.api.params.query_list`) when given, else the one
+    value ``query`` keeps, else none. ``?dryRun=`` gives ``[""]``, which is refused."""
+    if listed is not None:
+        return listed
+    v = query.get("dryRun")
+    return [] if v is None else [v]
+
+
+def dry_run_refused(values: list[str]) -> bool:
+    """Whether ``values`` has one other than ``All`` (ValidateDryRun: ``All`` may repeat)."""
+    return any(v != "All" for v in values)
+
+
 def dry_run_cause(values: list[str]) -> dict[str, str]:
     """ValidateDryRun's cause for ``dryRun`` values other than ``All`` (the bad value printed as Go's
     ``%#v`` of a []string, as apimachinery 1.32's field errors print it)."""
@@ -279,7 +294,8 @@ def check_request_timeout(method: str, path: str, query: Mapping[str, str]) -> N
         raise errors.bad_request(f"invalid timeout specified in the request URL - {e}") from None
 
 
-def check_query(method: str, query: Mapping[str, str], patch_type: str | None = None) -> None:
+def check_query(method: str, query: Mapping[str, str], patch_type: str | None = None,
+                dry_run: list[str] | None = None) -> None:
     """Write options checked before a request is routed, as kube-apiserver checks them (a read's
     ``resourceVersion`` is checked where the read is served: :func:`check_resource_version`):
     CreateOptions, UpdateOptions, PatchOptions (``patch_type`` from the Content-Type, None when
@@ -290,7 +306,9 @@ def check_query(method: str, query: Mapping[str, str], patch_type: str | None = 
       for non-apply patch``); a ``fieldManager`` longer than 128 bytes or with an unprintable
       character (:func:`pumice.api.apply.field_manager_errors`); a ``fieldValidation`` other than
       ``Ignore``, ``Warn``, ``Strict`` or empty (``fieldValidation: Unsupported value: ...``);
-      between those two (upstream's order), a ``dryRun`` other than ``All`` (:func:`dry_run_cause`).
+      between those two (upstream's order), a ``dryRun`` value other than ``All``
+      (:func:`dry_run_cause`; ``dry_run`` is every value of a repeated ``dryRun``, see
+      :func:`dry_run_values`).
 
     Mirrors: k8s.io/apimachinery pkg/apis/meta/v1/validation ValidateCreateOptions,
     ValidateUpdateOptions, ValidatePatchOptions, ValidateFieldManager, ValidateFieldValidation.
@@ -309,9 +327,9 @@ def check_query(method: str, query: Mapping[str, str], patch_type: str | None = 
             causes.append({"reason": "FieldValueForbidden",
                            "message": "Forbidden: may not be specified for non-apply patch", "field": "force"})
         causes += [{"reason": r, "message": m, "field": "fieldManager"} for r, m in field_manager_errors(manager)]
-        dry = query.get("dryRun")
-        if dry and dry != "All":
-            causes.append(dry_run_cause([dry]))
+        dry = dry_run_values(query, dry_run)
+        if dry_run_refused(dry):
+            causes.append(dry_run_cause(dry))
         fv = query.get("fieldValidation")
         if fv is not None and fv not in _FIELD_VALIDATION:
             supported = ", ".join(f'"{v}"' for v in _FIELD_VALIDATION)

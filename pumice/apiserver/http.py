@@ -42,7 +42,7 @@ from pumice.api.apply import manager_or_user_agent
 from pumice.api.fields import repair_bytes
 from pumice.api.godecode import unmarshal_error
 from pumice.api.meta import deep_copy
-from pumice.api.params import query_bool, query_values
+from pumice.api.params import query_bool, query_list, query_values
 from pumice.api.scheme import BINDING, SCALE, ResourceKind
 from pumice.api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from pumice.api.tables import to_table
@@ -330,6 +330,10 @@ class _Api:
         query = scope.get("pumice.query")
         if query is None:
             query = scope["pumice.query"] = query_values(scope.get("query_string", b"").decode("latin-1"))
+        # dryRun is a list option: every value is checked (the dict above keeps the first)
+        raw_query: bytes = scope.get("query_string", b"")
+        scope["pumice.dry_run"] = query_list(raw_query.decode("latin-1"), "dryRun") if b"dryRun" in raw_query \
+            else None
         try:
             check_request_timeout(request.method, path, query)  # the deadline filter runs before authentication
             if self.access is not None:
@@ -350,7 +354,9 @@ class _Api:
             proxied = parse_proxy_path(raw) if "/proxy" in raw else None
             if proxied is not None:  # before the query checks: the query string is the target's
                 return await self.proxy.serve(request, *proxied)
-            check_query(request.method, query, PATCH_TYPES.get(request.headers.get("content-type", "").split(";")[0].strip().lower()))
+            check_query(request.method, query,
+                        PATCH_TYPES.get(request.headers.get("content-type", "").split(";")[0].strip().lower()),
+                        scope["pumice.dry_run"])
             return await self._route(request, path)
         except StatusError as e:
             return _status(e)
@@ -606,7 +612,7 @@ class _Api:
     async def _delete(self, request: Request, t: _Target) -> Response:
         assert t.name is not None
         body = await self._delete_options_body(request)
-        opts = DeleteOptions.parse(body, t.query)
+        opts = DeleteOptions.parse(body, t.query, request.scope.get("pumice.dry_run"))
         s = await self.registry.delete(t.rk, t.namespace, t.name, opts)
         return self._object(request, t.rk, s, 200)
 
@@ -978,7 +984,7 @@ class _Api:
         if query.get("resourceVersionMatch") == "Exact":
             self._check_exact_revision(want)
         labels, fields = self._selectors(query)
-        opts = DeleteOptions.parse(await self._delete_options_body(request), query)
+        opts = DeleteOptions.parse(await self._delete_options_body(request), query, request.scope.get("pumice.dry_run"))
         items, _rv, _, _ = self.registry.list(rk, namespace, labels=labels, fields=fields)
         deleted = []
         for s in items:
@@ -1320,12 +1326,9 @@ def _manager(request: Request, query: dict[str, str]) -> str:
 
 
 def _dry_run(query: dict[str, str]) -> bool:
-    v = query.get("dryRun")
-    if v is None or v == "":
-        return False
-    if v != "All":
-        raise errors.bad_request(f"invalid dry run value: {v!r}; only 'All' is supported")
-    return True
+    """Whether a create, update or patch is a dry run: ``dryRun`` given (its values were checked
+    by :func:`pumice.apiserver.decode.check_query` before routing: each is ``All``)."""
+    return "dryRun" in query
 
 
 def _parse_protobuf(raw: bytes) -> Any:

@@ -74,6 +74,8 @@ from pumice.apiserver.admission import AdmissionChain
 from pumice.apiserver.crds import CustomResource, CustomVersion, crd_info
 from pumice.apiserver.decode import (
     dry_run_cause,
+    dry_run_refused,
+    dry_run_values,
     object_resource_version,
     options_invalid,
     parse_resource_version,
@@ -136,8 +138,9 @@ class DeleteOptions:
     dry_run: bool = False
 
     @classmethod
-    def parse(cls, body: Any, query: dict[str, str]) -> DeleteOptions:
-        """From a DELETE body (dict or None) and the query string.
+    def parse(cls, body: Any, query: dict[str, str], dry_run: list[str] | None = None) -> DeleteOptions:
+        """From a DELETE body (dict or None) and the query string (``dry_run``: every ``dryRun``
+        value of it, :func:`pumice.apiserver.decode.dry_run_values`; a body's ``dryRun`` wins).
 
         Raises:
             StatusError: 400 for bad values.
@@ -168,9 +171,9 @@ class DeleteOptions:
         pre = body.get("preconditions")
         if pre:
             opts.preconditions = {k: str(v) for k, v in pre.items() if v is not None}
-        dry = body.get("dryRun") or ([query["dryRun"]] if query.get("dryRun") else [])
-        if dry and list(dry) != ["All"]:
-            causes.append(dry_run_cause(list(dry)))
+        dry = [str(v) for v in body["dryRun"]] if body.get("dryRun") else dry_run_values(query, dry_run)
+        if dry_run_refused(dry):
+            causes.append(dry_run_cause(dry))
         opts.dry_run = bool(dry)
         if causes:
             raise options_invalid("DeleteOptions", causes)
