@@ -377,8 +377,10 @@ def _type_cause(path: str, value: Any, want: str, *, shown_type: str | None = No
     from pumice.api.schema import format_value
 
     shown = path or "<root>"
-    return FieldCause(path, f"Invalid value: {format_value(value)}: {shown} in body must be of type {want}: "
-                            f"\"{shown_type or _json_type(value)}\"", "FieldValueTypeInvalid")
+    seen = shown_type or _json_type(value)
+    # the bad value shown is the JSON type seen (kube-openapi InvalidType's value), not the value
+    return FieldCause(path, f"Invalid value: {format_value(seen)}: {shown} in body must be of type {want}: "
+                            f"\"{seen}\"", "FieldValueTypeInvalid")
 
 
 def _types_ok(node: Any, value: Any) -> bool:

@@ -524,13 +524,13 @@ def _check(node: _Node, value: Any, path: str, out: list[FieldCause], root: bool
         if node.null_ok:
             return
         want = node.want or "integer"
-        out.append(FieldCause(path, f"Invalid value: null: {path or '<root>'} in body must be of type {want}: \"null\"",
+        out.append(FieldCause(path, f"Invalid value: \"null\": {path or '<root>'} in body must be of type {want}: \"null\"",
                               "FieldValueTypeInvalid"))
         return
     if node.ios and (isinstance(value, bool) or not isinstance(value, int | str)):
         out.append(FieldCause(
             path,
-            f"Invalid value: {format_value(value)}: {path or '<root>'} in body must be of type integer,string: "
+            f"Invalid value: \"{json_type_name(value)}\": {path or '<root>'} in body must be of type integer,string: "
             f"\"{json_type_name(value)}\"",
             "FieldValueTypeInvalid"))
         return
@@ -538,7 +538,7 @@ def _check(node: _Node, value: Any, path: str, out: list[FieldCause], root: bool
     if type_ok is not None and not type_ok(value):
         out.append(FieldCause(
             path,
-            f"Invalid value: {format_value(value)}: {path or '<root>'} in body must be of type {node.want}: "
+            f"Invalid value: \"{json_type_name(value)}\": {path or '<root>'} in body must be of type {node.want}: "
             f"\"{json_type_name(value)}\"",
             "FieldValueTypeInvalid"))
         return

@@ -1659,8 +1659,10 @@ def _validate_template(spec: Obj, restart_policies: list[str], selector_required
         return out
     tlabels = (template.get("metadata") or {}).get("labels") or {}
     out += validate_labels(tlabels, "spec.template.metadata.labels")
-    if isinstance(selector, dict) and (selector.get("matchLabels") or selector.get("matchExpressions")) \
-            and not _selector_matches(selector, tlabels):
+    # a missing selector is labels.Nothing(), which matches no template either
+    missing = selector is None and selector_required
+    if missing or (isinstance(selector, dict) and (selector.get("matchLabels") or selector.get("matchExpressions"))
+                   and not _selector_matches(selector, tlabels)):
         out.append(_invalid("spec.template.metadata.labels", tlabels, "`selector` does not match template `labels`"))
     out += validate_pod_spec(template.get("spec"), "spec.template.spec", restart_policies)
     tspec = template.get("spec")

@@ -261,10 +261,9 @@ def unsupported_media_type(*, custom: bool) -> StatusError:
 
     Mirrors: apiserver pkg/endpoints/installer.go (PATCH supportedTypes), apiextensions-apiserver
     customresource_handler.go, negotiation errUnsupportedMediaType.Error."""
-    types = ["application/json-patch+json", "application/merge-patch+json"]
-    if not custom:
-        types.append("application/strategic-merge-patch+json")
-    types.append("application/apply-patch+yaml")
+    if not custom:  # the route's Consumes refuses it in go-restful, with go-restful's text
+        return StatusError(415, "415: Unsupported Media Type", "UnsupportedMediaType")
+    types = ["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"]
     return StatusError(415, "the body of the request was in an unknown format - accepted media types include: "
                        + ", ".join(types), "UnsupportedMediaType")
 

@@ -440,6 +440,11 @@ class Registry:
             allowed = allowed | cr.versions[rk.version].selectable_fields
         for path in fs.paths():
             if path not in ("metadata.name", "metadata.namespace") and path not in allowed:
+                if not allowed and self.custom(rk) is None:
+                    # a built-in kind without field label conversion of its own:
+                    # runtime.DefaultMetaV1FieldSelectorConversion's text
+                    raise errors.bad_request(f'{quote(path)} is not a known field selector: only "metadata.name", '
+                                             '"metadata.namespace"')
                 raise errors.bad_request(f'field label not supported: {path}')
 
     def list(
@@ -546,13 +551,24 @@ class Registry:
             if v is not None and not isinstance(v, str):
                 raise errors.bad_request(f"Object '{key}' is not a string in the request body "
                                          f"({json_type(v)} given)")
+        cr = self.custom(rk)
+        if cr is not None and av is None:
+            # an unstructured body keeps its empty apiVersion, which the handler's
+            # AcceptsGroupVersion then refuses (built-in bodies take the URL's)
+            av = ""
         if av is not None and av != rk.api_version:
-            cr = self.custom(rk)
             other = av.rpartition("/")
             if cr is None or other[0] != rk.group or other[2] not in cr.versions:
                 raise errors.bad_request(
                     f"the API version in the data ({av}) does not match the expected API version ({rk.api_version})")
         if kind is not None and kind != rk.kind:
+            if cr is not None:  # customResourceValidator.ValidateTypeMeta, named by the body's kind
+                message = f"Invalid value: {quote(kind)}: must be {rk.kind}"
+                md0 = body.get("metadata")
+                name0 = str(md0.get("name", "")) if isinstance(md0, dict) else ""
+                raise StatusError(422, f'{kind}.{rk.group} "{name0}" is invalid: kind: {message}', "Invalid",
+                                  {"name": name0, "group": rk.group, "kind": kind,
+                                   "causes": [{"reason": "FieldValueInvalid", "message": message, "field": "kind"}]})
             raise errors.bad_request(f"the kind in the data ({kind}) does not match the expected kind ({rk.kind})")
         body["apiVersion"] = rk.api_version
         body["kind"] = rk.kind
@@ -1618,8 +1634,11 @@ class Registry:
                 md["deletionTimestamp"] = rfc3339(self.clock.now() + grace)
         else:
             md["deletionTimestamp"] = rfc3339(self.clock.now() + (grace or 0))
-            md["deletionGracePeriodSeconds"] = grace or 0
-            md["generation"] = int(md.get("generation", 1) or 1) + 1
+            if strategy.deletion_grace_period:
+                md["deletionGracePeriodSeconds"] = grace or 0
+            # BeforeDelete / markAsDeleting bump only a generation the kind keeps (> 0)
+            if isinstance(md.get("generation"), int) and md["generation"] > 0:
+                md["generation"] += 1
         holds = bool(md.get("finalizers")) or bool(md.get("deletionGracePeriodSeconds")) or \
             strategy.holds_deletion(new)
         if opts.dry_run:

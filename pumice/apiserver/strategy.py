@@ -155,6 +155,10 @@ class Strategy:
         """The grace period (seconds) of a delete, or None for kinds without graceful deletion."""
         return None
 
+    #: a deleting object gets ``metadata.deletionGracePeriodSeconds`` (rest.BeforeDelete, or the
+    #: store's markAsDeleting: 0); False where the kind's REST has a Delete of its own (Namespaces)
+    deletion_grace_period: bool = True
+
     def begin_delete(self, obj: Obj) -> None:
         """Changes made to the object when its deletion starts (``obj`` is the new copy)."""
 
@@ -326,6 +330,8 @@ class NamespaceStrategy(Strategy):
         super().prepare_update(reg, rk, new, old)
         new["spec"] = copy.deepcopy(old.get("spec", {}))
 
+    deletion_grace_period = False  # the Namespace REST's Delete sets deletionTimestamp and phase only
+
     def begin_delete(self, obj: Obj) -> None:
         obj.setdefault("status", {})["phase"] = "Terminating"
 
@@ -453,6 +459,11 @@ class CRDStrategy(Strategy):
         reg.uninstall_crd(gone.obj)
 
 
+#: the field error types that stop the x-kubernetes-validations rules from running
+_BLOCKING_CEL = frozenset({"FieldValueNotSupported", "FieldValueRequired", "FieldValueTooLong", "FieldValueTooMany",
+                           "FieldValueTypeInvalid"})
+
+
 class CustomResourceStrategy(Strategy):
     """Custom resources: validation against the served version's structural schema, then its
     ``x-kubernetes-validations`` rules (:mod:`pumice.apiserver.celrules`; versions without rules
@@ -474,7 +485,13 @@ class CustomResourceStrategy(Strategy):
             body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
             causes.extend(reg.schema_causes(version.compiled, body))
         if version is not None and version.rules is not None:
-            causes.extend(version.rules.validate(obj, old))
+            if any(c.reason in _BLOCKING_CEL for c in causes):
+                # the schema errors that leave the rules unchecked (apiextensions hasBlockingErr)
+                causes.append(FieldCause("<nil>", "Invalid value: null: some validation rules were not checked because "
+                                                  "the object was invalid; correct the existing errors to complete "
+                                                  "validation"))
+            else:
+                causes.extend(version.rules.validate(obj, old))
         return causes
 
 

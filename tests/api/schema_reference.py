@@ -117,13 +117,13 @@ def _validate(schema: dict[str, Any], value: Any, path: str, out: list[FieldCaus
         if schema.get("nullable") or (not schema.get("type") and not schema.get("x-kubernetes-int-or-string")):
             return
         want = schema.get("type") or "integer"
-        out.append(FieldCause(path, f"Invalid value: null: {shown} in body must be of type {want}: \"null\"",
+        out.append(FieldCause(path, f"Invalid value: \"null\": {shown} in body must be of type {want}: \"null\"",
                               "FieldValueTypeInvalid"))
         return
     if schema.get("x-kubernetes-int-or-string") and (isinstance(value, bool) or not isinstance(value, int | str)):
         out.append(FieldCause(
             path,
-            f"Invalid value: {format_value(value)}: {shown} in body must be of type integer,string: "
+            f"Invalid value: \"{json_type_name(value)}\": {shown} in body must be of type integer,string: "
             f"\"{json_type_name(value)}\"",
             "FieldValueTypeInvalid"))
         return
@@ -131,7 +131,7 @@ def _validate(schema: dict[str, Any], value: Any, path: str, out: list[FieldCaus
     if want and not _matches_type(want, value):
         out.append(FieldCause(
             path,
-            f"Invalid value: {format_value(value)}: {shown} in body must be of type {want}: "
+            f"Invalid value: \"{json_type_name(value)}\": {shown} in body must be of type {want}: "
             f"\"{json_type_name(value)}\"",
             "FieldValueTypeInvalid"))
         return

@@ -207,7 +207,7 @@ def test_a_custom_resource_with_a_wrong_type_gets_a_cause_at_the_right_path():
     [cause] = kschema.validate(schema_for(rc), bad)
     assert cause.field == "spec.workerGroupSpecs[0].replicas"
     assert cause.reason == "FieldValueTypeInvalid"
-    assert cause.message == ('Invalid value: "three": spec.workerGroupSpecs[0].replicas in body must be of '
+    assert cause.message == ('Invalid value: "string": spec.workerGroupSpecs[0].replicas in body must be of '
                              'type integer: "string"')
 
 

@@ -45,7 +45,8 @@ def test_wrong_type_is_reported_with_the_upstream_message():
     [cause] = validate(SCHEMA, {"spec": {"name": "abc", "replicas": "three"}})
     assert cause.field == "spec.replicas"
     assert cause.reason == "FieldValueTypeInvalid"
-    assert cause.message == 'Invalid value: "three": spec.replicas in body must be of type integer: "string"'
+    # the Invalid value is the JSON type seen (kube-openapi InvalidType's value), not the value
+    assert cause.message == 'Invalid value: "string": spec.replicas in body must be of type integer: "string"'
 
 
 def test_missing_required_field():

@@ -193,7 +193,7 @@ async def test_a_badly_typed_custom_resource_is_422_before_admission(cluster: Lo
               "spec": {"containers": [{"name": "c", "image": "i"}]}}}]}}
     e = await _refused(cluster, "POST", "/apis/batch.volcano.sh/v1alpha1/namespaces/default/jobs", vc)
     assert e.code == 422
-    assert e.message == ('Job.batch.volcano.sh "v" is invalid: spec.minAvailable: Invalid value: "x": '
+    assert e.message == ('Job.batch.volcano.sh "v" is invalid: spec.minAvailable: Invalid value: "string": '
                          'spec.minAvailable in body must be of type integer: "string"')
 
 

@@ -130,3 +130,76 @@ async def test_a_crd_is_defaulted_as_apiextensions_v1_defaults_it(http: httpx2.A
     spec = (await http.post(CRDS, json=_crd())).json()["spec"]
     assert spec["conversion"] == {"strategy": "None"}
     assert (spec["names"]["singular"], spec["names"]["listKind"]) == ("thing", "ThingList")
+
+
+async def test_a_deployment_without_selector_also_mismatches_its_template(http: httpx2.AsyncClient) -> None:
+    dep = {"metadata": {"name": "d"}, "spec": {"template": {
+        "metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}}}
+    resp = await http.post("/apis/apps/v1/namespaces/default/deployments", json=dep)
+    assert resp.status_code == 422
+    assert [(c["reason"], c["field"]) for c in resp.json()["details"]["causes"]] == [
+        ("FieldValueRequired", "spec.selector"), ("FieldValueInvalid", "spec.template.metadata.labels")]
+
+
+async def test_custom_resource_type_meta_is_checked_as_apiextensions_checks_it(http: httpx2.AsyncClient) -> None:
+    await http.post(CRDS, json=_crd())
+    things = "/apis/x.io/v1/namespaces/default/things"
+    resp = await http.post(things, json={"kind": "Thing", "metadata": {"name": "t1"}})
+    assert (resp.status_code, resp.json()["message"]) == (
+        400, "the API version in the data () does not match the expected API version (x.io/v1)")
+    resp = await http.post(things, json={"apiVersion": "x.io/v1", "kind": "Other", "metadata": {"name": "t1"}})
+    assert resp.status_code == 422
+    assert resp.json()["message"] == 'Other.x.io "t1" is invalid: kind: Invalid value: "Other": must be Thing'
+    assert resp.json()["details"]["causes"] == [{"reason": "FieldValueInvalid", "field": "kind",
+                                                 "message": 'Invalid value: "Other": must be Thing'}]
+
+
+async def test_a_custom_resource_type_error_shows_the_json_type_seen(http: httpx2.AsyncClient) -> None:
+    crd = _crd()
+    crd["spec"]["versions"][0]["schema"] = {"openAPIV3Schema": {"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {"weight": {"type": "integer"}}}}}}
+    await http.post(CRDS, json=crd)
+    resp = await http.post("/apis/x.io/v1/namespaces/default/things", json={
+        "apiVersion": "x.io/v1", "kind": "Thing", "metadata": {"name": "t1"}, "spec": {"weight": "heavy"}})
+    assert resp.json()["message"] == ('Thing.x.io "t1" is invalid: spec.weight: Invalid value: "string": '
+                                      'spec.weight in body must be of type integer: "string"')
+
+
+async def test_built_in_routes_refuse_media_types_with_go_restfuls_texts(http: httpx2.AsyncClient) -> None:
+    r = await http.get(f"{NS}/configmaps", headers={"Accept": "application/xml"})
+    assert (r.status_code, r.json()["message"]) == (406, (
+        "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, "
+        "application/vnd.kubernetes.protobuf, application/json;stream=watch, "
+        "application/vnd.kubernetes.protobuf;stream=watch"))
+    r = await http.get(f"{NS}/configmaps/x", headers={"Accept": "application/xml"})
+    assert r.json()["message"].endswith("representations: application/json, application/yaml, "
+                                        "application/vnd.kubernetes.protobuf")
+    r = await http.patch(f"{NS}/configmaps/x", content=b"{}", headers={"Content-Type": "application/json"})
+    assert (r.status_code, r.json()["reason"], r.json()["message"]) == (
+        415, "UnsupportedMediaType", "415: Unsupported Media Type")
+
+
+async def test_a_field_selector_on_a_kind_without_field_labels_names_the_two_it_knows(
+        http: httpx2.AsyncClient) -> None:
+    r = await http.get(f"{NS}/configmaps", params={"fieldSelector": "spec.x=y"})
+    assert (r.status_code, r.json()["message"]) == (
+        400, '"spec.x" is not a known field selector: only "metadata.name", "metadata.namespace"')
+    r = await http.get(f"{NS}/pods", params={"fieldSelector": "spec.hostname=x"})
+    assert r.json()["message"] == "field label not supported: spec.hostname"
+
+
+async def test_deleting_a_namespace_sets_no_grace_period_and_no_generation(http: httpx2.AsyncClient) -> None:
+    await http.post("/api/v1/namespaces", json={"metadata": {"name": "gone"}})
+    md = (await http.delete("/api/v1/namespaces/gone")).json()["metadata"]
+    assert md["deletionTimestamp"] and "deletionGracePeriodSeconds" not in md and "generation" not in md
+    await http.post(f"{NS}/configmaps", json={"metadata": {"name": "held", "finalizers": ["x.io/y"]}})
+    md = (await http.delete(f"{NS}/configmaps/held")).json()["metadata"]
+    assert md["deletionGracePeriodSeconds"] == 0 and "generation" not in md  # markAsDeleting
+
+
+async def test_the_log_of_a_pod_not_on_a_node_is_no_content(http: httpx2.AsyncClient) -> None:
+    await _pod(http)
+    r = await http.get(f"{NS}/pods/p1/log")
+    assert (r.status_code, r.content) == (204, b"")
+    r = await http.get(f"{NS}/pods/p1/log", params={"container": "nope"})  # the container is checked first
+    assert (r.status_code, r.json()["message"]) == (400, "container nope is not valid for pod p1")

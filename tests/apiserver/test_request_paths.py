@@ -76,7 +76,7 @@ async def test_an_accept_the_server_cannot_write_is_406_before_the_write(cluster
     r = await http.post("/api/v1/namespaces/default/configmaps", content=body,
                         headers={"Accept": "application/cbor", "Content-Type": "application/json"})
     assert (r.status_code, r.json()["reason"], r.json()["message"]) == (
-        406, "NotAcceptable", "only the following media types are accepted: application/json, application/yaml, "
+        406, "NotAcceptable", "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, "
                               "application/vnd.kubernetes.protobuf")
     assert cluster.server.store.revision == before
     for accept in ("application/cbor, */*;q=0.1", "Application/JSON"):
