@@ -23,12 +23,7 @@ def _container(c: Obj) -> None:
         c["imagePullPolicy"] = "Always" if latest else "IfNotPresent"
     c.setdefault("terminationMessagePath", "/dev/termination-log")
     c.setdefault("terminationMessagePolicy", "File")
-    res = c.setdefault("resources", {})
-    limits = res.get("limits")
-    if limits:
-        req = res.setdefault("requests", {})
-        for k, v in limits.items():
-            req.setdefault(k, v)
+    c.setdefault("resources", {})
     for p in c.get("ports") or []:
         if isinstance(p, dict):
             p.setdefault("protocol", "TCP")
@@ -51,12 +46,32 @@ def pod_spec(spec: Obj) -> None:
                 _container(c)
 
 
+def _requests_from_limits(c: Obj) -> None:
+    """A container's ``resources.requests`` take each of its ``limits`` not requested."""
+    res = c.get("resources")
+    if not isinstance(res, dict):
+        return
+    limits = res.get("limits")
+    if limits and isinstance(limits, dict):
+        req = res.setdefault("requests", {})
+        if isinstance(req, dict):
+            for k, v in limits.items():
+                req.setdefault(k, v)
+
+
 def pod(obj: Obj) -> None:
-    """SetDefaults_PodSpec, then SetDefaults_Pod's ``enableServiceLinks: true`` (a Pod's only:
-    pod templates keep it unset, as kube-apiserver returns them)."""
+    """SetDefaults_PodSpec, then what SetDefaults_Pod adds for a Pod only (pod templates keep
+    both unset, as kube-apiserver returns them): each container's and init container's requests
+    default to its limits, and ``enableServiceLinks`` to true.
+
+    Mirrors: kubernetes pkg/apis/core/v1/defaults.go SetDefaults_Pod."""
     spec = obj.setdefault("spec", {})
     if isinstance(spec, dict):
         pod_spec(spec)
+        for key in ("initContainers", "containers"):
+            for c in spec.get(key) or []:
+                if isinstance(c, dict):
+                    _requests_from_limits(c)
         spec.setdefault("enableServiceLinks", True)
 
 

@@ -95,6 +95,22 @@ async def test_pod_templates_keep_enable_service_links_unset(http: httpx2.AsyncC
     assert (await _pod(http))["spec"]["enableServiceLinks"] is True
 
 
+async def test_requests_default_to_limits_in_pods_not_in_pod_templates(http: httpx2.AsyncClient) -> None:
+    # SetDefaults_Pod (a Pod's only, containers and init containers) copies each limit not
+    # requested into requests; a template keeps what it was given (SetDefaults_PodSpec)
+    limited = {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m"}}
+    spec = {"initContainers": [{"name": "i", "image": "x", "resources": limited}],
+            "containers": [{"name": "c", "image": "x", "resources": limited}]}
+    dep = {"metadata": {"name": "limits"}, "spec": {"selector": {"matchLabels": {"a": "l"}}, "template": {
+        "metadata": {"labels": {"a": "l"}}, "spec": spec}}}
+    got = (await http.post("/apis/apps/v1/namespaces/default/deployments", json=dep)).json()
+    tpl = got["spec"]["template"]["spec"]
+    assert [c["resources"] for c in tpl["initContainers"] + tpl["containers"]] == [limited, limited]
+    pod = (await http.post(f"{NS}/pods", json={"metadata": {"name": "limits"}, "spec": spec})).json()
+    want = {**limited, "requests": {"cpu": "500m", "memory": "1Gi"}}
+    assert [c["resources"] for c in pod["spec"]["initContainers"] + pod["spec"]["containers"]] == [want, want]
+
+
 async def test_externally_accessible_services_get_the_traffic_policies(http: httpx2.AsyncClient) -> None:
     def svc(name: str, kind: str) -> dict:
         return {"metadata": {"name": name}, "spec": {"type": kind, "ports": [{"port": 80}]}}
