@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pumice._util.clock import Clock, default_clock, rfc3339, rfc3339_micro
+from pumice._util.clock import Clock, default_clock, parse_rfc3339, rfc3339, rfc3339_micro
 from pumice._util.files import remove_tree, scan_tree
 from pumice.api import Obj, meta, quantity
 from pumice.api.scheme import ENDPOINTS, LEASE, NAMESPACE, NODE, POD, SERVICE
@@ -55,7 +55,7 @@ from pumice.node.metrics import UsageSampler
 from pumice.node.network import HostNetwork, NetnsNetwork, NetworkError, hosts_content, run
 from pumice.node.provisioner import LocalPathProvisioner
 from pumice.node.proxy import EgressProxy, TcpForwarder, package_index_hosts
-from pumice.node.runtime.base import Container, ContainerRuntime, Sandbox
+from pumice.node.runtime.base import Container, ContainerRuntime, RuntimeError_, Sandbox
 from pumice.node.runtime.process import DEFAULT_PATH, MemoryCgroups, ProcessRuntime, stdin_socket_path
 from pumice.node.runtime.simulated import SimulatedRuntime
 from pumice.node.services import ServiceDirectory
@@ -1040,7 +1040,10 @@ class NodeAgent:
                 self._spawn(self._final_delete(pod))
             return
         restored = self._state.pop(uid, None)
-        if restored is None:
+        # the simulated runtime keeps no state file: a Pod with a startTime was admitted before
+        sim = self.runtime if isinstance(self.runtime, SimulatedRuntime) else None
+        resumed = restored is None and sim is not None and bool((pod.get("status") or {}).get("startTime"))
+        if restored is None and not resumed:
             rejected = self._admit(node, pod)
             if rejected is not None:
                 self.finished[uid] = None
@@ -1051,6 +1054,8 @@ class NodeAgent:
         w = PodWorker(self, pod, node_name)
         if restored is not None:
             self._restore_worker(w, restored)
+        elif resumed and sim is not None:
+            self._resume_simulated(w, sim)
         self.workers[uid] = w
         w.start()
 
@@ -1186,6 +1191,49 @@ class NodeAgent:
             w.initialized = False
             self.event(w.pod, "Normal", "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
         w._written = dict(w.pod.get("status") or {})
+
+    def _resume_simulated(self, w: PodWorker, runtime: SimulatedRuntime) -> None:
+        """Take up, as it was, a Pod this Node ran before the agent restarted (the simulated
+        runtime keeps nothing, so a Pod with a ``startTime`` is one the agent admitted): its status
+        is its state. The sandbox keeps its IP, init containers that ended are not run again, a
+        running container goes on running from its ``startedAt`` (its duration counts from there,
+        :meth:`SimulatedRuntime.resume`), and nothing is written unless something changes.
+        Restart counts, last states, readiness and condition times stay as they were."""
+        status = w.pod.get("status") or {}
+        w.restored = dict(status)
+        w.start_time = parse_rfc3339(status["startTime"])
+        w.initialized = any(c.get("type") == "Initialized" and c.get("status") == "True"
+                            for c in status.get("conditions") or [])
+        if status.get("podIP"):
+            w.sandbox = runtime.resume_sandbox(w.pod, self.pod_dir(w.pod), status["podIP"])
+        for st in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]:
+            rec = w.records.get(st.get("name", ""))
+            if rec is None:
+                continue
+            rec.restart_count = int(st.get("restartCount") or 0)
+            rec.last = st.get("lastState") or None
+            rec.ready, rec.started = bool(st.get("ready")), bool(st.get("started"))
+            rec.ever_started = "containerID" in st
+            state = st.get("state") or {}
+            if "terminated" in state:
+                t = state["terminated"]
+                rec.state, rec.reason, rec.message = "terminated", str(t.get("reason", "")), str(t.get("message", ""))
+                rec.exit_code = int(t.get("exitCode") or 0)
+                rec.started_at = parse_rfc3339(t["startedAt"]) if t.get("startedAt") else 0.0
+                rec.finished_at = parse_rfc3339(t["finishedAt"]) if t.get("finishedAt") else 0.0
+            elif "running" in state and w.sandbox is not None:
+                rec.state, rec.reason, rec.message = "running", "", ""
+                rec.started_at = parse_rfc3339(state["running"]["startedAt"])
+                try:
+                    rec.current = runtime.resume(w.sandbox, w.pod, w._container_spec(rec.name), rec.restart_count,
+                                                 rec.started_at, init=rec.init and not rec.sidecar)
+                except RuntimeError_ as e:  # an annotation changed since: started again, and refused
+                    log.warning("container %s of Pod %s/%s cannot go on: %s: %s", rec.name, w.namespace, w.name,
+                                e.reason, e.message)
+            else:
+                waiting = state.get("waiting") or {}
+                rec.state, rec.reason = "waiting", str(waiting.get("reason") or rec.reason)
+                rec.message = str(waiting.get("message") or "")
 
     def _save_state(self) -> None:
         if self.runtime_kind != "process":

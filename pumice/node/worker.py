@@ -318,6 +318,10 @@ class PodWorker:
                 return
             self.initialized = True
             self.host.state_changed()
+        else:  # adopted after a restart: its sidecars are supervised again
+            for c in self._spec_containers(True):
+                if self.records[c["name"]].sidecar:
+                    self._supervisors[c["name"]] = asyncio.get_running_loop().create_task(self._supervise(c))
         for c in self._spec_containers(False):
             self._supervisors[c["name"]] = asyncio.get_running_loop().create_task(self._supervise(c))
         self._start_ephemeral()
@@ -567,6 +571,7 @@ class PodWorker:
         Returns the exit code, or None when it could not start (already waited a retry delay)."""
         host = self.host
         assert self.sandbox is not None
+        adopted = rec.current is not None
         if rec.current is None:
             req = await self._build(c, rec)
             if req is None:
@@ -593,12 +598,13 @@ class PodWorker:
         rec.state, rec.reason, rec.message = "running", "", ""
         rec.started_at, rec.ever_started = cur.started_at, True
         spec_probe = c.get("startupProbe")
-        rec.started = spec_probe is None
-        rec.ready = (c.get("readinessProbe") is None) and rec.started and not rec.init
+        # an adopted container keeps what its probes found before the agent restarted
+        rec.started = spec_probe is None or (adopted and rec.started)
+        rec.ready = ((c.get("readinessProbe") is None) and rec.started and not rec.init) or (adopted and rec.ready)
         rec.kill_reason = ""
         probes = self._start_probes(c, rec) if not (rec.init and not rec.sidecar) else []
         post = ((c.get("lifecycle") or {}).get("postStart") or {})
-        if post:
+        if post and not adopted:  # the hook ran when it started
             ok, msg = await self._hook(c, rec, post)
             if not ok:
                 host.event(self.pod, "Warning", "FailedPostStartHook", msg)

@@ -319,3 +319,115 @@ async def test_simulated_nodes_report_ephemeral_storage_as_a_kubelet_does(tmp_pa
                 assert parse_quantity(node["status"][field]["ephemeral-storage"]) == st.f_blocks * st.f_frsize
     finally:
         await agent.stop()
+
+
+def _seconds(ts: str) -> float:
+    from pumice._util.clock import parse_rfc3339
+
+    return parse_rfc3339(ts)
+
+
+@pytest.mark.looptime
+async def test_a_restarted_simulated_agent_resumes_a_running_pod_and_ends_it_on_its_first_schedule() -> None:
+    """trial 15 F-7: after a restart every Pod got a new startTime, startedAt and Ready time and ran
+    its whole ``sim-duration-seconds`` again from the restart. A Pod that was running resumes as it
+    was: nothing in its status changes, and it ends at its first start + its duration."""
+    clock = LoopClock()
+    client = FakeClient(clock=clock, graceful_pod_deletion=True)
+    agent = await _agent(client, clock, lease_renew_interval=None)
+    await client.create(sim_pod("timed", 45, readinessProbe={"exec": {"command": ["true"]}, "periodSeconds": 1}))
+
+    async def ready() -> Any:
+        p = await get_pod(client, "timed")
+        cs = ((p or {}).get("status") or {}).get("containerStatuses") or [{}]
+        return cs[0].get("ready") and p
+
+    await wait_for(ready, timeout=20, interval=0.25)
+    await clock.sleep(10)
+    before = await get_pod(client, "timed")
+    await agent.stop()
+    await clock.sleep(20)
+    agent = await _agent(client, clock, lease_renew_interval=None)
+    await clock.sleep(5)  # past the start latency and a readiness period of the new agent
+    assert await get_pod(client, "timed") == before
+    await wait_for(lambda: phase_is(client, "timed", "Succeeded"), timeout=60, interval=0.25)
+    status = (await get_pod(client, "timed"))["status"]
+    ended = status["containerStatuses"][0]["state"]["terminated"]
+    assert ended["startedAt"] == before["status"]["containerStatuses"][0]["state"]["running"]["startedAt"]
+    assert 44 <= _seconds(ended["finishedAt"]) - _seconds(ended["startedAt"]) <= 45
+    assert status["startTime"] == before["status"]["startTime"]
+    assert status["containerStatuses"][0]["restartCount"] == 0
+    await agent.stop()
+
+
+@pytest.mark.looptime
+async def test_a_restarted_simulated_agent_resumes_a_gang_from_its_rendezvous() -> None:
+    """A rendezvous gang that had started before the restart does not wait again: each member
+    ends at the gang's start + its duration."""
+    clock = LoopClock()
+    client = FakeClient(clock=clock, graceful_pod_deletion=True)
+    agent = await _agent(client, clock, lease_renew_interval=None)
+    gang = {"pumice.io/sim-gang": "g", "pumice.io/sim-gang-size": "2"}
+    first = sim_pod("w0", 30)
+    first["metadata"]["annotations"].update(gang)
+    await client.create(first)
+    await clock.sleep(8)  # w0 waits at the rendezvous for 8 s
+    second = sim_pod("w1", 30)
+    second["metadata"]["annotations"].update(gang)
+    await client.create(second)
+    await wait_for(lambda: phase_is(client, "w1", "Running"), timeout=20, interval=0.25)
+    met = _seconds((await get_pod(client, "w1"))["status"]["containerStatuses"][0]["state"]["running"]["startedAt"])
+    await clock.sleep(10)
+    await agent.stop()
+    await clock.sleep(5)
+    agent = await _agent(client, clock, lease_renew_interval=None)
+    for name in ("w0", "w1"):
+        await wait_for(lambda n=name: phase_is(client, n, "Succeeded"), timeout=60, interval=0.25)
+        ended = (await get_pod(client, name))["status"]["containerStatuses"][0]["state"]["terminated"]
+        assert 29 <= _seconds(ended["finishedAt"]) - met <= 30, (name, ended)
+    await agent.stop()
+
+
+@pytest.mark.looptime
+async def test_a_restarted_simulated_agent_keeps_ended_init_and_main_containers_and_runs_the_sidecar_on() -> None:
+    """An init container that ended is not run again, a container that ended stays ended, and a
+    sidecar is supervised again: when the last main container ends, the Pod completes."""
+    from pumice.node.runtime.simulated import SimulatedRuntime
+
+    clock = LoopClock()
+    client = FakeClient(clock=clock, graceful_pod_deletion=True)
+    agent = await _agent(client, clock, lease_renew_interval=None)
+    p = sim_pod("mixed", None)
+    p["spec"]["containers"].append({**p["spec"]["containers"][0], "name": "c1"})
+    base = {"image": "busybox", "command": ["true"]}
+    p["spec"]["initContainers"] = [{**base, "name": "init"}, {**base, "name": "side", "restartPolicy": "Always"}]
+    await client.create(p)
+    uid = (await get_pod(client, "mixed"))["metadata"]["uid"]
+
+    async def states() -> dict[str, str]:
+        st = (await get_pod(client, "mixed")).get("status") or {}
+        return {c["name"]: next(iter(c["state"])) for c in
+                [*st.get("initContainerStatuses", []), *st.get("containerStatuses", [])]}
+
+    await wait_for(lambda: _equal(states(), {"init": "terminated", "side": "running", "c0": "running",
+                                             "c1": "running"}), timeout=20, interval=0.25)
+    assert isinstance(agent.runtime, SimulatedRuntime) and agent.runtime.finish_pod(uid, 0, "c1")
+    await wait_for(lambda: _equal(states(), {"init": "terminated", "side": "running", "c0": "running",
+                                             "c1": "terminated"}), timeout=20, interval=0.25)
+    before = await get_pod(client, "mixed")
+    await agent.stop()
+    await clock.sleep(30)
+    agent = await _agent(client, clock, lease_renew_interval=None)
+    await clock.sleep(10)
+    assert await get_pod(client, "mixed") == before
+    assert isinstance(agent.runtime, SimulatedRuntime) and agent.runtime.finish_pod(uid, 0, "c0")
+    await wait_for(lambda: phase_is(client, "mixed", "Succeeded"), timeout=60, interval=0.25)
+    after = (await get_pod(client, "mixed"))["status"]
+    assert [c["restartCount"] for c in after["initContainerStatuses"] + after["containerStatuses"]] == [0, 0, 0, 0]
+    assert after["initContainerStatuses"][0] == before["status"]["initContainerStatuses"][0]
+    assert after["containerStatuses"][1] == before["status"]["containerStatuses"][1]
+    await agent.stop()
+
+
+async def _equal(got: Any, want: Any) -> bool:
+    return bool(await got == want)

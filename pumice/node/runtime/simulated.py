@@ -15,6 +15,9 @@
   (distributed training workers) make no progress until N containers of that key (per namespace)
   have started; then all their durations start together. Late joiners (restarts) run at once.
 - SIGTERM ends a container at once with 143, SIGKILL with 137; probes and exec hooks succeed.
+- Nothing is kept across an agent restart but the Pods' statuses: :meth:`SimulatedRuntime.resume`
+  takes up a container that was running (since its ``startedAt``) and ends it when its first run
+  would have ended, ``startedAt + duration`` (a gang's members at the rendezvous + theirs).
 - :meth:`SimulatedRuntime.finish_pod` ends a Pod's containers, or one of them, from outside (the
   simulated Ray dashboard ends a RayJob's submitter when the Ray job ends: the submitter Pod in
   K8sJobMode, the head Pod's ``ray-job-submitter`` container in SidecarMode).
@@ -44,11 +47,12 @@ ANNOTATION_GANG_SIZE = "pumice.io/sim-gang-size"
 
 
 class _Gang:
-    """Containers waiting at one rendezvous: (future, duration, exit code, handle holder)."""
+    """Containers waiting at one rendezvous: (future, duration, exit code, handle holder, start
+    time in epoch seconds). The rendezvous is at the last start of the ``size`` first ones."""
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self.waiting: list[tuple[asyncio.Future[int], float, int, list[Any]]] = []
+        self.waiting: list[tuple[asyncio.Future[int], float, int, list[Any], float]] = []
         self.started = False
 
 
@@ -117,23 +121,53 @@ class SimulatedRuntime:
         return None
 
     async def start(self, sandbox: Sandbox, pod: Obj, req: StartRequest) -> Container:
+        return self._launch(sandbox, pod, req.container, req.restart_count, req.init, None)
+
+    def resume_sandbox(self, pod: Obj, pod_dir: Path, ip: str) -> Sandbox:
+        """The sandbox of a Pod that had one before the agent restarted, at once and with its IP
+        (``status.podIP``)."""
+        md = pod["metadata"]
+        self.ipam.restore(md["uid"], ip)
+        return Sandbox(md["uid"], md.get("namespace", ""), md["name"], pod_dir, self.ipam.allocate(md["uid"]))
+
+    def resume(self, sandbox: Sandbox, pod: Obj, container: Obj, restart_count: int, started_at: float,
+               *, init: bool = False) -> Container:
+        """Take up a container that was running before the agent restarted, since ``started_at``
+        (epoch seconds, its status' ``startedAt``): it ends ``started_at + duration`` (at once when
+        that has passed), with the exit code of run ``restart_count + 1``; a gang member ends at
+        the rendezvous (the last start among the gang's first ``size`` members) + its duration.
+
+        Raises:
+            RuntimeError_: ``RunContainerError``, a bad simulator annotation (changed since).
+        """
+        return self._launch(sandbox, pod, container, restart_count, init, started_at)
+
+    def _launch(self, sandbox: Sandbox, pod: Obj, container: Obj, restart_count: int, init: bool,
+                started_at: float | None) -> Container:
+        """Start (``started_at`` None: now) or take up a container; see :meth:`resume`."""
         loop = asyncio.get_running_loop()
+        now = self.clock.now()
+        # seconds it has run already: 0 for a start, so that its timer is its duration exactly
+        ran = 0.0 if started_at is None else max(0.0, now - started_at)
+        if started_at is None:
+            started_at = now
         fut: asyncio.Future[int] = loop.create_future()
         ann = (pod.get("metadata") or {}).get("annotations") or {}
         try:
             # a bad annotation is this runtime's start error (the kubelet's waiting reason, a
             # Warning Event and back-off, as for any container that cannot start)
-            duration = 0.0 if req.init else self._duration(pod, req.container)
-            codes = [0] if req.init else exit_codes(ann.get(ANNOTATION_EXIT_CODE, "0"))
+            duration = 0.0 if init else self._duration(pod, container)
+            codes = [0] if init else exit_codes(ann.get(ANNOTATION_EXIT_CODE, "0"))
             gang_size = max(1, _whole(ann, ANNOTATION_GANG_SIZE, 1))
         except ValueError as e:
             raise RuntimeError_("RunContainerError", str(e)) from None
         if len(codes) > 1:
-            run_key = f"{sandbox.namespace}/{sandbox.name}/{req.container['name']}"
-            n = self._runs[run_key] = self._runs.get(run_key, 0) + 1
+            run_key = f"{sandbox.namespace}/{sandbox.name}/{container['name']}"
+            # the run count is not kept across an agent restart: at least this Pod's restarts + 1
+            n = self._runs[run_key] = max(self._runs.get(run_key, 0) + 1, restart_count + 1)
             codes = codes[min(n, len(codes)) - 1:]
         code = codes[0]
-        gang_key = ann.get(ANNOTATION_GANG) if not req.init else None
+        gang_key = ann.get(ANNOTATION_GANG) if not init else None
         key = f"{sandbox.namespace}/{gang_key}" if gang_key else None
         # [timer handle, gang key, whether its end can end the Pod (counted in self.timers): this
         # run's, or a later run's the kubelet restarts it into]
@@ -143,26 +177,29 @@ class SimulatedRuntime:
             if gang is None:
                 gang = self._gangs[key] = _Gang(gang_size)
             if gang.started:
-                self._arm(loop, fut, duration, code, holder)
+                self._arm(loop, fut, duration - ran, code, holder)
             else:
-                gang.waiting.append((fut, duration, code, holder))
+                gang.waiting.append((fut, duration, code, holder, started_at))
                 if len(gang.waiting) >= gang.size:
                     gang.started = True
-                    for f, d, rc, h in gang.waiting:
-                        self._arm(loop, f, d, rc, h)
+                    # the rendezvous: the last start among them (now when this one is new)
+                    since = max(0.0, now - max(w[4] for w in gang.waiting))
+                    for f, d, rc, h, _ in gang.waiting:
+                        self._arm(loop, f, d - since, rc, h)
                     gang.waiting.clear()
         elif duration is not None:
-            self._arm(loop, fut, duration, code, holder)
-        c = Container(req.container["name"], req.restart_count, self.clock.now(), state=(fut, holder))
-        if not req.init:
+            self._arm(loop, fut, duration - ran, code, holder)
+        c = Container(container["name"], restart_count, started_at, state=(fut, holder))
+        if not init:
             self._by_pod.setdefault(sandbox.uid, []).append(c)
         return c
 
-    def _arm(self, loop: asyncio.AbstractEventLoop, fut: asyncio.Future[int], duration: float, code: int,
+    def _arm(self, loop: asyncio.AbstractEventLoop, fut: asyncio.Future[int], delay: float, code: int,
              holder: list[Any]) -> None:
+        """End ``fut`` with ``code`` in ``delay`` seconds (at once when not positive)."""
         if holder[2]:
             self.timers += 1
-        holder[0] = loop.call_later(duration, self._fire, fut, code, holder)
+        holder[0] = loop.call_later(max(0.0, delay), self._fire, fut, code, holder)
 
     def _fire(self, fut: asyncio.Future[int], code: int, holder: list[Any]) -> None:
         # the fired handle keeps its arguments, this holder among them: dropped, so that the
