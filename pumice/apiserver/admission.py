@@ -35,6 +35,7 @@ __all__ = [
     "IMMORTAL_NAMESPACES",
     "SYSTEM_PRIORITY_CLASSES",
     "AdmissionChain",
+    "DefaultIngressClass",
     "DefaultStorageClass",
     "NamespaceLifecycle",
     "Priority",
@@ -317,9 +318,48 @@ class DefaultStorageClass:
         spec["storageClassName"] = defaults[-1]["metadata"]["name"]
 
 
+ANN_DEFAULT_INGRESS_CLASS = "ingressclass.kubernetes.io/is-default-class"
+
+
+class DefaultIngressClass:
+    """An Ingress created without ``spec.ingressClassName`` and without the deprecated
+    ``kubernetes.io/ingress.class`` annotation gets the default IngressClass (annotation
+    ``ingressclass.kubernetes.io/is-default-class: "true"``; the newest one when there are
+    several, ties by the first name).
+
+    Mirrors: kubernetes plugin/pkg/admission/network/defaultingressclass/admission.go.
+    """
+
+    name = "DefaultIngressClass"
+
+    def handles(self, req: AdmissionRequest) -> bool:
+        return req.kind.group == "networking.k8s.io" and req.kind.plural == "ingresses" and \
+            req.operation == "CREATE" and not req.subresource
+
+    async def admit(self, req: AdmissionRequest, reader: ObjectReader) -> None:
+        if req.obj is None:
+            return
+        spec = req.obj.setdefault("spec", {})
+        if spec.get("ingressClassName") is not None:
+            return
+        if "kubernetes.io/ingress.class" in ((req.obj.get("metadata") or {}).get("annotations") or {}):
+            return
+        ic_kind = reader.kind("networking.k8s.io/v1", "IngressClass")
+        if ic_kind is None:
+            return
+        defaults = [ic for ic in await reader.list(ic_kind)
+                    if ((ic.get("metadata") or {}).get("annotations") or {}).get(ANN_DEFAULT_INGRESS_CLASS) == "true"]
+        if not defaults:
+            return
+        defaults.sort(key=lambda ic: ic["metadata"]["name"])
+        defaults.sort(key=lambda ic: ic["metadata"].get("creationTimestamp") or "", reverse=True)
+        spec["ingressClassName"] = defaults[0]["metadata"]["name"]
+
+
 def builtin_plugins() -> list[Any]:
     """NamespaceLifecycle, LimitRanger, ServiceAccount, Priority, DefaultStorageClass,
-    ResourceQuota, in kube-apiserver's order."""
+    DefaultIngressClass, ResourceQuota, in kube-apiserver's order."""
     from pumice.apiserver.quota import LimitRanger, ResourceQuota
 
-    return [NamespaceLifecycle(), LimitRanger(), ServiceAccount(), Priority(), DefaultStorageClass(), ResourceQuota()]
+    return [NamespaceLifecycle(), LimitRanger(), ServiceAccount(), Priority(), DefaultStorageClass(),
+            DefaultIngressClass(), ResourceQuota()]

@@ -18,7 +18,7 @@ ValidateIngressStatusUpdate, ValidateIngressClass, ValidateIngressClassUpdate),
 pkg/registry/networking/{ingress,ingressclass,networkpolicy}/strategy.go.
 
 Deviates: a NetworkPolicy CIDR is checked as 1.32 does (no leniency for an invalid CIDR an
-update keeps, which 1.34 added); the ingress-class annotation's deprecation warning is not sent.
+update keeps, which 1.34 added).
 """
 
 from __future__ import annotations
@@ -398,7 +398,8 @@ def ingress_load_balancer_causes(status: Obj) -> list[FieldCause]:
 class IngressStrategy(Strategy):
     """Ingresses: status ``{loadBalancer: {}}`` on create, kept on update; generation;
     ValidateIngressCreate (with the class annotation matching ``ingressClassName``) or
-    ValidateIngressUpdate; a status write gets ValidateIngressStatusUpdate."""
+    ValidateIngressUpdate; a status write gets ValidateIngressStatusUpdate; a create with the
+    class annotation and no ``ingressClassName`` is warned (WarningsOnCreate)."""
 
     generation = True
 
@@ -418,6 +419,14 @@ class IngressStrategy(Strategy):
                                 "must match `ingressClassName` when both are specified"))
         return out
 
+
+    def warnings_on_create(self, obj: Obj) -> list[str]:
+        """The class annotation without ``spec.ingressClassName``: deprecated."""
+        annotations = (obj.get("metadata") or {}).get("annotations") or {}
+        if ANNOTATION_INGRESS_CLASS in annotations and _map(obj.get("spec")).get("ingressClassName") is None:
+            return [f'annotation "{ANNOTATION_INGRESS_CLASS}" is deprecated, please use \'spec.ingressClassName\' '
+                    "instead"]
+        return []
 
     def validate_status(self, reg: Registry, rk: ResourceKind, obj: Obj, old: Obj) -> list[FieldCause]:
         return validate_object(rk, obj, old) + ingress_load_balancer_causes(_map(obj.get("status")))

@@ -978,6 +978,7 @@ class Registry:
         done = False
         try:
             self._validate(rk, obj, None)
+            warnings = [*warnings, *self.strategy(rk).warnings_on_create(obj)]
             await self._run_admission(req, mutate=False)
             if rv_set:  # the storage layer's refusal (etcd3 store.Create), after validation and admission
                 raise errors.resource_version_set_on_create()

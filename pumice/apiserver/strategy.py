@@ -136,6 +136,11 @@ class Strategy:
         """Validate (``old`` None) or ValidateUpdate: the field causes that make ``obj`` invalid."""
         return validate_object(rk, obj, old)
 
+    def warnings_on_create(self, obj: Obj) -> list[str]:
+        """WarningsOnCreate: the warnings a valid create of ``obj`` answers with (``Warning``
+        headers), e.g. a deprecated annotation. None by default."""
+        return []
+
     def validate_status(self, reg: Registry, rk: ResourceKind, obj: Obj, old: Obj) -> list[FieldCause]:
         """ValidateUpdate of the status subresource of a built-in kind: the field causes that make
         the write of ``obj`` over the stored ``old`` invalid. By default none (pumice checks the

@@ -455,3 +455,39 @@ def test_kubectl_explain_ingress_spec(kubectl: Kubectl) -> None:
     for field in ("defaultBackend\t<IngressBackend>", "ingressClassName\t<string>", "rules\t<[]IngressRule>",
                   "tls\t<[]IngressTLS>"):
         assert field in out
+
+
+# ---- admission -----------------------------------------------------------------------------------
+
+
+async def test_an_ingress_without_a_class_gets_the_default_ingress_class(cluster: LocalCluster) -> None:
+    """DefaultIngressClass admission: only on create, only without a class name or the deprecated
+    annotation."""
+    default = {"ingressclass.kubernetes.io/is-default-class": "true"}
+    await cluster.client.create(ingress_class("other", {"controller": "example.com/other"}))
+    plain = await cluster.client.create(ingress("before", {"defaultBackend": BACKEND}))
+    assert "ingressClassName" not in plain["spec"]
+    await cluster.client.create(ingress_class("nginx", {"controller": "k8s.io/ingress-nginx"})
+                                | {"metadata": {"name": "nginx", "annotations": default}})
+    got = await cluster.client.create(ingress("after", {"defaultBackend": BACKEND}))
+    assert got["spec"]["ingressClassName"] == "nginx"
+    chosen = await cluster.client.create(ingress("chosen", {"defaultBackend": BACKEND, "ingressClassName": "other"}))
+    assert chosen["spec"]["ingressClassName"] == "other"
+    annotated = await cluster.client.create(ingress("annotated", {"defaultBackend": BACKEND},
+                                                    annotations={"kubernetes.io/ingress.class": "other"}))
+    assert "ingressClassName" not in annotated["spec"]
+    plain["metadata"]["labels"] = {"a": "b"}
+    assert "ingressClassName" not in (await cluster.client.update(plain))["spec"]
+
+
+async def test_the_class_annotation_without_a_class_name_is_warned_on_create(http: httpx2.AsyncClient) -> None:
+    body = ingress("warned", {"defaultBackend": BACKEND}, annotations={"kubernetes.io/ingress.class": "nginx"})
+    r = await http.post(f"{NS}/ingresses", json=body)
+    assert r.status_code == 201
+    assert r.headers.get_list("warning") == [
+        '299 - "annotation \\"kubernetes.io/ingress.class\\" is deprecated, please use \'spec.ingressClassName\' '
+        'instead"']
+    both = ingress("quiet", {"defaultBackend": BACKEND, "ingressClassName": "nginx"},
+                   annotations={"kubernetes.io/ingress.class": "nginx"})
+    r = await http.post(f"{NS}/ingresses", json=both)
+    assert r.status_code == 201 and "warning" not in r.headers
