@@ -517,6 +517,9 @@ class _Api:
             raise _not_found_path()
         sub = rest[2] if len(rest) > 2 else ""
         if sub and sub not in rk.subresources:
+            if self.registry.custom(rk) is not None:
+                # the CRD handler answers a subresource it does not serve NotFound naming the object
+                raise errors.not_found(rk, rest[1])
             raise _not_found_path()
         query = request.scope.get("pumice.query")
         if query is None:

@@ -219,3 +219,13 @@ async def test_the_log_of_a_pod_not_on_a_node_is_no_content(http: httpx2.AsyncCl
     assert (r.status_code, r.content) == (204, b"")
     r = await http.get(f"{NS}/pods/p1/log", params={"container": "nope"})  # the container is checked first
     assert (r.status_code, r.json()["message"]) == (400, "container nope is not valid for pod p1")
+
+
+async def test_an_unserved_subresource_of_a_custom_resource_is_not_found_naming_the_object(
+        http: httpx2.AsyncClient) -> None:
+    await http.post(CRDS, json=_crd())  # no subresources
+    r = await http.get("/apis/x.io/v1/namespaces/default/things/t1/status")
+    assert (r.status_code, r.json()["message"]) == (404, 'things.x.io "t1" not found')
+    assert r.json()["details"] == {"name": "t1", "group": "x.io", "kind": "things"}
+    r = await http.get(f"{NS}/configmaps/c/status")  # a built-in kind's unknown path stays a path 404
+    assert (r.status_code, r.json()["message"]) == (404, "the server could not find the requested resource")

@@ -553,9 +553,6 @@ KNOWN: dict[str, dict[str, str]] = {
                               "causes": "as message"},
     "crd-delete": {"body": "kube-apiserver deletes a CRD through the customresourcecleanup finalizer "
                            "(asynchronously); pumice removes it and its instances at once"},
-    "podgroup-status-update": {"message": LEFT + " (the Volcano PodGroup CRD serves no status subresource: for an "
-                                                 "unserved subresource of a custom resource the CRD handler answers "
-                                                 "NotFound naming the object, pumice a path 404)"},
 }
 for _name in ("cm-list-label", "cm-list-label-set", "cm-list-field-name", "cm-list-limit", "cm-list-limit-negative",
               "cm-list-all-namespaces-label", "cm-deletecollection"):
