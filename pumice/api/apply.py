@@ -138,7 +138,8 @@ class ApplyTypeError(ValueError):
     elements with the same key. The message is structured-merge-diff's, with the path
     (``.spec.template.spec.containers: duplicate entries for key [name="a"]``); kube-apiserver
     wraps it as ``failed to create typed patch object (<namespace>/<name>; <group>/<version>,
-    Kind=<kind>): <message>`` and answers 500 with no reason."""
+    Kind=<kind>): <message>`` and answers 500 with no reason (pumice's API server: 400 BadRequest
+    with that text)."""
 
 
 # ------------------------------------------------------------------ field manager names

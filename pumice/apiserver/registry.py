@@ -1566,15 +1566,14 @@ class Registry:
                                             ignore=_STATUS if not sub and "status" in rk.subresources
                                             else frozenset(), lists=self._list_types(cr, rk))
         except ApplyTypeError as e:
-            # kube-apiserver's fieldmanager wraps it and its handler answers an error that is
-            # not an API status: 500 without a reason
+            # kube-apiserver's fieldmanager wraps it in this text. Deviates: its handler answers
+            # 500 without a reason (the error is not an API status); bad input is a 400 here, as
+            # for the other inputs kube-apiserver answers 500 (an unparsable resourceVersion)
             md = applied.get("metadata") or {}
             ns = md.get("namespace") or ((live or {}).get("metadata") or {}).get("namespace") or ""
             who = f"{ns}/{md.get('name', '')}" if ns else str(md.get("name", ""))
-            failure = StatusError(500, f"failed to create typed patch object ({who}; {rk.group}/{rk.version}, "
-                                       f"Kind={rk.kind}): {e}")
-            failure.reason = ""
-            raise failure from None
+            raise errors.bad_request(f"failed to create typed patch object ({who}; {rk.group}/{rk.version}, "
+                                     f"Kind={rk.kind}): {e}") from None
         except ApplyConflict as e:
             raise StatusError(409, str(e), "Conflict", {"name": applied.get("metadata", {}).get("name", ""),
                                                         "group": rk.group, "kind": rk.plural,
