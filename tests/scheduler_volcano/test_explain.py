@@ -565,3 +565,19 @@ def test_a_met_gang_with_pods_beyond_min_member_blames_the_pod_count_not_the_gan
     assert "gang short" not in ex.reason
     assert any("Insufficient pods" in d for d in ex.details), ex.render()
     assert ex.remedy.startswith("frees 1 pods on any Node, for each of 3 more Pods"), ex.render()
+
+
+def test_sizes_are_canonical_quantities_and_name_only_what_each_pod_requests() -> None:
+    # trial 15: the TPU sample's explanation printed `ephemeral-storage 10737418240`, `memory
+    # 39062500Ki` and `google.com/tpu 0` for the head Pod, which requests no TPU
+    objs = [node("n1", {"cpu": "8", "memory": "64Gi", "pods": "110", "ephemeral-storage": "100Gi"}), queue("q1"),
+            podgroup("pg1", namespace=NS, queue="q1", min_member=3, min_resources="9,120G", phase="Inqueue"),
+            pod("pg1-head", namespace=NS, group="pg1", requests={"cpu": "1", "memory": "40G",
+                                                                 "ephemeral-storage": "10Gi"}),
+            *(pod(f"pg1-w{i}", namespace=NS, group="pg1", requests={"cpu": "4", "memory": "40G",
+                                                                    "google.com/tpu": "4"}) for i in range(2))]
+    ex = explain(objs, "podgroup", "pg1", NS, NO_OVERCOMMIT)
+    text = ex.render()
+    assert "1 Pod of cpu 1, ephemeral-storage 10Gi, memory 40G" in text, text
+    assert "2 Pods of cpu 4, google.com/tpu 4, memory 40G" in text, text
+    assert "tpu 0" not in text and "39062500Ki" not in text and "10737418240" not in text, text

@@ -16,14 +16,15 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from pumice.api import Obj, scheme
 from pumice.api.meta import find_condition, get_condition
-from pumice.api.quantity import format_bytes, format_millis
+from pumice.api.quantity import BINARY_SI, DECIMAL_SI, canonical_string, format_millis
 from pumice.api.volcano.constants import DEFAULT_SCHEDULER_NAME, QUEUE_NAME_ANNOTATION_KEY
 from pumice.scheduler.volcano import build_snapshot
-from pumice.scheduler.volcano.api.resource import Resource
+from pumice.scheduler.volcano.api.resource import EPHEMERAL_STORAGE, Resource
 from pumice.scheduler.volcano.api.types import StatusCode, TaskStatus
 from pumice.scheduler.volcano.conf import SchedulerConfiguration
 from pumice.scheduler.volcano.framework.interface import RecordingCache
@@ -131,12 +132,16 @@ def _find(objects: list[Obj], kind: str, name: str, namespace: str | None, api_p
 
 def _fmt_dim(name: str, v: float) -> str:
     """A Resource dimension as a Kubernetes quantity (what a spec takes): cpu and other scalars
-    from milli-units (``2400m``, ``2``), memory in bytes (``96Gi``, ``1810324548``), pods as a
-    count. Rounded to the unit (a ratio of floats leaves a sub-unit remainder)."""
-    if name == "memory":
-        return format_bytes(round(v))
+    from milli-units (``2400m``, ``2``), memory (bytes) and the byte
+    scalars (``ephemeral-storage``, ``hugepages-*``, milli-units) in the shorter of the binary and
+    decimal forms (``96Gi``, ``40G``, ``1810324548``), pods as a count. Rounded to the unit (a
+    ratio of floats leaves a sub-unit remainder)."""
     if name == "pods":
         return str(round(v))
+    if name == "memory" or name == EPHEMERAL_STORAGE or name.startswith("hugepages-"):
+        n = round(v) if name == "memory" else round(v / 1000)
+        binary, decimal = canonical_string(Fraction(n), BINARY_SI), canonical_string(Fraction(n), DECIMAL_SI)
+        return binary if len(binary) <= len(decimal) else decimal
     return format_millis(round(v))
 
 
@@ -669,7 +674,7 @@ def _sizes(reqs: list[Resource]) -> str:
     dims = _dims(reqs)
     counts: dict[str, int] = {}
     for r in reqs:
-        text = _fmt_res(r, dims)
+        text = _fmt_res(r, [d for d in dims if r.get(d) > 0])  # what this size requests
         counts[text] = counts.get(text, 0) + 1
     return " and ".join(f"{n} Pod{'s' if n != 1 else ''} of {text}" for text, n in counts.items())
 
