@@ -104,15 +104,19 @@ _CONFIG_KEY = re.compile(f"^{CONFIG_KEY_FMT}$")
 _IANA_SVC_NAME = re.compile("^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
 
 
-def _invalid(field: str, value: Any, detail: str) -> FieldCause:
+def field_invalid(field: str, value: Any, detail: str) -> FieldCause:
+    """The cause ``<field>: Invalid value: <value>: <detail>`` (``value`` shown as
+    :func:`format_value` shows it). Mirrors: apimachinery pkg/util/validation/field Invalid."""
     return FieldCause(field, f"Invalid value: {format_value(value)}: {detail}", "FieldValueInvalid")
 
 
-def _required(field: str, detail: str = "") -> FieldCause:
+def field_required(field: str, detail: str = "") -> FieldCause:
+    """The cause ``<field>: Required value[: <detail>]``. Mirrors: field.Required."""
     return FieldCause(field, "Required value" + (f": {detail}" if detail else ""), "FieldValueRequired")
 
 
-def _forbidden(field: str, detail: str) -> FieldCause:
+def field_forbidden(field: str, detail: str) -> FieldCause:
+    """The cause ``<field>: Forbidden: <detail>``. Mirrors: field.Forbidden."""
     return FieldCause(field, f"Forbidden: {detail}", "FieldValueForbidden")
 
 
@@ -120,10 +124,15 @@ def _duplicate(field: str, value: Any) -> FieldCause:
     return FieldCause(field, f"Duplicate value: {format_value(value)}", "FieldValueDuplicate")
 
 
-def _not_supported(field: str, value: Any, supported: list[str]) -> FieldCause:
+def field_not_supported(field: str, value: Any, supported: list[str]) -> FieldCause:
+    """The cause ``<field>: Unsupported value: <value>: supported values: "a", "b"`` (in the
+    order given). Mirrors: field.NotSupported."""
     values = ", ".join(format_value(v) for v in supported)
     return FieldCause(field, f"Unsupported value: {format_value(value)}: supported values: {values}",
                       "FieldValueNotSupported")
+
+
+_invalid, _required, _forbidden, _not_supported = field_invalid, field_required, field_forbidden, field_not_supported
 
 
 # --- name rules -----------------------------------------------------------------------------------

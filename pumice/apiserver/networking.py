@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 
 from pumice.api import Obj
 from pumice.api.admission import FieldCause
-from pumice.api.schema import format_value
 from pumice.api.scheme import ResourceKind
 from pumice.api.validation import (
     CIDR_ERR,
@@ -45,6 +44,10 @@ from pumice.api.validation import (
     parse_ip_sloppy,
     validate_object,
 )
+from pumice.api.validation import field_forbidden as _forbidden
+from pumice.api.validation import field_invalid as _invalid
+from pumice.api.validation import field_not_supported as _not_supported
+from pumice.api.validation import field_required as _required
 from pumice.apiserver.strategy import Strategy, register
 
 if TYPE_CHECKING:
@@ -61,23 +64,6 @@ PARAMETERS_SCOPES = ["Cluster", "Namespace"]
 MAX_CONTROLLER_LENGTH = 250
 _INVALID_PATH_SEQUENCES = ("//", "/./", "/../", "%2f", "%2F")
 _INVALID_PATH_SUFFIXES = ("/..", "/.")
-
-
-def _invalid(field: str, value: Any, detail: str) -> FieldCause:
-    return FieldCause(field, f"Invalid value: {format_value(value)}: {detail}", "FieldValueInvalid")
-
-
-def _required(field: str, detail: str = "") -> FieldCause:
-    return FieldCause(field, "Required value" + (f": {detail}" if detail else ""), "FieldValueRequired")
-
-
-def _forbidden(field: str, detail: str) -> FieldCause:
-    return FieldCause(field, f"Forbidden: {detail}", "FieldValueForbidden")
-
-
-def _not_supported(field: str, value: Any, supported: list[str]) -> FieldCause:
-    return FieldCause(field, f"Unsupported value: {format_value(value)}: supported values: "
-                             + ", ".join(format_value(v) for v in supported), "FieldValueNotSupported")
 
 
 def _map(value: Any) -> Obj:
