@@ -130,7 +130,7 @@ PAGE_KINDS: dict[str, tuple[str, ...]] = {
     "podgroup": ("PodGroup", "Pod", "Event", "Queue", "HyperNode"),
     "rayclusters": ("RayCluster", "Pod"),
     "raycluster": ("RayCluster", "Pod", "Event", "PodGroup"),
-    "rayjobs": ("RayJob",),
+    "rayjobs": ("RayJob", "RayCluster"),
     "rayjob": ("RayJob", "RayCluster", "Pod", "Event", "PodGroup", "HyperNode"),
     "rayservices": ("RayService",),
     "rayservice": ("RayService", "RayCluster", "Event"),
@@ -847,7 +847,9 @@ class Dashboard:
     @_signed_in
     async def rayjobs(self, request: Request) -> Response:
         rows, total = self._filter(request, self.cache.list("RayJob"))
-        return self._render(request, "rayjobs", "rayjobs.html", {"items": rows, "total": total})
+        # the clusters that exist, "<ns>/<name>": one that does not is named without a link
+        clusters = {f"{v.md(rc).get('namespace')}/{v.md(rc).get('name')}" for rc in self.cache.list("RayCluster")}
+        return self._render(request, "rayjobs", "rayjobs.html", {"items": rows, "total": total, "clusters": clusters})
 
     @_signed_in
     async def rayjob(self, request: Request) -> Response:

@@ -206,3 +206,40 @@ spec:
     assert _flash(web.get(page).text) == ["could not resume RayJob default/t11-nosuspend: it is not suspended"]
     assert up.kubectl("get", "rayjob", "t11-nosuspend", "-o", "jsonpath={.spec.suspend}") == "false"
     up.kubectl("delete", "rayjob", "t11-nosuspend", "--wait=false")
+
+
+def test_a_rayjobs_cluster_that_does_not_exist_is_named_without_a_link(web: httpx.Client, up: Up) -> None:
+    """Trial 15: the RayJob page linked to its RayCluster after the cluster was deleted (a 404).
+    A cluster not there (here: a clusterSelector naming none) is named, marked, and not linked;
+    once it exists it is linked, on the RayJob page and in the RayJobs list."""
+    up.kubectl("apply", "-f", "-", input="""
+apiVersion: ray.io/v1
+kind: RayJob
+metadata: {name: t15-sel, namespace: default}
+spec:
+  entrypoint: python -c pass
+  clusterSelector: {ray.io/cluster: t15-gone}
+""")
+    page, link = "/rayjobs/default/t15-sel", 'href="/rayclusters/default/t15-gone"'
+    for _ in range(200):  # the dashboard's cache sees the RayJob's status shortly after
+        html = web.get(page).text
+        if "t15-gone" in html:
+            break
+    assert 't15-gone <span class="muted">(not found)</span>' in html and link not in html, html
+    assert link not in web.get("/rayjobs").text
+    up.kubectl("apply", "-f", "-", input="""
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {name: t15-gone, namespace: default}
+spec:
+  headGroupSpec:
+    rayStartParams: {}
+    template: {spec: {containers: [{name: ray-head, image: rayproject/ray:2.46.0,
+                                    resources: {requests: {cpu: 100m, memory: 256Mi}}}]}}
+""")
+    for _ in range(200):
+        if link in web.get(page).text:
+            break
+    assert link in web.get(page).text and link in web.get("/rayjobs").text
+    up.kubectl("delete", "rayjob", "t15-sel", "--wait=false")
+    up.kubectl("delete", "raycluster", "t15-gone", "--wait=false")
