@@ -1036,6 +1036,9 @@ class NodeAgent:
             return
         phase = (pod.get("status") or {}).get("phase", "")
         if uid in self.finished or phase in ("Succeeded", "Failed"):
+            if uid not in self.finished and isinstance(self.runtime, SimulatedRuntime):
+                # ended before this agent started (a Pod it ran is in finished once its worker ends)
+                self._count_ended_pod(self.runtime, pod)
             if meta.is_deleting(pod):
                 self._spawn(self._final_delete(pod))
             return
@@ -1221,6 +1224,8 @@ class NodeAgent:
                 rec.exit_code = int(t.get("exitCode") or 0)
                 rec.started_at = parse_rfc3339(t["startedAt"]) if t.get("startedAt") else 0.0
                 rec.finished_at = parse_rfc3339(t["finishedAt"]) if t.get("finishedAt") else 0.0
+                if not rec.init and t.get("startedAt"):
+                    self._count_ended_gang_member(runtime, w.pod, rec.name, rec.started_at)
             elif "running" in state and w.sandbox is not None:
                 rec.state, rec.reason, rec.message = "running", "", ""
                 rec.started_at = parse_rfc3339(state["running"]["startedAt"])
@@ -1234,6 +1239,29 @@ class NodeAgent:
                 waiting = state.get("waiting") or {}
                 rec.state, rec.reason = "waiting", str(waiting.get("reason") or rec.reason)
                 rec.message = str(waiting.get("message") or "")
+
+    def _count_ended_gang_member(self, runtime: SimulatedRuntime, pod: Obj, name: str, started_at: float) -> None:
+        """Count the container ``name`` of ``pod``, which ended before the agent restarted, at its
+        gang's rendezvous (:meth:`SimulatedRuntime.resume_ended`), so that the members taken up
+        running do not wait for it for ever. A bad simulator annotation is logged."""
+        spec = next((c for c in (pod.get("spec") or {}).get("containers") or [] if c.get("name") == name), None)
+        if spec is None:
+            return
+        try:
+            runtime.resume_ended(pod, spec, started_at)
+        except RuntimeError_ as e:
+            md = pod.get("metadata") or {}
+            log.warning("container %s of Pod %s/%s not counted in its gang: %s: %s", name, md.get("namespace"),
+                        md.get("name"), e.reason, e.message)
+
+    def _count_ended_pod(self, runtime: SimulatedRuntime, pod: Obj) -> None:
+        """A Pod that had ended before the agent restarted (seen ended, never run by this agent):
+        its containers count at their gangs' rendezvous; it is then finished here."""
+        self.finished[meta.uid(pod)] = None
+        for st in (pod.get("status") or {}).get("containerStatuses") or []:
+            t = (st.get("state") or {}).get("terminated") or {}
+            if t.get("startedAt"):
+                self._count_ended_gang_member(runtime, pod, str(st.get("name", "")), parse_rfc3339(t["startedAt"]))
 
     def _save_state(self) -> None:
         if self.runtime_kind != "process":

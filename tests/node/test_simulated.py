@@ -431,3 +431,28 @@ async def test_a_restarted_simulated_agent_keeps_ended_init_and_main_containers_
 
 async def _equal(got: Any, want: Any) -> bool:
     return bool(await got == want)
+
+
+@pytest.mark.looptime
+async def test_a_gang_member_resumed_running_ends_though_another_member_ended_before_the_restart() -> None:
+    """A resumed member re-forms its gang's rendezvous; a member that had ended before the
+    restart (its Pod Succeeded, so it gets no worker) still counts there, or the rest would wait
+    for it for ever (review 14 F4)."""
+    clock = LoopClock()
+    client = FakeClient(clock=clock, graceful_pod_deletion=True)
+    agent = await _agent(client, clock, lease_renew_interval=None)
+    gang = {"pumice.io/sim-gang": "g", "pumice.io/sim-gang-size": "2"}
+    for name, duration in (("w0", 10), ("w1", 60)):
+        member = sim_pod(name, duration)
+        member["metadata"]["annotations"].update(gang)
+        await client.create(member)
+    await wait_for(lambda: phase_is(client, "w0", "Succeeded"), timeout=30, interval=0.25)
+    running = (await get_pod(client, "w1"))["status"]["containerStatuses"][0]["state"]["running"]
+    await agent.stop()
+    await clock.sleep(5)
+    agent = await _agent(client, clock, lease_renew_interval=None)
+    await wait_for(lambda: phase_is(client, "w1", "Succeeded"), timeout=120, interval=0.25)
+    ended = (await get_pod(client, "w1"))["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert ended["startedAt"] == running["startedAt"]
+    assert 59 <= _seconds(ended["finishedAt"]) - _seconds(ended["startedAt"]) <= 60
+    await agent.stop()

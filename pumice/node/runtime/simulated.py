@@ -179,20 +179,58 @@ class SimulatedRuntime:
             if gang.started:
                 self._arm(loop, fut, duration - ran, code, holder)
             else:
-                gang.waiting.append((fut, duration, code, holder, started_at))
-                if len(gang.waiting) >= gang.size:
-                    gang.started = True
-                    # the rendezvous: the last start among them (now when this one is new)
-                    since = max(0.0, now - max(w[4] for w in gang.waiting))
-                    for f, d, rc, h, _ in gang.waiting:
-                        self._arm(loop, f, d - since, rc, h)
-                    gang.waiting.clear()
+                self._join(loop, gang, (fut, duration, code, holder, started_at), now)
         elif duration is not None:
             self._arm(loop, fut, duration - ran, code, holder)
         c = Container(container["name"], restart_count, started_at, state=(fut, holder))
         if not init:
             self._by_pod.setdefault(sandbox.uid, []).append(c)
         return c
+
+    def _join(self, loop: asyncio.AbstractEventLoop, gang: _Gang,
+              member: tuple[asyncio.Future[int], float, int, list[Any], float], now: float) -> None:
+        """Add ``member`` to ``gang``'s rendezvous; the ``size``-th one starts every waiting
+        member's timer, counted from the rendezvous (the last start among them: ``now`` when this
+        one is new). A member already ended (:meth:`resume_ended`) is counted, not timed."""
+        gang.waiting.append(member)
+        if len(gang.waiting) >= gang.size:
+            gang.started = True
+            since = max(0.0, now - max(w[4] for w in gang.waiting))
+            for f, d, rc, h, _ in gang.waiting:
+                if not f.done():
+                    self._arm(loop, f, d - since, rc, h)
+            gang.waiting.clear()
+
+    def resume_ended(self, pod: Obj, container: Obj, started_at: float) -> None:
+        """Count at its rendezvous a gang member's container that had ended before the agent
+        restarted (it started at ``started_at``, epoch seconds, its status' ``startedAt``), so
+        that the members taken up running (:meth:`resume`) do not wait for it for ever. Nothing
+        for a container of no gang, one without a duration, or a gang that has met already.
+
+        Raises:
+            RuntimeError_: ``RunContainerError``, a bad simulator annotation (changed since).
+        """
+        ann = (pod.get("metadata") or {}).get("annotations") or {}
+        gang_key = ann.get(ANNOTATION_GANG)
+        if not gang_key:
+            return
+        try:
+            duration = self._duration(pod, container)
+            size = max(1, _whole(ann, ANNOTATION_GANG_SIZE, 1))
+        except ValueError as e:
+            raise RuntimeError_("RunContainerError", str(e)) from None
+        if duration is None:
+            return
+        key = f"{(pod.get('metadata') or {}).get('namespace', '')}/{gang_key}"
+        gang = self._gangs.get(key)
+        if gang is None:
+            gang = self._gangs[key] = _Gang(size)
+        if gang.started:
+            return
+        loop = asyncio.get_running_loop()
+        ended: asyncio.Future[int] = loop.create_future()
+        ended.set_result(0)
+        self._join(loop, gang, (ended, 0.0, 0, [None, key, False], started_at), self.clock.now())
 
     def _arm(self, loop: asyncio.AbstractEventLoop, fut: asyncio.Future[int], delay: float, code: int,
              holder: list[Any]) -> None:
