@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from pumice._util.clock import Clock, rfc3339
@@ -511,26 +511,22 @@ class SchedulerCache:
     async def _condition_worker(self) -> None:
         """Write the queued Pod conditions, oldest first, until none is left (or a stop was asked
         for: then the rest are dropped, to be rewritten by the next scheduler that runs)."""
-        queued = self._queued_conditions
-        while queued:
-            if self.abandon_writes is not None and self.abandon_writes():
-                self._drop_queued("PodScheduled condition", queued)
-                return
-            pod_key = next(iter(queued))
-            ns, name, reason, message, nominated = queued.pop(pod_key)
-            await self._pod_condition(ns, name, reason, message, nominated)
+        await self._drain("PodScheduled condition", self._queued_conditions, lambda w: self._pod_condition(*w))
 
     async def _failed_event_worker(self) -> None:
         """Record the queued ``FailedScheduling`` Events, oldest first, until none is left (or a
         stop was asked for: then the rest are dropped)."""
-        queued = self._queued_failed_events
+        await self._drain("FailedScheduling Event", self._queued_failed_events,
+                          lambda w: self._event(w[0], "Warning", "FailedScheduling", w[1]))
+
+    async def _drain(self, what: str, queued: dict[str, Any], write: Callable[[Any], Awaitable[None]]) -> None:
+        """Take the oldest of ``queued`` (``<ns>/<name>`` -> the write's arguments) and ``write``
+        it, until none is left; once a stop is asked for, drop the rest (:meth:`_drop_queued`)."""
         while queued:
             if self.abandon_writes is not None and self.abandon_writes():
-                self._drop_queued("FailedScheduling Event", queued)
+                self._drop_queued(what, queued)
                 return
-            pod_key = next(iter(queued))
-            pod, message = queued.pop(pod_key)
-            await self._event(pod, "Warning", "FailedScheduling", message)
+            await write(queued.pop(next(iter(queued))))
 
     def _drop_queued(self, what: str, queued: dict[str, Any]) -> None:
         """Drop the writes still ``queued`` after a stop was asked for (the next scheduler that
