@@ -191,9 +191,14 @@ class InProcessUp:
                 if task in done:
                     task.result()  # its error
                 raise TimeoutError(f"pumice up did not answer within {timeout:g} s")
-        except BaseException:
+        except BaseException as e:
             stop.set()
             await asyncio.wait([task], timeout=120)
+            # what became of it is told with the error, never left to a task warning at exit
+            if not task.done():
+                e.add_note("pumice up did not stop within 120 s of its stop; its task is left running")
+            elif not task.cancelled() and task.exception() not in (None, e):
+                e.add_note(f"pumice up then ended with: {task.exception()!r}")
             raise
         return cls(ready.result(), task, stop)
 

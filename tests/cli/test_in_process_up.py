@@ -3,7 +3,9 @@ and stop lines that eight tests repeated)."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -40,3 +42,13 @@ async def test_start_raises_what_run_up_raised_before_serving(tmp_path: Path) ->
         taken.listen()
         with pytest.raises(OSError, match=r"cannot listen on 127\.0\.0\.1:"):
             await InProcessUp.start(partial(run_up, _opts(tmp_path, taken.getsockname()[1])))
+
+
+async def test_a_start_that_times_out_tells_how_run_up_then_ended() -> None:
+    async def answers_never(stop_event: asyncio.Event, on_ready: Callable[[Path], None]) -> None:
+        await stop_event.wait()
+        raise RuntimeError("stopped badly")
+
+    with pytest.raises(TimeoutError, match=r"did not answer within 0\.01 s") as err:
+        await InProcessUp.start(answers_never, timeout=0.01)
+    assert err.value.__notes__ == ["pumice up then ended with: RuntimeError('stopped badly')"]
