@@ -24,7 +24,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 import warnings
 from collections.abc import Iterator, Mapping
@@ -37,6 +36,7 @@ import yaml
 
 from pumice.testing.kube_control_plane import KubeControlPlane
 from pumice.testing.paths import shared_dir
+from tests.reliability._procs import start_apiserver
 
 if not os.environ.get("PUMICE_REALCLUSTER"):
     pytest.skip("real-cluster tests run with `make realcluster` (they build kube-apiserver)", allow_module_level=True)
@@ -716,20 +716,10 @@ class Target:
 def _start_pumice(work: Path) -> tuple[subprocess.Popen[str], Target]:
     data = work / "pumice"
     data.mkdir(parents=True)
-    with open(work / "pumice-apiserver.log", "ab") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "pumice.cli.main", "apiserver", "--data-dir", str(data),
-                                 "--port", "0", "--no-crds", "--durability", "relaxed",
-                                 "--service-cluster-ip-range", "10.96.0.0/16"],
-                                stdout=subprocess.PIPE, stderr=err, text=True,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if "listening on" not in line:
-        proc.kill()
-        proc.wait()
-        raise AssertionError(f"pumice apiserver did not start: {line!r}")
+    proc, url = start_apiserver(data, extra=("--no-crds", "--durability", "relaxed",
+                                             "--service-cluster-ip-range", "10.96.0.0/16"))
     cfg = yaml.safe_load((data / "kubeconfig").read_text())
-    return proc, Target("pumice", line.rsplit(" ", 1)[-1].strip(), cfg["users"][0]["user"]["token"])
+    return proc, Target("pumice", url, cfg["users"][0]["user"]["token"])
 
 
 @pytest.fixture(scope="module")
