@@ -1640,15 +1640,7 @@ def _selector_matches(selector: Obj, labels: dict[str, str]) -> bool:
 def _validate_selector(selector: Any, field: str) -> list[FieldCause]:
     if not isinstance(selector, dict):
         return [_invalid(field, selector, "must be a label selector")]
-    out = validate_labels(selector.get("matchLabels"), f"{field}.matchLabels")
-    for i, expr in enumerate(selector.get("matchExpressions") or []):
-        op = expr.get("operator") if isinstance(expr, dict) else None
-        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
-            out.append(_not_supported(f"{field}.matchExpressions[{i}].operator", op,
-                                      ["DoesNotExist", "Exists", "In", "NotIn"]))
-        elif op in ("In", "NotIn") and not expr.get("values"):
-            out.append(_required(f"{field}.matchExpressions[{i}].values",
-                                 "must be specified when `operator` is 'In' or 'NotIn'"))
+    out = label_selector_causes(selector, field)
     if not selector.get("matchLabels") and not selector.get("matchExpressions"):
         out.append(_invalid(field, selector, "empty selector is invalid for deployment"))
     return out
