@@ -211,17 +211,24 @@ async def _phase_is(client: FakeClient, phase: str, name: str = "j1") -> bool:
     return await job_phase(client, name) == phase
 
 
+async def _running_job(client: FakeClient, manifest: dict) -> dict:
+    """Create the vcjob ``manifest`` (two replicas), put its PodGroup Inqueue and its Pods Running,
+    and wait for the Job to be Running; returns the created Job."""
+    await eventually(lambda: _state(client, "default", QueueState.OPEN))
+    job = await create_job(client, manifest)
+    pg_name = f"j1-{job['metadata']['uid']}"
+    await eventually(lambda: _get(client, scheme.POD_GROUP, pg_name))
+    await set_phase(client, scheme.POD_GROUP, pg_name, "Inqueue")
+    for p in await eventually(lambda: _n_pods(client, 2)):
+        await set_phase(client, scheme.POD, p["metadata"]["name"], "Running")
+    await eventually(lambda: _phase_is(client, JobPhase.RUNNING))
+    return job
+
+
 async def test_pod_evicted_restarts_the_job_with_a_new_version(client: FakeClient) -> None:
     async with running(client):
-        await eventually(lambda: _state(client, "default", QueueState.OPEN))
-        job = await create_job(client, vcjob(replicas=2, policies=[{"event": "PodEvicted", "action": "RestartJob"}]))
+        job = await _running_job(client, vcjob(replicas=2, policies=[{"event": "PodEvicted", "action": "RestartJob"}]))
         pg_name = f"j1-{job['metadata']['uid']}"
-        await eventually(lambda: _get(client, scheme.POD_GROUP, pg_name))
-        await set_phase(client, scheme.POD_GROUP, pg_name, "Inqueue")
-        pods = await eventually(lambda: _n_pods(client, 2))
-        for p in pods:
-            await set_phase(client, scheme.POD, p["metadata"]["name"], "Running")
-        await eventually(lambda: _phase_is(client, JobPhase.RUNNING))
         await client.delete(scheme.POD, "j1-t-0", "default")
         await eventually(lambda: _phase_is(client, JobPhase.RESTARTING))
         j = await client.get(scheme.VCJOB, "j1", "default")
@@ -261,15 +268,7 @@ async def test_a_pod_deleted_while_running_that_ends_failed_is_pod_failed(
     the job and its turn to Failed is PodFailed, PodEvicted coming only from the removal. pumice
     follows the newest upstream (trial 15 F-1, withdrawn by the trial once it read that commit)."""
     async with running(client):
-        await eventually(lambda: _state(client, "default", QueueState.OPEN))
-        job = await create_job(client, vcjob(replicas=2, min_available=2, maxRetry=5, policies=policies))
-        pg_name = f"j1-{job['metadata']['uid']}"
-        await eventually(lambda: _get(client, scheme.POD_GROUP, pg_name))
-        await set_phase(client, scheme.POD_GROUP, pg_name, "Inqueue")
-        pods = await eventually(lambda: _n_pods(client, 2))
-        for p in pods:
-            await set_phase(client, scheme.POD, p["metadata"]["name"], "Running")
-        await eventually(lambda: _phase_is(client, JobPhase.RUNNING))
+        await _running_job(client, vcjob(replicas=2, min_available=2, maxRetry=5, policies=policies))
         await _delete_then_fail(client, "j1-t-0")
         await eventually(lambda: _phase_is(client, phase))
 
