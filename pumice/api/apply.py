@@ -58,6 +58,7 @@ import copy
 import functools
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -299,29 +300,25 @@ class BuiltinListTypes:
         self._maps: dict[tuple[str, ...], bool] = {}
         self._present: dict[tuple[str, ...], bool] = {}
 
-    def always_serialized(self, path: tuple[str, ...]) -> bool:
-        found = self._present.get(path)
+    def _cached(self, table: dict[tuple[str, ...], Any], path: tuple[str, ...],
+                compute: Callable[[str, tuple[str, ...]], Any]) -> Any:
+        """``compute(message, path)``, remembered in ``table`` (cleared at 4,096 entries)."""
+        found = table.get(path)
         if found is None:
-            if len(self._present) >= 4096:
-                self._present.clear()
-            found = self._present[path] = _builtin_always_serialized(self.message, path)
+            if len(table) >= 4096:
+                table.clear()
+            found = table[path] = compute(self.message, path)
         return found
 
+    def always_serialized(self, path: tuple[str, ...]) -> bool:
+        return bool(self._cached(self._present, path, _builtin_always_serialized))
+
     def __call__(self, path: tuple[str, ...]) -> ListType:
-        found = self._lists.get(path)
-        if found is None:
-            if len(self._lists) >= 4096:
-                self._lists.clear()
-            found = self._lists[path] = _builtin_list_type(self.message, path)
+        found: ListType = self._cached(self._lists, path, _builtin_list_type)
         return found
 
     def atomic_map(self, path: tuple[str, ...]) -> bool:
-        found = self._maps.get(path)
-        if found is None:
-            if len(self._maps) >= 4096:
-                self._maps.clear()
-            found = self._maps[path] = _builtin_atomic_map(self.message, path)
-        return found
+        return bool(self._cached(self._maps, path, _builtin_atomic_map))
 
 
 @functools.cache
