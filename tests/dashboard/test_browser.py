@@ -323,9 +323,32 @@ def test_phone_width_and_keyboard(objects, browser, login, shot) -> None:
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.textContent") == "Skip to content"
     page.keyboard.press("Enter")
+    # Following the skip link is a same-document navigation that focuses <main> a moment after the
+    # key press returns; the next Tab starts from there.
+    page.wait_for_function("document.activeElement === document.getElementById('main')")
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.closest('main') !== null")
     page.context.close()
+
+
+def test_keyboard_focus_survives_a_live_refresh(objects, browser, login, shot) -> None:
+    """A keyboard user on a link of the live region keeps it when a change re-renders the region
+    (the card's count changes; its href does not), instead of the focus falling back to <body>."""
+    page = login(browser, objects)
+    page.goto(objects.url + "vcjobs")
+    page.evaluate("window.__swaps = 0; document.body.addEventListener('htmx:afterSwap', function () { window.__swaps++; })")
+    page.focus("#vcjobs a")
+    href = page.evaluate("document.activeElement.getAttribute('href')")
+    assert href and href.startswith("/vcjobs/")
+    objects.kubectl("apply", "-f", "-", input=sleeping_vcjob("refocus", replicas=1, queue="team-a", cpu="1"))
+    try:
+        page.wait_for_selector("#vcjobs a:has-text('refocus')", timeout=15_000)
+        assert page.evaluate("window.__swaps") >= 1
+        assert page.evaluate("document.activeElement.getAttribute('href')") == href
+        assert page.evaluate("document.activeElement.closest('#live') !== null")
+    finally:
+        objects.kubectl("delete", "vcjob", "refocus", "--ignore-not-found", "--wait=false")
+        page.context.close()
 
 
 def test_suspending_and_resuming_a_vcjob_goes_through_commands(objects, browser, login, shot) -> None:

@@ -63,6 +63,22 @@
     return !!(a && a.closest && a.closest("#live") && /^(INPUT|SELECT|TEXTAREA)$/.test(a.tagName));
   }
 
+  // What identifies a focusable element across a re-render: its tag and its href (or id, or name,
+  // or, for a button, its text, since a link's text may be a count that just changed), and which
+  // of the equal ones in the region it was.
+  function focusSignature(el) {
+    return el.tagName + "\u0000" + (el.getAttribute("href") || el.id || el.getAttribute("name") || (el.textContent || "").trim());
+  }
+  function focusKey(el, region) {
+    var sig = focusSignature(el);
+    var same = Array.prototype.filter.call(region.querySelectorAll(el.tagName), function (e) { return focusSignature(e) === sig; });
+    return { sig: sig, tag: el.tagName, nth: Math.max(0, same.indexOf(el)) };
+  }
+  function findFocusKey(key, region) {
+    var same = Array.prototype.filter.call(region.querySelectorAll(key.tag), function (e) { return focusSignature(e) === key.sig; });
+    return same[Math.min(key.nth, same.length - 1)] || null;
+  }
+
   // Confirmation prompts and the filter box's "no submit" live here rather than in inline
   // handlers, which the Content-Security-Policy (script-src 'self') forbids.
   document.addEventListener("submit", function (ev) {
@@ -85,7 +101,25 @@
     document.body.addEventListener("htmx:sseOpen", function (ev) {
       ev.detail.source.addEventListener("tick", drawAll);
     });
-    document.body.addEventListener("htmx:afterSwap", function (ev) { init(ev.target); });
+    // A live refresh replaces the links and buttons a keyboard user may be on: the focused
+    // control is found again in the new content (focusSignature) and refocused,
+    // or, when it is gone, the focus stays in <main> instead of falling back to <body>.
+    var refocus = null;
+    document.body.addEventListener("htmx:beforeSwap", function (ev) {
+      refocus = null;
+      var a = document.activeElement;
+      if (ev.detail.target && ev.detail.target.id === "live" && a && a !== document.body && ev.detail.target.contains(a)) {
+        refocus = focusKey(a, ev.detail.target);
+      }
+    });
+    document.body.addEventListener("htmx:afterSwap", function (ev) {
+      init(ev.target);
+      if (refocus && ev.target.id === "live") {
+        var again = findFocusKey(refocus, ev.target) || document.getElementById("main");
+        refocus = null;
+        if (again) { again.focus({ preventScroll: true }); }
+      }
+    });
     window.addEventListener("resize", function () { drawAll(); });
   });
 })();
