@@ -1637,16 +1637,23 @@ def _selector_matches(selector: Obj, labels: dict[str, str]) -> bool:
         return True
 
 
-def _validate_selector(selector: Any, field: str) -> list[FieldCause]:
+def _validate_selector(selector: Any, field: str, empty_invalid: bool) -> list[FieldCause]:
+    """A workload's selector: metav1 ValidateLabelSelector, and with ``empty_invalid`` the apps
+    kinds' rule that an empty selector is refused (ValidateDeploymentSpec and
+    ValidateReplicaSetSpec both say "for deployment"; batch ValidateJobSpec has no such rule: an
+    empty manual selector matches every Pod)."""
     if not isinstance(selector, dict):
         return [_invalid(field, selector, "must be a label selector")]
     out = label_selector_causes(selector, field)
-    if not selector.get("matchLabels") and not selector.get("matchExpressions"):
+    if empty_invalid and not selector.get("matchLabels") and not selector.get("matchExpressions"):
         out.append(_invalid(field, selector, "empty selector is invalid for deployment"))
     return out
 
 
 def _validate_template(spec: Obj, restart_policies: list[str], selector_required: bool) -> list[FieldCause]:
+    """The selector and Pod template of a Deployment or ReplicaSet (``selector_required``: a
+    missing selector is Required and an empty one Invalid) or of a Job (the selector is defaulted
+    from the template unless manual; an empty one is allowed)."""
     out: list[FieldCause] = []
     selector = spec.get("selector")
     template = spec.get("template")
@@ -1654,7 +1661,7 @@ def _validate_template(spec: Obj, restart_policies: list[str], selector_required
         if selector_required:
             out.append(_required("spec.selector"))
     else:
-        out += _validate_selector(selector, "spec.selector")
+        out += _validate_selector(selector, "spec.selector", empty_invalid=selector_required)
     if not isinstance(template, dict):
         out.append(_required("spec.template"))
         return out

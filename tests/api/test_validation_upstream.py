@@ -666,3 +666,12 @@ def test_a_deployment_selector_is_checked_by_validate_label_selector(expr: Obj, 
     unknown operator and let Exists carry values). Upstream adds "invalid label selector" for a
     selector that does not convert; pumice does not yet, so only this cause is asserted."""
     assert want in causes(DEPLOY, deploy(selector={"matchExpressions": [expr]}))
+
+
+def test_a_jobs_empty_manual_selector_is_allowed_where_a_deployments_is_refused() -> None:
+    """apps ValidateDeploymentSpec and ValidateReplicaSetSpec refuse an empty selector ("empty
+    selector is invalid for deployment"); batch ValidateJobSpec has no such rule (an empty
+    manual selector matches every Pod), so a Job with manualSelector and selector {} is valid."""
+    assert causes(DEPLOY, deploy(selector={})) == [
+        ("spec.selector", "FieldValueInvalid", "Invalid value: {}: empty selector is invalid for deployment")]
+    assert causes(JOB, job(manualSelector=True, selector={})) == []
