@@ -139,15 +139,25 @@ class DeleteOptions:
 
     @classmethod
     def parse(cls, body: Any, query: dict[str, str], dry_run: list[str] | None = None) -> DeleteOptions:
-        """From a DELETE body (dict or None) and the query string (``dry_run``: every ``dryRun``
-        value of it, :func:`pumice.apiserver.decode.dry_run_values`; a body's ``dryRun`` wins).
+        """From a DELETE body (dict, or None when the request had none) or else the query string
+        (``dry_run``: every ``dryRun`` value of it, :func:`pumice.apiserver.decode.dry_run_values`).
+        A body is the whole of the options: the query's options are then not read at all, so a
+        body with ``?dryRun=All`` deletes for real and a bad query value is not an error.
+
+        Mirrors: k8s.io/apiserver pkg/endpoints/handlers/delete.go DeleteResource and
+        DeleteCollection (the query is decoded only when the body is empty), apimachinery
+        ValidateDeleteOptions.
 
         Raises:
-            StatusError: 400 for bad values.
+            StatusError: 400 for a body that is not an object or a gracePeriodSeconds that is not an
+                integer; 422 (``DeleteOptions.meta.k8s.io "" is invalid``) for a bad
+                propagationPolicy or dryRun, or propagationPolicy together with orphanDependents.
         """
         opts = cls()
         if body is not None and not isinstance(body, dict):
             raise errors.bad_request("DeleteOptions must be a JSON object")
+        if body is not None:
+            query, dry_run = {}, None
         body = body or {}
         gps = body.get("gracePeriodSeconds", query.get("gracePeriodSeconds"))
         if gps is not None:

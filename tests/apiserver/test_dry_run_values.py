@@ -83,3 +83,20 @@ async def test_a_delete_body_with_a_bogus_value_is_refused(http: httpx2.AsyncCli
     resp = await http.request("DELETE", f"{CM}/c", json={"dryRun": ["All", "All"]})
     assert resp.status_code == 200, resp.text
     await _unchanged(http)
+
+
+@pytest.mark.parametrize("verb", ["DELETE", "DELETECOLLECTION"])
+async def test_a_delete_with_a_body_does_not_read_its_query_options(http: httpx2.AsyncClient, verb: str) -> None:
+    """kube-apiserver's DeleteResource and DeleteCollection decode the query's options only when
+    the body is empty: with a DeleteOptions body, ``?dryRun=All`` is no dry run and a bogus query
+    value is no error (what the official client sends for ``delete_*(body=V1DeleteOptions(),
+    dry_run="All")``)."""
+    await _configmap(http)
+    url = f"{CM}/c" if verb == "DELETE" else CM
+    resp = await http.request("DELETE", f"{url}?dryRun=Bogus&gracePeriodSeconds=x", json={"kind": "DeleteOptions"})
+    assert resp.status_code == 200, resp.text
+    assert (await http.get(f"{CM}/c")).status_code == 404
+    await _configmap(http)
+    resp = await http.request("DELETE", f"{url}?dryRun=All", json={"kind": "DeleteOptions", "apiVersion": "v1"})
+    assert resp.status_code == 200, resp.text
+    assert (await http.get(f"{CM}/c")).status_code == 404
