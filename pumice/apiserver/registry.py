@@ -1578,10 +1578,11 @@ class Registry:
         except ApplyTypeError as e:
             # kube-apiserver's fieldmanager wraps it in this text. Deviates: its handler answers
             # 500 without a reason (the error is not an API status); bad input is a 400 here, as
-            # for the other inputs kube-apiserver answers 500 (an unparsable resourceVersion)
+            # for the other inputs kube-apiserver answers 500 (an unparsable resourceVersion).
+            # The object is named as the applied configuration names it (objectGVKNN of the
+            # patch object: "<namespace>/<name>", the namespace empty when the body has none)
             md = applied.get("metadata") or {}
-            ns = md.get("namespace") or ((live or {}).get("metadata") or {}).get("namespace") or ""
-            who = f"{ns}/{md.get('name', '')}" if ns else str(md.get("name", ""))
+            who = f"{md.get('namespace') or ''}/{md.get('name') or ''}"
             raise errors.bad_request(f"failed to create typed patch object ({who}; {rk.group}/{rk.version}, "
                                      f"Kind={rk.kind}): {e}") from None
         except ApplyConflict as e:

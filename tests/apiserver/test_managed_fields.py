@@ -188,6 +188,11 @@ async def test_apply_over_a_hand_written_list_key_that_is_not_an_object_is_not_a
                                                              "finalizers": ["x/y", "a/b", "x/y"]}},
      'failed to create typed patch object (default/c-0; /v1, Kind=ConfigMap): .metadata.finalizers: '
      'duplicate entries for key [="x/y"]'),
+    # the object is named as the applied configuration names it (objectGVKNN of the patch): a
+    # body without a namespace is "/<name>", whether the object exists or not
+    ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c-0", "finalizers": ["a/b", "a/b"]}},
+     'failed to create typed patch object (/c-0; /v1, Kind=ConfigMap): .metadata.finalizers: '
+     'duplicate entries for key [="a/b"]'),
 ])
 async def test_an_applied_configuration_its_lists_cannot_key_is_a_400_with_kube_apiservers_text(
         cluster: LocalCluster, body: dict, message: str) -> None:
