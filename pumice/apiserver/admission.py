@@ -282,12 +282,28 @@ class ServiceAccount:
 
 
 ANN_DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
+ANN_BETA_DEFAULT_CLASS = "storageclass.beta.kubernetes.io/is-default-class"
+
+
+def newest_default_class(classes: list[dict[str, Any]], annotations: tuple[str, ...]) -> str | None:
+    """The name of the default class among ``classes`` (StorageClasses or IngressClasses, wire
+    form): those with one of ``annotations`` set to ``"true"``, the newest by creationTimestamp
+    (RFC 3339 seconds, so equal for classes made in one second), ties by the smallest name;
+    None when none is annotated.
+
+    Mirrors: kubernetes pkg/volume/util GetDefaultClass (IsDefaultAnnotation: the GA and the beta
+    annotation) and plugin/pkg/admission/network/defaultingressclass GetDefaultClass."""
+    defaults = [c for c in classes
+                if any(((c.get("metadata") or {}).get("annotations") or {}).get(a) == "true" for a in annotations)]
+    defaults.sort(key=lambda c: c["metadata"]["name"])
+    defaults.sort(key=lambda c: c["metadata"].get("creationTimestamp") or "", reverse=True)
+    return str(defaults[0]["metadata"]["name"]) if defaults else None
 
 
 class DefaultStorageClass:
     """A PersistentVolumeClaim created without ``spec.storageClassName`` gets the default
-    StorageClass (annotation ``storageclass.kubernetes.io/is-default-class: "true"``; the newest
-    one when there are several, ties by name). An explicit ``""`` means "no class" and stays.
+    StorageClass (annotation ``storageclass.kubernetes.io/is-default-class: "true"``, or its beta
+    form; :func:`newest_default_class`). An explicit ``""`` means "no class" and stays.
 
     Mirrors: kubernetes plugin/pkg/admission/storage/storageclass/setdefault/admission.go and
     pkg/volume/util GetDefaultClass.
@@ -305,17 +321,15 @@ class DefaultStorageClass:
         spec = req.obj.setdefault("spec", {})
         if spec.get("storageClassName") is not None:
             return
-        if ((req.obj.get("metadata") or {}).get("annotations") or {}).get("volume.beta.kubernetes.io/storage-class"):
+        # PersistentVolumeClaimHasClass: the beta annotation counts when present, even empty
+        if "volume.beta.kubernetes.io/storage-class" in ((req.obj.get("metadata") or {}).get("annotations") or {}):
             return
         sc_kind = reader.kind("storage.k8s.io/v1", "StorageClass")
         if sc_kind is None:
             return
-        defaults = [sc for sc in await reader.list(sc_kind)
-                    if ((sc.get("metadata") or {}).get("annotations") or {}).get(ANN_DEFAULT_CLASS) == "true"]
-        if not defaults:
-            return
-        defaults.sort(key=lambda sc: (sc["metadata"].get("creationTimestamp") or "", sc["metadata"]["name"]))
-        spec["storageClassName"] = defaults[-1]["metadata"]["name"]
+        chosen = newest_default_class(await reader.list(sc_kind), (ANN_DEFAULT_CLASS, ANN_BETA_DEFAULT_CLASS))
+        if chosen is not None:
+            spec["storageClassName"] = chosen
 
 
 ANN_DEFAULT_INGRESS_CLASS = "ingressclass.kubernetes.io/is-default-class"
@@ -324,8 +338,7 @@ ANN_DEFAULT_INGRESS_CLASS = "ingressclass.kubernetes.io/is-default-class"
 class DefaultIngressClass:
     """An Ingress created without ``spec.ingressClassName`` and without the deprecated
     ``kubernetes.io/ingress.class`` annotation gets the default IngressClass (annotation
-    ``ingressclass.kubernetes.io/is-default-class: "true"``; the newest one when there are
-    several, ties by the first name).
+    ``ingressclass.kubernetes.io/is-default-class: "true"``; :func:`newest_default_class`).
 
     Mirrors: kubernetes plugin/pkg/admission/network/defaultingressclass/admission.go.
     """
@@ -347,13 +360,9 @@ class DefaultIngressClass:
         ic_kind = reader.kind("networking.k8s.io/v1", "IngressClass")
         if ic_kind is None:
             return
-        defaults = [ic for ic in await reader.list(ic_kind)
-                    if ((ic.get("metadata") or {}).get("annotations") or {}).get(ANN_DEFAULT_INGRESS_CLASS) == "true"]
-        if not defaults:
-            return
-        defaults.sort(key=lambda ic: ic["metadata"]["name"])
-        defaults.sort(key=lambda ic: ic["metadata"].get("creationTimestamp") or "", reverse=True)
-        spec["ingressClassName"] = defaults[0]["metadata"]["name"]
+        chosen = newest_default_class(await reader.list(ic_kind), (ANN_DEFAULT_INGRESS_CLASS,))
+        if chosen is not None:
+            spec["ingressClassName"] = chosen
 
 
 def builtin_plugins() -> list[Any]:
