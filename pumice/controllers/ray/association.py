@@ -5,14 +5,15 @@ Names are strings; selectors are ``dict[str, str]`` label maps (render with
 ``random.Random``.
 
 Mirrors: kuberay ray-operator/controllers/ray/common/association.go and the name helpers of
-utils/util.go (CheckName, CheckLabel, GenerateHeadServiceName, GenerateRayClusterName,
-GenerateRayJobId).
+utils/util.go (CheckName, CheckLabel, GenerateHeadServiceName, GenerateIngressName,
+GenerateRayClusterName, GenerateRayJobId).
 """
 
 from __future__ import annotations
 
 import random
 import string
+import unicodedata
 
 from pumice.api import Obj
 from pumice.api.selectors import from_set
@@ -22,8 +23,12 @@ _ALNUM = string.ascii_lowercase + string.digits
 
 
 def check_name(s: str) -> str:
-    """Trim a pod-name prefix to 50 characters by dropping its head (upstream ``CheckName``)."""
-    return s[len(s) - 50:] if len(s) > 50 else s
+    """Trim a name to 50 characters by dropping its head, then replace a leading digit or
+    punctuation mark (what the trim can leave first) with ``r`` (upstream ``CheckName``)."""
+    s = s[len(s) - 50:] if len(s) > 50 else s
+    if s and (s[0].isdigit() or unicodedata.category(s[0]).startswith("P")):
+        s = "r" + s[1:]
+    return s
 
 
 def check_label(s: str) -> str:
@@ -51,6 +56,12 @@ def head_service_name(cluster: Obj) -> str:
 def owner_head_service_name(owner_name: str) -> str:
     """RayJob / RayService head Service: ``<owner>-head-svc``."""
     return f"{owner_name}-head-svc"
+
+
+def ingress_name(cluster_name: str) -> str:
+    """The head Ingress: ``<cluster>-head-ingress`` through :func:`check_name` (upstream
+    ``CheckName(GenerateIngressName(name))``)."""
+    return check_name(f"{cluster_name}-{c.RayNodeType.HEAD}-ingress")
 
 
 def headless_service_name(cluster_name: str) -> str:

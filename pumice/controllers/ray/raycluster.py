@@ -1,20 +1,19 @@
 """The RayCluster controller.
 
 One pass: observe (the RayCluster, its Pods and Services), converge (ordered idempotent
-sub-reconcilers: head Service → headless Service → Pods, stopping at the first error), then compute
-the status from what was observed plus that error and write it once, only if a meaningful field
-changed.
+sub-reconcilers: autoscaler RBAC → head Ingress → auth Secret → head Service → headless Service →
+Pods, stopping at the first error), then compute the status from what was observed plus that error
+and write it once, only if a meaningful field changed.
 
 Requeue: error or status change → 2 s; otherwise 300 s (``RAYCLUSTER_DEFAULT_REQUEUE_SECONDS``).
 
 Mirrors: kuberay ray-operator/controllers/ray/raycluster_controller.go (rayClusterReconcile,
-reconcileHeadService, reconcileHeadlessService, reconcilePods, shouldDeletePod, calculateStatus,
-updateEndpoints, updateHeadInfo) and utils/consistency.go (InconsistentRayClusterStatus).
+reconcileIngress, reconcileHeadService, reconcileHeadlessService, reconcilePods, shouldDeletePod,
+calculateStatus, updateEndpoints, updateHeadInfo) and utils/consistency.go (InconsistentRayClusterStatus).
 
 Deviates:
-- Ingress, the RayCluster-level serve Service and the GCS PVC (rocksdb backend) sub-reconcilers
-  are not implemented; the auth Secret is (token auth), but the RayJob/RayService dashboard
-  clients do not send the token yet.
+- The RayCluster-level serve Service and the GCS PVC (rocksdb backend) sub-reconcilers are not
+  implemented, nor the OpenShift Route that replaces the head Ingress there.
 - Pods and Services are read through a :class:`ClusterReader`: informer stores indexed by the
   ``ray.io/cluster`` label when set up on a Manager (:class:`CacheReader`), or direct list calls
   (:class:`ClientReader`, the default for a bare reconciler).
@@ -41,6 +40,7 @@ from pumice.controllers.ray import association as assoc
 from pumice.controllers.ray import constants as c
 from pumice.controllers.ray.batchscheduler import BatchScheduler, DefaultBatchScheduler
 from pumice.controllers.ray.common import gcs_ft as gcsft
+from pumice.controllers.ray.common import ingress as ingressb
 from pumice.controllers.ray.common import pod as podb
 from pumice.controllers.ray.common import rbac
 from pumice.controllers.ray.common import resources as res
@@ -357,6 +357,7 @@ class RayClusterReconciler:
         reconcile_err: Exception | None = None
         try:
             await self._reconcile_autoscaler_rbac(cluster)
+            await self._reconcile_ingress(cluster)
             await self._reconcile_auth_secret(cluster)
             await self._reconcile_head_service(cluster)
             await self._reconcile_headless_service(cluster)
@@ -561,6 +562,62 @@ class RayClusterReconciler:
 
     async def _pod_exists(self, ns: str, name: str) -> bool:
         return await self.reader.pod_exists(ns, name)
+
+    # --- head Ingress ---------------------------------------------------------------------------
+
+    async def _reconcile_ingress(self, cluster: Obj) -> None:
+        """With ``headGroupSpec.enableIngress: true``, create the head Ingress
+        (:func:`~pumice.controllers.ray.common.ingress.build_ingress_for_head_service`, controller
+        reference to the cluster, so it goes with it) or bring the one this cluster controls back to
+        the desired labels, annotations and spec. An Ingress of that name the cluster does not
+        control is left alone with a Warning ``FailedToCreateIngress``. Turning ``enableIngress``
+        off deletes nothing, as upstream. Events ``CreatedIngress``, ``UpdatedIngress`` and their
+        ``FailedTo…`` Warnings, with upstream's texts.
+
+        Raises:
+            the API error of a failed get, create or update.
+
+        Mirrors: raycluster_controller.go reconcileIngress, reconcileIngressKubernetes,
+        createHeadIngress (not the OpenShift Route: pumice is not OpenShift)."""
+        head = (cluster.get("spec") or {}).get("headGroupSpec") or {}
+        if not head.get("enableIngress"):
+            return
+        desired = ingressb.build_ingress_for_head_service(cluster)
+        ns, name = desired["metadata"]["namespace"], desired["metadata"]["name"]
+        existing = await get_or_none(self.client, scheme.INGRESS, name, ns)
+        if existing is None:
+            desired["metadata"]["ownerReferences"] = [m.owner_reference(cluster, default=scheme.RAY_CLUSTER)]
+            try:
+                await self.client.create(desired)
+            except Exception as e:
+                if is_already_exists(e):
+                    log.info("RayCluster %s/%s: Ingress %s already exists, no need to create",
+                             ns, cluster["metadata"]["name"], name)
+                    return
+                self.recorder.event(cluster, "Warning", "FailedToCreateIngress",
+                                    f"Failed creating ingress {ns}/{name}, {e}")
+                raise
+            self.recorder.event(cluster, "Normal", "CreatedIngress", f"Created ingress {ns}/{name}")
+            return
+        ref = m.controller_of(existing)
+        if ref is None or ref.get("uid") != cluster["metadata"].get("uid"):
+            log.info("RayCluster %s/%s: skipping Ingress %s not owned by this RayCluster",
+                     ns, cluster["metadata"]["name"], name)
+            self.recorder.event(cluster, "Warning", "FailedToCreateIngress",
+                                f"Ingress {ns}/{name} already exists and is not owned by this RayCluster; "
+                                "not modifying it")
+            return
+        if not ingressb.ingress_needs_update(existing, desired):
+            return
+        existing.setdefault("apiVersion", scheme.INGRESS.api_version)
+        existing.setdefault("kind", scheme.INGRESS.kind)
+        try:
+            await self.client.update(existing)
+        except Exception as e:
+            self.recorder.event(cluster, "Warning", "FailedToUpdateIngress",
+                                f"Failed updating ingress {ns}/{name}, {e}")
+            raise
+        self.recorder.event(cluster, "Normal", "UpdatedIngress", f"Updated ingress {ns}/{name}")
 
     # --- token authentication ----------------------------------------------------------------
 
