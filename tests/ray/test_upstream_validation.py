@@ -16,6 +16,7 @@ from pumice.controllers.ray.validation import (
     parse_generic_version,
     validate_raycluster,
     validate_raycluster_spec,
+    validate_raycluster_status,
     validate_rayjob,
     validate_rayservice_spec,
     version_less_than,
@@ -206,3 +207,17 @@ def test_raycluster_metadata_and_spec_refusals_carry_upstreams_reason_and_text(n
     with pytest.raises(ValidationError) as e:
         validate_raycluster({"metadata": {"name": name, "namespace": "default"}, "spec": spec})
     assert (e.value.reason, str(e.value)) == (reason, text)
+
+
+def test_a_raycluster_both_suspending_and_suspended_is_refused_with_upstreams_text() -> None:
+    """raycluster_controller.go: ValidateRayClusterStatus's error as InvalidRayClusterStatus, in
+    ``The RayCluster status is invalid ns/name, <error>`` (pumice had its own text)."""
+    conds = [{"type": "RayClusterSuspending", "status": "True"}, {"type": "RayClusterSuspended", "status": "True"}]
+    cluster: Obj = {"metadata": {"name": "rc", "namespace": "default"}, "status": {"conditions": conds}}
+    with pytest.raises(ValidationError) as e:
+        validate_raycluster_status(cluster)
+    assert (e.value.reason, str(e.value)) == (
+        "InvalidRayClusterStatus", "The RayCluster status is invalid default/rc, invalid RayCluster State: "
+        "rayv1.RayClusterSuspending and rayv1.RayClusterSuspended conditions should not be both true")
+    conds[1]["status"] = "False"
+    validate_raycluster_status(cluster)

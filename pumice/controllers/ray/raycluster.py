@@ -53,6 +53,7 @@ from pumice.controllers.ray.expectations import ScaleExpectations
 from pumice.controllers.ray.validation import (
     ValidationError,
     validate_raycluster,
+    validate_raycluster_status,
     validate_raycluster_upgrade_options,
 )
 from pumice.controllers.ray.wiring import PRIMARY_PREDICATE, event_recorder, informer_store
@@ -341,12 +342,12 @@ class RayClusterReconciler:
             self.recorder.event(cluster, "Warning", "InvalidRayClusterSpec",
                                 f"The RayCluster UpgradeStrategy is invalid {req.namespace}/{req.name}: {e}")
             return Result()
-        status = cluster.get("status") or {}
-        if m.is_condition_true(status, c.RayClusterConditionType.RAY_CLUSTER_SUSPENDING) and m.is_condition_true(
-                status, c.RayClusterConditionType.RAY_CLUSTER_SUSPENDED):
-            self.recorder.event(cluster, "Warning", "InvalidRayClusterStatus",
-                                "RayClusterSuspending and RayClusterSuspended are both True")
+        try:
+            validate_raycluster_status(cluster)
+        except ValidationError as e:
+            self.recorder.event(cluster, "Warning", e.reason, str(e))
             return Result(requeue_after=c.RAYCLUSTER_REQUEUE_AFTER_CHANGE_SECONDS)
+        status = cluster.get("status") or {}
         ft_result = await self._reconcile_gcs_ft_finalizer(cluster)
         if ft_result is not None:
             return ft_result

@@ -174,6 +174,29 @@ def validate_raycluster(cluster: Obj) -> None:
         raise e from err
 
 
+INVALID_RAYCLUSTER_STATUS = "InvalidRayClusterStatus"
+
+
+def validate_raycluster_status(cluster: Obj) -> None:
+    """A RayCluster's status may not have RayClusterSuspending and RayClusterSuspended both True.
+
+    Raises:
+        ValidationError: ``reason`` InvalidRayClusterStatus, upstream's Event text ``The RayCluster
+            status is invalid <ns>/<name>, <why>`` (a comma, as upstream's format has it).
+
+    Mirrors: utils/validation.go ValidateRayClusterStatus; raycluster_controller.go rayClusterReconcile."""
+    conds = {cd.get("type"): cd.get("status") for cd in (cluster.get("status") or {}).get("conditions") or []
+             if isinstance(cd, dict)}
+    if conds.get(c.RayClusterConditionType.RAY_CLUSTER_SUSPENDING) == "True" and \
+            conds.get(c.RayClusterConditionType.RAY_CLUSTER_SUSPENDED) == "True":
+        meta = cluster.get("metadata") or {}
+        e = ValidationError(f"The RayCluster status is invalid {meta.get('namespace', '')}/{meta.get('name', '')}, "
+                            "invalid RayCluster State: rayv1.RayClusterSuspending and rayv1.RayClusterSuspended "
+                            "conditions should not be both true")
+        e.reason = INVALID_RAYCLUSTER_STATUS
+        raise e
+
+
 def validate_raycluster_upgrade_options(cluster: Obj) -> None:
     """``spec.upgradeStrategy.type`` is ``Recreate`` or ``None``, and is set only on a RayCluster a
     user created (not on one a RayJob or RayService made).
