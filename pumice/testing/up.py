@@ -179,6 +179,7 @@ class InProcessUp:
 
         Raises:
             TimeoutError: it did not answer within ``timeout`` seconds (it is stopped first).
+            RuntimeError: it ended, without an error, before it answered.
             whatever ``run_up`` raised before it answered.
         """
         stop = asyncio.Event()
@@ -190,6 +191,7 @@ class InProcessUp:
             if ready not in done:
                 if task in done:
                     task.result()  # its error
+                    raise RuntimeError("pumice up ended before its API server answered")
                 raise TimeoutError(f"pumice up did not answer within {timeout:g} s")
         except BaseException as e:
             stop.set()

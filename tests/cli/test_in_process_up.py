@@ -52,3 +52,11 @@ async def test_a_start_that_times_out_tells_how_run_up_then_ended() -> None:
     with pytest.raises(TimeoutError, match=r"did not answer within 0\.01 s") as err:
         await InProcessUp.start(answers_never, timeout=0.01)
     assert err.value.__notes__ == ["pumice up then ended with: RuntimeError('stopped badly')"]
+
+
+async def test_a_run_up_that_ends_without_answering_is_not_called_a_timeout() -> None:
+    async def ends_at_once(stop_event: asyncio.Event, on_ready: Callable[[Path], None]) -> None:
+        return None
+
+    with pytest.raises(RuntimeError, match="pumice up ended before its API server answered"):
+        await InProcessUp.start(ends_at_once, timeout=60)
