@@ -171,3 +171,39 @@ async def test_a_stop_drops_the_queued_condition_writes_and_waits_only_for_those
             assert not cache.pending_writes
         finally:
             await cache.stop()
+
+
+async def test_a_condition_write_that_failed_is_written_again_by_the_next_session(caplog: object) -> None:
+    """Upstream's job updater logs a failed taskUnschedulable write and the next session, seeing
+    the Pod's condition unchanged, writes it again. pumice remembered the condition as written
+    (last_pod_conditions) and logged the failure at DEBUG: a transient API error left the Pod
+    without its PodScheduled condition for good."""
+    import logging
+
+    from pumice.client.base import ApiError
+    from pumice.testing.volcano import pod
+
+    async with local_cluster() as c:
+        await c.client.create({**pod("p0", namespace="default", requests="10m,1Mi"), "apiVersion": "v1", "kind": "Pod"})
+        cache = SchedulerCache(c.client, clock=LoopClock())
+        assert await cache.start(timeout=10)
+        real_patch, failures = c.client.patch, [ApiError(503, "ServiceUnavailable", "the server is shutting down")]
+
+        async def patch(*args: object, **kwargs: object) -> object:
+            if kwargs.get("subresource") == "status" and failures:
+                raise failures.pop()
+            return await real_patch(*args, **kwargs)
+
+        c.client.patch = patch  # type: ignore[method-assign]
+        try:
+            with caplog.at_level(logging.WARNING, logger="pumice.scheduler.volcano"):  # type: ignore[attr-defined]
+                cache.task_unschedulable("default/p0", "Unschedulable", "pod group is not ready, 1 Pending")
+                await cache.flush()
+            assert "failed to update unschedulable task status default/p0" in caplog.text  # type: ignore[attr-defined]
+            cache.task_unschedulable("default/p0", "Unschedulable", "pod group is not ready, 1 Pending")
+            await cache.flush()
+            got = await c.client.get(scheme.POD, "p0", "default")
+            assert [x["message"] for x in got["status"]["conditions"] if x["type"] == "PodScheduled"] == \
+                ["pod group is not ready, 1 Pending"]
+        finally:
+            await cache.stop()

@@ -424,7 +424,15 @@ class SchedulerCache:
         try:
             await self.client.patch(self.pod_kind, name, {"status": status}, ns, patch_type="strategic", subresource="status")
         except Exception as e:
-            log.debug("pod condition for %s/%s not written: %s", ns, name, e)
+            if is_not_found(e):  # the Pod went meanwhile
+                log.debug("pod condition for %s/%s not written: %s", ns, name, e)
+                return
+            # upstream's job updater logs taskUnschedulable's error and the next session, seeing
+            # the Pod's condition unchanged, writes it again: so here the condition is forgotten
+            log.warning("failed to update unschedulable task status %s/%s (%s): %s", ns, name, reason, e)
+            key = f"{ns}/{name}"
+            if self.last_pod_conditions.get(key, ("",))[1:] == (reason, message):
+                self.last_pod_conditions.pop(key, None)
 
     # ----- close-time writes --------------------------------------------------------------
     def write_close(self, res: CloseResult) -> None:
