@@ -207,9 +207,13 @@ class ListTypes(Protocol):
     ``x-kubernetes-map-type: atomic``: one leaf, replaced whole by an apply). See
     :class:`SchemaListTypes` (a custom resource's schema) and :class:`BuiltinListTypes`."""
 
-    def __call__(self, path: tuple[str, ...], /) -> ListType: ...
+    def __call__(self, path: tuple[str, ...], /) -> ListType:
+        """How the list at ``path`` merges: (key fields or None, merges, key-field defaults)."""
+        ...
 
-    def atomic_map(self, path: tuple[str, ...], /) -> bool: ...
+    def atomic_map(self, path: tuple[str, ...], /) -> bool:
+        """Whether the map or struct at ``path`` is atomic (one leaf, replaced whole by an apply)."""
+        ...
 
 
 _ATOMIC: ListType = (None, False, {})
@@ -311,13 +315,17 @@ class BuiltinListTypes:
         return found
 
     def always_serialized(self, path: tuple[str, ...]) -> bool:
+        """Whether Go always serializes the map or list field at ``path`` where its parent is
+        (:func:`_builtin_always_serialized`), remembered."""
         return bool(self._cached(self._present, path, _builtin_always_serialized))
 
     def __call__(self, path: tuple[str, ...]) -> ListType:
+        """:meth:`ListTypes.__call__` from the markers (:func:`_builtin_list_type`), remembered."""
         found: ListType = self._cached(self._lists, path, _builtin_list_type)
         return found
 
     def atomic_map(self, path: tuple[str, ...]) -> bool:
+        """:meth:`ListTypes.atomic_map` from the markers (:func:`_builtin_atomic_map`), remembered."""
         return bool(self._cached(self._maps, path, _builtin_atomic_map))
 
 
