@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 from pathlib import Path
 
@@ -564,3 +565,25 @@ async def test_the_queue_allocated_check_is_kept_per_queue_object_and_list() -> 
             assert patches[-1] == {"status": {"allocated": {"cpu": None}}}
         finally:
             await cache.stop()
+
+
+async def test_the_next_cycle_starts_a_full_period_after_a_long_cycle_ended() -> None:
+    """Upstream runs runOnce with wait.Until (sliding): the period is counted from the end of a
+    cycle, so a cycle longer than the period is still followed by a full period of quiet."""
+    from pumice._util.clock import FakeClock
+
+    async with local_cluster() as c:
+        clock = FakeClock()
+        sched = Scheduler(c.client, schedule_period=1.0, clock=clock)
+        starts: list[float] = []
+        stop = asyncio.Event()
+
+        def long_cycle() -> None:
+            starts.append(clock.monotonic())
+            clock.advance(1.5)  # the cycle (and its close writes) took 1.5 s
+            if len(starts) == 3:
+                stop.set()
+
+        sched.run_once = long_cycle  # type: ignore[method-assign]
+        await asyncio.wait_for(sched.run(stop), 10)
+        assert [b - a for a, b in itertools.pairwise(starts)] == [2.5, 2.5]

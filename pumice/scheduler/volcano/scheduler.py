@@ -1,9 +1,9 @@
 """The live Volcano scheduler loop.
 
-Every ``schedule_period`` seconds (of the injected clock): re-read the configuration file if it
-changed (a bad file keeps the previous configuration), take a snapshot of the cache, open a
-session, run the configured actions, close the session and queue the status writes. Cycles
-never overlap.
+A cycle: re-read the configuration file if it changed (a bad file keeps the previous
+configuration), take a snapshot of the cache, open a session, run the configured actions, close
+the session and wait for its status writes. The next cycle starts ``schedule_period`` seconds (of
+the injected clock) after that (upstream's sliding ``wait.Until``). Cycles never overlap.
 
 With ``publish_conf`` the scheduler and the ConfigMap ``volcano-system/volcano-scheduler-configmap``
 hold one configuration (see :meth:`Scheduler.sync_conf_map`): without a file the ConfigMap is
@@ -89,7 +89,8 @@ class Scheduler:
     Args:
         client: the KubeClient (must implement ``bind`` and ``evict``).
         conf_path: a volcano-scheduler.conf (or its ConfigMap); None: the built-in default.
-        schedule_period: seconds between cycles.
+        schedule_period: seconds from the end of one cycle (its close writes done) to the start
+            of the next (upstream's ``wait.Until``, sliding: a long cycle does not shorten the wait).
         scheduler_name: Pods with this ``schedulerName`` are scheduled.
         clock: time source (default: the loop clock).
         sharding_mode: upstream's ``--scheduler-sharding-mode``: ``none`` (every Node), ``hard``
@@ -375,7 +376,6 @@ class Scheduler:
         await self.cache.start()
         try:
             while not stop.is_set():
-                started = self.clock.monotonic()
                 await self._sync_conf_map_logged()
                 try:
                     self.run_once()
@@ -385,13 +385,15 @@ class Scheduler:
                 # UpdateAll), so sessions never queue writes faster than the API server takes them
                 await self.cache.wait_close_writes()
                 await asyncio.sleep(0)
-                remaining = self.schedule_period - (self.clock.monotonic() - started)
-                if remaining > 0:
-                    sleeper = asyncio.ensure_future(self.clock.sleep(remaining))
-                    waiter = asyncio.ensure_future(stop.wait())
-                    _done, pending = await asyncio.wait({sleeper, waiter}, return_when=asyncio.FIRST_COMPLETED)
-                    for p in pending:
-                        p.cancel()
+                if stop.is_set():
+                    break
+                # a full period after the cycle ended, however long it took (upstream's sliding
+                # wait.Until): the API server gets that quiet between a wide gang's write bursts
+                sleeper = asyncio.ensure_future(self.clock.sleep(self.schedule_period))
+                waiter = asyncio.ensure_future(stop.wait())
+                _done, pending = await asyncio.wait({sleeper, waiter}, return_when=asyncio.FIRST_COMPLETED)
+                for p in pending:
+                    p.cancel()
         finally:
             await self.cache.stop()
 
