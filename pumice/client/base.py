@@ -13,7 +13,8 @@ Errors: every non-2xx answer raises :class:`ApiError` carrying the server's ``St
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+import contextvars
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -61,6 +62,46 @@ class ExecError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+
+class ContextCanceled(Exception):
+    """A request refused before it was sent because its caller was told to stop (see
+    :func:`cancel_scope`): a controller stopping ends an in-flight reconcile at its next API call.
+    The message is Go's ``context.Canceled`` text, ``context canceled``.
+
+    Mirrors: controller-runtime, whose reconciles get a context that the manager cancels at
+    shutdown, so that their client calls fail at once (client-go checks the request's context).
+    """
+
+    def __init__(self) -> None:
+        super().__init__("context canceled")
+
+
+_CANCELED: contextvars.ContextVar[Callable[[], bool] | None] = contextvars.ContextVar("pumice_canceled", default=None)
+
+
+def cancel_scope(canceled: Callable[[], bool]) -> None:
+    """From now on in this task (and in the tasks it starts, which copy its context), an API call
+    raises :class:`ContextCanceled` before it is sent once ``canceled()`` answers True. Set by a
+    controller's worker task for the reconciles it runs."""
+    _CANCELED.set(canceled)
+
+
+def check_canceled() -> None:
+    """Raise :class:`ContextCanceled` when the calling task's :func:`cancel_scope` says stop
+    (every :class:`pumice.client.kube.Client` request calls this first)."""
+    canceled = _CANCELED.get()
+    if canceled is not None and canceled():
+        raise ContextCanceled()
+
+
+def detached_context() -> contextvars.Context:
+    """A copy of the current context without its :func:`cancel_scope`: for a long-lived task
+    started from within a reconcile that is no part of it (a shared informer, an Event writer),
+    whose API calls must outlive that reconcile's stop. Pass it as ``create_task(context=...)``."""
+    ctx = contextvars.copy_context()
+    ctx.run(_CANCELED.set, None)
+    return ctx
 
 
 def is_not_found(e: BaseException) -> bool:

@@ -48,7 +48,7 @@ from pumice._util.clock import Clock, default_clock
 from pumice.api import Obj
 from pumice.api.scheme import ResourceKind
 from pumice.api.selectors import LabelSelector, as_selector
-from pumice.client.base import ApiError, KubeClient, is_gone
+from pumice.client.base import ApiError, KubeClient, detached_context, is_gone
 
 IndexFunc = Callable[[Obj], list[str]]
 AddHandler = Callable[[Obj], None]
@@ -467,13 +467,16 @@ class Informer:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the list/watch task (idempotent). Needs a running loop."""
+        """Start the list/watch task (idempotent). Needs a running loop. The task is shared, so it
+        never takes the caller's :func:`pumice.client.base.cancel_scope` (a reconcile that starts
+        an informer does not stop it by stopping)."""
         if self.running:
             return
         loop = asyncio.get_running_loop()
-        self._task = loop.create_task(self._run(), name=f"informer-{self.kind.plural}")
+        self._task = loop.create_task(self._run(), name=f"informer-{self.kind.plural}", context=detached_context())
         if self.resync_period and self.resync_period > 0:
-            self._resync_task = loop.create_task(self._resync(), name=f"resync-{self.kind.plural}")
+            self._resync_task = loop.create_task(self._resync(), name=f"resync-{self.kind.plural}",
+                                                 context=detached_context())
 
     async def stop(self) -> None:
         """Cancel the list/watch task and wait for it to end."""

@@ -31,7 +31,7 @@ from pumice import __version__
 from pumice.api.scheme import ResourceKind, Scheme
 from pumice.client.aio import AioHTTP
 from pumice.client.aio import supports as aio_supports
-from pumice.client.base import ApiError, ExecError, Obj, ObjectList, PatchType, WatchEvent
+from pumice.client.base import ApiError, ExecError, Obj, ObjectList, PatchType, WatchEvent, check_canceled
 from pumice.client.transport import DirectASGI, StreamingASGITransport
 
 __all__ = ["Client"]
@@ -191,7 +191,10 @@ class Client:
 
         Raises:
             ApiError: on a non-2xx answer.
+            ContextCanceled: before sending, when the calling task was told to stop
+                (:func:`pumice.client.base.cancel_scope`).
         """
+        check_canceled()
         fields = query_fields(params)
         query = _query_string(fields) if fields else ""
         content = None if body is None else (body if isinstance(body, bytes) else _encode(body))

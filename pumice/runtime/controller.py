@@ -8,7 +8,8 @@ reconciled once at start), waits for those informers to sync, then runs
 
 Outcome mapping (see :mod:`pumice.runtime.reconcile`): TerminalError -> forget + error metric;
 other exception -> add_rate_limited + error metric; ``Result(requeue_after=s)`` -> forget +
-add_after(s); otherwise forget.
+add_after(s); otherwise forget. :meth:`Controller.stop` makes a running reconcile's next API call
+raise :class:`pumice.client.base.ContextCanceled`: that reconcile ends with one INFO line.
 
 Mirrors: controller-runtime pkg/internal/controller/controller.go and pkg/handler
 (EnqueueRequestForObject, EnqueueRequestForOwner with OnlyControllerOwner,
@@ -27,7 +28,14 @@ from pumice._util.clock import Clock, default_clock
 from pumice._util.errors import is_bug
 from pumice.api import Obj
 from pumice.api.scheme import ResourceKind
-from pumice.client.base import ApiError, is_already_exists, is_conflict, is_not_found
+from pumice.client.base import (
+    ApiError,
+    ContextCanceled,
+    cancel_scope,
+    is_already_exists,
+    is_conflict,
+    is_not_found,
+)
 from pumice.client.informer import EventHandlerRegistration, Informer
 from pumice.client.workqueue import QueueShutDown, RateLimiter, RateLimitingQueue
 from pumice.runtime import metrics
@@ -274,8 +282,9 @@ class Controller:
             self.started.clear()
 
     async def stop(self) -> None:
-        """Stop taking new Requests; wait up to ``graceful_shutdown_timeout`` for in-flight
-        reconciles, then cancel them."""
+        """Stop taking new Requests and tell the in-flight reconciles to stop: their next API call
+        raises :class:`ContextCanceled` (controller-runtime cancels the reconciles' context).
+        Wait up to ``graceful_shutdown_timeout`` for them to end, then cancel them."""
         await self._shutdown_workers()
 
     async def _shutdown_workers(self) -> None:
@@ -290,7 +299,11 @@ class Controller:
                 with contextlib.suppress(asyncio.CancelledError):
                     await t
 
+    def _is_stopping(self) -> bool:
+        return self._stopping
+
     async def _worker(self) -> None:
+        cancel_scope(self._is_stopping)  # this task's reconciles: see stop()
         while not self._stopping:
             try:
                 req = await self.queue.get()
@@ -319,6 +332,8 @@ class Controller:
             result = await self.reconciler.reconcile(req)
         except asyncio.CancelledError:
             raise
+        except ContextCanceled:
+            log.info("controller %s: %s: stopping, reconcile ended at its next API call", self.name, req)
         except TerminalError as e:
             self.queue.forget(req)
             self._errors.inc()

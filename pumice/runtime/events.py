@@ -38,7 +38,7 @@ from typing import Any
 from pumice._util.clock import Clock, default_clock, rfc3339
 from pumice.api import Obj
 from pumice.api.scheme import EVENT
-from pumice.client.base import KubeClient, is_already_exists, is_not_found
+from pumice.client.base import KubeClient, detached_context, is_already_exists, is_not_found
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +150,10 @@ class EventRecorder:
             self._queue = asyncio.Queue()
         self._queue.put_nowait((action, ev, fut))
         if self._writer is None or self._writer.done():
-            self._writer = loop.create_task(self._write_loop(), name=f"events-{self.component}")
+            # the writer is shared by every caller: a reconcile that first records an Event must
+            # not pass it its cancel scope (the Events are still written after that reconcile stops)
+            self._writer = loop.create_task(self._write_loop(), name=f"events-{self.component}",
+                                            context=detached_context())
         return fut
 
     def eventf(self, obj: Obj, type: str, reason: str, fmt: str, *args: Any) -> asyncio.Future[Obj | None]:

@@ -67,7 +67,7 @@ from pumice.api.selectors import (
     parse_label_selector,
 )
 from pumice.api.strategic import strategic_merge_patch
-from pumice.client.base import ApiError, ObjectList, PatchType, WatchEvent
+from pumice.client.base import ApiError, ObjectList, PatchType, WatchEvent, check_canceled
 
 Interceptor = Callable[[str, str, str, str], None]
 
@@ -240,6 +240,8 @@ class FakeClient:
         return [w for ws in self._watches.values() for w in ws]
 
     def _record(self, verb: str, rk: ResourceKind, namespace: str | None, name: str) -> None:
+        if verb != "watch":  # a request from a stopping reconcile is refused, as Client.request does
+            check_canceled()
         self.actions.append((verb, rk.plural, namespace or "", name))
         if self.interceptor is not None:
             self.interceptor(verb, rk.plural, namespace or "", name)

@@ -17,7 +17,7 @@ import pytest
 
 from pumice._util.clock import LoopClock, parse_rfc3339
 from pumice.api.scheme import LEASE
-from pumice.client.base import ApiError
+from pumice.client.base import ApiError, detached_context
 from pumice.runtime import LeaderElectionConfig, LeaderElectionLost, LeaderElector, Manager, Request, Result
 from pumice.testing.fake_client import FakeClient
 
@@ -194,7 +194,9 @@ async def test_the_lease_is_released_only_after_in_flight_reconciles_finish() ->
         async def reconcile(self, req: Request) -> Result:
             started.set()
             await asyncio.sleep(5)
-            holder_when_done.append((await lease(fake))["holderIdentity"])
+            # read as an outside observer: the stopping reconcile's own API calls are refused
+            observer = asyncio.create_task(lease(fake), context=detached_context())
+            holder_when_done.append((await observer)["holderIdentity"])
             return Result()
 
     mgr = Manager(fake, clock=LoopClock(), leader_election=True, identity="a",

@@ -173,3 +173,60 @@ def test_the_cli_reports_bad_input_in_one_line(tmp_path: Any) -> None:
     result = runner.invoke(command, ["--kubeconfig", str(bad), "--lease-duration", "1"])
     assert result.exit_code == 2
     assert "lease-duration > renew-deadline" in result.output
+
+
+async def test_a_stop_ends_an_in_flight_reconcile_at_its_next_api_call_and_event_writes_go_on() -> None:
+    """controller-runtime cancels the reconciles' context at shutdown, so a long reconcile (the
+    vcjob controller creating a wide job's Pods one by one) ends at its next client call instead
+    of running until the graceful timeout. The Events the reconcile recorded, even after it was told
+    to stop, are still written (the recorder's writer is no part of the reconcile)."""
+    from pumice.api.scheme import EVENT
+    from pumice.client.base import ContextCanceled
+    from pumice.runtime.events import EventRecorder
+
+    fake = FakeClient(clock=LoopClock())
+    mgr = Manager(fake, graceful_shutdown_timeout=600)
+    recorder = EventRecorder(fake, "creator")
+    first = asyncio.Event()
+    ended: list[str] = []
+
+    class Creator:
+        async def reconcile(self, req: Request) -> Result:
+            try:
+                for i in range(1000):
+                    await fake.create(configmap(f"{req.name}-{i}"))
+                    if i == 0:
+                        recorder.event(configmap(req.name), "Normal", "Created", "first one created")
+                        first.set()
+                    await asyncio.sleep(0.01)
+            except ContextCanceled:
+                ended.append("canceled")
+                recorder.event(configmap(req.name), "Warning", "Stopped", "stopped after a few")
+                raise
+            ended.append("finished")
+            return Result()
+
+    mgr.controller("creator").for_(CONFIGMAP).complete(Creator())
+    await fake.create(configmap("a"))
+    task = asyncio.create_task(mgr.start())
+    await first.wait()
+    mgr.stop()
+    await asyncio.wait_for(task, 60)
+    await recorder.flush()
+    created = [o for o in (await fake.list(CONFIGMAP, "default")).items if o["metadata"]["name"].startswith("a-")]
+    assert ended == ["canceled"] and 1 <= len(created) < 1000
+    events = sorted(o["reason"] for o in (await fake.list(EVENT, "default")).items)
+    assert events == ["Created", "Stopped"]
+    with pytest.raises(ContextCanceled):  # only the stopping controller's tasks are refused
+        await _in_a_stopping_scope(fake)
+    assert await fake.create(configmap("after-stop"))
+
+
+async def _in_a_stopping_scope(fake: FakeClient) -> None:
+    from pumice.client.base import cancel_scope
+
+    async def call() -> None:
+        cancel_scope(lambda: True)
+        await fake.create(configmap("refused"))
+
+    await asyncio.create_task(call())

@@ -40,7 +40,7 @@ from pumice._util.clock import Clock, parse_rfc3339, rfc3339
 from pumice._util.duration import go_duration_string, parse_go_duration
 from pumice.api import Obj, scheme
 from pumice.api.meta import controller_of, deep_copy
-from pumice.client.base import KubeClient, get_or_none, is_already_exists, is_not_found
+from pumice.client.base import ContextCanceled, KubeClient, get_or_none, is_already_exists, is_not_found
 from pumice.controllers.volcano import keys
 from pumice.controllers.volcano.admission.jobs import mutate_job, validate_job_spec
 from pumice.controllers.volcano.job import builders
@@ -857,13 +857,15 @@ class _Ops:
 
     async def _create_pods(self, to_create: list[tuple[Obj, Obj]]) -> list[Obj]:
         """Create the Pods whose task dependencies are ready; a failure other than AlreadyExists
-        is a FailedCreatePod Warning and raised."""
+        is a FailedCreatePod Warning and raised (a stop's ContextCanceled is raised alone)."""
         created: list[Obj] = []
         for task, pod in to_create:
             if not self._depends_on_ready(task):
                 continue
             try:
                 created.append(await self.r.client.create(pod))
+            except ContextCanceled:  # the controller is stopping: no FailedCreatePod for that
+                raise
             except Exception as e:
                 if not is_already_exists(e):
                     self.r._event(self.job, "Warning", "FailedCreatePod", f"Error creating pods: {e}")
