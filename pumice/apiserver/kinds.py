@@ -18,8 +18,9 @@ from pumice.api import Obj
 from pumice.api.admission import FieldCause
 from pumice.api.cron import parse_schedule, time_zone_errors
 from pumice.api.scheme import ResourceKind
-from pumice.api.selectors import from_label_selector
+from pumice.api.selectors import SelectorError, from_label_selector
 from pumice.api.validation import (
+    label_selector_causes,
     validate_job_template_spec,
     validate_object,
     validate_percent_or_count,
@@ -131,17 +132,37 @@ def _unsupported(field: str, value: Any, supported: list[str]) -> FieldCause:
                              + ", ".join(f'"{s}"' for s in supported), "FieldValueNotSupported")
 
 
-def _selector_matches_template(spec: Obj, *, map_selector: bool = False) -> list[FieldCause]:
+def _selector_matches_template(spec: Obj, *, map_selector: bool = False, kind: str = "") -> list[FieldCause]:
+    """The selector of a StatefulSet or DaemonSet (``kind``, lower case, names it in the empty
+    selector's text) or of a ReplicationController (``map_selector``: a plain label map): metav1
+    ValidateLabelSelector (:func:`pumice.api.validation.label_selector_causes`), an empty selector
+    refused, and the template's labels matched by the whole selector (one that does not convert
+    has its own causes already).
+
+    Mirrors: kubernetes pkg/apis/apps/validation ValidateStatefulSetSpec, ValidateDaemonSetSpec."""
     sel = spec.get("selector")
     labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
     if sel is None:
         return [_required("spec.selector")]
-    match = sel if map_selector else (sel.get("matchLabels") or {}) if isinstance(sel, dict) else {}
-    if not isinstance(match, dict):
+    out: list[FieldCause] = []
+    if map_selector:
+        match = sel if isinstance(sel, dict) else {}
+        selector_ok = True
+        matches = from_label_selector({"matchLabels": match}).matches(labels)
+    elif not isinstance(sel, dict):
         return []
-    if not from_label_selector({"matchLabels": match}).matches(labels):
-        return [_invalid("spec.template.metadata.labels", labels, "`selector` does not match template `labels`")]
-    return []
+    else:
+        out += label_selector_causes(sel, "spec.selector")
+        if not sel.get("matchLabels") and not sel.get("matchExpressions"):
+            out.append(_invalid("spec.selector", sel, f"empty selector is invalid for {kind}"))
+        try:
+            matches = from_label_selector(sel).matches(labels)
+            selector_ok = True
+        except SelectorError:
+            matches, selector_ok = True, False
+    if selector_ok and not matches:
+        out.append(_invalid("spec.template.metadata.labels", labels, "`selector` does not match template `labels`"))
+    return out
 
 
 def cron_schedule_error(schedule: str) -> str:
@@ -197,7 +218,7 @@ def _check_statefulset(spec: Obj, old: Obj | None) -> list[FieldCause]:
     check the template against the union of its volumes and claim templates); pumice applies them
     with the claim templates counted as volumes, so a mount of a claim template is accepted and
     other template errors are refused at once instead of failing every Pod creation."""
-    out = _selector_matches_template(spec)
+    out = _selector_matches_template(spec, kind="statefulset")
     out += _template_spec(_with_claim_volumes(spec), "spec.template.spec", ["Always"])
     if spec.get("podManagementPolicy") not in ("OrderedReady", "Parallel"):
         out.append(_unsupported("spec.podManagementPolicy", spec.get("podManagementPolicy"),
@@ -218,7 +239,7 @@ def _check_statefulset(spec: Obj, old: Obj | None) -> list[FieldCause]:
 
 
 def _check_daemonset(spec: Obj, old: Obj | None) -> list[FieldCause]:
-    out = _selector_matches_template(spec)
+    out = _selector_matches_template(spec, kind="daemonset")
     out += _template_spec(spec, "spec.template.spec", ["Always"])
     if old is not None and (old.get("spec") or {}).get("selector") != spec.get("selector"):
         out.append(_invalid("spec.selector", spec.get("selector"), "field is immutable"))

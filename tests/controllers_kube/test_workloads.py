@@ -461,3 +461,29 @@ async def test_a_stored_cronjob_in_the_local_zone_runs_its_schedule_in_utc() -> 
         assert events.seen == []
         answers.append(res.requeue_after)
     assert answers[0] == answers[1] == 3600 - now % 3600
+
+
+@pytest.mark.parametrize(("kind", "selector", "causes"), [
+    ("StatefulSet", {"matchExpressions": [{"key": "app", "operator": "Bogus", "values": ["web"]}]},
+     [("spec.selector.matchExpressions[0].operator", 'Invalid value: "Bogus": not a valid selector operator')]),
+    ("DaemonSet", {}, [("spec.selector", "Invalid value: {}: empty selector is invalid for daemonset")]),
+    ("StatefulSet", {}, [("spec.selector", "Invalid value: {}: empty selector is invalid for statefulset")]),
+    ("DaemonSet", {"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["web"]}]},
+     [("spec.template.metadata.labels", 'Invalid value: {"app":"web"}: `selector` does not match template `labels`')]),
+])
+async def test_a_statefulset_or_daemonset_selector_is_checked_as_kube_apiserver_checks_it(
+        kind: str, selector: Obj, causes: list[tuple[str, str]]) -> None:
+    """apps ValidateStatefulSetSpec and ValidateDaemonSetSpec run metav1 ValidateLabelSelector on
+    spec.selector, refuse an empty one ("for statefulset", "for daemonset") and match the
+    template's labels with the whole selector; pumice's StatefulSet and DaemonSet checks looked
+    at matchLabels only (a bad operator and an empty selector were stored)."""
+    async with chain(nodes=1, manager=False) as env:
+        obj = statefulset("s", 1) if kind == "StatefulSet" else {
+            "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "s", "namespace": "default"},
+            "spec": {"template": TEMPLATE}}
+        obj["spec"]["selector"] = selector
+        with pytest.raises(ApiError) as e:
+            await env.client.create(obj)
+        assert e.value.code == 422
+        got = [(c["field"], c["message"]) for c in e.value.status["details"]["causes"]]
+        assert got == causes, got
