@@ -28,9 +28,7 @@ schemas carry exactly the formats and markers of upstream's CRD files (tests/api
 
 Deviates: lightkube follows a newer Kubernetes than the upstream CRDs, so Pod templates accept a
 few newer fields (with their formats and markers); only the storage version of each kind is
-served (upstream also serves ray.io/v1alpha1); RayCluster's ``networkPolicy``,
-``historyServerOptions`` and ``ingressOptions`` are opaque objects (no schema below them). No
-``description`` is published, so the served CRDs never equal upstream's files: a server-side
+served (upstream also serves ray.io/v1alpha1). No ``description`` is published, so the served CRDs never equal upstream's files: a server-side
 apply of one conflicts on the atomic ``spec.versions`` with the field manager ``pumice`` that
 installed it (:meth:`pumice.apiserver.server.APIServer.apply_crds`), as kube-apiserver answers
 whoever applies over another manager's CRD. The KubeRay CRDs' CEL rules

@@ -262,6 +262,31 @@ def test_the_comparison_reaches_deep_ray_fields():
     assert ".spec.rayClusterSpec.headGroupSpec.template.spec.containers[].ports[].protocol" in compared
 
 
+def test_the_newest_kuberay_options_are_typed_as_upstream():
+    """networkPolicy, historyServerOptions, ingressOptions, tlsOptions and the rocksdb storage were
+    opaque objects (x-kubernetes-preserve-unknown-fields) until session 15: a typo inside them was
+    kept, and the comparison with upstream's CRD stopped at them."""
+    compare(version_of(upstream("ray.io", "RayCluster"), "v1")["schema"]["openAPIV3Schema"],
+            version_of(OURS[("ray.io", "RayCluster")], "v1")["schema"]["openAPIV3Schema"], "", [])
+    for path in (".spec.networkPolicy.workerGroups[].ingressRules[].from[].podSelector.matchLabels",
+                 ".spec.networkPolicy.head.egressRules[].ports[].endPort", ".spec.networkPolicy.mode",
+                 ".spec.historyServerOptions.collectorOptions.env[].valueFrom.secretKeyRef.key",
+                 ".spec.historyServerOptions.collectorOptions.resources.limits",
+                 ".spec.headGroupSpec.ingressOptions.tls[].hosts", ".spec.headGroupSpec.ingressOptions.pathType",
+                 ".spec.tlsOptions.enabled", ".spec.gcsFaultToleranceOptions.storage.deletionPolicy"):
+        assert path in compared, path
+    schema = schema_for({"apiVersion": "ray.io/v1", "kind": "RayCluster"})
+    obj = {"spec": {"headGroupSpec": {"template": {}, "ingressOptions": {"host": "h", "paht": "/x", "pathType": "Any"}},
+                    "networkPolicy": {"workerGroups": [{"groupName": "g", "ingresRules": []}]},
+                    "tlsOptions": {"enabled": True, "issuer": "x"}}}
+    assert kschema.prune(schema, obj) == [".spec.headGroupSpec.ingressOptions.paht",
+                                          ".spec.networkPolicy.workerGroups[0].ingresRules", ".spec.tlsOptions.issuer"]
+    kschema.default(schema, obj)
+    assert obj["spec"]["networkPolicy"]["mode"] == "DenyAll"
+    [cause] = kschema.validate(schema, obj)
+    assert (cause.field, cause.reason) == ("spec.headGroupSpec.ingressOptions.pathType", "FieldValueNotSupported")
+
+
 #: The schema keys controller-gen writes from the Go types (integer formats, list and map
 #: markers) that trial 12 F-12 found missing inside embedded Kubernetes types.
 WIRE_KEYS = ("format", "x-kubernetes-list-type", "x-kubernetes-list-map-keys", "x-kubernetes-map-type")
@@ -294,9 +319,8 @@ def test_integer_formats_and_list_map_markers_are_upstreams(spec):
     shared = {k: v for k, v in up.items() if k[0] in our_paths}
     assert {k: ours.get(k) for k in shared} == shared
     assert {k: v for k, v in ours.items() if k[0] in up_paths and k not in up} == {}
-    # what ours lacks is only under fields pumice keeps opaque (newer KubeRay options)
-    opaque = ("networkPolicy", "historyServerOptions", "ingressOptions")
-    assert all(any(f".{o}" in p for o in opaque) for p, _ in set(up) - set(shared))
+    # ours has every path upstream has a format or marker at (no opaque KubeRay options left)
+    assert set(up) == set(shared)
 
 
 def test_the_served_ray_cluster_counts_the_formats_and_markers_of_upstreams_file():

@@ -80,6 +80,29 @@ class GcsFaultToleranceBackend(StrEnum):
     ROCKSDB = "rocksdb"
 
 
+class GCSStorageDeletionPolicy(StrEnum):
+    """``gcsFaultToleranceOptions.storage.deletionPolicy`` (rocksdb backend's PVC)."""
+
+    DELETE_WITH_CLUSTER = "DeleteWithCluster"
+    RETAIN = "Retain"
+
+
+class IngressPathType(StrEnum):
+    """``headGroupSpec.ingressOptions.pathType``."""
+
+    EXACT = "Exact"
+    PREFIX = "Prefix"
+    IMPLEMENTATION_SPECIFIC = "ImplementationSpecific"
+
+
+class NetworkPolicyMode(StrEnum):
+    """``spec.networkPolicy.mode`` (CRD default ``DenyAll``)."""
+
+    DENY_ALL = "DenyAll"
+    DENY_ALL_INGRESS = "DenyAllIngress"
+    DENY_ALL_EGRESS = "DenyAllEgress"
+
+
 class AuthMode(StrEnum):
     DISABLED = "disabled"
     TOKEN = "token"

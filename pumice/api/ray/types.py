@@ -13,7 +13,7 @@ Mirrors: kuberay ray-operator/apis/ray/v1/raycluster_types.go, rayjob_types.go, 
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import msgspec
 from lightkube.models.core_v1 import (
@@ -25,6 +25,7 @@ from lightkube.models.core_v1 import (
     Service,
     VolumeMount,
 )
+from lightkube.models.networking_v1 import IngressTLS, NetworkPolicyEgressRule, NetworkPolicyIngressRule
 
 from pumice.api._structs import TopLevel
 from pumice.api._structs import Wire as _Wire
@@ -132,6 +133,18 @@ class RedisCredential(_Wire):
     value_from: EnvVarSource | None = None
 
 
+class GcsEmbeddedStorage(_Wire):
+    """``gcsFaultToleranceOptions.storage``: the PVC of the ``rocksdb`` backend (``size`` a
+    quantity)."""
+
+    access_modes: list[str] | None = None
+    claim_name: str | None = None
+    deletion_policy: Annotated[str, extra(enum=[m.value for m in c.GCSStorageDeletionPolicy])] | None = None
+    size: Quantity | None = None
+    storage_class_name: str | None = None
+    sub_path: str | None = None
+
+
 class GcsFaultToleranceOptions(_Wire):
     backend: Annotated[str, extra(enum=[m.value for m in c.GcsFaultToleranceBackend],
                                   **{"x-kubernetes-validations": [_BACKEND_IMMUTABLE]})] | None = None
@@ -139,7 +152,17 @@ class GcsFaultToleranceOptions(_Wire):
     redis_address: str | None = None
     redis_password: RedisCredential | None = None
     redis_username: RedisCredential | None = None
-    storage: dict[str, Any] | None = None
+    storage: GcsEmbeddedStorage | None = None
+
+
+class IngressOptions(_Wire):
+    """``headGroupSpec.ingressOptions``: the head Ingress's host, path (default ``/``), pathType
+    (default ``Prefix``) and TLS."""
+
+    host: str | None = None
+    path: str | None = None
+    path_type: Annotated[str, extra(enum=[m.value for m in c.IngressPathType])] | None = None
+    tls: list[IngressTLS] | None = None
 
 
 class HeadGroupSpec(_Wire):
@@ -148,11 +171,56 @@ class HeadGroupSpec(_Wire):
     template: PodTemplateSpec
     enable_ingress: bool | None = None
     head_service: Service | None = None
-    ingress_options: dict[str, Any] | None = None
+    ingress_options: IngressOptions | None = None
     labels: dict[str, str] | None = None
     ray_start_params: dict[str, str] | None = None
     resources: dict[str, str] | None = None
     service_type: str | None = None
+
+
+class CollectorOptions(_Wire):
+    """``historyServerOptions.collectorOptions``: the history server collector sidecar."""
+
+    env: list[EnvVar] | None = None
+    image: str | None = None
+    image_pull_policy: str | None = None
+    resources: ResourceRequirements | None = None
+
+
+class HistoryServerOptions(_Wire):
+    collector_options: CollectorOptions | None = None
+
+
+class NetworkPolicyRules(_Wire):
+    """Ingress and egress rules appended to a generated NetworkPolicy."""
+
+    egress_rules: list[NetworkPolicyEgressRule] | None = None
+    ingress_rules: list[NetworkPolicyIngressRule] | None = None
+
+
+class WorkerGroupNetworkPolicyRules(NetworkPolicyRules, kw_only=True):
+    """:class:`NetworkPolicyRules` of one worker group (``groupName``)."""
+
+    group_name: str
+
+
+class NetworkPolicyConfig(_Wire):
+    """``spec.networkPolicy``."""
+
+    head: NetworkPolicyRules | None = None
+    mode: Annotated[str, crd_default(enum=[m.value for m in c.NetworkPolicyMode])] = c.NetworkPolicyMode.DENY_ALL.value
+    worker: NetworkPolicyRules | None = None
+    worker_groups: (
+        Annotated[
+            list[WorkerGroupNetworkPolicyRules],
+            extra(**{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["groupName"]}),
+        ]
+        | None
+    ) = None
+
+
+class TLSOptions(_Wire):
+    enabled: bool | None = None
 
 
 class ScaleStrategy(_Wire):
@@ -191,12 +259,12 @@ class RayClusterSpec(_Wire):
     enable_in_tree_autoscaling: bool | None = None
     gcs_fault_tolerance_options: GcsFaultToleranceOptions | None = None
     head_service_annotations: dict[str, str] | None = None
-    history_server_options: dict[str, Any] | None = None
+    history_server_options: HistoryServerOptions | None = None
     managed_by: ManagedBy | None = None
-    network_policy: dict[str, Any] | None = None
+    network_policy: NetworkPolicyConfig | None = None
     ray_version: str | None = None
     suspend: bool | None = None
-    tls_options: dict[str, Any] | None = None
+    tls_options: TLSOptions | None = None
     upgrade_strategy: RayClusterUpgradeStrategy | None = None
     worker_group_specs: list[WorkerGroupSpec] | None = None
 

@@ -16,7 +16,7 @@ from pumice._util.duration import parse_go_duration
 from pumice._util.gostrings import quote as go_quote
 from pumice.api import Obj, yamlsafe
 from pumice.api.ray.constants import RayClusterUpgradeType
-from pumice.api.validation import is_dns1035_label
+from pumice.api.validation import is_dns1035_label, is_label_value, is_qualified_name
 from pumice.controllers.ray import constants as c
 from pumice.controllers.ray.common import pod as podb
 from pumice.controllers.ray.common.resources import is_autoscaling_enabled
@@ -33,20 +33,194 @@ class ValidationError(ValueError):
     reason: str = ""
 
 
+#: Environment variable names the checks read (utils/constant.go).
+RAY_ENABLE_AUTOSCALER_V2 = "RAY_enable_autoscaler_v2"
+KUBERAY_GEN_AUTOSCALER_START_CMD = "KUBERAY_GEN_AUTOSCALER_START_CMD"
+RAY_REDIS_ADDRESS = "RAY_REDIS_ADDRESS"
+REDIS_PASSWORD = "REDIS_PASSWORD"
+REDIS_USERNAME = "REDIS_USERNAME"
+
+#: KubeRay's alpha feature gates (pkg/features/features.go), all off by default and not
+#: implemented by pumice, so always off here: a RayCluster using one is refused with upstream's
+#: text, as the operator refuses it with its default gates.
+GATED_OFF = ("RayClusterHistoryServer", "RayClusterNetworkPolicy", "RayClusterMTLS",
+             "GCSFaultToleranceEmbeddedStorage")
+
+
+def _env(container: Obj) -> list[Obj]:
+    return [e for e in container.get("env") or [] if isinstance(e, dict)]
+
+
+def _env_value(container: Obj, name: str) -> str | None:
+    """The ``value`` of env var ``name`` (``""`` when it has none), or None when it is absent."""
+    return next((str(e.get("value") or "") for e in _env(container) if e.get("name") == name), None)
+
+
+def _validate_group_resources(group: str, params: dict[str, str], resources: dict[str, str] | None) -> None:
+    if any(params.get(k) for k in ("num-cpus", "num-gpus", "memory", "resources")) and resources:
+        raise ValidationError(f"resource fields should not be set in both rayStartParams and Resources for {group} "
+                              "group; please use only one")
+
+
+def _validate_group_labels(group: str, params: dict[str, str], labels: dict[str, str] | None) -> None:
+    """Deviates: the errors are listed by label key (upstream walks a Go map: any order)."""
+    if "labels" in params:
+        raise ValidationError(f"rayStartParams['labels'] is not supported for {group} group; please use the top-level "
+                              "Labels field instead")
+    errs: list[str] = []
+    for key, val in sorted((labels or {}).items()):
+        errs += [f"invalid label key for {group} group: '{key}', error: {e}" for e in is_qualified_name(key)]
+        errs += [f"invalid label value for key '{key}' in {group} group: '{val}', error: {e}"
+                 for e in is_label_value(str(val))]
+    if errs:
+        raise ValidationError("; ".join(errs))
+
+
+def _autoscaler_v2_by_env(head_container: Obj) -> bool:
+    return _env_value(head_container, RAY_ENABLE_AUTOSCALER_V2) in ("1", "true")
+
+
+def _validate_idle_timeout(g: Obj, spec: Obj, head_container: Obj) -> None:
+    idle = g.get("idleTimeoutSeconds")
+    if idle is None:
+        return
+    gname = g.get("groupName", "")
+    if int(idle) < 0:
+        raise ValidationError(f"worker group {gname}: idleTimeoutSeconds must be non-negative, got {idle}")
+    if _autoscaler_v2(spec) or _autoscaler_v2_by_env(head_container):
+        return
+    raise ValidationError(f"worker group {gname}: idleTimeoutSeconds is set, but autoscaler v2 is not enabled. Please "
+                          f"set .spec.autoscalerOptions.version to 'v2' (or set {RAY_ENABLE_AUTOSCALER_V2} environment "
+                          "variable to 'true' in the head pod if using KubeRay < 1.4.0)")
+
+
+def _validate_priority(g: Obj, spec: Obj, head_container: Obj) -> None:
+    priority = g.get("priority")
+    if not priority:
+        return
+    gname = g.get("groupName", "")
+    ray_version = str(spec.get("rayVersion") or "")
+    if not ray_version:
+        raise ValidationError(f"worker group {gname}: priority is set, but RayVersion was not specified. Ray version "
+                              "2.56.0 or later is required")
+    try:
+        parsed = parse_generic_version(ray_version)
+    except ValueError as e:
+        raise ValidationError(f"worker group {gname}: priority is set, but RayVersion format is invalid: {ray_version}, "
+                              f"{e}") from e
+    if version_less_than(parsed, (2, 56, 0)):
+        raise ValidationError(f"worker group {gname}: priority is set, but minimum Ray version is 2.56.0, got "
+                              f"{ray_version}")
+    if _autoscaler_v2(spec) or _autoscaler_v2_by_env(head_container):
+        return
+    raise ValidationError(f"worker group {gname}: priority is set to {priority}, but autoscaler v2 is not enabled. "
+                          "Priority is only supported with autoscaler v2 enabled")
+
+
+def _autoscaler_v2(spec: Obj) -> bool:
+    return str((spec.get("autoscalerOptions") or {}).get("version") or "") == "v2"
+
+
+def _validate_gcs_ft(spec: Obj, annotations: dict[str, str], head: Obj, head_container: Obj) -> None:
+    """The GCS fault tolerance rules of ValidateRayClusterSpec and validateGcsFaultToleranceBackend
+    (the rocksdb backend: refused, its feature gate being off)."""
+    params = head.get("rayStartParams") or {}
+    ft_annotation = annotations.get(c.RAY_FT_ENABLED_ANNOTATION_KEY)
+    options = spec.get("gcsFaultToleranceOptions")
+    if ft_annotation and options is not None:
+        raise ValidationError(f"{c.RAY_FT_ENABLED_ANNOTATION_KEY} annotation and GcsFaultToleranceOptions are both set. "
+                              "Please use only GcsFaultToleranceOptions to configure GCS fault tolerance")
+    ft_enabled = (ft_annotation is not None and ft_annotation.lower() == "true") or options is not None
+    if not ft_enabled and _env_value(head_container, RAY_REDIS_ADDRESS) is not None:
+        raise ValidationError(f"{RAY_REDIS_ADDRESS} is set which implicitly enables GCS fault tolerance, but "
+                              "GcsFaultToleranceOptions is not set. Please set GcsFaultToleranceOptions to enable GCS "
+                              "fault tolerance")
+    if options is not None:
+        if params.get("redis-password"):
+            raise ValidationError("cannot set `redis-password` in rayStartParams when GcsFaultToleranceOptions is "
+                                  "enabled - use GcsFaultToleranceOptions.RedisPassword instead")
+        if _env_value(head_container, REDIS_PASSWORD) is not None:
+            raise ValidationError("cannot set `REDIS_PASSWORD` env var in head Pod when GcsFaultToleranceOptions is "
+                                  "enabled - use GcsFaultToleranceOptions.RedisPassword instead")
+        if _env_value(head_container, RAY_REDIS_ADDRESS) is not None:
+            raise ValidationError("cannot set `RAY_REDIS_ADDRESS` env var in head Pod when GcsFaultToleranceOptions is "
+                                  "enabled - use GcsFaultToleranceOptions.RedisAddress instead")
+        if annotations.get(c.RAY_EXTERNAL_STORAGE_NS_ANNOTATION_KEY):
+            raise ValidationError("cannot set `ray.io/external-storage-namespace` annotation when "
+                                  "GcsFaultToleranceOptions is enabled - use GcsFaultToleranceOptions."
+                                  "ExternalStorageNamespace instead")
+        if str((options or {}).get("backend") or "redis") == "rocksdb":
+            raise ValidationError("the embedded RocksDB GCS fault tolerance backend (GcsFaultToleranceOptions.Backend: "
+                                  "'rocksdb') requires the GCSFaultToleranceEmbeddedStorage feature gate to be enabled")
+        if (options or {}).get("storage") is not None:
+            raise ValidationError("cannot set GcsFaultToleranceOptions.Storage when backend is 'redis' - it only "
+                                  "applies to the 'rocksdb' backend")
+    if params.get("redis-username") or _env_value(head_container, REDIS_USERNAME) is not None:
+        raise ValidationError("cannot set redis username in rayStartParams or environment variables - use "
+                              "GcsFaultToleranceOptions.RedisUsername instead")
+
+
+def _validate_autoscaler(spec: Obj, head: Obj, head_container: Obj) -> None:
+    autoscaling = is_autoscaling_enabled(spec)
+    if not autoscaling:
+        value = _env_value(head_container, RAY_ENABLE_AUTOSCALER_V2)
+        if value in ("1", "true"):
+            raise ValidationError(f"environment variable {RAY_ENABLE_AUTOSCALER_V2} cannot be set to '{value}' when "
+                                  "enableInTreeAutoscaling is false. Please set enableInTreeAutoscaling: true to use "
+                                  "autoscaler v2")
+    opts = spec.get("autoscalerOptions") or {}
+    if autoscaling:
+        for g in spec.get("workerGroupSpecs") or []:
+            if g.get("suspend"):
+                raise ValidationError(f"worker group {g.get('groupName', '')} cannot be suspended with Autoscaler "
+                                      "enabled")
+        if opts.get("version") and _env_value(head_container, RAY_ENABLE_AUTOSCALER_V2) is not None:
+            raise ValidationError(f"both .spec.autoscalerOptions.version and head Pod env var {RAY_ENABLE_AUTOSCALER_V2} "
+                                  "are set, please only use the former")
+        if _autoscaler_v2(spec):
+            policy = ((head.get("template") or {}).get("spec") or {}).get("restartPolicy") or ""
+            if policy not in ("", "Never"):
+                raise ValidationError("restartPolicy for head Pod should be Never or unset when using autoscaler V2")
+            for g in spec.get("workerGroupSpecs") or []:
+                if (((g.get("template") or {}).get("spec") or {}).get("restartPolicy") or "") not in ("", "Never"):
+                    raise ValidationError(f"restartPolicy for worker group {g.get('groupName', '')} should be Never "
+                                          "or unset when using autoscaler V2")
+    idle = opts.get("idleTimeoutSeconds")
+    if idle is not None and int(idle) < 0:
+        raise ValidationError(f"autoscalerOptions.idleTimeoutSeconds must be non-negative, got {idle}")
+    if any(e.get("name") == KUBERAY_GEN_AUTOSCALER_START_CMD for e in opts.get("env") or [] if isinstance(e, dict)):
+        raise ValidationError(f"autoscalerOptions.env must not contain {KUBERAY_GEN_AUTOSCALER_START_CMD}: it is "
+                              "managed by KubeRay and injected automatically into the autoscaler container")
+
+
 def validate_raycluster_spec(spec: Obj, annotations: dict[str, str] | None = None) -> None:
-    """Raises:
-        ValidationError: see module docstring for the rules."""
+    """Upstream's checks, in its order, first failure raised: containers in every template; the
+    head's and each group's ``resources``/``labels`` (not both in rayStartParams; label keys and
+    values valid); replica bounds; ``idleTimeoutSeconds`` and ``priority`` only with autoscaler v2
+    (priority from Ray 2.56.0); GCS fault tolerance (annotation vs options, Redis address,
+    password and username only through the options, no ``rocksdb`` backend and no ``storage``);
+    autoscaler (no suspended group, v2 env var only with autoscaling, restartPolicy Never or unset
+    under v2, no negative idle timeout, no ``KUBERAY_GEN_AUTOSCALER_START_CMD``); the
+    ``historyServerOptions``, ``networkPolicy`` and ``tlsOptions`` of features whose gates are off;
+    token auth.
+
+    Raises:
+        ValidationError: with upstream's text.
+
+    Mirrors: utils/validation.go ValidateRayClusterSpec with the default feature gates
+    (RayJobDeletionPolicy on; the alpha gates of :data:`GATED_OFF` off)."""
     annotations = annotations or {}
     head = spec.get("headGroupSpec") or {}
-    if not ((head.get("template") or {}).get("spec") or {}).get("containers"):
+    head_containers = ((head.get("template") or {}).get("spec") or {}).get("containers") or []
+    if not head_containers:
         raise ValidationError("headGroupSpec should have at least one container")
-    autoscaling = bool(spec.get("enableInTreeAutoscaling"))
-    names = set()
+    head_container = head_containers[0] if isinstance(head_containers[0], dict) else {}
+    head_params = head.get("rayStartParams") or {}
+    _validate_group_resources("Head", head_params, head.get("resources"))
+    _validate_group_labels("Head", head_params, head.get("labels"))
+    autoscaling = is_autoscaling_enabled(spec)
     for g in spec.get("workerGroupSpecs") or []:
         gname = g.get("groupName", "")
-        if gname in names:
-            raise ValidationError(f"worker group names must be unique: {gname} is repeated")
-        names.add(gname)
         if not ((g.get("template") or {}).get("spec") or {}).get("containers"):
             raise ValidationError("workerGroupSpec should have at least one container")
         mn, mx = g.get("minReplicas"), g.get("maxReplicas")
@@ -61,21 +235,20 @@ def validate_raycluster_spec(spec: Obj, annotations: dict[str, str] | None = Non
             raise ValidationError(f"worker group {gname} has negative maxReplicas {mx}")
         if mn is not None and mx is not None and int(mn) > int(mx):
             raise ValidationError(f"worker group {gname} has minReplicas {mn} greater than maxReplicas {mx}")
-        if g.get("suspend") and autoscaling:
-            raise ValidationError(f"worker group {gname} cannot be suspended with Autoscaler enabled")
-        if "labels" in (g.get("rayStartParams") or {}):
-            raise ValidationError(f"rayStartParams['labels'] is not supported for {gname} group; please use the top-level "
-                                  "Labels field instead")
-        if g.get("resources") and any(k in (g.get("rayStartParams") or {}) for k in ("num-cpus", "num-gpus", "memory", "resources")):
-            raise ValidationError(f"resource fields should not be set in both rayStartParams and Resources for {gname} "
-                                  "group; please use only one")
-    if "labels" in (head.get("rayStartParams") or {}):
-        raise ValidationError("rayStartParams['labels'] is not supported for Head group; please use the top-level Labels "
-                              "field instead")
-    if annotations.get(c.RAY_FT_ENABLED_ANNOTATION_KEY) is not None and spec.get("gcsFaultToleranceOptions"):
-        raise ValidationError(f"{c.RAY_FT_ENABLED_ANNOTATION_KEY} annotation and GcsFaultToleranceOptions are both set. "
-                              "Please use only GcsFaultToleranceOptions to configure GCS fault tolerance")
+        params = g.get("rayStartParams") or {}
+        _validate_group_resources(gname, params, g.get("resources"))
+        _validate_group_labels(gname, params, g.get("labels"))
+        _validate_idle_timeout(g, spec, head_container)
+        _validate_priority(g, spec, head_container)
+    _validate_gcs_ft(spec, annotations, head, head_container)
+    _validate_autoscaler(spec, head, head_container)
+    if spec.get("historyServerOptions") is not None:
+        raise ValidationError("RayClusterHistoryServer feature gate is not enabled")
     _validate_auth_options(spec)
+    if spec.get("networkPolicy") is not None:
+        raise ValidationError("spec.networkPolicy requires the RayClusterNetworkPolicy feature gate to be enabled")
+    if spec.get("tlsOptions") is not None:
+        raise ValidationError("spec.tlsOptions requires the RayClusterMTLS feature gate to be enabled")
 
 
 _GO_VERSION = re.compile(r"^\s*v?([0-9]+(?:\.[0-9]+)*)(.*)\Z")
