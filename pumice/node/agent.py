@@ -1066,13 +1066,22 @@ class NodeAgent:
         self.event(pod, "Warning", reason, message)
         status = {"phase": "Failed", "reason": reason, "message": message,
                   "startTime": rfc3339(self.clock.now())}
-        with contextlib.suppress(ApiError):
+        try:
             await self.client.patch(POD, meta.name(pod), {"status": status}, meta.namespace(pod), subresource="status")
+        except ApiError as e:
+            if not is_not_found(e):  # a Pod gone meanwhile needs no status
+                log.warning("Pod %s/%s rejected (%s) but its status was not written: %s", meta.namespace(pod),
+                            meta.name(pod), reason, e)
 
     async def _final_delete(self, pod: Obj) -> None:
-        with contextlib.suppress(ApiError):
+        """Remove a terminal Pod that is being deleted (grace 0, only this uid: a new Pod of the
+        same name is left alone, as the kubelet's status manager deletes it)."""
+        try:
             await self.client.delete(POD, meta.name(pod), meta.namespace(pod), grace_period_seconds=0,
                                      preconditions={"uid": meta.uid(pod)})
+        except ApiError as e:
+            if not is_not_found(e) and e.code != 409:  # gone already, or another Pod of that name now
+                log.warning("final delete of Pod %s/%s failed: %s", meta.namespace(pod), meta.name(pod), e)
 
     async def _remove_pod_dir(self, pod: Obj, worker: PodWorker | None = None) -> None:
         """Remove the Pod's files (logs, volumes, private /tmp with e.g. Ray's runtime_env pip

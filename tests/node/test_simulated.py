@@ -124,6 +124,36 @@ async def test_simulated_admission_rejects_what_does_not_fit() -> None:
 
 
 @pytest.mark.looptime
+async def test_a_rejection_whose_status_write_fails_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    """The agent's rejection status (OutOfcpu) that the API server refuses with a 5xx is said in a
+    WARNING naming the Pod (was: every ApiError suppressed without a word; a 404, the Pod gone
+    meanwhile, is still quiet)."""
+    import logging
+
+    from pumice.client.base import ApiError
+
+    clock = LoopClock()
+    client = FakeClient(clock=clock, graceful_pod_deletion=True)
+    agent = await _agent(client, clock)
+    real_patch = client.patch
+
+    async def patch(kind: Any, name: str, body: Any, namespace: str | None = None, **kw: Any) -> Any:
+        if name == "b" and kw.get("subresource") == "status" and (body.get("status") or {}).get("phase") == "Failed":
+            raise ApiError(500, "InternalError", "etcdserver: request timed out")
+        return await real_patch(kind, name, body, namespace, **kw)
+
+    client.patch = patch  # type: ignore[method-assign]
+    with caplog.at_level(logging.WARNING, logger="pumice.node.agent"):
+        await client.create(sim_pod("a", 100, requests="3"))
+        await client.create(sim_pod("b", 100, requests="3"))
+        await wait_for(lambda: phase_is(client, "a", "Running"), timeout=10, interval=0.5)
+        await clock.sleep(1)
+    assert "Pod default/b rejected (OutOfcpu) but its status was not written: etcdserver: request timed out" \
+        in caplog.text
+    await agent.stop()
+
+
+@pytest.mark.looptime
 async def test_the_same_seed_gives_the_same_run() -> None:
     first = await simulated_scale(20, 200, seed=7)
     second = await simulated_scale(20, 200, seed=7)
