@@ -77,8 +77,9 @@ def json_depth(raw: bytes, limit: int = MAX_DEPTH) -> int:
     ``limit`` may be an upper bound: the number of opening brackets), from its bytes:
     strings removed, then innermost ``[]``/``{}`` pairs removed once per level (each pass is one
     C-level substitution, so a 3 MiB body costs milliseconds, not a walk of the decoded value)."""
-    if raw.count(b"[") + raw.count(b"{") <= limit:  # cannot be deeper (most bodies)
-        return min(raw.count(b"[") + raw.count(b"{"), limit)
+    opening = raw.count(b"[") + raw.count(b"{")
+    if opening <= limit:  # cannot be deeper (most bodies)
+        return opening
     # outside strings: every other piece between quotes, when no escape can hide a quote
     outside = b"".join(raw.split(b'"')[::2]) if b"\\" not in raw else _JSON_STRING.sub(b"", raw)
     s = outside.translate(None, _NOT_BRACKETS)
