@@ -393,3 +393,32 @@ def test_builders_do_not_modify_their_input() -> None:
     podb.build_worker_pod(cl, cl["spec"]["workerGroupSpecs"][0])
     svcb.build_head_service(cl)
     assert cl == before
+
+
+# --- the RayCluster's serve Service (ray.io/enable-serve-service) ---------------------------------
+
+
+def test_the_serve_service_of_a_raycluster_selects_all_its_pods_at_the_serving_ports() -> None:
+    cl = load_sample("ray-cluster.sample.yaml", "RayCluster")
+    cl["metadata"].update(namespace="default", uid="u1", annotations={"ray.io/enable-serve-service": "true"})
+    cl["spec"]["headGroupSpec"]["serviceType"] = "NodePort"
+    cl["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["ports"] = [
+        {"containerPort": 8265, "name": "dashboard"}, {"containerPort": 9000, "name": "serve-grpc"},
+        {"containerPort": 8000, "name": "serve"}, {"containerPort": 7000, "name": "server"}]
+    svc = svcb.build_serve_service_for_raycluster(cl)
+    assert svc["metadata"]["name"] == "raycluster-kuberay-serve-svc"
+    assert svc["metadata"]["labels"] == {"ray.io/originated-from-cr-name": "raycluster-kuberay",
+                                         "ray.io/originated-from-crd": "RayCluster",
+                                         "ray.io/serve": "raycluster-kuberay-serve"}
+    assert svc["metadata"]["ownerReferences"][0]["uid"] == "u1"
+    assert svc["spec"] == {"selector": {"ray.io/cluster": "raycluster-kuberay"}, "type": "NodePort",
+                           "ports": [{"name": "serve", "port": 8000}, {"name": "serve-grpc", "port": 9000}]}
+
+
+def test_a_raycluster_serve_service_needs_a_serving_port() -> None:
+    cl = load_sample("ray-cluster.sample.yaml", "RayCluster")
+    cl["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["ports"] = [
+        {"containerPort": 8265, "name": "dashboard"}]
+    with pytest.raises(ValueError, match="Please specify a port named 'serve'") as e:
+        svcb.build_serve_service_for_raycluster(cl)
+    assert str(e.value) == svcb.SERVE_PORT_MISSING

@@ -308,3 +308,38 @@ async def test_a_lost_head_of_a_provisioned_cluster_is_recreated_unless_annotate
     await settle(reconciler)
     heads = await pods(client, "head")
     assert (heads == []) if annotated else (len(heads) == 1 and heads[0]["metadata"]["name"] != head["metadata"]["name"])
+
+
+async def test_the_serve_service_annotation_makes_the_serve_service_once(client: FakeClient,
+                                                                       reconciler: RayClusterReconciler) -> None:
+    cl = load_sample("ray-cluster.sample.yaml", "RayCluster")
+    cl["metadata"]["annotations"] = {"ray.io/enable-serve-service": "true"}
+    cl["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["ports"].append(
+        {"containerPort": 8000, "name": "serve"})
+    await client.create(cl)
+    await settle(reconciler)
+    svc = await client.get(scheme.SERVICE, "raycluster-kuberay-serve-svc", "default")
+    assert svc["spec"]["selector"] == {"ray.io/cluster": "raycluster-kuberay"}
+    assert svc["spec"]["ports"] == [{"name": "serve", "port": 8000}]
+    before = len(client.writes())
+    await reconciler.reconcile(REQ)
+    assert client.writes()[before:] == []
+
+
+async def test_no_serve_service_without_the_annotation(client: FakeClient, reconciler: RayClusterReconciler) -> None:
+    await create_sample(client)
+    await settle(reconciler)
+    names = [s["metadata"]["name"] for s in (await client.list(scheme.SERVICE, "default")).items]
+    assert names == ["raycluster-kuberay-head-svc"]
+
+
+async def test_the_serve_service_annotation_without_a_serve_port_stops_the_pass_before_the_pods(
+        client: FakeClient, reconciler: RayClusterReconciler) -> None:
+    """As upstream: reconcileServeService fails with its text, and the sub-reconcilers after it
+    (the Pods) do not run."""
+    cl = load_sample("ray-cluster.sample.yaml", "RayCluster")
+    cl["metadata"]["annotations"] = {"ray.io/enable-serve-service": "true"}
+    await client.create(cl)
+    result = await reconciler.reconcile(REQ)
+    assert result.requeue_after == 2.0
+    assert await pods(client) == []

@@ -6,8 +6,7 @@ Run as there: the FakeClient with the controllers reconciled until nothing is wr
 set by the test as upstream's envtest does (no kubelet).
 
 Not ported: the fluentbit sidecar assertion of "Static RayCluster" (upstream's suite configures a
-head sidecar option pumice does not have); "RayCluster with a maximum name" (needs the
-RayCluster-level serve Service, ``ray.io/enable-serve-service``, not implemented); "Manager cache
+head sidecar option pumice does not have); "Manager cache
 Pod label selectors" (pumice's informers are not restricted to Ray Pods' labels). The finalizer
 timeout's "Helper function tests" and "Auto-deletion safety" are the unit cases
 TestGetGCSFTDeletionTimeout and TestHasGCSFTFinalizer in test_upstream_raycluster.py.
@@ -306,3 +305,17 @@ async def test_timeout_force_deletes_through_reconcile() -> None:
     result = await w.rc.reconcile(Request("default", name))
     assert not result.requeue_after
     assert (await w.client.list(scheme.RAY_CLUSTER, "default")).items == []
+
+
+@pytest.mark.upstream(f"{ORIGIN}: RayCluster with a maximum name")
+async def test_raycluster_with_a_maximum_name() -> None:
+    """A 53-character name (the longest valid) with 4 hosts per replica (the headless Service) and
+    ``ray.io/enable-serve-service: "true"`` (the serve Service, the longest Service suffix)."""
+    w = World()
+    cl = raycluster_template("r" * 53)
+    cl["spec"]["workerGroupSpecs"][0]["numOfHosts"] = 4
+    cl["metadata"]["annotations"] = {"ray.io/enable-serve-service": "true"}
+    name = await create(w, cl)
+    assert len(await workers(w, name)) == 3 * 4
+    for suffix in ("-head-svc", "-serve-svc", "-headless"):
+        await w.client.get(scheme.SERVICE, name + suffix, "default")

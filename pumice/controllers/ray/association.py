@@ -64,6 +64,12 @@ def ingress_name(cluster_name: str) -> str:
     return check_name(f"{cluster_name}-{c.RayNodeType.HEAD}-ingress")
 
 
+def serve_service_name(owner_name: str) -> str:
+    """``<owner>-serve-svc``: the serve Service of a RayCluster (or of a RayService without a custom
+    name; upstream GenerateServeServiceName)."""
+    return f"{owner_name}-serve-svc"
+
+
 def headless_service_name(cluster_name: str) -> str:
     return f"{cluster_name}-headless"
 

@@ -2,17 +2,18 @@
 
 One pass: observe (the RayCluster, its Pods and Services), converge (ordered idempotent
 sub-reconcilers: autoscaler RBAC → head Ingress → auth Secret → head Service → headless Service →
-Pods, stopping at the first error), then compute the status from what was observed plus that error
-and write it once, only if a meaningful field changed.
+serve Service → Pods, stopping at the first error), then compute the status from what was observed
+plus that error and write it once, only if a meaningful field changed.
 
 Requeue: error or status change → 2 s; otherwise 300 s (``RAYCLUSTER_DEFAULT_REQUEUE_SECONDS``).
 
 Mirrors: kuberay ray-operator/controllers/ray/raycluster_controller.go (rayClusterReconcile,
-reconcileIngress, reconcileHeadService, reconcileHeadlessService, reconcilePods, shouldDeletePod,
-calculateStatus, updateEndpoints, updateHeadInfo) and utils/consistency.go (InconsistentRayClusterStatus).
+reconcileIngress, reconcileHeadService, reconcileHeadlessService, reconcileServeService,
+reconcilePods, shouldDeletePod, calculateStatus, updateEndpoints, updateHeadInfo) and
+utils/consistency.go (InconsistentRayClusterStatus).
 
 Deviates:
-- The RayCluster-level serve Service and the GCS PVC (rocksdb backend) sub-reconcilers are not
+- The GCS PVC (rocksdb backend, behind a feature gate that is off) sub-reconciler is not
   implemented, nor the OpenShift Route that replaces the head Ingress there.
 - Pods and Services are read through a :class:`ClusterReader`: informer stores indexed by the
   ``ray.io/cluster`` label when set up on a Manager (:class:`CacheReader`), or direct list calls
@@ -362,6 +363,7 @@ class RayClusterReconciler:
             await self._reconcile_auth_secret(cluster)
             await self._reconcile_head_service(cluster)
             await self._reconcile_headless_service(cluster)
+            await self._reconcile_serve_service(cluster)
             await self._reconcile_pods(cluster)
         except Exception as e:  # the status pass records it; re-raised below after the write
             reconcile_err = e
@@ -667,6 +669,24 @@ class RayClusterReconciler:
         if not svcb.needs_headless_service(cluster):
             return
         await create_unless_exists(self.client, svcb.build_headless_service(cluster))
+
+    async def _reconcile_serve_service(self, cluster: Obj) -> None:
+        """With the annotation ``ray.io/enable-serve-service: "true"``, create ``<cluster>-serve-svc``
+        (:func:`~pumice.controllers.ray.common.service.build_serve_service_for_raycluster`) when
+        missing; an existing one is never updated, as upstream.
+
+        Raises:
+            ValueError: the head declares no serving port (upstream's text); the API error of a
+                failed get or create.
+
+        Mirrors: raycluster_controller.go reconcileServeService."""
+        if not svcb.wants_serve_service(cluster):
+            return
+        ns = cluster["metadata"].get("namespace", "default")
+        name = assoc.serve_service_name(cluster["metadata"]["name"])
+        if await get_or_none(self.client, scheme.SERVICE, name, ns) is not None:
+            return
+        await self.client.create(svcb.build_serve_service_for_raycluster(cluster))
 
     # --- pods ------------------------------------------------------------------------------
 

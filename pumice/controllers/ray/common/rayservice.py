@@ -17,9 +17,7 @@ from pumice.controllers.ray import constants as c
 from pumice.controllers.ray.common import service as svcb
 from pumice.controllers.ray.common.hashing import hash_without_replicas_and_workers_to_delete
 
-SERVE_PORT_MISSING = ("Please specify a port named 'serve' (or with the prefix 'serve-', e.g. 'serve-grpc') "
-                      "in the Ray head container; otherwise, the Kubernetes service for Ray Serve will not be "
-                      "created.")
+SERVE_PORT_MISSING = svcb.SERVE_PORT_MISSING
 
 
 def cluster_spec_for_hashing(rayservice: Obj) -> Obj:
@@ -83,10 +81,6 @@ def serve_service_name(rayservice: Obj) -> str:
     return str(user.get("name") or f"{rayservice['metadata']['name']}-serve-svc")
 
 
-def _is_serving_port(name: str) -> bool:
-    return name == c.SERVING_PORT_NAME or name.startswith(c.SERVING_PORT_NAME + "-")
-
-
 def build_serve_service(rayservice: Obj, cluster: Obj) -> Obj:
     """The serve Service of ``rayservice`` selecting ``cluster``'s Pods labelled ``ray.io/serve=true``.
 
@@ -105,7 +99,7 @@ def build_serve_service(rayservice: Obj, cluster: Obj) -> Obj:
               c.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY: f"{name}-serve"}
     selector = {c.RAY_CLUSTER_LABEL_KEY: cluster["metadata"]["name"], c.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY: "true"}
     svc_type = ((rs_spec.get("rayClusterConfig") or {}).get("headGroupSpec") or {}).get("serviceType") or ""
-    ports = [{"name": n, "port": p} for n, p in sorted(svcb.head_service_ports(cluster).items()) if _is_serving_port(n)]
+    ports = [{"name": n, "port": p} for n, p in sorted(svcb.head_service_ports(cluster).items()) if svcb.is_serving_port(n)]
     user = rs_spec.get("serveService")
     if not ports and not user:
         raise ValueError(SERVE_PORT_MISSING)

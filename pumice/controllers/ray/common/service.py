@@ -1,8 +1,10 @@
-"""Services of a RayCluster: the head Service, the headless worker Service (multi-host groups), and
-the RayJob's own head Service.
+"""Services of a RayCluster: the head Service, the headless worker Service (multi-host groups), the
+serve Service of a cluster annotated ``ray.io/enable-serve-service: "true"``, and the RayJob's own
+head Service.
 
 Mirrors: kuberay ray-operator/controllers/ray/common/service.go (BuildServiceForHeadPod,
-BuildHeadlessServiceForRayCluster) and common/job.go (BuildHeadServiceForRayJob).
+BuildHeadlessServiceForRayCluster, BuildServeServiceForRayCluster) and common/job.go
+(BuildHeadServiceForRayJob).
 """
 
 from __future__ import annotations
@@ -115,6 +117,54 @@ def build_head_service(cluster: Obj, options: ServiceOptions = DEFAULT_SERVICE_O
         raise ValueError(f"head Service of RayCluster {cluster['metadata']['name']} would have no ports")
     svc["metadata"]["ownerReferences"] = [owner_reference(cluster, default=scheme.RAY_CLUSTER)]
     return svc
+
+
+def is_serving_port(name: str) -> bool:
+    """A head container port Ray Serve listens on: named ``serve`` or ``serve-*`` (``serve-grpc``)."""
+    return name == c.SERVING_PORT_NAME or name.startswith(c.SERVING_PORT_NAME + "-")
+
+
+#: Upstream's text when a serve Service would have no port.
+SERVE_PORT_MISSING = ("Please specify a port named 'serve' (or with the prefix 'serve-', e.g. 'serve-grpc') "
+                      "in the Ray head container; otherwise, the Kubernetes service for Ray Serve will not be created.")
+
+
+def wants_serve_service(cluster: Obj) -> bool:
+    """The cluster is annotated ``ray.io/enable-serve-service: "true"`` (exactly)."""
+    return ((cluster.get("metadata") or {}).get("annotations") or {}).get(c.ENABLE_SERVE_SERVICE_KEY) == "true"
+
+
+def build_serve_service_for_raycluster(cluster: Obj) -> Obj:
+    """``<cluster>-serve-svc``: every Pod of the cluster (selector ``ray.io/cluster``) at the head
+    container's serving ports (sorted by name), of the head's ``serviceType``; labels
+    ``ray.io/originated-from-cr-name``, ``ray.io/originated-from-crd: RayCluster`` and
+    ``ray.io/serve: <cluster>-serve``; controller reference to the cluster.
+
+    Raises:
+        ValueError: the head declares no serving port (:data:`SERVE_PORT_MISSING`).
+
+    Deviates: ports sorted by name (upstream walks a Go map: any order)."""
+    name = cluster["metadata"]["name"]
+    ports = [{"name": n, "port": p} for n, p in sorted(head_service_ports(cluster).items()) if is_serving_port(n)]
+    if not ports:
+        raise ValueError(SERVE_PORT_MISSING)
+    spec: Obj = {"selector": {c.RAY_CLUSTER_LABEL_KEY: name}, "ports": ports}
+    svc_type = (cluster.get("spec", {}).get("headGroupSpec") or {}).get("serviceType")
+    if svc_type:
+        spec["type"] = svc_type
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": assoc.serve_service_name(name),
+            "namespace": cluster["metadata"].get("namespace", "default"),
+            "labels": {c.RAY_ORIGINATED_FROM_CR_NAME_LABEL_KEY: name,
+                       c.RAY_ORIGINATED_FROM_CRD_LABEL_KEY: c.CRDType.RAY_CLUSTER.value,
+                       c.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY: f"{name}-{c.SERVING_PORT_NAME}"},
+            "ownerReferences": [owner_reference(cluster, default=scheme.RAY_CLUSTER)],
+        },
+        "spec": spec,
+    }
 
 
 def needs_headless_service(cluster: Obj) -> bool:
