@@ -136,7 +136,8 @@ def job(obj: Obj) -> None:
     """Batch Job defaults (SetDefaults_Job: podReplacementPolicy ``Failed`` when a
     podFailurePolicy is set, else ``TerminatingOrFailed``; onPodConditions status ``True``), plus
     the generated selector and template labels keyed on the Job's uid
-    (``batch.kubernetes.io/controller-uid``) unless ``spec.manualSelector`` is true."""
+    (``batch.kubernetes.io/controller-uid``, added to a selector given) unless
+    ``spec.manualSelector`` is true (pkg/registry/batch/job strategy.go generateSelector)."""
     spec = obj.setdefault("spec", {})
     completions_set = "completions" in spec
     if not completions_set and "parallelism" not in spec:
@@ -160,7 +161,14 @@ def job(obj: Obj) -> None:
         labels.setdefault("batch.kubernetes.io/job-name", name)
         labels.setdefault("controller-uid", uid)
         labels.setdefault("job-name", name)
-        spec.setdefault("selector", {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}})
+        # generateSelector: the controller-uid label is added to the selector given (an empty one
+        # too: it then selects this Job's Pods only), or makes the selector when there is none
+        selector = spec.get("selector")
+        if not isinstance(selector, dict):
+            selector = spec["selector"] = {}
+        if not isinstance(selector.get("matchLabels"), dict):
+            selector["matchLabels"] = {}
+        selector["matchLabels"].setdefault("batch.kubernetes.io/controller-uid", uid)
     _template(obj)
 
 

@@ -675,3 +675,14 @@ def test_a_jobs_empty_manual_selector_is_allowed_where_a_deployments_is_refused(
     assert causes(DEPLOY, deploy(selector={})) == [
         ("spec.selector", "FieldValueInvalid", "Invalid value: {}: empty selector is invalid for deployment")]
     assert causes(JOB, job(manualSelector=True, selector={})) == []
+
+
+def test_a_jobs_empty_selector_without_manual_selector_gets_the_controller_uid() -> None:
+    """The Job strategy's generateSelector adds the controller-uid label to the selector the Job
+    gives, an empty one too, so that it selects this Job's Pods only (pumice kept selector {} as
+    given, which selects every Pod of the namespace)."""
+    got = job(selector={})
+    assert got["spec"]["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": "u1"}}
+    assert causes(JOB, got) == []
+    assert job(selector={"matchLabels": {"a": "b"}})["spec"]["selector"] == {
+        "matchLabels": {"a": "b", "batch.kubernetes.io/controller-uid": "u1"}}
