@@ -422,3 +422,32 @@ def test_a_raycluster_serve_service_needs_a_serving_port() -> None:
     with pytest.raises(ValueError, match="Please specify a port named 'serve'") as e:
         svcb.build_serve_service_for_raycluster(cl)
     assert str(e.value) == svcb.SERVE_PORT_MISSING
+
+
+# --- operator configuration: sidecars and default container envs ----------------------------------
+
+
+@pytest.mark.upstream("kuberay ray-operator/controllers/ray/common/pod_test.go: TestBuildPod (defaultContainerEnvs)")
+def test_default_container_envs_go_first_into_the_ray_container_unless_it_sets_them() -> None:
+    cl = load_sample("ray-cluster.sample.yaml", "RayCluster")
+    cl["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["env"] = [
+        {"name": "SHARED", "value": "mine"}]
+    opts = podb.PodOptions(default_container_envs=({"name": "TEST_DEFAULT_ENV_NAME", "value": "TEST_ENV_VALUE"},
+                                                   {"name": "SHARED", "value": "default"}))
+    head = podb.build_head_pod(cl, opts)["spec"]["containers"][0]["env"]
+    assert head[:2] == [{"name": "TEST_DEFAULT_ENV_NAME", "value": "TEST_ENV_VALUE"}, {"name": "SHARED", "value": "default"}]
+    worker = podb.build_worker_pod(cl, cl["spec"]["workerGroupSpecs"][0], opts)["spec"]["containers"][0]["env"]
+    assert [e for e in worker if e["name"] == "SHARED"] == [{"name": "SHARED", "value": "mine"}]
+    assert {"name": "TEST_DEFAULT_ENV_NAME", "value": "TEST_ENV_VALUE"} in worker
+
+
+def test_sidecars_are_appended_after_the_templates_containers_and_the_autoscaler() -> None:
+    cl = load_sample("ray-cluster.sample.yaml", "RayCluster")
+    cl["spec"]["enableInTreeAutoscaling"] = True
+    side = {"name": "fluentbit", "image": "fluent/fluent-bit:1.9.6"}
+    opts = podb.PodOptions(head_sidecar_containers=(side,), worker_sidecar_containers=(dict(side, name="w-side"),))
+    head = podb.build_head_pod(cl, opts)
+    assert [ct["name"] for ct in head["spec"]["containers"]] == ["ray-head", "autoscaler", "fluentbit"]
+    assert head["spec"]["containers"][2] == side  # untouched: no Ray env, command or probes
+    worker = podb.build_worker_pod(cl, cl["spec"]["workerGroupSpecs"][0], opts)
+    assert [ct["name"] for ct in worker["spec"]["containers"]] == ["ray-worker", "w-side"]

@@ -5,8 +5,7 @@ keeping upstream's name; the "Suspend RayCluster" specs are in test_upstream_sus
 Run as there: the FakeClient with the controllers reconciled until nothing is written, Pod phases
 set by the test as upstream's envtest does (no kubelet).
 
-Not ported: the fluentbit sidecar assertion of "Static RayCluster" (upstream's suite configures a
-head sidecar option pumice does not have); "Manager cache
+Not ported: "Manager cache
 Pod label selectors" (pumice's informers are not restricted to Ray Pods' labels). The finalizer
 timeout's "Helper function tests" and "Auto-deletion safety" are the unit cases
 TestGetGCSFTDeletionTimeout and TestHasGCSFTFinalizer in test_upstream_raycluster.py.
@@ -17,6 +16,8 @@ from __future__ import annotations
 import pytest
 
 from pumice.api import Obj, scheme
+from pumice.controllers.ray.common.pod import PodOptions
+from pumice.controllers.ray.raycluster import RayClusterOptions, RayClusterReconciler
 
 from .test_upstream_suspend import GROUP, World, raycluster_template
 
@@ -48,10 +49,16 @@ async def workers(w: World, name: str) -> list[Obj]:
 @pytest.mark.upstream(f"{ORIGIN}: Static RayCluster")
 async def test_static_raycluster() -> None:
     w = World()
+    # upstream's suite_test.go runs the RayCluster controller with a FluentBit head sidecar
+    w.rc = RayClusterReconciler(w.client, clock=w.clock, recorder=w, options=RayClusterOptions(pod=PodOptions(
+        head_sidecar_containers=({"name": "fluentbit", "image": "fluent/fluent-bit:1.9.6"},))))
     name = await create(w, raycluster_template("raycluster-static"))
     await w.client.get(scheme.SERVICE, f"{name}-head-svc", "default")
     assert len(await workers(w, name)) == 3
-    assert len(await w.pods(name, "ray.io/node-type=head")) == 1
+    [head] = await w.pods(name, "ray.io/node-type=head")
+    # "Create a head Pod resource with default sidecars": autoscaling off, so the Ray container and
+    # the sidecar, last
+    assert [ct["name"] for ct in head["spec"]["containers"]] == ["ray-head", "fluentbit"]
     await w.pods_running(name)
     await w.settle()
     st = (await w.cluster(name))["status"]

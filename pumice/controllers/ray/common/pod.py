@@ -42,6 +42,12 @@ class PodOptions:
         enable_probes_injection: ``ENABLE_PROBES_INJECTION``.
         enable_login_shell: ``ENABLE_LOGIN_SHELL`` (``bash -lc``).
         multi_host_indexing: feature gate ``RayMultiHostIndexing``.
+        head_sidecar_containers / worker_sidecar_containers: the operator configuration's
+            ``headSidecarContainers`` / ``workerSidecarContainers`` (Container wire dicts),
+            appended to every head / worker Pod after the template's own containers (and the
+            autoscaler's), before the Pod is built.
+        default_container_envs: the operator configuration's ``defaultContainerEnvs`` (EnvVar wire
+            dicts), added first to every Ray container that does not set the name itself.
     """
 
     cluster_domain: str = c.DEFAULT_CLUSTER_DOMAIN
@@ -50,6 +56,9 @@ class PodOptions:
     enable_probes_injection: bool = True
     enable_login_shell: bool = False
     multi_host_indexing: bool = True
+    head_sidecar_containers: tuple[Obj, ...] = ()
+    worker_sidecar_containers: tuple[Obj, ...] = ()
+    default_container_envs: tuple[Obj, ...] = ()
 
 
 DEFAULT_POD_OPTIONS = PodOptions()
@@ -216,8 +225,12 @@ def _field_env(name: str, path: str) -> Obj:
     return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
 
 
-def _set_container_env(container: Obj, node_type: str, fqdn: str, port: str, ray_start: str, crd: str) -> None:
+def _set_container_env(container: Obj, node_type: str, fqdn: str, port: str, ray_start: str, crd: str,
+                       defaults: tuple[Obj, ...] = ()) -> None:
     env: list[Obj] = container.setdefault("env", [])
+    for default in defaults:
+        if not _env_exists(env, str(default.get("name"))):
+            env.append(copy.deepcopy(default))
     ip = "127.0.0.1"
     if node_type == c.RayNodeType.WORKER:
         ip = fqdn
@@ -605,7 +618,7 @@ def _finish_pod(cluster: Obj, template: Obj, node_type: str, params: dict[str, s
     for init in pod["spec"].get("initContainers") or []:
         init.setdefault("env", []).extend([{"name": "FQ_RAY_IP", "value": fqdn},
                                            {"name": "RAY_IP", "value": fqdn.split(".")[0]}])
-    _set_container_env(container, node_type, fqdn, port, ray_start, crd)
+    _set_container_env(container, node_type, fqdn, port, ray_start, crd, options.default_container_envs)
     if options.enable_probes_injection:
         init_probes(container, node_type, crd, params, str(spec.get("rayVersion", "")))
     pod["metadata"]["ownerReferences"] = [owner_reference(cluster, default=scheme.RAY_CLUSTER)]
@@ -660,6 +673,7 @@ def build_head_pod(cluster: Obj, options: PodOptions = DEFAULT_POD_OPTIONS) -> O
     _configure_gcs_ft(tmpl, cluster, c.RayNodeType.HEAD, params)
     _add_metrics_port(tmpl["spec"]["containers"][c.RAY_CONTAINER_INDEX])
     _configure_token_auth(cluster, tmpl)
+    tmpl["spec"]["containers"].extend(copy.deepcopy(list(options.head_sidecar_containers)))
     return _finish_pod(cluster, tmpl, c.RayNodeType.HEAD, params, options)
 
 
@@ -714,4 +728,5 @@ def build_worker_pod(cluster: Obj, group: Obj, options: PodOptions = DEFAULT_POD
         tmpl["spec"]["restartPolicy"] = "Never"
     _add_metrics_port(ray_ct)
     _configure_token_auth(cluster, tmpl)
+    tmpl["spec"]["containers"].extend(copy.deepcopy(list(options.worker_sidecar_containers)))
     return _finish_pod(cluster, tmpl, c.RayNodeType.WORKER, params, options)
