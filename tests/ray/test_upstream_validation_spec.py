@@ -2,7 +2,8 @@
 kuberay ray-operator/controllers/ray/utils/validation_test.go (master feeaf72fa): GCS fault
 tolerance, Redis password and username, autoscaler, group resources and labels, worker
 ``idleTimeoutSeconds`` and ``priority``, and the options of features whose gates are off
-(historyServerOptions, networkPolicy, tlsOptions, the rocksdb backend). Upstream's
+(historyServerOptions, networkPolicy, tlsOptions, the rocksdb backend); and the
+``ray.io/initializing-timeout`` cases of TestValidateRayServiceMetadata. Upstream's
 ``podTemplateSpec(env, restartPolicy)`` is one container with that env and restart policy.
 
 Where upstream's test turns a gate on (GCSFaultToleranceEmbeddedStorage for the rocksdb rules,
@@ -18,7 +19,11 @@ import pytest
 
 from pumice.api import Obj
 from pumice.controllers.ray.raycluster import RayClusterReconciler
-from pumice.controllers.ray.validation import ValidationError, validate_raycluster_spec
+from pumice.controllers.ray.validation import (
+    ValidationError,
+    validate_raycluster_spec,
+    validate_rayservice_metadata,
+)
 from pumice.runtime.reconcile import Request
 from pumice.testing.fake_client import FakeClient
 
@@ -322,3 +327,22 @@ async def test_the_controller_refuses_a_cluster_with_a_gated_off_option_with_ups
     assert events == [("InvalidRayClusterSpec", "The RayCluster spec is invalid default/raycluster-kuberay: "
                        "spec.networkPolicy requires the RayClusterNetworkPolicy feature gate to be enabled")]
     assert client.writes()[before:] == []
+
+
+@pytest.mark.parametrize(("value", "error"), [
+    ("5m", None), ("300", None), ("", None),
+    ("0", "annotation ray.io/initializing-timeout must be a positive duration, got: 0"),
+    ("-100", "annotation ray.io/initializing-timeout must be a positive integer (seconds), got: -100"),
+    ("-5m", "annotation ray.io/initializing-timeout must be a positive duration, got: -5m"),
+    ("invalid", "annotation ray.io/initializing-timeout has invalid format: invalid. Expected Go duration format "
+                "(e.g., '5m', '1h') or positive integer seconds"),
+], ids=["5m", "300", "empty", "0", "-100", "-5m", "invalid"])
+@pytest.mark.upstream(f"{ORIGIN}: TestValidateRayServiceMetadata (initializing timeout)")
+def test_the_initializing_timeout_annotation(value: str, error: str | None) -> None:
+    rs = {"metadata": {"name": "valid-service", "annotations": {"ray.io/initializing-timeout": value}}}
+    if error is None:
+        validate_rayservice_metadata(rs)
+        return
+    with pytest.raises(ValidationError) as e:
+        validate_rayservice_metadata(rs)
+    assert str(e.value) == f"The RayService metadata is invalid: RayService annotations is invalid: {error}"

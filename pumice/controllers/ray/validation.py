@@ -617,25 +617,35 @@ MAX_RAYSERVICE_NAME_LENGTH = c.MAX_RAYCLUSTER_NAME_LENGTH - 6
 _UPGRADE_TYPES = ("NewClusterWithIncrementalUpgrade", "NewCluster", "None")
 
 
+_GO_ATOI = re.compile(r"^[+-]?[0-9]+\Z")
+
+
 def initializing_timeout_seconds(annotations: dict[str, str]) -> float | None:
-    """The ``ray.io/initializing-timeout`` annotation in seconds (Go duration or integer seconds),
-    None when absent.
+    """The ``ray.io/initializing-timeout`` annotation in seconds, None when absent or empty: a Go
+    duration (``5m``, ``1h``) first, else integer seconds (Go ``strconv.Atoi``).
 
     Raises:
-        ValidationError: unparsable or not positive.
-    """
-    raw = annotations.get(c.RAY_SERVICE_INITIALIZING_TIMEOUT_ANNOTATION)
-    if raw is None:
+        ValidationError: not positive, or neither form, with upstream's texts.
+
+    Mirrors: utils/validation.go validateInitializingTimeout."""
+    key = c.RAY_SERVICE_INITIALIZING_TIMEOUT_ANNOTATION
+    raw = annotations.get(key)
+    if not raw:
         return None
     try:
-        secs = float(int(raw)) if raw.strip().lstrip("-").isdigit() else parse_go_duration(raw)
-    except ValueError as e:
-        raise ValidationError(f"invalid {c.RAY_SERVICE_INITIALIZING_TIMEOUT_ANNOTATION} annotation {raw!r}: "
-                              "must be a Go duration (e.g. 30m) or a positive integer of seconds") from e
-    if secs <= 0:
-        raise ValidationError(f"{c.RAY_SERVICE_INITIALIZING_TIMEOUT_ANNOTATION} annotation must be positive, "
-                              f"got {raw!r}")
-    return secs
+        secs = parse_go_duration(raw)
+    except ValueError:
+        pass
+    else:
+        if secs <= 0:
+            raise ValidationError(f"annotation {key} must be a positive duration, got: {raw}")
+        return secs
+    if _GO_ATOI.match(raw) and -(2**63) <= int(raw) < 2**63:
+        if int(raw) <= 0:
+            raise ValidationError(f"annotation {key} must be a positive integer (seconds), got: {raw}")
+        return float(int(raw))
+    raise ValidationError(f"annotation {key} has invalid format: {raw}. Expected Go duration format (e.g., '5m', "
+                          "'1h') or positive integer seconds")
 
 
 def validate_rayservice_metadata(rayservice: Obj) -> None:
