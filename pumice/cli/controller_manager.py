@@ -49,7 +49,7 @@ def _parse_controllers(value: str) -> list[str]:
 async def _main(kubeconfig: str | None, controllers: list[str], *, leader_elect: bool, health_port: int | None,
                 batch_scheduler: str | None, identity: str | None, lease_duration: float,
                 renew_deadline: float, retry_period: float, ray_dashboard_proxy: str | None = None,
-                use_kubernetes_proxy: bool = False) -> None:
+                use_kubernetes_proxy: bool = False, kuberay_config: dict[str, Any] | None = None) -> None:
     from pumice.client.kube import component_user_agent
     from pumice.client.kubeconfig import connect
 
@@ -61,8 +61,8 @@ async def _main(kubeconfig: str | None, controllers: list[str], *, leader_elect:
     try:
         await run_controller_manager(
             client, controller_setups(controllers, batch_scheduler=batch_scheduler, root_ca=_root_ca(kubeconfig),
-                                      ray_options=_ray_options(ray_dashboard_proxy, client if use_kubernetes_proxy
-                                                               else None)),
+                                      ray_options={**_ray_options(ray_dashboard_proxy, client if use_kubernetes_proxy
+                                                                  else None), **(kuberay_config or {})}),
             leader_elect=leader_elect,
             stop_event=stop, health_port=health_port, identity=identity,
             lease_duration=lease_duration, renew_deadline=renew_deadline, retry_period=retry_period,
@@ -93,6 +93,25 @@ def _ray_options(ray_dashboard_proxy: str | None, kube_proxy_client: Any = None)
 
     return {"dashboard_client_factory": proxied_dashboard_client_factory(ray_dashboard_proxy),
             "serve_proxy_healthy": proxied_serve_proxy_health_check(ray_dashboard_proxy)}
+
+
+def _kuberay_config(path: str) -> dict[str, Any]:
+    """The KubeRay ``setup`` keyword arguments of the configuration file at ``path``
+    (:class:`~pumice.controllers.ray.options.KubeRayConfiguration`).
+
+    Raises:
+        click.BadParameter: unreadable YAML or a configuration pumice cannot use (the reason)."""
+    from pathlib import Path
+
+    import yaml
+
+    from pumice.controllers.ray.options import ConfigurationError, KubeRayConfiguration
+
+    try:
+        doc = yaml.safe_load(Path(path).read_text())
+        return KubeRayConfiguration.from_document(doc).setup_options()
+    except (OSError, yaml.YAMLError, ConfigurationError) as e:
+        raise click.BadParameter(f"{path}: {e}", param_hint="'--kuberay-config'") from e
 
 
 def _root_ca(kubeconfig: str | None) -> str | None:
@@ -146,10 +165,16 @@ def _root_ca(kubeconfig: str | None) -> str | None:
                    "(<server>/api/v1/namespaces/<ns>/services/<head svc>:dashboard/proxy), and each head Pod's "
                    "Serve proxy health check through pods/<pod>:<port>/proxy/-/healthz, with this manager's "
                    "credentials and a 10 s timeout, as KubeRay's flag of the same name.")
+@click.option("--kuberay-config", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="KubeRay's operator configuration file (its --config; apiVersion config.ray.io/v1alpha1, kind "
+                   "Configuration): headSidecarContainers, workerSidecarContainers, defaultContainerEnvs, "
+                   "defaultPodAnnotations, defaultPodLabels, deleteRayJobAfterJobFinishes. Its other keys are this "
+                   "command's flags or not supported (refused, naming the flag).")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 def command(kubeconfig: str | None, controllers: str, leader_elect: bool, health_port: int | None,
             batch_scheduler: str, identity: str | None, lease_duration: float, renew_deadline: float,
-            retry_period: float, ray_dashboard_proxy: str | None, use_kubernetes_proxy: bool, verbose: bool) -> None:
+            retry_period: float, ray_dashboard_proxy: str | None, use_kubernetes_proxy: bool,
+            kuberay_config: str | None, verbose: bool) -> None:
     """Run controllers against a kubeconfig until SIGTERM/SIGINT."""
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -161,12 +186,14 @@ def command(kubeconfig: str | None, controllers: str, leader_elect: bool, health
         raise click.UsageError("--use-kubernetes-proxy and --ray-dashboard-proxy contradict each other")
     if not lease_duration > renew_deadline > 1.2 * retry_period > 0:
         raise click.BadParameter("need lease-duration > renew-deadline > 1.2 * retry-period > 0")
+    kuberay_options = _kuberay_config(kuberay_config) if kuberay_config else None
     try:
         asyncio.run(_main(
             kubeconfig, names, leader_elect=leader_elect, health_port=health_port,
             batch_scheduler=None if batch_scheduler == "none" else batch_scheduler, identity=identity,
             lease_duration=lease_duration, renew_deadline=renew_deadline, retry_period=retry_period,
             ray_dashboard_proxy=ray_dashboard_proxy, use_kubernetes_proxy=use_kubernetes_proxy,
+            kuberay_config=kuberay_options,
         ))
     except LeaderElectionLost as e:
         click.echo(f"controller-manager: leader election lost: {e}", err=True)

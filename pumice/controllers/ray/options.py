@@ -13,16 +13,20 @@ controller's ``SetupWithManager``.
 
 from __future__ import annotations
 
+import dataclasses
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+from pumice.api import Obj
 from pumice.controllers.ray.batchscheduler import BatchScheduler, DefaultBatchScheduler
 from pumice.controllers.ray.dashboard import DashboardClientFactory, ServeProxyHealthCheck
 from pumice.controllers.ray.raycluster import RayClusterOptions
 from pumice.controllers.ray.rayjob import RayJobOptions
 from pumice.controllers.ray.rayservice import RayServiceOptions
 
-__all__ = ["RayOperatorOptions"]
+__all__ = ["CONFIGURATION_API_VERSION", "ConfigurationError", "KubeRayConfiguration", "RayOperatorOptions"]
 
 
 @dataclass(frozen=True)
@@ -56,3 +60,100 @@ class RayOperatorOptions:
     def child_rng(self) -> random.Random:
         """A generator for one controller, seeded by the next draw of :attr:`rng`."""
         return random.Random(self.rng.random())
+
+
+#: ``apiVersion`` of KubeRay's operator configuration file (its ``--config``).
+CONFIGURATION_API_VERSION = "config.ray.io/v1alpha1"
+#: Keys of upstream's Configuration that pumice's controller-manager takes as flags or does not have.
+_NOT_HERE = {
+    "batchScheduler": "use --batch-scheduler", "enableBatchScheduler": "use --batch-scheduler volcano",
+    "useKubernetesProxy": "use --use-kubernetes-proxy", "enableLeaderElection": "use --leader-elect",
+    "reconcileConcurrency": "not supported", "watchNamespace": "not supported", "metricsAddr": "use --health-port",
+    "probeAddr": "use --health-port", "enableMetrics": "use --health-port", "leaderElectionNamespace": "not supported",
+    "logFile": "not supported", "logFileEncoder": "not supported", "logStdoutEncoder": "not supported",
+    "qps": "not supported", "burst": "not supported",
+}
+
+
+class ConfigurationError(ValueError):
+    """A KubeRay operator configuration document pumice cannot use; the message says why."""
+
+
+@dataclass(frozen=True)
+class KubeRayConfiguration:
+    """The part of KubeRay's operator configuration (``kind: Configuration``, apiVersion
+    ``config.ray.io/v1alpha1``) that shapes the RayCluster's Pods and the RayJob's end.
+
+    Attributes:
+        head_sidecar_containers / worker_sidecar_containers: ``headSidecarContainers`` /
+            ``workerSidecarContainers`` (Container wire dicts).
+        default_container_envs: ``defaultContainerEnvs`` (EnvVar wire dicts).
+        default_pod_annotations / default_pod_labels: ``defaultPodAnnotations`` / ``defaultPodLabels``.
+        delete_rayjob_after_job_finishes: ``deleteRayJobAfterJobFinishes``.
+
+    Mirrors: kuberay ray-operator/apis/config/v1alpha1/configuration_types.go and main.go (which
+    hands these to the reconcilers' options).
+    """
+
+    head_sidecar_containers: tuple[Obj, ...] = ()
+    worker_sidecar_containers: tuple[Obj, ...] = ()
+    default_container_envs: tuple[Obj, ...] = ()
+    default_pod_annotations: Mapping[str, str] = field(default_factory=dict)
+    default_pod_labels: Mapping[str, str] = field(default_factory=dict)
+    delete_rayjob_after_job_finishes: bool = False
+
+    @classmethod
+    def from_document(cls, doc: Any) -> KubeRayConfiguration:
+        """Parse a decoded YAML document.
+
+        Raises:
+            ConfigurationError: not a ``config.ray.io/v1alpha1`` Configuration; a key of upstream's
+                Configuration that is one of the controller-manager's flags or not supported here
+                (the message says which flag to use); an unknown key (the known ones listed); a
+                value of the wrong type.
+        """
+        if not isinstance(doc, dict):
+            raise ConfigurationError(f"a KubeRay configuration is a mapping, got {type(doc).__name__}")
+        if (doc.get("apiVersion"), doc.get("kind")) != (CONFIGURATION_API_VERSION, "Configuration"):
+            raise ConfigurationError(f"a KubeRay configuration has apiVersion {CONFIGURATION_API_VERSION} and kind "
+                                     f"Configuration, got {doc.get('apiVersion')!r} {doc.get('kind')!r}")
+        lists = {"headSidecarContainers": "head_sidecar_containers",
+                 "workerSidecarContainers": "worker_sidecar_containers",
+                 "defaultContainerEnvs": "default_container_envs"}
+        maps = {"defaultPodAnnotations": "default_pod_annotations", "defaultPodLabels": "default_pod_labels"}
+        known = sorted([*lists, *maps, "deleteRayJobAfterJobFinishes"])
+        out: dict[str, Any] = {}
+        for key, value in doc.items():
+            if key in ("apiVersion", "kind"):
+                continue
+            if key in _NOT_HERE:
+                raise ConfigurationError(f"{key}: {_NOT_HERE[key]} (pumice controller-manager)")
+            if key in lists:
+                if not isinstance(value, list) or not all(isinstance(x, dict) and isinstance(x.get("name"), str)
+                                                          for x in value):
+                    raise ConfigurationError(f"{key}: a list of objects with a name, got {value!r}")
+                out[lists[key]] = tuple(value)
+            elif key in maps:
+                if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                          for k, v in value.items()):
+                    raise ConfigurationError(f"{key}: a map of strings to strings, got {value!r}")
+                out[maps[key]] = dict(value)
+            elif key == "deleteRayJobAfterJobFinishes":
+                if not isinstance(value, bool):
+                    raise ConfigurationError(f"{key}: true or false, got {value!r}")
+                out["delete_rayjob_after_job_finishes"] = value
+            else:
+                raise ConfigurationError(f"unknown key {key!r} in the KubeRay configuration; known: {', '.join(known)}")
+        return cls(**out)
+
+    def setup_options(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`pumice.controllers.ray.setup`: ``raycluster_options`` and
+        ``rayjob_options`` carrying this configuration over the defaults."""
+        rc = RayClusterOptions()
+        pod = dataclasses.replace(rc.pod, head_sidecar_containers=self.head_sidecar_containers,
+                                  worker_sidecar_containers=self.worker_sidecar_containers,
+                                  default_container_envs=self.default_container_envs)
+        return {"raycluster_options": dataclasses.replace(rc, pod=pod,
+                                                          default_pod_annotations=dict(self.default_pod_annotations),
+                                                          default_pod_labels=dict(self.default_pod_labels)),
+                "rayjob_options": RayJobOptions(delete_rayjob_after_job_finishes=self.delete_rayjob_after_job_finishes)}

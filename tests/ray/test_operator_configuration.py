@@ -1,0 +1,88 @@
+"""KubeRay's operator configuration file (``config.ray.io/v1alpha1`` Configuration) read by
+``pumice controller-manager --kuberay-config``: parsed once, refused with a reason, and turned into
+the RayCluster/RayJob options that put the sidecars, default envs and default Pod metadata on the
+Pods the operator makes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from pumice.api import Obj, scheme
+from pumice.cli.controller_manager import command
+from pumice.controllers.ray.options import ConfigurationError, KubeRayConfiguration
+from pumice.testing.fake_client import FakeClient
+from pumice.testing.ray_dashboard import FakeRayDashboard
+
+from .conftest import load_sample, ray_scheme
+from .test_setup import running, wait_for
+
+DOC: dict[str, Any] = {
+    "apiVersion": "config.ray.io/v1alpha1", "kind": "Configuration",
+    "headSidecarContainers": [{"name": "fluentbit", "image": "fluent/fluent-bit:1.9.6"}],
+    "workerSidecarContainers": [{"name": "w-side", "image": "busybox"}],
+    "defaultContainerEnvs": [{"name": "TEAM", "value": "ml"}],
+    "defaultPodLabels": {"fleet": "managed"},
+    "defaultPodAnnotations": {"scrape": "true"},
+    "deleteRayJobAfterJobFinishes": True,
+}
+
+
+def test_the_configuration_becomes_the_raycluster_and_rayjob_options() -> None:
+    opts = KubeRayConfiguration.from_document(DOC).setup_options()
+    rc, rj = opts["raycluster_options"], opts["rayjob_options"]
+    assert [c["name"] for c in rc.pod.head_sidecar_containers] == ["fluentbit"]
+    assert [c["name"] for c in rc.pod.worker_sidecar_containers] == ["w-side"]
+    assert rc.pod.default_container_envs == ({"name": "TEAM", "value": "ml"},)
+    assert (dict(rc.default_pod_labels), dict(rc.default_pod_annotations)) == ({"fleet": "managed"}, {"scrape": "true"})
+    assert rj.delete_rayjob_after_job_finishes is True
+    assert rc.pod.enable_probes_injection and rc.default_requeue_seconds == 300  # the rest stays default
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"kind": "KubeSchedulerConfiguration"}, "has apiVersion config.ray.io/v1alpha1 and kind Configuration"),
+    ({"batchScheduler": "volcano"}, "batchScheduler: use --batch-scheduler (pumice controller-manager)"),
+    ({"watchNamespace": "a,b"}, "watchNamespace: not supported (pumice controller-manager)"),
+    ({"headSidecarContainer": []}, "unknown key 'headSidecarContainer' in the KubeRay configuration; known: "
+                                   "defaultContainerEnvs, defaultPodAnnotations, defaultPodLabels, "
+                                   "deleteRayJobAfterJobFinishes, headSidecarContainers, workerSidecarContainers"),
+    ({"defaultPodLabels": {"a": 1}}, "defaultPodLabels: a map of strings to strings"),
+    ({"headSidecarContainers": [{"image": "x"}]}, "headSidecarContainers: a list of objects with a name"),
+    ({"deleteRayJobAfterJobFinishes": "yes"}, "deleteRayJobAfterJobFinishes: true or false"),
+], ids=["kind", "flag", "unsupported", "unknown", "map-type", "list-type", "bool-type"])
+def test_a_configuration_pumice_cannot_use_is_refused_with_the_reason(change: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigurationError) as e:
+        KubeRayConfiguration.from_document({**DOC, **change})
+    assert message in str(e.value)
+
+
+def test_controller_manager_refuses_a_bad_configuration_file_before_connecting(tmp_path: Path) -> None:
+    path = tmp_path / "kuberay.yaml"
+    path.write_text(yaml.safe_dump({**DOC, "qps": 50}))
+    result = CliRunner().invoke(command, ["--kuberay-config", str(path), "--controllers", "ray"])
+    assert result.exit_code == 2
+    assert "qps: not supported (pumice controller-manager)" in result.output
+
+
+async def test_the_operator_set_up_from_the_configuration_puts_the_sidecars_on_the_pods() -> None:
+    client = FakeClient(ray_scheme())
+    async with running(client, FakeRayDashboard(), **KubeRayConfiguration.from_document(DOC).setup_options()):
+        await client.create(load_sample("ray-cluster.sample.yaml", "RayCluster"))
+
+        async def pods() -> list[Obj]:
+            return (await client.list(scheme.POD, "default", label_selector="ray.io/cluster=raycluster-kuberay")).items
+
+        async def both() -> bool:
+            return len(await pods()) == 2
+
+        await wait_for(both)
+        by_type = {p["metadata"]["labels"]["ray.io/node-type"]: p for p in await pods()}
+    head, worker = by_type["head"], by_type["worker"]
+    assert [c["name"] for c in head["spec"]["containers"]] == ["ray-head", "fluentbit"]
+    assert [c["name"] for c in worker["spec"]["containers"]] == ["ray-worker", "w-side"]
+    assert {"name": "TEAM", "value": "ml"} in head["spec"]["containers"][0]["env"]
+    assert head["metadata"]["labels"]["fleet"] == "managed" and head["metadata"]["annotations"]["scrape"] == "true"
