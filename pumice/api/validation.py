@@ -2180,14 +2180,56 @@ def validate_job_template_spec(spec: Any, field: str) -> list[FieldCause]:
     return out
 
 
+def _validate_generated_selector(obj: Obj, old: Obj | None) -> list[FieldCause]:
+    """validateGeneratedSelector: unless ``spec.manualSelector``, the Pod template carries the
+    generated labels with the Job's uid and name (``controller-uid``, ``job-name``, and their
+    ``batch.kubernetes.io/`` forms unless an update's stored Job lacks those) and the selector
+    selects them (else "`selector` not auto-generated": a selector given with other labels).
+
+    Mirrors: kubernetes pkg/apis/batch/validation validateGeneratedSelector, ValidateHasLabel;
+    pkg/registry/batch/job/strategy.go validationOptionsForJob (RequirePrefixedLabels)."""
+    spec = obj.get("spec") or {}
+    selector = spec.get("selector")
+    if spec.get("manualSelector") is True or not isinstance(selector, dict):
+        return []
+    md = obj.get("metadata") or {}
+    uid, name = str(md.get("uid") or ""), str(md.get("name") or "")
+    out: list[FieldCause] = [] if uid else [_required("metadata.uid")]
+    template = spec.get("template")
+    labels = ((template.get("metadata") or {}).get("labels") or {}) if isinstance(template, dict) else {}
+    labels = labels if isinstance(labels, dict) else {}
+    prefixed = ("batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name")
+    if old is None:
+        require_prefixed = True
+    else:
+        old_labels = (((old.get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels") or {}
+        require_prefixed = all(k in old_labels for k in prefixed)
+    wanted = [("controller-uid", uid), ("job-name", name)]
+    if require_prefixed:
+        wanted += [(prefixed[0], uid), (prefixed[1], name)]
+    for key, value in wanted:
+        at = f"spec.template.metadata.labels[{key}]"
+        if key not in labels:
+            out.append(_required(at, f"must be '{value}'"))
+        elif labels[key] != value:
+            out.append(_invalid(at, labels, f"must be '{value}'"))
+    try:
+        if not from_label_selector(selector).matches(dict(wanted)):
+            out.append(_invalid("spec.selector", selector, "`selector` not auto-generated"))
+    except SelectorError:  # its own causes come from the selector's validation
+        pass
+    return out
+
+
 def _validate_job(obj: Obj, old: Obj | None) -> list[FieldCause]:
-    """ValidateJob / ValidateJobSpecUpdate: the spec (:func:`_validate_job_spec`), then the
+    """ValidateJob / ValidateJobSpecUpdate: the generated selector
+    (:func:`_validate_generated_selector`), the spec (:func:`_validate_job_spec`), then the
     Indexed hostname check on the name and, on update, the immutable fields and the elastic
     completions rule."""
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return [_required("spec")]
-    out = _validate_job_spec(spec)
+    out = _validate_generated_selector(obj, old) + _validate_job_spec(spec)
     mode, bpi = spec.get("completionMode"), spec.get("backoffLimitPerIndex")
     pfp, sp = spec.get("podFailurePolicy"), spec.get("successPolicy")
     completions = spec.get("completions")

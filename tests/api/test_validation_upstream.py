@@ -384,6 +384,8 @@ def test_indexed_job_rule_has_upstreams_cause(obj: Obj, want: list[tuple[str, st
 def test_indexed_job_name_must_leave_room_for_the_index_hostname() -> None:
     obj = job(completionMode="Indexed", completions=10)
     obj["metadata"]["name"] = "a" * 62
+    labels = obj["spec"]["template"]["metadata"]["labels"]  # generated for the name "j"
+    labels["job-name"] = labels["batch.kubernetes.io/job-name"] = "a" * 62
     assert causes(JOB, obj) == [("metadata.name", "FieldValueInvalid", f'Invalid value: "{"a" * 62}": will not able '
                                  f"to create pod with invalid DNS label: {'a' * 62}-9")]
 
@@ -686,3 +688,23 @@ def test_a_jobs_empty_selector_without_manual_selector_gets_the_controller_uid()
     assert causes(JOB, got) == []
     assert job(selector={"matchLabels": {"a": "b"}})["spec"]["selector"] == {
         "matchLabels": {"a": "b", "batch.kubernetes.io/controller-uid": "u1"}}
+
+
+def test_a_jobs_selector_given_without_manual_selector_must_be_the_generated_one() -> None:
+    """validateGeneratedSelector: without manualSelector, a selector naming other labels is
+    refused ("`selector` not auto-generated", even when the template has them), and the
+    template's generated labels must carry the Job's uid and name."""
+    got = job(selector={"matchLabels": {"a": "b"}}, template={"metadata": {"labels": {"a": "b"}}, "spec": {
+        "containers": ctr(), "restartPolicy": "Never"}})
+    assert ("spec.selector", "FieldValueInvalid",
+            'Invalid value: {"matchLabels":{"a":"b","batch.kubernetes.io/controller-uid":"u1"}}: '
+            "`selector` not auto-generated") in causes(JOB, got)
+    wrong = job(template={"metadata": {"labels": {"job-name": "other"}}, "spec": {"containers": ctr(),
+                                                                                "restartPolicy": "Never"}})
+    assert [c for c in causes(JOB, wrong) if c[0].startswith("spec.template.metadata.labels[")] == [
+        ("spec.template.metadata.labels[job-name]", "FieldValueInvalid",
+         'Invalid value: {"batch.kubernetes.io/controller-uid":"u1","batch.kubernetes.io/job-name":"j",'
+         '"controller-uid":"u1","job-name":"other"}: must be \'j\'')]
+    assert causes(JOB, job()) == []
+    assert causes(JOB, job(manualSelector=True, selector={"matchLabels": {"a": "b"}}, template={
+        "metadata": {"labels": {"a": "b"}}, "spec": {"containers": ctr(), "restartPolicy": "Never"}})) == []
