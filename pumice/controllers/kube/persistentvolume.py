@@ -64,7 +64,6 @@ log = logging.getLogger(__name__)
 
 ANN_STORAGE_PROVISIONER = "volume.kubernetes.io/storage-provisioner"
 ANN_BETA_STORAGE_PROVISIONER = "volume.beta.kubernetes.io/storage-provisioner"
-ANN_DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 
 
 def pod_claim_names(pod: Obj) -> list[str]:
