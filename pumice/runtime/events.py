@@ -1,11 +1,13 @@
 """EventRecorder: write core/v1 Events about objects, correlated like client-go's recorder.
 
 ``recorder.event(obj, "Normal" | "Warning", reason, message)`` returns at once; the write happens
-in order on a background task (await the returned future, or :meth:`EventRecorder.flush`, to wait
-for it). Before writing, each event goes through client-go's EventCorrelator:
+on a background writer task (await the returned future, or :meth:`EventRecorder.flush`, to wait
+for it). At most :data:`MAX_QUEUED_EVENTS` events wait to be written: past that a new event is
+dropped (client-go's broadcaster queue, ``DropIfChannelFull``). Before writing, each event goes
+through client-go's EventCorrelator:
 
-1. **spam filter**: per (source, involved object) token bucket, burst 25, one token per 300 s;
-   an event without a token is dropped;
+1. **spam filter**: per (source, involved object, event type) token bucket, burst 25, one token
+   per 300 s; an event without a token is dropped;
 2. **aggregator**: per (source, object, type, reason), once 10 distinct messages have been seen
    within 600 s, the 10th and later get the message
    ``"(combined from similar events): <message>"`` and share one Event object;
@@ -21,6 +23,11 @@ uid, apiVersion, resourceVersion), ``reason``, ``message``, ``type``, ``count``,
 
 Deviates: upstream's aggregator drops an arbitrary remembered message once it reaches the limit
 (``PopAny``); here the set keeps growing within the window, so the outcome is deterministic.
+``writers`` > 1 writes events concurrently (upstream's sink writes one at a time): kube-apiserver
+answers many requests at once in a few ms, while pumice's API server serves them on one loop in
+arrival order, so a single writer next to a component's other concurrent writers (the Volcano
+scheduler's 16 Pod-condition workers) gets only its small share of the answers. One Event's writes
+(its create, then its count patches) always go to the same writer, in order.
 
 Mirrors: client-go tools/record/event.go (recorder, recordToSink) and events_cache.go
 (EventCorrelator, EventAggregator, eventLogger, EventSourceObjectSpamFilter).
@@ -51,8 +58,12 @@ SPAM_BURST = 25
 SPAM_QPS = 1.0 / 300.0
 COMBINED_PREFIX = "(combined from similar events): "
 NAME_CLASH_RETRIES = 3
+MAX_QUEUED_EVENTS = 1000
+"""Events recorded and not yet written past which a new one is dropped. Mirrors: client-go
+tools/record/event.go ``maxQueuedEvents`` (``NewLongQueueBroadcaster(maxQueuedEvents,
+DropIfChannelFull)``)."""
 
-__all__ = ["EVENT_TYPES", "EventRecorder"]
+__all__ = ["EVENT_TYPES", "MAX_QUEUED_EVENTS", "EventRecorder"]
 
 
 class _LRU(OrderedDict[Any, Any]):
@@ -84,6 +95,8 @@ class _Observation:
     count: int
     first_timestamp: str
     name: str
+    writer: int = 0
+    """The writer its create went to (its patches follow it there)."""
 
 
 @dataclass
@@ -101,12 +114,18 @@ class EventRecorder:
         clock: time source for timestamps, names and the correlator's windows.
         host: ``source.host`` (empty for controllers; the node name for a kubelet).
         instance: ``reportingInstance``.
+        writers: how many events are written at once (>= 1; see the module doc).
+
+    Raises:
+        ValueError: when ``writers < 1``.
     """
 
     def __init__(
         self, client: KubeClient, component: str, *, clock: Clock | None = None, host: str = "",
-        instance: str = "",
+        instance: str = "", writers: int = 1,
     ) -> None:
+        if writers < 1:
+            raise ValueError(f"writers must be >= 1, got {writers}")
         self.client = client
         self.component = component
         self.clock = clock or default_clock()
@@ -115,13 +134,19 @@ class EventRecorder:
         self._aggregates: _LRU = _LRU(MAX_LRU_CACHE_ENTRIES)
         self._observed: _LRU = _LRU(MAX_LRU_CACHE_ENTRIES)
         self._spam: _LRU = _LRU(MAX_LRU_CACHE_ENTRIES)
-        self._queue: asyncio.Queue[tuple[str, Obj, asyncio.Future[Obj | None]]] | None = None
-        self._writer: asyncio.Task[None] | None = None
+        self._queues: list[asyncio.Queue[tuple[str, Obj, asyncio.Future[Obj | None]]] | None] = [None] * writers
+        self._writers: list[asyncio.Task[None] | None] = [None] * writers
+        self._queued = 0
+        """Events handed to the writers and not yet written (or failed)."""
+        self._pending = [0] * writers
+        """:attr:`_queued` per writer."""
+        self._overflow = 0
+        """Events dropped because :data:`MAX_QUEUED_EVENTS` were queued, since the queue was last empty."""
         self._last_nanos = 0
         self._renamed: dict[str, str] = {}
         """Event name -> the name it was created under after a name clash (see :meth:`_write`)."""
         self.dropped = 0
-        """Events dropped by the spam filter or after failed writes."""
+        """Events dropped by the spam filter, a full queue, or after failed writes."""
 
     # -- public ------------------------------------------------------------------------------
 
@@ -141,19 +166,37 @@ class EventRecorder:
             raise ValueError("event about an object without metadata.name")
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[Obj | None] = loop.create_future()
-        action, ev = self._correlate(obj, type, reason, message)
-        if action == "drop":
+        if self._queued >= MAX_QUEUED_EVENTS:  # before the correlator, as upstream's queue is
+            self.dropped += 1
+            self._overflow += 1
+            if self._overflow == 1:
+                log.warning("events: %d events of %s wait to be written; dropping new ones (%s %s on %s %s/%s "
+                            "first) until they are", self._queued, self.component, type, reason, obj.get("kind"),
+                            md.get("namespace") or "", md["name"])
+            fut.set_result(None)
+            return fut
+        action, ev, seen = self._correlate(obj, type, reason, message)
+        if seen is None:
             self.dropped += 1
             fut.set_result(None)
             return fut
-        if self._queue is None:
-            self._queue = asyncio.Queue()
-        self._queue.put_nowait((action, ev, fut))
-        if self._writer is None or self._writer.done():
+        # one Event's create and count patches go to one writer, so they are written in order; a
+        # create goes to the writer with the fewest queued (the first of those)
+        if action == "create" and len(self._queues) > 1:
+            seen.writer = min(range(len(self._queues)), key=self._pending.__getitem__)
+        i = seen.writer
+        queue = self._queues[i]
+        if queue is None:
+            queue = self._queues[i] = asyncio.Queue()
+        queue.put_nowait((action, ev, fut))
+        self._queued += 1
+        self._pending[i] += 1
+        writer = self._writers[i]
+        if writer is None or writer.done():
             # the writer is shared by every caller: a reconcile that first records an Event must
             # not pass it its cancel scope (the Events are still written after that reconcile stops)
-            self._writer = loop.create_task(self._write_loop(), name=f"events-{self.component}",
-                                            context=detached_context())
+            self._writers[i] = loop.create_task(self._write_loop(i), name=f"events-{self.component}-{i}",
+                                                context=detached_context())
         return fut
 
     def eventf(self, obj: Obj, type: str, reason: str, fmt: str, *args: Any) -> asyncio.Future[Obj | None]:
@@ -162,22 +205,24 @@ class EventRecorder:
 
     async def flush(self) -> None:
         """Wait until every event recorded so far has been written (or dropped)."""
-        if self._queue is not None and self._writer is not None and not self._writer.done():
-            await self._queue.join()
+        await asyncio.gather(*(q.join() for q, w in zip(self._queues, self._writers, strict=True)
+                               if q is not None and w is not None and not w.done()))
 
     async def close(self) -> None:
-        """Flush, then stop the writer task."""
+        """Flush, then stop the writer tasks."""
         with contextlib.suppress(Exception):
             await self.flush()
-        if self._writer is not None:
-            self._writer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._writer
-            self._writer = None
+        for i, writer in enumerate(self._writers):
+            if writer is not None:
+                writer.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await writer
+                self._writers[i] = None
 
     # -- correlation (synchronous, so counts follow call order) ---------------------------------
 
-    def _correlate(self, obj: Obj, etype: str, reason: str, message: str) -> tuple[str, Obj]:
+    def _correlate(self, obj: Obj, etype: str, reason: str, message: str) -> tuple[str, Obj, _Observation | None]:
+        """(``"create"`` or ``"patch"``, the Event, its observation), or (``"drop"``, {}, None)."""
         md = obj.get("metadata") or {}
         involved = {
             "kind": obj.get("kind", ""),
@@ -188,7 +233,7 @@ class EventRecorder:
             "resourceVersion": md.get("resourceVersion", ""),
         }
         source_key = (self.component, self.host, involved["kind"], involved["namespace"],
-                      involved["name"], involved["uid"], involved["apiVersion"])
+                      involved["name"], involved["uid"], involved["apiVersion"], etype)
         mono = self.clock.monotonic()
         # 1. spam filter
         bucket: _Bucket | None = self._spam.fetch(source_key)
@@ -198,10 +243,10 @@ class EventRecorder:
         bucket.tokens = min(float(SPAM_BURST), bucket.tokens + (mono - bucket.last) * SPAM_QPS)
         bucket.last = mono
         if bucket.tokens < 1.0:
-            return "drop", {}
+            return "drop", {}, None
         bucket.tokens -= 1.0
         # 2. aggregator
-        agg_key = (*source_key, etype, reason, self.component, self.instance)
+        agg_key = (*source_key, reason, self.component, self.instance)
         agg: _Aggregate | None = self._aggregates.fetch(agg_key)
         if agg is None or mono - agg.last > AGGREGATE_INTERVAL:
             agg = _Aggregate()
@@ -235,13 +280,14 @@ class EventRecorder:
             event["metadata"]["name"] = name
             event["firstTimestamp"] = ts
             event["count"] = 1
-            self._observed.put(log_key, _Observation(1, ts, name))
-            return "create", event
+            seen = _Observation(1, ts, name)
+            self._observed.put(log_key, seen)
+            return "create", event, seen
         seen.count += 1
         event["metadata"]["name"] = seen.name
         event["firstTimestamp"] = seen.first_timestamp
         event["count"] = seen.count
-        return "patch", event
+        return "patch", event, seen
 
     def _nanos(self, now: float) -> int:
         n = int(now * 1e9)
@@ -252,10 +298,11 @@ class EventRecorder:
 
     # -- writing ---------------------------------------------------------------------------------
 
-    async def _write_loop(self) -> None:
-        assert self._queue is not None
+    async def _write_loop(self, i: int) -> None:
+        queue = self._queues[i]
+        assert queue is not None
         while True:
-            action, ev, fut = await self._queue.get()
+            action, ev, fut = await queue.get()
             try:
                 written = await self._write(action, ev)
                 if not fut.done():
@@ -270,7 +317,13 @@ class EventRecorder:
                 if not fut.done():
                     fut.set_result(None)
             finally:
-                self._queue.task_done()
+                queue.task_done()
+                self._queued -= 1
+                self._pending[i] -= 1
+                if self._queued == 0 and self._overflow:
+                    log.warning("events: %s's queue is written out; %d events were dropped while it was full",
+                                self.component, self._overflow)
+                    self._overflow = 0
 
     async def _write(self, action: str, ev: Obj) -> Obj:
         """Create or patch ``ev``. A create whose name another recorder took in the same clock tick

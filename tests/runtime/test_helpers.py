@@ -277,3 +277,70 @@ async def test_two_recorders_naming_events_in_the_same_clock_tick_both_write_and
     assert again is not None and again["metadata"]["name"] == second["metadata"]["name"] and again["count"] == 2
     assert a.dropped == b.dropped == 0
     assert sorted(e["message"] for e in await events_of(fake)) == ["one", "two"]
+
+
+async def test_events_past_the_queue_bound_are_dropped_before_the_correlator() -> None:
+    """client-go's broadcaster holds at most 1000 events (DropIfChannelFull): a burst recorded
+    faster than it is written loses what comes past the bound, which never counts for the
+    correlator; once written out, events are queued again."""
+    from pumice.runtime.events import MAX_QUEUED_EVENTS
+
+    fake = FakeClient(clock=LoopClock())
+    rec = EventRecorder(fake, "burst", clock=LoopClock())
+    objs = [configmap(f"cm-{i}") for i in range(MAX_QUEUED_EVENTS + 5)]
+    results = [rec.event(o, "Warning", "FailedScheduling", "no room") for o in objs]  # no write ran yet
+    await rec.flush()
+    assert [r.result() is None for r in results].count(True) == 5 == rec.dropped
+    assert len(await events_of(fake)) == MAX_QUEUED_EVENTS
+    again = await rec.event(objs[-1], "Warning", "FailedScheduling", "no room")
+    assert again is not None and again["count"] == 1  # the dropped one never reached the logger
+
+
+async def test_the_spam_filter_keeps_one_bucket_per_event_type() -> None:
+    """Newest client-go getSpamKey includes the event type: a Warning about an object whose
+    Normal events used up their burst is still written."""
+    fake = FakeClient(clock=LoopClock())
+    obj = await fake.create(configmap("cfg"))
+    rec = EventRecorder(fake, "c", clock=LoopClock())
+    normals = [rec.event(obj, "Normal", "Tick", f"tick {i}") for i in range(26)]
+    warning = rec.event(obj, "Warning", "Broken", "it broke")
+    await rec.flush()
+    assert [r.result() is None for r in normals].count(True) == 1
+    assert warning.result() is not None and warning.result()["reason"] == "Broken"
+
+
+async def test_concurrent_writers_write_events_at_once_and_each_events_writes_in_order() -> None:
+    """With ``writers`` > 1 events about different objects are written concurrently, while one
+    Event's create comes before its count patches."""
+
+    class Slow:
+        def __init__(self, inner: FakeClient) -> None:
+            self.inner, self.in_flight, self.most, self.log = inner, 0, 0, []
+
+        async def _call(self, verb: str, name: str, call: Any) -> Any:
+            self.in_flight += 1
+            self.most = max(self.most, self.in_flight)
+            await asyncio.sleep(0.01)
+            self.log.append((verb, name))
+            self.in_flight -= 1
+            return await call
+
+        async def create(self, obj: dict[str, Any], **kw: Any) -> Any:
+            return await self._call("create", obj["metadata"]["name"], self.inner.create(obj, **kw))
+
+        async def patch(self, kind: Any, name: str, patch: Any, namespace: str | None = None, **kw: Any) -> Any:
+            return await self._call("patch", name, self.inner.patch(kind, name, patch, namespace, **kw))
+
+    fake = FakeClient(clock=LoopClock())
+    slow = Slow(fake)
+    rec = EventRecorder(slow, "c", clock=LoopClock(), writers=8)  # type: ignore[arg-type]
+    for i in range(16):
+        for _ in range(3):
+            rec.event(configmap(f"cm-{i}"), "Warning", "FailedScheduling", "no room")
+    await rec.flush()
+    assert slow.most > 1
+    evs = await events_of(fake)
+    assert len(evs) == 16 and all(e["count"] == 3 for e in evs)
+    for e in evs:
+        mine = [verb for verb, name in slow.log if name == e["metadata"]["name"]]
+        assert mine == ["create", "patch", "patch"]

@@ -99,20 +99,21 @@ async def _pending_pods(c: object, n: int) -> list[str]:
 
 
 class _InFlight:
-    """Counts the client's PATCH requests in flight (each takes a millisecond, as over a socket:
-    the in-process transport to an in-memory store would answer without yielding)."""
+    """Counts the client's PATCH (or another ``verb``'s) requests in flight (each takes a
+    millisecond, as over a socket: the in-process transport to an in-memory store would answer
+    without yielding)."""
 
-    def __init__(self, client: object) -> None:
+    def __init__(self, client: object, verb: str = "patch") -> None:
         self.now = self.most = 0
-        self._patch = client.patch  # type: ignore[attr-defined]
-        client.patch = self.patch  # type: ignore[attr-defined]
+        self._call = getattr(client, verb)
+        setattr(client, verb, self.call)
 
-    async def patch(self, *args: object, **kwargs: object) -> object:
+    async def call(self, *args: object, **kwargs: object) -> object:
         self.now += 1
         self.most = max(self.most, self.now)
         try:
             await asyncio.sleep(0.001)
-            return await self._patch(*args, **kwargs)
+            return await self._call(*args, **kwargs)
         finally:
             self.now -= 1
 
@@ -166,8 +167,8 @@ async def test_a_stop_drops_the_queued_condition_writes_and_waits_only_for_those
             await cache.flush()
             written = _conditions((await c.client.list(scheme.POD, "default")).items)
             assert len(written) == TASK_UPDATER_WORKERS
-            # each of the 40 conditions and 40 Events was written or dropped: one Event was taken
-            assert cache.dropped_writes == (40 - TASK_UPDATER_WORKERS) + (40 - 1)
+            # each of the 40 conditions and 40 Events was written or dropped: each worker took one
+            assert cache.dropped_writes == (40 - TASK_UPDATER_WORKERS) * 2
             assert not cache.pending_writes
         finally:
             await cache.stop()
@@ -205,5 +206,29 @@ async def test_a_condition_write_that_failed_is_written_again_by_the_next_sessio
             got = await c.client.get(scheme.POD, "p0", "default")
             assert [x["message"] for x in got["status"]["conditions"] if x["type"] == "PodScheduled"] == \
                 ["pod group is not ready, 1 Pending"]
+        finally:
+            await cache.stop()
+
+
+async def test_failed_scheduling_events_are_written_by_as_many_workers_as_the_conditions() -> None:
+    """A wide gang's FailedScheduling Events drained at 6-12 per second: one worker wrote them one
+    at a time, each request queued on the API server behind the 16 condition workers' requests.
+    They now take as many workers (and recorder writers) as the conditions, each Pod's newest
+    Event still replacing a queued older one."""
+    from pumice.scheduler.volcano.cache.live import TASK_UPDATER_WORKERS
+
+    async with local_cluster() as c:
+        keys = await _pending_pods(c, 40)
+        cache = SchedulerCache(c.client, clock=LoopClock())
+        assert await cache.start(timeout=10)
+        try:
+            creates = _InFlight(c.client, "create")
+            for k in keys:
+                cache.task_unschedulable(k, "Unschedulable", "pod group is not ready, 40 Pending")
+            await cache.flush()
+            assert creates.most == TASK_UPDATER_WORKERS
+            events = (await c.client.list(scheme.EVENT, "default")).items
+            assert sorted(e["involvedObject"]["name"] for e in events if e["reason"] == "FailedScheduling") == \
+                sorted(f"p{i}" for i in range(40))
         finally:
             await cache.stop()

@@ -146,9 +146,11 @@ class SchedulerCache:
         :data:`TASK_UPDATER_WORKERS` condition workers take them off in that order."""
         self._condition_workers: set[asyncio.Task[None]] = set()
         self._queued_failed_events: dict[str, tuple[Obj, str]] = {}
-        """``<ns>/<name>`` -> (Pod, message) of a ``FailedScheduling`` Event queued but not started;
-        one worker records them in queueing order (the recorder writes one at a time anyway)."""
-        self._event_worker: asyncio.Task[None] | None = None
+        """``<ns>/<name>`` -> (Pod, message) of a ``FailedScheduling`` Event queued but not started,
+        in queueing order (a newer Event for the Pod replaces it there); at most
+        :data:`TASK_UPDATER_WORKERS` event workers take them off in that order, for as many
+        recorder writers."""
+        self._event_workers: set[asyncio.Task[None]] = set()
         self._close_writes: set[asyncio.Task[None]] = set()
         """The PodGroup and Queue status writes :meth:`write_close` queued that have not ended
         (:meth:`wait_close_writes` waits for them and for the condition workers)."""
@@ -506,15 +508,20 @@ class SchedulerCache:
             # and only the last condition, the one a sequence of writes would leave, is written.
             # The same for its Event (client-go's recorder also drops an object's event spam).
             self._queued_conditions[pod_key] = (md.get("namespace", "default"), md["name"], reason, message, nominated)
-            running = sum(1 for w in self._condition_workers if not w.done())  # a done one may not be discarded yet
-            if running < min(TASK_UPDATER_WORKERS, len(self._queued_conditions)):
-                w = self._spawn(self._condition_worker(), abandonable=False)
-                self._condition_workers.add(w)
-                w.add_done_callback(self._condition_workers.discard)
+            self._add_worker(self._queued_conditions, self._condition_workers, self._condition_worker)
             if self.event_kind is not None:
                 self._queued_failed_events[pod_key] = ({**pod, "apiVersion": "v1", "kind": "Pod"}, message)
-                if self._event_worker is None or self._event_worker.done():
-                    self._event_worker = self._spawn(self._failed_event_worker(), abandonable=False)
+                self._add_worker(self._queued_failed_events, self._event_workers, self._failed_event_worker)
+
+    def _add_worker(self, queued: dict[str, Any], workers: set[asyncio.Task[None]],
+                    worker: Callable[[], Awaitable[None]]) -> None:
+        """Start one more ``worker`` draining ``queued`` unless :data:`TASK_UPDATER_WORKERS` of
+        them, or as many as there are queued writes, already run."""
+        running = sum(1 for w in workers if not w.done())  # a done one may not be discarded yet
+        if running < min(TASK_UPDATER_WORKERS, len(queued)):
+            t = self._spawn(worker(), abandonable=False)
+            workers.add(t)
+            t.add_done_callback(workers.discard)
 
     async def _condition_worker(self) -> None:
         """Write the queued Pod conditions, oldest first, until none is left (or a stop was asked
@@ -581,7 +588,8 @@ class SchedulerCache:
         if self._recorder is None:
             # upstream's source component: util.GenerateComponentName(schedulerNames)
             component = self.scheduler_names[0] if len(self.scheduler_names) == 1 else "volcano"
-            self._recorder = EventRecorder(self.client, component, clock=self.clock)
+            # as many writers as the FailedScheduling event workers (see EventRecorder's writers)
+            self._recorder = EventRecorder(self.client, component, clock=self.clock, writers=TASK_UPDATER_WORKERS)
         if obj.get("kind") != "Pod":
             obj = {**obj, "apiVersion": obj.get("apiVersion", "scheduling.volcano.sh/v1beta1"), "kind": "PodGroup"}
         try:
