@@ -78,7 +78,7 @@ async def test_a_job_changed_after_close_found_it_untouched_is_reported_in_verif
         ssn = open_session(sched.cache.snapshot(), sched.conf, sched.cache)
         ssn.close()
         inc = sched.cache.incremental
-        assert inc is not None and inc._left_untouched is not None and inc._left_untouched[1] == {"c1/a", "c1/b"}
+        assert inc is not None and inc._close_touched is not None and inc._close_touched[1] == set()
         # the next snapshot takes close's verdict; here a changes behind it
         ssn.jobs["c1/a"].waiting_tier = 2
         with pytest.raises(SnapshotMismatch, match=r"job c1/a: untouched at the last close"):
@@ -98,13 +98,14 @@ async def test_a_job_touched_in_a_session_is_handed_out_afresh_with_close_verdic
         assert snap.jobs is jobs and list(snap.jobs) == ["c1/a", "c1/b"]
         assert snap.jobs["c1/a"] is not a and snap.jobs["c1/a"].waiting_tier == 0
         assert snap.jobs["c1/b"] is b and snap.changes.jobs == {"c1/a"}
-        # a new job changes the order: a new dict, the untouched jobs kept
+        # a new job after the others changes the order: the same dict, the new job at its end,
+        # the untouched jobs kept
         await _create(sched.client, podgroup("c", queue="q1", min_member=1, phase="Inqueue"))
         await _settle(sched)
         a = snap.jobs["c1/a"]
         open_session(snap, sched.conf, sched.cache).close()
         snap = sched.cache.snapshot()
-        assert snap.jobs is not jobs and list(snap.jobs) == ["c1/a", "c1/b", "c1/c"]
+        assert snap.jobs is jobs and list(snap.jobs) == ["c1/a", "c1/b", "c1/c"]
         assert snap.jobs["c1/a"] is a and snap.jobs["c1/b"] is b and snap.changes.jobs == {"c1/c"}
 
 
@@ -162,7 +163,7 @@ async def test_close_trusts_the_write_log_of_the_jobs_it_handed_out() -> None:
         b.nodes_fit_errors["c1/b-0"] = FitErrors()  # an entry added in place is logged too
         ssn.close()
         inc = sched.cache.incremental
-        assert inc is not None and inc._left_untouched is not None and inc._left_untouched[1] == {"c1/a"}
+        assert inc is not None and inc._close_touched is not None and inc._close_touched[1] == {"c1/b"}
         # the stale case: the next snapshot clears the log and hands b out afresh, a kept
         snap = sched.cache.snapshot()
         assert snap.job_writes == set() and snap.jobs["c1/a"] is a and snap.jobs["c1/b"] is not b
@@ -172,7 +173,7 @@ async def test_close_trusts_the_write_log_of_the_jobs_it_handed_out() -> None:
         a.waiting_tier = 2  # a field set: logged
         assert snap.job_writes == {"c1/a"}
         ssn.close()
-        assert inc._left_untouched[1] == {"c1/b"}
+        assert inc._close_touched is not None and inc._close_touched[1] == {"c1/a"}
         # a change that bypasses the log is reported in verify mode
         snap = sched.cache.snapshot()
         ssn = open_session(snap, sched.conf, sched.cache)
@@ -230,14 +231,15 @@ async def test_a_new_job_order_is_patched_from_the_last_sessions_jobs() -> None:
         a, b = ssn.jobs["c1/a"], ssn.jobs["c1/b"]
         b.waiting_tier = 2  # b is touched in this session
         ssn.close()
-        # a new job d and a deleted one c: a new order list, so a new dict in the new order
+        # a new job d after the others and a deleted one c: a new order list that only dropped c
+        # and put d at its end, so the last dict with c deleted and d added at its end
         pgs = sched.client.scheme.resolve("podgroups.scheduling.volcano.sh")
         await sched.client.delete(pgs, "c", "c1")
         await _create(sched.client, podgroup("d", queue="q1", min_member=1, phase="Inqueue"))
         await _settle(sched)
         jobs = ssn.jobs
         snap = sched.cache.snapshot()
-        assert snap.jobs is not jobs and list(snap.jobs) == ["c1/a", "c1/b", "c1/d"]
+        assert snap.jobs is jobs and list(snap.jobs) == ["c1/a", "c1/b", "c1/d"]
         # a kept; the stale b (touched) and the new d cloned; c named changed as gone
         assert snap.jobs["c1/a"] is a and snap.jobs["c1/b"] is not b and snap.jobs["c1/b"].waiting_tier == 0
         assert snap.changes.jobs == {"c1/b", "c1/c", "c1/d"}
@@ -249,5 +251,54 @@ async def test_a_new_job_order_is_patched_from_the_last_sessions_jobs() -> None:
         await _create(sched.client, podgroup("e", queue="q1", min_member=1, phase="Inqueue"))
         await _settle(sched)
         inc._out["c1/x"] = inc._out.pop("c1/a")
-        with pytest.raises(SnapshotMismatch, match=r"job c1/a: untouched at the last close"):
+        with pytest.raises(SnapshotMismatch, match=r"jobs of the last session \['c1/a'\] not in its patched dict"):
             sched.cache.snapshot()
+
+
+async def test_a_job_joining_the_session_before_the_last_one_gets_a_new_dict_in_job_order() -> None:
+    async with two_jobs("verify") as sched:
+        # c waits for a queue that does not exist: not in the sessions
+        await _create(sched.client, podgroup("c", queue="q9", min_member=1, phase="Inqueue"))
+        await _settle(sched)
+        ssn = open_session(sched.cache.snapshot(), sched.conf, sched.cache)
+        assert list(ssn.jobs) == ["c1/a", "c1/b"]
+        a = ssn.jobs["c1/a"]
+        ssn.close()
+        # c moves to q1 and d is created after it: d goes at the end of the order, c before it,
+        # so the last dict cannot be patched at its end
+        pgs = sched.client.scheme.resolve("podgroups.scheduling.volcano.sh")
+        await sched.client.patch(pgs, "c", {"spec": {"queue": "q1"}}, "c1", patch_type="merge")
+        await _create(sched.client, podgroup("d", queue="q1", min_member=1, phase="Inqueue"))
+        await _settle(sched)
+        jobs = ssn.jobs
+        snap = sched.cache.snapshot()
+        assert snap.jobs is not jobs and list(snap.jobs) == ["c1/a", "c1/b", "c1/c", "c1/d"]
+        assert snap.jobs["c1/a"] is a and snap.changes.jobs == {"c1/c", "c1/d"}
+        open_session(snap, sched.conf, sched.cache).close()
+        # the next job after the others: that dict again, patched at its end
+        await _create(sched.client, podgroup("e", queue="q1", min_member=1, phase="Inqueue"))
+        await _settle(sched)
+        jobs = snap.jobs
+        snap = sched.cache.snapshot()
+        assert snap.jobs is jobs and list(snap.jobs) == ["c1/a", "c1/b", "c1/c", "c1/d", "c1/e"]
+        open_session(snap, sched.conf, sched.cache).close()
+        assert sched.cache.snapshot_mismatches == 0
+
+
+async def test_close_finds_the_jobs_without_a_quiet_entry_from_the_last_close_and_the_changes() -> None:
+    async with two_jobs("verify") as sched:
+        await _create(sched.client, podgroup("c", queue="q1", min_member=1, phase="Inqueue"))
+        await _create(sched.client, pod("c-0", group="c", requests="64,1Gi"))  # fits no Node
+        for _ in range(3):
+            await _settle(sched)
+            sched.run_once()
+        inc = sched.cache.incremental
+        assert inc is not None
+        # a and b emitted nothing at their last close; c, which fits nowhere, emits every time
+        assert set(inc._close_quiet) == {"c1/a", "c1/b"}
+        assert inc._running["close.loud"]["uids"] == {"c1/c"}
+        ssn = open_session(sched.cache.snapshot(), sched.conf, sched.cache)
+        # an entry dropped behind the cache's back (not by a close or a rebuild) is reported
+        del inc._close_quiet["c1/a"]
+        with pytest.raises(SnapshotMismatch, match=r"close: jobs without a quiet entry \['c1/c'\] != \['c1/a', 'c1/c'\]"):
+            ssn.close()

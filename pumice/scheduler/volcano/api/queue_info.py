@@ -137,9 +137,9 @@ class ClusterInfo:
     changes: Changes | None = None
     """What changed since the live cache's previous snapshot (:class:`Changes`); None: not known
     (the full build)."""
-    on_untouched: Callable[[set[str]], None] | None = None
-    """Receives, when the session closes, the uids of the :attr:`handed_out` jobs it left
-    untouched (the live cache then hands them to the next session without looking again)."""
+    on_touched: Callable[[set[str]], None] | None = None
+    """Receives, when the session closes, the uids of the :attr:`handed_out` jobs it touched
+    (the live cache then hands the others to the next session without looking again)."""
     node_list: list[NodeInfo] | None = None
     """The values of :attr:`nodes` in node order (read-only); None: the session lists them."""
     active_jobs: set[str] | None = None

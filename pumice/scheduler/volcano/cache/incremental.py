@@ -213,9 +213,14 @@ class IncrementalSnapshot:
         self._generation = 0
         self._handed: set[str] = set()
         """The uids of the jobs handed to the last session."""
-        self._left_untouched: tuple[int, set[str]] | None = None
-        """(generation, the uids of the jobs its session's close found untouched)."""
+        self._close_touched: tuple[int, set[str], int] | None = None
+        """(generation, the uids of the handed-out jobs its session's close found touched, how
+        many jobs were handed out): the others were left untouched."""
         self._rebuilt: set[str] = set()
+        self._order_tail: tuple[list[str], dict[str, None]] | None = None
+        """Set by the last :meth:`_reorder_jobs` when it only took jobs out of the order list and
+        put the jobs that joined after all the others: (the list before, the jobs put at its end,
+        in order); None otherwise."""
         """Uids of the jobs :meth:`_apply_jobs` rebuilt or dropped since the last snapshot."""
         self._out: dict[str, JobInfo] | None = None
         """The jobs dict handed to the last session (brought up to date in place when the job
@@ -338,7 +343,8 @@ class IncrementalSnapshot:
         ci.job_memo = self._job_memo
         ci.handed_out = self._lent
         generation = self._generation
-        ci.on_untouched = lambda uids: self._untouched_at_close(generation, uids)
+        lent = len(self._lent)
+        ci.on_touched = lambda uids: self._touched_at_close(generation, uids, lent)
         ci.close_quiet = self._close_quiet
         ci.pod_affinity_nodes = frozenset(self._affinity_nodes)
         return ci
@@ -354,26 +360,33 @@ class IncrementalSnapshot:
         are looked at: with the same job order the dict handed to the last session is brought
         up to date in place, else a new dict is made from it in the new order
         (:meth:`_jobs_patched`)."""
-        # what the last session's close found untouched (nothing changes a job after that)
-        left = self._left_untouched
-        trusted = left[1] if left is not None and left[0] == self._generation else None
-        self._left_untouched = None
+        # what the last session's close found touched: it left the other jobs it was handed
+        # untouched (nothing changes a job after that, and only a snapshot changes the jobs
+        # handed out, :attr:`_lent`)
+        last = self._close_touched
+        touched = last[1] if last is not None and last[0] == self._generation else None
+        self._close_touched = None
+        check = self._job_memo.on_mismatch
+        if touched is not None and check is not None and last is not None and (
+                last[2] != len(self._lent) or not touched <= self._lent.keys()):
+            check(f"jobs handed out: {len(self._lent)}, {last[2]} at the last close, touched {sorted(touched)}")
         rebuilt, self._rebuilt = self._rebuilt, set()
         queue_keys = frozenset(queues)
         prev = self._out
         base_jobs = self._base_jobs
         # the same jobs in the same order: the order list not re-sorted, the same queues, and no
         # rebuilt job that moved into or out of a known queue
-        same = (trusted is not None and prev is not None and self._out_order is self._job_order
+        same = (touched is not None and prev is not None and self._out_order is self._job_order
                 and self._out_queues == queue_keys
                 and all(uid in base_jobs and (base_jobs[uid].queue in queues) == (uid in prev) for uid in rebuilt))
-        if same and trusted is not None:
-            out = self._jobs_in_place(trusted, rebuilt)
-        elif trusted is not None and prev is not None and self._out_queues == queue_keys:
-            out = self._jobs_patched(queues, trusted, rebuilt)
+        if same and touched is not None:
+            out = self._jobs_in_place(touched, rebuilt)
+        elif touched is not None and prev is not None and self._out_queues == queue_keys:
+            out = self._jobs_patched(queues, touched, rebuilt)
         else:
-            out = self._jobs_afresh(queues, trusted)
+            out = self._jobs_afresh(queues, touched)
         self._out, self._out_order, self._out_queues = out, self._job_order, queue_keys
+        self._order_tail = None
         active = self._active
         for uid in self._jobs_changed:
             now = out.get(uid)
@@ -391,7 +404,7 @@ class IncrementalSnapshot:
             kept.pop(uid, None)
             self._unkept.add(uid)
 
-    def _jobs_afresh(self, queues: dict[str, QueueInfo], trusted: set[str] | None) -> dict[str, JobInfo]:
+    def _jobs_afresh(self, queues: dict[str, QueueInfo], touched: set[str] | None) -> dict[str, JobInfo]:
         lent = self._lent
         kept: dict[str, tuple[JobInfo, JobInfo, dict[str, Any]]] = {}
         out: dict[str, JobInfo] = {}
@@ -405,10 +418,10 @@ class IncrementalSnapshot:
                 continue
             got = lent.get(uid)
             # (a job the close did not trust although it is untouched is only cloned again)
-            if got is not None and check is not None and trusted is not None and uid in trusted and not untouched(
+            if got is not None and check is not None and touched is not None and uid not in touched and not untouched(
                     got[1], got[2]):
                 check(f"job {uid}: untouched at the last close: True, at this snapshot: False")
-            if got is not None and got[0] is base and (uid in trusted if trusted is not None
+            if got is not None and got[0] is base and (uid not in touched if touched is not None
                                                        else untouched(got[1], got[2])):
                 out[uid] = got[1]
                 kept[uid] = got
@@ -423,14 +436,14 @@ class IncrementalSnapshot:
         self._jobs_changed = changed
         return out
 
-    def _jobs_in_place(self, trusted: set[str], rebuilt: set[str]) -> dict[str, JobInfo]:
+    def _jobs_in_place(self, touched: set[str], rebuilt: set[str]) -> dict[str, JobInfo]:
         """:meth:`_jobs_afresh` when the job order and queues did not change: the jobs to clone
-        are those rebuilt since, those the last close did not find untouched, and those never
-        handed out as they were (topology and sub-group jobs)."""
+        are those rebuilt since, those the last close found touched, and those never handed out
+        as they were (topology and sub-group jobs)."""
         out, kept, base_jobs = self._out, self._lent, self._base_jobs
         assert out is not None
         redo = out.keys() & rebuilt
-        redo.update(kept.keys() - trusted)
+        redo.update(touched)  # (all handed out: kept holds the jobs the last close saw)
         redo.update(self._unkept)
         check = self._job_memo.on_mismatch
         if check is not None:
@@ -460,31 +473,54 @@ class IncrementalSnapshot:
             self._keepable(uid, base, job, kept)
         self.jobs_kept += len(out) - len(redo)
 
-    def _jobs_patched(self, queues: dict[str, QueueInfo], trusted: set[str], rebuilt: set[str]) -> dict[str, JobInfo]:
+    def _jobs_patched(self, queues: dict[str, QueueInfo], touched: set[str], rebuilt: set[str]) -> dict[str, JobInfo]:
         """:meth:`_jobs_afresh` when the queues did not change but the job order did (a PodGroup
         added or removed): a job not rebuilt since the last snapshot has the same base, so it is
-        in the session iff it was in the last one; the new dict is the last one's jobs in the
-        new order (a C-level pass), and the jobs cloned are those :meth:`_jobs_in_place` clones
-        plus the ones new to the session."""
+        in the session iff it was in the last one; the jobs cloned are those
+        :meth:`_jobs_in_place` clones plus the ones new to the session.
+
+        When the new order only dropped jobs and added jobs after all the others
+        (:attr:`_order_tail`: the usual case, a PodGroup created after every other one) and
+        every job new to the session is one of those, the last dict is brought up to date in
+        place (the jobs gone deleted, the new ones added at its end): a walk over the changes.
+        Else the new dict is the last one's jobs in the new order (a C-level pass)."""
         prev, kept, base_jobs = self._out, self._lent, self._base_jobs
         assert prev is not None
-        members = prev.keys() - rebuilt
-        members.update(uid for uid in rebuilt if uid in base_jobs and base_jobs[uid].queue in queues)
-        order = self._job_order
-        if len(members) != len(order):
-            order = [uid for uid in order if uid in members]
-        out: dict[str, JobInfo] = dict(zip(order, map(prev.get, order), strict=True))  # type: ignore[arg-type]
-        gone = prev.keys() - members
-        for uid in kept.keys() - members:
-            del kept[uid]
-        self._unkept.intersection_update(members)
-        redo = members.intersection(rebuilt)
-        redo.update(members.difference(prev))
-        redo.update(kept.keys() - trusted)
+        gone = [uid for uid in rebuilt if uid in prev and not (uid in base_jobs and base_jobs[uid].queue in queues)]
+        joined = {uid for uid in rebuilt if uid not in prev and uid in base_jobs and base_jobs[uid].queue in queues}
+        tail = self._order_tail
+        members: set[str]
+        if tail is not None and tail[0] is self._out_order and joined <= tail[1].keys():
+            out = prev
+            for uid in gone:
+                del out[uid]
+            for uid in tail[1]:
+                if uid in joined:
+                    out[uid] = base_jobs[uid]  # (a placeholder: cloned below, in place)
+            members = self._handed
+            members.difference_update(gone)
+            members.update(joined)
+        else:
+            members = prev.keys() - rebuilt
+            members.update(uid for uid in rebuilt if uid in base_jobs and base_jobs[uid].queue in queues)
+            order = self._job_order
+            if len(members) != len(order):
+                order = [uid for uid in order if uid in members]
+            out = dict(zip(order, map(prev.get, order), strict=True))  # type: ignore[arg-type]
+        # (kept holds jobs of the last dict: those that left are among the gone ones)
+        for uid in gone:
+            kept.pop(uid, None)
+        self._unkept.difference_update(gone)
+        redo = {uid for uid in rebuilt if uid in members}
+        redo.update(joined)
+        redo.update(uid for uid in touched if uid in kept)
         redo.update(self._unkept)
         check = self._job_memo.on_mismatch
         if check is not None:
             want = [uid for uid in self._job_order if base_jobs[uid].queue in queues]
+            if members != out.keys():
+                check(f"jobs of the last session {sorted(members - out.keys())} not in its patched dict, "
+                      f"{sorted(out.keys() - members)} in it but not of the session")
             if list(out) != want:
                 check(f"patched job order {list(out)} != {want}")
             self._check_kept(out, kept, base_jobs, redo, check)
@@ -494,8 +530,8 @@ class IncrementalSnapshot:
         self._handed = members
         return out
 
-    def _untouched_at_close(self, generation: int, uids: set[str]) -> None:
-        self._left_untouched = (generation, uids)
+    def _touched_at_close(self, generation: int, uids: set[str], lent: int) -> None:
+        self._close_touched = (generation, uids, lent)
 
     def _keep_arrays(self, arrays: NodeArrays) -> None:
         self._arrays = arrays
@@ -793,11 +829,13 @@ class IncrementalSnapshot:
         or joined, they are taken out and put in by bisection (the keys are unique, so the result
         is the one sorted list); else the whole list is sorted."""
         keys = self._job_keys
+        before = self._job_order
+        self._order_tail = None
         if not self._job_order_sorted or len(left) + len(joined) > _REORDER_MAX:
             self._job_order = sorted(self._base_jobs, key=keys.__getitem__)
             self._job_order_sorted = True
             return
-        order = list(self._job_order)
+        order = list(before)
         if left:
             def old_key(u: str) -> OrderKey:
                 got = keys.get(u)
@@ -807,9 +845,19 @@ class IncrementalSnapshot:
                 i = bisect.bisect_left(order, key, key=old_key)
                 assert order[i] == uid, (uid, i)
                 del order[i]
+        tail: dict[str, None] | None = {}
         for uid in joined:
-            bisect.insort(order, uid, key=keys.__getitem__)
+            # (bisect.insort, with the place kept)
+            i = bisect.bisect_right(order, keys[uid], key=keys.__getitem__)
+            if tail is not None:
+                if i == len(order):
+                    tail[uid] = None
+                else:
+                    tail = None
+            order.insert(i, uid)
         self._job_order = order
+        if tail is not None:
+            self._order_tail = (before, tail)
 
 
 _META_KINDS = ("PriorityClass", "Queue", "Namespace")

@@ -178,10 +178,8 @@ class Session:
         self.enabled_actions: set[str] = set(conf.actions)
         self.handed_out = cluster.handed_out
         self.close_quiet = cluster.close_quiet
-        self.close_skips: frozenset[str] | set[str] = frozenset()
-        """Jobs whose close is known to emit nothing (set when :meth:`close` starts): a plugin
-        that writes a per-job PodGroup condition on close may leave them out
-        (:meth:`jobs_to_close` lists the others)."""
+        self._closing_uids: set[str] | None = None
+        """The jobs :meth:`close` computes, when it leaves the others out (None: every job)."""
         self._closing: Iterable[JobInfo] = self.jobs.values()
         self.job_memo: JobMemo = cluster.job_memo if cluster.job_memo is not None else JobMemo()
         """Results computed from the jobs as the snapshot handed them out, kept across sessions
@@ -1138,43 +1136,100 @@ class Session:
         self.batch_predicates.clear()
         self.batch_scores.clear()
 
+    @property
+    def close_skips(self) -> frozenset[str]:
+        """Jobs whose close is known to emit nothing (known once :meth:`close` starts; empty
+        before, and in the ``verify`` snapshot mode): a plugin that writes a per-job PodGroup
+        condition on close may leave them out (:meth:`jobs_to_close` lists the others). Made
+        from the jobs' uids when asked (close itself keeps only the others)."""
+        closing = self._closing_uids
+        if closing is None:
+            return frozenset()
+        return frozenset(self.jobs.keys() - closing)
+
     def jobs_to_close(self) -> Iterable[JobInfo]:
         """The session's jobs but :attr:`close_skips`, in job order (during :meth:`close`; every
         job before it)."""
         return self._closing
 
-    def _clean_at_close(self) -> set[str]:
-        """The jobs this session left as the live cache handed them out (no task, phase, fit
-        error or field changed; no PodGroup condition, annotation or extension status field set
-        before close). Empty without the live cache's hints.
+    def _dirty_at_close(self) -> set[str] | None:
+        """The jobs this session did not leave as the live cache handed them out: those not
+        handed out as they were (:attr:`ClusterInfo.handed_out`), those that logged a write (a
+        task, phase, fit error or field changed) and those given a PodGroup condition or
+        annotation before close; None (every job) without the live cache's hints or when a
+        plugin sets an extension status field. The others are the clean jobs close may skip.
 
-        The jobs left untouched (:func:`untouched`, whatever their conditions) are also handed
-        to the live cache (:attr:`ClusterInfo.on_untouched`), so that its next snapshot does not
-        look at them again: nothing from here to the next snapshot changes a job (close, the
-        plugins' ``on_session_close`` and the status writers only read the jobs)."""
+        The handed-out jobs touched (those that logged a write) are also handed to the live
+        cache (:attr:`ClusterInfo.on_touched`): it hands the others to its next snapshot without
+        looking at them again (nothing from here to the next snapshot changes a job: close, the
+        plugins' ``on_session_close`` and the status writers only read the jobs).
+
+        With the write log this is a walk over the written jobs, not over every job: the
+        handed-out jobs are a subset of the session's jobs (checked in the ``verify`` snapshot
+        mode), so the jobs not handed out are none when the two have the same size."""
         ho = self.handed_out
         if ho is None:
-            return set()
+            return None
         jobs = self.jobs
         writes = self.cluster.job_writes
-        left: set[str]
+        touched: set[str]
+        check = self.job_memo.on_mismatch
         if writes is not None:
-            # the jobs that logged no write since handed out (WriteLoggedJob): no field rebound,
-            # no task or phase changed, no fit error; a session never puts another object in
-            # the jobs dict
-            left = ho.keys() - writes
-            check = self.job_memo.on_mismatch
+            # the jobs that logged no write since handed out (WriteLoggedJob) are untouched: no
+            # field rebound, no task or phase changed, no fit error; a session never puts another
+            # object in the jobs dict ((keys & set) walks the smaller side)
+            touched = ho.keys() & writes
             if check is not None:
-                bad = sorted(uid for uid in left if not (jobs.get(uid) is ho[uid][1] and untouched(ho[uid][1], ho[uid][2])))
+                bad = sorted(uid for uid in ho.keys() - touched
+                             if not (jobs.get(uid) is ho[uid][1] and untouched(ho[uid][1], ho[uid][2])))
                 if bad:
                     check(f"jobs {bad} logged no write but are not as handed out")
         else:
-            left = {uid for uid, (_base, job, fields) in ho.items() if jobs.get(uid) is job and untouched(job, fields)}
-        if self.cluster.on_untouched is not None:
-            self.cluster.on_untouched(left)
+            touched = {uid for uid, (_base, job, fields) in ho.items()
+                       if not (jobs.get(uid) is job and untouched(job, fields))}
+        if check is not None and not ho.keys() <= jobs.keys():
+            check(f"jobs {sorted(ho.keys() - jobs.keys())} handed out but not in the session")
+        if self.cluster.on_touched is not None:
+            self.cluster.on_touched(touched)
         if self.close_quiet is None or self.pod_group_status_fields:
-            return set()
-        return left.difference(self._pg_conditions, self.pod_group_annotations)
+            return None
+        dirty = set(touched)  # (touched is the live cache's now)
+        dirty.update(self._pg_conditions, self.pod_group_annotations)
+        if len(dirty) > len(touched):
+            dirty.intersection_update(jobs.keys())
+        if len(ho) != len(jobs):
+            dirty.update(jobs.keys() - ho.keys())
+        return dirty
+
+    def _loud_jobs(self, quiet: dict[str, int]) -> set[str]:
+        """The session's jobs without an entry in ``quiet`` (:attr:`ClusterInfo.close_quiet`).
+
+        With the live cache's hints a walk over the jobs the last close left without one and
+        those named changed since (:attr:`ClusterInfo.changes`): an entry goes only at a close
+        (that close records the jobs it left without one, in the running-sums store under
+        ``close.loud``) or when the live cache rebuilds the job, and a job new to the session
+        or rebuilt is named changed. Else (or when the last close was not of the previous
+        snapshot) a walk over every job. Compared with that walk in the ``verify`` snapshot mode."""
+        jobs = self.jobs
+        ch, store = self.cluster.changes, self.cluster.running_sums
+        last = None if store is None else store.get("close.loud")
+        if ch is not None and isinstance(last, dict) and last.get("generation") == ch.generation - 1:
+            loud = {uid for uid in ch.jobs.union(last["uids"]) if uid in jobs and uid not in quiet}
+            check = self.job_memo.on_mismatch
+            if check is not None:
+                want = jobs.keys() - quiet.keys()
+                if loud != want:
+                    check(f"close: jobs without a quiet entry {sorted(loud)} != {sorted(want)} of a walk")
+            return loud
+        return jobs.keys() - quiet.keys()
+
+    def _keep_loud(self, closed: Iterable[str], quiet: dict[str, int]) -> None:
+        """Record for the next close (:meth:`_loud_jobs`) the jobs ``closed`` left without a
+        quiet entry (the jobs not closed kept theirs)."""
+        ch, store = self.cluster.changes, self.cluster.running_sums
+        if ch is None or store is None:
+            return
+        store["close.loud"] = {"generation": ch.generation, "uids": {uid for uid in closed if uid not in quiet}}
 
     def close(self, rfc3339: Callable[[float], str] | None = None) -> CloseResult:
         """Close plugins, then compute every job's PodGroup status and every queue's allocated.
@@ -1188,30 +1243,41 @@ class Session:
         :attr:`pod_group_status_fields`), which turns this off. In the ``verify`` snapshot mode
         (:attr:`JobMemo.on_mismatch` set) every job is computed and a skipped one that would emit
         something is reported as a mismatch.
+
+        The jobs computed are found from the changes (:meth:`_dirty_at_close`,
+        :meth:`_loud_jobs`), not by a walk over every job.
         """
-        clean = self._clean_at_close()
+        dirty = self._dirty_at_close()
         quiet = self.close_quiet
-        skip: set[str] = set()
         check = self.job_memo.on_mismatch
         jobs = self.jobs
-        if clean and quiet:
+        # the jobs computed: the dirty ones and those without a quiet entry (for a clean job,
+        # the live cache drops its entry whenever it rebuilds the job, and a clean job is a
+        # clone of the same build as at its last close: an entry is its version)
+        closing_uids: set[str] | None = None
+        if dirty is not None and quiet and len(dirty) < len(jobs):
             if self.cluster.job_writes is not None:
-                # the live cache drops a job's entry whenever it rebuilds the job, and a clean
-                # job is a clone of the same build as at its last close: an entry is its version
-                skip = clean.intersection(quiet)
-                if check is not None:
-                    bad = sorted(uid for uid in skip if quiet[uid] != jobs[uid].version)
-                    if bad:
-                        check(f"close: quiet entries of {bad} are for another version")
+                closing_uids = dirty.union(self._loud_jobs(quiet))
             else:
-                skip = {uid for uid in clean if quiet.get(uid) == jobs[uid].version}
-        self.close_skips = skip if check is None else frozenset()
+                closing_uids = dirty.union(uid for uid, job in jobs.items() if quiet.get(uid) != job.version)
+            if len(closing_uids) == len(jobs):
+                closing_uids = None
+        skip: set[str] = set()
+        if closing_uids is not None and check is not None:
+            skip = jobs.keys() - closing_uids
+            bad = sorted(uid for uid in skip if quiet is None or quiet[uid] != jobs[uid].version)
+            if bad:
+                check(f"close: quiet entries of {bad} are for another version")
+            closing_uids = None  # verify: every job is computed, the skipped ones checked
+        self._closing_uids = closing_uids
         ch = self.cluster.changes
         closing: Iterable[JobInfo] = jobs.values()
-        if self.close_skips and ch is not None:
-            # the others in job order (the jobs dict is in the order of their keys)
+        if closing_uids is not None and ch is not None:
+            # in job order (the jobs dict is in the order of their keys)
             order = ch.job_order
-            closing = [jobs[uid] for uid in sorted(jobs.keys() - skip, key=order.__getitem__)]
+            closing = [jobs[uid] for uid in sorted(closing_uids, key=order.__getitem__)]
+        elif closing_uids is not None:
+            closing = [job for uid, job in jobs.items() if uid in closing_uids]
         self._closing = closing
         for p in self.plugins.values():
             p.on_session_close(self)
@@ -1265,10 +1331,12 @@ class Session:
                           and uid not in res.pod_group_annotations)
                 if uid in skip and not silent and check is not None:
                     check(f"close of {uid}: skipped as emitting nothing for version {job.version}, but it emits")
-                if silent and uid in clean:
+                if silent and dirty is not None and uid not in dirty:
                     quiet[uid] = job.version
                 else:
                     quiet.pop(uid, None)
+        if quiet is not None:
+            self._keep_loud(jobs.keys() if closing_uids is None else closing_uids, quiet)
         memo = self.job_memo
 
         def entry(job: JobInfo) -> tuple[str, tuple[Resource], bool]:
@@ -1277,7 +1345,7 @@ class Session:
 
         # the jobs changed since the last close: those the snapshot named, and those this
         # session touched
-        running = self.job_sums("close.allocated", 1, entry, also=self.jobs.keys() - clean)
+        running = self.job_sums("close.allocated", 1, entry, also=self.jobs.keys() if dirty is None else dirty)
         by_queue: dict[str, list[JobInfo]] | None = None
         # queue -> (a running total, its ResourceList): the list given again while the running
         # sums give the very same (immutable) Resource
