@@ -1625,7 +1625,11 @@ class Registry:
         old = st.get(res, ns, name)
         if old is None:
             raise errors.not_found(rk, name)
-        new = old.copy()
+        # the deleting object: the stored one with a metadata of its own; the rest is shared
+        # with it, which nobody changes (a Stored object is never mutated, and a strategy's
+        # begin_delete replaces what it changes), so no deep copy, though most deletes are final
+        # and only read it
+        new = {**old.obj, "metadata": dict(old.obj["metadata"])}
         md = new["metadata"]
         finalizers = list(md.get("finalizers") or [])
         if opts.propagation_policy == "Foreground" and "foregroundDeletion" not in finalizers:

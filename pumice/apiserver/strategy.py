@@ -165,7 +165,9 @@ class Strategy:
     deletion_grace_period: bool = True
 
     def begin_delete(self, obj: Obj) -> None:
-        """Changes made to the object when its deletion starts (``obj`` is the new copy)."""
+        """Changes made to the object when its deletion starts. ``obj`` is the new object, with
+        a ``metadata`` of its own and every other top-level value shared with the stored one:
+        replace a value to change it, never change one in place."""
 
     def holds_deletion(self, obj: Obj) -> bool:
         """True while something besides metadata.finalizers keeps a deleting object."""
@@ -338,7 +340,7 @@ class NamespaceStrategy(Strategy):
     deletion_grace_period = False  # the Namespace REST's Delete sets deletionTimestamp and phase only
 
     def begin_delete(self, obj: Obj) -> None:
-        obj.setdefault("status", {})["phase"] = "Terminating"
+        obj["status"] = {**(obj.get("status") or {}), "phase": "Terminating"}
 
     def holds_deletion(self, obj: Obj) -> bool:
         return bool((obj.get("spec") or {}).get("finalizers"))

@@ -233,3 +233,35 @@ async def test_a_watcher_without_namespace_or_selectors_queues_every_event_as_th
         slow.offer(ev, 100)
     got = [[w.queue.get_nowait() for _ in range(3)] for w in (fast, slow)]
     assert got[0] == got[1] == [(ADDED, s1), (MODIFIED, s2), (DELETED, s3)]
+
+
+async def test_a_delete_changes_no_stored_object_in_place() -> None:
+    # a deleting object shares every value but its metadata with the stored one: the Namespace's
+    # status (Terminating), a held Pod's deletion marks and a ConfigMap's finalizers go to the
+    # new object only, and the stored (and shared) old ones keep their JSON
+    async with local_cluster() as c:
+        store = c.server.store
+        await c.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gone"}})
+        await c.client.create(_pod("held"))
+        await c.client.patch(scheme.POD, "held", {"spec": {"nodeName": "n1"}}, "default")
+        await c.client.create({"apiVersion": "v1", "kind": "ConfigMap",
+                               "metadata": {"name": "kept", "namespace": "default", "finalizers": ["x/y"]}})
+        await c.client.create({"apiVersion": "v1", "kind": "ConfigMap",
+                               "metadata": {"name": "final", "namespace": "default"}, "data": {"a": "b"}})
+        before = {(r, s.obj["metadata"].get("namespace"), s.obj["metadata"]["name"]): s
+                  for r in store.resources() for s in store.list(r)}
+        await c.client.delete(scheme.NAMESPACE, "gone")
+        await c.client.delete(scheme.POD, "held", "default", grace_period_seconds=30)
+        await c.client.delete(scheme.CONFIG_MAP, "kept", "default", propagation_policy="Foreground")
+        await c.client.delete(scheme.CONFIG_MAP, "final", "default")
+        assert store.changed_objects() == []
+        assert _decode(before[("/namespaces", None, "gone")].data)["status"] == {"phase": "Active"}
+        ns = store.get("/namespaces", "", "gone")
+        assert ns is not None and ns.obj["status"] == {"phase": "Terminating"}
+        pod = store.get("/pods", "default", "held")
+        assert pod is not None and pod.obj["metadata"]["deletionGracePeriodSeconds"] == 30
+        assert "deletionTimestamp" not in before[("/pods", "default", "held")].obj["metadata"]
+        kept = store.get("/configmaps", "default", "kept")
+        assert kept is not None and kept.obj["metadata"]["finalizers"] == ["x/y", "foregroundDeletion"]
+        assert before[("/configmaps", "default", "kept")].obj["metadata"]["finalizers"] == ["x/y"]
+        assert store.get("/configmaps", "default", "final") is None
