@@ -59,6 +59,7 @@ _MODULES = {
     "policy": "policy_v1",
     "autoscaling": "autoscaling_v1",
     "networking.k8s.io": "networking_v1",
+    "storage.k8s.io": "storage_v1",
 }
 
 
@@ -212,7 +213,9 @@ def model_for(rk: ResourceKind) -> Any:
         return _models[key]
     tree = None
     module_name = _MODULES.get(rk.group)
-    if module_name is not None and module_name.endswith("_" + rk.version):
+    if module_name is not None and not module_name.endswith("_" + rk.version):  # autoscaling v1 and v2
+        module_name = module_name.rsplit("_", 1)[0] + "_" + rk.version
+    if module_name is not None:
         try:
             module = importlib.import_module(f"lightkube.models.{module_name}")
             cls = getattr(module, rk.kind, None)

@@ -104,6 +104,11 @@ RESOURCE_QUOTA = ResourceKind("", "v1", "ResourceQuota", "resourcequotas", short
                               subresources=("status",))
 LIMIT_RANGE = ResourceKind("", "v1", "LimitRange", "limitranges", short_names=("limits",))
 EVENT = ResourceKind("", "v1", "Event", "events", short_names=("ev",))
+POD_TEMPLATE = ResourceKind("", "v1", "PodTemplate", "podtemplates")
+#: core/v1 ComponentStatus: computed on each read from the health of pumice's own parts (list and
+#: get only; deprecated upstream since 1.19, which every answer's Warning header says)
+COMPONENT_STATUS = ResourceKind("", "v1", "ComponentStatus", "componentstatuses", namespaced=False,
+                                short_names=("cs",), verbs=("get", "list"))
 DEPLOYMENT = ResourceKind("apps", "v1", "Deployment", "deployments", short_names=("deploy",), categories=("all",),
                           subresources=("status", "scale"))
 REPLICA_SET = ResourceKind("apps", "v1", "ReplicaSet", "replicasets", short_names=("rs",), categories=("all",),
@@ -122,6 +127,18 @@ STORAGE_CLASS = ResourceKind("storage.k8s.io", "v1", "StorageClass", "storagecla
                              short_names=("sc",))
 API_SERVICE = ResourceKind("apiregistration.k8s.io", "v1", "APIService", "apiservices", namespaced=False,
                            subresources=("status",))
+# storage.k8s.io/v1 data kinds of CSI drivers and their sidecars (stored, not acted on)
+CSI_DRIVER = ResourceKind("storage.k8s.io", "v1", "CSIDriver", "csidrivers", namespaced=False)
+CSI_NODE = ResourceKind("storage.k8s.io", "v1", "CSINode", "csinodes", namespaced=False)
+VOLUME_ATTACHMENT = ResourceKind("storage.k8s.io", "v1", "VolumeAttachment", "volumeattachments", namespaced=False,
+                                 subresources=("status",))
+CSI_STORAGE_CAPACITY = ResourceKind("storage.k8s.io", "v1", "CSIStorageCapacity", "csistoragecapacities")
+#: autoscaling/v2 HorizontalPodAutoscaler (stored in this form) and its v1 version (kubectl 1.32's
+#: ``kubectl autoscale`` posts v1)
+HORIZONTAL_POD_AUTOSCALER = ResourceKind("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers",
+                                         short_names=("hpa",), categories=("all",), subresources=("status",))
+HORIZONTAL_POD_AUTOSCALER_V1 = ResourceKind("autoscaling", "v1", "HorizontalPodAutoscaler", "horizontalpodautoscalers",
+                                            short_names=("hpa",), categories=("all",), subresources=("status",))
 LEASE = ResourceKind("coordination.k8s.io", "v1", "Lease", "leases")
 PRIORITY_CLASS = ResourceKind("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", namespaced=False,
                               short_names=("pc",))
@@ -170,7 +187,9 @@ BUILTIN_KINDS: tuple[ResourceKind, ...] = (
     PERSISTENT_VOLUME_CLAIM, PERSISTENT_VOLUME, REPLICATION_CONTROLLER, RESOURCE_QUOTA, LIMIT_RANGE, STATEFUL_SET,
     DAEMON_SET, CONTROLLER_REVISION, BATCH_CRON_JOB, POD_DISRUPTION_BUDGET, STORAGE_CLASS, API_SERVICE,
     BINDING, TOKEN_REVIEW, SELF_SUBJECT_REVIEW, SELF_SUBJECT_ACCESS_REVIEW, SUBJECT_ACCESS_REVIEW, LOCAL_SUBJECT_ACCESS_REVIEW,
-    SELF_SUBJECT_RULES_REVIEW, NODE_METRICS, POD_METRICS, INGRESS, INGRESS_CLASS, NETWORK_POLICY,
+    SELF_SUBJECT_RULES_REVIEW, NODE_METRICS, POD_METRICS, INGRESS, INGRESS_CLASS, NETWORK_POLICY, POD_TEMPLATE,
+    COMPONENT_STATUS, CSI_DRIVER, CSI_NODE, VOLUME_ATTACHMENT, CSI_STORAGE_CAPACITY, HORIZONTAL_POD_AUTOSCALER,
+    HORIZONTAL_POD_AUTOSCALER_V1,
 )
 
 # --- custom kinds (served once their CRDs are installed; names, scope and subresources as the

@@ -795,6 +795,165 @@ _PRINTERS.update({
                                                                                  or {}}}}, now)),
 })
 
+def _format_labels(labels: Any) -> str:
+    """labels.FormatLabels: ``k=v`` pairs sorted by key, comma-joined; ``<none>`` when empty."""
+    if not isinstance(labels, dict) or not labels:
+        return NONE
+    return ",".join(f"{k}={labels[k]}" for k in sorted(labels))
+
+
+def _pod_template_cells(o: Obj, now: float) -> list[Cell]:
+    """printPodTemplate: the template's containers and images (layoutContainerCells: empty, not
+    ``<none>``, when there are none) and its labels."""
+    tpl: Obj = o["template"] if isinstance(o.get("template"), dict) else {}
+    spec: Obj = tpl["spec"] if isinstance(tpl.get("spec"), dict) else {}
+    ctrs = [c for c in spec.get("containers") or [] if isinstance(c, dict)]
+    return [_name(o), ",".join(str(c.get("name", "")) for c in ctrs), ",".join(str(c.get("image", "")) for c in ctrs),
+            _format_labels((tpl.get("metadata") or {}).get("labels"))]
+
+
+def _component_status_cells(o: Obj, now: float) -> list[Cell]:
+    """printComponentStatus: the Healthy condition as Healthy/Unhealthy (Unknown without one),
+    its message and error."""
+    for c in o.get("conditions") or []:
+        if isinstance(c, dict) and c.get("type") == "Healthy":
+            return [_name(o), "Healthy" if c.get("status") == "True" else "Unhealthy", c.get("message") or "",
+                    c.get("error") or ""]
+    return [_name(o), "Unknown", "", ""]
+
+
+_PRINTERS.update({
+    ("", "PodTemplate"): (
+        [NAME_COLUMN, column("Containers", description="Names of each container in the template."),
+         column("Images", description="Images referenced by each container in the template."),
+         column("Pod Labels", description="The labels for the pod template.")], _pod_template_cells),
+    ("", "ComponentStatus"): (
+        [NAME_COLUMN, column("Status", description="Status of the component conditions"),
+         column("Message", description="Message of the component conditions"),
+         column("Error", description="Error of the component conditions")], _component_status_cells),
+})
+
+# storage.k8s.io/v1 CSI kinds. Where upstream describes a column by the field's API doc, pumice's
+# description is a short one of its own (kubectl shows none of them).
+
+
+def _dict(value: Any) -> Obj:
+    return value if isinstance(value, dict) else {}
+
+
+def _bool_or(value: Any, default: bool) -> bool:
+    return value if isinstance(value, bool) else default
+
+
+def _csi_driver_cells(o: Obj, now: float) -> list[Cell]:
+    """printCSIDriver: attachRequired (true when unset), podInfoOnMount, storageCapacity,
+    the token audiences (``<unset>`` without tokenRequests), requiresRepublish, the modes."""
+    spec = _spec(o)
+    tokens = spec.get("tokenRequests")
+    audiences = ",".join(str(t.get("audience") or "") for t in tokens if isinstance(t, dict)) \
+        if isinstance(tokens, list) else "<unset>"
+    modes = ",".join(str(m) for m in spec.get("volumeLifecycleModes") or []) or NONE
+    return [_name(o), _bool_or(spec.get("attachRequired"), True), _bool_or(spec.get("podInfoOnMount"), False),
+            _bool_or(spec.get("storageCapacity"), False), audiences, _bool_or(spec.get("requiresRepublish"), False),
+            modes, _age(o, now)]
+
+
+def _volume_attachment_cells(o: Obj, now: float) -> list[Cell]:
+    spec = _spec(o)
+    source = _dict(spec.get("source"))
+    return [_name(o), spec.get("attacher") or "", source.get("persistentVolumeName") or "", spec.get("nodeName") or "",
+            bool(_status(o).get("attached")), _age(o, now)]
+
+
+_PRINTERS.update({
+    ("storage.k8s.io", "CSIDriver"): (
+        [NAME_COLUMN, column("AttachRequired", "boolean", description="The driver needs an attach operation"),
+         column("PodInfoOnMount", "boolean", description="The driver gets pod information on mount"),
+         column("StorageCapacity", "boolean", description="The driver publishes CSIStorageCapacity objects"),
+         column("TokenRequests", description="Audiences of the service account tokens the driver gets"),
+         column("RequiresRepublish", "boolean", description="NodePublishVolume is called periodically"),
+         column("Modes", description="The volume lifecycle modes the driver supports"), AGE_COLUMN],
+        _csi_driver_cells),
+    ("storage.k8s.io", "CSINode"): (
+        [NAME_COLUMN, column("Drivers", "integer",
+                             description="Drivers indicates the number of CSI drivers registered on the node"),
+         AGE_COLUMN],
+        lambda o, now: [_name(o), len([d for d in _spec(o).get("drivers") or [] if isinstance(d, dict)]), _age(o, now)]),
+    ("storage.k8s.io", "VolumeAttachment"): (
+        [NAME_COLUMN, column("Attacher", format_="name", description="The volume driver that handles the request"),
+         column("PV", description="The persistent volume to attach"),
+         column("Node", description="The node the volume is attached to"),
+         column("Attached", "boolean", description="The volume is attached"), AGE_COLUMN],
+        _volume_attachment_cells),
+    # kube-apiserver gives CSIStorageCapacity the default table (its storage has no printer)
+    ("storage.k8s.io", "CSIStorageCapacity"): (
+        [NAME_COLUMN, column("Created At", "date", description=AGE_DESCRIPTION)],
+        lambda o, now: [_name(o), _meta(o).get("creationTimestamp", "")]),
+})
+
+def _hpa_metrics(specs: list[Obj], statuses: list[Obj]) -> str:
+    """formatHPAMetrics: each metric as ``current/target`` (``<unknown>`` without a status; a
+    resource utilization ``cpu: 50%/80%``, its target ``<auto>`` when unset), two at most then
+    `` + N more...``; ``<none>`` without metrics. Quantities are shown as given."""
+    if not specs:
+        return NONE
+    shown: list[str] = []
+    for i, spec in enumerate(specs):
+        st = statuses[i] if i < len(statuses) else {}
+        mtype = spec.get("type")
+        key = {"External": "external", "Pods": "pods", "Object": "object", "Resource": "resource",
+               "ContainerResource": "containerResource"}.get(str(mtype))
+        if key is None:
+            continue
+        src = _dict(spec.get(key))
+        target = _dict(src.get("target"))
+        cur = _dict(_dict(st.get(key)).get("current")) or None
+        prefix = f"{src.get('name', '')}: " if key in ("resource", "containerResource") else ""
+        if key == "pods":
+            shown.append(f"{cur.get('averageValue') if cur else '<unknown>'}/{target.get('averageValue')}")
+        elif key in ("external", "object"):
+            field = "averageValue" if target.get("averageValue") is not None else "value"
+            value = cur.get(field) if cur and cur.get(field) is not None else "<unknown>"
+            shown.append(f"{value}/{target.get(field)}" + (" (avg)" if field == "averageValue" else ""))
+        elif target.get("averageValue") is not None:
+            value = cur.get("averageValue") if cur else "<unknown>"
+            shown.append(f"{prefix}{value}/{target['averageValue']}")
+        else:
+            util = cur.get("averageUtilization") if cur else None
+            goal = target.get("averageUtilization")
+            shown.append(f"{prefix}{'<unknown>' if util is None else f'{util}%'}/{'<auto>' if goal is None else f'{goal}%'}")
+    if len(shown) > 2:
+        return ", ".join(shown[:2]) + f" + {len(shown) - 2} more..."
+    return ", ".join(shown)
+
+
+def _hpa_cells(o: Obj, now: float) -> list[Cell]:
+    """printHorizontalPodAutoscaler (autoscaling/v2 objects; a v1 one shows its cpu target)."""
+    spec, st = _spec(o), _status(o)
+    ref = _dict(spec.get("scaleTargetRef"))
+    metrics = [m for m in spec.get("metrics") or [] if isinstance(m, dict)]
+    current = [m for m in st.get("currentMetrics") or [] if isinstance(m, dict)]
+    if "targetCPUUtilizationPercentage" in spec or (not metrics and str(o.get("apiVersion")) == "autoscaling/v1"):
+        util = st.get("currentCPUUtilizationPercentage")
+        metrics = [{"type": "Resource", "resource": {"name": "cpu", "target": {
+            "averageUtilization": spec.get("targetCPUUtilizationPercentage")}}}]
+        current = [{"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": util}}}] \
+            if util is not None else []
+    lo = spec.get("minReplicas")
+    return [_name(o), f"{ref.get('kind', '')}/{ref.get('name', '')}", _hpa_metrics(metrics, current),
+            "<unset>" if lo is None else str(lo), int(spec.get("maxReplicas") or 0), int(st.get("currentReplicas") or 0),
+            _age(o, now)]
+
+
+_PRINTERS.update({
+    ("autoscaling", "HorizontalPodAutoscaler"): (
+        [NAME_COLUMN, column("Reference", description="The target resource to scale"),
+         column("Targets", description="The metrics and their targets (current/target)"),
+         column("MinPods", description="The lower limit for the number of replicas"),
+         column("MaxPods", description="The upper limit for the number of replicas"),
+         column("Replicas", description="The current number of replicas"), AGE_COLUMN], _hpa_cells),
+})
+
 # --- JSONPath (printer columns) -------------------------------------------------------------------
 
 _FILTER = re.compile(r"^\s*@((?:\.(?:\\.|[^.\s=!<>])+)*)\s*(?:(==|!=|<=|>=|<|>)\s*(.+?))?\s*$")

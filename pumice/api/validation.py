@@ -1680,6 +1680,30 @@ def _validate_template(spec: Obj, restart_policies: list[str], selector_required
     return out
 
 
+def pod_template_spec_causes(template: Any, field: str) -> list[FieldCause]:
+    """ValidatePodTemplateSpec at ``field`` (a PodTemplate's ``template``): the template's labels
+    and annotations (at ``<field>.labels``, ``<field>.annotations``, as upstream names them), its
+    pod spec with every restart policy allowed (a missing spec is the empty one: its containers
+    are then Required), and no ephemeral containers.
+
+    Mirrors: kubernetes pkg/apis/core/validation/validation.go ValidatePodTemplateSpec."""
+    tpl: Obj = template if isinstance(template, dict) else {}
+    md: Obj = tpl["metadata"] if isinstance(tpl.get("metadata"), dict) else {}
+    out = validate_labels(md.get("labels") or {}, f"{field}.labels")
+    out += validate_annotations(md.get("annotations"), f"{field}.annotations")
+    spec: Obj = tpl["spec"] if isinstance(tpl.get("spec"), dict) else {}
+    out += validate_pod_spec(spec, f"{field}.spec")
+    if spec.get("ephemeralContainers"):
+        out.append(_forbidden(f"{field}.spec.ephemeralContainers", "ephemeral containers not allowed in pod template"))
+    return out
+
+
+def _validate_pod_template(obj: Obj, old: Obj | None) -> list[FieldCause]:
+    """ValidatePodTemplate / ValidatePodTemplateUpdate (the metadata is checked before): the
+    ``template`` as :func:`pod_template_spec_causes`."""
+    return pod_template_spec_causes(obj.get("template"), "template")
+
+
 def _non_negative(spec: Obj, key: str) -> list[FieldCause]:
     """An int32 field that must be >= 0 (types were checked before: a non-integer is a type error)."""
     v = spec.get(key)
@@ -2760,6 +2784,7 @@ def parse_cidr_sloppy(value: str) -> ipaddress.IPv4Network | ipaddress.IPv6Netwo
 _KIND_RULES: dict[tuple[str, str], KindValidator] = {
     ("events.k8s.io", "Event"): _validate_events_v1_event,
     ("", "Pod"): _validate_pod,
+    ("", "PodTemplate"): _validate_pod_template,
     ("", "Service"): _validate_service,
     ("", "Node"): _validate_node,
     ("", "ConfigMap"): _validate_config_map,

@@ -43,11 +43,12 @@ from pumice.api.fields import repair_bytes
 from pumice.api.godecode import unmarshal_error
 from pumice.api.meta import deep_copy
 from pumice.api.params import query_bool, query_list, query_values
-from pumice.api.scheme import BINDING, SCALE, ResourceKind
+from pumice.api.scheme import BINDING, COMPONENT_STATUS, SCALE, ResourceKind
 from pumice.api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from pumice.api.tables import to_table
 from pumice.apiserver import discovery, errors, openapi
 from pumice.apiserver.access import PUBLIC_PATHS, Access
+from pumice.apiserver.componentstatus import DEPRECATION_WARNING, ComponentStatuses
 from pumice.apiserver.decode import (
     check_query,
     check_request_timeout,
@@ -318,6 +319,8 @@ class _Api:
         self.streams = StreamProxy(registry, access)
         self.proxy = ProxyAPI(registry)
         self.metrics = MetricsAPI(registry, log_client_factory)
+        #: the parts ``componentstatuses`` reports (the storage's check is added by the APIServer)
+        self.components = ComponentStatuses()
 
     # ------------------------------------------------------------------ entry
 
@@ -427,6 +430,8 @@ class _Api:
             return self._deprecated_watch(request, group, version, rest[1:])
         t = self._target(request, group, version, rest)
         self._check_accept(request, t.rk, t)
+        if t.rk is COMPONENT_STATUS:
+            return await self._component_statuses(request, t)
         method = request.method
         if t.name is None:
             collection = self._collection_handlers.get(method)
@@ -441,6 +446,44 @@ class _Api:
         if handler is None:
             raise errors.method_not_allowed()
         return await handler(request, t)
+
+    async def _component_statuses(self, request: Request, t: _Target) -> Response:
+        """``componentstatuses``: list and get of the health of pumice's parts (computed now, see
+        :mod:`pumice.apiserver.componentstatus`), as JSON, protobuf or a Table; a watch is 405,
+        another method too. Every answer, errors included, carries the deprecation Warning.
+
+        Mirrors: kubernetes pkg/registry/core/componentstatus/rest.go (List filters by labels and
+        metadata fields; there are no labels, so any label requirement leaves nothing)."""
+        warning = _warnings([DEPRECATION_WARNING]) or {}
+        try:
+            response = await self._component_statuses_answer(request, t)
+        except StatusError as e:
+            response = _status(e)
+        response.headers.update(warning)
+        return response
+
+    async def _component_statuses_answer(self, request: Request, t: _Target) -> Response:
+        if request.method != "GET" or t.sub:
+            raise errors.method_not_allowed()
+        if t.name is not None:
+            objs = [await self.components.get(t.name)]
+        else:
+            if query_bool(t.query, "watch"):
+                raise StatusError(405, f'watch is not supported on resources of kind "{t.rk.plural}"',
+                                  "MethodNotAllowed", {"kind": t.rk.plural})
+            labels, fields = self._selectors(t.query)
+            objs = [o for o in await self.components.statuses()
+                    if labels.matches((o.get("metadata") or {}).get("labels") or {}) and fields.matches(o)]
+        items = [Stored(o, _encode(o), 0) for o in objs]
+        if _wants_table(request):
+            return _json(_encode(self._table(t.rk, items, _include_object(request))))
+        if t.name is not None:
+            return self._object(request, t.rk, items[0])
+        if self._protobuf(request, t.rk):
+            return self._pb_list(t.rk, items, {})
+        # the items without kind and apiVersion, as kube-apiserver writes a list's items
+        bare = [{k: v for k, v in o.items() if k not in ("kind", "apiVersion")} for o in objs]
+        return _json(_encode({"kind": t.rk.list_kind, "apiVersion": t.rk.api_version, "metadata": {}, "items": bare}))
 
     def _deprecated_watch(self, request: Request, group: str, version: str, rest: list[str]) -> Response:
         """``/api/v1/watch/<path>`` and ``/apis/<g>/<v>/watch/<path>``: the deprecated watch paths

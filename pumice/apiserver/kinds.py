@@ -1,11 +1,12 @@
 """Defaults and validation of the kinds served beside the original set: StatefulSet, DaemonSet,
 CronJob, ReplicationController, PodDisruptionBudget, PersistentVolumeClaim, PersistentVolume,
-registered as strategies (:func:`pumice.apiserver.strategy.register`) when this module is imported
+PodTemplate, registered as strategies (:func:`pumice.apiserver.strategy.register`) when this module is imported
 (the registry imports it).
 
 Mirrors: kubernetes pkg/apis/apps/v1/defaults.go (SetDefaults_StatefulSet, SetDefaults_DaemonSet),
 pkg/apis/batch/v1/defaults.go (SetDefaults_CronJob), pkg/apis/core/v1/defaults.go
-(SetDefaults_ReplicationController, SetDefaults_PersistentVolume(Claim)), and the matching
+(SetDefaults_ReplicationController, SetDefaults_PersistentVolume(Claim), SetObjectDefaults_PodTemplate:
+the template's pod spec), and the matching
 pkg/registry/*/strategy.go PrepareForCreate (status reset, generation) and
 pkg/apis/*/validation (selector/template agreement, enum fields, immutable fields).
 """
@@ -337,3 +338,14 @@ register("", "replicationcontrollers", _Workload(replication_controller, _check_
 register("policy", "poddisruptionbudgets", _Workload(None, _check_pdb))
 register("", "persistentvolumeclaims", _VolumeStrategy(persistent_volume_claim, _check_pvc))
 register("", "persistentvolumes", _VolumeStrategy(persistent_volume, _check_pv))
+
+
+def pod_template(obj: Obj) -> None:
+    """SetObjectDefaults_PodTemplate, in place: the pod spec defaults of ``template.spec`` (not
+    the Pod-only ones: requests are not defaulted from limits in a template)."""
+    _template(obj)
+
+
+# PodTemplate: generation 1, one more on each change of the template (podTemplateStrategy);
+# ValidatePodTemplate(Update) is the "PodTemplate" rule of api.validation
+register("", "podtemplates", Strategy(defaulter=pod_template, generation=True))

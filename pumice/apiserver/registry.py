@@ -67,9 +67,11 @@ from pumice.api.schema import json_type_name as json_type
 from pumice.api.scheme import EVICTION, ResourceKind, Scheme
 from pumice.api.selectors import FieldSelector, LabelSelector
 from pumice.api.strategic import MergeError, strategic_merge_patch
+from pumice.apiserver import autoscaling as _autoscaling  # noqa: F401 - registers the HPA strategies
 from pumice.apiserver import errors, events
 from pumice.apiserver import kinds as _kinds  # noqa: F401 - registers the strategies of the newer kinds
 from pumice.apiserver import networking as _networking  # noqa: F401 - registers networking.k8s.io strategies
+from pumice.apiserver import storagekinds as _storagekinds  # noqa: F401 - registers the CSI kinds' strategies
 from pumice.apiserver.admission import AdmissionChain
 from pumice.apiserver.crds import CustomResource, CustomVersion, crd_info
 from pumice.apiserver.decode import (
@@ -1289,26 +1291,36 @@ class Registry:
 
     def _prepare_update(self, rk: ResourceKind, obj: Obj, old: Stored, sub: str) -> Obj:
         if sub == "status":
-            stored = old.obj
-            rest = {k: v for k, v in obj.items() if k != "status"}
-            if _encode(rest) == _encode({k: v for k, v in stored.items() if k != "status"}):
-                # the body repeats everything but the status as stored (same JSON): its own
-                # fresh values make the new object, in the stored order, without a copy of old
-                new = {}
-                for k in stored:
-                    if k != "status":
-                        new[k] = rest[k]
-                    elif "status" in obj:
-                        new[k] = obj["status"]
-                if "status" in obj and "status" not in stored:
-                    new["status"] = obj["status"]
-                return new
-            new = old.copy()
-            if "status" in obj:
-                new["status"] = obj["status"]
-            else:
-                new.pop("status", None)
+            new = self._prepare_status(obj, old)
+            if self.custom(rk) is None:
+                self.strategy(rk).prepare_status_update(new, old.obj)
             return new
+        return self._prepare_other(rk, obj, old, sub)
+
+    def _prepare_status(self, obj: Obj, old: Stored) -> Obj:
+        """The object a status write of ``obj`` stores over ``old``: its status, the rest as stored."""
+        stored = old.obj
+        rest = {k: v for k, v in obj.items() if k != "status"}
+        if _encode(rest) == _encode({k: v for k, v in stored.items() if k != "status"}):
+            # the body repeats everything but the status as stored (same JSON): its own
+            # fresh values make the new object, in the stored order, without a copy of old
+            new = {}
+            for k in stored:
+                if k != "status":
+                    new[k] = rest[k]
+                elif "status" in obj:
+                    new[k] = obj["status"]
+            if "status" in obj and "status" not in stored:
+                new["status"] = obj["status"]
+            return new
+        new = old.copy()
+        if "status" in obj:
+            new["status"] = obj["status"]
+        else:
+            new.pop("status", None)
+        return new
+
+    def _prepare_other(self, rk: ResourceKind, obj: Obj, old: Stored, sub: str) -> Obj:
         if sub == "finalize":
             new = old.copy()
             new.setdefault("spec", {})["finalizers"] = list((obj.get("spec") or {}).get("finalizers") or [])

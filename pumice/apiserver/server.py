@@ -44,6 +44,7 @@ from pumice.apiserver.access import Access
 from pumice.apiserver.admission import SYSTEM_PRIORITY_CLASSES, AdmissionChain, builtin_plugins
 from pumice.apiserver.authn import Authenticator, ServiceAccountTokenIssuer, load_token_file
 from pumice.apiserver.authz import RBACAuthorizer, bootstrap_policy
+from pumice.apiserver.componentstatus import Check, Probe
 from pumice.apiserver.errors import StatusError
 from pumice.apiserver.http import build_app
 from pumice.apiserver.kubernetesservice import (
@@ -231,6 +232,7 @@ class APIServer:
         app, self._api = build_app(self.registry, token=self.token, clock=self.clock,
                                    bookmark_interval=bookmark_interval, access=self.access)
         self.app = AckWhenDurable(app, self.store)
+        self.add_component("storage", self._storage_health)
         self._started = False
         self._serving = False
         self.advertise_address = advertise_address
@@ -408,6 +410,17 @@ class APIServer:
         if host not in ("0.0.0.0", "::", ""):
             out.add(host)
         return out
+
+    def add_component(self, name: str, check: Check) -> None:
+        """Report the health of the part ``name`` in ``componentstatuses`` with ``check`` (see
+        :mod:`pumice.apiserver.componentstatus`; ``pumice up`` adds its controllers, schedulers and
+        node agent)."""
+        self._api.components.add(name, check)
+
+    async def _storage_health(self) -> Probe:
+        """The storage's health: unhealthy with the error once a commit or fsync failed."""
+        failure = self.storage.failure
+        return Probe(True, "ok") if failure is None else Probe(False, str(failure))
 
     async def serve(self, host: str = "127.0.0.1", port: int = 6443, *, tls: bool | None = None,
                     ready: asyncio.Event | None = None) -> None:

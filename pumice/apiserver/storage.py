@@ -87,6 +87,12 @@ class Storage(Protocol):
         backends: the highest committed revision)."""
         ...
 
+    @property
+    def failure(self) -> StorageError | None:
+        """The error that made the backend refuse commits (a failed fsync), or None while it
+        works (what ``componentstatuses`` reports as the storage's health)."""
+        ...
+
     async def sync(self, revision: int) -> None:
         """Return once every commit up to ``revision`` is durable.
 
@@ -119,6 +125,10 @@ class MemoryStorage:
     @property
     def durable_revision(self) -> int:
         return self._revision
+
+    @property
+    def failure(self) -> StorageError | None:
+        return None
 
     async def sync(self, revision: int) -> None:
         return None
@@ -220,6 +230,10 @@ class SqliteStorage:
     @property
     def durable_revision(self) -> int:
         return self._durable
+
+    @property
+    def failure(self) -> StorageError | None:
+        return self._failed
 
     async def sync(self, revision: int) -> None:
         """Wait until ``revision`` is durable: at once in relaxed mode or when it already is;

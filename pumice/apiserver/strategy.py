@@ -89,6 +89,9 @@ class Strategy:
     #: AllowUnconditionalUpdate: true for most built-ins; false for CRDs and custom resources,
     #: whose PUT must name the version it read, else 422 "must be specified for an update")
     allow_unconditional_update: bool = True
+    #: the strategies of the kind's other served versions, by version (autoscaling/v1 beside the
+    #: stored v2 HPAs); empty for single-version kinds
+    versions: dict[str, Strategy] = {}
 
     def to_storage(self, obj: Obj) -> Obj:
         """The stored form of a served object (identity unless :attr:`converts`)."""
@@ -146,6 +149,11 @@ class Strategy:
         the write of ``obj`` over the stored ``old`` invalid. By default none (pumice checks the
         status writes of only the kinds that override this)."""
         return []
+
+    def prepare_status_update(self, new: Obj, old: Obj) -> None:
+        """PrepareForUpdate of the status subresource of a built-in kind, after the registry
+        took the status from the body and everything else from ``old`` (the stored object):
+        drop or fill what the kind's status strategy does, in ``new``. Nothing by default."""
 
     def prepare_subresource_update(self, reg: Registry, rk: ResourceKind, sub: str, obj: Obj, old: Obj) -> Obj:
         """The object a PUT (or PATCH) of the writable subresource ``sub`` stores, from the body
@@ -527,7 +535,8 @@ def strategy_for(rk: ResourceKind, *, custom: bool = False) -> Strategy:
     """The strategy serving ``rk`` (``custom``: the kind comes from a CRD)."""
     if custom:
         return _CUSTOM
-    return STRATEGIES.get((rk.group, rk.plural), _DEFAULT)
+    strategy = STRATEGIES.get((rk.group, rk.plural), _DEFAULT)
+    return strategy.versions.get(rk.version, strategy) if strategy.versions else strategy
 
 
 register("", "pods", PodStrategy())

@@ -186,6 +186,7 @@ async def run_up(
 
     tasks = _start_components(opts, client, server.url, stop, root_ca=_root_ca(server),
                               add_proxy_backend=server.proxy.add_backend)
+    _report_components(server, tasks)
     if dash_sock is not None:
         tasks.append(asyncio.create_task(_dashboard(kubeconfig, dash_sock, stop, on_dashboard),
                                          name="dashboard"))
@@ -205,6 +206,23 @@ async def run_up(
             await serve_task
         node_lock.close()
         lock.close()
+
+
+#: the component each task of :func:`_start_components` runs, as ``componentstatuses`` names it
+_COMPONENT_NAMES = {"controller-manager": "controller-manager", "default-scheduler": "scheduler",
+                    "volcano-scheduler": "volcano-scheduler", "agent-scheduler": "agent-scheduler",
+                    "node-agent": "node-agent"}
+
+
+def _report_components(server: Any, tasks: list[asyncio.Task[None]]) -> None:
+    """Report each component task's health in the server's ``componentstatuses``: healthy while
+    it runs, unhealthy with how it ended once it has (see pumice.apiserver.componentstatus)."""
+    from pumice.apiserver.componentstatus import task_probe
+
+    for t in tasks:
+        name = _COMPONENT_NAMES.get(t.get_name())
+        if name is not None:
+            server.add_component(name, task_probe(t))
 
 
 def _start_components(opts: UpOptions, client: Callable[[str], Any], apiserver_url: str | None,

@@ -60,3 +60,19 @@ async def test_a_run_up_that_ends_without_answering_is_not_called_a_timeout() ->
 
     with pytest.raises(RuntimeError, match="pumice up ended before its API server answered"):
         await InProcessUp.start(ends_at_once, timeout=60)
+
+
+@pytest.mark.timeout(180)
+async def test_component_statuses_report_each_part_pumice_up_runs(tmp_path: Path) -> None:
+    up = await InProcessUp.start(partial(run_up, _opts(tmp_path, free_port())))
+    try:
+        client = connect(up.kubeconfig)
+        try:
+            items = (await client.request("GET", "/api/v1/componentstatuses"))["items"]
+        finally:
+            await client.close()
+    finally:
+        await up.stop()
+    assert {i["metadata"]["name"]: i["conditions"][0]["status"] for i in items} == {
+        "controller-manager": "True", "node-agent": "True", "scheduler": "True", "storage": "True",
+        "volcano-scheduler": "True"}

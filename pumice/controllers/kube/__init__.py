@@ -26,6 +26,8 @@ name                      what it does
 ``resourcequota``         :mod:`.resourcequota`: ResourceQuota status (hard, used)
 ========================  ====================================================================
 
+and ``horizontalpodautoscaling`` (:mod:`.horizontal`: HPA bounds, conditions and Events, no metrics).
+
 Mirrors: kubernetes cmd/kube-controller-manager/app/controllermanager.go (NewControllerDescriptors).
 """
 
@@ -40,6 +42,7 @@ from pumice.controllers.kube.deployment import DeploymentReconciler
 from pumice.controllers.kube.disruption import DisruptionReconciler
 from pumice.controllers.kube.endpoints import EndpointsReconciler
 from pumice.controllers.kube.garbagecollector import GarbageCollector
+from pumice.controllers.kube.horizontal import HorizontalReconciler
 from pumice.controllers.kube.job import DEFAULT_POD_FAILURE_BACKOFF, JobReconciler
 from pumice.controllers.kube.namespace import NamespaceReconciler
 from pumice.controllers.kube.nodelifecycle import GRACE_PERIOD, MONITOR_PERIOD, NodeLifecycleController
@@ -72,6 +75,7 @@ SETUPS: dict[str, Callable[[Manager, KubeOptions], object]] = {
     "replicationcontroller": setup_replication_controller,
     "disruption": DisruptionReconciler.setup_with_manager,
     "resourcequota": ResourceQuotaReconciler.setup_with_manager,
+    "horizontalpodautoscaling": HorizontalReconciler.setup_with_manager,
 }
 """Controller name -> its ``setup_with_manager`` (each controller builds and registers itself)."""
 
@@ -102,6 +106,7 @@ class KubeControllers:
         self.replicationcontroller: ReplicaSetReconciler | None = None
         self.disruption: DisruptionReconciler | None = None
         self.resourcequota: ResourceQuotaReconciler | None = None
+        self.horizontalpodautoscaling: HorizontalReconciler | None = None
 
 
 def setup(mgr: Manager, *, controllers: Iterable[str] | None = None, workers: int = 8,

@@ -1,0 +1,445 @@
+"""autoscaling/v2 and autoscaling/v1 HorizontalPodAutoscaler: one store (the v2 form) behind both
+versions, defaulted and validated as kube-apiserver does, registered as strategies
+(:func:`pumice.apiserver.strategy.register`) when this module is imported (the registry imports it).
+
+Defaults (SetDefaults_HorizontalPodAutoscaler, v2): ``minReplicas`` 1; with no metrics, one
+Resource metric, cpu at 80% average utilization; a given ``behavior`` gets every unset scaling
+rule field (scale up: no stabilization window, select Max, policies 4 Pods and 100 Percent per
+15 s; scale down: select Max, 100 Percent per 15 s, the window left to the controller's 300 s).
+A new HPA's status is the Go zero value (``desiredReplicas`` 0, ``currentMetrics`` null).
+
+autoscaling/v1 (what ``kubectl autoscale`` of kubectl 1.32 posts) is converted on the way in
+and out: ``targetCPUUtilizationPercentage`` is the cpu Utilization metric (80 when absent),
+the status's ``currentCPUUtilizationPercentage`` the cpu metric's current utilization; the v2
+``behavior`` and status conditions travel in the ``autoscaling.alpha.kubernetes.io/behavior``
+and ``.../conditions`` annotations of the v1 form, as upstream.
+
+Mirrors: kubernetes pkg/apis/autoscaling/v2/defaults.go, pkg/apis/autoscaling/v1/defaults.go and
+conversion.go, pkg/apis/autoscaling/validation/validation.go (ValidateHorizontalPodAutoscaler,
+ValidateHorizontalPodAutoscalerUpdate, ValidateHorizontalPodAutoscalerStatusUpdate),
+pkg/registry/autoscaling/horizontalpodautoscaler/strategy.go.
+
+Deviates: the v1 form does not carry the metrics other than cpu utilization nor the current
+metrics in the ``autoscaling.alpha.kubernetes.io/metrics`` and ``current-metrics`` annotations
+(upstream writes them in the v1 metric shape), so a v1 update replaces such metrics by its cpu
+target; the behavior annotation holds the v2 JSON form (upstream: its internal Go field names).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import TYPE_CHECKING, Any
+
+from pumice.api import Obj
+from pumice.api.admission import FieldCause
+from pumice.api.quantity import QuantityError, parse_quantity
+from pumice.api.scheme import ResourceKind
+from pumice.api.validation import (
+    container_resource_name_errors,
+    field_forbidden,
+    field_invalid,
+    field_not_supported,
+    field_required,
+    is_dns1123_label,
+    is_path_segment_name,
+    validate_object,
+)
+from pumice.apiserver.strategy import Strategy, register
+
+if TYPE_CHECKING:
+    from pumice.apiserver.registry import Registry
+
+__all__ = ["hpa_defaults", "hpa_spec_causes", "to_v1", "to_v2"]
+
+V1, V2 = "autoscaling/v1", "autoscaling/v2"
+DEFAULT_CPU_UTILIZATION = 80
+METRIC_TYPES = ["ContainerResource", "External", "Object", "Pods", "Resource"]
+SELECT_POLICIES = ["Disabled", "Max", "Min"]
+POLICY_TYPES = ["Percent", "Pods"]
+MAX_PERIOD_SECONDS = 1800
+MAX_STABILIZATION_WINDOW_SECONDS = 3600
+BEHAVIOR_ANNOTATION = "autoscaling.alpha.kubernetes.io/behavior"
+CONDITIONS_ANNOTATION = "autoscaling.alpha.kubernetes.io/conditions"
+_ROUND_TRIP = ("autoscaling.alpha.kubernetes.io/metrics", "autoscaling.alpha.kubernetes.io/current-metrics",
+               BEHAVIOR_ANNOTATION, CONDITIONS_ANNOTATION)
+_SOURCES = {"Object": "object", "Pods": "pods", "Resource": "resource", "External": "external",
+            "ContainerResource": "containerResource"}
+_SCALE_UP = {"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
+             "policies": [{"type": "Pods", "value": 4, "periodSeconds": 15},
+                          {"type": "Percent", "value": 100, "periodSeconds": 15}]}
+_SCALE_DOWN = {"selectPolicy": "Max", "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}]}
+
+
+def _map(value: Any) -> Obj:
+    return value if isinstance(value, dict) else {}
+
+
+def _dicts(value: Any) -> list[Obj]:
+    return [v if isinstance(v, dict) else {} for v in value] if isinstance(value, list) else []
+
+
+def _cpu_metric(averageUtilization: int) -> Obj:
+    return {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization",
+                                                                        "averageUtilization": averageUtilization}}}
+
+
+# --- defaults -------------------------------------------------------------------------------------
+
+
+def _rules(given: Any, default: Obj) -> Obj:
+    """GenerateHPAScale{Up,Down}Rules: the default rules with every field ``given`` sets."""
+    out = copy.deepcopy(default)
+    for key, value in _map(given).items():
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def hpa_defaults(obj: Obj) -> None:
+    """SetDefaults_HorizontalPodAutoscaler (v2), in place (see the module docstring)."""
+    spec = obj.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        return
+    if spec.get("minReplicas") is None:
+        spec["minReplicas"] = 1
+    if not spec.get("metrics"):
+        spec["metrics"] = [_cpu_metric(DEFAULT_CPU_UTILIZATION)]
+    behavior = spec.get("behavior")
+    if isinstance(behavior, dict):
+        behavior["scaleUp"] = _rules(behavior.get("scaleUp"), _SCALE_UP)
+        behavior["scaleDown"] = _rules(behavior.get("scaleDown"), _SCALE_DOWN)
+
+
+# --- validation -----------------------------------------------------------------------------------
+
+
+def _cross_version_reference(ref: Obj, at: str) -> list[FieldCause]:
+    """ValidateCrossVersionObjectReference: kind and name required path segment names; the
+    apiVersion parses and names an API group."""
+    out: list[FieldCause] = []
+    for key in ("kind", "name"):
+        value = str(ref.get(key) or "")
+        if not value:
+            out.append(field_required(f"{at}.{key}"))
+        else:
+            out += [field_invalid(f"{at}.{key}", value, e) for e in is_path_segment_name(value)]
+    api_version = str(ref.get("apiVersion") or "")
+    parts = api_version.split("/")
+    if len(parts) > 2:
+        out.append(field_invalid(f"{at}.apiVersion", api_version, f"unexpected GroupVersion string: {api_version}"))
+    elif len(parts) == 1 or not parts[0]:
+        out.append(field_invalid(f"{at}.apiVersion", api_version, "apiVersion must specify API group"))
+    return out
+
+
+def _quantity_sign(value: Any) -> int:
+    try:
+        q = parse_quantity(value)
+    except (QuantityError, TypeError):
+        return 1  # not a quantity: a type error before validation
+    return (q > 0) - (q < 0)
+
+
+def _metric_target(target: Obj, at: str) -> list[FieldCause]:
+    """validateMetricTarget: the type one of Utilization, Value, AverageValue; values positive,
+    a utilization at least 1."""
+    out: list[FieldCause] = []
+    ttype = target.get("type") or ""
+    if not ttype:
+        out.append(field_required(f"{at}.type", "must specify a metric target type"))
+    if ttype not in ("Utilization", "Value", "AverageValue"):
+        out.append(field_invalid(f"{at}.type", ttype, "must be either Utilization, Value, or AverageValue"))
+    for key in ("value", "averageValue"):
+        if target.get(key) is not None and _quantity_sign(target[key]) != 1:
+            out.append(field_invalid(f"{at}.{key}", target[key], "must be positive"))
+    util = target.get("averageUtilization")
+    if isinstance(util, int) and util < 1:
+        out.append(field_invalid(f"{at}.averageUtilization", util, "must be greater than 0"))
+    return out
+
+
+def _metric_identifier(metric: Obj, at: str) -> list[FieldCause]:
+    name = str(metric.get("name") or "")
+    if not name:
+        return [field_required(f"{at}.name", "must specify a metric name")]
+    return [field_invalid(f"{at}.name", name, e) for e in is_path_segment_name(name)]
+
+
+def _source(kind: str, src: Obj, at: str) -> list[FieldCause]:
+    """validate{Object,External,Pods,Resource,ContainerResource}Source."""
+    target = _map(src.get("target"))
+    tat = f"{at}.target"
+    out: list[FieldCause] = []
+    if kind == "object":
+        out += _cross_version_reference(_map(src.get("describedObject")), f"{at}.describedObject")
+    if kind in ("object", "external", "pods"):
+        out += _metric_identifier(_map(src.get("metric")), f"{at}.metric")
+        out += _metric_target(target, tat)
+        if kind == "object" and target.get("value") is None and target.get("averageValue") is None:
+            out.append(field_required(f"{tat}.averageValue", "must set either a target value or averageValue"))
+        if kind == "external":
+            if target.get("value") is None and target.get("averageValue") is None:
+                out.append(field_required(f"{tat}.averageValue",
+                                          "must set either a target value for metric or a per-pod target"))
+            if target.get("value") is not None and target.get("averageValue") is not None:
+                out.append(field_forbidden(f"{tat}.value", "may not set both a target value for metric and a per-pod "
+                                                          "target"))
+        if kind == "pods" and target.get("averageValue") is None:
+            out.append(field_required(f"{tat}.averageValue", "must specify a positive target averageValue"))
+        return out
+    name = str(src.get("name") or "")
+    if not name:
+        out.append(field_required(f"{at}.name", "must specify a resource name"))
+    elif kind == "containerResource":
+        out += [field_invalid(f"{at}.name", name, e) for e in container_resource_name_errors(name)]
+    if kind == "containerResource":
+        container = str(src.get("container") or "")
+        if not container:
+            out.append(field_required(f"{at}.container", "must specify a container"))
+        else:
+            out += [field_invalid(f"{at}.container", container, e) for e in is_dns1123_label(container)]
+    out += _metric_target(target, tat)
+    if target.get("averageUtilization") is None and target.get("averageValue") is None:
+        out.append(field_required(f"{tat}.averageUtilization", "must set either a target raw value or a target "
+                                                               "utilization"))
+    if target.get("averageUtilization") is not None and target.get("averageValue") is not None:
+        out.append(field_forbidden(f"{tat}.averageValue", "may not set both a target raw value and a target "
+                                                          "utilization"))
+    return out
+
+
+def _metric_spec(metric: Obj, at: str) -> list[FieldCause]:
+    """validateMetricSpec: the type (an unknown one is reported twice, as upstream), its source
+    present and valid, no other source."""
+    out: list[FieldCause] = []
+    mtype = metric.get("type") or ""
+    if not mtype:
+        out.append(field_required(f"{at}.type", "must specify a metric source type"))
+    if mtype not in METRIC_TYPES:
+        out.append(field_not_supported(f"{at}.type", mtype, METRIC_TYPES))
+    present = [key for key in ("object", "external", "pods", "resource", "containerResource")
+               if metric.get(key) is not None]
+    if present:
+        out += _source(present[0], _map(metric[present[0]]), f"{at}.{present[0]}")
+    expected = _SOURCES.get(str(mtype))
+    if expected is None:
+        out.append(field_not_supported(f"{at}.type", mtype, METRIC_TYPES))
+    elif metric.get(expected) is None:
+        out.append(field_required(f"{at}.{expected}", "must populate information for the given metric source"))
+    if len(present) != 1:
+        out += [field_forbidden(f"{at}.{key}", "must populate the given metric source only")
+                for key in present if key != expected]
+    return out
+
+
+def _scaling_rules(rules: Any, at: str) -> list[FieldCause]:
+    """validateScalingRules: the window within 0-3600 s, the select policy, at least one policy,
+    each policy's type, value and period (1-1800 s), a non-negative tolerance."""
+    if not isinstance(rules, dict):
+        return []
+    out: list[FieldCause] = []
+    window = rules.get("stabilizationWindowSeconds")
+    if isinstance(window, int) and window < 0:
+        out.append(field_invalid(f"{at}.stabilizationWindowSeconds", window, "must be greater than or equal to zero"))
+    if isinstance(window, int) and window > MAX_STABILIZATION_WINDOW_SECONDS:
+        out.append(field_invalid(f"{at}.stabilizationWindowSeconds", window,
+                                 f"must be less than or equal to {MAX_STABILIZATION_WINDOW_SECONDS}"))
+    select = rules.get("selectPolicy")
+    if select is not None and select not in SELECT_POLICIES:
+        out.append(field_not_supported(f"{at}.selectPolicy", select, SELECT_POLICIES))
+    policies = _dicts(rules.get("policies"))
+    if not policies:
+        out.append(field_required(f"{at}.policies", "must specify at least one Policy"))
+    for i, policy in enumerate(policies):
+        pat = f"{at}.policies[{i}]"
+        if policy.get("type") not in POLICY_TYPES:
+            out.append(field_not_supported(f"{pat}.type", policy.get("type") or "", POLICY_TYPES))
+        value, period = policy.get("value") or 0, policy.get("periodSeconds") or 0
+        if value <= 0:
+            out.append(field_invalid(f"{pat}.value", value, "must be greater than zero"))
+        if period <= 0:
+            out.append(field_invalid(f"{pat}.periodSeconds", period, "must be greater than zero"))
+        if period > MAX_PERIOD_SECONDS:
+            out.append(field_invalid(f"{pat}.periodSeconds", period, f"must be less than or equal to {MAX_PERIOD_SECONDS}"))
+    tolerance = rules.get("tolerance")
+    if tolerance is not None and _quantity_sign(tolerance) < 0:
+        out.append(field_invalid(f"{at}.tolerance", tolerance, "must be greater than or equal to 0"))
+    return out
+
+
+def hpa_spec_causes(spec: Obj) -> list[FieldCause]:
+    """validateHorizontalPodAutoscalerSpec (HPAScaleToZero off: minReplicas at least 1): the
+    replica bounds, the scale target reference, the metrics (scaling to zero needs an Object or
+    External metric), the behavior."""
+    out: list[FieldCause] = []
+    lo, hi = spec.get("minReplicas"), spec.get("maxReplicas") or 0
+    if isinstance(lo, int) and lo < 1:
+        out.append(field_invalid("spec.minReplicas", lo, "must be greater than or equal to 1"))
+    if hi < 1:
+        out.append(field_invalid("spec.maxReplicas", hi, "must be greater than 0"))
+    if isinstance(lo, int) and hi < lo:
+        out.append(field_invalid("spec.maxReplicas", hi, "must be greater than or equal to `minReplicas`"))
+    out += _cross_version_reference(_map(spec.get("scaleTargetRef")), "spec.scaleTargetRef")
+    metrics = _dicts(spec.get("metrics"))
+    for i, metric in enumerate(metrics):
+        out += _metric_spec(metric, f"spec.metrics[{i}]")
+    if lo == 0 and not any(m.get("type") in ("Object", "External") for m in metrics):
+        out.append(field_forbidden("spec.metrics", "must specify at least one Object or External metric to support "
+                                                   "scaling to zero replicas"))
+    behavior = spec.get("behavior")
+    if isinstance(behavior, dict):
+        out += _scaling_rules(behavior.get("scaleUp"), "spec.behavior.scaleUp")
+        out += _scaling_rules(behavior.get("scaleDown"), "spec.behavior.scaleDown")
+    return out
+
+
+# --- v1 <-> v2 ------------------------------------------------------------------------------------
+
+
+def to_v2(obj: Obj) -> Obj:
+    """An autoscaling/v1 HPA in the v2 form (a new dict; see the module docstring)."""
+    out = copy.deepcopy(obj)
+    out["apiVersion"] = V2
+    md = out.setdefault("metadata", {})
+    annotations = dict(md.get("annotations") or {})
+    behavior, conditions = annotations.get(BEHAVIOR_ANNOTATION), annotations.get(CONDITIONS_ANNOTATION)
+    for key in _ROUND_TRIP:
+        annotations.pop(key, None)
+    if annotations:
+        md["annotations"] = annotations
+    else:
+        md.pop("annotations", None)
+    spec = _map(out.get("spec"))
+    cpu = spec.pop("targetCPUUtilizationPercentage", None)
+    spec["metrics"] = [_cpu_metric(DEFAULT_CPU_UTILIZATION if cpu is None else cpu)]
+    if behavior:
+        try:
+            spec["behavior"] = json.loads(behavior)
+        except ValueError:
+            pass  # upstream ignores an annotation that does not decode
+    if isinstance(out.get("status"), dict):
+        status = out["status"]
+        if not status.get("currentReplicas"):
+            status.pop("currentReplicas", None)  # omitempty in v2, always written in v1
+        current = status.pop("currentCPUUtilizationPercentage", None)
+        status["currentMetrics"] = None if current is None else [
+            {"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": current}}}]
+        if conditions:
+            try:
+                status["conditions"] = json.loads(conditions)
+            except ValueError:
+                pass
+    return out
+
+
+def to_v1(obj: Obj) -> Obj:
+    """A stored (v2) HPA in the autoscaling/v1 form (a new dict; see the module docstring)."""
+    out = copy.deepcopy(obj)
+    out["apiVersion"] = V1
+    md = out.setdefault("metadata", {})
+    annotations = {k: v for k, v in (md.get("annotations") or {}).items() if k not in _ROUND_TRIP}
+    spec = _map(out.get("spec"))
+    metrics = _dicts(spec.pop("metrics", None))
+    behavior = spec.pop("behavior", None)
+    for m in metrics:
+        res = _map(m.get("resource"))
+        util = _map(res.get("target")).get("averageUtilization")
+        if m.get("type") == "Resource" and res.get("name") == "cpu" and util is not None:
+            spec["targetCPUUtilizationPercentage"] = util
+    if behavior is not None:
+        annotations[BEHAVIOR_ANNOTATION] = json.dumps(behavior, separators=(",", ":"))
+    status = _map(out.get("status"))
+    if status or "status" in out:
+        conditions = status.pop("conditions", None)
+        current = status.pop("currentMetrics", None)
+        for m in _dicts(current):
+            res = _map(m.get("resource"))
+            util = _map(res.get("current")).get("averageUtilization")
+            if m.get("type") == "Resource" and res.get("name") == "cpu" and util is not None:
+                status["currentCPUUtilizationPercentage"] = util
+        status.setdefault("currentReplicas", 0)
+        status.setdefault("desiredReplicas", 0)
+        if conditions:
+            annotations[CONDITIONS_ANNOTATION] = json.dumps(conditions, separators=(",", ":"))
+        out["status"] = status
+    if annotations:
+        md["annotations"] = annotations
+    else:
+        md.pop("annotations", None)
+    return out
+
+
+# --- strategies -----------------------------------------------------------------------------------
+
+
+class HorizontalPodAutoscalerStrategy(Strategy):
+    """HPAs (autoscaling/v2, the stored form): defaults; status the Go zero value on create, kept
+    on update; ValidateHorizontalPodAutoscaler(Update); a status write must keep
+    ``currentReplicas`` and ``desiredReplicas`` non-negative. autoscaling/v1 is served by
+    :class:`HorizontalPodAutoscalerV1Strategy`."""
+
+    field_labels = frozenset()
+
+    def __init__(self) -> None:
+        super().__init__(defaulter=hpa_defaults)
+        self.versions = {"v1": HorizontalPodAutoscalerV1Strategy(self)}
+
+    def prepare_create(self, reg: Registry, rk: ResourceKind, obj: Obj) -> None:
+        super().prepare_create(reg, rk, obj)
+        obj["status"] = {"desiredReplicas": 0, "currentMetrics": None}
+
+    def validate(self, reg: Registry, rk: ResourceKind, obj: Obj, old: Obj | None) -> list[FieldCause]:
+        return validate_object(rk, obj, old) + hpa_spec_causes(_map(obj.get("spec")))
+
+    def prepare_status_update(self, new: Obj, old: Obj) -> None:
+        """The status as Go's struct writes it: ``desiredReplicas`` and ``currentMetrics`` always
+        there (0 and null when unset)."""
+        if isinstance(new.get("status"), dict):
+            new["status"].setdefault("desiredReplicas", 0)
+            new["status"].setdefault("currentMetrics", None)
+
+    def validate_status(self, reg: Registry, rk: ResourceKind, obj: Obj, old: Obj) -> list[FieldCause]:
+        status = _map(obj.get("status"))
+        out = validate_object(rk, obj, old)
+        for key in ("currentReplicas", "desiredReplicas"):
+            value = status.get(key)
+            if isinstance(value, int) and value < 0:
+                out.append(field_invalid(f"status.{key}", value, "must be greater than or equal to 0"))
+        return out
+
+
+class HorizontalPodAutoscalerV1Strategy(HorizontalPodAutoscalerStrategy):
+    """autoscaling/v1 HPAs: stored in the v2 form (:func:`to_v2`, :func:`to_v1`); defaulted
+    (minReplicas 1) and validated in that form, as upstream validates the internal one."""
+
+    converts = True
+
+    def __init__(self, v2: HorizontalPodAutoscalerStrategy) -> None:
+        Strategy.__init__(self, defaulter=_v1_defaults)
+        self.versions = {}
+        self._v2 = v2
+
+    def to_storage(self, obj: Obj) -> Obj:
+        return to_v2(obj) if obj.get("apiVersion") == V1 else obj
+
+    def from_storage(self, obj: Obj) -> Obj:
+        return to_v1(obj) if obj.get("apiVersion") != V1 else obj
+
+    def prepare_create(self, reg: Registry, rk: ResourceKind, obj: Obj) -> None:
+        Strategy.prepare_create(self, reg, rk, obj)
+        obj["status"] = {"currentReplicas": 0, "desiredReplicas": 0}
+
+    def validate(self, reg: Registry, rk: ResourceKind, obj: Obj, old: Obj | None) -> list[FieldCause]:
+        return validate_object(rk, obj, old) + hpa_spec_causes(_map(to_v2(obj).get("spec")))
+
+
+def _v1_defaults(obj: Obj) -> None:
+    """SetDefaults_HorizontalPodAutoscaler (v1): ``minReplicas`` 1 (the cpu target is defaulted
+    in the conversion)."""
+    spec = obj.setdefault("spec", {})
+    if isinstance(spec, dict) and spec.get("minReplicas") is None:
+        spec["minReplicas"] = 1
+
+
+register("autoscaling", "horizontalpodautoscalers", HorizontalPodAutoscalerStrategy())

@@ -1,0 +1,212 @@
+"""HorizontalPodAutoscalers: ``kubectl autoscale`` (kubectl 1.32 posts autoscaling/v1), the v2
+form they are stored in, kubectl's columns, and the HPA controller on a cluster without metrics:
+replicas kept within min/max with upstream's conditions and Events, and the metric failure
+conditions and Events upstream gives when the metrics APIs are unavailable. Object shapes and
+422 causes were taken from a real kube-apiserver v1.34.4 answering the same requests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pumice.api.scheme import DEPLOYMENT, EVENT, HORIZONTAL_POD_AUTOSCALER, HORIZONTAL_POD_AUTOSCALER_V1
+from pumice.client.base import ApiError
+from pumice.controllers.kube.horizontal import NO_METRICS
+
+from .conftest import chain, deployment, eventually
+from .test_kubectl import kubectl
+
+V2 = "autoscaling/v2"
+TARGET = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}
+CPU_FAILURE = ("failed to get cpu utilization: unable to get metrics for resource cpu: unable to fetch metrics from "
+               f"resource metrics API: {NO_METRICS}")
+
+
+def hpa(name: str, spec: dict[str, Any], api_version: str = V2) -> dict[str, Any]:
+    return {"apiVersion": api_version, "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+
+
+def conditions(obj: dict[str, Any]) -> dict[str, tuple[str, str, str]]:
+    return {c["type"]: (c["status"], c["reason"], c["message"]) for c in (obj.get("status") or {}).get("conditions") or []}
+
+
+async def events_of(client: Any, name: str) -> dict[str, tuple[str, str]]:
+    items = (await client.list(EVENT, "default")).items
+    return {e["reason"]: (e["type"], e["message"]) for e in items
+            if e["involvedObject"].get("kind") == "HorizontalPodAutoscaler" and e["involvedObject"]["name"] == name}
+
+
+# ---- the API ---------------------------------------------------------------------------------------
+
+
+async def test_an_hpa_is_defaulted_in_v2_and_served_in_v1_with_its_behavior_annotated() -> None:
+    async with chain(nodes=1, manager=False) as env:
+        out = await env.client.create(hpa("h4", {"scaleTargetRef": TARGET, "maxReplicas": 3, "behavior": {"scaleUp": {}}}))
+        assert out["spec"]["minReplicas"] == 1
+        assert out["spec"]["metrics"] == [{"type": "Resource", "resource": {
+            "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]
+        assert out["spec"]["behavior"] == {
+            "scaleUp": {"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
+                        "policies": [{"type": "Pods", "value": 4, "periodSeconds": 15},
+                                     {"type": "Percent", "value": 100, "periodSeconds": 15}]},
+            "scaleDown": {"selectPolicy": "Max", "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}]}}
+        assert out["status"] == {"desiredReplicas": 0, "currentMetrics": None}
+        v1 = await env.client.get(HORIZONTAL_POD_AUTOSCALER_V1, "h4", "default")
+        assert v1["apiVersion"] == "autoscaling/v1"
+        assert (v1["spec"]["targetCPUUtilizationPercentage"], v1["status"]) == (
+            80, {"desiredReplicas": 0, "currentReplicas": 0})
+        assert "autoscaling.alpha.kubernetes.io/behavior" in v1["metadata"]["annotations"]
+        created = await env.client.create(hpa("h6", {"scaleTargetRef": TARGET, "minReplicas": 2, "maxReplicas": 4,
+                                                     "targetCPUUtilizationPercentage": 50}, "autoscaling/v1"))
+        assert created["spec"]["targetCPUUtilizationPercentage"] == 50
+        stored = await env.client.get(HORIZONTAL_POD_AUTOSCALER, "h6", "default")
+        assert stored["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] == 50
+        assert stored["status"] == {"desiredReplicas": 0, "currentMetrics": None}
+
+
+async def test_hpa_causes_are_upstreams_in_both_versions() -> None:
+    async with chain(nodes=1, manager=False) as env:
+        with pytest.raises(ApiError) as e:
+            await env.client.create(hpa("h1", {"scaleTargetRef": {"kind": "", "name": ""}, "minReplicas": 0,
+                                               "maxReplicas": 0}))
+        assert [(c["field"], c["message"]) for c in e.value.status["details"]["causes"]] == [
+            ("spec.minReplicas", "Invalid value: 0: must be greater than or equal to 1"),
+            ("spec.maxReplicas", "Invalid value: 0: must be greater than 0"),
+            ("spec.scaleTargetRef.kind", "Required value"), ("spec.scaleTargetRef.name", "Required value"),
+            ("spec.scaleTargetRef.apiVersion", 'Invalid value: "": apiVersion must specify API group'),
+            ("spec.metrics", "Forbidden: must specify at least one Object or External metric to support scaling to "
+                             "zero replicas")]
+        with pytest.raises(ApiError) as e:
+            await env.client.create(hpa("h3", {"scaleTargetRef": TARGET, "maxReplicas": 3, "behavior": {"scaleDown": {
+                "stabilizationWindowSeconds": 5000, "selectPolicy": "X",
+                "policies": [{"type": "Pods", "value": 0, "periodSeconds": 0}]}}}))
+        assert [(c["field"], c["reason"]) for c in e.value.status["details"]["causes"]] == [
+            ("spec.behavior.scaleDown.stabilizationWindowSeconds", "FieldValueInvalid"),
+            ("spec.behavior.scaleDown.selectPolicy", "FieldValueNotSupported"),
+            ("spec.behavior.scaleDown.policies[0].value", "FieldValueInvalid"),
+            ("spec.behavior.scaleDown.policies[0].periodSeconds", "FieldValueInvalid")]
+        with pytest.raises(ApiError) as e:
+            await env.client.create(hpa("h5", {"scaleTargetRef": TARGET, "maxReplicas": 3,
+                                               "targetCPUUtilizationPercentage": 0}, "autoscaling/v1"))
+        assert [(c["field"], c["message"]) for c in e.value.status["details"]["causes"]] == [
+            ("spec.metrics[0].resource.target.averageUtilization", "Invalid value: 0: must be greater than 0")]
+
+
+# ---- the controller --------------------------------------------------------------------------------
+
+
+async def test_the_controller_scales_a_target_below_min_up_to_it_without_metrics() -> None:
+    async with chain(nodes=1) as env:
+        await env.client.create(deployment("web", 1))
+        await env.client.create(hpa("web", {"scaleTargetRef": TARGET, "minReplicas": 3, "maxReplicas": 5}))
+
+        async def scaled() -> bool:
+            return (await env.client.get(DEPLOYMENT, "web", "default"))["spec"]["replicas"] == 3
+
+        await eventually(scaled, what="the Deployment scaled to minReplicas")
+
+        async def status_written() -> bool:
+            st = (await env.client.get(HORIZONTAL_POD_AUTOSCALER, "web", "default")).get("status") or {}
+            return st.get("desiredReplicas") == 3
+
+        await eventually(status_written, what="the HPA status written")
+        out = await env.client.get(HORIZONTAL_POD_AUTOSCALER, "web", "default")
+        assert (out["status"]["currentReplicas"], out["status"]["currentMetrics"]) == (1, None)
+        assert "lastScaleTime" in out["status"]
+        assert conditions(out) == {"AbleToScale": (
+            "True", "SucceededRescale", "the HPA controller was able to update the target scale to 3")}
+
+        async def told() -> bool:
+            return "SuccessfulRescale" in await events_of(env.client, "web")
+
+        await eventually(told, what="the SuccessfulRescale Event")
+        assert (await events_of(env.client, "web"))["SuccessfulRescale"] == (
+            "Normal", "New size: 3; reason: Current number of replicas below Spec.MinReplicas")
+
+
+async def test_the_controller_scales_a_target_above_max_down_to_it() -> None:
+    async with chain(nodes=1) as env:
+        await env.client.create(deployment("web", 4))
+        await env.client.create(hpa("web", {"scaleTargetRef": TARGET, "minReplicas": 1, "maxReplicas": 2}))
+
+        async def scaled() -> bool:
+            return (await env.client.get(DEPLOYMENT, "web", "default"))["spec"]["replicas"] == 2
+
+        await eventually(scaled, what="the Deployment scaled to maxReplicas")
+
+        async def told() -> bool:
+            return "SuccessfulRescale" in await events_of(env.client, "web")
+
+        await eventually(told, what="the SuccessfulRescale Event")
+        assert (await events_of(env.client, "web"))["SuccessfulRescale"][1] == (
+            "New size: 2; reason: Current number of replicas above Spec.MaxReplicas")
+
+
+async def test_within_bounds_the_controller_says_it_cannot_read_metrics_and_leaves_replicas() -> None:
+    async with chain(nodes=1) as env:
+        await env.client.create(deployment("web", 2))
+        await env.client.create(hpa("web", {"scaleTargetRef": TARGET, "minReplicas": 1, "maxReplicas": 5}))
+
+        async def failed() -> bool:
+            return conditions(await env.client.get(HORIZONTAL_POD_AUTOSCALER, "web", "default")).get(
+                "ScalingActive", ("",))[0] == "False"
+
+        await eventually(failed, what="ScalingActive False")
+        out = await env.client.get(HORIZONTAL_POD_AUTOSCALER, "web", "default")
+        assert conditions(out) == {
+            "AbleToScale": ("True", "SucceededGetScale", "the HPA controller was able to get the target's current scale"),
+            "ScalingActive": ("False", "FailedGetResourceMetric",
+                              f"the HPA was unable to compute the replica count: {CPU_FAILURE}")}
+        assert (out["status"]["currentReplicas"], out["status"]["desiredReplicas"], out["status"]["currentMetrics"]) \
+            == (2, 0, [{"type": ""}])
+        assert "lastScaleTime" not in out["status"]
+        assert (await env.client.get(DEPLOYMENT, "web", "default"))["spec"]["replicas"] == 2
+
+        async def told() -> bool:
+            return "FailedComputeMetricsReplicas" in await events_of(env.client, "web")
+
+        await eventually(told, what="the FailedComputeMetricsReplicas Event")
+        got = await events_of(env.client, "web")
+        assert got["FailedGetResourceMetric"] == ("Warning", CPU_FAILURE)
+        assert got["FailedComputeMetricsReplicas"] == (
+            "Warning", f"invalid metrics (1 invalid out of 1), first error is: failed to get cpu resource metric value: "
+                       f"{CPU_FAILURE}")
+
+
+async def test_a_missing_target_is_failed_get_scale() -> None:
+    async with chain(nodes=1) as env:
+        await env.client.create(hpa("gone", {"scaleTargetRef": {**TARGET, "name": "gone"}, "maxReplicas": 2}))
+
+        async def failed() -> bool:
+            return "AbleToScale" in conditions(await env.client.get(HORIZONTAL_POD_AUTOSCALER, "gone", "default"))
+
+        await eventually(failed, what="AbleToScale set")
+        out = await env.client.get(HORIZONTAL_POD_AUTOSCALER, "gone", "default")
+        assert conditions(out)["AbleToScale"] == (
+            "False", "FailedGetScale", 'the HPA controller was unable to get the target\'s current scale: '
+                                       'deployments.apps "gone" not found')
+
+
+# ---- kubectl ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.kubectl
+async def test_kubectl_autoscale_creates_an_hpa_that_kubectl_gets_with_upstreams_columns(cluster: Any) -> None:
+    srv, client = cluster
+    await client.create(deployment("web", 1))
+    code, out = await kubectl(srv.kubeconfig, "autoscale", "deployment", "web", "--min=2", "--max=4")
+    assert code == 0 and "horizontalpodautoscaler.autoscaling/web autoscaled" in out, out
+
+    async def scaled() -> bool:
+        return (await client.get(DEPLOYMENT, "web", "default"))["spec"]["replicas"] == 2
+
+    await eventually(scaled, what="the Deployment scaled to --min")
+    code, out = await kubectl(srv.kubeconfig, "get", "hpa")
+    rows = [ln.split() for ln in out.splitlines()]
+    assert rows[0] == ["NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "AGE"]
+    assert rows[1][:7] == ["web", "Deployment/web", "cpu:", "<unknown>/80%", "2", "4", "1"] or \
+        rows[1][:7] == ["web", "Deployment/web", "cpu:", "<unknown>/80%", "2", "4", "2"], out
+    code, out = await kubectl(srv.kubeconfig, "get", "all")
+    assert "horizontalpodautoscaler.autoscaling/web" in out, out
