@@ -10,7 +10,9 @@ Formats (detected from the CSV header; see ../shared/traces/README.md for the co
 - Tiresias cluster specs (``num_switch, num_node_p_switch, num_gpu_p_node, num_cpu_p_node,
   mem_p_node``): ``num_switch x num_node_p_switch`` identical Nodes ``tiresias-<i>``, memory in GiB.
 - YAML: Node manifests (``kind: Node``, ``status.allocatable``, else ``status.capacity``, per
-  resource; cpu 1 and memory 1Gi when neither says), one or more documents.
+  resource; cpu 1 and memory 1Gi when neither says; ``ephemeral-storage`` carried when given),
+  one or more documents. The trace node lists carry no disk size, so their Nodes report no
+  ``ephemeral-storage``: a workload whose Pods request it needs Node manifests that give it.
 
 GPUs are published as ``nvidia.com/gpu``; for GPU sharing as ``alibabacloud.com/gpu-milli``
 (1000 per GPU, pooled per Node; for YAML workloads, no trace adapter asks for it) and as Volcano's per-card pair
@@ -61,7 +63,10 @@ class InputError(Exception):
 
 @dataclass(frozen=True)
 class NodeSpec:
-    """One simulated Node. Units: cpu in millicores, memory in bytes, gpus whole devices."""
+    """One simulated Node. Units: cpu in millicores, memory and ephemeral_storage in bytes, gpus
+    whole devices. ``ephemeral_storage`` 0 means the input gave none (the trace node lists carry no
+    disk size): the Node then reports no ``ephemeral-storage``, and a Pod requesting some does not
+    fit it, as on a kubelet that reports none."""
 
     name: str
     cpu_milli: int
@@ -70,10 +75,13 @@ class NodeSpec:
     gpu_model: str = ""
     pods: int = 1000
     labels: dict[str, str] = field(default_factory=dict)
+    ephemeral_storage: int = 0
 
     def capacity(self) -> dict[str, str]:
         """The Node's ``status.capacity`` as quantities."""
         cap = {"cpu": f"{self.cpu_milli}m", "memory": str(self.memory), "pods": str(self.pods)}
+        if self.ephemeral_storage:
+            cap["ephemeral-storage"] = str(self.ephemeral_storage)
         if self.gpus:
             cap[GPU] = str(self.gpus)
             cap[GPU_MILLI] = str(self.gpus * 1000)
@@ -274,12 +282,14 @@ def _yaml_nodes(p: Path) -> list[NodeSpec]:
             memory = quantity.value(str(cap.get("memory", "1Gi")))
             gpus = quantity.value(str(cap.get(GPU, "0")))
             pods = quantity.value(str(cap.get("pods", 110)))
-            for what, v, least in (("cpu", cpu, 1), ("memory", memory, 1), (GPU, gpus, 0), ("pods", pods, 1)):
+            storage = quantity.value(str(cap.get("ephemeral-storage", 0)))
+            for what, v, least in (("cpu", cpu, 1), ("memory", memory, 1), (GPU, gpus, 0), ("pods", pods, 1),
+                                   ("ephemeral-storage", storage, 0)):
                 if v < least or (what != "cpu" and v != int(v)):
                     raise ValueError(f"status.allocatable/capacity {what}: expected "
                                      f"{'a whole number' if what != 'cpu' else 'a quantity'}"
                                      f"{', more than 0' if least else ', 0 or more'}, got {cap.get(what)!r}")
-            out.append(NodeSpec(name, int(cpu), int(memory), int(gpus), model, int(pods), labels))
+            out.append(NodeSpec(name, int(cpu), int(memory), int(gpus), model, int(pods), labels, int(storage)))
         except (KeyError, ValueError, TypeError) as e:
             raise InputError(f"{p}: Node {name!r}: {e}") from None
     if not out:

@@ -579,3 +579,49 @@ def test_an_alias_bomb_in_any_yaml_input_is_refused_before_it_is_expanded(tmp_pa
         assert r.exit_code == 2, r.output
         assert r.output.strip().splitlines() == [f"Error: {bomb}: yaml: document contains excessive aliasing"]
         assert not (tmp_path / "o").exists()
+
+
+STORAGE_PODS = """arrivals:
+- at: 0
+  duration: 30
+  name: scratch
+  manifest:
+    apiVersion: v1
+    kind: Pod
+    spec:
+      containers: [{name: a, image: b, resources: {requests: {cpu: "1", ephemeral-storage: 10Gi}}}]
+"""
+
+
+@pytest.mark.parametrize(("capacity", "starts"), [
+    ('{cpu: "2", memory: 4Gi, ephemeral-storage: 100Gi}', True),
+    ('{cpu: "2", memory: 4Gi, ephemeral-storage: 5Gi}', False),  # too small: it waits, as on a kubelet
+    ('{cpu: "2", memory: 4Gi}', False),  # a Node that reports none fits no request for it
+])
+def test_a_node_manifests_ephemeral_storage_is_what_pods_requesting_it_fit(tmp_path: Path, capacity: str,
+                                                                          starts: bool) -> None:
+    """Review 15 / trial 15 F-5: the Node manifests' ephemeral-storage was dropped, so a Pod
+    requesting any was Pending for ever whatever the manifest said."""
+    from pumice.simulate import metrics
+    from pumice.simulate.nodes import load_nodes
+    from pumice.simulate.runner import SimConfig, simulate
+    from pumice.simulate.workload import load_workload
+
+    nodes, pods = tmp_path / "nodes.yaml", tmp_path / "pods.yaml"
+    nodes.write_text(f"apiVersion: v1\nkind: Node\nmetadata: {{name: n0}}\nstatus: {{capacity: {capacity}}}\n")
+    pods.write_text(STORAGE_PODS)
+    r = simulate(SimConfig(load_nodes(nodes), load_workload(pods), until=100))
+    [row] = metrics.job_rows(r.recorder)
+    assert (row["start"] is not None) is starts
+
+
+def test_a_bad_ephemeral_storage_in_a_node_manifest_is_one_line(tmp_path: Path) -> None:
+    from pumice.simulate.nodes import InputError, load_nodes
+
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text('apiVersion: v1\nkind: Node\nmetadata: {name: n0}\n'
+                     'status: {capacity: {cpu: "2", memory: 4Gi, ephemeral-storage: -1Gi}}\n')
+    with pytest.raises(InputError) as e:
+        load_nodes(nodes)
+    assert str(e.value).endswith("Node 'n0': status.allocatable/capacity ephemeral-storage: expected a whole "
+                                 "number, 0 or more, got '-1Gi'")
