@@ -23,6 +23,7 @@ pkg/util/intstr, pkg/api/resource (Quantity as its string), pkg/runtime/serializ
 from __future__ import annotations
 
 import base64
+import copy
 import datetime as _dt
 import json
 import re
@@ -38,7 +39,8 @@ from pumice.api import Obj
 
 __all__ = [
     "MAGIC", "PROTOBUF", "ProtobufError", "Schema", "decode", "decode_object", "decode_watch_event", "encode",
-    "encode_object", "encode_watch_event", "envelope", "field_at", "flat_fields", "list_message", "message_for",
+    "encode_object", "encode_watch_event", "envelope", "field_at", "fill_go_zero", "flat_fields", "go_zero",
+    "list_message", "message_for",
     "normalize", "openapi_default", "schema",
 ]
 
@@ -825,6 +827,86 @@ def openapi_default(f: Field) -> tuple[bool, Any]:
     if f.pointer or f.omitempty or f.repeated or f.type not in _ZERO_DEFAULTS:
         return False, None
     return True, _ZERO_DEFAULTS[f.type]
+
+
+#: the JSON Go writes for the zero value of a message with its own MarshalJSON
+_SPECIAL_ZERO: dict[str, Any] = {_TIME: None, _MICROTIME: None, _DURATION: "0s", _QUANTITY: "0", _INTORSTR: 0,
+                                 _RAW: None, _FIELDSV1: None}
+
+
+#: fields tagged ``omitzero`` besides ``omitempty`` (Go 1.24): left out at their zero value
+#: (1.33+ apimachinery: ObjectMeta.creationTimestamp, so a zero one is not ``null`` any more)
+_OMITZERO = frozenset({(f"{_META}.ObjectMeta", "creationTimestamp")})
+
+
+@cache
+def _go_zero(name: str) -> str:
+    msg = schema().messages[name]
+    out: dict[str, Any] = {}
+    for f in flat_fields(name).values():
+        if (name, f.name) in _OMITZERO:
+            continue
+        if f.pointer:
+            if not f.omitempty:
+                out[f.name] = None
+        elif f.repeated or f.map_key:
+            if not f.omitempty:
+                out[f.name] = None  # a nil slice or map
+        elif f.type in _SPECIAL_ZERO:
+            out[f.name] = _SPECIAL_ZERO[f.type]
+        elif f.type in schema().messages:
+            out[f.name] = json.loads(_go_zero(f.type))  # omitempty never leaves out a struct
+        elif not f.omitempty:
+            out[f.name] = _ZERO_DEFAULTS.get(f.type, "")
+    if msg.list_wrapper:
+        return "null"
+    return json.dumps(out)
+
+
+def go_zero(message: str) -> Any:
+    """What Go's encoding/json writes for the zero value of ``message`` (a full message name): the
+    fields Go always writes, each at its zero value: ``""``/``0``/``false`` for a scalar without
+    ``omitempty``, ``null`` for a nil slice, map or pointer without it, a nested struct's own zero
+    value (``omitempty`` never leaves a struct out), ``null`` for a zero ``metav1.Time``. A new
+    value on each call (``DeploymentStatus`` -> ``{}``, ``ReplicaSetStatus`` -> ``{"replicas": 0}``).
+
+    Raises:
+        KeyError: no such message.
+
+    Mirrors: Go encoding/json (Marshal of a struct; isEmptyValue), metav1.Time.MarshalJSON.
+    """
+    return json.loads(_go_zero(message))
+
+
+@cache
+def _zero_fields(message: str) -> tuple[tuple[str, Any], ...]:
+    zero = go_zero(message)
+    return tuple(zero.items()) if isinstance(zero, dict) else ()
+
+
+@cache
+def _omitempty_scalars(message: str) -> tuple[str, ...]:
+    return tuple(f.name for f in flat_fields(message).values()
+                 if f.omitempty and not f.pointer and not f.repeated and not f.map_key and f.type in _ZERO_DEFAULTS)
+
+
+def fill_go_zero(obj: Obj, message: str, *, drop_empty: bool = False) -> Obj:
+    """``obj`` (changed in place and returned) with the top-level fields Go always writes for
+    ``message`` that it lacks set to their zero value (:func:`go_zero`: a core/v1 Event's
+    ``eventTime: null``, ``reportingComponent: ""``); with ``drop_empty``, its ``omitempty``
+    scalars at their zero value left out, as Go leaves them out. Nested objects are not visited.
+
+    Raises:
+        KeyError: no such message.
+    """
+    for key, value in _zero_fields(message):
+        if key not in obj:
+            obj[key] = copy.deepcopy(value) if isinstance(value, dict) else value
+    if drop_empty:
+        for key in _omitempty_scalars(message):
+            if key in obj and _is_zero(obj[key]):
+                del obj[key]
+    return obj
 
 
 def field_at(message: str, path: tuple[str, ...]) -> Field | None:

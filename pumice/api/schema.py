@@ -555,14 +555,6 @@ def _check(node: _Node, value: Any, path: str, out: list[FieldCause], root: bool
 
     if isinstance(value, dict):
         props = node.props
-        required = node.required
-        for name in required:
-            if name not in value or (value[name] is None and name not in node.required_nullable):
-                out.append(FieldCause(_join(path, name), "Required value", "FieldValueRequired"))
-        if node.embedded:
-            for name in ("apiVersion", "kind"):
-                if not value.get(name):
-                    out.append(FieldCause(_join(path, name), "Required value", "FieldValueRequired"))
         if props:
             kids = node.kids()
             present = [name for name in value if name in kids]
@@ -578,6 +570,14 @@ def _check(node: _Node, value: Any, path: str, out: list[FieldCause], root: bool
                 kid = kids[name]
                 if type(v) not in kid.plain:
                     _check(kid, v, f"{path}.{name}" if path else name, out, False)
+        # the required fields after the properties' own causes, as kube-openapi's objectValidator
+        for name in node.required:
+            if name not in value or (value[name] is None and name not in node.required_nullable):
+                out.append(FieldCause(_join(path, name), "Required value", "FieldValueRequired"))
+        if node.embedded:
+            for name in ("apiVersion", "kind"):
+                if not value.get(name):
+                    out.append(FieldCause(_join(path, name), "Required value", "FieldValueRequired"))
         addl = node.addl()
         if addl is not None:
             a_plain = addl.plain

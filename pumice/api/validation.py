@@ -1650,6 +1650,13 @@ def _validate_selector(selector: Any, field: str, empty_invalid: bool) -> list[F
     return out
 
 
+def _selector_converts(selector: Any) -> bool:
+    """Whether metav1.LabelSelectorAsSelector takes ``selector`` (None and ``{}`` included): it
+    refuses exactly what ValidateLabelSelector without AllowInvalidLabelValueInSelector refuses
+    (labels.NewRequirement: the key, the operator, the number of values, each value)."""
+    return not isinstance(selector, dict) or not label_selector_causes(selector, "")
+
+
 def _validate_template(spec: Obj, restart_policies: list[str], selector_required: bool) -> list[FieldCause]:
     """The selector and Pod template of a Deployment or ReplicaSet (``selector_required``: a
     missing selector is Required and an empty one Invalid) or of a Job (the selector is defaulted
@@ -1661,7 +1668,13 @@ def _validate_template(spec: Obj, restart_policies: list[str], selector_required
         if selector_required:
             out.append(_required("spec.selector"))
     else:
-        out += _validate_selector(selector, "spec.selector", empty_invalid=selector_required)
+        causes = _validate_selector(selector, "spec.selector", empty_invalid=selector_required)
+        out += causes
+        if selector_required and not _selector_converts(selector):
+            # ValidateDeploymentSpec/ValidateReplicaSetSpec: a selector LabelSelectorAsSelector
+            # refuses is named once more, and the template is then not validated at all
+            out.append(_invalid("spec.selector", selector, "invalid label selector"))
+            return out
     if not isinstance(template, dict):
         out.append(_required("spec.template"))
         return out
@@ -1723,7 +1736,7 @@ def _validate_replicated(obj: Obj, old: Obj | None) -> list[FieldCause]:
     out = _non_negative(spec, "replicas") + _non_negative(spec, "minReadySeconds")
     out += _validate_template(spec, ["Always"], selector_required=True)
     ads = ((spec.get("template") or {}).get("spec") or {}).get("activeDeadlineSeconds")
-    if ads is not None:  # ValidatePodTemplateSpecForReplicaSet
+    if ads is not None and _selector_converts(spec.get("selector")):  # ValidatePodTemplateSpecForReplicaSet
         out.append(_invalid("spec.template.spec.activeDeadlineSeconds", ads, "must not be specified"))
     if old is not None and (old.get("spec") or {}).get("selector") != spec.get("selector"):
         out.append(_invalid("spec.selector", spec.get("selector"), "field is immutable"))

@@ -16,11 +16,13 @@ Built-in plugins (installed by :class:`~pumice.apiserver.server.APIServer` unles
   Deviates: a missing ServiceAccount does not refuse the Pod (kube-apiserver answers 403); the Pod
   then gets no token volume, so Pods created before the ServiceAccount controller ran still start.
 
+- :class:`DefaultTolerationSeconds`: every Pod tolerates the ``node.kubernetes.io/not-ready`` and
+  ``node.kubernetes.io/unreachable`` NoExecute taints for 300 s unless it already tolerates them.
 - :class:`DefaultStorageClass`: PersistentVolumeClaims without a class get the default one.
 - LimitRanger and ResourceQuota (:mod:`pumice.apiserver.quota`).
 
 Mirrors: k8s.io/apiserver pkg/admission (chainAdmissionHandler), kubernetes plugin/pkg/admission
-namespace/lifecycle, priority, serviceaccount.
+namespace/lifecycle, priority, serviceaccount, defaulttolerationseconds.
 """
 
 from __future__ import annotations
@@ -29,14 +31,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pumice.api.admission import AdmissionError, AdmissionRequest, FieldCause, ObjectReader, forbidden
+from pumice.api.taints import TAINT_NODE_NOT_READY, TAINT_NODE_UNREACHABLE
 from pumice.api.validation import SYSTEM_PRIORITY_CLASS_VALUES
 
 __all__ = [
+    "DEFAULT_TOLERATION_SECONDS",
     "IMMORTAL_NAMESPACES",
     "SYSTEM_PRIORITY_CLASSES",
     "AdmissionChain",
     "DefaultIngressClass",
     "DefaultStorageClass",
+    "DefaultTolerationSeconds",
     "NamespaceLifecycle",
     "Priority",
     "ServiceAccount",
@@ -281,6 +286,45 @@ class ServiceAccount:
                 {"name": vol_name, "readOnly": True, "mountPath": SERVICE_ACCOUNT_MOUNT_PATH})
 
 
+#: kube-apiserver's --default-not-ready-toleration-seconds and --default-unreachable-toleration-seconds
+DEFAULT_TOLERATION_SECONDS = 300
+
+
+class DefaultTolerationSeconds:
+    """A Pod created or updated without a toleration of the ``node.kubernetes.io/not-ready``
+    (resp. ``node.kubernetes.io/unreachable``) NoExecute taint gets ``{key, operator: Exists,
+    effect: NoExecute, tolerationSeconds: 300}`` appended to ``spec.tolerations``, not-ready first.
+    A toleration counts when its key is that taint's or empty and its effect is NoExecute or
+    empty (its operator and value are not looked at, as upstream). Subresources are left alone.
+
+    So a Pod on a Node that stopped reporting is evicted 300 s after the taint, not at once (the
+    taint eviction in :mod:`pumice.controllers.kube.nodelifecycle`).
+
+    Mirrors: kubernetes plugin/pkg/admission/defaulttolerationseconds/admission.go (Plugin.Admit;
+    Handler for Create and Update).
+    """
+
+    name = "DefaultTolerationSeconds"
+
+    def handles(self, req: AdmissionRequest) -> bool:
+        return req.kind.group == "" and req.kind.plural == "pods" and req.operation in ("CREATE", "UPDATE") and \
+            not req.subresource
+
+    async def admit(self, req: AdmissionRequest, reader: ObjectReader) -> None:
+        if req.obj is None:
+            return
+        spec = req.obj.setdefault("spec", {})
+        tolerations = spec.get("tolerations") or []
+        missing = []
+        for key in (TAINT_NODE_NOT_READY, TAINT_NODE_UNREACHABLE):
+            if not any(t.get("key") in (key, "", None) and t.get("effect") in ("NoExecute", "", None)
+                       for t in tolerations):
+                missing.append({"key": key, "operator": "Exists", "effect": "NoExecute",
+                                "tolerationSeconds": DEFAULT_TOLERATION_SECONDS})
+        if missing:
+            spec["tolerations"] = [*tolerations, *missing]
+
+
 ANN_DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 ANN_BETA_DEFAULT_CLASS = "storageclass.beta.kubernetes.io/is-default-class"
 
@@ -366,9 +410,10 @@ class DefaultIngressClass:
 
 
 def builtin_plugins() -> list[Any]:
-    """NamespaceLifecycle, LimitRanger, ServiceAccount, Priority, DefaultStorageClass,
-    DefaultIngressClass, ResourceQuota, in kube-apiserver's order."""
+    """NamespaceLifecycle, LimitRanger, ServiceAccount, Priority, DefaultTolerationSeconds,
+    DefaultStorageClass, DefaultIngressClass, ResourceQuota, in kube-apiserver's order
+    (pkg/kubeapiserver/options/plugins.go AllOrderedPlugins)."""
     from pumice.apiserver.quota import LimitRanger, ResourceQuota
 
-    return [NamespaceLifecycle(), LimitRanger(), ServiceAccount(), Priority(), DefaultStorageClass(),
-            DefaultIngressClass(), ResourceQuota()]
+    return [NamespaceLifecycle(), LimitRanger(), ServiceAccount(), Priority(), DefaultTolerationSeconds(),
+            DefaultStorageClass(), DefaultIngressClass(), ResourceQuota()]

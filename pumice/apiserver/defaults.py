@@ -77,6 +77,8 @@ def pod(obj: Obj) -> None:
 
 def _template(obj: Obj) -> None:
     tpl = obj.get("spec", {}).get("template")
+    if isinstance(tpl, dict):
+        tpl.setdefault("metadata", {})  # a Go struct: written as {} when empty
     if isinstance(tpl, dict) and isinstance(tpl.get("spec"), dict):
         pod_spec(tpl["spec"])
 
@@ -134,11 +136,17 @@ def pod_failure_policy(job_spec: Obj) -> None:
 
 def job(obj: Obj) -> None:
     """Batch Job defaults (SetDefaults_Job: podReplacementPolicy ``Failed`` when a
-    podFailurePolicy is set, else ``TerminatingOrFailed``; onPodConditions status ``True``), plus
-    the generated selector and template labels keyed on the Job's uid
-    (``batch.kubernetes.io/controller-uid``, added to a selector given) unless
-    ``spec.manualSelector`` is true (pkg/registry/batch/job strategy.go generateSelector)."""
+    podFailurePolicy is set, else ``TerminatingOrFailed``; onPodConditions status ``True``;
+    ``manualSelector`` false), plus the generated selector and template labels keyed on the Job's
+    uid (``batch.kubernetes.io/controller-uid``, added to a selector given) unless
+    ``spec.manualSelector`` is true (pkg/registry/batch/job strategy.go generateSelector).
+
+    A Job without labels gets its template's labels, the generated ones included: SetDefaults_Job
+    makes ``metadata.labels`` the template's Go map, which generateSelector fills on create; and
+    a Job read back from storage is defaulted again, so clients see them even where the template
+    had no labels before the selector was generated."""
     spec = obj.setdefault("spec", {})
+    md = obj.setdefault("metadata", {})
     completions_set = "completions" in spec
     if not completions_set and "parallelism" not in spec:
         spec["completions"] = 1
@@ -152,8 +160,9 @@ def job(obj: Obj) -> None:
     pfp = spec.get("podFailurePolicy")
     spec.setdefault("podReplacementPolicy", "TerminatingOrFailed" if pfp is None else "Failed")
     pod_failure_policy(spec)
+    if spec.get("manualSelector") is None:
+        spec["manualSelector"] = False
     tpl = spec.setdefault("template", {})
-    md = obj.get("metadata", {})
     uid, name = md.get("uid", ""), md.get("name", "")
     if not spec.get("manualSelector") and uid:
         labels = tpl.setdefault("metadata", {}).setdefault("labels", {})
@@ -169,6 +178,9 @@ def job(obj: Obj) -> None:
         if not isinstance(selector.get("matchLabels"), dict):
             selector["matchLabels"] = {}
         selector["matchLabels"].setdefault("batch.kubernetes.io/controller-uid", uid)
+    tpl_labels = (tpl.get("metadata") or {}).get("labels")
+    if not md.get("labels") and isinstance(tpl_labels, dict) and tpl_labels:
+        md["labels"] = dict(tpl_labels)
     _template(obj)
 
 

@@ -28,6 +28,7 @@ from pumice.api.validation import (
     validate_pod_spec,
 )
 from pumice.apiserver import defaults as kdefaults
+from pumice.apiserver import errors
 from pumice.apiserver.strategy import Strategy, register
 
 if TYPE_CHECKING:
@@ -39,6 +40,8 @@ __all__ = ["cron_schedule_error"]
 
 def _template(spec: Obj) -> None:
     tpl = spec.get("template")
+    if isinstance(tpl, dict):
+        tpl.setdefault("metadata", {})  # a Go struct: written as {} when empty
     if isinstance(tpl, dict) and isinstance(tpl.get("spec"), dict):
         kdefaults.pod_spec(tpl["spec"])
 
@@ -85,6 +88,8 @@ def cronjob(obj: Obj) -> None:
     spec.setdefault("successfulJobsHistoryLimit", 3)
     spec.setdefault("failedJobsHistoryLimit", 1)
     jt = spec.get("jobTemplate")
+    if isinstance(jt, dict):
+        jt.setdefault("metadata", {})  # a Go struct: written as {} when empty
     if isinstance(jt, dict) and isinstance(jt.get("spec"), dict):
         js = jt["spec"]
         _template(js)
@@ -102,7 +107,6 @@ def replication_controller(obj: Obj) -> None:
         if not md.get("labels"):
             md["labels"] = dict(labels)
     spec.setdefault("replicas", 1)
-    spec.setdefault("minReadySeconds", 0)
     _template(spec)
 
 
@@ -192,6 +196,49 @@ class _Workload(Strategy):
         if not isinstance(spec, dict):
             return [*out, _required("spec")]
         return out + self._check(spec, old)
+
+
+#: apps/v1 carries the internal DaemonSetSpec.TemplateGeneration in this annotation
+#: (appsv1.DeprecatedTemplateGeneration)
+TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
+
+
+class _DaemonSetStrategy(_Workload):
+    """A DaemonSet's template generation, kept in the ``deprecated.daemonset.template.generation``
+    annotation: at least 1 on create, the stored one on update, one more when the template
+    changed.
+
+    Mirrors: kubernetes pkg/registry/apps/daemonset/strategy.go (PrepareForCreate,
+    PrepareForUpdate), pkg/apis/apps/v1/conversion.go (Convert_v1_DaemonSet_To_apps_DaemonSet:
+    a value that is not an integer fails the decoding).
+    """
+
+    @staticmethod
+    def _generation(rk: ResourceKind, obj: Obj) -> int:
+        value = ((obj.get("metadata") or {}).get("annotations") or {}).get(TEMPLATE_GENERATION)
+        if value is None:
+            return 0
+        try:
+            return int(str(value))
+        except ValueError:
+            raise errors.cannot_handle(rk, f'strconv.ParseInt: parsing "{value}": invalid syntax') from None
+
+    @staticmethod
+    def _set(obj: Obj, generation: int) -> None:
+        obj.setdefault("metadata", {}).setdefault("annotations", {})[TEMPLATE_GENERATION] = str(generation)
+
+    def prepare_create(self, reg: Registry, rk: ResourceKind, obj: Obj) -> None:
+        given = self._generation(rk, obj)
+        super().prepare_create(reg, rk, obj)
+        self._set(obj, max(given, 1))
+
+    def prepare_update(self, reg: Registry, rk: ResourceKind, new: Obj, old: Obj) -> None:
+        self._generation(rk, new)  # decoded, then overwritten
+        super().prepare_update(reg, rk, new, old)
+        generation = self._generation(rk, old)
+        if (new.get("spec") or {}).get("template") != (old.get("spec") or {}).get("template"):
+            generation += 1
+        self._set(new, generation)
 
 
 def _template_spec(spec: Obj, field: str, restart_policies: list[str]) -> list[FieldCause]:
@@ -332,7 +379,7 @@ class _VolumeStrategy(_Workload):
 
 
 register("apps", "statefulsets", _Workload(statefulset, _check_statefulset))
-register("apps", "daemonsets", _Workload(daemonset, _check_daemonset))
+register("apps", "daemonsets", _DaemonSetStrategy(daemonset, _check_daemonset))
 register("batch", "cronjobs", _Workload(cronjob, _check_cronjob))
 register("", "replicationcontrollers", _Workload(replication_controller, _check_rc))
 register("policy", "poddisruptionbudgets", _Workload(None, _check_pdb))

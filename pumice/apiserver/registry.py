@@ -86,7 +86,7 @@ from pumice.apiserver.errors import StatusError
 from pumice.apiserver.eviction import check_disruption_budget
 from pumice.apiserver.servicealloc import NODE_PORT_RANGE, SERVICE_CLUSTER_IP_RANGE, ServiceAllocators
 from pumice.apiserver.store import MAX_REQUEST_BYTES, Expired, ObjectTooLarge, Store, Stored, Watcher
-from pumice.apiserver.strategy import Strategy, strategy_for
+from pumice.apiserver.strategy import Strategy, blocking_cause, blocks_rules, strategy_for
 
 __all__ = ["DeleteOptions", "Registry", "resource_key"]
 
@@ -723,8 +723,15 @@ class Registry:
                     body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
                 unchecked, fresh = self._schema_parts("types", version.schema, body)
                 if version.compiled.has_type_errors(unchecked):
+                    # a create or update is refused with every cause of the schema, as apiextensions
+                    # validates the object in one pass (a Required beside a type error); a status
+                    # write with its type errors alone
                     causes += [c for c in version.compiled.validate(body)
-                               if c.reason == "FieldValueTypeInvalid" and not c.message.startswith("Invalid value: null")]
+                               if (c.reason == "FieldValueTypeInvalid" or not cr_status)
+                               and not (c.reason == "FieldValueTypeInvalid"
+                                        and c.message.startswith("Invalid value: null"))]
+                    if not cr_status and version.rules is not None and blocks_rules(causes):
+                        causes.append(blocking_cause())
                 else:
                     typed = True
                     for key in fresh:

@@ -25,7 +25,7 @@ import copy
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from pumice.api import Obj
+from pumice.api import Obj, protobuf
 from pumice.api.admission import FieldCause
 from pumice.api.scheme import ResourceKind
 from pumice.api.selectors import FieldSelector
@@ -61,6 +61,18 @@ Finish = Callable[[bool], None]
 
 #: ``POST <kind>/<name>/<sub>`` handler: ``(registry, namespace, name, body, dry_run) -> None``
 PostHandler = Callable[["Registry", str, str, Any, bool], Awaitable[None]]
+
+
+def zero_status(rk: ResourceKind) -> Obj | None:
+    """A new zero ``status`` of the built-in kind ``rk`` as Go's encoding/json writes it; None
+    when the kind has no protobuf form (a custom resource: no status until one is written) or
+    no status struct."""
+    message = protobuf.message_for(rk.api_version, rk.kind)
+    field = protobuf.schema().messages[message].by_name.get("status") if message else None
+    if field is None or field.type not in protobuf.schema().messages:
+        return None
+    zero: Obj = protobuf.go_zero(field.type)
+    return zero
 
 
 class Strategy:
@@ -120,9 +132,15 @@ class Strategy:
 
     def prepare_create(self, reg: Registry, rk: ResourceKind, obj: Obj) -> None:
         """PrepareForCreate: called after system metadata is set. A kind with a status
-        subresource starts with no status; then the defaulter runs."""
+        subresource starts with the zero status, as Go writes it (``{}`` for a Deployment, Job or
+        CronJob, ``{"replicas": 0}`` for a ReplicaSet: :func:`pumice.api.protobuf.go_zero`);
+        then the defaulter runs."""
         if "status" in rk.subresources:
-            obj.pop("status", None)
+            zero = zero_status(rk)
+            if zero is None:
+                obj.pop("status", None)
+            else:
+                obj["status"] = zero
         self.default(obj)
 
     def prepare_update(self, reg: Registry, rk: ResourceKind, new: Obj, old: Obj) -> None:
@@ -414,9 +432,21 @@ class KeepStatusOnCreate(Strategy):
 
 
 class EventStrategy(KeepStatusOnCreate):
-    """Events expire ``event_ttl`` after their last write (kube-apiserver --event-ttl)."""
+    """Events expire ``event_ttl`` after their last write (kube-apiserver --event-ttl). The
+    stored form has the fields Go always writes for a core/v1 Event (``eventTime``,
+    ``firstTimestamp``, ``lastTimestamp`` null, ``reportingComponent``, ``reportingInstance`` "")."""
 
     storage_resource = events.CORE_RESOURCE
+
+    def begin_create(self, reg: Registry, rk: ResourceKind, obj: Obj, dry_run: bool) -> Finish | None:
+        # after the field manager ran: Go's zero values are no one's fields (its update compares
+        # with the kind's zero object)
+        protobuf.fill_go_zero(obj, events.CORE_MESSAGE)
+        return None
+
+    def begin_update(self, reg: Registry, rk: ResourceKind, new: Obj, old: Obj, dry_run: bool) -> Finish | None:
+        protobuf.fill_go_zero(new, events.CORE_MESSAGE)
+        return None
 
     def after_write(self, reg: Registry, rk: ResourceKind, stored: Stored) -> None:
         reg.track_event(reg.storage_resource(rk), stored)
@@ -429,6 +459,12 @@ class EventsV1Strategy(EventStrategy):
     """
 
     converts = True
+
+    def begin_create(self, reg: Registry, rk: ResourceKind, obj: Obj, dry_run: bool) -> Finish | None:
+        return None  # the core/v1 fields come with to_storage, the events/v1 ones with from_storage
+
+    def begin_update(self, reg: Registry, rk: ResourceKind, new: Obj, old: Obj, dry_run: bool) -> Finish | None:
+        return None
 
     def to_storage(self, obj: Obj) -> Obj:
         return events.to_core(obj)
@@ -479,6 +515,18 @@ _BLOCKING_CEL = frozenset({"FieldValueNotSupported", "FieldValueRequired", "Fiel
                            "FieldValueTypeInvalid"})
 
 
+def blocking_cause() -> FieldCause:
+    """The cause apiextensions adds when schema errors kept the ``x-kubernetes-validations``
+    rules from running (hasBlockingErr)."""
+    return FieldCause("<nil>", "Invalid value: null: some validation rules were not checked because the object was "
+                               "invalid; correct the existing errors to complete validation")
+
+
+def blocks_rules(causes: list[FieldCause]) -> bool:
+    """Whether ``causes`` hold an error that keeps the rules from running."""
+    return any(c.reason in _BLOCKING_CEL for c in causes)
+
+
 class CustomResourceStrategy(Strategy):
     """Custom resources: validation against the served version's structural schema, then its
     ``x-kubernetes-validations`` rules (:mod:`pumice.apiserver.celrules`; versions without rules
@@ -500,11 +548,8 @@ class CustomResourceStrategy(Strategy):
             body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
             causes.extend(reg.schema_causes(version.compiled, body))
         if version is not None and version.rules is not None:
-            if any(c.reason in _BLOCKING_CEL for c in causes):
-                # the schema errors that leave the rules unchecked (apiextensions hasBlockingErr)
-                causes.append(FieldCause("<nil>", "Invalid value: null: some validation rules were not checked because "
-                                                  "the object was invalid; correct the existing errors to complete "
-                                                  "validation"))
+            if blocks_rules(causes):
+                causes.append(blocking_cause())
             else:
                 causes.extend(version.rules.validate(obj, old))
         return causes

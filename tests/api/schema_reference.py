@@ -1,5 +1,6 @@
 """The walkers of :mod:`pumice.api.schema` as they were before :class:`~pumice.api.schema.CompiledSchema`
-(session 8), kept verbatim as the oracle of ``test_compiled_schema.py``: they read every keyword of
+(session 8), kept verbatim as the oracle of ``test_compiled_schema.py`` (but for the place of the
+required causes, moved after the properties' in session 15 as kube-openapi reports them): they read every keyword of
 every (sub)schema on every walk and loop over all of a schema's properties, which makes them
 plainly correct and slow."""
 
@@ -141,6 +142,12 @@ def _validate(schema: dict[str, Any], value: Any, path: str, out: list[FieldCaus
 
     if isinstance(value, dict):
         props: dict[str, Any] = schema.get("properties") or {}
+        for name, sub in props.items():
+            if name in value and not (root and name == "metadata"):
+                if value[name] is None and name in (schema.get("required") or ()):
+                    continue  # reported as required
+                _validate(sub, value[name], _join(path, name), out)
+        # session 15: the required fields after the properties' causes (kube-openapi objectValidator)
         for name in schema.get("required") or ():
             if name not in value or (value[name] is None and not (props.get(name) or {}).get("nullable")):
                 out.append(FieldCause(_join(path, name), "Required value", "FieldValueRequired"))
@@ -148,11 +155,6 @@ def _validate(schema: dict[str, Any], value: Any, path: str, out: list[FieldCaus
             for name in ("apiVersion", "kind"):
                 if not value.get(name):
                     out.append(FieldCause(_join(path, name), "Required value", "FieldValueRequired"))
-        for name, sub in props.items():
-            if name in value and not (root and name == "metadata"):
-                if value[name] is None and name in (schema.get("required") or ()):
-                    continue  # already reported as required
-                _validate(sub, value[name], _join(path, name), out)
         addl = schema.get("additionalProperties")
         if isinstance(addl, dict):
             for name in value:

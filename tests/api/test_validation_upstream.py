@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from pumice.api import Obj
+from pumice.api.schema import format_value
 from pumice.api.scheme import ResourceKind
 from pumice.api.validation import (
     DNS1123_LABEL_ERR,
@@ -665,9 +666,12 @@ def test_a_pod_update_may_not_unset_active_deadline_seconds() -> None:
 def test_a_deployment_selector_is_checked_by_validate_label_selector(expr: Obj, want: tuple[str, str, str]) -> None:
     """apps ValidateDeploymentSpec runs metav1 ValidateLabelSelector on spec.selector (one
     implementation here, label_selector_causes; the workloads' own copy said NotSupported for an
-    unknown operator and let Exists carry values). Upstream adds "invalid label selector" for a
-    selector that does not convert; pumice does not yet, so only this cause is asserted."""
-    assert want in causes(DEPLOY, deploy(selector={"matchExpressions": [expr]}))
+    unknown operator and let Exists carry values), then names a selector LabelSelectorAsSelector
+    refuses once more ("invalid label selector") and leaves the template unchecked."""
+    selector = {"matchExpressions": [expr]}
+    assert causes(DEPLOY, deploy(selector=selector)) == [
+        want, ("spec.selector", "FieldValueInvalid",
+               f"Invalid value: {format_value(selector)}: invalid label selector")]
 
 
 def test_a_jobs_empty_manual_selector_is_allowed_where_a_deployments_is_refused() -> None:

@@ -229,3 +229,153 @@ async def test_an_unserved_subresource_of_a_custom_resource_is_not_found_naming_
     assert r.json()["details"] == {"name": "t1", "group": "x.io", "kind": "things"}
     r = await http.get(f"{NS}/configmaps/c/status")  # a built-in kind's unknown path stays a path 404
     assert (r.status_code, r.json()["message"]) == (404, "the server could not find the requested resource")
+
+
+# ---- session 15 (diff16): the LEFT list of session 14
+
+NOT_READY_300 = {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+                 "tolerationSeconds": 300}
+UNREACHABLE_300 = {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
+                   "tolerationSeconds": 300}
+
+
+async def test_every_pod_tolerates_not_ready_and_unreachable_for_300_seconds(http: httpx2.AsyncClient) -> None:
+    """DefaultTolerationSeconds (plugin/pkg/admission/defaulttolerationseconds)."""
+    p = await _pod(http)
+    assert p["spec"]["tolerations"] == [NOT_READY_300, UNREACHABLE_300]
+    mine = {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 5}
+    resp = await http.post(f"{NS}/pods", json={"metadata": {"name": "p2"}, "spec": {
+        "containers": [{"name": "c", "image": "busybox"}], "tolerations": [mine]}})
+    assert resp.json()["spec"]["tolerations"] == [mine, UNREACHABLE_300]
+    # an empty key tolerates both taints; an empty effect too, but a NoSchedule one does not
+    for name, tol, added in (("p3", {"operator": "Exists"}, []),
+                             ("p4", {"operator": "Exists", "effect": "NoSchedule"}, [NOT_READY_300, UNREACHABLE_300]),
+                             ("p5", {"key": "node.kubernetes.io/unreachable", "operator": "Exists"}, [NOT_READY_300])):
+        resp = await http.post(f"{NS}/pods", json={"metadata": {"name": name}, "spec": {
+            "containers": [{"name": "c", "image": "busybox"}], "tolerations": [tol]}})
+        assert resp.json()["spec"]["tolerations"] == [tol, *added], name
+
+
+async def test_an_update_that_drops_the_default_tolerations_gets_them_again(http: httpx2.AsyncClient) -> None:
+    """The plugin also handles Update: a PUT of the Pod as first sent is not a forbidden change."""
+    p = await _pod(http)
+    p["spec"].pop("tolerations")
+    p["spec"]["containers"][0]["image"] = "busybox:2"
+    resp = await http.put(f"{NS}/pods/p1", json=p)
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["spec"]["tolerations"] == [NOT_READY_300, UNREACHABLE_300]
+
+
+APPS = "/apis/apps/v1/namespaces/default"
+BATCH = "/apis/batch/v1/namespaces/default"
+
+
+def _tpl(app: str, restart: str = "Always") -> dict:
+    return {"metadata": {"labels": {"app": app}}, "spec": {"restartPolicy": restart,
+                                                          "containers": [{"name": "c", "image": "busybox"}]}}
+
+
+async def test_a_created_workload_has_the_zero_status_go_writes(http: httpx2.AsyncClient) -> None:
+    """PrepareForCreate resets status to the Go zero struct, which encoding/json writes: {} when
+    every field is omitempty, the non-omitempty counters at 0."""
+    d = await http.post(f"{APPS}/deployments", json={"metadata": {"name": "d"}, "spec": {
+        "selector": {"matchLabels": {"app": "d"}}, "template": _tpl("d")}})
+    assert d.json()["status"] == {}
+    rs = await http.post(f"{APPS}/replicasets", json={"metadata": {"name": "rs"}, "spec": {
+        "selector": {"matchLabels": {"app": "rs"}}, "template": _tpl("rs")}})
+    assert rs.json()["status"] == {"replicas": 0}
+    ds = await http.post(f"{APPS}/daemonsets", json={"metadata": {"name": "ds"}, "spec": {
+        "selector": {"matchLabels": {"app": "ds"}}, "template": _tpl("ds")}})
+    assert ds.json()["status"] == {"currentNumberScheduled": 0, "numberMisscheduled": 0,
+                                   "desiredNumberScheduled": 0, "numberReady": 0}
+    cj = await http.post(f"{BATCH}/cronjobs", json={"metadata": {"name": "cj"}, "spec": {
+        "schedule": "@hourly", "jobTemplate": {"spec": {"template": {"spec": _tpl("cj", "Never")["spec"]}}}}})
+    assert cj.json()["status"] == {}
+    # the job template's and its pod template's metadata are Go structs too
+    assert cj.json()["spec"]["jobTemplate"]["metadata"] == {}
+    assert cj.json()["spec"]["jobTemplate"]["spec"]["template"]["metadata"] == {}
+    got = (await http.get(f"{BATCH}/cronjobs/cj")).json()
+    assert got["status"] == {} and got["spec"]["jobTemplate"]["metadata"] == {}
+
+
+async def test_a_custom_resource_is_created_without_status(http: httpx2.AsyncClient) -> None:
+    await http.post(CRDS, json={**_crd(), "spec": {**_crd()["spec"], "versions": [
+        {**_crd()["spec"]["versions"][0], "subresources": {"status": {}}}]}})
+    r = await http.post("/apis/x.io/v1/namespaces/default/things", json={
+        "apiVersion": "x.io/v1", "kind": "Thing", "metadata": {"name": "t1"}, "status": {"a": 1}})
+    assert r.status_code == 201, r.text
+    assert "status" not in r.json()
+
+
+async def test_a_job_gets_its_templates_labels_and_manual_selector_false(http: httpx2.AsyncClient) -> None:
+    """SetDefaults_Job: labels from the template (with the generated controller-uid and
+    job-name labels), manualSelector false; a Job's own labels stay."""
+    j = (await http.post(f"{BATCH}/jobs", json={"metadata": {"name": "j1"}, "spec": {
+        "template": _tpl("j1", "Never")}})).json()
+    uid = j["metadata"]["uid"]
+    assert j["metadata"]["labels"] == {"app": "j1", "batch.kubernetes.io/controller-uid": uid,
+                                       "batch.kubernetes.io/job-name": "j1", "controller-uid": uid, "job-name": "j1"}
+    assert j["spec"]["manualSelector"] is False
+    assert j["status"] == {}
+    own = (await http.post(f"{BATCH}/jobs", json={"metadata": {"name": "j2", "labels": {"own": "x"}}, "spec": {
+        "template": _tpl("j2", "Never")}})).json()
+    assert own["metadata"]["labels"] == {"own": "x"}
+    bare = (await http.post(f"{BATCH}/jobs", json={"metadata": {"name": "j3"}, "spec": {
+        "template": {"spec": _tpl("j3", "Never")["spec"]}}})).json()
+    assert set(bare["metadata"]["labels"]) == {"batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name",
+                                               "controller-uid", "job-name"}
+
+
+async def test_an_event_carries_the_fields_go_always_writes(http: httpx2.AsyncClient) -> None:
+    ev = {"metadata": {"name": "e1"}, "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+          "reason": "R", "message": "m", "type": "Normal", "source": {"component": "x"}}
+    e = (await http.post(f"{NS}/events", json=ev)).json()
+    assert {k: e[k] for k in ("eventTime", "firstTimestamp", "lastTimestamp", "reportingComponent",
+                              "reportingInstance")} == {"eventTime": None, "firstTimestamp": None,
+                                                        "lastTimestamp": None, "reportingComponent": "",
+                                                        "reportingInstance": ""}
+    # no one owns a zero value: the creator's managedFields name none of them
+    owned = e["metadata"]["managedFields"][0]["fieldsV1"]
+    assert not {"f:eventTime", "f:reportingComponent"} & set(owned)
+    v1 = (await http.get("/apis/events.k8s.io/v1/namespaces/default/events/e1")).json()
+    assert v1["eventTime"] is None and v1["deprecatedFirstTimestamp"] is None
+    assert "reportingController" not in v1 and "reportingInstance" not in v1  # omitempty there
+
+
+async def test_a_daemonset_counts_its_template_generation_in_the_deprecated_annotation(
+        http: httpx2.AsyncClient) -> None:
+    """daemonset strategy PrepareForCreate/PrepareForUpdate, apps/v1 conversion."""
+    ann = "deprecated.daemonset.template.generation"
+    ds = (await http.post(f"{APPS}/daemonsets", json={"metadata": {"name": "ds"}, "spec": {
+        "selector": {"matchLabels": {"app": "ds"}}, "template": _tpl("ds")}})).json()
+    assert ds["metadata"]["annotations"] == {ann: "1"}
+    patch = {"spec": {"minReadySeconds": 3}}
+    r = await http.patch(f"{APPS}/daemonsets/ds", json=patch, headers={"Content-Type": "application/merge-patch+json"})
+    assert r.json()["metadata"]["annotations"][ann] == "1"
+    patch = {"spec": {"template": {"metadata": {"labels": {"app": "ds", "v": "2"}}}}}
+    r = await http.patch(f"{APPS}/daemonsets/ds", json=patch, headers={"Content-Type": "application/merge-patch+json"})
+    assert r.json()["metadata"]["annotations"][ann] == "2"
+    r = await http.post(f"{APPS}/daemonsets", json={"metadata": {"name": "bad", "annotations": {ann: "x"}}, "spec": {
+        "selector": {"matchLabels": {"app": "ds"}}, "template": _tpl("ds")}})
+    assert (r.status_code, r.json()["message"]) == (
+        400, 'DaemonSet in version "v1" cannot be handled as a DaemonSet: strconv.ParseInt: parsing "x": invalid syntax')
+
+
+async def test_a_type_error_does_not_hide_a_required_field_beside_it(http: httpx2.AsyncClient) -> None:
+    """apiextensions validates a custom resource in one pass: the type error, the missing
+    required field, and the cause saying the rules were not checked."""
+    crd = _crd()
+    crd["spec"]["versions"][0]["schema"] = {"openAPIV3Schema": {"type": "object", "properties": {
+        "spec": {"type": "object", "required": ["head"], "properties": {
+            "head": {"type": "object"}, "workers": {"type": "array", "items": {"type": "object"}}},
+            "x-kubernetes-validations": [{"rule": "has(self.head)"}]}}}}
+    await http.post(CRDS, json=crd)
+    resp = await http.post("/apis/x.io/v1/namespaces/default/things", json={
+        "apiVersion": "x.io/v1", "kind": "Thing", "metadata": {"name": "t1"}, "spec": {"workers": "x"}})
+    assert resp.status_code == 422
+    assert resp.json()["message"] == (
+        'Thing.x.io "t1" is invalid: [spec.workers: Invalid value: "string": spec.workers in body must be of type '
+        'array: "string", spec.head: Required value, <nil>: Invalid value: null: some validation rules were not '
+        'checked because the object was invalid; correct the existing errors to complete validation]')
+    assert [(c["reason"], c["field"]) for c in resp.json()["details"]["causes"]] == [
+        ("FieldValueTypeInvalid", "spec.workers"), ("FieldValueRequired", "spec.head"), ("FieldValueInvalid", "<nil>")]

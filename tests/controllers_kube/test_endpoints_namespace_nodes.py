@@ -89,15 +89,30 @@ async def test_deleting_a_namespace_deletes_its_contents_then_the_namespace(env:
     assert not (await env.client.list(POD, "team")).items
 
 
-def test_eviction_delay_honours_toleration_seconds_and_defaults_to_300() -> None:
+def test_eviction_delay_honours_toleration_seconds_and_adds_no_default() -> None:
+    """taint_eviction.go processPodOnNode: the 300 s come from the DefaultTolerationSeconds
+    admission plugin; a Pod without tolerations (admitted without it) goes at once."""
     taints = [{"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}]
-    assert eviction_delay({"spec": {}}, taints) == 300
+    assert eviction_delay({"spec": {}}, taints) == 0
     tol = {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 5}
     assert eviction_delay({"spec": {"tolerations": [tol]}}, taints) == 5
     forever = {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"}
     assert eviction_delay({"spec": {"tolerations": [forever]}}, taints) is None
     other = [{"key": "dedicated", "value": "x", "effect": "NoExecute"}]
     assert eviction_delay({"spec": {}}, other) == 0
+
+
+def test_eviction_delay_takes_the_first_toleration_of_each_taint() -> None:
+    """GetMatchingTolerations keeps the first toleration per taint; getMinTolerationTime the
+    smallest tolerationSeconds among those kept (a later forever toleration does not count)."""
+    taints = [{"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"},
+              {"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}]
+    first = {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
+             "tolerationSeconds": 30}
+    forever = {"operator": "Exists"}
+    assert eviction_delay({"spec": {"tolerations": [first, forever]}}, taints) == 30
+    assert eviction_delay({"spec": {"tolerations": [forever, first]}}, taints) is None
+    assert eviction_delay({"spec": {"tolerations": [{**first, "tolerationSeconds": -5}, forever]}}, taints) == 0
 
 
 async def test_node_whose_lease_expires_becomes_unknown_tainted_and_its_pods_are_evicted() -> None:

@@ -13,10 +13,11 @@ is compared with ``grace_period`` (50 s, v1.32's node-monitor-grace-period).
 - Ready=True again: those taints are removed.
 
 Eviction (the NoExecute taint manager): a Pod on a Node with NoExecute taints is deleted at once
-when it does not tolerate them, after the smallest ``tolerationSeconds`` of its matching
-tolerations counted from the taint's ``timeAdded``, or never when a matching toleration has no
-``tolerationSeconds``. A Pod without any toleration for the not-ready/unreachable taints gets the
-300 s default that the DefaultTolerationSeconds admission plugin would have added.
+when one of them is not tolerated; else, per taint, the first toleration that tolerates it is
+taken, and the Pod is deleted the smallest ``tolerationSeconds`` of those after the taints'
+earliest ``timeAdded``, or never when none of those has ``tolerationSeconds``. The 300 s most
+Pods get comes from the DefaultTolerationSeconds admission plugin
+(:class:`pumice.apiserver.admission.DefaultTolerationSeconds`), as upstream.
 
 Mirrors: kubernetes pkg/controller/nodelifecycle/node_lifecycle_controller.go (monitorNodeHealth,
 tryUpdateNodeHealth, markNodeAsReachable, doNoExecuteTaintingPass) and
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
 from pumice.api import Obj, meta
 from pumice.api.scheme import LEASE, NODE, POD
+from pumice.api.taints import TAINT_NODE_NOT_READY, TAINT_NODE_UNREACHABLE
 from pumice.client.base import ApiError, KubeClient, is_not_found, patch_status_conditions
 from pumice.client.informer import Informer
 from pumice.runtime.events import EventRecorder
@@ -44,9 +46,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LEASE_NAMESPACE = "kube-node-lease"
-TAINT_UNREACHABLE = "node.kubernetes.io/unreachable"
-TAINT_NOT_READY = "node.kubernetes.io/not-ready"
-DEFAULT_TOLERATION_SECONDS = 300
+TAINT_UNREACHABLE = TAINT_NODE_UNREACHABLE
+TAINT_NOT_READY = TAINT_NODE_NOT_READY
 GRACE_PERIOD = 50.0
 MONITOR_PERIOD = 5.0
 _CONDITIONS = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")
@@ -71,28 +72,26 @@ def _tolerates(tol: Obj, taint: Obj) -> bool:
 def eviction_delay(pod: Obj, taints: list[Obj]) -> float | None:
     """Seconds after the taints were added when the Pod must go: 0 = now, None = never.
 
-    Tolerations without ``tolerationSeconds`` tolerate forever; the minimum over the taints of the
-    tolerated time counts (getMinTolerationTime). Missing not-ready/unreachable tolerations get
-    the 300 s default.
+    Only the NoExecute ``taints`` count. Each must be tolerated (else 0); the first toleration
+    that tolerates it is the one used (GetMatchingTolerations); the smallest ``tolerationSeconds``
+    of the used ones counts, 0 for a value <= 0, None when none of them has one
+    (getMinTolerationTime). No defaults are added here: the admission plugin gave them.
     """
-    tolerations = list((pod.get("spec") or {}).get("tolerations") or [])
-    for key in (TAINT_NOT_READY, TAINT_UNREACHABLE):
-        if not any(t.get("key") == key or (not t.get("key") and t.get("operator") == "Exists") for t in tolerations):
-            tolerations.append({"key": key, "operator": "Exists", "effect": "NoExecute",
-                                "tolerationSeconds": DEFAULT_TOLERATION_SECONDS})
-    best: float | None = None
+    tolerations = (pod.get("spec") or {}).get("tolerations") or []
+    used = []
     for taint in taints:
         if taint.get("effect") != "NoExecute":
             continue
-        matching = [t for t in tolerations if _tolerates(t, taint)]
-        if not matching:
+        tol = next((t for t in tolerations if _tolerates(t, taint)), None)
+        if tol is None:
             return 0.0
-        secs = [t.get("tolerationSeconds") for t in matching]
-        if any(s is None for s in secs):
-            continue
-        m = float(max(0, min(int(s) for s in secs if s is not None)))
-        best = m if best is None else min(best, m)
-    return best
+        used.append(tol)
+    if not used:
+        return None
+    secs = [int(t["tolerationSeconds"]) for t in used if t.get("tolerationSeconds") is not None]
+    if not secs:
+        return None
+    return float(max(0, min(secs)))
 
 
 class NodeLifecycleController:
