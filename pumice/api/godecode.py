@@ -19,8 +19,10 @@ The error names:
 
 Struct names, field names and types come from the protobuf schema (:mod:`pumice.api.protobuf`:
 the Go types of named fields are recorded there by tools/gen_protobuf_schema.py). ``null`` is
-never an error (it leaves the field unset). Types with their own JSON decoding (Time, Quantity,
-IntOrString, RawExtension, ...) are not checked here: their errors are not type errors.
+never an error (it leaves the field unset). Types with their own JSON decoding (Time,
+IntOrString, RawExtension, ...) are not checked here: their errors are not type errors; but a
+Quantity that does not parse is Quantity.UnmarshalJSON's error, which stops the decoding as well
+(``quantities must match the regular expression '...'``).
 
 Mirrors: Go encoding/json decode.go (UnmarshalTypeError, errorContext), sigs.k8s.io/json.
 """
@@ -30,6 +32,7 @@ from __future__ import annotations
 from typing import Any
 
 from pumice.api import protobuf
+from pumice.api.quantity import QuantityError, parse_quantity
 
 __all__ = ["go_json_value", "unmarshal_error"]
 
@@ -72,6 +75,23 @@ def go_json_value(value: Any) -> str:
 
 def _number_literal(value: int | float) -> str:
     return str(value) if isinstance(value, int) else repr(value)
+
+
+_QUANTITY = "k8s.io.apimachinery.pkg.api.resource.Quantity"
+#: resource.ErrFormatWrong
+QUANTITY_FORMAT_WRONG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+
+
+def _quantity(value: Any) -> None:
+    """Quantity.UnmarshalJSON: a JSON string (quotes dropped) or any other JSON text must parse as
+    a quantity; its error is the decoder's as is (no ``json:`` prefix, no field)."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise _Found(QUANTITY_FORMAT_WRONG)
+    if isinstance(value, str):
+        try:
+            parse_quantity(value)
+        except (QuantityError, KeyError, ValueError):
+            raise _Found(QUANTITY_FORMAT_WRONG) from None
 
 
 def _go_name(ptype: str) -> str:
@@ -173,6 +193,9 @@ def _value(schema: protobuf.Schema, ptype: str, go: str, value: Any, path: list[
                 _fail(value, go, path, struct)
         elif ptype == "bytes" and t is not str and t is not list:
             _fail(value, go, path, struct)
+        return
+    if ptype == _QUANTITY:
+        _quantity(value)
         return
     if ptype in _CUSTOM_JSON or ptype not in schema.messages:
         return

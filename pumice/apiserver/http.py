@@ -36,11 +36,12 @@ from starlette.routing import Route
 
 from pumice._util.clock import Clock
 from pumice._util.gostrings import atoi
+from pumice.api import gojson
 from pumice.api import protobuf as pb
 from pumice.api.admission import FieldCause
 from pumice.api.apply import manager_or_user_agent
 from pumice.api.fields import repair_bytes
-from pumice.api.godecode import unmarshal_error
+from pumice.api.godecode import go_json_value, unmarshal_error
 from pumice.api.meta import deep_copy
 from pumice.api.params import query_bool, query_list, query_values
 from pumice.api.scheme import BINDING, COMPONENT_STATUS, SCALE, ResourceKind
@@ -195,6 +196,14 @@ def _json(data: bytes, code: int = 200, headers: dict[str, str] | None = None) -
 def _status(e: StatusError) -> Response:
     """A Status error body; kube-apiserver's JSON encoder ends it with a newline."""
     return _json(_encode(e.status()) + b"\n", e.code)
+
+
+def _page_not_found() -> Response:
+    """A path under ``/apis`` of a group no API serves: kube-apiserver's mux answers it with Go's
+    http.NotFound (text, not a Status). Mirrors: net/http NotFound, k8s.io/apiserver
+    pkg/server/mux (the NotFoundHandler behind every API group)."""
+    return Response(content=b"404 page not found\n", status_code=404, media_type="text/plain; charset=utf-8",
+                    headers={"X-Content-Type-Options": "nosniff"})
 
 
 def _not_found_path() -> StatusError:
@@ -410,6 +419,8 @@ class _Api:
         else:
             if len(parts) == 1:
                 return self._discovery_root(request, legacy=False)
+            if discovery.api_group(self.scheme, parts[1]) is None:
+                return _page_not_found()
             if len(parts) == 2:
                 doc = discovery.api_group(self.scheme, parts[1])
                 if doc is None:
@@ -643,7 +654,18 @@ class _Api:
         if ptype is None:
             raise errors.unsupported_media_type(custom=custom)
         raw = await self._raw_body(request)
-        patch = _parse_body(raw, yaml_ok=ptype == "apply")
+        checked = ptype in ("json", "merge") and t is not None and t.query.get("fieldValidation", "") != "Ignore"
+        try:
+            patch = _parse_body(raw, yaml_ok=ptype == "apply")
+        except StatusError:
+            why = gojson.syntax_error(raw) if checked and raw.strip() else None
+            if why is not None:
+                raise errors.bad_request(f"error decoding patch: {why}") from None
+            raise
+        if checked:
+            why = _patch_type_error(ptype, patch)
+            if why is not None:
+                raise errors.bad_request(f"error decoding patch: {why}")
         if t is not None and dups is not None and ptype != "json":
             dups.extend(_duplicates(request, raw, t.rk, t.query))
         return ptype, patch
@@ -740,7 +762,17 @@ class _Api:
         raw = await self._raw_body(request)
         if ctype == pb.PROTOBUF:
             return _parse_protobuf(raw)
-        body = _parse_body(raw, yaml_ok=ctype == "application/yaml")
+        try:
+            body = _parse_body(raw, yaml_ok=ctype == "application/yaml")
+        except StatusError:
+            if dups is not None and rk is not None and ctype != "application/yaml" and raw.strip():
+                # a create or update: the JSON serializer's Interpret fails first, in Go's words
+                why = gojson.syntax_error(raw)
+                if why is not None:
+                    raise errors.bad_request(
+                        f"the object provided is unrecognized (must be of type {rk.kind}): couldn't get "
+                        f"version/kind; json parse error: {why} ({gojson.summarize(raw)})") from None
+            raise
         if dups is not None:
             dups.extend(_duplicates(request, raw, rk, query or {}))
         return body
@@ -1395,6 +1427,35 @@ def _parse_protobuf(raw: bytes) -> Any:
         return pb.decode_object(raw)
     except pb.ProtobufError as e:
         raise errors.bad_request(f"error decoding the request body as protobuf: {e}") from None
+
+
+def _patch_type_error(ptype: str, patch: Any) -> str | None:
+    """Go's unmarshal error for a JSON or merge patch body of the wrong shape, as kube-apiserver
+    decodes it under fieldValidation Warn or Strict (the default) before applying it: a JSON
+    patch into ``[]handlers.jsonPatchOp`` (op, path and from strings), a merge patch into
+    ``map[string]interface {}``; None when it decodes.
+
+    Mirrors: k8s.io/apiserver pkg/endpoints/handlers/patch.go (jsonPatcher.applyJSPatch,
+    jsonPatchOp)."""
+    if patch is None:
+        return None
+    if ptype == "merge":
+        if isinstance(patch, dict):
+            return None
+        return f"json: cannot unmarshal {go_json_value(patch)} into Go value of type map[string]interface {{}}"
+    if not isinstance(patch, list):
+        return f"json: cannot unmarshal {go_json_value(patch)} into Go value of type []handlers.jsonPatchOp"
+    for op in patch:
+        if op is None:
+            continue
+        if not isinstance(op, dict):
+            return f"json: cannot unmarshal {go_json_value(op)} into Go value of type handlers.jsonPatchOp"
+        for key in ("op", "path", "from"):
+            v = op.get(key)
+            if v is not None and not isinstance(v, str):
+                return (f"json: cannot unmarshal {go_json_value(v)} into Go struct field jsonPatchOp.{key} of "
+                        "type string")
+    return None
 
 
 def _parse_body(raw: bytes, *, yaml_ok: bool) -> Any:

@@ -594,6 +594,10 @@ class Registry:
         if md is None:
             md = body["metadata"] = {}
         if not isinstance(md, dict):
+            why = unmarshal_error(protobuf.message_for(rk.api_version, rk.kind), body) if self.custom(rk) is None \
+                else None
+            if why is not None:  # Go's decoding of the built-in kind's struct
+                raise errors.cannot_handle(rk, why)
             raise errors.bad_request("metadata must be an object")
         if rk.namespaced:
             bns = md.get("namespace")

@@ -94,8 +94,16 @@ async def test_invalid_pod_spec_is_422(cluster: LocalCluster) -> None:
 
 async def test_unknown_resource_path_is_404_status(cluster: LocalCluster) -> None:
     with pytest.raises(ApiError) as e:
-        await cluster.client.request("GET", "/apis/nope.example.com/v1/things")
+        await cluster.client.request("GET", "/apis/apps/v1/things")
     assert e.value.code == 404 and e.value.status["kind"] == "Status"
+
+
+async def test_a_path_of_a_group_no_api_serves_is_the_muxs_text_404(cluster: LocalCluster) -> None:
+    """kube-apiserver's mux answers Go's http.NotFound text there, not a Status."""
+    for path in ("/apis/nope.example.com/v1/things", "/apis/nope.example.com", "/apis/nope.example.com/v1"):
+        with pytest.raises(ApiError) as e:
+            await cluster.client.request("GET", path)
+        assert (e.value.code, e.value.message, e.value.status) == (404, "404 page not found", {}), path
 
 
 async def test_bad_label_selector_is_400(cluster: LocalCluster) -> None:
@@ -152,15 +160,26 @@ async def test_a_json_patch_that_does_not_apply_is_upstreams_generic_422(cluster
 
 
 @pytest.mark.parametrize(("body", "message"), [
-    (b'{"op": "add", "path": "/a", "value": 1}', "json: cannot unmarshal object into Go value of type jsonpatch.Patch"),
-    (b'["x"]', "json: cannot unmarshal string into Go value of type jsonpatch.Operation"),
+    # under fieldValidation Warn (the default) or Strict, kube-apiserver decodes the patch first
+    (b'{"op": "add", "path": "/a", "value": 1}',
+     "error decoding patch: json: cannot unmarshal object into Go value of type []handlers.jsonPatchOp"),
+    (b'["x"]', "error decoding patch: json: cannot unmarshal string into Go value of type handlers.jsonPatchOp"),
+    (b'[{"op": 1}]',
+     "error decoding patch: json: cannot unmarshal number into Go struct field jsonPatchOp.op of type string"),
+    (b'[{"op": "add"', "error decoding patch: unexpected end of JSON input"),
+    # under Ignore, the patch library's own decoding
+    (b'{"op": "add", "path": "/a", "value": 1}?Ignore',
+     "json: cannot unmarshal object into Go value of type jsonpatch.Patch"),
+    (b'["x"]?Ignore', "json: cannot unmarshal string into Go value of type jsonpatch.Operation"),
 ])
 async def test_a_json_patch_that_does_not_decode_is_400(cluster: LocalCluster, body: bytes, message: str) -> None:
     cms = cluster.scheme.by_api_version_kind("v1", "ConfigMap")
     await cluster.client.create(configmap("a"))
+    body, _, ignore = body.partition(b"?")
     with pytest.raises(ApiError) as e:
         await cluster.client.request("PATCH", cms.path("default", "a"), body=body,
-                                     content_type="application/json-patch+json")
+                                     content_type="application/json-patch+json",
+                                     params={"fieldValidation": "Ignore"} if ignore else None)
     assert (e.value.code, e.value.reason, e.value.message) == (400, "BadRequest", message)
 
 
@@ -185,7 +204,9 @@ async def test_a_lone_surrogate_escape_is_read_as_the_replacement_character(clus
     assert got["data"] == {"a": "x\ufffdy", "b": "\U0001f600", "c": "\\ud800", "d": "\ufffd"}
     with pytest.raises(ApiError) as e:  # a body that is bad for another reason keeps its own error
         await cluster.client.request("POST", cms.path("default"), body=b'{"a":"\\ud800" x}')
-    assert (e.value.code, e.value.message) == (400, "error decoding the request body as JSON: Input data was truncated")
+    assert (e.value.code, e.value.message) == (
+        400, "the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse "
+             """error: invalid character 'x' after object key:value pair ({"a":"\\ud800" x})""")
 
 
 async def test_a_strategic_patch_against_its_set_element_order_is_400_with_upstreams_text(cluster: LocalCluster) -> None:

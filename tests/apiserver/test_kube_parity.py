@@ -379,3 +379,39 @@ async def test_a_type_error_does_not_hide_a_required_field_beside_it(http: httpx
         'checked because the object was invalid; correct the existing errors to complete validation]')
     assert [(c["reason"], c["field"]) for c in resp.json()["details"]["causes"]] == [
         ("FieldValueTypeInvalid", "spec.workers"), ("FieldValueRequired", "spec.head"), ("FieldValueInvalid", "<nil>")]
+
+
+async def test_a_body_that_is_not_json_is_refused_with_gos_syntax_error(http: httpx2.AsyncClient) -> None:
+    """The JSON serializer's Interpret fails first (transformDecodeError: the kind is unknown, so
+    the body is quoted, summarizeData)."""
+    r = await http.post(f"{NS}/configmaps", content=b"{not json", headers={"Content-Type": "application/json"})
+    assert (r.status_code, r.json()["message"]) == (
+        400, "the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse "
+             "error: invalid character 'n' looking for beginning of object key string ({not json)")
+    long = b'{"metadata": {"name": "x"}, "data": {"a": "b"},}'
+    r = await http.put(f"{NS}/configmaps/x", content=long, headers={"Content-Type": "application/json"})
+    assert r.json()["message"] == (
+        "the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse "
+        "error: invalid character '}' looking for beginning of object key string "
+        """({"metadata": {"name": "x"}, "d ...)""")  # the first 30 bytes
+
+
+async def test_a_patch_that_does_not_decode_is_an_error_decoding_patch(http: httpx2.AsyncClient) -> None:
+    await http.post(f"{NS}/configmaps", json={"metadata": {"name": "c"}})
+    r = await http.patch(f"{NS}/configmaps/c", content=b"{", headers={"Content-Type": "application/merge-patch+json"})
+    assert (r.status_code, r.json()["message"]) == (400, "error decoding patch: unexpected end of JSON input")
+    r = await http.patch(f"{NS}/configmaps/c", content=b"[1]", headers={"Content-Type": "application/merge-patch+json"})
+    assert r.json()["message"] == ("error decoding patch: json: cannot unmarshal array into Go value of type "
+                                   "map[string]interface {}")
+
+
+async def test_a_built_in_kinds_decoding_errors_are_400_cannot_be_handled(http: httpx2.AsyncClient) -> None:
+    r = await http.post(f"{NS}/configmaps", json={"metadata": "nope"})
+    assert (r.status_code, r.json()["message"]) == (
+        400, 'ConfigMap in version "v1" cannot be handled as a ConfigMap: json: cannot unmarshal string into Go '
+             "struct field ConfigMap.metadata of type v1.ObjectMeta")
+    r = await http.post(f"{NS}/pods", json={"metadata": {"name": "p"}, "spec": {"containers": [
+        {"name": "c", "image": "x", "resources": {"requests": {"cpu": "lots"}}}]}})
+    assert (r.status_code, r.json()["reason"], r.json()["message"]) == (
+        400, "BadRequest", 'Pod in version "v1" cannot be handled as a Pod: quantities must match the regular '
+                           "expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
