@@ -140,24 +140,6 @@ def is_quantity(q: object) -> bool:
     return True
 
 
-def format_millis(millis: int) -> str:
-    """Canonical string for a milli-unit amount: 1500 -> ``"1500m"``, 2000 -> ``"2"``."""
-    if millis % 1000 == 0:
-        return str(millis // 1000)
-    return f"{millis}m"
-
-
-def format_bytes(n: int) -> str:
-    """Canonical string for a byte amount, binary suffix when exact: 2**30 -> ``"1Gi"``."""
-    if n == 0:
-        return "0"
-    for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
-        mult = _BINARY[suffix]
-        if n % mult == 0:
-            return f"{n // mult}{suffix}"
-    return str(n)
-
-
 def format_decimal(x: Fraction) -> str:
     """Plain decimal string of an exact value, without exponent (for status fields)."""
     with localcontext() as ctx:
@@ -173,6 +155,49 @@ _NANO = 10**9
 
 #: resource.Quantity's formats (Go's names)
 DECIMAL_SI, BINARY_SI, DECIMAL_EXPONENT = "DecimalSI", "BinarySI", "DecimalExponent"
+
+
+def format_millis(millis: int, fmt: str | None = None) -> str:
+    """``NewMilliQuantity(millis, fmt).String()`` (default :data:`DECIMAL_SI`): 1500 -> ``"1500m"``,
+    2000 -> ``"2"``, 10**6 -> ``"1k"``.
+
+    Mirrors: apimachinery pkg/api/resource/quantity.go NewMilliQuantity, Quantity.String."""
+    return canonical_string(Fraction(millis, 1000), fmt or DECIMAL_SI)
+
+
+def format_bytes(n: int) -> str:
+    """``NewQuantity(n, BinarySI).String()``: 2**30 -> ``"1Gi"``, 10**9 -> ``"1000000000"``,
+    1000 -> ``"1k"`` (below 1024 binary falls back to decimal SI).
+
+    Mirrors: apimachinery pkg/api/resource/quantity.go NewQuantity, Quantity.String."""
+    return canonical_string(Fraction(n), BINARY_SI)
+
+
+_BYTE_NAMES = ("memory", "storage", "ephemeral-storage")
+
+
+def resource_format(name: str) -> str:
+    """The format pumice writes a resource's amount in when it has not tracked the format of the
+    quantities it came from: :data:`BINARY_SI` for byte amounts (``memory``, ``storage``,
+    ``ephemeral-storage``, ``hugepages-*``, also under a quota's ``requests.``/``limits.``
+    prefix and a storage class's ``<class>.storageclass.storage.k8s.io/requests.storage``),
+    else :data:`DECIMAL_SI`.
+
+    Deviates: upstream sums keep the format of their operands (:func:`add_format`), so a memory
+    sum of ``1G`` quantities prints ``1G`` there; callers that track formats pass them to
+    :func:`canonical_string` instead."""
+    base = name.rsplit("/", 1)[-1]
+    base = base.split(".", 1)[1] if base.startswith(("requests.", "limits.")) else base
+    if base in _BYTE_NAMES or base.startswith("hugepages-"):
+        return BINARY_SI
+    return DECIMAL_SI
+
+
+def resource_string(name: str, amount: Fraction) -> str:
+    """``amount`` (base units: cores, bytes, counts) of resource ``name`` as Quantity.String()
+    writes it in :func:`resource_format`'s format: cpu 1.5 -> ``"1500m"``, memory 2**31 ->
+    ``"2Gi"``, pods 1000 -> ``"1k"``, a GPU count 2 -> ``"2"``."""
+    return canonical_string(amount, resource_format(name))
 
 
 def quantity_format(value: str | int | float) -> str:

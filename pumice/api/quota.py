@@ -73,14 +73,6 @@ def object_usage(group: str, plural: str, obj: Obj) -> dict[str, Fraction]:
     return out
 
 
-def format_quantity(name: str, v: Fraction) -> str:
-    if name.endswith("cpu") or name == "cpu":
-        return quantity.format_millis(int(v * 1000))
-    if "memory" in name or "storage" in name:
-        return quantity.format_bytes(int(v))
-    return str(int(v)) if v.denominator == 1 else str(float(v))
-
-
 def format_list(values: dict[str, Fraction]) -> str:
     """``name=value,name=value`` sorted by name, as quota messages print resource lists."""
-    return ",".join(f"{k}={format_quantity(k, v)}" for k, v in sorted(values.items()))
+    return ",".join(f"{k}={quantity.resource_string(k, v)}" for k, v in sorted(values.items()))

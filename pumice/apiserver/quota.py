@@ -28,7 +28,8 @@ from typing import Any
 
 from pumice.api import Obj, quantity
 from pumice.api.admission import AdmissionError, AdmissionRequest, ObjectReader, forbidden
-from pumice.api.quota import format_list, format_quantity, object_usage
+from pumice.api.quantity import resource_string
+from pumice.api.quota import format_list, object_usage
 from pumice.apiserver.defaults import limit_range
 
 __all__ = ["LIMIT_RANGER_ANNOTATION", "LimitRanger", "ResourceQuota"]
@@ -145,7 +146,7 @@ def _merge_container_resources(c: Obj, default_requests: dict[str, Any], default
 
 
 def _fmt(name: str, v: Any) -> str:
-    return v if isinstance(v, str) else format_quantity(name, _q(v))
+    return v if isinstance(v, str) else resource_string(name, _q(v))
 
 
 class ResourceQuota:

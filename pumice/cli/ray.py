@@ -147,13 +147,14 @@ def _resource_cells(pod_spec: Obj) -> tuple[str, str, str, str]:
     """CPUs, GPUs (every GPU-like key summed), TPUs and memory of one Pod's containers."""
     from fractions import Fraction
 
+    from pumice.api.quantity import resource_string
     from pumice.controllers.ray.common import resources as res
 
     rl = res.pod_resources(pod_spec)
     gpus = res.sum_gpus(rl)
 
     def cell(name: str, amount: Fraction | None) -> str:
-        return res.format_quantity(name, amount) if amount else "0"
+        return resource_string(name, amount) if amount else "0"
     return (cell("cpu", rl.get("cpu")), cell("nvidia.com/gpu", gpus), cell("google.com/tpu", rl.get("google.com/tpu")),
             cell("memory", rl.get("memory")))
 

@@ -19,11 +19,13 @@ from pumice._util.clock import parse_rfc3339
 from pumice.api import Obj
 from pumice.api.meta import get_condition
 from pumice.api.quantity import (
+    BINARY_SI,
     INT64_MAX,
     QuantityError,
     format_bytes,
     format_millis,
     milli_value_int64,
+    resource_format,
     value_int64,
 )
 from pumice.api.volcano import constants as vc
@@ -111,13 +113,16 @@ def res_value(name: str, q: Any) -> float:
 
 
 def fmt_res(name: str, v: float | None) -> str:
+    """A :func:`res_value` amount as Quantity.String() writes it (``"-"`` for None): cpu from
+    milli-cores, byte resources from bytes in binary SI, other resources from units rounded to
+    the milli-unit (``2``, ``500m``)."""
     if v is None:
         return "-"
     if name == "cpu":
         return format_millis(int(v))
-    if name in ("memory", "ephemeral-storage") or name.startswith("hugepages-"):
+    if resource_format(name) == BINARY_SI:
         return format_bytes(int(v))
-    return f"{v:g}"
+    return format_millis(round(v * 1000))
 
 
 def res_map(m: Mapping[str, Any] | None) -> dict[str, float]:

@@ -393,6 +393,26 @@ async def test_resource_quota_refuses_what_would_exceed_it_and_reports_usage() -
         await eventually(used, timeout=20, what="quota status.used")
 
 
+async def test_resource_quota_prints_quantities_as_quantity_string() -> None:
+    # quota's prettyPrint and status.used write Quantity.String(): 1000 cores is "1k", as
+    # resource.MustParse("1000").String() (pumice printed "1000")
+    async with chain(nodes=1) as env:
+        c = env.client
+        await c.create({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q", "namespace": "default"},
+                        "spec": {"hard": {"requests.cpu": "1k"}}})
+        await c.create(_pod("a", requests={"cpu": "1000"}))
+
+        async def used() -> bool:
+            rq = await c.get(RESOURCE_QUOTA, "q", "default")
+            return (rq.get("status") or {}).get("used") == {"requests.cpu": "1k"}
+
+        await eventually(used, timeout=20, what="quota status.used")
+        with pytest.raises(ApiError) as e:
+            await c.create(_pod("b", requests={"cpu": "1000"}))
+        assert ("exceeded quota: q, requested: requests.cpu=1k, used: requests.cpu=1k, limited: requests.cpu=1k"
+                in str(e.value))
+
+
 class _Store:
     """An informer's store holding given objects (``.store.get``/``.store.by_index``)."""
 

@@ -220,6 +220,21 @@ async def test_child_capability_above_parent_is_rejected() -> None:
     assert "queue dev capability[cpu]=8 exceeds its ancestor's capability=4" in e.value.message
 
 
+@pytest.mark.parametrize(("resource", "parent", "child", "text"), [
+    ("cpu", "1000", "2000", "capability[cpu]=2k exceeds its ancestor's capability=1k"),
+    ("memory", "1000", "2000", "capability[memory]=2000 exceeds its ancestor's capability=1k"),
+    ("nvidia.com/gpu", "1", "2", "capability[nvidia.com/gpu]=2.00 exceeds its ancestor's capability=1.00"),
+])
+async def test_capability_messages_print_values_as_format_resource_with_type(
+        resource: str, parent: str, child: str, text: str) -> None:
+    # validate_queue.go formatResourceWithType: cpu NewMilliQuantity(m, DecimalSI).String(),
+    # memory NewQuantity(b, BinarySI).String() (below 1024 it is decimal: "1k"), others %.2f
+    r = reader(queue("eng", capability={resource: parent}))
+    with pytest.raises(AdmissionError) as e:
+        await admit(PLUGINS, r, queue("dev", parent="eng", capability={resource: child}))
+    assert f"queue dev {text}" in e.value.message
+
+
 async def test_queue_cannot_be_its_own_parent() -> None:
     with pytest.raises(AdmissionError) as e:
         await admit(PLUGINS, reader(), queue("q1", parent="q1"))

@@ -130,3 +130,15 @@ def test_the_rayjob_and_vcjob_action_refusals_match_what_the_pages_offer() -> No
     assert v.vcjob_action_refusal("Completed", "suspend") == "the job is Completed"
     assert v.vcjob_action_refusal("Aborted", "resume") is None
     assert v.vcjob_action_refusal("Running", "resume") == "the job is Running, not Aborted"
+
+
+def test_resource_amounts_show_as_quantity_strings() -> None:
+    # as kubectl describe prints them (Quantity.String()): a fractional GPU is 500m, not 0.5,
+    # and 1000 cores is 1k
+    assert v.fmt_res("cpu", 1500.0) == "1500m"
+    assert v.fmt_res("cpu", 1e6) == "1k"
+    assert v.fmt_res("memory", float(2**30)) == "1Gi"
+    assert v.fmt_res("nvidia.com/gpu", 0.5) == "500m"
+    assert v.fmt_res("nvidia.com/gpu", 2.0) == "2"
+    assert v.fmt_res("pods", 110.0) == "110"
+    assert v.fmt_res("cpu", None) == "-"

@@ -455,10 +455,10 @@ def test_a_hand_made_podgroup_without_pods_refused_at_enqueue_names_no_imaginary
     ex = explain([*nodes, queue("q1"), pg], "podgroup", "pgbig", NS, CONF)
     assert ex.gate == "enqueue-overcommit", ex.render()
     assert ex.reason == (
-        "enqueue refused by overcommit: inqueue cpu 0, memory 0 + minResources cpu 1000, memory 1Ti = cpu 1000, "
+        "enqueue refused by overcommit: inqueue cpu 0, memory 0 + minResources cpu 1k, memory 1Ti = cpu 1k, "
         "memory 1Ti > idle cpu 28800m, memory 123695058125 (cluster cpu 24, memory 96Gi x 1.2 - used); the PodGroup "
         "has no Pods, and no controller owns it (no ownerReference with controller: true): nothing creates Pods for "
-        "it; it can never be enqueued as the cluster is: minResources cpu 1000, memory 1Ti > cluster cpu 24, "
+        "it; it can never be enqueued as the cluster is: minResources cpu 1k, memory 1Ti > cluster cpu 24, "
         "memory 96Gi x 1.2"), ex.render()
     assert ex.remedy == ("a smaller minResources (the cluster cannot hold it: freeing room does not help); and its "
                          "Pods are created (annotation scheduling.k8s.io/group-name: pgbig)"), ex.render()

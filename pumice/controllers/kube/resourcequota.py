@@ -10,7 +10,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 from pumice.api import Obj
-from pumice.api.quota import format_quantity, object_usage
+from pumice.api.quantity import resource_string
+from pumice.api.quota import object_usage
 from pumice.api.scheme import (
     CONFIG_MAP,
     PERSISTENT_VOLUME_CLAIM,
@@ -65,7 +66,7 @@ class ResourceQuotaReconciler:
                 for k, v in object_usage(rk.group, rk.plural, obj).items():
                     if k in used:
                         used[k] += v
-        status = {"hard": hard, "used": {k: format_quantity(k, v) for k, v in used.items()}}
+        status = {"hard": hard, "used": {k: resource_string(k, v) for k, v in used.items()}}
         if status != (quota.get("status") or {}):
             try:
                 await self.client.update_status({**quota, "status": status})

@@ -20,17 +20,15 @@ from pumice.api.quantity import (
     DECIMAL_SI,
     add_format,
     canonical_string,
-    format_bytes,
-    format_millis,
     parse_quantity,
     quantity_format,
+    resource_string,
 )
 from pumice.controllers.ray import constants as c
 
 ResourceList = dict[str, Fraction]
 
 _MIG = re.compile(r"nvidia\.com/mig-\d+g\.\d+gb$")
-_BYTE_RESOURCES = ("memory", "ephemeral-storage")
 
 
 def is_gpu_resource_key(key: str) -> bool:
@@ -77,19 +75,9 @@ def scale(rl: ResourceList, n: int) -> ResourceList:
     return {k: v * n for k, v in rl.items()}
 
 
-def format_quantity(name: str, amount: Fraction) -> str:
-    """Canonical quantity string for one resource."""
-    if name == "cpu":
-        return format_millis(int(amount * 1000))
-    if name in _BYTE_RESOURCES or name.startswith("hugepages-"):
-        return format_bytes(int(amount))
-    if amount.denominator == 1:
-        return str(amount.numerator)
-    return format_millis(int(amount * 1000))
-
-
 def format_resource_list(rl: ResourceList) -> dict[str, str]:
-    return {k: format_quantity(k, rl[k]) for k in sorted(rl)}
+    """``rl`` as a wire ResourceList, keys sorted, each amount in :func:`resource_string`'s form."""
+    return {k: resource_string(k, rl[k]) for k in sorted(rl)}
 
 
 # --- replica arithmetic -------------------------------------------------------------------------

@@ -155,6 +155,12 @@ def _res(rl: Any) -> dict[str, Fraction]:
 
 
 def _fmt(name: str, v: Fraction) -> str:
+    """One capability value in the hierarchy messages: cpu as ``NewMilliQuantity(int64(milli),
+    DecimalSI).String()``, memory as ``NewQuantity(int64(bytes), BinarySI).String()``, others
+    ``%.2f``.
+
+    Mirrors: volcano pkg/webhooks/admission/queues/validate/validate_queue.go
+    formatResourceWithType."""
     from pumice.api.quantity import format_bytes, format_millis
 
     if name == "cpu":
