@@ -31,8 +31,9 @@ import copy
 import json
 from typing import TYPE_CHECKING, Any
 
-from pumice.api import Obj
+from pumice.api import Obj, protobuf
 from pumice.api.admission import FieldCause
+from pumice.api.godecode import unmarshal_error
 from pumice.api.quantity import QuantityError, parse_quantity
 from pumice.api.scheme import ResourceKind
 from pumice.api.validation import (
@@ -63,6 +64,7 @@ BEHAVIOR_ANNOTATION = "autoscaling.alpha.kubernetes.io/behavior"
 CONDITIONS_ANNOTATION = "autoscaling.alpha.kubernetes.io/conditions"
 _ROUND_TRIP = ("autoscaling.alpha.kubernetes.io/metrics", "autoscaling.alpha.kubernetes.io/current-metrics",
                BEHAVIOR_ANNOTATION, CONDITIONS_ANNOTATION)
+_BEHAVIOR_MESSAGE = "k8s.io.api.autoscaling.v2.HorizontalPodAutoscalerBehavior"
 _SOURCES = {"Object": "object", "Pods": "pods", "Resource": "resource", "External": "external",
             "ContainerResource": "containerResource"}
 _SCALE_UP = {"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
@@ -314,10 +316,9 @@ def to_v2(obj: Obj) -> Obj:
     cpu = spec.pop("targetCPUUtilizationPercentage", None)
     spec["metrics"] = [_cpu_metric(DEFAULT_CPU_UTILIZATION if cpu is None else cpu)]
     if behavior:
-        try:
-            spec["behavior"] = json.loads(behavior)
-        except ValueError:
-            pass  # upstream ignores an annotation that does not decode
+        decoded = _annotated_struct(behavior, _BEHAVIOR_MESSAGE)
+        if decoded:  # upstream keeps a behavior that decodes and is not the zero value
+            spec["behavior"] = decoded
     if isinstance(out.get("status"), dict):
         status = out["status"]
         if not status.get("currentReplicas"):
@@ -331,6 +332,49 @@ def to_v2(obj: Obj) -> Obj:
             except ValueError:
                 pass
     return out
+
+
+def _go_keys(schema: protobuf.Schema, message: str, obj: Obj) -> Obj:
+    """``obj`` as encoding/json's non-strict decode into ``message``'s Go struct reads it: each
+    key matched to a field's JSON name exactly or else case-insensitively (Go's fold), unknown
+    keys and nulls dropped, nested structs (and lists of them) likewise; other values as given."""
+    fields = schema.messages[message].by_name
+    folded = {name.lower(): name for name in fields}
+    out: Obj = {}
+    for key, value in obj.items():
+        name = key if key in fields else folded.get(key.lower())
+        if name is None or value is None:  # a null leaves the Go field unset
+            continue
+        ftype = fields[name].type
+        if ftype in schema.messages and not fields[name].map_key:
+            if isinstance(value, dict):
+                value = _go_keys(schema, ftype, value)
+            elif isinstance(value, list):
+                value = [_go_keys(schema, ftype, v) if isinstance(v, dict) else v for v in value]
+        out[name] = value
+    return out
+
+
+def _annotated_struct(text: str, message: str) -> Obj | None:
+    """The round-trip annotation ``text`` decoded as upstream's v1 conversion decodes it into a
+    Go struct (protobuf message ``message``), or None when that fails (not JSON, not an object,
+    a value of the wrong type: upstream then ignores the annotation). Field names match
+    case-insensitively (upstream writes the behavior with its internal Go field names) and
+    unknown ones are dropped.
+
+    Mirrors: kubernetes pkg/apis/autoscaling/v1/conversion.go (json.Unmarshal of
+    BehaviorSpecsAnnotation, the annotation ignored on error)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    schema = protobuf.schema()
+    value = _go_keys(schema, message, value)
+    if unmarshal_error(message, value) is not None:
+        return None
+    return value
 
 
 def to_v1(obj: Obj) -> Obj:

@@ -210,3 +210,25 @@ async def test_kubectl_autoscale_creates_an_hpa_that_kubectl_gets_with_upstreams
         rows[1][:7] == ["web", "Deployment/web", "cpu:", "<unknown>/80%", "2", "4", "2"], out
     code, out = await kubectl(srv.kubeconfig, "get", "all")
     assert "horizontalpodautoscaler.autoscaling/web" in out, out
+
+
+@pytest.mark.parametrize(("annotation", "behavior"), [
+    ("1", None), ("[]", None), ('"x"', None), ("null", None), ("{}", None), ('{"scaleUp": null}', None),
+    ('{"scaleUp": 5}', None), ('{"scaleUp": {"stabilizationWindowSeconds": "7"}}', None), ("not json", None),
+    ('{"ScaleUp": {"StabilizationWindowSeconds": 7, "Policies": [{"Type": "Pods", "Value": 1, "PeriodSeconds": 15}]}}',
+     {"scaleUp": {"stabilizationWindowSeconds": 7, "policies": [{"type": "Pods", "value": 1, "periodSeconds": 15}]}}),
+    ('{"scaleDown": {"selectPolicy": "Min", "policies": [{"type": "Pods", "value": 2, "periodSeconds": 60}]}, '
+     '"bogus": 1}',
+     {"scaleDown": {"selectPolicy": "Min", "policies": [{"type": "Pods", "value": 2, "periodSeconds": 60}]}}),
+])
+async def test_a_v1_behavior_annotation_is_kept_only_when_it_decodes_into_the_behavior(
+        annotation: str, behavior: dict[str, Any] | None) -> None:
+    # upstream's v1 conversion json.Unmarshals the annotation into the Go struct (field names
+    # case-insensitive, unknown ones ignored) and ignores it when that fails or gives the zero
+    # value; pumice stored whatever JSON it held (spec.behavior: 1), which no typed client decodes
+    async with chain(nodes=1, manager=False) as env:
+        body = hpa("hb", {"scaleTargetRef": TARGET, "maxReplicas": 3}, "autoscaling/v1")
+        body["metadata"]["annotations"] = {"autoscaling.alpha.kubernetes.io/behavior": annotation}
+        await env.client.create(body)
+        stored = await env.client.get(HORIZONTAL_POD_AUTOSCALER, "hb", "default")
+        assert stored["spec"].get("behavior") == behavior
