@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import time
 from collections.abc import Iterator, Sequence
+from typing import Generic, TypeVar
 
 from prometheus_client import REGISTRY
 from prometheus_client import metrics as _prometheus_metrics
@@ -21,8 +22,35 @@ from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
 
+_C = TypeVar("_C")
 
-class TallyCounter(Collector):
+
+class _Tally(Collector, Generic[_C]):
+    """What both tallies share: name, documentation and label names, registration with the
+    default registry, and one child per label values, made on first use by :meth:`_new_child`."""
+
+    def __init__(self, name: str, documentation: str, labelnames: Sequence[str]) -> None:
+        self.name, self.documentation, self.labelnames = name, documentation, tuple(labelnames)
+        self._children: dict[tuple[str, ...], _C] = {}
+
+    def _new_child(self) -> _C:
+        raise NotImplementedError
+
+    def labels(self, *values: str) -> _C:
+        """The child of these label values (made on first use).
+
+        Raises:
+            ValueError: not one value per label name."""
+        key = tuple(str(v) for v in values)
+        child = self._children.get(key)
+        if child is None:
+            if len(key) != len(self.labelnames):
+                raise ValueError(f"{self.name}: {len(self.labelnames)} label values expected, got {key!r}")
+            child = self._children[key] = self._new_child()
+        return child
+
+
+class TallyCounter(_Tally["_CounterChild"]):
     """A labelled counter kept as plain numbers, read at scrape time; exposed as
     prometheus_client's ``Counter(name, documentation, labelnames)`` is (``name`` without
     ``_total``). Registered with the default registry on creation.
@@ -31,18 +59,11 @@ class TallyCounter(Collector):
     with ``inc(amount=1.0)`` and ``get()``. Not thread-safe: updated from one thread."""
 
     def __init__(self, name: str, documentation: str, labelnames: Sequence[str]) -> None:
-        self.name, self.documentation, self.labelnames = name, documentation, tuple(labelnames)
-        self._children: dict[tuple[str, ...], _CounterChild] = {}
+        super().__init__(name, documentation, labelnames)
         REGISTRY.register(self)
 
-    def labels(self, *values: str) -> _CounterChild:
-        key = tuple(str(v) for v in values)
-        child = self._children.get(key)
-        if child is None:
-            if len(key) != len(self.labelnames):
-                raise ValueError(f"{self.name}: {len(self.labelnames)} label values expected, got {key!r}")
-            child = self._children[key] = _CounterChild()
-        return child
+    def _new_child(self) -> _CounterChild:
+        return _CounterChild()
 
     def collect(self) -> Iterator[Metric]:
         fam = CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
@@ -67,7 +88,7 @@ class _CounterChild:
         return self.value
 
 
-class TallyHistogram(Collector):
+class TallyHistogram(_Tally["_HistogramChild"]):
     """A labelled histogram kept as plain numbers, read at scrape time; exposed as
     prometheus_client's ``Histogram(name, documentation, labelnames, buckets=buckets)`` is
     (``buckets``: sorted upper bounds, ``+Inf`` added when missing). Registered with the default
@@ -79,20 +100,13 @@ class TallyHistogram(Collector):
             raise ValueError("Buckets not in sorted order")
         if not bounds or bounds[-1] != float("inf"):
             bounds.append(float("inf"))
-        self.name, self.documentation, self.labelnames = name, documentation, tuple(labelnames)
+        super().__init__(name, documentation, labelnames)
         self.bounds = tuple(bounds)
         self._les = tuple(floatToGoString(b) for b in bounds)
-        self._children: dict[tuple[str, ...], _HistogramChild] = {}
         REGISTRY.register(self)
 
-    def labels(self, *values: str) -> _HistogramChild:
-        key = tuple(str(v) for v in values)
-        child = self._children.get(key)
-        if child is None:
-            if len(key) != len(self.labelnames):
-                raise ValueError(f"{self.name}: {len(self.labelnames)} label values expected, got {key!r}")
-            child = self._children[key] = _HistogramChild(self.bounds)
-        return child
+    def _new_child(self) -> _HistogramChild:
+        return _HistogramChild(self.bounds)
 
     def collect(self) -> Iterator[Metric]:
         fam = HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
