@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import re
 
-__all__ = ["CorruptInputError", "canonical", "std_decode"]
+__all__ = ["CorruptInputError", "canonical", "raw_url_error", "std_decode"]
 
 _ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 _VALUES = {c: i for i, c in enumerate(_ALPHABET)}
@@ -103,3 +103,27 @@ def _decode_slow(src: bytes) -> bytes:
         out += chunk[:dlen - 1]
         if dlen < 4:
             return bytes(out)
+
+
+_URL_ALPHABET = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+def raw_url_error(s: str) -> CorruptInputError | None:
+    """Where Go's ``base64.RawURLEncoding.DecodeString`` fails on ``s`` (the URL alphabet, no
+    padding: an ``=`` is an illegal byte like any other; ``\\r`` and ``\\n`` are skipped; a last
+    quantum of one character is illegal at that character), or None when it decodes.
+
+    Mirrors: Go encoding/base64 (decodeQuantum with NoPadding)."""
+    src = s.encode("utf-8", "surrogatepass")
+    kept = 0
+    last = -1
+    for i, c in enumerate(src):
+        if c in (0x0A, 0x0D):
+            continue
+        if c not in _URL_ALPHABET:
+            return CorruptInputError(i)
+        kept += 1
+        last = i
+    if kept % 4 == 1:
+        return CorruptInputError(last)
+    return None

@@ -34,6 +34,7 @@ from typing import Any
 
 import msgspec
 
+from pumice._util import gobase64
 from pumice._util.clock import Clock, rfc3339
 from pumice._util.gostrings import quote, sprint_v
 from pumice.api import Obj, protobuf
@@ -488,7 +489,11 @@ class Registry:
                 start = (str(tok["start"][0]), str(tok["start"][1]))
                 token_rv = int(tok["rv"])
             except (binascii.Error, msgspec.DecodeError, KeyError, TypeError, ValueError, IndexError):
-                raise errors.bad_request(f"{_BAD_CONTINUE}: malformed continue token") from None
+                # storage.DecodeContinue: base64.RawURLEncoding's own error first (pumice's tokens
+                # may also carry padding, which is accepted)
+                bad = gobase64.raw_url_error(continue_.rstrip("="))
+                why = str(bad) if bad is not None else "malformed continue token"
+                raise errors.bad_request(f"{_BAD_CONTINUE}: {why}") from None
             if token_rv == 0:
                 raise errors.bad_request(f"{_BAD_CONTINUE}: incorrect encoded start resourceVersion (version "
                                          "meta.k8s.io/v1)")

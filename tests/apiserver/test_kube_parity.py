@@ -415,3 +415,11 @@ async def test_a_built_in_kinds_decoding_errors_are_400_cannot_be_handled(http: 
     assert (r.status_code, r.json()["reason"], r.json()["message"]) == (
         400, "BadRequest", 'Pod in version "v1" cannot be handled as a Pod: quantities must match the regular '
                            "expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+
+
+async def test_a_continue_token_that_is_not_base64_names_the_decoders_error(http: httpx2.AsyncClient) -> None:
+    """storage.DecodeContinue: base64.RawURLEncoding's CorruptInputError."""
+    for token, byte in (("bogus", 4), ("ab!cd", 2)):
+        r = await http.get(f"{NS}/configmaps", params={"limit": "1", "continue": token})
+        assert (r.status_code, r.json()["message"]) == (
+            400, f"invalid continue token: continue key is not valid: illegal base64 data at input byte {byte}")

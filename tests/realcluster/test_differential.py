@@ -568,7 +568,6 @@ KNOWN: dict[str, dict[str, str]] = {
     "pod-eviction-bad-body": {"message": "as cm-wrong-apiversion: the scheme's build-specific name"},
     "cm-patch-merge-wrong-type": {"message": "the patched object is quoted in the message with Go's struct field "
                                              "order; pumice quotes it with sorted keys"},
-    "cm-list-continue-bogus": {"message": LEFT + " (the base64 decoder's own error text)"},
     "pod-update-forbidden-field": {"message": "the message ends with a diff of the two pod specs, printed from "
                                               "Go structs; pumice prints its own diff"},
     "pod-patch-strategic-list-merge": {"message": "as pod-update-forbidden-field"},
