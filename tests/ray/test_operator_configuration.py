@@ -43,6 +43,14 @@ def test_the_configuration_becomes_the_raycluster_and_rayjob_options() -> None:
     assert rc.pod.enable_probes_injection and rc.default_requeue_seconds == 300  # the rest stays default
 
 
+def test_a_key_left_empty_counts_as_absent() -> None:
+    # YAML `defaultPodLabels:` with nothing after it is null, which Go decodes into a nil map (the
+    # key unset); pumice refused it ('a map of strings to strings, got None')
+    doc = {"apiVersion": "config.ray.io/v1alpha1", "kind": "Configuration", "defaultPodLabels": None,
+           "headSidecarContainers": None, "deleteRayJobAfterJobFinishes": None, "enableLeaderElection": None}
+    assert KubeRayConfiguration.from_document(doc) == KubeRayConfiguration()
+
+
 @pytest.mark.parametrize(("change", "message"), [
     ({"kind": "KubeSchedulerConfiguration"}, "has apiVersion config.ray.io/v1alpha1 and kind Configuration"),
     ({"batchScheduler": "volcano"}, "batchScheduler: use --batch-scheduler (pumice controller-manager)"),

@@ -104,7 +104,7 @@ class KubeRayConfiguration:
 
     @classmethod
     def from_document(cls, doc: Any) -> KubeRayConfiguration:
-        """Parse a decoded YAML document.
+        """Parse a decoded YAML document (a key whose value is null counts as absent).
 
         Raises:
             ConfigurationError: not a ``config.ray.io/v1alpha1`` Configuration; a key of upstream's
@@ -124,8 +124,8 @@ class KubeRayConfiguration:
         known = sorted([*lists, *maps, "deleteRayJobAfterJobFinishes"])
         out: dict[str, Any] = {}
         for key, value in doc.items():
-            if key in ("apiVersion", "kind"):
-                continue
+            if key in ("apiVersion", "kind") or value is None:
+                continue  # (a null is Go's nil: the key unset, as upstream's decoder reads it)
             if key in _NOT_HERE:
                 raise ConfigurationError(f"{key}: {_NOT_HERE[key]} (pumice controller-manager)")
             if key in lists:
