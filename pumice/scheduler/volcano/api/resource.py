@@ -18,7 +18,7 @@ import operator
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from pumice.api.quantity import QuantityError, milli_value_int64, value_int64
+from pumice.api.quantity import QuantityError, format_bytes, format_millis, milli_value_int64, value_int64
 
 MIN_RESOURCE = 0.1
 """Volcano's epsilon (``minResource``) for tolerant comparisons."""
@@ -338,28 +338,30 @@ class Resource:
         return "<" + ", ".join(parts) + ">"
 
     def to_list(self) -> dict[str, str]:
-        """Back to a ResourceList of canonical quantity strings (for Queue status)."""
+        """Back to a ResourceList of quantity strings (for Queue status): cpu and scalars as
+        ``NewMilliQuantity(m, DecimalSI)``, memory as ``NewQuantity(bytes, BinarySI)`` (``2Gi``),
+        pods as ``NewQuantity(n, DecimalSI)``, each ``.String()``.
+
+        Mirrors: volcano pkg/scheduler/util/scheduler_helper.go ConvertRes2ResList.
+        Deviates: amounts are rounded to the unit (Go truncates with int64(), pumice's float sums
+        may land a hair below a whole milli-unit); zero cpu and memory are left out (upstream
+        writes ``"0"``)."""
         out: dict[str, str] = {}
         if self.milli_cpu:
-            out[CPU] = _fmt_milli(self.milli_cpu)
+            out[CPU] = format_millis(round(self.milli_cpu))
         if self.memory:
-            out[MEMORY] = str(round(self.memory))
+            out[MEMORY] = format_bytes(round(self.memory))
         for n, v in sorted(self._scalars.items()):
             if n == PODS:
-                out[n] = str(round(v))
+                out[n] = format_millis(round(v) * 1000)
             else:
-                out[n] = _fmt_milli(v)
+                out[n] = format_millis(round(v))
         return out
 
 
 _set_milli_cpu = Resource.__dict__["milli_cpu"].__set__
 _set_memory = Resource.__dict__["memory"].__set__
 _set_scalars = Resource.__dict__["_scalars"].__set__
-
-
-def _fmt_milli(v: float) -> str:
-    m = round(v)
-    return str(m // 1000) if m % 1000 == 0 else f"{m}m"
 
 
 _EMPTY = Resource()
