@@ -232,3 +232,20 @@ async def test_a_v1_behavior_annotation_is_kept_only_when_it_decodes_into_the_be
         await env.client.create(body)
         stored = await env.client.get(HORIZONTAL_POD_AUTOSCALER, "hb", "default")
         assert stored["spec"].get("behavior") == behavior
+
+
+async def test_a_status_write_lost_to_a_conflict_is_logged_with_the_hpa(caplog: pytest.LogCaptureFixture) -> None:
+    """Review 16: a 409 or 404 on the status write was dropped without a word."""
+    from pumice.controllers.kube.horizontal import HorizontalReconciler
+
+    class Refusing:
+        async def update_status(self, obj: Any) -> Any:
+            raise ApiError(409, "Conflict", 'Operation cannot be fulfilled on horizontalpodautoscalers "web": '
+                                            "the object has been modified")
+
+    r = HorizontalReconciler(Refusing(), hpas=None, clock=None, recorder=None)  # type: ignore[arg-type]
+    obj = {"metadata": {"namespace": "default", "name": "web"}, "status": {}}
+    with caplog.at_level("INFO", logger="pumice.controllers.kube.horizontal"):
+        await r._write_status(obj, {}, {"desiredReplicas": 2})
+    [line] = [rec.getMessage() for rec in caplog.records]
+    assert line.startswith("HorizontalPodAutoscaler default/web: status not written (Operation cannot be fulfilled")

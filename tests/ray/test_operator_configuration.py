@@ -70,10 +70,28 @@ def test_a_configuration_pumice_cannot_use_is_refused_with_the_reason(change: di
 
 def test_controller_manager_refuses_a_bad_configuration_file_before_connecting(tmp_path: Path) -> None:
     path = tmp_path / "kuberay.yaml"
-    path.write_text(yaml.safe_dump({**DOC, "qps": 50}))
+    path.write_text(yaml.safe_dump({**DOC, "watchNamespace": "a,b"}))
     result = CliRunner().invoke(command, ["--kuberay-config", str(path), "--controllers", "ray"])
     assert result.exit_code == 2
-    assert "qps: not supported (pumice controller-manager)" in result.output
+    assert "watchNamespace: not supported (pumice controller-manager)" in result.output
+
+
+# What upstream's Helm chart (helm-chart/kuberay-operator/templates/configmap.yaml) writes into
+# config.yaml with its default values: pumice refused every one of these keys (review 16).
+HELM_DEFAULTS = {"apiVersion": "config.ray.io/v1alpha1", "kind": "Configuration", "enableLeaderElection": True,
+                 "enableMetrics": True, "reconcileConcurrency": 1, "useKubernetesProxy": False,
+                 "logStdoutEncoder": "json"}
+
+
+def test_the_helm_charts_default_configuration_is_read_with_a_warning_per_process_key(
+        caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING", logger="pumice.controllers.ray.options"):
+        assert KubeRayConfiguration.from_document(HELM_DEFAULTS) == KubeRayConfiguration()
+    ignored = sorted(r.getMessage().split()[2] for r in caplog.records)
+    assert ignored == ["enableLeaderElection", "enableMetrics", "logStdoutEncoder", "reconcileConcurrency"]
+    # a value that would change what is reconciled is still refused
+    with pytest.raises(ConfigurationError, match="useKubernetesProxy: use --use-kubernetes-proxy"):
+        KubeRayConfiguration.from_document({**HELM_DEFAULTS, "useKubernetesProxy": True})
 
 
 async def test_the_operator_set_up_from_the_configuration_puts_the_sidecars_on_the_pods() -> None:

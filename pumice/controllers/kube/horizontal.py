@@ -277,13 +277,17 @@ class HorizontalReconciler:
 
     async def _write_status(self, hpa: Obj, original: Obj, status: Obj) -> None:
         """updateStatusIfNeeded: write the status when it differs from the stored one; a failed
-        write is a FailedUpdateStatus Event (a conflict or a deleted HPA is left to the next pass)."""
+        write is a FailedUpdateStatus Event (a conflict or a deleted HPA is logged and left to the
+        next pass)."""
         if status == original:
             return
         try:
             await self.client.update_status({**hpa, "status": status})
         except ApiError as e:
             if is_conflict(e) or is_not_found(e):
+                md = hpa.get("metadata") or {}
+                log.info("HorizontalPodAutoscaler %s/%s: status not written (%s); the next pass writes it",
+                         md.get("namespace"), md.get("name"), e)
                 return
             self.recorder.event(hpa, "Warning", "FailedUpdateStatus", str(e))
             raise

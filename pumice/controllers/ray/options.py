@@ -14,6 +14,7 @@ controller's ``SetupWithManager``.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,6 +26,8 @@ from pumice.controllers.ray.dashboard import DashboardClientFactory, ServeProxyH
 from pumice.controllers.ray.raycluster import RayClusterOptions
 from pumice.controllers.ray.rayjob import RayJobOptions
 from pumice.controllers.ray.rayservice import RayServiceOptions
+
+log = logging.getLogger(__name__)
 
 __all__ = ["CONFIGURATION_API_VERSION", "ConfigurationError", "KubeRayConfiguration", "RayOperatorOptions"]
 
@@ -64,14 +67,22 @@ class RayOperatorOptions:
 
 #: ``apiVersion`` of KubeRay's operator configuration file (its ``--config``).
 CONFIGURATION_API_VERSION = "config.ray.io/v1alpha1"
-#: Keys of upstream's Configuration that pumice's controller-manager takes as flags or does not have.
+#: Keys of upstream's Configuration that change what the operator reconciles, which pumice's
+#: controller-manager takes as flags or does not have: refused, unless the value is the one that
+#: changes nothing (upstream's Helm chart writes ``useKubernetesProxy: false`` by default).
 _NOT_HERE = {
     "batchScheduler": "use --batch-scheduler", "enableBatchScheduler": "use --batch-scheduler volcano",
-    "useKubernetesProxy": "use --use-kubernetes-proxy", "enableLeaderElection": "use --leader-elect",
-    "reconcileConcurrency": "not supported", "watchNamespace": "not supported", "metricsAddr": "use --health-port",
-    "probeAddr": "use --health-port", "enableMetrics": "use --health-port", "leaderElectionNamespace": "not supported",
-    "logFile": "not supported", "logFileEncoder": "not supported", "logStdoutEncoder": "not supported",
-    "qps": "not supported", "burst": "not supported",
+    "useKubernetesProxy": "use --use-kubernetes-proxy", "watchNamespace": "not supported",
+}
+_NO_OP = {"batchScheduler": "", "enableBatchScheduler": False, "useKubernetesProxy": False}
+#: Keys that only shape the operator process (leader election, metrics, concurrency, client rate,
+#: logging): upstream's Helm chart writes several of them by default, so they are read past with
+#: one WARNING naming the flag that does it here.
+_PROCESS_ONLY = {
+    "enableLeaderElection": "--leader-elect", "leaderElectionNamespace": "--leader-elect",
+    "reconcileConcurrency": "none", "metricsAddr": "--health-port", "probeAddr": "--health-port",
+    "enableMetrics": "--health-port", "logFile": "none", "logFileEncoder": "none", "logStdoutEncoder": "none",
+    "qps": "none", "burst": "none",
 }
 
 
@@ -104,11 +115,14 @@ class KubeRayConfiguration:
 
     @classmethod
     def from_document(cls, doc: Any) -> KubeRayConfiguration:
-        """Parse a decoded YAML document (a key whose value is null counts as absent).
+        """Parse a decoded YAML document (a key whose value is null counts as absent; a key that
+        only shapes the operator process, such as ``enableLeaderElection`` or ``logStdoutEncoder``,
+        is ignored with one WARNING).
 
         Raises:
             ConfigurationError: not a ``config.ray.io/v1alpha1`` Configuration; a key of upstream's
-                Configuration that is one of the controller-manager's flags or not supported here
+                Configuration that changes what is reconciled and is one of the controller-manager's
+                flags or not supported here
                 (the message says which flag to use); an unknown key (the known ones listed); a
                 value of the wrong type.
         """
@@ -126,7 +140,14 @@ class KubeRayConfiguration:
         for key, value in doc.items():
             if key in ("apiVersion", "kind") or value is None:
                 continue  # (a null is Go's nil: the key unset, as upstream's decoder reads it)
+            if key in _PROCESS_ONLY:
+                flag = _PROCESS_ONLY[key]
+                log.warning("KubeRay configuration: %s is not read by pumice's controller-manager (%s); ignored", key,
+                            f"its flag: {flag}" if flag != "none" else "no such setting here")
+                continue
             if key in _NOT_HERE:
+                if key in _NO_OP and value == _NO_OP[key] and type(value) is type(_NO_OP[key]):
+                    continue
                 raise ConfigurationError(f"{key}: {_NOT_HERE[key]} (pumice controller-manager)")
             if key in lists:
                 if not isinstance(value, list) or not all(isinstance(x, dict) and isinstance(x.get("name"), str)
