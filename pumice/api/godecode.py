@@ -32,7 +32,7 @@ from __future__ import annotations
 from typing import Any
 
 from pumice.api import protobuf
-from pumice.api.quantity import QuantityError, parse_quantity
+from pumice.api.quantity import ERR_FORMAT_WRONG, QuantityError, parse_quantity
 
 __all__ = ["go_json_value", "unmarshal_error"]
 
@@ -79,7 +79,7 @@ def _number_literal(value: int | float) -> str:
 
 _QUANTITY = "k8s.io.apimachinery.pkg.api.resource.Quantity"
 #: resource.ErrFormatWrong
-QUANTITY_FORMAT_WRONG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+QUANTITY_FORMAT_WRONG = ERR_FORMAT_WRONG
 
 
 def _quantity(value: Any) -> None:

@@ -28,6 +28,10 @@ _DECIMAL = {
     "P": Fraction(10**15),
     "E": Fraction(10**18),
 }
+SPLIT_RE_STRING = r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
+"""Go's loose quantity pattern (quantity.go splitREString), as its error names it."""
+ERR_FORMAT_WRONG = f"quantities must match the regular expression '{SPLIT_RE_STRING}'"
+"""Go's ``resource.ErrFormatWrong`` text."""
 _RE = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?\d+|[numkMGTPE]?)$")
 
 
@@ -67,10 +71,7 @@ def _parse_text(text: str) -> Fraction:
     s = text.strip()
     m = _RE.match(s)
     if not m:
-        raise QuantityError(
-            f"quantities must match the regular expression "
-            f"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {s!r}"
-        )
+        raise QuantityError(f"{ERR_FORMAT_WRONG}: {s!r}")
     number, suffix = m.group(1), m.group(2)
     try:
         base = Fraction(Decimal(number))

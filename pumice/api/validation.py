@@ -53,7 +53,7 @@ from pumice.api.admission import FieldCause
 from pumice.api.godecode import go_json_value
 from pumice.api.intstr import int_value
 from pumice.api.memo import FixedPoints
-from pumice.api.quantity import QuantityError, parse_quantity
+from pumice.api.quantity import ERR_FORMAT_WRONG, QuantityError, parse_quantity
 from pumice.api.schema import format_value, json_type_name
 from pumice.api.scheme import ResourceKind
 from pumice.api.selectors import SelectorError, from_label_selector
@@ -579,7 +579,7 @@ def container_resource_name_errors(name: str) -> tuple[str, ...]:
     return tuple(errs)
 
 
-QUANTITY_ERR = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+QUANTITY_ERR = ERR_FORMAT_WRONG
 
 
 def _resource_list(values: dict[str, Any], field: str, out: list[FieldCause]) -> dict[str, Any]:
@@ -2503,8 +2503,7 @@ def _validate_node(obj: Obj, old: Obj | None) -> list[FieldCause]:
             try:
                 parse_quantity(q)
             except (QuantityError, TypeError, ValueError):
-                out.append(_invalid(f"status.{part}[{rname}]", q, "quantities must match the regular expression "
-                                    "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"))
+                out.append(_invalid(f"status.{part}[{rname}]", q, QUANTITY_ERR))
     return out
 
 

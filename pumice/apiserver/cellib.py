@@ -55,7 +55,7 @@ from urllib.parse import parse_qs, quote
 import cel
 
 from pumice._util.goregexp import compile_error
-from pumice.api.quantity import QuantityError, parse_quantity
+from pumice.api.quantity import ERR_FORMAT_WRONG, SPLIT_RE_STRING, QuantityError, parse_quantity
 from pumice.api.validation import (
     is_dns1035_label,
     is_dns1123_label,
@@ -131,8 +131,8 @@ def _int(value: Any) -> int:
 
 # --- quantity -------------------------------------------------------------------------------
 
-_GO_QUANTITY_RE = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
-_FORMAT_WRONG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+_GO_QUANTITY_RE = re.compile(SPLIT_RE_STRING)
+_FORMAT_WRONG = ERR_FORMAT_WRONG
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 

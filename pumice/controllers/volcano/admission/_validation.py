@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pumice.api.quantity import QuantityError, parse_quantity
+from pumice.api.quantity import ERR_FORMAT_WRONG, QuantityError, parse_quantity
 from pumice.api.validation import is_dns1123_label as is_dns1123_label
 from pumice.api.validation import is_dns1123_subdomain as is_dns1123_subdomain
 from pumice.api.validation import is_qualified_name as is_qualified_name
@@ -31,8 +31,7 @@ def quantity_errors(resources: Any, path: str) -> list[str]:
         try:
             v = parse_quantity(q)
         except (QuantityError, TypeError):
-            errs.append(f"{path}.{rname}: Invalid value: {q!r}: quantities must match the regular "
-                        "expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+            errs.append(f"{path}.{rname}: Invalid value: {q!r}: {ERR_FORMAT_WRONG}")
             continue
         if v < 0:
             errs.append(f"{path}.{rname}: Invalid value: \"{q}\": must be greater than or equal to 0")
