@@ -286,3 +286,31 @@ def test_impersonation_headers_are_found_in_any_ascii_case_and_only_there() -> N
     assert access.impersonate(ADMIN_USER, [*plain, *alike]) is ADMIN_USER
     with pytest.raises(Exception, match="without impersonating a user"):
         access.impersonate(ADMIN_USER, [*plain, (b"Impersonate-Group", b"devs")])
+
+
+@pytest.mark.parametrize(("path", "kind", "body", "why"), [
+    ("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", "SelfSubjectAccessReview", {"spec": "x"},
+     "json: cannot unmarshal string into Go struct field SelfSubjectAccessReview.spec of type "
+     "v1.SelfSubjectAccessReviewSpec"),
+    ("/apis/authorization.k8s.io/v1/subjectaccessreviews", "SubjectAccessReview", {"spec": 5},
+     "json: cannot unmarshal number into Go struct field SubjectAccessReview.spec of type v1.SubjectAccessReviewSpec"),
+    ("/apis/authorization.k8s.io/v1/namespaces/default/localsubjectaccessreviews", "LocalSubjectAccessReview",
+     {"spec": [1]}, "json: cannot unmarshal array into Go struct field LocalSubjectAccessReview.spec of type "
+     "v1.SubjectAccessReviewSpec"),
+    ("/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", "SelfSubjectRulesReview", {"spec": "x"},
+     "json: cannot unmarshal string into Go struct field SelfSubjectRulesReview.spec of type "
+     "v1.SelfSubjectRulesReviewSpec"),
+    ("/apis/authentication.k8s.io/v1/tokenreviews", "TokenReview", {"metadata": {"name": 5}, "spec": {"token": "t"}},
+     "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.name of type string"),
+    ("/api/v1/namespaces/default/serviceaccounts/default/token", "TokenRequest", {"spec": {"audiences": "abc"}},
+     "json: cannot unmarshal string into Go struct field TokenRequestSpec.spec.audiences of type []string"),
+])
+def test_a_review_or_token_request_of_the_wrong_json_types_is_kube_apiservers_400(
+        srv: HttpServer, path: str, kind: str, body: Obj, why: str) -> None:
+    """Trial 16 F-1: these bodies were never type-checked: a 500 with a traceback for ``spec: "x"``,
+    a token for the audiences a, b and c for ``audiences: "abc"``."""
+    with _http(srv, srv.token) as c:
+        r = c.post(path, json=body)
+    assert r.status_code == 400, r.text
+    assert r.json()["reason"] == "BadRequest"
+    assert r.json()["message"] == f'{kind} in version "v1" cannot be handled as a {kind}: {why}'
