@@ -19,10 +19,15 @@ conversion.go, pkg/apis/autoscaling/validation/validation.go (ValidateHorizontal
 ValidateHorizontalPodAutoscalerUpdate, ValidateHorizontalPodAutoscalerStatusUpdate),
 pkg/registry/autoscaling/horizontalpodautoscaler/strategy.go.
 
-Deviates: the v1 form does not carry the metrics other than cpu utilization nor the current
-metrics in the ``autoscaling.alpha.kubernetes.io/metrics`` and ``current-metrics`` annotations
-(upstream writes them in the v1 metric shape), so a v1 update replaces such metrics by its cpu
-target; the behavior annotation holds the v2 JSON form (upstream: its internal Go field names).
+The ``autoscaling.alpha.kubernetes.io/metrics``, ``current-metrics`` and ``conditions``
+annotations of a v1 body are decoded as upstream decodes them (v1 MetricSpec, MetricStatus and
+condition lists) and converted: the metrics go before the cpu target, the 80% default only when
+there are none; an annotation that does not decode refuses the request (400).
+
+Deviates: the v1 form served does not carry the metrics other than cpu utilization nor the
+current metrics in those annotations (upstream writes them in the v1 metric shape), so a v1
+update whose body lacks them replaces such metrics by its cpu target; the behavior annotation
+holds the v2 JSON form (upstream: its internal Go field names).
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 from pumice.api import Obj, protobuf
 from pumice.api.admission import FieldCause
-from pumice.api.godecode import unmarshal_error
+from pumice.api.godecode import go_json_value, unmarshal_error
+from pumice.api.gojson import go_number, syntax_error
 from pumice.api.quantity import QuantityError, parse_quantity
 from pumice.api.scheme import ResourceKind
 from pumice.api.validation import (
@@ -46,6 +52,7 @@ from pumice.api.validation import (
     is_path_segment_name,
     validate_object,
 )
+from pumice.apiserver import errors
 from pumice.apiserver.strategy import Strategy, register
 
 if TYPE_CHECKING:
@@ -62,8 +69,11 @@ MAX_PERIOD_SECONDS = 1800
 MAX_STABILIZATION_WINDOW_SECONDS = 3600
 BEHAVIOR_ANNOTATION = "autoscaling.alpha.kubernetes.io/behavior"
 CONDITIONS_ANNOTATION = "autoscaling.alpha.kubernetes.io/conditions"
-_ROUND_TRIP = ("autoscaling.alpha.kubernetes.io/metrics", "autoscaling.alpha.kubernetes.io/current-metrics",
-               BEHAVIOR_ANNOTATION, CONDITIONS_ANNOTATION)
+METRICS_ANNOTATION = "autoscaling.alpha.kubernetes.io/metrics"
+CURRENT_METRICS_ANNOTATION = "autoscaling.alpha.kubernetes.io/current-metrics"
+_ROUND_TRIP = (METRICS_ANNOTATION, CURRENT_METRICS_ANNOTATION, BEHAVIOR_ANNOTATION, CONDITIONS_ANNOTATION)
+_V1 = "k8s.io.api.autoscaling.v1."
+_V1_KIND = ResourceKind("autoscaling", "v1", "HorizontalPodAutoscaler", "horizontalpodautoscalers")
 _BEHAVIOR_MESSAGE = "k8s.io.api.autoscaling.v2.HorizontalPodAutoscalerBehavior"
 _SOURCES = {"Object": "object", "Pods": "pods", "Resource": "resource", "External": "external",
             "ContainerResource": "containerResource"}
@@ -300,12 +310,17 @@ def hpa_spec_causes(spec: Obj) -> list[FieldCause]:
 
 
 def to_v2(obj: Obj) -> Obj:
-    """An autoscaling/v1 HPA in the v2 form (a new dict; see the module docstring)."""
+    """An autoscaling/v1 HPA in the v2 form (a new dict; see the module docstring).
+
+    Raises:
+        DecodeError: a metrics, current-metrics or conditions annotation that does not decode
+            into its v1 list (:func:`_round_trip_lists`)."""
     out = copy.deepcopy(obj)
     out["apiVersion"] = V2
     md = out.setdefault("metadata", {})
     annotations = dict(md.get("annotations") or {})
-    behavior, conditions = annotations.get(BEHAVIOR_ANNOTATION), annotations.get(CONDITIONS_ANNOTATION)
+    metrics, current_metrics, conditions = _round_trip_lists(annotations)
+    behavior = annotations.get(BEHAVIOR_ANNOTATION)
     for key in _ROUND_TRIP:
         annotations.pop(key, None)
     if annotations:
@@ -314,7 +329,10 @@ def to_v2(obj: Obj) -> Obj:
         md.pop("annotations", None)
     spec = _map(out.get("spec"))
     cpu = spec.pop("targetCPUUtilizationPercentage", None)
-    spec["metrics"] = [_cpu_metric(DEFAULT_CPU_UTILIZATION if cpu is None else cpu)]
+    # the annotation's metrics first, then the cpu target; the 80% default only when there are none
+    spec["metrics"] = [_metric_from_v1(m) for m in metrics or ()] + ([] if cpu is None else [_cpu_metric(cpu)])
+    if not spec["metrics"]:
+        spec["metrics"] = [_cpu_metric(DEFAULT_CPU_UTILIZATION)]
     if behavior:
         decoded = _annotated_struct(behavior, _BEHAVIOR_MESSAGE)
         if decoded:  # upstream keeps a behavior that decodes and is not the zero value
@@ -326,12 +344,141 @@ def to_v2(obj: Obj) -> Obj:
         current = status.pop("currentCPUUtilizationPercentage", None)
         status["currentMetrics"] = None if current is None else [
             {"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": current}}}]
-        if conditions:
-            try:
-                status["conditions"] = json.loads(conditions)
-            except ValueError:
-                pass
+        if current_metrics is not None:  # the annotation's, in place of the cpu one
+            status["currentMetrics"] = [_metric_status_from_v1(m) for m in current_metrics]
+        if conditions is not None:
+            status["conditions"] = [_condition_from_v1(c) for c in conditions]
     return out
+
+
+def _round_trip_lists(annotations: Obj) -> tuple[list[Obj] | None, list[Obj] | None, list[Obj] | None]:
+    """The metrics, current-metrics and conditions annotations of a v1 HPA decoded as upstream's
+    conversion decodes them (each a JSON list of the v1 MetricSpec, MetricStatus and
+    HorizontalPodAutoscalerCondition; field names matched as Go does, unknown keys and nulls
+    dropped); None for an annotation not set.
+
+    Raises:
+        DecodeError: the 400 ``HorizontalPodAutoscaler in version "v1" cannot be handled as a
+            HorizontalPodAutoscaler: <Go's decode error>`` for an annotation that does not decode.
+
+    Mirrors: kubernetes pkg/apis/autoscaling/v1/conversion.go
+    (Convert_v1_HorizontalPodAutoscaler_To_autoscaling_HorizontalPodAutoscaler: json.Unmarshal of
+    MetricSpecsAnnotation, MetricStatusesAnnotation, HorizontalPodAutoscalerConditionsAnnotation,
+    the conversion failing on error)."""
+    def decoded(key: str, message: str) -> list[Obj] | None:
+        text = annotations.get(key)
+        return None if text is None else _annotated_list(str(text), _V1 + message)
+
+    return (decoded(METRICS_ANNOTATION, "MetricSpec"), decoded(CURRENT_METRICS_ANNOTATION, "MetricStatus"),
+            decoded(CONDITIONS_ANNOTATION, "HorizontalPodAutoscalerCondition"))
+
+
+def _annotated_list(text: str, message: str) -> list[Obj]:
+    """``text`` decoded as Go's json.Unmarshal into a slice of ``message``'s struct (see
+    :func:`_round_trip_lists`); raises its DecodeError."""
+    go_type = "v1." + message.rsplit(".", 1)[1]
+    why = syntax_error(text.encode())
+    if why is None:
+        value = json.loads(text)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            why = f"json: cannot unmarshal {go_json_value(value)} into Go value of type []{go_type}"
+        else:
+            items: list[Obj] = []
+            schema = protobuf.schema()
+            for item in value:
+                if item is not None and not isinstance(item, dict):
+                    why = f"json: cannot unmarshal {go_json_value(item)} into Go value of type {go_type}"
+                    break
+                item = _go_keys(schema, message, item or {})
+                why = unmarshal_error(message, item)
+                if why is not None:
+                    break
+                items.append(item)
+            else:
+                return items
+    raise errors.cannot_handle(_V1_KIND, why)
+
+
+def _quantity(value: Any) -> Any:
+    """A decoded quantity as the v2 form holds it: a JSON number (which Go's Quantity also reads)
+    as its string."""
+    return go_number(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+
+
+def _identifier(name: Any, selector: Any) -> Obj:
+    out: Obj = {"name": name or ""}
+    if selector is not None:
+        out["selector"] = selector
+    return out
+
+
+def _set(**values: Any) -> Obj:
+    return {k: _quantity(v) for k, v in values.items() if v is not None}
+
+
+def _metric_from_v1(m: Obj) -> Obj:
+    """A v1 MetricSpec (decoded by :func:`_annotated_list`) as the v2 MetricSpec.
+
+    Mirrors: kubernetes pkg/apis/autoscaling/v1/conversion.go (Convert_v1_{Object,Pods,External,
+    Resource}MetricSource_To_autoscaling_*; a container resource as a resource)."""
+    out: Obj = {"type": m.get("type") or ""}
+    if (src := m.get("object")) is not None:
+        out["object"] = {"describedObject": src.get("target") or {"kind": "", "name": ""},
+                         "metric": _identifier(src.get("metricName"), src.get("selector")),
+                         "target": _set(type="Value" if src.get("averageValue") is None else "AverageValue",
+                                        value=src.get("targetValue", "0"), averageValue=src.get("averageValue"))}
+    if (src := m.get("pods")) is not None:
+        out["pods"] = {"metric": _identifier(src.get("metricName"), src.get("selector")),
+                       "target": _set(type="AverageValue", averageValue=src.get("targetAverageValue", "0"))}
+    if (src := m.get("external")) is not None:
+        out["external"] = {"metric": _identifier(src.get("metricName"), src.get("metricSelector")),
+                           "target": _set(type="AverageValue" if src.get("targetValue") is None else "Value",
+                                          value=src.get("targetValue"), averageValue=src.get("targetAverageValue"))}
+    for key in ("resource", "containerResource"):
+        if (src := m.get(key)) is not None:
+            util = src.get("targetAverageUtilization")
+            out[key] = _set(name=src.get("name") or "", container=src.get("container") if key != "resource" else None,
+                            target=_set(type="AverageValue" if util is None else "Utilization",
+                                        averageUtilization=util, averageValue=src.get("targetAverageValue")))
+            if key == "containerResource":
+                out[key].setdefault("container", "")
+    return out
+
+
+def _metric_status_from_v1(m: Obj) -> Obj:
+    """A v1 MetricStatus (decoded by :func:`_annotated_list`) as the v2 MetricStatus.
+
+    Mirrors: kubernetes pkg/apis/autoscaling/v1/conversion.go (Convert_v1_{Object,Pods,External,
+    Resource}MetricStatus_To_autoscaling_*)."""
+    out: Obj = {"type": m.get("type") or ""}
+    if (src := m.get("object")) is not None:
+        out["object"] = {"describedObject": src.get("target") or {"kind": "", "name": ""},
+                         "metric": _identifier(src.get("metricName"), src.get("selector")),
+                         "current": _set(value=src.get("currentValue", "0"), averageValue=src.get("averageValue"))}
+    if (src := m.get("pods")) is not None:
+        out["pods"] = {"metric": _identifier(src.get("metricName"), src.get("selector")),
+                       "current": _set(averageValue=src.get("currentAverageValue", "0"))}
+    if (src := m.get("external")) is not None:
+        out["external"] = {"metric": _identifier(src.get("metricName"), src.get("metricSelector")),
+                           "current": _set(value=src.get("currentValue", "0"),
+                                           averageValue=src.get("currentAverageValue"))}
+    for key in ("resource", "containerResource"):
+        if (src := m.get(key)) is not None:
+            out[key] = _set(name=src.get("name") or "", container=src.get("container") if key != "resource" else None,
+                            current=_set(averageUtilization=src.get("currentAverageUtilization"),
+                                         averageValue=src.get("currentAverageValue", "0")))
+            if key == "containerResource":
+                out[key].setdefault("container", "")
+    return out
+
+
+def _condition_from_v1(c: Obj) -> Obj:
+    """A v1 HorizontalPodAutoscalerCondition (decoded) as the v2 one: the same fields, ``type``
+    and ``status`` always written (Go: no omitempty)."""
+    return {"type": c.get("type") or "", "status": c.get("status") or "",
+            **{k: v for k, v in c.items() if k not in ("type", "status")}}
 
 
 def _go_keys(schema: protobuf.Schema, message: str, obj: Obj) -> Obj:
@@ -471,8 +618,17 @@ class HorizontalPodAutoscalerV1Strategy(HorizontalPodAutoscalerStrategy):
         return to_v1(obj) if obj.get("apiVersion") != V1 else obj
 
     def prepare_create(self, reg: Registry, rk: ResourceKind, obj: Obj) -> None:
+        """The zero status, as v2's; the round-trip annotations must decode (a 400 otherwise,
+        :func:`_round_trip_lists`), and those of the status are dropped: upstream converts
+        them into the status, which PrepareForCreate then resets."""
         Strategy.prepare_create(self, reg, rk, obj)
         obj["status"] = {"currentReplicas": 0, "desiredReplicas": 0}
+        md = obj.get("metadata")
+        annotations = md.get("annotations") if isinstance(md, dict) else None
+        if isinstance(annotations, dict):
+            _round_trip_lists(annotations)
+            for key in (CURRENT_METRICS_ANNOTATION, CONDITIONS_ANNOTATION):
+                annotations.pop(key, None)
 
     def validate(self, reg: Registry, rk: ResourceKind, obj: Obj, old: Obj | None) -> list[FieldCause]:
         return validate_object(rk, obj, old) + hpa_spec_causes(_map(to_v2(obj).get("spec")))

@@ -234,6 +234,62 @@ async def test_a_v1_behavior_annotation_is_kept_only_when_it_decodes_into_the_be
         assert stored["spec"].get("behavior") == behavior
 
 
+CANNOT = 'HorizontalPodAutoscaler in version "v1" cannot be handled as a HorizontalPodAutoscaler: '
+ALPHA = "autoscaling.alpha.kubernetes.io/"
+
+
+@pytest.mark.parametrize(("key", "annotation", "why"), [
+    ("conditions", "[1,2]", "json: cannot unmarshal number into Go value of type v1.HorizontalPodAutoscalerCondition"),
+    ("conditions", '{"a":1}', "json: cannot unmarshal object into Go value of type []v1.HorizontalPodAutoscalerCondition"),
+    ("conditions", '[{"type": 5}]', "json: cannot unmarshal number into Go struct field HorizontalPodAutoscalerCondition.type "
+                                    "of type v1.HorizontalPodAutoscalerConditionType"),
+    ("conditions", "{not json", "invalid character 'n' looking for beginning of object key string"),
+    ("metrics", '"x"', "json: cannot unmarshal string into Go value of type []v1.MetricSpec"),
+    ("current-metrics", "[true]", "json: cannot unmarshal bool into Go value of type v1.MetricStatus"),
+])
+async def test_a_v1_round_trip_annotation_that_does_not_decode_is_refused(key: str, annotation: str, why: str) -> None:
+    # trial 16 F-4: upstream's v1 conversion fails when the metrics, current-metrics or conditions
+    # annotation does not unmarshal (a 400); pumice stored conditions [1, 2] as the v2 status and
+    # the HPA controller then failed every reconcile with an AttributeError
+    async with chain(nodes=1, manager=False) as env:
+        body = hpa("hc", {"scaleTargetRef": TARGET, "maxReplicas": 3}, "autoscaling/v1")
+        body["metadata"]["annotations"] = {ALPHA + key: annotation}
+        with pytest.raises(ApiError) as e:
+            await env.client.create(body)
+        assert (e.value.code, e.value.reason, e.value.message) == (400, "BadRequest", CANNOT + why)
+        assert (await env.client.list(HORIZONTAL_POD_AUTOSCALER, "default")).items == []
+
+
+async def test_a_v1_metrics_annotation_becomes_the_v2_metrics() -> None:
+    # trial 16 F-4: the metrics annotation (v1 MetricSpecs) is converted into spec.metrics before the
+    # cpu target, the 80% default only when there are none; pumice dropped it
+    pods = '[{"type":"Pods","pods":{"metricName":"qps","targetAverageValue":"10"}}]'
+    external = ('[{"type":"External","external":{"metricName":"queue","targetValue":"5"}},'
+                '{"type":"Resource","resource":{"name":"memory","targetAverageValue":"1Gi"}}]')
+    pods_v2 = {"type": "Pods", "pods": {"metric": {"name": "qps"}, "target": {"type": "AverageValue",
+                                                                               "averageValue": "10"}}}
+    async with chain(nodes=1, manager=False) as env:
+        for name, annotation, cpu in (("m1", pods, None), ("m2", pods, 50), ("m3", external, None)):
+            spec: dict[str, Any] = {"scaleTargetRef": TARGET, "maxReplicas": 3}
+            if cpu is not None:
+                spec["targetCPUUtilizationPercentage"] = cpu
+            body = hpa(name, spec, "autoscaling/v1")
+            body["metadata"]["annotations"] = {ALPHA + "metrics": annotation,
+                                               ALPHA + "conditions": '[{"type":"AbleToScale","status":"True"}]'}
+            await env.client.create(body)
+        m1, m2, m3 = [await env.client.get(HORIZONTAL_POD_AUTOSCALER, n, "default") for n in ("m1", "m2", "m3")]
+        assert m1["spec"]["metrics"] == [pods_v2]
+        assert m2["spec"]["metrics"] == [pods_v2, {"type": "Resource", "resource": {
+            "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}]
+        assert m3["spec"]["metrics"] == [
+            {"type": "External", "external": {"metric": {"name": "queue"}, "target": {"type": "Value", "value": "5"}}},
+            {"type": "Resource", "resource": {"name": "memory", "target": {"type": "AverageValue",
+                                                                            "averageValue": "1Gi"}}}]
+        # the status annotations are converted, then the create's zero status replaces them (PrepareForCreate)
+        assert m1["status"] == {"desiredReplicas": 0, "currentMetrics": None}
+        assert "annotations" not in m1["metadata"]
+
+
 async def test_a_status_write_lost_to_a_conflict_is_logged_with_the_hpa(caplog: pytest.LogCaptureFixture) -> None:
     """Review 16: a 409 or 404 on the status write was dropped without a word."""
     from pumice.controllers.kube.horizontal import HorizontalReconciler
