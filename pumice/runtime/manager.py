@@ -122,6 +122,9 @@ class Manager:
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
         self.cache_sync_timeout = cache_sync_timeout
         self.controllers: list[Controller] = []
+        self.failed_runnable: str | None = None
+        """The name of the runnable (``controller-<name>`` for a controller) whose exception
+        stopped the manager; None while none has."""
         self.elector: LeaderElector | None = None
         self._runnables: list[_Runnable] = []
         self._recorders: dict[str, EventRecorder] = {}
@@ -233,6 +236,7 @@ class Manager:
         self._leader_tasks: list[asyncio.Task[None]] = []
         self._other_tasks: list[asyncio.Task[None]] = []
         self._failure: BaseException | None = None
+        self.failed_runnable = None
         elector_task: asyncio.Task[None] | None = None
         lost = False
         try:
@@ -311,7 +315,7 @@ class Manager:
         except Exception as e:
             log.exception("manager: runnable %s failed", r.name)
             if self._failure is None:
-                self._failure = e
+                self._failure, self.failed_runnable = e, r.name
             self.stop()
 
     async def _until_stopped(self, aw: Awaitable[object] | None = None,

@@ -44,7 +44,7 @@ import math
 import selectors
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -181,6 +181,13 @@ Progress = Callable[[float, int, int, int], None]
 
 INTERRUPTED = "interrupted"
 """``SimResult.ended_by`` of a run stopped by :meth:`StopFlag.set` (Ctrl-C, SIGTERM)."""
+
+
+class ComponentFailed(RuntimeError):
+    """A component of the simulated stack (the controller manager, a scheduler) stopped with an
+    exception during the run: the run cannot go on as the stack would, so it ends without a report.
+    Message: ``simulation failed at simulated 1 s: controller-volcano-job stopped with MemoryError:
+    ...; no report`` (the exception is the ``__cause__``)."""
 
 
 class StopFlag:
@@ -718,6 +725,7 @@ class _Stack:
     server: Any
     clients: list[Any] = field(default_factory=list)
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+    manager: Any = None
     agent: Any = None
     runtime: Any = None
     scheduler: Any = None
@@ -747,10 +755,11 @@ async def _run(cfg: SimConfig, clock: LoopClock, progress: Progress | None, stop
         rec.start = clock.now()  # simulated time 0: everything is up, the first arrival is due
         injector = asyncio.create_task(_inject(api, cfg, clock, rec, pending_deletes), name="arrivals")
         ended_by = await _watch_until_done(cfg, clock, rec, stack.runtime, injector, pending_deletes, stack.server,
-                                           progress, api, stop)
+                                           progress, api, stop, stack.tasks)
         failure = injector.exception() if injector.done() and not injector.cancelled() else None
         if failure is not None:
             raise failure  # a bug while replaying the arrivals: the run did not see them all, so no report
+        _raise_if_crashed(stack, rec.now())
         if ended_by == INTERRUPTED:
             rec.drop_unarrived(rec.now())  # as --until at this time would have left them out
         rec.close()
@@ -765,6 +774,24 @@ async def _run(cfg: SimConfig, clock: LoopClock, progress: Progress | None, stop
                          stop_reason=stop.reason if stop is not None and ended_by == INTERRUPTED else None)
     finally:
         await _close_api_server(stack)
+
+
+def _crashed(t: asyncio.Task[Any]) -> BaseException | None:
+    return t.exception() if t.done() and not t.cancelled() else None
+
+
+def _raise_if_crashed(stack: _Stack, now: float) -> None:
+    """Raise :class:`ComponentFailed` for the first of the stack's long-running tasks that ended
+    with an exception (the controller manager: named by the runnable that stopped it)."""
+    for t in stack.tasks:
+        if (e := _crashed(t)) is None:
+            continue
+        name = t.get_name()
+        if name == "controller-manager" and getattr(stack.manager, "failed_runnable", None):
+            name = stack.manager.failed_runnable
+        text = " ".join(str(e).split())
+        raise ComponentFailed(f"simulation failed at simulated {now:.0f} s: {name} stopped with "
+                              f"{type(e).__name__}{': ' + text if text else ''}; no report") from e
 
 
 async def _start_api_server(cfg: SimConfig, clock: LoopClock) -> _Stack:
@@ -831,6 +858,7 @@ async def _start_controllers(stack: _Stack, cfg: SimConfig, clock: LoopClock, re
     if any(a.kind == "Job" for a in cfg.workload.arrivals):  # a vcjob ends with its phase
         vcjob_inf = mgr.informers.informer(ray_controllers_kind("VCJOB"))
         vcjob_inf.add_event_handler(rec.vcjob_event, lambda _o, n: rec.vcjob_event(n), None)
+    stack.manager = mgr
     stack.tasks.append(asyncio.create_task(mgr.start(), name="controller-manager"))
     await mgr.wait_started()
 
@@ -1031,10 +1059,13 @@ async def _cleanup(api: Any, a: Arrival) -> None:
 
 async def _watch_until_done(cfg: SimConfig, clock: LoopClock, rec: Recorder, runtime: Any, injector: asyncio.Task[None],
                             pending_deletes: set[asyncio.Task[None]], server: Any, progress: Progress | None,
-                            api: Any = None, stop: StopFlag | None = None) -> str:
+                            api: Any = None, stop: StopFlag | None = None,
+                            components: Sequence[asyncio.Task[Any]] = ()) -> str:
     """Return why the run ended: ``until``, ``done`` (every job that can end ended; with
-    ``cfg.until``, every job ended: services without an end run to it), ``stalled`` or
-    :data:`INTERRUPTED` (``stop`` was set; checked whenever the loop gets control).
+    ``cfg.until``, every job ended: services without an end run to it), ``stalled``,
+    :data:`INTERRUPTED` (``stop`` was set; checked whenever the loop gets control) or ``failed``
+    (one of ``components``, the stack's long-running tasks, ended with an exception; see
+    :func:`_raise_if_crashed`).
 
     Wakes when a job finishes and at least every simulated hour (progress), so a 149-day trace
     costs a few thousand wake-ups, not one per period.
@@ -1057,6 +1088,8 @@ async def _watch_until_done(cfg: SimConfig, clock: LoopClock, rec: Recorder, run
     injector.add_done_callback(lambda _t: woken.set())  # every arrival in: the stall window may apply now
     if stop is not None:
         stop.bind(asyncio.get_running_loop(), woken.set)
+    for t in components:
+        t.add_done_callback(lambda _t: woken.set())
     def finite_done() -> bool:
         return rec.finished >= finite and not pending_deletes and _all_finite_done(rec)
 
@@ -1074,6 +1107,8 @@ async def _watch_until_done(cfg: SimConfig, clock: LoopClock, rec: Recorder, run
         woken.clear()
         if stop is not None and stop.is_set():
             return INTERRUPTED
+        if any(_crashed(t) is not None for t in components):
+            return "failed"
         await asyncio.sleep(0)
         _collect_if_grown()
         now = rec.now()

@@ -141,6 +141,16 @@ manifests, held for the whole run (about a kilobyte or more each), and a million
 trace here (Philly's 82,247 jobs)."""
 
 
+MAX_PODS = 150_000
+"""The most Pods one YAML arrival's manifest may make (a vcjob's task ``replicas`` summed, a Ray
+kind's head plus its worker groups' ``replicas`` times ``numOfHosts``, a Deployment's
+``replicas``): every Pod is an object in the run's in-memory API server and in each informer's
+cache for the whole run (about 20 KB each with its events: a vcjob of 20,000 Pods held 590 MB,
+one of 10 million ran the machine out of memory), and 150,000 is Kubernetes' documented limit of
+Pods in a whole cluster ("Considerations for large clusters", kubernetes.io), far beyond every
+trace here. Upstream accepts any int32 ``replicas``; a simulation of more could not finish."""
+
+
 def _years(seconds: float) -> str:
     return f"{seconds / 86400 / 365:.3g} years"
 
@@ -641,13 +651,16 @@ def check_workload_document(path: Path, d: Obj) -> None:
     Pod template's containers, init containers (``resources.requests``/``limits``) and
     ``overhead`` (as the run reads them before the API server sees them). Numbers: ``at``,
     ``every`` and ``duration`` finite and not negative, ``count`` and ``replicas`` whole and not
-    negative. The API server validates the rest of each manifest when it arrives.
+    negative, ``count`` at most :data:`MAX_COPIES` and the Pods one arrival makes at most
+    :data:`MAX_PODS`. The API server validates the rest of each manifest when it arrives.
 
     Raises:
         InputError: ``<file>: <where>: expected <what>, got <type>`` (``where`` like
             ``arrivals[0].manifest.spec``; a quantity: ``<file>: arrivals[1].manifest.spec.
             containers[0].resources.requests[cpu] (arrival 'c'): quantities must match ...: 'abc'``;
-            the arrival's name when it has one), one line.
+            the arrival's name when it has one; too many Pods: ``<file>: arrivals[0].manifest.spec.
+            tasks[0].replicas (arrival 'j'): the arrival would make 10000000 Pods, more than the 150000
+            one arrival may make (...)``), one line.
     """
 
     def fail(where: str, what: str, v: Any, value: bool = False) -> NoReturn:
@@ -684,6 +697,14 @@ def check_workload_document(path: Path, d: Obj) -> None:
                 parse_quantity(q)
             except QuantityError as e:
                 raise InputError(f"{path}: {where}[{name}]{arrival_name}: {e}") from None
+
+    def add_pods(pods: int, n: Any, field: str) -> int:
+        """``pods`` plus ``n`` (a checked whole number, or None for the default 1) Pods of one arrival."""
+        pods += int(float(1 if n is None else n))
+        if pods > MAX_PODS:
+            raise InputError(f"{path}: {field}{arrival_name}: the arrival would make {pods} Pods, more than the "
+                             f"{MAX_PODS} one arrival may make (each is held in memory for the whole run)")
+        return pods
 
     def run_time(x: float, where: str) -> None:
         if x > MAX_SIMULATED_SECONDS:
@@ -750,12 +771,14 @@ def check_workload_document(path: Path, d: Obj) -> None:
         spec = mapping(m.get("spec"), f"{where}.spec")
         templates: list[tuple[Any, str]] = []
         kind = m.get("kind")
+        pods = 1 if kind in ("RayJob", "RayService") else 0  # a Ray cluster's head
         if kind == "Job":
             for j, task in enumerate(seq(spec.get("tasks"), f"{where}.spec.tasks")):
                 mapping(task, f"{where}.spec.tasks[{j}]", optional=False)
                 templates.append((task.get("template"), f"{where}.spec.tasks[{j}].template"))
                 if task.get("replicas") is not None:
                     number(task["replicas"], f"{where}.spec.tasks[{j}].replicas", whole=True)
+                pods = add_pods(pods, task.get("replicas"), f"{where}.spec.tasks[{j}].replicas")
             if spec.get("minAvailable") is not None:
                 number(spec["minAvailable"], f"{where}.spec.minAvailable", whole=True)
         elif kind in ("RayJob", "RayService"):
@@ -770,10 +793,14 @@ def check_workload_document(path: Path, d: Obj) -> None:
                 for n in ("replicas", "numOfHosts"):
                     if g.get(n) is not None:
                         number(g[n], f"{gw}.{n}", whole=True)
+                hosts = int(float(1 if g.get("numOfHosts") is None else g["numOfHosts"]))
+                pods = add_pods(pods, int(float(1 if g.get("replicas") is None else g["replicas"])) * hosts,
+                                f"{gw}.replicas")
         elif kind == "Deployment":
             templates.append((spec.get("template"), f"{where}.spec.template"))
             if spec.get("replicas") is not None:
                 number(spec["replicas"], f"{where}.spec.replicas", whole=True)
+            pods = add_pods(pods, spec.get("replicas"), f"{where}.spec.replicas")
         elif kind == "Pod":
             templates.append((m, where))
         for t, tw in templates:

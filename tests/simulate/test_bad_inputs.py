@@ -286,6 +286,39 @@ def test_a_count_too_large_is_refused_before_the_copies_are_made(tmp_path: Path,
     assert _simulate(tmp_path, nodes, w) == (2, [f"Error: {w}: {error}"])
 
 
+TEMPLATE = "{spec: {restartPolicy: Never, containers: [{name: c, image: x}]}}"
+
+
+@pytest.mark.parametrize(("manifest", "field", "pods"), [
+    ("{apiVersion: batch.volcano.sh/v1alpha1, kind: Job, spec: {minAvailable: 1, tasks: ["
+     f"{{name: t, replicas: 10000000, template: {TEMPLATE}}}]}}}}", "spec.tasks[0].replicas", 10000000),
+    ("{apiVersion: batch.volcano.sh/v1alpha1, kind: Job, spec: {minAvailable: 1, tasks: ["
+     f"{{name: t, replicas: 100000, template: {TEMPLATE}}}, {{name: u, replicas: 50001, template: {TEMPLATE}}}]}}}}",
+     "spec.tasks[1].replicas", 150001),
+    ("{apiVersion: ray.io/v1, kind: RayJob, spec: {entrypoint: x, rayClusterSpec: {headGroupSpec: "
+     f"{{template: {TEMPLATE}}}, workerGroupSpecs: [{{groupName: w, replicas: 50000, numOfHosts: 3, "
+     f"template: {TEMPLATE}}}]}}}}}}", "spec.rayClusterSpec.workerGroupSpecs[0].replicas", 150001),
+    ("{apiVersion: apps/v1, kind: Deployment, spec: {replicas: 3000000, selector: {matchLabels: {a: b}}, "
+     "template: {metadata: {labels: {a: b}}, spec: {containers: [{name: c, image: x}]}}}}", "spec.replicas", 3000000),
+])
+def test_an_arrival_making_too_many_pods_is_refused_before_the_run(tmp_path: Path, manifest: str, field: str,
+                                                                    pods: int) -> None:
+    """Trial 16 F-2: a vcjob task of ``replicas: 10000000`` was not refused and the run was OOM-killed
+    at 20 GB; as ``count``, the Pods one arrival makes are bounded (``MAX_PODS``)."""
+    nodes, w = _files(tmp_path, "w.yaml", f"arrivals:\n  - {{at: 0, duration: 10, name: j, manifest: {manifest}}}\n")
+    assert _simulate(tmp_path, nodes, w) == (2, [
+        f"Error: {w}: arrivals[0].manifest.{field} (arrival 'j'): the arrival would make {pods} Pods, more than the "
+        "150000 one arrival may make (each is held in memory for the whole run)"])
+
+
+def test_an_arrival_of_exactly_the_most_pods_passes_the_check(tmp_path: Path) -> None:
+    from pumice.simulate.workload import MAX_PODS, check_workload_document
+
+    task = {"name": "t", "replicas": MAX_PODS - 1, "template": {}}
+    check_workload_document(tmp_path / "w.yaml", {"arrivals": [{"manifest": {
+        "kind": "Job", "spec": {"tasks": [task, {"name": "u", "template": {}}]}}}]})  # the second: 1 by default
+
+
 @pytest.mark.parametrize(("value", "got"), [("1e20", "'1e20'"), ("high", "'high'"), ("1.5", "1.5"), ("[1]", "list")])
 def test_a_priority_class_value_that_is_not_a_whole_number_is_shown(tmp_path: Path, value: str, got: str) -> None:
     # trial 11 F-11 j: YAML 1.1 reads 1e20 (no dot) as a string, and the error said "got string"

@@ -1,0 +1,43 @@
+"""Trial 16 F-2, second half: a controller that died of an exception during a run (MemoryError)
+stopped the controller manager, and the run went on without it to a normal-looking summary
+(``ended_by stalled``) and exit status 0. Now the run ends at once with one line naming the
+controller, exit status 1, and no report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from pumice.cli.main import main
+from pumice.runtime.controller import Controller
+from pumice.testing.paths import shared_dir
+
+TEMPLATE = {"spec": {"restartPolicy": "Never", "containers": [
+    {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]}}
+
+
+def test_a_controller_that_dies_during_the_run_fails_it_in_one_line(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    reconcile = Controller._reconcile
+
+    async def dies(self: Controller, req: Any, t0: float | None) -> float:
+        if self.name == "volcano-job":  # out of memory outside the reconcile's own error handling
+            raise MemoryError("injected")
+        return await reconcile(self, req, t0)
+
+    monkeypatch.setattr(Controller, "_reconcile", dies)
+    w = tmp_path / "w.yaml"
+    w.write_text(yaml.safe_dump({"arrivals": [{"name": "j", "at": 0, "duration": 10, "manifest": {
+        "apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+        "spec": {"minAvailable": 1, "tasks": [{"name": "t", "replicas": 1, "template": TEMPLATE}]}}}]}))
+    out = tmp_path / "o"
+    r = CliRunner().invoke(main, ["simulate", "--nodes", str(shared_dir() / "traces/tiresias-example/n1g4.csv"),
+                                  "--workload", str(w), "--quiet", "--no-plots", "--out", str(out)])
+    assert (r.exit_code, r.output.strip().splitlines()) == (1, [
+        "Error: simulation failed at simulated 0 s: controller-volcano-job stopped with MemoryError: injected; "
+        "no report"])
+    assert not (out / "summary.json").exists() and not (out / "jobs.csv").exists()
