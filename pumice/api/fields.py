@@ -113,6 +113,11 @@ _PROTO_TIMES = {
     "k8s.io.apimachinery.pkg.apis.meta.v1.Time": _Scalar(frozenset({"string"}), layout=gotime.RFC3339_LAYOUT),
     "k8s.io.apimachinery.pkg.apis.meta.v1.MicroTime": _Scalar(frozenset({"string"}), layout=gotime.MICRO_LAYOUT),
 }
+#: a resource.Quantity leaf (lightkube types it ``str``): Quantity.UnmarshalJSON takes a JSON
+#: string or number (kube-openapi publishes it as oneOf string/number), and the registry stores a
+#: number as its canonical string (:func:`pumice.api.protobuf.quantity_number`)
+_PROTO_QUANTITY = "k8s.io.apimachinery.pkg.api.resource.Quantity"
+_QUANTITY_LEAF = _Scalar(frozenset({"string", "number"}))
 #: the reason of a :func:`type_causes` cause for a time string Go cannot parse: not a field
 #: cause upstream, but the decoding error of the whole body (400, see errors.cannot_handle)
 TIME_PARSE = "TimeParse"
@@ -187,6 +192,8 @@ def _node(t: Any) -> Any:
             fmt = _PROTO_INT_FORMATS.get(pf.type) if pf is not None else None
             if pf is not None and pf.type in _PROTO_TIMES and type(child) is _Scalar:
                 child = _PROTO_TIMES[pf.type]
+            elif pf is not None and pf.type == _PROTO_QUANTITY and type(child) is _Scalar:
+                child = _QUANTITY_LEAF
             node.fields[f.encode_name] = _with_format(child, fmt) if fmt else child
         return node
     if isinstance(t, msgspec.inspect.UnionType):

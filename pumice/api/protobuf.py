@@ -35,7 +35,7 @@ from typing import Any
 
 from pumice._util import gobase64
 from pumice._util.duration import parse_go_duration_ns
-from pumice.api import Obj
+from pumice.api import Obj, quantity
 
 __all__ = [
     "MAGIC", "PROTOBUF", "ProtobufError", "Schema", "decode", "decode_object", "decode_watch_event", "encode",
@@ -938,26 +938,51 @@ def field_at(message: str, path: tuple[str, ...]) -> Field | None:
     return f
 
 
-def drop_zero_values(obj: Obj, *, keys: tuple[str, ...] = ("metadata", "spec")) -> Obj:
+def drop_zero_values(obj: Obj, *, keys: tuple[str, ...] = ("metadata", "spec"),
+                     quantity_keys: tuple[str, ...] = ("status",)) -> Obj:
     """Make, in place, ``obj`` what Go's JSON decoding makes of it: ``""``, ``0``, ``false`` and
     ``null`` written explicitly in a non-pointer ``omitempty`` scalar field are removed (so
     defaulting sees them as unset, as kube-apiserver's defaulters do), and quantities written as
-    numbers (``cpu: 1``) become strings. Only the top-level ``keys`` are walked; kinds with no
+    numbers (``cpu: 1``, ``sizeLimit: 1000000``) become the canonical string Go's
+    ``Quantity.String()`` writes (``"1"``, ``"1M"``, :func:`quantity_number`). Only the top-level
+    ``keys`` are walked, the top-level ``quantity_keys`` for their quantities alone, and the
+    object's own top-level Quantity fields (a CSIStorageCapacity's ``capacity``); kinds with no
     protobuf form are left alone. Returns ``obj``.
     """
     name = message_for(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
     if name is None:
         return obj
     top = flat_fields(name)
-    for key in keys:
-        f = top.get(key)
-        value = obj.get(key)
-        if f is not None and isinstance(value, dict) and f.type not in _SCALARS:
-            _drop_zero(f.type, value)
+    for key, tf in top.items():
+        if tf.type == _QUANTITY and not tf.map_key and not tf.repeated and key in obj:
+            obj[key] = quantity_number(obj[key])
+    for walked, drop in ((keys, True), (quantity_keys, False)):
+        for key in walked:
+            f = top.get(key)
+            value = obj.get(key)
+            if f is not None and isinstance(value, dict) and f.type not in _SCALARS:
+                _drop_zero(f.type, value, drop)
     return obj
 
 
-def _drop_zero(name: str, obj: Obj) -> None:
+def quantity_number(value: Any) -> Any:
+    """A Quantity field's JSON value as kube-apiserver stores it when it is a number: the canonical
+    string of that number (``10`` -> ``"10"``, ``1000000`` -> ``"1M"``, ``0.5`` -> ``"500m"``);
+    any other value as it is (a string is kept as written; a number that is not a quantity, such
+    as ``-1e400``, is left for validation to refuse).
+
+    Mirrors: apimachinery pkg/api/resource/quantity.go Quantity.UnmarshalJSON (quotes optional,
+    then ParseQuantity) and MarshalJSON (CanonicalizeBytes)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    try:
+        return quantity.canonical_string(value)
+    except (quantity.QuantityError, ValueError, OverflowError):
+        return value
+
+
+def _drop_zero(name: str, obj: Obj, drop: bool = True) -> None:
+    """Drop the zero values of a ``name`` object (only when ``drop``) and make its quantity numbers strings."""
     fields = flat_fields(name)
     if not fields:
         return
@@ -967,21 +992,22 @@ def _drop_zero(name: str, obj: Obj) -> None:
             continue
         v = obj[key]
         if f.type in _SCALARS and not f.map_key:
-            if not f.repeated and not f.pointer and f.omitempty and _is_zero(v):
+            if drop and not f.repeated and not f.pointer and f.omitempty and _is_zero(v):
                 del obj[key]
+        elif f.type == _QUANTITY and not f.repeated:
+            obj[key] = quantity_number(v)
         elif f.map_key:
             if isinstance(v, dict) and f.map_value == _QUANTITY:
                 for k2, q in v.items():
-                    if isinstance(q, int | float) and not isinstance(q, bool):
-                        v[k2] = str(q)
+                    v[k2] = quantity_number(q)
             elif isinstance(v, dict) and f.map_value not in _SCALARS:
                 for item in v.values():
                     if isinstance(item, dict):
-                        _drop_zero(f.map_value, item)
+                        _drop_zero(f.map_value, item, drop)
         elif f.repeated:
             if isinstance(v, list):
                 for item in v:
                     if isinstance(item, dict):
-                        _drop_zero(f.type, item)
+                        _drop_zero(f.type, item, drop)
         elif isinstance(v, dict):
-            _drop_zero(f.type, v)
+            _drop_zero(f.type, v, drop)

@@ -657,6 +657,7 @@ class Registry:
             if cr is None:
                 if not field_types_ok(tree, "status", status):
                     return self._check_body(rk, namespace, body, name), False
+                protobuf.drop_zero_values(body, keys=(), quantity_keys=("status",))  # quantity numbers
             elif schema and compiled is not None:
                 unchecked, fresh = self._schema_parts("types", schema, {"status": status})
                 if compiled.has_type_errors(unchecked):
@@ -678,7 +679,7 @@ class Registry:
         key = ((body["apiVersion"], body["kind"]), _encode(spec))
         if key in self._zero_free_specs:
             return
-        protobuf.drop_zero_values(body, keys=("spec",))
+        protobuf.drop_zero_values(body, keys=("spec",), quantity_keys=())
         if self._zero_free_specs.usable(key[1]) and _encode(spec) == key[1]:
             self._zero_free_specs.add(key)
 
