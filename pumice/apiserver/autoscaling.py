@@ -41,7 +41,7 @@ from pumice.api.admission import FieldCause
 from pumice.api.godecode import go_json_value, unmarshal_error
 from pumice.api.gojson import go_number, syntax_error
 from pumice.api.quantity import QuantityError, parse_quantity
-from pumice.api.scheme import ResourceKind
+from pumice.api.scheme import HORIZONTAL_POD_AUTOSCALER_V1, ResourceKind
 from pumice.api.validation import (
     container_resource_name_errors,
     field_forbidden,
@@ -73,7 +73,6 @@ METRICS_ANNOTATION = "autoscaling.alpha.kubernetes.io/metrics"
 CURRENT_METRICS_ANNOTATION = "autoscaling.alpha.kubernetes.io/current-metrics"
 _ROUND_TRIP = (METRICS_ANNOTATION, CURRENT_METRICS_ANNOTATION, BEHAVIOR_ANNOTATION, CONDITIONS_ANNOTATION)
 _V1 = "k8s.io.api.autoscaling.v1."
-_V1_KIND = ResourceKind("autoscaling", "v1", "HorizontalPodAutoscaler", "horizontalpodautoscalers")
 _BEHAVIOR_MESSAGE = "k8s.io.api.autoscaling.v2.HorizontalPodAutoscalerBehavior"
 _SOURCES = {"Object": "object", "Pods": "pods", "Resource": "resource", "External": "external",
             "ContainerResource": "containerResource"}
@@ -398,7 +397,7 @@ def _annotated_list(text: str, message: str) -> list[Obj]:
                 items.append(item)
             else:
                 return items
-    raise errors.cannot_handle(_V1_KIND, why)
+    raise errors.cannot_handle(HORIZONTAL_POD_AUTOSCALER_V1, why)
 
 
 def _quantity(value: Any) -> Any:
