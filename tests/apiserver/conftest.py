@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator
 import httpx2
 import pytest
 
-from pumice.testing.cluster import LocalCluster, local_cluster
+from pumice.testing.cluster import HttpServer, LocalCluster, local_cluster
+from pumice.testing.kubectl import Kubectl
 
 
 @pytest.fixture
@@ -22,3 +23,10 @@ async def http(cluster: LocalCluster) -> AsyncIterator[httpx2.AsyncClient]:
     async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=cluster.app), base_url="http://apiserver",
                                   headers={"Authorization": f"Bearer {cluster.server.token}"}) as c:
         yield c
+
+
+@pytest.fixture(scope="module")
+def kubectl(srv: HttpServer, tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
+    """Real kubectl against the module's own ``srv`` (each module serves its own API server)."""
+    cache = tmp_path_factory.mktemp("kubecache")
+    return Kubectl(srv.kubeconfig, cache, cache_dir=cache / "cache")

@@ -34,12 +34,6 @@ def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
         yield s
 
 
-@pytest.fixture(scope="module")
-def kubectl(srv: HttpServer, tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
-    cache = tmp_path_factory.mktemp("kubecache")
-    return Kubectl(srv.kubeconfig, cache, cache_dir=cache / "cache")
-
-
 # ---- PodTemplate ---------------------------------------------------------------------------------
 
 

@@ -13,7 +13,6 @@ import pytest
 import yaml
 
 from pumice.testing.cluster import HttpServer, serve_http
-from pumice.testing.kubectl import Kubectl
 from pumice.testing.paths import samples_dir
 
 pytestmark = pytest.mark.kubectl
@@ -23,12 +22,6 @@ pytestmark = pytest.mark.kubectl
 def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
     with serve_http(tmp_path_factory.mktemp("kubectl")) as s:
         yield s
-
-
-@pytest.fixture(scope="module")
-def kubectl(srv: HttpServer, tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
-    cache = tmp_path_factory.mktemp("kubecache")
-    return Kubectl(srv.kubeconfig, cache, cache_dir=cache / "cache")
 
 
 POD = """

@@ -11,7 +11,6 @@ from collections.abc import Iterator
 import pytest
 
 from pumice.testing.cluster import HttpServer, serve_http
-from pumice.testing.kubectl import Kubectl
 
 pytestmark = pytest.mark.kubectl
 
@@ -20,12 +19,6 @@ pytestmark = pytest.mark.kubectl
 def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
     with serve_http(tmp_path_factory.mktemp("kubectl-pb")) as s:
         yield s
-
-
-@pytest.fixture(scope="module")
-def kubectl(srv: HttpServer, tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
-    cache = tmp_path_factory.mktemp("kubecache")
-    return Kubectl(srv.kubeconfig, cache, cache_dir=cache / "cache")
 
 
 def get(kubectl, *args: str) -> dict:

@@ -407,12 +407,6 @@ async def test_lightkube_networking_v1_resources(srv: HttpServer) -> None:
 # ---- kubectl -------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def kubectl(srv: HttpServer, tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
-    cache = tmp_path_factory.mktemp("kubecache")
-    return Kubectl(srv.kubeconfig, cache, cache_dir=cache / "cache")
-
-
 CM = "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, labels: {{set: pr}}}}\ndata: {{a: \"1\"}}\n"
 
 

@@ -50,12 +50,6 @@ def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
         yield s
 
 
-@pytest.fixture(scope="module")
-def kubectl(srv: HttpServer, tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
-    cache = tmp_path_factory.mktemp("kubecache")
-    return Kubectl(srv.kubeconfig, cache, cache_dir=cache / "cache")
-
-
 async def test_discovery_lists_the_csi_kinds_with_the_volume_attachment_status(cluster: LocalCluster,
                                                                                http: httpx2.AsyncClient) -> None:
     doc = (await http.get("/apis/storage.k8s.io/v1")).json()
