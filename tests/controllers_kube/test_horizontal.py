@@ -12,15 +12,17 @@ import pytest
 
 from pumice.api.scheme import DEPLOYMENT, EVENT, HORIZONTAL_POD_AUTOSCALER, HORIZONTAL_POD_AUTOSCALER_V1
 from pumice.client.base import ApiError
-from pumice.controllers.kube.horizontal import NO_METRICS
 
 from .conftest import chain, deployment, eventually
 from .test_kubectl import kubectl
 
 V2 = "autoscaling/v2"
 TARGET = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}
+#: the API server's metrics.k8s.io answer when no node agent reports usage (the fake kubelet does not)
+NO_USAGE = ("the server is currently unable to handle the request (no node agent reports resource usage: the "
+            "simulated runtime does not, and a process-runtime agent needs a few seconds after start)")
 CPU_FAILURE = ("failed to get cpu utilization: unable to get metrics for resource cpu: unable to fetch metrics from "
-               f"resource metrics API: {NO_METRICS}")
+               f"resource metrics API: {NO_USAGE}")
 
 
 def hpa(name: str, spec: dict[str, Any], api_version: str = V2) -> dict[str, Any]:
