@@ -16,6 +16,15 @@ BUG_TYPES: tuple[type[BaseException], ...] = (
 )
 
 
+#: exceptions after which the process cannot go on as it was, so a loop that retries failures (a
+#: controller's reconcile, a scheduler's cycle) re-raises them instead: the component ends, and the
+#: program with it (``pumice simulate``: ComponentFailed, exit 1; ``pumice up``: the component's
+#: failure stops it). Retrying an out-of-memory reconcile with backoff only spins, never advancing.
+#: Mirrors Go's runtime, where running out of memory is ``fatal error: runtime: out of memory``
+#: and ends the process: no recover() can retry it.
+FATAL_TYPES: tuple[type[BaseException], ...] = (MemoryError,)
+
+
 def is_bug(e: BaseException) -> bool:
     """True for an exception only a bug raises. Not bugs: pumice's own exception classes (some
     derive from ``RuntimeError``), ``UnicodeError`` (a ``ValueError`` about input) and a plain

@@ -7,7 +7,9 @@ reconciled once at start), waits for those informers to sync, then runs
 ``max_concurrent_reconciles`` workers. A Request is never reconciled by two workers at once.
 
 Outcome mapping (see :mod:`pumice.runtime.reconcile`): TerminalError -> forget + error metric;
-other exception -> add_rate_limited + error metric; ``Result(requeue_after=s)`` -> forget +
+MemoryError (:data:`pumice._util.errors.FATAL_TYPES`) and any other BaseException but cancellation
+-> error metric, raised: the controller stops and its Manager with it; other exception ->
+add_rate_limited + error metric; ``Result(requeue_after=s)`` -> forget +
 add_after(s); otherwise forget. :meth:`Controller.stop` makes a running reconcile's next API call
 raise :class:`pumice.client.base.ContextCanceled`: that reconcile ends with one INFO line.
 
@@ -25,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from pumice._util.clock import Clock, default_clock
-from pumice._util.errors import is_bug
+from pumice._util.errors import FATAL_TYPES, is_bug
 from pumice.api import Obj
 from pumice.api.scheme import ResourceKind
 from pumice.client.base import (
@@ -340,6 +342,11 @@ class Controller:
             self._terminal.inc()
             self._total["error"].inc()
             log.error("controller %s: %s: terminal error: %s", self.name, req, e)
+        except FATAL_TYPES:
+            # not retried: this worker ends, then the controller, then its manager (see FATAL_TYPES)
+            self._errors.inc()
+            self._total["error"].inc()
+            raise
         except Exception as e:
             self.queue.add_rate_limited(req)
             self._errors.inc()

@@ -225,7 +225,9 @@ class Manager:
             LeaderElectionLost: the Lease was lost while leading.
             CacheSyncTimeout: the informers did not sync within ``cache_sync_timeout``.
             RuntimeError: when started twice.
-            Exception: the first exception raised by a runnable.
+            BaseException: the first exception raised by a runnable (cancellation aside), after
+                the shutdown; :attr:`failed_runnable` names the runnable. A controller's
+                reconcile raises only what it does not retry (MemoryError, ...).
         """
         if self._running:
             raise RuntimeError("manager already started")
@@ -312,7 +314,7 @@ class Manager:
             await r.fn()
         except asyncio.CancelledError:
             raise
-        except Exception as e:
+        except BaseException as e:  # MemoryError, ... too: the manager stops and raises it (see start)
             log.exception("manager: runnable %s failed", r.name)
             if self._failure is None:
                 self._failure, self.failed_runnable = e, r.name

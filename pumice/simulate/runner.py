@@ -52,6 +52,7 @@ from typing import Any
 import looptime
 
 from pumice._util.clock import LoopClock, default_clock, set_default_clock
+from pumice._util.errors import FATAL_TYPES
 from pumice.api import Obj
 from pumice.api.meta import name as obj_name
 from pumice.client.base import ApiError
@@ -682,6 +683,8 @@ class TriggeredLoop:
             self.dirty.clear()
             try:
                 self.scheduler.run_once()
+            except FATAL_TYPES:
+                raise  # not retried: the scheduler ends and the run with it (ComponentFailed)
             except Exception:
                 log.exception("scheduling cycle failed")
             for write in list(self.scheduler.cache.pending_writes):

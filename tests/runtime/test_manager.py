@@ -230,3 +230,29 @@ async def _in_a_stopping_scope(fake: FakeClient) -> None:
         await fake.create(configmap("refused"))
 
     await asyncio.create_task(call())
+
+
+class _Fatal(BaseException):
+    """Neither an Exception nor a cancellation (asyncio's loop re-raises KeyboardInterrupt and
+    SystemExit itself)."""
+
+
+@pytest.mark.parametrize("error", [MemoryError("injected"), _Fatal("injected")], ids=["MemoryError", "BaseException"])
+async def test_a_reconcile_that_cannot_go_on_is_not_retried_and_stops_the_manager(error: BaseException) -> None:
+    """An out-of-memory reconcile was requeued with backoff for ever (the run never advanced):
+    now it ends the controller and the manager raises it, naming the controller, as a failed
+    runnable. The same for a BaseException that is no cancellation."""
+    fake = FakeClient(clock=LoopClock())
+    mgr = Manager(fake)
+    calls: list[str] = []
+
+    class OutOfMemory:
+        async def reconcile(self, req: Request) -> Result:
+            calls.append(req.name)
+            raise error
+
+    mgr.controller("oom").for_(CONFIGMAP).complete(OutOfMemory())
+    await fake.create(configmap("a"))
+    with pytest.raises(type(error), match="injected"):
+        await asyncio.wait_for(mgr.start(), 10)
+    assert (calls, mgr.failed_runnable) == (["a"], "controller-oom")

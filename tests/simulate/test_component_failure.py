@@ -1,7 +1,9 @@
 """Trial 16 F-2, second half: a controller that died of an exception during a run (MemoryError)
 stopped the controller manager, and the run went on without it to a normal-looking summary
 (``ended_by stalled``) and exit status 0. Now the run ends at once with one line naming the
-controller, exit status 1, and no report."""
+component, exit status 1, and no report: whether the exception comes from a reconcile (a
+MemoryError there is not retried with backoff, and nor is any BaseException but cancellation) or a
+scheduling cycle."""
 
 from __future__ import annotations
 
@@ -13,23 +15,53 @@ import yaml
 from click.testing import CliRunner
 
 from pumice.cli.main import main
+from pumice.controllers.volcano.job.controller import JobReconciler
 from pumice.runtime.controller import Controller
+from pumice.scheduler.volcano.scheduler import Scheduler
 from pumice.testing.paths import shared_dir
 
 TEMPLATE = {"spec": {"restartPolicy": "Never", "containers": [
     {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]}}
 
 
-def test_a_controller_that_dies_during_the_run_fails_it_in_one_line(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+class Fatal(BaseException):
+    """Neither an Exception nor a cancellation."""
+
+
+def _controller_outside_reconcile(monkeypatch: pytest.MonkeyPatch, error: BaseException) -> None:
     reconcile = Controller._reconcile
 
     async def dies(self: Controller, req: Any, t0: float | None) -> float:
         if self.name == "volcano-job":  # out of memory outside the reconcile's own error handling
-            raise MemoryError("injected")
+            raise error
         return await reconcile(self, req, t0)
 
     monkeypatch.setattr(Controller, "_reconcile", dies)
+
+
+def _reconciler(monkeypatch: pytest.MonkeyPatch, error: BaseException) -> None:
+    async def dies(self: JobReconciler, req: Any) -> Any:
+        raise error
+
+    monkeypatch.setattr(JobReconciler, "reconcile", dies)
+
+
+def _scheduling_cycle(monkeypatch: pytest.MonkeyPatch, error: BaseException) -> None:
+    def dies(self: Scheduler) -> Any:
+        raise error
+
+    monkeypatch.setattr(Scheduler, "run_once", dies)
+
+
+@pytest.mark.parametrize(("inject", "error", "line"), [
+    (_controller_outside_reconcile, MemoryError("injected"), "controller-volcano-job stopped with MemoryError: injected"),
+    (_reconciler, MemoryError("injected"), "controller-volcano-job stopped with MemoryError: injected"),
+    (_reconciler, Fatal("injected"), "controller-volcano-job stopped with Fatal: injected"),
+    (_scheduling_cycle, MemoryError("injected"), "volcano-scheduler stopped with MemoryError: injected"),
+], ids=["outside-reconcile", "in-reconcile", "base-exception-in-reconcile", "scheduling-cycle"])
+def test_a_component_that_dies_during_the_run_fails_it_in_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inject: Any, error: BaseException, line: str) -> None:
+    inject(monkeypatch, error)
     w = tmp_path / "w.yaml"
     w.write_text(yaml.safe_dump({"arrivals": [{"name": "j", "at": 0, "duration": 10, "manifest": {
         "apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
@@ -37,7 +69,6 @@ def test_a_controller_that_dies_during_the_run_fails_it_in_one_line(tmp_path: Pa
     out = tmp_path / "o"
     r = CliRunner().invoke(main, ["simulate", "--nodes", str(shared_dir() / "traces/tiresias-example/n1g4.csv"),
                                   "--workload", str(w), "--quiet", "--no-plots", "--out", str(out)])
-    assert (r.exit_code, r.output.strip().splitlines()) == (1, [
-        "Error: simulation failed at simulated 0 s: controller-volcano-job stopped with MemoryError: injected; "
-        "no report"])
+    assert (r.exit_code, r.output.strip().splitlines()) == (1, [f"Error: simulation failed at simulated 0 s: {line}; "
+                                                               "no report"])
     assert not (out / "summary.json").exists() and not (out / "jobs.csv").exists()

@@ -36,6 +36,7 @@ from typing import Any
 from prometheus_client import Counter
 
 from pumice._util.clock import Clock, default_clock, rfc3339
+from pumice._util.errors import FATAL_TYPES
 from pumice.api import Obj
 from pumice.api.meta import with_condition
 from pumice.api.scheme import (
@@ -465,6 +466,8 @@ class DefaultScheduler:
                     await self.schedule_one()
             except asyncio.CancelledError:
                 raise
+            except FATAL_TYPES:
+                raise  # not retried: the scheduler ends (see FATAL_TYPES)
             except Exception:
                 log.exception("scheduling cycle failed")
                 await self.clock.sleep(0.1)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from pumice._util.clock import Clock, LoopClock
+from pumice._util.errors import FATAL_TYPES
 from pumice.client.base import KubeClient
 from pumice.scheduler.volcano import metrics
 from pumice.scheduler.volcano.api.job_info import JobInfo
@@ -379,6 +380,8 @@ class Scheduler:
                 await self._sync_conf_map_logged()
                 try:
                     self.run_once()
+                except FATAL_TYPES:
+                    raise  # not retried: the scheduler ends (see FATAL_TYPES)
                 except Exception:
                     log.exception("scheduling cycle failed")
                 # the session closes once its status and condition writes are done (upstream's
