@@ -24,10 +24,11 @@ annotations of a v1 body are decoded as upstream decodes them (v1 MetricSpec, Me
 condition lists) and converted: the metrics go before the cpu target, the 80% default only when
 there are none; an annotation that does not decode refuses the request (400).
 
-Deviates: the v1 form served does not carry the metrics other than cpu utilization nor the
-current metrics in those annotations (upstream writes them in the v1 metric shape), so a v1
-update whose body lacks them replaces such metrics by its cpu target; the behavior annotation
-holds the v2 JSON form (upstream: its internal Go field names).
+Read back in v1, the metrics other than cpu utilization go into the metrics annotation and every
+current metric into the current-metrics annotation, in the v1 shapes (upstream's
+Convert_autoscaling_*_To_v1_*), so a v1 read-modify-write keeps them.
+
+Deviates: the behavior annotation holds the v2 JSON form (upstream: its internal Go field names).
 """
 
 from __future__ import annotations
@@ -523,6 +524,78 @@ def _annotated_struct(text: str, message: str) -> Obj | None:
     return value
 
 
+def _kept(**values: Any) -> Obj:
+    """The given fields that are set, as given (omitempty)."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _ref_to_v1(ref: Any) -> Obj:
+    ref = _map(ref)
+    out: Obj = {"kind": ref.get("kind") or "", "name": ref.get("name") or ""}
+    if ref.get("apiVersion"):
+        out["apiVersion"] = ref["apiVersion"]
+    return out
+
+
+def _metric_to_v1(m: Obj) -> Obj:
+    """A v2 MetricSpec as the v1 MetricSpec of the metrics annotation (Go's field order; a
+    non-pointer Quantity written ``"0"`` when unset).
+
+    Mirrors: kubernetes pkg/apis/autoscaling/v1/conversion.go (Convert_autoscaling_{Object,Pods,
+    Resource,ContainerResource,External}MetricSource_To_v1_*)."""
+    out: Obj = {"type": m.get("type") or ""}
+    if isinstance(src := m.get("object"), dict):
+        target, metric = _map(src.get("target")), _map(src.get("metric"))
+        out["object"] = _set(target=_ref_to_v1(src.get("describedObject")), metricName=metric.get("name") or "",
+                             targetValue=target.get("value", "0"), selector=metric.get("selector"),
+                             averageValue=target.get("averageValue"))
+    if isinstance(src := m.get("pods"), dict):
+        target, metric = _map(src.get("target")), _map(src.get("metric"))
+        out["pods"] = _set(metricName=metric.get("name") or "", targetAverageValue=target.get("averageValue", "0"),
+                           selector=metric.get("selector"))
+    for key in ("resource", "containerResource"):
+        if isinstance(src := m.get(key), dict):
+            target = _map(src.get("target"))
+            out[key] = _kept(name=src.get("name") or "", targetAverageUtilization=target.get("averageUtilization"),
+                             targetAverageValue=_quantity(target.get("averageValue")))
+            if key == "containerResource":
+                out[key]["container"] = src.get("container") or ""
+    if isinstance(src := m.get("external"), dict):
+        target, metric = _map(src.get("target")), _map(src.get("metric"))
+        out["external"] = _set(metricName=metric.get("name") or "", metricSelector=metric.get("selector"),
+                               targetValue=target.get("value"), targetAverageValue=target.get("averageValue"))
+    return out
+
+
+def _metric_status_to_v1(m: Obj) -> Obj:
+    """A v2 MetricStatus as the v1 MetricStatus of the current-metrics annotation.
+
+    Mirrors: kubernetes pkg/apis/autoscaling/v1/conversion.go (Convert_autoscaling_{Object,Pods,
+    Resource,ContainerResource,External}MetricStatus_To_v1_*)."""
+    out: Obj = {"type": m.get("type") or ""}
+    if isinstance(src := m.get("object"), dict):
+        current, metric = _map(src.get("current")), _map(src.get("metric"))
+        out["object"] = _set(target=_ref_to_v1(src.get("describedObject")), metricName=metric.get("name") or "",
+                             currentValue=current.get("value", "0"), selector=metric.get("selector"),
+                             averageValue=current.get("averageValue"))
+    if isinstance(src := m.get("pods"), dict):
+        current, metric = _map(src.get("current")), _map(src.get("metric"))
+        out["pods"] = _set(metricName=metric.get("name") or "", currentAverageValue=current.get("averageValue", "0"),
+                           selector=metric.get("selector"))
+    for key in ("resource", "containerResource"):
+        if isinstance(src := m.get(key), dict):
+            current = _map(src.get("current"))
+            out[key] = _kept(name=src.get("name") or "", currentAverageUtilization=current.get("averageUtilization"),
+                             currentAverageValue=_quantity(current.get("averageValue", "0")))
+            if key == "containerResource":
+                out[key]["container"] = src.get("container") or ""
+    if isinstance(src := m.get("external"), dict):
+        current, metric = _map(src.get("current")), _map(src.get("metric"))
+        out["external"] = _set(metricName=metric.get("name") or "", metricSelector=metric.get("selector"),
+                               currentValue=current.get("value", "0"), currentAverageValue=current.get("averageValue"))
+    return out
+
+
 def to_v1(obj: Obj) -> Obj:
     """A stored (v2) HPA in the autoscaling/v1 form (a new dict; see the module docstring)."""
     out = copy.deepcopy(obj)
@@ -532,11 +605,21 @@ def to_v1(obj: Obj) -> Obj:
     spec = _map(out.get("spec"))
     metrics = _dicts(spec.pop("metrics", None))
     behavior = spec.pop("behavior", None)
+    others = []
+    first_cpu = True
     for m in metrics:
         res = _map(m.get("resource"))
         util = _map(res.get("target")).get("averageUtilization")
-        if m.get("type") == "Resource" and res.get("name") == "cpu" and util is not None:
-            spec["targetCPUUtilizationPercentage"] = util
+        is_cpu = m.get("type") == "Resource" and res.get("name") == "cpu"
+        if is_cpu and first_cpu:  # the first cpu metric gives the v1 field, when it is a utilization
+            first_cpu = False
+            if util is not None:
+                spec["targetCPUUtilizationPercentage"] = util
+        if is_cpu and util is not None:  # every cpu utilization target stays out of the annotation
+            continue
+        others.append(_metric_to_v1(m))
+    if others:
+        annotations[METRICS_ANNOTATION] = json.dumps(others, separators=(",", ":"))
     if behavior is not None:
         annotations[BEHAVIOR_ANNOTATION] = json.dumps(behavior, separators=(",", ":"))
     status = _map(out.get("status"))
@@ -548,6 +631,9 @@ def to_v1(obj: Obj) -> Obj:
             util = _map(res.get("current")).get("averageUtilization")
             if m.get("type") == "Resource" and res.get("name") == "cpu" and util is not None:
                 status["currentCPUUtilizationPercentage"] = util
+        if current:
+            annotations[CURRENT_METRICS_ANNOTATION] = json.dumps([_metric_status_to_v1(m) for m in _dicts(current)],
+                                                                 separators=(",", ":"))
         status.setdefault("currentReplicas", 0)
         status.setdefault("desiredReplicas", 0)
         if conditions:

@@ -292,6 +292,39 @@ async def test_a_v1_metrics_annotation_becomes_the_v2_metrics() -> None:
         assert "annotations" not in m1["metadata"]
 
 
+async def test_the_v1_form_carries_the_other_metrics_and_the_current_metrics_in_annotations() -> None:
+    """kinds16 left: upstream's v1 conversion writes the metrics other than cpu utilization and
+    every current metric (v1 shapes) into the metrics and current-metrics annotations, so a v1
+    read-modify-write keeps them; pumice dropped them and a v1 update lost the memory target."""
+    memory = {"type": "Resource", "resource": {"name": "memory", "target": {"type": "AverageValue",
+                                                                            "averageValue": "100Mi"}}}
+    cpu = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}}}
+    pods = {"type": "Pods", "pods": {"metric": {"name": "qps"}, "target": {"type": "AverageValue", "averageValue": "10"}}}
+    async with chain(nodes=1, manager=False) as env:
+        await env.client.create(hpa("rt", {"scaleTargetRef": TARGET, "maxReplicas": 3, "metrics": [cpu, memory, pods]}))
+        stored = await env.client.get(HORIZONTAL_POD_AUTOSCALER, "rt", "default")
+        stored["status"] = {"currentReplicas": 2, "desiredReplicas": 2, "currentMetrics": [
+            {"type": "Resource", "resource": {"name": "cpu", "current": {"averageValue": "120m",
+                                                                         "averageUtilization": 40}}},
+            {"type": ""}]}
+        await env.client.update_status(stored)
+        v1 = await env.client.get(HORIZONTAL_POD_AUTOSCALER_V1, "rt", "default")
+        ann = v1["metadata"]["annotations"]
+        assert v1["spec"]["targetCPUUtilizationPercentage"] == 60
+        assert v1["status"]["currentCPUUtilizationPercentage"] == 40
+        assert ann[ALPHA + "metrics"] == (
+            '[{"type":"Resource","resource":{"name":"memory","targetAverageValue":"100Mi"}},'
+            '{"type":"Pods","pods":{"metricName":"qps","targetAverageValue":"10"}}]')
+        assert ann[ALPHA + "current-metrics"] == (
+            '[{"type":"Resource","resource":{"name":"cpu","currentAverageUtilization":40,'
+            '"currentAverageValue":"120m"}},{"type":""}]')
+        v1["spec"]["maxReplicas"] = 5
+        await env.client.update(v1)
+        after = await env.client.get(HORIZONTAL_POD_AUTOSCALER, "rt", "default")
+        assert after["spec"]["maxReplicas"] == 5
+        assert after["spec"]["metrics"] == [memory, pods, cpu]
+
+
 async def test_a_status_write_lost_to_a_conflict_is_logged_with_the_hpa(caplog: pytest.LogCaptureFixture) -> None:
     """Review 16: a 409 or 404 on the status write was dropped without a word."""
     from pumice.controllers.kube.horizontal import HorizontalReconciler
