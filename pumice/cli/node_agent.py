@@ -68,7 +68,7 @@ async def _run(kubeconfig: str | None, options: dict[str, Any]) -> None:
         if ray_dashboard is not None:
             served = await _serve_ray_dashboard(client, agent, ray_dashboard)
             click.echo(f"pumice node-agent: simulated Ray dashboards on http://{ray_dashboard}/<namespace>/<name>/")
-        await stop.wait()
+        await agent.wait_stopped(stop)
     finally:
         if served is not None:
             await served[0].stop()

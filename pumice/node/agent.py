@@ -497,16 +497,43 @@ class NodeAgent:
 
     # -- lifecycle -------------------------------------------------------------------------------
 
+    @property
+    def tasks(self) -> list[asyncio.Task[Any]]:
+        """The agent's own long-running tasks that :meth:`start` started (named ``node-agent
+        <part>``: the local-path provisioner, the Lease heartbeat, ...), for a caller to watch: one
+        that ended with an exception has stopped that part of the agent for good, so the agent
+        has failed (:meth:`wait_stopped` raises it; ``pumice simulate`` ends the run)."""
+        return list(self._tasks)
+
     async def run(self, stop_event: asyncio.Event | None = None) -> None:
-        """Start, run until ``stop_event`` is set (or cancelled), then stop."""
+        """Start, run until ``stop_event`` is set (or cancelled), then stop.
+
+        Raises:
+            AgentError: see :meth:`start`.
+            BaseException: what one of :attr:`tasks` ended with (see :meth:`wait_stopped`),
+                after the agent has stopped.
+        """
         await self.start()
         try:
-            if stop_event is None:
-                await asyncio.Event().wait()
-            else:
-                await stop_event.wait()
+            await self.wait_stopped(stop_event or asyncio.Event())
         finally:
             await self.stop()
+
+    async def wait_stopped(self, stop_event: asyncio.Event) -> None:
+        """Return when ``stop_event`` is set; raise the exception of the first of :attr:`tasks`
+        that fails before (logged with the task's name), as a component of ``pumice up`` that
+        fails ends it. A task that ends without an exception is no failure."""
+        stop = asyncio.ensure_future(stop_event.wait())
+        waiting: set[asyncio.Future[Any]] = {stop, *self._tasks}
+        try:
+            while not stop.done():
+                done, waiting = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                for t in done:
+                    if isinstance(t, asyncio.Task) and not t.cancelled() and (e := t.exception()) is not None:
+                        log.error("node agent: %s failed: %s: %s", t.get_name(), type(e).__name__, e)
+                        raise e
+        finally:
+            stop.cancel()
 
     async def start(self) -> None:
         """Set up the runtime and network, register the Nodes, start watching Pods.
@@ -559,15 +586,15 @@ class NodeAgent:
         self._start_informers()
         loop = asyncio.get_running_loop()
         if self.runtime_kind == "process":
-            self._tasks.append(loop.create_task(self._state_loop()))
-            self._tasks.append(loop.create_task(self._gc_orphans()))
+            self._tasks.append(loop.create_task(self._state_loop(), name="node-agent state"))
+            self._tasks.append(loop.create_task(self._gc_orphans(), name="node-agent orphan collector"))
         if self.provision_volumes:
             provisioner = LocalPathProvisioner(self.client, self.data_dir / "pv", self.clock,
                                                record_events=self.record_events,
                                                make_dirs=self.runtime_kind == "process")
-            self._tasks.append(loop.create_task(provisioner.run()))
+            self._tasks.append(loop.create_task(provisioner.run(), name="node-agent local-path provisioner"))
         if self.lease_renew_interval:
-            self._tasks.append(loop.create_task(self._heartbeat_loop()))
+            self._tasks.append(loop.create_task(self._heartbeat_loop(), name="node-agent heartbeat"))
 
     def _start_informers(self) -> None:
         """Pods (of this agent's Nodes when it hosts one simulated Node) and, for the process
@@ -600,7 +627,7 @@ class NodeAgent:
             await pods.wait_synced()
             self.pods_synced.set()
 
-        self._tasks.append(asyncio.get_running_loop().create_task(synced()))
+        self._tasks.append(asyncio.get_running_loop().create_task(synced(), name="node-agent pods synced"))
 
     async def stop(self) -> None:
         """Stop watching; stop every Pod (unless ``keep_pods``; the simulated runtime stops none
@@ -693,7 +720,7 @@ class NodeAgent:
         self._log_server = LogServer(self._log_source, self.clock,
                                      streams=StreamServer(self._exec_target, self._forward_target),
                                      usage=self._sampler.usage)
-        self._tasks.append(asyncio.get_running_loop().create_task(self._usage_loop()))
+        self._tasks.append(asyncio.get_running_loop().create_task(self._usage_loop(), name="node-agent usage sampler"))
         self.kubelet_port = await self._log_server.start(hosts)
         if self.apiserver_url_for_pods:
             u = urlsplit(self.apiserver_url_for_pods)

@@ -185,8 +185,9 @@ INTERRUPTED = "interrupted"
 
 
 class ComponentFailed(RuntimeError):
-    """A component of the simulated stack (the controller manager, a scheduler) stopped with an
-    exception during the run: the run cannot go on as the stack would, so it ends without a report.
+    """A component of the simulated stack (the controller manager, a scheduler, a task of the node
+    agent) stopped with an exception during the run: the run cannot go on as the stack would, so
+    it ends without a report.
     Message: ``simulation failed at simulated 1 s: controller-volcano-job stopped with MemoryError:
     ...; no report`` (the exception is the ``__cause__``)."""
 
@@ -722,8 +723,8 @@ def _sim_scheduler_class() -> type:
 @dataclass
 class _Stack:
     """The running components of one simulation: the API server, the in-process clients made for
-    it, the long-running tasks (controller manager, schedulers), the node agent and the Volcano
-    scheduler."""
+    it, the long-running tasks (controller manager, schedulers, the node agent's own: see
+    :attr:`pumice.node.agent.NodeAgent.tasks`), the node agent and the Volcano scheduler."""
 
     server: Any
     clients: list[Any] = field(default_factory=list)
@@ -785,7 +786,8 @@ def _crashed(t: asyncio.Task[Any]) -> BaseException | None:
 
 def _raise_if_crashed(stack: _Stack, now: float) -> None:
     """Raise :class:`ComponentFailed` for the first of the stack's long-running tasks that ended
-    with an exception (the controller manager: named by the runnable that stopped it)."""
+    with an exception (the controller manager: named by the runnable that stopped it; the node
+    agent's: ``node-agent local-path provisioner``, ...)."""
     for t in stack.tasks:
         if (e := _crashed(t)) is None:
             continue
@@ -826,6 +828,7 @@ async def _start_node_agent(stack: _Stack, cfg: SimConfig, clock: LoopClock) -> 
         state.labels.update(spec.node_labels())
     await agent.start()
     stack.agent, stack.runtime = agent, agent.runtime
+    stack.tasks.extend(agent.tasks)  # its provisioner, ...: one that crashes fails the run too
 
 
 async def _start_controllers(stack: _Stack, cfg: SimConfig, clock: LoopClock, rec: Recorder) -> None:

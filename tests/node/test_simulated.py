@@ -486,3 +486,23 @@ async def test_a_gang_member_resumed_running_ends_though_another_member_ended_be
     assert ended["startedAt"] == running["startedAt"]
     assert 59 <= _seconds(ended["finishedAt"]) - _seconds(ended["startedAt"]) <= 60
     await agent.stop()
+
+
+@pytest.mark.looptime
+async def test_a_task_of_the_agent_that_fails_ends_its_run_with_that_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pumice up`` and ``pumice node-agent`` end when a component fails; the agent's own
+    provisioner dying (here of MemoryError) left the agent running without it, unnoticed."""
+    import asyncio
+
+    from pumice.node.provisioner import LocalPathProvisioner
+
+    async def dies(self: LocalPathProvisioner) -> None:
+        await asyncio.sleep(5)
+        raise MemoryError("injected")
+
+    monkeypatch.setattr(LocalPathProvisioner, "run", dies)
+    clock = LoopClock()
+    agent = NodeAgent(FakeClient(clock=clock), runtime="simulated", data_dir="/nonexistent", nodes=1, clock=clock)
+    with pytest.raises(MemoryError, match="injected"):
+        await asyncio.wait_for(agent.run(asyncio.Event()), 60)
+    assert not agent._started, "the agent stopped before the error was raised"

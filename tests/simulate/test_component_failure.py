@@ -2,8 +2,8 @@
 stopped the controller manager, and the run went on without it to a normal-looking summary
 (``ended_by stalled``) and exit status 0. Now the run ends at once with one line naming the
 component, exit status 1, and no report: whether the exception comes from a reconcile (a
-MemoryError there is not retried with backoff, and nor is any BaseException but cancellation) or a
-scheduling cycle."""
+MemoryError there is not retried with backoff, and nor is any BaseException but cancellation), a
+scheduling cycle, or one of the node agent's own tasks."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from pumice.cli.main import main
 from pumice.controllers.volcano.job.controller import JobReconciler
+from pumice.node.provisioner import LocalPathProvisioner
 from pumice.runtime.controller import Controller
 from pumice.scheduler.volcano.scheduler import Scheduler
 from pumice.testing.paths import shared_dir
@@ -53,12 +54,21 @@ def _scheduling_cycle(monkeypatch: pytest.MonkeyPatch, error: BaseException) -> 
     monkeypatch.setattr(Scheduler, "run_once", dies)
 
 
+def _node_agent_provisioner(monkeypatch: pytest.MonkeyPatch, error: BaseException) -> None:
+    async def dies(self: LocalPathProvisioner) -> None:
+        raise error
+
+    monkeypatch.setattr(LocalPathProvisioner, "run", dies)
+
+
 @pytest.mark.parametrize(("inject", "error", "line"), [
     (_controller_outside_reconcile, MemoryError("injected"), "controller-volcano-job stopped with MemoryError: injected"),
     (_reconciler, MemoryError("injected"), "controller-volcano-job stopped with MemoryError: injected"),
     (_reconciler, Fatal("injected"), "controller-volcano-job stopped with Fatal: injected"),
     (_scheduling_cycle, MemoryError("injected"), "volcano-scheduler stopped with MemoryError: injected"),
-], ids=["outside-reconcile", "in-reconcile", "base-exception-in-reconcile", "scheduling-cycle"])
+    (_node_agent_provisioner, MemoryError("injected"),
+     "node-agent local-path provisioner stopped with MemoryError: injected"),
+], ids=["outside-reconcile", "in-reconcile", "base-exception-in-reconcile", "scheduling-cycle", "node-agent-task"])
 def test_a_component_that_dies_during_the_run_fails_it_in_one_line(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inject: Any, error: BaseException, line: str) -> None:
     inject(monkeypatch, error)
