@@ -72,6 +72,7 @@ BEHAVIOR_ANNOTATION = "autoscaling.alpha.kubernetes.io/behavior"
 CONDITIONS_ANNOTATION = "autoscaling.alpha.kubernetes.io/conditions"
 METRICS_ANNOTATION = "autoscaling.alpha.kubernetes.io/metrics"
 CURRENT_METRICS_ANNOTATION = "autoscaling.alpha.kubernetes.io/current-metrics"
+_V1_CONDITION_FIELDS = ("type", "status", "lastTransitionTime", "reason", "message", "observedGeneration")
 _ROUND_TRIP = (METRICS_ANNOTATION, CURRENT_METRICS_ANNOTATION, BEHAVIOR_ANNOTATION, CONDITIONS_ANNOTATION)
 _V1 = "k8s.io.api.autoscaling.v1."
 _BEHAVIOR_MESSAGE = "k8s.io.api.autoscaling.v2.HorizontalPodAutoscalerBehavior"
@@ -636,8 +637,11 @@ def to_v1(obj: Obj) -> Obj:
                                                                  separators=(",", ":"))
         status.setdefault("currentReplicas", 0)
         status.setdefault("desiredReplicas", 0)
-        if conditions:
-            annotations[CONDITIONS_ANNOTATION] = json.dumps(conditions, separators=(",", ":"))
+        if conditions:  # the v1 condition's fields in Go's order
+            annotations[CONDITIONS_ANNOTATION] = json.dumps(
+                [{k: c[k] for k in _V1_CONDITION_FIELDS if k in c} | {k: v for k, v in c.items()
+                                                                       if k not in _V1_CONDITION_FIELDS}
+                 for c in _dicts(conditions)], separators=(",", ":"))
         out["status"] = status
     if annotations:
         md["annotations"] = annotations

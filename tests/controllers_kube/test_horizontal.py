@@ -318,6 +318,14 @@ async def test_the_v1_form_carries_the_other_metrics_and_the_current_metrics_in_
         assert ann[ALPHA + "current-metrics"] == (
             '[{"type":"Resource","resource":{"name":"cpu","currentAverageUtilization":40,'
             '"currentAverageValue":"120m"}},{"type":""}]')
+        stored = await env.client.get(HORIZONTAL_POD_AUTOSCALER, "rt", "default")
+        stored["status"]["conditions"] = [{"type": "AbleToScale", "status": "True", "reason": "R", "message": "m",
+                                           "lastTransitionTime": "2026-12-03T13:50:16Z"}]
+        await env.client.update_status(stored)
+        v1 = await env.client.get(HORIZONTAL_POD_AUTOSCALER_V1, "rt", "default")
+        assert v1["metadata"]["annotations"][ALPHA + "conditions"] == (  # Go's field order
+            '[{"type":"AbleToScale","status":"True","lastTransitionTime":"2026-12-03T13:50:16Z","reason":"R",'
+            '"message":"m"}]')
         v1["spec"]["maxReplicas"] = 5
         await env.client.update(v1)
         after = await env.client.get(HORIZONTAL_POD_AUTOSCALER, "rt", "default")

@@ -15,7 +15,12 @@ from pumice.api.scheme import DEPLOYMENT
 from pumice.api.selectors import LabelSelector
 from pumice.client.base import ApiError
 from pumice.controllers.kube.horizontal import HorizontalReconciler
-from pumice.controllers.kube.replica_calculator import MetricsError, PodMetric, ReplicaCalculator
+from pumice.controllers.kube.replica_calculator import (
+    MetricsError,
+    PodMetric,
+    ReplicaCalculator,
+    calculate_pod_requests,
+)
 from pumice.runtime import Request
 
 T0 = 1_780_000_000.0
@@ -315,3 +320,29 @@ def test_a_container_without_a_request_is_an_error() -> None:
     del p["spec"]["containers"][0]["resources"]["requests"]["cpu"]
     with pytest.raises(MetricsError, match="missing request for cpu in container c of Pod a"):
         ReplicaCalculator().resource_replicas(1, 50, "cpu", [p], _metrics(a=10), T0)
+
+
+async def test_a_scale_up_tolerance_in_the_behavior_widens_the_band() -> None:
+    # HPAConfigurableTolerance (beta, on since 1.35): 140% of the target is within a 0.5 scale-up tolerance
+    behavior = {"scaleUp": {"stabilizationWindowSeconds": 0, "selectPolicy": "Max", "tolerance": "0.5",
+                            "policies": [{"type": "Pods", "value": 4, "periodSeconds": 15}]},
+                "scaleDown": {"selectPolicy": "Max", "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}]}}
+    rig = Rig({"metrics": CPU_50, "behavior": behavior}, 2, [pod("p0"), pod("p1")],
+              [usage("p0", "70m"), usage("p1", "70m")])
+    status = await rig.sync()
+    assert rig.cluster.writes == []
+    assert status["currentMetrics"][0]["resource"]["current"]["averageUtilization"] == 70
+    del rig.hpas.objs[0]["spec"]["behavior"]["scaleUp"]["tolerance"]
+    await rig.sync(after=15)
+    assert rig.cluster.writes == [3]
+
+
+def test_pod_level_requests_are_the_pods_request_unless_a_container_is_named() -> None:
+    p = pod("a", cpu="100m")
+    p["spec"]["resources"] = {"requests": {"cpu": "1"}}
+    assert calculate_pod_requests([p], "", "cpu") == {"a": 1000}
+    assert calculate_pod_requests([p], "c", "cpu") == {"a": 100}
+    with pytest.raises(MetricsError, match="missing pod-level request for memory in Pod a"):
+        calculate_pod_requests([p], "", "memory")
+    with pytest.raises(MetricsError, match="container x not found in Pod a"):
+        calculate_pod_requests([p], "x", "cpu")

@@ -16,7 +16,8 @@ Each HPA is reconciled on change and every 15 s (``--horizontal-pod-autoscaler-s
 3. within the bounds the metrics decide (computeReplicasForMetrics): the scale's selector must
    parse and its Pods must not be selected by another HPA (``SelectorRequired`` /
    ``InvalidSelector`` / ``AmbiguousSelector``); each metric proposes a count
-   (:mod:`pumice.controllers.kube.replica_calculator`: tolerance 0.1, missing and unready Pods,
+   (:mod:`pumice.controllers.kube.replica_calculator`: tolerance 0.1 or the scaling rules'
+   ``tolerance`` (HPAConfigurableTolerance, on since 1.35), Pod-level requests, missing and unready Pods,
    cpu initialization period 300 s, initial readiness delay 30 s) and its ``currentMetrics``
    entry; the largest proposal wins (``ScalingActive`` True ``ValidMetricFound`` "the HPA was
    able to successfully calculate a replica count from cpu resource utilization (percentage of
@@ -55,8 +56,7 @@ and metrics/client.go (the error texts).
 
 Deviates: Pods, Object and External metrics need the custom.metrics.k8s.io and
 external.metrics.k8s.io APIs, which pumice does not serve: they fail as upstream's do when those
-APIs are not registered. The per-HPA ``tolerance`` of the scaling rules (feature gate
-HPAConfigurableTolerance) and Pod-level resources in the requests are not read.
+APIs are not registered.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ from typing import Any, Protocol
 
 from pumice._util.clock import Clock, rfc3339
 from pumice.api import Obj, meta
-from pumice.api.quantity import QuantityError, format_millis, milli_value_int64
+from pumice.api.quantity import QuantityError, format_millis, milli_value_int64, parse_quantity
 from pumice.api.scheme import HORIZONTAL_POD_AUTOSCALER, POD
 from pumice.api.selectors import LabelSelector, SelectorError, format_label_selector, parse_label_selector
 from pumice.client.base import ApiError, is_conflict, is_not_found
@@ -79,6 +79,7 @@ from pumice.controllers.kube.replica_calculator import (
     MetricsError,
     PodMetric,
     ReplicaCalculator,
+    Tolerances,
     pod_metrics_info,
 )
 from pumice.runtime import Request, Result
@@ -493,7 +494,7 @@ class HorizontalReconciler:
         container = str(src.get("container") or "") if key == "containerResource" else ""
         try:
             replicas, current, name = await self._resource_metric(ns, spec_replicas, _dict(src.get("target")), resource,
-                                                                   container, selector, key)
+                                                                   container, selector, key, self._tolerances(hpa))
         except MetricsError as e:
             reason = "FailedGetResourceMetric" if key == "resource" else "FailedGetContainerResourceMetric"
             what = f"{resource} resource" if key == "resource" else f"{container} container"
@@ -506,7 +507,8 @@ class HorizontalReconciler:
         return _Proposal(replicas=replicas, name=name)
 
     async def _resource_metric(self, namespace: str, current_replicas: int, target: Obj, resource: str,
-                               container: str, selector: LabelSelector, source: str) -> tuple[int, Obj, str]:
+                               container: str, selector: LabelSelector, source: str, tolerances: Tolerances
+                               ) -> tuple[int, Obj, str]:
         """computeStatusForResourceMetricGeneric: ``(replicas, MetricValueStatus, description)``.
 
         Raises:
@@ -518,7 +520,7 @@ class HorizontalReconciler:
                 target_usage = milli_value_int64(average_value)
                 replicas, usage = self.calculator.raw_resource_replicas(
                     current_replicas, target_usage, resource, self._pods(namespace, selector),
-                    await self._read(namespace, selector, resource, container), self.clock.now())
+                    await self._read(namespace, selector, resource, container), self.clock.now(), tolerances)
             except (MetricsError, QuantityError) as e:
                 raise MetricsError(f"failed to get {resource} usage: {e}") from None
             return replicas, {"averageValue": format_millis(usage)}, f"{resource} resource"
@@ -529,12 +531,27 @@ class HorizontalReconciler:
         try:
             replicas, percent, raw = self.calculator.resource_replicas(
                 current_replicas, utilization, resource, self._pods(namespace, selector),
-                await self._read(namespace, selector, resource, container), self.clock.now(), container)
+                await self._read(namespace, selector, resource, container), self.clock.now(), container, tolerances)
         except MetricsError as e:
             raise MetricsError(f"failed to get {resource} utilization: {e}") from None
         what = "container resource" if source == "containerResource" else "resource"
         return (replicas, {"averageValue": format_millis(raw), "averageUtilization": percent},
                 f"{resource} {what} utilization (percentage of request)")
+
+    def _tolerances(self, hpa: Obj) -> Tolerances:
+        """tolerancesForHpa: the controller's tolerance, or a behavior rule's ``tolerance``
+        (feature gate HPAConfigurableTolerance, beta and on since 1.35)."""
+        out = Tolerances(self.calculator.tolerance, self.calculator.tolerance)
+        behavior = (hpa.get("spec") or {}).get("behavior")
+        if not isinstance(behavior, dict):
+            return out
+        down = _dict(behavior.get("scaleDown")).get("tolerance")
+        up = _dict(behavior.get("scaleUp")).get("tolerance")
+        try:
+            return Tolerances(float(parse_quantity(down)) if down is not None else out.scale_down,
+                              float(parse_quantity(up)) if up is not None else out.scale_up)
+        except QuantityError:
+            return out
 
     async def _read(self, namespace: str, selector: LabelSelector, resource: str, container: str
                     ) -> dict[str, PodMetric]:

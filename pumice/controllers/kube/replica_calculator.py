@@ -47,6 +47,7 @@ __all__ = [
     "MetricsError",
     "PodMetric",
     "ReplicaCalculator",
+    "Tolerances",
     "calculate_pod_requests",
     "group_pods",
     "pod_metrics_info",
@@ -181,19 +182,29 @@ def group_pods(pods: Iterable[Obj], metrics: Mapping[str, PodMetric], resource: 
 
 
 def calculate_pod_requests(pods: Iterable[Obj], container: str, resource: str) -> dict[str, int]:
-    """``{pod name: request of resource, milli}``: the Pod's containers (and restartable init
+    """``{pod name: request of resource, milli}``: the Pod-level request when the Pod sets
+    ``spec.resources`` and no container is named, else its containers (and restartable init
     containers) summed, or only ``container``'s.
 
     Raises:
-        MetricsError: ``missing request for <resource> in container <c> of Pod <p>``.
+        MetricsError: ``missing request for <resource> in container <c> of Pod <p>``, ``missing
+            pod-level request for <resource> in Pod <p>``, ``container <c> not found in Pod <p>``.
     """
     out: dict[str, int] = {}
     for pod in pods:
         spec = pod.get("spec") or {}
         name = str((pod.get("metadata") or {}).get("name") or "")
+        pod_level = spec.get("resources") or {}
+        if not container and (pod_level.get("requests") or pod_level.get("limits")):
+            value = _usage_milli(pod_level.get("requests") or {}, resource)
+            if value is None:
+                raise MetricsError(f"missing pod-level request for {resource} in Pod {name}")
+            out[name] = value
+            continue
         containers = list(spec.get("containers") or [])
         containers += [c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"]
         total = 0
+        found = False
         for c in containers:
             if container and c.get("name") != container:
                 continue
@@ -201,6 +212,11 @@ def calculate_pod_requests(pods: Iterable[Obj], container: str, resource: str) -
             if value is None:
                 raise MetricsError(f"missing request for {resource} in container {c.get('name', '')} of Pod {name}")
             total += value
+            found = True
+            if container:
+                break
+        if container and not found:
+            raise MetricsError(f"container {container} not found in Pod {name}")
         out[name] = total
     return out
 
@@ -240,6 +256,21 @@ def metric_usage_ratio(metrics: Mapping[str, PodMetric], target_usage: int) -> t
 
 
 @dataclass(frozen=True)
+class Tolerances:
+    """The band of usage ratios ``[1 - scale_down, 1 + scale_up]`` within which the replica count
+    stays (an HPA's ``behavior.scaleDown.tolerance`` / ``scaleUp.tolerance``, else the
+    controller's --horizontal-pod-autoscaler-tolerance).
+
+    Mirrors: kubernetes pkg/controller/podautoscaler/replica_calculator.go Tolerances.isWithin."""
+
+    scale_down: float = TOLERANCE
+    scale_up: float = TOLERANCE
+
+    def within(self, ratio: float) -> bool:
+        return 1.0 - self.scale_down <= ratio <= 1.0 + self.scale_up
+
+
+@dataclass(frozen=True)
 class ReplicaCalculator:
     """Computes replica counts (see the module docstring); periods in seconds."""
 
@@ -260,7 +291,8 @@ class ReplicaCalculator:
         return ready, unready, missing
 
     def resource_replicas(self, current: int, target_utilization: int, resource: str, pods: list[Obj],
-                          metrics: PodMetricsInfo, now: float, container: str = "") -> tuple[int, int, int]:
+                          metrics: PodMetricsInfo, now: float, container: str = "",
+                          tolerances: Tolerances | None = None) -> tuple[int, int, int]:
         """GetResourceReplicas after the metrics were read: ``(replicas, utilization %,
         average raw value milli)``. ``metrics`` is consumed (modified).
 
@@ -272,7 +304,7 @@ class ReplicaCalculator:
         ratio, utilization, raw = resource_utilization_ratio(metrics, requests, target_utilization)
         scale_up_with_unready = bool(unready) and ratio > 1.0
         if not scale_up_with_unready and not missing:
-            if abs(1.0 - ratio) <= self.tolerance:
+            if self._band(tolerances).within(ratio):
                 return current, utilization, raw
             return math.ceil(ratio * ready), utilization, raw
         if missing:
@@ -287,10 +319,11 @@ class ReplicaCalculator:
             for name in unready:
                 metrics[name] = PodMetric(0)
         new_ratio, _, _ = resource_utilization_ratio(metrics, requests, target_utilization)
-        return self._rebalanced(current, ratio, new_ratio, len(metrics)), utilization, raw
+        return self._rebalanced(current, ratio, new_ratio, len(metrics), tolerances), utilization, raw
 
     def raw_resource_replicas(self, current: int, target_usage: int, resource: str, pods: list[Obj],
-                              metrics: PodMetricsInfo, now: float) -> tuple[int, int]:
+                              metrics: PodMetricsInfo, now: float, tolerances: Tolerances | None = None
+                              ) -> tuple[int, int]:
         """GetRawResourceReplicas (calcPlainMetricReplicas) after the metrics were read:
         ``(replicas, average usage milli)``. ``metrics`` is consumed (modified).
 
@@ -301,7 +334,7 @@ class ReplicaCalculator:
         ratio, usage = metric_usage_ratio(metrics, target_usage)
         scale_up_with_unready = bool(unready) and ratio > 1.0
         if not scale_up_with_unready and not missing:
-            if abs(1.0 - ratio) <= self.tolerance:
+            if self._band(tolerances).within(ratio):
                 return current, usage
             return math.ceil(ratio * ready), usage
         if missing:
@@ -315,12 +348,16 @@ class ReplicaCalculator:
             for name in unready:
                 metrics[name] = PodMetric(0)
         new_ratio, _ = metric_usage_ratio(metrics, target_usage)
-        return self._rebalanced(current, ratio, new_ratio, len(metrics)), usage
+        return self._rebalanced(current, ratio, new_ratio, len(metrics), tolerances), usage
 
-    def _rebalanced(self, current: int, ratio: float, new_ratio: float, counted: int) -> int:
+    def _band(self, tolerances: Tolerances | None) -> Tolerances:
+        return tolerances if tolerances is not None else Tolerances(self.tolerance, self.tolerance)
+
+    def _rebalanced(self, current: int, ratio: float, new_ratio: float, counted: int,
+                    tolerances: Tolerances | None) -> int:
         """The count after the missing/unready Pods were filled in: the current one when the
-        change is within the tolerance or would reverse the direction of the first ratio."""
-        if (abs(1.0 - new_ratio) <= self.tolerance or (ratio < 1.0 < new_ratio)
+        change is within the tolerances or would reverse the direction of the first ratio."""
+        if (self._band(tolerances).within(new_ratio) or (ratio < 1.0 < new_ratio)
                 or (ratio > 1.0 > new_ratio)):
             return current
         replicas = math.ceil(new_ratio * counted)
