@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from pumice.api.scheme import DEPLOYMENT, EVENT, HORIZONTAL_POD_AUTOSCALER, HORIZONTAL_POD_AUTOSCALER_V1
+from pumice.api import meta
+from pumice.api.scheme import DEPLOYMENT, EVENT, HORIZONTAL_POD_AUTOSCALER, HORIZONTAL_POD_AUTOSCALER_V1, POD
 from pumice.client.base import ApiError
 
 from .conftest import chain, deployment, eventually
@@ -175,6 +176,67 @@ async def test_within_bounds_the_controller_says_it_cannot_read_metrics_and_leav
         assert got["FailedComputeMetricsReplicas"] == (
             "Warning", f"invalid metrics (1 invalid out of 1), first error is: failed to get cpu resource metric value: "
                        f"{CPU_FAILURE}")
+
+
+class UsageOfPods:
+    """PodMetrics for the Pods the HPA controller's informer holds: each container at ``cpu``,
+    stamped one window after the Pod became Ready (so the cpu readiness check counts it)."""
+
+    def __init__(self, pods: Any, cpu: str) -> None:
+        self.pods = pods
+        self.cpu = cpu
+
+    async def pod_metrics(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        from pumice._util.clock import parse_rfc3339, rfc3339
+        from pumice.api.selectors import parse_label_selector
+
+        out = []
+        for p in self.pods.store.list(namespace, parse_label_selector(selector)):
+            ready = next((c for c in (p.get("status") or {}).get("conditions") or [] if c["type"] == "Ready"), None)
+            if ready is None:
+                continue
+            at = parse_rfc3339(ready["lastTransitionTime"]) + 15
+            out.append({"metadata": {"name": p["metadata"]["name"], "namespace": namespace},
+                        "timestamp": rfc3339(at), "window": "15s",
+                        "containers": [{"name": c["name"], "usage": {"cpu": self.cpu, "memory": "10Mi"}}
+                                       for c in p["spec"]["containers"]]})
+        return out
+
+
+async def test_a_deployment_busy_above_its_cpu_target_is_scaled_up_through_its_scale() -> None:
+    # the whole chain: HPA -> deployments/scale -> Deployment -> ReplicaSet -> Pods, with the
+    # Pods' usage fed in place of metrics.k8s.io (200m of a 100m request, target 50% -> 8, limited to 4)
+    async with chain(nodes=1) as env:
+        await env.client.create(deployment("web", 2))
+
+        async def running() -> bool:
+            pods = (await env.client.list(POD, "default", label_selector="app=web")).items
+            return len(pods) == 2 and all(meta.pod_is_ready(p) for p in pods)
+
+        await eventually(running, what="2 Pods Ready")
+        assert env.kube is not None and env.kube.horizontalpodautoscaling is not None
+        ctrl = env.kube.horizontalpodautoscaling
+        ctrl.metrics = UsageOfPods(ctrl.pods, "200m")
+        await eventually(lambda: len(ctrl.pods.store.list("default")) == 2, what="the controller sees the Pods")
+        await env.client.create(hpa("web", {"scaleTargetRef": TARGET, "minReplicas": 1, "maxReplicas": 10, "metrics": [
+            {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization",
+                                                                         "averageUtilization": 50}}}]}))
+
+        async def scaled() -> bool:
+            return (await env.client.get(DEPLOYMENT, "web", "default"))["spec"]["replicas"] == 4
+
+        await eventually(scaled, what="the Deployment scaled to 4")
+
+        async def told() -> bool:
+            return "SuccessfulRescale" in await events_of(env.client, "web")
+
+        await eventually(told, what="the SuccessfulRescale Event")
+        assert (await events_of(env.client, "web"))["SuccessfulRescale"] == (
+            "Normal", "New size: 4; reason: cpu resource utilization (percentage of request) above target")
+        out = await env.client.get(HORIZONTAL_POD_AUTOSCALER, "web", "default")
+        assert out["status"]["currentMetrics"] == [{"type": "Resource", "resource": {
+            "name": "cpu", "current": {"averageValue": "200m", "averageUtilization": 200}}}]
+        assert conditions(out)["ScalingLimited"][:2] == ("True", "ScaleUpLimit")
 
 
 async def test_a_missing_target_is_failed_get_scale() -> None:
