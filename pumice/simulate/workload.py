@@ -607,9 +607,11 @@ def load_yaml(path: Path) -> Workload:
                                      "`priorityClasses:`, e.g. `priorityClasses: {" + str(value) + ": 100}`)")
     for d in docs:
         for a in d.get("arrivals") or []:
-            count, every = int(a.get("count", 1)), float(a.get("every", 0))
+            # null, as leaving the field out (checked above: numbers, maybe quoted: YAML 1.1 reads 1e3 as a string)
+            count = 1 if a.get("count") is None else int(float(a["count"]))
+            every = float(a.get("every") or 0)
             for k in range(count):
-                arrivals.append(_yaml_arrival(path, a, k, count, float(a.get("at", 0)) + k * every))
+                arrivals.append(_yaml_arrival(path, a, k, count, float(a.get("at") or 0) + k * every))
     if not arrivals:
         kinds = sorted({str(d.get("kind")) for d in docs if d.get("kind") and d.get("kind") != "Workload"})
         found = f"; it holds {', '.join(kinds)} manifest(s): put each under arrivals[].manifest" if kinds else ""
@@ -650,8 +652,9 @@ def check_workload_document(path: Path, d: Obj) -> None:
     a Ray kind's cluster spec and groups, a Deployment's ``template``), and the quantities of each
     Pod template's containers, init containers (``resources.requests``/``limits``) and
     ``overhead`` (as the run reads them before the API server sees them). Numbers: ``at``,
-    ``every`` and ``duration`` finite and not negative, ``count`` and ``replicas`` whole and not
-    negative, ``count`` at most :data:`MAX_COPIES` and the Pods one arrival makes at most
+    ``every`` and ``duration`` finite and not negative (null: as left out), ``count`` whole and
+    not negative; a manifest's ``replicas``, ``minAvailable`` and ``numOfHosts`` whole, not
+    negative, neither null nor quoted (``expected a whole number, got null``); ``count`` at most :data:`MAX_COPIES` and the Pods one arrival makes at most
     :data:`MAX_PODS`. The API server validates the rest of each manifest when it arrives.
 
     Raises:
@@ -690,6 +693,20 @@ def check_workload_document(path: Path, d: Obj) -> None:
         if not math.isfinite(x) or x < 0 or (whole and x != int(x)):
             fail(where, "a whole number, 0 or more" if whole else "a finite number of seconds, 0 or more", v,
                  value=True)
+
+    def whole(m: Obj, key: str, where: str) -> None:
+        """A manifest's integer field (an int32 of the API: ``replicas``, ``minAvailable``, ...),
+        when given: a YAML whole number, 0 or more. Null and a quoted number are refused here, as
+        the run reads the number before the API server sees the manifest (which would refuse a
+        string: ``must be of type integer``)."""
+        if key not in m:
+            return
+        v = m[key]
+        if v is None:
+            fail(where, "a whole number", v)
+        if isinstance(v, str):
+            fail(where, "a whole number (unquoted)", v, value=True)
+        number(v, where, whole=True)
 
     def quantities(resources: Obj, where: str) -> None:
         for name, q in resources.items():
@@ -776,11 +793,9 @@ def check_workload_document(path: Path, d: Obj) -> None:
             for j, task in enumerate(seq(spec.get("tasks"), f"{where}.spec.tasks")):
                 mapping(task, f"{where}.spec.tasks[{j}]", optional=False)
                 templates.append((task.get("template"), f"{where}.spec.tasks[{j}].template"))
-                if task.get("replicas") is not None:
-                    number(task["replicas"], f"{where}.spec.tasks[{j}].replicas", whole=True)
+                whole(task, "replicas", f"{where}.spec.tasks[{j}].replicas")
                 pods = add_pods(pods, task.get("replicas"), f"{where}.spec.tasks[{j}].replicas")
-            if spec.get("minAvailable") is not None:
-                number(spec["minAvailable"], f"{where}.spec.minAvailable", whole=True)
+            whole(spec, "minAvailable", f"{where}.spec.minAvailable")
         elif kind in ("RayJob", "RayService"):
             key = "rayClusterSpec" if kind == "RayJob" else "rayClusterConfig"
             rcs = mapping(spec.get(key), f"{where}.spec.{key}")
@@ -791,15 +806,13 @@ def check_workload_document(path: Path, d: Obj) -> None:
                 mapping(g, gw, optional=False)
                 templates.append((g.get("template"), f"{gw}.template"))
                 for n in ("replicas", "numOfHosts"):
-                    if g.get(n) is not None:
-                        number(g[n], f"{gw}.{n}", whole=True)
+                    whole(g, n, f"{gw}.{n}")
                 hosts = int(float(1 if g.get("numOfHosts") is None else g["numOfHosts"]))
                 pods = add_pods(pods, int(float(1 if g.get("replicas") is None else g["replicas"])) * hosts,
                                 f"{gw}.replicas")
         elif kind == "Deployment":
             templates.append((spec.get("template"), f"{where}.spec.template"))
-            if spec.get("replicas") is not None:
-                number(spec["replicas"], f"{where}.spec.replicas", whole=True)
+            whole(spec, "replicas", f"{where}.spec.replicas")
             pods = add_pods(pods, spec.get("replicas"), f"{where}.spec.replicas")
         elif kind == "Pod":
             templates.append((m, where))

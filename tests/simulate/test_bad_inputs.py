@@ -327,3 +327,56 @@ def test_a_priority_class_value_that_is_not_a_whole_number_is_shown(tmp_path: Pa
     code, lines = _simulate(tmp_path, shared_dir() / "traces/tiresias-example/n1g4.csv", w)
     assert (code, lines) == (2, [f"Error: {w}: priorityClasses[low]: expected a whole number from -2147483648 to "
                                  f"1000000000 (the highest user-definable priority), got {got}"])
+
+
+
+def _vcjob(spec: str = "", task: str = "") -> str:
+    return f"{{apiVersion: batch.volcano.sh/v1alpha1, kind: Job, spec: {{{spec}tasks: [{{name: t, {task}template: " \
+        f"{TEMPLATE}}}]}}}}"
+
+
+def _rayjob(group: str) -> str:
+    return (f"{{apiVersion: ray.io/v1, kind: RayJob, spec: {{entrypoint: x, rayClusterSpec: {{headGroupSpec: "
+            f"{{template: {TEMPLATE}}}, workerGroupSpecs: [{{groupName: w, {group}template: {TEMPLATE}}}]}}}}}}")
+
+
+def _deployment(spec: str) -> str:
+    return (f"{{apiVersion: apps/v1, kind: Deployment, spec: {{{spec}selector: {{matchLabels: {{a: b}}}}, "
+            f"template: {{metadata: {{labels: {{a: b}}}}, spec: {{containers: [{{name: c, image: x}}]}}}}}}}}")
+
+
+@pytest.mark.parametrize(("manifest", "where", "got"), [
+    (_vcjob(task="replicas: null, "), "spec.tasks[0].replicas", "expected a whole number, got null"),
+    (_vcjob(task="replicas: '3', "), "spec.tasks[0].replicas",
+     "expected a whole number (unquoted), got '3'"),
+    (_vcjob(task="replicas: '3.0', "), "spec.tasks[0].replicas",
+     "expected a whole number (unquoted), got '3.0'"),
+    (_vcjob(task="replicas: [1], "), "spec.tasks[0].replicas", "expected a whole number, got list"),
+    (_vcjob(task="replicas: -1, "), "spec.tasks[0].replicas",
+     "expected a whole number, 0 or more, got -1"),
+    (_vcjob(spec="minAvailable: null, "), "spec.minAvailable", "expected a whole number, got null"),
+    (_rayjob("replicas: null, "), "spec.rayClusterSpec.workerGroupSpecs[0].replicas",
+     "expected a whole number, got null"),
+    (_rayjob("numOfHosts: 1e3, "), "spec.rayClusterSpec.workerGroupSpecs[0].numOfHosts",
+     "expected a whole number (unquoted), got '1e3'"),  # YAML 1.1: a string
+    (_deployment("replicas: null, "), "spec.replicas", "expected a whole number, got null"),
+])
+def test_a_manifest_count_of_the_wrong_type_is_one_line_naming_the_field(tmp_path: Path, manifest: str, where: str,
+                                                                         got: str) -> None:
+    """Session 15: ``replicas: null`` in a vcjob task ended in Python's ``int() argument must be
+    a string, ... not 'NoneType'``, and a quoted ``'3.0'`` in ``invalid literal for int()``."""
+    nodes, w = _files(tmp_path, "w.yaml", f"arrivals:\n  - {{at: 0, duration: 10, name: j, manifest: {manifest}}}\n")
+    assert _simulate(tmp_path, nodes, w) == (2, [f"Error: {w}: arrivals[0].manifest.{where}: {got}"])
+
+
+@pytest.mark.parametrize(("fields", "times"), [
+    ("at: null", [0.0]), ("count: null", [0.0]), ("count: 2, every: null", [0.0, 0.0]),
+    ("count: 2.0, every: 1", [0.0, 1.0]), ("count: '2.0', every: 1e1", [0.0, 10.0])])
+def test_an_arrival_field_left_null_is_as_left_out_and_a_quoted_count_is_read(tmp_path: Path, fields: str,
+                                                                               times: list[float]) -> None:
+    """``at``/``every``/``count`` of null ended in ``float() argument must be ... not 'NoneType'``;
+    ``count: '2.0'`` (a string: YAML 1.1 reads ``1e1`` as one too) in ``invalid literal for int()``."""
+    from pumice.simulate.workload import load_workload
+
+    _, w = _files(tmp_path, "w.yaml", f"arrivals:\n  - {{duration: 10, name: j, {fields}, manifest: {POD}}}\n")
+    assert [a.time for a in load_workload(w).arrivals] == times
