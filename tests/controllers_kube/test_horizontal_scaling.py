@@ -346,3 +346,78 @@ def test_pod_level_requests_are_the_pods_request_unless_a_container_is_named() -
         calculate_pod_requests([p], "", "memory")
     with pytest.raises(MetricsError, match="container x not found in Pod a"):
         calculate_pod_requests([p], "x", "cpu")
+
+
+# ---- ports of upstream's replica calculator cases --------------------------------------------------
+
+RC = "kubernetes pkg/controller/podautoscaler/replica_calculator_test.go"
+
+
+def _upstream_case(levels: list[tuple[int, int]], readiness: list[bool] | None = None, container: str = "",
+                   target: int = 30) -> tuple[int, int, int]:
+    """replicaCalcTestCase.runTest for cpu: Pods test-pod-<i> with two containers requesting 1 cpu
+    each, start time and Ready transition at the zero time, PodMetrics with a 1 min window."""
+    pods, items = [], []
+    for i, (c1, c2) in enumerate(levels):
+        p = pod(f"test-pod-{i}", ready=True if readiness is None else readiness[i], started=0.0, ready_since=0.0)
+        p["spec"]["containers"] = [{"name": n, "resources": {"requests": {"cpu": "1.0"}}}
+                                   for n in ("container1", "container2")]
+        pods.append(p)
+        items.append({"metadata": {"name": f"test-pod-{i}", "namespace": "default"}, "timestamp": rfc3339(T0),
+                      "window": "1m0s", "containers": [{"name": "container1", "usage": {"cpu": f"{c1}m"}},
+                                                       {"name": "container2", "usage": {"cpu": f"{c2}m"}}]})
+    from pumice.controllers.kube.replica_calculator import pod_metrics_info
+    return ReplicaCalculator().resource_replicas(len(levels), target, "cpu", pods,
+                                                 pod_metrics_info(items, "cpu", container), T0, container)
+
+
+@pytest.mark.upstream(f"{RC} TestReplicaCalcScaleUp")
+def test_upstream_replica_calc_scale_up() -> None:
+    assert _upstream_case([(300, 300), (500, 500), (700, 700)]) == (5, 50, 1000)
+
+
+@pytest.mark.upstream(f"{RC} TestReplicaCalcContainerScaleUp")
+def test_upstream_replica_calc_container_scale_up() -> None:
+    assert _upstream_case([(1000, 300), (1000, 500), (1000, 700)], container="container2") == (5, 50, 500)
+
+
+@pytest.mark.upstream(f"{RC} TestReplicaCalcScaleUpUnreadyLessScale")
+def test_upstream_replica_calc_scale_up_unready_less_scale() -> None:
+    assert _upstream_case([(300, 300), (500, 500), (700, 700)], [False, True, True]) == (4, 60, 1200)
+
+
+@pytest.mark.upstream(f"{RC} TestReplicaCalcScaleUpUnreadyNoScale")
+def test_upstream_replica_calc_scale_up_unready_no_scale() -> None:
+    assert _upstream_case([(400, 400), (500, 500), (700, 700)], [True, False, False]) == (3, 40, 800)
+
+
+def _pods(value: int, period: int = 60) -> Obj:
+    return {"type": "Pods", "value": value, "periodSeconds": period}
+
+
+def _percent(value: int, period: int = 60) -> Obj:
+    return {"type": "Percent", "value": value, "periodSeconds": period}
+
+
+@pytest.mark.parametrize(("up", "current", "ups", "downs", "rules", "limit"), [
+    (True, 5, [], [], {"policies": [_pods(4)]}, 9),
+    (True, 5, [(2, -30)], [], {"policies": [_pods(4)]}, 7),  # 2 added 30 s ago count against the period
+    (True, 5, [], [], {"selectPolicy": "Disabled", "policies": [_pods(4)]}, 5),
+    (True, 5, [], [], {"selectPolicy": "Min", "policies": [_pods(4), _pods(2)]}, 7),
+    (True, 10, [], [], {"policies": [_percent(50)]}, 15),
+    (True, 3, [], [], {"policies": [_percent(10)]}, 4),  # a percent scale-up rounds up
+    (False, 10, [], [], {"policies": [_percent(20)]}, 8),
+    (False, 10, [], [(1, -30)], {"policies": [_percent(20)]}, 8),  # from 11 at the period's start
+    (False, 100, [], [], {"policies": [_percent(10), _pods(5)]}, 90),
+    (False, 100, [], [], {"selectPolicy": "Min", "policies": [_percent(10), _pods(15)]}, 90),
+    (False, 10, [], [], {"selectPolicy": "Disabled", "policies": [_percent(20)]}, 10),
+    (False, 10, [(3, -61)], [], {"policies": [_pods(4)]}, 6),  # an event older than the period is out
+])
+def test_the_policies_limit_a_step_as_upstreams_scale_limits(up: bool, current: int, ups: list, downs: list,
+                                                              rules: Obj, limit: int) -> None:
+    from pumice.controllers.kube.horizontal import _ScaleEvent
+
+    r = HorizontalReconciler(None, hpas=None, clock=FakeClock(T0), recorder=None)  # type: ignore[arg-type]
+    got = r._scale_limit(current, [_ScaleEvent(c, T0 + at) for c, at in ups],
+                         [_ScaleEvent(c, T0 + at) for c, at in downs], rules, up)
+    assert got == limit
