@@ -1072,20 +1072,20 @@ class _Api:
             self._check_exact_revision(want)
         labels, fields = self._selectors(query)
         opts = DeleteOptions.parse(await self._delete_options_body(request), query, request.scope.get("pumice.dry_run"))
-        items, _rv, _, _ = self.registry.list(rk, namespace, labels=labels, fields=fields)
-        deleted = []
+        items, rv, _, _ = self.registry.list(rk, namespace, labels=labels, fields=fields)
         for s in items:
             md = s.obj["metadata"]
             try:
-                deleted.append(await self.registry.delete(rk, md.get("namespace"), md["name"], opts))
+                await self.registry.delete(rk, md.get("namespace"), md["name"], opts)
             except StatusError as e:
                 if e.code != 404:
                     raise
+        # the answer is the list the deletes worked from, as listed (the store's DeleteCollection)
         if self._protobuf(request, rk):
-            return self._pb_list(rk, deleted, {"resourceVersion": str(self.registry.store.revision)})
+            return self._pb_list(rk, items, {"resourceVersion": str(rv)})
         head = (b'{"kind":"' + rk.list_kind.encode() + b'","apiVersion":"' + rk.api_version.encode()
-                + b'","metadata":{"resourceVersion":"' + str(self.registry.store.revision).encode() + b'"},"items":[')
-        return _json(head + b",".join(self.registry.output(rk, s) for s in deleted) + b"]}")
+                + b'","metadata":{"resourceVersion":"' + str(rv).encode() + b'"},"items":[')
+        return _json(head + b",".join(self.registry.outputs(rk, items)) + b"]}")
 
     # ------------------------------------------------------------------ watch
 

@@ -126,6 +126,29 @@ EVENT_RESOURCES = (events.CORE_RESOURCE,)
 SERVICES_RESOURCE = "/services"
 
 
+def list_item_json(rk: ResourceKind, data: bytes) -> bytes:
+    """``data`` (the JSON of one object of the built-in kind ``rk``) without its top-level
+    ``apiVersion`` and ``kind``, as a list's item. Cut from the bytes where the two are the
+    object's first or last members (how pumice stores what clients send: the body's own order,
+    the two added at the end when missing), else decoded, removed and encoded again.
+    """
+    av, kind = rk.api_version.encode(), rk.kind.encode()
+    for head in (b'{"apiVersion":"' + av + b'","kind":"' + kind + b'",',
+                 b'{"kind":"' + kind + b'","apiVersion":"' + av + b'",'):
+        if data.startswith(head):
+            return b"{" + data[len(head):]
+    for tail in (b',"apiVersion":"' + av + b'","kind":"' + kind + b'"}',
+                 b',"kind":"' + kind + b'","apiVersion":"' + av + b'"}'):
+        if data.endswith(tail):
+            return data[:-len(tail)] + b"}"
+    obj = msgspec.json.decode(data)
+    if "apiVersion" not in obj and "kind" not in obj:
+        return data
+    obj.pop("apiVersion", None)
+    obj.pop("kind", None)
+    return _encode(obj)
+
+
 def resource_key(rk: ResourceKind) -> str:
     """The store resource of a kind: ``"<group>/<plural>"`` (all versions share it)."""
     return f"{rk.group}/{rk.plural}"
@@ -423,10 +446,18 @@ class Registry:
         return "status" in rk.subresources
 
     def outputs(self, rk: ResourceKind, items: builtins.list[Stored]) -> builtins.list[bytes]:
-        """The JSON of many objects as served at ``rk``'s version (fast when no conversion is needed:
-        built-in kinds and single-version custom resources)."""
+        """The JSON of many objects as the items of a list served at ``rk``'s version.
+
+        A built-in kind's items carry no ``apiVersion`` and ``kind``: kube-apiserver converts its
+        internal list into the versioned one item by item, and conversion leaves each item's
+        TypeMeta empty (omitted from the JSON). A custom resource's items keep theirs, as
+        unstructured objects do. Fast when no conversion is needed: the stored JSON with the two
+        keys cut off where they are its first or last members (:func:`list_item_json`).
+        """
         cr = self.custom(rk)
-        if cr is None or len(cr.versions) == 1:
+        if cr is None:
+            return [list_item_json(rk, s.data) for s in items]
+        if len(cr.versions) == 1:
             return [s.data for s in items]
         return [self.output(rk, s) for s in items]
 
