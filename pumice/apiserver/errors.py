@@ -276,6 +276,23 @@ def status_success(code: int = 200, details: dict[str, Any] | None = None) -> di
     return st
 
 
+def deleted_status(rk: ResourceKind, obj: dict[str, Any]) -> dict[str, Any]:
+    """The answer to a DELETE that removed ``obj`` (of ``rk``) at once, for a kind whose store
+    does not answer the object: Status Success whose details name the object, the resource's
+    group (omitted when empty) and its plural (upstream sets details.kind to the resource), and
+    the object's uid; no code (0, omitted).
+
+    Mirrors: apiserver pkg/registry/generic/registry/store.go (finalizeDelete)."""
+    md = obj.get("metadata") or {}
+    details: dict[str, Any] = {"name": md.get("name", "")}
+    if rk.group:
+        details["group"] = rk.group
+    details["kind"] = rk.plural
+    if md.get("uid"):
+        details["uid"] = md["uid"]
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+
+
 def check_name(body_name: Any, url_name: str) -> None:
     """The update handler's checkName: the body's ``metadata.name`` (None: absent) against the
     URL's. An absent or empty name is 400 ``the name of the object (<url name> based on URL) was

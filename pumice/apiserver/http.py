@@ -62,6 +62,7 @@ from pumice.apiserver.metrics import MetricsAPI
 from pumice.apiserver.proxy import ProxyAPI, parse_proxy_path
 from pumice.apiserver.registry import DeleteOptions, Registry
 from pumice.apiserver.store import Stored
+from pumice.apiserver.strategy import RETURNS_DELETED_OBJECT
 from pumice.apiserver.streaming import StreamProxy, check_log_options, kubelet_endpoint
 
 __all__ = ["MAX_BODY_BYTES", "build_app"]
@@ -691,8 +692,16 @@ class _Api:
         assert t.name is not None
         body = await self._delete_options_body(request)
         opts = DeleteOptions.parse(body, t.query, request.scope.get("pumice.dry_run"))
-        s = await self.registry.delete(t.rk, t.namespace, t.name, opts)
-        return self._object(request, t.rk, s, 200)
+        s, removed = await self.registry.delete(t.rk, t.namespace, t.name, opts)
+        # 202 only where the object stays and the deprecated orphanDependents asked for a
+        # cascade (handlers/delete.go keeps 200 for every other delete, for old clients)
+        code = 202 if not removed and opts.orphan_dependents is False else 200
+        if removed and (t.rk.group, t.rk.plural) not in RETURNS_DELETED_OBJECT:
+            status = errors.deleted_status(t.rk, s.obj)
+            if self._protobuf(request, t.rk):
+                return Response(content=pb.encode_object(status), status_code=code, media_type=pb.PROTOBUF)
+            return _json(_encode(status), code)
+        return self._object(request, t.rk, s, code)
 
     async def _stream_without_websocket(self, request: Request, t: _Target) -> Response:
         """exec/attach asked without a WebSocket upgrade (plain HTTP, or kubectl's SPDY fallback):

@@ -162,6 +162,9 @@ class DeleteOptions:
     propagation_policy: str | None = None
     preconditions: dict[str, str] | None = None
     dry_run: bool = False
+    #: the deprecated ``orphanDependents`` as given (None: not given); also read into
+    #: ``propagation_policy``
+    orphan_dependents: bool | None = None
 
     @classmethod
     def parse(cls, body: Any, query: dict[str, str], dry_run: list[str] | None = None) -> DeleteOptions:
@@ -198,6 +201,7 @@ class DeleteOptions:
                               f'"{pp}": orphanDependents and deletionPropagation cannot be both set', "Invalid")
         if pp is None and orphan is not None:
             pp = "Orphan" if orphan is True else "Background"
+        opts.orphan_dependents = orphan if isinstance(orphan, bool) else None
         causes: list[dict[str, str]] = []  # ValidateDeleteOptions, in its order
         if pp is not None and pp not in ("Orphan", "Background", "Foreground"):
             causes.append({"reason": "FieldValueNotSupported", "field": "propagationPolicy",
@@ -1655,9 +1659,13 @@ class Registry:
 
     # ---------------------------------------------------------------- delete
 
-    async def delete(self, rk: ResourceKind, namespace: str | None, name: str, opts: DeleteOptions) -> Stored:
-        """DELETE. Returns the object as deleted, or as it stays (with deletionTimestamp) while
-        finalizers or the Pod grace period hold it.
+    async def delete(self, rk: ResourceKind, namespace: str | None, name: str,
+                     opts: DeleteOptions) -> tuple[Stored, bool]:
+        """DELETE. Returns ``(object, removed)``: the object as removed (``removed`` True; a kind
+        whose strategy :attr:`~Strategy.marks_before_delete` with its deletionTimestamp, grace
+        period and generation as the delete set them, others as they were stored), or as it stays
+        (with deletionTimestamp) while finalizers or the Pod grace period hold it (False). A dry
+        run answers what the delete would do.
 
         Raises:
             StatusError: 404, 409 on a failed precondition, 403 from admission.
@@ -1717,18 +1725,26 @@ class Registry:
         holds = bool(md.get("finalizers")) or bool(md.get("deletionGracePeriodSeconds")) or \
             strategy.holds_deletion(new)
         if opts.dry_run:
-            return Stored(new, _encode(new), old.rv)
+            if holds or strategy.marks_before_delete:
+                return Stored(new, _encode(new), old.rv), not holds
+            return old, True
         if holds:
             new["metadata"]["resourceVersion"] = omd.get("resourceVersion")
             if new == old.obj:
-                return old
+                return old, False
             stored = st.put(res, new)
-            return stored
+            return stored, False
         strategy.before_final_delete(self, old.obj)
         gone = st.delete(res, ns, name)
         assert gone is not None
         strategy.after_delete(self, rk, gone)
-        return gone
+        if strategy.marks_before_delete:
+            # the answer as upstream's store gives it: the object as its update before the
+            # removal left it, at the removal's revision (the watch's DELETED event keeps the
+            # stored form)
+            md["resourceVersion"] = gone.obj["metadata"].get("resourceVersion")
+            return Stored(new, _encode(new), gone.rv), True
+        return gone, True
 
     # ---------------------------------------------------------------- pods/binding, pods/eviction
 

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from pumice.apiserver.registry import DeleteOptions, Registry
 
 __all__ = [
+    "RETURNS_DELETED_OBJECT",
     "STRATEGIES",
     "CustomResourceStrategy",
     "Finish",
@@ -190,6 +191,12 @@ class Strategy:
     #: store's markAsDeleting: 0); False where the kind's REST has a Delete of its own (Namespaces)
     deletion_grace_period: bool = True
 
+    #: the kind's delete stores the deleting object (deletionTimestamp set) before it removes it,
+    #: so a delete that removes it at once leaves it, and answers it, in that form: upstream's
+    #: graceful deletion (rest.BeforeDelete and the store's updateForGracefulDeletionAndFinalizers,
+    #: Pods only) and the Namespace REST's Delete (phase Terminating first)
+    marks_before_delete: bool = False
+
     def begin_delete(self, obj: Obj) -> None:
         """Changes made to the object when its deletion starts. ``obj`` is the new object, with
         a ``metadata`` of its own and every other top-level value shared with the stored one:
@@ -231,6 +238,7 @@ class PodStrategy(Strategy):
     #: kube-apiserver's pod strategy sets Generation since 1.33 (KEP-5067; observedGeneration
     #: in the status stays behind its feature gate)
     generation = True
+    marks_before_delete = True
 
     field_labels = frozenset({
         "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
@@ -364,6 +372,7 @@ class NamespaceStrategy(Strategy):
         new["spec"] = copy.deepcopy(old.get("spec", {}))
 
     deletion_grace_period = False  # the Namespace REST's Delete sets deletionTimestamp and phase only
+    marks_before_delete = True
 
     def begin_delete(self, obj: Obj) -> None:
         obj["status"] = {**(obj.get("status") or {}), "phase": "Terminating"}
@@ -557,6 +566,23 @@ class CustomResourceStrategy(Strategy):
 
 #: the strategy of each built-in kind, by ``(group, plural)``
 STRATEGIES: dict[tuple[str, str], Strategy] = {}
+
+#: the built-in kinds (group, plural) whose DELETE, when it removes the object at once, answers the
+#: object as removed (their store's ReturnDeletedObject); every other kind, custom resources
+#: included, then answers a Status Success naming it (the store's finalizeDelete). CRDs: pumice
+#: removes a CRD at once, where kube-apiserver's customresourcecleanup finalizer holds it and
+#: answers the held object; pumice answers the object too.
+#: Mirrors: kubernetes pkg/registry/*/*/storage/storage.go (ReturnDeletedObject: true), 1.34-1.36.
+RETURNS_DELETED_OBJECT = frozenset({
+    ("", "pods"), ("", "namespaces"), ("", "services"), ("", "persistentvolumeclaims"),
+    ("", "persistentvolumes"), ("", "serviceaccounts"), ("", "resourcequotas"), ("", "podtemplates"),
+    ("storage.k8s.io", "storageclasses"), ("storage.k8s.io", "csidrivers"), ("storage.k8s.io", "csinodes"),
+    ("storage.k8s.io", "volumeattachments"), ("storage.k8s.io", "volumeattributesclasses"),
+    ("resource.k8s.io", "resourceclaims"), ("resource.k8s.io", "resourceclaimtemplates"),
+    ("resource.k8s.io", "resourceslices"), ("resource.k8s.io", "deviceclasses"),
+    ("resource.k8s.io", "devicetaintrules"),
+    ("apiextensions.k8s.io", "customresourcedefinitions"),
+})
 
 _DEFAULT = Strategy()
 class APIServiceStrategy(Strategy):
