@@ -2,6 +2,9 @@
 node agent samples (``GET /stats/usage`` on its kubelet endpoint, see
 :mod:`pumice.node.metrics`), as metrics-server serves them from the kubelets.
 
+In-process agents without a kubelet endpoint (the simulated runtime under ``pumice up``) are read
+through :meth:`MetricsAPI.add_source`; a Pod's entry may carry its own ``window``.
+
 ``/apis/metrics.k8s.io/v1beta1/nodes[/<name>]`` and
 ``/apis/metrics.k8s.io/v1beta1[/namespaces/<ns>]/pods[/<name>]``; label selectors apply to the Node
 or Pod. CPU is reported in nanocores (``"12345678n"``), memory in Ki.
@@ -12,6 +15,7 @@ Mirrors: kubernetes-sigs/metrics-server pkg/api (node.go, pod.go: the objects, t
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from pumice._util.clock import rfc3339
@@ -39,6 +43,13 @@ class MetricsAPI:
     def __init__(self, registry: Registry, client_factory: Any = None) -> None:
         self.registry = registry
         self.client_factory = client_factory
+        self._sources: list[Callable[[], Obj | None]] = []
+
+    def add_source(self, source: Callable[[], Obj | None]) -> None:
+        """Also read ``source()``, a usage document of the ``/stats/usage`` shape (None: nothing
+        yet), from an in-process node agent that publishes no kubelet endpoint: the simulated
+        runtime's (:meth:`pumice.node.agent.NodeAgent.simulated_usage`) under ``pumice up``."""
+        self._sources.append(source)
 
     async def _scrape(self) -> list[Obj]:
         import httpx2
@@ -66,7 +77,7 @@ class MetricsAPI:
             docs = await asyncio.gather(*(one(ip, port) for ip, port in sorted(endpoints)))
         finally:
             await client.aclose()
-        return [d for d in docs if d]
+        return [d for d in [*docs, *(source() for source in self._sources)] if d]
 
     async def serve(self, rest: list[str], labels: LabelSelector) -> Obj:
         """The document for the path after ``/apis/metrics.k8s.io/v1beta1``.
@@ -82,8 +93,9 @@ class MetricsAPI:
         docs = await self._scrape()
         if not docs:
             raise StatusError(503, "the server is currently unable to handle the request (no node agent reports "
-                                   "resource usage: the simulated runtime does not, and a process-runtime agent "
-                                   "needs a few seconds after start)", "ServiceUnavailable")
+                                   "resource usage: a simulated-runtime agent reports it only in-process, under "
+                                   "pumice up, and a process-runtime agent needs a few seconds after start)",
+                              "ServiceUnavailable")
         name = rest[1] if len(rest) > 1 else None
         if rest[0] == "nodes":
             items = []
@@ -110,8 +122,8 @@ class MetricsAPI:
                 pod_items.append({"metadata": {"name": p["name"], "namespace": p["namespace"],
                                            "creationTimestamp": rfc3339(d["timestamp"]),
                                            "labels": dict(stored.obj["metadata"].get("labels") or {})},
-                                  "timestamp": rfc3339(d["timestamp"]), "window": f"{round(d['window'])}s",
-                                  "containers": containers})
+                                  "timestamp": rfc3339(d["timestamp"]),
+                                  "window": f"{round(p.get('window', d['window']))}s", "containers": containers})
         return self._answer("PodMetrics", pod_items, name, "pods")
 
     @staticmethod

@@ -250,6 +250,12 @@ class APIServer:
         (``add_backend`` serves in-process targets, e.g. the simulated Ray dashboards)."""
         return self._api.proxy
 
+    @property
+    def metrics(self) -> Any:
+        """The :class:`~pumice.apiserver.metrics.MetricsAPI` serving ``metrics.k8s.io``
+        (``add_source`` reads in-process usage, e.g. the simulated runtime's)."""
+        return self._api.metrics
+
     def add_admission_plugin(self, plugin: Any) -> None:
         """Append an admission plugin (mutating when it has ``admit``, validating when it has
         ``validate``); takes effect for the next request."""

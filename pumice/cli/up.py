@@ -185,7 +185,7 @@ async def run_up(
         return c
 
     tasks = _start_components(opts, client, server.url, stop, root_ca=_root_ca(server),
-                              add_proxy_backend=server.proxy.add_backend)
+                              add_proxy_backend=server.proxy.add_backend, add_usage_source=server.metrics.add_source)
     _report_components(server, tasks)
     if dash_sock is not None:
         tasks.append(asyncio.create_task(_dashboard(kubeconfig, dash_sock, stop, on_dashboard),
@@ -227,7 +227,8 @@ def _report_components(server: Any, tasks: list[asyncio.Task[None]]) -> None:
 
 def _start_components(opts: UpOptions, client: Callable[[str], Any], apiserver_url: str | None,
                       stop: asyncio.Event, *, root_ca: str | None = None,
-                      add_proxy_backend: Callable[[Any], Any] | None = None) -> list[asyncio.Task[None]]:
+                      add_proxy_backend: Callable[[Any], Any] | None = None,
+                      add_usage_source: Callable[[Any], Any] | None = None) -> list[asyncio.Task[None]]:
     """Start the controller manager, the default (and with ``volcano`` the Volcano) scheduler and
     the node agent as tasks, each with its own in-process client (``client(component)``); the
     node agent is last, so that it is stopped first. The Volcano scheduler (informers, cache and
@@ -235,7 +236,8 @@ def _start_components(opts: UpOptions, client: Callable[[str], Any], apiserver_u
     :func:`pumice.runtime.thread.run_in_thread`), its client made with
     ``client(component, other_thread=True)``; its task ends when the thread has. With the simulated runtime,
     ``add_proxy_backend`` (the API server's) gets the simulated Ray dashboards, so that
-    ``services/<head svc>:dashboard/proxy/...`` reaches them."""
+    ``services/<head svc>:dashboard/proxy/...`` reaches them, and ``add_usage_source`` (the
+    metrics API's) the simulated Pods' usage, for ``kubectl top`` and the HPA."""
     from pumice.cli._controllers import controller_setups
     from pumice.runtime.run import run_controller_manager
     from pumice.scheduler.default.scheduler import run_scheduler
@@ -271,6 +273,8 @@ def _start_components(opts: UpOptions, client: Callable[[str], Any], apiserver_u
                                              name="agent-scheduler"))
     agent = _node_agent(opts, client("node-agent"), apiserver_url)
     agent_holder.append(agent)
+    if opts.runtime == "simulated" and add_usage_source is not None:
+        add_usage_source(agent.simulated_usage)
     tasks.append(asyncio.create_task(agent.run(stop_event=stop), name="node-agent"))
     return tasks
 

@@ -57,7 +57,7 @@ from pumice.node.provisioner import LocalPathProvisioner
 from pumice.node.proxy import EgressProxy, TcpForwarder, package_index_hosts
 from pumice.node.runtime.base import Container, ContainerRuntime, RuntimeError_, Sandbox
 from pumice.node.runtime.process import DEFAULT_PATH, MemoryCgroups, ProcessRuntime, stdin_socket_path
-from pumice.node.runtime.simulated import SimulatedRuntime
+from pumice.node.runtime.simulated import ANNOTATION_CPU_USAGE, ANNOTATION_MEMORY_USAGE, SimulatedRuntime
 from pumice.node.services import ServiceDirectory
 from pumice.node.streaming import ExecTarget, ForwardTarget, StreamServer, nsenter_prefix
 from pumice.node.worker import ContainerRecord, PodWorker
@@ -832,6 +832,40 @@ class NodeAgent:
             containers = (w.pod.get("spec") or {}).get("containers") or [{}]
             out.append((w.uid, w.namespace, w.name, w.node, str(containers[0].get("name", "")), pids, cgroup))
         return out
+
+    def simulated_usage(self) -> Obj | None:
+        """The ``/stats/usage`` document (:mod:`pumice.node.metrics`) of this agent's simulated
+        Pods: each running regular container at the Pod's ``pumice.io/sim-cpu-usage`` and
+        ``pumice.io/sim-memory-usage`` (Pods with neither are left out), each Node at the sum of
+        its Pods. A Pod's ``window`` is the time since its first running container started, at
+        most ``usage_period`` (a constant rate holds over any window). None on the process
+        runtime. A Pod whose annotation is not a quantity is left out, with a WARNING line."""
+        if self.runtime_kind != "simulated":
+            return None
+        now = self.clock.now()
+        nodes: dict[str, Obj] = {n: {"cpu": 0.0, "memory": 0} for n in self.nodes}
+        pods: list[Obj] = []
+        for w in sorted(self.workers.values(), key=lambda w: (w.namespace, w.name)):
+            ann = (w.pod.get("metadata") or {}).get("annotations") or {}
+            if w.sandbox is None or (ANNOTATION_CPU_USAGE not in ann and ANNOTATION_MEMORY_USAGE not in ann):
+                continue
+            try:
+                cpu = float(quantity.parse_quantity(ann.get(ANNOTATION_CPU_USAGE, "0")))
+                memory = int(quantity.parse_quantity(ann.get(ANNOTATION_MEMORY_USAGE, "0")))
+            except quantity.QuantityError as e:
+                log.warning("Pod %s/%s: simulated usage not reported: %s", w.namespace, w.name, e)
+                continue
+            running = [r for r in w.records.values() if r.state == "running" and not r.init]
+            if not running:
+                continue
+            started = min(r.started_at for r in running)
+            window = max(0.0, min(self.usage_period, now - started))
+            pods.append({"namespace": w.namespace, "name": w.name, "node": w.node, "window": window,
+                         "containers": [{"name": r.name, "cpu": cpu, "memory": memory} for r in running]})
+            if w.node in nodes:
+                nodes[w.node]["cpu"] += cpu * len(running)
+                nodes[w.node]["memory"] += memory * len(running)
+        return {"timestamp": now, "window": self.usage_period, "nodes": nodes, "pods": pods}
 
     async def _usage_loop(self) -> None:
         """Sample usage at once, after 2 s (so ``kubectl top`` has a window early), then every

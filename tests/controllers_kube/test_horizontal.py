@@ -20,8 +20,9 @@ from .test_kubectl import kubectl
 V2 = "autoscaling/v2"
 TARGET = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}
 #: the API server's metrics.k8s.io answer when no node agent reports usage (the fake kubelet does not)
-NO_USAGE = ("the server is currently unable to handle the request (no node agent reports resource usage: the "
-            "simulated runtime does not, and a process-runtime agent needs a few seconds after start)")
+NO_USAGE = ("the server is currently unable to handle the request (no node agent reports resource usage: a "
+            "simulated-runtime agent reports it only in-process, under pumice up, and a process-runtime agent needs "
+            "a few seconds after start)")
 CPU_FAILURE = ("failed to get cpu utilization: unable to get metrics for resource cpu: unable to fetch metrics from "
                f"resource metrics API: {NO_USAGE}")
 

@@ -506,3 +506,32 @@ async def test_a_task_of_the_agent_that_fails_ends_its_run_with_that_error(monke
     with pytest.raises(MemoryError, match="injected"):
         await asyncio.wait_for(agent.run(asyncio.Event()), 60)
     assert not agent._started, "the agent stopped before the error was raised"
+
+
+@pytest.mark.looptime
+async def test_simulated_pods_report_their_annotated_usage_for_metrics() -> None:
+    """The usage annotations feed metrics.k8s.io (kubectl top, the HPA) under pumice up: each
+    running container at the annotated cpu and memory, the window the time since it started
+    (at most the usage period), the Node at the sum; Pods without them, or not running yet,
+    report nothing."""
+    clock = LoopClock()
+    client = FakeClient(clock=clock, graceful_pod_deletion=True)
+    agent = await _agent(client, clock)
+    assert agent.simulated_usage() == {"timestamp": clock.now(), "window": 15.0,
+                                       "nodes": {"sim-0": {"cpu": 0.0, "memory": 0}, "sim-1": {"cpu": 0.0, "memory": 0}},
+                                       "pods": []}
+    busy = pod("busy", node="sim-0", annotations={"pumice.io/sim-cpu-usage": "250m",
+                                                   "pumice.io/sim-memory-usage": "64Mi"})
+    await client.create(busy)
+    await client.create(pod("idle", node="sim-0"))
+    await wait_for(lambda: phase_is(client, "busy", "Running"), timeout=10, interval=0.5)
+    await wait_for(lambda: phase_is(client, "idle", "Running"), timeout=10, interval=0.5)
+    doc = agent.simulated_usage()
+    assert doc is not None
+    (entry,) = doc["pods"]
+    assert (entry["namespace"], entry["name"], entry["node"]) == ("default", "busy", "sim-0")
+    assert entry["containers"] == [{"name": busy["spec"]["containers"][0]["name"], "cpu": 0.25,
+                                    "memory": 64 * 2**20}]
+    assert 0.0 <= entry["window"] <= 15.0
+    assert doc["nodes"]["sim-0"] == {"cpu": 0.25, "memory": 64 * 2**20}
+    await agent.stop()

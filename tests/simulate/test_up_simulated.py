@@ -194,3 +194,50 @@ async def test_a_statefulset_s_claims_bind_and_a_missing_claim_keeps_its_pod_pen
         cond = next(c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled")
         assert cond["message"] == ('0/2 nodes are available: persistentvolumeclaim "nosuchclaim" not found. '
                                    "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.")
+
+
+BUSY_DEPLOYMENT = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata:
+      labels: {app: web}
+      annotations: {pumice.io/sim-cpu-usage: 200m, pumice.io/sim-memory-usage: 64Mi}
+    spec:
+      containers:
+      - {name: web, image: nginx:1, resources: {requests: {cpu: 100m}}}
+"""
+
+
+@pytest.mark.kubectl
+@pytest.mark.timeout(300)
+async def test_kubectl_autoscale_scales_a_deployment_on_its_simulated_cpu_usage(tmp_path: Path) -> None:
+    """The simulated Pods' usage annotations reach metrics.k8s.io (``kubectl top``) and the HPA
+    controller: 200m of a 100m request against a 50% target scales 1 replica to maxReplicas 3."""
+    async with _up_with_kubectl(tmp_path) as kc:
+        manifest = tmp_path / "web.yaml"
+        manifest.write_text(BUSY_DEPLOYMENT)
+        await asyncio.to_thread(kc, "apply", "-f", str(manifest))
+        top = ""
+        for _ in range(240):  # the Pod runs and reports usage: the HPA's first pass can scale
+            top = json.dumps(json.loads(await asyncio.to_thread(kc, "get", "--raw", "/apis/metrics.k8s.io/v1beta1/pods")))
+            if '"cpu": "200000000n"' in top:
+                break
+            await asyncio.sleep(0.5)
+        await asyncio.to_thread(kc, "autoscale", "deployment", "web", "--min=1", "--max=3", "--cpu-percent=50")
+        replicas = 0
+        for _ in range(240):
+            replicas = json.loads(await asyncio.to_thread(kc, "get", "deployment", "web", "-o", "json"))["spec"]["replicas"]
+            if replicas == 3:
+                break
+            await asyncio.sleep(0.5)
+        assert replicas == 3
+        hpa = json.loads(await asyncio.to_thread(kc, "get", "hpa", "web", "-o", "json"))
+        assert hpa["status"]["currentMetrics"] == [{"type": "Resource", "resource": {
+            "name": "cpu", "current": {"averageValue": "200m", "averageUtilization": 200}}}], hpa["status"]
+        top = await asyncio.to_thread(kc, "top", "pod", "--no-headers")
+        assert [line.split()[1:] for line in top.splitlines()][:1] == [["200m", "64Mi"]], top

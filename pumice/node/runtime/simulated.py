@@ -14,6 +14,11 @@
 - Rendezvous gangs: Pods annotated ``pumice.io/sim-gang: <key>`` and ``pumice.io/sim-gang-size: N``
   (distributed training workers) make no progress until N containers of that key (per namespace)
   have started; then all their durations start together. Late joiners (restarts) run at once.
+- Resource usage (what metrics.k8s.io serves, ``kubectl top`` and the HPA read): each regular
+  container of a running Pod uses what the Pod annotations ``pumice.io/sim-cpu-usage`` and
+  ``pumice.io/sim-memory-usage`` say (quantities, per container: ``"200m"``, ``"100Mi"``); a Pod
+  with neither reports no usage (nothing runs). The node agent reports it
+  (:meth:`pumice.node.agent.NodeAgent.simulated_usage`).
 - SIGTERM ends a container at once with 143, SIGKILL with 137; probes and exec hooks succeed.
 - Nothing is kept across an agent restart but the Pods' statuses: :meth:`SimulatedRuntime.resume`
   takes up a container that was running (since its ``startedAt``) and ends it when its first run
@@ -44,6 +49,8 @@ ANNOTATION_DURATION = "pumice.io/sim-duration-seconds"
 ANNOTATION_EXIT_CODE = "pumice.io/sim-exit-code"
 ANNOTATION_GANG = "pumice.io/sim-gang"
 ANNOTATION_GANG_SIZE = "pumice.io/sim-gang-size"
+ANNOTATION_CPU_USAGE = "pumice.io/sim-cpu-usage"
+ANNOTATION_MEMORY_USAGE = "pumice.io/sim-memory-usage"
 
 
 class _Gang:
