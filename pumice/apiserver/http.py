@@ -913,8 +913,8 @@ class _Api:
         if self._protobuf(request, rk):
             return self._pb_list(rk, items, meta)
         head = (b'{"kind":"' + rk.list_kind.encode() + b'","apiVersion":"' + rk.api_version.encode()
-                + b'","metadata":' + _encode(meta) + b',"items":[')
-        body = head + b",".join(self.registry.outputs(rk, items)) + b"]}"
+                + b'","metadata":' + _encode(meta) + b',"items":')
+        body = self.registry.list_json(rk, head, items)
         return _json(body)
 
     def _check_exact_revision(self, want: int) -> None:
@@ -1093,8 +1093,8 @@ class _Api:
         if self._protobuf(request, rk):
             return self._pb_list(rk, items, {"resourceVersion": str(rv)})
         head = (b'{"kind":"' + rk.list_kind.encode() + b'","apiVersion":"' + rk.api_version.encode()
-                + b'","metadata":{"resourceVersion":"' + str(rv).encode() + b'"},"items":[')
-        return _json(head + b",".join(self.registry.outputs(rk, items)) + b"]}")
+                + b'","metadata":{"resourceVersion":"' + str(rv).encode() + b'"},"items":')
+        return _json(self.registry.list_json(rk, head, items))
 
     # ------------------------------------------------------------------ watch
 

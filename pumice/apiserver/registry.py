@@ -126,27 +126,35 @@ EVENT_RESOURCES = (events.CORE_RESOURCE,)
 SERVICES_RESOURCE = "/services"
 
 
-def list_item_json(rk: ResourceKind, data: bytes) -> bytes:
-    """``data`` (the JSON of one object of the built-in kind ``rk``) without its top-level
-    ``apiVersion`` and ``kind``, as a list's item. Cut from the bytes where the two are the
-    object's first or last members (how pumice stores what clients send: the body's own order,
-    the two added at the end when missing), else decoded, removed and encoded again.
+def list_item_tails(rk: ResourceKind, datas: builtins.list[bytes]) -> builtins.list[bytes | memoryview]:
+    """Each of ``datas`` (the JSON of objects of the built-in kind ``rk``) without its top-level
+    ``apiVersion`` and ``kind`` and without its opening brace, as the items of a list are joined
+    (``b"[{" + b",{".join(tails) + b"]"``). Where the two are the object's first members (as
+    pumice stores built-in objects) or its last, a view of the bytes; else decoded, removed and
+    encoded again.
     """
     av, kind = rk.api_version.encode(), rk.kind.encode()
-    for head in (b'{"apiVersion":"' + av + b'","kind":"' + kind + b'",',
-                 b'{"kind":"' + kind + b'","apiVersion":"' + av + b'",'):
-        if data.startswith(head):
-            return b"{" + data[len(head):]
-    for tail in (b',"apiVersion":"' + av + b'","kind":"' + kind + b'"}',
-                 b',"kind":"' + kind + b'","apiVersion":"' + av + b'"}'):
-        if data.endswith(tail):
-            return data[:-len(tail)] + b"}"
-    obj = msgspec.json.decode(data)
-    if "apiVersion" not in obj and "kind" not in obj:
-        return data
-    obj.pop("apiVersion", None)
-    obj.pop("kind", None)
-    return _encode(obj)
+    heads = (b'{"apiVersion":"' + av + b'","kind":"' + kind + b'",',
+             b'{"kind":"' + kind + b'","apiVersion":"' + av + b'",')
+    tails = (b',"apiVersion":"' + av + b'","kind":"' + kind + b'"}',
+             b',"kind":"' + kind + b'","apiVersion":"' + av + b'"}')
+    out: builtins.list[bytes | memoryview] = []
+    for data in datas:
+        for head in heads:
+            if data.startswith(head):
+                out.append(memoryview(data)[len(head):])
+                break
+        else:
+            for tail in tails:
+                if data.endswith(tail):
+                    out.append(data[1:-len(tail)] + b"}")
+                    break
+            else:
+                obj = msgspec.json.decode(data)
+                obj.pop("apiVersion", None)
+                obj.pop("kind", None)
+                out.append(_encode(obj)[1:])
+    return out
 
 
 def resource_key(rk: ResourceKind) -> str:
@@ -449,21 +457,31 @@ class Registry:
     def has_status(self, rk: ResourceKind) -> bool:
         return "status" in rk.subresources
 
-    def outputs(self, rk: ResourceKind, items: builtins.list[Stored]) -> builtins.list[bytes]:
-        """The JSON of many objects as the items of a list served at ``rk``'s version.
+    def list_json(self, rk: ResourceKind, head: bytes, items: builtins.list[Stored]) -> bytes:
+        """The JSON of a list: ``head`` (its start, up to and with ``"items":``), the array of
+        ``items`` as a list served at ``rk``'s version holds them, and the closing brace.
 
         A built-in kind's items carry no ``apiVersion`` and ``kind``: kube-apiserver converts its
         internal list into the versioned one item by item, and conversion leaves each item's
         TypeMeta empty (omitted from the JSON). A custom resource's items keep theirs, as
-        unstructured objects do. Fast when no conversion is needed: the stored JSON with the two
-        keys cut off where they are its first or last members (:func:`list_item_json`).
+        unstructured objects do. Fast when no conversion is needed: stored built-in objects
+        start with the two keys (:meth:`_check_body` puts them first), which are cut off by
+        joining views of the rest (:func:`list_item_tails`), nothing decoded, and the whole is
+        one join (one copy of the items' bytes).
         """
+        if not items:
+            return head + b"[]}"
         cr = self.custom(rk)
+        parts: builtins.list[bytes | memoryview]
         if cr is None:
-            return [list_item_json(rk, s.data) for s in items]
-        if len(cr.versions) == 1:
-            return [s.data for s in items]
-        return [self.output(rk, s) for s in items]
+            parts = list_item_tails(rk, [s.data for s in items])
+            sep, first = b",{", b"[{"
+        else:
+            parts = [s.data for s in items] if len(cr.versions) == 1 else [self.output(rk, s) for s in items]
+            sep, first = b",", b"["
+        parts[0] = head + first + parts[0]
+        parts[-1] = b"".join((parts[-1], b"]}"))
+        return sep.join(parts)
 
     def output(self, rk: ResourceKind, s: Stored) -> bytes:
         """The JSON of ``s`` as served at ``rk``'s version."""
@@ -622,9 +640,18 @@ class Registry:
                                   {"name": name0, "group": rk.group, "kind": kind,
                                    "causes": [{"reason": "FieldValueInvalid", "message": message, "field": "kind"}]})
             raise errors.bad_request(f"the kind in the data ({kind}) does not match the expected kind ({rk.kind})")
-        body["apiVersion"] = rk.api_version
-        body["kind"] = rk.kind
-        if self.custom(rk) is None:
+        if cr is None and list(itertools.islice(body, 2)) != ["apiVersion", "kind"]:
+            # a built-in kind is stored with apiVersion and kind first, so a list cuts them off
+            # its items' JSON without decoding it (list_item_json)
+            rest = [(k, v) for k, v in body.items() if k != "apiVersion" and k != "kind"]
+            body.clear()
+            body["apiVersion"] = rk.api_version
+            body["kind"] = rk.kind
+            body.update(rest)
+        else:
+            body["apiVersion"] = rk.api_version
+            body["kind"] = rk.kind
+        if cr is None:
             bad = bytes_error(rk, body)  # a []byte field that is not base64 fails Go's JSON decoding
             if bad is not None:
                 raise errors.cannot_handle(rk, bad[1])
