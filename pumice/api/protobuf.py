@@ -26,6 +26,7 @@ import base64
 import copy
 import datetime as _dt
 import json
+import math
 import re
 import struct
 from dataclasses import dataclass
@@ -965,20 +966,27 @@ def drop_zero_values(obj: Obj, *, keys: tuple[str, ...] = ("metadata", "spec"),
     return obj
 
 
-def quantity_number(value: Any) -> Any:
-    """A Quantity field's JSON value as kube-apiserver stores it when it is a number: the canonical
-    string of that number (``10`` -> ``"10"``, ``1000000`` -> ``"1M"``, ``0.5`` -> ``"500m"``);
-    any other value as it is (a string is kept as written; a number that is not a quantity, such
-    as ``-1e400``, is left for validation to refuse).
+def quantity_number(value: Any, *, resource_list: bool = False) -> Any:
+    """A Quantity field's JSON value as kube-apiserver stores it: the string Go's
+    ``ParseQuantity(text).String()`` gives (:func:`pumice.api.quantity.stored_string`:
+    ``"1000m"`` -> ``"1"``, ``"1024Mi"`` -> ``"1Gi"``, ``"1e3"`` and ``"1.500"`` kept as written);
+    a number as the string of its literal (``10`` -> ``"10"``, ``1000000`` -> ``"1M"``, ``0.5`` ->
+    ``"500m"``); ``resource_list``: a ResourceList value, rounded up to milli-units as core/v1
+    defaulting does (``"1.5n"`` -> ``"1m"``). Any other value as it is (a string that is not a
+    quantity, a number that is not one, such as ``-1e400``, is left for validation to refuse).
+
+    Deviates: a JSON number reaches pumice as a Python int or float, so a float is read from
+    its shortest ``repr`` (``1e3``, ``1E3`` and ``1.500`` were ``1000.0`` and ``1.5``: stored
+    ``"1k"`` and ``"1500m"`` where kube-apiserver keeps the literal ``"1e3"``, ``"1E3"``,
+    ``"1.500"``).
 
     Mirrors: apimachinery pkg/api/resource/quantity.go Quantity.UnmarshalJSON (quotes optional,
-    then ParseQuantity) and MarshalJSON (CanonicalizeBytes)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    spaces trimmed, then ParseQuantity), MarshalJSON; core/v1 defaults.go SetDefaults_ResourceList."""
+    if type(value) is str:
+        return quantity.stored_string(value, resource_list=resource_list)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return value
-    try:
-        return quantity.canonical_string(value)
-    except (quantity.QuantityError, ValueError, OverflowError):
-        return value
+    return quantity.stored_string(str(value) if isinstance(value, int) else repr(value), resource_list=resource_list)
 
 
 def _drop_zero(name: str, obj: Obj, drop: bool = True) -> None:
@@ -998,8 +1006,8 @@ def _drop_zero(name: str, obj: Obj, drop: bool = True) -> None:
             obj[key] = quantity_number(v)
         elif f.map_key:
             if isinstance(v, dict) and f.map_value == _QUANTITY:
-                for k2, q in v.items():
-                    v[k2] = quantity_number(q)
+                for k2, q in v.items():  # every walked ResourceList is core/v1-defaulted
+                    v[k2] = quantity_number(q, resource_list=True)
             elif isinstance(v, dict) and f.map_value not in _SCALARS:
                 for item in v.values():
                     if isinstance(item, dict):

@@ -231,10 +231,11 @@ def canonical_string(value: str | int | float | Fraction, fmt: str | None = None
     with the largest suffix of that family that keeps the number an integer (``1500m``, ``2Gi``,
     ``5G``; an exponent is a multiple of 3: ``1e400`` is ``10e399``); binary only for an integer
     of at least 1024 in magnitude (else decimal SI); precision below ``1n`` rounds away from
-    zero; zero is ``"0"``.
+    zero; zero is ``"0"``. A decimal SI amount past the ``E`` suffix is written with no suffix
+    at all, as Go's suffixer finds none (``10**21`` is ``"1"``).
 
     Mirrors: apimachinery pkg/api/resource/quantity.go CanonicalizeBytes, amount.go
-    AsCanonicalBytes / AsCanonicalBase1024Bytes.
+    AsCanonicalBytes / AsCanonicalBase1024Bytes, suffix.go constructBytes.
 
     Raises:
         QuantityError: ``value`` is not a quantity.
@@ -257,11 +258,151 @@ def canonical_string(value: str | int | float | Fraction, fmt: str | None = None
         while n % 1024 == 0 and k < len(_BINARY_SUFFIXES) - 1:
             n, k = n // 1024, k + 1
         return f"{n}{_BINARY_SUFFIXES[k]}"
-    m, e = nanos, -9
+    return _decimal_string(nanos, -9, fmt)
+
+
+def _decimal_string(m: int, e: int, fmt: str) -> str:
+    """``m * 10**e`` (``m`` not zero) in decimal SI or exponent form, the exponent a multiple of 3."""
     while m % 10 == 0:
         m, e = m // 10, e + 1
     r = e % 3
     m, e = m * 10**r, e - r
-    if fmt == DECIMAL_SI and e in _DECIMAL_SUFFIXES:
-        return f"{m}{_DECIMAL_SUFFIXES[e]}"
+    if fmt == DECIMAL_SI:
+        return f"{m}{_DECIMAL_SUFFIXES.get(e, '')}"
     return f"{m}e{e}" if e else str(m)
+
+
+_SUFFIX_LETTERS = frozenset("eEinumkKMGTP")
+_DIGITS = frozenset("0123456789")
+_DECIMAL_EXPONENTS = {"": 0, "n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_BINARY_EXPONENTS = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_STORED_EXPONENT_LIMIT, _STORED_DIGITS_LIMIT = 10_000, 1_000
+"""A stored quantity whose exponent is larger than this (in magnitude), or with more digits, is
+kept as written (no real amount comes near; it bounds the work of a hostile one)."""
+
+
+def _scan(text: str) -> tuple[bool, str, str, str, bool]:
+    """Go's scanner of a quantity: (positive, integer digits without their leading zeros, fraction
+    digits, suffix, whether the number had a digit at all); a text with no digits (``"-"``,
+    ``"."``) is zero, as in Go.
+
+    Mirrors: apimachinery quantity.go parseQuantityString.
+    Raises:
+        QuantityError: a character after the suffix that is not part of an exponent.
+    """
+    end, pos, positive = len(text), 0, True
+    if end and text[0] in "+-":
+        positive, pos = text[0] == "+", 1
+    while pos < end and text[pos] == "0":
+        pos += 1
+    if pos == end:
+        return positive, "0", "", "", True
+    i = pos
+    while i < end and text[i] in _DIGITS:
+        i += 1
+    num, denom = text[pos:i] or "0", ""
+    if i < end and text[i] == ".":
+        j = i = i + 1
+        while j < end and text[j] in _DIGITS:
+            j += 1
+        denom, i = text[i:j], j
+    start = i
+    while i < end and text[i] in _SUFFIX_LETTERS:
+        i += 1
+    if i < end and text[i] in "+-":
+        i += 1
+    while i < end and text[i] in _DIGITS:
+        i += 1
+    if i < end:
+        raise QuantityError(f"{ERR_FORMAT_WRONG}: {text!r}")
+    return positive, num, denom, text[start:], not _DIGITS.isdisjoint(text[:start])
+
+
+def _interpret(suffix: str) -> tuple[str, int]:
+    """(format, exponent) of a suffix (base 10, or base 2 for :data:`BINARY_SI`).
+
+    Mirrors: apimachinery suffix.go suffixHandler.interpret (the fast lookup included).
+    Raises:
+        QuantityError: an unknown suffix (Go's ErrSuffix).
+    """
+    if suffix in _DECIMAL_EXPONENTS:
+        return DECIMAL_SI, _DECIMAL_EXPONENTS[suffix]
+    if suffix in _BINARY_EXPONENTS:
+        return BINARY_SI, _BINARY_EXPONENTS[suffix]
+    if len(suffix) > 1 and suffix[0] in "eE":  # strconv.ParseInt of the rest: a sign, digits, int64
+        rest = suffix[1:]
+        digits = rest[1:] if rest[0] in "+-" else rest
+        if digits and set(digits) <= _DIGITS and len(digits) <= 100 and -(2**63) <= int(rest) < 2**63:
+            return DECIMAL_EXPONENT, int(rest)
+    raise QuantityError(f"unable to parse quantity's suffix: {suffix!r}")
+
+
+def _away(n: int, d: int) -> int:
+    """``n / d`` rounded away from zero (``d`` > 0)."""
+    q = -(-abs(n) // d)
+    return q if n >= 0 else -q
+
+
+def stored_string(text: str, *, resource_list: bool = False) -> str:
+    """The string kube-apiserver stores for a Quantity field of a built-in kind written as
+    ``text`` (JSON or YAML string; a JSON number's literal): ``ParseQuantity(text).String()``.
+
+    That is the canonical form (:func:`canonical_string`: ``"1000m"`` -> ``"1"``, ``"1024Mi"``
+    -> ``"1Gi"``, ``"0.5"`` -> ``"500m"``, ``"1.5Gi"`` -> ``"1536Mi"``, ``"1000Ki"`` stays), except
+    where Go's parser judges the text canonical already and keeps it as written: a whole or
+    decimal number whose scale is a multiple of 3, not ending in ``000`` and not starting with a
+    zero digit once leading zeros are gone (``"1e3"``, ``"1E3"``, ``"+5"``, ``"01"``, ``"1."``,
+    ``"1.500"``, ``"100m"``), or a binary one with an odd enough count (``"1025Ki"``); binary
+    amounts above 2**63-1 are capped to it; precision below ``1n`` rounds away from zero.
+    ``resource_list``: the value sits in a ResourceList (requests, limits, capacity, hard ...),
+    which core/v1 defaulting rounds up to milli-units (``"1.5n"`` -> ``"1m"``).
+
+    Returns ``text`` unchanged when it is not a quantity (validation refuses it later), or when its
+    exponent is beyond +-10,000 (Deviates: Go writes those in full).
+
+    Mirrors: apimachinery pkg/api/resource/quantity.go ParseQuantity (the int64 fast path and its
+    reuse of a canonical input), Quantity.UnmarshalJSON (spaces trimmed), String; core/v1
+    defaults.go SetDefaults_ResourceList (RoundUp(-3)), checked against kube-apiserver v1.34.4.
+    """
+    return _stored(text, resource_list)
+
+
+@functools.lru_cache(maxsize=16384)
+def _stored(text: str, resource_list: bool) -> str:
+    s = text.strip()
+    if s == "0":
+        return "0"
+    try:
+        positive, num, denom, suffix, digit = _scan(s)
+        fmt, exponent = _interpret(suffix)
+    except QuantityError:
+        return text
+    if abs(exponent) > _STORED_EXPONENT_LIMIT or len(num) + len(denom) > _STORED_DIGITS_LIMIT:
+        return text
+    digits = int(num + denom)
+    if fmt == BINARY_SI:
+        if not denom and len(num) + exponent * 3 // 10 <= 14:  # Go's int64 fast path (no overflow there)
+            if digits & 7:
+                return s
+            amount = Fraction(digits << exponent)
+        elif not digit:
+            return text  # Go's inf.Dec cannot read a number without digits (ErrNumeric)
+        else:  # rounded up to 1n, at most 2**63-1
+            amount = min(Fraction(math.ceil(Fraction(digits << exponent, 10 ** len(denom)) * _NANO), _NANO),
+                         Fraction(INT64_MAX))
+            if resource_list:
+                amount = Fraction(math.ceil(amount * 1000), 1000)
+        return canonical_string(amount if positive else -amount, BINARY_SI)
+    scale = exponent - len(denom)
+    if (len(num) + len(denom) <= 18 and scale >= -9 and scale % 3 == 0 and (not resource_list or scale >= -3)
+            and not (num + denom).endswith("000") and (num + denom)[0] != "0"):
+        return s  # Go's fast path keeps a canonical-looking text
+    if not digit and (len(num) + len(denom) > 18 or scale < -9):
+        return text  # Go's inf.Dec cannot read a number without digits (ErrNumeric)
+    if digits == 0:
+        return "0"
+    m = digits if positive else -digits
+    for limit in (-9, -3) if resource_list else (-9,):
+        if scale < limit:
+            m, scale = _away(m, 10 ** (limit - scale)), limit
+    return _decimal_string(m, scale, fmt)

@@ -29,7 +29,7 @@ path (no '..') and type rules.
 
 Deviates: only the rules listed per kind are checked (a subset of upstream's: not the volume
 sources' own fields beyond the required ones, volume devices, resize policies, sysctls,
-AppArmor profiles, Windows options, pod resource claims, LoadBalancer source ranges); a quantity is shown as written, not in its canonical form; fields the
+AppArmor profiles, Windows options, pod resource claims, LoadBalancer source ranges); fields the
 defaulter leaves unset (probe periods, Service traffic policies) are checked only when set; a
 Job without ``spec.selector`` is accepted (upstream generates one before validating);
 CustomResourceDefinition specs are checked by the API server (pumice.apiserver.crds), not here.

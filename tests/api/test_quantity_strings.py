@@ -10,10 +10,12 @@ import pytest
 from pumice.api.quantity import (
     BINARY_SI,
     DECIMAL_SI,
+    canonical_string,
     format_bytes,
     format_millis,
     resource_format,
     resource_string,
+    stored_string,
 )
 
 
@@ -48,3 +50,31 @@ def test_resource_string_writes_each_resource_in_its_format() -> None:
     assert resource_string("pods", Fraction(1000)) == "1k"
     assert resource_string("nvidia.com/gpu", Fraction(1, 2)) == "500m"
     assert resource_string("cpu", Fraction(1, 10**4)) == "100u"
+
+
+#: text -> (stored in a single Quantity field, stored in a ResourceList), each read from
+#: kube-apiserver v1.34.4 (an HPA target value and a Deployment's container requests/limits)
+KUBE_STORED = {
+    "1000m": ("1", "1"), "1024Mi": ("1Gi", "1Gi"), "0.5": ("500m", "500m"), "1e3": ("1e3", "1e3"),
+    "1E3": ("1E3", "1E3"), "+5": ("+5", "+5"), "01": ("01", "01"), "1.": ("1.", "1."), "1.500": ("1.500", "1.500"),
+    "1.5n": ("2n", "1m"), "1.5Gi": ("1536Mi", "1536Mi"), "8Ei": ("9223372036854775807", "9223372036854775807"),
+    "2048Ki": ("2Mi", "2Mi"), "1025Ki": ("1025Ki", "1025Ki"), "0100m": ("0100m", "0100m"), " 1Gi ": ("1Gi", "1Gi"),
+    "10e3": ("10e3", "10e3"), "1000e3": ("1e6", "1e6"), "1.5e-3": ("1500e-6", "2e-3"), "1e-10": ("1e-9", "1e-3"),
+    "0.0001Ki": ("102400u", "103m"), "1000000000000000000000": ("1", "1"), "1e21": ("1e21", "1e21"),
+    "1e400": ("10e399", "10e399"), "-1.5Gi": ("-1536Mi", "-1536Mi"), "-1.5n": ("-2n", "-1m"), "-0": ("0", "0"),
+    "00": ("0", "0"), ".": ("0", "0"), "1.0000000001": ("1000000001n", "1001m"), "1000Ki": ("1000Ki", "1000Ki"),
+    "1.23456789012345678": ("1234567891n", "1235m"), "12345678901234567890": ("12345678901234567890",) * 2,
+    "1i": ("1i", "1i"), "abc": ("abc", "abc"),  # not quantities: kept for validation to refuse
+}
+
+
+@pytest.mark.parametrize("text", sorted(KUBE_STORED))
+def test_stored_string_is_what_kube_apiserver_stores(text: str) -> None:
+    single, in_list = KUBE_STORED[text]
+    assert (stored_string(text), stored_string(text, resource_list=True)) == (single, in_list)
+
+
+def test_a_decimal_si_amount_past_exa_has_no_suffix_as_in_go() -> None:
+    # suffix.go constructBytes finds no suffix for 10**21 and CanonicalizeBytes writes none
+    assert canonical_string(Fraction(10**21), DECIMAL_SI) == "1"
+    assert format_millis(10**24) == "1"

@@ -84,3 +84,65 @@ async def test_a_status_quantity_number_is_stored_as_a_string(http: httpx2.Async
     assert r.status_code == 200, r.text
     got = (await http.get("/api/v1/namespaces/default/persistentvolumeclaims/c1")).json()
     assert (got["status"]["capacity"], got["status"]["allocatedResources"]) == ({"storage": "3k"}, {"storage": "500m"})
+
+
+# -- quantity strings: stored as kube-apiserver stores them (ParseQuantity(text).String()) -------
+
+async def test_a_pods_quantity_strings_are_stored_as_kube_apiserver_stores_them(http: httpx2.AsyncClient) -> None:
+    # kube-apiserver v1.34.4 stores requests 1000m/1024Mi/0.5/1e3 as 1/1Gi/500m/1e3; a ResourceList
+    # value is rounded up to milli-units by core/v1 defaulting (1.5n -> 1m), a single Quantity not
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "ps"},
+           "spec": {"containers": [{"name": "c", "image": "busybox", "resources": {
+               "requests": {"cpu": "1.5n", "memory": "1024Mi", "example.com/a": "1e3"},
+               "limits": {"cpu": "1000m", "memory": "1.5Gi", "example.com/a": "1e3"}}}],
+               "volumes": [{"name": "v", "emptyDir": {"sizeLimit": "1.5n"}}]}}
+    r = await http.post("/api/v1/namespaces/default/pods", json=pod)
+    assert r.status_code == 201, r.text
+    spec = (await http.get("/api/v1/namespaces/default/pods/ps")).json()["spec"]
+    assert spec["containers"][0]["resources"] == {
+        "requests": {"cpu": "1m", "memory": "1Gi", "example.com/a": "1e3"},
+        "limits": {"cpu": "1", "memory": "1536Mi", "example.com/a": "1e3"}}
+    assert spec["volumes"][0]["emptyDir"]["sizeLimit"] == "2n"
+
+
+async def test_a_nodes_status_quantities_are_stored_as_kube_apiserver_stores_them(http: httpx2.AsyncClient) -> None:
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+            "status": {"capacity": {"cpu": "8000m", "memory": "34359738368", "pods": "110"}}}
+    r = await http.post("/api/v1/nodes", json=node)
+    assert r.status_code == 201, r.text
+    assert r.json()["status"]["capacity"] == {"cpu": "8", "memory": "34359738368", "pods": "110"}
+    r = await http.patch("/api/v1/nodes/n1/status", headers={"Content-Type": "application/merge-patch+json"},
+                         json={"status": {"allocatable": {"cpu": "7.5", "memory": "32768Mi"}}})
+    assert r.status_code == 200, r.text
+    assert r.json()["status"]["allocatable"] == {"cpu": "7500m", "memory": "32Gi"}
+
+
+async def test_templates_quota_and_limit_ranges_store_quantities_as_kube_apiserver(http: httpx2.AsyncClient) -> None:
+    dep = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+           "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}}, "spec": {
+               "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1.500", "memory": "2048Ki"}}}]}}}}
+    r = await http.post("/apis/apps/v1/namespaces/default/deployments", json=dep)
+    assert r.status_code == 201, r.text
+    assert r.json()["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] == {
+        "cpu": "1.500", "memory": "2Mi"}  # Go keeps a text its parser finds canonical, as written
+    rq = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q"},
+          "spec": {"hard": {"requests.cpu": "2000m", "requests.memory": "1.5Gi", "pods": "1000"}}}
+    r = await http.post("/api/v1/namespaces/default/resourcequotas", json=rq)
+    assert r.status_code == 201, r.text
+    assert r.json()["spec"]["hard"] == {"requests.cpu": "2", "requests.memory": "1536Mi", "pods": "1k"}
+    lr = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "l"},
+          "spec": {"limits": [{"type": "Container", "max": {"cpu": "4000m"}, "default": {"memory": "0.5Gi"}}]}}
+    r = await http.post("/api/v1/namespaces/default/limitranges", json=lr)
+    assert r.status_code == 201, r.text
+    assert r.json()["spec"]["limits"][0]["max"] == {"cpu": "4"}
+    assert r.json()["spec"]["limits"][0]["default"]["memory"] == "512Mi"
+
+
+async def test_a_custom_resources_quantities_are_kept_as_written(http: httpx2.AsyncClient) -> None:
+    # a CRD's schema has no Quantity type (int-or-string with a pattern): kube-apiserver keeps the text
+    q = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "qq"},
+         "spec": {"weight": 1, "capability": {"cpu": "1000m", "memory": "1024Mi"}}}
+    r = await http.post("/apis/scheduling.volcano.sh/v1beta1/queues", json=q)
+    assert r.status_code == 201, r.text
+    got = (await http.get("/apis/scheduling.volcano.sh/v1beta1/queues/qq")).json()
+    assert got["spec"]["capability"] == {"cpu": "1000m", "memory": "1024Mi"}

@@ -444,6 +444,25 @@ def _corpus() -> list[Case]:
         Case("resourcequota-create", "POST", ns_path("resourcequotas"), {
             "apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "rq1"},
             "spec": {"hard": {"pods": "100"}}}, compare_body=True),
+        # quantities as kube-apiserver stores them: ParseQuantity(text).String() (a text Go's parser
+        # finds canonical kept as written: 1e3, 1.500, 01), ResourceLists rounded up to milli-units
+        Case("resourcequota-quantities", "POST", ns_path("resourcequotas"), {
+            "apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "rq2"},
+            "spec": {"hard": {"requests.cpu": "2000m", "requests.memory": "1.5Gi", "pods": "1000",
+                              "limits.cpu": "1.5e3", "limits.memory": "1e12", "services": "01",
+                              "requests.ephemeral-storage": "1.5n",
+                              "requests.storage": "2048Ki", "count/configmaps": "1.000k"}}}, compare_body=True),
+        Case("pod-quantities", "POST", pods, {"metadata": {"name": "pq"}, "spec": {
+            "containers": [{"name": "c", "image": "x", "resources": {
+                "requests": {"cpu": "1.500", "memory": "1024Mi", "example.com/a": "1e3"},
+                "limits": {"cpu": "2000m", "memory": "4096Mi", "example.com/a": "1e3"}}}],
+            "volumes": [{"name": "v", "emptyDir": {"sizeLimit": "1.5n"}}]}}, compare_body=True),
+        Case("hpa-quantity-number-exponent", "POST", ns_path("horizontalpodautoscalers", group="autoscaling",
+                                                              version="v2"),
+             '{"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "hq"}, '
+             '"spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}, '
+             '"maxReplicas": 3, "metrics": [{"type": "Pods", "pods": {"metric": {"name": "qps"}, '
+             '"target": {"type": "AverageValue", "averageValue": 1E3}}}]}}', compare_body=True),
         Case("ingress-create", "POST", ns_path("ingresses", group="networking.k8s.io"), {
             "apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "in1"},
             "spec": {"defaultBackend": {"service": {"name": "web", "port": {"number": 80}}}}}, compare_body=True),
@@ -510,6 +529,9 @@ def _corpus() -> list[Case]:
         Case("queue-create", "POST", queues, {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
                                               "metadata": {"name": "q1"}, "spec": {"weight": 1}}, compare_body=True,
              retry_on=404),
+        Case("queue-quantities-as-written", "POST", queues, {
+            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "q6"},
+            "spec": {"weight": 1, "capability": {"cpu": "1000m", "memory": "1024Mi"}}}, compare_body=True),
         Case("queue-wrong-type", "POST", queues, {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
                                                   "metadata": {"name": "q2"}, "spec": {"weight": "heavy"}}),
         Case("queue-unknown-field-strict", "POST", queues, {"apiVersion": "scheduling.volcano.sh/v1beta1",
@@ -592,6 +614,9 @@ KNOWN: dict[str, dict[str, str]] = {
     "pvc-create": {"body": "kube-apiserver's StorageObjectInUseProtection admission adds the "
                            "kubernetes.io/pvc-protection finalizer, which kube-controller-manager's pvc-protection "
                            "controller removes; pumice has neither (a PVC would never go). " + LEFT},
+    "hpa-quantity-number-exponent": {"body": "a Quantity written as a JSON number in exponent form (1E3): "
+                                             "kube-apiserver keeps the literal ('1E3'); pumice's JSON decoder "
+                                             "gives a float and stores its canonical string ('1k')"},
     "crd-delete": {"body": "kube-apiserver deletes a CRD through the customresourcecleanup finalizer "
                            "(asynchronously); pumice removes it and its instances at once"},
 }
