@@ -383,6 +383,9 @@ def bootstrap_policy() -> tuple[list[Obj], list[Obj]]:
             "/version", "/version/"], "verbs": ["get"]}]),
         _cluster_role("system:public-info-viewer", [{"nonResourceURLs": [
             "/healthz", "/livez", "/readyz", "/version", "/version/"], "verbs": ["get"]}]),
+        _cluster_role("system:monitoring", [{"nonResourceURLs": [
+            "/healthz", "/healthz/*", "/livez", "/livez/*", "/metrics", "/metrics/slis", "/readyz", "/readyz/*"],
+            "verbs": ["get"]}]),
     ]
     bindings = [
         _cluster_binding("cluster-admin", "cluster-admin", ["system:masters"]),
@@ -390,5 +393,6 @@ def bootstrap_policy() -> tuple[list[Obj], list[Obj]]:
         _cluster_binding("system:discovery", "system:discovery", ["system:authenticated"]),
         _cluster_binding("system:public-info-viewer", "system:public-info-viewer",
                          ["system:authenticated", "system:unauthenticated"]),
+        _cluster_binding("system:monitoring", "system:monitoring", ["system:monitoring"]),
     ]
     return roles, bindings

@@ -95,12 +95,20 @@ class ComponentStatuses:
     def names(self) -> list[str]:
         return sorted(self._checks)
 
-    async def _object(self, name: str) -> Obj:
+    async def probe(self, name: str) -> Probe | None:
+        """The health of ``name`` now; None when no part has that name. A check that fails to run
+        gives healthy None (``Unknown``) with the error, as upstream."""
+        check = self._checks.get(name)
+        if check is None:
+            return None
         try:
-            probe = await self._checks[name]()
-        except Exception as e:  # a check that fails to run: Unknown, with the error, as upstream
+            return await check()
+        except Exception as e:
             log.warning("component status check of %s failed: %s", name, e)
-            probe = Probe(None, "", f"{type(e).__name__}: {e}")
+            return Probe(None, "", f"{type(e).__name__}: {e}")
+
+    async def _object(self, name: str) -> Obj:
+        probe = await self.probe(name) or Probe(None, "", "no such component")  # callers pass known names
         return {"kind": "ComponentStatus", "apiVersion": "v1", "metadata": {"name": name},
                 "conditions": [_condition(probe)]}
 

@@ -28,6 +28,7 @@ from email.utils import formatdate
 from typing import Any, NamedTuple
 
 import msgspec
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect, Request
@@ -47,7 +48,7 @@ from pumice.api.params import query_bool, query_list, query_values
 from pumice.api.scheme import BINDING, COMPONENT_STATUS, SCALE, ResourceKind
 from pumice.api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from pumice.api.tables import to_table
-from pumice.apiserver import discovery, errors, openapi
+from pumice.apiserver import discovery, errors, healthz, openapi, requestmetrics
 from pumice.apiserver.access import PUBLIC_PATHS, Access
 from pumice.apiserver.componentstatus import DEPRECATION_WARNING, ComponentStatuses
 from pumice.apiserver.decode import (
@@ -230,15 +231,6 @@ def _warnings(warnings: list[str]) -> dict[str, str] | None:
     return {"Warning": ", ".join(quoted).encode("utf-8", "replace").decode("latin-1")}
 
 
-#: the named checks kube-apiserver serves under each health path (healthz.go ping and log, the
-#: storage's etcd; readyz adds etcd-readiness, informer-sync and shutdown)
-_HEALTH_CHECKS: dict[str, frozenset[str]] = {
-    "healthz": frozenset({"ping", "log", "etcd"}),
-    "livez": frozenset({"ping", "log", "etcd"}),
-    "readyz": frozenset({"ping", "log", "etcd", "etcd-readiness", "informer-sync", "shutdown"}),
-}
-
-
 class _Target(NamedTuple):
     """What a resource path names: the kind, namespace (None: cluster scope or all namespaces),
     object name (None: the collection), subresource (``""``: the object itself) and query."""
@@ -305,6 +297,7 @@ class _Api:
         self._pb_cache: dict[tuple[int, str], tuple[Stored, bytes]] = {}
         self._roots: dict[str, Callable[[Request, list[str]], Awaitable[Response]]] = {
             "version": self._version, "healthz": self._health, "livez": self._health, "readyz": self._health,
+            "metrics": self._metrics_endpoint,
             "openapi": self._openapi_root, "api": self._api, "apis": self._api,
         }
         self._collection_handlers: dict[str, Handler] = {
@@ -331,10 +324,22 @@ class _Api:
         self.metrics = MetricsAPI(registry, log_client_factory)
         #: the parts ``componentstatuses`` reports (the storage's check is added by the APIServer)
         self.components = ComponentStatuses()
+        self._health_checks: dict[str, healthz.Check] = {
+            "etcd": self._storage_check, "etcd-readiness": self._storage_check, "shutdown": self._shutdown_check}
 
     # ------------------------------------------------------------------ entry
 
     async def handle(self, request: Request) -> Response:
+        """Answer one HTTP request (every failure as a Status); a resource request (and a health
+        check) is counted in kube-apiserver's request metrics (pumice.apiserver.requestmetrics)."""
+        t0 = self.clock.monotonic()
+        response = await self._serve(request)
+        labels = request.scope.get("pumice.metric")
+        if labels is not None:
+            requestmetrics.record(labels, response.status_code, self.clock.monotonic() - t0)
+        return response
+
+    async def _serve(self, request: Request) -> Response:
         scope = request.scope
         path: str = scope["path"]
         # parsed once per request (Starlette's query_params would parse it again): the first value
@@ -382,8 +387,8 @@ class _Api:
     async def _route(self, request: Request, path: str) -> Response:
         parts = [p for p in path.split("/") if p]
         if not parts:
-            return _json(_encode({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v2", "/openapi/v3",
-                                            "/readyz", "/version"]}))
+            return _json(_encode({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/metrics", "/openapi/v2",
+                                            "/openapi/v3", "/readyz", "/version"]}))
         handler = self._roots.get(parts[0])
         if handler is None:
             raise _not_found_path()
@@ -397,13 +402,39 @@ class _Api:
         return _json(_encode(discovery.VERSION_INFO))
 
     async def _health(self, request: Request, parts: list[str]) -> Response:
-        """``/healthz``, ``/livez``, ``/readyz`` and their named checks (``/readyz/etcd``...);
-        another name is 404 (the mux has no handler for it)."""
-        if len(parts) > 1 and ("/".join(parts[1:]) not in _HEALTH_CHECKS.get(parts[0], ()) or len(parts) > 2):
+        """``/healthz``, ``/livez``, ``/readyz`` and their named checks (``/readyz/etcd``...), as
+        :mod:`pumice.apiserver.healthz` answers them; another name is 404 (the mux has no
+        handler for it)."""
+        root = parts[0]
+        if len(parts) > 2 or (len(parts) == 2 and parts[1] not in healthz.CHECKS[root]):
             raise _not_found_path()
-        ok = self.ready or parts[0] == "livez"
-        return Response(content=b"ok" if ok else b"not ready", status_code=200 if ok else 500,
-                        media_type="text/plain")
+        if len(parts) == 1:  # upstream instruments the roots alone
+            request.scope["pumice.metric"] = ("GET", "", "", "", "", "/" + root, "", "")
+        raw = request.scope.get("query_string", b"")
+        excluded = (query_list(raw.decode("latin-1"), "exclude") or []) if b"exclude" in raw else []
+        return await healthz.answer(root, parts[1] if len(parts) == 2 else None, request.scope["pumice.query"],
+                                    excluded, self._health_checks)
+
+    async def _storage_check(self) -> str | None:
+        """The etcd checks: the storage's failure (a commit or fsync error), None while it works."""
+        probe = await self.components.probe("storage")
+        return None if probe is None or probe.healthy else probe.message or probe.error
+
+    async def _shutdown_check(self) -> str | None:
+        return None if self.ready else "process is shutting down"
+
+    async def _metrics_endpoint(self, request: Request, parts: list[str]) -> Response:
+        """``/metrics``: every metric of prometheus_client's default registry in the Prometheus
+        text format (kube-apiserver's request metrics, pumice.apiserver.requestmetrics, and, in
+        ``pumice up``, the controllers'); GET only. Authorized as any path: system:masters and
+        the ``system:monitoring`` group (its ClusterRole grants ``get`` on ``/metrics``).
+
+        Mirrors: k8s.io/apiserver pkg/server/routes/metrics.go (DefaultMetrics)."""
+        if len(parts) > 1:
+            raise _not_found_path()
+        if request.method != "GET":
+            raise errors.method_not_allowed()
+        return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
     async def _openapi_root(self, request: Request, parts: list[str]) -> Response:
         return self._openapi(request, parts)
@@ -441,6 +472,10 @@ class _Api:
         if rest[0] == "watch":
             return self._deprecated_watch(request, group, version, rest[1:])
         t = self._target(request, group, version, rest)
+        request.scope["pumice.metric"] = requestmetrics.request_labels(
+            request.method, group, version, t.rk.plural, t.sub, t.name is not None,
+            t.namespace is not None and t.rk.namespaced, t.query, request.scope["pumice.dry_run"],
+            request.headers.get("content-type", "").split(";")[0].strip().lower() if request.method == "PATCH" else "")
         self._check_accept(request, t.rk, t)
         if t.rk is COMPONENT_STATUS:
             return await self._component_statuses(request, t)
@@ -512,6 +547,9 @@ class _Api:
             raise _not_found_path()
         if request.method != "GET":
             raise errors.method_not_allowed()
+        request.scope["pumice.metric"] = requestmetrics.request_labels(
+            "GET", group, version, t.rk.plural, "", t.name is not None, t.namespace is not None, {"watch": "true"},
+            None, "")
         self._check_accept(request, t.rk)
         query = dict(t.query)
         query["watch"] = "true"
