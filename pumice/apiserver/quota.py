@@ -29,7 +29,7 @@ from typing import Any
 from pumice.api import Obj, quantity
 from pumice.api.admission import AdmissionError, AdmissionRequest, ObjectReader, forbidden
 from pumice.api.quantity import resource_string
-from pumice.api.quota import format_list, object_usage
+from pumice.api.quota import Formats, format_list, object_usage, sum_usage
 from pumice.apiserver.defaults import limit_range
 
 __all__ = ["LIMIT_RANGER_ANNOTATION", "LimitRanger", "ResourceQuota"]
@@ -164,13 +164,16 @@ class ResourceQuota:
         quotas = await reader.list(rq, req.namespace)
         if not quotas:
             return
-        wanted = object_usage(req.kind.group, req.kind.plural, req.obj)
+        wanted_formats: Formats = {}
+        wanted = object_usage(req.kind.group, req.kind.plural, req.obj, wanted_formats)
         if not wanted:
             return
+        used_formats: Formats = {}
         used = await _namespace_usage(reader, req.namespace, {k for q in quotas for k in (q.get("spec") or {})
-                                                              .get("hard") or {}})
+                                                              .get("hard") or {}}, used_formats)
         for quota in sorted(quotas, key=lambda q: q["metadata"]["name"]):
-            hard = {k: _q(v) for k, v in ((quota.get("spec") or {}).get("hard") or {}).items()}
+            hard_text = (quota.get("spec") or {}).get("hard") or {}
+            hard = {k: _q(v) for k, v in hard_text.items()}
             qname = quota["metadata"]["name"]
             if req.kind.plural == "pods" and req.kind.group == "":
                 missing = [k for k in hard if k in ("requests.cpu", "requests.memory", "limits.cpu", "limits.memory",
@@ -180,17 +183,18 @@ class ResourceQuota:
             over = {k for k in hard if k in wanted and used.get(k, Fraction(0)) + wanted[k] > hard[k]}
             if over:
                 raise forbidden(req, f"exceeded quota: {qname}, "
-                                     f"requested: {format_list({k: wanted[k] for k in over})}, "
-                                     f"used: {format_list({k: used.get(k, Fraction(0)) for k in over})}, "
-                                     f"limited: {format_list({k: hard[k] for k in over})}")
+                                     f"requested: {format_list({k: wanted[k] for k in over}, wanted_formats)}, "
+                                     f"used: {format_list({k: used.get(k, Fraction(0)) for k in over}, used_formats)}, "
+                                     f"limited: {','.join(f'{k}={hard_text[k]}' for k in sorted(over))}")
 
 
 _COUNTED = (("", "v1", "Pod"), ("", "v1", "Service"), ("", "v1", "ConfigMap"), ("", "v1", "Secret"),
             ("", "v1", "PersistentVolumeClaim"), ("", "v1", "ReplicationController"), ("", "v1", "ResourceQuota"))
 
 
-async def _namespace_usage(reader: ObjectReader, namespace: str, names: set[str]) -> dict[str, Fraction]:
-    """Usage of the names a quota of ``namespace`` tracks."""
+async def _namespace_usage(reader: ObjectReader, namespace: str, names: set[str],
+                           formats: Formats) -> dict[str, Fraction]:
+    """Usage of the names a quota of ``namespace`` tracks; ``formats`` gets each sum's format."""
     kinds = list(_COUNTED)
     for n in names:
         if n.startswith("count/"):
@@ -209,9 +213,8 @@ async def _namespace_usage(reader: ObjectReader, namespace: str, names: set[str]
         for obj in await reader.list(rk, namespace):
             if (obj.get("metadata") or {}).get("deletionTimestamp") and rk.plural != "pods":
                 continue
-            for k, v in object_usage(rk.group, rk.plural, obj).items():
-                if k in names:
-                    total[k] = total.get(k, Fraction(0)) + v
+            obj_formats: Formats = {}
+            sum_usage(total, formats, object_usage(rk.group, rk.plural, obj, obj_formats), obj_formats, names)
     return total
 
 

@@ -413,6 +413,27 @@ async def test_resource_quota_prints_quantities_as_quantity_string() -> None:
                 in str(e.value))
 
 
+async def test_resource_quota_sums_keep_the_format_of_their_quantities() -> None:
+    # upstream sums with Quantity.Add (quotav1.Add, PodRequests), which keeps the receiver's format:
+    # two 1G memory requests are used "2G" (pumice wrote a BinarySI form of 2000000000 bytes)
+    async with chain(nodes=1) as env:
+        c = env.client
+        await c.create({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q", "namespace": "default"},
+                        "spec": {"hard": {"requests.memory": "2500M", "requests.cpu": "10"}}})
+        await c.create(_pod("a", requests={"memory": "1G", "cpu": "500m"}))
+        await c.create(_pod("b", requests={"memory": "1G", "cpu": "500m"}))
+
+        async def used() -> bool:
+            rq = await c.get(RESOURCE_QUOTA, "q", "default")
+            return (rq.get("status") or {}).get("used") == {"requests.memory": "2G", "requests.cpu": "1"}
+
+        await eventually(used, timeout=20, what="quota status.used")
+        with pytest.raises(ApiError) as e:
+            await c.create(_pod("c", requests={"memory": "1G", "cpu": "1"}))
+        assert ("exceeded quota: q, requested: requests.memory=1G, used: requests.memory=2G, "
+                "limited: requests.memory=2500M" in str(e.value))
+
+
 class _Store:
     """An informer's store holding given objects (``.store.get``/``.store.by_index``)."""
 

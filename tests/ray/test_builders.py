@@ -321,10 +321,10 @@ def gpu_cluster_spec(num_of_hosts: int = 1) -> dict:
 
 @pytest.mark.upstream("volcano_scheduler_test.go TestCreatePodGroup")
 def test_pod_group_numbers_match_the_upstream_unit_test() -> None:
-    members, total = calculate_pod_group_params(gpu_cluster_spec())
+    members, total, formats = calculate_pod_group_params(gpu_cluster_spec())
     assert members == 3
-    assert res.format_resource_list(total) == {"cpu": "768m", "memory": "768Mi", "nvidia.com/gpu": "2"}
-    members, _ = calculate_pod_group_params(gpu_cluster_spec(num_of_hosts=2))
+    assert res.format_resource_list(total, formats) == {"cpu": "768m", "memory": "768Mi", "nvidia.com/gpu": "2"}
+    members, _, _ = calculate_pod_group_params(gpu_cluster_spec(num_of_hosts=2))
     assert members == 5
 
 
@@ -333,10 +333,10 @@ def test_rayjob_pod_group_counts_the_submitter_in_resources_not_members() -> Non
            "metadata": {"name": "j", "namespace": "ns", "uid": "u", "labels": {"volcano.sh/queue-name": "q1",
                                                                               "ray.io/priority-class-name": "high"}},
            "spec": {"rayClusterSpec": gpu_cluster_spec()}}
-    members, total = rayjob_pod_group_params(job)
+    members, total, formats = rayjob_pod_group_params(job)
     assert members == 3
-    assert res.format_resource_list(total) == {"cpu": "1268m", "memory": "968Mi", "nvidia.com/gpu": "2"}
-    assert build_pod_group(job, members, total) == {
+    assert res.format_resource_list(total, formats) == {"cpu": "1268m", "memory": "968Mi", "nvidia.com/gpu": "2"}
+    assert build_pod_group(job, members, total, formats) == {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",
         "metadata": {"name": "ray-j-pg", "namespace": "ns",
@@ -351,9 +351,27 @@ def test_rayjob_pod_group_counts_the_submitter_in_resources_not_members() -> Non
 def test_autoscaling_pod_group_uses_min_replicas() -> None:
     spec = gpu_cluster_spec()
     spec["enableInTreeAutoscaling"] = True
-    members, total = calculate_pod_group_params(spec)
+    members, total, formats = calculate_pod_group_params(spec)
     assert members == 2
-    assert res.format_resource_list(total) == {"cpu": "512m", "memory": "512Mi", "nvidia.com/gpu": "1"}
+    assert res.format_resource_list(total, formats) == {"cpu": "512m", "memory": "512Mi", "nvidia.com/gpu": "1"}
+
+
+def test_pod_group_min_resources_keep_the_format_of_their_sums() -> None:
+    # SumResourceList adds with resource.Quantity.Add, which keeps the receiver's format: decimal
+    # memory sums to "3G" (pumice printed the byte count 3000000000), an exponent stays one
+    def pod(cpu: str, memory: str) -> dict:
+        return {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}}
+    spec = {"headGroupSpec": {"template": pod("1", "1G")},
+            "workerGroupSpecs": [{"groupName": "g", "replicas": 2, "minReplicas": 1, "maxReplicas": 4,
+                                  "template": pod("1e3", "1G")}]}
+    members, total, formats = calculate_pod_group_params(spec)
+    assert members == 3
+    assert res.format_resource_list(total, formats) == {"cpu": "2001", "memory": "3G"}
+    spec["enableInTreeAutoscaling"] = True
+    job = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "j", "namespace": "ns", "uid": "u"},
+           "spec": {"rayClusterSpec": spec, "submitterPodTemplate": pod("500m", "500M")}}
+    members, total, formats = rayjob_pod_group_params(job)
+    assert build_pod_group(job, members, total, formats)["spec"]["minResources"] == {"cpu": "1001500m", "memory": "2500M"}
 
 
 def test_volcano_metadata_on_a_pod_names_the_rayjob_pod_group() -> None:

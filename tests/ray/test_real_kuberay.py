@@ -264,8 +264,8 @@ def _podgroup_as_v1_5_0(pg: Obj, rayjob: Obj) -> Obj:
     pg["metadata"].pop("annotations", None)
     finished = (rayjob.get("status") or {}).get("jobDeploymentStatus") in ("Complete", "Failed")
     if pg["metadata"]["name"] == "ray-rayjob-sample-pg" and finished:
-        members, total = rayjob_pod_group_params(rayjob)
-        pg["spec"].update(minMember=members, minResources=format_resource_list(total))
+        members, total, formats = rayjob_pod_group_params(rayjob)
+        pg["spec"].update(minMember=members, minResources=format_resource_list(total, formats))
     return pg
 
 

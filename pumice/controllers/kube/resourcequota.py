@@ -1,6 +1,7 @@
 """The resource quota controller: ``status.hard`` and ``status.used`` of every ResourceQuota,
 recounted from the namespace's objects whenever a Pod of the namespace or the quota changes, and
-every 10 seconds (for the other counted kinds).
+every 10 seconds (for the other counted kinds). Each used amount is written in the format its sum
+kept (the first non-zero operand's: ``2G`` for two ``1G`` memory requests, ``"0"`` when none).
 
 Mirrors: kubernetes pkg/controller/resourcequota/resource_quota_controller.go (syncResourceQuota).
 """
@@ -10,8 +11,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from pumice.api import Obj
-from pumice.api.quantity import resource_string
-from pumice.api.quota import object_usage
+from pumice.api.quota import Formats, object_usage, sum_usage, usage_string
 from pumice.api.scheme import (
     CONFIG_MAP,
     PERSISTENT_VOLUME_CLAIM,
@@ -57,16 +57,16 @@ class ResourceQuotaReconciler:
             return Result()
         hard = dict((quota.get("spec") or {}).get("hard") or {})
         used: dict[str, Fraction] = {k: Fraction(0) for k in hard}
+        formats: Formats = {}
         for rk in COUNTED:
             objs = self.pods.store.list(req.namespace) if rk is POD else \
                 (await self.client.list(rk, req.namespace)).items
             for obj in objs:
                 if (obj.get("metadata") or {}).get("deletionTimestamp") and rk is not POD:
                     continue
-                for k, v in object_usage(rk.group, rk.plural, obj).items():
-                    if k in used:
-                        used[k] += v
-        status = {"hard": hard, "used": {k: resource_string(k, v) for k, v in used.items()}}
+                obj_formats: Formats = {}
+                sum_usage(used, formats, object_usage(rk.group, rk.plural, obj, obj_formats), obj_formats, hard)
+        status = {"hard": hard, "used": {k: usage_string(k, v, formats) for k, v in used.items()}}
         if status != (quota.get("status") or {}):
             try:
                 await self.client.update_status({**quota, "status": status})

@@ -30,7 +30,7 @@ def build_pod_group(cluster: Obj) -> Obj:
                                           "kind": cluster.get("kind", "RayCluster"), "name": meta["name"],
                                           "uid": meta.get("uid", "")}]},
         "spec": {"minMember": res.desired_worker_pods(spec) + 1,
-                 "minResources": res.format_resource_list(res.desired_resources(spec))},
+                 "minResources": res.format_resource_list(*res.desired_quantities(spec))},
     }
 
 

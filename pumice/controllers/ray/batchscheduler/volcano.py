@@ -33,32 +33,36 @@ NETWORK_TOPOLOGY_MODE_LABEL = "volcano.sh/network-topology-mode"
 NETWORK_TOPOLOGY_HIGHEST_TIER_LABEL = "volcano.sh/network-topology-highest-tier-allowed"
 
 
-def calculate_pod_group_params(cluster_spec: Obj) -> tuple[int, res.ResourceList]:
-    """(minMember, minResources) of a RayCluster spec."""
+def calculate_pod_group_params(cluster_spec: Obj) -> tuple[int, res.ResourceList, res.Formats]:
+    """(minMember, minResources, the format of each minResources sum) of a RayCluster spec."""
     if not res.is_autoscaling_enabled(cluster_spec):
-        return res.desired_worker_pods(cluster_spec) + 1, res.desired_resources(cluster_spec)
-    return res.min_worker_pods(cluster_spec) + 1, res.min_resources(cluster_spec)
+        return res.desired_worker_pods(cluster_spec) + 1, *res.desired_quantities(cluster_spec)
+    return res.min_worker_pods(cluster_spec) + 1, *res.min_quantities(cluster_spec)
 
 
-def submitter_resources(rayjob: Obj) -> res.ResourceList:
-    """The submitter's resources: template (K8sJobMode), default container (SidecarMode), else none."""
+def submitter_resources(rayjob: Obj) -> tuple[res.ResourceList, res.Formats]:
+    """The submitter's resources and their formats: template (K8sJobMode), default container
+    (SidecarMode), else none."""
     spec = rayjob.get("spec", {})
     mode = jobb.submission_mode(rayjob)
     if mode == c.JobSubmissionMode.K8S_JOB_MODE:
-        return res.pod_resources(jobb.submitter_template(rayjob, spec["rayClusterSpec"]).get("spec", {}))
+        return res.pod_quantities(jobb.submitter_template(rayjob, spec["rayClusterSpec"]).get("spec", {}))
     if mode == c.JobSubmissionMode.SIDECAR_MODE:
-        return res.container_resources(jobb.default_submitter_container(spec["rayClusterSpec"]))
-    return {}
+        return res.container_quantities(jobb.default_submitter_container(spec["rayClusterSpec"]))
+    return {}, {}
 
 
-def rayjob_pod_group_params(rayjob: Obj) -> tuple[int, res.ResourceList]:
-    """(minMember, minResources) of a RayJob: cluster numbers + submitter resources (not members)."""
-    members, total = calculate_pod_group_params(rayjob["spec"]["rayClusterSpec"])
-    return members, res.sum_resource_lists([total, submitter_resources(rayjob)])
+def rayjob_pod_group_params(rayjob: Obj) -> tuple[int, res.ResourceList, res.Formats]:
+    """(minMember, minResources, their formats) of a RayJob: cluster numbers + submitter
+    resources (not members), summed as SumResourceList."""
+    members, total, formats = calculate_pod_group_params(rayjob["spec"]["rayClusterSpec"])
+    return members, *res.sum_quantities([(total, formats), submitter_resources(rayjob)])
 
 
-def build_pod_group(owner: Obj, min_member: int, min_resources: res.ResourceList) -> Obj:
-    """The PodGroup for ``owner`` (RayCluster or RayJob).
+def build_pod_group(owner: Obj, min_member: int, min_resources: res.ResourceList,
+                    formats: res.Formats | None = None) -> Obj:
+    """The PodGroup for ``owner`` (RayCluster or RayJob); ``formats``: the Quantity format of each
+    minResources sum (:func:`calculate_pod_group_params`), so ``1G`` requests sum to ``2G``.
 
     Raises:
         ValueError: the network-topology tier label is not an integer.
@@ -66,7 +70,7 @@ def build_pod_group(owner: Obj, min_member: int, min_resources: res.ResourceList
     meta = owner["metadata"]
     lbl = meta.get("labels") or {}
     name = assoc.volcano_pod_group_name(owner)
-    spec: Obj = {"minMember": min_member, "minResources": res.format_resource_list(min_resources)}
+    spec: Obj = {"minMember": min_member, "minResources": res.format_resource_list(min_resources, formats)}
     if NETWORK_TOPOLOGY_MODE_LABEL in lbl:
         topo: Obj = {"mode": lbl[NETWORK_TOPOLOGY_MODE_LABEL]}
         if NETWORK_TOPOLOGY_HIGHEST_TIER_LABEL in lbl:
@@ -109,17 +113,19 @@ class VolcanoBatchScheduler:
             lbl = obj.get("metadata", {}).get("labels") or {}
             if lbl.get(c.RAY_ORIGINATED_FROM_CRD_LABEL_KEY) == c.CRDType.RAY_JOB:
                 return  # the RayJob owns the PodGroup
-            members, total = calculate_pod_group_params(obj.get("spec", {}))
+            members, total, formats = calculate_pod_group_params(obj.get("spec", {}))
         elif obj.get("kind") == "RayJob":
             if _uses_cluster_selector(obj):
                 return  # Deviates: not gang-scheduled (upstream errors forever)
-            members, total = rayjob_pod_group_params(obj)
+            members, total, formats = rayjob_pod_group_params(obj)
         else:
             raise TypeError(f"unsupported object kind {obj.get('kind')!r}, only RayCluster and RayJob are supported")
-        await self.sync_pod_group(obj, members, total)
+        await self.sync_pod_group(obj, members, total, formats)
 
-    async def sync_pod_group(self, owner: Obj, min_member: int, min_resources: res.ResourceList) -> bool:
-        """Get-or-create the PodGroup; update only when minMember or minResources differ.
+    async def sync_pod_group(self, owner: Obj, min_member: int, min_resources: res.ResourceList,
+                             formats: res.Formats | None = None) -> bool:
+        """Get-or-create the PodGroup; update only when minMember or minResources differ
+        (``formats``: as :func:`build_pod_group`).
 
         Returns:
             True when it created or updated the PodGroup.
@@ -132,7 +138,7 @@ class VolcanoBatchScheduler:
             if not is_not_found(e):
                 raise
             try:
-                await self._client.create(build_pod_group(owner, min_member, min_resources))
+                await self._client.create(build_pod_group(owner, min_member, min_resources, formats))
             except Exception as e2:
                 if is_already_exists(e2):
                     return False
@@ -144,7 +150,7 @@ class VolcanoBatchScheduler:
         if spec.get("minMember") != min_member or spec.get("minResources") is None or \
                 {k: v for k, v in current.items() if v != 0} != {k: v for k, v in wanted.items() if v != 0}:
             spec["minMember"] = min_member
-            spec["minResources"] = res.format_resource_list(min_resources)
+            spec["minResources"] = res.format_resource_list(min_resources, formats)
             await self._client.update(pg)
             return True
         return False
@@ -174,6 +180,7 @@ class VolcanoBatchScheduler:
             return False
         members: int = 0
         total: res.ResourceList = {}
+        formats: res.Formats = {}
         try:
             cluster = await self._client.get(scheme.RAY_CLUSTER, cluster_name, obj["metadata"].get("namespace"))
         except Exception as e:
@@ -181,5 +188,5 @@ class VolcanoBatchScheduler:
                 raise
         else:
             if not cluster.get("metadata", {}).get("deletionTimestamp"):
-                members, total = calculate_pod_group_params(cluster.get("spec", {}))
-        return await self.sync_pod_group(obj, members, total)
+                members, total, formats = calculate_pod_group_params(cluster.get("spec", {}))
+        return await self.sync_pod_group(obj, members, total, formats)

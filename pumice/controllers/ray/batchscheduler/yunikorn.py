@@ -35,7 +35,7 @@ TASK_GROUPS_ANNOTATION = "yunikorn.apache.org/task-groups"
 
 
 def _task_group(name: str, min_member: int, pod_spec: Obj) -> Obj:
-    group: Obj = {"minResource": res.format_resource_list(res.pod_resources(pod_spec))}
+    group: Obj = {"minResource": res.format_resource_list(*res.pod_quantities(pod_spec))}
     if pod_spec.get("nodeSelector"):
         group["nodeSelector"] = dict(pod_spec["nodeSelector"])
     if pod_spec.get("affinity"):

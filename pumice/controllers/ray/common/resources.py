@@ -2,7 +2,8 @@
 
 Amounts are exact :class:`fractions.Fraction` values in base units (cpu in cores, memory in
 bytes), keyed by resource name; :func:`format_resource_list` renders them as canonical quantity
-strings (cpu ``"1268m"``, memory ``"968Mi"``, counts ``"2"``).
+strings (cpu ``"1268m"``, memory ``"968Mi"``, counts ``"2"``), each in the Quantity format its sum
+kept when the caller tracked it (``*_quantities``: ``2G`` + ``1G`` is ``3G``, not a byte count).
 
 Mirrors: kuberay ray-operator/controllers/ray/utils/util.go (CalculatePodResource,
 CalculateDesiredResources, CalculateMinResources, SumResourceList, GetWorkerGroupDesiredReplicas,
@@ -27,6 +28,8 @@ from pumice.api.quantity import (
 from pumice.controllers.ray import constants as c
 
 ResourceList = dict[str, Fraction]
+Formats = dict[str, str]
+"""resource name -> the Go Quantity format of its amount (``DecimalSI``, ``BinarySI``, ``DecimalExponent``)."""
 
 _MIG = re.compile(r"nvidia\.com/mig-\d+g\.\d+gb$")
 
@@ -71,13 +74,26 @@ def sum_resource_lists(lists: Iterable[ResourceList]) -> ResourceList:
     return total
 
 
-def scale(rl: ResourceList, n: int) -> ResourceList:
-    return {k: v * n for k, v in rl.items()}
+def format_resource_list(rl: ResourceList, formats: Formats | None = None) -> dict[str, str]:
+    """``rl`` as a wire ResourceList, keys sorted, each amount as Quantity.String() writes it in
+    its format from ``formats`` (else in :func:`resource_string`'s form)."""
+    return {k: canonical_string(rl[k], formats[k]) if formats and k in formats else resource_string(k, rl[k])
+            for k in sorted(rl)}
 
 
-def format_resource_list(rl: ResourceList) -> dict[str, str]:
-    """``rl`` as a wire ResourceList, keys sorted, each amount in :func:`resource_string`'s form."""
-    return {k: resource_string(k, rl[k]) for k in sorted(rl)}
+def sum_quantities(parts: Iterable[tuple[ResourceList, Formats]]) -> tuple[ResourceList, Formats]:
+    """The sum of ``(amounts, formats)`` parts and each sum's format: the first operand's, taken
+    over by the next one's while the sum is still zero (resource.Quantity.Add).
+
+    Mirrors: kuberay utils/util.go SumResourceList."""
+    total: ResourceList = {}
+    formats: Formats = {}
+    for rl, fmts in parts:
+        for k, v in rl.items():
+            fmt = fmts.get(k, DECIMAL_SI)
+            formats[k] = add_format(None if k not in total else (formats[k], total[k] == 0), fmt, v == 0)[0]
+            total[k] = total.get(k, Fraction(0)) + v
+    return total, formats
 
 
 # --- replica arithmetic -------------------------------------------------------------------------
@@ -168,6 +184,18 @@ def _add_format(out: dict[str, tuple[str, bool]], name: str, fmt: str, zero: boo
     out[name] = add_format(out.get(name), fmt, zero)
 
 
+def pod_quantities(pod_spec: Obj) -> tuple[ResourceList, Formats]:
+    """:func:`pod_resources` and the format of each sum (CalculatePodResource)."""
+    total, formats = _pod_quantities(pod_spec)
+    return total, {k: fmt for k, (fmt, _) in formats.items()}
+
+
+def container_quantities(container: Obj) -> tuple[ResourceList, Formats]:
+    """:func:`container_resources` and the format of each amount."""
+    given = _container_quantities(container)
+    return {k: parse_quantity(v) for k, v in given.items()}, {k: quantity_format(v) for k, v in given.items()}
+
+
 def desired_quantities(spec: Obj) -> tuple[ResourceList, dict[str, str]]:
     """``(sums, formats)`` in one walk of the spec: the head Pod + Σ per-Pod × raw ``replicas`` ×
     numOfHosts (suspended groups skipped; the raw ``replicas``, not the clamped one, as upstream),
@@ -177,9 +205,21 @@ def desired_quantities(spec: Obj) -> tuple[ResourceList, dict[str, str]]:
 
     Mirrors: kuberay utils/util.go CalculateDesiredResources, CalculatePodResource.
     """
+    return _cluster_quantities(spec, _raw_replicas)
+
+
+def min_quantities(spec: Obj) -> tuple[ResourceList, Formats]:
+    """As :func:`desired_quantities` with ``minReplicas`` × numOfHosts per worker group.
+
+    Mirrors: kuberay utils/util.go CalculateMinResources."""
+    return _cluster_quantities(spec, lambda g: group_min_max(g)[0] * num_of_hosts(g))
+
+
+def _cluster_quantities(spec: Obj, count: Callable[[Obj], int]) -> tuple[ResourceList, Formats]:
+    """The head Pod + Σ per-Pod × ``count(group)`` and each sum's format (see :func:`desired_quantities`)."""
     total: ResourceList = {}
     formats: dict[str, tuple[str, bool]] = {}
-    for pod_spec, n in _cluster_pods(spec, _raw_replicas):
+    for pod_spec, n in _cluster_pods(spec, count):
         amounts, pod_formats = _pod_quantities(pod_spec)
         for k, v in amounts.items():
             total[k] = total.get(k, Fraction(0)) + v * n
@@ -201,9 +241,9 @@ def status_quantity(total: ResourceList, formats: dict[str, str], name: str) -> 
 
 
 def min_resources(spec: Obj) -> ResourceList:
-    """Head pod + Σ per-pod × minReplicas × numOfHosts (suspended groups skipped)."""
-    return sum_resource_lists(scale(pod_resources(pod_spec), n) for pod_spec, n in
-                              _cluster_pods(spec, lambda g: group_min_max(g)[0] * num_of_hosts(g)))
+    """Head pod + Σ per-pod × minReplicas × numOfHosts (suspended groups skipped): the sums of
+    :func:`min_quantities`."""
+    return min_quantities(spec)[0]
 
 
 def is_autoscaling_enabled(spec: Obj) -> bool:
