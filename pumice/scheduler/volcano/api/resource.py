@@ -339,23 +339,15 @@ class Resource:
 
     def to_list(self) -> dict[str, str]:
         """Back to a ResourceList of quantity strings (for Queue status): cpu and scalars as
-        ``NewMilliQuantity(m, DecimalSI)``, memory as ``NewQuantity(bytes, BinarySI)`` (``2Gi``),
-        pods as ``NewQuantity(n, DecimalSI)``, each ``.String()``.
+        ``NewMilliQuantity(int64(m), DecimalSI)``, memory as ``NewQuantity(int64(bytes),
+        BinarySI)`` (``2Gi``), pods as ``NewQuantity(int64(n), DecimalSI)``, each ``.String()``;
+        cpu and memory always (``"0"`` when none), amounts truncated toward zero as Go's int64().
 
-        Mirrors: volcano pkg/scheduler/util/scheduler_helper.go ConvertRes2ResList.
-        Deviates: amounts are rounded to the unit (Go truncates with int64(), pumice's float sums
-        may land a hair below a whole milli-unit); zero cpu and memory are left out (upstream
-        writes ``"0"``)."""
-        out: dict[str, str] = {}
-        if self.milli_cpu:
-            out[CPU] = format_millis(round(self.milli_cpu))
-        if self.memory:
-            out[MEMORY] = format_bytes(round(self.memory))
+        Mirrors: volcano pkg/scheduler/util/scheduler_helper.go ConvertRes2ResList (master
+        ed72c7c81)."""
+        out: dict[str, str] = {CPU: format_millis(int(self.milli_cpu)), MEMORY: format_bytes(int(self.memory))}
         for n, v in sorted(self._scalars.items()):
-            if n == PODS:
-                out[n] = format_millis(round(v) * 1000)
-            else:
-                out[n] = format_millis(round(v))
+            out[n] = format_millis(int(v) * 1000) if n == PODS else format_millis(int(v))
         return out
 
 
