@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pumice.api import Obj
 from pumice.api.admission import FieldCause
+from pumice.api.apps import TEMPLATE_GENERATION
 from pumice.api.cron import parse_schedule, time_zone_errors
 from pumice.api.scheme import ResourceKind
 from pumice.api.selectors import SelectorError, from_label_selector
@@ -198,9 +199,6 @@ class _Workload(Strategy):
         return out + self._check(spec, old)
 
 
-#: apps/v1 carries the internal DaemonSetSpec.TemplateGeneration in this annotation
-#: (appsv1.DeprecatedTemplateGeneration)
-TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
 
 
 class _DaemonSetStrategy(_Workload):

@@ -27,6 +27,7 @@ from pumice.api.scheme import (
     STATEFUL_SET,
 )
 from pumice.client.base import ApiError
+from pumice.controllers.kube.daemonset import desired_pod
 from pumice.node.provisioner import LocalPathProvisioner
 
 from .conftest import chain, eventually
@@ -143,6 +144,21 @@ async def test_daemonset_runs_one_pod_on_each_matching_node() -> None:
         assert ds["status"]["desiredNumberScheduled"] == 3
         pod = (await _pods(c, app="web"))[0]
         assert any(t["key"] == "node.kubernetes.io/unreachable" for t in pod["spec"]["tolerations"])
+        assert pod["metadata"]["labels"]["pod-template-generation"] == "1"
+
+
+@pytest.mark.parametrize(("annotations", "want"), [
+    ({"deprecated.daemonset.template.generation": "3"}, "3"), ({}, None),
+    ({"deprecated.daemonset.template.generation": "x"}, None)])
+def test_daemon_pods_are_labelled_with_the_template_generation(annotations: dict, want: str | None) -> None:
+    """util.CreatePodTemplate: the DaemonSet's template generation (its annotation, which the API
+    server keeps) as the Pod's pod-template-generation label, beside controller-revision-hash."""
+    ds = {"apiVersion": "apps/v1", "kind": "DaemonSet",
+          "metadata": {"name": "agent", "namespace": "default", "uid": "u-1", "annotations": annotations},
+          "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": TEMPLATE}}
+    labels = desired_pod(ds, "n-1")["metadata"]["labels"]
+    assert labels.get("pod-template-generation") == want
+    assert labels["app"] == "web" and labels["controller-revision-hash"]
 
 
 async def test_cronjob_starts_the_missed_run_and_records_it() -> None:

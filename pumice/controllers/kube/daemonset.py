@@ -22,6 +22,7 @@ import copy
 import logging
 
 from pumice.api import Obj, meta
+from pumice.api.apps import DAEMONSET_TEMPLATE_GENERATION_LABEL, TEMPLATE_GENERATION
 from pumice.api.intstr import scaled_value
 from pumice.api.meta import owner_reference
 from pumice.api.scheme import DAEMON_SET, NODE, POD
@@ -84,16 +85,40 @@ def revision(ds: Obj) -> str:
     return compute_hash((ds.get("spec") or {}).get("template") or {})
 
 
+def template_generation(ds: Obj) -> str | None:
+    """The DaemonSet's template generation (its ``deprecated.daemonset.template.generation``
+    annotation, which the API server keeps), or None when it has none or it is not an integer.
+
+    Mirrors: kubernetes pkg/controller/daemon/util (GetTemplateGeneration; upstream fails the
+    sync on a bad value, which the API server refuses to store anyway)."""
+    value = ((ds.get("metadata") or {}).get("annotations") or {}).get(TEMPLATE_GENERATION)
+    if value is None:
+        return None
+    try:
+        return str(int(str(value)))
+    except ValueError:
+        log.warning("DaemonSet %s/%s: annotation %s=%r is not an integer; its Pods get no %s label",
+                    ds["metadata"].get("namespace"), ds["metadata"].get("name"), TEMPLATE_GENERATION, value,
+                    DAEMONSET_TEMPLATE_GENERATION_LABEL)
+        return None
+
+
 def desired_pod(ds: Obj, node: str) -> Obj:
-    """The daemon Pod for ``node`` (pure)."""
+    """The daemon Pod for ``node`` (pure): the template's labels plus ``pod-template-generation``
+    (when the DaemonSet has a template generation) and ``controller-revision-hash``
+    (util.CreatePodTemplate)."""
     tpl = (ds.get("spec") or {}).get("template") or {}
     md = tpl.get("metadata") or {}
     spec = copy.deepcopy(tpl.get("spec") or {})
     spec["nodeName"] = node
     spec["tolerations"] = daemon_pod_tolerations(spec)
+    labels = dict(md.get("labels") or {})
+    generation = template_generation(ds)
+    if generation is not None:
+        labels[DAEMONSET_TEMPLATE_GENERATION_LABEL] = generation
+    labels[REVISION_LABEL] = revision(ds)
     pmeta: Obj = {"generateName": f"{ds['metadata']['name']}-", "namespace": ds["metadata"].get("namespace"),
-                  "labels": {**(md.get("labels") or {}), REVISION_LABEL: revision(ds)},
-                  "ownerReferences": [owner_reference(ds)]}
+                  "labels": labels, "ownerReferences": [owner_reference(ds)]}
     if md.get("annotations"):
         pmeta["annotations"] = dict(md["annotations"])
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pmeta, "spec": spec}
