@@ -137,14 +137,13 @@ def pod_failure_policy(job_spec: Obj) -> None:
 def job(obj: Obj) -> None:
     """Batch Job defaults (SetDefaults_Job: podReplacementPolicy ``Failed`` when a
     podFailurePolicy is set, else ``TerminatingOrFailed``; onPodConditions status ``True``;
-    ``manualSelector`` false), plus the generated selector and template labels keyed on the Job's
-    uid (``batch.kubernetes.io/controller-uid``, added to a selector given) unless
-    ``spec.manualSelector`` is true (pkg/registry/batch/job strategy.go generateSelector).
+    ``manualSelector`` false; a Job without labels gets its template's). The selector and the
+    template labels keyed on the Job's uid come later, on create only
+    (:func:`job_generate_selector`).
 
-    A Job without labels gets its template's labels, the generated ones included: SetDefaults_Job
-    makes ``metadata.labels`` the template's Go map, which generateSelector fills on create; and
-    a Job read back from storage is defaulted again, so clients see them even where the template
-    had no labels before the selector was generated."""
+    A Job without labels gets its template's labels: SetDefaults_Job makes ``metadata.labels``
+    the template's Go map; and a Job read back from storage is defaulted again, so clients see
+    them (the generated ones too) even where the template had no labels when it was created."""
     spec = obj.setdefault("spec", {})
     md = obj.setdefault("metadata", {})
     completions_set = "completions" in spec
@@ -163,25 +162,44 @@ def job(obj: Obj) -> None:
     if spec.get("manualSelector") is None:
         spec["manualSelector"] = False
     tpl = spec.setdefault("template", {})
-    uid, name = md.get("uid", ""), md.get("name", "")
-    if not spec.get("manualSelector") and uid:
-        labels = tpl.setdefault("metadata", {}).setdefault("labels", {})
-        labels.setdefault("batch.kubernetes.io/controller-uid", uid)
-        labels.setdefault("batch.kubernetes.io/job-name", name)
-        labels.setdefault("controller-uid", uid)
-        labels.setdefault("job-name", name)
-        # generateSelector: the controller-uid label is added to the selector given (an empty one
-        # too: it then selects this Job's Pods only), or makes the selector when there is none
-        selector = spec.get("selector")
-        if not isinstance(selector, dict):
-            selector = spec["selector"] = {}
-        if not isinstance(selector.get("matchLabels"), dict):
-            selector["matchLabels"] = {}
-        selector["matchLabels"].setdefault("batch.kubernetes.io/controller-uid", uid)
     tpl_labels = (tpl.get("metadata") or {}).get("labels")
     if not md.get("labels") and isinstance(tpl_labels, dict) and tpl_labels:
         md["labels"] = dict(tpl_labels)
     _template(obj)
+
+
+def job_generate_selector(obj: Obj) -> None:
+    """A created Job's selector and template labels keyed on its uid
+    (``batch.kubernetes.io/controller-uid``, added to a selector given, and
+    ``batch.kubernetes.io/job-name``, ``controller-uid``, ``job-name``), unless
+    ``spec.manualSelector`` is true or the Job has no uid yet. A Job whose labels are its
+    template's (:func:`job`: upstream shares the one map) shows the generated labels too.
+
+    Mirrors: kubernetes pkg/registry/batch/job/strategy.go (PrepareForCreate, generateSelector).
+    Deviates: a Job given labels equal to its template's gets the generated ones as well
+    (upstream's maps are then two, and the Job's stay as given)."""
+    spec = obj.setdefault("spec", {})
+    md = obj.setdefault("metadata", {})
+    uid, name = md.get("uid", ""), md.get("name", "")
+    if spec.get("manualSelector") or not uid:
+        return
+    tpl = spec.setdefault("template", {})
+    labels = tpl.setdefault("metadata", {}).setdefault("labels", {})
+    shared = not md.get("labels") or md.get("labels") == labels
+    labels.setdefault("batch.kubernetes.io/controller-uid", uid)
+    labels.setdefault("batch.kubernetes.io/job-name", name)
+    labels.setdefault("controller-uid", uid)
+    labels.setdefault("job-name", name)
+    # generateSelector: the controller-uid label is added to the selector given (an empty one
+    # too: it then selects this Job's Pods only), or makes the selector when there is none
+    selector = spec.get("selector")
+    if not isinstance(selector, dict):
+        selector = spec["selector"] = {}
+    if not isinstance(selector.get("matchLabels"), dict):
+        selector["matchLabels"] = {}
+    selector["matchLabels"].setdefault("batch.kubernetes.io/controller-uid", uid)
+    if shared:
+        md["labels"] = dict(labels)
 
 
 def namespace(obj: Obj) -> None:

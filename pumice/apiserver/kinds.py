@@ -230,6 +230,17 @@ class _DaemonSetStrategy(_Workload):
         super().prepare_create(reg, rk, obj)
         self._set(obj, max(given, 1))
 
+    def default(self, obj: Obj) -> None:
+        """The defaulter, and the annotation as the v1 conversion writes it (always: "0" until
+        PrepareForCreate sets the generation), so the field manager sees it, as upstream's.
+
+        Mirrors: kubernetes pkg/apis/apps/v1/conversion.go (Convert_apps_DaemonSet_To_v1_DaemonSet)."""
+        super().default(obj)
+        md = obj.setdefault("metadata", {})
+        if not isinstance(md.get("annotations"), dict):
+            md["annotations"] = {}
+        md["annotations"].setdefault(TEMPLATE_GENERATION, "0")
+
     def prepare_update(self, reg: Registry, rk: ResourceKind, new: Obj, old: Obj) -> None:
         self._generation(rk, new)  # decoded, then overwritten
         super().prepare_update(reg, rk, new, old)

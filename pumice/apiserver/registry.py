@@ -1059,9 +1059,12 @@ class Registry:
                 md["name"] = base + "".join(self._rng.choice(_GEN_CHARS) for _ in range(5))
                 if st.get(res, ns, md["name"]) is None:
                     break
-        self._prepare_create(rk, obj)
+        # the decoder's defaulting, then the field manager, then PrepareForCreate (which owns
+        # nothing it sets: a Job's generated selector and labels, a Namespace's finalizer)
+        self.strategy(rk).default(obj)
         if not _applied:
             self._track(None, obj, rk, field_manager, "")
+        self._prepare_create(rk, obj)
         name = md["name"]
         req = AdmissionRequest("CREATE", rk, ns or None, name, obj, None, dry_run=dry_run)
         await self._run_admission(req, mutate=True)

@@ -132,17 +132,17 @@ class Strategy:
             self.defaulter(obj)
 
     def prepare_create(self, reg: Registry, rk: ResourceKind, obj: Obj) -> None:
-        """PrepareForCreate: called after system metadata is set. A kind with a status
-        subresource starts with the zero status, as Go writes it (``{}`` for a Deployment, Job or
-        CronJob, ``{"replicas": 0}`` for a ReplicaSet: :func:`pumice.api.protobuf.go_zero`);
-        then the defaulter runs."""
+        """PrepareForCreate: called after system metadata is set, on an object the defaulter
+        (:meth:`default`, the decoder's defaulting) and then the field manager saw already. A
+        kind with a status subresource starts with the zero status, as Go writes it (``{}`` for
+        a Deployment, Job or CronJob, ``{"replicas": 0}`` for a ReplicaSet:
+        :func:`pumice.api.protobuf.go_zero`)."""
         if "status" in rk.subresources:
             zero = zero_status(rk)
             if zero is None:
                 obj.pop("status", None)
             else:
                 obj["status"] = zero
-        self.default(obj)
 
     def prepare_update(self, reg: Registry, rk: ResourceKind, new: Obj, old: Obj) -> None:
         """PrepareForUpdate of the main resource: a kind with a status subresource keeps the
@@ -251,7 +251,6 @@ class PodStrategy(Strategy):
         self.post_subresources = {"binding": _bind, "eviction": _evict}
 
     def prepare_create(self, reg: Registry, rk: ResourceKind, obj: Obj) -> None:
-        kdefaults.pod(obj)
         given = obj.get("status")
         status: Obj = given if isinstance(given, dict) else {}
         obj["status"] = {"phase": "Pending", "qosClass": kdefaults.pod_qos_class(obj)}
@@ -359,7 +358,6 @@ class NamespaceStrategy(Strategy):
     defaulter = staticmethod(kdefaults.namespace)
 
     def prepare_create(self, reg: Registry, rk: ResourceKind, obj: Obj) -> None:
-        kdefaults.namespace(obj)
         spec = obj.setdefault("spec", {})
         finalizers = list(spec.get("finalizers") or [])
         if "kubernetes" not in finalizers:  # required on create; others given are kept
@@ -433,11 +431,22 @@ class ServiceStrategy(Strategy):
         reg.service_allocators().release(gone.obj)
 
 
+class JobStrategy(Strategy):
+    """Jobs: the selector and template labels generated from the uid on create, after the field
+    manager (:func:`pumice.apiserver.defaults.job_generate_selector`).
+
+    Mirrors: kubernetes pkg/registry/batch/job/strategy.go (PrepareForCreate)."""
+
+    def prepare_create(self, reg: Registry, rk: ResourceKind, obj: Obj) -> None:
+        super().prepare_create(reg, rk, obj)
+        kdefaults.job_generate_selector(obj)
+
+
 class KeepStatusOnCreate(Strategy):
     """Kinds whose creator may set status (Nodes: the kubelet registers itself with status)."""
 
     def prepare_create(self, reg: Registry, rk: ResourceKind, obj: Obj) -> None:
-        self.default(obj)
+        """Nothing: the status given is kept (defaulted before, as every kind's body)."""
 
 
 class EventStrategy(KeepStatusOnCreate):
@@ -499,7 +508,6 @@ class CRDStrategy(Strategy):
     defaulter = staticmethod(kdefaults.custom_resource_definition)
 
     def prepare_create(self, reg: Registry, rk: ResourceKind, obj: Obj) -> None:
-        self.default(obj)
         obj["status"] = crd_status(obj, reg.now())
 
     def prepare_update(self, reg: Registry, rk: ResourceKind, new: Obj, old: Obj) -> None:
@@ -629,8 +637,8 @@ register("", "limitranges", Strategy(defaulter=kdefaults.limit_range))
 register("apps", "deployments", Strategy(defaulter=kdefaults.deployment, generation=True))
 register("apps", "replicasets", Strategy(field_labels=frozenset({"status.replicas"}),
                                          defaulter=kdefaults.replicaset, generation=True))
-register("batch", "jobs", Strategy(field_labels=frozenset({"status.successful"}), defaulter=kdefaults.job,
-                                   generation=True))
+register("batch", "jobs", JobStrategy(field_labels=frozenset({"status.successful"}), defaulter=kdefaults.job,
+                                      generation=True))
 register("discovery.k8s.io", "endpointslices", Strategy(generation=True))
 register("scheduling.k8s.io", "priorityclasses", Strategy(defaulter=kdefaults.priority_class))
 register("apiextensions.k8s.io", "customresourcedefinitions", CRDStrategy())

@@ -321,7 +321,8 @@ def job(**spec: Any) -> Obj:
     base.update(spec)
     obj = {"apiVersion": "batch/v1", "kind": "Job",
            "metadata": {"name": "j", "namespace": "default", "uid": "u1"}, "spec": base}
-    defaults.job(obj)
+    defaults.job(obj)  # the decoder's defaulting, then PrepareForCreate's generated selector
+    defaults.job_generate_selector(obj)
     return obj
 
 
