@@ -179,6 +179,24 @@ def cannot_handle(rk: ResourceKind, why: str) -> DecodeError:
     return DecodeError(f'{rk.kind} in version "{rk.version}" cannot be handled as a {rk.kind}: {why}', why)
 
 
+#: the Go package of an API group's internal types where it is not the group's first label
+_INTERNAL_PACKAGES = {"": "core", "events.k8s.io": "core", "internal.apiserver.k8s.io": "apiserverinternal"}
+
+
+def wrong_kind(rk: ResourceKind, kind: str) -> DecodeError:
+    """400 for a body of a built-in kind served at ``rk``'s version other than ``rk``'s own
+    (``kind``): kube-apiserver's decoder reads it as that kind and then fails to convert it into
+    ``rk``'s internal type, ``Secret in version "v1" cannot be handled as a ConfigMap: converting
+    (v1.Secret) to (core.ConfigMap): unknown conversion`` (the versioned and the internal Go
+    packages: the version, and the group's internal package).
+
+    Mirrors: apimachinery pkg/conversion/converter.go (Converter.Convert's unknown conversion),
+    apiserver pkg/endpoints/handlers/rest.go transformDecodeError."""
+    package = _INTERNAL_PACKAGES.get(rk.group, rk.group.split(".")[0])
+    why = f"converting ({rk.version}.{kind}) to ({package}.{rk.kind}): unknown conversion"
+    return DecodeError(f'{kind} in version "{rk.version}" cannot be handled as a {rk.kind}: {why}', why)
+
+
 def strict_decoding(rk: ResourceKind, listed: str) -> StatusError:
     """400 for a body refused under ``fieldValidation=Strict`` (unknown or duplicate fields,
     ``listed`` as the decoder words them), in kube-apiserver's words."""

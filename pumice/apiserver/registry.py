@@ -639,6 +639,8 @@ class Registry:
                 raise StatusError(422, f'{kind}.{rk.group} "{name0}" is invalid: kind: {message}', "Invalid",
                                   {"name": name0, "group": rk.group, "kind": kind,
                                    "causes": [{"reason": "FieldValueInvalid", "message": message, "field": "kind"}]})
+            if self.scheme.by_api_version_kind(rk.api_version, kind) is not None:
+                raise errors.wrong_kind(rk, kind)
             raise errors.bad_request(f"the kind in the data ({kind}) does not match the expected kind ({rk.kind})")
         if cr is None and list(itertools.islice(body, 2)) != ["apiVersion", "kind"]:
             # a built-in kind is stored with apiVersion and kind first, so a list cuts them off

@@ -423,3 +423,18 @@ async def test_a_continue_token_that_is_not_base64_names_the_decoders_error(http
         r = await http.get(f"{NS}/configmaps", params={"limit": "1", "continue": token})
         assert (r.status_code, r.json()["message"]) == (
             400, f"invalid continue token: continue key is not valid: illegal base64 data at input byte {byte}")
+
+
+async def test_a_body_of_another_built_in_kind_fails_its_conversion(http: httpx2.AsyncClient) -> None:
+    """The decoder reads the body as the kind it names and cannot convert it into the URL's kind
+    (differential run, session 16: cm-wrong-kind)."""
+    resp = await http.post(f"{NS}/configmaps", json={"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "w"}})
+    assert (resp.status_code, resp.json()["reason"], resp.json()["message"]) == (
+        400, "BadRequest", 'Secret in version "v1" cannot be handled as a ConfigMap: converting (v1.Secret) to '
+                           '(core.ConfigMap): unknown conversion')
+    resp = await http.post("/apis/apps/v1/namespaces/default/deployments",
+                           json={"kind": "StatefulSet", "metadata": {"name": "w"}})
+    assert resp.json()["message"] == ('StatefulSet in version "v1" cannot be handled as a Deployment: converting '
+                                      '(v1.StatefulSet) to (apps.Deployment): unknown conversion')
+    resp = await http.put(f"{NS}/configmaps/w", json={"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "w"}})
+    assert resp.json()["message"].startswith('Pod in version "v1" cannot be handled as a ConfigMap: converting (v1.Pod)')

@@ -174,6 +174,9 @@ def _corpus() -> list[Case]:
         Case("cm-metadata-wrong-type", "POST", cms, {"metadata": "nope"}),
         Case("cm-not-json", "POST", cms, "{not json"),
         Case("cm-wrong-kind", "POST", cms, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "wk"}}),
+        Case("cm-wrong-kind-no-apiversion", "POST", cms, {"kind": "Pod", "metadata": {"name": "wk"}}),
+        Case("deploy-wrong-kind", "POST", ns_path("deployments", group="apps"),
+             {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "wk"}}),
         Case("cm-wrong-apiversion", "POST", cms, {"apiVersion": "apps/v1", "kind": "ConfigMap",
                                                   "metadata": {"name": "wv"}}),
         Case("cm-namespace-mismatch", "POST", cms, {"metadata": {"name": "nsm", "namespace": "other"}}),
@@ -598,8 +601,6 @@ KNOWN: dict[str, dict[str, str]] = {
     "queue-protobuf": {"code": "kube-apiserver 1.34.4 panics (nil dereference in schemaCoercingDecoder) on a protobuf "
                                "body for a custom resource and resets the stream; 1.32 and pumice answer 415",
                        "reason": "as code", "message": "as code"},
-    "cm-wrong-kind": {"message": "kube-apiserver's text comes from its scheme's conversion machinery; pumice's says "
-                                 "which kind it expected. " + LEFT},
     "cm-wrong-apiversion": {"message": "kube-apiserver's text names its scheme by the source line of its build "
                                        "(pkg/runtime/scheme.go:110 here), which no client can rely on"},
     "pod-eviction-bad-body": {"message": "as cm-wrong-apiversion: the scheme's build-specific name"},
