@@ -27,12 +27,15 @@ lint: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 unit: $(STAMP)
-	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest -q -m "not ray"
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest -q -m "not ray" -n $(TEST_WORKERS) --dist loadgroup
 
-# Everything: lint, type checks, layering, then the whole test suite (real kubectl, real Ray).
+# Everything: lint, type checks, layering, then the whole test suite (real kubectl, real Ray) on
+# TEST_WORKERS pytest-xdist workers; tests/conftest.py keeps each module on one worker and runs the
+# real-Ray and node-agent tests one after another. TEST_WORKERS=0 runs it all in one process.
+TEST_WORKERS ?= 2
 test: $(STAMP)
 	$(MAKE) lint
-	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest -q --durations=25
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadgroup
 
 # 100 power cuts under write load (tests/apiserver/test_powercut.py; root and loop devices).
 durability: $(STAMP)
