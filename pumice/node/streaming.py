@@ -53,17 +53,29 @@ PROTOCOLS = ["v5.channel.k8s.io", "v4.channel.k8s.io"]
 PORTFORWARD_PROTOCOLS = ["SPDY/3.1+portforward.k8s.io"]
 
 #: copies stdin to a TCP connection to 127.0.0.1:<argv[1]> and the connection to stdout (run
-#: inside the Pod's network namespace)
+#: inside the Pod's network namespace) until the Pod's side ends; a failure to dial, to read the
+#: connection, or to write it before then is one line on stderr and exit status 1 (the error the
+#: agent sends on the stream's error stream, as containerd's port forward returns a copy error).
+#: It leaves by os._exit: an interpreter exit with the stdin thread still reading aborts (SIGABRT,
+#: "could not acquire lock for <stdin> at interpreter shutdown"), which made every connection the
+#: Pod's server closed first an error that ends kubectl's whole port-forward.
 _RELAY = (
-    "import socket,sys,threading\n"
+    "import os,socket,sys,threading\n"
     "p=int(sys.argv[1])\n"
     "try:\n s=socket.create_connection(('127.0.0.1',p))\n"
     "except OSError as e:\n sys.stderr.write('dial tcp4 127.0.0.1:%d: %s'%(p,e.strerror or e));sys.exit(1)\n"
+    "errs=[]\n"
     "def up():\n"
-    " while True:\n  d=sys.stdin.buffer.read1(65536)\n  if not d:break\n  s.sendall(d)\n"
+    " try:\n"
+    "  while True:\n   d=sys.stdin.buffer.read1(65536)\n   if not d:break\n   s.sendall(d)\n"
+    " except OSError as e:errs.append('write tcp4 127.0.0.1:%d: %s'%(p,e.strerror or e));return\n"
     " try:s.shutdown(socket.SHUT_WR)\n except OSError:pass\n"
     "threading.Thread(target=up,daemon=True).start()\n"
-    "while True:\n d=s.recv(65536)\n if not d:break\n sys.stdout.buffer.write(d);sys.stdout.buffer.flush()\n"
+    "try:\n"
+    " while True:\n  d=s.recv(65536)\n  if not d:break\n  sys.stdout.buffer.write(d);sys.stdout.buffer.flush()\n"
+    "except OSError as e:errs.insert(0,'read tcp4 127.0.0.1:%d: %s'%(p,e.strerror or e))\n"
+    "if errs:sys.stderr.write(errs[0]);sys.stderr.flush()\n"
+    "os._exit(1 if errs else 0)\n"
 )
 STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
 
@@ -395,6 +407,13 @@ class StreamServer:
             await ws.close()
 
 
+async def _forward_failed(err: Stream, message: str) -> None:
+    """Send a forwarded connection's failure on its error stream, and log it (the kubelet's
+    portforward handler logs what it sends); kubectl ends the whole port-forward on it."""
+    log.warning("port-forward: %s", message)
+    await err.write(message.encode())
+
+
 async def _forward(t: ForwardTarget, pod: str, data: Stream, err: Stream) -> None:
     """One forwarded connection: the data stream to the Pod's port, failures to the error stream."""
     try:
@@ -415,8 +434,8 @@ async def _forward(t: ForwardTarget, pod: str, data: Stream, err: Stream) -> Non
         try:
             down_r, up_w = await asyncio.open_connection(t.ip, port)
         except OSError as e:
-            await err.write(f"error forwarding port {port} to pod {pod}, uid {t.uid}: dial tcp4 {t.ip}:{port}: "
-                            f"{e.strerror or e}".encode())
+            await _forward_failed(err, f"error forwarding port {port} to pod {pod}, uid {t.uid}: dial tcp4 "
+                                       f"{t.ip}:{port}: {e.strerror or e}")
             await err.close()
             await data.close()
             return
@@ -450,8 +469,8 @@ async def _forward(t: ForwardTarget, pod: str, data: Stream, err: Stream) -> Non
             assert proc.stderr is not None
             msg = (await proc.stderr.read()).decode(errors="replace").strip()
             if code != 0:
-                await err.write(f"error forwarding port {port} to pod {pod}, uid {t.uid}: exit status {code}: "
-                                f"{msg}".encode())
+                await _forward_failed(err, f"error forwarding port {port} to pod {pod}, uid {t.uid}: exit status "
+                                           f"{code}: {msg}")
     finally:
         uptask.cancel()
         with contextlib.suppress(BaseException):
