@@ -78,7 +78,7 @@ from pumice._util import goyaml
 from pumice._util.clock import default_clock, parse_rfc3339
 from pumice._util.duration import go_duration_string
 from pumice.api import Obj, scheme
-from pumice.api.ray.constants import DEFAULT_MAX_REPLICAS, RayClusterConditionType
+from pumice.api.ray.constants import DEFAULT_MAX_REPLICAS, TERMINAL_JOB_STATUSES, RayClusterConditionType
 from pumice.cli._duration import GoDuration
 from pumice.client.base import ApiError, ExecError, KubeClient, get_or_none
 from pumice.client.kube import Client
@@ -663,45 +663,86 @@ def run_ray_submit(argv: list[str]) -> None:
 
 
 async def submit_and_report(ray: str, address: str, submission_id: str, extra: list[str],
-                            entrypoint: tuple[str, ...]) -> None:
+                            entrypoint: tuple[str, ...], *,
+                            fallback: Callable[[], Awaitable[str | None]] | None = None) -> None:
     """``ray job submit --address ADDRESS --submission-id ID EXTRA -- ENTRYPOINT`` (through
     :func:`run_ray_submit`); when it fails and the dashboard knows the job, the error says the
     job's status and its status message (``GET /api/jobs/<id>``: what ``ray job submit`` prints on
     stdout as "Job '<id>' failed" and "Status message: ..."), instead of stderr's last line, which
-    for a job that ran is Ray's log of its log stream closing.
+    for a job that ran is Ray's log of its log stream closing. When the dashboard cannot be asked
+    (the port-forward ended), ``fallback`` (:func:`rayjob_failure`) says it instead.
 
     Raises:
         RayCliError: "ray job <id> FAILED: <status message>", or run_ray_submit's error when the
-            dashboard has no such job or cannot be asked.
+            dashboard has no such job, or neither it nor ``fallback`` can say.
     """
     argv = [ray, "job", "submit", "--address", address, "--submission-id", submission_id, *extra, "--", *entrypoint]
     try:
         await asyncio.to_thread(run_ray_submit, argv)
     except RayCliError as e:
-        why = await ray_job_failure(address, submission_id)
+        why = await ray_job_failure(address, submission_id, fallback=fallback)
         if why is None:
             raise
         raise RayCliError(why) from e
 
 
-async def ray_job_failure(address: str, submission_id: str) -> str | None:
+def _failure_line(submission_id: str, job_status: str, status_message: str) -> str:
+    lines = [ln.strip() for ln in status_message.splitlines() if ln.strip()]
+    message = lines[0] + (f" ... {lines[-1]}" if len(lines) > 1 else "") if lines else "no status message"
+    return f"ray job {submission_id} {job_status}: {message}"
+
+
+async def ray_job_failure(address: str, submission_id: str, *,
+                          fallback: Callable[[], Awaitable[str | None]] | None = None) -> str | None:
     """One line naming the Ray job's status and status message ("ray job <id> FAILED: Job
     entrypoint command failed with exit code 3, last available logs (truncated to 20,000 chars):
     ... <last log line>"), from the dashboard at ``address``; None when the dashboard does not know
-    the job (``ray job submit`` failed before submitting it), the job did not end badly (e.g. still
-    RUNNING), or the dashboard cannot be asked (that reason is logged)."""
+    the job (``ray job submit`` failed before submitting it), or the job did not end badly (e.g.
+    still RUNNING). When the dashboard cannot be asked, that reason is logged and ``fallback``
+    answers (None without one)."""
     from pumice.controllers.ray.dashboard import DashboardError, HttpDashboardClient
 
     try:
         info = await HttpDashboardClient(address, timeout=10.0).get_job_info(submission_id)
     except DashboardError as e:
-        logger.warning("ray job %s: cannot read its status from the dashboard: %s", submission_id, e)
-        return None
+        logger.warning("ray job %s: cannot read its status from the dashboard: %s%s", submission_id, e,
+                       "; reading the RayJob's status" if fallback is not None else "")
+        return None if fallback is None else await fallback()
     if info is None or info.job_status in ("PENDING", "RUNNING", "SUCCEEDED"):
         return None
-    lines = [ln.strip() for ln in info.message.splitlines() if ln.strip()]
-    message = lines[0] + (f" ... {lines[-1]}" if len(lines) > 1 else "") if lines else "no status message"
-    return f"ray job {submission_id} {info.job_status}: {message}"
+    return _failure_line(submission_id, info.job_status, info.message)
+
+
+async def rayjob_failure(client: KubeClient, name: str, namespace: str, submission_id: str,
+                         timeout: float) -> str | None:
+    """:func:`ray_job_failure`'s line from RayJob ``namespace/name``'s status (``jobId``,
+    ``jobStatus``, ``message``: the operator copies them from the dashboard, which it reaches
+    without the CLI's port-forward), waiting up to ``timeout`` seconds (polled each second) for a
+    terminal ``jobStatus`` of job ``submission_id``. None when it ended SUCCEEDED, or it did not
+    end within ``timeout``, the RayJob is gone or cannot be read (each reason is logged)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    st: Obj = {}
+    while True:
+        try:
+            job = await get_or_none(client, scheme.RAY_JOB, name, namespace)
+        except ApiError as e:
+            logger.warning("ray job %s: cannot read RayJob %s/%s: %s", submission_id, namespace, name, e.message)
+            return None
+        if job is None:
+            logger.warning("ray job %s: RayJob %s/%s is gone", submission_id, namespace, name)
+            return None
+        st = job.get("status") or {}
+        if st.get("jobId") == submission_id and st.get("jobStatus") in TERMINAL_JOB_STATUSES:
+            break
+        if loop.time() >= deadline:
+            logger.warning("ray job %s: RayJob %s/%s's jobStatus is %r after %gs, not a final one", submission_id,
+                           namespace, name, st.get("jobStatus") or "", timeout)
+            return None
+        await asyncio.sleep(1)
+    if st["jobStatus"] == "SUCCEEDED":
+        return None
+    return _failure_line(submission_id, str(st["jobStatus"]), str(st.get("message") or ""))
 
 
 def load_rayjob_file(path: str) -> Obj:
@@ -835,7 +876,12 @@ def _job_submit(filename: str, name: str, address: str | None, submission_id: st
                 head_selectors: dict[str, str] | None = None, worker_selectors: dict[str, str] | None = None,
                 ttl: int | None = None, ray_args: list[str] | None = None) -> None:
     """``ray_args`` go to ``ray job submit`` as they are (:func:`ray_submit_args`). ``ttl`` (``--ttl-seconds-after-finished``, None when not given) sets the RayJob's
-    ttlSecondsAfterFinished and shutdownAfterJobFinishes, as kubectl-ray's job_submit.go."""
+    ttlSecondsAfterFinished and shutdownAfterJobFinishes, as kubectl-ray's job_submit.go.
+
+    Deviates: the RayCluster that the RayJob's ``status.rayClusterName`` names is waited for while
+    it does not exist yet (the operator writes the name first), up to ``timeout`` with the other
+    not-ready states; the plugin's wait loop fails on that Get. A failed job whose dashboard cannot
+    be asked any more is reported from the RayJob's status (:func:`rayjob_failure`)."""
     from pumice.controllers.ray import association as assoc
 
     if not entrypoint:  # the plugin refuses a missing entrypoint first, --dry-run too
@@ -924,17 +970,23 @@ def _job_submit(filename: str, name: str, address: str | None, submission_id: st
         deadline = loop.time() + timeout
         ready: Obj | None = None
         cname = ""
+        cluster_seen = False
         while loop.time() < deadline:
             st = (await client.get(scheme.RAY_JOB, name, ns)).get("status") or {}
             cname = st.get("rayClusterName") or ""
             if cname:
-                cluster = await client.get(scheme.RAY_CLUSTER, cname, ns)
-                if (cluster.get("status") or {}).get("state") == "ready":
-                    ready = cluster
+                # the operator writes the name into the RayJob's status before it creates the
+                # RayCluster: one not there yet is waited for, as a cluster that is not ready
+                found = await get_or_none(client, scheme.RAY_CLUSTER, cname, ns)
+                cluster_seen = found is not None
+                if found is not None and (found.get("status") or {}).get("state") == "ready":
+                    ready = found
                     break
             await asyncio.sleep(2)
         if ready is None:  # also with --address: the job runs on this RayJob's cluster, which is not ready
-            if cname:
+            if cname and not cluster_seen:
+                why = f"RayCluster {cname} of RayJob {name} does not exist yet"
+            elif cname:
                 pods = (await client.list(scheme.POD, ns, label_selector=f"ray.io/cluster={cname}")).items
                 why = not_ready_reason(cname, pods)
             else:
@@ -950,13 +1002,17 @@ def _job_submit(filename: str, name: str, address: str | None, submission_id: st
         if no_wait:
             extra.append("--no-wait")
         extra += ray_args or []
+
+        def from_rayjob() -> Awaitable[str | None]:
+            return rayjob_failure(client, name, ns, sid, timeout)
+
         if address:
-            await submit_and_report(ray, address, sid, extra, entrypoint)
+            await submit_and_report(ray, address, sid, extra, entrypoint, fallback=from_rayjob)
             return
         assert kubectl is not None
         service = head_service_name("raycluster", ready) or assoc.head_service_name(ready)
         async with dashboard_port_forward(kubectl, ns, service, kubeconfig=kubeconfig, context=context) as port:
-            await submit_and_report(ray, f"http://127.0.0.1:{port}", sid, extra, entrypoint)
+            await submit_and_report(ray, f"http://127.0.0.1:{port}", sid, extra, entrypoint, fallback=from_rayjob)
     _run(kubeconfig, context, fn)
 
 
@@ -988,7 +1044,9 @@ async def dashboard_port_forward(kubectl: str, namespace: str, service: str, *, 
     """``kubectl port-forward service/<service> :8265`` for the body of the ``async with``: the
     API server relays the tunnel to the node agent of the head Pod, so it works wherever kubectl
     does. Yields the local port kubectl chose on 127.0.0.1; stops kubectl (SIGTERM) at the end.
-    kubectl's output is drained all along (it writes a line per connection).
+    kubectl's output is drained all along (it writes a line per connection); when kubectl ended on
+    its own while in use (it ends the port-forward on any forwarding error), its exit status and
+    last stderr line are logged as a warning.
 
     Raises:
         RayCliError: kubectl ended, or did not listen within :data:`PORT_FORWARD_TIMEOUT`, with
@@ -1028,6 +1086,10 @@ async def dashboard_port_forward(kubectl: str, namespace: str, service: str, *, 
         exited.cancel()
         yield port_seen.result()
     finally:
+        if proc.returncode is not None and port_seen.done():  # it ended on its own while in use: say why
+            await asyncio.gather(*readers, return_exceptions=True)
+            logger.warning("kubectl port-forward to service/%s ended (exit status %d): %s", service, proc.returncode,
+                           err[-1] if err else "no message")
         if proc.returncode is None:
             proc.terminate()
             try:

@@ -893,3 +893,99 @@ def test_a_context_the_kubeconfig_lacks_is_named_as_client_go_names_it(tmp_path:
                           "current-context: x\n")
     r = CliRunner().invoke(cli, ["ray", "get", "cluster", "--kubeconfig", str(kubeconfig), "--context", "nosuch"])
     assert (r.exit_code, r.output.strip().splitlines()) == (1, ['Error: context "nosuch" does not exist'])
+
+
+def _submit_args(name: str, sid: str, *rest: str) -> list[str]:
+    return ["--name", name, "--submission-id", sid, "--head-cpu", "1", "--worker-replicas", "0", *rest,
+            "--", "python", "-c", "pass"]
+
+
+def test_job_submit_waits_for_a_raycluster_its_rayjob_names_before_it_exists(server: Any) -> None:
+    """The operator writes ``status.rayClusterName`` before it creates the RayCluster (as upstream):
+    the cluster's 404 is waited for with the other not-ready states, up to ``--timeout`` (it was
+    the error ``rayclusters.ray.io "<name>" not found`` at once)."""
+    from pumice.api import scheme
+    from pumice.client.kubeconfig import connect
+
+    r = submit(server, *_submit_args("early", "early-1", "--dry-run"))
+    assert r.exit_code == 0, r.output
+
+    async def precreate(job: dict[str, Any]) -> None:
+        c = connect(str(server.kubeconfig))
+        try:
+            # as the submit below will apply it (an apply by another manager would conflict)
+            await c.patch(scheme.RAY_JOB, "early", job, "default", patch_type="apply",
+                          field_manager="ray-kubectl-plugin")
+            await c.patch(scheme.RAY_JOB, "early", {"status": {"jobId": "early-1", "rayClusterName": "early-x7k2p"}},
+                          "default", subresource="status")
+        finally:
+            await c.close()
+
+    asyncio.run(precreate(yaml.safe_load(r.output)))
+    r = submit(server, *_submit_args("early", "early-1", "--address", "http://127.0.0.1:1", "--timeout", "1"))
+    assert r.exit_code == 1, r.output
+    assert r.output.strip().splitlines()[-1] == (
+        "Error: timed out after 1s waiting for the RayCluster of RayJob early: RayCluster early-x7k2p of RayJob early "
+        "does not exist yet; deleted the RayJob"), r.output
+
+
+def _dead_address() -> str:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}"
+
+
+def test_a_failed_job_is_reported_from_the_rayjobs_status_when_the_dashboard_is_gone(
+        server: Any, tmp_path: Path) -> None:
+    """``ray job submit`` failed and the dashboard cannot be asked any more (the port-forward
+    ended): the one error line is the job's status and message as the operator copied them into
+    the RayJob, waited for until they are final; a RayJob that never says leaves ray's own error."""
+    import sys
+
+    from pumice.api import scheme
+    from pumice.cli.ray import rayjob_failure, submit_and_report
+    from pumice.client.kubeconfig import connect
+
+    ray = tmp_path / "ray"  # stands for `ray job submit` of a job that failed: Ray's last stderr line
+    ray.write_text(f"#!{sys.executable}\nimport sys\nsys.stderr.write('INFO sdk.py:520 -- WebSocket closed for job '"
+                   f"'with close code 1000\\n')\nsys.exit(1)\n")
+    ray.chmod(0o755)
+    r = submit(server, *_submit_args("gone", "gone-1", "--dry-run"))
+    assert r.exit_code == 0, r.output
+    job = yaml.safe_load(r.output)
+    message = ("Job entrypoint command failed with exit code 3, last available logs (truncated to 20,000 chars):\n"
+               "bye\n")
+
+    async def main() -> tuple[str, str]:
+        c = connect(str(server.kubeconfig))
+        try:
+            await c.create(job)
+            await c.patch(scheme.RAY_JOB, "gone", {"status": {"jobId": "gone-1", "jobStatus": "RUNNING"}},
+                          "default", subresource="status")
+
+            async def operator_sees_it_fail() -> None:
+                await asyncio.sleep(0.5)
+                await c.patch(scheme.RAY_JOB, "gone", {"status": {"jobStatus": "FAILED", "message": message}},
+                              "default", subresource="status")
+
+            writer = asyncio.create_task(operator_sees_it_fail())
+            with pytest.raises(RayCliError) as failed:
+                await submit_and_report(str(ray), _dead_address(), "gone-1", [], ("python", "-c", "x"),
+                                        fallback=lambda: rayjob_failure(c, "gone", "default", "gone-1", 30))
+            await writer
+            await c.patch(scheme.RAY_JOB, "gone", {"status": {"jobStatus": "RUNNING"}}, "default",
+                          subresource="status")
+            with pytest.raises(RayCliError) as unsaid:
+                await submit_and_report(str(ray), _dead_address(), "gone-1", [], ("python", "-c", "x"),
+                                        fallback=lambda: rayjob_failure(c, "gone", "default", "gone-1", 0.5))
+            await c.delete(scheme.RAY_JOB, "gone", "default")
+            return str(failed.value), str(unsaid.value)
+        finally:
+            await c.close()
+
+    failed, unsaid = asyncio.run(main())
+    assert failed == "ray job gone-1 FAILED: Job entrypoint command failed with exit code 3, last available logs " \
+                     "(truncated to 20,000 chars): ... bye"
+    assert unsaid == "ray job submit exited with 1: INFO sdk.py:520 -- WebSocket closed for job with close code 1000"
