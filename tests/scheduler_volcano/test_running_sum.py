@@ -64,10 +64,11 @@ async def two_jobs(mode: str, nodes: int = 1, sessions: int = 3) -> AsyncIterato
             await sched.cache.stop()
 
 
-@pytest.mark.parametrize("stay", [0.0, 0.8])
-def test_running_sums_equal_a_fresh_fold_through_random_changes(stay: float) -> None:
+@pytest.mark.parametrize(("stay", "same_names"), [(0.0, 0.0), (0.8, 0.0), (0.8, 0.9)])
+def test_running_sums_equal_a_fresh_fold_through_random_changes(stay: float, same_names: float) -> None:
     """``stay``: how often a changed item keeps its group (new parts moved into the totals in
-    place, RunningSums._replace)."""
+    place, RunningSums._replace); ``same_names``: how often a part that stays keeps its scalar
+    names in their order, its amounts changed (only the totals move)."""
     rng = random.Random(11)
     rs = RunningSums(2)
     items: dict[str, tuple[str, tuple, int]] = {}
@@ -82,6 +83,10 @@ def test_running_sums_equal_a_fresh_fold_through_random_changes(stay: float) -> 
             # an item keeps its order unless it leaves and comes back (a rebuilt job keeps its key)
             order = items[item][2] if item in items else orders[step % len(orders)] * 100 + int(item[1:])
             parts = (_part(rng), _part(rng))
+            if item in items and group == items[item][0] and rng.random() < same_names:
+                parts = tuple(None if p is None else Resource(rng.randint(0, 64) * 1000, p.memory + 1000,
+                                                               {n: float(rng.randint(0, 8) * 1000) for n in p.scalars})
+                              for p in items[item][1])
             rs.set(item, group, parts, order)
             items[item] = (group, parts, order)
         want = _fresh(items, 2)

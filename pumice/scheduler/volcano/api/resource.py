@@ -345,11 +345,17 @@ class Resource:
 
         Mirrors: volcano pkg/scheduler/util/scheduler_helper.go ConvertRes2ResList (master
         ed72c7c81)."""
-        out: dict[str, str] = {CPU: format_millis(int(self.milli_cpu)), MEMORY: format_bytes(int(self.memory))}
+        out: dict[str, str] = {CPU: _millis_text(int(self.milli_cpu)), MEMORY: _bytes_text(int(self.memory))}
         for n, v in sorted(self._scalars.items()):
-            out[n] = format_millis(int(v) * 1000) if n == PODS else format_millis(int(v))
+            out[n] = _millis_text(int(v) * 1000) if n == PODS else _millis_text(int(v))
         return out
 
+
+_millis_text: Callable[[int], str] = functools.lru_cache(maxsize=8192)(format_millis)
+"""``format_millis(m)``, memoized (a pure function of an int; a Queue's allocated amounts come back
+to earlier values as its jobs come and go)."""
+_bytes_text: Callable[[int], str] = functools.lru_cache(maxsize=8192)(format_bytes)
+"""``format_bytes(n)``, memoized likewise."""
 
 _set_milli_cpu = Resource.__dict__["milli_cpu"].__set__
 _set_memory = Resource.__dict__["memory"].__set__

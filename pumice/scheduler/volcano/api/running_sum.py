@@ -164,6 +164,22 @@ class RunningSums:
         for slot, was, part in zip(g.slots, old, parts, strict=True):
             if was is part:
                 continue
+            if was is not None and part is not None:
+                ws, ps = was.scalars, part.scalars
+                if len(ws) == len(ps) and (not ps or list(ws) == list(ps)):
+                    # the same scalar names at the same positions: every carrier keeps its
+                    # heap entry, only the totals move (the same operations as below)
+                    slot.cpu = slot.cpu - was.milli_cpu + part.milli_cpu
+                    slot.mem = slot.mem - was.memory + part.memory
+                    if slot.cpu >= _LIMIT or slot.mem >= _LIMIT:
+                        g.poisoned = True
+                    if ps:
+                        sc = slot.sc
+                        for name, v in ps.items():
+                            t = sc[name] = sc[name] - ws[name] + v
+                            if t >= _LIMIT:
+                                g.poisoned = True
+                    continue
             gone: dict[str, float] = {}
             if was is not None:
                 slot.cpu -= was.milli_cpu
