@@ -388,3 +388,34 @@ def test_bound_and_terminating_pods_map_to_upstream_task_statuses() -> None:
     assert TaskInfo.from_pod(pod("a", node="n1")).status is TaskStatus.Bound
     assert TaskInfo.from_pod(pod("b", node="n1", phase="Running", deleting=True)).status is TaskStatus.Releasing
     assert TaskInfo.from_pod(pod("c", phase="Succeeded")).status is TaskStatus.Succeeded
+
+
+def test_the_session_uid_is_the_uuid_drawn_from_the_seed() -> None:
+    import random
+    import uuid
+
+    from pumice.scheduler.volcano.framework.session import session_uid
+
+    for seed in (0, 1, 7, 4247, 10**9, -3):
+        assert session_uid(seed) == str(uuid.UUID(int=random.Random(seed).getrandbits(128)))
+    # a draw with leading zero digits keeps them
+    seed = next(s for s in range(10_000) if random.Random(s).getrandbits(128) < 1 << 124)
+    assert session_uid(seed)[0] == "0" and len(session_uid(seed)) == 36
+
+
+def test_callback_tables_are_made_when_first_used_and_cleared_on_release() -> None:
+    from pumice.scheduler.volcano.conf import default_conf
+    from pumice.scheduler.volcano.framework.callbacks import Callbacks, CallbackTable
+
+    conf = default_conf()
+    cb = Callbacks.for_tiers(conf.tiers)
+    assert not any(isinstance(v, CallbackTable) for v in vars(cb).values())
+    table = cb.job_order
+    assert cb.job_order is table and cb.by_point("jobOrder") is table and table.point.name == "jobOrder"
+    table.add("priority", lambda a, b: 0)
+    assert [n for n, _fn in table.tiered()[0]] == ["priority"]
+    assert [isinstance(v, CallbackTable) for v in vars(cb).values()].count(True) == 1
+    cb.clear()
+    assert table.fns == {} and table.flat() == []
+    with pytest.raises(AttributeError):
+        cb.no_such_point  # noqa: B018

@@ -160,22 +160,29 @@ class Callbacks:
 
     @classmethod
     def for_tiers(cls, tiers: Sequence[Tier]) -> Callbacks:
-        points = _FIELD_POINTS.get(cls)
-        if points is None:  # once per class: the field names and their points do not change
-            points = _FIELD_POINTS[cls] = [(f.name, POINTS[_point_name(f.name)]) for f in fields(cls)]
-        # the dataclass's fields filled in directly (a session makes one per point: 32 calls of
-        # __init__'s keyword matching were most of this)
+        """The tables for a session over ``tiers``, each made when first used (a session's
+        plugins register for a few of the points, and its actions ask for a few more)."""
+        if cls not in _FIELD_POINTS:  # once per class: the field names and their points do not change
+            _FIELD_POINTS[cls] = {f.name: POINTS[_point_name(f.name)] for f in fields(cls)}
         out = object.__new__(cls)
-        fill = out.__dict__
-        for name, point in points:
-            fill[name] = CallbackTable(point, tiers)
+        out.__dict__[_TIERS] = tiers
         return out
+
+    def __getattr__(self, name: str) -> CallbackTable[Any]:
+        # called only for a table not made yet (see for_tiers)
+        fill = self.__dict__
+        point = _FIELD_POINTS.get(type(self), {}).get(name)
+        if point is None or _TIERS not in fill:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        table: CallbackTable[Any] = CallbackTable(point, fill[_TIERS])
+        fill[name] = table
+        return table
 
     def clear(self) -> None:
         """Empty every table: plugins register closures over their session, so a table that
         keeps them keeps the session in a reference cycle (see :meth:`Session.release`)."""
-        for table in self.__dict__.values():  # (a table without functions caches none either)
-            if table.fns:
+        for name, table in self.__dict__.items():  # (a table without functions caches none either)
+            if name != _TIERS and table.fns:
                 table.clear()
 
     def by_point(self, point: str) -> CallbackTable[Any]:
@@ -190,8 +197,11 @@ class Callbacks:
         return table
 
 
-_FIELD_POINTS: dict[type, list[tuple[str, ExtensionPoint]]] = {}
-"""Per :class:`Callbacks` class: (field name, its extension point), in field order."""
+_FIELD_POINTS: dict[type, dict[str, ExtensionPoint]] = {}
+"""Per :class:`Callbacks` class: field name -> its extension point."""
+
+_TIERS = "_tiers"
+"""Where :meth:`Callbacks.for_tiers` keeps the tiers its tables are made for."""
 
 
 def _point_name(attr: str) -> str:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import random
-import uuid
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -144,7 +143,7 @@ class Session:
         vectorize: bool = True,
         seed: int = 0,
     ) -> None:
-        self.uid = uid or str(uuid.UUID(int=random.Random(seed).getrandbits(128)))
+        self.uid = uid or session_uid(seed)
         self.cluster = cluster
         self.jobs: dict[str, JobInfo] = cluster.jobs
         self.nodes: dict[str, NodeInfo] = cluster.nodes
@@ -1475,6 +1474,13 @@ _AFFINITY_ONE: Mapping[Hashable, int] = {"pod_affinity": 1}
 """A job's count in :meth:`Session.any_job_has_pod_affinity` (read-only)."""
 _NONE: Mapping[Hashable, int] = {}
 """No counts (read-only)."""
+
+
+def session_uid(seed: int) -> str:
+    """A session's uid drawn from ``seed``: ``str(uuid.UUID(int=random.Random(seed).getrandbits(128)))``,
+    the hex digits grouped 8-4-4-4-12 without building the UUID."""
+    h = f"{random.Random(seed).getrandbits(128):032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def _pod_index(name: str) -> int | None:
