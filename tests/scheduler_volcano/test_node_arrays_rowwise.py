@@ -84,7 +84,21 @@ def test_kept_results_equal_a_fresh_computation_after_random_row_changes(seed: i
             i = rng.randrange(len(nodes))
             nodes = list(nodes)
             nodes[i] = clone_node(nodes[i])
+            # (the copy holds one more task, as a Node's replaced NodeInfo does)
+            serial += 1
+            t = _task(rng, serial)
+            t.node_name = nodes[i].name
+            nodes[i].add_task(t)
+            placed.append((i, t))
             assert NodeArrays.reuse(arr, nodes, candidates=[i]) is arr
+            # the arrays brought up to date hold what a fresh build holds, byte for byte
+            fresh = NodeArrays(nodes)
+            for name in ("allocatable", "has_dim", "idle", "future_idle", "used", "pod_count", "kube_requested",
+                         "kube_nonzero", "prefer_no_schedule"):
+                np.testing.assert_array_equal(getattr(arr, name), getattr(fresh, name))
+            assert arr._fixed == fresh._fixed and arr._content == fresh._content
+            for k, n in enumerate(nodes):  # (the fresh build took the nodes' change hooks)
+                n.index, n.on_change = k, arr._mark
         if step % 3:  # not every step asks: the log grows between asks
             continue
         for ask in rng.sample(asks, 3):

@@ -73,8 +73,15 @@ class NodeArrays:
         self.generation = -1
         """The live cache's snapshot generation these arrays were last brought up to date for."""
 
-    def _set_row(self, i: int, node: NodeInfo) -> None:
+    def _set_row(self, i: int, node: NodeInfo, fixed_kept: bool = False) -> None:
+        """Write row ``i`` from ``node``. ``fixed_kept``: the row's allocatable, dimensions and
+        PreferNoSchedule flag are those of ``node`` already (its last NodeInfo had the very same
+        allocatable Resource and equal taints), so only what moves is written."""
         node.index = i
+        if fixed_kept:
+            self._refresh(i)
+            node.on_change = self._mark
+            return
         self.allocatable[i] = self._vec(node.allocatable)
         self.has_dim[i, :2] = True
         for k in node.allocatable.scalars:
@@ -101,8 +108,9 @@ class NodeArrays:
             replaced = [i for i, (old, new) in enumerate(zip(prev.nodes, nodes, strict=True)) if old is not new]
         else:
             replaced = sorted(i for i in candidates if prev.nodes[i] is not nodes[i])
+        olds = {i: prev.nodes[i] for i in replaced}
         for i in replaced:
-            old, new = prev.nodes[i], nodes[i]
+            old, new = olds[i], nodes[i]
             if old.name != new.name or not _same(old.allocatable, new.allocatable) or old.taints != new.taints:
                 return cls(nodes, extra_dims)
         if candidates is None:
@@ -112,7 +120,7 @@ class NodeArrays:
                 prev.nodes[i] = nodes[i]
         prev._dirty.clear()
         for i in replaced:
-            prev._set_row(i, nodes[i])
+            prev._set_row(i, nodes[i], fixed_kept=olds[i].allocatable is nodes[i].allocatable)
         return prev
 
     def _vec(self, r: Resource) -> np.ndarray:
