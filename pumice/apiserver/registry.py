@@ -157,6 +157,30 @@ def list_item_tails(rk: ResourceKind, datas: builtins.list[bytes]) -> builtins.l
     return out
 
 
+def keep_managed_field_times(new: Obj, old: Obj) -> None:
+    """Give ``new`` (an updated object) the ``metadata.managedFields`` of ``old`` (the stored one)
+    when the two differ in nothing but the managers' ``time``: a server-side apply whose values
+    the body check then normalized back to the stored ones (``cpu: 1000m`` stored ``"1"``)
+    changed nothing, so it writes nothing (no new resourceVersion, no watch event). In place.
+
+    Mirrors: apiserver pkg/endpoints/handlers/fieldmanager/equality.go
+    IgnoreManagedFieldsTimestampsTransformer (pumice's stored objects are normalized, so plain
+    equality stands for its semantic DeepEqual).
+    """
+    nmd, omd = new.get("metadata"), old.get("metadata")
+    if type(nmd) is not dict or type(omd) is not dict:
+        return
+    nmf, omf = nmd.get("managedFields"), omd.get("managedFields")
+    if type(nmf) is not list or type(omf) is not list or len(nmf) != len(omf) or nmf == omf:
+        return
+
+    def untimed(entries: builtins.list[Any]) -> builtins.list[bytes]:
+        return sorted(_encode({k: v for k, v in e.items() if k != "time"} if type(e) is dict else e) for e in entries)
+
+    if untimed(nmf) == untimed(omf) and {**new, "metadata": {**nmd, "managedFields": omf}} == old:
+        nmd["managedFields"] = omf
+
+
 def resource_key(rk: ResourceKind) -> str:
     """The store resource of a kind: ``"<group>/<plural>"`` (all versions share it)."""
     return f"{rk.group}/{rk.plural}"
@@ -1256,6 +1280,8 @@ class Registry:
             if current.rv != old.rv:
                 raise errors.conflict(rk, name, errors.STALE)
             new["metadata"]["resourceVersion"] = old.obj["metadata"].get("resourceVersion")
+            if _applied and new != old.obj:
+                keep_managed_field_times(new, old.obj)
             if new == old.obj:
                 done = True
                 return old, warnings

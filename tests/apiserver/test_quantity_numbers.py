@@ -146,3 +146,40 @@ async def test_a_custom_resources_quantities_are_kept_as_written(http: httpx2.As
     assert r.status_code == 201, r.text
     got = (await http.get("/apis/scheduling.volcano.sh/v1beta1/queues/qq")).json()
     assert got["spec"]["capability"] == {"cpu": "1000m", "memory": "1024Mi"}
+
+
+async def test_a_server_side_apply_of_a_non_canonical_quantity_again_is_no_write() -> None:
+    """Applying the same configuration again, later, with ``cpu: 1000m`` (stored ``"1"``) left
+    the object as it was but for the apply's managedFields time, and pumice wrote it (a new
+    resourceVersion, a watch event, on every apply). kube-apiserver v1.34.4 keeps the
+    resourceVersion: its IgnoreManagedFieldsTimestampsTransformer keeps the old times when
+    nothing else changed."""
+    from pumice._util.clock import FakeClock
+    from pumice.testing.cluster import local_cluster
+
+    clock = FakeClock()
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "q1"},
+                  "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "q1"}}, "template": {
+                      "metadata": {"labels": {"app": "q1"}}, "spec": {"containers": [
+                          {"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "1000m",
+                                                                                     "memory": "1024Mi"}}}]}}}}
+    path = "/apis/apps/v1/namespaces/default/deployments/q1?fieldManager=kubectl"
+    headers = {"Content-Type": "application/apply-patch+yaml"}
+    async with local_cluster(clock=clock) as c, httpx2.AsyncClient(
+            transport=httpx2.ASGITransport(app=c.app), base_url="http://apiserver",
+            headers={"Authorization": f"Bearer {c.server.token}"}) as http:
+        first = await http.patch(path, json=deployment, headers=headers)
+        assert first.status_code == 201, first.text
+        clock.advance(5)
+        again = await http.patch(path, json=deployment, headers=headers)
+        assert again.status_code == 200, again.text
+        assert again.json()["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] == {
+            "cpu": "1", "memory": "1Gi"}
+        assert again.json()["metadata"] == first.json()["metadata"]
+        # a real change still writes, with the apply's new time
+        deployment["spec"]["replicas"] = 2
+        clock.advance(5)
+        changed = await http.patch(path, json=deployment, headers=headers)
+        assert changed.json()["metadata"]["resourceVersion"] != first.json()["metadata"]["resourceVersion"]
+        assert changed.json()["metadata"]["managedFields"][0]["time"] != \
+            first.json()["metadata"]["managedFields"][0]["time"]
