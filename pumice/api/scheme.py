@@ -235,6 +235,9 @@ class Scheme:
 
     _by_plural: dict[tuple[str, str, str], ResourceKind] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    # kinds served per group, kept by add and remove, so that "is this group served" (asked on
+    # every /apis request) does not walk every kind
+    _group_kinds: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def builtin(cls) -> Scheme:
@@ -244,8 +247,11 @@ class Scheme:
         return s
 
     def add(self, rk: ResourceKind) -> None:
+        key = (rk.group, rk.version, rk.plural)
         with self._lock:
-            self._by_plural[(rk.group, rk.version, rk.plural)] = rk
+            if key not in self._by_plural:
+                self._group_kinds[rk.group] = self._group_kinds.get(rk.group, 0) + 1
+            self._by_plural[key] = rk
 
     def resolve_or_add(self, name: str, fallback: ResourceKind) -> ResourceKind:
         """The kind ``name`` resolves to (see :meth:`resolve`); when none does, ``fallback``,
@@ -258,7 +264,16 @@ class Scheme:
 
     def remove(self, group: str, version: str, plural: str) -> None:
         with self._lock:
-            self._by_plural.pop((group, version, plural), None)
+            if self._by_plural.pop((group, version, plural), None) is not None:
+                left = self._group_kinds[group] - 1
+                if left:
+                    self._group_kinds[group] = left
+                else:
+                    del self._group_kinds[group]
+
+    def serves_group(self, group: str) -> bool:
+        """Whether some served kind is in API group ``group`` (``""``: the core group)."""
+        return group in self._group_kinds
 
     def __iter__(self) -> Iterator[ResourceKind]:
         with self._lock:

@@ -451,7 +451,7 @@ class _Api:
         else:
             if len(parts) == 1:
                 return self._discovery_root(request, legacy=False)
-            if discovery.api_group(self.scheme, parts[1]) is None:
+            if not self.scheme.serves_group(parts[1]):
                 return _page_not_found()
             if len(parts) == 2:
                 doc = discovery.api_group(self.scheme, parts[1])
