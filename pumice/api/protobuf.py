@@ -989,14 +989,56 @@ def quantity_number(value: Any, *, resource_list: bool = False) -> Any:
     return quantity.stored_string(str(value) if isinstance(value, int) else repr(value), resource_list=resource_list)
 
 
+def _quantity_keys(name: str, reaching: frozenset[str] | set[str]) -> tuple[str, ...]:
+    """The keys of ``name``'s objects under which :func:`_drop_zero` without ``drop`` can change
+    something, given the messages ``reaching`` that can hold a Quantity below them: a single
+    Quantity, a map of Quantities, or a message, list of messages or map of messages in
+    ``reaching``. (A scalar is only ever dropped; a list of Quantities holds no object to walk.)"""
+    out = []
+    for key, f in flat_fields(name).items():
+        if f.type in _SCALARS and not f.map_key:
+            continue
+        if f.type == _QUANTITY and not f.repeated:
+            out.append(key)
+        elif f.map_key:
+            if f.map_value == _QUANTITY or (f.map_value not in _SCALARS and f.map_value in reaching):
+                out.append(key)
+        elif f.type in reaching:
+            out.append(key)
+    return tuple(out)
+
+
+@cache
+def _reaching_quantity() -> frozenset[str]:
+    """Every message whose objects can hold a Quantity somewhere below them (a fixed point over
+    the schema: recursive messages included)."""
+    reaching: set[str] = set()
+    grew = True
+    while grew:
+        grew = False
+        for name in schema().messages:
+            if name not in reaching and _quantity_keys(name, reaching):
+                reaching.add(name)
+                grew = True
+    return frozenset(reaching)
+
+
+@cache
+def _quantity_walk(name: str) -> tuple[str, ...]:
+    """:func:`_quantity_keys` of ``name`` over the whole schema: what a quantity-only walk visits."""
+    return _quantity_keys(name, _reaching_quantity())
+
+
 def _drop_zero(name: str, obj: Obj, drop: bool = True) -> None:
-    """Drop the zero values of a ``name`` object (only when ``drop``) and make its quantity numbers strings."""
+    """Drop the zero values of a ``name`` object (only when ``drop``) and make its quantity numbers
+    strings. Without ``drop`` only the keys that can lead to a Quantity are visited (each key's
+    value is changed on its own, so the order of the visit does not matter)."""
     fields = flat_fields(name)
     if not fields:
         return
-    for key in list(obj):
+    for key in list(obj) if drop else _quantity_walk(name):
         f = fields.get(key)
-        if f is None:
+        if f is None or key not in obj:
             continue
         v = obj[key]
         if f.type in _SCALARS and not f.map_key:
