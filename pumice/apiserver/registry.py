@@ -1758,9 +1758,15 @@ class Registry:
         new = {**old.obj, "metadata": dict(old.obj["metadata"])}
         md = new["metadata"]
         finalizers = list(md.get("finalizers") or [])
-        if opts.propagation_policy == "Foreground" and "foregroundDeletion" not in finalizers:
+        policy = opts.propagation_policy
+        if (policy is None and (rk.group, rk.version, rk.plural) == ("", "v1", "replicationcontrollers")
+                and "orphan" not in finalizers and "foregroundDeletion" not in finalizers):
+            # rcStrategy.DefaultGarbageCollectionPolicy: core/v1 keeps OrphanDependents (store.go
+            # shouldOrphanDependents: an explicit option, then the object's finalizers, then this)
+            policy = "Orphan"
+        if policy == "Foreground" and "foregroundDeletion" not in finalizers:
             finalizers.append("foregroundDeletion")
-        elif opts.propagation_policy == "Orphan" and "orphan" not in finalizers:
+        elif policy == "Orphan" and "orphan" not in finalizers:
             finalizers.append("orphan")
         if finalizers != list(md.get("finalizers") or []):
             md["finalizers"] = finalizers

@@ -78,3 +78,24 @@ async def test_held_objects_are_answered_as_they_stay_and_202_only_for_orphan_de
     assert resp.status_code == 202 and resp.json()["kind"] == "ConfigMap"
     resp = await http.request("DELETE", f"{NS}/configmaps/free", json={"orphanDependents": False})
     assert (resp.status_code, resp.json()["kind"]) == (200, "Status")
+
+
+async def test_a_v1_replication_controller_orphans_its_pods_by_default(http: httpx2.AsyncClient) -> None:
+    """core/v1 ReplicationControllers keep the old default (rcStrategy.DefaultGarbageCollectionPolicy:
+    OrphanDependents for v1): a DELETE with no propagation policy adds the orphan finalizer and the
+    object stays, answered as it stays (kube-apiserver v1.34.4: finalizers ["orphan"]); pumice
+    removed it at once, and the garbage collector then deleted its Pods."""
+    rc = {"metadata": {"name": "rc1"}, "spec": {"replicas": 0, "selector": {"a": "b"}, "template": {
+        "metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}}}
+    for name in ("rc1", "rc2", "rc3"):
+        assert (await http.post(f"{NS}/replicationcontrollers",
+                                json={**rc, "metadata": {"name": name}})).status_code == 201
+    resp = await http.delete(f"{NS}/replicationcontrollers/rc1")
+    assert (resp.status_code, resp.json()["kind"], resp.json()["metadata"]["finalizers"]) == (
+        200, "ReplicationController", ["orphan"])
+    assert (await http.get(f"{NS}/replicationcontrollers/rc1")).json()["metadata"]["finalizers"] == ["orphan"]
+    # an explicit policy (what kubectl sends) still decides
+    resp = await http.delete(f"{NS}/replicationcontrollers/rc2", params={"propagationPolicy": "Background"})
+    assert (resp.status_code, resp.json()["kind"]) == (200, "Status")
+    resp = await http.delete(f"{NS}/replicationcontrollers/rc3", params={"orphanDependents": "false"})
+    assert (resp.status_code, resp.json()["kind"]) == (200, "Status")
