@@ -1757,19 +1757,28 @@ class Registry:
         # and only read it
         new = {**old.obj, "metadata": dict(old.obj["metadata"])}
         md = new["metadata"]
-        finalizers = list(md.get("finalizers") or [])
+        was = list(md.get("finalizers") or [])
+        # store.go deletionFinalizersForGarbageCollection: the policy is the explicit option, else
+        # the first GC finalizer the object has, else the kind's default (rcStrategy: core/v1
+        # ReplicationControllers keep OrphanDependents); the GC finalizers are then replaced by the
+        # policy's own (a Background delete takes an orphan finalizer away)
         policy = opts.propagation_policy
-        if (policy is None and (rk.group, rk.version, rk.plural) == ("", "v1", "replicationcontrollers")
-                and "orphan" not in finalizers and "foregroundDeletion" not in finalizers):
-            # rcStrategy.DefaultGarbageCollectionPolicy: core/v1 keeps OrphanDependents (store.go
-            # shouldOrphanDependents: an explicit option, then the object's finalizers, then this)
-            policy = "Orphan"
-        if policy == "Foreground" and "foregroundDeletion" not in finalizers:
-            finalizers.append("foregroundDeletion")
-        elif policy == "Orphan" and "orphan" not in finalizers:
+        if policy is None:
+            gc = next((f for f in was if f in ("orphan", "foregroundDeletion")), None)
+            if gc is not None:
+                policy = "Orphan" if gc == "orphan" else "Foreground"
+            elif (rk.group, rk.version, rk.plural) == ("", "v1", "replicationcontrollers"):
+                policy = "Orphan"
+        finalizers = [f for f in was if f not in ("orphan", "foregroundDeletion")]
+        if policy == "Orphan":
             finalizers.append("orphan")
-        if finalizers != list(md.get("finalizers") or []):
-            md["finalizers"] = finalizers
+        elif policy == "Foreground":
+            finalizers.append("foregroundDeletion")
+        if set(finalizers) != set(was):
+            if finalizers:
+                md["finalizers"] = finalizers
+            else:
+                md.pop("finalizers", None)
         strategy = self.strategy(rk)
         grace = strategy.deletion_grace(new, opts)
         strategy.begin_delete(new)

@@ -99,3 +99,25 @@ async def test_a_v1_replication_controller_orphans_its_pods_by_default(http: htt
     assert (resp.status_code, resp.json()["kind"]) == (200, "Status")
     resp = await http.delete(f"{NS}/replicationcontrollers/rc3", params={"orphanDependents": "false"})
     assert (resp.status_code, resp.json()["kind"]) == (200, "Status")
+
+
+async def test_an_explicit_policy_replaces_the_garbage_collection_finalizers(http: httpx2.AsyncClient) -> None:
+    """kube-apiserver v1.34.4: a Background DELETE of an object holding ["orphan", "example.com/x"]
+    leaves ["example.com/x"] (deletionFinalizersForGarbageCollection takes both GC finalizers off,
+    then adds the policy's own); pumice kept the orphan finalizer, so the garbage collector
+    orphaned the dependents the client asked to have deleted."""
+    await http.post(f"{NS}/configmaps", json={"metadata": {"name": "fo", "finalizers": ["orphan", "example.com/x"]}})
+    got = (await http.delete(f"{NS}/configmaps/fo", params={"propagationPolicy": "Background"})).json()
+    assert (got["kind"], got["metadata"]["finalizers"]) == ("ConfigMap", ["example.com/x"])
+    await http.post(f"{NS}/configmaps", json={"metadata": {"name": "ff", "finalizers": ["orphan", "example.com/x"]}})
+    got = (await http.delete(f"{NS}/configmaps/ff", params={"propagationPolicy": "Foreground"})).json()
+    assert got["metadata"]["finalizers"] == ["example.com/x", "foregroundDeletion"]
+    # no policy: the object's own GC finalizer stands
+    await http.post(f"{NS}/configmaps", json={"metadata": {"name": "fn", "finalizers": ["orphan", "example.com/x"]}})
+    got = (await http.delete(f"{NS}/configmaps/fn")).json()
+    assert got["metadata"]["finalizers"] == ["orphan", "example.com/x"]
+    # the orphan finalizer alone, taken away by a Background delete: removed at once
+    await http.post(f"{NS}/configmaps", json={"metadata": {"name": "fb", "finalizers": ["orphan"]}})
+    got = (await http.delete(f"{NS}/configmaps/fb", params={"propagationPolicy": "Background"})).json()
+    assert (got["kind"], got["status"]) == ("Status", "Success")
+    assert (await http.get(f"{NS}/configmaps/fb")).status_code == 404
