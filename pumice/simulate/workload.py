@@ -649,8 +649,9 @@ def check_workload_document(path: Path, d: Obj) -> None:
     """Check the shape of one workload YAML document (:func:`load_yaml`) before it is read: the
     types of ``queues``, ``arrivals`` and each arrival's fields, and of the manifest parts the
     loader fills in (``metadata``, its ``labels``/``annotations``, ``spec``, a vcjob's ``tasks``,
-    a Ray kind's cluster spec and groups, a Deployment's ``template``), and the quantities of each
-    Pod template's containers, init containers (``resources.requests``/``limits``) and
+    a Ray kind's cluster spec and groups, a Deployment's ``template``; null refused where the loader
+    writes into the mapping: ``expected a mapping, got null``, and for ``kind``/``apiVersion``),
+    and the quantities of each Pod template's containers, init containers (``resources.requests``/``limits``) and
     ``overhead`` (as the run reads them before the API server sees them). Numbers: ``at``,
     ``every`` and ``duration`` finite and not negative (null: as left out), ``count`` whole and
     not negative; a manifest's ``replicas``, ``minAvailable`` and ``numOfHosts`` whole, not
@@ -675,6 +676,14 @@ def check_workload_document(path: Path, d: Obj) -> None:
         if not isinstance(v, dict):
             fail(where, "a mapping", v)
         return v
+
+    def filled(m: Obj, key: str, where: str) -> Obj:
+        """``m[key]``, a mapping the loader writes into (``metadata``, its ``labels`` and
+        ``annotations``, ``spec``, a Ray cluster spec, its head group, each Pod template and its
+        metadata): absent is an empty mapping, null is refused (``expected a mapping, got null``)."""
+        if key in m and m[key] is None:
+            fail(where, "a mapping", None)
+        return mapping(m.get(key), where)
 
     def seq(v: Any, where: str) -> list[Any]:
         if v is None:
@@ -729,7 +738,7 @@ def check_workload_document(path: Path, d: Obj) -> None:
                              f"{MAX_SIMULATED_SECONDS:.0f} s (10 years) a run may last")
 
     def annotations(md: Obj, where: str) -> None:
-        ann = mapping(md.get("annotations"), f"{where}.annotations")
+        ann = filled(md, "annotations", f"{where}.annotations")
         if ann.get(ANNOTATION_DURATION) is not None:
             aw = f"{where}.annotations[{ANNOTATION_DURATION}]"
             number(ann[ANNOTATION_DURATION], aw)
@@ -777,50 +786,49 @@ def check_workload_document(path: Path, d: Obj) -> None:
         m = mapping(a["manifest"], f"{at}.manifest", optional=False)
         where = f"{at}.manifest"
         for key in ("kind", "apiVersion"):
-            if m.get(key) is not None and not isinstance(m[key], str):
+            if key in m and not isinstance(m[key], str):
                 fail(f"{where}.{key}", "a string", m[key])
-        md = mapping(m.get("metadata"), f"{where}.metadata")
+        md = filled(m, "metadata", f"{where}.metadata")
         named = a.get("name") or md.get("name")
         arrival_name = f" (arrival {str(named)!r})" if named else ""
-        for key in ("labels", "annotations"):
-            mapping(md.get(key), f"{where}.metadata.{key}")
+        filled(md, "labels", f"{where}.metadata.labels")
         annotations(md, f"{where}.metadata")
-        spec = mapping(m.get("spec"), f"{where}.spec")
-        templates: list[tuple[Any, str]] = []
+        spec = filled(m, "spec", f"{where}.spec")
+        templates: list[tuple[Obj, str]] = []
         kind = m.get("kind")
         pods = 1 if kind in ("RayJob", "RayService") else 0  # a Ray cluster's head
         if kind == "Job":
             for j, task in enumerate(seq(spec.get("tasks"), f"{where}.spec.tasks")):
                 mapping(task, f"{where}.spec.tasks[{j}]", optional=False)
-                templates.append((task.get("template"), f"{where}.spec.tasks[{j}].template"))
+                templates.append((filled(task, "template", f"{where}.spec.tasks[{j}].template"),
+                                  f"{where}.spec.tasks[{j}].template"))
                 whole(task, "replicas", f"{where}.spec.tasks[{j}].replicas")
                 pods = add_pods(pods, task.get("replicas"), f"{where}.spec.tasks[{j}].replicas")
             whole(spec, "minAvailable", f"{where}.spec.minAvailable")
         elif kind in ("RayJob", "RayService"):
             key = "rayClusterSpec" if kind == "RayJob" else "rayClusterConfig"
-            rcs = mapping(spec.get(key), f"{where}.spec.{key}")
-            head = mapping(rcs.get("headGroupSpec"), f"{where}.spec.{key}.headGroupSpec")
-            templates.append((head.get("template"), f"{where}.spec.{key}.headGroupSpec.template"))
+            rcs = filled(spec, key, f"{where}.spec.{key}")
+            head = filled(rcs, "headGroupSpec", f"{where}.spec.{key}.headGroupSpec")
+            templates.append((filled(head, "template", f"{where}.spec.{key}.headGroupSpec.template"),
+                              f"{where}.spec.{key}.headGroupSpec.template"))
             for j, g in enumerate(seq(rcs.get("workerGroupSpecs"), f"{where}.spec.{key}.workerGroupSpecs")):
                 gw = f"{where}.spec.{key}.workerGroupSpecs[{j}]"
                 mapping(g, gw, optional=False)
-                templates.append((g.get("template"), f"{gw}.template"))
+                templates.append((filled(g, "template", f"{gw}.template"), f"{gw}.template"))
                 for n in ("replicas", "numOfHosts"):
                     whole(g, n, f"{gw}.{n}")
                 hosts = int(float(1 if g.get("numOfHosts") is None else g["numOfHosts"]))
                 pods = add_pods(pods, int(float(1 if g.get("replicas") is None else g["replicas"])) * hosts,
                                 f"{gw}.replicas")
         elif kind == "Deployment":
-            templates.append((spec.get("template"), f"{where}.spec.template"))
+            templates.append((filled(spec, "template", f"{where}.spec.template"), f"{where}.spec.template"))
             whole(spec, "replicas", f"{where}.spec.replicas")
             pods = add_pods(pods, spec.get("replicas"), f"{where}.spec.replicas")
         elif kind == "Pod":
             templates.append((m, where))
         for t, tw in templates:
-            t = mapping(t, tw)
-            tmd = mapping(t.get("metadata"), f"{tw}.metadata")
-            for key in ("labels", "annotations"):
-                mapping(tmd.get(key), f"{tw}.metadata.{key}")
+            tmd = filled(t, "metadata", f"{tw}.metadata")
+            filled(tmd, "labels", f"{tw}.metadata.labels")
             annotations(tmd, f"{tw}.metadata")
             tspec = mapping(t.get("spec"), f"{tw}.spec")
             for key in ("containers", "initContainers"):

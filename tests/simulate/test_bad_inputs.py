@@ -4,11 +4,13 @@ names the file (and for a CSV value, its row, line and column), exit status 2.""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from pumice.cli.main import main
+from pumice.simulate.nodes import InputError
 from pumice.testing.paths import shared_dir
 
 TIRESIAS_NODES = "num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n1,2,4,40,256\n"
@@ -380,3 +382,63 @@ def test_an_arrival_field_left_null_is_as_left_out_and_a_quoted_count_is_read(tm
 
     _, w = _files(tmp_path, "w.yaml", f"arrivals:\n  - {{duration: 10, name: j, {fields}, manifest: {POD}}}\n")
     assert [a.time for a in load_workload(w).arrivals] == times
+
+
+def _null_places() -> list[tuple[str, tuple[str | int, ...]]]:
+    """Trial 17 F-2's places: each a kind and the path, under the arrival's manifest, set to null."""
+    ray = [("spec",), ("spec", "K"), ("spec", "K", "headGroupSpec"), ("spec", "K", "headGroupSpec", "template"),
+           ("spec", "K", "headGroupSpec", "template", "metadata"),
+           ("spec", "K", "workerGroupSpecs", 0, "template"),
+           ("spec", "K", "workerGroupSpecs", 0, "template", "metadata", "labels")]
+    return ([("RayJob", tuple("rayClusterSpec" if p == "K" else p for p in x)) for x in ray]
+            + [("RayService", tuple("rayClusterConfig" if p == "K" else p for p in x)) for x in ray]
+            + [("Job", p) for p in [("apiVersion",), ("metadata",), ("spec",), ("spec", "tasks", 0, "template"),
+                                    ("spec", "tasks", 0, "template", "metadata", "annotations")]]
+            + [("Deployment", p) for p in [("metadata",), ("metadata", "labels"), ("spec",), ("spec", "template"),
+                                           ("spec", "template", "metadata")]]
+            + [("Pod", p) for p in [("metadata",), ("metadata", "annotations"), ("kind",)]])
+
+
+@pytest.mark.parametrize(("kind", "place"), _null_places())
+def test_a_null_where_the_loader_fills_in_a_mapping_is_one_line_naming_the_field(
+        tmp_path: Path, kind: str, place: tuple[str | int, ...]) -> None:
+    """Trial 17 F-2: ``spec: null`` (and 18 other such places) ended in ``internal error
+    (AttributeError: 'NoneType' object has no attribute 'get')``, exit 1, where a string there is
+    already refused in one line naming the field."""
+    import yaml
+
+    from pumice.simulate.workload import load_workload
+
+    def template() -> dict[str, Any]:
+        return {"metadata": {"labels": {"a": "b"}, "annotations": {}},
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}
+
+    cluster = {"headGroupSpec": {"template": template()}, "workerGroupSpecs": [{"groupName": "w",
+                                                                                 "template": template()}]}
+    manifest: dict[str, Any] = {
+        "RayJob": {"apiVersion": "ray.io/v1", "spec": {"entrypoint": "x", "rayClusterSpec": cluster}},
+        "RayService": {"apiVersion": "ray.io/v1", "spec": {"rayClusterConfig": cluster}},
+        "Job": {"apiVersion": "batch.volcano.sh/v1alpha1", "spec": {"tasks": [{"name": "t", "template": template()}]}},
+        "Deployment": {"apiVersion": "apps/v1", "spec": {"selector": {"matchLabels": {"a": "b"}},
+                                                         "template": template()}},
+        "Pod": {"apiVersion": "v1", **template()},
+    }[kind]
+    manifest.update(kind=kind, metadata={"name": "j", "labels": {}, "annotations": {}})
+    at: Any = manifest
+    for p in place[:-1]:
+        at = at[p]
+    at[place[-1]] = None
+    w = tmp_path / "w.yaml"
+    w.write_text(yaml.safe_dump({"arrivals": [{"at": 0, "duration": 10, "manifest": manifest}]}))
+    where = "arrivals[0].manifest" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in place)
+    what = "a string" if place[-1] in ("kind", "apiVersion") else "a mapping"
+    with pytest.raises(InputError) as e:
+        load_workload(w)
+    assert str(e.value) == f"{w}: {where}: expected {what}, got null"
+
+
+def test_a_null_rayjob_spec_is_refused_with_exit_2(tmp_path: Path) -> None:
+    """Trial 17 F-2, from the command line: ``pumice simulate`` said ``internal error``, exit 1."""
+    nodes, w = _files(tmp_path, "w.yaml", "arrivals:\n  - {at: 0, duration: 10, name: j, manifest: "
+                                          "{apiVersion: ray.io/v1, kind: RayJob, spec: null}}\n")
+    assert _simulate(tmp_path, nodes, w) == (2, [f"Error: {w}: arrivals[0].manifest.spec: expected a mapping, got null"])
