@@ -729,7 +729,7 @@ class _Api:
     async def _delete(self, request: Request, t: _Target) -> Response:
         assert t.name is not None
         body = await self._delete_options_body(request)
-        opts = DeleteOptions.parse(body, t.query, request.scope.get("pumice.dry_run"))
+        opts = DeleteOptions.parse(DeleteOptions.decode(body), t.query, request.scope.get("pumice.dry_run"))
         s, removed = await self.registry.delete(t.rk, t.namespace, t.name, opts)
         # 202 only where the object stays and the deprecated orphanDependents asked for a
         # cascade (handlers/delete.go keeps 200 for every other delete, for old clients)
@@ -1118,7 +1118,8 @@ class _Api:
         if query.get("resourceVersionMatch") == "Exact":
             self._check_exact_revision(want)
         labels, fields = self._selectors(query)
-        opts = DeleteOptions.parse(await self._delete_options_body(request), query, request.scope.get("pumice.dry_run"))
+        body = DeleteOptions.decode(await self._delete_options_body(request))
+        opts = DeleteOptions.parse(body, query, request.scope.get("pumice.dry_run"))
         items, rv, _, _ = self.registry.list(rk, namespace, labels=labels, fields=fields)
         for s in items:
             md = s.obj["metadata"]

@@ -59,7 +59,7 @@ from pumice.api.fields import (
     types_clean,
     unknown_fields,
 )
-from pumice.api.godecode import unmarshal_error
+from pumice.api.godecode import go_json_value, unmarshal_error
 from pumice.api.gojson import go_json
 from pumice.api.meta import deep_copy
 from pumice.api.params import query_bool
@@ -186,6 +186,21 @@ def resource_key(rk: ResourceKind) -> str:
     return f"{rk.group}/{rk.plural}"
 
 
+_DELETE_OPTIONS_MESSAGE = "k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions"
+#: the scheme DELETE bodies are decoded with, as a Go error names it
+_META_SCHEME = "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme/register.go:27"
+#: kinds the meta scheme registers unversioned (found under any apiVersion)
+_META_UNVERSIONED = frozenset({"DeleteOptions", "CreateOptions", "UpdateOptions", "Status", "APIVersions",
+                               "APIGroupList", "APIGroup", "APIResourceList"})
+_META_TABLES = ("Table", "TableOptions", "PartialObjectMetadata", "PartialObjectMetadataList")
+#: the meta scheme's other kinds by apiVersion (metainternalversion addToGroupVersion)
+_META_KINDS: dict[str, tuple[str, ...]] = {
+    "meta.k8s.io/v1": ("WatchEvent", "ListOptions", "GetOptions", "PatchOptions", *_META_TABLES),
+    "meta.k8s.io/v1beta1": _META_TABLES,
+    "meta.k8s.io/__internal": ("ListOptions", "GetOptions", *_META_TABLES),
+}
+
+
 @dataclass
 class DeleteOptions:
     """Parsed meta/v1 DeleteOptions."""
@@ -197,6 +212,47 @@ class DeleteOptions:
     #: the deprecated ``orphanDependents`` as given (None: not given); also read into
     #: ``propagation_policy``
     orphan_dependents: bool | None = None
+
+    @staticmethod
+    def decode(body: Any) -> Any:
+        """Check a DELETE or deletecollection request body (a decoded JSON object, or None when the
+        request had none) as kube-apiserver's meta codec decodes it into meta/v1 DeleteOptions,
+        before anything is read from it; the body itself is returned.
+
+        ``kind`` (default ``DeleteOptions``) must be DeleteOptions under any ``apiVersion`` (the
+        meta scheme registers it unversioned, so ``v1``, ``apps/v1`` and ``meta.k8s.io/v1`` are
+        all one); a kind the meta scheme knows otherwise fails its conversion, any other kind is
+        not registered. Then every field must fit its Go type (:mod:`pumice.api.godecode`).
+
+        Mirrors: apiserver pkg/endpoints/handlers/delete.go DeleteResource / DeleteCollection (the
+        decode error wrapped in errors.NewBadRequest), apimachinery runtime/serializer/json
+        Serializer.Decode, Scheme.New, metainternalversion addToGroupVersion.
+
+        Raises:
+            StatusError: 400 BadRequest with the decoder's text.
+        """
+        if not isinstance(body, dict):
+            return body
+        for key in ("apiVersion", "kind"):
+            value = body.get(key)
+            if value is not None and not isinstance(value, str):
+                raise errors.bad_request(
+                    f"couldn't get version/kind; json parse error: json: cannot unmarshal "
+                    f"{go_json_value(value)} into Go struct field .{key} of type string")
+        kind = body.get("kind") or "DeleteOptions"
+        version = body.get("apiVersion") or "meta.k8s.io/v1"
+        if kind != "DeleteOptions":
+            if kind in _META_UNVERSIONED or kind in _META_KINDS.get(version, ()):
+                package = "internalversion" if kind == "ListOptions" and version.endswith("/__internal") else "v1"
+                why = f"converting ({package}.{kind}) to (v1.DeleteOptions): unknown conversion"
+            else:
+                why = (f"no kind {quote(kind)} is registered for version {quote(version)} in scheme "
+                       f'"{_META_SCHEME}"')
+            raise errors.bad_request(why)
+        type_error = unmarshal_error(_DELETE_OPTIONS_MESSAGE, body)
+        if type_error is not None:
+            raise errors.bad_request(type_error)
+        return body
 
     @classmethod
     def parse(cls, body: Any, query: dict[str, str], dry_run: list[str] | None = None) -> DeleteOptions:

@@ -101,3 +101,51 @@ async def test_a_non_string_annotation_or_label_is_a_decode_error_not_stored(htt
         assert r.json()["message"] == ('ConfigMap in version "v1" cannot be handled as a ConfigMap: json: cannot '
                                        f"unmarshal bool into Go struct field ObjectMeta.metadata.{part} of type string")
     assert (await http.get("/api/v1/namespaces/default/configmaps/an")).status_code == 404
+
+
+CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ({"preconditions": "x"},
+     "json: cannot unmarshal string into Go struct field DeleteOptions.preconditions of type v1.Preconditions"),
+    ({"orphanDependents": "yes"},
+     "json: cannot unmarshal string into Go struct field DeleteOptions.orphanDependents of type bool"),
+    ({"gracePeriodSeconds": "5"},
+     "json: cannot unmarshal string into Go struct field DeleteOptions.gracePeriodSeconds of type int64"),
+    ({"gracePeriodSeconds": 1.5},
+     "json: cannot unmarshal number 1.5 into Go struct field DeleteOptions.gracePeriodSeconds of type int64"),
+    ({"dryRun": "All"}, "json: cannot unmarshal string into Go struct field DeleteOptions.dryRun of type []string"),
+    ({"preconditions": {"uid": 5}},
+     "json: cannot unmarshal number into Go struct field Preconditions.preconditions.uid of type types.UID"),
+    ({"apiVersion": "v1", "kind": "Pod"}, 'no kind "Pod" is registered for version "v1" in scheme '
+     '"k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme/register.go:27"'),
+    ({"apiVersion": "meta.k8s.io/v1", "kind": "GetOptions"},
+     "converting (v1.GetOptions) to (v1.DeleteOptions): unknown conversion"),
+    ({"apiVersion": 5, "kind": "DeleteOptions"}, "couldn't get version/kind; json parse error: json: cannot "
+     "unmarshal number into Go struct field .apiVersion of type string"),
+])
+async def test_a_delete_options_body_that_does_not_decode_is_400_and_deletes_nothing(
+        http: httpx2.AsyncClient, body: dict, message: str) -> None:
+    """trial 17 F-4: DeleteOptions are decoded into the Go struct first (handlers/delete.go), for a
+    DELETE and a deletecollection alike."""
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dd", "labels": {"f4": "y"}}}
+    assert (await http.post(CONFIGMAPS, json=cm)).status_code == 201
+    for url in (CONFIGMAPS + "/dd", CONFIGMAPS + "?labelSelector=f4"):
+        r = await http.request("DELETE", url, json=body)
+        assert r.status_code == 400, r.text
+        assert (r.json()["reason"], r.json()["message"]) == ("BadRequest", message)
+        assert (await http.get(CONFIGMAPS + "/dd")).status_code == 200
+
+
+@pytest.mark.parametrize("api_version", [None, "v1", "apps/v1", "meta.k8s.io/v1", "v9"])
+async def test_delete_options_of_any_api_version_are_decoded(http: httpx2.AsyncClient, api_version: str | None) -> None:
+    """The meta scheme registers DeleteOptions unversioned: every apiVersion is the same kind."""
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dv"}}
+    assert (await http.post(CONFIGMAPS, json=cm)).status_code == 201
+    body = {"kind": "DeleteOptions", "gracePeriodSeconds": 0, "preconditions": {"uid": None}}
+    if api_version is not None:
+        body["apiVersion"] = api_version
+    r = await http.request("DELETE", CONFIGMAPS + "/dv", json=body)
+    assert r.status_code == 200, r.text
+    assert (await http.get(CONFIGMAPS + "/dv")).status_code == 404
