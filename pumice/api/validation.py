@@ -607,10 +607,11 @@ def _exceeds(request: str, limit: str) -> bool:
     return parse_quantity(request) > parse_quantity(limit)
 
 
-def _validate_resources(res: Any, field: str) -> list[FieldCause]:
+def validate_resource_requirements(res: Any, field: str) -> list[FieldCause]:
     """validateResourceRequirements of a container: names, quantities, requests <= limits, and
     requests == limits for resources that may not be overcommitted (extended resources, huge pages),
-    whose limit is required."""
+    whose limit is required. ``res``: a container's ``resources``; ``field``: its path, e.g.
+    ``spec.containers[0].resources``. Returns the causes, limits' before requests', as upstream."""
     out: list[FieldCause] = []
     if not isinstance(res, dict):
         return out
@@ -1182,7 +1183,7 @@ def validate_container(ctr: Any, field: str, names: set[str] | None = None,
         out.append(_not_supported(f"{cf}.imagePullPolicy", pull, PULL_POLICIES))
     res = ctr.get("resources")
     if res:
-        out += _validate_resources(res, f"{cf}.resources")
+        out += validate_resource_requirements(res, f"{cf}.resources")
     if ctr.get("securityContext"):
         out += _validate_security_context(ctr["securityContext"], f"{cf}.securityContext", pod=False)
     return out

@@ -83,7 +83,7 @@ from typing import Any, NoReturn
 
 from pumice.api import Obj
 from pumice.api.quantity import QuantityError, parse_quantity
-from pumice.api.validation import SYSTEM_PRIORITY_CLASS_VALUES
+from pumice.api.validation import SYSTEM_PRIORITY_CLASS_VALUES, validate_resource_requirements
 from pumice.node.podspec import pod_requests
 from pumice.node.runtime.simulated import ANNOTATION_DURATION, ANNOTATION_EXIT_CODE, exit_codes
 from pumice.simulate.nodes import (
@@ -656,7 +656,11 @@ def check_workload_document(path: Path, d: Obj) -> None:
     ``every`` and ``duration`` finite and not negative (null: as left out), ``count`` whole and
     not negative; a manifest's ``replicas``, ``minAvailable`` and ``numOfHosts`` whole, not
     negative, neither null nor quoted (``expected a whole number, got null``); ``count`` at most :data:`MAX_COPIES` and the Pods one arrival makes at most
-    :data:`MAX_PODS`. The API server validates the rest of each manifest when it arrives.
+    :data:`MAX_PODS`. A RayJob's or RayService's containers also get the API server's Pod checks of
+    their resources (:func:`~pumice.api.validation.validate_resource_requirements`: not negative,
+    extended resources whole and requested as limited), which the Ray kinds' schemas do not make:
+    KubeRay's Pod creates would be refused at every reconcile and the run would never end. The API
+    server validates the rest of each manifest when it arrives.
 
     Raises:
         InputError: ``<file>: <where>: expected <what>, got <type>`` (``where`` like
@@ -838,6 +842,13 @@ def check_workload_document(path: Path, d: Obj) -> None:
                     res = mapping(c.get("resources"), f"{cw}.resources")
                     for part in ("requests", "limits"):
                         quantities(mapping(res.get(part), f"{cw}.resources.{part}"), f"{cw}.resources.{part}")
+                    if kind in ("RayJob", "RayService"):
+                        # the custom resource's schema takes these; KubeRay's Pod create would be refused
+                        # at every reconcile and the run would never end
+                        causes = validate_resource_requirements(res, f"{cw}.resources")
+                        if causes:
+                            raise InputError(f"{path}: {causes[0].field}{arrival_name}: {causes[0].message} (the "
+                                             "API server refuses the Pods KubeRay makes of this template)")
             quantities(mapping(tspec.get("overhead"), f"{tw}.spec.overhead"), f"{tw}.spec.overhead")
 
 

@@ -442,3 +442,47 @@ def test_a_null_rayjob_spec_is_refused_with_exit_2(tmp_path: Path) -> None:
     nodes, w = _files(tmp_path, "w.yaml", "arrivals:\n  - {at: 0, duration: 10, name: j, manifest: "
                                           "{apiVersion: ray.io/v1, kind: RayJob, spec: null}}\n")
     assert _simulate(tmp_path, nodes, w) == (2, [f"Error: {w}: arrivals[0].manifest.spec: expected a mapping, got null"])
+
+
+def _ray(kind: str, resources: str) -> str:
+    key = "rayClusterSpec" if kind == "RayJob" else "rayClusterConfig"
+    worker = f"{{spec: {{containers: [{{name: w, image: r, resources: {resources}}}]}}}}"
+    return (f"{{apiVersion: ray.io/v1, kind: {kind}, spec: {{{key}: {{headGroupSpec: {{template: {TEMPLATE}}}, "
+            f"workerGroupSpecs: [{{groupName: w, template: {worker}}}]}}}}}}")
+
+
+@pytest.mark.parametrize(("kind", "resources", "cause"), [
+    ("RayJob", "{requests: {nvidia.com/gpu: '-1'}, limits: {nvidia.com/gpu: '-1'}}",
+     'limits[nvidia.com/gpu]: Invalid value: "-1": must be greater than or equal to 0'),  # limits first, as upstream
+    ("RayJob", "{limits: {nvidia.com/gpu: '0.5'}}",
+     'limits[nvidia.com/gpu]: Invalid value: "0.5": must be an integer'),
+    ("RayService", "{requests: {cpu: '-1'}}",
+     'requests[cpu]: Invalid value: "-1": must be greater than or equal to 0'),
+    ("RayService", "{requests: {nvidia.com/gpu: 1}, limits: {nvidia.com/gpu: 2}}",
+     'requests: Invalid value: "1": must be equal to nvidia.com/gpu limit of 2'),
+])
+def test_a_ray_template_the_api_server_refuses_as_a_pod_is_refused_before_the_run(
+        tmp_path: Path, kind: str, resources: str, cause: str) -> None:
+    """Trial 17 F-5: the Ray kind's schema takes these templates, KubeRay's Pod create was refused at
+    every reconcile (a vcjob's or a Pod's is refused by the API server at once), and a run without
+    ``--until`` went on until killed, with no warning."""
+    from pumice.simulate.workload import load_workload
+
+    key = "rayClusterSpec" if kind == "RayJob" else "rayClusterConfig"
+    _, w = _files(tmp_path, "w.yaml", f"arrivals:\n  - {{at: 0, duration: 10, name: r, manifest: {_ray(kind, resources)}}}\n")
+    with pytest.raises(InputError) as e:
+        load_workload(w)
+    field, message = cause.split(": ", 1)
+    assert str(e.value) == (f"{w}: arrivals[0].manifest.spec.{key}.workerGroupSpecs[0].template.spec.containers[0]."
+                            f"resources.{field} (arrival 'r'): {message} (the API server refuses the Pods KubeRay "
+                            "makes of this template)")
+
+
+def test_a_ray_template_with_whole_gpu_limits_is_read(tmp_path: Path) -> None:
+    """The check of trial 17 F-5 refuses only what the API server refuses: a GPU limit alone (the
+    request defaults to it) is a valid Pod."""
+    from pumice.simulate.workload import load_workload
+
+    _, w = _files(tmp_path, "w.yaml", "arrivals:\n  - {at: 0, duration: 10, name: r, manifest: "
+                                      f"{_ray('RayJob', '{limits: {nvidia.com/gpu: 2}}')}}}\n")
+    assert [a.gpus for a in load_workload(w).arrivals] == [2.0]
