@@ -5,6 +5,7 @@ trial findings). Runs against the module's ``pumice up --runtime simulated`` wit
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 
 import httpx2 as httpx
@@ -221,10 +222,11 @@ spec:
   clusterSelector: {ray.io/cluster: t15-gone}
 """)
     page, link = "/rayjobs/default/t15-sel", 'href="/rayclusters/default/t15-gone"'
-    for _ in range(200):  # the dashboard's cache sees the RayJob's status shortly after
-        html = web.get(page).text
-        if "t15-gone" in html:
+    for _ in range(200):  # the dashboard's cache sees the RayJob's status shortly after (its
+        html = web.get(page).text  # RayClusterNotFound Event, which names the cluster, may come first)
+        if "t15-gone <span" in html or link in html:
             break
+        time.sleep(0.05)
     assert 't15-gone <span class="muted">(not found)</span>' in html and link not in html, html
     assert link not in web.get("/rayjobs").text
     up.kubectl("apply", "-f", "-", input="""
