@@ -31,7 +31,7 @@ GetMetricUsageRatio) and metrics/client.go (getPodMetrics, getContainerMetrics).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from pumice._util.clock import parse_rfc3339
@@ -307,17 +307,9 @@ class ReplicaCalculator:
             if self._band(tolerances).within(ratio):
                 return current, utilization, raw
             return math.ceil(ratio * ready), utilization, raw
-        if missing:
-            if ratio < 1.0:
-                fallback = max(100, target_utilization)
-                for name in missing:
-                    metrics[name] = PodMetric(requests[name] * fallback // 100)
-            elif ratio > 1.0:
-                for name in missing:
-                    metrics[name] = PodMetric(0)
-        if scale_up_with_unready:
-            for name in unready:
-                metrics[name] = PodMetric(0)
+        fallback = max(100, target_utilization)
+        _refill(metrics, ratio, missing, unready if scale_up_with_unready else [],
+                lambda name: requests[name] * fallback // 100)
         new_ratio, _, _ = resource_utilization_ratio(metrics, requests, target_utilization)
         return self._rebalanced(current, ratio, new_ratio, len(metrics), tolerances), utilization, raw
 
@@ -337,16 +329,7 @@ class ReplicaCalculator:
             if self._band(tolerances).within(ratio):
                 return current, usage
             return math.ceil(ratio * ready), usage
-        if missing:
-            if ratio < 1.0:
-                for name in missing:
-                    metrics[name] = PodMetric(target_usage)
-            elif ratio > 1.0:
-                for name in missing:
-                    metrics[name] = PodMetric(0)
-        if scale_up_with_unready:
-            for name in unready:
-                metrics[name] = PodMetric(0)
+        _refill(metrics, ratio, missing, unready if scale_up_with_unready else [], lambda name: target_usage)
         new_ratio, _ = metric_usage_ratio(metrics, target_usage)
         return self._rebalanced(current, ratio, new_ratio, len(metrics), tolerances), usage
 
@@ -364,3 +347,19 @@ class ReplicaCalculator:
         if (new_ratio < 1.0 and replicas > current) or (new_ratio > 1.0 and replicas < current):
             return current
         return replicas
+
+
+def _refill(metrics: PodMetricsInfo, ratio: float, missing: Iterable[str], unready: Iterable[str],
+            low: Callable[[str], int]) -> None:
+    """Fill in the Pods without a usable sample before the ratio is taken again, as upstream's
+    calculators do: a missing Pod counts ``low(name)`` (milli) when the ratio points down, 0 when it
+    points up (none when it is exactly 1); each Pod of ``unready`` (pass it only when scaling up
+    with unready Pods) counts 0. ``metrics`` is modified in place."""
+    if ratio < 1.0:
+        for name in missing:
+            metrics[name] = PodMetric(low(name))
+    elif ratio > 1.0:
+        for name in missing:
+            metrics[name] = PodMetric(0)
+    for name in unready:
+        metrics[name] = PodMetric(0)
