@@ -30,9 +30,9 @@ unit: $(STAMP)
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest -q -m "not ray" -n $(TEST_WORKERS) --dist loadgroup
 
 # Everything: lint, type checks, layering, then the whole test suite (real kubectl, real Ray) on
-# TEST_WORKERS pytest-xdist workers, each test handed to the next free worker (no groups: xdist
-# 3.8's xdist_group does not work under pytest 9, see the README; under `--dist loadgroup` with no
-# groups each test is its own unit, the mode the whole suite was last run in). TEST_WORKERS=0: one process.
+# TEST_WORKERS pytest-xdist workers. Each test is handed to the next free worker, except the
+# real-Ray modules, which one worker runs one after another (tests/conftest.py: two Ray clusters
+# starting at once on two cores time out Ray's own processes). TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 2
 test: $(STAMP)
 	$(MAKE) lint
