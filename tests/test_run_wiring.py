@@ -3,11 +3,16 @@ own."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
-from conftest import REAL_RAY_UNIT, scope_of
-
 ROOT = Path(__file__).resolve().parent.parent
+# by path: every tests/ package has a conftest, so the name "conftest" is not this one
+_spec = importlib.util.spec_from_file_location("pumice_tests_root_conftest", ROOT / "tests" / "conftest.py")
+assert _spec is not None and _spec.loader is not None
+_conftest = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_conftest)
+REAL_RAY_UNIT, scope_of = _conftest.REAL_RAY_UNIT, _conftest.scope_of
 
 
 def test_every_test_of_a_real_ray_module_shares_one_unit() -> None:
