@@ -6,6 +6,11 @@ number (or one count per bucket) per label values, and build the same samples th
 classes expose when the registry is scraped (``_total``; ``_bucket``, ``_count``, ``_sum``; and
 ``_created`` unless the library's created series are disabled), without a lock or the library's
 per-update checks. Not thread-safe: each is updated from the one event-loop thread.
+
+The library's created series are disabled here, on import, for the whole process: kube-apiserver
+and controller-runtime expose their metrics with client_golang, whose text format has no
+``_created`` samples, and :func:`exposition` (what every ``/metrics`` endpoint serves) imports
+this module first.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Generic, TypeVar
 
-from prometheus_client import REGISTRY
+from prometheus_client import REGISTRY, CollectorRegistry, disable_created_metrics, generate_latest
 from prometheus_client import metrics as _prometheus_metrics
 from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -23,6 +28,16 @@ from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
 
 _C = TypeVar("_C")
+
+disable_created_metrics()
+
+
+def exposition(registry: CollectorRegistry = REGISTRY) -> bytes:
+    """The Prometheus text format (0.0.4) of ``registry`` (default: the process's), without
+    ``_created`` series: what a ``/metrics`` endpoint serves.
+
+    Mirrors: client_golang prometheus/promhttp (the text encoding, which writes no created samples)."""
+    return generate_latest(registry)
 
 
 class _Tally(Collector, Generic[_C]):

@@ -28,7 +28,7 @@ from email.utils import formatdate
 from typing import Any, NamedTuple
 
 import msgspec
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect, Request
@@ -37,6 +37,7 @@ from starlette.routing import Route
 
 from pumice._util.clock import Clock
 from pumice._util.gostrings import atoi
+from pumice._util.metrics import exposition
 from pumice.api import gojson
 from pumice.api import protobuf as pb
 from pumice.api.admission import FieldCause
@@ -426,7 +427,8 @@ class _Api:
     async def _metrics_endpoint(self, request: Request, parts: list[str]) -> Response:
         """``/metrics``: every metric of prometheus_client's default registry in the Prometheus
         text format (kube-apiserver's request metrics, pumice.apiserver.requestmetrics, and, in
-        ``pumice up``, the controllers'); GET only. Authorized as any path: system:masters and
+        ``pumice up``, the controllers'), without ``_created`` series (client_golang writes none);
+        GET only. Authorized as any path: system:masters and
         the ``system:monitoring`` group (its ClusterRole grants ``get`` on ``/metrics``).
 
         Mirrors: k8s.io/apiserver pkg/server/routes/metrics.go (DefaultMetrics)."""
@@ -434,7 +436,7 @@ class _Api:
             raise _not_found_path()
         if request.method != "GET":
             raise errors.method_not_allowed()
-        return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+        return Response(exposition(), media_type=CONTENT_TYPE_LATEST)
 
     async def _openapi_root(self, request: Request, parts: list[str]) -> Response:
         return self._openapi(request, parts)

@@ -2,7 +2,8 @@
 
 ``/healthz`` answers 200 ``ok`` while the manager runs; ``/readyz`` answers 200 ``ok`` once the
 informer caches have synced, else 503 with the failing check; ``/metrics`` serves the
-prometheus_client default registry (when enabled). Loopback only (127.0.0.1) by default.
+prometheus_client default registry (when enabled; without ``_created`` series, as
+client_golang's text format). Loopback only (127.0.0.1) by default.
 
 Mirrors: controller-runtime pkg/healthz (healthz.Ping, readyz checks) and the metrics server.
 """
@@ -15,11 +16,13 @@ import socket
 from collections.abc import Callable, Iterator
 
 import uvicorn
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.requests import Request as HttpRequest
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
+
+from pumice._util.metrics import exposition
 
 Check = Callable[[], bool]
 
@@ -42,7 +45,7 @@ def build_app(healthz: dict[str, Check], readyz: dict[str, Check], *, metrics: b
         return run(readyz)
 
     async def metrics_ep(_: HttpRequest) -> Response:
-        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+        return Response(exposition(), media_type=CONTENT_TYPE_LATEST)
 
     routes = [Route("/healthz", healthz_ep), Route("/readyz", readyz_ep)]
     if metrics:

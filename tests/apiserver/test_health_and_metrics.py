@@ -160,3 +160,11 @@ def test_the_verb_and_scope_labels_are_upstreams() -> None:
     assert verb_scope("PATCH", named=True, content_type="application/apply-patch+yaml") == ("APPLY", "resource")
     assert verb_scope("OPTIONS") == ("other", "namespace")
     assert request_labels("POST", "", "v1", "pods", "", False, True, {}, ["All", "All"], "")[1] == "All"
+
+
+async def test_metrics_have_no_created_series_as_client_golang_writes_none(cluster: LocalCluster,
+                                                                           http: httpx2.AsyncClient) -> None:
+    await cluster.client.create(configmap("counted"))  # a counter and a histogram child exist
+    text = (await http.get("/metrics")).text
+    assert "apiserver_request_total{" in text and "apiserver_request_duration_seconds_count{" in text
+    assert [line for line in text.splitlines() if "_created" in line] == []
