@@ -49,7 +49,8 @@ def _parse_controllers(value: str) -> list[str]:
 async def _main(kubeconfig: str | None, controllers: list[str], *, leader_elect: bool, health_port: int | None,
                 batch_scheduler: str | None, identity: str | None, lease_duration: float,
                 renew_deadline: float, retry_period: float, ray_dashboard_proxy: str | None = None,
-                use_kubernetes_proxy: bool = False, kuberay_config: dict[str, Any] | None = None) -> None:
+                use_kubernetes_proxy: bool = False, kuberay_config: dict[str, Any] | None = None,
+                watch_namespace: str = "") -> None:
     from pumice.client.kube import component_user_agent
     from pumice.client.kubeconfig import connect
 
@@ -62,7 +63,8 @@ async def _main(kubeconfig: str | None, controllers: list[str], *, leader_elect:
         await run_controller_manager(
             client, controller_setups(controllers, batch_scheduler=batch_scheduler, root_ca=_root_ca(kubeconfig),
                                       ray_options={**_ray_options(ray_dashboard_proxy, client if use_kubernetes_proxy
-                                                                  else None), **(kuberay_config or {})}),
+                                                                  else None), "watch_namespace": watch_namespace,
+                                                   **(kuberay_config or {})}),
             leader_elect=leader_elect,
             stop_event=stop, health_port=health_port, identity=identity,
             lease_duration=lease_duration, renew_deadline=renew_deadline, retry_period=retry_period,
@@ -165,16 +167,22 @@ def _root_ca(kubeconfig: str | None) -> str | None:
                    "(<server>/api/v1/namespaces/<ns>/services/<head svc>:dashboard/proxy), and each head Pod's "
                    "Serve proxy health check through pods/<pod>:<port>/proxy/-/healthz, with this manager's "
                    "credentials and a 10 s timeout, as KubeRay's flag of the same name.")
+@click.option("--watch-namespace", default="", metavar="NS[,NS...]",
+              help="KubeRay's flag: the KubeRay controllers reconcile RayClusters, RayJobs and RayServices (and "
+                   "their Pods, Services and Jobs) only in these namespaces, separated by commas; empty: all. "
+                   "The kube and Volcano controllers still watch every namespace. A --kuberay-config file's "
+                   "watchNamespace takes its place.")
 @click.option("--kuberay-config", default=None, type=click.Path(exists=True, dir_okay=False),
               help="KubeRay's operator configuration file (its --config; apiVersion config.ray.io/v1alpha1, kind "
                    "Configuration): headSidecarContainers, workerSidecarContainers, defaultContainerEnvs, "
-                   "defaultPodAnnotations, defaultPodLabels, deleteRayJobAfterJobFinishes. Its other keys are this "
+                   "defaultPodAnnotations, defaultPodLabels, deleteRayJobAfterJobFinishes, watchNamespace. Its other "
+                   "keys are this "
                    "command's flags or not supported (refused, naming the flag).")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 def command(kubeconfig: str | None, controllers: str, leader_elect: bool, health_port: int | None,
             batch_scheduler: str, identity: str | None, lease_duration: float, renew_deadline: float,
             retry_period: float, ray_dashboard_proxy: str | None, use_kubernetes_proxy: bool,
-            kuberay_config: str | None, verbose: bool) -> None:
+            watch_namespace: str, kuberay_config: str | None, verbose: bool) -> None:
     """Run controllers against a kubeconfig until SIGTERM/SIGINT."""
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -193,7 +201,7 @@ def command(kubeconfig: str | None, controllers: str, leader_elect: bool, health
             batch_scheduler=None if batch_scheduler == "none" else batch_scheduler, identity=identity,
             lease_duration=lease_duration, renew_deadline=renew_deadline, retry_period=retry_period,
             ray_dashboard_proxy=ray_dashboard_proxy, use_kubernetes_proxy=use_kubernetes_proxy,
-            kuberay_config=kuberay_options,
+            kuberay_config=kuberay_options, watch_namespace=watch_namespace,
         ))
     except LeaderElectionLost as e:
         click.echo(f"controller-manager: leader election lost: {e}", err=True)

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from pumice.api import Obj, scheme
 from pumice.cli.controller_manager import command
-from pumice.controllers.ray.options import ConfigurationError, KubeRayConfiguration
+from pumice.controllers.ray.options import ConfigurationError, KubeRayConfiguration, parse_watch_namespace
 from pumice.testing.fake_client import FakeClient
 from pumice.testing.ray_dashboard import FakeRayDashboard
 
@@ -54,14 +54,15 @@ def test_a_key_left_empty_counts_as_absent() -> None:
 @pytest.mark.parametrize(("change", "message"), [
     ({"kind": "KubeSchedulerConfiguration"}, "has apiVersion config.ray.io/v1alpha1 and kind Configuration"),
     ({"batchScheduler": "volcano"}, "batchScheduler: use --batch-scheduler (pumice controller-manager)"),
-    ({"watchNamespace": "a,b"}, "watchNamespace: not supported (pumice controller-manager)"),
+    ({"watchNamespace": ["a", "b"]}, "watchNamespace: namespaces separated by commas, got ['a', 'b']"),
     ({"headSidecarContainer": []}, "unknown key 'headSidecarContainer' in the KubeRay configuration; known: "
                                    "defaultContainerEnvs, defaultPodAnnotations, defaultPodLabels, "
-                                   "deleteRayJobAfterJobFinishes, headSidecarContainers, workerSidecarContainers"),
+                                   "deleteRayJobAfterJobFinishes, headSidecarContainers, watchNamespace, "
+                                   "workerSidecarContainers"),
     ({"defaultPodLabels": {"a": 1}}, "defaultPodLabels: a map of strings to strings"),
     ({"headSidecarContainers": [{"image": "x"}]}, "headSidecarContainers: a list of objects with a name"),
     ({"deleteRayJobAfterJobFinishes": "yes"}, "deleteRayJobAfterJobFinishes: true or false"),
-], ids=["kind", "flag", "unsupported", "unknown", "map-type", "list-type", "bool-type"])
+], ids=["kind", "flag", "namespace-type", "unknown", "map-type", "list-type", "bool-type"])
 def test_a_configuration_pumice_cannot_use_is_refused_with_the_reason(change: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigurationError) as e:
         KubeRayConfiguration.from_document({**DOC, **change})
@@ -70,10 +71,10 @@ def test_a_configuration_pumice_cannot_use_is_refused_with_the_reason(change: di
 
 def test_controller_manager_refuses_a_bad_configuration_file_before_connecting(tmp_path: Path) -> None:
     path = tmp_path / "kuberay.yaml"
-    path.write_text(yaml.safe_dump({**DOC, "watchNamespace": "a,b"}))
+    path.write_text(yaml.safe_dump({**DOC, "batchScheduler": "volcano"}))
     result = CliRunner().invoke(command, ["--kuberay-config", str(path), "--controllers", "ray"])
     assert result.exit_code == 2
-    assert "watchNamespace: not supported (pumice controller-manager)" in result.output
+    assert "batchScheduler: use --batch-scheduler (pumice controller-manager)" in result.output
 
 
 # What upstream's Helm chart (helm-chart/kuberay-operator/templates/configmap.yaml) writes into
@@ -112,3 +113,36 @@ async def test_the_operator_set_up_from_the_configuration_puts_the_sidecars_on_t
     assert [c["name"] for c in worker["spec"]["containers"]] == ["ray-worker", "w-side"]
     assert {"name": "TEAM", "value": "ml"} in head["spec"]["containers"][0]["env"]
     assert head["metadata"]["labels"]["fleet"] == "managed" and head["metadata"]["annotations"]["scrape"] == "true"
+
+
+@pytest.mark.parametrize(("value", "namespaces"), [
+    ("", None), ("team-a", {"team-a"}), ("team-a,team-b", {"team-a", "team-b"}),
+    # as written, as upstream splits it: " team-b" is a namespace no object has
+    ("team-a, team-b", {"team-a", " team-b"}),
+    # an empty entry is controller-runtime's all-namespaces key
+    ("team-a,", None),
+])
+def test_watch_namespace_is_split_as_upstream_splits_it(value: str, namespaces: set[str] | None) -> None:
+    assert parse_watch_namespace(value) == (None if namespaces is None else frozenset(namespaces))
+
+
+def test_the_configurations_watch_namespace_reaches_setup_only_when_written() -> None:
+    assert KubeRayConfiguration.from_document({**DOC, "watchNamespace": "team-a"}).setup_options()[
+        "watch_namespace"] == "team-a"
+    assert "watch_namespace" not in KubeRayConfiguration.from_document(DOC).setup_options()
+
+
+async def test_an_operator_watching_one_namespace_leaves_the_others_alone() -> None:
+    client = FakeClient(ray_scheme())
+    async with running(client, FakeRayDashboard(), watch_namespace="team-a"):
+        for ns in ("team-b", "team-a"):  # team-b's event comes first and would be reconciled first
+            cluster = load_sample("ray-cluster.sample.yaml", "RayCluster")
+            cluster["metadata"]["namespace"] = ns
+            await client.create(cluster)
+
+        async def team_a_pods() -> bool:
+            return len((await client.list(scheme.POD, "team-a")).items) == 2
+
+        await wait_for(team_a_pods)
+        assert (await client.list(scheme.POD, "team-b")).items == []
+        assert "status" not in await client.get(scheme.RAY_CLUSTER, "raycluster-kuberay", "team-b")

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 from pumice.controllers.ray.batchscheduler import UnknownBatchSchedulerError, new_batch_scheduler
 from pumice.controllers.ray.dashboard import DashboardClientFactory, ServeProxyHealthCheck
-from pumice.controllers.ray.options import RayOperatorOptions
+from pumice.controllers.ray.options import RayOperatorOptions, parse_watch_namespace
 from pumice.controllers.ray.raycluster import RayClusterOptions, RayClusterReconciler
 from pumice.controllers.ray.rayjob import RayJobOptions, RayJobReconciler
 from pumice.controllers.ray.rayservice import RayServiceOptions, RayServiceReconciler
@@ -56,7 +56,7 @@ def setup(mgr: Any, *, batch_scheduler: str | None = None, dashboard_client_fact
           raycluster_options: RayClusterOptions = RayClusterOptions(),
           rayjob_options: RayJobOptions = RayJobOptions(),
           rayservice_options: RayServiceOptions | None = None,
-          serve_proxy_healthy: ServeProxyHealthCheck | None = None) -> RayReconcilers:
+          serve_proxy_healthy: ServeProxyHealthCheck | None = None, watch_namespace: str = "") -> RayReconcilers:
     """Register the RayCluster, RayJob and RayService controllers on ``mgr``.
 
     Args:
@@ -70,6 +70,9 @@ def setup(mgr: Any, *, batch_scheduler: str | None = None, dashboard_client_fact
         rayservice_options: RayService switches (default: from the environment, ``ENABLE_ZERO_DOWNTIME``).
         serve_proxy_healthy: ``(head Pod, port) -> bool`` for the head Pods' ``ray.io/serve`` label
             (default: HTTP GET ``/-/healthz``).
+        watch_namespace: KubeRay's ``--watch-namespace``: the namespaces, separated by commas, whose
+            RayClusters, RayJobs and RayServices (and their Pods, Services and Jobs) are reconciled;
+            empty: all (:func:`~pumice.controllers.ray.options.parse_watch_namespace`).
     Returns:
         The three reconcilers.
     Raises:
@@ -79,7 +82,8 @@ def setup(mgr: Any, *, batch_scheduler: str | None = None, dashboard_client_fact
         batch_scheduler_name=batch_scheduler, batch_scheduler=new_batch_scheduler(batch_scheduler, mgr.client),
         dashboard_client_factory=dashboard_client_factory, reconcile_concurrency=reconcile_concurrency,
         rng=random.Random(seed), raycluster=raycluster_options, rayjob=rayjob_options,
-        rayservice=rayservice_options, serve_proxy_healthy=serve_proxy_healthy)
+        rayservice=rayservice_options, serve_proxy_healthy=serve_proxy_healthy,
+        watch_namespaces=parse_watch_namespace(watch_namespace))
     return RayReconcilers(RayClusterReconciler.setup_with_manager(mgr, opts),
                           RayJobReconciler.setup_with_manager(mgr, opts),
                           RayServiceReconciler.setup_with_manager(mgr, opts))

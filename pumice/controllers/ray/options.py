@@ -26,10 +26,12 @@ from pumice.controllers.ray.dashboard import DashboardClientFactory, ServeProxyH
 from pumice.controllers.ray.raycluster import RayClusterOptions
 from pumice.controllers.ray.rayjob import RayJobOptions
 from pumice.controllers.ray.rayservice import RayServiceOptions
+from pumice.runtime.predicates import NamespacePredicate
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CONFIGURATION_API_VERSION", "ConfigurationError", "KubeRayConfiguration", "RayOperatorOptions"]
+__all__ = ["CONFIGURATION_API_VERSION", "ConfigurationError", "KubeRayConfiguration", "RayOperatorOptions",
+           "parse_watch_namespace"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,8 @@ class RayOperatorOptions:
             the environment, ``ENABLE_ZERO_DOWNTIME``).
         serve_proxy_healthy: ``(head Pod, port) -> bool`` for the ``ray.io/serve`` label (None:
             HTTP GET ``/-/healthz``).
+        watch_namespaces: the namespaces whose objects the three controllers reconcile (None: all),
+            from :func:`parse_watch_namespace`.
     """
 
     batch_scheduler_name: str | None = None
@@ -59,6 +63,14 @@ class RayOperatorOptions:
     rayjob: RayJobOptions = field(default_factory=RayJobOptions)
     rayservice: RayServiceOptions | None = None
     serve_proxy_healthy: ServeProxyHealthCheck | None = None
+    watch_namespaces: frozenset[str] | None = None
+
+    def controller(self, mgr: Any, name: str) -> Any:
+        """``mgr.controller(name)``, its events filtered to :attr:`watch_namespaces` when set."""
+        builder = mgr.controller(name)
+        if self.watch_namespaces is not None:
+            builder = builder.with_event_filter(NamespacePredicate(self.watch_namespaces))
+        return builder
 
     def child_rng(self) -> random.Random:
         """A generator for one controller, seeded by the next draw of :attr:`rng`."""
@@ -72,7 +84,7 @@ CONFIGURATION_API_VERSION = "config.ray.io/v1alpha1"
 #: changes nothing (upstream's Helm chart writes ``useKubernetesProxy: false`` by default).
 _NOT_HERE = {
     "batchScheduler": "use --batch-scheduler", "enableBatchScheduler": "use --batch-scheduler volcano",
-    "useKubernetesProxy": "use --use-kubernetes-proxy", "watchNamespace": "not supported",
+    "useKubernetesProxy": "use --use-kubernetes-proxy",
 }
 _NO_OP = {"batchScheduler": "", "enableBatchScheduler": False, "useKubernetesProxy": False}
 #: Keys that only shape the operator process (leader election, metrics, concurrency, client rate,
@@ -84,6 +96,18 @@ _PROCESS_ONLY = {
     "enableMetrics": "--health-port", "logFile": "none", "logFileEncoder": "none", "logStdoutEncoder": "none",
     "qps": "none", "burst": "none",
 }
+
+
+def parse_watch_namespace(value: str) -> frozenset[str] | None:
+    """KubeRay's ``--watch-namespace`` / ``watchNamespace``: namespaces separated by commas, as
+    written (no spaces trimmed); None (all namespaces) when the value is empty or names an empty
+    namespace, since upstream hands each entry to controller-runtime's cache as a namespace key and
+    the empty key there means every namespace.
+
+    Mirrors: kuberay ray-operator/main.go (strings.Split of config.WatchNamespace into
+    cache.Options.DefaultNamespaces)."""
+    names = value.split(",")
+    return None if "" in names else frozenset(names)
 
 
 class ConfigurationError(ValueError):
@@ -101,6 +125,8 @@ class KubeRayConfiguration:
         default_container_envs: ``defaultContainerEnvs`` (EnvVar wire dicts).
         default_pod_annotations / default_pod_labels: ``defaultPodAnnotations`` / ``defaultPodLabels``.
         delete_rayjob_after_job_finishes: ``deleteRayJobAfterJobFinishes``.
+        watch_namespace: ``watchNamespace`` (None: not in the file; see
+            :func:`parse_watch_namespace`).
 
     Mirrors: kuberay ray-operator/apis/config/v1alpha1/configuration_types.go and main.go (which
     hands these to the reconcilers' options).
@@ -112,6 +138,7 @@ class KubeRayConfiguration:
     default_pod_annotations: Mapping[str, str] = field(default_factory=dict)
     default_pod_labels: Mapping[str, str] = field(default_factory=dict)
     delete_rayjob_after_job_finishes: bool = False
+    watch_namespace: str | None = None
 
     @classmethod
     def from_document(cls, doc: Any) -> KubeRayConfiguration:
@@ -135,7 +162,7 @@ class KubeRayConfiguration:
                  "workerSidecarContainers": "worker_sidecar_containers",
                  "defaultContainerEnvs": "default_container_envs"}
         maps = {"defaultPodAnnotations": "default_pod_annotations", "defaultPodLabels": "default_pod_labels"}
-        known = sorted([*lists, *maps, "deleteRayJobAfterJobFinishes"])
+        known = sorted([*lists, *maps, "deleteRayJobAfterJobFinishes", "watchNamespace"])
         out: dict[str, Any] = {}
         for key, value in doc.items():
             if key in ("apiVersion", "kind") or value is None:
@@ -163,6 +190,10 @@ class KubeRayConfiguration:
                 if not isinstance(value, bool):
                     raise ConfigurationError(f"{key}: true or false, got {value!r}")
                 out["delete_rayjob_after_job_finishes"] = value
+            elif key == "watchNamespace":
+                if not isinstance(value, str):
+                    raise ConfigurationError(f"{key}: namespaces separated by commas, got {value!r}")
+                out["watch_namespace"] = value
             else:
                 raise ConfigurationError(f"unknown key {key!r} in the KubeRay configuration; known: {', '.join(known)}")
         return cls(**out)
@@ -174,7 +205,11 @@ class KubeRayConfiguration:
         pod = dataclasses.replace(rc.pod, head_sidecar_containers=self.head_sidecar_containers,
                                   worker_sidecar_containers=self.worker_sidecar_containers,
                                   default_container_envs=self.default_container_envs)
-        return {"raycluster_options": dataclasses.replace(rc, pod=pod,
-                                                          default_pod_annotations=dict(self.default_pod_annotations),
-                                                          default_pod_labels=dict(self.default_pod_labels)),
-                "rayjob_options": RayJobOptions(delete_rayjob_after_job_finishes=self.delete_rayjob_after_job_finishes)}
+        out: dict[str, Any] = {
+            "raycluster_options": dataclasses.replace(rc, pod=pod,
+                                                      default_pod_annotations=dict(self.default_pod_annotations),
+                                                      default_pod_labels=dict(self.default_pod_labels)),
+            "rayjob_options": RayJobOptions(delete_rayjob_after_job_finishes=self.delete_rayjob_after_job_finishes)}
+        if self.watch_namespace is not None:
+            out["watch_namespace"] = self.watch_namespace
+        return out

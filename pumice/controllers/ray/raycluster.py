@@ -312,7 +312,7 @@ class RayClusterReconciler:
         reader = CacheReader(pods, services) if pods is not None else None
         rc = cls(mgr.client, recorder=event_recorder(mgr, "raycluster-controller"), clock=getattr(mgr, "clock", None),
                  batch_scheduler=opts.batch_scheduler, options=opts.raycluster, rng=opts.child_rng(), reader=reader)
-        b = mgr.controller("raycluster").for_(scheme.RAY_CLUSTER, PRIMARY_PREDICATE).owns(scheme.POD).owns(scheme.SERVICE)
+        b = opts.controller(mgr, "raycluster").for_(scheme.RAY_CLUSTER, PRIMARY_PREDICATE).owns(scheme.POD).owns(scheme.SERVICE)
         if opts.batch_scheduler_name == "volcano":
             b = b.owns(scheme.POD_GROUP)
         b.with_options(max_concurrent_reconciles=opts.reconcile_concurrency).complete(rc)

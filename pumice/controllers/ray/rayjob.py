@@ -141,7 +141,7 @@ class RayJobReconciler:
         rj = cls(mgr.client, recorder=event_recorder(mgr, "rayjob-controller"), clock=getattr(mgr, "clock", None),
                  batch_scheduler=opts.batch_scheduler, dashboard_client_factory=opts.dashboard_client_factory,
                  options=opts.rayjob, rng=opts.child_rng())
-        (mgr.controller("rayjob").for_(scheme.RAY_JOB).owns(scheme.RAY_CLUSTER).owns(scheme.SERVICE).owns(scheme.JOB)
+        (opts.controller(mgr, "rayjob").for_(scheme.RAY_JOB).owns(scheme.RAY_CLUSTER).owns(scheme.SERVICE).owns(scheme.JOB)
             .with_options(max_concurrent_reconciles=opts.reconcile_concurrency).complete(rj))
         return rj
 

@@ -282,7 +282,7 @@ class RayServiceReconciler:
         rs = cls(mgr.client, recorder=event_recorder(mgr, "rayservice-controller"), clock=getattr(mgr, "clock", None),
                  dashboard_client_factory=opts.dashboard_client_factory, serve_proxy_healthy=opts.serve_proxy_healthy,
                  options=opts.rayservice or RayServiceOptions.from_env(), rng=opts.child_rng())
-        (mgr.controller("rayservice").for_(scheme.RAY_SERVICE, PRIMARY_PREDICATE).owns(scheme.RAY_CLUSTER)
+        (opts.controller(mgr, "rayservice").for_(scheme.RAY_SERVICE, PRIMARY_PREDICATE).owns(scheme.RAY_CLUSTER)
             .owns(scheme.SERVICE).with_options(max_concurrent_reconciles=opts.reconcile_concurrency).complete(rs))
         return rs
 
