@@ -17,6 +17,8 @@ Behaviour (the reflector):
   was compacted: relist and replace the store, emitting add/update/delete for the differences;
 - any other error: wait with exponential backoff (0.8 s doubling up to 30 s, like client-go's
   reflector backoff manager) and retry, keeping the resourceVersion;
+- a MemoryError (``pumice._util.errors.FATAL_TYPES``), there or in a handler, is not retried: the
+  informer's task ends with it and :attr:`Informer.on_failure` is called (a Manager stops);
 - ``resync_period`` (seconds): every period, ``on_update(obj, obj)`` for every cached object.
 
 Objects in the store are the dicts the client returned, shared by every reader: **treat them as
@@ -45,6 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pumice._util.clock import Clock, default_clock
+from pumice._util.errors import FATAL_TYPES
 from pumice.api import Obj
 from pumice.api.scheme import ResourceKind
 from pumice.api.selectors import LabelSelector, as_selector
@@ -332,7 +335,9 @@ class Informer:
 
     Handlers are plain synchronous callables run on the informer's task in event order; they must
     be quick (typically: put a key in a work queue). An exception in a handler is logged and does
-    not stop the informer.
+    not stop the informer, but one of :data:`pumice._util.errors.FATAL_TYPES` (MemoryError) ends
+    the informer's task with it, as does one in the list/watch loop (never retried); the task's
+    owner learns of it through :attr:`on_failure` or :attr:`task`.
 
     Mirrors: client-go tools/cache shared_informer.go sharedIndexInformer + reflector.go.
     """
@@ -364,6 +369,9 @@ class Informer:
         self._resync_task: asyncio.Task[None] | None = None
         self.relists = 0
         """How many times the informer listed (1 after the first sync; +1 per 410 / error relist)."""
+        self.on_failure: Callable[[Informer, BaseException], None] | None = None
+        """Called on the loop with the exception a task of this informer ended with (a FATAL_TYPES
+        one: every other is logged and retried), after it is logged."""
 
     @property
     def lister(self) -> Store:
@@ -377,6 +385,12 @@ class Informer:
 
     async def wait_synced(self) -> None:
         await self._synced.wait()
+
+    @property
+    def task(self) -> asyncio.Task[None] | None:
+        """The list/watch task (None before :meth:`start` and after :meth:`stop`): it ends only when
+        cancelled or with a FATAL_TYPES exception."""
+        return self._task
 
     @property
     def running(self) -> bool:
@@ -417,6 +431,8 @@ class Informer:
     def _call(self, fn: Callable[..., None], *args: Obj) -> None:
         try:
             fn(*args)
+        except FATAL_TYPES:
+            raise  # not carried on: the informer's task ends (see FATAL_TYPES)
         except Exception:
             self._handler_failed(fn, args[-1])
 
@@ -443,6 +459,8 @@ class Informer:
             if fn is not None:
                 try:
                     fn(obj)
+                except FATAL_TYPES:
+                    raise
                 except Exception:
                     self._handler_failed(fn, obj)
 
@@ -452,6 +470,8 @@ class Informer:
             if fn is not None:
                 try:
                     fn(old, new)
+                except FATAL_TYPES:
+                    raise
                 except Exception:
                     self._handler_failed(fn, new)
 
@@ -461,6 +481,8 @@ class Informer:
             if fn is not None:
                 try:
                     fn(obj)
+                except FATAL_TYPES:
+                    raise
                 except Exception:
                     self._handler_failed(fn, obj)
 
@@ -474,9 +496,18 @@ class Informer:
             return
         loop = asyncio.get_running_loop()
         self._task = loop.create_task(self._run(), name=f"informer-{self.kind.plural}", context=detached_context())
+        self._task.add_done_callback(self._ended)
         if self.resync_period and self.resync_period > 0:
             self._resync_task = loop.create_task(self._resync(), name=f"resync-{self.kind.plural}",
                                                  context=detached_context())
+            self._resync_task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled() or (e := task.exception()) is None:
+            return
+        log.error("informer %s: %s stopped with %s: %s", self.kind.plural, task.get_name(), type(e).__name__, e)
+        if self.on_failure is not None:
+            self.on_failure(self, e)
 
     async def stop(self) -> None:
         """Cancel the list/watch task and wait for it to end."""
@@ -506,6 +537,8 @@ class Informer:
                     await self.clock.sleep(_BACKOFF_INITIAL)
             except asyncio.CancelledError:
                 raise
+            except FATAL_TYPES:
+                raise  # not retried: the task ends with it (see on_failure)
             except Exception as e:
                 if is_gone(e):
                     log.info("informer %s: resourceVersion %s expired; relisting",
@@ -648,6 +681,9 @@ class SharedInformerFactory:
         self.resync_period = resync_period
         self._informers: dict[tuple[str, ...], Informer] = {}
         self._started = False
+        self.on_failure: Callable[[Informer, BaseException], None] | None = None
+        """Given to every informer (see :attr:`Informer.on_failure`): the owner's way to learn that
+        one of them stopped for good (a MemoryError)."""
 
     def informer(
         self, kind: ResourceKind | str, namespace: str | None = None, *,
@@ -670,6 +706,7 @@ class SharedInformerFactory:
         if inf is None:
             inf = Informer(self.client, rk, ns or None, clock=self.clock, resync_period=self.resync_period,
                            label_selector=label_selector, field_selector=field_selector)
+            inf.on_failure = self._failed
             self._informers[key] = inf
             if self._started:
                 inf.start()
@@ -682,6 +719,10 @@ class SharedInformerFactory:
         if rk is None:
             raise ValueError(f"unknown kind {kind!r}")
         return rk
+
+    def _failed(self, inf: Informer, e: BaseException) -> None:
+        if self.on_failure is not None:
+            self.on_failure(inf, e)
 
     def informers(self) -> list[Informer]:
         """Every informer handed out so far, in creation order."""

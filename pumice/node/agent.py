@@ -43,6 +43,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pumice._util.clock import Clock, default_clock, parse_rfc3339, rfc3339, rfc3339_micro
+from pumice._util.errors import FATAL_TYPES
 from pumice._util.files import remove_tree, scan_tree
 from pumice.api import Obj, meta, quantity
 from pumice.api.scheme import ENDPOINTS, LEASE, NAMESPACE, NODE, POD, SERVICE
@@ -359,6 +360,7 @@ class NodeAgent:
         self.finished: dict[str, PodWorker | None] = {}
         self._tasks: list[asyncio.Task[Any]] = []
         self._bg: set[asyncio.Task[Any]] = set()
+        self._fatal: asyncio.Future[BaseException] | None = None  # what a Pod worker or _bg task died of
         self._log_server: LogServer | None = None
         self._proxy: EgressProxy | None = None
         self._forwarder: TcpForwarder | None = None
@@ -469,6 +471,8 @@ class NodeAgent:
         recorder does (an Event is best effort and never holds up the Pod it is about)."""
         try:
             await self.client.create(ev)
+        except FATAL_TYPES:
+            raise  # not dropped and carried on: the agent ends (see _task_ended)
         except Exception as e:
             obj = ev["involvedObject"]
             log.warning("node agent: could not record Event %s %r for pod %s/%s: %s",
@@ -478,6 +482,24 @@ class NodeAgent:
         t = asyncio.get_running_loop().create_task(coro)
         self._bg.add(t)
         t.add_done_callback(self._bg.discard)
+        self.watch(t)
+
+    def watch(self, task: asyncio.Task[Any]) -> None:
+        """See :meth:`pumice.node.worker.WorkerHost.watch`."""
+        task.add_done_callback(self._task_ended)
+
+    def _task_ended(self, t: asyncio.Task[Any]) -> None:
+        """A Pod worker's or a background task's end. Each catches and logs what it can carry on
+        after, so one that ends with an exception ended with a FATAL_TYPES one (MemoryError): the
+        ``node-agent pods`` task ends with it, and the agent fails (:meth:`wait_stopped`)."""
+        if t.cancelled() or (e := t.exception()) is None:
+            return
+        if self._fatal is not None and not self._fatal.done():
+            self._fatal.set_result(e)
+
+    async def _watch_pods(self) -> None:
+        assert self._fatal is not None
+        raise await self._fatal
 
     def state_changed(self) -> None:
         self._state_dirty = True
@@ -583,8 +605,10 @@ class NodeAgent:
             await self._start_servers()
             self.directory.api_address = self._kube_host if mode == "netns" else ""
         await self._register_nodes()
-        self._start_informers()
         loop = asyncio.get_running_loop()
+        self._fatal = loop.create_future()
+        self._tasks.append(loop.create_task(self._watch_pods(), name="node-agent pods"))
+        self._start_informers()
         if self.runtime_kind == "process":
             self._tasks.append(loop.create_task(self._state_loop(), name="node-agent state"))
             self._tasks.append(loop.create_task(self._gc_orphans(), name="node-agent orphan collector"))
@@ -622,6 +646,8 @@ class NodeAgent:
                 self._informers.append(inf)
         for inf in self._informers:
             inf.start()
+            assert inf.task is not None
+            self._tasks.append(inf.task)  # ends only with a MemoryError: the agent fails (wait_stopped)
 
         async def synced() -> None:
             await pods.wait_synced()
@@ -874,6 +900,8 @@ class NodeAgent:
         while True:
             try:
                 await asyncio.to_thread(self._sampler.sample)
+            except FATAL_TYPES:
+                raise  # not carried on: the agent ends (see wait_stopped)
             except Exception as e:  # a /proc read racing a dying process must not stop sampling
                 log.warning("usage sampling failed: %s", e)
             await self.clock.sleep(delay)
@@ -1035,6 +1063,8 @@ class NodeAgent:
             for node in self.nodes.values():
                 try:
                     await self._renew_lease(node)
+                except FATAL_TYPES:
+                    raise
                 except Exception as e:
                     log.warning("lease renewal for %s failed: %s", node.name, e)
             if self.clock.monotonic() - last_status >= 300:
@@ -1043,6 +1073,8 @@ class NodeAgent:
                     try:
                         await self.client.patch(NODE, node.name, {"status": self._node_status(node)},
                                                 subresource="status")
+                    except FATAL_TYPES:
+                        raise
                     except Exception as e:
                         log.error("Error updating node status, will retry: node %s: %s", node.name, e)
 

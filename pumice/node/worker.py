@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
+from pumice._util.errors import FATAL_TYPES
 from pumice.api import Obj
 from pumice.api.scheme import POD
 from pumice.node import podspec
@@ -57,6 +58,8 @@ class WorkerHost(Protocol):
     def state_changed(self) -> None: ...
     def pod_dir(self, pod: Obj) -> Path: ...
     def worker_finished(self, worker: PodWorker) -> None: ...
+    def watch(self, task: asyncio.Task[Any]) -> None:
+        """``task`` (a worker's own) ends only cancelled or with a FATAL_TYPES error, which fails the agent."""
 
 
 @dataclass
@@ -195,6 +198,7 @@ class PodWorker:
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"pod {self.namespace}/{self.name}")
+        self.host.watch(self._task)
 
     def update(self, pod: Obj) -> None:
         """A newer version of the Pod. A running regular container whose image changed is stopped
@@ -247,6 +251,7 @@ class PodWorker:
                                                        name=f"ephemeral {self.namespace}/{self.name}/{c['name']}")
             self._bg.add(t)
             t.add_done_callback(self._bg.discard)
+            self.host.watch(t)
 
     async def _run_ephemeral(self, c: Obj, rec: ContainerRecord) -> None:
         try:
@@ -254,6 +259,8 @@ class PodWorker:
                 if await self._run_once(c, rec) is not None:
                     break
             await self.sync_status()
+        except FATAL_TYPES:
+            raise  # not carried on: the agent ends (WorkerHost.watch)
         except Exception:
             log.exception("ephemeral container %s of %s/%s failed", rec.name, self.namespace, self.name)
 
@@ -281,6 +288,8 @@ class PodWorker:
             await self._run_inner()
         except asyncio.CancelledError:
             raise  # the agent stops: the Pod is stopped or kept by the agent itself
+        except FATAL_TYPES:
+            raise  # not carried on: the agent ends (WorkerHost.watch)
         except Exception:
             log.exception("pod worker %s/%s failed", self.namespace, self.name)
         self.host.worker_finished(self)

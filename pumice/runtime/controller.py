@@ -217,6 +217,8 @@ class Controller:
                 reqs = map_fn(obj)
                 if type(reqs) is not list:
                     reqs = list(reqs)
+            except FATAL_TYPES:
+                raise  # not carried on: the informer that called this ends, and the manager (see FATAL_TYPES)
             except Exception:
                 md = obj.get("metadata") or {}
                 log.exception("controller %s: map function failed on %s %s/%s; this event enqueues nothing", name,

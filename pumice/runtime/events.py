@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pumice._util.clock import Clock, default_clock, rfc3339
+from pumice._util.errors import FATAL_TYPES
 from pumice.api import Obj
 from pumice.api.scheme import EVENT
 from pumice.client.base import KubeClient, detached_context, is_already_exists, is_not_found
@@ -158,7 +159,13 @@ class EventRecorder:
 
         Raises:
             ValueError: when ``type`` is not "Normal" or "Warning", or ``obj`` has no name.
+            MemoryError: (any of ``pumice._util.errors.FATAL_TYPES``) what a writer task ended
+                with: a recorder that cannot write is not carried on with (the caller's reconcile
+                raises it, and its controller and manager stop).
         """
+        for w in self._writers:
+            if w is not None and w.done() and not w.cancelled() and (e := w.exception()) is not None:
+                raise e
         if type not in EVENT_TYPES:
             raise ValueError(f"event type must be one of {EVENT_TYPES}, got {type!r}")
         md = obj.get("metadata") or {}
@@ -213,6 +220,8 @@ class EventRecorder:
         with contextlib.suppress(Exception):
             await self.flush()
         for i, writer in enumerate(self._writers):
+            if writer is not None and writer.done():  # ended with a FATAL_TYPES error: event() raises it
+                continue
             if writer is not None:
                 writer.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -310,6 +319,12 @@ class EventRecorder:
             except asyncio.CancelledError:
                 if not fut.done():
                     fut.cancel()
+                raise
+            except FATAL_TYPES as e:
+                # not dropped and carried on: the writer ends with it, and the next event() raises it
+                log.error("events: %s's writer stopped with %s: %s", self.component, type(e).__name__, e)
+                if not fut.done():
+                    fut.set_exception(e)
                 raise
             except Exception as e:
                 self.dropped += 1

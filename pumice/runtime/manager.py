@@ -33,7 +33,7 @@ from typing import Any
 from pumice._util.clock import Clock, default_clock
 from pumice.api.scheme import Scheme
 from pumice.client.base import KubeClient
-from pumice.client.informer import SharedInformerFactory
+from pumice.client.informer import Informer, SharedInformerFactory
 from pumice.runtime.builder import Builder
 from pumice.runtime.controller import Controller
 from pumice.runtime.events import EventRecorder
@@ -105,6 +105,7 @@ class Manager:
         self.client = client
         self.clock = clock or default_clock()
         self.informers = SharedInformerFactory(client, clock=self.clock)
+        self.informers.on_failure = self._informer_failed
         self.leader_election = leader_election
         self.identity = identity or f"{os.uname().nodename}_{uuid.uuid4()}"
         # Events name the reporting instance; keep it stable across runs unless an identity is given.
@@ -319,6 +320,14 @@ class Manager:
             if self._failure is None:
                 self._failure, self.failed_runnable = e, r.name
             self.stop()
+
+    def _informer_failed(self, inf: Informer, e: BaseException) -> None:
+        """An informer stopped for good (a MemoryError in its list/watch loop or a handler): its
+        cache no longer follows the API, so the manager stops and :meth:`start` raises ``e``
+        (:attr:`failed_runnable`: ``informer-<plural>``)."""
+        if self._failure is None:
+            self._failure, self.failed_runnable = e, f"informer-{inf.kind.plural}"
+        self.stop()
 
     async def _until_stopped(self, aw: Awaitable[object] | None = None,
                              also: asyncio.Task[None] | None = None) -> bool:

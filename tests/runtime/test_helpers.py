@@ -344,3 +344,22 @@ async def test_concurrent_writers_write_events_at_once_and_each_events_writes_in
     for e in evs:
         mine = [verb for verb, name in slow.log if name == e["metadata"]["name"]]
         assert mine == ["create", "patch", "patch"]
+
+
+async def test_a_memory_error_while_writing_an_event_is_raised_by_the_next_event() -> None:
+    """The writer dropped the Event on any failure and went on, a MemoryError too; now the writer
+    ends with it, the event's future holds it, and the next event() raises it (so the reconcile
+    that records it fails, and its controller and manager stop)."""
+    fake = FakeClient(clock=LoopClock())
+    obj = await fake.create(configmap("cfg"))
+
+    async def create_out_of_memory(*args: Any, **kwargs: Any) -> Any:
+        raise MemoryError("injected")
+
+    fake.create = create_out_of_memory  # type: ignore[method-assign]
+    rec = EventRecorder(fake, "c", clock=LoopClock())
+    with pytest.raises(MemoryError, match="injected"):
+        await rec.event(obj, "Normal", "R", "m")
+    with pytest.raises(MemoryError, match="injected"):
+        rec.event(obj, "Normal", "R2", "m2")
+    await rec.close()

@@ -330,3 +330,48 @@ async def test_watches_that_end_at_once_are_reopened_at_a_bounded_rate(fake: Fak
     await asyncio.sleep(10)
     await factory.stop()
     assert 10 <= len(opened) <= 14, len(opened)
+
+
+async def test_a_memory_error_in_a_handler_is_not_carried_on_it_ends_the_informer(fake: FakeClient) -> None:
+    """A handler that runs out of memory was logged like any failing handler and the informer went
+    on; a MemoryError is fatal (pumice._util.errors.FATAL_TYPES): the informer's task ends with it
+    and its owner hears of it (SharedInformerFactory.on_failure; the Manager stops)."""
+    factory = SharedInformerFactory(fake)
+    failures: list[tuple[str, BaseException]] = []
+    factory.on_failure = lambda inf, e: failures.append((inf.kind.plural, e))
+    inf = factory.informer(CONFIGMAP)
+
+    def out_of_memory(obj: dict[str, Any]) -> None:
+        if obj["metadata"]["name"] == "b":
+            raise MemoryError("injected")
+
+    inf.add_event_handler(on_add=out_of_memory)
+    await factory.start()
+    await factory.wait_for_cache_sync()
+    await fake.create(configmap("a"))
+    await fake.create(configmap("b"))
+    await eventually(lambda: bool(failures))
+    assert [(plural, str(e)) for plural, e in failures] == [("configmaps", "injected")]
+    task = inf.task
+    assert task is not None and task.done() and isinstance(task.exception(), MemoryError)
+    await factory.stop()
+
+
+async def test_a_memory_error_while_listing_is_not_retried(fake: FakeClient) -> None:
+    """The reflector retried every list/watch failure with backoff, a MemoryError too (for ever)."""
+    calls: list[str] = []
+
+    async def list_out_of_memory(*args: Any, **kwargs: Any) -> Any:
+        calls.append("list")
+        raise MemoryError("injected")
+
+    fake.list = list_out_of_memory  # type: ignore[method-assign]
+    factory = SharedInformerFactory(fake)
+    inf = factory.informer(CONFIGMAP)
+    await factory.start()
+    task = inf.task
+    assert task is not None
+    with pytest.raises(MemoryError, match="injected"):
+        await asyncio.wait_for(task, 5)
+    assert calls == ["list"]
+    await factory.stop()

@@ -14,7 +14,7 @@ from pumice.runtime import Manager, Request, Result
 from pumice.runtime.run import run_controller_manager
 from pumice.testing.fake_client import FakeClient
 
-from .conftest import CONFIGMAP, configmap, eventually
+from .conftest import CONFIGMAP, SECRET, configmap, eventually
 
 
 async def test_runnables_run_until_stop_and_in_flight_reconciles_finish() -> None:
@@ -256,3 +256,25 @@ async def test_a_reconcile_that_cannot_go_on_is_not_retried_and_stops_the_manage
     with pytest.raises(type(error), match="injected"):
         await asyncio.wait_for(mgr.start(), 10)
     assert (calls, mgr.failed_runnable) == (["a"], "controller-oom")
+
+
+async def test_a_memory_error_in_an_informer_handler_stops_the_manager() -> None:
+    """A map function (run by the informer's handler) that ran out of memory was logged and the
+    event dropped, the manager running on; now the informer ends and the manager raises it."""
+    fake = FakeClient(clock=LoopClock())
+    mgr = Manager(fake)
+
+    class Nothing:
+        async def reconcile(self, req: Request) -> Result:
+            return Result()
+
+    def out_of_memory(obj: Any) -> list[Request]:
+        raise MemoryError("injected")
+
+    mgr.controller("oom").for_(SECRET).watches(CONFIGMAP, map_fn=out_of_memory).complete(Nothing())
+    run = asyncio.ensure_future(mgr.start())
+    await asyncio.wait_for(mgr.wait_started(), 10)
+    await fake.create(configmap("a"))  # comes through the watch: the informer's task calls the map function
+    with pytest.raises(MemoryError, match="injected"):
+        await asyncio.wait_for(run, 10)
+    assert mgr.failed_runnable == "informer-configmaps"
