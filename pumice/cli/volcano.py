@@ -26,7 +26,7 @@ from typing import Any
 import click
 import yaml
 
-from pumice._util.files import NotTextError, read_text_file
+from pumice._util.files import InputFileError, read_text_file
 from pumice.api import yamlsafe
 from pumice.api.scheme import HYPER_NODE, NAMESPACE, NODE, POD, POD_GROUP, PRIORITY_CLASS, QUEUE
 from pumice.cli._files import FileOptionsCommand
@@ -65,7 +65,7 @@ def load_manifests(path: Path, skipped: list[tuple[str, str, str]] | None = None
     for f in files:
         try:
             docs = yamlsafe.safe_load_all(read_text_file(f))
-        except NotTextError as e:
+        except InputFileError as e:
             raise ValueError(str(e)) from e
         except (yaml.YAMLError, OSError) as e:
             raise ValueError(f"{f}: cannot parse: {str(e).splitlines()[0]}") from e

@@ -35,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from pumice._util.files import NotTextError, read_text_file
+from pumice._util.files import InputFileError, read_text_file
 from pumice.api import quantity
 from pumice.api.yamlsafe import check_node, error_line
 from pumice.scheduler.volcano.api import gpushare
@@ -105,7 +105,7 @@ def read_text(path: Path) -> str:
     """
     try:
         return read_text_file(path)
-    except NotTextError as e:
+    except InputFileError as e:
         raise InputError(str(e)) from None
     except OSError as e:
         raise InputError(f"{path}: cannot read: {e.strerror or e}") from None

@@ -486,3 +486,25 @@ def test_a_ray_template_with_whole_gpu_limits_is_read(tmp_path: Path) -> None:
     _, w = _files(tmp_path, "w.yaml", "arrivals:\n  - {at: 0, duration: 10, name: r, manifest: "
                                       f"{_ray('RayJob', '{limits: {nvidia.com/gpu: 2}}')}}}\n")
     assert [a.gpus for a in load_workload(w).arrivals] == [2.0]
+
+
+@pytest.mark.parametrize("option", ["--nodes", "--workload"])
+def test_a_device_a_directory_or_a_missing_path_is_one_line_and_exit_2(tmp_path: Path, option: str) -> None:
+    """``--nodes /dev/zero`` read without end until memory ran out (new-user trial)."""
+    nodes, w = _files(tmp_path, "t.csv", TIRESIAS + "1,4,0,10,resnet,100,1\n")
+    errors = {
+        Path("/dev/zero"): "Error: /dev/zero: not a regular file (a character device)",
+        tmp_path: f"Error: Invalid value for '{option}': File '{tmp_path}' is a directory.",
+        tmp_path / "nope.csv": f"Error: Invalid value for '{option}': File '{tmp_path / 'nope.csv'}' does not exist.",
+    }
+    for bad, error in errors.items():
+        code, lines = _simulate(tmp_path, bad if option == "--nodes" else nodes, bad if option == "--workload" else w)
+        assert (code, lines) == (2, [error])
+
+
+def test_a_file_past_the_size_limit_is_refused_unread(tmp_path: Path) -> None:
+    nodes, w = _files(tmp_path, "t.csv", TIRESIAS + "1,4,0,10,resnet,100,1\n")
+    with w.open("r+b") as f:
+        f.truncate(300 * 2**20)  # sparse: no disk, and nothing is read
+    code, lines = _simulate(tmp_path, nodes, w)
+    assert (code, lines) == (2, [f"Error: {w}: too large: 314,572,800 bytes (at most 256 MiB is read)"])

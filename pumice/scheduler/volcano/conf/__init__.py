@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from pumice._util.files import NotTextError, read_text_file
+from pumice._util.files import InputFileError, read_text_file
 from pumice.api import yamlsafe
 
 SWITCH_KEYS: tuple[str, ...] = (
@@ -359,7 +359,7 @@ def load_conf(text_or_path: str | Path) -> SchedulerConfiguration:
         p = Path(text_or_path)
         try:
             text = read_text_file(p)
-        except NotTextError as e:
+        except InputFileError as e:
             raise ConfigError(str(e)) from e
         except OSError as e:
             raise ConfigError(f"{p}: cannot read: {e.strerror}") from e
