@@ -940,7 +940,7 @@ def field_at(message: str, path: tuple[str, ...]) -> Field | None:
 
 
 def drop_zero_values(obj: Obj, *, keys: tuple[str, ...] = ("metadata", "spec"),
-                     quantity_keys: tuple[str, ...] = ("status",)) -> Obj:
+                     quantity_keys: tuple[str, ...] = ("status",), kind: tuple[str, str] | None = None) -> Obj:
     """Make, in place, ``obj`` what Go's JSON decoding makes of it: ``""``, ``0``, ``false`` and
     ``null`` written explicitly in a non-pointer ``omitempty`` scalar field are removed (so
     defaulting sees them as unset, as kube-apiserver's defaulters do), and quantities written as
@@ -948,9 +948,11 @@ def drop_zero_values(obj: Obj, *, keys: tuple[str, ...] = ("metadata", "spec"),
     ``Quantity.String()`` writes (``"1"``, ``"1M"``, :func:`quantity_number`). Only the top-level
     ``keys`` are walked, the top-level ``quantity_keys`` for their quantities alone, and the
     object's own top-level Quantity fields (a CSIStorageCapacity's ``capacity``); kinds with no
-    protobuf form are left alone. Returns ``obj``.
+    protobuf form are left alone. ``kind``: the ``(apiVersion, kind)`` whose fields to follow, when
+    not the object's own. Returns ``obj``.
     """
-    name = message_for(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+    api_version, kind_name = kind or (str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+    name = message_for(api_version, kind_name)
     if name is None:
         return obj
     top = flat_fields(name)
@@ -971,14 +973,12 @@ def quantity_number(value: Any, *, resource_list: bool = False) -> Any:
     ``ParseQuantity(text).String()`` gives (:func:`pumice.api.quantity.stored_string`:
     ``"1000m"`` -> ``"1"``, ``"1024Mi"`` -> ``"1Gi"``, ``"1e3"`` and ``"1.500"`` kept as written);
     a number as the string of its literal (``10`` -> ``"10"``, ``1000000`` -> ``"1M"``, ``0.5`` ->
-    ``"500m"``); ``resource_list``: a ResourceList value, rounded up to milli-units as core/v1
-    defaulting does (``"1.5n"`` -> ``"1m"``). Any other value as it is (a string that is not a
-    quantity, a number that is not one, such as ``-1e400``, is left for validation to refuse).
-
-    Deviates: a JSON number reaches pumice as a Python int or float, so a float is read from
-    its shortest ``repr`` (``1e3``, ``1E3`` and ``1.500`` were ``1000.0`` and ``1.5``: stored
-    ``"1k"`` and ``"1500m"`` where kube-apiserver keeps the literal ``"1e3"``, ``"1E3"``,
-    ``"1.500"``).
+    ``"500m"``; a :class:`~pumice.api.quantity.FloatLiteral` from its own text, so ``1e3``,
+    ``1E3``, ``12e6`` and ``1.500`` stay as written and ``1.5e3`` is ``"1500"``, as Go parses the
+    literal; another float from its ``repr``); ``resource_list``: a ResourceList value, rounded up
+    to milli-units as core/v1 defaulting does (``"1.5n"`` -> ``"1m"``). Any other value as it is
+    (a string that is not a quantity, a number that is not one, such as ``-1e400``, is left for
+    validation to refuse).
 
     Mirrors: apimachinery pkg/api/resource/quantity.go Quantity.UnmarshalJSON (quotes optional,
     spaces trimmed, then ParseQuantity), MarshalJSON; core/v1 defaults.go SetDefaults_ResourceList."""
@@ -986,7 +986,11 @@ def quantity_number(value: Any, *, resource_list: bool = False) -> Any:
         return quantity.stored_string(value, resource_list=resource_list)
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return value
-    return quantity.stored_string(str(value) if isinstance(value, int) else repr(value), resource_list=resource_list)
+    if isinstance(value, int):
+        text = str(value)
+    else:
+        text = value.text if isinstance(value, quantity.FloatLiteral) else repr(value)
+    return quantity.stored_string(text, resource_list=resource_list)
 
 
 def _quantity_keys(name: str, reaching: frozenset[str] | set[str]) -> tuple[str, ...]:

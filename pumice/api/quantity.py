@@ -39,6 +39,24 @@ _MAX_EXPONENT = 1000
 """``1e5000`` parses as ``1e1000`` (see :func:`parse_quantity`)."""
 
 
+class FloatLiteral(float):
+    """A JSON number whose text Python's ``repr`` of the float would not give back (``1e3``,
+    ``1E3``, ``1.500``): the float, with the literal as written in ``text``. Go hands a Quantity
+    field the literal's bytes (Quantity.UnmarshalJSON), and ParseQuantity keeps a text it finds
+    canonical as written, so a request body decoder makes these where the literal matters (see
+    pumice.apiserver.decode.decode_body); they are turned back into plain floats before the body
+    goes further (msgspec cannot encode a float subclass)."""
+
+    __slots__ = ("text",)
+
+    text: str
+
+    def __new__(cls, text: str) -> FloatLiteral:
+        number = super().__new__(cls, text)
+        number.text = text
+        return number
+
+
 class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity; the message quotes it."""
 

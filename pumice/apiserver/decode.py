@@ -19,6 +19,12 @@ key, as Go's do; kube-apiserver's strict decoding reports each repetition, JSON 
 ``line 5: key "name" already set in map``. The caller refuses them under
 ``fieldValidation=Strict`` and warns otherwise (the HTTP handlers; see http.py).
 
+Float literals (``literals`` of :func:`decode_body`, for create and update bodies): a JSON number
+whose text its float's ``repr`` would not give back (``1e3``, ``1.500``) is decoded as a
+:class:`~pumice.api.quantity.FloatLiteral`, which remembers the text, because kube-apiserver hands
+a Quantity field the literal itself; the caller turns Quantity fields into their strings and then
+every other literal back into a float (:func:`plain_floats`).
+
 Mirrors: go-yaml v2 decode.go (allowedAliasRatio, "document contains excessive aliasing"),
 sigs.k8s.io/json (max nesting depth), k8s.io/apiserver pkg/endpoints/handlers (400 on decode
 errors). Deviates: the depth limit is 100 levels, not 10,000: pumice keeps objects as Python
@@ -29,7 +35,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
@@ -39,6 +45,7 @@ from pumice._util.duration import parse_go_duration_ns
 from pumice._util.gostrings import parse_uint, quote
 from pumice.api import yamlsafe
 from pumice.api.apply import field_manager_errors
+from pumice.api.quantity import FloatLiteral
 from pumice.apiserver import errors
 from pumice.apiserver.authn import UserInfo
 from pumice.apiserver.authz import request_attributes
@@ -48,7 +55,7 @@ _NOBODY = UserInfo("")  # request_attributes needs a user; only the verb and sub
 
 __all__ = ["MAX_DECODED_BYTES", "MAX_DEPTH", "check_query", "check_request_timeout", "check_resource_version", "decode_body",
            "duplicate_fields",
-           "json_depth", "object_resource_version", "parse_resource_version"]
+           "json_depth", "object_resource_version", "parse_resource_version", "plain_floats"]
 
 MAX_DEPTH = 100
 MAX_DECODED_BYTES = 3 * 1024 * 1024
@@ -90,8 +97,42 @@ def json_depth(raw: bytes, limit: int = MAX_DEPTH) -> int:
     return limit + 1  # limit + 1 levels removed
 
 
-def decode_body(raw: bytes, *, yaml_ok: bool) -> Any:
-    """Decode a request body (JSON, or YAML when ``yaml_ok`` and it is not JSON).
+def _literal_decoder(literals: list[FloatLiteral]) -> Callable[[bytes], Any]:
+    """A JSON decode that makes a float whose ``repr`` differs from its text a FloatLiteral and
+    appends it to ``literals``."""
+
+    def float_hook(text: str) -> float:
+        number = float(text)
+        if repr(number) == text:
+            return number
+        literal = FloatLiteral(text)
+        literals.append(literal)
+        return literal
+
+    return msgspec.json.Decoder(float_hook=float_hook).decode
+
+
+def plain_floats(value: Any) -> Any:
+    """``value`` (decoded JSON) with every :class:`FloatLiteral` in it replaced, in place, by its
+    plain float; returns the value (a new float when ``value`` is itself a literal)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(v, dict | list | FloatLiteral):
+                value[k] = plain_floats(v)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            if isinstance(v, dict | list | FloatLiteral):
+                value[i] = plain_floats(v)
+    elif isinstance(value, FloatLiteral):
+        return float(value)
+    return value
+
+
+def decode_body(raw: bytes, *, yaml_ok: bool, literals: list[FloatLiteral] | None = None) -> Any:
+    """Decode a request body (JSON, or YAML when ``yaml_ok`` and it is not JSON). With
+    ``literals``, a JSON float whose text its ``repr`` would not give back is decoded as a
+    :class:`FloatLiteral` and appended to ``literals``: the caller must pass the body through
+    :func:`plain_floats` before it goes on when any was.
 
     Raises:
         StatusError: 400 for an empty or undecodable body, nesting deeper than
@@ -100,9 +141,10 @@ def decode_body(raw: bytes, *, yaml_ok: bool) -> Any:
     """
     if not raw.strip():
         raise errors.bad_request("the request body is empty")
+    decode_json = _decode_json if literals is None else _literal_decoder(literals)
     try:
         try:
-            value = _decode_json(raw)
+            value = decode_json(raw)
         except msgspec.DecodeError as first:
             # Go's encoding/json reads a \u escape of a lone UTF-16 surrogate as U+FFFD; msgspec
             # refuses it. When that was the fault, the body decodes with the replacement (else the
@@ -111,7 +153,7 @@ def decode_body(raw: bytes, *, yaml_ok: bool) -> Any:
             if fixed == raw:
                 raise
             try:
-                value = _decode_json(fixed)
+                value = decode_json(fixed)
             except msgspec.DecodeError:
                 raise first from None
             raw = fixed

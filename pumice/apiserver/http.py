@@ -46,6 +46,7 @@ from pumice.api.fields import repair_bytes
 from pumice.api.godecode import go_json_value, unmarshal_error
 from pumice.api.meta import deep_copy
 from pumice.api.params import query_bool, query_list, query_values
+from pumice.api.quantity import FloatLiteral
 from pumice.api.scheme import BINDING, COMPONENT_STATUS, SCALE, ResourceKind
 from pumice.api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from pumice.api.tables import to_table
@@ -58,6 +59,7 @@ from pumice.apiserver.decode import (
     check_resource_version,
     decode_body,
     duplicate_fields,
+    plain_floats,
 )
 from pumice.apiserver.errors import StatusError
 from pumice.apiserver.metrics import MetricsAPI
@@ -811,8 +813,13 @@ class _Api:
         raw = await self._raw_body(request)
         if ctype == pb.PROTOBUF:
             return _parse_protobuf(raw)
+        # a built-in kind's Quantity written as a JSON float is read from its literal (1e3 stays
+        # "1e3", as Go's Quantity.UnmarshalJSON parses the bytes); a custom resource's numbers are
+        # plain floats, as in Go's unstructured decoding
+        literals: list[FloatLiteral] | None = \
+            [] if rk is not None and self.registry.custom(rk) is None and ctype != "application/yaml" else None
         try:
-            body = _parse_body(raw, yaml_ok=ctype == "application/yaml")
+            body = _parse_body(raw, yaml_ok=ctype == "application/yaml", literals=literals)
         except StatusError:
             if dups is not None and rk is not None and ctype != "application/yaml" and raw.strip():
                 # a create or update: the JSON serializer's Interpret fails first, in Go's words
@@ -822,6 +829,10 @@ class _Api:
                         f"the object provided is unrecognized (must be of type {rk.kind}): couldn't get "
                         f"version/kind; json parse error: {why} ({gojson.summarize(raw)})") from None
             raise
+        if literals:
+            if rk is not None and isinstance(body, dict):
+                pb.drop_zero_values(body, keys=(), quantity_keys=tuple(body), kind=(rk.api_version, rk.kind))
+            body = plain_floats(body)
         if dups is not None:
             dups.extend(_duplicates(request, raw, rk, query or {}))
         return body
@@ -1508,8 +1519,8 @@ def _patch_type_error(ptype: str, patch: Any) -> str | None:
     return None
 
 
-def _parse_body(raw: bytes, *, yaml_ok: bool) -> Any:
-    return decode_body(raw, yaml_ok=yaml_ok)
+def _parse_body(raw: bytes, *, yaml_ok: bool, literals: list[FloatLiteral] | None = None) -> Any:
+    return decode_body(raw, yaml_ok=yaml_ok, literals=literals)
 
 
 def _duplicates(request: Request, raw: bytes, rk: ResourceKind | None, query: Mapping[str, str]) -> list[str]:

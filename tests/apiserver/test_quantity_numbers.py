@@ -10,6 +10,7 @@ import httpx2
 import pytest
 
 from pumice.api import protobuf as pb
+from pumice.api import quantity
 
 
 @pytest.mark.parametrize(("number", "stored"), [
@@ -183,3 +184,62 @@ async def test_a_server_side_apply_of_a_non_canonical_quantity_again_is_no_write
         assert changed.json()["metadata"]["resourceVersion"] != first.json()["metadata"]["resourceVersion"]
         assert changed.json()["metadata"]["managedFields"][0]["time"] != \
             first.json()["metadata"]["managedFields"][0]["time"]
+
+
+# -- quantity numbers in exponent form: Go parses the literal's own text -----------------------
+
+async def test_a_quantity_number_keeps_the_literal_go_finds_canonical(http: httpx2.AsyncClient) -> None:
+    # Quantity.UnmarshalJSON hands ParseQuantity the number's bytes, which keeps a canonical text as
+    # written: kube-apiserver v1.34.4 stores an HPA target 1E3 as "1E3" (tests/realcluster,
+    # hpa-quantity-number-exponent); 1.5e9 is not canonical (scale 8) and becomes "1500e6"
+    pod = (b'{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pe"}, "spec": {"containers": [{'
+           b'"name": "c", "image": "busybox", "resources": {'
+           b'"requests": {"cpu": 1e-3, "memory": 12e6, "example.com/a": 1E3},'
+           b'"limits": {"cpu": 1.500, "memory": 1.5e9, "example.com/a": 1E3}}}],'
+           b'"volumes": [{"name": "v", "emptyDir": {"sizeLimit": 1e3}}]}}')
+    r = await http.post("/api/v1/namespaces/default/pods", content=pod,
+                        headers={"Content-Type": "application/json"})
+    assert r.status_code == 201, r.text
+    spec = (await http.get("/api/v1/namespaces/default/pods/pe")).json()["spec"]
+    assert spec["containers"][0]["resources"] == {
+        "requests": {"cpu": "1e-3", "memory": "12e6", "example.com/a": "1E3"},
+        "limits": {"cpu": "1.500", "memory": "1500e6", "example.com/a": "1E3"}}
+    assert spec["volumes"][0]["emptyDir"]["sizeLimit"] == "1e3"
+    quota = (b'{"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "qe"}, "spec": {"hard": {'
+             b'"pods": 1e3, "services": 1E3, "requests.cpu": 1.5e3, "requests.memory": 12e6, "limits.cpu": 1e-3,'
+             b'"limits.memory": 2.0}}}')
+    r = await http.post("/api/v1/namespaces/default/resourcequotas", content=quota,
+                        headers={"Content-Type": "application/json"})
+    assert r.status_code == 201, r.text
+    assert r.json()["spec"]["hard"] == {"pods": "1e3", "services": "1E3", "requests.cpu": "1500",
+                                        "requests.memory": "12e6", "limits.cpu": "1e-3", "limits.memory": "2"}
+    r = await http.put("/api/v1/namespaces/default/resourcequotas/qe", content=quota.replace(
+        b'"name": "qe"', b'"name": "qe", "resourceVersion": "' + r.json()["metadata"]["resourceVersion"].encode()
+        + b'"').replace(b'"pods": 1e3', b'"pods": 2E3'), headers={"Content-Type": "application/json"})
+    assert r.status_code == 200, r.text
+    assert r.json()["spec"]["hard"]["pods"] == "2E3"
+    hpa = (b'{"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "hq"}, '
+           b'"spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}, '
+           b'"maxReplicas": 3, "metrics": [{"type": "Pods", "pods": {"metric": {"name": "qps"}, '
+           b'"target": {"type": "AverageValue", "averageValue": 1E3}}}]}}')
+    r = await http.post("/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers", content=hpa,
+                        headers={"Content-Type": "application/json"})
+    assert r.status_code == 201, r.text
+    assert r.json()["spec"]["metrics"][0]["pods"]["target"]["averageValue"] == "1E3"
+
+
+def test_a_float_literal_is_remembered_until_plain_floats() -> None:
+    from pumice.apiserver.decode import decode_body, plain_floats
+
+    literals: list[quantity.FloatLiteral] = []
+    body = decode_body(b'{"a": [1e3, 1.5, {"b": 2.50}], "c": 1E3, "d": 7}', yaml_ok=False, literals=literals)
+    assert [x.text for x in literals] == ["1e3", "2.50", "1E3"]
+    assert plain_floats(body) == {"a": [1000.0, 1.5, {"b": 2.5}], "c": 1000.0, "d": 7}
+    assert {type(x) for x in (body["a"][0], body["a"][2]["b"], body["c"])} == {float}
+
+
+async def test_a_float_literal_outside_a_quantity_is_a_plain_number(http: httpx2.AsyncClient) -> None:
+    pod = (b'{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pt"}, "spec": {'
+           b'"terminationGracePeriodSeconds": 3e1, "containers": [{"name": "c", "image": "busybox"}]}}')
+    r = await http.post("/api/v1/namespaces/default/pods", content=pod, headers={"Content-Type": "application/json"})
+    assert (r.status_code, r.json()["reason"]) == (400, "BadRequest")

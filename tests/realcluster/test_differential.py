@@ -615,9 +615,6 @@ KNOWN: dict[str, dict[str, str]] = {
     "pvc-create": {"body": "kube-apiserver's StorageObjectInUseProtection admission adds the "
                            "kubernetes.io/pvc-protection finalizer, which kube-controller-manager's pvc-protection "
                            "controller removes; pumice has neither (a PVC would never go). " + LEFT},
-    "hpa-quantity-number-exponent": {"body": "a Quantity written as a JSON number in exponent form (1E3): "
-                                             "kube-apiserver keeps the literal ('1E3'); pumice's JSON decoder "
-                                             "gives a float and stores its canonical string ('1k')"},
     "crd-delete": {"body": "kube-apiserver deletes a CRD through the customresourcecleanup finalizer "
                            "(asynchronously); pumice removes it and its instances at once"},
 }
