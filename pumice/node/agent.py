@@ -38,6 +38,7 @@ import socket
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -142,6 +143,28 @@ def _rmtree_logged(path: Path) -> None:
     errors = remove_tree(scan_tree(path))
     if errors:
         log.warning("removing Pod files %s left %d entries, e.g. %s", path, len(errors), errors[0])
+
+
+#: The reason of the Warning Event on a Pod whose usage annotation is refused (pumice's own: the
+#: annotations are the simulated runtime's, with no upstream counterpart).
+REASON_INVALID_SIMULATED_USAGE = "InvalidSimulatedUsage"
+
+
+def simulated_usage_annotation(ann: Mapping[str, str], key: str) -> tuple[Fraction | None, str | None]:
+    """One usage annotation of a simulated Pod (``pumice.io/sim-cpu-usage``: cores;
+    ``pumice.io/sim-memory-usage``: bytes): ``(value, None)``; ``(None, None)`` when absent;
+    ``(None, why)`` for a value that is no quantity or is negative (a usage below zero is no
+    usage: it is treated as absent, not reported as metrics)."""
+    if key not in ann:
+        return None, None
+    raw = ann[key]
+    try:
+        value = quantity.parse_quantity(raw)
+    except quantity.QuantityError:
+        return None, f"annotation {key}: {raw!r} is not a quantity"
+    if value < 0:
+        return None, f"annotation {key}: {raw!r} is negative"
+    return value, None
 
 
 def _pgid(pid: int) -> int:
@@ -370,6 +393,7 @@ class NodeAgent:
         self._state: dict[str, Obj] = {}
         self._hosts_pending = False
         self._event_seq = itertools.count()
+        self._usage_warned: dict[str, set[str]] = {}  # Pod uid -> the refused usage annotations warned of
         self._started = False
         self._nat_rule: list[str] | None = None
         self._ip_forward_before: str | None = None
@@ -865,7 +889,8 @@ class NodeAgent:
         ``pumice.io/sim-memory-usage`` (Pods with neither are left out), each Node at the sum of
         its Pods. A Pod's ``window`` is the time since its first running container started, at
         most ``usage_period`` (a constant rate holds over any window). None on the process
-        runtime. A Pod whose annotation is not a quantity is left out, with a WARNING line."""
+        runtime. An annotation that is no quantity or is negative counts as absent (the agent
+        puts a Warning Event on the Pod when it sees it: :meth:`_check_usage_annotations`)."""
         if self.runtime_kind != "simulated":
             return None
         now = self.clock.now()
@@ -875,12 +900,11 @@ class NodeAgent:
             ann = (w.pod.get("metadata") or {}).get("annotations") or {}
             if w.sandbox is None or (ANNOTATION_CPU_USAGE not in ann and ANNOTATION_MEMORY_USAGE not in ann):
                 continue
-            try:
-                cpu = float(quantity.parse_quantity(ann.get(ANNOTATION_CPU_USAGE, "0")))
-                memory = int(quantity.parse_quantity(ann.get(ANNOTATION_MEMORY_USAGE, "0")))
-            except quantity.QuantityError as e:
-                log.warning("Pod %s/%s: simulated usage not reported: %s", w.namespace, w.name, e)
+            cpu_usage, _ = simulated_usage_annotation(ann, ANNOTATION_CPU_USAGE)
+            memory_usage, _ = simulated_usage_annotation(ann, ANNOTATION_MEMORY_USAGE)
+            if cpu_usage is None and memory_usage is None:
                 continue
+            cpu, memory = float(cpu_usage or 0), int(memory_usage or 0)
             running = [r for r in w.records.values() if r.state == "running" and not r.init]
             if not running:
                 continue
@@ -1113,6 +1137,8 @@ class NodeAgent:
         if self.runtime_kind == "process" and self.directory.set("pods", pod, deleted=type_ == "DELETED"):
             self._refresh_hosts()
         w = self.workers.get(uid)
+        if self.runtime_kind == "simulated":
+            self._check_usage_annotations(type_, uid, pod)
         if type_ == "DELETED":
             if w is not None:
                 w.removed()
@@ -1154,6 +1180,29 @@ class NodeAgent:
             self._resume_simulated(w, sim)
         self.workers[uid] = w
         w.start()
+
+    def _check_usage_annotations(self, type_: str, uid: str, pod: Obj) -> None:
+        """A Warning Event (:data:`REASON_INVALID_SIMULATED_USAGE`) on a Pod of this agent's Nodes,
+        once per annotation and value, for a usage annotation that is no quantity or is negative
+        (:func:`simulated_usage_annotation`): e.g. ``annotation pumice.io/sim-cpu-usage: '-1' is
+        negative; its usage is not reported``."""
+        if type_ == "DELETED":
+            self._usage_warned.pop(uid, None)
+            return
+        ann = (pod.get("metadata") or {}).get("annotations")
+        if not ann or (ANNOTATION_CPU_USAGE not in ann and ANNOTATION_MEMORY_USAGE not in ann) \
+                or (pod.get("spec") or {}).get("nodeName") not in self.nodes:
+            return
+        for key in (ANNOTATION_CPU_USAGE, ANNOTATION_MEMORY_USAGE):
+            _, why = simulated_usage_annotation(ann, key)
+            if why is None:
+                continue
+            warned = self._usage_warned.setdefault(uid, set())
+            if f"{key}={ann[key]}" not in warned:
+                warned.add(f"{key}={ann[key]}")
+                md = pod["metadata"]
+                log.warning("Pod %s/%s: %s; its usage is not reported", md.get("namespace"), md.get("name"), why)
+                self.event(pod, "Warning", REASON_INVALID_SIMULATED_USAGE, f"{why}; its usage is not reported")
 
     async def _reject(self, pod: Obj, reason: str, message: str) -> None:
         self.event(pod, "Warning", reason, message)

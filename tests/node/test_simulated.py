@@ -574,3 +574,38 @@ async def test_a_memory_error_in_the_pod_informer_fails_the_agent(monkeypatch: p
     with pytest.raises(MemoryError, match="injected"):
         await asyncio.wait_for(agent.wait_stopped(asyncio.Event()), 30)
     await agent.stop()
+
+
+@pytest.mark.looptime
+async def test_a_negative_or_bad_usage_annotation_is_warned_of_once_and_reports_no_usage() -> None:
+    """``pumice.io/sim-cpu-usage: -500m`` became -0.5 cores in metrics.k8s.io (kubectl top, the
+    HPA). Now a negative or unparsable value counts as absent and the Pod gets one Warning Event
+    naming the annotation and the value."""
+    clock = LoopClock()
+    client = FakeClient(clock=clock, graceful_pod_deletion=True)
+    agent = await _agent(client, clock)
+    await client.create(pod("negative", node="sim-0", annotations={"pumice.io/sim-cpu-usage": "-500m",
+                                                                    "pumice.io/sim-memory-usage": "64Mi"}))
+    await client.create(pod("garbled", node="sim-0", annotations={"pumice.io/sim-memory-usage": "lots"}))
+    for name in ("negative", "garbled"):
+        await wait_for(lambda name=name: phase_is(client, name, "Running"), timeout=10, interval=0.5)
+    doc = agent.simulated_usage()
+    assert doc is not None
+    assert [(p["name"], [(c["cpu"], c["memory"]) for c in p["containers"]]) for p in doc["pods"]] == [
+        ("negative", [(0.0, 64 * 2**20)])]
+    assert doc["nodes"]["sim-0"] == {"cpu": 0.0, "memory": 64 * 2**20}
+    await wait_for(lambda: _warnings(client), timeout=10, interval=0.5)
+    await clock.sleep(30)  # status updates of both Pods came in since: no second Event
+    assert await _warnings(client) == [
+        ("garbled", "annotation pumice.io/sim-memory-usage: 'lots' is not a quantity; its usage is not reported", 1),
+        ("negative", "annotation pumice.io/sim-cpu-usage: '-500m' is negative; its usage is not reported", 1),
+    ]
+    await agent.stop()
+
+
+async def _warnings(client: FakeClient) -> list[tuple[str, str, int]]:
+    from pumice.api.scheme import EVENT
+
+    evs = (await client.list(EVENT, "default")).items
+    return sorted((e["involvedObject"]["name"], e["message"], e.get("count", 1)) for e in evs
+                  if e["reason"] == "InvalidSimulatedUsage")
