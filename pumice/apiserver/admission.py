@@ -19,6 +19,9 @@ Built-in plugins (installed by :class:`~pumice.apiserver.server.APIServer` unles
 - :class:`DefaultTolerationSeconds`: every Pod tolerates the ``node.kubernetes.io/not-ready`` and
   ``node.kubernetes.io/unreachable`` NoExecute taints for 300 s unless it already tolerates them.
 - :class:`DefaultStorageClass`: PersistentVolumeClaims without a class get the default one.
+- :class:`StorageObjectInUseProtection`: new PersistentVolumeClaims and PersistentVolumes get the
+  ``kubernetes.io/pvc-protection`` / ``kubernetes.io/pv-protection`` finalizer, which the
+  ``pvc-protection`` and ``pv-protection`` controllers take off once the object is unused.
 - LimitRanger and ResourceQuota (:mod:`pumice.apiserver.quota`).
 
 Mirrors: k8s.io/apiserver pkg/admission (chainAdmissionHandler), kubernetes plugin/pkg/admission
@@ -31,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pumice.api.admission import AdmissionError, AdmissionRequest, FieldCause, ObjectReader, forbidden
+from pumice.api.storage import PV_PROTECTION_FINALIZER, PVC_PROTECTION_FINALIZER
 from pumice.api.taints import TAINT_NODE_NOT_READY, TAINT_NODE_UNREACHABLE
 from pumice.api.validation import SYSTEM_PRIORITY_CLASS_VALUES
 
@@ -45,6 +49,7 @@ __all__ = [
     "NamespaceLifecycle",
     "Priority",
     "ServiceAccount",
+    "StorageObjectInUseProtection",
     "builtin_plugins",
 ]
 
@@ -376,6 +381,31 @@ class DefaultStorageClass:
             spec["storageClassName"] = chosen
 
 
+class StorageObjectInUseProtection:
+    """A PersistentVolumeClaim or PersistentVolume created without its protection finalizer gets
+    it appended (``kubernetes.io/pvc-protection``, ``kubernetes.io/pv-protection``), so deleting
+    one that is in use leaves it Terminating until
+    :mod:`pumice.controllers.kube.volumeprotection` finds it unused.
+
+    Mirrors: kubernetes plugin/pkg/admission/storage/storageobjectinuseprotection/admission.go.
+    """
+
+    name = "StorageObjectInUseProtection"
+
+    def handles(self, req: AdmissionRequest) -> bool:
+        return req.kind.group == "" and req.kind.plural in ("persistentvolumeclaims", "persistentvolumes") and \
+            req.operation == "CREATE" and not req.subresource
+
+    async def admit(self, req: AdmissionRequest, reader: ObjectReader) -> None:
+        if req.obj is None:
+            return
+        finalizer = PVC_PROTECTION_FINALIZER if req.kind.plural == "persistentvolumeclaims" else \
+            PV_PROTECTION_FINALIZER
+        finalizers = req.obj.setdefault("metadata", {}).setdefault("finalizers", [])
+        if finalizer not in finalizers:
+            finalizers.append(finalizer)
+
+
 ANN_DEFAULT_INGRESS_CLASS = "ingressclass.kubernetes.io/is-default-class"
 
 
@@ -411,9 +441,9 @@ class DefaultIngressClass:
 
 def builtin_plugins() -> list[Any]:
     """NamespaceLifecycle, LimitRanger, ServiceAccount, Priority, DefaultTolerationSeconds,
-    DefaultStorageClass, DefaultIngressClass, ResourceQuota, in kube-apiserver's order
-    (pkg/kubeapiserver/options/plugins.go AllOrderedPlugins)."""
+    DefaultStorageClass, StorageObjectInUseProtection, DefaultIngressClass, ResourceQuota, in
+    kube-apiserver's order (pkg/kubeapiserver/options/plugins.go AllOrderedPlugins)."""
     from pumice.apiserver.quota import LimitRanger, ResourceQuota
 
     return [NamespaceLifecycle(), LimitRanger(), ServiceAccount(), Priority(), DefaultTolerationSeconds(),
-            DefaultStorageClass(), DefaultIngressClass(), ResourceQuota()]
+            DefaultStorageClass(), StorageObjectInUseProtection(), DefaultIngressClass(), ResourceQuota()]

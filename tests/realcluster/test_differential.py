@@ -612,9 +612,6 @@ KNOWN: dict[str, dict[str, str]] = {
     "event-eventsv1-missing-fields": {"message": "kube-apiserver 1.34.4 validates an events.k8s.io/v1 create with "
                                                  "the core/v1 rules; pumice with the events/v1 ones. " + LEFT,
                                       "causes": "as message"},
-    "pvc-create": {"body": "kube-apiserver's StorageObjectInUseProtection admission adds the "
-                           "kubernetes.io/pvc-protection finalizer, which kube-controller-manager's pvc-protection "
-                           "controller removes; pumice has neither (a PVC would never go). " + LEFT},
     "crd-delete": {"body": "kube-apiserver deletes a CRD through the customresourcecleanup finalizer "
                            "(asynchronously); pumice removes it and its instances at once"},
 }

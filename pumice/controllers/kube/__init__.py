@@ -24,6 +24,8 @@ name                      what it does
 ``replicationcontroller`` :mod:`.replicaset` with ``kind="ReplicationController"``
 ``disruption``            :mod:`.disruption`: PodDisruptionBudget status
 ``resourcequota``         :mod:`.resourcequota`: ResourceQuota status (hard, used)
+``pvc-protection``        :mod:`.volumeprotection`: a claim in use by a Pod outlives its delete
+``pv-protection``         :mod:`.volumeprotection`: a bound volume outlives its delete
 ========================  ====================================================================
 
 and ``horizontalpodautoscaling`` (:mod:`.horizontal`: HPA bounds, conditions and Events, no metrics).
@@ -54,6 +56,7 @@ from pumice.controllers.kube.resourcequota import ResourceQuotaReconciler
 from pumice.controllers.kube.rootcacert import RootCACertPublisher
 from pumice.controllers.kube.serviceaccount import ServiceAccountsReconciler
 from pumice.controllers.kube.statefulset import StatefulSetReconciler
+from pumice.controllers.kube.volumeprotection import PVCProtectionReconciler, PVProtectionReconciler
 from pumice.runtime.manager import Manager
 
 SETUPS: dict[str, Callable[[Manager, KubeOptions], object]] = {
@@ -76,6 +79,8 @@ SETUPS: dict[str, Callable[[Manager, KubeOptions], object]] = {
     "disruption": DisruptionReconciler.setup_with_manager,
     "resourcequota": ResourceQuotaReconciler.setup_with_manager,
     "horizontalpodautoscaling": HorizontalReconciler.setup_with_manager,
+    "pvc-protection": PVCProtectionReconciler.setup_with_manager,
+    "pv-protection": PVProtectionReconciler.setup_with_manager,
 }
 """Controller name -> its ``setup_with_manager`` (each controller builds and registers itself)."""
 
@@ -107,6 +112,8 @@ class KubeControllers:
         self.disruption: DisruptionReconciler | None = None
         self.resourcequota: ResourceQuotaReconciler | None = None
         self.horizontalpodautoscaling: HorizontalReconciler | None = None
+        self.pvc_protection: PVCProtectionReconciler | None = None
+        self.pv_protection: PVProtectionReconciler | None = None
 
 
 def setup(mgr: Manager, *, controllers: Iterable[str] | None = None, workers: int = 8,

@@ -26,7 +26,7 @@ unscheduled Pods that use it).
 Mirrors: kubernetes pkg/controller/volume/persistentvolume/pv_controller.go (syncClaim,
 syncUnboundClaim, syncBoundClaim, syncVolume, bind, emitEventForUnboundDelayBindingClaim),
 index.go (findBestMatchForClaim), and the annotation and event texts there. Deviates: no
-``kubernetes.io/pvc-protection`` finalizers, no Recycle; the binder also watches unscheduled Pods' claims
+Recycle; the binder also watches unscheduled Pods' claims
 (upstream re-syncs every claim every 15 s instead), so a waiting claim's event names the Pods
 that use it once they exist.
 """
@@ -255,7 +255,7 @@ class PersistentVolumeBinder:
 
     async def reconcile_volume(self, req: Request) -> Result:
         pv = self.volumes.store.get(None, req.name)
-        if pv is None or pv["metadata"].get("deletionTimestamp"):
+        if pv is None:  # one being deleted still moves to Released (pv-protection waits for it)
             return Result()
         ref = (pv.get("spec") or {}).get("claimRef")
         phase = (pv.get("status") or {}).get("phase")
