@@ -250,35 +250,42 @@ Handler = Callable[[Request, _Target], Awaitable[Response]]
 
 class _Headers(Headers):
     """Starlette's request Headers with dict lookups: the first value of each name, as
-    Starlette's own scan returns it, indexed once per request (its ``get`` walks the list and
-    raises and catches a KeyError for each absent name, several times per request)."""
+    Starlette's own scan returns it, indexed and decoded once per request (its ``get`` walks the
+    list and raises and catches a KeyError for each absent name, several times per request)."""
 
     def __init__(self, scope: Any) -> None:
         super().__init__(scope=scope)
-        # built from the end, so the first value of a repeated name is the one kept
-        self._first: dict[bytes, bytes] = dict(reversed(self._list))
+        # built from the end, so the first value of a repeated name is the one kept; latin-1
+        # maps bytes to str one to one, so the decoded name finds what Starlette's comparison
+        # of the encoded one finds
+        self._first: dict[str, str] = {k.decode("latin-1"): v.decode("latin-1") for k, v in reversed(self._list)}
 
     def __getitem__(self, key: str) -> str:
-        v = self._first.get(key.lower().encode("latin-1"))
+        v = self._first.get(key.lower())
         if v is None:
             raise KeyError(key)
-        return v.decode("latin-1")
+        return v
 
     def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
-        v = self._first.get(key.lower().encode("latin-1"))
-        return default if v is None else v.decode("latin-1")
+        v = self._first.get(key.lower())
+        return default if v is None else v
 
     def __contains__(self, key: Any) -> bool:
-        return key.lower().encode("latin-1") in self._first
+        return key.lower() in self._first
 
 
 class _Request(Request):
     """A Starlette Request whose ``headers`` are :class:`_Headers`, made with the request (every
-    request reads them: Starlette's ``headers`` property returns the one set here)."""
+    request reads them: Starlette's ``headers`` property returns the one set here), and whose
+    ``method`` is a plain attribute (Starlette's property reads the scope through ``typing.cast``
+    at each of the several reads of a request)."""
+
+    method: str = ""  # type: ignore[assignment]  # shadows Starlette's property; set per request
 
     def __init__(self, scope: Any, *args: Any) -> None:
         super().__init__(scope, *args)
         self._headers = _Headers(scope)
+        self.method = scope["method"]
 
 
 class _Api:
@@ -286,8 +293,12 @@ class _Api:
     ``healthz``, ``openapi``, ``api``, ``apis``), then from the verb and subresource."""
 
     def __init__(self, registry: Registry, *, token: str | None, clock: Clock, bookmark_interval: float | None,
-                 log_client_factory: Any = None, access: Access | None = None) -> None:
+                 log_client_factory: Any = None, access: Access | None = None,
+                 request_metrics: bool = True) -> None:
         self.access = access
+        #: count each resource request in kube-apiserver's request metrics (False: a server
+        #: whose metrics nobody can read, as a simulation's; see :meth:`handle`)
+        self.request_metrics = request_metrics
         self.registry = registry
         self.scheme = registry.scheme
         self.token = token
@@ -334,7 +345,10 @@ class _Api:
 
     async def handle(self, request: Request) -> Response:
         """Answer one HTTP request (every failure as a Status); a resource request (and a health
-        check) is counted in kube-apiserver's request metrics (pumice.apiserver.requestmetrics)."""
+        check) is counted in kube-apiserver's request metrics (pumice.apiserver.requestmetrics),
+        unless the server was built without them (``request_metrics=False``)."""
+        if not self.request_metrics:
+            return await self._serve(request)
         t0 = self.clock.monotonic()
         response = await self._serve(request)
         labels = request.scope.get("pumice.metric")
@@ -476,10 +490,12 @@ class _Api:
         if rest[0] == "watch":
             return self._deprecated_watch(request, group, version, rest[1:])
         t = self._target(request, group, version, rest)
-        request.scope["pumice.metric"] = requestmetrics.request_labels(
-            request.method, group, version, t.rk.plural, t.sub, t.name is not None,
-            t.namespace is not None and t.rk.namespaced, t.query, request.scope["pumice.dry_run"],
-            request.headers.get("content-type", "").split(";")[0].strip().lower() if request.method == "PATCH" else "")
+        if self.request_metrics:
+            request.scope["pumice.metric"] = requestmetrics.request_labels(
+                request.method, group, version, t.rk.plural, t.sub, t.name is not None,
+                t.namespace is not None and t.rk.namespaced, t.query, request.scope["pumice.dry_run"],
+                request.headers.get("content-type", "").split(";")[0].strip().lower() if request.method == "PATCH"
+                else "")
         self._check_accept(request, t.rk, t)
         if t.rk is COMPONENT_STATUS:
             return await self._component_statuses(request, t)
@@ -551,9 +567,10 @@ class _Api:
             raise _not_found_path()
         if request.method != "GET":
             raise errors.method_not_allowed()
-        request.scope["pumice.metric"] = requestmetrics.request_labels(
-            "GET", group, version, t.rk.plural, "", t.name is not None, t.namespace is not None, {"watch": "true"},
-            None, "")
+        if self.request_metrics:
+            request.scope["pumice.metric"] = requestmetrics.request_labels(
+                "GET", group, version, t.rk.plural, "", t.name is not None, t.namespace is not None,
+                {"watch": "true"}, None, "")
         self._check_accept(request, t.rk)
         query = dict(t.query)
         query["watch"] = "true"
@@ -1553,12 +1570,14 @@ def render_table(rk: ResourceKind, objs: list[dict[str, Any]], now: float,
 
 
 def build_app(registry: Registry, *, token: str | None, clock: Clock, bookmark_interval: float | None = 60.0,
-              log_client_factory: Any = None, access: Access | None = None) -> tuple[Starlette, Any]:
+              log_client_factory: Any = None, access: Access | None = None,
+              request_metrics: bool = True) -> tuple[Starlette, Any]:
     """The Starlette app serving ``registry``; returns ``(app, handler)`` where the handler has a
     ``ready`` flag and the ``token`` (both may be changed later). With ``access``, requests are
-    authenticated and authorized by it (else only the admin ``token`` is checked)."""
+    authenticated and authorized by it (else only the admin ``token`` is checked).
+    ``request_metrics=False``: no request is counted in kube-apiserver's request metrics."""
     api = _Api(registry, token=token, clock=clock, bookmark_interval=bookmark_interval,
-               log_client_factory=log_client_factory, access=access)
+               log_client_factory=log_client_factory, access=access, request_metrics=request_metrics)
     app = _App(api)
     app.state.api = api
     return app, api

@@ -163,6 +163,10 @@ class APIServer:
             (:func:`pumice.apiserver.kubernetesservice.advertise_address`).
         endpoint_reconciler_interval: seconds between the passes that keep ``default/kubernetes``
             (Service, Endpoints, EndpointSlice) while the server listens (kube-apiserver's 10 s).
+        request_metrics: count each request in kube-apiserver's ``apiserver_request_total`` and
+            ``apiserver_request_duration_seconds`` (default True); False for a server nobody
+            can scrape (``pumice simulate``'s: no sockets), which then skips the per-request
+            labels, timing and counting.
 
     Files in the data dir: ``pumice.db``, ``token`` (admin), ``sa.key`` (the ServiceAccount token
     signing key), ``tls.crt``/``tls.key``, ``kubeconfig``.
@@ -190,6 +194,7 @@ class APIServer:
         tls_sans: Iterable[str] = (),
         advertise_address: str | None = None,
         endpoint_reconciler_interval: float = ENDPOINT_INTERVAL,
+        request_metrics: bool = True,
     ) -> None:
         self.data_dir = Path(data_dir).expanduser() if data_dir is not None else None
         if self.data_dir is not None:
@@ -230,7 +235,8 @@ class APIServer:
         self.access = Access(self.authenticator, self.authorizer, self.issuer, self._lookup, self.clock.now,
                              mode=authorization)
         app, self._api = build_app(self.registry, token=self.token, clock=self.clock,
-                                   bookmark_interval=bookmark_interval, access=self.access)
+                                   bookmark_interval=bookmark_interval, access=self.access,
+                                   request_metrics=request_metrics)
         self.app = AckWhenDurable(app, self.store)
         self.add_component("storage", self._storage_health)
         self._started = False

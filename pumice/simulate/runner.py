@@ -800,13 +800,14 @@ def _raise_if_crashed(stack: _Stack, now: float) -> None:
 
 
 async def _start_api_server(cfg: SimConfig, clock: LoopClock) -> _Stack:
-    """The API server: in-memory storage, the Volcano admission plugins, no bookmarks."""
+    """The API server: in-memory storage, the Volcano admission plugins, no bookmarks, no request
+    metrics (nothing can scrape them: the run has no sockets, and the report does not read them)."""
     from pumice.apiserver.server import APIServer
     from pumice.controllers import volcano as volcano_controllers
 
     mutating, validating = volcano_controllers.admission_plugins()
     server = APIServer(None, admission_plugins=[*mutating, *validating], clock=clock,
-                       seed=cfg.seed, bookmark_interval=None, history=5_000)
+                       seed=cfg.seed, bookmark_interval=None, history=5_000, request_metrics=False)
     # no client applies in a simulation: its hundreds of thousands of writes record no Update
     # managers (Apply entries still work; see Registry.track_update_managers)
     server.registry.track_update_managers = False

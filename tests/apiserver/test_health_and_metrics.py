@@ -168,3 +168,33 @@ async def test_metrics_have_no_created_series_as_client_golang_writes_none(clust
     text = (await http.get("/metrics")).text
     assert "apiserver_request_total{" in text and "apiserver_request_duration_seconds_count{" in text
     assert [line for line in text.splitlines() if "_created" in line] == []
+
+
+async def test_a_server_built_without_request_metrics_counts_no_request() -> None:
+    """``pumice simulate``'s API server (``request_metrics=False``: nothing can scrape it) skips
+    the per-request labels, timing and counting; its answers are the usual ones."""
+    from prometheus_client import REGISTRY
+
+    from pumice.client.kubeconfig import in_process
+
+    def created() -> float:
+        return REGISTRY.get_sample_value("apiserver_request_total", dict(_labels("POST", "configmaps", "resource",
+                                                                                  "201"))) or 0.0
+
+    def reads() -> float:
+        return REGISTRY.get_sample_value("apiserver_request_duration_seconds_count",
+                                         dict(_labels("GET", "configmaps", "resource"))) or 0.0
+
+    for metrics in (True, False):
+        srv = APIServer(None, request_metrics=metrics)
+        await srv.start()
+        try:
+            client = in_process(srv.app, scheme=srv.scheme)
+            before = created(), reads()
+            made = await client.create(configmap("counted" if metrics else "uncounted"))
+            got = await client.request("GET", f"/api/v1/namespaces/default/configmaps/{made['metadata']['name']}")
+            assert got["metadata"]["uid"] == made["metadata"]["uid"]
+            assert (created() - before[0], reads() - before[1]) == ((1.0, 1.0) if metrics else (0.0, 0.0))
+            await client.close()
+        finally:
+            srv.close()
