@@ -879,7 +879,12 @@ class Registry:
                 if version.compiled.has_type_errors(unchecked):
                     # a create or update is refused with every cause of the schema, as apiextensions
                     # validates the object in one pass (a Required beside a type error); a status
-                    # write with its type errors alone
+                    # write with its type errors alone. That pass sees the object defaulted (the
+                    # structural defaults are applied as the body is decoded, before admission and
+                    # validation), so a required field with a default is no Required here.
+                    if not cr_status:
+                        body = copy.deepcopy(body)
+                        version.compiled.default(body)
                     causes += [c for c in version.compiled.validate(body)
                                if (c.reason == "FieldValueTypeInvalid" or not cr_status)
                                and not (c.reason == "FieldValueTypeInvalid"
@@ -1293,6 +1298,20 @@ class Registry:
             warnings = self._prune_default(rk, obj, field_validation)
             if rest_before and _encode({k: obj[k] for k in sorted(obj) if k != "status"}) != rest_before:
                 rest_before = b""  # pruning or defaulting changed more than the status
+        elif sub == "status" and (cv := self._schema_version(rk)) is not None and "status" in obj:
+            # a custom resource's status write is pruned and defaulted as any body is decoded, before
+            # it is validated: a required status field with a default is no Required (the rest of
+            # the body is the stored object's after PrepareForUpdate, so only the status is walked;
+            # in place, the body's keys keep their order)
+            part = {"status": obj["status"]}
+            assert cv.compiled is not None
+            unknown = cv.compiled.prune(part)
+            cv.compiled.default(part)
+            if "status" in part:
+                obj["status"] = part["status"]
+            else:
+                del obj["status"]
+            warnings = self._unknown_answer(rk, unknown, field_validation)
         else:
             warnings = []
         new_rv = self._precondition_rv(obj["metadata"].get("resourceVersion"))
@@ -1369,10 +1388,10 @@ class Registry:
         and no managedFields tracking of updates (it changes metadata after the checks)."""
         if self.track_update_managers or "status" in rk.subresources:
             return None
-        cr = self.custom(rk)
-        version = cr.versions.get(rk.version) if cr is not None else None
-        if version is None or not version.schema or version.compiled is None or version.rules is not None:
+        version = self._schema_version(rk)
+        if version is None or version.rules is not None:
             return None
+        assert version.schema is not None
         return version if self._splits(version.schema) else None
 
     def _clean_rest(self, rk: ResourceKind, namespace: str | None, name: str, old: Stored | None,
@@ -1420,6 +1439,12 @@ class Registry:
             for stale in list(itertools.islice(memo, _CLEAN_RESTS // 2)):
                 del memo[stale]
         memo[key] = (rv, version)
+
+    def _schema_version(self, rk: ResourceKind) -> CustomVersion | None:
+        """The served version of custom resource kind ``rk`` when it has a compiled schema."""
+        cr = self.custom(rk)
+        version = cr.versions.get(rk.version) if cr is not None else None
+        return version if version is not None and version.schema and version.compiled is not None else None
 
     def _prune_default_status(self, rk: ResourceKind, version: CustomVersion, obj: Obj,
                               strict: str) -> builtins.list[str]:

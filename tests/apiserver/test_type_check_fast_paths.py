@@ -198,8 +198,10 @@ async def test_remembered_custom_resource_parts_give_the_causes_of_the_full_sche
         bodies = _mutants({k: v for k, v in base.items() if k not in ("apiVersion", "kind", "metadata")}, rng, 150)
         for body in [rng.choice(bodies) for _ in range(600)]:
             full = copy.deepcopy(body)
-            # with a type error, every cause of the schema (session 15: apiextensions' one pass),
-            # and the blocking cause when the version has rules
+            kschema.default(schema, full)
+            # with a type error, every cause of the schema on the defaulted body (session 15:
+            # apiextensions' one pass, after the decoding's defaults), and the blocking cause when
+            # the version has rules
             causes = [c for c in kschema.validate(schema, full)
                       if not (c.reason == "FieldValueTypeInvalid" and c.message.startswith("Invalid value: null"))] \
                 if kschema.has_type_errors(schema, copy.deepcopy(body)) else []
