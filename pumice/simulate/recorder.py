@@ -110,6 +110,23 @@ class JobState:
     """Deleted (a service) with Pods still holding: counted finished when the last one goes."""
 
 
+#: Status fields whose change alone is no progress of a job: times, and the message a repeated
+#: failure rewrites at every attempt (KubeRay's ReplicaFailure condition, mirrored into the RayJob's
+#: ``rayClusterStatus``: ``Failed to create Pod: Pod "<a new random name>" is invalid: ...`` every
+#: reconcile, with a new ``lastUpdateTime``).
+NO_PROGRESS_KEYS = frozenset({"lastUpdateTime", "lastTransitionTime", "message"})
+
+
+def progress_of(status: Any) -> Any:
+    """``status`` without the keys of :data:`NO_PROGRESS_KEYS` at any depth: two statuses with the
+    same value here differ by no progress."""
+    if isinstance(status, dict):
+        return {k: progress_of(v) for k, v in status.items() if k not in NO_PROGRESS_KEYS}
+    if isinstance(status, list):
+        return [progress_of(v) for v in status]
+    return status
+
+
 @dataclass
 class Sample:
     """One step of the allocation timeline (values hold until the next sample)."""
@@ -164,6 +181,7 @@ class Recorder:
         # "is" means the same amounts; so do an equal milli_cpu and equal scalars when the GPU
         # share has one non-zero term at most (with more, the sum's order follows the keys' order)
         self._share_of: dict[str, tuple[Any, tuple[float, float], bool]] = {}
+        self._progress: dict[str, Any] = {}  # RayJob/RayService job -> progress_of((generation, status)) last seen
         self.gpu_capacity = sum(self._node_gpu_cap.values())
         self.cpu_capacity = sum(n.cpu_milli for n in self.nodes)
         for name, a in self.arrivals.items():
@@ -349,8 +367,8 @@ class Recorder:
         js = self.jobs.get(name)
         if js is None:
             return
-        self.touch()
         st = rj.get("status") or {}
+        self._touch_if_progress(name, rj, st)
         if js.created is None:
             js.created = self.now()
         started = (st.get("rayJobInfo") or {}).get("startTime")
@@ -371,7 +389,7 @@ class Recorder:
         js = self.jobs.get(name)
         if js is None:
             return
-        self.touch()
+        self._touch_if_progress(name, rs, rs.get("status") or {})
         if js.created is None:
             js.created = self.now()
         if js.ready is None and is_condition_true(rs.get("status") or {}, RayServiceConditionType.READY):
@@ -390,6 +408,15 @@ class Recorder:
                 js.draining = True
             else:
                 self._finished(name)
+
+    def _touch_if_progress(self, job: str, obj: Obj, status: Obj) -> None:
+        """:meth:`touch` for a RayJob's or RayService's update unless it only repeats what was seen
+        (:func:`progress_of`): a Ray cluster whose Pods the API server refuses is updated at every
+        reconcile with the failure's new text, and that must not keep a stalled run going to --until."""
+        key = ((obj.get("metadata") or {}).get("generation"), progress_of(status))
+        if self._progress.get(job) != key:
+            self._progress[job] = key
+            self.touch()
 
     def touch(self) -> None:
         """Something the run watches changed now: counted in :attr:`changes`, its time in

@@ -4,6 +4,7 @@ bad input in one line."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -471,6 +472,30 @@ def test_a_rayjob_kuberay_refuses_is_rejected_at_once_with_the_operators_reason(
     assert s["jobs"] == {"total": 1, "finished": 0, "started": 0, "never_started": 1, "rejected": 1}
     [job] = json.loads((out / "jobs.json").read_text())
     assert job["status"] == f"Rejected: {reason}" and job["start"] is None
+
+
+def test_a_ray_cluster_whose_pods_are_refused_ends_the_run_stalled(tmp_path: Path) -> None:
+    """A RayJob whose head Pod the API server refuses for a reason the workload check does not
+    catch (a volumeMount of no volume): KubeRay retries the create at every reconcile and
+    rewrites the RayJob's rayClusterStatus with the failure's new text (a new random Pod name, a
+    new lastUpdateTime). Each such update counted as progress, so the run went on to --until
+    instead of ending stalled one window (600 s) after the last real change."""
+    nodes, w = tmp_path / "nodes.yaml", tmp_path / "w.yaml"
+    nodes.write_text(NODE_YAML)
+    w.write_text("arrivals:\n"
+                 "- at: 0\n  duration: 10\n  name: rj\n"
+                 "  manifest: {apiVersion: ray.io/v1, kind: RayJob, spec: {entrypoint: python x.py,\n"
+                 "             rayClusterSpec: {headGroupSpec: {rayStartParams: {}, template: {spec: {containers: [\n"
+                 "               {name: ray-head, image: rayproject/ray, resources: {requests: {cpu: '1', memory: 1Gi}},\n"
+                 "                volumeMounts: [{name: nope, mountPath: /data}]}]}}}}}}\n")
+    out = tmp_path / "o"
+    r = CliRunner().invoke(main, ["simulate", "--nodes", str(nodes), "--workload", str(w), "--no-plots",
+                                  "--until", "2000", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert re.search(r"^ended_by +stalled$", r.output, re.M), r.output
+    s = json.loads((out / "summary.json").read_text())
+    assert s["ended_by"] == "stalled" and s["simulated_seconds"] < 1000
+    assert s["jobs"]["finished"] == 0 and s["jobs"]["started"] == 0
 
 
 @pytest.mark.parametrize("after", [[], ["--quiet"], ["--out", "elsewhere"]])
