@@ -35,7 +35,7 @@ from typing import Any
 import msgspec
 
 from pumice._util import gobase64
-from pumice._util.clock import Clock, rfc3339
+from pumice._util.clock import Clock, parse_rfc3339, rfc3339
 from pumice._util.gostrings import quote, sprint_v
 from pumice.api import Obj, protobuf
 from pumice.api import schema as kschema
@@ -1867,8 +1867,10 @@ class Registry:
             # already deleting: only a shorter grace period or new finalizers change anything
             old_grace = md.get("deletionGracePeriodSeconds")
             if grace is not None and old_grace is not None and grace < int(old_grace):
+                # rest.BeforeDelete counts the shorter period from when the first one started
+                started = parse_rfc3339(md["deletionTimestamp"]) - int(old_grace)
                 md["deletionGracePeriodSeconds"] = grace
-                md["deletionTimestamp"] = rfc3339(self.clock.now() + grace)
+                md["deletionTimestamp"] = rfc3339(started + grace)
         else:
             md["deletionTimestamp"] = rfc3339(self.clock.now() + (grace or 0))
             if strategy.deletion_grace_period:
@@ -1889,15 +1891,16 @@ class Registry:
             stored = st.put(res, new)
             return stored, False
         strategy.before_final_delete(self, old.obj)
+        if strategy.marks_before_delete:
+            # upstream stores the deleting object first (updateForGracefulDeletionAndFinalizers,
+            # the Namespace REST's phase update): a MODIFIED event at a revision of its own; the
+            # removal's DELETED event, and the answer, then carry that form at the removal's
+            md["resourceVersion"] = omd.get("resourceVersion")
+            if new != old.obj:
+                st.put(res, new)
         gone = st.delete(res, ns, name)
         assert gone is not None
         strategy.after_delete(self, rk, gone)
-        if strategy.marks_before_delete:
-            # the answer as upstream's store gives it: the object as its update before the
-            # removal left it, at the removal's revision (the watch's DELETED event keeps the
-            # stored form)
-            md["resourceVersion"] = gone.obj["metadata"].get("resourceVersion")
-            return Stored(new, _encode(new), gone.rv), True
         return gone, True
 
     # ---------------------------------------------------------------- pods/binding, pods/eviction
