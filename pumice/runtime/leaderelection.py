@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pumice._util.clock import Clock, default_clock, rfc3339_micro
+from pumice._util.errors import FATAL_TYPES
 from pumice.api.scheme import LEASE
 from pumice.client.base import KubeClient, is_conflict, is_not_found
 from pumice.runtime import metrics
@@ -194,6 +195,8 @@ class LeaderElector:
             lease = await self.client.get(LEASE, cfg.name, cfg.namespace)
         except asyncio.CancelledError:
             raise
+        except FATAL_TYPES:
+            raise  # not a failed round: the elector ends, and the manager (see FATAL_TYPES)
         except Exception as e:
             if not is_not_found(e):
                 log.warning("leader election: get lease %s/%s: %s", cfg.namespace, cfg.name, e)
@@ -205,6 +208,8 @@ class LeaderElector:
                     "metadata": {"name": cfg.name, "namespace": cfg.namespace}, "spec": spec,
                 })
             except asyncio.CancelledError:
+                raise
+            except FATAL_TYPES:
                 raise
             except Exception as e2:
                 log.info("leader election: create lease %s/%s: %s", cfg.namespace, cfg.name, e2)
@@ -230,6 +235,8 @@ class LeaderElector:
             result = await self.client.update(updated)
         except asyncio.CancelledError:
             raise
+        except FATAL_TYPES:
+            raise  # not a failed round: the elector ends, and the manager (see FATAL_TYPES)
         except Exception as e:
             if not is_conflict(e):
                 log.warning("leader election: update lease %s/%s: %s", cfg.namespace, cfg.name, e)

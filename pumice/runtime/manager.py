@@ -274,9 +274,13 @@ class Manager:
                     await self._until_stopped(self._controllers_started(), elector_task)
                     self._started.set()
                     done = await self._until_stopped(elector_task)
+                    if done and not elector_task.cancelled() and (e := elector_task.exception()) is not None \
+                            and self._failure is None:
+                        # the elector failed (a MemoryError: FATAL_TYPES), which is no lost Lease
+                        self._failure, self.failed_runnable = e, "leader-election"
                     lost = done and not self._stop_event.is_set() and self._failure is None
                 elif elector_task.done() and not elector_task.cancelled() and elector_task.exception():
-                    self._failure = elector_task.exception()
+                    self._failure, self.failed_runnable = elector_task.exception(), "leader-election"
             else:
                 self._lead()
                 await self._until_stopped(self._controllers_started())

@@ -238,3 +238,37 @@ async def test_losing_the_lease_cancels_in_flight_reconciles_at_once() -> None:
         await task
     assert finished == []
     assert loop.time() - t0 < 60, "not held for the graceful timeout"
+
+
+class OutOfMemory(Partitionable):
+    """A view whose get, create and update (the elector's calls) raise MemoryError once ``oom`` is set."""
+
+    oom = False
+
+    def __getattr__(self, name: str) -> Any:
+        call = super().__getattr__(name)
+        if name not in ("get", "create", "update"):
+            return call
+
+        async def lease_call(*args: Any, **kwargs: Any) -> Any:
+            if self.oom:
+                raise MemoryError("injected")
+            return await call(*args, **kwargs)
+
+        return lease_call
+
+
+@pytest.mark.looptime
+async def test_a_memory_error_while_renewing_stops_the_manager_with_it_not_as_a_lost_lease() -> None:
+    """A renewal that ran out of memory was logged and counted as a failed round: the Lease
+    "was lost" and the manager raised LeaderElectionLost (a restarted process campaigns again).
+    A MemoryError is fatal (FATAL_TYPES): the manager raises it, naming leader-election."""
+    fake = FakeClient(clock=LoopClock())
+    view = OutOfMemory(fake)
+    mgr, _ = make(view, "a")
+    task = asyncio.create_task(mgr.start())
+    await mgr.wait_started()
+    view.oom = True
+    with pytest.raises(MemoryError, match="injected"):
+        await asyncio.wait_for(task, 60)
+    assert mgr.failed_runnable == "leader-election"
