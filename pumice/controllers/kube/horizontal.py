@@ -57,6 +57,14 @@ and metrics/client.go (the error texts).
 Deviates: Pods, Object and External metrics need the custom.metrics.k8s.io and
 external.metrics.k8s.io APIs, which pumice does not serve: they fail as upstream's do when those
 APIs are not registered.
+
+Not followed, on purpose (upstream as of k8s.io/api 10b39a39 and kubernetes/enhancements 64765b4,
+July 2026): HPA generation tracking (kubernetes#138228: ``metadata.generation`` and
+``status.observedGeneration``) and ``observedGeneration`` on each HPA condition (kubernetes#138653),
+both in 1.37, need the API server's 1.37 HPA strategy; pumice's API server answers as v1.34, which keeps no
+generation on an HPA; the ``ScaledToZero`` condition of HPAScaleToZero (KEP-2021: alpha, off by
+default, through 1.36; beta planned for 1.37): with the gate off the controller never writes it,
+and the API server refuses ``minReplicas: 0`` (pumice.apiserver.autoscaling).
 """
 
 from __future__ import annotations
