@@ -384,6 +384,24 @@ class Informer:
         return self._synced.is_set()
 
     async def wait_synced(self) -> None:
+        """Wait until :attr:`has_synced`.
+
+        Raises:
+            MemoryError: (a FATAL_TYPES error) what the list/watch task ended with before the
+                first list was stored: the informer will never sync.
+        """
+        task = self._task
+        if self._synced.is_set() or task is None:
+            await self._synced.wait()
+            return
+        synced = asyncio.ensure_future(self._synced.wait())
+        try:
+            await asyncio.wait({synced, task}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            synced.cancel()
+        failure = task.exception() if not self._synced.is_set() and task.done() and not task.cancelled() else None
+        if failure is not None:
+            raise failure
         await self._synced.wait()
 
     @property
@@ -684,6 +702,9 @@ class SharedInformerFactory:
         self.on_failure: Callable[[Informer, BaseException], None] | None = None
         """Given to every informer (see :attr:`Informer.on_failure`): the owner's way to learn that
         one of them stopped for good (a MemoryError)."""
+        self.failure: BaseException | None = None
+        """What the first of its informers that stopped for good ended with (None: none has): an
+        owner with a loop of its own (a scheduler's cycle) raises it there."""
 
     def informer(
         self, kind: ResourceKind | str, namespace: str | None = None, *,
@@ -721,6 +742,8 @@ class SharedInformerFactory:
         return rk
 
     def _failed(self, inf: Informer, e: BaseException) -> None:
+        if self.failure is None:
+            self.failure = e
         if self.on_failure is not None:
             self.on_failure(inf, e)
 

@@ -375,3 +375,20 @@ async def test_a_memory_error_while_listing_is_not_retried(fake: FakeClient) -> 
         await asyncio.wait_for(task, 5)
     assert calls == ["list"]
     await factory.stop()
+
+
+async def test_wait_synced_raises_what_ended_the_informer_before_its_first_list(fake: FakeClient) -> None:
+    """A handler that ran out of memory on the first list ended the informer before it synced:
+    wait_for_cache_sync waited for ever (a scheduler never started, nor failed)."""
+    await fake.create(configmap("a"))
+    factory = SharedInformerFactory(fake)
+    inf = factory.informer(CONFIGMAP)
+
+    def out_of_memory(obj: dict[str, Any]) -> None:
+        raise MemoryError("injected")
+
+    inf.add_event_handler(on_add=out_of_memory)
+    await factory.start()
+    with pytest.raises(MemoryError, match="injected"):
+        await asyncio.wait_for(factory.wait_for_cache_sync(), 5)
+    await factory.stop()

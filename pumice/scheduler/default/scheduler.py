@@ -147,6 +147,9 @@ class DefaultScheduler:
         self._node_sigs: dict[str, tuple[Any, ...]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._stopped = asyncio.Event()
+        self._failure: BaseException | None = None
+        if self._own_informers:
+            self.informers.on_failure = self._informer_failed
         self._pods = self.informers.informer(POD)
         self._nodes = self.informers.informer(NODE)
         # what PodTopologySpread's system-default constraints select by (helper.DefaultSelector)
@@ -483,18 +486,36 @@ class DefaultScheduler:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
+    def _informer_failed(self, inf: Any, e: BaseException) -> None:
+        """An informer this scheduler owns stopped for good (a MemoryError): its cache no longer
+        follows the API, so the scheduler stops and :meth:`run` raises ``e``."""
+        if self._failure is None:
+            self._failure = e
+        self._stopped.set()
+
     async def run(self, stop_event: asyncio.Event | None = None) -> None:
-        """Run until ``stop_event`` is set (or :meth:`stop` is called)."""
+        """Run until ``stop_event`` is set (or :meth:`stop` is called).
+
+        Raises:
+            MemoryError: (any of ``pumice._util.errors.FATAL_TYPES``) what a scheduling loop, or
+                an informer the scheduler owns, ended with; after the scheduler stopped.
+        """
         await self.start()
-        waiters = [asyncio.create_task(self._stopped.wait())]
+        loops = list(self._tasks)
+        waiters: list[asyncio.Future[Any]] = [asyncio.create_task(self._stopped.wait())]
         if stop_event is not None:
             waiters.append(asyncio.create_task(stop_event.wait()))
         try:
-            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait([*waiters, *loops], return_when=asyncio.FIRST_COMPLETED)
         finally:
             for w in waiters:
                 w.cancel()
             await self.stop()
+        for t in loops:
+            if t.done() and not t.cancelled() and t.exception() is not None and self._failure is None:
+                self._failure = t.exception()
+        if self._failure is not None:
+            raise self._failure
 
     async def stop(self) -> None:
         """Cancel the loops and in-flight binds; stop the informers this scheduler created."""

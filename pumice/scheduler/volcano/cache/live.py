@@ -263,8 +263,12 @@ class SchedulerCache:
         one session before the next is taken. ``verify`` also builds the full snapshot and
         raises :class:`SnapshotMismatch` when the two differ, or when a result the
         session's plugins take from the :class:`JobMemo` differs from a fresh computation (for tests). Sharding, or an object
-        without ``creationTimestamp``, uses the full build.
+        without ``creationTimestamp``, uses the full build. Raises what an informer of the cache
+        stopped with for good (a MemoryError: ``SharedInformerFactory.failure``), as its objects no
+        longer follow the API.
         """
+        if self.factory.failure is not None:
+            raise self.factory.failure  # an informer stopped for good (MemoryError): no stale snapshot
         inc = self.incremental
         if inc is not None and self.shard_kind is None and not inc.exotic:
             snap = inc.snapshot(self.clock.now())
