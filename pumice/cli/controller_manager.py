@@ -47,6 +47,7 @@ def _parse_controllers(value: str) -> list[str]:
 
 
 async def _main(kubeconfig: str | None, controllers: list[str], *, leader_elect: bool, health_port: int | None,
+                leader_election_namespace: str = "kube-system",
                 batch_scheduler: str | None, identity: str | None, lease_duration: float,
                 renew_deadline: float, retry_period: float, ray_dashboard_proxy: str | None = None,
                 use_kubernetes_proxy: bool = False, kuberay_config: dict[str, Any] | None = None,
@@ -65,7 +66,7 @@ async def _main(kubeconfig: str | None, controllers: list[str], *, leader_elect:
                                       ray_options={**_ray_options(ray_dashboard_proxy, client if use_kubernetes_proxy
                                                                   else None), "watch_namespace": watch_namespace,
                                                    **(kuberay_config or {})}),
-            leader_elect=leader_elect,
+            leader_elect=leader_elect, leader_election_namespace=leader_election_namespace,
             stop_event=stop, health_port=health_port, identity=identity,
             lease_duration=lease_duration, renew_deadline=renew_deadline, retry_period=retry_period,
         )
@@ -146,7 +147,7 @@ def _root_ca(kubeconfig: str | None) -> str | None:
 @click.option("--controllers", default="kube,ray,volcano", show_default=True,
               help="Comma-separated controller groups: kube, ray, volcano.")
 @click.option("--leader-elect/--no-leader-elect", default=True, show_default=True,
-              help="Act only while holding the Lease kube-system/pumice-controller-manager.")
+              help="Act only while holding the Lease <--leader-elect-resource-namespace>/pumice-controller-manager.")
 @click.option("--health-port", type=int, default=None,
               help="Serve /healthz, /readyz and /metrics on 127.0.0.1:PORT.")
 @click.option("--batch-scheduler",
@@ -154,6 +155,9 @@ def _root_ca(kubeconfig: str | None) -> str | None:
               default="none", show_default=True,
               help="KubeRay's batch scheduler, one per operator (volcano: PodGroups and schedulerName volcano; "
                    "yunikorn, scheduler-plugins, kai-scheduler: their labels, annotations and objects).")
+@click.option("--leader-elect-resource-namespace", default="kube-system", show_default=True,
+              help="Namespace of the leader-election Lease (kube-controller-manager's flag; KubeRay's "
+                   "--leader-election-namespace): a namespace-scoped install keeps it in its own namespace.")
 @click.option("--identity", default=None, help="Leader-election identity (default hostname_uuid).")
 @click.option("--lease-duration", type=float, default=15.0, show_default=True, help="Seconds.")
 @click.option("--renew-deadline", type=float, default=10.0, show_default=True, help="Seconds.")
@@ -180,6 +184,7 @@ def _root_ca(kubeconfig: str | None) -> str | None:
                    "command's flags or not supported (refused, naming the flag).")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 def command(kubeconfig: str | None, controllers: str, leader_elect: bool, health_port: int | None,
+            leader_elect_resource_namespace: str,
             batch_scheduler: str, identity: str | None, lease_duration: float, renew_deadline: float,
             retry_period: float, ray_dashboard_proxy: str | None, use_kubernetes_proxy: bool,
             watch_namespace: str, kuberay_config: str | None, verbose: bool) -> None:
@@ -198,6 +203,7 @@ def command(kubeconfig: str | None, controllers: str, leader_elect: bool, health
     try:
         asyncio.run(_main(
             kubeconfig, names, leader_elect=leader_elect, health_port=health_port,
+            leader_election_namespace=leader_elect_resource_namespace,
             batch_scheduler=None if batch_scheduler == "none" else batch_scheduler, identity=identity,
             lease_duration=lease_duration, renew_deadline=renew_deadline, retry_period=retry_period,
             ray_dashboard_proxy=ray_dashboard_proxy, use_kubernetes_proxy=use_kubernetes_proxy,

@@ -66,6 +66,7 @@ class Builder:
         self._max_concurrent = 1
         self._rate_limiter: RateLimiter[Request] | None = None
         self._errors: list[str] = []
+        self._namespaces: tuple[str, ...] | None = None
 
     def for_(self, kind: ResourceKind | str, predicates: Predicates = None) -> Builder:
         """Reconcile objects of ``kind``: each event enqueues the object's own Request."""
@@ -89,6 +90,16 @@ class Builder:
     def with_event_filter(self, predicate: PredicateLike) -> Builder:
         """A predicate applied to every watch of this controller."""
         self._filters.extend(normalize(predicate))
+        return self
+
+    def in_namespaces(self, namespaces: Iterable[str]) -> Builder:
+        """Watch namespaced kinds in ``namespaces`` only: one informer per kind and namespace
+        (listing and watching ``/namespaces/<ns>/...``, so a namespace-scoped Role suffices), as a
+        controller-runtime manager whose cache has ``DefaultNamespaces``. Cluster-scoped kinds are
+        still watched whole."""
+        self._namespaces = tuple(sorted(set(namespaces)))
+        if not self._namespaces:
+            self._errors.append("in_namespaces() needs at least one namespace")
         return self
 
     def with_options(
@@ -123,15 +134,19 @@ class Builder:
         for_kind = informers._resolve(fors[0].kind)
         watches: list[Watch] = []
         for p in self._pending:
-            inf = informers.informer(p.kind)
-            preds = [*self._filters, *p.predicates]
-            if p.role == "for":
-                watches.append(Watch(inf, enqueue_for_object, preds, map_old=False))
-            elif p.role == "owns":
-                watches.append(Watch(inf, enqueue_for_owner(for_kind), preds))
-            else:
-                assert p.map_fn is not None
-                watches.append(Watch(inf, p.map_fn, preds))
+            namespaces: tuple[str | None, ...] = (None,)
+            if self._namespaces is not None and informers._resolve(p.kind).namespaced:
+                namespaces = self._namespaces
+            for ns in namespaces:
+                inf = informers.informer(p.kind, ns)
+                preds = [*self._filters, *p.predicates]
+                if p.role == "for":
+                    watches.append(Watch(inf, enqueue_for_object, preds, map_old=False))
+                elif p.role == "owns":
+                    watches.append(Watch(inf, enqueue_for_owner(for_kind), preds))
+                else:
+                    assert p.map_fn is not None
+                    watches.append(Watch(inf, p.map_fn, preds))
         ctrl = Controller(
             self._name, reconciler, watches,
             max_concurrent_reconciles=self._max_concurrent,

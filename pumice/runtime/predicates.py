@@ -21,7 +21,6 @@ __all__ = [
     "FuncPredicate",
     "GenerationChangedPredicate",
     "LabelChangedPredicate",
-    "NamespacePredicate",
     "Predicate",
     "PredicateLike",
     "ResourceVersionChangedPredicate",
@@ -87,30 +86,6 @@ class ResourceVersionChangedPredicate(Predicate):
 
     def update(self, old: Obj, new: Obj) -> bool:
         return _md(old).get("resourceVersion") != _md(new).get("resourceVersion")
-
-
-class NamespacePredicate(Predicate):
-    """Events of objects in ``namespaces`` only: a controller whose manager watches just those
-    namespaces (controller-runtime's cache with ``DefaultNamespaces``), seen through a cache of all.
-
-    Args:
-        namespaces: the namespace names; an object's ``metadata.namespace`` must be one of them.
-    """
-
-    def __init__(self, namespaces: Iterable[str]) -> None:
-        self.namespaces = frozenset(namespaces)
-
-    def _in(self, obj: Obj) -> bool:
-        return _md(obj).get("namespace") in self.namespaces
-
-    def create(self, obj: Obj) -> bool:
-        return self._in(obj)
-
-    def update(self, old: Obj, new: Obj) -> bool:
-        return self._in(new)
-
-    def delete(self, obj: Obj) -> bool:
-        return self._in(obj)
 
 
 class FuncPredicate(Predicate):

@@ -134,7 +134,13 @@ def test_the_configurations_watch_namespace_reaches_setup_only_when_written() ->
 
 async def test_an_operator_watching_one_namespace_leaves_the_others_alone() -> None:
     client = FakeClient(ray_scheme())
-    async with running(client, FakeRayDashboard(), watch_namespace="team-a"):
+    async with running(client, FakeRayDashboard(), watch_namespace="team-a") as mgr:
+        # it lists and watches /namespaces/team-a/... only, so a Role in team-a is all it needs
+        # (KubeRay's singleNamespaceInstall); an informer of every namespace would be refused there
+        informers = mgr.informers.informers()
+        assert {inf.kind.plural for inf in informers} >= {"rayclusters", "rayjobs", "rayservices", "pods", "services"}
+        assert [(inf.kind.plural, inf.namespace) for inf in informers if inf.kind.namespaced and
+                inf.namespace != "team-a"] == []
         for ns in ("team-b", "team-a"):  # team-b's event comes first and would be reconciled first
             cluster = load_sample("ray-cluster.sample.yaml", "RayCluster")
             cluster["metadata"]["namespace"] = ns
@@ -146,3 +152,33 @@ async def test_an_operator_watching_one_namespace_leaves_the_others_alone() -> N
         await wait_for(team_a_pods)
         assert (await client.list(scheme.POD, "team-b")).items == []
         assert "status" not in await client.get(scheme.RAY_CLUSTER, "raycluster-kuberay", "team-b")
+
+
+def test_controller_manager_hands_the_namespaces_and_the_lease_namespace_on(monkeypatch: pytest.MonkeyPatch,
+                                                                            tmp_path: Path) -> None:
+    import pumice.cli.controller_manager as cm
+    import pumice.client.kubeconfig as kubeconfig
+
+    seen: dict[str, Any] = {}
+
+    class Client:
+        async def close(self) -> None:
+            pass
+
+    def fake_setups(names: list[str], **kw: Any) -> list[Any]:
+        seen["ray_options"] = kw["ray_options"]
+        return []
+
+    async def fake_run(client: Any, setups: Any, **kw: Any) -> None:
+        seen.update(kw)
+
+    monkeypatch.setattr(kubeconfig, "connect", lambda *a, **k: Client())
+    monkeypatch.setattr(cm, "controller_setups", fake_setups)
+    monkeypatch.setattr(cm, "run_controller_manager", fake_run)
+    kc = tmp_path / "kubeconfig"
+    kc.write_text("apiVersion: v1\nkind: Config\n")
+    result = CliRunner().invoke(command, ["--kubeconfig", str(kc), "--controllers", "ray", "--watch-namespace",
+                                          "team-a", "--leader-elect-resource-namespace", "team-a"])
+    assert result.exit_code == 0, result.output
+    assert seen["ray_options"]["watch_namespace"] == "team-a"
+    assert seen["leader_election_namespace"] == "team-a"

@@ -22,6 +22,7 @@ Mirrors: kuberay ray-operator/main.go (controller registration, ``--batch-schedu
 
 from __future__ import annotations
 
+import logging
 import random
 from typing import Any, NamedTuple
 
@@ -41,6 +42,8 @@ __all__ = [
     "UnknownBatchSchedulerError",
     "setup",
 ]
+
+log = logging.getLogger(__name__)
 
 
 class RayReconcilers(NamedTuple):
@@ -78,12 +81,18 @@ def setup(mgr: Any, *, batch_scheduler: str | None = None, dashboard_client_fact
     Raises:
         UnknownBatchSchedulerError: ``batch_scheduler`` is not implemented.
     """
+    namespaces = parse_watch_namespace(watch_namespace)
+    if namespaces is None:
+        log.info("KubeRay: watchNamespace is not set (or names the empty namespace): custom resources are watched in "
+                 "all namespaces")
+    else:
+        log.info("KubeRay: custom resources are watched only in the namespaces %s", sorted(namespaces))
     opts = RayOperatorOptions(
         batch_scheduler_name=batch_scheduler, batch_scheduler=new_batch_scheduler(batch_scheduler, mgr.client),
         dashboard_client_factory=dashboard_client_factory, reconcile_concurrency=reconcile_concurrency,
         rng=random.Random(seed), raycluster=raycluster_options, rayjob=rayjob_options,
         rayservice=rayservice_options, serve_proxy_healthy=serve_proxy_healthy,
-        watch_namespaces=parse_watch_namespace(watch_namespace))
+        watch_namespaces=namespaces)
     return RayReconcilers(RayClusterReconciler.setup_with_manager(mgr, opts),
                           RayJobReconciler.setup_with_manager(mgr, opts),
                           RayServiceReconciler.setup_with_manager(mgr, opts))

@@ -26,7 +26,6 @@ from pumice.controllers.ray.dashboard import DashboardClientFactory, ServeProxyH
 from pumice.controllers.ray.raycluster import RayClusterOptions
 from pumice.controllers.ray.rayjob import RayJobOptions
 from pumice.controllers.ray.rayservice import RayServiceOptions
-from pumice.runtime.predicates import NamespacePredicate
 
 log = logging.getLogger(__name__)
 
@@ -66,10 +65,10 @@ class RayOperatorOptions:
     watch_namespaces: frozenset[str] | None = None
 
     def controller(self, mgr: Any, name: str) -> Any:
-        """``mgr.controller(name)``, its events filtered to :attr:`watch_namespaces` when set."""
+        """``mgr.controller(name)``, watching only :attr:`watch_namespaces` when set."""
         builder = mgr.controller(name)
         if self.watch_namespaces is not None:
-            builder = builder.with_event_filter(NamespacePredicate(self.watch_namespaces))
+            builder = builder.in_namespaces(self.watch_namespaces)
         return builder
 
     def child_rng(self) -> random.Random:
@@ -91,7 +90,7 @@ _NO_OP = {"batchScheduler": "", "enableBatchScheduler": False, "useKubernetesPro
 #: logging): upstream's Helm chart writes several of them by default, so they are read past with
 #: one WARNING naming the flag that does it here.
 _PROCESS_ONLY = {
-    "enableLeaderElection": "--leader-elect", "leaderElectionNamespace": "--leader-elect",
+    "enableLeaderElection": "--leader-elect", "leaderElectionNamespace": "--leader-elect-resource-namespace",
     "reconcileConcurrency": "none", "metricsAddr": "--health-port", "probeAddr": "--health-port",
     "enableMetrics": "--health-port", "logFile": "none", "logFileEncoder": "none", "logStdoutEncoder": "none",
     "qps": "none", "burst": "none",

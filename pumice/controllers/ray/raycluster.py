@@ -308,7 +308,8 @@ class RayClusterReconciler:
         changes), owned Pods and Services, and owned PodGroups with ``--batch-scheduler volcano``.
 
         Mirrors: raycluster_controller.go SetupWithManager."""
-        pods, services = informer_store(mgr, scheme.POD), informer_store(mgr, scheme.SERVICE)
+        pods = informer_store(mgr, scheme.POD, opts.watch_namespaces)
+        services = informer_store(mgr, scheme.SERVICE, opts.watch_namespaces)
         reader = CacheReader(pods, services) if pods is not None else None
         rc = cls(mgr.client, recorder=event_recorder(mgr, "raycluster-controller"), clock=getattr(mgr, "clock", None),
                  batch_scheduler=opts.batch_scheduler, options=opts.raycluster, rng=opts.child_rng(), reader=reader)

@@ -5,8 +5,10 @@ Mirrors: the ``SetupWithManager`` functions of kuberay ray-operator/controllers/
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pumice.api import Obj
 from pumice.runtime.predicates import (
     AnnotationChangedPredicate,
     GenerationChangedPredicate,
@@ -14,7 +16,7 @@ from pumice.runtime.predicates import (
     or_,
 )
 
-__all__ = ["PRIMARY_PREDICATE", "event_recorder", "informer_store"]
+__all__ = ["PRIMARY_PREDICATE", "NamespacedStores", "event_recorder", "informer_store"]
 
 PRIMARY_PREDICATE = or_(GenerationChangedPredicate, LabelChangedPredicate, AnnotationChangedPredicate)
 """The RayCluster and RayService primary watch: spec, label and annotation changes only. Upstream
@@ -27,10 +29,37 @@ def event_recorder(mgr: Any, component: str) -> Any:
     return fn(component) if fn is not None else None
 
 
-def informer_store(mgr: Any, kind: Any) -> Any | None:
-    """The informer store of ``kind`` on ``mgr`` (None when the manager has no informers)."""
+def informer_store(mgr: Any, kind: Any, namespaces: Iterable[str] | None = None) -> Any | None:
+    """The informer store of ``kind`` on ``mgr`` (None when the manager has no informers); with
+    ``namespaces``, a :class:`NamespacedStores` over one informer per namespace (no informer of
+    every namespace is made, so the operator needs no cluster-wide list permission)."""
     informers = getattr(mgr, "informers", None)
     if informers is None:
         return None
-    lister = informers.informer(kind).lister
+    if namespaces is not None:
+        return NamespacedStores({ns: _lister(informers.informer(kind, ns)) for ns in namespaces})
+    return _lister(informers.informer(kind))
+
+
+def _lister(inf: Any) -> Any:
+    lister = inf.lister
     return lister() if callable(lister) else lister
+
+
+class NamespacedStores:
+    """Read-only view of per-namespace informer stores as one store of those namespaces: ``get``
+    and ``by_index`` (results sorted by key, as :meth:`pumice.client.informer.Store.by_index`).
+
+    Args:
+        stores: namespace -> that namespace's informer store.
+    """
+
+    def __init__(self, stores: Mapping[str, Any]) -> None:
+        self.stores = dict(sorted(stores.items()))
+
+    def get(self, namespace: str | None, name: str) -> Obj | None:
+        store = self.stores.get(namespace or "")
+        return None if store is None else store.get(namespace, name)
+
+    def by_index(self, index_name: str, value: str) -> list[Obj]:
+        return [obj for store in self.stores.values() for obj in store.by_index(index_name, value)]
