@@ -352,6 +352,12 @@ class _PendingFutures(weakref.WeakSet):  # type: ignore[type-arg]
         return super().__iter__()
 
 
+LOOP_TICK = 1e-6
+"""The smallest step a run's loop moves its virtual time by (looptime's resolution), seconds. A
+timer within the loop's clock resolution (100 ns, see :func:`_virtual_loop`) is due at once,
+without the time moving; one at least a tick away moves it by one tick at least."""
+
+
 def _virtual_loop() -> asyncio.AbstractEventLoop:
     """A looptime loop (virtual time from 0, moved to the next timer when every task waits).
 
@@ -361,7 +367,7 @@ def _virtual_loop() -> asyncio.AbstractEventLoop:
     never runs: the loop spins at that instant for ever (seen as runs stuck at 4661 simulated
     hours). A 100-ns resolution, under looptime's own 1-us tick, keeps timers due on time to
     2**30 s."""
-    loop = looptime.patch_event_loop(_SimLoop(), start=0, noop_cycles=1)
+    loop = looptime.patch_event_loop(_SimLoop(), start=0, noop_cycles=1, resolution=LOOP_TICK)
     loop._clock_resolution = 1e-7  # type: ignore[attr-defined]  # asyncio's own attribute, see above
     # looptime's pending executor futures (a name-mangled attribute): when present and still the
     # empty WeakSet it starts with, the same set whose empty walk costs nothing (see _PendingFutures)
@@ -1075,7 +1081,9 @@ async def _watch_until_done(cfg: SimConfig, clock: LoopClock, rec: Recorder, run
     :func:`_raise_if_crashed`).
 
     Wakes when a job finishes and at least every simulated hour (progress), so a 149-day trace
-    costs a few thousand wake-ups, not one per period.
+    costs a few thousand wake-ups, not one per period. With ``cfg.until``, ends at the first loop
+    instant whose simulated time is ``cfg.until`` or later (a wait is never shorter than
+    :data:`LOOP_TICK`, which always moves the time).
     """
     finite = sum(1 for a in rec.arrivals.values() if a.duration is not None or a.delete_after is not None
                  or a.kind == "RayJob")
@@ -1109,8 +1117,12 @@ async def _watch_until_done(cfg: SimConfig, clock: LoopClock, rec: Recorder, run
                 and not (cfg.until is not None and finite_done()):  # services left: they run to --until
             step = min(step, max(0.0, rec.last_change + cfg.stall_after - rec.now()))
         if step > 0 and not woken.is_set():
+            # at least a tick: the simulated time is epoch-scale floats less the start (2**-22 s
+            # apart), so at the loop instant of --until 1.1 it reads 1.0999999, and the 9.5e-8 s
+            # left, under the loop's clock resolution, would be due at once without the time
+            # moving: the loop would spin at that instant for ever
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(woken.wait(), step)
+                await asyncio.wait_for(woken.wait(), max(step, LOOP_TICK))
         woken.clear()
         if stop is not None and stop.is_set():
             return INTERRUPTED

@@ -213,3 +213,36 @@ def test_the_collector_is_off_during_a_run_collects_on_growth_and_is_back_on_aft
     on, generations = _run_counting_collections(two_gangs)
     assert not any(on) and gc.isenabled()
     assert generations.count(2) > 1 and set(generations) == {2}
+
+
+ONE_POD = """
+arrivals:
+- at: 0
+  duration: 1000
+  name: p
+  manifest: {apiVersion: v1, kind: Pod, spec: {restartPolicy: Never, containers: [{name: c, image: x, resources: {requests: {cpu: '1'}}}]}}
+"""
+
+
+@pytest.mark.parametrize("until", [1e-9, 0.01, 0.1, 1.1, 10.01, 100.3])
+def test_a_fractional_until_ends_the_run_at_the_first_instant_at_or_after_it(tmp_path: Path, until: float) -> None:
+    """Trial 18 F-11: the simulated time is epoch + loop time less the start (2**-22 s apart near
+    2023), so at the loop instant of ``--until 1.1`` it reads 1.0999999; the watcher then waited
+    the 9.5e-8 s left, under asyncio's clock resolution, which is due at once and never moved the
+    time: the run spun at that instant for ever. The watcher wakes once per event or wait, so a
+    few thousand wake-ups are far more than this run needs; the stop flag only turns a spin into
+    a failure."""
+    w = tmp_path / "w.yaml"
+    w.write_text(ONE_POD)
+    stop = runner.StopFlag()
+    wakeups = 0
+
+    def progress(now: float, finished: int, total: int, writes: int) -> None:
+        nonlocal wakeups
+        wakeups += 1
+        if wakeups > 5000:
+            stop.set("spinning")
+
+    r = simulate(SimConfig(two_nodes_two_slots(), load_workload(w), until=until), progress=progress, stop=stop)
+    assert r.ended_by == "until"
+    assert until <= r.end_time < until + 1e-5
