@@ -975,21 +975,21 @@ def quantity_number(value: Any, *, resource_list: bool = False) -> Any:
     a number as the string of its literal (``10`` -> ``"10"``, ``1000000`` -> ``"1M"``, ``0.5`` ->
     ``"500m"``; a :class:`~pumice.api.quantity.FloatLiteral` from its own text, so ``1e3``,
     ``1E3``, ``12e6`` and ``1.500`` stay as written and ``1.5e3`` is ``"1500"``, as Go parses the
-    literal; another float from its ``repr``); ``resource_list``: a ResourceList value, rounded up
-    to milli-units as core/v1 defaulting does (``"1.5n"`` -> ``"1m"``). Any other value as it is
-    (a string that is not a quantity, a number that is not one, such as ``-1e400``, is left for
-    validation to refuse).
+    literal, even one too large for a float (``1e400`` -> ``"10e399"``, as the string ``"1e400"``);
+    another float from its ``repr``); ``resource_list``: a ResourceList value, rounded up to
+    milli-units as core/v1 defaulting does (``"1.5n"`` -> ``"1m"``). Any other value as it is (a
+    string that is not a quantity, a value that is not a number, is left for validation to
+    refuse).
 
     Mirrors: apimachinery pkg/api/resource/quantity.go Quantity.UnmarshalJSON (quotes optional,
     spaces trimmed, then ParseQuantity), MarshalJSON; core/v1 defaults.go SetDefaults_ResourceList."""
     if type(value) is str:
         return quantity.stored_string(value, resource_list=resource_list)
+    if isinstance(value, quantity.FloatLiteral):  # before the finite check: 1e400 is a float's inf
+        return quantity.stored_string(value.text, resource_list=resource_list)
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return value
-    if isinstance(value, int):
-        text = str(value)
-    else:
-        text = value.text if isinstance(value, quantity.FloatLiteral) else repr(value)
+    text = str(value) if isinstance(value, int) else repr(value)
     return quantity.stored_string(text, resource_list=resource_list)
 
 

@@ -69,7 +69,8 @@ def parse_quantity(q: str | int | float) -> Fraction:
     Returns:
         The exact value as a Fraction (cpu in cores, memory in bytes).
     Raises:
-        QuantityError: the string does not match the quantity grammar.
+        QuantityError: the string does not match the quantity grammar, or the float is infinite or
+            NaN.
     Deviates: an ``e`` exponent beyond +-1000 counts as +-1000 (Go keeps the exact scale, but
     ``Value()``/``MilliValue()`` cannot return such amounts either).
     """
@@ -78,6 +79,8 @@ def parse_quantity(q: str | int | float) -> Fraction:
     if isinstance(q, int):
         return Fraction(q)
     if isinstance(q, float):
+        if not math.isfinite(q):  # YAML's .inf and .nan: no quantity (Fraction would overflow)
+            raise QuantityError(f"{ERR_FORMAT_WRONG}: {q!r}")
         return Fraction(Decimal(repr(q)))
     return _parse_text(str(q))
 

@@ -15,6 +15,7 @@ Mirrors: go-yaml v2 decode.go (allowedAliasRatio, "document contains excessive a
 
 from __future__ import annotations
 
+import math
 import re
 import struct
 from collections.abc import Iterator
@@ -112,6 +113,16 @@ def _go_float32_text(x: float) -> str:
     return f"{sign}{figures[:point]}.{figures[point:]}"
 
 
+def _go_float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> float | str:
+    """A float scalar; one too large for a float64 written as a number (``1.0e+400``) is its
+    text, as go-yaml resolves a plain scalar ``strconv.ParseFloat`` cannot read (a Quantity then
+    parses it as Go does); ``.inf`` and ``.nan`` stay the float go-yaml makes of them."""
+    number: float = loader.construct_yaml_float(node)
+    if not math.isfinite(number) and str(node.value).lstrip("+-")[:1] != ".":
+        return str(node.value)
+    return number
+
+
 def _timestamp_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
     return str(node.value)
 
@@ -137,6 +148,7 @@ def _pairs_as_mappings(loader: yaml.SafeLoader, node: yaml.SequenceNode) -> Iter
         items.append(loader.construct_mapping(sub, deep=True))
 
 
+_GoLoader.add_constructor("tag:yaml.org,2002:float", _go_float)
 _GoLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_text)
 _GoLoader.add_constructor("tag:yaml.org,2002:binary", _binary_text)
 _GoLoader.add_constructor("tag:yaml.org,2002:set", _set_as_mapping)

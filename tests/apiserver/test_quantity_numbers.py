@@ -243,3 +243,61 @@ async def test_a_float_literal_outside_a_quantity_is_a_plain_number(http: httpx2
            b'"terminationGracePeriodSeconds": 3e1, "containers": [{"name": "c", "image": "busybox"}]}}')
     r = await http.post("/api/v1/namespaces/default/pods", content=pod, headers={"Content-Type": "application/json"})
     assert (r.status_code, r.json()["reason"]) == (400, "BadRequest")
+
+
+# -- a literal too large for a float (trial 18 F-4): Go parses its text as any other -------------
+
+async def test_a_quantity_number_too_large_for_a_float_is_stored_as_its_string_would_be(
+        http: httpx2.AsyncClient) -> None:
+    # 1e400 is inf as a float64, but Quantity.UnmarshalJSON hands ParseQuantity the bytes, which
+    # reads it as the string "1e400" (stored "10e399"); pumice stored null or answered 500
+    json_h = {"Content-Type": "application/json"}
+    quota = b'{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"big"},"spec":{"hard":{"cpu":1e400}}}'
+    r = await http.post("/api/v1/namespaces/default/resourcequotas", content=quota, headers=json_h)
+    assert r.status_code == 201, r.text
+    assert r.json()["spec"]["hard"] == {"cpu": "10e399"}
+    limits = (b'{"apiVersion":"v1","kind":"LimitRange","metadata":{"name":"lr"},"spec":{"limits":['
+              b'{"type":"Container","max":{"cpu":1e400}}]}}')
+    r = await http.post("/api/v1/namespaces/default/limitranges", content=limits, headers=json_h)
+    assert r.status_code == 201, r.text
+    assert r.json()["spec"]["limits"][0]["max"] == {"cpu": "10e399"}
+    claim = (b'{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"cb"},"spec":{'
+             b'"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":1e400}}}}')
+    r = await http.post("/api/v1/namespaces/default/persistentvolumeclaims?dryRun=All", content=claim,
+                        headers=json_h)
+    assert r.status_code == 201, r.text
+    assert r.json()["spec"]["resources"]["requests"] == {"storage": "10e399"}
+    pod = (b'{"apiVersion":"v1","kind":"Pod","metadata":{"name":"pb"},"spec":{"containers":[{"name":"c",'
+           b'"image":"busybox","resources":{"requests":{"cpu":%s}}}],"overhead":{"cpu":%s}}}')
+    r = await http.post("/api/v1/namespaces/default/pods", content=pod % (b"1e400", b"1e400"), headers=json_h)
+    assert r.status_code == 201, r.text
+    assert r.json()["spec"]["overhead"] == {"cpu": "10e399"}
+    r = await http.post("/api/v1/namespaces/default/pods", content=pod.replace(b'"pb"', b'"pn"') % (b"-1e400", b"1"),
+                        headers=json_h)
+    assert r.status_code == 422, r.text
+    assert r.json()["details"]["causes"][0] == {
+        "reason": "FieldValueInvalid", "field": "spec.containers[0].resources.requests[cpu]",
+        "message": 'Invalid value: "-10e399": must be greater than or equal to 0'}
+    assert (await http.get("/api/v1/namespaces/default/resourcequotas/big")).json()["spec"]["hard"] == \
+        {"cpu": "10e399"}
+
+
+async def test_a_yaml_quantity_too_large_or_infinite_is_never_a_500(http: httpx2.AsyncClient) -> None:
+    # go-yaml keeps a plain scalar ParseFloat cannot read as its text (1.0e+400, a quantity);
+    # .inf and .nan are no quantity (pumice's Fraction overflowed: 500)
+    pod = ("apiVersion: v1\nkind: Pod\nmetadata: {name: py%d}\nspec:\n  containers: [{name: c, image: b, "
+           "resources: {requests: {cpu: %s}}}]\n")
+    yaml_h = {"Content-Type": "application/yaml"}
+    r = await http.post("/api/v1/namespaces/default/pods", content=pod % (1, "1.0e+400"), headers=yaml_h)
+    assert r.status_code == 201, r.text
+    assert r.json()["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "1.0e+400"}
+    for i, value in enumerate((".inf", "-.inf", ".nan"), start=2):
+        r = await http.post("/api/v1/namespaces/default/pods", content=pod % (i, value), headers=yaml_h)
+        assert (r.status_code, r.json()["details"]["causes"][0]["field"]) == \
+            (422, "spec.containers[0].resources.requests[cpu]"), r.text
+
+
+@pytest.mark.parametrize("number", [float("inf"), float("-inf"), float("nan")])
+def test_an_infinite_or_nan_float_is_no_quantity(number: float) -> None:
+    with pytest.raises(quantity.QuantityError):
+        quantity.parse_quantity(number)
