@@ -3,7 +3,8 @@ schedulers' VolumeBinding checks (pure functions over wire objects).
 
 Mirrors: kubernetes pkg/controller/volume/persistentvolume/index.go (the checks of
 findMatchingVolume), component-helpers storage/volume (GetPersistentVolumeClaimClass,
-PersistentVolumeClaimHasClass), pkg/volume/util CheckNodeAffinity and the annotation names of
+PersistentVolumeClaimHasClass), component-helpers storage/ephemeral (the claim of a generic
+ephemeral volume), pkg/volume/util CheckNodeAffinity and the annotation names of
 pkg/controller/volume/persistentvolume/util.
 """
 
@@ -57,20 +58,42 @@ def class_of(obj: Obj) -> str:
     return str((obj.get("spec") or {}).get("storageClassName") or "")
 
 
+def volume_claim_name(pod: Obj, volume: Obj) -> str:
+    """The name of the claim made for ``volume``, a generic ephemeral volume of ``pod``:
+    ``<pod name>-<volume name>`` (the name is all it takes: check the claim with
+    :func:`volume_is_for_pod` before using it).
+
+    Mirrors: component-helpers storage/ephemeral VolumeClaimName."""
+    return f"{(pod.get('metadata') or {}).get('name') or ''}-{volume.get('name', '')}"
+
+
+def volume_is_for_pod(pod: Obj, pvc: Obj) -> str:
+    """Why ``pvc`` is not the claim made for ``pod``'s ephemeral volume ("" when it is: same
+    namespace and controlled by the Pod), in kube's words:
+    ``PVC <ns>/<claim> was not created for pod <ns>/<pod> (pod is not owner)``.
+
+    Mirrors: component-helpers storage/ephemeral VolumeIsForPod."""
+    pmd, cmd = pod.get("metadata") or {}, pvc.get("metadata") or {}
+    owned = any(r.get("controller") and r.get("uid") == pmd.get("uid") for r in cmd.get("ownerReferences") or ())
+    if owned and cmd.get("namespace") == pmd.get("namespace"):
+        return ""
+    return (f"PVC {cmd.get('namespace') or ''}/{cmd.get('name') or ''} was not created for pod "
+            f"{pmd.get('namespace') or ''}/{pmd.get('name') or ''} (pod is not owner)")
+
+
 def pod_claims(pod: Obj) -> list[tuple[str, bool]]:
     """The claims a Pod uses, in volume order, as ``(claim name, ephemeral)``: a
-    ``persistentVolumeClaim`` volume's ``claimName``, and ``<pod>-<volume>`` for a generic
+    ``persistentVolumeClaim`` volume's ``claimName``, and :func:`volume_claim_name` for a generic
     ephemeral volume (the claim the ephemeral volume controller makes for it).
 
-    Mirrors: component-helpers storage/ephemeral VolumeClaimName; the volume walks of the
-    PersistentVolume controller's Pod index and VolumeBinding's podHasPVCs."""
-    name = str((pod.get("metadata") or {}).get("name") or "")
+    Mirrors: the volume walks of the PersistentVolume controller's Pod index and VolumeBinding's
+    podHasPVCs."""
     out = []
     for vol in (pod.get("spec") or {}).get("volumes") or ():
         if "persistentVolumeClaim" in vol:
             out.append((str((vol["persistentVolumeClaim"] or {}).get("claimName") or ""), False))
         elif "ephemeral" in vol:
-            out.append((f"{name}-{vol.get('name', '')}", True))
+            out.append((volume_claim_name(pod, vol), True))
     return out
 
 

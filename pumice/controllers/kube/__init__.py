@@ -26,6 +26,7 @@ name                      what it does
 ``resourcequota``         :mod:`.resourcequota`: ResourceQuota status (hard, used)
 ``pvc-protection``        :mod:`.volumeprotection`: a claim in use by a Pod outlives its delete
 ``pv-protection``         :mod:`.volumeprotection`: a bound volume outlives its delete
+``ephemeral-volume``      :mod:`.ephemeral`: the claim of each generic ephemeral volume of a Pod
 ========================  ====================================================================
 
 and ``horizontalpodautoscaling`` (:mod:`.horizontal`: HPA bounds, conditions and Events, no metrics).
@@ -43,6 +44,7 @@ from pumice.controllers.kube.daemonset import DaemonSetReconciler
 from pumice.controllers.kube.deployment import DeploymentReconciler
 from pumice.controllers.kube.disruption import DisruptionReconciler
 from pumice.controllers.kube.endpoints import EndpointsReconciler
+from pumice.controllers.kube.ephemeral import EphemeralVolumeReconciler
 from pumice.controllers.kube.garbagecollector import GarbageCollector
 from pumice.controllers.kube.horizontal import HorizontalReconciler
 from pumice.controllers.kube.job import DEFAULT_POD_FAILURE_BACKOFF, JobReconciler
@@ -81,6 +83,7 @@ SETUPS: dict[str, Callable[[Manager, KubeOptions], object]] = {
     "horizontalpodautoscaling": HorizontalReconciler.setup_with_manager,
     "pvc-protection": PVCProtectionReconciler.setup_with_manager,
     "pv-protection": PVProtectionReconciler.setup_with_manager,
+    "ephemeral-volume": EphemeralVolumeReconciler.setup_with_manager,
 }
 """Controller name -> its ``setup_with_manager`` (each controller builds and registers itself)."""
 
@@ -114,6 +117,7 @@ class KubeControllers:
         self.horizontalpodautoscaling: HorizontalReconciler | None = None
         self.pvc_protection: PVCProtectionReconciler | None = None
         self.pv_protection: PVProtectionReconciler | None = None
+        self.ephemeral_volume: EphemeralVolumeReconciler | None = None
 
 
 def setup(mgr: Manager, *, controllers: Iterable[str] | None = None, workers: int = 8,

@@ -92,7 +92,8 @@ def pod_uses_claim(pod: Obj, claim: Obj) -> bool:
     return False
 
 
-def _pod_claim_keys(pod: Obj) -> list[str]:
+def pod_claim_keys(pod: Obj) -> list[str]:
+    """:data:`POD_CLAIM_INDEX`'s values for ``pod`` (common.PodPVCIndexFunc)."""
     ns = _md(pod).get("namespace") or ""
     return [f"{ns}/{name}" for name, _ in pod_claims(pod)]
 
@@ -158,7 +159,7 @@ class PVCProtectionReconciler:
         self.client = client
         self.claims = claims
         self.pods = pods
-        pods.add_indexer(POD_CLAIM_INDEX, _pod_claim_keys)
+        pods.add_indexer(POD_CLAIM_INDEX, pod_claim_keys)
 
     async def reconcile(self, req: Request) -> Result:
         claim = self.claims.store.get(req.namespace, req.name)

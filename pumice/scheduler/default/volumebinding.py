@@ -57,6 +57,7 @@ from pumice.api.storage import (
     storage_bytes,
     topology_matches,
     volume_fits,
+    volume_is_for_pod,
     volume_node_affinity_matches,
 )
 
@@ -169,11 +170,6 @@ def has_claim_volumes(pod: Obj) -> bool:
     return False
 
 
-def _controlled_by(obj: Obj, owner_uid: str) -> bool:
-    return any(r.get("controller") and r.get("uid") == owner_uid
-               for r in (obj.get("metadata") or {}).get("ownerReferences") or ())
-
-
 def _delay_binding(pvc: Obj, listers: VolumeListers) -> bool:
     name = class_of(pvc)
     if not name:
@@ -201,8 +197,8 @@ def pre_filter(pod: Obj, listers: VolumeListers) -> PodVolumeClaims | str:
             return f'persistentvolumeclaim "{name}" bound to non-existent persistentvolume "{spec.get("volumeName") or ""}"'
         if (pvc.get("metadata") or {}).get("deletionTimestamp"):
             return f'persistentvolumeclaim "{name}" is being deleted'
-        if ephemeral and not _controlled_by(pvc, str(md.get("uid") or "")):
-            return f"PVC {ns}/{name} was not created for pod {ns}/{md.get('name', '')} (pod is not owner)"
+        if ephemeral and (why := volume_is_for_pod(pod, pvc)):
+            return why
         claims.append(pvc)
     bound: list[Obj] = []
     delayed: list[Obj] = []
