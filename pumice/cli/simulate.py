@@ -236,7 +236,7 @@ def _simulate(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str
         atexit.unregister(gc.freeze)
         atexit.register(gc.freeze)
         in_file = len(w.arrivals)
-        read_as = wl.detect_format(Path(workload_path)) if fmt == "auto" else fmt
+        read_as = w.format  # what "auto" detected: the file is read once (a pipe can be read only once)
         if sample_n is not None:
             w = wl.sample(w, sample_n, seed)
         if scale != 1.0:

@@ -150,17 +150,17 @@ class CsvRow:
         return x
 
 
-def read_csv(path: Path, fmt: str, required: tuple[str, ...]) -> list[CsvRow]:
+def read_csv(path: Path, fmt: str, required: tuple[str, ...], text: str | None = None) -> list[CsvRow]:
     """The data rows of a trace CSV in format ``fmt``, after checking that its header has every
-    ``required`` column.
+    ``required`` column. ``text``: the file's text when the caller read it already (a pipe,
+    ``--nodes <(...)``, can be read only once); ``None`` reads ``path``.
 
     Raises:
         InputError: not text, not CSV, ``<file>: the header does not match the <fmt> format:
             no column(s) a, b (its header: x,y,z)``, a row with more or fewer fields than the
             header (``<file>: row 3 (line 4): 6 field(s), the header has 7``), or no data row.
     """
-    text = read_text(path)
-    reader = csv.DictReader(io.StringIO(text))
+    reader = csv.DictReader(io.StringIO(read_text(path) if text is None else text))
     try:
         header = [h.strip() for h in (reader.fieldnames or [])]
         missing = [c for c in required if c not in header]
@@ -185,7 +185,8 @@ def read_csv(path: Path, fmt: str, required: tuple[str, ...]) -> list[CsvRow]:
 
 
 def load_nodes(path: str | Path) -> list[NodeSpec]:
-    """Read a node list in any supported format (see the module docstring).
+    """Read a node list in any supported format (see the module docstring). The file is read once
+    (a pipe, ``--nodes <(...)`` or ``/dev/stdin``, can be read only once).
 
     Raises:
         InputError: unknown header, a bad number, or no Node at all.
@@ -193,15 +194,16 @@ def load_nodes(path: str | Path) -> list[NodeSpec]:
     p = Path(path)
     if p.suffix in (".yaml", ".yml"):
         return _distinct(p, _yaml_nodes(p))
-    header = {h.strip() for h in read_text(p).split("\n", 1)[0].split(",")}
+    text = read_text(p)
+    header = {h.strip() for h in text.split("\n", 1)[0].split(",")}
     out: list[NodeSpec] = []
     if {"sn", "cpu_milli", "memory_mib", "gpu"} <= header:
-        for r in read_csv(p, "openb node list", ("sn", "cpu_milli", "memory_mib", "gpu")):
+        for r in read_csv(p, "openb node list", ("sn", "cpu_milli", "memory_mib", "gpu"), text):
             out.append(NodeSpec(r.text("sn"), int(r.number("cpu_milli", whole=True, positive=True)),
                                 int(r.number("memory_mib", whole=True, positive=True)) * MIB,
                                 int(r.number("gpu", whole=True, optional=True)), r.text("model")))
     elif {"machine", "gpu_type", "cap_cpu", "cap_mem", "cap_gpu"} <= header:
-        for r in read_csv(p, "PAI machine spec", ("machine", "gpu_type", "cap_cpu", "cap_mem", "cap_gpu")):
+        for r in read_csv(p, "PAI machine spec", ("machine", "gpu_type", "cap_cpu", "cap_mem", "cap_gpu"), text):
             out.append(NodeSpec(f"pai-{r.row - 1:04d}", int(r.number("cap_cpu", positive=True) * 1000),
                                 int(r.number("cap_mem", positive=True) * GIB),
                                 int(r.number("cap_gpu", whole=True, optional=True)),
@@ -209,7 +211,7 @@ def load_nodes(path: str | Path) -> list[NodeSpec]:
                                 labels={"pumice.io/machine": r.text("machine")}))
     elif {"num_switch", "num_node_p_switch", "num_gpu_p_node"} <= header:
         cols = ("num_switch", "num_node_p_switch", "num_gpu_p_node", "num_cpu_p_node", "mem_p_node")
-        for r in read_csv(p, "Tiresias cluster spec", cols):
+        for r in read_csv(p, "Tiresias cluster spec", cols, text):
             n = int(r.number("num_switch", whole=True, positive=True)) \
                 * int(r.number("num_node_p_switch", whole=True, positive=True))
             cpu = int(r.number("num_cpu_p_node", whole=True, positive=True)) * 1000
@@ -237,8 +239,9 @@ def _distinct(p: Path, nodes: list[NodeSpec]) -> list[NodeSpec]:
     return nodes
 
 
-def yaml_documents(path: Path) -> list[Any]:
+def yaml_documents(path: Path, text: str | None = None) -> list[Any]:
     """The non-empty YAML documents of a simulator input file, in order (PyYAML's safe types).
+    ``text``: the file's text when the caller read it already; ``None`` reads ``path``.
 
     Before anything is expanded, each document is checked by the API server's rule
     (:func:`pumice.api.yamlsafe.check_node`: go-yaml's alias ratio, depth and size), so an alias
@@ -248,7 +251,8 @@ def yaml_documents(path: Path) -> list[Any]:
         InputError: one line: not readable text, malformed YAML (``<file>:<line>:<col>: ...``), or
             ``yaml: document contains excessive aliasing`` (and the depth and size limits).
     """
-    text = read_text(path)
+    if text is None:
+        text = read_text(path)
     try:
         for node in yaml.compose_all(text, Loader=yaml.SafeLoader):
             check_node(node)

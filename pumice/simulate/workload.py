@@ -213,6 +213,8 @@ class Workload:
     queues: list[str] = field(default_factory=list)
     priority_classes: dict[str, int] = field(default_factory=dict)
     source: str = ""
+    format: str = ""
+    """The format it was read in (``tiresias``, ``yaml``, ...; :func:`load_workload` sets it)."""
 
     def sort(self) -> Workload:
         self.arrivals.sort(key=lambda a: (a.time, a.job))
@@ -301,12 +303,15 @@ def _gpu_job(name: str, t: float, gpus: int, per_worker: int, duration: float, q
 
 # -- adapters ----------------------------------------------------------------------------------
 
-def load_openb(path: Path, *, queue: str = "default") -> Workload:
+def load_openb(path: Path, *, queue: str = "default", text: str | None = None) -> Workload:
     arrivals = []
-    header = read_text(path).split("\n", 1)[0]
+    if text is None:
+        text = read_text(path)
+    header = text.split("\n", 1)[0]
     if "creation_time" not in header.split(",") and {"name", "num_gpu", "gpu_milli"} <= set(header.strip().split(",")):
         raise InputError(f"{path}: no creation_time column (the multigpu variants carry no times)")
-    for row in read_csv(path, "openb", ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "creation_time")):
+    for row in read_csv(path, "openb", ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "creation_time"),
+                        text):
         created = row.number("creation_time")
         sched = row.number("scheduled_time") if row.text("scheduled_time") else None
         deleted = row.number("deletion_time") if row.text("deletion_time") else None
@@ -356,8 +361,8 @@ def _philly_time(text: str) -> float:
     return dt.datetime.strptime(text, "%Y-%m-%d %H:%M:%S").replace(tzinfo=dt.UTC).timestamp()
 
 
-def load_philly(path: Path, *, gpus_per_worker: int = 8) -> Workload:
-    rows = read_csv(path, "philly", ("timestamp", "num_gpus", "cluster", "duration"))
+def load_philly(path: Path, *, gpus_per_worker: int = 8, text: str | None = None) -> Workload:
+    rows = read_csv(path, "philly", ("timestamp", "num_gpus", "cluster", "duration"), text)
     stamps = []
     for row in rows:
         try:
@@ -394,9 +399,9 @@ def pollux_run_seconds(application: str, replicas: int, batch_size: int) -> floa
     return seconds * n_ref / max(1, replicas)
 
 
-def load_pollux(path: Path, *, queue: str = "default") -> Workload:
+def load_pollux(path: Path, *, queue: str = "default", text: str | None = None) -> Workload:
     arrivals = []
-    for row in read_csv(path, "pollux", ("name", "time", "application", "num_replicas")):
+    for row in read_csv(path, "pollux", ("name", "time", "application", "num_replicas"), text):
         n = int(row.number("num_replicas", whole=True, positive=True))
         try:
             duration = pollux_run_seconds(row.text("application"), n,
@@ -407,10 +412,10 @@ def load_pollux(path: Path, *, queue: str = "default") -> Workload:
     return Workload(arrivals, [queue], {}, str(path)).sort()
 
 
-def load_tiresias(path: Path, *, queue: str = "default") -> Workload:
+def load_tiresias(path: Path, *, queue: str = "default", text: str | None = None) -> Workload:
     arrivals = []
     seen: dict[int, CsvRow] = {}
-    for row in read_csv(path, "tiresias", ("job_id", "num_gpu", "submit_time", "duration")):
+    for row in read_csv(path, "tiresias", ("job_id", "num_gpu", "submit_time", "duration"), text):
         job_id = int(row.number("job_id", whole=True))
         if job_id in seen:
             raise InputError(f"{row.where('job_id')}: job_id {job_id} repeats row {seen[job_id].row} "
@@ -426,9 +431,9 @@ DLRM_CPU_NODE_AFFINITY: Obj = {"nodeAffinity": {"requiredDuringSchedulingIgnored
 """Where a DLRM ``CN`` (CPU-node) instance may run: a Node without a GPU model."""
 
 
-def load_dlrm(path: Path, *, queue: str = "default") -> Workload:
+def load_dlrm(path: Path, *, queue: str = "default", text: str | None = None) -> Workload:
     arrivals = []
-    for row in read_csv(path, "dlrm", ("instance_sn", "cpu_request", "memory_request", "gpu_request")):
+    for row in read_csv(path, "dlrm", ("instance_sn", "cpu_request", "memory_request", "gpu_request"), text):
         created = row.number("creation_time", optional=True)
         deleted = row.number("deletion_time") if row.text("deletion_time") else None
         if deleted is not None and deleted < created:
@@ -459,23 +464,29 @@ def load_workload(path: str | Path, fmt: str = "auto", *, freeze: bool = False, 
     reading and the run, where the first one after reading walked all of it and later full ones
     again. ``gc.unfreeze`` (the run does at its end) makes them ordinary again.
 
+    The file is read once, and its text handed from format detection to the loader (a pipe,
+    ``--workload <(...)``, can be read only once). The workload's :attr:`Workload.format` is
+    the format it was read in.
+
     Raises:
         InputError: unknown format or a bad row.
     """
     p = Path(path)
-    if fmt == "auto":
-        fmt = detect_format(p)
     loaders = {"openb": load_openb, "philly": load_philly, "pollux": load_pollux, "tiresias": load_tiresias,
                "dlrm": load_dlrm, "yaml": load_yaml}
-    if fmt not in loaders:
+    if fmt != "auto" and fmt not in loaders:
         raise InputError(f"unknown workload format {fmt!r}; known: {', '.join(sorted(loaders))}")
+    text = read_text(p)
+    if fmt == "auto":
+        fmt = detect_format(p, text)
     # reading builds no reference cycles: with the collector paused, the hundreds of thousands
     # of manifest dicts a large trace makes cost no repeated collections over everything read
     # so far (Philly: 82,247 jobs read in 40% less time)
     paused = gc.isenabled()
     gc.disable()
     try:
-        w: Workload = loaders[fmt](p, **kw)  # type: ignore[operator]
+        w: Workload = loaders[fmt](p, text=text, **kw)  # type: ignore[operator]
+        w.format = fmt
         if freeze:
             gc.freeze()
     except (KeyError, ValueError, TypeError) as e:
@@ -504,10 +515,18 @@ def check_unique_jobs(path: Path, w: Workload) -> None:
         seen[a.job] = a.time
 
 
-def detect_format(p: Path) -> str:
+def detect_format(p: Path, text: str | None = None) -> str:
+    """The workload format of ``p``: ``yaml`` by its suffix, else by the CSV header of ``text``
+    (the file's text when the caller read it already; ``None`` reads ``p``).
+
+    Raises:
+        InputError: ``<file>: empty file``, ``<file>: cannot tell the workload format from its
+            header; pass --format``, or the file cannot be read.
+    """
     if p.suffix in (".yaml", ".yml"):
         return "yaml"
-    text = read_text(p)
+    if text is None:
+        text = read_text(p)
     if not text.strip():
         raise InputError(f"{p}: empty file")
     header = {h.strip() for h in text.split("\n", 1)[0].strip().split(",")}
@@ -552,7 +571,7 @@ def until(w: Workload, t: float | None) -> Workload:
 
 # -- the YAML format ---------------------------------------------------------------------------
 
-def load_yaml(path: Path) -> Workload:
+def load_yaml(path: Path, *, text: str | None = None) -> Workload:
     """The pumice workload YAML::
 
         kind: Workload              # optional
@@ -588,7 +607,7 @@ def load_yaml(path: Path) -> Workload:
         InputError: one line naming the file and the arrival, e.g. ``<file>: arrivals[0].manifest.
             spec.priorityClassName: no PriorityClass 'low' (declare it under `priorityClasses:`)``.
     """
-    docs = yaml_documents(path)
+    docs = yaml_documents(path, text)
     arrivals: list[Arrival] = []
     queues: list[str] = []
     classes: dict[str, int] = {}
