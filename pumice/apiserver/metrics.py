@@ -15,14 +15,18 @@ Mirrors: kubernetes-sigs/metrics-server pkg/api (node.go, pod.go: the objects, t
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from pumice._util.clock import rfc3339
+from pumice._util.errors import FATAL_TYPES
 from pumice.api import Obj
 from pumice.api.selectors import LabelSelector
 from pumice.apiserver.errors import StatusError
 from pumice.apiserver.registry import Registry
+
+log = logging.getLogger(__name__)
 
 __all__ = ["MetricsAPI"]
 
@@ -77,7 +81,19 @@ class MetricsAPI:
             docs = await asyncio.gather(*(one(ip, port) for ip, port in sorted(endpoints)))
         finally:
             await client.aclose()
-        return [d for d in [*docs, *(source() for source in self._sources)] if d]
+        return [d for d in [*docs, *(self._read(source) for source in self._sources)] if d]
+
+    @staticmethod
+    def _read(source: Callable[[], Obj | None]) -> Obj | None:
+        """``source()``, or None (logged) when it fails: one agent's failure leaves its Nodes and
+        Pods out, as an agent that does not answer over HTTP does, instead of failing every read."""
+        try:
+            return source()
+        except FATAL_TYPES:
+            raise
+        except Exception:
+            log.exception("usage source %r failed; its nodes and pods are left out", source)
+            return None
 
     async def serve(self, rest: list[str], labels: LabelSelector) -> Obj:
         """The document for the path after ``/apis/metrics.k8s.io/v1beta1``.

@@ -153,17 +153,24 @@ REASON_INVALID_SIMULATED_USAGE = "InvalidSimulatedUsage"
 def simulated_usage_annotation(ann: Mapping[str, str], key: str) -> tuple[Fraction | None, str | None]:
     """One usage annotation of a simulated Pod (``pumice.io/sim-cpu-usage``: cores;
     ``pumice.io/sim-memory-usage``: bytes): ``(value, None)``; ``(None, None)`` when absent;
-    ``(None, why)`` for a value that is no quantity or is negative (a usage below zero is no
-    usage: it is treated as absent, not reported as metrics)."""
+    ``(None, why)`` for a value that is no quantity (``ParseQuantity`` refuses surrounding
+    spaces too), is negative (a usage below zero is no usage) or is too large: more than int64
+    nanocores of cpu or int64 bytes of memory, the units metrics.k8s.io reports (``"1e400"``
+    overflowed the agent's float and failed every metrics read). A refused value is treated as
+    absent, not reported as metrics."""
     if key not in ann:
         return None, None
     raw = ann[key]
     try:
+        if raw != raw.strip():
+            raise quantity.QuantityError(raw)
         value = quantity.parse_quantity(raw)
     except quantity.QuantityError:
         return None, f"annotation {key}: {raw!r} is not a quantity"
     if value < 0:
         return None, f"annotation {key}: {raw!r} is negative"
+    if value * (10**9 if key == ANNOTATION_CPU_USAGE else 1) > quantity.INT64_MAX:
+        return None, f"annotation {key}: {raw!r} is too large"
     return value, None
 
 

@@ -603,6 +603,58 @@ async def test_a_negative_or_bad_usage_annotation_is_warned_of_once_and_reports_
     await agent.stop()
 
 
+@pytest.mark.looptime
+async def test_a_usage_annotation_too_large_or_spaced_is_warned_of_and_the_others_still_report() -> None:
+    """Trial 18 F-8: ``pumice.io/sim-cpu-usage: "1e400"`` parsed, then overflowed the agent's
+    float, and every metrics.k8s.io read (kubectl top, the HPA) answered 500. A value beyond
+    int64 nanocores / bytes is refused as a negative one is; ``" 100m"`` is no quantity
+    (ParseQuantity takes no spaces); a healthy Pod on the same Node still reports."""
+    clock = LoopClock()
+    client = FakeClient(clock=clock, graceful_pod_deletion=True)
+    agent = await _agent(client, clock)
+    await client.create(pod("huge", node="sim-0", annotations={"pumice.io/sim-cpu-usage": "1e400",
+                                                                "pumice.io/sim-memory-usage": "1e400"}))
+    await client.create(pod("spaced", node="sim-0", annotations={"pumice.io/sim-cpu-usage": " 100m"}))
+    await client.create(pod("fine", node="sim-0", annotations={"pumice.io/sim-cpu-usage": "9223372036",
+                                                                "pumice.io/sim-memory-usage": "8Ei"}))
+    for name in ("huge", "spaced", "fine"):
+        await wait_for(lambda name=name: phase_is(client, name, "Running"), timeout=10, interval=0.5)
+    doc = agent.simulated_usage()
+    assert doc is not None
+    assert [(p["name"], [(c["cpu"], c["memory"]) for c in p["containers"]]) for p in doc["pods"]] == [
+        ("fine", [(9223372036.0, 0)])]
+    await wait_for(lambda: _warnings(client), timeout=10, interval=0.5)
+    await clock.sleep(30)
+    assert await _warnings(client) == [
+        ("fine", "annotation pumice.io/sim-memory-usage: '8Ei' is too large; its usage is not reported", 1),
+        ("huge", "annotation pumice.io/sim-cpu-usage: '1e400' is too large; its usage is not reported", 1),
+        ("huge", "annotation pumice.io/sim-memory-usage: '1e400' is too large; its usage is not reported", 1),
+        ("spaced", "annotation pumice.io/sim-cpu-usage: ' 100m' is not a quantity; its usage is not reported", 1),
+    ]
+    await agent.stop()
+
+
+async def test_a_failing_usage_source_leaves_only_its_own_pods_out() -> None:
+    """One in-process agent whose usage document raises no longer makes every metrics.k8s.io
+    read a 500: its Nodes and Pods are left out (logged), as an agent that does not answer."""
+    from pumice.api.selectors import parse_label_selector
+    from pumice.testing.cluster import local_cluster
+
+    def broken() -> None:
+        raise OverflowError("integer division result too large for a float")
+
+    async with local_cluster() as c:
+        await c.client.create(pod("ok", node="sim-0"))
+        metrics = c.server.metrics
+        metrics.add_source(broken)
+        metrics.add_source(lambda: {"timestamp": 0.0, "window": 15.0, "nodes": {}, "pods": [
+            {"namespace": "default", "name": "ok", "node": "sim-0",
+             "containers": [{"name": "c", "cpu": 0.1, "memory": 1024}]}]})
+        got = await metrics.serve(["pods"], parse_label_selector(""))
+    assert [(i["metadata"]["name"], i["containers"][0]["usage"]) for i in got["items"]] == [
+        ("ok", {"cpu": "100000000n", "memory": "1Ki"})]
+
+
 async def _warnings(client: FakeClient) -> list[tuple[str, str, int]]:
     from pumice.api.scheme import EVENT
 
