@@ -638,12 +638,18 @@ def _modes(modes: Any) -> str:
     return ",".join(_ACCESS.get(m, m) for m in modes or [])
 
 
+def _storage_phase(o: Obj) -> str:
+    """A claim's or volume's STATUS cell: ``Terminating`` once it is being deleted (held by its
+    protection finalizer), else its phase. Mirrors: printers.go printPersistentVolume(Claim)."""
+    return "Terminating" if _meta(o).get("deletionTimestamp") else str(_status(o).get("phase", ""))
+
+
 def _pvc_cells(o: Obj, now: float) -> list[Cell]:
     spec, status = _spec(o), _status(o)
-    bound = status.get("phase") == "Bound"
-    return [_name(o), status.get("phase", ""), spec.get("volumeName", "") or "",
-            (status.get("capacity") or {}).get("storage", "") if bound else "",
-            _modes(status.get("accessModes")) if bound else "", spec.get("storageClassName") or "",
+    named = bool(spec.get("volumeName"))  # capacity and modes of a claim naming its volume
+    return [_name(o), _storage_phase(o), spec.get("volumeName", "") or "",
+            (status.get("capacity") or {}).get("storage", "") if named else "",
+            _modes(status.get("accessModes")) if named else "", spec.get("storageClassName") or "",
             "<unset>", _age(o, now), spec.get("volumeMode", "")]
 
 
@@ -652,7 +658,7 @@ def _pv_cells(o: Obj, now: float) -> list[Cell]:
     ref = spec.get("claimRef") or {}
     claim = f"{ref.get('namespace')}/{ref.get('name')}" if ref.get("name") else ""
     return [_name(o), (spec.get("capacity") or {}).get("storage", ""), _modes(spec.get("accessModes")),
-            spec.get("persistentVolumeReclaimPolicy", ""), status.get("phase", ""), claim,
+            spec.get("persistentVolumeReclaimPolicy", ""), _storage_phase(o), claim,
             spec.get("storageClassName") or "", "<unset>", status.get("reason", ""), _age(o, now),
             spec.get("volumeMode", "")]
 

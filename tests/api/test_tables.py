@@ -112,6 +112,29 @@ def test_node_deployment_job_and_service_rows():
         "s", "NodePort", "10.96.0.10", "<none>", "80:30080/TCP,53/UDP", "5m2s", "app=a"]
 
 
+def test_a_claim_or_volume_being_deleted_is_terminating():
+    # trial 18 F-2: a Bound claim held by kubernetes.io/pvc-protection showed Bound; printers.go
+    # prints Terminating for a claim or volume with a deletionTimestamp
+    md = {"creationTimestamp": CREATED, "deletionTimestamp": "2023-11-14T22:13:00Z",
+          "finalizers": ["kubernetes.io/pvc-protection"]}
+    claim = {"metadata": {"name": "data1", **md},
+             "spec": {"volumeName": "pv1", "storageClassName": "standard", "volumeMode": "Filesystem"},
+             "status": {"phase": "Bound", "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"]}}
+    assert to_table(kind("v1", "PersistentVolumeClaim"), [claim], NOW)["rows"][0]["cells"] == [
+        "data1", "Terminating", "pv1", "1Gi", "RWO", "standard", "<unset>", "5m2s", "Filesystem"]
+    volume = {"metadata": {"name": "pv1", **md},
+              "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                       "persistentVolumeReclaimPolicy": "Retain", "claimRef": {"namespace": "default", "name": "data1"},
+                       "storageClassName": "standard", "volumeMode": "Filesystem"},
+              "status": {"phase": "Bound"}}
+    assert to_table(kind("v1", "PersistentVolume"), [volume], NOW)["rows"][0]["cells"] == [
+        "pv1", "1Gi", "RWO", "Retain", "Terminating", "default/data1", "standard", "<unset>", "", "5m2s",
+        "Filesystem"]
+    del claim["metadata"]["deletionTimestamp"], volume["metadata"]["deletionTimestamp"]
+    assert to_table(kind("v1", "PersistentVolumeClaim"), [claim], NOW)["rows"][0]["cells"][1] == "Bound"
+    assert to_table(kind("v1", "PersistentVolume"), [volume], NOW)["rows"][0]["cells"][4] == "Bound"
+
+
 def test_small_kinds():
     cm = {"metadata": {"name": "c", "creationTimestamp": CREATED}, "data": {"a": "1", "b": "2"}}
     assert to_table(kind("v1", "ConfigMap"), [cm], NOW)["rows"][0]["cells"] == ["c", 2, "5m2s"]
