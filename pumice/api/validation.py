@@ -25,7 +25,9 @@ actions, onExitCodes, onPodConditions, restartPolicy Never), podReplacementPolic
 the immutable fields.
 
 Container and pod securityContexts also get the seccompProfile rules; hostPath volumes their
-path (no '..') and type rules.
+path (no '..') and type rules; generic ephemeral volumes their claim template (labels and
+annotations only in its metadata, the claim spec rules of :func:`validate_claim_spec`) and, in a
+Pod, a valid claim name ``<pod>-<volume>``.
 
 Deviates: only the rules listed per kind are checked (a subset of upstream's: not the volume
 sources' own fields beyond the required ones, volume devices, resize policies, sysctls,
@@ -53,7 +55,7 @@ from pumice.api.admission import FieldCause
 from pumice.api.godecode import go_json_value
 from pumice.api.intstr import int_value
 from pumice.api.memo import FixedPoints
-from pumice.api.quantity import ERR_FORMAT_WRONG, QuantityError, parse_quantity
+from pumice.api.quantity import ERR_FORMAT_WRONG, QuantityError, canonical_string, parse_quantity
 from pumice.api.schema import format_value, json_type_name
 from pumice.api.scheme import ResourceKind
 from pumice.api.selectors import SelectorError, from_label_selector
@@ -661,7 +663,9 @@ FILE_MODE_ERR = "must be a number between 0 and 0777 (octal), both inclusive"
 _VOLUME_SOURCE_ORDER = {key: i for i, key in enumerate(_VOLUME_SOURCES)}
 
 
-def _validate_volume_source(vol: Obj, field: str) -> list[FieldCause]:
+def _validate_volume_source(vol: Obj, field: str, pod_name: str = "") -> list[FieldCause]:
+    """validateVolumeSource of the volume at ``field``; ``pod_name`` (a Pod's, "" for a template)
+    names the claim of a generic ephemeral volume, which must be a valid object name."""
     out: list[FieldCause] = []
     count = 0
     keys = [k for k in vol if k in _VOLUME_SOURCE_ORDER and vol[k] is not None]
@@ -699,8 +703,88 @@ def _validate_volume_source(vol: Obj, field: str) -> list[FieldCause]:
                 out += _downward_api_file(item, sf)
         elif key == "projected":
             out += _projection_sources(src, sf)
+        elif key == "ephemeral":
+            out += _ephemeral_source(src, sf)
+            vname = vol.get("name")
+            if pod_name and vname and isinstance(vname, str):
+                claim = f"{pod_name}-{vname}"
+                out += [_invalid(f"{field}.name", vname, f"PVC name {quote(claim)}: {e}")
+                        for e in is_dns1123_subdomain(claim)]
     if not count:
         out.append(_required(field, "must specify a volume type"))
+    return out
+
+
+#: metadata fields a claim template may set (allowedTemplateObjectMetaFields); the others, in
+#: ObjectMeta's field order, are Forbidden when set
+_TEMPLATE_META_ALLOWED = ("labels", "annotations")
+_OBJECT_META_FIELDS = ("name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
+                       "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
+                       "annotations", "ownerReferences", "finalizers", "managedFields")
+
+
+def _ephemeral_source(src: Obj, field: str) -> list[FieldCause]:
+    """validateEphemeralVolumeSource: a ``volumeClaimTemplate`` (ValidatePersistentVolumeClaimTemplate:
+    only labels and annotations in its metadata, valid ones, and a valid claim spec)."""
+    template = src.get("volumeClaimTemplate")
+    tf = f"{field}.volumeClaimTemplate"
+    if template is None:
+        return [_required(tf)]
+    if not isinstance(template, dict):
+        return [_invalid(tf, template, "must be an object")]
+    md = template.get("metadata") or {}
+    out: list[FieldCause] = []
+    if isinstance(md, dict):
+        out += validate_annotations(md.get("annotations"), f"{tf}.metadata.annotations")
+        out += validate_labels(md.get("labels"), f"{tf}.metadata.labels")
+        # set: anything but Go's zero value (an empty list is set, as a non-nil empty slice)
+        out += [_forbidden(f"{tf}.metadata.{k}", "cannot be set") for k in _OBJECT_META_FIELDS
+                if k not in _TEMPLATE_META_ALLOWED and md.get(k) not in (None, "", 0)]
+    return out + validate_claim_spec(template.get("spec"), f"{tf}.spec")
+
+
+#: supportedAccessModes and supportedVolumeModes, sorted (sets.List)
+ACCESS_MODES = ["ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"]
+VOLUME_MODES = ["Block", "Filesystem"]
+
+
+def validate_claim_spec(spec: Any, field: str) -> list[FieldCause]:
+    """ValidatePersistentVolumeClaimSpec at ``field`` (a claim's ``spec``, or a claim template's):
+    at least one access mode, each supported and ReadWriteOncePod alone; a valid selector; a
+    positive ``resources.requests.storage``; a valid storageClassName and volumeMode.
+
+    Mirrors: kubernetes pkg/apis/core/validation/validation.go ValidatePersistentVolumeClaimSpec.
+    Deviates: dataSource, dataSourceRef and volumeAttributesClassName are not checked."""
+    spec = spec if isinstance(spec, dict) else {}
+    out: list[FieldCause] = []
+    modes = spec.get("accessModes") or []
+    if not modes:
+        out.append(_required(f"{field}.accessModes", "at least 1 access mode is required"))
+    out += label_selector_causes(spec.get("selector"), f"{field}.selector")
+    if isinstance(modes, list):
+        for mode in modes:
+            if mode not in ACCESS_MODES:
+                out.append(_not_supported(f"{field}.accessModes", mode, ACCESS_MODES))
+        known = [m for m in modes if m in ACCESS_MODES]
+        if "ReadWriteOncePod" in known and any(m != "ReadWriteOncePod" for m in known):
+            out.append(_forbidden(f"{field}.accessModes", "may not use ReadWriteOncePod with other access modes"))
+    requests = (spec.get("resources") or {}).get("requests") if isinstance(spec.get("resources"), dict) else None
+    storage = requests.get("storage") if isinstance(requests, dict) else None
+    at = f"{field}.resources[storage]"
+    if storage is None:
+        out.append(_required(at))
+    else:
+        try:
+            if parse_quantity(storage) <= 0:
+                out.append(_invalid(at, canonical_string(storage), "must be greater than zero"))
+        except (QuantityError, TypeError, ValueError):
+            out.append(_invalid(at, storage, QUANTITY_ERR))
+    cls = spec.get("storageClassName")
+    if isinstance(cls, str) and cls:
+        out += [_invalid(f"{field}.storageClassName", cls, e) for e in is_dns1123_subdomain(cls)]
+    mode = spec.get("volumeMode")
+    if mode is not None and mode not in VOLUME_MODES:
+        out.append(_not_supported(f"{field}.volumeMode", mode, VOLUME_MODES))
     return out
 
 
@@ -804,8 +888,9 @@ def _projection_sources(src: Obj, field: str) -> list[FieldCause]:
     return out
 
 
-def _validate_volumes(volumes: Any, field: str) -> tuple[set[str], list[FieldCause]]:
-    """ValidateVolumes: the names of the valid volumes (the ones mounts may name) and the causes."""
+def _validate_volumes(volumes: Any, field: str, pod_name: str = "") -> tuple[set[str], list[FieldCause]]:
+    """ValidateVolumes: the names of the valid volumes (the ones mounts may name) and the causes
+    (``pod_name``: see :func:`_validate_volume_source`)."""
     names: set[str] = set()
     out: list[FieldCause] = []
     if not isinstance(volumes, list):
@@ -816,7 +901,7 @@ def _validate_volumes(volumes: Any, field: str) -> tuple[set[str], list[FieldCau
             out.append(_invalid(vf, vol, "must be an object"))
             continue
         name = vol.get("name") or ""
-        errs = _validate_volume_source(vol, vf)
+        errs = _validate_volume_source(vol, vf, pod_name)
         if not name:
             errs.append(_required(f"{vf}.name"))
         else:
@@ -1216,28 +1301,35 @@ def _remember_valid(key: tuple[Any, bytes] | None, out: list[FieldCause]) -> lis
     return out
 
 
-def validate_pod_spec(spec: Any, field: str, restart_policies: list[str] | None = None) -> list[FieldCause]:
+def validate_pod_spec(spec: Any, field: str, restart_policies: list[str] | None = None, *,
+                      pod_name: str = "") -> list[FieldCause]:
     """Rules for a PodSpec at ``field`` (``spec`` or ``spec.template.spec``), in upstream's order:
     volumes, containers, init containers, hostNetwork ports, restartPolicy (in ``restart_policies``,
     default Always/OnFailure/Never), dnsPolicy, nodeSelector, securityContext, affinity, dnsConfig,
     topologySpreadConstraints, serviceAccountName, nodeName, activeDeadlineSeconds, hostname,
     subdomain, tolerations, priorityClassName. One pass; a spec found valid is remembered.
+    ``pod_name``: a Pod's name (not a template's), with which each generic ephemeral volume's
+    claim name must be a valid object name.
 
     Mirrors: kubernetes pkg/apis/core/validation/validation.go ValidatePodSpec (the rules listed in
     the module docstring; volume sources are checked for count and a few required fields only)."""
     if not isinstance(spec, dict):
         return [_required(field)]
     out: list[FieldCause] = []
-    key = _valid_key(("podspec", field, tuple(restart_policies or ())), spec)
+    # the Pod's name matters only to a spec with an ephemeral volume (its claim names)
+    vols = spec.get("volumes")
+    named = pod_name if isinstance(vols, list) and any(isinstance(v, dict) and "ephemeral" in v for v in vols) else ""
+    key = _valid_key(("podspec", field, tuple(restart_policies or ()), named), spec)
     if key is not None and key in _VALID:
         return out
-    out = _validate_pod_spec(spec, field, restart_policies)
+    out = _validate_pod_spec(spec, field, restart_policies, named)
     return _remember_valid(key, out)
 
 
-def _validate_pod_spec(spec: Obj, field: str, restart_policies: list[str] | None) -> list[FieldCause]:
+def _validate_pod_spec(spec: Obj, field: str, restart_policies: list[str] | None, pod_name: str) -> list[FieldCause]:
     grace = spec.get("terminationGracePeriodSeconds")
-    volumes, out = _validate_volumes(spec["volumes"], f"{field}.volumes") if "volumes" in spec else (set(), [])
+    volumes, out = _validate_volumes(spec["volumes"], f"{field}.volumes", pod_name) if "volumes" in spec \
+        else (set(), [])
     out += _validate_containers(spec, field, volumes, grace)
     if spec.get("hostNetwork") is True:
         out += _host_network_ports(spec, field)
@@ -2688,7 +2780,8 @@ def _validate_pod(obj: Obj, old: Obj | None) -> list[FieldCause]:
     metadata changed: a stored Pod that breaks a rule cannot change its labels or finalizers
     until its spec is fixed, as upstream (a spec validated before is remembered, so this costs
     one encoding of the spec)."""
-    out = validate_pod_spec(obj.get("spec"), "spec") + _containers_only_for_pod(obj.get("spec"))
+    out = validate_pod_spec(obj.get("spec"), "spec", pod_name=str((obj.get("metadata") or {}).get("name") or "")) \
+        + _containers_only_for_pod(obj.get("spec"))
     if old is None:
         spec = obj.get("spec")
         if isinstance(spec, dict) and spec.get("ephemeralContainers"):

@@ -23,6 +23,7 @@ from pumice.api.scheme import ResourceKind
 from pumice.api.selectors import SelectorError, from_label_selector
 from pumice.api.validation import (
     label_selector_causes,
+    validate_claim_spec,
     validate_job_template_spec,
     validate_object,
     validate_percent_or_count,
@@ -346,11 +347,7 @@ def _check_pdb(spec: Obj, old: Obj | None) -> list[FieldCause]:
 
 
 def _check_pvc(spec: Obj, old: Obj | None) -> list[FieldCause]:
-    out: list[FieldCause] = []
-    if not spec.get("accessModes"):
-        out.append(_required("spec.accessModes"))
-    if not ((spec.get("resources") or {}).get("requests") or {}).get("storage"):
-        out.append(_required("spec.resources[storage]"))
+    out = validate_claim_spec(spec, "spec")
     if old is not None:
         ospec = old.get("spec") or {}
         for key in ("accessModes", "storageClassName", "selector", "volumeMode"):
