@@ -25,7 +25,7 @@ import signal
 from collections.abc import Callable, Iterator
 from types import FrameType
 
-__all__ = ["DEFAULT_GRACE", "interrupt_on_signals", "stop_on_signals"]
+__all__ = ["DEFAULT_GRACE", "Interrupted", "interrupt_on_signals", "raise_on_signals", "stop_on_signals"]
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +93,40 @@ def interrupt_on_signals(on_first: Callable[[signal.Signals], None],
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield got
+    finally:
+        for sig, h in previous.items():
+            signal.signal(sig, h)
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM received inside :func:`raise_on_signals`; :attr:`signal` says which. A
+    KeyboardInterrupt, so what handles Ctrl-C handles SIGTERM there the same way."""
+
+    def __init__(self, sig: signal.Signals) -> None:
+        super().__init__(sig.name)
+        self.signal = sig
+
+
+@contextlib.contextmanager
+def raise_on_signals() -> Iterator[None]:
+    """While the block runs, SIGINT or SIGTERM raises :class:`Interrupted` in the main thread,
+    also out of a blocking system call: opening a FIFO that no writer opened waits in ``open()``
+    for good, and Python resumes a call a signal interrupted unless the handler raised. Installed
+    also when the process started with SIGINT ignored (a background job of a shell script), as
+    Go's ``signal.Notify`` and so client-go's SetupSignalHandler are. The handlers in place
+    before are restored on exit.
+
+    Must be entered from the main thread (Python delivers signals there only).
+
+    Raises:
+        Interrupted: a SIGINT or SIGTERM arrived.
+    """
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        raise Interrupted(signal.Signals(signum))
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
     finally:
         for sig, h in previous.items():
             signal.signal(sig, h)

@@ -9,6 +9,7 @@ import gc
 import json
 import math
 import shutil
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -199,18 +200,22 @@ def command(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str |
     try:
         _simulate(nodes_path, workload_path, fmt, scheduler_conf, compare, queues_path, batch_scheduler, seed,
                   until, scale, sample_n, period, out_dir, no_plots, quiet)
-    except KeyboardInterrupt:
-        # Ctrl-C before the run's own handler is in place (imports, loading the trace): nothing
-        # ran, nothing to report; the same status as an interrupted run, without click's "Aborted!"
-        click.echo("interrupted (SIGINT) before the run started; nothing simulated, no report", err=True)
-        raise click.exceptions.Exit(130) from None
+    except KeyboardInterrupt as e:
+        # Ctrl-C (or SIGTERM, while the inputs are read) before the run's own handler is in place:
+        # nothing ran, nothing to report; the same status as an interrupted run, without click's
+        # "Aborted!"
+        from pumice.cli._signals import Interrupted
+
+        sig = e.signal if isinstance(e, Interrupted) else signal.SIGINT
+        click.echo(f"interrupted ({sig.name}) before the run started; nothing simulated, no report", err=True)
+        raise click.exceptions.Exit(128 + sig.value) from None
 
 
 def _simulate(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str | None,
               compare: tuple[str, str] | None, queues_path: str | None, batch_scheduler: str, seed: int,
               until: str | None, scale: float, sample_n: int | None, period: float, out_dir: str, no_plots: bool,
               quiet: bool) -> None:
-    from pumice.cli._signals import interrupt_on_signals
+    from pumice.cli._signals import interrupt_on_signals, raise_on_signals
     from pumice.scheduler.volcano.conf import ConfigError, load_conf
     from pumice.simulate import nodes as nodes_mod
     from pumice.simulate import report
@@ -227,41 +232,44 @@ def _simulate(nodes_path: str, workload_path: str, fmt: str, scheduler_conf: str
         raise click.BadParameter(f"the scheduling period must be less than the {STALL_AFTER_SECONDS:g} simulated "
                                  f"seconds without a change after which a run ends stalled, got {period:g}",
                                  param_hint="'--period'")
-    try:
-        node_specs = nodes_mod.load_nodes(nodes_path)
-        w = wl.load_workload(workload_path, fmt, freeze=True)  # a run follows: see load_workload
-        # the interpreter's last collection at exit walked every object left (the imported
-        # modules', ~0.25 s): the process ends, nothing there needs collecting (registered once
-        # however often a process calls this: unregister drops an earlier registration)
-        atexit.unregister(gc.freeze)
-        atexit.register(gc.freeze)
-        in_file = len(w.arrivals)
-        read_as = w.format  # what "auto" detected: the file is read once (a pipe can be read only once)
-        if sample_n is not None:
-            w = wl.sample(w, sample_n, seed)
-        if scale != 1.0:
-            w = wl.scale(w, scale)
-        w = wl.until(w, until_s)
-        _check_span(w, workload_path, scale, until_s)
-        queues = _load_queues(queues_path) if queues_path else []
-        confs: list[tuple[str, str | None]] = []
-        if compare:
-            if scheduler_conf:
-                raise click.UsageError("give either --scheduler-conf or --compare A.conf B.conf")
-            names = [Path(c).stem for c in compare]
-            if names[0] == names[1]:
-                names = [f"{names[0]}-A", f"{names[1]}-B"]
-            confs = list(zip(names, compare, strict=True))
-        else:
-            confs = [(Path(scheduler_conf).stem if scheduler_conf else "default", scheduler_conf)]
-        for _, c in confs:
-            if c is not None:
-                for warning in load_conf(Path(c)).warnings:  # a path, never YAML text (/dev/null is no file)
-                    click.echo(f"Warning: {warning}", err=True)
-    except ConfigError as e:
-        raise _BadSchedulerConf(str(e)) from None
-    except (nodes_mod.InputError, OSError) as e:
-        raise _BadInputFile(str(e)) from None
+    # a FIFO no writer has opened blocks its open(): a signal must end that wait too (and one
+    # ignored since the start, as in a shell script's background job, still counts)
+    with raise_on_signals():
+        try:
+            node_specs = nodes_mod.load_nodes(nodes_path)
+            w = wl.load_workload(workload_path, fmt, freeze=True)  # a run follows: see load_workload
+            # the interpreter's last collection at exit walked every object left (the imported
+            # modules', ~0.25 s): the process ends, nothing there needs collecting (registered once
+            # however often a process calls this: unregister drops an earlier registration)
+            atexit.unregister(gc.freeze)
+            atexit.register(gc.freeze)
+            in_file = len(w.arrivals)
+            read_as = w.format  # what "auto" detected: the file is read once (a pipe can be read only once)
+            if sample_n is not None:
+                w = wl.sample(w, sample_n, seed)
+            if scale != 1.0:
+                w = wl.scale(w, scale)
+            w = wl.until(w, until_s)
+            _check_span(w, workload_path, scale, until_s)
+            queues = _load_queues(queues_path) if queues_path else []
+            confs: list[tuple[str, str | None]] = []
+            if compare:
+                if scheduler_conf:
+                    raise click.UsageError("give either --scheduler-conf or --compare A.conf B.conf")
+                names = [Path(c).stem for c in compare]
+                if names[0] == names[1]:
+                    names = [f"{names[0]}-A", f"{names[1]}-B"]
+                confs = list(zip(names, compare, strict=True))
+            else:
+                confs = [(Path(scheduler_conf).stem if scheduler_conf else "default", scheduler_conf)]
+            for _, c in confs:
+                if c is not None:
+                    for warning in load_conf(Path(c)).warnings:  # a path, never YAML text (/dev/null is no file)
+                        click.echo(f"Warning: {warning}", err=True)
+        except ConfigError as e:
+            raise _BadSchedulerConf(str(e)) from None
+        except (nodes_mod.InputError, OSError) as e:
+            raise _BadInputFile(str(e)) from None
     inputs: dict[str, Any] = {
         "nodes": nodes_path, "workload": workload_path, "format": read_as, "queues": queues_path,
         "scheduler_conf": list(compare) if compare else scheduler_conf,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from pumice.cli._signals import interrupt_on_signals
+from pumice.cli._signals import Interrupted, interrupt_on_signals, raise_on_signals
 from pumice.simulate.nodes import NodeSpec
 from pumice.simulate.report import write_run
 from pumice.simulate.runner import INTERRUPTED, SimConfig, StopFlag, simulate
@@ -134,6 +134,14 @@ def test_interrupt_on_signals_calls_back_once_and_restores_the_handlers() -> Non
     assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
 
 
+def test_raise_on_signals_raises_which_signal_came_and_restores_the_handlers() -> None:
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    with pytest.raises(Interrupted) as caught, raise_on_signals():
+        os.kill(os.getpid(), signal.SIGTERM)  # Python runs the handler before os.kill returns
+    assert caught.value.signal == signal.SIGTERM and isinstance(caught.value, KeyboardInterrupt)
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
+
+
 @pytest.mark.skipif(not (OPENB / "openb_pod_list_default.csv").exists(), reason="openb trace not in ../shared")
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_mid_run_writes_the_partial_report_and_exits_130(tmp_path: Path, sig: signal.Signals) -> None:
@@ -242,3 +250,47 @@ def test_a_second_ctrl_c_before_the_report_says_so_and_removes_the_empty_output_
     assert proc.stderr.strip().splitlines() == [
         f"SIGINT again: exited before the report was written; no report ({out} removed)"]
     assert not out.exists()
+
+
+def _waiting_in_open(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether ``proc`` waits in the kernel for a FIFO's other end (Linux: its wchan)."""
+    try:
+        return Path(f"/proc/{proc.pid}/wchan").read_text() == "wait_for_partner"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/wchan").exists(), reason="needs Linux /proc")
+@pytest.mark.parametrize(("sig", "ignored"), [(signal.SIGINT, False), (signal.SIGINT, True), (signal.SIGTERM, False)])
+def test_a_signal_ends_the_wait_for_a_fifo_no_writer_opens(tmp_path: Path, sig: signal.Signals,
+                                                            ignored: bool) -> None:
+    """Trial 18 F-6: ``--nodes FIFO`` with no writer waits in open() for good; SIGTERM killed it
+    without a word, and SIGINT did nothing when it started with SIGINT ignored (a background job
+    of a shell script, as the trial ran it). Each now ends it with one line, exit 128 + signal."""
+    fifo = tmp_path / "nodes.fifo"
+    os.mkfifo(fifo)
+    w = tmp_path / "w.yaml"
+    w.write_text(THREE.format(ARRIVAL.format(at=0)))
+
+    def ignore_sigint() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from pumice.cli.main import main; main()", "simulate", "--nodes", str(fifo),
+         "--workload", str(w), "--no-plots", "--quiet", "--out", str(tmp_path / "out")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+        preexec_fn=ignore_sigint if ignored else None)
+    try:
+        for _ in range(1200):  # imports take a few seconds on a busy machine
+            if _waiting_in_open(proc) or proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert _waiting_in_open(proc)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert (proc.returncode, err.decode().splitlines()) == (
+        128 + sig.value, [f"interrupted ({sig.name}) before the run started; nothing simulated, no report"])
+    assert not (tmp_path / "out").exists()
