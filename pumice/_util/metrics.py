@@ -22,6 +22,7 @@ from typing import Generic, TypeVar
 
 from prometheus_client import REGISTRY, CollectorRegistry, disable_created_metrics, generate_latest
 from prometheus_client import metrics as _prometheus_metrics
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample
@@ -32,9 +33,16 @@ _C = TypeVar("_C")
 disable_created_metrics()
 
 
+EXPOSITION_CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
+"""``text/plain; version=0.0.4; charset=utf-8``: the Content-Type of :func:`exposition`, as
+client_golang's expfmt names the text format (prometheus_client's CONTENT_TYPE_LATEST says
+``version=1.0.0``, its UTF-8 names form, which it only writes when a scraper asks for it).
+Newer client_golang releases append ``; escaping=underscores``; not written here."""
+
+
 def exposition(registry: CollectorRegistry = REGISTRY) -> bytes:
     """The Prometheus text format (0.0.4) of ``registry`` (default: the process's), without
-    ``_created`` series: what a ``/metrics`` endpoint serves.
+    ``_created`` series: what a ``/metrics`` endpoint serves, as :data:`EXPOSITION_CONTENT_TYPE`.
 
     Mirrors: client_golang prometheus/promhttp (the text encoding, which writes no created samples)."""
     return generate_latest(registry)

@@ -28,7 +28,6 @@ from email.utils import formatdate
 from typing import Any, NamedTuple
 
 import msgspec
-from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect, Request
@@ -37,7 +36,7 @@ from starlette.routing import Route
 
 from pumice._util.clock import Clock
 from pumice._util.gostrings import atoi
-from pumice._util.metrics import exposition
+from pumice._util.metrics import EXPOSITION_CONTENT_TYPE, exposition
 from pumice.api import gojson
 from pumice.api import protobuf as pb
 from pumice.api.admission import FieldCause
@@ -452,7 +451,7 @@ class _Api:
             raise _not_found_path()
         if request.method != "GET":
             raise errors.method_not_allowed()
-        return Response(exposition(), media_type=CONTENT_TYPE_LATEST)
+        return Response(exposition(), media_type=EXPOSITION_CONTENT_TYPE)
 
     async def _openapi_root(self, request: Request, parts: list[str]) -> Response:
         return self._openapi(request, parts)

@@ -16,13 +16,12 @@ import socket
 from collections.abc import Callable, Iterator
 
 import uvicorn
-from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.requests import Request as HttpRequest
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from pumice._util.metrics import exposition
+from pumice._util.metrics import EXPOSITION_CONTENT_TYPE, exposition
 
 Check = Callable[[], bool]
 
@@ -45,7 +44,7 @@ def build_app(healthz: dict[str, Check], readyz: dict[str, Check], *, metrics: b
         return run(readyz)
 
     async def metrics_ep(_: HttpRequest) -> Response:
-        return Response(exposition(), media_type=CONTENT_TYPE_LATEST)
+        return Response(exposition(), media_type=EXPOSITION_CONTENT_TYPE)
 
     routes = [Route("/healthz", healthz_ep), Route("/readyz", readyz_ep)]
     if metrics:

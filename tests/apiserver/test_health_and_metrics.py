@@ -198,3 +198,17 @@ async def test_a_server_built_without_request_metrics_counts_no_request() -> Non
             await client.close()
         finally:
             srv.close()
+
+
+async def test_metrics_are_served_as_the_0_0_4_text_format_as_client_golang_names_it(
+        http: httpx2.AsyncClient) -> None:
+    # trial 18 F-9: both /metrics endpoints said version=1.0.0 (prometheus_client's
+    # CONTENT_TYPE_LATEST); kube-apiserver and controller-runtime answer the 0.0.4 text format
+    from pumice.runtime.health import build_app
+
+    r = await http.get("/metrics")
+    assert (r.status_code, r.headers["content-type"]) == (200, "text/plain; version=0.0.4; charset=utf-8")
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=build_app({}, {})),
+                                  base_url="http://manager") as manager:
+        r = await manager.get("/metrics")
+    assert (r.status_code, r.headers["content-type"]) == (200, "text/plain; version=0.0.4; charset=utf-8")
