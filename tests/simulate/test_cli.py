@@ -608,6 +608,28 @@ def test_an_alias_bomb_in_any_yaml_input_is_refused_before_it_is_expanded(tmp_pa
         assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("deep", [
+    "kind: Workload\narrivals: " + "[" * 5000 + "]" * 5000 + "\n",  # the trial's: flow style
+    "arrivals:\n" + "".join(f"{' ' * i}- \n" for i in range(0, 3000, 1)),  # block style
+    "arrivals: " + "[" * 150 + "]" * 150 + "\n",  # composed, then refused by the depth check
+])
+def test_a_yaml_input_nested_too_deep_is_one_line_and_exit_2(tmp_path: Path, deep: str) -> None:
+    """Trial 18 F-7: 5,000 nested sequences were "internal error (RecursionError ...)", exit 1
+    (PyYAML's composer recurses once per level); go-yaml refuses such nesting too."""
+    nodes, bad = tmp_path / "nodes.yaml", tmp_path / "deep.yaml"
+    nodes.write_text(NODE_YAML)
+    bad.write_text(deep)
+    good = tmp_path / "w.yaml"
+    good.write_text("arrivals:\n- {at: 0, duration: 1, manifest: {apiVersion: v1, kind: Pod}}\n")
+    for args in (["--nodes", str(nodes), "--workload", str(bad)],
+                 ["--nodes", str(bad), "--workload", str(good)],
+                 ["--nodes", str(nodes), "--workload", str(good), "--queues", str(bad)]):
+        r = CliRunner().invoke(main, ["simulate", *args, "--quiet", "--no-plots", "--out", str(tmp_path / "o")])
+        assert r.exit_code == 2, r.output
+        assert r.output.strip().splitlines() == [f"Error: {bad}: yaml: exceeded max depth of 100"]
+        assert not (tmp_path / "o").exists()
+
+
 STORAGE_PODS = """arrivals:
 - at: 0
   duration: 30
