@@ -32,7 +32,7 @@ from __future__ import annotations
 from typing import Any
 
 from pumice.api import protobuf
-from pumice.api.quantity import ERR_FORMAT_WRONG, QuantityError, parse_quantity
+from pumice.api.quantity import ERR_FORMAT_WRONG, ERR_SUFFIX, QuantityError, parse_quantity
 
 __all__ = ["go_json_value", "unmarshal_error"]
 
@@ -90,7 +90,9 @@ def _quantity(value: Any) -> None:
     if isinstance(value, str):
         try:
             parse_quantity(value)
-        except (QuantityError, KeyError, ValueError):
+        except QuantityError as e:
+            raise _Found(ERR_SUFFIX if str(e).startswith(ERR_SUFFIX) else QUANTITY_FORMAT_WRONG) from None
+        except (KeyError, ValueError):
             raise _Found(QUANTITY_FORMAT_WRONG) from None
 
 

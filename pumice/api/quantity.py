@@ -32,6 +32,8 @@ SPLIT_RE_STRING = r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
 """Go's loose quantity pattern (quantity.go splitREString), as its error names it."""
 ERR_FORMAT_WRONG = f"quantities must match the regular expression '{SPLIT_RE_STRING}'"
 """Go's ``resource.ErrFormatWrong`` text."""
+ERR_SUFFIX = "unable to parse quantity's suffix"
+"""Go's ``resource.ErrSuffix`` text (an ``e`` exponent beyond int64, an unknown suffix)."""
 _RE = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?\d+|[numkMGTPE]?)$")
 
 
@@ -69,8 +71,8 @@ def parse_quantity(q: str | int | float) -> Fraction:
     Returns:
         The exact value as a Fraction (cpu in cores, memory in bytes).
     Raises:
-        QuantityError: the string does not match the quantity grammar, or the float is infinite or
-            NaN.
+        QuantityError: the string does not match the quantity grammar or its ``e`` exponent is
+            beyond int64 (Go's ErrSuffix), or the float is infinite or NaN.
     Deviates: an ``e`` exponent beyond +-1000 counts as +-1000 (Go keeps the exact scale, but
     ``Value()``/``MilliValue()`` cannot return such amounts either).
     """
@@ -104,7 +106,10 @@ def _parse_text(text: str) -> Fraction:
         # an exponent far outside any amount is clamped: 10**exp of a 7-digit exponent alone takes
         # seconds (Go keeps it as an int64 mantissa and a scale); the value stays beyond int64
         # either way, or below a nano-unit, which is all a caller can tell apart
-        exp = max(-_MAX_EXPONENT, min(_MAX_EXPONENT, int(suffix[1:])))
+        exp = int(suffix[1:])
+        if not -(2**63) <= exp < 2**63:  # strconv.ParseInt(..., 64) of the exponent fails in Go
+            raise QuantityError(f"{ERR_SUFFIX}: {s!r}")
+        exp = max(-_MAX_EXPONENT, min(_MAX_EXPONENT, exp))
         return base * (Fraction(10) ** exp)
     return base * _DECIMAL[suffix]
 
@@ -355,7 +360,7 @@ def _interpret(suffix: str) -> tuple[str, int]:
         digits = rest[1:] if rest[0] in "+-" else rest
         if digits and set(digits) <= _DIGITS and len(digits) <= 100 and -(2**63) <= int(rest) < 2**63:
             return DECIMAL_EXPONENT, int(rest)
-    raise QuantityError(f"unable to parse quantity's suffix: {suffix!r}")
+    raise QuantityError(f"{ERR_SUFFIX}: {suffix!r}")
 
 
 def _away(n: int, d: int) -> int:

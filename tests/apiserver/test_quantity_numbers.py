@@ -301,3 +301,18 @@ async def test_a_yaml_quantity_too_large_or_infinite_is_never_a_500(http: httpx2
 def test_an_infinite_or_nan_float_is_no_quantity(number: float) -> None:
     with pytest.raises(quantity.QuantityError):
         quantity.parse_quantity(number)
+
+
+@pytest.mark.parametrize("value", [b'"1e9223372036854775808"', b"1e999999999999999999999", b'"-1e-9223372036854775809"'])
+async def test_a_quantity_exponent_beyond_int64_is_go_s_suffix_error(http: httpx2.AsyncClient, value: bytes) -> None:
+    # ParseQuantity reads the exponent with strconv.ParseInt(..., 64): beyond int64 it is
+    # ErrSuffix, a decode error (pumice clamped it and stored the text)
+    pod = (b'{"apiVersion":"v1","kind":"Pod","metadata":{"name":"px"},"spec":{"containers":[{"name":"c",'
+           b'"image":"busybox","resources":{"requests":{"cpu":%s}}}]}}')
+    r = await http.post("/api/v1/namespaces/default/pods", content=pod % value,
+                        headers={"Content-Type": "application/json"})
+    assert (r.status_code, r.json()["message"]) == (
+        400, "Pod in version \"v1\" cannot be handled as a Pod: unable to parse quantity's suffix"), r.text
+    r = await http.post("/api/v1/namespaces/default/pods", content=pod % b'"1e9223372036854775807"',
+                        headers={"Content-Type": "application/json"})
+    assert r.status_code == 201, r.text
