@@ -39,7 +39,7 @@ def _uses_real_ray(module: Path) -> bool:
 def scope_of(nodeid: str, rootpath: Path) -> str:
     """The xdist work unit of ``nodeid``: :data:`REAL_RAY_UNIT` for a test of a real-Ray module,
     the ``@group`` suffix where one is present (loadgroup's own rule), else the nodeid itself."""
-    if "@" in nodeid:
+    if nodeid.rfind("@") > nodeid.rfind("]"):  # not an "@" inside a parameter id (xdist's test)
         return nodeid.rsplit("@", 1)[-1]
     if _uses_real_ray(rootpath / nodeid.split("::", 1)[0]):
         return REAL_RAY_UNIT

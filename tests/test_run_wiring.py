@@ -25,7 +25,7 @@ def test_every_test_of_a_real_ray_module_shares_one_unit() -> None:
 def test_other_tests_are_each_their_own_unit() -> None:
     for nodeid in ("tests/apiserver/test_quantity_numbers.py::test_an_hpa_metric_target_number_is_stored_as_a_string",
                    "tests/cli/test_ray_cli_up.py::test_the_verbs_against_pumice_up_simulated",
-                   "tests/no_such_module.py::test_x[1]"):
+                   "tests/no_such_module.py::test_x[1]", "tests/no_such_module.py::test_y[user@host]"):
         assert scope_of(nodeid, ROOT) == nodeid
 
 

@@ -108,12 +108,13 @@ def _kuberay_config(path: str) -> dict[str, Any]:
 
     import yaml
 
+    from pumice._util.files import InputFileError, read_text_file
     from pumice.controllers.ray.options import ConfigurationError, KubeRayConfiguration
 
     try:
-        doc = yaml.safe_load(Path(path).read_text())
+        doc = yaml.safe_load(read_text_file(Path(path)))
         return KubeRayConfiguration.from_document(doc).setup_options()
-    except (OSError, yaml.YAMLError, ConfigurationError) as e:
+    except (OSError, InputFileError, yaml.YAMLError, ConfigurationError) as e:
         raise click.BadParameter(f"{path}: {e}", param_hint="'--kuberay-config'") from e
 
 

@@ -3,14 +3,19 @@ and the pvc-protection and pv-protection controllers that take them off."""
 
 from __future__ import annotations
 
-import asyncio
 import copy
+from types import SimpleNamespace
 from typing import Any
 
 from pumice.api import Obj
 from pumice.api.scheme import PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, POD
 from pumice.client.base import is_not_found
-from pumice.controllers.kube.volumeprotection import pod_uses_claim
+from pumice.controllers.kube.volumeprotection import (
+    PVCProtectionReconciler,
+    pod_is_terminated,
+    pod_uses_claim,
+)
+from pumice.runtime import Request
 
 from .conftest import chain, eventually
 
@@ -57,7 +62,6 @@ async def test_admission_puts_the_protection_finalizers_on_new_claims_and_volume
         # without the controllers a deleted claim stays, Terminating, as on a cluster whose
         # kube-controller-manager is down
         await c.delete(PERSISTENT_VOLUME_CLAIM, "data", "default")
-        await asyncio.sleep(0.2)
         assert (await c.get(PERSISTENT_VOLUME_CLAIM, "data", "default"))["metadata"]["deletionTimestamp"]
 
 
@@ -69,7 +73,13 @@ async def test_a_claim_used_by_a_scheduled_pod_outlives_its_delete_until_the_pod
         await c.create(pod("user", node=node))
         await c.create(pod("waiting"))  # not scheduled: does not hold the claim
         await c.delete(PERSISTENT_VOLUME_CLAIM, "data", "default")
-        await asyncio.sleep(0.5)
+        # the controller's own decision on the deleting claim, taken here once its cache has it:
+        # in use, so no write (a wrong one would take the finalizer off, and the claim would go)
+        assert env.kube is not None and env.kube.pvc_protection is not None
+        protection = env.kube.pvc_protection
+        await eventually(lambda: bool((protection.claims.store.get("default", "data") or {}).get("metadata", {})
+                                      .get("deletionTimestamp")), what="the deleting claim cached")
+        await protection.reconcile(Request("default", "data"))
         claim = await c.get(PERSISTENT_VOLUME_CLAIM, "data", "default")
         assert claim["metadata"]["deletionTimestamp"] and claim["metadata"]["finalizers"] == [
             "kubernetes.io/pvc-protection"]
@@ -106,7 +116,11 @@ async def test_a_bound_volume_outlives_its_delete_until_it_is_released() -> None
 
         await eventually(bound, what="volume Bound")
         await c.delete(PERSISTENT_VOLUME, "pv-data")
-        await asyncio.sleep(0.5)
+        assert env.kube is not None and env.kube.pv_protection is not None
+        protection = env.kube.pv_protection
+        await eventually(lambda: bool((protection.volumes.store.get(None, "pv-data") or {}).get("metadata", {})
+                                      .get("deletionTimestamp")), what="the deleting volume cached")
+        await protection.reconcile(Request("", "pv-data"))  # Bound: kept, no write
         volume = await c.get(PERSISTENT_VOLUME, "pv-data")
         assert volume["metadata"]["deletionTimestamp"] and volume["status"]["phase"] == "Bound"
         await c.delete(PERSISTENT_VOLUME_CLAIM, "data", "default")  # unused: goes, the volume is Released
@@ -132,3 +146,61 @@ def test_which_pods_use_a_claim() -> None:
     assert pod_uses_claim(done, named)
     assert not pod_uses_claim(pod("waiting"), named)
     assert not pod_uses_claim(pod("other", claim="logs", node="n1"), named)
+
+
+class _Store:
+    def __init__(self, objs: list[Obj]) -> None:
+        self.objs = objs
+
+    def get(self, namespace: str | None, name: str) -> Obj | None:
+        return next((o for o in self.objs if o["metadata"]["name"] == name), None)
+
+    def by_index(self, _index: str, _value: str) -> list[Obj]:
+        return []  # the cache has no Pod yet
+
+
+class _Informer:
+    def __init__(self, objs: list[Obj]) -> None:
+        self.store = _Store(objs)
+
+    def add_indexer(self, _name: str, _fn: Any) -> None:
+        pass
+
+
+class _LiveClient:
+    """The API server's answers: its Pods (which the cache has not seen) and the updates made."""
+
+    def __init__(self, pods: list[Obj]) -> None:
+        self.pods = pods
+        self.updates: list[Obj] = []
+
+    async def list(self, _kind: Any, _namespace: str | None = None) -> Any:
+        return SimpleNamespace(items=self.pods)
+
+    async def update(self, obj: Obj) -> Obj:
+        self.updates.append(obj)
+        return obj
+
+
+async def test_a_pod_the_cache_has_not_seen_still_holds_the_claim_through_the_live_list() -> None:
+    claim = {**copy.deepcopy(PVC), "kind": "PersistentVolumeClaim"}
+    claim["metadata"].update(deletionTimestamp="2026-12-03T00:00:00Z", finalizers=["kubernetes.io/pvc-protection"])
+    live = _LiveClient([pod("user", node="fake-node-0")])
+    r = PVCProtectionReconciler(live, claims=_Informer([claim]), pods=_Informer([]))  # type: ignore[arg-type]
+    await r.reconcile(Request("default", "data"))
+    assert live.updates == []
+    live.pods = []  # the Pod is gone: the finalizer comes off
+    await r.reconcile(Request("default", "data"))
+    assert [u["metadata"]["finalizers"] for u in live.updates] == [[]]
+
+
+def test_a_pod_being_deleted_with_no_container_running_has_terminated() -> None:
+    deleting = {**pod("p", node="n1"), "status": {"phase": "Running", "containerStatuses": [
+        {"name": "c", "state": {"terminated": {"exitCode": 0}}}]}}
+    deleting["metadata"]["deletionTimestamp"] = "2026-12-03T00:00:00Z"
+    assert pod_is_terminated(deleting)
+    running = copy.deepcopy(deleting)
+    running["status"]["containerStatuses"][0]["state"] = {"running": {}}
+    assert not pod_is_terminated(running)
+    assert pod_is_terminated({**pod("q", node="n1"), "status": {"phase": "Failed"}})
+    assert not pod_is_terminated({**pod("r", node="n1"), "status": {"phase": "Running"}})

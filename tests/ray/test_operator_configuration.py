@@ -182,3 +182,9 @@ def test_controller_manager_hands_the_namespaces_and_the_lease_namespace_on(monk
     assert result.exit_code == 0, result.output
     assert seen["ray_options"]["watch_namespace"] == "team-a"
     assert seen["leader_election_namespace"] == "team-a"
+
+
+def test_controller_manager_refuses_a_configuration_file_that_is_a_device() -> None:
+    result = CliRunner().invoke(command, ["--kuberay-config", "/dev/zero", "--controllers", "ray"])
+    assert result.exit_code == 2
+    assert "/dev/zero: not a regular file (a character device)" in result.output

@@ -33,13 +33,19 @@ import logging
 from typing import TYPE_CHECKING
 
 from pumice.api import Obj
-from pumice.api.meta import controller_of
+from pumice.api.meta import is_deleting
 from pumice.api.scheme import PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, POD
-from pumice.api.storage import PV_PROTECTION_FINALIZER, PVC_PROTECTION_FINALIZER, pod_claims
+from pumice.api.storage import (
+    PV_PROTECTION_FINALIZER,
+    PVC_PROTECTION_FINALIZER,
+    pod_claims,
+    volume_is_for_pod,
+)
 from pumice.client.base import ApiError, KubeClient, is_conflict, is_not_found
 from pumice.client.informer import Informer
 from pumice.controllers.kube.podutil import is_terminal
 from pumice.runtime import Request, Result
+from pumice.runtime.helpers import add_finalizer, has_finalizer, remove_finalizer
 from pumice.runtime.manager import Manager
 from pumice.runtime.predicates import FuncPredicate
 
@@ -58,14 +64,12 @@ def _md(obj: Obj) -> Obj:
 
 def is_deletion_candidate(obj: Obj, finalizer: str) -> bool:
     """Being deleted and still holding ``finalizer`` (protectionutil.IsDeletionCandidate)."""
-    md = _md(obj)
-    return bool(md.get("deletionTimestamp")) and finalizer in (md.get("finalizers") or ())
+    return is_deleting(obj) and has_finalizer(obj, finalizer)
 
 
 def needs_finalizer(obj: Obj, finalizer: str) -> bool:
     """Not being deleted and without ``finalizer`` (protectionutil.NeedToAddFinalizer)."""
-    md = _md(obj)
-    return not md.get("deletionTimestamp") and finalizer not in (md.get("finalizers") or ())
+    return not is_deleting(obj) and not has_finalizer(obj, finalizer)
 
 
 def pod_is_shut_down(pod: Obj) -> bool:
@@ -84,10 +88,7 @@ def pod_uses_claim(pod: Obj, claim: Obj) -> bool:
     for claim_name, ephemeral in pod_claims(pod):
         if claim_name != name:
             continue
-        if not ephemeral:
-            return True
-        ref = controller_of(claim)
-        if not pod_is_shut_down(pod) and ref is not None and ref.get("uid") == _md(pod).get("uid"):
+        if not ephemeral or (not pod_is_shut_down(pod) and not volume_is_for_pod(pod, claim)):
             return True
     return False
 
@@ -98,9 +99,22 @@ def pod_claim_keys(pod: Obj) -> list[str]:
     return [f"{ns}/{name}" for name, _ in pod_claims(pod)]
 
 
+_STATUS_LISTS = ("initContainerStatuses", "containerStatuses", "ephemeralContainerStatuses")
+
+
+def pod_is_terminated(pod: Obj) -> bool:
+    """Succeeded or Failed, or being deleted with no container running (none reported counts as
+    none running). Mirrors pkg/volume/util IsPodTerminated and notRunning."""
+    if is_terminal(pod):
+        return True
+    status = pod.get("status") or {}
+    return is_deleting(pod) and not any("running" in (cs.get("state") or {})
+                                        for key in _STATUS_LISTS for cs in status.get(key) or ())
+
+
 def _may_free(pod: Obj) -> bool:
     """A Pod event that can let a claim go (enqueuePVCs): the Pod terminated or not scheduled."""
-    return is_terminal(pod) or not (pod.get("spec") or {}).get("nodeName")
+    return pod_is_terminated(pod) or not (pod.get("spec") or {}).get("nodeName")
 
 
 def _claims_of(pod: Obj) -> list[Request]:
@@ -111,10 +125,10 @@ def _claims_of(pod: Obj) -> list[Request]:
 async def _set_finalizer(client: KubeClient, obj: Obj, finalizer: str, present: bool) -> Result:
     """Update ``obj`` (a cached object, copied) with ``finalizer`` added or removed."""
     new = copy.deepcopy(obj)
-    fins = [f for f in (_md(new).get("finalizers") or ()) if f != finalizer]
     if present:
-        fins.append(finalizer)
-    new["metadata"]["finalizers"] = fins
+        add_finalizer(new, finalizer)
+    else:
+        remove_finalizer(new, finalizer)
     try:
         await client.update(new)
     except ApiError as e:
