@@ -510,7 +510,7 @@ class NodeAgent:
                         ev["reason"], ev["message"], obj.get("namespace"), obj.get("name"), e)
 
     def _spawn(self, coro: Any) -> None:
-        t = asyncio.get_running_loop().create_task(coro)
+        t = asyncio.get_running_loop().create_task(coro, name=f"node-agent {coro.__name__}")
         self._bg.add(t)
         t.add_done_callback(self._bg.discard)
         self.watch(t)
@@ -520,10 +520,14 @@ class NodeAgent:
         task.add_done_callback(self._task_ended)
 
     def _task_ended(self, t: asyncio.Task[Any]) -> None:
-        """A Pod worker's or a background task's end. Each catches and logs what it can carry on
-        after, so one that ends with an exception ended with a FATAL_TYPES one (MemoryError): the
-        ``node-agent pods`` task ends with it, and the agent fails (:meth:`wait_stopped`)."""
+        """A Pod worker's or a background task's end. One that ends with a FATAL_TYPES error
+        (MemoryError) ends the ``node-agent pods`` task with it, and the agent fails
+        (:meth:`wait_stopped`). Any other exception (e.g. an API timeout a task did not catch) is
+        logged with the task's name and traceback; the agent runs on, as the kubelet does."""
         if t.cancelled() or (e := t.exception()) is None:
+            return
+        if not isinstance(e, FATAL_TYPES):
+            log.error("node agent: %s failed: %s: %s", t.get_name(), type(e).__name__, e, exc_info=e)
             return
         if self._fatal is not None and not self._fatal.done():
             self._fatal.set_result(e)
@@ -1217,7 +1221,9 @@ class NodeAgent:
                   "startTime": rfc3339(self.clock.now())}
         try:
             await self.client.patch(POD, meta.name(pod), {"status": status}, meta.namespace(pod), subresource="status")
-        except ApiError as e:
+        except FATAL_TYPES:
+            raise
+        except Exception as e:  # an ApiError, or a transport error (timeout, refused): logged
             if not is_not_found(e):  # a Pod gone meanwhile needs no status
                 log.warning("Pod %s/%s rejected (%s) but its status was not written: %s", meta.namespace(pod),
                             meta.name(pod), reason, e)
@@ -1228,8 +1234,10 @@ class NodeAgent:
         try:
             await self.client.delete(POD, meta.name(pod), meta.namespace(pod), grace_period_seconds=0,
                                      preconditions={"uid": meta.uid(pod)})
-        except ApiError as e:
-            if not is_not_found(e) and e.code != 409:  # gone already, or another Pod of that name now
+        except FATAL_TYPES:
+            raise
+        except Exception as e:  # an ApiError, or a transport error (timeout, refused): logged
+            if not is_not_found(e) and not (isinstance(e, ApiError) and e.code == 409):  # gone already, or another Pod of that name now
                 log.warning("final delete of Pod %s/%s failed: %s", meta.namespace(pod), meta.name(pod), e)
 
     async def _remove_pod_dir(self, pod: Obj, worker: PodWorker | None = None) -> None:

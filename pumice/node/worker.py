@@ -59,7 +59,8 @@ class WorkerHost(Protocol):
     def pod_dir(self, pod: Obj) -> Path: ...
     def worker_finished(self, worker: PodWorker) -> None: ...
     def watch(self, task: asyncio.Task[Any]) -> None:
-        """``task`` (a worker's own) ends only cancelled or with a FATAL_TYPES error, which fails the agent."""
+        """Watch ``task`` (a worker's own): a FATAL_TYPES error ending it fails the agent; any other
+        is logged with the task's name."""
 
 
 @dataclass

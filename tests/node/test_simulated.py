@@ -661,3 +661,74 @@ async def _warnings(client: FakeClient) -> list[tuple[str, str, int]]:
     evs = (await client.list(EVENT, "default")).items
     return sorted((e["involvedObject"]["name"], e["message"], e.get("count", 1)) for e in evs
                   if e["reason"] == "InvalidSimulatedUsage")
+
+
+def _rejected_pod_with_timeout(client: FakeClient) -> tuple[dict[str, Any], list[str]]:
+    """A Pod too large for its Node (the agent rejects it, :meth:`NodeAgent._reject`) and a client
+    whose status patch for it raises httpx2.ReadTimeout; the list gets the Pod's name per try."""
+    import httpx2
+
+    real_patch = client.patch
+    tries: list[str] = []
+
+    async def patch(kind: Any, name: str, body: Any, ns: str | None = None, **kw: Any) -> Any:
+        if name == "big" and kw.get("subresource") == "status":
+            tries.append(name)
+            raise httpx2.ReadTimeout("timed out (transient)")
+        return await real_patch(kind, name, body, ns, **kw)
+
+    client.patch = patch  # type: ignore[method-assign]
+    big = pod("big", node="sim-0")
+    big["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "100"}}
+    return big, tries
+
+
+async def _still_runs(agent: NodeAgent, client: FakeClient) -> None:
+    """wait_stopped does not return or raise for 30 s of loop time, and a later Pod runs."""
+    import asyncio
+
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(agent.wait_stopped(asyncio.Event()), 30)
+    await client.create(sim_pod("later", 1))
+    await wait_for(lambda: phase_is(client, "later", "Succeeded"), timeout=30, interval=0.5)
+
+
+@pytest.mark.looptime
+async def test_a_timeout_writing_a_rejected_pods_status_is_logged_and_the_agent_runs_on(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Review 18 R-1: since cc7b9dc any exception ending an agent task failed the whole agent;
+    _reject caught only ApiError, so an API timeout while rejecting a Pod ended ``pumice up``. A
+    transport error is logged (the kubelet's status manager logs and goes on); only FATAL_TYPES end
+    the agent."""
+    clock = LoopClock()
+    client = FakeClient(clock=clock, graceful_pod_deletion=True)
+    big, tries = _rejected_pod_with_timeout(client)
+    agent = await _agent(client, clock)
+    await client.create(big)
+    await wait_for(lambda: tries, timeout=30, interval=0.5)
+    await _still_runs(agent, client)
+    assert "Pod default/big rejected (OutOfcpu) but its status was not written: timed out" in caplog.text
+    await agent.stop()
+
+
+@pytest.mark.looptime
+async def test_an_ordinary_error_ending_an_agent_task_is_logged_and_the_agent_runs_on(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Review 18 R-1: a background task that ends with an error other than FATAL_TYPES (here the
+    rejection task itself raising httpx2.ReadTimeout) is logged with its name; the agent runs on."""
+    import httpx2
+
+    async def _reject(self: NodeAgent, pod_: Any, reason: str, message: str) -> None:
+        raise httpx2.ReadTimeout("timed out (transient)")
+
+    monkeypatch.setattr(NodeAgent, "_reject", _reject)
+    clock = LoopClock()
+    client = FakeClient(clock=clock, graceful_pod_deletion=True)
+    agent = await _agent(client, clock)
+    big = pod("big", node="sim-0")
+    big["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "100"}}
+    await client.create(big)
+    await wait_for(lambda: "node agent: node-agent _reject failed: ReadTimeout: timed out (transient)" in caplog.text,
+                   timeout=30, interval=0.5)
+    await _still_runs(agent, client)
+    await agent.stop()
