@@ -39,3 +39,105 @@ async def test_a_memory_error_in_an_informer_it_owns_ends_run() -> None:
         run = asyncio.ensure_future(sched.run())
         with pytest.raises(MemoryError, match="injected"):
             await asyncio.wait_for(run, 30)
+
+
+def _node(name: str) -> dict:
+    res = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+            "status": {"allocatable": res, "capacity": res, "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def _gated_pod(name: str) -> dict:
+    p = _pod(name)
+    p["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
+    return p
+
+
+class _GatedWrites:
+    """Holds DefaultScheduler._write_pod_scheduled until ``release`` is set (an API server that
+    answers late), then runs it or raises ``error``; ``done`` is set once it returned or raised."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, error: BaseException | None = None) -> None:
+        self.entered, self.release, self.done = asyncio.Event(), asyncio.Event(), asyncio.Event()
+        self.started = asyncio.Event()
+        real_write, real_start = DefaultScheduler._write_pod_scheduled, DefaultScheduler.start
+
+        async def _write_pod_scheduled(sched: DefaultScheduler, *a: object, **k: object) -> None:
+            self.entered.set()
+            await self.release.wait()
+            try:
+                if error is not None:
+                    raise error
+                await real_write(sched, *a, **k)
+            finally:
+                self.done.set()
+
+        async def start(sched: DefaultScheduler) -> None:
+            await real_start(sched)
+            # run() goes on to wait on its loops without suspending first: when the test sees
+            # this event, run() is already waiting
+            self.started.set()
+
+        monkeypatch.setattr(DefaultScheduler, "_write_pod_scheduled", _write_pod_scheduled)
+        monkeypatch.setattr(DefaultScheduler, "start", start)
+
+
+async def _wait_bound(client: object, name: str) -> str | None:
+    from pumice.api.scheme import POD
+
+    for _ in range(600):
+        pod = await client.get(POD, name, "default")  # type: ignore[attr-defined]
+        if pod["spec"].get("nodeName"):
+            return str(pod["spec"]["nodeName"])
+        await asyncio.sleep(0.05)
+    return None
+
+
+async def test_a_one_shot_write_ending_normally_does_not_stop_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 18 R-14: run() waited on every task in _tasks, the one-shot PodScheduled write of a
+    scheduling-gated Pod listed at start among them; when that write ended normally run() stopped
+    the scheduler and returned, and later Pods were never bound."""
+    gate = _GatedWrites(monkeypatch)
+    async with local_cluster(install_crds=False) as cluster:
+        await cluster.client.create(_node("n1"))
+        await cluster.client.create(_gated_pod("gated"))
+        sched = DefaultScheduler(cluster.new_client(), seed=1)
+        run = asyncio.ensure_future(sched.run())
+        await asyncio.wait_for(gate.entered.wait(), 30)
+        await asyncio.wait_for(gate.started.wait(), 30)  # run() waits, the write still pending
+        gate.release.set()
+        await gate.done.wait()
+        await cluster.client.create(_pod("p"))
+        assert await _wait_bound(cluster.client, "p") == "n1"
+        assert not run.done()
+        await sched.stop()
+        await asyncio.wait_for(run, 30)
+
+
+async def test_a_memory_error_in_a_one_shot_write_ends_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    gate = _GatedWrites(monkeypatch, MemoryError("injected"))
+    gate.release.set()
+    async with local_cluster(install_crds=False) as cluster:
+        await cluster.client.create(_gated_pod("gated"))
+        sched = DefaultScheduler(cluster.new_client(), seed=1)
+        with pytest.raises(MemoryError, match="injected"):
+            await asyncio.wait_for(sched.run(), 30)
+
+
+async def test_an_ordinary_error_in_a_one_shot_write_is_logged_and_run_goes_on(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    gate = _GatedWrites(monkeypatch, TimeoutError("timed out (transient)"))
+    async with local_cluster(install_crds=False) as cluster:
+        await cluster.client.create(_node("n1"))
+        await cluster.client.create(_gated_pod("gated"))
+        sched = DefaultScheduler(cluster.new_client(), seed=1)
+        run = asyncio.ensure_future(sched.run())
+        await asyncio.wait_for(gate.started.wait(), 30)
+        gate.release.set()
+        await gate.done.wait()
+        await cluster.client.create(_pod("p"))
+        assert await _wait_bound(cluster.client, "p") == "n1"
+        assert not run.done()
+        assert "scheduler: scheduler _write_pod_scheduled failed: TimeoutError: timed out (transient)" in caplog.text
+        await sched.stop()
+        await asyncio.wait_for(run, 30)

@@ -145,7 +145,8 @@ class DefaultScheduler:
         self._bind_slots = asyncio.Semaphore(max_binds_in_flight)
         self._assumed: dict[str, str] = {}
         self._node_sigs: dict[str, tuple[Any, ...]] = {}
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()  # the loops and the one-shot tasks (_spawn)
+        self._loops: list[asyncio.Task[Any]] = []  # the scheduling and flush loops (start)
         self._stopped = asyncio.Event()
         self._failure: BaseException | None = None
         if self._own_informers:
@@ -273,9 +274,7 @@ class DefaultScheduler:
             self._track_assigned(pod)
         elif self.responsible_for(pod) and not _terminal(pod) and not pod["metadata"].get("deletionTimestamp"):
             if (pod.get("spec") or {}).get("schedulingGates"):
-                task = asyncio.create_task(self._write_pod_scheduled(pod, REASON_SCHEDULING_GATED, MSG_SCHEDULING_GATED))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                self._spawn(self._write_pod_scheduled(pod, REASON_SCHEDULING_GATED, MSG_SCHEDULING_GATED))
                 return
             md = pod["metadata"]
             self.queue.add(_uid(pod), md.get("namespace", ""), md["name"],
@@ -343,9 +342,28 @@ class DefaultScheduler:
         slot_held = info.volume_reasons is None
         if slot_held:
             await self._bind_slots.acquire()
-        task = asyncio.create_task(self._bind(pod, info, decision.node, slot_held=slot_held))
+        self._spawn(self._bind(pod, info, decision.node, slot_held=slot_held))
+
+    def _spawn(self, coro: Any) -> None:
+        """Run a one-shot task (a binding cycle, a PodScheduled write); :meth:`stop` cancels it.
+        See :meth:`_one_shot_ended` for how its end counts."""
+        task = asyncio.create_task(coro, name=f"scheduler {coro.__name__}")
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._one_shot_ended)
+
+    def _one_shot_ended(self, task: asyncio.Task[Any]) -> None:
+        """A one-shot task's end: a normal end or a cancel is nothing; a FATAL_TYPES error stops
+        the scheduler (:meth:`run` raises it); any other error is logged with the task's name and
+        the scheduler goes on (as an upstream binding goroutine's error is logged)."""
+        self._tasks.discard(task)
+        if task.cancelled() or (e := task.exception()) is None:
+            return
+        if isinstance(e, FATAL_TYPES):
+            if self._failure is None:
+                self._failure = e
+            self._stopped.set()
+            return
+        log.error("scheduler: %s failed: %s: %s", task.get_name(), type(e).__name__, e, exc_info=e)
 
     def _volume_binding(self, pod: Obj) -> dict[str, tuple[str, ...]] | str:
         """VolumeBinding for a Pod with claim volumes: the PreFilter's rejection message, or the
@@ -481,8 +499,9 @@ class DefaultScheduler:
         await self.informers.start()
         await self.informers.wait_for_cache_sync([self._pods, self._nodes, self._services, *self._controllers.values(),
                                                   *self._volume_informers])
-        for coro in (self._flush_loop(), self._schedule_loop()):
-            task = asyncio.create_task(coro)
+        self._loops = [asyncio.create_task(self._flush_loop(), name="scheduler flush loop"),
+                       asyncio.create_task(self._schedule_loop(), name="scheduler schedule loop")]
+        for task in self._loops:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
@@ -497,11 +516,12 @@ class DefaultScheduler:
         """Run until ``stop_event`` is set (or :meth:`stop` is called).
 
         Raises:
-            MemoryError: (any of ``pumice._util.errors.FATAL_TYPES``) what a scheduling loop, or
-                an informer the scheduler owns, ended with; after the scheduler stopped.
+            MemoryError: (any of ``pumice._util.errors.FATAL_TYPES``) what a scheduling loop, an
+                informer the scheduler owns or a one-shot task (a bind, a PodScheduled write)
+                ended with; after the scheduler stopped. A loop's other error is raised too.
         """
         await self.start()
-        loops = list(self._tasks)
+        loops = list(self._loops)  # not the one-shot tasks in _tasks: their end is _one_shot_ended's
         waiters: list[asyncio.Future[Any]] = [asyncio.create_task(self._stopped.wait())]
         if stop_event is not None:
             waiters.append(asyncio.create_task(stop_event.wait()))
@@ -512,8 +532,9 @@ class DefaultScheduler:
                 w.cancel()
             await self.stop()
         for t in loops:
-            if t.done() and not t.cancelled() and t.exception() is not None and self._failure is None:
-                self._failure = t.exception()
+            if t.done() and not t.cancelled() and self._failure is None:
+                # a loop only ends with an error; one that returned is a bug, not a stop
+                self._failure = t.exception() or RuntimeError(f"{t.get_name()} returned")
         if self._failure is not None:
             raise self._failure
 
