@@ -325,6 +325,7 @@ class EventRecorder:
                 log.error("events: %s's writer stopped with %s: %s", self.component, type(e).__name__, e)
                 if not fut.done():
                     fut.set_exception(e)
+                self._fail_queued(i, e)
                 raise
             except Exception as e:
                 self.dropped += 1
@@ -339,6 +340,20 @@ class EventRecorder:
                     log.warning("events: %s's queue is written out; %d events were dropped while it was full",
                                 self.component, self._overflow)
                     self._overflow = 0
+
+    def _fail_queued(self, i: int, e: BaseException) -> None:
+        """Resolve every Event still queued on writer ``i``, which ends with ``e`` (a FATAL_TYPES
+        error), with ``e``: no caller awaiting one waits for ever, and flush() does not wait on
+        them."""
+        queue = self._queues[i]
+        assert queue is not None
+        while not queue.empty():
+            _, _, fut = queue.get_nowait()
+            if not fut.done():
+                fut.set_exception(e)
+            queue.task_done()
+            self._queued -= 1
+            self._pending[i] -= 1
 
     async def _write(self, action: str, ev: Obj) -> Obj:
         """Create or patch ``ev``. A create whose name another recorder took in the same clock tick

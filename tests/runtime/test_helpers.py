@@ -363,3 +363,31 @@ async def test_a_memory_error_while_writing_an_event_is_raised_by_the_next_event
     with pytest.raises(MemoryError, match="injected"):
         rec.event(obj, "Normal", "R2", "m2")
     await rec.close()
+
+
+@pytest.mark.looptime
+async def test_events_queued_behind_a_writer_that_died_of_a_memory_error_resolve_with_it() -> None:
+    """Review 18 R-2: when a writer ended with a MemoryError, the Events still queued on it kept
+    futures that never resolved, so awaiting one hung for ever. Each now raises the MemoryError."""
+    fake = FakeClient(clock=LoopClock())
+    obj = await fake.create(configmap("cfg"))
+    release = asyncio.Event()
+
+    async def create_out_of_memory(*args: Any, **kwargs: Any) -> Any:
+        await release.wait()  # both Events are queued before the first write fails
+        raise MemoryError("injected")
+
+    fake.create = create_out_of_memory  # type: ignore[method-assign]
+    rec = EventRecorder(fake, "c", clock=LoopClock(), writers=1)
+    first = rec.event(obj, "Normal", "R1", "m")
+    second = rec.event(obj, "Normal", "R2", "m")
+    release.set()
+    with pytest.raises(MemoryError, match="injected"):
+        await first
+    with pytest.raises(MemoryError, match="injected"):
+        await asyncio.wait_for(second, 60)
+    await asyncio.wait_for(rec.flush(), 60)
+    assert rec._queued == 0
+    with pytest.raises(MemoryError, match="injected"):
+        rec.event(obj, "Normal", "R3", "m")
+    await rec.close()

@@ -32,3 +32,57 @@ async def test_a_snapshot_after_an_informer_ran_out_of_memory_raises_it() -> Non
         with pytest.raises(MemoryError, match="injected"):
             cache.snapshot()
         await cache.stop()
+
+
+class _OutOfMemoryRecorder:
+    """An EventRecorder whose writer ended with a MemoryError: event() raises it."""
+
+    def event(self, *args: object) -> asyncio.Future[None]:
+        raise MemoryError("injected")
+
+
+def _pod_group() -> dict:
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": "pg", "namespace": "default", "uid": "u1"}}
+
+
+@pytest.mark.looptime
+async def test_a_memory_error_recording_an_event_ends_the_write_and_the_next_close_wait_raises_it() -> None:
+    """Review 18 R-2: the cache's Event writes caught the recorder's MemoryError with `except
+    Exception`, logged it and went on (every later event() raising it again). Now the write task
+    ends with it and wait_close_writes (awaited by the scheduler after each session) raises it."""
+    from pumice.testing.fake_client import FakeClient
+
+    clock = LoopClock()
+    cache = SchedulerCache(FakeClient(clock=clock), clock=clock)
+    assert cache.event_kind is not None
+    cache._recorder = _OutOfMemoryRecorder()  # type: ignore[assignment]
+    with pytest.raises(MemoryError, match="injected"):
+        await cache._event(_pod_group(), "Normal", "Evict", "reason")
+    write = cache._spawn(cache._event(_pod_group(), "Warning", "Unschedulable", "message"))
+    await asyncio.gather(write, return_exceptions=True)
+    with pytest.raises(MemoryError, match="injected"):
+        await cache.wait_close_writes()
+
+
+@pytest.mark.looptime
+async def test_a_memory_error_recording_a_configmap_event_or_syncing_the_configmap_ends_the_scheduler(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 18 R-2: the scheduler's ConfigMap Event and its ConfigMap sync logged a MemoryError
+    (`except Exception`) and went on; both raise it now, so run() ends with it."""
+    from pumice.scheduler.volcano.scheduler import Scheduler
+    from pumice.testing.fake_client import FakeClient
+
+    clock = LoopClock()
+    sched = Scheduler(FakeClient(clock=clock), clock=clock, publish_conf=True)
+    sched._recorder = _OutOfMemoryRecorder()  # type: ignore[assignment]
+    cm = {"metadata": {"name": "volcano-scheduler-configmap", "namespace": "volcano-system"}}
+    with pytest.raises(MemoryError, match="injected"):
+        await sched._conf_map_event(cm, "SchedulerConfigurationOverwritten", "message")
+
+    async def out_of_memory(self: Scheduler) -> None:
+        raise MemoryError("injected")
+
+    monkeypatch.setattr(Scheduler, "sync_conf_map", out_of_memory)
+    with pytest.raises(MemoryError, match="injected"):
+        await sched._sync_conf_map_logged()

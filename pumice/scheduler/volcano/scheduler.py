@@ -346,6 +346,8 @@ class Scheduler:
             self._recorder = EventRecorder(self.client, "volcano", clock=self.clock)
         try:
             await self._recorder.event({"apiVersion": "v1", "kind": "ConfigMap", **cm}, "Warning", reason, message)
+        except FATAL_TYPES:
+            raise  # not logged and carried on: the scheduler ends (see FATAL_TYPES)
         except Exception as e:
             log.warning("event %s on ConfigMap %s/%s not written: %s", reason, CONFIG_MAP_NAMESPACE,
                         CONFIG_MAP_NAME, e)
@@ -355,6 +357,8 @@ class Scheduler:
             return
         try:
             await self.sync_conf_map()
+        except FATAL_TYPES:
+            raise  # not retried: the scheduler ends (see FATAL_TYPES)
         except Exception as e:
             # e.g. no RBAC for ConfigMaps in volcano-system: said once, tried again a little later
             self._sync_retry_at = self.clock.monotonic() + CONF_MAP_RETRY_SECONDS

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from pumice._util.clock import Clock, rfc3339
+from pumice._util.errors import FATAL_TYPES
 from pumice.api import Obj, quantity
 from pumice.api.meta import get_condition
 from pumice.api.scheme import HYPER_NODE, NODE_SHARD, POD_GROUP, PRIORITY_CLASS, QUEUE, ResourceKind
@@ -129,6 +130,9 @@ class SchedulerCache:
         recreates an evicted Pod under the same name, and the successor is a new Pod, not a
         Releasing one (upstream's cache keys tasks by uid)."""
         self.pending_writes: set[asyncio.Task[None]] = set()
+        self.failure: BaseException | None = None
+        """The FATAL_TYPES error (MemoryError) a write task ended with; :meth:`wait_close_writes`
+        raises it, so the scheduler ends instead of carrying on."""
         self.abandon_writes: Callable[[], bool] | None = None
         """When set and it answers True (a stop was asked for), a queued write that has not
         started yet is dropped instead of sent: a session's close may queue a write per Pending
@@ -191,9 +195,15 @@ class SchedulerCache:
         conditions: a session cannot queue writes faster than the API server takes them (a wide
         gang's Pending count, in each Pending Pod's message, changes with every Pod created or
         deleted, so every session rewrites every Pending Pod). Mirrors: volcano
-        pkg/scheduler/framework/session.go closeSession -> JobUpdater.UpdateAll."""
+        pkg/scheduler/framework/session.go closeSession -> JobUpdater.UpdateAll.
+
+        Raises:
+            MemoryError: (any of FATAL_TYPES) what a write task ended with (:attr:`failure`).
+        """
         while self._close_writes or self._condition_workers:
             await asyncio.gather(*self._close_writes, *self._condition_workers, return_exceptions=True)
+        if self.failure is not None:
+            raise self.failure
 
     # ----- snapshot -----------------------------------------------------------------------
     def objects(self) -> list[Obj]:
@@ -344,7 +354,13 @@ class SchedulerCache:
         t = asyncio.get_running_loop().create_task(coro)
         self.pending_writes.add(t)
         t.add_done_callback(self.pending_writes.discard)
+        t.add_done_callback(self._write_ended)
         return t
+
+    def _write_ended(self, t: asyncio.Task[None]) -> None:
+        """Keep the first FATAL_TYPES error a write task ended with (see :attr:`failure`)."""
+        if not t.cancelled() and isinstance(e := t.exception(), FATAL_TYPES) and self.failure is None:
+            self.failure = e
 
     def _close_write(self, coro: Any) -> None:
         """:meth:`_spawn` a status write of :meth:`write_close`, kept in :attr:`_close_writes` until it ends."""
@@ -598,6 +614,8 @@ class SchedulerCache:
             obj = {**obj, "apiVersion": obj.get("apiVersion", "scheduling.volcano.sh/v1beta1"), "kind": "PodGroup"}
         try:
             await self._recorder.event(obj, etype, reason, message)
+        except FATAL_TYPES:
+            raise  # not logged and carried on: the write task ends with it (see failure)
         except Exception as e:
             md = obj["metadata"]
             log.warning("event %s on %s %s/%s not written: %s", reason, obj.get("kind"), md.get("namespace"),
