@@ -21,10 +21,23 @@ def test_a_pipe_is_read(tmp_path: Path) -> None:
     """``--nodes <(...)`` hands over a pipe: still read (up to the limit)."""
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    writer = threading.Thread(target=lambda: fifo.write_text("x,y\n"))
+    writer = threading.Thread(target=lambda: fifo.write_text("x,y\n"), daemon=True)  # a failed read: no hang
     writer.start()
     assert read_text_file(fifo) == "x,y\n"
-    writer.join()
+    writer.join(timeout=5)
+
+
+def test_a_pipe_past_the_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pumice._util.files as files
+
+    monkeypatch.setattr(files, "MAX_INPUT_FILE_BYTES", 10)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text("x" * 20), daemon=True)
+    writer.start()
+    with pytest.raises(InputFileError, match=r"too large: more than 10 bytes"):
+        read_text_file(fifo)
+    writer.join(timeout=5)
 
 
 def test_a_character_device_is_refused_unread() -> None:
