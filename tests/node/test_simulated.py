@@ -542,7 +542,6 @@ async def test_a_memory_error_in_a_pod_worker_fails_the_agent(monkeypatch: pytes
     """A Pod worker that ran out of memory was logged ("pod worker ... failed") and the agent ran
     on; a MemoryError is fatal (FATAL_TYPES): the agent's ``node-agent pods`` task ends with it,
     so wait_stopped raises it (pumice up and simulate end)."""
-    import asyncio
 
     from pumice.node.worker import PodWorker
 
@@ -550,23 +549,23 @@ async def test_a_memory_error_in_a_pod_worker_fails_the_agent(monkeypatch: pytes
         raise MemoryError("injected")
 
     monkeypatch.setattr(PodWorker, "_run_inner", out_of_memory)
-    clock = LoopClock()
-    client = FakeClient(clock=clock, graceful_pod_deletion=True)
-    agent = await _agent(client, clock)
-    await client.create(sim_pod("p", 60))
-    with pytest.raises(MemoryError, match="injected"):
-        await asyncio.wait_for(agent.wait_stopped(asyncio.Event()), 30)
-    await agent.stop()
+    await _a_pod_stops_the_agent_with_memory_error()
 
 
 @pytest.mark.looptime
 async def test_a_memory_error_in_the_pod_informer_fails_the_agent(monkeypatch: pytest.MonkeyPatch) -> None:
-    import asyncio
 
     def out_of_memory(self: NodeAgent, type_: str, obj: Any) -> None:
         raise MemoryError("injected")
 
     monkeypatch.setattr(NodeAgent, "_on_pod", out_of_memory)
+    await _a_pod_stops_the_agent_with_memory_error()
+
+
+async def _a_pod_stops_the_agent_with_memory_error() -> None:
+    """Start an agent, create one Pod, and expect wait_stopped to raise the injected MemoryError."""
+    import asyncio
+
     clock = LoopClock()
     client = FakeClient(clock=clock, graceful_pod_deletion=True)
     agent = await _agent(client, clock)
