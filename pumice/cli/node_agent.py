@@ -68,13 +68,34 @@ async def _run(kubeconfig: str | None, options: dict[str, Any]) -> None:
         if ray_dashboard is not None:
             served = await _serve_ray_dashboard(client, agent, ray_dashboard)
             click.echo(f"pumice node-agent: simulated Ray dashboards on http://{ray_dashboard}/<namespace>/<name>/")
-        await agent.wait_stopped(stop)
+        await _wait_stopped(agent, stop, served[1] if served is not None else None)
     finally:
         if served is not None:
             await served[0].stop()
             await served[1].stop()
         await agent.stop()
         await client.close()
+
+
+async def _wait_stopped(agent: Any, stop: asyncio.Event, informers: Any) -> None:
+    """Return when ``stop`` is set (:meth:`NodeAgent.wait_stopped`).
+
+    Raises:
+        what a task of ``agent`` failed with, or (MemoryError, a FATAL_TYPES error) what an
+        informer of ``informers`` (the simulated Ray dashboards' SharedInformerFactory, or None)
+        stopped with for good: the process fails rather than serve dashboards from a cache that
+        no longer follows the API.
+    """
+    waits = [asyncio.ensure_future(agent.wait_stopped(stop))]
+    if informers is not None:
+        waits.append(asyncio.ensure_future(informers.wait_failed()))
+    try:
+        done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        for t in done:
+            t.result()
+    finally:
+        for t in waits:
+            t.cancel()
 
 
 async def _serve_ray_dashboard(client: Any, agent: Any, address: str) -> tuple[Any, Any]:

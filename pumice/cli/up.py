@@ -325,10 +325,22 @@ def _simulated_ray_dashboard(api: Any, agent_holder: list[Any]) -> tuple[Any, An
 
 
 async def _run_informers(informers: Any, stop: asyncio.Event) -> None:
+    """Run the informers of ``informers`` (a SharedInformerFactory) until ``stop`` is set.
+
+    Raises:
+        MemoryError: (a FATAL_TYPES error) what one of them stopped with for good: ``pumice up``
+            ends with it rather than serve from a cache that no longer follows the API.
+    """
     await informers.start()
+    failed = asyncio.ensure_future(informers.wait_failed())
+    stopped = asyncio.ensure_future(stop.wait())
     try:
-        await stop.wait()
+        await asyncio.wait({failed, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        if failed.done():
+            failed.result()
     finally:
+        failed.cancel()
+        stopped.cancel()
         await informers.stop()
 
 

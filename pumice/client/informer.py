@@ -18,7 +18,8 @@ Behaviour (the reflector):
 - any other error: wait with exponential backoff (0.8 s doubling up to 30 s, like client-go's
   reflector backoff manager) and retry, keeping the resourceVersion;
 - a MemoryError (``pumice._util.errors.FATAL_TYPES``), there or in a handler, is not retried: the
-  informer's task ends with it and :attr:`Informer.on_failure` is called (a Manager stops);
+  informer's task ends with it and :attr:`Informer.on_failure` is called (a Manager stops; an
+  owner that waits on tasks awaits :meth:`SharedInformerFactory.wait_failed`);
 - ``resync_period`` (seconds): every period, ``on_update(obj, obj)`` for every cached object.
 
 Objects in the store are the dicts the client returned, shared by every reader: **treat them as
@@ -44,7 +45,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from pumice._util.clock import Clock, default_clock
 from pumice._util.errors import FATAL_TYPES
@@ -705,6 +706,7 @@ class SharedInformerFactory:
         self.failure: BaseException | None = None
         """What the first of its informers that stopped for good ended with (None: none has): an
         owner with a loop of its own (a scheduler's cycle) raises it there."""
+        self._failed = asyncio.Event()  # set with failure
 
     def informer(
         self, kind: ResourceKind | str, namespace: str | None = None, *,
@@ -727,7 +729,7 @@ class SharedInformerFactory:
         if inf is None:
             inf = Informer(self.client, rk, ns or None, clock=self.clock, resync_period=self.resync_period,
                            label_selector=label_selector, field_selector=field_selector)
-            inf.on_failure = self._failed
+            inf.on_failure = self._informer_failed
             self._informers[key] = inf
             if self._started:
                 inf.start()
@@ -741,11 +743,25 @@ class SharedInformerFactory:
             raise ValueError(f"unknown kind {kind!r}")
         return rk
 
-    def _failed(self, inf: Informer, e: BaseException) -> None:
+    def _informer_failed(self, inf: Informer, e: BaseException) -> None:
         if self.failure is None:
             self.failure = e
+            self._failed.set()
         if self.on_failure is not None:
             self.on_failure(inf, e)
+
+    async def wait_failed(self) -> NoReturn:
+        """Wait until one of its informers stops for good, then raise what it ended with (also
+        when one already has). An owner that waits on tasks runs this as one of them, so that it
+        fails with its cache instead of serving from one that no longer follows the API (``pumice
+        up``'s and the node agent's simulated Ray dashboard informers, the web dashboard's cache).
+
+        Raises:
+            MemoryError: (a FATAL_TYPES error) :attr:`failure`.
+        """
+        await self._failed.wait()
+        assert self.failure is not None
+        raise self.failure
 
     def informers(self) -> list[Informer]:
         """Every informer handed out so far, in creation order."""

@@ -107,6 +107,7 @@ async def run_dashboard(
         OSError: the address cannot be bound.
         ConnectionError: the API server cannot be reached (its first request got no answer).
         ValueError: a non-loopback host without ``allow_remote``.
+        MemoryError: (a FATAL_TYPES error) what an informer of the cache stopped with for good.
     """
     from pumice.client.kubeconfig import connect, load
 
@@ -250,7 +251,8 @@ async def _serve(cache: ClusterCache, sampler: Sampler, server: uvicorn.Server, 
     with the URL, then wait for ``stop`` or for a task to end.
 
     Raises:
-        whatever ended a task (e.g. the HTTP server failing).
+        whatever ended a task (e.g. the HTTP server failing), or a cache's informer for good
+        (MemoryError: the pages would show a cache that no longer follows the API).
     """
     synced = asyncio.ensure_future(cache.start(sync_timeout=30.0))
     if not await _until_stopped(synced, stop):
@@ -269,8 +271,12 @@ async def _serve(cache: ClusterCache, sampler: Sampler, server: uvicorn.Server, 
         if asyncio.iscoroutine(res):
             await res
     stop_waiter = asyncio.create_task(stop.wait())
-    done, _ = await asyncio.wait([stop_waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
-    stop_waiter.cancel()
+    cache_failed = asyncio.ensure_future(cache.factory.wait_failed())
+    try:
+        done, _ = await asyncio.wait([stop_waiter, cache_failed, *tasks], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop_waiter.cancel()
+        cache_failed.cancel()
     for t in done:
         if t is not stop_waiter and not t.cancelled() and t.exception() is not None:
             raise t.exception()  # type: ignore[misc]
