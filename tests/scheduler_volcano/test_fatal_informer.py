@@ -86,3 +86,22 @@ async def test_a_memory_error_recording_a_configmap_event_or_syncing_the_configm
     monkeypatch.setattr(Scheduler, "sync_conf_map", out_of_memory)
     with pytest.raises(MemoryError, match="injected"):
         await sched._sync_conf_map_logged()
+
+
+@pytest.mark.looptime
+async def test_a_memory_error_writing_a_pod_group_status_ends_the_write_and_the_next_close_wait_raises_it() -> None:
+    """The cache's status writes (PodGroup, Queue, NodeShard, Pod condition, bind, evict) caught
+    a MemoryError with `except Exception`, logged it and went on; the write task ends with it now."""
+    from pumice.testing.fake_client import FakeClient
+
+    clock = LoopClock()
+    client = FakeClient(clock=clock)
+
+    async def out_of_memory(*args: object, **kwargs: object) -> None:
+        raise MemoryError("injected")
+
+    client.patch = out_of_memory  # type: ignore[method-assign,assignment]
+    cache = SchedulerCache(client, clock=clock)
+    cache._close_write(cache._patch_pg(_pod_group(), {"phase": "Running"}))
+    with pytest.raises(MemoryError, match="injected"):
+        await cache.wait_close_writes()

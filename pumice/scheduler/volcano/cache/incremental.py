@@ -36,6 +36,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from pumice._util.errors import FATAL_TYPES
 from pumice.api import Obj
 from pumice.client.informer import Informer
 from pumice.scheduler.volcano.api.hyper_node_info import HyperNodesInfo, build_hypernodes
@@ -784,6 +785,8 @@ class IncrementalSnapshot:
             o = _with_kind(obj, "PodGroup")
             try:
                 job = job_from_pod_group(o, _creation(o, 0.0), self._priority_classes, self._default_priority)
+            except FATAL_TYPES:
+                raise  # not logged and carried on: the snapshot, so the scheduler's cycle, ends with it
             except Exception as e:  # one bad PodGroup must not cut the batch short
                 # SnapshotError (a field the API lets through and the scheduler cannot read) is kept:
                 # the snapshot refuses like the full build. Anything else is a bug building this one

@@ -64,7 +64,7 @@ def allocated_patch(current: Obj, desired: dict[str, str]) -> dict[str, str | No
     def same(a: Any, b: str) -> bool:
         try:
             return bool(quantity.parse_quantity(str(a)) == quantity.parse_quantity(b))
-        except Exception:
+        except quantity.QuantityError:
             return str(a) == b
 
     if set(current) == set(desired) and all(same(current[k], v) for k, v in desired.items()):
@@ -323,6 +323,8 @@ class SchedulerCache:
     async def _patch_shard(self, body: Obj) -> None:
         try:
             await self.client.patch(self.shard_kind, self.shard_name, body, patch_type="merge", subresource="status")  # type: ignore[arg-type]
+        except FATAL_TYPES:
+            raise  # not logged and carried on: the write task ends with it (see failure)
         except Exception as e:
             log.warning("failed to write NodeShard %s status: %s", self.shard_name, e)
 
@@ -389,6 +391,8 @@ class SchedulerCache:
                                        annotations=task.pod_annotations)
             else:
                 await self.client.bind(task.namespace, task.name, node_name, pod_uid=task.uid)
+        except FATAL_TYPES:
+            raise  # not logged and carried on: the write task ends with it (see failure)
         except Exception as e:
             self.bind_errors += 1
             if self.assumed_uids.get(task.key) == _pod_uid(task):
@@ -417,10 +421,14 @@ class SchedulerCache:
                 return
             try:
                 await self.client.delete(self.pod_kind, task.name, task.namespace)
+            except FATAL_TYPES:
+                raise  # not logged and carried on: the write task ends with it (see failure)
             except Exception as e2:
                 if not is_not_found(e2):
                     self._unrelease(task)
                     log.warning("failed to evict %s (%s): %s", task.key, reason, e2)
+        except FATAL_TYPES:
+            raise  # not logged and carried on: the write task ends with it (see failure)
         except Exception as e:
             self._unrelease(task)
             log.warning("failed to evict %s (%s): %s", task.key, reason, e)
@@ -445,6 +453,8 @@ class SchedulerCache:
             status["nominatedNodeName"] = nominated
         try:
             await self.client.patch(self.pod_kind, name, {"status": status}, ns, patch_type="strategic", subresource="status")
+        except FATAL_TYPES:
+            raise  # not logged and carried on: the write task ends with it (see failure)
         except Exception as e:
             if is_not_found(e):  # the Pod went meanwhile
                 log.debug("pod condition for %s/%s not written: %s", ns, name, e)
@@ -575,6 +585,8 @@ class SchedulerCache:
         md = cur["metadata"]
         try:
             await self.client.patch(self.pg_kind, md["name"], {"status": status}, md.get("namespace"), patch_type="merge")
+        except FATAL_TYPES:
+            raise  # not logged and carried on: the write task ends with it (see failure)
         except Exception as e:
             log.warning("failed to update PodGroup %s/%s status: %s", md.get("namespace"), md["name"], e)
 
@@ -583,6 +595,8 @@ class SchedulerCache:
         try:
             await self.client.patch(self.pg_kind, md["name"], {"metadata": {"annotations": annotations}}, md.get("namespace"),
                                     patch_type="merge")
+        except FATAL_TYPES:
+            raise  # not logged and carried on: the write task ends with it (see failure)
         except Exception as e:
             log.warning("failed to annotate PodGroup %s/%s with %s: %s", md.get("namespace"), md["name"], annotations, e)
 
@@ -594,8 +608,12 @@ class SchedulerCache:
             if e.code in (404, 405):
                 try:
                     await self.client.patch(self.queue_kind, name, body, patch_type="merge")
+                except FATAL_TYPES:
+                    raise  # not logged and carried on: the write task ends with it (see failure)
                 except Exception as e2:
                     log.debug("queue %s status not written: %s", name, e2)
+        except FATAL_TYPES:
+            raise  # not logged and carried on: the write task ends with it (see failure)
         except Exception as e:
             log.debug("queue %s status not written: %s", name, e)
 
