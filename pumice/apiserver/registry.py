@@ -1301,17 +1301,14 @@ class Registry:
         elif sub == "status" and (cv := self._schema_version(rk)) is not None and "status" in obj:
             # a custom resource's status write is pruned and defaulted as any body is decoded, before
             # it is validated: a required status field with a default is no Required (the rest of
-            # the body is the stored object's after PrepareForUpdate, so only the status is walked;
-            # in place, the body's keys keep their order)
-            part = {"status": obj["status"]}
-            assert cv.compiled is not None
-            unknown = cv.compiled.prune(part)
-            cv.compiled.default(part)
+            # the body is the stored object's after PrepareForUpdate, so only the status is taken
+            # back; in place, the body's keys keep their order)
+            part = dict(obj)
+            warnings = self._prune_default_status(rk, cv, part, field_validation)
             if "status" in part:
                 obj["status"] = part["status"]
             else:
                 del obj["status"]
-            warnings = self._unknown_answer(rk, unknown, field_validation)
         else:
             warnings = []
         new_rv = self._precondition_rv(obj["metadata"].get("resourceVersion"))
@@ -1448,11 +1445,26 @@ class Registry:
 
     def _prune_default_status(self, rk: ResourceKind, version: CustomVersion, obj: Obj,
                               strict: str) -> builtins.list[str]:
-        """:meth:`_prune_default` of a body :meth:`_clean_rest` accepted: pruning and
-        defaulting leave all but its status unchanged with nothing unknown, and under a split
-        root the root's own steps see only which top-level values are present, so the object
-        values but the status stand by under empty placeholders (as in :meth:`_unchanged_parts`;
-        the top-level keys end in the same order as there)."""
+        """Prune unknown fields from, and apply the schema's defaults to, ``obj`` (a custom
+        resource's body) walking only its status, in place; returns the warnings (see
+        :meth:`_prune_default`). The one status prune/default of both status writes: a body
+        written to the ``status`` subresource (whose caller keeps only the status, as the status
+        strategy does) and a body :meth:`_clean_rest` accepted (for which this is
+        :meth:`_prune_default`: pruning and defaulting leave all but its status unchanged with
+        nothing unknown).
+
+        The object values but the status stand by under empty placeholders, which keep their
+        presence for the root's own steps (as in :meth:`_unchanged_parts`; the top-level keys end
+        in the same order as there). Deviates: kube-apiserver prunes the whole body of a status
+        write, so it also reports unknown fields inside its other object values (which the status
+        strategy then drops).
+
+        Raises:
+            StatusError: 400 under fieldValidation=Strict when unknown fields were sent.
+
+        Mirrors: apiextensions-apiserver pkg/apiserver/schema/pruning (Prune) and
+        schema/defaulting (Default), run by the custom resource codec on every body decoded.
+        """
         assert version.compiled is not None
         keep: Obj = {k: obj.pop(k) for k in ("apiVersion", "kind", "metadata") if k in obj}
         aside = {k: v for k, v in obj.items() if k != "status" and type(v) is dict}

@@ -97,6 +97,24 @@ async def test_status_subresource_of_custom_resource(cluster: LocalCluster, widg
     assert w["status"] == {"state": "ready"} and w["metadata"]["generation"] == 1
 
 
+async def test_a_status_write_of_a_custom_resource_reports_an_unknown_top_level_field(
+        cluster: LocalCluster, widgets) -> None:
+    """Review 18 R-15: a status write's body is pruned as any body is decoded (the status walked
+    through the same prune/default as a status-only write, the other values present for the
+    root's own step): an unknown top-level field is a warning, or 400 under Strict, and is not
+    stored. pumice pruned only a {"status": ...} copy and never saw it."""
+    w = await cluster.client.create(widget("w1", size=1))
+    put = {**copy.deepcopy(w), "bogus": 1, "status": {"replicas": 2}}
+    with pytest.raises(ApiError) as e:
+        await cluster.client.request("PUT", widgets.path("default", "w1") + "/status", body=put,
+                                     params={"fieldValidation": "Strict"})
+    assert e.value.code == 400
+    assert e.value.message == ('Widget in version "v1" cannot be handled as a Widget: strict decoding error: '
+                               'unknown field "bogus"')
+    got = await cluster.client.request("PUT", widgets.path("default", "w1") + "/status", body=put)
+    assert got["status"] == {"replicas": 2} and "bogus" not in got
+
+
 async def test_a_status_put_of_a_custom_resource_checks_the_types_of_its_status_only_and_after_the_lookup(
         cluster: LocalCluster, widgets) -> None:
     """kube-apiserver's status strategy for custom resources keeps the stored object but its
