@@ -110,21 +110,37 @@ class JobState:
     """Deleted (a service) with Pods still holding: counted finished when the last one goes."""
 
 
-#: Status fields whose change alone is no progress of a job: times, and the message a repeated
-#: failure rewrites at every attempt (KubeRay's ReplicaFailure condition, mirrored into the RayJob's
-#: ``rayClusterStatus``: ``Failed to create Pod: Pod "<a new random name>" is invalid: ...`` every
-#: reconcile, with a new ``lastUpdateTime``).
-NO_PROGRESS_KEYS = frozenset({"lastUpdateTime", "lastTransitionTime", "message"})
+#: Status fields whose change alone is no progress of a job, at any depth: times.
+NO_PROGRESS_KEYS = frozenset({"lastUpdateTime", "lastTransitionTime"})
+
+#: Keys of a condition (an item of a ``conditions`` list, at any depth) whose change alone is no
+#: progress: the message a repeated failure rewrites at every attempt (KubeRay's ReplicaFailure
+#: condition, mirrored into the RayJob's ``rayClusterStatus``: ``Failed to create Pod: Pod "<a new
+#: random name>" is invalid: ...`` every reconcile, with a new ``lastUpdateTime``). Any other
+#: message (a RayJob's ``status.message``, ``rayJobInfo.message``, a Serve application's) is
+#: progress.
+NO_PROGRESS_CONDITION_KEYS = NO_PROGRESS_KEYS | {"message"}
 
 
 def progress_of(status: Any) -> Any:
-    """``status`` without the keys of :data:`NO_PROGRESS_KEYS` at any depth: two statuses with the
-    same value here differ by no progress."""
+    """``status`` without the keys of :data:`NO_PROGRESS_KEYS` at any depth, nor those of
+    :data:`NO_PROGRESS_CONDITION_KEYS` in a condition: two statuses with the same value here
+    differ by no progress."""
     if isinstance(status, dict):
-        return {k: progress_of(v) for k, v in status.items() if k not in NO_PROGRESS_KEYS}
+        return {k: _conditions_progress(v) if k == "conditions" else progress_of(v)
+                for k, v in status.items() if k not in NO_PROGRESS_KEYS}
     if isinstance(status, list):
         return [progress_of(v) for v in status]
     return status
+
+
+def _conditions_progress(conditions: Any) -> Any:
+    """:func:`progress_of` of a ``conditions`` value: each condition without
+    :data:`NO_PROGRESS_CONDITION_KEYS`."""
+    if not isinstance(conditions, list):
+        return progress_of(conditions)
+    return [{k: progress_of(v) for k, v in c.items() if k not in NO_PROGRESS_CONDITION_KEYS}
+            if isinstance(c, dict) else progress_of(c) for c in conditions]
 
 
 @dataclass
@@ -412,7 +428,12 @@ class Recorder:
     def _touch_if_progress(self, job: str, obj: Obj, status: Obj) -> None:
         """:meth:`touch` for a RayJob's or RayService's update unless it only repeats what was seen
         (:func:`progress_of`): a Ray cluster whose Pods the API server refuses is updated at every
-        reconcile with the failure's new text, and that must not keep a stalled run going to --until."""
+        reconcile with the failure's new text, and that must not keep a stalled run going to --until.
+        A finished job's updates (its Ray cluster torn down) are no progress of the run, and its
+        last status seen is forgotten (:meth:`_finished`)."""
+        js = self.jobs.get(job)
+        if js is not None and js.finished is not None:
+            return
         key = ((obj.get("metadata") or {}).get("generation"), progress_of(status))
         if self._progress.get(job) != key:
             self._progress[job] = key
@@ -436,6 +457,7 @@ class Recorder:
 
     def _finished(self, job: str) -> None:
         self.finished += 1
+        self._progress.pop(job, None)
         if self.on_job_finished is not None:
             self.on_job_finished(job)
 
