@@ -7,10 +7,10 @@ classes expose when the registry is scraped (``_total``; ``_bucket``, ``_count``
 ``_created`` unless the library's created series are disabled), without a lock or the library's
 per-update checks. Not thread-safe: each is updated from the one event-loop thread.
 
-The library's created series are disabled here, on import, for the whole process: kube-apiserver
-and controller-runtime expose their metrics with client_golang, whose text format has no
-``_created`` samples, and :func:`exposition` (what every ``/metrics`` endpoint serves) imports
-this module first.
+The library's created series are disabled by :func:`configure_metrics`, which each pumice server
+that serves ``/metrics`` calls where it builds its app (kube-apiserver and controller-runtime
+expose their metrics with client_golang, whose text format has no ``_created`` samples); importing
+this module changes nothing in the process.
 """
 
 from __future__ import annotations
@@ -30,7 +30,19 @@ from prometheus_client.utils import floatToGoString
 
 _C = TypeVar("_C")
 
-disable_created_metrics()
+
+def configure_metrics() -> None:
+    """Set up the process's Prometheus metrics as pumice's ``/metrics`` endpoints serve them:
+    prometheus_client's created series (the ``_created`` sample of every counter, histogram and
+    summary, the tallies' here too) are turned off, for the whole process and every registry, as
+    client_golang's text format writes none. Idempotent.
+
+    Called where a server builds its ``/metrics`` app: the API server's
+    (:func:`pumice.apiserver.http.build_app`) and a Manager's health and metrics server
+    (:func:`pumice.runtime.health.build_app` with ``metrics``). A program embedding pumice that
+    keeps created series of its own starts no such server, or re-enables them after
+    (``prometheus_client.enable_created_metrics``)."""
+    disable_created_metrics()
 
 
 EXPOSITION_CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
@@ -42,7 +54,8 @@ Newer client_golang releases append ``; escaping=underscores``; not written here
 
 def exposition(registry: CollectorRegistry = REGISTRY) -> bytes:
     """The Prometheus text format (0.0.4) of ``registry`` (default: the process's), without
-    ``_created`` series: what a ``/metrics`` endpoint serves, as :data:`EXPOSITION_CONTENT_TYPE`.
+    ``_created`` series once :func:`configure_metrics` ran (as the server serving it did): what a
+    ``/metrics`` endpoint serves, as :data:`EXPOSITION_CONTENT_TYPE`.
 
     Mirrors: client_golang prometheus/promhttp (the text encoding, which writes no created samples)."""
     return generate_latest(registry)

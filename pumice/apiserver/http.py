@@ -36,7 +36,7 @@ from starlette.routing import Route
 
 from pumice._util.clock import Clock
 from pumice._util.gostrings import atoi
-from pumice._util.metrics import EXPOSITION_CONTENT_TYPE, exposition
+from pumice._util.metrics import EXPOSITION_CONTENT_TYPE, configure_metrics, exposition
 from pumice.api import gojson
 from pumice.api import protobuf as pb
 from pumice.api.admission import FieldCause
@@ -1574,7 +1574,9 @@ def build_app(registry: Registry, *, token: str | None, clock: Clock, bookmark_i
     """The Starlette app serving ``registry``; returns ``(app, handler)`` where the handler has a
     ``ready`` flag and the ``token`` (both may be changed later). With ``access``, requests are
     authenticated and authorized by it (else only the admin ``token`` is checked).
-    ``request_metrics=False``: no request is counted in kube-apiserver's request metrics."""
+    ``request_metrics=False``: no request is counted in kube-apiserver's request metrics. Sets
+    up the process's metrics for ``/metrics`` (:func:`pumice._util.metrics.configure_metrics`)."""
+    configure_metrics()
     api = _Api(registry, token=token, clock=clock, bookmark_interval=bookmark_interval,
                log_client_factory=log_client_factory, access=access, request_metrics=request_metrics)
     app = _App(api)

@@ -21,7 +21,7 @@ from starlette.requests import Request as HttpRequest
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from pumice._util.metrics import EXPOSITION_CONTENT_TYPE, exposition
+from pumice._util.metrics import EXPOSITION_CONTENT_TYPE, configure_metrics, exposition
 
 Check = Callable[[], bool]
 
@@ -29,7 +29,9 @@ __all__ = ["HealthServer", "QuietServer", "build_app"]
 
 
 def build_app(healthz: dict[str, Check], readyz: dict[str, Check], *, metrics: bool = True) -> Starlette:
-    """The ASGI app. Each check is a no-argument callable returning True when healthy."""
+    """The ASGI app. Each check is a no-argument callable returning True when healthy. With
+    ``metrics``, ``/metrics`` serves the process's default registry, and the process's metrics
+    are set up for it (:func:`pumice._util.metrics.configure_metrics`: no ``_created`` series)."""
 
     def run(checks: dict[str, Check]) -> Response:
         failed = [name for name, fn in sorted(checks.items()) if not _safe(fn)]
@@ -48,6 +50,7 @@ def build_app(healthz: dict[str, Check], readyz: dict[str, Check], *, metrics: b
 
     routes = [Route("/healthz", healthz_ep), Route("/readyz", readyz_ep)]
     if metrics:
+        configure_metrics()
         routes.append(Route("/metrics", metrics_ep))
     return Starlette(routes=routes)
 
