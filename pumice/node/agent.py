@@ -135,6 +135,21 @@ def _typed_handlers(inf: Informer, fn: Callable[[str, Obj], None]) -> None:
     inf.add_event_handler(lambda o: fn("ADDED", o), lambda _o, n: fn("MODIFIED", n), lambda o: fn("DELETED", o))
 
 
+def needs_final_delete(pod: Obj) -> bool:
+    """Whether a deleting, terminal Pod still needs the agent's final delete (gracePeriodSeconds=0,
+    this uid). Not when its ``deletionGracePeriodSeconds`` is 0 already: the API server removed it
+    at once when it had no finalizers (its MODIFIED event and its DELETED one come from the same
+    request) and removes it when the last finalizer goes otherwise, so a grace-0 delete changes
+    nothing then (a 404, or the same object). The kubelet's status manager learns the same with
+    the GET it makes first (``Pod does not exist on the server``); the agent skips the request.
+
+    Mirrors: kubernetes pkg/kubelet/status/status_manager.go (syncPod, canBeDeleted) and
+    staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go
+    (updateForGracefulDeletionAndFinalizers: a grace period of 0 without finalizers deletes).
+    """
+    return (pod.get("metadata") or {}).get("deletionGracePeriodSeconds") != 0
+
+
 def _rmtree_logged(path: Path) -> None:
     """Remove a Pod's directory (``<ns>_<name>_<uid>``: logs, volumes, private /tmp with e.g. Ray's
     runtime_env virtualenvs, tens of thousands of files) with the files unlinked in parallel
@@ -1169,7 +1184,7 @@ class NodeAgent:
             if uid not in self.finished and isinstance(self.runtime, SimulatedRuntime):
                 # ended before this agent started (a Pod it ran is in finished once its worker ends)
                 self._count_ended_pod(self.runtime, pod)
-            if meta.is_deleting(pod):
+            if meta.is_deleting(pod) and needs_final_delete(pod):
                 self._spawn(self._final_delete(pod))
             return
         restored = self._state.pop(uid, None)

@@ -731,3 +731,51 @@ async def test_an_ordinary_error_ending_an_agent_task_is_logged_and_the_agent_ru
                    timeout=30, interval=0.5)
     await _still_runs(agent, client)
     await agent.stop()
+
+
+@pytest.mark.looptime
+@pytest.mark.parametrize("finalizer", [False, True])
+async def test_a_terminal_pod_deleted_with_grace_zero_gets_no_final_delete_from_the_agent(finalizer: bool) -> None:
+    """A Succeeded Pod deleted (as the garbage collector deletes it) is marked with grace 0 by the
+    API server, which removes it in the same request (MODIFIED, then DELETED) or, with a finalizer,
+    when the finalizer goes: the agent sends no final delete for it (it would answer 404, or change
+    nothing). A Pod being deleted with a grace period still gets one (needs_final_delete)."""
+    from pumice.api.scheme import POD
+    from pumice.apiserver.server import APIServer
+    from pumice.client.base import is_not_found
+    from pumice.client.kubeconfig import in_process
+    from pumice.node.agent import needs_final_delete
+    from pumice.testing.fake_client import CountingClient
+
+    clock = LoopClock()
+    server = APIServer(None, clock=clock, bookmark_interval=None)
+    await server.start()
+    api = in_process(server.app, scheme=server.scheme)
+    counting = CountingClient(in_process(server.app, scheme=server.scheme))
+    agent = await _agent(counting, clock)
+    try:
+        p = sim_pod("done", 5)
+        if finalizer:
+            p["metadata"]["finalizers"] = ["example.com/hold"]
+        await api.create(p)
+        await wait_for(lambda: phase_is(api, "done", "Succeeded"), timeout=30, interval=0.5)
+        counting.reset()
+        await api.delete(POD, "done", "default")
+        if finalizer:
+            held = await get_pod(api, "done")
+            assert held["metadata"]["deletionGracePeriodSeconds"] == 0
+            await clock.sleep(5)
+            await api.patch(POD, "done", {"metadata": {"finalizers": None}}, "default")
+        await clock.sleep(5)
+        with pytest.raises(Exception) as gone:
+            await api.get(POD, "done", "default")
+        assert is_not_found(gone.value)
+        assert [a for a in counting.actions if a[0] == "delete"] == []
+    finally:
+        await agent.stop()
+        await api.close()
+        await counting.close()
+        server.store.close_watchers()
+        server.close()
+    assert needs_final_delete({"metadata": {"deletionTimestamp": "x", "deletionGracePeriodSeconds": 30}})
+    assert not needs_final_delete({"metadata": {"deletionTimestamp": "x", "deletionGracePeriodSeconds": 0}})
