@@ -239,10 +239,27 @@ def test_a_float_literal_is_remembered_until_plain_floats() -> None:
 
 
 async def test_a_float_literal_outside_a_quantity_is_a_plain_number(http: httpx2.AsyncClient) -> None:
+    """A literal that no Quantity reads is the number it writes: in an int64 field Go's decode
+    error about that field, in a float64 field (a CRD schema's ``maximum``) the plain number,
+    stored and answered as JSON (a FloatLiteral reaching the encoder would be a 500)."""
+    json_h = {"Content-Type": "application/json"}
     pod = (b'{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pt"}, "spec": {'
            b'"terminationGracePeriodSeconds": 3e1, "containers": [{"name": "c", "image": "busybox"}]}}')
-    r = await http.post("/api/v1/namespaces/default/pods", content=pod, headers={"Content-Type": "application/json"})
+    r = await http.post("/api/v1/namespaces/default/pods", content=pod, headers=json_h)
     assert (r.status_code, r.json()["reason"]) == (400, "BadRequest")
+    assert r.json()["message"].startswith('Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal number ')
+    assert r.json()["message"].endswith(" into Go struct field PodSpec.spec.terminationGracePeriodSeconds of type int64")
+    crd = (b'{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",'
+           b'"metadata":{"name":"dials.example.com"},"spec":{"group":"example.com","scope":"Namespaced",'
+           b'"names":{"kind":"Dial","plural":"dials","singular":"dial"},"versions":[{"name":"v1","served":true,'
+           b'"storage":true,"schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object",'
+           b'"properties":{"level":{"type":"number","maximum":2.50}}}}}}}]}}')
+    r = await http.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", content=crd, headers=json_h)
+    assert r.status_code == 201, r.text
+    r = await http.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/dials.example.com")
+    assert b'"level":{"type":"number","maximum":2.5}' in r.content
+    level = r.json()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["level"]
+    assert type(level["maximum"]) is float and level["maximum"] == 2.5
 
 
 # -- a literal too large for a float (trial 18 F-4): Go parses its text as any other -------------
