@@ -881,8 +881,11 @@ async def _start_schedulers(stack: _Stack, cfg: SimConfig, clock: LoopClock, rec
     """The Volcano scheduler on :class:`TriggeredLoop`, reporting to the recorder; the default
     scheduler too when RayJobs arrive (their submitter Pods are its) or RayServices arrive without
     KubeRay's Volcano batch scheduler (their Pods are its then)."""
+    # No scheduler metrics, as no request metrics from the API server: nothing can scrape them
+    # (no sockets), the report does not read them, and the virtual clock stands still inside a
+    # session, so every latency would be 0.
     sched = _sim_scheduler_class()(stack.client(), conf_path=cfg.scheduler_conf, schedule_period=cfg.schedule_period,
-                                   clock=clock, snapshot_mode=cfg.snapshot_mode)
+                                   clock=clock, snapshot_mode=cfg.snapshot_mode, keep_metrics=False)
     sched.recorder = rec
     # No Events from the scheduler, as none from the node agent: nothing reads them during a run
     # and the API server is gone after it (one write per job otherwise: the PodGroup's Scheduled).

@@ -67,3 +67,22 @@ def test_the_plots_of_a_run_where_no_job_started_warn_nothing(two_gangs: Path, g
         warnings.simplefilter("error")
         write_run(r, tmp_path / "out", plots=True)
     assert (tmp_path / "out/delay_cdf.png").stat().st_size > 0
+
+
+def test_the_simulated_scheduler_keeps_no_scheduler_metrics(two_gangs: Path) -> None:
+    """Nothing can scrape a run's scheduler and its virtual clock stands still inside a session
+    (every latency would be 0): the run observes none of the upstream scheduler metrics, and the
+    sessions still report their queue shares to the recorder."""
+    from pumice.scheduler.volcano import metrics as sched_metrics
+
+    def e2e_count() -> float:
+        return next(s.value for m in sched_metrics.e2e_scheduling_latency.collect() for s in m.samples
+                    if s.name.endswith("_count"))
+
+    scheduled = sched_metrics.child(sched_metrics.schedule_attempts, "scheduled")
+    before, scheduled_before = e2e_count(), scheduled._value.get()
+    r = simulate(SimConfig(two_nodes_two_slots(), load_workload(two_gangs)))
+    assert r.ended_by == "done" and r.recorder.finished == 2
+    assert e2e_count() == before
+    assert scheduled._value.get() == scheduled_before
+    assert r.recorder.deserved  # the queue shares the sessions report

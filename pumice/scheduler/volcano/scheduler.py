@@ -109,6 +109,12 @@ class Scheduler:
         snapshot_mode: ``incremental`` (state kept across cycles, rebuilt where informer events
             changed it), ``full`` (every object every cycle) or ``verify`` (both, compared; for
             tests); see :meth:`SchedulerCache.snapshot`. Decisions are the same in every mode.
+        keep_metrics: keep the upstream scheduler metrics of each cycle (:mod:`.metrics`: the
+            latency histograms with the per-plugin open timing, the schedule-attempt and
+            preemption figures, the per-queue gauges). False (``pumice simulate``: nothing can
+            scrape a run's scheduler, and its virtual clock does not move inside a cycle, so every
+            latency would be 0) skips them; the decisions, the writes and the session's
+            ``queue_metrics`` are the same.
 
     Raises:
         ConfigError: at construction, when the first configuration cannot be loaded.
@@ -126,6 +132,7 @@ class Scheduler:
         shard_name: str | None = None,
         snapshot_mode: str = "incremental",
         publish_conf: bool = False,
+        keep_metrics: bool = True,
     ) -> None:
         self.client = client
         self.clock: Clock = clock or LoopClock()
@@ -137,6 +144,7 @@ class Scheduler:
         self.conf_text: str = DEFAULT_SCHEDULER_CONF
         """The volcano-scheduler.conf text of :attr:`conf`."""
         self.publish_conf = publish_conf
+        self.keep_metrics = keep_metrics
         self._refused: str | None = None
         """The ConfigMap text last refused (said once)."""
         self._sync_error: str | None = None
@@ -190,13 +198,16 @@ class Scheduler:
     def run_once(self) -> CloseResult:
         """One cycle: snapshot, session, actions, close, queue writes."""
         self.reload_conf_if_changed()
-        t0 = self.clock.monotonic()
+        keep = self.keep_metrics
+        t0 = self.clock.monotonic() if keep else 0.0
         snap = self.cache.snapshot()
         snap.nodes_in_shard = self.cache.preferred_nodes
-        ssn = open_session(snap, self.conf, self.cache, uid=None, seed=self.cycles, timer=self.clock.monotonic)
-        metrics.open_session_duration.observe((self.clock.monotonic() - t0) * 1000)
-        for name, secs in ssn.plugin_open_seconds.items():
-            metrics.child(metrics.plugin_scheduling_latency, name, "OnSessionOpen").observe(secs * 1000)
+        ssn = open_session(snap, self.conf, self.cache, uid=None, seed=self.cycles,
+                           timer=self.clock.monotonic if keep else None)
+        if keep:
+            metrics.open_session_duration.observe((self.clock.monotonic() - t0) * 1000)
+            for name, secs in ssn.plugin_open_seconds.items():
+                metrics.child(metrics.plugin_scheduling_latency, name, "OnSessionOpen").observe(secs * 1000)
         try:
             self._run_actions(ssn)
         finally:
@@ -205,18 +216,26 @@ class Scheduler:
             self.cache.write_shard_status()
             self._record(ssn, res)
             ssn.release()
-        metrics.e2e_scheduling_latency.observe((self.clock.monotonic() - t0) * 1000)
+        if keep:
+            metrics.e2e_scheduling_latency.observe((self.clock.monotonic() - t0) * 1000)
         self.cycles += 1
         self.last_result = res
         return res
 
     def _run_actions(self, ssn: Session) -> None:
+        if not self.keep_metrics:
+            for name in self.conf.actions:
+                run_action(ssn, name)
+            return
         for name in self.conf.actions:
             t = self.clock.monotonic()
             run_action(ssn, name)
             metrics.child(metrics.action_scheduling_latency, name).observe((self.clock.monotonic() - t) * 1000)
 
     def _record(self, ssn: Session, res: CloseResult) -> None:
+        """The cycle's metrics (none without :attr:`keep_metrics`)."""
+        if not self.keep_metrics:
+            return
         counts = ssn.job_tally("record.counts", _record_entry, also=ssn.cluster.job_log or ())
         if counts is not None:
             binding = counts.get("binding", 0)
