@@ -29,12 +29,20 @@ Mirrors: Go encoding/json decode.go (UnmarshalTypeError, errorContext), sigs.k8s
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any
 
 from pumice.api import protobuf
 from pumice.api.quantity import ERR_FORMAT_WRONG, ERR_SUFFIX, QuantityError, parse_quantity
 
-__all__ = ["go_json_value", "unmarshal_error"]
+__all__ = ["LITERAL_TEXTS", "go_json_value", "unmarshal_error"]
+
+LITERAL_TEXTS: ContextVar[dict[int, tuple[float, str]] | None] = ContextVar("LITERAL_TEXTS", default=None)
+"""The current request's JSON float literals whose text the float's ``repr`` would not give back
+(``3e1``, ``1e400``), by ``id`` of the plain float now in the body: ``(float, text)`` (see
+pumice.apiserver.decode.plain_floats). Go's decoder quotes a number's literal text in its error
+(``number 3e1``), so :func:`unmarshal_error` takes it from here; set per request by the HTTP
+handler (None: none)."""
 
 #: messages whose Go type decodes JSON itself (an UnmarshalJSON method): not walked
 _CUSTOM_JSON = frozenset({
@@ -74,7 +82,12 @@ def go_json_value(value: Any) -> str:
 
 
 def _number_literal(value: int | float) -> str:
-    return str(value) if isinstance(value, int) else repr(value)
+    """The number's JSON text as the request wrote it (the literal Go's error quotes)."""
+    if isinstance(value, int):
+        return str(value)
+    texts = LITERAL_TEXTS.get()
+    hit = texts.get(id(value)) if texts else None
+    return hit[1] if hit is not None and hit[0] is value else repr(value)
 
 
 _QUANTITY = "k8s.io.apimachinery.pkg.api.resource.Quantity"

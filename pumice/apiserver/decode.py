@@ -112,19 +112,24 @@ def _literal_decoder(literals: list[FloatLiteral]) -> Callable[[bytes], Any]:
     return msgspec.json.Decoder(float_hook=float_hook).decode
 
 
-def plain_floats(value: Any) -> Any:
+def plain_floats(value: Any, texts: dict[int, tuple[float, str]] | None = None) -> Any:
     """``value`` (decoded JSON) with every :class:`FloatLiteral` in it replaced, in place, by its
-    plain float; returns the value (a new float when ``value`` is itself a literal)."""
+    plain float; returns the value (a new float when ``value`` is itself a literal). ``texts``:
+    gets ``id(plain float) -> (plain float, literal text)`` for each (what
+    :data:`pumice.api.godecode.LITERAL_TEXTS` holds, so that a decode error quotes the literal)."""
     if isinstance(value, dict):
         for k, v in value.items():
             if isinstance(v, dict | list | FloatLiteral):
-                value[k] = plain_floats(v)
+                value[k] = plain_floats(v, texts)
     elif isinstance(value, list):
         for i, v in enumerate(value):
             if isinstance(v, dict | list | FloatLiteral):
-                value[i] = plain_floats(v)
+                value[i] = plain_floats(v, texts)
     elif isinstance(value, FloatLiteral):
-        return float(value)
+        number = float(value)
+        if texts is not None:
+            texts[id(number)] = (number, value.text)
+        return number
     return value
 
 

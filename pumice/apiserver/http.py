@@ -42,7 +42,7 @@ from pumice.api import protobuf as pb
 from pumice.api.admission import FieldCause
 from pumice.api.apply import manager_or_user_agent
 from pumice.api.fields import repair_bytes
-from pumice.api.godecode import go_json_value, unmarshal_error
+from pumice.api.godecode import LITERAL_TEXTS, go_json_value, unmarshal_error
 from pumice.api.meta import deep_copy
 from pumice.api.params import query_bool, query_list, query_values
 from pumice.api.quantity import FloatLiteral
@@ -346,10 +346,14 @@ class _Api:
         """Answer one HTTP request (every failure as a Status); a resource request (and a health
         check) is counted in kube-apiserver's request metrics (pumice.apiserver.requestmetrics),
         unless the server was built without them (``request_metrics=False``)."""
-        if not self.request_metrics:
-            return await self._serve(request)
-        t0 = self.clock.monotonic()
-        response = await self._serve(request)
+        token = LITERAL_TEXTS.set(None)
+        try:
+            if not self.request_metrics:
+                return await self._serve(request)
+            t0 = self.clock.monotonic()
+            response = await self._serve(request)
+        finally:
+            LITERAL_TEXTS.reset(token)
         labels = request.scope.get("pumice.metric")
         if labels is not None:
             requestmetrics.record(labels, response.status_code, self.clock.monotonic() - t0)
@@ -848,7 +852,9 @@ class _Api:
         if literals:
             if rk is not None and isinstance(body, dict):
                 pb.drop_zero_values(body, keys=(), quantity_keys=tuple(body), kind=(rk.api_version, rk.kind))
-            body = plain_floats(body)
+            texts: dict[int, tuple[float, str]] = {}
+            body = plain_floats(body, texts)
+            LITERAL_TEXTS.set(texts)  # for this request (handle resets it): decode errors quote the literal
         if dups is not None:
             dups.extend(_duplicates(request, raw, rk, query or {}))
         return body
