@@ -7,7 +7,9 @@ the default namespaces, the system PriorityClasses and the built-in CRDs (ray.io
 they are missing. ``server.app`` is the ASGI app (use it with the in-process transport, or
 ``await server.serve(host, port)`` for HTTP with uvicorn). The Service ``default/kubernetes`` and,
 while the server listens, its Endpoints and EndpointSlice are kept by
-:mod:`pumice.apiserver.kubernetesservice`.
+:mod:`pumice.apiserver.kubernetesservice`; while it listens, a deleted system namespace
+(``kube-system``, ``kube-public``, ``kube-node-lease``) is made again by
+:mod:`pumice.apiserver.systemnamespaces`.
 
 HTTPS by default: a self-signed certificate and key are generated into ``<data_dir>/tls.crt`` /
 ``tls.key`` and the kubeconfig carries the CA data (kubectl sends bearer tokens over TLS only).
@@ -58,6 +60,11 @@ from pumice.apiserver.registry import Registry
 from pumice.apiserver.servicealloc import NODE_PORT_RANGE, SERVICE_CLUSTER_IP_RANGE
 from pumice.apiserver.storage import Durability, MemoryStorage, SqliteStorage, Storage, StorageError
 from pumice.apiserver.store import Store
+from pumice.apiserver.systemnamespaces import (
+    SYSTEM_NAMESPACES,
+    SYSTEM_NAMESPACES_INTERVAL,
+    SystemNamespacesController,
+)
 from pumice.apiserver.tlsfront import TLSFront
 from pumice.runtime.health import QuietServer
 
@@ -74,7 +81,7 @@ SERVER_MANAGER = "kube-apiserver"
 #: ``app.kubernetes.io/managed-by`` says the same): a server-side apply that conflicts with them
 #: names ``"pumice"``, not ``"unknown"``
 BUILTIN_CRD_MANAGER = "pumice"
-DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+DEFAULT_NAMESPACES = ("default", *SYSTEM_NAMESPACES)
 
 
 #: the bridge gateways of the node agent's default /22 slots of 10.244.0.0/16: Pods reach the API
@@ -163,6 +170,9 @@ class APIServer:
             (:func:`pumice.apiserver.kubernetesservice.advertise_address`).
         endpoint_reconciler_interval: seconds between the passes that keep ``default/kubernetes``
             (Service, Endpoints, EndpointSlice) while the server listens (kube-apiserver's 10 s).
+        system_namespaces_interval: seconds between the passes that create the missing system
+            namespaces while the server listens (kube-apiserver's 60 s;
+            :mod:`pumice.apiserver.systemnamespaces`).
         request_metrics: count each request in kube-apiserver's ``apiserver_request_total`` and
             ``apiserver_request_duration_seconds`` (default True); False for a server nobody
             can scrape (``pumice simulate``'s: no sockets), which then skips the per-request
@@ -194,6 +204,7 @@ class APIServer:
         tls_sans: Iterable[str] = (),
         advertise_address: str | None = None,
         endpoint_reconciler_interval: float = ENDPOINT_INTERVAL,
+        system_namespaces_interval: float = SYSTEM_NAMESPACES_INTERVAL,
         request_metrics: bool = True,
     ) -> None:
         self.data_dir = Path(data_dir).expanduser() if data_dir is not None else None
@@ -243,6 +254,7 @@ class APIServer:
         self._serving = False
         self.advertise_address = advertise_address
         self.endpoint_reconciler_interval = endpoint_reconciler_interval
+        self.system_namespaces_interval = system_namespaces_interval
         #: the ``default/kubernetes`` controller while the server listens (see :meth:`serve`)
         self.kubernetes_service: KubernetesServiceController | None = None
         self._uvicorn: Any = None
@@ -477,6 +489,7 @@ class APIServer:
         self._uvicorn = server
         task = asyncio.create_task(server.serve())
         kube_svc_task: asyncio.Task[None] | None = None
+        sys_ns_task: asyncio.Task[None] | None = None
         try:
             while not server.started:
                 if task.done():
@@ -501,6 +514,9 @@ class APIServer:
             self.kubernetes_service = kube_svc
             await kube_svc.reconcile_logged()
             kube_svc_task = asyncio.create_task(kube_svc.run(wait_first=True), name="kubernetes-service")
+            # start() made them; from now on a deleted one comes back within an interval
+            sys_ns = SystemNamespacesController(self.registry, self.clock, interval=self.system_namespaces_interval)
+            sys_ns_task = asyncio.create_task(sys_ns.run(wait_first=True), name="system-namespaces")
             if ready is not None:
                 ready.set()
             # shielded: a cancel of serve() (SIGTERM) must not cancel uvicorn mid-response, which
@@ -508,10 +524,11 @@ class APIServer:
             # finally below ends the watches first, then lets uvicorn stop gracefully
             await asyncio.shield(task)
         finally:
-            if kube_svc_task is not None:
-                kube_svc_task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await kube_svc_task
+            for loop_task in (kube_svc_task, sys_ns_task):
+                if loop_task is not None:
+                    loop_task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await loop_task
             self.store.close_watchers()  # each watch stream ends as on a normal timeout
             if front is not None:
                 await front.close()
