@@ -1160,7 +1160,7 @@ class _Api:
         for s in items:
             md = s.obj["metadata"]
             try:
-                await self.registry.delete(rk, md.get("namespace"), md["name"], opts)
+                await self.registry.delete(rk, md.get("namespace"), md["name"], opts, collection=True)
             except StatusError as e:
                 if e.code != 404:
                     raise

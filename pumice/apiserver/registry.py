@@ -1811,16 +1811,21 @@ class Registry:
     # ---------------------------------------------------------------- delete
 
     async def delete(self, rk: ResourceKind, namespace: str | None, name: str,
-                     opts: DeleteOptions) -> tuple[Stored, bool]:
+                     opts: DeleteOptions, *, collection: bool = False) -> tuple[Stored, bool]:
         """DELETE. Returns ``(object, removed)``: the object as removed (``removed`` True; a kind
         whose strategy :attr:`~Strategy.marks_before_delete` with its deletionTimestamp, grace
         period and generation as the delete set them, others as they were stored), or as it stays
         (with deletionTimestamp) while finalizers or the Pod grace period hold it (False). A dry
-        run answers what the delete would do.
+        run answers what the delete would do. ``collection``: one item of a DELETE of the
+        collection, which skips the kind's own refusals (:meth:`Strategy.check_delete`), as
+        kube-apiserver's DeleteCollection does.
 
         Raises:
-            StatusError: 404, 409 on a failed precondition, 403 from admission.
+            StatusError: 404, 409 on a failed precondition, 403 from admission or the kind (a
+                system PriorityClass).
         """
+        if not collection:
+            self.strategy(rk).check_delete(rk, name)
         ns = self._ns(rk, namespace)
         res = self.storage_resource(rk)
         st = self._view(rk)

@@ -29,7 +29,7 @@ from pumice.api import Obj, protobuf
 from pumice.api.admission import FieldCause
 from pumice.api.scheme import ResourceKind
 from pumice.api.selectors import FieldSelector
-from pumice.api.validation import validate_container, validate_object
+from pumice.api.validation import SYSTEM_PRIORITY_CLASS_VALUES, validate_container, validate_object
 from pumice.apiserver import defaults as kdefaults
 from pumice.apiserver import errors, events
 from pumice.apiserver.crds import crd_status, validate_crd
@@ -206,6 +206,15 @@ class Strategy:
         """True while something besides metadata.finalizers keeps a deleting object."""
         return False
 
+    def check_delete(self, rk: ResourceKind, name: str) -> None:
+        """The kind's REST Delete of one object by name, before the object is read (so it answers
+        whether or not the object exists, dry run or not). A delete of the collection does not
+        call it: kube-apiserver's DeleteCollection deletes through the store, not the kind's REST.
+        Nothing by default.
+
+        Raises:
+            StatusError: the delete is refused."""
+
     def before_final_delete(self, reg: Registry, obj: Obj) -> None:
         """Called by DELETE just before the object leaves the store."""
 
@@ -227,6 +236,18 @@ class Strategy:
     def begin_update(self, reg: Registry, rk: ResourceKind, new: Obj, old: Obj, dry_run: bool) -> Finish | None:
         """BeginUpdate of the main resource, as :meth:`begin_create` (``old`` is the stored object)."""
         return None
+
+
+class PriorityClassStrategy(Strategy):
+    """PriorityClasses: the system ones (``system-node-critical``, ``system-cluster-critical``)
+    cannot be deleted one by one (403 ``this is a system priority class and cannot be deleted``).
+
+    Mirrors: kubernetes pkg/registry/scheduling/priorityclass/storage/storage.go REST.Delete
+    (a DELETE of the collection still removes them, as upstream's store does)."""
+
+    def check_delete(self, rk: ResourceKind, name: str) -> None:
+        if name in SYSTEM_PRIORITY_CLASS_VALUES:
+            raise errors.forbidden(rk, name, "this is a system priority class and cannot be deleted")
 
 
 class PodStrategy(Strategy):
@@ -640,6 +661,6 @@ register("apps", "replicasets", Strategy(field_labels=frozenset({"status.replica
 register("batch", "jobs", JobStrategy(field_labels=frozenset({"status.successful"}), defaulter=kdefaults.job,
                                       generation=True))
 register("discovery.k8s.io", "endpointslices", Strategy(generation=True))
-register("scheduling.k8s.io", "priorityclasses", Strategy(defaulter=kdefaults.priority_class))
+register("scheduling.k8s.io", "priorityclasses", PriorityClassStrategy(defaulter=kdefaults.priority_class))
 register("apiextensions.k8s.io", "customresourcedefinitions", CRDStrategy())
 register("apiregistration.k8s.io", "apiservices", APIServiceStrategy())
