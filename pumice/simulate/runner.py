@@ -805,15 +805,27 @@ def _raise_if_crashed(stack: _Stack, now: float) -> None:
                               f"{type(e).__name__}{': ' + text if text else ''}; no report") from e
 
 
+SIM_WATCH_HISTORY = 200
+"""Watch events the run's API server keeps per resource (a watch from an older resourceVersion
+gets 410 and its informer lists again). A run's watches start once, when its components start,
+and never end before the run does (no watch timeout, no bookmarks, see :data:`WATCH_TIMEOUT`),
+so the history only has to cover the few writes between an informer's list and its watch at
+start-up. A longer one only keeps old object versions alive: 5,000 per resource held ~115 MB of
+them at simulated day 40 of Philly (peak RSS 743 against 628 MB), and each was freed 5,000 writes
+of its resource later, out of the processor's caches (see docs/performance-simulate.md,
+session 18)."""
+
+
 async def _start_api_server(cfg: SimConfig, clock: LoopClock) -> _Stack:
-    """The API server: in-memory storage, the Volcano admission plugins, no bookmarks, no request
-    metrics (nothing can scrape them: the run has no sockets, and the report does not read them)."""
+    """The API server: in-memory storage, the Volcano admission plugins, no bookmarks, a short
+    watch history (:data:`SIM_WATCH_HISTORY`), no request metrics (nothing can scrape them: the
+    run has no sockets, and the report does not read them)."""
     from pumice.apiserver.server import APIServer
     from pumice.controllers import volcano as volcano_controllers
 
     mutating, validating = volcano_controllers.admission_plugins()
     server = APIServer(None, admission_plugins=[*mutating, *validating], clock=clock,
-                       seed=cfg.seed, bookmark_interval=None, history=5_000, request_metrics=False)
+                       seed=cfg.seed, bookmark_interval=None, history=SIM_WATCH_HISTORY, request_metrics=False)
     # no client applies in a simulation: its hundreds of thousands of writes record no Update
     # managers (Apply entries still work; see Registry.track_update_managers)
     server.registry.track_update_managers = False

@@ -12,6 +12,7 @@ import socket
 import threading
 import weakref
 from pathlib import Path
+from typing import Any
 
 import looptime
 import pytest
@@ -246,3 +247,59 @@ def test_a_fractional_until_ends_the_run_at_the_first_instant_at_or_after_it(tmp
     r = simulate(SimConfig(two_nodes_two_slots(), load_workload(w), until=until), progress=progress, stop=stop)
     assert r.ended_by == "until"
     assert until <= r.end_time < until + 1e-5
+
+
+MANY_SHORT_JOBS = """
+kind: Workload
+queues: [default]
+arrivals:
+  - at: 0
+    every: 3
+    duration: 5
+    count: 50
+    name: short
+    manifest:
+      apiVersion: batch.volcano.sh/v1alpha1
+      kind: Job
+      spec:
+        minAvailable: 1
+        schedulerName: volcano
+        queue: default
+        tasks:
+          - name: worker
+            replicas: 1
+            template:
+              spec:
+                restartPolicy: Never
+                containers:
+                  - name: main
+                    image: pumice.io/simulated
+                    resources: {requests: {cpu: "1", memory: 1Gi}}
+"""
+
+
+def test_the_run_keeps_a_short_watch_history_and_no_informer_lists_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run's API server keeps SIM_WATCH_HISTORY watch events per resource (old object
+    versions are not kept alive for thousands of writes), and that is enough: no watch of the
+    run needs an older revision, so every informer of the scheduler's cache listed once."""
+    from pumice.simulate.workload import load_workload
+
+    from .conftest import two_nodes_two_slots
+
+    stacks: list[Any] = []
+    start = runner._start_api_server
+
+    async def keep(cfg: SimConfig, clock: Any) -> Any:
+        stack = await start(cfg, clock)
+        stacks.append(stack)
+        return stack
+
+    monkeypatch.setattr(runner, "_start_api_server", keep)
+    (tmp_path / "w.yaml").write_text(MANY_SHORT_JOBS)
+    r = simulate(SimConfig(two_nodes_two_slots(), load_workload(tmp_path / "w.yaml")))
+    assert r.ended_by == "done" and r.recorder.finished == 50
+    histories = {res: len(st.history) for res, st in stacks[0].server.store._resources.items()}
+    assert max(histories.values()) == runner.SIM_WATCH_HISTORY  # the Pods' writes went past it
+    informers = stacks[0].scheduler.cache.informers
+    assert informers and all(inf.relists == 1 for inf in informers.values())
