@@ -4,7 +4,9 @@ The KubeRay controllers reach it through the same :class:`~pumice.controllers.ra
 RayDashboardClient` protocol as the real dashboard (pass :meth:`SimulatedRayDashboard.factory`
 as their ``dashboard_client_factory``); nothing in them knows it is simulated.
 
-Job model, per RayCluster (the cluster the RayJob created, found by the factory's ``cluster``):
+Job model, per RayCluster (the cluster the RayJob created, found by the factory's ``cluster``, or
+the existing cluster a ``clusterSelector`` RayJob names: then the job's RayJob is the one whose
+``status.jobId`` is the id asked for and whose ``status.rayClusterName`` is that cluster):
 
 - *submitted*: a job exists only once something submits it, at that moment: HTTPMode when the
   controller calls ``submit_job``; any mode through ``POST /api/jobs/`` of :func:`asgi_app` (the
@@ -116,6 +118,9 @@ class SimulatedRayDashboard:
             the owning RayService says otherwise (:data:`ANNOTATION_SERVE_START`).
         rayservices: ``(namespace, name) -> RayService or None`` (an informer lister's ``get``;
             None: every cluster takes ``serve_start_delay``).
+        list_rayjobs: ``namespace -> RayJobs`` (an informer lister's ``list``), to find the
+            ``clusterSelector`` RayJob of a job on a cluster no RayJob owns (None: such a cluster
+            has only the jobs submitted to it).
     """
 
     clock: Clock
@@ -124,6 +129,7 @@ class SimulatedRayDashboard:
     finish_pod: FinishPod | None = None
     serve_start_delay: float = 5.0
     rayservices: Callable[[str, str], Obj | None] | None = None
+    list_rayjobs: Callable[[str], list[Obj]] | None = None
     jobs: dict[str, _Job] = field(default_factory=dict)
     apps: dict[str, dict[str, _App]] = field(default_factory=dict)
 
@@ -189,8 +195,21 @@ class SimulatedRayDashboard:
             return None
         return max(t for t in times if t is not None)
 
+    def _selecting_rayjob(self, cluster: Obj, job_id: str) -> str | None:
+        """The name of the ``clusterSelector`` RayJob whose Ray job ``job_id`` runs on ``cluster``
+        (its ``status.jobId`` and ``status.rayClusterName``), or None."""
+        md = cluster.get("metadata") or {}
+        if self.list_rayjobs is None or not job_id:
+            return None
+        for rj in self.list_rayjobs(md.get("namespace", "")):
+            st = rj.get("status") or {}
+            if (rj.get("spec") or {}).get("clusterSelector") and st.get("jobId") == job_id \
+                    and st.get("rayClusterName") == md.get("name"):
+                return str((rj.get("metadata") or {}).get("name", ""))
+        return None
+
     def _submitted(self, cluster: Obj, job_id: str) -> _Job | None:
-        owner = _owner_rayjob(cluster)
+        owner = _owner_rayjob(cluster) or self._selecting_rayjob(cluster, job_id)
         ns = (cluster.get("metadata") or {}).get("namespace", "")
         if owner is None:
             return None
@@ -380,7 +399,8 @@ def on_informers(informers: Any, finish_pod: FinishPod, clock: Clock
     clusters = informers.informer(RAY_CLUSTER)
     dashboard = SimulatedRayDashboard(clock, pods=lambda ns, sel: pods.lister.list(ns, sel),
                                       rayjobs=lambda ns, n: rayjobs.lister.get(ns, n), finish_pod=finish_pod,
-                                      rayservices=lambda ns, n: rayservices.lister.get(ns, n))
+                                      rayservices=lambda ns, n: rayservices.lister.get(ns, n),
+                                      list_rayjobs=lambda ns: rayjobs.lister.list(ns))
     return dashboard, lambda ns, n: clusters.lister.get(ns, n)
 
 

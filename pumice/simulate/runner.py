@@ -867,7 +867,8 @@ async def _start_controllers(stack: _Stack, cfg: SimConfig, clock: LoopClock, re
         clock, pods=lambda ns, sel: pod_inf.lister.list(ns, sel),
         rayjobs=lambda ns, n: rayjob_inf.lister.get(ns, n),
         finish_pod=getattr(stack.runtime, "finish_pod", None),
-        rayservices=lambda ns, n: rayservice_inf.lister.get(ns, n))
+        rayservices=lambda ns, n: rayservice_inf.lister.get(ns, n),
+        list_rayjobs=lambda ns: rayjob_inf.lister.list(ns))
     services = any(a.kind == "RayService" for a in cfg.workload.arrivals)
     # RayService readiness counts the serve Service's ready endpoints (EndpointSlices)
     kube_controllers.setup(mgr, controllers=KUBE_CONTROLLERS + (("endpoints",) if services else ()),

@@ -60,6 +60,41 @@ async def test_a_job_is_pending_until_the_gang_runs_then_succeeds_after_its_dura
     assert ended == [("uid-submitter", 0)]  # the submitter exits with the job
 
 
+async def test_a_cluster_selector_rayjobs_submitter_runs_its_job_on_the_selected_cluster() -> None:
+    """KubeRay's ``ray-job.use-existing-raycluster.yaml``: the cluster has no owner RayJob; the RayJob
+    that selects it (``status.jobId``, ``status.rayClusterName``) gets its job once its submitter
+    runs, and the submitter exits when the job ends (trial 19 F-2)."""
+    clock = FakeClock(1_000.0)
+    pods: list[Obj] = []
+    ended: list[tuple[Any, ...]] = []
+    selector_job = {"metadata": {"name": "sel", "namespace": "ns",
+                                 "annotations": {"pumice.io/sim-duration-seconds": "30"}},
+                    "spec": {"clusterSelector": {"ray.io/cluster": "rc"}, "entrypoint": "python y.py"},
+                    "status": {"jobId": "sel-x7k2q", "rayClusterName": "rc"}}
+    other = {"metadata": {"name": "other", "namespace": "ns"}, "spec": {"clusterSelector": {"ray.io/cluster": "rc"}},
+             "status": {"jobId": "other-1", "rayClusterName": "rc"}}
+    rayjobs = {"sel": selector_job, "other": other}
+
+    def select(ns: str, sel: dict[str, str]) -> list[Obj]:
+        return [p for p in pods if all(p["metadata"]["labels"].get(k) == v for k, v in sel.items())]
+
+    dash = SimulatedRayDashboard(clock, pods=select, rayjobs=lambda ns, n: rayjobs.get(n) if ns == "ns" else None,
+                                 list_rayjobs=lambda ns: list(rayjobs.values()) if ns == "ns" else [],
+                                 finish_pod=lambda uid, code, container=None: ended.append((uid, code)) is None)
+    cluster = {"metadata": {"name": "rc", "namespace": "ns"}, "spec": {"workerGroupSpecs": [{"replicas": 1}]}}
+    pods += [_pod("head", "head", "Running", 1_000, {}), _pod("w1", "worker", "Running", 1_000, {})]
+    client = dash.factory(cluster, "")
+    assert await client.get_job_info("sel-x7k2q") is None  # its submitter is not running yet
+    pods.append(_pod("submitter", "", "Running", 1_010, {"batch.kubernetes.io/job-name": "sel"}))
+    info = await client.get_job_info("sel-x7k2q")
+    assert info is not None and info.job_status == "RUNNING" and info.entrypoint == "python y.py"
+    assert await client.get_job_info("unknown-id") is None
+    clock.advance(40)
+    info = await client.get_job_info("sel-x7k2q")
+    assert info is not None and info.job_status == "SUCCEEDED" and info.end_time == 1_040_000
+    assert ended == [("uid-submitter", 0)]
+
+
 async def test_a_sidecar_job_ends_the_head_pods_submitter_container_with_its_exit_code() -> None:
     """Trial 7 F-2: in SidecarMode the submitter is the head Pod's ``ray-job-submitter`` container;
     it must exit when the Ray job ends (0 on SUCCEEDED, 1 on FAILED), as ``ray job submit`` does,
