@@ -277,6 +277,20 @@ def test_a_gang_larger_than_the_empty_cluster_is_said_never_to_fit() -> None:
     assert "room for 1 more such Pods" in ex.remedy, ex.render()
 
 
+def test_a_pod_larger_than_every_node_is_named_with_the_largest_allocatable() -> None:
+    """trial 19 F-6: a head Pod of cpu 20 on 8-cpu Nodes. The verdict says that Pod exceeds every
+    Node (as the scheduler's ``Insufficient cpu`` does), and offers no smaller minMember, which
+    cannot place that Pod."""
+    objs = [node("n1", "8,32Gi,pods=110"), node("n2", "8,32Gi,pods=110"), queue("q1"),
+            podgroup("pg1", namespace=NS, queue="q1", min_member=2, min_resources="21,2Gi", phase="Inqueue"),
+            pod("pg1-head", namespace=NS, group="pg1", requests="20,1Gi"),
+            pod("pg1-worker", namespace=NS, group="pg1", requests="1,1Gi")]
+    ex = explain(objs, "podgroup", "pg1", NS, NO_OVERCOMMIT)
+    assert ("it can never fit as the cluster is: 1 Pod of cpu 20, memory 1Gi requests more than any of the "
+            "2 Nodes can hold (Insufficient cpu: the largest allocatable is cpu 8)") in ex.reason, ex.render()
+    assert ex.remedy == "a Node with allocatable cpu 20 or more, or a smaller request of that Pod", ex.render()
+
+
 def test_a_gang_that_fits_an_empty_cluster_is_not_said_never_to_fit() -> None:
     objs = [node("n1", "4,16Gi,pods=110"), queue("q1"), *gang("pg1", 2, phase="Inqueue")]
     ex = explain(objs, "podgroup", "pg1", NS, NO_OVERCOMMIT)
@@ -578,6 +592,7 @@ def test_sizes_are_canonical_quantities_and_name_only_what_each_pod_requests() -
                                                                     "google.com/tpu": "4"}) for i in range(2))]
     ex = explain(objs, "podgroup", "pg1", NS, NO_OVERCOMMIT)
     text = ex.render()
-    assert "1 Pod of cpu 1, ephemeral-storage 10Gi, memory 40G" in text, text
-    assert "2 Pods of cpu 4, google.com/tpu 4, memory 40G" in text, text
+    # the workers fit on no Node: the verdict names them alone (trial 19 F-6)
+    assert "2 Pods of cpu 4, google.com/tpu 4, memory 40G requests more than any of the 1 Nodes can hold " \
+           "(Insufficient google.com/tpu: no Node has google.com/tpu)" in text, text
     assert "tpu 0" not in text and "39062500Ki" not in text and "10737418240" not in text, text

@@ -716,10 +716,41 @@ def _never_fits(ex: Explanation, ssn: Any, job: Any) -> bool:
     total = _fit_count(ssn, members[:max(job.min_available, 1)], empty=True)
     if total >= job.min_available:
         return False
+    if _larger_than_every_node(ex, ssn, members):
+        return True
     ex.reason += (f"; it can never fit as the cluster is: the {len(ssn.nodes)} Nodes hold {total} of the gang's "
                   f"Pods ({_sizes(members)}) even when empty, minMember is {job.min_available}")
     ex.remedy = (f"Nodes with room for {job.min_available - total} more such Pods, smaller requests, "
                  f"or a smaller minMember")
+    return True
+
+
+def _larger_than_every_node(ex: Explanation, ssn: Any, members: list[Resource]) -> bool:
+    """When some of ``members`` fit on no Node even when empty, name them and the largest
+    allocatable of each dimension they exceed (the scheduler's ``Insufficient <resource>`` on every
+    Node), and return True. No smaller minMember or other members' room can place such a Pod,
+    so only a larger Node or a smaller request is offered."""
+    alloc = [n.allocatable for n in ssn.nodes.values()]
+    big = [r for r in members
+           if not any(all(a.get(d) + 1e-6 >= r.get(d) for d in r.resource_names() if r.get(d) > 0) for a in alloc)]
+    if not big:
+        return False
+    largest = {d: max((a.get(d) for a in alloc), default=0.0) for d in _dims(big)}
+    over = [d for d in largest if any(r.get(d) > largest[d] + 1e-6 for r in big)]
+    that = "that Pod" if len(big) == 1 else "those Pods"
+    ex.reason += (f"; it can never fit as the cluster is: {_sizes(big)} requests more than any of the "
+                  f"{len(ssn.nodes)} Nodes can hold")
+    if over:
+        most = [f"{d} {_fmt_dim(d, largest[d])}" for d in over if largest[d] > 0]
+        none = [d for d in over if largest[d] <= 0]
+        ex.reason += (f" (Insufficient {', '.join(over)}: "
+                      + "; ".join(([f"the largest allocatable is {', '.join(most)}"] if most else [])
+                                  + ([f"no Node has {', '.join(none)}"] if none else [])) + ")")
+        need = ", ".join(f"{d} {_fmt_dim(d, max(r.get(d) for r in big))}" for d in over)
+        ex.remedy = f"a Node with allocatable {need} or more, or a smaller request of {that}"
+    else:  # each dimension fits some Node, but no Node has them all at once
+        ex.reason += " (no Node has all of it allocatable at once)"
+        ex.remedy = f"a Node that can hold {that}, or a smaller request of {that}"
     return True
 
 
