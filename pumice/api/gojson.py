@@ -9,16 +9,9 @@ k8s.io/apimachinery pkg/apis/meta/v1/unstructured (UnstructuredJSONScheme's enco
 
 from __future__ import annotations
 
-import math
-from decimal import Decimal
 from typing import Any
 
-import msgspec
-
-__all__ = ["GoFloat", "enc_hook", "encode_unstructured", "go_json", "go_number", "go_string", "go_value", "go_values",
-           "summarize", "syntax_error"]
-
-_msgspec_encode = msgspec.json.Encoder().encode
+__all__ = ["encode_unstructured", "go_json", "go_number", "go_string", "summarize", "syntax_error"]
 
 _CONTROL = {"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -41,108 +34,10 @@ def go_string(s: str) -> str:
 
 
 def go_number(value: int | float) -> str:
-    """A JSON number as Go's encoding/json writes it: an integer as is; a float64 (floatEncoder)
-    in the shortest digits that read back the same, positional (strconv ``'f'``, ``-1``:
-    ``1``, ``0.5``, ``-0``, ``100000000000000000000``, ``0.000001``) unless its magnitude is below
-    1e-6 or at least 1e21, then with an exponent (``'e'``, ``-1``: ``1e+21``, ``1.5e-7``; a
-    negative one-digit exponent without the ``0`` strconv pads it with).
-
-    Raises:
-        ValueError: an infinite or NaN float (Go's UnsupportedValueError).
-
-    Mirrors: Go encoding/json encode.go floatEncoder.encode (64 bits)."""
-    if isinstance(value, int):
-        return str(value)
-    f = float(value)
-    if not math.isfinite(f):
-        raise ValueError(f"json: unsupported value: {f}")
-    if f == 0:
-        return "-0" if math.copysign(1.0, f) < 0 else "0"
-    _, digits, exponent = Decimal(repr(f)).as_tuple()  # repr: the shortest digits reading back f
-    assert isinstance(exponent, int)
-    text = "".join(map(str, digits)).rstrip("0")
-    exponent += len(digits) - len(text)
-    sign = "-" if f < 0 else ""
-    a = abs(f)
-    if a < 1e-6 or a >= 1e21:
-        e = exponent + len(text) - 1
-        mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
-        return f"{sign}{mantissa}e+{e:02d}" if e >= 0 else f"{sign}{mantissa}e-{-e}"
-    point = len(text) + exponent  # digits before the decimal point
-    if point >= len(text):
-        return sign + text + "0" * (point - len(text))
-    if point > 0:
-        return f"{sign}{text[:point]}.{text[point:]}"
-    return f"{sign}0.{'0' * -point}{text}"
-
-
-class GoFloat(float):
-    """A float whose JSON text as Go writes it (:func:`go_number`, in ``text``) is not the one
-    msgspec writes for the float (``1e+21``, ``-0``, ``0.000001``): encoded by :func:`enc_hook`.
-    Made only by :func:`go_value`."""
-
-    __slots__ = ("text",)
-
-    text: str
-
-    def __new__(cls, value: float, text: str) -> GoFloat:
-        number = super().__new__(cls, value)
-        number.text = text
-        return number
-
-    def __reduce__(self) -> tuple[type[GoFloat], tuple[float, str]]:
-        return GoFloat, (float(self), self.text)
-
-    def __copy__(self) -> GoFloat:
-        return self  # immutable, as a float
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> GoFloat:
-        return self
-
-
-def enc_hook(value: Any) -> Any:
-    """msgspec's ``enc_hook`` for objects that may hold a :class:`GoFloat`: its Go text.
-
-    Raises:
-        NotImplementedError: any other type msgspec cannot encode (msgspec's own error follows)."""
-    if isinstance(value, GoFloat):
-        return msgspec.Raw(value.text.encode())
-    raise NotImplementedError(f"cannot encode {type(value).__name__}")
-
-
-def go_value(number: float | str) -> int | float:
-    """The value a JSON float (``number``, or its text) has after kube-apiserver stored it in an
-    unstructured object (a custom resource): Go decodes a number as int64 when its text is an
-    integer and as float64 otherwise, writes the float64 as :func:`go_number`, and reads that text
-    back the same way. So: an int when Go writes an integer (``1.0``, ``3e1``, ``1e20``); else the
-    float, or a :class:`GoFloat` when msgspec would write it otherwise than Go (``1e+21``,
-    ``-0``, ``0.000001``).
-
-    Mirrors: k8s.io/apimachinery pkg/util/json (Unmarshal: int64, else float64) with Go
-    encoding/json floatEncoder."""
-    f = float(number)
-    text = go_number(f)
-    if text.lstrip("-").isdigit() and text != "-0":
-        return int(text)
-    if _msgspec_encode(f) == text.encode():
-        return f
-    return GoFloat(f, text)
-
-
-def go_values(value: Any) -> Any:
-    """``value`` (decoded JSON) with every float replaced, in place, by :func:`go_value`; returns
-    the value (a new one when ``value`` is itself a float)."""
-    if isinstance(value, dict):
-        for k, v in value.items():
-            if isinstance(v, dict | list | float):
-                value[k] = go_values(v)
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            if isinstance(v, dict | list | float):
-                value[i] = go_values(v)
-    elif type(value) is float:
-        return go_value(value)
-    return value
+    """A JSON number: an integer (or an integral float below 1e21) without a fraction."""
+    if isinstance(value, int) or (value == int(value) and abs(value) < 1e21):
+        return str(int(value))
+    return repr(float(value))
 
 
 def go_json(value: Any, *, sort_keys: bool = True) -> str:

@@ -45,7 +45,6 @@ from pumice._util.duration import parse_go_duration_ns
 from pumice._util.gostrings import parse_uint, quote
 from pumice.api import yamlsafe
 from pumice.api.apply import field_manager_errors
-from pumice.api.gojson import go_value, go_values
 from pumice.api.quantity import FloatLiteral
 from pumice.apiserver import errors
 from pumice.apiserver.authn import UserInfo
@@ -63,7 +62,6 @@ MAX_DECODED_BYTES = 3 * 1024 * 1024
 
 
 _decode_json = msgspec.json.Decoder().decode
-_decode_go_numbers = msgspec.json.Decoder(float_hook=go_value).decode
 
 #: a \u escape of a surrogate pair, of a lone surrogate, or another escape (consumed so that an
 #: escaped backslash is not read as the start of an escape)
@@ -135,14 +133,11 @@ def plain_floats(value: Any, texts: dict[int, tuple[float, str]] | None = None) 
     return value
 
 
-def decode_body(raw: bytes, *, yaml_ok: bool, literals: list[FloatLiteral] | None = None,
-                go_numbers: bool = False) -> Any:
+def decode_body(raw: bytes, *, yaml_ok: bool, literals: list[FloatLiteral] | None = None) -> Any:
     """Decode a request body (JSON, or YAML when ``yaml_ok`` and it is not JSON). With
     ``literals``, a JSON float whose text its ``repr`` would not give back is decoded as a
     :class:`FloatLiteral` and appended to ``literals``: the caller must pass the body through
-    :func:`plain_floats` before it goes on when any was. With ``go_numbers`` (a custom resource's
-    body, which kube-apiserver holds as an unstructured object), every float is the value Go's
-    decoding and encoding leave (:func:`pumice.api.gojson.go_value`: ``1.0`` is the integer 1).
+    :func:`plain_floats` before it goes on when any was.
 
     Raises:
         StatusError: 400 for an empty or undecodable body, nesting deeper than
@@ -151,7 +146,7 @@ def decode_body(raw: bytes, *, yaml_ok: bool, literals: list[FloatLiteral] | Non
     """
     if not raw.strip():
         raise errors.bad_request("the request body is empty")
-    decode_json = _decode_go_numbers if go_numbers else _decode_json if literals is None else _literal_decoder(literals)
+    decode_json = _decode_json if literals is None else _literal_decoder(literals)
     try:
         try:
             value = decode_json(raw)
@@ -180,8 +175,6 @@ def decode_body(raw: bytes, *, yaml_ok: bool, literals: list[FloatLiteral] | Non
         except yaml.YAMLError as ye:
             detail = " ".join(str(ye).split())
             raise errors.bad_request(f"error converting YAML to JSON: {detail}") from None
-        if go_numbers:
-            value = go_values(value)
     except RecursionError:
         raise errors.bad_request(f"error decoding the request body as JSON: exceeded max depth of "
                                  f"{MAX_DEPTH}") from None

@@ -74,7 +74,7 @@ log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
 
-_encode = msgspec.json.Encoder(enc_hook=gojson.enc_hook).encode  # a custom resource's GoFloat as Go writes it
+_encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
 
 PATCH_TYPES = {
@@ -719,7 +719,7 @@ class _Api:
         raw = await self._raw_body(request)
         checked = ptype in ("json", "merge") and t is not None and t.query.get("fieldValidation", "") != "Ignore"
         try:
-            patch = _parse_body(raw, yaml_ok=ptype == "apply", go_numbers=custom)
+            patch = _parse_body(raw, yaml_ok=ptype == "apply")
         except StatusError:
             why = gojson.syntax_error(raw) if checked and raw.strip() else None
             if why is not None:
@@ -836,11 +836,10 @@ class _Api:
         # a built-in kind's Quantity written as a JSON float is read from its literal (1e3 stays
         # "1e3", as Go's Quantity.UnmarshalJSON parses the bytes); a custom resource's numbers are
         # plain floats, as in Go's unstructured decoding
-        custom = rk is not None and self.registry.custom(rk) is not None
         literals: list[FloatLiteral] | None = \
-            [] if rk is not None and not custom and ctype != "application/yaml" else None
+            [] if rk is not None and self.registry.custom(rk) is None and ctype != "application/yaml" else None
         try:
-            body = _parse_body(raw, yaml_ok=ctype == "application/yaml", literals=literals, go_numbers=custom)
+            body = _parse_body(raw, yaml_ok=ctype == "application/yaml", literals=literals)
         except StatusError:
             if dups is not None and rk is not None and ctype != "application/yaml" and raw.strip():
                 # a create or update: the JSON serializer's Interpret fails first, in Go's words
@@ -1542,9 +1541,8 @@ def _patch_type_error(ptype: str, patch: Any) -> str | None:
     return None
 
 
-def _parse_body(raw: bytes, *, yaml_ok: bool, literals: list[FloatLiteral] | None = None,
-                go_numbers: bool = False) -> Any:
-    return decode_body(raw, yaml_ok=yaml_ok, literals=literals, go_numbers=go_numbers)
+def _parse_body(raw: bytes, *, yaml_ok: bool, literals: list[FloatLiteral] | None = None) -> Any:
+    return decode_body(raw, yaml_ok=yaml_ok, literals=literals)
 
 
 def _duplicates(request: Request, raw: bytes, rk: ResourceKind | None, query: Mapping[str, str]) -> list[str]:

@@ -37,7 +37,7 @@ import msgspec
 from pumice._util import gobase64
 from pumice._util.clock import Clock, parse_rfc3339, rfc3339
 from pumice._util.gostrings import quote, sprint_v
-from pumice.api import Obj, gojson, protobuf
+from pumice.api import Obj, protobuf
 from pumice.api import schema as kschema
 from pumice.api.admission import AdmissionError, AdmissionRequest, FieldCause
 from pumice.api.apply import (
@@ -92,7 +92,7 @@ from pumice.apiserver.strategy import Strategy, blocking_cause, blocks_rules, st
 __all__ = ["DeleteOptions", "Registry", "resource_key"]
 
 log = logging.getLogger(__name__)
-_encode = msgspec.json.Encoder(enc_hook=gojson.enc_hook).encode  # a custom resource's GoFloat as Go writes it
+_encode = msgspec.json.Encoder().encode
 
 _META_TREE = object_meta_tree()
 #: root-schema keywords under which a schema check of an object is the union of its properties'

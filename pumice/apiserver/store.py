@@ -34,7 +34,6 @@ from typing import Any, Generic, TypeVar
 import msgspec
 
 from pumice._util.waiters import WaiterLine
-from pumice.api import gojson
 from pumice.api.selectors import FieldSelector, LabelSelector, field_value, field_value_at
 from pumice.apiserver.storage import Storage, StorageError
 
@@ -55,11 +54,8 @@ class ObjectTooLarge(Exception):
 
 log = logging.getLogger(__name__)
 
-# floats as Go's encoding/json writes and reads them back (pumice.api.gojson.go_value): a custom
-# resource's GoFloat keeps Go's text, and an integral float read back is an integer, as kube-apiserver's
-# unstructured decoding makes it
-_encode = msgspec.json.Encoder(enc_hook=gojson.enc_hook).encode
-_decode = msgspec.json.Decoder(float_hook=gojson.go_value).decode
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
 
 #: field paths whose exact-match watchers are indexed, so that fan-out to thousands of per-node
 #: watchers costs O(matching watchers), not O(all watchers)
