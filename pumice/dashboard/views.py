@@ -29,6 +29,7 @@ from pumice.api.quantity import (
     value_int64,
 )
 from pumice.api.volcano import constants as vc
+from pumice.controllers.volcano.keys import DEFAULT_MAX_RETRY
 from pumice.controllers.volcano.queue import count_podgroups
 
 JOB_SUCCESS = {"Running", "Completing", "Completed"}
@@ -317,6 +318,17 @@ class Issue:
     tone: str = "warn"
 
 
+def _retries_used_up(job: Obj) -> str:
+    """``retryCount 2 reached maxRetry 2`` for a Failed vcjob that restarted until its retries ran
+    out (``maxRetry`` defaults as the job webhook does), else "". Its state reason is then the last
+    RestartJob's (``ExecuteAction``), which reads as if it were still restarting; upstream
+    records nothing better (volcano pkg/controllers/job/state/restarting.go)."""
+    retries = int(status(job).get("retryCount") or 0)
+    max_retry = spec(job).get("maxRetry")
+    max_retry = DEFAULT_MAX_RETRY if max_retry is None else int(max_retry)
+    return f"retryCount {retries} reached maxRetry {max_retry}" if retries and retries >= max_retry else ""
+
+
 def scheduling_issues(jobs: Iterable[Obj], podgroups: Iterable[Obj], queues: Iterable[Obj],
                       rayjobs: Iterable[Obj] = ()) -> list[Issue]:
     """What is pending or broken and why (Headlamp's Scheduling Issues rows, plus RayJobs)."""
@@ -325,7 +337,8 @@ def scheduling_issues(jobs: Iterable[Obj], podgroups: Iterable[Obj], queues: Ite
         ph = job_phase(j)
         if ph in ("Failed", "Aborted", "Terminated", "Pending"):
             state = status(j).get("state") or {}
-            det = ": ".join(x for x in (state.get("reason"), state.get("message")) if x)
+            det = _retries_used_up(j) if ph == "Failed" else ""
+            det = det or ": ".join(x for x in (state.get("reason"), state.get("message")) if x)
             out.append(Issue("Job", md(j).get("name", ""), md(j).get("namespace", ""),
                              spec(j).get("queue") or vc.DEFAULT_QUEUE, ph, det,
                              f"/vcjobs/{md(j).get('namespace')}/{md(j).get('name')}", tone("Job", ph)))

@@ -50,6 +50,21 @@ def test_scheduling_issues_take_headlamps_rows_and_waiting_rayjobs() -> None:
     }
 
 
+def test_a_vcjob_that_used_up_max_retry_says_so_in_the_scheduling_issues() -> None:
+    """trial 19 F-8: the last state reason of such a job is the RestartJob action's, which reads as
+    if it were restarting; a job Failed without restarts keeps its reason."""
+    restarted = {"metadata": {"name": "j3-fail", "namespace": "default"}, "spec": {"queue": "q", "maxRetry": 2},
+                 "status": {"retryCount": 2, "state": {"phase": "Failed", "reason": "ExecuteAction",
+                                                       "message": "Start to execute action RestartJob"}}}
+    defaulted = {"metadata": {"name": "d", "namespace": "default"}, "spec": {"queue": "q"},
+                 "status": {"retryCount": 3, "state": {"phase": "Failed"}}}
+    never = {"metadata": {"name": "n", "namespace": "default"}, "spec": {"queue": "q", "maxRetry": 0},
+             "status": {"state": {"phase": "Failed", "reason": "PodFailed"}}}
+    got = {r.name: r.details for r in v.scheduling_issues([restarted, defaulted, never], [], [])}
+    assert got == {"j3-fail": "retryCount 2 reached maxRetry 2", "d": "retryCount 3 reached maxRetry 3",
+                   "n": "PodFailed"}
+
+
 def test_queue_bar_splits_allocation_at_deserved_and_scales_to_capability() -> None:
     q = {"spec": {"capability": {"cpu": "8"}, "deserved": {"cpu": "4"}, "guarantee": {"resource": {"cpu": "2"}}},
          "status": {"allocated": {"cpu": "6", "memory": "1Gi"}}}
