@@ -261,6 +261,28 @@ def name_rule(rk: ResourceKind) -> NameRule:
     return _NAME_RULES.get((rk.group, rk.kind), is_dns1123_subdomain)
 
 
+def _mask_trailing_dash(name: str) -> str:
+    """A generateName with its trailing ``-`` made checkable as a name: the last two characters
+    become ``a`` (upstream's slice drops the one before the dash too), a lone ``-`` stays.
+
+    Mirrors: k8s.io/apimachinery pkg/api/validation/generic.go maskTrailingDash."""
+    return name[:-2] + "a" if len(name) > 1 and name.endswith("-") else name
+
+
+def generate_name_errors(rk: ResourceKind, prefix: str) -> list[str]:
+    """Problems with ``prefix`` as the kind's ``metadata.generateName``: the kind's name rule
+    (:func:`name_rule`) on the prefix with a trailing dash masked; a path-segment kind (RBAC) only
+    forbids ``/`` and ``%``.
+
+    Mirrors: k8s.io/apimachinery pkg/api/validation NameIsDNSSubdomain / NameIsDNSLabel /
+    NameIsDNS1035Label with prefix true, and pkg/api/validation/path ValidatePathSegmentName
+    (IsValidPathSegmentPrefix)."""
+    rule = name_rule(rk)
+    if rule is is_path_segment_name:
+        return [f"may not contain '{c}'" for c in ("/", "%") if c in prefix]
+    return rule(_mask_trailing_dash(prefix))
+
+
 # --- metadata -------------------------------------------------------------------------------------
 
 
@@ -391,9 +413,16 @@ def _validate_namespace(obj: Obj, old: Obj | None) -> list[FieldCause]:
 
 
 def validate_object_meta(rk: ResourceKind, obj: Obj, old: Obj | None) -> list[FieldCause]:
-    """metadata rules of every kind: name (or generateName) and its format, namespace presence for
-    namespaced kinds (the server fills it from the URL first), labels, annotations, owner
-    references, finalizers, and on update name and namespace immutability."""
+    """metadata rules of every kind: generateName as a prefix (:func:`generate_name_errors`), then
+    name (or generateName) and its format, namespace presence for namespaced kinds (the server
+    fills it from the URL first), labels, annotations, owner references, finalizers, and on update
+    name and namespace immutability. The generateName is checked on create, and on an update
+    that changes it; a create's name is the generated one by the time the registry validates, so
+    a bad prefix can give causes at both ``metadata.generateName`` and ``metadata.name``.
+
+    Mirrors: k8s.io/apimachinery pkg/api/validation/objectmeta.go ValidateObjectMetaAccessor.
+    Deviates: an object with a generateName and no name yet (validated before the server
+    generated one) gets no ``name or generateName is required``."""
     out: list[FieldCause] = []
     meta = obj.get("metadata")
     if not isinstance(meta, dict):
@@ -401,14 +430,12 @@ def validate_object_meta(rk: ResourceKind, obj: Obj, old: Obj | None) -> list[Fi
     name = meta.get("name") or ""
     generate = meta.get("generateName") or ""
     rule = name_rule(rk)
+    if generate and (old is None or generate != ((old.get("metadata") or {}).get("generateName") or "")):
+        out += [_invalid("metadata.generateName", generate, e) for e in generate_name_errors(rk, generate)]
     if not name and not generate:
         out.append(_required("metadata.name", "name or generateName is required"))
     if name:
         out += [_invalid("metadata.name", name, e) for e in rule(name)]
-    if generate and not name:
-        # upstream validates the prefix with a trailing character stripped of its last '-'
-        prefix = generate[:-1] if generate.endswith("-") else generate
-        out += [_invalid("metadata.generateName", generate, e) for e in rule(prefix or "a")]
     ns = meta.get("namespace") or ""
     if rk.namespaced:
         if not ns:

@@ -43,6 +43,39 @@ def test_name_or_generate_name_is_required():
     assert validate_object(POD, obj, None) == []
 
 
+def test_generate_name_is_checked_as_a_prefix_beside_the_generated_name():
+    """trial 19 F-3: the registry validates after it generated the name, so the prefix was never
+    checked. Mirrors ValidateObjectMetaAccessor: generateName (trailing dash masked) first."""
+    obj = pod("g" * 58 + "q2nb5")
+    obj["metadata"]["generateName"] = "g" * 300
+    [cause] = validate_object(POD, obj, None)
+    assert (cause.field, cause.message) == ("metadata.generateName",
+                                            f'Invalid value: "{"g" * 300}": must be no more than 253 characters')
+    obj = pod("Bad_Prefix-xf68r")
+    obj["metadata"]["generateName"] = "Bad_Prefix-"
+    causes = validate_object(POD, obj, None)
+    assert [(c.field, c.message) for c in causes] == [
+        ("metadata.generateName", f'Invalid value: "Bad_Prefix-": {DNS1123_SUBDOMAIN_ERR}'),
+        ("metadata.name", f'Invalid value: "Bad_Prefix-xf68r": {DNS1123_SUBDOMAIN_ERR}'),
+    ]
+
+
+def test_a_generate_name_prefix_may_end_with_a_dash_but_not_be_one():
+    for prefix, ok in (("web-", True), ("web", True), ("a-", True), ("-", False), ("web--", True), ("-web-", False)):
+        obj = pod("webxyz12")
+        obj["metadata"]["generateName"] = prefix
+        assert (validate_object(POD, obj, None) == []) is ok, prefix
+
+
+def test_an_unchanged_generate_name_is_not_checked_again_on_update():
+    old = pod("bad-x")
+    old["metadata"]["generateName"] = "Bad-"
+    assert validate_object(POD, copy.deepcopy(old), old) == []
+    new = copy.deepcopy(old)
+    new["metadata"]["generateName"] = "Worse_-"
+    assert fields(validate_object(POD, new, old)) == [("metadata.generateName", "FieldValueInvalid")]
+
+
 def test_namespace_names_are_dns_labels():
     obj = {"metadata": {"name": "a.b"}}
     [cause] = validate_object(NS, obj, None)

@@ -53,9 +53,11 @@ async def test_generate_name_appends_five_characters(cluster: LocalCluster) -> N
 
 @pytest.mark.parametrize("kind", ["Service", "Namespace", "Pod"])
 async def test_a_long_generate_name_is_cut_to_58_characters(cluster: LocalCluster, kind: str) -> None:
-    """kube-apiserver cuts the base to 63 - 5 characters, so any generateName gives a valid DNS-1035
-    or DNS-1123 label (trial 15 F-6: a 60-character Service base was a 422 here)."""
-    base = "s" * 70 + "-"
+    """kube-apiserver cuts the base to 63 - 5 characters, so any generateName that is itself a
+    valid prefix gives a valid DNS-1035 or DNS-1123 label (trial 15 F-6: a 60-character Service
+    base was a 422 here). A label kind's prefix is still held to 63 characters (with its trailing
+    dash masked), so the longest base a Service or Namespace takes is 63 + 1."""
+    base = "s" * 62 + "-"
     body: dict = {"apiVersion": "v1", "kind": kind, "metadata": {"generateName": base}}
     if kind == "Service":
         body["spec"] = {"ports": [{"port": 80}]}
@@ -67,6 +69,21 @@ async def test_a_long_generate_name_is_cut_to_58_characters(cluster: LocalCluste
     name = got["metadata"]["name"]
     assert len(name) == 63 and name.startswith("s" * 58) and name[58:] != "s" * 5
     assert got["metadata"]["generateName"] == base
+
+
+@pytest.mark.parametrize(("kind", "limit"), [("Service", 63), ("Namespace", 63), ("ConfigMap", 253)])
+async def test_a_generate_name_longer_than_the_kinds_names_is_refused(cluster: LocalCluster, kind: str,
+                                                                       limit: int) -> None:
+    body: dict = {"apiVersion": "v1", "kind": kind, "metadata": {"generateName": "s" * (limit + 1) + "-"}}
+    if kind == "Service":
+        body["spec"] = {"ports": [{"port": 80}]}
+    if kind != "Namespace":
+        body["metadata"]["namespace"] = "default"
+    with pytest.raises(ApiError) as e:
+        await cluster.client.create(body)
+    assert e.value.code == 422
+    assert [c["field"] for c in e.value.status["details"]["causes"]] == ["metadata.generateName"]
+    assert f"must be no more than {limit} characters" in e.value.message
 
 
 async def test_resource_versions_increase_globally(cluster: LocalCluster) -> None:
