@@ -74,6 +74,40 @@ def test_a_flash_message_shows_on_the_page_of_its_action_only(web: httpx.Client,
         "spec.weight: Invalid value: 0: spec.weight in body should be greater than or equal to 1"]
 
 
+def test_a_closing_queue_offers_no_weight_update_and_says_why(web: httpx.Client, up: Up) -> None:
+    """trial 19 F-5: Volcano's queue webhook refuses every update of a Queue whose state is not Open
+    or Closed, so the page disables the form and says when it can be edited again."""
+    up.kubectl("apply", "-f", "-", input=(
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: f5-closing}\nspec: {weight: 1}\n"
+        "---\napiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\n"
+        "metadata: {name: f5-pg, namespace: default}\nspec: {minMember: 1, queue: f5-closing}\n"))
+    r = web.post("/queues/f5-closing/close", headers={"origin": up.url.rstrip("/")})
+    assert r.status_code == 303
+    deadline = time.monotonic() + 30
+    while up.kubectl("get", "queue", "f5-closing", "-o", "jsonpath={.status.state}") != "Closing":
+        assert time.monotonic() < deadline, "the queue never became Closing"
+        time.sleep(0.2)
+    deadline = time.monotonic() + 10
+    while not re.search(r'id="queue-state">[^\n]*Closing', page := web.get("/queues/f5-closing").text):
+        assert time.monotonic() < deadline, "the page never showed Closing"
+        time.sleep(0.2)
+    assert re.search(r'<button type="submit" disabled[^>]*>Update Weight</button>', page), page
+    assert ("This queue is Closing: Volcano's queue webhook refuses every update of a queue that is not Open or "
+            "Closed, so its weight can be set once it is Closed, or opened again.") in page
+    up.kubectl("delete", "podgroup", "f5-pg")
+    deadline = time.monotonic() + 30
+    while up.kubectl("get", "queue", "f5-closing", "-o", "jsonpath={.status.state}") != "Closed":
+        assert time.monotonic() < deadline, "the queue never became Closed"
+        time.sleep(0.2)
+    deadline = time.monotonic() + 10
+    while not re.search(r'id="queue-state">[^\n]*Closed', page := web.get("/queues/f5-closing").text):
+        assert time.monotonic() < deadline, "the page never showed Closed"
+        time.sleep(0.2)
+    assert re.search(r'<button type="submit"[^>]*>Update Weight</button>', page)
+    assert not re.search(r'<button type="submit" disabled[^>]*>Update Weight</button>', page)
+    up.kubectl("delete", "queue", "f5-closing")
+
+
 @pytest.mark.parametrize(("raw", "says"), [
     ("99999999999999999999999", "Weight must be an integer from 1 to 65535."),
     ("70000", "spec.weight: Invalid value: 70000: spec.weight in body should be less than or equal to 65535"),
