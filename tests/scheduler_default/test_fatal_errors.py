@@ -141,3 +141,33 @@ async def test_an_ordinary_error_in_a_one_shot_write_is_logged_and_run_goes_on(
         assert "scheduler: scheduler _write_pod_scheduled failed: TimeoutError: timed out (transient)" in caplog.text
         await sched.stop()
         await asyncio.wait_for(run, 30)
+
+
+async def test_a_transport_error_in_a_bind_requeues_the_pod_and_frees_its_node() -> None:
+    """Review 19 R-1: a bind raising a transport error (not an ApiError) left the Pod assumed on
+    its Node and never queued again. Upstream handleBindingCycleError undoes any bind error:
+    forget the assumption, requeue with backoff, FailedScheduling Event."""
+    import httpx2
+
+    async with local_cluster(install_crds=False) as cluster:
+        await cluster.client.create(_node("n1"))
+        client = cluster.new_client()
+        real_bind, calls = client.bind, []
+
+        async def bind(*a: object, **k: object) -> None:
+            calls.append(a)
+            if len(calls) == 1:
+                raise httpx2.ReadTimeout("timed out (transient)")
+            await real_bind(*a, **k)  # type: ignore[arg-type]
+
+        client.bind = bind  # type: ignore[method-assign]
+        sched = DefaultScheduler(client, seed=1)
+        run = asyncio.ensure_future(sched.run())
+        p = _pod("p")
+        p["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "3"}}
+        await cluster.client.create(p)
+        assert await _wait_bound(cluster.client, "p") == "n1"
+        assert len(calls) == 2  # the retry fitted: the first assumption's 3 cpu were forgotten
+        assert not run.done()
+        await sched.stop()
+        await asyncio.wait_for(run, 30)

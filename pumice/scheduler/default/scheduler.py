@@ -354,7 +354,8 @@ class DefaultScheduler:
     def _one_shot_ended(self, task: asyncio.Task[Any]) -> None:
         """A one-shot task's end: a normal end or a cancel is nothing; a FATAL_TYPES error stops
         the scheduler (:meth:`run` raises it); any other error is logged with the task's name and
-        the scheduler goes on (as an upstream binding goroutine's error is logged)."""
+        the scheduler goes on (a bind's own errors never get here: :meth:`_bind` undoes the
+        binding cycle for any of them, as upstream's handleBindingCycleError)."""
         self._tasks.discard(task)
         if task.cancelled() or (e := task.exception()) is None:
             return
@@ -402,16 +403,21 @@ class DefaultScheduler:
                     await self._bind_slots.acquire()
                     slot_held = True
             await self.client.bind(info.namespace, info.name, node, pod_uid=info.uid)
-        except ApiError as e:
+        except FATAL_TYPES:
+            raise
+        except Exception as e:
+            # any bind error, a transport one too (upstream handleBindingCycleError): forget the
+            # assumption and requeue with backoff, or the Pod holds its Node's room for ever
             if self._assumed.get(info.uid) == node:
                 self._forget(info.uid)
             SCHEDULE_ATTEMPTS.labels(self.scheduler_name, "error").inc()
-            if is_not_found(e):
+            if isinstance(e, ApiError) and is_not_found(e):
                 return
-            log.info("binding %s to %s failed: %s", info.key, node, e)
+            log.info("binding %s to %s failed: %s: %s", info.key, node, type(e).__name__, e)
             self.queue.add(info.uid, info.namespace, info.name, info.priority, self._now())
             self.queue.failed(info.uid, self._now())
-            self.recorder.event(pod, "Warning", "FailedScheduling", f"Binding rejected: {e.message or e}")
+            why = (e.message or str(e)) if isinstance(e, ApiError) else str(e) or type(e).__name__
+            self.recorder.event(pod, "Warning", "FailedScheduling", f"Binding rejected: {why}")
             return
         finally:
             if slot_held:
@@ -431,7 +437,9 @@ class DefaultScheduler:
         try:
             await bind_pod_volumes(self.client, self.volumes, pod, node, labels, self.clock)
             return True
-        except (VolumeBindingError, ApiError) as e:
+        except FATAL_TYPES:
+            raise
+        except Exception as e:  # VolumeBindingError, ApiError, a transport error: all undo the cycle
             error = e
         if self._assumed.get(info.uid) == node:
             self._forget(info.uid)
