@@ -106,8 +106,8 @@ def _parse_text(text: str) -> Fraction:
         # an exponent far outside any amount is clamped: 10**exp of a 7-digit exponent alone takes
         # seconds (Go keeps it as an int64 mantissa and a scale); the value stays beyond int64
         # either way, or below a nano-unit, which is all a caller can tell apart
-        exp = int(suffix[1:])
-        if not -(2**63) <= exp < 2**63:  # strconv.ParseInt(..., 64) of the exponent fails in Go
+        exp = _exponent(suffix[1:])
+        if exp is None:
             raise QuantityError(f"{ERR_SUFFIX}: {s!r}")
         exp = max(-_MAX_EXPONENT, min(_MAX_EXPONENT, exp))
         return base * (Fraction(10) ** exp)
@@ -355,12 +355,26 @@ def _interpret(suffix: str) -> tuple[str, int]:
         return DECIMAL_SI, _DECIMAL_EXPONENTS[suffix]
     if suffix in _BINARY_EXPONENTS:
         return BINARY_SI, _BINARY_EXPONENTS[suffix]
-    if len(suffix) > 1 and suffix[0] in "eE":  # strconv.ParseInt of the rest: a sign, digits, int64
-        rest = suffix[1:]
-        digits = rest[1:] if rest[0] in "+-" else rest
-        if digits and set(digits) <= _DIGITS and len(digits) <= 100 and -(2**63) <= int(rest) < 2**63:
-            return DECIMAL_EXPONENT, int(rest)
+    if len(suffix) > 1 and suffix[0] in "eE" and (exp := _exponent(suffix[1:])) is not None:
+        return DECIMAL_EXPONENT, exp
     raise QuantityError(f"{ERR_SUFFIX}: {suffix!r}")
+
+
+def _exponent(text: str) -> int | None:
+    """The int64 an ``e`` exponent's text (an optional sign, ASCII digits) reads as, or None where
+    Go's ``strconv.ParseInt(text, 10, 64)`` fails (no digits, another character, beyond int64).
+    Leading zeros are dropped before the digits are counted, so ``"0" * 5000 + "3"`` is 3 and a
+    long exponent is refused without converting all of it.
+
+    Mirrors: apimachinery suffix.go suffixHandler.interpret (its ParseInt of the exponent)."""
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    if not digits or not set(digits) <= _DIGITS:
+        return None
+    digits = digits.lstrip("0") or "0"
+    if len(digits) > 19:  # int64 has 19 digits
+        return None
+    exp = -int(digits) if text[0] == "-" else int(digits)
+    return exp if -(2**63) <= exp < 2**63 else None
 
 
 def _away(n: int, d: int) -> int:

@@ -347,3 +347,18 @@ async def test_a_quantity_exponent_beyond_int64_is_go_s_suffix_error(http: httpx
     r = await http.post("/api/v1/namespaces/default/pods", content=pod % b'"1e9223372036854775807"',
                         headers={"Content-Type": "application/json"})
     assert r.status_code == 201, r.text
+
+
+@pytest.mark.parametrize("text", ["1e" + "9" * 5000, "1e-" + "9" * 5000, "1e" + "1" * 20])
+def test_an_exponent_of_thousands_of_digits_is_go_s_suffix_error(text: str) -> None:
+    # strconv.ParseInt fails on it (ErrSuffix); Python's int() of more than 4,300 digits raised a
+    # plain ValueError that callers catching QuantityError let through (review 19 R-13)
+    with pytest.raises(quantity.QuantityError, match="unable to parse quantity's suffix"):
+        quantity.parse_quantity(text)
+    assert quantity.stored_string(text) == text
+
+
+def test_an_exponents_leading_zeros_are_not_counted_as_go_s_parse_int() -> None:
+    assert quantity.parse_quantity("1e" + "0" * 200 + "3") == 1000
+    assert quantity.parse_quantity("2e-" + "0" * 5000 + "3") == quantity.parse_quantity("2m")
+    assert quantity.stored_string("1e" + "0" * 200 + "4") == "10e3"  # scale 3 would be kept as written

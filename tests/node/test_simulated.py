@@ -614,9 +614,10 @@ async def test_a_usage_annotation_too_large_or_spaced_is_warned_of_and_the_other
     await client.create(pod("huge", node="sim-0", annotations={"pumice.io/sim-cpu-usage": "1e400",
                                                                 "pumice.io/sim-memory-usage": "1e400"}))
     await client.create(pod("spaced", node="sim-0", annotations={"pumice.io/sim-cpu-usage": " 100m"}))
+    await client.create(pod("digits", node="sim-0", annotations={"pumice.io/sim-cpu-usage": "1e" + "9" * 5000}))
     await client.create(pod("fine", node="sim-0", annotations={"pumice.io/sim-cpu-usage": "9223372036",
                                                                 "pumice.io/sim-memory-usage": "8Ei"}))
-    for name in ("huge", "spaced", "fine"):
+    for name in ("huge", "spaced", "digits", "fine"):
         await wait_for(lambda name=name: phase_is(client, name, "Running"), timeout=10, interval=0.5)
     doc = agent.simulated_usage()
     assert doc is not None
@@ -625,6 +626,8 @@ async def test_a_usage_annotation_too_large_or_spaced_is_warned_of_and_the_other
     await wait_for(lambda: _warnings(client), timeout=10, interval=0.5)
     await clock.sleep(30)
     assert await _warnings(client) == [
+        ("digits", f"annotation pumice.io/sim-cpu-usage: '1e{'9' * 5000}' is not a quantity; its usage is not "
+                   "reported", 1),
         ("fine", "annotation pumice.io/sim-memory-usage: '8Ei' is too large; its usage is not reported", 1),
         ("huge", "annotation pumice.io/sim-cpu-usage: '1e400' is too large; its usage is not reported", 1),
         ("huge", "annotation pumice.io/sim-memory-usage: '1e400' is too large; its usage is not reported", 1),
