@@ -69,6 +69,9 @@ log = logging.getLogger(__name__)
 LEASE_NAMESPACE = "kube-node-lease"
 KUBELET_VERSION = "v1.32.3"
 PROXY_PORT = 3128
+STATUS_SYNC_PERIOD = 10.0
+"""Seconds between tries of a rejected Pod's status write that failed (kubelet status_manager.go
+syncPeriod: the status manager keeps a status until the API has it and retries every 10 s)."""
 
 
 class AgentError(Exception):
@@ -1231,17 +1234,32 @@ class NodeAgent:
                 self.event(pod, "Warning", REASON_INVALID_SIMULATED_USAGE, f"{why}; its usage is not reported")
 
     async def _reject(self, pod: Obj, reason: str, message: str) -> None:
+        """Write a rejected Pod's ``phase: Failed`` status. A failed write (an ApiError, a transport
+        error) is logged and tried again every :data:`STATUS_SYNC_PERIOD` seconds while the Pod,
+        with this uid, is still known (in ``finished``: its DELETED event, or a new uid under the
+        name, removes it), as the kubelet's status manager retries a status the API lacks;
+        NotFound ends the tries, FATAL_TYPES are raised.
+
+        Mirrors: kubelet status_manager.go SetPodStatus / syncBatch."""
         self.event(pod, "Warning", reason, message)
         status = {"phase": "Failed", "reason": reason, "message": message,
                   "startTime": rfc3339(self.clock.now())}
-        try:
-            await self.client.patch(POD, meta.name(pod), {"status": status}, meta.namespace(pod), subresource="status")
-        except FATAL_TYPES:
-            raise
-        except Exception as e:  # an ApiError, or a transport error (timeout, refused): logged
-            if not is_not_found(e):  # a Pod gone meanwhile needs no status
-                log.warning("Pod %s/%s rejected (%s) but its status was not written: %s", meta.namespace(pod),
-                            meta.name(pod), reason, e)
+        uid = meta.uid(pod)
+        while True:
+            try:
+                await self.client.patch(POD, meta.name(pod), {"status": status}, meta.namespace(pod),
+                                        subresource="status")
+                return
+            except FATAL_TYPES:
+                raise
+            except Exception as e:  # an ApiError, or a transport error (timeout, refused): logged, retried
+                if is_not_found(e):  # a Pod gone meanwhile needs no status
+                    return
+                log.warning("Pod %s/%s rejected (%s) but its status was not written: %s; retrying in %gs",
+                            meta.namespace(pod), meta.name(pod), reason, e, STATUS_SYNC_PERIOD)
+            await self.clock.sleep(STATUS_SYNC_PERIOD)
+            if uid not in self.finished:
+                return
 
     async def _final_delete(self, pod: Obj) -> None:
         """Remove a terminal Pod that is being deleted (grace 0, only this uid: a new Pod of the

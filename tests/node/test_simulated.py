@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from pumice._util.clock import LoopClock
+from pumice.api.scheme import POD
 from pumice.node.agent import NodeAgent
 from pumice.testing.fake_client import FakeClient
 from pumice.testing.node import get_pod, phase_is, pod, simulated_scale, wait_for
@@ -665,9 +666,10 @@ async def _warnings(client: FakeClient) -> list[tuple[str, str, int]]:
                   if e["reason"] == "InvalidSimulatedUsage")
 
 
-def _rejected_pod_with_timeout(client: FakeClient) -> tuple[dict[str, Any], list[str]]:
+def _rejected_pod_with_timeout(client: FakeClient, failures: int) -> tuple[dict[str, Any], list[str]]:
     """A Pod too large for its Node (the agent rejects it, :meth:`NodeAgent._reject`) and a client
-    whose status patch for it raises httpx2.ReadTimeout; the list gets the Pod's name per try."""
+    whose first ``failures`` status patches for it raise httpx2.ReadTimeout; the list gets the
+    Pod's name per try."""
     import httpx2
 
     real_patch = client.patch
@@ -676,7 +678,8 @@ def _rejected_pod_with_timeout(client: FakeClient) -> tuple[dict[str, Any], list
     async def patch(kind: Any, name: str, body: Any, ns: str | None = None, **kw: Any) -> Any:
         if name == "big" and kw.get("subresource") == "status":
             tries.append(name)
-            raise httpx2.ReadTimeout("timed out (transient)")
+            if len(tries) <= failures:
+                raise httpx2.ReadTimeout("timed out (transient)")
         return await real_patch(kind, name, body, ns, **kw)
 
     client.patch = patch  # type: ignore[method-assign]
@@ -696,20 +699,44 @@ async def _still_runs(agent: NodeAgent, client: FakeClient) -> None:
 
 
 @pytest.mark.looptime
-async def test_a_timeout_writing_a_rejected_pods_status_is_logged_and_the_agent_runs_on(
+async def test_a_timeout_writing_a_rejected_pods_status_is_logged_retried_and_the_agent_runs_on(
         caplog: pytest.LogCaptureFixture) -> None:
     """Review 18 R-1: since cc7b9dc any exception ending an agent task failed the whole agent;
     _reject caught only ApiError, so an API timeout while rejecting a Pod ended ``pumice up``. A
-    transport error is logged (the kubelet's status manager logs and goes on); only FATAL_TYPES end
-    the agent."""
+    transport error is logged and the agent runs on; only FATAL_TYPES end the agent. Review 19
+    R-2: the write was then never tried again (the Pod stayed Pending for ever); as the kubelet's
+    status manager, the agent retries it every 10 s until the API has it."""
     clock = LoopClock()
     client = FakeClient(clock=clock, graceful_pod_deletion=True)
-    big, tries = _rejected_pod_with_timeout(client)
+    big, tries = _rejected_pod_with_timeout(client, failures=2)
     agent = await _agent(client, clock)
     await client.create(big)
     await wait_for(lambda: tries, timeout=30, interval=0.5)
     await _still_runs(agent, client)
     assert "Pod default/big rejected (OutOfcpu) but its status was not written: timed out" in caplog.text
+    await wait_for(lambda: phase_is(client, "big", "Failed"), timeout=60, interval=0.5)
+    assert len(tries) == 3
+    assert (await get_pod(client, "big"))["status"]["reason"] == "OutOfcpu"
+    await agent.stop()
+
+
+@pytest.mark.looptime
+async def test_a_rejected_pods_status_write_is_not_retried_once_the_pod_is_deleted(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Review 19 R-2: the retries stop when the Pod's DELETED event comes."""
+    import asyncio
+
+    clock = LoopClock()
+    client = FakeClient(clock=clock, graceful_pod_deletion=True)
+    big, tries = _rejected_pod_with_timeout(client, failures=100)
+    agent = await _agent(client, clock)
+    await client.create(big)
+    await wait_for(lambda: tries, timeout=30, interval=0.5)
+    await client.delete(POD, "big", "default", grace_period_seconds=0)
+    await asyncio.sleep(15)
+    n = len(tries)
+    await asyncio.sleep(60)
+    assert len(tries) == n <= 2
     await agent.stop()
 
 
