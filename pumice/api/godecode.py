@@ -33,7 +33,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from pumice.api import protobuf
-from pumice.api.quantity import ERR_FORMAT_WRONG, ERR_SUFFIX, QuantityError, parse_quantity
+from pumice.api.quantity import ERR_FORMAT_WRONG, go_parse_error, parse_quantity
 
 __all__ = ["LITERAL_TEXTS", "go_json_value", "unmarshal_error"]
 
@@ -101,10 +101,10 @@ def _quantity(value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise _Found(QUANTITY_FORMAT_WRONG)
     if isinstance(value, str):
-        try:
+        if (error := go_parse_error(value)) is not None:
+            raise _Found(error)
+        try:  # a text Go reads that pumice's amounts cannot take ("-", ".")
             parse_quantity(value)
-        except QuantityError as e:
-            raise _Found(ERR_SUFFIX if str(e).startswith(ERR_SUFFIX) else QUANTITY_FORMAT_WRONG) from None
         except (KeyError, ValueError):
             raise _Found(QUANTITY_FORMAT_WRONG) from None
 

@@ -377,6 +377,26 @@ def _exponent(text: str) -> int | None:
     return exp if -(2**63) <= exp < 2**63 else None
 
 
+def go_parse_error(text: str) -> str | None:
+    """The error text Go's ParseQuantity gives a Quantity field's string (surrounding spaces
+    trimmed, as Quantity.UnmarshalJSON does): :data:`ERR_FORMAT_WRONG` when the scanner refuses it
+    (empty, a character after the suffix: ``"1Q"``), :data:`ERR_SUFFIX` when the suffix it scanned
+    is unknown (``"1KK"``, ``"1Ki5"``, ``"1e"``, ``"1mm"``) or its exponent is beyond int64; None
+    when both accept it.
+
+    Mirrors: apimachinery quantity.go ParseQuantity (parseQuantityString, then
+    suffixHandler.interpret).
+    """
+    s = text.strip()
+    if not s:
+        return ERR_FORMAT_WRONG
+    try:
+        _interpret(_scan(s)[3])
+    except QuantityError as e:
+        return ERR_SUFFIX if str(e).startswith(ERR_SUFFIX) else ERR_FORMAT_WRONG
+    return None
+
+
 def _away(n: int, d: int) -> int:
     """``n / d`` rounded away from zero (``d`` > 0)."""
     q = -(-abs(n) // d)

@@ -362,3 +362,18 @@ def test_an_exponents_leading_zeros_are_not_counted_as_go_s_parse_int() -> None:
     assert quantity.parse_quantity("1e" + "0" * 200 + "3") == 1000
     assert quantity.parse_quantity("2e-" + "0" * 5000 + "3") == quantity.parse_quantity("2m")
     assert quantity.stored_string("1e" + "0" * 200 + "4") == "10e3"  # scale 3 would be kept as written
+
+
+@pytest.mark.parametrize(("value", "error"), [
+    *((text, "unable to parse quantity's suffix") for text in ("1KK", "1Ki5", "1e", "1E+", "1mm", "1ee5")),
+    ("1Q", quantity.ERR_FORMAT_WRONG)])
+async def test_an_unknown_suffix_go_s_scanner_takes_is_go_s_suffix_error(http: httpx2.AsyncClient, value: str,
+                                                                         error: str) -> None:
+    # parseQuantityString takes every eEinumkKMGTP letter, a sign and digits as the suffix;
+    # interpret then refuses an unknown one (ErrSuffix). Only a character after it is ErrFormatWrong
+    pod = ('{"apiVersion":"v1","kind":"Pod","metadata":{"name":"px"},"spec":{"containers":[{"name":"c",'
+           '"image":"busybox","resources":{"requests":{"cpu":"%s"}}}]}}')
+    r = await http.post("/api/v1/namespaces/default/pods", content=pod % value,
+                        headers={"Content-Type": "application/json"})
+    assert (r.status_code, r.json()["message"]) == (
+        400, f"Pod in version \"v1\" cannot be handled as a Pod: {error}"), r.text
