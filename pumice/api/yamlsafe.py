@@ -66,6 +66,10 @@ class _GoLoader(_Loader):  # type: ignore[misc,valid-type]
         return mapping
 
 
+#: sigs.k8s.io/yaml's refusal of a mapping key JSON cannot carry
+_UNSUPPORTED_KEY = "unsupported map key of type: "
+
+
 def _go_key(key: Any, value: Any, node: yaml.Node) -> str:
     """A mapping key as sigs.k8s.io/yaml writes it into JSON."""
     if type(key) is str:
@@ -82,7 +86,7 @@ def _go_key(key: Any, value: Any, node: yaml.Node) -> str:
         what, text = type(key).__name__, repr(key)
     shown = quote(value) if isinstance(value, str) else "<nil>" if value is None else repr(value)
     raise yaml.constructor.ConstructorError(
-        None, None, f"unsupported map key of type: {what}, key: {text}, value: {shown}", node.start_mark)
+        None, None, f"{_UNSUPPORTED_KEY}{what}, key: {text}, value: {shown}", node.start_mark)
 
 
 def _go_float32_text(x: float) -> str:
@@ -291,13 +295,17 @@ def go_yaml_error(e: yaml.YAMLError, text: str) -> str:
     converting YAML to JSON: ...``): ``yaml: line N: <problem>``. The problem is libyaml's (the C
     loader's, which go-yaml ports); ``N`` is go-yaml's: the problem's 0-based line (one more for a
     scanner error), else the context's, and no ``line`` part when both are 0. An undefined alias
-    is go-yaml's ``unknown anchor 'x' referenced``; a limit (:class:`YAMLLimitError`) its own text.
+    is go-yaml's ``unknown anchor 'x' referenced``; a limit (:class:`YAMLLimitError`) its own text
+    (``yaml: document contains excessive aliasing``); a map key JSON cannot carry is
+    sigs.k8s.io/yaml's conversion error (``unsupported map key of type: ...``), without ``yaml:``.
 
     Mirrors: go.yaml.in/yaml/v2 decode.go (parser.fail), sigs.k8s.io/yaml.
     """
     if isinstance(e, YAMLLimitError):
-        return f"yaml: {e}"
+        return str(e)
     problem = getattr(e, "problem", None) or ""
+    if isinstance(e, yaml.constructor.ConstructorError) and problem.startswith(_UNSUPPORTED_KEY):
+        return problem
     mark = getattr(e, "problem_mark", None)
     if isinstance(e, yaml.composer.ComposerError) and problem.startswith("found undefined alias") and mark is not None:
         m = _ALIAS_NAME.match(text, mark.index) if mark.index < len(text) else None

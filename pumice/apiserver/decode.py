@@ -173,7 +173,7 @@ def decode_body(raw: bytes, *, yaml_ok: bool, literals: list[FloatLiteral] | Non
                                   "RequestEntityTooLarge") from None
             raise errors.bad_request(f"error converting YAML to JSON: {le}") from None
         except yaml.YAMLError as ye:
-            detail = " ".join(str(ye).split())
+            detail = yamlsafe.go_yaml_error(ye, raw.decode("utf-8", "replace"))
             raise errors.bad_request(f"error converting YAML to JSON: {detail}") from None
     except RecursionError:
         raise errors.bad_request(f"error decoding the request body as JSON: exceeded max depth of "

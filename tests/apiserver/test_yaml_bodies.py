@@ -47,3 +47,19 @@ async def test_a_null_or_collection_key_is_400_and_stores_nothing(
     assert r.status_code == 400, r.text
     assert r.json()["message"].startswith(message)
     assert (await http.get(f"{CMS}/y4")).status_code == 404
+
+
+@pytest.mark.parametrize(("body", "why"), [
+    ("a: [unclosed", "yaml: line 1: did not find expected ',' or ']'"),
+    ("a: b\n c: d: e", "yaml: line 2: mapping values are not allowed in this context"),
+    ('a: "x', "yaml: found unexpected end of stream"),
+    ("a:\n  - b\n - c", "yaml: line 2: did not find expected key"),
+    ("a: *x", "yaml: unknown anchor 'x' referenced"),
+])
+async def test_a_yaml_body_that_does_not_parse_is_400_in_go_yamls_words(
+        http: httpx2.AsyncClient, body: str, why: str) -> None:
+    """trial 19 F-4: the message was PyYAML's (``while parsing a flow sequence in "<byte string>",
+    line 1, column 4 ...``); kube-apiserver answers sigs.k8s.io/yaml's wrap of go-yaml's error."""
+    r = await http.post(CMS, content=body, headers=YAML)
+    assert (r.status_code, r.json()["reason"]) == (400, "BadRequest"), r.text
+    assert r.json()["message"] == f"error converting YAML to JSON: {why}"

@@ -595,6 +595,9 @@ def test_serve_config_of_decodes_a_mapping_and_empty_text() -> None:
     ('a: "x', "yaml: found unexpected end of stream"),
     ("a:\n  - b\n - c", "yaml: line 2: did not find expected key"),
     ("a: *x", "yaml: unknown anchor 'x' referenced"),
+    ('a: &a ["x","x","x","x","x","x","x","x","x"]\n' + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{','.join([f'*{chr(97 + i)}'] * 9)}]\n" for i in range(8)),
+     "yaml: document contains excessive aliasing"),
     ("7", "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal number into Go value of type "
           "map[string]interface {}"),
 ])
