@@ -28,10 +28,18 @@ from pathlib import Path
 from typing import Any
 
 from pumice._util.clock import Clock, rfc3339
+from pumice._util.errors import FATAL_TYPES
 from pumice.api import Obj
 from pumice.api.scheme import PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, STORAGE_CLASS
 from pumice.client.base import ApiError, KubeClient, create_unless_exists, is_not_found
 from pumice.client.informer import Informer
+from pumice.client.workqueue import (
+    BucketRateLimiter,
+    ItemExponentialFailureRateLimiter,
+    MaxOfRateLimiter,
+    QueueShutDown,
+    RateLimitingQueue,
+)
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +73,25 @@ def desired_volume(pvc: Obj, sc: Obj, path: Path) -> Obj:
     }
 
 
+#: per-item retry delays of a failed provision or reclaim: 15 s doubling up to 1000 s, and the
+#: number of failures after which an item is given up (until its next event).
+#: Mirrors: sig-storage-lib-external-provisioner controller.go (exponentialBackOffOnError,
+#: DefaultFailedProvisionThreshold / DefaultFailedDeleteThreshold).
+RETRY_BASE_DELAY, RETRY_MAX_DELAY, FAILED_THRESHOLD = 15.0, 1000.0, 15
+
+#: a work item: ("claim" or "volume", namespace ("" for a volume), name)
+Item = tuple[str, str, str]
+
+
 class LocalPathProvisioner:
     """Provisions and deletes volumes (see the module docstring).
+
+    Claims and volumes go through a rate-limited work queue keyed by kind and name; a worker
+    handles the object the informer holds then (none: nothing to do). A failure (an API error, a
+    transport error, an OSError) is logged and the item retried with per-item backoff
+    (:data:`RETRY_BASE_DELAY` .. :data:`RETRY_MAX_DELAY`) up to :data:`FAILED_THRESHOLD` times, as
+    the external provisioner library's claim and volume queues; a FATAL_TYPES error, in the loop
+    or in an informer's handler, ends :meth:`run` with it.
 
     Args:
         client: API client.
@@ -86,7 +111,11 @@ class LocalPathProvisioner:
         self.make_dirs = make_dirs
         self._seq = 0
         self._classes: dict[str, Obj] = {}
-        self._pending: asyncio.Queue[tuple[str, Obj]] = asyncio.Queue()
+        self._queue: RateLimitingQueue[Item] = RateLimitingQueue(
+            "local-path-provisioner", clock=clock,
+            rate_limiter=MaxOfRateLimiter(ItemExponentialFailureRateLimiter(RETRY_BASE_DELAY, RETRY_MAX_DELAY),
+                                          BucketRateLimiter(10.0, 100, clock=clock)))
+        self._stores: dict[str, Informer] = {}
 
     def _on_class(self, typ: str, sc: Obj) -> None:
         name = sc["metadata"]["name"]
@@ -97,11 +126,13 @@ class LocalPathProvisioner:
 
     def _on_claim(self, typ: str, pvc: Obj) -> None:
         if typ != "DELETED":
-            self._pending.put_nowait(("claim", pvc))
+            self._queue.add(("claim", str(pvc["metadata"].get("namespace") or ""), str(pvc["metadata"]["name"])))
 
     def _on_volume(self, typ: str, pv: Obj) -> None:
-        if typ != "DELETED":
-            self._pending.put_nowait(("volume", pv))
+        if typ == "DELETED":
+            self._queue.forget(("volume", "", str(pv["metadata"]["name"])))
+        else:
+            self._queue.add(("volume", "", str(pv["metadata"]["name"])))
 
     def _informer(self, kind: Any, fn: Callable[[str, Obj], None]) -> Informer:
         inf = Informer(self.client, kind, clock=self.clock)
@@ -109,34 +140,80 @@ class LocalPathProvisioner:
         return inf
 
     async def run(self) -> None:
-        """Run until cancelled."""
+        """Run until cancelled.
+
+        Raises:
+            BaseException: a FATAL_TYPES error of the work loop, or whatever ended one of the
+                three informers (a FATAL_TYPES error in a handler).
+        """
         if self.make_dirs:
             self.root.mkdir(parents=True, exist_ok=True)
         informers = [self._informer(STORAGE_CLASS, self._on_class), self._informer(PERSISTENT_VOLUME_CLAIM, self._on_claim),
                      self._informer(PERSISTENT_VOLUME, self._on_volume)]
-        # classes first, so the first claims find their class
-        informers[0].start()
-        await informers[0].wait_synced()
-        for inf in informers[1:]:
-            inf.start()
+        self._stores = {"claim": informers[1], "volume": informers[2]}
+        work = asyncio.get_running_loop().create_task(self._work(), name="local-path provisioner work")
         try:
-            while True:
-                what, obj = await self._pending.get()
-                try:
-                    if what == "claim":
-                        await self.provision(obj)
-                    else:
-                        await self.reclaim(obj)
-                except ApiError as e:
-                    log.warning("local-path provisioner: %s %s/%s: %s", what, obj["metadata"].get("namespace", ""),
-                                obj["metadata"]["name"], e)
-                except OSError as e:
-                    log.error("local-path provisioner: %s %s: %s", what, obj["metadata"]["name"], e)
-                    await self._event(obj, "Warning", "ProvisioningFailed", f"failed to provision volume: {e}")
+            # classes first, so the first claims find their class
+            informers[0].start()
+            await informers[0].wait_synced()
+            for inf in informers[1:]:
+                inf.start()
+            watched: list[asyncio.Task[Any]] = [work, *(i.task for i in informers if i.task is not None)]
+            done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+            ended = done.pop()
+            raise ended.exception() or RuntimeError(f"local-path provisioner: {ended.get_name()} ended")
         finally:
+            work.cancel()
+            self._queue.shutdown()
             for inf in informers:
-                with contextlib.suppress(BaseException):
+                try:
                     await inf.stop()
+                except Exception as e:  # a cancellation is not swallowed
+                    log.warning("local-path provisioner: stopping informer %s: %s", inf.kind.plural, e)
+            with contextlib.suppress(asyncio.CancelledError):
+                await work
+
+    async def _work(self) -> None:
+        """Take items from the queue and sync each; see the class docstring for failures."""
+        while True:
+            try:
+                item = await self._queue.get()
+            except QueueShutDown:
+                return
+            try:
+                await self._sync(item)
+                self._queue.forget(item)
+            except FATAL_TYPES:
+                raise
+            except Exception as e:  # an ApiError, a transport error (timeout, refused), an OSError
+                self._failed(item, e)
+                if isinstance(e, OSError) and item[0] == "claim" and (
+                        obj := self._stores["claim"].store.get(item[1], item[2])) is not None:
+                    await self._event(obj, "Warning", "ProvisioningFailed", f"failed to provision volume: {e}")
+            finally:
+                self._queue.done(item)
+
+    async def _sync(self, item: Item) -> None:
+        what, namespace, name = item
+        obj = self._stores[what].store.get(namespace or None, name)
+        if obj is None:  # gone meanwhile: nothing to do
+            return
+        if what == "claim":
+            await self.provision(obj)
+        else:
+            await self.reclaim(obj)
+
+    def _failed(self, item: Item, e: Exception) -> None:
+        what, namespace, name = item
+        failures = self._queue.num_requeues(item)
+        key = f"{namespace}/{name}" if namespace else name
+        if failures < FAILED_THRESHOLD:
+            log.warning("local-path provisioner: %s %s: %s: %s; retrying (failures: %d)", what, key,
+                        type(e).__name__, e, failures)
+            self._queue.add_rate_limited(item)
+        else:
+            log.error("local-path provisioner: giving up on %s %s after %d failures: %s: %s", what, key,
+                      failures, type(e).__name__, e)
 
     def _ours(self, pvc: Obj) -> Obj | None:
         ann = (pvc["metadata"].get("annotations") or {})
