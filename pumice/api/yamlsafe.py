@@ -19,14 +19,17 @@ import math
 import re
 import struct
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import yaml
 
+from pumice._util.files import InputFileError, read_text_file
 from pumice._util.gostrings import quote
 
-__all__ = ["DEFAULT_MAX_DEPTH", "DEFAULT_MAX_NODES", "YAMLLimitError", "check_node", "compose", "error_line",
-           "go_yaml_error", "safe_load", "safe_load_all"]
+__all__ = ["DEFAULT_MAX_DEPTH", "DEFAULT_MAX_NODES", "PLAIN_LOADER", "NotYAMLError", "YAMLLimitError", "check_node",
+           "compose", "error_line", "go_yaml_error", "read_yaml_document", "read_yaml_file", "safe_load",
+           "safe_load_all"]
 
 DEFAULT_MAX_DEPTH = 100
 #: every node takes at least two bytes of JSON: 3 MiB of JSON at most
@@ -217,8 +220,9 @@ def check_node(root: yaml.Node, *, max_depth: int = DEFAULT_MAX_DEPTH, max_nodes
     return decoded
 
 
-def _documents(stream: str | bytes, max_depth: int, max_nodes: int, single: bool) -> Iterator[Any]:
-    loader = _GoLoader(stream)
+def _documents(stream: str | bytes, max_depth: int, max_nodes: int, single: bool,
+               loader_type: type[yaml.SafeLoader] | None = None) -> Iterator[Any]:
+    loader = (loader_type or _GoLoader)(stream)
     try:
         if single:
             node = loader.get_single_node()
@@ -252,13 +256,57 @@ def safe_load(stream: str | bytes, *, max_depth: int = DEFAULT_MAX_DEPTH,
 
 
 def safe_load_all(stream: str | bytes, *, max_depth: int = DEFAULT_MAX_DEPTH,
-                  max_nodes: int = DEFAULT_MAX_NODES) -> list[Any]:
+                  max_nodes: int = DEFAULT_MAX_NODES, loader: type[yaml.SafeLoader] | None = None) -> list[Any]:
     """``yaml.safe_load_all`` with the limits above, each document checked before it is built.
+    ``loader``: the loader that builds each document, sigs.k8s.io/yaml's values by default
+    (:class:`_GoLoader`); :data:`PLAIN_LOADER` builds PyYAML's safe types (dates, sets).
 
     Raises:
         YAMLLimitError, yaml.YAMLError: as :func:`safe_load`.
     """
-    return list(_documents(stream, max_depth, max_nodes, single=False))
+    return list(_documents(stream, max_depth, max_nodes, single=False, loader_type=loader))
+
+
+PLAIN_LOADER: type[yaml.SafeLoader] = _Loader
+"""PyYAML's safe loader (libyaml's when present): ``yaml.safe_load``'s types, for inputs that are
+no Kubernetes objects (the simulator's files)."""
+
+
+class NotYAMLError(InputFileError):
+    """A file the user named whose text is not YAML or is over a limit of :func:`check_node`; the
+    message is one line, ``<path>:<line>:<column>: <problem>`` or ``<path>: yaml: <limit>``."""
+
+
+def read_yaml_file(path: Path, *, loader: type[yaml.SafeLoader] | None = None) -> list[Any]:
+    """Every YAML document of a file the user named (a manifest, a configuration, a kubeconfig),
+    read as :func:`pumice._util.files.read_text_file` reads (no device, at most 256 MiB, UTF-8)
+    and loaded by :func:`safe_load_all` with its limits (``loader`` as there); an empty document
+    is None.
+
+    Raises:
+        NotYAMLError: malformed YAML, excessive aliasing, nesting deeper than 100, however deep.
+        InputFileError: the file is not readable text (see read_text_file).
+        OSError: the file cannot be read (missing, no permission).
+    """
+    text = read_text_file(path)
+    try:
+        return safe_load_all(text, loader=loader)
+    except yaml.YAMLError as e:
+        raise NotYAMLError(error_line(e, str(path))) from None
+
+
+def read_yaml_document(path: Path) -> Any:
+    """The one YAML document of a file the user named, as :func:`read_yaml_file` reads it; None
+    for an empty file.
+
+    Raises:
+        NotYAMLError: as read_yaml_file, and a file of more than one document.
+        InputFileError, OSError: as read_yaml_file.
+    """
+    docs = read_yaml_file(path)
+    if len(docs) > 1:
+        raise NotYAMLError(f"{path}: expected a single document in the stream, found {len(docs)}")
+    return docs[0] if docs else None
 
 
 def compose(stream: str | bytes) -> yaml.Node | None:

@@ -106,15 +106,16 @@ def _kuberay_config(path: str) -> dict[str, Any]:
         click.BadParameter: unreadable YAML or a configuration pumice cannot use (the reason)."""
     from pathlib import Path
 
-    import yaml
-
-    from pumice._util.files import InputFileError, read_text_file
+    from pumice._util.files import InputFileError
+    from pumice.api.yamlsafe import read_yaml_document
     from pumice.controllers.ray.options import ConfigurationError, KubeRayConfiguration
 
     try:
-        doc = yaml.safe_load(read_text_file(Path(path)))
+        doc = read_yaml_document(Path(path))
         return KubeRayConfiguration.from_document(doc).setup_options()
-    except (OSError, InputFileError, yaml.YAMLError, ConfigurationError) as e:
+    except InputFileError as e:  # names the file already
+        raise click.BadParameter(str(e), param_hint="'--kuberay-config'") from e
+    except (OSError, ConfigurationError) as e:
         raise click.BadParameter(f"{path}: {e}", param_hint="'--kuberay-config'") from e
 
 
@@ -124,20 +125,21 @@ def _root_ca(kubeconfig: str | None) -> str | None:
     import base64
     from pathlib import Path
 
-    import yaml
+    from pumice._util.files import read_text_file
+    from pumice.api.yamlsafe import read_yaml_document
 
     if not kubeconfig:
         return None
     try:
-        cfg = yaml.safe_load(Path(kubeconfig).read_text()) or {}
+        cfg = read_yaml_document(Path(kubeconfig)) or {}
         ctx_name = cfg.get("current-context")
         ctx: dict[str, object] = next((c["context"] for c in cfg.get("contexts") or [] if c.get("name") == ctx_name), {})
         cluster: dict[str, str] = next((c["cluster"] for c in cfg.get("clusters") or [] if c.get("name") == ctx.get("cluster")), {})
         if cluster.get("certificate-authority-data"):
             return base64.b64decode(cluster["certificate-authority-data"]).decode()
         if cluster.get("certificate-authority"):
-            return Path(cluster["certificate-authority"]).read_text()
-    except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError) as e:
+            return read_text_file(Path(cluster["certificate-authority"]))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:  # InputFileError is a ValueError
         log.warning("no CA for kube-root-ca.crt from %s: %s", kubeconfig, e)
     return None
 

@@ -77,7 +77,8 @@ import yaml
 from pumice._util import goyaml
 from pumice._util.clock import default_clock, parse_rfc3339
 from pumice._util.duration import go_duration_string
-from pumice.api import Obj, scheme
+from pumice._util.files import InputFileError
+from pumice.api import Obj, scheme, yamlsafe
 from pumice.api.ray.constants import DEFAULT_MAX_REPLICAS, TERMINAL_JOB_STATUSES, RayClusterConditionType
 from pumice.cli._duration import GoDuration
 from pumice.client.base import ApiError, ExecError, KubeClient, get_or_none
@@ -757,8 +758,8 @@ def load_rayjob_file(path: str) -> Obj:
     if not p.is_file():
         raise RayCliError("Filename given is not a regular file")
     try:
-        job = yaml.safe_load(p.read_text())
-    except (OSError, yaml.YAMLError) as e:
+        job = yamlsafe.read_yaml_document(p)
+    except (OSError, InputFileError) as e:
         raise RayCliError(f"Failed to decode RayJob Yaml: {str(e).splitlines()[0]}") from None
     if not isinstance(job, dict) or job.get("kind") != "RayJob":
         raise RayCliError("Failed to decode RayJob Yaml: the file does not hold a RayJob")
@@ -1500,8 +1501,8 @@ def _current_context(kubeconfig: str | None, context: str | None) -> str:
 
     path = Path(kubeconfig) if kubeconfig else default_kubeconfig_path()
     try:
-        doc = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError):
+        doc = yamlsafe.read_yaml_document(path) or {}
+    except (OSError, InputFileError):
         return ""
     return str(doc.get("current-context") or "") if isinstance(doc, dict) else ""
 

@@ -16,11 +16,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-import yaml
 from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 
+from pumice._util.files import InputFileError
 from pumice._util.gostrings import quote
 from pumice.api.scheme import Scheme
+from pumice.api.yamlsafe import NotYAMLError, read_yaml_document
 from pumice.client.kube import Client
 from pumice.client.transport import StreamingASGITransport
 
@@ -57,8 +58,8 @@ def _shape_problem(p: Path) -> str:
     clusters/users/contexts entry that is not a mapping), or "" when the shape is right or the
     file cannot be read as YAML."""
     try:
-        doc = yaml.safe_load(p.read_text())
-    except (OSError, yaml.YAMLError):
+        doc = read_yaml_document(p)
+    except (OSError, InputFileError):
         return ""
     if not isinstance(doc, dict):
         return f"the file holds {_yaml_kind(doc)}, not a mapping of clusters, users and contexts"
@@ -99,19 +100,20 @@ def load(path: Path | str | None = None, *, context: str | None = None) -> Singl
     if not p.exists():
         raise FileNotFoundError(f"kubeconfig {p} does not exist")
     try:
-        config = KubeConfig.from_file(p)
+        # read here, not by KubeConfig.from_file: yamlsafe's limits, and no device read for ever
+        config = KubeConfig.from_dict(read_yaml_document(p), fname=p)
         if context and context not in (config.contexts or {}):
             # client-go DirectClientConfig.getContext, for a context named on the command line
             raise ValueError(f"context {quote(context)} does not exist")
         single = config.get(context_name=context)
+    except NotYAMLError as e:
+        raise ValueError(f"kubeconfig {p} is not a valid kubeconfig (not YAML: {e})") from None
     except (ValueError, OSError):
         raise
     except Exception as e:  # lightkube fails with AttributeError/KeyError/TypeError on malformed files
         detail = _shape_problem(p) or " ".join(str(e).split())
         if isinstance(e, KeyError) and not _shape_problem(p):
             detail = f"no {detail} in it"
-        elif isinstance(e, yaml.YAMLError):
-            detail = f"not YAML: {detail}"
         raise ValueError(f"kubeconfig {p} is not a valid kubeconfig ({detail})") from None
     if single is None:
         raise ValueError(f"kubeconfig {p} has no context {context or '(current)'}")

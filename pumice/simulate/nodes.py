@@ -37,7 +37,7 @@ import yaml
 
 from pumice._util.files import InputFileError, read_text_file
 from pumice.api import quantity
-from pumice.api.yamlsafe import DEFAULT_MAX_DEPTH, YAMLLimitError, check_node, error_line
+from pumice.api.yamlsafe import PLAIN_LOADER, error_line, safe_load_all
 from pumice.scheduler.volcano.api import gpushare
 
 GPU = "nvidia.com/gpu"
@@ -255,14 +255,7 @@ def yaml_documents(path: Path, text: str | None = None) -> list[Any]:
     if text is None:
         text = read_text(path)
     try:
-        for node in yaml.compose_all(text, Loader=yaml.SafeLoader):
-            check_node(node)
-        return [d for d in yaml.safe_load_all(text) if d]
-    except RecursionError:
-        # PyYAML's composer recurses once per nesting level: a document nested far past the
-        # depth limit ends there before check_node sees it; the same refusal as check_node's
-        raise InputError(error_line(YAMLLimitError("depth", f"yaml: exceeded max depth of {DEFAULT_MAX_DEPTH}"),
-                                    str(path))) from None
+        return [d for d in safe_load_all(text, loader=PLAIN_LOADER) if d]
     except yaml.YAMLError as e:
         raise InputError(error_line(e, str(path))) from None
 

@@ -88,3 +88,25 @@ def test_a_data_dir_that_is_a_file_is_refused_as_not_a_directory(tmp_path: Path,
     res = CliRunner().invoke(cli_main.main, [*argv, "--data-dir", str(f)])
     assert res.exit_code == 1
     assert res.output == f"Error: data dir {f} is not a directory\n"
+
+
+def test_a_kubeconfig_nested_too_deep_or_a_device_is_one_line(tmp_path: Path) -> None:
+    # review 19 R-4: yaml.safe_load without yamlsafe's limits (RecursionError); Path.read_text of
+    # a device (/dev/zero never ends)
+    kc = tmp_path / "kubeconfig"
+    kc.write_text("clusters: " + "[" * 600 + "]" * 600 + "\n")
+    for path, detail in ((kc, f"(not YAML: {kc}: yaml: exceeded max depth of 100)"),
+                         (Path("/dev/zero"), "/dev/zero: not a regular file (a character device)")):
+        res = CliRunner().invoke(cli_main.main, ["explain", "pod/x", "--kubeconfig", str(path)])
+        out = res.output.strip()
+        assert (res.exit_code, "\n" in out, "Traceback" in out) == (1, False, False), out
+        assert detail in out
+
+
+def test_a_rayjob_file_nested_too_deep_is_one_line(tmp_path: Path) -> None:
+    from pumice.cli.ray import RayCliError, load_rayjob_file
+
+    job = tmp_path / "job.yaml"
+    job.write_text("kind: RayJob\nspec: " + "[" * 600 + "]" * 600 + "\n")
+    with pytest.raises(RayCliError, match=r"^Failed to decode RayJob Yaml: .*job.yaml: yaml: exceeded max depth of 100$"):
+        load_rayjob_file(str(job))

@@ -188,3 +188,13 @@ def test_controller_manager_refuses_a_configuration_file_that_is_a_device() -> N
     result = CliRunner().invoke(command, ["--kuberay-config", "/dev/zero", "--controllers", "ray"])
     assert result.exit_code == 2
     assert "/dev/zero: not a regular file (a character device)" in result.output
+
+
+def test_controller_manager_refuses_a_configuration_nested_too_deep_in_one_line(tmp_path: Path) -> None:
+    # review 19 R-4: yaml.safe_load of 600 nested "[" ended in RecursionError (internal error)
+    path = tmp_path / "deep.yaml"
+    path.write_text("a: " + "[" * 600 + "]" * 600 + "\n")
+    result = CliRunner().invoke(command, ["--kuberay-config", str(path), "--controllers", "ray"])
+    assert result.exit_code == 2, result.output
+    assert f"{path}: yaml: exceeded max depth of 100" in result.output
+    assert "Traceback" not in result.output and "RecursionError" not in result.output
