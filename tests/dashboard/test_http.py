@@ -78,8 +78,13 @@ def test_a_closing_queue_offers_no_weight_update_and_says_why(web: httpx.Client,
     """trial 19 F-5: Volcano's queue webhook refuses every update of a Queue whose state is not Open
     or Closed, so the page disables the form and says when it can be edited again."""
     up.kubectl("apply", "-f", "-", input=(
-        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: f5-closing}\nspec: {weight: 1}\n"
-        "---\napiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\n"
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: f5-closing}\nspec: {weight: 1}\n"))
+    deadline = time.monotonic() + 30
+    while up.kubectl("get", "queue", "f5-closing", "-o", "jsonpath={.status.state}") != "Open":
+        assert time.monotonic() < deadline, "the queue never became Open"
+        time.sleep(0.2)
+    up.kubectl("apply", "-f", "-", input=(  # the PodGroup webhook takes only an Open queue
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\n"
         "metadata: {name: f5-pg, namespace: default}\nspec: {minMember: 1, queue: f5-closing}\n"))
     r = web.post("/queues/f5-closing/close", headers={"origin": up.url.rstrip("/")})
     assert r.status_code == 303
