@@ -147,8 +147,29 @@ async def job_phase(client: FakeClient, name: str = "j1") -> str:
 async def test_default_queue_is_created_open(client: FakeClient) -> None:
     async with running(client):
         q = await eventually(lambda: _get(client, scheme.QUEUE, "default", None))
-        assert q["spec"] == {"weight": 1, "reclaimable": True}
+        assert {k: v for k, v in q["spec"].items() if k != "parent"} == {"weight": 1, "reclaimable": True}
         await eventually(lambda: _state(client, "default", QueueState.OPEN))
+
+
+async def _parent(client: FakeClient, name: str, parent: str) -> bool:
+    q = await _get(client, scheme.QUEUE, name, None)
+    return bool(q and (q.get("spec") or {}).get("parent") == parent)
+
+
+async def test_a_queue_without_a_parent_gets_root_as_upstream_v1_11_does(client: FakeClient) -> None:
+    """trial 19 F-7: volcano's queue controller (updateQueueParent, v1.11+) sets ``spec.parent: root``
+    on every queue but ``root`` that names none; a parent given is kept."""
+    async with running(client):
+        for name, parent in (("eng", None), ("dev", "eng")):
+            spec: dict = {"weight": 1} if parent is None else {"weight": 1, "parent": parent}
+            await client.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                                 "metadata": {"name": name}, "spec": spec})
+        await eventually(lambda: _parent(client, "eng", "root"))
+        await eventually(lambda: _parent(client, "default", "root"))
+        await eventually(lambda: _state(client, "dev", QueueState.OPEN))
+        assert (await client.get(scheme.QUEUE, "dev"))["spec"]["parent"] == "eng"
+        await eventually(lambda: _state(client, "root", QueueState.OPEN))
+        assert "parent" not in (await client.get(scheme.QUEUE, "root"))["spec"]
 
 
 async def _get(client: FakeClient, kind: Any, name: str, ns: str | None = "default") -> dict | None:

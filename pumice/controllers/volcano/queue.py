@@ -27,9 +27,13 @@ Unknown        Open               Closed/Closing        Unknown
 queues with Commands (``vcctl queue operate``) or by writing ``status.state`` (Open / Closed).
 The ``root`` (weight 1, not reclaimable) and ``default`` (weight 1, reclaimable) queues are
 created at start when missing (upstream's scheduler does this; here the queue controller does).
-Children follow their parent (``spec.parent``): closed with it, reopened with it.
-Deviates: upstream's controller also patches ``spec.parent: root`` into every queue; pumice leaves
-``spec`` alone.
+Children follow their parent (``spec.parent``): closed with it, reopened with it. Every queue but
+``root`` that names no parent gets ``spec.parent: root`` at the start of its reconcile, as upstream's
+``updateQueueParent`` (v1.11+) does at the start of ``syncQueue`` (``kubectl get queue`` PARENT
+reads ``root``). Deviates: upstream runs it only on the sync path (not when an Open/Close command
+takes its own path) and retries the reconcile when the patch fails; pumice patches on every
+reconcile and, when the queue webhook refuses the patch (a ``Closing`` queue: every update of one
+is refused), logs it and goes on with the state machine, which would otherwise stall.
 
 Mirrors: volcano pkg/controllers/queue/queue_controller.go, queue_controller_action.go and
 state/{open,closing,closed,unknown}.go.
@@ -45,7 +49,7 @@ from typing import Any
 from prometheus_client import Gauge
 
 from pumice.api import Obj, scheme
-from pumice.client.base import KubeClient, create_unless_exists, is_not_found
+from pumice.client.base import ApiError, KubeClient, create_unless_exists, is_not_found
 from pumice.controllers.volcano import keys
 from pumice.controllers.volcano.keys import Action, PodGroupPhase, QueueState
 from pumice.runtime.reconcile import Result
@@ -277,6 +281,7 @@ class QueueReconciler:
         if queue is None:
             _forget_counts(req.name)
             return Result()
+        queue = await self._default_parent(queue)
         action = Action.SYNC_QUEUE
         cmd = self._pending_command(req.name)
         requeue = False
@@ -311,6 +316,23 @@ class QueueReconciler:
                 self.recorder.event(queue, "Normal", str(Action.CLOSE_QUEUE), "Close queue succeed")
         return Result(requeue_after=0.001) if requeue else Result()
 
+
+    async def _default_parent(self, queue: Obj) -> Obj:
+        """``queue`` with ``spec.parent: root`` written when it names no parent (not ``root`` itself).
+
+        Mirrors: volcano pkg/controllers/queue/queue_controller_action.go updateQueueParent.
+        Raises: the API's error, but for a 422 (the queue webhook refuses every update of a queue
+        that is not Open or Closed), which is logged with the queue's name and reason."""
+        name = queue["metadata"]["name"]
+        if name == keys.ROOT_QUEUE or (queue.get("spec") or {}).get("parent"):
+            return queue
+        try:
+            return await self.client.patch(scheme.QUEUE, name, {"spec": {"parent": keys.ROOT_QUEUE}})
+        except ApiError as e:
+            if e.code != 422:
+                raise
+            log.warning("queue %s: could not set spec.parent to %s: %s", name, keys.ROOT_QUEUE, e)
+            return queue
 
     async def _hierarchy(self, queue: Obj, action: Action) -> Action:
         """A child follows its parent: closed with it (annotated ``volcano.sh/closed-by-parent``),
