@@ -267,9 +267,9 @@ def safe_load_all(stream: str | bytes, *, max_depth: int = DEFAULT_MAX_DEPTH,
     return list(_documents(stream, max_depth, max_nodes, single=False, loader_type=loader))
 
 
-PLAIN_LOADER: type[yaml.SafeLoader] = _Loader
-"""PyYAML's safe loader (libyaml's when present): ``yaml.safe_load``'s types, for inputs that are
-no Kubernetes objects (the simulator's files)."""
+PLAIN_LOADER: type[yaml.SafeLoader] = yaml.SafeLoader
+"""PyYAML's own safe loader: ``yaml.safe_load``'s types and error texts (libyaml's differ), for
+inputs that are no Kubernetes objects (the simulator's files)."""
 
 
 class NotYAMLError(InputFileError):
