@@ -11,7 +11,8 @@ Formats (detected from the CSV header; see ../shared/traces/README.md for the co
   mem_p_node``): ``num_switch x num_node_p_switch`` identical Nodes ``tiresias-<i>``, memory in GiB.
 - YAML: Node manifests (``kind: Node``, ``status.allocatable``, else ``status.capacity``, per
   resource; cpu 1 and memory 1Gi when neither says; ``ephemeral-storage`` carried when given),
-  one or more documents. The trace node lists carry no disk size, so their Nodes report no
+  one or more documents; a ``.yaml``/``.yml`` file, or any text that is no known CSV and reads as
+  manifests (a pipe: ``--nodes <(cat nodes.yaml)``). The trace node lists carry no disk size, so their Nodes report no
   ``ephemeral-storage``: a workload whose Pods request it needs Node manifests that give it.
 
 GPUs are published as ``nvidia.com/gpu``; for GPU sharing as ``alibabacloud.com/gpu-milli``
@@ -219,10 +220,23 @@ def load_nodes(path: str | Path) -> list[NodeSpec]:
             gpus = int(r.number("num_gpu_p_node", whole=True))
             for _ in range(n):
                 out.append(NodeSpec(f"tiresias-{len(out):04d}", cpu, mem, gpus))
+    elif (docs := _manifests(p, text)) is not None:  # a pipe has no suffix: --nodes <(cat nodes.yaml)
+        return _distinct(p, _yaml_nodes(p, docs))
     else:
         raise InputError(f"{p}: unknown node list header {sorted(header)}; expected openb (sn,cpu_milli,...), "
-                         "PAI (machine,gpu_type,...) or Tiresias (num_switch,num_node_p_switch,...)")
+                         "PAI (machine,gpu_type,...), Tiresias (num_switch,num_node_p_switch,...) or YAML Node "
+                         "manifests")
     return _distinct(p, out)
+
+
+def _manifests(p: Path, text: str) -> list[Any] | None:
+    """The YAML documents of ``text`` when it reads as Kubernetes manifests (each a mapping with a
+    ``kind``), else None (no YAML, or a CSV with a header of no known format)."""
+    try:
+        docs = yaml_documents(p, text)
+    except InputError:
+        return None
+    return docs if docs and all(isinstance(d, dict) and "kind" in d for d in docs) else None
 
 
 def _distinct(p: Path, nodes: list[NodeSpec]) -> list[NodeSpec]:
@@ -260,9 +274,9 @@ def yaml_documents(path: Path, text: str | None = None) -> list[Any]:
         raise InputError(error_line(e, str(path))) from None
 
 
-def _yaml_nodes(p: Path) -> list[NodeSpec]:
+def _yaml_nodes(p: Path, docs: list[Any] | None = None) -> list[NodeSpec]:
     out = []
-    docs = yaml_documents(p)
+    docs = yaml_documents(p) if docs is None else docs
     if not all(isinstance(d, dict) for d in docs):
         raise InputError(f"{p}: expected Node manifests (mappings)")
     items = [i for d in docs for i in (d.get("items") or [] if d.get("kind") == "List" else [d])]

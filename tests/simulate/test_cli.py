@@ -109,8 +109,8 @@ def test_a_bad_node_list_is_one_line_and_exit_2(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["simulate", "--nodes", str(bad), "--workload", str(t), "--quiet"])
     assert r.exit_code == 2
     assert r.output.strip().splitlines() == [f"Error: {bad}: unknown node list header ['x', 'y']; expected openb "
-                                             "(sn,cpu_milli,...), PAI (machine,gpu_type,...) or Tiresias "
-                                             "(num_switch,num_node_p_switch,...)"]
+                                             "(sn,cpu_milli,...), PAI (machine,gpu_type,...), Tiresias "
+                                             "(num_switch,num_node_p_switch,...) or YAML Node manifests"]
 
 
 def test_each_report_names_its_configuration_and_the_index_links_them(tmp_path: Path) -> None:

@@ -140,3 +140,14 @@ arrivals:
     for t in (rcs["headGroupSpec"]["template"], rcs["workerGroupSpecs"][0]["template"]):
         assert t["metadata"]["labels"][JOB_LABEL] == "llm"
         assert ANNOTATION_DURATION not in t["metadata"].get("annotations", {})  # Ray Pods run until deleted
+
+
+def test_a_yaml_node_list_without_a_suffix_is_read_as_manifests(tmp_path: Path) -> None:
+    # review 19 R-8: a pipe (--nodes <(cat nodes.yaml)) has no suffix; it was an unknown CSV header
+    p = tmp_path / "nodes"
+    p.write_text("apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '4', memory: 8Gi}}\n"
+                 "---\napiVersion: v1\nkind: Node\nmetadata: {name: n2}\nstatus: {capacity: {cpu: '2'}}\n")
+    assert [(n.name, n.cpu_milli, n.memory) for n in load_nodes(p)] == [("n1", 4000, 8 * 2**30), ("n2", 2000, 2**30)]
+    p.write_text("just: a mapping\n")
+    with pytest.raises(InputError, match=r"unknown node list header.* or YAML Node manifests"):
+        load_nodes(p)
