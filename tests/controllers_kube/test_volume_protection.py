@@ -202,5 +202,10 @@ def test_a_pod_being_deleted_with_no_container_running_has_terminated() -> None:
     running = copy.deepcopy(deleting)
     running["status"]["containerStatuses"][0]["state"] = {"running": {}}
     assert not pod_is_terminated(running)
+    for state in ({}, None, {"running": None}):  # notRunning: neither terminated nor waiting is running
+        running["status"]["containerStatuses"][0]["state"] = state
+        assert not pod_is_terminated(running), state
+    running["status"]["containerStatuses"][0]["state"] = {"waiting": {"reason": "ContainerCreating"}}
+    assert pod_is_terminated(running)
     assert pod_is_terminated({**pod("q", node="n1"), "status": {"phase": "Failed"}})
     assert not pod_is_terminated({**pod("r", node="n1"), "status": {"phase": "Running"}})

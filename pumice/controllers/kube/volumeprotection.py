@@ -104,12 +104,18 @@ _STATUS_LISTS = ("initContainerStatuses", "containerStatuses", "ephemeralContain
 
 def pod_is_terminated(pod: Obj) -> bool:
     """Succeeded or Failed, or being deleted with no container running (none reported counts as
-    none running). Mirrors pkg/volume/util IsPodTerminated and notRunning."""
+    none running). A container counts as running unless its state says ``terminated`` or
+    ``waiting``: an empty or missing state is running, as Go's nil pointers.
+    Mirrors pkg/volume/util IsPodTerminated and notRunning."""
     if is_terminal(pod):
         return True
     status = pod.get("status") or {}
-    return is_deleting(pod) and not any("running" in (cs.get("state") or {})
-                                        for key in _STATUS_LISTS for cs in status.get(key) or ())
+    return is_deleting(pod) and not any(_running(cs) for key in _STATUS_LISTS for cs in status.get(key) or ())
+
+
+def _running(status: Obj) -> bool:
+    state = status.get("state") or {}
+    return state.get("terminated") is None and state.get("waiting") is None
 
 
 def _may_free(pod: Obj) -> bool:
