@@ -63,3 +63,18 @@ async def test_a_yaml_body_that_does_not_parse_is_400_in_go_yamls_words(
     r = await http.post(CMS, content=body, headers=YAML)
     assert (r.status_code, r.json()["reason"]) == (400, "BadRequest"), r.text
     assert r.json()["message"] == f"error converting YAML to JSON: {why}"
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    ("!!int zz", "cannot decode !!str `zz` as a !!int"),
+    ("!!int 1.5", "cannot decode !!float `1.5` as a !!int"),
+    ("!!float abc", "cannot decode !!str `abc` as a !!float"),
+    ("!!bool x", "cannot decode !!str `x` as a !!bool"),
+])
+async def test_a_scalar_its_explicit_tag_cannot_hold_is_400_not_500(
+        http: httpx2.AsyncClient, value: str, why: str) -> None:
+    """Found with trial 19 F-4: PyYAML's ValueError / KeyError of ``!!int zz`` was a 500 with a
+    traceback; go-yaml's resolve refuses it (``yaml: cannot decode ...``, no line)."""
+    body = f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y5\ndata:\n  a: {value}\n"
+    r = await http.post(CMS, content=body, headers=YAML)
+    assert (r.status_code, r.json()["message"]) == (400, f"error converting YAML to JSON: yaml: {why}"), r.text
