@@ -748,6 +748,10 @@ _TEMPLATE_META_ALLOWED = ("labels", "annotations")
 _OBJECT_META_FIELDS = ("name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
                        "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
                        "annotations", "ownerReferences", "finalizers", "managedFields")
+#: ObjectMeta's pointer fields: set whenever given, their zero value included
+_OBJECT_META_POINTERS = frozenset({"deletionTimestamp", "deletionGracePeriodSeconds"})
+#: the path Go reports for a field: its Go name with the first letter lowered (UID -> uID)
+_OBJECT_META_GO_PATHS = {"uid": "uID"}
 
 
 def _ephemeral_source(src: Obj, field: str) -> list[FieldCause]:
@@ -764,9 +768,11 @@ def _ephemeral_source(src: Obj, field: str) -> list[FieldCause]:
     if isinstance(md, dict):
         out += validate_annotations(md.get("annotations"), f"{tf}.metadata.annotations")
         out += validate_labels(md.get("labels"), f"{tf}.metadata.labels")
-        # set: anything but Go's zero value (an empty list is set, as a non-nil empty slice)
-        out += [_forbidden(f"{tf}.metadata.{k}", "cannot be set") for k in _OBJECT_META_FIELDS
-                if k not in _TEMPLATE_META_ALLOWED and md.get(k) not in (None, "", 0)]
+        # validateFieldAllowList: set is anything but Go's zero value (an empty list is set, as a
+        # non-nil empty slice; a pointer is set when given, 0 included)
+        out += [_forbidden(f"{tf}.metadata.{_OBJECT_META_GO_PATHS.get(k, k)}", "cannot be set")
+                for k in _OBJECT_META_FIELDS if k not in _TEMPLATE_META_ALLOWED
+                and (md.get(k) is not None if k in _OBJECT_META_POINTERS else md.get(k) not in (None, "", 0))]
     return out + validate_claim_spec(template.get("spec"), f"{tf}.spec")
 
 

@@ -54,6 +54,11 @@ CASES = [
                                   "spec": SPEC}}),
      [(f"{T0}.metadata.name", "FieldValueForbidden", "Forbidden: cannot be set"),
       (f"{T0}.metadata.namespace", "FieldValueForbidden", "Forbidden: cannot be set")]),
+    ("template uid and a zero grace period",  # validateFieldAllowList: Go's field name, a non-nil pointer
+     pod({"volumeClaimTemplate": {"metadata": {"uid": "u1", "deletionGracePeriodSeconds": 0, "generation": 0},
+                                  "spec": SPEC}}),
+     [(f"{T0}.metadata.uID", "FieldValueForbidden", "Forbidden: cannot be set"),
+      (f"{T0}.metadata.deletionGracePeriodSeconds", "FieldValueForbidden", "Forbidden: cannot be set")]),
     ("template label key", pod({"volumeClaimTemplate": {"metadata": {"labels": {"a b": "x"}}, "spec": SPEC}}),
      [(f"{T0}.metadata.labels", "FieldValueInvalid",
        'Invalid value: "a b": name part must consist of alphanumeric characters, \'-\', \'_\' or \'.\', and must '
