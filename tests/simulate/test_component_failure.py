@@ -18,6 +18,7 @@ from pumice.cli.main import main
 from pumice.controllers.volcano.job.controller import JobReconciler
 from pumice.node.provisioner import LocalPathProvisioner
 from pumice.runtime.controller import Controller
+from pumice.scheduler.volcano.cache.live import SchedulerCache
 from pumice.scheduler.volcano.scheduler import Scheduler
 from pumice.testing.paths import shared_dir
 
@@ -61,6 +62,13 @@ def _node_agent_provisioner(monkeypatch: pytest.MonkeyPatch, error: BaseExceptio
     monkeypatch.setattr(LocalPathProvisioner, "run", dies)
 
 
+def _pod_group_status_write(monkeypatch: pytest.MonkeyPatch, error: BaseException) -> None:
+    async def dies(self: SchedulerCache, cur: Any, status: Any) -> None:
+        raise error
+
+    monkeypatch.setattr(SchedulerCache, "_patch_pg", dies)
+
+
 @pytest.mark.parametrize(("inject", "error", "line"), [
     (_controller_outside_reconcile, MemoryError("injected"), "controller-volcano-job stopped with MemoryError: injected"),
     (_reconciler, MemoryError("injected"), "controller-volcano-job stopped with MemoryError: injected"),
@@ -82,3 +90,23 @@ def test_a_component_that_dies_during_the_run_fails_it_in_one_line(
     assert (r.exit_code, r.output.strip().splitlines()) == (1, [f"Error: simulation failed at simulated 0 s: {line}; "
                                                                "no report"])
     assert not (out / "summary.json").exists() and not (out / "jobs.csv").exists()
+
+
+def test_a_memory_error_in_a_scheduler_cache_write_fails_the_run_at_the_next_session(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 19 R-11: a write task of the Volcano cache (here the first job's PodGroup status)
+    that died of MemoryError was kept in the cache's ``failure``, which only wait_close_writes
+    raised, and the simulator's loop never calls it: the run went on to a report. The next
+    session's snapshot (the second job arrives at 5 s, its session runs at 6 s) raises it now."""
+    _pod_group_status_write(monkeypatch, MemoryError("injected"))
+    w = tmp_path / "w.yaml"
+    job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+           "spec": {"minAvailable": 1, "tasks": [{"name": "t", "replicas": 1, "template": TEMPLATE}]}}
+    w.write_text(yaml.safe_dump({"arrivals": [{"name": "j1", "at": 0, "duration": 100, "manifest": job},
+                                              {"name": "j2", "at": 5, "duration": 10, "manifest": job}]}))
+    out = tmp_path / "o"
+    r = CliRunner().invoke(main, ["simulate", "--nodes", str(shared_dir() / "traces/tiresias-example/n1g4.csv"),
+                                  "--workload", str(w), "--quiet", "--no-plots", "--out", str(out)])
+    assert (r.exit_code, r.output.strip().splitlines()) == (1, [
+        "Error: simulation failed at simulated 6 s: volcano-scheduler stopped with MemoryError: injected; no report"])
+    assert not (out / "summary.json").exists()

@@ -275,10 +275,14 @@ class SchedulerCache:
         session's plugins take from the :class:`JobMemo` differs from a fresh computation (for tests). Sharding, or an object
         without ``creationTimestamp``, uses the full build. Raises what an informer of the cache
         stopped with for good (a MemoryError: ``SharedInformerFactory.failure``), as its objects no
-        longer follow the API.
+        longer follow the API, or what a write task ended with (:attr:`failure`): every loop that
+        drives the cache takes a snapshot per session, ``pumice simulate``'s ``TriggeredLoop``
+        too, which never calls :meth:`wait_close_writes`.
         """
         if self.factory.failure is not None:
             raise self.factory.failure  # an informer stopped for good (MemoryError): no stale snapshot
+        if self.failure is not None:
+            raise self.failure  # a write task died of it (every loop takes a snapshot per session)
         inc = self.incremental
         if inc is not None and self.shard_kind is None and not inc.exotic:
             snap = inc.snapshot(self.clock.now())
@@ -351,18 +355,26 @@ class SchedulerCache:
         """Run the write ``coro`` as a task kept in :attr:`pending_writes`; ``abandonable``: wrapped
         by :meth:`_unless_abandoned` (``False`` for a write that checks :attr:`abandon_writes`
         itself, after it has taken its turn's bookkeeping)."""
+        name = f"volcano cache {coro.__name__}"
         if abandonable and self.abandon_writes is not None:
             coro = self._unless_abandoned(coro)
-        t = asyncio.get_running_loop().create_task(coro)
+        t = asyncio.get_running_loop().create_task(coro, name=name)
         self.pending_writes.add(t)
         t.add_done_callback(self.pending_writes.discard)
         t.add_done_callback(self._write_ended)
         return t
 
     def _write_ended(self, t: asyncio.Task[None]) -> None:
-        """Keep the first FATAL_TYPES error a write task ended with (see :attr:`failure`)."""
-        if not t.cancelled() and isinstance(e := t.exception(), FATAL_TYPES) and self.failure is None:
-            self.failure = e
+        """A write task's end: the first FATAL_TYPES error is kept in :attr:`failure` (the next
+        :meth:`snapshot` or :meth:`wait_close_writes` raises it); any other exception (one a
+        write did not catch) is logged with the task's name and traceback."""
+        if t.cancelled() or (e := t.exception()) is None:
+            return
+        if isinstance(e, FATAL_TYPES):
+            if self.failure is None:
+                self.failure = e
+            return
+        log.error("scheduler cache: %s failed: %s: %s", t.get_name(), type(e).__name__, e, exc_info=e)
 
     def _close_write(self, coro: Any) -> None:
         """:meth:`_spawn` a status write of :meth:`write_close`, kept in :attr:`_close_writes` until it ends."""
