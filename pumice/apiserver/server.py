@@ -519,16 +519,25 @@ class APIServer:
             sys_ns_task = asyncio.create_task(sys_ns.run(wait_first=True), name="system-namespaces")
             if ready is not None:
                 ready.set()
-            # shielded: a cancel of serve() (SIGTERM) must not cancel uvicorn mid-response, which
-            # logs every open watch as "Exception in ASGI application" (CancelledError); the
-            # finally below ends the watches first, then lets uvicorn stop gracefully
-            await asyncio.shield(task)
+            # uvicorn and the two loops together: a loop that ends (only an error ends one) stops
+            # the server with that error instead of leaving it serving without the loop. asyncio.wait
+            # does not cancel what it waits on: a cancel of serve() (SIGTERM) must not cancel
+            # uvicorn mid-response, which logs every open watch as "Exception in ASGI application"
+            # (CancelledError); the finally below ends the watches first, then lets uvicorn stop
+            # gracefully
+            loops = (kube_svc_task, sys_ns_task)
+            await asyncio.wait({task, *loops}, return_when=asyncio.FIRST_COMPLETED)
+            for loop_task in loops:
+                if loop_task.done():
+                    log.error("API server: the %s loop ended; stopping the server", loop_task.get_name())
+                    raise loop_task.exception() or RuntimeError(f"the {loop_task.get_name()} loop returned")
+            await task
         finally:
-            for loop_task in (kube_svc_task, sys_ns_task):
-                if loop_task is not None:
-                    loop_task.cancel()
+            for running in (kube_svc_task, sys_ns_task):
+                if running is not None and not running.done():
+                    running.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
-                        await loop_task
+                        await running
             self.store.close_watchers()  # each watch stream ends as on a normal timeout
             if front is not None:
                 await front.close()

@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from pumice._util.clock import Clock
+from pumice._util.errors import FATAL_TYPES
 from pumice.api.scheme import NAMESPACE
 from pumice.apiserver.errors import StatusError
 
@@ -63,12 +64,18 @@ class SystemNamespacesController:
     async def sync(self) -> list[str]:
         """One pass over the namespaces; returns the names it created. A refused create is logged
         (``Unable to create required kubernetes system namespace``, with the namespace and the
-        reason) and the pass goes on with the next name."""
+        reason) and the pass goes on with the next name.
+
+        Raises:
+            MemoryError: (any of FATAL_TYPES) from a get or create; not logged and carried on.
+        """
         created = []
         for ns in self.namespaces:
             try:
                 if await self._create_if_needed(ns):
                     created.append(ns)
+            except FATAL_TYPES:
+                raise  # not logged and carried on: run() ends with it, and the server with run()
             except Exception as e:  # logged with the namespace and reason; the next pass tries again
                 log.error("Unable to create required kubernetes system namespace %s: %s: %s", ns,
                           type(e).__name__, e)

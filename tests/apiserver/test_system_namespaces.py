@@ -97,3 +97,35 @@ def test_kubectl_delete_of_kube_node_lease_is_undone_by_the_server(kubectl: Kube
         assert time.monotonic() < deadline, f"kube-node-lease not made again: {p.stdout} {p.stderr}"
         time.sleep(INTERVAL / 2)
     assert json.loads(p.stdout)["status"]["phase"] == "Active"
+
+
+async def test_a_memory_error_in_a_pass_is_raised_not_logged_and_carried_on(
+        cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 19 R-17: ``except Exception`` took MemoryError (FATAL_TYPES) for a refused create."""
+    await remove_namespace(cluster, "kube-node-lease")
+
+    async def out_of_memory(*args: object, **kwargs: object) -> None:
+        raise MemoryError("injected")
+
+    monkeypatch.setattr(cluster.server.registry, "create", out_of_memory)
+    with pytest.raises(MemoryError, match="injected"):
+        await controller(cluster).sync()
+
+
+async def test_the_server_stops_with_the_error_its_system_namespaces_loop_ended_with(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Review 19 R-17: serve() ran the loop as a task nobody looked at until shutdown; a loop that
+    ended with an error left the server serving without it."""
+    import asyncio
+
+    from pumice.apiserver.server import APIServer
+
+    async def dies(self: SystemNamespacesController, *, wait_first: bool = False) -> None:
+        await asyncio.sleep(0.1)
+        raise MemoryError("injected")
+
+    monkeypatch.setattr(SystemNamespacesController, "run", dies)
+    server = APIServer(None)
+    with pytest.raises(MemoryError, match="injected"):
+        await asyncio.wait_for(server.serve("127.0.0.1", 0, tls=False), 30)
+    assert "API server: the system-namespaces loop ended; stopping the server" in caplog.text
