@@ -61,22 +61,22 @@ def class_of(obj: Obj) -> str:
 def volume_claim_name(pod: Obj, volume: Obj) -> str:
     """The name of the claim made for ``volume``, a generic ephemeral volume of ``pod``:
     ``<pod name>-<volume name>`` (the name is all it takes: check the claim with
-    :func:`volume_is_for_pod` before using it).
+    :func:`why_not_for_pod` before using it).
 
     Mirrors: component-helpers storage/ephemeral VolumeClaimName."""
     return f"{(pod.get('metadata') or {}).get('name') or ''}-{volume.get('name', '')}"
 
 
-def volume_is_for_pod(pod: Obj, pvc: Obj) -> str:
-    """Why ``pvc`` is not the claim made for ``pod``'s ephemeral volume ("" when it is: same
-    namespace and controlled by the Pod), in kube's words:
-    ``PVC <ns>/<claim> was not created for pod <ns>/<pod> (pod is not owner)``.
+def why_not_for_pod(pod: Obj, pvc: Obj) -> str | None:
+    """Why ``pvc`` is not the claim made for ``pod``'s ephemeral volume, in kube's words:
+    ``PVC <ns>/<claim> was not created for pod <ns>/<pod> (pod is not owner)``; None when it is
+    (same namespace and controlled by the Pod).
 
-    Mirrors: component-helpers storage/ephemeral VolumeIsForPod."""
+    Mirrors: component-helpers storage/ephemeral VolumeIsForPod (its error; nil -> None)."""
     pmd, cmd = pod.get("metadata") or {}, pvc.get("metadata") or {}
     owned = any(r.get("controller") and r.get("uid") == pmd.get("uid") for r in cmd.get("ownerReferences") or ())
     if owned and cmd.get("namespace") == pmd.get("namespace"):
-        return ""
+        return None
     return (f"PVC {cmd.get('namespace') or ''}/{cmd.get('name') or ''} was not created for pod "
             f"{pmd.get('namespace') or ''}/{pmd.get('name') or ''} (pod is not owner)")
 

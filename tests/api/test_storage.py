@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from pumice.api.storage import topology_matches, volume_fits
+from pumice.api.storage import topology_matches, volume_fits, why_not_for_pod
 
 
 def test_allowed_topologies_an_empty_term_selects_no_node() -> None:
@@ -36,3 +36,15 @@ def test_a_claim_selector_that_does_not_parse_matches_no_volume_and_is_logged(
     assert any("claim ns/c: error creating internal label selector" in r.getMessage() for r in caplog.records)
     pvc["spec"]["selector"] = {"matchLabels": {"tier": "fast"}}
     assert volume_fits(pv, pvc)
+
+
+def test_why_not_for_pod_is_none_for_the_pods_own_claim_and_kubes_words_otherwise() -> None:
+    # review 19 R-6: volume_is_for_pod returned "" when the claim *was* the Pod's
+    pod = {"metadata": {"name": "p", "namespace": "ns", "uid": "u1"}}
+    mine = {"metadata": {"name": "p-data", "namespace": "ns",
+                         "ownerReferences": [{"kind": "Pod", "name": "p", "uid": "u1", "controller": True}]}}
+    assert why_not_for_pod(pod, mine) is None
+    other = {"metadata": {**mine["metadata"], "ownerReferences": [{"uid": "u2", "controller": True}]}}
+    assert why_not_for_pod(pod, other) == "PVC ns/p-data was not created for pod ns/p (pod is not owner)"
+    elsewhere = {"metadata": {**mine["metadata"], "namespace": "other"}}
+    assert why_not_for_pod(pod, elsewhere) == "PVC other/p-data was not created for pod ns/p (pod is not owner)"

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from pumice.api import Obj
 from pumice.api.meta import is_deleting, owner_reference
 from pumice.api.scheme import PERSISTENT_VOLUME_CLAIM, POD
-from pumice.api.storage import volume_claim_name, volume_is_for_pod
+from pumice.api.storage import volume_claim_name, why_not_for_pod
 from pumice.client.base import ApiError, KubeClient, is_already_exists
 from pumice.client.informer import Informer
 from pumice.controllers.kube.volumeprotection import POD_CLAIM_INDEX, pod_claim_keys
@@ -140,7 +140,7 @@ class EphemeralVolumeReconciler:
         name = volume_claim_name(pod, volume)
         existing = self.claims.store.get(ns, name)
         if existing is not None:
-            return volume_is_for_pod(pod, existing)
+            return why_not_for_pod(pod, existing) or ""
         try:
             await self.client.create(desired_claim(pod, volume))
         except ApiError as e:

@@ -39,7 +39,7 @@ from pumice.api.storage import (
     PV_PROTECTION_FINALIZER,
     PVC_PROTECTION_FINALIZER,
     pod_claims,
-    volume_is_for_pod,
+    why_not_for_pod,
 )
 from pumice.client.base import ApiError, KubeClient, is_conflict, is_not_found
 from pumice.client.informer import Informer
@@ -88,7 +88,7 @@ def pod_uses_claim(pod: Obj, claim: Obj) -> bool:
     for claim_name, ephemeral in pod_claims(pod):
         if claim_name != name:
             continue
-        if not ephemeral or (not pod_is_shut_down(pod) and not volume_is_for_pod(pod, claim)):
+        if not ephemeral or (not pod_is_shut_down(pod) and why_not_for_pod(pod, claim) is None):
             return True
     return False
 

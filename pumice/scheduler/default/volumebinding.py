@@ -57,8 +57,8 @@ from pumice.api.storage import (
     storage_bytes,
     topology_matches,
     volume_fits,
-    volume_is_for_pod,
     volume_node_affinity_matches,
+    why_not_for_pod,
 )
 
 PLUGIN_NAME = "VolumeBinding"
@@ -197,7 +197,7 @@ def pre_filter(pod: Obj, listers: VolumeListers) -> PodVolumeClaims | str:
             return f'persistentvolumeclaim "{name}" bound to non-existent persistentvolume "{spec.get("volumeName") or ""}"'
         if (pvc.get("metadata") or {}).get("deletionTimestamp"):
             return f'persistentvolumeclaim "{name}" is being deleted'
-        if ephemeral and (why := volume_is_for_pod(pod, pvc)):
+        if ephemeral and (why := why_not_for_pod(pod, pvc)) is not None:
             return why
         claims.append(pvc)
     bound: list[Obj] = []
