@@ -8,7 +8,11 @@ traceback.
 
 from __future__ import annotations
 
+import asyncio
 import errno
+import logging
+from collections.abc import Callable
+from typing import Any
 
 BUG_TYPES: tuple[type[BaseException], ...] = (
     AttributeError, AssertionError, IndexError, KeyError, LookupError, NameError, NotImplementedError,
@@ -23,6 +27,34 @@ BUG_TYPES: tuple[type[BaseException], ...] = (
 #: Mirrors Go's runtime, where running out of memory is ``fatal error: runtime: out of memory``
 #: and ends the process: no recover() can retry it.
 FATAL_TYPES: tuple[type[BaseException], ...] = (MemoryError,)
+
+
+def watch_task(task: asyncio.Task[Any], *, owner: str, logger: logging.Logger,
+               on_fatal: Callable[[BaseException], None], what: str | None = None) -> None:
+    """The one rule for the end of a task nobody awaits (a write, a binding cycle, a Pod worker, a
+    job's clean-up), added as its done callback: a normal end or a cancel is nothing; a
+    :data:`FATAL_TYPES` error is handed to ``on_fatal`` (the owner fails with it: it ends, and
+    the program with it); any other exception is logged at ERROR as ``<owner>: <what> failed:
+    <Type>: <message>`` with its traceback, and the owner goes on (an error the task did not
+    catch is never lost: the callback's ``exception()`` marks it retrieved, so asyncio would not
+    report it).
+
+    Args:
+        task: the task to watch.
+        owner: who runs it, the log line's prefix (``node agent``, ``job j1``).
+        logger: where the line goes.
+        on_fatal: called with a FATAL_TYPES error, from the done callback (so it must not block).
+        what: the task's description in the line; default its name.
+    """
+    def ended(t: asyncio.Task[Any]) -> None:
+        if t.cancelled() or (e := t.exception()) is None:
+            return
+        if isinstance(e, FATAL_TYPES):
+            on_fatal(e)
+            return
+        logger.error("%s: %s failed: %s: %s", owner, what or t.get_name(), type(e).__name__, e, exc_info=e)
+
+    task.add_done_callback(ended)
 
 
 def is_bug(e: BaseException) -> bool:

@@ -44,7 +44,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pumice._util.clock import Clock, default_clock, parse_rfc3339, rfc3339, rfc3339_micro
-from pumice._util.errors import FATAL_TYPES
+from pumice._util.errors import FATAL_TYPES, watch_task
 from pumice._util.files import remove_tree, scan_tree
 from pumice.api import Obj, meta, quantity
 from pumice.api.scheme import ENDPOINTS, LEASE, NAMESPACE, NODE, POD, SERVICE
@@ -521,7 +521,7 @@ class NodeAgent:
         try:
             await self.client.create(ev)
         except FATAL_TYPES:
-            raise  # not dropped and carried on: the agent ends (see _task_ended)
+            raise  # not dropped and carried on: the agent ends (see watch)
         except Exception as e:
             obj = ev["involvedObject"]
             log.warning("node agent: could not record Event %s %r for pod %s/%s: %s",
@@ -534,19 +534,14 @@ class NodeAgent:
         self.watch(t)
 
     def watch(self, task: asyncio.Task[Any]) -> None:
-        """See :meth:`pumice.node.worker.WorkerHost.watch`."""
-        task.add_done_callback(self._task_ended)
+        """See :meth:`pumice.node.worker.WorkerHost.watch`. A Pod worker's or a background task's
+        end follows :func:`pumice._util.errors.watch_task`: a FATAL_TYPES error (MemoryError)
+        ends the ``node-agent pods`` task with it, and the agent fails (:meth:`wait_stopped`); any
+        other exception (e.g. an API timeout a task did not catch) is logged with the task's name
+        and traceback, and the agent runs on, as the kubelet does."""
+        watch_task(task, owner="node agent", logger=log, on_fatal=self._task_failed)
 
-    def _task_ended(self, t: asyncio.Task[Any]) -> None:
-        """A Pod worker's or a background task's end. One that ends with a FATAL_TYPES error
-        (MemoryError) ends the ``node-agent pods`` task with it, and the agent fails
-        (:meth:`wait_stopped`). Any other exception (e.g. an API timeout a task did not catch) is
-        logged with the task's name and traceback; the agent runs on, as the kubelet does."""
-        if t.cancelled() or (e := t.exception()) is None:
-            return
-        if not isinstance(e, FATAL_TYPES):
-            log.error("node agent: %s failed: %s: %s", t.get_name(), type(e).__name__, e, exc_info=e)
-            return
+    def _task_failed(self, e: BaseException) -> None:
         if self._fatal is not None and not self._fatal.done():
             self._fatal.set_result(e)
 

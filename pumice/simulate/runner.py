@@ -44,7 +44,7 @@ import math
 import selectors
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -52,7 +52,7 @@ from typing import Any
 import looptime
 
 from pumice._util.clock import LoopClock, default_clock, set_default_clock
-from pumice._util.errors import FATAL_TYPES
+from pumice._util.errors import FATAL_TYPES, watch_task
 from pumice.api import Obj
 from pumice.api.meta import name as obj_name
 from pumice.client.base import ApiError
@@ -761,9 +761,11 @@ async def _run(cfg: SimConfig, clock: LoopClock, progress: Progress | None, stop
         await _start_controllers(stack, cfg, clock, rec)
         await _start_schedulers(stack, cfg, clock, rec, stop)
         pending_deletes: set[asyncio.Task[None]] = set()
-        rec.on_lifetime_start = lambda a: _delete_later(api, a, clock, rec, pending_deletes, a.delete_after_start)
+        rec.on_lifetime_start = lambda a: _delete_later(api, a, clock, rec, pending_deletes, a.delete_after_start,
+                                                        stack.tasks)
         rec.start = clock.now()  # simulated time 0: everything is up, the first arrival is due
-        injector = asyncio.create_task(_inject(api, cfg, clock, rec, pending_deletes), name="arrivals")
+        injector = asyncio.create_task(_inject(api, cfg, clock, rec, pending_deletes, stack.tasks),
+                                       name="arrivals")
         ended_by = await _watch_until_done(cfg, clock, rec, stack.runtime, injector, pending_deletes, stack.server,
                                            progress, api, stop, stack.tasks)
         failure = injector.exception() if injector.done() and not injector.cancelled() else None
@@ -1016,7 +1018,7 @@ async def _create_policy_objects(api: Any, cfg: SimConfig) -> None:
 
 
 async def _inject(api: Any, cfg: SimConfig, clock: LoopClock, rec: Recorder,
-                  pending: set[asyncio.Task[None]]) -> None:
+                  pending: set[asyncio.Task[None]], components: list[asyncio.Task[Any]]) -> None:
     for a in cfg.workload.arrivals:
         if cfg.until is not None and a.time > cfg.until:
             break
@@ -1030,27 +1032,29 @@ async def _inject(api: Any, cfg: SimConfig, clock: LoopClock, rec: Recorder,
                 log.info("arrival %s: creating %s %s failed: %s", a.job, obj.get("kind"), obj_name(obj), e)
                 rec.rejected(a.job, " ".join(str(e).split()) or type(e).__name__)
         if a.delete_after is not None:
-            _delete_later(api, a, clock, rec, pending, a.delete_after)
+            _delete_later(api, a, clock, rec, pending, a.delete_after, components)
     rec.touch()  # every arrival is in: the stall window starts no earlier than the last one
 
 
 def _delete_later(api: Any, a: Arrival, clock: LoopClock, rec: Recorder, pending: set[asyncio.Task[None]],
-                  delay: float | None) -> None:
-    """Delete ``a``'s manifests ``delay`` seconds from now (a task kept in ``pending`` meanwhile)."""
+                  delay: float | None, components: list[asyncio.Task[Any]]) -> None:
+    """Delete ``a``'s manifests ``delay`` seconds from now (a task kept in ``pending`` meanwhile;
+    its end: :func:`_watch_job_task`)."""
     assert delay is not None
-    t = asyncio.get_running_loop().create_task(_delete_after(api, a, clock, rec, delay))
+    t = asyncio.get_running_loop().create_task(_delete_after(api, a, clock, rec, delay), name=f"job {a.job} deletion")
     pending.add(t)
     t.add_done_callback(pending.discard)
-    t.add_done_callback(_log_failure(a.job, "deletion"))
+    _watch_job_task(t, a.job, "deletion", components)
 
 
-def _log_failure(job: str, what: str) -> Callable[[asyncio.Task[None]], None]:
-    """A done callback for a job's fire-and-forget task: an exception it ended with is logged
-    with the job and a traceback (asyncio would only report it when the task is collected)."""
-    def done(t: asyncio.Task[None]) -> None:
-        if not t.cancelled() and (e := t.exception()) is not None:
-            log.error("job %s: %s failed: %s", job, what, e, exc_info=e)
-    return done
+def _watch_job_task(t: asyncio.Task[None], job: str, what: str, components: list[asyncio.Task[Any]]) -> None:
+    """A job's fire-and-forget task (its deletion, its clean-up) ends as
+    :func:`pumice._util.errors.watch_task` says: an exception is logged with the job and a
+    traceback (``job j1: deletion failed: ...``); a FATAL_TYPES error fails the run as a
+    component's would, the task joining ``components`` (the stack's tasks, which
+    :func:`_raise_if_crashed` checks when the run ends: ``job j1 deletion stopped with
+    MemoryError``)."""
+    watch_task(t, owner=f"job {job}", what=what, logger=log, on_fatal=lambda _e: components.append(t))
 
 
 async def _delete_after(api: Any, a: Arrival, clock: LoopClock, rec: Recorder, delay: float) -> None:
@@ -1089,7 +1093,7 @@ async def _cleanup(api: Any, a: Arrival) -> None:
 async def _watch_until_done(cfg: SimConfig, clock: LoopClock, rec: Recorder, runtime: Any, injector: asyncio.Task[None],
                             pending_deletes: set[asyncio.Task[None]], server: Any, progress: Progress | None,
                             api: Any = None, stop: StopFlag | None = None,
-                            components: Sequence[asyncio.Task[Any]] = ()) -> str:
+                            components: list[asyncio.Task[Any]] | None = None) -> str:
     """Return why the run ended: ``until``, ``done`` (every job that can end ended; with
     ``cfg.until``, every job ended: services without an end run to it), ``stalled``,
     :data:`INTERRUPTED` (``stop`` was set; checked whenever the loop gets control) or ``failed``
@@ -1106,20 +1110,21 @@ async def _watch_until_done(cfg: SimConfig, clock: LoopClock, rec: Recorder, run
     total = len(rec.arrivals)
     woken = asyncio.Event()
     cleanups: set[asyncio.Task[None]] = set()
+    crashable = components if components is not None else []
 
     def finished(job: str) -> None:
         woken.set()
         if cfg.cleanup and api is not None:
-            t = asyncio.get_running_loop().create_task(_cleanup(api, rec.arrivals[job]))
+            t = asyncio.get_running_loop().create_task(_cleanup(api, rec.arrivals[job]), name=f"job {job} clean-up")
             cleanups.add(t)
             t.add_done_callback(cleanups.discard)
-            t.add_done_callback(_log_failure(job, "clean-up"))
+            _watch_job_task(t, job, "clean-up", crashable)
 
     rec.on_job_finished = finished
     injector.add_done_callback(lambda _t: woken.set())  # every arrival in: the stall window may apply now
     if stop is not None:
         stop.bind(asyncio.get_running_loop(), woken.set)
-    for t in components:
+    for t in crashable:
         t.add_done_callback(lambda _t: woken.set())
     def finite_done() -> bool:
         return rec.finished >= finite and not pending_deletes and _all_finite_done(rec)
@@ -1142,7 +1147,7 @@ async def _watch_until_done(cfg: SimConfig, clock: LoopClock, rec: Recorder, run
         woken.clear()
         if stop is not None and stop.is_set():
             return INTERRUPTED
-        if any(_crashed(t) is not None for t in components):
+        if any(_crashed(t) is not None for t in crashable):
             return "failed"
         await asyncio.sleep(0)
         _collect_if_grown()

@@ -110,3 +110,23 @@ def test_a_memory_error_in_a_scheduler_cache_write_fails_the_run_at_the_next_ses
     assert (r.exit_code, r.output.strip().splitlines()) == (1, [
         "Error: simulation failed at simulated 6 s: volcano-scheduler stopped with MemoryError: injected; no report"])
     assert not (out / "summary.json").exists()
+
+
+def test_a_memory_error_in_a_jobs_deletion_fails_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 19 R-12: a job's fire-and-forget deletion task that died of MemoryError was only
+    logged (the run went on to a report); FATAL_TYPES fail the owner, here the run."""
+    from pumice.simulate import runner
+
+    async def dies(*args: Any) -> None:
+        raise MemoryError("injected")
+
+    monkeypatch.setattr(runner, "_delete_after", dies)
+    w = tmp_path / "w.yaml"
+    pod = {"apiVersion": "v1", "kind": "Pod", "spec": {"containers": TEMPLATE["spec"]["containers"]}}
+    w.write_text(yaml.safe_dump({"arrivals": [{"name": "p", "at": 0, "duration": 10, "manifest": pod}]}))
+    out = tmp_path / "o"
+    r = CliRunner().invoke(main, ["simulate", "--nodes", str(shared_dir() / "traces/tiresias-example/n1g4.csv"),
+                                  "--workload", str(w), "--quiet", "--no-plots", "--out", str(out)])
+    assert r.exit_code == 1, r.output
+    assert r.output.strip().splitlines()[0].endswith("job p deletion stopped with MemoryError: injected; no report")
+    assert not (out / "summary.json").exists()

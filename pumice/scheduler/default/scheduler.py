@@ -36,7 +36,7 @@ from typing import Any
 from prometheus_client import Counter
 
 from pumice._util.clock import Clock, default_clock, rfc3339
-from pumice._util.errors import FATAL_TYPES
+from pumice._util.errors import FATAL_TYPES, watch_task
 from pumice.api import Obj
 from pumice.api.meta import with_condition
 from pumice.api.scheme import (
@@ -346,25 +346,21 @@ class DefaultScheduler:
 
     def _spawn(self, coro: Any) -> None:
         """Run a one-shot task (a binding cycle, a PodScheduled write); :meth:`stop` cancels it.
-        See :meth:`_one_shot_ended` for how its end counts."""
+        See :meth:`_one_shot_failed` for how its end counts."""
         task = asyncio.create_task(coro, name=f"scheduler {coro.__name__}")
         self._tasks.add(task)
-        task.add_done_callback(self._one_shot_ended)
+        task.add_done_callback(self._tasks.discard)
+        watch_task(task, owner="scheduler", logger=log, on_fatal=self._one_shot_failed)
 
-    def _one_shot_ended(self, task: asyncio.Task[Any]) -> None:
-        """A one-shot task's end: a normal end or a cancel is nothing; a FATAL_TYPES error stops
-        the scheduler (:meth:`run` raises it); any other error is logged with the task's name and
-        the scheduler goes on (a bind's own errors never get here: :meth:`_bind` undoes the
-        binding cycle for any of them, as upstream's handleBindingCycleError)."""
-        self._tasks.discard(task)
-        if task.cancelled() or (e := task.exception()) is None:
-            return
-        if isinstance(e, FATAL_TYPES):
-            if self._failure is None:
-                self._failure = e
-            self._stopped.set()
-            return
-        log.error("scheduler: %s failed: %s: %s", task.get_name(), type(e).__name__, e, exc_info=e)
+    def _one_shot_failed(self, e: BaseException) -> None:
+        """A one-shot task's FATAL_TYPES error stops the scheduler (:meth:`run` raises it); any
+        other error is logged with the task's name and the scheduler goes on
+        (:func:`pumice._util.errors.watch_task`; a bind's own errors never get there:
+        :meth:`_bind` undoes the binding cycle for any of them, as upstream's
+        handleBindingCycleError)."""
+        if self._failure is None:
+            self._failure = e
+        self._stopped.set()
 
     def _volume_binding(self, pod: Obj) -> dict[str, tuple[str, ...]] | str:
         """VolumeBinding for a Pod with claim volumes: the PreFilter's rejection message, or the
@@ -529,7 +525,7 @@ class DefaultScheduler:
                 ended with; after the scheduler stopped. A loop's other error is raised too.
         """
         await self.start()
-        loops = list(self._loops)  # not the one-shot tasks in _tasks: their end is _one_shot_ended's
+        loops = list(self._loops)  # not the one-shot tasks in _tasks: their end is watch_task's (_one_shot_failed)
         waiters: list[asyncio.Future[Any]] = [asyncio.create_task(self._stopped.wait())]
         if stop_event is not None:
             waiters.append(asyncio.create_task(stop_event.wait()))

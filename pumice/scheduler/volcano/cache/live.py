@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from pumice._util.clock import Clock, rfc3339
-from pumice._util.errors import FATAL_TYPES
+from pumice._util.errors import FATAL_TYPES, watch_task
 from pumice.api import Obj, quantity
 from pumice.api.meta import get_condition
 from pumice.api.scheme import HYPER_NODE, NODE_SHARD, POD_GROUP, PRIORITY_CLASS, QUEUE, ResourceKind
@@ -361,20 +361,16 @@ class SchedulerCache:
         t = asyncio.get_running_loop().create_task(coro, name=name)
         self.pending_writes.add(t)
         t.add_done_callback(self.pending_writes.discard)
-        t.add_done_callback(self._write_ended)
+        watch_task(t, owner="scheduler cache", logger=log, on_fatal=self._write_failed)
         return t
 
-    def _write_ended(self, t: asyncio.Task[None]) -> None:
-        """A write task's end: the first FATAL_TYPES error is kept in :attr:`failure` (the next
-        :meth:`snapshot` or :meth:`wait_close_writes` raises it); any other exception (one a
-        write did not catch) is logged with the task's name and traceback."""
-        if t.cancelled() or (e := t.exception()) is None:
-            return
-        if isinstance(e, FATAL_TYPES):
-            if self.failure is None:
-                self.failure = e
-            return
-        log.error("scheduler cache: %s failed: %s: %s", t.get_name(), type(e).__name__, e, exc_info=e)
+    def _write_failed(self, e: BaseException) -> None:
+        """A write task's FATAL_TYPES error: the first is kept in :attr:`failure` (the next
+        :meth:`snapshot` or :meth:`wait_close_writes` raises it). Any other exception (one a
+        write did not catch) is logged with the task's name and traceback
+        (:func:`pumice._util.errors.watch_task`)."""
+        if self.failure is None:
+            self.failure = e
 
     def _close_write(self, coro: Any) -> None:
         """:meth:`_spawn` a status write of :meth:`write_close`, kept in :attr:`_close_writes` until it ends."""
