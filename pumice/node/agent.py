@@ -406,6 +406,7 @@ class NodeAgent:
         self.directory = ServiceDirectory()
         self.workers: dict[str, PodWorker] = {}
         self.finished: dict[str, PodWorker | None] = {}
+        self._final_deleting: set[str] = set()  # uids whose final delete is being sent or retried
         self._tasks: list[asyncio.Task[Any]] = []
         self._bg: set[asyncio.Task[Any]] = set()
         self._fatal: asyncio.Future[BaseException] | None = None  # what a Pod worker or _bg task died of
@@ -1167,6 +1168,7 @@ class NodeAgent:
             if w is not None:
                 w.removed()
             self.finished.pop(uid, None)
+            self._final_deleting.discard(uid)
             if self.runtime_kind == "process":
                 self._spawn(self._remove_pod_dir(pod, w))
             return
@@ -1182,7 +1184,8 @@ class NodeAgent:
             if uid not in self.finished and isinstance(self.runtime, SimulatedRuntime):
                 # ended before this agent started (a Pod it ran is in finished once its worker ends)
                 self._count_ended_pod(self.runtime, pod)
-            if meta.is_deleting(pod) and needs_final_delete(pod):
+            if meta.is_deleting(pod) and needs_final_delete(pod) and uid not in self._final_deleting:
+                self._final_deleting.add(uid)
                 self._spawn(self._final_delete(pod))
             return
         restored = self._state.pop(uid, None)
@@ -1256,17 +1259,39 @@ class NodeAgent:
             if uid not in self.finished:
                 return
 
-    async def _final_delete(self, pod: Obj) -> None:
+    def retry_final_delete(self, pod: Obj) -> None:
+        """See :meth:`pumice.node.worker.WorkerHost.retry_final_delete`: :meth:`_final_delete`
+        after :data:`STATUS_SYNC_PERIOD` seconds (unless one runs for the uid already)."""
+        uid = meta.uid(pod)
+        if uid not in self._final_deleting:
+            self._final_deleting.add(uid)
+            self._spawn(self._final_delete(pod, wait_first=True))
+
+    async def _final_delete(self, pod: Obj, *, wait_first: bool = False) -> None:
         """Remove a terminal Pod that is being deleted (grace 0, only this uid: a new Pod of the
-        same name is left alone, as the kubelet's status manager deletes it)."""
+        same name is left alone, as the kubelet's status manager deletes it). A failed delete is
+        logged and sent again every :data:`STATUS_SYNC_PERIOD` seconds until the Pod's DELETED
+        event comes (the status manager's syncBatch retries it); NotFound or a uid conflict (409)
+        end the tries, FATAL_TYPES are raised. One such task per uid (``_final_deleting``)."""
+        uid = meta.uid(pod)
         try:
-            await self.client.delete(POD, meta.name(pod), meta.namespace(pod), grace_period_seconds=0,
-                                     preconditions={"uid": meta.uid(pod)})
-        except FATAL_TYPES:
-            raise
-        except Exception as e:  # an ApiError, or a transport error (timeout, refused): logged
-            if not is_not_found(e) and not (isinstance(e, ApiError) and e.code == 409):  # gone already, or another Pod of that name now
-                log.warning("final delete of Pod %s/%s failed: %s", meta.namespace(pod), meta.name(pod), e)
+            if wait_first:
+                await self.clock.sleep(STATUS_SYNC_PERIOD)
+            while uid in self._final_deleting:
+                try:
+                    await self.client.delete(POD, meta.name(pod), meta.namespace(pod), grace_period_seconds=0,
+                                             preconditions={"uid": uid})
+                    return
+                except FATAL_TYPES:
+                    raise
+                except Exception as e:  # an ApiError, or a transport error (timeout, refused): logged, retried
+                    if is_not_found(e) or (isinstance(e, ApiError) and e.code == 409):
+                        return  # gone already, or another Pod of that name now
+                    log.warning("final delete of Pod %s/%s failed: %s; retrying in %gs", meta.namespace(pod),
+                                meta.name(pod), e, STATUS_SYNC_PERIOD)
+                await self.clock.sleep(STATUS_SYNC_PERIOD)
+        finally:
+            self._final_deleting.discard(uid)
 
     async def _remove_pod_dir(self, pod: Obj, worker: PodWorker | None = None) -> None:
         """Remove the Pod's files (logs, volumes, private /tmp with e.g. Ray's runtime_env pip

@@ -61,6 +61,8 @@ class WorkerHost(Protocol):
     def watch(self, task: asyncio.Task[Any]) -> None:
         """Watch ``task`` (a worker's own): a FATAL_TYPES error ending it fails the agent; any other
         is logged with the task's name."""
+    def retry_final_delete(self, pod: Obj) -> None:
+        """The worker's final delete of ``pod`` failed: send it again later until the Pod is gone."""
 
 
 @dataclass
@@ -874,9 +876,12 @@ class PodWorker:
         try:
             await self.host.client.delete(POD, self.name, self.namespace, grace_period_seconds=0,
                                           preconditions={"uid": self.uid})
+        except FATAL_TYPES:
+            raise
         except Exception as e:
             if not (is_not_found(e) or is_conflict(e)):
-                log.warning("final delete of %s/%s failed: %s", self.namespace, self.name, e)
+                log.warning("final delete of %s/%s failed: %s; retrying", self.namespace, self.name, e)
+                self.host.retry_final_delete(self.pod)
 
     async def _finish(self) -> None:
         """All containers ended for good: report the terminal phase and tear down the sandbox."""

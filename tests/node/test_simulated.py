@@ -809,3 +809,38 @@ async def test_a_terminal_pod_deleted_with_grace_zero_gets_no_final_delete_from_
         server.close()
     assert needs_final_delete({"metadata": {"deletionTimestamp": "x", "deletionGracePeriodSeconds": 30}})
     assert not needs_final_delete({"metadata": {"deletionTimestamp": "x", "deletionGracePeriodSeconds": 0}})
+
+
+@pytest.mark.looptime
+async def test_a_timeout_sending_a_final_delete_is_retried_until_the_pod_is_gone(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Review 19 R-2: a terminal Pod being deleted whose final delete (grace 0) failed with a
+    transport error was tried again only if another event of the Pod came; as the kubelet's
+    status manager, the agent retries it every 10 s until the Pod is gone."""
+    import httpx2
+
+    from pumice.client.base import is_not_found
+
+    clock = LoopClock()
+    client = FakeClient(clock=clock, graceful_pod_deletion=True)
+    real_delete, tries = client.delete, []
+
+    async def delete(kind: Any, name: str, ns: str | None = None, **kw: Any) -> Any:
+        if name == "done" and kw.get("grace_period_seconds") == 0:
+            tries.append(clock.monotonic())
+            if len(tries) == 1:
+                raise httpx2.ReadTimeout("timed out (transient)")
+        return await real_delete(kind, name, ns, **kw)
+
+    client.delete = delete  # type: ignore[method-assign]
+    agent = await _agent(client, clock)
+    await client.create(sim_pod("done", 1000))
+    await wait_for(lambda: phase_is(client, "done", "Running"), timeout=30, interval=0.5)
+    await client.delete(POD, "done", "default", grace_period_seconds=30)  # stopped, then final delete
+    await wait_for(lambda: len(tries) == 2, timeout=60, interval=0.5)
+    assert 10 <= tries[1] - tries[0] <= 11
+    with pytest.raises(Exception) as gone:
+        await client.get(POD, "done", "default")
+    assert is_not_found(gone.value)
+    assert "final delete of default/done failed: timed out (transient); retrying" in caplog.text
+    await agent.stop()
