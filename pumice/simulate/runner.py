@@ -769,7 +769,9 @@ async def _run(cfg: SimConfig, clock: LoopClock, progress: Progress | None, stop
         ended_by = await _watch_until_done(cfg, clock, rec, stack.runtime, injector, pending_deletes, stack.server,
                                            progress, api, stop, stack.tasks)
         failure = injector.exception() if injector.done() and not injector.cancelled() else None
-        if failure is not None:
+        if isinstance(failure, FATAL_TYPES):
+            stack.tasks.append(injector)  # ends the run as a component's would: "arrivals stopped with ..."
+        elif failure is not None:
             raise failure  # a bug while replaying the arrivals: the run did not see them all, so no report
         _raise_if_crashed(stack, rec.now())
         if ended_by == INTERRUPTED:
@@ -1028,6 +1030,8 @@ async def _inject(api: Any, cfg: SimConfig, clock: LoopClock, rec: Recorder,
         for obj in a.objects:
             try:
                 await api.create(obj)
+            except FATAL_TYPES:
+                raise  # the run fails (no report), as when a component dies of it
             except Exception as e:
                 log.info("arrival %s: creating %s %s failed: %s", a.job, obj.get("kind"), obj_name(obj), e)
                 rec.rejected(a.job, " ".join(str(e).split()) or type(e).__name__)
@@ -1097,8 +1101,8 @@ async def _watch_until_done(cfg: SimConfig, clock: LoopClock, rec: Recorder, run
     """Return why the run ended: ``until``, ``done`` (every job that can end ended; with
     ``cfg.until``, every job ended: services without an end run to it), ``stalled``,
     :data:`INTERRUPTED` (``stop`` was set; checked whenever the loop gets control) or ``failed``
-    (one of ``components``, the stack's long-running tasks, ended with an exception; see
-    :func:`_raise_if_crashed`).
+    (``injector`` or one of ``components``, the stack's long-running tasks, ended with an
+    exception; see :func:`_raise_if_crashed`).
 
     Wakes when a job finishes and at least every simulated hour (progress), so a 149-day trace
     costs a few thousand wake-ups, not one per period. With ``cfg.until``, ends at the first loop
@@ -1147,7 +1151,7 @@ async def _watch_until_done(cfg: SimConfig, clock: LoopClock, rec: Recorder, run
         woken.clear()
         if stop is not None and stop.is_set():
             return INTERRUPTED
-        if any(_crashed(t) is not None for t in crashable):
+        if _crashed(injector) is not None or any(_crashed(t) is not None for t in crashable):
             return "failed"
         await asyncio.sleep(0)
         _collect_if_grown()

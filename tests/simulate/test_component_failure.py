@@ -130,3 +130,27 @@ def test_a_memory_error_in_a_jobs_deletion_fails_the_run(tmp_path: Path, monkeyp
     assert r.exit_code == 1, r.output
     assert r.output.strip().splitlines()[0].endswith("job p deletion stopped with MemoryError: injected; no report")
     assert not (out / "summary.json").exists()
+
+
+def test_a_memory_error_creating_an_arrival_fails_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An arrival whose create dies of MemoryError was logged as a rejected job and the run went
+    on to a report; FATAL_TYPES fail the run instead (ordinary API errors still reject the job)."""
+    from pumice.client.kube import Client
+
+    create = Client.create
+
+    async def dies(self: Client, obj: Any, *args: Any, **kwargs: Any) -> Any:
+        if obj.get("kind") == "Pod" and (obj.get("metadata") or {}).get("name") == "p":
+            raise MemoryError("injected")
+        return await create(self, obj, *args, **kwargs)
+
+    monkeypatch.setattr(Client, "create", dies)
+    w = tmp_path / "w.yaml"
+    pod = {"apiVersion": "v1", "kind": "Pod", "spec": {"containers": TEMPLATE["spec"]["containers"]}}
+    w.write_text(yaml.safe_dump({"arrivals": [{"name": "p", "at": 0, "duration": 10, "manifest": pod}]}))
+    out = tmp_path / "o"
+    r = CliRunner().invoke(main, ["simulate", "--nodes", str(shared_dir() / "traces/tiresias-example/n1g4.csv"),
+                                  "--workload", str(w), "--quiet", "--no-plots", "--out", str(out)])
+    assert (r.exit_code, r.output.strip().splitlines()) == (1, [
+        "Error: simulation failed at simulated 0 s: arrivals stopped with MemoryError: injected; no report"])
+    assert not (out / "summary.json").exists()
