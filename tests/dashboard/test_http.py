@@ -74,40 +74,39 @@ def test_a_flash_message_shows_on_the_page_of_its_action_only(web: httpx.Client,
         "spec.weight: Invalid value: 0: spec.weight in body should be greater than or equal to 1"]
 
 
+def _queue_state_becomes(up: Up, state: str, web: httpx.Client | None = None) -> str:
+    """Wait (30 s) until Queue f5-closing's status.state is ``state``; with ``web``, then until its
+    page shows it (10 s), and return that page."""
+    deadline = time.monotonic() + 30
+    while up.kubectl("get", "queue", "f5-closing", "-o", "jsonpath={.status.state}") != state:
+        assert time.monotonic() < deadline, f"the queue never became {state}"
+        time.sleep(0.2)
+    if web is None:
+        return ""
+    deadline = time.monotonic() + 10
+    while not re.search(rf'id="queue-state">[^\n]*{state}', page := web.get("/queues/f5-closing").text):
+        assert time.monotonic() < deadline, f"the page never showed {state}"
+        time.sleep(0.2)
+    return page
+
+
 def test_a_closing_queue_offers_no_weight_update_and_says_why(web: httpx.Client, up: Up) -> None:
     """trial 19 F-5: Volcano's queue webhook refuses every update of a Queue whose state is not Open
     or Closed, so the page disables the form and says when it can be edited again."""
     up.kubectl("apply", "-f", "-", input=(
         "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: f5-closing}\nspec: {weight: 1}\n"))
-    deadline = time.monotonic() + 30
-    while up.kubectl("get", "queue", "f5-closing", "-o", "jsonpath={.status.state}") != "Open":
-        assert time.monotonic() < deadline, "the queue never became Open"
-        time.sleep(0.2)
+    _queue_state_becomes(up, "Open")
     up.kubectl("apply", "-f", "-", input=(  # the PodGroup webhook takes only an Open queue
         "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\n"
         "metadata: {name: f5-pg, namespace: default}\nspec: {minMember: 1, queue: f5-closing}\n"))
     r = web.post("/queues/f5-closing/close", headers={"origin": up.url.rstrip("/")})
     assert r.status_code == 303
-    deadline = time.monotonic() + 30
-    while up.kubectl("get", "queue", "f5-closing", "-o", "jsonpath={.status.state}") != "Closing":
-        assert time.monotonic() < deadline, "the queue never became Closing"
-        time.sleep(0.2)
-    deadline = time.monotonic() + 10
-    while not re.search(r'id="queue-state">[^\n]*Closing', page := web.get("/queues/f5-closing").text):
-        assert time.monotonic() < deadline, "the page never showed Closing"
-        time.sleep(0.2)
+    page = _queue_state_becomes(up, "Closing", web)
     assert re.search(r'<button type="submit" disabled[^>]*>Update Weight</button>', page), page
     assert ("This queue is Closing: Volcano's queue webhook refuses every update of a queue that is not Open or "
             "Closed, so its weight can be set once it is Closed, or opened again.") in page
     up.kubectl("delete", "podgroup", "f5-pg")
-    deadline = time.monotonic() + 30
-    while up.kubectl("get", "queue", "f5-closing", "-o", "jsonpath={.status.state}") != "Closed":
-        assert time.monotonic() < deadline, "the queue never became Closed"
-        time.sleep(0.2)
-    deadline = time.monotonic() + 10
-    while not re.search(r'id="queue-state">[^\n]*Closed', page := web.get("/queues/f5-closing").text):
-        assert time.monotonic() < deadline, "the page never showed Closed"
-        time.sleep(0.2)
+    page = _queue_state_becomes(up, "Closed", web)
     assert re.search(r'<button type="submit"[^>]*>Update Weight</button>', page)
     assert not re.search(r'<button type="submit" disabled[^>]*>Update Weight</button>', page)
     up.kubectl("delete", "queue", "f5-closing")

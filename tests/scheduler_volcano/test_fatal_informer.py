@@ -88,10 +88,8 @@ async def test_a_memory_error_recording_a_configmap_event_or_syncing_the_configm
         await sched._sync_conf_map_logged()
 
 
-@pytest.mark.looptime
-async def test_a_memory_error_writing_a_pod_group_status_ends_the_write_and_the_next_close_wait_raises_it() -> None:
-    """The cache's status writes (PodGroup, Queue, NodeShard, Pod condition, bind, evict) caught
-    a MemoryError with `except Exception`, logged it and went on; the write task ends with it now."""
+def _cache_whose_patches_run_out_of_memory() -> SchedulerCache:
+    """A SchedulerCache over a FakeClient whose every patch raises MemoryError("injected")."""
     from pumice.testing.fake_client import FakeClient
 
     clock = LoopClock()
@@ -101,7 +99,14 @@ async def test_a_memory_error_writing_a_pod_group_status_ends_the_write_and_the_
         raise MemoryError("injected")
 
     client.patch = out_of_memory  # type: ignore[method-assign,assignment]
-    cache = SchedulerCache(client, clock=clock)
+    return SchedulerCache(client, clock=clock)
+
+
+@pytest.mark.looptime
+async def test_a_memory_error_writing_a_pod_group_status_ends_the_write_and_the_next_close_wait_raises_it() -> None:
+    """The cache's status writes (PodGroup, Queue, NodeShard, Pod condition, bind, evict) caught
+    a MemoryError with `except Exception`, logged it and went on; the write task ends with it now."""
+    cache = _cache_whose_patches_run_out_of_memory()
     cache._close_write(cache._patch_pg(_pod_group(), {"phase": "Running"}))
     with pytest.raises(MemoryError, match="injected"):
         await cache.wait_close_writes()
@@ -112,16 +117,7 @@ async def test_a_memory_error_in_a_write_task_makes_the_next_snapshot_raise_it()
     """Review 19 R-11: pumice simulate's TriggeredLoop never calls wait_close_writes, so a write
     task's MemoryError was kept in ``failure`` and dropped without a word; every loop takes a
     snapshot per session, and the snapshot now raises it."""
-    from pumice.testing.fake_client import FakeClient
-
-    clock = LoopClock()
-    client = FakeClient(clock=clock)
-
-    async def out_of_memory(*args: object, **kwargs: object) -> None:
-        raise MemoryError("injected")
-
-    client.patch = out_of_memory  # type: ignore[method-assign,assignment]
-    cache = SchedulerCache(client, clock=clock)
+    cache = _cache_whose_patches_run_out_of_memory()
     await cache.start()
     write = cache._spawn(cache._patch_pg(_pod_group(), {"phase": "Running"}))
     await asyncio.gather(write, return_exceptions=True)

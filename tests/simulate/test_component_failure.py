@@ -69,6 +69,15 @@ def _pod_group_status_write(monkeypatch: pytest.MonkeyPatch, error: BaseExceptio
     monkeypatch.setattr(SchedulerCache, "_patch_pg", dies)
 
 
+def _simulate(tmp_path: Path, arrivals: list[dict[str, Any]], out: Path) -> Any:
+    """``pumice simulate`` of ``arrivals`` (a YAML workload's list) on Tiresias' one-node list,
+    reporting to ``out``: the CliRunner result."""
+    w = tmp_path / "w.yaml"
+    w.write_text(yaml.safe_dump({"arrivals": arrivals}))
+    return CliRunner().invoke(main, ["simulate", "--nodes", str(shared_dir() / "traces/tiresias-example/n1g4.csv"),
+                                     "--workload", str(w), "--quiet", "--no-plots", "--out", str(out)])
+
+
 @pytest.mark.parametrize(("inject", "error", "line"), [
     (_controller_outside_reconcile, MemoryError("injected"), "controller-volcano-job stopped with MemoryError: injected"),
     (_reconciler, MemoryError("injected"), "controller-volcano-job stopped with MemoryError: injected"),
@@ -80,13 +89,10 @@ def _pod_group_status_write(monkeypatch: pytest.MonkeyPatch, error: BaseExceptio
 def test_a_component_that_dies_during_the_run_fails_it_in_one_line(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inject: Any, error: BaseException, line: str) -> None:
     inject(monkeypatch, error)
-    w = tmp_path / "w.yaml"
-    w.write_text(yaml.safe_dump({"arrivals": [{"name": "j", "at": 0, "duration": 10, "manifest": {
-        "apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
-        "spec": {"minAvailable": 1, "tasks": [{"name": "t", "replicas": 1, "template": TEMPLATE}]}}}]}))
     out = tmp_path / "o"
-    r = CliRunner().invoke(main, ["simulate", "--nodes", str(shared_dir() / "traces/tiresias-example/n1g4.csv"),
-                                  "--workload", str(w), "--quiet", "--no-plots", "--out", str(out)])
+    r = _simulate(tmp_path, [{"name": "j", "at": 0, "duration": 10, "manifest": {
+        "apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+        "spec": {"minAvailable": 1, "tasks": [{"name": "t", "replicas": 1, "template": TEMPLATE}]}}}], out)
     assert (r.exit_code, r.output.strip().splitlines()) == (1, [f"Error: simulation failed at simulated 0 s: {line}; "
                                                                "no report"])
     assert not (out / "summary.json").exists() and not (out / "jobs.csv").exists()
@@ -99,14 +105,11 @@ def test_a_memory_error_in_a_scheduler_cache_write_fails_the_run_at_the_next_ses
     raised, and the simulator's loop never calls it: the run went on to a report. The next
     session's snapshot (the second job arrives at 5 s, its session runs at 6 s) raises it now."""
     _pod_group_status_write(monkeypatch, MemoryError("injected"))
-    w = tmp_path / "w.yaml"
     job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
            "spec": {"minAvailable": 1, "tasks": [{"name": "t", "replicas": 1, "template": TEMPLATE}]}}
-    w.write_text(yaml.safe_dump({"arrivals": [{"name": "j1", "at": 0, "duration": 100, "manifest": job},
-                                              {"name": "j2", "at": 5, "duration": 10, "manifest": job}]}))
     out = tmp_path / "o"
-    r = CliRunner().invoke(main, ["simulate", "--nodes", str(shared_dir() / "traces/tiresias-example/n1g4.csv"),
-                                  "--workload", str(w), "--quiet", "--no-plots", "--out", str(out)])
+    r = _simulate(tmp_path, [{"name": "j1", "at": 0, "duration": 100, "manifest": job},
+                             {"name": "j2", "at": 5, "duration": 10, "manifest": job}], out)
     assert (r.exit_code, r.output.strip().splitlines()) == (1, [
         "Error: simulation failed at simulated 6 s: volcano-scheduler stopped with MemoryError: injected; no report"])
     assert not (out / "summary.json").exists()
@@ -121,12 +124,9 @@ def test_a_memory_error_in_a_jobs_deletion_fails_the_run(tmp_path: Path, monkeyp
         raise MemoryError("injected")
 
     monkeypatch.setattr(runner, "_delete_after", dies)
-    w = tmp_path / "w.yaml"
     pod = {"apiVersion": "v1", "kind": "Pod", "spec": {"containers": TEMPLATE["spec"]["containers"]}}
-    w.write_text(yaml.safe_dump({"arrivals": [{"name": "p", "at": 0, "duration": 10, "manifest": pod}]}))
     out = tmp_path / "o"
-    r = CliRunner().invoke(main, ["simulate", "--nodes", str(shared_dir() / "traces/tiresias-example/n1g4.csv"),
-                                  "--workload", str(w), "--quiet", "--no-plots", "--out", str(out)])
+    r = _simulate(tmp_path, [{"name": "p", "at": 0, "duration": 10, "manifest": pod}], out)
     assert r.exit_code == 1, r.output
     assert r.output.strip().splitlines()[0].endswith("job p deletion stopped with MemoryError: injected; no report")
     assert not (out / "summary.json").exists()
@@ -145,12 +145,9 @@ def test_a_memory_error_creating_an_arrival_fails_the_run(tmp_path: Path, monkey
         return await create(self, obj, *args, **kwargs)
 
     monkeypatch.setattr(Client, "create", dies)
-    w = tmp_path / "w.yaml"
     pod = {"apiVersion": "v1", "kind": "Pod", "spec": {"containers": TEMPLATE["spec"]["containers"]}}
-    w.write_text(yaml.safe_dump({"arrivals": [{"name": "p", "at": 0, "duration": 10, "manifest": pod}]}))
     out = tmp_path / "o"
-    r = CliRunner().invoke(main, ["simulate", "--nodes", str(shared_dir() / "traces/tiresias-example/n1g4.csv"),
-                                  "--workload", str(w), "--quiet", "--no-plots", "--out", str(out)])
+    r = _simulate(tmp_path, [{"name": "p", "at": 0, "duration": 10, "manifest": pod}], out)
     assert (r.exit_code, r.output.strip().splitlines()) == (1, [
         "Error: simulation failed at simulated 0 s: arrivals stopped with MemoryError: injected; no report"])
     assert not (out / "summary.json").exists()
