@@ -55,6 +55,7 @@ import socket
 from typing import Any
 
 from pumice._util.clock import Clock
+from pumice._util.errors import FATAL_TYPES
 from pumice.api import Obj
 from pumice.api.scheme import ENDPOINT_SLICE, ENDPOINTS, NAMESPACE, SERVICE, ResourceKind
 from pumice.apiserver.errors import StatusError
@@ -263,7 +264,7 @@ class KubernetesServiceController:
     async def run(self, *, wait_first: bool = False) -> None:
         """Run :meth:`reconcile` every ``interval`` seconds (the first pass at once, or after one
         interval with ``wait_first``) until cancelled; a failed pass is logged with its reason and
-        tried again at the next one."""
+        tried again at the next one, except a FATAL_TYPES error, which ends the loop."""
         if wait_first:
             await self.clock.sleep(self.interval)
         while True:
@@ -272,9 +273,15 @@ class KubernetesServiceController:
 
     async def reconcile_logged(self) -> bool:
         """:meth:`reconcile`, with a failure logged (with its reason) instead of raised; True when
-        the pass succeeded."""
+        the pass succeeded.
+
+        Raises:
+            MemoryError: (any of FATAL_TYPES) not logged and carried on: the loop, and serve()
+                waiting on it, end with it."""
         try:
             await self.reconcile()
+        except FATAL_TYPES:
+            raise
         except Exception as e:  # logged with its reason; the next pass tries again
             log.error("unable to sync kubernetes service: %s: %s", type(e).__name__, e)
             return False

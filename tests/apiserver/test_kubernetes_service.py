@@ -241,6 +241,45 @@ async def test_a_failed_pass_is_logged_and_the_next_one_succeeds(cluster: LocalC
     assert svc is not None and svc["spec"]["clusterIP"] == "10.96.0.1"
 
 
+async def test_a_memory_error_in_a_pass_is_raised_not_logged_and_carried_on(
+        cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Review 20 V-1: ``except Exception`` took MemoryError (FATAL_TYPES) for a failed pass."""
+    ctl = controller(cluster)
+
+    async def out_of_memory() -> None:
+        raise MemoryError("injected")
+
+    monkeypatch.setattr(ctl, "reconcile", out_of_memory)
+    with pytest.raises(MemoryError, match="injected"):
+        await ctl.reconcile_logged()
+    assert "unable to sync kubernetes service" not in caplog.text
+
+
+async def test_the_server_stops_with_the_error_a_later_kubernetes_service_pass_raised(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Review 20 V-1: serve() waits on the loop, but the loop logged a MemoryError and went on."""
+    import asyncio
+
+    from pumice.apiserver.server import APIServer
+
+    passes = 0
+    real = KubernetesServiceController.reconcile
+
+    async def second_pass_dies(self: KubernetesServiceController) -> None:
+        nonlocal passes
+        passes += 1
+        if passes > 1:
+            raise MemoryError("injected")
+        await real(self)
+
+    monkeypatch.setattr(KubernetesServiceController, "reconcile", second_pass_dies)
+    server = APIServer(None, endpoint_reconciler_interval=0.1)
+    with pytest.raises(MemoryError, match="injected"):
+        await asyncio.wait_for(server.serve("127.0.0.1", 0, tls=False), 30)
+    assert passes == 2
+    assert "API server: the kubernetes-service loop ended; stopping the server" in caplog.text
+
+
 # ------------------------------------------------------------------ a listening server
 
 
