@@ -171,3 +171,65 @@ async def test_a_transport_error_in_a_bind_requeues_the_pod_and_frees_its_node()
         assert not run.done()
         await sched.stop()
         await asyncio.wait_for(run, 30)
+
+
+async def _wait_pod_scheduled(client: object, name: str) -> dict | None:
+    """The Pod's PodScheduled condition once it is False, or None after 30 s."""
+    from pumice.api.scheme import POD
+
+    for _ in range(600):
+        pod = await client.get(POD, name, "default")  # type: ignore[attr-defined]
+        for cond in (pod.get("status") or {}).get("conditions") or []:
+            if cond["type"] == "PodScheduled" and cond["status"] == "False":
+                return dict(cond)
+        await asyncio.sleep(0.05)
+    return None
+
+
+async def test_a_failed_bind_writes_pod_scheduled_false_with_the_bind_plugins_error() -> None:
+    """Review 20 V-5: a failed bind sent only an Event ("Binding rejected: ..."). Upstream
+    handleBindingCycleError hands it to the FailureHandler, whose Event and PodScheduled=False
+    (reason SchedulerError) both say ``running Bind plugin "DefaultBinder": <error>``."""
+    import httpx2
+
+    from pumice.api.scheme import EVENT
+
+    async with local_cluster(install_crds=False) as cluster:
+        await cluster.client.create(_node("n1"))
+        client = cluster.new_client()
+
+        async def bind(*a: object, **k: object) -> None:
+            raise httpx2.ReadTimeout("timed out")
+
+        client.bind = bind  # type: ignore[method-assign]
+        sched = DefaultScheduler(client, seed=1)
+        run = asyncio.ensure_future(sched.run())
+        await cluster.client.create(_pod("p"))
+        cond = await _wait_pod_scheduled(cluster.client, "p")
+        assert cond is not None and cond["reason"] == "SchedulerError"
+        assert cond["message"] == 'running Bind plugin "DefaultBinder": timed out'
+        events = (await cluster.client.list(EVENT, "default")).items
+        assert any(e["reason"] == "FailedScheduling" and e["message"] == cond["message"] for e in events)
+        await sched.stop()
+        await asyncio.wait_for(run, 30)
+
+
+async def test_a_bug_in_the_bind_path_is_logged_with_its_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    """Review 20 V-5: a KeyError from the bind (a pumice bug, BUG_TYPES) was logged at INFO with
+    no traceback, against pumice._util.errors' rule that bugs are logged with theirs."""
+    async with local_cluster(install_crds=False) as cluster:
+        await cluster.client.create(_node("n1"))
+        client = cluster.new_client()
+
+        async def bind(*a: object, **k: object) -> None:
+            raise KeyError("injected")
+
+        client.bind = bind  # type: ignore[method-assign]
+        sched = DefaultScheduler(client, seed=1)
+        run = asyncio.ensure_future(sched.run())
+        await cluster.client.create(_pod("p"))
+        assert await _wait_pod_scheduled(cluster.client, "p") is not None
+        records = [r for r in caplog.records if r.getMessage().startswith("binding default/p to n1 failed: KeyError")]
+        assert records and records[0].levelname == "ERROR" and records[0].exc_info is not None
+        await sched.stop()
+        await asyncio.wait_for(run, 30)

@@ -36,7 +36,7 @@ from typing import Any
 from prometheus_client import Counter
 
 from pumice._util.clock import Clock, default_clock, rfc3339
-from pumice._util.errors import FATAL_TYPES, watch_task
+from pumice._util.errors import FATAL_TYPES, is_bug, watch_task
 from pumice.api import Obj
 from pumice.api.meta import with_condition
 from pumice.api.scheme import (
@@ -391,6 +391,7 @@ class DefaultScheduler:
         its slot only after PreBind, which can wait up to the bind timeout for a claim: waiting
         claims must not hold the slots every other Pod's bind needs (upstream runs each binding
         cycle in its own goroutine, with no cap)."""
+        failure: str | None = None
         try:
             if info.volume_reasons is not None:
                 if not await self._pre_bind(pod, info, node):
@@ -403,21 +404,27 @@ class DefaultScheduler:
             raise
         except Exception as e:
             # any bind error, a transport one too (upstream handleBindingCycleError): forget the
-            # assumption and requeue with backoff, or the Pod holds its Node's room for ever
+            # assumption and requeue with backoff, or the Pod holds its Node's room for ever; then
+            # the FailureHandler's Event and PodScheduled=False (SchedulerError)
             if self._assumed.get(info.uid) == node:
                 self._forget(info.uid)
             SCHEDULE_ATTEMPTS.labels(self.scheduler_name, "error").inc()
             if isinstance(e, ApiError) and is_not_found(e):
                 return
-            log.info("binding %s to %s failed: %s: %s", info.key, node, type(e).__name__, e)
+            if is_bug(e):
+                log.error("binding %s to %s failed: %s: %s", info.key, node, type(e).__name__, e, exc_info=e)
+            else:
+                log.info("binding %s to %s failed: %s: %s", info.key, node, type(e).__name__, e)
             self.queue.add(info.uid, info.namespace, info.name, info.priority, self._now())
             self.queue.failed(info.uid, self._now())
             why = (e.message or str(e)) if isinstance(e, ApiError) else str(e) or type(e).__name__
-            self.recorder.event(pod, "Warning", "FailedScheduling", f"Binding rejected: {why}")
-            return
+            failure = f'running Bind plugin "DefaultBinder": {why}'
         finally:
             if slot_held:
                 self._bind_slots.release()
+        if failure is not None:
+            await self._record_failure(pod, REASON_SCHEDULER_ERROR, failure)
+            return
         SCHEDULE_ATTEMPTS.labels(self.scheduler_name, "scheduled").inc()
         if self.record_scheduled_events:
             self.recorder.event(pod, "Normal", "Scheduled",
