@@ -79,15 +79,18 @@ def desired_volume(pvc: Obj, sc: Obj, path: Path) -> Obj:
 #: DefaultFailedProvisionThreshold / DefaultFailedDeleteThreshold).
 RETRY_BASE_DELAY, RETRY_MAX_DELAY, FAILED_THRESHOLD = 15.0, 1000.0, 15
 
-#: a work item: ("claim" or "volume", namespace ("" for a volume), name)
-Item = tuple[str, str, str]
+#: a work item: ("claim" or "volume", namespace ("" for a volume), name, the claim's uid ("" for a
+#: volume)). A claim's item carries its uid, as upstream keys the claim queue by UID: a claim
+#: made again under the same name is a new item, with no failures of the old one.
+Item = tuple[str, str, str, str]
 
 
 class LocalPathProvisioner:
     """Provisions and deletes volumes (see the module docstring).
 
-    Claims and volumes go through a rate-limited work queue keyed by kind and name; a worker
-    handles the object the informer holds then (none: nothing to do). A failure (an API error, a
+    Claims and volumes go through a rate-limited work queue keyed by kind and name (and a claim's
+    uid); a worker handles the object the informer holds then (none, or a claim of another uid:
+    nothing to do). A failure (an API error, a
     transport error, an OSError) is logged and the item retried with per-item backoff
     (:data:`RETRY_BASE_DELAY` .. :data:`RETRY_MAX_DELAY`) up to :data:`FAILED_THRESHOLD` times, as
     the external provisioner library's claim and volume queues; a FATAL_TYPES error, in the loop
@@ -125,14 +128,18 @@ class LocalPathProvisioner:
             self._classes[name] = sc
 
     def _on_claim(self, typ: str, pvc: Obj) -> None:
-        if typ != "DELETED":
-            self._queue.add(("claim", str(pvc["metadata"].get("namespace") or ""), str(pvc["metadata"]["name"])))
+        md = pvc["metadata"]
+        item = ("claim", str(md.get("namespace") or ""), str(md["name"]), str(md.get("uid") or ""))
+        if typ == "DELETED":  # its uid never comes back: drop its failure count
+            self._queue.forget(item)
+        else:
+            self._queue.add(item)
 
     def _on_volume(self, typ: str, pv: Obj) -> None:
         if typ == "DELETED":
-            self._queue.forget(("volume", "", str(pv["metadata"]["name"])))
+            self._queue.forget(("volume", "", str(pv["metadata"]["name"]), ""))
         else:
-            self._queue.add(("volume", "", str(pv["metadata"]["name"])))
+            self._queue.add(("volume", "", str(pv["metadata"]["name"]), ""))
 
     def _informer(self, kind: Any, fn: Callable[[str, Obj], None]) -> Informer:
         inf = Informer(self.client, kind, clock=self.clock)
@@ -187,24 +194,31 @@ class LocalPathProvisioner:
                 raise
             except Exception as e:  # an ApiError, a transport error (timeout, refused), an OSError
                 self._failed(item, e)
-                if isinstance(e, OSError) and item[0] == "claim" and (
-                        obj := self._stores["claim"].store.get(item[1], item[2])) is not None:
+                if isinstance(e, OSError) and item[0] == "claim" and (obj := self._live(item)) is not None:
                     await self._event(obj, "Warning", "ProvisioningFailed", f"failed to provision volume: {e}")
             finally:
                 self._queue.done(item)
 
-    async def _sync(self, item: Item) -> None:
-        what, namespace, name = item
+    def _live(self, item: Item) -> Obj | None:
+        """The informer's object of ``item``; None when it is gone (a claim made again under the
+        same name is another item)."""
+        what, namespace, name, uid = item
         obj = self._stores[what].store.get(namespace or None, name)
+        if obj is None or (uid and obj["metadata"].get("uid") != uid):
+            return None
+        return obj
+
+    async def _sync(self, item: Item) -> None:
+        obj = self._live(item)
         if obj is None:  # gone meanwhile: nothing to do
             return
-        if what == "claim":
+        if item[0] == "claim":
             await self.provision(obj)
         else:
             await self.reclaim(obj)
 
     def _failed(self, item: Item, e: Exception) -> None:
-        what, namespace, name = item
+        what, namespace, name, _uid = item
         failures = self._queue.num_requeues(item)
         key = f"{namespace}/{name}" if namespace else name
         if failures < FAILED_THRESHOLD:

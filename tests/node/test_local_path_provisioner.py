@@ -79,3 +79,44 @@ async def test_a_memory_error_in_the_claim_handler_ends_run(monkeypatch: pytest.
     await client.create(claim("data"))
     with pytest.raises(MemoryError, match="injected"):
         await asyncio.wait_for(run, 60)
+
+
+@pytest.mark.looptime
+async def test_a_claim_made_again_after_a_give_up_gets_its_own_retries() -> None:
+    """Review 20 V-3: the claim queue was keyed by namespace/name and kept the failure count of a
+    given-up claim after its deletion, so a new claim of the same name was given up at its first
+    failure. Upstream keys the claim queue by the claim's UID."""
+    import httpx2
+
+    from pumice.api.scheme import PERSISTENT_VOLUME_CLAIM
+    from pumice.node.provisioner import FAILED_THRESHOLD
+
+    clock = LoopClock()
+    client = FakeClient(clock=clock)
+    real_create, tries = client.create, []
+    failing = True
+
+    async def create(obj: Any, *a: Any, **k: Any) -> Any:
+        if obj.get("kind") == "PersistentVolume":
+            tries.append(clock.monotonic())
+            if failing:
+                raise httpx2.ReadTimeout("timed out (transient)")
+        return await real_create(obj, *a, **k)
+
+    client.create = create  # type: ignore[method-assign]
+    await client.create(CLASS)
+    run = asyncio.ensure_future(provisioner(client, clock).run())
+    await client.create(claim("data"))
+    await wait_for(lambda: len(tries) == FAILED_THRESHOLD + 1, timeout=20_000, interval=10)
+    await asyncio.sleep(2000)
+    assert len(tries) == FAILED_THRESHOLD + 1  # given up
+    await client.delete(PERSISTENT_VOLUME_CLAIM, "data", "default")
+    await client.create(claim("data"))
+    await wait_for(lambda: len(tries) == FAILED_THRESHOLD + 2, timeout=10, interval=0.5)
+    failing = False  # one transient failure for the new claim, then the API is fine
+    await wait_for(lambda: len(tries) == FAILED_THRESHOLD + 3, timeout=60, interval=0.5)
+    assert 15 <= tries[-1] - tries[-2] <= 16
+    assert len(await _volumes(client)) == 1
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
