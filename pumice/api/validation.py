@@ -261,9 +261,11 @@ def name_rule(rk: ResourceKind) -> NameRule:
     return _NAME_RULES.get((rk.group, rk.kind), is_dns1123_subdomain)
 
 
-def _mask_trailing_dash(name: str) -> str:
+def mask_trailing_dash(name: str) -> str:
     """A generateName with its trailing ``-`` made checkable as a name: the last two characters
-    become ``a`` (upstream's slice drops the one before the dash too), a lone ``-`` stays.
+    become ``a`` (upstream's slice drops the one before the dash too), a lone ``-`` stays. Used
+    for generateName and for CEL's ``format.*Prefix()`` (both NameIsDNS*(name, prefix=true)
+    upstream).
 
     Mirrors: k8s.io/apimachinery pkg/api/validation/generic.go maskTrailingDash."""
     return name[:-2] + "a" if len(name) > 1 and name.endswith("-") else name
@@ -280,7 +282,7 @@ def generate_name_errors(rk: ResourceKind, prefix: str) -> list[str]:
     rule = name_rule(rk)
     if rule is is_path_segment_name:
         return [f"may not contain '{c}'" for c in ("/", "%") if c in prefix]
-    return rule(_mask_trailing_dash(prefix))
+    return rule(mask_trailing_dash(prefix))
 
 
 # --- metadata -------------------------------------------------------------------------------------

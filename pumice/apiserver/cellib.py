@@ -62,6 +62,7 @@ from pumice.api.validation import (
     is_dns1123_subdomain,
     is_label_value,
     is_qualified_name,
+    mask_trailing_dash,
 )
 
 __all__ = ["FUNCTIONS", "CelError", "functions_for", "take_error"]
@@ -755,10 +756,6 @@ def _sets_intersects(a: Any, b: Any) -> bool:
 # --- format library -------------------------------------------------------------------------
 
 
-def _mask_trailing_dash(s: str) -> str:
-    return s[:-1] + "a" if len(s) > 1 and s.endswith("-") else s
-
-
 _UUID = re.compile(r"(?i)(^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$)|(^[0-9a-f]{32}$)")
 _DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
 
@@ -799,9 +796,9 @@ _FORMATS: dict[str, Callable[[str], list[str]]] = {
     "dns1123Subdomain": is_dns1123_subdomain,
     "dns1035Label": is_dns1035_label,
     "qualifiedName": is_qualified_name,
-    "dns1123LabelPrefix": lambda s: is_dns1123_label(_mask_trailing_dash(s)),
-    "dns1123SubdomainPrefix": lambda s: is_dns1123_subdomain(_mask_trailing_dash(s)),
-    "dns1035LabelPrefix": lambda s: is_dns1035_label(_mask_trailing_dash(s)),
+    "dns1123LabelPrefix": lambda s: is_dns1123_label(mask_trailing_dash(s)),
+    "dns1123SubdomainPrefix": lambda s: is_dns1123_subdomain(mask_trailing_dash(s)),
+    "dns1035LabelPrefix": lambda s: is_dns1035_label(mask_trailing_dash(s)),
     "labelValue": is_label_value,
     "uri": _uri_errors,
     "uuid": lambda s: [] if _UUID.match(s) else ["does not match the UUID format"],

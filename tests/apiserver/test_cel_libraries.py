@@ -207,6 +207,18 @@ def test_named_formats_and_optional_values() -> None:
                  "optional.ofNonZeroValue('').orValue('z') == 'z'", name="a")
 
 
+def test_the_prefix_formats_mask_a_trailing_dash_as_kube_apiservers_generate_name() -> None:
+    """Review 20 V-9: format.*Prefix() masked only the dash (``s[:-1] + 'a'``); upstream's format
+    library calls NameIsDNSLabel(s, true) etc., whose maskTrailingDash drops the character before
+    the dash too, so a 63-character label and its dash, or ``a_-``, is a valid prefix."""
+    label = "!format.dns1123LabelPrefix().validate(self.name).hasValue()"
+    assert holds(label, name="x" * 63 + "-")
+    assert not holds(label, name="x" * 64 + "-")
+    assert holds(label, name="a_-")
+    assert holds("!format.dns1035LabelPrefix().validate(self.name).hasValue()", name="a_-")
+    assert holds("!format.dns1123SubdomainPrefix().validate(self.name).hasValue()", name="x" * 253 + "-")
+
+
 def test_optional_syntax_is_accepted_and_the_rule_left_out(caplog: pytest.LogCaptureFixture) -> None:
     """``.?`` does not parse in the interpreter: the CRD is accepted (kube-apiserver accepts it),
     the rule is left out with a warning, the other rules still hold."""
