@@ -761,13 +761,14 @@ async def _run(cfg: SimConfig, clock: LoopClock, progress: Progress | None, stop
         await _start_controllers(stack, cfg, clock, rec)
         await _start_schedulers(stack, cfg, clock, rec, stop)
         pending_deletes: set[asyncio.Task[None]] = set()
+        woken = asyncio.Event()  # wakes _watch_until_done, e.g. when a job's task fails the run
         rec.on_lifetime_start = lambda a: _delete_later(api, a, clock, rec, pending_deletes, a.delete_after_start,
-                                                        stack.tasks)
+                                                        stack.tasks, woken.set)
         rec.start = clock.now()  # simulated time 0: everything is up, the first arrival is due
-        injector = asyncio.create_task(_inject(api, cfg, clock, rec, pending_deletes, stack.tasks),
+        injector = asyncio.create_task(_inject(api, cfg, clock, rec, pending_deletes, stack.tasks, woken.set),
                                        name="arrivals")
         ended_by = await _watch_until_done(cfg, clock, rec, stack.runtime, injector, pending_deletes, stack.server,
-                                           progress, api, stop, stack.tasks)
+                                           progress, api, stop, stack.tasks, woken)
         failure = injector.exception() if injector.done() and not injector.cancelled() else None
         if isinstance(failure, FATAL_TYPES):
             stack.tasks.append(injector)  # ends the run as a component's would: "arrivals stopped with ..."
@@ -1020,7 +1021,8 @@ async def _create_policy_objects(api: Any, cfg: SimConfig) -> None:
 
 
 async def _inject(api: Any, cfg: SimConfig, clock: LoopClock, rec: Recorder,
-                  pending: set[asyncio.Task[None]], components: list[asyncio.Task[Any]]) -> None:
+                  pending: set[asyncio.Task[None]], components: list[asyncio.Task[Any]],
+                  wake: Callable[[], None]) -> None:
     for a in cfg.workload.arrivals:
         if cfg.until is not None and a.time > cfg.until:
             break
@@ -1036,29 +1038,34 @@ async def _inject(api: Any, cfg: SimConfig, clock: LoopClock, rec: Recorder,
                 log.info("arrival %s: creating %s %s failed: %s", a.job, obj.get("kind"), obj_name(obj), e)
                 rec.rejected(a.job, " ".join(str(e).split()) or type(e).__name__)
         if a.delete_after is not None:
-            _delete_later(api, a, clock, rec, pending, a.delete_after, components)
+            _delete_later(api, a, clock, rec, pending, a.delete_after, components, wake)
     rec.touch()  # every arrival is in: the stall window starts no earlier than the last one
 
 
 def _delete_later(api: Any, a: Arrival, clock: LoopClock, rec: Recorder, pending: set[asyncio.Task[None]],
-                  delay: float | None, components: list[asyncio.Task[Any]]) -> None:
+                  delay: float | None, components: list[asyncio.Task[Any]], wake: Callable[[], None]) -> None:
     """Delete ``a``'s manifests ``delay`` seconds from now (a task kept in ``pending`` meanwhile;
     its end: :func:`_watch_job_task`)."""
     assert delay is not None
     t = asyncio.get_running_loop().create_task(_delete_after(api, a, clock, rec, delay), name=f"job {a.job} deletion")
     pending.add(t)
     t.add_done_callback(pending.discard)
-    _watch_job_task(t, a.job, "deletion", components)
+    _watch_job_task(t, a.job, "deletion", components, wake)
 
 
-def _watch_job_task(t: asyncio.Task[None], job: str, what: str, components: list[asyncio.Task[Any]]) -> None:
+def _watch_job_task(t: asyncio.Task[None], job: str, what: str, components: list[asyncio.Task[Any]],
+                    wake: Callable[[], None]) -> None:
     """A job's fire-and-forget task (its deletion, its clean-up) ends as
     :func:`pumice._util.errors.watch_task` says: an exception is logged with the job and a
     traceback (``job j1: deletion failed: ...``); a FATAL_TYPES error fails the run as a
     component's would, the task joining ``components`` (the stack's tasks, which
     :func:`_raise_if_crashed` checks when the run ends: ``job j1 deletion stopped with
-    MemoryError``)."""
-    watch_task(t, owner=f"job {job}", what=what, logger=log, on_fatal=lambda _e: components.append(t))
+    MemoryError``) and ``wake`` called, so :func:`_watch_until_done` ends the run at once."""
+    def fatal(_e: BaseException) -> None:
+        components.append(t)
+        wake()
+
+    watch_task(t, owner=f"job {job}", what=what, logger=log, on_fatal=fatal)
 
 
 async def _delete_after(api: Any, a: Arrival, clock: LoopClock, rec: Recorder, delay: float) -> None:
@@ -1097,12 +1104,14 @@ async def _cleanup(api: Any, a: Arrival) -> None:
 async def _watch_until_done(cfg: SimConfig, clock: LoopClock, rec: Recorder, runtime: Any, injector: asyncio.Task[None],
                             pending_deletes: set[asyncio.Task[None]], server: Any, progress: Progress | None,
                             api: Any = None, stop: StopFlag | None = None,
-                            components: list[asyncio.Task[Any]] | None = None) -> str:
+                            components: list[asyncio.Task[Any]] | None = None,
+                            woken: asyncio.Event | None = None) -> str:
     """Return why the run ended: ``until``, ``done`` (every job that can end ended; with
     ``cfg.until``, every job ended: services without an end run to it), ``stalled``,
     :data:`INTERRUPTED` (``stop`` was set; checked whenever the loop gets control) or ``failed``
     (``injector`` or one of ``components``, the stack's long-running tasks, ended with an
-    exception; see :func:`_raise_if_crashed`).
+    exception; see :func:`_raise_if_crashed`). ``woken``: the event that wakes the loop (set
+    by a job's task that fails the run: :func:`_watch_job_task`); a new one when None.
 
     Wakes when a job finishes and at least every simulated hour (progress), so a 149-day trace
     costs a few thousand wake-ups, not one per period. With ``cfg.until``, ends at the first loop
@@ -1112,7 +1121,7 @@ async def _watch_until_done(cfg: SimConfig, clock: LoopClock, rec: Recorder, run
     finite = sum(1 for a in rec.arrivals.values() if a.duration is not None or a.delete_after is not None
                  or a.kind == "RayJob")
     total = len(rec.arrivals)
-    woken = asyncio.Event()
+    woken = woken if woken is not None else asyncio.Event()
     cleanups: set[asyncio.Task[None]] = set()
     crashable = components if components is not None else []
 
@@ -1122,7 +1131,7 @@ async def _watch_until_done(cfg: SimConfig, clock: LoopClock, rec: Recorder, run
             t = asyncio.get_running_loop().create_task(_cleanup(api, rec.arrivals[job]), name=f"job {job} clean-up")
             cleanups.add(t)
             t.add_done_callback(cleanups.discard)
-            _watch_job_task(t, job, "clean-up", crashable)
+            _watch_job_task(t, job, "clean-up", crashable, woken.set)
 
     rec.on_job_finished = finished
     injector.add_done_callback(lambda _t: woken.set())  # every arrival in: the stall window may apply now

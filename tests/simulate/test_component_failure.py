@@ -128,7 +128,8 @@ def test_a_memory_error_in_a_jobs_deletion_fails_the_run(tmp_path: Path, monkeyp
     out = tmp_path / "o"
     r = _simulate(tmp_path, [{"name": "p", "at": 0, "duration": 10, "manifest": pod}], out)
     assert r.exit_code == 1, r.output
-    assert r.output.strip().splitlines()[0].endswith("job p deletion stopped with MemoryError: injected; no report")
+    assert r.output.strip().splitlines()[0] == (
+        "Error: simulation failed at simulated 0 s: job p deletion stopped with MemoryError: injected; no report")
     assert not (out / "summary.json").exists()
 
 
