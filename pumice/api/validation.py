@@ -414,12 +414,20 @@ def _validate_namespace(obj: Obj, old: Obj | None) -> list[FieldCause]:
     return [c for i, f in enumerate(finalizers) for c in validate_kube_finalizer_name(str(f), f"spec.finalizers[{i}]")]
 
 
+#: kinds whose update validates the new object's whole metadata again, generateName included
+#: (ValidateConfigMapUpdate, ValidateSecretUpdate, ValidateServiceUpdate and
+#: ValidateServiceAccountUpdate run ValidateX on the new object); every other kind's update runs
+#: only ValidateObjectMetaAccessorUpdate.
+_FULL_META_ON_UPDATE = frozenset({("", "ConfigMap"), ("", "Secret"), ("", "Service"), ("", "ServiceAccount")})
+
+
 def validate_object_meta(rk: ResourceKind, obj: Obj, old: Obj | None) -> list[FieldCause]:
     """metadata rules of every kind: generateName as a prefix (:func:`generate_name_errors`), then
     name (or generateName) and its format, namespace presence for namespaced kinds (the server
     fills it from the URL first), labels, annotations, owner references, finalizers, and on update
-    name and namespace immutability. The generateName is checked on create, and on an update
-    that changes it; a create's name is the generated one by the time the registry validates, so
+    name and namespace immutability. The generateName is checked on create, and on update only
+    for the kinds of :data:`_FULL_META_ON_UPDATE` (upstream's ValidateObjectMetaAccessorUpdate
+    does not look at it); a create's name is the generated one by the time the registry validates, so
     a bad prefix can give causes at both ``metadata.generateName`` and ``metadata.name``.
 
     Mirrors: k8s.io/apimachinery pkg/api/validation/objectmeta.go ValidateObjectMetaAccessor.
@@ -432,7 +440,7 @@ def validate_object_meta(rk: ResourceKind, obj: Obj, old: Obj | None) -> list[Fi
     name = meta.get("name") or ""
     generate = meta.get("generateName") or ""
     rule = name_rule(rk)
-    if generate and (old is None or generate != ((old.get("metadata") or {}).get("generateName") or "")):
+    if generate and (old is None or (rk.group, rk.kind) in _FULL_META_ON_UPDATE):
         out += [_invalid("metadata.generateName", generate, e) for e in generate_name_errors(rk, generate)]
     if not name and not generate:
         out.append(_required("metadata.name", "name or generateName is required"))

@@ -67,13 +67,25 @@ def test_a_generate_name_prefix_may_end_with_a_dash_but_not_be_one():
         assert (validate_object(POD, obj, None) == []) is ok, prefix
 
 
-def test_an_unchanged_generate_name_is_not_checked_again_on_update():
+def test_a_generate_name_is_not_checked_on_a_pod_update():
+    """Review 20 V-6: kube-apiserver checks generateName in ValidateObjectMetaAccessor (create),
+    not in ValidateObjectMetaAccessorUpdate, which a Pod's (and a custom resource's) update runs."""
     old = pod("bad-x")
     old["metadata"]["generateName"] = "Bad-"
     assert validate_object(POD, copy.deepcopy(old), old) == []
     new = copy.deepcopy(old)
     new["metadata"]["generateName"] = "Worse_-"
-    assert fields(validate_object(POD, new, old)) == [("metadata.generateName", "FieldValueInvalid")]
+    assert validate_object(POD, new, old) == []
+
+
+def test_a_generate_name_is_checked_on_the_update_of_a_kind_that_validates_all_of_itself_again():
+    """ValidateConfigMapUpdate (and Secret's, Service's, ServiceAccount's) runs ValidateConfigMap
+    on the new object, ValidateObjectMeta with it."""
+    cm = SCHEME.by_api_version_kind("v1", "ConfigMap")
+    old = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"}}
+    new = copy.deepcopy(old)
+    new["metadata"]["generateName"] = "Bad_-"
+    assert fields(validate_object(cm, new, old)) == [("metadata.generateName", "FieldValueInvalid")]
 
 
 def test_namespace_names_are_dns_labels():
