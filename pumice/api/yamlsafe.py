@@ -181,8 +181,20 @@ def _pairs_as_mappings(loader: yaml.SafeLoader, node: yaml.SequenceNode) -> Iter
         items.append(loader.construct_mapping(sub, deep=True))
 
 
+#: PyYAML's YAML 1.1 int pattern with a digit required after ``0b`` and ``0x``: go-yaml strips
+#: the ``_`` of a plain scalar and reads ``0x_``, ``0b_``, ``-0x__`` as strings (no number parses),
+#: where PyYAML's pattern resolves them to ints it then cannot build
+_GO_INT = re.compile(r"""^(?:[-+]?0b_*[0-1][0-1_]*
+                    |[-+]?0[0-7_]+
+                    |[-+]?(?:0|[1-9][0-9_]*)
+                    |[-+]?0x_*[0-9a-fA-F][0-9a-fA-F_]*
+                    |[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$""", re.X)
+_INT_TAG = "tag:yaml.org,2002:int"
+_GoLoader.yaml_implicit_resolvers = {
+    first: [(tag, _GO_INT if tag == _INT_TAG else pattern) for tag, pattern in resolvers]
+    for first, resolvers in _Loader.yaml_implicit_resolvers.items()}
 _GoLoader.add_constructor("tag:yaml.org,2002:float", _explicit(_go_float, "!!float"))
-_GoLoader.add_constructor("tag:yaml.org,2002:int", _explicit(_Loader.construct_yaml_int, "!!int"))
+_GoLoader.add_constructor(_INT_TAG, _explicit(_Loader.construct_yaml_int, "!!int"))
 _GoLoader.add_constructor("tag:yaml.org,2002:bool", _explicit(_Loader.construct_yaml_bool, "!!bool"))
 _GoLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_text)
 _GoLoader.add_constructor("tag:yaml.org,2002:binary", _binary_text)

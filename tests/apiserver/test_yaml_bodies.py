@@ -16,6 +16,7 @@ APPLY = {"Content-Type": "application/apply-patch+yaml"}
     ("c: 2020-01-01", {"c": "2020-01-01"}),
     ("c: 2001-12-14t21:59:43.10-05:00", {"c": "2001-12-14t21:59:43.10-05:00"}),
     ("c: !!binary aGVsbG8=", {"c": "hello"}),
+    ("c: 0x_\n  d: -0b__", {"c": "0x_", "d": "-0b__"}),
     ("1: a\n  2020-01-01: b\n  true: c\n  0.5: d", {"1": "a", "2020-01-01": "b", "true": "c", "0.5": "d"}),
 ])
 async def test_yaml_create_and_apply_store_what_go_yaml_decodes(
@@ -70,6 +71,7 @@ async def test_a_yaml_body_that_does_not_parse_is_400_in_go_yamls_words(
     ("!!int 1.5", "cannot decode !!float `1.5` as a !!int"),
     ("!!float abc", "cannot decode !!str `abc` as a !!float"),
     ("!!bool x", "cannot decode !!str `x` as a !!bool"),
+    ("!!int 0x_", "cannot decode !!str `0x_` as a !!int"),
 ])
 async def test_a_scalar_its_explicit_tag_cannot_hold_is_400_not_500(
         http: httpx2.AsyncClient, value: str, why: str) -> None:
