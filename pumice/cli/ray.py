@@ -1416,9 +1416,16 @@ def gke_logs_link(namespace: str, cluster: str, node_type: str, context_name: st
 
 
 def extract_logs(archive: Path, dest: Path) -> list[str]:
-    """Unpack the tar stream ``archive`` into ``dest``: directories and regular files only, names
-    checked by tarfile's ``data`` filter (no absolute paths, no ``..``, no links out of ``dest``).
-    Returns a line for each member skipped.
+    """Unpack the tar stream ``archive`` into ``dest``: directories and regular files only (links
+    and special files are skipped, as kubectl-ray skips every other type), each member's name
+    checked by :func:`_member_target`; a file's mode keeps its owner's bits, loses group and
+    other write, and is at least 0o600 (tarfile's ``data`` filter's rule). Returns a line for each
+    member skipped.
+
+    The checks are our own, not ``tarfile.data_filter``: that exists only from CPython 3.11.4 on
+    (Debian 12's 3.11.2 has none), and the behaviour must not depend on the interpreter.
+
+    Mirrors: kuberay kubectl-plugin/pkg/cmd/log/log.go downloadRayLogFiles.
 
     Raises:
         RayCliError: the archive is not a tar stream, or a member would land outside ``dest``.
@@ -1428,25 +1435,38 @@ def extract_logs(archive: Path, dest: Path) -> list[str]:
     try:
         with tarfile.open(archive, mode="r:") as tar:
             for member in tar:
-                try:
-                    safe = tarfile.data_filter(member, str(dest))
-                except tarfile.FilterError as e:
-                    raise RayCliError(f"error while extracting tar file with error: {e}") from None
-                target = dest / safe.name
-                if safe.isdir():
-                    target.mkdir(parents=True, exist_ok=True)
-                elif safe.isfile():
+                if member.isdir():
+                    _member_target(member.name, dest).mkdir(parents=True, exist_ok=True)
+                elif member.isfile():
+                    target = _member_target(member.name, dest)
                     target.parent.mkdir(parents=True, exist_ok=True)
                     src = tar.extractfile(member)
                     assert src is not None
                     with open(target, "wb") as out:
                         shutil.copyfileobj(src, out, 1 << 20)
-                    os.chmod(target, (safe.mode or 0o644) & 0o777)
+                    mode = member.mode & 0o755 | 0o600
+                    os.chmod(target, mode if mode & 0o100 else mode & ~0o111)
                 else:
                     skipped.append(f"Ignoring unsupported file type of {member.name}")
     except tarfile.ReadError as e:
         raise RayCliError(f"Error reading tar archive: {e}") from None
     return skipped
+
+
+def _member_target(name: str, dest: Path) -> Path:
+    """Where the tar member ``name`` lands under ``dest``: leading slashes dropped (an absolute name
+    goes under ``dest``, as Go's filepath.Join puts it), the path resolved, symlinks already in
+    ``dest`` included.
+
+    Raises:
+        RayCliError: the resolved path is outside ``dest`` (``..``, or a link in ``dest`` out of it).
+    """
+    root = os.path.realpath(dest)
+    target = os.path.realpath(os.path.join(root, name.lstrip("/")))
+    if os.path.commonpath([root, target]) != root:
+        raise RayCliError(f"error while extracting tar file with error: {name!r} would be extracted "
+                          f"to {target!r}, which is outside the destination")
+    return Path(target)
 
 
 async def download_node_logs(client: Client, pod: Obj, out_dir: Path) -> None:

@@ -424,6 +424,40 @@ def test_extract_logs_keeps_files_and_directories_and_refuses_paths_outside(tmp_
     assert not (tmp_path / "escape").exists()
 
 
+def test_extract_logs_skips_links_and_special_files_and_limits_modes_on_every_interpreter(tmp_path: Path) -> None:
+    """The checks are pumice's own (CPython < 3.11.4, e.g. Debian 12's 3.11.2, has no
+    tarfile.data_filter): a link pointing out of the destination and a FIFO are skipped as
+    kubectl-ray skips them, not refused; modes are 0o600 at least, without group/other write."""
+    import io
+    import stat
+    import tarfile
+
+    p = tmp_path / "a.tar"
+    with tarfile.open(p, "w") as tar:
+        for name, kind, mode, link in [("/abs.log", tarfile.REGTYPE, 0o777, ""), ("plain", tarfile.REGTYPE, 0o000, ""),
+                                       ("out", tarfile.SYMTYPE, 0o777, "/etc/passwd"),
+                                       ("fifo", tarfile.FIFOTYPE, 0o644, "")]:
+            info = tarfile.TarInfo(name)
+            info.type, info.mode, info.linkname = kind, mode, link
+            data = b"x\n" if kind == tarfile.REGTYPE else b""
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data) if data else None)
+    out = tmp_path / "out"
+    assert extract_logs(p, out) == ["Ignoring unsupported file type of out", "Ignoring unsupported file type of fifo"]
+    assert stat.S_IMODE((out / "abs.log").stat().st_mode) == 0o755
+    assert stat.S_IMODE((out / "plain").stat().st_mode) == 0o600
+    assert sorted(f.name for f in out.iterdir()) == ["abs.log", "plain"]
+    (tmp_path / "out2").mkdir()
+    (tmp_path / "out2" / "up").symlink_to(tmp_path)
+    with tarfile.open(p, "w") as tar:
+        info = tarfile.TarInfo("up/escape")
+        info.size = 1
+        tar.addfile(info, io.BytesIO(b"x"))
+    with pytest.raises(RayCliError, match=r"error while extracting tar file.*outside the destination"):
+        extract_logs(p, tmp_path / "out2")
+    assert not (tmp_path / "escape").exists()
+
+
 # --- job submit (trial 3 finding 5) ------------------------------------------------------------------
 
 def submit(server: Any, *args: str) -> Any:
