@@ -11,6 +11,7 @@ Mirrors: k8s.io/apiserver/pkg/admission (Attributes, MutationInterface, Validati
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -68,6 +69,13 @@ class ObjectReader(Protocol):
 
     async def list(self, kind: ResourceKind, namespace: str | None = None) -> list[dict[str, Any]]:
         """Stored objects of a kind (all namespaces when None)."""
+        ...
+
+    async def list_by_field(self, kind: ResourceKind, path: str, value: str,
+                            namespace: str | None = None) -> builtins.list[dict[str, Any]]:
+        """Stored objects of a kind whose field ``path`` (dotted, as a field selector names it)
+        equals ``value``, in key order (all namespaces when None); the API server's reader
+        answers from an index of that field."""
         ...
 
     def kind(self, api_version: str, kind: str) -> ResourceKind | None:

@@ -326,6 +326,15 @@ class _Reader:
         view = self._r._view(kind)
         return [s.obj for s in view.list(self._r.storage_resource(kind), namespace if kind.namespaced else None)]
 
+    async def list_by_field(self, kind: ResourceKind, path: str, value: str,
+                            namespace: str | None = None) -> builtins.list[Obj]:
+        """The stored objects (read-only) whose field ``path`` equals ``value``, in key order,
+        from an index the store keeps by that field from the first such call on."""
+        res = self._r.storage_resource(kind)
+        self._r.store.index_field(res, path)
+        view = self._r._view(kind)
+        return [s.obj for s in view.list_by_field(res, path, value, namespace if kind.namespaced else None)]
+
     @property
     def scheme(self) -> Scheme:
         """The served kinds (the ResourceQuota plugin resolves ``count/<resource>`` names here)."""

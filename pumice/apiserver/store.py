@@ -225,8 +225,9 @@ class _ResourceState:
 
     def __init__(self, compacted: int, history: int) -> None:
         self.objects: dict[tuple[str, str], Stored] = {}
-        # path -> value -> keys (insertion-ordered set) of objects whose field has that value
-        self.field_index: dict[str, dict[str, dict[tuple[str, str], None]]] = {p: {} for p in LIST_INDEXED_FIELDS}
+        # path -> (its parts, value -> keys (insertion-ordered set) of objects whose field has that value)
+        self.field_index: dict[str, tuple[tuple[str, ...], dict[str, dict[tuple[str, str], None]]]] = {
+            p: (_PARTS[p], {}) for p in LIST_INDEXED_FIELDS}
         self.history: deque[Event] = deque(maxlen=history)
         self.compacted = compacted  # events with rv > compacted are all in history
         # dicts used as insertion-ordered sets: fan-out order is registration order (deterministic)
@@ -267,23 +268,24 @@ class Store:
             self._index(st, (ns, name), None, stored)
 
     def _index(self, st: _ResourceState, key: tuple[str, str], old: Stored | None, new: Stored | None) -> None:
-        for path, idx in st.field_index.items():
-            parts = _PARTS[path]
-            before = field_value_at(old.obj, parts) if old is not None else None
-            after = field_value_at(new.obj, parts) if new is not None else None
-            if before == after:
-                continue
-            if before:
-                keys = idx.get(before)
-                if keys is not None:
-                    keys.pop(key, None)
-                    if not keys:
-                        del idx[before]
-            if after:
-                idx.setdefault(after, {})[key] = None
+        for parts, idx in st.field_index.values():
+            _reindex(idx, parts, key, old, new)
+
+    def index_field(self, resource: str, path: str) -> None:
+        """Keep a secondary index of ``resource``'s objects by the value at ``path`` (a dotted field
+        path) from now on, for :meth:`list_by_field`; built from the current objects on the first
+        call, a no-op after. Every write of ``resource`` then looks the field up (the
+        LIST_INDEXED_FIELDS are indexed for every resource from the start)."""
+        st = self._state(resource)
+        if path in st.field_index:
+            return
+        parts, idx = st.field_index[path] = (tuple(path.split(".")), {})
+        for key, stored in st.objects.items():
+            _reindex(idx, parts, key, None, stored)
 
     def list_by_field(self, resource: str, path: str, value: str, namespace: str | None = None) -> list[Stored]:
-        """Current objects whose ``path`` (one of LIST_INDEXED_FIELDS) equals ``value``, in key order.
+        """Current objects whose ``path`` (one of LIST_INDEXED_FIELDS, or one :meth:`index_field`
+        indexes for ``resource``) equals ``value``, in key order.
 
         Raises:
             KeyError: ``path`` is not indexed.
@@ -291,7 +293,7 @@ class Store:
         st = self._resources.get(resource)
         if st is None:
             return []
-        keys = st.field_index[path].get(value) if value else None
+        keys = st.field_index[path][1].get(value) if value else None
         if keys is None:
             if value:
                 return []
@@ -563,6 +565,23 @@ class Store:
 
 #: the indexed field paths split at their dots, once
 _PARTS = {path: tuple(path.split(".")) for path in (*INDEXED_FIELDS, *LIST_INDEXED_FIELDS)}
+
+
+def _reindex(idx: dict[str, dict[tuple[str, str], None]], parts: tuple[str, ...], key: tuple[str, str],
+             old: Stored | None, new: Stored | None) -> None:
+    """Move ``key`` in one field index from the old object's value at ``parts`` to the new one's."""
+    before = field_value_at(old.obj, parts) if old is not None else None
+    after = field_value_at(new.obj, parts) if new is not None else None
+    if before == after:
+        return
+    if before:
+        keys = idx.get(before)
+        if keys is not None:
+            keys.pop(key, None)
+            if not keys:
+                del idx[before]
+    if after:
+        idx.setdefault(after, {})[key] = None
 
 
 def _seq(w: Watcher) -> int:

@@ -17,6 +17,7 @@ Mirrors: volcano pkg/webhooks (router, admission paths and rules) and cmd/webhoo
 from __future__ import annotations
 
 import base64
+import builtins
 import copy
 import logging
 import re
@@ -33,6 +34,7 @@ from starlette.routing import Route
 from pumice.api import Obj
 from pumice.api.admission import AdmissionError, AdmissionRequest, Operation
 from pumice.api.scheme import ResourceKind
+from pumice.api.selectors import field_value
 from pumice.client.base import ApiError, KubeClient, get_or_none, is_not_found
 
 __all__ = ["ClientReader", "Rule", "Webhook", "build_app", "default_webhooks", "webhook_configurations"]
@@ -151,6 +153,11 @@ class ClientReader:
 
     async def list(self, kind: ResourceKind, namespace: str | None = None) -> list[Obj]:
         return list((await self.client.list(kind, namespace)).items)
+
+    async def list_by_field(self, kind: ResourceKind, path: str, value: str,
+                            namespace: str | None = None) -> builtins.list[Obj]:
+        """A list filtered here (a custom resource serves no field selector but the metadata ones)."""
+        return [o for o in await self.list(kind, namespace) if field_value(o, path) == value]
 
     def kind(self, api_version: str, kind: str) -> ResourceKind | None:
         return self.client.scheme.by_api_version_kind(api_version, kind)

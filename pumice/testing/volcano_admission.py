@@ -4,11 +4,13 @@ runner that pushes one request through the mutating then validating chain, as th
 
 from __future__ import annotations
 
+import builtins
 import copy
 from typing import Any
 
 from pumice.api.admission import AdmissionRequest, MutatingPlugin, ValidatingPlugin
 from pumice.api.scheme import COMMAND, POD_GROUP, QUEUE, VCJOB, ResourceKind, Scheme
+from pumice.api.selectors import field_value
 
 
 class MemoryReader:
@@ -37,6 +39,10 @@ class MemoryReader:
     async def list(self, kind: ResourceKind, namespace: str | None = None) -> list[dict[str, Any]]:
         return [copy.deepcopy(o) for o in self.objects if self._matches(o, kind) and (
             namespace is None or (o.get("metadata") or {}).get("namespace") == namespace)]
+
+    async def list_by_field(self, kind: ResourceKind, path: str, value: str,
+                            namespace: str | None = None) -> builtins.list[dict[str, Any]]:
+        return [o for o in await self.list(kind, namespace) if field_value(o, path) == value]
 
     def kind(self, api_version: str, kind: str) -> ResourceKind | None:
         return self.scheme.by_api_version_kind(api_version, kind)

@@ -41,6 +41,8 @@ def queue_parent(queue: dict[str, Any]) -> str:
 
 
 async def child_queues(reader: ObjectReader, parent: str) -> list[dict[str, Any]]:
-    """Queues whose ``spec.parent`` is ``parent``, by name."""
-    out = [q for q in await list_queues(reader) if queue_parent(q) == parent]
-    return sorted(out, key=lambda q: q["metadata"]["name"])
+    """Queues whose ``spec.parent`` is ``parent``, by name (the API server's reader answers from
+    its index of Queues by ``spec.parent``, not a list of every Queue: the vcjob admission asks
+    once per create)."""
+    rk = reader.kind(keys.SCHEDULING_API_VERSION, "Queue") or scheme.QUEUE
+    return sorted(await reader.list_by_field(rk, "spec.parent", parent), key=lambda q: q["metadata"]["name"])
