@@ -307,9 +307,28 @@ def safe_load_all(stream: str | bytes, *, max_depth: int = DEFAULT_MAX_DEPTH,
     return list(_documents(stream, max_depth, max_nodes, single=False, loader_type=loader))
 
 
-PLAIN_LOADER: type[yaml.SafeLoader] = yaml.SafeLoader
+class _PlainLoader(yaml.SafeLoader):
+    """PyYAML's pure-Python safe loader with :func:`_explicit`'s refusal of a scalar its explicit
+    tag cannot hold (``cpu: !!int zz``: a YAMLError with its position, not PyYAML's bare
+    ValueError)."""
+
+
+def _plain_timestamp(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+    """PyYAML's timestamp, refusing with a ValueError a text that is none (``!!timestamp x``:
+    PyYAML's own constructor fails with an AttributeError on it)."""
+    if not loader.timestamp_regexp.match(str(node.value)):
+        raise ValueError(f"not a timestamp: {node.value!r}")
+    return loader.construct_yaml_timestamp(node)
+
+
+for _tag, _construct in (("int", yaml.SafeLoader.construct_yaml_int), ("float", yaml.SafeLoader.construct_yaml_float),
+                         ("bool", yaml.SafeLoader.construct_yaml_bool), ("timestamp", _plain_timestamp)):
+    _PlainLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _explicit(_construct, f"!!{_tag}"))
+
+PLAIN_LOADER: type[yaml.SafeLoader] = _PlainLoader
 """PyYAML's own safe loader: ``yaml.safe_load``'s types and error texts (libyaml's differ), for
-inputs that are no Kubernetes objects (the simulator's files)."""
+inputs that are no Kubernetes objects (the simulator's files); a value its explicit tag cannot
+hold is a YAMLError (``cannot decode !!str `zz` as a !!int``) with its line and column."""
 
 
 class NotYAMLError(InputFileError):

@@ -189,6 +189,19 @@ def test_a_bad_node_yaml_is_one_line_naming_the_file_and_node(tmp_path: Path, te
     assert (code, lines) == (2, [f"Error: {nodes}: {error}"])
 
 
+def test_a_value_its_explicit_yaml_tag_cannot_hold_is_one_line_naming_file_line_and_column(tmp_path: Path) -> None:
+    """Review 20 V-7: the simulator's YAML loader let PyYAML's ValueError out: ``Error: invalid
+    literal for int() with base 10: 'zz'`` with exit 1 (a Node list), or without a position (a
+    workload)."""
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text("kind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: !!int zz, memory: 32Gi}}\n")
+    assert _simulate(tmp_path, nodes, shared_dir() / "traces/tiresias-example/60_job.csv") == (
+        2, [f"Error: {nodes}:3:29: cannot decode !!str `zz` as a !!int"])
+    pod = "{apiVersion: v1, kind: Pod, spec: {restartPolicy: Never, containers: [{name: c, image: x}]}}"
+    nodes, w = _files(tmp_path, "w.yaml", f"arrivals:\n  - {{at: !!float abc, duration: 10, name: a, manifest: {pod}}}\n")
+    assert _simulate(tmp_path, nodes, w) == (2, [f"Error: {w}:2:10: cannot decode !!str `abc` as a !!float"])
+
+
 def test_a_node_yaml_is_read_from_allocatable_then_capacity(tmp_path: Path) -> None:
     from pumice.simulate.nodes import load_nodes
 
