@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 import struct
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -261,7 +261,7 @@ def check_node(root: yaml.Node, *, max_depth: int = DEFAULT_MAX_DEPTH, max_nodes
 
 
 def _documents(stream: str | bytes, max_depth: int, max_nodes: int, single: bool,
-               loader_type: type[yaml.SafeLoader] | None = None) -> Iterator[Any]:
+               loader_type: type[yaml.SafeLoader] | None = None) -> Generator[Any, None, None]:
     loader = (loader_type or _GoLoader)(stream)
     try:
         if single:
@@ -355,17 +355,26 @@ def read_yaml_file(path: Path, *, loader: type[yaml.SafeLoader] | None = None) -
 
 
 def read_yaml_document(path: Path) -> Any:
-    """The one YAML document of a file the user named, as :func:`read_yaml_file` reads it; None
-    for an empty file.
+    """The first YAML document of a file the user named (a kubeconfig, a configuration, a
+    RayJob), read as :func:`read_yaml_file` reads it; None for an empty file or an empty first
+    document. What follows the first document is not read, as go-yaml's Unmarshal (behind
+    sigs.k8s.io/yaml: client-go's kubeconfig loader, KubeRay's config, kubectl-ray's decoder)
+    decodes the first document only: a kubeconfig ending in ``---`` is read.
 
     Raises:
-        NotYAMLError: as read_yaml_file, and a file of more than one document.
+        NotYAMLError: as read_yaml_file, for the first document.
         InputFileError, OSError: as read_yaml_file.
+
+    Mirrors: go.yaml.in/yaml/v2 yaml.go unmarshal (one parse of the stream's first document).
     """
-    docs = read_yaml_file(path)
-    if len(docs) > 1:
-        raise NotYAMLError(f"{path}: expected a single document in the stream, found {len(docs)}")
-    return docs[0] if docs else None
+    text = read_text_file(path)
+    docs = _documents(text, DEFAULT_MAX_DEPTH, DEFAULT_MAX_NODES, single=False)
+    try:
+        return next(docs, None)
+    except yaml.YAMLError as e:
+        raise NotYAMLError(error_line(e, str(path))) from None
+    finally:
+        docs.close()
 
 
 def compose(stream: str | bytes) -> yaml.Node | None:

@@ -29,6 +29,20 @@ def test_a_bad_kubeconfig_is_one_line(tmp_path: Path, text: str, detail: str) ->
     assert detail in out
 
 
+@pytest.mark.parametrize("tail", ["---\n", "---\nkind: Other\n", "---\n[unclosed\n"])
+def test_a_kubeconfig_of_more_than_one_document_is_read_from_its_first(tmp_path: Path, tail: str) -> None:
+    """Review 20 V-11: a second document was refused ("expected a single document in the
+    stream"); client-go's loader (go-yaml's Unmarshal) decodes the first and reads no further."""
+    from pumice.client.kubeconfig import load
+
+    kc = tmp_path / "kubeconfig"
+    kc.write_text("---\napiVersion: v1\nkind: Config\ncurrent-context: c\n"
+                  "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:6443'}}]\n"
+                  "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n"
+                  + tail)
+    assert load(kc).context_name == "c"
+
+
 def test_an_unexpected_exception_in_a_command_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     @click.command(name="boom")
     def boom() -> None:
