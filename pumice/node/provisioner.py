@@ -218,16 +218,20 @@ class LocalPathProvisioner:
             await self.reclaim(obj)
 
     def _failed(self, item: Item, e: Exception) -> None:
+        """Retry ``item`` with backoff, or give it up once its retries reach the threshold. The
+        lines give the library's numbers and words: ``failures`` is the retries so far (0 at the
+        first failure), so an item is tried FAILED_THRESHOLD + 1 times."""
         what, namespace, name, _uid = item
         failures = self._queue.num_requeues(item)
         key = f"{namespace}/{name}" if namespace else name
         if failures < FAILED_THRESHOLD:
-            log.warning("local-path provisioner: %s %s: %s: %s; retrying (failures: %d)", what, key,
-                        type(e).__name__, e, failures)
+            log.warning("local-path provisioner: %s %s: %s: %s; retrying because failures < threshold "
+                        "(failures: %d, threshold: %d)", what, key, type(e).__name__, e, failures, FAILED_THRESHOLD)
             self._queue.add_rate_limited(item)
         else:
-            log.error("local-path provisioner: giving up on %s %s after %d failures: %s: %s", what, key,
-                      failures, type(e).__name__, e)
+            log.error("local-path provisioner: giving up on %s %s because failures >= threshold "
+                      "(failures: %d, threshold: %d): %s: %s", what, key, failures, FAILED_THRESHOLD,
+                      type(e).__name__, e)
 
     def _ours(self, pvc: Obj) -> Obj | None:
         ann = (pvc["metadata"].get("annotations") or {})

@@ -82,7 +82,7 @@ async def test_a_memory_error_in_the_claim_handler_ends_run(monkeypatch: pytest.
 
 
 @pytest.mark.looptime
-async def test_a_claim_made_again_after_a_give_up_gets_its_own_retries() -> None:
+async def test_a_claim_made_again_after_a_give_up_gets_its_own_retries(caplog: pytest.LogCaptureFixture) -> None:
     """Review 20 V-3: the claim queue was keyed by namespace/name and kept the failure count of a
     given-up claim after its deletion, so a new claim of the same name was given up at its first
     failure. Upstream keys the claim queue by the claim's UID."""
@@ -110,6 +110,11 @@ async def test_a_claim_made_again_after_a_give_up_gets_its_own_retries() -> None
     await wait_for(lambda: len(tries) == FAILED_THRESHOLD + 1, timeout=20_000, interval=10)
     await asyncio.sleep(2000)
     assert len(tries) == FAILED_THRESHOLD + 1  # given up
+    # review 20 V-12: the lines said "retrying (failures: 0)" and "after 15 failures" at the
+    # 16th; now the library's words for its numbers (retries so far, against the threshold)
+    assert "retrying because failures < threshold (failures: 0, threshold: 15)" in caplog.text
+    assert ("giving up on claim default/data because failures >= threshold (failures: 15, threshold: 15)"
+            in caplog.text)
     await client.delete(PERSISTENT_VOLUME_CLAIM, "data", "default")
     await client.create(claim("data"))
     await wait_for(lambda: len(tries) == FAILED_THRESHOLD + 2, timeout=10, interval=0.5)
