@@ -605,7 +605,7 @@ class Dashboard:
         children = [c for c in self.cache.list("Queue") if v.spec(c).get("parent") == name]
         state = v.status(q).get("state") or "Unknown"
         return self._render(request, "queue", "queue.html", {
-            "obj": q, "name": name, "state": state, "counts": v.queue_counts(pgs),
+            "obj": q, "name": name, "state": state, "frozen": v.queue_updates_refused(q), "counts": v.queue_counts(pgs),
             "bars": v.queue_bars(q, self._metric_deserved(name)), "waiting": order, "others": others,
             "position": position, "children": children, "evs": self._events_of(q),
             "hist": self.cache.history("Queue", q)})

@@ -29,6 +29,7 @@ from pumice.api.quantity import (
     value_int64,
 )
 from pumice.api.volcano import constants as vc
+from pumice.controllers.volcano.admission.queues import validate_queue_state
 from pumice.controllers.volcano.keys import DEFAULT_MAX_RETRY
 from pumice.controllers.volcano.queue import count_podgroups
 
@@ -271,6 +272,16 @@ def vcjob_action_refusal(phase: str, action: str) -> str | None:
     if action == "resume" and not can_resume(phase):
         return f"the job is {phase or 'Pending'}, not Aborted"
     return None
+
+
+def queue_updates_refused(q: Obj) -> bool:
+    """True when Volcano's queue webhook refuses every update of Queue ``q`` (its page then
+    disables the weight form and says why): a ``status.state`` that is set and neither Open nor
+    Closed (Closing, Unknown). A queue with no state yet (not synced) takes updates.
+
+    Mirrors: volcano pkg/webhooks/admission/queues/validate validateStateOfQueue, through
+    :func:`pumice.controllers.volcano.admission.queues.validate_queue_state`."""
+    return bool(validate_queue_state(str(status(q).get("state") or "")))
 
 
 def priority_of(obj: Obj, priority_classes: Mapping[str, int]) -> int:

@@ -147,6 +147,17 @@ def test_the_rayjob_and_vcjob_action_refusals_match_what_the_pages_offer() -> No
     assert v.vcjob_action_refusal("Running", "resume") == "the job is Running, not Aborted"
 
 
+def test_a_queue_page_freezes_updates_only_for_a_state_the_webhook_refuses() -> None:
+    """Review 20 V-10: a queue with no status.state yet was shown frozen ("This queue is
+    Unknown"), but Volcano's validateStateOfQueue passes an empty state."""
+    assert not v.queue_updates_refused({"spec": {"weight": 1}})
+    assert not v.queue_updates_refused({"status": {"state": ""}})
+    assert not v.queue_updates_refused({"status": {"state": "Open"}})
+    assert not v.queue_updates_refused({"status": {"state": "Closed"}})
+    assert v.queue_updates_refused({"status": {"state": "Closing"}})
+    assert v.queue_updates_refused({"status": {"state": "Unknown"}})
+
+
 def test_resource_amounts_show_as_quantity_strings() -> None:
     # as kubectl describe prints them (Quantity.String()): a fractional GPU is 500m, not 0.5,
     # and 1000 cores is 1k
