@@ -16,7 +16,8 @@ import datetime as _dt
 import time as _time
 import weakref
 from asyncio import _get_running_loop
-from typing import Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
 from pumice._util.gotime import seconds as _gotime_seconds
 
@@ -141,6 +142,21 @@ def set_default_clock(clock: Clock) -> None:
     """Replace the process-wide clock (the simulator does this once at start)."""
     global _default
     _default = clock
+
+
+async def run_every(clock: Clock, interval: float, pass_: Callable[[], Awaitable[Any]], *,
+                    wait_first: bool = False) -> None:
+    """Await ``pass_()`` every ``interval`` seconds on ``clock`` (the first pass at once, or after
+    one interval with ``wait_first``), each interval counted from the end of the last pass, until
+    cancelled; an exception of a pass ends the loop with it (a pass that retries its failures
+    catches them itself).
+
+    Mirrors: k8s.io/apimachinery pkg/util/wait Until (sliding, no jitter)."""
+    if wait_first:
+        await clock.sleep(interval)
+    while True:
+        await pass_()
+        await clock.sleep(interval)
 
 
 _RFC3339: dict[int, str] = {}  # whole second -> its text (writes stamp the same seconds often)

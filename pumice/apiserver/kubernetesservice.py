@@ -54,13 +54,14 @@ import logging
 import socket
 from typing import Any
 
-from pumice._util.clock import Clock
+from pumice._util.clock import Clock, run_every
 from pumice._util.errors import FATAL_TYPES
 from pumice.api import Obj
-from pumice.api.scheme import ENDPOINT_SLICE, ENDPOINTS, NAMESPACE, SERVICE, ResourceKind
+from pumice.api.scheme import ENDPOINT_SLICE, ENDPOINTS, SERVICE, ResourceKind
 from pumice.apiserver.errors import StatusError
 from pumice.apiserver.registry import DeleteOptions
 from pumice.apiserver.servicealloc import ip_family
+from pumice.apiserver.systemnamespaces import SERVER_MANAGER, ensure_namespace
 
 __all__ = [
     "DEFAULT_SECURE_PORT",
@@ -88,9 +89,6 @@ PORT_NAME = "https"
 DEFAULT_SECURE_PORT = 6443
 #: seconds between passes (kube-apiserver's DefaultEndpointReconcilerInterval)
 ENDPOINT_INTERVAL = 10.0
-#: the field manager of the writes (kube-apiserver's loopback client)
-FIELD_MANAGER = "kube-apiserver"
-
 SKIP_MIRROR_LABEL = "endpointslice.kubernetes.io/skip-mirror"
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 SERVICE_LABELS = {"provider": "kubernetes", "component": "apiserver"}
@@ -265,11 +263,7 @@ class KubernetesServiceController:
         """Run :meth:`reconcile` every ``interval`` seconds (the first pass at once, or after one
         interval with ``wait_first``) until cancelled; a failed pass is logged with its reason and
         tried again at the next one, except a FATAL_TYPES error, which ends the loop."""
-        if wait_first:
-            await self.clock.sleep(self.interval)
-        while True:
-            await self.reconcile_logged()
-            await self.clock.sleep(self.interval)
+        await run_every(self.clock, self.interval, self.reconcile_logged, wait_first=wait_first)
 
     async def reconcile_logged(self) -> bool:
         """:meth:`reconcile`, with a failure logged (with its reason) instead of raised; True when
@@ -288,18 +282,14 @@ class KubernetesServiceController:
         return True
 
     async def _ensure_namespace(self) -> None:
-        if self._get(NAMESPACE, "", KUBERNETES_SERVICE_NAMESPACE) is not None:
-            return
-        await self.registry.create(NAMESPACE, None, {"apiVersion": "v1", "kind": "Namespace",
-                                                     "metadata": {"name": KUBERNETES_SERVICE_NAMESPACE}},
-                                   field_manager=FIELD_MANAGER)
-        log.info("created namespace %s for the kubernetes Service", KUBERNETES_SERVICE_NAMESPACE)
+        if await ensure_namespace(self.registry, KUBERNETES_SERVICE_NAMESPACE):
+            log.info("created namespace %s for the kubernetes Service", KUBERNETES_SERVICE_NAMESPACE)
 
     async def _ensure_service(self, *, repair: bool) -> None:
         desired = kubernetes_service(self.service_ip, self.public_port)
         live = self._get(SERVICE, KUBERNETES_SERVICE_NAMESPACE, KUBERNETES_SERVICE_NAME)
         if live is None:
-            await self.registry.create(SERVICE, KUBERNETES_SERVICE_NAMESPACE, desired, field_manager=FIELD_MANAGER)
+            await self.registry.create(SERVICE, KUBERNETES_SERVICE_NAMESPACE, desired, field_manager=SERVER_MANAGER)
             log.info("created Service default/kubernetes (clusterIP %s, port %d -> %d)", self.service_ip,
                      SERVICE_PORT, self.public_port)
             return
@@ -315,7 +305,7 @@ class KubernetesServiceController:
         log.warning("resetting Service default/kubernetes to type %s, port %s %d/TCP -> %d", want["type"], PORT_NAME,
                     SERVICE_PORT, self.public_port)
         await self.registry.update(SERVICE, KUBERNETES_SERVICE_NAMESPACE, KUBERNETES_SERVICE_NAME, new,
-                                   field_manager=FIELD_MANAGER)
+                                   field_manager=SERVER_MANAGER)
 
     async def _ensure_endpoints(self) -> Obj:
         if self.public_ip is None:
@@ -324,7 +314,7 @@ class KubernetesServiceController:
         live = self._get(ENDPOINTS, KUBERNETES_SERVICE_NAMESPACE, KUBERNETES_SERVICE_NAME)
         if live is None:
             stored, _ = await self.registry.create(ENDPOINTS, KUBERNETES_SERVICE_NAMESPACE, desired,
-                                                   field_manager=FIELD_MANAGER)
+                                                   field_manager=SERVER_MANAGER)
             log.info("created Endpoints default/kubernetes (%s:%d)", self.public_ip, self.public_port)
             obj: Obj = stored.obj
             return obj
@@ -336,7 +326,7 @@ class KubernetesServiceController:
         new["subsets"] = desired["subsets"]
         log.warning("resetting Endpoints default/kubernetes to %s:%d", self.public_ip, self.public_port)
         stored, _ = await self.registry.update(ENDPOINTS, KUBERNETES_SERVICE_NAMESPACE, KUBERNETES_SERVICE_NAME, new,
-                                               field_manager=FIELD_MANAGER)
+                                               field_manager=SERVER_MANAGER)
         obj = stored.obj
         return obj
 
@@ -352,7 +342,7 @@ class KubernetesServiceController:
             live = None
         if live is None:
             await self.registry.create(ENDPOINT_SLICE, KUBERNETES_SERVICE_NAMESPACE, desired,
-                                       field_manager=FIELD_MANAGER)
+                                       field_manager=SERVER_MANAGER)
             log.info("created EndpointSlice default/%s", name)
             return
         if all((live.get(k) or None) == (desired.get(k) or None) for k in ("endpoints", "ports")) and \
@@ -368,7 +358,7 @@ class KubernetesServiceController:
         log.warning("resetting EndpointSlice default/%s to %s", name,
                     ", ".join(a for e in desired["endpoints"] for a in e["addresses"]) or "no endpoints")
         await self.registry.update(ENDPOINT_SLICE, KUBERNETES_SERVICE_NAMESPACE, name, new,
-                                   field_manager=FIELD_MANAGER)
+                                   field_manager=SERVER_MANAGER)
 
 
 def _ports_key(ports: Any) -> list[tuple[Any, ...]]:

@@ -61,9 +61,11 @@ from pumice.apiserver.servicealloc import NODE_PORT_RANGE, SERVICE_CLUSTER_IP_RA
 from pumice.apiserver.storage import Durability, MemoryStorage, SqliteStorage, Storage, StorageError
 from pumice.apiserver.store import Store
 from pumice.apiserver.systemnamespaces import (
+    SERVER_MANAGER,
     SYSTEM_NAMESPACES,
     SYSTEM_NAMESPACES_INTERVAL,
     SystemNamespacesController,
+    ensure_namespace,
 )
 from pumice.apiserver.tlsfront import TLSFront
 from pumice.runtime.health import QuietServer
@@ -73,10 +75,6 @@ __all__ = ["DEFAULT_NAMESPACES", "APIServer", "AckWhenDurable", "is_loopback"]
 log = logging.getLogger(__name__)
 
 BUILTIN_CRD_ANNOTATION = "pumice.dev/builtin-crd-spec"
-#: the field manager of what the server creates at start (default namespaces, system
-#: PriorityClasses, bootstrap RBAC, the default StorageClass), as kube-apiserver's own loopback
-#: client names itself
-SERVER_MANAGER = "kube-apiserver"
 #: the field manager of the built-in CRDs pumice installs (their label
 #: ``app.kubernetes.io/managed-by`` says the same): a server-side apply that conflicts with them
 #: names ``"pumice"``, not ``"unknown"``
@@ -306,13 +304,10 @@ class APIServer:
             return
         self._started = True
         reg = self.registry
-        ns_kind = self.scheme.by_api_version_kind("v1", "Namespace")
         pc_kind = self.scheme.by_api_version_kind("scheduling.k8s.io/v1", "PriorityClass")
-        assert ns_kind is not None and pc_kind is not None
+        assert pc_kind is not None
         for ns in DEFAULT_NAMESPACES:
-            if self.store.get("/namespaces", "", ns) is None:
-                await reg.create(ns_kind, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
-                                 field_manager=SERVER_MANAGER)
+            await ensure_namespace(reg, ns)
         for pc in SYSTEM_PRIORITY_CLASSES:
             if self.store.get("scheduling.k8s.io/priorityclasses", "", pc["metadata"]["name"]) is None:
                 await reg.create(pc_kind, None, _copy(pc), field_manager=SERVER_MANAGER)

@@ -26,12 +26,13 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from pumice._util.clock import Clock
+from pumice._util.clock import Clock, run_every
 from pumice._util.errors import FATAL_TYPES
 from pumice.api.scheme import NAMESPACE
 from pumice.apiserver.errors import StatusError
 
-__all__ = ["SYSTEM_NAMESPACES", "SYSTEM_NAMESPACES_INTERVAL", "SystemNamespacesController"]
+__all__ = ["SERVER_MANAGER", "SYSTEM_NAMESPACES", "SYSTEM_NAMESPACES_INTERVAL", "SystemNamespacesController",
+           "ensure_namespace"]
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +40,35 @@ log = logging.getLogger(__name__)
 SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
 #: seconds between passes (kube-apiserver's one minute)
 SYSTEM_NAMESPACES_INTERVAL = 60.0
-#: the field manager of the creates (kube-apiserver's loopback client)
-FIELD_MANAGER = "kube-apiserver"
+#: the field manager of what the API server writes itself (the namespaces it keeps, the
+#: ``default/kubernetes`` Service and its endpoints, the system PriorityClasses, bootstrap RBAC,
+#: the default StorageClass), as kube-apiserver's own loopback client names itself
+SERVER_MANAGER = "kube-apiserver"
+
+
+async def ensure_namespace(registry: Any, name: str) -> bool:
+    """Create Namespace ``name`` through ``registry`` (admission included) unless it exists (one
+    that is Terminating counts as existing); True when this call created it. An ``AlreadyExists``
+    answer (made meanwhile) is success.
+
+    Raises:
+        StatusError: the read or the create was refused otherwise.
+
+    Mirrors: kubernetes system_namespaces_controller.go createNamespaceIfNeeded."""
+    try:
+        registry.get(NAMESPACE, None, name)
+        return False
+    except StatusError as e:
+        if e.code != 404:
+            raise
+    try:
+        await registry.create(NAMESPACE, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+                              field_manager=SERVER_MANAGER)
+    except StatusError as e:
+        if e.reason == "AlreadyExists":
+            return False
+        raise
+    return True
 
 
 class SystemNamespacesController:
@@ -72,7 +100,8 @@ class SystemNamespacesController:
         created = []
         for ns in self.namespaces:
             try:
-                if await self._create_if_needed(ns):
+                if await ensure_namespace(self.registry, ns):
+                    log.info("created system namespace %s", ns)
                     created.append(ns)
             except FATAL_TYPES:
                 raise  # not logged and carried on: run() ends with it, and the server with run()
@@ -84,26 +113,4 @@ class SystemNamespacesController:
     async def run(self, *, wait_first: bool = False) -> None:
         """Run :meth:`sync` every ``interval`` seconds (the first pass at once, or after one
         interval with ``wait_first``) until cancelled."""
-        if wait_first:
-            await self.clock.sleep(self.interval)
-        while True:
-            await self.sync()
-            await self.clock.sleep(self.interval)
-
-    async def _create_if_needed(self, name: str) -> bool:
-        try:
-            self.registry.get(NAMESPACE, None, name)
-            return False
-        except StatusError as e:
-            if e.code != 404:
-                raise
-        try:
-            await self.registry.create(NAMESPACE, None, {"apiVersion": "v1", "kind": "Namespace",
-                                                         "metadata": {"name": name}},
-                                       field_manager=FIELD_MANAGER)
-        except StatusError as e:
-            if e.reason == "AlreadyExists":  # made meanwhile
-                return False
-            raise
-        log.info("created system namespace %s", name)
-        return True
+        await run_every(self.clock, self.interval, self.sync, wait_first=wait_first)
