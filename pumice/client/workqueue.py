@@ -224,6 +224,10 @@ class RateLimitingQueue(Generic[T]):
         name: metrics label and log name (e.g. the controller name).
         rate_limiter: defaults to :func:`default_controller_rate_limiter`.
         clock: time source for delays and metrics; defaults to the process clock.
+        keep_metrics: count client-go's work queue metrics (adds, retries, queue and work
+            durations, depth and in-progress gauges). Without them no item's times are read or
+            kept, and the queue registers no gauge: for a process that serves no metrics (a
+            simulation).
 
     Worker loop::
 
@@ -245,7 +249,8 @@ class RateLimitingQueue(Generic[T]):
     """
 
     def __init__(
-        self, name: str, *, rate_limiter: RateLimiter[T] | None = None, clock: Clock | None = None
+        self, name: str, *, rate_limiter: RateLimiter[T] | None = None, clock: Clock | None = None,
+        keep_metrics: bool = True,
     ) -> None:
         self.name = name
         self._clock = clock or default_clock()
@@ -265,13 +270,15 @@ class RateLimitingQueue(Generic[T]):
         self._seq = itertools.count()
         self._heap_changed = asyncio.Event()
         self._delay_task: asyncio.Task[None] | None = None
-        self._adds = WORKQUEUE_ADDS.labels(name)
-        self._queue_duration = WORKQUEUE_QUEUE_DURATION.labels(name)
-        self._work_duration = WORKQUEUE_WORK_DURATION.labels(name)
-        self._retries = WORKQUEUE_RETRIES.labels(name)
-        WORKQUEUE_DEPTH.labels(name).set_function(self.__len__)
-        WORKQUEUE_UNFINISHED_WORK.labels(name).set_function(self.unfinished_work_seconds)
-        WORKQUEUE_LONGEST_RUNNING.labels(name).set_function(self.longest_running_seconds)
+        self.keep_metrics = keep_metrics
+        if keep_metrics:
+            self._adds = WORKQUEUE_ADDS.labels(name)
+            self._queue_duration = WORKQUEUE_QUEUE_DURATION.labels(name)
+            self._work_duration = WORKQUEUE_WORK_DURATION.labels(name)
+            self._retries = WORKQUEUE_RETRIES.labels(name)
+            WORKQUEUE_DEPTH.labels(name).set_function(self.__len__)
+            WORKQUEUE_UNFINISHED_WORK.labels(name).set_function(self.unfinished_work_seconds)
+            WORKQUEUE_LONGEST_RUNNING.labels(name).set_function(self.longest_running_seconds)
 
     # -- basic queue ---------------------------------------------------------------------
 
@@ -280,10 +287,11 @@ class RateLimitingQueue(Generic[T]):
         queued again on :meth:`done`). Ignored after shutdown."""
         if self._shutting_down or item in self._dirty:
             return
-        self._adds.inc()
         self._dirty.add(item)
-        if item not in self._added_at:
-            self._added_at[item] = self._clock.monotonic()
+        if self.keep_metrics:
+            self._adds.inc()
+            if item not in self._added_at:
+                self._added_at[item] = self._clock.monotonic()
         if item in self._processing:
             return
         self._queue.append(item)
@@ -312,17 +320,19 @@ class RateLimitingQueue(Generic[T]):
                 self._getters.leave(waiter, self._queue)
                 raise
         item = self._queue.popleft()
-        now = self._clock.monotonic()
-        added = self._added_at.pop(item, None)
-        if added is not None:
-            self._queue_duration.observe(max(0.0, now - added))
-        self._started_at[item] = now
+        if self.keep_metrics:
+            now = self._clock.monotonic()
+            added = self._added_at.pop(item, None)
+            if added is not None:
+                self._queue_duration.observe(max(0.0, now - added))
+            self._started_at[item] = now
         self._processing.add(item)
         self._dirty.discard(item)
         return item
 
     def started_at(self, item: T) -> float | None:
-        """The clock's monotonic time at which a worker took ``item`` (None when not processing)."""
+        """The clock's monotonic time at which a worker took ``item`` (None when not processing,
+        or without :attr:`keep_metrics`)."""
         return self._started_at.get(item)
 
     def done(self, item: T, *, now: float | None = None) -> None:
@@ -427,7 +437,8 @@ class RateLimitingQueue(Generic[T]):
         """Add ``item`` after the rate limiter's delay (counts one retry)."""
         if self._shutting_down:
             return
-        self._retries.inc()
+        if self.keep_metrics:
+            self._retries.inc()
         self.add_after(item, self.rate_limiter.when(item))
 
     def forget(self, item: T) -> None:

@@ -152,6 +152,7 @@ class Builder:
             max_concurrent_reconciles=self._max_concurrent,
             rate_limiter=self._rate_limiter,
             clock=self._mgr.clock,
+            keep_metrics=self._mgr.keep_metrics,
         )
         self._mgr.add_controller(ctrl)
         return ctrl

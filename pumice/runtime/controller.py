@@ -145,6 +145,9 @@ class Controller:
         clock: time source.
         graceful_shutdown_timeout: seconds :meth:`stop` waits for in-flight reconciles before
             cancelling them.
+        keep_metrics: count controller-runtime's reconcile metrics (totals, errors, reconcile
+            time) and its work queue's; without them a reconcile reads no clock and counts
+            nothing (for a process that serves no metrics: a simulation).
 
     Raises:
         ValueError: when ``max_concurrent_reconciles < 1``.
@@ -160,6 +163,7 @@ class Controller:
         rate_limiter: RateLimiter[Request] | None = None,
         clock: Clock | None = None,
         graceful_shutdown_timeout: float = 30.0,
+        keep_metrics: bool = True,
     ) -> None:
         if max_concurrent_reconciles < 1:
             raise ValueError(f"max_concurrent_reconciles must be >= 1, got {max_concurrent_reconciles}")
@@ -170,6 +174,7 @@ class Controller:
         self.clock = clock or default_clock()
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
         self._rate_limiter = rate_limiter
+        self.keep_metrics = keep_metrics
         self.queue: RateLimitingQueue[Request] = self._new_queue()
         self._registrations: list[tuple[Informer, EventHandlerRegistration]] = []
         self._workers: list[asyncio.Task[None]] = []
@@ -185,7 +190,8 @@ class Controller:
         metrics.ACTIVE_WORKERS.labels(name).set_function(lambda: self._active)
 
     def _new_queue(self) -> RateLimitingQueue[Request]:
-        return RateLimitingQueue(self.name, rate_limiter=self._rate_limiter, clock=self.clock)
+        return RateLimitingQueue(self.name, rate_limiter=self._rate_limiter, clock=self.clock,
+                                 keep_metrics=self.keep_metrics)
 
     def watch(self, watch: Watch) -> None:
         """Add an event source (before :meth:`start`; added later it takes effect at next start)."""
@@ -326,11 +332,14 @@ class Controller:
         """Reconcile ``req`` once and map the outcome onto the queue (see the module doc)."""
         await self._reconcile(req, None)
 
-    async def _reconcile(self, req: Request, t0: float | None) -> float:
+    async def _reconcile(self, req: Request, t0: float | None) -> float | None:
         """:meth:`reconcile_handler`, timed from ``t0`` (the clock's monotonic time; read here
-        when None); returns the monotonic time at its end."""
+        when None); returns the monotonic time at its end (None, and no time read and nothing
+        counted, without :attr:`keep_metrics`)."""
         self._active += 1
-        if t0 is None:
+        keep = self.keep_metrics
+        end: float | None = None
+        if keep and t0 is None:
             t0 = self.clock.monotonic()
         try:
             result = await self.reconciler.reconcile(req)
@@ -340,19 +349,22 @@ class Controller:
             log.info("controller %s: %s: stopping, reconcile ended at its next API call", self.name, req)
         except TerminalError as e:
             self.queue.forget(req)
-            self._errors.inc()
-            self._terminal.inc()
-            self._total["error"].inc()
+            if keep:
+                self._errors.inc()
+                self._terminal.inc()
+                self._total["error"].inc()
             log.error("controller %s: %s: terminal error: %s", self.name, req, e)
         except FATAL_TYPES:
             # not retried: this worker ends, then the controller, then its manager (see FATAL_TYPES)
-            self._errors.inc()
-            self._total["error"].inc()
+            if keep:
+                self._errors.inc()
+                self._total["error"].inc()
             raise
         except Exception as e:
             self.queue.add_rate_limited(req)
-            self._errors.inc()
-            self._total["error"].inc()
+            if keep:
+                self._errors.inc()
+                self._total["error"].inc()
             n = self.queue.num_requeues(req)
             why = retryable_reason(e)
             if why is not None and n < RETRYABLE_QUIET_REQUEUES:  # a race that the retry heals, routinely
@@ -369,12 +381,14 @@ class Controller:
             self.queue.forget(req)
             if after is not None and after > 0:
                 self.queue.add_after(req, after)
-                self._total["requeue_after"].inc()
-            else:
+                if keep:
+                    self._total["requeue_after"].inc()
+            elif keep:
                 self._total["success"].inc()
         finally:
-            end = self.clock.monotonic()
-            self._time.observe(max(0.0, end - t0))
+            if keep and t0 is not None:
+                end = self.clock.monotonic()
+                self._time.observe(max(0.0, end - t0))
             self._active -= 1
         return end
 

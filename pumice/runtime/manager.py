@@ -76,6 +76,8 @@ class Manager:
         health_port: serve /healthz, /readyz (and /metrics) on 127.0.0.1:<port>; 0 picks a free
             port (read :attr:`health_port` after :meth:`wait_started`); None: no server.
         metrics: serve /metrics on the health port.
+        keep_metrics: count the controllers' and their work queues' metrics (a process that
+            serves none, such as a simulation, need not: see :class:`Controller`).
         identity: leader-election identity (default ``<hostname>_<uuid4>``).
         graceful_shutdown_timeout: seconds to let in-flight reconciles finish at stop.
         cache_sync_timeout: seconds to wait for the informers' first list before failing with
@@ -98,6 +100,7 @@ class Manager:
         retry_period: float = 2.0,
         health_port: int | None = None,
         metrics: bool = True,
+        keep_metrics: bool = True,
         identity: str | None = None,
         graceful_shutdown_timeout: float = 30.0,
         cache_sync_timeout: float | None = 120.0,
@@ -120,6 +123,7 @@ class Manager:
         )
         self.health_port = health_port
         self.metrics = metrics
+        self.keep_metrics = keep_metrics
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
         self.cache_sync_timeout = cache_sync_timeout
         self.controllers: list[Controller] = []

@@ -864,7 +864,7 @@ async def _start_controllers(stack: _Stack, cfg: SimConfig, clock: LoopClock, re
     from pumice.runtime.manager import Manager
     from pumice.simulate.ray_dashboard import SimulatedRayDashboard
 
-    mgr = Manager(stack.client(), clock=clock, identity="pumice-simulate", metrics=False)
+    mgr = Manager(stack.client(), clock=clock, identity="pumice-simulate", metrics=False, keep_metrics=False)
     pod_inf = mgr.informers.informer(ray_controllers_kind("POD"))
     rayjob_inf = mgr.informers.informer(ray_controllers_kind("RAY_JOB"))
     rayservice_inf = mgr.informers.informer(ray_controllers_kind("RAY_SERVICE"))

@@ -297,6 +297,26 @@ async def test_requeue_after_reconciles_again_after_that_delay(fake: FakeClient,
 
 
 @pytest.mark.looptime
+async def test_a_manager_that_keeps_no_metrics_reconciles_alike_and_counts_nothing(fake: FakeClient) -> None:
+    # a simulation's manager: the same reconciles, requeues and retries, no metric counted and no
+    # clock read for the reconcile and queue times
+    mgr = Manager(fake, clock=LoopClock(), graceful_shutdown_timeout=5, keep_metrics=False)
+    await fake.create(configmap("lean"))
+    toy = Toy({"lean": [Result(requeue_after=30), RuntimeError("boom"), Result()]})
+    mgr.controller("lean").for_(CONFIGMAP).complete(toy)
+    counted = [m.RECONCILE_TOTAL.labels("lean", r) for r in ("success", "requeue_after", "error")]
+    before = [c.get() for c in (*counted, m.RECONCILE_ERRORS.labels("lean"))]
+    async with Running(mgr):
+        await asyncio.sleep(61)
+        assert len(toy.calls) == 3
+        t = [c[1] for c in toy.calls]
+        assert round(t[1] - t[0], 3) == 30.0 and round(t[2] - t[1], 3) == 0.005  # the first backoff step
+    assert [c.get() for c in (*counted, m.RECONCILE_ERRORS.labels("lean"))] == before
+    assert REGISTRY.get_sample_value("controller_runtime_reconcile_time_seconds_count", {"controller": "lean"}) in (None, 0)
+    assert REGISTRY.get_sample_value("workqueue_adds_total", {"name": "lean"}) in (None, 0)
+
+
+@pytest.mark.looptime
 async def test_max_concurrent_reconciles_runs_different_requests_in_parallel_never_the_same(
     fake: FakeClient, mgr: Manager
 ) -> None:

@@ -303,6 +303,26 @@ async def test_metrics_count_adds_depth_and_retries_per_queue_name() -> None:
     q.shutdown()
 
 
+async def test_a_queue_that_keeps_no_metrics_counts_nothing_and_reads_no_clock_outside_delays() -> None:
+    class NoClock(FakeClock):
+        def monotonic(self) -> float:
+            raise AssertionError("read the clock")
+
+    q: RateLimitingQueue[str] = RateLimitingQueue("lean-q", clock=NoClock(), keep_metrics=False)
+    q.add("a")
+    q.add("a")
+    q.add("b")
+    assert len(q) == 2
+    item = await q.get()
+    q.add(item)  # added again while processing: queued once more on done
+    q.done(item)
+    assert [await q.get(), await q.get()] == ["b", "a"]
+    assert q.started_at("a") is None
+    for name in ("workqueue_adds_total", "workqueue_depth"):
+        assert REGISTRY.get_sample_value(name, {"name": "lean-q"}) is None
+    q.shutdown()
+
+
 @pytest.mark.looptime
 async def test_unfinished_work_metrics_follow_items_in_process() -> None:
     q: RateLimitingQueue[str] = RateLimitingQueue("unfinished-q", clock=LoopClock())

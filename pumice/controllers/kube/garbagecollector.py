@@ -95,23 +95,26 @@ class GarbageCollector:
         informers: the shared informer factory (the manager's).
         clock: time source for the work queue.
         workers: concurrent attemptToDelete / processOwner workers.
+        keep_metrics: count the work queue's metrics (see :class:`RateLimitingQueue`).
     """
 
     @classmethod
     def setup_with_manager(cls, mgr: Manager, opts: KubeOptions) -> GarbageCollector:
         """Build the collector and add it to ``mgr`` as a runnable."""
-        gc = cls(mgr.client, mgr.informers, mgr.clock, workers=opts.workers)
+        gc = cls(mgr.client, mgr.informers, mgr.clock, workers=opts.workers, keep_metrics=mgr.keep_metrics)
         mgr.add_runnable(gc.run, name="garbagecollector")
         return gc
 
-    def __init__(self, client: KubeClient, informers: SharedInformerFactory, clock: Clock, *, workers: int = 8) -> None:
+    def __init__(self, client: KubeClient, informers: SharedInformerFactory, clock: Clock, *, workers: int = 8,
+                 keep_metrics: bool = True) -> None:
         self.client = client
         self.informers = informers
         self.clock = clock
         self.workers = workers
         self.graph: dict[str, GraphNode] = {}
         self.dependents: dict[str, set[str]] = {}
-        self.queue: RateLimitingQueue[Item] = RateLimitingQueue("garbagecollector", clock=clock)
+        self.queue: RateLimitingQueue[Item] = RateLimitingQueue("garbagecollector", clock=clock,
+                                                                keep_metrics=keep_metrics)
         self._watched: set[tuple[str, str]] = set()
         self._absent: set[str] = set()
         self._synced = asyncio.Event()
