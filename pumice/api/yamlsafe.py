@@ -47,13 +47,15 @@ except AttributeError:  # pragma: no cover - PyYAML without libyaml
 class _GoLoader(_Loader):  # type: ignore[misc,valid-type]
     """The safe loader, building what sigs.k8s.io/yaml (go-yaml v2 into ``interface{}``, then
     JSON) builds, so that no YAML value is left that JSON cannot carry (trial 11 F-1: a date made
-    the API answer 500): an unquoted timestamp stays its text, ``!!binary`` is the decoded text
+    the API answer 500): an unquoted timestamp stays its text, so does a base-60 number
+    (``190:20:30``, ``1:30.5``: YAML 1.1 only), ``!!binary`` is the decoded text
     (invalid UTF-8 replaced, as Go's JSON encoder does), ``!!set`` is a mapping of nulls,
     ``!!omap`` and ``!!pairs`` are sequences of one-key mappings, and mapping keys that are not
     strings become go-yaml's text of them (``1``, ``true``, ``0.5``); a null or collection key is
     an error, as sigs.k8s.io/yaml refuses it.
 
-    Mirrors: go-yaml v2 decode.go (timestamps into interface{} as strings, !!binary), and
+    Mirrors: go-yaml v2 decode.go (timestamps into interface{} as strings, !!binary), resolve.go
+    (no base 60), and
     sigs.k8s.io/yaml convertToJSONableObject (map keys).
     """
 
@@ -181,20 +183,39 @@ def _pairs_as_mappings(loader: yaml.SafeLoader, node: yaml.SequenceNode) -> Iter
         items.append(loader.construct_mapping(sub, deep=True))
 
 
-#: PyYAML's YAML 1.1 int pattern with a digit required after ``0b`` and ``0x``: go-yaml strips
-#: the ``_`` of a plain scalar and reads ``0x_``, ``0b_``, ``-0x__`` as strings (no number parses),
-#: where PyYAML's pattern resolves them to ints it then cannot build
+def _decimal(construct: Any) -> Any:
+    """An int or float constructor refusing a base-60 text (``!!int 1:30``), which go-yaml v2
+    does not read as a number."""
+
+    def build(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+        if ":" in str(node.value):
+            raise ValueError(f"base 60: {node.value!r}")
+        return construct(loader, node)
+
+    return build
+
+
+#: PyYAML's YAML 1.1 int pattern with a digit required after ``0b`` and ``0x`` (go-yaml strips
+#: the ``_`` of a plain scalar and reads ``0x_``, ``0b_``, ``-0x__`` as strings: no number parses,
+#: where PyYAML's pattern resolves them to ints it then cannot build) and without base 60
+#: (``190:20:30``: a string in go-yaml v2, 685230 in YAML 1.1)
 _GO_INT = re.compile(r"""^(?:[-+]?0b_*[0-1][0-1_]*
                     |[-+]?0[0-7_]+
                     |[-+]?(?:0|[1-9][0-9_]*)
-                    |[-+]?0x_*[0-9a-fA-F][0-9a-fA-F_]*
-                    |[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$""", re.X)
+                    |[-+]?0x_*[0-9a-fA-F][0-9a-fA-F_]*)$""", re.X)
+#: PyYAML's YAML 1.1 float pattern without base 60 (``1:30.5``: a string in go-yaml v2)
+_GO_FLOAT = re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+                    |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+                    |[-+]?\.(?:inf|Inf|INF)
+                    |\.(?:nan|NaN|NAN))$""", re.X)
 _INT_TAG = "tag:yaml.org,2002:int"
+_FLOAT_TAG = "tag:yaml.org,2002:float"
+_GO_PATTERNS = {_INT_TAG: _GO_INT, _FLOAT_TAG: _GO_FLOAT}
 _GoLoader.yaml_implicit_resolvers = {
-    first: [(tag, _GO_INT if tag == _INT_TAG else pattern) for tag, pattern in resolvers]
+    first: [(tag, _GO_PATTERNS.get(tag, pattern)) for tag, pattern in resolvers]
     for first, resolvers in _Loader.yaml_implicit_resolvers.items()}
-_GoLoader.add_constructor("tag:yaml.org,2002:float", _explicit(_go_float, "!!float"))
-_GoLoader.add_constructor(_INT_TAG, _explicit(_Loader.construct_yaml_int, "!!int"))
+_GoLoader.add_constructor(_FLOAT_TAG, _explicit(_decimal(_go_float), "!!float"))
+_GoLoader.add_constructor(_INT_TAG, _explicit(_decimal(_Loader.construct_yaml_int), "!!int"))
 _GoLoader.add_constructor("tag:yaml.org,2002:bool", _explicit(_Loader.construct_yaml_bool, "!!bool"))
 _GoLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_text)
 _GoLoader.add_constructor("tag:yaml.org,2002:binary", _binary_text)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import httpx2
 import pytest
 
+from pumice.api import yamlsafe
+
 CMS = "/api/v1/namespaces/default/configmaps"
 YAML = {"Content-Type": "application/yaml"}
 APPLY = {"Content-Type": "application/apply-patch+yaml"}
@@ -17,6 +19,7 @@ APPLY = {"Content-Type": "application/apply-patch+yaml"}
     ("c: 2001-12-14t21:59:43.10-05:00", {"c": "2001-12-14t21:59:43.10-05:00"}),
     ("c: !!binary aGVsbG8=", {"c": "hello"}),
     ("c: 0x_\n  d: -0b__", {"c": "0x_", "d": "-0b__"}),
+    ("c: 190:20:30\n  d: 1:30.5\n  e: -1:30", {"c": "190:20:30", "d": "1:30.5", "e": "-1:30"}),  # no base 60
     ("1: a\n  2020-01-01: b\n  true: c\n  0.5: d", {"1": "a", "2020-01-01": "b", "true": "c", "0.5": "d"}),
 ])
 async def test_yaml_create_and_apply_store_what_go_yaml_decodes(
@@ -29,6 +32,15 @@ async def test_yaml_create_and_apply_store_what_go_yaml_decodes(
                          headers=APPLY)
     assert r.status_code == 201, r.text
     assert (await http.get(f"{CMS}/y2")).json()["data"] == stored
+
+
+def test_base_60_is_text_as_go_yaml_v2_reads_it_and_other_numbers_stay_numbers() -> None:
+    """go-yaml v2 resolve.go has no base 60 (YAML 1.1's ``190:20:30`` = 685230, ``1:30.5`` =
+    90.5); sigs.k8s.io/yaml stores the text, as a value and as a mapping key."""
+    assert yamlsafe.safe_load("a: 190:20:30\nb: 1:30.5\nc: +1:30\n1:30: d\n") == {
+        "a": "190:20:30", "b": "1:30.5", "c": "+1:30", "1:30": "d"}
+    assert yamlsafe.safe_load("[685230, -1_0, 0x1f, 0b11, 017, 1.5, .5, 6.8523015e+5, .inf]") == [
+        685230, -10, 31, 3, 15, 1.5, 0.5, 685230.15, float("inf")]
 
 
 async def test_a_yaml_set_is_a_mapping_of_nulls(http: httpx2.AsyncClient) -> None:
@@ -72,6 +84,8 @@ async def test_a_yaml_body_that_does_not_parse_is_400_in_go_yamls_words(
     ("!!float abc", "cannot decode !!str `abc` as a !!float"),
     ("!!bool x", "cannot decode !!str `x` as a !!bool"),
     ("!!int 0x_", "cannot decode !!str `0x_` as a !!int"),
+    ("!!int 1:30", "cannot decode !!str `1:30` as a !!int"),
+    ("!!float 1:30.5", "cannot decode !!str `1:30.5` as a !!float"),
 ])
 async def test_a_scalar_its_explicit_tag_cannot_hold_is_400_not_500(
         http: httpx2.AsyncClient, value: str, why: str) -> None:
