@@ -93,6 +93,7 @@ __all__ = ["DeleteOptions", "Registry", "resource_key"]
 
 log = logging.getLogger(__name__)
 _encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
 
 _META_TREE = object_meta_tree()
 #: root-schema keywords under which a schema check of an object is the union of its properties'
@@ -771,10 +772,13 @@ class Registry:
         self._check_types(rk, body, cr_status="before" if cr_status else "")
         return body
 
-    def _check_status_body(self, rk: ResourceKind, namespace: str | None, body: Obj, name: str) -> tuple[Obj, bool]:
-        """:meth:`_check_body` of a status write whose body is a fresh decode of the stored object
-        with only its ``status`` changed by a merge patch; returns ``(body, untouched)``, where
-        ``untouched`` says that everything but the status is still exactly the stored object's.
+    def _check_status_body(self, rk: ResourceKind, namespace: str | None, body: Obj, name: str,
+                           old: Stored) -> tuple[Obj, bool]:
+        """:meth:`_check_body` of a status write whose body is the stored object ``old`` with only
+        its ``status`` changed by a merge patch (see :meth:`_status_patch_base`: its other values
+        are ``old``'s own, which :meth:`_own` copies before the whole check, as it changes values
+        in place); returns ``(body, untouched)``, where ``untouched`` says that everything but
+        the status is still exactly the stored object's.
 
         Everything but the status of such a body comes back unchanged on every status write of
         one object version, and a status write keeps the stored values of those parts anyway,
@@ -791,35 +795,46 @@ class Registry:
         if cr is None:
             tree = model_for(rk)
             if tree is None or type(body.get("spec")) is not dict or (rk.group, rk.kind) == ("", "Secret"):
-                return self._check_body(rk, namespace, body, name), False
+                return self._check_body(rk, namespace, self._own(body, old), name), False
         else:
             version = cr.versions.get(rk.version)
             schema = version.schema if version is not None else None
             if schema and not self._splits(schema):
-                return self._check_body(rk, namespace, body, name), False
+                return self._check_body(rk, namespace, self._own(body, old), name), False
             compiled = version.compiled if version is not None else None
         rest = {k: v for k, v in body.items() if k != "status"}
         key = (("status", rk, namespace or "", name), _encode(rest))
         memo = self._clean_status_rests
         if key not in memo:
-            obj = self._check_body(rk, namespace, body, name)
+            obj = self._check_body(rk, namespace, self._own(body, old), name)
             if memo.usable(key[1]):
                 memo.add(key)
             return obj, False
         if type(status) is dict:
             if cr is None:
                 if not field_types_ok(tree, "status", status):
-                    return self._check_body(rk, namespace, body, name), False
+                    return self._check_body(rk, namespace, self._own(body, old), name), False
                 protobuf.drop_zero_values(body, keys=(), quantity_keys=("status",))  # quantity numbers
             elif schema and compiled is not None:
                 unchecked, fresh = self._schema_parts("types", schema, {"status": status})
                 if compiled.has_type_errors(unchecked):
-                    return self._check_body(rk, namespace, body, name), False
+                    return self._check_body(rk, namespace, self._own(body, old), name), False
                 for part in fresh:
                     self._clean_cr_parts.add(part)
         elif status is not None:
-            return self._check_body(rk, namespace, body, name), False
+            return self._check_body(rk, namespace, self._own(body, old), name), False
         return body, True
+
+    @staticmethod
+    def _own(body: Obj, old: Stored) -> Obj:
+        """``body`` (a status write's, see :meth:`_status_patch_base`) with fresh copies of the
+        values it shares with the stored ``old`` (its metadata's too), in place, so that a check
+        or plugin may change them; the same JSON. Returns ``body``."""
+        stored = old.obj
+        for k, v in body.items():
+            if k == "metadata" or (k != "status" and v is stored.get(k) and type(v) in (dict, list)):
+                body[k] = _decode(_encode(v))
+        return body
 
     def _drop_zero_values(self, body: Obj) -> None:
         """:func:`pumice.api.protobuf.drop_zero_values` of ``body``; a spec it left unchanged
@@ -1288,7 +1303,7 @@ class Registry:
         if clean:
             obj, untouched = body, False
         elif _status_patch and sub == "status" and _expect is not None:
-            obj, untouched = self._check_status_body(rk, namespace, body, name)
+            obj, untouched = self._check_status_body(rk, namespace, body, name, _expect)
         else:
             cr_status = sub == "status" and self.custom(rk) is not None
             obj, untouched = self._check_body(rk, namespace, body, name, cr_status=cr_status), False
@@ -1329,11 +1344,17 @@ class Registry:
         # as kube-apiserver validates: after the lookup (404) and the version check (409)
         if cr_status and self._check_types(rk, obj, cr_status="after"):
             typed_status = obj.get("status")
-        # a status patch that left everything else as stored is already the new object
-        new = obj if untouched and old is _expect else self._prepare_update(rk, obj, old, sub)
+        req = AdmissionRequest("UPDATE", rk, ns or None, name, None, old.obj, subresource=sub, dry_run=dry_run)
+        # a status write shares the stored object's values unless a mutating plugin may change them
+        share = not self.admission.handling(req, mutating=True)
+        as_stored = untouched and old is _expect
+        if as_stored:  # a status patch that left everything else as stored is already the new object
+            new = obj if share else self._own(obj, old)
+        else:
+            new = self._prepare_update(rk, obj, old, sub, share=share)
         if not _applied:
             self._track(old.obj, new, rk, field_manager, sub if _manager_sub is None else _manager_sub)
-        req = AdmissionRequest("UPDATE", rk, ns or None, name, new, old.obj, subresource=sub, dry_run=dry_run)
+        req.obj = new
         mutated = bool(version is not None and self.admission.handling(req, mutating=True))
         await self._run_admission(req, mutate=True)
         if _drop_managed_fields:
@@ -1501,25 +1522,34 @@ class Registry:
         for key in fresh:
             self._clean_cr_parts.add(key)
 
-    def _prepare_update(self, rk: ResourceKind, obj: Obj, old: Stored, sub: str) -> Obj:
+    def _prepare_update(self, rk: ResourceKind, obj: Obj, old: Stored, sub: str, *, share: bool = False) -> Obj:
+        """The object an update of ``obj`` stores over ``old`` (``share``: see :meth:`_prepare_status`)."""
         if sub == "status":
-            new = self._prepare_status(obj, old)
+            new = self._prepare_status(obj, old, share=share)
             if self.custom(rk) is None:
                 self.strategy(rk).prepare_status_update(new, old.obj)
             return new
         return self._prepare_other(rk, obj, old, sub)
 
-    def _prepare_status(self, obj: Obj, old: Stored) -> Obj:
-        """The object a status write of ``obj`` stores over ``old``: its status, the rest as stored."""
+    def _prepare_status(self, obj: Obj, old: Stored, *, share: bool) -> Obj:
+        """The object a status write of ``obj`` stores over ``old``: its status, the rest as stored.
+
+        ``share``: nothing changes the result below its top level and its metadata's before it is
+        stored (no mutating admission plugin runs for the write), so it takes ``old``'s own values
+        (a stored object is never changed) but for a copy of the metadata's top level, which the
+        write changes (resourceVersion, managedFields): the same JSON as a fresh copy of ``old``,
+        made without a copy. Else a fresh copy of ``old`` with the status set.
+
+        Mirrors: apiextensions-apiserver pkg/registry/customresource strategy.go
+        statusStrategy.PrepareForUpdate (a deep copy of the old object, the new status set)."""
         stored = old.obj
-        rest = {k: v for k, v in obj.items() if k != "status"}
-        if _encode(rest) == _encode({k: v for k, v in stored.items() if k != "status"}):
-            # the body repeats everything but the status as stored (same JSON): its own
-            # fresh values make the new object, in the stored order, without a copy of old
+        if share:
             new = {}
-            for k in stored:
-                if k != "status":
-                    new[k] = rest[k]
+            for k, v in stored.items():
+                if k == "metadata":
+                    new[k] = dict(v)
+                elif k != "status":
+                    new[k] = v
                 elif "status" in obj:
                     new[k] = obj["status"]
             if "status" in obj and "status" not in stored:
@@ -1704,7 +1734,8 @@ class Registry:
 
     def _apply_patch(self, rk: ResourceKind, old: Stored, patch_type: str, patch: Any, manager: str,
                      force: bool, sub: str = "") -> Any:
-        base = old.copy()
+        base = self._status_patch_base(old) if patch_type == "merge" and sub == "status" and \
+            patch.keys() <= {"status"} else old.copy()
         try:
             if patch_type == "merge":
                 # the patch's own values go into the fresh copy of the stored object, so they are
@@ -1731,6 +1762,24 @@ class Registry:
         except ValueError as e:
             raise StatusError(422, str(e), "Invalid") from None
         raise errors.unsupported_media_type(custom=self.custom(rk) is not None)
+
+    @staticmethod
+    def _status_patch_base(old: Stored) -> Obj:
+        """What a merge patch of the status subresource that names nothing but ``status`` is
+        applied to: the stored object ``old`` with its own values (a stored object is never
+        changed; :meth:`_own` copies them where a step changes values in place), but for copies
+        of its metadata's top level (the patch handler and the write set resourceVersion there)
+        and of its status (the patch changes it in place). The same JSON as a fresh copy of
+        ``old``, without the copy of the rest."""
+        base: Obj = {}
+        for k, v in old.obj.items():
+            if k == "metadata":
+                base[k] = dict(v)
+            elif k == "status":
+                base[k] = _decode(_encode(v))
+            else:
+                base[k] = v
+        return base
 
     def _check_patched_bytes(self, rk: ResourceKind, patch_type: str, patch: Any, patched: Obj) -> None:
         """The ``[]byte`` fields of a patched built-in object (see

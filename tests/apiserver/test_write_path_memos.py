@@ -55,8 +55,8 @@ def _forget_everything(reg: Registry) -> None:
         setattr(reg, name, _NoMemo())
     reg._known_parts = None  # type: ignore[assignment]
 
-    def check_status_body(rk: ResourceKind, namespace: str | None, body: Any, name: str) -> tuple[Any, bool]:
-        return reg._check_body(rk, namespace, body, name), False
+    def check_status_body(rk: ResourceKind, namespace: str | None, body: Any, name: str, old: Any) -> tuple[Any, bool]:
+        return reg._check_body(rk, namespace, reg._own(body, old), name), False
 
     reg._check_status_body = check_status_body  # type: ignore[method-assign]
     reg._unchanged_parts = lambda check, schema, body: ({}, [])  # type: ignore[method-assign]
