@@ -537,7 +537,8 @@ class JobReconciler:
 
         act = _SYNC
         chosen: JobEvent | None = None
-        cmd = await self.take_command(job)
+        # no Command anywhere (the usual case): nothing to take, and no coroutine made for it
+        cmd = await self.take_command(job) if len(self.commands) else None
         if cmd is not None:
             act = StateAction(cmd)
         else:
@@ -579,7 +580,9 @@ class JobReconciler:
             self._mem.pop(key, None)
 
         waits = [d.deadline - now for d in new_mem.delayed.values()]
-        ttl_wait = await self._ttl(ops.job)
+        ttl_wait = None
+        if (ops.job.get("spec") or {}).get("ttlSecondsAfterFinished") is not None:  # else nothing to await
+            ttl_wait = await self._ttl(ops.job)
         if ttl_wait is not None:
             waits.append(ttl_wait)
         waits = [max(w, 0.001) for w in waits]
@@ -709,7 +712,7 @@ class _Ops:
             await self._write_pending_status(status, original, update)
             return
         live, to_create, to_delete, terminating = self._diff_pods(plugins)
-        created = await self._create_pods(to_create)
+        created = await self._create_pods(to_create) if to_create else []
         for pod in to_delete:
             if await self._delete_pod(pod):
                 terminating += 1
@@ -851,8 +854,11 @@ class _Ops:
                 if keys.OUT_OF_SYNC_KEY in _ann(pod) or pod["metadata"].get("uid") in self.mem.killed:
                     to_delete.append(pod)
                 live.append(pod)
-        to_delete.extend(p for p in by_name.values() if not p["metadata"].get("deletionTimestamp"))
-        terminating += sum(1 for p in by_name.values() if p["metadata"].get("deletionTimestamp"))
+        for p in by_name.values():  # Pods of no replica (usually none)
+            if p["metadata"].get("deletionTimestamp"):
+                terminating += 1
+            else:
+                to_delete.append(p)
         return live, to_create, to_delete, terminating
 
     async def _create_pods(self, to_create: list[tuple[Obj, Obj]]) -> list[Obj]:
@@ -1055,6 +1061,8 @@ def _same_status(a: Obj, b: Obj) -> bool:
     (``conditions``, ``runningDuration``, ``state.lastTransitionTime``): the counts compared as
     integers (absent = 0), ``taskStatusCount`` and ``controlledResources`` absent = empty, any
     other field present in both and equal. Reads both, changes neither (decides a write)."""
+    if a == b:  # the usual no-write reconcile: what it counts is what it wrote last time
+        return True
     for k in a.keys() | b.keys():
         if k in _TIMED_KEYS:
             continue
