@@ -1540,7 +1540,7 @@ class Registry:
         write changes (resourceVersion, managedFields): the same JSON as a fresh copy of ``old``,
         made without a copy. Else a fresh copy of ``old`` with the status set.
 
-        Mirrors: apiextensions-apiserver pkg/registry/customresource strategy.go
+        Mirrors: apiextensions-apiserver pkg/registry/customresource status_strategy.go
         statusStrategy.PrepareForUpdate (a deep copy of the old object, the new status set)."""
         stored = old.obj
         if share:
