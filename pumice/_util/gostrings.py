@@ -1,8 +1,8 @@
 """Go's quoting of strings, for texts that must read as upstream's (error messages, shell words),
 and Go's integer parsing, for inputs that must take what upstream takes.
 
-Mirrors: Go's strconv.Quote (``%q`` of a string), strconv.Atoi, strconv.ParseUint and
-unicode.IsPrint.
+Mirrors: Go's strconv.Quote (``%q`` of a string), strconv.Atoi, strconv.ParseInt,
+strconv.ParseUint and unicode.IsPrint.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from decimal import Decimal
 
 _ATOI = re.compile(r"[+-]?[0-9]+")
 _DIGITS = re.compile(r"[0-9]+")
+_BASE_DIGITS = {2: re.compile(r"[01]+"), 8: re.compile(r"[0-7]+"), 10: _DIGITS, 16: re.compile(r"[0-9a-fA-F]+")}
+_PREFIX_BASES = {"0b": 2, "0o": 8, "0x": 16}
 
 _ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
 
@@ -54,6 +56,36 @@ def parse_uint(s: str) -> int:
     if n >= 2**64:
         raise ValueError(f"strconv.ParseUint: parsing {quote(s)}: value out of range")
     return n
+
+
+def parse_int(s: str, base: int = 0, *, unsigned: bool = False) -> int | None:
+    """``s`` as Go's ``strconv.ParseInt(s, base, 64)`` reads it (``unsigned``: ``ParseUint(s,
+    base, 64)``, which takes no sign), or None where Go answers an error (invalid syntax, out of
+    range). ``base``: 2, 8, 10 or 16, or 0 for the base the prefix gives (``0b``, ``0o``, ``0x`` in
+    either case, a leading ``0`` for octal; else 10). Deviates: no ``_`` digit separators (Go takes
+    them with base 0; go-yaml removes them before it parses).
+
+    >>> parse_int("-0x1F"), parse_int("017"), parse_int("09"), parse_int("18446744073709551615", unsigned=True)
+    (-31, 15, None, 18446744073709551615)
+    """
+    sign = s[:1] if s[:1] in ("+", "-") and not unsigned else ""
+    body = s[len(sign):]
+    if base == 0:
+        base = _PREFIX_BASES.get(body[:2].lower(), 0) if len(body) >= 3 else 0
+        if base:
+            body = body[2:]
+        elif body[:1] == "0":
+            base, body = 8, body[1:] or "0"
+        else:
+            base = 10
+    if not _BASE_DIGITS[base].fullmatch(body):
+        return None
+    n = int(body, base)
+    if sign == "-":
+        n = -n
+    if unsigned:
+        return n if n < 2**64 else None
+    return n if -(2**63) <= n < 2**63 else None
 
 
 def quote(s: str) -> str:

@@ -19,6 +19,7 @@ import math
 import re
 import struct
 from collections.abc import Generator, Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ import yaml
 
 from pumice._util.files import InputFileError, read_text_file
 from pumice._util.gostrings import quote
+from pumice._util.goyaml import resolve as go_resolve
 
 __all__ = ["DEFAULT_MAX_DEPTH", "DEFAULT_MAX_NODES", "PLAIN_LOADER", "NotYAMLError", "YAMLLimitError", "check_node",
            "compose", "error_line", "go_yaml_error", "read_yaml_document", "read_yaml_file", "safe_load",
@@ -47,24 +49,34 @@ except AttributeError:  # pragma: no cover - PyYAML without libyaml
 class _GoLoader(_Loader):  # type: ignore[misc,valid-type]
     """The safe loader, building what sigs.k8s.io/yaml (go-yaml v2 into ``interface{}``, then
     JSON) builds, so that no YAML value is left that JSON cannot carry (trial 11 F-1: a date made
-    the API answer 500): an unquoted timestamp stays its text, so does a base-60 number
-    (``190:20:30``, ``1:30.5``: YAML 1.1 only), ``!!binary`` is the decoded text
+    the API answer 500): a plain scalar is resolved as go-yaml v2 resolves it (:func:`pumice._util.goyaml.resolve`:
+    ``1e3``, ``-.5``, ``09`` are floats, ``0o17`` is 15, ``y`` is true; an unquoted timestamp and a
+    base-60 number stay their text), a float is the number Go's JSON encoder then writes
+    (``1e3`` -> 1000, ``1.0`` -> 1), ``!!binary`` is the decoded text
     (invalid UTF-8 replaced, as Go's JSON encoder does), ``!!set`` is a mapping of nulls,
     ``!!omap`` and ``!!pairs`` are sequences of one-key mappings, and mapping keys that are not
-    strings become go-yaml's text of them (``1``, ``true``, ``0.5``); a null or collection key is
-    an error, as sigs.k8s.io/yaml refuses it.
+    strings become go-yaml's text of them (``1``, ``true``, ``0.5``); a null, uint64 or collection
+    key is an error, as sigs.k8s.io/yaml refuses it.
 
-    Mirrors: go-yaml v2 decode.go (timestamps into interface{} as strings, !!binary), resolve.go
-    (no base 60), and
-    sigs.k8s.io/yaml convertToJSONableObject (map keys).
+    Mirrors: go-yaml v2 decode.go (timestamps into interface{} as strings, !!binary), resolve.go,
+    and sigs.k8s.io/yaml yamlToJSONTarget (json.Marshal), convertToJSONableObject (map keys).
     """
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+        if kind is yaml.ScalarNode and implicit[0]:  # plain, untagged
+            return go_resolve(value)[0]
+        tag: str = super().resolve(kind, value, implicit)
+        return tag
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:  # type: ignore[override]
         if isinstance(node, yaml.MappingNode):
             self.flatten_mapping(node)  # merge keys (<<), as the base class does
         mapping: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            key = self.construct_object(key_node, deep=True)
+            if key_node.tag == _FLOAT_TAG and isinstance(key_node, yaml.ScalarNode):
+                key = _go_float64(self, key_node)  # the float64, not its JSON number: 1e7 -> "1e+07"
+            else:
+                key = self.construct_object(key_node, deep=True)
             value = self.construct_object(value_node, deep=deep)
             # each key converted on its own: 1 and true are one Python key but two JSON keys
             mapping[key if type(key) is str else _go_key(key, value, key_node)] = value
@@ -81,12 +93,14 @@ def _go_key(key: Any, value: Any, node: yaml.Node) -> str:
         return key
     if isinstance(key, bool):
         return "true" if key else "false"
-    if isinstance(key, int):
+    if isinstance(key, int) and key < 2**63:
         return str(key)
     if isinstance(key, float):
         return _go_float32_text(key)
     if key is None:
         what, text = "%!s(<nil>)", "<nil>"
+    elif isinstance(key, int):  # beyond int64: go-yaml's uint64
+        what, text = "uint64", hex(key)
     else:
         what, text = type(key).__name__, repr(key)
     shown = quote(value) if isinstance(value, str) else "<nil>" if value is None else repr(value)
@@ -122,14 +136,55 @@ def _go_float32_text(x: float) -> str:
     return f"{sign}{figures[:point]}.{figures[point:]}"
 
 
-def _go_float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> float | str:
-    """A float scalar; one too large for a float64 written as a number (``1.0e+400``) is its
-    text, as go-yaml resolves a plain scalar ``strconv.ParseFloat`` cannot read (a Quantity then
-    parses it as Go does); ``.inf`` and ``.nan`` stay the float go-yaml makes of them."""
+def _float_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> float | str:
+    """An explicit ``!!float`` scalar go-yaml would not resolve to a number (PyYAML's reading);
+    one too large for a float64 (``!!float 1.0e+400``) is its text (a Quantity then parses it as
+    Go does); ``.inf`` and ``.nan`` stay floats."""
     number: float = loader.construct_yaml_float(node)
     if not math.isfinite(number) and str(node.value).lstrip("+-")[:1] != ".":
         return str(node.value)
     return number
+
+
+def _go_float64(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> float | str:
+    """A float-tagged scalar as go-yaml's float64: the float :func:`go_resolve` reads, an int it
+    reads within int64 made a float (``!!float 0x1f`` = 31.0, resolve's deferred conversion), else
+    the explicit tag's reading (:func:`_float_text`, refused in go-yaml's words when it fails)."""
+    tag, value = go_resolve(str(node.value))
+    if tag == _FLOAT_TAG:
+        return value  # type: ignore[no-any-return]
+    if tag == _INT_TAG and -(2**63) <= value < 2**63:
+        return float(value)
+    return _EXPLICIT_FLOAT(loader, node)  # type: ignore[no-any-return]
+
+
+def _json_number(x: float) -> int | float:
+    """A float64 as the number pumice's JSON decoder reads from what Go's ``encoding/json`` writes
+    of it (sigs.k8s.io/yaml's YAMLToJSON): an integral value below 1e21 is written without point
+    or exponent (``1000``, ``1``, ``18446744073709552000``: the shortest digits, then zeros), so it
+    is an int; any other float stays itself (``.inf`` and ``.nan`` too, which Go cannot write).
+
+    Mirrors: Go encoding/json floatEncoder ('f' format below 1e21)."""
+    if x.is_integer() and abs(x) < 1e21:
+        return int(x) if abs(x) < 2**53 else int(Decimal(repr(x)))
+    return x
+
+
+def _construct_float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int | float | str:
+    value = _go_float64(loader, node)
+    return value if isinstance(value, str) else _json_number(value)
+
+
+def _construct_go(tag: str, explicit: Any) -> Any:
+    """A constructor for ``tag``: go-yaml's value when :func:`go_resolve` gives the scalar that tag
+    (every plain scalar with it, and an explicit tag go-yaml agrees with: ``!!int 0o17`` = 15),
+    else ``explicit`` (PyYAML's reading of an explicit tag, refused in go-yaml's words)."""
+
+    def build(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+        resolved, value = go_resolve(str(node.value))
+        return value if resolved == tag else explicit(loader, node)
+
+    return build
 
 
 def _explicit(construct: Any, short_tag: str) -> Any:
@@ -137,9 +192,10 @@ def _explicit(construct: Any, short_tag: str) -> Any:
     (``!!int zz``: ``cannot decode !!str `zz` as a !!int``, the first part the tag the value
     resolves to untagged) instead of letting PyYAML's ValueError or KeyError through (a 500).
 
-    Mirrors: go-yaml v2 resolve.go resolve (the deferred failf). Deviates: the untagged tag is
-    PyYAML's YAML 1.1 resolution, and PyYAML reads a few forms go-yaml does not (and the reverse:
-    ``!!int 0o17`` is refused here, 15 in go-yaml)."""
+    Mirrors: go-yaml v2 resolve.go resolve (the deferred failf). Deviates: PyYAML reads a few
+    texts go-yaml refuses under an explicit tag (``!!int 18446744073709551616``, ``!!float
+    1e400``); the untagged tag is the loader's resolution (go-yaml's for :class:`_GoLoader`, YAML
+    1.1 for :data:`PLAIN_LOADER`)."""
 
     def build(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
         try:
@@ -195,28 +251,15 @@ def _decimal(construct: Any) -> Any:
     return build
 
 
-#: PyYAML's YAML 1.1 int pattern with a digit required after ``0b`` and ``0x`` (go-yaml strips
-#: the ``_`` of a plain scalar and reads ``0x_``, ``0b_``, ``-0x__`` as strings: no number parses,
-#: where PyYAML's pattern resolves them to ints it then cannot build) and without base 60
-#: (``190:20:30``: a string in go-yaml v2, 685230 in YAML 1.1)
-_GO_INT = re.compile(r"""^(?:[-+]?0b_*[0-1][0-1_]*
-                    |[-+]?0[0-7_]+
-                    |[-+]?(?:0|[1-9][0-9_]*)
-                    |[-+]?0x_*[0-9a-fA-F][0-9a-fA-F_]*)$""", re.X)
-#: PyYAML's YAML 1.1 float pattern without base 60 (``1:30.5``: a string in go-yaml v2)
-_GO_FLOAT = re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
-                    |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
-                    |[-+]?\.(?:inf|Inf|INF)
-                    |\.(?:nan|NaN|NAN))$""", re.X)
+_BOOL_TAG = "tag:yaml.org,2002:bool"
 _INT_TAG = "tag:yaml.org,2002:int"
 _FLOAT_TAG = "tag:yaml.org,2002:float"
-_GO_PATTERNS = {_INT_TAG: _GO_INT, _FLOAT_TAG: _GO_FLOAT}
-_GoLoader.yaml_implicit_resolvers = {
-    first: [(tag, _GO_PATTERNS.get(tag, pattern)) for tag, pattern in resolvers]
-    for first, resolvers in _Loader.yaml_implicit_resolvers.items()}
-_GoLoader.add_constructor(_FLOAT_TAG, _explicit(_decimal(_go_float), "!!float"))
-_GoLoader.add_constructor(_INT_TAG, _explicit(_decimal(_Loader.construct_yaml_int), "!!int"))
-_GoLoader.add_constructor("tag:yaml.org,2002:bool", _explicit(_Loader.construct_yaml_bool, "!!bool"))
+
+
+_EXPLICIT_FLOAT = _explicit(_decimal(_float_text), "!!float")
+_GoLoader.add_constructor(_FLOAT_TAG, _construct_float)
+_GoLoader.add_constructor(_INT_TAG, _construct_go(_INT_TAG, _explicit(_decimal(_Loader.construct_yaml_int), "!!int")))
+_GoLoader.add_constructor(_BOOL_TAG, _construct_go(_BOOL_TAG, _explicit(_Loader.construct_yaml_bool, "!!bool")))
 _GoLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_text)
 _GoLoader.add_constructor("tag:yaml.org,2002:binary", _binary_text)
 _GoLoader.add_constructor("tag:yaml.org,2002:set", _set_as_mapping)

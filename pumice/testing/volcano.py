@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from pumice._util import goyaml
 from pumice.api import Obj
 from pumice.api.volcano.constants import KUBE_GROUP_NAME_ANNOTATION_KEY
 from pumice.scheduler.volcano.cache.snapshot import SessionResult, build_snapshot, run_session
@@ -373,10 +374,12 @@ def conf_yaml(actions: Sequence[str], tiers: Sequence[Sequence[PluginOption | st
 
 
 def write_manifests(directory: Path, objects: Iterable[Obj]) -> Path:
-    """Write the objects as one multi-document YAML file in ``directory`` (file order = list order)."""
+    """Write the objects as one multi-document YAML file in ``directory`` (file order = list order),
+    as Go writes YAML (:func:`pumice._util.goyaml.dump`: a node named ``n`` is ``"n"``, which
+    kubectl and pumice's readers take as a string)."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "objects.yaml"
-    path.write_text(yaml.safe_dump_all(list(objects), sort_keys=False))
+    path.write_text("---\n".join(goyaml.dump(o) for o in objects))
     return path
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import httpx2
 import pytest
+import yaml
 
 from pumice.api import yamlsafe
 
@@ -41,6 +42,50 @@ def test_base_60_is_text_as_go_yaml_v2_reads_it_and_other_numbers_stay_numbers()
         "a": "190:20:30", "b": "1:30.5", "c": "+1:30", "1:30": "d"}
     assert yamlsafe.safe_load("[685230, -1_0, 0x1f, 0b11, 017, 1.5, .5, 6.8523015e+5, .inf]") == [
         685230, -10, 31, 3, 15, 1.5, 0.5, 685230.15, float("inf")]
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("-.5", -0.5), ("+.5", 0.5), ("1e-7", 1e-7), ("1e21", 1e21),  # yamlStyleFloat: floats
+    ("1e3", 1000), ("1.0e5", 100000), ("1.0", 1), ("1.", 1), ("09", 9), ("-08", -8),  # JSON writes 1000
+    ("0o17", 15), ("0O17", 15), ("0b+1", 1),  # ParseInt base 0; resolve's 0b branch
+    ("18446744073709551616", 18446744073709552000),  # beyond uint64: a float64, written 'f'
+    ("y", True), ("N", False), ("=", "="),  # resolveMap's y/n; no YAML 1.1 !!value
+])
+def test_a_plain_scalar_is_what_go_yaml_v2_resolves_and_json_writes(text: str, value: object) -> None:
+    got = yamlsafe.safe_load(f"a: {text}")["a"]
+    assert (type(got), got) == (type(value), value)
+
+
+def test_keys_and_explicit_tags_go_yaml_v2_reads() -> None:
+    # a float key is FormatFloat(float64, 'g', -1, 32); a uint64 key is no JSON key
+    assert yamlsafe.safe_load("1e7: a\n1e3: b\ny: c\n") == {"1e+07": "a", "1000": "b", "true": "c"}
+    with pytest.raises(yaml.YAMLError) as e:
+        yamlsafe.safe_load("18446744073709551615: a")
+    assert yamlsafe.go_yaml_error(e.value, "") == \
+        'unsupported map key of type: uint64, key: 0xffffffffffffffff, value: "a"'
+    # an explicit tag go-yaml resolves the text to: its value (float64 of an int for !!float)
+    assert yamlsafe.safe_load("[!!int 0o17, !!float 0x1f, !!bool y]") == [15, 31, True]
+
+
+async def test_yaml_numbers_go_yaml_resolves_are_numbers_in_typed_fields(http: httpx2.AsyncClient) -> None:
+    """``replicas: 1e3`` is a float64 to go-yaml, 1000 in the JSON kube-apiserver decodes; pumice
+    kept it a string (a 400: cannot unmarshal string into ... int64)."""
+    body = ("apiVersion: v1\nkind: Pod\nmetadata: {name: n1}\nspec:\n  terminationGracePeriodSeconds: 1e3\n"
+            "  activeDeadlineSeconds: 0o17\n  containers:\n  - name: c\n    image: busybox\n"
+            "    ports: [{containerPort: 09}]\n"
+            "    resources: {requests: {cpu: +.5, memory: 1.0e5}, limits: {cpu: 1e3}}\n")
+    r = await http.post("/api/v1/namespaces/default/pods", content=body, headers=YAML)
+    assert r.status_code == 201, r.text
+    spec = (await http.get("/api/v1/namespaces/default/pods/n1")).json()["spec"]
+    c = spec["containers"][0]
+    assert (spec["terminationGracePeriodSeconds"], spec["activeDeadlineSeconds"], c["ports"][0]["containerPort"]) \
+        == (1000, 15, 9)
+    assert c["resources"] == {"requests": {"cpu": "500m", "memory": "100k"}, "limits": {"cpu": "1k"}}
+    r = await http.post(CMS, content="apiVersion: v1\nkind: ConfigMap\nmetadata: {name: n2}\ndata: {c: 1e3}\n",
+                        headers=YAML)
+    assert (r.status_code, r.json()["message"]) == (400, 'ConfigMap in version "v1" cannot be handled as a ConfigMap: '
+                                                    "json: cannot unmarshal number into Go struct field "
+                                                    "ConfigMap.data of type string"), r.text
 
 
 async def test_a_yaml_set_is_a_mapping_of_nulls(http: httpx2.AsyncClient) -> None:
@@ -86,6 +131,7 @@ async def test_a_yaml_body_that_does_not_parse_is_400_in_go_yamls_words(
     ("!!int 0x_", "cannot decode !!str `0x_` as a !!int"),
     ("!!int 1:30", "cannot decode !!str `1:30` as a !!int"),
     ("!!float 1:30.5", "cannot decode !!str `1:30.5` as a !!float"),
+    ("!!int 1e3", "cannot decode !!float `1e3` as a !!int"),  # go-yaml's resolution names the tag
 ])
 async def test_a_scalar_its_explicit_tag_cannot_hold_is_400_not_500(
         http: httpx2.AsyncClient, value: str, why: str) -> None:

@@ -3,7 +3,7 @@ table, written out here as Go prints them)."""
 
 import pytest
 
-from pumice._util.gostrings import atoi, quote
+from pumice._util.gostrings import atoi, parse_int, quote
 
 
 @pytest.mark.parametrize(("s", "go"), [
@@ -33,3 +33,16 @@ def test_atoi_takes_what_go_strconv_atoi_takes(s: str, n: int) -> None:
 def test_atoi_refuses_what_go_strconv_atoi_refuses(s: str) -> None:
     with pytest.raises(ValueError, match=r"strconv\.Atoi: parsing"):
         atoi(s)
+
+
+@pytest.mark.parametrize(("s", "base", "unsigned", "go"), [
+    ("-0x1F", 0, False, -31), ("0o17", 0, False, 15), ("0O17", 0, False, 15), ("017", 0, False, 15),
+    ("0b11", 0, False, 3), ("0", 0, False, 0), ("+7", 0, False, 7), ("09", 0, False, None), ("0x", 0, False, None),
+    ("", 0, False, None), ("-", 0, False, None), ("1_0", 0, False, None), ("٣", 0, False, None),
+    ("-9223372036854775808", 0, False, -(2**63)), ("9223372036854775808", 0, False, None),
+    ("9223372036854775808", 0, True, 2**63), ("18446744073709551616", 0, True, None), ("+1", 0, True, None),
+    ("+101", 2, False, 5), ("0b1", 2, False, None),
+])
+def test_parse_int_as_go_strconv(s: str, base: int, unsigned: bool, go: int | None) -> None:
+    # strconv.ParseInt(s, base, 64) / ParseUint(s, base, 64); None: Go's error
+    assert parse_int(s, base, unsigned=unsigned) == go

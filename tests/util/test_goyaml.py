@@ -19,7 +19,13 @@ def test_key_order(a: str, b: str) -> None:
 
 def test_dump_quotes_what_would_read_as_another_type_in_double_quotes() -> None:
     assert dump({"n": "2", "t": "true", "e": "", "f": "1.5", "s": "2Gi", "i": 3, "b": False, "m": {}}) == (
-        'b: false\ne: ""\nf: "1.5"\ni: 3\nm: {}\nn: "2"\ns: 2Gi\nt: "true"\n')
+        'b: false\ne: ""\nf: "1.5"\ni: 3\nm: {}\n"n": "2"\ns: 2Gi\nt: "true"\n')  # a key "n" too (go-yaml: false)
+
+
+def test_dump_quotes_what_go_yaml_reads_as_no_string_where_pyyaml_does() -> None:
+    # go-yaml v2 encode.go stringv quotes a string its own resolve reads as another type
+    assert dump({"a": "y", "b": "1e3", "c": "09", "d": "-.5", "e": "0o17", "f": "1_000"}) == (
+        'a: "y"\nb: "1e3"\nc: "09"\nd: "-.5"\ne: "0o17"\nf: "1_000"\n')
 
 
 def test_dump_writes_a_multi_line_string_as_a_literal_block() -> None:
