@@ -207,6 +207,33 @@ def test_a_job_held_by_its_queue_capability_says_why_in_the_scheduling_issues(ob
         objects.kubectl("delete", "vcjob", "capped-job", "--wait=false")
 
 
+def test_a_refresh_already_sent_does_not_reset_a_field_being_typed_in(objects, browser, login) -> None:
+    """A live refresh requested before the user focused a form field and answered after must not
+    replace the form (the typed value would be lost, and a click on its button would send the old
+    one): it waits for the focus to leave, as a refresh requested while typing does. The refresh
+    is held in the network layer, so the order is fixed, not timed."""
+    objects.kubectl("apply", "-f", "-", input=QUEUE % {"name": "typing"})
+    page = login(browser, objects)
+    page.goto(objects.url + "queues/typing")
+    wait_until(lambda: "Open" in page.inner_text("#queue-state"), what="queue Open")
+    held: list = []
+    page.route(lambda url: "/queues/typing?" in url and "partial=1" in url, lambda route: held.append(route))
+    page.evaluate("window.__answered = 0; document.body.addEventListener('htmx:afterRequest', function () {"
+                  " window.__answered++; })")
+    page.evaluate("htmx.trigger('#live', 'sse:change')")
+    # Route handlers run while Playwright is called: wait in its own timer, not time.sleep.
+    wait_until(lambda: bool(held) or page.wait_for_timeout(100), what="the refresh request sent")
+    page.fill("#weight", "7")
+    held[0].continue_()
+    wait_until(lambda: page.evaluate("window.__answered") >= 1, what="the held refresh answered")
+    assert page.input_value("#weight") == "7"
+    assert page.evaluate("document.activeElement.id") == "weight"
+    page.click("button:has-text('Update Weight')")
+    wait_until(lambda: objects.kubectl("get", "queue", "typing", "-o", "jsonpath={.spec.weight}") == "7",
+               what="weight 7")
+    page.context.close()
+
+
 MAIN_PAGES = ("", "queues", "queues/default", "vcjobs", "vcjobs/default/small", "podgroups", "rayclusters", "rayjobs",
               "rayservices", "nodes", "pods", "charts")
 

@@ -56,7 +56,8 @@
   }
 
   // A live refresh would reset a form the user is typing in: while a field of the live region
-  // has focus, refreshes wait, and the last one runs when the focus leaves.
+  // has focus, refreshes wait (one already sent is not swapped in), and the last one runs when
+  // the focus leaves.
   var deferred = false;
   function editing() {
     var a = document.activeElement;
@@ -107,6 +108,10 @@
     var refocus = null;
     document.body.addEventListener("htmx:beforeSwap", function (ev) {
       refocus = null;
+      // A refresh sent before the user started typing lands after: it waits like a new one.
+      if (ev.detail.target && ev.detail.target.id === "live" && editing()) {
+        ev.detail.shouldSwap = false; deferred = true; return;
+      }
       var a = document.activeElement;
       if (ev.detail.target && ev.detail.target.id === "live" && a && a !== document.body && ev.detail.target.contains(a)) {
         refocus = focusKey(a, ev.detail.target);
