@@ -15,6 +15,10 @@ _ATOI = re.compile(r"[+-]?[0-9]+")
 _DIGITS = re.compile(r"[0-9]+")
 _BASE_DIGITS = {2: re.compile(r"[01]+"), 8: re.compile(r"[0-7]+"), 10: _DIGITS, 16: re.compile(r"[0-9a-fA-F]+")}
 _PREFIX_BASES = {"0b": 2, "0o": 8, "0x": 16}
+#: the most significant digits a 64-bit number has in each base (2**64 - 1: 20 decimal digits):
+#: a text with more is out of range before it is converted, so ``int()`` never meets an unbounded
+#: text (CPython refuses a decimal one over 4,300 digits with a ValueError of its own)
+_MAX_DIGITS = {2: 64, 8: 22, 10: 20, 16: 16}
 
 _ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
 
@@ -36,8 +40,10 @@ def atoi(s: str, func: str = "Atoi") -> int:
     """
     if not _ATOI.fullmatch(s):
         raise ValueError(f"strconv.{func}: parsing {quote(s)}: invalid syntax")
-    n = int(s)
-    if not -(2**63) <= n < 2**63:
+    n = _bounded_int(s.lstrip("+-"), 10)
+    if s[:1] == "-" and n is not None:
+        n = -n
+    if n is None or not -(2**63) <= n < 2**63:
         raise ValueError(f"strconv.{func}: parsing {quote(s)}: value out of range")
     return n
 
@@ -52,8 +58,8 @@ def parse_uint(s: str) -> int:
     """
     if not _DIGITS.fullmatch(s):
         raise ValueError(f"strconv.ParseUint: parsing {quote(s)}: invalid syntax")
-    n = int(s)
-    if n >= 2**64:
+    n = _bounded_int(s, 10)
+    if n is None or n >= 2**64:
         raise ValueError(f"strconv.ParseUint: parsing {quote(s)}: value out of range")
     return n
 
@@ -78,14 +84,21 @@ def parse_int(s: str, base: int = 0, *, unsigned: bool = False) -> int | None:
             base, body = 8, body[1:] or "0"
         else:
             base = 10
-    if not _BASE_DIGITS[base].fullmatch(body):
+    n = _bounded_int(body, base) if _BASE_DIGITS[base].fullmatch(body) else None
+    if n is None:
         return None
-    n = int(body, base)
     if sign == "-":
         n = -n
     if unsigned:
         return n if n < 2**64 else None
     return n if -(2**63) <= n < 2**63 else None
+
+
+def _bounded_int(digits: str, base: int) -> int | None:
+    """The value of ``digits`` (valid digits of ``base``, no sign), or None when it has more
+    significant digits than a 64-bit number (out of range, found before converting)."""
+    significant = digits.lstrip("0") or "0"
+    return int(significant, base) if len(significant) <= _MAX_DIGITS[base] else None
 
 
 def quote(s: str) -> str:

@@ -50,6 +50,7 @@ def test_base_60_is_text_as_go_yaml_v2_reads_it_and_other_numbers_stay_numbers()
     ("0o17", 15), ("0O17", 15), ("0b+1", 1),  # ParseInt base 0; resolve's 0b branch
     ("18446744073709551616", 18446744073709552000),  # beyond uint64: a float64, written 'f'
     ("y", True), ("N", False), ("=", "="),  # resolveMap's y/n; no YAML 1.1 !!value
+    ("1" * 5000, "1" * 5000), ("-0x" + "f" * 5000, "-0x" + "f" * 5000),  # no int64/uint64/float64: text
 ])
 def test_a_plain_scalar_is_what_go_yaml_v2_resolves_and_json_writes(text: str, value: object) -> None:
     got = yamlsafe.safe_load(f"a: {text}")["a"]
@@ -86,6 +87,15 @@ async def test_yaml_numbers_go_yaml_resolves_are_numbers_in_typed_fields(http: h
     assert (r.status_code, r.json()["message"]) == (400, 'ConfigMap in version "v1" cannot be handled as a ConfigMap: '
                                                     "json: cannot unmarshal number into Go struct field "
                                                     "ConfigMap.data of type string"), r.text
+
+
+async def test_a_number_longer_than_int_takes_is_stored_as_text(http: httpx2.AsyncClient) -> None:
+    """review21 W-7: 5,000 digits fit no int64, uint64 or float64, so go-yaml keeps the text and
+    kube-apiserver stores it; pumice's int() refused it with its own ValueError (a 500)."""
+    big = "1" * 5000
+    r = await http.post(CMS, content=f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: n3}}\ndata: {{k: {big}}}\n",
+                        headers=YAML)
+    assert (r.status_code, r.json()["data"]) == (201, {"k": big}), r.text
 
 
 async def test_a_yaml_set_is_a_mapping_of_nulls(http: httpx2.AsyncClient) -> None:
@@ -132,6 +142,7 @@ async def test_a_yaml_body_that_does_not_parse_is_400_in_go_yamls_words(
     ("!!int 1:30", "cannot decode !!str `1:30` as a !!int"),
     ("!!float 1:30.5", "cannot decode !!str `1:30.5` as a !!float"),
     ("!!int 1e3", "cannot decode !!float `1e3` as a !!int"),  # go-yaml's resolution names the tag
+    ("!!int " + "1" * 5000, f"cannot decode !!str `{'1' * 5000}` as a !!int"),  # review21 W-7: was a 500
 ])
 async def test_a_scalar_its_explicit_tag_cannot_hold_is_400_not_500(
         http: httpx2.AsyncClient, value: str, why: str) -> None:

@@ -3,7 +3,7 @@ table, written out here as Go prints them)."""
 
 import pytest
 
-from pumice._util.gostrings import atoi, parse_int, quote
+from pumice._util.gostrings import atoi, parse_int, parse_uint, quote
 
 
 @pytest.mark.parametrize(("s", "go"), [
@@ -46,3 +46,18 @@ def test_atoi_refuses_what_go_strconv_atoi_refuses(s: str) -> None:
 def test_parse_int_as_go_strconv(s: str, base: int, unsigned: bool, go: int | None) -> None:
     # strconv.ParseInt(s, base, 64) / ParseUint(s, base, 64); None: Go's error
     assert parse_int(s, base, unsigned=unsigned) == go
+
+
+BIG = "1" * 5000  # more digits than CPython's int() takes (sys.get_int_max_str_digits(): 4,300)
+
+
+def test_a_number_of_any_length_is_out_of_range_not_int_s_limit() -> None:
+    """review21 W-7: ``int()`` of a decimal text over 4,300 digits raises its own ValueError (a 500
+    from a YAML body); Go's parsers answer "value out of range" without converting."""
+    assert [parse_int(BIG), parse_int(BIG, unsigned=True), parse_int("-" + BIG, 10), parse_int("0x" + BIG)] == \
+        [None] * 4
+    assert parse_int("0" * 5000 + "17", 10) == 17  # leading zeros count for nothing, as in Go
+    with pytest.raises(ValueError, match=r'^strconv\.Atoi: parsing "1{5000}": value out of range$'):
+        atoi(BIG)
+    with pytest.raises(ValueError, match=r'^strconv\.ParseUint: parsing "1{5000}": value out of range$'):
+        parse_uint(BIG)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pumice._util.goyaml import dump, key_less
+from pumice._util.goyaml import dump, key_less, resolve
 
 
 @pytest.mark.parametrize(("a", "b"), [
@@ -30,3 +30,12 @@ def test_dump_quotes_what_go_yaml_reads_as_no_string_where_pyyaml_does() -> None
 
 def test_dump_writes_a_multi_line_string_as_a_literal_block() -> None:
     assert dump({"script": "echo a\necho b\n"}) == "script: |\n  echo a\n  echo b\n"
+
+
+def test_a_number_longer_than_int_takes_is_text_and_dumps() -> None:
+    """review21 W-7: go-yaml's ParseInt/ParseUint fail (range) and ParseFloat gives +Inf, so a
+    5,000-digit plain scalar is a string; kubectl-ray --dry-run writes it (was int()'s ValueError)."""
+    big = "1" * 5000
+    assert resolve(big) == ("tag:yaml.org,2002:str", big)
+    assert resolve("-0b" + big) == ("tag:yaml.org,2002:str", "-0b" + big)
+    assert dump({"a": big}) == f'a: "{big}"\n'
