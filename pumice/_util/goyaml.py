@@ -35,7 +35,6 @@ _NULL_TAG = "tag:yaml.org,2002:null"
 _BOOL_TAG = "tag:yaml.org,2002:bool"
 _INT_TAG = "tag:yaml.org,2002:int"
 _FLOAT_TAG = "tag:yaml.org,2002:float"
-_MERGE_TAG = "tag:yaml.org,2002:merge"
 #: the plain scalars go-yaml v2 looks up before anything else (resolve.go resolveMap): YAML 1.1's
 #: words, with ``y``/``n`` (which PyYAML leaves text)
 _GO_WORDS: dict[str, tuple[str, Any]] = {
@@ -57,15 +56,15 @@ def resolve(text: str) -> tuple[str, Any]:
     """The tag and value go-yaml v2 gives the plain scalar ``text`` (decoded into ``interface{}``):
     ``(tag, value)``, the tag one of YAML's ``null``, ``bool``, ``int`` (a Python int within
     int64, else uint64), ``float`` (a Python float), ``str`` (the text: an unquoted timestamp
-    too, which go-yaml keeps as text in an ``interface{}``), or ``merge`` for ``<<`` (go-yaml's
-    decoder merges it). The words of :data:`_GO_WORDS` first; then a text starting with ``.`` is a
-    float when ParseFloat reads it; one starting with a sign or a digit, ``_`` removed, is
+    too, which go-yaml keeps as text in an ``interface{}``, and ``<<``: a merge is the decoder's
+    isMerge of a mapping key, not resolve's). The words of :data:`_GO_WORDS` first; then a text
+    starting with ``.`` is a float when ParseFloat reads it; one starting with a sign or a digit, ``_`` removed, is
     ParseInt's (base 0: ``0x1f``, ``0o17``, ``017`` octal, ``0b11``), else ParseUint's, else a
     float when it has yamlStyleFloat's shape (``1e3``, ``-.5``, ``1.``, ``09``) and is within
     float64 (``1e400`` stays text), else a binary number after ``0b`` / ``-0b``. Anything else is
     text, base-60 numbers (``1:30``) included.
 
-    Mirrors: go.yaml.in/yaml/v2 resolve.go resolve (tag ""), decode.go isMerge.
+    Mirrors: go.yaml.in/yaml/v2 resolve.go resolve (tag "").
     """
     hit = _GO_WORDS.get(text)
     if hit is not None:
@@ -91,8 +90,6 @@ def resolve(text: str) -> tuple[str, Any]:
             n = parse_int("-" + plain[3:], 2)
         if n is not None:
             return _INT_TAG, n
-    elif text == "<<":
-        return _MERGE_TAG, text
     return _STR, text
 
 

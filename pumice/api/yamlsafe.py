@@ -64,13 +64,19 @@ class _GoLoader(_Loader):  # type: ignore[misc,valid-type]
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
         if kind is yaml.ScalarNode and implicit[0]:  # plain, untagged
-            return go_resolve(value)[0]
+            # a plain << may be a merge key (the decoder's isMerge); anywhere else it is its text
+            return _MERGE_TAG if value == "<<" else go_resolve(value)[0]
         tag: str = super().resolve(kind, value, implicit)
         return tag
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:  # type: ignore[override]
         if isinstance(node, yaml.MappingNode):
-            self.flatten_mapping(node)  # merge keys (<<), as the base class does
+            try:
+                self.flatten_mapping(node)  # merge keys (<<), as the base class does
+            except yaml.constructor.ConstructorError as e:
+                if not str(e.problem).startswith("expected a mapping"):
+                    raise
+                raise yaml.constructor.ConstructorError(None, None, _MERGE_WANTS_MAP, e.problem_mark) from None
         mapping: dict[str, Any] = {}
         for key_node, value_node in node.value:
             if key_node.tag == _FLOAT_TAG and isinstance(key_node, yaml.ScalarNode):
@@ -212,6 +218,17 @@ def _explicit(construct: Any, short_tag: str) -> Any:
 
 #: go-yaml's refusal of a scalar its explicit tag cannot hold
 _CANNOT_DECODE = "cannot decode "
+#: go-yaml's refusal of a merge whose value is not a mapping or a sequence of mappings (failWantMap)
+_MERGE_WANTS_MAP = "map merge requires map or sequence of maps as the value"
+
+
+def _merge_text(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    """A ``<<`` (plain, or tagged ``!!merge``) that is no mapping key: its text, as go-yaml v2 reads
+    it (``data: {k: <<}``)."""
+    if not isinstance(node, yaml.ScalarNode):
+        return loader.construct_undefined(node)
+    return str(node.value)
+
 
 
 def _timestamp_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
@@ -256,7 +273,9 @@ _INT_TAG = "tag:yaml.org,2002:int"
 _FLOAT_TAG = "tag:yaml.org,2002:float"
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 _EXPLICIT_FLOAT = _explicit(_decimal(_float_text), "!!float")
+_GoLoader.add_constructor(_MERGE_TAG, _merge_text)
 _GoLoader.add_constructor(_FLOAT_TAG, _construct_float)
 _GoLoader.add_constructor(_INT_TAG, _construct_go(_INT_TAG, _explicit(_decimal(_Loader.construct_yaml_int), "!!int")))
 _GoLoader.add_constructor(_BOOL_TAG, _construct_go(_BOOL_TAG, _explicit(_Loader.construct_yaml_bool, "!!bool")))
@@ -486,7 +505,7 @@ def go_yaml_error(e: yaml.YAMLError, text: str) -> str:
     problem = getattr(e, "problem", None) or ""
     if isinstance(e, yaml.constructor.ConstructorError) and problem.startswith(_UNSUPPORTED_KEY):
         return problem
-    if isinstance(e, yaml.constructor.ConstructorError) and problem.startswith(_CANNOT_DECODE):
+    if isinstance(e, yaml.constructor.ConstructorError) and problem.startswith((_CANNOT_DECODE, _MERGE_WANTS_MAP)):
         return f"yaml: {problem}"  # go-yaml's failf: no line
     mark = getattr(e, "problem_mark", None)
     if isinstance(e, yaml.composer.ComposerError) and problem.startswith("found undefined alias") and mark is not None:

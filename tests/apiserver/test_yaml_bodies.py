@@ -98,6 +98,29 @@ async def test_a_number_longer_than_int_takes_is_stored_as_text(http: httpx2.Asy
     assert (r.status_code, r.json()["data"]) == (201, {"k": big}), r.text
 
 
+def test_a_plain_merge_key_merges_and_any_other_plain_lt_lt_is_text() -> None:
+    """review21 W-1: go-yaml v2's resolve gives ``<<`` no tag of its own ('<' has no hint in
+    resolve_table); only the decoder's isMerge makes a plain (or ``!!merge``) mapping key ``<<`` a
+    merge. A value or list item ``<<`` is the text, a quoted key ``"<<"`` a plain key."""
+    assert yamlsafe.safe_load("a: <<\nb: [<<, !!merge <<]\n'<<': c\nm: {<<: {p: 1, q: 1}, q: 2}\n"
+                              "r: {!!merge <<: [{z: 3}]}\n") == {
+        "a": "<<", "b": ["<<", "<<"], "<<": "c", "m": {"p": 1, "q": 2}, "r": {"z": 3}}
+
+
+async def test_a_lt_lt_value_is_stored_and_a_scalar_merge_is_go_yamls_400(http: httpx2.AsyncClient) -> None:
+    """review21 W-1: ``data: {k: <<}`` was a 400 (PyYAML: no constructor for the merge tag);
+    kube-apiserver stores the text. ``<<: x`` is go-yaml's failWantMap (no line), not PyYAML's
+    'expected a mapping or list of mappings for merging'."""
+    r = await http.post(CMS, content="apiVersion: v1\nkind: ConfigMap\nmetadata: {name: m1}\ndata: {k: <<}\n",
+                        headers=YAML)
+    assert (r.status_code, r.json()["data"]) == (201, {"k": "<<"}), r.text
+    for merge in ("x", "[x]", "[{a: b}, x]"):
+        r = await http.post(CMS, content=f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: m2}}\n"
+                                         f"data: {{k: '1', <<: {merge}}}\n", headers=YAML)
+        assert (r.status_code, r.json()["message"]) == (400, "error converting YAML to JSON: yaml: map merge "
+                                                        "requires map or sequence of maps as the value"), r.text
+
+
 async def test_a_yaml_set_is_a_mapping_of_nulls(http: httpx2.AsyncClient) -> None:
     body = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y3\n  annotations: !!set {a, b}\n"
     r = await http.post(CMS, content=body, headers=YAML)

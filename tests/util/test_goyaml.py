@@ -39,3 +39,9 @@ def test_a_number_longer_than_int_takes_is_text_and_dumps() -> None:
     assert resolve(big) == ("tag:yaml.org,2002:str", big)
     assert resolve("-0b" + big) == ("tag:yaml.org,2002:str", "-0b" + big)
     assert dump({"a": big}) == f'a: "{big}"\n'
+
+
+def test_lt_lt_resolves_to_text() -> None:
+    """review21 W-1: go-yaml v2's resolve has no merge tag ('<' has no hint); a merge is the
+    decoder's isMerge of a mapping key."""
+    assert resolve("<<") == ("tag:yaml.org,2002:str", "<<")
