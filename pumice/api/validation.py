@@ -414,11 +414,20 @@ def _validate_namespace(obj: Obj, old: Obj | None) -> list[FieldCause]:
     return [c for i, f in enumerate(finalizers) for c in validate_kube_finalizer_name(str(f), f"spec.finalizers[{i}]")]
 
 
-#: kinds whose update validates the new object's whole metadata again, generateName included
-#: (ValidateConfigMapUpdate, ValidateSecretUpdate, ValidateServiceUpdate and
-#: ValidateServiceAccountUpdate run ValidateX on the new object); every other kind's update runs
-#: only ValidateObjectMetaAccessorUpdate.
-_FULL_META_ON_UPDATE = frozenset({("", "ConfigMap"), ("", "Secret"), ("", "Service"), ("", "ServiceAccount")})
+#: kinds whose update validates the new object's whole metadata again, generateName included:
+#: their upstream ValidateXUpdate (or strategy ValidateUpdate) runs ValidateX on the new object
+#: (core ConfigMap, Secret, Service, ServiceAccount, PersistentVolume, LimitRange; rbac Role,
+#: ClusterRole, RoleBinding, ClusterRoleBinding; storage CSINode, VolumeAttachment; apps
+#: ControllerRevision; apiregistration APIService). Every other kind's update runs only
+#: ValidateObjectMetaAccessorUpdate (CSIDriver's, Lease's, PodDisruptionBudget's and
+#: CSIStorageCapacity's validate their spec, not their metadata, again).
+_FULL_META_ON_UPDATE = frozenset({
+    ("", "ConfigMap"), ("", "Secret"), ("", "Service"), ("", "ServiceAccount"), ("", "PersistentVolume"),
+    ("", "LimitRange"),
+    *(("rbac.authorization.k8s.io", k) for k in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")),
+    ("storage.k8s.io", "CSINode"), ("storage.k8s.io", "VolumeAttachment"), ("apps", "ControllerRevision"),
+    ("apiregistration.k8s.io", "APIService"),
+})
 
 
 def validate_object_meta(rk: ResourceKind, obj: Obj, old: Obj | None) -> list[FieldCause]:

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import copy
 
+import pytest
+
 from pumice.api.scheme import Scheme
 from pumice.api.validation import DNS1123_SUBDOMAIN_ERR, validate_object
 
@@ -86,6 +88,34 @@ def test_a_generate_name_is_checked_on_the_update_of_a_kind_that_validates_all_o
     new = copy.deepcopy(old)
     new["metadata"]["generateName"] = "Bad_-"
     assert fields(validate_object(cm, new, old)) == [("metadata.generateName", "FieldValueInvalid")]
+
+
+@pytest.mark.parametrize(("api_version", "kind", "checked"), [
+    ("v1", "PersistentVolume", True),  # ValidatePersistentVolumeUpdate: ValidatePersistentVolume(new)
+    ("v1", "LimitRange", True),  # limitrangeStrategy.ValidateUpdate: ValidateLimitRange(new)
+    ("rbac.authorization.k8s.io/v1", "Role", True),  # ValidateRoleUpdate: ValidateRole(new), ...
+    ("rbac.authorization.k8s.io/v1", "ClusterRole", True),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding", True),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", True),
+    ("storage.k8s.io/v1", "CSINode", True),  # ValidateCSINodeUpdate: ValidateCSINode(new)
+    ("storage.k8s.io/v1", "VolumeAttachment", True),  # ValidateVolumeAttachmentUpdate: ...(new)
+    ("apps/v1", "ControllerRevision", True),  # ValidateControllerRevisionUpdate: ...(new)
+    ("apiregistration.k8s.io/v1", "APIService", True),  # ValidateAPIServiceUpdate: ValidateAPIService(new)
+    ("storage.k8s.io/v1", "CSIDriver", False),  # ObjectMetaUpdate + the spec only
+    ("coordination.k8s.io/v1", "Lease", False),
+    ("policy/v1", "PodDisruptionBudget", False),
+    ("storage.k8s.io/v1", "CSIStorageCapacity", False),
+])
+def test_the_kinds_whose_update_validates_all_of_itself_again_check_generate_name(
+        api_version: str, kind: str, checked: bool) -> None:
+    """review21 W-2: upstream's ValidateXUpdate of these kinds runs ValidateX on the new object
+    (ValidateObjectMeta, generateName as a prefix); a bad generateName set by an edit was accepted."""
+    rk = SCHEME.by_api_version_kind(api_version, kind)
+    meta = {"name": "x", **({"namespace": "default"} if rk.namespaced else {})}
+    old = {"apiVersion": api_version, "kind": kind, "metadata": meta}
+    new = copy.deepcopy(old)
+    new["metadata"]["generateName"] = "a/b-"
+    assert (("metadata.generateName", "FieldValueInvalid") in fields(validate_object(rk, new, old))) is checked
 
 
 def test_namespace_names_are_dns_labels():
