@@ -1351,7 +1351,7 @@ class Registry:
         if as_stored:  # a status patch that left everything else as stored is already the new object
             new = obj if share else self._own(obj, old)
         else:
-            new = self._prepare_update(rk, obj, old, sub, share=share)
+            new = self._prepare_update(rk, obj, old, sub, share=share, applied=_applied)
         if not _applied:
             self._track(old.obj, new, rk, field_manager, sub if _manager_sub is None else _manager_sub)
         req.obj = new
@@ -1522,17 +1522,21 @@ class Registry:
         for key in fresh:
             self._clean_cr_parts.add(key)
 
-    def _prepare_update(self, rk: ResourceKind, obj: Obj, old: Stored, sub: str, *, share: bool = False) -> Obj:
-        """The object an update of ``obj`` stores over ``old`` (``share``: see :meth:`_prepare_status`)."""
+    def _prepare_update(self, rk: ResourceKind, obj: Obj, old: Stored, sub: str, *, share: bool = False,
+                        applied: bool = False) -> Obj:
+        """The object an update of ``obj`` stores over ``old`` (``share``, ``applied``: see :meth:`_prepare_status`)."""
         if sub == "status":
-            new = self._prepare_status(obj, old, share=share)
+            new = self._prepare_status(obj, old, share=share, applied=applied)
             if self.custom(rk) is None:
                 self.strategy(rk).prepare_status_update(new, old.obj)
             return new
         return self._prepare_other(rk, obj, old, sub)
 
-    def _prepare_status(self, obj: Obj, old: Stored, *, share: bool) -> Obj:
-        """The object a status write of ``obj`` stores over ``old``: its status, the rest as stored.
+    def _prepare_status(self, obj: Obj, old: Stored, *, share: bool, applied: bool = False) -> Obj:
+        """The object a status write of ``obj`` stores over ``old``: its status, the rest as stored
+        but, for a server-side apply (``applied``), ``obj``'s managedFields (the apply computed the
+        applier's ownership into them; none when ``obj`` has none). Other writes' managedFields
+        are recorded afterwards from ``old``'s (:meth:`_track`).
 
         ``share``: nothing changes the result below its top level and its metadata's before it is
         stored (no mutating admission plugin runs for the write), so it takes ``old``'s own values
@@ -1541,7 +1545,8 @@ class Registry:
         made without a copy. Else a fresh copy of ``old`` with the status set.
 
         Mirrors: apiextensions-apiserver pkg/registry/customresource status_strategy.go
-        statusStrategy.PrepareForUpdate (a deep copy of the old object, the new status set)."""
+        statusStrategy.PrepareForUpdate (a deep copy of the old object, the new status and
+        managedFields set) and apimachinery meta/v1 ResetObjectMetaForStatus (managedFields kept)."""
         stored = old.obj
         if share:
             new = {}
@@ -1554,12 +1559,18 @@ class Registry:
                     new[k] = obj["status"]
             if "status" in obj and "status" not in stored:
                 new["status"] = obj["status"]
-            return new
-        new = old.copy()
-        if "status" in obj:
-            new["status"] = obj["status"]
         else:
-            new.pop("status", None)
+            new = old.copy()
+            if "status" in obj:
+                new["status"] = obj["status"]
+            else:
+                new.pop("status", None)
+        if applied:
+            md = new["metadata"]
+            if "managedFields" in obj["metadata"]:
+                md["managedFields"] = obj["metadata"]["managedFields"]
+            else:
+                md.pop("managedFields", None)
         return new
 
     def _prepare_other(self, rk: ResourceKind, obj: Obj, old: Stored, sub: str) -> Obj:

@@ -4,6 +4,8 @@ them as kube-apiserver's does; request options are validated with apimachinery's
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from pumice.client.base import ApiError
@@ -211,3 +213,64 @@ async def test_an_applied_configuration_its_lists_cannot_key_is_a_400_with_kube_
         stored = await cluster.client.request("GET", cms.path("default", "c-0")) if existing else None
         assert stored is None or "finalizers" not in stored["metadata"]
 
+
+
+def _pod_body(status: dict | None = None) -> dict:
+    body: dict = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p1"}}
+    if status is None:
+        body["spec"] = {"containers": [{"name": "c", "image": "nginx"}]}
+    else:
+        body["status"] = status
+    return body
+
+
+def _raycluster_body(status: dict | None = None) -> dict:
+    body: dict = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "p1"}}
+    if status is None:
+        body["spec"] = {"headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [
+            {"name": "ray-head", "image": "rayproject/ray:2.9.0"}]}}}}
+    else:
+        body["status"] = status
+    return body
+
+
+@pytest.mark.parametrize(("api_version", "kind", "make", "full", "less", "other"), [
+    ("v1", "Pod", _pod_body, {"phase": "Running", "message": "hi"}, {"phase": "Running"}, {"phase": "Failed"}),
+    ("ray.io/v1", "RayCluster", _raycluster_body, {"state": "ready", "reason": "hi"}, {"state": "ready"},
+     {"state": "suspended"}),
+])
+async def test_a_status_apply_records_its_manager_so_it_removes_and_conflicts(
+        cluster: LocalCluster, api_version: str, kind: str, make: Callable[..., dict], full: dict, less: dict,
+        other: dict) -> None:
+    """A server-side apply to the status subresource keeps the ownership it computed (kube-apiserver's
+    status PrepareForUpdate keeps the new object's managedFields): the applier's next apply drops a
+    field only it owned, and another manager's change of its field is a 409 naming it."""
+    rk = cluster.scheme.by_api_version_kind(api_version, kind)
+    c = cluster.client
+    await c.request("POST", rk.path("default"), body=make(), params={"fieldManager": "creator"})
+    status = rk.path("default", "p1", "status")
+    obj = await c.request("PATCH", status, body=make(full), content_type=APPLY, params={"fieldManager": "kubelet"})
+    assert ("kubelet", "Apply", "status") in entries(obj)
+    [gone] = set(full) - set(less)
+    obj = await c.request("PATCH", status, body=make(less), content_type=APPLY, params={"fieldManager": "kubelet"})
+    assert gone not in obj["status"] and obj["status"].items() >= less.items()
+    [field] = other
+    with pytest.raises(ApiError) as err:
+        await c.request("PATCH", status, body=make(other), content_type=APPLY, params={"fieldManager": "other"})
+    assert err.value.code == 409
+    assert err.value.message == f'Apply failed with 1 conflict: conflict with "kubelet" with subresource "status": ' \
+                                f'.status.{field}'
+    assert err.value.status["details"]["causes"] == [{
+        "reason": "FieldManagerConflict", "message": 'conflict with "kubelet" with subresource "status"',
+        "field": f".status.{field}"}]
+    # a merge patch and a PUT of the status still record their Update managers beside the apply's
+    obj = await c.request("PATCH", status, body={"status": other}, content_type=MERGE, params={"fieldManager": "m"})
+    assert obj["status"][field] == other[field]
+    obj["status"][gone] = "again"
+    obj = await c.request("PUT", status, body=obj, params={"fieldManager": "editor"})
+    by = {e["manager"]: e for e in obj["metadata"]["managedFields"]}
+    assert (by["m"]["operation"], by["m"]["subresource"]) == ("Update", "status")
+    assert by["m"]["fieldsV1"] == {"f:status": {f"f:{field}": {}}}
+    assert by["editor"]["fieldsV1"] == {"f:status": {f"f:{gone}": {}}}
+    assert "kubelet" not in by  # the merge patch took over the one field it still owned
+    assert cluster.server.store.changed_objects() == []
