@@ -208,6 +208,7 @@ async def test_a_failed_bind_writes_pod_scheduled_false_with_the_bind_plugins_er
         cond = await _wait_pod_scheduled(cluster.client, "p")
         assert cond is not None and cond["reason"] == "SchedulerError"
         assert cond["message"] == 'running Bind plugin "DefaultBinder": timed out'
+        await sched.recorder.flush()  # the Event is written by the recorder's own task
         events = (await cluster.client.list(EVENT, "default")).items
         assert any(e["reason"] == "FailedScheduling" and e["message"] == cond["message"] for e in events)
         await sched.stop()
