@@ -476,8 +476,9 @@ class JobReconciler:
         return events, new
 
     async def take_command(self, job: Obj) -> Action | None:
-        if not len(self.commands):  # no Command anywhere (the usual case): nothing to list
-            return None
+        """The action of ``job``'s oldest Command with a known action, which is deleted (as the older
+        ones with an unknown action are); None when there is none. The caller skips the call when
+        there is no Command anywhere (the usual case)."""
         md = job["metadata"]
         mine = [c for c in self.commands.list(md.get("namespace"))
                 if (c.get("target") or {}).get("kind") == "Job" and (c.get("target") or {}).get("name") == md["name"]]
