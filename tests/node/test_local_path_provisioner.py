@@ -5,6 +5,7 @@ one of its informers' handlers ends run() instead of leaving it waiting for ever
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,22 +37,29 @@ async def _volumes(client: FakeClient) -> list[str]:
     return [v["metadata"]["name"] for v in (await client.list(PERSISTENT_VOLUME)).items]
 
 
-@pytest.mark.looptime
-async def test_a_timeout_creating_a_volume_is_retried_and_run_goes_on() -> None:
+
+def _volume_creates_fail_while(client: FakeClient, clock: LoopClock, failing: Callable[[list[float]], bool]) -> list[float]:
+    """Make ``client``'s PersistentVolume creates raise a transient ReadTimeout while
+    ``failing(tries)`` is true; return ``tries``, the clock's time of every PV create (seconds)."""
     import httpx2
 
-    clock = LoopClock()
-    client = FakeClient(clock=clock)
     real_create, tries = client.create, []
 
     async def create(obj: Any, *a: Any, **k: Any) -> Any:
         if obj.get("kind") == "PersistentVolume":
             tries.append(clock.monotonic())
-            if len(tries) == 1:
+            if failing(tries):
                 raise httpx2.ReadTimeout("timed out (transient)")
         return await real_create(obj, *a, **k)
 
     client.create = create  # type: ignore[method-assign]
+    return tries
+
+@pytest.mark.looptime
+async def test_a_timeout_creating_a_volume_is_retried_and_run_goes_on() -> None:
+    clock = LoopClock()
+    client = FakeClient(clock=clock)
+    tries = _volume_creates_fail_while(client, clock, lambda tries: len(tries) == 1)
     await client.create(CLASS)
     run = asyncio.ensure_future(provisioner(client, clock).run())
     await client.create(claim("data"))
@@ -86,24 +94,13 @@ async def test_a_claim_made_again_after_a_give_up_gets_its_own_retries(caplog: p
     """Review 20 V-3: the claim queue was keyed by namespace/name and kept the failure count of a
     given-up claim after its deletion, so a new claim of the same name was given up at its first
     failure. Upstream keys the claim queue by the claim's UID."""
-    import httpx2
-
     from pumice.api.scheme import PERSISTENT_VOLUME_CLAIM
     from pumice.node.provisioner import FAILED_THRESHOLD
 
     clock = LoopClock()
     client = FakeClient(clock=clock)
-    real_create, tries = client.create, []
     failing = True
-
-    async def create(obj: Any, *a: Any, **k: Any) -> Any:
-        if obj.get("kind") == "PersistentVolume":
-            tries.append(clock.monotonic())
-            if failing:
-                raise httpx2.ReadTimeout("timed out (transient)")
-        return await real_create(obj, *a, **k)
-
-    client.create = create  # type: ignore[method-assign]
+    tries = _volume_creates_fail_while(client, clock, lambda _tries: failing)
     await client.create(CLASS)
     run = asyncio.ensure_future(provisioner(client, clock).run())
     await client.create(claim("data"))
